@@ -1,0 +1,140 @@
+"""Byte units, exact integer helpers, and the one place sizes are parsed and printed.
+
+Inside oomkit every memory quantity is an ``int`` number of bytes. Binary (IEC) and
+decimal (SI) units are kept distinct: ``"80GB" == 80 * GB`` and ``"80GiB" == 80 * GiB``.
+A bare number is rejected because it is ambiguous.
+
+>>> parse_size("24GiB") == 24 * GiB
+True
+>>> parse_size("1.5 GB")
+1500000000
+>>> format_bytes(13 * GiB + 500 * MiB)
+'13.49 GiB'
+>>> ceil_div(10, 4)
+3
+>>> align_up(257, 256)
+512
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "GB",
+    "KB",
+    "MB",
+    "TB",
+    "GiB",
+    "KiB",
+    "MiB",
+    "TiB",
+    "align_up",
+    "ceil_div",
+    "format_bytes",
+    "parse_count",
+    "parse_size",
+]
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+TiB = 1 << 40
+KB = 10**3
+MB = 10**6
+GB = 10**9
+TB = 10**12
+
+_UNITS: dict[str, int] = {
+    "b": 1,
+    "kib": KiB,
+    "mib": MiB,
+    "gib": GiB,
+    "tib": TiB,
+    "kb": KB,
+    "mb": MB,
+    "gb": GB,
+    "tb": TB,
+}
+
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*$")
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Return ``ceil(a / b)`` for non-negative ints without floats."""
+    if b <= 0:
+        raise ValueError(f"ceil_div divisor must be positive, got {b}")
+    return -(-a // b)
+
+
+def align_up(x: int, n: int) -> int:
+    """Round ``x`` up to a multiple of ``n`` (GGML_PAD in ggml/include/ggml.h)."""
+    return ceil_div(x, n) * n
+
+
+def parse_size(text: str) -> int:
+    """Parse a size with a required unit into bytes.
+
+    Args:
+        text: e.g. ``"24GiB"``, ``"80 GB"``, ``"512MiB"``, ``"1.5TB"``. Units are case-insensitive;
+            ``G``/``M`` alone are rejected as ambiguous.
+
+    Returns:
+        The size in bytes (int, rounded down to a whole byte).
+
+    Raises:
+        ValueError: the text has no unit, an unknown unit, or is not a number.
+    """
+    m = _SIZE_RE.match(text)
+    if m is None:
+        stripped = text.strip()
+        if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", stripped):
+            raise ValueError(
+                f"size '{text}' has no unit: write {stripped}GiB (binary) or {stripped}GB (decimal)"
+            )
+        raise ValueError(f"cannot read size '{text}': expected a number and a unit such as 24GiB")
+    number, unit = m.group(1), m.group(2).lower()
+    if unit not in _UNITS:
+        raise ValueError(
+            f"size '{text}' has an unknown unit '{m.group(2)}': use B, KiB, MiB, GiB, TiB, "
+            "KB, MB, GB or TB"
+        )
+    whole, _, frac = number.partition(".")
+    scale = _UNITS[unit]
+    value = int(whole or "0") * scale
+    if frac:
+        value += int(frac) * scale // (10 ** len(frac))
+    return value
+
+
+_COUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*$")
+
+
+def parse_count(text: str) -> int:
+    """Parse a token count such as ``8192``, ``32k`` (= 32768) or ``1M`` (= 1048576).
+
+    ``k`` means 1024 here, as context lengths are powers of two in every runtime's docs.
+
+    Raises:
+        ValueError: not a non-negative count.
+    """
+    m = _COUNT_RE.match(text)
+    if m is None:
+        raise ValueError(f"cannot read count '{text}': expected an integer such as 8192 or 32k")
+    mult = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    whole, _, frac = m.group(1).partition(".")
+    value = int(whole) * mult
+    if frac:
+        if mult == 1:
+            raise ValueError(f"cannot read count '{text}': a count must be a whole number")
+        value += int(frac) * mult // (10 ** len(frac))
+    return value
+
+
+def format_bytes(n_bytes: int) -> str:
+    """Format bytes for display, always binary: GiB with two decimals, MiB below 1 GiB."""
+    sign = "-" if n_bytes < 0 else ""
+    n = abs(n_bytes)
+    if n >= GiB:
+        return f"{sign}{n / GiB:.2f} GiB"
+    return f"{sign}{n / MiB:.2f} MiB"
