@@ -1,0 +1,67 @@
+"""The library's front door: a model reference + settings + hardware -> Estimate."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.registry import get_estimator, normalize_runtime
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["estimate", "load_model"]
+
+
+def load_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
+    """Resolve a catalog name, path (config.json, dir, .gguf, .safetensors) or Hub repo id.
+
+    Raises:
+        UnknownNameError: not in the catalog and not a path or repo id.
+        SourceNotFoundError, FormatError, OfflineError: as the loaders say.
+    """
+    from oomkit.loaders.source import resolve_model
+
+    return resolve_model(ref, offline=offline)
+
+
+def _ollama_tag_quant(ref: str) -> str | None:
+    if ":" not in ref or "/" in ref:
+        return None
+    from oomkit.catalog.models import ollama_default_quant
+
+    return ollama_default_quant(ref)
+
+
+def estimate(
+    model: str | ModelSpec,
+    settings: InferenceSettings | None = None,
+    hardware: Hardware | None = None,
+    *,
+    offline: bool | None = None,
+) -> Estimate:
+    """Estimate memory per device for ``model`` on ``settings.runtime``.
+
+    Args:
+        model: a :class:`ModelSpec`, or a reference resolved by :func:`load_model`.
+        settings: runtime options; defaults to llama.cpp defaults.
+        hardware: target devices; defaults to one GPU of unknown capacity.
+        offline: force offline mode for Hub look-ups (None: ``HF_HUB_OFFLINE``/``OOMKIT_OFFLINE``).
+
+    Returns:
+        The per-device breakdown (bytes).
+    """
+    settings = settings or InferenceSettings()
+    runtime = normalize_runtime(settings.runtime)
+    if runtime != settings.runtime:
+        settings = dataclasses.replace(settings, runtime=runtime)
+    if isinstance(model, str):
+        if settings.quant is None and runtime in ("ollama", "llama.cpp"):
+            tag_quant = _ollama_tag_quant(model)
+            if tag_quant is not None:
+                settings = dataclasses.replace(settings, quant=tag_quant)
+        spec = load_model(model, offline=offline)
+    else:
+        spec = model
+    hardware = hardware or Hardware()
+    return get_estimator(runtime)(spec, settings, hardware)

@@ -1,0 +1,108 @@
+"""``oomkit`` command line: one thin module per command, errors mapped to exit codes here.
+
+Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown name,
+offline), 2 usage error, 3 a valid negative answer (does not fit, no OOM found).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from oomkit import __version__
+from oomkit.cli.output import (
+    EXIT_ERROR,
+    EXIT_USAGE,
+    debug_enabled,
+    error_exit_code,
+    print_error,
+    print_hint,
+)
+from oomkit.errors import OomkitError
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="oomkit")
+def cli() -> None:
+    """Will it fit? GPU memory per device for LLM inference, and an OOM doctor.
+
+    \b
+    Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
+                3 does not fit / no OOM found in the log.
+    """
+
+
+def _register() -> None:
+    from oomkit.cli.estimate import estimate_command
+    from oomkit.cli.models import models_command
+
+    cli.add_command(estimate_command)
+    cli.add_command(models_command)
+    try:
+        from oomkit.cli.gpus import gpus_command
+    except ImportError:  # pragma: no cover - module always ships; guards partial installs
+        pass
+    else:
+        cli.add_command(gpus_command)
+    try:
+        from oomkit.cli.doctor import doctor_command
+    except ImportError:  # pragma: no cover
+        pass
+    else:
+        cli.add_command(doctor_command)
+
+
+_register()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; map every error to one ``Error:`` line on stderr and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--debug" in args:
+        args.remove("--debug")
+        import os
+
+        os.environ["OOMKIT_DEBUG"] = "1"
+    try:
+        rv = cli.main(args=args, prog_name="oomkit", standalone_mode=False)
+    except click.exceptions.Abort:
+        print_error("aborted")
+        return EXIT_ERROR
+    except click.UsageError as e:
+        where = (
+            f" (oomkit {e.ctx.command_path.split(' ', 1)[1]})"
+            if e.ctx and " " in e.ctx.command_path
+            else ""
+        )
+        print_error(f"{e.format_message()}{where}")
+        return EXIT_USAGE
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.ClickException as e:
+        print_error(e.format_message())
+        return int(e.exit_code)
+    except OomkitError as e:
+        if debug_enabled():
+            raise
+        code, hint = error_exit_code(e)
+        print_error(str(e))
+        if hint:
+            print_hint(hint)
+        return code
+    except (OSError, ValueError) as e:
+        if debug_enabled():
+            raise
+        print_error(str(e))
+        print_hint("Run again with --debug for the traceback.")
+        return EXIT_ERROR
+    except KeyboardInterrupt:  # pragma: no cover
+        return 130
+    return int(rv) if isinstance(rv, int) else 0
+
+
+def entry() -> None:  # pragma: no cover - console script
+    sys.exit(main())

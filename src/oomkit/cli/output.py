@@ -1,0 +1,79 @@
+"""The CLI's only printer: data on stdout, messages on stderr, and the exception table."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from oomkit import errors
+from oomkit.serialize import dumps
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_NEGATIVE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "debug_enabled",
+    "error_exit_code",
+    "print_error",
+    "print_hint",
+    "print_json",
+    "print_warning",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NEGATIVE = 3
+
+#: exception -> (exit code, hint); subclasses first (hf ``CLI_ERROR_MAPPINGS``)
+_ERROR_TABLE: tuple[tuple[type[BaseException], int, str | None], ...] = (
+    (
+        errors.OfflineError,
+        EXIT_ERROR,
+        "Use a catalog name or a local path, or unset HF_HUB_OFFLINE.",
+    ),
+    (errors.GatedRepoError, EXIT_ERROR, None),
+    (errors.SourceNotFoundError, EXIT_ERROR, None),
+    (errors.UnknownNameError, EXIT_ERROR, None),
+    (errors.FormatError, EXIT_ERROR, None),
+    (errors.UnsupportedModelError, EXIT_ERROR, None),
+    (errors.InvalidSettingError, EXIT_USAGE, None),
+    (errors.OomkitError, EXIT_ERROR, None),
+)
+
+
+def debug_enabled() -> bool:
+    """Tracebacks only with ``--debug`` or ``OOMKIT_DEBUG=1`` (read at call time)."""
+    return os.environ.get("OOMKIT_DEBUG", "") not in ("", "0", "false", "False")
+
+
+def error_exit_code(exc: BaseException) -> tuple[int, str | None]:
+    for cls, code, hint in _ERROR_TABLE:
+        if isinstance(exc, cls):
+            return code, hint
+    return EXIT_ERROR, None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def print_error(message: str) -> None:
+    click.echo(f"Error: {_one_line(message)}", err=True)
+
+
+def print_warning(message: str) -> None:
+    click.echo(f"Warning: {_one_line(message)}", err=True)
+
+
+def print_hint(message: str) -> None:
+    click.echo(f"Hint: {_one_line(message)}", err=True)
+
+
+def print_json(doc: Any) -> None:
+    sys.stdout.write(dumps(doc) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,62 @@
+"""Human-readable rendering of results (display strings only; JSON goes through serialize)."""
+
+from __future__ import annotations
+
+from oomkit.estimate.breakdown import CATEGORIES, DeviceUsage, Estimate
+from oomkit.units import format_bytes
+
+__all__ = ["render_estimate"]
+
+_LABELS = {
+    "weights": "weights",
+    "kv_cache": "KV cache",
+    "activations": "activations/compute",
+    "overhead": "runtime overhead",
+    "gradients": "gradients",
+    "optimizer": "optimizer state",
+}
+
+
+def _device_block(d: DeviceUsage, name: str, *, explain: bool) -> list[str]:
+    lines = [f"{d.device}  {name}".rstrip()]
+    for cat in CATEGORIES:
+        b = d.category_bytes(cat)
+        if b:
+            lines.append(f"  {_LABELS[cat]:<22}{format_bytes(b):>12}")
+    total = f"  {'total':<22}{format_bytes(d.total_bytes):>12}"
+    if d.capacity_bytes is not None:
+        free = d.capacity_bytes - d.total_bytes
+        verdict = "fits" if free >= 0 else "DOES NOT FIT"
+        total += f" of {format_bytes(d.capacity_bytes)}  {verdict}"
+        total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'})"
+    lines.append(total)
+    if explain:
+        lines.extend(f"    - {c.explain()}" for c in d.components)
+    return lines
+
+
+def render_estimate(est: Estimate, *, explain: bool = False) -> str:
+    s = est.settings
+    knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
+    params_b = est.model.params / 1e9
+    lines = [
+        f"{est.model.name} ({est.model.architecture}, {params_b:.2f} B params) on {est.runtime}",
+    ]
+    if knobs:
+        lines.append(f"settings: {knobs}")
+    lines.append("")
+    for d in est.devices:
+        lines.extend(_device_block(d, "", explain=explain))
+    if est.host.components:
+        lines.extend(_device_block(est.host, "(host RAM)", explain=explain))
+    lines.append("")
+    if est.fits is True:
+        lines.append("Fits.")
+    elif est.fits is False:
+        lines.append("Does not fit.")
+    else:
+        lines.append("Capacity unknown: pass --gpu NAME or --vram SIZE to check the fit.")
+    if est.assumptions:
+        lines.append("Assumptions:")
+        lines.extend(f"  - {a}" for a in est.assumptions)
+    return "\n".join(lines)

@@ -1,0 +1,69 @@
+"""Runtime name -> estimator, imported lazily so the CLI loads only the runtime it needs."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from oomkit.errors import UnknownNameError, close_matches
+from oomkit.estimate.breakdown import Estimate
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["RUNTIMES", "Estimator", "get_estimator", "normalize_runtime"]
+
+Estimator = Callable[[ModelSpec, InferenceSettings, Hardware], Estimate]
+
+#: canonical runtime name -> "module:function"
+RUNTIMES: Mapping[str, str] = MappingProxyType(
+    {
+        "llama.cpp": "oomkit.estimate.llamacpp:estimate_llamacpp",
+        "ollama": "oomkit.estimate.ollama:estimate_ollama",
+        "vllm": "oomkit.estimate.vllm:estimate_vllm",
+        "sglang": "oomkit.estimate.sglang:estimate_sglang",
+        "transformers": "oomkit.estimate.transformers:estimate_transformers",
+    }
+)
+
+_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "llamacpp": "llama.cpp",
+        "llama-cpp": "llama.cpp",
+        "llama_cpp": "llama.cpp",
+        "llama-server": "llama.cpp",
+        "lmstudio": "llama.cpp",
+        "koboldcpp": "llama.cpp",
+        "hf": "transformers",
+        "huggingface": "transformers",
+        "sgl": "sglang",
+    }
+)
+
+
+def normalize_runtime(name: str) -> str:
+    """Canonical runtime name (``llamacpp`` -> ``llama.cpp``).
+
+    Raises:
+        UnknownNameError: not a supported runtime.
+    """
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in RUNTIMES:
+        raise UnknownNameError(
+            kind="runtime",
+            name=name,
+            suggestions=close_matches(name, (*RUNTIMES, *_ALIASES)),
+            hint="Supported: " + ", ".join(RUNTIMES) + ".",
+        )
+    return key
+
+
+def get_estimator(name: str) -> Estimator:
+    """The estimator function of runtime ``name`` (imported on first use)."""
+    target = RUNTIMES[normalize_runtime(name)]
+    module_name, _, func = target.partition(":")
+    module = importlib.import_module(module_name)
+    fn: Estimator = getattr(module, func)
+    return fn
