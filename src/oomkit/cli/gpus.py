@@ -1,0 +1,182 @@
+"""``oomkit gpus``: what is on the GPUs now (memory, processes, stragglers), or the catalog.
+
+Where the live data comes from can be swapped with :func:`use_backend` (tests replay captured
+outputs through a fake backend this way; an embedding app can hand in its own).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import click
+
+from oomkit.cli.output import (
+    EXIT_ERROR,
+    EXIT_NEGATIVE,
+    print_error,
+    print_hint,
+    print_json,
+    print_warning,
+)
+from oomkit.errors import OomkitError
+from oomkit.hardware.live import GpuBackend, GpuStatus, default_backend, detect_gpus
+from oomkit.hardware.procinfo import ProcReader
+from oomkit.units import format_bytes
+
+__all__ = ["BackendFactory", "gpus_command", "use_backend"]
+
+#: Builds the backend ``oomkit gpus`` reads; raises :class:`HardwareError` when there is none.
+BackendFactory = Callable[[], GpuBackend]
+_log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Source:
+    factory: BackendFactory
+    procs: ProcReader | None
+
+
+_SOURCE = _Source(factory=default_backend, procs=None)
+
+
+def use_backend(factory: BackendFactory | None, procs: ProcReader | None = None) -> None:
+    """Make ``oomkit gpus`` read from ``factory()`` and ``procs``; ``None`` restores the live ones.
+
+    Args:
+        factory: returns a :class:`~oomkit.hardware.live.GpuBackend`, or ``None`` for
+            :func:`~oomkit.hardware.live.default_backend` (NVML, nvidia-smi, rocm-smi, Apple).
+        procs: the process table reader; ``None`` for the live ``/proc``.
+    """
+    _SOURCE.factory = factory if factory is not None else default_backend
+    _SOURCE.procs = procs
+
+
+def _age(age_s: float | None) -> str:
+    if age_s is None:
+        return "-"
+    if age_s >= 86400:
+        return f"{age_s / 86400:.1f}d"
+    if age_s >= 3600:
+        return f"{age_s / 3600:.1f}h"
+    return f"{age_s / 60:.0f}m"
+
+
+def _state(alive: bool | None, zombie: bool | None) -> str:
+    if alive is None:
+        return "unseen"
+    return "zombie" if zombie else "alive"
+
+
+def _render(gpus: tuple[GpuStatus, ...]) -> list[str]:
+    lines: list[str] = []
+    for g in gpus:
+        util = "n/a" if g.utilization_gpu_percent is None else f"{g.utilization_gpu_percent}%"
+        lines.append(
+            f"GPU {g.index}  {g.name}  used {format_bytes(g.memory_used_bytes)} / "
+            f"{format_bytes(g.memory_total_bytes)}  free {format_bytes(g.memory_free_bytes)}"
+            f"  util {util}"
+        )
+        for m in g.mig_slices:
+            mem = (
+                f"{format_bytes(m.memory_used_bytes)} / {format_bytes(m.memory_total_bytes)}"
+                if m.memory_used_bytes is not None and m.memory_total_bytes is not None
+                else "memory n/a"
+            )
+            gi = "-" if m.gpu_instance_id is None else str(m.gpu_instance_id)
+            lines.append(f"  MIG {m.mig_index} {m.name or ''} GI {gi}  {mem}  {m.uuid or ''}")
+        if not g.processes:
+            lines.append("  no processes")
+            continue
+        lines.append(f"  {'PID':>8}  {'USER':<10} {'MEMORY':>11} {'AGE':>6}  {'STATE':<7} COMMAND")
+        for p in g.processes:
+            mem = "n/a" if p.used_bytes is None else format_bytes(p.used_bytes)
+            cmd = (p.command or "?")[:60]
+            lines.append(
+                f"  {p.pid:>8}  {(p.user or '?')[:10]:<10} {mem:>11} {_age(p.age_s):>6}  "
+                f"{_state(p.alive, p.zombie):<7} {cmd}"
+            )
+            if p.straggler_reason:
+                lines.append(f"  {'':>8}  ! straggler: {p.straggler_reason}")
+                if p.kill_command:
+                    lines.append(f"  {'':>8}    end it: {p.kill_command}")
+    return lines
+
+
+def _catalog(query: str | None, as_json: bool) -> None:
+    from oomkit.hardware.catalog import search_gpus
+
+    rows = search_gpus(query)
+    if as_json:
+        print_json({"schema_version": 1, "gpus": [r.to_dict() for r in rows]})
+    else:
+        for r in rows:
+            tflops = "-" if r.bf16_tflops is None else f"{r.bf16_tflops:g}"
+            click.echo(
+                f"{r.key:<24} {format_bytes(r.memory_bytes):>11}  "
+                f"{r.bandwidth_bytes_per_s / 1e12:5.2f} TB/s  {tflops:>7} bf16 TFLOPS  {r.name}"
+            )
+    if not rows:
+        print_warning(f"No GPU in the catalog matches '{query}'.")
+        raise click.exceptions.Exit(EXIT_NEGATIVE)
+
+
+def _snapshot() -> tuple[GpuStatus, ...]:
+    return detect_gpus(_SOURCE.factory(), procs=_SOURCE.procs)
+
+
+@click.command("gpus")
+@click.argument("query", required=False)
+@click.option("--catalog", is_flag=True, help="List the GPU catalog (QUERY filters it).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0),
+    is_flag=False,
+    flag_value=2.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Refresh every SECONDS (default 2); with --json, one document per refresh.",
+)
+@click.option("--count", type=click.IntRange(min=1), default=None, hidden=True)
+def gpus_command(
+    query: str | None, catalog: bool, as_json: bool, watch: float | None, count: int | None
+) -> None:
+    """Show every GPU: memory, utilization, MIG slices and the processes holding memory.
+
+    Stragglers (zombies, orphaned workers, idle Jupyter kernels, long-idle processes) are
+    flagged with the command that ends them. With --catalog, list known GPU models instead.
+
+    \b
+    Exit codes: 0 ok, 1 no GPU could be queried, 3 no catalog row matches QUERY.
+    """
+    if catalog or query:
+        _catalog(query, as_json)
+        return
+    refreshes = 0
+    while True:
+        try:
+            gpus = _snapshot()
+            if not gpus:
+                raise OomkitError("GPU detection found no devices.")
+        except OomkitError as exc:
+            _log.debug("gpu detection failed", exc_info=True)
+            print_error(str(exc).splitlines()[0])
+            print_hint("list GPU models without a GPU: oomkit gpus --catalog")
+            raise click.exceptions.Exit(EXIT_ERROR) from exc
+        if as_json:
+            print_json({"schema_version": 1, "gpus": [g.to_dict() for g in gpus]})
+        else:
+            if watch is not None and sys.stdout.isatty():
+                click.clear()
+            click.echo("\n".join(_render(gpus)))
+            kills = [p.kill_command for g in gpus for p in g.processes if p.kill_command]
+            if kills and watch is None:
+                print_hint("end the stragglers with: " + "; ".join(kills))
+        refreshes += 1
+        if watch is None or (count is not None and refreshes >= count):
+            return
+        time.sleep(watch)
