@@ -1,0 +1,224 @@
+"""llama.cpp run parameters resolved from :class:`InferenceSettings` with llama.cpp's defaults.
+
+Models the llama.cpp behaviour of late 2025 (build b7000 and later, the version vendored by
+llama-cpp-python 0.3.3x): ``common_params`` defaults (``-c 4096``, ``-b 2048``, ``-ub 512``,
+``-fa auto``, ``-ngl`` all layers, f16 KV cache) and the context set-up of
+``llama_context::llama_context`` in src/llama-context.cpp (``n_ctx`` padded to 256,
+``n_ubatch <= n_batch``, per-sequence ``n_ctx_seq = n_ctx / n_seq_max`` when the KV cache is
+not unified).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oomkit.errors import InvalidSettingError
+from oomkit.quant.ggml_types import GGML_TYPES
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = [
+    "BUFFER_ALIGNMENT",
+    "DEFAULT_N_BATCH",
+    "DEFAULT_N_CTX",
+    "DEFAULT_N_UBATCH",
+    "KV_CACHE_TYPES",
+    "MATRIX_ROW_PADDING",
+    "N_CTX_PAD",
+    "LlamaCppOptions",
+    "LlamaCppParams",
+    "backend_alloc_bytes",
+    "resolve_llamacpp_params",
+]
+
+DEFAULT_N_CTX = 4096  # common_params.n_ctx (common/common.h)
+DEFAULT_N_BATCH = 2048  # common_params.n_batch
+DEFAULT_N_UBATCH = 512  # common_params.n_ubatch
+#: llama_context: ``cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)`` (src/llama-context.cpp)
+N_CTX_PAD = 256
+
+#: ``--cache-type-k/-v`` values accepted by llama.cpp (common/arg.cpp kv_cache_types)
+KV_CACHE_TYPES: tuple[str, ...] = (
+    "f32",
+    "f16",
+    "bf16",
+    "q8_0",
+    "q4_0",
+    "q4_1",
+    "iq4_nl",
+    "q5_0",
+    "q5_1",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaCppOptions:
+    """Knobs that :class:`InferenceSettings` does not carry (API callers, the oracle, Ollama).
+
+    ``repack``: CPU weights of repackable types go to the ``CPU_REPACK`` buffer
+    (llama.cpp ``use_extra_bufts``, default on); ``mla_v_cache``: MLA models also keep a V cache
+    (older llama.cpp); ``n_outputs_max``: outputs reserved in the output buffer
+    (None = ``n_seq_max``, llama.cpp's default when logits for all tokens are not requested).
+    """
+
+    repack: bool = True
+    mla_v_cache: bool = False
+    n_outputs_max: int | None = None
+    no_host: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaCppParams:
+    """Effective llama.cpp context/model parameters (names as in llama_cparams)."""
+
+    n_ctx_requested: int
+    n_ctx: int  # after padding and rounding to a multiple of n_seq_max
+    n_ctx_seq: int  # cells per stream
+    n_seq_max: int
+    n_stream: int  # 1 when the KV cache is unified, else n_seq_max
+    n_batch: int
+    n_ubatch: int
+    flash_attn: bool
+    flash_attn_auto: bool
+    type_k: str  # ggml type name, upper case ("F16", "Q8_0")
+    type_v: str
+    kv_unified: bool
+    swa_full: bool
+    n_gpu_layers: int
+    mmap: bool
+    options: LlamaCppOptions
+    assumptions: tuple[str, ...] = ()
+
+
+def _kv_type(value: str | None, setting: str) -> str:
+    if value is None:
+        return "F16"
+    key = value.strip().lower()
+    if key not in KV_CACHE_TYPES:
+        raise InvalidSettingError(
+            f"Unsupported KV cache type for '{setting}' ({value!r}): llama.cpp accepts "
+            f"{', '.join(KV_CACHE_TYPES)}. Pick one of those.",
+            setting=setting,
+            value=value,
+        )
+    name = key.upper()
+    assert name in GGML_TYPES
+    return name
+
+
+def resolve_llamacpp_params(
+    settings: InferenceSettings,
+    *,
+    n_layer: int,
+    has_gpu: bool,
+    default_swa_full: bool = False,
+    options: LlamaCppOptions | None = None,
+) -> LlamaCppParams:
+    """Apply llama.cpp's defaults and context set-up rules to ``settings``.
+
+    Raises:
+        InvalidSettingError: an impossible combination (e.g. quantized V cache without flash
+            attention, which llama.cpp refuses at context creation).
+    """
+    opts = options or LlamaCppOptions()
+    notes: list[str] = []
+    n_ctx_req = settings.ctx if settings.ctx is not None else DEFAULT_N_CTX
+    if settings.ctx is None:
+        notes.append(f"n_ctx not given: llama.cpp default -c {DEFAULT_N_CTX}")
+    if n_ctx_req <= 0:
+        raise InvalidSettingError(
+            f"Invalid context size for 'ctx' ({n_ctx_req}): must be positive. "
+            "Pass --ctx with a token count such as 8192.",
+            setting="ctx",
+            value=n_ctx_req,
+        )
+    n_seq = settings.parallel or 1
+    n_batch = settings.batch_size or DEFAULT_N_BATCH
+    n_ubatch = min(settings.ubatch or DEFAULT_N_UBATCH, n_batch)
+    kv_unified = bool(settings.kv_unified)
+    n_stream = 1 if kv_unified else n_seq
+    # llama_context: pad n_ctx to 256, then split into equal per-sequence streams
+    n_ctx = -(-n_ctx_req // N_CTX_PAD) * N_CTX_PAD
+    if kv_unified:
+        n_ctx_seq = n_ctx
+    else:
+        n_ctx_seq = n_ctx // n_seq
+        n_ctx = n_ctx_seq * n_seq
+    if n_ctx_seq <= 0:
+        raise InvalidSettingError(
+            f"Context too small for 'parallel' ({n_seq}): n_ctx {n_ctx_req} gives no cells per "
+            "sequence. Raise --ctx or lower --parallel.",
+            setting="parallel",
+            value=n_seq,
+        )
+    type_k = _kv_type(settings.cache_type_k, "cache_type_k")
+    type_v = _kv_type(settings.cache_type_v, "cache_type_v")
+    fa_auto = settings.flash_attn is None
+    # -fa auto: enabled when every device that holds attention supports the FA op; the CPU,
+    # CUDA and Metal backends do for the usual head sizes (llama_context: flash_attn_type auto)
+    flash_attn = True if fa_auto else bool(settings.flash_attn)
+    if fa_auto:
+        notes.append("flash attention 'auto': assumed enabled (supported by CPU/CUDA/Metal)")
+    if type_v not in ("F16", "F32", "BF16") and not flash_attn:
+        raise InvalidSettingError(
+            f"Quantized V cache for 'cache_type_v' ({type_v.lower()}) needs flash attention: "
+            "llama.cpp fails with 'V cache quantization requires flash_attn'. "
+            "Enable --flash-attn or use an f16 V cache.",
+            setting="cache_type_v",
+            value=type_v.lower(),
+        )
+    if settings.n_gpu_layers is None:
+        ngl = n_layer + 1 if has_gpu else 0
+    else:
+        ngl = max(0, settings.n_gpu_layers)
+    if not has_gpu:
+        ngl = 0
+    swa_full = default_swa_full if settings.swa_full is None else settings.swa_full
+    mmap = True if settings.mmap is None else settings.mmap
+    return LlamaCppParams(
+        n_ctx_requested=n_ctx_req,
+        n_ctx=n_ctx,
+        n_ctx_seq=n_ctx_seq,
+        n_seq_max=n_seq,
+        n_stream=n_stream,
+        n_batch=n_batch,
+        n_ubatch=n_ubatch,
+        flash_attn=flash_attn,
+        flash_attn_auto=fa_auto,
+        type_k=type_k,
+        type_v=type_v,
+        kv_unified=kv_unified,
+        swa_full=swa_full,
+        n_gpu_layers=ngl,
+        mmap=mmap,
+        options=opts,
+        assumptions=tuple(notes),
+    )
+
+
+#: Buffer alignment per backend: ggml-backend.cpp TENSOR_ALIGNMENT (CPU, 32), CUDA/ROCm
+#: ``ggml_backend_cuda_buffer_type_get_alignment`` (128), Metal 32, Vulkan (device
+#: minStorageBufferOffsetAlignment, typically 64; 128 assumed).
+BUFFER_ALIGNMENT: dict[str, int] = {"cpu": 32, "cuda": 128, "rocm": 128, "metal": 32, "vulkan": 128}
+#: ggml-cuda MATRIX_ROW_PADDING: quantized tensors get one partial row of padding
+MATRIX_ROW_PADDING = 512
+
+
+def backend_alloc_bytes(type_name: str, ne0: int, n_bytes: int, backend: str) -> int:
+    """Bytes a backend buffer reserves for one tensor (alloc size padded to the alignment).
+
+    Models ``ggml_backend_buft_get_alloc_size`` (CUDA adds ``ggml_row_size(type, 512 - ne0 % 512)``
+    to quantized tensors whose rows are not a multiple of 512) and the per-tensor alignment of
+    ``ggml_backend_alloc_ctx_tensors_from_buft`` (ggml/src/ggml-alloc.c).
+    """
+    size = n_bytes
+    gt = GGML_TYPES.get(type_name.upper())
+    if (
+        backend in ("cuda", "rocm")
+        and gt is not None
+        and gt.block_size > 1
+        and ne0 % MATRIX_ROW_PADDING != 0
+    ):
+        pad = MATRIX_ROW_PADDING - ne0 % MATRIX_ROW_PADDING
+        size += -(-pad // gt.block_size) * gt.type_size
+    align = BUFFER_ALIGNMENT.get(backend, 32)
+    return -(-size // align) * align
