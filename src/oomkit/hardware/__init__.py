@@ -1,0 +1,3 @@
+"""Hardware facts: the GPU catalog (``catalog``) and live device queries."""
+
+__all__: list[str] = []

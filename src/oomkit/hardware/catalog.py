@@ -1,0 +1,293 @@
+"""The GPU catalog: what each accelerator offers, looked up by any name people use for it.
+
+Rows live in :mod:`oomkit.hardware.gpu_data` (data, no branches); this module holds the
+``GpuModel`` type and the lookups.
+
+Names are matched after normalisation: lower case, every character that is not a letter or a
+digit dropped, and leading brand words (``nvidia``, ``geforce``, ``tesla``, ``quadro``, ``amd``,
+``radeon``, ``instinct``, ``intel``, ``apple``) removed. So ``"RTX 4090"``, ``"rtx-4090"``,
+``"NVIDIA GeForce RTX 4090"`` and ``"rtx4090"`` are the same name.
+
+Ambiguous short names resolve to one documented default variant (it carries the short name as
+an alias; the tests check that no alias belongs to two rows):
+
+* ``H100`` -> ``h100-sxm`` (the HGX part the clouds rent most), ``A100`` -> ``a100-80gb-sxm``,
+  ``V100`` -> ``v100-16gb-sxm2`` (AWS p3), ``H200`` -> ``h200`` (SXM), ``GH200`` -> ``gh200-96gb``.
+* Consumer cards sold with two memory sizes resolve to the *smaller* one, which is also the one
+  sold most and the conservative answer for a "will it fit" tool: ``RTX 3080`` -> 10 GB,
+  ``RTX 4060 Ti`` -> 8 GB, ``RTX 3060`` -> 12 GB (the 8 GB card is a later, rarer cut and is not
+  in the catalog).
+* An Apple chip name without a memory size resolves to its base configuration in the catalog:
+  ``M3 Max`` -> ``m3-max-36gb``, ``M2 Ultra`` -> ``m2-ultra-64gb``.
+
+>>> find_gpu("RTX 4090").key
+'rtx-4090'
+>>> find_gpu("NVIDIA H100 80GB HBM3").key
+'h100-sxm'
+>>> find_gpu("H100").memory_bytes // 2**20
+81559
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from oomkit.errors import UnknownNameError, close_matches
+from oomkit.spec.hardware import DeviceTarget
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "DTYPES",
+    "SEGMENTS",
+    "VENDORS",
+    "GpuModel",
+    "all_gpus",
+    "find_gpu",
+    "find_gpu_by_nvml_name",
+    "normalize_gpu_name",
+    "search_gpus",
+]
+
+VENDORS = ("nvidia", "amd", "apple", "intel")
+SEGMENTS = ("consumer", "laptop", "workstation", "datacenter", "apple")
+DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+_HINT = "Run 'oomkit gpus --catalog' to list known GPUs."
+_BRANDS = ("nvidia", "geforce", "tesla", "quadro", "amd", "radeon", "instinct", "intel", "apple")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_BACKENDS = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "xpu"}
+
+
+def normalize_gpu_name(name: str) -> str:
+    """Return the form names are compared in: lower-case letters and digits, brands removed.
+
+    >>> normalize_gpu_name("NVIDIA GeForce RTX 4060 Ti")
+    'rtx4060ti'
+    >>> normalize_gpu_name("Tesla V100-SXM2-16GB")
+    'v100sxm216gb'
+    """
+    words = [w for w in _NON_ALNUM.split(name.lower()) if w]
+    while len(words) > 1 and words[0] in _BRANDS:
+        words.pop(0)
+    return "".join(words)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuModel:
+    """One accelerator model as the catalog knows it.
+
+    Attributes:
+        key: canonical slug, e.g. ``"rtx-4090"``, ``"h100-sxm"``, ``"m3-max-128gb"``.
+        name: full marketing name, e.g. ``"NVIDIA GeForce RTX 4090"``.
+        aliases: other names that resolve to this row (short names, NVML product names).
+        vendor: ``"nvidia"``, ``"amd"``, ``"apple"`` or ``"intel"``.
+        segment: ``"consumer"``, ``"laptop"``, ``"workstation"``, ``"datacenter"`` or
+            ``"apple"``.
+        architecture: e.g. ``"Ada Lovelace"``, ``"Hopper"``, ``"CDNA3"``, ``"Apple M3"``.
+        compute_capability: CUDA compute capability (``"8.9"``), the gfx target for AMD
+            (``"gfx942"``), ``None`` for Apple and Intel.
+        memory_bytes: total memory in bytes as the driver reports it (NVML ``memory.total``),
+            not the marketing number; for Apple the installed RAM.
+        usable_memory_bytes: Apple only: the GPU working-set limit macOS recommends
+            (Metal ``recommendedMaxWorkingSetSize``); ``None`` elsewhere.
+        unified_memory: CPU and GPU share one memory pool (Apple, GH200/GB200 superchips are
+            not marked: their GPU has its own HBM).
+        bandwidth_bytes_per_s: peak memory bandwidth in bytes per second.
+        fp16_tflops: dense (no sparsity) FP16 tensor throughput in TFLOPS; ``None`` if unknown.
+        bf16_tflops: dense BF16 tensor throughput in TFLOPS; ``None`` if unsupported/unknown.
+        fp8_tflops: dense FP8 tensor throughput in TFLOPS; ``None`` if unsupported/unknown.
+        int8_tops: dense INT8 tensor throughput in TOPS; ``None`` if unsupported/unknown.
+        native_dtypes: dtypes the hardware computes natively, a subset of :data:`DTYPES`.
+        interconnect: host/peer link, e.g. ``"PCIe 4.0 x16"``, ``"SXM5 NVLink 900 GB/s"``.
+        source: URL of the vendor spec page (and of the driver-reported memory figure).
+        nvml_names: product names NVML/``nvidia-smi`` print for this model. Unlike aliases
+            these may be shared (two memory sizes, one name); :func:`find_gpu_by_nvml_name`
+            separates them by memory.
+    """
+
+    key: str
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    segment: str
+    architecture: str
+    compute_capability: str | None
+    memory_bytes: int
+    usable_memory_bytes: int | None
+    unified_memory: bool
+    bandwidth_bytes_per_s: int
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    int8_tops: float | None
+    native_dtypes: tuple[str, ...]
+    interconnect: str
+    source: str
+    nvml_names: tuple[str, ...] = ()
+
+    @property
+    def effective_memory_bytes(self) -> int:
+        """Memory a process can plan with: the Apple GPU limit if set, else the total."""
+        if self.usable_memory_bytes is not None:
+            return self.usable_memory_bytes
+        return self.memory_bytes
+
+    def names(self) -> tuple[str, ...]:
+        """Key, name and aliases: every name that resolves to this row."""
+        return (self.key, self.name, *self.aliases)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (bytes as ints, tuples as lists) for ``--json`` and the web API."""
+        return {
+            "key": self.key,
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "vendor": self.vendor,
+            "segment": self.segment,
+            "architecture": self.architecture,
+            "compute_capability": self.compute_capability,
+            "memory_bytes": self.memory_bytes,
+            "usable_memory_bytes": self.usable_memory_bytes,
+            "effective_memory_bytes": self.effective_memory_bytes,
+            "unified_memory": self.unified_memory,
+            "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+            "fp16_tflops": self.fp16_tflops,
+            "bf16_tflops": self.bf16_tflops,
+            "fp8_tflops": self.fp8_tflops,
+            "int8_tops": self.int8_tops,
+            "native_dtypes": list(self.native_dtypes),
+            "interconnect": self.interconnect,
+            "source": self.source,
+            "nvml_names": list(self.nvml_names),
+        }
+
+    def to_device_target(self) -> DeviceTarget:
+        """The estimator's view of one device of this model."""
+        return DeviceTarget(
+            name=self.name,
+            key=self.key,
+            backend=_BACKENDS[self.vendor],
+            capacity_bytes=self.effective_memory_bytes,
+            architecture=self.architecture,
+            compute_capability=self.compute_capability,
+            native_dtypes=self.native_dtypes,
+            unified_memory=self.unified_memory,
+        )
+
+
+def all_gpus() -> tuple[GpuModel, ...]:
+    """Every catalog row, in catalog order."""
+    from oomkit.hardware.gpu_data import GPUS
+
+    return GPUS
+
+
+@cache
+def _index() -> Mapping[str, GpuModel]:
+    """Normalised name -> row. The first row to claim a name keeps it (tests forbid clashes)."""
+    out: dict[str, GpuModel] = {}
+    for gpu in all_gpus():
+        for name in gpu.names():
+            out.setdefault(normalize_gpu_name(name), gpu)
+    return out
+
+
+def _suggestions(name: str) -> tuple[str, ...]:
+    index = _index()
+    hits = close_matches(normalize_gpu_name(name), index, n=8)
+    keys = dict.fromkeys(index[h].key for h in hits)
+    return tuple(keys)[:3]
+
+
+def find_gpu(name: str) -> GpuModel:
+    """Look up a GPU by key, name or alias, ignoring case, spaces, dashes and brand words.
+
+    Args:
+        name: e.g. ``"rtx-4090"``, ``"RTX 4090"``, ``"4090"``, ``"H100"``, ``"A100-80GB"``,
+            ``"NVIDIA H100 80GB HBM3"`` (the NVML product name).
+
+    Returns:
+        The catalog row (see the module docstring for which variant a short name picks).
+
+    Raises:
+        UnknownNameError: no row has that name (a typo, or a GPU the catalog lacks); it
+            carries up to three close matches as ``suggestions``.
+    """
+    gpu = _index().get(normalize_gpu_name(name))
+    if gpu is None:
+        raise UnknownNameError(kind="GPU", name=name, suggestions=_suggestions(name), hint=_HINT)
+    return gpu
+
+
+def _sort_key(gpu: GpuModel) -> tuple[str, int, str]:
+    return (gpu.vendor, gpu.memory_bytes, gpu.key)
+
+
+def _haystack(gpu: GpuModel) -> str:
+    parts = (*gpu.names(), *gpu.nvml_names, gpu.vendor, gpu.segment, gpu.architecture)
+    return " ".join(normalize_gpu_name(p) for p in parts)
+
+
+def search_gpus(query: str | None = None) -> tuple[GpuModel, ...]:
+    """Filter the catalog for listing, sorted by vendor, then memory, then key.
+
+    The normalised query must occur in a row's key, name, aliases, NVML names, vendor, segment
+    or architecture (``"rtx 40"`` lists the RTX 40 series, ``"hopper"`` the Hopper parts); if
+    no row has it whole, rows holding every whitespace-separated word match (``"apple max"``
+    lists the Max chips). When still nothing matches, rows whose names are close to the query
+    are returned instead, so a typo still lists something useful.
+
+    Args:
+        query: the filter; ``None`` or blank lists everything.
+
+    Returns:
+        Matching rows (possibly empty).
+    """
+    rows = all_gpus()
+    words = [normalize_gpu_name(w) for w in (query or "").split()]
+    words = [w for w in words if w]
+    if words:
+        joined = "".join(words)
+        hits = [g for g in rows if joined in _haystack(g)]
+        if not hits:
+            hits = [g for g in rows if all(w in _haystack(g) for w in words)]
+        if not hits:
+            wanted = set(_suggestions(query or ""))
+            hits = [g for g in rows if g.key in wanted]
+        rows = tuple(hits)
+    return tuple(sorted(rows, key=_sort_key))
+
+
+def find_gpu_by_nvml_name(
+    product_name: str, memory_total_bytes: int | None = None
+) -> GpuModel | None:
+    """Match a live device (NVML ``nvmlDeviceGetName`` + ``memory.total``) to a catalog row.
+
+    NVML names one product for several memory sizes (``"NVIDIA GeForce RTX 4060 Ti"`` is the
+    8 GB and the 16 GB card), so when several rows carry the name the one whose driver-reported
+    memory is closest to ``memory_total_bytes`` wins; without a memory figure the default
+    variant (the one :func:`find_gpu` returns for that name) wins.
+
+    Args:
+        product_name: the name as NVML or ``nvidia-smi --query-gpu=name`` prints it.
+        memory_total_bytes: NVML ``memory.total`` in bytes, or ``None`` when unknown.
+
+    Returns:
+        The matching row, or ``None`` when the catalog has no GPU of that name (the live view
+        then shows the device without catalog facts).
+    """
+    wanted = normalize_gpu_name(product_name)
+    candidates = [g for g in all_gpus() if wanted in {normalize_gpu_name(n) for n in g.nvml_names}]
+    default = _index().get(wanted)
+    if default is not None and default not in candidates:
+        candidates.append(default)
+    if not candidates:
+        return None
+    if memory_total_bytes is None or len(candidates) == 1:
+        return default if default is not None else candidates[0]
+    return min(candidates, key=lambda g: abs(g.memory_bytes - memory_total_bytes))
