@@ -1,6 +1,77 @@
-"""oomkit: will it fit, and if not, what is the best thing to change?"""
+"""oomkit: will it fit, and if not, what is the best thing to change?
+
+The public API is re-exported here and loaded lazily (PEP 562), so ``import oomkit`` stays
+light: no torch, pynvml, huggingface_hub, click or web stack is imported until used.
+
+>>> import oomkit
+>>> est = oomkit.estimate("llama-3.1-8b", oomkit.InferenceSettings(quant="Q4_K_M", ctx=8192))
+>>> est.devices[0].kv_cache_bytes
+1073741824
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+
+_EXPORTS: dict[str, str] = {
+    "Component": "oomkit.estimate.breakdown",
+    "DeviceTarget": "oomkit.spec.hardware",
+    "DeviceUsage": "oomkit.estimate.breakdown",
+    "Estimate": "oomkit.estimate.breakdown",
+    "Hardware": "oomkit.spec.hardware",
+    "InferenceSettings": "oomkit.spec.settings",
+    "ModelSpec": "oomkit.spec.model",
+    "OomkitError": "oomkit.errors",
+    "TensorInfo": "oomkit.spec.model",
+    "count_params": "oomkit.spec.tensors",
+    "detect_gpus": "oomkit.hardware.live",
+    "diagnose_text": "oomkit.diagnose.doctor",
+    "estimate": "oomkit.api",
+    "find_batch_size": "oomkit.inprocess.retry",
+    "find_gpu": "oomkit.hardware.catalog",
+    "find_model": "oomkit.catalog.models",
+    "format_bytes": "oomkit.units",
+    "free_memory": "oomkit.inprocess.torch_memory",
+    "install": "oomkit.inprocess.hook",
+    "load_model": "oomkit.api",
+    "oom_retry": "oomkit.inprocess.retry",
+    "parse_size": "oomkit.units",
+    "snapshot_report": "oomkit.inprocess.snapshot",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oomkit' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from oomkit.api import estimate, load_model
+    from oomkit.catalog.models import find_model
+    from oomkit.diagnose.doctor import diagnose_text
+    from oomkit.errors import OomkitError
+    from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.live import detect_gpus
+    from oomkit.inprocess.hook import install
+    from oomkit.inprocess.retry import find_batch_size, oom_retry
+    from oomkit.inprocess.snapshot import snapshot_report
+    from oomkit.inprocess.torch_memory import free_memory
+    from oomkit.spec.hardware import DeviceTarget, Hardware
+    from oomkit.spec.model import ModelSpec, TensorInfo
+    from oomkit.spec.settings import InferenceSettings
+    from oomkit.spec.tensors import count_params
+    from oomkit.units import format_bytes, parse_size

@@ -52,6 +52,7 @@ def estimate_to_dict(est: Estimate) -> dict[str, Any]:
         "fits": est.fits,
         "runtime_details": dict(est.runtime_details),
         "assumptions": list(est.assumptions),
+        "blockers": list(est.blockers),
     }
 
 

@@ -54,6 +54,7 @@ def render_estimate(est: Estimate, *, explain: bool = False) -> str:
         lines.append("Fits.")
     elif est.fits is False:
         lines.append("Does not fit.")
+        lines.extend(f"  - {b}" for b in est.blockers)
     else:
         lines.append("Capacity unknown: pass --gpu NAME or --vram SIZE to check the fit.")
     if est.assumptions:

@@ -130,6 +130,9 @@ class Estimate:
     host: DeviceUsage
     runtime_details: Mapping[str, object] = field(default_factory=dict)
     assumptions: tuple[str, ...] = ()
+    #: reasons the runtime refuses to start although the totals fit (e.g. vLLM: max_model_len
+    #: needs more KV than the pool holds); any blocker makes ``fits`` False
+    blockers: tuple[str, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -139,6 +142,8 @@ class Estimate:
     @property
     def fits(self) -> bool | None:
         """True when every device (and host, if its capacity is known) fits; None if unknown."""
+        if self.blockers:
+            return False
         checks = [d.fits for d in (*self.devices, self.host)]
         known = [c for c in checks if c is not None]
         if any(c is False for c in known):

@@ -1,0 +1,83 @@
+"""KV-cache bytes per token per layer as vLLM, SGLang and transformers store them.
+
+Full and sliding attention store K (``head_dim``) and V (``v_head_dim``) per KV head; with tensor
+parallelism each rank holds ``max(1, kv_heads / tp)`` heads (vLLM replicates KV heads when
+``kv_heads < tp``: vllm/config ``get_num_kv_heads``). MLA stores one latent of
+``kv_lora_rank + qk_rope_head_dim`` elements per token, replicated on every TP rank
+(vllm/v1/kv_cache_interface.py ``MLAAttentionSpec``). Recurrent layers (Mamba, gated delta-net)
+hold a constant state per sequence (``MambaSpec``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oomkit.spec.model import LAYER_SLIDING, ModelSpec
+from oomkit.units import ceil_div
+
+__all__ = ["KvLayer", "kv_bytes", "kv_bytes_per_token", "kv_layers"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvLayer:
+    layer: int
+    kind: str  # "full" | "sliding" | "mla" | "recurrent"
+    bytes_per_token: int  # per TP rank
+    window: int | None = None  # sliding layers: tokens kept per sequence
+    state_bytes_per_seq: int = 0  # recurrent layers
+
+
+def kv_layers(
+    spec: ModelSpec, *, kv_elem_bytes: int, state_elem_bytes: int, tp: int = 1
+) -> tuple[KvLayer, ...]:
+    """One entry per layer that holds cache (attention or recurrent state)."""
+    out: list[KvLayer] = []
+    rec = spec.recurrent
+    for i, kind in enumerate(spec.layer_types):
+        if i in spec.recurrent_layers():
+            if rec is None:
+                continue
+            state = rec.conv_state_elements + rec.ssm_state_elements
+            out.append(
+                KvLayer(
+                    layer=i,
+                    kind="recurrent",
+                    bytes_per_token=0,
+                    state_bytes_per_seq=ceil_div(state, tp) * state_elem_bytes,
+                )
+            )
+            continue
+        if spec.mla is not None:
+            out.append(
+                KvLayer(layer=i, kind="mla", bytes_per_token=spec.mla.latent_dim * kv_elem_bytes)
+            )
+            continue
+        heads = max(1, spec.kv_heads(i) // tp)
+        per_tok = heads * (spec.head_dim + spec.v_head_dim) * kv_elem_bytes
+        if kind == LAYER_SLIDING and spec.sliding_window:
+            out.append(
+                KvLayer(
+                    layer=i, kind="sliding", bytes_per_token=per_tok, window=spec.sliding_window
+                )
+            )
+        else:
+            out.append(KvLayer(layer=i, kind="full", bytes_per_token=per_tok))
+    return tuple(out)
+
+
+def kv_bytes_per_token(layers: Sequence[KvLayer]) -> int:
+    """Bytes per token of context summed over layers, counting sliding layers fully."""
+    return sum(lay.bytes_per_token for lay in layers)
+
+
+def kv_bytes(layers: Sequence[KvLayer], *, seq_len: int, n_seqs: int = 1) -> int:
+    """Cache bytes for ``n_seqs`` sequences of ``seq_len`` tokens (sliding: min(len, window))."""
+    total = 0
+    for lay in layers:
+        if lay.kind == "recurrent":
+            total += lay.state_bytes_per_seq * n_seqs
+        else:
+            tokens = seq_len if lay.window is None else min(seq_len, lay.window)
+            total += lay.bytes_per_token * tokens * n_seqs
+    return total

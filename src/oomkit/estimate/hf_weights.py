@@ -1,0 +1,165 @@
+"""Weights of an HF checkpoint as the PyTorch runtimes hold them, per tensor-parallel rank.
+
+Sharding rules model vLLM's parallel layers (vllm/model_executor/layers/linear.py:
+``QKVParallelLinear`` replicates KV heads when ``num_kv_heads < tp``; ``ColumnParallelLinear``/
+``RowParallelLinear`` split the output/input dim; ``ReplicatedLinear`` for MLA's ``q_a``/``kv_a``
+and MoE routers; vocab_parallel_embedding.py pads the vocabulary to a multiple of 64 per
+partition; norms and row-parallel biases are replicated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oomkit.errors import UnknownNameError, close_matches
+from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.units import ceil_div
+
+__all__ = [
+    "DTYPE_BYTES",
+    "WeightsPlan",
+    "dtype_bytes",
+    "plan_weights",
+    "shard_fraction",
+]
+
+#: element sizes of unquantized dtypes (names as users and configs write them)
+DTYPE_BYTES: dict[str, int] = {
+    "fp32": 4,
+    "float32": 4,
+    "f32": 4,
+    "float": 4,
+    "fp16": 2,
+    "float16": 2,
+    "f16": 2,
+    "half": 2,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp8": 1,
+    "float8_e4m3fn": 1,
+    "f8_e4m3": 1,
+    "int8": 1,
+    "auto": 2,
+}
+
+_VOCAB_PAD = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE
+
+
+def dtype_bytes(name: str) -> int:
+    """Bytes per element of an unquantized dtype name.
+
+    Raises:
+        UnknownNameError: not a plain dtype (quantized formats go through hf_formats).
+    """
+    key = name.strip().lower()
+    if key not in DTYPE_BYTES:
+        raise UnknownNameError(
+            kind="dtype", name=name, suggestions=close_matches(name, DTYPE_BYTES)
+        )
+    return DTYPE_BYTES[key]
+
+
+_REPLICATED_ROLES = (
+    "norm",  # every *_norm tensor
+    "ffn_gate_inp",  # MoE router
+    "exp_probs_b",
+    "attn_q_a.",  # MLA ReplicatedLinear
+    "attn_kv_a_mqa.",
+    "attn_sinks",
+    "rope_freqs",
+    "pos_embd",
+    "ssm_a",
+    "ssm_d",
+)
+
+
+def shard_fraction(tensor: TensorInfo, spec: ModelSpec, tp: int) -> tuple[int, int]:
+    """Fraction (numerator, denominator) of ``tensor`` held by one of ``tp`` ranks."""
+    if tp <= 1:
+        return (1, 1)
+    role = tensor.role
+    if any(r in role for r in _REPLICATED_ROLES):
+        return (1, 1)
+    if role.startswith("attn_output.bias") or role.startswith("ffn_down.bias"):
+        return (1, 1)  # RowParallelLinear adds the bias once after the reduce
+    if role.startswith(("attn_k.", "attn_v.")):
+        kv = spec.num_key_value_heads
+        if kv < tp:
+            return (1, kv)  # each rank holds one whole (replicated) KV head
+        return (1, tp)
+    if role.startswith(("token_embd.", "output.")):
+        padded = ceil_div(spec.vocab_size, _VOCAB_PAD * tp) * _VOCAB_PAD * tp
+        return (padded // tp, spec.vocab_size)
+    return (1, tp)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightsPlan:
+    """Weights per rank and what was assumed."""
+
+    bytes_per_rank: int
+    total_bytes: int
+    #: stored bytes of each tensor (unsharded), in the order given
+    tensor_bytes: tuple[int, ...]
+    formula: str
+    assumptions: tuple[str, ...] = ()
+
+
+def plan_weights(
+    spec: ModelSpec,
+    tensors: Sequence[TensorInfo],
+    *,
+    quant: str | None,
+    tp: int = 1,
+) -> WeightsPlan:
+    """Bytes of weights per TP rank.
+
+    Exact header bytes win (``TensorInfo.n_bytes`` from safetensors). Otherwise each tensor is
+    sized by ``quant`` (a plain dtype, or an HF format handled by
+    :mod:`oomkit.quant.hf_formats`), defaulting to the config's ``torch_dtype``.
+    """
+    notes: list[str] = []
+    fmt = (quant or "").strip().lower() or None
+    have_bytes = all(t.n_bytes is not None for t in tensors) and fmt is None
+    if not have_bytes and fmt is None:
+        fmt = (spec.torch_dtype or "bf16").lower()
+        if spec.quantization is not None:
+            fmt = spec.quantization.method.lower()
+            notes.append(f"weights sized from the checkpoint's quantization_config ({fmt})")
+        else:
+            notes.append(f"weights in the config's dtype ({fmt})")
+    total = 0
+    per_rank = 0
+    sizes: list[int] = []
+    for t in tensors:
+        if have_bytes:
+            b = int(t.n_bytes or 0)
+        elif fmt in DTYPE_BYTES:
+            b = t.n_params * DTYPE_BYTES[fmt]
+        else:
+            from oomkit.quant.hf_formats import hf_tensor_bytes
+
+            assert fmt is not None
+            group = spec.quantization.group_size if spec.quantization else None
+            b = hf_tensor_bytes(fmt, t, dtype=_base_dtype(spec), group_size=group)
+        num, den = shard_fraction(t, spec, tp)
+        sizes.append(b)
+        total += b
+        per_rank += ceil_div(b * num, den)
+    source = "checkpoint header bytes" if have_bytes else f"{fmt} storage of each tensor"
+    formula = f"sum over {len(tensors)} tensors of {source}"
+    if tp > 1:
+        formula += f", split over tp={tp} (norms/routers replicated, KV heads max(1, kv/tp))"
+    return WeightsPlan(
+        bytes_per_rank=per_rank,
+        total_bytes=total,
+        tensor_bytes=tuple(sizes),
+        formula=formula,
+        assumptions=tuple(notes),
+    )
+
+
+def _base_dtype(spec: ModelSpec) -> str:
+    d = (spec.torch_dtype or "bf16").lower()
+    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d)
