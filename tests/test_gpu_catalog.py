@@ -169,6 +169,12 @@ def test_nvidia_dtype_rule_examples() -> None:
         ("gb200", 189471),
         ("gh200-96gb", 97871),
         ("rtx-pro-6000-blackwell", 97887),
+        ("rtx-4060-ti-16gb", 16380),
+        ("rtx-4060-ti-8gb", 8188),
+        ("rtx-5080", 16303),
+        ("rtx-a6000", 49140),
+        ("a40", 46068),
+        ("v100-32gb-sxm2", 32510),
     ],
 )
 def test_driver_reported_memory(key: str, mib: int) -> None:
@@ -322,6 +328,8 @@ def test_nvml_name_and_memory() -> None:
         ("NVIDIA GeForce RTX 4060 Ti", None, "rtx-4060-ti-8gb"),  # default variant
         ("NVIDIA GeForce RTX 3080", 12288 * MiB, "rtx-3080-12gb"),
         ("NVIDIA GeForce RTX 3080", 10240 * MiB, "rtx-3080"),
+        ("NVIDIA GeForce RTX 3050", 6144 * MiB, "rtx-3050-6gb"),
+        ("NVIDIA GeForce RTX 3050", None, "rtx-3050"),
         # Names from older drivers, without the "NVIDIA" prefix.
         ("GeForce GTX 1080 Ti", 11264 * MiB, "gtx-1080-ti"),
         ("Tesla V100-SXM2-16GB", 16160 * MiB, "v100-16gb-sxm2"),

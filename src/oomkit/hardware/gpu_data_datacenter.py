@@ -31,11 +31,14 @@ DATACENTER = (
         segment="datacenter",
         architecture="Pascal",
         cc="6.0",
-        memory_bytes=16 * GiB,  # nominal; driver figure not found
+        memory_bytes=16276 * MiB,
         bandwidth_gb_s=732,
         tflops=(18.7, None, None, None),  # packed FP16 on the CUDA cores, no tensor cores
         interconnect="PCIe 3.0 x16",
-        source="https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-PCIe-datasheet.pdf",
+        source=(
+            "https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-PCIe-datasheet.pdf"
+            " ; memory: 16276 MiB in public nvidia-smi CSV and OpenCL logs"
+        ),
         nvml_names=("Tesla P100-PCIE-16GB",),
     ),
     nvidia(
@@ -149,11 +152,14 @@ DATACENTER = (
         segment="datacenter",
         architecture="Ampere",
         cc="8.0",
-        memory_bytes=24 * GiB,  # nominal; driver figure not found
+        memory_bytes=24576 * MiB,
         bandwidth_gb_s=933,
         tflops=(165.0, 165.0, None, 330.0),
         interconnect="PCIe 4.0 x16, NVLink bridge 200 GB/s",
-        source="https://www.nvidia.com/en-us/data-center/products/a30-gpu/",
+        source=(
+            "https://www.nvidia.com/en-us/data-center/products/a30-gpu/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA A30 ... 24576MiB')"
+        ),
         nvml_names=("NVIDIA A30",),
     ),
     nvidia(
@@ -194,11 +200,14 @@ DATACENTER = (
         segment="datacenter",
         architecture="Ada Lovelace",
         cc="8.9",
-        memory_bytes=48 * GiB,  # nominal; driver figure not found
+        memory_bytes=46068 * MiB,
         bandwidth_gb_s=864,
         tflops=(181.0, 181.0, 362.1, 362.1),
         interconnect="PCIe 4.0 x16",
-        source="https://www.nvidia.com/en-us/data-center/l40/",
+        source=(
+            "https://www.nvidia.com/en-us/data-center/l40/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA L40 ... 46068MiB', ECC on)"
+        ),
         nvml_names=("NVIDIA L40",),
     ),
     nvidia(

@@ -24,6 +24,7 @@ _GA102 = (
     "https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf"
 )
 _PCIE3 = "PCIe 3.0 x16"
+_SMI = "memory: nvidia-smi pastes on GitHub"
 _PCIE4 = "PCIe 4.0 x16"
 
 GEFORCE_10_TO_30 = (
@@ -34,11 +35,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Pascal",
         cc="6.1",
-        memory_bytes=6 * GiB,  # nominal; driver figure not found
+        memory_bytes=6144 * MiB,
         bandwidth_gb_s=192,
         tflops=(None, None, None, None),
         interconnect=_PCIE3,
-        source=_PASCAL,
+        source=f"{_PASCAL} ; {_SMI} ('NVIDIA GeForce GTX 1060 6GB ... 6144MiB')",
         nvml_names=("NVIDIA GeForce GTX 1060 6GB", "GeForce GTX 1060 6GB"),
     ),
     nvidia(
@@ -48,11 +49,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Pascal",
         cc="6.1",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=256,
         tflops=(None, None, None, None),
         interconnect=_PCIE3,
-        source=_PASCAL,
+        source=f"{_PASCAL} ; {_SMI} ('NVIDIA GeForce GTX 1070 ... 8192MiB')",
         nvml_names=("NVIDIA GeForce GTX 1070", "GeForce GTX 1070"),
     ),
     nvidia(
@@ -62,11 +63,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Pascal",
         cc="6.1",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=320,
         tflops=(None, None, None, None),
         interconnect=_PCIE3,
-        source=_PASCAL,
+        source=f"{_PASCAL} ; {_SMI} ('NVIDIA GeForce GTX 1080 ... 8192MiB')",
         nvml_names=("NVIDIA GeForce GTX 1080", "GeForce GTX 1080"),
     ),
     nvidia(
@@ -90,11 +91,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Turing",
         cc="7.5",
-        memory_bytes=6 * GiB,  # nominal; driver figure not found
+        memory_bytes=6144 * MiB,
         bandwidth_gb_s=336,
         tflops=(25.8, None, None, 103.2),
         interconnect=_PCIE3,
-        source=_TURING,
+        source=f"{_TURING} ; {_SMI} ('NVIDIA GeForce RTX 2060 ... 6144MiB')",
         nvml_names=("NVIDIA GeForce RTX 2060", "GeForce RTX 2060"),
     ),
     nvidia(
@@ -104,11 +105,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Turing",
         cc="7.5",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=448,
         tflops=(29.9, None, None, 119.4),
         interconnect=_PCIE3,
-        source=_TURING,
+        source=f"{_TURING} ; {_SMI} ('NVIDIA GeForce RTX 2070 ... 8192MiB')",
         nvml_names=("NVIDIA GeForce RTX 2070", "GeForce RTX 2070"),
     ),
     nvidia(
@@ -118,11 +119,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Turing",
         cc="7.5",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=448,
         tflops=(40.3, None, None, 161.1),
         interconnect=_PCIE3,
-        source=_TURING,
+        source=f"{_TURING} ; {_SMI} ('NVIDIA GeForce RTX 2080 ... 8192MiB')",
         nvml_names=("NVIDIA GeForce RTX 2080", "GeForce RTX 2080"),
     ),
     nvidia(
@@ -132,11 +133,11 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Turing",
         cc="7.5",
-        memory_bytes=11 * GiB,  # nominal; driver figure not found
+        memory_bytes=11264 * MiB,
         bandwidth_gb_s=616,
         tflops=(53.8, None, None, 215.2),
         interconnect=_PCIE3,
-        source=_TURING,
+        source=f"{_TURING} ; {_SMI} ('NVIDIA GeForce RTX 2080 Ti ... 11264MiB')",
         nvml_names=("NVIDIA GeForce RTX 2080 Ti", "GeForce RTX 2080 Ti"),
     ),
     nvidia(
@@ -146,11 +147,31 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=224,
         tflops=(18.2, 18.2, None, 72.8),
         interconnect="PCIe 4.0 x8",
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3050/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3050/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3050 ... 8192MiB')"
+        ),
+        nvml_names=("NVIDIA GeForce RTX 3050",),
+    ),
+    nvidia(
+        key="rtx-3050-6gb",
+        name="NVIDIA GeForce RTX 3050 6GB",
+        aliases=("3050 6GB", "rtx3050 6gb"),
+        segment="consumer",
+        architecture="Ampere",
+        cc="8.6",
+        memory_bytes=6144 * MiB,
+        bandwidth_gb_s=168,
+        tflops=(None, None, None, None),
+        interconnect="PCIe 4.0 x8",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3050/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3050 ... 70W ... 6144MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 3050",),
     ),
     nvidia(
@@ -177,11 +198,14 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=448,
         tflops=(32.4, 32.4, None, 129.6),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3060-3060ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3060-3060ti/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3060 Ti ... 8192MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 3060 Ti",),
     ),
     nvidia(
@@ -191,11 +215,14 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=448,
         tflops=(40.6, 40.6, None, 162.6),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3070-3070ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3070-3070ti/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3070 ... 8192MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 3070",),
     ),
     nvidia(
@@ -205,11 +232,14 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8192 * MiB,
         bandwidth_gb_s=608,
         tflops=(43.5, 43.5, None, 174.0),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3070-3070ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3070-3070ti/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3070 Ti ... 8192MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 3070 Ti",),
     ),
     nvidia(
@@ -223,7 +253,7 @@ GEFORCE_10_TO_30 = (
         bandwidth_gb_s=760,
         tflops=(59.5, 59.5, None, 238.0),
         interconnect=_PCIE4,
-        source=f"{_GA102} ; memory: nvidia-smi pastes on GitHub ('RTX 3080 ... 10240MiB')",
+        source=f"{_GA102} ; {_SMI} ('RTX 3080 ... 10240MiB')",
         nvml_names=("NVIDIA GeForce RTX 3080",),
     ),
     nvidia(
@@ -247,11 +277,14 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=12 * GiB,  # nominal; driver figure not found
+        memory_bytes=12288 * MiB,
         bandwidth_gb_s=912,
         tflops=(68.2, 68.2, None, 272.8),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3080-3080ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3080-3080ti/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3080 Ti ... 12288MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 3080 Ti",),
     ),
     nvidia(
@@ -275,11 +308,14 @@ GEFORCE_10_TO_30 = (
         segment="consumer",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=24 * GiB,  # nominal; driver figure not found
+        memory_bytes=24564 * MiB,
         bandwidth_gb_s=1008,
         tflops=(80.0, 80.0, None, 320.0),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3090-3090ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3090-3090ti/"
+            f" ; {_SMI} ('NVIDIA GeForce RTX 3090 Ti ... 24564MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 3090 Ti",),
     ),
 )

@@ -43,11 +43,14 @@ GEFORCE_40_50 = (
         segment="consumer",
         architecture="Ada Lovelace",
         cc="8.9",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8188 * MiB,
         bandwidth_gb_s=272,
         tflops=_ada(242),
         interconnect="PCIe 4.0 x8",
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA GeForce RTX 4060 ... 8188MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 4060",),
     ),
     nvidia(
@@ -57,11 +60,14 @@ GEFORCE_40_50 = (
         segment="consumer",
         architecture="Ada Lovelace",
         cc="8.9",
-        memory_bytes=8 * GiB,  # nominal; driver figure not found
+        memory_bytes=8188 * MiB,
         bandwidth_gb_s=288,
         tflops=_ada(353),
         interconnect="PCIe 4.0 x8",
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA GeForce RTX 4060 Ti ... 8188MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 4060 Ti",),
     ),
     nvidia(
@@ -71,11 +77,14 @@ GEFORCE_40_50 = (
         segment="consumer",
         architecture="Ada Lovelace",
         cc="8.9",
-        memory_bytes=16 * GiB,  # nominal; driver figure not found
+        memory_bytes=16380 * MiB,
         bandwidth_gb_s=288,
         tflops=_ada(353),
         interconnect="PCIe 4.0 x8",
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA GeForce RTX 4060 Ti ... 16380MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 4060 Ti",),
     ),
     nvidia(
@@ -195,11 +204,14 @@ GEFORCE_40_50 = (
         segment="consumer",
         architecture="Blackwell",
         cc="12.0",
-        memory_bytes=16 * GiB,  # nominal; driver figure not found
+        memory_bytes=16311 * MiB,
         bandwidth_gb_s=448,
         tflops=_blackwell(759),
         interconnect="PCIe 5.0 x8",
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5060-family/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5060-family/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA GeForce RTX 5060 Ti ... 16311MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 5060 Ti",),
     ),
     nvidia(
@@ -226,11 +238,14 @@ GEFORCE_40_50 = (
         segment="consumer",
         architecture="Blackwell",
         cc="12.0",
-        memory_bytes=16 * GiB,  # nominal; driver figure not found
+        memory_bytes=16303 * MiB,
         bandwidth_gb_s=896,
         tflops=_blackwell(1406),
         interconnect=_PCIE5,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5070-family/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5070-family/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA GeForce RTX 5070 Ti ... 16303MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 5070 Ti",),
     ),
     nvidia(
@@ -240,11 +255,14 @@ GEFORCE_40_50 = (
         segment="consumer",
         architecture="Blackwell",
         cc="12.0",
-        memory_bytes=16 * GiB,  # nominal; driver figure not found
+        memory_bytes=16303 * MiB,
         bandwidth_gb_s=960,
         tflops=_blackwell(1801),
         interconnect=_PCIE5,
-        source="https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5080/",
+        source=(
+            "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5080/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA GeForce RTX 5080 ... 16303MiB')"
+        ),
         nvml_names=("NVIDIA GeForce RTX 5080",),
     ),
     nvidia(

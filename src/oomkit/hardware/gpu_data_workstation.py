@@ -9,7 +9,7 @@ FP16 with FP32 accumulate at full rate.
 from __future__ import annotations
 
 from oomkit.hardware.gpu_data_build import nvidia
-from oomkit.units import GiB, MiB
+from oomkit.units import MiB
 
 __all__ = ["WORKSTATION"]
 
@@ -27,16 +27,19 @@ WORKSTATION = (
     nvidia(
         key="rtx-a2000-12gb",
         name="NVIDIA RTX A2000 12GB",
-        aliases=("RTX A2000", "A2000", "A2000 12GB", "rtxa2000"),
+        aliases=("A2000 12GB", "RTX A2000 12GB"),
         segment="workstation",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=12 * GiB,  # nominal; driver figure not found
+        memory_bytes=12282 * MiB,
         bandwidth_gb_s=288,
         tflops=_dense(63.9, fp8=False),
         interconnect="PCIe 4.0 x16",
-        source="https://www.nvidia.com/en-us/design-visualization/rtx-a2000/",
-        nvml_names=("NVIDIA RTX A2000 12GB", "NVIDIA RTX A2000"),
+        source=(
+            "https://www.nvidia.com/en-us/design-visualization/rtx-a2000/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA RTX A2000 12GB ... 12282MiB')"
+        ),
+        nvml_names=("NVIDIA RTX A2000 12GB",),
     ),
     nvidia(
         key="rtx-a4000",
@@ -62,11 +65,14 @@ WORKSTATION = (
         segment="workstation",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=20 * GiB,  # nominal; driver figure not found
+        memory_bytes=20470 * MiB,
         bandwidth_gb_s=640,
         tflops=_dense(189.2, fp8=False),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/design-visualization/rtx-a4500/",
+        source=(
+            "https://www.nvidia.com/en-us/design-visualization/rtx-a4500/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA RTX A4500 ... 20470MiB')"
+        ),
         nvml_names=("NVIDIA RTX A4500",),
     ),
     nvidia(
@@ -76,11 +82,14 @@ WORKSTATION = (
         segment="workstation",
         architecture="Ampere",
         cc="8.6",
-        memory_bytes=24 * GiB,  # nominal; driver figure not found
+        memory_bytes=24564 * MiB,
         bandwidth_gb_s=768,
         tflops=_dense(222.2, fp8=False),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/design-visualization/rtx-a5000/",
+        source=(
+            "https://www.nvidia.com/en-us/design-visualization/rtx-a5000/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA RTX A5000 ... 24564MiB')"
+        ),
         nvml_names=("NVIDIA RTX A5000",),
     ),
     nvidia(
@@ -107,11 +116,14 @@ WORKSTATION = (
         segment="workstation",
         architecture="Ada Lovelace",
         cc="8.9",
-        memory_bytes=20 * GiB,  # nominal; driver figure not found
+        memory_bytes=20475 * MiB,  # ECC off; 19195 MiB with ECC on
         bandwidth_gb_s=360,
         tflops=_dense(163.8, fp8=True),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/design-visualization/rtx-4000/",
+        source=(
+            "https://www.nvidia.com/en-us/design-visualization/rtx-4000/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA RTX 4000 Ada Generation ... 20475MiB')"
+        ),
         nvml_names=("NVIDIA RTX 4000 Ada Generation",),
     ),
     nvidia(
@@ -121,11 +133,14 @@ WORKSTATION = (
         segment="workstation",
         architecture="Ada Lovelace",
         cc="8.9",
-        memory_bytes=32 * GiB,  # nominal; driver figure not found
+        memory_bytes=32760 * MiB,
         bandwidth_gb_s=576,
         tflops=_dense(522.2, fp8=True),
         interconnect=_PCIE4,
-        source="https://www.nvidia.com/en-us/design-visualization/rtx-5000/",
+        source=(
+            "https://www.nvidia.com/en-us/design-visualization/rtx-5000/"
+            " ; memory: nvidia-smi pastes on GitHub ('NVIDIA RTX 5000 Ada Generation ... 32760MiB')"
+        ),
         nvml_names=("NVIDIA RTX 5000 Ada Generation",),
     ),
     nvidia(
