@@ -1,0 +1,170 @@
+"""GPU validation: real transformers models (random weights, built from configs) vs oomkit.
+
+For each case, builds the model on a CUDA GPU from a catalog config (no downloads), runs
+``generate()`` and records ``torch.cuda.max_memory_reserved()``/``max_memory_allocated()`` and
+the ``nvidia-smi`` used memory, next to oomkit's transformers estimate for the same settings.
+
+    python benchmarks/gpu/validate_transformers.py --out benchmarks/gpu/results_transformers.json
+
+Exits 0 with a message when CUDA, torch or transformers is missing (this repo's CI has no GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from typing import Any
+
+#: (catalog model, overrides to shrink layers so every case fits a 24 GiB+ card, batch, prompt, new)
+CASES: tuple[tuple[str, dict[str, Any], int, int, int, str], ...] = (
+    ("llama-3.2-1b", {}, 1, 2048, 64, "sdpa"),
+    ("llama-3.2-1b", {}, 4, 4096, 64, "sdpa"),
+    ("llama-3.2-1b", {}, 1, 2048, 32, "eager"),
+    ("qwen2.5-0.5b", {}, 8, 1024, 64, "sdpa"),
+    ("llama-3.1-8b", {"num_hidden_layers": 8}, 1, 8192, 32, "sdpa"),
+    ("mistral-7b-v0.3", {"num_hidden_layers": 8}, 2, 4096, 32, "sdpa"),
+    ("qwen3-8b", {"num_hidden_layers": 8}, 1, 4096, 32, "sdpa"),
+    ("gemma-2-2b", {}, 1, 2048, 32, "eager"),
+)
+
+
+def _smi_used_mib() -> int | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
+        return int(out.strip().splitlines()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def run_case(
+    model: str, overrides: dict[str, Any], batch: int, prompt: int, new: int, attn: str
+) -> dict[str, Any]:
+    import dataclasses
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    import oomkit
+    from oomkit.catalog.models import find_model
+    from oomkit.hardware.catalog import find_gpu_by_nvml_name
+    from oomkit.hardware.targets import hardware_for
+    from oomkit.loaders.hf_config import parse_config
+
+    entry = find_model(model)
+    cfg_dict = {**dict(entry.config), **overrides}
+    cfg = AutoConfig.for_model(
+        cfg_dict["model_type"], **{k: v for k, v in cfg_dict.items() if k not in ("architectures",)}
+    )
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.device("cuda"):
+        m = AutoModelForCausalLM.from_config(
+            cfg, torch_dtype=torch.bfloat16, attn_implementation=attn
+        )
+    m.eval()
+    ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device="cuda")
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        m.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
+    measured = {
+        "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(),
+        "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
+        "nvidia_smi_used_MiB": _smi_used_mib(),
+    }
+    spec = dataclasses.replace(parse_config(cfg_dict, name=model), torch_dtype="bfloat16")
+    name = torch.cuda.get_device_name(0)
+    total = torch.cuda.get_device_properties(0).total_memory
+    gpu = find_gpu_by_nvml_name(name, total)
+    hw = hardware_for((gpu,) if gpu else (), vram_bytes=None if gpu else total)
+    est = oomkit.estimate(
+        spec,
+        oomkit.InferenceSettings(
+            runtime="transformers",
+            quant="bf16",
+            ctx=prompt,
+            max_new_tokens=new,
+            parallel=batch,
+            attn_implementation=attn,
+        ),
+        hw,
+    )
+    dev = est.devices[0]
+    predicted_torch = dev.total_bytes - dev.overhead_bytes
+    del m
+    torch.cuda.empty_cache()
+    return {
+        "model": model,
+        "overrides": overrides,
+        "batch": batch,
+        "prompt": prompt,
+        "new": new,
+        "attn_implementation": attn,
+        "elapsed_s": round(elapsed, 2),
+        "measured": measured,
+        "predicted": {
+            "torch_bytes": predicted_torch,
+            "device_total_bytes": dev.total_bytes,
+            "weights_bytes": dev.weights_bytes,
+            "kv_cache_bytes": dev.kv_cache_bytes,
+            "activations_bytes": dev.activations_bytes,
+        },
+        "error_vs_max_allocated": round(
+            predicted_torch / measured["max_memory_allocated_bytes"] - 1, 4
+        ),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="benchmarks/gpu/results_transformers.json")
+    args = ap.parse_args()
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        print(f"skipped: {e.name} is not installed (needs torch + transformers + CUDA)")
+        return 0
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA GPU visible")
+        return 0
+    env = {
+        "gpu": torch.cuda.get_device_name(0),
+        "gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "driver": subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip(),
+    }
+    results = []
+    for case in CASES:
+        try:
+            results.append(run_case(*case))
+        except Exception as e:  # a failing case is recorded, not fatal
+            results.append({"model": case[0], "error": f"{type(e).__name__}: {e}"[:500]})
+        print(json.dumps(results[-1]), flush=True)
+    with open(args.out, "w") as f:
+        json.dump({"environment": env, "results": results}, f, indent=1)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
