@@ -1,0 +1,195 @@
+"""End-to-end CLI: exit codes, one-line errors, JSON contract (no network)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from oomkit.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines, "expected a message on stderr"
+    assert lines[0].startswith("Error: ")
+    assert "Traceback" not in err
+    assert all(ln.startswith(("Error: ", "Hint: ")) for ln in lines), lines
+    return lines[0]
+
+
+def test_main_job_json_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys,
+        "estimate",
+        "llama-3.1-8b",
+        "--quant",
+        "Q4_K_M",
+        "--ctx",
+        "8192",
+        "--gpu",
+        "rtx-4090",
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1
+    assert doc["model"]["params"] == 8_030_261_248
+    assert doc["runtime"] == "llama.cpp"
+    dev = doc["devices"][0]
+    # f16 KV: 32 layers x 8192 cells x 8 heads x 128 x (K+V) x 2 bytes = 1 GiB exactly
+    assert dev["kv_cache_bytes"] == 1 << 30
+    assert 4.3 * 2**30 < dev["weights_bytes"] < 4.9 * 2**30
+    assert doc["fits"] is True
+    assert dev["total_bytes"] == sum(
+        dev[k]
+        for k in (
+            "weights_bytes",
+            "kv_cache_bytes",
+            "activations_bytes",
+            "overhead_bytes",
+            "gradients_bytes",
+            "optimizer_bytes",
+        )
+    )
+
+
+def test_human_output_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "estimate",
+        "llama-3.1-8b",
+        "-q",
+        "Q4_K_M",
+        "-c",
+        "8k",
+        "--gpu",
+        "rtx-4090",
+        "--explain",
+    )
+    assert code == 0
+    assert "KV cache" in out
+    assert "GiB" in out
+    assert "Fits." in out
+    assert " = " in out  # --explain prints formulas
+
+
+def test_does_not_fit_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "estimate", "llama-3.1-70b", "--quant", "Q8_0", "--ctx", "8192", "--gpu", "rtx-4090"
+    )
+    assert code == 3
+    assert "DOES NOT FIT" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle", "codes"),
+    [
+        (("estimate", "llama-3.1-8b", "--ctx", "banana"), "banana", (2,)),
+        (("estimate", "llama-3.1-8b", "--vram", "24"), "write 24GiB or 24GB", (2,)),
+        (("estimate", "llama-3.1-8b", "--gpu", "rtx 4900"), "rtx-4090", (1,)),
+        (("estimate", "llama-3.1-7b"), "Did you mean", (1,)),
+        (("estimate", "llama-3.1-8b", "--runtime", "vllmm"), "vllm", (1,)),
+        (("estimate", "llama-3.1-8b", "--tp", "0"), "--tp", (2,)),
+        (("frobnicate",), "No such command", (2,)),
+    ],
+)
+def test_bad_input_is_one_line(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], needle: str, codes: tuple[int, ...]
+) -> None:
+    code, out, err = run(capsys, *args)
+    assert code in codes, (code, err)
+    assert out == ""
+    assert needle in _one_error_line(err)
+
+
+def test_truncated_gguf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "model.gguf"
+    p.write_bytes(b"GGUF" + struct.pack("<I", 3) + struct.pack("<Q", 10))  # cut inside header
+    code, _, err = run(capsys, "estimate", str(p))
+    assert code == 1
+    line = _one_error_line(err)
+    assert "model.gguf" in line
+    assert "truncated" in line.lower()
+
+
+def test_safetensors_header_claiming_10gb(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "model.safetensors"
+    p.write_bytes(struct.pack("<Q", 10 * 10**9) + b"{}")
+    code, _, err = run(capsys, "estimate", str(p))
+    assert code == 1
+    line = _one_error_line(err)
+    assert "model.safetensors" in line
+    assert "100" in line  # names the limit
+
+
+def test_config_without_num_hidden_layers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "intermediate_size": 14336,
+        "vocab_size": 32000,
+    }
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    code, _, err = run(capsys, "estimate", str(p))
+    assert code == 1
+    assert "num_hidden_layers" in _one_error_line(err)
+
+
+def test_models_search_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "models", "qwen3", "--json")
+    assert code == 0
+    keys = [m["key"] for m in json.loads(out)["models"]]
+    assert "qwen3-30b-a3b" in keys
+
+
+def test_models_no_match_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(capsys, "models", "zzzz-no-such-model-zzzz")
+    assert code == 3
+
+
+def test_gpus_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "gpus", "--catalog", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "sglang", "transformers", "ollama", "llamacpp"])
+def test_every_runtime_answers(capsys: pytest.CaptureFixture[str], runtime: str) -> None:
+    code, out, err = run(
+        capsys,
+        "estimate",
+        "qwen2.5-7b",
+        "--runtime",
+        runtime,
+        "--ctx",
+        "4096",
+        "--gpu",
+        "a100-80gb",
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["devices"][0]["weights_bytes"] > 5 * 2**30
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0
+    assert "oomkit" in out
