@@ -249,6 +249,9 @@ def test_apple_row_memory() -> None:
         ("m4-pro-48gb", "m4-pro-48gb"),
         ("Gaudi 3", "gaudi3"),
         ("Arc A770", "arc-a770-16gb"),
+        ("RTX 3090 24GB", "rtx-3090"),  # a memory size that matches the card is accepted
+        ("rtx 4090 24g", "rtx-4090"),
+        ("L40S 48 GiB", "l40s"),
     ],
 )
 def test_find_gpu_fuzzy(query: str, key: str) -> None:
@@ -265,6 +268,13 @@ def test_unknown_gpu_raises_with_suggestions() -> None:
     assert "rtx-4090" in err.suggestions
     assert "oomkit gpus --catalog" in str(err)
     assert "'rtx 4900'" in str(err)
+
+
+@pytest.mark.parametrize("query", ["H100 40GB", "RTX 4090 48GB", "zz9000 24GB"])
+def test_a_memory_size_that_does_not_match_is_unknown(query: str) -> None:
+    # A wrong size must not silently pick a card with a different capacity.
+    with pytest.raises(UnknownNameError):
+        find_gpu(query)
 
 
 def test_unknown_gpu_without_close_match_has_no_suggestions() -> None:

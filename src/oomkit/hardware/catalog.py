@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import UnknownNameError, close_matches
 from oomkit.spec.hardware import DeviceTarget
+from oomkit.units import GiB
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -209,7 +210,8 @@ def find_gpu(name: str) -> GpuModel:
 
     Args:
         name: e.g. ``"rtx-4090"``, ``"RTX 4090"``, ``"4090"``, ``"H100"``, ``"A100-80GB"``,
-            ``"NVIDIA H100 80GB HBM3"`` (the NVML product name).
+            ``"NVIDIA H100 80GB HBM3"`` (the NVML product name). A trailing memory size that
+            matches the card (``"RTX 3090 24GB"``) is accepted.
 
     Returns:
         The catalog row (see the module docstring for which variant a short name picks).
@@ -218,9 +220,29 @@ def find_gpu(name: str) -> GpuModel:
         UnknownNameError: no row has that name (a typo, or a GPU the catalog lacks); it
             carries up to three close matches as ``suggestions``.
     """
-    gpu = _index().get(normalize_gpu_name(name))
+    gpu = _index().get(normalize_gpu_name(name)) or _with_memory_suffix(name)
     if gpu is None:
         raise UnknownNameError(kind="GPU", name=name, suggestions=_suggestions(name), hint=_HINT)
+    return gpu
+
+
+_MEMORY_SUFFIX = re.compile(r"^(?P<base>.*\S)[\s_-]+(?P<size>\d+)\s*(?:gb|gib|g)$")
+
+
+def _with_memory_suffix(name: str) -> GpuModel | None:
+    """``"rtx 3090 24gb"`` -> the RTX 3090, if that row really has about 24 GiB (within 10%).
+
+    A size that does not match (``"h100 40gb"``) finds nothing rather than a wrong card.
+    """
+    m = _MEMORY_SUFFIX.match(name.strip().lower())
+    if m is None:
+        return None
+    gpu = _index().get(normalize_gpu_name(m.group("base")))
+    if gpu is None:
+        return None
+    size_bytes = int(m.group("size")) * GiB
+    if abs(gpu.memory_bytes - size_bytes) > size_bytes // 10:
+        return None
     return gpu
 
 

@@ -1,7 +1,8 @@
 """GPU catalog rows: AMD Instinct and Radeon, Intel Arc and Gaudi, Apple silicon Macs.
 
-AMD and Intel memory is the nominal capacity in GiB (``rocm-smi``/``xpu-smi`` totals were not
-found for every part); throughput is dense, from each vendor's spec page, ``None`` where the
+AMD memory is ``rocm-smi``'s "VRAM Total Memory (B)" (the amdgpu ``mem_info_vram_total``) where
+a public log shows it (MI100, MI250X, MI300X, RX 7900 XTX), else the nominal capacity in GiB, as
+is all Intel memory; throughput is dense, from each vendor's spec page, ``None`` where the
 vendor publishes none. An MI250/MI250X module is two GCDs that ROCm shows as two devices, so
 the rows describe one GCD (half the module's memory, bandwidth and throughput).
 
@@ -13,7 +14,7 @@ RAM; ``usable_memory_bytes`` is the Metal GPU working-set limit
 from __future__ import annotations
 
 from oomkit.hardware.gpu_data_build import amd, apple, intel
-from oomkit.units import GiB
+from oomkit.units import GiB, MiB
 
 __all__ = ["AMD", "APPLE", "INTEL"]
 
@@ -32,7 +33,7 @@ AMD = (
         segment="datacenter",
         architecture="CDNA",
         gfx="gfx908",
-        memory_bytes=32 * GiB,  # nominal; driver figure not found
+        memory_bytes=32752 * MiB,  # rocm-smi VRAM Total Memory 34342961152 B
         bandwidth_gb_s=1228.8,
         tflops=(184.6, 92.3, None, 184.6),
         dtypes=_CDNA2,
@@ -74,7 +75,7 @@ AMD = (
         segment="datacenter",
         architecture="CDNA2",
         gfx="gfx90a",
-        memory_bytes=64 * GiB,  # nominal; driver figure not found (128 GB module, 2 GCDs)
+        memory_bytes=65520 * MiB,  # per GCD: HIP total memory 68702699520 B
         bandwidth_gb_s=1638.4,
         tflops=(191.5, 191.5, None, 191.5),
         dtypes=_CDNA2,
@@ -84,11 +85,11 @@ AMD = (
     amd(
         key="mi300x",
         name="AMD Instinct MI300X",
-        aliases=("MI300X", "Instinct MI300X", "MI300"),
+        aliases=("MI300X", "Instinct MI300X", "MI300", "MI300X VF", "AMD Instinct MI300X OAM"),
         segment="datacenter",
         architecture="CDNA3",
         gfx="gfx942",
-        memory_bytes=192 * GiB,  # nominal; driver figure not found
+        memory_bytes=196288 * MiB,  # rocm-smi VRAM Total Memory 205822885888 B
         bandwidth_gb_s=5300,
         tflops=(1307.4, 1307.4, 2614.9, 2614.9),
         dtypes=_CDNA3,
@@ -158,7 +159,7 @@ AMD = (
         segment="consumer",
         architecture="RDNA3",
         gfx="gfx1100",
-        memory_bytes=24 * GiB,  # nominal; driver figure not found
+        memory_bytes=24560 * MiB,  # rocm-smi VRAM Total Memory 25753026560 B
         bandwidth_gb_s=960,
         tflops=(122.8, 122.8, None, None),
         dtypes=_RDNA3,
