@@ -68,6 +68,8 @@ class MoESpec:
     router_bias: bool = False
     expert_bias: bool = False
     shared_expert_gate: bool = False
+    #: DeepSeek-V3 / GLM-4.5 ``e_score_correction_bias`` (GGUF ``exp_probs_b.bias``, [num_experts])
+    score_correction_bias: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +109,10 @@ class RecurrentSpec:
     k_head_dim: int = 0
     conv_state_elements: int
     ssm_state_elements: int
+    #: depthwise conv1d has a bias (Mamba ``use_conv_bias``, Granite ``mamba_conv_bias``)
+    conv_bias: bool = True
+    #: in/out projections have biases (Mamba ``use_bias``, Granite ``mamba_proj_bias``)
+    proj_bias: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,7 +147,7 @@ class ModelSpec:
     attention_out_bias: bool = False  # o_proj bias
     mlp_bias: bool = False
     mlp_gated: bool = True  # gate+up+down (SwiGLU/GeGLU) vs up+down
-    norm_type: str = "rms"  # "rms" | "layer" (LayerNorm has a bias)
+    norm_type: str = "rms"  # "rms" | "layer" (LayerNorm has a bias) | "layer_no_bias" (Cohere)
     qk_norm: bool = False
     #: one entry per layer, LAYER_* constants above
     layer_types: tuple[str, ...] = ()
@@ -161,6 +167,26 @@ class ModelSpec:
     quantization: QuantizationSpec | None = None
     source: str = "config"  # "catalog" | "config" | "safetensors" | "gguf" | "hub"
     assumptions: tuple[str, ...] = ()
+    #: ``rope_scaling`` type ("llama3", "yarn", "longrope", "linear", "dynamic"), None without
+    rope_scaling_type: str | None = None
+    #: rows of a learned absolute position embedding (GPT-2 ``n_positions``, OPT
+    #: ``max_position_embeddings + 2``, BERT ``max_position_embeddings``); 0 for RoPE/ALiBi models
+    position_embedding_rows: int = 0
+    #: BERT-style token type (segment) embedding rows; 0 for decoders
+    type_vocab_size: int = 0
+    #: bidirectional encoder (BERT, RoBERTa): no KV cache is kept between calls
+    is_encoder: bool = False
+    #: multi-token-prediction layers in the HF checkpoint (DeepSeek-V3, GLM-4.5
+    #: ``num_nextn_predict_layers``); not part of ``num_hidden_layers``
+    num_nextn_predict_layers: int = 0
+    #: attention and MLP read the same normed input (Falcon ``parallel_attn``, Cohere, GPT-J)
+    parallel_attn: bool = False
+    #: Falcon-40B/180B layout: two LayerNorms per layer (``ln_attn``, ``ln_mlp``)
+    new_decoder_architecture: bool = False
+    #: OPT-350m: embeddings of this width, projected to/from ``hidden_size``
+    word_embed_proj_dim: int | None = None
+    #: the stack ends in a final norm (False for OPT-350m ``do_layer_norm_before=false``)
+    final_norm: bool = True
 
     def __post_init__(self) -> None:
         if not self.layer_types:

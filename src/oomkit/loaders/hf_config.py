@@ -1,0 +1,115 @@
+"""Hugging Face ``config.json`` -> :class:`~oomkit.spec.model.ModelSpec`.
+
+One small adapter per architecture family (``architectures[0]``), in
+:mod:`oomkit.loaders.hf_config_families`; each reads the keys that family's ``transformers``
+``configuration_*.py`` defines and their defaults. A config whose architecture is unknown but that
+has the standard keys is read as a Llama-like decoder, with a note in ``assumptions``.
+
+>>> spec = parse_config({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 16,
+...     "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 8,
+...     "intermediate_size": 8192, "vocab_size": 128256, "tie_word_embeddings": True},
+...     name="llama-3.2-1b")
+>>> spec.head_dim, spec.num_key_value_heads, spec.tie_word_embeddings
+(64, 8, True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from oomkit.errors import ConfigFormatError, SourceNotFoundError
+from oomkit.loaders.hf_config_families import ADAPTERS, MODEL_TYPE_ARCHITECTURES, generic_decoder
+from oomkit.loaders.hf_config_fields import Fields
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["SUPPORTED_ARCHITECTURES", "load_config", "parse_config"]
+
+#: ``architectures[0]`` values with a dedicated adapter.
+SUPPORTED_ARCHITECTURES: frozenset[str] = frozenset(ADAPTERS)
+
+
+def _architecture(config: Mapping[str, Any]) -> str:
+    archs = config.get("architectures")
+    if isinstance(archs, list) and archs and isinstance(archs[0], str):
+        return archs[0]
+    model_type = config.get("model_type")
+    if isinstance(model_type, str) and model_type in MODEL_TYPE_ARCHITECTURES:
+        return MODEL_TYPE_ARCHITECTURES[model_type]
+    text = config.get("text_config")
+    if isinstance(text, Mapping):
+        text_type = text.get("model_type")
+        if isinstance(text_type, str) and text_type in MODEL_TYPE_ARCHITECTURES:
+            return MODEL_TYPE_ARCHITECTURES[text_type]
+    return str(model_type) if isinstance(model_type, str) else "unknown"
+
+
+def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config") -> ModelSpec:
+    """Build a :class:`ModelSpec` from a parsed ``config.json`` (pure; no I/O).
+
+    Args:
+        config: the JSON object; minimal configs holding only the needed keys are fine.
+        name: the model's name, used in the spec and in error messages.
+        source: provenance stored in ``ModelSpec.source`` (``"config"``, ``"catalog"``, ``"hub"``).
+
+    Returns:
+        The spec; ``tensors`` is None (use :func:`oomkit.spec.tensors.derive_tensors`).
+
+    Raises:
+        UnsupportedModelError: a field the architecture needs is missing (the message names it).
+        ConfigFormatError: a field has the wrong type (e.g. ``"hidden_size": "4096"``).
+    """
+    if not isinstance(config, Mapping):
+        raise ConfigFormatError(
+            f"Cannot read config.json for '{name}' ({source}): the top level is "
+            f"{type(config).__name__}, not a JSON object. Pass the model's config.json.",
+            path=name,
+        )
+    arch = _architecture(config)
+    fields = Fields(config, name=name, architecture=arch)
+    adapter = ADAPTERS.get(arch)
+    if adapter is None:
+        return generic_decoder(fields, source)
+    return adapter(fields, source)
+
+
+def load_config(path: str | os.PathLike[str]) -> ModelSpec:
+    """Read ``config.json`` (a file, or a directory holding one) into a :class:`ModelSpec`.
+
+    The model name is the directory name (``.../Llama-3.1-8B/config.json`` -> ``Llama-3.1-8B``).
+
+    Raises:
+        SourceNotFoundError: the path or the ``config.json`` inside the directory does not exist.
+        ConfigFormatError: the file is not valid JSON (message gives path, line and column).
+        UnsupportedModelError: a required field is missing.
+    """
+    p = Path(path)
+    file = p / "config.json" if p.is_dir() else p
+    if not file.is_file():
+        where = f"no config.json in directory '{p}'" if p.is_dir() else f"'{p}' does not exist"
+        raise SourceNotFoundError(
+            f"Cannot load config for '{p}' (config.json): {where}. "
+            "Pass a config.json file or a model directory that holds one.",
+            source=str(p),
+        )
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigFormatError(
+            f"Cannot read config.json for '{file}' (file): {e}. Check the file is readable UTF-8.",
+            path=str(file),
+        ) from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigFormatError(
+            f"Cannot parse config.json for '{file}' (line {e.lineno}, column {e.colno}): "
+            f"{e.msg}. Fix the JSON or download the file again.",
+            path=str(file),
+            offset=e.pos,
+        ) from e
+    name = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
+    return parse_config(data, name=name, source="config")

@@ -1,0 +1,176 @@
+"""Typed access to one ``config.json`` mapping, with errors that name the missing or bad key.
+
+Used by the per-family adapters of :mod:`oomkit.loaders.hf_config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from oomkit.errors import ConfigFormatError, UnsupportedModelError
+from oomkit.spec.model import LAYER_FULL, LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, QuantizationSpec
+
+__all__ = ["Fields", "parse_quantization"]
+
+_MISSING = object()
+
+#: config.json ``layer_types`` values -> ModelSpec layer kinds
+_LAYER_KIND = {
+    "full_attention": LAYER_FULL,
+    "attention": LAYER_FULL,
+    "global": LAYER_FULL,
+    "sliding_attention": LAYER_SLIDING,
+    "chunked_attention": LAYER_SLIDING,
+    "local": LAYER_SLIDING,
+    "linear_attention": LAYER_LINEAR,
+    "mamba": LAYER_MAMBA,
+    "mamba2": LAYER_MAMBA,
+}
+
+
+class Fields:
+    """Reads keys from ``text`` (the text model's section) with ``top`` as fallback.
+
+    ``text`` is ``config["text_config"]`` for multimodal wrappers (Gemma 3, Llama 4), else the
+    config itself.
+    """
+
+    def __init__(self, config: Mapping[str, Any], *, name: str, architecture: str) -> None:
+        self.top = config
+        nested = config.get("text_config")
+        self.text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
+        self.name = name
+        self.architecture = architecture
+        self.assumptions: list[str] = []
+
+    def raw(self, *keys: str) -> Any:
+        """First present, non-null value among ``keys`` (text section, then top level)."""
+        for section in (self.text, self.top):
+            for key in keys:
+                value = section.get(key, _MISSING)
+                if value is not _MISSING and value is not None:
+                    return value
+        return _MISSING
+
+    def has(self, *keys: str) -> bool:
+        return self.raw(*keys) is not _MISSING
+
+    def _bad(self, key: str, value: object, want: str) -> ConfigFormatError:
+        return ConfigFormatError(
+            f"Cannot read config.json for '{self.name}' ({self.architecture}): '{key}' is "
+            f"{value!r}, expected {want}. Fix the value or pass the model's original config.json.",
+            path=self.name,
+            key=key,
+        )
+
+    def integer(self, *keys: str, default: int | None = None) -> int:
+        """An integer field; the first key names the field in the error when all are missing."""
+        value = self.raw(*keys)
+        if value is _MISSING:
+            if default is not None:
+                return default
+            raise UnsupportedModelError(
+                f"Cannot model '{self.name}' ({self.architecture}): config.json has no "
+                f"'{keys[0]}'. Pass the model's original config.json, or a GGUF/safetensors "
+                "file whose header holds the shapes.",
+                architecture=self.architecture,
+                feature=keys[0],
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+            raise self._bad(keys[0], value, "an integer")
+        if value < 0:
+            raise self._bad(keys[0], value, "a non-negative integer")
+        return int(value)
+
+    def opt_int(self, *keys: str) -> int | None:
+        return None if self.raw(*keys) is _MISSING else self.integer(*keys)
+
+    def flag(self, *keys: str, default: bool) -> bool:
+        value = self.raw(*keys)
+        if value is _MISSING:
+            return default
+        if not isinstance(value, bool):
+            raise self._bad(keys[0], value, "true or false")
+        return value
+
+    def string(self, *keys: str) -> str | None:
+        value = self.raw(*keys)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, str):
+            raise self._bad(keys[0], value, "a string")
+        return value
+
+    def int_list(self, key: str) -> tuple[int, ...] | None:
+        value = self.raw(key)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise self._bad(key, value, "a list of integers")
+        out: list[int] = []
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, int):
+                raise self._bad(key, value, "a list of integers")
+            out.append(item)
+        return tuple(out)
+
+    def layer_types(self, key: str, n_layers: int) -> tuple[str, ...] | None:
+        """``layer_types``-style list mapped to LAYER_* kinds; None when absent."""
+        value = self.raw(key)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise self._bad(key, value, "a list of layer kinds")
+        kinds: list[str] = []
+        for item in value:
+            kind = _LAYER_KIND.get(item) if isinstance(item, str) else None
+            if kind is None:
+                raise UnsupportedModelError(
+                    f"Cannot model '{self.name}' ({self.architecture}): config.json "
+                    f"'{key}' holds the unknown layer kind {item!r}. Known kinds: "
+                    f"{', '.join(sorted(_LAYER_KIND))}.",
+                    architecture=self.architecture,
+                    feature=key,
+                )
+            kinds.append(kind)
+        if len(kinds) != n_layers:
+            raise self._bad(key, f"{len(kinds)} entries", f"{n_layers} entries (one per layer)")
+        return tuple(kinds)
+
+    def note(self, text: str) -> None:
+        self.assumptions.append(text)
+
+
+def parse_quantization(fields: Fields) -> QuantizationSpec | None:
+    """``quantization_config`` -> :class:`QuantizationSpec` (top level or text section)."""
+    qc = fields.top.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        qc = fields.text.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return None
+    method = str(qc.get("quant_method", "unknown")).lower()
+    bits = qc.get("bits", qc.get("w_bit"))
+    if method == "bitsandbytes":
+        if qc.get("load_in_4bit"):
+            method, bits = "bitsandbytes_4bit", 4
+        elif qc.get("load_in_8bit"):
+            method, bits = "bitsandbytes_8bit", 8
+    elif method == "fp8":
+        bits = 8
+    elif method == "mxfp4":
+        bits = 4
+    group = qc.get("group_size", qc.get("q_group_size"))
+    block = qc.get("weight_block_size")
+    skip = qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ()
+    return QuantizationSpec(
+        method=method,
+        bits=bits if isinstance(bits, int) and not isinstance(bits, bool) else None,
+        group_size=group if isinstance(group, int) and not isinstance(group, bool) else None,
+        weight_block_size=(
+            tuple(int(x) for x in block)
+            if isinstance(block, Sequence) and not isinstance(block, str)
+            else None
+        ),
+        modules_to_not_convert=tuple(str(m) for m in skip) if isinstance(skip, Sequence) else (),
+    )
