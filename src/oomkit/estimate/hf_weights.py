@@ -43,7 +43,24 @@ DTYPE_BYTES: dict[str, int] = {
     "auto": 2,
 }
 
-_VOCAB_PAD = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE
+_VOCAB_PAD = 64
+#: unquantized weight dtypes; fp8/int8/nf4/gptq/awq go through oomkit.quant.hf_formats, which
+#: keeps embeddings, norms and routers in 16 bits as each format does
+_PLAIN = frozenset(
+    {
+        "fp32",
+        "float32",
+        "f32",
+        "float",
+        "fp16",
+        "float16",
+        "f16",
+        "half",
+        "bf16",
+        "bfloat16",
+        "auto",
+    }
+)  # vllm DEFAULT_VOCAB_PADDING_SIZE
 
 
 def dtype_bytes(name: str) -> int:
@@ -135,7 +152,7 @@ def plan_weights(
     for t in tensors:
         if have_bytes:
             b = int(t.n_bytes or 0)
-        elif fmt in DTYPE_BYTES:
+        elif fmt in _PLAIN:
             b = t.n_params * DTYPE_BYTES[fmt]
         else:
             from oomkit.quant.hf_formats import hf_tensor_bytes
