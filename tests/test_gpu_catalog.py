@@ -347,6 +347,8 @@ def test_nvml_name_and_memory() -> None:
         ("Tesla P100-PCIE-16GB", 16280 * MiB, "p100-16gb-pcie"),
         ("NVIDIA GH200 480GB", 97871 * MiB, "gh200-96gb"),
         ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", None, "rtx-pro-6000-blackwell"),
+        # A MIG instance resolves to its parent GPU model.
+        ("NVIDIA A100-SXM4-80GB MIG 3g.40gb", None, "a100-80gb-sxm"),
         # A catalog alias passed where an NVML name was expected still matches.
         ("H100", None, "h100-sxm"),
     ],

@@ -296,14 +296,17 @@ def find_gpu_by_nvml_name(
     variant (the one :func:`find_gpu` returns for that name) wins.
 
     Args:
-        product_name: the name as NVML or ``nvidia-smi --query-gpu=name`` prints it.
+        product_name: the name as NVML or ``nvidia-smi --query-gpu=name`` prints it; a MIG
+            instance name (``"... MIG 3g.40gb"``) matches its parent GPU.
         memory_total_bytes: NVML ``memory.total`` in bytes, or ``None`` when unknown.
 
     Returns:
         The matching row, or ``None`` when the catalog has no GPU of that name (the live view
         then shows the device without catalog facts).
     """
-    wanted = normalize_gpu_name(product_name)
+    # A MIG instance is named after its parent ("NVIDIA A100-SXM4-80GB MIG 3g.40gb").
+    parent, _, _ = product_name.partition(" MIG ")
+    wanted = normalize_gpu_name(parent)
     candidates = [g for g in all_gpus() if wanted in {normalize_gpu_name(n) for n in g.nvml_names}]
     default = _index().get(wanted)
     if default is not None and default not in candidates:

@@ -18,7 +18,7 @@ _SMI = "nvidia-smi pastes on GitHub"
 
 
 def _dense(sparse_fp16: float, *, fp8: bool) -> tuple[float, float, float | None, float]:
-    """Dense (fp16, bf16, fp8, int8) from a datasheet's sparse FP16 tensor TFLOPS."""
+    """Dense (fp16, bf16, fp8, int8) from sparse FP16 tensor TFLOPS (= dense FP8 on Ada)."""
     fp16 = round(sparse_fp16 / 2, 1)
     return (fp16, fp16, round(sparse_fp16, 1) if fp8 else None, round(sparse_fp16, 1))
 
