@@ -1,0 +1,32 @@
+"""Shared types of the diagnosis rules: the cause names and one rule's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oomkit.diagnose.fixes import Fix
+
+__all__ = ["CAUSES", "Analysis"]
+
+#: Every cause the doctor can report (DESIGN.md doctor contract).
+CAUSES = (
+    "model_too_large",
+    "other_process_holding_memory",
+    "fragmentation",
+    "kv_cache_or_context",
+    "batch_or_activations",
+    "leak_or_accumulation",
+    "host_ram",
+    "multi_gpu_imbalance",
+    "unknown",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Analysis:
+    """What one rule concluded: cause, confidence in [0, 1], the arithmetic, and fixes."""
+
+    cause: str
+    confidence: float
+    explanation: str
+    fixes: tuple[Fix, ...] = ()

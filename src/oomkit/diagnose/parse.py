@@ -1,0 +1,110 @@
+"""Dispatcher: run every runtime's parser over a log and merge what they found.
+
+>>> log = parse_log("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; "
+...                 "14.73 GiB total capacity; 13.67 GiB already allocated; 15.88 MiB free; "
+...                 "13.72 GiB reserved in total by PyTorch)")
+>>> [(e.runtime, e.format) for e in log.events]
+[('pytorch', 'pytorch_old')]
+>>> parse_log("nothing to see here").events
+()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
+from oomkit.diagnose.parse_llamacpp import parse_llamacpp
+from oomkit.diagnose.parse_ollama import parse_ollama
+from oomkit.diagnose.parse_other import parse_other
+from oomkit.diagnose.parse_torch import parse_torch
+from oomkit.diagnose.parse_vllm import parse_vllm
+from oomkit.diagnose.text import Lines, split_lines
+
+__all__ = ["PARSERS", "parse_log"]
+
+Parser = Callable[[Lines], tuple[list[OomEvent], dict[str, Any]]]
+
+#: Every runtime parser, in the order their facts are merged (later ones do not override).
+PARSERS: tuple[Parser, ...] = (parse_torch, parse_llamacpp, parse_ollama, parse_vllm, parse_other)
+
+_MAX_EVENTS = 200
+_CONTEXT_FIELDS = frozenset(f.name for f in fields(LogContext))
+_LIST_FIELDS = frozenset({"buffers", "devices", "deepspeed_allocated_bytes"})
+_RUNTIME_HINTS = (
+    ("llama_model_loader", "llama.cpp"),
+    ("load_tensors:", "llama.cpp"),
+    ("llm_load_tensors", "llama.cpp"),
+    ("ggml_", "llama.cpp"),
+    ("level=INFO source=", "ollama"),
+    ("msg=\"offload", "ollama"),
+    ("vllm", "vllm"),
+    ("vLLM", "vllm"),
+    ("sglang", "sglang"),
+    ("text_generation", "tgi"),
+    ("Traceback (most recent call last)", "pytorch"),
+)
+
+
+def _merge_facts(all_facts: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    flags: dict[str, Any] = {}
+    for facts in all_facts:
+        for key, value in facts.items():
+            if key == "flags":
+                flags.update(value)
+                continue
+            if key not in _CONTEXT_FIELDS or value is None:
+                continue
+            if key in _LIST_FIELDS:
+                merged[key] = tuple(merged.get(key, ())) + tuple(value)
+            elif key not in merged:
+                merged[key] = value
+    # values quoted from a command line count only when the runtime did not print its own
+    for key, value in flags.items():
+        if key in _CONTEXT_FIELDS and key not in merged:
+            merged[key] = value
+    return merged
+
+
+def _hint(lines: Lines) -> str | None:
+    head = "\n".join(lines.text[:400])
+    for needle, runtime in _RUNTIME_HINTS:
+        if needle in head:
+            return runtime
+    return None
+
+
+def parse_log(text: str) -> ParsedLog:
+    """Parse any OOM message or log into events and context. Pure; never raises on text.
+
+    Args:
+        text: a pasted message or a whole log (any size; see ``oomkit.diagnose.text``).
+
+    Returns:
+        The events in log order (at most 200: the first 50 and the last 150) and the merged
+        context. An empty ``events`` tuple means no OOM was found.
+    """
+    lines = split_lines(text)
+    events: list[OomEvent] = []
+    all_facts: list[dict[str, Any]] = []
+    for parser in PARSERS:
+        found, facts = parser(lines)
+        events.extend(found)
+        all_facts.append(facts)
+    events.sort(key=lambda e: e.line)
+    notes: list[str] = []
+    if len(events) > _MAX_EVENTS:
+        notes.append(f"{len(events) - _MAX_EVENTS} events in the middle of the log were left out")
+        events = events[:50] + events[-(_MAX_EVENTS - 50) :]
+    if lines.skipped_chars:
+        notes.append(
+            f"log is large: {lines.skipped_chars} characters away from OOM keywords were skipped"
+        )
+    merged = _merge_facts(all_facts)
+    if notes:
+        merged["notes"] = tuple(notes)
+    merged.setdefault("runtime_hint", _hint(lines))
+    return ParsedLog(events=tuple(events), context=LogContext(**merged))

@@ -1,0 +1,241 @@
+"""JAX/XLA, TensorFlow, DeepSpeed, accelerate, the Linux OOM killer and Windows (oom-messages.md
+§7-§11).
+
+* XLA: ``RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes`` (or ``16.00GiB``),
+  the ``BufferAssignment`` stats that follow, and the compile-time ``Can't reduce memory use below
+  X by rematerialization``.
+* TensorFlow: ``OOM when allocating tensor with shape[...] and type T on DEV by allocator A``. The
+  BFC warning that says ``The caller indicates that this is not a failure`` is *not* an OOM.
+* DeepSpeed ``see_memory_usage``: ``MA x GB Max_MA y GB CA z GB Max_CA w GB`` (GB = GiB).
+* accelerate ``find_executable_batch_size``: ``No executable batch size found, reached zero.``
+* Linux ``mm/oom_kill.c``: ``Out of memory: Killed process PID (comm) total-vm:..kB, anon-rss:..kB``
+  (and the cgroup, <= 4.18 ``Kill process ... or sacrifice child`` and ``invoked oom-killer``
+  forms), a bare ``Killed`` from the shell, ``DataLoader worker (pid N) is killed by signal``,
+  ``exit code 137``.
+* Windows: ``[WinError 1455] The paging file is too small``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_bytes, to_int
+from oomkit.diagnose.text import Lines, clean, has_any, size_of, sz, window
+
+__all__ = ["parse_other", "tensor_bytes"]
+
+_XLA = re.compile(
+    r"RESOURCE_EXHAUSTED: Out of memory while trying to allocate (?:(?P<n>\d{1,20}) bytes|"
+    + sz("h", "bytes|KiB|MiB|GiB|TiB|B")
+    + ")"
+)
+_XLA_PARAM = re.compile(r"parameter allocation: {0,20}" + sz("p", "bytes|KiB|MiB|GiB|TiB|B"))
+_REMAT = re.compile(
+    r"Can't reduce memory use below (?P<lim>\S{1,30}) by rematerialization; only reduced to "
+    r"(?P<got>\S{1,30})(?: \((?P<n>\d{1,20}) bytes\))?"
+)
+_TF = re.compile(
+    r"OOM when allocating tensor with shape ?\[(?P<shape>[\d, ]{0,200})\]"
+    r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?(?: by allocator (?P<a>\w{1,40}))?"
+)
+_TF_DEV = re.compile(r"(?:GPU|gpu):(?P<d>\d{1,3})")
+_DS = re.compile(
+    r"\bMA (?P<ma>\d{1,9}(?:\.\d{1,4})?) GB\s{1,20}Max_MA (?P<mma>\d{1,9}(?:\.\d{1,4})?) GB"
+)
+_KILL = re.compile(
+    r"(?P<scope>Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d{1,10}) "
+    r"\((?P<comm>[^)]{0,64})\)"
+)
+_KILL_DETAIL = re.compile(
+    r"total-vm:(?P<vm>\d{1,16})kB, anon-rss:(?P<anon>\d{1,16})kB, file-rss:(?P<file>\d{1,16})kB"
+    r"(?:, shmem-rss:(?P<shmem>\d{1,16})kB)?"
+)
+_KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,64})\)")
+_INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
+_BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])Killed\s{0,8}$")
+_DATALOADER = re.compile(r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: Killed")
+_EXIT_137 = re.compile(r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled")
+_DTYPE_BYTES = {
+    "float": 4,
+    "float32": 4,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "double": 8,
+    "float64": 8,
+    "int32": 4,
+    "int64": 8,
+    "int8": 1,
+    "uint8": 1,
+}
+
+_NEEDLES = (
+    "RESOURCE_EXHAUSTED",
+    "rematerialization",
+    "parameter allocation",
+    "OOM when allocating",
+    "Max_MA",
+    "No executable batch size",
+    "Kill",
+    "kill",
+    "oom",
+    "1455",
+    "paging file",
+    "code 137",
+    "code: 137",
+    "code -9",
+)
+
+
+def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:800], **kw)
+
+
+def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
+    m = _KILL.search(line)
+    if m is not None:
+        w = window(lines.text, i, max_lines=2)
+        d = _KILL_DETAIL.search(w)
+        kb = "kB"
+        return _ev(
+            "linux",
+            "oom_killer",
+            "linux_oom_killer",
+            line,
+            n,
+            pid=int(m.group("pid")),
+            process_name=m.group("comm"),
+            cgroup=m.group("scope").startswith("Memory cgroup"),
+            total_vm_bytes=to_bytes(d.group("vm"), kb, "linux") if d else None,
+            anon_rss_bytes=to_bytes(d.group("anon"), kb, "linux") if d else None,
+            file_rss_bytes=to_bytes(d.group("file"), kb, "linux") if d else None,
+            shmem_rss_bytes=to_bytes(d.group("shmem"), kb, "linux") if d and d.group("shmem") else None,
+        )
+    m2 = _KILLED_OLD.search(line)
+    if m2 is not None:
+        d = _KILL_DETAIL.search(line)
+        return _ev(
+            "linux",
+            "oom_killer",
+            "linux_oom_killer",
+            line,
+            n,
+            pid=int(m2.group("pid")),
+            process_name=m2.group("comm"),
+            total_vm_bytes=to_bytes(d.group("vm"), "kB", "linux") if d else None,
+            anon_rss_bytes=to_bytes(d.group("anon"), "kB", "linux") if d else None,
+        )
+    if "invoked oom-killer" in line:
+        m3 = _INVOKED.search(line)
+        if m3 is not None:
+            return _ev(
+                "linux", "oom_killer", "linux_oom_killer", line, n, process_name=m3.group("comm")
+            )
+    if "is killed by signal" in line:
+        m4 = _DATALOADER.search(line)
+        if m4 is not None:
+            return _ev("pytorch", "killed", "dataloader_killed", line, n, pid=int(m4.group("pid")))
+    if line.endswith("Killed") or line.endswith("Killed "):
+        if _BARE_KILLED.search(line[-40:]):
+            return _ev("linux", "killed", "linux_killed", line[-300:], n)
+    if _EXIT_137.search(line):
+        return _ev("linux", "killed", "exit_137", line, n)
+    return None
+
+
+def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
+    """Find JAX/TF/DeepSpeed/accelerate/Linux/Windows OOM messages in ``lines``.
+
+    Returns:
+        Events and context facts (``parameter_bytes``, ``deepspeed_allocated_bytes``).
+        Never raises on arbitrary text.
+    """
+    events: list[OomEvent] = []
+    facts: dict[str, Any] = {}
+    for i, raw in enumerate(lines.text):
+        if not has_any(raw, _NEEDLES):
+            continue
+        line = clean(raw)
+        n = lines.number[i]
+        if "RESOURCE_EXHAUSTED" in line:
+            m = _XLA.search(line)
+            if m is not None:
+                req = to_int(m.group("n")) if m.group("n") else size_of(m, "h", "jax")
+                events.append(
+                    _ev("jax", "xla_oom", "xla_resource_exhausted", line, n, requested_bytes=req)
+                )
+                continue
+        if "parameter allocation" in line:
+            m = _XLA_PARAM.search(line)
+            if m is not None:
+                facts["parameter_bytes"] = size_of(m, "p", "jax")
+            continue
+        if "rematerialization" in line:
+            m2 = _REMAT.search(line)
+            if m2 is not None:
+                events.append(
+                    _ev(
+                        "jax",
+                        "xla_compile_oom",
+                        "xla_rematerialization",
+                        line,
+                        n,
+                        requested_bytes=to_int(m2.group("n")) if m2.group("n") else None,
+                        stage="compile",
+                        detail=f"limit {m2.group('lim')}, reduced only to {m2.group('got')}",
+                    )
+                )
+                continue
+        if "OOM when allocating" in line and "not a failure" not in line:
+            m3 = _TF.search(line)
+            if m3 is not None:
+                dims = tuple(int(x) for x in m3.group("shape").replace(" ", "").split(",") if x)
+                dims = tuple(d for d in dims if d < 10**12)
+                dev = _TF_DEV.search(m3.group("dev") or "")
+                events.append(
+                    _ev(
+                        "tensorflow",
+                        "tf_oom",
+                        "tf_oom_allocating_tensor",
+                        line,
+                        n,
+                        shape=dims,
+                        dtype=m3.group("dtype"),
+                        device=int(dev.group("d")) if dev else None,
+                        buffer_name=m3.group("a"),
+                    )
+                )
+                continue
+        if "Max_MA" in line:
+            m4 = _DS.search(line)
+            if m4 is not None:
+                b = to_bytes(m4.group("ma"), "GB", "deepspeed")
+                if b is not None:
+                    facts.setdefault("deepspeed_allocated_bytes", []).append(b)
+            continue
+        if "No executable batch size found" in line:
+            events.append(
+                _ev("accelerate", "batch_search_exhausted", "accelerate_batch_size", line, n)
+            )
+            continue
+        if "1455" in line or "paging file" in line:
+            if "WinError 1455" in line or "paging file is too small" in line:
+                events.append(_ev("windows", "host_oom", "windows_pagefile", line, n))
+            continue
+        ev = _linux(lines, i, line, n)
+        if ev is not None:
+            events.append(ev)
+    return events, facts
+
+
+def tensor_bytes(shape: tuple[int, ...], dtype: str | None) -> int | None:
+    """Bytes of a dense tensor, when the dtype is a known fixed-width type."""
+    size = _DTYPE_BYTES.get((dtype or "").lower())
+    if size is None:
+        return None
+    total = size
+    for d in shape:
+        total *= d
+    return total

@@ -1,0 +1,374 @@
+"""PyTorch OOM messages: CUDA/HIP/XPU caching allocator (all eras), cudaMallocAsync, MPS, CPU,
+driver-level ``CUDA error: out of memory``, cuBLAS/cuDNN allocation failures, traceback frames.
+
+Formats modelled (oom-messages.md §1):
+
+* current (>= 2.2) and 2.1 (``total capacty`` typo) text of ``DeviceCachingAllocator::malloc`` in
+  ``c10/cuda/CUDACachingAllocator.cpp``, with per-process NVML lines, ``allowed``, private pools;
+* legacy (<= 2.0) ``(GPU 0; X total capacity; Y already allocated; Z free; W reserved ...)``;
+* ``c10/cuda/CUDAMallocAsyncAllocator.cpp`` (``would exceed allowed memory``);
+* ``aten/src/ATen/mps/MPSAllocator.mm`` (KB/MB/GB labels over 1024**k);
+* ``c10/core/impl/alloc_cpu.cpp`` (``DefaultCPUAllocator``, POSIX and Windows wording).
+
+>>> from oomkit.diagnose.text import split_lines
+>>> msg = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+...        "total capacity of 7.79 GiB of which 2.06 MiB is free. Of the allocated memory 6.99 GiB "
+...        "is allocated by PyTorch, and 152.00 MiB is reserved by PyTorch but unallocated.")
+>>> events, facts = parse_torch(split_lines(msg))
+>>> events[0].requested_bytes == 20 * 1024 * 1024, events[0].device
+(True, 0)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent, OtherProcess
+from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.text import Lines, clean, has_any, size_of, sz, window
+
+__all__ = ["parse_torch"]
+
+_RT = "pytorch"
+_TAIL = (
+    "environment-variables",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_HIP_ALLOC_CONF",
+    "reserved in total by PyTorch",
+    "cached)",
+    "unoccupied cached memory",
+    "may cause system failure",
+)
+
+_NEW = re.compile(
+    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\. Tried to allocate "
+    + sz("req")
+    + r"\. (?:GPU|Device) (?P<dev>\d{1,4}) has a total capac(?P<typo>i?)ty of "
+    + sz("total")
+    + " of which "
+    + sz("free")
+    + r" is free\."
+)
+_OLD = re.compile(
+    r"(?P<backend>CUDA|HIP|MUSA|NPU) out of memory\. Tried to allocate "
+    + sz("req")
+    + r" \((?:GPU|NPU) (?P<dev>\d{1,4}); "
+    + sz("total")
+    + " total capacity; "
+    + sz("alloc")
+    + r" already allocated; (?:"
+    + sz("active")
+    + r" current active; )?"
+    + sz("free")
+    + r" free; (?:"
+    + sz("allowed")
+    + r" allowed; )?"
+    + sz("resv")
+    + r" (?:reserved in total by PyTorch|cached)\)"
+)
+_BARE = re.compile(
+    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\.(?: Tried to allocate " + sz("req") + ")?"
+)
+_SELF = re.compile(r"this process has " + sz("self") + " memory in use")
+_PROC = re.compile(r"Process (?P<pid>\d{1,10}) has " + sz("used") + " memory in use")
+_ALLOWED = re.compile(sz("allowed") + " allowed;")
+_ALLOC = re.compile(
+    r"Of the allocated memory "
+    + sz("alloc")
+    + r" is allocated by PyTorch, (?:with "
+    + sz("pools")
+    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and "
+    + sz("runalloc")
+    + " is reserved by PyTorch but unallocated"
+)
+_MPS_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
+_MPS = re.compile(
+    r"MPS backend out of memory \(MPS allocated: "
+    + sz("mps", _MPS_UNITS)
+    + ", other allocations: "
+    + sz("other", _MPS_UNITS)
+    + "(?:, max allowed: "
+    + sz("max", _MPS_UNITS)
+    + r")?\)\. Tried to allocate "
+    + sz("req", _MPS_UNITS)
+    + r" on (?P<pool>shared|private) pool"
+)
+_ASYNC = re.compile(r"Allocation on device (?P<dev>\d{1,4}) would exceed allowed memory")
+_ASYNC_FIELDS = {
+    "allocated": re.compile(r"Currently allocated ?: ?" + sz("v")),
+    "requested": re.compile(r"Requested ?: ?" + sz("v")),
+    "total": re.compile(r"Device limit ?: ?" + sz("v")),
+    "free": re.compile(r"Free \(according to CUDA\) ?: ?" + sz("v")),
+    "allowed": re.compile(r"memory fraction\) ?: ?" + sz("v")),
+}
+_CPU = re.compile(
+    r"DefaultCPUAllocator: (?P<why>can't allocate memory|not enough memory): "
+    r"you tried to allocate (?P<n>\d{1,20}) bytes"
+)
+_DRIVER = re.compile(
+    r"(?P<be>CUDA|HIP) error: out of memory|cuda runtime error \(2\) : out of memory"
+    r"|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
+)
+_LIB = re.compile(r"(?P<lib>CUBLAS|CUDNN|CUSOLVER|CUSPARSE|CUFFT|HIPBLAS|ROCBLAS)_STATUS_ALLOC_FAILED")
+_DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
+
+# Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
+_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "model_load",
+        (
+            "from_pretrained",
+            "load_state_dict",
+            "_load_state_dict_into",
+            "load_checkpoint",
+            "in load_model",
+            "model.to(",
+            "model.cuda(",
+            "in _apply",
+        ),
+    ),
+    ("backward", (".backward(", "in backward", "_engine_run_backward", "torch/autograd/")),
+    (
+        "optimizer_step",
+        ("optimizer.step(", "in _single_tensor_adam", "in _multi_tensor_adam", "torch/optim/"),
+    ),
+    ("generate", (".generate(", "in generate", "in _sample", "in greedy_search")),
+    ("forward", ("in forward", "empty_strided_cuda", "in _call_impl", ".forward(")),
+)
+
+
+def _frames(lines: Lines, facts: dict[str, Any]) -> None:
+    found: dict[str, str] = {}
+    for raw in lines.text:
+        if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
+            continue
+        for phase, needles in _PHASES:
+            if phase not in found and has_any(raw, needles):
+                found[phase] = clean(raw)[:300]
+    for phase, _ in _PHASES:
+        if phase in found:
+            facts["frame_phase"] = phase
+            facts["frame_text"] = found[phase]
+            return
+
+
+def _processes(rest: str) -> tuple[int | None, list[OtherProcess]]:
+    own: int | None = None
+    m = _SELF.search(rest)
+    if m is not None:
+        own = size_of(m, "self", _RT)
+    others = [
+        OtherProcess(pid=int(p.group("pid")), used_bytes=size_of(p, "used", _RT))
+        for p in _PROC.finditer(rest)
+    ]
+    return own, others
+
+
+def _allocator_event(w: str, line: int) -> OomEvent | None:
+    m = _NEW.search(w)
+    if m is not None:
+        nxt = w.find("out of memory. Tried to allocate", m.end())
+        rest = w[m.end() : nxt if nxt >= 0 else len(w)]
+        own, others = _processes(rest)
+        total, free = size_of(m, "total", _RT), size_of(m, "free", _RT)
+        self_pid: int | None = None
+        if own is None and len(others) == 1 and total is not None and free is not None:
+            # NVML PIDs live in the host namespace: inside a container this process is listed
+            # as "Process N" (oom-messages.md §1.1, container caveat). One process whose use is
+            # about total - free is this process.
+            used = others[0].used_bytes
+            if used is not None and abs(used - (total - free)) <= max(total // 50, 256 << 20):
+                own, self_pid, others = used, others[0].pid, []
+        allowed = _ALLOWED.search(rest)
+        alloc = _ALLOC.search(rest)
+        backend = m.group("backend")
+        fmt = "pytorch_2.1" if not m.group("typo") else "pytorch_new"
+        return OomEvent(
+            runtime=_RT,
+            kind=backend.lower() + "_oom",
+            format=fmt if backend == "CUDA" else f"{fmt}_{backend.lower()}",
+            line=line,
+            text=w[m.start() : m.start() + 1200],
+            device=int(m.group("dev")),
+            requested_bytes=size_of(m, "req", _RT),
+            total_bytes=total,
+            free_bytes=free,
+            process_in_use_bytes=own,
+            other_processes=tuple(others),
+            self_pid=self_pid,
+            allowed_bytes=size_of(allowed, "allowed", _RT) if allowed else None,
+            allocated_bytes=size_of(alloc, "alloc", _RT) if alloc else None,
+            private_pool_bytes=size_of(alloc, "pools", _RT) if alloc else None,
+            reserved_unallocated_bytes=size_of(alloc, "runalloc", _RT) if alloc else None,
+        )
+    m = _OLD.search(w)
+    if m is not None:
+        return OomEvent(
+            runtime=_RT,
+            kind=m.group("backend").lower() + "_oom",
+            format="pytorch_old",
+            line=line,
+            text=w[m.start() : m.start() + 1200],
+            device=int(m.group("dev")),
+            requested_bytes=size_of(m, "req", _RT),
+            total_bytes=size_of(m, "total", _RT),
+            allocated_bytes=size_of(m, "alloc", _RT),
+            free_bytes=size_of(m, "free", _RT),
+            allowed_bytes=size_of(m, "allowed", _RT),
+            reserved_bytes=size_of(m, "resv", _RT),
+        )
+    m = _BARE.search(w)
+    if m is None:
+        return None
+    return OomEvent(
+        runtime=_RT,
+        kind=m.group("backend").lower() + "_oom",
+        format="pytorch_partial",
+        line=line,
+        text=w[m.start() : m.start() + 1200],
+        requested_bytes=size_of(m, "req", _RT) if m.group("req") else None,
+    )
+
+
+def _mps_event(w: str, line: int) -> OomEvent | None:
+    m = _MPS.search(w)
+    if m is None:
+        return OomEvent(runtime=_RT, kind="mps_oom", format="mps_partial", line=line, text=w[:600])
+    rt = "pytorch-mps"
+    return OomEvent(
+        runtime=_RT,
+        kind="mps_oom",
+        format="mps",
+        line=line,
+        text=w[m.start() : m.start() + 600],
+        requested_bytes=size_of(m, "req", rt),
+        allocated_bytes=size_of(m, "mps", rt),
+        other_allocations_bytes=size_of(m, "other", rt),
+        allowed_bytes=size_of(m, "max", rt),
+        detail=m.group("pool") + " pool",
+    )
+
+
+def _async_event(w: str, line: int, dev: int) -> OomEvent:
+    vals: dict[str, int | None] = {}
+    for key, rx in _ASYNC_FIELDS.items():
+        m = rx.search(w)
+        vals[key] = size_of(m, "v", _RT) if m else None
+    return OomEvent(
+        runtime=_RT,
+        kind="cuda_oom",
+        format="pytorch_cudamallocasync",
+        line=line,
+        text=w[:800],
+        device=dev,
+        requested_bytes=vals["requested"],
+        total_bytes=vals["total"],
+        free_bytes=vals["free"],
+        allocated_bytes=vals["allocated"],
+        allowed_bytes=vals["allowed"],
+    )
+
+
+def _device_hint(w: str) -> int | None:
+    m = _DEVICE_IN_TEXT.search(w)
+    return int(m.group("dev")) if m else None
+
+
+def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
+    """Find PyTorch OOM events and the traceback phase in ``lines``.
+
+    Returns:
+        The events in log order and a dict of context facts (``frame_phase``, ``frame_text``).
+        Never raises on arbitrary text.
+    """
+    events: list[OomEvent] = []
+    facts: dict[str, Any] = {}
+    text, numbers = lines.text, lines.number
+    skip_until = -1
+    for i, raw in enumerate(text):
+        if i < skip_until:
+            continue
+        line_no = numbers[i]
+        if "out of memory" in raw:
+            if "MPS backend out of memory" in raw:
+                w = window(text, i, stop=_TAIL)
+                events.append(_mps_event(w, line_no))
+                skip_until = i + 1
+                continue
+            if "would exceed allowed memory" in raw:
+                m = _ASYNC.search(raw)
+                w = window(text, i, max_lines=9)
+                events.append(_async_event(w, line_no, int(m.group("dev")) if m else -1))
+                skip_until = i + 1
+                continue
+            w = window(text, i, stop=_TAIL)
+            if "out of memory." in w and _BARE.search(w):
+                ev = _allocator_event(w, line_no)
+                if ev is not None:
+                    events.append(ev)
+                    # skip the continuation lines we consumed, up to the message tail
+                    j = i + 1
+                    while j < len(text) and j < i + 10 and not has_any(text[j - 1], _TAIL):
+                        j += 1
+                    skip_until = j
+                    continue
+            m2 = _DRIVER.search(raw)
+            if m2 is not None:
+                nxt = " ".join(text[i + 1 : i + 3])
+                if "current device:" in nxt or "current device:" in raw:
+                    continue  # ggml_cuda_error: parsed by parse_llamacpp
+                events.append(
+                    OomEvent(
+                        runtime=_RT,
+                        kind="cuda_error_oom",
+                        format="cuda_error_out_of_memory",
+                        line=line_no,
+                        text=clean(raw)[:600],
+                        stage="driver",
+                        device=_device_hint(raw) if "device" in raw else None,
+                    )
+                )
+                continue
+        elif "hipErrorOutOfMemory" in raw or "cudaErrorMemoryAllocation" in raw:
+            events.append(
+                OomEvent(
+                    runtime=_RT,
+                    kind="cuda_error_oom",
+                    format="cuda_error_out_of_memory",
+                    line=line_no,
+                    text=clean(raw)[:600],
+                    stage="driver",
+                )
+            )
+        if "ALLOC_FAILED" in raw:
+            m3 = _LIB.search(raw)
+            if m3 is not None:
+                events.append(
+                    OomEvent(
+                        runtime=_RT,
+                        kind="library_alloc_failed",
+                        format=m3.group("lib").lower() + "_alloc_failed",
+                        line=line_no,
+                        text=clean(raw)[:600],
+                        detail=m3.group(0),
+                        stage="library_workspace",
+                    )
+                )
+        if "DefaultCPUAllocator" in raw:
+            m4 = _CPU.search(clean(raw))
+            if m4 is not None:
+                events.append(
+                    OomEvent(
+                        runtime=_RT,
+                        kind="cpu_oom",
+                        format="c10_cpu_allocator",
+                        line=line_no,
+                        text=m4.group(0),
+                        requested_bytes=to_int(m4.group("n")),
+                        detail=m4.group("why"),
+                    )
+                )
+    if events:
+        _frames(lines, facts)
+    return events, facts

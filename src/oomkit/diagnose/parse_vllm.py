@@ -1,0 +1,304 @@
+"""Serving engines: vLLM (V0 and V1), SGLang, TGI, TensorRT-LLM (oom-messages.md §4-§6).
+
+vLLM errors: V1 ``check_enough_kv_cache_memory`` (``vllm/v1/core/kv_cache_utils.py``, both the
+``model's`` and older ``models's`` spelling), V0 ``raise_if_cache_size_invalid`` (``The model's max
+seq len (X) is larger than the maximum number of tokens that can be stored in KV cache (Y)``), ``No
+available memory for the cache blocks``, the startup guard ``Free memory on device (F/T GiB) on
+startup is less than desired GPU memory utilization (U, X GiB)``, the sampler warm-up OOM. Profiling
+lines (V0 one-line and tabular forms, ``Memory profiling results: k=v``, V1 ``Available KV cache
+memory``, ``GPU KV cache size: N tokens``, ``# GPU blocks``, ``Model loading took X GiB``); vLLM's
+"GB" in "Loading model weights took X GB" is GiB (it divides by 2**30).
+SGLang: ``Not enough memory. Please try to increase --mem-fraction-static.``, ``KV cache pool is
+full``, ``avail mem=X GB`` (GiB). TGI: ``Not enough memory to handle N prefill tokens``.
+TensorRT-LLM: ``[TensorRT-LLM][ERROR] ... out of memory``, ``Executor creation failed due to
+insufficient GPU memory`` with its component breakdown.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_bytes, to_float, to_int
+from oomkit.diagnose.text import Lines, clean, has_any, window
+
+__all__ = ["parse_vllm"]
+
+_F = r"-?\d{1,9}(?:\.\d{1,6})?"
+_V1_KV = re.compile(
+    r"max seq len \((?P<mml>\d{1,9})\), \((?P<need>" + _F + r") GiB KV cache is needed, which is "
+    r"larger than the available KV cache memory \((?P<avail>" + _F + r") GiB\)\.(?: Based on the "
+    r"available memory,? the estimated maximum model length is (?P<est>\d{1,9})\.)?"
+)
+_V0_KV = re.compile(
+    r"max seq len \((?P<mml>\d{1,9})\) is larger than the maximum number of tokens that can be "
+    r"stored in KV cache \((?P<cap>\d{1,12})\)"
+)
+_STARTUP = re.compile(
+    r"Free memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>" + _F + r")/(?P<total>" + _F
+    + r") GiB\) on startup is less than desired GPU memory utilization \((?P<util>" + _F
+    + r"), (?P<want>" + _F + r") GiB\)"
+)
+_SAMPLER = re.compile(r"warming up sampler with (?P<n>\d{1,7}) dummy requests")
+_PROF_V0 = re.compile(
+    r"model weights take (?P<w>" + _F + r") ?GiB; non_torch_memory takes (?P<nt>" + _F
+    + r") ?GiB; PyTorch activation peak memory takes (?P<act>" + _F + r") ?GiB; the rest of the "
+    r"memory reserved for KV Cache is (?P<kv>" + _F + r") ?GiB"
+)
+_PROF_KV = re.compile(
+    r"(?P<k>total_gpu_memory|gpu_memory_utilization|non_torch_memory|kv_cache_size|"
+    r"model weights take|PyTorch activation peak memory|peak_torch_memory)(?: takes)?"
+    r"(?:\s{0,12}=\s{0,4}|\s{1,12}\(?|\s{0,4}\()(?P<v>" + _F + r")"
+)
+_WEIGHTS = re.compile(
+    r"(?:Loading model weights took|Model loading took) (?P<v>" + _F + r") ?(?P<u>GiB|GB)"
+)
+_AVAIL_KV = re.compile(r"Available KV cache memory: (?P<v>" + _F + r") GiB")
+_KV_TOKENS = re.compile(r"GPU KV cache size: (?P<v>[\d,]{1,15}) tokens")
+_BLOCKS = re.compile(r"# (?:GPU|cuda|CUDA) blocks: (?P<v>\d{1,10})")
+_CONC = re.compile(
+    r"Maximum concurrency for (?P<len>[\d,]{1,12}) tokens per request: (?P<x>" + _F + ")x"
+)
+_ARGS = re.compile(
+    r"(?P<k>max_model_len|max_seq_len|tensor_parallel_size|gpu_memory_utilization|"
+    r"--max-model-len|--tensor-parallel-size|-tp|--gpu-memory-utilization|mem_fraction_static)"
+    r"[= ](?P<v>" + _F + r")\b"
+)
+_SGL_NOMEM = re.compile(
+    r"Not enough memory\. Please try to increase --mem-fraction-static\."
+    r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
+)
+_SGL_AVAIL = re.compile(r"avail mem=(?P<v>" + _F + r") GB")
+_SGL_KV = re.compile(
+    r"KV Cache is allocated\. #tokens: (?P<tok>\d{1,12}), K size: (?P<k>" + _F
+    + r") GB, V size: (?P<v>" + _F + ") GB"
+)
+_TGI = re.compile(r"Not enough memory to handle (?P<n>\d{1,9}) (?P<what>prefill tokens|tokens)")
+_TRT_TOTAL = re.compile(r"Total GPU memory \(GiB\): (?P<v>" + _F + ")")
+_TRT_FREE = re.compile(r"Free GPU memory before component creation attempt \(GiB\): (?P<v>" + _F + ")")
+_TRT_COMP = re.compile(r"could not be created: (?P<c>[\w ]{1,40})")
+
+_NEEDLES = (
+    "max seq len",
+    "cache blocks",
+    "on startup is less than",
+    "warming up sampler",
+    "GiB",
+    "GB",
+    "blocks:",
+    "concurrency",
+    "max_model_len",
+    "max_seq_len",
+    "tensor_parallel_size",
+    "gpu_memory_utilization",
+    "--max-model-len",
+    "-tp",
+    "--tensor-parallel-size",
+    "--gpu-memory-utilization",
+    "mem_fraction_static",
+    "Not enough memory",
+    "KV cache pool is full",
+    "TensorRT-LLM",
+    "insufficient GPU memory",
+    "KV cache size",
+)
+
+
+def _vllm_event(kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime="vllm", kind=kind, format=fmt, line=n, text=text[:800], **kw)
+
+
+def _profiling(line: str, facts: dict[str, Any]) -> None:
+    m = _PROF_V0.search(line)
+    if m is not None:
+        facts["weights_bytes"] = to_bytes(m.group("w"), "GiB", "vllm")
+        facts["non_torch_bytes"] = to_bytes(m.group("nt"), "GiB", "vllm")
+        facts["activation_peak_bytes"] = to_bytes(m.group("act"), "GiB", "vllm")
+        facts["kv_cache_bytes"] = to_bytes(m.group("kv"), "GiB", "vllm")
+        return
+    for m in _PROF_KV.finditer(line):
+        k, v = m.group("k"), m.group("v")
+        if k == "gpu_memory_utilization":
+            facts["gpu_memory_utilization"] = to_float(v)
+            continue
+        key = {
+            "total_gpu_memory": "total_gpu_memory_bytes",
+            "non_torch_memory": "non_torch_bytes",
+            "kv_cache_size": "kv_cache_bytes",
+            "model weights take": "weights_bytes",
+            "PyTorch activation peak memory": "activation_peak_bytes",
+        }.get(k)
+        if key is not None:
+            facts[key] = to_bytes(v, "GiB", "vllm")
+
+
+def _context(line: str, facts: dict[str, Any]) -> None:
+    if "GiB" in line or "GB" in line:
+        _profiling(line, facts)
+        m = _WEIGHTS.search(line)
+        if m is not None:
+            facts["weights_bytes"] = to_bytes(m.group("v"), m.group("u"), "vllm")
+        m = _AVAIL_KV.search(line)
+        if m is not None:
+            facts["kv_cache_bytes"] = to_bytes(m.group("v"), "GiB", "vllm")
+        m = _SGL_AVAIL.search(line)
+        if m is not None:
+            facts["sglang_avail_bytes"] = to_bytes(m.group("v"), "GB", "sglang")
+        m = _SGL_KV.search(line)
+        if m is not None:
+            facts["kv_cache_tokens"] = to_int(m.group("tok"))
+            k, v = to_bytes(m.group("k"), "GB", "sglang"), to_bytes(m.group("v"), "GB", "sglang")
+            if k is not None and v is not None:
+                facts["kv_cache_bytes"] = k + v
+    if "KV cache size" in line:
+        m = _KV_TOKENS.search(line)
+        if m is not None:
+            facts["kv_cache_tokens"] = to_int(m.group("v"))
+    if "blocks:" in line:
+        m = _BLOCKS.search(line)
+        if m is not None:
+            facts["num_gpu_blocks"] = int(m.group("v"))
+    if "concurrency" in line:
+        m = _CONC.search(line)
+        if m is not None:
+            facts["max_concurrency"] = to_float(m.group("x"))
+            facts.setdefault("max_model_len", to_int(m.group("len")))
+    for m in _ARGS.finditer(line):
+        k, v = m.group("k"), m.group("v")
+        if k in {"max_model_len", "max_seq_len", "--max-model-len"}:
+            facts["max_model_len"] = to_int(v)
+        elif k in {"tensor_parallel_size", "--tensor-parallel-size", "-tp"}:
+            facts["tensor_parallel_size"] = to_int(v)
+        elif k == "mem_fraction_static":
+            facts["mem_fraction_static"] = to_float(v)
+        else:
+            facts["gpu_memory_utilization"] = to_float(v)
+
+
+def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:  # noqa: PLR0911
+    n = lines.number[i]
+    if "max seq len" in line:
+        w = window(lines.text, i, max_lines=4, stop=("engine", "details"))
+        m = _V1_KV.search(w)
+        if m is not None:
+            est = m.group("est")
+            return _vllm_event(
+                "kv_capacity",
+                "vllm_v1_kv_capacity",
+                w[max(0, m.start() - 80) :],
+                n,
+                max_model_len=int(m.group("mml")),
+                needed_kv_bytes=to_bytes(m.group("need"), "GiB", "vllm"),
+                available_kv_bytes=to_bytes(m.group("avail"), "GiB", "vllm"),
+                estimated_max_model_len=int(est) if est else None,
+                stage="startup",
+            )
+        m2 = _V0_KV.search(w)
+        if m2 is not None:
+            return _vllm_event(
+                "kv_capacity",
+                "vllm_kv_capacity",
+                w[max(0, m2.start() - 20) :],
+                n,
+                max_model_len=int(m2.group("mml")),
+                kv_capacity_tokens=int(m2.group("cap")),
+                stage="startup",
+            )
+    if "No available memory for the cache blocks" in line:
+        return _vllm_event("no_kv_blocks", "vllm_no_cache_blocks", line, n, stage="startup")
+    if "on startup is less than" in line:
+        m3 = _STARTUP.search(window(lines.text, i, max_lines=2))
+        if m3 is not None:
+            return _vllm_event(
+                "startup_free_memory",
+                "vllm_startup_free_memory",
+                m3.group(0),
+                n,
+                free_bytes=to_bytes(m3.group("free"), "GiB", "vllm"),
+                total_bytes=to_bytes(m3.group("total"), "GiB", "vllm"),
+                requested_bytes=to_bytes(m3.group("want"), "GiB", "vllm"),
+                gpu_memory_utilization=to_float(m3.group("util")),
+                stage="startup",
+            )
+    if "warming up sampler" in line:
+        m4 = _SAMPLER.search(line)
+        if m4 is not None:
+            return _vllm_event(
+                "sampler_warmup_oom", "vllm_sampler_warmup", line, n, stage="warmup"
+            )
+    if "Not enough memory" in line:
+        m5 = _SGL_NOMEM.search(line)
+        if m5 is not None:
+            mfs = m5.group("mfs")
+            return OomEvent(
+                runtime="sglang",
+                kind="no_kv_pool",
+                format="sglang_not_enough_memory",
+                line=n,
+                text=line[:600],
+                mem_fraction_static=to_float(mfs) if mfs else None,
+                stage="startup",
+            )
+        m6 = _TGI.search(line)
+        if m6 is not None:
+            return OomEvent(
+                runtime="tgi",
+                kind="warmup_oom",
+                format="tgi_warmup_prefill",
+                line=n,
+                text=line[:600],
+                prefill_tokens=int(m6.group("n")),
+                stage="warmup",
+            )
+    if "KV cache pool is full" in line:
+        return OomEvent(
+            runtime="sglang",
+            kind="kv_pool_full",
+            format="sglang_kv_pool_full",
+            line=n,
+            text=line[:600],
+            stage="runtime",
+        )
+    if "TensorRT-LLM" in line and "out of memory" in line and "[ERROR]" in line:
+        return OomEvent(
+            runtime="tensorrt-llm", kind="cuda_oom", format="trtllm_runtime_oom", line=n,
+            text=line[:600],
+        )
+    if "insufficient GPU memory" in line and "Executor creation failed" in line:
+        w = window(lines.text, i, max_lines=8)
+        t, f, c = _TRT_TOTAL.search(w), _TRT_FREE.search(w), _TRT_COMP.search(w)
+        return OomEvent(
+            runtime="tensorrt-llm",
+            kind="executor_oom",
+            format="trtllm_executor_creation",
+            line=n,
+            text=w[:800],
+            total_bytes=to_bytes(t.group("v"), "GiB", "tensorrt-llm") if t else None,
+            free_bytes=to_bytes(f.group("v"), "GiB", "tensorrt-llm") if f else None,
+            stage=("kv_cache" if c and "KV" in c.group("c") else c.group("c").strip())
+            if c
+            else "startup",
+        )
+    return None
+
+
+def parse_vllm(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
+    """Find vLLM / SGLang / TGI / TensorRT-LLM OOM errors and memory-profiling context.
+
+    Returns:
+        Events and context facts (``weights_bytes``, ``kv_cache_bytes`` — possibly negative —
+        ``gpu_memory_utilization``, ``max_model_len``...). Never raises on arbitrary text.
+    """
+    events: list[OomEvent] = []
+    facts: dict[str, Any] = {}
+    for i, raw in enumerate(lines.text):
+        if not has_any(raw, _NEEDLES):
+            continue
+        line = clean(raw)
+        ev = _event_at(lines, i, line)
+        if ev is not None:
+            events.append(ev)
+            continue
+        _context(line, facts)
+    return events, facts

@@ -1,0 +1,178 @@
+"""From events and context to a :class:`Diagnosis`: cause, confidence, arithmetic, ranked fixes.
+
+The rules pick the most informative event (the one stating the most numbers, ties going to the
+latest), send it to its runtime's analysis (``rules_torch``, ``rules_llamacpp``,
+``rules_serving``), then ask every *fix provider* for more fixes and rank all fixes by expected
+saving.
+
+Fix providers are the extension hook for model-aware estimators: any callable taking a
+:class:`Finding` and returning a sequence of :class:`~oomkit.diagnose.fixes.Fix`::
+
+    def my_provider(finding: Finding) -> list[Fix]:
+        if finding.cause == "kv_cache_or_context" and finding.context.model_name:
+            ...  # compute the context that fits from the model's config
+        return []
+
+    diagnose(events, context, fix_providers=[my_provider])
+
+A provider that raises is skipped (its error is noted in ``Diagnosis.notes``), so a broken
+estimator can never hide the diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from oomkit.diagnose.analysis import CAUSES, Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, rank
+from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
+from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
+from oomkit.diagnose.rules_torch import analyze_torch
+
+__all__ = ["CAUSES", "SCHEMA_VERSION", "Diagnosis", "Finding", "FixProvider", "diagnose"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """What a fix provider receives: the events, the context, the primary event and the cause."""
+
+    events: tuple[OomEvent, ...]
+    context: LogContext
+    primary: OomEvent | None
+    cause: str
+    confidence: float
+
+
+FixProvider = Callable[[Finding], Sequence[Fix]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diagnosis:
+    """The doctor's answer. ``events`` empty means no OOM was found (cause ``unknown``)."""
+
+    events: tuple[OomEvent, ...]
+    context: LogContext
+    cause: str
+    confidence: float
+    explanation: str
+    fixes: tuple[Fix, ...]
+    primary: OomEvent | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def oom_found(self) -> bool:
+        """True when the log holds at least one OOM event."""
+        return bool(self.events)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``doctor --json`` document (DESIGN.md contract; extra keys ``context``, ``primary_event``)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "events": [e.to_dict() for e in self.events],
+            "cause": self.cause,
+            "confidence": round(self.confidence, 3),
+            "explanation": self.explanation,
+            "fixes": [f.to_dict() for f in self.fixes],
+            "primary_event": self.events.index(self.primary) if self.primary in self.events else None,
+            "context": self.context.to_dict(),
+            "notes": list(self.notes + self.context.notes),
+        }
+
+
+_NUMERIC = tuple(
+    f.name
+    for f in fields(OomEvent)
+    if f.name.endswith(("_bytes", "_len", "_tokens")) or f.name in {"device", "shape"}
+)
+_WEAK_KINDS = frozenset({"runner_terminated", "killed", "cuda_error_oom", "library_alloc_failed"})
+
+
+def _score(e: OomEvent) -> int:
+    n = sum(1 for k in _NUMERIC if getattr(e, k) is not None) + len(e.other_processes)
+    return n + (0 if e.kind in _WEAK_KINDS else 3)
+
+
+def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
+    best: OomEvent | None = None
+    for e in events:
+        if best is None or _score(e) >= _score(best):
+            best = e
+    return best
+
+
+def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    if e.runtime == "pytorch" and e.kind != "killed":
+        return analyze_torch(e, ctx)
+    if e.runtime == "llama.cpp":
+        return analyze_llamacpp(e, ctx)
+    if e.runtime == "ollama":
+        if e.kind in {"host_oom", "killed", "runner_terminated"}:
+            return analyze_ollama(e, ctx)
+        return analyze_ollama(e, ctx)
+    if e.runtime in {"vllm", "sglang", "tgi", "tensorrt-llm"}:
+        return analyze_serving(e, ctx)
+    return analyze_other(e, ctx)
+
+
+def diagnose(
+    events: Sequence[OomEvent],
+    context: LogContext,
+    *,
+    fix_providers: Sequence[FixProvider] = (),
+) -> Diagnosis:
+    """Diagnose parsed events. Pure: no I/O.
+
+    Args:
+        events: OOM events in log order (from :func:`oomkit.diagnose.parse.parse_log`).
+        context: what the log says about the run.
+        fix_providers: extra fix sources (e.g. a model-aware estimator); see the module docstring.
+
+    Returns:
+        A Diagnosis; with no events, cause ``unknown``, confidence 0 and no fixes.
+    """
+    evs = tuple(events)
+    primary = _primary(evs)
+    if primary is None:
+        return Diagnosis(
+            events=evs,
+            context=context,
+            cause="unknown",
+            confidence=0.0,
+            explanation="No out-of-memory message was found in this text.",
+            fixes=(),
+        )
+    result = _analyze(primary, context)
+    others = [e for e in evs if e is not primary]
+    explanation = result.explanation
+    if others:
+        kinds = sorted({f"{e.runtime}:{e.format or e.kind}" for e in others})
+        explanation += f" ({len(others)} related message(s) also found: {', '.join(kinds[:6])}.)"
+    finding = Finding(
+        events=evs,
+        context=context,
+        primary=primary,
+        cause=result.cause,
+        confidence=result.confidence,
+    )
+    extra: list[Fix] = []
+    notes: list[str] = []
+    for provider in fix_providers:
+        try:
+            extra.extend(provider(finding))
+        except Exception as exc:  # noqa: BLE001 - a provider must never hide the diagnosis
+            notes.append(f"fix provider {getattr(provider, '__name__', provider)!r} failed: {exc}")
+    return Diagnosis(
+        events=evs,
+        context=context,
+        cause=result.cause,
+        confidence=max(0.0, min(1.0, result.confidence)),
+        explanation=explanation,
+        fixes=rank([*extra, *result.fixes]),
+        primary=primary,
+        notes=tuple(notes),
+    )

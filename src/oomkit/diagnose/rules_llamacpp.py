@@ -1,0 +1,374 @@
+"""Diagnosis of llama.cpp / ggml and Ollama failures, with fixes sized from the load log.
+
+llama.cpp allocates per device, in order: weights (``model buffer``), KV cache (``KV buffer``, linear
+in n_ctx x n_seq and in the cache type's bytes), compute (``compute buffer``, ~linear in n_ubatch, and
+in n_ctx when flash attention is off) — oom-messages.md §2.2, memory-formulas.md §4.9. The stage of
+a failure is the one whose buffer lines are missing when it fails.
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib
+from oomkit.units import format_bytes
+
+__all__ = ["analyze_llamacpp", "analyze_ollama"]
+
+_GPU_PREFIXES = ("CUDA", "ROCM", "MTL", "VULKAN", "SYCL", "MUSA", "CANN", "METAL")
+
+
+def _fb(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+
+
+def _gpu_names(ctx: LogContext) -> set[str]:
+    names = {b.name for b in ctx.buffers if not b.on_host and b.name.upper().startswith(_GPU_PREFIXES)}
+    names |= {d.name for d in ctx.devices if d.name.startswith(("CUDA", "ROCm", "Device"))}
+    return names
+
+
+def _stage(e: OomEvent, ctx: LogContext) -> str | None:
+    if e.stage is not None:
+        return e.stage
+    before = {b.kind for b in ctx.buffers if b.line < e.line}
+    if "KV" in before or (ctx.kv_self_bytes is not None):
+        return "compute"
+    if "model" in before:
+        return "kv_cache"
+    return "weights"
+
+
+def _dev_name(e: OomEvent) -> str:
+    if e.buffer_name:
+        return e.buffer_name
+    return f"CUDA{e.device}" if e.device is not None else "the GPU"
+
+
+def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fix]:
+    out: list[Fix] = []
+    n_ctx = ctx.n_ctx
+    if n_ctx and kv:
+        half = max(256, n_ctx // 2 // 256 * 256)
+        saving = kv - kv * half // n_ctx
+        out.append(
+            Fix(
+                title=f"Halve the context: -c {half}",
+                why=f"the KV cache ({_fb(kv)} at n_ctx={n_ctx}) is linear in n_ctx, so -c {half} "
+                f"frees {_fb(saving)}.",
+                commands=(f"-c {half}", f"/set parameter num_ctx {half}   # Ollama"),
+                expected_saving_bytes=saving,
+            )
+        )
+        if shortfall and 0 < shortfall < kv:
+            fit = (n_ctx * (kv - shortfall) // kv) // 256 * 256
+            if fit >= 256:
+                out.append(
+                    Fix(
+                        title=f"Largest context that fits: -c {fit}",
+                        why=f"the device is short by {_fb(shortfall)}; KV per token is "
+                        f"{_fb(kv // n_ctx)}, so n_ctx <= {fit} (multiple of 256) fits.",
+                        commands=(f"-c {fit}",),
+                        expected_saving_bytes=kv - kv * fit // n_ctx,
+                    )
+                )
+    elif n_ctx:
+        half = max(256, n_ctx // 2 // 256 * 256)
+        out.append(
+            generic(
+                f"Shrink the context: -c {half}",
+                f"the KV cache is linear in n_ctx ({n_ctx} now).",
+                (f"-c {half}",),
+            )
+        )
+    ratio = kv_type_ratio(ctx.type_k or "f16", "q8_0")
+    if kv and ratio is not None and ratio < 1:
+        saving = kv - int(kv * ratio)
+        out.append(
+            Fix(
+                title="Quantize the KV cache to q8_0",
+                why=f"q8_0 stores 34 bytes per 32 values vs {ctx.type_k or 'f16'}: "
+                f"{_fb(kv)} becomes {_fb(int(kv * ratio))} (V quantization needs flash attention).",
+                commands=("-fa on -ctk q8_0 -ctv q8_0", "OLLAMA_FLASH_ATTENTION=1 "
+                          "OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve"),
+                expected_saving_bytes=saving,
+            )
+        )
+    if kv:
+        out.append(
+            Fix(
+                title="Keep the KV cache in host RAM: -nkvo",
+                why=f"moves the {_fb(kv)} KV cache off the GPU (slower decoding).",
+                commands=("-nkvo",),
+                expected_saving_bytes=kv,
+            )
+        )
+    return out
+
+
+def _compute_fixes(e: OomEvent, ctx: LogContext, compute: int | None) -> list[Fix]:
+    out: list[Fix] = []
+    ub = ctx.n_ubatch or 512
+    if compute:
+        new_ub = max(32, ub // 2)
+        out.append(
+            Fix(
+                title=f"Halve the micro-batch: -ub {new_ub}",
+                why=f"the compute buffer ({_fb(compute)} at n_ubatch={ub}) scales about linearly "
+                f"with -ub, so -ub {new_ub} saves about {_fb(compute - compute * new_ub // ub)}.",
+                commands=(f"-ub {new_ub} -b {max(new_ub, (ctx.n_batch or 2048) // 2)}",),
+                expected_saving_bytes=compute - compute * new_ub // ub,
+            )
+        )
+    if ctx.flash_attn is not True:
+        out.append(
+            generic(
+                "Enable flash attention: -fa on",
+                "without flash attention the compute buffer holds the n_ctx x n_ubatch attention "
+                "scores; with it that term disappears.",
+                ("-fa on", "OLLAMA_FLASH_ATTENTION=1"),
+            )
+        )
+    if ctx.pipeline_copies and ctx.pipeline_copies > 1 and compute:
+        saving = compute - compute // ctx.pipeline_copies
+        out.append(
+            Fix(
+                title="Build without pipeline-parallel copies",
+                why=f"pipeline parallelism keeps {ctx.pipeline_copies} copies of the compute "
+                f"buffer; one copy saves about {_fb(saving)}.",
+                commands=("cmake -B build -DGGML_SCHED_MAX_COPIES=1",),
+                expected_saving_bytes=saving,
+            )
+        )
+    return out
+
+
+def _split_fix(e: OomEvent, ctx: LogContext, gpus: set[str]) -> Fix:
+    free = [d for d in ctx.devices if d.free_bytes]
+    if len(free) >= 2:
+        ts = ",".join(str(mib(d.free_bytes or 0)) for d in free)
+        return Fix(
+            title=f"Split by free memory: -ts {ts}",
+            why="the default split ignores what each device has free; weighting by the free "
+            "MiB each device reported at load balances it.",
+            commands=(f"-ts {ts}",),
+            expected_saving_bytes=e.requested_bytes,
+        )
+    n = max(len(gpus), (e.device or 0) + 1)
+    weights = ["1"] * n
+    if e.device is not None and e.device < n:
+        weights[e.device] = "0.5"
+    return Fix(
+        title=f"Give {_dev_name(e)} a smaller share: -ts {','.join(weights)}",
+        why=f"the failure is on {_dev_name(e)} only; lowering its tensor-split share moves layers "
+        "to the other devices (or drop the small GPU with CUDA_VISIBLE_DEVICES).",
+        commands=(f"-ts {','.join(weights)}", "--main-gpu 0"),
+        expected_saving_bytes=None,
+    )
+
+
+def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]:
+    layers = ctx.layers_offloaded or ctx.n_gpu_layers
+    weights = e.requested_bytes
+    if layers and weights and layers > 1:
+        per_layer = weights // layers
+        k = max(1, -(-(shortfall or weights // 4) // max(1, per_layer)))
+        k = min(k, layers - 1)
+        return [
+            Fix(
+                title=f"Offload fewer layers: -ngl {layers - k}",
+                why=f"{_fb(weights)} over {layers} layers is ~{_fb(per_layer)} per layer; "
+                f"{k} fewer layers free ~{_fb(k * per_layer)} (they run on the CPU).",
+                commands=(f"-ngl {layers - k}", f"/set parameter num_gpu {layers - k}   # Ollama"),
+                expected_saving_bytes=k * per_layer,
+            )
+        ]
+    return [
+        generic(
+            "Offload fewer layers (or let llama.cpp fit them)",
+            "each layer left on the CPU frees its share of the weights on the GPU.",
+            ("-ngl <fewer layers>", "--fit on   # recent llama.cpp", "/set parameter num_gpu <n>"),
+        ),
+        generic(
+            "Use a smaller quantization",
+            "e.g. Q4_K_M takes ~60% of Q8_0 and ~30% of F16.",
+            ("pick a Q4_K_M / IQ4_XS GGUF",),
+        ),
+    ]
+
+
+def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
+    """Diagnose a llama.cpp/ggml failure with the buffers and settings the log printed."""
+    dev = _dev_name(e)
+    if e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU"):
+        return Analysis(
+            cause="host_ram",
+            confidence=0.7,
+            explanation=f"llama.cpp could not allocate a {_fb(e.requested_bytes)} host (CPU/pinned) "
+            "buffer: system RAM is exhausted.",
+            fixes=(
+                Fix(
+                    title="Free host RAM or keep weights memory-mapped",
+                    why=f"the failing host buffer is {_fb(e.requested_bytes)}; with mmap the "
+                    "weights are page cache, not allocations (drop --no-mmap).",
+                    commands=("free -h", "remove --no-mmap / --mlock"),
+                    expected_saving_bytes=e.requested_bytes,
+                ),
+            ),
+        )
+    stage = _stage(e, ctx)
+    gpus = _gpu_names(ctx)
+    multi = len(gpus) >= 2 or (e.device is not None and e.device >= 1) or (
+        ctx.pipeline_copies or 0
+    ) > 1
+    free_at_load = next((d.free_bytes for d in ctx.devices if d.name == dev), None)
+    used_before = sum(b.size_bytes for b in ctx.buffers if b.name == dev and b.line < e.line)
+    shortfall = None
+    if free_at_load is not None and e.requested_bytes is not None:
+        shortfall = e.requested_bytes - (free_at_load - used_before)
+    kv_dev = ctx.device_buffers("KV").get(dev)
+    kv_total = sum(v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU"))
+    # on several devices only this device's own KV buffer frees memory here
+    kv = kv_dev if multi else (kv_dev or kv_total or ctx.kv_self_bytes)
+    n_dev = max(len(gpus), (e.device or 0) + 1)
+    if e.requested_bytes is None:
+        base = f"llama.cpp ran out of memory on {dev} ({stage or 'unknown'} stage)."
+    else:
+        base = (
+            f"llama.cpp failed to allocate {_fb(e.requested_bytes)} on {dev} "
+            f"({stage or 'unknown'} stage)."
+        )
+    if free_at_load is not None:
+        base += (
+            f" {dev} had {_fb(free_at_load)} free at load and {_fb(used_before)} was already "
+            f"allocated there, so it was short by {_fb(shortfall)}."
+        )
+    if ctx.n_ctx:
+        base += f" n_ctx={ctx.n_ctx}"
+        base += f", KV cache {_fb(kv)}." if kv else "."
+    if stage == "weights":
+        cause = "multi_gpu_imbalance" if multi and (e.device or 0) >= 1 else "model_too_large"
+        fixes = _ngl_fixes(e, ctx, shortfall)
+        if multi:
+            fixes.append(_split_fix(e, ctx, gpus))
+        return Analysis(
+            cause=cause,
+            confidence=0.75 if cause == "model_too_large" else 0.55,
+            explanation=base + f" The weights ({_fb(e.requested_bytes)} for this device) do not "
+            f"fit in {dev}'s memory.",
+            fixes=tuple(fixes),
+        )
+    if multi and stage in {"compute", "kv_cache"}:
+        fixes = [_split_fix(e, ctx, gpus)]
+        fixes += _compute_fixes(e, ctx, e.requested_bytes) if stage == "compute" else []
+        fixes += _kv_fixes(ctx, kv, shortfall)
+        return Analysis(
+            cause="multi_gpu_imbalance",
+            confidence=0.6,
+            explanation=base + f" The weights loaded on all {n_dev} devices, but "
+            f"{dev} has no room left for its {stage.replace('_', ' ')} buffer: the split "
+            "overfills this device while others have room.",
+            fixes=tuple(fixes),
+        )
+    if stage == "kv_cache":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.8,
+            explanation=base + f" The KV cache ({_fb(e.requested_bytes)}) does not fit next to "
+            "the weights.",
+            fixes=tuple(_kv_fixes(ctx, e.requested_bytes or kv, shortfall)),
+        )
+    if stage == "compute":
+        long_ctx = ctx.flash_attn is not True and (ctx.n_ctx or 0) >= 16384
+        cause = "kv_cache_or_context" if long_ctx else "batch_or_activations"
+        return Analysis(
+            cause=cause,
+            confidence=0.6,
+            explanation=base + f" The compute (graph) buffer of {_fb(e.requested_bytes)} does not "
+            "fit after the weights and KV cache"
+            + (" — without flash attention it grows with n_ctx." if long_ctx else "."),
+            fixes=tuple(_compute_fixes(e, ctx, e.requested_bytes) + _kv_fixes(ctx, kv, shortfall)),
+        )
+    # runtime failures during compute (CUDA abort, Metal command buffer)
+    long_ctx = (ctx.n_ctx or 0) >= 8192
+    return Analysis(
+        cause="kv_cache_or_context" if long_ctx else "batch_or_activations",
+        confidence=0.55 if long_ctx else 0.35,
+        explanation=base + " The model loaded, then ran out of memory while computing: the "
+        "per-context working set (KV cache + compute buffers) exceeded what the device allows"
+        + (f" at n_ctx={ctx.n_ctx}." if ctx.n_ctx else "."),
+        fixes=tuple(_kv_fixes(ctx, kv, None) + _compute_fixes(e, ctx, None)),
+    )
+
+
+def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
+    """Diagnose an Ollama error (system memory check, runner exit, layout failure)."""
+    if e.kind == "host_oom":
+        req, avail = e.requested_bytes, e.free_bytes
+        short = req - avail if req is not None and avail is not None else None
+        expl = "Ollama's pre-load check failed: the part of the model that stays in system RAM"
+        if short is not None:
+            expl += f" needs {_fb(req)} but only {_fb(avail)} is available (short by {_fb(short)})."
+        else:
+            expl += " does not fit in the RAM that is currently available."
+        fixes = [
+            Fix(
+                title="Free system RAM (close apps, unload other models)",
+                why=f"Ollama needs {_fb(short)} more available RAM." if short else "other "
+                "loaded models and apps hold the RAM Ollama needs.",
+                commands=("ollama ps", "ollama stop <other model>", "OLLAMA_MAX_LOADED_MODELS=1"),
+                expected_saving_bytes=short,
+            ),
+            generic(
+                "Pick a smaller model or quantization",
+                "the weights are most of the requirement.",
+                ("ollama pull <model>:<smaller tag, e.g. q4_K_M>",),
+            ),
+            *_kv_fixes(ctx, ctx.ollama_required_kv_bytes, None),
+        ]
+        return Analysis(cause="host_ram", confidence=0.9, explanation=expl, fixes=tuple(fixes))
+    if e.kind == "killed":
+        return Analysis(
+            cause="host_ram",
+            confidence=0.7,
+            explanation=f"The runner was killed ({e.detail}): the Linux OOM killer or a container "
+            "limit ended it when host RAM ran out.",
+            fixes=(
+                generic("Free host RAM or add swap", "the runner's RAM use exceeded the limit.",
+                        ("free -h", "dmesg | grep -i oom")),
+            ),
+        )
+    est = ctx.ollama_required_full_bytes
+    avail = ctx.ollama_available_bytes
+    expl = f"The Ollama runner failed to allocate GPU memory ({e.detail or e.text[:120]})."
+    if est is not None and avail:
+        expl += (
+            f" Ollama estimated {_fb(est)} for a full GPU load against {_fb(sum(avail))} available"
+            f" (its estimate, not a measurement)."
+        )
+    fixes = [
+        generic(
+            "Put fewer layers on the GPU",
+            "num_gpu is the number of layers Ollama offloads; fewer layers need less VRAM.",
+            ("/set parameter num_gpu <fewer>", '"options": {"num_gpu": <fewer>}'),
+        ),
+        *_kv_fixes(ctx, ctx.ollama_required_kv_bytes, None),
+        generic(
+            "Reserve headroom for the estimate's error",
+            "OLLAMA_GPU_OVERHEAD (bytes) makes the scheduler leave memory free per GPU.",
+            ("OLLAMA_GPU_OVERHEAD=1073741824 ollama serve",),
+        ),
+    ]
+    if e.kind == "runner_terminated":
+        return Analysis(
+            cause="unknown",
+            confidence=0.2,
+            explanation=f"The runner exited ({e.detail}); the forwarded reason is not an OOM "
+            "message. Check the server log above it.",
+            fixes=tuple(fixes),
+        )
+    return Analysis(
+        cause="model_too_large", confidence=0.5, explanation=expl, fixes=tuple(fixes)
+    )

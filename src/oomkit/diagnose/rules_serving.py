@@ -1,0 +1,386 @@
+"""Diagnosis of serving-engine errors (vLLM, SGLang, TGI, TensorRT-LLM) and of the rest (JAX/XLA,
+TensorFlow, accelerate, Linux OOM killer, Windows pagefile).
+
+vLLM sizes its KV pool as the residual of ``total x gpu_memory_utilization`` after weights,
+activation peak and non-torch memory (memory-formulas.md §4.8), so a KV shortfall of ``need -
+avail`` GiB is closed by ``max_model_len x avail / need`` or by raising the utilization by
+``(need - avail) / total``.
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, floor_to, generic, util_up
+from oomkit.diagnose.parse_other import tensor_bytes
+from oomkit.units import format_bytes
+
+__all__ = ["analyze_other", "analyze_serving"]
+
+_BLOCK = 16  # vLLM default block size (tokens)
+_MAX_UTIL = 0.98
+
+
+def _fb(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+
+
+def _util_fix(ctx: LogContext, extra: int, why: str) -> Fix | None:
+    util, total = ctx.gpu_memory_utilization, ctx.total_gpu_memory_bytes
+    if util is None or not total:
+        return None
+    new = util_up(util + extra / total)
+    if new > _MAX_UTIL:
+        return None
+    return Fix(
+        title=f"Raise --gpu-memory-utilization to {new:.2f}",
+        why=why + f" {_fb(extra)} more of the {_fb(total)} GPU is {util:.2f} -> {new:.2f}.",
+        commands=(f"--gpu-memory-utilization {new:.2f}",),
+        expected_saving_bytes=extra,
+    )
+
+
+def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
+    mml = e.max_model_len
+    fixes: list[Fix] = []
+    if e.needed_kv_bytes is not None and e.available_kv_bytes is not None and mml:
+        need, avail = e.needed_kv_bytes, e.available_kv_bytes
+        fit = e.estimated_max_model_len or (
+            floor_to(mml * max(avail, 0) // need, _BLOCK) if need > 0 else None
+        )
+        expl = (
+            f"vLLM needs {_fb(need)} of KV cache for one request of max_model_len={mml} but only "
+            f"{_fb(avail)} is left after weights and activations (short by {_fb(need - avail)})."
+        )
+        if fit:
+            fixes.append(
+                Fix(
+                    title=f"Serve a shorter context: --max-model-len {fit}",
+                    why=f"KV is linear in length: {mml} x {_fb(avail)}/{_fb(need)} ~ {fit} tokens"
+                    + (" (vLLM's own estimate)." if e.estimated_max_model_len else "."),
+                    commands=(f"--max-model-len {fit}",),
+                    expected_saving_bytes=need - avail,
+                )
+            )
+        if need // 2 <= avail:
+            fixes.append(
+                Fix(
+                    title="Store the KV cache in fp8: --kv-cache-dtype fp8",
+                    why=f"fp8 halves the KV need to {_fb(need // 2)}, which fits in {_fb(avail)}.",
+                    commands=("--kv-cache-dtype fp8",),
+                    expected_saving_bytes=need - need // 2,
+                )
+            )
+        u = _util_fix(ctx, need - avail, "the KV pool is what is left of the budget;")
+        if u is not None:
+            fixes.append(u)
+        short = need - avail
+    else:
+        cap = e.kv_capacity_tokens
+        expl = f"max_model_len={mml} needs more KV cache than the {cap} tokens vLLM could allocate"
+        short = None
+        if cap and mml:
+            expl += f" ({100 * cap // mml}% of it)."
+            fixes.append(
+                Fix(
+                    title=f"Serve a shorter context: --max-model-len {floor_to(cap, _BLOCK)}",
+                    why=f"the KV pool holds {cap} tokens; a request of at most that length fits.",
+                    commands=(f"--max-model-len {floor_to(cap, _BLOCK)}",),
+                    expected_saving_bytes=(ctx.kv_cache_bytes * (mml - cap) // cap)
+                    if ctx.kv_cache_bytes
+                    else None,
+                )
+            )
+            if ctx.kv_cache_bytes and ctx.kv_cache_bytes > 0:
+                short = ctx.kv_cache_bytes * (mml - cap) // cap
+                u = _util_fix(
+                    ctx, short, f"each token of KV takes {_fb(ctx.kv_cache_bytes // cap)};"
+                )
+                if u is not None:
+                    fixes.append(u)
+        else:
+            expl += "."
+    fixes.append(
+        generic(
+            "Shard the model: more tensor parallelism",
+            "each extra GPU takes its share of the weights, leaving more room for KV.",
+            ("--tensor-parallel-size <2x current>",),
+        )
+    )
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.9,
+        explanation=expl
+        + (f" Raising the budget by {_fb(short)} or shortening the context fixes it." if short else ""),
+        fixes=tuple(fixes),
+    )
+
+
+def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
+    w, nt, act, kv = ctx.weights_bytes, ctx.non_torch_bytes, ctx.activation_peak_bytes, ctx.kv_cache_bytes
+    util, total = ctx.gpu_memory_utilization, ctx.total_gpu_memory_bytes
+    if w is not None and util is not None and total:
+        budget = int(total * util)
+        used = w + (nt or 0) + (act or 0)
+        expl = (
+            f"vLLM's budget is {_fb(total)} x {util:.2f} = {_fb(budget)}; weights {_fb(w)} + "
+            f"non-torch {_fb(nt)} + activation peak {_fb(act)} = {_fb(used)}, leaving "
+            f"{_fb(budget - used)} for the KV cache."
+        )
+        fixes: list[Fix] = []
+        need_util = util_up(used / total + 0.05)
+        if need_util <= _MAX_UTIL:
+            fixes.append(
+                Fix(
+                    title=f"Raise --gpu-memory-utilization to {need_util:.2f}",
+                    why=f"({_fb(used)} + ~5% for KV) / {_fb(total)}.",
+                    commands=(f"--gpu-memory-utilization {need_util:.2f}",),
+                    expected_saving_bytes=used - budget + int(0.05 * total),
+                )
+            )
+        if act:
+            fixes.append(
+                Fix(
+                    title="Shrink the profiling batch: --max-num-batched-tokens 2048",
+                    why=f"the activation peak ({_fb(act)}) is measured with max_num_batched_tokens "
+                    "tokens in one forward pass; fewer tokens, smaller peak.",
+                    commands=("--max-num-batched-tokens 2048 --max-num-seqs 64",),
+                    expected_saving_bytes=act // 2,
+                )
+            )
+        fixes.append(
+            generic(
+                "Quantize or shard the weights",
+                "AWQ/GPTQ/fp8 weights or --tensor-parallel-size free the weights' share.",
+                ("--quantization fp8", "--tensor-parallel-size 2", "--cpu-offload-gb 4"),
+            )
+        )
+        cause = "model_too_large" if w >= budget * 0.8 or w >= (act or 0) else "batch_or_activations"
+        return Analysis(
+            cause=cause, confidence=0.75, explanation=expl, fixes=tuple(fixes)
+        )
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.4,
+        explanation="vLLM found no memory left for KV cache blocks after loading the weights and "
+        "profiling activations (the log excerpt has no profiling numbers).",
+        fixes=(
+            generic(
+                "Raise --gpu-memory-utilization or quantize/shard the model",
+                "the KV pool is the residual of utilization x total after weights.",
+                ("--gpu-memory-utilization 0.95", "--quantization awq", "--tensor-parallel-size 2"),
+            ),
+            generic(
+                "Check for other processes on the GPU",
+                "vLLM's budget is a share of total memory; a co-tenant shrinks the residual.",
+                ("nvidia-smi",),
+            ),
+        ),
+    )
+
+
+def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
+    """Diagnose vLLM / SGLang / TGI / TensorRT-LLM errors."""
+    if e.kind == "kv_capacity":
+        return _vllm_kv(e, ctx)
+    if e.kind == "no_kv_blocks":
+        return _vllm_no_blocks(e, ctx)
+    if e.kind == "startup_free_memory":
+        f, t, want, u = e.free_bytes or 0, e.total_bytes or 0, e.requested_bytes or 0, e.gpu_memory_utilization
+        fit = int((f / t) * 100) / 100 - 0.01 if t else None
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.85,
+            explanation=f"Only {_fb(f)} of {_fb(t)} is free at startup but "
+            f"gpu_memory_utilization={u} asks for {_fb(want)}: something else holds "
+            f"{_fb(t - f)} of the GPU.",
+            fixes=(
+                Fix(
+                    title="Stop the other process (or other vLLM instance) on the GPU",
+                    why=f"it holds {_fb(t - f)}.",
+                    commands=("nvidia-smi --query-compute-apps=pid,process_name,used_memory "
+                              "--format=csv", "kill <pid>"),
+                    expected_saving_bytes=t - f,
+                ),
+                *(
+                    (
+                        Fix(
+                            title=f"Ask for what is free: --gpu-memory-utilization {fit:.2f}",
+                            why=f"{_fb(f)}/{_fb(t)} is free.",
+                            commands=(f"--gpu-memory-utilization {fit:.2f}",),
+                            expected_saving_bytes=want - f,
+                        ),
+                    )
+                    if fit and fit > 0
+                    else ()
+                ),
+            ),
+        )
+    if e.kind == "sampler_warmup_oom":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.7,
+            explanation="vLLM ran out of memory warming up the sampler with max_num_seqs dummy "
+            "requests: the non-KV headroom (1 - gpu_memory_utilization) is too small for the "
+            "sampler's logits.",
+            fixes=(
+                generic("Fewer concurrent sequences", "sampler memory is linear in max_num_seqs.",
+                        ("--max-num-seqs 128",)),
+                generic("Leave more headroom", "lower utilization leaves more non-KV memory.",
+                        ("--gpu-memory-utilization 0.85",)),
+            ),
+        )
+    if e.runtime == "sglang":
+        mfs = e.mem_fraction_static or ctx.mem_fraction_static
+        new = f"{min(0.95, mfs + 0.05):.2f}" if mfs else "0.9"
+        runtime = e.kind == "kv_pool_full"
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.55,
+            explanation="SGLang could not build a KV pool: after the weights, total x "
+            "mem_fraction_static leaves no room for KV tokens." if not runtime else
+            "SGLang's KV pool filled at runtime and it retracted requests.",
+            fixes=(
+                generic(
+                    f"Raise --mem-fraction-static to {new}" if not runtime else "Fewer running requests",
+                    "the static pool (weights + KV) is total x mem_fraction_static; at startup it "
+                    "must be raised, at runtime OOM lowered." if not runtime else
+                    "each running request holds its KV tokens.",
+                    (f"--mem-fraction-static {new}",) if not runtime else
+                    ("--max-running-requests 64", "--chunked-prefill-size 4096"),
+                ),
+                generic("Shorter context / fp8 KV", "KV per token halves with fp8.",
+                        ("--context-length 32768", "--kv-cache-dtype fp8_e5m2", "--tp 2")),
+            ),
+        )
+    if e.runtime == "tgi":
+        n = e.prefill_tokens or 4096
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=f"TGI's warmup could not run a prefill of {n} tokens: activations for "
+            "that many tokens do not fit next to the weights.",
+            fixes=(
+                generic(f"Prefill fewer tokens: --max-batch-prefill-tokens {n // 2}",
+                        "prefill activation memory is linear in the prefill token count.",
+                        (f"--max-batch-prefill-tokens {n // 2}",)),
+            ),
+        )
+    # TensorRT-LLM
+    kv = e.stage == "kv_cache"
+    return Analysis(
+        cause="kv_cache_or_context" if kv else "batch_or_activations",
+        confidence=0.5 if kv else 0.35,
+        explanation=f"TensorRT-LLM ran out of GPU memory ({e.stage or 'runtime'})"
+        + (f"; {_fb(e.free_bytes)} of {_fb(e.total_bytes)} was free." if e.total_bytes else "."),
+        fixes=(
+            generic("Give the KV cache a smaller share",
+                    "KvCacheConfig.free_gpu_memory_fraction (default 0.9 of free memory after "
+                    "load) leaves the rest for activations.",
+                    ("--kv_cache_free_gpu_memory_fraction 0.8", "max_batch_size / max_num_tokens")),
+        ),
+    )
+
+
+def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
+    """Diagnose JAX/XLA, TensorFlow, accelerate, Linux OOM killer and Windows pagefile events."""
+    if e.runtime in {"linux", "windows"} or e.kind in {"killed", "oom_killer", "host_oom"}:
+        rss = e.anon_rss_bytes
+        expl = "The operating system ran out of host RAM"
+        if e.pid is not None:
+            expl += f" and killed PID {e.pid} ({e.process_name})"
+        if rss is not None:
+            expl += f", which held {_fb(rss)} of anonymous memory (anon-rss)"
+        if e.cgroup:
+            expl += "; the limit was a memory cgroup (container limit), not the machine"
+        expl += "."
+        if e.format == "windows_pagefile":
+            expl = "Windows could not commit more virtual memory: the paging file is too small."
+        conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(e.kind, 0.7 if e.format != "exit_137" else 0.55)
+        fixes = [
+            Fix(
+                title="Give the job more RAM (swap, pagefile or container limit)",
+                why=f"the killed process held {_fb(rss)}." if rss else "host RAM was exhausted.",
+                commands=(
+                    "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && "
+                    "sudo mkswap /swapfile && sudo swapon /swapfile",
+                    "docker run --memory=<more> ...",
+                    "System > Advanced > Performance > Virtual memory (Windows)",
+                ),
+                expected_saving_bytes=rss,
+            ),
+            generic(
+                "Load models without a full copy in RAM",
+                "low_cpu_mem_usage/device_map stream safetensors shards to the GPU.",
+                ("from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
+                 "torch_dtype='auto')", "DataLoader(num_workers=2)"),
+            ),
+        ]
+        return Analysis(cause="host_ram", confidence=conf, explanation=expl, fixes=tuple(fixes))
+    if e.runtime == "jax":
+        x, params = e.requested_bytes, ctx.parameter_bytes
+        expl = f"XLA could not allocate {_fb(x)}"
+        conf = 0.6
+        if x is not None and params:
+            expl += f"; the parameters take only {_fb(params)}"
+            if x >= 10 * params:
+                conf = 0.75
+                expl += ", so the buffer is an activation/intermediate that scales with the input"
+        expl += "."
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=conf,
+            explanation=expl,
+            fixes=(
+                Fix(
+                    title="Shrink the batch or input size",
+                    why=f"the failing buffer alone is {_fb(x)}.",
+                    commands=("reduce batch size / sequence length / input length",),
+                    expected_saving_bytes=x // 2 if x else None,
+                    generic=x is None,
+                ),
+                generic("Do not preallocate 75% of the GPU",
+                        "lets several JAX processes (or JAX + TF) share a GPU.",
+                        ("XLA_PYTHON_CLIENT_PREALLOCATE=false", "XLA_PYTHON_CLIENT_MEM_FRACTION=.95")),
+            ),
+        )
+    if e.runtime == "tensorflow":
+        size = tensor_bytes(e.shape or (), e.dtype)
+        dims = "x".join(str(d) for d in e.shape or ())
+        expl = f"TensorFlow could not allocate a tensor of shape [{dims}]"
+        expl += f" ({e.dtype}: {_fb(size)})." if size else "."
+        expl += f" Its first dimension ({e.shape[0]}) is usually the batch." if e.shape else ""
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.7,
+            explanation=expl,
+            fixes=(
+                Fix(
+                    title="Halve the batch size",
+                    why="activation tensors are linear in batch size"
+                    + (f"; this one drops from {_fb(size)} to {_fb(size // 2)}." if size else "."),
+                    commands=("batch_size //= 2",),
+                    expected_saving_bytes=size // 2 if size else None,
+                    generic=size is None,
+                ),
+                generic("Let TensorFlow grow memory on demand", "instead of grabbing it all.",
+                        ("TF_FORCE_GPU_ALLOW_GROWTH=true",)),
+            ),
+        )
+    if e.runtime == "accelerate":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.6,
+            explanation="accelerate's batch-size search reached zero: even batch size 1 runs out "
+            "of memory, so what is resident (weights, optimizer states) does not fit.",
+            fixes=(generic("Quantize, use LoRA, or shard the model",
+                           "the batch is already minimal.",
+                           ("load_in_4bit=True", "peft LoRA", "FSDP / DeepSpeed ZeRO-3")),),
+        )
+    return Analysis(
+        cause="unknown", confidence=0.1, explanation=f"Unrecognised event {e.kind}.",
+        fixes=(),
+    )
+

@@ -1,0 +1,499 @@
+"""Diagnosis of PyTorch allocator OOMs (CUDA/HIP/XPU, legacy, cudaMallocAsync, MPS, CPU, driver).
+
+The arithmetic follows oom-messages.md §1.1 and memory-formulas.md §4.9: with request X, total T,
+free F, this process P, other processes O, allocated A and reserved-but-unallocated R,
+non-PyTorch memory in this process is P - A - R, memory nobody accounts for is T - F - P - O, and
+fragmentation is when R >= X (the space exists but not contiguously) and R is a real share of
+what PyTorch reserved.
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, generic
+from oomkit.units import GiB, format_bytes
+
+__all__ = ["analyze_torch"]
+
+_FRAG_SHARE = 0.10  # R must be at least this share of PyTorch's reserved memory
+_OTHERS_SHARE = 0.10  # other processes must hold at least this share of the card
+_UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
+_BIG_REQUEST_SHARE = 0.10
+
+
+def _fb(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+
+
+def _alloc_env(e: OomEvent) -> str:
+    return "PYTORCH_HIP_ALLOC_CONF" if e.kind == "hip_oom" else "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def _frag_fix(e: OomEvent, r: int) -> Fix:
+    env = _alloc_env(e)
+    if e.kind == "xpu_oom":
+        return Fix(
+            title="Release cached blocks between phases",
+            why=f"{_fb(r)} is reserved by PyTorch but unallocated; the XPU allocator has no "
+            "expandable segments, so return the cache before the large allocation.",
+            commands=("torch.xpu.empty_cache()",),
+            expected_saving_bytes=r,
+        )
+    return Fix(
+        title="Let the allocator grow segments instead of splitting them",
+        why=f"{_fb(r)} is reserved by PyTorch but unallocated (cached, fragmented); expandable "
+        "segments let that memory serve the request (not supported on Windows: use "
+        "max_split_size_mb there).",
+        commands=(
+            f"export {env}=expandable_segments:True",
+            f"set {env}=max_split_size_mb:128   # Windows",
+        ),
+        expected_saving_bytes=r,
+    )
+
+
+def _batch_fixes(e: OomEvent, need: int | None) -> list[Fix]:
+    out: list[Fix] = []
+    x = e.requested_bytes
+    if x is not None and need is not None and need > 0:
+        factor = -(-x // max(1, x - need))
+        out.append(
+            Fix(
+                title=f"Cut the batch size / input size by at least {factor}x",
+                why=f"the failing tensor needs {_fb(x)} but only {_fb(x - need)} can be found; "
+                "activation tensors scale linearly with batch and sequence length (and with "
+                "pixels for images).",
+                commands=(f"batch_size = max(1, batch_size // {factor})",),
+                expected_saving_bytes=need,
+            )
+        )
+    out.append(
+        generic(
+            "Recompute activations instead of storing them",
+            "gradient (activation) checkpointing trades ~30% more compute for most of the "
+            "activation memory in training.",
+            ("model.gradient_checkpointing_enable()   # transformers",),
+        )
+    )
+    out.append(
+        generic(
+            "Run in bf16/fp16",
+            "half-precision activations and weights take half the bytes of fp32.",
+            ("with torch.autocast('cuda', dtype=torch.bfloat16): ...",),
+        )
+    )
+    return out
+
+
+def _model_fixes() -> list[Fix]:
+    return [
+        generic(
+            "Load the weights quantized (8-bit or 4-bit)",
+            "4-bit weights take about a quarter of fp16 weights; 8-bit about half.",
+            (
+                "from transformers import BitsAndBytesConfig",
+                "model = AutoModelForCausalLM.from_pretrained(name, "
+                "quantization_config=BitsAndBytesConfig(load_in_4bit=True))",
+            ),
+        ),
+        generic(
+            "Spread or offload the model",
+            "device_map='auto' places layers on other GPUs and then CPU RAM when one GPU is "
+            "full; for training use LoRA/QLoRA or an 8-bit optimizer instead of full AdamW.",
+            (
+                "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto', "
+                "torch_dtype=torch.bfloat16)",
+            ),
+        ),
+    ]
+
+
+def _others(e: OomEvent, t: int) -> Analysis:
+    total_others = sum(p.used_bytes or 0 for p in e.other_processes)
+    parts = ", ".join(
+        f"process {p.pid} holds {_fb(p.used_bytes)}" for p in e.other_processes
+    )
+    fixes = [
+        Fix(
+            title=f"Stop or move process {p.pid}",
+            why=f"process {p.pid} holds {_fb(p.used_bytes)} of GPU {e.device}; ending it frees "
+            "that memory for this job.",
+            commands=(
+                "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                f"kill {p.pid}",
+            ),
+            expected_saving_bytes=p.used_bytes,
+        )
+        for p in e.other_processes
+    ]
+    fixes.append(
+        generic(
+            "Run on a GPU nobody else uses",
+            "pick an idle device from nvidia-smi.",
+            ("nvidia-smi", "CUDA_VISIBLE_DEVICES=<idle index> python train.py"),
+        )
+    )
+    share = total_others / t if t else 0.0
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.85 if share >= 0.25 else 0.65,
+        explanation=f"other processes hold {_fb(total_others)} of the {_fb(t)} card ({parts}).",
+        fixes=tuple(fixes),
+    )
+
+
+def _describe(e: OomEvent) -> str:
+    x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
+    s = f"PyTorch asked for {_fb(x)} on GPU {e.device}"
+    if t is not None:
+        s += f" ({_fb(t)} total, {_fb(f)} free)"
+    s += "."
+    p, a, r = e.process_in_use_bytes, e.allocated_bytes, e.reserved_unallocated_bytes
+    if p is not None:
+        who = (
+            f"This process (PID {e.self_pid}, listed as 'Process {e.self_pid}' because NVML "
+            "sees host PIDs)"
+            if e.self_pid
+            else "This process"
+        )
+        s += f" {who} holds {_fb(p)}"
+        if a is not None and r is not None:
+            s += (
+                f": {_fb(a)} allocated by PyTorch, {_fb(r)} reserved but unallocated, "
+                f"{_fb(p - a - r)} outside PyTorch (CUDA context, libraries)"
+            )
+        s += "."
+    elif a is not None and r is not None:
+        s += f" PyTorch has {_fb(a)} allocated and {_fb(r)} reserved but unallocated."
+    if e.reserved_bytes is not None and a is not None:
+        s += (
+            f" PyTorch has {_fb(a)} allocated and {_fb(e.reserved_bytes)} reserved "
+            f"({_fb(e.reserved_bytes - a)} cached)."
+        )
+    for o in e.other_processes:
+        s += f" Process {o.pid} holds {_fb(o.used_bytes)}."
+    if e.allowed_bytes is not None:
+        s += f" A per-process cap of {_fb(e.allowed_bytes)} is set."
+    if e.private_pool_bytes:
+        s += f" {_fb(e.private_pool_bytes)} sits in private pools (CUDA graphs)."
+    return s
+
+
+def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911, PLR0912
+    x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
+    a, r, p = e.allocated_bytes, e.reserved_unallocated_bytes, e.process_in_use_bytes
+    if r is None and e.reserved_bytes is not None and a is not None:
+        r = max(0, e.reserved_bytes - a)  # legacy: reserved minus allocated = cached
+    base = _describe(e)
+    phase = ctx.frame_phase
+    if x is None or t is None:
+        fixes = _batch_fixes(e, None) + _model_fixes()
+        return Analysis(
+            cause="unknown",
+            confidence=0.2,
+            explanation=base + " The message is cut short: the numbers that decide the cause "
+            "are missing.",
+            fixes=tuple(fixes),
+        )
+    free = f or 0
+    # 1. a per-process cap, not the hardware, is the limit
+    if e.allowed_bytes is not None and free >= x:
+        return Analysis(
+            cause="unknown",
+            confidence=0.6,
+            explanation=base + f" {_fb(free)} is free on the device, so the cap of "
+            f"{_fb(e.allowed_bytes)} set by set_per_process_memory_fraction() is what failed.",
+            fixes=(
+                Fix(
+                    title="Raise or remove the per-process memory fraction",
+                    why="the hardware has room; the cap does not.",
+                    commands=("torch.cuda.set_per_process_memory_fraction(1.0)",),
+                    expected_saving_bytes=free,
+                ),
+            ),
+        )
+    # 2. one request larger than the whole card: a shape/batch problem, not memory pressure
+    if x > t:
+        usable = free + (r or 0)
+        cause = "model_too_large" if phase == "model_load" else "batch_or_activations"
+        expl = base + (
+            f" The single request ({_fb(x)}) is larger than the whole GPU ({_fb(t)}): no "
+            "setting of the allocator can satisfy it; the tensor must get smaller."
+        )
+        if a is not None and a > t:
+            expl += (
+                f" PyTorch reports {_fb(a)} allocated on a {_fb(t)} card: the driver is "
+                "spilling into system memory (Windows WDDM shared memory or unified memory)."
+            )
+        return Analysis(
+            cause=cause,
+            confidence=0.85,
+            explanation=expl,
+            fixes=tuple(_batch_fixes(e, x - usable)),
+        )
+    # 3. plenty free yet the allocation failed: not a capacity problem
+    if free >= 2 * x and free >= GiB:
+        return Analysis(
+            cause="unknown",
+            confidence=0.55,
+            explanation=base + f" The driver still reports {_fb(free)} free, more than the "
+            f"{_fb(x)} requested: the failure is not capacity (a MIG/cgroup/per-process limit, "
+            "another device, or an allocator/driver bug).",
+            fixes=(
+                generic(
+                    "Check for a memory limit and update the driver/runtime",
+                    "look for set_per_process_memory_fraction, MIG slices or container limits; "
+                    "a known allocator bug may be fixed in a newer release.",
+                    ("nvidia-smi -q -d MEMORY", "pip install -U torch"),
+                ),
+                *((_frag_fix(e, r),) if r else ()),
+            ),
+        )
+    others = sum(o.used_bytes or 0 for o in e.other_processes)
+    # 4. other processes hold a real share of the card
+    if others >= max(x - free, 0) and others >= _OTHERS_SHARE * t:
+        an = _others(e, t)
+        return Analysis(
+            cause=an.cause,
+            confidence=an.confidence,
+            explanation=base + " " + an.explanation,
+            fixes=an.fixes + ((_frag_fix(e, r),) if r and r >= x else ()),
+        )
+    held = p if p is not None else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
+    unaccounted = t - free - held - others
+    if unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
+        who = (
+            "processes NVML does not show (another container, the display server)"
+            if p is not None
+            else "other processes or non-PyTorch allocations (this message format cannot "
+            "tell them apart)"
+        )
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.45,
+            explanation=base + f" {_fb(t)} - {_fb(free)} free - {_fb(held)} held by this "
+            f"process's allocator = {_fb(unaccounted)} is held by {who}.",
+            fixes=(
+                Fix(
+                    title="Find and stop what else holds the GPU",
+                    why=f"{_fb(unaccounted)} of the card is not this process's PyTorch memory.",
+                    commands=(
+                        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+                        if e.kind != "hip_oom"
+                        else "rocm-smi --showpids --showmeminfo vram",
+                    ),
+                    expected_saving_bytes=unaccounted,
+                ),
+            ),
+        )
+    # 5. fragmentation: the bytes exist inside PyTorch's cache but not contiguously
+    reserved = (a or 0) + (r or 0)
+    if r is not None and r >= x and reserved and r >= _FRAG_SHARE * reserved:
+        return Analysis(
+            cause="fragmentation",
+            confidence=0.8 if r >= 2 * x else 0.7,
+            explanation=base + f" {_fb(r)} reserved-but-unallocated >= the {_fb(x)} request and "
+            f"is {100 * r // reserved}% of what PyTorch reserved: the space exists but is split "
+            "into pieces too small for this request.",
+            fixes=(_frag_fix(e, r), *_batch_fixes(e, None)[:1]),
+        )
+    short = max(0, x - free)
+    tail = (
+        f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)}); "
+        f"cached-but-free memory ({_fb(r)}) cannot cover it either."
+    )
+    if phase == "model_load":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.7,
+            explanation=base + tail + f" The traceback is in model loading ({ctx.frame_text}).",
+            fixes=tuple(_model_fixes()),
+        )
+    if phase in {"forward", "backward"}:
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + f" The failing allocation is an activation/gradient in "
+            f"the {phase} pass ({ctx.frame_text}).",
+            fixes=tuple(_batch_fixes(e, short) + _model_fixes()[:1]),
+        )
+    if phase == "optimizer_step":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.55,
+            explanation=base + tail + " It failed in optimizer.step(): optimizer states "
+            "(AdamW: 8 bytes per parameter in fp32) are allocated on the first step.",
+            fixes=(
+                generic(
+                    "Use an 8-bit or paged optimizer",
+                    "8-bit AdamW states take a quarter of fp32 states.",
+                    ("optim='paged_adamw_8bit'   # transformers TrainingArguments",),
+                ),
+                *_model_fixes(),
+            ),
+        )
+    if phase == "generate":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.45,
+            explanation=base + tail + " It failed inside generate(): the KV cache grows with "
+            "batch x (prompt + new tokens).",
+            fixes=(
+                generic(
+                    "Generate with fewer sequences or fewer new tokens",
+                    "KV cache memory is linear in batch size and total sequence length.",
+                    ("model.generate(..., max_new_tokens=256)",),
+                ),
+                *_model_fixes()[:1],
+            ),
+        )
+    if x >= _BIG_REQUEST_SHARE * t:
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.55,
+            explanation=base + tail + f" One request is {100 * x // t}% of the card: a large "
+            "activation (batch, sequence length or resolution).",
+            fixes=tuple(_batch_fixes(e, short)),
+        )
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.5,
+        explanation=base + tail + f" The request is small ({100 * x / t:.1f}% of the card) while "
+        f"{_fb(held)} is already held: what stays resident (weights, optimizer states, "
+        "persistent buffers) fills the GPU before this step.",
+        fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
+    )
+
+
+def _mps(e: OomEvent) -> Analysis:
+    x, a, o, w = e.requested_bytes, e.allocated_bytes, e.other_allocations_bytes, e.allowed_bytes
+    base = (
+        f"MPS asked for {_fb(x)}; PyTorch's MPS pool holds {_fb(a)}, other Metal allocations "
+        f"{_fb(o)}, limit {_fb(w)}."
+    )
+    wm = Fix(
+        title="Lift the MPS high-watermark limit (risky)",
+        why="the limit is a ratio of the recommended working set; 0.0 disables it but the system "
+        "may swap heavily or freeze.",
+        commands=("export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0",),
+        expected_saving_bytes=None,
+        generic=True,
+    )
+    if x is None or a is None or w is None:
+        return Analysis(cause="unknown", confidence=0.2, explanation=base, fixes=(wm,))
+    if x > w:
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.8,
+            explanation=base + " The single request exceeds the whole limit.",
+            fixes=(*_batch_fixes(e, x - max(0, w - a - (o or 0))), wm),
+        )
+    if o is not None and o > a:
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.35,
+            explanation=base + f" Metal memory outside PyTorch's pool ({_fb(o)}) is larger "
+            f"than PyTorch's own ({_fb(a)}): other apps/frameworks or non-tensor allocations.",
+            fixes=(
+                generic(
+                    "Close other GPU-heavy apps",
+                    "on unified memory every app shares the same working set.",
+                    ("Activity Monitor > GPU/Memory",),
+                ),
+                wm,
+            ),
+        )
+    if a >= 0.8 * w:
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.55,
+            explanation=base + f" PyTorch alone holds {100 * a // w}% of the limit and the "
+            "request is small: the resident model does not fit this Mac's working set.",
+            fixes=(
+                generic(
+                    "Use fp16 weights or a smaller/quantized model",
+                    "half precision halves the resident weights.",
+                    ("model.half()",),
+                ),
+                wm,
+            ),
+        )
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.4,
+        explanation=base,
+        fixes=(*_batch_fixes(e, None), wm),
+    )
+
+
+def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
+    """Diagnose one PyTorch event (any ``kind`` emitted by parse_torch)."""
+    if e.kind == "mps_oom":
+        return _mps(e)
+    if e.kind == "cpu_oom":
+        return Analysis(
+            cause="host_ram",
+            confidence=0.85,
+            explanation=f"PyTorch's CPU allocator could not get {_fb(e.requested_bytes)} of host "
+            f"RAM ({e.detail}).",
+            fixes=(
+                Fix(
+                    title="Free or add host RAM (or swap / pagefile)",
+                    why=f"the failing host allocation is {_fb(e.requested_bytes)}.",
+                    commands=("free -h", "sudo fallocate -l 16G /swapfile && sudo mkswap "
+                              "/swapfile && sudo swapon /swapfile"),
+                    expected_saving_bytes=e.requested_bytes,
+                ),
+                generic(
+                    "Load weights lazily and straight to the GPU",
+                    "avoids a full fp32 copy of the model in RAM.",
+                    ("from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
+                     "torch_dtype=torch.bfloat16)",),
+                ),
+            ),
+        )
+    if e.kind == "cuda_error_oom":
+        return Analysis(
+            cause="unknown",
+            confidence=0.2,
+            explanation="A CUDA call outside PyTorch's caching allocator (context creation, a "
+            "kernel launch, cuBLAS/cuDNN/NCCL workspace) ran out of memory. The message carries "
+            "no numbers. Likely: memory still held from an earlier model or run in this process "
+            "(leak/accumulation) or another process on the GPU.",
+            fixes=(
+                generic(
+                    "Check who holds the GPU",
+                    "the driver-level error means memory was full before this call.",
+                    ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
+                ),
+                generic(
+                    "Release the previous model before loading the next",
+                    "drop references, collect, and return the cache to the driver.",
+                    ("del model; import gc; gc.collect(); torch.cuda.empty_cache()",),
+                ),
+            ),
+        )
+    if e.kind == "library_alloc_failed":
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.35,
+            explanation=f"{e.detail}: a CUDA library could not allocate its handle/workspace, "
+            "which happens when the GPU is already full, most often because of another process "
+            "(or a stale one from an earlier run).",
+            fixes=(
+                generic(
+                    "Find and stop other processes on the GPU",
+                    "cuBLAS/cuDNN need a few hundred MiB of free memory at first use.",
+                    (
+                        "nvidia-smi --query-compute-apps=pid,process_name,used_memory "
+                        "--format=csv",
+                        "kill <pid>",
+                    ),
+                ),
+                *_batch_fixes(e, None)[:1],
+            ),
+        )
+    return _allocator(e, ctx)

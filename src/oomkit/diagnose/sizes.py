@@ -1,0 +1,126 @@
+"""Per-runtime unit tables: what each runtime *means* by the size label it prints.
+
+Runtimes disagree about labels (oom-messages.md §0): PyTorch's MPS allocator prints ``GB`` for
+1024**3, SGLang and vLLM's "took X GB" divide by ``1 << 30``, DeepSpeed's ``see_memory_usage`` too,
+the Linux OOM killer prints pages as ``kB`` (KiB). Every number is converted here, exactly, from its
+decimal text; nothing is converted through floats.
+
+>>> to_bytes("18.13", "GB", "pytorch-mps") == to_bytes("18.13", "GiB", "pytorch")
+True
+>>> to_bytes("256", "bytes", "pytorch")
+256
+>>> to_bytes("-1.05", "GiB", "vllm") < 0
+True
+>>> to_bytes("1.5", "parsecs", "pytorch") is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oomkit.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB
+
+__all__ = ["RUNTIME_UNITS", "decimal_to_bytes", "to_bytes", "to_float", "to_int"]
+
+_IEC: dict[str, int] = {
+    "b": 1,
+    "bytes": 1,
+    "byte": 1,
+    "kib": KiB,
+    "mib": MiB,
+    "gib": GiB,
+    "tib": TiB,
+}
+# SI-looking labels that the runtime computes with binary divisors.
+_BINARY_SI: dict[str, int] = {"kb": KiB, "mb": MiB, "gb": GiB, "tb": TiB}
+_TRUE_SI: dict[str, int] = {"kb": KB, "mb": MB, "gb": GB, "tb": TB}
+
+RUNTIME_UNITS: Mapping[str, Mapping[str, int]] = {
+    # c10/cuda/CUDACachingAllocator.cpp format_size(): bytes / KiB / MiB / GiB, 1024**k.
+    "pytorch": _IEC,
+    # aten/src/ATen/mps/MPSAllocator.mm format_size(): labels KB/MB/GB over 1024**k
+    # (newer builds print KiB/MiB/GiB; both are binary).
+    "pytorch-mps": {**_IEC, **_BINARY_SI},
+    # ggml: "%.2f MiB" (size/1024.0/1024.0) and raw %zu bytes.
+    "llama.cpp": _IEC,
+    # ollama format/bytes.go HumanBytes2: B / KiB / MiB / GiB (binary).
+    "ollama": {**_IEC, **_BINARY_SI},
+    # vLLM GiB() helpers; "Loading model weights took X GB" divides by float(2**30).
+    "vllm": {**_IEC, **_BINARY_SI},
+    # SGLang get_available_gpu_memory() divides by 1 << 30 and labels it "GB".
+    "sglang": {**_IEC, **_BINARY_SI},
+    # DeepSpeed see_memory_usage: round(x / 1024**3, 2) labelled GB.
+    "deepspeed": {**_IEC, **_BINARY_SI},
+    # Linux mm/oom_kill.c K(x): pages -> kB (KiB).
+    "linux": {**_IEC, "kb": KiB},
+    # TF/XLA BFC allocator strings::HumanReadableNumBytes: KiB/MiB/GiB, raw "bytes".
+    "tensorflow": _IEC,
+    "jax": _IEC,
+    "tensorrt-llm": _IEC,
+    "tgi": _IEC,
+    # Unknown runtime: take labels literally (SI stays SI).
+    "generic": {**_IEC, **_TRUE_SI},
+}
+
+_MAX_DIGITS = 24
+
+
+def decimal_to_bytes(number: str, scale: int) -> int | None:
+    """Convert a decimal string times ``scale`` to an int, rounding half up, without floats.
+
+    >>> decimal_to_bytes("7.06", 1 << 20)
+    7402947
+    >>> decimal_to_bytes("abc", 1) is None
+    True
+    """
+    text = number.strip().replace(",", "")
+    negative = text.startswith("-")
+    if negative:
+        text = text[1:]
+    whole, _, frac = text.partition(".")
+    if not whole:
+        whole = "0"
+    if (
+        not whole.isdigit()
+        or (frac and not frac.isdigit())
+        or not whole.isascii()
+        or not frac.isascii()
+        or len(whole) + len(frac) > _MAX_DIGITS
+    ):
+        return None
+    value = int(whole) * scale
+    if frac:
+        denom = 10 ** len(frac)
+        value += (int(frac) * scale * 2 + denom) // (2 * denom)
+    return -value if negative else value
+
+
+def to_bytes(number: str, label: str, runtime: str) -> int | None:
+    """Bytes for ``number`` printed with ``label`` by ``runtime``; ``None`` if either is unknown."""
+    table = RUNTIME_UNITS.get(runtime, RUNTIME_UNITS["generic"])
+    scale = table.get(label.strip().lower())
+    if scale is None:
+        return None
+    return decimal_to_bytes(number, scale)
+
+
+def to_int(text: str) -> int | None:
+    """Parse a plain (possibly comma-grouped, possibly negative) integer; ``None`` if not one."""
+    t = text.strip().replace(",", "")
+    sign = -1 if t.startswith("-") else 1
+    t = t.lstrip("-")
+    if not t or len(t) > _MAX_DIGITS or not t.isascii() or not t.isdigit():
+        return None
+    return sign * int(t)
+
+
+def to_float(text: str) -> float | None:
+    """Parse a short decimal (a fraction such as ``0.90``); ``None`` if not one."""
+    t = text.strip()
+    if not t or len(t) > _MAX_DIGITS or t.strip("0123456789.-"):
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None

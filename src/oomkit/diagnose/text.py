@@ -1,0 +1,232 @@
+"""Text plumbing shared by the parsers: bounded lines, prefix stripping, wrapped-message windows.
+
+Everything here is linear in the input: lines longer than :data:`MAX_LINE` characters are cut into
+pieces, every regex uses bounded quantifiers, and a log larger than :data:`FULL_SCAN_CHARS` is read
+as its head, its tail and windows around OOM keywords (found with ``str.find``, which runs in C).
+
+>>> clean("[rank0]: torch.OutOfMemoryError:   CUDA out of memory.")
+'torch.OutOfMemoryError: CUDA out of memory.'
+>>> clean("(VllmWorker rank=1 pid=254) ERROR 02-11 07:40:49 worker.py:12] boom")
+'boom'
+>>> clean('time=2024-06-01T10:00:00.000Z level=INFO source=server.go:100 msg="offload to cuda"')
+'msg="offload to cuda"'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oomkit.diagnose.sizes import to_bytes
+
+__all__ = [
+    "FULL_SCAN_CHARS",
+    "MAX_LINE",
+    "NUM",
+    "Lines",
+    "clean",
+    "has_any",
+    "size_of",
+    "split_lines",
+    "sz",
+    "window",
+]
+
+MAX_LINE = 8192  # characters of one physical line considered at a time
+FULL_SCAN_CHARS = 8 << 20  # logs up to this size are read line by line in full
+_HEAD_CHARS = 1 << 20
+_TAIL_CHARS = 2 << 20
+_WINDOW_CHARS = 4096
+_MAX_WINDOWS_EACH_SIDE = 48
+
+# Keywords that every OOM message of every supported runtime contains at least one of. Used only
+# to pick windows in the middle of huge logs; str.find runs at memchr speed.
+_ANCHORS = (
+    "emory",  # out of memory, Out of memory, OutOfMemory, system memory, Not enough memory...
+    "lloc",  # Tried to allocate, failed to allocate, cudaMalloc, allocation failed
+    "ALLOC_FAILED",
+    "Kill",
+    "kill",
+    "OOM",
+    "EXHAUSTED",
+    "KV cache",
+    "terminated",
+    "status 5",
+    "1455",
+)
+
+_PREFIXES = (
+    # [rank0]:  [rank12]:
+    re.compile(r"^\[rank\d{1,6}\]:\s?"),
+    # (VllmWorker rank=1 pid=254)  (EngineCore_DP0 pid=268)  (RayWorkerWrapper pid=1)
+    re.compile(r"^\([A-Za-z_][\w-]{0,60}(?: [\w]{1,20}=[\w.-]{1,20}){0,4}\)\s{0,4}"),
+    # vLLM/SGLang: INFO 02-26 09:54:05 worker.py:267]   ERROR 02-11 07:40:49 x.py:124]
+    re.compile(
+        r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s{1,4}\d{2}-\d{2}\s\d{2}:\d{2}:\d{2}"
+        r"(?:\.\d{1,9})?\s{1,4}(?:\[[^\]\s]{1,120}\]|[\w./-]{1,120}:\d{1,6}\])\s?"
+    ),
+    # dmesg: [2059991.491436]
+    re.compile(r"^\[\s{0,12}\d{1,12}\.\d{1,9}\]\s?"),
+    # ISO timestamps with optional level and logger: 2023-09-26T21:48:00.969072Z ERROR name:
+    re.compile(
+        r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
+        r"(?:\s{1,4}(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b:?)?"
+        r"(?:\s{1,4}[\w.]{1,80}:(?=\s))?\s{0,4}"
+    ),
+    # [2024-01-01 12:00:00,123] [INFO] ... and [INFO] [utils.py:12:fn]
+    re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?\]\s?"),
+    # Ollama slog: time=... level=INFO source=server.go:100  (keep msg=...)
+    re.compile(r"^time=\S{1,64}\s{1,4}level=\w{1,10}(?:\s{1,4}source=\S{1,200})?\s{0,4}"),
+    # glog (TF/XLA/TRT): W0000 00:00:1700000000.123 12345 file.cc:123]  E1212 10:10:10.1 1 f.cc:1]
+    re.compile(r"^[IWEF]\d{4}\s{1,4}[\d:.]{4,30}\s{1,4}\d{1,10}\s{1,4}[\w./-]{1,120}:\d{1,6}\]\s?"),
+    # llama-server: srv  load_model: / 0.00.123.456 E  (new common_log prefix)
+    re.compile(r"^\d{1,4}\.\d{2}\.\d{3}\.\d{3}\s[IWED]\s"),
+)
+
+NUM = r"-?\d{1,15}(?:\.\d{1,8})?"
+_TORCH_UNITS = "bytes|KiB|MiB|GiB|TiB|B"
+
+
+def sz(name: str, units: str = _TORCH_UNITS, space: str = " ?") -> str:
+    """Regex for ``<number><space><unit>`` as named groups ``name`` and ``name_u`` (bounded)."""
+    return rf"(?P<{name}>{NUM}){space}(?P<{name}_u>{units})\b"
+
+
+def size_of(m: re.Match[str], name: str, runtime: str) -> int | None:
+    """Bytes of the ``sz(name)`` groups of a match; ``None`` when the group did not take part."""
+    number = m.group(name)
+    unit = m.group(name + "_u")
+    if number is None or unit is None:
+        return None
+    return to_bytes(number, unit, runtime)
+
+
+_WS = re.compile(r"\s{2,}|[\t\r\f\v]")
+
+
+def clean(line: str) -> str:
+    """Strip rank/process/timestamp/level prefixes (repeatedly) and collapse whitespace."""
+    s = line[:MAX_LINE].strip()
+    for _ in range(4):
+        before = s
+        for rx in _PREFIXES:
+            m = rx.match(s)
+            if m is not None and m.end() > 0:
+                s = s[m.end() :].lstrip()
+        if s == before:
+            break
+    return _WS.sub(" ", s)
+
+
+def has_any(line: str, needles: Sequence[str]) -> bool:
+    """True if any needle occurs in ``line`` (plain substring tests, run in C)."""
+    return any(n in line for n in needles)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lines:
+    """The physical lines a parser looks at, each with its 1-based line number in the log."""
+
+    text: tuple[str, ...]
+    number: tuple[int, ...]
+    skipped_chars: int = 0
+
+
+def _cut(piece: str, first_line: int, out_text: list[str], out_num: list[int]) -> None:
+    n = first_line
+    for raw in piece.split("\n"):
+        if len(raw) <= MAX_LINE:
+            out_text.append(raw)
+            out_num.append(n)
+        else:
+            for start in range(0, len(raw), MAX_LINE):
+                out_text.append(raw[start : start + MAX_LINE])
+                out_num.append(n)
+        n += 1
+
+
+def _windows(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Spans around anchor keywords between ``lo`` and ``hi`` (first and last few of each)."""
+    spans: list[tuple[int, int]] = []
+    for key in _ANCHORS:
+        pos = lo
+        for _ in range(_MAX_WINDOWS_EACH_SIDE):
+            p = text.find(key, pos, hi)
+            if p < 0:
+                break
+            spans.append((max(lo, p - _WINDOW_CHARS), min(hi, p + _WINDOW_CHARS)))
+            pos = p + _WINDOW_CHARS
+        end = hi
+        for _ in range(_MAX_WINDOWS_EACH_SIDE):
+            p = text.rfind(key, pos, end)
+            if p < 0:
+                break
+            spans.append((max(lo, p - _WINDOW_CHARS), min(hi, p + _WINDOW_CHARS)))
+            end = p - _WINDOW_CHARS
+            if end <= pos:
+                break
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def split_lines(text: str) -> Lines:
+    """Split a log into bounded lines; huge logs keep head, tail and windows around OOM keywords.
+
+    >>> ls = split_lines("a\\r\\nb\\nc")
+    >>> ls.text, ls.number
+    (('a', 'b', 'c'), (1, 2, 3))
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    out_text: list[str] = []
+    out_num: list[int] = []
+    if len(text) <= FULL_SCAN_CHARS:
+        _cut(text, 1, out_text, out_num)
+        return Lines(text=tuple(out_text), number=tuple(out_num))
+    head_end = _HEAD_CHARS
+    tail_start = len(text) - _TAIL_CHARS
+    spans = [(0, head_end), *_windows(text, head_end, tail_start), (tail_start, len(text))]
+    covered = 0
+    last_end = 0
+    line_no = 1
+    for start, end in spans:
+        start = max(start, last_end)
+        if end <= start:
+            continue
+        # snap to line boundaries (bounded look-around so one huge line stays cheap)
+        if start > last_end:
+            nl = text.rfind("\n", max(last_end, start - MAX_LINE), start)
+            start = nl + 1 if nl >= 0 else start
+        nl_end = text.find("\n", end, min(len(text), end + MAX_LINE))
+        end = nl_end if nl_end >= 0 else end
+        line_no += text.count("\n", last_end, start)
+        _cut(text[start:end], line_no, out_text, out_num)
+        line_no += text.count("\n", start, end)
+        covered += end - start
+        last_end = end
+    return Lines(
+        text=tuple(out_text), number=tuple(out_num), skipped_chars=max(0, len(text) - covered)
+    )
+
+
+def window(lines: Sequence[str], i: int, *, max_lines: int = 10, stop: Sequence[str] = ()) -> str:
+    """Join line ``i`` with the following lines of a wrapped message, prefixes stripped.
+
+    Joining stops after ``max_lines`` lines, about 4 KiB of text, or after a line containing one of
+    ``stop`` (the message's known tail).
+    """
+    parts: list[str] = []
+    size = 0
+    for j in range(i, min(len(lines), i + max_lines)):
+        part = clean(lines[j])
+        parts.append(part)
+        size += len(part)
+        if size > 4 * MAX_LINE // 8 or (stop and has_any(lines[j], stop)):
+            break
+    return " ".join(p for p in parts if p)
