@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -10,23 +11,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware
 if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
 
-__all__ = ["device_from_gpu", "hardware_for"]
-
-_BACKEND = {"nvidia": "cuda", "amd": "rocm", "apple": "metal", "intel": "xpu"}
-
-
-def device_from_gpu(gpu: GpuModel) -> DeviceTarget:
-    """A catalog GPU as an estimate target; Apple capacity is the GPU working-set limit."""
-    return DeviceTarget(
-        name=gpu.name,
-        key=gpu.key,
-        backend=_BACKEND.get(gpu.vendor, "cuda"),
-        capacity_bytes=gpu.effective_memory_bytes,
-        architecture=gpu.architecture,
-        compute_capability=gpu.compute_capability,
-        native_dtypes=gpu.native_dtypes,
-        unified_memory=gpu.unified_memory,
-    )
+__all__ = ["hardware_for"]
 
 
 def hardware_for(
@@ -36,26 +21,14 @@ def hardware_for(
     host_ram_bytes: int | None = None,
     n_devices: int = 1,
 ) -> Hardware:
-    """Build the target: catalog GPUs, or ``n_devices`` anonymous GPUs of ``vram_bytes`` each.
-
-    With neither, one CUDA device of unknown capacity (``fits`` is then None).
+    """Build the target: catalog GPUs (``vram_bytes`` overrides their capacity), or
+    ``n_devices`` anonymous GPUs of ``vram_bytes`` each. With neither, one CUDA device of
+    unknown capacity (``Estimate.fits`` is then None).
     """
     if gpus:
-        devices = tuple(device_from_gpu(g) for g in gpus)
+        devices = tuple(g.to_device_target() for g in gpus)
         if vram_bytes is not None:
-            devices = tuple(
-                DeviceTarget(
-                    name=d.name,
-                    key=d.key,
-                    backend=d.backend,
-                    capacity_bytes=vram_bytes,
-                    architecture=d.architecture,
-                    compute_capability=d.compute_capability,
-                    native_dtypes=d.native_dtypes,
-                    unified_memory=d.unified_memory,
-                )
-                for d in devices
-            )
+            devices = tuple(dataclasses.replace(d, capacity_bytes=vram_bytes) for d in devices)
     else:
         name = "GPU" if vram_bytes is not None else "GPU (capacity unknown)"
         devices = tuple(
