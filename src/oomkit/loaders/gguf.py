@@ -1,0 +1,423 @@
+"""GGUF headers: metadata and tensor infos, read sequentially with ``struct``; data is never read.
+
+Layout (ggml ``docs/gguf.md``; reader ``ggml/src/gguf.cpp`` ``gguf_init_from_file_impl``):
+``"GGUF"``, uint32 version (2 or 3), uint64 tensor count, uint64 KV count, the KV pairs
+(string key, uint32 value type, value), then per tensor: string name, uint32 n_dims,
+n_dims x uint64 ``ne`` (innermost first), uint32 ggml type, uint64 offset relative to the data
+region. The data region starts at the end of the tensor infos rounded up to
+``general.alignment`` (default 32); each tensor's offset must equal the running sum of the
+previous tensors' sizes padded to the alignment, as gguf.cpp checks ("tensor ... has offset
+..., expected ..."). Big-endian files (version field byte-swapped) are read too, as gguf-py does.
+
+Absurd counts and lengths are refused *before* anything is allocated, so a hostile or corrupt
+file cannot exhaust memory. Large arrays (tokenizer vocabularies) keep only their item type
+and length.
+
+>>> from oomkit.loaders.gguf import GgufArray
+>>> GgufArray(item_type="STRING", length=128256, values=None).length
+128256
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import prod
+from types import MappingProxyType
+from typing import BinaryIO, TypeAlias
+
+from oomkit.errors import GgufFormatError, SourceNotFoundError
+from oomkit.quant.ggml_types import ggml_type_by_id
+from oomkit.units import MiB, align_up
+
+__all__ = [
+    "DEFAULT_ALIGNMENT",
+    "MAX_ARRAY_LENGTH",
+    "MAX_DIMS",
+    "MAX_KEPT_ARRAY_LENGTH",
+    "MAX_KV_COUNT",
+    "MAX_STRING_BYTES",
+    "MAX_TENSOR_COUNT",
+    "GgufArray",
+    "GgufFile",
+    "GgufTensor",
+    "GgufValue",
+    "load_gguf",
+    "read_gguf",
+]
+
+GGUF_MAGIC = b"GGUF"
+DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT (ggml/include/gguf.h)
+MAX_TENSOR_COUNT = 1_000_000
+MAX_KV_COUNT = 1_000_000
+MAX_STRING_BYTES = 64 * MiB
+MAX_ARRAY_LENGTH = 100_000_000
+MAX_DIMS = 4  # GGML_MAX_DIMS
+#: arrays longer than this keep only item type and length (tokenizer tokens, merges, scores)
+MAX_KEPT_ARRAY_LENGTH = 4096
+_INT64_MAX = (1 << 63) - 1
+
+# gguf_type enum (ggml/include/gguf.h) -> (name, struct code); STRING=8 and ARRAY=9 are special.
+_SCALARS: Mapping[int, tuple[str, str]] = {
+    0: ("UINT8", "B"),
+    1: ("INT8", "b"),
+    2: ("UINT16", "H"),
+    3: ("INT16", "h"),
+    4: ("UINT32", "I"),
+    5: ("INT32", "i"),
+    6: ("FLOAT32", "f"),
+    7: ("BOOL", "?"),
+    10: ("UINT64", "Q"),
+    11: ("INT64", "q"),
+    12: ("FLOAT64", "d"),
+}
+_STRING, _ARRAY = 8, 9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GgufArray:
+    """A GGUF array value. ``values`` is None when longer than :data:`MAX_KEPT_ARRAY_LENGTH`."""
+
+    item_type: str  # "UINT32", "STRING", "ARRAY", ...
+    length: int
+    values: tuple[GgufValue, ...] | None
+
+
+GgufValue: TypeAlias = int | float | bool | str | GgufArray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GgufTensor:
+    """One tensor info; ``dims`` in GGUF ``ne`` order (innermost first), ``shape`` reversed."""
+
+    name: str
+    dims: tuple[int, ...]
+    ggml_type: str  # "Q4_K", "F16", ...
+    type_id: int
+    offset: int  # relative to the data region
+    n_bytes: int  # exact: ceil(elements / block size) * type size
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(reversed(self.dims))
+
+    @property
+    def n_elements(self) -> int:
+        return prod(self.dims)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GgufFile:
+    """Everything in a GGUF header."""
+
+    path: str
+    version: int
+    byte_order: str  # "<" little-endian, ">" big-endian
+    metadata: Mapping[str, GgufValue]
+    tensors: tuple[GgufTensor, ...]
+    alignment: int
+    data_offset: int  # absolute file offset of the data region
+    file_bytes: int
+
+    @property
+    def data_bytes(self) -> int:
+        """Bytes the tensors span in the data region (last tensor unpadded)."""
+        last = self.tensors[-1] if self.tensors else None
+        return last.offset + last.n_bytes if last is not None else 0
+
+    @property
+    def tensor_bytes(self) -> int:
+        """Sum of the tensors' exact sizes, without alignment padding."""
+        return sum(t.n_bytes for t in self.tensors)
+
+    @property
+    def architecture(self) -> str | None:
+        arch = self.metadata.get("general.architecture")
+        return arch if isinstance(arch, str) else None
+
+
+class _Reader:
+    """Sequential reader that knows its offset and the file size, and never reads past a limit."""
+
+    def __init__(self, f: BinaryIO, path: str, file_bytes: int) -> None:
+        self.f = f
+        self.path = path
+        self.file_bytes = file_bytes
+        self.pos = 0
+        self.order = "<"
+
+    def error(
+        self, why: str, *, offset: int | None = None, key: str | None = None
+    ) -> GgufFormatError:
+        at = self.pos if offset is None else offset
+        ctx = f"byte offset {at}" + (f", key '{key}'" if key else "")
+        return GgufFormatError(
+            f"Reading GGUF header failed for '{self.path}' ({ctx}): {why}. "
+            "Re-download the file or check that it is a GGUF model.",
+            path=self.path,
+            offset=at,
+            key=key,
+        )
+
+    def need(self, n: int) -> None:
+        if self.pos + n > self.file_bytes:
+            raise self.error(
+                f"truncated at offset {self.pos}: {n} more bytes needed, the file ends at "
+                f"{self.file_bytes} (incomplete download?)"
+            )
+
+    def read(self, n: int) -> bytes:
+        self.need(n)
+        data = self.f.read(n)
+        if len(data) != n:  # the file shrank while we read it
+            raise self.error(f"truncated at offset {self.pos + len(data)}")
+        self.pos += n
+        return data
+
+    def skip(self, n: int) -> None:
+        self.need(n)
+        self.f.seek(n, os.SEEK_CUR)
+        self.pos += n
+
+    def unpack(self, code: str, count: int = 1) -> tuple[int | float | bool, ...]:
+        size = struct.calcsize(f"<{code}") * count
+        return struct.unpack(f"{self.order}{count}{code}", self.read(size))
+
+    def u32(self) -> int:
+        return int(self.unpack("I")[0])
+
+    def u64(self) -> int:
+        return int(self.unpack("Q")[0])
+
+    def string(self, what: str) -> str:
+        start = self.pos
+        n = self.u64()
+        if n > MAX_STRING_BYTES:
+            raise self.error(
+                f"{what} length {n} is over the {MAX_STRING_BYTES}-byte limit", offset=start
+            )
+        raw = self.read(n)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise self.error(f"{what} is not valid UTF-8 ({e.reason})", offset=start + 8) from e
+
+    def skip_string(self, what: str) -> None:
+        start = self.pos
+        n = self.u64()
+        if n > MAX_STRING_BYTES:
+            raise self.error(
+                f"{what} length {n} is over the {MAX_STRING_BYTES}-byte limit", offset=start
+            )
+        self.skip(n)
+
+    def value(self, type_id: int, key: str, *, keep: bool = True) -> GgufValue | None:
+        start = self.pos
+        if type_id in _SCALARS:
+            v = self.unpack(_SCALARS[type_id][1])[0]
+            return v if keep else None
+        if type_id == _STRING:
+            if keep:
+                return self.string(f"string value of '{key}'")
+            self.skip_string(f"string value of '{key}'")
+            return None
+        if type_id == _ARRAY:
+            item = self.u32()
+            n = self.u64()
+            if n > MAX_ARRAY_LENGTH:
+                raise self.error(
+                    f"array length {n} is over the {MAX_ARRAY_LENGTH} limit",
+                    offset=start + 4,
+                    key=key,
+                )
+            kept = keep and n <= MAX_KEPT_ARRAY_LENGTH
+            if item in _SCALARS:
+                code = _SCALARS[item][1]
+                if kept:
+                    values: tuple[GgufValue, ...] = self.unpack(code, n)
+                else:
+                    self.skip(struct.calcsize(f"<{code}") * n)
+            elif item in (_STRING, _ARRAY):
+                items = [self.value(item, key, keep=kept) for _ in range(n)]
+                values = tuple(v for v in items if v is not None)
+            else:
+                raise self.error(
+                    f"array item type {item} is not a GGUF type", offset=start, key=key
+                )
+            if not keep:
+                return None
+            return GgufArray(item_type=_type_name(item), length=n, values=values if kept else None)
+        why = f"value type {type_id} is not a GGUF type (0-12)"
+        raise self.error(why, offset=start - 4, key=key)
+
+
+def _type_name(type_id: int) -> str:
+    return {_STRING: "STRING", _ARRAY: "ARRAY"}.get(type_id) or _SCALARS[type_id][0]
+
+
+def _read_header(r: _Reader) -> tuple[int, int, int]:
+    magic = r.read(4)
+    if magic != GGUF_MAGIC:
+        raise r.error(f"magic is {magic!r}, expected b'GGUF' (not a GGUF file)", offset=0)
+    (version,) = struct.unpack("<I", r.read(4))
+    if version & 0xFFFF == 0 and version != 0:
+        # gguf-py GGUFReader: a byte-swapped version means a big-endian file
+        r.order = ">"
+        version = struct.unpack(">I", struct.pack("<I", version))[0]
+    if version == 1:
+        raise r.error("GGUF version 1 is no longer supported by llama.cpp", offset=4)
+    if version not in (2, 3):
+        raise r.error(f"unsupported GGUF version {version} (this reader knows 2 and 3)", offset=4)
+    n_tensors = r.u64()
+    if n_tensors > MAX_TENSOR_COUNT:
+        raise r.error(f"tensor count {n_tensors} is over the {MAX_TENSOR_COUNT} limit", offset=8)
+    n_kv = r.u64()
+    if n_kv > MAX_KV_COUNT:
+        raise r.error(f"metadata count {n_kv} is over the {MAX_KV_COUNT} limit", offset=16)
+    return version, n_tensors, n_kv
+
+
+def _read_alignment(r: _Reader, metadata: Mapping[str, GgufValue]) -> int:
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if (
+        not isinstance(alignment, int)
+        or isinstance(alignment, bool)
+        or alignment <= 0
+        or alignment & (alignment - 1)
+    ):
+        raise r.error(
+            f"general.alignment {alignment!r} is not a positive power of two",
+            offset=24,
+            key="general.alignment",
+        )
+    return alignment
+
+
+def _read_tensor(r: _Reader, index: int) -> tuple[str, tuple[int, ...], int, int, int]:
+    start = r.pos
+    name = r.string(f"name of tensor {index}")
+    n_dims = r.u32()
+    if n_dims > MAX_DIMS:
+        raise r.error(
+            f"tensor '{name}' has {n_dims} dimensions, at most {MAX_DIMS} allowed", offset=start
+        )
+    dims = tuple(int(d) for d in r.unpack("Q", n_dims))
+    n = 1
+    for d in dims:
+        n *= d
+        if d > _INT64_MAX or n > _INT64_MAX:
+            raise r.error(f"tensor '{name}' dimensions {list(dims)} overflow int64", offset=start)
+    type_pos = r.pos
+    type_id = r.u32()
+    offset = r.u64()
+    return name, dims, type_id, offset, type_pos
+
+
+def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
+    """Read a GGUF file's header: version, metadata and tensor infos. The data is never read.
+
+    Raises:
+        GgufFormatError: bad magic or version, a truncated header, absurd counts or lengths,
+            an unknown tensor type, misplaced offsets, or tensors past the end of the file; the
+            message names the byte offset.
+        SourceNotFoundError: the file does not exist.
+    """
+    p = os.fspath(path)
+    try:
+        f = open(p, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError as e:
+        raise SourceNotFoundError(
+            f"Opening GGUF file failed for '{p}': no such file. Check the path.", source=p
+        ) from e
+    except OSError as e:
+        raise GgufFormatError(
+            f"Opening GGUF file failed for '{p}': {e.strerror or e}. "
+            "Check the path and permissions.",
+            path=p,
+            offset=0,
+        ) from e
+    with f:
+        return read_gguf(f, path=p, file_bytes=os.fstat(f.fileno()).st_size)
+
+
+def read_gguf(f: BinaryIO, *, path: str, file_bytes: int) -> GgufFile:
+    """Read a GGUF header from a binary stream of ``file_bytes`` bytes (see :func:`load_gguf`).
+
+    Raises:
+        GgufFormatError: as :func:`load_gguf`; an ``OSError`` while reading is wrapped too.
+    """
+    try:
+        return _parse(_Reader(f, path, file_bytes))
+    except OSError as e:
+        raise GgufFormatError(
+            f"Reading GGUF header failed for '{path}': {e.strerror or e}. Check the file and disk.",
+            path=path,
+        ) from e
+
+
+def _parse(r: _Reader) -> GgufFile:
+    version, n_tensors, n_kv = _read_header(r)
+    metadata: dict[str, GgufValue] = {}
+    for i in range(n_kv):
+        start = r.pos
+        key = r.string(f"key of metadata entry {i}")
+        if key in metadata:
+            raise r.error(f"duplicate metadata key '{key}'", offset=start, key=key)
+        value = r.value(r.u32(), key)
+        assert value is not None
+        metadata[key] = value
+    alignment = _read_alignment(r, metadata)
+
+    raw = [_read_tensor(r, i) for i in range(n_tensors)]
+    data_offset = align_up(r.pos, alignment)
+    tensors: list[GgufTensor] = []
+    seen: set[str] = set()
+    expected = 0
+    for name, dims, type_id, offset, type_pos in raw:
+        gt = ggml_type_by_id(type_id)
+        if gt is None:
+            raise r.error(f"tensor '{name}' has unknown ggml type {type_id}", offset=type_pos)
+        if name in seen:
+            raise r.error(f"duplicate tensor name '{name}'", offset=type_pos)
+        seen.add(name)
+        if dims and dims[0] % gt.block_size:
+            raise r.error(
+                f"tensor '{name}' of type {gt.name} has {dims[0]} elements per row, not a "
+                f"multiple of the block size {gt.block_size}",
+                offset=type_pos,
+            )
+        if offset != expected:
+            raise r.error(
+                f"tensor '{name}' has data offset {offset}, expected {expected} "
+                f"(tensors are stored in order, each padded to {alignment} bytes)",
+                offset=type_pos + 4,
+            )
+        t = GgufTensor(
+            name=name,
+            dims=dims,
+            ggml_type=gt.name,
+            type_id=type_id,
+            offset=offset,
+            n_bytes=gt.tensor_bytes(prod(dims)),
+        )
+        tensors.append(t)
+        expected = offset + align_up(t.n_bytes, alignment)
+    gguf = GgufFile(
+        path=r.path,
+        version=version,
+        byte_order=r.order,
+        metadata=MappingProxyType(metadata),
+        tensors=tuple(tensors),
+        alignment=alignment,
+        data_offset=data_offset,
+        file_bytes=r.file_bytes,
+    )
+    if tensors and data_offset + gguf.data_bytes > r.file_bytes:
+        raise r.error(
+            f"truncated at offset {r.file_bytes}: the tensors end at byte "
+            f"{data_offset + gguf.data_bytes} (incomplete download?)",
+            offset=r.file_bytes,
+        )
+    return gguf

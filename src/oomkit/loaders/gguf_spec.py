@@ -1,0 +1,338 @@
+"""GGUF metadata -> :class:`ModelSpec`, the way llama.cpp reads its hyperparameters.
+
+Keys are templates on ``general.architecture`` (``"{arch}.block_count"``), as in gguf-py
+``constants.Keys``; per-layer values (``head_count_kv`` arrays) follow llama.cpp
+``llama_model_loader::get_key_or_arr``. Sliding-window layers follow
+``llama_hparams::set_swa_pattern`` (src/llama-hparams.cpp): with period ``n`` a layer ``il`` is
+sliding when ``il % n < n - 1``; the periods llama.cpp hard-codes per architecture are in
+:data:`SWA_PERIODS` (src/llama-model.cpp ``load_hparams``). Recurrent state sizes copy
+``llama_hparams::n_embd_r``/``n_embd_s``.
+
+Pure: takes a parsed :class:`GgufFile`, does no I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from oomkit.errors import GgufFormatError
+from oomkit.loaders.gguf import GgufArray, GgufFile, GgufValue
+from oomkit.spec.model import (
+    LAYER_FULL,
+    LAYER_LINEAR,
+    LAYER_MAMBA,
+    LAYER_SLIDING,
+    MlaSpec,
+    ModelSpec,
+    MoESpec,
+    RecurrentSpec,
+    TensorInfo,
+)
+
+__all__ = ["ARCHITECTURES", "SWA_PERIODS", "gguf_tensor_infos", "gguf_to_spec"]
+
+#: GGUF architecture -> (HF ``architectures[0]``, HF ``model_type``)
+ARCHITECTURES: Mapping[str, tuple[str, str]] = {
+    "llama": ("LlamaForCausalLM", "llama"),
+    "llama4": ("Llama4ForConditionalGeneration", "llama4"),
+    "mistral3": ("Mistral3ForConditionalGeneration", "mistral3"),
+    "qwen2": ("Qwen2ForCausalLM", "qwen2"),
+    "qwen2moe": ("Qwen2MoeForCausalLM", "qwen2_moe"),
+    "qwen3": ("Qwen3ForCausalLM", "qwen3"),
+    "qwen3moe": ("Qwen3MoeForCausalLM", "qwen3_moe"),
+    "qwen3next": ("Qwen3NextForCausalLM", "qwen3_next"),
+    "gemma": ("GemmaForCausalLM", "gemma"),
+    "gemma2": ("Gemma2ForCausalLM", "gemma2"),
+    "gemma3": ("Gemma3ForCausalLM", "gemma3_text"),
+    "phi3": ("Phi3ForCausalLM", "phi3"),
+    "deepseek2": ("DeepseekV3ForCausalLM", "deepseek_v3"),
+    "gpt-oss": ("GptOssForCausalLM", "gpt_oss"),
+    "command-r": ("CohereForCausalLM", "cohere"),
+    "cohere2": ("Cohere2ForCausalLM", "cohere2"),
+    "falcon": ("FalconForCausalLM", "falcon"),
+    "starcoder2": ("Starcoder2ForCausalLM", "starcoder2"),
+    "mamba": ("MambaForCausalLM", "mamba"),
+    "mamba2": ("Mamba2ForCausalLM", "mamba2"),
+    "granitehybrid": ("GraniteMoeHybridForCausalLM", "granitemoehybrid"),
+    "nemotron_h": ("NemotronHForCausalLM", "nemotron_h"),
+    "glm4moe": ("Glm4MoeForCausalLM", "glm4_moe"),
+}
+
+#: llama.cpp ``set_swa_pattern(n)`` periods hard-coded per architecture (src/llama-model.cpp).
+SWA_PERIODS: Mapping[str, int] = {
+    "gemma2": 2,
+    "gemma3": 6,
+    "gemma3n": 5,
+    "cohere2": 4,
+    "gpt-oss": 2,
+}
+
+_MAMBA_ARCHS = frozenset({"mamba", "mamba2"})
+_BLK_RE = re.compile(r"^blk\.(\d+)\.(.+)$")
+
+
+def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
+    """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
+    rows = []
+    for t in g.tensors:
+        m = _BLK_RE.match(t.name)
+        rows.append(
+            TensorInfo(
+                name=t.name,
+                shape=t.shape,
+                role=m.group(2) if m else t.name,
+                layer=int(m.group(1)) if m else None,
+                dtype=t.ggml_type,
+                n_bytes=t.n_bytes,
+            )
+        )
+    return tuple(rows)
+
+
+class _Keys:
+    """Typed access to ``{arch}.*`` keys with errors that name the file and key."""
+
+    def __init__(self, g: GgufFile, arch: str) -> None:
+        self.g = g
+        self.arch = arch
+
+    def raw(self, key: str) -> GgufValue | None:
+        return self.g.metadata.get(key.format(arch=self.arch))
+
+    def error(self, key: str, why: str) -> GgufFormatError:
+        full = key.format(arch=self.arch)
+        return GgufFormatError(
+            f"Reading GGUF metadata failed for '{self.g.path}' (key '{full}'): {why}. "
+            "The file may come from a converter this version of oomkit does not know; "
+            "try a config.json for the same model.",
+            path=self.g.path,
+            key=full,
+        )
+
+    def ints(self, key: str) -> tuple[int, ...] | None:
+        """A scalar as a 1-tuple, or a per-layer array; None when absent."""
+        v = self.raw(key)
+        if v is None:
+            return None
+        items = v.values if isinstance(v, GgufArray) else (v,)
+        if (
+            items is None
+            or not items
+            or not all(isinstance(x, int) and not isinstance(x, str) for x in items)
+        ):
+            raise self.error(key, f"expected an integer or an array of integers, got {v!r}")
+        return tuple(x for x in items if isinstance(x, int))
+
+    def num(self, key: str, default: int | None = None) -> int | None:
+        vals = self.ints(key)
+        return max(vals) if vals is not None else default
+
+    def req(self, key: str) -> int:
+        v = self.num(key)
+        if v is None:
+            raise self.error(key, "the key is missing")
+        return v
+
+
+def _layer_types(
+    k: _Keys, n_layer: int, kv: tuple[int, ...] | None
+) -> tuple[tuple[str, ...], list[str]]:
+    notes: list[str] = []
+    if k.arch in _MAMBA_ARCHS:
+        return (LAYER_MAMBA,) * n_layer, notes
+    types = [LAYER_FULL] * n_layer
+    interval = k.num("{arch}.full_attention_interval")
+    if interval:
+        # qwen3next: llama.cpp recurrent_layer_arr[i] = (i + 1) % full_attention_interval != 0
+        types = [LAYER_LINEAR if (i + 1) % interval else LAYER_FULL for i in range(n_layer)]
+    elif kv is not None and len(kv) == n_layer and 0 in kv and k.raw("{arch}.ssm.state_size"):
+        # hybrid Mamba (granitehybrid, nemotron_h, jamba): layers without KV heads are SSM layers
+        types = [LAYER_MAMBA if h == 0 else LAYER_FULL for h in kv]
+    window = k.num("{arch}.attention.sliding_window")
+    if window:
+        pattern = k.raw("{arch}.attention.sliding_window_pattern")
+        if isinstance(pattern, GgufArray) and pattern.values is not None:
+            swa = [bool(x) for x in pattern.values]
+            if len(swa) != n_layer:
+                raise k.error(
+                    "{arch}.attention.sliding_window_pattern",
+                    f"{len(swa)} entries for {n_layer} layers",
+                )
+        else:
+            period = k.num("{arch}.attention.sliding_window_pattern")
+            if period is None:
+                period = SWA_PERIODS.get(k.arch, 0)
+                note = f"every {period}th layer full attention" if period else "all layers"
+                notes.append(
+                    f"sliding-window layers for '{k.arch}' follow llama.cpp's built-in pattern "
+                    f"({note})"
+                )
+            swa = [period == 0 or i % period < period - 1 for i in range(n_layer)]
+        types = [
+            LAYER_SLIDING if s and t == LAYER_FULL else t for s, t in zip(swa, types, strict=True)
+        ]
+    return tuple(types), notes
+
+
+def _recurrent(k: _Keys, layer_types: tuple[str, ...]) -> RecurrentSpec | None:
+    if LAYER_MAMBA not in layer_types and LAYER_LINEAR not in layer_types:
+        return None
+    d_conv = k.req("{arch}.ssm.conv_kernel")
+    d_inner = k.req("{arch}.ssm.inner_size")
+    d_state = k.req("{arch}.ssm.state_size")
+    n_group = k.num("{arch}.ssm.group_count", 0) or 0
+    dt_rank = k.num("{arch}.ssm.time_step_rank", 0) or 0
+    if LAYER_LINEAR in layer_types:
+        kind, n_heads = "gated_delta_net", dt_rank
+    elif k.arch == "mamba" or n_group == 0:
+        kind, n_heads = "mamba", 0
+    else:
+        kind, n_heads = "mamba2", dt_rank
+    return RecurrentSpec(
+        kind=kind,
+        d_inner=d_inner,
+        d_state=d_state,
+        d_conv=d_conv,
+        n_groups=max(n_group, 1),
+        n_heads=n_heads,
+        head_dim=d_inner // n_heads if n_heads else 0,
+        dt_rank=dt_rank,
+        n_k_heads=n_group if kind == "gated_delta_net" else 0,
+        k_head_dim=d_state if kind == "gated_delta_net" else 0,
+        # llama_hparams::n_embd_r / n_embd_s (src/llama-hparams.cpp)
+        conv_state_elements=max(d_conv - 1, 0) * (d_inner + 2 * n_group * d_state),
+        ssm_state_elements=d_state * d_inner,
+    )
+
+
+def _moe(k: _Keys, n_ff: int) -> MoESpec | None:
+    n_expert = k.num("{arch}.expert_count", 0) or 0
+    if n_expert == 0:
+        return None
+    n_ff_exp = k.num("{arch}.expert_feed_forward_length") or n_ff
+    n_shared = k.num("{arch}.expert_shared_count", 0) or 0
+    shared_ff = k.num("{arch}.expert_shared_feed_forward_length") or n_shared * n_ff_exp
+    n_dense = k.num("{arch}.leading_dense_block_count", 0) or 0
+    return MoESpec(
+        num_experts=n_expert,
+        num_experts_per_tok=k.req("{arch}.expert_used_count"),
+        expert_intermediate_size=n_ff_exp,
+        num_shared_experts=n_shared if n_shared or not shared_ff else 1,
+        shared_expert_intermediate_size=shared_ff,
+        dense_layers=tuple(range(n_dense)),
+    )
+
+
+def _mla(k: _Keys, key_len: int | None, value_len: int | None) -> MlaSpec | None:
+    kv_lora = k.num("{arch}.attention.kv_lora_rank", 0) or 0
+    if kv_lora == 0:
+        return None
+    n_rot = k.req("{arch}.rope.dimension_count")
+    # converters since 2025 write the absorbed MLA shapes to key_length/value_length and the
+    # original per-head dims to *_mla (llama.cpp deepseek2 load_hparams)
+    qk_head = k.num("{arch}.attention.key_length_mla") or key_len
+    v_head = k.num("{arch}.attention.value_length_mla") or value_len
+    if qk_head is None or v_head is None:
+        raise k.error("{arch}.attention.key_length", "MLA needs key_length and value_length")
+    return MlaSpec(
+        q_lora_rank=k.num("{arch}.attention.q_lora_rank") or None,
+        kv_lora_rank=kv_lora,
+        qk_nope_head_dim=qk_head - n_rot,
+        qk_rope_head_dim=n_rot,
+        v_head_dim=v_head,
+    )
+
+
+def gguf_to_spec(g: GgufFile) -> ModelSpec:
+    """Build a :class:`ModelSpec` with exact tensors from a GGUF header.
+
+    Raises:
+        GgufFormatError: ``general.architecture`` or a required ``{arch}.*`` key is missing or
+            has the wrong type, or the vocabulary size cannot be found.
+    """
+    arch = g.architecture
+    if arch is None:
+        raise GgufFormatError(
+            f"Reading GGUF metadata failed for '{g.path}' (key 'general.architecture'): the key is "
+            "missing or not a string. The file is not a model GGUF (a LoRA adapter or a vocab-only "
+            "file?); pass the model GGUF.",
+            path=g.path,
+            key="general.architecture",
+        )
+    k = _Keys(g, arch)
+    n_layer = k.req("{arch}.block_count")
+    n_embd = k.req("{arch}.embedding_length")
+    n_head = k.num("{arch}.attention.head_count", 0) or 0
+    kv = k.ints("{arch}.attention.head_count_kv")
+    n_head_kv = max(kv) if kv is not None else n_head
+    kv_per_layer = kv if kv is not None and len(set(kv)) > 1 else None
+    if kv_per_layer is not None and len(kv_per_layer) != n_layer:
+        raise k.error(
+            "{arch}.attention.head_count_kv", f"{len(kv_per_layer)} entries for {n_layer} layers"
+        )
+    key_len = k.num("{arch}.attention.key_length")
+    value_len = k.num("{arch}.attention.value_length")
+    mla = _mla(k, key_len, value_len)
+    head_dim = key_len or (n_embd // n_head if n_head else 0)
+    v_head_dim = value_len or head_dim
+    if mla is not None:
+        head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        v_head_dim = mla.v_head_dim
+    n_ff = k.num("{arch}.feed_forward_length", 0) or 0
+    layer_types, notes = _layer_types(k, n_layer, kv)
+
+    names = {t.name for t in g.tensors}
+    embd = next((t for t in g.tensors if t.name == "token_embd.weight"), None)
+    tokens = g.metadata.get("tokenizer.ggml.tokens")
+    if embd is not None and len(embd.dims) == 2:
+        vocab = embd.dims[1]
+    elif (v := k.num("{arch}.vocab_size")) is not None:
+        vocab = v
+    elif isinstance(tokens, GgufArray):
+        vocab = tokens.length
+    else:
+        raise k.error(
+            "{arch}.vocab_size", "no token_embd.weight tensor, vocab_size key or tokenizer"
+        )
+
+    def has(suffix: str) -> bool:
+        return any(n.endswith(suffix) for n in names)
+
+    arch_name, model_type = ARCHITECTURES.get(arch, (arch, arch))
+    name = g.metadata.get("general.name")
+    window = k.num("{arch}.attention.sliding_window")
+    return ModelSpec(
+        name=name if isinstance(name, str) else os.path.basename(g.path).removesuffix(".gguf"),
+        architecture=arch_name,
+        model_type=model_type,
+        num_hidden_layers=n_layer,
+        hidden_size=n_embd,
+        num_attention_heads=n_head,
+        num_key_value_heads=n_head_kv,
+        head_dim=head_dim,
+        v_head_dim=v_head_dim,
+        intermediate_size=n_ff,
+        vocab_size=vocab,
+        max_position_embeddings=k.num("{arch}.context_length"),
+        tie_word_embeddings="output.weight" not in names,
+        attention_bias=has("attn_q.bias") or has("attn_qkv.bias"),
+        attention_out_bias=has("attn_output.bias"),
+        mlp_bias=has("ffn_down.bias"),
+        mlp_gated=has("ffn_gate.weight")
+        or has("ffn_gate_exps.weight")
+        or has("ffn_gate_up_exps.weight")
+        or not has("ffn_up.weight"),
+        norm_type="layer" if has("attn_norm.bias") else "rms",
+        qk_norm=has("attn_q_norm.weight"),
+        layer_types=layer_types,
+        sliding_window=window if LAYER_SLIDING in layer_types else None,
+        kv_heads_per_layer=kv_per_layer,
+        moe=_moe(k, n_ff),
+        mla=mla,
+        recurrent=_recurrent(k, layer_types),
+        tensors=gguf_tensor_infos(g),
+        source="gguf",
+        assumptions=tuple(notes),
+    )
