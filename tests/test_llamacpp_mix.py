@@ -291,6 +291,123 @@ def test_fallback_when_row_not_divisible() -> None:
     assert _q4km("blk.5.attn_q.weight", (4096, 2880)) == "Q5_0"
 
 
+# (ftype, tensor name, shape, options, expected): one branch of llama_tensor_get_type_impl each.
+# Defaults: llama arch, 32 layers, dense, n_gqa 1, no imatrix.
+_BRANCHES: list[tuple[str, str, tuple[int, ...], dict[str, Any], str]] = [
+    # IQ1/IQ2 block
+    ("IQ2_XS", "blk.3.attn_k.weight", (1024, 4096), {"n_expert": 8}, "Q4_K"),
+    ("IQ2_XS", "blk.0.ffn_down.weight", (4096, 14336), {}, "Q2_K"),  # i_ffn_down < n/8
+    ("IQ2_S", "blk.0.ffn_down.weight", (4096, 14336), {}, "IQ3_S"),
+    ("IQ2_XS", "blk.10.ffn_down.weight", (4096, 14336), {}, "IQ2_XS"),
+    ("IQ2_XS", "blk.3.attn_output.weight", (4096, 4096), {"n_expert": 8}, "Q5_K"),
+    ("IQ1_S", "blk.3.attn_output.weight", (4096, 4096), {}, "IQ2_XXS"),
+    ("IQ2_M", "blk.3.attn_output.weight", (4096, 4096), {}, "IQ3_S"),
+    ("IQ2_M", "blk.3.attn_v.weight", (4096, 4096), {}, "IQ3_S"),
+    ("TQ1_0", "token_embd.weight", (32000, 4096), {}, "Q4_K"),
+    # attn_v block
+    ("Q2_K_S", "blk.3.attn_v.weight", (1024, 4096), {"n_gqa": 4}, "Q4_K"),
+    ("IQ3_XXS", "blk.3.attn_v.weight", (1024, 4096), {"n_gqa": 4}, "Q4_K"),
+    ("IQ3_XXS", "blk.3.attn_v.weight", (4096, 4096), {}, "IQ3_S"),  # no imatrix
+    ("IQ3_XXS", "blk.3.attn_v.weight", (4096, 4096), {"has_imatrix": True}, "IQ3_XXS"),
+    ("IQ3_XS", "blk.3.attn_v.weight", (1024, 4096), {"n_gqa": 4}, "Q4_K"),
+    ("IQ3_M", "blk.3.attn_v.weight", (4096, 4096), {}, "Q4_K"),
+    ("Q3_K_L", "blk.3.attn_v.weight", (4096, 4096), {}, "Q5_K"),
+    ("Q4_K_S", "blk.2.attn_v.weight", (4096, 4096), {}, "Q5_K"),  # i_attention_wv < 4
+    ("Q4_K_S", "blk.5.attn_v.weight", (4096, 4096), {}, "Q4_K"),
+    # attn_k / attn_q
+    ("IQ3_XS", "blk.3.attn_k.weight", (4096, 4096), {}, "IQ3_XXS"),
+    ("IQ3_XXS", "blk.3.attn_k.weight", (4096, 4096), {}, "IQ2_S"),
+    ("IQ3_XS", "blk.3.attn_q.weight", (4096, 4096), {}, "IQ3_XXS"),
+    ("IQ3_XXS", "blk.3.attn_q.weight", (4096, 4096), {}, "IQ2_S"),
+    # ffn_down
+    ("Q2_K", "blk.3.ffn_down.weight", (4096, 14336), {}, "Q3_K"),
+    ("Q2_K_S", "blk.1.ffn_down.weight", (4096, 14336), {}, "Q4_K"),
+    ("Q2_K_S", "blk.10.ffn_down.weight", (4096, 14336), {}, "Q2_K"),
+    ("IQ3_XXS", "blk.1.ffn_down.weight", (4096, 14336), {}, "Q4_K"),
+    ("IQ3_XXS", "blk.10.ffn_down.weight", (4096, 14336), {}, "Q3_K"),
+    ("IQ3_XXS", "blk.10.ffn_down.weight", (4096, 14336), {"has_imatrix": True}, "IQ3_XXS"),
+    ("Q3_K_M", "blk.4.ffn_down.weight", (4544, 18176), {"arch": "falcon"}, "Q3_K"),
+    ("Q3_K_M", "blk.6.ffn_down.weight", (4544, 18176), {"arch": "falcon"}, "Q4_K"),
+    ("IQ3_M", "blk.1.ffn_down.weight", (4096, 14336), {}, "Q4_K"),
+    ("IQ3_M", "blk.6.ffn_down_exps.weight", (8, 4096, 14336), {"n_expert": 8}, "Q4_K"),
+    ("IQ3_M", "blk.5.ffn_down.weight", (4096, 14336), {}, "IQ3_S"),
+    ("Q3_K_L", "blk.5.ffn_down.weight", (4096, 14336), {}, "Q5_K"),
+    ("Q3_K_L", "blk.5.ffn_down.weight", (4544, 18176), {"arch": "falcon"}, "Q4_K"),
+    ("Q4_K_M", "blk.1.ffn_down.weight", (4544, 18176), {"arch": "falcon"}, "Q6_K"),
+    ("Q4_K_M", "blk.6.ffn_down.weight", (4544, 18176), {"arch": "falcon"}, "Q5_K"),
+    ("Q4_K_M", "blk.5.ffn_down.weight", (4544, 18176), {"arch": "falcon"}, "Q4_K"),
+    ("IQ4_NL", "blk.1.ffn_down.weight", (4096, 14336), {}, "Q5_K"),
+    ("IQ4_NL", "blk.1.ffn_down.weight", (4096, 14336), {"has_imatrix": True}, "IQ4_NL"),
+    ("Q4_K_S", "blk.1.ffn_down.weight", (4096, 14336), {}, "Q5_K"),
+    ("Q4_0", "blk.1.ffn_down.weight", (4096, 14336), {"has_imatrix": True}, "Q4_1"),
+    ("Q5_0", "blk.1.ffn_down.weight", (4096, 14336), {"has_imatrix": True}, "Q5_1"),
+    ("Q5_0", "blk.1.ffn_down.weight", (4096, 14336), {}, "Q5_0"),
+    # attn_output
+    ("Q2_K", "blk.3.attn_output.weight", (4096, 4096), {}, "Q3_K"),
+    ("IQ3_XXS", "blk.3.attn_output.weight", (4096, 4096), {}, "IQ3_S"),
+    ("Q3_K_L", "blk.3.attn_output.weight", (8192, 8192), {"arch": "falcon"}, "Q4_K"),
+    ("Q4_K_M", "blk.3.attn_output.weight", (8192, 8192), {"arch": "falcon"}, "Q4_K"),
+    # ffn_gate / ffn_up
+    ("IQ3_XS", "blk.10.ffn_gate.weight", (14336, 4096), {}, "IQ3_XXS"),
+    ("IQ3_XS", "blk.1.ffn_up.weight", (14336, 4096), {}, "IQ3_S"),
+    ("IQ3_XS", "blk.10.ffn_up_exps.weight", (8, 14336, 4096), {"n_expert": 8}, "IQ3_XXS"),
+    # OTHER category keeps the default type
+    ("Q4_K_M", "blk.3.ssm_in.weight", (8192, 4096), {}, "Q4_K"),
+]
+
+
+@pytest.mark.parametrize(
+    ("ftype", "name", "shape", "opts", "expected"),
+    _BRANCHES,
+    ids=[f"{f}-{n}-{e}" for f, n, _, _, e in _BRANCHES],
+)
+def test_llama_tensor_get_type_impl_branches(
+    ftype: str, name: str, shape: tuple[int, ...], opts: dict[str, Any], expected: str
+) -> None:
+    kw: dict[str, Any] = {"n_layer": 32, "n_expert": 0, "n_gqa": 1, "arch": "llama", **opts}
+    assert tensor_type_for(ftype, _t(name, shape), **kw) == expected
+
+
+def test_output_and_token_embedding_overrides() -> None:
+    # --output-tensor-type / --token-embedding-type (bartowski's *_L files: Q8_0)
+    ts = _layout({**LLAMA_8B, "num_hidden_layers": 1})
+    kw: dict[str, Any] = {"n_layer": 1, "n_expert": 0, "n_gqa": 4, "arch": "llama"}
+    rows = predict_gguf_tensor_bytes(
+        "Q4_K_M", ts, output_tensor_type="Q8_0", token_embedding_type="Q8_0", **kw
+    )
+    types = {t.name: ty for t, ty, _ in rows}
+    assert types["output.weight"] == "Q8_0"
+    assert types["token_embd.weight"] == "Q8_0"
+    # tied model: the output override reaches token_embd through the OUTPUT branch
+    tied = [t for t in ts if t.name != "output.weight"]
+    rows = predict_gguf_tensor_bytes("Q4_K_M", tied, output_tensor_type="Q8_0", **kw)
+    assert {t.name: ty for t, ty, _ in rows}["token_embd.weight"] == "Q8_0"
+    plain = predict_gguf_file_bytes("Q4_K_M", ts, header_bytes=0, **kw)
+    large = predict_gguf_file_bytes("Q4_K_M", ts, header_bytes=0, output_tensor_type="Q8_0", **kw)
+    assert large > plain
+
+
+def test_layer_of_expert_tensor_without_blk_prefix() -> None:
+    # layer_info() parses 'blk.N.'; TensorInfo.layer is the fallback, else an error
+    t = TensorInfo(name="x.ffn_down_exps.weight", shape=(8, 64, 256), role="x", layer=0)
+    kw: dict[str, Any] = {"n_layer": 32, "n_expert": 8, "n_gqa": 4, "arch": "llama"}
+    assert tensor_type_for("Q4_K_M", t, **kw) == "Q6_K"
+    nolayer = TensorInfo(name="x.ffn_down_exps.weight", shape=(8, 64, 256), role="x")
+    with pytest.raises(UnsupportedModelError, match=r"blk\.N\."):
+        tensor_type_for("Q4_K_M", nolayer, **kw)
+
+
+def test_dims_and_source_details() -> None:
+    # ggml_n_dims ignores size-1 outer dims: a [1, 4096] tensor is 1-D and stays F32
+    assert not tensor_allows_quantization(_t("blk.0.attn_sinks.weight", (1, 4096)))
+    # --leave-output-tensor (quantize_output_tensor = false)
+    out = _t("output.weight", (32000, 4096))
+    assert not tensor_allows_quantization(out, quantize_output=False)
+    # a header-read dtype wins for the unquantized source type
+    hdr = TensorInfo(name="blk.0.altup_proj.weight", shape=(64, 64), role="x", dtype="bf16")
+    assert tensor_source_type(hdr) == "BF16"
+
+
 @pytest.mark.parametrize(
     ("name", "shape", "allowed"),
     [

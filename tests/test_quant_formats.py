@@ -6,7 +6,7 @@ import pytest
 
 from oomkit.errors import UnknownNameError
 from oomkit.quant.formats import FAMILIES, QUANT_FORMATS, list_quant_formats, quant_format
-from oomkit.quant.ggml_types import GGML_TYPES, ggml_tensor_bytes
+from oomkit.quant.ggml_types import GGML_TYPES, ggml_tensor_bytes, ggml_type, ggml_type_by_id
 from oomkit.quant.hf_formats import HF_FORMATS
 from oomkit.quant.llamacpp_ftypes import LLAMACPP_FTYPES
 
@@ -65,3 +65,12 @@ def test_ggml_rows_carry_exact_block_math() -> None:
     assert q4k.bits == 4.5  # display only
     n = 4096 * 4096
     assert n // q4k.block_size * q4k.type_size == ggml_tensor_bytes("Q4_K", n)
+
+
+def test_ggml_type_lookups() -> None:
+    # GGUF tensor infos store the enum value: 12 is Q4_K, 39 MXFP4
+    assert ggml_type_by_id(12) is GGML_TYPES["Q4_K"]
+    assert ggml_type_by_id(39) is GGML_TYPES["MXFP4"]
+    assert ggml_type_by_id(4) is None  # removed Q4_2
+    with pytest.raises(UnknownNameError, match="Q4_K"):
+        ggml_type("Q4K")

@@ -114,6 +114,8 @@ def predict_gguf_file_bytes(
     alignment: int = GGUF_DEFAULT_ALIGNMENT,
     has_imatrix: bool = False,
     pure: bool = False,
+    output_tensor_type: str | None = None,
+    token_embedding_type: str | None = None,
 ) -> int:
     """Bytes of the GGUF file llama-quantize writes for ``ftype``.
 
@@ -145,6 +147,8 @@ def predict_gguf_file_bytes(
         arch=arch,
         has_imatrix=has_imatrix,
         pure=pure,
+        output_tensor_type=output_tensor_type,
+        token_embedding_type=token_embedding_type,
     )
     data_bytes = sum(align_up(n, alignment) for _, _, n in rows)
     return align_up(header_bytes, alignment) + data_bytes

@@ -291,8 +291,7 @@ def _impl(ctx: MixContext, new_type: str, tensor: TensorInfo, category: str, qs:
             return "MXFP4"
         return "Q8_0"
     if category == TOKEN_EMBD:
-        if ctx.token_embedding_type is not None:
-            return ctx.token_embedding_type
+        # (a token_embedding_type override returned earlier, in llama_tensor_get_type)
         if ft in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
             return "Q2_K"
         if ft in ("IQ2_S", "IQ2_M", "IQ3_XXS"):
@@ -575,6 +574,8 @@ def predict_gguf_tensor_bytes(
     has_imatrix: bool = False,
     pure: bool = False,
     source_type: str = "F16",
+    output_tensor_type: str | None = None,
+    token_embedding_type: str | None = None,
 ) -> tuple[tuple[TensorInfo, str, int], ...]:
     """Each tensor with the type llama-quantize gives it and its exact data bytes.
 
@@ -582,6 +583,8 @@ def predict_gguf_tensor_bytes(
     ``n_attention_wv`` counted over attn_v/attn_qkv/attn_kv_b tensors, tied embeddings when no
     ``output.weight`` is present. Bytes are ``ggml_nbytes`` (no alignment padding; see
     :func:`oomkit.quant.llamacpp_filesize.predict_gguf_file_bytes` for the file).
+    ``output_tensor_type`` / ``token_embedding_type`` are llama-quantize's
+    ``--output-tensor-type`` / ``--token-embedding-type`` (bartowski's ``*_L`` files use Q8_0).
 
     Returns:
         (tensor, GGML type name, bytes) in the input order.
@@ -601,6 +604,8 @@ def predict_gguf_tensor_bytes(
         has_imatrix=has_imatrix,
         pure=pure,
         source_type=source_type,
+        output_tensor_type=output_tensor_type,
+        token_embedding_type=token_embedding_type,
     )
     qs = _Counters(
         n_attention_wv=sum(1 for t in tensors if tensor_category(t.name) in _ATTN_V_LIKE)
