@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -363,20 +364,62 @@ def _describe_referrer(ref: Any, target: Any) -> str | None:
         return f"local '{names[0]}' in {where}" if names else f"frame {where}"
     if isinstance(ref, list | tuple):
         return f"{type(ref).__name__} of {len(ref)} items"
+    if isinstance(ref, types.CellType):
+        return "a closure variable (cell)"
     return type(ref).__name__
 
 
 def _live_tensors(torch: Any, device: str) -> list[Any]:
+    kind = device.split(":")[0]
     found: list[Any] = []
-    for obj in gc.get_objects():
-        try:
-            if isinstance(obj, torch.Tensor) and str(obj.device).startswith(device.split(":")[0]):
-                if device != "cpu" and ":" in device and str(obj.device) != device:
+    with warnings.catch_warnings():  # isinstance() on deprecated torch proxies warns
+        warnings.simplefilter("ignore")
+        for obj in gc.get_objects():
+            try:
+                if not isinstance(obj, torch.Tensor):
                     continue
+                where = str(obj.device)
+            except Exception:  # pragma: no cover - proxies that fail isinstance/device
+                continue
+            if where.startswith(kind) and (":" not in device or where == device):
                 found.append(obj)
-        except Exception:  # pragma: no cover - proxies that fail isinstance/device
-            continue
     return found
+
+
+def _caller_frames() -> list[Any]:
+    frames: list[Any] = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        frames.append(frame)
+        frame.f_locals  # noqa: B018 - syncs the frame's locals cache (CPython < 3.13)
+        frame = frame.f_back  # type: ignore[assignment]
+    return frames
+
+
+def _holder(t: Any, frames: list[Any], *, ignore: set[int]) -> Holder:
+    refs: list[str] = []
+    cache_ids = set(ignore)
+    for f in frames:
+        local_vars = f.f_locals
+        if local_vars is not f.f_globals:
+            cache_ids.add(id(local_vars))
+        where = f"{f.f_code.co_name} ({f.f_code.co_filename}:{f.f_lineno})"
+        for k, v in list(local_vars.items()):  # a loop, not a comprehension: no cell for t
+            if v is t:
+                refs.append(f"local '{k}' in {where}")
+    for r in gc.get_referrers(t):
+        if id(r) in cache_ids:
+            continue
+        described = _describe_referrer(r, t)
+        if described is not None:
+            refs.append(described)
+    return Holder(
+        nbytes=int(t.untyped_storage().nbytes()),
+        shape=tuple(int(s) for s in t.shape),
+        dtype=str(t.dtype).removeprefix("torch."),
+        device=str(t.device),
+        referrers=tuple(dict.fromkeys(refs)),
+    )
 
 
 def free_memory(device: str | None = None, *, top: int = 5) -> FreeReport:
@@ -408,6 +451,10 @@ def free_memory(device: str | None = None, *, top: int = 5) -> FreeReport:
     elif name == "mps":
         torch.mps.empty_cache()
     after = allocator_stats(name)
+    # Running frames are not GC objects on CPython 3.11+, so the callers' locals are read
+    # directly. Reading f_locals first also re-syncs each frame's locals cache, so a variable
+    # the caller already deleted is not reported (or kept alive) through a stale cache.
+    frames = _caller_frames()
     tensors = _live_tensors(torch, name)
     by_storage: dict[int, Any] = {}
     for t in tensors:
@@ -416,27 +463,14 @@ def free_memory(device: str | None = None, *, top: int = 5) -> FreeReport:
         except RuntimeError:  # pragma: no cover - meta/fake tensors have no storage
             continue
         by_storage.setdefault(key, t)
+    del tensors
     live = sum(int(t.untyped_storage().nbytes()) for t in by_storage.values())
-    holders: list[Holder] = []
     largest = sorted(by_storage.values(), key=lambda t: -int(t.untyped_storage().nbytes()))
-    for t in largest[:top]:
-        refs = [
-            d
-            for r in gc.get_referrers(t)
-            if r is not tensors and r is not by_storage and r is not largest
-            for d in (_describe_referrer(r, t),)
-            if d is not None
-        ]
-        holders.append(
-            Holder(
-                nbytes=int(t.untyped_storage().nbytes()),
-                shape=tuple(int(s) for s in t.shape),
-                dtype=str(t.dtype).removeprefix("torch."),
-                device=str(t.device),
-                referrers=tuple(dict.fromkeys(refs)),
-            )
-        )
-    del tensors, by_storage, largest
+    del by_storage
+    chosen = largest[:top]
+    del largest
+    holders = [_holder(t, frames, ignore={id(chosen), id(frames)}) for t in chosen]
+    del chosen, frames
     if holders and after.reserved_bytes is not None and after.reserved_bytes > 64 * MiB:
         notes.append(
             "memory still reserved is held by the tensors listed above: drop those references "
