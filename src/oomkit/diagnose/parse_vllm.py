@@ -301,4 +301,17 @@ def parse_vllm(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             events.append(ev)
             continue
         _context(line, facts)
+        kv, blocks = facts.get("kv_cache_bytes"), facts.get("num_gpu_blocks")
+        if (kv is not None and kv < 0) or blocks == 0:
+            if not any(e.kind == "no_kv_blocks" for e in events):
+                events.append(
+                    _vllm_event(
+                        "no_kv_blocks",
+                        "vllm_profile_negative_kv",
+                        line,
+                        lines.number[i],
+                        available_kv_bytes=kv,
+                        stage="startup",
+                    )
+                )
     return events, facts

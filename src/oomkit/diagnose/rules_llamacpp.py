@@ -26,7 +26,8 @@ def _fb(n: int | None) -> str:
 
 def _gpu_names(ctx: LogContext) -> set[str]:
     names = {b.name for b in ctx.buffers if not b.on_host and b.name.upper().startswith(_GPU_PREFIXES)}
-    names |= {d.name for d in ctx.devices if d.name.startswith(("CUDA", "ROCm", "Device"))}
+    if not names:  # fall back to the device list (same devices under other names)
+        names = {d.name for d in ctx.devices if d.name.startswith(("CUDA", "ROCm", "Device"))}
     return names
 
 
@@ -86,10 +87,11 @@ def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fi
     ratio = kv_type_ratio(ctx.type_k or "f16", "q8_0")
     if kv and ratio is not None and ratio < 1:
         saving = kv - int(kv * ratio)
+        assumed = "" if ctx.type_k else " (the log does not print the cache type; f16 is the default)"
         out.append(
             Fix(
                 title="Quantize the KV cache to q8_0",
-                why=f"q8_0 stores 34 bytes per 32 values vs {ctx.type_k or 'f16'}: "
+                why=f"q8_0 stores 34 bytes per 32 values vs {ctx.type_k or 'f16'}{assumed}: "
                 f"{_fb(kv)} becomes {_fb(int(kv * ratio))} (V quantization needs flash attention).",
                 commands=("-fa on -ctk q8_0 -ctv q8_0", "OLLAMA_FLASH_ATTENTION=1 "
                           "OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve"),
@@ -343,6 +345,13 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
     est = ctx.ollama_required_full_bytes
     avail = ctx.ollama_available_bytes
     expl = f"The Ollama runner failed to allocate GPU memory ({e.detail or e.text[:120]})."
+    layout: dict[str, dict[str, int]] = {}
+    for b in ctx.buffers:
+        layout.setdefault(b.name, {})[b.kind] = layout.get(b.name, {}).get(b.kind, 0) + b.size_bytes
+    for name, kinds in layout.items():
+        parts = ", ".join(f"{k} {_fb(v)}" for k, v in kinds.items())
+        expl += f" Planned on {name}: {parts} = {_fb(sum(kinds.values()))}."
+    kv_planned = sum(v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU"))
     if est is not None and avail:
         expl += (
             f" Ollama estimated {_fb(est)} for a full GPU load against {_fb(sum(avail))} available"
@@ -354,7 +363,7 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
             "num_gpu is the number of layers Ollama offloads; fewer layers need less VRAM.",
             ("/set parameter num_gpu <fewer>", '"options": {"num_gpu": <fewer>}'),
         ),
-        *_kv_fixes(ctx, ctx.ollama_required_kv_bytes, None),
+        *_kv_fixes(ctx, kv_planned or ctx.ollama_required_kv_bytes, None),
         generic(
             "Reserve headroom for the estimate's error",
             "OLLAMA_GPU_OVERHEAD (bytes) makes the scheduler leave memory free per GPU.",

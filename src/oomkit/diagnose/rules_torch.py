@@ -301,10 +301,8 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911, PLR0
             fixes=(_frag_fix(e, r), *_batch_fixes(e, None)[:1]),
         )
     short = max(0, x - free)
-    tail = (
-        f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)}); "
-        f"cached-but-free memory ({_fb(r)}) cannot cover it either."
-    )
+    tail = f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
+    tail += f"; cached-but-free memory ({_fb(r)}) cannot cover it either." if r is not None else "."
     if phase == "model_load":
         return Analysis(
             cause="model_too_large",

@@ -1,0 +1,148 @@
+"""Diagnosis rules: causes on real messages, the arithmetic in fixes, the fix-provider hook."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oomkit.diagnose.doctor import Finding, Fix, diagnose_text
+from oomkit.units import GiB, MiB
+
+LOGS = Path(__file__).parent / "fixtures" / "oom_logs"
+
+
+def _d(name: str):  # type: ignore[no-untyped-def]
+    return diagnose_text((LOGS / f"{name}.txt").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        ("oom-torch-neurolens-2", "batch_or_activations"),  # 55.57 GiB request > 12 GiB card
+        ("oom-torch-lerf-73", "fragmentation"),  # 4.84 GiB cached >= 3 GiB request, 28% of reserved
+        ("oom-hip-pytorch-175431-mostly-free", "unknown"),  # 203 GiB free for a 2 MiB request
+        ("oom-torch-llama-82-7b-11gb", "model_too_large"),  # tiny request, card full of tensors
+        ("oom-torch-llamacookbook-898-torchtune", "batch_or_activations"),  # inductor buffer
+        ("oom-hip-autotrain-737", "other_process_holding_memory"),  # 3.37 GiB unaccounted
+        ("constructed-torch-new-others-wrapped", "other_process_holding_memory"),
+        ("oom-llamacpppython-ollama6860-small-gpu", "multi_gpu_imbalance"),
+        ("constructed-llamacpp-kv-fail", "kv_cache_or_context"),
+        ("oom-vllm-13061-maxseqlen-131072", "kv_cache_or_context"),
+        ("constructed-vllm-startup", "other_process_holding_memory"),
+        ("oom-ollama-continue-12795-codellama", "host_ram"),
+        ("oomkill-tranx-41", "host_ram"),
+        ("oom-jax-afprofile-12-111gb", "batch_or_activations"),
+    ],
+)
+def test_cause(name: str, cause: str) -> None:
+    d = _d(name)
+    assert d.cause == cause, d.explanation
+    assert 0.0 < d.confidence <= 1.0
+
+
+def test_other_process_named_with_kill_and_saving() -> None:
+    d = _d("constructed-torch-new-others-wrapped")
+    top = d.fixes[0]
+    assert "kill 19239" in top.commands
+    assert top.expected_saving_bytes == int(14.26 * GiB + 0.5)
+    assert "19239" in d.explanation and "14.26 GiB" in d.explanation
+
+
+def test_fragmentation_fix_is_expandable_segments_sized_by_r() -> None:
+    d = _d("oom-torch-lerf-73")
+    assert d.fixes[0].commands[0] == "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    assert d.fixes[0].expected_saving_bytes == round(4.84 * GiB)
+
+
+def test_llamacpp_kv_fixes_computed_from_the_log() -> None:
+    d = _d("constructed-llamacpp-kv-fail")
+    by_title = {f.title: f for f in d.fixes}
+    half = by_title["Halve the context: -c 65536"]
+    assert half.expected_saving_bytes == 8 * GiB  # 16 GiB KV at 131072 -> half
+    q8 = by_title["Quantize the KV cache to q8_0"]
+    assert q8.expected_saving_bytes == 16 * GiB - 16 * GiB * 34 // 64
+    savings = [f.expected_saving_bytes for f in d.fixes if f.expected_saving_bytes is not None]
+    assert savings == sorted(savings, reverse=True)
+
+
+def test_llamacpp_compute_fix_scales_with_ubatch() -> None:
+    d = _d("measured-iklcpp-p235-deepseek-r1-q2k-15x3090-32k-oom")
+    ub = next(f for f in d.fixes if f.title.startswith("Halve the micro-batch"))
+    assert "-ub 256" in ub.commands[0]
+    assert ub.expected_saving_bytes == round(8900.01 * MiB) // 2 + (round(8900.01 * MiB) % 2)
+
+
+def test_vllm_v1_max_model_len_and_fp8() -> None:
+    d = _d("constructed-vllm-v1-kv")
+    titles = [f.title for f in d.fixes]
+    assert "Serve a shorter context: --max-model-len 78336" in titles
+    assert "Store the KV cache in fp8: --kv-cache-dtype fp8" in titles
+
+
+def test_vllm_v0_utilization_from_profiling() -> None:
+    # 29000 tokens wanted, 23648 fit in 2.89 GiB at util 0.90 of 23.58 GiB -> 0.93
+    d = _d("measured-vllm-10517-llama31-8b-3090-29k")
+    titles = [f.title for f in d.fixes]
+    assert "Raise --gpu-memory-utilization to 0.93" in titles
+    assert "Serve a shorter context: --max-model-len 23648" in titles
+
+
+def test_vllm_negative_kv_needs_higher_utilization() -> None:
+    # weights 5.20 + non-torch 0.03 + activations 1.42 = 6.65 GiB of 8 GiB at util 0.70
+    d = _d("measured-vllm-13882-qwen25-7b-rtx4060-8gb")
+    assert d.cause == "model_too_large"
+    assert d.fixes[0].title == "Raise --gpu-memory-utilization to 0.89"
+
+
+def test_ollama_shortfall() -> None:
+    d = _d("oom-ollama-continue-11715-phi3mini")
+    assert d.fixes[0].expected_saving_bytes == 5 * GiB - round(3.9 * GiB)
+    assert "short by 1.10 GiB" in d.explanation
+
+
+def test_generic_fixes_say_so() -> None:
+    d = _d("oom-cudaerr-wan2gp-731-model-switch")
+    assert d.cause == "unknown"
+    assert all(f.generic and f.why.startswith("Generic advice") for f in d.fixes)
+
+
+def test_no_oom() -> None:
+    d = diagnose_text("epoch 1 done")
+    assert not d.oom_found
+    assert (d.cause, d.confidence, d.fixes) == ("unknown", 0.0, ())
+
+
+def test_fix_provider_hook_adds_ranked_fixes_and_survives_errors() -> None:
+    seen: list[Finding] = []
+
+    def provider(f: Finding) -> list[Fix]:
+        seen.append(f)
+        return [Fix(title="model-aware", why="computed", commands=("x",),
+                    expected_saving_bytes=100 * GiB)]
+
+    def broken(f: Finding) -> list[Fix]:
+        raise RuntimeError("boom")
+
+    text = (LOGS / "oom-torch-lerf-73.txt").read_text(encoding="utf-8")
+    d = diagnose_text(text, fix_providers=[provider, broken])
+    assert seen[0].cause == "fragmentation"
+    assert d.fixes[0].title == "model-aware"
+    assert any("boom" in n for n in d.notes)
+
+
+def test_to_dict_contract() -> None:
+    doc = _d("oom-torch-llava-next-2").to_dict()
+    json.dumps(doc)
+    assert doc["schema_version"] == 1
+    ev = doc["events"][0]
+    for key in ("runtime", "kind", "device", "line", "requested_bytes", "total_bytes",
+                "free_bytes", "allocated_bytes", "reserved_unallocated_bytes",
+                "process_in_use_bytes", "other_processes"):
+        assert key in ev
+    assert set(doc["fixes"][0]) >= {"title", "why", "commands", "expected_saving_bytes"}
+    assert isinstance(doc["confidence"], float)
+    legacy = _d("oom-torch-llama-82-7b-11gb").to_dict()["events"][0]
+    assert legacy["reserved_unallocated_bytes"] is None  # not stated by the legacy format
+    assert legacy["process_in_use_bytes"] is None
