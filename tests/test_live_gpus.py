@@ -519,3 +519,125 @@ def test_cli_catalog() -> None:
     assert any("4090" in r["name"] for r in rows)
     missing = CliRunner().invoke(gpus_command, ["--catalog", "zzzzqqqq-nothing"], env=ENV)
     assert missing.exit_code in (0, 3)  # close matches may still list something
+
+
+# --- NVML backend over a stand-in pynvml (values from the nvitop#8 capture) -----------------
+
+
+class _NVMLError(Exception):
+    pass
+
+
+class _NotFound(_NVMLError):
+    pass
+
+
+class _NotSupported(_NVMLError):
+    pass
+
+
+def _fake_pynvml(init_error: str | None = None):  # type: ignore[no-untyped-def]
+    """A pynvml stand-in answering like NVML on an A100 host with GPU 1 in MIG mode."""
+    import types
+
+    ns = types.SimpleNamespace
+    slices = {0: (3, 14366, 19968), 1: (5, 9826, 19968), 2: (6, 13, 19968)}
+    procs = {0: [(55111, 20481)], 1: [(34965, 14195), (56597, 149), (46505, 9807), (42859, 9865)]}
+
+    def init() -> None:
+        if init_error:
+            raise _NVMLError(init_error)
+
+    def memory(h):  # type: ignore[no-untyped-def]
+        if h[0] == "mig":
+            _, used, total = slices[h[2]]
+            return ns(total=total * MiB, used=used * MiB, free=(total - used) * MiB)
+        used = 20481 if h[1] == 0 else 34010
+        return ns(total=81920 * MiB, used=used * MiB, free=(81920 - used) * MiB)
+
+    def util(h):  # type: ignore[no-untyped-def]
+        if h[1] == 1:
+            raise _NotSupported("Not Supported")  # MIG mode: no device-level utilization
+        return ns(gpu=97, memory=40)
+
+    def mig_mode(h):  # type: ignore[no-untyped-def]
+        return (1, 1) if h[1] == 1 else (0, 0)
+
+    def mig_handle(h, i):  # type: ignore[no-untyped-def]
+        if i not in slices:
+            raise _NotFound("Not Found")
+        return ("mig", h[1], i)
+
+    def running(h):  # type: ignore[no-untyped-def]
+        return [ns(pid=p, usedGpuMemory=m * MiB) for p, m in procs[h[1]]]
+
+    def graphics(h):  # type: ignore[no-untyped-def]
+        # A C+G process appears in both lists with the same charge; one without a number.
+        return (
+            [ns(pid=55111, usedGpuMemory=20481 * MiB), ns(pid=777, usedGpuMemory=None)]
+            if h[1] == 0
+            else []
+        )
+
+    def proc_util(h, since):  # type: ignore[no-untyped-def]
+        if h[1] == 0:
+            return [ns(pid=55111, smUtil=88, timeStamp=since + 1)]
+        raise _NotFound("no samples")  # nobody on GPU 1 ran kernels in the window
+
+    return ns(
+        NVMLError=_NVMLError,
+        NVMLError_NotFound=_NotFound,
+        nvmlInit=init,
+        nvmlDeviceGetCount=lambda: 2,
+        nvmlDeviceGetHandleByIndex=lambda i: ("gpu", i),
+        nvmlDeviceGetName=lambda h: b"NVIDIA A100-SXM4-80GB" if h[0] == "gpu" else "MIG 1g.20gb",
+        nvmlDeviceGetUUID=lambda h: f"GPU-{h[1]}" if h[0] == "gpu" else f"MIG-{h[2]}",
+        nvmlDeviceGetMemoryInfo=memory,
+        nvmlDeviceGetUtilizationRates=util,
+        nvmlDeviceGetMigMode=mig_mode,
+        nvmlDeviceGetMaxMigDeviceCount=lambda h: 7,
+        nvmlDeviceGetMigDeviceHandleByIndex=mig_handle,
+        nvmlDeviceGetGpuInstanceId=lambda h: slices[h[2]][0],
+        nvmlDeviceGetComputeInstanceId=lambda h: 0,
+        nvmlDeviceGetComputeRunningProcesses=running,
+        nvmlDeviceGetGraphicsRunningProcesses=graphics,
+        nvmlDeviceGetProcessUtilization=proc_util,
+    )
+
+
+def test_nvml_backend_devices_mig_and_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from oomkit.hardware.nvml import NvmlBackend
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml())
+    backend = NvmlBackend()
+    gpus = detect_gpus(backend, procs=ProcFs(Path("/nonexistent")), current_user="x")
+    assert [g.name for g in gpus] == ["NVIDIA A100-SXM4-80GB"] * 2  # bytes names decoded
+    assert gpus[0].utilization_gpu_percent == 97
+    assert gpus[1].utilization_gpu_percent is None
+    assert [(m.gpu_instance_id, m.memory_used_bytes) for m in gpus[1].mig_slices] == [
+        (3, 14366 * MiB),
+        (5, 9826 * MiB),
+        (6, 13 * MiB),
+    ]
+    p0 = {p.pid: p for p in gpus[0].processes}
+    assert p0[55111].used_bytes == 20481 * MiB  # C+G listed twice, counted once
+    assert p0[55111].sm_utilization_percent == 88
+    assert p0[777].used_bytes is None
+    assert p0[777].sm_utilization_percent == 0  # no sample in the window
+    assert [p.pid for p in gpus[1].processes] == [34965, 42859, 46505, 56597]
+    assert all(p.sm_utilization_percent == 0 for p in gpus[1].processes)
+
+
+def test_nvml_backend_init_and_import_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from oomkit.hardware.nvml import NvmlBackend
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(init_error="Driver Not Loaded"))
+    with pytest.raises(NvmlUnavailableError, match="Driver Not Loaded"):
+        NvmlBackend()
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    with pytest.raises(NvmlUnavailableError, match="nvidia-ml-py is not installed"):
+        NvmlBackend()

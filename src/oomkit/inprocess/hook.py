@@ -67,7 +67,10 @@ def format_oom_report(exc: BaseException) -> str | None:
     text = f"{qual}: {exc}"
     lines = ["", "---- oomkit: out-of-memory diagnosis ----", *_diagnosis_lines(text)]
     lines.extend(_stats_lines())
-    lines.append("next: oomkit.free_memory() reports what still holds memory; oomkit doctor LOG")
+    lines.append(
+        "next: oomkit.free_memory() shows what still holds memory; `oomkit gpus` lists the "
+        "processes on each GPU"
+    )
     return "\n".join(lines)
 
 
