@@ -226,6 +226,24 @@ def test_moe_eight_experts_bumps_attention() -> None:
     assert _q4km("blk.5.ffn_down_exps.weight", (8, 4096, 14336), **kw) == "Q4_K"
 
 
+def test_mixtral_q3_k_m_matches_a_real_loader_log_where_rules_agree() -> None:
+    # ggml-org/llama.cpp#4495 (Dec 2023, Mixtral-8x7B Q3_K_M) prints for blk.31:
+    # attn_k q8_0, attn_q q3_K, attn_v q8_0, attn_output q4_K. The n_expert == 8 bumps of
+    # attn_k/attn_v reproduce; attn_output got its own n_expert == 8 -> Q5_K rule later, so
+    # today's llama-quantize writes Q5_K there (older files differ, see the module docstring).
+    kw: dict[str, Any] = {"n_layer": 32, "n_expert": 8, "n_gqa": 4, "arch": "llama"}
+    types = {
+        name: tensor_type_for("Q3_K_M", _t(f"blk.31.{name}.weight", shape), **kw)
+        for name, shape in (
+            ("attn_k", (1024, 4096)),
+            ("attn_q", (4096, 4096)),
+            ("attn_v", (1024, 4096)),
+            ("attn_output", (4096, 4096)),
+        )
+    }
+    assert types == {"attn_k": "Q8_0", "attn_q": "Q3_K", "attn_v": "Q8_0", "attn_output": "Q5_K"}
+
+
 def test_70b_attn_v_gets_q5_k() -> None:
     # LLM_TYPE_70B: Q3_K/Q4_K attn_v -> Q5_K (llama 80 layers with GQA, qwen2 80 layers)
     assert is_llm_type_70b("llama", 80, 8)
