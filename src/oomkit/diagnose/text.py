@@ -35,25 +35,20 @@ __all__ = [
 
 MAX_LINE = 8192  # characters of one physical line considered at a time
 FULL_SCAN_CHARS = 8 << 20  # logs up to this size are read line by line in full
-_HEAD_CHARS = 1 << 20
-_TAIL_CHARS = 2 << 20
-_WINDOW_CHARS = 4096
-_MAX_WINDOWS_EACH_SIDE = 48
+_HEAD_CHARS = 256 << 10
+_TAIL_CHARS = 1 << 20
+_WINDOW_CHARS = 2048
+_MAX_WINDOWS_EACH_SIDE = 16
 
 # Keywords that every OOM message of every supported runtime contains at least one of. Used only
 # to pick windows in the middle of huge logs; str.find runs at memchr speed.
 _ANCHORS = (
     "emory",  # out of memory, Out of memory, OutOfMemory, system memory, Not enough memory...
-    "lloc",  # Tried to allocate, failed to allocate, cudaMalloc, allocation failed
-    "ALLOC_FAILED",
-    "Kill",
-    "kill",
-    "OOM",
-    "EXHAUSTED",
-    "KV cache",
-    "terminated",
-    "status 5",
-    "1455",
+    "lloc",  # Tried to allocate, failed to allocate, cudaMalloc, OOM when allocating
+    "ALLOC",  # CUBLAS_STATUS_ALLOC_FAILED
+    "illed",  # Killed, killed (OOM killer, shell, Ollama "signal: killed")
+    "KV cache",  # vLLM capacity errors
+    "status 5",  # Metal command buffer failure
 )
 
 _PREFIXES = (
@@ -102,7 +97,6 @@ def size_of(m: re.Match[str], name: str, runtime: str) -> int | None:
     return to_bytes(number, unit, runtime)
 
 
-_WS = re.compile(r"\s{2,}|[\t\r\f\v]")
 
 
 def clean(line: str) -> str:
@@ -116,7 +110,7 @@ def clean(line: str) -> str:
                 s = s[m.end() :].lstrip()
         if s == before:
             break
-    return _WS.sub(" ", s)
+    return " ".join(s.split())
 
 
 def has_any(line: str, needles: Sequence[str]) -> bool:
@@ -135,6 +129,8 @@ class Lines:
 
 def _cut(piece: str, first_line: int, out_text: list[str], out_num: list[int]) -> None:
     n = first_line
+    if "\r" in piece:
+        piece = piece.replace("\r\n", "\n").replace("\r", "\n")
     for raw in piece.split("\n"):
         if len(raw) <= MAX_LINE:
             out_text.append(raw)
@@ -183,7 +179,6 @@ def split_lines(text: str) -> Lines:
     >>> ls.text, ls.number
     (('a', 'b', 'c'), (1, 2, 3))
     """
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
     out_text: list[str] = []
     out_num: list[int] = []
     if len(text) <= FULL_SCAN_CHARS:

@@ -1,0 +1,107 @@
+"""Adversarial-input timing for the OOM doctor: 100 MB logs must parse in <= 2 s.
+
+Usage:
+    python benchmarks/bench_doctor.py [--mb 100]      # prints the time for each adversarial log
+    python -m pytest benchmarks/bench_doctor.py        # pytest-benchmark style (smaller inputs)
+
+Logs: one huge line without newlines; many near-miss lines (OOM keywords, broken numbers); long
+digit runs; ordinary noise with one real OOM message at the very end (which must be found).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from oomkit.diagnose.doctor import diagnose_text
+
+_REAL = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a total "
+    "capacity of 31.36 GiB of which 471.69 MiB is free. Including non-PyTorch memory, this "
+    "process has 16.63 GiB memory in use. Process 19239 has 14.26 GiB memory in use. Of the "
+    "allocated memory 15.03 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch "
+    "but unallocated.\n"
+)
+_NEAR = [
+    "CUDA out of memory. Tried to allocate 12.3x GiB. GPU 0 has a total capac",
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 99999999999999999999.00 MiB on device",
+    "load_tensors:  CUDA0 model buffer size = 1234.",
+    "Process 1 has 1.00 GiB memory in use. Process 2 has 2.00 GiB memory in use. Of the alloc",
+    "model requires more system memory (5.0 GiB) than is avail",
+    "Out of memory: Killed process 12 (python) total-vm:1kB, anon-rss:",
+    "RESOURCE_EXHAUSTED: Out of memory while trying to allocate lots",
+    'msg="offload to cuda" memory.required.full="5.6 G" memory.available="[',
+    "The model's max seq len (1) is larger than the maximum number of tokens that can be",
+    "Killed process",
+]
+
+
+def huge_line(n: int) -> str:
+    unit = "out of memory " + "a" * 50 + " Tried to allocate " + "1" * 30 + " "
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def near_miss(n: int) -> str:
+    block = "\n".join(_NEAR) + "\n"
+    return (block * (n // len(block) + 1))[:n]
+
+
+def digits(n: int) -> str:
+    return ("9" * 997 + " MiB\n") * (n // 1002)
+
+
+def noise_then_oom(n: int) -> str:
+    line = "2024-01-01 12:00:00 INFO step 123 loss 1.2345 lr 0.0001 tokens/s 4567.8\n"
+    return line * ((n - len(_REAL)) // len(line)) + _REAL
+
+
+CASES: dict[str, Callable[[int], str]] = {
+    "one huge line": huge_line,
+    "near-miss lines": near_miss,
+    "long digit runs": digits,
+    "noise + real OOM at the end": noise_then_oom,
+}
+
+
+def time_case(make: Callable[[int], str], n: int) -> tuple[float, Any]:
+    text = make(n)
+    t0 = time.perf_counter()
+    d = diagnose_text(text)
+    return time.perf_counter() - t0, d
+
+
+def test_bench_near_miss(benchmark: Any) -> None:
+    text = near_miss(8 << 20)
+    d = benchmark(diagnose_text, text)
+    assert d is not None
+
+
+def test_bench_noise_then_oom(benchmark: Any) -> None:
+    text = noise_then_oom(8 << 20)
+    d = benchmark(diagnose_text, text)
+    assert d.cause == "other_process_holding_memory"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--limit-s", type=float, default=2.0)
+    args = ap.parse_args(argv)
+    n = args.mb * 1_000_000
+    worst = 0.0
+    for name, make in CASES.items():
+        dt, d = time_case(make, n)
+        worst = max(worst, dt)
+        print(f"{name:28} {args.mb} MB: {dt:6.2f} s  events={len(d.events)} cause={d.cause}")
+        if make is noise_then_oom and d.cause != "other_process_holding_memory":
+            print("  the real OOM at the end was missed")
+            return 1
+    print(f"worst {worst:.2f} s (limit {args.limit_s} s)")
+    return 0 if worst <= args.limit_s else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
