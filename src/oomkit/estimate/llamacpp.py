@@ -1,0 +1,525 @@
+"""llama.cpp memory estimate: model, KV/RS, compute and output buffers per device, plus context.
+
+The engine under llama-server/llama-cli, Ollama, LM Studio, koboldcpp and llama-cpp-python. Each
+buffer is modelled the way llama.cpp allocates it (late 2025 builds):
+
+* weights: :mod:`oomkit.estimate.llamacpp_placement` (``llama_model::load_tensors``);
+* KV/RS cache: :mod:`oomkit.estimate.llamacpp_kv` (``llama_kv_cache``, iSWA, recurrent);
+* compute: :mod:`oomkit.estimate.llamacpp_compute` rebuilds the reserve graph and runs ggml-alloc's
+  allocator (:mod:`oomkit.estimate.llamacpp_galloc`);
+* output: ``llama_context::output_reserve`` (logits ``n_vocab x n_outputs_max`` f32 on the host);
+* the per-GPU context overhead from :mod:`oomkit.estimate.overhead` (user override:
+  ``settings.overhead_bytes``).
+
+``runtime_details["buffers"]`` lists what llama.cpp itself would log per buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue, ModelInfo
+from oomkit.estimate.llamacpp_compute import (
+    GraphShape,
+    build_graph,
+    compute_buffer_bytes,
+    graph_shape,
+    host_compute_bytes,
+    output_buffer_bytes,
+)
+from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
+from oomkit.estimate.llamacpp_params import (
+    BUFFER_ALIGNMENT,
+    LlamaCppOptions,
+    LlamaCppParams,
+    resolve_llamacpp_params,
+)
+from oomkit.estimate.llamacpp_placement import (
+    Placement,
+    backend_buffer_prefix,
+    place_weights,
+)
+from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["LlamaCppBreakdown", "estimate_llamacpp", "gguf_arch", "weight_tensors"]
+
+SRC_LOAD = "llama.cpp src/llama-model.cpp llama_model::load_tensors"
+SRC_KV = "llama.cpp src/llama-kv-cache.cpp llama_kv_cache (+ -iswa, llama-memory-recurrent)"
+SRC_COMPUTE = (
+    "llama.cpp src/llama-context.cpp graph_reserve + ggml/src/ggml-alloc.c "
+    "ggml_gallocr_alloc_graph_impl (simulated)"
+)
+SRC_OUTPUT = "llama.cpp src/llama-context.cpp llama_context::output_reserve"
+#: op_offload: the scheduler sends CPU-weight matmuls of big batches to the GPU
+#: (ggml-backend.cpp ggml_backend_sched, ``min_batch_size`` of the CUDA backend's offload_op)
+OP_OFFLOAD_MIN_BATCH = 32
+
+#: HF model_type -> GGUF general.architecture where they differ
+_GGUF_ARCH: Mapping[str, str] = {
+    "mistral": "llama",
+    "mixtral": "llama",
+    "qwen3_moe": "qwen3moe",
+    "qwen2_moe": "qwen2moe",
+    "qwen3_next": "qwen3next",
+    "deepseek_v2": "deepseek2",
+    "deepseek_v3": "deepseek2",
+    "kimi_k2": "deepseek2",
+    "gemma3_text": "gemma3",
+    "gpt_oss": "gpt-oss",
+    "phi3": "phi3",
+    "granitemoehybrid": "granitehybrid",
+    "gpt_neox": "gptneox",
+    "falcon_h1": "falcon-h1",
+}
+
+
+def gguf_arch(spec: ModelSpec) -> str:
+    """GGUF ``general.architecture`` for a spec (llama-arch.cpp LLM_ARCH_NAMES)."""
+    return _GGUF_ARCH.get(spec.model_type, spec.model_type)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlamaCppBreakdown:
+    """Everything the estimate was built from (for tests and the oracle)."""
+
+    params: LlamaCppParams
+    placement: Placement
+    kv: KvPlan
+    shape: GraphShape
+    compute: dict[str, int]  # buffer name -> bytes
+    output_bytes: int
+    weights_source: str
+
+
+def weight_tensors(
+    spec: ModelSpec, quant: str | None
+) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+    """(tensor, ggml type, bytes) in file order, where they came from, and assumptions.
+
+    Exact types and bytes from a GGUF header win; otherwise llama-quantize's per-tensor choice
+    for ``quant`` is predicted over the tensors derived from the config.
+    """
+    if spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
+        rows = tuple((t, str(t.dtype).upper(), int(t.n_bytes or 0)) for t in spec.tensors)
+        return rows, "gguf header (exact tensor types and bytes)", ()
+    from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
+    from oomkit.spec.tensors import model_tensors
+
+    notes: list[str] = []
+    ftype = quant
+    if ftype is None:
+        ftype = "Q4_K_M"
+        notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
+    aliases = {"fp16": "F16", "float16": "F16", "bf16": "BF16", "fp32": "F32", "mxfp4": "MXFP4_MOE"}
+    ftype = aliases.get(ftype.strip().lower(), ftype)
+    tensors = model_tensors(spec)
+    n_expert = spec.moe.num_experts if spec.moe else 0
+    attn = spec.attention_layers()
+    kv0 = spec.kv_heads(attn[0]) if attn else spec.num_key_value_heads
+    n_gqa = spec.num_attention_heads // max(1, kv0)
+    rows = predict_gguf_tensor_bytes(
+        ftype,
+        tensors,
+        n_layer=spec.num_hidden_layers,
+        n_expert=n_expert,
+        n_gqa=n_gqa,
+        arch=gguf_arch(spec),
+    )
+    return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)
+
+
+def _gpus(hardware: Hardware) -> tuple[DeviceTarget, ...]:
+    return tuple(d for d in hardware.devices if d.backend != "cpu")
+
+
+def _dev_name(dev: DeviceTarget, index: int) -> str:
+    prefix = (
+        "mps"
+        if dev.backend == "metal"
+        else "cuda"
+        if dev.backend in ("cuda", "rocm")
+        else dev.backend
+    )
+    return f"{prefix}:{index}"
+
+
+def _matmul_weight_bytes(placement: Placement, layer: int) -> int:
+    return sum(
+        t.n_bytes
+        for t in placement.tensors
+        if t.layer == layer
+        and t.device == "cpu"
+        and t.name.endswith(".weight")
+        and t.ne0 > 1
+        and "norm" not in t.name
+    )
+
+
+def _compute_buffers(
+    spec: ModelSpec,
+    params: LlamaCppParams,
+    sh: GraphShape,
+    placement: Placement,
+    gpus: Sequence[DeviceTarget],
+    names: Sequence[str],
+) -> tuple[dict[str, int], dict[str, str], list[str]]:
+    """Compute buffer per backend buffer name; notes on what was modelled."""
+    notes: list[str] = []
+    out: dict[str, int] = {}
+    where: dict[str, str] = {}
+    n_layer = spec.num_hidden_layers
+    cpu_layers = [i for i, d in enumerate(placement.layer_device) if d == "cpu"]
+    host_name = "CPU"
+    if gpus and not all(g.unified_memory for g in gpus):
+        host_name = f"{names[0].rstrip('0123456789')}_Host"
+    if not gpus:
+        out["CPU"] = compute_buffer_bytes(build_graph(spec, sh), BUFFER_ALIGNMENT["cpu"])
+        where["CPU"] = "cpu"
+        return out, where, notes
+    gpu_layers: dict[int, list[int]] = {}
+    for il, d in enumerate(placement.layer_device):
+        if d != "cpu":
+            gpu_layers.setdefault(int(d.split(":")[1]), []).append(il)
+    out_dev = placement.output_device
+    out_gi = None if out_dev == "cpu" else int(out_dev.split(":")[1])
+    multi = len(gpu_layers) > 1
+    # pipeline parallelism: several GPUs, everything offloaded (llama_context: n_copies = 4)
+    n_copies = 4 if multi and placement.n_offloaded == n_layer + 1 else 1
+    if n_copies > 1:
+        notes.append("pipeline parallelism: scheduler inputs kept in 4 copies")
+    first_gpu = min(gpu_layers) if gpu_layers else 0
+    for gi, g in enumerate(gpus):
+        layers = gpu_layers.get(gi, [])
+        with_output = out_gi == gi
+        if not layers and not with_output and not (gi == 0 and cpu_layers):
+            continue
+        graph = build_graph(spec, sh, layers=layers, with_input=False, with_output=with_output)
+        size = compute_buffer_bytes(graph, BUFFER_ALIGNMENT.get(g.backend, 128))
+        if n_copies > 1:
+            inputs = sum(n.size for n in graph.nodes if n.is_input)
+            size += (n_copies - 1) * inputs
+        if gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
+            staging = max(_matmul_weight_bytes(placement, il) for il in cpu_layers)
+            size += staging
+            notes.append(
+                "partial offload: the main GPU also stages one CPU layer's weights "
+                "(op_offload of large-batch matmuls)"
+            )
+        out[names[gi]] = size
+        where[names[gi]] = _dev_name(g, gi)
+    # host side: graph inputs and the embedding lookup, plus the CPU layers' sub-graph
+    if cpu_layers:
+        graph = build_graph(
+            spec, sh, layers=cpu_layers, with_input=True, with_output=out_gi is None
+        )
+        host = compute_buffer_bytes(graph, BUFFER_ALIGNMENT["cpu"])
+    else:
+        host = host_compute_bytes(spec, sh)
+    out[host_name] = host * (n_copies if n_copies > 1 else 1) if not cpu_layers else host
+    where[host_name] = "cpu"
+    return out, where, notes
+
+
+def estimate_llamacpp(
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    *,
+    options: LlamaCppOptions | None = None,
+    default_swa_full: bool = False,
+    runtime_name: str = "llama.cpp",
+) -> Estimate:
+    """Per-device memory of running ``spec`` in llama.cpp with ``settings`` on ``hardware``."""
+    return _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
+
+
+def _estimate(
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    options: LlamaCppOptions | None,
+    default_swa_full: bool,
+    runtime_name: str,
+) -> tuple[Estimate, LlamaCppBreakdown]:
+    gpus = _gpus(hardware)
+    n_layer = spec.num_hidden_layers
+    params = resolve_llamacpp_params(
+        settings,
+        n_layer=n_layer,
+        has_gpu=bool(gpus),
+        default_swa_full=default_swa_full,
+        options=options,
+    )
+    if settings.split_mode == "row" and len(gpus) > 1:
+        raise InvalidSettingError(
+            "Unsupported split mode for 'split_mode' (row): oomkit models --split-mode layer only. "
+            "Use --split-mode layer (the default).",
+            setting="split_mode",
+            value="row",
+        )
+    rows, w_source, w_notes = weight_tensors(spec, settings.quant)
+    names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]
+    if settings.split_mode == "none" and gpus:
+        gpus = gpus[:1]
+        names = names[:1]
+    placement = place_weights(
+        rows,
+        n_layer=n_layer,
+        params=params,
+        gpus=gpus,
+        tensor_split=settings.tensor_split,
+        n_cpu_moe=settings.n_cpu_moe or 0,
+        tied_embeddings=not any(t.name == "output.weight" for t, _, _ in rows),
+    )
+    kv = plan_kv(spec, params)
+    sh = graph_shape(params, kv)
+    compute, compute_where, c_notes = _compute_buffers(spec, params, sh, placement, gpus, names)
+    n_out = params.options.n_outputs_max or params.n_seq_max
+    out_bytes = output_buffer_bytes(spec, n_out)
+    host_buf = "CPU"
+    if gpus and not all(g.unified_memory for g in gpus):
+        host_buf = f"{names[0].rstrip('0123456789')}_Host"
+    # --- KV per device: each layer's cache lives with the layer (offload_kqv)
+    kv_by_dev: dict[str, int] = {}
+    rs_by_dev: dict[str, int] = {}
+    for row in kv.layers:
+        dev = placement.layer_device[row.layer]
+        target = rs_by_dev if row.cache == "rs" else kv_by_dev
+        target[dev] = target.get(dev, 0) + row.n_bytes
+    # --- assemble devices
+    devices: list[DeviceUsage] = []
+    details: dict[str, dict[str, InputValue]] = {}
+    all_devs = [(_dev_name(g, i), g, names[i]) for i, g in enumerate(gpus)]
+    for dev, g, bname in all_devs:
+        comps: list[Component] = []
+        wb = placement.device_bytes(dev)
+        comps.append(_weights_component(wb, dev, placement, w_source))
+        comps += _kv_components(kv, params, dev, kv_by_dev.get(dev, 0), rs_by_dev.get(dev, 0))
+        cb = sum(b for n, b in compute.items() if compute_where[n] == dev)
+        comps.append(_compute_component(cb, sh, params, spec))
+        if settings.overhead_bytes is not None:
+            ob, why = settings.overhead_bytes, "user-given overhead per GPU (--overhead)"
+        else:
+            ob, why = cuda_context_bytes(runtime_name, g)
+        comps.append(
+            Component(
+                category="overhead",
+                label=f"{g.backend} context",
+                n_bytes=ob,
+                formula="per-process context on each GPU (not in any llama.cpp buffer log)",
+                inputs={"backend": g.backend, "architecture": g.architecture},
+                source=why,
+            )
+        )
+        devices.append(
+            DeviceUsage(device=dev, components=tuple(comps), capacity_bytes=g.capacity_bytes)
+        )
+        details[dev] = {
+            "buffer": bname,
+            "model_buffer_bytes": wb,
+            "kv_buffer_bytes": kv_by_dev.get(dev, 0),
+            "rs_buffer_bytes": rs_by_dev.get(dev, 0),
+            "compute_buffer_bytes": cb,
+            "output_buffer_bytes": 0,
+        }
+    host_comps: list[Component] = []
+    hw = placement.device_bytes("cpu")
+    host_comps.append(_weights_component(hw, "cpu", placement, w_source))
+    host_comps += _kv_components(
+        kv, params, "cpu", kv_by_dev.get("cpu", 0), rs_by_dev.get("cpu", 0)
+    )
+    hc = sum(b for n, b in compute.items() if compute_where[n] == "cpu")
+    host_comps.append(_compute_component(hc, sh, params, spec))
+    host_comps.append(
+        Component(
+            category="activations",
+            label="output buffer (logits)",
+            n_bytes=out_bytes,
+            formula="n_vocab * n_outputs_max * 4 (f32 logits)",
+            inputs={"n_vocab": spec.vocab_size, "n_outputs_max": n_out},
+            source=SRC_OUTPUT,
+        )
+    )
+    host = DeviceUsage(
+        device="cpu", components=tuple(host_comps), capacity_bytes=hardware.host_ram_bytes
+    )
+    details["cpu"] = {
+        "buffer": "CPU",
+        "model_buffer_bytes": hw,
+        "kv_buffer_bytes": kv_by_dev.get("cpu", 0),
+        "rs_buffer_bytes": rs_by_dev.get("cpu", 0),
+        "compute_buffer_bytes": hc,
+        "output_buffer_bytes": out_bytes,
+    }
+    buffers: dict[str, dict[str, int]] = {
+        "model": dict(placement.buffers),
+        "kv": {_buf_for(d, all_devs): b for d, b in kv_by_dev.items()},
+        "rs": {_buf_for(d, all_devs): b for d, b in rs_by_dev.items()},
+        "compute": dict(compute),
+        "output": {host_buf: out_bytes},
+    }
+    assumptions = (
+        *params.assumptions,
+        *w_notes,
+        *c_notes,
+        f"weights: {w_source}",
+        f"llama.cpp behaviour of late 2025 (b7000+): n_ctx padded to 256, "
+        f"{'unified' if params.kv_unified else str(params.n_stream) + ' stream(s)'} KV cache",
+    )
+    rd: dict[str, object] = {
+        "n_ctx": params.n_ctx,
+        "n_ctx_seq": params.n_ctx_seq,
+        "n_seq_max": params.n_seq_max,
+        "n_batch": params.n_batch,
+        "n_ubatch": params.n_ubatch,
+        "flash_attn": params.flash_attn,
+        "type_k": params.type_k.lower(),
+        "type_v": params.type_v.lower(),
+        "n_gpu_layers": params.n_gpu_layers,
+        "offloaded_layers": f"{placement.n_offloaded}/{n_layer + 1}",
+        "swa_cells": kv.swa_cells,
+        "caches": [
+            {
+                "label": c.label,
+                "cells": c.cells,
+                "layers": len(c.layers),
+                "streams": c.n_stream,
+                "k_bytes": c.k_bytes,
+                "v_bytes": c.v_bytes,
+            }
+            for c in kv.caches
+        ],
+        "devices": details,
+        "buffers": buffers,
+    }
+    est = Estimate(
+        model=ModelInfo(
+            name=spec.name,
+            architecture=spec.architecture,
+            params=sum(t.n_params for t, _, _ in rows),
+            source=spec.source,
+        ),
+        runtime=runtime_name,
+        settings=_settings_map(settings, params),
+        devices=tuple(devices),
+        host=host,
+        runtime_details=rd,
+        assumptions=assumptions,
+    )
+    bd = LlamaCppBreakdown(
+        params=params,
+        placement=placement,
+        kv=kv,
+        shape=sh,
+        compute=compute,
+        output_bytes=out_bytes,
+        weights_source=w_source,
+    )
+    return est, bd
+
+
+def _buf_for(dev: str, all_devs: Sequence[tuple[str, DeviceTarget, str]]) -> str:
+    for d, _, b in all_devs:
+        if d == dev:
+            return b
+    return "CPU"
+
+
+def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[str, InputValue]:
+    return {
+        "quant": settings.quant,
+        "ctx": params.n_ctx_requested,
+        "parallel": params.n_seq_max,
+        "batch_size": params.n_batch,
+        "ubatch": params.n_ubatch,
+        "flash_attn": params.flash_attn,
+        "cache_type_k": params.type_k.lower(),
+        "cache_type_v": params.type_v.lower(),
+        "kv_unified": params.kv_unified,
+        "swa_full": params.swa_full,
+        "n_gpu_layers": params.n_gpu_layers,
+        "mmap": params.mmap,
+    }
+
+
+def _weights_component(n_bytes: int, dev: str, placement: Placement, source: str) -> Component:
+    bufs = {n: b for n, b in placement.buffers.items() if placement.buffer_device[n] == dev}
+    n_t = sum(1 for t in placement.tensors if t.device == dev)
+    inputs: dict[str, InputValue] = {"tensors": n_t, **bufs}
+    if dev != "cpu":
+        inputs["offloaded"] = f"{placement.n_offloaded} layers incl. output"
+    return Component(
+        category="weights",
+        label="model buffers",
+        n_bytes=n_bytes,
+        formula="sum of tensor bytes per buffer (padded to the buffer alignment; CPU_Mapped = "
+        "file range of the CPU tensors)",
+        inputs=inputs,
+        source=f"{SRC_LOAD}; {source}",
+    )
+
+
+def _kv_components(
+    kv: KvPlan, params: LlamaCppParams, dev: str, kv_bytes: int, rs_bytes: int
+) -> list[Component]:
+    out: list[Component] = []
+    if kv_bytes:
+        inputs: dict[str, InputValue] = {
+            "n_ctx_seq": params.n_ctx_seq,
+            "n_stream": params.n_stream,
+            "type_k": params.type_k.lower(),
+            "type_v": params.type_v.lower(),
+        }
+        if kv.swa_cells is not None:
+            inputs["swa_cells"] = kv.swa_cells
+            inputs["n_swa"] = kv.n_swa
+        out.append(
+            Component(
+                category="kv_cache",
+                label=f"KV buffer (K {params.type_k.lower()}, V {params.type_v.lower()})",
+                n_bytes=kv_bytes,
+                formula="sum over this device's layers of row_size(type, n_embd_k/v_gqa) * cells"
+                " * n_stream; SWA layers: cells = pad256(min(n_ctx_seq, n_swa + n_ubatch))",
+                inputs=inputs,
+                source=SRC_KV,
+            )
+        )
+    if rs_bytes:
+        out.append(
+            Component(
+                category="kv_cache",
+                label="RS buffer (recurrent state, f32)",
+                n_bytes=rs_bytes,
+                formula="sum over recurrent layers of (n_embd_r + n_embd_s) * 4"
+                " * max(1, n_seq_max)",
+                inputs={"n_seq_max": params.n_seq_max},
+                source=SRC_KV,
+            )
+        )
+    return out
+
+
+def _compute_component(
+    n_bytes: int, sh: GraphShape, params: LlamaCppParams, spec: ModelSpec
+) -> Component:
+    return Component(
+        category="activations",
+        label="compute buffer",
+        n_bytes=n_bytes,
+        formula="peak (high-water mark) of ggml-alloc over the reserve graph's tensors "
+        "(n_tokens = n_ubatch, n_outputs = n_tokens, full KV)",
+        inputs={
+            "n_tokens": sh.n_tokens,
+            "n_kv": sh.n_kv,
+            "flash_attn": sh.flash_attn,
+            "n_vocab": spec.vocab_size,
+            "n_embd": spec.hidden_size,
+            "n_head": spec.num_attention_heads,
+        },
+        source=SRC_COMPUTE,
+    )

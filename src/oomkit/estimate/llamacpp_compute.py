@@ -1,0 +1,383 @@
+"""llama.cpp compute buffers: the reserve graph rebuilt tensor by tensor, then allocated.
+
+``llama_context::graph_reserve`` (src/llama-context.cpp) builds the worst-case graph: a
+micro-batch of ``n_tokens = min(n_ctx, n_ubatch)`` tokens, ``n_outputs = n_tokens``, over the full
+KV cache (``n_kv`` = all cells of a stream), and asks the scheduler's graph allocator for the
+buffer each backend needs. This module rebuilds that graph's tensors with their sizes following
+the model builders in src/llama-model.cpp and the helpers in src/llama-graph.cpp
+(``build_inp_embd``, ``build_norm``, ``build_attn`` / ``build_attn_mha``, ``build_ffn``,
+``build_moe_ffn``, ``build_inp_out_ids``, output head), then runs
+:func:`~oomkit.estimate.llamacpp_galloc.simulate_gallocr` on it. No constant is fitted: the
+size is whatever the allocator would reach for this graph.
+
+Multi-backend runs (partial offload, several GPUs) are modelled per device as the sub-graph of
+the layers on that device, plus the scheduler's copies of graph inputs (``n_copies`` of them with
+pipeline parallelism), plus, on the main GPU under partial offload, the staging copies of one CPU
+layer's weights that ``op_offload`` sends to the GPU for large batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oomkit.estimate.llamacpp_galloc import GraphSim, simulate_gallocr
+from oomkit.estimate.llamacpp_kv import KvPlan
+from oomkit.estimate.llamacpp_params import LlamaCppParams
+from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec
+
+__all__ = [
+    "GraphShape",
+    "build_graph",
+    "compute_buffer_bytes",
+    "host_compute_bytes",
+    "output_buffer_bytes",
+]
+
+F32 = 4
+F16 = 2
+I32 = 4
+I64 = 8
+KQ_MASK_PAD = 64  # GGML_KQ_MASK_PAD (ggml.h): mask rows padded for the FA kernels
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphShape:
+    """The numbers the reserve graph is built from."""
+
+    n_tokens: int
+    n_outputs: int
+    n_stream: int
+    n_kv: int  # cells per stream of the full-attention cache
+    n_kv_swa: int | None  # cells per stream of the SWA cache
+    flash_attn: bool
+
+
+def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
+    n_tokens = min(params.n_ctx, params.n_ubatch)
+    return GraphShape(
+        n_tokens=n_tokens,
+        n_outputs=n_tokens,
+        n_stream=params.n_stream,
+        n_kv=params.n_ctx_seq,
+        n_kv_swa=kv.swa_cells,
+        flash_attn=params.flash_attn,
+    )
+
+
+def _mask_bytes(n_kv: int, sh: GraphShape, elem: int = F32) -> int:
+    rows = -(-(sh.n_tokens // sh.n_stream) // KQ_MASK_PAD) * KQ_MASK_PAD
+    return n_kv * rows * sh.n_stream * elem
+
+
+def build_graph(
+    spec: ModelSpec,
+    sh: GraphShape,
+    *,
+    layers: Sequence[int] | None = None,
+    with_input: bool = True,
+    with_output: bool = True,
+) -> GraphSim:
+    """The reserve graph of ``layers`` (all by default) as a list of sized tensors."""
+    g = GraphSim()
+    T = sh.n_tokens
+    E = spec.hidden_size
+    layer_ids = list(range(spec.num_hidden_layers)) if layers is None else list(layers)
+    last_layer = spec.num_hidden_layers - 1
+    # --- graph inputs (llm_graph_input_*), allocated first by ggml-alloc
+    out_ids = g.inp("inp_out_ids", sh.n_outputs * I32) if with_output else None
+    tokens = g.inp("inp_tokens", T * I32) if with_input else None
+    pos = g.inp("inp_pos", T * I32)
+    has_attn = any(spec.layer_types[i] not in (LAYER_LINEAR, LAYER_MAMBA) for i in layer_ids)
+    k_idxs = g.inp("k_idxs", T * I64) if has_attn else None
+    v_dim = max((spec.v_head_dim * spec.kv_heads(i) for i in layer_ids), default=0)
+    if spec.mla is not None:
+        v_dim = spec.mla.kv_lora_rank
+    v_idxs = None
+    if has_attn and spec.mla is None:
+        # non-FA stores V transposed: one index per element (build_input_v_idxs)
+        v_idxs = g.inp("v_idxs", T * I64 * (1 if sh.flash_attn else v_dim))
+    # the KQ masks are f16 inputs under flash attention, f32 otherwise (llm_graph_input_attn_kv)
+    mb = F16 if sh.flash_attn else F32
+    mask = g.inp("kq_mask", _mask_bytes(sh.n_kv, sh, mb)) if has_attn else None
+    has_swa = sh.n_kv_swa is not None and any(
+        spec.layer_types[i] == LAYER_SLIDING for i in layer_ids
+    )
+    mask_swa = g.inp("kq_mask_swa", _mask_bytes(sh.n_kv_swa or 0, sh, mb)) if has_swa else None
+    mask_cnv = mask
+    mask_swa_cnv = mask_swa
+    # --- input embeddings (build_inp_embd: get_rows from token_embd)
+    if with_input:
+        cur = g.op("inp_embd", E * T * F32, tokens)
+    else:
+        cur = g.inp("inp_embd_copy", E * T * F32)  # the previous device's hidden state
+    inp_l = cur
+    n_rows = T
+    for il in layer_ids:
+        kind = spec.layer_types[il]
+        inp_sa = inp_l
+        x = g.op("attn_norm", E * n_rows * F32, inp_l, inplace=True)
+        x = g.op("attn_norm_w", E * n_rows * F32, x, inplace=True)
+        if kind in (LAYER_MAMBA, LAYER_LINEAR):
+            x = _recurrent_block(g, spec, x, n_rows)
+        else:
+            swa = kind == LAYER_SLIDING and mask_swa_cnv is not None
+            n_kv = (sh.n_kv_swa or sh.n_kv) if swa else sh.n_kv
+            m = mask_swa_cnv if swa else mask_cnv
+            x = _attention(g, spec, sh, il, x, pos, k_idxs, v_idxs, m, n_kv, n_rows)
+        if il == last_layer and out_ids is not None:
+            n_rows = sh.n_outputs
+            x = g.op("get_rows_out", E * n_rows * F32, x, out_ids)
+            inp_sa = g.op("get_rows_inpSA", E * n_rows * F32, inp_sa, out_ids)
+        ffn_inp = g.op("ffn_inp", E * n_rows * F32, x, inp_sa, inplace=True)
+        y = g.op("ffn_norm", E * n_rows * F32, ffn_inp, inplace=True)
+        y = g.op("ffn_norm_w", E * n_rows * F32, y, inplace=True)
+        y = _ffn(g, spec, il, y, n_rows)
+        inp_l = g.op("l_out", E * n_rows * F32, y, ffn_inp, inplace=True)
+    if with_output:
+        y = g.op("result_norm", E * n_rows * F32, inp_l, inplace=True)
+        y = g.op("result_norm_w", E * n_rows * F32, y, inplace=True)
+        g.nodes[y].is_output = True
+        logits = g.op("result_output", spec.vocab_size * n_rows * F32, y)
+        g.nodes[logits].is_output = True
+    return g
+
+
+def _attention(
+    g: GraphSim,
+    spec: ModelSpec,
+    sh: GraphShape,
+    il: int,
+    x: int,
+    pos: int,
+    k_idxs: int | None,
+    v_idxs: int | None,
+    mask: int | None,
+    n_kv: int,
+    T: int,
+) -> int:
+    E = spec.hidden_size
+    n_head = spec.num_attention_heads
+    n_kv_head = spec.kv_heads(il)
+    if spec.mla is not None:
+        return _mla_attention(g, spec, sh, x, pos, k_idxs, mask, n_kv, T)
+    hd, hv = spec.head_dim, spec.v_head_dim
+    bias = spec.attention_bias
+    # Q first (build_attn expands q_cur, v_cur, k_cur in that order)
+    q = g.op("Qcur", n_head * hd * T * F32, x)
+    if bias:
+        q = g.op("Qcur_b", n_head * hd * T * F32, q, inplace=True)
+    q = g.view(q, "Qcur_3d")
+    if spec.qk_norm:
+        q = g.op("Qcur_normed", n_head * hd * T * F32, q, inplace=True)
+        q = g.op("Qcur_normed_w", n_head * hd * T * F32, q, inplace=True)
+    q = g.op("Qcur_rope", n_head * hd * T * F32, q, pos, inplace=True)
+    v = g.op("Vcur", n_kv_head * hv * T * F32, x)
+    if bias:
+        v = g.op("Vcur_b", n_kv_head * hv * T * F32, v, inplace=True)
+    v = g.view(v, "Vcur_3d")
+    k = g.op("Kcur", n_kv_head * hd * T * F32, x)
+    if bias:
+        k = g.op("Kcur_b", n_kv_head * hd * T * F32, k, inplace=True)
+    k = g.view(k, "Kcur_3d")
+    if spec.qk_norm:
+        k = g.op("Kcur_normed", n_kv_head * hd * T * F32, k, inplace=True)
+        k = g.op("Kcur_normed_w", n_kv_head * hd * T * F32, k, inplace=True)
+    k = g.op("Kcur_rope", n_kv_head * hd * T * F32, k, pos, inplace=True)
+    g.ext("cpy_k", k, k_idxs)
+    g.ext("cpy_v", g.view(v), v_idxs)
+    qp = g.view(q, "q_perm")
+    if sh.flash_attn:
+        cur = g.op("fattn", hv * n_head * T * F32, qp, mask)
+        cur = g.view(cur, "fattn_2d")
+    else:
+        kq = g.op("kq", n_kv * T * n_head * F32, qp)
+        if spec.model_type == "gemma2":  # attention logit soft-capping: scale, tanh, scale
+            for nm in ("kq_scaled", "kq_tanh", "kq_scaled_2"):
+                kq = g.op(nm, n_kv * T * n_head * F32, kq, inplace=True)
+        kq = g.op("kq_soft_max", n_kv * T * n_head * F32, kq, mask, inplace=True)
+        kqv = g.op("kqv", hv * T * n_head * F32, kq)
+        cur = g.op("kqv_out", hv * n_head * T * F32, g.view(kqv, "kqv_perm"))
+    out = g.op("attn_out", E * T * F32, cur)
+    if spec.attention_out_bias:
+        out = g.op("attn_out_b", E * T * F32, out, inplace=True)
+    if spec.model_type in ("gemma2", "gemma3", "gemma3_text"):
+        out = g.op("attn_post_norm", E * T * F32, out, inplace=True)
+        out = g.op("attn_post_norm_w", E * T * F32, out, inplace=True)
+    return out
+
+
+def _mla_attention(
+    g: GraphSim,
+    spec: ModelSpec,
+    sh: GraphShape,
+    x: int,
+    pos: int,
+    k_idxs: int | None,
+    mask: int | None,
+    n_kv: int,
+    T: int,
+) -> int:
+    """DeepSeek-V2/V3 MLA as llm_build_deepseek2 runs it with the latent ("absorbed") cache."""
+    mla = spec.mla
+    assert mla is not None
+    E = spec.hidden_size
+    n_head = spec.num_attention_heads
+    nope, rope, rank = mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.kv_lora_rank
+    q_dim = n_head * (nope + rope)
+    if mla.q_lora_rank:
+        q = g.op("q_a", mla.q_lora_rank * T * F32, x)
+        q = g.op("q_a_norm", mla.q_lora_rank * T * F32, q, inplace=True)
+        q = g.op("q_a_norm_w", mla.q_lora_rank * T * F32, q, inplace=True)
+        q = g.op("q_b", q_dim * T * F32, q)
+    else:
+        q = g.op("q", q_dim * T * F32, x)
+    q_nope = g.view(q, "q_nope")
+    q_pe = g.op("q_pe_rope", n_head * rope * T * F32, g.view(q, "q_pe"), pos)
+    kv_cmpr_pe = g.op("kv_cmpr_pe", (rank + rope) * T * F32, x)
+    k_pe = g.op("k_pe_rope", rope * T * F32, g.view(kv_cmpr_pe, "k_pe"), pos)
+    kv_cmpr = g.op("kv_cmpr", rank * T * F32, g.view(kv_cmpr_pe, "kv_cmpr_v"))
+    kv_cmpr = g.op("kv_cmpr_norm_w", rank * T * F32, kv_cmpr, inplace=True)
+    # absorb W_UK into q: [rank, T, n_head]
+    q_nope_absorbed = g.op("q_nope_absorbed", rank * T * n_head * F32, g.view(q_nope, "q_nope_p"))
+    q_full = g.op("Qcur", (rank + rope) * n_head * T * F32, q_nope_absorbed, q_pe)
+    k_full = g.op("Kcur", (rank + rope) * T * F32, kv_cmpr, k_pe)
+    g.ext("cpy_k", k_full, k_idxs)
+    if sh.flash_attn:
+        cur = g.op("fattn", rank * n_head * T * F32, g.view(q_full), mask)
+    else:
+        kq = g.op("kq", n_kv * T * n_head * F32, g.view(q_full))
+        kq = g.op("kq_soft_max", n_kv * T * n_head * F32, kq, mask, inplace=True)
+        cur = g.op("kqv", rank * T * n_head * F32, kq)
+    # decompress with W_UV: [v_head_dim, T, n_head], then merge heads
+    cur = g.op("kqv_v_mla", mla.v_head_dim * T * n_head * F32, g.view(cur))
+    cur = g.op("kqv_out", mla.v_head_dim * n_head * T * F32, g.view(cur, "kqv_perm"))
+    return g.op("attn_out", E * T * F32, cur)
+
+
+def _recurrent_block(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
+    """Mamba2 / gated-delta-net mixer: projections, conv, scan (llm_graph_context::build_rs)."""
+    rec = spec.recurrent
+    E = spec.hidden_size
+    if rec is None:
+        return g.op("mixer_out", E * T * F32, x)
+    d_in = rec.d_inner
+    conv_ch = rec.conv_state_elements // max(1, rec.d_conv - 1)
+    proj = g.op("ssm_in", (2 * d_in + conv_ch - d_in + max(rec.n_heads, 1)) * T * F32, x)
+    conv_x = g.op("conv_x", conv_ch * (T + rec.d_conv - 1) * F32, g.view(proj))
+    conv = g.op("ssm_conv", conv_ch * T * F32, conv_x)
+    conv = g.op("ssm_conv_silu", conv_ch * T * F32, conv, inplace=True)
+    scan = g.op("ssm_scan", (d_in * T + rec.ssm_state_elements) * F32, g.view(conv), g.view(proj))
+    y = g.op("ssm_y", d_in * T * F32, g.view(scan))
+    y = g.op("ssm_gate", d_in * T * F32, y, g.view(proj), inplace=True)
+    y = g.op("ssm_norm", d_in * T * F32, y, inplace=True)
+    return g.op("ssm_out", E * T * F32, y)
+
+
+def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int) -> int:
+    E = spec.hidden_size
+    moe = spec.moe
+    if moe is not None and moe.num_experts > 0 and il not in moe.dense_layers:
+        out = _moe(g, spec, x, T)
+        sff = moe.shared_expert_intermediate_size
+        if sff:
+            sh_out = _dense_ffn(g, spec, x, sff, T)
+            out = g.op("ffn_moe_out_shexp", E * T * F32, out, sh_out, inplace=True)
+        return out
+    ff = spec.intermediate_size
+    if moe is not None and moe.num_experts == 0 and moe.shared_expert_intermediate_size:
+        ff = moe.shared_expert_intermediate_size
+    return _dense_ffn(g, spec, x, ff, T)
+
+
+def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int) -> int:
+    """build_ffn: gate and up projections, fused GLU (ggml_swiglu_split/geglu), down."""
+    E = spec.hidden_size
+    if spec.mlp_gated:
+        gate = g.op("ffn_gate", ff * T * F32, x)
+        up = g.op("ffn_up", ff * T * F32, x)
+        h = g.op("ffn_glu", ff * T * F32, gate, up)
+    else:
+        h = g.op("ffn_up", ff * T * F32, x)
+        h = g.op("ffn_act", ff * T * F32, h, inplace=True)
+    out = g.op("ffn_down", E * T * F32, h)
+    if spec.model_type in ("gemma2", "gemma3", "gemma3_text"):
+        out = g.op("ffn_post_norm", E * T * F32, out, inplace=True)
+        out = g.op("ffn_post_norm_w", E * T * F32, out, inplace=True)
+    return out
+
+
+def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
+    """build_moe_ffn: router, top-k, expert matmuls (mul_mat_id), weighting, sum over experts."""
+    moe = spec.moe
+    assert moe is not None
+    E = spec.hidden_size
+    n_exp, n_used, ff = moe.num_experts, moe.num_experts_per_tok, moe.expert_intermediate_size
+    logits = g.op("ffn_moe_logits", n_exp * T * F32, x)
+    if moe.router_bias:
+        logits = g.op("ffn_moe_logits_b", n_exp * T * F32, logits, inplace=True)
+    probs = g.op("ffn_moe_probs", n_exp * T * F32, logits, inplace=True)
+    argsort = g.op("ffn_moe_argsort", n_exp * T * I32, probs)
+    selected = g.view(argsort, "ffn_moe_topk")
+    x3 = g.view(x, "cur_3d")
+    gate = g.op("ffn_moe_gate", ff * n_used * T * F32, x3, selected)
+    up = g.op("ffn_moe_up", ff * n_used * T * F32, x3, selected)
+    if moe.expert_bias:
+        gate = g.op("ffn_moe_gate_b", ff * n_used * T * F32, gate, selected, inplace=True)
+        up = g.op("ffn_moe_up_b", ff * n_used * T * F32, up, selected, inplace=True)
+    h = g.op("ffn_moe_glu", ff * n_used * T * F32, gate, up)
+    experts = g.op("ffn_moe_down", E * n_used * T * F32, h, selected)
+    if moe.expert_bias:
+        experts = g.op("ffn_moe_down_b", E * n_used * T * F32, experts, selected, inplace=True)
+    weights = g.op("ffn_moe_weights", n_used * T * F32, g.view(probs, "probs_3d"), selected)
+    if spec.model_type in ("mixtral", "qwen3_moe", "qwen2_moe", "gpt_oss", "deepseek_v2"):
+        wsum = g.op("ffn_moe_weights_sum", T * F32, weights)
+        weights = g.op("ffn_moe_weights_norm", n_used * T * F32, weights, wsum, inplace=True)
+    experts = g.op("ffn_moe_weighted", E * n_used * T * F32, experts, weights, inplace=True)
+    views = [g.view(experts, f"expert_{i}") for i in range(n_used)]
+    out = views[0]
+    for i in range(1, n_used):
+        out = g.op("ffn_moe_out", E * T * F32, out, views[i], inplace=True)
+    if n_used == 1:
+        out = g.op("ffn_moe_out_cont", E * T * F32, out)
+    return out
+
+
+def compute_buffer_bytes(graph: GraphSim, alignment: int) -> int:
+    """Bytes of the compute buffer ggml-alloc reserves for ``graph``."""
+    return simulate_gallocr(graph, alignment)
+
+
+def host_compute_bytes(spec: ModelSpec, sh: GraphShape, *, alignment: int = 32) -> int:
+    """The CPU-side buffer when every layer is offloaded: inputs and the embedding lookup.
+
+    The scheduler keeps graph inputs on the CPU backend (``ggml_backend_sched``: inputs go to the
+    last backend), and ``get_rows`` on the CPU-resident token embeddings produces ``inp_embd``.
+    """
+    g = GraphSim()
+    T = sh.n_tokens
+    parts = [T * I32, T * I32, T * I64, sh.n_outputs * I32]
+    has_attn = bool(spec.attention_layers())
+    if has_attn:
+        v_dim = max(spec.v_head_dim * spec.kv_heads(i) for i in spec.attention_layers())
+        if spec.mla is None:
+            parts.append(T * I64 * (1 if sh.flash_attn else v_dim))
+        mb = F16 if sh.flash_attn else F32
+        parts.append(_mask_bytes(sh.n_kv, sh, mb))
+        if sh.n_kv_swa is not None:
+            parts.append(_mask_bytes(sh.n_kv_swa, sh, mb))
+    ids = [g.inp(f"in{i}", p) for i, p in enumerate(parts)]
+    emb = g.op("inp_embd", spec.hidden_size * T * F32, ids[0])
+    g.nodes[emb].is_output = True
+    for i in ids[1:]:
+        g.nodes[i].is_output = True
+    return simulate_gallocr(g, alignment)
+
+
+def output_buffer_bytes(spec: ModelSpec, n_outputs_max: int) -> int:
+    """Host output buffer: logits ``n_vocab x n_outputs_max`` f32 (llama_context::output_reserve).
+
+    Embeddings are not reserved for a causal LM unless requested; the buffer is allocated in the
+    CPU (or pinned host) buffer type and logged as ``output buffer size``.
+    """
+    return spec.vocab_size * n_outputs_max * F32

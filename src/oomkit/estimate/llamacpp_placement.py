@@ -1,0 +1,271 @@
+"""llama.cpp weight placement: which tensors go to which device buffer, and buffer sizes.
+
+Models ``llama_model::load_tensors`` (src/llama-model.cpp, late 2025):
+
+* ``i_gpu_start = max(n_layer - n_gpu_layers, 0)``, ``act_gpu_layers = min(n_gpu_layers,
+  n_layer + 1)``; layer ``il`` (the output layer is ``il = n_layer``) goes to a GPU when
+  ``i_gpu_start <= il`` and ``il - i_gpu_start < act_gpu_layers``, to device
+  ``upper_bound(splits, (il - i_gpu_start) / act_gpu_layers)`` where ``splits`` are the
+  cumulative normalised ``--tensor-split`` fractions (default: each device's free memory). So
+  ``-ngl n_layer`` leaves the output layer on the CPU; ``-ngl n_layer + 1`` (or 999) offloads all.
+* the input layer (token embeddings) always stays on the CPU (``dev_input = cpu_dev``); a tied
+  output is loaded a second time (``TENSOR_DUPLICATED``) on the output layer's device.
+* ``-ot`` / ``--n-cpu-moe N`` keep ``ffn_*_exps`` of the first N layers in a CPU buffer.
+* with mmap, CPU tensors use ``CPU_Mapped`` buffers whose size is the file range from the first to
+  the last CPU tensor (``llama_model_loader::get_mapping_range``); without mmap they go to the
+  first GPU's pinned host buffer (``CUDA_Host``), or ``CPU`` on a machine without a GPU.
+* ``use_extra_bufts``: CPU matmul weights of repackable types go to ``CPU_REPACK``.
+* GPU buffers hold ``backend_alloc_bytes`` per tensor (alignment, CUDA row padding).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
+from oomkit.spec.hardware import DeviceTarget
+from oomkit.spec.model import TensorInfo
+
+__all__ = [
+    "GGUF_ALIGNMENT",
+    "REPACK_TYPES",
+    "PlacedTensor",
+    "Placement",
+    "backend_buffer_prefix",
+    "device_name",
+    "layer_devices",
+    "place_weights",
+]
+
+GGUF_ALIGNMENT = 32  # general.alignment default (gguf.h GGUF_DEFAULT_ALIGNMENT)
+#: types the CPU backend repacks for its matmul kernels (ggml-cpu/repack.cpp on AVX2/NEON)
+REPACK_TYPES: frozenset[str] = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "Q8_0"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlacedTensor:
+    name: str
+    type_name: str
+    ne0: int
+    n_bytes: int
+    layer: int | None  # None for input/output tensors
+    buffer: str  # buffer name as llama.cpp logs it ("CUDA0", "CPU_Mapped", ...)
+    device: str  # "cuda:0" ... or "cpu"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Where every weight lives, and each model buffer's size as llama.cpp logs it."""
+
+    tensors: tuple[PlacedTensor, ...]
+    layer_device: tuple[str, ...]  # per repeating layer: "cpu" or "cuda:i"
+    output_device: str
+    buffers: dict[str, int] = field(default_factory=dict)  # buffer name -> bytes
+    buffer_device: dict[str, str] = field(default_factory=dict)  # buffer name -> device
+    n_offloaded: int = 0  # "offloaded N/(n_layer+1) layers to GPU"
+
+    def device_bytes(self, device: str) -> int:
+        return sum(b for name, b in self.buffers.items() if self.buffer_device[name] == device)
+
+
+def backend_buffer_prefix(dev: DeviceTarget, index: int) -> str:
+    """Name ggml gives a device buffer type (``CUDA0``, ``ROCm0``, ``Vulkan0``, ``MTL0``)."""
+    if dev.backend == "cuda":
+        return f"CUDA{index}"
+    if dev.backend == "rocm":
+        return f"ROCm{index}"
+    if dev.backend == "metal":
+        return f"MTL{index}"
+    if dev.backend == "vulkan":
+        return f"Vulkan{index}"
+    return f"{dev.backend.upper()}{index}"
+
+
+def layer_devices(
+    n_layer: int,
+    n_gpu_layers: int,
+    gpus: Sequence[DeviceTarget],
+    tensor_split: Sequence[float] | None,
+) -> tuple[tuple[int | None, ...], int]:
+    """GPU index (or None for CPU) of layers ``0..n_layer`` (index n_layer = output layer).
+
+    Returns the per-layer list and the number of offloaded layers.
+    """
+    if not gpus:
+        return (None,) * (n_layer + 1), 0
+    if tensor_split and any(x > 0 for x in tensor_split):
+        raw = [float(tensor_split[i]) if i < len(tensor_split) else 0.0 for i in range(len(gpus))]
+    else:
+        # default split: proportional to each device's free memory (equal when unknown)
+        raw = [float(g.capacity_bytes or 1) for g in gpus]
+    total = sum(raw)
+    cum: list[float] = []
+    acc = 0.0
+    for x in raw:
+        acc += x
+        cum.append(acc / total)
+    i_gpu_start = max(n_layer - n_gpu_layers, 0)
+    act = min(n_gpu_layers, n_layer + 1)
+    out: list[int | None] = []
+    for il in range(n_layer + 1):
+        if il < i_gpu_start or il - i_gpu_start >= act:
+            out.append(None)
+            continue
+        k = bisect_right(cum, (il - i_gpu_start) / act)
+        out.append(min(k, len(gpus) - 1))
+    return tuple(out), sum(1 for x in out if x is not None)
+
+
+_INPUT_PREFIXES = ("token_embd", "position_embd", "token_types")
+
+
+def _is_expert(name: str) -> bool:
+    return "_exps." in name or name.endswith("_exps")
+
+
+def _is_output(name: str) -> bool:
+    return name.startswith(("output.", "output_norm.", "output_norm_b"))
+
+
+def place_weights(
+    tensors: Sequence[tuple[TensorInfo, str, int]],
+    *,
+    n_layer: int,
+    params: LlamaCppParams,
+    gpus: Sequence[DeviceTarget],
+    tensor_split: Sequence[float] | None = None,
+    n_cpu_moe: int = 0,
+    tied_embeddings: bool = False,
+) -> Placement:
+    """Assign each (tensor, ggml type, bytes) to a buffer; sizes as ``load_tensors`` logs them.
+
+    ``tensors`` must be in GGUF file order (the mmap range depends on it).
+    """
+    per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, gpus, tensor_split)
+    names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]
+    out_gpu = per_layer[n_layer]
+    use_mmap = params.mmap
+    unified = bool(gpus) and all(g.unified_memory for g in gpus)
+    if use_mmap:
+        cpu_buffer = "CPU_Mapped"
+    elif gpus and not params.options.no_host and not unified:
+        cpu_buffer = f"{names[0].rstrip('0123456789')}_Host"
+    else:
+        cpu_buffer = "CPU"
+    placed: list[PlacedTensor] = []
+    offset = 0
+    cpu_ranges: list[tuple[int, int]] = []
+    for t, type_name, n_bytes in tensors:
+        ne0 = t.shape[-1] if t.shape else 1
+        start = offset
+        offset += -(-n_bytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+        if t.layer is not None and t.layer < n_layer:
+            gi = per_layer[t.layer]
+            if gi is not None and _is_expert(t.name) and t.layer < n_cpu_moe:
+                gi = None
+        elif _is_output(t.name):
+            gi = out_gpu
+        elif t.name.startswith(_INPUT_PREFIXES):
+            gi = None  # input layer: token/position embeddings stay on the CPU
+        else:
+            # rope_freqs / rope factors: created for every layer (TENSOR_DUPLICATED), first in
+            # layer 0's buffer
+            gi = per_layer[0]
+        if gi is None:
+            buf = cpu_buffer
+            is_mm = (
+                t.shape is not None and len(t.shape) >= 2 and not t.name.startswith("token_embd")
+            )
+            if params.options.repack and is_mm and type_name.upper() in REPACK_TYPES:
+                buf = "CPU_REPACK"
+            elif use_mmap:
+                cpu_ranges.append((start, start + n_bytes))
+            placed.append(
+                PlacedTensor(
+                    name=t.name,
+                    type_name=type_name,
+                    ne0=ne0,
+                    n_bytes=n_bytes,
+                    layer=t.layer,
+                    buffer=buf,
+                    device="cpu",
+                )
+            )
+        else:
+            placed.append(
+                PlacedTensor(
+                    name=t.name,
+                    type_name=type_name,
+                    ne0=ne0,
+                    n_bytes=n_bytes,
+                    layer=t.layer,
+                    buffer=names[gi],
+                    device=f"{_dev_prefix(gpus[gi])}:{gi}",
+                )
+            )
+        if tied_embeddings and t.name == "token_embd.weight" and out_gpu is not None:
+            # the output reuses the embedding matrix, duplicated onto the output device
+            placed.append(
+                PlacedTensor(
+                    name="output.weight(tied)",
+                    type_name=type_name,
+                    ne0=ne0,
+                    n_bytes=n_bytes,
+                    layer=None,
+                    buffer=names[out_gpu],
+                    device=f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
+                )
+            )
+        elif tied_embeddings and t.name == "token_embd.weight" and not use_mmap:
+            placed.append(
+                PlacedTensor(
+                    name="output.weight(tied)",
+                    type_name=type_name,
+                    ne0=ne0,
+                    n_bytes=n_bytes,
+                    layer=None,
+                    buffer=cpu_buffer,
+                    device="cpu",
+                )
+            )
+    buffers: dict[str, int] = {}
+    buffer_device: dict[str, str] = {}
+    for p in placed:
+        if p.buffer == "CPU_Mapped":
+            continue
+        backend = "cpu"
+        if p.device != "cpu":
+            backend = gpus[int(p.device.split(":")[1])].backend
+        buffers[p.buffer] = buffers.get(p.buffer, 0) + backend_alloc_bytes(
+            p.type_name, p.ne0, p.n_bytes, backend
+        )
+        buffer_device[p.buffer] = p.device
+    if cpu_ranges:
+        buffers["CPU_Mapped"] = max(e for _, e in cpu_ranges) - min(s for s, _ in cpu_ranges)
+        buffer_device["CPU_Mapped"] = "cpu"
+    layer_dev = tuple(
+        "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
+    )
+    return Placement(
+        tensors=tuple(placed),
+        layer_device=layer_dev,
+        output_device="cpu" if out_gpu is None else f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
+        buffers=buffers,
+        buffer_device=buffer_device,
+        n_offloaded=n_off,
+    )
+
+
+def _dev_prefix(dev: DeviceTarget) -> str:
+    return (
+        "mps"
+        if dev.backend == "metal"
+        else ("cuda" if dev.backend in ("cuda", "rocm") else dev.backend)
+    )
+
+
+def device_name(dev: DeviceTarget, index: int) -> str:
+    """oomkit's device id for GPU ``index`` (``cuda:0``, ``mps:0``)."""
+    return f"{_dev_prefix(dev)}:{index}"

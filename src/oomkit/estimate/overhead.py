@@ -1,0 +1,95 @@
+"""Per-process runtime overhead on each GPU that no buffer log shows: the CUDA/ROCm/Metal context.
+
+A small table of documented defaults, keyed by (runtime, backend); the user overrides it with
+``InferenceSettings.overhead_bytes``. Never a percentage of the model.
+
+Sources for the defaults:
+
+* CUDA context with lazy module loading (CUDA >= 11.7): ~250-400 MiB per process per GPU
+  (pytorch/pytorch #107667, #109888; invoke-ai/InvokeAI #9413 measured 256 MiB on an RTX 3090).
+  llama.cpp also loads cuBLAS and its own kernels: gguf-parser-go (file_estimate__llamacpp.go)
+  reserves 250 MiB VRAM per GPU for it; Ollama's scheduler adds 457 MiB per CUDA/ROCm GPU
+  (ollama ``llm/memory.go`` ``gpuZeroOverhead``/``GpuInfo.MinimumMemory``) and 512 MiB on Metal.
+* Hopper/Blackwell-class parts report a larger non-allocator share (0.5-0.7 GiB) at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from oomkit.spec.hardware import DeviceTarget
+from oomkit.units import MiB
+
+__all__ = ["CONTEXT_OVERHEAD", "cuda_context_bytes"]
+
+#: (runtime, backend) -> (bytes, explanation). ``"*"`` matches any runtime.
+CONTEXT_OVERHEAD: Mapping[tuple[str, str], tuple[int, str]] = MappingProxyType(
+    {
+        ("llama.cpp", "cuda"): (
+            300 * MiB,
+            "CUDA context + cuBLAS handles of a llama.cpp process (~250-400 MiB with lazy "
+            "loading; gguf-parser uses 250 MiB)",
+        ),
+        ("llama.cpp", "rocm"): (
+            300 * MiB,
+            "ROCm/HIP context + hipBLAS of a llama.cpp process (CUDA figure assumed)",
+        ),
+        ("llama.cpp", "vulkan"): (
+            150 * MiB,
+            "Vulkan instance/device and pipeline objects of a llama.cpp process",
+        ),
+        ("llama.cpp", "metal"): (
+            0,
+            "Metal: no separate context reservation in unified memory (buffers are counted)",
+        ),
+        ("ollama", "cuda"): (
+            457 * MiB,
+            "Ollama's per-GPU minimum memory for CUDA (discover/gpu.go: 457 MiB)",
+        ),
+        ("ollama", "rocm"): (
+            457 * MiB,
+            "Ollama's per-GPU minimum memory for ROCm (discover/amd_linux.go: 457 MiB)",
+        ),
+        ("ollama", "metal"): (
+            512 * MiB,
+            "Ollama's minimum memory on Metal (discover/gpu_darwin.go: 512 MiB)",
+        ),
+        ("*", "cuda"): (
+            400 * MiB,
+            "CUDA context with lazy module loading (~250-400 MiB; pytorch #107667)",
+        ),
+        ("*", "rocm"): (400 * MiB, "ROCm/HIP context (CUDA figure assumed)"),
+        ("*", "cpu"): (0, "no device context on the CPU"),
+    }
+)
+
+#: GPU architectures whose context is measured larger at start-up (Hopper/Blackwell class)
+_LARGE_CONTEXT_ARCHS = frozenset({"hopper", "blackwell"})
+
+
+def _runtime_key(runtime: str) -> str:
+    key = runtime.strip().lower()
+    return {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp"}.get(key, key)
+
+
+def cuda_context_bytes(runtime: str, device: DeviceTarget) -> tuple[int, str]:
+    """Default context overhead on ``device`` for ``runtime``: (bytes, explanation).
+
+    >>> from oomkit.spec.hardware import DeviceTarget
+    >>> cuda_context_bytes("llama.cpp", DeviceTarget(name="RTX 4090"))[0] // MiB
+    300
+    >>> cuda_context_bytes("llama.cpp", DeviceTarget(name="cpu", backend="cpu"))[0]
+    0
+    """
+    rt = _runtime_key(runtime)
+    backend = device.backend
+    row = CONTEXT_OVERHEAD.get((rt, backend)) or CONTEXT_OVERHEAD.get(("*", backend))
+    if row is None:
+        return 0, f"no context overhead known for backend '{backend}'"
+    n_bytes, why = row
+    arch = (device.architecture or "").lower()
+    if backend == "cuda" and arch in _LARGE_CONTEXT_ARCHS and n_bytes:
+        n_bytes = max(n_bytes, 600 * MiB)
+        why += f"; {arch} parts start larger (0.5-0.7 GiB observed): 600 MiB"
+    return n_bytes, why
