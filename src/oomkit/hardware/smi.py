@@ -1,9 +1,8 @@
 """Command-line fallbacks when NVML is not usable: ``nvidia-smi``, ``rocm-smi``, Apple tools.
 
-Pure ``parse_*`` functions turn captured text into records (tested on outputs people posted in
-public threads, see ``tests/fixtures/nvidia_smi/PROVENANCE.md``); the ``*Backend`` classes run the
-command (with a timeout) through an injectable ``runner`` and implement
-:class:`~oomkit.hardware.live.GpuBackend`.
+Pure ``parse_*`` functions turn captured text into records (tested on outputs posted in public
+threads, ``tests/fixtures/nvidia_smi/PROVENANCE.md``); the ``*Backend`` classes run the command
+(timeout) through an injectable ``runner`` and implement :class:`~oomkit.hardware.live.GpuBackend`.
 
 Formats:
 
@@ -11,8 +10,7 @@ Formats:
   units optional: ``noheader,nounits`` is what we run, but captured files usually have both).
   ``[N/A]``/``[Not Supported]`` cells become ``None``. A process name may hold commas; the free
   text column swallows the extra cells (as nvidia_gpu_exporter does, parsing outside-in).
-* ``nvidia-smi -L``: ``GPU 0: NAME (UUID: GPU-...)`` then indented lines
-  ``MIG 1g.10gb Device  0: (UUID: MIG-...)``.
+* ``nvidia-smi -L``: ``GPU 0: NAME (UUID: GPU-...)``, indented ``MIG 1g.10gb Device  0: (...)``.
 * the default ``nvidia-smi`` table: GPU rows, the "MIG devices" block and the "Processes" block,
   in both the pre-470 layout (``GPU PID Type Process name``) and the newer one with GI/CI ids.
 * ``rocm-smi --showproductname --showuse --showmeminfo vram --json``: ``{"card0": {...}}`` with
@@ -22,6 +20,7 @@ Formats:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -490,7 +489,7 @@ class NvidiaSmiBackend:
                     )
                     for m in (entry.mig if entry else ())
                 )
-                with_mig.append(_replace_mig(dev, slices))
+                with_mig.append(dataclasses.replace(dev, mig_slices=slices))
             self._devices = tuple(with_mig)
         return self._devices
 
@@ -513,19 +512,6 @@ class NvidiaSmiBackend:
             for a in self._apps
             if a.pid is not None and (a.gpu_uuid == dev.uuid or (single and a.gpu_uuid is None))
         )
-
-
-def _replace_mig(dev: RawDevice, slices: tuple[MigSlice, ...]) -> RawDevice:
-    return RawDevice(
-        index=dev.index,
-        name=dev.name,
-        uuid=dev.uuid,
-        memory_total_bytes=dev.memory_total_bytes,
-        memory_used_bytes=dev.memory_used_bytes,
-        memory_free_bytes=dev.memory_free_bytes,
-        utilization_gpu_percent=dev.utilization_gpu_percent,
-        mig_slices=slices,
-    )
 
 
 class RocmSmiBackend:
