@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/doctor_accuracy.py [--data ../shared/validation/oom_dev.jsonl] [--json out.json]
+    python benchmarks/doctor_accuracy.py [--data PATH/oom_dev.jsonl] [--json out.json]
 
 For every record it checks:
 
@@ -58,8 +58,16 @@ _PLAIN: dict[str, tuple[str, str]] = {
     "shape": ("event", "shape"),
     "max_batch_prefill_tokens": ("event", "prefill_tokens"),
 }
-_UNIT_SUFFIX = {"bytes": "bytes", "B": "B", "kB": "kB", "MiB": "MiB", "GiB": "GiB", "MB": "MB",
-                "GB": "GB", "KiB": "KiB"}
+_UNIT_SUFFIX = {
+    "bytes": "bytes",
+    "B": "B",
+    "kB": "kB",
+    "MiB": "MiB",
+    "GiB": "GiB",
+    "MB": "MB",
+    "GB": "GB",
+    "KiB": "KiB",
+}
 _RUNTIME_WORDS = {
     "pytorch": ("pytorch", "torch"),
     "llama.cpp": ("llama.cpp", "llama-cpp", "koboldcpp", "ik_llama"),
@@ -130,7 +138,9 @@ def check_numbers(rec: dict[str, Any], d: Diagnosis) -> tuple[int, int, list[str
         if expected in got:
             exact += 1
         else:
-            problems.append(f"{key}={value}: expected {expected}, got {[g for g in got if g is not None]}")
+            problems.append(
+                f"{key}={value}: expected {expected}, got {[g for g in got if g is not None]}"
+            )
     return checked, exact, problems
 
 
@@ -197,17 +207,25 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['label'][:28]:28} {r['cause'][:20]:20} {'ok' if r['agree'] else 'XX'}"
         )
     print()
-    print(f"runtime/format recognised: {s['recognised']}/{s['records']} ({s['recognition_rate']:.0%})")
-    print(f"numbers extracted exactly: {s['numbers_exact']}/{s['numbers_checked']} ({s['numbers_rate']:.0%})")
+    print(
+        f"runtime/format recognised: {s['recognised']}/{s['records']} ({s['recognition_rate']:.0%})"
+    )
+    print(
+        f"numbers extracted exactly: {s['numbers_exact']}/{s['numbers_checked']} "
+        f"({s['numbers_rate']:.0%})"
+    )
     print(
         f"cause agrees (high/medium labels): {s['cause_agree']}/{s['cause_scored']} "
-        f"({s['cause_rate_high_medium']:.0%}); all labels: {s['cause_agree_all_labels']}/{s['records']}"
+        f"({s['cause_rate_high_medium']:.0%}); "
+        f"all labels: {s['cause_agree_all_labels']}/{s['records']}"
     )
     print("\nDisagreements (label vs doctor, with the doctor's reasoning):")
     for r in rows:
         if not r["agree"]:
-            print(f"- {r['id']} [{r['label_confidence']}]: label {r['label']}, doctor {r['cause']} "
-                  f"({r['confidence']}): {r['explanation'][:300]}")
+            print(
+                f"- {r['id']} [{r['label_confidence']}]: label {r['label']}, doctor {r['cause']} "
+                f"({r['confidence']}): {r['explanation'][:300]}"
+            )
     problems = [(r["id"], p) for r in rows for p in r["number_problems"]]
     if problems:
         print("\nNumber notes:")

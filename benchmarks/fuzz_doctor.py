@@ -22,8 +22,28 @@ from oomkit.diagnose.parse import PARSERS
 from oomkit.diagnose.text import split_lines
 
 LOGS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "oom_logs"
-_JUNK = ["9" * 60, "-0", "1e999", "nan", "\u00a0", "\u200b", "\U0001f600", "\x00", "\r", "\t",
-         "GiB", "MiB", "(", ")", "[rank0]: ", "; ", ".", "Process ", "capacty", "١٢٣"]
+_JUNK = [
+    "9" * 60,
+    "-0",
+    "1e999",
+    "nan",
+    "\u00a0",
+    "\u200b",
+    "\U0001f600",
+    "\x00",
+    "\r",
+    "\t",
+    "GiB",
+    "MiB",
+    "(",
+    ")",
+    "[rank0]: ",
+    "; ",
+    ".",
+    "Process ",
+    "capacty",
+    "١٢٣",
+]
 
 
 def _mutate(rng: random.Random, base: str) -> str:
@@ -46,8 +66,9 @@ def _mutate(rng: random.Random, base: str) -> str:
             p = rng.randrange(len(s) + 1)
             s = s[:p] + rng.choice(_JUNK) * rng.randint(1, 3) + s[p:]
         elif op == 4:
-            s = "".join(c if not c.isdigit() else rng.choice("0123456789") * rng.randint(1, 3)
-                        for c in s)
+            s = "".join(
+                c if not c.isdigit() else rng.choice("0123456789") * rng.randint(1, 3) for c in s
+            )
         elif op == 5:
             s = s.replace("\n", " ") if rng.random() < 0.5 else s.replace(" ", "\n", 3)
         else:
@@ -80,14 +101,16 @@ def main(argv: list[str] | None = None) -> int:
             for parser in PARSERS:
                 parser(lines)
             diagnose_text(text).to_dict()
-        except Exception:  # noqa: BLE001 - counting every failure is the point
+        except Exception:
             failures += 1
             if failures <= 5:
                 print(f"input {i}: {text[:200]!r}")
                 traceback.print_exc()
     dt = time.perf_counter() - t0
-    print(f"{args.n} inputs through {len(PARSERS)} parsers + diagnose_text: "
-          f"{failures} exceptions in {dt:.1f} s ({args.n / dt:.0f} inputs/s)")
+    print(
+        f"{args.n} inputs through {len(PARSERS)} parsers + diagnose_text: "
+        f"{failures} exceptions in {dt:.1f} s ({args.n / dt:.0f} inputs/s)"
+    )
     return 1 if failures else 0
 
 

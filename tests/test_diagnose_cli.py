@@ -28,8 +28,9 @@ def test_file_json(runner: CliRunner) -> None:
 
 
 def test_human_output(runner: CliRunner) -> None:
-    res = runner.invoke(doctor_command, [str(LOGS / "oom-ollama-continue-11715-phi3mini.txt")],
-                        env=ENV)
+    res = runner.invoke(
+        doctor_command, [str(LOGS / "oom-ollama-continue-11715-phi3mini.txt")], env=ENV
+    )
     assert res.exit_code == 0
     assert "Cause: host_ram" in res.stdout
     assert "1.10 GiB" in res.stdout
@@ -38,7 +39,8 @@ def test_human_output(runner: CliRunner) -> None:
 def test_stdin_and_pasted_message(runner: CliRunner) -> None:
     msg = "model requires more system memory (7.5 GiB) than is available (5.2 GiB)"
     res = runner.invoke(doctor_command, ["-"], input=msg, env=ENV)
-    assert res.exit_code == 0 and "host_ram" in res.stdout
+    assert res.exit_code == 0
+    assert "host_ram" in res.stdout
     res = runner.invoke(doctor_command, ["--json", msg], env=ENV)
     assert json.loads(res.stdout)["cause"] == "host_ram"
 
@@ -56,4 +58,5 @@ def test_unreadable_file_exit_1(runner: CliRunner, tmp_path: Path) -> None:
     assert len(res.stderr.strip().splitlines()) == 1
     assert "Traceback" not in res.output
     res = runner.invoke(doctor_command, [str(tmp_path)], env=ENV)
-    assert res.exit_code == 1 and "directory" in res.stderr
+    assert res.exit_code == 1
+    assert "directory" in res.stderr

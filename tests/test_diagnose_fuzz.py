@@ -19,7 +19,8 @@ def _run_all(text: str) -> None:
     lines = split_lines(text)
     for parser in PARSERS:
         events, facts = parser(lines)
-        assert isinstance(events, list) and isinstance(facts, dict)
+        assert isinstance(events, list)
+        assert isinstance(facts, dict)
     d = diagnose_text(text)
     d.to_dict()
     assert 0.0 <= d.confidence <= 1.0

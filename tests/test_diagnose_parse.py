@@ -33,103 +33,286 @@ def _m(x: str) -> int:
 # (fixture, runtime, format, expected event fields) - one case per message family/era
 CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     # current torch format, own process hidden behind a host PID (container caveat)
-    ("oom-torch-llava-next-2", "pytorch", "pytorch_new", {
-        "requested_bytes": 224 * MiB, "total_bytes": _g("14.75"), "free_bytes": _m("7.06"),
-        "process_in_use_bytes": _g("14.74"), "allocated_bytes": _g("14.04"),
-        "reserved_unallocated_bytes": _m("580.33"), "self_pid": 130036, "other_processes": (),
-        "device": 0}),
+    (
+        "oom-torch-llava-next-2",
+        "pytorch",
+        "pytorch_new",
+        {
+            "requested_bytes": 224 * MiB,
+            "total_bytes": _g("14.75"),
+            "free_bytes": _m("7.06"),
+            "process_in_use_bytes": _g("14.74"),
+            "allocated_bytes": _g("14.04"),
+            "reserved_unallocated_bytes": _m("580.33"),
+            "self_pid": 130036,
+            "other_processes": (),
+            "device": 0,
+        },
+    ),
     # [rank0]: prefix, "this process" line
-    ("oom-torch-llamacookbook-898-torchtune", "pytorch", "pytorch_new", {
-        "requested_bytes": 424 * MiB, "total_bytes": _g("21.96"), "free_bytes": _m("163.12"),
-        "process_in_use_bytes": _g("21.80"), "allocated_bytes": _g("20.30"),
-        "reserved_unallocated_bytes": _g("1.15")}),
+    (
+        "oom-torch-llamacookbook-898-torchtune",
+        "pytorch",
+        "pytorch_new",
+        {
+            "requested_bytes": 424 * MiB,
+            "total_bytes": _g("21.96"),
+            "free_bytes": _m("163.12"),
+            "process_in_use_bytes": _g("21.80"),
+            "allocated_bytes": _g("20.30"),
+            "reserved_unallocated_bytes": _g("1.15"),
+        },
+    ),
     # 2.1 "total capacty" typo
-    ("oom-torch-lerf-73", "pytorch", "pytorch_2.1", {
-        "requested_bytes": 3 * GiB, "total_bytes": _g("23.65"), "free_bytes": _g("1.66"),
-        "process_in_use_bytes": _g("20.81"), "allocated_bytes": _g("12.09"),
-        "reserved_unallocated_bytes": _g("4.84")}),
-    ("oom-torch-neurolens-2", "pytorch", "pytorch_2.1", {
-        "requested_bytes": _g("55.57"), "total_bytes": 12 * GiB, "free_bytes": _g("9.02"),
-        "allocated_bytes": _m("984.52"), "reserved_unallocated_bytes": _m("463.48"),
-        "process_in_use_bytes": None}),
+    (
+        "oom-torch-lerf-73",
+        "pytorch",
+        "pytorch_2.1",
+        {
+            "requested_bytes": 3 * GiB,
+            "total_bytes": _g("23.65"),
+            "free_bytes": _g("1.66"),
+            "process_in_use_bytes": _g("20.81"),
+            "allocated_bytes": _g("12.09"),
+            "reserved_unallocated_bytes": _g("4.84"),
+        },
+    ),
+    (
+        "oom-torch-neurolens-2",
+        "pytorch",
+        "pytorch_2.1",
+        {
+            "requested_bytes": _g("55.57"),
+            "total_bytes": 12 * GiB,
+            "free_bytes": _g("9.02"),
+            "allocated_bytes": _m("984.52"),
+            "reserved_unallocated_bytes": _m("463.48"),
+            "process_in_use_bytes": None,
+        },
+    ),
     # HIP, no NVML process lines; device 7
-    ("oom-hip-pytorch-175431-mostly-free", "pytorch", "pytorch_new_hip", {
-        "requested_bytes": 2 * MiB, "device": 7, "total_bytes": _g("287.98"),
-        "free_bytes": _g("203.49"), "allocated_bytes": _g("68.63"),
-        "reserved_unallocated_bytes": _g("14.93")}),
+    (
+        "oom-hip-pytorch-175431-mostly-free",
+        "pytorch",
+        "pytorch_new_hip",
+        {
+            "requested_bytes": 2 * MiB,
+            "device": 7,
+            "total_bytes": _g("287.98"),
+            "free_bytes": _g("203.49"),
+            "allocated_bytes": _g("68.63"),
+            "reserved_unallocated_bytes": _g("14.93"),
+        },
+    ),
     # legacy (<= 2.0)
-    ("oom-torch-llama-82-7b-11gb", "pytorch", "pytorch_old", {
-        "requested_bytes": 86 * MiB, "total_bytes": _g("10.92"), "allocated_bytes": _g("10.27"),
-        "free_bytes": _m("37.06"), "reserved_bytes": _g("10.27"),
-        "reserved_unallocated_bytes": None}),
+    (
+        "oom-torch-llama-82-7b-11gb",
+        "pytorch",
+        "pytorch_old",
+        {
+            "requested_bytes": 86 * MiB,
+            "total_bytes": _g("10.92"),
+            "allocated_bytes": _g("10.27"),
+            "free_bytes": _m("37.06"),
+            "reserved_bytes": _g("10.27"),
+            "reserved_unallocated_bytes": None,
+        },
+    ),
     # legacy, "0 bytes free"
-    ("oom-torch-ipassr-9-windows-shared", "pytorch", "pytorch_old", {
-        "requested_bytes": _g("10.73"), "total_bytes": 8 * GiB, "free_bytes": 0,
-        "allocated_bytes": _g("17.20"), "reserved_bytes": _g("19.15")}),
+    (
+        "oom-torch-ipassr-9-windows-shared",
+        "pytorch",
+        "pytorch_old",
+        {
+            "requested_bytes": _g("10.73"),
+            "total_bytes": 8 * GiB,
+            "free_bytes": 0,
+            "allocated_bytes": _g("17.20"),
+            "reserved_bytes": _g("19.15"),
+        },
+    ),
     # MPS: GB labels are binary
-    ("oom-mps-pinokio-941", "pytorch", "mps", {
-        "requested_bytes": 256, "allocated_bytes": 16 * GiB,
-        "other_allocations_bytes": _g("3.31"), "allowed_bytes": _g("18.13")}),
-    ("oom-mps-comfyui-7440", "pytorch", "mps", {
-        "requested_bytes": _m("292.50"), "allocated_bytes": _g("9.57"),
-        "other_allocations_bytes": _g("17.35"), "allowed_bytes": _g("27.20")}),
+    (
+        "oom-mps-pinokio-941",
+        "pytorch",
+        "mps",
+        {
+            "requested_bytes": 256,
+            "allocated_bytes": 16 * GiB,
+            "other_allocations_bytes": _g("3.31"),
+            "allowed_bytes": _g("18.13"),
+        },
+    ),
+    (
+        "oom-mps-comfyui-7440",
+        "pytorch",
+        "mps",
+        {
+            "requested_bytes": _m("292.50"),
+            "allocated_bytes": _g("9.57"),
+            "other_allocations_bytes": _g("17.35"),
+            "allowed_bytes": _g("27.20"),
+        },
+    ),
     ("oom-cublas-fastreid-624", "pytorch", "cublas_alloc_failed", {"line": 3}),
     ("oom-cudaerr-wan2gp-731-model-switch", "pytorch", "cuda_error_out_of_memory", {}),
-    ("constructed-torch-mallocasync", "pytorch", "pytorch_cudamallocasync", {
-        "requested_bytes": _g("1.50"), "allocated_bytes": _g("21.53"), "total_bytes": _g("23.64"),
-        "free_bytes": _m("19.12"), "device": 0}),
-    ("constructed-torch-xpu", "pytorch", "pytorch_new_xpu", {
-        "requested_bytes": 2 * GiB, "allocated_bytes": _g("12.50")}),
-    ("constructed-torch-cpu-windows", "pytorch", "c10_cpu_allocator", {
-        "requested_bytes": 6383992832}),
+    (
+        "constructed-torch-mallocasync",
+        "pytorch",
+        "pytorch_cudamallocasync",
+        {
+            "requested_bytes": _g("1.50"),
+            "allocated_bytes": _g("21.53"),
+            "total_bytes": _g("23.64"),
+            "free_bytes": _m("19.12"),
+            "device": 0,
+        },
+    ),
+    (
+        "constructed-torch-xpu",
+        "pytorch",
+        "pytorch_new_xpu",
+        {"requested_bytes": 2 * GiB, "allocated_bytes": _g("12.50")},
+    ),
+    (
+        "constructed-torch-cpu-windows",
+        "pytorch",
+        "c10_cpu_allocator",
+        {"requested_bytes": 6383992832},
+    ),
     # wrapped over three [rank0]: lines, with another process
-    ("constructed-torch-new-others-wrapped", "pytorch", "pytorch_new", {
-        "requested_bytes": _g("1.16"), "process_in_use_bytes": _g("16.63"),
-        "reserved_unallocated_bytes": 1 * GiB, "allocated_bytes": _g("15.03")}),
+    (
+        "constructed-torch-new-others-wrapped",
+        "pytorch",
+        "pytorch_new",
+        {
+            "requested_bytes": _g("1.16"),
+            "process_in_use_bytes": _g("16.63"),
+            "reserved_unallocated_bytes": 1 * GiB,
+            "allocated_bytes": _g("15.03"),
+        },
+    ),
     # llama.cpp: cudaMalloc MiB + caller raw bytes merged into one event
-    ("oom-lcpp-20431-weights-145gb", "llama.cpp", "llama.cpp_cudaMalloc", {
-        "requested_bytes": _m("144817.04"), "device": 0, "buffer_name": "CUDA0",
-        "stage": "weights"}),
-    ("oom-llamacpppython-ollama6860-small-gpu", "llama.cpp", "llama.cpp_cudaMalloc", {
-        "requested_bytes": 144 * MiB, "device": 4, "buffer_name": "CUDA4", "stage": "compute"}),
+    (
+        "oom-lcpp-20431-weights-145gb",
+        "llama.cpp",
+        "llama.cpp_cudaMalloc",
+        {
+            "requested_bytes": _m("144817.04"),
+            "device": 0,
+            "buffer_name": "CUDA0",
+            "stage": "weights",
+        },
+    ),
+    (
+        "oom-llamacpppython-ollama6860-small-gpu",
+        "llama.cpp",
+        "llama.cpp_cudaMalloc",
+        {"requested_bytes": 144 * MiB, "device": 4, "buffer_name": "CUDA4", "stage": "compute"},
+    ),
     ("oom-metal-lcpp-6114-command-r-ctx", "llama.cpp", "metal_command_buffer", {}),
-    ("constructed-llamacpp-kv-fail", "llama.cpp", "llama.cpp_cudaMalloc", {
-        "requested_bytes": 16384 * MiB, "stage": "kv_cache"}),
+    (
+        "constructed-llamacpp-kv-fail",
+        "llama.cpp",
+        "llama.cpp_cudaMalloc",
+        {"requested_bytes": 16384 * MiB, "stage": "kv_cache"},
+    ),
     # Ollama
-    ("oom-ollama-continue-11715-phi3mini", "ollama", "ollama_system_memory", {
-        "requested_bytes": 5 * GiB, "free_bytes": _g("3.9")}),
-    ("oom-ollama-10920-deepseek-v25-arm", "ollama", "ollama_system_memory", {
-        "requested_bytes": _g("164.8"), "free_bytes": _g("13.4")}),
-    ("constructed-ollama-new-engine", "ollama", "ollama_runner_terminated", {
-        "detail": "cudaMalloc failed: out of memory"}),
+    (
+        "oom-ollama-continue-11715-phi3mini",
+        "ollama",
+        "ollama_system_memory",
+        {"requested_bytes": 5 * GiB, "free_bytes": _g("3.9")},
+    ),
+    (
+        "oom-ollama-10920-deepseek-v25-arm",
+        "ollama",
+        "ollama_system_memory",
+        {"requested_bytes": _g("164.8"), "free_bytes": _g("13.4")},
+    ),
+    (
+        "constructed-ollama-new-engine",
+        "ollama",
+        "ollama_runner_terminated",
+        {"detail": "cudaMalloc failed: out of memory"},
+    ),
     # vLLM / SGLang / TGI
-    ("oom-vllm-13061-maxseqlen-131072", "vllm", "vllm_kv_capacity", {
-        "max_model_len": 131072, "kv_capacity_tokens": 81536}),
+    (
+        "oom-vllm-13061-maxseqlen-131072",
+        "vllm",
+        "vllm_kv_capacity",
+        {"max_model_len": 131072, "kv_capacity_tokens": 81536},
+    ),
     ("oom-vllm-rlswarm-118-4060ti", "vllm", "vllm_no_cache_blocks", {}),
-    ("constructed-vllm-v1-kv", "vllm", "vllm_v1_kv_capacity", {
-        "max_model_len": 131072, "needed_kv_bytes": 16 * GiB, "available_kv_bytes": _g("9.57"),
-        "estimated_max_model_len": 78336}),
-    ("constructed-vllm-startup", "vllm", "vllm_startup_free_memory", {
-        "free_bytes": _g("10.21"), "total_bytes": _g("23.53"), "requested_bytes": _g("21.18"),
-        "gpu_memory_utilization": 0.9}),
-    ("measured-vllm-13882-qwen25-7b-rtx4060-8gb", "vllm", "vllm_profile_negative_kv", {
-        "available_kv_bytes": -_g("1.05")}),
-    ("oom-sglang-4330-mem-fraction-trap", "sglang", "sglang_not_enough_memory", {
-        "mem_fraction_static": None}),
-    ("constructed-sglang-current", "sglang", "sglang_not_enough_memory", {
-        "mem_fraction_static": 0.84}),
+    (
+        "constructed-vllm-v1-kv",
+        "vllm",
+        "vllm_v1_kv_capacity",
+        {
+            "max_model_len": 131072,
+            "needed_kv_bytes": 16 * GiB,
+            "available_kv_bytes": _g("9.57"),
+            "estimated_max_model_len": 78336,
+        },
+    ),
+    (
+        "constructed-vllm-startup",
+        "vllm",
+        "vllm_startup_free_memory",
+        {
+            "free_bytes": _g("10.21"),
+            "total_bytes": _g("23.53"),
+            "requested_bytes": _g("21.18"),
+            "gpu_memory_utilization": 0.9,
+        },
+    ),
+    (
+        "measured-vllm-13882-qwen25-7b-rtx4060-8gb",
+        "vllm",
+        "vllm_profile_negative_kv",
+        {"available_kv_bytes": -_g("1.05")},
+    ),
+    (
+        "oom-sglang-4330-mem-fraction-trap",
+        "sglang",
+        "sglang_not_enough_memory",
+        {"mem_fraction_static": None},
+    ),
+    (
+        "constructed-sglang-current",
+        "sglang",
+        "sglang_not_enough_memory",
+        {"mem_fraction_static": 0.84},
+    ),
     ("oom-tgi-1067-awq-prefill", "tgi", "tgi_warmup_prefill", {"prefill_tokens": 4096}),
     # JAX / TF
-    ("oom-jax-afprofile-12-111gb", "jax", "xla_resource_exhausted", {
-        "requested_bytes": 111289565184}),
+    (
+        "oom-jax-afprofile-12-111gb",
+        "jax",
+        "xla_resource_exhausted",
+        {"requested_bytes": 111289565184},
+    ),
     ("constructed-xla-human", "jax", "xla_resource_exhausted", {"requested_bytes": 16 * GiB}),
     ("oom-tf-segan-42", "tensorflow", "tf_oom_allocating_tensor", {"shape": (100, 4096, 32)}),
-    ("oom-tf-azure-880", "tensorflow", "tf_oom_allocating_tensor", {
-        "shape": (16, 112, 112, 147), "dtype": "float", "device": 0}),
+    (
+        "oom-tf-azure-880",
+        "tensorflow",
+        "tf_oom_allocating_tensor",
+        {"shape": (16, 112, 112, 147), "dtype": "float", "device": 0},
+    ),
     # Linux
-    ("oomkill-tranx-41", "linux", "linux_oom_killer", {
-        "pid": 25315, "anon_rss_bytes": 31451456 * KiB, "total_vm_bytes": 53312244 * KiB,
-        "shmem_rss_bytes": 12296 * KiB, "cgroup": False}),
+    (
+        "oomkill-tranx-41",
+        "linux",
+        "linux_oom_killer",
+        {
+            "pid": 25315,
+            "anon_rss_bytes": 31451456 * KiB,
+            "total_vm_bytes": 53312244 * KiB,
+            "shmem_rss_bytes": 12296 * KiB,
+            "cgroup": False,
+        },
+    ),
     ("oomkill-dbgpt-63-wsl", "linux", "linux_killed", {}),
 ]
 

@@ -47,7 +47,8 @@ def test_other_process_named_with_kill_and_saving() -> None:
     top = d.fixes[0]
     assert "kill 19239" in top.commands
     assert top.expected_saving_bytes == int(14.26 * GiB + 0.5)
-    assert "19239" in d.explanation and "14.26 GiB" in d.explanation
+    assert "19239" in d.explanation
+    assert "14.26 GiB" in d.explanation
 
 
 def test_fragmentation_fix_is_expandable_segments_sized_by_r() -> None:
@@ -119,8 +120,14 @@ def test_fix_provider_hook_adds_ranked_fixes_and_survives_errors() -> None:
 
     def provider(f: Finding) -> list[Fix]:
         seen.append(f)
-        return [Fix(title="model-aware", why="computed", commands=("x",),
-                    expected_saving_bytes=100 * GiB)]
+        return [
+            Fix(
+                title="model-aware",
+                why="computed",
+                commands=("x",),
+                expected_saving_bytes=100 * GiB,
+            )
+        ]
 
     def broken(f: Finding) -> list[Fix]:
         raise RuntimeError("boom")
@@ -137,9 +144,19 @@ def test_to_dict_contract() -> None:
     json.dumps(doc)
     assert doc["schema_version"] == 1
     ev = doc["events"][0]
-    for key in ("runtime", "kind", "device", "line", "requested_bytes", "total_bytes",
-                "free_bytes", "allocated_bytes", "reserved_unallocated_bytes",
-                "process_in_use_bytes", "other_processes"):
+    for key in (
+        "runtime",
+        "kind",
+        "device",
+        "line",
+        "requested_bytes",
+        "total_bytes",
+        "free_bytes",
+        "allocated_bytes",
+        "reserved_unallocated_bytes",
+        "process_in_use_bytes",
+        "other_processes",
+    ):
         assert key in ev
     assert set(doc["fixes"][0]) >= {"title", "why", "commands", "expected_saving_bytes"}
     assert isinstance(doc["confidence"], float)

@@ -91,7 +91,7 @@ class OomEvent:
     num_gpu: int | None = None  # Ollama "memory layout cannot be allocated with num_gpu = N"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: contract keys first (``None`` when not stated), then non-empty extras."""
+        """JSON dict: contract keys first (``None`` when not stated), then non-empty extras."""
         out: dict[str, Any] = {}
         for key in _CONTRACT_KEYS:
             value = getattr(self, key)
@@ -121,7 +121,9 @@ class BufferLine:
     def on_host(self) -> bool:
         """True for host-RAM buffers (CPU, CPU_Mapped, CUDA_Host, Vulkan_Host, ...)."""
         n = self.name.upper()
-        return n.startswith("CPU") or n.endswith("_HOST") or n.endswith("_MAPPED") and "MTL" not in n
+        return (
+            n.startswith("CPU") or n.endswith("_HOST") or (n.endswith("_MAPPED") and "MTL" not in n)
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,12 +208,16 @@ class LogContext:
                 continue
             if f.name == "devices":
                 value = [
-                    {k: v for k, v in (
-                        ("name", d.name),
-                        ("description", d.description),
-                        ("free_bytes", d.free_bytes),
-                        ("total_bytes", d.total_bytes),
-                    ) if v is not None}
+                    {
+                        k: v
+                        for k, v in (
+                            ("name", d.name),
+                            ("description", d.description),
+                            ("free_bytes", d.free_bytes),
+                            ("total_bytes", d.total_bytes),
+                        )
+                        if v is not None
+                    }
                     for d in value
                 ]
             elif f.name == "buffers":

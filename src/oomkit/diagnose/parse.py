@@ -39,7 +39,7 @@ _RUNTIME_HINTS = (
     ("llm_load_tensors", "llama.cpp"),
     ("ggml_", "llama.cpp"),
     ("level=INFO source=", "ollama"),
-    ("msg=\"offload", "ollama"),
+    ('msg="offload', "ollama"),
     ("vllm", "vllm"),
     ("vLLM", "vllm"),
     ("sglang", "sglang"),

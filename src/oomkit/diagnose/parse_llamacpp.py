@@ -367,19 +367,26 @@ def _merge(events: list[OomEvent]) -> list[OomEvent]:
     out: list[OomEvent] = []
     for ev in events:
         prev = out[-1] if out else None
-        if prev is not None and ev.line - prev.line <= _MERGE_LINES and prev.format in {
-            "llama.cpp_cudaMalloc",
-            "llama.cpp_buffer_alloc",
-            "metal_alloc",
-            "llama.cpp_weights_alloc",
-            "llama.cpp_kv_alloc",
-            "llama.cpp_compute_alloc",
-        } and ev.format in {
-            "llama.cpp_buffer_alloc",
-            "llama.cpp_weights_alloc",
-            "llama.cpp_kv_alloc",
-            "llama.cpp_compute_alloc",
-        }:
+        if (
+            prev is not None
+            and ev.line - prev.line <= _MERGE_LINES
+            and prev.format
+            in {
+                "llama.cpp_cudaMalloc",
+                "llama.cpp_buffer_alloc",
+                "metal_alloc",
+                "llama.cpp_weights_alloc",
+                "llama.cpp_kv_alloc",
+                "llama.cpp_compute_alloc",
+            }
+            and ev.format
+            in {
+                "llama.cpp_buffer_alloc",
+                "llama.cpp_weights_alloc",
+                "llama.cpp_kv_alloc",
+                "llama.cpp_compute_alloc",
+            }
+        ):
             out[-1] = replace(
                 prev,
                 buffer_name=prev.buffer_name or ev.buffer_name,

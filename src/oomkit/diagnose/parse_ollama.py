@@ -44,7 +44,8 @@ _KV = re.compile(
 )
 _SIZE_ANY = re.compile(sz("v", _U))
 _NEW_MEM = re.compile(
-    r"msg=\"(?P<what>model weights|kv cache|compute graph|total memory)\"(?: device=(?P<dev>\S{1,40}))?"
+    r"msg=\"(?P<what>model weights|kv cache|compute graph|total memory)\""
+    r"(?: device=(?P<dev>\S{1,40}))?"
     r" size=\"?" + sz("v", _U)
 )
 _SYSTEM = re.compile(
@@ -174,9 +175,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     kind = "runner_oom"
                 else:
                     kind = "runner_terminated"
-                events.append(
-                    _event(kind, "ollama_runner_terminated", line, n, detail=why[:300])
-                )
+                events.append(_event(kind, "ollama_runner_terminated", line, n, detail=why[:300]))
                 continue
         if "memory layout cannot be allocated" in line:
             m = _LAYOUT.search(line)
@@ -202,11 +201,11 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if 'msg="' in line:
             m2 = _NEW_MEM.search(line)
             if m2 is not None:
-                kind = _LAYOUT_KINDS.get(m2.group("what"))
+                bkind = _LAYOUT_KINDS.get(m2.group("what"))
                 size = size_of(m2, "v", _RT)
-                if kind is not None and size is not None:
+                if bkind is not None and size is not None:
                     facts.setdefault("buffers", []).append(
-                        BufferLine(kind=kind, name=m2.group("dev") or "?", size_bytes=size, line=n)
+                        BufferLine(kind=bkind, name=m2.group("dev") or "?", size_bytes=size, line=n)
                     )
             m3 = _SYSTEM.search(line)
             if m3 is not None:

@@ -38,7 +38,8 @@ _REMAT = re.compile(
 )
 _TF = re.compile(
     r"OOM when allocating tensor with shape ?\[(?P<shape>[\d, ]{0,200})\]"
-    r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?(?: by allocator (?P<a>\w{1,40}))?"
+    r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?"
+    r"(?: by allocator (?P<a>\w{1,40}))?"
 )
 _TF_DEV = re.compile(r"(?:GPU|gpu):(?P<d>\d{1,3})")
 _DS = re.compile(
@@ -111,7 +112,9 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             total_vm_bytes=to_bytes(d.group("vm"), kb, "linux") if d else None,
             anon_rss_bytes=to_bytes(d.group("anon"), kb, "linux") if d else None,
             file_rss_bytes=to_bytes(d.group("file"), kb, "linux") if d else None,
-            shmem_rss_bytes=to_bytes(d.group("shmem"), kb, "linux") if d and d.group("shmem") else None,
+            shmem_rss_bytes=to_bytes(d.group("shmem"), kb, "linux")
+            if d and d.group("shmem")
+            else None,
         )
     m2 = _KILLED_OLD.search(line)
     if m2 is not None:
@@ -137,9 +140,8 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
             return _ev("pytorch", "killed", "dataloader_killed", line, n, pid=int(m4.group("pid")))
-    if line.endswith("Killed") or line.endswith("Killed "):
-        if _BARE_KILLED.search(line[-40:]):
-            return _ev("linux", "killed", "linux_killed", line[-300:], n)
+    if line.endswith(("Killed", "Killed ")) and _BARE_KILLED.search(line[-40:]):
+        return _ev("linux", "killed", "linux_killed", line[-300:], n)
     if _EXIT_137.search(line):
         return _ev("linux", "killed", "exit_137", line, n)
     return None

@@ -110,7 +110,9 @@ _DRIVER = re.compile(
     r"(?P<be>CUDA|HIP) error: out of memory|cuda runtime error \(2\) : out of memory"
     r"|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
 )
-_LIB = re.compile(r"(?P<lib>CUBLAS|CUDNN|CUSOLVER|CUSPARSE|CUFFT|HIPBLAS|ROCBLAS)_STATUS_ALLOC_FAILED")
+_LIB = re.compile(
+    r"(?P<lib>CUBLAS|CUDNN|CUSOLVER|CUSPARSE|CUFFT|HIPBLAS|ROCBLAS)_STATUS_ALLOC_FAILED"
+)
 _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
 
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
@@ -231,7 +233,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
     )
 
 
-def _mps_event(w: str, line: int) -> OomEvent | None:
+def _mps_event(w: str, line: int) -> OomEvent:
     m = _MPS.search(w)
     if m is None:
         return OomEvent(runtime=_RT, kind="mps_oom", format="mps_partial", line=line, text=w[:600])

@@ -36,14 +36,25 @@ _V0_KV = re.compile(
     r"stored in KV cache \((?P<cap>\d{1,12})\)"
 )
 _STARTUP = re.compile(
-    r"Free memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>" + _F + r")/(?P<total>" + _F
-    + r") GiB\) on startup is less than desired GPU memory utilization \((?P<util>" + _F
-    + r"), (?P<want>" + _F + r") GiB\)"
+    r"Free memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>"
+    + _F
+    + r")/(?P<total>"
+    + _F
+    + r") GiB\) on startup is less than desired GPU memory utilization \((?P<util>"
+    + _F
+    + r"), (?P<want>"
+    + _F
+    + r") GiB\)"
 )
 _SAMPLER = re.compile(r"warming up sampler with (?P<n>\d{1,7}) dummy requests")
 _PROF_V0 = re.compile(
-    r"model weights take (?P<w>" + _F + r") ?GiB; non_torch_memory takes (?P<nt>" + _F
-    + r") ?GiB; PyTorch activation peak memory takes (?P<act>" + _F + r") ?GiB; the rest of the "
+    r"model weights take (?P<w>"
+    + _F
+    + r") ?GiB; non_torch_memory takes (?P<nt>"
+    + _F
+    + r") ?GiB; PyTorch activation peak memory takes (?P<act>"
+    + _F
+    + r") ?GiB; the rest of the "
     r"memory reserved for KV Cache is (?P<kv>" + _F + r") ?GiB"
 )
 _PROF_KV = re.compile(
@@ -71,12 +82,17 @@ _SGL_NOMEM = re.compile(
 )
 _SGL_AVAIL = re.compile(r"avail mem=(?P<v>" + _F + r") GB")
 _SGL_KV = re.compile(
-    r"KV Cache is allocated\. #tokens: (?P<tok>\d{1,12}), K size: (?P<k>" + _F
-    + r") GB, V size: (?P<v>" + _F + ") GB"
+    r"KV Cache is allocated\. #tokens: (?P<tok>\d{1,12}), K size: (?P<k>"
+    + _F
+    + r") GB, V size: (?P<v>"
+    + _F
+    + ") GB"
 )
 _TGI = re.compile(r"Not enough memory to handle (?P<n>\d{1,9}) (?P<what>prefill tokens|tokens)")
 _TRT_TOTAL = re.compile(r"Total GPU memory \(GiB\): (?P<v>" + _F + ")")
-_TRT_FREE = re.compile(r"Free GPU memory before component creation attempt \(GiB\): (?P<v>" + _F + ")")
+_TRT_FREE = re.compile(
+    r"Free GPU memory before component creation attempt \(GiB\): (?P<v>" + _F + ")"
+)
 _TRT_COMP = re.compile(r"could not be created: (?P<c>[\w ]{1,40})")
 
 _NEEDLES = (
@@ -148,9 +164,10 @@ def _context(line: str, facts: dict[str, Any]) -> None:
         m = _SGL_KV.search(line)
         if m is not None:
             facts["kv_cache_tokens"] = to_int(m.group("tok"))
-            k, v = to_bytes(m.group("k"), "GB", "sglang"), to_bytes(m.group("v"), "GB", "sglang")
-            if k is not None and v is not None:
-                facts["kv_cache_bytes"] = k + v
+            kb = to_bytes(m.group("k"), "GB", "sglang")
+            vb = to_bytes(m.group("v"), "GB", "sglang")
+            if kb is not None and vb is not None:
+                facts["kv_cache_bytes"] = kb + vb
     if "KV cache size" in line:
         m = _KV_TOKENS.search(line)
         if m is not None:
@@ -176,7 +193,7 @@ def _context(line: str, facts: dict[str, Any]) -> None:
             facts["gpu_memory_utilization"] = to_float(v)
 
 
-def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:  # noqa: PLR0911
+def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
     n = lines.number[i]
     if "max seq len" in line:
         w = window(lines.text, i, max_lines=4, stop=("engine", "details"))
@@ -224,9 +241,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:  # noqa: PLR0
     if "warming up sampler" in line:
         m4 = _SAMPLER.search(line)
         if m4 is not None:
-            return _vllm_event(
-                "sampler_warmup_oom", "vllm_sampler_warmup", line, n, stage="warmup"
-            )
+            return _vllm_event("sampler_warmup_oom", "vllm_sampler_warmup", line, n, stage="warmup")
     if "Not enough memory" in line:
         m5 = _SGL_NOMEM.search(line)
         if m5 is not None:
@@ -262,7 +277,10 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:  # noqa: PLR0
         )
     if "TensorRT-LLM" in line and "out of memory" in line and "[ERROR]" in line:
         return OomEvent(
-            runtime="tensorrt-llm", kind="cuda_oom", format="trtllm_runtime_oom", line=n,
+            runtime="tensorrt-llm",
+            kind="cuda_oom",
+            format="trtllm_runtime_oom",
+            line=n,
             text=line[:600],
         )
     if "insufficient GPU memory" in line and "Executor creation failed" in line:
@@ -302,16 +320,17 @@ def parse_vllm(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             continue
         _context(line, facts)
         kv, blocks = facts.get("kv_cache_bytes"), facts.get("num_gpu_blocks")
-        if (kv is not None and kv < 0) or blocks == 0:
-            if not any(e.kind == "no_kv_blocks" for e in events):
-                events.append(
-                    _vllm_event(
-                        "no_kv_blocks",
-                        "vllm_profile_negative_kv",
-                        line,
-                        lines.number[i],
-                        available_kv_bytes=kv,
-                        stage="startup",
-                    )
+        if ((kv is not None and kv < 0) or blocks == 0) and not any(
+            e.kind == "no_kv_blocks" for e in events
+        ):
+            events.append(
+                _vllm_event(
+                    "no_kv_blocks",
+                    "vllm_profile_negative_kv",
+                    line,
+                    lines.number[i],
+                    available_kv_bytes=kv,
+                    stage="startup",
                 )
+            )
     return events, facts

@@ -70,7 +70,7 @@ class Diagnosis:
         return bool(self.events)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``doctor --json`` document (DESIGN.md contract; extra keys ``context``, ``primary_event``)."""
+        """The ``doctor --json`` document (DESIGN.md contract, plus ``context``/``notes``)."""
         return {
             "schema_version": SCHEMA_VERSION,
             "events": [e.to_dict() for e in self.events],
@@ -78,7 +78,9 @@ class Diagnosis:
             "confidence": round(self.confidence, 3),
             "explanation": self.explanation,
             "fixes": [f.to_dict() for f in self.fixes],
-            "primary_event": self.events.index(self.primary) if self.primary in self.events else None,
+            "primary_event": self.events.index(self.primary)
+            if self.primary in self.events
+            else None,
             "context": self.context.to_dict(),
             "notes": list(self.notes + self.context.notes),
         }
@@ -117,6 +119,14 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     if e.runtime in {"vllm", "sglang", "tgi", "tensorrt-llm"}:
         return analyze_serving(e, ctx)
     return analyze_other(e, ctx)
+
+
+def _run_provider(provider: FixProvider, finding: Finding, notes: list[str]) -> list[Fix]:
+    try:
+        return list(provider(finding))
+    except Exception as exc:  # a provider must never hide the diagnosis
+        notes.append(f"fix provider {getattr(provider, '__name__', provider)!r} failed: {exc}")
+        return []
 
 
 def diagnose(
@@ -162,10 +172,7 @@ def diagnose(
     extra: list[Fix] = []
     notes: list[str] = []
     for provider in fix_providers:
-        try:
-            extra.extend(provider(finding))
-        except Exception as exc:  # noqa: BLE001 - a provider must never hide the diagnosis
-            notes.append(f"fix provider {getattr(provider, '__name__', provider)!r} failed: {exc}")
+        extra.extend(_run_provider(provider, finding, notes))
     return Diagnosis(
         events=evs,
         context=context,

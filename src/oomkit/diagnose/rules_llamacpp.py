@@ -1,9 +1,9 @@
 """Diagnosis of llama.cpp / ggml and Ollama failures, with fixes sized from the load log.
 
-llama.cpp allocates per device, in order: weights (``model buffer``), KV cache (``KV buffer``, linear
-in n_ctx x n_seq and in the cache type's bytes), compute (``compute buffer``, ~linear in n_ubatch, and
-in n_ctx when flash attention is off) — oom-messages.md §2.2, memory-formulas.md §4.9. The stage of
-a failure is the one whose buffer lines are missing when it fails.
+llama.cpp allocates per device, in order: weights (``model buffer``), KV cache (``KV buffer``,
+linear in n_ctx x n_seq and in the cache type's bytes), compute (``compute buffer``, ~linear in
+n_ubatch, and in n_ctx when flash attention is off) — oom-messages.md §2.2, memory-formulas.md
+§4.9. The stage of a failure is the one whose buffer lines are missing when it fails.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ def _fb(n: int | None) -> str:
 
 
 def _gpu_names(ctx: LogContext) -> set[str]:
-    names = {b.name for b in ctx.buffers if not b.on_host and b.name.upper().startswith(_GPU_PREFIXES)}
+    names = {
+        b.name for b in ctx.buffers if not b.on_host and b.name.upper().startswith(_GPU_PREFIXES)
+    }
     if not names:  # fall back to the device list (same devices under other names)
         names = {d.name for d in ctx.devices if d.name.startswith(("CUDA", "ROCm", "Device"))}
     return names
@@ -87,14 +89,18 @@ def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fi
     ratio = kv_type_ratio(ctx.type_k or "f16", "q8_0")
     if kv and ratio is not None and ratio < 1:
         saving = kv - int(kv * ratio)
-        assumed = "" if ctx.type_k else " (the log does not print the cache type; f16 is the default)"
+        assumed = (
+            "" if ctx.type_k else " (the log does not print the cache type; f16 is the default)"
+        )
         out.append(
             Fix(
                 title="Quantize the KV cache to q8_0",
                 why=f"q8_0 stores 34 bytes per 32 values vs {ctx.type_k or 'f16'}{assumed}: "
                 f"{_fb(kv)} becomes {_fb(int(kv * ratio))} (V quantization needs flash attention).",
-                commands=("-fa on -ctk q8_0 -ctv q8_0", "OLLAMA_FLASH_ATTENTION=1 "
-                          "OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve"),
+                commands=(
+                    "-fa on -ctk q8_0 -ctv q8_0",
+                    "OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve",
+                ),
                 expected_saving_bytes=saving,
             )
         )
@@ -201,15 +207,15 @@ def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]
     ]
 
 
-def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
+def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose a llama.cpp/ggml failure with the buffers and settings the log printed."""
     dev = _dev_name(e)
     if e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU"):
         return Analysis(
             cause="host_ram",
             confidence=0.7,
-            explanation=f"llama.cpp could not allocate a {_fb(e.requested_bytes)} host (CPU/pinned) "
-            "buffer: system RAM is exhausted.",
+            explanation=f"llama.cpp could not allocate a {_fb(e.requested_bytes)} host "
+            "(CPU/pinned) buffer: system RAM is exhausted.",
             fixes=(
                 Fix(
                     title="Free host RAM or keep weights memory-mapped",
@@ -222,16 +228,18 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
         )
     stage = _stage(e, ctx)
     gpus = _gpu_names(ctx)
-    multi = len(gpus) >= 2 or (e.device is not None and e.device >= 1) or (
-        ctx.pipeline_copies or 0
-    ) > 1
+    multi = (
+        len(gpus) >= 2 or (e.device is not None and e.device >= 1) or (ctx.pipeline_copies or 0) > 1
+    )
     free_at_load = next((d.free_bytes for d in ctx.devices if d.name == dev), None)
     used_before = sum(b.size_bytes for b in ctx.buffers if b.name == dev and b.line < e.line)
     shortfall = None
     if free_at_load is not None and e.requested_bytes is not None:
         shortfall = e.requested_bytes - (free_at_load - used_before)
     kv_dev = ctx.device_buffers("KV").get(dev)
-    kv_total = sum(v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU"))
+    kv_total = sum(
+        v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU")
+    )
     # on several devices only this device's own KV buffer frees memory here
     kv = kv_dev if multi else (kv_dev or kv_total or ctx.kv_self_bytes)
     n_dev = max(len(gpus), (e.device or 0) + 1)
@@ -318,8 +326,9 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
         fixes = [
             Fix(
                 title="Free system RAM (close apps, unload other models)",
-                why=f"Ollama needs {_fb(short)} more available RAM." if short else "other "
-                "loaded models and apps hold the RAM Ollama needs.",
+                why=f"Ollama needs {_fb(short)} more available RAM."
+                if short
+                else "other loaded models and apps hold the RAM Ollama needs.",
                 commands=("ollama ps", "ollama stop <other model>", "OLLAMA_MAX_LOADED_MODELS=1"),
                 expected_saving_bytes=short,
             ),
@@ -338,12 +347,15 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
             explanation=f"The runner was killed ({e.detail}): the Linux OOM killer or a container "
             "limit ended it when host RAM ran out.",
             fixes=(
-                generic("Free host RAM or add swap", "the runner's RAM use exceeded the limit.",
-                        ("free -h", "dmesg | grep -i oom")),
+                generic(
+                    "Free host RAM or add swap",
+                    "the runner's RAM use exceeded the limit.",
+                    ("free -h", "dmesg | grep -i oom"),
+                ),
             ),
         )
     est = ctx.ollama_required_full_bytes
-    avail = ctx.ollama_available_bytes
+    avail_list = ctx.ollama_available_bytes
     expl = f"The Ollama runner failed to allocate GPU memory ({e.detail or e.text[:120]})."
     layout: dict[str, dict[str, int]] = {}
     for b in ctx.buffers:
@@ -351,11 +363,13 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
     for name, kinds in layout.items():
         parts = ", ".join(f"{k} {_fb(v)}" for k, v in kinds.items())
         expl += f" Planned on {name}: {parts} = {_fb(sum(kinds.values()))}."
-    kv_planned = sum(v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU"))
-    if est is not None and avail:
+    kv_planned = sum(
+        v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU")
+    )
+    if est is not None and avail_list:
         expl += (
-            f" Ollama estimated {_fb(est)} for a full GPU load against {_fb(sum(avail))} available"
-            f" (its estimate, not a measurement)."
+            f" Ollama estimated {_fb(est)} for a full GPU load against "
+            f"{_fb(sum(avail_list))} available (its estimate, not a measurement)."
         )
     fixes = [
         generic(
@@ -378,6 +392,4 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
             "message. Check the server log above it.",
             fixes=tuple(fixes),
         )
-    return Analysis(
-        cause="model_too_large", confidence=0.5, explanation=expl, fixes=tuple(fixes)
-    )
+    return Analysis(cause="model_too_large", confidence=0.5, explanation=expl, fixes=tuple(fixes))

@@ -113,13 +113,22 @@ def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
         cause="kv_cache_or_context",
         confidence=0.9,
         explanation=expl
-        + (f" Raising the budget by {_fb(short)} or shortening the context fixes it." if short else ""),
+        + (
+            f" Raising the budget by {_fb(short)} or shortening the context fixes it."
+            if short
+            else ""
+        ),
         fixes=tuple(fixes),
     )
 
 
 def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
-    w, nt, act, kv = ctx.weights_bytes, ctx.non_torch_bytes, ctx.activation_peak_bytes, ctx.kv_cache_bytes
+    w, nt, act, _kv = (
+        ctx.weights_bytes,
+        ctx.non_torch_bytes,
+        ctx.activation_peak_bytes,
+        ctx.kv_cache_bytes,
+    )
     util, total = ctx.gpu_memory_utilization, ctx.total_gpu_memory_bytes
     if w is not None and util is not None and total:
         budget = int(total * util)
@@ -157,10 +166,10 @@ def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
                 ("--quantization fp8", "--tensor-parallel-size 2", "--cpu-offload-gb 4"),
             )
         )
-        cause = "model_too_large" if w >= budget * 0.8 or w >= (act or 0) else "batch_or_activations"
-        return Analysis(
-            cause=cause, confidence=0.75, explanation=expl, fixes=tuple(fixes)
+        cause = (
+            "model_too_large" if w >= budget * 0.8 or w >= (act or 0) else "batch_or_activations"
         )
+        return Analysis(cause=cause, confidence=0.75, explanation=expl, fixes=tuple(fixes))
     return Analysis(
         cause="model_too_large",
         confidence=0.4,
@@ -181,14 +190,19 @@ def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
-def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
+def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose vLLM / SGLang / TGI / TensorRT-LLM errors."""
     if e.kind == "kv_capacity":
         return _vllm_kv(e, ctx)
     if e.kind == "no_kv_blocks":
         return _vllm_no_blocks(e, ctx)
     if e.kind == "startup_free_memory":
-        f, t, want, u = e.free_bytes or 0, e.total_bytes or 0, e.requested_bytes or 0, e.gpu_memory_utilization
+        f, t, want, u = (
+            e.free_bytes or 0,
+            e.total_bytes or 0,
+            e.requested_bytes or 0,
+            e.gpu_memory_utilization,
+        )
         fit = int((f / t) * 100) / 100 - 0.01 if t else None
         return Analysis(
             cause="other_process_holding_memory",
@@ -200,8 +214,10 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
                 Fix(
                     title="Stop the other process (or other vLLM instance) on the GPU",
                     why=f"it holds {_fb(t - f)}.",
-                    commands=("nvidia-smi --query-compute-apps=pid,process_name,used_memory "
-                              "--format=csv", "kill <pid>"),
+                    commands=(
+                        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                        "kill <pid>",
+                    ),
                     expected_saving_bytes=t - f,
                 ),
                 *(
@@ -226,10 +242,16 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
             "requests: the non-KV headroom (1 - gpu_memory_utilization) is too small for the "
             "sampler's logits.",
             fixes=(
-                generic("Fewer concurrent sequences", "sampler memory is linear in max_num_seqs.",
-                        ("--max-num-seqs 128",)),
-                generic("Leave more headroom", "lower utilization leaves more non-KV memory.",
-                        ("--gpu-memory-utilization 0.85",)),
+                generic(
+                    "Fewer concurrent sequences",
+                    "sampler memory is linear in max_num_seqs.",
+                    ("--max-num-seqs 128",),
+                ),
+                generic(
+                    "Leave more headroom",
+                    "lower utilization leaves more non-KV memory.",
+                    ("--gpu-memory-utilization 0.85",),
+                ),
             ),
         )
     if e.runtime == "sglang":
@@ -240,19 +262,27 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
             cause="kv_cache_or_context",
             confidence=0.55,
             explanation="SGLang could not build a KV pool: after the weights, total x "
-            "mem_fraction_static leaves no room for KV tokens." if not runtime else
-            "SGLang's KV pool filled at runtime and it retracted requests.",
+            "mem_fraction_static leaves no room for KV tokens."
+            if not runtime
+            else "SGLang's KV pool filled at runtime and it retracted requests.",
             fixes=(
                 generic(
-                    f"Raise --mem-fraction-static to {new}" if not runtime else "Fewer running requests",
+                    f"Raise --mem-fraction-static to {new}"
+                    if not runtime
+                    else "Fewer running requests",
                     "the static pool (weights + KV) is total x mem_fraction_static; at startup it "
-                    "must be raised, at runtime OOM lowered." if not runtime else
-                    "each running request holds its KV tokens.",
-                    (f"--mem-fraction-static {new}",) if not runtime else
-                    ("--max-running-requests 64", "--chunked-prefill-size 4096"),
+                    "must be raised, at runtime OOM lowered."
+                    if not runtime
+                    else "each running request holds its KV tokens.",
+                    (f"--mem-fraction-static {new}",)
+                    if not runtime
+                    else ("--max-running-requests 64", "--chunked-prefill-size 4096"),
                 ),
-                generic("Shorter context / fp8 KV", "KV per token halves with fp8.",
-                        ("--context-length 32768", "--kv-cache-dtype fp8_e5m2", "--tp 2")),
+                generic(
+                    "Shorter context / fp8 KV",
+                    "KV per token halves with fp8.",
+                    ("--context-length 32768", "--kv-cache-dtype fp8_e5m2", "--tp 2"),
+                ),
             ),
         )
     if e.runtime == "tgi":
@@ -263,9 +293,11 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
             explanation=f"TGI's warmup could not run a prefill of {n} tokens: activations for "
             "that many tokens do not fit next to the weights.",
             fixes=(
-                generic(f"Prefill fewer tokens: --max-batch-prefill-tokens {n // 2}",
-                        "prefill activation memory is linear in the prefill token count.",
-                        (f"--max-batch-prefill-tokens {n // 2}",)),
+                generic(
+                    f"Prefill fewer tokens: --max-batch-prefill-tokens {n // 2}",
+                    "prefill activation memory is linear in the prefill token count.",
+                    (f"--max-batch-prefill-tokens {n // 2}",),
+                ),
             ),
         )
     # TensorRT-LLM
@@ -276,15 +308,17 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
         explanation=f"TensorRT-LLM ran out of GPU memory ({e.stage or 'runtime'})"
         + (f"; {_fb(e.free_bytes)} of {_fb(e.total_bytes)} was free." if e.total_bytes else "."),
         fixes=(
-            generic("Give the KV cache a smaller share",
-                    "KvCacheConfig.free_gpu_memory_fraction (default 0.9 of free memory after "
-                    "load) leaves the rest for activations.",
-                    ("--kv_cache_free_gpu_memory_fraction 0.8", "max_batch_size / max_num_tokens")),
+            generic(
+                "Give the KV cache a smaller share",
+                "KvCacheConfig.free_gpu_memory_fraction (default 0.9 of free memory after "
+                "load) leaves the rest for activations.",
+                ("--kv_cache_free_gpu_memory_fraction 0.8", "max_batch_size / max_num_tokens"),
+            ),
         ),
     )
 
 
-def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
+def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose JAX/XLA, TensorFlow, accelerate, Linux OOM killer and Windows pagefile events."""
     if e.runtime in {"linux", "windows"} or e.kind in {"killed", "oom_killer", "host_oom"}:
         rss = e.anon_rss_bytes
@@ -298,7 +332,9 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
         expl += "."
         if e.format == "windows_pagefile":
             expl = "Windows could not commit more virtual memory: the paging file is too small."
-        conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(e.kind, 0.7 if e.format != "exit_137" else 0.55)
+        conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(
+            e.kind, 0.7 if e.format != "exit_137" else 0.55
+        )
         fixes = [
             Fix(
                 title="Give the job more RAM (swap, pagefile or container limit)",
@@ -314,8 +350,11 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
             generic(
                 "Load models without a full copy in RAM",
                 "low_cpu_mem_usage/device_map stream safetensors shards to the GPU.",
-                ("from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
-                 "torch_dtype='auto')", "DataLoader(num_workers=2)"),
+                (
+                    "from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
+                    "torch_dtype='auto')",
+                    "DataLoader(num_workers=2)",
+                ),
             ),
         ]
         return Analysis(cause="host_ram", confidence=conf, explanation=expl, fixes=tuple(fixes))
@@ -341,9 +380,11 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
                     expected_saving_bytes=x // 2 if x else None,
                     generic=x is None,
                 ),
-                generic("Do not preallocate 75% of the GPU",
-                        "lets several JAX processes (or JAX + TF) share a GPU.",
-                        ("XLA_PYTHON_CLIENT_PREALLOCATE=false", "XLA_PYTHON_CLIENT_MEM_FRACTION=.95")),
+                generic(
+                    "Do not preallocate 75% of the GPU",
+                    "lets several JAX processes (or JAX + TF) share a GPU.",
+                    ("XLA_PYTHON_CLIENT_PREALLOCATE=false", "XLA_PYTHON_CLIENT_MEM_FRACTION=.95"),
+                ),
             ),
         )
     if e.runtime == "tensorflow":
@@ -365,8 +406,11 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
                     expected_saving_bytes=size // 2 if size else None,
                     generic=size is None,
                 ),
-                generic("Let TensorFlow grow memory on demand", "instead of grabbing it all.",
-                        ("TF_FORCE_GPU_ALLOW_GROWTH=true",)),
+                generic(
+                    "Let TensorFlow grow memory on demand",
+                    "instead of grabbing it all.",
+                    ("TF_FORCE_GPU_ALLOW_GROWTH=true",),
+                ),
             ),
         )
     if e.runtime == "accelerate":
@@ -375,12 +419,17 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911
             confidence=0.6,
             explanation="accelerate's batch-size search reached zero: even batch size 1 runs out "
             "of memory, so what is resident (weights, optimizer states) does not fit.",
-            fixes=(generic("Quantize, use LoRA, or shard the model",
-                           "the batch is already minimal.",
-                           ("load_in_4bit=True", "peft LoRA", "FSDP / DeepSpeed ZeRO-3")),),
+            fixes=(
+                generic(
+                    "Quantize, use LoRA, or shard the model",
+                    "the batch is already minimal.",
+                    ("load_in_4bit=True", "peft LoRA", "FSDP / DeepSpeed ZeRO-3"),
+                ),
+            ),
         )
     return Analysis(
-        cause="unknown", confidence=0.1, explanation=f"Unrecognised event {e.kind}.",
+        cause="unknown",
+        confidence=0.1,
+        explanation=f"Unrecognised event {e.kind}.",
         fixes=(),
     )
-

@@ -113,9 +113,7 @@ def _model_fixes() -> list[Fix]:
 
 def _others(e: OomEvent, t: int) -> Analysis:
     total_others = sum(p.used_bytes or 0 for p in e.other_processes)
-    parts = ", ".join(
-        f"process {p.pid} holds {_fb(p.used_bytes)}" for p in e.other_processes
-    )
+    parts = ", ".join(f"process {p.pid} holds {_fb(p.used_bytes)}" for p in e.other_processes)
     fixes = [
         Fix(
             title=f"Stop or move process {p.pid}",
@@ -182,7 +180,7 @@ def _describe(e: OomEvent) -> str:
     return s
 
 
-def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911, PLR0912
+def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
     a, r, p = e.allocated_bytes, e.reserved_unallocated_bytes, e.process_in_use_bytes
     if r is None and e.reserved_bytes is not None and a is not None:
@@ -262,7 +260,11 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:  # noqa: PLR0911, PLR0
             explanation=base + " " + an.explanation,
             fixes=an.fixes + ((_frag_fix(e, r),) if r and r >= x else ()),
         )
-    held = p if p is not None else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
+    held = (
+        p
+        if p is not None
+        else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
+    )
     unaccounted = t - free - held - others
     if unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
         who = (
@@ -441,15 +443,20 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                 Fix(
                     title="Free or add host RAM (or swap / pagefile)",
                     why=f"the failing host allocation is {_fb(e.requested_bytes)}.",
-                    commands=("free -h", "sudo fallocate -l 16G /swapfile && sudo mkswap "
-                              "/swapfile && sudo swapon /swapfile"),
+                    commands=(
+                        "free -h",
+                        "sudo fallocate -l 16G /swapfile && sudo mkswap "
+                        "/swapfile && sudo swapon /swapfile",
+                    ),
                     expected_saving_bytes=e.requested_bytes,
                 ),
                 generic(
                     "Load weights lazily and straight to the GPU",
                     "avoids a full fp32 copy of the model in RAM.",
-                    ("from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
-                     "torch_dtype=torch.bfloat16)",),
+                    (
+                        "from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
+                        "torch_dtype=torch.bfloat16)",
+                    ),
                 ),
             ),
         )
@@ -486,8 +493,7 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                     "Find and stop other processes on the GPU",
                     "cuBLAS/cuDNN need a few hundred MiB of free memory at first use.",
                     (
-                        "nvidia-smi --query-compute-apps=pid,process_name,used_memory "
-                        "--format=csv",
+                        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
                         "kill <pid>",
                     ),
                 ),

@@ -97,8 +97,6 @@ def size_of(m: re.Match[str], name: str, runtime: str) -> int | None:
     return to_bytes(number, unit, runtime)
 
 
-
-
 def clean(line: str) -> str:
     """Strip rank/process/timestamp/level prefixes (repeatedly) and collapse whitespace."""
     s = line[:MAX_LINE].strip()
