@@ -36,6 +36,9 @@ _EXPORTS: dict[str, str] = {
     "format_bytes": "oomkit.units",
     "free_memory": "oomkit.inprocess.torch_memory",
     "install": "oomkit.inprocess.hook",
+    "is_oom_error": "oomkit.inprocess.retry",
+    "uninstall": "oomkit.inprocess.hook",
+    "allocator_stats": "oomkit.inprocess.torch_memory",
     "load_model": "oomkit.api",
     "oom_retry": "oomkit.inprocess.retry",
     "parse_size": "oomkit.units",
@@ -66,10 +69,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
     from oomkit.hardware.catalog import find_gpu
     from oomkit.hardware.live import detect_gpus
-    from oomkit.inprocess.hook import install
-    from oomkit.inprocess.retry import find_batch_size, oom_retry
+    from oomkit.inprocess.hook import install, uninstall
+    from oomkit.inprocess.retry import find_batch_size, is_oom_error, oom_retry
     from oomkit.inprocess.snapshot import snapshot_report
-    from oomkit.inprocess.torch_memory import free_memory
+    from oomkit.inprocess.torch_memory import allocator_stats, free_memory
     from oomkit.spec.hardware import DeviceTarget, Hardware
     from oomkit.spec.model import ModelSpec, TensorInfo
     from oomkit.spec.settings import InferenceSettings
