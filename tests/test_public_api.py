@@ -9,6 +9,10 @@ def test_all_is_sorted() -> None:
     assert oomkit.__all__ == sorted(oomkit.__all__)
 
 
+def test_all_matches_the_lazy_table() -> None:
+    assert set(oomkit.__all__) == {*oomkit._EXPORTS, "__version__"}
+
+
 def test_every_export_resolves() -> None:
     for name in oomkit.__all__:
         assert getattr(oomkit, name) is not None, name

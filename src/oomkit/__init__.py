@@ -45,7 +45,35 @@ _EXPORTS: dict[str, str] = {
     "snapshot_report": "oomkit.inprocess.snapshot",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Component",
+    "DeviceTarget",
+    "DeviceUsage",
+    "Estimate",
+    "Hardware",
+    "InferenceSettings",
+    "ModelSpec",
+    "OomkitError",
+    "TensorInfo",
+    "__version__",
+    "allocator_stats",
+    "count_params",
+    "detect_gpus",
+    "diagnose_text",
+    "estimate",
+    "find_batch_size",
+    "find_gpu",
+    "find_model",
+    "format_bytes",
+    "free_memory",
+    "install",
+    "is_oom_error",
+    "load_model",
+    "oom_retry",
+    "parse_size",
+    "snapshot_report",
+    "uninstall",
+]
 
 
 def __getattr__(name: str) -> Any:
