@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import oomkit
 
 
@@ -19,9 +21,5 @@ def test_every_export_resolves() -> None:
 
 
 def test_unknown_attribute_raises() -> None:
-    try:
+    with pytest.raises(AttributeError, match="no_such_thing"):
         oomkit.no_such_thing  # noqa: B018
-    except AttributeError as e:
-        assert "no_such_thing" in str(e)
-    else:  # pragma: no cover
-        raise AssertionError("expected AttributeError")
