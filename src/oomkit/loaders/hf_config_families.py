@@ -28,15 +28,35 @@ def _rope_type(f: Fields) -> str | None:
     return None
 
 
-def decoder_kwargs(f: Fields, *, tie_default: bool = False) -> dict[str, Any]:
-    """The fields every decoder has, as ModelSpec keyword arguments."""
-    n_layers = f.integer("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    hidden = f.integer("hidden_size", "n_embd", "d_model")
-    heads = f.integer("num_attention_heads", "n_head", "num_heads", "n_heads")
-    kv = f.integer("num_key_value_heads", "num_kv_heads", "n_kv_heads", default=heads)
-    explicit_hd = f.opt_int("head_dim")
+def decoder_kwargs(
+    f: Fields, *, tie_default: bool = False, defaults: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """The fields every decoder has, as ModelSpec keyword arguments.
+
+    ``defaults`` supplies the family's ``configuration_*.py`` defaults for keys a real
+    config.json may omit (Gemma 3's ``text_config`` leaves out heads, vocab and head_dim).
+    """
+    d = defaults or {}
+    n_layers = f.integer(
+        "num_hidden_layers", "n_layer", "num_layers", "n_layers", default=d.get("num_hidden_layers")
+    )
+    hidden = f.integer("hidden_size", "n_embd", "d_model", default=d.get("hidden_size"))
+    heads = f.integer(
+        "num_attention_heads",
+        "n_head",
+        "num_heads",
+        "n_heads",
+        default=d.get("num_attention_heads"),
+    )
+    kv = f.integer(
+        "num_key_value_heads",
+        "num_kv_heads",
+        "n_kv_heads",
+        default=d.get("num_key_value_heads", heads),
+    )
+    explicit_hd = f.opt_int("head_dim") or d.get("head_dim")
     head_dim = explicit_hd if explicit_hd else (hidden // heads if heads else 0)
-    sliding = f.opt_int("sliding_window")
+    sliding = f.opt_int("sliding_window") or d.get("sliding_window")
     return {
         "name": f.name,
         "architecture": f.architecture,
@@ -48,9 +68,13 @@ def decoder_kwargs(f: Fields, *, tie_default: bool = False) -> dict[str, Any]:
         "head_dim": head_dim,
         "v_head_dim": head_dim,
         "intermediate_size": f.integer(
-            "intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"
+            "intermediate_size",
+            "n_inner",
+            "ffn_dim",
+            "ffn_hidden_size",
+            default=d.get("intermediate_size"),
         ),
-        "vocab_size": f.integer("vocab_size", "padded_vocab_size"),
+        "vocab_size": f.integer("vocab_size", "padded_vocab_size", default=d.get("vocab_size")),
         "max_position_embeddings": f.opt_int(
             "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"
         ),
@@ -180,13 +204,27 @@ def _qwen(f: Fields, source: str) -> ModelSpec:
 # ---------------------------------------------------------------- Gemma, Cohere, OLMo, GLM, Phi
 
 
+#: transformers ``Gemma3TextConfig`` defaults; gemma-3-4b/12b/27b configs omit these keys.
+_GEMMA3_TEXT_DEFAULTS: dict[str, int] = {
+    "vocab_size": 262_208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "sliding_window": 4096,
+}
+
+
 def _gemma(f: Fields, source: str) -> ModelSpec:
     """Gemma 1/2/3: embeddings always tied; Gemma2 even layers sliding; Gemma3 5 local : 1 global,
     q/k norms. Gemma3ForConditionalGeneration: the SigLIP tower goes to ``multimodal_params``."""
-    kw = decoder_kwargs(f, tie_default=True)
+    arch = f.architecture
+    is_gemma3 = arch in ("Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
+    kw = decoder_kwargs(f, tie_default=True, defaults=_GEMMA3_TEXT_DEFAULTS if is_gemma3 else None)
     kw["tie_word_embeddings"] = True
     n = kw["num_hidden_layers"]
-    arch = f.architecture
     if arch == "GemmaForCausalLM":
         kw["sliding_window"] = None
         kw["layer_types"] = _all(LAYER_FULL, n)

@@ -1,7 +1,7 @@
 """Tensor layout of recurrent mixers: Mamba, Mamba-2 and the gated delta net (Qwen3-Next).
 
 Shapes copy llama.cpp ``src/llama-model.cpp`` ``load_tensors`` (cases ``LLM_ARCH_MAMBA``,
-``LLM_ARCH_MAMBA2``/``LLM_ARCH_GRANITE_HYBRID`` and ``LLM_ARCH_QWEN3NEXT``), ``ne`` reversed to
+``LLM_ARCH_MAMBA2``/``LLM_ARCH_GRANITE_HYBRID``; ``src/models/qwen3next.cpp``), ``ne`` reversed to
 ``[out, in]``. ``ssm_a``/``ssm_d`` have no ``.weight`` suffix in GGUF (``tn(LLM_TENSOR_SSM_A, i)``).
 The conv kernel is listed as GGUF stores it, ``[channels, d_conv]`` (HF ``[channels, 1, d_conv]``).
 """
@@ -53,17 +53,21 @@ def gated_delta_net(b: Builder, spec: ModelSpec, i: int) -> None:
 
     HF ``Qwen3NextGatedDeltaNet``: ``in_proj_qkvz`` [2*key_dim + 2*value_dim, H], ``in_proj_ba``
     [2*n_v_heads, H], ``conv1d`` [2*key_dim + value_dim, 1, kernel] (no bias), ``dt_bias`` and
-    ``A_log`` [n_v_heads], ``norm`` [v_head_dim], ``out_proj`` [H, value_dim].
+    ``A_log`` [n_v_heads], ``norm`` [v_head_dim], ``out_proj`` [H, value_dim]. Current llama.cpp
+    (``src/models/qwen3next.cpp`` ``load_arch_tensors``) stores ``in_proj_qkvz`` as ``attn_qkv``
+    [2*key_dim + value_dim, H] plus ``attn_gate`` [value_dim, H] (legacy GGUFs: one ``ssm_in``).
     """
     rec = spec.recurrent
     assert rec is not None, "a linear-attention layer needs ModelSpec.recurrent"
     hidden = spec.hidden_size
     key_dim = rec.n_k_heads * rec.k_head_dim
     value_dim = rec.n_heads * rec.head_dim
-    b.add("ssm_in.weight", (2 * key_dim + 2 * value_dim, hidden), i)
-    b.add("ssm_conv1d.weight", (2 * key_dim + value_dim, rec.d_conv), i)
+    conv_dim = 2 * key_dim + value_dim
+    b.add("attn_qkv.weight", (conv_dim, hidden), i)
+    b.add("attn_gate.weight", (value_dim, hidden), i)
+    b.add("ssm_conv1d.weight", (conv_dim, rec.d_conv), i)
     if rec.conv_bias:
-        b.add("ssm_conv1d.bias", (2 * key_dim + value_dim,), i)
+        b.add("ssm_conv1d.bias", (conv_dim,), i)
     b.add("ssm_dt.bias", (rec.n_heads,), i)
     b.add("ssm_a", (rec.n_heads,), i)
     b.add("ssm_ba.weight", (2 * rec.n_heads, hidden), i)
