@@ -61,8 +61,10 @@ _SETTING = re.compile(
 )
 _OFFLOADED = re.compile(r"offloaded (?P<a>\d{1,5})/(?P<b>\d{1,5}) layers to GPU")
 _USING_DEV = re.compile(
-    r"using device (?P<name>\S{1,40}) \((?P<desc>.{0,200})\) - (?P<mib>\d{1,9}) MiB free"
+    r"using device (?P<name>\S{1,40}) \((?P<desc>[^()]{0,160})\)(?: \([^()]{0,60}\))? - "
+    r"(?P<mib>\d{1,9}) MiB free"
 )
+_VK_FAIL = re.compile(r"Device memory allocation of size (?P<n>\d{1,20}) failed")
 _DEVICE = re.compile(r"^Device (?P<n>\d{1,3}): (?P<desc>[^,]{1,120}), compute capability")
 _NAME = re.compile(r"general\.name\s{1,40}(?:str\s{1,40})?=\s{0,10}(?P<v>.{1,160})")
 _FTYPE = re.compile(r"(?:file type|model ftype)\s{0,30}=\s{0,10}(?P<v>.{1,80})")
@@ -269,6 +271,16 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 requested_bytes=to_int(m.group("n")),
                 buffer_name="CPU",
             )
+        m = _VK_FAIL.search(line)
+        if m is not None:
+            return OomEvent(
+                runtime=_RT,
+                kind="gpu_alloc_failed",
+                format="vulkan_alloc",
+                line=line_no,
+                text=m.group(0),
+                requested_bytes=to_int(m.group("n")),
+            )
         m = _METAL_FAIL.search(line)
         if m is not None:
             return OomEvent(
@@ -362,6 +374,28 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
     return None
 
 
+_MERGE_FIRST = frozenset(
+    {
+        "llama.cpp_cudaMalloc",
+        "llama.cpp_buffer_alloc",
+        "metal_alloc",
+        "vulkan_alloc",
+        "llama.cpp_weights_alloc",
+        "llama.cpp_kv_alloc",
+        "llama.cpp_compute_alloc",
+    }
+)
+_MERGE_NEXT = frozenset(
+    {
+        "llama.cpp_buffer_alloc",
+        "llama.cpp_weights_alloc",
+        "llama.cpp_kv_alloc",
+        "llama.cpp_compute_alloc",
+        "vulkan_out_of_device_memory",
+    }
+)
+
+
 def _merge(events: list[OomEvent]) -> list[OomEvent]:
     """Fold caller lines (raw byte size, stage) into the cudaMalloc event they report."""
     out: list[OomEvent] = []
@@ -370,22 +404,8 @@ def _merge(events: list[OomEvent]) -> list[OomEvent]:
         if (
             prev is not None
             and ev.line - prev.line <= _MERGE_LINES
-            and prev.format
-            in {
-                "llama.cpp_cudaMalloc",
-                "llama.cpp_buffer_alloc",
-                "metal_alloc",
-                "llama.cpp_weights_alloc",
-                "llama.cpp_kv_alloc",
-                "llama.cpp_compute_alloc",
-            }
-            and ev.format
-            in {
-                "llama.cpp_buffer_alloc",
-                "llama.cpp_weights_alloc",
-                "llama.cpp_kv_alloc",
-                "llama.cpp_compute_alloc",
-            }
+            and prev.format in _MERGE_FIRST
+            and ev.format in _MERGE_NEXT
         ):
             out[-1] = replace(
                 prev,

@@ -33,8 +33,8 @@ _XLA = re.compile(
 )
 _XLA_PARAM = re.compile(r"parameter allocation: {0,20}" + sz("p", "bytes|KiB|MiB|GiB|TiB|B"))
 _REMAT = re.compile(
-    r"Can't reduce memory use below (?P<lim>\S{1,30}) by rematerialization; only reduced to "
-    r"(?P<got>\S{1,30})(?: \((?P<n>\d{1,20}) bytes\))?"
+    r"Can't reduce memory use below (?P<lim>\S{1,30})(?: \((?P<limn>\d{1,20}) bytes\))? by "
+    r"rematerialization; only reduced to (?P<got>\S{1,30})(?: \((?P<n>\d{1,20}) bytes\))?"
 )
 _TF = re.compile(
     r"OOM when allocating tensor with shape ?\[(?P<shape>[\d, ]{0,200})\]"
@@ -185,6 +185,7 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         line,
                         n,
                         requested_bytes=to_int(m2.group("n")) if m2.group("n") else None,
+                        total_bytes=to_int(m2.group("limn")) if m2.group("limn") else None,
                         stage="compile",
                         detail=f"limit {m2.group('lim')}, reduced only to {m2.group('got')}",
                     )

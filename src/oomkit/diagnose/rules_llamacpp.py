@@ -33,15 +33,16 @@ def _gpu_names(ctx: LogContext) -> set[str]:
     return names
 
 
-def _stage(e: OomEvent, ctx: LogContext) -> str | None:
+def _stage(e: OomEvent, ctx: LogContext) -> tuple[str, bool]:
+    """(stage, inferred): the message's own stage, else the first stage whose lines are missing."""
     if e.stage is not None:
-        return e.stage
+        return e.stage, False
     before = {b.kind for b in ctx.buffers if b.line < e.line}
     if "KV" in before or (ctx.kv_self_bytes is not None):
-        return "compute"
+        return "compute", True
     if "model" in before:
-        return "kv_cache"
-    return "weights"
+        return "kv_cache", True
+    return "weights", True
 
 
 def _dev_name(e: OomEvent) -> str:
@@ -226,7 +227,12 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
-    stage = _stage(e, ctx)
+    stage, inferred = _stage(e, ctx)
+    stage_text = (
+        f"{stage} stage, inferred from the buffer lines logged before it"
+        if inferred
+        else f"{stage} stage"
+    )
     gpus = _gpu_names(ctx)
     multi = (
         len(gpus) >= 2 or (e.device is not None and e.device >= 1) or (ctx.pipeline_copies or 0) > 1
@@ -244,12 +250,9 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     kv = kv_dev if multi else (kv_dev or kv_total or ctx.kv_self_bytes)
     n_dev = max(len(gpus), (e.device or 0) + 1)
     if e.requested_bytes is None:
-        base = f"llama.cpp ran out of memory on {dev} ({stage or 'unknown'} stage)."
+        base = f"llama.cpp ran out of memory on {dev} ({stage_text})."
     else:
-        base = (
-            f"llama.cpp failed to allocate {_fb(e.requested_bytes)} on {dev} "
-            f"({stage or 'unknown'} stage)."
-        )
+        base = f"llama.cpp failed to allocate {_fb(e.requested_bytes)} on {dev} ({stage_text})."
     if free_at_load is not None:
         base += (
             f" {dev} had {_fb(free_at_load)} free at load and {_fb(used_before)} was already "
@@ -265,7 +268,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             fixes.append(_split_fix(e, ctx, gpus))
         return Analysis(
             cause=cause,
-            confidence=0.75 if cause == "model_too_large" else 0.55,
+            confidence=(0.75 if cause == "model_too_large" else 0.55) - (0.15 if inferred else 0),
             explanation=base + f" The weights ({_fb(e.requested_bytes)} for this device) do not "
             f"fit in {dev}'s memory.",
             fixes=tuple(fixes),

@@ -9,6 +9,8 @@ what PyTorch reserved.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
@@ -500,4 +502,56 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                 *_batch_fixes(e, None)[:1],
             ),
         )
-    return _allocator(e, ctx)
+    return _augment(e, ctx, _allocator(e, ctx))
+
+
+def _augment(e: OomEvent, ctx: LogContext, an: Analysis) -> Analysis:
+    """Add what the surrounding log knows: CUDA-graph pools, vLLM headroom, growth over time."""
+    fixes = list(an.fixes)
+    cause, conf, expl = an.cause, an.confidence, an.explanation
+    if e.private_pool_bytes:
+        fixes.append(
+            Fix(
+                title="Do not capture CUDA graphs (or capture fewer sizes)",
+                why=f"{_fb(e.private_pool_bytes)} sits in CUDA-graph private pools; eager mode "
+                "releases it (slower decoding).",
+                commands=(
+                    "--enforce-eager   # vLLM",
+                    "--cuda-graph-max-bs 8   # SGLang",
+                    "torch.compile(model, mode='default')   # not 'reduce-overhead'",
+                ),
+                expected_saving_bytes=e.private_pool_bytes,
+            )
+        )
+    util, t, x, f = ctx.gpu_memory_utilization, e.total_bytes, e.requested_bytes, e.free_bytes
+    if ctx.runtime_hint == "vllm" and util and t and x is not None and f is not None:
+        short = max(0, x - f)
+        new = int((util - short / t) * 100) / 100 - 0.01
+        if 0.1 < new < util:
+            fixes.append(
+                Fix(
+                    title=f"Leave vLLM more non-KV headroom: --gpu-memory-utilization {new:.2f}",
+                    why=f"vLLM gives {util:.2f} of the GPU to weights+KV and the rest to "
+                    f"everything else; this allocation was short by {_fb(short)}.",
+                    commands=(f"--gpu-memory-utilization {new:.2f}", "--max-num-seqs 128"),
+                    expected_saving_bytes=int((util - new) * t),
+                )
+            )
+    ma = ctx.deepspeed_allocated_bytes
+    rising = all(b > a for a, b in pairwise(ma))
+    grows = len(ma) >= 3 and rising and ma[-1] * 2 >= ma[0] * 3
+    if grows and cause in {"model_too_large", "batch_or_activations"}:
+        cause, conf = "leak_or_accumulation", 0.5
+        expl += (
+            f" DeepSpeed's allocated memory (MA) grew at every report, from {_fb(ma[0])} to "
+            f"{_fb(ma[-1])} over {len(ma)} reports: something keeps tensors alive across steps."
+        )
+        fixes.insert(
+            0,
+            generic(
+                "Stop keeping tensors across steps",
+                "accumulate Python floats, not graph-attached tensors; detach what you store.",
+                ("total_loss += loss.item()", "history.append(out.detach().cpu())"),
+            ),
+        )
+    return Analysis(cause=cause, confidence=conf, explanation=expl, fixes=tuple(fixes))
