@@ -435,3 +435,98 @@ def test_glm_families() -> None:
     assert glm_moe.moe.dense_layers == (0,)
     assert glm_moe.moe.score_correction_bias
     assert glm_moe.num_nextn_predict_layers == 1
+
+
+def test_architecture_from_text_config_model_type_or_unknown() -> None:
+    nested = {"text_config": _with(LLAMA_MIN, model_type="gemma3_text"), "architectures": None}
+    assert parse_config(nested, name="g").architecture == "Gemma3ForCausalLM"
+    bare = {k: v for k, v in LLAMA_MIN.items() if k != "architectures"}
+    unknown = parse_config(bare, name="u")
+    assert unknown.architecture == "unknown"
+    assert any("not known to oomkit" in a for a in unknown.assumptions)
+    assert parse_config(_with(bare, model_type="zeta"), name="z").architecture == "zeta"
+
+
+def test_unreadable_file_is_a_format_error(tmp_path: Path) -> None:
+    bad = tmp_path / "config.json"
+    bad.write_bytes(b"\xff\xfe{")
+    with pytest.raises(ConfigFormatError, match="readable UTF-8"):
+        load_config(bad)
+
+
+def test_field_type_checks() -> None:
+    assert parse_config(_with(LLAMA_MIN, hidden_size=64.0), name="x").hidden_size == 64
+    with pytest.raises(ConfigFormatError, match="non-negative"):
+        parse_config(_with(LLAMA_MIN, num_hidden_layers=-1), name="x")
+    with pytest.raises(ConfigFormatError, match="torch_dtype"):
+        parse_config(_with(LLAMA_MIN, torch_dtype=16), name="x")
+    qwen_moe = json.loads((FIXTURES / "qwen1.5-moe-a2.7b.json").read_text())
+    with pytest.raises(ConfigFormatError, match="mlp_only_layers"):
+        parse_config(_with(qwen_moe, mlp_only_layers="1,2"), name="x")
+    with pytest.raises(ConfigFormatError, match="mlp_only_layers"):
+        parse_config(_with(qwen_moe, mlp_only_layers=[1, "2"]), name="x")
+    with pytest.raises(ConfigFormatError, match="layer kinds"):
+        parse_config(_with(LLAMA_MIN, layer_types="full_attention"), name="x")
+
+
+def test_qwen_moe_dense_layers_from_mlp_only_layers_and_step() -> None:
+    qwen_moe = json.loads((FIXTURES / "qwen1.5-moe-a2.7b.json").read_text())
+    spec = parse_config(_with(qwen_moe, mlp_only_layers=[0], decoder_sparse_step=2), name="q")
+    assert spec.moe is not None
+    assert spec.moe.dense_layers[:3] == (0, 2, 4)
+
+
+def test_bitsandbytes_8bit_and_awq() -> None:
+    bnb = parse_config(
+        _with(
+            LLAMA_MIN, quantization_config={"quant_method": "bitsandbytes", "load_in_8bit": True}
+        ),
+        name="x",
+    ).quantization
+    assert bnb is not None
+    assert (bnb.method, bnb.bits) == ("bitsandbytes_8bit", 8)
+    awq = parse_config(
+        {**LLAMA_MIN, "text_config": None, "quantization_config": {"quant_method": "awq",
+         "w_bit": 4, "q_group_size": 128, "modules_to_not_convert": None}},
+        name="x",
+    ).quantization  # fmt: skip
+    assert awq is not None
+    assert (awq.method, awq.bits, awq.group_size) == ("awq", 4, 128)
+
+
+def test_family_notes() -> None:
+    baichuan = parse_config(_with(LLAMA_MIN, architectures=["BaichuanForCausalLM"]), name="b")
+    assert any("W_pack" in a for a in baichuan.assumptions)
+    granite = parse_config(
+        _with(LLAMA_MIN, architectures=["GraniteMoeHybridForCausalLM"], mamba_d_state=128,
+              mamba_n_heads=8, mamba_d_head=16, shared_intermediate_size=96),
+        name="granite-no-kinds",
+    )  # fmt: skip
+    assert set(granite.layer_types) == {LAYER_FULL}
+    assert any("no layer_types" in a for a in granite.assumptions)
+    # num_local_experts 0 (granite-4.0-h-micro style): a dense MLP of shared_intermediate_size
+    assert granite.moe is None
+    assert granite.intermediate_size == 96
+    rw = parse_config(
+        {"architectures": ["FalconForCausalLM"], "hidden_size": 64, "n_head": 4, "n_layer": 2,
+         "vocab_size": 100, "multi_query": False, "alibi": True, "ffn_hidden_size": 96},
+        name="falcon-rw-like",
+    )  # fmt: skip
+    assert rw.num_key_value_heads == 4
+    assert rw.intermediate_size == 96
+    assert any("ALiBi" in a for a in rw.assumptions)
+
+
+def test_gemma3_vision_notes() -> None:
+    no_tower = parse_config(
+        {"architectures": ["Gemma3ForConditionalGeneration"], "text_config": {}}, name="g"
+    )
+    assert no_tower.multimodal_params == 0
+    assert any("No vision_config" in a for a in no_tower.assumptions)
+    with_head = parse_config(
+        {"architectures": ["Gemma3ForConditionalGeneration"], "text_config": {},
+         "vision_config": {"vision_use_head": True}},
+        name="g",
+    )  # fmt: skip
+    assert with_head.multimodal_params == 419_816_304 - 2560 * 1152 + 2304 * 1152
+    assert any("pooling head" in a for a in with_head.assumptions)

@@ -468,3 +468,86 @@ def test_opt_350m_projections_and_no_final_norm() -> None:
     assert tensors["project_in.weight"].shape == (1024, 512)
     assert tensors["position_embd.weight"].shape == (2050, 1024)
     assert "output_norm.weight" not in tensors
+
+
+def test_cohere_per_head_qk_norm_matrix() -> None:
+    # command-r-plus: use_qk_norm -> q_norm [n_head, head_dim], k_norm [n_kv_head, head_dim]
+    spec = parse_config(
+        {
+            "architectures": ["CohereForCausalLM"],
+            "hidden_size": 12288,
+            "num_attention_heads": 96,
+            "num_key_value_heads": 8,
+            "num_hidden_layers": 2,
+            "intermediate_size": 33792,
+            "vocab_size": 256000,
+            "use_qk_norm": True,
+        },
+        name="command-r-plus-like",
+    )
+    tensors = _by_name(spec)
+    assert tensors["blk.0.attn_q_norm.weight"].shape == (96, 128)
+    assert tensors["blk.0.attn_k_norm.weight"].shape == (8, 128)
+    assert "blk.0.attn_norm.bias" not in tensors  # LayerNorm without bias
+    assert "blk.0.ffn_norm.weight" not in tensors  # parallel block
+
+
+def test_olmo2_full_width_qk_norm() -> None:
+    config, _ = MINIMAL["olmo-2-1124-7b"]
+    tensors = _by_name(parse_config(config, name="olmo2"))
+    assert tensors["blk.0.attn_q_norm.weight"].shape == (4096,)
+    assert "blk.0.attn_norm.weight" not in tensors
+    assert "blk.0.post_ffw_norm.weight" in tensors
+
+
+def test_mamba2_layout() -> None:
+    spec = parse_config(
+        {
+            "architectures": ["Mamba2ForCausalLM"],
+            "hidden_size": 768,
+            "num_hidden_layers": 2,
+            "vocab_size": 50288,
+            "state_size": 128,
+            "num_heads": 24,
+            "head_dim": 64,
+            "n_groups": 1,
+        },
+        name="mamba2-130m",
+    )
+    tensors = _by_name(spec)
+    assert tensors["blk.0.ssm_in.weight"].shape == (2 * 1536 + 2 * 128 + 24, 768)
+    assert tensors["blk.0.ssm_conv1d.weight"].shape == (1536 + 256, 4)
+    assert tensors["blk.0.ssm_conv1d.bias"].shape == (1536 + 256,)
+    assert tensors["blk.0.ssm_a"].shape == (24, 1)
+    assert tensors["blk.0.ssm_norm.weight"].shape == (1, 1536)
+    assert "blk.0.ffn_up.weight" not in tensors  # no MLP in Mamba-2 blocks
+
+
+def test_granite_hybrid_mamba_and_moe_layout() -> None:
+    kinds = ["mamba"] * 3 + ["attention"]
+    spec = parse_config(
+        {
+            "architectures": ["GraniteMoeHybridForCausalLM"],
+            "hidden_size": 1536,
+            "intermediate_size": 512,
+            "shared_intermediate_size": 1024,
+            "num_local_experts": 64,
+            "num_experts_per_tok": 6,
+            "num_attention_heads": 12,
+            "num_key_value_heads": 4,
+            "num_hidden_layers": 4,
+            "vocab_size": 100352,
+            "mamba_d_head": 64,
+            "mamba_d_state": 128,
+            "mamba_n_heads": 48,
+            "layer_types": kinds,
+        },
+        name="granite-like",
+    )
+    tensors = _by_name(spec)
+    assert tensors["blk.0.ssm_in.weight"].shape == (2 * 3072 + 2 * 128 + 48, 1536)
+    assert "blk.0.attn_q.weight" not in tensors
+    assert tensors["blk.3.attn_q.weight"].shape == (1536, 1536)
+    assert tensors["blk.0.ffn_gate_exps.weight"].shape == (64, 512, 1536)
+    assert tensors["blk.0.ffn_up_shexp.weight"].shape == (1024, 1536)
+    assert tensors["blk.0.ffn_norm.weight"].shape == (1536,)

@@ -134,8 +134,7 @@ def _granite_hybrid(f: Fields, source: str) -> ModelSpec:
     """Granite-4.0-H (``GraniteMoeHybridForCausalLM``): Mamba-2 and attention layers
     (``layer_types`` / ``layers_block_type``), each followed by a MoE with a shared expert, or a
     dense SwiGLU of ``shared_intermediate_size`` when ``num_local_experts`` is 0."""
-    kw = _kw(f)
-    kw["tie_word_embeddings"] = f.flag("tie_word_embeddings", default=True)
+    kw = _kw(f)  # GraniteMoeHybridConfig: tie_word_embeddings defaults to False
     n = kw["num_hidden_layers"]
     kinds = f.layer_types("layer_types", n) or f.layer_types("layers_block_type", n)
     if kinds is None:
@@ -156,15 +155,16 @@ def _granite_hybrid(f: Fields, source: str) -> ModelSpec:
     )
     n_experts = f.integer("num_local_experts", default=0)
     shared = f.integer("shared_intermediate_size", default=0)
+    if n_experts == 0:  # dense (granite-4.0-h-micro): the "shared" MLP is the only MLP
+        kw["intermediate_size"] = shared
+        return _finish(f, kw, source)
     kw["moe"] = MoESpec(
         num_experts=n_experts,
-        num_experts_per_tok=f.integer("num_experts_per_tok", default=0),
+        num_experts_per_tok=f.integer("num_experts_per_tok"),
         expert_intermediate_size=kw["intermediate_size"],
         num_shared_experts=1 if shared else 0,
         shared_expert_intermediate_size=shared,
     )
-    if n_experts == 0:
-        kw["intermediate_size"] = shared
     return _finish(f, kw, source)
 
 

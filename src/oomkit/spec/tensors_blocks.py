@@ -270,7 +270,7 @@ def _mla(b: Builder, spec: ModelSpec, i: int) -> None:
 def _ffn(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
     hidden = spec.hidden_size
     moe = spec.moe
-    if moe is not None and moe.num_experts > 0 and i not in moe.dense_layers:
+    if moe is not None and i not in moe.dense_layers:
         n_e, eff = moe.num_experts, moe.expert_intermediate_size
         b.linear("ffn_gate_inp", n_e, hidden, i, moe.router_bias)
         if moe.score_correction_bias:
@@ -293,10 +293,6 @@ def _ffn(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
             b.add("ffn_down_shexp.weight", (hidden, sff), i)
         return
     ff = spec.intermediate_size
-    if moe is not None and moe.num_experts == 0 and moe.shared_expert_intermediate_size:
-        ff = moe.shared_expert_intermediate_size
-    if ff == 0:
-        return
     bias = spec.mlp_bias
     if st.fused_gate_up:
         b.linear("ffn_up", 2 * ff, hidden, i, bias)

@@ -65,9 +65,7 @@ def gated_delta_net(b: Builder, spec: ModelSpec, i: int) -> None:
     conv_dim = 2 * key_dim + value_dim
     b.add("attn_qkv.weight", (conv_dim, hidden), i)
     b.add("attn_gate.weight", (value_dim, hidden), i)
-    b.add("ssm_conv1d.weight", (conv_dim, rec.d_conv), i)
-    if rec.conv_bias:
-        b.add("ssm_conv1d.bias", (conv_dim,), i)
+    b.add("ssm_conv1d.weight", (conv_dim, rec.d_conv), i)  # no bias in Qwen3-Next
     b.add("ssm_dt.bias", (rec.n_heads,), i)
     b.add("ssm_a", (rec.n_heads,), i)
     b.add("ssm_ba.weight", (2 * rec.n_heads, hidden), i)
