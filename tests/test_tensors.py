@@ -551,3 +551,80 @@ def test_granite_hybrid_mamba_and_moe_layout() -> None:
     assert tensors["blk.0.ffn_gate_exps.weight"].shape == (64, 512, 1536)
     assert tensors["blk.0.ffn_up_shexp.weight"].shape == (1024, 1536)
     assert tensors["blk.0.ffn_norm.weight"].shape == (1536,)
+
+
+# architectures[0] -> gguf-py MODEL_ARCH member whose tensor list llama.cpp loads
+_GGUF_ARCH = {
+    "LlamaForCausalLM": "LLAMA",
+    "MistralForCausalLM": "LLAMA",
+    "MixtralForCausalLM": "LLAMA",
+    "Qwen2ForCausalLM": "QWEN2",
+    "Qwen2MoeForCausalLM": "QWEN2MOE",
+    "Qwen3ForCausalLM": "QWEN3",
+    "Qwen3MoeForCausalLM": "QWEN3MOE",
+    "Qwen3NextForCausalLM": "QWEN3NEXT",
+    "GemmaForCausalLM": "GEMMA",
+    "Gemma2ForCausalLM": "GEMMA2",
+    "Gemma3ForCausalLM": "GEMMA3",
+    "Gemma3ForConditionalGeneration": "GEMMA3",
+    "Phi3ForCausalLM": "PHI3",
+    "DeepseekV2ForCausalLM": "DEEPSEEK2",
+    "DeepseekV3ForCausalLM": "DEEPSEEK2",
+    "GptOssForCausalLM": "GPT_OSS",
+    "InternLM2ForCausalLM": "INTERNLM2",
+    "Starcoder2ForCausalLM": "STARCODER2",
+    "CohereForCausalLM": "COMMAND_R",
+    "Cohere2ForCausalLM": "COHERE2",
+    "GPT2LMHeadModel": "GPT2",
+    "GPTNeoXForCausalLM": "GPTNEOX",
+    "FalconForCausalLM": "FALCON",
+    "MambaForCausalLM": "MAMBA",
+    "Olmo2ForCausalLM": "OLMO2",
+    "BertModel": "BERT",
+    "Glm4ForCausalLM": "GLM4",
+    "Glm4MoeForCausalLM": "GLM4_MOE",
+    "Llama4ForConditionalGeneration": "LLAMA4",
+}
+
+_SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "num_hidden_layers": 4, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
+_SYNTHETIC = {
+    "glm4": {**_SMALL, "architectures": ["Glm4ForCausalLM"]},
+    "cohere2": {**_SMALL, "architectures": ["Cohere2ForCausalLM"], "sliding_window": 8},
+    "glm4-moe": {**_SMALL, "architectures": ["Glm4MoeForCausalLM"], "n_routed_experts": 4,
+                 "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1,
+                 "first_k_dense_replace": 1, "use_qk_norm": True},
+    "llama4": {"architectures": ["Llama4ForConditionalGeneration"],
+               "text_config": {**_SMALL, "num_local_experts": 4, "interleave_moe_layer_step": 2,
+                               "intermediate_size_mlp": 128, "attention_chunk_size": 16}},
+}  # fmt: skip
+
+
+def _gguf_layouts() -> list[tuple[str, ModelSpec]]:
+    specs = [(p.stem, load_config(p)) for p in sorted(FIXTURES.glob("*.json"))]
+    specs += [(name, parse_config(cfg, name=name)) for name, (cfg, _) in sorted(MINIMAL.items())]
+    specs += [(name, parse_config(cfg, name=name)) for name, cfg in sorted(_SYNTHETIC.items())]
+    return specs
+
+
+@pytest.mark.parametrize(
+    ("name", "spec"), _gguf_layouts(), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_every_name_is_a_tensor_llama_cpp_knows_for_the_arch(name: str, spec: ModelSpec) -> None:
+    # gguf-py's MODEL_TENSORS[arch] lists the tensors llama.cpp's converter may write for an arch;
+    # a misspelt or foreign name (e.g. "ffn_norm" for gpt-oss) would not be in it.
+    gguf = pytest.importorskip("gguf")
+    if spec.architecture not in _GGUF_ARCH:
+        pytest.skip(f"{spec.architecture} has no llama.cpp architecture")
+    arch = gguf.MODEL_ARCH[_GGUF_ARCH[spec.architecture]]
+    allowed = {
+        gguf.TENSOR_NAMES[t].format(bid=i)
+        for t in gguf.MODEL_TENSORS[arch]
+        for i in range(spec.num_hidden_layers)
+    }
+    unknown = [
+        t.name
+        for t in derive_tensors(spec)
+        if t.name.removesuffix(".weight").removesuffix(".bias") not in allowed
+    ]
+    assert unknown == [], f"{name}: {unknown[:5]}"

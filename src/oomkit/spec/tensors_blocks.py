@@ -121,6 +121,8 @@ _STYLES: dict[str, _Style] = {
     "GptOssForCausalLM": _Style(ffn_norm="post_attention_norm", attn_sinks=True),
     "Glm4ForCausalLM": _Style(post_attn_norm=True, post_ffn_norm=True, fused_gate_up=True),
     "GlmForCausalLM": _Style(fused_gate_up=True),
+    # llama.cpp LLM_ARCH_GLM4_MOE maps post_attention_layernorm to ATTN_POST_NORM
+    "Glm4MoeForCausalLM": _Style(ffn_norm="post_attention_norm"),
     "GPT2LMHeadModel": _Style(fused_qkv=True),
     "GPTNeoXForCausalLM": _Style(fused_qkv=True),
     "FalconForCausalLM": _Style(fused_qkv=True, ffn_norm=None),
