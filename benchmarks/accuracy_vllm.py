@@ -20,24 +20,73 @@ from typing import Any
 from oomkit.catalog.models import find_model
 from oomkit.errors import OomkitError
 from oomkit.estimate.vllm import estimate_vllm
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.hardware.catalog import find_gpu
+from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
-from oomkit.units import GiB, MiB
+from oomkit.units import GiB
 
-#: record id -> (settings overrides, engine note). Only facts the record states or implies.
+#: record id -> setup. Only facts the record states or implies, plus public facts of the named
+#: GPU: its total as cudaMemGetInfo reports it (what vLLM multiplies by the utilisation; lower
+#: than NVML's total by the driver's reserve) and its catalog key (interconnect, class), and the
+#: vLLM generation that printed the log (its date and log format; oomkit.estimate.vllm_engines).
+_H100_CUDA_TOTAL = 79.22  # GiB: "total_gpu_memory 79.22GiB" on H100-80GB (vllm#10511)
+_A100_CUDA_TOTAL = 79.15  # GiB: "79.15 GiB total capacity" in 2023 PyTorch OOM messages
 _SETUP: dict[str, dict[str, Any]] = {
-    "vllm-10517-llama31-8b-3090-29k": {"total_GiB": 23.58, "util": 0.9, "ctx": 29000, "tp": 1,
-                                        "v0": True},
-    "vllm-21348-qwen3-235b-a22b-fp8-tp4-h100": {"gpu_total_bytes": 81559 * MiB, "util": 0.9,
-                                                "tp": 4, "quant": "fp8", "v0": False},
-    "vllm-13882-qwen25-7b-rtx4060-8gb": {"total_GiB": 8.0, "util": 0.7, "ctx": 4096, "tp": 1,
-                                         "quant": "awq", "v0": True},
-    "vllm-10511-llama3-8b-tp2-h100": {"total_GiB": 79.22, "util": 0.9, "ctx": 8192, "tp": 2,
-                                      "v0": True},
-    "vllm-2031-llama2-70b-tp4-a100-80g": {"gpu_total_bytes": 81920 * MiB, "util": 0.9, "tp": 4,
-                                          "ctx": 4096, "v0": True, "legacy": True},
-    "vllm-2031-llama2-7b-tp1-a100-80g": {"gpu_total_bytes": 81920 * MiB, "util": 0.9, "tp": 1,
-                                         "ctx": 4096, "v0": True, "legacy": True},
+    # vLLM 0.6.4 log format ("Memory profiling results: ... non_torch_memory"): V0, PR #9352
+    "vllm-10517-llama31-8b-3090-29k": {
+        "total_GiB": 23.58,
+        "util": 0.9,
+        "ctx": 29000,
+        "tp": 1,
+        "gpu": "rtx-3090",
+        "engine": "v0-2024",
+    },
+    # July 2025 V1 ("Available KV cache memory"); "4x H100" for a 235B FP8 model: an HGX (SXM)
+    # node assumed; LMCache connector buffers not modelled
+    "vllm-21348-qwen3-235b-a22b-fp8-tp4-h100": {
+        "total_GiB": _H100_CUDA_TOTAL,
+        "util": 0.9,
+        "tp": 4,
+        "quant": "fp8",
+        "gpu": "h100-sxm",
+        "engine": "v1-2025",
+    },
+    # Feb 2025, "worker.py:267 ... non_torch_memory takes": V0 with the #12126 profiler
+    "vllm-13882-qwen25-7b-rtx4060-8gb": {
+        "total_GiB": 8.0,
+        "util": 0.7,
+        "ctx": 4096,
+        "tp": 1,
+        "quant": "awq",
+        "gpu": "rtx-4060",
+        "engine": "v0-2025",
+    },
+    # the PR that introduced the increase-based profiler (V0, 2024-12)
+    "vllm-10511-llama3-8b-tp2-h100": {
+        "total_GiB": 79.22,
+        "util": 0.9,
+        "ctx": 8192,
+        "tp": 2,
+        "gpu": "h100-sxm",
+        "engine": "v0-2025",
+    },
+    # PR #2031 (2023-12): peak = init free - free after profiling
+    "vllm-2031-llama2-70b-tp4-a100-80g": {
+        "total_GiB": _A100_CUDA_TOTAL,
+        "util": 0.9,
+        "tp": 4,
+        "ctx": 4096,
+        "gpu": "a100-80gb-sxm",
+        "engine": "v0-2023",
+    },
+    "vllm-2031-llama2-7b-tp1-a100-80g": {
+        "total_GiB": _A100_CUDA_TOTAL,
+        "util": 0.9,
+        "tp": 1,
+        "ctx": 4096,
+        "gpu": "a100-80gb-sxm",
+        "engine": "v0-2023",
+    },
 }
 
 
@@ -56,18 +105,20 @@ def score_vllm(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     except OomkitError as e:
         return [], f"model not in catalog: {e}"
     if setup.get("quant") == "awq":
-        spec = dataclasses.replace(spec, torch_dtype="float16")
-    total = setup.get("gpu_total_bytes") or int(setup["total_GiB"] * GiB)
+        spec = dataclasses.replace(spec, torch_dtype="float16")  # vLLM runs AWQ in fp16
+    total = int(setup["total_GiB"] * GiB)
     ctx = setup.get("ctx") or spec.max_position_embeddings
     settings = InferenceSettings(
-        runtime="vllm", quant=setup.get("quant"), ctx=ctx, tp=setup["tp"],
+        runtime="vllm",
+        quant=setup.get("quant"),
+        ctx=ctx,
+        tp=setup["tp"],
         gpu_memory_utilization=setup["util"],
-        max_num_batched_tokens=max(ctx or 2048, 2048) if setup["v0"] else None,
-        max_num_seqs=256 if setup["v0"] else None,
     )
-    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=total),) * setup["tp"])
+    gpu = dataclasses.replace(find_gpu(setup["gpu"]).to_device_target(), capacity_bytes=total)
+    hw = Hardware(devices=(gpu,) * setup["tp"])
     try:
-        est = estimate_vllm(spec, settings, hw)
+        est = estimate_vllm(spec, settings, hw, engine=setup["engine"])
     except OomkitError as e:
         return [], f"estimator refused the setup: {e}"
     d = est.runtime_details
@@ -75,8 +126,16 @@ def score_vllm(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     rows: list[dict[str, Any]] = []
 
     def add(component: str, pred: float, meas: float) -> None:
-        rows.append({"id": record["id"], "runtime": "vllm", "component": component,
-                     "predicted": pred, "measured": meas, "error": _rel(pred, meas)})
+        rows.append(
+            {
+                "id": record["id"],
+                "runtime": "vllm",
+                "component": component,
+                "predicted": pred,
+                "measured": meas,
+                "error": _rel(pred, meas),
+            }
+        )
 
     w_gib = int(d["weights_bytes_per_rank"]) / GiB  # type: ignore[call-overload]
     for key in ("model_weights_GB", "model_weights_GiB_per_gpu", "model_weights_GiB"):
@@ -86,9 +145,16 @@ def score_vllm(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     blocks = d["num_gpu_blocks"]
     if "num_gpu_blocks" in m and blocks is not None:
         if m["num_gpu_blocks"] == 0:
-            rows.append({"id": record["id"], "runtime": "vllm", "component": "num_gpu_blocks",
-                         "predicted": blocks, "measured": 0,
-                         "error": 0.0 if blocks == 0 else 1.0})
+            rows.append(
+                {
+                    "id": record["id"],
+                    "runtime": "vllm",
+                    "component": "num_gpu_blocks",
+                    "predicted": blocks,
+                    "measured": 0,
+                    "error": 0.0 if blocks == 0 else 1.0,
+                }
+            )
         else:
             add("num_gpu_blocks", float(blocks), float(m["num_gpu_blocks"]))  # type: ignore[arg-type]
     if "num_gpu_blocks_after_pr" in m and blocks is not None:
@@ -96,11 +162,29 @@ def score_vllm(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     if "gpu_kv_cache_tokens" in m and d["kv_cache_tokens"] is not None:
         add("kv_cache_tokens", float(d["kv_cache_tokens"]), float(m["gpu_kv_cache_tokens"]))  # type: ignore[arg-type]
     if "pytorch_activation_peak_GiB" in m:
-        add("activation_peak", int(d["activation_peak_bytes"]) / GiB,  # type: ignore[call-overload]
-            float(m["pytorch_activation_peak_GiB"]))
+        add(
+            "activation_peak",
+            int(d["activation_peak_bytes"]) / GiB,  # type: ignore[call-overload]
+            float(m["pytorch_activation_peak_GiB"]),
+        )
+    if "non_torch_memory_GiB" in m:
+        add(
+            "non_torch",
+            int(d["non_torch_bytes"]) / GiB,  # type: ignore[call-overload]
+            float(m["non_torch_memory_GiB"]),
+        )
+    if "available_kv_cache_GiB" in m and d["available_kv_cache_bytes"] is not None:
+        add(
+            "available_kv_cache",
+            int(d["available_kv_cache_bytes"]) / GiB,  # type: ignore[call-overload]
+            float(m["available_kv_cache_GiB"]),
+        )
     if "peak_torch_memory_GiB" in m:
-        add("activation_peak", int(d["activation_peak_bytes"]) / GiB,  # type: ignore[call-overload]
-            float(m["peak_torch_memory_GiB"]) - float(m["model_weights_GB"]))
+        add(
+            "activation_peak",
+            int(d["activation_peak_bytes"]) / GiB,  # type: ignore[call-overload]
+            float(m["peak_torch_memory_GiB"]) - float(m["model_weights_GB"]),
+        )
     return rows, None
 
 
@@ -108,7 +192,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--validation", default=str(Path(__file__).parents[1] / "../shared/validation"))
     args = ap.parse_args()
-    for line in open(Path(args.validation) / "measured_dev.jsonl"):
+    lines = (Path(args.validation) / "measured_dev.jsonl").read_text().splitlines()
+    for line in lines:
         rec = json.loads(line)
         if rec["kind"] != "vllm":
             continue
@@ -116,8 +201,10 @@ def main() -> None:
         if skip:
             print(f"{rec['id']}: skipped ({skip})")
         for r in rows:
-            print(f"{r['id']:<45} {r['component']:<18} pred {r['predicted']:>10.2f} "
-                  f"meas {r['measured']:>10.2f}  {r['error']:+.1%}")
+            print(
+                f"{r['id']:<45} {r['component']:<18} pred {r['predicted']:>10.2f} "
+                f"meas {r['measured']:>10.2f}  {r['error']:+.1%}"
+            )
 
 
 if __name__ == "__main__":

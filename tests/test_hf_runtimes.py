@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oomkit.catalog.models import find_model
-from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_peak_bytes
+from oomkit.errors import UnknownNameError
+from oomkit.estimate.hf_activations import forward_peak_bytes, padded_vocab, sampler_peak_bytes
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.sglang import default_mem_fraction_static, estimate_sglang
 from oomkit.estimate.transformers import estimate_transformers
@@ -41,14 +43,39 @@ def test_vllm_kv_per_token_llama8() -> None:
 
 
 def test_vllm_blocks_follow_the_budget_arithmetic() -> None:
+    # current vLLM: requested = ceil(total x 0.92); the CUDA-graph estimate is charged too
     p = plan_vllm(LLAMA8, InferenceSettings(runtime="vllm", ctx=8192), H100)
     assert p.kv_pool_bytes is not None
-    budget = int(H100.capacity_bytes * 0.9)  # type: ignore[operator]
+    assert p.cudagraph_charged
+    budget = math.ceil(H100.capacity_bytes * 0.92)  # type: ignore[operator]
     assert p.kv_pool_bytes == (
-        budget - p.weights_bytes - p.rope_cache_bytes - p.activation_bytes - p.non_torch_bytes
+        budget
+        - p.weights_bytes
+        - p.rope_cache_bytes
+        - p.activation_bytes
+        - p.non_torch_bytes
+        - p.cudagraph_bytes
     )
     assert p.num_gpu_blocks == p.kv_pool_bytes // (p.bytes_per_token * 16)
-    assert p.max_concurrency == pytest.approx(p.num_gpu_blocks * 16 / 8192)
+    assert p.max_concurrency == pytest.approx(p.num_gpu_blocks / (8192 // 16))
+
+
+def test_vllm_v1_2025_leaves_cuda_graphs_to_the_headroom() -> None:
+    s = InferenceSettings(runtime="vllm", ctx=8192)
+    old = plan_vllm(LLAMA8, s, H100, engine="v1-2025")
+    assert not old.cudagraph_charged
+    assert old.util == 0.9
+    assert old.kv_pool_bytes == int(H100.capacity_bytes * 0.9) - (  # type: ignore[operator]
+        old.weights_bytes + old.rope_cache_bytes + old.activation_bytes + old.non_torch_bytes
+    )
+    eager = plan_vllm(LLAMA8, dataclasses.replace(s, enforce_eager=True), H100)
+    graphs = plan_vllm(LLAMA8, s, H100)
+    assert eager.kv_pool_bytes - graphs.kv_pool_bytes == graphs.cudagraph_bytes > 0  # type: ignore[operator]
+
+
+def test_vllm_unknown_engine_is_named() -> None:
+    with pytest.raises(UnknownNameError, match="v1-2025"):
+        plan_vllm(LLAMA8, InferenceSettings(runtime="vllm"), H100, engine="v1-2024")
 
 
 def test_vllm_defaults_depend_on_gpu_class() -> None:
@@ -125,8 +152,33 @@ def test_vllm_more_context_never_needs_less(a: int, b: int) -> None:
     )
 
 
-def test_sampler_scales_with_seqs_and_vocab() -> None:
-    assert sampler_peak_bytes(LLAMA8, n_seqs=256) == 256 * 128256 * 36
+def test_sort_sampler_bytes_per_entry() -> None:
+    # bf16 logits (vocab 128256 needs no padding) + fp32 copy 4 + sort: values 4, int64 indices
+    # 8, int64 reverse_indices 8, cub alternate key/value buffers 4 + 8
+    assert sampler_peak_bytes(LLAMA8, n_seqs=256) == 256 * 128256 * (2 + 4 + 32)
+    # FlashInfer: fp32 copy + top-k masked logits + softmax probabilities
+    assert sampler_peak_bytes(LLAMA8, n_seqs=256, flashinfer=True) == 256 * 128256 * (2 + 12)
+
+
+def test_sampler_model_dtype_logits_span_the_padded_vocab() -> None:
+    qwen = find_model("Qwen/Qwen3-235B-A22B").spec()
+    assert qwen.vocab_size == 151936
+    assert padded_vocab(qwen.vocab_size, 4) == 152064  # 64 x 4 per partition
+    extra = sampler_peak_bytes(qwen, n_seqs=1, tp=4) - sampler_peak_bytes(qwen, n_seqs=1, tp=1)
+    assert extra == (152064 - 151936) * 2
+
+
+def test_vllm_profile_peak_matches_logged_sampler_runs() -> None:
+    # vLLM logged a 1.26 GiB torch activation peak for Llama-3-8B at its V0 defaults
+    # (256 sequences over 8192 tokens; vllm#10511, TP1 and TP2 alike): the sampler sets it
+    p = plan_vllm(
+        find_model("meta-llama/Meta-Llama-3-8B").spec(),
+        InferenceSettings(runtime="vllm", ctx=8192, tp=2),
+        DeviceTarget(name="H100", capacity_bytes=int(79.22 * GiB)),
+        engine="v0-2025",
+    )
+    assert p.sampler_bytes > p.forward_bytes
+    assert abs(p.activation_bytes / GiB - 1.26) < 0.05
 
 
 def test_sglang_pool_arithmetic() -> None:

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from oomkit.spec.model import ModelSpec
 from oomkit.units import ceil_div
 
-__all__ = ["SAMPLER_BYTES_PER_ENTRY", "ForwardPeak", "forward_peak_bytes", "sampler_peak_bytes"]
+__all__ = [
+    "FLASHINFER_SAMPLER_BYTES_PER_ENTRY",
+    "SORT_SAMPLER_BYTES_PER_ENTRY",
+    "ForwardPeak",
+    "forward_peak_bytes",
+    "padded_vocab",
+    "sampler_peak_bytes",
+]
 
 _MOE_CHUNK = 32768
 
@@ -63,15 +70,47 @@ def forward_peak_bytes(
     return ForwardPeak(n_bytes=n, formula=formula, block=block)
 
 
-#: bytes per vocabulary entry per row live in the PyTorch top-k/top-p sampling path that the
-#: profile run exercises (dummy top_p < 1, top_k = V - 1): fp32 logits 4, sorted values 4,
-#: int64 sort indices 8, softmax of the sorted values 4, its cumsum 4, the scattered-back logits
-#: 4, probabilities 4, exponential noise 4 (vllm/v1/sample/ops/topk_topp_sampler.py
-#: ``apply_top_k_top_p`` + ``random_sample``; V0 model_executor/layers/sampler.py alike)
-SAMPLER_BYTES_PER_ENTRY = 36
+#: Sampler working set per vocabulary entry per row, PyTorch-native top-k/top-p path that the
+#: profile run exercises (dummy ``top_p`` < 1 and ``top_k = V - 1``; vllm/v1/worker/
+#: gpu_model_runner.py ``_dummy_sampler_run``, V0 worker/model_runner.py ``profile_run``):
+#: ``Sampler.forward`` keeps an fp32 copy of the logits (``logits.to(torch.float32)``: 4 B) and
+#: ``apply_top_k_top_p`` (vllm/v1/sample/ops/topk_topp_sampler.py; V0 model_executor/layers/
+#: sampler.py ``_apply_top_k_top_p``) calls ``logits.sort(dim=-1)``. For >= 128 rows PyTorch's
+#: stable sort (aten/src/ATen/native/cuda/SortStable.cu ``segmented_sort_pairs``) allocates the
+#: sorted values (4 B) and int64 indices (8 B), an int64 ``reverse_indices`` iota (8 B), and
+#: cub's ``DeviceSegmentedRadixSort::SortPairs`` alternate key and value buffers (4 + 8 B):
+#: 4 + 32 = 36 B, on top of the model-dtype logits the caller still holds. Everything after the
+#: sort (masks, softmax, scatter, probabilities, exponential noise) needs less.
+SORT_SAMPLER_BYTES_PER_ENTRY = 36
+#: FlashInfer path (``top_k_top_p_sampling_from_logits``: top-k masked logits, softmax probs),
+#: default in current vLLM when FlashInfer is installed: the fp32 copy + 4 + 4 B
+FLASHINFER_SAMPLER_BYTES_PER_ENTRY = 12
+_VOCAB_PAD = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
 
 
-def sampler_peak_bytes(spec: ModelSpec, *, n_seqs: int, tp: int = 1) -> int:
-    """Sampler working set for ``n_seqs`` rows over the full vocabulary (bytes)."""
-    del tp  # logits are gathered to the full vocabulary before sampling
-    return n_seqs * spec.vocab_size * SAMPLER_BYTES_PER_ENTRY
+def padded_vocab(vocab_size: int, tp: int = 1) -> int:
+    """Vocabulary rows of vLLM's lm_head after padding to 64 per partition (``pad_vocab_size``).
+
+    >>> padded_vocab(151936, 4), padded_vocab(128256, 1)
+    (152064, 128256)
+    """
+    step = _VOCAB_PAD * max(1, tp)
+    return ceil_div(vocab_size, step) * step
+
+
+def sampler_peak_bytes(
+    spec: ModelSpec,
+    *,
+    n_seqs: int,
+    tp: int = 1,
+    logits_elem_bytes: int = 2,
+    flashinfer: bool = False,
+) -> int:
+    """Sampler working set for ``n_seqs`` rows over the full vocabulary (bytes per rank).
+
+    The lm_head output in the model dtype spans the padded vocabulary (gathered on every rank in
+    V1, ``LogitsProcessor._gather_logits``); the fp32 copy and the sort cover ``vocab_size``.
+    """
+    per_entry = FLASHINFER_SAMPLER_BYTES_PER_ENTRY if flashinfer else SORT_SAMPLER_BYTES_PER_ENTRY
+    model_dtype_logits = n_seqs * padded_vocab(spec.vocab_size, tp) * logits_elem_bytes
+    return model_dtype_logits + n_seqs * spec.vocab_size * per_entry

@@ -1,15 +1,29 @@
-"""vLLM (V1 engine, ``vllm serve``): profile, then fill the rest of the budget with KV blocks.
+"""vLLM (``vllm serve``): profile, then fill the rest of the budget with KV blocks.
 
 Models ``Worker.determine_available_memory`` (vllm/v1/worker/gpu_worker.py): the budget is
-``gpu_memory_utilization x total`` per instance; weights, the profile run's torch peak and
-non-torch memory are subtracted; what remains becomes KV blocks of ``block_size`` tokens
-(vllm/v1/core/kv_cache_utils.py ``get_kv_cache_config``: ``num_blocks = available //
-(page_size x num_layers)``). CUDA graphs are captured after the KV cache is allocated, in the
-``1 - gpu_memory_utilization`` headroom (0 with ``--enforce-eager``).
+``gpu_memory_utilization x total`` per instance (``total`` as ``cudaMemGetInfo`` reports it);
+the weights (``model_memory_usage``: parameters and buffers such as the rotary cos/sin cache),
+the profile run's torch peak increase and the non-torch increase are subtracted, and, in current
+vLLM, the CUDA-graph estimate (``profile_cudagraph_memory``). What remains becomes KV blocks
+(vllm/v1/core/kv_cache_utils.py ``get_kv_cache_config``: ``num_blocks = available // page_size
+// num_layers`` with ``page_size = block_size x per-layer bytes per token``; with sliding-window
+layers the hybrid manager groups layers so that ``num_blocks = available // page_size //
+group_size`` and reports ``num_blocks // n_groups x block_size`` tokens,
+``_get_kv_cache_config_uniform_page_size``). Older generations are rows of
+:mod:`oomkit.estimate.vllm_engines` (``plan_vllm(..., engine=...)``).
 
-Defaults modelled (vllm/engine/arg_utils.py ``EngineArgs._set_default_args``, OpenAI server):
-``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 on GPUs with >= 70 GiB that are not
-A100, else 2048 and 256; ``gpu_memory_utilization`` 0.9; ``block_size`` 16; KV dtype = model dtype.
+The profile run (vllm/v1/worker/gpu_model_runner.py ``profile_run`` -> ``_dummy_run(
+max_num_tokens)`` + ``_dummy_sampler_run``) peaks at the larger of one layer's live set over
+``max_num_batched_tokens`` tokens (:func:`oomkit.estimate.hf_activations.forward_peak_bytes`)
+and the sampler over ``min(max_num_seqs, max_num_batched_tokens)`` rows while all hidden
+states are still held (:func:`~oomkit.estimate.hf_activations.sampler_peak_bytes`).
+
+Defaults (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, OpenAI server):
+``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 when the GPU has >= 70 GiB and its name
+does not contain "a100" (PR #17885), else 2048 and 256; V0 engines used 256 sequences and, without
+chunked prefill, ``max(max_model_len, 2048)`` batched tokens. ``block_size`` 16 (CacheConfig
+``DEFAULT_BLOCK_SIZE``); KV dtype = model dtype (``--kv-cache-dtype auto``). vLLM downcasts
+float32 checkpoints to 16 bits by default.
 Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-len``,
 ``--max-num-seqs``, ``--max-num-batched-tokens``, ``--kv-cache-dtype``, ``--cpu-offload-gb``,
 ``--enforce-eager``, ``--block-size``.
@@ -17,34 +31,40 @@ Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-l
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+from math import ceil
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
 from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_peak_bytes
 from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, plan_weights
+from oomkit.estimate.vllm_engines import (
+    DEFAULT_ENGINE,
+    VllmEngine,
+    cudagraph_pool_bytes,
+    non_torch_bytes,
+    vllm_engine,
+)
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import count_params, model_tensors
-from oomkit.units import GiB, MiB
+from oomkit.units import GiB, ceil_div
 
 __all__ = ["VllmPlan", "estimate_vllm", "plan_vllm"]
 
 _BIG_GPU_BYTES = 70 * GiB
-#: CUDA context + cuBLAS handles that vLLM counts as non-torch memory on one GPU
-#: (~300-400 MB bare context with lazy loading: pytorch/pytorch #107667, #109888)
-_NON_TORCH_SINGLE = 384 * MiB
-#: extra per rank with TP > 1: NCCL communicators + custom all-reduce buffers (rough: vLLM logs
-#: show 0.6-3.6 GiB); override with --overhead
-_NON_TORCH_TP_EXTRA = 1 * GiB
-#: CUDA-graph pool outside the budget (typical 0.3-0.7 GiB in vLLM logs for dense models)
-_CUDAGRAPH = 512 * MiB
+_V0_CHUNKED_ABOVE = 32768  # V0 OpenAI server enables chunked prefill above 32K max_model_len
+_V0_MIN_BATCHED = 2048  # SchedulerConfig: max(max_model_len, 2048) without chunked prefill
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmPlan:
+    """The numbers vLLM logs at startup for one rank (bytes per rank)."""
+
+    engine: str
     tp: int
     util: float
     max_model_len: int
@@ -54,11 +74,20 @@ class VllmPlan:
     kv_elem_bytes: int
     weights_bytes: int
     rope_cache_bytes: int
+    #: the profile run's torch peak increase: max(forward live set, sampler)
     activation_bytes: int
+    forward_bytes: int
+    sampler_bytes: int
+    #: v0-2023 with TP: all-reduce inputs held by record_stream until the NCCL stream syncs
+    pinned_allreduce_bytes: int
     non_torch_bytes: int
+    non_torch_why: str
     cudagraph_bytes: int
+    #: whether this engine subtracts the CUDA-graph estimate from the KV budget
+    cudagraph_charged: bool
     kv_pool_bytes: int | None
     bytes_per_token: int
+    kv_groups: int
     num_gpu_blocks: int | None
     kv_cache_tokens: int | None
     max_concurrency: float | None
@@ -67,10 +96,10 @@ class VllmPlan:
     notes: tuple[str, ...]
 
 
-def _kv_elem_bytes(settings: InferenceSettings, spec: ModelSpec) -> int:
+def _kv_elem_bytes(settings: InferenceSettings, elem: int) -> int:
     kv = (settings.cache_type_k or "auto").lower()
     if kv in ("auto", "model"):
-        return dtype_bytes(spec.torch_dtype or "bf16") if spec.torch_dtype != "float32" else 2
+        return elem
     if kv.startswith("fp8"):
         return 1
     return dtype_bytes(kv)
@@ -87,18 +116,102 @@ def _max_len_that_fits(layers: tuple[KvLayer, ...], pool: int, limit: int) -> in
     return lo
 
 
-def plan_vllm(spec: ModelSpec, settings: InferenceSettings, device: DeviceTarget) -> VllmPlan:
-    """The numbers vLLM logs at startup, for one rank (pure)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Blocks:
+    num_blocks: int
+    tokens: int
+    groups: int
+    blocks_per_request: int
+
+
+def _hybrid_groups(layers: tuple[KvLayer, ...]) -> tuple[int, int, int] | None:
+    """(group_size, n_groups, page bytes per token) of V1's uniform-page hybrid grouping.
+
+    ``_get_kv_cache_config_uniform_page_size``: layers of one type (full / sliding window)
+    are split into groups of ``group_size`` = the smallest type's layer count (or the largest
+    when all counts are within 25%); every group shares ``group_size`` pools of blocks.
+    None when the layers are of one type or their page sizes differ.
+    """
+    kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
+    pages = {lay.bytes_per_token for lay in layers if lay.kind != "recurrent"}
+    if len(kinds) < 2 or len(pages) != 1:
+        return None
+    lo, hi = min(kinds.values()), max(kinds.values())
+    size = hi if hi < lo * 1.25 else lo
+    return size, sum(ceil_div(n, size) for n in kinds.values()), pages.pop()
+
+
+def _blocks(
+    layers: tuple[KvLayer, ...],
+    pool: int,
+    *,
+    block: int,
+    max_len: int,
+    batched: int,
+    eng: VllmEngine,
+) -> _Blocks | None:
+    per_tok = kv_bytes_per_token(layers)
+    if per_tok <= 0:
+        return None
+    grouping = _hybrid_groups(layers) if eng.hybrid_kv_groups else None
+    if grouping is None:
+        blocks = max(0, pool) // (per_tok * block)
+        return _Blocks(
+            num_blocks=blocks,
+            tokens=blocks * block,
+            groups=1,
+            blocks_per_request=ceil_div(max_len, block),
+        )
+    size, n_groups, page = grouping
+    blocks = max(0, pool) // (page * block * size)
+    # SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), bs) + 1
+    need = 0
+    kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
+    for (_, window), n in kinds.items():
+        per_group = (
+            ceil_div(max_len, block)
+            if window is None
+            else ceil_div(min(window - 1 + batched, max_len), block) + 1
+        )
+        need += per_group * ceil_div(n, size)
+    return _Blocks(
+        num_blocks=blocks,
+        tokens=blocks // n_groups * block,
+        groups=n_groups,
+        blocks_per_request=need,
+    )
+
+
+def plan_vllm(
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    device: DeviceTarget,
+    *,
+    engine: str = DEFAULT_ENGINE,
+) -> VllmPlan:
+    """The numbers vLLM logs at startup, for one rank (pure).
+
+    ``engine`` picks the profiling rule of a vLLM generation
+    (:data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`); the default is current vLLM.
+    """
+    eng = vllm_engine(engine)
     tp = settings.tp or 1
     if tp < 1:
         raise InvalidSettingError(f"--tp must be at least 1, got {tp}", setting="tp")
     notes: list[str] = []
     cap = device.capacity_bytes
     big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in device.name.lower()
-    util = settings.gpu_memory_utilization or 0.9
+    util = settings.gpu_memory_utilization or eng.default_util
     max_len = settings.ctx or spec.max_position_embeddings or 8192
-    seqs = settings.max_num_seqs or (1024 if big else 256)
-    batched = settings.max_num_batched_tokens or (8192 if big else 2048)
+    if eng.chunked_prefill:
+        seqs = settings.max_num_seqs or (1024 if big else 256)
+        batched = settings.max_num_batched_tokens or (8192 if big else 2048)
+    else:
+        seqs = settings.max_num_seqs or 256
+        chunked = max_len > _V0_CHUNKED_ABOVE
+        batched = settings.max_num_batched_tokens or (
+            _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
+        )
     block = settings.block_size or 16
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     if elem == 4:
@@ -106,54 +219,79 @@ def plan_vllm(spec: ModelSpec, settings: InferenceSettings, device: DeviceTarget
         notes.append("fp32 checkpoint served in fp16/bf16 (vLLM downcasts float32 by default)")
     weights = plan_weights(spec, model_tensors(spec), quant=settings.quant, tp=tp)
     notes.extend(weights.assumptions)
+    # get_rope(): one cached RotaryEmbedding shared by all layers; cos_sin_cache is
+    # [max_position, rotary_dim] cast to the model dtype (rotary_embedding.py)
     rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
     rope = (spec.max_position_embeddings or max_len) * rotary * elem
     w = weights.bytes_per_rank - (settings.cpu_offload_bytes or 0)
     if settings.cpu_offload_bytes:
         notes.append("--cpu-offload-gb moves that many weight bytes per rank to host RAM")
-    fwd = forward_peak_bytes(spec, tokens=batched, elem_bytes=elem, tp=tp)
-    sampler = batched * spec.hidden_size * elem + sampler_peak_bytes(spec, n_seqs=seqs, tp=tp)
-    act = max(fwd.n_bytes, sampler)
-    if settings.overhead_bytes is not None:
-        non_torch = settings.overhead_bytes
-    else:
-        non_torch = _NON_TORCH_SINGLE + (_NON_TORCH_TP_EXTRA if tp > 1 else 0)
-    graphs = 0 if settings.enforce_eager else _CUDAGRAPH
-    layers = kv_layers(
-        spec, kv_elem_bytes=_kv_elem_bytes(settings, spec), state_elem_bytes=elem, tp=tp
+    rows = min(seqs, batched)
+    fwd = forward_peak_bytes(spec, tokens=batched, elem_bytes=elem, tp=tp).n_bytes
+    hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
+    sampler = hidden + sampler_peak_bytes(
+        spec, n_seqs=rows, tp=tp, logits_elem_bytes=elem, flashinfer=eng.flashinfer_sampler
     )
-    per_tok = kv_bytes_per_token(layers)
-    pool = blocks = tokens = fits_len = None
-    conc = None
-    if cap is not None:
-        pool = int(cap * util) - w - rope - act - non_torch
-        if per_tok > 0:
-            blocks = max(0, pool) // (per_tok * block)
-            tokens = blocks * block
-            conc = tokens / max_len
-        fits_len = _max_len_that_fits(layers, max(0, pool), max(max_len, 1 << 22))
-    if any(lay.kind == "sliding" for lay in layers):
+    act = max(fwd, sampler)
+    pinned = 0
+    if eng.reserved_peak and tp > 1:
+        # o_proj and down_proj all-reduce per layer + the vocab-parallel embedding
+        pinned = (2 * spec.num_hidden_layers + 1) * batched * spec.hidden_size * elem
         notes.append(
-            "sliding-window layers counted at full size per block (vLLM without the "
-            "hybrid KV-cache manager); with it, vLLM reports more tokens"
+            "TP all-reduce inputs held by record_stream until the NCCL stream syncs "
+            "(upper bound: the CPU runs ahead of the whole profile forward)"
+        )
+    if settings.overhead_bytes is not None:
+        non_torch, nt_why = settings.overhead_bytes, "--overhead (user value)"
+    else:
+        non_torch, nt_why = non_torch_bytes(eng, device, tp)
+    graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
+    kv_elem = _kv_elem_bytes(settings, elem)
+    layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
+    per_tok = kv_bytes_per_token(layers)
+    pool = fits_len = None
+    conc = None
+    b: _Blocks | None = None
+    if cap is not None:
+        budget = ceil(cap * util) if eng.name == "current" else int(cap * util)
+        pool = budget - w - rope - act - pinned - non_torch
+        if eng.charges_cudagraphs:
+            pool -= graphs
+        b = _blocks(layers, pool, block=block, max_len=max_len, batched=batched, eng=eng)
+        if b is not None:
+            conc = b.num_blocks / max(1, b.blocks_per_request)
+        fits_len = _max_len_that_fits(layers, max(0, pool), max(max_len, 1 << 22))
+    if any(lay.kind == "sliding" for lay in layers) and not eng.hybrid_kv_groups:
+        notes.append("sliding-window layers counted at full size (V0 allocates every layer alike)")
+    if any(lay.kind == "recurrent" for lay in layers):
+        notes.append(
+            "recurrent (Mamba/linear-attention) state: vLLM pads attention pages to the state "
+            "page size; blocks here count attention layers only"
         )
     return VllmPlan(
+        engine=eng.name,
         tp=tp,
         util=util,
         max_model_len=max_len,
         max_num_seqs=seqs,
         max_num_batched_tokens=batched,
         block_size=block,
-        kv_elem_bytes=_kv_elem_bytes(settings, spec),
+        kv_elem_bytes=kv_elem,
         weights_bytes=w,
         rope_cache_bytes=rope,
         activation_bytes=act,
+        forward_bytes=fwd,
+        sampler_bytes=sampler,
+        pinned_allreduce_bytes=pinned,
         non_torch_bytes=non_torch,
+        non_torch_why=nt_why,
         cudagraph_bytes=graphs,
+        cudagraph_charged=eng.charges_cudagraphs,
         kv_pool_bytes=pool,
         bytes_per_token=per_tok,
-        num_gpu_blocks=blocks,
-        kv_cache_tokens=tokens,
+        kv_groups=1 if b is None else b.groups,
+        num_gpu_blocks=None if b is None else b.num_blocks,
+        kv_cache_tokens=None if b is None else b.tokens,
         max_concurrency=conc,
         max_model_len_that_fits=fits_len,
         layers=layers,
@@ -161,12 +299,18 @@ def plan_vllm(spec: ModelSpec, settings: InferenceSettings, device: DeviceTarget
     )
 
 
-def estimate_vllm(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
-    """Memory per rank for ``vllm serve`` (see module docstring)."""
+def estimate_vllm(
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    *,
+    engine: str = DEFAULT_ENGINE,
+) -> Estimate:
+    """Memory per rank for ``vllm serve`` (see module docstring; ``engine`` as in plan_vllm)."""
     tp = settings.tp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp)]
-    plans = [plan_vllm(spec, settings, d) for d in targets]
+    plans = [plan_vllm(spec, settings, d, engine=engine) for d in targets]
     usages = []
     src = "vllm/v1/worker/gpu_worker.py determine_available_memory"
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
@@ -194,6 +338,7 @@ def estimate_vllm(spec: ModelSpec, settings: InferenceSettings, hardware: Hardwa
                 n_bytes=kv,
                 formula=(
                     "util x total - weights - activations - non_torch"
+                    + (" - CUDA graphs" if p.cudagraph_charged else "")
                     if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0
                     else "one sequence of max_model_len (capacity unknown or short)"
                 ),
@@ -207,27 +352,41 @@ def estimate_vllm(spec: ModelSpec, settings: InferenceSettings, hardware: Hardwa
             Component(
                 category="activations",
                 label="profile-run peak",
-                n_bytes=p.activation_bytes,
-                formula="max(forward live set at max_num_batched_tokens, sampler logits)",
+                n_bytes=p.activation_bytes + p.pinned_allreduce_bytes,
+                formula=(
+                    "peak of max(one layer's live set over max_num_batched_tokens, "
+                    "hidden states + sampler over min(max_num_seqs, tokens) rows)"
+                    + (" + record_stream'd all-reduce inputs" if p.pinned_allreduce_bytes else "")
+                ),
                 inputs={
                     "max_num_batched_tokens": p.max_num_batched_tokens,
                     "max_num_seqs": p.max_num_seqs,
+                    "forward_bytes": p.forward_bytes,
+                    "sampler_bytes": p.sampler_bytes,
+                    "engine": p.engine,
                 },
                 source="vllm/v1/worker/gpu_model_runner.py profile_run",
             ),
             Component(
                 category="overhead",
-                label="non-torch (CUDA context, cuBLAS, NCCL)",
+                label="non-torch (modules, workspaces, NCCL)",
                 n_bytes=p.non_torch_bytes,
-                formula="documented default per GPU",
+                formula=p.non_torch_why,
                 inputs={"tp": p.tp},
-                source="pytorch/pytorch#107667",
+                source="vllm/utils MemorySnapshot (total - free - torch reserved)",
             ),
             Component(
                 category="overhead",
                 label="CUDA graphs",
                 n_bytes=p.cudagraph_bytes,
-                formula="typical capture pool (0 with --enforce-eager)",
+                formula=(
+                    "typical capture pool (0 with --enforce-eager); "
+                    + (
+                        "subtracted from the KV budget (profile_cudagraph_memory)"
+                        if p.cudagraph_charged
+                        else "captured after the KV cache, in the 1 - util headroom"
+                    )
+                ),
                 source="vllm/v1/worker/gpu_model_runner.py capture_model",
             ),
         )
@@ -246,7 +405,11 @@ def estimate_vllm(spec: ModelSpec, settings: InferenceSettings, hardware: Hardwa
         "max_concurrency": None if p0.max_concurrency is None else round(p0.max_concurrency, 2),
         "max_model_len_that_fits": p0.max_model_len_that_fits,
         "weights_bytes_per_rank": p0.weights_bytes + p0.rope_cache_bytes,
-        "activation_peak_bytes": p0.activation_bytes,
+        "activation_peak_bytes": p0.activation_bytes + p0.pinned_allreduce_bytes,
+        "non_torch_bytes": p0.non_torch_bytes,
+        "cudagraph_bytes": p0.cudagraph_bytes,
+        "kv_cache_groups": p0.kv_groups,
+        "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
     notes = list(p0.notes)

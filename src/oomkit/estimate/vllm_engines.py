@@ -1,0 +1,203 @@
+"""How each generation of vLLM sizes its KV cache, as data, plus its non-torch defaults.
+
+vLLM changed its profiling rule several times; a logged figure can only be checked against the
+rule of the version that printed it. Every row cites the code it models.
+
+* ``current`` (vllm main, 2026): ``Worker.determine_available_memory`` (vllm/v1/worker/
+  gpu_worker.py): ``available = requested_memory - non_kv_cache_memory -
+  cudagraph_memory_estimate_applied`` with ``requested_memory = ceil(total x
+  gpu_memory_utilization)``; the init snapshot is taken after NCCL is initialised, so the CUDA
+  context is not charged; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1, so the
+  CUDA-graph pool is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
+  (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
+* ``v1-2025`` (V1 engine, vLLM 0.8-0.10): ``memory_profiling(init_snapshot, weights_memory)``
+  (vllm/utils ``MemorySnapshot``: non-torch = ``total - free - torch.cuda.memory_reserved()``,
+  charged as the increase since the snapshot taken in ``init_device`` before the distributed
+  init, so NCCL buffers count and the CUDA context does not); graphs are captured afterwards in
+  the ``1 - gpu_memory_utilization`` headroom; PyTorch-native sort sampler.
+* ``v0-2025`` (V0 ``worker.py`` 0.6.5-0.9, PRs #10511/#12126): the V1 rule above (non-torch
+  increase since ``init_device``) with V0's batch defaults.
+* ``v0-2024`` (V0 ``worker.py`` 0.6.3-0.6.4, PR #9352): ``peak = allocated_bytes.all.peak +
+  (total - free - allocated)`` so every non-torch byte on the GPU is charged, the CUDA context
+  included. Without chunked prefill the profile batch is ``max(max_model_len, 2048)`` tokens;
+  above 32K ``max_model_len`` the OpenAI server turns chunked prefill on (2048 tokens).
+* ``v0-2023`` (PR #2031, vLLM 0.2.x): ``peak = init_free - free`` after the profile run, i.e.
+  the caching allocator's reserve. With TP, ``torch.distributed.all_reduce`` records its input
+  on the NCCL stream (before ``TORCH_NCCL_AVOID_RECORD_STREAMS=1``, set later in
+  ``Worker.init_device``), so every all-reduced ``[T, h]`` activation stays reserved until the
+  stream syncs: up to ``(2 L + 1) x T x h x dtype`` per rank.
+
+The V0 engines (``v0-*``) are also selected by the V1 flag being off in 0.7-0.9.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from oomkit.errors import UnknownNameError, close_matches
+from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.spec.hardware import DeviceTarget
+from oomkit.units import MiB
+
+__all__ = [
+    "DEFAULT_ENGINE",
+    "VLLM_ENGINES",
+    "VllmEngine",
+    "cudagraph_pool_bytes",
+    "non_torch_bytes",
+    "vllm_engine",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VllmEngine:
+    """The profiling rule of one vLLM generation."""
+
+    name: str
+    summary: str
+    default_util: float
+    #: V1 always chunks prefills: the profile batch is ``max_num_batched_tokens``
+    chunked_prefill: bool
+    #: top-k/top-p through FlashInfer (else the PyTorch sort path)
+    flashinfer_sampler: bool
+    #: non-torch memory charged includes the CUDA context (0.6.4 rule)
+    charges_cuda_context: bool
+    #: peak = the caching allocator's reserve (2023 rule): record_stream'd all-reduce inputs
+    reserved_peak: bool
+    #: the CUDA-graph estimate is subtracted from the KV budget
+    charges_cudagraphs: bool
+    #: V1 hybrid KV-cache manager: sliding-window layers get their own block groups
+    hybrid_kv_groups: bool
+
+
+VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
+    {
+        "current": VllmEngine(
+            name="current",
+            summary="vLLM main (2026): ceil(total x 0.92) - non-KV - CUDA-graph estimate",
+            default_util=0.92,
+            chunked_prefill=True,
+            flashinfer_sampler=True,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=True,
+            hybrid_kv_groups=True,
+        ),
+        "v1-2025": VllmEngine(
+            name="v1-2025",
+            summary="V1 engine 0.8-0.10: total x 0.9 - (weights + torch peak + non-torch)",
+            default_util=0.9,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+        ),
+        "v0-2025": VllmEngine(
+            name="v0-2025",
+            summary="V0 0.6.5-0.9 (PRs #10511, #12126): V0 batches, V1-style non-torch increase",
+            default_util=0.9,
+            chunked_prefill=False,
+            flashinfer_sampler=False,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=False,
+        ),
+        "v0-2024": VllmEngine(
+            name="v0-2024",
+            summary="V0 0.6.x: total x 0.9 - torch peak - all non-torch memory (context too)",
+            default_util=0.9,
+            chunked_prefill=False,
+            flashinfer_sampler=False,
+            charges_cuda_context=True,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=False,
+        ),
+        "v0-2023": VllmEngine(
+            name="v0-2023",
+            summary="0.2.x (PR #2031): total x 0.9 - (init free - free after profiling)",
+            default_util=0.9,
+            chunked_prefill=False,
+            flashinfer_sampler=False,
+            charges_cuda_context=False,
+            reserved_peak=True,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=False,
+        ),
+    }
+)
+
+DEFAULT_ENGINE = "current"
+
+
+def vllm_engine(name: str) -> VllmEngine:
+    """The profiling rule named ``name``: a key of :data:`VLLM_ENGINES`.
+
+    Raises:
+        UnknownNameError: not a known generation.
+    """
+    key = name.strip().lower()
+    if key not in VLLM_ENGINES:
+        raise UnknownNameError(
+            kind="vLLM engine generation",
+            name=name,
+            suggestions=close_matches(name, VLLM_ENGINES),
+        )
+    return VLLM_ENGINES[key]
+
+
+#: Non-torch growth of one rank during load + profiling, without TP: kernel modules loaded
+#: lazily (CUDA_MODULE_LOADING=LAZY), cuBLAS/attention-backend workspaces. vLLM logged
+#: 0.03 GiB (RTX 4060, vllm#13882), 0.16 GiB (H100, vllm#12126), 0.20 GiB (4x RTX 3090 TP4
+#: over PCIe, vllm#14447).
+_NON_TORCH_GROWTH = 160 * MiB
+#: Extra per rank with TP on NVSwitch (SXM5/SXM6) nodes: NCCL communicators with NVLink SHARP
+#: (NVLS) buffers and up to 32 channels. vLLM logged non-torch 3.58 GiB at TP2 vs 1.79 GiB at
+#: TP1 on H100 (vllm#10511) and 2.04 GiB at TP4 on H200 (vllm#21429).
+_NCCL_NVSWITCH = 1792 * MiB
+#: Extra per rank with TP elsewhere (PCIe or NVLink bridge): NCCL ring buffers for two peers
+#: and vLLM's custom all-reduce buffers (``CustomAllreduce``: 8 MiB + IPC handles).
+_NCCL_OTHER = 128 * MiB
+#: CUDA-graph pool (piecewise graphs for ~67 capture sizes of a dense model): 0.3-0.7 GiB in
+#: vLLM's "Graph capturing finished in N secs, took X GiB" lines; 0 with --enforce-eager.
+_CUDAGRAPH = 512 * MiB
+
+
+def _on_nvswitch(device: DeviceTarget) -> bool:
+    if device.key is None:
+        return False
+    from oomkit.hardware.catalog import find_gpu
+
+    try:
+        link = find_gpu(device.key).interconnect.upper()
+    except UnknownNameError:
+        return False
+    return "SXM5" in link or "SXM6" in link
+
+
+def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[int, str]:
+    """Non-torch memory vLLM charges to one rank: (bytes, explanation)."""
+    n_bytes = _NON_TORCH_GROWTH
+    why = "modules and workspaces loaded while profiling (0.03-0.2 GiB logged)"
+    if engine.charges_cuda_context:
+        ctx, ctx_why = cuda_context_bytes("vllm", device)
+        n_bytes = max(n_bytes, ctx)
+        why = f"all non-torch memory incl. the CUDA context: {ctx_why}"
+    if tp > 1:
+        if _on_nvswitch(device):
+            n_bytes += _NCCL_NVSWITCH
+            why += "; + NCCL/NVLS buffers on an NVSwitch node (1.8-1.9 GiB logged)"
+        else:
+            n_bytes += _NCCL_OTHER
+            why += "; + NCCL ring and custom all-reduce buffers"
+    return n_bytes, why
+
+
+def cudagraph_pool_bytes(enforce_eager: bool) -> int:
+    """Typical CUDA-graph pool per rank (0 with ``--enforce-eager``)."""
+    return 0 if enforce_eager else _CUDAGRAPH
