@@ -1,11 +1,23 @@
 """SGLang: a static fraction of each GPU holds weights + the KV token pool.
 
 Models ``ModelRunner.profile_max_num_token`` (python/sglang/srt/model_executor/model_runner.py):
-``rest = free_after_weights - total x (1 - mem_fraction_static)``; ``max_total_num_tokens =
-rest // cell_size`` with ``cell_size = kv_heads_per_rank x head_dim x layers x 2 x elem`` (MLA:
-``(kv_lora_rank + qk_rope_head_dim) x layers x elem``). The ``1 - mem_fraction_static`` rest holds
-activations and CUDA graphs. Default ``mem_fraction_static`` by TP size (server_args.py,
-``ServerArgs.__post_init__``): 0.88 (tp1), 0.87 (tp2), 0.85 (tp4), 0.81 (tp8), 0.79 (tp16).
+``rest = available_after_weights - total x (1 - mem_fraction_static)`` and
+``max_total_num_tokens = rest // cell_size`` with ``cell_size = kv_heads_per_rank x head_dim x
+layers x 2 x elem`` (MLA: ``(kv_lora_rank + qk_rope_head_dim) x layers x elem``). ``total`` is
+the free memory measured once the CUDA context and the distributed group exist
+(``init_torch_distributed`` -> ``min_per_gpu_memory``), so ``rest = free0 x frac - weights``.
+After the pool, ``init_memory_pool`` allocates the ``ReqToTokenPool``: ``max_num_reqs + 1`` rows
+of ``context_len + 4`` int32 with ``max_num_reqs = min(max(tokens / context_len x 512, 2048),
+4096)``. The ``1 - mem_fraction_static`` rest holds activations and CUDA graphs.
+
+Default ``mem_fraction_static`` (server_args.py ``ServerArgs._handle_gpu_memory_settings``, PR
+#10975): ``(gpu_mem - reserved) / gpu_mem`` rounded to 3 places, in MiB of the smallest GPU
+(nvidia-smi ``memory.total``), with ``reserved = 512 + max(chunked_prefill_size, 2048) x 1.5 +
+cuda_graph_max_bs x 2 + tp x pp / 8 x 1024``, at least 10 GiB on GPUs above 60 GiB; 0.88 when
+the GPU is unknown. ``chunked_prefill_size`` / ``cuda_graph_max_bs`` by GPU memory: < 20 GiB
+2048 / 8; < 35 GiB 2048 / 24 (80 at tp >= 4); < 60 GiB 4096 / 32 (160); < 90 GiB and < 160 GiB
+8192 / 256 (512); larger 16384 / 512. (SGLang <= 0.4 used a TP table instead: 0.88, 0.87, 0.85,
+0.81, 0.79 for tp 1, 2, 4, 8, 16: :func:`legacy_mem_fraction_static`.)
 Flags: ``--tp``, ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``.
 """
 
@@ -14,19 +26,63 @@ from __future__ import annotations
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, plan_weights
+from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import count_params, model_tensors
-from oomkit.units import MiB
+from oomkit.units import GiB, MiB
 
-__all__ = ["default_mem_fraction_static", "estimate_sglang"]
+__all__ = [
+    "default_mem_fraction_static",
+    "estimate_sglang",
+    "legacy_mem_fraction_static",
+    "sglang_batch_defaults",
+]
 
-#: CUDA context + NCCL/cuBLAS before the pool is sized (same default as vLLM's non-torch)
-_CONTEXT = 384 * MiB
+#: NCCL communicator buffers created by ``init_torch_distributed`` before ``free0`` is read:
+#: they lower ``free0`` itself (same order as vLLM's TP non-torch growth)
+_NCCL_INIT = 256 * MiB
 
 
-def default_mem_fraction_static(tp: int) -> float:
+def sglang_batch_defaults(gpu_mem_bytes: int | None, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) SGLang picks for a GPU of this size.
+
+    >>> sglang_batch_defaults(81559 * MiB, 1), sglang_batch_defaults(24 * GiB, 4)
+    ((8192, 256), (2048, 80))
+    """
+    if gpu_mem_bytes is None:
+        return 4096, 160
+    mem = gpu_mem_bytes
+    if mem < 20 * GiB:
+        return 2048, 8
+    if mem < 35 * GiB:
+        return 2048, 24 if tp < 4 else 80
+    if mem < 60 * GiB:
+        return 4096, 32 if tp < 4 else 160
+    if mem < 160 * GiB:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None) -> float:
+    """SGLang's default ``--mem-fraction-static`` (``_handle_gpu_memory_settings``).
+
+    >>> default_mem_fraction_static(1), default_mem_fraction_static(1, 81559 * MiB)
+    (0.88, 0.835)
+    """
+    if gpu_mem_bytes is None:
+        return 0.88
+    chunked, graph_bs = sglang_batch_defaults(gpu_mem_bytes, tp)
+    gpu_mib = gpu_mem_bytes / MiB
+    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def legacy_mem_fraction_static(tp: int) -> float:
+    """SGLang <= 0.4 default by TP size (``ServerArgs.__post_init__``)."""
     if tp >= 16:
         return 0.79
     if tp >= 8:
@@ -41,7 +97,10 @@ def default_mem_fraction_static(tp: int) -> float:
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
-    frac = settings.mem_fraction_static or default_mem_fraction_static(tp)
+    devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
+    caps = [d.capacity_bytes for d in devices[:tp]]
+    smallest = None if any(c is None for c in caps) else min(c for c in caps if c is not None)
+    frac = settings.mem_fraction_static or default_mem_fraction_static(tp, smallest)
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     elem = 2 if elem == 4 else elem
     kv = (settings.cache_type_k or "auto").lower()
@@ -50,24 +109,35 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
     cell = kv_bytes_per_token(layers)
     ctx = settings.ctx or spec.max_position_embeddings or 8192
-    overhead = settings.overhead_bytes if settings.overhead_bytes is not None else _CONTEXT
-    devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     usages = []
     tokens: int | None = None
+    reqs: int | None = None
     blockers: list[str] = []
     for rank in range(tp):
         d = devices[rank] if rank < len(devices) else devices[0]
         cap = d.capacity_bytes
+        if settings.overhead_bytes is not None:
+            overhead, why = settings.overhead_bytes, "--overhead (user value)"
+        else:
+            overhead, why = cuda_context_bytes("sglang", d)
+            if tp > 1:
+                overhead += _NCCL_INIT
+                why += "; + NCCL communicator buffers"
+        req_pool = 0
         if cap is not None:
-            rest = cap - overhead - weights.bytes_per_rank - int(cap * (1 - frac))
+            free0 = cap - overhead
+            rest = int(free0 * frac) - weights.bytes_per_rank
             pool = max(0, rest)
             tokens = pool // cell if cell else None
-            reserve = cap - overhead - weights.bytes_per_rank - pool
-            reserve = max(0, min(reserve, int(cap * (1 - frac))))
+            if tokens is not None:
+                reqs = min(max(int(tokens / ctx * 512), 2048), 4096)
+                reqs = min(reqs, max(1, tokens // 2))
+                req_pool = (reqs + 1) * (ctx + 4) * 4
+            reserve = max(0, free0 - int(free0 * frac) - req_pool)
             if rest <= 0:
                 blockers.append(
-                    "weights exceed mem_fraction_static of the GPU: SGLang has no "
-                    "room for the KV pool"
+                    "weights exceed mem_fraction_static of the GPU: SGLang stops with "
+                    "'Not enough memory. Please try to increase --mem-fraction-static.'"
                 )
         else:
             pool = kv_bytes(layers, seq_len=ctx)
@@ -84,23 +154,31 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 category="kv_cache",
                 label="KV token pool",
                 n_bytes=pool,
-                formula="total x mem_fraction_static - context - weights",
+                formula="free0 x mem_fraction_static - weights (free0: after context/NCCL)",
                 inputs={"mem_fraction_static": frac, "cell_size": cell},
                 source="sglang/srt/model_executor/model_runner.py profile_max_num_token",
+            ),
+            Component(
+                category="overhead",
+                label="req_to_token pool",
+                n_bytes=req_pool,
+                formula="(max_num_reqs + 1) x (context_len + 4) x int32",
+                inputs={"max_num_reqs": reqs, "context_len": ctx},
+                source="sglang/srt/model_executor/model_runner.py init_memory_pool",
             ),
             Component(
                 category="activations",
                 label="activations + CUDA graphs (reserved rest)",
                 n_bytes=reserve,
-                formula="total x (1 - mem_fraction_static)",
+                formula="free0 x (1 - mem_fraction_static) - req_to_token pool",
                 inputs={"mem_fraction_static": frac},
             ),
             Component(
                 category="overhead",
                 label="CUDA context",
                 n_bytes=overhead,
-                formula="documented default",
-                source="pytorch/pytorch#107667",
+                formula=why,
+                source="oomkit.estimate.overhead",
             ),
         )
         usages.append(DeviceUsage(device=f"cuda:{rank}", components=comps, capacity_bytes=cap))
@@ -125,6 +203,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         host=DeviceUsage(device="cpu"),
         runtime_details={
             "max_total_num_tokens": tokens,
+            "max_num_reqs": reqs,
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
         },
