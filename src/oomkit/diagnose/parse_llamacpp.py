@@ -24,7 +24,7 @@ from typing import Any
 
 from oomkit.diagnose.events import BufferLine, DeviceInfo, OomEvent
 from oomkit.diagnose.sizes import to_bytes, to_int
-from oomkit.diagnose.text import Lines, clean, has_any
+from oomkit.diagnose.text import Lines, has_any, needles_re
 
 __all__ = ["parse_llamacpp"]
 
@@ -121,6 +121,7 @@ _NEEDLES = (
     "failed",
     "kv cache",
 )
+_PREFILTER = needles_re(_NEEDLES)
 _MERGE_LINES = 8
 
 
@@ -325,7 +326,7 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
     if "error: out of memory" in line:
         m = _GGML_RT.search(line)
         if m is not None:
-            nxt = " ".join(clean(x) for x in lines.text[i : i + 3])
+            nxt = " ".join(lines.cleaned(j) for j in range(i, min(i + 3, len(lines.text))))
             d = _CUR_DEV.search(nxt)
             if d is not None:
                 return OomEvent(
@@ -433,9 +434,9 @@ def parse_llamacpp(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
     for i, raw in enumerate(lines.text):
-        if not has_any(raw, _NEEDLES):
+        if not _PREFILTER.search(raw):
             continue
-        line = clean(raw)
+        line = lines.cleaned(i)
         ev = _failure(line, lines, i)
         if ev is not None:
             events.append(ev)

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import BufferLine, OomEvent
-from oomkit.diagnose.text import Lines, clean, has_any, size_of, sz
+from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz
 
 __all__ = ["parse_ollama"]
 
@@ -66,6 +66,7 @@ _NEEDLES = (
     'msg="total memory"',
     "too large for system",
 )
+_PREFILTER = needles_re(_NEEDLES)
 _GPU_OOM_WORDS = (
     "out of memory",
     "cudaMalloc failed",
@@ -130,9 +131,9 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
     for i, raw in enumerate(lines.text):
-        if not has_any(raw, _NEEDLES):
+        if not _PREFILTER.search(raw):
             continue
-        line = clean(raw)
+        line = lines.cleaned(i)
         n = lines.number[i]
         if "system memory" in line and "requires more" in line:
             m = _SYSMEM.search(line)

@@ -22,7 +22,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.sizes import to_bytes, to_int
-from oomkit.diagnose.text import Lines, clean, has_any, size_of, sz, window
+from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
 __all__ = ["parse_other", "tensor_bytes"]
 
@@ -88,6 +88,7 @@ _NEEDLES = (
     "code: 137",
     "code -9",
 )
+_PREFILTER = needles_re(_NEEDLES)
 
 
 def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
@@ -97,7 +98,7 @@ def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomE
 def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m = _KILL.search(line)
     if m is not None:
-        w = window(lines.text, i, max_lines=2)
+        w = window(lines, i, max_lines=2)
         d = _KILL_DETAIL.search(w)
         kb = "kB"
         return _ev(
@@ -157,9 +158,9 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
     for i, raw in enumerate(lines.text):
-        if not has_any(raw, _NEEDLES):
+        if not _PREFILTER.search(raw):
             continue
-        line = clean(raw)
+        line = lines.cleaned(i)
         n = lines.number[i]
         if "RESOURCE_EXHAUSTED" in line:
             m = _XLA.search(line)

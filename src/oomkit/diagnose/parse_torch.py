@@ -294,17 +294,17 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         line_no = numbers[i]
         if "out of memory" in raw:
             if "MPS backend out of memory" in raw:
-                w = window(text, i, stop=_TAIL)
+                w = window(lines, i, stop=_TAIL)
                 events.append(_mps_event(w, line_no))
                 skip_until = i + 1
                 continue
             if "would exceed allowed memory" in raw:
                 m = _ASYNC.search(raw)
-                w = window(text, i, max_lines=9)
+                w = window(lines, i, max_lines=9)
                 events.append(_async_event(w, line_no, int(m.group("dev")) if m else -1))
                 skip_until = i + 1
                 continue
-            w = window(text, i, stop=_TAIL)
+            w = window(lines, i, stop=_TAIL)
             if "out of memory." in w and _BARE.search(w):
                 ev = _allocator_event(w, line_no)
                 if ev is not None:
@@ -326,7 +326,7 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         kind="cuda_error_oom",
                         format="cuda_error_out_of_memory",
                         line=line_no,
-                        text=clean(raw)[:600],
+                        text=lines.cleaned(i)[:600],
                         stage="driver",
                         device=_device_hint(raw) if "device" in raw else None,
                     )
@@ -339,7 +339,7 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     kind="cuda_error_oom",
                     format="cuda_error_out_of_memory",
                     line=line_no,
-                    text=clean(raw)[:600],
+                    text=lines.cleaned(i)[:600],
                     stage="driver",
                 )
             )
@@ -352,13 +352,13 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         kind="library_alloc_failed",
                         format=m3.group("lib").lower() + "_alloc_failed",
                         line=line_no,
-                        text=clean(raw)[:600],
+                        text=lines.cleaned(i)[:600],
                         detail=m3.group(0),
                         stage="library_workspace",
                     )
                 )
         if "DefaultCPUAllocator" in raw:
-            m4 = _CPU.search(clean(raw))
+            m4 = _CPU.search(lines.cleaned(i))
             if m4 is not None:
                 events.append(
                     OomEvent(

@@ -21,7 +21,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.sizes import to_bytes, to_float, to_int
-from oomkit.diagnose.text import Lines, clean, has_any, window
+from oomkit.diagnose.text import Lines, needles_re, window
 
 __all__ = ["parse_vllm"]
 
@@ -119,6 +119,7 @@ _NEEDLES = (
     "insufficient GPU memory",
     "KV cache size",
 )
+_PREFILTER = needles_re(_NEEDLES)
 
 
 def _vllm_event(kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
@@ -196,7 +197,7 @@ def _context(line: str, facts: dict[str, Any]) -> None:
 def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
     n = lines.number[i]
     if "max seq len" in line:
-        w = window(lines.text, i, max_lines=4, stop=("engine", "details"))
+        w = window(lines, i, max_lines=4, stop=("engine", "details"))
         m = _V1_KV.search(w)
         if m is not None:
             est = m.group("est")
@@ -225,7 +226,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
     if "No available memory for the cache blocks" in line:
         return _vllm_event("no_kv_blocks", "vllm_no_cache_blocks", line, n, stage="startup")
     if "on startup is less than" in line:
-        m3 = _STARTUP.search(window(lines.text, i, max_lines=2))
+        m3 = _STARTUP.search(window(lines, i, max_lines=2))
         if m3 is not None:
             return _vllm_event(
                 "startup_free_memory",
@@ -284,7 +285,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
             text=line[:600],
         )
     if "insufficient GPU memory" in line and "Executor creation failed" in line:
-        w = window(lines.text, i, max_lines=8)
+        w = window(lines, i, max_lines=8)
         t, f, c = _TRT_TOTAL.search(w), _TRT_FREE.search(w), _TRT_COMP.search(w)
         return OomEvent(
             runtime="tensorrt-llm",
@@ -311,9 +312,9 @@ def parse_vllm(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
     for i, raw in enumerate(lines.text):
-        if not has_any(raw, _NEEDLES):
+        if not _PREFILTER.search(raw):
             continue
-        line = clean(raw)
+        line = lines.cleaned(i)
         ev = _event_at(lines, i, line)
         if ev is not None:
             events.append(ev)

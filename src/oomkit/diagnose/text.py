@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from oomkit.diagnose.sizes import to_bytes
 
@@ -27,6 +27,7 @@ __all__ = [
     "Lines",
     "clean",
     "has_any",
+    "needles_re",
     "size_of",
     "split_lines",
     "sz",
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 MAX_LINE = 8192  # characters of one physical line considered at a time
-FULL_SCAN_CHARS = 8 << 20  # logs up to this size are read line by line in full
+FULL_SCAN_CHARS = 4 << 20  # logs up to this size are read line by line in full
 _HEAD_CHARS = 256 << 10
 _TAIL_CHARS = 1 << 20
 _WINDOW_CHARS = 2048
@@ -111,6 +112,11 @@ def clean(line: str) -> str:
     return " ".join(s.split())
 
 
+def needles_re(needles: Sequence[str]) -> re.Pattern[str]:
+    """One compiled alternation of literal needles (a cheaper per-line prefilter than any())."""
+    return re.compile("|".join(re.escape(n) for n in needles))
+
+
 def has_any(line: str, needles: Sequence[str]) -> bool:
     """True if any needle occurs in ``line`` (plain substring tests, run in C)."""
     return any(n in line for n in needles)
@@ -123,6 +129,15 @@ class Lines:
     text: tuple[str, ...]
     number: tuple[int, ...]
     skipped_chars: int = 0
+    _cleaned: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def cleaned(self, i: int) -> str:
+        """``clean(text[i])``, computed once per line (several parsers read the same lines)."""
+        c = self._cleaned.get(i)
+        if c is None:
+            c = clean(self.text[i])
+            self._cleaned[i] = c
+        return c
 
 
 def _cut(piece: str, first_line: int, out_text: list[str], out_num: list[int]) -> None:
@@ -208,7 +223,7 @@ def split_lines(text: str) -> Lines:
     )
 
 
-def window(lines: Sequence[str], i: int, *, max_lines: int = 10, stop: Sequence[str] = ()) -> str:
+def window(lines: Lines, i: int, *, max_lines: int = 10, stop: Sequence[str] = ()) -> str:
     """Join line ``i`` with the following lines of a wrapped message, prefixes stripped.
 
     Joining stops after ``max_lines`` lines, about 4 KiB of text, or after a line containing one of
@@ -216,10 +231,10 @@ def window(lines: Sequence[str], i: int, *, max_lines: int = 10, stop: Sequence[
     """
     parts: list[str] = []
     size = 0
-    for j in range(i, min(len(lines), i + max_lines)):
-        part = clean(lines[j])
+    for j in range(i, min(len(lines.text), i + max_lines)):
+        part = lines.cleaned(j)
         parts.append(part)
         size += len(part)
-        if size > 4 * MAX_LINE // 8 or (stop and has_any(lines[j], stop)):
+        if size > 4 * MAX_LINE // 8 or (stop and has_any(lines.text[j], stop)):
             break
     return " ".join(p for p in parts if p)
