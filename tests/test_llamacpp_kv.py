@@ -139,7 +139,7 @@ def test_recurrent_state_is_f32_per_sequence() -> None:
     p = resolve_llamacpp_params(InferenceSettings(ctx=4096, parallel=3), n_layer=4, has_gpu=True)
     plan = plan_kv(spec, p)
     assert plan.rs_bytes == 3 * 3 * 4 * (3 * 1280 + 128 * 1024)
-    assert plan.kv_bytes == (4096 // 3) * 3 * 128 * 2 * 2  # 3 streams of 1365 cells, K and V
+    assert plan.kv_bytes == 1536 * 3 * 128 * 2 * 2  # 3 streams of pad256(1365) cells, K, V
 
 
 def test_quantized_v_needs_flash_attention() -> None:
@@ -151,5 +151,6 @@ def test_quantized_v_needs_flash_attention() -> None:
 
 def test_ctx_padding_and_stream_split() -> None:
     p = resolve_llamacpp_params(InferenceSettings(ctx=5000, parallel=3), n_layer=4, has_gpu=True)
-    assert p.n_ctx_seq == 5120 // 3
-    assert p.n_ctx == 3 * (5120 // 3)
+    # 5000 -> 5120 (pad 256), / 3 streams = 1706 -> 1792 cells per stream (pad 256 again)
+    assert p.n_ctx_seq == 1792
+    assert p.n_ctx == 3 * 1792

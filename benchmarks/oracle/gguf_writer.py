@@ -51,10 +51,15 @@ def write_sparse_gguf(
         _add_kv(w, key.format(arch=arch), value)
     # a minimal SentencePiece-style vocabulary of n_vocab tokens
     w.add_tokenizer_model("llama")
-    toks = ["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, n_vocab)]
+    # byte tokens <0x00>..<0xFF> (type 6) so byte fallback and the newline lookup work
+    byte_toks = [f"<0x{b:02X}>" for b in range(256)]
+    specials = ["<|end|>", "<|endoftext|>", "<|user|>", "<|assistant|>", "<|system|>"]
+    rest = n_vocab - 3 - len(byte_toks)
+    toks = ["<unk>", "<s>", "</s>", *byte_toks, *specials]
+    toks += [f"t{i}" for i in range(rest - len(specials))]
     w.add_token_list(toks)
     w.add_token_scores([0.0] * n_vocab)
-    w.add_token_types([2, 3, 3] + [1] * (n_vocab - 3))
+    w.add_token_types([2, 3, 3] + [6] * len(byte_toks) + [1] * rest)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)

@@ -16,6 +16,7 @@ buffer is modelled the way llama.cpp allocates it (late 2025 builds):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -43,10 +44,17 @@ from oomkit.estimate.llamacpp_placement import (
 )
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
-from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["LlamaCppBreakdown", "estimate_llamacpp", "gguf_arch", "weight_tensors"]
+__all__ = [
+    "SWA_ARCHS",
+    "LlamaCppBreakdown",
+    "estimate_llamacpp",
+    "gguf_arch",
+    "llamacpp_view",
+    "weight_tensors",
+]
 
 SRC_LOAD = "llama.cpp src/llama-model.cpp llama_model::load_tensors"
 SRC_KV = "llama.cpp src/llama-kv-cache.cpp llama_kv_cache (+ -iswa, llama-memory-recurrent)"
@@ -76,6 +84,33 @@ _GGUF_ARCH: Mapping[str, str] = {
     "gpt_neox": "gptneox",
     "falcon_h1": "falcon-h1",
 }
+
+
+#: architectures whose llama.cpp graph implements sliding-window attention (hparams.swa_type set
+#: in llama_model::load_hparams); others get a full cache for every layer (llama.cpp logs e.g.
+#: "Phi SWA is currently disabled"; Mistral-7B-v0.1's window is ignored by the llama arch)
+SWA_ARCHS: frozenset[str] = frozenset(
+    {
+        "gemma2",
+        "gemma3",
+        "gemma3_text",
+        "gemma3n",
+        "cohere2",
+        "gpt_oss",
+        "llama4",
+        "llama4_text",
+        "exaone4",
+        "smallthinker",
+    }
+)
+
+
+def llamacpp_view(spec: ModelSpec) -> ModelSpec:
+    """The spec as llama.cpp sees it: sliding layers become full where SWA is not implemented."""
+    if LAYER_SLIDING in spec.layer_types and spec.model_type not in SWA_ARCHS:
+        full = tuple(LAYER_FULL if t == LAYER_SLIDING else t for t in spec.layer_types)
+        return dataclasses.replace(spec, layer_types=full, sliding_window=None)
+    return spec
 
 
 def gguf_arch(spec: ModelSpec) -> str:
@@ -247,6 +282,7 @@ def _estimate(
     runtime_name: str,
 ) -> tuple[Estimate, LlamaCppBreakdown]:
     gpus = _gpus(hardware)
+    spec = llamacpp_view(spec)
     n_layer = spec.num_hidden_layers
     params = resolve_llamacpp_params(
         settings,
@@ -261,6 +297,14 @@ def _estimate(
             "Use --split-mode layer (the default).",
             setting="split_mode",
             value="row",
+        )
+    if spec.mla is not None and params.type_k != params.type_v:
+        raise InvalidSettingError(
+            f"Different K and V cache types for '{spec.name}' (K {params.type_k.lower()}, "
+            f"V {params.type_v.lower()}): llama.cpp refuses them for MLA models ('model does "
+            "not support different K and V cache types'). Use one --kv-dtype for both.",
+            setting="cache_type_v",
+            value=params.type_v.lower(),
         )
     rows, w_source, w_notes = weight_tensors(spec, settings.quant)
     names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]

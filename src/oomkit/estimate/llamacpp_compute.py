@@ -163,23 +163,37 @@ def _attention(
         return _mla_attention(g, spec, sh, x, pos, k_idxs, mask, n_kv, T)
     hd, hv = spec.head_dim, spec.v_head_dim
     bias = spec.attention_bias
+    fused = _has_tensor(spec, "attn_qkv.weight")
+    qkv = None
+    if fused:
+        # one fused projection, Q/K/V are strided views of it (llm_build_phi3)
+        qkv = g.op("wqkv", (n_head * hd + n_kv_head * (hd + hv)) * T * F32, x)
+        if bias:
+            qkv = g.op("wqkv_b", (n_head * hd + n_kv_head * (hd + hv)) * T * F32, qkv, inplace=True)
     # Q first (build_attn expands q_cur, v_cur, k_cur in that order)
-    q = g.op("Qcur", n_head * hd * T * F32, x)
-    if bias:
-        q = g.op("Qcur_b", n_head * hd * T * F32, q, inplace=True)
-    q = g.view(q, "Qcur_3d")
+    if qkv is not None:
+        q = g.view(qkv, "Qcur_view")
+    else:
+        q = g.op("Qcur", n_head * hd * T * F32, x)
+        if bias:
+            q = g.op("Qcur_b", n_head * hd * T * F32, q, inplace=True)
+        q = g.view(q, "Qcur_3d")
     if spec.qk_norm:
         q = g.op("Qcur_normed", n_head * hd * T * F32, q, inplace=True)
         q = g.op("Qcur_normed_w", n_head * hd * T * F32, q, inplace=True)
     q = g.op("Qcur_rope", n_head * hd * T * F32, q, pos, inplace=True)
-    v = g.op("Vcur", n_kv_head * hv * T * F32, x)
-    if bias:
-        v = g.op("Vcur_b", n_kv_head * hv * T * F32, v, inplace=True)
-    v = g.view(v, "Vcur_3d")
-    k = g.op("Kcur", n_kv_head * hd * T * F32, x)
-    if bias:
-        k = g.op("Kcur_b", n_kv_head * hd * T * F32, k, inplace=True)
-    k = g.view(k, "Kcur_3d")
+    if qkv is not None:
+        v = g.view(qkv, "Vcur_view")
+        k = g.view(qkv, "Kcur_view")
+    else:
+        v = g.op("Vcur", n_kv_head * hv * T * F32, x)
+        if bias:
+            v = g.op("Vcur_b", n_kv_head * hv * T * F32, v, inplace=True)
+        v = g.view(v, "Vcur_3d")
+        k = g.op("Kcur", n_kv_head * hd * T * F32, x)
+        if bias:
+            k = g.op("Kcur_b", n_kv_head * hd * T * F32, k, inplace=True)
+        k = g.view(k, "Kcur_3d")
     if spec.qk_norm:
         k = g.op("Kcur_normed", n_kv_head * hd * T * F32, k, inplace=True)
         k = g.op("Kcur_normed_w", n_kv_head * hd * T * F32, k, inplace=True)
@@ -274,6 +288,19 @@ def _recurrent_block(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
     return g.op("ssm_out", E * T * F32, y)
 
 
+_FUSED_ARCHS = frozenset({"phi3"})
+
+
+def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
+    """Whether layer 0 has tensor ``role`` (with ``rows`` output rows, when given)."""
+    if spec.tensors:
+        for t in spec.tensors:
+            if t.layer == 0 and t.role == role:
+                return rows is None or (len(t.shape) >= 2 and t.shape[0] == rows)
+        return False
+    return spec.model_type in _FUSED_ARCHS
+
+
 def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int) -> int:
     E = spec.hidden_size
     moe = spec.moe
@@ -293,7 +320,11 @@ def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int) -> int:
 def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int) -> int:
     """build_ffn: gate and up projections, fused GLU (ggml_swiglu_split/geglu), down."""
     E = spec.hidden_size
-    if spec.mlp_gated:
+    if spec.mlp_gated and _has_tensor(spec, "ffn_up.weight", rows=2 * ff):
+        # fused gate+up projection, GLU over its two halves (ggml_swiglu)
+        up = g.op("ffn_up", 2 * ff * T * F32, x)
+        h = g.op("ffn_glu", ff * T * F32, up)
+    elif spec.mlp_gated:
         gate = g.op("ffn_gate", ff * T * F32, x)
         up = g.op("ffn_up", ff * T * F32, x)
         h = g.op("ffn_glu", ff * T * F32, gate, up)

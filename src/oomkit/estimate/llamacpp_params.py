@@ -141,7 +141,9 @@ def resolve_llamacpp_params(
     if kv_unified:
         n_ctx_seq = n_ctx
     else:
-        n_ctx_seq = n_ctx // n_seq
+        # each stream gets n_ctx / n_seq_max cells, padded again to 256 (llama_kv_cache size
+        # per stream; e.g. -c 8192 -np 3 gives 3 x 2816 cells)
+        n_ctx_seq = -(-(n_ctx // n_seq) // N_CTX_PAD) * N_CTX_PAD
         n_ctx = n_ctx_seq * n_seq
     if n_ctx_seq <= 0:
         raise InvalidSettingError(
