@@ -530,3 +530,22 @@ def test_gemma3_vision_notes() -> None:
     )  # fmt: skip
     assert with_head.multimodal_params == 419_816_304 - 2560 * 1152 + 2304 * 1152
     assert any("pooling head" in a for a in with_head.assumptions)
+
+
+def test_transformers_config_defaults_for_omitted_keys() -> None:
+    # DeepseekV2Config: a missing q_lora_rank means 1536; an explicit null means none
+    lite = json.loads((FIXTURES / "deepseek-v2-lite.json").read_text())
+    without = {k: v for k, v in lite.items() if k != "q_lora_rank"}
+    spec = parse_config(without, name="v2-default-q-lora")
+    assert spec.mla is not None
+    assert spec.mla.q_lora_rank == 1536
+    # Glm4Config / Llama4TextConfig: head_dim 128 whatever hidden/heads give
+    glm4 = parse_config(_with(LLAMA_MIN, architectures=["Glm4ForCausalLM"]), name="glm4")
+    assert glm4.head_dim == 128
+    # Mamba2Config does not tie embeddings by default; MambaConfig does
+    mamba2 = parse_config(
+        {"architectures": ["Mamba2ForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+         "vocab_size": 100, "state_size": 16, "num_heads": 2, "head_dim": 64},
+        name="m2",
+    )  # fmt: skip
+    assert not mamba2.tie_word_embeddings

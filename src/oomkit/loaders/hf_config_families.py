@@ -266,10 +266,14 @@ def _olmo2(f: Fields, source: str) -> ModelSpec:
     return _finish(f, kw, source)
 
 
+#: GlmConfig, Glm4Config and Llama4TextConfig default ``head_dim`` to 128 (not hidden/heads)
+_HEAD_DIM_128: dict[str, int] = {"head_dim": 128}
+
+
 def _glm(f: Fields, source: str) -> ModelSpec:
     """GLM-4 (0414, ``Glm4ForCausalLM``: sandwich norms) and GLM-4-9B-hf (``GlmForCausalLM``):
     q/k/v biases, fused gate/up (``ffn_up`` [2*ff, H])."""
-    kw = decoder_kwargs(f)
+    kw = decoder_kwargs(f, defaults=_HEAD_DIM_128)
     kw["attention_bias"] = f.flag("attention_bias", default=True)
     return _finish(f, kw, source)
 
@@ -314,7 +318,9 @@ def _deepseek(f: Fields, source: str) -> ModelSpec:
     kw = decoder_kwargs(f)
     nope, rope = f.integer("qk_nope_head_dim"), f.integer("qk_rope_head_dim")
     v_dim = f.integer("v_head_dim")
-    q_lora = f.opt_int("q_lora_rank")
+    # "q_lora_rank": null (V2-Lite) means no query compression; a missing key means the
+    # DeepseekV2Config/DeepseekV3Config default of 1536
+    q_lora = f.opt_int("q_lora_rank") if f.present("q_lora_rank") else 1536
     kw["mla"] = MlaSpec(
         q_lora_rank=q_lora or None,
         kv_lora_rank=f.integer("kv_lora_rank"),
@@ -352,7 +358,7 @@ def _glm4_moe(f: Fields, source: str) -> ModelSpec:
     DeepSeek-style MoE (``first_k_dense_replace``, shared experts, score-correction bias), MTP
     layers."""
     kw = decoder_kwargs(f)
-    kw["attention_bias"] = f.flag("attention_bias", default=True)
+    kw["attention_bias"] = f.flag("attention_bias", default=False)  # Glm4MoeConfig default
     kw["qk_norm"] = f.flag("use_qk_norm", default=False)
     kw["moe"] = _deepseek_moe(f, kw)
     kw["num_nextn_predict_layers"] = f.integer("num_nextn_predict_layers", default=0)
@@ -385,7 +391,7 @@ def _llama4(f: Fields, source: str) -> ModelSpec:
     """Llama 4 (text_config): MoE every ``interleave_moe_layer_step`` layers with one shared expert;
     chunked attention (``attention_chunk_size``) on RoPE layers is modelled as sliding attention
     with that window; every 4th layer (NoPE) is global."""
-    kw = decoder_kwargs(f)
+    kw = decoder_kwargs(f, defaults=_HEAD_DIM_128)
     n = kw["num_hidden_layers"]
     eff = kw["intermediate_size"]
     kw["intermediate_size"] = f.integer("intermediate_size_mlp", default=eff)

@@ -56,6 +56,10 @@ class Fields:
     def has(self, *keys: str) -> bool:
         return self.raw(*keys) is not _MISSING
 
+    def present(self, key: str) -> bool:
+        """True when ``key`` is in the config, even as ``null`` (``"q_lora_rank": null``)."""
+        return key in self.text or key in self.top
+
     def _bad(self, key: str, value: object, want: str) -> ConfigFormatError:
         return ConfigFormatError(
             f"Cannot read config.json for '{self.name}' ({self.architecture}): '{key}' is "

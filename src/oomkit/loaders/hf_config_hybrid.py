@@ -114,6 +114,7 @@ def _mamba2(f: Fields, source: str) -> ModelSpec:
     """Mamba-2 (``Mamba2ForCausalLM``): heads, groups; gated RMSNorm ``ssm_norm`` per layer."""
     hidden = f.integer("hidden_size")
     kw = _recurrent_kw(f, hidden)
+    kw["tie_word_embeddings"] = f.flag("tie_word_embeddings", default=False)  # Mamba2Config
     n = f.integer("num_hidden_layers")
     n_heads, head_dim = f.integer("num_heads"), f.integer("head_dim")
     kw.update(num_hidden_layers=n, layer_types=(LAYER_MAMBA,) * n)
