@@ -628,3 +628,30 @@ def test_every_name_is_a_tensor_llama_cpp_knows_for_the_arch(name: str, spec: Mo
         if t.name.removesuffix(".weight").removesuffix(".bias") not in allowed
     ]
     assert unknown == [], f"{name}: {unknown[:5]}"
+
+
+_TRANSFORMERS_CASES = [
+    "llama-3.2-1b", "qwen2-0.5b-instruct", "gpt2", "smollm2-135m", "gemma-3-1b-it",
+    "phi-3-mini-4k-instruct", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "gpt-oss-20b",
+    "mixtral-8x7b-v0.1", "starcoder2-7b", "aya-23-8b",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _TRANSFORMERS_CASES)
+def test_count_matches_transformers_model_on_meta_device(name: str) -> None:
+    # Builds the transformers model without memory (meta device) and counts its parameters;
+    # skipped where torch/transformers are not installed. Covers files whose count is not
+    # published (starcoder2-7b, aya-23-8b) as well.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = json.loads((FIXTURES / f"{name}.json").read_text())
+    arch = config.pop("architectures")[0]
+    for key in ("auto_map", "quantization_config"):
+        config.pop(key, None)
+    model_type = config.pop("model_type")
+    hf_config = transformers.CONFIG_MAPPING[model_type](**config)
+    with torch.device("meta"):
+        model = getattr(transformers, arch)(hf_config)
+    expected = sum(p.numel() for p in model.parameters())
+    assert count_params(_load(name)) == expected
