@@ -163,3 +163,45 @@ def test_to_dict_contract() -> None:
     legacy = _d("oom-torch-llama-82-7b-11gb").to_dict()["events"][0]
     assert legacy["reserved_unallocated_bytes"] is None  # not stated by the legacy format
     assert legacy["process_in_use_bytes"] is None
+
+
+# A load log built from the llama.cpp format strings in oom-messages.md §2.1-§2.2: 8000 MiB free,
+# 33 layers, the weights buffer of 9000 MiB fails -> 1000 MiB short, ~272.7 MiB per layer.
+_NGL_LOG = """\
+llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 3070) (0000:01:00.0) - 8000 MiB free
+load_tensors: offloaded 33/33 layers to GPU
+ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory
+alloc_tensor_range: failed to allocate CUDA0 buffer of size 9437184000
+llama_model_load: error loading model: unable to allocate CUDA0 buffer
+"""  # noqa: E501
+
+
+def test_llamacpp_ngl_computed_from_free_memory() -> None:
+    d = diagnose_text(_NGL_LOG)
+    assert d.cause == "model_too_large"
+    top = d.fixes[0]
+    assert top.title == "Offload fewer layers: -ngl 29"  # ceil(1000 / 272.7) = 4 layers
+    assert top.expected_saving_bytes == 4 * (9000 * MiB // 33)
+    assert "short by 1000.00 MiB" in d.explanation
+
+
+# Two GPUs with 16000/8000 MiB free; 18000 MiB of weights split 9000/9000; CUDA1 then fails its
+# compute buffer. Splitting by free memory gives CUDA1 18000 * 8000/24000 = 6000 MiB.
+_SPLIT_LOG = """\
+llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 4080) (0000:01:00.0) - 16000 MiB free
+llama_model_load_from_file_impl: using device CUDA1 (NVIDIA GeForce RTX 4060) (0000:02:00.0) - 8000 MiB free
+load_tensors: offloaded 49/49 layers to GPU
+load_tensors:        CUDA0 model buffer size =  9000.00 MiB
+load_tensors:        CUDA1 model buffer size =  9000.00 MiB
+ggml_backend_cuda_buffer_type_alloc_buffer: allocating 400.00 MiB on device 1: cudaMalloc failed: out of memory
+ggml_gallocr_reserve_n: failed to allocate CUDA1 buffer of size 419430400
+"""  # noqa: E501
+
+
+def test_llamacpp_split_by_free_memory() -> None:
+    d = diagnose_text(_SPLIT_LOG)
+    assert d.cause == "multi_gpu_imbalance"
+    split = next(f for f in d.fixes if f.title.startswith("Split by free memory"))
+    assert split.commands == ("-ts 16000,8000",)
+    assert split.expected_saving_bytes == 3000 * MiB
+    assert "short by 1.37 GiB" in d.explanation  # 400 MiB - (8000 - 9000) MiB

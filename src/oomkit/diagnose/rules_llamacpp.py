@@ -158,22 +158,39 @@ def _split_fix(e: OomEvent, ctx: LogContext, gpus: set[str]) -> Fix:
     free = [d for d in ctx.devices if d.free_bytes]
     if len(free) >= 2:
         ts = ",".join(str(mib(d.free_bytes or 0)) for d in free)
+        model = ctx.device_buffers("model")
+        total_free = sum(d.free_bytes or 0 for d in free)
+        weights = sum(model.get(d.name, 0) for d in free)
+        dev = _dev_name(e)
+        mine = next((d.free_bytes for d in free if d.name == dev), None)
+        saving = None
+        why = (
+            "the default split ignores what each device has free; weighting by the free MiB "
+            "each device reported at load balances it."
+        )
+        if weights and mine and dev in model and total_free:
+            share = weights * mine // total_free
+            if model[dev] > share:
+                saving = model[dev] - share
+                why += (
+                    f" {dev} would hold {_fb(share)} of the {_fb(weights)} weights instead of "
+                    f"{_fb(model[dev])}."
+                )
         return Fix(
             title=f"Split by free memory: -ts {ts}",
-            why="the default split ignores what each device has free; weighting by the free "
-            "MiB each device reported at load balances it.",
+            why=why,
             commands=(f"-ts {ts}",),
-            expected_saving_bytes=e.requested_bytes,
+            expected_saving_bytes=saving,
         )
     n = max(len(gpus), (e.device or 0) + 1)
-    weights = ["1"] * n
+    shares = ["1"] * n
     if e.device is not None and e.device < n:
-        weights[e.device] = "0.5"
+        shares[e.device] = "0.5"
     return Fix(
-        title=f"Give {_dev_name(e)} a smaller share: -ts {','.join(weights)}",
+        title=f"Give {_dev_name(e)} a smaller share: -ts {','.join(shares)}",
         why=f"the failure is on {_dev_name(e)} only; lowering its tensor-split share moves layers "
         "to the other devices (or drop the small GPU with CUDA_VISIBLE_DEVICES).",
-        commands=(f"-ts {','.join(weights)}", "--main-gpu 0"),
+        commands=(f"-ts {','.join(shares)}", "--main-gpu 0"),
         expected_saving_bytes=None,
     )
 
@@ -192,7 +209,15 @@ def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]
                 f"{k} fewer layers free ~{_fb(k * per_layer)} (they run on the CPU).",
                 commands=(f"-ngl {layers - k}", f"/set parameter num_gpu {layers - k}   # Ollama"),
                 expected_saving_bytes=k * per_layer,
-            )
+            ),
+            generic(
+                "Use a smaller quantization",
+                "e.g. Q4_K_M takes ~60% of Q8_0 and ~30% of F16.",
+                (
+                    "pick a Q4_K_M / IQ4_XS GGUF",
+                    "--fit on   # recent llama.cpp fits -ngl/-c itself",
+                ),
+            ),
         ]
     return [
         generic(
