@@ -1,15 +1,29 @@
 """transformers ``from_pretrained(device_map=...)`` + ``generate()``: the peak per device.
 
-Models: weights by dtype/quantization (bitsandbytes 8/4-bit, GPTQ/AWQ via
-:mod:`oomkit.quant.hf_formats`); ``device_map="auto"`` filling devices in module order
-(embeddings, layers, final norm, lm_head) up to 90% of each GPU, then CPU
-(accelerate ``infer_auto_device_map``; the 0.9 factor is transformers' reserve for buffers,
-``BnbHfQuantizer.adjust_max_memory``); the KV cache (``DynamicCache`` grows by ``torch.cat``, so
-while a layer grows its old and new K/V coexist; ``StaticCache`` preallocates ``max_cache_len``);
-prefill activations (eager attention materialises B·a·S² scores plus the fp32 softmax;
-SDPA/FlashAttention do not); logits (current ``generate`` keeps only the last position,
-``logits_to_keep=1``, then upcasts to fp32: B·V·(e+4); pre-4.45 kept B·S·V plus the fp32 copy);
-and the CUDA context.
+Models:
+
+* weights by dtype/quantization (bitsandbytes 8/4-bit, GPTQ/AWQ via
+  :mod:`oomkit.quant.hf_formats`), in the config's ``torch_dtype`` (``dtype="auto"``; older
+  transformers loaded float32 unless told otherwise);
+* ``device_map="auto"``: transformers' ``_get_device_map`` asks accelerate's
+  ``get_balanced_memory`` for ``max_memory`` (each GPU's free memory, ``torch.cuda.mem_get_info``
+  after the CUDA context exists; one GPU: 90% of it, "10% for the buffer"; several GPUs: every GPU
+  but the last gets ``model_size / n + 1.25 x max(decoder layer, mean leaf module)``); bitsandbytes
+  quantizers scale every entry by 0.9 (``Bnb*HfQuantizer.adjust_max_memory``);
+  ``infer_auto_device_map`` then fills devices in module order (embeddings, layers, final norm,
+  lm_head), keeping room for the largest layer on the first GPU and the CPU ("main devices"), and
+  offloads the rest to CPU;
+* the KV cache: ``DynamicCache`` grows by ``torch.cat`` per layer, K then V, so while one grows
+  its old and new copies coexist (one layer's K or V at full length); ``StaticCache``
+  preallocates ``max_cache_len``;
+* prefill activations: the MLP live set ``act(gate) x up`` (3 x B x S x i) or, with eager
+  attention, ``eager_attention_forward``'s scores: ``matmul x scaling`` (+ the 4-D causal mask),
+  then ``softmax(dtype=float32).to(dtype)`` while the input is still bound: B x a x S^2 x (2e + 4)
+  plus the mask B x S^2 x e; SDPA/FlashAttention keep no S^2 tensor;
+* logits: ``generate`` passes ``logits_to_keep=1`` (PR #31292), then copies the last position to
+  fp32 (``outputs.logits[:, -1, :].to(dtype=torch.float32)``): B x V x (e + 4); pre-4.45 kept
+  B x S x V plus the fp32 copy;
+* the CUDA context (:mod:`oomkit.estimate.overhead`).
 
 Settings: ``quant`` (bf16/fp16/fp32/int8/nf4/fp4/gptq/awq/fp8), ``ctx`` = prompt tokens,
 ``max_new_tokens`` (default 256), ``parallel`` = batch size, ``attn_implementation`` (default sdpa),
@@ -19,21 +33,24 @@ Settings: ``quant`` (bf16/fp16/fp32/int8/nf4/fp4/gptq/awq/fp8), ``ctx`` = prompt
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, plan_weights
-from oomkit.spec.hardware import Hardware
+from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import count_params, model_tensors
-from oomkit.units import MiB
 
-__all__ = ["estimate_transformers", "prefill_activation_bytes"]
+__all__ = ["auto_device_map", "estimate_transformers", "prefill_activation_bytes"]
 
-_CONTEXT = 384 * MiB  # bare CUDA context with lazy loading (pytorch/pytorch#107667)
-_FILL = 0.9
+_SINGLE_GPU_FRACTION = 0.9  # accelerate get_balanced_memory, one device, max_memory not set
+_BNB_FRACTION = 0.9  # BnbHfQuantizer.adjust_max_memory
+_BALANCE_BUFFER = 1.25  # get_balanced_memory: buffer = 1.25 x max(no-split block, mean leaf)
 _DEFAULT_NEW = 256
+_BNB_FORMATS = frozenset({"int8", "nf4", "fp4", "bitsandbytes_4bit", "bitsandbytes_8bit", "bnb"})
 
 
 def _elem(spec: ModelSpec, quant: str | None) -> int:
@@ -51,7 +68,8 @@ def prefill_activation_bytes(
     kvd = spec.num_key_value_heads * (spec.head_dim + spec.v_head_dim)
     attn = b * s * (q + kvd + q) * elem
     if attn_impl == "eager":
-        attn += b * spec.num_attention_heads * s * s * (elem + 4)
+        # scores (e) + the fp32 softmax + its cast back while the input is bound, + the mask
+        attn += b * spec.num_attention_heads * s * s * (2 * elem + 4) + b * s * s * elem
     i = (
         spec.moe.expert_intermediate_size
         if spec.moe and not spec.moe.dense_layers
@@ -67,29 +85,63 @@ def prefill_activation_bytes(
     return max(layer_peak, b * h * elem + logits), formula
 
 
-def _place(
-    tensors: tuple[TensorInfo, ...], sizes: list[int], caps: list[int | None]
-) -> dict[int, int]:
-    """Module-order fill: returns bytes per device index (-1 = CPU)."""
+def _module_groups(
+    tensors: Sequence[TensorInfo], sizes: Sequence[int]
+) -> list[tuple[tuple[int, int], int]]:
+    """Bytes per top-level module in accelerate's order: embeddings, layers, norm, lm_head."""
     groups: dict[tuple[int, int], int] = defaultdict(int)
     for t, sz in zip(tensors, sizes, strict=True):
         if t.layer is not None:
             key = (1, t.layer)
-        elif t.role.startswith("token_embd") or t.role.startswith("pos_embd"):
+        elif t.role.startswith(("token_embd", "pos_embd", "token_types")):
             key = (0, 0)
+        elif t.role.startswith("output."):
+            key = (3, 0)
         else:
             key = (2, 0)
         groups[key] += sz
-    placed: dict[int, int] = defaultdict(int)
+    return sorted(groups.items())
+
+
+def auto_device_map(
+    groups: Sequence[tuple[tuple[int, int], int]],
+    free: Sequence[int | None],
+    *,
+    bnb: bool = False,
+) -> dict[tuple[int, int], int]:
+    """Device index (-1 = CPU) of each module group, as ``device_map="auto"`` places it.
+
+    ``free`` is each GPU's free memory when loading starts (None: unknown, unlimited).
+    """
+    total = sum(sz for _, sz in groups)
+    layer_sizes = [sz for (kind, _), sz in groups if kind == 1]
+    max_layer = max((sz for _, sz in groups), default=0)
+    budget: list[float | None] = list(free)
+    known = [b for b in budget if b is not None]
+    if len(budget) == 1 and budget[0] is not None:
+        budget[0] = budget[0] * _SINGLE_GPU_FRACTION
+    elif len(budget) > 1 and len(known) == len(budget):
+        mean_leaf = total / max(1, len(groups))
+        buffer = _BALANCE_BUFFER * max(max(layer_sizes, default=0), mean_leaf)
+        per_gpu = total / len(budget) + buffer
+        budget = [min(per_gpu, b) if b is not None else None for b in budget[:-1]] + [budget[-1]]
+    if bnb:
+        budget = [None if b is None else b * _BNB_FRACTION for b in budget]
+    placed: dict[tuple[int, int], int] = {}
+    used = [0] * len(budget)
     dev = 0
-    for key in sorted(groups):
-        sz = groups[key]
-        while dev < len(caps):
-            cap = caps[dev]
-            if cap is None or placed[dev] + sz <= int(cap * _FILL):
+    for key, sz in groups:
+        while dev < len(budget):
+            cap = budget[dev]
+            room = None if cap is None else cap - (max_layer if dev == 0 else 0)
+            if room is None or used[dev] + sz <= room:
                 break
             dev += 1
-        placed[dev if dev < len(caps) else -1] += sz
+        if dev < len(budget):
+            used[dev] += sz
+            placed[key] = dev
+        else:
+            placed[key] = -1
     return placed
 
 
@@ -102,7 +154,6 @@ def estimate_transformers(
     quant = settings.quant
     plan = plan_weights(spec, tensors, quant=quant, tp=1)
     notes.extend(plan.assumptions)
-    total_w = plan.total_bytes
     sizes = list(plan.tensor_bytes)
     elem = _elem(spec, quant)
     batch = settings.parallel or 1
@@ -112,24 +163,44 @@ def estimate_transformers(
     layers = kv_layers(spec, kv_elem_bytes=elem, state_elem_bytes=elem)
     seq_total = prompt + new
     static = (settings.cache_implementation or "dynamic").lower() == "static"
-    kv_final = kv_bytes(layers, seq_len=seq_total, n_seqs=batch)
-    per_layer_growth = max((lay.bytes_per_token for lay in layers), default=0) * seq_total * batch
+    # the cat for K (or V) of one layer: old and new copies coexist
+    growth = max((lay.bytes_per_token for lay in layers), default=0) // 2 * seq_total * batch
     act, act_formula = prefill_activation_bytes(
         spec, batch=batch, seq=prompt, elem=elem, attn_impl=attn_impl
     )
-    transient = 0 if static else per_layer_growth
-    gpus = hardware.devices
-    caps: list[int | None] = [d.capacity_bytes for d in gpus] if gpus else [None]
-    placed = _place(tensors, sizes, caps)
-    overhead = settings.overhead_bytes if settings.overhead_bytes is not None else _CONTEXT
+    transient = 0 if static else growth
+    gpus = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
+    contexts = [
+        (settings.overhead_bytes, "--overhead (user value)")
+        if settings.overhead_bytes is not None
+        else cuda_context_bytes("transformers", d)
+        for d in gpus
+    ]
+    free = [
+        None if d.capacity_bytes is None else d.capacity_bytes - ctx
+        for d, (ctx, _) in zip(gpus, contexts, strict=True)
+    ]
+    groups = _module_groups(tensors, sizes)
+    fmt = (quant or (spec.quantization.method if spec.quantization else "") or "").lower()
+    where = auto_device_map(groups, free, bnb=fmt in _BNB_FORMATS)
+    placed: dict[int, int] = defaultdict(int)
+    layers_on: dict[int, set[int]] = defaultdict(set)
+    for key, sz in groups:
+        placed[where[key]] += sz
+        if key[0] == 1:
+            layers_on[where[key]].add(key[1])
+    streamed = max((sz for key, sz in groups if where[key] == -1), default=0)
     usages = []
-    n_gpu = max(1, len(gpus))
-    for i in range(n_gpu):
+    for i, d in enumerate(gpus):
         w = placed.get(i, 0)
         if i > 0 and w == 0:
             continue
-        share = w / total_w if total_w else 1.0
-        kv_i = int(kv_final * share)
+        # CPU-offloaded layers execute on the first GPU (dispatch_model's main device): their
+        # weights are streamed in one at a time and their KV cache lives there
+        held = layers_on[i] | (layers_on[-1] if i == 0 else set())
+        mine = tuple(lay for lay in layers if lay.layer in held)
+        kv_i = kv_bytes(mine, seq_len=seq_total, n_seqs=batch)
+        overhead, why = contexts[i]
         comps = (
             Component(
                 category="weights",
@@ -137,6 +208,13 @@ def estimate_transformers(
                 n_bytes=w,
                 formula=plan.formula,
                 source="accelerate infer_auto_device_map",
+            ),
+            Component(
+                category="weights",
+                label="CPU-offloaded layer streamed in",
+                n_bytes=streamed if i == 0 else 0,
+                formula="largest offloaded module, moved to the execution GPU for its forward",
+                source="accelerate hooks.py AlignDevicesHook",
             ),
             Component(
                 category="kv_cache",
@@ -149,9 +227,9 @@ def estimate_transformers(
             Component(
                 category="activations",
                 label="prefill peak + cache growth",
-                n_bytes=act + (transient if w else 0),
+                n_bytes=act + (transient if mine else 0),
                 formula=act_formula
-                + ("; + one layer's K/V copied by torch.cat" if transient else ""),
+                + ("; + one layer's K or V copied by torch.cat" if transient else ""),
                 inputs={"attn_implementation": attn_impl},
                 source="transformers/models/llama/modeling_llama.py",
             ),
@@ -159,12 +237,13 @@ def estimate_transformers(
                 category="overhead",
                 label="CUDA context",
                 n_bytes=overhead,
-                formula="documented default",
-                source="pytorch/pytorch#107667",
+                formula=why,
+                source="oomkit.estimate.overhead",
             ),
         )
-        cap = gpus[i].capacity_bytes if i < len(gpus) else None
-        usages.append(DeviceUsage(device=f"cuda:{i}", components=comps, capacity_bytes=cap))
+        usages.append(
+            DeviceUsage(device=f"cuda:{i}", components=comps, capacity_bytes=d.capacity_bytes)
+        )
     cpu_w = placed.get(-1, 0)
     host_comps: tuple[Component, ...] = ()
     if cpu_w:
@@ -177,7 +256,7 @@ def estimate_transformers(
                 category="weights",
                 label="CPU-offloaded weights",
                 n_bytes=cpu_w,
-                formula="layers beyond 90% of the GPUs",
+                formula="modules infer_auto_device_map could not fit on the GPUs",
             ),
         )
     return Estimate(
@@ -201,7 +280,7 @@ def estimate_transformers(
             device="cpu", components=host_comps, capacity_bytes=hardware.host_ram_bytes
         ),
         runtime_details={
-            "kv_cache_bytes_final": kv_final,
+            "kv_cache_bytes_final": kv_bytes(layers, seq_len=seq_total, n_seqs=batch),
             "prefill_activation_bytes": act,
             "offloaded_to_cpu_bytes": cpu_w,
         },

@@ -1,0 +1,99 @@
+"""transformers estimator: accelerate's device_map="auto" budgets, eager scores, cache growth."""
+
+from __future__ import annotations
+
+from oomkit.catalog.models import find_model
+from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.transformers import (
+    auto_device_map,
+    estimate_transformers,
+    prefill_activation_bytes,
+)
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB
+
+LLAMA8 = find_model("llama-3.1-8b").spec()
+GB24 = DeviceTarget(name="RTX 4090", capacity_bytes=24 * GiB)
+
+
+def _groups(n_layers: int, layer: int, embed: int, head: int) -> list[tuple[tuple[int, int], int]]:
+    return (
+        [((0, 0), embed)]
+        + [((1, i), layer) for i in range(n_layers)]
+        + [
+            ((2, 0), 1),
+            ((3, 0), head),
+        ]
+    )
+
+
+def test_single_gpu_uses_90_percent_of_free_minus_the_largest_layer() -> None:
+    # 10 layers of 10 units, embeddings/lm_head 30: budget 0.9 x 200 - 30 = 150 holds
+    # embed 30 + 10 x 10 = 130 + norm 1 but not lm_head (30)
+    where = auto_device_map(_groups(10, 10, 30, 30), [200])
+    assert where[(3, 0)] == -1
+    assert all(where[(1, i)] == 0 for i in range(10))
+    # with 20 more units of free memory everything fits
+    assert -1 not in auto_device_map(_groups(10, 10, 30, 30), [240]).values()
+
+
+def test_bitsandbytes_keeps_another_tenth_back() -> None:
+    g = _groups(10, 10, 30, 30)
+    assert -1 not in auto_device_map(g, [220]).values()  # 0.9 x 220 - 30 = 168 >= 161
+    assert -1 in auto_device_map(g, [220], bnb=True).values()  # 0.81 x 220 - 30 < 161
+
+
+def test_balanced_split_over_two_gpus() -> None:
+    # total 161: GPU0 gets 161 / 2 + 1.25 x 10 = 93 minus the largest layer (30) for weights
+    where = auto_device_map(_groups(10, 10, 30, 30), [1000, 1000])
+    on0 = [k for k, d in where.items() if d == 0]
+    assert (0, 0) in on0
+    assert sum(1 for k in on0 if k[0] == 1) == 3  # 30 + 3 x 10 <= 63 < 30 + 4 x 10
+    assert where[(3, 0)] == 1
+
+
+def test_llama8_fits_one_24gb_card_without_offload() -> None:
+    est = estimate_transformers(
+        LLAMA8, InferenceSettings(runtime="transformers", ctx=1024), Hardware(devices=(GB24,))
+    )
+    assert est.host.weights_bytes == 0
+    ctx, _ = cuda_context_bytes("transformers", GB24)
+    assert est.devices[0].weights_bytes <= (24 * GiB - ctx) * 0.9
+
+
+def test_two_cards_share_layers_and_their_kv() -> None:
+    hw = Hardware(devices=(GB24, GB24))
+    est = estimate_transformers(LLAMA8, InferenceSettings(runtime="transformers", ctx=4096), hw)
+    assert len(est.devices) == 2
+    a, b = est.devices
+    assert a.weights_bytes > 0
+    assert b.weights_bytes > 0
+    # KV follows the layers: 128 KiB per token over 32 layers, 4096 + 256 tokens
+    assert a.kv_cache_bytes + b.kv_cache_bytes == 131072 * (4096 + 256)
+
+
+def test_eager_scores_cost_matches_eager_attention_forward() -> None:
+    kw = {"batch": 1, "seq": 4096, "elem": 2}
+    sdpa, _ = prefill_activation_bytes(LLAMA8, attn_impl="sdpa", **kw)  # type: ignore[arg-type]
+    eager, _ = prefill_activation_bytes(LLAMA8, attn_impl="eager", **kw)  # type: ignore[arg-type]
+    scores = 32 * 4096 * 4096 * (2 * 2 + 4) + 4096 * 4096 * 2
+    attn_io = 4096 * (4096 + 2048 + 4096) * 2  # q, k + v (8 heads x 256), attention output
+    stream = 2 * 4096 * 4096 * 2
+    assert eager == stream + attn_io + scores
+    assert sdpa < eager
+
+
+def test_dynamic_cache_growth_is_one_tensor_of_one_layer() -> None:
+    hw = Hardware(devices=(DeviceTarget(name="H100", capacity_bytes=80 * GiB),))
+    s = InferenceSettings(runtime="transformers", ctx=2000, max_new_tokens=48)
+    dyn = estimate_transformers(LLAMA8, s, hw)
+    static = estimate_transformers(
+        LLAMA8,
+        InferenceSettings(
+            runtime="transformers", ctx=2000, max_new_tokens=48, cache_implementation="static"
+        ),
+        hw,
+    )
+    diff = dyn.devices[0].activations_bytes - static.devices[0].activations_bytes
+    assert diff == 8 * 128 * 2 * 2048  # K of one layer: 8 heads x 128 x bf16 x 2048 tokens
