@@ -185,16 +185,16 @@ def test_llamacpp_ngl_computed_from_free_memory() -> None:
     assert "short by 1000.00 MiB" in d.explanation
 
 
-# Two GPUs with 16000/8000 MiB free; 18000 MiB of weights split 9000/9000; CUDA1 then fails its
-# compute buffer. Splitting by free memory gives CUDA1 18000 * 8000/24000 = 6000 MiB.
+# Two GPUs with 16000/10000 MiB free; 18000 MiB of weights split 9000/9000; CUDA1 then fails a
+# 1200 MiB compute buffer (200 MiB short). Splitting by free memory gives CUDA1 18000 x 10/26.
 _SPLIT_LOG = """\
 llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 4080) (0000:01:00.0) - 16000 MiB free
-llama_model_load_from_file_impl: using device CUDA1 (NVIDIA GeForce RTX 4060) (0000:02:00.0) - 8000 MiB free
+llama_model_load_from_file_impl: using device CUDA1 (NVIDIA GeForce RTX 4060) (0000:02:00.0) - 10000 MiB free
 load_tensors: offloaded 49/49 layers to GPU
 load_tensors:        CUDA0 model buffer size =  9000.00 MiB
 load_tensors:        CUDA1 model buffer size =  9000.00 MiB
-ggml_backend_cuda_buffer_type_alloc_buffer: allocating 400.00 MiB on device 1: cudaMalloc failed: out of memory
-ggml_gallocr_reserve_n: failed to allocate CUDA1 buffer of size 419430400
+ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1200.00 MiB on device 1: cudaMalloc failed: out of memory
+ggml_gallocr_reserve_n: failed to allocate CUDA1 buffer of size 1258291200
 """  # noqa: E501
 
 
@@ -202,6 +202,6 @@ def test_llamacpp_split_by_free_memory() -> None:
     d = diagnose_text(_SPLIT_LOG)
     assert d.cause == "multi_gpu_imbalance"
     split = next(f for f in d.fixes if f.title.startswith("Split by free memory"))
-    assert split.commands == ("-ts 16000,8000",)
-    assert split.expected_saving_bytes == 3000 * MiB
-    assert "short by 1.37 GiB" in d.explanation  # 400 MiB - (8000 - 9000) MiB
+    assert split.commands == ("-ts 16000,10000",)
+    assert split.expected_saving_bytes == 9000 * MiB - 18000 * MiB * 10000 // 26000
+    assert "short by 200.00 MiB" in d.explanation  # 1200 - (10000 - 9000) MiB
