@@ -17,6 +17,7 @@ from oomkit.spec.model import (
     ModelSpec,
     TensorInfo,
 )
+from oomkit.spec.tensors_ssm import gated_delta_net, mamba_mixer
 
 __all__ = [
     "NON_PARAMETER_ROLES",
@@ -96,9 +97,9 @@ class _Style:
     post_ffn_norm: bool = False  # "post_ffw_norm" after the MLP
     fused_qkv: bool = False  # one "attn_qkv" tensor (GPT-2, NeoX, Falcon, Phi-3)
     fused_gate_up: bool = False  # "ffn_up" holds [2*ff, H] (Phi-3, GLM-4)
-    qk_norm: str = (
-        "head"  # "head": [head_dim]; "full": [heads*head_dim] (OLMo2); "matrix": [heads, hd]
-    )
+    # q/k norm weight shape: "head" [head_dim]; "full" [heads*head_dim] (OLMo2);
+    # "matrix" [heads, head_dim] (Command-R+)
+    qk_norm: str = "head"
     attn_sinks: bool = False  # gpt-oss "attn_sinks.weight" [n_head]
     q_gate: bool = False  # Qwen3-Next: attn_q outputs query and gate (2x rows)
     output_always_tied: bool = False  # Gemma: no output.weight ever
@@ -169,7 +170,8 @@ def _rope_tables(b: Builder, spec: ModelSpec) -> None:
         # convert_hf_to_gguf.py LlamaModel.generate_extra_tensors: rope_freqs [head_dim/2] f32
         b.add("rope_freqs.weight", (half,))
     elif spec.rope_scaling_type == "longrope" and spec.architecture == "Phi3ForCausalLM":
-        # Phi3MiniModel.generate_extra_tensors: long/short factors [head_dim/2] each
+        # Phi3MiniModel.generate_extra_tensors: long/short factors [rotary_dim/2] each; taken as
+        # head_dim/2 (Phi-4-mini's partial rotary 0.75 writes 48, not 64: 2 x 64 bytes of f32)
         b.add("rope_factors_long.weight", (half,))
         b.add("rope_factors_short.weight", (half,))
 
@@ -191,28 +193,20 @@ def decoder_layer(b: Builder, spec: ModelSpec, i: int) -> None:
     if spec.new_decoder_architecture:
         b.norm("attn_norm_2", hidden, i, nt)
     if kind == LAYER_MAMBA:
-        from oomkit.spec.tensors_ssm import mamba_mixer
-
         mamba_mixer(b, spec, i)
     elif kind == LAYER_LINEAR:
-        from oomkit.spec.tensors_ssm import gated_delta_net
-
         gated_delta_net(b, spec, i)
     else:
         _attention(b, spec, st, i)
     if st.post_attn_norm:
         b.norm("post_attention_norm", hidden, i, nt)
-    if not _has_ffn(spec, i):
+    if spec.intermediate_size == 0 and spec.moe is None:  # Mamba blocks have no MLP
         return
     if st.ffn_norm is not None and not spec.parallel_attn:
         b.norm(st.ffn_norm, hidden, i, nt)
     _ffn(b, spec, st, i)
     if st.post_ffn_norm:
         b.norm("post_ffw_norm", hidden, i, nt)
-
-
-def _has_ffn(spec: ModelSpec, i: int) -> bool:
-    return spec.intermediate_size > 0 or spec.moe is not None
 
 
 def _attention(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
