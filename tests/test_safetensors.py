@@ -396,3 +396,12 @@ def test_index_missing_files(tmp_path: Path) -> None:
     index.write_text(json.dumps({"weight_map": {"a": "gone.safetensors"}}))
     with pytest.raises(SourceNotFoundError, match=r"gone\.safetensors"):
         load_safetensors_tensors(index)
+
+
+def test_sidecar_suffixes_match_count_params_rule() -> None:
+    # spec.tensors (which may not import loaders) keeps its own copy of the sidecar list;
+    # count_params must skip exactly the tensors the loader marks as sidecars.
+    from oomkit.loaders.tensor_roles import QUANT_SIDECAR_SUFFIXES
+    from oomkit.spec.tensors import NON_PARAMETER_SUFFIXES
+
+    assert frozenset(NON_PARAMETER_SUFFIXES) == QUANT_SIDECAR_SUFFIXES
