@@ -12,7 +12,7 @@ import click
 
 from oomkit.cli.output import EXIT_ERROR, EXIT_NEGATIVE, print_error, print_hint, print_json
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
-from oomkit.units import format_bytes
+from oomkit.diagnose.fixes import size_text
 
 __all__ = ["doctor_command", "read_log"]
 
@@ -48,9 +48,7 @@ def read_log(arg: str | None) -> str:
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+    return size_text(n)
 
 
 def _print_human(d: Diagnosis) -> None:

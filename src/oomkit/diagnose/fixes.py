@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oomkit.units import MiB
+from oomkit.units import MiB, TiB, format_bytes
 
 __all__ = [
     "KV_TYPE_BYTES",
@@ -25,6 +25,7 @@ __all__ = [
     "kv_type_ratio",
     "mib",
     "rank",
+    "size_text",
     "util_up",
 ]
 
@@ -135,3 +136,16 @@ def kv_type_ratio(current: str | None, new: str) -> float | None:
 def mib(n_bytes: int) -> int:
     """Whole MiB, rounded up (for flags that take MiB)."""
     return -(-n_bytes // MiB)
+
+
+def size_text(n_bytes: int | None) -> str:
+    """A size for explanations: ``?`` if unknown, bytes under 1 MiB, else binary units.
+
+    >>> size_text(256), size_text(3 << 30), size_text(None)
+    ('256 bytes', '3.00 GiB', '?')
+    """
+    if n_bytes is None:
+        return "?"
+    if 0 <= n_bytes < MiB or abs(n_bytes) >= TiB << 40:
+        return f"{n_bytes} bytes"
+    return format_bytes(n_bytes)

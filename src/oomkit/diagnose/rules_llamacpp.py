@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib
-from oomkit.units import format_bytes
+from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
 
 __all__ = ["analyze_llamacpp", "analyze_ollama"]
 
@@ -19,9 +18,7 @@ _GPU_PREFIXES = ("CUDA", "ROCM", "MTL", "VULKAN", "SYCL", "MUSA", "CANN", "METAL
 
 
 def _fb(n: int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+    return size_text(n)
 
 
 def _gpu_names(ctx: LogContext) -> set[str]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, floor_to, generic, util_up
+from oomkit.diagnose.fixes import Fix, floor_to, generic, size_text, util_up
 from oomkit.diagnose.parse_other import tensor_bytes
-from oomkit.units import format_bytes
 
 __all__ = ["analyze_other", "analyze_serving"]
 
@@ -22,9 +21,7 @@ _MAX_UTIL = 0.98
 
 
 def _fb(n: int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+    return size_text(n)
 
 
 def _util_fix(ctx: LogContext, extra: int, why: str) -> Fix | None:

@@ -13,8 +13,8 @@ from itertools import pairwise
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, generic
-from oomkit.units import GiB, format_bytes
+from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.units import GiB
 
 __all__ = ["analyze_torch"]
 
@@ -25,9 +25,7 @@ _BIG_REQUEST_SHARE = 0.10
 
 
 def _fb(n: int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n} bytes" if 0 <= n < 1 << 20 else format_bytes(n)
+    return size_text(n)
 
 
 def _alloc_env(e: OomEvent) -> str:
@@ -412,7 +410,7 @@ def _mps(e: OomEvent) -> Analysis:
         return Analysis(
             cause="model_too_large",
             confidence=0.55,
-            explanation=base + f" PyTorch alone holds {100 * a // w}% of the limit and the "
+            explanation=base + f" PyTorch alone holds {100 * a // max(w, 1)}% of the limit and the "
             "request is small: the resident model does not fit this Mac's working set.",
             fixes=(
                 generic(
