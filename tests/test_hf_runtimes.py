@@ -161,11 +161,12 @@ def test_sort_sampler_bytes_per_entry() -> None:
 
 
 def test_sampler_model_dtype_logits_span_the_padded_vocab() -> None:
-    qwen = find_model("Qwen/Qwen3-235B-A22B").spec()
-    assert qwen.vocab_size == 151936
-    assert padded_vocab(qwen.vocab_size, 4) == 152064  # 64 x 4 per partition
-    extra = sampler_peak_bytes(qwen, n_seqs=1, tp=4) - sampler_peak_bytes(qwen, n_seqs=1, tp=1)
-    assert extra == (152064 - 151936) * 2
+    # Llama-2 with one added token: 32001 rows padded to 32064 for the lm_head output
+    l2 = dataclasses.replace(find_model("meta-llama/Llama-2-7b-hf").spec(), vocab_size=32001)
+    assert padded_vocab(32001) == 32064
+    assert padded_vocab(151936, 4) == 151936  # already a multiple of 64
+    got = sampler_peak_bytes(l2, n_seqs=1)
+    assert got == 32064 * 2 + 32001 * 36
 
 
 def test_vllm_profile_peak_matches_logged_sampler_runs() -> None:

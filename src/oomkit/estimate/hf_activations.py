@@ -89,13 +89,17 @@ _VOCAB_PAD = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
 
 
 def padded_vocab(vocab_size: int, tp: int = 1) -> int:
-    """Vocabulary rows of vLLM's lm_head after padding to 64 per partition (``pad_vocab_size``).
+    """Rows of vLLM's lm_head/embedding over all ranks: ``pad_vocab_size(vocab, 64)``.
 
-    >>> padded_vocab(151936, 4), padded_vocab(128256, 1)
-    (152064, 128256)
+    vocab_parallel_embedding.py pads the vocabulary to a multiple of 64 once
+    (``num_embeddings_padded``) and gives each of the ``tp`` ranks an equal slice
+    (``vocab_range_from_global_vocab_size``); the gathered logits span the padded width.
+
+    >>> padded_vocab(151936, 4), padded_vocab(32001, 2)
+    (151936, 32064)
     """
-    step = _VOCAB_PAD * max(1, tp)
-    return ceil_div(vocab_size, step) * step
+    del tp  # the 64-row padding is divisible by every TP size vLLM accepts
+    return ceil_div(vocab_size, _VOCAB_PAD) * _VOCAB_PAD
 
 
 def sampler_peak_bytes(

@@ -3,8 +3,8 @@
 Sharding rules model vLLM's parallel layers (vllm/model_executor/layers/linear.py:
 ``QKVParallelLinear`` replicates KV heads when ``num_kv_heads < tp``; ``ColumnParallelLinear``/
 ``RowParallelLinear`` split the output/input dim; ``ReplicatedLinear`` for MLA's ``q_a``/``kv_a``
-and MoE routers; vocab_parallel_embedding.py pads the vocabulary to a multiple of 64 per
-partition; norms and row-parallel biases are replicated).
+and MoE routers; vocab_parallel_embedding.py pads the vocabulary to a multiple of 64 and splits
+it evenly; norms and row-parallel biases are replicated).
 """
 
 from __future__ import annotations
@@ -106,8 +106,9 @@ def shard_fraction(tensor: TensorInfo, spec: ModelSpec, tp: int) -> tuple[int, i
             return (1, kv)  # each rank holds one whole (replicated) KV head
         return (1, tp)
     if role.startswith(("token_embd.", "output.")):
-        padded = ceil_div(spec.vocab_size, _VOCAB_PAD * tp) * _VOCAB_PAD * tp
-        return (padded // tp, spec.vocab_size)
+        # VocabParallelEmbedding: pad_vocab_size(vocab, 64), then an equal slice per rank
+        padded = ceil_div(spec.vocab_size, _VOCAB_PAD) * _VOCAB_PAD
+        return (ceil_div(padded, tp), spec.vocab_size)
     return (1, tp)
 
 
