@@ -4,9 +4,11 @@ Used by ``benchmarks/accuracy.py`` (``score_vllm``); runnable alone:
 
     python benchmarks/accuracy_vllm.py [--validation ../shared/validation]
 
-Each record's setup is expressed through oomkit's settings only (GPU total, util, TP, max
-model len, and the engine generation's profile batch: V0 without chunked prefill profiles
-``max(max_model_len, 2048)`` tokens, V1 uses ``max_num_batched_tokens``).
+Each record's setup is expressed through oomkit's settings (GPU total as CUDA reports it, util,
+TP, max model len, quant) plus the vLLM generation that printed the log, one row of
+``oomkit.estimate.vllm_engines.VLLM_ENGINES`` chosen from the log's date and format. Rows:
+weights per rank, num_gpu_blocks / kv_cache_tokens / available KV, the torch activation peak and
+non-torch memory wherever the record shows them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ output) and the MLP block. In vLLM's ``LlamaMLP.forward`` the local ``gate_up`` 
 referenced while ``act_fn`` writes T·i and ``down_proj`` writes T·h, so the MLP block is
 T·(3i + h) (T·(2i + h) without a gate). MoE layers use vLLM's fused_moe workspaces
 (``intermediate_cache1..3`` of T·k·2i_e, T·k·i_e and T·k·h elements, fused_moe.py), chunked at
-``VLLM_FUSED_MOE_CHUNK_SIZE`` = 32768 tokens.
+``VLLM_FUSED_MOE_CHUNK_SIZE`` = 64 x 1024 tokens (vllm/envs.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = [
     "sampler_peak_bytes",
 ]
 
-_MOE_CHUNK = 32768
+_MOE_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

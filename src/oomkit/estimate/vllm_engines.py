@@ -7,8 +7,9 @@ rule of the version that printed it. Every row cites the code it models.
   gpu_worker.py): ``available = requested_memory - non_kv_cache_memory -
   cudagraph_memory_estimate_applied`` with ``requested_memory = ceil(total x
   gpu_memory_utilization)``; the init snapshot is taken after NCCL is initialised, so the CUDA
-  context is not charged; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1, so the
-  CUDA-graph pool is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
+  context is not charged; the CUDA-graph estimate (PR #30515, opt-in at first, "enabled
+  (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
+  turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
   (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
 * ``v1-2025`` (V1 engine, vLLM 0.8-0.10): ``memory_profiling(init_snapshot, weights_memory)``
   (vllm/utils ``MemorySnapshot``: non-torch = ``total - free - torch.cuda.memory_reserved()``,
@@ -164,7 +165,8 @@ _NCCL_NVSWITCH = 1792 * MiB
 #: and vLLM's custom all-reduce buffers (``CustomAllreduce``: 8 MiB + IPC handles).
 _NCCL_OTHER = 128 * MiB
 #: CUDA-graph pool (piecewise graphs for ~67 capture sizes of a dense model): 0.3-0.7 GiB in
-#: vLLM's "Graph capturing finished in N secs, took X GiB" lines; 0 with --enforce-eager.
+#: vLLM's "Graph capturing finished in N secs, took X GiB" lines and "Estimated CUDA graph
+#: memory: 0.36 GiB total" (gpustack/runner#251, vLLM 0.27); 0 with --enforce-eager.
 _CUDAGRAPH = 512 * MiB
 
 
