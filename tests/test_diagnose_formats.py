@@ -341,3 +341,18 @@ def test_huge_single_line_is_cut_not_lost() -> None:
     msg = "model requires more system memory (7.5 GiB) than is available (5.2 GiB)"
     text = "x" * (FULL_SCAN_CHARS + 10) + " " + msg
     assert diagnose_text(text).cause == "host_ram"
+
+
+def test_ollama_runtime_oom_line() -> None:
+    # §3.2 v0.30+ llama-server backend
+    text = (
+        'time=2026-08-01T00:00:00Z level=WARN source=llama_server.go:900 msg="runtime OOM '
+        'detected; expiring loaded models to clear memory before next request"'
+    )
+    assert [e.format for e in parse_log(text).events] == ["ollama_runtime_oom"]
+
+
+def test_generic_advice_pruned_beside_computed_fixes() -> None:
+    d = diagnose_text(CASES[[c[0] for c in CASES].index("cgroup")][1])
+    assert any(not f.generic for f in d.fixes)
+    assert sum(f.generic for f in d.fixes) <= 1

@@ -65,6 +65,7 @@ _NEEDLES = (
     'msg="compute graph"',
     'msg="total memory"',
     "too large for system",
+    "runtime OOM detected",
 )
 _PREFILTER = needles_re(_NEEDLES)
 _GPU_OOM_WORDS = (
@@ -193,6 +194,10 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             continue
         if "insufficient memory - required allocations" in line:
             events.append(_event("layout_oom", "ollama_insufficient_memory", line, n))
+            continue
+        if "runtime OOM detected" in line:
+            # v0.30+ llm/llama_server.go: the runner hit an OOM mid-request
+            events.append(_event("runner_oom", "ollama_runtime_oom", line, n, stage="runtime"))
             continue
         if "unexpectedly stopped" in line and "resource limitations" in line:
             events.append(_event("runner_terminated", "ollama_runner_stopped", line, n))

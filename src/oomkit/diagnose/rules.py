@@ -121,6 +121,25 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     return analyze_other(e, ctx)
 
 
+_MAX_GENERIC_BESIDE_COMPUTED = 1
+
+
+def _prune_generic(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """Generic advice only when nothing better is known: beside log-specific fixes keep at most
+    one generic fix (the first the rule listed, usually the most relevant)."""
+    if not any(not f.generic for f in fixes):
+        return fixes
+    out: list[Fix] = []
+    kept = 0
+    for f in fixes:
+        if f.generic:
+            if kept >= _MAX_GENERIC_BESIDE_COMPUTED:
+                continue
+            kept += 1
+        out.append(f)
+    return tuple(out)
+
+
 def _run_provider(provider: FixProvider, finding: Finding, notes: list[str]) -> list[Fix]:
     try:
         return list(provider(finding))
@@ -179,7 +198,7 @@ def diagnose(
         cause=result.cause,
         confidence=max(0.0, min(1.0, result.confidence)),
         explanation=explanation,
-        fixes=rank([*extra, *result.fixes]),
+        fixes=_prune_generic(rank([*extra, *result.fixes])),
         primary=primary,
         notes=tuple(notes),
     )

@@ -128,7 +128,18 @@ def _compute_fixes(e: OomEvent, ctx: LogContext, compute: int | None) -> list[Fi
                 expected_saving_bytes=compute - compute * new_ub // ub,
             )
         )
-    if ctx.flash_attn is not True:
+    if ctx.flash_attn is False:
+        out.append(
+            Fix(
+                title="Enable flash attention: -fa on",
+                why="the log shows flash_attn = 0: the compute buffer then holds the n_ctx x "
+                "n_ubatch attention scores, which flash attention never materialises (the log "
+                "does not give the numbers to size the saving).",
+                commands=("-fa on", "OLLAMA_FLASH_ATTENTION=1"),
+                expected_saving_bytes=None,
+            )
+        )
+    elif ctx.flash_attn is None:
         out.append(
             generic(
                 "Enable flash attention: -fa on",
@@ -338,6 +349,23 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
+def _smaller_model(req: int | None, avail: int | None) -> Fix:
+    if req and avail is not None and 0 < avail < req:
+        pct = 100 * avail // req
+        return Fix(
+            title=f"Use a model/quantization at most {pct}% of this one's size",
+            why=f"the RAM-resident part must shrink from {_fb(req)} to {_fb(avail)} "
+            f"({pct}%); weights dominate it, so e.g. 4-bit instead of 8-bit halves them.",
+            commands=("ollama pull <model>:<smaller tag, e.g. q4_K_M>",),
+            expected_saving_bytes=req - avail,
+        )
+    return generic(
+        "Pick a smaller model or quantization",
+        "the weights are most of the requirement.",
+        ("ollama pull <model>:<smaller tag, e.g. q4_K_M>",),
+    )
+
+
 def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose an Ollama error (system memory check, runner exit, layout failure)."""
     if e.kind == "host_oom":
@@ -357,11 +385,7 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
                 commands=("ollama ps", "ollama stop <other model>", "OLLAMA_MAX_LOADED_MODELS=1"),
                 expected_saving_bytes=short,
             ),
-            generic(
-                "Pick a smaller model or quantization",
-                "the weights are most of the requirement.",
-                ("ollama pull <model>:<smaller tag, e.g. q4_K_M>",),
-            ),
+            _smaller_model(req, avail),
             *_kv_fixes(ctx, ctx.ollama_required_kv_bytes, None),
         ]
         return Analysis(cause="host_ram", confidence=0.9, explanation=expl, fixes=tuple(fixes))

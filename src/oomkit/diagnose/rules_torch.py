@@ -138,7 +138,7 @@ def _others(e: OomEvent, t: int) -> Analysis:
     return Analysis(
         cause="other_process_holding_memory",
         confidence=0.85 if share >= 0.25 else 0.65,
-        explanation=f"other processes hold {_fb(total_others)} of the {_fb(t)} card ({parts}).",
+        explanation=f"Other processes hold {_fb(total_others)} of the {_fb(t)} card ({parts}).",
         fixes=tuple(fixes),
     )
 
