@@ -118,3 +118,11 @@ def test_qwen3_235b_fp8_tp4_matches_the_h200_profile_log() -> None:
     assert p.sampler_bytes > p.forward_bytes  # 1024 rows x 151936 through the sort sampler
     assert abs(p.activation_bytes / GiB - 5.62) < 0.02 * 5.62
     assert abs(p.non_torch_bytes / GiB - 2.04) < 0.25
+
+
+def test_longest_request_is_whole_blocks_of_the_pool() -> None:
+    # uniform full attention: cdiv(len, 16) pages per layer must fit, so the longest
+    # max_model_len equals the KV cache size in tokens
+    p = plan_vllm(LLAMA8, InferenceSettings(runtime="vllm", ctx=8192), H100_SXM)
+    assert p.max_model_len_that_fits == p.kv_cache_tokens
+    assert p.max_model_len_that_fits % 16 == 0
