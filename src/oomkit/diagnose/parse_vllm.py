@@ -204,7 +204,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
             return _vllm_event(
                 "kv_capacity",
                 "vllm_v1_kv_capacity",
-                w[max(0, m.start() - 80) :],
+                w,
                 n,
                 max_model_len=int(m.group("mml")),
                 needed_kv_bytes=to_bytes(m.group("need"), "GiB", "vllm"),
@@ -217,7 +217,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
             return _vllm_event(
                 "kv_capacity",
                 "vllm_kv_capacity",
-                w[max(0, m2.start() - 20) :],
+                w,
                 n,
                 max_model_len=int(m2.group("mml")),
                 kv_capacity_tokens=int(m2.group("cap")),

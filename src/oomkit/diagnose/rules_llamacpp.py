@@ -122,7 +122,9 @@ def _compute_fixes(e: OomEvent, ctx: LogContext, compute: int | None) -> list[Fi
         out.append(
             Fix(
                 title=f"Halve the micro-batch: -ub {new_ub}",
-                why=f"the compute buffer ({_fb(compute)} at n_ubatch={ub}) scales about linearly "
+                why=f"the compute buffer ({_fb(compute)} at n_ubatch={ub}"
+                + ("" if ctx.n_ubatch else ", the default; the log does not print it")
+                + ") scales about linearly "
                 f"with -ub, so -ub {new_ub} saves about {_fb(compute - compute * new_ub // ub)}.",
                 commands=(f"-ub {new_ub} -b {max(new_ub, (ctx.n_batch or 2048) // 2)}",),
                 expected_saving_bytes=compute - compute * new_ub // ub,

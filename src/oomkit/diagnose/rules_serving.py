@@ -90,13 +90,27 @@ def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
                     else None,
                 )
             )
+            u = None
             if ctx.kv_cache_bytes and ctx.kv_cache_bytes > 0:
                 short = ctx.kv_cache_bytes * (mml - cap) // cap
                 u = _util_fix(
                     ctx, short, f"each token of KV takes {_fb(ctx.kv_cache_bytes // cap)};"
                 )
-                if u is not None:
-                    fixes.append(u)
+            if u is not None:
+                fixes.append(u)
+            elif mml > cap:
+                grow = mml / cap
+                fixes.append(
+                    Fix(
+                        title=f"Grow the KV pool {grow:.2f}x: raise --gpu-memory-utilization",
+                        why=f"the pool must hold {mml} tokens instead of {cap}; it is what is "
+                        "left of total x gpu_memory_utilization after weights and activations, "
+                        "so raise the utilization until it grows by that factor (the log does "
+                        "not give the profiling numbers to compute the exact value).",
+                        commands=("--gpu-memory-utilization 0.95",),
+                        expected_saving_bytes=None,
+                    )
+                )
         else:
             expl += "."
     fixes.append(
