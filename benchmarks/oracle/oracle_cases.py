@@ -110,7 +110,7 @@ ARCHS: tuple[dict[str, Any], ...] = (
         "catalog": "granite-4.0-h-tiny",
         "gguf_arch": "granitehybrid",
         "ftype": "Q4_K_M",
-        "settings": SETTINGS_GRID[:4] + (_s(8192, 512, True, n_seq=3),),
+        "settings": (*SETTINGS_GRID[:4], _s(8192, 512, True, n_seq=3)),
     },
 )
 
@@ -189,7 +189,8 @@ def arch_metadata(arch: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
         md["{arch}.expert_feed_forward_length"] = moe.expert_intermediate_size
     if a == "deepseek2":
         mla = spec.mla
-        assert mla is not None and moe is not None
+        assert mla is not None
+        assert moe is not None
         md["{arch}.leading_dense_block_count"] = len(moe.dense_layers)
         md["{arch}.expert_shared_count"] = moe.num_shared_experts
         md["{arch}.expert_weights_scale"] = float(cfg.get("routed_scaling_factor", 1.0))
@@ -211,7 +212,8 @@ def arch_metadata(arch: dict[str, Any], spec: ModelSpec) -> dict[str, Any]:
         md["{arch}.final_logit_softcapping"] = float(cfg.get("final_logit_softcapping") or 30.0)
     if a == "granitehybrid":
         rec = spec.recurrent
-        assert rec is not None and moe is not None
+        assert rec is not None
+        assert moe is not None
         md["{arch}.attention.head_count_kv"] = [
             0 if t == "mamba" else spec.num_key_value_heads for t in spec.layer_types
         ]

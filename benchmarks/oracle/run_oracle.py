@@ -103,11 +103,11 @@ def parse_log(text: str) -> dict[str, Any]:
 
 def predict(rec: dict[str, Any]) -> dict[str, Any]:
     """oomkit's CPU-backend prediction for one record (bytes per buffer kind)."""
+    from oracle_cases import record_inputs
+
     from oomkit.estimate.llamacpp import estimate_llamacpp
     from oomkit.estimate.llamacpp_params import LlamaCppOptions
     from oomkit.spec.hardware import Hardware
-
-    from oracle_cases import record_inputs
 
     spec, settings = record_inputs(rec)
     est = estimate_llamacpp(
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             sizes = write_sparse_gguf(
                 path, arch=arch["gguf_arch"], metadata=md, n_vocab=spec.vocab_size, tensors=rows
             )
-        except Exception as exc:  # noqa: BLE001 - report and go on with the next architecture
+        except Exception as exc:
             records.append(
                 {
                     "id": arch["key"],
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 rec["measured_MiB"] = parse_log(log)
                 try:
                     rec["oomkit_bytes"] = predict(rec)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     rec["oomkit_error"] = f"{type(exc).__name__}: {exc}"
             else:
                 rec["log_tail"] = log.splitlines()[-15:]

@@ -440,6 +440,7 @@ def _estimate(
         ],
         "devices": details,
         "buffers": buffers,
+        "weights_file_bytes": sum(n for _, _, n in rows),
     }
     est = Estimate(
         model=ModelInfo(

@@ -51,6 +51,7 @@ class GraphShape:
     n_kv: int  # cells per stream of the full-attention cache
     n_kv_swa: int | None  # cells per stream of the SWA cache
     flash_attn: bool
+    mask_f16: bool = True  # f16 mask input under FA (False: f32 input + cast, older builds)
 
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
@@ -62,6 +63,7 @@ def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
         n_kv=params.n_ctx_seq,
         n_kv_swa=kv.swa_cells,
         flash_attn=params.flash_attn,
+        mask_f16=params.options.kq_mask_f16,
     )
 
 
@@ -98,7 +100,7 @@ def build_graph(
         # non-FA stores V transposed: one index per element (build_input_v_idxs)
         v_idxs = g.inp("v_idxs", T * I64 * (1 if sh.flash_attn else v_dim))
     # the KQ masks are f16 inputs under flash attention, f32 otherwise (llm_graph_input_attn_kv)
-    mb = F16 if sh.flash_attn else F32
+    mb = F16 if sh.flash_attn and sh.mask_f16 else F32
     mask = g.inp("kq_mask", _mask_bytes(sh.n_kv, sh, mb)) if has_attn else None
     has_swa = sh.n_kv_swa is not None and any(
         spec.layer_types[i] == LAYER_SLIDING for i in layer_ids
@@ -106,6 +108,12 @@ def build_graph(
     mask_swa = g.inp("kq_mask_swa", _mask_bytes(sh.n_kv_swa or 0, sh, mb)) if has_swa else None
     mask_cnv = mask
     mask_swa_cnv = mask_swa
+    if sh.flash_attn and not sh.mask_f16:
+        # older builds: ggml_cast(self_kq_mask, F16) once, shared by all layers
+        if mask is not None:
+            mask_cnv = g.op("kq_mask_f16", _mask_bytes(sh.n_kv, sh, F16), mask)
+        if mask_swa is not None:
+            mask_swa_cnv = g.op("kq_mask_swa_f16", _mask_bytes(sh.n_kv_swa or 0, sh, F16), mask_swa)
     # --- input embeddings (build_inp_embd: get_rows from token_embd)
     if with_input:
         cur = g.op("inp_embd", E * T * F32, tokens)
@@ -393,7 +401,7 @@ def host_compute_bytes(spec: ModelSpec, sh: GraphShape, *, alignment: int = 32) 
         v_dim = max(spec.v_head_dim * spec.kv_heads(i) for i in spec.attention_layers())
         if spec.mla is None:
             parts.append(T * I64 * (1 if sh.flash_attn else v_dim))
-        mb = F16 if sh.flash_attn else F32
+        mb = F16 if sh.flash_attn and sh.mask_f16 else F32
         parts.append(_mask_bytes(sh.n_kv, sh, mb))
         if sh.n_kv_swa is not None:
             parts.append(_mask_bytes(sh.n_kv_swa, sh, mb))

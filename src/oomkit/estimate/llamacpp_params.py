@@ -64,6 +64,9 @@ class LlamaCppOptions:
     mla_v_cache: bool = False
     n_outputs_max: int | None = None
     no_host: bool = False
+    #: builds since ~b6600 (autumn 2025) create the KQ mask as an f16 input under flash
+    #: attention; older builds used an f32 input plus an f16 cast node
+    kq_mask_f16: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
