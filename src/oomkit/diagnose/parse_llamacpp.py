@@ -125,14 +125,10 @@ _PREFILTER = needles_re(_NEEDLES)
 _MERGE_LINES = 8
 
 
-def _stage_of_fn(fn: str, buft: str | None) -> str | None:
-    if fn.startswith("ggml_gallocr"):
-        return "compute"
-    if "kv" in fn.lower():
-        return "kv_cache"
-    if buft is not None and fn == "alloc_tensor_range":
-        return None  # weights or KV: decided by the stage line that follows
-    return None
+def _stage_of_fn(fn: str) -> str | None:
+    """gallocr reserves the compute graph; alloc_tensor_range (weights or KV) is decided by the
+    stage line that follows it."""
+    return "compute" if fn.startswith("ggml_gallocr") else None
 
 
 def _flag_value(key: str, value: str) -> Any:
@@ -259,7 +255,7 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 device=int(dev.group(1)) if dev and not buft.upper().startswith("CPU") else None,
                 requested_bytes=to_int(m.group("n")),
                 buffer_name=buft,
-                stage=_stage_of_fn(m.group("fn"), buft),
+                stage=_stage_of_fn(m.group("fn")),
             )
         m = _CPU_FAIL.search(line)
         if m is not None:

@@ -80,7 +80,6 @@ _SGL_NOMEM = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static\."
     r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
 )
-_SGL_AVAIL = re.compile(r"avail mem=(?P<v>" + _F + r") GB")
 _SGL_KV = re.compile(
     r"KV Cache is allocated\. #tokens: (?P<tok>\d{1,12}), K size: (?P<k>"
     + _F
@@ -159,9 +158,6 @@ def _context(line: str, facts: dict[str, Any]) -> None:
         m = _AVAIL_KV.search(line)
         if m is not None:
             facts["kv_cache_bytes"] = to_bytes(m.group("v"), "GiB", "vllm")
-        m = _SGL_AVAIL.search(line)
-        if m is not None:
-            facts["sglang_avail_bytes"] = to_bytes(m.group("v"), "GB", "sglang")
         m = _SGL_KV.search(line)
         if m is not None:
             facts["kv_cache_tokens"] = to_int(m.group("tok"))

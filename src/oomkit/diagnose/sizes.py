@@ -79,6 +79,8 @@ def decimal_to_bytes(number: str, scale: int) -> int | None:
     if negative:
         text = text[1:]
     whole, _, frac = text.partition(".")
+    if not whole and not frac:
+        return None  # "", "-", "." state no number
     if not whole:
         whole = "0"
     if (
