@@ -1,0 +1,47 @@
+"""Ollama: its defaults on top of the llama.cpp model, checked against Ollama's own logs."""
+
+from __future__ import annotations
+
+from oomkit.catalog.models import find_model
+from oomkit.estimate.ollama import OLLAMA_DEFAULT_NUM_CTX, estimate_ollama, ollama_settings
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB, MiB
+
+GPU = Hardware(devices=(DeviceTarget(name="RTX 4090", capacity_bytes=24 * GiB),))
+
+
+def test_defaults() -> None:
+    spec = find_model("llama-3.1-8b").spec()
+    mapped, notes = ollama_settings(spec, InferenceSettings(runtime="ollama"))
+    assert mapped.ctx == OLLAMA_DEFAULT_NUM_CTX == 4096
+    assert mapped.flash_attn is False
+    assert mapped.batch_size == 512
+    assert mapped.quant == "Q4_K_M"
+    assert any("num_ctx" in n for n in notes)
+
+
+def test_parallel_multiplies_context() -> None:
+    spec = find_model("llama-3.1-8b").spec()
+    one = estimate_ollama(spec, InferenceSettings(ctx=4096), GPU)
+    four = estimate_ollama(spec, InferenceSettings(ctx=4096, parallel=4), GPU)
+    assert four.devices[0].kv_cache_bytes == 4 * one.devices[0].kv_cache_bytes
+    details = four.runtime_details["ollama"]
+    assert isinstance(details, dict)
+    assert details["num_parallel"] == 4
+
+
+def test_kv_matches_ollama_log() -> None:
+    # ollama/ollama#6348: mistral (Q4_0), num_ctx 2048: "memory.required.kv=256.0 MiB"
+    spec = find_model("mistral-7b-v0.3").spec()
+    est = estimate_ollama(spec, InferenceSettings(ctx=2048, quant="Q4_0"), GPU)
+    assert est.devices[0].kv_cache_bytes == 256 * MiB
+
+
+def test_reserve_per_gpu() -> None:
+    spec = find_model("qwen2.5-7b").spec()
+    est = estimate_ollama(spec, InferenceSettings(ctx=4096), GPU)
+    assert est.runtime == "ollama"
+    assert est.devices[0].overhead_bytes == 457 * MiB
+    custom = estimate_ollama(spec, InferenceSettings(ctx=4096, overhead_bytes=GiB), GPU)
+    assert custom.devices[0].overhead_bytes == GiB
