@@ -356,3 +356,21 @@ def test_generic_advice_pruned_beside_computed_fixes() -> None:
     d = diagnose_text(CASES[[c[0] for c in CASES].index("cgroup")][1])
     assert any(not f.generic for f in d.fixes)
     assert sum(f.generic for f in d.fixes) <= 1
+
+
+def test_own_process_found_among_several_process_lines() -> None:
+    # §1.1 container caveat with a co-tenant: no "this process" line; PID 41 uses exactly
+    # PyTorch's 30.00 + 1.00 GiB plus 0.50 GiB of context, PID 7 is the other process.
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 1.00 GiB is free. Process 7 has 46.69 GiB memory "
+        "in use. Process 41 has 31.50 GiB memory in use. Of the allocated memory 30.00 GiB is "
+        "allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated."
+    )
+    d = diagnose_text(text)
+    ev = d.events[0]
+    assert ev.self_pid == 41
+    assert ev.process_in_use_bytes == round(31.5 * GiB)
+    assert [p.pid for p in ev.other_processes] == [7]
+    assert d.cause == "other_process_holding_memory"
+    assert "kill 7" in d.fixes[0].commands

@@ -31,6 +31,7 @@ from oomkit.diagnose.text import Lines, clean, has_any, size_of, sz, window
 __all__ = ["parse_torch"]
 
 _RT = "pytorch"
+_CONTEXT_MAX = 2 << 30  # CUDA context + cuBLAS/cuDNN/NCCL workspaces, upper bound
 _TAIL = (
     "environment-variables",
     "PYTORCH_CUDA_ALLOC_CONF",
@@ -184,6 +185,20 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
                 own, self_pid, others = used, others[0].pid, []
         allowed = _ALLOWED.search(rest)
         alloc = _ALLOC.search(rest)
+        if own is None and len(others) > 1 and alloc is not None:
+            # Several "Process N" lines and no "this process" line: this process is the one
+            # whose use is PyTorch's reserved memory (allocated + cached) plus the CUDA context
+            # and libraries (0 to 2 GiB). Pick it only when exactly one process fits.
+            a, r = size_of(alloc, "alloc", _RT), size_of(alloc, "runalloc", _RT)
+            if a is not None and r is not None:
+                fits = [
+                    o
+                    for o in others
+                    if o.used_bytes is not None and 0 <= o.used_bytes - (a + r) <= _CONTEXT_MAX
+                ]
+                if len(fits) == 1:
+                    own, self_pid = fits[0].used_bytes, fits[0].pid
+                    others = [o for o in others if o is not fits[0]]
         backend = m.group("backend")
         fmt = "pytorch_2.1" if not m.group("typo") else "pytorch_new"
         return OomEvent(
