@@ -1,0 +1,179 @@
+"""MODEL argument -> :class:`ModelSpec`: a path, a catalog name, or a Hugging Face repo id.
+
+Precedence (the CLI's ``MODEL``): an existing path first, then the embedded catalog (fuzzy
+names, Ollama tags, repo ids it knows), then the Hub for ``org/name[@revision]``. Local files:
+
+==================================  ===========================================================
+``model-dir/``                      ``config.json`` + exact tensors from ``*.safetensors``
+                                    headers (index first); a directory with only a ``.gguf``
+                                    reads the GGUF
+``config.json`` (any ``.json``)     the config alone (tensors derived later from the config)
+``*.safetensors`` / ``*.index.json``  exact tensors + the ``config.json`` beside it (required:
+                                    safetensors headers hold no architecture facts)
+``*.gguf``                          the GGUF header (split GGUFs: every ``-0000k-of-0000n`` shard)
+==================================  ===========================================================
+
+Offline mode (``offline=True``, ``OOMKIT_OFFLINE=1`` or ``HF_HUB_OFFLINE=1``, read at call time)
+only affects Hub ids: they are served from the HF cache or fail with :class:`OfflineError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from oomkit.errors import SourceNotFoundError, UnknownNameError
+from oomkit.loaders.gguf import GgufFile, load_gguf
+from oomkit.loaders.gguf_spec import gguf_to_spec
+from oomkit.loaders.hub import load_hub_model, parse_hub_ref
+from oomkit.loaders.safetensors import load_safetensors_tensors
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["load_local_model", "resolve_model"]
+
+_INDEX = "model.safetensors.index.json"
+_SPLIT_RE = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+_PATH_SUFFIXES = (".gguf", ".safetensors", ".json")
+
+
+def _missing(path: Path, why: str, todo: str) -> SourceNotFoundError:
+    return SourceNotFoundError(
+        f"Loading model failed for '{path}' (local path): {why}. {todo}.", source=str(path)
+    )
+
+
+def _with_tensors(spec: ModelSpec, weights: tuple[Path, ...]) -> ModelSpec:
+    bits = spec.quantization.bits if spec.quantization else None
+    tensors = tuple(t for w in weights for t in load_safetensors_tensors(w, bits=bits))
+    return replace(spec, tensors=tensors, source="safetensors")
+
+
+def _weights_in(directory: Path) -> tuple[Path, ...]:
+    """The index, else every safetensors file to read, in ``directory``."""
+    if (directory / _INDEX).is_file():
+        return (directory / _INDEX,)
+    files = sorted(p for p in directory.glob("*.safetensors") if p.is_file())
+    # Mistral repos hold consolidated.safetensors *and* the same weights as model*.safetensors
+    plain = tuple(p for p in files if not p.name.startswith("consolidated"))
+    return plain or tuple(files)
+
+
+def _load_gguf_split(path: Path) -> GgufFile:
+    """Read a GGUF; for ``-0000k-of-0000n`` splits, read every shard's tensor infos."""
+    m = _SPLIT_RE.match(path.name)
+    if m is None or int(m.group("count")) < 2:
+        return load_gguf(path)
+    count = int(m.group("count"))
+    shards = [
+        path.with_name(f"{m.group('prefix')}-{i:05d}-of-{count:05d}.gguf")
+        for i in range(1, count + 1)
+    ]
+    absent = [s.name for s in shards if not s.is_file()]
+    if absent:
+        raise _missing(
+            path,
+            f"split GGUF shard(s) {', '.join(absent)} are missing",
+            "Download every shard into the same directory",
+        )
+    files = [load_gguf(s) for s in shards]
+    tensors = tuple(t for f in files for t in f.tensors)
+    return replace(files[0], tensors=tensors)
+
+
+def _load_directory(path: Path) -> ModelSpec:
+    from oomkit.loaders.hf_config import load_config
+
+    if (path / "config.json").is_file():
+        spec = load_config(path)
+        weights = _weights_in(path)
+        return _with_tensors(spec, weights) if weights else spec
+    ggufs = sorted(p for p in path.glob("*.gguf") if p.is_file())
+    firsts = [p for p in ggufs if not _SPLIT_RE.match(p.name) or "-00001-of-" in p.name]
+    if len(firsts) == 1:
+        return gguf_to_spec(_load_gguf_split(firsts[0]))
+    if len(firsts) > 1:
+        names = ", ".join(p.name for p in firsts[:5])
+        raise _missing(
+            path, f"the directory holds several GGUF files ({names})", "Pass one .gguf file"
+        )
+    raise _missing(
+        path,
+        "no config.json, safetensors or .gguf file in the directory",
+        "Pass a model directory with a config.json, a config.json file or a .gguf file",
+    )
+
+
+def load_local_model(path: Path) -> ModelSpec:
+    """Build a spec from a local directory or file (see the module docstring for the forms).
+
+    Raises:
+        SourceNotFoundError: the path is missing, or a file the form needs is missing.
+        ConfigFormatError / SafetensorsFormatError / GgufFormatError: a malformed file.
+        UnsupportedModelError: the config's architecture cannot be modelled.
+    """
+    from oomkit.loaders.hf_config import load_config
+
+    if path.is_dir():
+        return _load_directory(path)
+    if not path.is_file():
+        raise _missing(path, "no such file or directory", "Check the path")
+    name = path.name
+    if name.endswith(".gguf"):
+        return gguf_to_spec(_load_gguf_split(path))
+    if name.endswith(".safetensors") or name.endswith(".safetensors.index.json"):
+        config = path.parent / "config.json"
+        if not config.is_file():
+            raise _missing(
+                path,
+                "no config.json beside it (safetensors headers hold tensor shapes, not the "
+                "architecture)",
+                f"Put the model's config.json in {path.parent} or pass the config.json",
+            )
+        return _with_tensors(load_config(config), (path,))
+    if name.endswith(".json"):
+        return load_config(path)
+    raise _missing(
+        path,
+        f"'{path.suffix or name}' is not a model file oomkit reads",
+        "Pass a config.json, a .safetensors file or index, a .gguf file or a model directory",
+    )
+
+
+def _looks_like_path(ref: str) -> bool:
+    return ref.startswith(("/", "./", "../", "~", "\\")) or ref.endswith(_PATH_SUFFIXES)
+
+
+def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
+    """Resolve the CLI's MODEL argument to a :class:`ModelSpec`.
+
+    Args:
+        ref: a path, a catalog name (``llama-3.1-8b``, ``qwen3:30b-a3b``) or ``org/name[@rev]``.
+        offline: no network; None reads ``OOMKIT_OFFLINE``/``HF_HUB_OFFLINE`` at call time.
+
+    Raises:
+        SourceNotFoundError: a path that does not exist, or a Hub repo that does not.
+        UnknownNameError: a plain name the catalog does not know (with close names).
+        OfflineError: a Hub id in offline mode that is not cached, or the Hub is unreachable.
+        GatedRepoError: a gated Hub repo without an accepted HF_TOKEN.
+        FormatError subclasses: a malformed local file.
+    """
+    text = ref.strip()
+    path = Path(text).expanduser()
+    if text and path.exists():
+        return load_local_model(path)
+    if _looks_like_path(text):
+        raise _missing(
+            path,
+            "no such file or directory",
+            "Check the path (catalog names and repo ids have no file extension)",
+        )
+    from oomkit.catalog.models import find_model
+
+    try:
+        return find_model(text).spec()
+    except UnknownNameError as e:
+        unknown = e
+    if parse_hub_ref(text) is not None:
+        return load_hub_model(text, offline=offline)
+    raise unknown
