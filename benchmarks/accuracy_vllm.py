@@ -93,11 +93,23 @@ _SETUP: dict[str, dict[str, Any]] = {
 
 
 def _rel(pred: float, meas: float) -> float:
-    return (pred - meas) / meas
+    if meas == 0:
+        return 0.0 if pred == 0 else 1.0
+    return (pred - meas) / abs(meas)
+
+
+def _int(value: object) -> int:
+    assert isinstance(value, int), value
+    return value
 
 
 def score_vllm(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """Rows of {id, runtime, component, predicted, measured, error}; or a skip reason."""
+    """Rows of {id, runtime, component, unit, predicted, measured, error}; or a skip reason.
+
+    ``unit`` is ``"bytes"`` (weights, activation peak, non-torch, available KV: vLLM's "GB"
+    figures are GiB, ``float(bytes) / GiB_bytes``) or ``"count"`` (blocks, tokens). A measured 0
+    scores 0 when the prediction is 0 too, else 1.
+    """
     setup = _SETUP.get(record["id"])
     if setup is None:
         return [], "setup not expressible (no GPU total / settings in the record)"
@@ -127,72 +139,51 @@ def score_vllm(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None
     m = record["measured"]
     rows: list[dict[str, Any]] = []
 
-    def add(component: str, pred: float, meas: float) -> None:
+    def add(component: str, unit: str, pred: float, meas: float) -> None:
         rows.append(
             {
                 "id": record["id"],
                 "runtime": "vllm",
                 "component": component,
+                "unit": unit,
                 "predicted": pred,
                 "measured": meas,
                 "error": _rel(pred, meas),
             }
         )
 
-    w_gib = int(d["weights_bytes_per_rank"]) / GiB  # type: ignore[call-overload]
     for key in ("model_weights_GB", "model_weights_GiB_per_gpu", "model_weights_GiB"):
-        if key in m:  # vLLM prints GiB values labelled "GB" (float(bytes) / GiB_bytes)
-            add("weights_per_rank", w_gib, float(m[key]))
+        if key in m:
+            add("weights_per_rank", "bytes", _int(d["weights_bytes_per_rank"]), m[key] * GiB)
             break
-    blocks = d["num_gpu_blocks"]
-    if "num_gpu_blocks" in m and blocks is not None:
-        if m["num_gpu_blocks"] == 0:
-            rows.append(
-                {
-                    "id": record["id"],
-                    "runtime": "vllm",
-                    "component": "num_gpu_blocks",
-                    "predicted": blocks,
-                    "measured": 0,
-                    "error": 0.0 if blocks == 0 else 1.0,
-                }
-            )
-        else:
-            add("num_gpu_blocks", float(blocks), float(m["num_gpu_blocks"]))  # type: ignore[arg-type]
-    if "num_gpu_blocks_after_pr" in m and blocks is not None:
-        add("num_gpu_blocks", float(blocks), float(m["num_gpu_blocks_after_pr"]))  # type: ignore[arg-type]
+    if d["num_gpu_blocks"] is not None:
+        for key in ("num_gpu_blocks", "num_gpu_blocks_after_pr"):
+            if key in m:
+                add("num_gpu_blocks", "count", _int(d["num_gpu_blocks"]), m[key])
     if "gpu_kv_cache_tokens" in m and d["kv_cache_tokens"] is not None:
-        add("kv_cache_tokens", float(d["kv_cache_tokens"]), float(m["gpu_kv_cache_tokens"]))  # type: ignore[arg-type]
+        add("kv_cache_tokens", "count", _int(d["kv_cache_tokens"]), m["gpu_kv_cache_tokens"])
+    for key in ("available_kv_cache_GiB", "kv_cache_size_GiB", "kv_cache_GiB"):
+        if key in m and d["available_kv_cache_bytes"] is not None:
+            pool = _int(d["available_kv_cache_bytes"])  # negative when nothing is left
+            add("available_kv_cache", "bytes", pool, m[key] * GiB)
+    act = _int(d["activation_peak_bytes"])
     if "pytorch_activation_peak_GiB" in m:
+        add("activation_peak", "bytes", act, m["pytorch_activation_peak_GiB"] * GiB)
+    if "peak_torch_memory_GiB" in m:  # 0.6.4 prints the absolute peak, weights included
         add(
             "activation_peak",
-            int(d["activation_peak_bytes"]) / GiB,  # type: ignore[call-overload]
-            float(m["pytorch_activation_peak_GiB"]),
+            "bytes",
+            act,
+            (m["peak_torch_memory_GiB"] - m["model_weights_GB"]) * GiB,
         )
     if "non_torch_memory_GiB" in m:
-        add(
-            "non_torch",
-            int(d["non_torch_bytes"]) / GiB,  # type: ignore[call-overload]
-            float(m["non_torch_memory_GiB"]),
-        )
-    if "available_kv_cache_GiB" in m and d["available_kv_cache_bytes"] is not None:
-        add(
-            "available_kv_cache",
-            int(d["available_kv_cache_bytes"]) / GiB,  # type: ignore[call-overload]
-            float(m["available_kv_cache_GiB"]),
-        )
-    if "peak_torch_memory_GiB" in m:
-        add(
-            "activation_peak",
-            int(d["activation_peak_bytes"]) / GiB,  # type: ignore[call-overload]
-            float(m["peak_torch_memory_GiB"]) - float(m["model_weights_GB"]),
-        )
+        add("non_torch", "bytes", _int(d["non_torch_bytes"]), m["non_torch_memory_GiB"] * GiB)
     return rows, None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--validation", default=str(Path(__file__).parents[1] / "../shared/validation"))
+    ap.add_argument("--validation", default=str(Path(__file__).parents[2] / "shared/validation"))
     args = ap.parse_args()
     lines = (Path(args.validation) / "measured_dev.jsonl").read_text().splitlines()
     for line in lines:
@@ -203,9 +194,11 @@ def main() -> None:
         if skip:
             print(f"{rec['id']}: skipped ({skip})")
         for r in rows:
+            scale = GiB if r["unit"] == "bytes" else 1
+            unit = "GiB" if r["unit"] == "bytes" else ""
             print(
-                f"{r['id']:<45} {r['component']:<18} pred {r['predicted']:>10.2f} "
-                f"meas {r['measured']:>10.2f}  {r['error']:+.1%}"
+                f"{r['id']:<42} {r['component']:<19} pred {r['predicted'] / scale:>10.2f}"
+                f" meas {r['measured'] / scale:>10.2f} {unit:<3} {r['error']:+.1%}"
             )
 
 
