@@ -13,9 +13,14 @@ rule of the version that printed it. Every row cites the code it models.
   (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
 * ``v1-2025`` (V1 engine, vLLM 0.8-0.10): ``memory_profiling(init_snapshot, weights_memory)``
   (vllm/utils ``MemorySnapshot``: non-torch = ``total - free - torch.cuda.memory_reserved()``,
-  charged as the increase since the snapshot taken in ``init_device`` before the distributed
-  init, so NCCL buffers count and the CUDA context does not); graphs are captured afterwards in
-  the ``1 - gpu_memory_utilization`` headroom; PyTorch-native sort sampler.
+  charged as the increase since the snapshot taken in ``init_device``, so the CUDA context is
+  not charged); graphs are captured afterwards in the ``1 - gpu_memory_utilization`` headroom;
+  PyTorch-native sort sampler (FlashInfer was not a vLLM wheel dependency yet).
+
+Whether the snapshot precedes the communicator init or follows it (later versions: "Now take
+memory snapshot after NCCL is initialized"), NCCL >= 2.22 connects lazily
+(``NCCL_RUNTIME_CONNECT=1``): its channel buffers appear during the profile run's first
+collectives and are charged as non-torch growth in every generation.
 * ``v0-2025`` (V0 ``worker.py`` 0.6.5-0.9, PRs #10511/#12126): the V1 rule above (non-torch
   increase since ``init_device``) with V0's batch defaults.
 * ``v0-2024`` (V0 ``worker.py`` 0.6.3-0.6.4, PR #9352): ``peak = allocated_bytes.all.peak +
