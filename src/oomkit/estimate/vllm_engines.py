@@ -15,7 +15,8 @@ rule of the version that printed it. Every row cites the code it models.
   (vllm/utils ``MemorySnapshot``: non-torch = ``total - free - torch.cuda.memory_reserved()``,
   charged as the increase since the snapshot taken in ``init_device``, so the CUDA context is
   not charged); graphs are captured afterwards in the ``1 - gpu_memory_utilization`` headroom;
-  PyTorch-native sort sampler (FlashInfer was not a vLLM wheel dependency yet).
+  PyTorch-native sort sampler (the 5.62 GiB torch peak logged for Qwen3-235B in vllm#21429 is
+  the sort path's working set; FlashInfer's would be a third of it).
 
 Whether the snapshot precedes the communicator init or follows it (later versions: "Now take
 memory snapshot after NCCL is initialized"), NCCL >= 2.22 connects lazily
