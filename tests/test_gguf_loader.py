@@ -444,6 +444,12 @@ def _gguf_bytes(
         (b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 1 << 30), "over the 67108864-byte limit", 24),
         (_gguf_bytes([_s("k") + struct.pack("<IIQ", 9, 4, 10**9)], []), "array length", 41),
         (_gguf_bytes([_s("k") + struct.pack("<I", 13)], []), "value type 13", 33),
+        # arrays of arrays of ... nine levels deep: refused before recursing further
+        (
+            _gguf_bytes([_s("k") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 9], []),
+            "nested deeper than 8",
+            133,
+        ),
         # a string inside a long (skipped) array is still length-checked before skipping
         (
             _gguf_bytes([_s("k") + struct.pack("<IIQQ", 9, 8, 5000, 1 << 30)], []),

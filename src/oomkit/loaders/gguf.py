@@ -35,6 +35,7 @@ from oomkit.units import MiB, align_up
 __all__ = [
     "DEFAULT_ALIGNMENT",
     "MAX_ARRAY_LENGTH",
+    "MAX_ARRAY_NESTING",
     "MAX_DIMS",
     "MAX_KEPT_ARRAY_LENGTH",
     "MAX_KV_COUNT",
@@ -55,6 +56,8 @@ MAX_KV_COUNT = 1_000_000
 MAX_STRING_BYTES = 64 * MiB
 MAX_ARRAY_LENGTH = 100_000_000
 MAX_DIMS = 4  # GGML_MAX_DIMS
+#: arrays of arrays deeper than this are refused (no model writes more than 2 levels)
+MAX_ARRAY_NESTING = 8
 #: arrays longer than this keep only item type and length (tokenizer tokens, merges, scores)
 MAX_KEPT_ARRAY_LENGTH = 4096
 _INT64_MAX = (1 << 63) - 1
@@ -213,7 +216,10 @@ class _Reader:
             )
         self.skip(n)
 
-    def value(self, type_id: int, key: str, *, keep: bool = True) -> GgufValue | None:
+    def value(
+        self, type_id: int, key: str, *, keep: bool = True, depth: int = 0
+    ) -> GgufValue | None:
+        """Read one value; with ``keep=False`` skip it (nothing is stored, not even a list)."""
         start = self.pos
         if type_id in _SCALARS:
             v = self.unpack(_SCALARS[type_id][1])[0]
@@ -223,34 +229,38 @@ class _Reader:
                 return self.string(f"string value of '{key}'")
             self.skip_string(f"string value of '{key}'")
             return None
-        if type_id == _ARRAY:
-            item = self.u32()
-            n = self.u64()
-            if n > MAX_ARRAY_LENGTH:
-                raise self.error(
-                    f"array length {n} is over the {MAX_ARRAY_LENGTH} limit",
-                    offset=start + 4,
-                    key=key,
-                )
-            kept = keep and n <= MAX_KEPT_ARRAY_LENGTH
-            if item in _SCALARS:
-                code = _SCALARS[item][1]
-                if kept:
-                    values: tuple[GgufValue, ...] = self.unpack(code, n)
-                else:
-                    self.skip(struct.calcsize(f"<{code}") * n)
-            elif item in (_STRING, _ARRAY):
-                items = [self.value(item, key, keep=kept) for _ in range(n)]
+        if type_id != _ARRAY:
+            why = f"value type {type_id} is not a GGUF type (0-12)"
+            raise self.error(why, offset=start - 4, key=key)
+        if depth >= MAX_ARRAY_NESTING:
+            why = f"arrays nested deeper than {MAX_ARRAY_NESTING} levels"
+            raise self.error(why, offset=start, key=key)
+        item = self.u32()
+        n = self.u64()
+        if n > MAX_ARRAY_LENGTH:
+            why = f"array length {n} is over the {MAX_ARRAY_LENGTH} limit"
+            raise self.error(why, offset=start + 4, key=key)
+        kept = keep and n <= MAX_KEPT_ARRAY_LENGTH
+        values: tuple[GgufValue, ...] | None = None
+        if item in _SCALARS:
+            code = _SCALARS[item][1]
+            if kept:
+                values = self.unpack(code, n)
+            else:
+                self.skip(struct.calcsize(f"<{code}") * n)
+        elif item in (_STRING, _ARRAY):
+            if kept:
+                items = (self.value(item, key, depth=depth + 1) for _ in range(n))
                 values = tuple(v for v in items if v is not None)
             else:
-                raise self.error(
-                    f"array item type {item} is not a GGUF type", offset=start, key=key
-                )
-            if not keep:
-                return None
-            return GgufArray(item_type=_type_name(item), length=n, values=values if kept else None)
-        why = f"value type {type_id} is not a GGUF type (0-12)"
-        raise self.error(why, offset=start - 4, key=key)
+                for _ in range(n):
+                    self.value(item, key, keep=False, depth=depth + 1)
+        else:
+            why = f"array item type {item} is not a GGUF type"
+            raise self.error(why, offset=start, key=key)
+        if not keep:
+            return None
+        return GgufArray(item_type=_type_name(item), length=n, values=values)
 
 
 def _type_name(type_id: int) -> str:
