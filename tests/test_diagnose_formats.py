@@ -30,7 +30,7 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     (
         "cpu-buffer",
         "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 17179869216",
-        "llama.cpp_pinned_alloc",
+        "llama.cpp_host_alloc",
         {"requested_bytes": 17179869216},
         "host_ram",
     ),
@@ -235,6 +235,57 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
     ),
     # §1.6 direct HIP error
     ("hip-error", "RuntimeError: hipErrorOutOfMemory", "cuda_error_out_of_memory", {}, "unknown"),
+    # §2.1 pinned host memory warning (ggml_cuda_host_malloc)
+    (
+        "pinned",
+        "ggml_cuda_host_malloc: failed to allocate 1024.00 MiB of pinned memory: out of memory",
+        "llama.cpp_pinned_alloc",
+        {"requested_bytes": 1024 * MiB},
+        "host_ram",
+    ),
+    # 2023 ggml CUDA_CHECK wording
+    (
+        "ggml-2023",
+        "CUDA error 2 at ggml-cuda.cu:6246: out of memory",
+        "ggml_cuda_error",
+        {"stage": "runtime", "detail": "ggml-cuda.cu:6246"},
+        "batch_or_activations",
+    ),
+    # §8 TF stream_executor preallocation failure
+    (
+        "tf-driver",
+        "2018-01-01 12:00:00.000000: E tensorflow/stream_executor/cuda/cuda_driver.cc:936] failed "
+        "to allocate 10.76G (11554717696 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+        "tf_driver_alloc",
+        {"requested_bytes": 11554717696},
+        "other_process_holding_memory",
+    ),
+    # §7 PJRT wording
+    (
+        "xla-request",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for "
+        "3.00GiB (3221225472B) on device ordinal 0",
+        "xla_resource_exhausted",
+        {"requested_bytes": 3 * GiB, "device": 0},
+        "batch_or_activations",
+    ),
+    # CUDA driver API name (candle / mistral.rs)
+    (
+        "driver-api",
+        'Error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")',
+        "cuda_driver_error",
+        {},
+        "unknown",
+    ),
+    # TGI total-token variant
+    (
+        "tgi-total",
+        "RuntimeError: Not enough memory to handle 16000 total tokens with 4096 prefill tokens. "
+        "You need to decrease `--max-batch-total-tokens` or `--max-batch-prefill-tokens`",
+        "tgi_warmup_prefill",
+        {"prefill_tokens": None, "detail": "16000 total tokens"},
+        "kv_cache_or_context",
+    ),
     # §1.3 1.0-era "cached" tail
     (
         "torch-cached",

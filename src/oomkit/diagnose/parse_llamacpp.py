@@ -38,6 +38,15 @@ _CUDAMALLOC = re.compile(
 _BUF_FAIL = re.compile(
     r"(?P<fn>\w{1,80}): failed to allocate (?P<buft>\S{1,64}) buffer of size (?P<n>\d{1,20})"
 )
+# ggml-cuda.cu ggml_cuda_host_malloc: a warning; llama.cpp falls back to pageable host memory
+_PINNED_FAIL = re.compile(
+    r"failed to allocate (?P<mib>" + _F + r") MiB of pinned memory: ?(?P<err>.{0,80})"
+)
+# 2023 builds: CUDA_CHECK -> "CUDA error 2 at ggml-cuda.cu:6246: out of memory"
+_GGML_RT_OLD = re.compile(
+    r"(?P<be>CUDA|ROCm) error (?P<code>\d{1,4}) at (?P<file>\S{1,200}):(?P<ln>\d{1,7}): "
+    r"out of memory"
+)
 _CPU_FAIL = re.compile(r"(?P<fn>\w{1,80}): failed to allocate buffer of size (?P<n>\d{1,20})")
 _WEIGHTS_FAIL = re.compile(r"unable to allocate (?P<buft>\S{1,64}) buffer")
 _METAL_FAIL = re.compile(r"failed to allocate buffer, size = {0,12}(?P<mib>" + _F + r") MiB")
@@ -257,12 +266,24 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 buffer_name=buft,
                 stage=_stage_of_fn(m.group("fn")),
             )
-        m = _CPU_FAIL.search(line)
+        m = _PINNED_FAIL.search(line)
         if m is not None:
             return OomEvent(
                 runtime=_RT,
                 kind="host_alloc_failed",
                 format="llama.cpp_pinned_alloc",
+                line=line_no,
+                text=m.group(0)[:400],
+                requested_bytes=to_bytes(m.group("mib"), "MiB", _RT),
+                buffer_name="CUDA_Host",
+                detail="pinned host memory: " + m.group("err").strip(),
+            )
+        m = _CPU_FAIL.search(line)
+        if m is not None:
+            return OomEvent(
+                runtime=_RT,
+                kind="host_alloc_failed",
+                format="llama.cpp_host_alloc",
                 line=line_no,
                 text=m.group(0)[:400],
                 requested_bytes=to_int(m.group("n")),
@@ -319,6 +340,18 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
             text=line[:400],
             stage="compute",
         )
+    if " at " in line and ": out of memory" in line:
+        m = _GGML_RT_OLD.search(line)
+        if m is not None:
+            return OomEvent(
+                runtime=_RT,
+                kind="gpu_runtime_oom",
+                format="ggml_cuda_error",
+                line=line_no,
+                text=m.group(0)[:400],
+                stage="runtime",
+                detail=f"{m.group('file')}:{m.group('ln')}",
+            )
     if "error: out of memory" in line:
         m = _GGML_RT.search(line)
         if m is not None:

@@ -41,6 +41,18 @@ _TF = re.compile(
     r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?"
     r"(?: by allocator (?P<a>\w{1,40}))?"
 )
+# TF stream_executor (cuda_driver.cc / rocm_driver.cc) at session start
+_TF_DRIVER = re.compile(
+    r"failed to allocate (?P<h>[\d.]{1,20}[KMGT]?) \((?P<n>\d{1,20}) bytes\) from device: "
+    r"(?P<err>CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory)"
+)
+# XLA PJRT: "Failed to allocate request for 3.00GiB (3221225472B) on device ordinal 0"
+_XLA_REQ = re.compile(
+    r"Failed to allocate request for \S{1,30} \((?P<n>\d{1,20})B\) on device ordinal "
+    r"(?P<dev>\d{1,3})"
+)
+# CUDA driver API names (candle/mistral.rs, cupy, numba...): CUDA_ERROR_OUT_OF_MEMORY
+_DRIVER_API = re.compile(r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory")
 _TF_DEV = re.compile(r"(?:GPU|gpu):(?P<d>\d{1,3})")
 _DS = re.compile(
     r"\bMA (?P<ma>\d{1,9}(?:\.\d{1,4})?) GB\s{1,20}Max_MA (?P<mma>\d{1,9}(?:\.\d{1,4})?) GB"
@@ -73,6 +85,9 @@ _DTYPE_BYTES = {
 }
 
 _NEEDLES = (
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "from device: hipErrorOutOfMemory",
+    "Failed to allocate request for",
     "RESOURCE_EXHAUSTED",
     "rematerialization",
     "parameter allocation",
@@ -162,6 +177,42 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             continue
         line = lines.cleaned(i)
         n = lines.number[i]
+        if "from device:" in line:
+            m0 = _TF_DRIVER.search(line)
+            if m0 is not None:
+                events.append(
+                    _ev(
+                        "tensorflow",
+                        "gpu_alloc_failed",
+                        "tf_driver_alloc",
+                        line,
+                        n,
+                        requested_bytes=to_int(m0.group("n")),
+                        detail=m0.group("err"),
+                        stage="startup",
+                    )
+                )
+                continue
+        if "Failed to allocate request for" in line:
+            m1 = _XLA_REQ.search(line)
+            if m1 is not None:
+                events.append(
+                    _ev(
+                        "jax",
+                        "xla_oom",
+                        "xla_resource_exhausted",
+                        line,
+                        n,
+                        requested_bytes=to_int(m1.group("n")),
+                        device=int(m1.group("dev")),
+                    )
+                )
+                continue
+        if "CUDA_ERROR_OUT_OF_MEMORY" in line and _DRIVER_API.search(line):
+            events.append(
+                _ev("cuda", "cuda_error_oom", "cuda_driver_error", line, n, stage="driver")
+            )
+            continue
         if "RESOURCE_EXHAUSTED" in line:
             m = _XLA.search(line)
             if m is not None:

@@ -77,7 +77,7 @@ _ARGS = re.compile(
     r"[= ](?P<v>" + _F + r")\b"
 )
 _SGL_NOMEM = re.compile(
-    r"Not enough memory\. Please try to increase --mem-fraction-static\."
+    r"Not enought? memory\. Please try to increase --mem-fraction-static\."
     r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
 )
 _SGL_KV = re.compile(
@@ -87,7 +87,9 @@ _SGL_KV = re.compile(
     + _F
     + ") GB"
 )
-_TGI = re.compile(r"Not enough memory to handle (?P<n>\d{1,9}) (?P<what>prefill tokens|tokens)")
+_TGI = re.compile(
+    r"Not enough memory to handle (?P<n>\d{1,9}) (?P<what>prefill tokens|total tokens|tokens)"
+)
 _TRT_TOTAL = re.compile(r"Total GPU memory \(GiB\): (?P<v>" + _F + ")")
 _TRT_FREE = re.compile(
     r"Free GPU memory before component creation attempt \(GiB\): (?P<v>" + _F + ")"
@@ -113,6 +115,7 @@ _NEEDLES = (
     "--gpu-memory-utilization",
     "mem_fraction_static",
     "Not enough memory",
+    "Not enought memory",
     "KV cache pool is full",
     "TensorRT-LLM",
     "insufficient GPU memory",
@@ -239,7 +242,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
         m4 = _SAMPLER.search(line)
         if m4 is not None:
             return _vllm_event("sampler_warmup_oom", "vllm_sampler_warmup", line, n, stage="warmup")
-    if "Not enough memory" in line:
+    if "Not enough memory" in line or "Not enought memory" in line:
         m5 = _SGL_NOMEM.search(line)
         if m5 is not None:
             mfs = m5.group("mfs")
@@ -260,7 +263,8 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
                 format="tgi_warmup_prefill",
                 line=n,
                 text=line[:600],
-                prefill_tokens=int(m6.group("n")),
+                prefill_tokens=int(m6.group("n")) if m6.group("what") != "total tokens" else None,
+                detail=f"{m6.group('n')} {m6.group('what')}",
                 stage="warmup",
             )
     if "KV cache pool is full" in line:

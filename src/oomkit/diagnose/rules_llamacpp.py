@@ -246,6 +246,23 @@ def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]
 def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose a llama.cpp/ggml failure with the buffers and settings the log printed."""
     dev = _dev_name(e)
+    if e.format == "llama.cpp_pinned_alloc":
+        return Analysis(
+            cause="host_ram",
+            confidence=0.4,
+            explanation=f"The driver could not pin {_fb(e.requested_bytes)} of host memory "
+            f"({e.detail}). llama.cpp only warns and falls back to pageable memory (slower); "
+            "if the run failed, look for the error after this line. Pinning fails when host RAM "
+            "is short or the page-locked limit (WSL, containers) is low.",
+            fixes=(
+                Fix(
+                    title="Free host RAM or disable pinned staging buffers",
+                    why=f"the pinned buffer was {_fb(e.requested_bytes)}.",
+                    commands=("free -h", "GGML_CUDA_NO_PINNED=1"),
+                    expected_saving_bytes=e.requested_bytes,
+                ),
+            ),
+        )
     if e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU"):
         return Analysis(
             cause="host_ram",

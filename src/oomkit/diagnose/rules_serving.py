@@ -296,6 +296,22 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
+    if e.runtime == "tgi" and e.prefill_tokens is None and e.detail:
+        total = int(e.detail.split()[0]) if e.detail.split()[0].isdigit() else 0
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.55,
+            explanation=f"TGI cannot fit {e.detail} in the KV cache left after the weights.",
+            fixes=(
+                Fix(
+                    title=f"Fewer batched tokens: --max-batch-total-tokens {total // 2}",
+                    why="the KV cache is linear in the total tokens batched; half the tokens, "
+                    "half the KV (the log does not give its bytes).",
+                    commands=(f"--max-batch-total-tokens {total // 2}",),
+                    expected_saving_bytes=None,
+                ),
+            ),
+        )
     if e.runtime == "tgi":
         n = e.prefill_tokens or 4096
         return Analysis(
@@ -395,6 +411,36 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                     "Do not preallocate 75% of the GPU",
                     "lets several JAX processes (or JAX + TF) share a GPU.",
                     ("XLA_PYTHON_CLIENT_PREALLOCATE=false", "XLA_PYTHON_CLIENT_MEM_FRACTION=.95"),
+                ),
+            ),
+        )
+    if e.format == "tf_driver_alloc":
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.45,
+            explanation=f"TensorFlow could not reserve {_fb(e.requested_bytes)} of GPU memory at "
+            "start-up: by default it grabs nearly all of the GPU, so another process (often a "
+            "second TF/JAX process or notebook kernel) holding memory makes this fail.",
+            fixes=(
+                generic(
+                    "Let TensorFlow grow memory on demand",
+                    "instead of pre-reserving almost the whole GPU.",
+                    ("TF_FORCE_GPU_ALLOW_GROWTH=true", "nvidia-smi   # other processes?"),
+                ),
+            ),
+        )
+    if e.runtime == "cuda":
+        return Analysis(
+            cause="unknown",
+            confidence=0.2,
+            explanation="The CUDA driver returned CUDA_ERROR_OUT_OF_MEMORY; the message carries "
+            "no sizes, so whether the model, the batch or another process filled the GPU cannot "
+            "be told from it.",
+            fixes=(
+                generic(
+                    "Check what holds the GPU, then shrink the model or the batch",
+                    "the driver ran out of device memory.",
+                    ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
                 ),
             ),
         )
