@@ -549,3 +549,27 @@ def test_transformers_config_defaults_for_omitted_keys() -> None:
         name="m2",
     )  # fmt: skip
     assert not mamba2.tie_word_embeddings
+
+
+def test_moe_families_without_mla() -> None:
+    # granite-3.1-1b-a400m shapes: 32 experts of 512, top-8, tied embeddings
+    granite = parse_config(
+        _with(LLAMA_MIN, architectures=["GraniteMoeForCausalLM"], num_local_experts=32,
+              num_experts_per_tok=8),
+        name="granite-moe",
+    )  # fmt: skip
+    assert granite.moe is not None
+    assert (granite.moe.num_experts, granite.moe.expert_intermediate_size) == (32, 128)
+    assert granite.moe.shared_expert_intermediate_size == 0
+    olmoe = parse_config(
+        _with(LLAMA_MIN, architectures=["OlmoeForCausalLM"], num_experts=64, num_experts_per_tok=8),
+        name="olmoe",
+    )
+    assert olmoe.qk_norm
+    assert olmoe.moe is not None
+    assert olmoe.moe.num_experts == 64
+    dsmoe = _load("deepseek-moe-16b")
+    assert dsmoe.mla is None
+    assert dsmoe.moe is not None
+    assert dsmoe.moe.dense_layers == (0,)
+    assert dsmoe.moe.shared_expert_intermediate_size == 2 * 1408

@@ -50,6 +50,7 @@ EXACT_COUNTS = {
     "deepseek-v2-lite": 15_706_484_224,  # MLA without q_lora, dense layer 0
     "deepseek-r1": 671_026_419_200,  # main model; MTP separate
     "qwen1.5-moe-a2.7b": 14_315_784_192,  # gated shared expert
+    "deepseek-moe-16b": 16_375_728_128,  # DeepSeek MoE without MLA
     "internlm2_5-7b-chat": 7_737_708_544,
     "smollm2-135m": 134_515_008,
     "gpt2": 124_439_808,  # learned positions, LayerNorm biases
@@ -285,6 +286,8 @@ def test_active_params() -> None:
     assert active_params(_load("qwen3-30b-a3b")) == 3_353_032_704
     dense = _load("qwen3-8b")
     assert active_params(dense) == count_params(dense)
+    # deepseek-moe-16b: published num_params_active 2,828,650,496 (same definition as ours)
+    assert active_params(_load("deepseek-moe-16b")) == 2_828_650_496
     # DeepSeek-V3/R1 "37B activated"
     assert 37_000_000_000 < active_params(_load("deepseek-r1")) < 38_000_000_000
 
@@ -584,6 +587,9 @@ _GGUF_ARCH = {
     "Glm4ForCausalLM": "GLM4",
     "Glm4MoeForCausalLM": "GLM4_MOE",
     "Llama4ForConditionalGeneration": "LLAMA4",
+    "GraniteMoeForCausalLM": "GRANITE_MOE",
+    "OlmoeForCausalLM": "OLMOE",
+    "DeepseekForCausalLM": "DEEPSEEK",
 }
 
 _SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -594,6 +600,10 @@ _SYNTHETIC = {
     "glm4-moe": {**_SMALL, "architectures": ["Glm4MoeForCausalLM"], "n_routed_experts": 4,
                  "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1,
                  "first_k_dense_replace": 1, "use_qk_norm": True},
+    "granite-moe": {**_SMALL, "architectures": ["GraniteMoeForCausalLM"], "num_local_experts": 4,
+                    "num_experts_per_tok": 2},
+    "olmoe": {**_SMALL, "architectures": ["OlmoeForCausalLM"], "num_experts": 4,
+              "num_experts_per_tok": 2},
     "llama4": {"architectures": ["Llama4ForConditionalGeneration"],
                "text_config": {**_SMALL, "num_local_experts": 4, "interleave_moe_layer_step": 2,
                                "intermediate_size_mlp": 128, "attention_chunk_size": 16}},
@@ -633,7 +643,7 @@ def test_every_name_is_a_tensor_llama_cpp_knows_for_the_arch(name: str, spec: Mo
 _TRANSFORMERS_CASES = [
     "llama-3.2-1b", "qwen2-0.5b-instruct", "gpt2", "smollm2-135m", "gemma-3-1b-it",
     "phi-3-mini-4k-instruct", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "gpt-oss-20b",
-    "mixtral-8x7b-v0.1", "starcoder2-7b", "aya-23-8b",
+    "mixtral-8x7b-v0.1", "starcoder2-7b", "aya-23-8b", "qwen3-30b-a3b", "gemma-2-9b",
 ]  # fmt: skip
 
 

@@ -155,6 +155,40 @@ def _mixtral(f: Fields, source: str) -> ModelSpec:
     return _finish(f, kw, source)
 
 
+def _granite_moe(f: Fields, source: str) -> ModelSpec:
+    """Granite-3 MoE (``GraniteMoeForCausalLM``; ``GraniteMoeSharedForCausalLM`` adds a shared
+    expert of ``shared_intermediate_size``): Llama attention, experts of ``intermediate_size``."""
+    kw = _llama_layers(f, decoder_kwargs(f))
+    shared = f.integer("shared_intermediate_size", default=0)
+    kw["moe"] = MoESpec(
+        num_experts=f.integer("num_local_experts"),
+        num_experts_per_tok=f.integer("num_experts_per_tok"),
+        expert_intermediate_size=kw["intermediate_size"],
+        num_shared_experts=1 if shared else 0,
+        shared_expert_intermediate_size=shared,
+    )
+    return _finish(f, kw, source)
+
+
+def _olmoe(f: Fields, source: str) -> ModelSpec:
+    """OLMoE: pre-norm blocks, q/k RMSNorm over all heads, 64 experts without a shared one."""
+    kw = _llama_layers(f, decoder_kwargs(f))
+    kw["qk_norm"] = True
+    kw["moe"] = MoESpec(
+        num_experts=f.integer("num_experts"),
+        num_experts_per_tok=f.integer("num_experts_per_tok"),
+        expert_intermediate_size=kw["intermediate_size"],
+    )
+    return _finish(f, kw, source)
+
+
+def _deepseek_v1(f: Fields, source: str) -> ModelSpec:
+    """DeepSeek-MoE 16B (``DeepseekForCausalLM``): Llama attention + DeepSeek MoE."""
+    kw = _llama_layers(f, decoder_kwargs(f))
+    kw["moe"] = _deepseek_moe(f, kw)
+    return _finish(f, kw, source)
+
+
 def _qwen2_layer_types(f: Fields, kw: dict[str, Any]) -> tuple[str, ...]:
     """Qwen2/3: sliding only with ``use_sliding_window``, on layers >= ``max_window_layers``."""
     n = kw["num_hidden_layers"]
@@ -437,6 +471,10 @@ def _adapters() -> dict[str, Adapter]:
         "BaichuanForCausalLM": _llama,
         "GraniteForCausalLM": _llama,
         "MixtralForCausalLM": _mixtral,
+        "GraniteMoeForCausalLM": _granite_moe,
+        "GraniteMoeSharedForCausalLM": _granite_moe,
+        "OlmoeForCausalLM": _olmoe,
+        "DeepseekForCausalLM": _deepseek_v1,
         "Qwen2ForCausalLM": _qwen,
         "Qwen2MoeForCausalLM": _qwen,
         "Qwen3ForCausalLM": _qwen,
@@ -493,6 +531,10 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "gpt_neox": "GPTNeoXForCausalLM",
     "opt": "OPTForCausalLM",
     "granite": "GraniteForCausalLM",
+    "granitemoe": "GraniteMoeForCausalLM",
+    "granitemoeshared": "GraniteMoeSharedForCausalLM",
+    "olmoe": "OlmoeForCausalLM",
+    "deepseek": "DeepseekForCausalLM",
     "granitemoehybrid": "GraniteMoeHybridForCausalLM",
     "mamba": "MambaForCausalLM",
     "mamba2": "Mamba2ForCausalLM",

@@ -116,6 +116,7 @@ _STYLES: dict[str, _Style] = {
     "Olmo2ForCausalLM": _Style(
         attn_norm=False, post_attn_norm=True, ffn_norm=None, post_ffn_norm=True, qk_norm="full"
     ),
+    "OlmoeForCausalLM": _Style(qk_norm="full"),
     "CohereForCausalLM": _Style(ffn_norm=None, qk_norm="matrix"),
     "Cohere2ForCausalLM": _Style(ffn_norm=None),
     "Phi3ForCausalLM": _Style(fused_qkv=True, fused_gate_up=True),
