@@ -6,14 +6,26 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("torch", "numpy", "fastapi", "uvicorn", "pynvml", "huggingface_hub", "transformers",
-         "gguf", "safetensors", "click")
+HEAVY = (
+    "torch",
+    "numpy",
+    "fastapi",
+    "uvicorn",
+    "pynvml",
+    "huggingface_hub",
+    "transformers",
+    "gguf",
+    "safetensors",
+    "click",
+)
 
 
 def _loaded(code: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return {m.split(".")[0] for m in json.loads(out.strip().splitlines()[-1])}
 
