@@ -94,7 +94,7 @@ def test_does_not_fit_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     ("args", "needle", "codes"),
     [
         (("estimate", "llama-3.1-8b", "--ctx", "banana"), "banana", (2,)),
-        (("estimate", "llama-3.1-8b", "--vram", "24"), "write 24GiB or 24GB", (2,)),
+        (("estimate", "llama-3.1-8b", "--vram", "24"), "write 24GiB (binary) or 24GB (decimal)", (2,)),
         (("estimate", "llama-3.1-8b", "--gpu", "rtx 4900"), "rtx-4090", (1,)),
         (("estimate", "llama-3.1-7b"), "Did you mean", (1,)),
         (("estimate", "llama-3.1-8b", "--runtime", "vllmm"), "vllm", (1,)),
@@ -186,7 +186,9 @@ def test_every_runtime_answers(capsys: pytest.CaptureFixture[str], runtime: str)
     )
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["devices"][0]["weights_bytes"] > 5 * 2**30
+    # 7.6 B params: > 4 GiB even at the GGUF runtimes' default Q4_K_M
+    assert doc["devices"][0]["weights_bytes"] > 4 * 2**30
+    assert doc["model"]["params"] == 7_615_616_512
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
