@@ -81,6 +81,11 @@ _QUANT_RE = re.compile(
 def _ftype(quant: str) -> str | None:
     from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
 
+    head = quant.split("(")[0].strip()
+    try:  # llama.cpp's own display names ("Q4_K - Medium", "IQ3_XXS - 3.0625 bpw")
+        return llamacpp_ftype(head).name
+    except Exception:
+        pass
     m = _QUANT_RE.search(quant.upper().replace("Q4_K - MEDIUM", "Q4_K_M"))
     if not m:
         return None

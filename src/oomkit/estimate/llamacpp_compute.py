@@ -121,6 +121,8 @@ def build_graph(
         cur = g.inp("inp_embd_copy", E * T * F32)  # the previous device's hidden state
     inp_l = cur
     n_rows = T
+    # some builders select the output rows after the last layer (llm_build_openai_moe)
+    late_out_ids = spec.model_type in _LATE_OUT_IDS
     for il in layer_ids:
         kind = spec.layer_types[il]
         inp_sa = inp_l
@@ -133,7 +135,7 @@ def build_graph(
             n_kv = (sh.n_kv_swa or sh.n_kv) if swa else sh.n_kv
             m = mask_swa_cnv if swa else mask_cnv
             x = _attention(g, spec, sh, il, x, pos, k_idxs, v_idxs, m, n_kv, n_rows)
-        if il == last_layer and out_ids is not None:
+        if il == last_layer and out_ids is not None and not late_out_ids:
             n_rows = sh.n_outputs
             x = g.op("get_rows_out", E * n_rows * F32, x, out_ids)
             inp_sa = g.op("get_rows_inpSA", E * n_rows * F32, inp_sa, out_ids)
@@ -142,6 +144,9 @@ def build_graph(
         y = g.op("ffn_norm_w", E * n_rows * F32, y, inplace=True)
         y = _ffn(g, spec, il, y, n_rows)
         inp_l = g.op("l_out", E * n_rows * F32, y, ffn_inp, inplace=True)
+    if with_output and late_out_ids and out_ids is not None:
+        n_rows = sh.n_outputs
+        inp_l = g.op("get_rows_out", E * n_rows * F32, inp_l, out_ids)
     if with_output:
         y = g.op("result_norm", E * n_rows * F32, inp_l, inplace=True)
         y = g.op("result_norm_w", E * n_rows * F32, y, inplace=True)
@@ -223,7 +228,7 @@ def _attention(
     out = g.op("attn_out", E * T * F32, cur)
     if spec.attention_out_bias:
         out = g.op("attn_out_b", E * T * F32, out, inplace=True)
-    if spec.model_type in ("gemma2", "gemma3", "gemma3_text"):
+    if _post_norms(spec):
         out = g.op("attn_post_norm", E * T * F32, out, inplace=True)
         out = g.op("attn_post_norm_w", E * T * F32, out, inplace=True)
     return out
@@ -297,6 +302,17 @@ def _recurrent_block(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
 
 
 _FUSED_ARCHS = frozenset({"phi3"})
+_POST_NORM_ARCHS = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
+
+
+def _post_norms(spec: ModelSpec) -> bool:
+    """Sandwich norms after attention and FFN (Gemma-2/3, GLM-4-0414)."""
+    if spec.tensors:
+        return any(t.layer == 0 and t.role == "post_ffw_norm.weight" for t in spec.tensors)
+    return spec.model_type in _POST_NORM_ARCHS
+
+
+_LATE_OUT_IDS = frozenset({"gpt_oss"})
 
 
 def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
@@ -340,7 +356,7 @@ def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int) -> int:
         h = g.op("ffn_up", ff * T * F32, x)
         h = g.op("ffn_act", ff * T * F32, h, inplace=True)
     out = g.op("ffn_down", E * T * F32, h)
-    if spec.model_type in ("gemma2", "gemma3", "gemma3_text"):
+    if _post_norms(spec):
         out = g.op("ffn_post_norm", E * T * F32, out, inplace=True)
         out = g.op("ffn_post_norm_w", E * T * F32, out, inplace=True)
     return out
@@ -358,6 +374,11 @@ def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
     probs = g.op("ffn_moe_probs", n_exp * T * F32, logits, inplace=True)
     argsort = g.op("ffn_moe_argsort", n_exp * T * I32, probs)
     selected = g.view(argsort, "ffn_moe_topk")
+    # routing weights are gathered right after top-k (build_moe_ffn expands them first)
+    weights = g.op("ffn_moe_weights", n_used * T * F32, g.view(probs, "probs_3d"), selected)
+    if spec.model_type in ("mixtral", "qwen3_moe", "qwen2_moe", "gpt_oss", "deepseek_v2"):
+        wsum = g.op("ffn_moe_weights_sum", T * F32, weights)
+        weights = g.op("ffn_moe_weights_norm", n_used * T * F32, weights, wsum, inplace=True)
     x3 = g.view(x, "cur_3d")
     gate = g.op("ffn_moe_gate", ff * n_used * T * F32, x3, selected)
     up = g.op("ffn_moe_up", ff * n_used * T * F32, x3, selected)
@@ -368,10 +389,6 @@ def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
     experts = g.op("ffn_moe_down", E * n_used * T * F32, h, selected)
     if moe.expert_bias:
         experts = g.op("ffn_moe_down_b", E * n_used * T * F32, experts, selected, inplace=True)
-    weights = g.op("ffn_moe_weights", n_used * T * F32, g.view(probs, "probs_3d"), selected)
-    if spec.model_type in ("mixtral", "qwen3_moe", "qwen2_moe", "gpt_oss", "deepseek_v2"):
-        wsum = g.op("ffn_moe_weights_sum", T * F32, weights)
-        weights = g.op("ffn_moe_weights_norm", n_used * T * F32, weights, wsum, inplace=True)
     experts = g.op("ffn_moe_weighted", E * n_used * T * F32, experts, weights, inplace=True)
     views = [g.view(experts, f"expert_{i}") for i in range(n_used)]
     out = views[0]
