@@ -13,7 +13,12 @@ import gguf
 import numpy as np
 import pytest
 
-from oomkit.errors import OfflineError, SourceNotFoundError, UnknownNameError
+from oomkit.errors import (
+    OfflineError,
+    SafetensorsFormatError,
+    SourceNotFoundError,
+    UnknownNameError,
+)
 from oomkit.loaders.safetensors import load_safetensors_tensors
 from oomkit.loaders.source import load_local_model, resolve_model
 
@@ -166,6 +171,14 @@ def test_local_errors(tmp_path: Path, setup: str, needle: str) -> None:
     with pytest.raises(SourceNotFoundError, match=needle) as e:
         resolve_model(str(target))
     assert str(target) in str(e.value)
+
+
+def test_bad_safetensors_header_reported_before_missing_config(tmp_path: Path) -> None:
+    # A header claiming 10 GB is the real problem; the absent config.json comes second.
+    path = tmp_path / "model.safetensors"
+    path.write_bytes((10 * 10**9).to_bytes(8, "little") + b"{}")
+    with pytest.raises(SafetensorsFormatError, match="100000000-byte limit"):
+        resolve_model(str(path))
 
 
 def test_missing_paths_are_not_looked_up_elsewhere(tmp_path: Path) -> None:

@@ -122,6 +122,7 @@ def load_local_model(path: Path) -> ModelSpec:
     if name.endswith(".gguf"):
         return gguf_to_spec(_load_gguf_split(path))
     if name.endswith(".safetensors") or name.endswith(".safetensors.index.json"):
+        load_safetensors_tensors(path)  # a malformed header fails first, with its own message
         config = path.parent / "config.json"
         if not config.is_file():
             raise _missing(
