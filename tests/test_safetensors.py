@@ -215,6 +215,7 @@ def test_compressed_tensors_packed_weights() -> None:
         ("transformer.h.2.attn.c_attn.weight", "attn_qkv.weight", 2),
         ("backbone.layers.0.mixer.A_log", "ssm_a", 0),
         ("backbone.layers.0.mixer.D", "ssm_d", 0),
+        ("model.layers.0.self_attn.sinks", "attn_sinks.weight", 0),
         ("backbone.layers.0.mixer.in_proj.weight", "ssm_in.weight", 0),
         ("model.layers.3.mlp.unknown_thing.weight", "mlp.unknown_thing.weight", 3),
         ("model.vision_tower.blocks.0.attn.qkv.weight", "vision", None),
@@ -405,3 +406,31 @@ def test_sidecar_suffixes_match_count_params_rule() -> None:
     from oomkit.spec.tensors import NON_PARAMETER_SUFFIXES
 
     assert frozenset(NON_PARAMETER_SUFFIXES) == QUANT_SIDECAR_SUFFIXES
+
+
+def test_post_attention_layernorm_depends_on_the_block_style() -> None:
+    # Llama: post_attention_layernorm is the pre-MLP norm. Gemma-2/3 and OLMo-2 (which also
+    # have post_feedforward_layernorm) and gpt-oss (attention sinks): a norm after attention.
+    from oomkit.loaders.tensor_roles import classify_tensor_names
+
+    llama = classify_tensor_names(["model.layers.0.post_attention_layernorm.weight"])
+    assert llama["model.layers.0.post_attention_layernorm.weight"][0] == "ffn_norm.weight"
+    gemma = classify_tensor_names(
+        [
+            "model.layers.0.post_attention_layernorm.weight",
+            "model.layers.0.pre_feedforward_layernorm.weight",
+            "model.layers.0.post_feedforward_layernorm.weight",
+        ]
+    )
+    assert (
+        gemma["model.layers.0.post_attention_layernorm.weight"][0] == "post_attention_norm.weight"
+    )
+    assert gemma["model.layers.0.pre_feedforward_layernorm.weight"][0] == "ffn_norm.weight"
+    assert gemma["model.layers.0.post_feedforward_layernorm.weight"][0] == "post_ffw_norm.weight"
+    oss = classify_tensor_names(
+        ["model.layers.1.self_attn.sinks", "model.layers.1.post_attention_layernorm.weight"]
+    )
+    assert oss["model.layers.1.post_attention_layernorm.weight"] == (
+        "post_attention_norm.weight",
+        1,
+    )

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from oomkit.errors import SafetensorsFormatError, SourceNotFoundError, close_matches
-from oomkit.loaders.tensor_roles import classify_tensor_name, logical_shape
+from oomkit.loaders.tensor_roles import classify_tensor_names, logical_shape
 from oomkit.spec.model import TensorInfo
 from oomkit.units import MB
 
@@ -337,16 +337,17 @@ def tensor_infos(
 ) -> tuple[TensorInfo, ...]:
     """Convert headers to :class:`TensorInfo` rows (pure).
 
-    ``name`` is the HF name, ``role``/``layer`` come from :func:`classify_tensor_name`, ``dtype``
+    ``name`` is the HF name, ``role``/``layer`` come from :func:`classify_tensor_names`, ``dtype``
     and ``n_bytes`` are as stored, and ``shape`` is the logical (unpacked) shape of packed
     quantized weights (see :mod:`oomkit.loaders.tensor_roles`), so ``n_params`` counts the
     original weights. ``bits`` is the checkpoint's quantization bits when known.
     """
     shapes = {t.name: t.shape for h in headers for t in h.tensors}
+    roles = classify_tensor_names(list(shapes))
     rows = []
     for h in headers:
         for t in h.tensors:
-            role, layer = classify_tensor_name(t.name)
+            role, layer = roles[t.name]
             rows.append(
                 TensorInfo(
                     name=t.name,

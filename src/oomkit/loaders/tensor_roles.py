@@ -44,6 +44,7 @@ from math import prod
 __all__ = [
     "QUANT_SIDECAR_SUFFIXES",
     "classify_tensor_name",
+    "classify_tensor_names",
     "is_quant_sidecar",
     "logical_shape",
 ]
@@ -122,7 +123,6 @@ _LAYER_MODULES: Mapping[str, str] = {
     "attn.o_proj": "attn_output",
     "self_attn.q_norm": "attn_q_norm",
     "self_attn.k_norm": "attn_k_norm",
-    "self_attn.sinks": "attn_sinks",
     # multi-head latent attention (DeepSeek-V2/V3)
     "self_attn.q_a_proj": "attn_q_a",
     "self_attn.q_b_proj": "attn_q_b",
@@ -180,7 +180,12 @@ _LAYER_MODULES: Mapping[str, str] = {
 }
 
 # Parameters without a .weight suffix, as GGUF names them too (blk.N.ssm_a, blk.N.ssm_d).
-_LAYER_BARE: Mapping[str, str] = {"mixer.A_log": "ssm_a", "mixer.D": "ssm_d"}
+# gpt-oss sinks become attn_sinks.weight (convert_hf_to_gguf.py GptOssModel appends .weight).
+_LAYER_BARE: Mapping[str, str] = {
+    "mixer.A_log": "ssm_a",
+    "mixer.D": "ssm_d",
+    "self_attn.sinks": "attn_sinks.weight",
+}
 
 # Per-expert module names -> GGUF merged-expert role stems (llama.cpp stacks experts).
 _EXPERT_MODULES: Mapping[str, str] = {
@@ -268,6 +273,31 @@ def classify_tensor_name(name: str) -> tuple[str, int | None]:
     if stem is None:
         return name, None
     return (f"{stem}.{suffix}" if suffix else stem), None
+
+
+def classify_tensor_names(names: Sequence[str]) -> dict[str, tuple[str, int | None]]:
+    """:func:`classify_tensor_name` for a whole checkpoint, resolving names that depend on it.
+
+    ``post_attention_layernorm`` is the pre-MLP norm (``ffn_norm``) in Llama-style blocks but a
+    norm *after* attention (``post_attention_norm``) in Gemma-2/3, OLMo-2 and gpt-oss, whose
+    layers have a ``post_feedforward_layernorm`` or attention sinks (gguf-py
+    ``tensor_mapping.py`` lists the name under both ``FFN_NORM`` and ``ATTN_POST_NORM``).
+
+    >>> r = classify_tensor_names(["model.layers.0.post_attention_layernorm.weight",
+    ...     "model.layers.0.post_feedforward_layernorm.weight"])
+    >>> r["model.layers.0.post_attention_layernorm.weight"]
+    ('post_attention_norm.weight', 0)
+    """
+    out = {n: classify_tensor_name(n) for n in names}
+    post_layers = {
+        layer
+        for role, layer in out.values()
+        if role in ("post_ffw_norm.weight", "attn_sinks.weight") and layer is not None
+    }
+    for name, (_, layer) in out.items():
+        if layer in post_layers and name.endswith("post_attention_layernorm.weight"):
+            out[name] = ("post_attention_norm.weight", layer)
+    return out
 
 
 def is_quant_sidecar(role: str) -> bool:
