@@ -241,9 +241,10 @@ def test_llama4_chunked_attention_as_sliding_and_interleaved_moe() -> None:
             "interleave_moe_layer_step": 2,
             "attention_chunk_size": 8192,
         },
-        "vision_config": {"hidden_size": 8},
     }
     spec = parse_config(config, name="llama4")
+    assert spec.multimodal_params == 0
+    assert any("vision encoder is not counted" in a for a in spec.assumptions)
     assert spec.sliding_window == 8192
     assert spec.layer_types[:4] == (LAYER_SLIDING,) * 3 + (LAYER_FULL,)
     assert spec.moe is not None

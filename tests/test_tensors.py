@@ -72,6 +72,15 @@ def test_count_params_equals_published_count(name: str, expected: int) -> None:
     assert count_params(_load(name)) == expected
 
 
+_LLAMA4_TEXT = {"hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+                "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+                "num_hidden_layers": 48, "num_local_experts": 16, "num_experts_per_tok": 1,
+                "interleave_moe_layer_step": 1, "vocab_size": 202048,
+                "attention_chunk_size": 8192, "use_qk_norm": True}  # fmt: skip
+_LLAMA4_VISION = {"hidden_size": 1408, "image_size": 336, "intermediate_size": 5632,
+                  "num_hidden_layers": 34, "patch_size": 14, "projector_input_dim": 4096,
+                  "projector_output_dim": 4096, "vision_output_dim": 4096}  # fmt: skip
+
 # Minimal configs: only the keys that matter, copied from each model's config.json.
 MINIMAL: dict[str, tuple[dict[str, Any], int]] = {
     # EleutherAI/pythia-160m: fused biased qkv, LayerNorm biases, untied embed_out
@@ -166,6 +175,28 @@ MINIMAL: dict[str, tuple[dict[str, Any], int]] = {
             },
         },
         4_300_079_472,
+    ),
+    # meta-llama/Llama-4-Scout-17B-16E: MoE on every layer, vision encoder + projector counted
+    "llama-4-scout-17b-16e": (
+        {
+            "architectures": ["Llama4ForConditionalGeneration"],
+            "text_config": _LLAMA4_TEXT,
+            "vision_config": _LLAMA4_VISION,
+        },
+        108_641_793_536,
+    ),
+    # meta-llama/Llama-4-Maverick-17B-128E: 128 experts on every other layer
+    "llama-4-maverick-17b-128e": (
+        {
+            "architectures": ["Llama4ForConditionalGeneration"],
+            "text_config": {
+                **_LLAMA4_TEXT,
+                "num_local_experts": 128,
+                "interleave_moe_layer_step": 2,
+            },
+            "vision_config": _LLAMA4_VISION,
+        },
+        401_583_781_376,
     ),
     # Qwen/Qwen3-Coder-Next (Qwen3-Next architecture): 36 gated-delta-net + 12 attention layers
     "qwen3-coder-next": (

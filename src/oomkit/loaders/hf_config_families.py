@@ -456,8 +456,10 @@ def _llama4(f: Fields, source: str) -> ModelSpec:
             f"Llama 4 chunked attention (chunks of {chunk} tokens) is modelled as a sliding "
             "window of that size on the RoPE layers."
         )
-    if isinstance(f.top.get("vision_config"), Mapping):
-        f.note("Llama 4 vision encoder parameters are not counted (multimodal_params = 0).")
+    if f.architecture == "Llama4ForConditionalGeneration":
+        from oomkit.loaders.hf_config_hybrid import llama4_vision_params
+
+        kw["multimodal_params"] = llama4_vision_params(f, kw["hidden_size"])
     return _finish(f, kw, source)
 
 

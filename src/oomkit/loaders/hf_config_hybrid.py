@@ -22,7 +22,7 @@ from oomkit.spec.model import (
     RecurrentSpec,
 )
 
-__all__ = ["ADAPTERS", "gemma3_vision_params"]
+__all__ = ["ADAPTERS", "gemma3_vision_params", "llama4_vision_params"]
 
 
 def _kw(f: Fields) -> dict[str, Any]:
@@ -341,6 +341,35 @@ def gemma3_vision_params(f: Fields, text_hidden: int) -> int:
     if v.flag("vision_use_head", default=False):
         f.note("SigLIP attention-pooling head present but not counted.")
     return tower + projector
+
+
+def llama4_vision_params(f: Fields, text_hidden: int) -> int:
+    """Llama 4 vision encoder + pixel-shuffle adapter + projector parameters (``vision_config``).
+
+    transformers ``Llama4VisionModel``: class embedding [D], positional embedding
+    [(image/patch)**2 + 1, D], unfold-patch linear [D, C*P*P] (no bias), pre/post LayerNorms,
+    per layer two LayerNorms, q/k/v/o and fc1/fc2 with biases; ``vision_adapter`` fc1
+    [projector_input_dim, intermediate_size] and fc2 [projector_output_dim]^2 (no biases);
+    ``multi_modal_projector.linear_1`` [text_hidden, vision_output_dim]. Defaults are
+    Llama4VisionConfig's.
+    """
+    vc = f.top.get("vision_config")
+    if not isinstance(vc, Mapping):
+        f.note("No vision_config: the vision encoder is not counted.")
+        return 0
+    v = Fields(vc, name=f.name, architecture=f.architecture)
+    d = v.integer("hidden_size", default=768)
+    inter = v.integer("intermediate_size", default=5632)
+    layers = v.integer("num_hidden_layers", default=34)
+    image, patch = v.integer("image_size", default=448), v.integer("patch_size", default=14)
+    channels = v.integer("num_channels", default=3)
+    proj_in = v.integer("projector_input_dim", default=4096)
+    proj_out = v.integer("projector_output_dim", default=4096)
+    out_dim = v.integer("vision_output_dim", default=7680)
+    per_layer = 4 * d + 4 * (d * d + d) + (d * inter + inter) + (inter * d + d)
+    embed = d + ((image // patch) ** 2 + 1) * d + d * channels * patch * patch
+    adapter = proj_in * inter + proj_out * proj_out
+    return embed + 4 * d + layers * per_layer + adapter + text_hidden * out_dim
 
 
 ADAPTERS: dict[str, Callable[[Fields, str], ModelSpec]] = {
