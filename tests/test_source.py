@@ -226,3 +226,28 @@ def test_hub_id_offline(hub: object, monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_model("someorg/tiny-model", offline=True)
     # explicit offline=False beats the environment
     assert resolve_model("someorg/tiny-model", offline=False).source == "hub"
+
+
+# --- exact tensors agree with the layout derived from the config ------------------------------
+
+
+def test_header_tensors_match_the_derived_layout() -> None:
+    # Relational check between two independent paths: the roles, layers and parameter counts
+    # read from safetensors/GGUF headers equal what spec.tensors derives from the config alone.
+    from collections import Counter
+    from dataclasses import replace
+
+    from oomkit.spec.tensors import count_params, derive_tensors
+
+    st = resolve_model(str(TINY))
+    assert st.tensors is not None
+    derived = derive_tensors(replace(st, tensors=None))
+    assert Counter((t.role, t.layer, t.n_params) for t in st.tensors) == Counter(
+        (t.role, t.layer, t.n_params) for t in derived
+    )
+    assert count_params(st) == count_params(replace(st, tensors=None)) == 26784
+    gg = resolve_model(str(GGUF_FILE))
+    assert gg.tensors is not None
+    assert Counter((t.name, t.n_params) for t in gg.tensors) == Counter(
+        (t.name, t.n_params) for t in derive_tensors(replace(gg, tensors=None))
+    )
