@@ -434,3 +434,17 @@ def test_post_attention_layernorm_depends_on_the_block_style() -> None:
         "post_attention_norm.weight",
         1,
     )
+
+
+def test_dtype_totals_of_a_gptq_checkpoint() -> None:
+    # GPTQ stores int32 qweight (the parameters), int32 qzeros/g_idx and fp16 scales (state):
+    # bytes are exact per dtype; only qweight's unpacked weights count as parameters.
+    from oomkit.loaders.safetensors import DtypeTotal, dtype_totals
+
+    totals = dtype_totals(load_safetensors_tensors(QUANT / "gptq-4bit-g32.safetensors"))
+    assert totals == (
+        DtypeTotal(
+            dtype="I32", n_tensors=3, n_bytes=8 * 32 * 4 + 2 * 4 * 4 + 64 * 4, n_params=2048
+        ),
+        DtypeTotal(dtype="F16", n_tensors=1, n_bytes=2 * 32 * 2, n_params=0),
+    )

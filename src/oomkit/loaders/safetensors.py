@@ -18,23 +18,25 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 from types import MappingProxyType
 
 from oomkit.errors import SafetensorsFormatError, SourceNotFoundError, close_matches
-from oomkit.loaders.tensor_roles import classify_tensor_names, logical_shape
+from oomkit.loaders.tensor_roles import classify_tensor_names, is_quant_sidecar, logical_shape
 from oomkit.spec.model import TensorInfo
 from oomkit.units import MB
 
 __all__ = [
     "MAX_HEADER_BYTES",
     "SAFETENSORS_DTYPES",
+    "DtypeTotal",
     "SafetensorsHeader",
     "SafetensorsTensor",
     "dtype_bits",
+    "dtype_totals",
     "load_safetensors_header",
     "load_safetensors_tensors",
     "parse_safetensors_header",
@@ -359,6 +361,36 @@ def tensor_infos(
                 )
             )
     return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DtypeTotal:
+    """Totals of one stored dtype in a checkpoint."""
+
+    dtype: str
+    n_tensors: int
+    n_bytes: int  # stored bytes, exact
+    n_params: int  # logical parameters (packed weights unpacked; quantization sidecars count 0)
+
+
+def dtype_totals(tensors: Iterable[TensorInfo]) -> tuple[DtypeTotal, ...]:
+    """Exact stored bytes and parameters per stored dtype, largest first (pure).
+
+    >>> from oomkit.spec.model import TensorInfo
+    >>> dtype_totals([TensorInfo(name="w", shape=(4, 8), role="attn_q.weight", dtype="BF16",
+    ...     n_bytes=64)])
+    (DtypeTotal(dtype='BF16', n_tensors=1, n_bytes=64, n_params=32),)
+    """
+    acc: dict[str, list[int]] = {}
+    for t in tensors:
+        row = acc.setdefault(t.dtype or "?", [0, 0, 0])
+        row[0] += 1
+        row[1] += t.n_bytes or 0
+        row[2] += 0 if is_quant_sidecar(t.role) else t.n_params
+    rows = (
+        DtypeTotal(dtype=k, n_tensors=v[0], n_bytes=v[1], n_params=v[2]) for k, v in acc.items()
+    )
+    return tuple(sorted(rows, key=lambda r: (-r.n_bytes, r.dtype)))
 
 
 def load_safetensors_tensors(
