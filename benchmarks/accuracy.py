@@ -223,12 +223,17 @@ def score_llamacpp(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
     old_build = (build is not None and int(build.group(1)) < 6600) or str(
         rec.get("date", "9999")
     ) < "2025-09"
-    est = estimate_llamacpp(
-        spec,
-        settings,
-        Hardware(devices=devices),
-        options=LlamaCppOptions(kq_mask_f16=not old_build),
-    )
+    if rt == "ollama-runner":
+        from oomkit.estimate.ollama import estimate_ollama
+
+        est = estimate_ollama(spec, settings, Hardware(devices=devices))
+    else:
+        est = estimate_llamacpp(
+            spec,
+            settings,
+            Hardware(devices=devices),
+            options=LlamaCppOptions(kq_mask_f16=not old_build),
+        )
     b = est.runtime_details["buffers"]
     assert isinstance(b, dict)
     meas = _norm_llamacpp(rec["measured"])
@@ -242,6 +247,10 @@ def score_llamacpp(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
         if pred is not None and got:
             rows.append(Row("measured_dev", rid, rt, comp, float(pred), float(got)))
 
+    m_all = rec["measured"]
+    if "nvidia_smi_vram_model_resident_MiB" in m_all and "nvidia_smi_vram_idle_MiB" in m_all:
+        used = m_all["nvidia_smi_vram_model_resident_MiB"] - m_all["nvidia_smi_vram_idle_MiB"]
+        add("device_total_gpu0", est.devices[0].total_bytes, used * MiB)
     kv_meas = _sum(meas["kv"], lambda _k: True)
     add("kv_buffer", sum(b["kv"].values()), kv_meas)
     if overrides:
@@ -294,14 +303,15 @@ def score_ollama(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
         return [], [f"quant not expressible: {rec.get('quant')!r}"]
     spec = _spec_for(rec["hf_config_ref"])
     num_ctx = s.get("num_ctx")
+    notes = ["Ollama memory.* lines are Ollama's own estimates, not allocations"]
     if not isinstance(num_ctx, int):
-        return [], ["num_ctx not stated (the record infers it from the KV size itself)"]
+        notes.append("KV not scored: num_ctx not stated (the record infers it from the KV)")
     cpu = s.get("library") == "cpu"
     devices = () if cpu else (DeviceTarget(name="gpu"),)
     settings = InferenceSettings(
         runtime="ollama",
         quant=ftype,
-        ctx=num_ctx,
+        ctx=num_ctx if isinstance(num_ctx, int) else None,
         parallel=s.get("parallel") or 1,
         n_gpu_layers=s.get("layers_offload"),
     )
@@ -311,7 +321,7 @@ def score_ollama(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     rid = rec["id"]
     kv = m.get("memory_required_kv_MiB")
-    if kv:
+    if kv and isinstance(num_ctx, int):
         rows.append(
             Row(
                 "measured_dev", rid, "ollama-estimate", "kv_buffer", sum(b["kv"].values()), kv * MiB
@@ -322,7 +332,7 @@ def score_ollama(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
         total = est.runtime_details["weights_file_bytes"]
         assert isinstance(total, int)
         rows.append(Row("measured_dev", rid, "ollama-estimate", "weights_total", total, wt * GiB))
-    return rows, ["Ollama memory.* lines are Ollama's own estimates, not allocations"]
+    return rows, notes
 
 
 # --------------------------------------------------------------------------- oracle records

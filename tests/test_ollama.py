@@ -15,7 +15,7 @@ def test_defaults() -> None:
     spec = find_model("llama-3.1-8b").spec()
     mapped, notes = ollama_settings(spec, InferenceSettings(runtime="ollama"))
     assert mapped.ctx == OLLAMA_DEFAULT_NUM_CTX == 4096
-    assert mapped.flash_attn is False
+    assert mapped.flash_attn is True  # llama runs on the Ollama engine, FA where supported
     assert mapped.batch_size == 512
     assert mapped.quant == "Q4_K_M"
     assert any("num_ctx" in n for n in notes)
@@ -42,6 +42,21 @@ def test_reserve_per_gpu() -> None:
     spec = find_model("qwen2.5-7b").spec()
     est = estimate_ollama(spec, InferenceSettings(ctx=4096), GPU)
     assert est.runtime == "ollama"
-    assert est.devices[0].overhead_bytes == 457 * MiB
+    details = est.runtime_details["ollama"]
+    assert isinstance(details, dict)
+    assert details["reserve_bytes"] == {"cuda:0": 457 * MiB}
+    assert est.devices[0].overhead_bytes == 300 * MiB  # the context a process uses
     custom = estimate_ollama(spec, InferenceSettings(ctx=4096, overhead_bytes=GiB), GPU)
     assert custom.devices[0].overhead_bytes == GiB
+
+
+def test_ollama_engine_reserves_few_outputs() -> None:
+    # a user's log (ollama qwen2.5:7b-instruct on an RTX 5070, 29/29 layers, KV 224 MiB at
+    # num_ctx 4096): "model buffer 4168 MiB, KV 224 MiB, compute 136 MiB"
+    spec = find_model("qwen2.5-7b").spec()
+    est = estimate_ollama(spec, InferenceSettings(ctx=4096, quant="Q4_K_M"), GPU)
+    b = est.runtime_details["buffers"]
+    assert isinstance(b, dict)
+    assert round(b["model"]["CUDA0"] / MiB) == 4168
+    assert b["kv"]["CUDA0"] == 224 * MiB
+    assert abs(b["compute"]["CUDA0"] / MiB - 136) < 1

@@ -56,9 +56,10 @@ class GraphShape:
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
     n_tokens = min(params.n_ctx, params.n_ubatch)
+    n_outputs = min(n_tokens, params.options.reserve_outputs or n_tokens)
     return GraphShape(
         n_tokens=n_tokens,
-        n_outputs=n_tokens,
+        n_outputs=n_outputs,
         n_stream=params.n_stream,
         n_kv=params.n_ctx_seq,
         n_kv_swa=kv.swa_cells,

@@ -9,12 +9,15 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
 * ``OLLAMA_NUM_PARALLEL``: 1; with N parallel requests Ollama creates a context of
   ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx * numParallel``);
 * ``OLLAMA_KV_CACHE_TYPE``: f16 (q8_0 / q4_0 need flash attention);
-* ``OLLAMA_FLASH_ATTENTION``: off unless set (Ollama enables it by itself only for a few model
-  families; pass ``flash_attn=True`` to model that);
+* ``OLLAMA_FLASH_ATTENTION``: when unset, on for models that run on Ollama's own engine
+  (ollamarunner enables it where the GPUs support it), off on the llama runner;
+* the Ollama engine reserves its worst-case graph with ``num_parallel`` output rows
+  (runner/ollamarunner ``reserveWorstCaseGraph``), so the logits term is small;
 * ``num_batch``: 512 (so ``n_ubatch`` 512);
 * per-GPU reserve: Ollama keeps a minimum of 457 MiB free per CUDA/ROCm GPU (512 MiB on Metal)
-  plus ``OLLAMA_GPU_OVERHEAD`` (default 0) — pass the sum as ``settings.overhead_bytes`` to
-  override;
+  plus ``OLLAMA_GPU_OVERHEAD`` (default 0) when it schedules; that is reported in
+  ``runtime_details["ollama"]["reserve_bytes"]``, while the device total carries the CUDA context
+  a process really uses (``settings.overhead_bytes`` overrides it);
 * quant: the library tag's default (``ollama_default_quant``; Q4_K_M for most tags).
 """
 
@@ -25,6 +28,7 @@ import dataclasses
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
+from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -33,6 +37,7 @@ __all__ = [
     "OLLAMA_DEFAULT_NUM_BATCH",
     "OLLAMA_DEFAULT_NUM_CTX",
     "OLLAMA_DEFAULT_QUANT",
+    "OLLAMA_ENGINE_ARCHS",
     "OLLAMA_VERSION_MODELLED",
     "estimate_ollama",
     "ollama_settings",
@@ -42,6 +47,24 @@ OLLAMA_VERSION_MODELLED = "0.12.x (llama.cpp runner)"
 OLLAMA_DEFAULT_NUM_CTX = 4096  # since 0.6.4; 2048 before
 OLLAMA_DEFAULT_NUM_BATCH = 512
 OLLAMA_DEFAULT_QUANT = "Q4_K_M"
+#: model families Ollama 0.12 runs on its own Go engine (ollamarunner) instead of llama.cpp's
+#: llama runner (model/models/* in the Ollama repository)
+OLLAMA_ENGINE_ARCHS: frozenset[str] = frozenset(
+    {
+        "llama",
+        "mistral",
+        "mistral3",
+        "qwen2",
+        "qwen3",
+        "qwen3_moe",
+        "gemma2",
+        "gemma3",
+        "gemma3_text",
+        "gpt_oss",
+        "llama4",
+        "llama4_text",
+    }
+)
 
 
 def ollama_settings(
@@ -59,9 +82,13 @@ def ollama_settings(
     if quant is None:
         quant = _tag_quant(spec.name) or OLLAMA_DEFAULT_QUANT
         notes.append(f"quant not given: Ollama library default {quant}")
-    flash = settings.flash_attn if settings.flash_attn is not None else False
+    new_engine = spec.model_type in OLLAMA_ENGINE_ARCHS
+    flash = settings.flash_attn if settings.flash_attn is not None else new_engine
     if settings.flash_attn is None:
-        notes.append("OLLAMA_FLASH_ATTENTION not set: flash attention off")
+        notes.append(
+            "OLLAMA_FLASH_ATTENTION not set: "
+            + ("on (the Ollama engine enables it where supported)" if new_engine else "off")
+        )
     batch = settings.batch_size or OLLAMA_DEFAULT_NUM_BATCH
     mapped = dataclasses.replace(
         settings,
@@ -91,13 +118,26 @@ def _tag_quant(name: str) -> str | None:
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
     mapped, notes = ollama_settings(spec, settings)
+    new_engine = spec.model_type in OLLAMA_ENGINE_ARCHS
+    if new_engine:
+        # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
+        notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")
+    # the context a process really uses is llama.cpp's; Ollama's larger per-GPU minimum is a
+    # scheduling reserve it keeps free, reported in runtime_details
     est = estimate_llamacpp(
         spec,
         mapped,
         hardware,
-        options=LlamaCppOptions(),
+        options=LlamaCppOptions(reserve_outputs=mapped.parallel if new_engine else None),
         default_swa_full=False,
-        runtime_name="ollama",
+        runtime_name="llama.cpp",
+    )
+    reserve: dict[str, int] = {}
+    for i, dev in enumerate(d for d in hardware.devices if d.backend != "cpu"):
+        reserve[est.devices[i].device] = cuda_context_bytes("ollama", dev)[0]
+    notes.append(
+        "Ollama keeps a per-GPU minimum free (457 MiB CUDA/ROCm, 512 MiB Metal) plus "
+        "OLLAMA_GPU_OVERHEAD when it schedules; see runtime_details.ollama.reserve_bytes"
     )
     details = dict(est.runtime_details)
     details["ollama"] = {
@@ -107,6 +147,8 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "kv_cache_type": (mapped.cache_type_k or "f16"),
         "flash_attention": mapped.flash_attn,
         "num_batch": mapped.batch_size,
+        "engine": "ollamarunner" if new_engine else "llama runner",
+        "reserve_bytes": reserve,
     }
     return dataclasses.replace(
         est,
