@@ -42,6 +42,8 @@ class FakeRepo:
     ignore_range: bool = False
     #: replace the API's JSON answer (a proxy or a non-Hub server behind HF_ENDPOINT)
     api_body: bytes | None = None
+    #: answer the API with this (status, X-Error-Code), e.g. (500, "") or (403, "GatedRepo")
+    api_error: tuple[int, str] | None = None
     #: redirect safetensors downloads to /cdn/... (relative, same host) as the Hub does for LFS
     redirect_weights: bool = False
     #: answer every resolve request with this status (e.g. 400) instead of the file
@@ -141,6 +143,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             repo = hub.repos.get(repo_id)
             if repo is None:
                 return self._error(401, "RepoNotFound", "Repository not found")
+            if repo.api_error is not None:
+                return self._error(repo.api_error[0], repo.api_error[1], "Server says no")
             sha = self._revision(repo, rev)
             if sha is None:
                 return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")

@@ -230,6 +230,25 @@ def test_broken_repos(hub: object, repo: str, error: type[Exception], needle: st
         load_hub_model(repo)
 
 
+@pytest.mark.parametrize(
+    ("api_error", "error", "needle"),
+    [
+        # a gated answer from the API itself (private org policies)
+        ((403, "GatedRepo"), GatedRepoError, "is gated"),
+        # EntryNotFound from the API
+        ((404, "EntryNotFound"), SourceNotFoundError, "a file listed by the Hub is missing"),
+        # a server error: retry later, with the status and the Hub's message
+        ((503, ""), SourceError, "HTTP 503: Server says no"),
+    ],
+)
+def test_api_errors(
+    hub: object, api_error: tuple[int, str], error: type[Exception], needle: str
+) -> None:
+    hub.repos["org/api-error"] = fake_hub.FakeRepo(files={}, api_error=api_error)  # type: ignore[attr-defined]
+    with pytest.raises(error, match=needle):
+        load_hub_model("org/api-error")
+
+
 def test_config_only_repo_has_no_exact_tensors(hub: object) -> None:
     spec = load_hub_model("org/config-only")
     assert spec.tensors is None
