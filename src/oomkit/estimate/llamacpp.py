@@ -373,7 +373,9 @@ def _estimate(
         }
     host_comps: list[Component] = []
     hw = placement.device_bytes("cpu")
-    host_comps.append(_weights_component(hw, "cpu", placement, w_source))
+    host_comps.append(
+        _weights_component(placement.resident_bytes("cpu"), "cpu", placement, w_source)
+    )
     host_comps += _kv_components(
         kv, params, "cpu", kv_by_dev.get("cpu", 0), rs_by_dev.get("cpu", 0)
     )
@@ -502,8 +504,8 @@ def _weights_component(n_bytes: int, dev: str, placement: Placement, source: str
         category="weights",
         label="model buffers",
         n_bytes=n_bytes,
-        formula="sum of tensor bytes per buffer (padded to the buffer alignment; CPU_Mapped = "
-        "file range of the CPU tensors)",
+        formula="sum of tensor bytes per buffer (padded to the buffer alignment); a CPU_Mapped "
+        "buffer counts its own tensors (llama.cpp logs the file range they span)",
         inputs=inputs,
         source=f"{SRC_LOAD}; {source}",
     )

@@ -67,7 +67,26 @@ class Placement:
     n_offloaded: int = 0  # "offloaded N/(n_layer+1) layers to GPU"
 
     def device_bytes(self, device: str) -> int:
+        """Sum of the buffers on ``device`` as llama.cpp logs them."""
         return sum(b for name, b in self.buffers.items() if self.buffer_device[name] == device)
+
+    def resident_bytes(self, device: str) -> int:
+        """Memory the weights occupy on ``device``: like :meth:`device_bytes`, except that a
+        ``CPU_Mapped`` buffer counts only its own tensors' pages, not the whole file range it
+        spans (a range that also covers offloaded tensors when the output layer stays on the
+        CPU)."""
+        total = 0
+        for name, b in self.buffers.items():
+            if self.buffer_device[name] != device:
+                continue
+            if name == "CPU_Mapped":
+                b = sum(
+                    -(-t.n_bytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+                    for t in self.tensors
+                    if t.buffer == "CPU_Mapped"
+                )
+            total += b
+        return total
 
 
 def backend_buffer_prefix(dev: DeviceTarget, index: int) -> str:
