@@ -629,6 +629,7 @@ _SYNTHETIC = {
     "glm4": {**_SMALL, "architectures": ["Glm4ForCausalLM"]},
     "cohere2": {**_SMALL, "architectures": ["Cohere2ForCausalLM"], "sliding_window": 8},
     "glm4-moe": {**_SMALL, "architectures": ["Glm4MoeForCausalLM"], "n_routed_experts": 4,
+                 "num_nextn_predict_layers": 1,
                  "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1,
                  "first_k_dense_replace": 1, "use_qk_norm": True},
     "granite-moe": {**_SMALL, "architectures": ["GraniteMoeForCausalLM"], "num_local_experts": 4,
@@ -661,7 +662,7 @@ def test_every_name_is_a_tensor_llama_cpp_knows_for_the_arch(name: str, spec: Mo
     allowed = {
         gguf.TENSOR_NAMES[t].format(bid=i)
         for t in gguf.MODEL_TENSORS[arch]
-        for i in range(spec.num_hidden_layers)
+        for i in range(spec.num_hidden_layers + spec.num_nextn_predict_layers)
     }
     unknown = [
         t.name
@@ -696,3 +697,36 @@ def test_count_matches_transformers_model_on_meta_device(name: str) -> None:
         model = getattr(transformers, arch)(hf_config)
     expected = sum(p.numel() for p in model.parameters())
     assert count_params(_load(name)) == expected
+
+
+def test_glm45_air_keeps_its_mtp_block_in_the_gguf_layout() -> None:
+    # zai-org/GLM-4.5-Air config.json shapes; HF lists 110,468,824,832 parameters, MTP included
+    spec = parse_config(
+        {
+            "architectures": ["Glm4MoeForCausalLM"],
+            "hidden_size": 4096,
+            "num_hidden_layers": 46,
+            "num_attention_heads": 96,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "intermediate_size": 10944,
+            "moe_intermediate_size": 1408,
+            "n_routed_experts": 128,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 8,
+            "first_k_dense_replace": 1,
+            "vocab_size": 151552,
+            "attention_bias": True,
+            "num_nextn_predict_layers": 1,
+            "tie_word_embeddings": False,
+        },
+        name="glm-4.5-air",
+    )
+    assert count_params(spec) + mtp_params(spec) == 110_468_824_832
+    tensors = _by_name(spec)
+    assert tensors["blk.46.nextn.eh_proj.weight"].shape == (4096, 8192)
+    assert tensors["blk.46.ffn_gate_exps.weight"].shape == (128, 1408, 4096)
+    mtp_block = sum(t.n_params for t in tensors.values() if t.layer == 46)
+    assert mtp_block == mtp_params(spec)
+    total = sum(t.n_params for t in tensors.values())
+    assert total - count_params(spec) == mtp_params(spec)

@@ -398,8 +398,8 @@ def _glm4_moe(f: Fields, source: str) -> ModelSpec:
     kw["num_nextn_predict_layers"] = f.integer("num_nextn_predict_layers", default=0)
     if kw["num_nextn_predict_layers"]:
         f.note(
-            "GLM-4.5 MTP (nextn) layers are not in the tensor layout; llama.cpp GGUFs of this "
-            "model carry them as an extra block."
+            "GLM-4.5 MTP (nextn) layers: in the GGUF tensor layout (llama.cpp keeps them as extra "
+            "blocks, loaded but not run), not in the parameter count (see mtp_params)."
         )
     return _finish(f, kw, source)
 

@@ -76,13 +76,22 @@ def is_parameter(tensor: TensorInfo) -> bool:
     return tensor.role.rpartition(".")[2] not in NON_PARAMETER_SUFFIXES
 
 
+def _counted(spec: ModelSpec) -> list[TensorInfo]:
+    """Parameter tensors of the model proper: no rope tables, sidecars or MTP blocks."""
+    n = spec.num_hidden_layers
+    return [t for t in model_tensors(spec) if is_parameter(t) and (t.layer is None or t.layer < n)]
+
+
 def count_params(spec: ModelSpec) -> int:
     """Exact parameter count: parameter tensors of :func:`model_tensors` + ``multimodal_params``.
 
+    Tensors of blocks ``>= num_hidden_layers`` (GLM-4.5's MTP block, which its GGUF keeps) are
+    left out, so the count never includes multi-token prediction (see :func:`mtp_params`).
+
     Returns:
-        Number of parameters (int), without MTP layers (see :func:`mtp_params`).
+        Number of parameters (int).
     """
-    return sum(t.n_params for t in model_tensors(spec) if is_parameter(t)) + spec.multimodal_params
+    return sum(t.n_params for t in _counted(spec)) + spec.multimodal_params
 
 
 def active_params(spec: ModelSpec) -> int:
@@ -98,11 +107,7 @@ def active_params(spec: ModelSpec) -> int:
     moe = spec.moe
     if moe is None or moe.num_experts == 0:
         return total
-    routed = sum(
-        t.n_params
-        for t in model_tensors(spec)
-        if t.role.rpartition(".")[0].endswith("_exps") and is_parameter(t)
-    )
+    routed = sum(t.n_params for t in _counted(spec) if t.role.rpartition(".")[0].endswith("_exps"))
     inactive = routed - routed * moe.num_experts_per_tok // moe.num_experts
     return total - inactive
 
@@ -110,10 +115,12 @@ def active_params(spec: ModelSpec) -> int:
 def mtp_params(spec: ModelSpec) -> int:
     """Parameters of the multi-token-prediction layers (``num_nextn_predict_layers``).
 
-    The HF checkpoint of DeepSeek-V3 holds them (each MTP layer is one more decoder block of the
-    last layer's kind plus ``enorm``, ``hnorm``, ``eh_proj [H, 2H]``, ``shared_head.norm`` and its
-    own copies of ``embed_tokens`` and ``shared_head.head``); runtimes that do not speculate skip
-    them, and so do :func:`derive_tensors` and :func:`count_params`.
+    The HF checkpoints of DeepSeek-V3 and GLM-4.5 hold them: each MTP layer is one more decoder
+    block of the last layer's kind plus ``enorm``, ``hnorm``, ``eh_proj [H, 2H]``,
+    ``shared_head.norm`` and its own copies of ``embed_tokens`` and ``shared_head.head``
+    (GLM-4.5-Air: 106,852,251,264 + 3,616,573,568 = the published 110,468,824,832).
+    :func:`count_params` leaves them out; :func:`derive_tensors` lists them only where the GGUF
+    keeps them (GLM-4.5, as ``blk.{n}.nextn.*``; llama.cpp drops DeepSeek's).
 
     Returns:
         Number of parameters (int); 0 without MTP layers.

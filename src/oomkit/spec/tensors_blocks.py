@@ -156,12 +156,29 @@ def build_layout(spec: ModelSpec) -> tuple[TensorInfo, ...]:
         b.add("project_out.weight", (emb, hidden))
     for i in range(spec.num_hidden_layers):
         decoder_layer(b, spec, i)
+    if spec.architecture == "Glm4MoeForCausalLM":
+        _nextn_blocks(b, spec)
     if spec.final_norm and not spec.is_encoder:
         b.norm("output_norm", hidden, None, spec.norm_type)
     if not spec.tie_word_embeddings and not st.output_always_tied and not spec.is_encoder:
         b.add("output.weight", (spec.vocab_size, emb))
     _rope_tables(b, spec)
     return tuple(b.tensors)
+
+
+def _nextn_blocks(b: Builder, spec: ModelSpec) -> None:
+    """GLM-4.5 MTP layers, which llama.cpp's GGUF keeps as extra blocks ``blk.{n}`` (loaded with
+    TENSOR_SKIP, src/models/glm4-moe.cpp): a decoder block plus the ``nextn.*`` tensors.
+    (DeepSeek's converter drops its MTP layer instead.)"""
+    hidden, vocab = spec.hidden_size, spec.vocab_size
+    for i in range(spec.num_hidden_layers, spec.num_hidden_layers + spec.num_nextn_predict_layers):
+        decoder_layer(b, spec, i)
+        b.add("nextn.eh_proj.weight", (hidden, 2 * hidden), i)
+        b.add("nextn.enorm.weight", (hidden,), i)
+        b.add("nextn.hnorm.weight", (hidden,), i)
+        b.add("nextn.embed_tokens.weight", (vocab, hidden), i)
+        b.add("nextn.shared_head_head.weight", (vocab, hidden), i)
+        b.add("nextn.shared_head_norm.weight", (hidden,), i)
 
 
 def _rope_tables(b: Builder, spec: ModelSpec) -> None:
@@ -182,7 +199,7 @@ def decoder_layer(b: Builder, spec: ModelSpec, i: int) -> None:
     st = _style(spec)
     hidden = spec.hidden_size
     nt = spec.norm_type
-    kind = spec.layer_types[i]
+    kind = spec.layer_types[min(i, spec.num_hidden_layers - 1)]  # MTP blocks repeat the last kind
     if spec.is_encoder:
         _attention(b, spec, st, i)
         b.norm("attn_output_norm", hidden, i, nt)
@@ -213,7 +230,7 @@ def decoder_layer(b: Builder, spec: ModelSpec, i: int) -> None:
 def _attention(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
     hidden = spec.hidden_size
     n_q = spec.num_attention_heads
-    n_kv = spec.kv_heads(i)
+    n_kv = spec.kv_heads(min(i, spec.num_hidden_layers - 1))
     hd, vhd = spec.head_dim, spec.v_head_dim
     bias = spec.attention_bias
     if spec.mla is not None:
