@@ -730,3 +730,27 @@ def test_glm45_air_keeps_its_mtp_block_in_the_gguf_layout() -> None:
     assert mtp_block == mtp_params(spec)
     total = sum(t.n_params for t in tensors.values())
     assert total - count_params(spec) == mtp_params(spec)
+    # zai-org/GLM-4.5: 92 layers, 3 dense, 160 experts, q/k norms; HF lists 358,337,791,296
+    glm45 = parse_config(
+        {
+            "architectures": ["Glm4MoeForCausalLM"],
+            "hidden_size": 5120,
+            "num_hidden_layers": 92,
+            "num_attention_heads": 96,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "intermediate_size": 12288,
+            "moe_intermediate_size": 1536,
+            "n_routed_experts": 160,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 8,
+            "first_k_dense_replace": 3,
+            "vocab_size": 151552,
+            "attention_bias": True,
+            "use_qk_norm": True,
+            "num_nextn_predict_layers": 1,
+            "tie_word_embeddings": False,
+        },
+        name="glm-4.5",
+    )
+    assert count_params(glm45) + mtp_params(glm45) == 358_337_791_296
