@@ -254,3 +254,16 @@ def test_device_totals_are_sums_of_parts(ngl: int, ctx: int, n_gpu: int) -> None
         assert dev.weights_bytes == d["model_buffer_bytes"]
         assert dev.kv_cache_bytes == d["kv_buffer_bytes"] + d["rs_buffer_bytes"]
         assert dev.activations_bytes == d["compute_buffer_bytes"]
+
+
+def test_row_split_spreads_matrices_keeps_kv_on_main_gpu() -> None:
+    g2 = Hardware(devices=(GPU, GPU))
+    row = _est("llama-3.1-8b", g2, split_mode="row")
+    layer = _est("llama-3.1-8b", g2)
+    b = _buffers(row)
+    assert b["model"]["CUDA_Split:0"] == b["model"]["CUDA_Split:1"]
+    assert set(b["kv"]) == {"CUDA0"}  # every layer belongs to the main GPU
+    # the same weights in total, spread differently
+    total_row = sum(v for k, v in b["model"].items() if k != "CPU_Mapped")
+    total_layer = sum(v for k, v in _buffers(layer)["model"].items() if k != "CPU_Mapped")
+    assert abs(total_row - total_layer) < 0.001 * total_layer

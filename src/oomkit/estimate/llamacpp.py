@@ -291,13 +291,6 @@ def _estimate(
         default_swa_full=default_swa_full,
         options=options,
     )
-    if settings.split_mode == "row" and len(gpus) > 1:
-        raise InvalidSettingError(
-            "Unsupported split mode for 'split_mode' (row): oomkit models --split-mode layer only. "
-            "Use --split-mode layer (the default).",
-            setting="split_mode",
-            value="row",
-        )
     if spec.mla is not None and params.type_k != params.type_v:
         raise InvalidSettingError(
             f"Different K and V cache types for '{spec.name}' (K {params.type_k.lower()}, "
@@ -319,6 +312,7 @@ def _estimate(
         tensor_split=settings.tensor_split,
         n_cpu_moe=settings.n_cpu_moe or 0,
         tied_embeddings=not any(t.name == "output.weight" for t, _, _ in rows),
+        split_mode=settings.split_mode or "layer",
     )
     kv = plan_kv(spec, params)
     sh = graph_shape(params, kv)

@@ -157,12 +157,18 @@ def place_weights(
     tensor_split: Sequence[float] | None = None,
     n_cpu_moe: int = 0,
     tied_embeddings: bool = False,
+    split_mode: str = "layer",
 ) -> Placement:
     """Assign each (tensor, ggml type, bytes) to a buffer; sizes as ``load_tensors`` logs them.
 
-    ``tensors`` must be in GGUF file order (the mmap range depends on it).
+    ``tensors`` must be in GGUF file order (the mmap range depends on it). With
+    ``split_mode="row"`` every offloaded layer belongs to the main GPU, and its 2-D matmul
+    weights go to the ``CUDA_Split`` buffer type, which spreads their rows over the GPUs in
+    ``tensor_split`` proportions (ggml-cuda ``ggml_backend_cuda_split_buffer_type``).
     """
-    per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, gpus, tensor_split)
+    row = split_mode == "row" and len(gpus) > 1
+    layer_gpus = gpus[:1] if row else gpus
+    per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, layer_gpus, tensor_split)
     names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]
     out_gpu = per_layer[n_layer]
     use_mmap = params.mmap
@@ -264,6 +270,8 @@ def place_weights(
     if cpu_ranges:
         buffers["CPU_Mapped"] = max(e for _, e in cpu_ranges) - min(s for s, _ in cpu_ranges)
         buffer_device["CPU_Mapped"] = "cpu"
+    if row:
+        _split_rows(placed, buffers, buffer_device, gpus, names, tensor_split)
     layer_dev = tuple(
         "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
     )
@@ -288,3 +296,33 @@ def _dev_prefix(dev: DeviceTarget) -> str:
 def device_name(dev: DeviceTarget, index: int) -> str:
     """oomkit's device id for GPU ``index`` (``cuda:0``, ``mps:0``)."""
     return f"{_dev_prefix(dev)}:{index}"
+
+
+def _split_rows(
+    placed: list[PlacedTensor],
+    buffers: dict[str, int],
+    buffer_device: dict[str, str],
+    gpus: Sequence[DeviceTarget],
+    names: Sequence[str],
+    tensor_split: Sequence[float] | None,
+) -> None:
+    """Move the main GPU's layer matrices into per-device shares of the split buffer."""
+    raw = [float(x) for x in (tensor_split or ())][: len(gpus)]
+    if not raw or not any(x > 0 for x in raw):
+        raw = [float(g.capacity_bytes or 1) for g in gpus]
+    raw += [0.0] * (len(gpus) - len(raw))
+    total = sum(raw)
+    prefix = names[0].rstrip("0123456789")
+    for p in placed:
+        if p.buffer != names[0] or p.layer is None or "norm" in p.name or p.ne0 <= 1:
+            continue
+        if not p.name.endswith(".weight"):
+            continue
+        size = backend_alloc_bytes(p.type_name, p.ne0, p.n_bytes, gpus[0].backend)
+        buffers[names[0]] -= size
+        for i, frac in enumerate(raw):
+            share = int(size * frac / total)
+            if share:
+                key = f"{prefix}_Split:{i}"
+                buffers[key] = buffers.get(key, 0) + share
+                buffer_device[key] = device_name(gpus[i], i)
