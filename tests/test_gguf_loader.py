@@ -203,6 +203,17 @@ def test_sparse_llama_32_1b_full_size(tmp_path: Path) -> None:
     assert spec.tensors is not None
     # rope_freqs (32) is not a weight; the rest is the published 1,235,814,400 parameters
     assert sum(t.n_params for t in spec.tensors) == 1_235_814_400 + 32
+    # rope_freqs marks llama3 rope scaling; the layout derived from the header's facts alone
+    # names exactly the tensors in the file
+    assert spec.rope_scaling_type == "llama3"
+    from dataclasses import replace
+
+    from oomkit.spec.tensors import derive_tensors
+
+    derived = derive_tensors(replace(spec, tensors=None))
+    assert sorted((t.name, t.shape) for t in derived) == sorted(
+        (t.name, t.shape) for t in spec.tensors
+    )
     q6 = [t for t in spec.tensors if t.dtype == "Q6_K"]
     assert sum(t.n_bytes or 0 for t in q6) == sum(t.n_params // 256 * 210 for t in q6)
 
@@ -537,3 +548,49 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         load_gguf(tmp_path / "nope.gguf")
     with pytest.raises(GgufFormatError, match="Opening GGUF file failed"):
         load_gguf(tmp_path)
+
+
+def test_spec_mtp_layers_and_moe_flags(tmp_path: Path) -> None:
+    # GLM-4.5-style: block_count 3 includes 1 multi-token-prediction layer; per-layer arrays
+    # have 3 entries. Router score-correction bias and a shared-expert gate come from tensors.
+    path = tmp_path / "glm.gguf"
+    w = gguf.GGUFWriter(str(path), "glm4moe")
+    for key, val in {
+        "block_count": 3,
+        "embedding_length": 8,
+        "attention.head_count": 2,
+        "nextn_predict_layers": 1,
+        "expert_count": 4,
+        "expert_used_count": 2,
+        "rope.scaling.type": "yarn",
+    }.items():
+        if isinstance(val, str):
+            w.add_string(f"glm4moe.{key}", val)
+        else:
+            w.add_uint32(f"glm4moe.{key}", val)
+    w.add_array("glm4moe.attention.head_count_kv", [1, 2, 2])
+    w.add_tensor("token_embd.weight", np.zeros((10, 8), np.float32))
+    w.add_tensor("blk.0.exp_probs_b.bias", np.zeros((4,), np.float32))
+    w.add_tensor("blk.0.ffn_gate_inp_shexp.weight", np.zeros((8,), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    spec = gguf_to_spec(load_gguf(path))
+    assert (spec.num_hidden_layers, spec.num_nextn_predict_layers) == (2, 1)
+    assert spec.kv_heads_per_layer == (1, 2)
+    assert len(spec.layer_types) == 2
+    assert spec.moe is not None
+    assert spec.moe.score_correction_bias
+    assert spec.moe.shared_expert_gate
+    assert not spec.moe.router_bias
+    assert spec.rope_scaling_type == "yarn"
+    assert spec.final_norm is False  # no output_norm.weight in this header
+
+    bad = _write(
+        tmp_path / "bad.gguf",
+        "x",
+        {"x.block_count": 2, "x.embedding_length": 8, "x.nextn_predict_layers": 2},
+    )
+    with pytest.raises(GgufFormatError, match="2 MTP layers of 2 blocks"):
+        gguf_to_spec(load_gguf(bad))

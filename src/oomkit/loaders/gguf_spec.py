@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from oomkit.errors import GgufFormatError
 from oomkit.loaders.gguf import GgufArray, GgufFile, GgufValue
@@ -207,7 +207,7 @@ def _recurrent(k: _Keys, layer_types: tuple[str, ...]) -> RecurrentSpec | None:
     )
 
 
-def _moe(k: _Keys, n_ff: int) -> MoESpec | None:
+def _moe(k: _Keys, n_ff: int, has: Callable[[str], bool]) -> MoESpec | None:
     n_expert = k.num("{arch}.expert_count", 0) or 0
     if n_expert == 0:
         return None
@@ -222,6 +222,10 @@ def _moe(k: _Keys, n_ff: int) -> MoESpec | None:
         num_shared_experts=n_shared if n_shared or not shared_ff else 1,
         shared_expert_intermediate_size=shared_ff,
         dense_layers=tuple(range(n_dense)),
+        router_bias=has("ffn_gate_inp.bias"),
+        expert_bias=has("ffn_down_exps.bias"),
+        shared_expert_gate=has("ffn_gate_inp_shexp.weight"),
+        score_correction_bias=has("exp_probs_b.bias"),
     )
 
 
@@ -262,16 +266,23 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
             key="general.architecture",
         )
     k = _Keys(g, arch)
-    n_layer = k.req("{arch}.block_count")
+    n_block = k.req("{arch}.block_count")
+    # llama.cpp counts multi-token-prediction layers in block_count (glm4moe, deepseek2 with
+    # nextn_predict_layers); ModelSpec.num_hidden_layers does not (HF num_hidden_layers)
+    nextn = k.num("{arch}.nextn_predict_layers", 0) or 0
+    if nextn >= n_block:
+        raise k.error("{arch}.nextn_predict_layers", f"{nextn} MTP layers of {n_block} blocks")
+    n_layer = n_block - nextn
     n_embd = k.req("{arch}.embedding_length")
     n_head = k.num("{arch}.attention.head_count", 0) or 0
     kv = k.ints("{arch}.attention.head_count_kv")
     n_head_kv = max(kv) if kv is not None else n_head
     kv_per_layer = kv if kv is not None and len(set(kv)) > 1 else None
-    if kv_per_layer is not None and len(kv_per_layer) != n_layer:
-        raise k.error(
-            "{arch}.attention.head_count_kv", f"{len(kv_per_layer)} entries for {n_layer} layers"
-        )
+    if kv_per_layer is not None:
+        if len(kv_per_layer) != n_block:
+            why = f"{len(kv_per_layer)} entries for {n_block} layers"
+            raise k.error("{arch}.attention.head_count_kv", why)
+        kv_per_layer = kv_per_layer[:n_layer]
     key_len = k.num("{arch}.attention.key_length")
     value_len = k.num("{arch}.attention.value_length")
     mla = _mla(k, key_len, value_len)
@@ -281,7 +292,8 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         v_head_dim = mla.v_head_dim
     n_ff = k.num("{arch}.feed_forward_length", 0) or 0
-    layer_types, notes = _layer_types(k, n_layer, kv)
+    block_types, notes = _layer_types(k, n_block, kv)
+    layer_types = block_types[:n_layer]
 
     names = {t.name for t in g.tensors}
     embd = next((t for t in g.tensors if t.name == "token_embd.weight"), None)
@@ -303,6 +315,17 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
     arch_name, model_type = ARCHITECTURES.get(arch, (arch, arch))
     name = g.metadata.get("general.name")
     window = k.num("{arch}.attention.sliding_window")
+    scaling = k.raw("{arch}.rope.scaling.type")
+    if not isinstance(scaling, str) or scaling == "none":
+        # the converter writes llama3 scaling as a rope_freqs tensor, LongRoPE as rope_factors_*
+        scaling = (
+            "llama3"
+            if "rope_freqs.weight" in names
+            else "longrope"
+            if "rope_factors_long.weight" in names
+            else None
+        )
+    pos = next((t for t in g.tensors if t.name == "position_embd.weight"), None)
     return ModelSpec(
         name=name if isinstance(name, str) else os.path.basename(g.path).removesuffix(".gguf"),
         architecture=arch_name,
@@ -329,10 +352,14 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         layer_types=layer_types,
         sliding_window=window if LAYER_SLIDING in layer_types else None,
         kv_heads_per_layer=kv_per_layer,
-        moe=_moe(k, n_ff),
+        moe=_moe(k, n_ff, has),
         mla=mla,
         recurrent=_recurrent(k, layer_types),
         tensors=gguf_tensor_infos(g),
         source="gguf",
         assumptions=tuple(notes),
+        rope_scaling_type=scaling,
+        position_embedding_rows=pos.dims[1] if pos is not None and len(pos.dims) == 2 else 0,
+        num_nextn_predict_layers=nextn,
+        final_norm="output_norm.weight" in names or not names,
     )
