@@ -332,7 +332,20 @@ def test_parse_and_env_helpers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert parse_hub_ref("org/name@v1.0") == HubRef(repo_id="org/name", revision="v1.0")
     assert str(HubRef(repo_id="a/b", revision="r")) == "a/b@r"
     assert str(HubRef(repo_id="a/b")) == "a/b"
-    for bad in ("name", "org/name@", "a/b/c", "../x", "org/..", "/abs/path"):
+    assert parse_hub_ref("https://huggingface.co/org/name") == HubRef(repo_id="org/name")
+    assert parse_hub_ref("https://hf.co/org/name/blob/abc123/config.json") == HubRef(
+        repo_id="org/name", revision="abc123"
+    )
+    for bad in (
+        "name",
+        "org/name@",
+        "a/b/c",
+        "../x",
+        "org/..",
+        "/abs/path",
+        "https://example.com/org/name",
+        "https://huggingface.co/datasets/x/y/z",
+    ):
         assert parse_hub_ref(bad) is None, bad
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("OOMKIT_OFFLINE", "true")

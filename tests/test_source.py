@@ -215,6 +215,14 @@ def test_hub_id_not_in_catalog(hub: object) -> None:
     assert len(spec.tensors) == 21
 
 
+def test_hub_model_page_url(hub: object) -> None:
+    # A pasted model page URL resolves like the repo id; other URLs are refused with a hint.
+    spec = resolve_model("https://huggingface.co/someorg/tiny-model/tree/main")
+    assert spec.source == "hub"
+    with pytest.raises(SourceNotFoundError, match="only Hugging Face model pages"):
+        resolve_model("https://example.com/model.gguf")
+
+
 def test_hub_id_offline(hub: object, monkeypatch: pytest.MonkeyPatch) -> None:
     # OOMKIT_OFFLINE=1 read at call time: fail fast with a hint, no request made.
     monkeypatch.setenv("OOMKIT_OFFLINE", "1")

@@ -40,6 +40,7 @@ from oomkit.errors import (
     SourceNotFoundError,
 )
 from oomkit.loaders.safetensors import (
+    MAX_HEADER_BYTES,
     SafetensorsHeader,
     load_safetensors_tensors,
     parse_safetensors_header,
@@ -62,6 +63,11 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 _TIMEOUT_S = 10.0
 _MAX_PARALLEL_SHARDS = 8
 _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# https://huggingface.co/org/name[/tree/rev | /blob/rev/...] (also hf.co)
+_URL_RE = re.compile(
+    r"^https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<repo>[^/@\s]+/[^/@\s]+)"
+    r"(?:/(?:tree|blob|resolve)/(?P<rev>[^/\s]+)(?:/.*)?)?/?$"
+)
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -77,14 +83,20 @@ class HubRef:
 
 
 def parse_hub_ref(ref: str) -> HubRef | None:
-    """Parse ``org/name`` or ``org/name@revision``; None when ``ref`` is not shaped like one.
+    """Parse ``org/name``, ``org/name@revision`` or a model page URL; None for anything else.
 
     >>> parse_hub_ref("meta-llama/Llama-3.1-8B@main")
     HubRef(repo_id='meta-llama/Llama-3.1-8B', revision='main')
+    >>> parse_hub_ref("https://huggingface.co/Qwen/Qwen3-8B/tree/v1")
+    HubRef(repo_id='Qwen/Qwen3-8B', revision='v1')
     >>> parse_hub_ref("llama-3.1-8b") is None
     True
     """
-    repo, at, revision = ref.strip().partition("@")
+    text = ref.strip()
+    url = _URL_RE.match(text)
+    if url is not None:
+        text = url.group("repo") + (f"@{url.group('rev')}" if url.group("rev") else "")
+    repo, at, revision = text.partition("@")
     if not _REPO_RE.match(repo) or (at and not revision) or ".." in repo:
         return None
     return HubRef(repo_id=repo, revision=revision or None)
@@ -253,8 +265,6 @@ def _remote_header(http: _Http, base: str, filename: str) -> SafetensorsHeader:
             path=url,
             offset=0,
         )
-    from oomkit.loaders.safetensors import MAX_HEADER_BYTES
-
     (n,) = struct.unpack("<Q", prefix)
     if n > MAX_HEADER_BYTES:
         raise SafetensorsFormatError(

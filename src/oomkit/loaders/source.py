@@ -163,6 +163,16 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     path = Path(text).expanduser()
     if text and path.exists():
         return load_local_model(path)
+    if text.startswith(("http://", "https://")):
+        hub_ref = parse_hub_ref(text)
+        if hub_ref is None:
+            raise SourceNotFoundError(
+                f"Resolving model failed for '{text}' (URL): only Hugging Face model pages "
+                "(https://huggingface.co/org/name) are fetched. Download the file and pass its "
+                "path, or pass the repo id.",
+                source=text,
+            )
+        return load_hub_model(str(hub_ref), offline=offline)
     if _looks_like_path(text):
         raise _missing(
             path,
@@ -175,6 +185,7 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
         return find_model(text).spec()
     except UnknownNameError as e:
         unknown = e
-    if parse_hub_ref(text) is not None:
-        return load_hub_model(text, offline=offline)
+    hub_ref = parse_hub_ref(text)
+    if hub_ref is not None:
+        return load_hub_model(str(hub_ref), offline=offline)
     raise unknown
