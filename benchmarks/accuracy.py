@@ -26,6 +26,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE / "oracle"))
+sys.path.insert(0, str(HERE))
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -37,8 +38,9 @@ class Row:
     record: str
     runtime: str
     component: str
-    predicted: float  # bytes
-    measured: float  # bytes
+    predicted: float  # bytes (or a count, see unit)
+    measured: float
+    unit: str = "bytes"
 
     @property
     def error(self) -> float:
@@ -450,15 +452,34 @@ def score_oracle_results(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
     return rows, []
 
 
+def score_vllm_records(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
+    """vLLM records, scored by benchmarks/accuracy_vllm.py (the vLLM estimator's own scorer)."""
+    import accuracy_vllm
+
+    got, skip = accuracy_vllm.score_vllm(rec)
+    rows = [
+        Row(
+            "measured_dev",
+            r["id"],
+            r.get("runtime", "vllm"),
+            r["component"],
+            float(r["predicted"]),
+            float(r["measured"]),
+            r.get("unit", "bytes"),
+        )
+        for r in got
+    ]
+    return rows, [skip] if skip else []
+
+
 #: record kind -> scorer; None: no estimator yet (listed as skipped)
 SCORERS: dict[str, Callable[[dict[str, Any]], tuple[list[Row], list[str]]] | None] = {
     "llama.cpp": score_llamacpp,
     "ollama": score_ollama,
-    "vllm": None,
+    "vllm": score_vllm_records,
     "torch": None,
 }
 SKIP_REASONS = {
-    "vllm": "estimator not implemented in this harness yet (vLLM/SGLang scorer to be wired)",
     "torch": "estimator not implemented in this harness yet (transformers/training scorer)",
 }
 
