@@ -46,6 +46,7 @@ from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
+from oomkit.spec.tensors import is_parameter
 
 __all__ = [
     "SWA_ARCHS",
@@ -442,7 +443,7 @@ def _estimate(
         model=ModelInfo(
             name=spec.name,
             architecture=spec.architecture,
-            params=sum(t.n_params for t, _, _ in rows),
+            params=spec.declared_params or sum(t.n_params for t, _, _ in rows if is_parameter(t)),
             source=spec.source,
         ),
         runtime=runtime_name,
