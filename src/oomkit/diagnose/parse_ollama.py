@@ -199,7 +199,10 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             # v0.30+ llm/llama_server.go: the runner hit an OOM mid-request
             events.append(_event("runner_oom", "ollama_runtime_oom", line, n, stage="runtime"))
             continue
-        if "unexpectedly stopped" in line and "resource limitations" in line:
+        if "unexpectedly stopped" in line and (
+            "resource limitations" in line or "model runner has" in line
+        ):
+            # a hard-wrapped paste splits the sentence after "resource"
             events.append(_event("runner_terminated", "ollama_runner_stopped", line, n))
             continue
         if "memory." in line and "=" in line:
