@@ -39,7 +39,7 @@ def test_estimate_api_is_light() -> None:
     # the main job (catalog model, llama.cpp estimate) needs none of the heavy stack
     mods = _loaded(
         "import oomkit\n"
-        "oomkit.estimate('llama-3.1-8b', oomkit.InferenceSettings(quant='Q4_K_M', ctx=8192))"
+        "oomkit.estimate_model('llama-3.1-8b', oomkit.InferenceSettings(quant='Q4_K_M', ctx=8192))"
     )
     heavy = set(HEAVY) - {"click"}
     assert not mods & heavy, mods & heavy

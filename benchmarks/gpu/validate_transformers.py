@@ -88,7 +88,7 @@ def run_case(
     total = torch.cuda.get_device_properties(0).total_memory
     gpu = find_gpu_by_nvml_name(name, total)
     hw = hardware_for((gpu,) if gpu else (), vram_bytes=None if gpu else total)
-    est = oomkit.estimate(
+    est = oomkit.estimate_model(
         spec,
         oomkit.InferenceSettings(
             runtime="transformers",

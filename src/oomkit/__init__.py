@@ -4,7 +4,7 @@ The public API is re-exported here and loaded lazily (PEP 562), so ``import oomk
 light: no torch, pynvml, huggingface_hub, click or web stack is imported until used.
 
 >>> import oomkit
->>> est = oomkit.estimate("llama-3.1-8b", oomkit.InferenceSettings(quant="Q4_K_M", ctx=8192))
+>>> est = oomkit.estimate_model("llama-3.1-8b", oomkit.InferenceSettings(quant="Q4_K_M", ctx=8192))
 >>> est.devices[0].kv_cache_bytes
 1073741824
 """
@@ -29,7 +29,7 @@ _EXPORTS: dict[str, str] = {
     "count_params": "oomkit.spec.tensors",
     "detect_gpus": "oomkit.hardware.live",
     "diagnose_text": "oomkit.diagnose.doctor",
-    "estimate": "oomkit.api",
+    "estimate_model": "oomkit.api",
     "find_batch_size": "oomkit.inprocess.retry",
     "find_gpu": "oomkit.hardware.catalog",
     "find_model": "oomkit.catalog.models",
@@ -60,7 +60,7 @@ __all__ = [
     "count_params",
     "detect_gpus",
     "diagnose_text",
-    "estimate",
+    "estimate_model",
     "find_batch_size",
     "find_gpu",
     "find_model",
@@ -90,7 +90,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from oomkit.api import estimate, load_model
+    from oomkit.api import estimate_model, load_model
     from oomkit.catalog.models import find_model
     from oomkit.diagnose.doctor import diagnose_text
     from oomkit.errors import OomkitError

@@ -10,7 +10,7 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["estimate", "load_model"]
+__all__ = ["estimate", "estimate_model", "load_model"]
 
 
 def load_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
@@ -33,7 +33,7 @@ def _ollama_tag_quant(ref: str) -> str | None:
     return ollama_default_quant(ref)
 
 
-def estimate(
+def estimate_model(
     model: str | ModelSpec,
     settings: InferenceSettings | None = None,
     hardware: Hardware | None = None,
@@ -45,7 +45,8 @@ def estimate(
     Args:
         model: a :class:`ModelSpec`, or a reference resolved by :func:`load_model`.
         settings: runtime options; defaults to llama.cpp defaults.
-        hardware: target devices; defaults to one GPU of unknown capacity.
+        hardware: target devices; defaults to one GPU of unknown capacity
+            (``Hardware(devices=())`` means no GPU: the CPU backend).
         offline: force offline mode for Hub look-ups (None: ``HF_HUB_OFFLINE``/``OOMKIT_OFFLINE``).
 
     Returns:
@@ -63,5 +64,13 @@ def estimate(
         spec = load_model(model, offline=offline)
     else:
         spec = model
-    hardware = hardware or Hardware()
+    if hardware is None:
+        from oomkit.hardware.targets import hardware_for
+
+        hardware = hardware_for()  # one GPU of unknown capacity; Hardware() means CPU only
     return get_estimator(runtime)(spec, settings, hardware)
+
+
+#: ``oomkit.estimate`` is the estimators' subpackage, so the top-level name is
+#: ``oomkit.estimate_model``; inside the library both names work.
+estimate = estimate_model
