@@ -67,7 +67,10 @@ def test_exact_buffers_match_real_llamacpp(oracle_rows: list[accuracy.Row], comp
 def test_compute_buffer_tolerance(oracle_rows: list[accuracy.Row]) -> None:
     errs = [r.error for r in oracle_rows if r.component == "compute_buffer"]
     assert len(errs) >= 60
-    assert statistics.median(abs(e) for e in errs) <= 0.10
+    assert statistics.median(abs(e) for e in errs) <= 0.10  # the project's target
+    # the reserve-graph replay is exact for most loads; guard against regressions
+    assert statistics.median(abs(e) for e in errs) <= 0.01
+    assert sum(1 for e in errs if abs(e) < 0.0005) >= len(errs) // 2
     worst = min(errs)
     assert worst >= -0.15, worst
 

@@ -88,7 +88,6 @@ def build_graph(
     layer_ids = list(range(spec.num_hidden_layers)) if layers is None else list(layers)
     last_layer = spec.num_hidden_layers - 1
     # --- graph inputs (llm_graph_input_*), allocated first by ggml-alloc
-    out_ids = g.inp("inp_out_ids", sh.n_outputs * I32) if with_output else None
     tokens = g.inp("inp_tokens", T * I32) if with_input else None
     pos = g.inp("inp_pos", T * I32)
     has_attn = any(spec.layer_types[i] not in (LAYER_LINEAR, LAYER_MAMBA) for i in layer_ids)
@@ -107,6 +106,7 @@ def build_graph(
         spec.layer_types[i] == LAYER_SLIDING for i in layer_ids
     )
     mask_swa = g.inp("kq_mask_swa", _mask_bytes(sh.n_kv_swa or 0, sh, mb)) if has_swa else None
+    out_ids = g.inp("inp_out_ids", sh.n_outputs * I32) if with_output else None
     mask_cnv = mask
     mask_swa_cnv = mask_swa
     if sh.flash_attn and not sh.mask_f16:
@@ -120,6 +120,17 @@ def build_graph(
         cur = g.op("inp_embd", E * T * F32, tokens)
     else:
         cur = g.inp("inp_embd_copy", E * T * F32)  # the previous device's hidden state
+    # llama.cpp's inp_embd behaves as a graph input that is also kept to the end: the allocator
+    # places it with the inputs (right after inp_tokens) and never frees it. Observed, not read
+    # from the source: replaying this graph through ggml's own allocator
+    # (benchmarks/oracle/ggml_alloc_replay.py) reproduces the real llama.cpp buffers to the
+    # byte this way (e.g. 258.502 MiB for Llama-3.2-1B, n_ubatch 512), and is one tensor of
+    # n_embd x n_tokens short when inp_embd is freed after the first layer.
+    # On a GPU the embedding arrives as the scheduler's copy of a CPU result (an ordinary split
+    # input, freed after its last use), which reproduces the GPU logs (RTX 3070, A6000, RTX 5070).
+    if with_input:
+        g.nodes[cur].is_input = True
+        g.nodes[cur].is_output = True
     inp_l = cur
     n_rows = T
     # some builders select the output rows after the last layer (llm_build_openai_moe)

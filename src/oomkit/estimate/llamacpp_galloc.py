@@ -3,10 +3,12 @@
 Models ``ggml_gallocr_alloc_graph_impl`` and ``ggml_dyn_tallocr_alloc/free_tensor`` in
 ggml/src/ggml-alloc.c:
 
-* graph inputs are allocated first, in order of first use;
+* graph inputs are allocated first, in the order the node-counting pass meets them (an input
+  node before its input sources);
 * nodes are allocated in graph order; a node whose op may run in place (``ggml_op_can_inplace``:
   ADD, MUL, SCALE, UNARY, ROPE, RMS_NORM, SOFT_MAX, ...) reuses a parent's memory when that parent
-  has exactly one consumer and no views (or is a view whose source has no other users);
+  is allocated by this allocator (``ggml_gallocr_is_own``: never true for a view), is not a graph
+  output, has the same layout, exactly one consumer and no views;
 * a tensor is freed after its last consumer; a view keeps its source alive; graph outputs are
   never freed;
 * allocation is best-fit over the free blocks except the tail block, falling back to the tail;
@@ -146,20 +148,8 @@ def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
                 if pn.external or pn.is_output:
                     continue
                 if pn.view_src is not None:
-                    vs = pn.view_src
-                    if nodes[vs].is_output or nodes[vs].size != nd.size:
-                        continue
-                    if (
-                        n_children[p] == 1
-                        and n_views[p] == 0
-                        and n_views[vs] == 1
-                        and n_children[vs] == 0
-                        and allocated[vs]
-                    ):
-                        offset[i] = offset[vs]
-                        owner[i] = owner[vs]
-                        allocated[vs] = False
-                        return
+                    # ggml_gallocr_is_own(parent) is false for a view (views are never
+                    # allocated themselves), so ggml never reuses memory through a view parent
                     continue
                 if pn.size != nd.size or not allocated[p]:
                     continue
@@ -176,9 +166,15 @@ def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
         allocated[i] = False
         alloc.free(offset[i], nodes[i].size)
 
-    for i, nd in enumerate(nodes):
-        if nd.is_input:
-            allocate(i)
+    # inputs are placed before any other tensor, in the order the node-counting pass meets
+    # them: a node flagged as input first, then its input sources (ggml 0.25.3 behaviour as
+    # the oracle shows it: there is no earlier pass over the graph leafs)
+    for nd_i, nd in enumerate(nodes):
+        for p in nd.srcs:
+            if nodes[p].is_input:
+                allocate(p)
+        if nd.is_input and nd.srcs:
+            allocate(nd_i)
     for i, nd in enumerate(nodes):
         allocate(i)
         for p in nd.srcs:
