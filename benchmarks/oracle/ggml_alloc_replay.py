@@ -134,7 +134,7 @@ def real_gallocr_bytes(graph: GraphSim) -> int:
             tc.flags |= FLAG_OUTPUT
         tensors.append(t)
     gf = base.ggml_new_graph_custom(ctx, max(2048, 2 * n), False)
-    for t, nd in zip(tensors, graph.nodes):
+    for t, nd in zip(tensors, graph.nodes, strict=True):
         if not (nd.is_input and not nd.srcs):  # pure inputs join when first used
             base.ggml_build_forward_expand(gf, t)
     galloc = base.ggml_gallocr_new(cpu.ggml_backend_cpu_buffer_type())
