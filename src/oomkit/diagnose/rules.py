@@ -15,19 +15,24 @@ Fix providers are the extension hook for model-aware estimators: any callable ta
 
     diagnose(events, context, fix_providers=[my_provider])
 
-A provider that raises is skipped (its error is noted in ``Diagnosis.notes``), so a broken
-estimator can never hide the diagnosis.
+A provider's fix may carry ``supersedes`` (title prefixes, see
+:class:`oomkit.diagnose.model_fixes.EstimatedFix`): the rule's fixes whose titles start with one
+of them are dropped, since the provider recomputed the same change; a rule fix sized from the
+log's own numbers with the very title of a provider fix stays, with the provider's arithmetic
+added to its ``why``. A provider that raises is
+skipped (its error is noted in ``Diagnosis.notes``), so a broken estimator can never hide the
+diagnosis.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from oomkit.diagnose.analysis import CAUSES, Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, rank
+from oomkit.diagnose.fixes import Fix, rank, size_text
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_torch import analyze_torch
@@ -140,6 +145,36 @@ def _prune_generic(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
     return tuple(out)
 
 
+def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[Fix]:
+    """Provider fixes and the rule's, without two fixes for one change.
+
+    A provider fix may carry ``supersedes`` (title prefixes): the rule's fixes with those titles
+    are dropped, since the provider recomputed the same change. When a provider fix has the very
+    title of a rule fix sized from the log's own numbers, the measured one keeps its place and
+    saving and the provider's arithmetic is added to its ``why``.
+    """
+    measured = {f.title: f for f in fixes if f.expected_saving_bytes is not None}
+    kept: list[Fix] = []
+    merged: dict[str, Fix] = {}
+    for f in extra:
+        rule = measured.get(f.title)
+        if rule is None or f.title in merged:
+            kept.append(f)
+            continue
+        merged[f.title] = replace(
+            rule,
+            why=f"{rule.why} The model-aware estimate puts it at "
+            f"{size_text(f.expected_saving_bytes)}: {f.why}",
+        )
+    prefixes = tuple(p for f in extra for p in getattr(f, "supersedes", ()))
+    rest = [
+        merged.get(f.title, f)
+        for f in fixes
+        if f.title in merged or not (prefixes and f.title.startswith(prefixes))
+    ]
+    return [*kept, *rest]
+
+
 def _run_provider(provider: FixProvider, finding: Finding, notes: list[str]) -> list[Fix]:
     try:
         return list(provider(finding))
@@ -198,7 +233,7 @@ def diagnose(
         cause=result.cause,
         confidence=max(0.0, min(1.0, result.confidence)),
         explanation=explanation,
-        fixes=_prune_generic(rank([*extra, *result.fixes])),
+        fixes=_prune_generic(rank(_merge_provider_fixes(extra, result.fixes))),
         primary=primary,
         notes=tuple(notes),
     )

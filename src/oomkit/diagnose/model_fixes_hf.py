@@ -1,0 +1,333 @@
+"""Model-aware fixes for runtimes that load Hugging Face checkpoints: vLLM and transformers.
+
+vLLM fills ``gpu_memory_utilization x total`` with KV blocks after the weights, the profile
+run's activation peak and non-torch memory (:func:`oomkit.estimate.vllm.plan_vllm`), so every
+fix is measured as the change of the *KV slack*: the KV pool minus the KV one ``max_model_len``
+request needs (``check_enough_kv_cache_memory``). When the log gives no GPU total, the capacity
+is inferred from the KV pool vLLM reported, so the estimate's pool equals the logged one.
+
+transformers (model given explicitly): the saving is the estimate difference on the failing
+device for bf16 weights, bitsandbytes 8-/4-bit, a smaller batch and SDPA attention.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from math import ceil
+from typing import TYPE_CHECKING
+
+from oomkit.diagnose.fixes import Fix, size_text
+from oomkit.diagnose.model_fixes import (
+    HEADROOM_BYTES,
+    Case,
+    EstimatedFix,
+    make_fix,
+    try_estimate,
+)
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import ceil_div
+
+if TYPE_CHECKING:
+    from oomkit.diagnose.events import LogContext, OomEvent
+    from oomkit.estimate.vllm import VllmPlan
+    from oomkit.spec.model import ModelSpec
+
+__all__ = ["transformers_fixes", "vllm_fixes"]
+
+_MAX_UTIL = 0.98
+_SUP_LEN = ("Serve a shorter context",)
+_SUP_FP8 = ("Store the KV cache in fp8",)
+_SUP_UTIL = ("Raise --gpu-memory-utilization", "Grow the KV pool")
+_SUP_TP = ("Shard the model", "Quantize or shard the weights")
+_SUP_BATCHED = ("Shrink the profiling batch",)
+_SUP_BATCH = ("Cut the batch size", "Halve the batch size", "Shrink the batch or input size")
+
+
+def _fb(n: int | None) -> str:
+    return size_text(n)
+
+
+# --- vLLM -------------------------------------------------------------------------------------
+
+
+def _need(p: VllmPlan) -> int:
+    """KV bytes one request of max_model_len needs (every layer, padded to whole blocks)."""
+    from oomkit.estimate.hf_kv import kv_bytes
+
+    return kv_bytes(p.layers, seq_len=ceil_div(p.max_model_len, p.block_size) * p.block_size)
+
+
+def _used(p: VllmPlan) -> int:
+    """What the budget loses before the KV pool (the terms ``plan_vllm`` subtracts)."""
+    graphs = p.cudagraph_bytes if p.cudagraph_charged else 0
+    return (
+        p.weights_bytes
+        + p.rope_cache_bytes
+        + p.activation_bytes
+        + p.pinned_allreduce_bytes
+        + p.non_torch_bytes
+        + graphs
+    )
+
+
+def _slack(p: VllmPlan) -> int:
+    """KV pool minus one max-length request; up to a constant when the capacity is unknown."""
+    pool = p.kv_pool_bytes if p.kv_pool_bytes is not None else -_used(p)
+    return pool - _need(p)
+
+
+def _observed_pool(e: OomEvent, ctx: LogContext, p: VllmPlan) -> tuple[int | None, str]:
+    if e.available_kv_bytes is not None:
+        return e.available_kv_bytes, "the available KV memory vLLM reported"
+    if ctx.kv_cache_bytes is not None:
+        return ctx.kv_cache_bytes, "the KV cache size vLLM's profiling logged"
+    tokens = e.kv_capacity_tokens or ctx.kv_cache_tokens
+    if tokens and p.bytes_per_token:
+        return tokens * p.bytes_per_token, f"the {tokens} KV tokens vLLM reported"
+    return None, ""
+
+
+def _vllm_device(
+    spec: ModelSpec, s: InferenceSettings, e: OomEvent, ctx: LogContext, hw: Hardware | None
+) -> tuple[DeviceTarget, str]:
+    from oomkit.estimate.vllm import plan_vllm
+
+    if hw is not None and hw.devices:
+        return hw.devices[0], "capacity given"
+    total = ctx.total_gpu_memory_bytes or e.total_bytes
+    if total:
+        return DeviceTarget(name="GPU", capacity_bytes=total), f"GPU total {_fb(total)} (log)"
+    dev = DeviceTarget(name="GPU (capacity unknown)")
+    p = plan_vllm(spec, s, dev)
+    pool, what = _observed_pool(e, ctx, p)
+    if pool is None:
+        return dev, "capacity not in the log"
+    for _ in range(2):  # defaults (max_num_seqs...) depend on the capacity: settle them
+        util = p.util
+        dev = DeviceTarget(name="GPU", capacity_bytes=ceil((pool + _used(p)) / util))
+        p = plan_vllm(spec, s, dev)
+    return dev, f"GPU capacity inferred as {_fb(dev.capacity_bytes)} from {what} ({_fb(pool)})"
+
+
+def vllm_fixes(
+    spec: ModelSpec, user: InferenceSettings, e: OomEvent, ctx: LogContext, hw: Hardware | None
+) -> list[Fix]:
+    """vLLM fixes ranked later by KV slack gained per GPU (see the module docstring)."""
+    from oomkit.errors import OomkitError
+    from oomkit.estimate.vllm import plan_vllm
+
+    s = dataclasses.replace(
+        user,
+        ctx=user.ctx or e.max_model_len or ctx.max_model_len,
+        gpu_memory_utilization=user.gpu_memory_utilization
+        or e.gpu_memory_utilization
+        or ctx.gpu_memory_utilization,
+        tp=user.tp or ctx.tensor_parallel_size,
+    )
+    dev, cap = _vllm_device(spec, s, e, ctx, hw)
+    basis = f"(oomkit's vLLM estimate for {spec.name}, {s.quant or 'checkpoint dtype'}; {cap}.)"
+
+    def plan(**changes: object) -> VllmPlan | None:
+        try:
+            return plan_vllm(spec, dataclasses.replace(s, **changes), dev)  # type: ignore[arg-type]
+        except (OomkitError, ValueError):
+            return None
+
+    p0 = plan()
+    if p0 is None:
+        return []
+    slack0, need0, pool0 = _slack(p0), _need(p0), p0.kv_pool_bytes
+    state = (
+        f"one {p0.max_model_len}-token request needs {_fb(need0)} of KV"
+        + (f"; the KV pool is {_fb(pool0)}" if pool0 is not None else "")
+        + f" (weights {_fb(p0.weights_bytes)}, activation peak {_fb(p0.activation_bytes)}"
+        f" per GPU)"
+    )
+    out: list[Fix] = []
+
+    def add(p1: VllmPlan | None, title: str, lead: str, cmd: str, sup: tuple[str, ...]) -> None:
+        if p1 is None or _slack(p1) - slack0 <= 0:
+            return
+        after = f"; after: KV need {_fb(_need(p1))}" + (
+            f", pool {_fb(p1.kv_pool_bytes)}" if p1.kv_pool_bytes is not None else ""
+        )
+        if p1.kv_pool_bytes is not None:
+            after += " (fits)" if _slack(p1) >= 0 else " (still short)"
+        out.append(
+            EstimatedFix(
+                title=title,
+                why=f"{lead}: {state}{after}. {basis}",
+                commands=(cmd,),
+                expected_saving_bytes=_slack(p1) - slack0,
+                supersedes=sup,
+            )
+        )
+
+    fit_len = p0.max_model_len_that_fits
+    if fit_len is not None and 0 < fit_len < p0.max_model_len:
+        add(
+            plan(ctx=fit_len),
+            f"Serve a shorter context: --max-model-len {fit_len}",
+            f"the longest request whose KV fits the pool is {fit_len} tokens",
+            f"--max-model-len {fit_len}",
+            _SUP_LEN,
+        )
+    if not (s.cache_type_k or "auto").lower().startswith("fp8"):
+        add(
+            plan(cache_type_k="fp8", cache_type_v="fp8"),
+            "Store the KV cache in fp8: --kv-cache-dtype fp8",
+            f"fp8 stores 1 byte per KV value instead of {p0.kv_elem_bytes}",
+            "--kv-cache-dtype fp8",
+            _SUP_FP8,
+        )
+    if pool0 is not None and slack0 < 0:
+        u = round(p0.util + 0.01, 2)
+        while u <= _MAX_UTIL:
+            p1 = plan(gpu_memory_utilization=u)
+            if p1 is not None and _slack(p1) >= 0:
+                add(
+                    p1,
+                    f"Raise --gpu-memory-utilization to {u:.2f}",
+                    f"the smallest utilization (from {p0.util:.2f}) whose pool holds the request"
+                    " (only if nothing else uses the GPU)",
+                    f"--gpu-memory-utilization {u:.2f}",
+                    _SUP_UTIL,
+                )
+                break
+            u = round(u + 0.01, 2)
+    tp2 = 2 * p0.tp
+    add(
+        plan(tp=tp2),
+        f"Shard over {tp2} GPUs: --tensor-parallel-size {tp2}",
+        "each GPU holds 1/tp of the weights and of the KV",
+        f"--tensor-parallel-size {tp2}",
+        _SUP_TP,
+    )
+    if p0.max_num_seqs >= 32:
+        n = p0.max_num_seqs // 4
+        add(
+            plan(max_num_seqs=n),
+            f"Fewer concurrent sequences: --max-num-seqs {n}",
+            f"the profile run's sampler peak grows with max_num_seqs ({p0.max_num_seqs} -> {n})",
+            f"--max-num-seqs {n}",
+            (),
+        )
+    if p0.max_num_batched_tokens > 1024:
+        n = p0.max_num_batched_tokens // 2
+        add(
+            plan(max_num_batched_tokens=n),
+            f"Shrink the profiling batch: --max-num-batched-tokens {n}",
+            f"the forward peak grows with the tokens per step ({p0.max_num_batched_tokens} -> {n})",
+            f"--max-num-batched-tokens {n}",
+            _SUP_BATCHED,
+        )
+    if not s.enforce_eager:
+        add(
+            plan(enforce_eager=True),
+            "Skip CUDA graphs: --enforce-eager",
+            f"the CUDA-graph pool ({_fb(p0.cudagraph_bytes)}) is charged to the KV budget",
+            "--enforce-eager",
+            (),
+        )
+    if s.quant is None and spec.quantization is None:
+        add(
+            plan(quant="fp8"),
+            "Quantize the weights to fp8: --quantization fp8",
+            "fp8 weights take 1 byte per parameter",
+            "--quantization fp8",
+            _SUP_TP,
+        )
+    return out
+
+
+# --- transformers ------------------------------------------------------------
+
+_HF_CMDS = {
+    "bf16": "AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=torch.bfloat16)",
+    "int8": "from_pretrained(MODEL, quantization_config=BitsAndBytesConfig(load_in_8bit=True))",
+    "nf4": "from_pretrained(MODEL, quantization_config=BitsAndBytesConfig(load_in_4bit=True, "
+    'bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16))',
+}
+
+
+def transformers_fixes(
+    spec: ModelSpec, user: InferenceSettings, e: OomEvent, hw: Hardware | None
+) -> list[Fix]:
+    """bf16 / 8-bit / 4-bit weights, a smaller batch and SDPA, sized on one GPU without offload.
+
+    The estimate runs without a capacity (so ``device_map="auto"`` does not offload and the
+    difference is the full change); the capacity, when known, only says whether it then fits.
+    """
+    cap = hw.devices[0].capacity_bytes if hw is not None and hw.devices else e.total_bytes
+    one = Hardware(devices=(DeviceTarget(name="GPU"),))
+    case = Case(
+        runtime="transformers",
+        spec=spec,
+        settings=user,
+        hardware=one,
+        device=0,
+        headroom_bytes=HEADROOM_BYTES,
+        basis=f"(oomkit's transformers estimate for {spec.name}"
+        + (f"; GPU total {_fb(cap)})" if cap else ")"),
+    )
+    base = try_estimate(case, user)
+    if base is None:
+        return []
+    out: list[Fix | None] = []
+    dtype = (user.quant or spec.torch_dtype or "bf16").lower()
+
+    def cand(title: str, lead: str, cmd: str, sup: tuple[str, ...], **kw: object) -> None:
+        est = try_estimate(case, dataclasses.replace(user, **kw))  # type: ignore[arg-type]
+        if est is None:
+            return
+        fix = make_fix(case, base, est, title=title, lead=lead, commands=(cmd,), supersedes=sup)
+        if fix is not None and cap:
+            left = cap - est.devices[0].total_bytes
+            fix = dataclasses.replace(
+                fix, why=fix.why + f" With {_fb(cap)} on the GPU that leaves {_fb(left)}."
+            )
+        out.append(fix)
+
+    if dtype in ("fp32", "float32"):
+        cand(
+            "Load in bf16 instead of fp32",
+            "2 bytes per weight instead of 4",
+            _HF_CMDS["bf16"],
+            (),
+            quant="bf16",
+        )
+    if dtype in ("fp32", "float32", "bf16", "bfloat16", "fp16", "float16"):
+        cand(
+            "Load in 8-bit (bitsandbytes)",
+            "int8 weights with per-row scales",
+            _HF_CMDS["int8"],
+            (),
+            quant="int8",
+        )
+        cand(
+            "Load in 4-bit NF4 (bitsandbytes)",
+            "4-bit blocks of 64 with an absmax scale",
+            _HF_CMDS["nf4"],
+            (),
+            quant="nf4",
+        )
+    batch = user.parallel or 1
+    if batch > 1:
+        new = batch // 2
+        cand(
+            f"Halve the batch: batch size {new}",
+            f"activations and KV scale with the batch ({batch} -> {new})",
+            f"batch_size={new}",
+            _SUP_BATCH,
+            parallel=new,
+        )
+    if (user.attn_implementation or "sdpa").lower() == "eager":
+        cand(
+            'Use SDPA attention: attn_implementation="sdpa"',
+            "eager attention materialises the B x heads x S^2 scores; SDPA never does",
+            'from_pretrained(MODEL, attn_implementation="sdpa")',
+            (),
+            attn_implementation="sdpa",
+        )
+    return [f for f in out if f is not None]
