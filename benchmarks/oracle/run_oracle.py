@@ -1,6 +1,7 @@
 """Real-llama.cpp oracle: load sparse full-size GGUFs on the CPU backend and compare buffers.
 
     python benchmarks/oracle/run_oracle.py --out benchmarks/oracle/results.json [--only KEY]
+    python benchmarks/oracle/run_oracle.py --out benchmarks/oracle/results.json --repredict
 
 For each architecture a GGUF with the real header, metadata and tensor infos is written (the
 data region is a hole, see gguf_writer.py), then loaded by llama-cpp-python (n_gpu_layers=0,
@@ -150,7 +151,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", help="architecture key(s) to run")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--keep", action="store_true", help="keep the sparse GGUFs")
+    ap.add_argument(
+        "--repredict",
+        action="store_true",
+        help="only recompute oomkit's predictions in an existing --out file",
+    )
     args = ap.parse_args(argv)
+    if args.repredict:
+        doc = json.loads(Path(args.out).read_text())
+        for rec in doc["records"]:
+            if rec.get("rc") == 0:
+                rec["oomkit_bytes"] = predict(rec)
+        Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+        return 0
     import llama_cpp
 
     info = {

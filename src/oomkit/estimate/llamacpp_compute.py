@@ -38,7 +38,10 @@ F32 = 4
 F16 = 2
 I32 = 4
 I64 = 8
-KQ_MASK_PAD = 64  # GGML_KQ_MASK_PAD (ggml.h): mask rows padded for the FA kernels
+KQ_MASK_PAD = 64
+_PLAIN_KV = frozenset(
+    {"F16", "F32", "BF16"}
+)  # GGML_KQ_MASK_PAD (ggml.h): mask rows padded for the FA kernels
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +55,10 @@ class GraphShape:
     n_kv_swa: int | None  # cells per stream of the SWA cache
     flash_attn: bool
     mask_f16: bool = True  # f16 mask input under FA (False: f32 input + cast, older builds)
+    #: quantized K / V caches: activations are multiplied by a head_dim x head_dim rotation
+    #: before they are stored (llm_graph_input_attn_kv: attn_inp_k_rot / attn_inp_v_rot)
+    k_rot: bool = False
+    v_rot: bool = False
 
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
@@ -65,6 +72,8 @@ def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
         n_kv_swa=kv.swa_cells,
         flash_attn=params.flash_attn,
         mask_f16=params.options.kq_mask_f16,
+        k_rot=params.type_k not in _PLAIN_KV,
+        v_rot=params.type_v not in _PLAIN_KV,
     )
 
 
@@ -107,6 +116,12 @@ def build_graph(
     )
     mask_swa = g.inp("kq_mask_swa", _mask_bytes(sh.n_kv_swa or 0, sh, mb)) if has_swa else None
     out_ids = g.inp("inp_out_ids", sh.n_outputs * I32) if with_output else None
+    rot_k = rot_v = None
+    if has_attn and spec.mla is None:
+        if sh.k_rot:
+            rot_k = g.inp("attn_inp_k_rot", spec.head_dim * spec.head_dim * F32)
+        if sh.v_rot:
+            rot_v = g.inp("attn_inp_v_rot", spec.v_head_dim * spec.v_head_dim * F32)
     mask_cnv = mask
     mask_swa_cnv = mask_swa
     if sh.flash_attn and not sh.mask_f16:
@@ -146,7 +161,7 @@ def build_graph(
             swa = kind == LAYER_SLIDING and mask_swa_cnv is not None
             n_kv = (sh.n_kv_swa or sh.n_kv) if swa else sh.n_kv
             m = mask_swa_cnv if swa else mask_cnv
-            x = _attention(g, spec, sh, il, x, pos, k_idxs, v_idxs, m, n_kv, n_rows)
+            x = _attention(g, spec, sh, il, x, pos, k_idxs, v_idxs, m, n_kv, n_rows, (rot_k, rot_v))
         if il == last_layer and out_ids is not None and not late_out_ids:
             n_rows = sh.n_outputs
             x = g.op("get_rows_out", E * n_rows * F32, x, out_ids)
@@ -155,7 +170,10 @@ def build_graph(
         y = g.op("ffn_norm", E * n_rows * F32, ffn_inp, inplace=True)
         y = g.op("ffn_norm_w", E * n_rows * F32, y, inplace=True)
         y = _ffn(g, spec, il, y, n_rows)
-        inp_l = g.op("l_out", E * n_rows * F32, y, ffn_inp, inplace=True)
+        if spec.model_type in _RESIDUAL_FIRST:  # add(residual, cur): reuses the residual
+            inp_l = g.op("l_out", E * n_rows * F32, ffn_inp, y, inplace=True)
+        else:  # add(cur, ffn_inp): reuses the FFN output
+            inp_l = g.op("l_out", E * n_rows * F32, y, ffn_inp, inplace=True)
     if with_output and late_out_ids and out_ids is not None:
         n_rows = sh.n_outputs
         inp_l = g.op("get_rows_out", E * n_rows * F32, inp_l, out_ids)
@@ -180,10 +198,12 @@ def _attention(
     mask: int | None,
     n_kv: int,
     T: int,
+    rot: tuple[int | None, int | None] = (None, None),
 ) -> int:
     E = spec.hidden_size
     n_head = spec.num_attention_heads
     n_kv_head = spec.kv_heads(il)
+    rot_k, rot_v = rot
     if spec.mla is not None:
         return _mla_attention(g, spec, sh, x, pos, k_idxs, mask, n_kv, T)
     hd, hv = spec.head_dim, spec.v_head_dim
@@ -207,6 +227,8 @@ def _attention(
         q = g.op("Qcur_normed", n_head * hd * T * F32, q, inplace=True)
         q = g.op("Qcur_normed_w", n_head * hd * T * F32, q, inplace=True)
     q = g.op("Qcur_rope", n_head * hd * T * F32, q, pos, inplace=True)
+    if rot_k is not None:
+        q = g.op("Qcur_rot", n_head * hd * T * F32, rot_k, g.view(q))
     if qkv is not None:
         v = g.view(qkv, "Vcur_view")
         k = g.view(qkv, "Kcur_view")
@@ -214,6 +236,8 @@ def _attention(
         v = g.op("Vcur", n_kv_head * hv * T * F32, x)
         if bias:
             v = g.op("Vcur_b", n_kv_head * hv * T * F32, v, inplace=True)
+        if rot_v is not None:
+            v = g.op("Vcur_rot", n_kv_head * hv * T * F32, rot_v, g.view(v))
         v = g.view(v, "Vcur_3d")
         k = g.op("Kcur", n_kv_head * hd * T * F32, x)
         if bias:
@@ -223,6 +247,8 @@ def _attention(
         k = g.op("Kcur_normed", n_kv_head * hd * T * F32, k, inplace=True)
         k = g.op("Kcur_normed_w", n_kv_head * hd * T * F32, k, inplace=True)
     k = g.op("Kcur_rope", n_kv_head * hd * T * F32, k, pos, inplace=True)
+    if rot_k is not None:
+        k = g.op("Kcur_rot", n_kv_head * hd * T * F32, rot_k, g.view(k))
     g.ext("cpy_k", k, k_idxs)
     g.ext("cpy_v", g.view(v), v_idxs)
     qp = g.view(q, "q_perm")
@@ -237,6 +263,8 @@ def _attention(
         kq = g.op("kq_soft_max", n_kv * T * n_head * F32, kq, mask, inplace=True)
         kqv = g.op("kqv", hv * T * n_head * F32, kq)
         cur = g.op("kqv_out", hv * n_head * T * F32, g.view(kqv, "kqv_perm"))
+    if rot_v is not None:  # undo the V rotation on the attention output
+        cur = g.view(g.op("kqv_out_rot", hv * n_head * T * F32, rot_v, g.view(cur)))
     out = g.op("attn_out", E * T * F32, cur)
     if spec.attention_out_bias:
         out = g.op("attn_out_b", E * T * F32, out, inplace=True)
@@ -325,6 +353,8 @@ def _post_norms(spec: ModelSpec) -> bool:
 
 
 _LATE_OUT_IDS = frozenset({"gpt_oss"})
+#: builders that write the FFN residual as ggml_add(residual, cur) (llm_build_phi3)
+_RESIDUAL_FIRST = frozenset({"phi3"})
 
 
 def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
@@ -388,7 +418,9 @@ def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
     selected = g.view(argsort, "ffn_moe_topk")
     # routing weights are gathered right after top-k (build_moe_ffn expands them first)
     weights = g.op("ffn_moe_weights", n_used * T * F32, g.view(probs, "probs_3d"), selected)
-    if spec.model_type in ("mixtral", "qwen3_moe", "qwen2_moe", "gpt_oss", "deepseek_v2"):
+    if spec.model_type == "gpt_oss":  # softmax over the selected experts' logits
+        weights = g.op("ffn_moe_weights_softmax", n_used * T * F32, weights, inplace=True)
+    elif spec.model_type in ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2"):
         wsum = g.op("ffn_moe_weights_sum", T * F32, weights)
         weights = g.op("ffn_moe_weights_norm", n_used * T * F32, weights, wsum, inplace=True)
     x3 = g.view(x, "cur_3d")
