@@ -38,10 +38,10 @@ F32 = 4
 F16 = 2
 I32 = 4
 I64 = 8
-KQ_MASK_PAD = 64
-_PLAIN_KV = frozenset(
-    {"F16", "F32", "BF16"}
-)  # GGML_KQ_MASK_PAD (ggml.h): mask rows padded for the FA kernels
+#: GGML_KQ_MASK_PAD (ggml.h): mask rows are not padded (1) in late-2025 ggml (a 1-token
+#: reserve graph shows a 1-row mask); older builds padded them to 64 (32 before that)
+KQ_MASK_PAD = 1
+_PLAIN_KV = frozenset({"F16", "F32", "BF16"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
