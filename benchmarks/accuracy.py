@@ -234,7 +234,7 @@ def score_llamacpp(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
             spec,
             settings,
             Hardware(devices=devices),
-            options=LlamaCppOptions(kq_mask_f16=not old_build),
+            options=LlamaCppOptions(kq_mask_f16=not old_build, set_rows=not old_build),
         )
     b = est.runtime_details["buffers"]
     assert isinstance(b, dict)
@@ -268,7 +268,9 @@ def score_llamacpp(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
         sum(v for k, v in b["model"].items() if _host(k)),
         _sum(meas["model"], _host),
     )
-    if "ik_llama" in runtime and (s.get("mla_attn") or s.get("attn_max_b")):
+    if "ik_llama" in runtime and (
+        s.get("mla_attn") or (s.get("attn_max_b") and not s.get("flash_attn"))
+    ):
         skips.append("compute: ik_llama.cpp MLA modes / attn_max_b chunking are not modelled")
         add("output_buffer", sum(b["output"].values()), _sum(meas["output"], lambda _k: True))
         return rows, skips

@@ -59,6 +59,7 @@ class GraphShape:
     #: before they are stored (llm_graph_input_attn_kv: attn_inp_k_rot / attn_inp_v_rot)
     k_rot: bool = False
     v_rot: bool = False
+    set_rows: bool = True  # index inputs for the KV store (False: older builds)
 
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
@@ -72,6 +73,7 @@ def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
         n_kv_swa=kv.swa_cells,
         flash_attn=params.flash_attn,
         mask_f16=params.options.kq_mask_f16,
+        set_rows=params.options.set_rows,
         k_rot=params.type_k not in _PLAIN_KV,
         v_rot=params.type_v not in _PLAIN_KV,
     )
@@ -100,12 +102,12 @@ def build_graph(
     tokens = g.inp("inp_tokens", T * I32) if with_input else None
     pos = g.inp("inp_pos", T * I32)
     has_attn = any(spec.layer_types[i] not in (LAYER_LINEAR, LAYER_MAMBA) for i in layer_ids)
-    k_idxs = g.inp("k_idxs", T * I64) if has_attn else None
+    k_idxs = g.inp("k_idxs", T * I64) if has_attn and sh.set_rows else None
     v_dim = max((spec.v_head_dim * spec.kv_heads(i) for i in layer_ids), default=0)
     if spec.mla is not None:
         v_dim = spec.mla.kv_lora_rank
     v_idxs = None
-    if has_attn and spec.mla is None:
+    if has_attn and spec.mla is None and sh.set_rows:
         # non-FA stores V transposed: one index per element (build_input_v_idxs)
         v_idxs = g.inp("v_idxs", T * I64 * (1 if sh.flash_attn else v_dim))
     # the KQ masks are f16 inputs under flash attention, f32 otherwise (llm_graph_input_attn_kv)
@@ -456,11 +458,13 @@ def host_compute_bytes(spec: ModelSpec, sh: GraphShape, *, alignment: int = 32) 
     """
     g = GraphSim()
     T = sh.n_tokens
-    parts = [T * I32, T * I32, T * I64, sh.n_outputs * I32]
+    parts = [T * I32, T * I32, sh.n_outputs * I32]
     has_attn = bool(spec.attention_layers())
     if has_attn:
         v_dim = max(spec.v_head_dim * spec.kv_heads(i) for i in spec.attention_layers())
-        if spec.mla is None:
+        if sh.set_rows:
+            parts.append(T * I64)
+        if spec.mla is None and sh.set_rows:
             parts.append(T * I64 * (1 if sh.flash_attn else v_dim))
         mb = F16 if sh.flash_attn and sh.mask_f16 else F32
         parts.append(_mask_bytes(sh.n_kv, sh, mb))

@@ -67,6 +67,9 @@ class LlamaCppOptions:
     #: builds since ~b6600 (autumn 2025) create the KQ mask as an f16 input under flash
     #: attention; older builds used an f32 input plus an f16 cast node
     kq_mask_f16: bool = True
+    #: builds since ~b5900 (mid 2025) store K/V with ggml_set_rows and index inputs (k_idxs,
+    #: v_idxs); older builds copied into cache views (no index inputs)
+    set_rows: bool = True
     #: outputs in the worst-case reserve graph (None: n_tokens, llama.cpp's graph_reserve;
     #: Ollama's own engine reserves logits for ``num_parallel`` outputs only)
     reserve_outputs: int | None = None
