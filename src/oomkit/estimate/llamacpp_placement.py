@@ -169,7 +169,11 @@ def place_weights(
     row = split_mode == "row" and len(gpus) > 1
     layer_gpus = gpus[:1] if row else gpus
     per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, layer_gpus, tensor_split)
-    names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]
+    # Metal maps the file straight into GPU-visible memory (zero copy): "MTL0_Mapped"
+    names = [
+        backend_buffer_prefix(g, i) + ("_Mapped" if g.backend == "metal" and params.mmap else "")
+        for i, g in enumerate(gpus)
+    ]
     out_gpu = per_layer[n_layer]
     use_mmap = params.mmap
     unified = bool(gpus) and all(g.unified_memory for g in gpus)
