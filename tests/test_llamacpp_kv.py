@@ -165,3 +165,9 @@ def test_ctx_padding_and_stream_split() -> None:
     # 5000 -> 5120 (pad 256), / 3 streams = 1706 -> 1792 cells per stream (pad 256 again)
     assert p.n_ctx_seq == 1792
     assert p.n_ctx == 3 * 1792
+
+
+def test_encoder_models_have_no_kv_cache() -> None:
+    spec = _spec(is_encoder=True)
+    p = resolve_llamacpp_params(InferenceSettings(ctx=512), n_layer=4, has_gpu=True)
+    assert plan_kv(spec, p).kv_bytes == 0

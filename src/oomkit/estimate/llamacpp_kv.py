@@ -116,6 +116,9 @@ def swa_cells(spec: ModelSpec, params: LlamaCppParams) -> int | None:
 
 def plan_kv(spec: ModelSpec, params: LlamaCppParams) -> KvPlan:
     """Every cache tensor llama.cpp allocates for ``spec`` under ``params`` (pure)."""
+    if spec.is_encoder:
+        # encoder-only models (BERT family) get no memory module (llama_model::create_memory)
+        return KvPlan(layers=(), caches=(), n_swa=None, swa_cells=None)
     n_swa_cells = swa_cells(spec, params)
     rows: list[KvLayer] = []
     for il, kind in enumerate(spec.layer_types):
