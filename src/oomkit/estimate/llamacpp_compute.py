@@ -231,26 +231,40 @@ def _attention(
     q = g.op("Qcur_rope", n_head * hd * T * F32, q, pos, inplace=True)
     if rot_k is not None:
         q = g.op("Qcur_rot", n_head * hd * T * F32, rot_k, g.view(q))
-    if qkv is not None:
-        v = g.view(qkv, "Vcur_view")
-        k = g.view(qkv, "Kcur_view")
-    else:
+
+    def make_v() -> int:
+        if qkv is not None:
+            return g.view(qkv, "Vcur_view")
         v = g.op("Vcur", n_kv_head * hv * T * F32, x)
         if bias:
             v = g.op("Vcur_b", n_kv_head * hv * T * F32, v, inplace=True)
         if rot_v is not None:
             v = g.op("Vcur_rot", n_kv_head * hv * T * F32, rot_v, g.view(v))
-        v = g.view(v, "Vcur_3d")
-        k = g.op("Kcur", n_kv_head * hd * T * F32, x)
-        if bias:
-            k = g.op("Kcur_b", n_kv_head * hd * T * F32, k, inplace=True)
-        k = g.view(k, "Kcur_3d")
-    if spec.qk_norm:
-        k = g.op("Kcur_normed", n_kv_head * hd * T * F32, k, inplace=True)
-        k = g.op("Kcur_normed_w", n_kv_head * hd * T * F32, k, inplace=True)
-    k = g.op("Kcur_rope", n_kv_head * hd * T * F32, k, pos, inplace=True)
-    if rot_k is not None:
-        k = g.op("Kcur_rot", n_kv_head * hd * T * F32, rot_k, g.view(k))
+        return g.view(v, "Vcur_3d")
+
+    def make_k() -> int:
+        if qkv is not None:
+            k = g.view(qkv, "Kcur_view")
+        else:
+            k = g.op("Kcur", n_kv_head * hd * T * F32, x)
+            if bias:
+                k = g.op("Kcur_b", n_kv_head * hd * T * F32, k, inplace=True)
+            k = g.view(k, "Kcur_3d")
+        if spec.qk_norm:
+            k = g.op("Kcur_normed", n_kv_head * hd * T * F32, k, inplace=True)
+            k = g.op("Kcur_normed_w", n_kv_head * hd * T * F32, k, inplace=True)
+        k = g.op("Kcur_rope", n_kv_head * hd * T * F32, k, pos, inplace=True)
+        if rot_k is not None:
+            k = g.op("Kcur_rot", n_kv_head * hd * T * F32, rot_k, g.view(k))
+        return k
+
+    # build_attn expands q_cur, v_cur, k_cur in that order; some builders expand K first
+    if spec.model_type in _K_BEFORE_V:
+        k = make_k()
+        v = make_v()
+    else:
+        v = make_v()
+        k = make_k()
     g.ext("cpy_k", k, k_idxs)
     g.ext("cpy_v", g.view(v), v_idxs)
     qp = g.view(q, "q_perm")
@@ -357,6 +371,8 @@ def _post_norms(spec: ModelSpec) -> bool:
 _LATE_OUT_IDS = frozenset({"gpt_oss"})
 #: builders that write the FFN residual as ggml_add(residual, cur) (llm_build_phi3)
 _RESIDUAL_FIRST = frozenset({"phi3"})
+#: builders whose graph computes K before V (llm_build_openai_moe)
+_K_BEFORE_V = frozenset({"gpt_oss"})
 
 
 def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
