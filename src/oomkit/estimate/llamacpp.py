@@ -360,6 +360,7 @@ def _estimate(
         )
         details[dev] = {
             "buffer": bname,
+            "n_ctx": params.n_ctx,
             "model_buffer_bytes": wb,
             "kv_buffer_bytes": kv_by_dev.get(dev, 0),
             "rs_buffer_bytes": rs_by_dev.get(dev, 0),
@@ -391,6 +392,7 @@ def _estimate(
     )
     details["cpu"] = {
         "buffer": "CPU",
+        "n_ctx": params.n_ctx,
         "model_buffer_bytes": hw,
         "kv_buffer_bytes": kv_by_dev.get("cpu", 0),
         "rs_buffer_bytes": rs_by_dev.get("cpu", 0),
