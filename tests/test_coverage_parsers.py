@@ -6,10 +6,14 @@ upstream code that prints each line (cited per case). Every case says why it exi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse import parse_log
 from oomkit.diagnose.parse_ollama import parse_ollama
+from oomkit.diagnose.parse_other import tensor_bytes
 from oomkit.diagnose.parse_torch import parse_torch
 from oomkit.diagnose.sizes import decimal_to_bytes, to_bytes
 from oomkit.diagnose.text import (
@@ -308,3 +312,73 @@ def test_huge_log_window_inside_a_long_line_at_the_head_edge_is_not_read_twice()
     assert sum("max_memory=" in t for t in lines.text) == 1
     assert lines.skipped_chars > 0
     assert parse_log(text).events[0].line == text.count("\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines that only the hypothesis fuzz test reached (by chance): pinned with the real fixtures
+# ---------------------------------------------------------------------------------------------
+
+LOGS = Path(__file__).parent / "fixtures" / "oom_logs"
+
+
+def _fixture(name: str) -> str:
+    return (LOGS / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def test_ollama_system_memory_line_from_real_log() -> None:
+    # Why: Ollama's `msg="system memory" total=... free=...` (server.go, v0.3+; ipex-llm#13277,
+    # see PROVENANCE.md) gives the host RAM a CPU-only load competes for. Without this case the
+    # branch was covered only when hypothesis happened to sample this fixture.
+    ctx = parse_log(_fixture("measured-ollama-ipexllm13277-qwen25coder14b-q2k-cpu")).context
+    assert ctx.system_total_bytes == to_bytes("22.9", "GiB", "ollama")
+    assert ctx.system_free_bytes == to_bytes("16.9", "GiB", "ollama")
+    # the offload line on the next line of the same log, read by the same parser
+    assert ctx.ollama_required_full_bytes == to_bytes("6.3", "GiB", "ollama")
+    assert ctx.ollama_required_kv_bytes == 768 * MiB
+
+
+def test_llamacpp_kv_types_from_the_kv_size_line_alone() -> None:
+    # Why: llama_kv_cache_unified prints "kv_size = N, type_k = 'q8_0', type_v = 'q8_0'" before
+    # the "KV self size ... K (q8_0)" line (ik_llama.cpp#357 log, see PROVENANCE.md). A log cut
+    # after the first line (the allocation failed in between) must still give the cache types,
+    # which decide whether "quantize the KV cache" is a fix at all.
+    full = _fixture("measured-iklcpp-d357-qwen3-235b-q6k-2gpu-hybrid-16k")
+    (kv_line,) = [ln for ln in full.splitlines() if "type_k = '" in ln]
+    ctx = parse_log(kv_line).context
+    assert (ctx.type_k, ctx.type_v) == ("q8_0", "q8_0")
+    assert parse_log(full).context.type_k == "q8_0"
+
+
+def test_tensorflow_oom_tensor_size_from_shape_and_dtype() -> None:
+    # Why: TF's "OOM when allocating tensor with shape[16,112,112,147] and type float"
+    # (Azure/MachineLearningNotebooks#880) states the failing tensor exactly; its size is
+    # shape product x dtype width (float = 4 bytes), and the diagnosis quotes it.
+    assert tensor_bytes((16, 112, 112, 147), "float") == 16 * 112 * 112 * 147 * 4
+    d = diagnose_text(_fixture("oom-tf-azure-880"))
+    assert d.cause == "batch_or_activations"
+    assert "(float: 112.55 MiB)" in d.explanation
+
+
+def test_tensorflow_oom_cut_before_dtype_has_no_size() -> None:
+    # Why: the segan#42 paste ends right after "shape[100,4096,32]" (no "and type ..."): an
+    # unknown dtype must give no size rather than a guessed width.
+    assert tensor_bytes((100, 4096, 32), None) is None
+    assert tensor_bytes((100, 4096, 32), "qint8") is None  # quantized TF type: width not modelled
+    d = diagnose_text(_fixture("oom-tf-segan-42"))
+    assert "MiB" not in d.explanation
+    assert "[100x4096x32]" in d.explanation
+
+
+def test_windows_crlf_log_keeps_line_numbers() -> None:
+    # Why: logs saved on Windows (fast-reid#624 in oom_dev.jsonl is a Windows PyTorch report) end
+    # lines with CRLF; the "\r" must not stay in the text nor shift the line numbers.
+    text = (
+        'Traceback (most recent call last):\r\n  File "train.py", line 45, in forward\r\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 7.79 GiB of which 2.06 MiB is free.\r\n"
+    )
+    lines = split_lines(text)
+    assert not any("\r" in t for t in lines.text)
+    (event,) = parse_log(text).events
+    assert event.line == 3
+    assert event.requested_bytes == 20 * MiB
