@@ -1,18 +1,32 @@
 """``oomkit doctor [LOG|-]``: read an OOM message or log, say what happened and what to change.
 
-Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the file could not be read.
+Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the file could not be read
+or a named model/GPU is unknown. With ``--model`` (or a model name in the log) the fixes are
+computed by the estimators (:mod:`oomkit.diagnose.model_fixes`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
-from oomkit.cli.output import EXIT_ERROR, EXIT_NEGATIVE, print_error, print_hint, print_json
+from oomkit.cli.output import (
+    EXIT_ERROR,
+    EXIT_NEGATIVE,
+    error_exit_code,
+    print_error,
+    print_hint,
+    print_json,
+    print_warning,
+)
+from oomkit.cli.params import COUNT, SIZE
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
 from oomkit.diagnose.fixes import size_text
+from oomkit.errors import OomkitError
+from oomkit.spec.settings import InferenceSettings
 
 __all__ = ["doctor_command", "read_log"]
 
@@ -80,28 +94,95 @@ def _print_human(d: Diagnosis) -> None:
                 if f.expected_saving_bytes is not None
                 else ""
             )
-            out(f"  {i}. {f.title}{saving}")
+            kind = "  (generic)" if f.generic else ""
+            out(f"  {i}. {f.title}{saving}{kind}")
             out(f"     {f.why}")
             for c in f.commands:
                 out(f"       $ {c}")
 
 
+def _user_facts(
+    model: str | None,
+    runtime: str | None,
+    quant: str | None,
+    ctx: int | None,
+    gpu: str | None,
+    vram: int | None,
+) -> dict[str, Any]:
+    """The ``diagnose_text`` keywords for what the user stated (lazy: only when given).
+
+    Raises:
+        OomkitError: an unknown model, runtime or GPU name (with suggestions).
+        ValueError: an impossible value (``--ctx 0``).
+    """
+    facts: dict[str, Any] = {}
+    if runtime is not None:
+        from oomkit.estimate.registry import normalize_runtime
+
+        facts["runtime"] = normalize_runtime(runtime)
+    if model is not None:
+        from oomkit.api import load_model
+
+        facts["model"] = load_model(model)
+    if ctx is not None and ctx < 1:
+        raise ValueError(f"--ctx must be at least 1, got {ctx}")
+    if quant is not None or ctx is not None:
+        facts["settings"] = InferenceSettings(
+            runtime=facts.get("runtime", "llama.cpp"), quant=quant, ctx=ctx
+        )
+    if gpu is not None or vram is not None:
+        from oomkit.cli.params import parse_gpu_list
+        from oomkit.hardware.targets import hardware_for
+
+        facts["hardware"] = hardware_for(parse_gpu_list(gpu) if gpu else (), vram_bytes=vram)
+    return facts
+
+
 @click.command("doctor")
 @click.argument("log", required=False, metavar="[LOG|-]")
+@click.option("--model", "-m", help="The model that ran (catalog name, path, .gguf or repo id)")
+@click.option(
+    "--runtime", "-r", help="llama.cpp | ollama | vllm | transformers (default: the log's)"
+)
+@click.option("--quant", "-q", help="GGUF type (Q4_K_M, Q8_0...) or bf16/fp8/int8/nf4/awq/gptq")
+@click.option("--ctx", "-c", type=COUNT, help="Context length that failed (n_ctx / max_model_len)")
+@click.option("--gpu", "-g", help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, a,b")
+@click.option("--vram", type=SIZE, help="Memory per GPU with a unit (24GiB or 24GB)")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
-def doctor(log: str | None, as_json: bool) -> None:
+def doctor(
+    log: str | None,
+    model: str | None,
+    runtime: str | None,
+    quant: str | None,
+    ctx: int | None,
+    gpu: str | None,
+    vram: int | None,
+    as_json: bool,
+) -> None:
     """Diagnose an out-of-memory error: LOG is a file, `-` (stdin), or the pasted message.
 
+    When the model is known (--model, or a model name in the log) the fixes are computed by the
+    estimators; --runtime/--quant/--ctx/--gpu/--vram override what the log says.
+
     \b
-    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read,
+    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read or a name is unknown,
                 3 no OOM message was found.
     """
     try:
         text = read_log(log)
+        facts = _user_facts(model, runtime, quant, ctx, gpu, vram)
     except _ReadError as e:
         print_error(str(e))
         sys.exit(EXIT_ERROR)
-    d = diagnose_text(text)
+    except (OomkitError, ValueError) as e:
+        code, hint = error_exit_code(e)
+        print_error(str(e))
+        if hint:
+            print_hint(hint)
+        sys.exit(code)
+    d = diagnose_text(text, **facts)
+    for note in d.notes:
+        print_warning(note)
     if as_json:
         print_json(d.to_dict())
     elif d.oom_found:

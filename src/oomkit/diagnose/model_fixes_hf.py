@@ -21,6 +21,7 @@ from oomkit.diagnose.model_fixes import (
     HEADROOM_BYTES,
     Case,
     EstimatedFix,
+    estimate_case,
     make_fix,
     try_estimate,
 )
@@ -77,14 +78,40 @@ def _slack(p: VllmPlan) -> int:
     return pool - _need(p)
 
 
+def _fit_len(p: VllmPlan, pool: int | None) -> int | None:
+    """Longest max_model_len whose blocks fit ``pool`` (vLLM ``check_enough_kv_cache_memory``)."""
+    from oomkit.estimate.hf_kv import kv_bytes
+
+    if pool is None:
+        return None
+    lo, hi = 0, p.max_model_len
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if kv_bytes(p.layers, seq_len=ceil_div(mid, p.block_size) * p.block_size) <= pool:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _logged_tokens(e: OomEvent, ctx: LogContext, block: int) -> int | None:
+    """The KV capacity in tokens vLLM stated (message, ``# GPU blocks`` x block size)."""
+    if e.kv_capacity_tokens:
+        return e.kv_capacity_tokens
+    if ctx.kv_cache_tokens:
+        return ctx.kv_cache_tokens
+    return ctx.num_gpu_blocks * block if ctx.num_gpu_blocks else None
+
+
 def _observed_pool(e: OomEvent, ctx: LogContext, p: VllmPlan) -> tuple[int | None, str]:
+    """The KV pool this run really had, from the most exact figure the log gives."""
     if e.available_kv_bytes is not None:
         return e.available_kv_bytes, "the available KV memory vLLM reported"
-    if ctx.kv_cache_bytes is not None:
-        return ctx.kv_cache_bytes, "the KV cache size vLLM's profiling logged"
-    tokens = e.kv_capacity_tokens or ctx.kv_cache_tokens
+    tokens = _logged_tokens(e, ctx, p.block_size)
     if tokens and p.bytes_per_token:
         return tokens * p.bytes_per_token, f"the {tokens} KV tokens vLLM reported"
+    if ctx.kv_cache_bytes is not None:
+        return ctx.kv_cache_bytes, "the KV cache size vLLM's profiling logged"
     return None, ""
 
 
@@ -134,10 +161,29 @@ def vllm_fixes(
         except (OomkitError, ValueError):
             return None
 
-    p0 = plan()
-    if p0 is None:
-        return []
-    slack0, need0, pool0 = _slack(p0), _need(p0), p0.kv_pool_bytes
+    p0 = plan_vllm(spec, s, dev)  # a bad setting is reported, not hidden
+    observed, what = _observed_pool(e, ctx, p0)
+    offset = 0
+    if observed is not None and p0.kv_pool_bytes is not None and observed != p0.kv_pool_bytes:
+        # the logged pool is a measurement of this run: anchor on it, keep the differences
+        offset = observed - p0.kv_pool_bytes
+        basis += (
+            f" KV pool anchored on {what}, {_fb(observed)} (the estimate alone gives "
+            f"{_fb(p0.kv_pool_bytes)})."
+        )
+    if ctx.weights_bytes and abs(p0.weights_bytes - ctx.weights_bytes) > ctx.weights_bytes // 5:
+        basis += (
+            f" The log says the weights take {_fb(ctx.weights_bytes)}, the estimate "
+            f"{_fb(p0.weights_bytes)}: name the checkpoint's quantization (--quant) if it has one."
+        )
+
+    def pool(p: VllmPlan) -> int | None:
+        return None if p.kv_pool_bytes is None else p.kv_pool_bytes + offset
+
+    def slack(p: VllmPlan) -> int:
+        return _slack(p) + (offset if p.kv_pool_bytes is not None else 0)
+
+    slack0, need0, pool0 = slack(p0), _need(p0), pool(p0)
     state = (
         f"one {p0.max_model_len}-token request needs {_fb(need0)} of KV"
         + (f"; the KV pool is {_fb(pool0)}" if pool0 is not None else "")
@@ -147,24 +193,28 @@ def vllm_fixes(
     out: list[Fix] = []
 
     def add(p1: VllmPlan | None, title: str, lead: str, cmd: str, sup: tuple[str, ...]) -> None:
-        if p1 is None or _slack(p1) - slack0 <= 0:
+        if p1 is None or slack(p1) - slack0 <= 0:
             return
+        pool1 = pool(p1)
         after = f"; after: KV need {_fb(_need(p1))}" + (
-            f", pool {_fb(p1.kv_pool_bytes)}" if p1.kv_pool_bytes is not None else ""
+            f", pool {_fb(pool1)}" + (" (fits)" if slack(p1) >= 0 else " (still short)")
+            if pool1 is not None
+            else ""
         )
-        if p1.kv_pool_bytes is not None:
-            after += " (fits)" if _slack(p1) >= 0 else " (still short)"
         out.append(
             EstimatedFix(
                 title=title,
                 why=f"{lead}: {state}{after}. {basis}",
                 commands=(cmd,),
-                expected_saving_bytes=_slack(p1) - slack0,
+                expected_saving_bytes=slack(p1) - slack0,
                 supersedes=sup,
             )
         )
 
-    fit_len = p0.max_model_len_that_fits
+    # vLLM's own figures first: its estimate, else the token capacity it stated
+    tokens = _logged_tokens(e, ctx, p0.block_size)
+    logged = e.estimated_max_model_len or (tokens // p0.block_size * p0.block_size if tokens else 0)
+    fit_len = logged or _fit_len(p0, pool0)
     if fit_len is not None and 0 < fit_len < p0.max_model_len:
         add(
             plan(ctx=fit_len),
@@ -185,7 +235,7 @@ def vllm_fixes(
         u = round(p0.util + 0.01, 2)
         while u <= _MAX_UTIL:
             p1 = plan(gpu_memory_utilization=u)
-            if p1 is not None and _slack(p1) >= 0:
+            if p1 is not None and slack(p1) >= 0:
                 add(
                     p1,
                     f"Raise --gpu-memory-utilization to {u:.2f}",
@@ -271,9 +321,7 @@ def transformers_fixes(
         basis=f"(oomkit's transformers estimate for {spec.name}"
         + (f"; GPU total {_fb(cap)})" if cap else ")"),
     )
-    base = try_estimate(case, user)
-    if base is None:
-        return []
+    base = estimate_case(case, user)
     out: list[Fix | None] = []
     dtype = (user.quant or spec.torch_dtype or "bf16").lower()
 

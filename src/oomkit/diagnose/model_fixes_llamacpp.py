@@ -19,6 +19,7 @@ from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.diagnose.model_fixes import (
     HEADROOM_BYTES,
     Case,
+    estimate_case,
     fits,
     fits_with,
     largest,
@@ -34,10 +35,19 @@ if TYPE_CHECKING:
     from oomkit.estimate.breakdown import Estimate
     from oomkit.spec.model import ModelSpec
 
-__all__ = ["LLAMACPP_QUANT_LADDER", "OLLAMA_RESERVE_BYTES", "gguf_quant", "llamacpp_fixes"]
+__all__ = [
+    "LLAMACPP_QUANT_LADDER",
+    "OLLAMA_QUANT_LADDER",
+    "OLLAMA_RESERVE_BYTES",
+    "gguf_quant",
+    "llamacpp_fixes",
+    "ollama_tag_suffix",
+]
 
 #: llama.cpp file types from largest to smallest; a fix proposes the next one below the current
 LLAMACPP_QUANT_LADDER = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "IQ4_XS", "Q3_K_M", "Q2_K")
+#: the same for Ollama, whose library publishes no i-quant tags
+OLLAMA_QUANT_LADDER = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K")
 #: Ollama's scheduler keeps this much free per CUDA/ROCm GPU (envconfig GpuOverhead minimum)
 OLLAMA_RESERVE_BYTES = 457 * MiB
 _GPU_NAME = re.compile(r"^(?P<p>CUDA|ROCm|MTL|Metal|Vulkan|SYCL|MUSA)(?P<i>\d{1,3})$", re.I)
@@ -58,6 +68,15 @@ _SUP_QUANT = (
 
 def _fb(n: int | None) -> str:
     return size_text(n)
+
+
+def ollama_tag_suffix(quant: str) -> str:
+    """The quantization suffix of Ollama library tags.
+
+    >>> ollama_tag_suffix("Q4_K_M"), ollama_tag_suffix("F16")
+    ('q4_K_M', 'fp16')
+    """
+    return {"F16": "fp16", "BF16": "bf16", "F32": "fp32"}.get(quant, quant[:1].lower() + quant[1:])
 
 
 def _detail(est: Estimate, *keys: str) -> int:
@@ -167,7 +186,7 @@ def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
             "fa": ("OLLAMA_FLASH_ATTENTION=1 ollama serve",),
             "ub": (f"/set parameter num_batch {value}", f'"options": {{"num_batch": {value}}}'),
             "ngl": (f"/set parameter num_gpu {value}", f'"options": {{"num_gpu": {value}}}'),
-            "quant": (f"ollama pull <model>:<tag>-{value[0].lower()}{value[1:]}",),
+            "quant": (f"ollama pull <model>:<tag>-{ollama_tag_suffix(value)}",),
         }
         return ollama[knob]
     llama = {
@@ -269,7 +288,8 @@ def _fa_ub_fixes(case: Case, base: Estimate) -> list[Fix]:
                     case,
                     base,
                     cand,
-                    title="Enable flash attention: -fa on",
+                    title="Enable flash attention: "
+                    + ("OLLAMA_FLASH_ATTENTION=1" if case.runtime == "ollama" else "-fa on"),
                     lead="without flash attention the compute buffer holds the n_ctx x n_ubatch "
                     "attention scores",
                     commands=_cmd(case, "fa", "on"),
@@ -279,6 +299,7 @@ def _fa_ub_fixes(case: Case, base: Estimate) -> list[Fix]:
     ub = _detail(base, "n_ubatch")
     if ub >= 128:
         new = ub // 2
+        flag = "num_batch" if case.runtime == "ollama" else "-ub"
         s = dataclasses.replace(case.settings, ubatch=new)
         if case.runtime == "ollama":
             s = dataclasses.replace(s, batch_size=new)
@@ -289,7 +310,7 @@ def _fa_ub_fixes(case: Case, base: Estimate) -> list[Fix]:
                     case,
                     base,
                     cand,
-                    title=f"Halve the micro-batch: -ub {new}",
+                    title=f"Halve the micro-batch: {flag} {new}",
                     lead=f"the compute buffer scales with n_ubatch ({ub} -> {new})",
                     commands=_cmd(case, "ub", str(new)),
                     supersedes=_SUP_UB,
@@ -357,7 +378,8 @@ def _quant_fixes(case: Case, base: Estimate) -> list[Fix]:
     cur_file = _detail(base, "weights_file_bytes")
     out: list[Fix] = []
     found_next = False
-    for q in LLAMACPP_QUANT_LADDER:
+    ladder = OLLAMA_QUANT_LADDER if case.runtime == "ollama" else LLAMACPP_QUANT_LADDER
+    for q in ladder:
         if q == gguf_quant(cur_q):
             continue
         cand = try_estimate(case, dataclasses.replace(case.settings, quant=q), spec)
@@ -391,8 +413,8 @@ def _quant_fixes(case: Case, base: Estimate) -> list[Fix]:
 
 
 def _all_fixes(case: Case) -> list[Fix]:
-    base = try_estimate(case, case.settings)
-    if base is None or case.device >= len(base.devices):
+    base = estimate_case(case, case.settings)  # a bad setting is reported, not hidden
+    if case.device >= len(base.devices):
         return []
     return [
         *_ctx_fixes(case, base),
@@ -435,6 +457,45 @@ def llamacpp_fixes(
         hardware=hw,
         device=dev,
         headroom_bytes=headroom,
-        basis=_basis(rt, spec, merged, cap),
+        basis="",
+    )
+    merged, notes = _calibrate(case, e, ctx)
+    case = dataclasses.replace(
+        case, settings=merged, basis=_basis(rt, spec, merged, cap + "".join(notes))
     )
     return _all_fixes(case)
+
+
+def _calibrate(case: Case, e: OomEvent, ctx: LogContext) -> tuple[InferenceSettings, list[str]]:
+    """Fill an unlogged n_ctx from the logged KV buffers; flag a model buffer the estimate misses.
+
+    The KV cache is linear in n_ctx, so ``n_ctx = default x logged KV / estimated KV`` (rounded
+    to llama.cpp's 256-cell padding).
+    """
+    s, notes = case.settings, list[str]()
+    base = try_estimate(case, s)
+    if base is None:
+        return s, notes
+    kv_log = sum(ctx.device_buffers("KV").values()) or ctx.kv_self_bytes
+    kv_log = kv_log or ctx.ollama_required_kv_bytes
+    kv_est = sum(d.kv_cache_bytes for d in base.devices) + base.host.kv_cache_bytes
+    if s.ctx is None and kv_log and kv_est > 0:
+        ollama = case.runtime == "ollama"
+        default = _detail(base, "ollama", "num_ctx") if ollama else int(base.settings["ctx"] or 0)
+        n_ctx = max(256, round(default * kv_log / kv_est / 256) * 256)
+        s = dataclasses.replace(s, ctx=n_ctx)
+        notes.append(f"; n_ctx {n_ctx} inferred from the {_fb(kv_log)} KV cache the log shows")
+        base = try_estimate(case, s) or base
+    d = base.devices[case.device] if case.device < len(base.devices) else None
+    name = case.hardware.devices[case.device].name if d is not None else ""
+    logged = ctx.device_buffers("model").get(name)
+    what = "model buffer"
+    if logged is None and not ctx.buffers and e.requested_bytes:
+        # nothing allocated yet: llama.cpp allocates the weights first, so this is them
+        logged, what = e.requested_bytes, "failed weights allocation"
+    if d is not None and logged and abs(d.weights_bytes - logged) > logged // 7:
+        notes.append(
+            f"; the log's {name} {what} is {_fb(logged)}, the estimate "
+            f"{_fb(d.weights_bytes)} (check the model and --quant)"
+        )
+    return s, notes
