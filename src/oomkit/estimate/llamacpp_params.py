@@ -141,6 +141,11 @@ def resolve_llamacpp_params(
             value=n_ctx_req,
         )
     n_seq = settings.parallel or 1
+    if settings.parallel is None:
+        notes.append(
+            "parallel not given: 1 sequence (C API default; recent llama-server defaults to 4 "
+            "slots sharing one unified KV cache of n_ctx cells, which keeps the KV size)"
+        )
     n_batch = settings.batch_size or DEFAULT_N_BATCH
     n_ubatch = min(settings.ubatch or DEFAULT_N_UBATCH, n_batch)
     kv_unified = bool(settings.kv_unified)
