@@ -333,10 +333,21 @@ def test_transformers_fixes_with_explicit_model() -> None:
     assert bf16.expected_saving_bytes == base - _dev_total(s_bf16, hw, "llama-2-7b")
     nf4 = _fix(d, "Load in 4-bit NF4 (bitsandbytes)")
     assert "load_in_4bit=True" in nf4.commands[0]
+    assert not any(f.title.startswith("Load the weights quantized") for f in d.fixes)
     batch = _fix(d, "Halve the batch: batch size 2")
     s_b2 = InferenceSettings(runtime="transformers", quant="fp32", parallel=2, ctx=512)
     assert batch.expected_saving_bytes == base - _dev_total(s_b2, hw, "llama-2-7b")
     _ranked(d)
+
+
+def test_training_step_gets_no_inference_fixes() -> None:
+    # an OOM in loss.backward() is a training step: the inference estimate would not size it
+    tb = 'Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n'
+    text = tb + "    loss.backward()\n" + _text("oom-torch-llama-82-7b-11gb")
+    d = diagnose_text(text, model=load_model("llama-2-7b"))
+    assert d.context.frame_phase == "backward"
+    assert d.fixes
+    assert not any(isinstance(f, EstimatedFix) for f in d.fixes)
 
 
 def test_plain_pytorch_log_imports_no_estimator() -> None:

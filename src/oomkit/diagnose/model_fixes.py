@@ -269,6 +269,8 @@ def model_fixes(
 
         return vllm_fixes(spec, dataclasses.replace(user, runtime=rt), e, ctx, hardware)
     if rt == "transformers":
+        if ctx.frame_phase in ("backward", "optimizer_step"):
+            return []  # a training step: the inference estimate would not size it
         from oomkit.diagnose.model_fixes_hf import transformers_fixes
 
         return transformers_fixes(spec, dataclasses.replace(user, runtime=rt), e, hardware)

@@ -43,6 +43,8 @@ _SUP_UTIL = ("Raise --gpu-memory-utilization", "Grow the KV pool")
 _SUP_TP = ("Shard the model", "Quantize or shard the weights")
 _SUP_BATCHED = ("Shrink the profiling batch",)
 _SUP_BATCH = ("Cut the batch size", "Halve the batch size", "Shrink the batch or input size")
+_SUP_BNB = ("Load the weights quantized",)
+_SUP_HALF = ("Run in bf16/fp16",)
 
 
 def _fb(n: int | None) -> str:
@@ -342,7 +344,7 @@ def transformers_fixes(
             "Load in bf16 instead of fp32",
             "2 bytes per weight instead of 4",
             _HF_CMDS["bf16"],
-            (),
+            _SUP_HALF,
             quant="bf16",
         )
     if dtype in ("fp32", "float32", "bf16", "bfloat16", "fp16", "float16"):
@@ -350,14 +352,14 @@ def transformers_fixes(
             "Load in 8-bit (bitsandbytes)",
             "int8 weights with per-row scales",
             _HF_CMDS["int8"],
-            (),
+            _SUP_BNB,
             quant="int8",
         )
         cand(
             "Load in 4-bit NF4 (bitsandbytes)",
             "4-bit blocks of 64 with an absmax scale",
             _HF_CMDS["nf4"],
-            (),
+            _SUP_BNB,
             quant="nf4",
         )
     batch = user.parallel or 1

@@ -443,10 +443,15 @@ def llamacpp_fixes(
     """Fixes for a llama.cpp or Ollama failure (``user.runtime``), sized by the estimator."""
     rt = user.runtime
     merged = _llama_settings(user, rt, ctx)
-    if hw is not None and hw.devices:
-        dev, cap = min(e.device or 0, len(hw.devices) - 1), "capacity as given"
+    if hw is not None and any(d.key for d in hw.devices):  # catalog GPUs named by the user
+        dev, cap = min(e.device or 0, len(hw.devices) - 1), "GPUs as given"
     else:
-        hw, dev, cap = _llama_hardware(e, ctx)
+        log_hw, dev, cap = _llama_hardware(e, ctx)
+        if hw is not None and hw.devices:  # --vram alone: the log's devices, the user's size
+            size = hw.devices[0].capacity_bytes
+            devices = tuple(dataclasses.replace(d, capacity_bytes=size) for d in log_hw.devices)
+            log_hw, cap = Hardware(devices=devices), f"{_fb(size)} per GPU as given"
+        hw = log_hw
     if merged.tensor_split is None:
         merged = dataclasses.replace(merged, tensor_split=_log_split(ctx, len(hw.devices)))
     headroom = max(HEADROOM_BYTES, OLLAMA_RESERVE_BYTES if rt == "ollama" else 0)
