@@ -381,6 +381,8 @@ def test_cli_model_and_vram_flags(runner: CliRunner) -> None:
     doc = json.loads(res.stdout)
     fixes = doc["fixes"]
     assert any("qwen2.5-7b" in f["why"] for f in fixes)
+    assert any(f.get("estimated") is True for f in fixes)
+    assert all("qwen2.5-7b" in f["why"] for f in fixes if f.get("estimated"))
     assert any(f["title"].startswith("Offload ") for f in fixes)
     sized = [f["expected_saving_bytes"] for f in fixes if f["expected_saving_bytes"] is not None]
     assert sized == sorted(sized, reverse=True)

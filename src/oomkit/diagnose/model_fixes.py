@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.spec.hardware import Hardware
@@ -68,6 +68,10 @@ class EstimatedFix(Fix):
     """
 
     supersedes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`Fix.to_dict` plus ``"estimated": true`` (the saving is an estimate difference)."""
+        return {**Fix.to_dict(self), "estimated": True}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
