@@ -248,6 +248,23 @@ def test_ollama_fixes_in_ollama_terms() -> None:
     small = _dev_total(InferenceSettings(runtime="ollama", ctx=2048), hw, "mistral:7b")
     assert quarter.expected_saving_bytes == base - small
     _ranked(d)
+    # on a 4 GiB card: the largest num_gpu that keeps Ollama's 457 MiB reserve (and ours) free
+    four = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=4 * GiB),))
+    d4 = diagnose_text(
+        _text("constructed-ollama-new-engine"), model=load_model("mistral:7b"), hardware=four
+    )
+    ngl = next(f for f in d4.fixes if f.title.startswith("Offload "))
+    n = int(ngl.commands[0].split()[-1])
+    assert ngl.commands[0] == f"/set parameter num_gpu {n}"
+    hw4 = Hardware(devices=(DeviceTarget(name="CUDA0", capacity_bytes=4 * GiB),))
+    fit = _dev_total(
+        InferenceSettings(runtime="ollama", ctx=8192, n_gpu_layers=n), hw4, "mistral:7b"
+    )
+    over = _dev_total(
+        InferenceSettings(runtime="ollama", ctx=8192, n_gpu_layers=n + 1), hw4, "mistral:7b"
+    )
+    assert fit + HEADROOM_BYTES <= 4 * GiB < over + HEADROOM_BYTES
+    assert not any(f.title == "Put fewer layers on the GPU" for f in d4.fixes)
 
 
 # --- vLLM ----------------------------------------------------------------------------------------
@@ -297,6 +314,8 @@ def test_vllm_fixes_are_kv_slack_differences() -> None:
     # vLLM's own capacity figure names the length (same title as the log rule: merged)
     short = next(f for f in d.fixes if f.title == "Serve a shorter context: --max-model-len 23648")
     assert "model-aware estimate" in short.why
+    util = next(f for f in d.fixes if f.title == "Raise --gpu-memory-utilization to 0.93")
+    assert "the smallest utilization (from 0.90) whose pool holds the request" in util.why
     _ranked(d)
 
 
