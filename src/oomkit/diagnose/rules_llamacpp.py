@@ -456,8 +456,8 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="unknown",
             confidence=0.2,
-            explanation=f"The runner exited ({e.detail}); the forwarded reason is not an OOM "
-            "message. Check the server log above it.",
+            explanation=(f"The runner exited ({e.detail}); " if e.detail else "The runner exited; ")
+            + "the forwarded reason is not an OOM message. Check the server log above it.",
             fixes=tuple(fixes),
         )
     return Analysis(cause="model_too_large", confidence=0.5, explanation=expl, fixes=tuple(fixes))
