@@ -94,7 +94,7 @@ def test_does_not_fit_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     ("args", "needle", "codes"),
     [
         (("estimate", "llama-3.1-8b", "--ctx", "banana"), "banana", (2,)),
-        (("estimate", "llama-3.1-8b", "--vram", "24"), "write 24GiB (binary) or 24GB (decimal)", (2,)),
+        (("estimate", "llama-3.1-8b", "--vram", "24"), "24GiB (binary) or 24GB", (2,)),
         (("estimate", "llama-3.1-8b", "--gpu", "rtx 4900"), "rtx-4090", (1,)),
         (("estimate", "llama-3.1-7b"), "Did you mean", (1,)),
         (("estimate", "llama-3.1-8b", "--runtime", "vllmm"), "vllm", (1,)),

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["COUNT", "SIZE", "parse_gpu_list"]
 
 
-class _Size(click.ParamType):
+class _Size(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5
     name = "SIZE"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
@@ -27,7 +27,7 @@ class _Size(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
-class _Count(click.ParamType):
+class _Count(click.ParamType):  # type: ignore[type-arg]
     name = "N"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
