@@ -474,16 +474,27 @@ def score_vllm_records(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
     return rows, [skip] if skip else []
 
 
+def score_torch(rec: dict[str, Any]) -> tuple[list[Row], list[str]]:
+    """The torch records are Intel Gaudi (HPU) runs or training runs: say which, skip."""
+    blob = json.dumps(rec).lower()
+    if "gaudi" in blob or "hpu" in blob:
+        return [], [
+            "Intel Gaudi HPU run (optimum-habana, HPU graphs, reuse_cache): a different "
+            "allocator and device; the transformers estimator models CUDA generate()"
+        ]
+    if "train" in blob or "finetune" in blob:
+        return [], ["training run: the training estimator is not part of these issues"]
+    return [], ["torch record without a CUDA generate() setup the transformers estimator takes"]
+
+
 #: record kind -> scorer; None: no estimator yet (listed as skipped)
 SCORERS: dict[str, Callable[[dict[str, Any]], tuple[list[Row], list[str]]] | None] = {
     "llama.cpp": score_llamacpp,
     "ollama": score_ollama,
     "vllm": score_vllm_records,
-    "torch": None,
+    "torch": score_torch,
 }
-SKIP_REASONS = {
-    "torch": "estimator not implemented in this harness yet (transformers/training scorer)",
-}
+SKIP_REASONS: dict[str, str] = {}
 
 
 def _load_jsonl(path: Path) -> list[dict[str, Any]]:
