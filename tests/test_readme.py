@@ -1,0 +1,40 @@
+"""README.md stays true: its test command is the one .ci/run runs, and its Python runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", README, re.S)
+
+
+def test_two_commands_at_the_top() -> None:
+    blocks = _bash_blocks()
+    assert blocks[0].strip().startswith("pip install . && oomkit estimate llama-3.1-8b")
+    assert "pytest" in blocks[1]
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    test_cmd = _bash_blocks()[1].strip()
+    ci_lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_cmd in ci_lines
+
+
+def test_python_api_snippet_runs(tmp_path: Path, monkeypatch: object) -> None:
+    code = re.findall(r"```python\n(.*?)```", README, re.S)[0]
+    log = tmp_path / "crash.log"
+    log.write_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total"
+        " capacity of 23.65 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+        "process has 22.58 GiB memory in use. Of the allocated memory 21.90 GiB is allocated by "
+        "PyTorch, and 250.00 MiB is reserved by PyTorch but unallocated."
+    )
+    code = code.replace('"crash.log"', repr(str(log)))
+    ns: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), ns)
+    assert ns["diag"] is not None
