@@ -41,6 +41,8 @@ import re
 from collections.abc import Mapping, Sequence
 from math import prod
 
+from oomkit.spec.tensors_blocks import NON_PARAMETER_SUFFIXES
+
 __all__ = [
     "QUANT_SIDECAR_SUFFIXES",
     "classify_tensor_name",
@@ -49,34 +51,8 @@ __all__ = [
     "logical_shape",
 ]
 
-#: Tensor suffixes that hold quantization state, not parameters.
-QUANT_SIDECAR_SUFFIXES: frozenset[str] = frozenset(
-    {
-        "scales",
-        "qzeros",
-        "g_idx",
-        "SCB",
-        "weight_format",
-        "weight_scale",
-        "weight_scale_inv",
-        "weight_scale_2",
-        "weight_global_scale",
-        "weight_zero_point",
-        "weight_shape",
-        "weight_g_idx",
-        "input_scale",
-        "input_scale_inv",
-        "input_global_scale",
-        "output_scale",
-        "k_scale",
-        "v_scale",
-        "absmax",
-        "quant_map",
-        "nested_absmax",
-        "nested_quant_map",
-        "quant_state",
-    }
-)
+#: Tensor suffixes that hold quantization state, not parameters (one set, kept in ``spec``).
+QUANT_SIDECAR_SUFFIXES: frozenset[str] = NON_PARAMETER_SUFFIXES
 
 # Packed weight suffixes -> the role suffix they stand for.
 _PACKED_WEIGHT_SUFFIXES: Mapping[str, str] = {

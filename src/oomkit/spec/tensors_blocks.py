@@ -32,8 +32,8 @@ NON_PARAMETER_ROLES: frozenset[str] = frozenset(
     {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}
 )
 
-#: Role suffixes of quantization state stored next to a weight (safetensors checkpoints),
-#: mirrors ``oomkit.loaders.tensor_roles.QUANT_SIDECAR_SUFFIXES`` (spec may not import loaders).
+#: Role suffixes of quantization state stored next to a weight (safetensors checkpoints);
+#: ``oomkit.loaders.tensor_roles.QUANT_SIDECAR_SUFFIXES`` is this set.
 NON_PARAMETER_SUFFIXES: frozenset[str] = frozenset(
     {
         "scales",
