@@ -195,3 +195,13 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--version")
     assert code == 0
     assert "oomkit" in out
+
+
+def test_mxfp4_checkpoint_defaults_to_mxfp4_moe(capsys: pytest.CaptureFixture[str]) -> None:
+    # gpt-oss ships in MXFP4; without --quant the GGUF assumed is MXFP4_MOE, not Q4_K_M
+    code, out, _ = run(capsys, "estimate", "gpt-oss-20b", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert any("MXFP4_MOE" in a for a in doc["assumptions"])
+    code, out_q4, _ = run(capsys, "estimate", "gpt-oss-20b", "--quant", "MXFP4_MOE", "--json")
+    assert json.loads(out_q4)["total_bytes"] == doc["total_bytes"]

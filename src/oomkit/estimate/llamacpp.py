@@ -148,7 +148,14 @@ def weight_tensors(
 
     notes: list[str] = []
     ftype = quant
-    if ftype is None:
+    if ftype is None and spec.quantization is not None and spec.quantization.method == "mxfp4":
+        # released in MXFP4 (gpt-oss): the GGUF everyone runs keeps the experts in MXFP4
+        ftype = "MXFP4_MOE"
+        notes.append(
+            "no quant given: the checkpoint is MXFP4, assumed MXFP4_MOE (experts stay "
+            "MXFP4, as convert_hf_to_gguf.py writes them)"
+        )
+    elif ftype is None:
         ftype = "Q4_K_M"
         notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
     aliases = {"fp16": "F16", "float16": "F16", "bf16": "BF16", "fp32": "F32", "mxfp4": "MXFP4_MOE"}
