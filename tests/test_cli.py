@@ -205,3 +205,15 @@ def test_mxfp4_checkpoint_defaults_to_mxfp4_moe(capsys: pytest.CaptureFixture[st
     assert any("MXFP4_MOE" in a for a in doc["assumptions"])
     code, out_q4, _ = run(capsys, "estimate", "gpt-oss-20b", "--quant", "MXFP4_MOE", "--json")
     assert json.loads(out_q4)["total_bytes"] == doc["total_bytes"]
+
+
+def test_cpu_only_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    # a machine without a GPU (llama.cpp CPU backend): everything lands in host RAM
+    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["devices"] == []
+    assert doc["host"]["kv_cache_bytes"] == 512 << 20  # default -c 4096
+    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "--ram", "4GiB")
+    assert code == 3
+    assert "DOES NOT FIT" in out

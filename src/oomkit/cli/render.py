@@ -55,6 +55,8 @@ def render_estimate(est: Estimate, *, explain: bool = False) -> str:
     elif est.fits is False:
         lines.append("Does not fit.")
         lines.extend(f"  - {b}" for b in est.blockers)
+    elif not est.devices:
+        lines.append("Host RAM unknown: pass --ram SIZE to check the fit.")
     else:
         lines.append("Capacity unknown: pass --gpu NAME or --vram SIZE to check the fit.")
     if est.assumptions:
