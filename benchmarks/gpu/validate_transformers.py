@@ -47,8 +47,15 @@ def _smi_used_mib() -> int | None:
 
 
 def run_case(
-    model: str, overrides: dict[str, Any], batch: int, prompt: int, new: int, attn: str
+    model: str,
+    overrides: dict[str, Any],
+    batch: int,
+    prompt: int,
+    new: int,
+    attn: str,
+    device: str = "cuda",
 ) -> dict[str, Any]:
+    """One case; ``device="cpu"`` is a smoke run (no memory figures) used by the test suite."""
     import dataclasses
 
     import torch
@@ -63,31 +70,40 @@ def run_case(
     entry = find_model(model)
     cfg_dict = {**dict(entry.config), **overrides}
     cfg = AutoConfig.for_model(
-        cfg_dict["model_type"], **{k: v for k, v in cfg_dict.items() if k not in ("architectures",)}
+        cfg_dict["model_type"],
+        **{k: v for k, v in cfg_dict.items() if k not in ("architectures", "model_type")},
     )
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
-    with torch.device("cuda"):
+    cuda = device == "cuda"
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    with torch.device(device):
         m = AutoModelForCausalLM.from_config(
             cfg, torch_dtype=torch.bfloat16, attn_implementation=attn
         )
     m.eval()
-    ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device="cuda")
+    param_bytes = sum(p.numel() * p.element_size() for p in m.parameters())
+    ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device=device)
     t0 = time.perf_counter()
     with torch.no_grad():
         m.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     elapsed = time.perf_counter() - t0
-    measured = {
-        "max_memory_reserved_bytes": torch.cuda.max_memory_reserved(),
-        "max_memory_allocated_bytes": torch.cuda.max_memory_allocated(),
-        "nvidia_smi_used_MiB": _smi_used_mib(),
+    measured: dict[str, Any] = {
+        "max_memory_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
+        "max_memory_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+        "nvidia_smi_used_MiB": _smi_used_mib() if cuda else None,
+        "parameter_bytes": param_bytes,
     }
     spec = dataclasses.replace(parse_config(cfg_dict, name=model), torch_dtype="bfloat16")
-    name = torch.cuda.get_device_name(0)
-    total = torch.cuda.get_device_properties(0).total_memory
-    gpu = find_gpu_by_nvml_name(name, total)
-    hw = hardware_for((gpu,) if gpu else (), vram_bytes=None if gpu else total)
+    if cuda:
+        name = torch.cuda.get_device_name(0)
+        total = torch.cuda.get_device_properties(0).total_memory
+        gpu = find_gpu_by_nvml_name(name, total)
+        hw = hardware_for((gpu,) if gpu else (), vram_bytes=None if gpu else total)
+    else:
+        hw = hardware_for()
     est = oomkit.estimate_model(
         spec,
         oomkit.InferenceSettings(
@@ -103,7 +119,8 @@ def run_case(
     dev = est.devices[0]
     predicted_torch = dev.total_bytes - dev.overhead_bytes
     del m
-    torch.cuda.empty_cache()
+    if cuda:
+        torch.cuda.empty_cache()
     return {
         "model": model,
         "overrides": overrides,
@@ -120,8 +137,8 @@ def run_case(
             "kv_cache_bytes": dev.kv_cache_bytes,
             "activations_bytes": dev.activations_bytes,
         },
-        "error_vs_max_allocated": round(
-            predicted_torch / measured["max_memory_allocated_bytes"] - 1, 4
+        "error_vs_max_allocated": (
+            round(predicted_torch / measured["max_memory_allocated_bytes"] - 1, 4) if cuda else None
         ),
     }
 
