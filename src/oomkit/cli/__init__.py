@@ -6,6 +6,7 @@ offline), 2 usage error, 3 a valid negative answer (does not fit, no OOM found).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -25,7 +26,38 @@ from oomkit.errors import OomkitError
 __all__ = ["cli", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Subcommand name -> (module, attribute). Imported only when that command runs (or for the
+# group's --help): `oomkit estimate` never pays for the OOM doctor's parsers or GPU probing.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("oomkit.cli.doctor", "doctor_command"),
+    "estimate": ("oomkit.cli.estimate", "estimate_command"),
+    "gpus": ("oomkit.cli.gpus", "gpus_command"),
+    "models": ("oomkit.cli.models", "models_command"),
+}
+
+
+class _LazyGroup(click.Group):
+    """A click group that imports a subcommand's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None or cmd_name not in _COMMANDS:
+            return found
+        module, attr = _COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attr)
+        if not isinstance(command, click.Command):  # pragma: no cover - programming error
+            raise TypeError(f"{module}.{attr} is not a click command")
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="oomkit")
 def cli() -> None:
     """Will it fit? GPU memory per device for LLM inference, and an OOM doctor.
@@ -34,29 +66,6 @@ def cli() -> None:
     Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
                 3 does not fit / no OOM found in the log.
     """
-
-
-def _register() -> None:
-    from oomkit.cli.estimate import estimate_command
-    from oomkit.cli.models import models_command
-
-    cli.add_command(estimate_command)
-    cli.add_command(models_command)
-    try:
-        from oomkit.cli.gpus import gpus_command
-    except ImportError:  # pragma: no cover - module always ships; guards partial installs
-        pass
-    else:
-        cli.add_command(gpus_command)
-    try:
-        from oomkit.cli.doctor import doctor_command
-    except ImportError:  # pragma: no cover
-        pass
-    else:
-        cli.add_command(doctor_command)
-
-
-_register()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
