@@ -22,13 +22,16 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oomkit.errors import SourceNotFoundError, UnknownNameError
-from oomkit.loaders.gguf import GgufFile, load_gguf
-from oomkit.loaders.gguf_spec import gguf_to_spec
-from oomkit.loaders.hub import load_hub_model, parse_hub_ref
-from oomkit.loaders.safetensors import load_safetensors_tensors
-from oomkit.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from oomkit.loaders.gguf import GgufFile
+    from oomkit.spec.model import ModelSpec
+
+# The file readers (gguf, safetensors, hf_config) and the Hub client are imported by the
+# functions that use them: a catalog name, the common case, needs none of them.
 
 __all__ = ["load_local_model", "resolve_model"]
 
@@ -44,6 +47,8 @@ def _missing(path: Path, why: str, todo: str) -> SourceNotFoundError:
 
 
 def _with_tensors(spec: ModelSpec, weights: tuple[Path, ...]) -> ModelSpec:
+    from oomkit.loaders.safetensors import load_safetensors_tensors
+
     bits = spec.quantization.bits if spec.quantization else None
     tensors = tuple(t for w in weights for t in load_safetensors_tensors(w, bits=bits))
     return replace(spec, tensors=tensors, source="safetensors")
@@ -61,6 +66,8 @@ def _weights_in(directory: Path) -> tuple[Path, ...]:
 
 def _load_gguf_split(path: Path) -> GgufFile:
     """Read a GGUF; for ``-0000k-of-0000n`` splits, read every shard's tensor infos."""
+    from oomkit.loaders.gguf import load_gguf
+
     m = _SPLIT_RE.match(path.name)
     if m is None or int(m.group("count")) < 2:
         return load_gguf(path)
@@ -82,6 +89,7 @@ def _load_gguf_split(path: Path) -> GgufFile:
 
 
 def _load_directory(path: Path) -> ModelSpec:
+    from oomkit.loaders.gguf_spec import gguf_to_spec
     from oomkit.loaders.hf_config import load_config
 
     if (path / "config.json").is_file():
@@ -112,7 +120,9 @@ def load_local_model(path: Path) -> ModelSpec:
         ConfigFormatError / SafetensorsFormatError / GgufFormatError: a malformed file.
         UnsupportedModelError: the config's architecture cannot be modelled.
     """
+    from oomkit.loaders.gguf_spec import gguf_to_spec
     from oomkit.loaders.hf_config import load_config
+    from oomkit.loaders.safetensors import load_safetensors_tensors
 
     if path.is_dir():
         return _load_directory(path)
@@ -164,6 +174,8 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     if text and path.exists():
         return load_local_model(path)
     if text.startswith(("http://", "https://")):
+        from oomkit.loaders.hub import load_hub_model, parse_hub_ref
+
         hub_ref = parse_hub_ref(text)
         if hub_ref is None:
             raise SourceNotFoundError(
@@ -185,6 +197,8 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
         return find_model(text).spec()
     except UnknownNameError as e:
         unknown = e
+    from oomkit.loaders.hub import load_hub_model, parse_hub_ref
+
     hub_ref = parse_hub_ref(text)
     if hub_ref is not None:
         return load_hub_model(str(hub_ref), offline=offline)
