@@ -13,13 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from oomkit.errors import UnknownNameError, close_matches
+from oomkit.estimate.breakdown import ModelInfo
 from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.spec.tensors import count_params
 from oomkit.units import ceil_div
 
 __all__ = [
     "DTYPE_BYTES",
     "WeightsPlan",
     "dtype_bytes",
+    "model_info",
     "plan_weights",
     "shard_fraction",
 ]
@@ -61,6 +64,16 @@ _PLAIN = frozenset(
         "auto",
     }
 )  # vllm DEFAULT_VOCAB_PADDING_SIZE
+
+
+def model_info(spec: ModelSpec) -> ModelInfo:
+    """``Estimate.model`` for the PyTorch runtimes: parameters counted from the tensors."""
+    return ModelInfo(
+        name=spec.name,
+        architecture=spec.architecture,
+        params=count_params(spec),
+        source=spec.source,
+    )
 
 
 def dtype_bytes(name: str) -> int:

@@ -23,14 +23,14 @@ Flags: ``--tp``, ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-d
 
 from __future__ import annotations
 
-from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
+from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_layers
-from oomkit.estimate.hf_weights import dtype_bytes, plan_weights
+from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
-from oomkit.spec.tensors import count_params, model_tensors
+from oomkit.spec.tensors import model_tensors
 from oomkit.units import GiB, MiB
 
 __all__ = [
@@ -185,12 +185,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     if tokens is not None and tokens < ctx:
         blockers.append(f"the token pool ({tokens}) is smaller than one request of {ctx} tokens")
     return Estimate(
-        model=ModelInfo(
-            name=spec.name,
-            architecture=spec.architecture,
-            params=count_params(spec),
-            source=spec.source,
-        ),
+        model=model_info(spec),
         runtime="sglang",
         settings={
             "runtime": "sglang",

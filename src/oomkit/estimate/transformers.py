@@ -35,14 +35,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
+from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
-from oomkit.estimate.hf_weights import DTYPE_BYTES, plan_weights
+from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
-from oomkit.spec.tensors import count_params, model_tensors
+from oomkit.spec.tensors import model_tensors
 
 __all__ = ["auto_device_map", "estimate_transformers", "prefill_activation_bytes"]
 
@@ -260,12 +260,7 @@ def estimate_transformers(
             ),
         )
     return Estimate(
-        model=ModelInfo(
-            name=spec.name,
-            architecture=spec.architecture,
-            params=count_params(spec),
-            source=spec.source,
-        ),
+        model=model_info(spec),
         runtime="transformers",
         settings={
             "runtime": "transformers",

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from math import ceil
 
 from oomkit.errors import InvalidSettingError
-from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
+from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_peak_bytes
 from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token, kv_layers
-from oomkit.estimate.hf_weights import dtype_bytes, plan_weights
+from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     VllmEngine,
@@ -50,7 +50,7 @@ from oomkit.estimate.vllm_engines import (
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
-from oomkit.spec.tensors import count_params, model_tensors
+from oomkit.spec.tensors import model_tensors
 from oomkit.units import GiB, ceil_div
 
 __all__ = ["VllmPlan", "estimate_vllm", "plan_vllm"]
@@ -436,12 +436,7 @@ def estimate_vllm(
         "kv_dtype": settings.cache_type_k or "auto",
     }
     return Estimate(
-        model=ModelInfo(
-            name=spec.name,
-            architecture=spec.architecture,
-            params=count_params(spec),
-            source=spec.source,
-        ),
+        model=model_info(spec),
         runtime="vllm",
         settings=est_settings,
         devices=tuple(usages),
