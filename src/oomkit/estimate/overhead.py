@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from oomkit.errors import UnknownNameError
+from oomkit.estimate.registry import normalize_runtime
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB
 
@@ -69,8 +71,11 @@ _LARGE_CONTEXT_ARCHS = frozenset({"hopper", "blackwell"})
 
 
 def _runtime_key(runtime: str) -> str:
-    key = runtime.strip().lower()
-    return {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp"}.get(key, key)
+    """The registry's canonical name (all its aliases); an unknown name keys the ``*`` rows."""
+    try:
+        return normalize_runtime(runtime)
+    except UnknownNameError:
+        return runtime.strip().lower()
 
 
 def cuda_context_bytes(runtime: str, device: DeviceTarget) -> tuple[int, str]:
