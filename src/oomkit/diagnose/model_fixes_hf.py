@@ -82,18 +82,11 @@ def _slack(p: VllmPlan) -> int:
 
 def _fit_len(p: VllmPlan, pool: int | None) -> int | None:
     """Longest max_model_len whose blocks fit ``pool`` (vLLM ``check_enough_kv_cache_memory``)."""
-    from oomkit.estimate.hf_kv import kv_bytes
+    from oomkit.estimate.vllm import max_len_that_fits
 
     if pool is None:
         return None
-    lo, hi = 0, p.max_model_len
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if kv_bytes(p.layers, seq_len=ceil_div(mid, p.block_size) * p.block_size) <= pool:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return max_len_that_fits(p.layers, pool, p.max_model_len, p.block_size)
 
 
 def _logged_tokens(e: OomEvent, ctx: LogContext, block: int) -> int | None:

@@ -53,7 +53,7 @@ from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
 from oomkit.units import GiB, ceil_div
 
-__all__ = ["VllmPlan", "estimate_vllm", "plan_vllm"]
+__all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
 
 _BIG_GPU_BYTES = 70 * GiB
 _V0_CHUNKED_ABOVE = 32768  # V0 OpenAI server enables chunked prefill above 32K max_model_len
@@ -105,7 +105,7 @@ def _kv_elem_bytes(settings: InferenceSettings, elem: int) -> int:
     return dtype_bytes(kv)
 
 
-def _max_len_that_fits(layers: tuple[KvLayer, ...], pool: int, limit: int, block: int) -> int:
+def max_len_that_fits(layers: tuple[KvLayer, ...], pool: int, limit: int, block: int) -> int:
     """Largest max_model_len whose blocks fit (``check_enough_kv_cache_memory``: every layer
     needs ``cdiv(max_model_len, block_size)`` pages, sliding layers up to their window)."""
     lo, hi = 0, limit
@@ -262,7 +262,7 @@ def plan_vllm(
         b = _blocks(layers, pool, block=block, max_len=max_len, batched=batched, eng=eng)
         if b is not None:
             conc = b.num_blocks / max(1, b.blocks_per_request)
-        fits_len = _max_len_that_fits(layers, max(0, pool), max(max_len, 1 << 22), block)
+        fits_len = max_len_that_fits(layers, max(0, pool), max(max_len, 1 << 22), block)
     if any(lay.kind == "sliding" for lay in layers) and not eng.hybrid_kv_groups:
         notes.append("sliding-window layers counted at full size (V0 allocates every layer alike)")
     if any(lay.kind == "recurrent" for lay in layers):
