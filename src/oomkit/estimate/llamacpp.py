@@ -143,6 +143,7 @@ def weight_tensors(
     if spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
         rows = tuple((t, str(t.dtype).upper(), int(t.n_bytes or 0)) for t in spec.tensors)
         return rows, "gguf header (exact tensor types and bytes)", ()
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
     from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
     from oomkit.spec.tensors import model_tensors
 
@@ -158,8 +159,7 @@ def weight_tensors(
     elif ftype is None:
         ftype = "Q4_K_M"
         notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
-    aliases = {"fp16": "F16", "float16": "F16", "bf16": "BF16", "fp32": "F32", "mxfp4": "MXFP4_MOE"}
-    ftype = aliases.get(ftype.strip().lower(), ftype)
+    ftype = llamacpp_ftype(ftype).name  # the one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
     tensors = model_tensors(spec)
     n_expert = spec.moe.num_experts if spec.moe else 0
     attn = spec.attention_layers()

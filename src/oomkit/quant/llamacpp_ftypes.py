@@ -97,7 +97,10 @@ def _build_aliases() -> dict[str, str]:
     aliases["ALL_F32"] = "F32"
     aliases["LLAMA_FTYPE_ALL_F32"] = "F32"
     aliases["FP16"] = "F16"
+    aliases["FLOAT16"] = "F16"
     aliases["FP32"] = "F32"
+    aliases["FLOAT32"] = "F32"
+    aliases["BFLOAT16"] = "BF16"
     aliases["MXFP4"] = "MXFP4_MOE"
     return aliases
 
