@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue, ModelInfo
@@ -143,6 +144,16 @@ def weight_tensors(
     if spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
         rows = tuple((t, str(t.dtype).upper(), int(t.n_bytes or 0)) for t in spec.tensors)
         return rows, "gguf header (exact tensor types and bytes)", ()
+    return _predicted_weights(spec, quant)
+
+
+# The doctor re-estimates one model tens of times (binary searches over -ngl, -c, --n-cpu-moe),
+# and llama-quantize's per-tensor choice depends only on the spec and the file type: predict
+# it once per (spec, quant). Both are frozen; the result is an immutable tuple.
+@lru_cache(maxsize=16)
+def _predicted_weights(
+    spec: ModelSpec, quant: str | None
+) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
     from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
     from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
     from oomkit.spec.tensors import model_tensors
