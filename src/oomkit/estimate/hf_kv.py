@@ -13,10 +13,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from oomkit.estimate.hf_weights import dtype_bytes
 from oomkit.spec.model import LAYER_SLIDING, ModelSpec
 from oomkit.units import ceil_div
 
-__all__ = ["KvLayer", "kv_bytes", "kv_bytes_per_token", "kv_layers"]
+__all__ = ["KvLayer", "kv_bytes", "kv_bytes_per_token", "kv_elem_bytes", "kv_layers"]
+
+
+def kv_elem_bytes(cache_dtype: str | None, model_elem_bytes: int) -> int:
+    """Bytes per cached K/V element for ``--kv-cache-dtype`` (vLLM and SGLang spell it alike).
+
+    ``auto`` (and vLLM's ``model``) keep the model's dtype; every ``fp8*`` variant is one byte.
+
+    >>> kv_elem_bytes(None, 2), kv_elem_bytes("fp8_e5m2", 2), kv_elem_bytes("float32", 2)
+    (2, 1, 4)
+    """
+    kv = (cache_dtype or "auto").lower()
+    if kv in ("auto", "model"):
+        return model_elem_bytes
+    if kv.startswith("fp8"):
+        return 1
+    return dtype_bytes(kv)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

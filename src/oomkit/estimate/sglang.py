@@ -24,7 +24,7 @@ Flags: ``--tp``, ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-d
 from __future__ import annotations
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
-from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_layers
+from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
@@ -103,8 +103,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     frac = settings.mem_fraction_static or default_mem_fraction_static(tp, smallest)
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     elem = 2 if elem == 4 else elem
-    kv = (settings.cache_type_k or "auto").lower()
-    kv_elem = elem if kv == "auto" else (1 if kv.startswith("fp8") else dtype_bytes(kv))
+    kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
     weights = plan_weights(spec, model_tensors(spec), quant=settings.quant, tp=tp)
     layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
     cell = kv_bytes_per_token(layers)

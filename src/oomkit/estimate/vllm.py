@@ -38,7 +38,13 @@ from math import ceil
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_peak_bytes
-from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token, kv_layers
+from oomkit.estimate.hf_kv import (
+    KvLayer,
+    kv_bytes,
+    kv_bytes_per_token,
+    kv_elem_bytes,
+    kv_layers,
+)
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
@@ -94,15 +100,6 @@ class VllmPlan:
     max_model_len_that_fits: int | None
     layers: tuple[KvLayer, ...]
     notes: tuple[str, ...]
-
-
-def _kv_elem_bytes(settings: InferenceSettings, elem: int) -> int:
-    kv = (settings.cache_type_k or "auto").lower()
-    if kv in ("auto", "model"):
-        return elem
-    if kv.startswith("fp8"):
-        return 1
-    return dtype_bytes(kv)
 
 
 def max_len_that_fits(layers: tuple[KvLayer, ...], pool: int, limit: int, block: int) -> int:
@@ -248,7 +245,7 @@ def plan_vllm(
     else:
         non_torch, nt_why = non_torch_bytes(eng, device, tp)
     graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
-    kv_elem = _kv_elem_bytes(settings, elem)
+    kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
     layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
