@@ -46,7 +46,7 @@ DTYPE_BYTES: dict[str, int] = {
     "auto": 2,
 }
 
-_VOCAB_PAD = 64
+_VOCAB_PAD = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
 #: unquantized weight dtypes; fp8/int8/nf4/gptq/awq go through oomkit.quant.hf_formats, which
 #: keeps embeddings, norms and routers in 16 bits as each format does
 _PLAIN = frozenset(
@@ -63,7 +63,7 @@ _PLAIN = frozenset(
         "bfloat16",
         "auto",
     }
-)  # vllm DEFAULT_VOCAB_PADDING_SIZE
+)
 
 
 def model_info(spec: ModelSpec) -> ModelInfo:
