@@ -42,6 +42,10 @@ _EXPORTS: dict[str, str] = {
     "load_model": "oomkit.api",
     "oom_retry": "oomkit.inprocess.retry",
     "parse_size": "oomkit.units",
+    "plan": "oomkit.planner.core",
+    "Plan": "oomkit.planner.core",
+    "PlanRequest": "oomkit.planner.request",
+    "PlanResult": "oomkit.planner.core",
     "snapshot_report": "oomkit.inprocess.snapshot",
 }
 
@@ -54,6 +58,9 @@ __all__ = [
     "InferenceSettings",
     "ModelSpec",
     "OomkitError",
+    "Plan",
+    "PlanRequest",
+    "PlanResult",
     "TensorInfo",
     "__version__",
     "allocator_stats",
@@ -71,6 +78,7 @@ __all__ = [
     "load_model",
     "oom_retry",
     "parse_size",
+    "plan",
     "snapshot_report",
     "uninstall",
 ]
@@ -101,6 +109,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from oomkit.inprocess.retry import find_batch_size, is_oom_error, oom_retry
     from oomkit.inprocess.snapshot import snapshot_report
     from oomkit.inprocess.torch_memory import allocator_stats, free_memory
+    from oomkit.planner.core import Plan, PlanResult, plan
+    from oomkit.planner.request import PlanRequest
     from oomkit.spec.hardware import DeviceTarget, Hardware
     from oomkit.spec.model import ModelSpec, TensorInfo
     from oomkit.spec.settings import InferenceSettings

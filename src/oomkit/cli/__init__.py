@@ -33,6 +33,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("oomkit.cli.estimate", "estimate_command"),
     "gpus": ("oomkit.cli.gpus", "gpus_command"),
     "models": ("oomkit.cli.models", "models_command"),
+    "plan": ("oomkit.cli.plan", "plan_command"),
 }
 
 

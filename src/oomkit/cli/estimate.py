@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, parse_gpu_list
 from oomkit.cli.render import render_estimate
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Estimate
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
+
+if TYPE_CHECKING:
+    from oomkit.planner.core import Plan
 
 __all__ = ["estimate_command"]
 
@@ -128,10 +134,47 @@ def estimate_command(
         overhead_bytes=overhead,
     )
     est = estimate(model, settings, hardware, offline=True if offline else None)
+    suggestions: tuple[Plan, ...] = ()
+    if est.fits is False:
+        from oomkit.planner.core import suggest_changes
+
+        suggestions = suggest_changes(model, settings, hardware, offline=True if offline else None)
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
-        print_json(estimate_to_dict(est))
+        doc = estimate_to_dict(est)
+        if est.fits is False:
+            doc["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
+        print_json(doc)
     else:
         click.echo(render_estimate(est, explain=explain))
+        if est.fits is False:
+            click.echo(render_suggestions(est, suggestions))
     return EXIT_NEGATIVE if est.fits is False else EXIT_OK
+
+
+def _peak(est: Estimate) -> int:
+    return max((d.total_bytes for d in est.devices), default=0)
+
+
+def _suggestion_dict(est: Estimate, p: Plan) -> dict[str, object]:
+    return {
+        "changes": list(p.changes),
+        "settings": dict(p.estimate.settings),
+        "saving_bytes": _peak(est) - _peak(p.estimate),
+        "command": p.command,
+    }
+
+
+def render_suggestions(est: Estimate, plans: tuple[Plan, ...]) -> str:
+    """The changes that make it fit, best first, each with its saving and command."""
+    from oomkit.units import format_bytes
+
+    if not plans:
+        return "Nothing the planner can change makes it fit: see `oomkit plan MODEL` for why."
+    lines = ["To make it fit (each keeps 1 GiB free per GPU; best first):"]
+    for i, p in enumerate(plans, 1):
+        saving = _peak(est) - _peak(p.estimate)
+        lines.append(f"  {i}. {p.summary}  [saves ~{format_bytes(saving)} on the fullest GPU]")
+        lines.extend(f"     {c}" for c in p.command.splitlines())
+    return "\n".join(lines)

@@ -11,8 +11,9 @@ from oomkit.units import parse_count, parse_size
 
 if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
+    from oomkit.spec.hardware import Hardware
 
-__all__ = ["COUNT", "SIZE", "parse_gpu_list"]
+__all__ = ["COUNT", "SIZE", "hardware_from_options", "parse_gpu_list"]
 
 
 class _Size(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5
@@ -67,3 +68,24 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
     if not out:
         raise ValueError(f"no GPU named in '{text}'")
     return tuple(out)
+
+
+def hardware_from_options(
+    gpus: tuple[str, ...], *, vram: int | None, ram: int | None, n_devices: int = 1
+) -> Hardware:
+    """The target of a command with repeatable ``--gpu`` values, ``--vram`` and ``--ram``.
+
+    Raises:
+        InvalidSettingError: no GPU named and no ``--vram``.
+    """
+    from oomkit.errors import InvalidSettingError
+    from oomkit.hardware.targets import hardware_for
+
+    rows: list[GpuModel] = []
+    for value in gpus:
+        rows.extend(parse_gpu_list(value))
+    if not rows and vram is None:
+        raise InvalidSettingError(
+            "name the GPU: --gpu NAME (e.g. rtx-4090, 2x3090) or --vram SIZE", setting="--gpu"
+        )
+    return hardware_for(rows, vram_bytes=vram, host_ram_bytes=ram, n_devices=n_devices)

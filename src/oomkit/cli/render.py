@@ -50,7 +50,15 @@ def render_estimate(est: Estimate, *, explain: bool = False) -> str:
     if est.host.components:
         lines.extend(_device_block(est.host, "(host RAM)", explain=explain))
     lines.append("")
-    if est.fits is True:
+    ollama = est.runtime_details.get("ollama")
+    auto = ollama.get("num_gpu") if isinstance(ollama, dict) else None
+    if est.fits is True and isinstance(auto, int):
+        layers = est.runtime_details.get("offloaded_layers", f"{auto}/?")
+        lines.append(
+            f"Runs with {layers} layers on the GPU: Ollama offloads the rest to the CPU "
+            "(slower; see `oomkit plan` for a configuration that fits entirely)."
+        )
+    elif est.fits is True:
         lines.append("Fits.")
     elif est.fits is False:
         lines.append("Does not fit.")

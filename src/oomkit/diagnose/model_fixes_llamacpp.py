@@ -58,6 +58,8 @@ _SUP_CTX = ("Halve the context", "Largest context that fits", "Shrink the contex
 _SUP_KV = ("Quantize the KV cache",)
 _SUP_FA = ("Enable flash attention",)
 _SUP_UB = ("Halve the micro-batch",)
+#: llama.cpp's "-ngl 999": every layer on the GPU
+_ALL_LAYERS = 999
 _SUP_NGL = ("Offload fewer layers", "Put fewer layers on the GPU")
 _SUP_QUANT = (
     "Use a smaller quantization",
@@ -152,6 +154,10 @@ def _llama_settings(user: InferenceSettings, rt: str, ctx: LogContext) -> Infere
     if rt == "ollama" and n_ctx and ctx.n_seq:
         n_ctx = max(1, n_ctx // ctx.n_seq)  # the runner's n_ctx is num_ctx x num_parallel
     ngl = ctx.n_gpu_layers if ctx.n_gpu_layers is not None else ctx.layers_offloaded
+    if ngl is None and rt == "ollama":
+        # the run died, so Ollama had scheduled every layer on the GPU (oomkit's Ollama
+        # estimate would otherwise model Ollama's automatic offload, which did not happen)
+        ngl = _ALL_LAYERS
     return dataclasses.replace(
         user,
         runtime=rt,

@@ -115,6 +115,51 @@ def _tag_quant(name: str) -> str | None:
         return None
 
 
+def _fits_with_reserve(est: Estimate, reserve: dict[str, int]) -> bool:
+    """Every GPU of known capacity holds the estimate plus Ollama's reserve."""
+    return all(
+        d.capacity_bytes is None or d.total_bytes + reserve.get(d.device, 0) <= d.capacity_bytes
+        for d in est.devices
+    )
+
+
+def _auto_num_gpu(
+    spec: ModelSpec,
+    mapped: InferenceSettings,
+    hardware: Hardware,
+    new_engine: bool,
+    reserve: dict[str, int],
+) -> tuple[int, Estimate] | None:
+    """Ollama's own choice when ``num_gpu`` is unset: the most layers that fit every GPU with
+    its reserve kept free (the scheduler assigns layers until a GPU's free memory minus the
+    minimum runs out). None when no capacity is known or nothing fits."""
+    if any(d.capacity_bytes is None for d in hardware.devices if d.backend != "cpu"):
+        return None
+
+    def run(ngl: int) -> Estimate:
+        return estimate_llamacpp(
+            spec,
+            dataclasses.replace(mapped, n_gpu_layers=ngl),
+            hardware,
+            options=LlamaCppOptions(reserve_outputs=mapped.parallel if new_engine else None),
+            default_swa_full=False,
+            runtime_name="llama.cpp",
+        )
+
+    lo, hi = 0, spec.num_hidden_layers  # all n_layer + 1 did not fit
+    best = run(lo)
+    if not _fits_with_reserve(best, reserve):
+        return None
+    while lo < hi:  # the largest layer count that fits; GPU memory grows with it
+        mid = (lo + hi + 1) // 2
+        est = run(mid)
+        if _fits_with_reserve(est, reserve):
+            lo, best = mid, est
+        else:
+            hi = mid - 1
+    return lo, best
+
+
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
     mapped, notes = ollama_settings(spec, settings)
@@ -135,6 +180,16 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     reserve: dict[str, int] = {}
     for i, dev in enumerate(d for d in hardware.devices if d.backend != "cpu"):
         reserve[est.devices[i].device] = cuda_context_bytes("ollama", dev)[0]
+    auto_layers: int | None = None
+    if settings.n_gpu_layers is None and not _fits_with_reserve(est, reserve):
+        auto = _auto_num_gpu(spec, mapped, hardware, new_engine, reserve)
+        if auto is not None:
+            auto_layers, est = auto
+            notes.append(
+                f"num_gpu not set: Ollama offloads what fits, {auto_layers}/"
+                f"{spec.num_hidden_layers + 1} layers on the GPU (each GPU keeps its reserve "
+                "free), the rest run on the CPU (llm/server.go, ml/backend layer assignment)"
+            )
     notes.append(
         "Ollama keeps a per-GPU minimum free (457 MiB CUDA/ROCm, 512 MiB Metal) plus "
         "OLLAMA_GPU_OVERHEAD when it schedules; see runtime_details.ollama.reserve_bytes"
@@ -149,6 +204,8 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "num_batch": mapped.batch_size,
         "engine": "ollamarunner" if new_engine else "llama runner",
         "reserve_bytes": reserve,
+        "num_gpu": auto_layers,
+        "auto_offload": auto_layers is not None,
     }
     return dataclasses.replace(
         est,

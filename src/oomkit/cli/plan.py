@@ -1,0 +1,166 @@
+"""``oomkit plan MODEL``: the best configuration that fits, alternatives, and the command."""
+
+from __future__ import annotations
+
+import click
+
+from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+from oomkit.cli.params import COUNT, SIZE, hardware_from_options
+from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
+
+__all__ = ["plan_command", "render_plan"]
+
+
+@click.command("plan")
+@click.argument("model")
+@click.option(
+    "--gpu",
+    "-g",
+    "gpus",
+    multiple=True,
+    help="GPU(s) from the catalog, repeatable: rtx-4090, 2x3090, a100,h100",
+)
+@click.option("--vram", type=SIZE, help="Memory per GPU (24GiB, or 24GB = 24e9 bytes)")
+@click.option("--ram", type=SIZE, help="Host RAM (limits what can be offloaded)")
+@click.option(
+    "--runtime",
+    "-r",
+    default="llama.cpp",
+    show_default=True,
+    help="llama.cpp | ollama | vllm | sglang | transformers | any (compare)",
+)
+@click.option("--ctx", "-c", type=COUNT, help="Context you want (e.g. 32k)")
+@click.option("--min-ctx", type=COUNT, help="Never propose a shorter context than this")
+@click.option("--parallel", "-np", type=int, help="Concurrent sequences / users")
+@click.option("--quant", "-q", help="Weight quant to start from (default: the best that fits)")
+@click.option("--min-quant", help="Never go below this quant (e.g. Q4_K_S)")
+@click.option("--no-offload", is_flag=True, help="Keep every layer and expert on the GPU")
+@click.option(
+    "--headroom",
+    type=SIZE,
+    default=DEFAULT_HEADROOM_BYTES,
+    show_default="1 GiB",
+    help="Memory each GPU keeps free beyond the estimate",
+)
+@click.option(
+    "--prefer",
+    type=click.Choice(PREFERENCES),
+    default="quality",
+    show_default=True,
+    help="What to give up last",
+)
+@click.option("--offline", is_flag=True, help="Never touch the network")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
+def plan_command(
+    model: str,
+    gpus: tuple[str, ...],
+    vram: int | None,
+    ram: int | None,
+    runtime: str,
+    ctx: int | None,
+    min_ctx: int | None,
+    parallel: int | None,
+    quant: str | None,
+    min_quant: str | None,
+    no_offload: bool,
+    headroom: int,
+    prefer: str,
+    offline: bool,
+    as_json: bool,
+) -> int:
+    """Find the best configuration of MODEL that fits your GPU(s), and the command to run it.
+
+    Tries, in order: everything on the GPU at your context, a quantized KV cache, a shorter
+    context (not below --min-ctx), MoE experts on the CPU, fewer layers on the GPU, a smaller
+    quant. Exit 0 with a plan, 3 when nothing fits (with what would be needed).
+    """
+    from oomkit.planner.core import plan
+    from oomkit.planner.request import PlanRequest
+
+    hardware = hardware_from_options(gpus, vram=vram, ram=ram)
+    request = PlanRequest(
+        runtime=runtime,
+        ctx=ctx,
+        min_ctx=min_ctx,
+        parallel=parallel,
+        quant=quant,
+        min_quant=min_quant,
+        no_offload=no_offload,
+        headroom_bytes=headroom,
+        prefer=prefer,
+    )
+    result = plan(model, hardware, request, offline=True if offline else None)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        click.echo(render_plan(result))
+    return EXIT_OK if result.fits else EXIT_NEGATIVE
+
+
+def render_plan(result: object) -> str:
+    from oomkit.cli.bars import device_bar, use_color
+    from oomkit.planner.core import Plan, PlanResult
+    from oomkit.units import format_bytes
+
+    assert isinstance(result, PlanResult)
+    color = use_color()
+    m = result.model
+    hw = result.hardware
+    gpus = ", ".join(
+        f"{d.name} ({format_bytes(d.capacity_bytes)})" if d.capacity_bytes else d.name
+        for d in hw.devices
+    )
+    ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
+    lines = [f"{m.name} ({m.architecture}, {m.params / 1e9:.2f} B params) on {gpus}{ram}"]
+    req = result.request
+    asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
+    if req.quant:
+        asked.append(f"quant {req.quant}")
+    if req.parallel:
+        asked.append(f"{req.parallel} parallel")
+    lines.append("asked: " + ", ".join(asked) + f"; prefer {req.prefer}")
+    lines.append("")
+
+    def speed_text(p: Plan) -> str:
+        sp = p.speed
+        if sp is None or getattr(sp, "decode_tokens_per_s", None) is None:
+            return ""
+        return f"  ~{sp.decode_tokens_per_s:.0f} tok/s decode (estimate)"
+
+    for i, p in enumerate(result.plans):
+        head = "Plan" if i == 0 else f"Alternative {i}"
+        lines.append(f"{head} [{p.runtime}]: {p.summary}{speed_text(p)}")
+        if i == 0:
+            for d in p.estimate.devices:
+                bar = device_bar(
+                    d,
+                    headroom_bytes=req.headroom_bytes
+                    if p.runtime in ("llama.cpp", "ollama")
+                    else 0,
+                    color=color,
+                )
+                lines.append(f"  {d.device:<7} {bar}")
+            if p.estimate.host.total_bytes:
+                host = f"  {'host':<7} {format_bytes(p.estimate.host.total_bytes)}"
+                if hw.host_ram_bytes:
+                    host += f" of {format_bytes(hw.host_ram_bytes)} RAM"
+                lines.append(host)
+            if p.quality is not None and getattr(p.quality, "kld", None) is not None:
+                lines.append(f"  quality: KLD {p.quality.kld:g} vs 16-bit ({p.quality.source})")
+            lines.append("  run:")
+            lines.extend(f"    {c}" for c in p.command.splitlines())
+            lines.append("")
+    if result.plans and len(result.plans) > 1:
+        lines.append("")
+    if result.rejected:
+        lines.append("Does not fit:")
+        lines.extend(f"  x [{r.runtime}] {r.description}: {r.reason}" for r in result.rejected)
+    if result.impossible:
+        lines.append("")
+        lines.append(result.impossible)
+    lines.append(
+        "W weights, K KV cache, C compute, O overhead, | headroom kept free"
+        if result.plans and not color
+        else ""
+    )
+    return "\n".join(line for line in lines).rstrip() + "\n"

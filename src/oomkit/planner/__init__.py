@@ -1,0 +1,1 @@
+"""Planning: the best configuration that fits, its speed, and the command to run it."""

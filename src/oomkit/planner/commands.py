@@ -1,0 +1,256 @@
+"""Copy-paste commands for a planned configuration, checked against per-runtime flag tables.
+
+Each table lists the flags oomkit emits with the number of values each takes and the runtime
+version whose argument parser it was read from; the tests parse every emitted command with
+:func:`parse_command` against these tables.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["FLAG_TABLES", "FlagTable", "emit_command", "parse_command"]
+
+
+@dataclass(frozen=True, slots=True)
+class FlagTable:
+    program: str  # the argv[0..k] prefix, e.g. "llama-server" or "python -m sglang.launch_server"
+    version: str  # the release whose parser the table was read from
+    source: str
+    flags: Mapping[str, int]  # flag -> number of values it takes (0: a switch)
+
+
+FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
+    {
+        "llama.cpp": FlagTable(
+            program="llama-server",
+            version="llama.cpp b7000+ (late 2025; -fa takes on|off|auto since b6325)",
+            source="llama.cpp common/arg.cpp common_params_parser_init",
+            flags=MappingProxyType(
+                {
+                    "-m": 1,
+                    "-hf": 1,
+                    "-c": 1,
+                    "-ngl": 1,
+                    "-fa": 1,
+                    "-ctk": 1,
+                    "-ctv": 1,
+                    "-np": 1,
+                    "-b": 1,
+                    "-ub": 1,
+                    "-ts": 1,
+                    "-sm": 1,
+                    "--n-cpu-moe": 1,
+                    "-ot": 1,
+                    "--no-mmap": 0,
+                }
+            ),
+        ),
+        "ollama": FlagTable(
+            program="ollama",
+            version="Ollama 0.12.x",
+            source="ollama cmd/cmd.go, envconfig/config.go, docs/modelfile.md (PARAMETER)",
+            flags=MappingProxyType({}),
+        ),
+        "vllm": FlagTable(
+            program="vllm serve",
+            version="vLLM 0.10/0.11 (V1 engine)",
+            source="vllm vllm/engine/arg_utils.py EngineArgs.add_cli_args",
+            flags=MappingProxyType(
+                {
+                    "--max-model-len": 1,
+                    "--gpu-memory-utilization": 1,
+                    "--tensor-parallel-size": 1,
+                    "--pipeline-parallel-size": 1,
+                    "--kv-cache-dtype": 1,
+                    "--quantization": 1,
+                    "--max-num-seqs": 1,
+                    "--cpu-offload-gb": 1,
+                    "--enforce-eager": 0,
+                }
+            ),
+        ),
+        "sglang": FlagTable(
+            program="python -m sglang.launch_server",
+            version="SGLang 0.4.x/0.5.x",
+            source="sglang python/sglang/srt/server_args.py ServerArgs.add_cli_args",
+            flags=MappingProxyType(
+                {
+                    "--model-path": 1,
+                    "--context-length": 1,
+                    "--mem-fraction-static": 1,
+                    "--tp": 1,
+                    "--kv-cache-dtype": 1,
+                    "--quantization": 1,
+                    "--max-running-requests": 1,
+                }
+            ),
+        ),
+    }
+)
+
+#: Ollama's Modelfile PARAMETER names the plan sets, and its server environment variables
+OLLAMA_PARAMETERS = ("num_ctx", "num_gpu")
+OLLAMA_ENV = ("OLLAMA_FLASH_ATTENTION", "OLLAMA_KV_CACHE_TYPE", "OLLAMA_NUM_PARALLEL")
+#: vLLM's --kv-cache-dtype / SGLang's spelling of an 8-bit float KV cache
+_SGLANG_FP8_KV = "fp8_e5m2"
+
+
+def parse_command(runtime: str, command: str) -> dict[str, list[str]]:
+    """Parse an emitted command line against the runtime's flag table.
+
+    Raises:
+        ValueError: the program, a flag or a value count does not match the table.
+    """
+    table = FLAG_TABLES[runtime]
+    argv = shlex.split(command)
+    prog = shlex.split(table.program)
+    if argv[: len(prog)] != prog:
+        raise ValueError(f"command does not start with '{table.program}': {command}")
+    rest = argv[len(prog) :]
+    if runtime == "vllm":
+        if not rest or rest[0].startswith("-"):
+            raise ValueError("vllm serve needs the model as its first argument")
+        rest = rest[1:]
+    out: dict[str, list[str]] = {}
+    i = 0
+    while i < len(rest):
+        flag = rest[i]
+        if flag not in table.flags:
+            raise ValueError(f"'{flag}' is not a {table.program} flag ({table.version})")
+        n = table.flags[flag]
+        values = rest[i + 1 : i + 1 + n]
+        if len(values) != n or any(v.startswith("--") for v in values):
+            raise ValueError(f"'{flag}' takes {n} value(s) in {table.program}")
+        out[flag] = values
+        i += 1 + n
+    return out
+
+
+def _gguf_name(model_ref: str, spec: ModelSpec, quant: str) -> str:
+    if model_ref.lower().endswith(".gguf"):
+        return model_ref
+    base = spec.name.rsplit("/", 1)[-1]
+    return f"{base}-{quant}.gguf"
+
+
+def _hf_ref(model_ref: str, spec: ModelSpec) -> str:
+    if "/" in model_ref or model_ref.startswith((".", "~")):
+        return model_ref
+    try:
+        from oomkit.catalog.models import find_model
+
+        repo = find_model(model_ref).hf_repo
+    except Exception:  # not in the catalog: the name the user gave is the best reference
+        repo = None
+    return repo or spec.name
+
+
+def _ollama_tag(model_ref: str, quant: str) -> str:
+    try:
+        from oomkit.catalog.models import find_model
+
+        tags = find_model(model_ref).ollama_tags
+    except Exception:  # not in the catalog: Ollama pulls GGUFs straight from the Hub
+        tags = {}
+    for tag, tag_quant in tags.items():
+        if tag_quant.upper() == quant.upper():
+            return tag
+    base = next(iter(tags), None)
+    if base is not None:
+        return f"{base.split(':', 1)[0]}:<tag with {quant}>"
+    return f"hf.co/<user>/<repo>-GGUF:{quant}"
+
+
+def emit_command(
+    runtime: str,
+    settings: InferenceSettings,
+    spec: ModelSpec,
+    model_ref: str,
+    *,
+    n_layer_total: int | None = None,
+) -> str:
+    """The command (or, for Ollama and transformers, the few lines) that runs ``settings``."""
+    q = shlex.quote
+    if runtime == "llama.cpp":
+        parts = ["llama-server", "-m", q(_gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
+        parts += ["-c", str(settings.ctx)]
+        ngl = settings.n_gpu_layers
+        parts += ["-ngl", str(99 if ngl is None else ngl)]
+        parts += ["-fa", "on"]
+        if settings.cache_type_k:
+            parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
+        if settings.n_cpu_moe:
+            parts += ["--n-cpu-moe", str(settings.n_cpu_moe)]
+        if settings.parallel:
+            parts += ["-np", str(settings.parallel)]
+        return " ".join(parts)
+    if runtime == "ollama":
+        tag = _ollama_tag(model_ref, settings.quant or "Q4_K_M")
+        env = ["OLLAMA_FLASH_ATTENTION=1"]
+        if settings.cache_type_k and settings.cache_type_k != "f16":
+            env.append(f"OLLAMA_KV_CACHE_TYPE={settings.cache_type_k}")
+        if settings.parallel:
+            env.append(f"OLLAMA_NUM_PARALLEL={settings.parallel}")
+        lines = [" ".join([*env, "ollama", "serve"])]
+        modelfile = [f"FROM {tag}", f"PARAMETER num_ctx {settings.ctx}"]
+        if settings.n_gpu_layers is not None:
+            modelfile.append(f"PARAMETER num_gpu {settings.n_gpu_layers}")
+        body = "\\n".join(modelfile)
+        lines.append(f"printf '{body}\\n' > Modelfile && ollama create planned -f Modelfile")
+        lines.append("ollama run planned")
+        return "\n".join(lines)
+    if runtime == "vllm":
+        parts = ["vllm", "serve", q(_hf_ref(model_ref, spec))]
+        parts += ["--max-model-len", str(settings.ctx)]
+        util = settings.gpu_memory_utilization or 0.9
+        parts += ["--gpu-memory-utilization", f"{util:g}"]
+        if settings.tp and settings.tp > 1:
+            parts += ["--tensor-parallel-size", str(settings.tp)]
+        if settings.cache_type_k and settings.cache_type_k != "auto":
+            parts += ["--kv-cache-dtype", settings.cache_type_k]
+        if settings.quant in ("fp8",):
+            parts += ["--quantization", "fp8"]
+        if settings.parallel:
+            parts += ["--max-num-seqs", str(settings.parallel)]
+        return " ".join(parts)
+    if runtime == "sglang":
+        parts = ["python", "-m", "sglang.launch_server"]
+        parts += ["--model-path", q(_hf_ref(model_ref, spec))]
+        parts += ["--context-length", str(settings.ctx)]
+        if settings.tp and settings.tp > 1:
+            parts += ["--tp", str(settings.tp)]
+        if settings.cache_type_k and settings.cache_type_k != "auto":
+            parts += ["--kv-cache-dtype", _SGLANG_FP8_KV]
+        if settings.quant in ("fp8",):
+            parts += ["--quantization", "fp8"]
+        if settings.parallel:
+            parts += ["--max-running-requests", str(settings.parallel)]
+        return " ".join(parts)
+    return _transformers_snippet(settings, _hf_ref(model_ref, spec))
+
+
+def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
+    quant = (settings.quant or "bf16").lower()
+    lines = ["import torch", "from transformers import AutoModelForCausalLM"]
+    kwargs = [f"{repo!r}", 'device_map="auto"']
+    if quant in ("nf4", "int8", "fp4"):
+        lines[1] = "from transformers import AutoModelForCausalLM, BitsAndBytesConfig"
+        cfg = (
+            "BitsAndBytesConfig(load_in_8bit=True)"
+            if quant == "int8"
+            else f'BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="{quant}", '
+            "bnb_4bit_compute_dtype=torch.bfloat16, bnb_4bit_use_double_quant=True)"
+        )
+        kwargs.append(f"quantization_config={cfg}")
+    else:
+        dtype = "torch.float16" if quant in ("fp16", "f16") else "torch.bfloat16"
+        kwargs.append(f"dtype={dtype}")
+    lines.append(f"model = AutoModelForCausalLM.from_pretrained({', '.join(kwargs)})")
+    return "\n".join(lines)

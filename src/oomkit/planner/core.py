@@ -1,0 +1,375 @@
+"""``oomkit.plan``: the best configuration that fits, its alternatives, and the command.
+
+>>> import oomkit
+>>> gpu = oomkit.find_gpu("rtx-4090").to_device_target()
+>>> hw = oomkit.Hardware(devices=(gpu,))
+>>> result = oomkit.plan("llama-3.1-8b", hw, oomkit.PlanRequest(ctx=8192))
+>>> result.plans[0].settings.quant, result.plans[0].estimate.fits
+('Q8_0', True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Estimate, ModelInfo
+from oomkit.estimate.registry import RUNTIMES, normalize_runtime
+from oomkit.planner.commands import emit_command
+from oomkit.planner.knobs import (
+    LEVEL_EXPERTS_CPU,
+    LEVEL_LAYERS_CPU,
+    Candidate,
+)
+from oomkit.planner.request import PlanRequest
+from oomkit.planner.search import Evaluation, Searcher
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import format_bytes
+
+__all__ = ["Plan", "PlanResult", "Rejected", "plan", "plan_spec", "suggest_changes"]
+
+SCHEMA_VERSION = 1
+#: runtimes ``--runtime any`` compares (vLLM/SGLang only where they run: CUDA or ROCm)
+_ANY = ("llama.cpp", "ollama", "vllm", "sglang", "transformers")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """One fitting configuration, its estimate, what changed, and how to run it."""
+
+    runtime: str
+    settings: InferenceSettings
+    estimate: Estimate
+    level: int
+    margin_bytes: int
+    changes: tuple[str, ...]
+    command: str
+    speed: Any = None  # oomkit.planner.speed.SpeedEstimate when the speed model is available
+    quality: Any = None  # oomkit.planner.quality.QuantQuality when a figure is published
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(self.changes) if self.changes else "as asked"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejected:
+    """An alternative that does not fit, and why (needed vs available per device)."""
+
+    runtime: str
+    description: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult:
+    """The answer of :func:`plan`: plans best first (empty when nothing fits)."""
+
+    model: ModelInfo
+    request: PlanRequest
+    hardware: Hardware
+    target_ctx: int
+    plans: tuple[Plan, ...]
+    rejected: tuple[Rejected, ...]
+    #: one paragraph when nothing fits: what would be needed
+    impossible: str | None = None
+    n_estimates: int = 0
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.plans)
+
+    def to_dict(self) -> dict[str, Any]:
+        from oomkit.serialize import estimate_to_dict
+
+        def plan_dict(p: Plan) -> dict[str, Any]:
+            est = estimate_to_dict(p.estimate)
+            return {
+                "runtime": p.runtime,
+                "settings": est["settings"],
+                "level": p.level,
+                "changes": list(p.changes),
+                "margin_bytes": p.margin_bytes,
+                "command": p.command,
+                "devices": est["devices"],
+                "host": est["host"],
+                "runtime_details": est["runtime_details"],
+                "speed": None if p.speed is None else p.speed.to_dict(),
+                "quality": None if p.quality is None else _quality_dict(p.quality),
+            }
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "model": dataclasses.asdict(self.model),
+            "request": dataclasses.asdict(self.request),
+            "hardware": {
+                "devices": [
+                    {"name": d.name, "key": d.key, "capacity_bytes": d.capacity_bytes}
+                    for d in self.hardware.devices
+                ],
+                "host_ram_bytes": self.hardware.host_ram_bytes,
+            },
+            "target_ctx": self.target_ctx,
+            "fits": self.fits,
+            "plans": [plan_dict(p) for p in self.plans],
+            "rejected": [dataclasses.asdict(r) for r in self.rejected],
+            "impossible": self.impossible,
+            "n_estimates": self.n_estimates,
+        }
+
+
+def _quality_dict(q: Any) -> dict[str, Any]:
+    if hasattr(q, "to_dict"):
+        return dict(q.to_dict())
+    return dict(dataclasses.asdict(q))
+
+
+def describe(cand: Candidate, searcher: Searcher) -> tuple[str, ...]:
+    """What a candidate changes, in the user's terms."""
+    req = searcher.request
+    out: list[str] = []
+    if req.quant is None or cand.quant.lower() != req.quant.lower():
+        asked = f" (asked {req.quant})" if req.quant else ""
+        out.append(f"weights {cand.quant}{asked}")
+    if cand.kv not in ("f16", "auto"):
+        out.append(f"KV cache {cand.kv}")
+    if cand.ctx < searcher.target_ctx:
+        out.append(f"context {cand.ctx} (asked {searcher.target_ctx})")
+    else:
+        out.append(f"context {cand.ctx}")
+    n_all = searcher.n_layer + 1
+    if cand.level == LEVEL_EXPERTS_CPU:
+        out.append(
+            f"experts of the first {cand.n_cpu_moe}/{searcher.n_layer} layers on CPU "
+            f"(--n-cpu-moe {cand.n_cpu_moe})"
+        )
+    elif cand.level == LEVEL_LAYERS_CPU and cand.n_gpu_layers is not None:
+        out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
+    if cand.tp:
+        out.append(f"tensor parallel {cand.tp}")
+    return tuple(out)
+
+
+def _speed(spec: ModelSpec, est: Estimate, hardware: Hardware) -> Any:
+    try:
+        from oomkit.planner.speed import estimate_speed  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - the speed model ships with the planner
+        return None
+    return estimate_speed(spec, est, hardware)
+
+
+def _quality(quant: str | None) -> Any:
+    if quant is None:
+        return None
+    try:
+        from oomkit.planner.quality import quant_quality  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return quant_quality(quant)
+    except Exception:  # a format without a published figure
+        return None
+
+
+def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
+    settings = ev.cand.apply(s.base)
+    util = ev.estimate.settings.get("gpu_memory_utilization")
+    if isinstance(util, float) and settings.gpu_memory_utilization is None:
+        settings = dataclasses.replace(settings, gpu_memory_utilization=util)
+    return Plan(
+        runtime=s.runtime,
+        settings=settings,
+        estimate=ev.estimate,
+        level=ev.cand.level,
+        margin_bytes=ev.margin_bytes,
+        changes=describe(ev.cand, s),
+        command=emit_command(s.runtime, settings, s.spec, model_ref),
+        speed=_speed(s.spec, ev.estimate, s.hardware),
+        quality=_quality(ev.cand.quant),
+    )
+
+
+def _diverse(found: Sequence[Evaluation], limit: int, target_ctx: int) -> list[Evaluation]:
+    """The best candidate, then the best of each other kind of change (same level and
+    whether the context was cut), then the rest in rank order — so alternatives differ."""
+    picked: list[Evaluation] = []
+    kinds: set[tuple[int, bool]] = set()
+    for ev in found:
+        kind = (ev.cand.level, ev.cand.ctx < target_ctx)
+        if kind not in kinds and len(picked) < limit:
+            picked.append(ev)
+            kinds.add(kind)
+    for ev in found:
+        if len(picked) >= limit:
+            break
+        if ev not in picked:
+            picked.append(ev)
+    order = {id(ev): i for i, ev in enumerate(found)}
+    return sorted(picked[:limit], key=lambda ev: order[id(ev)])
+
+
+def _reject_text(ev: Evaluation, s: Searcher) -> str:
+    bits = [ev.cand.quant, f"ctx {ev.cand.ctx}", f"KV {ev.cand.kv}", "all layers on GPU"]
+    return ", ".join(bits)
+
+
+def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
+    """One paragraph: why nothing fits and what would be needed."""
+    heads: list[str] = []
+    worst_quant = s.ladder[-1]
+    ev = s.evaluate(Candidate(worst_quant, s.kvs[-1], s.min_ctx, tp=s._tp()))
+    need_gpu = max(d.total_bytes for d in ev.estimate.devices) + (
+        s.request.headroom_bytes if s.gguf else 0
+    )
+    heads.append(
+        f"Nothing fits: even {worst_quant} with a {s.kvs[-1]} KV cache at {s.min_ctx} tokens "
+        f"needs {format_bytes(need_gpu)} per GPU ({ev.reason or 'fits the GPU'})."
+    )
+    if s.offload_ok:
+        host = s.hardware.host_ram_bytes
+        off = s.evaluate(
+            Candidate(
+                worst_quant, s.kvs[-1], s.min_ctx, LEVEL_LAYERS_CPU, n_gpu_layers=1, tp=s._tp()
+            )
+        )
+        have = f" (you have {format_bytes(host)})" if host else ""
+        heads.append(
+            "Offloading all but one layer to the CPU needs "
+            f"{format_bytes(off.estimate.host.total_bytes)} of host RAM{have}."
+        )
+    elif s.request.no_offload:
+        heads.append("Offload to the CPU was ruled out (--no-offload).")
+    heads.append(
+        "Options: a GPU with more memory (see `oomkit gpus --for MODEL`), more GPUs, "
+        "or a smaller model (see `oomkit models --fits GPU`)."
+    )
+    return " ".join(heads)
+
+
+def plan_spec(
+    spec: ModelSpec,
+    hardware: Hardware,
+    request: PlanRequest | None = None,
+    *,
+    model_ref: str | None = None,
+    base: InferenceSettings | None = None,
+    max_plans: int = 4,
+) -> PlanResult:
+    """Plan for a resolved :class:`ModelSpec` (see :func:`plan`)."""
+    request = request or PlanRequest()
+    ref = model_ref or spec.name
+    runtimes: tuple[str, ...]
+    if request.runtime.strip().lower() == "any":
+        gpu_backends = {d.backend for d in hardware.devices}
+        runtimes = tuple(
+            r
+            for r in _ANY
+            if r in RUNTIMES and not (r in ("vllm", "sglang") and gpu_backends - {"cuda", "rocm"})
+        )
+    else:
+        runtimes = (normalize_runtime(request.runtime),)
+    plans: list[Plan] = []
+    rejected: list[Rejected] = []
+    impossible: list[str] = []
+    n_estimates = 0
+    target_ctx = 0
+    info: ModelInfo | None = None
+    for runtime in runtimes:
+        s = Searcher(spec, runtime, hardware, request, base)
+        target_ctx = s.target_ctx
+        found = s.search()
+        per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)
+        plans.extend(_to_plan(ev, s, ref) for ev in per_runtime)
+        rejected.extend(
+            Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
+            for ev in s.rejected()
+        )
+        if not found:
+            impossible.append(_impossible(s, s.rejected()))
+        n_estimates += s.n_estimates
+        if info is None:
+            any_ev = next(iter(s._memo.values()), None)
+            if any_ev is not None:
+                info = any_ev.estimate.model
+    if info is None:  # pragma: no cover - every search evaluates at least one candidate
+        raise InvalidSettingError("nothing was evaluated", setting="runtime")
+    return PlanResult(
+        model=info,
+        request=request,
+        hardware=hardware,
+        target_ctx=target_ctx,
+        plans=tuple(plans),
+        rejected=tuple(rejected),
+        impossible=None if plans else " ".join(impossible),
+        n_estimates=n_estimates,
+    )
+
+
+def plan(
+    model: str | ModelSpec,
+    hardware: Hardware,
+    request: PlanRequest | None = None,
+    *,
+    base: InferenceSettings | None = None,
+    offline: bool | None = None,
+    max_plans: int = 4,
+) -> PlanResult:
+    """The best configurations of ``model`` that fit ``hardware``, best first.
+
+    Args:
+        model: a :class:`ModelSpec` or a reference :func:`oomkit.load_model` resolves.
+        hardware: the GPUs (with capacities) and, optionally, host RAM.
+        request: workload, constraints and preference (:class:`PlanRequest`).
+        base: runtime settings kept as they are (batch sizes, flash attention, ...).
+        offline: force offline mode for Hub look-ups.
+
+    Raises:
+        InvalidSettingError: no GPU or no GPU capacity, or a bad request value.
+    """
+    if isinstance(model, str):
+        from oomkit.api import load_model
+
+        spec = load_model(model, offline=offline)
+        ref = model
+    else:
+        spec, ref = model, model.name
+    return plan_spec(spec, hardware, request, model_ref=ref, base=base, max_plans=max_plans)
+
+
+def suggest_changes(
+    model: str | ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    *,
+    limit: int = 3,
+    offline: bool | None = None,
+) -> tuple[Plan, ...]:
+    """The ``limit`` best changes that make a configuration that does not fit, fit.
+
+    The planner starts from the user's own settings: their quant, context and parallel
+    sequences are the request, every other setting (batch sizes, flash attention, ...) is
+    kept as it is.
+    """
+    if not any(d.backend != "cpu" and d.capacity_bytes for d in hardware.devices):
+        return ()
+    request = PlanRequest(
+        runtime=normalize_runtime(settings.runtime),
+        ctx=settings.ctx,
+        parallel=settings.parallel,
+        quant=settings.quant,
+    )
+    base = dataclasses.replace(
+        settings,
+        quant=None,
+        ctx=None,
+        cache_type_k=None,
+        cache_type_v=None,
+        n_gpu_layers=None,
+        n_cpu_moe=None,
+    )
+    return plan(model, hardware, request, base=base, offline=offline, max_plans=limit).plans

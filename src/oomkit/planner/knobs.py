@@ -1,0 +1,211 @@
+"""The knobs the planner turns, per runtime, and the order it prefers them in.
+
+A :class:`Candidate` is one point of the search space: weight quant, KV cache type, context,
+and where the layers live (all on the GPU, MoE experts of the first ``n_cpu_moe`` layers on
+the CPU, or only ``n_gpu_layers`` on the GPU). Its *level* names how intrusive the change is,
+in the order of the planner issue: everything on the GPU (quantizing the KV cache or
+shortening the context stays at level 0) → MoE experts on the CPU → partial layer offload.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = [
+    "CHECKPOINT",
+    "GGUF_LADDER",
+    "HF_LADDER",
+    "LEVEL_EXPERTS_CPU",
+    "LEVEL_GPU",
+    "LEVEL_LAYERS_CPU",
+    "Candidate",
+    "kv_ladder",
+    "quant_ladder",
+    "rank_key",
+]
+
+LEVEL_GPU = 0
+LEVEL_EXPERTS_CPU = 1
+LEVEL_LAYERS_CPU = 2
+LEVEL_NAMES = ("all on GPU", "MoE experts on CPU", "layers on CPU")
+
+#: GGUF file types the planner proposes, best quality first. The order follows the
+#: KL-divergence / perplexity tables llama.cpp publishes for its quants
+#: (tools/quantize/quantize.cpp ``QUANT_OPTIONS``; ikawrakow's i-quant PRs): IQ4_XS sits just
+#: below Q4_K_S, IQ3_M between Q3_K_M and Q3_K_L-class sizes, and the 1-2 bit i-quants last.
+GGUF_LADDER: tuple[str, ...] = (
+    "Q8_0",
+    "Q6_K",
+    "Q5_K_M",
+    "Q5_K_S",
+    "Q4_K_M",
+    "Q4_K_S",
+    "IQ4_XS",
+    "Q3_K_L",
+    "Q3_K_M",
+    "IQ3_M",
+    "IQ3_XXS",
+    "Q2_K",
+    "IQ2_M",
+    "IQ2_XS",
+    "IQ2_XXS",
+    "IQ1_M",
+    "IQ1_S",
+)
+#: the default start for GGUF runtimes when the user names no quant: quants above it are
+#: proposed only when they fit entirely on the GPU at the asked context (nobody wants Q8_0
+#: at 2 tok/s when Q4_K_M runs at 40)
+GGUF_DEFAULT = "Q4_K_M"
+#: the quant name of "the checkpoint's own format" (a pre-quantized HF checkpoint)
+CHECKPOINT = "checkpoint"
+#: vLLM / SGLang / transformers weight formats, best quality first; the first entry is
+#: replaced by the checkpoint's own dtype
+HF_LADDER: tuple[str, ...] = ("bf16", "fp8", "awq", "gptq", "nf4")
+_HF_RUNTIME_FORMATS: dict[str, tuple[str, ...]] = {
+    "vllm": ("bf16", "fp8", "awq", "gptq"),
+    "sglang": ("bf16", "fp8", "awq", "gptq"),
+    "transformers": ("bf16", "int8", "nf4"),
+}
+
+#: KV cache types per runtime, best quality first
+_KV_TYPES: dict[str, tuple[str, ...]] = {
+    "llama.cpp": ("f16", "q8_0", "q4_0"),
+    "ollama": ("f16", "q8_0", "q4_0"),
+    "vllm": ("auto", "fp8"),
+    "sglang": ("auto", "fp8"),
+    "transformers": ("auto",),
+}
+
+
+def kv_ladder(runtime: str) -> tuple[str, ...]:
+    """KV cache types ``runtime`` accepts, best first."""
+    return _KV_TYPES[runtime]
+
+
+def _gguf_ladder(start: str | None, spec: ModelSpec) -> tuple[tuple[str, ...], int]:
+    """(ladder, index of the default start) for a GGUF runtime."""
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    if start is not None:
+        name = llamacpp_ftype(start).name
+        if name in GGUF_LADDER:
+            ladder = GGUF_LADDER[GGUF_LADDER.index(name) :]
+        else:  # a quant outside the ladder (F16, MXFP4_MOE, UD-*): it, then the ladder below
+            ladder = (name, *_below(name))
+        return ladder, 0
+    if spec.quantization is not None and spec.quantization.method == "mxfp4":
+        # gpt-oss ships MXFP4 experts; its GGUFs keep them (smaller quants barely shrink it)
+        return ("MXFP4_MOE",), 0
+    return GGUF_LADDER, GGUF_LADDER.index(GGUF_DEFAULT)
+
+
+def _below(name: str) -> tuple[str, ...]:
+    """Ladder entries with fewer bits per weight than ``name`` (for quants off the ladder)."""
+    from oomkit.quant.ggml_types import ggml_type
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    def bpw(q: str) -> float:
+        t = ggml_type(llamacpp_ftype(q).default_type)
+        return 8 * t.type_size / t.block_size
+
+    mine = bpw(name)
+    return tuple(q for q in GGUF_LADDER if bpw(q) < mine)
+
+
+def quant_ladder(
+    runtime: str, spec: ModelSpec, start: str | None, min_quant: str | None
+) -> tuple[tuple[str, ...], int]:
+    """(quants to try best first, index of the first one the user would accept by default).
+
+    Entries before the index are *upgrades*: proposed only when they fit on the GPU at the
+    asked context with the default KV cache.
+    """
+    if runtime in ("llama.cpp", "ollama"):
+        ladder, default = _gguf_ladder(start, spec)
+        if min_quant is not None:
+            from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+            floor = llamacpp_ftype(min_quant).name
+            if floor in ladder:
+                ladder = ladder[: ladder.index(floor) + 1]
+        return ladder, min(default, len(ladder) - 1)
+    formats = _HF_RUNTIME_FORMATS[runtime]
+    if start is not None:
+        key = start.strip().lower()
+        ladder = formats[formats.index(key) :] if key in formats else (key,)
+    elif spec.quantization is not None:
+        ladder = (CHECKPOINT,)  # a pre-quantized checkpoint runs as it is
+    else:
+        ladder = formats
+    if min_quant is not None and min_quant.strip().lower() in ladder:
+        ladder = ladder[: ladder.index(min_quant.strip().lower()) + 1]
+    return ladder, 0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One configuration: the knobs the planner set (None: the runtime's default)."""
+
+    quant: str
+    kv: str
+    ctx: int
+    level: int = LEVEL_GPU
+    #: llama.cpp: layers on the GPU (None: all); vLLM: unused
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int = 0
+    tp: int | None = None
+
+    def apply(self, base: InferenceSettings) -> InferenceSettings:
+        """``base`` with this candidate's knobs set."""
+        kv = None if self.kv in ("auto", "f16") and base.cache_type_k is None else self.kv
+        return dataclasses.replace(
+            base,
+            quant=None if self.quant == CHECKPOINT else self.quant,
+            ctx=self.ctx,
+            cache_type_k=kv,
+            cache_type_v=kv,
+            n_gpu_layers=self.n_gpu_layers,
+            n_cpu_moe=self.n_cpu_moe or None,
+            tp=self.tp if self.tp is not None else base.tp,
+        )
+
+    def offload_amount(self, n_layer: int) -> int:
+        if self.level == LEVEL_EXPERTS_CPU:
+            return self.n_cpu_moe
+        if self.level == LEVEL_LAYERS_CPU and self.n_gpu_layers is not None:
+            return n_layer + 1 - self.n_gpu_layers
+        return 0
+
+
+def rank_key(
+    cand: Candidate,
+    *,
+    prefer: str,
+    ladder: Sequence[str],
+    kvs: Sequence[str],
+    target_ctx: int,
+    n_layer: int,
+) -> tuple[int, ...]:
+    """Sort key (smaller is better) of a fitting candidate under ``prefer``.
+
+    quality: quant, then level (GPU → experts on CPU → layers on CPU), then the context
+    deficit, then the KV type, then how much sits on the CPU — exactly the planner issue's
+    order (all on GPU → quantized KV → shorter context → experts to CPU → partial offload →
+    smaller quant). speed: anything off the GPU last, then as quality. context: the context
+    deficit first, then as quality.
+    """
+    deficit = max(0, target_ctx - cand.ctx)
+    r_q = ladder.index(cand.quant)
+    r_kv = kvs.index(cand.kv)
+    amount = cand.offload_amount(n_layer)
+    quality = (r_q, cand.level, deficit, r_kv, amount)
+    if prefer == "speed":
+        return (int(cand.level > LEVEL_GPU), *quality)
+    if prefer == "context":
+        return (deficit, r_q, cand.level, r_kv, amount)
+    return quality

@@ -1,0 +1,415 @@
+"""The search: for each weight quant, the least intrusive configuration that fits, ranked.
+
+Every candidate is checked with the runtime's own estimator (no separate formula), so a plan
+is exactly as accurate as ``oomkit estimate``. A candidate *fits* when every GPU keeps
+``headroom_bytes`` free after the estimate (vLLM/SGLang: when the estimator says the engine
+starts — they keep ``1 - gpu_memory_utilization`` free themselves) and, when host RAM is
+known, the host part fits in it.
+
+The searches over one integer knob (context, ``--n-cpu-moe``, ``-ngl``) rely on memory being
+monotone in that knob (the property tests hold the estimators to it) and use regula falsi on
+the free-memory margin with a bisection safeguard: device memory is close to affine in each
+knob, so two or three estimates usually land on the exact boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.registry import get_estimator
+from oomkit.planner.knobs import (
+    LEVEL_EXPERTS_CPU,
+    LEVEL_GPU,
+    LEVEL_LAYERS_CPU,
+    Candidate,
+    kv_ladder,
+    quant_ladder,
+    rank_key,
+)
+from oomkit.planner.request import PlanRequest
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import format_bytes
+
+__all__ = ["Evaluation", "Searcher", "default_target_ctx"]
+
+_GGUF_RUNTIMES = ("llama.cpp", "ollama")
+#: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` since 0.6.4
+_DEFAULT_CTX = {"llama.cpp": 4096, "ollama": 4096}
+#: when the user names no ``--min-ctx``, the planner never cuts the context below a quarter of
+#: what was asked, nor below this (unless less was asked)
+_MIN_CTX_FLOOR = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A candidate with its estimate and the verdict against the hardware."""
+
+    cand: Candidate
+    estimate: Estimate
+    fits: bool
+    #: smallest free memory left on any GPU after the estimate and the headroom (negative:
+    #: short by that much)
+    margin_bytes: int
+    #: why it does not fit: needed vs available per device ("" when it fits)
+    reason: str
+    #: the only shortfall is host RAM (which falls as more moves to the GPU)
+    host_only: bool = False
+
+
+def _at_ctx(
+    make: Callable[[str, int, int], Candidate], kv: str, amount: int, ctx: int
+) -> Candidate:
+    return make(kv, ctx, amount)
+
+
+def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> int:
+    """The context the plan aims for when the user gives none."""
+    if request.ctx is not None:
+        return request.ctx
+    model_max = spec.max_position_embeddings
+    if request.prefer == "context" or runtime not in _DEFAULT_CTX:
+        # vLLM/SGLang/transformers default max_model_len is the model's own maximum
+        return model_max or 8192
+    default = _DEFAULT_CTX[runtime]
+    return min(default, model_max) if model_max else default
+
+
+def _min_ctx(request: PlanRequest, target: int) -> int:
+    if request.min_ctx is not None:
+        return min(request.min_ctx, target)
+    return min(target, max(_MIN_CTX_FLOOR, target // 4))
+
+
+class Searcher:
+    """Evaluates candidates for one model x runtime x hardware x request (memoised)."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        runtime: str,
+        hardware: Hardware,
+        request: PlanRequest,
+        base: InferenceSettings | None = None,
+    ) -> None:
+        gpus = [d for d in hardware.devices if d.backend != "cpu"]
+        if not gpus:
+            raise InvalidSettingError(
+                "the planner needs at least one GPU: pass --gpu NAME, --vram SIZE or --gpu auto",
+                setting="gpu",
+            )
+        if any(d.capacity_bytes is None for d in gpus):
+            raise InvalidSettingError(
+                "the planner needs each GPU's memory: pass --gpu NAME (catalog), --vram SIZE "
+                "or --gpu auto",
+                setting="vram",
+            )
+        self.spec = spec
+        self.runtime = runtime
+        self.hardware = hardware
+        self.request = request
+        self.base = dataclasses.replace(
+            base or InferenceSettings(),
+            runtime=runtime,
+            parallel=request.parallel,
+        )
+        self.estimator = get_estimator(runtime)
+        self.n_layer = spec.num_hidden_layers
+        self.kvs = kv_ladder(runtime)
+        self.ladder, self.default_index = quant_ladder(
+            runtime, spec, request.quant, request.min_quant
+        )
+        self.target_ctx = default_target_ctx(runtime, spec, request)
+        self.min_ctx = _min_ctx(request, self.target_ctx)
+        self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
+        self.gguf = runtime in _GGUF_RUNTIMES
+        self.offload_ok = not request.no_offload and self.gguf
+        self._memo: dict[Candidate, Evaluation] = {}
+        self.n_estimates = 0
+
+    # -- evaluation --------------------------------------------------------------------------
+
+    def evaluate(self, cand: Candidate) -> Evaluation:
+        hit = self._memo.get(cand)
+        if hit is not None:
+            return hit
+        settings = cand.apply(self.base)
+        self.n_estimates += 1
+        est = self.estimator(self.spec, settings, self.hardware)
+        ev = self._judge(cand, est)
+        self._memo[cand] = ev
+        return ev
+
+    def _judge(self, cand: Candidate, est: Estimate) -> Evaluation:
+        engine_reserves = not self.gguf  # vLLM/SGLang/transformers: their own utilisation
+        headroom = (
+            0
+            if engine_reserves and self.runtime != "transformers"
+            else (self.request.headroom_bytes)
+        )
+        margin: int | None = None
+        short: list[str] = []
+        for dev in est.devices:
+            if dev.capacity_bytes is None:
+                continue
+            free = dev.capacity_bytes - dev.total_bytes - headroom
+            margin = free if margin is None else min(margin, free)
+            if free < 0:
+                extra = f" + {format_bytes(headroom)} headroom" if headroom else ""
+                short.append(
+                    f"{dev.device} needs {format_bytes(dev.total_bytes)}{extra}, "
+                    f"has {format_bytes(dev.capacity_bytes)}"
+                )
+        host_cap = self.hardware.host_ram_bytes
+        n_device_short = len(short) + len(est.blockers)
+        if host_cap is not None and est.host.total_bytes > host_cap:
+            short.append(
+                f"host RAM needs {format_bytes(est.host.total_bytes)}, has {format_bytes(host_cap)}"
+            )
+        short.extend(est.blockers)
+        if not self.gguf and self.request.parallel:
+            conc = est.runtime_details.get("max_concurrency")
+            if isinstance(conc, int | float) and conc < self.request.parallel:
+                short.append(
+                    f"KV pool holds {conc:.1f} sequences of {cand.ctx} tokens, "
+                    f"{self.request.parallel} asked"
+                )
+        host_only = (
+            bool(short)
+            and n_device_short == 0
+            and not (len(short) > 1 or not short[0].startswith("host RAM"))
+        )
+        return Evaluation(
+            cand=cand,
+            estimate=est,
+            fits=not short,
+            margin_bytes=0 if margin is None else margin,
+            reason="; ".join(short),
+            host_only=host_only,
+        )
+
+    def _gpu_fits(self, ev: Evaluation) -> bool:
+        """Fits on every GPU, engine checks included (host RAM aside): the part that is
+        monotone in context, layers on the GPU and experts on the GPU."""
+        return ev.fits or ev.host_only
+
+    # -- one-knob searches -------------------------------------------------------------------
+
+    def _largest(
+        self, lo: int, hi: int, make: Callable[[int], Candidate]
+    ) -> tuple[int, Evaluation] | None:
+        """Largest x in [lo, hi] whose candidate fits on the GPUs (GPU use grows with x)."""
+        if lo > hi:
+            return None
+        ev_lo = self.evaluate(make(lo))
+        if not self._gpu_fits(ev_lo):
+            return None
+        ev_hi = self.evaluate(make(hi))
+        if self._gpu_fits(ev_hi):
+            return hi, ev_hi
+        good, bad = (lo, ev_lo), (hi, ev_hi)
+        interpolate = True
+        while bad[0] - good[0] > 1:
+            g, b = good[1].margin_bytes, bad[1].margin_bytes
+            if interpolate and g != b:  # regula falsi: the margin is close to affine in x
+                x = good[0] + int((bad[0] - good[0]) * g / (g - b))
+                x = min(max(x, good[0] + 1), bad[0] - 1)
+            else:  # bisection keeps the worst case logarithmic
+                x = (good[0] + bad[0]) // 2
+            for probe in (x, None):
+                if probe is None:
+                    # after an interpolation, its neighbour is most likely the boundary
+                    probe = good[0] + 1 if good[0] == x else bad[0] - 1
+                    if not (interpolate and good[0] < probe < bad[0]):
+                        break
+                ev = self.evaluate(make(probe))
+                if self._gpu_fits(ev):
+                    good = (probe, ev)
+                else:
+                    bad = (probe, ev)
+            interpolate = not interpolate
+        return good
+
+    def _ctx_grid(self) -> tuple[int, ...]:
+        """Context values the planner may propose, ascending (multiples of the step + target)."""
+        step = self.request.ctx_step
+        first = -(-self.min_ctx // step)
+        last = self.target_ctx // step
+        values = [k * step for k in range(max(first, 1), last + 1)]
+        if not values or values[-1] != self.target_ctx:
+            values.append(self.target_ctx)
+        if self.min_ctx < values[0]:
+            values.insert(0, self.min_ctx)
+        return tuple(values)
+
+    def _largest_ctx(self, make: Callable[[int], Candidate]) -> tuple[int, Evaluation] | None:
+        grid = self._ctx_grid()
+        found = self._largest(0, len(grid) - 1, lambda i: make(grid[i]))
+        return None if found is None else (grid[found[0]], found[1])
+
+    # -- the levels --------------------------------------------------------------------------
+
+    def level_gpu(self, quant: str, *, upgrade: bool = False) -> Evaluation | None:
+        """Everything on the GPU: the asked context with the best KV type that fits, else the
+        longest context (any KV type, the better one on a tie)."""
+        kvs = self.kvs[:1] if upgrade else self.kvs
+        smallest = Candidate(quant, kvs[-1], min(self.min_ctx, self.target_ctx), tp=self._tp())
+        if not upgrade and not self._gpu_fits(self.evaluate(smallest)):
+            return None  # not even the most compact KV at the shortest context
+        for kv in kvs:
+            ev = self.evaluate(Candidate(quant, kv, self.target_ctx, tp=self._tp()))
+            if ev.fits:
+                return ev
+        if upgrade:
+            return None
+        best: Evaluation | None = None
+        for kv in self.kvs:
+            found = self._largest_ctx(functools.partial(self._gpu_cand, quant, kv))
+            if found is None or not found[1].fits:
+                continue
+            if best is None or found[0] > best.cand.ctx:
+                best = found[1]
+        return best
+
+    def level_offload(self, quant: str, level: int) -> Evaluation | None:
+        """MoE experts (level 1) or whole layers (level 2) on the CPU: the asked context with
+        the first KV type for which some split fits and the least on the CPU; else the longest
+        context with the most on the CPU, then the least on the CPU at that context."""
+        if level == LEVEL_EXPERTS_CPU:
+            lo, hi = 1, self.n_layer
+
+            def make(kv: str, ctx: int, amount: int) -> Candidate:
+                return Candidate(quant, kv, ctx, LEVEL_EXPERTS_CPU, n_cpu_moe=amount)
+        else:
+            lo, hi = 1, self.n_layer
+
+            def make(kv: str, ctx: int, amount: int) -> Candidate:
+                # amount = layers kept on the CPU; -ngl = n_layer + 1 - amount
+                return Candidate(
+                    quant, kv, ctx, LEVEL_LAYERS_CPU, n_gpu_layers=self.n_layer + 1 - amount
+                )
+
+        def least_on_cpu(kv: str, ctx: int) -> Evaluation | None:
+            # GPU use falls as `amount` grows: the largest (hi - amount) that fits
+            found = self._largest(0, hi - lo, lambda j: make(kv, ctx, hi - j))
+            return None if found is None else found[1]
+
+        if not self._gpu_fits(self.evaluate(make(self.kvs[-1], self.min_ctx, hi))):
+            return None  # not even the most on the CPU at the shortest context
+        for kv in self.kvs:
+            ev = least_on_cpu(kv, self.target_ctx)
+            if ev is not None and ev.fits:
+                return ev
+        best: Evaluation | None = None
+        for kv in self.kvs:
+            found = self._largest_ctx(functools.partial(_at_ctx, make, kv, hi))
+            if found is None:
+                continue
+            ev = least_on_cpu(kv, found[0])
+            if ev is None or not ev.fits:
+                continue
+            if best is None or ev.cand.ctx > best.cand.ctx:
+                best = ev
+        return best
+
+    def _gpu_cand(self, quant: str, kv: str, ctx: int) -> Candidate:
+        return Candidate(quant, kv, ctx, tp=self._tp())
+
+    def _tp(self) -> int | None:
+        if self.gguf:
+            return None
+        n = len([d for d in self.hardware.devices if d.backend != "cpu"])
+        return n if n > 1 else None
+
+    # -- the whole search --------------------------------------------------------------------
+
+    def key(self, ev: Evaluation) -> tuple[int, ...]:
+        return rank_key(
+            ev.cand,
+            prefer=self.request.prefer,
+            ladder=self.ladder,
+            kvs=self.kvs,
+            target_ctx=self.target_ctx,
+            n_layer=self.n_layer,
+        )
+
+    def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
+        """The best fitting candidate of each level for one quant."""
+        upgrade = self.ladder.index(quant) < self.default_index
+        out: list[Evaluation] = []
+        ev = self.level_gpu(quant, upgrade=upgrade)
+        if ev is not None:
+            out.append(ev)
+        if upgrade or gpu_only or not self.offload_ok:
+            return out
+        if self.is_moe:
+            ev = self.level_offload(quant, LEVEL_EXPERTS_CPU)
+            if ev is not None:
+                out.append(ev)
+        ev = self.level_offload(quant, LEVEL_LAYERS_CPU)
+        if ev is not None:
+            out.append(ev)
+        return out
+
+    def search(self, *, alternatives: int = 2) -> list[Evaluation]:
+        """Fitting candidates, best first: the plan, then alternatives.
+
+        quality: quants best first; the first quant with any fitting level holds the plan,
+        and ``alternatives`` more quants are looked at (their GPU-only level) for the options
+        table. speed: GPU-only candidates over the ladder first. context: every quant until
+        one reaches the target context.
+        """
+        found: list[Evaluation] = []
+        prefer = self.request.prefer
+        if prefer == "speed":
+            for q in self.ladder:
+                found.extend(self.candidates_for(q, gpu_only=True))
+                if any(e.cand.level == LEVEL_GPU for e in found):
+                    break
+            if not found:
+                for q in self.ladder:
+                    found.extend(self.candidates_for(q))
+                    if found:
+                        break
+        elif prefer == "context":
+            for q in self.ladder:
+                found.extend(self.candidates_for(q))
+                if any(e.cand.ctx >= self.target_ctx for e in found):
+                    break
+        else:
+            first_hit: int | None = None
+            for i, q in enumerate(self.ladder):
+                if first_hit is not None and i > first_hit + alternatives - 1:
+                    break
+                found.extend(self.candidates_for(q))
+                if found and first_hit is None:
+                    first_hit = i
+            if first_hit is not None and not any(e.cand.level == LEVEL_GPU for e in found):
+                # the fastest alternative: the best quant that runs entirely on the GPU
+                for q in self.ladder[first_hit + alternatives :]:
+                    ev = self.level_gpu(q)
+                    if ev is not None:
+                        found.append(ev)
+                        break
+        found.sort(key=self.key)
+        return found
+
+    def rejected(self, limit: int = 6) -> list[Evaluation]:
+        """Evaluated candidates that did not fit, most interesting first: at the asked
+        context, fewest changes first."""
+        misses = [
+            e
+            for e in self._memo.values()
+            if not e.fits
+            and e.cand.ctx == self.target_ctx
+            and e.cand.level == LEVEL_GPU
+            and self.ladder.index(e.cand.quant) >= self.default_index
+        ]
+        misses.sort(key=lambda e: (self.ladder.index(e.cand.quant), self.kvs.index(e.cand.kv)))
+        return misses[:limit]
