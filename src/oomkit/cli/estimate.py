@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
-from oomkit.cli.params import COUNT, SIZE, parse_gpu_list
+from oomkit.cli.params import CONTEXT, CTX_MAX, SIZE, parse_gpu_list
 from oomkit.cli.render import render_estimate
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
@@ -32,7 +32,12 @@ __all__ = ["estimate_command"]
 @click.option(
     "--quant", "-q", help="GGUF type (Q4_K_M, Q8_0, IQ4_XS) or bf16/fp8/int8/nf4/awq/gptq"
 )
-@click.option("--ctx", "-c", type=COUNT, help="Context length (n_ctx / max_model_len), e.g. 32k")
+@click.option(
+    "--ctx",
+    "-c",
+    type=CONTEXT,
+    help="Context length (n_ctx / max_model_len), e.g. 32k; 'max': the largest that fits",
+)
 @click.option("--parallel", "--batch", "-np", "parallel", type=int, help="Parallel sequences")
 @click.option("--batch-size", "-b", type=int, help="llama.cpp logical batch (-b)")
 @click.option("--ubatch", "-ub", type=int, help="llama.cpp physical batch (-ub)")
@@ -92,6 +97,9 @@ def estimate_command(
     from oomkit.api import estimate
     from oomkit.hardware.targets import hardware_for
 
+    want_max = ctx == CTX_MAX
+    if want_max:
+        ctx = None
     for name, value in (
         ("--ctx", ctx),
         ("--parallel", parallel),
@@ -133,7 +141,10 @@ def estimate_command(
         enforce_eager=enforce_eager,
         overhead_bytes=overhead,
     )
-    est = estimate(model, settings, hardware, offline=True if offline else None)
+    if want_max:
+        est = _estimate_max_ctx(model, settings, hardware, offline)
+    else:
+        est = estimate(model, settings, hardware, offline=True if offline else None)
     suggestions: tuple[Plan, ...] = ()
     if est.fits is False:
         from oomkit.planner.core import suggest_changes
@@ -151,6 +162,28 @@ def estimate_command(
         if est.fits is False:
             click.echo(render_suggestions(est, suggestions))
     return EXIT_NEGATIVE if est.fits is False else EXIT_OK
+
+
+def _estimate_max_ctx(
+    model: str, settings: InferenceSettings, hardware: Hardware, offline: bool
+) -> Estimate:
+    """``--ctx max``: the estimate at the largest context that fits (exit 3 if none does)."""
+    import dataclasses
+
+    from oomkit.api import estimate, load_model
+    from oomkit.planner.core import max_context
+
+    spec = load_model(model, offline=True if offline else None)
+    found = max_context(spec, settings, hardware)
+    if found is None:
+        est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
+        return dataclasses.replace(
+            est, assumptions=(*est.assumptions, "--ctx max: not even 256 tokens fit")
+        )
+    n, est = found
+    note = f"--ctx max: {n} is the largest context that fits (multiples of 256"
+    note += ", up to the model's maximum)" if spec.max_position_embeddings else ")"
+    return dataclasses.replace(est, assumptions=(note, *est.assumptions))
 
 
 def _peak(est: Estimate) -> int:

@@ -22,6 +22,7 @@ from oomkit.cli.output import (
     print_json,
     print_warning,
 )
+from oomkit.cli.params import COUNT
 from oomkit.errors import OomkitError
 from oomkit.hardware.live import GpuBackend, GpuStatus, default_backend, detect_gpus
 from oomkit.hardware.procinfo import ProcReader
@@ -124,6 +125,36 @@ def _catalog(query: str | None, as_json: bool) -> None:
         raise click.exceptions.Exit(EXIT_NEGATIVE)
 
 
+def _gpus_for(
+    model: str,
+    *,
+    ctx: int | None,
+    runtime: str,
+    quant: str | None,
+    tps: float | None,
+    as_json: bool,
+) -> None:
+    """``gpus --for MODEL``: which catalog GPUs (and how many) run it on the GPUs alone."""
+    from oomkit.estimate.registry import normalize_runtime
+    from oomkit.planner.reverse import gpus_for
+
+    fits = gpus_for(model, runtime=normalize_runtime(runtime), ctx=ctx, quant=quant, min_tps=tps)
+    if as_json:
+        print_json({"schema_version": 1, "model": model, "gpus": [f.to_dict() for f in fits]})
+    else:
+        for f in fits:
+            speed = f.to_dict()["decode_tokens_per_s"]
+            tok = f"~{speed:5.0f} tok/s" if speed else "          "
+            click.echo(
+                f"{f.count} x {f.gpu_key:<24} {f.quant:<8} {tok}  "
+                f"{format_bytes(f.free_bytes):>11} free after 1 GiB headroom  {f.gpu_name}"
+            )
+        click.echo(f"{len(fits)} GPU model(s) run {model}", err=True)
+    if not fits:
+        print_warning(f"No catalog GPU (up to 8 of one model) runs {model} entirely on the GPUs.")
+        raise click.exceptions.Exit(EXIT_NEGATIVE)
+
+
 def _snapshot() -> tuple[GpuStatus, ...]:
     return detect_gpus(_SOURCE.factory(), procs=_SOURCE.procs)
 
@@ -142,8 +173,24 @@ def _snapshot() -> tuple[GpuStatus, ...]:
     help="Refresh every SECONDS (default 2); with --json, one document per refresh.",
 )
 @click.option("--count", type=click.IntRange(min=1), default=None, hidden=True)
+@click.option(
+    "--for", "for_model", metavar="MODEL", help="Catalog GPUs (and how many) that run MODEL"
+)
+@click.option("--ctx", "-c", type=COUNT, help="With --for: context to fit (default 4096)")
+@click.option("--runtime", "-r", default="llama.cpp", show_default=True, help="With --for")
+@click.option("--quant", "-q", help="With --for: weight quant (default: the runtime's default)")
+@click.option("--tps", type=click.FloatRange(min=0), help="With --for: at least N decode tok/s")
 def gpus_command(
-    query: str | None, catalog: bool, as_json: bool, watch: float | None, count: int | None
+    query: str | None,
+    catalog: bool,
+    as_json: bool,
+    watch: float | None,
+    count: int | None,
+    for_model: str | None,
+    ctx: int | None,
+    runtime: str,
+    quant: str | None,
+    tps: float | None,
 ) -> None:
     """Show every GPU: memory, utilization, MIG slices and the processes holding memory.
 
@@ -153,6 +200,9 @@ def gpus_command(
     \b
     Exit codes: 0 ok, 1 no GPU could be queried, 3 no catalog row matches QUERY.
     """
+    if for_model is not None:
+        _gpus_for(for_model, ctx=ctx, runtime=runtime, quant=quant, tps=tps, as_json=as_json)
+        return
     if catalog or query:
         _catalog(query, as_json)
         return

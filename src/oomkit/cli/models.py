@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+from oomkit.cli.params import COUNT, SIZE
 from oomkit.serialize import SCHEMA_VERSION
 
 __all__ = ["models_command"]
@@ -13,10 +14,37 @@ __all__ = ["models_command"]
 @click.command("models")
 @click.argument("query", required=False)
 @click.option("--search", "search", help="Text to search for (same as QUERY)")
+@click.option("--fits", "fits_gpu", metavar="GPU", help="Only models that run entirely on GPU")
+@click.option("--vram", type=SIZE, help="With --fits: memory per GPU instead of the catalog's")
+@click.option("--ctx", "-c", type=COUNT, help="With --fits: context to fit (default 4096)")
+@click.option("--runtime", "-r", default="llama.cpp", show_default=True, help="With --fits")
+@click.option(
+    "--sort",
+    type=click.Choice(("params", "speed", "ctx")),
+    default="params",
+    show_default=True,
+    help="With --fits: largest model, fastest decode, or longest context first",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
-def models_command(query: str | None, search: str | None, as_json: bool) -> int:
-    """List or search the embedded model catalog (works offline). Exit 3 if nothing matches."""
+def models_command(
+    query: str | None,
+    search: str | None,
+    fits_gpu: str | None,
+    vram: int | None,
+    ctx: int | None,
+    runtime: str,
+    sort: str,
+    as_json: bool,
+) -> int:
+    """List or search the embedded model catalog (works offline). Exit 3 if nothing matches.
+
+    With --fits GPU: the catalog models that run entirely on that GPU at --ctx, each with the
+    best quant that fits, the longest context at that quant and the decode speed estimate.
+    """
     from oomkit.catalog.models import search_models
+
+    if fits_gpu is not None:
+        return _fits(fits_gpu, search or query, vram, ctx, runtime, sort, as_json)
 
     hits = search_models(search or query)
     if as_json:
@@ -28,3 +56,47 @@ def models_command(query: str | None, search: str | None, as_json: bool) -> int:
             click.echo(f"{m.key:<40} {params}  {arch:<36} {m.hf_repo or ''}")
         click.echo(f"{len(hits)} model(s)", err=True)
     return EXIT_OK if hits else EXIT_NEGATIVE
+
+
+def _fits(
+    gpu: str,
+    query: str | None,
+    vram: int | None,
+    ctx: int | None,
+    runtime: str,
+    sort: str,
+    as_json: bool,
+) -> int:
+    from oomkit.cli.params import hardware_from_options
+    from oomkit.estimate.registry import normalize_runtime
+    from oomkit.planner.reverse import models_that_fit
+    from oomkit.units import format_bytes
+
+    hardware = hardware_from_options((gpu,), vram=vram, ram=None)
+    rows, skipped = models_that_fit(
+        hardware, runtime=normalize_runtime(runtime), ctx=ctx, query=query
+    )
+    if sort == "speed":
+        rows.sort(key=lambda m: -(m.to_dict()["decode_tokens_per_s"] or 0.0))
+    elif sort == "ctx":
+        rows.sort(key=lambda m: (-m.max_ctx, -m.params))
+    if as_json:
+        print_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "gpu": [d.name for d in hardware.devices],
+                "models": [m.to_dict() for m in rows],
+                "unsupported": skipped,
+            }
+        )
+    else:
+        for m in rows:
+            d = m.to_dict()
+            tps = f"~{d['decode_tokens_per_s']:5.0f} tok/s" if d["decode_tokens_per_s"] else ""
+            click.echo(
+                f"{m.key:<36} {m.params / 1e9:7.2f} B  {m.quant:<8} "
+                f"{format_bytes(d['gpu_bytes']):>11}  max ctx {m.max_ctx:>7}  {tps}"
+            )
+        note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
+        click.echo(f"{len(rows)} model(s) fit{note}", err=True)
+    return EXIT_OK if rows else EXIT_NEGATIVE

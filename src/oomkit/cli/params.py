@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
     from oomkit.spec.hardware import Hardware
 
-__all__ = ["COUNT", "SIZE", "hardware_from_options", "parse_gpu_list"]
+__all__ = ["CONTEXT", "COUNT", "CTX_MAX", "SIZE", "hardware_from_options", "parse_gpu_list"]
 
 
 class _Size(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5
@@ -40,8 +40,22 @@ class _Count(click.ParamType):  # type: ignore[type-arg]
             self.fail(str(e), param, ctx)
 
 
+class _Context(_Count):
+    """A token count, or ``max`` (the largest context that fits)."""
+
+    name = "N|max"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, str) and value.strip().lower() == "max":
+            return CTX_MAX
+        return super().convert(value, param, ctx)
+
+
+#: what ``--ctx max`` converts to (no real context is negative)
+CTX_MAX = -1
 SIZE = _Size()
 COUNT = _Count()
+CONTEXT = _Context()
 
 _MULT_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(.+)$", re.IGNORECASE)
 

@@ -150,7 +150,7 @@ def weight_tensors(
 # The doctor re-estimates one model tens of times (binary searches over -ngl, -c, --n-cpu-moe),
 # and llama-quantize's per-tensor choice depends only on the spec and the file type: predict
 # it once per (spec, quant). Both are frozen; the result is an immutable tuple.
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=256)
 def _predicted_weights(
     spec: ModelSpec, quant: str | None
 ) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
@@ -214,6 +214,40 @@ def _matmul_weight_bytes(placement: Placement, layer: int) -> int:
     )
 
 
+# The planner and the doctor re-estimate one model many times with the same graph shape (only
+# the quant or the layer split changes): the allocator simulation of one (sub-)graph depends
+# only on these arguments, all frozen, so it is computed once.
+@lru_cache(maxsize=1024)
+def _graph_bytes_inputs(
+    spec: ModelSpec,
+    sh: GraphShape,
+    layers: tuple[int, ...] | None,
+    with_input: bool,
+    with_output: bool,
+    alignment: int,
+) -> tuple[int, int]:
+    """(compute buffer bytes, bytes of the graph's inputs) of one reserve (sub-)graph."""
+    if layers is None:
+        graph = build_graph(spec, sh)
+    else:
+        graph = build_graph(
+            spec, sh, layers=list(layers), with_input=with_input, with_output=with_output
+        )
+    inputs = sum(n.size for n in graph.nodes if n.is_input)
+    return compute_buffer_bytes(graph, alignment), inputs
+
+
+def _graph_bytes(
+    spec: ModelSpec,
+    sh: GraphShape,
+    layers: tuple[int, ...] | None,
+    with_input: bool,
+    with_output: bool,
+    alignment: int,
+) -> int:
+    return _graph_bytes_inputs(spec, sh, layers, with_input, with_output, alignment)[0]
+
+
 def _compute_buffers(
     spec: ModelSpec,
     params: LlamaCppParams,
@@ -232,7 +266,7 @@ def _compute_buffers(
     if gpus and not all(g.unified_memory for g in gpus):
         host_name = f"{names[0].rstrip('0123456789')}_Host"
     if not gpus:
-        out["CPU"] = compute_buffer_bytes(build_graph(spec, sh), BUFFER_ALIGNMENT["cpu"])
+        out["CPU"] = _graph_bytes(spec, sh, None, True, True, BUFFER_ALIGNMENT["cpu"])
         where["CPU"] = "cpu"
         return out, where, notes
     gpu_layers: dict[int, list[int]] = {}
@@ -252,10 +286,10 @@ def _compute_buffers(
         with_output = out_gi == gi
         if not layers and not with_output and not (gi == 0 and cpu_layers):
             continue
-        graph = build_graph(spec, sh, layers=layers, with_input=False, with_output=with_output)
-        size = compute_buffer_bytes(graph, BUFFER_ALIGNMENT.get(g.backend, 128))
+        size, inputs = _graph_bytes_inputs(
+            spec, sh, tuple(layers), False, with_output, BUFFER_ALIGNMENT.get(g.backend, 128)
+        )
         if n_copies > 1:
-            inputs = sum(n.size for n in graph.nodes if n.is_input)
             size += (n_copies - 1) * inputs
         if gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
             staging = max(_matmul_weight_bytes(placement, il) for il in cpu_layers)
@@ -268,10 +302,9 @@ def _compute_buffers(
         where[names[gi]] = _dev_name(g, gi)
     # host side: graph inputs and the embedding lookup, plus the CPU layers' sub-graph
     if cpu_layers:
-        graph = build_graph(
-            spec, sh, layers=cpu_layers, with_input=True, with_output=out_gi is None
+        host = _graph_bytes(
+            spec, sh, tuple(cpu_layers), True, out_gi is None, BUFFER_ALIGNMENT["cpu"]
         )
-        host = compute_buffer_bytes(graph, BUFFER_ALIGNMENT["cpu"])
     else:
         host = host_compute_bytes(spec, sh)
     out[host_name] = host * (n_copies if n_copies > 1 else 1) if not cpu_layers else host

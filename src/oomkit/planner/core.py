@@ -31,7 +31,15 @@ from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import format_bytes
 
-__all__ = ["Plan", "PlanResult", "Rejected", "plan", "plan_spec", "suggest_changes"]
+__all__ = [
+    "Plan",
+    "PlanResult",
+    "Rejected",
+    "max_context",
+    "plan",
+    "plan_spec",
+    "suggest_changes",
+]
 
 SCHEMA_VERSION = 1
 #: runtimes ``--runtime any`` compares (vLLM/SGLang only where they run: CUDA or ROCm)
@@ -373,3 +381,45 @@ def suggest_changes(
         n_cpu_moe=None,
     )
     return plan(model, hardware, request, base=base, offline=offline, max_plans=limit).plans
+
+
+def max_context(
+    spec: ModelSpec, settings: InferenceSettings, hardware: Hardware, *, step: int = 256
+) -> tuple[int, Estimate] | None:
+    """The largest context (a multiple of ``step``, up to the model's maximum) at which
+    ``settings`` still fits ``hardware`` by the estimator's own verdict; None when not even
+    ``step`` tokens fit. Every other setting is kept as it is.
+
+    Raises:
+        InvalidSettingError: no GPU capacity (or host RAM for a CPU-only target) is known.
+    """
+    from oomkit.estimate.registry import get_estimator
+
+    estimator = get_estimator(normalize_runtime(settings.runtime))
+    top = spec.max_position_embeddings or 131072
+    hi = max(1, top // step)
+
+    def run(k: int) -> Estimate:
+        return estimator(spec, dataclasses.replace(settings, ctx=k * step), hardware)
+
+    first = run(1)
+    if first.fits is None:
+        raise InvalidSettingError(
+            "--ctx max needs the memory to fit in: pass --gpu NAME or --vram SIZE "
+            "(or --ram SIZE for the CPU)",
+            setting="ctx",
+        )
+    if not first.fits:
+        return None
+    lo, best = 1, first
+    last = run(hi)
+    if last.fits:
+        return hi * step, last
+    while hi - lo > 1:  # fits(lo), not fits(hi); memory grows with the context
+        mid = (lo + hi) // 2
+        est = run(mid)
+        if est.fits:
+            lo, best = mid, est
+        else:
+            hi = mid
+    return lo * step, best

@@ -1,0 +1,241 @@
+"""Reverse search: which catalog models fit a GPU, and which GPUs (and how many) run a model.
+
+Both answer "entirely on the GPU(s) at this context", the configuration people shop for; the
+planner (:mod:`oomkit.planner.core`) handles offload for one model. Every answer comes from
+the runtime's own estimator; a cheap lower bound on the weights (parameters x the file
+type's smallest bits per weight) only skips estimates that could not fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oomkit.errors import OomkitError
+from oomkit.estimate.breakdown import Estimate
+from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PlanRequest
+from oomkit.planner.search import Evaluation, Searcher
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["GpuFit", "ModelFit", "gpus_for", "models_that_fit"]
+
+#: the quants a shopper compares (GGUF): near-lossless down to the common default Q4_K_M
+#: (below it quality drops fast; ``oomkit plan`` goes further for one model)
+_SHOP_GGUF = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M")
+_SHOP_HF = ("bf16", "fp8", "awq")
+#: the lower bound uses 90% of the file type's main GGML type: llama-quantize never stores a
+#: 2-D weight below it except where it falls back to a *larger* type
+_LOWER_BOUND_FRACTION = 0.9
+#: how many GPUs ``gpus --for`` tries
+GPU_COUNTS = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelFit:
+    """A catalog model that fits: its best shop quant, the longest context, the estimate."""
+
+    key: str
+    params: int
+    quant: str
+    ctx: int
+    max_ctx: int
+    estimate: Estimate
+    speed: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.key,
+            "params": self.params,
+            "quant": self.quant,
+            "ctx": self.ctx,
+            "max_ctx": self.max_ctx,
+            "gpu_bytes": max((d.total_bytes for d in self.estimate.devices), default=0),
+            "decode_tokens_per_s": _tps(self.speed),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuFit:
+    """A catalog GPU (times ``count``) that runs the model entirely on the GPUs."""
+
+    gpu_key: str
+    gpu_name: str
+    count: int
+    quant: str
+    free_bytes: int
+    estimate: Estimate
+    speed: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu_key,
+            "name": self.gpu_name,
+            "count": self.count,
+            "quant": self.quant,
+            "free_bytes": self.free_bytes,
+            "decode_tokens_per_s": _tps(self.speed),
+        }
+
+
+def _tps(speed: Any) -> float | None:
+    value = getattr(speed, "decode_tokens_per_s", None)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _speed(spec: ModelSpec, est: Estimate, hardware: Hardware) -> Any:
+    from oomkit.planner.core import _speed as speed
+
+    return speed(spec, est, hardware)
+
+
+def _weights_lower_bound(params: int, quant: str) -> int:
+    from oomkit.quant.ggml_types import ggml_type
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    try:
+        t = ggml_type(llamacpp_ftype(quant).default_type)
+    except OomkitError:
+        return 0
+    return int(params * 8 * t.type_size / t.block_size / 8 * _LOWER_BOUND_FRACTION)
+
+
+def _shop(searcher: Searcher, params: int | None) -> Evaluation | None:
+    """The best shop quant that runs entirely on the GPUs at the target context."""
+    shop = _SHOP_GGUF if searcher.gguf else _SHOP_HF
+    cap = sum(d.capacity_bytes or 0 for d in searcher.hardware.devices)
+    for q in shop:
+        if q not in searcher.ladder:
+            continue
+        if searcher.gguf and params and _weights_lower_bound(params, q) > cap:
+            continue
+        ev = searcher.level_gpu(q, upgrade=True)
+        if ev is not None:
+            return ev
+    return None
+
+
+def models_that_fit(
+    hardware: Hardware,
+    *,
+    runtime: str = "llama.cpp",
+    ctx: int | None = None,
+    headroom_bytes: int = DEFAULT_HEADROOM_BYTES,
+    query: str | None = None,
+) -> tuple[list[ModelFit], int]:
+    """(catalog models that run entirely on ``hardware`` at ``ctx``, number skipped because
+    the runtime does not support their architecture). Largest models first."""
+    from oomkit.catalog.models import search_models
+
+    out: list[ModelFit] = []
+    skipped = 0
+    request = PlanRequest(runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes)
+    for entry in search_models(query):
+        try:
+            spec = entry.spec()
+            s = Searcher(spec, runtime, hardware, request)
+            ev = _shop(s, entry.params)
+        except OomkitError:
+            skipped += 1
+            continue
+        if ev is None:
+            continue
+        max_ctx = _max_ctx(s, ev)
+        out.append(
+            ModelFit(
+                key=entry.key,
+                params=entry.params or ev.estimate.model.params,
+                quant=ev.cand.quant,
+                ctx=ev.cand.ctx,
+                max_ctx=max_ctx,
+                estimate=ev.estimate,
+                speed=_speed(spec, ev.estimate, hardware),
+            )
+        )
+    out.sort(key=lambda m: (-m.params, m.key))
+    return out, skipped
+
+
+def _max_ctx(s: Searcher, ev: Evaluation) -> int:
+    """The longest context (up to the model's own maximum) for the candidate's quant and KV."""
+    model_max = s.spec.max_position_embeddings or ev.cand.ctx
+    if model_max <= ev.cand.ctx:
+        return ev.cand.ctx
+    step = max(s.request.ctx_step, 1024)
+    lo, hi = ev.cand.ctx // step, model_max // step
+
+    def make(k: int) -> Any:
+        ctx = ev.cand.ctx if k == lo else min(k * step, model_max)
+        return dataclasses.replace(ev.cand, ctx=ctx)
+
+    found = s._largest(lo, hi, make)
+    if found is None:
+        return ev.cand.ctx
+    return found[1].cand.ctx
+
+
+def gpus_for(
+    model: str | ModelSpec,
+    *,
+    runtime: str = "llama.cpp",
+    ctx: int | None = None,
+    quant: str | None = None,
+    headroom_bytes: int = DEFAULT_HEADROOM_BYTES,
+    counts: Sequence[int] = GPU_COUNTS,
+    min_tps: float | None = None,
+    offline: bool | None = None,
+) -> list[GpuFit]:
+    """Catalog GPUs, with the fewest of each that run ``model`` entirely on the GPUs.
+
+    Sorted by total memory bought (count x memory), then by speed.
+    """
+    from oomkit.api import load_model
+    from oomkit.hardware.catalog import all_gpus
+
+    spec = load_model(model, offline=offline) if isinstance(model, str) else model
+    request = PlanRequest(
+        runtime=runtime, ctx=ctx, quant=quant, no_offload=True, headroom_bytes=headroom_bytes
+    )
+    out: list[GpuFit] = []
+    for gpu in all_gpus():
+        if runtime in ("vllm", "sglang") and gpu.vendor not in ("nvidia", "amd"):
+            continue
+        for n in counts:
+            if n > 1 and gpu.unified_memory:
+                break
+            hw = Hardware(devices=tuple(gpu.to_device_target() for _ in range(n)))
+            try:
+                s = Searcher(spec, runtime, hw, request)
+                ev = (
+                    _shop(s, spec.declared_params)
+                    if quant is None
+                    else s.level_gpu(s.ladder[0], upgrade=True)
+                )
+            except OomkitError:
+                ev = None
+            if ev is None:
+                continue
+            speed = _speed(spec, ev.estimate, hw)
+            tps = _tps(speed)
+            if min_tps is not None and (tps is None or tps < min_tps):
+                continue
+            out.append(
+                GpuFit(
+                    gpu_key=gpu.key,
+                    gpu_name=gpu.name,
+                    count=n,
+                    quant=ev.cand.quant,
+                    free_bytes=ev.margin_bytes,
+                    estimate=ev.estimate,
+                    speed=speed,
+                )
+            )
+            break
+    out.sort(key=lambda f: (f.count * _cap(f), -(_tps(f.speed) or 0.0), f.gpu_key))
+    return out
+
+
+def _cap(f: GpuFit) -> int:
+    return max((d.capacity_bytes or 0 for d in f.estimate.devices), default=0)
