@@ -1,0 +1,363 @@
+"""The planner: scenario fixtures, brute-force optimality, requests, commands, CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import oomkit
+from oomkit.cli import main
+from oomkit.cli.params import parse_gpu_list
+from oomkit.errors import InvalidSettingError
+from oomkit.hardware.targets import hardware_for
+from oomkit.planner.commands import FLAG_TABLES, emit_command, parse_command
+from oomkit.planner.core import PlanResult, max_context, plan
+from oomkit.planner.knobs import (
+    LEVEL_EXPERTS_CPU,
+    LEVEL_GPU,
+    LEVEL_LAYERS_CPU,
+    Candidate,
+    quant_ladder,
+)
+from oomkit.planner.request import PlanRequest
+from oomkit.planner.search import Evaluation, Searcher
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB, MiB
+
+SCENARIOS = json.loads(
+    (Path(__file__).parent / "fixtures" / "plan" / "scenarios.json").read_text()
+)
+_GGUF = ("llama.cpp", "ollama")
+
+
+def _hardware(sc: dict[str, Any]) -> Hardware:
+    rows = [g for name in sc["gpus"] for g in parse_gpu_list(name)]
+    vram = None if sc["vram"] is None else sc["vram"] * GiB
+    ram = None if sc["ram"] is None else sc["ram"] * GiB
+    return hardware_for(rows, vram_bytes=vram, host_ram_bytes=ram)
+
+
+def _check_plan_fits(p: Any, hw: Hardware, req: PlanRequest, model: str) -> None:
+    """Re-estimate the plan's own settings independently and hold it to the headroom."""
+    est = oomkit.estimate_model(model, p.settings, hw)
+    if p.runtime in _GGUF:
+        for d in est.devices:
+            assert d.capacity_bytes is not None
+            assert d.total_bytes + req.headroom_bytes <= d.capacity_bytes, (d.device, p.summary)
+        if hw.host_ram_bytes is not None:
+            assert est.host.total_bytes <= hw.host_ram_bytes
+    else:
+        assert est.fits is True, est.blockers
+    # the plan's estimate is the same estimate
+    assert [d.total_bytes for d in est.devices] == [d.total_bytes for d in p.estimate.devices]
+
+
+def _check_command(p: Any) -> None:
+    s = p.settings
+    if p.runtime == "llama.cpp":
+        flags = parse_command("llama.cpp", p.command)
+        assert int(flags["-c"][0]) == s.ctx
+        assert int(flags["-ngl"][0]) == (99 if s.n_gpu_layers is None else s.n_gpu_layers)
+        assert flags.get("-ctk", [s.cache_type_k])[0] == s.cache_type_k
+        assert int(flags.get("--n-cpu-moe", [0])[0]) == (s.n_cpu_moe or 0)
+        assert flags["-m"][0].endswith(f"{s.quant}.gguf")
+    elif p.runtime in ("vllm", "sglang"):
+        flags = parse_command(p.runtime, p.command.splitlines()[0])
+        key = "--max-model-len" if p.runtime == "vllm" else "--context-length"
+        assert int(flags[key][0]) == s.ctx
+    elif p.runtime == "ollama":
+        lines = p.command.splitlines()
+        assert lines[0].endswith("ollama serve")
+        for word in lines[0].split()[:-2]:
+            assert word.split("=", 1)[0] in (
+                "OLLAMA_FLASH_ATTENTION",
+                "OLLAMA_KV_CACHE_TYPE",
+                "OLLAMA_NUM_PARALLEL",
+            )
+        assert f"PARAMETER num_ctx {s.ctx}" in lines[1]
+        if s.n_gpu_layers is not None:
+            assert f"PARAMETER num_gpu {s.n_gpu_layers}" in lines[1]
+    else:
+        compile(p.command, "<snippet>", "exec")
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=[s["id"] for s in SCENARIOS])
+def test_scenario(sc: dict[str, Any]) -> None:
+    hw = _hardware(sc)
+    req = PlanRequest(runtime=sc["runtime"], **sc["request"])
+    result = plan(sc["model"], hw, req)
+    expect = sc["expect"]
+    if "fits" in expect:
+        assert result.fits is expect["fits"], [r.reason for r in result.rejected]
+    if not result.fits:
+        assert result.impossible and "\n" not in result.impossible
+        assert result.impossible.startswith("Nothing fits")
+        return
+    top = result.plans[0]
+    if "level" in expect:
+        assert top.level == expect["level"], top.summary
+    if "quant" in expect:
+        assert top.settings.quant == expect["quant"]
+    for p in result.plans:
+        _check_plan_fits(p, hw, req, sc["model"])
+        _check_command(p)
+        if req.no_offload:
+            assert p.level == LEVEL_GPU
+        if req.min_ctx is not None:
+            assert (p.settings.ctx or 0) >= req.min_ctx
+        if req.min_quant is not None and p.runtime in _GGUF:
+            ladder, _ = quant_ladder(p.runtime, oomkit.load_model(sc["model"]), None, None)
+            assert ladder.index(p.settings.quant) <= ladder.index(req.min_quant)
+
+
+# -- brute force: no better-ranked fitting configuration is skipped ----------------------------
+
+
+def _brute_force(s: Searcher) -> list[Evaluation]:
+    fitting: list[Evaluation] = []
+    for qi, q in enumerate(s.ladder):
+        upgrade = qi < s.default_index
+        for kv in s.kvs[:1] if upgrade else s.kvs:
+            for ctx in (s.target_ctx,) if upgrade else s._ctx_grid():
+                cands = [Candidate(q, kv, ctx)]
+                if not upgrade and s.offload_ok:
+                    if s.is_moe:
+                        cands += [
+                            Candidate(q, kv, ctx, LEVEL_EXPERTS_CPU, n_cpu_moe=m)
+                            for m in range(1, s.n_layer + 1)
+                        ]
+                    cands += [
+                        Candidate(q, kv, ctx, LEVEL_LAYERS_CPU, n_gpu_layers=s.n_layer + 1 - a)
+                        for a in range(1, s.n_layer + 1)
+                    ]
+                fitting += [ev for c in cands if (ev := s.evaluate(c)).fits]
+    return fitting
+
+
+BRUTE = [
+    # dense: the output layer does not fit with every block (24/25 layers)
+    ("qwen2.5-0.5b", 600 * MiB, "Q4_K_M", "IQ4_XS"),
+    # MoE: experts on the CPU compete with whole layers on the CPU
+    ("qwen1.5-moe-a2.7b", 2500 * MiB, "Q4_K_M", "IQ4_XS"),
+    # no quant named: Q8_0..Q5_K_S are upgrades, proposed only entirely on the GPU
+    ("qwen2.5-0.5b", 1100 * MiB, None, "Q4_K_S"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "vram", "quant", "floor"), BRUTE)
+def test_brute_force_finds_no_better_plan(
+    model: str, vram: int, quant: str | None, floor: str
+) -> None:
+    spec = oomkit.load_model(model)
+    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=vram),))
+    base = PlanRequest(
+        ctx=8192, min_ctx=4096, ctx_step=4096, quant=quant, min_quant=floor, headroom_bytes=0
+    )
+    fitting = _brute_force(Searcher(spec, "llama.cpp", hw, base))
+    assert fitting, "the scenario must have fitting configurations"
+    for prefer in ("quality", "speed", "context"):
+        req = dataclasses.replace(base, prefer=prefer)
+        s = Searcher(spec, "llama.cpp", hw, req)
+        found = s.search()
+        assert found, prefer
+        best = min(s.key(ev) for ev in fitting)
+        assert s.key(found[0]) == best, (prefer, found[0].cand)
+        # the search is much cheaper than the enumeration
+        assert s.n_estimates < len(fitting)
+
+
+def test_largest_matches_a_linear_scan() -> None:
+    """The regula-falsi search returns the same boundary as trying every value."""
+    spec = oomkit.load_model("qwen2.5-0.5b")
+    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=700 * MiB),))
+    s = Searcher(spec, "llama.cpp", hw, PlanRequest(ctx=32768, headroom_bytes=0))
+
+    def make(k: int) -> Candidate:
+        return Candidate("Q4_K_M", "f16", 1024 * k, LEVEL_LAYERS_CPU, n_gpu_layers=12)
+
+    found = s._largest(1, 32, make)
+    linear = [k for k in range(1, 33) if s._gpu_fits(s.evaluate(make(k)))]
+    assert found is not None and linear
+    assert found[0] == max(linear)
+
+
+# -- requests and errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"ctx": 0},
+        {"ctx": -5},
+        {"ctx": 2.5},
+        {"ctx": True},
+        {"min_ctx": 9000, "ctx": 8192},
+        {"prefer": "cheap"},
+        {"headroom_bytes": -1},
+        {"headroom_bytes": "1GiB"},
+        {"parallel": 0},
+        {"ctx_step": 0},
+    ],
+)
+def test_bad_requests_are_refused(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidSettingError):
+        PlanRequest(**kwargs)
+
+
+def test_planner_needs_a_capacity() -> None:
+    with pytest.raises(InvalidSettingError, match="memory"):
+        plan("llama-3.1-8b", Hardware(devices=(DeviceTarget(name="GPU"),)))
+    with pytest.raises(InvalidSettingError, match="GPU"):
+        plan("llama-3.1-8b", Hardware(devices=()))
+
+
+def test_commands_are_checked_against_the_flag_table() -> None:
+    with pytest.raises(ValueError, match="not a llama-server flag"):
+        parse_command("llama.cpp", "llama-server -m x.gguf --ctx-size-typo 5")
+    with pytest.raises(ValueError, match="takes 1"):
+        parse_command("llama.cpp", "llama-server -m")
+    spec = oomkit.load_model("llama-3.1-8b")
+    s = InferenceSettings(runtime="vllm", quant="fp8", ctx=8192, tp=2, parallel=4)
+    cmd = emit_command("vllm", s, spec, "llama-3.1-8b")
+    flags = parse_command("vllm", cmd)
+    assert shlex.split(cmd)[2] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert flags["--tensor-parallel-size"] == ["2"]
+    assert flags["--quantization"] == ["fp8"]
+    assert set(FLAG_TABLES) >= {"llama.cpp", "vllm", "sglang", "ollama"}
+
+
+def test_every_level_explains_itself() -> None:
+    hw = _hardware({"gpus": ["rtx-4060-ti-8gb"], "vram": None, "ram": 64})
+    r = plan("qwen3-30b-a3b", hw, PlanRequest(ctx=32768))
+    kinds = {p.level for p in r.plans}
+    assert LEVEL_EXPERTS_CPU in kinds
+    moe = next(p for p in r.plans if p.level == LEVEL_EXPERTS_CPU)
+    assert any("--n-cpu-moe" in c for c in moe.changes)
+    assert r.rejected and all("needs" in x.reason for x in r.rejected)
+
+
+def test_more_memory_never_gives_a_worse_plan() -> None:
+    """Monotone: a bigger GPU's top plan ranks at least as well under the same request."""
+    req = PlanRequest(ctx=32768, quant="Q4_K_M")
+    spec = oomkit.load_model("llama-3.1-8b")
+    keys = []
+    for gib in (6, 8, 10, 12, 16):
+        hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=gib * GiB),))
+        s = Searcher(spec, "llama.cpp", hw, req)
+        keys.append(s.key(s.search()[0]))
+    assert keys == sorted(keys, reverse=True)
+
+
+def test_max_context_is_the_boundary() -> None:
+    spec = oomkit.load_model("llama-3.1-8b")
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-4060").to_device_target(),))
+    s = InferenceSettings(quant="Q4_K_M")
+    found = max_context(spec, s, hw)
+    assert found is not None
+    n, est = found
+    assert est.fits is True and n % 256 == 0
+    over = oomkit.estimate_model(spec, dataclasses.replace(s, ctx=n + 256), hw)
+    assert over.fits is False
+
+
+def test_ollama_models_its_automatic_offload() -> None:
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-4090").to_device_target(),))
+    est = oomkit.estimate_model(
+        "llama-3.1-70b", InferenceSettings(runtime="ollama", ctx=8192), hw
+    )
+    info = est.runtime_details["ollama"]
+    assert isinstance(info, dict) and info["auto_offload"] is True
+    ngl = info["num_gpu"]
+    assert est.fits is True and 0 < ngl < 81
+    reserve = sum(info["reserve_bytes"].values())
+    over = oomkit.estimate_model(
+        "llama-3.1-70b", InferenceSettings(runtime="ollama", ctx=8192, n_gpu_layers=ngl + 1), hw
+    )
+    assert over.devices[0].total_bytes + reserve > over.devices[0].capacity_bytes
+
+
+# -- CLI ----------------------------------------------------------------------------------------
+
+
+def test_cli_plan_text_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["plan", "llama-3.1-70b", "--gpu", "rtx-4090", "--ram", "64GiB", "-c", "32k"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.count("Plan [llama.cpp]") == 1 and "llama-server -m" in out
+    rc = main(["plan", "llama-3.1-405b", "--gpu", "rtx-4060", "--no-offload"])
+    out = capsys.readouterr().out
+    assert rc == 3 and "Nothing fits" in out
+
+
+def test_cli_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["plan", "llama-3.1-8b", "--gpu", "2x3090", "-r", "vllm", "-c", "8k", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["schema_version"] == 1 and doc["fits"] is True
+    top = doc["plans"][0]
+    assert top["settings"]["tp"] == 2 and len(top["devices"]) == 2
+    assert top["command"].startswith("vllm serve")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "llama-3.1-8b"],
+        ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--prefer", "cheap"],
+        ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "0"],
+        ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--headroom", "lots"],
+    ],
+)
+def test_cli_plan_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Error: ") and len(err.strip().splitlines()) <= 2
+
+
+def test_cli_estimate_suggests_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "llama-3.1-70b", "-q", "Q4_K_M", "-c", "32k", "--gpu", "rtx-4090"]
+    assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "To make it fit" in out and out.count("llama-server -m") >= 2
+    assert main([*argv, "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is False and doc["suggestions"]
+    first = doc["suggestions"][0]
+    assert first["saving_bytes"] > 0 and first["command"].startswith("llama-server")
+
+
+def test_cli_ctx_max(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "llama-3.1-8b", "--gpu", "rtx-4060", "--ctx", "max", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is True and doc["settings"]["ctx"] > 4096
+    assert "--ctx max" in doc["assumptions"][0]
+
+
+def test_cli_reverse_search(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--fits", "rtx-3060", "qwen2.5", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    keys = [m["model"] for m in doc["models"]]
+    assert "qwen2.5-7b" in keys and "qwen2.5-72b" not in keys
+    for m in doc["models"]:
+        assert m["gpu_bytes"] + GiB <= oomkit.find_gpu("rtx-3060").memory_bytes
+        assert m["max_ctx"] >= m["ctx"]
+    assert main(["gpus", "--for", "llama-3.1-70b", "-c", "8k", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = doc["gpus"]
+    assert rows and all(r["quant"] == "Q4_K_M" for r in rows)
+    single = {r["gpu"] for r in rows if r["count"] == 1}
+    assert "h100-sxm" in single and "rtx-4090" not in single
+
+
+def test_plan_result_round_trips_to_json() -> None:
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-4090").to_device_target(),))
+    r = plan("llama-3.1-8b", hw, PlanRequest(ctx=8192))
+    assert isinstance(r, PlanResult)
+    doc = json.loads(json.dumps(r.to_dict()))
+    assert doc["plans"][0]["settings"]["quant"] == r.plans[0].settings.quant
