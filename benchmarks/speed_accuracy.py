@@ -38,6 +38,7 @@ class Case:
     est: Any
     hardware: Any
     host_bandwidth: int | None
+    settings: Any
 
 
 def build_case(rec: dict[str, Any]) -> Case:
@@ -54,11 +55,12 @@ def build_case(rec: dict[str, Any]) -> Case:
         quant=rec["quant"],
         ctx=rec["tg_ctx"],
         n_gpu_layers=rec["n_gpu_layers"] if gpus else 0,
+        n_cpu_moe=rec.get("n_cpu_moe"),
         flash_attn=rec["flash_attn"],
         split_mode=rec["split_mode"],
     )
     est = estimate_llamacpp(spec, settings, hardware)
-    return Case(rec, spec, est, hardware, rec.get("host_bandwidth_bytes_per_s"))
+    return Case(rec, spec, est, hardware, rec.get("host_bandwidth_bytes_per_s"), settings)
 
 
 def predict(case: Case) -> Any:
@@ -71,6 +73,7 @@ def predict(case: Case) -> Any:
         case.hardware,
         host_bandwidth_bytes_per_s=case.host_bandwidth,
         ctx_fill=case.record["tg_fill"],
+        settings=case.settings,
     )
     pre = estimate_speed(
         case.spec,
@@ -78,6 +81,7 @@ def predict(case: Case) -> Any:
         case.hardware,
         host_bandwidth_bytes_per_s=case.host_bandwidth,
         ctx_fill=prefill_fill,
+        settings=case.settings,
     )
     return dec, pre
 
@@ -99,6 +103,8 @@ def fit(cases: list[Case]) -> dict[str, Any]:
         ratios: list[float] = []
         for c in mine:
             dec, _ = predict(c)  # byte counts do not depend on the factors
+            if c.record["gpus"] and dec.host_bytes_per_token:
+                continue  # GPU + host RAM: two classes in one time, not a fit point
             parts = [p for p in dec.parts if p.weight_bytes + p.kv_bytes or p.n_layers]
             ideal = sum(
                 (p.weight_bytes + p.kv_bytes) / (p.bandwidth_bytes_per_s or 1) for p in parts
