@@ -14,6 +14,7 @@ memory estimate for its model, quant, GPUs and context (``tg_ctx``; decoding at 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -59,7 +60,12 @@ def build_case(rec: dict[str, Any]) -> Case:
         flash_attn=rec["flash_attn"],
         split_mode=rec["split_mode"],
     )
-    est = estimate_llamacpp(spec, settings, hardware)
+    if rec["runtime"] == "ollama":
+        from oomkit.estimate.ollama import estimate_ollama
+
+        est = estimate_ollama(spec, dataclasses.replace(settings, runtime="ollama"), hardware)
+    else:
+        est = estimate_llamacpp(spec, settings, hardware)
     return Case(rec, spec, est, hardware, rec.get("host_bandwidth_bytes_per_s"), settings)
 
 
