@@ -190,6 +190,17 @@ def _gb_s(n: float) -> str:
     return f"{value:.0f} GB/s" if value == round(value) else f"{value:.1f} GB/s"
 
 
+def _bandwidths(parts: Sequence[DevicePart], parallel: bool) -> str:
+    """``"1008 GB/s"``, ``"2 x 936 GB/s one after another"``, ``"8 x 4800 GB/s in parallel"``."""
+    values = [_gb_s(p.bandwidth_bytes_per_s or 0) for p in parts]
+    if len(values) == 1:
+        return values[0]
+    how = "in parallel (tensor parallel)" if parallel else "one after another (layer split)"
+    if len(set(values)) == 1:
+        return f"{len(values)} x {values[0]} {how}"
+    return " + ".join(values) + f" {how}"
+
+
 def _gpu_parts(reads: ReadPlan, gpus: Sequence[DeviceTarget]) -> tuple[list[DevicePart], list[str]]:
     parts: list[DevicePart] = []
     missing: list[str] = []
@@ -349,6 +360,7 @@ def estimate_speed(
         notes.append(f"no {gpus[0].backend} records: {cls} factors used")
     if est.runtime not in LLAMACPP_RUNTIMES:
         notes.append(f"factors fitted on llama.cpp records, applied to {est.runtime}")
+    parallel = est.runtime in _RUNTIMES_PARALLEL
     decode: float | None = None
     if missing:
         basis = (
@@ -357,7 +369,7 @@ def estimate_speed(
         )
     else:
         gpu_times = [p.seconds or 0.0 for p in parts]
-        if est.runtime in _RUNTIMES_PARALLEL and gpu_times:
+        if parallel and gpu_times:
             pp = est.settings.get("pp")
             stages = pp if isinstance(pp, int) and pp > 1 else 1
             gpu_seconds = max(gpu_times) * stages
@@ -368,9 +380,8 @@ def estimate_speed(
         seconds = gpu_seconds + (host.seconds or 0.0)
         decode = 1.0 / seconds if seconds > 0 else None
         where = (
-            f"{gpu_bytes / GB:.2f} GB/token over "
-            + " + ".join(_gb_s(p.bandwidth_bytes_per_s or 0) for p in parts)
-            + f" ({cls} efficiency {f.decode_efficiency:.2f}, "
+            f"{gpu_bytes / GB:.2f} GB/token over {_bandwidths(parts, parallel)} "
+            f"({cls} efficiency {f.decode_efficiency:.2f}, "
             f"{f.layer_latency_s * 1e6:.0f} us/layer)"
             if parts
             else ""

@@ -176,7 +176,7 @@ def _fill_kv_bytes(spec: ModelSpec, est: Estimate, fill: int) -> int:
     """KV bytes of one sequence at ``fill`` tokens (vLLM/SGLang pools are not context-sized)."""
     from oomkit.estimate.hf_kv import kv_bytes, kv_elem_bytes, kv_layers
 
-    cache = est.settings.get("cache_type_k")
+    cache = est.settings.get("kv_dtype", est.settings.get("cache_type_k"))
     elem = kv_elem_bytes(cache if isinstance(cache, str) else None, 2)
     layers = kv_layers(spec, kv_elem_bytes=elem, state_elem_bytes=2)
     return kv_bytes([lay for lay in layers if lay.kind != "recurrent"], seq_len=fill)
