@@ -16,7 +16,8 @@ Devices combine as the runtime runs them: llama.cpp ``--split-mode layer`` (and 
 transformers ``device_map``) run layers one device after another, so times add; the host part
 (layers or experts kept in RAM, ``-ngl`` < all, ``--n-cpu-moe``) adds its bytes over host
 bandwidth. vLLM/SGLang tensor parallelism runs shards at once: the slowest shard counts, times
-the pipeline-parallel stages (the all-reduce per layer is not modelled; stated in ``basis``).
+the pipeline-parallel stages, plus two NVLink all-reduces per layer
+(:data:`TP_ALLREDUCE_LATENCY_S`).
 
 Prefill (compute-bound): ``2 * active_params`` FLOPs per token for the matmuls plus
 ``4 * n_attn_layers * n_heads * head_dim * mean_fill`` for QK^T and AV, over the device's dense
@@ -50,6 +51,8 @@ __all__ = [
     "BACKEND_CLASSES",
     "DEFAULT_HOST_BANDWIDTH_BYTES_PER_S",
     "MIN_POINTS_FOR_LATENCY",
+    "TP_ALLREDUCES_PER_LAYER",
+    "TP_ALLREDUCE_LATENCY_S",
     "BackendFactors",
     "DecodePoint",
     "DevicePart",
@@ -72,6 +75,14 @@ BACKEND_CLASSES: tuple[str, ...] = ("cuda", "metal", "cpu")
 _BORROWED = {"rocm": "cuda", "xpu": "cuda"}
 
 _RUNTIMES_PARALLEL = frozenset({"vllm", "sglang"})
+
+#: Tensor parallelism ends two row-parallel matmuls per layer (attention ``o_proj`` and MLP
+#: ``down_proj``) with an all-reduce of the hidden state (vLLM ``RowParallelLinear``,
+#: ``reduce_results=True``). A small-message all-reduce over NVLink takes ~6 us
+#: (NVIDIA/nccl#1259: 2x H100 HGX, ``all_reduce_perf`` with CUDA graphs, 128 B-64 KiB).
+#: A lower bound: PCIe-only cards and larger TP groups take longer.
+TP_ALLREDUCES_PER_LAYER = 2
+TP_ALLREDUCE_LATENCY_S = 6e-6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -373,8 +384,14 @@ def estimate_speed(
             pp = est.settings.get("pp")
             stages = pp if isinstance(pp, int) and pp > 1 else 1
             gpu_seconds = max(gpu_times) * stages
-            if len(gpu_times) > 1:
-                notes.append("tensor-parallel all-reduce time not modelled")
+            if len(gpu_times) > stages:  # more than one shard per stage: all-reduces
+                gpu_seconds += (
+                    spec.num_hidden_layers * TP_ALLREDUCES_PER_LAYER * TP_ALLREDUCE_LATENCY_S
+                )
+                notes.append(
+                    f"tensor parallel: {TP_ALLREDUCES_PER_LAYER} all-reduces per layer at "
+                    f"{TP_ALLREDUCE_LATENCY_S * 1e6:.0f} us (NVLink lower bound)"
+                )
         else:
             gpu_seconds = sum(gpu_times)
         seconds = gpu_seconds + (host.seconds or 0.0)
