@@ -189,6 +189,18 @@ def evaluate(cases: list[Case]) -> tuple[list[dict[str, Any]], dict[str, dict[st
                     "median": statistics.median(errs),
                     "worst": max(errs),
                 }
+        for cls in ("cuda", "metal", "cpu"):
+            errs = [
+                r["tg_err"]
+                for r in rows
+                if r["split"] == split and r["class"] == cls and r["tg_err"] is not None
+            ]
+            if errs:
+                summary[f"{split}/tg/{cls}"] = {
+                    "n": len(errs),
+                    "median": statistics.median(errs),
+                    "worst": max(errs),
+                }
     return rows, summary
 
 
@@ -220,9 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         f"records: {len(rows)} from {len({c.record['source'] for c in cases})} source URLs"
     )
     for key, s in summary.items():
-        what = "decode" if key.endswith("tg") else "prefill"
+        parts = key.split("/")
+        what = ("decode" if parts[1] == "tg" else "prefill") + (
+            f" {parts[2]}" if len(parts) > 2 else ""
+        )
         lines.append(
-            f"  {key.split('/')[0]:8s} {what:8s} n={s['n']:3d} "
+            f"  {parts[0]:8s} {what:14s} n={s['n']:3d} "
             f"median |err| {s['median'] * 100:5.1f}%  "
             f"worst {s['worst'] * 100:5.1f}%"
         )
