@@ -6,8 +6,8 @@
 Records: tests/fixtures/throughput/records.jsonl (public llama-bench / llama_print_timings
 numbers with their source URL; split by source URL: sha1(url) % 3 == 0 is ``heldout``). The
 efficiency factors in src/oomkit/data/speed_efficiency.json are fitted on ``dev`` records only,
-one set per backend class (cuda, metal, cpu), by :func:`oomkit.plan.speed.fit_decode` /
-:func:`oomkit.plan.speed.fit_prefill`. Each record is estimated with oomkit's own llama.cpp
+one set per backend class (cuda, metal, cpu), by :func:`oomkit.planner.speed.fit_decode` /
+:func:`oomkit.planner.speed.fit_prefill`. Each record is estimated with oomkit's own llama.cpp
 memory estimate for its model, quant, GPUs and context (``tg_ctx``; decoding at ``tg_fill``).
 """
 
@@ -70,7 +70,7 @@ def build_case(rec: dict[str, Any]) -> Case:
 
 
 def predict(case: Case) -> Any:
-    from oomkit.plan.speed import estimate_speed
+    from oomkit.planner.speed import estimate_speed
 
     prefill_fill = (case.record.get("pp_tokens") or 0) // 2
     dec = estimate_speed(
@@ -93,14 +93,14 @@ def predict(case: Case) -> Any:
 
 
 def record_class(rec: dict[str, Any]) -> str:
-    from oomkit.plan.speed import backend_class
+    from oomkit.planner.speed import backend_class
 
     return backend_class(rec["backend"])
 
 
 def fit(cases: list[Case]) -> dict[str, Any]:
     """Fit each backend class's factors on the dev cases; return the JSON document."""
-    from oomkit.plan.speed import DecodePoint, fit_decode, fit_prefill, prefill_flops_per_token
+    from oomkit.planner.speed import DecodePoint, fit_decode, fit_prefill, prefill_flops_per_token
 
     classes: dict[str, Any] = {}
     for cls in ("cuda", "metal", "cpu"):
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         doc = fit(cases)
         FACTORS.write_text(json.dumps(doc, indent=2) + "\n", "utf-8")
-        from oomkit.plan import speed
+        from oomkit.planner import speed
 
         speed._factors_table.cache_clear()
     rows, summary = evaluate(cases)

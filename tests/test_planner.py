@@ -30,9 +30,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB, MiB
 
-SCENARIOS = json.loads(
-    (Path(__file__).parent / "fixtures" / "plan" / "scenarios.json").read_text()
-)
+SCENARIOS = json.loads((Path(__file__).parent / "fixtures" / "plan" / "scenarios.json").read_text())
 _GGUF = ("llama.cpp", "ollama")
 
 
@@ -96,7 +94,8 @@ def test_scenario(sc: dict[str, Any]) -> None:
     if "fits" in expect:
         assert result.fits is expect["fits"], [r.reason for r in result.rejected]
     if not result.fits:
-        assert result.impossible and "\n" not in result.impossible
+        assert result.impossible
+        assert "\n" not in result.impossible
         assert result.impossible.startswith("Nothing fits")
         return
     top = result.plans[0]
@@ -184,7 +183,8 @@ def test_largest_matches_a_linear_scan() -> None:
 
     found = s._largest(1, 32, make)
     linear = [k for k in range(1, 33) if s._gpu_fits(s.evaluate(make(k)))]
-    assert found is not None and linear
+    assert found is not None
+    assert linear
     assert found[0] == max(linear)
 
 
@@ -240,7 +240,8 @@ def test_every_level_explains_itself() -> None:
     assert LEVEL_EXPERTS_CPU in kinds
     moe = next(p for p in r.plans if p.level == LEVEL_EXPERTS_CPU)
     assert any("--n-cpu-moe" in c for c in moe.changes)
-    assert r.rejected and all("needs" in x.reason for x in r.rejected)
+    assert r.rejected
+    assert all("needs" in x.reason for x in r.rejected)
 
 
 def test_more_memory_never_gives_a_worse_plan() -> None:
@@ -262,20 +263,21 @@ def test_max_context_is_the_boundary() -> None:
     found = max_context(spec, s, hw)
     assert found is not None
     n, est = found
-    assert est.fits is True and n % 256 == 0
+    assert est.fits is True
+    assert n % 256 == 0
     over = oomkit.estimate_model(spec, dataclasses.replace(s, ctx=n + 256), hw)
     assert over.fits is False
 
 
 def test_ollama_models_its_automatic_offload() -> None:
     hw = Hardware(devices=(oomkit.find_gpu("rtx-4090").to_device_target(),))
-    est = oomkit.estimate_model(
-        "llama-3.1-70b", InferenceSettings(runtime="ollama", ctx=8192), hw
-    )
+    est = oomkit.estimate_model("llama-3.1-70b", InferenceSettings(runtime="ollama", ctx=8192), hw)
     info = est.runtime_details["ollama"]
-    assert isinstance(info, dict) and info["auto_offload"] is True
+    assert isinstance(info, dict)
+    assert info["auto_offload"] is True
     ngl = info["num_gpu"]
-    assert est.fits is True and 0 < ngl < 81
+    assert est.fits is True
+    assert 0 < ngl < 81
     reserve = sum(info["reserve_bytes"].values())
     over = oomkit.estimate_model(
         "llama-3.1-70b", InferenceSettings(runtime="ollama", ctx=8192, n_gpu_layers=ngl + 1), hw
@@ -290,18 +292,23 @@ def test_cli_plan_text_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> Non
     rc = main(["plan", "llama-3.1-70b", "--gpu", "rtx-4090", "--ram", "64GiB", "-c", "32k"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert out.count("Plan [llama.cpp]") == 1 and "llama-server -m" in out
+    assert out.count("Plan [llama.cpp]") == 1
+    assert "llama-server -m" in out
     rc = main(["plan", "llama-3.1-405b", "--gpu", "rtx-4060", "--no-offload"])
     out = capsys.readouterr().out
-    assert rc == 3 and "Nothing fits" in out
+    assert rc == 3
+    assert "Nothing fits" in out
 
 
 def test_cli_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["plan", "llama-3.1-8b", "--gpu", "2x3090", "-r", "vllm", "-c", "8k", "--json"])
     doc = json.loads(capsys.readouterr().out)
-    assert rc == 0 and doc["schema_version"] == 1 and doc["fits"] is True
+    assert rc == 0
+    assert doc["schema_version"] == 1
+    assert doc["fits"] is True
     top = doc["plans"][0]
-    assert top["settings"]["tp"] == 2 and len(top["devices"]) == 2
+    assert top["settings"]["tp"] == 2
+    assert len(top["devices"]) == 2
     assert top["command"].startswith("vllm serve")
 
 
@@ -317,25 +324,30 @@ def test_cli_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_plan_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("Error: ") and len(err.strip().splitlines()) <= 2
+    assert err.startswith("Error: ")
+    assert len(err.strip().splitlines()) <= 2
 
 
 def test_cli_estimate_suggests_changes(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["estimate", "llama-3.1-70b", "-q", "Q4_K_M", "-c", "32k", "--gpu", "rtx-4090"]
     assert main(argv) == 3
     out = capsys.readouterr().out
-    assert "To make it fit" in out and out.count("llama-server -m") >= 2
+    assert "To make it fit" in out
+    assert out.count("llama-server -m") >= 2
     assert main([*argv, "--json"]) == 3
     doc = json.loads(capsys.readouterr().out)
-    assert doc["fits"] is False and doc["suggestions"]
+    assert doc["fits"] is False
+    assert doc["suggestions"]
     first = doc["suggestions"][0]
-    assert first["saving_bytes"] > 0 and first["command"].startswith("llama-server")
+    assert first["saving_bytes"] > 0
+    assert first["command"].startswith("llama-server")
 
 
 def test_cli_ctx_max(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", "llama-3.1-8b", "--gpu", "rtx-4060", "--ctx", "max", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["fits"] is True and doc["settings"]["ctx"] > 4096
+    assert doc["fits"] is True
+    assert doc["settings"]["ctx"] > 4096
     assert "--ctx max" in doc["assumptions"][0]
 
 
@@ -343,16 +355,19 @@ def test_cli_reverse_search(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "--fits", "rtx-3060", "qwen2.5", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     keys = [m["model"] for m in doc["models"]]
-    assert "qwen2.5-7b" in keys and "qwen2.5-72b" not in keys
+    assert "qwen2.5-7b" in keys
+    assert "qwen2.5-72b" not in keys
     for m in doc["models"]:
         assert m["gpu_bytes"] + GiB <= oomkit.find_gpu("rtx-3060").memory_bytes
         assert m["max_ctx"] >= m["ctx"]
     assert main(["gpus", "--for", "llama-3.1-70b", "-c", "8k", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     rows = doc["gpus"]
-    assert rows and all(r["quant"] == "Q4_K_M" for r in rows)
+    assert rows
+    assert all(r["quant"] == "Q4_K_M" for r in rows)
     single = {r["gpu"] for r in rows if r["count"] == 1}
-    assert "h100-sxm" in single and "rtx-4090" not in single
+    assert "h100-sxm" in single
+    assert "rtx-4090" not in single
 
 
 def test_plan_result_round_trips_to_json() -> None:

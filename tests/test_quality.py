@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from oomkit.errors import UnknownNameError
-from oomkit.plan.quality import RANK_BASES, quality_rank_key, quality_table, quant_quality
+from oomkit.planner.quality import RANK_BASES, quality_rank_key, quality_table, quant_quality
 from oomkit.quant.formats import quant_format
 from oomkit.quant.hf_formats import HF_FORMATS
 from oomkit.quant.llamacpp_ftypes import LLAMACPP_FTYPES

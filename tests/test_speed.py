@@ -16,7 +16,7 @@ from oomkit.catalog.models import find_model
 from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.vllm import estimate_vllm
 from oomkit.hardware.catalog import find_gpu
-from oomkit.plan.speed import (
+from oomkit.planner.speed import (
     DEFAULT_HOST_BANDWIDTH_BYTES_PER_S,
     SpeedEstimate,
     backend_factors,

@@ -125,7 +125,8 @@ def render_plan(result: object) -> str:
         sp = p.speed
         if sp is None or getattr(sp, "decode_tokens_per_s", None) is None:
             return ""
-        return f"  ~{sp.decode_tokens_per_s:.0f} tok/s decode (estimate)"
+        tps = sp.decode_tokens_per_s
+        return f"  ~{tps:.1f} tok/s decode" if tps < 10 else f"  ~{tps:.0f} tok/s decode"
 
     for i, p in enumerate(result.plans):
         head = "Plan" if i == 0 else f"Alternative {i}"

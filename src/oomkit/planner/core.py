@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oomkit.errors import InvalidSettingError
+from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.planner.commands import emit_command
@@ -24,8 +24,10 @@ from oomkit.planner.knobs import (
     LEVEL_LAYERS_CPU,
     Candidate,
 )
+from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.search import Evaluation, Searcher
+from oomkit.planner.speed import SpeedEstimate, estimate_speed
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -57,8 +59,8 @@ class Plan:
     margin_bytes: int
     changes: tuple[str, ...]
     command: str
-    speed: Any = None  # oomkit.planner.speed.SpeedEstimate when the speed model is available
-    quality: Any = None  # oomkit.planner.quality.QuantQuality when a figure is published
+    speed: SpeedEstimate | None = None
+    quality: QuantQuality | None = None
 
     @property
     def summary(self) -> str:
@@ -108,7 +110,7 @@ class PlanResult:
                 "host": est["host"],
                 "runtime_details": est["runtime_details"],
                 "speed": None if p.speed is None else p.speed.to_dict(),
-                "quality": None if p.quality is None else _quality_dict(p.quality),
+                "quality": None if p.quality is None else dataclasses.asdict(p.quality),
             }
 
         return {
@@ -131,14 +133,9 @@ class PlanResult:
         }
 
 
-def _quality_dict(q: Any) -> dict[str, Any]:
-    if hasattr(q, "to_dict"):
-        return dict(q.to_dict())
-    return dict(dataclasses.asdict(q))
-
-
-def describe(cand: Candidate, searcher: Searcher) -> tuple[str, ...]:
+def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
     """What a candidate changes, in the user's terms."""
+    cand = ev.cand
     req = searcher.request
     out: list[str] = []
     if req.quant is None or cand.quant.lower() != req.quant.lower():
@@ -160,27 +157,24 @@ def describe(cand: Candidate, searcher: Searcher) -> tuple[str, ...]:
         out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
     if cand.tp:
         out.append(f"tensor parallel {cand.tp}")
+    host_weights = ev.estimate.host.weights_bytes
+    if searcher.runtime == "transformers" and host_weights:
+        out.append(f"{format_bytes(host_weights)} of weights on CPU (device_map='auto', slow)")
     return tuple(out)
 
 
-def _speed(spec: ModelSpec, est: Estimate, hardware: Hardware) -> Any:
-    try:
-        from oomkit.planner.speed import estimate_speed  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - the speed model ships with the planner
-        return None
-    return estimate_speed(spec, est, hardware)
+def _speed(
+    spec: ModelSpec, est: Estimate, hardware: Hardware, settings: InferenceSettings | None = None
+) -> SpeedEstimate:
+    return estimate_speed(spec, est, hardware, settings=settings)
 
 
-def _quality(quant: str | None) -> Any:
+def _quality(quant: str | None) -> QuantQuality | None:
     if quant is None:
         return None
     try:
-        from oomkit.planner.quality import quant_quality  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover
-        return None
-    try:
         return quant_quality(quant)
-    except Exception:  # a format without a published figure
+    except OomkitError:  # a format oomkit's quant table does not know (a checkpoint's own)
         return None
 
 
@@ -193,11 +187,11 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         runtime=s.runtime,
         settings=settings,
         estimate=ev.estimate,
-        level=ev.cand.level,
+        level=s.level_of(ev),
         margin_bytes=ev.margin_bytes,
-        changes=describe(ev.cand, s),
+        changes=describe(ev, s),
         command=emit_command(s.runtime, settings, s.spec, model_ref),
-        speed=_speed(s.spec, ev.estimate, s.hardware),
+        speed=_speed(s.spec, ev.estimate, s.hardware, settings),
         quality=_quality(ev.cand.quant),
     )
 

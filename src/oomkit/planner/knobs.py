@@ -34,11 +34,9 @@ LEVEL_EXPERTS_CPU = 1
 LEVEL_LAYERS_CPU = 2
 LEVEL_NAMES = ("all on GPU", "MoE experts on CPU", "layers on CPU")
 
-#: GGUF file types the planner proposes, best quality first. The order follows the
-#: KL-divergence / perplexity tables llama.cpp publishes for its quants
-#: (tools/quantize/quantize.cpp ``QUANT_OPTIONS``; ikawrakow's i-quant PRs): IQ4_XS sits just
-#: below Q4_K_S, IQ3_M between Q3_K_M and Q3_K_L-class sizes, and the 1-2 bit i-quants last.
-GGUF_LADDER: tuple[str, ...] = (
+#: GGUF file types the planner proposes (the common published files; ternary and F16/BF16
+#: are only used when named)
+_GGUF_CANDIDATES: tuple[str, ...] = (
     "Q8_0",
     "Q6_K",
     "Q5_K_M",
@@ -57,6 +55,18 @@ GGUF_LADDER: tuple[str, ...] = (
     "IQ1_M",
     "IQ1_S",
 )
+
+
+def _by_quality(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Best quality first, by the published KL-divergence table (:mod:`oomkit.planner.quality`:
+    llama.cpp's LLaMA-3-8B scoreboard, tools/perplexity/README.md)."""
+    from oomkit.planner.quality import quality_rank_key
+
+    return tuple(sorted(names, key=quality_rank_key))
+
+
+#: the candidates best first: IQ4_XS ranks above Q4_K_S and IQ2_M above Q2_K (imatrix quants)
+GGUF_LADDER: tuple[str, ...] = _by_quality(_GGUF_CANDIDATES)
 #: the default start for GGUF runtimes when the user names no quant: quants above it are
 #: proposed only when they fit entirely on the GPU at the asked context (nobody wants Q8_0
 #: at 2 tok/s when Q4_K_M runs at 40)

@@ -86,9 +86,9 @@ def _tps(speed: Any) -> float | None:
 
 
 def _speed(spec: ModelSpec, est: Estimate, hardware: Hardware) -> Any:
-    from oomkit.planner.core import _speed as speed
+    from oomkit.planner.speed import estimate_speed
 
-    return speed(spec, est, hardware)
+    return estimate_speed(spec, est, hardware)
 
 
 def _weights_lower_bound(params: int, quant: str) -> int:
@@ -208,11 +208,9 @@ def gpus_for(
             hw = Hardware(devices=tuple(gpu.to_device_target() for _ in range(n)))
             try:
                 s = Searcher(spec, runtime, hw, request)
-                ev = (
-                    _shop(s, spec.declared_params)
-                    if quant is None
-                    else s.level_gpu(s.ladder[0], upgrade=True)
-                )
+                # one quant for every GPU (the runtime's default unless named), so the
+                # rows compare hardware, not quants
+                ev = s.level_gpu(s.ladder[s.default_index], upgrade=True)
             except OomkitError:
                 ev = None
             if ev is None:

@@ -173,6 +173,12 @@ class Searcher:
                 f"host RAM needs {format_bytes(est.host.total_bytes)}, has {format_bytes(host_cap)}"
             )
         short.extend(est.blockers)
+        offloaded = self._hf_offloaded(est)
+        if offloaded and self.request.no_offload:
+            short.append(
+                f"device_map='auto' would put {format_bytes(offloaded)} of weights on the CPU "
+                "(--no-offload)"
+            )
         if not self.gguf and self.request.parallel:
             conc = est.runtime_details.get("max_concurrency")
             if isinstance(conc, int | float) and conc < self.request.parallel:
@@ -329,9 +335,22 @@ class Searcher:
 
     # -- the whole search --------------------------------------------------------------------
 
+    def _hf_offloaded(self, est: Estimate) -> int:
+        """transformers' device_map='auto' leaves what does not fit in CPU RAM."""
+        return est.host.weights_bytes if self.runtime == "transformers" else 0
+
+    def level_of(self, ev: Evaluation) -> int:
+        """The candidate's level; transformers offloads by itself (device_map='auto')."""
+        if self._hf_offloaded(ev.estimate):
+            return LEVEL_LAYERS_CPU
+        return ev.cand.level
+
     def key(self, ev: Evaluation) -> tuple[int, ...]:
+        cand = ev.cand
+        if self.level_of(ev) != cand.level:
+            cand = dataclasses.replace(cand, level=self.level_of(ev))
         return rank_key(
-            ev.cand,
+            cand,
             prefer=self.request.prefer,
             ladder=self.ladder,
             kvs=self.kvs,
@@ -407,9 +426,14 @@ class Searcher:
             e
             for e in self._memo.values()
             if not e.fits
-            and e.cand.ctx == self.target_ctx
             and e.cand.level == LEVEL_GPU
             and self.ladder.index(e.cand.quant) >= self.default_index
         ]
-        misses.sort(key=lambda e: (self.ladder.index(e.cand.quant), self.kvs.index(e.cand.kv)))
+        misses.sort(
+            key=lambda e: (
+                e.cand.ctx != self.target_ctx,
+                self.ladder.index(e.cand.quant),
+                self.kvs.index(e.cand.kv),
+            )
+        )
         return misses[:limit]

@@ -2,7 +2,7 @@
 
 Decode (one sequence, memory-bound): generating a token reads, on every device, the weights it
 multiplies (MoE: the active experts only) and the KV cells it attends to
-(:mod:`oomkit.plan.speed_reads`). A device's time per token is
+(:mod:`oomkit.planner.speed_reads`). A device's time per token is
 
     t_dev = bytes_read / (peak_bandwidth * efficiency) + layers_on_dev * layer_latency
 
@@ -41,7 +41,7 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import Estimate
-from oomkit.plan.speed_reads import LLAMACPP_RUNTIMES, DeviceReads, ReadPlan, read_plan
+from oomkit.planner.speed_reads import LLAMACPP_RUNTIMES, DeviceReads, ReadPlan, read_plan
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -270,7 +270,7 @@ def prefill_flops_per_token(spec: ModelSpec, *, mean_fill: int) -> float:
     Attention adds ``QK^T`` and ``AV``: 2 multiply-adds per head dimension per attended cell,
     ``4 * n_heads * head_dim * cells`` per layer; sliding layers attend at most their window.
     """
-    from oomkit.plan.speed_reads import tensor_read_fraction
+    from oomkit.planner.speed_reads import tensor_read_fraction
     from oomkit.spec.tensors import is_parameter, model_tensors
 
     matmul = 0.0
