@@ -122,10 +122,9 @@ def render_plan(result: object) -> str:
     lines.append("")
 
     def speed_text(p: Plan) -> str:
-        sp = p.speed
-        if sp is None or getattr(sp, "decode_tokens_per_s", None) is None:
+        tps = None if p.speed is None else p.speed.decode_tokens_per_s
+        if tps is None:
             return ""
-        tps = sp.decode_tokens_per_s
         return f"  ~{tps:.1f} tok/s decode" if tps < 10 else f"  ~{tps:.0f} tok/s decode"
 
     for i, p in enumerate(result.plans):
@@ -146,7 +145,7 @@ def render_plan(result: object) -> str:
                 if hw.host_ram_bytes:
                     host += f" of {format_bytes(hw.host_ram_bytes)} RAM"
                 lines.append(host)
-            if p.quality is not None and getattr(p.quality, "kld", None) is not None:
+            if p.quality is not None and p.quality.kld is not None:
                 lines.append(f"  quality: KLD {p.quality.kld:g} vs 16-bit ({p.quality.source})")
             lines.append("  run:")
             lines.extend(f"    {c}" for c in p.command.splitlines())
