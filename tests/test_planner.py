@@ -376,3 +376,25 @@ def test_plan_result_round_trips_to_json() -> None:
     assert isinstance(r, PlanResult)
     doc = json.loads(json.dumps(r.to_dict()))
     assert doc["plans"][0]["settings"]["quant"] == r.plans[0].settings.quant
+
+
+def test_precision_follows_the_hardware() -> None:
+    """No bf16 before Ampere (fp16 instead), fp8 only where the GPU computes it natively."""
+    t4 = Hardware(devices=(oomkit.find_gpu("t4").to_device_target(),))
+    r = plan("qwen2.5-1.5b", t4, PlanRequest(runtime="vllm", ctx=8192))
+    assert r.plans[0].settings.quant == "fp16"
+    assert all(p.settings.quant != "fp8" for p in r.plans)
+    assert any("fp8" in n for n in r.notes)
+    h100 = Hardware(devices=(oomkit.find_gpu("h100").to_device_target(),))
+    r = plan("llama-3.1-70b", h100, PlanRequest(runtime="vllm", ctx=8192))
+    assert r.plans[0].settings.quant == "fp8"
+
+
+def test_apple_unified_memory_is_explained() -> None:
+    mac = Hardware(devices=(oomkit.find_gpu("m3-max-128gb").to_device_target(),))
+    r = plan("llama-3.1-70b", mac, PlanRequest(ctx=8192))
+    assert r.fits
+    assert any("recommendedMaxWorkingSetSize" in n for n in r.notes)
+    cap = mac.devices[0].capacity_bytes
+    assert cap is not None
+    assert all(d.total_bytes + GiB <= cap for d in r.plans[0].estimate.devices)

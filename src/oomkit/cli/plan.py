@@ -158,6 +158,9 @@ def render_plan(result: object) -> str:
     if result.impossible:
         lines.append("")
         lines.append(result.impossible)
+    if result.notes:
+        lines.append("Notes:")
+        lines.extend(f"  - {n}" for n in result.notes)
     lines.append(
         "W weights, K KV cache, C compute, O overhead, | headroom kept free"
         if result.plans and not color

@@ -215,8 +215,8 @@ def emit_command(
             parts += ["--tensor-parallel-size", str(settings.tp)]
         if settings.cache_type_k and settings.cache_type_k != "auto":
             parts += ["--kv-cache-dtype", settings.cache_type_k]
-        if settings.quant in ("fp8",):
-            parts += ["--quantization", "fp8"]
+        if settings.quant in ("fp8", "awq", "gptq"):
+            parts += ["--quantization", settings.quant]
         if settings.parallel:
             parts += ["--max-num-seqs", str(settings.parallel)]
         return " ".join(parts)
@@ -228,8 +228,8 @@ def emit_command(
             parts += ["--tp", str(settings.tp)]
         if settings.cache_type_k and settings.cache_type_k != "auto":
             parts += ["--kv-cache-dtype", _SGLANG_FP8_KV]
-        if settings.quant in ("fp8",):
-            parts += ["--quantization", "fp8"]
+        if settings.quant in ("fp8", "awq", "gptq"):
+            parts += ["--quantization", settings.quant]
         if settings.parallel:
             parts += ["--max-running-requests", str(settings.parallel)]
         return " ".join(parts)

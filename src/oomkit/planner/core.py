@@ -89,6 +89,8 @@ class PlanResult:
     #: one paragraph when nothing fits: what would be needed
     impossible: str | None = None
     n_estimates: int = 0
+    #: what the planner took into account about the hardware (precision, Apple memory)
+    notes: tuple[str, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -129,6 +131,7 @@ class PlanResult:
             "plans": [plan_dict(p) for p in self.plans],
             "rejected": [dataclasses.asdict(r) for r in self.rejected],
             "impossible": self.impossible,
+            "notes": list(self.notes),
             "n_estimates": self.n_estimates,
         }
 
@@ -140,7 +143,9 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
     out: list[str] = []
     if req.quant is None or cand.quant.lower() != req.quant.lower():
         asked = f" (asked {req.quant})" if req.quant else ""
-        out.append(f"weights {cand.quant}{asked}")
+        prequant = cand.quant in ("awq", "gptq")
+        kind = f" (needs a pre-quantized {cand.quant.upper()} checkpoint)" if prequant else ""
+        out.append(f"weights {cand.quant}{asked}{kind}")
     if cand.kv not in ("f16", "auto"):
         out.append(f"KV cache {cand.kv}")
     if cand.ctx < searcher.target_ctx:
@@ -253,6 +258,24 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     return " ".join(heads)
 
 
+def _hardware_notes(hardware: Hardware) -> list[str]:
+    """Apple unified memory: the GPU may use only Metal's recommended working set."""
+    from oomkit.hardware.catalog import find_gpu
+
+    out: list[str] = []
+    for d in hardware.devices:
+        if not d.unified_memory or d.key is None or d.capacity_bytes is None:
+            continue
+        total = find_gpu(d.key).memory_bytes
+        out.append(
+            f"{d.name}: unified memory; the GPU may use {format_bytes(d.capacity_bytes)} of "
+            f"{format_bytes(total)} (Metal recommendedMaxWorkingSetSize). macOS lets you raise "
+            f"it with `sudo sysctl iogpu.wired_limit_mb=N` at the cost of RAM for everything else."
+        )
+        break
+    return out
+
+
 def plan_spec(
     spec: ModelSpec,
     hardware: Hardware,
@@ -276,6 +299,7 @@ def plan_spec(
     else:
         runtimes = (normalize_runtime(request.runtime),)
     plans: list[Plan] = []
+    notes: list[str] = _hardware_notes(hardware)
     rejected: list[Rejected] = []
     impossible: list[str] = []
     n_estimates = 0
@@ -294,6 +318,7 @@ def plan_spec(
         if not found:
             impossible.append(_impossible(s, s.rejected()))
         n_estimates += s.n_estimates
+        notes.extend(n for n in s.precision_notes if n not in notes)
         if info is None:
             any_ev = next(iter(s._memo.values()), None)
             if any_ev is not None:
@@ -309,6 +334,7 @@ def plan_spec(
         rejected=tuple(rejected),
         impossible=None if plans else " ".join(impossible),
         n_estimates=n_estimates,
+        notes=tuple(notes),
     )
 
 

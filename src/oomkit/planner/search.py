@@ -32,7 +32,7 @@ from oomkit.planner.knobs import (
     rank_key,
 )
 from oomkit.planner.request import PlanRequest
-from oomkit.spec.hardware import Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import format_bytes
@@ -125,6 +125,9 @@ class Searcher:
         self.ladder, self.default_index = quant_ladder(
             runtime, spec, request.quant, request.min_quant
         )
+        self.precision_notes: list[str] = []
+        if runtime not in _GGUF_RUNTIMES and request.quant is None:
+            self.ladder = self._native_precisions(gpus)
         self.target_ctx = default_target_ctx(runtime, spec, request)
         self.min_ctx = _min_ctx(request, self.target_ctx)
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
@@ -132,6 +135,24 @@ class Searcher:
         self.offload_ok = not request.no_offload and self.gguf
         self._memo: dict[Candidate, Evaluation] = {}
         self.n_estimates = 0
+
+    def _native_precisions(self, gpus: list[DeviceTarget]) -> tuple[str, ...]:
+        """Hardware-aware formats: bf16 from Ampere (fp16 before: vLLM and transformers cast a
+        bf16 checkpoint to fp16 on compute capability < 8.0), fp8 only where the GPU computes
+        it natively (Ada, Hopper, Blackwell, MI300)."""
+        known = [d for d in gpus if d.native_dtypes]  # anonymous --vram GPUs: no filter
+        if not known:
+            return self.ladder
+        out: list[str] = []
+        for q in self.ladder:
+            if q == "bf16" and not all("bf16" in d.native_dtypes for d in known):
+                self.precision_notes.append("no native bf16 on this GPU: fp16 weights")
+                q = "fp16"
+            if q == "fp8" and not all("fp8" in d.native_dtypes for d in known):
+                self.precision_notes.append("no native fp8 on this GPU: fp8 not proposed")
+                continue
+            out.append(q)
+        return tuple(out) or self.ladder
 
     # -- evaluation --------------------------------------------------------------------------
 

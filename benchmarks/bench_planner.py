@@ -1,0 +1,72 @@
+"""How long the planner takes: one model on one GPU, and the whole catalog against one GPU.
+
+python benchmarks/bench_planner.py            # prints medians (fresh interpreter per run)
+pytest benchmarks/bench_planner.py --benchmark-only
+
+Each timed run starts a fresh Python process (the estimator memoises per process, so an
+in-process loop would time the caches, not the search). The figure excludes interpreter
+start-up: the child times its own work with ``time.perf_counter``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import oomkit
+from oomkit.planner.core import plan
+from oomkit.planner.request import PlanRequest
+from oomkit.planner.reverse import models_that_fit
+from oomkit.spec.hardware import Hardware
+t1 = time.perf_counter()
+case = sys.argv[1]
+gpu = oomkit.find_gpu(sys.argv[2]).to_device_target()
+hw = Hardware(devices=(gpu,))
+if case == "plan":
+    r = plan(sys.argv[3], hw, PlanRequest(ctx=int(sys.argv[4])))
+    n = r.n_estimates
+else:
+    rows, _ = models_that_fit(hw)
+    n = len(rows)
+t2 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "work_s": t2 - t1, "n": n}))
+"""
+
+CASES: dict[str, list[str]] = {
+    "plan llama-3.1-8b on rtx-4090, 8k": ["plan", "rtx-4090", "llama-3.1-8b", "8192"],
+    "plan llama-3.1-70b on rtx-4090, 32k": ["plan", "rtx-4090", "llama-3.1-70b", "32768"],
+    "plan qwen3-30b-a3b on rtx-4060, 32k": ["plan", "rtx-4060", "qwen3-30b-a3b", "32768"],
+    "models --fits rtx-4090 (whole catalog)": ["fits", "rtx-4090"],
+}
+
+
+def _once(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args], check=True, capture_output=True, text=True
+    ).stdout
+    return dict(json.loads(out))
+
+
+def main(runs: int = 5) -> None:
+    for name, args in CASES.items():
+        rows = [_once(args) for _ in range(runs)]
+        work = statistics.median(r["work_s"] for r in rows)
+        print(f"{name:<42} median {work * 1000:8.1f} ms over {runs} runs  (n={rows[0]['n']})")
+
+
+def test_bench_plan_one_gpu(benchmark: Any) -> None:
+    benchmark.pedantic(_once, args=(CASES["plan llama-3.1-8b on rtx-4090, 8k"],), rounds=3)
+
+
+def test_bench_models_fits(benchmark: Any) -> None:
+    benchmark.pedantic(_once, args=(CASES["models --fits rtx-4090 (whole catalog)"],), rounds=1)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
