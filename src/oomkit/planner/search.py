@@ -349,10 +349,26 @@ class Searcher:
         return Candidate(quant, kv, ctx, tp=self._tp())
 
     def _tp(self) -> int | None:
+        """vLLM/SGLang tensor parallel size: the largest count of the GPUs that the heads
+        divide (vLLM ModelConfig.verify_with_parallel_config: attention heads % tp == 0; KV
+        heads divisible by tp, or tp a multiple of them when the KV heads are replicated)."""
         if self.gguf:
             return None
         n = len([d for d in self.hardware.devices if d.backend != "cpu"])
-        return n if n > 1 else None
+        heads = self.spec.num_attention_heads
+        kv = self.spec.num_key_value_heads
+        for tp in range(n, 0, -1):
+            if n % tp or heads % tp:
+                continue
+            if kv % tp == 0 or (tp > kv and tp % kv == 0):
+                note_tp = tp < n and not any("tensor parallel" in x for x in self.precision_notes)
+                if note_tp:
+                    self.precision_notes.append(
+                        f"tensor parallel {tp} of {n} GPUs: the model's {heads} attention / "
+                        f"{kv} KV heads do not divide by {n}"
+                    )
+                return tp if tp > 1 else None
+        return None
 
     # -- the whole search --------------------------------------------------------------------
 
