@@ -305,7 +305,15 @@ def estimate_vllm(
     *,
     engine: str = DEFAULT_ENGINE,
 ) -> Estimate:
-    """Memory per rank for ``vllm serve`` (see module docstring; ``engine`` as in plan_vllm)."""
+    """Memory per rank for ``vllm serve`` (see module docstring; ``engine`` as in plan_vllm).
+
+    ``settings.runtime_version`` (a vLLM release or a date) picks the engine generation through
+    :func:`oomkit.estimate.generations.resolve_generation` when ``engine`` is the default.
+    """
+    if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
+        from oomkit.estimate.generations import resolve_generation
+
+        engine = str(resolve_generation("vllm", settings.runtime_version).effects["vllm_engine"])
     tp = settings.tp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp)]
