@@ -151,3 +151,21 @@ def test_generation_is_echoed() -> None:
     assert isinstance(gen, dict)
     assert gen["label"] == "vLLM V1 (0.8-0.10)"
     assert gen["requested"] == "0.8.5"
+
+
+def test_doctor_reads_the_version_line() -> None:
+    from oomkit.diagnose.doctor import diagnose_text
+    from oomkit.diagnose.version import runtime_version_from_log
+
+    assert runtime_version_from_log("ollama version is 0.5.7") == ("ollama", "0.5.7")
+    assert runtime_version_from_log("no version here") is None
+    log = (
+        "INFO 10-14 vLLM API server version 0.6.3\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 1.2 GiB is free."
+    )
+    assert "modelled: vLLM V0 (0.6.3-0.6.4) (runtime version 0.6.3)" in diagnose_text(log).notes
+    # the user's own version wins over the log's
+    user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
+    notes = diagnose_text(log, settings=user).notes
+    assert any("vLLM V1 (0.8-0.10)" in n for n in notes)

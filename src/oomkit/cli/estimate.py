@@ -47,6 +47,10 @@ __all__ = ["estimate_command"]
 @click.option("--max-num-batched-tokens", type=int, help="vLLM tokens per forward step")
 @click.option("--enforce-eager/--no-enforce-eager", default=None, help="vLLM: no CUDA graphs")
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
+@click.option(
+    "--runtime-version",
+    help="Runtime release or date the run uses (0.6.3, b4500, 2024-06); default: the newest",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
@@ -75,6 +79,7 @@ def estimate_command(
     max_num_batched_tokens: int | None,
     enforce_eager: bool | None,
     overhead: int | None,
+    runtime_version: str | None,
     offline: bool,
     explain: bool,
     as_json: bool,
@@ -126,6 +131,7 @@ def estimate_command(
         max_num_batched_tokens=max_num_batched_tokens,
         enforce_eager=enforce_eager,
         overhead_bytes=overhead,
+        runtime_version=runtime_version,
     )
     est = estimate(model, settings, hardware, offline=True if offline else None)
     if as_json:

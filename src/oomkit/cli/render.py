@@ -44,6 +44,9 @@ def render_estimate(est: Estimate, *, explain: bool = False) -> str:
     ]
     if knobs:
         lines.append(f"settings: {knobs}")
+    gen = est.runtime_details.get("generation")
+    if isinstance(gen, dict) and gen.get("label"):
+        lines.append(f"modelled: {gen['label']}")
     lines.append("")
     for d in est.devices:
         lines.extend(_device_block(d, "", explain=explain))
