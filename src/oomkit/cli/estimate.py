@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, print_json
 from oomkit.cli.params import COUNT, SIZE, parse_gpu_list
 from oomkit.cli.render import render_estimate
 from oomkit.errors import InvalidSettingError
@@ -51,6 +51,18 @@ __all__ = ["estimate_command"]
     "--runtime-version",
     help="Runtime release or date the run uses (0.6.3, b4500, 2024-06); default: the newest",
 )
+@click.option(
+    "--display/--headless",
+    "display",
+    default=None,
+    help="A display is attached to the GPU (default: unknown; counted in the band)",
+)
+@click.option(
+    "--os",
+    "os_name",
+    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    help="Operating system (windows reserves memory for WDDM)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
@@ -80,13 +92,16 @@ def estimate_command(
     enforce_eager: bool | None,
     overhead: int | None,
     runtime_version: str | None,
+    display: bool | None,
+    os_name: str | None,
     offline: bool,
     explain: bool,
     as_json: bool,
 ) -> int:
     """Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).
 
-    Exit code 0 when it fits (or capacity is unknown), 3 when it does not fit.
+    Exit code 0 when it fits (or capacity is unknown), 4 when it is tight (it fits, but
+    within the band real runs sit from oomkit's numbers), 3 when it does not fit.
     """
     from oomkit.api import estimate
     from oomkit.hardware.targets import hardware_for
@@ -134,10 +149,26 @@ def estimate_command(
         runtime_version=runtime_version,
     )
     est = estimate(model, settings, hardware, offline=True if offline else None)
+    from oomkit.estimate.verdict import Platform, verdict
+
+    platform = Platform(
+        os=os_name, display=display, segments=tuple(g.segment for g in gpus) if gpus else ()
+    )
+    v = verdict(est, platform)
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
-        print_json(estimate_to_dict(est))
+        doc = estimate_to_dict(est)
+        # "fits" keeps its meaning (the totals fit: true for tight too); "verdict" adds the band
+        out: dict[str, object] = {}
+        for key, value in doc.items():
+            out[key] = value
+            if key == "fits":
+                out["verdict"] = v.level
+                out["verdict_details"] = v.to_dict()
+        print_json(out)
     else:
-        click.echo(render_estimate(est, explain=explain))
-    return EXIT_NEGATIVE if est.fits is False else EXIT_OK
+        click.echo(render_estimate(est, explain=explain, verdict=v))
+    if est.fits is False or v.level == "does_not_fit":
+        return EXIT_NEGATIVE
+    return EXIT_TIGHT if v.level == "tight" else EXIT_OK
