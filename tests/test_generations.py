@@ -169,3 +169,12 @@ def test_doctor_reads_the_version_line() -> None:
     user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
     notes = diagnose_text(log, settings=user).notes
     assert any("vLLM V1 (0.8-0.10)" in n for n in notes)
+
+
+def test_vllm_before_mla_caches_deepseek_as_full_heads() -> None:
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 8192}
+    old = _est("deepseek-v2-lite", runtime_version="0.6.6", **kw)
+    new = _est("deepseek-v2-lite", runtime_version="0.7.2", **kw)
+    # 27 layers x 16 heads x (256 K + 256 V) x 2 bytes vs 27 x 576 x 2
+    assert old.runtime_details["kv_bytes_per_token_per_rank"] == 27 * 16 * 512 * 2
+    assert new.runtime_details["kv_bytes_per_token_per_rank"] == 27 * 576 * 2

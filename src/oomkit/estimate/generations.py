@@ -16,7 +16,8 @@ Effects read by the estimators (absent key = today's behaviour):
   ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies).
-* vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`).
+* vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
+  ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and
   upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45).
@@ -216,8 +217,10 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "0.2.5",
                 "vllm-project/vllm PR #2031 (peak = init free - free)",
                 "profile charges the caching allocator's reserve; with TP the record_stream'd "
-                "all-reduce inputs stay reserved; profile batch max(max_model_len, 2048)",
+                "all-reduce inputs stay reserved; profile batch max(max_model_len, 2048); "
+                "DeepSeek MLA cached as full 256-dim K/V heads (no latent cache before 0.7.1)",
                 vllm_engine="v0-2023",
+                mla_latent_kv=False,
             ),
             _g(
                 "vllm",
@@ -229,6 +232,7 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "every non-torch byte on the GPU (CUDA context, other processes) is charged to "
                 "the budget",
                 vllm_engine="v0-2024",
+                mla_latent_kv=False,
             ),
             _g(
                 "vllm",
@@ -239,6 +243,17 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again)",
                 "only the non-torch increase since init is charged; V0 batch defaults",
                 vllm_engine="v0-2025",
+                mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2025-mla",
+                "vLLM V0 (0.7.1-0.7.3, MLA latent cache)",
+                "2025-02-01",
+                "0.7.1",
+                "vllm-project/vllm v0.7.1 release (MLA for DeepSeek-V2/V3; WIP in PR #10927)",
+                "DeepSeek-V2/V3 cache the 576-element latent instead of 128 heads x 2 x 256",
+                vllm_engine="v0-2025",
             ),
             _g(
                 "vllm",
@@ -248,7 +263,8 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "0.8.0",
                 "vllm-project/vllm v0.8.0 release (V1 engine on by default)",
                 "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
-                "CUDA graphs captured in the 1 - util headroom",
+                "CUDA graphs captured in the 1 - util headroom; until PR #18974 (0.9.1) memory "
+                "held by other processes on the GPU was charged as non-torch",
                 vllm_engine="v1-2025",
             ),
             _g(

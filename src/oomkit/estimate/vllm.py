@@ -31,6 +31,8 @@ Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-l
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections import Counter
 from dataclasses import dataclass
 from math import ceil
@@ -187,11 +189,16 @@ def plan_vllm(
     device: DeviceTarget,
     *,
     engine: str = DEFAULT_ENGINE,
+    mla_latent_kv: bool = True,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
     ``engine`` picks the profiling rule of a vLLM generation
     (:data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`); the default is current vLLM.
+    ``mla_latent_kv=False``: vLLM before 0.7.1 cached DeepSeek-V2/V3 as ordinary attention,
+    ``Attention(num_local_heads, 256, num_kv_heads=num_local_heads)`` with q/k/v padded to 256
+    (vllm/model_executor/models/deepseek_v2.py of 0.5-0.7.0; SGLang's non-MLA path keeps the
+    same "TODO, support head_size 192" layout), not the 576-element latent.
     """
     eng = vllm_engine(engine)
     tp = settings.tp or 1
@@ -246,7 +253,18 @@ def plan_vllm(
         non_torch, nt_why = non_torch_bytes(eng, device, tp)
     graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
-    layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
+    kv_spec = spec
+    if spec.mla is not None and not mla_latent_kv:
+        kv_spec = dataclasses.replace(
+            spec,
+            mla=None,
+            num_key_value_heads=spec.num_attention_heads,
+            kv_heads_per_layer=None,
+            head_dim=256,
+            v_head_dim=256,
+        )
+        notes.append("DeepSeek MLA cached as full 256-dim K/V heads (vLLM before 0.7.1)")
+    layers = kv_layers(kv_spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
     conc = None
@@ -310,14 +328,17 @@ def estimate_vllm(
     ``settings.runtime_version`` (a vLLM release or a date) picks the engine generation through
     :func:`oomkit.estimate.generations.resolve_generation` when ``engine`` is the default.
     """
+    mla_latent = True
     if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
         from oomkit.estimate.generations import resolve_generation
 
-        engine = str(resolve_generation("vllm", settings.runtime_version).effects["vllm_engine"])
+        gen = resolve_generation("vllm", settings.runtime_version)
+        engine = str(gen.effects["vllm_engine"])
+        mla_latent = bool(gen.effects.get("mla_latent_kv", True))
     tp = settings.tp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp)]
-    plans = [plan_vllm(spec, settings, d, engine=engine) for d in targets]
+    plans = [plan_vllm(spec, settings, d, engine=engine, mla_latent_kv=mla_latent) for d in targets]
     usages = []
     src = "vllm/v1/worker/gpu_worker.py determine_available_memory"
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
