@@ -32,7 +32,6 @@ Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-l
 from __future__ import annotations
 
 import dataclasses
-
 from collections import Counter
 from dataclasses import dataclass
 from math import ceil
