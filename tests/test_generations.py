@@ -34,7 +34,8 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "b4500", "2024"),
         ("llama.cpp", "b5274", "2025-04-mla"),
         ("llama.cpp", "2025-06-01", "2025-05-swa"),
-        ("llama.cpp", "b6500", "2025-07-streams"),
+        ("llama.cpp", "b6100", "2025-07-streams"),
+        ("llama.cpp", "b6500", "2025-08-fa-auto"),
         ("llama.cpp", "4500", "2024"),
         ("llama.cpp", "2025-12", "2025-11-pad256"),
         ("ollama", "0.5.7", "llama-runner-2k"),
@@ -178,3 +179,11 @@ def test_vllm_before_mla_caches_deepseek_as_full_heads() -> None:
     # 27 layers x 16 heads x (256 K + 256 V) x 2 bytes vs 27 x 576 x 2
     assert old.runtime_details["kv_bytes_per_token_per_rank"] == 27 * 16 * 512 * 2
     assert new.runtime_details["kv_bytes_per_token_per_rank"] == 27 * 576 * 2
+
+
+def test_llamacpp_flash_attention_off_by_default_before_pr_15434() -> None:
+    kw: dict[str, Any] = {"runtime": "llama.cpp", "quant": "Q4_K_M", "ctx": 32768}
+    old = _est("llama-3.1-8b", runtime_version="2025-06", **kw)
+    new = _est("llama-3.1-8b", runtime_version="2025-09", **kw)
+    assert old.devices[0].activations_bytes > new.devices[0].activations_bytes + 1000 * MiB
+    assert any("PR #15434" in a for a in old.assumptions)

@@ -8,9 +8,11 @@ what differs in memory (``memory``) and carries the switches the estimators read
 
 Effects read by the estimators (absent key = today's behaviour):
 
-* llama.cpp / Ollama's llama runner: ``mla_cache`` (False: DeepSeek-V2/V3 cache full K/V heads,
-  ``n_head x (qk_nope + qk_rope)`` K and ``n_head x v_head_dim`` V per layer and token, before
-  PR #12801), ``mla_v_cache`` (the latent is stored twice, K and V, until PR #19067),
+* llama.cpp / Ollama's llama runner: ``flash_attn_default`` (False before PR #15434: no FA
+  unless ``-fa``, so the compute buffer holds the n_ctx-wide KQ matrix), ``mla_cache`` (False:
+  DeepSeek-V2/V3 cache full K/V heads, ``n_head x (qk_nope + qk_rope)`` K and
+  ``n_head x v_head_dim`` V per layer and token, before PR #12801), ``mla_v_cache`` (the
+  latent is stored twice, K and V, until PR #19067),
   ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
   ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
   ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812).
@@ -91,6 +93,7 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 _OLD_LLAMACPP = {
+    "flash_attn_default": False,
     "mla_cache": False,
     "mla_v_cache": True,
     "swa_cache": False,
@@ -145,6 +148,19 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #14363 (high-throughput mode, kv_unified)",
                 "without --kv-unified each of -np sequences gets its own stream of n_ctx/np "
                 "cells (padded per stream); SWA cells are per stream",
+                mla_v_cache=True,
+                n_ctx_pad_no_fa=32,
+                flash_attn_default=False,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-08-fa-auto",
+                "llama.cpp 2025-08 (flash attention on by default)",
+                "2025-08-30",
+                None,
+                "ggml-org/llama.cpp PR #15434 (use FA + max. GPU layers by default)",
+                "-fa auto: no n_head x n_ubatch x n_ctx f32 KQ matrix in the compute buffer "
+                "when the backend supports FA (before: FA off unless -fa)",
                 mla_v_cache=True,
                 n_ctx_pad_no_fa=32,
             ),
@@ -444,6 +460,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
     pad = gen.effects.get("n_ctx_pad_no_fa")
     return dataclasses.replace(
         base,
+        flash_attn_default=bool(gen.effects.get("flash_attn_default", True)),
         mla_cache=bool(gen.effects.get("mla_cache", True)),
         mla_v_cache=bool(gen.effects.get("mla_v_cache", base.mla_v_cache)),
         swa_cache=bool(gen.effects.get("swa_cache", True)),

@@ -82,6 +82,8 @@ class LlamaCppOptions:
     kv_streams: bool = True
     #: cells padding without flash attention (32 from PR #7257 until PR #16812; None = 256)
     n_ctx_pad_no_fa: int | None = None
+    #: flash attention when -fa is not given: False before PR #15434 (Aug 2025, "-fa auto")
+    flash_attn_default: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,9 +161,10 @@ def resolve_llamacpp_params(
     n_ubatch = min(settings.ubatch or DEFAULT_N_UBATCH, n_batch)
     kv_unified = bool(settings.kv_unified) or not opts.kv_streams
     n_stream = 1 if kv_unified else n_seq
-    fa_auto = settings.flash_attn is None
+    fa_auto = settings.flash_attn is None and opts.flash_attn_default
     pad = N_CTX_PAD
     if opts.n_ctx_pad_no_fa is not None and not fa_auto and not settings.flash_attn:
+        # FA off (explicitly, or by an old build's default): the smaller padding
         pad = opts.n_ctx_pad_no_fa
     # llama_context: pad n_ctx to 256, then split into equal per-sequence streams
     n_ctx = -(-n_ctx_req // pad) * pad
@@ -186,6 +189,8 @@ def resolve_llamacpp_params(
     flash_attn = True if fa_auto else bool(settings.flash_attn)
     if fa_auto:
         notes.append("flash attention 'auto': assumed enabled (supported by CPU/CUDA/Metal)")
+    elif settings.flash_attn is None:
+        notes.append("flash attention off: the default of builds before PR #15434 (Aug 2025)")
     if type_v not in ("F16", "F32", "BF16") and not flash_attn:
         raise InvalidSettingError(
             f"Quantized V cache for 'cache_type_v' ({type_v.lower()}) needs flash attention: "
