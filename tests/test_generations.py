@@ -25,7 +25,8 @@ def _est(model: str, **kw: Any) -> Estimate:
 @pytest.mark.parametrize(
     ("runtime", "version", "key"),
     [
-        ("vllm", "0.2.7", "v0-2023"),
+        ("vllm", "0.2.5", "v0-2023"),
+        ("vllm", "0.4.2", "v0-2023-no-record-stream"),
         ("vllm", "0.6.3", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
         ("vllm", "0.8.5", "v1-2025"),
@@ -187,3 +188,16 @@ def test_llamacpp_flash_attention_off_by_default_before_pr_15434() -> None:
     new = _est("llama-3.1-8b", runtime_version="2025-09", **kw)
     assert old.devices[0].activations_bytes > new.devices[0].activations_bytes + 1000 * MiB
     assert any("PR #15434" in a for a in old.assumptions)
+
+
+def test_vllm_record_stream_pinning_only_before_0_2_6() -> None:
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 4096, "tp": 4}
+    hw4 = hardware_for(parse_gpu_list("4xa100-80gb-sxm"))
+    old = estimate("llama-2-70b", InferenceSettings(runtime_version="0.2.5", **kw), hw4)
+    new = estimate("llama-2-70b", InferenceSettings(runtime_version="0.4.2", **kw), hw4)
+    # (2 x 80 + 1) all-reduced [4096, 8192] fp16 inputs held until the NCCL stream syncs
+    pinned = (2 * 80 + 1) * 4096 * 8192 * 2
+    diff = (
+        old.runtime_details["activation_peak_bytes"] - new.runtime_details["activation_peak_bytes"]
+    )
+    assert diff == pinned

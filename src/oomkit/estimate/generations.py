@@ -19,7 +19,8 @@ Effects read by the estimators (absent key = today's behaviour):
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
-  ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads).
+  ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
+  ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and
   upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45).
@@ -228,7 +229,7 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
             _g(
                 "vllm",
                 "v0-2023",
-                "vLLM V0 (0.2-0.6.2)",
+                "vLLM V0 (0.2.5)",
                 "2023-12-13",
                 "0.2.5",
                 "vllm-project/vllm PR #2031 (peak = init free - free)",
@@ -237,6 +238,19 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "DeepSeek MLA cached as full 256-dim K/V heads (no latent cache before 0.7.1)",
                 vllm_engine="v0-2023",
                 mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2023-no-record-stream",
+                "vLLM V0 (0.2.6-0.6.2)",
+                "2023-12-17",
+                "0.2.6",
+                "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
+                "the profile still charges the allocator's reserve, but TP all-reduce inputs are "
+                "no longer held by record_stream until the NCCL stream syncs",
+                vllm_engine="v0-2023",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
             ),
             _g(
                 "vllm",

@@ -189,6 +189,7 @@ def plan_vllm(
     *,
     engine: str = DEFAULT_ENGINE,
     mla_latent_kv: bool = True,
+    nccl_record_stream: bool = True,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -198,6 +199,8 @@ def plan_vllm(
     ``Attention(num_local_heads, 256, num_kv_heads=num_local_heads)`` with q/k/v padded to 256
     (vllm/model_executor/models/deepseek_v2.py of 0.5-0.7.0; SGLang's non-MLA path keeps the
     same "TODO, support head_size 192" layout), not the 576-element latent.
+    ``nccl_record_stream=False``: vLLM 0.2.6+ sets ``TORCH_NCCL_AVOID_RECORD_STREAMS=1`` (PR
+    #2152), so the reserved-peak engine no longer holds the TP all-reduce inputs.
     """
     eng = vllm_engine(engine)
     tp = settings.tp or 1
@@ -239,7 +242,7 @@ def plan_vllm(
     )
     act = max(fwd, sampler)
     pinned = 0
-    if eng.reserved_peak and tp > 1:
+    if eng.reserved_peak and tp > 1 and nccl_record_stream:
         # o_proj and down_proj all-reduce per layer + the vocab-parallel embedding
         pinned = (2 * spec.num_hidden_layers + 1) * batched * spec.hidden_size * elem
         notes.append(
@@ -328,16 +331,28 @@ def estimate_vllm(
     :func:`oomkit.estimate.generations.resolve_generation` when ``engine`` is the default.
     """
     mla_latent = True
+    record_stream = True
     if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
         from oomkit.estimate.generations import resolve_generation
 
         gen = resolve_generation("vllm", settings.runtime_version)
         engine = str(gen.effects["vllm_engine"])
         mla_latent = bool(gen.effects.get("mla_latent_kv", True))
+        record_stream = bool(gen.effects.get("nccl_record_stream", True))
     tp = settings.tp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp)]
-    plans = [plan_vllm(spec, settings, d, engine=engine, mla_latent_kv=mla_latent) for d in targets]
+    plans = [
+        plan_vllm(
+            spec,
+            settings,
+            d,
+            engine=engine,
+            mla_latent_kv=mla_latent,
+            nccl_record_stream=record_stream,
+        )
+        for d in targets
+    ]
     usages = []
     src = "vllm/v1/worker/gpu_worker.py determine_available_memory"
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
