@@ -68,7 +68,27 @@ def estimate_model(
         from oomkit.hardware.targets import hardware_for
 
         hardware = hardware_for()  # one GPU of unknown capacity; Hardware() means CPU only
-    return get_estimator(runtime)(spec, settings, hardware)
+    est = get_estimator(runtime)(spec, settings, hardware)
+    return _with_generation(est, runtime, settings.runtime_version)
+
+
+def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estimate:
+    """Echo the runtime generation modelled in ``runtime_details["generation"]``."""
+    from oomkit.estimate.generations import GENERATIONS, resolve_generation
+
+    if runtime not in GENERATIONS:
+        return est
+    gen = resolve_generation(runtime, version)
+    details = dict(est.runtime_details)
+    details["generation"] = {
+        "key": gen.key,
+        "label": gen.label,
+        "requested": version,
+        "since": gen.since.isoformat(),
+        "change": gen.change,
+        "memory": gen.memory,
+    }
+    return dataclasses.replace(est, runtime_details=details)
 
 
 #: ``oomkit.estimate`` is the estimators' subpackage, so the top-level name is

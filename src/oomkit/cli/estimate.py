@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, print_json
 from oomkit.cli.params import CONTEXT, CTX_MAX, SIZE, parse_gpu_list
 from oomkit.cli.render import render_estimate
 from oomkit.errors import InvalidSettingError
@@ -15,6 +15,7 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
 
 if TYPE_CHECKING:
+    from oomkit.estimate.verdict import Platform
     from oomkit.planner.core import Plan
 
 __all__ = ["estimate_command"]
@@ -58,6 +59,22 @@ __all__ = ["estimate_command"]
 @click.option("--max-num-batched-tokens", type=int, help="vLLM tokens per forward step")
 @click.option("--enforce-eager/--no-enforce-eager", default=None, help="vLLM: no CUDA graphs")
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
+@click.option(
+    "--runtime-version",
+    help="Runtime release or date the run uses (0.6.3, b4500, 2024-06); default: the newest",
+)
+@click.option(
+    "--display/--headless",
+    "display",
+    default=None,
+    help="A display is attached to the GPU (default: unknown; counted in the band)",
+)
+@click.option(
+    "--os",
+    "os_name",
+    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    help="Operating system (windows reserves memory for WDDM)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
@@ -86,13 +103,17 @@ def estimate_command(
     max_num_batched_tokens: int | None,
     enforce_eager: bool | None,
     overhead: int | None,
+    runtime_version: str | None,
+    display: bool | None,
+    os_name: str | None,
     offline: bool,
     explain: bool,
     as_json: bool,
 ) -> int:
     """Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).
 
-    Exit code 0 when it fits (or capacity is unknown), 3 when it does not fit.
+    Exit code 0 when it fits (or capacity is unknown), 4 when it is tight (it fits, but
+    within the band real runs sit from oomkit's numbers), 3 when it does not fit.
     """
     from oomkit.api import estimate
     from oomkit.hardware.targets import hardware_for
@@ -140,11 +161,18 @@ def estimate_command(
         max_num_batched_tokens=max_num_batched_tokens,
         enforce_eager=enforce_eager,
         overhead_bytes=overhead,
+        runtime_version=runtime_version,
+    )
+    from oomkit.estimate.verdict import Platform, verdict
+
+    platform = Platform(
+        os=os_name, display=display, segments=tuple(g.segment for g in gpus) if gpus else ()
     )
     if want_max:
-        est = _estimate_max_ctx(model, settings, hardware, offline)
+        est = _estimate_max_ctx(model, settings, hardware, platform, offline)
     else:
         est = estimate(model, settings, hardware, offline=True if offline else None)
+    v = verdict(est, platform)
     suggestions: tuple[Plan, ...] = ()
     if est.fits is False:
         from oomkit.planner.core import suggest_changes
@@ -154,18 +182,31 @@ def estimate_command(
         from oomkit.serialize import estimate_to_dict
 
         doc = estimate_to_dict(est)
+        # "fits" keeps its meaning (the totals fit: true for tight too); "verdict" adds the band
+        out: dict[str, object] = {}
+        for key, value in doc.items():
+            out[key] = value
+            if key == "fits":
+                out["verdict"] = v.level
+                out["verdict_details"] = v.to_dict()
         if est.fits is False:
-            doc["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
-        print_json(doc)
+            out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
+        print_json(out)
     else:
-        click.echo(render_estimate(est, explain=explain))
+        click.echo(render_estimate(est, explain=explain, verdict=v))
         if est.fits is False:
             click.echo(render_suggestions(est, suggestions))
-    return EXIT_NEGATIVE if est.fits is False else EXIT_OK
+    if est.fits is False or v.level == "does_not_fit":
+        return EXIT_NEGATIVE
+    return EXIT_TIGHT if v.level == "tight" else EXIT_OK
 
 
 def _estimate_max_ctx(
-    model: str, settings: InferenceSettings, hardware: Hardware, offline: bool
+    model: str,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    platform: Platform,
+    offline: bool,
 ) -> Estimate:
     """``--ctx max``: the estimate at the largest context that fits (exit 3 if none does)."""
     import dataclasses
@@ -174,14 +215,14 @@ def _estimate_max_ctx(
     from oomkit.planner.core import max_context
 
     spec = load_model(model, offline=True if offline else None)
-    found = max_context(spec, settings, hardware)
+    found = max_context(spec, settings, hardware, platform=platform)
     if found is None:
         est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
         return dataclasses.replace(
             est, assumptions=(*est.assumptions, "--ctx max: not even 256 tokens fit")
         )
     n, est = found
-    note = f"--ctx max: {n} is the largest context that fits (multiples of 256"
+    note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
     note += ", up to the model's maximum)" if spec.max_position_embeddings else ")"
     return dataclasses.replace(est, assumptions=(note, *est.assumptions))
 

@@ -15,6 +15,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_NEGATIVE",
     "EXIT_OK",
+    "EXIT_TIGHT",
     "EXIT_USAGE",
     "debug_enabled",
     "error_exit_code",
@@ -28,6 +29,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NEGATIVE = 3
+#: estimate: it fits, but inside the band real runs sit from oomkit's numbers (verdict "tight")
+EXIT_TIGHT = 4
 
 #: exception -> (exit code, hint); subclasses first (hf ``CLI_ERROR_MAPPINGS``)
 _ERROR_TABLE: tuple[tuple[type[BaseException], int, str | None], ...] = (

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from oomkit.estimate.breakdown import CATEGORIES, DeviceUsage, Estimate
 from oomkit.units import format_bytes
+
+if TYPE_CHECKING:
+    from oomkit.estimate.verdict import Verdict
 
 __all__ = ["render_estimate"]
 
@@ -35,7 +40,7 @@ def _device_block(d: DeviceUsage, name: str, *, explain: bool) -> list[str]:
     return lines
 
 
-def render_estimate(est: Estimate, *, explain: bool = False) -> str:
+def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | None = None) -> str:
     s = est.settings
     knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
     params_b = est.model.params / 1e9
@@ -44,6 +49,9 @@ def render_estimate(est: Estimate, *, explain: bool = False) -> str:
     ]
     if knobs:
         lines.append(f"settings: {knobs}")
+    gen = est.runtime_details.get("generation")
+    if isinstance(gen, dict) and gen.get("label"):
+        lines.append(f"modelled: {gen['label']}")
     lines.append("")
     for d in est.devices:
         lines.extend(_device_block(d, "", explain=explain))
@@ -58,11 +66,23 @@ def render_estimate(est: Estimate, *, explain: bool = False) -> str:
             f"Runs with {layers} layers on the GPU: Ollama offloads the rest to the CPU "
             "(slower; see `oomkit plan` for a configuration that fits entirely)."
         )
+        if verdict is not None and verdict.level == "tight":
+            lines.append(verdict.summary())
+    elif verdict is not None and verdict.level in ("fits", "tight") and est.fits is True:
+        # a tight run is never reported as plain "Fits."
+        lines.append(verdict.summary())
+        lines.extend(f"  - {n}" for n in verdict.notes)
     elif est.fits is True:
         lines.append("Fits.")
     elif est.fits is False:
         lines.append("Does not fit.")
         lines.extend(f"  - {b}" for b in est.blockers)
+    elif verdict is not None and verdict.level == "does_not_fit":
+        m = verdict.tightest
+        where = f" on {m.device} once the platform's reservations are counted" if m else ""
+        lines.append(f"Does not fit{where}.")
+        if m is not None:
+            lines.extend(f"  - {label}: {format_bytes(b)}" for label, b in m.reservations)
     elif not est.devices:
         lines.append("Host RAM unknown: pass --ram SIZE to check the fit.")
     else:

@@ -61,5 +61,46 @@ def diagnose_text(
         runtime: the runtime, when the user states it (else the log's).
     """
     parsed = parse_log(text)
+    settings = _with_log_version(text, settings, runtime)
     provider = estimator_fix_provider(model, settings, hardware, runtime=runtime)
-    return diagnose(parsed.events, parsed.context, fix_providers=(provider, *fix_providers))
+    result = diagnose(parsed.events, parsed.context, fix_providers=(provider, *fix_providers))
+    return _note_generation(result, settings, runtime)
+
+
+def _note_generation(
+    result: Diagnosis, settings: InferenceSettings | None, runtime: str | None
+) -> Diagnosis:
+    """Say which runtime generation sized the fixes when a version is known."""
+    if settings is None or settings.runtime_version is None:
+        return result
+    from oomkit.errors import OomkitError
+    from oomkit.estimate.generations import resolve_generation
+
+    try:
+        gen = resolve_generation(runtime or settings.runtime, settings.runtime_version)
+    except OomkitError:
+        return result
+    import dataclasses
+
+    note = f"modelled: {gen.label} (runtime version {settings.runtime_version})"
+    return dataclasses.replace(result, notes=(*result.notes, note))
+
+
+def _with_log_version(
+    text: str, settings: InferenceSettings | None, runtime: str | None
+) -> InferenceSettings | None:
+    """``settings`` with the runtime release the log names, unless the user gave one."""
+    from oomkit.diagnose.version import runtime_version_from_log
+
+    found = runtime_version_from_log(text)
+    if found is None or (settings is not None and settings.runtime_version is not None):
+        return settings
+    log_runtime, version = found
+    if runtime is not None and runtime.strip().lower() != log_runtime:
+        return settings
+    import dataclasses
+
+    from oomkit.spec.settings import InferenceSettings
+
+    base = settings or InferenceSettings(runtime=log_runtime)
+    return dataclasses.replace(base, runtime_version=version)

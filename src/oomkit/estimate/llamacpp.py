@@ -336,6 +336,12 @@ def _estimate(
     gpus = _gpus(hardware)
     spec = llamacpp_view(spec)
     n_layer = spec.num_hidden_layers
+    if settings.runtime_version is not None:
+        from oomkit.estimate.generations import llamacpp_options
+
+        gen_opts = llamacpp_options(settings.runtime_version, options)
+        assert gen_opts is None or isinstance(gen_opts, LlamaCppOptions)
+        options = gen_opts
     params = resolve_llamacpp_params(
         settings,
         n_layer=n_layer,

@@ -94,6 +94,13 @@ def _attn_dims(spec: ModelSpec, layer: int, params: LlamaCppParams) -> tuple[int
     n_kv = spec.kv_heads(layer)
     if n_kv <= 0:
         return 0, 0
+    if spec.mla is not None and not params.options.mla_cache:
+        # builds before PR #12801: K = n_head x (qk_nope + qk_rope), V = n_head x v_head_dim
+        n_head = spec.num_attention_heads
+        return (
+            n_head * (spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim),
+            n_head * spec.mla.v_head_dim,
+        )
     if spec.mla is not None:
         # convert_hf_to_gguf writes MLA as key_length_mla/value_length_mla with one KV head:
         # the cache holds the compressed latent c^KV plus the shared rope key

@@ -73,6 +73,17 @@ class LlamaCppOptions:
     #: outputs in the worst-case reserve graph (None: n_tokens, llama.cpp's graph_reserve;
     #: Ollama's own engine reserves logits for ``num_parallel`` outputs only)
     reserve_outputs: int | None = None
+    #: runtime generation (oomkit.estimate.generations): False = builds before PR #12801 cache
+    #: DeepSeek-V2/V3 as full K/V heads instead of the MLA latent
+    mla_cache: bool = True
+    #: False = builds before PR #13194: sliding-window layers cache the whole context
+    swa_cache: bool = True
+    #: False = builds before PR #14363: one unified KV stream whatever -np
+    kv_streams: bool = True
+    #: cells padding without flash attention (32 from PR #7257 until PR #16812; None = 256)
+    n_ctx_pad_no_fa: int | None = None
+    #: flash attention when -fa is not given: False before PR #15434 (Aug 2025, "-fa auto")
+    flash_attn_default: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,16 +159,21 @@ def resolve_llamacpp_params(
         )
     n_batch = settings.batch_size or DEFAULT_N_BATCH
     n_ubatch = min(settings.ubatch or DEFAULT_N_UBATCH, n_batch)
-    kv_unified = bool(settings.kv_unified)
+    kv_unified = bool(settings.kv_unified) or not opts.kv_streams
     n_stream = 1 if kv_unified else n_seq
+    fa_auto = settings.flash_attn is None and opts.flash_attn_default
+    pad = N_CTX_PAD
+    if opts.n_ctx_pad_no_fa is not None and not fa_auto and not settings.flash_attn:
+        # FA off (explicitly, or by an old build's default): the smaller padding
+        pad = opts.n_ctx_pad_no_fa
     # llama_context: pad n_ctx to 256, then split into equal per-sequence streams
-    n_ctx = -(-n_ctx_req // N_CTX_PAD) * N_CTX_PAD
+    n_ctx = -(-n_ctx_req // pad) * pad
     if kv_unified:
         n_ctx_seq = n_ctx
     else:
         # each stream gets n_ctx / n_seq_max cells, padded again to 256 (llama_kv_cache size
         # per stream; e.g. -c 8192 -np 3 gives 3 x 2816 cells)
-        n_ctx_seq = -(-(n_ctx // n_seq) // N_CTX_PAD) * N_CTX_PAD
+        n_ctx_seq = -(-(n_ctx // n_seq) // pad) * pad
         n_ctx = n_ctx_seq * n_seq
     if n_ctx_seq <= 0:
         raise InvalidSettingError(
@@ -168,12 +184,13 @@ def resolve_llamacpp_params(
         )
     type_k = _kv_type(settings.cache_type_k, "cache_type_k")
     type_v = _kv_type(settings.cache_type_v, "cache_type_v")
-    fa_auto = settings.flash_attn is None
     # -fa auto: enabled when every device that holds attention supports the FA op; the CPU,
     # CUDA and Metal backends do for the usual head sizes (llama_context: flash_attn_type auto)
     flash_attn = True if fa_auto else bool(settings.flash_attn)
     if fa_auto:
         notes.append("flash attention 'auto': assumed enabled (supported by CPU/CUDA/Metal)")
+    elif settings.flash_attn is None:
+        notes.append("flash attention off: the default of builds before PR #15434 (Aug 2025)")
     if type_v not in ("F16", "F32", "BF16") and not flash_attn:
         raise InvalidSettingError(
             f"Quantized V cache for 'cache_type_v' ({type_v.lower()}) needs flash attention: "
@@ -189,6 +206,8 @@ def resolve_llamacpp_params(
     if not has_gpu:
         ngl = 0
     swa_full = default_swa_full if settings.swa_full is None else settings.swa_full
+    if not opts.swa_cache:
+        swa_full = True  # before PR #13194 every layer cached the whole context
     mmap = True if settings.mmap is None else settings.mmap
     return LlamaCppParams(
         n_ctx_requested=n_ctx_req,

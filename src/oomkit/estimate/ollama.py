@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 
 from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.generations import Generation, resolve_generation
 from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -72,17 +73,20 @@ def ollama_settings(
 ) -> tuple[InferenceSettings, list[str]]:
     """Translate Ollama settings into the llama.cpp settings its runner starts with."""
     notes: list[str] = [f"Ollama {OLLAMA_VERSION_MODELLED} defaults"]
-    num_ctx = settings.ctx or OLLAMA_DEFAULT_NUM_CTX
+    gen = _generation(settings)
+    default_ctx = int(gen.effects.get("num_ctx", OLLAMA_DEFAULT_NUM_CTX)) if gen else None
+    default_ctx = default_ctx or OLLAMA_DEFAULT_NUM_CTX
+    if gen is not None:
+        notes[0] = f"{gen.label} defaults"
+    num_ctx = settings.ctx or default_ctx
     if settings.ctx is None:
-        notes.append(
-            f"num_ctx not given: Ollama default {OLLAMA_DEFAULT_NUM_CTX} (2048 before 0.6.4)"
-        )
+        notes.append(f"num_ctx not given: Ollama default {default_ctx} (2048 before 0.6.4)")
     parallel = settings.parallel or 1
     quant = settings.quant
     if quant is None:
         quant = _tag_quant(spec.name) or OLLAMA_DEFAULT_QUANT
         notes.append(f"quant not given: Ollama library default {quant}")
-    new_engine = spec.model_type in OLLAMA_ENGINE_ARCHS
+    new_engine = _new_engine(spec, gen)
     flash = settings.flash_attn if settings.flash_attn is not None else new_engine
     if settings.flash_attn is None:
         notes.append(
@@ -100,8 +104,27 @@ def ollama_settings(
         flash_attn=flash,
         batch_size=batch,
         ubatch=min(settings.ubatch or batch, batch),
+        # the vendored llama.cpp of that Ollama release (None: today's llama.cpp)
+        runtime_version=None if gen is None else _str_or_none(gen.effects.get("llamacpp_date")),
     )
     return mapped, notes
+
+
+def _generation(settings: InferenceSettings) -> Generation | None:
+    if settings.runtime_version is None:
+        return None
+    return resolve_generation("ollama", settings.runtime_version)
+
+
+def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
+    """Whether the model runs on Ollama's own engine (before 0.12 the llama runner is assumed)."""
+    if gen is not None and "llamacpp_date" in gen.effects:
+        return False
+    return spec.model_type in OLLAMA_ENGINE_ARCHS
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _tag_quant(name: str) -> str | None:
@@ -163,7 +186,7 @@ def _auto_num_gpu(
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
     mapped, notes = ollama_settings(spec, settings)
-    new_engine = spec.model_type in OLLAMA_ENGINE_ARCHS
+    new_engine = _new_engine(spec, _generation(settings))
     if new_engine:
         # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
         notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")
@@ -197,7 +220,7 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     details = dict(est.runtime_details)
     details["ollama"] = {
         "version_modelled": OLLAMA_VERSION_MODELLED,
-        "num_ctx": settings.ctx or OLLAMA_DEFAULT_NUM_CTX,
+        "num_ctx": (mapped.ctx or OLLAMA_DEFAULT_NUM_CTX) // (mapped.parallel or 1),
         "num_parallel": mapped.parallel,
         "kv_cache_type": (mapped.cache_type_k or "f16"),
         "flash_attention": mapped.flash_attn,

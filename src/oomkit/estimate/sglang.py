@@ -100,7 +100,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     caps = [d.capacity_bytes for d in devices[:tp]]
     smallest = None if any(c is None for c in caps) else min(c for c in caps if c is not None)
-    frac = settings.mem_fraction_static or default_mem_fraction_static(tp, smallest)
+    legacy = False
+    if settings.runtime_version is not None:
+        from oomkit.estimate.generations import resolve_generation
+
+        gen = resolve_generation("sglang", settings.runtime_version)
+        legacy = gen.effects.get("mem_fraction") == "tp_table"
+    frac = settings.mem_fraction_static or (
+        legacy_mem_fraction_static(tp) if legacy else default_mem_fraction_static(tp, smallest)
+    )
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     elem = 2 if elem == 4 else elem
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)

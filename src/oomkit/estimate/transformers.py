@@ -59,9 +59,19 @@ def _elem(spec: ModelSpec, quant: str | None) -> int:
 
 
 def prefill_activation_bytes(
-    spec: ModelSpec, *, batch: int, seq: int, elem: int, attn_impl: str
+    spec: ModelSpec,
+    *,
+    batch: int,
+    seq: int,
+    elem: int,
+    attn_impl: str,
+    full_logits: bool = False,
 ) -> tuple[int, str]:
-    """Largest live set of one decoder layer at prefill, plus the step's logits (bytes)."""
+    """Largest live set of one decoder layer at prefill, plus the step's logits (bytes).
+
+    ``full_logits``: transformers before 4.45 (PR #31292) computed logits for every prompt
+    position and upcast them to fp32 (B x S x V x (e + 4)).
+    """
     b, s, h = batch, seq, spec.hidden_size
     stream = 2 * b * s * h * elem
     q = spec.num_attention_heads * spec.head_dim
@@ -76,11 +86,11 @@ def prefill_activation_bytes(
         else (spec.intermediate_size)
     )
     mlp = b * s * i * (3 if spec.mlp_gated else 2) * elem
-    logits = b * spec.vocab_size * (elem + 4)
+    logits = b * (s if full_logits else 1) * spec.vocab_size * (elem + 4)
     layer_peak = stream + max(attn, mlp)
     formula = (
         f"2·B·S·h·e + max(attention{' with B·a·S² scores' if attn_impl == 'eager' else ''}, "
-        "MLP B·S·3i·e); logits B·V·(e+4) after the last layer"
+        "MLP B·S·3i·e); logits B·" + ("S·" if full_logits else "") + "V·(e+4) after the last layer"
     )
     return max(layer_peak, b * h * elem + logits), formula
 
@@ -165,8 +175,14 @@ def estimate_transformers(
     static = (settings.cache_implementation or "dynamic").lower() == "static"
     # the cat for K (or V) of one layer: old and new copies coexist
     growth = max((lay.bytes_per_token for lay in layers), default=0) // 2 * seq_total * batch
+    full_logits = False
+    if settings.runtime_version is not None:
+        from oomkit.estimate.generations import resolve_generation
+
+        gen = resolve_generation("transformers", settings.runtime_version)
+        full_logits = bool(gen.effects.get("full_logits", False))
     act, act_formula = prefill_activation_bytes(
-        spec, batch=batch, seq=prompt, elem=elem, attn_impl=attn_impl
+        spec, batch=batch, seq=prompt, elem=elem, attn_impl=attn_impl, full_logits=full_logits
     )
     transient = 0 if static else growth
     gpus = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)

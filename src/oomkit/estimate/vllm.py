@@ -31,6 +31,7 @@ Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-l
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from math import ceil
@@ -187,11 +188,19 @@ def plan_vllm(
     device: DeviceTarget,
     *,
     engine: str = DEFAULT_ENGINE,
+    mla_latent_kv: bool = True,
+    nccl_record_stream: bool = True,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
     ``engine`` picks the profiling rule of a vLLM generation
     (:data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`); the default is current vLLM.
+    ``mla_latent_kv=False``: vLLM before 0.7.1 cached DeepSeek-V2/V3 as ordinary attention,
+    ``Attention(num_local_heads, 256, num_kv_heads=num_local_heads)`` with q/k/v padded to 256
+    (vllm/model_executor/models/deepseek_v2.py of 0.5-0.7.0; SGLang's non-MLA path keeps the
+    same "TODO, support head_size 192" layout), not the 576-element latent.
+    ``nccl_record_stream=False``: vLLM 0.2.6+ sets ``TORCH_NCCL_AVOID_RECORD_STREAMS=1`` (PR
+    #2152), so the reserved-peak engine no longer holds the TP all-reduce inputs.
     """
     eng = vllm_engine(engine)
     tp = settings.tp or 1
@@ -233,7 +242,7 @@ def plan_vllm(
     )
     act = max(fwd, sampler)
     pinned = 0
-    if eng.reserved_peak and tp > 1:
+    if eng.reserved_peak and tp > 1 and nccl_record_stream:
         # o_proj and down_proj all-reduce per layer + the vocab-parallel embedding
         pinned = (2 * spec.num_hidden_layers + 1) * batched * spec.hidden_size * elem
         notes.append(
@@ -246,7 +255,18 @@ def plan_vllm(
         non_torch, nt_why = non_torch_bytes(eng, device, tp)
     graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
-    layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
+    kv_spec = spec
+    if spec.mla is not None and not mla_latent_kv:
+        kv_spec = dataclasses.replace(
+            spec,
+            mla=None,
+            num_key_value_heads=spec.num_attention_heads,
+            kv_heads_per_layer=None,
+            head_dim=256,
+            v_head_dim=256,
+        )
+        notes.append("DeepSeek MLA cached as full 256-dim K/V heads (vLLM before 0.7.1)")
+    layers = kv_layers(kv_spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
     conc = None
@@ -305,11 +325,34 @@ def estimate_vllm(
     *,
     engine: str = DEFAULT_ENGINE,
 ) -> Estimate:
-    """Memory per rank for ``vllm serve`` (see module docstring; ``engine`` as in plan_vllm)."""
+    """Memory per rank for ``vllm serve`` (see module docstring; ``engine`` as in plan_vllm).
+
+    ``settings.runtime_version`` (a vLLM release or a date) picks the engine generation through
+    :func:`oomkit.estimate.generations.resolve_generation` when ``engine`` is the default.
+    """
+    mla_latent = True
+    record_stream = True
+    if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
+        from oomkit.estimate.generations import resolve_generation
+
+        gen = resolve_generation("vllm", settings.runtime_version)
+        engine = str(gen.effects["vllm_engine"])
+        mla_latent = bool(gen.effects.get("mla_latent_kv", True))
+        record_stream = bool(gen.effects.get("nccl_record_stream", True))
     tp = settings.tp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp)]
-    plans = [plan_vllm(spec, settings, d, engine=engine) for d in targets]
+    plans = [
+        plan_vllm(
+            spec,
+            settings,
+            d,
+            engine=engine,
+            mla_latent_kv=mla_latent,
+            nccl_record_stream=record_stream,
+        )
+        for d in targets
+    ]
     usages = []
     src = "vllm/v1/worker/gpu_worker.py determine_available_memory"
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):

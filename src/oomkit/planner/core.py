@@ -18,6 +18,7 @@ from typing import Any
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
+from oomkit.estimate.verdict import Platform, verdict
 from oomkit.planner.commands import emit_command
 from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
@@ -404,11 +405,16 @@ def suggest_changes(
 
 
 def max_context(
-    spec: ModelSpec, settings: InferenceSettings, hardware: Hardware, *, step: int = 256
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    *,
+    platform: Platform | None = None,
+    step: int = 256,
 ) -> tuple[int, Estimate] | None:
-    """The largest context (a multiple of ``step``, up to the model's maximum) at which
-    ``settings`` still fits ``hardware`` by the estimator's own verdict; None when not even
-    ``step`` tokens fit. Every other setting is kept as it is.
+    """The largest context (a multiple of ``step``, up to the model's maximum) whose verdict
+    is "fits" — clear of the measured variance band, not merely "tight"; None when not even
+    ``step`` tokens do. Every other setting is kept as it is.
 
     Raises:
         InvalidSettingError: no GPU capacity (or host RAM for a CPU-only target) is known.
@@ -422,6 +428,9 @@ def max_context(
     def run(k: int) -> Estimate:
         return estimator(spec, dataclasses.replace(settings, ctx=k * step), hardware)
 
+    def ok(est: Estimate) -> bool:
+        return verdict(est, platform).level == "fits"
+
     first = run(1)
     if first.fits is None:
         raise InvalidSettingError(
@@ -429,16 +438,16 @@ def max_context(
             "(or --ram SIZE for the CPU)",
             setting="ctx",
         )
-    if not first.fits:
+    if not ok(first):
         return None
     lo, best = 1, first
     last = run(hi)
-    if last.fits:
+    if ok(last):
         return hi * step, last
     while hi - lo > 1:  # fits(lo), not fits(hi); memory grows with the context
         mid = (lo + hi) // 2
         est = run(mid)
-        if est.fits:
+        if ok(est):
             lo, best = mid, est
         else:
             hi = mid

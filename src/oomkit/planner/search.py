@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import get_estimator
+from oomkit.estimate.verdict import Platform, verdict
 from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
     LEVEL_GPU,
@@ -67,6 +68,15 @@ def _at_ctx(
     make: Callable[[str, int, int], Candidate], kv: str, amount: int, ctx: int
 ) -> Candidate:
     return make(kv, ctx, amount)
+
+
+def _segment(d: DeviceTarget) -> str | None:
+    """The catalog segment (consumer cards may drive a display; datacenter ones do not)."""
+    if d.key is None:
+        return None
+    from oomkit.hardware.catalog import find_gpu
+
+    return find_gpu(d.key).segment
 
 
 def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> int:
@@ -134,6 +144,7 @@ class Searcher:
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
         self._memo: dict[Candidate, Evaluation] = {}
+        self.platform = Platform(segments=tuple(_segment(d) for d in gpus))
         self.n_estimates = 0
 
     def _native_precisions(self, gpus: list[DeviceTarget]) -> tuple[str, ...]:
@@ -163,9 +174,34 @@ class Searcher:
         settings = cand.apply(self.base)
         self.n_estimates += 1
         est = self.estimator(self.spec, settings, self.hardware)
+        if self.runtime == "vllm" and self.base.gpu_memory_utilization is None:
+            est = self._clear_band(settings, est)
         ev = self._judge(cand, est)
         self._memo[cand] = ev
         return ev
+
+    def _clear_band(self, settings: InferenceSettings, est: Estimate) -> Estimate:
+        """vLLM fills ``gpu_memory_utilization`` of each GPU by design; when what it leaves
+        free is within the variance band, lower the utilisation just enough (the knob vLLM's
+        own docs point to) and re-estimate: the KV pool shrinks, the process stays safe."""
+        util = est.settings.get("gpu_memory_utilization")
+        if not isinstance(util, float):
+            return est
+        need = 0.0
+        for m in verdict(est, self.platform).margins:
+            d = next((x for x in est.devices if x.device == m.device), None)
+            if m.what != "device memory" or m.level != "tight" or d is None:
+                continue
+            if d.capacity_bytes:
+                need = max(need, (m.band_bytes - m.free_bytes) / d.capacity_bytes)
+        if need <= 0:
+            return est
+        new = int((util - need) * 100) / 100  # floor to the hundredth
+        if new < 0.5:
+            return est
+        self.n_estimates += 1
+        lowered = dataclasses.replace(settings, gpu_memory_utilization=new)
+        return self.estimator(self.spec, lowered, self.hardware)
 
     def _judge(self, cand: Candidate, est: Estimate) -> Evaluation:
         engine_reserves = not self.gguf  # vLLM/SGLang/transformers: their own utilisation
@@ -194,6 +230,11 @@ class Searcher:
                 f"host RAM needs {format_bytes(est.host.total_bytes)}, has {format_bytes(host_cap)}"
             )
         short.extend(est.blockers)
+        if not short:
+            # a plan must clear the measured variance band too: never propose a tight run
+            v = verdict(est, self.platform)
+            if v.level in ("tight", "does_not_fit"):
+                short.append(f"{v.level.replace('_', ' ')}: {v.summary()}")
         offloaded = self._hf_offloaded(est)
         if offloaded and self.request.no_offload:
             short.append(

@@ -40,6 +40,9 @@ class InferenceSettings:
     max_new_tokens: int | None = None  # transformers generate()
     attn_implementation: str | None = None  # transformers: "eager" | "sdpa" | "flash_attention_2"
     cache_implementation: str | None = None  # transformers: "dynamic" | "static"
+    #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
+    #: runtime generation (oomkit.estimate.generations); None = the newest
+    runtime_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,483 @@
+"""Runtime generations: dated releases whose memory behaviour differs, as data.
+
+A run is made with the runtime of its day. Each :class:`Generation` below starts at the upstream
+change that separates it from the previous one (``change`` names the PR/commit/release), says
+what differs in memory (``memory``) and carries the switches the estimators read (``effects``).
+:func:`resolve_generation` turns a version (``"0.6.3"``, ``"b4500"``, ``"v0.5.7"``) or a date
+(``"2024-06"``, ``"2024-06-15"``) into the generation in force; no version means the newest.
+
+Effects read by the estimators (absent key = today's behaviour):
+
+* llama.cpp / Ollama's llama runner: ``flash_attn_default`` (False before PR #15434: no FA
+  unless ``-fa``, so the compute buffer holds the n_ctx-wide KQ matrix), ``mla_cache`` (False:
+  DeepSeek-V2/V3 cache full K/V heads, ``n_head x (qk_nope + qk_rope)`` K and
+  ``n_head x v_head_dim`` V per layer and token, before PR #12801), ``mla_v_cache`` (the
+  latent is stored twice, K and V, until PR #19067),
+  ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
+  ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
+  ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812).
+* Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
+  vendored llama.cpp whose generation applies).
+* vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
+  ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
+  ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152).
+* SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
+* transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and
+  upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45).
+
+llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
+approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations
+are bounded by dates, so a build number is compared through its date.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+
+from oomkit.errors import InvalidSettingError
+
+__all__ = [
+    "GENERATIONS",
+    "LLAMACPP_BUILD_DATES",
+    "Generation",
+    "generation_effect",
+    "parse_runtime_version",
+    "resolve_generation",
+]
+
+Effect = bool | int | float | str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Generation:
+    """One dated generation of a runtime."""
+
+    runtime: str
+    key: str
+    label: str  # what the output echoes: "vLLM V1 (0.8+)"
+    since: date  # first day (release/merge date of ``change``)
+    since_version: tuple[int, ...] | None  # first release carrying it (None: date only)
+    change: str  # the upstream PR/commit/release that starts it
+    memory: str  # what differs in memory from the previous generation
+    effects: Mapping[str, Effect] = field(default_factory=dict)
+
+
+def _g(
+    runtime: str,
+    key: str,
+    label: str,
+    since: str,
+    version: str | None,
+    change: str,
+    memory: str,
+    **effects: Effect,
+) -> Generation:
+    return Generation(
+        runtime=runtime,
+        key=key,
+        label=label,
+        since=date.fromisoformat(since),
+        since_version=None if version is None else _version_tuple(version),
+        change=change,
+        memory=memory,
+        effects=MappingProxyType(effects),
+    )
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+_OLD_LLAMACPP = {
+    "flash_attn_default": False,
+    "mla_cache": False,
+    "mla_v_cache": True,
+    "swa_cache": False,
+    "kv_streams": False,
+    "n_ctx_pad_no_fa": 32,
+}
+
+#: Oldest first, per runtime. Every row cites the change that starts it.
+GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
+    {
+        "llama.cpp": (
+            _g(
+                "llama.cpp",
+                "2024",
+                "llama.cpp 2024 (before the MLA latent cache)",
+                "2024-05-13",
+                None,
+                "ggml-org/llama.cpp PR #7257 (KV padding 32 without flash attention)",
+                "DeepSeek-V2/V3 cache full K/V heads (~9x the latent: 128 heads x (192 + 128) "
+                "vs 576 per token and layer); sliding-window layers cache the whole context; "
+                "one KV stream whatever -np; cells padded to 32 without FA",
+                **_OLD_LLAMACPP,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-04-mla",
+                "llama.cpp 2025-04 (MLA latent cache, full SWA)",
+                "2025-04-15",
+                None,
+                "ggml-org/llama.cpp PR #12801 (DeepSeek V2/V3 MLA implementation)",
+                "MLA models cache the latent c^KV + rope key (576) as K and the latent again as "
+                "V; Gemma-2/3 sliding-window layers still cache the whole context",
+                **{**_OLD_LLAMACPP, "mla_cache": True},
+            ),
+            _g(
+                "llama.cpp",
+                "2025-05-swa",
+                "llama.cpp 2025-05 (SWA cache)",
+                "2025-05-09",
+                None,
+                "ggml-org/llama.cpp PR #13194 (kv-cache: add SWA support)",
+                "sliding-window layers cache pad(n_swa x n_seq + n_batch) cells instead of "
+                "n_ctx (Gemma-3: ~5/6 of the KV gone)",
+                **{**_OLD_LLAMACPP, "mla_cache": True, "swa_cache": True},
+            ),
+            _g(
+                "llama.cpp",
+                "2025-07-streams",
+                "llama.cpp 2025-07 (per-sequence KV streams)",
+                "2025-07-16",
+                None,
+                "ggml-org/llama.cpp PR #14363 (high-throughput mode, kv_unified)",
+                "without --kv-unified each of -np sequences gets its own stream of n_ctx/np "
+                "cells (padded per stream); SWA cells are per stream",
+                mla_v_cache=True,
+                n_ctx_pad_no_fa=32,
+                flash_attn_default=False,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-08-fa-auto",
+                "llama.cpp 2025-08 (flash attention on by default)",
+                "2025-08-30",
+                None,
+                "ggml-org/llama.cpp PR #15434 (use FA + max. GPU layers by default)",
+                "-fa auto: no n_head x n_ubatch x n_ctx f32 KQ matrix in the compute buffer "
+                "when the backend supports FA (before: FA off unless -fa)",
+                mla_v_cache=True,
+                n_ctx_pad_no_fa=32,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-11-pad256",
+                "llama.cpp 2025-11 (cells padded to 256)",
+                "2025-11-06",
+                None,
+                "ggml-org/llama.cpp PR #16812 then PR #17046 (KV size padded to 256)",
+                "KV cells padded to 256 with or without flash attention",
+                mla_v_cache=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2026-01-vless",
+                "llama.cpp 2026-01+ (V-less MLA cache)",
+                "2026-01-24",
+                None,
+                "ggml-org/llama.cpp PR #19067 (kv-cache: support V-less cache)",
+                "MLA models keep only the K latent: about half the KV of the previous builds",
+            ),
+        ),
+        "ollama": (
+            _g(
+                "ollama",
+                "llama-runner-2k",
+                "Ollama <0.6.4 (llama.cpp runner, num_ctx 2048)",
+                "2024-01-01",
+                "0.1.0",
+                "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day",
+                "llama runner for every model; default num_ctx 2048; flash attention off unless "
+                "OLLAMA_FLASH_ATTENTION=1; vendored llama.cpp before MLA/SWA caches (DeepSeek "
+                "full K/V, Gemma full SWA)",
+                num_ctx=2048,
+                flash_attention=False,
+                llamacpp_date="2025-01-15",
+            ),
+            _g(
+                "ollama",
+                "llama-runner-4k",
+                "Ollama 0.6.4-0.11 (num_ctx 4096)",
+                "2025-04-01",
+                "0.6.4",
+                "ollama/ollama v0.6.4 release (default context 4096)",
+                "default num_ctx 4096; Ollama's own engine for some architectures, llama runner "
+                "and old estimator otherwise; vendored llama.cpp with MLA but full SWA cache",
+                num_ctx=4096,
+                flash_attention=False,
+                llamacpp_date="2025-04-20",
+            ),
+            _g(
+                "ollama",
+                "engine-0.12",
+                "Ollama 0.12+ (Ollama engine, new memory estimates)",
+                "2025-09-11",
+                "0.12.0",
+                "ollama/ollama PR #12252 (new memory estimates on by default for the Ollama "
+                "engine)",
+                "Ollama-engine models are laid out from their real allocations and get flash "
+                "attention by default; llama-runner models keep the old estimator",
+            ),
+        ),
+        "vllm": (
+            _g(
+                "vllm",
+                "v0-2023",
+                "vLLM V0 (0.2.5)",
+                "2023-12-13",
+                "0.2.5",
+                "vllm-project/vllm PR #2031 (peak = init free - free)",
+                "profile charges the caching allocator's reserve; with TP the record_stream'd "
+                "all-reduce inputs stay reserved; profile batch max(max_model_len, 2048); "
+                "DeepSeek MLA cached as full 256-dim K/V heads (no latent cache before 0.7.1)",
+                vllm_engine="v0-2023",
+                mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2023-no-record-stream",
+                "vLLM V0 (0.2.6-0.6.2)",
+                "2023-12-17",
+                "0.2.6",
+                "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
+                "the profile still charges the allocator's reserve, but TP all-reduce inputs are "
+                "no longer held by record_stream until the NCCL stream syncs",
+                vllm_engine="v0-2023",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2024",
+                "vLLM V0 (0.6.3-0.6.4)",
+                "2024-10-14",
+                "0.6.3",
+                "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit)",
+                "every non-torch byte on the GPU (CUDA context, other processes) is charged to "
+                "the budget",
+                vllm_engine="v0-2024",
+                mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2025",
+                "vLLM V0 (0.6.5-0.7)",
+                "2024-12-17",
+                "0.6.5",
+                "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again)",
+                "only the non-torch increase since init is charged; V0 batch defaults",
+                vllm_engine="v0-2025",
+                mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2025-mla",
+                "vLLM V0 (0.7.1-0.7.3, MLA latent cache)",
+                "2025-02-01",
+                "0.7.1",
+                "vllm-project/vllm v0.7.1 release (MLA for DeepSeek-V2/V3; WIP in PR #10927)",
+                "DeepSeek-V2/V3 cache the 576-element latent instead of 128 heads x 2 x 256",
+                vllm_engine="v0-2025",
+            ),
+            _g(
+                "vllm",
+                "v1-2025",
+                "vLLM V1 (0.8-0.10)",
+                "2025-03-18",
+                "0.8.0",
+                "vllm-project/vllm v0.8.0 release (V1 engine on by default)",
+                "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
+                "CUDA graphs captured in the 1 - util headroom; until PR #18974 (0.9.1) memory "
+                "held by other processes on the GPU was charged as non-torch",
+                vllm_engine="v1-2025",
+            ),
+            _g(
+                "vllm",
+                "current",
+                "vLLM V1 (0.11+)",
+                "2025-10-02",
+                "0.11.0",
+                "vllm-project/vllm PR #30515 (CUDA-graph memory charged to the budget), "
+                "gpu_memory_utilization 0.92",
+                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler",
+                vllm_engine="current",
+            ),
+        ),
+        "sglang": (
+            _g(
+                "sglang",
+                "tp-table",
+                "SGLang <=0.5.2 (mem_fraction_static by TP)",
+                "2024-01-01",
+                "0.1.0",
+                "sgl-project/sglang server_args.py ServerArgs.__post_init__ TP table "
+                "(release v0.4.x)",
+                "mem_fraction_static 0.88/0.87/0.85/0.81/0.79 for tp 1/2/4/8/16 whatever the "
+                "GPU size",
+                mem_fraction="tp_table",
+            ),
+            _g(
+                "sglang",
+                "gpu-memory",
+                "SGLang 0.5.3+ (mem_fraction_static from GPU memory)",
+                "2025-10-01",
+                "0.5.3",
+                "sgl-project/sglang PR #10975 (_handle_gpu_memory_settings)",
+                "reserve = 512 MiB + chunked prefill x 1.5 + graph bs x 2 + tp x pp / 8 GiB, "
+                "at least 10 GiB above 60 GiB: a larger static fraction on big GPUs",
+                mem_fraction="gpu_memory",
+            ),
+        ),
+        "transformers": (
+            _g(
+                "transformers",
+                "full-logits",
+                "transformers <4.45 (full-sequence logits)",
+                "2023-01-01",
+                "4.0.0",
+                "huggingface/transformers before PR #31292",
+                "prefill computes logits for every prompt token and upcasts them to fp32: "
+                "B x S x V x (e + 4) instead of B x V x (e + 4)",
+                full_logits=True,
+            ),
+            _g(
+                "transformers",
+                "logits-to-keep",
+                "transformers 4.45+ (logits_to_keep=1)",
+                "2024-09-25",
+                "4.45.0",
+                "huggingface/transformers PR #31292 (num_logits_to_keep in generate)",
+                "only the last position's logits at prefill; DynamicCache/StaticCache "
+                "(cache_implementation) as today",
+            ),
+        ),
+    }
+)
+
+#: llama.cpp release tag -> date (approximate anchors; builds in between are interpolated)
+LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
+    (1000, date(2023, 8, 1)),
+    (2000, date(2024, 1, 27)),
+    (3000, date(2024, 5, 26)),
+    (4000, date(2024, 11, 1)),
+    (4500, date(2025, 1, 18)),
+    (5000, date(2025, 3, 29)),
+    (5274, date(2025, 5, 3)),
+    (6000, date(2025, 7, 27)),
+    (7000, date(2025, 11, 12)),
+    (8000, date(2026, 2, 20)),
+)
+
+_RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
+_DATE_RE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
+_BUILD_RE = re.compile(r"^b(\d{3,6})$")
+_VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$")
+
+
+def _build_date(build: int) -> date:
+    anchors = LLAMACPP_BUILD_DATES
+    if build <= anchors[0][0]:
+        return anchors[0][1]
+    for (b0, d0), (b1, d1) in itertools.pairwise(anchors):
+        if build <= b1:
+            days = (d1 - d0).days * (build - b0) / (b1 - b0)
+            return date.fromordinal(d0.toordinal() + int(days))
+    b_last, d_last = anchors[-1]
+    return date.fromordinal(d_last.toordinal() + (build - b_last) // 12)
+
+
+def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
+    """A date (``2024-06``, ``2024-06-15``, a llama.cpp ``b4500``) or a version tuple.
+
+    Raises:
+        InvalidSettingError: none of those forms.
+    """
+    value = text.strip().lower()
+    m = _DATE_RE.match(value)
+    if m:
+        try:
+            return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
+        except ValueError:
+            pass
+    elif (b := _BUILD_RE.match(value)) and runtime in ("llama.cpp", "ollama"):
+        return _build_date(int(b.group(1)))
+    elif value.isdigit() and runtime == "llama.cpp":
+        return _build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+    elif v := _VERSION_RE.match(value):
+        return _version_tuple(v.group(1))
+    raise InvalidSettingError(
+        f"Invalid runtime version for 'runtime_version' ({text!r}): give a release such as "
+        "0.6.3 / b4500 or a date such as 2024-06.",
+        setting="runtime_version",
+        value=text,
+    )
+
+
+def resolve_generation(runtime: str, version: str | None = None) -> Generation:
+    """The generation of ``runtime`` in force at ``version`` (newest when None).
+
+    >>> resolve_generation("vllm", "0.6.3").key
+    'v0-2024'
+    >>> resolve_generation("llama.cpp", "2024-06").key
+    '2024'
+    >>> resolve_generation("ollama").key
+    'engine-0.12'
+    """
+    rt = runtime.strip().lower()
+    rt = _RUNTIME_ALIASES.get(rt, rt)
+    gens = GENERATIONS.get(rt)
+    if gens is None:
+        raise InvalidSettingError(
+            f"No runtime generations for 'runtime' ({runtime!r}): known "
+            + ", ".join(GENERATIONS)
+            + ".",
+            setting="runtime",
+            value=runtime,
+        )
+    if version is None or not version.strip():
+        return gens[-1]
+    when = parse_runtime_version(rt, version)
+    chosen = gens[0]
+    for gen in gens:
+        if isinstance(when, date):
+            if gen.since <= when:
+                chosen = gen
+        elif gen.since_version is not None and gen.since_version <= when:
+            chosen = gen
+    return chosen
+
+
+def generation_effect(gen: Generation, name: str, default: Effect) -> Effect:
+    """``gen.effects[name]`` or ``default`` (today's behaviour)."""
+    return gen.effects.get(name, default)
+
+
+def llamacpp_options(version: str | None, options: object | None) -> object | None:
+    """``options`` (a ``LlamaCppOptions`` or None) with the llama.cpp generation's switches.
+
+    ``version`` None keeps today's behaviour (``options`` unchanged).
+    """
+    if version is None:
+        return options
+    import dataclasses
+
+    from oomkit.estimate.llamacpp_params import LlamaCppOptions
+
+    gen = resolve_generation("llama.cpp", version)
+    base = options if isinstance(options, LlamaCppOptions) else LlamaCppOptions()
+    pad = gen.effects.get("n_ctx_pad_no_fa")
+    return dataclasses.replace(
+        base,
+        flash_attn_default=bool(gen.effects.get("flash_attn_default", True)),
+        mla_cache=bool(gen.effects.get("mla_cache", True)),
+        mla_v_cache=bool(gen.effects.get("mla_v_cache", base.mla_v_cache)),
+        swa_cache=bool(gen.effects.get("swa_cache", True)),
+        kv_streams=bool(gen.effects.get("kv_streams", True)),
+        n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
+    )

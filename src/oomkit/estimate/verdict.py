@@ -1,0 +1,377 @@
+"""The verdict: fits / tight / does_not_fit / unknown, from an Estimate and platform facts (pure).
+
+A bare "fits" with 0.9 GiB to spare is not what a careful engineer would say: real runs sit
+some distance from oomkit's numbers, and the platform takes memory no buffer log shows. Per
+device::
+
+    free = capacity - estimate total - reservations
+    band = sum(category bytes x measured under-prediction of that category) + platform spread
+
+``does_not_fit`` when any device has ``free < 0`` or the estimate has blockers; ``tight`` when
+``0 <= free < band`` on some device (or a runtime's own margin, see below, is inside its band);
+``fits`` otherwise; ``unknown`` when a capacity is unknown.
+
+The band fractions come from measured variance, not a guess: ``src/oomkit/data/
+verdict_band.json``, written by ``python benchmarks/verdict_band.py`` from the accuracy
+harness's results (largest under-prediction per runtime family and category).
+
+Platform terms (``PLATFORM_TERMS``):
+
+* CUDA context by driver: contexts of 250-600 MiB are observed with lazy module loading
+  (pytorch #107667, #109888; InvokeAI #9413: 256 MiB on an RTX 3090; Hopper 0.5-0.7 GiB), while
+  oomkit charges 300-400 MiB: the 300 MiB spread is in the band of every CUDA/ROCm device.
+* A display on the GPU: the desktop session (Xorg/Wayland compositor, dwm.exe, browser surfaces)
+  holds 0.2-1 GiB of a consumer/workstation/laptop card. Known attached (``display=True``): 512
+  MiB reserved; unknown on such a card: 512 MiB in the band; datacenter parts: none.
+* Windows (WDDM): the OS keeps part of dedicated memory for its video memory manager; 512 MiB is
+  reserved. (Since driver 536.40 CUDA may spill to shared system memory instead of failing: a
+  "does not fit" on Windows can run very slowly rather than die.)
+* Ollama: its scheduler keeps ``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus
+  ``OLLAMA_GPU_OVERHEAD`` (envconfig, default 0) free per GPU: inside that, Ollama does not die
+  but puts fewer layers on the GPU, so it counts toward "tight".
+
+Runtime margins: vLLM and SGLang size their KV pool to the budget, so the device total always
+"fits"; their risk is the pool holding one ``max_model_len`` request. That margin (pool tokens
+minus one request, in bytes) is compared with the band of what sizes the pool (weights,
+activation peak, non-torch).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.units import MiB, format_bytes
+
+__all__ = [
+    "LEVELS",
+    "PLATFORM_TERMS",
+    "DeviceMargin",
+    "Platform",
+    "Verdict",
+    "band_fractions",
+    "verdict",
+]
+
+LEVELS: tuple[str, ...] = ("fits", "tight", "does_not_fit", "unknown")
+
+#: name -> (bytes, why); see the module docstring for the sources
+PLATFORM_TERMS: Mapping[str, tuple[int, str]] = {
+    "cuda_context_spread": (300 * MiB, "CUDA context by driver/architecture (250-600 MiB seen)"),
+    "display": (512 * MiB, "desktop display/compositor on this GPU (0.2-1 GiB)"),
+    "windows_wddm": (512 * MiB, "Windows WDDM video memory manager reservation"),
+}
+_DISPLAY_SEGMENTS = frozenset({"consumer", "laptop", "workstation"})
+_CATEGORY_LABELS = {
+    "weights": "weights",
+    "kv_cache": "KV cache",
+    "activations": "compute/activation buffers",
+    "overhead": "runtime non-torch/overhead",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Platform:
+    """What the estimate cannot know about the machine (None = unknown)."""
+
+    os: str | None = None  # "linux" | "windows" | "macos" | "wsl"
+    display: bool | None = None  # a display is attached to the GPU(s)
+    segments: tuple[str | None, ...] = ()  # GPU catalog segment per device
+    ollama_gpu_overhead_bytes: int = 0  # OLLAMA_GPU_OVERHEAD
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceMargin:
+    """One device (or one runtime margin) checked against its band."""
+
+    device: str
+    what: str  # "device memory" | "KV pool vs one max_model_len request"
+    free_bytes: int
+    band_bytes: int
+    terms: tuple[tuple[str, int], ...]  # band terms, largest first
+    reservations: tuple[tuple[str, int], ...]
+    level: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "what": self.what,
+            "free_bytes": self.free_bytes,
+            "band_bytes": self.band_bytes,
+            "band_terms": [{"label": k, "bytes": v} for k, v in self.terms],
+            "reservations": [{"label": k, "bytes": v} for k, v in self.reservations],
+            "level": self.level,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The answer: level, margins, the band, what could push it over, and a safe change."""
+
+    level: str
+    margins: tuple[DeviceMargin, ...]
+    band_source: str
+    risks: tuple[str, ...] = ()
+    safe_change: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tightest(self) -> DeviceMargin | None:
+        if not self.margins:
+            return None
+        return min(self.margins, key=lambda m: m.free_bytes - m.band_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "margins": [m.to_dict() for m in self.margins],
+            "band_source": self.band_source,
+            "risks": list(self.risks),
+            "safe_change": self.safe_change,
+            "notes": list(self.notes),
+        }
+
+    def summary(self) -> str:
+        """One line for the text output."""
+        m = self.tightest
+        if self.level == "unknown" or m is None:
+            return "Capacity unknown: pass --gpu NAME or --vram SIZE to check the fit."
+        if self.level == "does_not_fit":
+            return "Does not fit."
+        band = format_bytes(m.band_bytes)
+        free = format_bytes(m.free_bytes)
+        if self.level == "fits":
+            return f"Fits. {free} free on {m.device}, beyond the ±{band} band of real runs."
+        line = f"Tight: {free} free on {m.device}, within the ±{band} band of real runs"
+        if m.what != "device memory":
+            line += f" ({m.what})"
+        if self.risks:
+            line += "; could push it over: " + ", ".join(self.risks)
+        if self.safe_change:
+            line += f". Safe margin: {self.safe_change}"
+        return line + "."
+
+
+@lru_cache(maxsize=1)
+def _band_doc() -> dict[str, Any]:
+    text = resources.files("oomkit").joinpath("data/verdict_band.json").read_text()
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+def band_fractions(runtime: str) -> dict[str, float]:
+    """Measured under-prediction fraction per category for ``runtime`` (0 when unmeasured)."""
+    rts = _band_doc()["runtimes"]
+    row = rts.get(runtime) or rts.get("llama.cpp")
+    return {cat: float(v["fraction"]) for cat, v in row["categories"].items()}
+
+
+def _segment(platform: Platform, index: int) -> str | None:
+    return platform.segments[index] if index < len(platform.segments) else None
+
+
+def _device_margin(
+    est: Estimate, d: DeviceUsage, index: int, platform: Platform, fracs: Mapping[str, float]
+) -> DeviceMargin:
+    assert d.capacity_bytes is not None
+    terms: list[tuple[str, int]] = []
+    for cat, frac in fracs.items():
+        b = int(d.category_bytes(cat) * frac)
+        if b > 0:
+            terms.append((f"{_CATEGORY_LABELS.get(cat, cat)} (+{frac:.1%} seen)", b))
+    reservations: list[tuple[str, int]] = []
+    gpu = d.device != "cpu"
+    if gpu:
+        terms.append(_term("cuda_context_spread"))
+        seg = _segment(platform, index)
+        if platform.display:
+            reservations.append(_term("display"))
+        elif platform.display is None and (seg is None or seg in _DISPLAY_SEGMENTS):
+            terms.append(_term("display"))
+        if (platform.os or "").lower() == "windows":
+            reservations.append(_term("windows_wddm"))
+        if est.runtime == "ollama":
+            reserve = _ollama_reserve(est, d.device) + platform.ollama_gpu_overhead_bytes
+            if reserve:
+                terms.append(("Ollama's minimum free memory (fewer layers on the GPU)", reserve))
+    free = d.capacity_bytes - d.total_bytes - sum(b for _, b in reservations)
+    band = sum(b for _, b in terms)
+    terms.sort(key=lambda t: -t[1])
+    return DeviceMargin(
+        device=d.device,
+        what="device memory",
+        free_bytes=free,
+        band_bytes=band,
+        terms=tuple(terms),
+        reservations=tuple(reservations),
+        level=_level(free, band),
+    )
+
+
+def _term(name: str) -> tuple[str, int]:
+    b, why = PLATFORM_TERMS[name]
+    return why, b
+
+
+def _ollama_reserve(est: Estimate, device: str) -> int:
+    info = est.runtime_details.get("ollama")
+    if not isinstance(info, Mapping):
+        return 0
+    reserve = info.get("reserve_bytes")
+    if not isinstance(reserve, Mapping):
+        return 0
+    value = reserve.get(device, 0)
+    return value if isinstance(value, int) else 0
+
+
+def _level(free: int, band: int) -> str:
+    if free < 0:
+        return "does_not_fit"
+    return "tight" if free < band else "fits"
+
+
+def _int(details: Mapping[str, object], key: str) -> int | None:
+    v = details.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | None:
+    """vLLM/SGLang: the KV pool against one request of the context length."""
+    rd = est.runtime_details
+    if est.runtime == "vllm":
+        tokens, need = _int(rd, "kv_cache_tokens"), _int(rd, "max_model_len")
+        per_tok = _int(rd, "kv_bytes_per_token_per_rank")
+    elif est.runtime == "sglang":
+        tokens, per_tok = _int(rd, "max_total_num_tokens"), _int(rd, "cell_size_bytes")
+        ctx = est.settings.get("ctx")
+        need = ctx if isinstance(ctx, int) else None
+    else:
+        return None
+    if tokens is None or need is None or not per_tok or not est.devices:
+        return None
+    d = est.devices[0]
+    # what sizes the pool: weights, the profile peak and the non-torch memory vLLM measures
+    # (not the CUDA-graph pool or the context, which are outside the measured non-torch rows)
+    non_torch = _int(rd, "non_torch_bytes")
+    terms = [
+        (f"{_CATEGORY_LABELS[c]} (+{fracs.get(c, 0.0):.1%} seen)", int(b * fracs.get(c, 0.0)))
+        for c, b in (
+            ("weights", d.weights_bytes),
+            ("activations", d.activations_bytes),
+            ("overhead", d.overhead_bytes if non_torch is None else non_torch),
+        )
+    ]
+    terms = sorted((t for t in terms if t[1] > 0), key=lambda t: -t[1])
+    free = (tokens - need) * per_tok
+    band = sum(b for _, b in terms)
+    return DeviceMargin(
+        device=d.device,
+        what="KV pool vs one request of the full context",
+        free_bytes=free,
+        band_bytes=band,
+        terms=tuple(terms),
+        reservations=(),
+        level=_level(free, band),
+    )
+
+
+def _ctx_flag(runtime: str) -> str:
+    return {
+        "llama.cpp": "--ctx",
+        "ollama": "num_ctx",
+        "vllm": "--max-model-len",
+        "sglang": "--context-length",
+        "transformers": "the prompt length",
+    }.get(runtime, "--ctx")
+
+
+def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
+    """The one change that clears the band on the tightest margin (KV is linear in context)."""
+    need = m.band_bytes - m.free_bytes
+    ctx = est.settings.get("ctx")
+    if need <= 0 or not isinstance(ctx, int) or ctx <= 0:
+        return None
+    d = next((x for x in est.devices if x.device == m.device), None)
+    if d is None:
+        return None
+    if est.runtime in ("vllm", "sglang") and m.what == "device memory":
+        util = est.settings.get("gpu_memory_utilization") or est.settings.get("mem_fraction_static")
+        if isinstance(util, float) and d.capacity_bytes:
+            new = util - need / d.capacity_bytes
+            flag = "--gpu-memory-utilization" if est.runtime == "vllm" else "--mem-fraction-static"
+            return f"{flag} {max(0.05, new - 0.005):.2f} (frees {format_bytes(need)})"
+        return None
+    if est.runtime in ("vllm", "sglang"):
+        per_tok = _int(est.runtime_details, "kv_bytes_per_token_per_rank") or _int(
+            est.runtime_details, "cell_size_bytes"
+        )
+        if not per_tok:
+            return None
+        cut = -(-need // per_tok)
+        new_ctx = (ctx - cut) // 1024 * 1024
+        if new_ctx < 1024:
+            return None
+        return f"{_ctx_flag(est.runtime)} {new_ctx} (the pool then holds a full request)"
+    kv = d.kv_cache_bytes
+    if kv <= 0:
+        return None
+    step = 256
+    new_ctx = int(ctx * (kv - need) / kv) // step * step
+    if new_ctx >= min(2048, ctx // 2):
+        freed = kv - kv * new_ctx // ctx
+        return f"{_ctx_flag(est.runtime)} {new_ctx} (frees about {format_bytes(freed)} of KV)"
+    if est.runtime in ("llama.cpp", "ollama") and kv // 2 >= need:
+        return "a q8_0 KV cache (-ctk q8_0 -ctv q8_0 with flash attention) halves the KV"
+    if est.runtime in ("llama.cpp", "ollama"):
+        return f"put fewer layers on the GPU (-ngl) to free {format_bytes(need)}"
+    return None
+
+
+def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
+    """Three-level verdict for ``est`` on ``platform`` (pure; see the module docstring)."""
+    plat = platform or Platform()
+    fracs = band_fractions(est.runtime)
+    source = str(_band_doc().get("_source", "verdict_band.json"))
+    notes: list[str] = []
+    if (plat.os or "").lower() == "windows":
+        notes.append(
+            "Windows: CUDA may spill to shared system memory (driver 536.40+) instead of "
+            "failing: past the limit the run slows down sharply rather than dying"
+        )
+    if est.fits is None or any(d.capacity_bytes is None for d in est.devices):
+        return Verdict(level="unknown", margins=(), band_source=source, notes=tuple(notes))
+    # SGLang's device total is the whole GPU by construction (the static fraction plus "the
+    # rest" for activations and graphs): only its pool margin says something
+    margins = [
+        _device_margin(est, d, i, plat, fracs)
+        for i, d in enumerate(est.devices)
+        if d.capacity_bytes is not None and est.runtime != "sglang"
+    ]
+    pool = _pool_margin(est, fracs)
+    if pool is not None:
+        margins.append(pool)
+    if est.fits is False or any(m.level == "does_not_fit" for m in margins):
+        return Verdict(
+            level="does_not_fit",
+            margins=tuple(margins),
+            band_source=source,
+            notes=tuple(notes),
+        )
+    tight = [m for m in margins if m.level == "tight"]
+    if not tight:
+        return Verdict(level="fits", margins=tuple(margins), band_source=source)
+    worst = min(tight, key=lambda m: m.free_bytes - m.band_bytes)
+    risks = tuple(f"{label} {format_bytes(b)}" for label, b in worst.terms[:3])
+    return Verdict(
+        level="tight",
+        margins=tuple(margins),
+        band_source=source,
+        risks=risks,
+        safe_change=_safe_change(est, worst),
+        notes=tuple(notes),
+    )

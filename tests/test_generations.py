@@ -1,0 +1,214 @@
+"""Runtime generations: every generation resolves and changes what the estimators compute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oomkit.api import estimate
+from oomkit.cli.params import parse_gpu_list
+from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.generations import GENERATIONS, resolve_generation
+from oomkit.hardware.targets import hardware_for
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import MiB
+
+HW = hardware_for(parse_gpu_list("rtx-4090"))
+
+
+def _est(model: str, **kw: Any) -> Estimate:
+    return estimate(model, InferenceSettings(**kw), HW)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "version", "key"),
+    [
+        ("vllm", "0.2.5", "v0-2023"),
+        ("vllm", "0.4.2", "v0-2023-no-record-stream"),
+        ("vllm", "0.6.3", "v0-2024"),
+        ("vllm", "v0.6.6.post1", "v0-2025"),
+        ("vllm", "0.8.5", "v1-2025"),
+        ("vllm", "2025-12", "current"),
+        ("llama.cpp", "2024-06", "2024"),
+        ("llama.cpp", "b4500", "2024"),
+        ("llama.cpp", "b5274", "2025-04-mla"),
+        ("llama.cpp", "2025-06-01", "2025-05-swa"),
+        ("llama.cpp", "b6100", "2025-07-streams"),
+        ("llama.cpp", "b6500", "2025-08-fa-auto"),
+        ("llama.cpp", "4500", "2024"),
+        ("llama.cpp", "2025-12", "2025-11-pad256"),
+        ("ollama", "0.5.7", "llama-runner-2k"),
+        ("ollama", "0.9.0", "llama-runner-4k"),
+        ("ollama", "0.12.3", "engine-0.12"),
+        ("sglang", "0.4.6", "tp-table"),
+        ("sglang", "0.5.4", "gpu-memory"),
+        ("transformers", "4.40.2", "full-logits"),
+        ("transformers", "4.46", "logits-to-keep"),
+    ],
+)
+def test_resolve(runtime: str, version: str, key: str) -> None:
+    assert resolve_generation(runtime, version).key == key
+
+
+def test_default_is_newest_and_every_row_cites_a_change() -> None:
+    for runtime, gens in GENERATIONS.items():
+        assert resolve_generation(runtime).key == gens[-1].key
+        dates = [g.since for g in gens]
+        assert dates == sorted(dates), runtime
+        for g in gens:
+            assert "PR #" in g.change or "release" in g.change or "memory.go" in g.change, g.key
+            assert g.memory
+
+
+def test_bad_version_is_a_one_line_error() -> None:
+    with pytest.raises(InvalidSettingError, match="runtime_version"):
+        resolve_generation("vllm", "yesterday")
+
+
+def test_llamacpp_pre_mla_deepseek_caches_full_kv() -> None:
+    kw = {"runtime": "llama.cpp", "quant": "Q4_K_M", "ctx": 8192}
+    old = _est("deepseek-v2-lite", runtime_version="2024-10", **kw)
+    mla = _est("deepseek-v2-lite", runtime_version="2025-05-01", **kw)
+    now = _est("deepseek-v2-lite", **kw)
+    kv_old, kv_mla, kv_now = (e.devices[0].kv_cache_bytes for e in (old, mla, now))
+    # 27 layers x 8192 cells x f16: 16 heads x (128 + 64) K + 16 x 128 V; then 576 + 512; then 576
+    assert kv_old == 27 * 8192 * 2 * (16 * 192 + 16 * 128)
+    assert kv_mla == 27 * 8192 * 2 * (576 + 512)
+    assert kv_now == 27 * 8192 * 2 * 576
+    assert kv_old > 8 * kv_now
+
+
+def test_llamacpp_before_swa_cache_gemma3_caches_every_layer() -> None:
+    kw = {"runtime": "llama.cpp", "quant": "Q4_K_M", "ctx": 32768}
+    old = _est("gemma-3-27b", runtime_version="2025-03", **kw)
+    new = _est("gemma-3-27b", runtime_version="2025-06", **kw)
+    assert old.devices[0].kv_cache_bytes > 4 * new.devices[0].kv_cache_bytes
+
+
+def test_llamacpp_streams_and_padding() -> None:
+    kw = {
+        "runtime": "llama.cpp",
+        "quant": "Q4_K_M",
+        "ctx": 5000,
+        "parallel": 3,
+        "flash_attn": False,
+    }
+    old = _est("llama-3.1-8b", runtime_version="2025-06", **kw)  # one stream, pad 32
+    mid = _est("llama-3.1-8b", runtime_version="2025-08", **kw)  # 3 streams, pad 32
+    new = _est("llama-3.1-8b", runtime_version="2025-12", **kw)  # 3 streams, pad 256
+    per_cell = 32 * 2 * 8 * 128 * 2  # layers x (K+V) x kv heads x head dim x f16
+    assert old.devices[0].kv_cache_bytes == 5024 * per_cell
+    assert mid.devices[0].kv_cache_bytes == 3 * 1696 * per_cell
+    assert new.devices[0].kv_cache_bytes == 3 * 1792 * per_cell
+
+
+def test_ollama_old_runner_defaults() -> None:
+    old = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.5.7")
+    mid = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.6.4")
+    assert old.runtime_details["ollama"]["num_ctx"] == 2048
+    assert mid.runtime_details["ollama"]["num_ctx"] == 4096
+    # old vendored llama.cpp: full K/V at 2048 cells beats the MLA latent (+V) at 4096
+    assert old.devices[0].kv_cache_bytes > mid.devices[0].kv_cache_bytes
+    q = _est("qwen2.5-7b", runtime="ollama", runtime_version="0.5.7")
+    assert q.runtime_details["ollama"]["flash_attention"] is False
+    assert q.runtime_details["ollama"]["engine"] == "llama runner"
+
+
+def test_vllm_generations_change_the_kv_pool() -> None:
+    kw = {"runtime": "vllm", "ctx": 8192}
+    blocks = {
+        v: _est("llama-3.1-8b", runtime_version=v, **kw).runtime_details["num_gpu_blocks"]
+        for v in ("0.4.2", "0.6.3", "0.7.0", "0.8.5", "0.11.0")
+    }
+    engines = {
+        v: _est("llama-3.1-8b", runtime_version=v, **kw).runtime_details["engine"]
+        for v in ("0.6.3", "0.8.5")
+    }
+    assert engines == {"0.6.3": "v0-2024", "0.8.5": "v1-2025"}
+    # 0.6.3 charges the CUDA context to the budget: fewer blocks than 0.6.5+
+    assert blocks["0.6.3"] < blocks["0.7.0"]
+    assert len(set(blocks.values())) >= 4
+
+
+def test_sglang_tp_table_before_pr_10975() -> None:
+    old = _est("llama-3.1-8b", runtime="sglang", ctx=8192, runtime_version="0.4.6")
+    new = _est("llama-3.1-8b", runtime="sglang", ctx=8192)
+    assert old.runtime_details["mem_fraction_static"] == 0.88
+    assert new.runtime_details["mem_fraction_static"] != 0.88
+
+
+def test_transformers_full_logits_before_4_45() -> None:
+    kw = {"runtime": "transformers", "ctx": 4096}
+    old = _est("llama-3.1-8b", runtime_version="4.40", **kw)
+    new = _est("llama-3.1-8b", runtime_version="4.46", **kw)
+    diff = old.devices[0].activations_bytes - new.devices[0].activations_bytes
+    assert diff > 2000 * MiB  # 4096 x 128256 x (2 + 4) bytes of logits
+
+
+def test_generation_is_echoed() -> None:
+    e = _est("llama-3.1-8b", runtime="vllm", ctx=8192, runtime_version="0.8.5")
+    gen = e.runtime_details["generation"]
+    assert isinstance(gen, dict)
+    assert gen["label"] == "vLLM V1 (0.8-0.10)"
+    assert gen["requested"] == "0.8.5"
+
+
+def test_doctor_reads_the_version_line() -> None:
+    from oomkit.diagnose.doctor import diagnose_text
+    from oomkit.diagnose.version import runtime_version_from_log
+
+    assert runtime_version_from_log("ollama version is 0.5.7") == ("ollama", "0.5.7")
+    assert runtime_version_from_log("no version here") is None
+    log = (
+        "INFO 10-14 vLLM API server version 0.6.3\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 1.2 GiB is free."
+    )
+    assert "modelled: vLLM V0 (0.6.3-0.6.4) (runtime version 0.6.3)" in diagnose_text(log).notes
+    # the user's own version wins over the log's
+    user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
+    notes = diagnose_text(log, settings=user).notes
+    assert any("vLLM V1 (0.8-0.10)" in n for n in notes)
+
+
+def test_vllm_before_mla_caches_deepseek_as_full_heads() -> None:
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 8192}
+    old = _est("deepseek-v2-lite", runtime_version="0.6.6", **kw)
+    new = _est("deepseek-v2-lite", runtime_version="0.7.2", **kw)
+    # 27 layers x 16 heads x (256 K + 256 V) x 2 bytes vs 27 x 576 x 2
+    assert old.runtime_details["kv_bytes_per_token_per_rank"] == 27 * 16 * 512 * 2
+    assert new.runtime_details["kv_bytes_per_token_per_rank"] == 27 * 576 * 2
+
+
+def test_llamacpp_flash_attention_off_by_default_before_pr_15434() -> None:
+    kw: dict[str, Any] = {"runtime": "llama.cpp", "quant": "Q4_K_M", "ctx": 32768}
+    old = _est("llama-3.1-8b", runtime_version="2025-06", **kw)
+    new = _est("llama-3.1-8b", runtime_version="2025-09", **kw)
+    assert old.devices[0].activations_bytes > new.devices[0].activations_bytes + 1000 * MiB
+    assert any("PR #15434" in a for a in old.assumptions)
+
+
+def test_vllm_record_stream_pinning_only_before_0_2_6() -> None:
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 4096, "tp": 4}
+    hw4 = hardware_for(parse_gpu_list("4xa100-80gb-sxm"))
+    old = estimate("llama-2-70b", InferenceSettings(runtime_version="0.2.5", **kw), hw4)
+    new = estimate("llama-2-70b", InferenceSettings(runtime_version="0.4.2", **kw), hw4)
+    # (2 x 80 + 1) all-reduced [4096, 8192] fp16 inputs held until the NCCL stream syncs
+    pinned = (2 * 80 + 1) * 4096 * 8192 * 2
+    diff = (
+        old.runtime_details["activation_peak_bytes"] - new.runtime_details["activation_peak_bytes"]
+    )
+    assert diff == pinned
+
+
+def test_ollama_engine_generation_uses_ollamarunner_and_flash_attention() -> None:
+    old = _est("qwen2.5-7b", runtime="ollama", ctx=8192, runtime_version="0.9.0")
+    new = _est("qwen2.5-7b", runtime="ollama", ctx=8192, runtime_version="0.12.3")
+    assert old.runtime_details["ollama"]["engine"] == "llama runner"
+    assert new.runtime_details["ollama"]["engine"] == "ollamarunner"
+    assert old.runtime_details["ollama"]["flash_attention"] is False
+    assert new.runtime_details["ollama"]["flash_attention"] is True
+    # without flash attention the compute buffer holds the n_ctx-wide KQ matrix
+    assert old.devices[0].activations_bytes > new.devices[0].activations_bytes

@@ -1,0 +1,134 @@
+"""The three-level verdict: band from measured variance, platform reservations, CLI exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oomkit.api import estimate
+from oomkit.cli import main
+from oomkit.cli.params import parse_gpu_list
+from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, ModelInfo
+from oomkit.estimate.verdict import PLATFORM_TERMS, Platform, band_fractions, verdict
+from oomkit.hardware.targets import hardware_for
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB, MiB
+
+ROOT = Path(__file__).parents[1]
+
+
+def _est(weights: int, kv: int, compute: int, cap: int, runtime: str = "llama.cpp") -> Estimate:
+    comps = (
+        Component(category="weights", label="w", n_bytes=weights, formula="-"),
+        Component(category="kv_cache", label="kv", n_bytes=kv, formula="-"),
+        Component(category="activations", label="c", n_bytes=compute, formula="-"),
+    )
+    return Estimate(
+        model=ModelInfo(name="m", architecture="a", params=1, source="test"),
+        runtime=runtime,
+        settings={"ctx": 8192},
+        devices=(DeviceUsage(device="cuda:0", components=comps, capacity_bytes=cap),),
+        host=DeviceUsage(device="cpu"),
+    )
+
+
+def test_band_comes_from_the_committed_derivation() -> None:
+    doc = json.loads((ROOT / "src/oomkit/data/verdict_band.json").read_text())
+    assert "benchmarks/verdict_band.py" in doc["_source"]
+    fr = band_fractions("llama.cpp")
+    assert (
+        fr["activations"] == doc["runtimes"]["llama.cpp"]["categories"]["activations"]["fraction"]
+    )
+    assert fr["activations"] > fr["weights"] >= fr["kv_cache"]
+
+
+def test_levels_follow_the_margin() -> None:
+    headless = Platform(display=False)
+    big = verdict(_est(10 * GiB, 2 * GiB, 1 * GiB, 24 * GiB), headless)
+    assert big.level == "fits"
+    m = big.margins[0]
+    ctx_spread = PLATFORM_TERMS["cuda_context_spread"][0]
+    fr = band_fractions("llama.cpp")
+    expected = int(10 * GiB * fr["weights"]) + int(2 * GiB * fr["kv_cache"])
+    expected += int(GiB * fr["activations"]) + ctx_spread
+    assert m.band_bytes == expected
+    tight = verdict(_est(20 * GiB, 3 * GiB, GiB - 200 * MiB, 24 * GiB), headless)
+    assert tight.level == "tight"
+    assert tight.safe_change is not None
+    assert "--ctx" in tight.safe_change
+    assert "Tight: " in tight.summary()
+    over = verdict(_est(20 * GiB, 4 * GiB, GiB, 24 * GiB), headless)
+    assert over.level == "does_not_fit"
+
+
+def test_display_and_windows() -> None:
+    e = _est(20 * GiB, 2 * GiB, GiB, 24 * GiB)  # 1 GiB free
+    # unknown display on a consumer card: in the band (tight); a datacenter part: fits
+    assert verdict(e, Platform(segments=("consumer",))).level == "tight"
+    assert verdict(e, Platform(segments=("datacenter",))).level == "fits"
+    # a display known attached, or Windows, reserves 512 MiB: 512 MiB left, inside the band
+    for plat in (Platform(display=True), Platform(display=False, os="windows")):
+        v = verdict(e, plat)
+        assert v.level == "tight"
+        assert v.margins[0].free_bytes == 512 * MiB
+    e2 = _est(20 * GiB, 2 * GiB, GiB, 23 * GiB + 300 * MiB)
+    assert verdict(e2, Platform(display=False)).level == "tight"
+    assert verdict(e2, Platform(display=True)).level == "does_not_fit"
+    assert any("spill" in n for n in verdict(e2, Platform(os="windows")).notes)
+
+
+def test_unknown_capacity() -> None:
+    e = _est(GiB, GiB, GiB, 0)
+    unknown = Estimate(
+        model=e.model,
+        runtime=e.runtime,
+        settings=e.settings,
+        devices=(DeviceUsage(device="cuda:0", components=e.devices[0].components),),
+        host=e.host,
+    )
+    assert verdict(unknown).level == "unknown"
+
+
+def test_vllm_pool_margin_is_checked() -> None:
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    roomy = estimate("llama-3.1-8b", InferenceSettings(runtime="vllm", ctx=8192), hw)
+    assert verdict(roomy, Platform(display=False)).level == "fits"
+    fits_len = roomy.runtime_details["max_model_len_that_fits"]
+    assert isinstance(fits_len, int)
+    edge = estimate("llama-3.1-8b", InferenceSettings(runtime="vllm", ctx=fits_len - 100), hw)
+    v = verdict(edge, Platform(display=False))
+    assert v.level == "tight"
+    assert v.tightest is not None
+    assert "KV pool" in v.tightest.what
+    assert v.safe_change is not None
+    assert "--max-model-len" in v.safe_change
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "level"),
+    [
+        (["llama-3.1-8b", "-q", "Q4_K_M", "-c", "8192", "-g", "rtx-4090"], 0, "fits"),
+        (
+            ["qwen2.5-32b", "-q", "Q4_K_M", "-c", "16384", "-g", "rtx-4090", "--os", "windows"],
+            4,
+            "tight",
+        ),
+        (["qwen2.5-32b", "-q", "Q4_K_M", "-c", "24000", "-g", "rtx-4090"], 3, "does_not_fit"),
+    ],
+)
+def test_cli_exit_codes_and_json(
+    args: list[str], code: int, level: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", *args, "--offline", "--json"]) == code
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == level
+    assert list(doc)[list(doc).index("fits") + 1] == "verdict"
+    assert doc["verdict_details"]["level"] == level
+    assert doc["fits"] is (level != "does_not_fit")
+    assert main(["estimate", *args, "--offline"]) == code
+    text = capsys.readouterr().out
+    if level == "tight":
+        assert "Tight: " in text
+        assert "\nFits." not in text
