@@ -1,7 +1,8 @@
 """The GPU catalog: what each accelerator offers, looked up by any name people use for it.
 
-Rows live in :mod:`oomkit.hardware.gpu_data` (data, no branches); this module holds the
-``GpuModel`` type and the lookups.
+Rows live in ``oomkit/data/gpus.json`` (one row per GPU with its source; what the figures mean
+per family is in ``gpus.md`` beside it); this module holds the ``GpuModel`` type, the loader
+and the lookups.
 
 Names are matched after normalisation: lower case, every character that is not a letter or a
 digit dropped, and leading brand words (``nvidia``, ``geforce``, ``tesla``, ``quadro``, ``amd``,
@@ -181,11 +182,27 @@ class GpuModel:
         )
 
 
-def all_gpus() -> tuple[GpuModel, ...]:
-    """Every catalog row, in catalog order."""
-    from oomkit.hardware.gpu_data import GPUS
+_TUPLE_FIELDS = ("aliases", "native_dtypes", "nvml_names")
+_ROW_EXTRAS = ("note",)  # documentation only: says what a figure is when not the convention
 
-    return GPUS
+
+def _row(raw: dict[str, Any]) -> GpuModel:
+    """One ``gpus.json`` row -> a :class:`GpuModel` (lists become tuples, ``note`` is dropped)."""
+    fields = {k: v for k, v in raw.items() if k not in _ROW_EXTRAS}
+    for name in _TUPLE_FIELDS:
+        if name in fields:
+            fields[name] = tuple(fields[name])
+    return GpuModel(**fields)
+
+
+@cache
+def all_gpus() -> tuple[GpuModel, ...]:
+    """Every catalog row, in catalog order (read once from ``oomkit/data/gpus.json``)."""
+    import json
+    from importlib import resources
+
+    text = resources.files("oomkit").joinpath("data/gpus.json").read_text(encoding="utf-8")
+    return tuple(_row(raw) for raw in json.loads(text)["gpus"])
 
 
 @cache
