@@ -167,13 +167,14 @@ def test_nvidia_dtypes_follow_compute_capability(gpu: GpuModel) -> None:
 
 # AMD: the ROCm precision-support table by gfx target (documented in data/gpus.md).
 _AMD_FP8 = {"gfx942", "gfx950", "gfx1201"}
+_AMD_NO_BF16 = {"gfx906", "gfx1030"}  # Vega 20 and RDNA2: no bf16 dot/WMMA instructions
 
 
 @pytest.mark.parametrize("gpu", [g for g in ROWS if g.vendor == "amd"], ids=lambda g: g.key)
 def test_amd_dtypes_follow_gfx_target(gpu: GpuModel) -> None:
     assert gpu.compute_capability is not None
     assert gpu.compute_capability.startswith("gfx")
-    assert "bf16" in gpu.native_dtypes  # every listed AMD part has bf16
+    assert ("bf16" in gpu.native_dtypes) == (gpu.compute_capability not in _AMD_NO_BF16)
     assert ("fp8" in gpu.native_dtypes) == (gpu.compute_capability in _AMD_FP8)
     assert ("fp4" in gpu.native_dtypes) == (gpu.compute_capability == "gfx950")
 
@@ -231,6 +232,8 @@ def test_nvidia_dtype_rule_examples() -> None:
         ("rtx-a6000", 49140),
         ("a40", 46068),
         ("v100-32gb-sxm2", 32510),
+        ("p40", 24451),
+        ("titan-rtx", 24576),
     ],
 )
 def test_driver_reported_memory(key: str, mib: int) -> None:
@@ -319,6 +322,25 @@ def test_apple_row_memory() -> None:
         ("RTX 3090 24GB", "rtx-3090"),  # a memory size that matches the card is accepted
         ("rtx 4090 24g", "rtx-4090"),
         ("L40S 48 GiB", "l40s"),
+        # Rows users asked for (issue 10).
+        ("P40", "p40"),
+        ("Tesla P40", "p40"),
+        ("Titan RTX", "titan-rtx"),
+        ("NVIDIA TITAN RTX", "titan-rtx"),
+        ("DGX Spark", "dgx-spark"),
+        ("GB10", "dgx-spark"),
+        ("Strix Halo", "ryzen-ai-max-395-128gb"),
+        ("Ryzen AI Max+ 395", "ryzen-ai-max-395-128gb"),
+        ("Jetson AGX Orin", "jetson-agx-orin-64gb"),
+        ("AGX Orin 32GB", "jetson-agx-orin-32gb"),
+        ("Orin Nano", "jetson-orin-nano-8gb"),
+        ("RX 6800 XT", "rx-6800-xt"),
+        ("6800xt", "rx-6800-xt"),
+        ("Radeon VII", "radeon-vii"),
+        ("GTX 1660", "gtx-1660"),
+        ("1660 Super", "gtx-1660-super"),
+        ("gtx1660ti", "gtx-1660-ti"),
+        ("7900xtx", "rx-7900-xtx"),
     ],
 )
 def test_find_gpu_fuzzy(query: str, key: str) -> None:

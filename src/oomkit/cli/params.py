@@ -43,10 +43,38 @@ SIZE = _Size()
 COUNT = _Count()
 
 _MULT_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(.+)$", re.IGNORECASE)
+_MULT_SUFFIX_RE = re.compile(r"^\s*(.+?)\s*[x×*]\s*(\d+)\s*$", re.IGNORECASE)
+
+
+def _count_and_name(part: str) -> tuple[int, str]:
+    """``"2x3090"``, ``"2xrtx-3090"``, ``"4090x2"``, ``"4090 * 2"`` -> (2, name); else (1, part).
+
+    A part that is itself a catalog name is never split (``"7900xtx"``, ``"mi300x"``); of the
+    two count positions the one whose remainder is a catalog name wins, so ``"4090x2"`` is two
+    RTX 4090s, not 4090 cards named ``"2"``.
+    """
+    from oomkit.hardware.catalog import find_gpu
+
+    def known(name: str) -> bool:
+        try:
+            find_gpu(name)
+        except LookupError:
+            return False
+        return True
+
+    if known(part):
+        return 1, part
+    forms = [(int(m.group(1)), m.group(2)) for m in [_MULT_RE.match(part)] if m is not None] + [
+        (int(m.group(2)), m.group(1)) for m in [_MULT_SUFFIX_RE.match(part)] if m is not None
+    ]
+    for count, name in forms:
+        if known(name):
+            return count, name
+    return forms[0] if forms else (1, part)
 
 
 def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
-    """``"rtx-4090"``, ``"2xA100-80GB"``, ``"rtx-4090,rtx-3090"`` -> catalog rows in order.
+    """``"rtx-4090"``, ``"2xA100-80GB"``, ``"4090x2"``, ``"rtx-4090,rtx-3090"`` -> rows in order.
 
     Raises:
         UnknownNameError: a name is not in the GPU catalog (with suggestions).
@@ -59,8 +87,7 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
         part = part.strip()
         if not part:
             continue
-        m = _MULT_RE.match(part)
-        count, name = (int(m.group(1)), m.group(2)) if m else (1, part)
+        count, name = _count_and_name(part)
         if not 1 <= count <= 1024:
             raise ValueError(f"GPU count in '{part}' must be between 1 and 1024")
         out.extend([find_gpu(name)] * count)

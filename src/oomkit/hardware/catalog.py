@@ -20,6 +20,8 @@ an alias; the tests check that no alias belongs to two rows):
   in the catalog).
 * An Apple chip name without a memory size resolves to its base configuration in the catalog:
   ``M3 Max`` -> ``m3-max-36gb``, ``M2 Ultra`` -> ``m2-ultra-64gb``.
+* ``Jetson AGX Orin`` -> the 64 GB module (the developer kit's); ``Strix Halo`` ->
+  ``ryzen-ai-max-395-128gb`` (the configuration people buy it for LLMs with).
 
 >>> find_gpu("RTX 4090").key
 'rtx-4090'
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 VENDORS = ("nvidia", "amd", "apple", "intel")
-SEGMENTS = ("consumer", "laptop", "workstation", "datacenter", "apple")
+SEGMENTS = ("consumer", "laptop", "workstation", "datacenter", "apple", "embedded")
 DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "fp4")
 
 _HINT = "Run 'oomkit gpus --catalog' to list known GPUs."
@@ -88,8 +90,8 @@ class GpuModel:
         name: full marketing name, e.g. ``"NVIDIA GeForce RTX 4090"``.
         aliases: other names that resolve to this row (short names, NVML product names).
         vendor: ``"nvidia"``, ``"amd"``, ``"apple"`` or ``"intel"``.
-        segment: ``"consumer"``, ``"laptop"``, ``"workstation"``, ``"datacenter"`` or
-            ``"apple"``.
+        segment: ``"consumer"``, ``"laptop"``, ``"workstation"``, ``"datacenter"``,
+            ``"apple"`` or ``"embedded"`` (Jetson modules).
         architecture: e.g. ``"Ada Lovelace"``, ``"Hopper"``, ``"CDNA3"``, ``"Apple M3"``.
         compute_capability: CUDA compute capability (``"8.9"``), the gfx target for AMD
             (``"gfx942"``), ``None`` for Apple and Intel.
