@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
-from oomkit.cli.params import COUNT, SIZE, parse_gpu_list
+from oomkit.cli.params import COUNT, SIZE
 from oomkit.cli.render import render_estimate
 from oomkit.errors import InvalidSettingError
 from oomkit.spec.hardware import Hardware
@@ -38,7 +38,13 @@ __all__ = ["estimate_command"]
 @click.option("--flash-attn/--no-flash-attn", "-fa", default=None, help="Flash attention")
 @click.option("--n-gpu-layers", "-ngl", type=int, help="Layers on the GPU (default: all)")
 @click.option("--n-cpu-moe", type=int, help="Keep the experts of the first N layers on the CPU")
-@click.option("--gpu", "-g", "gpu", help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, a,b")
+@click.option(
+    "--gpu",
+    "-g",
+    "gpu",
+    help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, 4090x2, a,b; or 'auto' (this "
+    "machine's GPUs, planned with their free memory now)",
+)
 @click.option("--vram", type=SIZE, help="Memory per GPU with a unit (24GiB or 24GB)")
 @click.option("--ram", type=SIZE, help="Host RAM with a unit")
 @click.option("--tp", type=int, help="Tensor-parallel size (vLLM/SGLang)")
@@ -84,7 +90,7 @@ def estimate_command(
     Exit code 0 when it fits (or capacity is unknown), 3 when it does not fit.
     """
     from oomkit.api import estimate
-    from oomkit.hardware.targets import hardware_for
+    from oomkit.cli.gpu_choice import choose_hardware
 
     for name, value in (
         ("--ctx", ctx),
@@ -101,8 +107,10 @@ def estimate_command(
             setting="--gpu-memory-utilization",
         )
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
-    gpus = parse_gpu_list(gpu) if gpu and not cpu_only else ()
-    hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1)
+    choice = choose_hardware(
+        None if cpu_only else gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1
+    )
+    hardware = choice.hardware
     if cpu_only:
         hardware = Hardware(devices=(), host_ram_bytes=ram)
         n_gpu_layers = 0
@@ -131,7 +139,9 @@ def estimate_command(
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
-        print_json(estimate_to_dict(est))
+        print_json({**estimate_to_dict(est), "hardware": choice.to_dict()})
     else:
+        for line in choice.describe():
+            click.echo(line, err=True)
         click.echo(render_estimate(est, explain=explain))
     return EXIT_NEGATIVE if est.fits is False else EXIT_OK

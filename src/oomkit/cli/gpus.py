@@ -27,7 +27,7 @@ from oomkit.hardware.live import GpuBackend, GpuStatus, default_backend, detect_
 from oomkit.hardware.procinfo import ProcReader
 from oomkit.units import format_bytes
 
-__all__ = ["BackendFactory", "gpus_command", "use_backend"]
+__all__ = ["BackendFactory", "gpus_command", "live_snapshot", "use_backend"]
 
 #: Builds the backend ``oomkit gpus`` reads; raises :class:`HardwareError` when there is none.
 BackendFactory = Callable[[], GpuBackend]
@@ -126,6 +126,16 @@ def _catalog(query: str | None, as_json: bool) -> None:
 
 def _snapshot() -> tuple[GpuStatus, ...]:
     return detect_gpus(_SOURCE.factory(), procs=_SOURCE.procs)
+
+
+def live_snapshot() -> tuple[GpuBackend, tuple[GpuStatus, ...]]:
+    """The backend :func:`use_backend` chose and what it sees now (``--gpu auto`` uses this).
+
+    Raises:
+        HardwareError: no backend works here.
+    """
+    backend = _SOURCE.factory()
+    return backend, detect_gpus(backend, procs=_SOURCE.procs)
 
 
 @click.command("gpus")

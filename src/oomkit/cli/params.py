@@ -12,7 +12,7 @@ from oomkit.units import parse_count, parse_size
 if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
 
-__all__ = ["COUNT", "SIZE", "parse_gpu_list"]
+__all__ = ["COUNT", "SIZE", "parse_gpu_list", "split_gpu_count"]
 
 
 class _Size(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5
@@ -43,10 +43,10 @@ SIZE = _Size()
 COUNT = _Count()
 
 _MULT_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(.+)$", re.IGNORECASE)
-_MULT_SUFFIX_RE = re.compile(r"^\s*(.+?)\s*[x×*]\s*(\d+)\s*$", re.IGNORECASE)
+_MULT_SUFFIX_RE = re.compile(r"^\s*(.*[\d\s])[x×*]\s*(\d+)\s*$", re.IGNORECASE)
 
 
-def _count_and_name(part: str) -> tuple[int, str]:
+def split_gpu_count(part: str) -> tuple[int, str]:
     """``"2x3090"``, ``"2xrtx-3090"``, ``"4090x2"``, ``"4090 * 2"`` -> (2, name); else (1, part).
 
     A part that is itself a catalog name is never split (``"7900xtx"``, ``"mi300x"``); of the
@@ -87,7 +87,7 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
         part = part.strip()
         if not part:
             continue
-        count, name = _count_and_name(part)
+        count, name = split_gpu_count(part)
         if not 1 <= count <= 1024:
             raise ValueError(f"GPU count in '{part}' must be between 1 and 1024")
         out.extend([find_gpu(name)] * count)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import UnknownNameError, close_matches
 from oomkit.spec.hardware import DeviceTarget
-from oomkit.units import GiB
+from oomkit.units import GiB, format_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -50,9 +50,11 @@ __all__ = [
     "SEGMENTS",
     "VENDORS",
     "GpuModel",
+    "AmbiguousGpuError",
     "all_gpus",
     "find_gpu",
     "find_gpu_by_nvml_name",
+    "gpu_alternatives",
     "normalize_gpu_name",
     "search_gpus",
 ]
@@ -241,8 +243,75 @@ def find_gpu(name: str) -> GpuModel:
     """
     gpu = _index().get(normalize_gpu_name(name)) or _with_memory_suffix(name)
     if gpu is None:
+        family = _family_matches(name)
+        if len(family) == 1:
+            return family[0]
+        if family:
+            raise AmbiguousGpuError(name, family)
         raise UnknownNameError(kind="GPU", name=name, suggestions=_suggestions(name), hint=_HINT)
     return gpu
+
+
+class AmbiguousGpuError(UnknownNameError):
+    """A GPU name that several catalog rows fit equally and none is the default for.
+
+    ``candidates`` holds the rows; the message lists their keys and memory on one line.
+    """
+
+    def __init__(self, name: str, candidates: tuple[GpuModel, ...]) -> None:
+        listed = ", ".join(f"{g.key} ({format_bytes(g.memory_bytes)})" for g in candidates)
+        super().__init__(kind="GPU", name=name, suggestions=tuple(g.key for g in candidates))
+        self.candidates = candidates
+        self.args = (f"GPU '{name}' is ambiguous: it matches {listed}; pass one of these names.",)
+
+
+# Words that name a variant of one GPU rather than another GPU: board form factors. Together
+# with memory sizes ("80gb") they are what tells the rows of one family apart.
+_FORM_FACTORS = frozenset(
+    ("sxm", "sxm2", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "hbm3", "hbm3e")
+)
+_MEMORY_WORD = re.compile(r"^\d+(?:gb|gib|g)$")
+
+
+def _family_names(gpu: GpuModel) -> frozenset[str]:
+    """Every name of ``gpu`` normalised with and without its form-factor and memory words."""
+    out: set[str] = set()
+    for name in gpu.names():
+        words = [w for w in _NON_ALNUM.split(name.lower()) if w]
+        while len(words) > 1 and words[0] in _BRANDS:
+            words.pop(0)
+        no_ff = [w for w in words if w not in _FORM_FACTORS]
+        no_mem = [w for w in words if not _MEMORY_WORD.match(w)]
+        bare = [w for w in no_ff if not _MEMORY_WORD.match(w)]
+        out.update("".join(ws) for ws in (words, no_ff, no_mem, bare) if ws)
+    return frozenset(out)
+
+
+@cache
+def _families() -> tuple[tuple[GpuModel, frozenset[str]], ...]:
+    return tuple((g, _family_names(g)) for g in all_gpus())
+
+
+def _family_matches(name: str) -> tuple[GpuModel, ...]:
+    wanted = normalize_gpu_name(name)
+    if not wanted:
+        return ()
+    return tuple(g for g, names in _families() if wanted in names)
+
+
+def gpu_alternatives(name: str) -> tuple[GpuModel, ...]:
+    """Other rows that ``name`` also fits, besides the one :func:`find_gpu` picks.
+
+    ``"a100"`` picks the documented default ``a100-80gb-sxm`` and also fits the 40 GB and PCIe
+    rows; ``"rtx-4060-ti"`` picks the 8 GB card and also fits the 16 GB one. A name fits a row
+    when it equals one of the row's names with its form-factor words (SXM, PCIe, NVL) and/or
+    its memory size left out. Empty for an exact, unambiguous name (``"a100-40gb-sxm"``).
+
+    Raises:
+        UnknownNameError: as :func:`find_gpu`.
+    """
+    chosen = find_gpu(name)
+    return tuple(g for g in _family_matches(name) if g is not chosen)
 
 
 _MEMORY_SUFFIX = re.compile(r"^(?P<base>.*\S)[\s_-]+(?P<size>\d+)\s*(?:gb|gib|g)$")
