@@ -174,6 +174,8 @@ def gpus_command(
                 raise OomkitError("GPU detection found no devices.")
         except OomkitError as exc:
             _log.debug("gpu detection failed", exc_info=True)
+            if as_json:  # a script reading stdout still gets a JSON document
+                print_json({"schema_version": 1, "gpus": [], "error": str(exc).splitlines()[0]})
             print_error(str(exc).splitlines()[0])
             print_hint("list GPU models without a GPU: oomkit gpus --catalog")
             raise click.exceptions.Exit(EXIT_ERROR) from exc
