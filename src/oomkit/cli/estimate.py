@@ -6,7 +6,6 @@ import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE
-from oomkit.cli.render import render_estimate
 from oomkit.errors import InvalidSettingError
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
@@ -141,6 +140,8 @@ def estimate_command(
 
         print_json({**estimate_to_dict(est), "hardware": choice.to_dict()})
     else:
+        from oomkit.cli.render import render_estimate
+
         for line in choice.describe():
             click.echo(line, err=True)
         click.echo(render_estimate(est, explain=explain))

@@ -42,8 +42,10 @@ class _Count(click.ParamType):  # type: ignore[type-arg]
 SIZE = _Size()
 COUNT = _Count()
 
-_MULT_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(.+)$", re.IGNORECASE)
-_MULT_SUFFIX_RE = re.compile(r"^\s*(.*[\d\s])[x×*]\s*(\d+)\s*$", re.IGNORECASE)
+# "2x3090" / "2xrtx-3090" (count first) and "4090x2" / "4090 * 2" (count last); compiled on
+# first use so that commands without --gpu do not pay for them.
+_MULT_PREFIX = r"^\s*(\d+)\s*[x×*]\s*(.+)$"
+_MULT_SUFFIX = r"^\s*(.*[\d\s])[x×*]\s*(\d+)\s*$"
 
 
 def split_gpu_count(part: str) -> tuple[int, str]:
@@ -64,13 +66,15 @@ def split_gpu_count(part: str) -> tuple[int, str]:
 
     if known(part):
         return 1, part
-    forms = [(int(m.group(1)), m.group(2)) for m in [_MULT_RE.match(part)] if m is not None] + [
-        (int(m.group(2)), m.group(1)) for m in [_MULT_SUFFIX_RE.match(part)] if m is not None
-    ]
-    for count, name in forms:
-        if known(name):
-            return count, name
-    return forms[0] if forms else (1, part)
+    prefix = re.match(_MULT_PREFIX, part, re.IGNORECASE)
+    suffix = re.match(_MULT_SUFFIX, part, re.IGNORECASE)
+    if prefix is not None and known(prefix.group(2)):
+        return int(prefix.group(1)), prefix.group(2)
+    if suffix is not None and known(suffix.group(1)):
+        return int(suffix.group(2)), suffix.group(1).strip()
+    if prefix is not None:  # "2xfoo": a count, and an unknown name the error will name
+        return int(prefix.group(1)), prefix.group(2)
+    return 1, part
 
 
 def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:

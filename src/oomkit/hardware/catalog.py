@@ -49,8 +49,8 @@ __all__ = [
     "DTYPES",
     "SEGMENTS",
     "VENDORS",
-    "GpuModel",
     "AmbiguousGpuError",
+    "GpuModel",
     "all_gpus",
     "find_gpu",
     "find_gpu_by_nvml_name",
@@ -203,10 +203,10 @@ def _row(raw: dict[str, Any]) -> GpuModel:
 def all_gpus() -> tuple[GpuModel, ...]:
     """Every catalog row, in catalog order (read once from ``oomkit/data/gpus.json``)."""
     import json
-    from importlib import resources
+    from pathlib import Path
 
-    text = resources.files("oomkit").joinpath("data/gpus.json").read_text(encoding="utf-8")
-    return tuple(_row(raw) for raw in json.loads(text)["gpus"])
+    path = Path(__file__).resolve().parent.parent / "data" / "gpus.json"
+    return tuple(_row(raw) for raw in json.loads(path.read_text(encoding="utf-8"))["gpus"])
 
 
 @cache
