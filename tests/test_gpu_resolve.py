@@ -222,3 +222,11 @@ def test_device_ids_name_the_vendor_backend(runtime: str, gpu: str, prefix: str)
         "qwen2.5-7b", InferenceSettings(runtime=runtime, tp=tp, ctx=4096), hw, offline=True
     )
     assert [d.device for d in est.devices] == [f"{prefix}:{i}" for i in range(len(gpus))]
+
+
+def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--gpu", "cpu", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["hardware"] == {"source": "cpu", "gpus": [], "devices": []}
+    assert doc["devices"] == []

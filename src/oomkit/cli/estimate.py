@@ -7,7 +7,6 @@ import click
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.errors import InvalidSettingError
-from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
 
 __all__ = ["estimate_command"]
@@ -106,12 +105,9 @@ def estimate_command(
             setting="--gpu-memory-utilization",
         )
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
-    choice = choose_hardware(
-        None if cpu_only else gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1
-    )
+    choice = choose_hardware(gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1)
     hardware = choice.hardware
     if cpu_only:
-        hardware = Hardware(devices=(), host_ram_bytes=ram)
         n_gpu_layers = 0
     settings = InferenceSettings(
         runtime=runtime,

@@ -79,7 +79,7 @@ class HardwareChoice:
 
     hardware: Hardware
     gpus: tuple[GpuChoice, ...] = ()
-    source: str = "none"  # "catalog" | "auto" | "none"
+    source: str = "none"  # "catalog" | "auto" | "cpu" | "none"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -195,7 +195,7 @@ def choose_hardware(
     host_ram_bytes: int | None = None,
     n_devices: int = 1,
 ) -> HardwareChoice:
-    """Resolve ``--gpu`` (catalog names, ``2x3090``, ``4090x2``, ``auto``) to a target.
+    """Resolve ``--gpu`` (catalog names, ``2x3090``, ``4090x2``, ``auto``, ``cpu``) to a target.
 
     Raises:
         UnknownNameError: a name is not in the catalog (``AmbiguousGpuError`` when several
@@ -209,6 +209,10 @@ def choose_hardware(
             hardware=hardware_for(
                 (), vram_bytes=vram_bytes, host_ram_bytes=host_ram_bytes, n_devices=n_devices
             )
+        )
+    if gpu.strip().lower() in ("cpu", "none"):
+        return HardwareChoice(
+            hardware=Hardware(devices=(), host_ram_bytes=host_ram_bytes), source="cpu"
         )
     if gpu.strip().lower() == "auto":
         targets, choices = _auto_choice(vram_bytes)
