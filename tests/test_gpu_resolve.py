@@ -230,3 +230,22 @@ def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[s
     doc = json.loads(out)
     assert doc["hardware"] == {"source": "cpu", "gpus": [], "devices": []}
     assert doc["devices"] == []
+
+
+@pytest.mark.parametrize(
+    ("gpu", "basis"),
+    [
+        ("rtx-4090", "driver-reported total"),
+        ("a100-80gb-pcie", "driver-reported total"),  # = 80 GiB, what the driver reports
+        ("rx-6800-xt", "nominal; driver figure not known"),
+        ("strix halo", "nominal, shared with the CPU; driver figure not known"),
+        ("m3-max-64gb", "Metal working-set limit"),
+    ],
+)
+def test_the_printed_capacity_says_what_it_is(
+    capsys: pytest.CaptureFixture[str], gpu: str, basis: str
+) -> None:
+    code, _, err = _run(capsys, "--gpu", gpu)
+    assert code in (0, 3)
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("GPU:")]
+    assert f", {basis})" in line

@@ -101,8 +101,13 @@ class HardwareChoice:
 
 
 def _basis(gpu: GpuModel) -> str:
+    from oomkit.hardware.catalog import memory_is_nominal
+
     if gpu.usable_memory_bytes is not None:
         return "Metal working-set limit"
+    if memory_is_nominal(gpu):
+        shared = ", shared with the CPU" if gpu.unified_memory else ""
+        return f"nominal{shared}; driver figure not known"
     return "driver-reported total"
 
 

@@ -55,6 +55,8 @@ __all__ = [
     "find_gpu",
     "find_gpu_by_nvml_name",
     "gpu_alternatives",
+    "gpu_note",
+    "memory_is_nominal",
     "normalize_gpu_name",
     "search_gpus",
 ]
@@ -200,13 +202,32 @@ def _row(raw: dict[str, Any]) -> GpuModel:
 
 
 @cache
-def all_gpus() -> tuple[GpuModel, ...]:
-    """Every catalog row, in catalog order (read once from ``oomkit/data/gpus.json``)."""
+def _load() -> tuple[tuple[GpuModel, ...], Mapping[str, str]]:
+    """Rows and their notes, read once from ``oomkit/data/gpus.json``."""
     import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parent.parent / "data" / "gpus.json"
-    return tuple(_row(raw) for raw in json.loads(path.read_text(encoding="utf-8"))["gpus"])
+    raws = json.loads(path.read_text(encoding="utf-8"))["gpus"]
+    notes = {raw["key"]: raw["note"] for raw in raws if raw.get("note")}
+    return tuple(_row(raw) for raw in raws), notes
+
+
+def all_gpus() -> tuple[GpuModel, ...]:
+    """Every catalog row, in catalog order (read once from ``oomkit/data/gpus.json``)."""
+    return _load()[0]
+
+
+def gpu_note(key: str) -> str | None:
+    """The row's ``note`` in ``gpus.json`` (what a figure is when not the family's
+    convention, e.g. ``"nominal; driver figure not found"``), or ``None``."""
+    return _load()[1].get(key)
+
+
+def memory_is_nominal(gpu: GpuModel) -> bool:
+    """Whether ``gpu.memory_bytes`` is the nominal size, not a driver-reported figure."""
+    note = gpu_note(gpu.key) or ""
+    return "nominal" in note and "not found" in note  # "nominal; driver figure not found"
 
 
 @cache
