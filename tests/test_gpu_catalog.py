@@ -1,10 +1,12 @@
-"""Tests for the GPU catalog (oomkit.hardware.catalog and the gpu_data_* rows)."""
+"""Tests for the GPU catalog (oomkit.hardware.catalog and the rows of oomkit/data/gpus.json)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import defaultdict
+from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +22,34 @@ from oomkit.hardware.catalog import (
     normalize_gpu_name,
     search_gpus,
 )
-from oomkit.hardware.gpu_data_build import apple_usable_memory_bytes, nvidia_dtypes
 from oomkit.units import GB, GiB, MiB
 
 ROWS = all_gpus()
+GPUS_JSON = Path(__file__).parents[1] / "src" / "oomkit" / "data" / "gpus.json"
+
+
+# The rules gpus.md states; every row is checked against them, so the data cannot drift.
+def nvidia_dtypes(cc: str) -> tuple[str, ...]:
+    """Native dtypes of an NVIDIA GPU of compute capability ``cc`` (CUDA guide, whitepapers)."""
+    major, _, minor = cc.partition(".")
+    v = (int(major), int(minor))
+    out = ["fp32", "fp16"]
+    if v >= (8, 0):
+        out.append("bf16")
+    if v >= (8, 9):
+        out.append("fp8")
+    if v >= (6, 1):
+        out.append("int8")
+    if v >= (10, 0):
+        out.append("fp4")
+    return tuple(out)
+
+
+def apple_usable_memory_bytes(ram_bytes: int) -> int:
+    """Metal's default GPU working-set limit: 2/3 of RAM up to 32 GiB, 3/4 above."""
+    if ram_bytes <= 32 * GiB:
+        return ram_bytes * 2 // 3
+    return ram_bytes * 3 // 4
 
 
 def _cc(gpu: GpuModel) -> tuple[int, int]:
@@ -37,6 +63,26 @@ def _cc(gpu: GpuModel) -> tuple[int, int]:
 
 def test_catalog_has_at_least_80_rows() -> None:
     assert len(ROWS) >= 80
+
+
+def test_every_json_row_holds_every_field_and_a_source() -> None:
+    # One table, every GpuModel field spelled out in every row (no defaults hiding a fact).
+    rows = json.loads(GPUS_JSON.read_text(encoding="utf-8"))["gpus"]
+    names = {f.name for f in fields(GpuModel)}
+    for raw in rows:
+        assert set(raw) - {"note"} == names, raw["key"]
+        assert raw["source"].startswith("https://"), raw["key"]
+    assert [r["key"] for r in rows] == [g.key for g in ROWS]
+
+
+def test_catalog_modules_are_gone_and_loader_imports_no_data_module() -> None:
+    # The old gpu_data*.py modules and their import cycle with catalog.py are gone.
+    hardware = Path(__file__).parents[1] / "src" / "oomkit" / "hardware"
+    assert not list(hardware.glob("gpu_data*.py"))
+
+
+def test_all_gpus_is_read_once() -> None:
+    assert all_gpus() is all_gpus()
 
 
 def test_keys_are_unique_slugs() -> None:
@@ -81,13 +127,23 @@ def test_row_fields_are_well_formed(gpu: GpuModel) -> None:
         assert value is None or 1 <= value <= 20_000
 
 
+_UNIFIED_SOCS = {
+    "dgx-spark",
+    "jetson-agx-orin-64gb",
+    "jetson-agx-orin-32gb",
+    "jetson-orin-nano-8gb",
+    "ryzen-ai-max-395-128gb",
+}
+
+
 @pytest.mark.parametrize("gpu", [g for g in ROWS if g.vendor != "apple"], ids=lambda g: g.key)
 def test_discrete_memory_is_a_whole_number_of_mib(gpu: GpuModel) -> None:
     # Drivers report MiB; the catalog stores "N * MiB" (or a nominal whole GiB).
     assert gpu.memory_bytes % MiB == 0
     assert gpu.usable_memory_bytes is None
-    assert gpu.unified_memory is False
     assert gpu.effective_memory_bytes == gpu.memory_bytes
+    if gpu.unified_memory:  # only the SoCs whose GPU shares LPDDR with the CPU
+        assert gpu.key in _UNIFIED_SOCS, gpu.key
 
 
 @pytest.mark.parametrize("gpu", [g for g in ROWS if g.vendor == "apple"], ids=lambda g: g.key)
@@ -109,15 +165,16 @@ def test_nvidia_dtypes_follow_compute_capability(gpu: GpuModel) -> None:
     assert ("int8" in gpu.native_dtypes) == (cc >= (6, 1))  # dp4a
 
 
-# AMD: the ROCm precision-support table by gfx target (documented in gpu_data_other).
+# AMD: the ROCm precision-support table by gfx target (documented in data/gpus.md).
 _AMD_FP8 = {"gfx942", "gfx950", "gfx1201"}
+_AMD_NO_BF16 = {"gfx906", "gfx1030"}  # Vega 20 and RDNA2: no bf16 dot/WMMA instructions
 
 
 @pytest.mark.parametrize("gpu", [g for g in ROWS if g.vendor == "amd"], ids=lambda g: g.key)
 def test_amd_dtypes_follow_gfx_target(gpu: GpuModel) -> None:
     assert gpu.compute_capability is not None
     assert gpu.compute_capability.startswith("gfx")
-    assert "bf16" in gpu.native_dtypes  # every listed AMD part has bf16
+    assert ("bf16" in gpu.native_dtypes) == (gpu.compute_capability not in _AMD_NO_BF16)
     assert ("fp8" in gpu.native_dtypes) == (gpu.compute_capability in _AMD_FP8)
     assert ("fp4" in gpu.native_dtypes) == (gpu.compute_capability == "gfx950")
 
@@ -175,6 +232,8 @@ def test_nvidia_dtype_rule_examples() -> None:
         ("rtx-a6000", 49140),
         ("a40", 46068),
         ("v100-32gb-sxm2", 32510),
+        ("p40", 24451),
+        ("titan-rtx", 24576),
     ],
 )
 def test_driver_reported_memory(key: str, mib: int) -> None:
@@ -206,6 +265,17 @@ def test_apple_usable_memory_matches_logged_limits(ram_gib: int, limit_mib: int)
 def test_apple_usable_memory_switches_above_32_gib() -> None:
     assert apple_usable_memory_bytes(32 * GiB) == 32 * GiB * 2 // 3
     assert apple_usable_memory_bytes(36 * GiB) == 36 * GiB * 3 // 4
+
+
+@pytest.mark.parametrize("gpu", [g for g in ROWS if g.vendor == "apple"], ids=lambda g: g.key)
+def test_apple_rows_follow_the_working_set_rule(gpu: GpuModel) -> None:
+    assert gpu.usable_memory_bytes == apple_usable_memory_bytes(gpu.memory_bytes)
+
+
+@pytest.mark.parametrize("gpu", [g for g in ROWS if g.vendor == "nvidia"], ids=lambda g: g.key)
+def test_nvidia_rows_follow_the_dtype_rule_exactly(gpu: GpuModel) -> None:
+    assert gpu.compute_capability is not None
+    assert gpu.native_dtypes == nvidia_dtypes(gpu.compute_capability)
 
 
 def test_apple_row_memory() -> None:
@@ -252,6 +322,25 @@ def test_apple_row_memory() -> None:
         ("RTX 3090 24GB", "rtx-3090"),  # a memory size that matches the card is accepted
         ("rtx 4090 24g", "rtx-4090"),
         ("L40S 48 GiB", "l40s"),
+        # Rows users asked for (issue 10).
+        ("P40", "p40"),
+        ("Tesla P40", "p40"),
+        ("Titan RTX", "titan-rtx"),
+        ("NVIDIA TITAN RTX", "titan-rtx"),
+        ("DGX Spark", "dgx-spark"),
+        ("GB10", "dgx-spark"),
+        ("Strix Halo", "ryzen-ai-max-395-128gb"),
+        ("Ryzen AI Max+ 395", "ryzen-ai-max-395-128gb"),
+        ("Jetson AGX Orin", "jetson-agx-orin-64gb"),
+        ("AGX Orin 32GB", "jetson-agx-orin-32gb"),
+        ("Orin Nano", "jetson-orin-nano-8gb"),
+        ("RX 6800 XT", "rx-6800-xt"),
+        ("6800xt", "rx-6800-xt"),
+        ("Radeon VII", "radeon-vii"),
+        ("GTX 1660", "gtx-1660"),
+        ("1660 Super", "gtx-1660-super"),
+        ("gtx1660ti", "gtx-1660-ti"),
+        ("7900xtx", "rx-7900-xtx"),
     ],
 )
 def test_find_gpu_fuzzy(query: str, key: str) -> None:

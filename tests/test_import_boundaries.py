@@ -54,3 +54,50 @@ def test_cli_estimate_does_not_import_torch() -> None:
     )
     heavy = set(HEAVY) - {"click"}
     assert not mods & heavy, mods & heavy
+
+
+def _loaded_full(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+#: Modules the cold-start path (`oomkit estimate CATALOG-MODEL --json`, llama.cpp) must not
+#: load: other runtimes' estimators, the live GPU probes, the OOM doctor, file/Hub loaders,
+#: the GPU catalog (no --gpu given) and difflib (only an unknown name needs suggestions).
+NOT_ON_ESTIMATE_PATH = (
+    "oomkit.estimate.vllm",
+    "oomkit.estimate.sglang",
+    "oomkit.estimate.transformers",
+    "oomkit.estimate.ollama",
+    "oomkit.hardware.live",
+    "oomkit.hardware.nvml",
+    "oomkit.hardware.smi",
+    "oomkit.hardware.catalog",
+    "oomkit.diagnose",
+    "oomkit.loaders.hub",
+    "oomkit.loaders.gguf",
+    "oomkit.loaders.safetensors",
+    "oomkit.cli.render",
+    "oomkit.cli.gpus",
+    "oomkit.cli.doctor",
+    "difflib",
+)
+
+
+def test_cli_estimate_loads_only_what_it_needs() -> None:
+    mods = _loaded_full(
+        "import sys\nfrom oomkit.cli import main\n"
+        "sys.stdout = open('/dev/null', 'w')\n"
+        "main(['estimate', 'llama-3.1-8b', '--quant', 'Q4_K_M', '--ctx', '8192', '--json'])\n"
+        "sys.stdout = sys.__stdout__"
+    )
+    loaded = {m for m in NOT_ON_ESTIMATE_PATH if m in mods}
+    assert not loaded, loaded
+    # one family file of the model catalog is read, through the precomputed name index
+    assert "oomkit.catalog.models" in mods
+    assert "oomkit.catalog.models_index" not in mods  # the index builder is a dev tool

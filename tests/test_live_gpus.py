@@ -510,7 +510,6 @@ def test_cli_no_gpu_exits_1_with_hint() -> None:
 
 
 def test_cli_catalog() -> None:
-    pytest.importorskip("oomkit.hardware.gpu_data")
     from oomkit.cli.gpus import gpus_command
 
     result = CliRunner().invoke(gpus_command, ["--catalog", "4090", "--json"], env=ENV)

@@ -23,7 +23,6 @@ Messages follow one template: ``<what failed> for '<subject>' (<context>): <why>
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -116,6 +115,8 @@ def close_matches(name: str, candidates: Iterable[str], n: int = 3) -> tuple[str
     """Return up to ``n`` candidates close to ``name`` (case-insensitive)."""
     pool = list(dict.fromkeys(candidates))
     lowered = {c.lower(): c for c in pool}
+    import difflib  # lazy: only an unknown name pays for it
+
     hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.6)
     return tuple(lowered[h] for h in hits)
 

@@ -1,8 +1,11 @@
 """The embedded model catalog: popular models stored as their public ``config.json`` facts.
 
 The data lives in ``oomkit/data/models/*.json`` (one file per family, provenance in
-``PROVENANCE.md`` beside them) and is read once, lazily, with :mod:`importlib.resources` and
-:mod:`json` only, so ``oomkit estimate llama-3.1-8b`` works offline and fast.
+``PROVENANCE.md`` beside them) and is read once, lazily, with :mod:`json` only, so
+``oomkit estimate llama-3.1-8b`` works offline and fast. A name index precomputed from those
+files (``oomkit/data/models_index.json``, written by ``python -m oomkit.catalog.models_index``
+and checked against the data by the tests) lets :func:`find_model` read one family file instead
+of all of them; a name the index does not know falls back to the full scan.
 
 Names are matched fuzzily: case, ``-``/``_``/``.``/``:``/space differences and organisation
 prefixes (``meta-llama/``) are ignored; Ollama tags (``llama3.1:8b-instruct-q4_K_M``) and
@@ -25,8 +28,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from importlib import resources
+from functools import cache, lru_cache
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +49,9 @@ __all__ = [
 ]
 
 #: the data folder inside the installed package (package data, not an importable package)
-_DATA_PARTS = ("data", "models")
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+MODELS_DIR = DATA_DIR / "models"
+INDEX_FILE = DATA_DIR / "models_index.json"
 _HINT = (
     "Run 'oomkit models --search <text>' to search the catalog, "
     "or pass a config.json path or a Hugging Face repo id."
@@ -212,23 +217,71 @@ def all_models() -> tuple[CatalogEntry, ...]:
         ConfigFormatError: a packaged data file is malformed (a broken install).
     """
     entries: list[CatalogEntry] = []
-    folder = resources.files("oomkit")
-    for part in _DATA_PARTS:  # one level at a time: Traversable.joinpath takes one name on 3.10
-        folder = folder.joinpath(part)
-    for item in sorted(folder.iterdir(), key=lambda p: p.name):
-        if not item.name.endswith(".json"):
-            continue
+    for item in sorted(MODELS_DIR.glob("*.json"), key=lambda p: p.name):
         where = f"oomkit/data/models/{item.name}"
-        try:
-            doc = json.loads(item.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise ConfigFormatError(
-                f"Reading the model catalog failed for '{where}' (line {e.lineno}): {e.msg}. "
-                "Reinstall oomkit.",
-                path=where,
-            ) from e
-        entries.extend(_entry(raw, where) for raw in doc["models"])
+        entries.extend(_entry(raw, where) for raw in _read_family(item.name))
     return tuple(entries)
+
+
+@cache
+def _read_family(file_name: str) -> tuple[Mapping[str, Any], ...]:
+    """The raw entries of one ``data/models/*.json`` file."""
+    where = f"oomkit/data/models/{file_name}"
+    try:
+        doc = json.loads((MODELS_DIR / file_name).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ConfigFormatError(
+            f"Reading the model catalog failed for '{where}' (line {e.lineno}): {e.msg}. "
+            "Reinstall oomkit.",
+            path=where,
+        ) from e
+    return tuple(doc["models"])
+
+
+@lru_cache(maxsize=1)
+def _name_index() -> Mapping[str, Any] | None:
+    """The precomputed name index, or None when it is missing or unreadable (full scan then)."""
+    try:
+        doc = json.loads(INDEX_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("schema_version") == 1 else None
+
+
+@cache
+def _indexed_entry(key: str) -> CatalogEntry | None:
+    index = _name_index()
+    file_name = index["files"].get(key) if index is not None else None
+    if not isinstance(file_name, str):
+        return None
+    for raw in _read_family(file_name):
+        if raw.get("key") == key:
+            return _entry(raw, f"oomkit/data/models/{file_name}")
+    return None
+
+
+def _find_indexed(candidates: list[str]) -> CatalogEntry | None:
+    """:func:`find_model`'s answer from the precomputed index, or None to fall back.
+
+    Every hit is checked against the entry's own names, so a stale index can only miss (and
+    fall back to the full scan), never answer with another model.
+    """
+    index = _name_index()
+    if index is None:
+        return None
+    for candidate in candidates:
+        folded = normalize_name(candidate)
+        entry = _indexed_entry(index["strict"].get(folded, ""))
+        if entry is not None and folded in {normalize_name(n) for n in entry.names()}:
+            return entry
+    for candidate in candidates:
+        folded = loose_name(candidate)
+        keys = index["loose"].get(folded, ())
+        if len(keys) == 1:
+            entry = _indexed_entry(keys[0])
+            if entry is not None and folded in {loose_name(n) for n in entry.names()}:
+                return entry
+    return None
 
 
 @lru_cache(maxsize=1)
@@ -276,8 +329,11 @@ def find_model(name: str) -> CatalogEntry:
     Raises:
         UnknownNameError: no entry matches; ``suggestions`` holds close catalog keys.
     """
-    strict, loose = _indexes()
     candidates = _candidates(name)
+    fast = _find_indexed(candidates)
+    if fast is not None:
+        return fast
+    strict, loose = _indexes()
     for candidate in candidates:
         hit = strict.get(normalize_name(candidate))
         if hit is not None:

@@ -64,6 +64,13 @@ def cli() -> None:
     """Will it fit? GPU memory per device for LLM inference, and an OOM doctor.
 
     \b
+    Examples:
+      oomkit estimate llama-3.1-8b --quant Q4_K_M --ctx 8192 --gpu rtx-4090
+      oomkit estimate qwen2.5-32b --runtime vllm --gpu 2xa100-80gb --tp 2
+      oomkit doctor train.log          (or: cat train.log | oomkit doctor -)
+      oomkit gpus                      (the GPUs here; oomkit gpus --catalog for all)
+
+    \b
     Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
                 3 does not fit / no OOM found in the log.
     """
@@ -72,6 +79,10 @@ def cli() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; map every error to one ``Error:`` line on stderr and an exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if not args:  # a bare `oomkit` asks what the tool does: the help, readable, exit 0
+        with click.Context(cli, info_name="oomkit", **cli.context_settings) as ctx:
+            click.echo(cli.get_help(ctx))
+        return 0
     if "--debug" in args:
         args.remove("--debug")
         import os

@@ -40,6 +40,12 @@ def read_log(arg: str | None) -> str:
 
     An argument that is not an existing file but contains spaces is taken as the message itself.
     """
+    if arg is None and sys.stdin is not None and sys.stdin.isatty():
+        raise _ReadError(
+            "oomkit doctor needs the error to diagnose: pass a log file (oomkit doctor "
+            "train.log), pipe it in (cat train.log | oomkit doctor -), or paste the message in "
+            "quotes (oomkit doctor 'CUDA out of memory. Tried to allocate ...')."
+        )
     if arg is None or arg == "-":
         data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
         return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, print_json
-from oomkit.cli.params import CONTEXT, CTX_MAX, SIZE, parse_gpu_list
-from oomkit.cli.render import render_estimate
+from oomkit.cli.params import CONTEXT, CTX_MAX, SIZE
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.spec.hardware import Hardware
@@ -50,7 +49,13 @@ __all__ = ["estimate_command"]
 @click.option("--flash-attn/--no-flash-attn", "-fa", default=None, help="Flash attention")
 @click.option("--n-gpu-layers", "-ngl", type=int, help="Layers on the GPU (default: all)")
 @click.option("--n-cpu-moe", type=int, help="Keep the experts of the first N layers on the CPU")
-@click.option("--gpu", "-g", "gpu", help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, a,b")
+@click.option(
+    "--gpu",
+    "-g",
+    "gpu",
+    help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, 4090x2, a,b; or 'auto' (this "
+    "machine's GPUs, planned with their free memory now)",
+)
 @click.option("--vram", type=SIZE, help="Memory per GPU with a unit (24GiB or 24GB)")
 @click.option("--ram", type=SIZE, help="Host RAM with a unit")
 @click.option("--tp", type=int, help="Tensor-parallel size (vLLM/SGLang)")
@@ -116,7 +121,7 @@ def estimate_command(
     within the band real runs sit from oomkit's numbers), 3 when it does not fit.
     """
     from oomkit.api import estimate
-    from oomkit.hardware.targets import hardware_for
+    from oomkit.cli.gpu_choice import choose_hardware
 
     want_max = ctx == CTX_MAX
     if want_max:
@@ -136,10 +141,9 @@ def estimate_command(
             setting="--gpu-memory-utilization",
         )
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
-    gpus = parse_gpu_list(gpu) if gpu and not cpu_only else ()
-    hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1)
+    choice = choose_hardware(gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1)
+    hardware = choice.hardware
     if cpu_only:
-        hardware = Hardware(devices=(), host_ram_bytes=ram)
         n_gpu_layers = 0
     settings = InferenceSettings(
         runtime=runtime,
@@ -164,9 +168,12 @@ def estimate_command(
         runtime_version=runtime_version,
     )
     from oomkit.estimate.verdict import Platform, verdict
+    from oomkit.planner.search import device_segment
 
     platform = Platform(
-        os=os_name, display=display, segments=tuple(g.segment for g in gpus) if gpus else ()
+        os=os_name,
+        display=display,
+        segments=tuple(device_segment(d) for d in hardware.devices),
     )
     if want_max:
         est = _estimate_max_ctx(model, settings, hardware, platform, offline)
@@ -191,8 +198,13 @@ def estimate_command(
                 out["verdict_details"] = v.to_dict()
         if est.fits is False:
             out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
+        out["hardware"] = choice.to_dict()
         print_json(out)
     else:
+        from oomkit.cli.render import render_estimate
+
+        for line in choice.describe():
+            click.echo(line, err=True)
         click.echo(render_estimate(est, explain=explain, verdict=v))
         if est.fits is False:
             click.echo(render_suggestions(est, suggestions))

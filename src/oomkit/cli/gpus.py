@@ -28,7 +28,7 @@ from oomkit.hardware.live import GpuBackend, GpuStatus, default_backend, detect_
 from oomkit.hardware.procinfo import ProcReader
 from oomkit.units import format_bytes
 
-__all__ = ["BackendFactory", "gpus_command", "use_backend"]
+__all__ = ["BackendFactory", "gpus_command", "live_snapshot", "use_backend"]
 
 #: Builds the backend ``oomkit gpus`` reads; raises :class:`HardwareError` when there is none.
 BackendFactory = Callable[[], GpuBackend]
@@ -159,6 +159,16 @@ def _snapshot() -> tuple[GpuStatus, ...]:
     return detect_gpus(_SOURCE.factory(), procs=_SOURCE.procs)
 
 
+def live_snapshot() -> tuple[GpuBackend, tuple[GpuStatus, ...]]:
+    """The backend :func:`use_backend` chose and what it sees now (``--gpu auto`` uses this).
+
+    Raises:
+        HardwareError: no backend works here.
+    """
+    backend = _SOURCE.factory()
+    return backend, detect_gpus(backend, procs=_SOURCE.procs)
+
+
 @click.command("gpus")
 @click.argument("query", required=False)
 @click.option("--catalog", is_flag=True, help="List the GPU catalog (QUERY filters it).")
@@ -214,6 +224,8 @@ def gpus_command(
                 raise OomkitError("GPU detection found no devices.")
         except OomkitError as exc:
             _log.debug("gpu detection failed", exc_info=True)
+            if as_json:  # a script reading stdout still gets a JSON document
+                print_json({"schema_version": 1, "gpus": [], "error": str(exc).splitlines()[0]})
             print_error(str(exc).splitlines()[0])
             print_hint("list GPU models without a GPU: oomkit gpus --catalog")
             raise click.exceptions.Exit(EXIT_ERROR) from exc

@@ -72,7 +72,7 @@ def _fits(
     from oomkit.planner.reverse import models_that_fit
     from oomkit.units import format_bytes
 
-    hardware = hardware_from_options((gpu,), vram=vram, ram=None)
+    hardware = hardware_from_options((gpu,), vram=vram, ram=None, quiet=as_json)
     rows, skipped = models_that_fit(
         hardware, runtime=normalize_runtime(runtime), ctx=ctx, query=query
     )

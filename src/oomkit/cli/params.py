@@ -11,9 +11,17 @@ from oomkit.units import parse_count, parse_size
 
 if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
-    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.hardware import DeviceTarget, Hardware
 
-__all__ = ["CONTEXT", "COUNT", "CTX_MAX", "SIZE", "hardware_from_options", "parse_gpu_list"]
+__all__ = [
+    "CONTEXT",
+    "COUNT",
+    "CTX_MAX",
+    "SIZE",
+    "hardware_from_options",
+    "parse_gpu_list",
+    "split_gpu_count",
+]
 
 
 class _Size(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5
@@ -57,11 +65,43 @@ SIZE = _Size()
 COUNT = _Count()
 CONTEXT = _Context()
 
-_MULT_RE = re.compile(r"^\s*(\d+)\s*[x×*]\s*(.+)$", re.IGNORECASE)
+# "2x3090" / "2xrtx-3090" (count first) and "4090x2" / "4090 * 2" (count last); compiled on
+# first use so that commands without --gpu do not pay for them.
+_MULT_PREFIX = r"^\s*(\d+)\s*[x×*]\s*(.+)$"
+_MULT_SUFFIX = r"^\s*(.*[\d\s])[x×*]\s*(\d+)\s*$"
+
+
+def split_gpu_count(part: str) -> tuple[int, str]:
+    """``"2x3090"``, ``"2xrtx-3090"``, ``"4090x2"``, ``"4090 * 2"`` -> (2, name); else (1, part).
+
+    A part that is itself a catalog name is never split (``"7900xtx"``, ``"mi300x"``); of the
+    two count positions the one whose remainder is a catalog name wins, so ``"4090x2"`` is two
+    RTX 4090s, not 4090 cards named ``"2"``.
+    """
+    from oomkit.hardware.catalog import find_gpu
+
+    def known(name: str) -> bool:
+        try:
+            find_gpu(name)
+        except LookupError:
+            return False
+        return True
+
+    if known(part):
+        return 1, part
+    prefix = re.match(_MULT_PREFIX, part, re.IGNORECASE)
+    suffix = re.match(_MULT_SUFFIX, part, re.IGNORECASE)
+    if prefix is not None and known(prefix.group(2)):
+        return int(prefix.group(1)), prefix.group(2)
+    if suffix is not None and known(suffix.group(1)):
+        return int(suffix.group(2)), suffix.group(1).strip()
+    if prefix is not None:  # "2xfoo": a count, and an unknown name the error will name
+        return int(prefix.group(1)), prefix.group(2)
+    return 1, part
 
 
 def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
-    """``"rtx-4090"``, ``"2xA100-80GB"``, ``"rtx-4090,rtx-3090"`` -> catalog rows in order.
+    """``"rtx-4090"``, ``"2xA100-80GB"``, ``"4090x2"``, ``"rtx-4090,rtx-3090"`` -> rows in order.
 
     Raises:
         UnknownNameError: a name is not in the GPU catalog (with suggestions).
@@ -74,8 +114,7 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
         part = part.strip()
         if not part:
             continue
-        m = _MULT_RE.match(part)
-        count, name = (int(m.group(1)), m.group(2)) if m else (1, part)
+        count, name = split_gpu_count(part)
         if not 1 <= count <= 1024:
             raise ValueError(f"GPU count in '{part}' must be between 1 and 1024")
         out.extend([find_gpu(name)] * count)
@@ -85,21 +124,31 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
 
 
 def hardware_from_options(
-    gpus: tuple[str, ...], *, vram: int | None, ram: int | None, n_devices: int = 1
+    gpus: tuple[str, ...], *, vram: int | None, ram: int | None, quiet: bool = False
 ) -> Hardware:
-    """The target of a command with repeatable ``--gpu`` values, ``--vram`` and ``--ram``.
+    """The target of a command with repeatable ``--gpu`` values (catalog names, ``2x3090``,
+    ``auto`` for the GPUs in this machine), ``--vram`` and ``--ram``; the resolved GPUs are
+    named on stderr unless ``quiet``.
 
     Raises:
         InvalidSettingError: no GPU named and no ``--vram``.
     """
+    from oomkit.cli.gpu_choice import choose_hardware
     from oomkit.errors import InvalidSettingError
-    from oomkit.hardware.targets import hardware_for
+    from oomkit.spec.hardware import DeviceTarget, Hardware
 
-    rows: list[GpuModel] = []
-    for value in gpus:
-        rows.extend(parse_gpu_list(value))
-    if not rows and vram is None:
+    if not gpus and vram is None:
         raise InvalidSettingError(
-            "name the GPU: --gpu NAME (e.g. rtx-4090, 2x3090) or --vram SIZE", setting="--gpu"
+            "name the GPU: --gpu NAME (e.g. rtx-4090, 2x3090, auto) or --vram SIZE",
+            setting="--gpu",
         )
-    return hardware_for(rows, vram_bytes=vram, host_ram_bytes=ram, n_devices=n_devices)
+    if not gpus:
+        return choose_hardware(None, vram_bytes=vram, host_ram_bytes=ram).hardware
+    devices: list[DeviceTarget] = []
+    for value in gpus:
+        choice = choose_hardware(value, vram_bytes=vram, host_ram_bytes=ram)
+        devices.extend(choice.hardware.devices)
+        if not quiet:
+            for line in choice.describe():
+                click.echo(line, err=True)
+    return Hardware(devices=tuple(devices), host_ram_bytes=ram)

@@ -18,7 +18,7 @@ __all__ = ["plan_command", "render_plan"]
     "-g",
     "gpus",
     multiple=True,
-    help="GPU(s) from the catalog, repeatable: rtx-4090, 2x3090, a100,h100",
+    help="GPU(s), repeatable: rtx-4090, 2x3090, a100,h100; auto: this machine's (free memory)",
 )
 @click.option("--vram", type=SIZE, help="Memory per GPU (24GiB, or 24GB = 24e9 bytes)")
 @click.option("--ram", type=SIZE, help="Host RAM (limits what can be offloaded)")
@@ -77,7 +77,6 @@ def plan_command(
     from oomkit.planner.core import plan
     from oomkit.planner.request import PlanRequest
 
-    hardware = hardware_from_options(gpus, vram=vram, ram=ram)
     request = PlanRequest(
         runtime=runtime,
         ctx=ctx,
@@ -89,6 +88,7 @@ def plan_command(
         headroom_bytes=headroom,
         prefer=prefer,
     )
+    hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
     result = plan(model, hardware, request, offline=True if offline else None)
     if as_json:
         print_json(result.to_dict())

@@ -85,7 +85,10 @@ def dtype_bytes(name: str) -> int:
     key = name.strip().lower()
     if key not in DTYPE_BYTES:
         raise UnknownNameError(
-            kind="dtype", name=name, suggestions=close_matches(name, DTYPE_BYTES)
+            kind="dtype",
+            name=name,
+            suggestions=close_matches(name, DTYPE_BYTES),
+            hint="Valid dtypes: " + ", ".join(DTYPE_BYTES) + ".",
         )
     return DTYPE_BYTES[key]
 

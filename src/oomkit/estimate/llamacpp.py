@@ -44,7 +44,7 @@ from oomkit.estimate.llamacpp_placement import (
     place_weights,
 )
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import is_parameter
@@ -192,14 +192,7 @@ def _gpus(hardware: Hardware) -> tuple[DeviceTarget, ...]:
 
 
 def _dev_name(dev: DeviceTarget, index: int) -> str:
-    prefix = (
-        "mps"
-        if dev.backend == "metal"
-        else "cuda"
-        if dev.backend in ("cuda", "rocm")
-        else dev.backend
-    )
-    return f"{prefix}:{index}"
+    return device_label(dev, index)
 
 
 def _matmul_weight_bytes(placement: Placement, layer: int) -> int:

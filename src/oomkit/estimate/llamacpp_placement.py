@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
-from oomkit.spec.hardware import DeviceTarget
+from oomkit.spec.hardware import DeviceTarget, device_label
 from oomkit.spec.model import TensorInfo
 
 __all__ = [
@@ -290,11 +290,7 @@ def place_weights(
 
 
 def _dev_prefix(dev: DeviceTarget) -> str:
-    return (
-        "mps"
-        if dev.backend == "metal"
-        else ("cuda" if dev.backend in ("cuda", "rocm") else dev.backend)
-    )
+    return device_label(dev, 0).partition(":")[0]
 
 
 def device_name(dev: DeviceTarget, index: int) -> str:

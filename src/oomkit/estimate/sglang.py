@@ -27,7 +27,7 @@ from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
@@ -188,7 +188,9 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 source="oomkit.estimate.overhead",
             ),
         )
-        usages.append(DeviceUsage(device=f"cuda:{rank}", components=comps, capacity_bytes=cap))
+        usages.append(
+            DeviceUsage(device=device_label(d, rank), components=comps, capacity_bytes=cap)
+        )
     if tokens is not None and tokens < ctx:
         blockers.append(f"the token pool ({tokens}) is smaller than one request of {ctx} tokens")
     return Estimate(

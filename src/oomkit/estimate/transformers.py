@@ -39,7 +39,7 @@ from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
@@ -258,7 +258,9 @@ def estimate_transformers(
             ),
         )
         usages.append(
-            DeviceUsage(device=f"cuda:{i}", components=comps, capacity_bytes=d.capacity_bytes)
+            DeviceUsage(
+                device=device_label(d, i), components=comps, capacity_bytes=d.capacity_bytes
+            )
         )
     cpu_w = placed.get(-1, 0)
     host_comps: tuple[Component, ...] = ()

@@ -54,7 +54,7 @@ from oomkit.estimate.vllm_engines import (
     non_torch_bytes,
     vllm_engine,
 )
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
@@ -433,7 +433,9 @@ def estimate_vllm(
             ),
         )
         usages.append(
-            DeviceUsage(device=f"cuda:{rank}", components=comps, capacity_bytes=d.capacity_bytes)
+            DeviceUsage(
+                device=device_label(d, rank), components=comps, capacity_bytes=d.capacity_bytes
+            )
         )
     p0 = plans[0]
     details: dict[str, object] = {

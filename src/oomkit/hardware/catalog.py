@@ -1,7 +1,8 @@
 """The GPU catalog: what each accelerator offers, looked up by any name people use for it.
 
-Rows live in :mod:`oomkit.hardware.gpu_data` (data, no branches); this module holds the
-``GpuModel`` type and the lookups.
+Rows live in ``oomkit/data/gpus.json`` (one row per GPU with its source; what the figures mean
+per family is in ``gpus.md`` beside it); this module holds the ``GpuModel`` type, the loader
+and the lookups.
 
 Names are matched after normalisation: lower case, every character that is not a letter or a
 digit dropped, and leading brand words (``nvidia``, ``geforce``, ``tesla``, ``quadro``, ``amd``,
@@ -19,6 +20,8 @@ an alias; the tests check that no alias belongs to two rows):
   in the catalog).
 * An Apple chip name without a memory size resolves to its base configuration in the catalog:
   ``M3 Max`` -> ``m3-max-36gb``, ``M2 Ultra`` -> ``m2-ultra-64gb``.
+* ``Jetson AGX Orin`` -> the 64 GB module (the developer kit's); ``Strix Halo`` ->
+  ``ryzen-ai-max-395-128gb`` (the configuration people buy it for LLMs with).
 
 >>> find_gpu("RTX 4090").key
 'rtx-4090'
@@ -37,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import UnknownNameError, close_matches
 from oomkit.spec.hardware import DeviceTarget
-from oomkit.units import GiB
+from oomkit.units import GiB, format_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -46,16 +49,20 @@ __all__ = [
     "DTYPES",
     "SEGMENTS",
     "VENDORS",
+    "AmbiguousGpuError",
     "GpuModel",
     "all_gpus",
     "find_gpu",
     "find_gpu_by_nvml_name",
+    "gpu_alternatives",
+    "gpu_note",
+    "memory_is_nominal",
     "normalize_gpu_name",
     "search_gpus",
 ]
 
 VENDORS = ("nvidia", "amd", "apple", "intel")
-SEGMENTS = ("consumer", "laptop", "workstation", "datacenter", "apple")
+SEGMENTS = ("consumer", "laptop", "workstation", "datacenter", "apple", "embedded")
 DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "fp4")
 
 _HINT = "Run 'oomkit gpus --catalog' to list known GPUs."
@@ -87,8 +94,8 @@ class GpuModel:
         name: full marketing name, e.g. ``"NVIDIA GeForce RTX 4090"``.
         aliases: other names that resolve to this row (short names, NVML product names).
         vendor: ``"nvidia"``, ``"amd"``, ``"apple"`` or ``"intel"``.
-        segment: ``"consumer"``, ``"laptop"``, ``"workstation"``, ``"datacenter"`` or
-            ``"apple"``.
+        segment: ``"consumer"``, ``"laptop"``, ``"workstation"``, ``"datacenter"``,
+            ``"apple"`` or ``"embedded"`` (Jetson modules).
         architecture: e.g. ``"Ada Lovelace"``, ``"Hopper"``, ``"CDNA3"``, ``"Apple M3"``.
         compute_capability: CUDA compute capability (``"8.9"``), the gfx target for AMD
             (``"gfx942"``), ``None`` for Apple and Intel.
@@ -181,11 +188,46 @@ class GpuModel:
         )
 
 
-def all_gpus() -> tuple[GpuModel, ...]:
-    """Every catalog row, in catalog order."""
-    from oomkit.hardware.gpu_data import GPUS
+_TUPLE_FIELDS = ("aliases", "native_dtypes", "nvml_names")
+_ROW_EXTRAS = ("note",)  # documentation only: says what a figure is when not the convention
 
-    return GPUS
+
+def _row(raw: dict[str, Any]) -> GpuModel:
+    """One ``gpus.json`` row -> a :class:`GpuModel` (lists become tuples, ``note`` is dropped)."""
+    fields = {k: v for k, v in raw.items() if k not in _ROW_EXTRAS}
+    for name in _TUPLE_FIELDS:
+        if name in fields:
+            fields[name] = tuple(fields[name])
+    return GpuModel(**fields)
+
+
+@cache
+def _load() -> tuple[tuple[GpuModel, ...], Mapping[str, str]]:
+    """Rows and their notes, read once from ``oomkit/data/gpus.json``."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "data" / "gpus.json"
+    raws = json.loads(path.read_text(encoding="utf-8"))["gpus"]
+    notes = {raw["key"]: raw["note"] for raw in raws if raw.get("note")}
+    return tuple(_row(raw) for raw in raws), notes
+
+
+def all_gpus() -> tuple[GpuModel, ...]:
+    """Every catalog row, in catalog order (read once from ``oomkit/data/gpus.json``)."""
+    return _load()[0]
+
+
+def gpu_note(key: str) -> str | None:
+    """The row's ``note`` in ``gpus.json`` (what a figure is when not the family's
+    convention, e.g. ``"nominal; driver figure not found"``), or ``None``."""
+    return _load()[1].get(key)
+
+
+def memory_is_nominal(gpu: GpuModel) -> bool:
+    """Whether ``gpu.memory_bytes`` is the nominal size, not a driver-reported figure."""
+    note = gpu_note(gpu.key) or ""
+    return "nominal" in note and "not found" in note  # "nominal; driver figure not found"
 
 
 @cache
@@ -222,8 +264,75 @@ def find_gpu(name: str) -> GpuModel:
     """
     gpu = _index().get(normalize_gpu_name(name)) or _with_memory_suffix(name)
     if gpu is None:
+        family = _family_matches(name)
+        if len(family) == 1:
+            return family[0]
+        if family:
+            raise AmbiguousGpuError(name, family)
         raise UnknownNameError(kind="GPU", name=name, suggestions=_suggestions(name), hint=_HINT)
     return gpu
+
+
+class AmbiguousGpuError(UnknownNameError):
+    """A GPU name that several catalog rows fit equally and none is the default for.
+
+    ``candidates`` holds the rows; the message lists their keys and memory on one line.
+    """
+
+    def __init__(self, name: str, candidates: tuple[GpuModel, ...]) -> None:
+        listed = ", ".join(f"{g.key} ({format_bytes(g.memory_bytes)})" for g in candidates)
+        super().__init__(kind="GPU", name=name, suggestions=tuple(g.key for g in candidates))
+        self.candidates = candidates
+        self.args = (f"GPU '{name}' is ambiguous: it matches {listed}; pass one of these names.",)
+
+
+# Words that name a variant of one GPU rather than another GPU: board form factors. Together
+# with memory sizes ("80gb") they are what tells the rows of one family apart.
+_FORM_FACTORS = frozenset(
+    ("sxm", "sxm2", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "hbm3", "hbm3e")
+)
+_MEMORY_WORD = re.compile(r"^\d+(?:gb|gib|g)$")
+
+
+def _family_names(gpu: GpuModel) -> frozenset[str]:
+    """Every name of ``gpu`` normalised with and without its form-factor and memory words."""
+    out: set[str] = set()
+    for name in gpu.names():
+        words = [w for w in _NON_ALNUM.split(name.lower()) if w]
+        while len(words) > 1 and words[0] in _BRANDS:
+            words.pop(0)
+        no_ff = [w for w in words if w not in _FORM_FACTORS]
+        no_mem = [w for w in words if not _MEMORY_WORD.match(w)]
+        bare = [w for w in no_ff if not _MEMORY_WORD.match(w)]
+        out.update("".join(ws) for ws in (words, no_ff, no_mem, bare) if ws)
+    return frozenset(out)
+
+
+@cache
+def _families() -> tuple[tuple[GpuModel, frozenset[str]], ...]:
+    return tuple((g, _family_names(g)) for g in all_gpus())
+
+
+def _family_matches(name: str) -> tuple[GpuModel, ...]:
+    wanted = normalize_gpu_name(name)
+    if not wanted:
+        return ()
+    return tuple(g for g, names in _families() if wanted in names)
+
+
+def gpu_alternatives(name: str) -> tuple[GpuModel, ...]:
+    """Other rows that ``name`` also fits, besides the one :func:`find_gpu` picks.
+
+    ``"a100"`` picks the documented default ``a100-80gb-sxm`` and also fits the 40 GB and PCIe
+    rows; ``"rtx-4060-ti"`` picks the 8 GB card and also fits the 16 GB one. A name fits a row
+    when it equals one of the row's names with its form-factor words (SXM, PCIe, NVL) and/or
+    its memory size left out. Empty for an exact, unambiguous name (``"a100-40gb-sxm"``).
+
+    Raises:
+        UnknownNameError: as :func:`find_gpu`.
+    """
+    chosen = find_gpu(name)
+    return tuple(g for g in _family_matches(name) if g is not chosen)
 
 
 _MEMORY_SUFFIX = re.compile(r"^(?P<base>.*\S)[\s_-]+(?P<size>\d+)\s*(?:gb|gib|g)$")

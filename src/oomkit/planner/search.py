@@ -38,7 +38,7 @@ from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import format_bytes
 
-__all__ = ["Evaluation", "Searcher", "default_target_ctx"]
+__all__ = ["Evaluation", "Searcher", "default_target_ctx", "device_segment"]
 
 _GGUF_RUNTIMES = ("llama.cpp", "ollama")
 #: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` since 0.6.4
@@ -70,7 +70,7 @@ def _at_ctx(
     return make(kv, ctx, amount)
 
 
-def _segment(d: DeviceTarget) -> str | None:
+def device_segment(d: DeviceTarget) -> str | None:
     """The catalog segment (consumer cards may drive a display; datacenter ones do not)."""
     if d.key is None:
         return None
@@ -144,7 +144,7 @@ class Searcher:
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
         self._memo: dict[Candidate, Evaluation] = {}
-        self.platform = Platform(segments=tuple(_segment(d) for d in gpus))
+        self.platform = Platform(segments=tuple(device_segment(d) for d in gpus))
         self.n_estimates = 0
 
     def _native_precisions(self, gpus: list[DeviceTarget]) -> tuple[str, ...]:

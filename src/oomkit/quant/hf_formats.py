@@ -162,6 +162,7 @@ def hf_format(name: str) -> HfFormat:
             kind="HF weight format",
             name=name,
             suggestions=close_matches(name, [*HF_FORMATS, *_ALIASES]),
+            hint="Valid formats: " + ", ".join(HF_FORMATS) + ".",
         )
     return fmt
 
@@ -207,7 +208,10 @@ def _float_bytes(tensor: TensorInfo, dtype: str) -> int:
     key = dtype.lower()
     if key not in _DTYPE_BYTES:
         raise UnknownNameError(
-            kind="dtype", name=dtype, suggestions=close_matches(dtype, _DTYPE_BYTES)
+            kind="dtype",
+            name=dtype,
+            suggestions=close_matches(dtype, _DTYPE_BYTES),
+            hint="Valid dtypes: " + ", ".join(_DTYPE_BYTES) + ".",
         )
     return tensor.n_params * _DTYPE_BYTES[key]
 

@@ -142,5 +142,5 @@ def llamacpp_ftype(name: str) -> LlamaCppFtype:
         kind="llama.cpp file type",
         name=name,
         suggestions=suggestions,
-        hint="Use a llama-quantize type such as Q4_K_M, Q5_K_M, Q8_0 or IQ4_XS.",
+        hint="Valid llama-quantize types: " + ", ".join(LLAMACPP_FTYPES) + ".",
     )

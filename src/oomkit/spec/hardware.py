@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DeviceTarget", "Hardware"]
+__all__ = ["DeviceTarget", "Hardware", "device_label"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,3 +31,18 @@ class Hardware:
     @property
     def has_gpu(self) -> bool:
         return any(d.backend != "cpu" for d in self.devices)
+
+
+# backend -> the prefix of oomkit's device ids. AMD is "rocm" (llama.cpp names its buffers
+# ROCm0, ROCm1; PyTorch on ROCm reuses the "cuda" device type, which is what misled users),
+# Intel "xpu" (PyTorch's device type), Apple "mps" (PyTorch's name for the Metal device).
+_DEVICE_PREFIX = {"cuda": "cuda", "rocm": "rocm", "metal": "mps", "xpu": "xpu", "cpu": "cpu"}
+
+
+def device_label(dev: DeviceTarget, index: int) -> str:
+    """oomkit's id for accelerator ``index``: ``cuda:0``, ``rocm:0``, ``mps:0``, ``xpu:0``.
+
+    >>> device_label(DeviceTarget(name="AMD Instinct MI300X", backend="rocm"), 1)
+    'rocm:1'
+    """
+    return f"{_DEVICE_PREFIX.get(dev.backend, dev.backend)}:{index}"

@@ -1,0 +1,234 @@
+"""``--gpu`` -> the devices an estimate targets, and what the CLI says about its choice.
+
+The catalog resolves short names to a documented default (``a100`` -> the 80 GB SXM card,
+``rtx-4060-ti`` -> the 8 GB card); the CLI never does that silently: text output prints the
+chosen card and the other rows the name also fits on stderr, ``--json`` adds a ``hardware``
+object with the same facts (additive to the DESIGN.md estimate document).
+
+``--gpu auto`` takes the GPUs in this machine from the live detection ``oomkit gpus`` uses
+(NVML, nvidia-smi, rocm-smi, Apple), and plans with each device's *free* memory now, not its
+total: what other processes hold is not available to a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from oomkit.errors import HardwareError
+from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
+from oomkit.units import format_bytes
+
+if TYPE_CHECKING:
+    from oomkit.hardware.catalog import GpuModel
+    from oomkit.hardware.live import GpuStatus
+
+__all__ = ["GpuChoice", "HardwareChoice", "choose_hardware"]
+
+_BACKEND_BY_CLASS = {
+    "NvmlBackend": "cuda",
+    "NvidiaSmiBackend": "cuda",
+    "RocmSmiBackend": "rocm",
+    "AppleBackend": "metal",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuChoice:
+    """One distinct card a ``--gpu`` part resolved to (``count`` of them)."""
+
+    query: str
+    count: int
+    key: str | None
+    name: str
+    capacity_bytes: int | None
+    capacity_basis: str
+    alternatives: tuple[GpuModel, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "count": self.count,
+            "key": self.key,
+            "name": self.name,
+            "capacity_bytes": self.capacity_bytes,
+            "capacity_basis": self.capacity_basis,
+            "ambiguous_alternatives": [
+                {"key": g.key, "name": g.name, "capacity_bytes": g.effective_memory_bytes}
+                for g in self.alternatives
+            ],
+        }
+
+    def describe(self) -> str:
+        """``GPU: 2 x NVIDIA A100-SXM4-80GB (80.00 GiB) — 'a100' also matches ...``."""
+        count = f"{self.count} x " if self.count > 1 else ""
+        cap = (
+            "capacity unknown" if self.capacity_bytes is None else format_bytes(self.capacity_bytes)
+        )
+        line = f"GPU: {count}{self.name} ({cap}, {self.capacity_basis})"
+        if self.alternatives:
+            keys = ", ".join(g.key for g in self.alternatives)
+            line += f" — '{self.query}' also matches {keys}; pass the full name to choose"
+        return line
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareChoice:
+    """The estimate target plus how each card was chosen (empty when ``--gpu`` was not given)."""
+
+    hardware: Hardware
+    gpus: tuple[GpuChoice, ...] = ()
+    source: str = "none"  # "catalog" | "auto" | "cpu" | "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "gpus": [g.to_dict() for g in self.gpus],
+            "devices": [
+                {
+                    "device": device_label(d, i),
+                    "name": d.name,
+                    "key": d.key,
+                    "capacity_bytes": d.capacity_bytes,
+                }
+                for i, d in enumerate(d for d in self.hardware.devices if d.backend != "cpu")
+            ],
+        }
+
+    def describe(self) -> list[str]:
+        return [g.describe() for g in self.gpus]
+
+
+def _basis(gpu: GpuModel) -> str:
+    from oomkit.hardware.catalog import memory_is_nominal
+
+    if gpu.usable_memory_bytes is not None:
+        return "Metal working-set limit"
+    if memory_is_nominal(gpu):
+        shared = ", shared with the CPU" if gpu.unified_memory else ""
+        return f"nominal{shared}; driver figure not known"
+    return "driver-reported total"
+
+
+def _catalog_choice(
+    text: str, vram_bytes: int | None
+) -> tuple[tuple[GpuModel, ...], list[GpuChoice]]:
+    from oomkit.cli.params import parse_gpu_list, split_gpu_count
+    from oomkit.hardware.catalog import find_gpu, gpu_alternatives
+
+    gpus = parse_gpu_list(text)  # validates every part and count first
+    choices: list[GpuChoice] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        count, name = split_gpu_count(part)
+        gpu = find_gpu(name)
+        choices.append(
+            GpuChoice(
+                query=name.strip(),
+                count=count,
+                key=gpu.key,
+                name=gpu.name,
+                capacity_bytes=gpu.effective_memory_bytes if vram_bytes is None else vram_bytes,
+                capacity_basis=_basis(gpu) if vram_bytes is None else "--vram",
+                alternatives=gpu_alternatives(name),
+            )
+        )
+    return gpus, choices
+
+
+def live_targets(statuses: tuple[GpuStatus, ...], backend: str) -> tuple[DeviceTarget, ...]:
+    """One target per live device, with its free memory now as capacity.
+
+    A device the catalog knows (by its NVML/driver name and total) carries the row's
+    architecture and dtypes; on unified-memory Apple chips the Metal working-set limit caps
+    the free figure.
+    """
+    from oomkit.hardware.catalog import find_gpu_by_nvml_name
+
+    out: list[DeviceTarget] = []
+    for s in statuses:
+        row = find_gpu_by_nvml_name(s.name, s.memory_total_bytes)
+        free = s.memory_free_bytes
+        if row is None:
+            out.append(DeviceTarget(name=s.name, backend=backend, capacity_bytes=free))
+            continue
+        target = row.to_device_target()
+        cap = min(free, row.effective_memory_bytes) if row.unified_memory else free
+        out.append(dataclasses.replace(target, name=s.name, capacity_bytes=cap))
+    return tuple(out)
+
+
+def _auto_choice(vram_bytes: int | None) -> tuple[tuple[DeviceTarget, ...], list[GpuChoice]]:
+    from oomkit.cli.gpus import live_snapshot
+
+    try:
+        backend, statuses = live_snapshot()
+    except HardwareError as exc:
+        raise HardwareError(
+            "--gpu auto: no GPU is visible on this machine (NVML, nvidia-smi, rocm-smi and "
+            "Apple sysctl found none); name a card with --gpu NAME or give --vram SIZE"
+        ) from exc
+    if not statuses:
+        raise HardwareError(
+            "--gpu auto: GPU detection found no devices; name a card with --gpu NAME or "
+            "give --vram SIZE"
+        )
+    kind = _BACKEND_BY_CLASS.get(type(backend).__name__, "cuda")
+    targets = live_targets(statuses, kind)
+    if vram_bytes is not None:
+        targets = tuple(dataclasses.replace(t, capacity_bytes=vram_bytes) for t in targets)
+    choices = [
+        GpuChoice(
+            query="auto",
+            count=1,
+            key=t.key,
+            name=f"{device_label(t, i)} {t.name}",
+            capacity_bytes=t.capacity_bytes,
+            capacity_basis="--vram" if vram_bytes is not None else "free memory now",
+        )
+        for i, t in enumerate(targets)
+    ]
+    return targets, choices
+
+
+def choose_hardware(
+    gpu: str | None,
+    *,
+    vram_bytes: int | None = None,
+    host_ram_bytes: int | None = None,
+    n_devices: int = 1,
+) -> HardwareChoice:
+    """Resolve ``--gpu`` (catalog names, ``2x3090``, ``4090x2``, ``auto``, ``cpu``) to a target.
+
+    Raises:
+        UnknownNameError: a name is not in the catalog (``AmbiguousGpuError`` when several
+            rows fit it equally and none is the default).
+        HardwareError: ``auto`` and no GPU is visible.
+    """
+    from oomkit.hardware.targets import hardware_for
+
+    if gpu is None or not gpu.strip():
+        return HardwareChoice(
+            hardware=hardware_for(
+                (), vram_bytes=vram_bytes, host_ram_bytes=host_ram_bytes, n_devices=n_devices
+            )
+        )
+    if gpu.strip().lower() in ("cpu", "none"):
+        return HardwareChoice(
+            hardware=Hardware(devices=(), host_ram_bytes=host_ram_bytes), source="cpu"
+        )
+    if gpu.strip().lower() == "auto":
+        targets, choices = _auto_choice(vram_bytes)
+        return HardwareChoice(
+            hardware=Hardware(devices=targets, host_ram_bytes=host_ram_bytes),
+            gpus=tuple(choices),
+            source="auto",
+        )
+    rows, choices = _catalog_choice(gpu, vram_bytes)
+    return HardwareChoice(
+        hardware=hardware_for(rows, vram_bytes=vram_bytes, host_ram_bytes=host_ram_bytes),
+        gpus=tuple(choices),
+        source="catalog",
+    )
