@@ -15,7 +15,7 @@ def _bash_blocks() -> list[str]:
 
 def test_two_commands_at_the_top() -> None:
     blocks = _bash_blocks()
-    assert blocks[0].strip().startswith("pip install . && oomkit estimate llama-3.1-8b")
+    assert blocks[0].strip().startswith("pip install . && oomkit plan llama-3.1-70b")
     assert "pytest" in blocks[1]
 
 

@@ -135,7 +135,7 @@ def hardware_from_options(
     """
     from oomkit.cli.gpu_choice import choose_hardware
     from oomkit.errors import InvalidSettingError
-    from oomkit.spec.hardware import DeviceTarget, Hardware
+    from oomkit.spec.hardware import Hardware
 
     if not gpus and vram is None:
         raise InvalidSettingError(

@@ -145,8 +145,13 @@ def render_plan(result: object) -> str:
                 if hw.host_ram_bytes:
                     host += f" of {format_bytes(hw.host_ram_bytes)} RAM"
                 lines.append(host)
-            if p.quality is not None and p.quality.kld is not None:
-                lines.append(f"  quality: KLD {p.quality.kld:g} vs 16-bit ({p.quality.source})")
+            q = p.quality
+            if q is not None and q.kld is not None:
+                ppl = "" if q.ppl_increase_pct is None else f", +{q.ppl_increase_pct:.1f}% ppl"
+                lines.append(
+                    f"  quality: {q.name} KLD {q.kld:.3f} vs 16-bit{ppl} "
+                    f"(published, {q.model_measured_on})"
+                )
             lines.append("  run:")
             lines.extend(f"    {c}" for c in p.command.splitlines())
             lines.append("")

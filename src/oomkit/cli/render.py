@@ -35,6 +35,10 @@ def _device_block(d: DeviceUsage, name: str, *, explain: bool) -> list[str]:
         total += f" of {format_bytes(d.capacity_bytes)}  {verdict}"
         total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'})"
     lines.append(total)
+    if d.capacity_bytes:
+        from oomkit.cli.bars import device_bar, use_color
+
+        lines.append(f"  {device_bar(d, color=use_color())}")
     if explain:
         lines.extend(f"    - {c.explain()}" for c in d.components)
     return lines
