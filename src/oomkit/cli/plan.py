@@ -127,9 +127,12 @@ def render_plan(result: object) -> str:
             return ""
         return f"  ~{tps:.1f} tok/s decode" if tps < 10 else f"  ~{tps:.0f} tok/s decode"
 
+    compare = len({p.runtime for p in result.plans}) > 1  # --runtime any: a command each
     for i, p in enumerate(result.plans):
         head = "Plan" if i == 0 else f"Alternative {i}"
         lines.append(f"{head} [{p.runtime}]: {p.summary}{speed_text(p)}")
+        if i > 0 and compare:
+            lines.extend(f"    {c}" for c in p.command.splitlines())
         if i == 0:
             for d in p.estimate.devices:
                 bar = device_bar(
