@@ -400,3 +400,15 @@ def test_apple_unified_memory_is_explained() -> None:
     cap = mac.devices[0].capacity_bytes
     assert cap is not None
     assert all(d.total_bytes + GiB <= cap for d in r.plans[0].estimate.devices)
+
+
+def test_cli_estimate_emit(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "llama-3.1-8b", "-q", "Q4_K_M", "-c", "16k", "--gpu", "rtx-4090"]
+    assert main([*argv, "--emit", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    flags = parse_command("llama.cpp", doc["command"])
+    assert flags["-c"] == ["16384"]
+    assert main([*argv, "-r", "vllm", "-q", "bf16", "--emit", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    flags = parse_command("vllm", doc["command"])
+    assert float(flags["--gpu-memory-utilization"][0]) == doc["settings"]["gpu_memory_utilization"]

@@ -82,6 +82,14 @@ __all__ = ["estimate_command"]
 )
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
+@click.option(
+    "--emit",
+    is_flag=False,
+    flag_value="same",
+    default=None,
+    metavar="[RUNTIME]",
+    help="Also print the command that runs this configuration (llama.cpp, ollama, vllm, ...)",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 def estimate_command(
     model: str,
@@ -113,6 +121,7 @@ def estimate_command(
     os_name: str | None,
     offline: bool,
     explain: bool,
+    emit: str | None,
     as_json: bool,
 ) -> int:
     """Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).
@@ -198,6 +207,8 @@ def estimate_command(
                 out["verdict_details"] = v.to_dict()
         if est.fits is False:
             out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
+        if emit is not None:
+            out["command"] = _emit(emit, model, est, settings, offline)
         out["hardware"] = choice.to_dict()
         print_json(out)
     else:
@@ -208,6 +219,9 @@ def estimate_command(
         click.echo(render_estimate(est, explain=explain, verdict=v))
         if est.fits is False:
             click.echo(render_suggestions(est, suggestions))
+        if emit is not None:
+            click.echo("run:")
+            click.echo(_emit(emit, model, est, settings, offline))
     if est.fits is False or v.level == "does_not_fit":
         return EXIT_NEGATIVE
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
@@ -237,6 +251,32 @@ def _estimate_max_ctx(
     note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
     note += ", up to the model's maximum)" if spec.max_position_embeddings else ")"
     return dataclasses.replace(est, assumptions=(note, *est.assumptions))
+
+
+def _emit(
+    runtime: str, model: str, est: Estimate, settings: InferenceSettings, offline: bool
+) -> str:
+    """The command for the estimated configuration: the settings as estimated (defaults
+    resolved), in ``runtime``'s flags (``same``: the estimated runtime)."""
+    import dataclasses
+
+    from oomkit.api import load_model
+    from oomkit.estimate.registry import normalize_runtime
+    from oomkit.planner.commands import emit_command
+
+    target = est.runtime if runtime == "same" else normalize_runtime(runtime)
+    s = est.settings
+    resolved = dataclasses.replace(
+        settings,
+        runtime=target,
+        quant=str(s["quant"]) if s.get("quant") else settings.quant,
+        ctx=int(str(s["ctx"])) if s.get("ctx") else settings.ctx,
+    )
+    util = s.get("gpu_memory_utilization")
+    if isinstance(util, float) and settings.gpu_memory_utilization is None:
+        resolved = dataclasses.replace(resolved, gpu_memory_utilization=util)
+    spec = load_model(model, offline=True if offline else None)
+    return emit_command(target, resolved, spec, model)
 
 
 def _peak(est: Estimate) -> int:
