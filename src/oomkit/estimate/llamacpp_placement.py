@@ -148,7 +148,68 @@ def _is_output(name: str) -> bool:
     return name.startswith(("output.", "output_norm.", "output_norm_b"))
 
 
+#: placements of recent (weights table, split) pairs: the planner and the doctor re-estimate
+#: one model at many contexts, and the placement does not depend on the context. Keyed by the
+#: identity of the (immutable, memoised) weights tuple, which the entry keeps alive.
+_PLACEMENTS: dict[tuple[object, ...], tuple[object, Placement]] = {}
+_PLACEMENTS_MAX = 256
+
+
 def place_weights(
+    tensors: Sequence[tuple[TensorInfo, str, int]],
+    *,
+    n_layer: int,
+    params: LlamaCppParams,
+    gpus: Sequence[DeviceTarget],
+    tensor_split: Sequence[float] | None = None,
+    n_cpu_moe: int = 0,
+    tied_embeddings: bool = False,
+    split_mode: str = "layer",
+) -> Placement:
+    """Assign each weight to a buffer (see :func:`_place_weights`); memoised for tuples."""
+    if not isinstance(tensors, tuple):
+        return _place_weights(
+            tensors,
+            n_layer=n_layer,
+            params=params,
+            gpus=gpus,
+            tensor_split=tensor_split,
+            n_cpu_moe=n_cpu_moe,
+            tied_embeddings=tied_embeddings,
+            split_mode=split_mode,
+        )
+    key = (
+        id(tensors),
+        n_layer,
+        params.n_gpu_layers,
+        params.mmap,
+        params.options,
+        tuple(gpus),
+        None if tensor_split is None else tuple(tensor_split),
+        n_cpu_moe,
+        tied_embeddings,
+        split_mode,
+    )
+    hit = _PLACEMENTS.get(key)
+    if hit is not None and hit[0] is tensors:
+        return hit[1]
+    placement = _place_weights(
+        tensors,
+        n_layer=n_layer,
+        params=params,
+        gpus=gpus,
+        tensor_split=tensor_split,
+        n_cpu_moe=n_cpu_moe,
+        tied_embeddings=tied_embeddings,
+        split_mode=split_mode,
+    )
+    if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
+        _PLACEMENTS.clear()
+    _PLACEMENTS[key] = (tensors, placement)
+    return placement
+
+
+def _place_weights(
     tensors: Sequence[tuple[TensorInfo, str, int]],
     *,
     n_layer: int,
