@@ -356,6 +356,12 @@ def _size_split(name: str) -> tuple[str, float] | None:
     return None
 
 
+def family_of(name: str) -> str | None:
+    """The family part of a sized model name: ``"llama-3.1-70b"`` -> ``"llama3.1"``."""
+    split = _size_split(name)
+    return None if split is None else split[0]
+
+
 def _suggest(name: str) -> tuple[str, ...]:
     """Close catalog keys for ``name``: the same family at the nearest sizes, then spelling."""
     plain = [c for c in _candidates(name) if not c.endswith(":latest")][-1]

@@ -234,9 +234,15 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     need_gpu = max(d.total_bytes for d in ev.estimate.devices) + (
         s.request.headroom_bytes if s.gguf else 0
     )
+    default_q = s.ladder[s.default_index]
+    want = s.evaluate(Candidate(default_q, s.kvs[0], s.target_ctx, tp=s._tp()))
+    want_gpu = max(d.total_bytes for d in want.estimate.devices) + (
+        s.request.headroom_bytes if s.gguf else 0
+    )
     heads.append(
-        f"Nothing fits: even {worst_quant} with a {s.kvs[-1]} KV cache at {s.min_ctx} tokens "
-        f"needs {format_bytes(need_gpu)} per GPU ({ev.reason or 'fits the GPU'})."
+        f"Nothing fits: {default_q} entirely on the GPU at {s.target_ctx} tokens would need "
+        f"{format_bytes(want_gpu)} per GPU, and even {worst_quant} with a {s.kvs[-1]} KV cache "
+        f"at {s.min_ctx} tokens needs {format_bytes(need_gpu)} ({ev.reason or 'fits the GPU'})."
     )
     if s.offload_ok:
         host = s.hardware.host_ram_bytes
@@ -246,17 +252,47 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
             )
         )
         have = f" (you have {format_bytes(host)})" if host else ""
+        sp = _speed(s.spec, off.estimate, s.hardware, off.cand.apply(s.base))
+        tps = sp.decode_tokens_per_s
+        speed = f", at about {tps:.1f} tok/s" if tps is not None else ""
         heads.append(
             "Offloading all but one layer to the CPU needs "
-            f"{format_bytes(off.estimate.host.total_bytes)} of host RAM{have}."
+            f"{format_bytes(off.estimate.host.total_bytes)} of host RAM{have}{speed}."
         )
     elif s.request.no_offload:
         heads.append("Offload to the CPU was ruled out (--no-offload).")
+    smaller = _smaller_that_fit(s)
+    also = f"; smaller models of the family that fit: {', '.join(smaller)}" if smaller else ""
     heads.append(
         "Options: a GPU with more memory (see `oomkit gpus --for MODEL`), more GPUs, "
-        "or a smaller model (see `oomkit models --fits GPU`)."
+        f"or a smaller model (see `oomkit models --fits GPU`{also})."
     )
     return " ".join(heads)
+
+
+def _smaller_that_fit(s: Searcher, limit: int = 3) -> list[str]:
+    """Catalog models of the same family, smaller, that run entirely on the GPU(s) at the
+    asked context with the runtime's default quant (largest first)."""
+    from oomkit.catalog.models import family_of, search_models
+
+    family = family_of(s.spec.name)
+    if family is None or not s.gguf:
+        return []
+    out: list[str] = []
+    mine = s.spec.declared_params or 0
+    rows = [e for e in search_models(None) if family_of(e.key) == family and e.key != s.spec.name]
+    rows = [e for e in rows if e.params and (not mine or e.params < mine)]
+    for entry in sorted(rows, key=lambda e: -(e.params or 0))[: limit + 2]:
+        try:
+            other = Searcher(entry.spec(), s.runtime, s.hardware, s.request, s.base)
+            ev = other.level_gpu(other.ladder[other.default_index], upgrade=True)
+        except OomkitError:
+            continue
+        if ev is not None:
+            out.append(f"{entry.key} ({ev.cand.quant})")
+        if len(out) >= limit:
+            break
+    return out
 
 
 def _hardware_notes(hardware: Hardware) -> list[str]:
