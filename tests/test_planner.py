@@ -412,3 +412,16 @@ def test_cli_estimate_emit(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     flags = parse_command("vllm", doc["command"])
     assert float(flags["--gpu-memory-utilization"][0]) == doc["settings"]["gpu_memory_utilization"]
+
+
+def test_plan_models_the_runtime_generation() -> None:
+    """llama.cpp before the MLA latent cache stored DeepSeek's full K/V: a shorter context fits."""
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-3060").to_device_target(),))
+    req = PlanRequest(ctx=32768, quant="Q4_K_M", no_offload=True)
+    now = plan("deepseek-v2-lite", hw, req)
+    old = plan("deepseek-v2-lite", hw, req, base=InferenceSettings(runtime_version="b3000"))
+    assert now.plans[0].settings.ctx == 32768
+    assert (old.plans[0].settings.ctx or 0) < now.plans[0].settings.ctx
+    # quantized KV needs flash attention: the plan turns it on rather than failing
+    assert all(p.settings.flash_attn for p in old.plans if p.settings.cache_type_k)
+    assert any("runtime version b3000" in n for n in old.notes)

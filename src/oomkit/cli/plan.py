@@ -49,6 +49,10 @@ __all__ = ["plan_command", "render_plan"]
     show_default=True,
     help="What to give up last",
 )
+@click.option(
+    "--runtime-version",
+    help="Runtime release or date whose memory behaviour to model (e.g. 0.6.3, b4500, 2024-06)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 def plan_command(
@@ -65,6 +69,7 @@ def plan_command(
     no_offload: bool,
     headroom: int,
     prefer: str,
+    runtime_version: str | None,
     offline: bool,
     as_json: bool,
 ) -> int:
@@ -89,7 +94,10 @@ def plan_command(
         prefer=prefer,
     )
     hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
-    result = plan(model, hardware, request, offline=True if offline else None)
+    from oomkit.spec.settings import InferenceSettings
+
+    base = InferenceSettings(runtime_version=runtime_version) if runtime_version else None
+    result = plan(model, hardware, request, base=base, offline=True if offline else None)
     if as_json:
         print_json(result.to_dict())
     else:

@@ -337,6 +337,11 @@ def plan_spec(
         runtimes = (normalize_runtime(request.runtime),)
     plans: list[Plan] = []
     notes: list[str] = _hardware_notes(hardware)
+    if base is not None and base.runtime_version:
+        notes.append(
+            f"memory modelled for runtime version {base.runtime_version}; the commands use "
+            "today's flags (see oomkit.planner.commands.FLAG_TABLES for the version each describes)"
+        )
     rejected: list[Rejected] = []
     impossible: list[str] = []
     n_estimates = 0

@@ -173,8 +173,12 @@ class Candidate:
     def apply(self, base: InferenceSettings) -> InferenceSettings:
         """``base`` with this candidate's knobs set."""
         kv = None if self.kv in ("auto", "f16") and base.cache_type_k is None else self.kv
+        flash = base.flash_attn
+        if flash is None and self.kv in ("q8_0", "q4_0"):
+            flash = True  # llama.cpp: "V cache quantization requires flash_attn"
         return dataclasses.replace(
             base,
+            flash_attn=flash,
             quant=None if self.quant == CHECKPOINT else self.quant,
             ctx=self.ctx,
             cache_type_k=kv,

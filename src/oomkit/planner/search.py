@@ -173,12 +173,35 @@ class Searcher:
             return hit
         settings = cand.apply(self.base)
         self.n_estimates += 1
-        est = self.estimator(self.spec, settings, self.hardware)
+        try:
+            est = self.estimator(self.spec, settings, self.hardware)
+        except InvalidSettingError as exc:  # a combination the runtime refuses
+            ev = Evaluation(
+                cand=cand,
+                estimate=self._refused_estimate(),
+                fits=False,
+                margin_bytes=-1,
+                reason=str(exc),
+            )
+            self._memo[cand] = ev
+            return ev
         if self.runtime == "vllm" and self.base.gpu_memory_utilization is None:
             est = self._clear_band(settings, est)
         ev = self._judge(cand, est)
         self._memo[cand] = ev
         return ev
+
+    def _refused_estimate(self) -> Estimate:
+        """A placeholder estimate for a refused combination (never shown as a plan)."""
+        from oomkit.estimate.breakdown import DeviceUsage, ModelInfo
+
+        return Estimate(
+            model=ModelInfo(name=self.spec.name, architecture="", params=0, source=""),
+            runtime=self.runtime,
+            settings={},
+            devices=(),
+            host=DeviceUsage(device="cpu"),
+        )
 
     def _clear_band(self, settings: InferenceSettings, est: Estimate) -> Estimate:
         """vLLM fills ``gpu_memory_utilization`` of each GPU by design; when what it leaves
