@@ -148,7 +148,8 @@
     }
     groups.push(
       el("optgroup", { label: "Catalog" },
-        doc.gpus.map((g) => el("option", { value: g.key }, `${g.name} (${fmtBytes(g.memory_bytes)})`)))
+        doc.gpus.map((g) => el("option", { value: g.key },
+          `${g.name.replace(/^NVIDIA (GeForce )?/, "")} (${fmtBytes(g.memory_bytes)})`)))
     );
     $("gpu").replaceChildren(...groups);
     const keys = doc.gpus.map((g) => g.key);
@@ -298,18 +299,22 @@
       : "Nothing fits.";
     const rows = doc.plans.map((p, i) => {
       const peak = Math.max(...p.devices.map((d) => d.total_bytes));
+      const withCap = p.devices.filter((d) => d.capacity_bytes);
+      const free = withCap.length ? Math.min(...withCap.map((d) => d.capacity_bytes - d.total_bytes)) : null;
       const sp = p.speed && p.speed.decode_tokens_per_s;
-      const speed = el("td", { class: "speed-col", title: p.speed ? p.speed.basis || "" : "" },
+      const speed = el("td", { class: "speed-col", "data-label": "Speed", title: p.speed ? p.speed.basis || "" : "" },
         sp ? `~${Math.round(sp)} tok/s` : "—");
       speed.hidden = !anySpeed;
       return el("tr", { "data-plan": String(i) },
         el("th", { scope: "row" }, i === 0 ? "Plan" : `Alt ${i}`),
-        el("td", {}, p.runtime),
-        el("td", {}, p.changes.length ? p.changes.join(", ") : "as asked"),
-        el("td", { "data-bytes": String(peak) }, fmtBytes(peak)),
-        el("td", { "data-bytes": String(p.margin_bytes) }, fmtBytes(p.margin_bytes)),
+        el("td", { "data-label": "Runtime" }, p.runtime),
+        el("td", { "data-label": "What changes" }, p.changes.length ? p.changes.join(", ") : "as asked"),
+        el("td", { "data-label": "Peak GPU", "data-bytes": String(peak) }, fmtBytes(peak)),
+        el("td", { "data-label": "Free", "data-bytes": free === null ? null : String(free),
+          title: `${fmtBytes(p.margin_bytes)} beyond the ${fmtBytes(doc.request.headroom_bytes)} kept free` },
+          free === null ? "—" : fmtBytes(free)),
         speed,
-        el("td", { class: "cmd-cell" }, commandBlock(p.command, `Copy command for ${i === 0 ? "the plan" : "alternative " + i}`)));
+        el("td", { class: "cmd-cell", "data-label": "Command" }, commandBlock(p.command, `Copy command for ${i === 0 ? "the plan" : "alternative " + i}`)));
     });
     $("plan-table").tBodies[0].replaceChildren(...rows);
     $("plan-table").hidden = !rows.length;
@@ -347,11 +352,18 @@
         $("rejected").replaceChildren();
       } else renderPlan(p);
       document.body.dataset.state = "ready";
+      document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
     } catch (err) {
       if (err.name === "AbortError" || mine !== seq) return;
       $("fit-error").textContent = err.message;
       $("fit-error").hidden = false;
+      $("verdict").textContent = "";
+      $("verdict").className = "verdict";
+      $("bars").replaceChildren();
+      $("suggestions").replaceChildren();
+      $("plan").hidden = true;
       document.body.dataset.state = "error";
+      document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
     } finally {
       if (mine === seq) document.body.classList.remove("busy");
     }
@@ -370,6 +382,7 @@
     try {
       const d = await api("/api/doctor", { method: "POST", headers: { "content-type": "text/plain" }, body: text });
       renderDiagnosis(d);
+      document.body.dataset.diagnoses = String(Number(document.body.dataset.diagnoses || 0) + 1);
     } catch (err) {
       $("doctor-error").textContent = err.message;
       $("doctor-error").hidden = false;
