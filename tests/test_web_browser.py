@@ -164,7 +164,8 @@ def test_pick_model_and_gpu_move_context_copy_command(
     n = _renders(page)
     page.fill("#model", "llama-3.1-8")
     page.wait_for_function(
-        "[...document.querySelectorAll('#model-list option')].some(o => o.value === 'llama-3.1-8b')",
+        "[...document.querySelectorAll('#model-list option')]"
+        ".some(o => o.value === 'llama-3.1-8b')",
         timeout=TIMEOUT_MS,
     )
     page.fill("#model", "llama-3.1-8b")
