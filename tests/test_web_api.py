@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from oomkit.cli import main
 from oomkit.web.app import MAX_BODY_BYTES, create_app
 
-LOGS = Path(__file__).parent / "fixtures" / "oom_logs"
+HERE = Path(__file__).parent
+LOGS = HERE / "fixtures" / "oom_logs"
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +186,46 @@ def test_catalog_searches_equal_cli(client: TestClient, capsys: pytest.CaptureFi
     assert isinstance(gpus["live"], list)
     assert gpus["live"] or gpus["live_error"]
     assert len(client.get("/api/models", params={"q": "", "limit": 5}).json()["models"]) == 5
+
+
+def _replay() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("web_gpu_replay", HERE / "web_gpu_replay.py")
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_live_gpus_equal_cli_gpus_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli.gpus import use_backend
+
+    replay = _replay()
+    with TestClient(create_app(gpu_backend=replay.ReplayBackend)) as c:
+        doc = c.get("/api/gpus", params={"q": "4090"}).json()
+    use_backend(replay.ReplayBackend)
+    try:
+        expected = cli_json(capsys, ["gpus", "--json"])[1]
+    finally:
+        use_backend(None)
+    assert doc["live_error"] is None
+    assert [{k: v for k, v in g.items() if k != "catalog_key"} for g in doc["live"]] == (
+        expected["gpus"]
+    )
+    assert [g["catalog_key"] for g in doc["live"]] == ["rtx-4090", "rtx-4090"]
+    assert doc["live"][0]["memory_total_bytes"] == 24564 * 1024 * 1024
+
+
+def test_size_in_bytes_equals_cli_size_with_unit(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "vram": 25757220864})
+    assert r.status_code == 200, r.text
+    expected = cli_json(capsys, ["estimate", "llama-3.1-8b", "--vram", "25757220864B", "--json"])
+    assert r.json() == expected[1]
+    assert r.json()["devices"][0]["capacity_bytes"] == 25757220864
 
 
 def test_openapi_and_page_are_served(client: TestClient) -> None:

@@ -308,3 +308,58 @@ def test_focus_order_narrow_screen_and_dark_mode(
     assert sum(rgb) < 150, bg  # dark
     page.screenshot(path=str(artifacts / "web-narrow-dark.png"), full_page=True)
     context.close()
+
+
+@pytest.fixture(scope="module")
+def server_with_gpus() -> Iterator[str]:
+    """The app in a uvicorn thread, its live GPUs replayed from a captured nvidia-smi table."""
+    import importlib.util
+    import threading
+
+    import uvicorn
+
+    from oomkit.web.app import create_app
+
+    spec = importlib.util.spec_from_file_location(
+        "web_gpu_replay", ROOT / "tests" / "web_gpu_replay.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(gpu_backend=replay.ReplayBackend),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(300):
+        if srv.started:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("uvicorn did not start within 30 s")
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=20)
+
+
+def test_my_gpus_are_offered_first(
+    server_with_gpus: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(server_with_gpus + "/")
+    _wait_render(page, 0)
+    groups = page.eval_on_selector_all("#gpu optgroup", "gs => gs.map(g => g.label)")
+    assert groups == ["My GPUs", "Catalog"]
+    assert page.input_value("#gpu") == "live:0"
+    assert "RTX 4090" in page.inner_text("#gpu optgroup[label='My GPUs'] option")
+    # the live RTX 4090 is the catalog's rtx-4090: same numbers as `oomkit estimate --gpu`
+    expected = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8192"])
+    assert _device_numbers(page) == _cli_numbers(expected)
+    page.screenshot(path=str(artifacts / "web-my-gpus.png"), full_page=True)
+    page.close()

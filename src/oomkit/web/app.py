@@ -17,8 +17,9 @@ import contextlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,12 +32,16 @@ from oomkit import __version__, errors
 from oomkit.web.bridge import CliRejected, check_model_ref, cli_argv, run_cli_json
 from oomkit.web.schemas import DoctorBody, EstimateBody, PlanBody
 
+if TYPE_CHECKING:
+    from oomkit.hardware.live import GpuBackend, GpuStatus
+
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
 #: the largest request body (a pasted log); larger ones get 413 before they are read
 MAX_BODY_BYTES = 2 * 1024 * 1024
 STATIC_DIR = Path(__file__).with_name("static")
 _LIVE_TTL_S = 5.0
+_SIZE_KEYS = ("vram", "ram", "overhead", "headroom")
 
 #: oomkit error -> HTTP status (subclasses first)
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
@@ -148,7 +153,8 @@ def _validation_detail(exc: RequestValidationError | ValidationError) -> str:
 class _LiveGpus:
     """``detect_gpus()`` at most every few seconds (nvidia-smi is slow); () without a GPU."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: Callable[[], GpuBackend] | None) -> None:
+        self._backend = backend
         self._lock = threading.Lock()
         self._at = -1e9
         self._value: tuple[list[dict[str, Any]], str | None] = ([], None)
@@ -159,15 +165,35 @@ class _LiveGpus:
                 from oomkit.hardware.live import detect_gpus
 
                 try:
-                    self._value = ([g.to_dict() for g in detect_gpus()], None)
+                    source = self._backend() if self._backend is not None else None
+                    self._value = ([_live_dict(g) for g in detect_gpus(source)], None)
                 except errors.OomkitError as e:
                     self._value = ([], _one_line(str(e).splitlines()[0])[:300])
                 self._at = time.monotonic()
             return self._value
 
 
-def create_app(*, hub: bool = False) -> FastAPI:
-    """The app; ``hub`` allows Hugging Face Hub ids (network) besides catalog names."""
+def _live_dict(gpu: GpuStatus) -> dict[str, Any]:
+    """``oomkit gpus --json``'s row plus ``catalog_key``: the catalog GPU of that name, if any."""
+    from oomkit.hardware.catalog import find_gpu
+
+    try:
+        key: str | None = find_gpu(gpu.name).key
+    except errors.UnknownNameError:
+        key = None
+    return {**gpu.to_dict(), "catalog_key": key}
+
+
+def create_app(
+    *, hub: bool = False, gpu_backend: Callable[[], GpuBackend] | None = None
+) -> FastAPI:
+    """The app.
+
+    Args:
+        hub: allow Hugging Face Hub ids (network) besides catalog names.
+        gpu_backend: where ``/api/gpus`` reads the live GPUs from (as
+            :func:`oomkit.cli.gpus.use_backend`); ``None``: NVML, nvidia-smi, rocm-smi, Apple.
+    """
     app = FastAPI(
         title="oomkit",
         version=__version__,
@@ -175,7 +201,7 @@ def create_app(*, hub: bool = False) -> FastAPI:
         "Bodies use the CLI's long options in snake_case; responses are the CLI's --json.",
     )
     app.add_middleware(BodyLimit)
-    live = _LiveGpus()
+    live = _LiveGpus(gpu_backend)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -206,6 +232,9 @@ def create_app(*, hub: bool = False) -> FastAPI:
         options = body.model_dump(exclude={"model"})
         if isinstance(body, PlanBody) and isinstance(options.get("gpu"), str):
             options["gpu"] = [options["gpu"]]
+        for key in _SIZE_KEYS:  # a size given as a number of bytes: the CLI wants a unit
+            if isinstance(options.get(key), int):
+                options[key] = f"{options[key]}B"
         if not hub:
             options["offline"] = True
         _code, doc, warnings = run_cli_json(cli_argv(command, [model], options))

@@ -172,7 +172,9 @@
     const v = $("gpu").value;
     const n = Number($("gpu-count").value);
     if (v.startsWith("live:")) {
+      // a live GPU the catalog knows is sent by its key (bandwidth, architecture); else by size
       const g = liveGpus.find((x) => `live:${x.index}` === v);
+      if (g.catalog_key) return { gpu: n > 1 ? `${n}x${g.catalog_key}` : g.catalog_key };
       return { vram: g.memory_total_bytes, tp: n > 1 ? n : undefined };
     }
     return { gpu: n > 1 ? `${n}x${v}` : v };
