@@ -218,6 +218,28 @@ def test_pick_model_and_gpu_move_context_copy_command(
     context.close()
 
 
+def test_compare_runtimes_and_copy_each_command(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu={GPU}&ctx=32768")
+    _wait_render(page, 0)
+    n = _renders(page)
+    page.focus("#compare")
+    page.keyboard.press("Space")  # the checkbox works from the keyboard
+    _wait_render(page, n)
+    assert "compare=1" in page.url
+    plan = cli_json(capsys, ["plan", "llama-3.1-8b", "-g", GPU, "-c", "32768", "-r", "any"])
+    runtimes = page.locator("#plan-table tbody tr td[data-label='Runtime']").all_inner_texts()
+    assert runtimes == [p["runtime"] for p in plan["plans"]]
+    assert len(set(runtimes)) >= 3
+    for i, p in enumerate(plan["plans"]):
+        page.locator(f"#plan-table tbody tr[data-plan='{i}'] button.copy").click()
+        assert page.evaluate("navigator.clipboard.readText()") == p["command"]
+    context.close()
+
+
 def test_state_in_the_url_and_a_model_that_does_not_fit(
     server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -295,11 +317,11 @@ def test_focus_order_narrow_screen_and_dark_mode(
     _wait_render(page, 0)
     page.focus("#model")
     order = []
-    for _ in range(5):
+    for _ in range(6):
         page.keyboard.press("Tab")
         order.append(page.evaluate("document.activeElement.id"))
-    assert order == ["gpu", "gpu-count", "runtime", "quant", "ctx"]
-    for field in ("model", "gpu", "gpu-count", "runtime", "quant", "ctx", "log"):
+    assert order == ["gpu", "gpu-count", "runtime", "quant", "compare", "ctx"]
+    for field in ("model", "gpu", "gpu-count", "runtime", "quant", "compare", "ctx", "log"):
         assert page.locator(f"label[for='{field}']").count() == 1
     # no horizontal scrolling on a phone-sized screen (the plan table scrolls in its own box)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

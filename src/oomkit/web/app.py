@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -227,7 +227,7 @@ def create_app(
             500, f"Internal error ({type(exc).__name__}: {exc}); please report it with the input."
         )
 
-    def _cli(command: str, body: EstimateBody | PlanBody) -> dict[str, Any]:
+    def _cli(command: str, body: EstimateBody | PlanBody, response: Response) -> dict[str, Any]:
         model = check_model_ref(body.model, hub=hub)
         options = body.model_dump(exclude={"model"})
         if isinstance(body, PlanBody) and isinstance(options.get("gpu"), str):
@@ -238,19 +238,22 @@ def create_app(
         if not hub:
             options["offline"] = True
         _code, doc, warnings = run_cli_json(cli_argv(command, [model], options))
-        if warnings:
-            doc = {**doc, "warnings": warnings}
+        if warnings:  # the body stays exactly the CLI's JSON; its stderr warnings ride along
+            response.headers["X-Oomkit-Warnings"] = json.dumps(warnings)
         return doc
 
     @app.post("/api/estimate", summary="oomkit estimate --json")
-    def estimate(body: EstimateBody) -> dict[str, Any]:
-        """Memory per device for one configuration; ``suggestions`` when it does not fit."""
-        return _cli("estimate", body)
+    def estimate(body: EstimateBody, response: Response) -> dict[str, Any]:
+        """Memory per device for one configuration; ``suggestions`` when it does not fit.
+
+        Warnings the CLI prints on stderr come as a JSON list in ``X-Oomkit-Warnings``.
+        """
+        return _cli("estimate", body, response)
 
     @app.post("/api/plan", summary="oomkit plan --json")
-    def plan(body: PlanBody) -> dict[str, Any]:
-        """The best configurations that fit, alternatives, rejected ones and why."""
-        return _cli("plan", body)
+    def plan(body: PlanBody, response: Response) -> dict[str, Any]:
+        """The best configurations that fit (``runtime: "any"`` compares runtimes)."""
+        return _cli("plan", body, response)
 
     @app.post(
         "/api/doctor",

@@ -55,6 +55,14 @@
     } catch (e) {
       throw new Error(`${path}: HTTP ${r.status} (no JSON)`);
     }
+    const warned = r.headers.get("x-oomkit-warnings");
+    if (warned && doc && typeof doc === "object") {
+      try {
+        Object.defineProperty(doc, "__warnings", { value: JSON.parse(warned), enumerable: false });
+      } catch (e) {
+        /* a malformed header is not worth failing the answer */
+      }
+    }
     if (!r.ok) {
       const err = new Error(doc && typeof doc.detail === "string" ? doc.detail : `HTTP ${r.status}`);
       err.status = r.status;
@@ -75,7 +83,19 @@
     const b = el("button", { type: "button", class: "copy", "aria-label": label || "Copy command" }, "Copy");
     b.addEventListener("click", async () => {
       try {
-        await navigator.clipboard.writeText(text);
+        if (navigator.clipboard && window.isSecureContext) {
+          await navigator.clipboard.writeText(text);
+        } else {
+          // plain http on a LAN address (--allow-remote): no async clipboard API there
+          const ta = el("textarea", { value: text, "aria-hidden": "true" });
+          ta.style.position = "fixed";
+          ta.style.opacity = "0";
+          document.body.append(ta);
+          ta.select();
+          const ok = document.execCommand("copy");
+          ta.remove();
+          if (!ok) throw new Error("copy refused");
+        }
         b.textContent = "Copied";
       } catch (e) {
         b.textContent = "Copy failed";
@@ -186,6 +206,7 @@
     const est = { ...common, quant, ...hw };
     if (hw.tp !== undefined && !["vllm", "sglang"].includes(common.runtime)) delete est.tp;
     const plan = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
+    if ($("compare").checked) plan.runtime = "any";
     for (const b of [est, plan]) for (const k of Object.keys(b)) if (b[k] === undefined) delete b[k];
     return { est, plan };
   }
@@ -194,6 +215,7 @@
       model: $("model").value.trim(), gpu: $("gpu").value, n: $("gpu-count").value,
       runtime: $("runtime").value, quant: $("quant").value, ctx: String(ctxValue()),
     });
+    if ($("compare").checked) p.set("compare", "1");
     history.replaceState(null, "", `#${p}`);
   }
   function readState() {
@@ -201,6 +223,7 @@
     if (p.get("model")) $("model").value = p.get("model");
     if (p.get("runtime")) $("runtime").value = p.get("runtime");
     if (p.get("n")) $("gpu-count").value = p.get("n");
+    $("compare").checked = p.get("compare") === "1";
     const ctx = Number(p.get("ctx"));
     if (CTX.includes(ctx)) $("ctx").value = String(CTX.indexOf(ctx));
     return { gpu: p.get("gpu"), quant: p.get("quant") };
@@ -347,6 +370,8 @@
       $("fit-error").hidden = true;
       const headroom = p.error ? null : p.request.headroom_bytes;
       renderEstimate(e, headroom);
+      const warned = [...(e.__warnings || []), ...((!p.error && p.__warnings) || [])];
+      $("warnings").replaceChildren(...[...new Set(warned)].map((w) => el("li", {}, w)));
       if (p.error) {
         $("plan").hidden = false;
         $("plan-note").textContent = `No plan: ${p.error.message}`;
@@ -362,6 +387,7 @@
       $("verdict").textContent = "";
       $("verdict").className = "verdict";
       $("bars").replaceChildren();
+      $("warnings").replaceChildren();
       $("suggestions").replaceChildren();
       $("plan").hidden = true;
       document.body.dataset.state = "error";
@@ -436,7 +462,7 @@
     }
     $("model").addEventListener("input", () => { suggestModels(); scheduleUpdate(); });
     $("runtime").addEventListener("change", () => { fillQuants(); scheduleUpdate(); });
-    for (const id of ["gpu", "gpu-count", "quant"]) $(id).addEventListener("change", scheduleUpdate);
+    for (const id of ["gpu", "gpu-count", "quant", "compare"]) $(id).addEventListener("change", scheduleUpdate);
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
     $("diagnose").addEventListener("click", diagnose);
     $("log").addEventListener("keydown", (ev) => {
