@@ -218,6 +218,57 @@ def test_live_gpus_equal_cli_gpus_json(capsys: pytest.CaptureFixture[str]) -> No
     assert doc["live"][0]["memory_total_bytes"] == 24564 * 1024 * 1024
 
 
+def _load(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_hub_ids_only_with_the_hub_flag(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a local fake of the Hub's HTTP API (tests/fake_hub.py) on 127.0.0.1: no real network
+    pytest.importorskip("huggingface_hub")
+    fake_hub = _load("fake_hub")
+    tiny = HERE / "fixtures" / "safetensors" / "tiny-llama-sharded"
+    sha = "a" * 40
+    files = {p.name: p.read_bytes() for p in tiny.iterdir()}
+    repos = {
+        "org/tiny": fake_hub.FakeRepo(files=files, sha=sha, branches={"main": sha}),
+        "org/gated": fake_hub.FakeRepo(
+            files=files, sha=sha, branches={"main": sha}, gated=True, allowed_tokens=frozenset()
+        ),
+    }
+    with fake_hub.serve(repos) as h:
+        monkeypatch.setenv("HF_ENDPOINT", h.endpoint)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+        for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "OOMKIT_OFFLINE"):
+            monkeypatch.delenv(var, raising=False)
+        body = {"model": "org/tiny", "gpu": "rtx-4090", "runtime": "transformers"}
+        with TestClient(create_app()) as off:
+            _assert_clear(off.post("/api/estimate", json=body), 404, "serve --hub")
+        assert h.requests == []  # without --hub the Hub is never asked
+        with TestClient(create_app(hub=True)) as c:
+            r = c.post("/api/estimate", json=body)
+            assert r.status_code == 200, r.text
+            argv = ["estimate", "org/tiny", "-g", "rtx-4090", "-r", "transformers", "--json"]
+            assert r.json() == cli_json(capsys, argv)[1]
+            gated = c.post("/api/estimate", json={**body, "model": "org/gated"})
+            _assert_clear(gated, 403, "gated")
+            missing = c.post("/api/estimate", json={**body, "model": "org/missing"})
+            _assert_clear(missing, 404, "not found")
+            monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+            offline = c.post("/api/estimate", json={**body, "model": "org/other"})
+            _assert_clear(offline, 503, "org/other")
+
+
 def test_size_in_bytes_equals_cli_size_with_unit(
     client: TestClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
