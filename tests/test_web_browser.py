@@ -240,6 +240,23 @@ def test_compare_runtimes_and_copy_each_command(
     context.close()
 
 
+def test_vllm_on_two_gpus_uses_tensor_parallel(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=qwen3-30b-a3b&gpu=h100-sxm&n=2&runtime=vllm&ctx=32768")
+    _wait_render(page, 0)
+    argv = ["estimate", "qwen3-30b-a3b", "-r", "vllm", "-g", "2xh100-sxm", "--tp", "2"]
+    expected = cli_json(capsys, [*argv, "-c", "32768"])
+    shown = page.eval_on_selector_all(
+        "#bars .device .total", "ts => ts.map(t => Number(t.dataset.totalBytes))"
+    )
+    assert shown == [d["total_bytes"] for d in expected["devices"]]
+    assert len(shown) == 2
+    assert page.locator("#bars .headroom").count() == 0  # vLLM sizes its pool by utilization
+    page.close()
+
+
 def test_state_in_the_url_and_a_model_that_does_not_fit(
     server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -194,17 +194,18 @@
     if (v.startsWith("live:")) {
       // a live GPU the catalog knows is sent by its key (bandwidth, architecture); else by size
       const g = liveGpus.find((x) => `live:${x.index}` === v);
-      if (g.catalog_key) return { gpu: n > 1 ? `${n}x${g.catalog_key}` : g.catalog_key };
-      return { vram: g.memory_total_bytes, tp: n > 1 ? n : undefined };
+      if (g.catalog_key) return { gpu: n > 1 ? `${n}x${g.catalog_key}` : g.catalog_key, n };
+      return { vram: g.memory_total_bytes, n };
     }
-    return { gpu: n > 1 ? `${n}x${v}` : v };
+    return { gpu: n > 1 ? `${n}x${v}` : v, n };
   }
   function requestBodies() {
     const hw = hardwareBody();
     const common = { model: $("model").value.trim(), runtime: $("runtime").value, ctx: ctxValue() };
     const quant = $("quant").value || undefined;
-    const est = { ...common, quant, ...hw };
-    if (hw.tp !== undefined && !["vllm", "sglang"].includes(common.runtime)) delete est.tp;
+    const est = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
+    // vLLM/SGLang use several GPUs through tensor parallelism; llama.cpp splits layers itself
+    if (hw.n > 1 && ["vllm", "sglang"].includes(common.runtime)) est.tp = hw.n;
     const plan = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
     if ($("compare").checked) plan.runtime = "any";
     for (const b of [est, plan]) for (const k of Object.keys(b)) if (b[k] === undefined) delete b[k];
@@ -368,7 +369,8 @@
       ]);
       if (mine !== seq) return;
       $("fit-error").hidden = true;
-      const headroom = p.error ? null : p.request.headroom_bytes;
+      // as `oomkit plan` draws it: vLLM/SGLang size their pools to a fraction of the GPU instead
+      const headroom = p.error || !["llama.cpp", "ollama"].includes(e.runtime) ? null : p.request.headroom_bytes;
       renderEstimate(e, headroom);
       const warned = [...(e.__warnings || []), ...((!p.error && p.__warnings) || [])];
       $("warnings").replaceChildren(...[...new Set(warned)].map((w) => el("li", {}, w)));
