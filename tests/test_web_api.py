@@ -458,6 +458,18 @@ def test_serve_refuses_a_remote_host_without_the_flag(capsys: pytest.CaptureFixt
     assert "Error:" in err
 
 
+def test_serve_says_when_the_port_is_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"Error: Listening failed for '127.0.0.1:{port}'")
+    assert "--port" in err
+    assert len(err.splitlines()) == 1
+
+
 def test_cli_help_does_not_import_fastapi() -> None:
     code = (
         "import sys\nfrom oomkit.cli import main\n"

@@ -7,6 +7,7 @@ authentication) and prints a warning. FastAPI and uvicorn are imported only here
 from __future__ import annotations
 
 import ipaddress
+import socket
 
 import click
 
@@ -28,6 +29,20 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _check_free(host: str, port: int) -> None:
+    """One ``Error:`` line instead of uvicorn's log when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            s.bind((host.strip("[]"), port))
+        except OSError as e:
+            raise click.ClickException(
+                f"Listening failed for '{host}:{port}' (oomkit serve): {e.strerror or e}. "
+                "Pick another --port, or stop what is using it."
+            ) from e
 
 
 @click.command("serve")
@@ -64,6 +79,7 @@ def serve_command(host: str, port: int, open_browser: bool, allow_remote: bool, 
         raise click.ClickException(
             f"oomkit serve needs the 'web' extra ({e.name} is missing): pip install 'oomkit[web]'"
         ) from e
+    _check_free(host, port)
     if not is_loopback(host):
         print_warning(
             f"serving on {host}:{port}, reachable from other machines; the API has no "

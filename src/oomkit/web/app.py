@@ -26,6 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oomkit import __version__, errors
@@ -283,7 +284,8 @@ def create_app(
                 raise RequestValidationError(e.errors()) from e
         else:
             body = DoctorBody(log=raw.decode("utf-8", errors="replace"))
-        return _diagnose(body, hub=hub)
+        # parsing a 2 MiB log takes a while: off the event loop, like the sync endpoints
+        return await run_in_threadpool(_diagnose, body, hub=hub)
 
     @app.get("/api/models", summary="oomkit models --json")
     def models(
