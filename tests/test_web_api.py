@@ -279,6 +279,32 @@ def test_size_in_bytes_equals_cli_size_with_unit(
     assert r.json()["devices"][0]["capacity_bytes"] == 25757220864
 
 
+@pytest.mark.parametrize(("command", "base"), [("estimate", "EstimateBody"), ("plan", "PlanBody")])
+def test_every_cli_option_is_a_body_key(command: str, base: str) -> None:
+    from oomkit.web import schemas
+    from oomkit.web.bridge import command_options
+
+    options = set(command_options(command)) - schemas.NOT_IN_BODY
+    hand_written = set(getattr(schemas, base).model_fields) - {"model"}
+    assert hand_written <= options, hand_written - options  # no typo in the hand-written body
+    derived = schemas.cli_body_model("Derived", getattr(schemas, base), command)
+    assert set(derived.model_fields) - {"model"} == options
+
+
+def test_options_the_bodies_do_not_list_are_typed_from_click() -> None:
+    from pydantic import ValidationError
+
+    from oomkit.web import schemas
+
+    # `oomkit gpus` has a flag, a float and an int option none of the bodies list
+    model = schemas.cli_body_model("GpusBody", schemas._Body, "gpus")
+    good = {"catalog": True, "watch": 2.5, "count": 3}
+    assert model.model_validate(good).model_dump() == good
+    for bad in ({"catalog": "yes"}, {"count": "3"}, {"watch": "fast"}, {"nope": 1}):
+        with pytest.raises(ValidationError):
+            model.model_validate(bad)
+
+
 def test_openapi_and_page_are_served(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert {"/api/estimate", "/api/plan", "/api/doctor", "/api/models", "/api/gpus"} <= set(

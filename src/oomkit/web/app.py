@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oomkit import __version__, errors
 from oomkit.web.bridge import CliRejected, check_model_ref, cli_argv, run_cli_json
-from oomkit.web.schemas import DoctorBody, EstimateBody, PlanBody
+from oomkit.web.schemas import DoctorBody, EstimateBody, PlanBody, cli_body_model
 
 if TYPE_CHECKING:
     from oomkit.hardware.live import GpuBackend, GpuStatus
@@ -243,7 +243,6 @@ def create_app(
             response.headers["X-Oomkit-Warnings"] = json.dumps(warnings)
         return doc
 
-    @app.post("/api/estimate", summary="oomkit estimate --json")
     def estimate(body: EstimateBody, response: Response) -> dict[str, Any]:
         """Memory per device for one configuration; ``suggestions`` when it does not fit.
 
@@ -251,10 +250,15 @@ def create_app(
         """
         return _cli("estimate", body, response)
 
-    @app.post("/api/plan", summary="oomkit plan --json")
     def plan(body: PlanBody, response: Response) -> dict[str, Any]:
         """The best configurations that fit (``runtime: "any"`` compares runtimes)."""
         return _cli("plan", body, response)
+
+    # the bodies take every option the CLI commands have now (see cli_body_model)
+    estimate.__annotations__["body"] = cli_body_model("EstimateRequest", EstimateBody, "estimate")
+    plan.__annotations__["body"] = cli_body_model("PlanRequest", PlanBody, "plan")
+    app.post("/api/estimate", summary="oomkit estimate --json")(estimate)
+    app.post("/api/plan", summary="oomkit plan --json")(plan)
 
     @app.post(
         "/api/doctor",

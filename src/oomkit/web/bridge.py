@@ -25,7 +25,7 @@ import click
 
 from oomkit.errors import SourceNotFoundError, UnknownNameError
 
-__all__ = ["CliRejected", "check_model_ref", "cli_argv", "run_cli_json"]
+__all__ = ["CliRejected", "check_model_ref", "cli_argv", "command_options", "run_cli_json"]
 
 _LOCK = threading.Lock()
 _MAX_REF = 200
@@ -82,28 +82,62 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
     return text
 
 
-def cli_argv(command: str, positional: Sequence[str], options: Mapping[str, Any]) -> list[str]:
-    """argv of ``oomkit COMMAND`` for snake_case ``options`` (``None`` values left out).
+def command_options(command: str) -> dict[str, click.Option]:
+    """``oomkit COMMAND``'s options by body key: the first long option in snake_case.
 
-    ``True``/``False`` become ``--name``/``--no-name`` (click's boolean flag pairs; a plain
-    flag such as ``no_offload`` is only passed when true), a list repeats the option, every
-    other value is passed as ``--name=value`` so that a value starting with ``-`` is never
-    read as an option. Positional arguments follow ``--``.
+    >>> sorted(command_options("plan"))[:4]
+    ['ctx', 'gpu', 'headroom', 'json']
+    """
+    from oomkit.cli import cli
+
+    cmd = cli.get_command(click.Context(cli), command)
+    if cmd is None:  # pragma: no cover - programming error
+        raise LookupError(f"no oomkit command '{command}'")
+    out: dict[str, click.Option] = {}
+    for param in cmd.params:
+        if isinstance(param, click.Option):
+            longs = [o for o in param.opts if o.startswith("--")]
+            if longs:
+                out[longs[0][2:].replace("-", "_")] = param
+    return out
+
+
+def _long(opts: Sequence[str]) -> str:
+    return next(o for o in opts if o.startswith("--"))
+
+
+def cli_argv(command: str, positional: Sequence[str], options: Mapping[str, Any]) -> list[str]:
+    """argv of ``oomkit COMMAND ... --json`` for snake_case ``options`` (``None`` left out).
+
+    A boolean is the option's flag when true; when false, the ``--no-...`` (secondary) flag
+    if the option has one, else nothing. A list repeats the option; every other value is
+    passed as ``--name=value``, so a value starting with ``-`` is never read as an option.
+    Positional arguments follow ``--``.
+
+    Raises:
+        CliRejected: a key that is not an option of the command, or a non-boolean for a flag.
 
     >>> cli_argv("plan", ["llama-3.1-8b"], {"ctx": 8192, "gpu": ["rtx-4090"], "no_offload": True})
     ['plan', '--ctx=8192', '--gpu=rtx-4090', '--no-offload', '--json', '--', 'llama-3.1-8b']
+    >>> cli_argv("estimate", ["m"], {"flash_attn": False})
+    ['estimate', '--no-flash-attn', '--json', '--', 'm']
     """
+    known = command_options(command)
     argv = [command]
     for key, value in options.items():
-        if value is None:
+        if value is None or key == "json":
             continue
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            if key.startswith("no_"):
-                if value:
-                    argv.append(flag)
-            else:
-                argv.append(flag if value else "--no-" + key.replace("_", "-"))
+        param = known.get(key)
+        if param is None:
+            raise CliRejected(f"'{key}' is not an option of `oomkit {command}`")
+        flag = _long(param.opts)
+        if param.is_flag:
+            if not isinstance(value, bool):
+                raise CliRejected(f"'{key}' is a flag: give true or false, not {value!r}")
+            if value:
+                argv.append(flag)
+            elif param.secondary_opts:
+                argv.append(_long(param.secondary_opts))
         elif isinstance(value, (list, tuple)):
             argv.extend(f"{flag}={v}" for v in value)
         else:

@@ -9,11 +9,26 @@ strings with a unit (``"32k"``, ``"16GiB"``), which the CLI's own parsers read.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    create_model,
+)
 
-__all__ = ["DoctorBody", "EstimateBody", "PlanBody"]
+if TYPE_CHECKING:
+    import click
+
+__all__ = ["DoctorBody", "EstimateBody", "PlanBody", "cli_body_model"]
+
+#: CLI options that are not request keys: the API always answers JSON, offline unless --hub
+NOT_IN_BODY = frozenset({"json", "explain", "offline"})
 
 _MAX_COUNT = 1 << 24  # the planner's ceiling for ctx (16M tokens)
 
@@ -94,3 +109,41 @@ class DoctorBody(_Body):
     quant: Short | None = None
     ctx: Count | None = None
     gpu: Short | None = None
+
+
+def _annotation(param: click.Option) -> Any:
+    """A strict pydantic type for a click option the hand-written bodies do not list."""
+    import click
+
+    base: Any
+    if param.is_flag:
+        return StrictBool | None
+    if isinstance(param.type, click.types.IntParamType):
+        base = StrictInt
+    elif isinstance(param.type, click.types.FloatParamType):
+        base = StrictFloat | StrictInt
+    elif param.type.name in ("SIZE", "N"):  # oomkit.cli.params: a number or text with a unit
+        base = StrictInt | Short
+    else:  # text, choices (click checks them: a wrong one is a one-line 422)
+        base = Short
+    if param.multiple:
+        return Annotated[list[base], Field(max_length=16)] | None
+    return base | None
+
+
+def cli_body_model(name: str, base: type[_Body], command: str) -> type[_Body]:
+    """``base`` plus a field for every other long option of ``oomkit COMMAND``.
+
+    The hand-written fields carry ranges and descriptions; an option the command gains later
+    (another runtime knob) is accepted without editing this module, typed from click's type.
+    """
+    from oomkit.web.bridge import command_options
+
+    extra: dict[str, Any] = {}
+    for key, param in command_options(command).items():
+        if key in NOT_IN_BODY or key in base.model_fields:
+            continue
+        extra[key] = (_annotation(param), Field(None, description=param.help))
+    if not extra:
+        return base
+    return create_model(name, __base__=base, **extra)
