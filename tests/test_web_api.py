@@ -112,6 +112,10 @@ PLANS = [
             *("--min-ctx", "16384", "--prefer", "speed", "--ram", "64GiB"),
         ],
     ),
+    (  # a size in bytes is the CLI's size with a unit
+        {"model": "llama-3.1-8b", "gpu": "rtx-4090", "ctx": 65536, "headroom": 2147483648},
+        ["llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "65536", "--headroom", "2GiB"],
+    ),
     (  # nothing fits: plans empty, the reason in "impossible"
         {"model": "llama-3.1-405b", "gpu": "rtx-4060", "no_offload": True},
         ["llama-3.1-405b", "--gpu", "rtx-4060", "--no-offload"],

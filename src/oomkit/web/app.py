@@ -30,7 +30,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oomkit import __version__, errors
-from oomkit.web.bridge import CliRejected, check_model_ref, cli_argv, run_cli_json
+from oomkit.web.bridge import (
+    CliRejected,
+    check_model_ref,
+    cli_argv,
+    command_options,
+    run_cli_json,
+)
 from oomkit.web.schemas import DoctorBody, EstimateBody, PlanBody, cli_body_model
 
 if TYPE_CHECKING:
@@ -42,7 +48,6 @@ __all__ = ["MAX_BODY_BYTES", "create_app"]
 MAX_BODY_BYTES = 2 * 1024 * 1024
 STATIC_DIR = Path(__file__).with_name("static")
 _LIVE_TTL_S = 5.0
-_SIZE_KEYS = ("vram", "ram", "overhead", "headroom")
 
 #: oomkit error -> HTTP status (subclasses first)
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
@@ -233,9 +238,11 @@ def create_app(
         options = body.model_dump(exclude={"model"})
         if isinstance(body, PlanBody) and isinstance(options.get("gpu"), str):
             options["gpu"] = [options["gpu"]]
-        for key in _SIZE_KEYS:  # a size given as a number of bytes: the CLI wants a unit
-            if isinstance(options.get(key), int):
-                options[key] = f"{options[key]}B"
+        params = command_options(command)
+        for key, value in options.items():  # a size as a number of bytes: the CLI wants a unit
+            size = key in params and params[key].type.name == "SIZE"
+            if size and isinstance(value, int) and not isinstance(value, bool):
+                options[key] = f"{value}B"
         if not hub:
             options["offline"] = True
         _code, doc, warnings = run_cli_json(cli_argv(command, [model], options))
