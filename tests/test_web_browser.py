@@ -275,7 +275,11 @@ def test_state_in_the_url_and_a_model_that_does_not_fit(
     page.screenshot(path=str(artifacts / "web-70b-nofit.png"), full_page=True)
 
     n = _renders(page)
+    page.fill("#model", "no-such-model-xy")  # typing: no request for an unknown partial name
+    page.wait_for_timeout(600)
+    assert _renders(page) == n
     page.fill("#model", "no-such-model-xyz")
+    page.press("#model", "Enter")
     _wait_render(page, n)
     assert page.locator("#fit-error").is_visible()
     assert "no-such-model-xyz" in page.inner_text("#fit-error")

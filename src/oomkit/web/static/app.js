@@ -183,11 +183,19 @@
       $("model-list").replaceChildren(
         ...doc.models.map((m) => el("option", { value: m.key }, `${m.name}${m.hf_repo ? " — " + m.hf_repo : ""}`))
       );
+      if (knownModel() && $("model").value.trim() !== lastModel) scheduleUpdate();
     } catch (e) {
       /* autocomplete is best-effort */
     }
   }, 150);
 
+  // while a name is being typed, only a complete catalog name (or Enter / leaving the box)
+  // asks the server: "llama-3.1-" is not an error worth showing
+  let lastModel = null;
+  function knownModel() {
+    const v = $("model").value.trim();
+    return [...$("model-list").options].some((o) => o.value === v);
+  }
   function hardwareBody() {
     const v = $("gpu").value;
     const n = Number($("gpu-count").value);
@@ -358,6 +366,7 @@
     saveState();
     const { est, plan } = requestBodies();
     if (!est.model) return;
+    lastModel = est.model;
     if (inflight) inflight.abort();
     inflight = new AbortController();
     const mine = ++seq;
@@ -462,7 +471,9 @@
       $("fit-error").textContent = `Could not list GPUs: ${err.message}`;
       $("fit-error").hidden = false;
     }
-    $("model").addEventListener("input", () => { suggestModels(); scheduleUpdate(); });
+    $("model").addEventListener("input", () => { suggestModels(); if (knownModel()) scheduleUpdate(); });
+    $("model").addEventListener("change", () => { if ($("model").value.trim() !== lastModel) scheduleUpdate(); });
+    $("model").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); update(); } });
     $("runtime").addEventListener("change", () => { fillQuants(); scheduleUpdate(); });
     for (const id of ["gpu", "gpu-count", "quant", "compare"]) $(id).addEventListener("change", scheduleUpdate);
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
