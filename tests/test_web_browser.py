@@ -235,7 +235,13 @@ def test_compare_runtimes_and_copy_each_command(
     assert runtimes == [p["runtime"] for p in plan["plans"]]
     assert len(set(runtimes)) >= 3
     for i, p in enumerate(plan["plans"]):
-        page.locator(f"#plan-table tbody tr[data-plan='{i}'] button.copy").click()
+        page.locator(f"#plan-table tbody tr[data-plan='{i}'] button.copy").focus()
+        page.keyboard.press("Enter")  # copy without a mouse
+        page.wait_for_function(
+            f"document.querySelector(\"#plan-table tr[data-plan='{i}'] button.copy\")"
+            ".textContent === 'Copied'",
+            timeout=TIMEOUT_MS,
+        )
         assert page.evaluate("navigator.clipboard.readText()") == p["command"]
     context.close()
 
