@@ -1,0 +1,182 @@
+"""Request body -> the CLI's ``--json`` document, through the CLI's own command code.
+
+``POST /api/estimate`` and ``/api/plan`` take the CLI's long options in snake_case
+(``shared/DESIGN.md``, Web API). Rather than re-assembling settings, hardware and the
+suggestions the way ``oomkit estimate`` does (and drifting from it whenever the command
+grows an option), the body is turned into that command's argv and the click command runs
+in-process with ``--json``; its stdout *is* the response. So every number the page shows is
+the CLI's number by construction. The CLI writes to ``sys.stdout``, so one lock serializes
+the captures (the estimators are pure CPU-bound Python: the GIL serializes them anyway).
+
+This module imports no web framework: it is safe for the import-boundary tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from oomkit.errors import SourceNotFoundError, UnknownNameError
+
+__all__ = ["CliRejected", "check_model_ref", "cli_argv", "command_options", "run_cli_json"]
+
+_LOCK = threading.Lock()
+_MAX_REF = 200
+
+
+class CliRejected(ValueError):
+    """The CLI refused the options (click usage error): the message is click's, one line."""
+
+
+def check_model_ref(ref: str, *, hub: bool) -> str:
+    """``ref`` if the web API may resolve it: a catalog name, or a Hub id when ``hub``.
+
+    No endpoint reads a server path the user names, so anything that looks like a path, or
+    names a file that exists where the server runs, is refused before the loaders see it.
+
+    Raises:
+        SourceNotFoundError: ``ref`` is a path (or an existing file/directory).
+        UnknownNameError: not in the catalog (and not a Hub id, or Hub look-ups are off).
+    """
+    from oomkit.catalog.models import find_model
+    from oomkit.loaders.hub import parse_hub_ref
+
+    text = ref.strip()
+    if not text or len(text) > _MAX_REF or any(ord(c) < 32 for c in text):
+        raise UnknownNameError(
+            kind="model",
+            name=text[:60],
+            hint=f"Give a catalog name such as llama-3.1-8b (1 to {_MAX_REF} printable "
+            "characters).",
+        )
+    pathlike = text.startswith(("/", ".", "~", "\\")) or text.endswith(
+        (".gguf", ".safetensors", ".json")
+    )
+    if pathlike or Path(text).exists():
+        raise SourceNotFoundError(
+            f"Loading model failed for '{text}' (web API): the web API does not read files on "
+            "the server. Give a catalog name (see /api/models), or run `oomkit estimate PATH` "
+            "on the command line.",
+            source=text,
+        )
+    try:
+        find_model(text)
+    except UnknownNameError:
+        if hub and parse_hub_ref(text) is not None and not text.startswith(("http:", "https:")):
+            return text
+        if parse_hub_ref(text) is not None:
+            raise UnknownNameError(
+                kind="model",
+                name=text,
+                hint="It is not in the catalog, and Hub look-ups are off on this server: "
+                "start it with `oomkit serve --hub`, or pick a catalog model.",
+            ) from None
+        raise
+    return text
+
+
+def command_options(command: str) -> dict[str, click.Option]:
+    """``oomkit COMMAND``'s options by body key: the first long option in snake_case.
+
+    >>> sorted(command_options("plan"))[:4]
+    ['ctx', 'gpu', 'headroom', 'json']
+    """
+    from oomkit.cli import cli
+
+    cmd = cli.get_command(click.Context(cli), command)
+    if cmd is None:  # pragma: no cover - programming error
+        raise LookupError(f"no oomkit command '{command}'")
+    out: dict[str, click.Option] = {}
+    for param in cmd.params:
+        if isinstance(param, click.Option):
+            longs = [o for o in param.opts if o.startswith("--")]
+            if longs:
+                out[longs[0][2:].replace("-", "_")] = param
+    return out
+
+
+def _long(opts: Sequence[str]) -> str:
+    return next(o for o in opts if o.startswith("--"))
+
+
+def cli_argv(command: str, positional: Sequence[str], options: Mapping[str, Any]) -> list[str]:
+    """argv of ``oomkit COMMAND ... --json`` for snake_case ``options`` (``None`` left out).
+
+    A boolean is the option's flag when true; when false, the ``--no-...`` (secondary) flag
+    if the option has one, else nothing. A list repeats the option; every other value is
+    passed as ``--name=value``, so a value starting with ``-`` is never read as an option.
+    Positional arguments follow ``--``.
+
+    Raises:
+        CliRejected: a key that is not an option of the command, or a non-boolean for a flag.
+
+    >>> cli_argv("plan", ["llama-3.1-8b"], {"ctx": 8192, "gpu": ["rtx-4090"], "no_offload": True})
+    ['plan', '--ctx=8192', '--gpu=rtx-4090', '--no-offload', '--json', '--', 'llama-3.1-8b']
+    >>> cli_argv("estimate", ["m"], {"flash_attn": False})
+    ['estimate', '--no-flash-attn', '--json', '--', 'm']
+    """
+    known = command_options(command)
+    argv = [command]
+    for key, value in options.items():
+        if value is None or key == "json":
+            continue
+        param = known.get(key)
+        if param is None:
+            raise CliRejected(f"'{key}' is not an option of `oomkit {command}`")
+        flag = _long(param.opts)
+        if param.is_flag:
+            if not isinstance(value, bool):
+                raise CliRejected(f"'{key}' is a flag: give true or false, not {value!r}")
+            if value:
+                argv.append(flag)
+            elif param.secondary_opts:
+                argv.append(_long(param.secondary_opts))
+        elif isinstance(value, (list, tuple)):
+            argv.extend(f"{flag}={v}" for v in value)
+        else:
+            argv.append(f"{flag}={value}")
+    argv.append("--json")
+    return [*argv, "--", *positional]
+
+
+def run_cli_json(argv: Sequence[str]) -> tuple[int, dict[str, Any], list[str]]:
+    """Run ``oomkit ARGV`` (which must include ``--json``) in-process.
+
+    Returns:
+        (exit code, the JSON document it printed, its ``Warning:`` lines).
+
+    Raises:
+        CliRejected: click rejected an option value (a usage error).
+        OomkitError, ValueError, OSError: as the command raises them (the app maps them).
+    """
+    from oomkit.cli import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with _LOCK, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rv = cli.main(args=list(argv), prog_name="oomkit", standalone_mode=False)
+        except click.UsageError as e:
+            raise CliRejected(" ".join(e.format_message().split())) from e
+        except click.exceptions.Exit as e:
+            rv = e.exit_code
+        except SystemExit as e:  # a command that calls sys.exit (doctor)
+            rv = e.code if isinstance(e.code, int) else 1
+    text = out.getvalue()
+    if not text.strip():
+        raise CliRejected(" ".join(err.getvalue().split()) or "the command printed nothing")
+    warnings = [
+        line.removeprefix("Warning: ")
+        for line in err.getvalue().splitlines()
+        if line.startswith("Warning: ")
+    ]
+    doc = json.loads(text)
+    if not isinstance(doc, dict):  # pragma: no cover - every --json prints an object
+        raise CliRejected("the command did not print a JSON object")
+    return int(rv) if isinstance(rv, int) else 0, doc, warnings

@@ -1,0 +1,149 @@
+"""Request bodies of the JSON API: the CLI's long options in snake_case, strictly typed.
+
+Field names are the option names of ``oomkit estimate`` / ``oomkit plan`` (``--batch-size``
+-> ``batch_size``) so that :func:`oomkit.web.bridge.cli_argv` can hand them to the command
+unchanged. Unknown keys are refused (``extra="forbid"``): a typo is a 422, not a silently
+ignored option. Numbers are strict (``"8192"`` is not an int); counts and sizes may also be
+strings with a unit (``"32k"``, ``"16GiB"``), which the CLI's own parsers read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    create_model,
+)
+
+if TYPE_CHECKING:
+    import click
+
+__all__ = ["DoctorBody", "EstimateBody", "PlanBody", "cli_body_model"]
+
+#: CLI options that are not request keys: the API always answers JSON, offline unless --hub
+NOT_IN_BODY = frozenset({"json", "explain", "offline"})
+
+_MAX_COUNT = 1 << 24  # the planner's ceiling for ctx (16M tokens)
+
+Name = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+Short = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+Count = (
+    Annotated[StrictInt, Field(ge=1, le=_MAX_COUNT)]
+    | Annotated[
+        StrictStr, Field(min_length=1, max_length=16, pattern=r"^\s*\d+(\.\d+)?\s*[kKmM]?\s*$")
+    ]
+)
+Size = (
+    Annotated[StrictInt, Field(ge=0, le=1 << 50)]
+    | Annotated[StrictStr, Field(min_length=1, max_length=24)]
+)
+Small = Annotated[StrictInt, Field(ge=1, le=1 << 20)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class EstimateBody(_Body):
+    """``oomkit estimate MODEL [options]`` (``shared/DESIGN.md`` CLI section)."""
+
+    model: Name = Field(description="Catalog name (see /api/models), or a Hub id with --hub")
+    runtime: Short = Field("llama.cpp", description="llama.cpp | ollama | vllm | sglang | ...")
+    quant: Short | None = Field(None, description="Q4_K_M, Q8_0, bf16, fp8, awq, ...")
+    ctx: Count | None = Field(None, description="Context length: 8192 or '32k'")
+    parallel: Small | None = None
+    batch_size: Small | None = None
+    ubatch: Small | None = None
+    kv_dtype: Short | None = None
+    cache_type_k: Short | None = None
+    cache_type_v: Short | None = None
+    kv_unified: StrictBool | None = None
+    swa_full: StrictBool | None = None
+    flash_attn: StrictBool | None = None
+    n_gpu_layers: Annotated[StrictInt, Field(ge=-1, le=1 << 16)] | None = None
+    n_cpu_moe: Annotated[StrictInt, Field(ge=0, le=1 << 16)] | None = None
+    gpu: Short | None = Field(None, description="rtx-4090, 2xA100-80GB, a,b, or cpu")
+    vram: Size | None = Field(None, description="Bytes, or a size with a unit: '24GiB'")
+    ram: Size | None = None
+    tp: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    gpu_memory_utilization: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1)] | None = None
+    max_num_seqs: Small | None = None
+    max_num_batched_tokens: Annotated[StrictInt, Field(ge=1, le=_MAX_COUNT)] | None = None
+    enforce_eager: StrictBool | None = None
+    overhead: Size | None = None
+
+
+class PlanBody(_Body):
+    """``oomkit plan MODEL [options]``."""
+
+    model: Name
+    gpu: Short | list[Short] | None = Field(
+        None, description="GPU(s): 'rtx-4090', '2x3090' or a list", max_length=16
+    )
+    vram: Size | None = None
+    ram: Size | None = None
+    runtime: Short = "llama.cpp"
+    ctx: Count | None = None
+    min_ctx: Count | None = None
+    parallel: Small | None = None
+    quant: Short | None = None
+    min_quant: Short | None = None
+    no_offload: StrictBool = False
+    headroom: Size | None = None
+    prefer: Literal["quality", "speed", "context"] = "quality"
+
+
+class DoctorBody(_Body):
+    """``oomkit doctor``: the log text, and optionally what the user knows."""
+
+    log: Annotated[StrictStr, Field(min_length=1)] = Field(description="The pasted log")
+    model: Name | None = None
+    runtime: Short | None = None
+    quant: Short | None = None
+    ctx: Count | None = None
+    gpu: Short | None = None
+
+
+def _annotation(param: click.Option) -> Any:
+    """A strict pydantic type for a click option the hand-written bodies do not list."""
+    import click
+
+    base: Any
+    if param.is_flag:
+        return StrictBool | None
+    if isinstance(param.type, click.types.IntParamType):
+        base = StrictInt
+    elif isinstance(param.type, click.types.FloatParamType):
+        base = StrictFloat | StrictInt
+    elif param.type.name in ("SIZE", "N"):  # oomkit.cli.params: a number or text with a unit
+        base = StrictInt | Short
+    else:  # text, choices (click checks them: a wrong one is a one-line 422)
+        base = Short
+    if param.multiple:
+        return Annotated[list[base], Field(max_length=16)] | None
+    return base | None
+
+
+def cli_body_model(name: str, base: type[_Body], command: str) -> type[_Body]:
+    """``base`` plus a field for every other long option of ``oomkit COMMAND``.
+
+    The hand-written fields carry ranges and descriptions; an option the command gains later
+    (another runtime knob) is accepted without editing this module, typed from click's type.
+    """
+    from oomkit.web.bridge import command_options
+
+    extra: dict[str, Any] = {}
+    for key, param in command_options(command).items():
+        if key in NOT_IN_BODY or key in base.model_fields:
+            continue
+        extra[key] = (_annotation(param), Field(None, description=param.help))
+    if not extra:
+        return base
+    return create_model(name, __base__=base, **extra)

@@ -1,0 +1,488 @@
+// oomkit serve: the page. No build step, no dependencies: it reads the CLI's JSON from the
+// API (/api/estimate, /api/plan, /api/doctor, /api/models, /api/gpus) and draws it.
+"use strict";
+
+(function () {
+  const GiB = 1024 ** 3;
+  const MiB = 1024 ** 2;
+  const CTX = [2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288];
+  const QUANTS = {
+    gguf: ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_K_S", "IQ4_XS", "Q3_K_M", "Q2_K"],
+    vllm: ["bf16", "fp8", "awq", "gptq", "int8"],
+    transformers: ["bf16", "int8", "nf4", "fp8", "awq", "gptq"],
+  };
+  const $ = (id) => document.getElementById(id);
+
+  // -- formatting: the same rule as oomkit.units.format_bytes (binary, 2 decimals) --------
+  function fmtBytes(n) {
+    const sign = n < 0 ? "-" : "";
+    const a = Math.abs(n);
+    return a >= GiB ? `${sign}${(a / GiB).toFixed(2)} GiB` : `${sign}${(a / MiB).toFixed(2)} MiB`;
+  }
+  function fmtCtx(n) {
+    return n >= 1024 && n % 1024 === 0 ? `${n / 1024}k` : String(n);
+  }
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("data-") || k.startsWith("aria-") || k === "role" || k === "title")
+        e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const kid of kids.flat()) {
+      if (kid === null || kid === undefined) continue;
+      e.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    }
+    return e;
+  }
+  function debounce(fn, ms) {
+    let t = null;
+    return (...args) => {
+      clearTimeout(t);
+      t = setTimeout(() => fn(...args), ms);
+    };
+  }
+
+  // -- API ----------------------------------------------------------------------------------
+  async function api(path, opts) {
+    const r = await fetch(path, opts);
+    let doc = null;
+    try {
+      doc = await r.json();
+    } catch (e) {
+      throw new Error(`${path}: HTTP ${r.status} (no JSON)`);
+    }
+    const warned = r.headers.get("x-oomkit-warnings");
+    if (warned && doc && typeof doc === "object") {
+      try {
+        Object.defineProperty(doc, "__warnings", { value: JSON.parse(warned), enumerable: false });
+      } catch (e) {
+        /* a malformed header is not worth failing the answer */
+      }
+    }
+    if (!r.ok) {
+      const err = new Error(doc && typeof doc.detail === "string" ? doc.detail : `HTTP ${r.status}`);
+      err.status = r.status;
+      throw err;
+    }
+    return doc;
+  }
+  const postJSON = (path, body, signal) =>
+    api(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal,
+    });
+
+  // -- copy to clipboard --------------------------------------------------------------------
+  function copyButton(text, label) {
+    const b = el("button", { type: "button", class: "copy", "aria-label": label || "Copy command" }, "Copy");
+    b.addEventListener("click", async () => {
+      try {
+        if (navigator.clipboard && window.isSecureContext) {
+          await navigator.clipboard.writeText(text);
+        } else {
+          // plain http on a LAN address (--allow-remote): no async clipboard API there
+          const ta = el("textarea", { value: text, "aria-hidden": "true" });
+          ta.style.position = "fixed";
+          ta.style.opacity = "0";
+          document.body.append(ta);
+          ta.select();
+          const ok = document.execCommand("copy");
+          ta.remove();
+          if (!ok) throw new Error("copy refused");
+        }
+        b.textContent = "Copied";
+      } catch (e) {
+        b.textContent = "Copy failed";
+      }
+      setTimeout(() => (b.textContent = "Copy"), 1500);
+    });
+    return b;
+  }
+  function commandBlock(cmd, label) {
+    return el("div", { class: "cmd" }, el("pre", {}, el("code", {}, cmd)), copyButton(cmd, label));
+  }
+
+  // -- tabs (WAI-ARIA tabs pattern: arrows, Home/End move between tabs) ----------------------
+  function setupTabs() {
+    const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
+    function select(tab, focus) {
+      for (const t of tabs) {
+        const on = t === tab;
+        t.setAttribute("aria-selected", String(on));
+        t.tabIndex = on ? 0 : -1;
+        $(t.getAttribute("aria-controls")).hidden = !on;
+      }
+      if (focus) tab.focus();
+    }
+    tabs.forEach((tab, i) => {
+      tab.addEventListener("click", () => select(tab, false));
+      tab.addEventListener("keydown", (ev) => {
+        let j = null;
+        if (ev.key === "ArrowRight") j = (i + 1) % tabs.length;
+        else if (ev.key === "ArrowLeft") j = (i - 1 + tabs.length) % tabs.length;
+        else if (ev.key === "Home") j = 0;
+        else if (ev.key === "End") j = tabs.length - 1;
+        if (j !== null) {
+          ev.preventDefault();
+          select(tabs[j], true);
+        }
+      });
+    });
+  }
+
+  // -- controls -----------------------------------------------------------------------------
+  let liveGpus = [];
+  function fillQuants() {
+    const rt = $("runtime").value;
+    const list = rt === "llama.cpp" || rt === "ollama" ? QUANTS.gguf : rt === "transformers" ? QUANTS.transformers : QUANTS.vllm;
+    const prev = $("quant").value;
+    $("quant").replaceChildren(
+      el("option", { value: "" }, "model default"),
+      ...list.map((q) => el("option", { value: q }, q))
+    );
+    if (list.includes(prev)) $("quant").value = prev;
+  }
+  function ctxValue() {
+    return CTX[Number($("ctx").value)];
+  }
+  function showCtx() {
+    const n = ctxValue();
+    $("ctx-out").textContent = fmtCtx(n);
+    $("ctx").setAttribute("aria-valuetext", `${n} tokens (${fmtCtx(n)})`);
+  }
+  async function loadGpus(wanted) {
+    const doc = await api("/api/gpus");
+    liveGpus = doc.live || [];
+    const groups = [];
+    if (liveGpus.length) {
+      groups.push(
+        el("optgroup", { label: "My GPUs" },
+          liveGpus.map((g) => el("option", { value: `live:${g.index}` }, `GPU ${g.index}: ${g.name} (${fmtBytes(g.memory_total_bytes)})`)))
+      );
+    }
+    groups.push(
+      el("optgroup", { label: "Catalog" },
+        doc.gpus.map((g) => el("option", { value: g.key },
+          `${g.name.replace(/^NVIDIA (GeForce )?/, "")} (${fmtBytes(g.memory_bytes)})`)))
+    );
+    $("gpu").replaceChildren(...groups);
+    const keys = doc.gpus.map((g) => g.key);
+    $("gpu").value = wanted && (keys.includes(wanted) || wanted.startsWith("live:")) ? wanted
+      : liveGpus.length ? "live:0" : keys.includes("rtx-4090") ? "rtx-4090" : keys[0];
+  }
+  const suggestModels = debounce(async () => {
+    const q = $("model").value.trim();
+    try {
+      const doc = await api(`/api/models?limit=15&q=${encodeURIComponent(q)}`);
+      $("model-list").replaceChildren(
+        ...doc.models.map((m) => el("option", { value: m.key }, `${m.name}${m.hf_repo ? " — " + m.hf_repo : ""}`))
+      );
+      if (knownModel() && $("model").value.trim() !== lastModel) scheduleUpdate();
+    } catch (e) {
+      /* autocomplete is best-effort */
+    }
+  }, 150);
+
+  // while a name is being typed, only a complete catalog name (or Enter / leaving the box)
+  // asks the server: "llama-3.1-" is not an error worth showing
+  let lastModel = null;
+  function knownModel() {
+    const v = $("model").value.trim();
+    return [...$("model-list").options].some((o) => o.value === v);
+  }
+  function hardwareBody() {
+    const v = $("gpu").value;
+    const n = Number($("gpu-count").value);
+    if (v.startsWith("live:")) {
+      // a live GPU the catalog knows is sent by its key (bandwidth, architecture); else by size
+      const g = liveGpus.find((x) => `live:${x.index}` === v);
+      if (g.catalog_key) return { gpu: n > 1 ? `${n}x${g.catalog_key}` : g.catalog_key, n };
+      return { vram: g.memory_total_bytes, n };
+    }
+    return { gpu: n > 1 ? `${n}x${v}` : v, n };
+  }
+  function requestBodies() {
+    const hw = hardwareBody();
+    const common = { model: $("model").value.trim(), runtime: $("runtime").value, ctx: ctxValue() };
+    const quant = $("quant").value || undefined;
+    const est = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
+    // vLLM/SGLang use several GPUs through tensor parallelism; llama.cpp splits layers itself
+    if (hw.n > 1 && ["vllm", "sglang"].includes(common.runtime)) est.tp = hw.n;
+    const plan = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
+    if ($("compare").checked) plan.runtime = "any";
+    for (const b of [est, plan]) for (const k of Object.keys(b)) if (b[k] === undefined) delete b[k];
+    return { est, plan };
+  }
+  function saveState() {
+    const p = new URLSearchParams({
+      model: $("model").value.trim(), gpu: $("gpu").value, n: $("gpu-count").value,
+      runtime: $("runtime").value, quant: $("quant").value, ctx: String(ctxValue()),
+    });
+    if ($("compare").checked) p.set("compare", "1");
+    history.replaceState(null, "", `#${p}`);
+  }
+  function readState() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    if (p.get("model")) $("model").value = p.get("model");
+    if (p.get("runtime")) $("runtime").value = p.get("runtime");
+    if (p.get("n")) $("gpu-count").value = p.get("n");
+    $("compare").checked = p.get("compare") === "1";
+    const ctx = Number(p.get("ctx"));
+    if (CTX.includes(ctx)) $("ctx").value = String(CTX.indexOf(ctx));
+    return { gpu: p.get("gpu"), quant: p.get("quant") };
+  }
+
+  // -- results: bars, verdict, suggestions, plan table --------------------------------------
+  const SEGMENTS = [
+    ["weights", "weights", (d) => d.weights_bytes],
+    ["kv", "KV cache", (d) => d.kv_cache_bytes],
+    ["compute", "compute", (d) => d.activations_bytes],
+    ["overhead", "overhead", (d) => d.overhead_bytes],
+    ["train", "gradients/optimizer", (d) => (d.gradients_bytes || 0) + (d.optimizer_bytes || 0)],
+  ];
+  function deviceBar(d, headroom) {
+    const cap = d.capacity_bytes;
+    const scale = Math.max(cap || 0, d.total_bytes) || 1;
+    const pct = (n) => `${((100 * n) / scale).toFixed(3)}%`;
+    const bar = el("div", { class: "bar", role: "img",
+      "aria-label": `${d.device}: ${fmtBytes(d.total_bytes)}${cap ? " of " + fmtBytes(cap) : ""}` });
+    for (const [cls, label, get] of SEGMENTS) {
+      const n = get(d);
+      if (!n) continue;
+      bar.append(el("span", { class: `seg ${cls}`, title: `${label} ${fmtBytes(n)}`, "data-bytes": String(n) }));
+      bar.lastChild.style.width = pct(n);
+    }
+    if (cap) {
+      const capLine = el("span", { class: "cap", title: `capacity ${fmtBytes(cap)}` });
+      capLine.style.left = pct(cap);
+      bar.append(capLine);
+      if (headroom && headroom < cap) {
+        const hr = el("span", { class: "headroom", title: `keep ${fmtBytes(headroom)} free` });
+        hr.style.left = pct(cap - headroom);
+        bar.append(hr);
+      }
+    }
+    const free = cap ? cap - d.total_bytes : null;
+    const head = el("div", { class: "bar-head" },
+      el("strong", {}, d.device),
+      el("span", { class: "total", "data-total-bytes": String(d.total_bytes) },
+        `${fmtBytes(d.total_bytes)}${cap ? " of " + fmtBytes(cap) : ""}`),
+      free === null ? null : el("span", { class: free >= 0 ? "free ok" : "free bad" },
+        free >= 0 ? `${fmtBytes(free)} free` : `${fmtBytes(-free)} over`));
+    const parts = el("ul", { class: "parts" },
+      SEGMENTS.filter(([, , get]) => get(d)).map(([cls, label, get]) =>
+        el("li", { "data-part": cls, "data-bytes": String(get(d)) }, el("span", { class: `sw ${cls}` }), `${label} ${fmtBytes(get(d))}`)));
+    return el("div", { class: "device", "data-device": d.device }, head, bar, parts);
+  }
+  function verdictText(doc) {
+    const m = doc.model.name;
+    const assumed = (doc.assumptions || []).map((a) => /^no quant given: assumed (\S+)/.exec(a)).find(Boolean);
+    const q = doc.settings.quant ? `at ${doc.settings.quant}` : assumed ? `at ${assumed[1]} (default)` : "at the default quant";
+    const ctx = doc.settings.ctx || doc.runtime_details.n_ctx;
+    const what = `${m} ${q}${ctx ? ` with ${Number(ctx).toLocaleString("en-US")} tokens of context` : ""} on ${doc.runtime}`;
+    const devs = doc.devices.filter((d) => d.capacity_bytes);
+    if (doc.fits === null || doc.fits === undefined || !devs.length) {
+      return [null, `${what} needs ${fmtBytes(doc.total_bytes)} in all; pick a GPU to compare.`];
+    }
+    const worst = devs.reduce((a, b) => (b.total_bytes - b.capacity_bytes > a.total_bytes - a.capacity_bytes ? b : a));
+    const room = worst.capacity_bytes - worst.total_bytes;
+    const where = devs.length > 1 ? ` (fullest: ${worst.device})` : "";
+    if (doc.fits) {
+      const tight = doc.verdict === "tight" ? "Tight: it fits, but close to the limit — " : "Yes — ";
+      return [doc.verdict === "tight" ? "tight" : "fits",
+        `${tight}${what} needs ${fmtBytes(worst.total_bytes)} of ${fmtBytes(worst.capacity_bytes)}${where}, leaving ${fmtBytes(room)} free.`];
+    }
+    const why = doc.blockers && doc.blockers.length ? ` ${doc.blockers[0]}` : "";
+    return ["nofit", `No — ${what} needs ${fmtBytes(worst.total_bytes)} but ${worst.device} has ${fmtBytes(worst.capacity_bytes)} (short by ${fmtBytes(-room)}).${why}`];
+  }
+  function renderEstimate(doc, headroom) {
+    const [cls, text] = verdictText(doc);
+    $("verdict").textContent = text;
+    $("verdict").className = `verdict ${cls || ""}`;
+    $("verdict").dataset.fits = String(doc.fits);
+    const nodes = doc.devices.map((d) => deviceBar(d, headroom));
+    if (doc.host && doc.host.total_bytes) {
+      nodes.push(el("p", { class: "host", "data-total-bytes": String(doc.host.total_bytes) },
+        `Host RAM: ${fmtBytes(doc.host.total_bytes)}${doc.host.capacity_bytes ? " of " + fmtBytes(doc.host.capacity_bytes) : ""}`));
+    }
+    $("bars").replaceChildren(...nodes);
+    const sugg = doc.suggestions || [];
+    $("suggestions").replaceChildren(
+      ...(doc.fits === false
+        ? [el("h2", {}, sugg.length ? "To make it fit" : "Nothing the planner can change makes it fit"),
+          el("ol", { class: "suggest" }, sugg.map((s) =>
+            el("li", {}, el("span", {}, `${s.changes.join(", ") || "as asked"}`),
+              el("span", { class: "saving" }, ` saves ~${fmtBytes(s.saving_bytes)} on the fullest GPU`),
+              commandBlock(s.command, `Copy command: ${s.changes.join(", ")}`))))]
+        : [])
+    );
+    $("assumptions").replaceChildren(...(doc.assumptions || []).map((a) => el("li", {}, a)));
+  }
+  function renderPlan(doc) {
+    $("plan").hidden = false;
+    const anySpeed = doc.plans.some((p) => p.speed && p.speed.decode_tokens_per_s);
+    document.querySelectorAll(".speed-col").forEach((c) => (c.hidden = !anySpeed));
+    $("plan-note").textContent = doc.plans.length
+      ? `${doc.plans.length} configuration(s) fit, best first (prefer ${doc.request.prefer}; each keeps ${fmtBytes(doc.request.headroom_bytes)} free per GPU).`
+      : "Nothing fits.";
+    const rows = doc.plans.map((p, i) => {
+      const peak = Math.max(...p.devices.map((d) => d.total_bytes));
+      const withCap = p.devices.filter((d) => d.capacity_bytes);
+      const free = withCap.length ? Math.min(...withCap.map((d) => d.capacity_bytes - d.total_bytes)) : null;
+      const sp = p.speed && p.speed.decode_tokens_per_s;
+      const speed = el("td", { class: "speed-col", "data-label": "Speed", title: p.speed ? p.speed.basis || "" : "" },
+        sp ? `~${Math.round(sp)} tok/s` : "—");
+      speed.hidden = !anySpeed;
+      return el("tr", { "data-plan": String(i) },
+        el("th", { scope: "row" }, i === 0 ? "Plan" : `Alt ${i}`),
+        el("td", { "data-label": "Runtime" }, p.runtime),
+        el("td", { "data-label": "What changes" }, p.changes.length ? p.changes.join(", ") : "as asked"),
+        el("td", { "data-label": "Peak GPU", "data-bytes": String(peak) }, fmtBytes(peak)),
+        el("td", { "data-label": "Free", "data-bytes": free === null ? null : String(free),
+          title: `${fmtBytes(p.margin_bytes)} beyond the ${fmtBytes(doc.request.headroom_bytes)} kept free` },
+          free === null ? "—" : fmtBytes(free)),
+        speed,
+        el("td", { class: "cmd-cell", "data-label": "Command" }, commandBlock(p.command, `Copy command for ${i === 0 ? "the plan" : "alternative " + i}`)));
+    });
+    $("plan-table").tBodies[0].replaceChildren(...rows);
+    $("plan-table").hidden = !rows.length;
+    const rej = doc.rejected || [];
+    $("rejected").replaceChildren(
+      ...(rej.length ? [el("h3", {}, "Does not fit"), el("ul", { class: "rejected" },
+        rej.map((r) => el("li", {}, el("strong", {}, `[${r.runtime}] ${r.description}: `), r.reason)))] : []),
+      ...(doc.impossible ? [el("p", { class: "impossible" }, doc.impossible)] : [])
+    );
+  }
+
+  let inflight = null;
+  let seq = 0;
+  async function update() {
+    saveState();
+    const { est, plan } = requestBodies();
+    if (!est.model) return;
+    lastModel = est.model;
+    if (inflight) inflight.abort();
+    inflight = new AbortController();
+    const mine = ++seq;
+    document.body.classList.add("busy");
+    try {
+      const [e, p] = await Promise.all([
+        postJSON("/api/estimate", est, inflight.signal),
+        postJSON("/api/plan", plan, inflight.signal).catch((err) => ({ error: err })),
+      ]);
+      if (mine !== seq) return;
+      $("fit-error").hidden = true;
+      // as `oomkit plan` draws it: vLLM/SGLang size their pools to a fraction of the GPU instead
+      const headroom = p.error || !["llama.cpp", "ollama"].includes(e.runtime) ? null : p.request.headroom_bytes;
+      renderEstimate(e, headroom);
+      const warned = [...(e.__warnings || []), ...((!p.error && p.__warnings) || [])];
+      $("warnings").replaceChildren(...[...new Set(warned)].map((w) => el("li", {}, w)));
+      if (p.error) {
+        $("plan").hidden = false;
+        $("plan-note").textContent = `No plan: ${p.error.message}`;
+        $("plan-table").tBodies[0].replaceChildren();
+        $("rejected").replaceChildren();
+      } else renderPlan(p);
+      document.body.dataset.state = "ready";
+      document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+    } catch (err) {
+      if (err.name === "AbortError" || mine !== seq) return;
+      $("fit-error").textContent = err.message;
+      $("fit-error").hidden = false;
+      $("verdict").textContent = "";
+      $("verdict").className = "verdict";
+      $("bars").replaceChildren();
+      $("warnings").replaceChildren();
+      $("suggestions").replaceChildren();
+      $("plan").hidden = true;
+      document.body.dataset.state = "error";
+      document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+    } finally {
+      if (mine === seq) document.body.classList.remove("busy");
+    }
+  }
+  const scheduleUpdate = debounce(update, 250);
+
+  // -- doctor -------------------------------------------------------------------------------
+  async function diagnose() {
+    const text = $("log").value;
+    $("doctor-error").hidden = true;
+    if (!text.trim()) {
+      $("doctor-error").textContent = "Paste the error message or the log first.";
+      $("doctor-error").hidden = false;
+      return;
+    }
+    try {
+      const d = await api("/api/doctor", { method: "POST", headers: { "content-type": "text/plain" }, body: text });
+      renderDiagnosis(d);
+      document.body.dataset.diagnoses = String(Number(document.body.dataset.diagnoses || 0) + 1);
+    } catch (err) {
+      $("doctor-error").textContent = err.message;
+      $("doctor-error").hidden = false;
+    }
+  }
+  function renderDiagnosis(d) {
+    const box = $("diagnosis");
+    if (!d.events.length) {
+      box.replaceChildren(el("p", { class: "verdict" }, "No out-of-memory message was found. Paste the full error (the line with 'out of memory' and the lines around it)."));
+      return;
+    }
+    const ev = d.events.slice(0, 10).map((e) => {
+      const nums = [];
+      if (e.requested_bytes != null) nums.push(`requested ${fmtBytes(e.requested_bytes)}`);
+      if (e.total_bytes != null) nums.push(`total ${fmtBytes(e.total_bytes)}`);
+      if (e.free_bytes != null) nums.push(`free ${fmtBytes(e.free_bytes)}`);
+      return el("li", {}, `line ${e.line}: ${e.runtime} ${e.format || e.kind}${e.device != null ? " device " + e.device : ""}${nums.length ? " (" + nums.join(", ") + ")" : ""}`);
+    });
+    box.replaceChildren(
+      el("h2", {}, "Diagnosis"),
+      el("p", { class: "cause", "data-cause": d.cause }, el("strong", {}, "Cause: "), d.cause,
+        el("span", { class: "conf" }, ` (confidence ${Number(d.confidence).toFixed(2)})`)),
+      el("p", { class: "explanation" }, d.explanation),
+      el("h3", {}, `Found ${d.events.length} OOM message(s)`),
+      el("ul", { class: "events" }, ev),
+      ...(d.fixes.length ? [el("h3", {}, "Fixes (largest expected saving first)"),
+        el("ol", { class: "fixes" }, d.fixes.map((f) => el("li", {},
+          el("strong", {}, f.title),
+          f.expected_saving_bytes != null ? el("span", { class: "saving" }, ` saves ~${fmtBytes(f.expected_saving_bytes)}`) : null,
+          f.generic ? el("span", { class: "generic" }, " (generic)") : null,
+          el("p", {}, f.why),
+          f.commands.length ? commandBlock(f.commands.join("\n"), `Copy commands: ${f.title}`) : null)))] : []),
+      ...((d.notes || []).length ? [el("ul", { class: "notes" }, d.notes.map((n) => el("li", {}, n)))] : [])
+    );
+  }
+
+  // -- start --------------------------------------------------------------------------------
+  async function start() {
+    setupTabs();
+    const wanted = readState();
+    fillQuants();
+    if (wanted.quant) $("quant").value = wanted.quant;
+    showCtx();
+    try {
+      await loadGpus(wanted.gpu);
+    } catch (err) {
+      $("fit-error").textContent = `Could not list GPUs: ${err.message}`;
+      $("fit-error").hidden = false;
+    }
+    $("model").addEventListener("input", () => { suggestModels(); if (knownModel()) scheduleUpdate(); });
+    $("model").addEventListener("change", () => { if ($("model").value.trim() !== lastModel) scheduleUpdate(); });
+    $("model").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); update(); } });
+    $("runtime").addEventListener("change", () => { fillQuants(); scheduleUpdate(); });
+    for (const id of ["gpu", "gpu-count", "quant", "compare"]) $(id).addEventListener("change", scheduleUpdate);
+    $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
+    $("diagnose").addEventListener("click", diagnose);
+    $("log").addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); diagnose(); }
+    });
+    suggestModels();
+    update();
+  }
+  document.addEventListener("DOMContentLoaded", start);
+})();

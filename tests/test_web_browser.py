@@ -1,0 +1,414 @@
+"""The page of ``oomkit serve`` in a real browser: Debian's chromium driven by Playwright.
+
+``oomkit serve`` runs as a subprocess on a free 127.0.0.1 port; the tests pick a model and a GPU,
+move the context slider with the keyboard, copy a command through the real clipboard, and paste
+a real OOM log into the doctor tab. The numbers the page shows are compared with the CLI's
+``--json`` for the same inputs. Screenshots go to ``$OOMKIT_ARTIFACTS`` (else pytest's tmp dir).
+
+Chromium comes from Debian (``apt-get install chromium``, as ``.ci/run`` does), never from
+``playwright install``; without it these tests skip and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "Debian's chromium is not installed (apt-get install chromium; .ci/run does it)",
+        allow_module_level=True,
+    )
+pytest.importorskip("playwright", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("fastapi", reason="the web extra (fastapi) is not installed")
+
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+
+from oomkit.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "tests" / "fixtures" / "oom_logs"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+GPU = "rtx-4060-ti-16gb"  # `oomkit gpus --catalog 4060`
+TIMEOUT_MS = 30_000
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oomkit", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(base + "/api/health", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"oomkit serve exited: {proc.stderr.read() if proc.stderr else ''}")
+                time.sleep(0.1)
+        else:
+            pytest.fail("oomkit serve did not answer within 30 s")
+        yield base
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path) -> Path:
+    where = os.environ.get("OOMKIT_ARTIFACTS")
+    out = Path(where) if where else tmp_path / "artifacts"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> Any:
+    capsys.readouterr()
+    main([*argv, "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def _renders(page: Page) -> int:
+    return int(page.evaluate("Number(document.body.dataset.renders || 0)"))
+
+
+def _wait_render(page: Page, after: int) -> None:
+    page.wait_for_function(
+        f"Number(document.body.dataset.renders || 0) > {after} && "
+        "!document.body.classList.contains('busy')",
+        timeout=TIMEOUT_MS,
+    )
+
+
+def _device_numbers(page: Page) -> dict[str, int]:
+    dev = page.locator('#bars .device[data-device="cuda:0"]')
+    parts = {
+        str(li.get_attribute("data-part")): int(str(li.get_attribute("data-bytes")))
+        for li in dev.locator("li[data-part]").all()
+    }
+    parts["total"] = int(str(dev.locator(".total").get_attribute("data-total-bytes")))
+    return parts
+
+
+def _cli_numbers(doc: dict[str, Any]) -> dict[str, int]:
+    d = doc["devices"][0]
+    out = {
+        "weights": d["weights_bytes"],
+        "kv": d["kv_cache_bytes"],
+        "compute": d["activations_bytes"],
+        "overhead": d["overhead_bytes"],
+        "total": d["total_bytes"],
+    }
+    return {k: v for k, v in out.items() if v}
+
+
+def test_pick_model_and_gpu_move_context_copy_command(
+    server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 1200, "height": 1000},
+        permissions=["clipboard-read", "clipboard-write"],
+        color_scheme="light",
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "/")
+    _wait_render(page, 0)
+
+    # model: type part of the name, the catalog autocomplete offers the full key
+    n = _renders(page)
+    page.fill("#model", "llama-3.1-8")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#model-list option')]"
+        ".some(o => o.value === 'llama-3.1-8b')",
+        timeout=TIMEOUT_MS,
+    )
+    page.fill("#model", "llama-3.1-8b")
+    page.select_option("#gpu", GPU)
+    _wait_render(page, n)
+    assert page.input_value("#ctx") == "2"  # 8k
+    before = _device_numbers(page)
+    verdict_8k = page.inner_text("#verdict")
+    expected_8k = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", GPU, "--ctx", "8192"])
+    assert before == _cli_numbers(expected_8k)
+    assert verdict_8k.startswith("Yes")
+    assert "8,192 tokens" in verdict_8k
+    page.screenshot(path=str(artifacts / "web-8k.png"), full_page=True)
+
+    # context 8k -> 32k with the keyboard: two steps right on the slider
+    n = _renders(page)
+    page.focus("#ctx")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("#ctx-out") == "32k"
+    _wait_render(page, n)
+    after = _device_numbers(page)
+    verdict_32k = page.inner_text("#verdict")
+    expected_32k = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", GPU, "--ctx", "32768"])
+    assert after == _cli_numbers(expected_32k)
+    assert after["kv"] == 4 * before["kv"]  # the f16 KV cache grows with the context
+    assert verdict_32k != verdict_8k
+    assert "32,768 tokens" in verdict_32k
+    bar_widths = page.eval_on_selector_all(
+        "#bars .seg", "segs => segs.map(s => s.getBoundingClientRect().width)"
+    )
+    assert len(bar_widths) == 4
+    assert all(w > 0 for w in bar_widths)
+
+    # the plan table is `oomkit plan --json`; copy the first plan's command
+    plan = cli_json(capsys, ["plan", "llama-3.1-8b", "--gpu", GPU, "--ctx", "32768"])
+    rows = page.locator("#plan-table tbody tr")
+    assert rows.count() == len(plan["plans"]) >= 1
+    assert (
+        page.locator("#plan-table tbody tr[data-plan='0'] code").inner_text()
+        == (plan["plans"][0]["command"])
+    )
+    page.screenshot(path=str(artifacts / "web-4060ti-32k.png"), full_page=True)  # docs/
+    page.locator("#plan-table tbody tr[data-plan='0'] button.copy").click()
+    assert page.evaluate("navigator.clipboard.readText()") == plan["plans"][0]["command"]
+    # speed is shown exactly when the plan JSON has one
+    has_speed = any((p.get("speed") or {}).get("decode_tokens_per_s") for p in plan["plans"])
+    assert page.locator("#plan-table thead th.speed-col").is_visible() == has_speed
+    assert errors == []
+    context.close()
+
+
+def test_compare_runtimes_and_copy_each_command(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu={GPU}&ctx=32768")
+    _wait_render(page, 0)
+    n = _renders(page)
+    page.focus("#compare")
+    page.keyboard.press("Space")  # the checkbox works from the keyboard
+    _wait_render(page, n)
+    assert "compare=1" in page.url
+    plan = cli_json(capsys, ["plan", "llama-3.1-8b", "-g", GPU, "-c", "32768", "-r", "any"])
+    runtimes = page.locator("#plan-table tbody tr td[data-label='Runtime']").all_inner_texts()
+    assert runtimes == [p["runtime"] for p in plan["plans"]]
+    assert len(set(runtimes)) >= 3
+    for i, p in enumerate(plan["plans"]):
+        page.locator(f"#plan-table tbody tr[data-plan='{i}'] button.copy").focus()
+        page.keyboard.press("Enter")  # copy without a mouse
+        page.wait_for_function(
+            f"document.querySelector(\"#plan-table tr[data-plan='{i}'] button.copy\")"
+            ".textContent === 'Copied'",
+            timeout=TIMEOUT_MS,
+        )
+        assert page.evaluate("navigator.clipboard.readText()") == p["command"]
+    context.close()
+
+
+def test_vllm_on_two_gpus_uses_tensor_parallel(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=qwen3-30b-a3b&gpu=h100-sxm&n=2&runtime=vllm&ctx=32768")
+    _wait_render(page, 0)
+    argv = ["estimate", "qwen3-30b-a3b", "-r", "vllm", "-g", "2xh100-sxm", "--tp", "2"]
+    expected = cli_json(capsys, [*argv, "-c", "32768"])
+    shown = page.eval_on_selector_all(
+        "#bars .device .total", "ts => ts.map(t => Number(t.dataset.totalBytes))"
+    )
+    assert shown == [d["total_bytes"] for d in expected["devices"]]
+    assert len(shown) == 2
+    assert page.locator("#bars .headroom").count() == 0  # vLLM sizes its pool by utilization
+    page.close()
+
+
+def test_state_in_the_url_and_a_model_that_does_not_fit(
+    server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-70b&gpu={GPU}&ctx=8192&quant=Q4_K_M")
+    _wait_render(page, 0)
+    expected = cli_json(
+        capsys, ["estimate", "llama-3.1-70b", "--gpu", GPU, "--ctx", "8192", "-q", "Q4_K_M"]
+    )
+    assert expected["fits"] is False
+    assert page.get_attribute("#verdict", "data-fits") == "false"
+    assert page.inner_text("#verdict").startswith("No")
+    assert _device_numbers(page) == _cli_numbers(expected)
+    shown = page.locator("#suggestions li code").all_inner_texts()
+    assert shown == [s["command"] for s in expected["suggestions"]]
+    page.screenshot(path=str(artifacts / "web-70b-nofit.png"), full_page=True)
+
+    n = _renders(page)
+    page.fill("#model", "no-such-model-xy")  # typing: no request for an unknown partial name
+    page.wait_for_timeout(600)
+    assert _renders(page) == n
+    page.fill("#model", "no-such-model-xyz")
+    page.press("#model", "Enter")
+    _wait_render(page, n)
+    assert page.locator("#fit-error").is_visible()
+    assert "no-such-model-xyz" in page.inner_text("#fit-error")
+    assert page.inner_text("#verdict") == ""
+    page.close()
+
+
+def test_doctor_tab_with_the_keyboard(
+    server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1100, "height": 1000})
+    page.goto(server + "/")
+    _wait_render(page, 0)
+    # tabs: arrow keys move between them (WAI-ARIA tabs), the panel follows
+    page.focus("#tab-fit")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.id") == "tab-doctor"
+    assert page.get_attribute("#tab-doctor", "aria-selected") == "true"
+    assert page.locator("#panel-doctor").is_visible()
+    assert not page.locator("#panel-fit").is_visible()
+
+    log = LOGS / "constructed-llamacpp-kv-fail.txt"
+    expected = cli_json(capsys, ["doctor", str(log)])
+    page.fill("#log", log.read_text())
+    page.focus("#log")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#diagnosis .cause", timeout=TIMEOUT_MS)
+    assert page.get_attribute("#diagnosis .cause", "data-cause") == expected["cause"]
+    assert page.inner_text("#diagnosis .explanation") == expected["explanation"]
+    fixes = page.locator("#diagnosis .fixes > li strong").all_inner_texts()
+    assert fixes == [f["title"] for f in expected["fixes"]]
+    assert fixes
+    page.screenshot(path=str(artifacts / "web-doctor.png"), full_page=True)
+
+    # a real PyTorch OOM message pasted alone
+    torch_log = (LOGS / "oom-torch-llama-82-7b-11gb.txt").read_text()
+    expected = cli_json(capsys, ["doctor", str(LOGS / "oom-torch-llama-82-7b-11gb.txt")])
+    page.fill("#log", torch_log)
+    page.click("#diagnose")
+    page.wait_for_function(
+        f"document.querySelector('#diagnosis .cause')?.dataset.cause === '{expected['cause']}' "
+        "&& Number(document.body.dataset.diagnoses) >= 2",
+        timeout=TIMEOUT_MS,
+    )
+    assert "86.00 MiB" in page.inner_text("#diagnosis .events")
+    page.keyboard.press("Shift+Tab")  # focus leaves the textarea backwards: still reachable
+    page.close()
+
+
+def test_focus_order_narrow_screen_and_dark_mode(
+    server: str, browser: Browser, artifacts: Path
+) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page = context.new_page()
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu={GPU}&ctx=32768")
+    _wait_render(page, 0)
+    page.focus("#model")
+    order = []
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("document.activeElement.id"))
+    assert order == ["gpu", "gpu-count", "runtime", "quant", "compare", "ctx"]
+    for field in ("model", "gpu", "gpu-count", "runtime", "quant", "compare", "ctx", "log"):
+        assert page.locator(f"label[for='{field}']").count() == 1
+    # no horizontal scrolling on a phone-sized screen (the plan table scrolls in its own box)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    rgb = [int(x) for x in bg[bg.index("(") + 1 : bg.index(")")].split(",")[:3]]
+    assert sum(rgb) < 150, bg  # dark
+    page.screenshot(path=str(artifacts / "web-narrow-dark.png"), full_page=True)
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def server_with_gpus() -> Iterator[str]:
+    """The app in a uvicorn thread, its live GPUs replayed from a captured nvidia-smi table."""
+    import importlib.util
+    import threading
+
+    import uvicorn
+
+    from oomkit.web.app import create_app
+
+    spec = importlib.util.spec_from_file_location(
+        "web_gpu_replay", ROOT / "tests" / "web_gpu_replay.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(gpu_backend=replay.ReplayBackend),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(300):
+        if srv.started:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("uvicorn did not start within 30 s")
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=20)
+
+
+def test_my_gpus_are_offered_first(
+    server_with_gpus: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(server_with_gpus + "/")
+    _wait_render(page, 0)
+    groups = page.eval_on_selector_all("#gpu optgroup", "gs => gs.map(g => g.label)")
+    assert groups == ["My GPUs", "Catalog"]
+    assert page.input_value("#gpu") == "live:0"
+    assert "RTX 4090" in page.inner_text("#gpu optgroup[label='My GPUs'] option")
+    # the live RTX 4090 is the catalog's rtx-4090: same numbers as `oomkit estimate --gpu`
+    expected = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8192"])
+    assert _device_numbers(page) == _cli_numbers(expected)
+    page.screenshot(path=str(artifacts / "web-my-gpus.png"), full_page=True)
+    page.close()
