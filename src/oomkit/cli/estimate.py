@@ -7,6 +7,12 @@ import click
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, parse_gpu_list
 from oomkit.cli.render import render_estimate
+from oomkit.cli.train_options import (
+    TrainOptions,
+    reject_inference_options,
+    run_training,
+    training_options,
+)
 from oomkit.errors import InvalidSettingError
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
@@ -50,6 +56,7 @@ __all__ = ["estimate_command"]
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
+@training_options
 def estimate_command(
     model: str,
     runtime: str,
@@ -78,6 +85,7 @@ def estimate_command(
     offline: bool,
     explain: bool,
     as_json: bool,
+    training: TrainOptions,
 ) -> int:
     """Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).
 
@@ -85,6 +93,12 @@ def estimate_command(
     """
     from oomkit.api import estimate
     from oomkit.hardware.targets import hardware_for
+
+    reject_inference_options(click.get_current_context(), training)
+    if training.method is not None:
+        return run_training(model, training, gpu=gpu, vram=vram, ram=ram, tp=tp,
+                            overhead=overhead, offline=offline, explain=explain,
+                            as_json=as_json)  # fmt: skip
 
     for name, value in (
         ("--ctx", ctx),
