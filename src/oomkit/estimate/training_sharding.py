@@ -8,9 +8,10 @@ Sources modelled:
 * ZeRO paper (Rajbhandari et al. 2020, Figure 1): stage 1 partitions optimizer states (fp32
   master + Adam states), stage 2 also gradients, stage 3 also parameters, over ``N`` data-parallel
   ranks.
-* DeepSpeed ``runtime/zero/stage_1_and_2.py``: with ``contiguous_gradients`` the stage-2 gradient
-  reduction copies into ``ipg_buffer`` of ``reduce_bucket_size`` elements (two with
-  ``overlap_comm``); the step converts the gradient partition to fp32.
+* DeepSpeed ``runtime/zero/stage_1_and_2.py``: with ``contiguous_gradients`` (default True)
+  ``backward()`` allocates ``ipg_buffer`` of ``reduce_bucket_size`` elements (two with
+  ``overlap_comm``) for the gradient reduction (stage 3: ``__ipg_bucket_flat_buffer`` of the same
+  size); the step converts the gradient partition to fp32.
 * DeepSpeed ``runtime/zero/stage3.py`` ``estimate_zero3_model_states_mem_needs``:
   ``largest_layer_memory = 4 * largest_layer_params`` (16-bit params and grads of the largest
   module gathered at once), plus the prefetch bucket (``stage3_prefetch_bucket_size``).
@@ -235,7 +236,7 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
             _ZERO_SRC,
             phases=grad_phases,
         )
-        if z >= 2 and n > 1:
+        if n > 1:  # stage_1_and_2.backward() allocates it for stages 1-2; stage3 its own
             add(
                 "gradients",
                 "reduce bucket (ipg_buffer)",
