@@ -216,19 +216,22 @@ def loss_activations(spec: ModelSpec, settings: TrainingSettings) -> LossActivat
             formula="fused linear cross-entropy: B·S·h·e kept + 8·B·S·h chunk transient",
         )
     up = 0 if e == 4 else 4  # the fp32 upcast is a no-op in fp32 training
+    held = {"none": 0, "compute": e, "fp32": 4}[settings.held_logits]
+    held_note = f"; + {held}·B·S·V logits held by the loop" if held else ""
     if settings.loss == "chunked":
         n = CHUNKED_LOSS_CHUNKS
+        fwd = e + up // n
         return LossActivations(
-            saved_bytes=4 * bsv,
-            forward_transient_bytes=e * bsv + up * bsv // n,
+            saved_bytes=(4 + held) * bsv,
+            forward_transient_bytes=max(0, fwd - held) * bsv,
             backward_transient_bytes=8 * bsv // n,
             formula=f"4·B·S·V log_softmax kept; B·S·V·e logits + fp32 upcast of one chunk (1/{n}) "
-            "in forward; the two fp32 gradients one chunk at a time in backward",
+            f"in forward; the two fp32 gradients one chunk at a time in backward{held_note}",
         )
     return LossActivations(
-        saved_bytes=4 * bsv,
-        forward_transient_bytes=(e + up) * bsv,
+        saved_bytes=(4 + held) * bsv,
+        forward_transient_bytes=max(0, e + up - held) * bsv,
         backward_transient_bytes=8 * bsv,
         formula="4·B·S·V log_softmax output kept; + B·S·V·e logits + 4·B·S·V fp32 upcast in "
-        "forward; + 8·B·S·V (nll_loss and log_softmax gradients) in backward",
+        f"forward; + 8·B·S·V (nll_loss and log_softmax gradients) in backward{held_note}",
     )

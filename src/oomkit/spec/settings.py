@@ -131,6 +131,10 @@ class TrainingSettings:
     offload_optimizer: bool = False
     offload_params: bool = False
     loss: str = "standard"  # LOSS_IMPLS
+    #: the training loop keeps the model's output logits alive through backward: "none" (HF
+    #: Trainer drops ``outputs``), "compute" (bf16/fp16 logits kept), "fp32" (the model upcasts
+    #: and the loop keeps them: torchtune recipes of 2024, ``self.output(h).float()``)
+    held_logits: str = "none"
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step per parameter
     attn_implementation: str = "sdpa"  # "sdpa" | "flash_attention_2" | "eager"
     dropout: float = 0.0  # attention/residual dropout probability of the model config
@@ -150,6 +154,7 @@ class TrainingSettings:
         _choice("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING)
         _choice("fsdp_strategy", self.fsdp_strategy, FSDP_STRATEGIES)
         _choice("loss", self.loss, LOSS_IMPLS)
+        _choice("held_logits", self.held_logits, ("none", "compute", "fp32"))
         _choice("attn_implementation", self.attn_implementation, _ATTN_IMPLS)
         for name, value in (
             ("micro_batch", self.micro_batch),
