@@ -11,7 +11,8 @@ What is compared depends on the metric the source reports:
 
 * ``max_memory_allocated`` / ``active_bytes.all.peak`` / unspecified: oomkit's
   ``runtime_details.peak_allocated_bytes`` (allocator peak, no CUDA context, no margin);
-* ``max_memory_reserved``: that plus oomkit's fragmentation margin.
+* ``max_memory_reserved``: that plus oomkit's fragmentation margin;
+* ``nvml_used`` (nvidia-smi / NVML used memory): oomkit's device total (context + margin).
 
 Records whose run used something oomkit does not model (``unmodelled``: torch.compile,
 activation offloading) and records whose figure the source itself disputes are reported but not
@@ -30,7 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "training_measured.jsonl"
-UNITS = {"GB": 10**9, "GiB": 1 << 30}
+UNITS = {"GB": 10**9, "GiB": 1 << 30, "MiB": 1 << 20}
 TARGET = 0.15
 
 
@@ -54,6 +55,8 @@ def predict(record: dict[str, Any]) -> tuple[int, str]:
     )
     peak = est.runtime_details["peak_allocated_bytes"]
     assert isinstance(peak, int)
+    if record["metric"] == "nvml_used":  # context + reserved: the whole device total
+        return est.devices[0].total_bytes, str(est.runtime_details["peak_phase"])
     if record["metric"] == "max_memory_reserved":
         dev = est.devices[0]
         peak += sum(c.n_bytes for c in dev.components if "fragmentation" in c.label)

@@ -102,10 +102,19 @@ def test_qlora_base_is_nf4_sized() -> None:
 
 
 def test_checkpointing_keeps_only_layer_inputs() -> None:
-    s = TrainingSettings(micro_batch=2, seq=16)
+    s = TrainingSettings(micro_batch=2, seq=16, master_weights=False)
     acts = layer_activations(TINY, s, trainable_roles=None)
     assert all(a.checkpoint_bytes == 2 * 16 * 64 * 2 for a in acts)
     assert all(a.saved_bytes > a.checkpoint_bytes for a in acts)
+
+
+def test_autocast_keeps_an_fp32_stream_and_casts_per_linear() -> None:
+    # HF Trainer AMP: fp32 residual stream; q, k, v and gate, up each save their own bf16 cast
+    pure = layer_activations(TINY, TrainingSettings(master_weights=False), trainable_roles=None)
+    amp = layer_activations(TINY, TrainingSettings(), trainable_roles=None)
+    tokens, h = 2048, 64
+    assert amp[0].checkpoint_bytes == tokens * h * 4
+    assert amp[0].saved_bytes - pure[0].saved_bytes == tokens * (2 + 1) * h * 2
 
 
 def test_eager_attention_adds_the_s_squared_term() -> None:

@@ -40,7 +40,7 @@ def test_fixture_records_are_complete() -> None:
     assert len(ids) == len(set(ids))
     for r in RECORDS:
         assert r["source_url"].startswith("https://github.com/")
-        assert r["unit"] in ("GB", "GiB")
+        assert r["unit"] in ("GB", "GiB", "MiB")
         assert r["metric"]
         assert r["status"] in ("ok", "assumed", "disputed")
         if r["status"] != "ok":

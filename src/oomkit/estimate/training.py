@@ -343,7 +343,8 @@ def _setting(v: object) -> InputValue:
 
 def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -> tuple[str, ...]:
     out = [
-        "steady-state step (optimizer states exist; gradients set to None between steps)",
+        "steady-state step (optimizer states exist)"
+        + ("; gradients set to None between steps" if settings.zero_grad_set_to_none else ""),
         f"attention: {settings.attn_implementation} (fused kernels keep no S x S tensor)",
     ]
     if st.optimizer_paged:

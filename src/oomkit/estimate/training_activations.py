@@ -40,11 +40,13 @@ from dataclasses import dataclass
 
 from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, ModelSpec
 from oomkit.spec.settings import TrainingSettings
+from oomkit.spec.tensors import model_tensors
 
 __all__ = [
     "CHUNKED_LOSS_CHUNKS",
     "LayerActivations",
     "LossActivations",
+    "autocast_stream",
     "layer_activations",
     "loss_activations",
 ]
@@ -74,8 +76,25 @@ class LossActivations:
     formula: str
 
 
-def _norm(h: int, e: int, output_saved: bool) -> int:
-    return 4 * h + (e * h if output_saved else 0)
+def _norm(h: int, e: int, output_saved: bool, copies: int = 1) -> int:
+    return 4 * h + (copies * e * h if output_saved else 0)
+
+
+def autocast_stream(settings: TrainingSettings) -> bool:
+    """Whether the residual stream stays fp32 under ``torch.autocast`` (fp32 weights + AMP).
+
+    Single GPU / DDP with ``master_weights`` and mixed precision is HF Trainer's AMP: the
+    embeddings and norms produce fp32, and every linear casts its input to 16 bits itself
+    (autocast does not cache activation casts), so q, k and v each save their own copy of the
+    normed input. DeepSpeed and FSDP ``MixedPrecision`` run the model in 16 bits instead.
+    """
+    return (
+        settings.mixed_precision != "no"
+        and settings.master_weights
+        and settings.zero == 0
+        and not settings.fsdp
+        and settings.method == "full"
+    )
 
 
 def layer_activations(
@@ -91,6 +110,8 @@ def layer_activations(
         One entry per layer (bytes per micro-batch on one GPU, after tensor/sequence parallelism).
     """
     e = 4 if settings.mixed_precision == "no" else 2
+    amp = autocast_stream(settings)
+    stream_e = 4 if amp else e  # bytes per element of the residual stream
     tokens = settings.micro_batch * settings.seq
     t = settings.tp
     sp_div = t if settings.sp else 1
@@ -100,6 +121,8 @@ def layer_activations(
     def trains(*roles: str) -> bool:
         return _trains(trainable_roles, roles)
 
+    eager = settings.attn_implementation == "eager"
+    fused_qkv = any(t.role.startswith("attn_qkv") for t in model_tensors(spec))
     out: list[LayerActivations] = []
     for i, kind in enumerate(spec.layer_types):
         # per-token bytes: "rep" replicated across TP ranks (/sp_div), "split" divided by t
@@ -107,7 +130,7 @@ def layer_activations(
         split = 0
         eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
         qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
-        rep += _norm(h, e, trains(*qkv_roles))
+        rep += _norm(h, e, trains(*qkv_roles), copies=1 if fused_qkv or not amp else 3)
         if kind in (LAYER_MAMBA, LAYER_LINEAR):
             rec = spec.recurrent
             d_inner = rec.d_inner if rec is not None else 2 * h
@@ -132,18 +155,22 @@ def layer_activations(
                 eager_sq += a * s * (4 + e) + (a * s if drop else 0)
         if spec.intermediate_size or spec.moe is not None:
             if not spec.parallel_attn:
-                rep += _norm(h, e, trains("ffn_gate", "ffn_up", "ffn_gate_inp"))
+                gated_copies = 2 if (amp and spec.mlp_gated) else 1
+                rep += _norm(h, e, trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
             split += _mlp_per_token(spec, i, e, trainable_roles)
         if drop:
             rep += 2 * h  # residual dropout masks (bool)
         per_token_saved = rep // sp_div + split // t + eager_sq // t
         saved = tokens * per_token_saved
-        ckpt = tokens * h * e // sp_div
+        ckpt = tokens * h * stream_e // sp_div
         selective = tokens * (rep // sp_div + split // t)
         # backward: gradient of the widest intermediate (MLP) and of the stream, in e bytes,
         # plus the fp32 grad of the norm input
         widest = max(_widest(spec, i), h)
-        working = tokens * ((2 * widest * e) // t + (4 * h + 2 * h * e) // sp_div)
+        eager_grads = 3 * spec.num_attention_heads * settings.seq * e if eager else 0
+        working = tokens * (
+            (2 * widest * e + eager_grads) // t + (4 * h + 2 * h * stream_e) // sp_div
+        )
         out.append(
             LayerActivations(
                 layer=i,

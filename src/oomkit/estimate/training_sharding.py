@@ -144,7 +144,8 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
     master = _div(st.master_bytes, tp)
     fp32_grad = _div(st.fp32_grad_copy_bytes, tp)
     temp = _div(st.step_temporary_bytes, tp)
-    accum = settings.grad_accum > 1
+    # gradients live all step long with accumulation, or when zero_grad keeps them (zero-filled)
+    accum = settings.grad_accum > 1 or not settings.zero_grad_set_to_none
     grad_phases = ALL_PHASES if accum else _STEP
     largest, layer_params, root_params = _module_params(spec)
     lora = settings.method != "full"
@@ -366,9 +367,10 @@ def _optimizer(
     if not settings.optimizer_in_backward:
         fn(
             "optimizer",
-            "foreach step temporary",
+            f"step temporaries ({settings.optimizer_impl})",
             _div(temp, shard),
-            "one state-sized tensor list (_foreach_sqrt in _multi_tensor_adamw)",
+            "state-sized temporaries of step(): _foreach_sqrt in _multi_tensor_adamw over all "
+            "tensors; one tensor at a time in a for-loop implementation",
             "torch/optim/adamw.py",
             phases=_STEP,
             on_host=on_host,

@@ -16,7 +16,8 @@ Sources modelled:
   bf16 Adam states.
 * ``torch.optim.AdamW`` default ``foreach`` implementation (``_multi_tensor_adamw``):
   ``exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`` allocates one more state-sized
-  tensor list during ``step()``.
+  tensor list during ``step()``; the for-loop implementation (``_single_tensor_adamw``,
+  transformers' old ``AdamW``) one parameter's worth; ``fused=True`` none.
 * bitsandbytes 8-bit optimizers (``bitsandbytes/optim/optimizer.py``
   ``Optimizer2State.init_state``):
   uint8 ``state1``/``state2`` + fp32 ``absmax1``/``absmax2`` per 256-element block
@@ -134,7 +135,10 @@ class OptimizerLayout:
     eight_bit: bool
     paged: bool
     factored: bool  # Adafactor
-    foreach_temporary: bool  # torch foreach implementation allocates one more state at step
+    #: state-sized temporaries ``step()`` allocates (over all tensors with torch's foreach
+    #: implementation, one tensor at a time in a for-loop implementation)
+    step_temporaries: int
+    loop_only: bool  # the optimizer has no foreach/fused implementation (per-tensor loop)
     source: str
 
 
@@ -142,42 +146,43 @@ _OPTIMIZERS: Mapping[str, OptimizerLayout] = MappingProxyType(
     {
         "adamw": OptimizerLayout(
             name="adamw", states=2, eight_bit=False, paged=False, factored=False,
-            foreach_temporary=True,
+            step_temporaries=1, loop_only=False,
             source="torch/optim/adamw.py _init_group (exp_avg, exp_avg_sq zeros_like(p)); "
             "_multi_tensor_adamw _foreach_sqrt temporary",
         ),
         "adamw8bit": OptimizerLayout(
             name="adamw8bit", states=2, eight_bit=True, paged=False, factored=False,
-            foreach_temporary=False,
+            step_temporaries=0, loop_only=False,
             source="bitsandbytes/optim/optimizer.py Optimizer2State.init_state (uint8 states "
             "+ fp32 absmax per 256; fp32 below min_8bit_size=4096)",
         ),
         "paged_adamw": OptimizerLayout(
             name="paged_adamw", states=2, eight_bit=False, paged=True, factored=False,
-            foreach_temporary=False,
+            step_temporaries=0, loop_only=False,
             source="bitsandbytes PagedAdamW: fp32 states in cudaMallocManaged pages",
         ),
         "paged_adamw8bit": OptimizerLayout(
             name="paged_adamw8bit", states=2, eight_bit=True, paged=True, factored=False,
-            foreach_temporary=False,
+            step_temporaries=0, loop_only=False,
             source="bitsandbytes PagedAdamW8bit: 8-bit blockwise states in cudaMallocManaged",
         ),
         "sgd": OptimizerLayout(
             name="sgd", states=0, eight_bit=False, paged=False, factored=False,
-            foreach_temporary=False, source="torch/optim/sgd.py (momentum=0: no state)",
+            step_temporaries=0, loop_only=False, source="torch/optim/sgd.py (momentum=0: no state)",
         ),
         "sgd_momentum": OptimizerLayout(
             name="sgd_momentum", states=1, eight_bit=False, paged=False, factored=False,
-            foreach_temporary=False, source="torch/optim/sgd.py momentum_buffer",
+            step_temporaries=0, loop_only=False, source="torch/optim/sgd.py momentum_buffer",
         ),
         "adafactor": OptimizerLayout(
             name="adafactor", states=1, eight_bit=False, paged=False, factored=True,
-            foreach_temporary=False,
+            step_temporaries=2, loop_only=True,
             source="transformers/optimization.py Adafactor (exp_avg_sq_row/col, beta1=None)",
         ),
         "lion": OptimizerLayout(
             name="lion", states=1, eight_bit=False, paged=False, factored=False,
-            foreach_temporary=False, source="Chen et al. 2023 Lion; lion-pytorch exp_avg",
+            step_temporaries=1, loop_only=True,
+            source="Chen et al. 2023 Lion; lion-pytorch exp_avg",
         ),
     }
 )  # fmt: skip
@@ -385,9 +390,14 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
     else:
         w_elem, g_elem, s_elem, compute_copy, master, fp32_grad = e, e, e, 0, 0, 0
     opt = _state_bytes(layout, tensors, s_elem)
-    temp = (
-        layout.states // 2 * p_train * s_elem if layout.foreach_temporary and not deepspeed else 0
-    )
+    temp = 0
+    n_tmp = layout.step_temporaries
+    if n_tmp and not deepspeed:
+        impl = "forloop" if layout.loop_only else settings.optimizer_impl
+        if impl == "foreach":  # e.g. _foreach_sqrt over every exp_avg_sq at once
+            temp = n_tmp * p_train * s_elem
+        elif impl == "forloop":  # one parameter at a time (fp32 math in Adafactor)
+            temp = n_tmp * largest * (4 if layout.factored else s_elem)
     formula["weights"] = f"P_trainable x {w_elem}"
     formula["gradients"] = f"P_trainable x {g_elem}"
     formula["optimizer"] = _optimizer_formula(layout, s_elem)

@@ -110,6 +110,9 @@ class TrainingSettings:
 
     method: str = "full"  # "full" | "lora" | "qlora"
     optimizer: str = "adamw"  # OPTIMIZERS
+    #: torch optimizer implementation: "foreach" (torch default on CUDA), "fused"
+    #: (``fused=True``, HF ``adamw_torch_fused``), "forloop" (``foreach=False``, HF ``adamw_hf``)
+    optimizer_impl: str = "foreach"
     mixed_precision: str = "bf16"  # "bf16" | "fp16" | "no"
     #: fp32 master weights kept by the optimizer under mixed precision (DeepSpeed, FSDP
     #: MixedPrecision, Apex/AMP); False = pure 16-bit training (torchtune ``dtype: bf16``)
@@ -135,6 +138,9 @@ class TrainingSettings:
     #: Trainer drops ``outputs``), "compute" (bf16/fp16 logits kept), "fp32" (the model upcasts
     #: and the loop keeps them: torchtune recipes of 2024, ``self.output(h).float()``)
     held_logits: str = "none"
+    #: ``optimizer.zero_grad(set_to_none=...)``: True (torch >= 2.0 default) frees gradients
+    #: between steps; False (torch < 2.0 default, HF Trainer of 2022) keeps them allocated
+    zero_grad_set_to_none: bool = True
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step per parameter
     attn_implementation: str = "sdpa"  # "sdpa" | "flash_attention_2" | "eager"
     dropout: float = 0.0  # attention/residual dropout probability of the model config
@@ -151,6 +157,7 @@ class TrainingSettings:
         _choice("method", self.method, TRAIN_METHODS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        _choice("optimizer_impl", self.optimizer_impl, ("foreach", "fused", "forloop"))
         _choice("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING)
         _choice("fsdp_strategy", self.fsdp_strategy, FSDP_STRATEGIES)
         _choice("loss", self.loss, LOSS_IMPLS)
