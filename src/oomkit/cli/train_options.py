@@ -64,6 +64,7 @@ class TrainOptions:
 
     method: str | None
     optimizer: str
+    optimizer_impl: str
     mixed_precision: str
     master_weights: bool
     micro_batch: int
@@ -97,6 +98,7 @@ class TrainOptions:
         return TrainingSettings(
             method=self.method or "full",
             optimizer=self.optimizer,
+            optimizer_impl=self.optimizer_impl,
             mixed_precision=self.mixed_precision,
             master_weights=self.master_weights,
             micro_batch=self.micro_batch,
@@ -127,6 +129,9 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  help="Estimate a training step: full fine-tuning, LoRA or QLoRA"),
     click.option("--optimizer", "train_optimizer", type=click.Choice(OPTIMIZERS),
                  default="adamw", show_default=True, help="Training optimizer"),
+    click.option("--optimizer-impl", "train_optimizer_impl",
+                 type=click.Choice(("foreach", "fused", "forloop")), default="foreach",
+                 show_default=True, help="torch optimizer implementation (step temporaries)"),
     click.option("--mixed-precision", "train_mixed_precision", type=click.Choice(MIXED_PRECISION),
                  default="bf16", show_default=True, help="Compute dtype (no = fp32)"),
     click.option("--master-weights/--no-master-weights", "train_master_weights", default=True,
