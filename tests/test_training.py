@@ -122,9 +122,11 @@ def test_eager_attention_adds_the_s_squared_term() -> None:
     eager = layer_activations(
         TINY, TrainingSettings(seq=128, attn_implementation="eager"), trainable_roles=None
     )
-    # fp32 softmax + its bf16 copy: a x s x (4 + 2) bytes per token
-    assert eager[0].saved_bytes - sdpa[0].saved_bytes == 128 * 4 * 128 * 6
-    assert eager[0].selective_bytes == sdpa[0].saved_bytes
+    # fp32 softmax + its bf16 copy: a x s x (4 + 2) bytes per token, and repeat_kv's copies of
+    # k and v at 4 query heads instead of 2 KV heads: (4 - 2) x (16 + 16) x 2 bytes per token
+    repeat = 128 * (4 - 2) * 32 * 2
+    assert eager[0].saved_bytes - sdpa[0].saved_bytes == 128 * 4 * 128 * 6 + repeat
+    assert eager[0].selective_bytes == sdpa[0].saved_bytes + repeat
 
 
 def test_loss_term_and_chunking() -> None:

@@ -33,6 +33,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("oomkit.cli.estimate", "estimate_command"),
     "gpus": ("oomkit.cli.gpus", "gpus_command"),
     "models": ("oomkit.cli.models", "models_command"),
+    "probe": ("oomkit.cli.probe", "probe_command"),
 }
 
 

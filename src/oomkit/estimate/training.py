@@ -61,6 +61,7 @@ from oomkit.estimate.training_states import (
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
+from oomkit.spec.tensors import model_tensors
 from oomkit.units import MiB
 
 __all__ = ["DEFAULT_FRAGMENTATION_FRACTION", "estimate_training"]
@@ -204,6 +205,19 @@ def _phase_components(
         if total > best_total:
             best, best_total = comps, total
         remaining -= kept[j]
+    tied = _tied_embedding_grad_bytes(spec, settings, st)
+    if tied and not settings.optimizer_in_backward:
+        # end of backward: a tied embedding's lm_head and lookup gradients and their sum
+        end = [
+            *static("backward"),
+            _comp("gradients", "all gradients (end of backward)", dyn_grad,
+                  "trainable bytes", "autograd", {}),
+            _comp("gradients", "tied embedding: the two gradient contributions before summing",
+                  tied, "2 x V·h x gradient bytes (AccumulateGrad sums them at the end)",
+                  "autograd (tied weights)", {"vocab": spec.vocab_size}),
+        ]  # fmt: skip
+        if sum(c.n_bytes for c in end) > best_total:
+            best = end
     out["backward"] = best
     if settings.optimizer_in_backward:
         # torchtune optimizer_in_bwd: each parameter steps from its post-accumulate-grad hook,
@@ -216,6 +230,17 @@ def _phase_components(
     else:
         out["step"] = static("step")
     return out
+
+
+def _tied_embedding_grad_bytes(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -> int:
+    """Transient bytes of a tied embedding's two gradient contributions (full fine-tuning)."""
+    if settings.method != "full" or spec.is_encoder or st.trainable_params == 0:
+        return 0
+    if any(t.name == "output.weight" for t in model_tensors(spec)):
+        return 0
+    g_elem = st.gradients_bytes // st.trainable_params
+    width = spec.word_embed_proj_dim or spec.hidden_size
+    return 2 * spec.vocab_size * width * g_elem // settings.tp
 
 
 def _overhead(device: DeviceTarget, settings: TrainingSettings, peak_alloc: int) -> list[Component]:

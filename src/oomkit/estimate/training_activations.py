@@ -10,8 +10,9 @@ fp16 with dropout. oomkit counts the tensors autograd really saves in a modern d
 * a linear layer saves its *input* only when its weight needs a gradient (full fine-tuning, or a
   LoRA adapter on it: ``lora_A`` saves the same input); a frozen linear saves only its weight;
 * fused attention (SDPA flash/efficient backends, FlashAttention-2) saves q, k, v, the output and
-  an fp32 logsumexp per head: no ``s²`` term. SDPA in HF runs ``repeat_kv`` first (k/v at query
-  heads); FlashAttention-2 keeps KV heads. Eager attention saves the fp32 softmax output and its
+  an fp32 logsumexp per head: no ``s²`` term; k and v stay at KV heads (HF passes
+  ``enable_gqa=True`` to SDPA on torch >= 2.5; FlashAttention-2 takes GQA natively), while eager
+  attention runs ``repeat_kv`` first. Eager attention saves the fp32 softmax output and its
   16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term;
 * SwiGLU MLP: gate output (SiLU input), SiLU output and up output (``mul`` inputs), and the
   product when ``down_proj`` trains: 3-4 x i x e. A GELU MLP saves fc1 output (+ GELU output);
@@ -140,7 +141,9 @@ def layer_activations(
             a = spec.num_attention_heads
             d, dv = spec.head_dim, spec.v_head_dim
             kv = spec.kv_heads(i)
-            kv_saved = kv if settings.attn_implementation == "flash_attention_2" else a
+            # eager runs repeat_kv before the matmuls; SDPA gets enable_gqa=True (HF
+            # integrations/sdpa_attention.py use_gqa_in_sdpa, torch >= 2.5) and FA2 takes GQA
+            kv_saved = a if settings.attn_implementation == "eager" else kv
             split += (a * d + kv_saved * (d + dv) + a * dv) * e + a * 4  # q k v out lse
             if trains("attn_output"):
                 split += a * dv * e  # o_proj input (transpose(1, 2).contiguous() copy)
