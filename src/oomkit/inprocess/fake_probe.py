@@ -55,7 +55,8 @@ class ProbeReport:
 
     peak_bytes: int
     categories: Mapping[str, int]  # at the peak, PROBE_CATEGORIES values
-    top_modules: tuple[tuple[str, int], ...]  # (module name, its local peak), largest first
+    #: (module name, bytes it adds at its peak over the memory at its pre-forward), largest first
+    top_modules: tuple[tuple[str, int], ...]
     train: bool
     rounded_for_gpu: bool
     wall_s: float
@@ -220,10 +221,15 @@ def probe(
 
 
 def _top_modules(tracker: Any, top: int) -> tuple[tuple[str, int], ...]:
+    """Modules by what they add while they run: local peak minus memory at their pre-forward."""
+    from torch.distributed._tools.mem_tracker import _ModState
+
     rows = []
     for stats in tracker.memory_tracking.values():
         peak = sum(int(v) for v in stats.local_peak.values())
-        rows.append((stats.mod_fqn, peak))
+        pre = stats.snapshots.get(_ModState.PRE_FW) or []
+        start = sum(int(d.get("Total", 0)) for d in pre[0].values()) if pre else 0
+        rows.append((stats.mod_fqn, max(0, peak - start)))
     rows.sort(key=lambda r: r[1], reverse=True)
     return tuple(rows[:top])
 
