@@ -5,8 +5,9 @@ Transformer Models" (arXiv 2205.05198, section 4): ``s·b·h·(34 + 5·a·s/h)``
 fp16 with dropout. oomkit counts the tensors autograd really saves in a modern decoder layer (HF
 ``modeling_llama.py`` / torchtune ``modules/transformer.py``), per token:
 
-* RMSNorm (``hidden_states.to(torch.float32)``; ``pow`` and ``mul`` save the fp32 input: 4h) and
-  its 16-bit output (e·h) when a consumer saves it (the norm weight or the next linear trains);
+* RMSNorm (``hidden_states.to(torch.float32)``; ``pow`` and ``mul`` save the fp32 input: 4h), the
+  normalised input of ``self.weight * x`` (e·h) when the norm weight trains, and the norm's output
+  (e·h) when the next linear saves it (its weight or a LoRA adapter on it trains);
 * a linear layer saves its *input* only when its weight needs a gradient (full fine-tuning, or a
   LoRA adapter on it: ``lora_A`` saves the same input); a frozen linear saves only its weight;
 * fused attention (SDPA flash/efficient backends, FlashAttention-2) saves q, k, v, the output and
@@ -124,6 +125,11 @@ def layer_activations(
 
     eager = settings.attn_implementation == "eager"
     fused_qkv = any(t.role.startswith("attn_qkv") for t in model_tensors(spec))
+    # HF RMSNorm's ``self.weight * hidden_states.to(input_dtype)`` saves its input (a tensor
+    # distinct from the norm's output) when the norm weight trains (full fine-tuning); torch's
+    # native layer_norm recomputes the normalised input from the saved mean and rstd instead
+    rms = spec.norm_type == "rms"
+    norm_weight_input = stream_e * h if trainable_roles is None and rms else 0
     out: list[LayerActivations] = []
     for i, kind in enumerate(spec.layer_types):
         # per-token bytes: "rep" replicated across TP ranks (/sp_div), "split" divided by t
@@ -132,6 +138,7 @@ def layer_activations(
         eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
         qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
         rep += _norm(h, e, trains(*qkv_roles), copies=1 if fused_qkv or not amp else 3)
+        rep += norm_weight_input
         if kind in (LAYER_MAMBA, LAYER_LINEAR):
             rec = spec.recurrent
             d_inner = rec.d_inner if rec is not None else 2 * h
@@ -160,6 +167,7 @@ def layer_activations(
             if not spec.parallel_attn:
                 gated_copies = 2 if (amp and spec.mlp_gated) else 1
                 rep += _norm(h, e, trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
+                rep += norm_weight_input
             split += _mlp_per_token(spec, i, e, trainable_roles)
         if drop:
             rep += 2 * h  # residual dropout masks (bool)
