@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oomkit.errors import OomkitError, UnsupportedModelError
+from oomkit.errors import ProbeUnavailableError, UnsupportedModelError
 
 __all__ = ["PROBE_CATEGORIES", "ProbeReport", "ProbeUnavailableError", "probe", "probe_hf"]
 
@@ -43,10 +43,6 @@ PROBE_CATEGORIES: Mapping[str, str] = {
     "Other": "other",
 }
 _MIN_BLOCK = 512  # CUDACachingAllocator kMinBlockSize
-
-
-class ProbeUnavailableError(OomkitError):
-    """torch or transformers is missing, or the model cannot be built from its config."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
