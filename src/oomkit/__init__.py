@@ -47,6 +47,10 @@ _EXPORTS: dict[str, str] = {
     "PlanRequest": "oomkit.planner.request",
     "PlanResult": "oomkit.planner.core",
     "snapshot_report": "oomkit.inprocess.snapshot",
+    "TrainingSettings": "oomkit.spec.settings",
+    "estimate_training": "oomkit.estimate.training",
+    "probe": "oomkit.inprocess.fake_probe",
+    "probe_hf": "oomkit.inprocess.fake_probe",
 }
 
 __all__ = [
@@ -62,12 +66,14 @@ __all__ = [
     "PlanRequest",
     "PlanResult",
     "TensorInfo",
+    "TrainingSettings",
     "__version__",
     "allocator_stats",
     "count_params",
     "detect_gpus",
     "diagnose_text",
     "estimate_model",
+    "estimate_training",
     "find_batch_size",
     "find_gpu",
     "find_model",
@@ -79,6 +85,8 @@ __all__ = [
     "oom_retry",
     "parse_size",
     "plan",
+    "probe",
+    "probe_hf",
     "snapshot_report",
     "uninstall",
 ]
@@ -103,8 +111,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from oomkit.diagnose.doctor import diagnose_text
     from oomkit.errors import OomkitError
     from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+    from oomkit.estimate.training import estimate_training
     from oomkit.hardware.catalog import find_gpu
     from oomkit.hardware.live import detect_gpus
+    from oomkit.inprocess.fake_probe import probe, probe_hf
     from oomkit.inprocess.hook import install, uninstall
     from oomkit.inprocess.retry import find_batch_size, is_oom_error, oom_retry
     from oomkit.inprocess.snapshot import snapshot_report
@@ -113,6 +123,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from oomkit.planner.request import PlanRequest
     from oomkit.spec.hardware import DeviceTarget, Hardware
     from oomkit.spec.model import ModelSpec, TensorInfo
-    from oomkit.spec.settings import InferenceSettings
+    from oomkit.spec.settings import InferenceSettings, TrainingSettings
     from oomkit.spec.tensors import count_params
     from oomkit.units import format_bytes, parse_size

@@ -15,6 +15,7 @@
     ├── UnsupportedModelError(architecture, feature)  parsed, but cannot be modelled
     ├── UnknownNameError(kind, name, suggestions) (+LookupError)  GPU, quant, runtime, model
     ├── InvalidSettingError(setting, value) (+ValueError)  a setting out of range or inconsistent
+    ├── ProbeUnavailableError                      torch/transformers missing for ``oomkit probe``
     └── HardwareError
         └── NvmlUnavailableError                   no driver, pynvml missing, NVML init failed
 
@@ -35,6 +36,7 @@ __all__ = [
     "NvmlUnavailableError",
     "OfflineError",
     "OomkitError",
+    "ProbeUnavailableError",
     "SafetensorsFormatError",
     "SnapshotFormatError",
     "SourceError",
@@ -153,6 +155,10 @@ class InvalidSettingError(OomkitError, ValueError):
         super().__init__(message)
         self.setting = setting
         self.value = value
+
+
+class ProbeUnavailableError(OomkitError):
+    """The FakeTensor probe cannot run: torch or transformers missing, or the model unbuildable."""
 
 
 class HardwareError(OomkitError):

@@ -35,6 +35,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("oomkit.cli.models", "models_command"),
     "plan": ("oomkit.cli.plan", "plan_command"),
     "serve": ("oomkit.cli.serve", "serve_command"),
+    "probe": ("oomkit.cli.probe", "probe_command"),
 }
 
 

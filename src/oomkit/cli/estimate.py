@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, print_json
 from oomkit.cli.params import CONTEXT, CTX_MAX, SIZE
+from oomkit.cli.train_options import (
+    EMIT_CHOICES,
+    TrainOptions,
+    reject_inference_options,
+    run_training,
+    training_options,
+)
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.spec.hardware import Hardware
@@ -88,9 +96,11 @@ __all__ = ["estimate_command"]
     flag_value="same",
     default=None,
     metavar="[RUNTIME]",
-    help="Also print the command that runs this configuration (llama.cpp, ollama, vllm, ...)",
+    help="Also print the command that runs this configuration (llama.cpp, ollama, vllm, ...); "
+    "with --train: deepspeed | fsdp | torchrun | accelerate",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
+@training_options
 def estimate_command(
     model: str,
     runtime: str,
@@ -123,6 +133,7 @@ def estimate_command(
     explain: bool,
     emit: str | None,
     as_json: bool,
+    training: TrainOptions,
 ) -> int:
     """Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).
 
@@ -131,6 +142,18 @@ def estimate_command(
     """
     from oomkit.api import estimate
     from oomkit.cli.gpu_choice import choose_hardware
+
+    reject_inference_options(click.get_current_context(), training)
+    if training.method is not None and emit is not None:
+        if emit not in EMIT_CHOICES:
+            raise click.UsageError(
+                f"--emit with --train takes one of {', '.join(EMIT_CHOICES)}, got '{emit}'"
+            )
+        training = dataclasses.replace(training, emit=emit)
+    if training.method is not None:
+        return run_training(model, training, gpu=gpu, vram=vram, ram=ram, tp=tp,
+                            overhead=overhead, offline=offline, explain=explain,
+                            as_json=as_json)  # fmt: skip
 
     want_max = ctx == CTX_MAX
     if want_max:
@@ -235,7 +258,6 @@ def _estimate_max_ctx(
     offline: bool,
 ) -> Estimate:
     """``--ctx max``: the estimate at the largest context that fits (exit 3 if none does)."""
-    import dataclasses
 
     from oomkit.api import estimate, load_model
     from oomkit.planner.core import max_context
@@ -258,8 +280,6 @@ def _emit(
 ) -> str:
     """The command for the estimated configuration: the settings as estimated (defaults
     resolved), in ``runtime``'s flags (``same``: the estimated runtime)."""
-    import dataclasses
-
     from oomkit.api import load_model
     from oomkit.estimate.registry import normalize_runtime
     from oomkit.planner.commands import emit_command

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["InferenceSettings", "TrainingSettings"]
+from oomkit.errors import InvalidSettingError
+
+__all__ = [
+    "FSDP_STRATEGIES",
+    "GRAD_CHECKPOINTING",
+    "LOSS_IMPLS",
+    "MIXED_PRECISION",
+    "OPTIMIZERS",
+    "TRAIN_METHODS",
+    "InferenceSettings",
+    "TrainingSettings",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,18 +56,193 @@ class InferenceSettings:
     runtime_version: str | None = None
 
 
+#: ``TrainingSettings.method``
+TRAIN_METHODS: tuple[str, ...] = ("full", "lora", "qlora")
+#: ``TrainingSettings.optimizer`` (torch.optim / bitsandbytes.optim / transformers names)
+OPTIMIZERS: tuple[str, ...] = (
+    "adamw",
+    "adamw8bit",
+    "paged_adamw",
+    "paged_adamw8bit",
+    "sgd",
+    "sgd_momentum",
+    "adafactor",
+    "lion",
+)
+#: ``TrainingSettings.mixed_precision`` (accelerate/Trainer vocabulary; "no" = fp32 compute)
+MIXED_PRECISION: tuple[str, ...] = ("bf16", "fp16", "no")
+#: ``TrainingSettings.grad_checkpointing``
+GRAD_CHECKPOINTING: tuple[str, ...] = ("none", "full", "selective")
+#: ``TrainingSettings.fsdp_strategy`` (torch.distributed.fsdp.ShardingStrategy member names)
+FSDP_STRATEGIES: tuple[str, ...] = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD")
+#: ``TrainingSettings.loss``: "standard" materialises B x S x V logits; "chunked" upcasts them
+#: chunk by chunk (torchtune CEWithChunkedOutputLoss); "fused" never materialises them
+#: (Liger ``LigerFusedLinearCrossEntropyLoss``)
+LOSS_IMPLS: tuple[str, ...] = ("standard", "chunked", "fused")
+_ATTN_IMPLS: tuple[str, ...] = ("sdpa", "flash_attention_2", "eager")
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidSettingError(
+            f"Invalid {name} '{value}': choose one of {', '.join(allowed)}.",
+            setting=name,
+            value=value,
+        )
+
+
+def _at_least(name: str, value: int, low: int) -> None:
+    if value < low:
+        raise InvalidSettingError(
+            f"Invalid {name} {value}: it must be at least {low}.", setting=name, value=value
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainingSettings:
-    """Options of a fine-tuning run."""
+    """Options of a fine-tuning run (CLI long options in snake_case).
+
+    ``grad_checkpointing`` also accepts ``True``/``False`` (read as ``"full"``/``"none"``) so code
+    written against the first version of this class keeps working. ``zero`` > 0 means DeepSpeed
+    ZeRO; ``fsdp`` means PyTorch FSDP with ``fsdp_strategy``; neither (and ``gpus * nodes`` > 1)
+    means DDP. ``gpus`` counts GPUs per node.
+
+    Raises:
+        InvalidSettingError: a value out of range or two options that contradict each other.
+    """
 
     method: str = "full"  # "full" | "lora" | "qlora"
-    optimizer: str = "adamw"  # "adamw" | "adamw8bit" | "sgd" | "adafactor"
+    optimizer: str = "adamw"  # OPTIMIZERS
+    #: torch optimizer implementation: "foreach" (torch default on CUDA), "fused"
+    #: (``fused=True``, HF ``adamw_torch_fused``), "forloop" (``foreach=False``, HF ``adamw_hf``)
+    optimizer_impl: str = "foreach"
+    mixed_precision: str = "bf16"  # "bf16" | "fp16" | "no"
+    #: fp32 master weights kept by the optimizer under mixed precision (DeepSpeed, FSDP
+    #: MixedPrecision, Apex/AMP); False = pure 16-bit training (torchtune ``dtype: bf16``)
+    master_weights: bool = True
     micro_batch: int = 1
     seq: int = 2048
-    grad_checkpointing: bool = False
-    zero: int = 0  # 0..3; FSDP FULL_SHARD is zero=3
+    grad_checkpointing: str = "none"  # "none" | "full" | "selective"
+    zero: int = 0  # 0..3 DeepSpeed ZeRO stage
     fsdp: bool = False
-    gpus: int = 1
+    fsdp_strategy: str = "FULL_SHARD"
+    gpus: int = 1  # per node
+    nodes: int = 1
+    tp: int = 1  # tensor parallel degree (Megatron-style column/row split)
+    sp: bool = False  # sequence parallel (with tp > 1)
     lora_rank: int = 16
-    dtype: str = "bf16"
+    #: HF module names (``q_proj``, ``v_proj``...), ``("all-linear",)``, or None for PEFT's
+    #: default for the architecture
+    lora_targets: tuple[str, ...] | None = None
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    loss: str = "standard"  # LOSS_IMPLS
+    #: the training loop keeps the model's output logits alive through backward: "none" (HF
+    #: Trainer drops ``outputs``), "compute" (bf16/fp16 logits kept), "fp32" (the model upcasts
+    #: and the loop keeps them: torchtune recipes of 2024, ``self.output(h).float()``)
+    held_logits: str = "none"
+    #: ``optimizer.zero_grad(set_to_none=...)``: True (torch >= 2.0 default) frees gradients
+    #: between steps; False (torch < 2.0 default, HF Trainer of 2022) keeps them allocated
+    zero_grad_set_to_none: bool = True
+    optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step per parameter
+    attn_implementation: str = "sdpa"  # "sdpa" | "flash_attention_2" | "eager"
+    dropout: float = 0.0  # attention/residual dropout probability of the model config
+    #: allocator fragmentation margin as a fraction of the peak (None: documented default)
+    fragmentation_fraction: float | None = None
+    overhead_bytes: int | None = None  # CUDA context override per GPU
+    dtype: str = "bf16"  # dtype the frozen base is loaded in (LoRA) / compute copy
     grad_accum: int = 1
+
+    def __post_init__(self) -> None:
+        gc: object = self.grad_checkpointing
+        if isinstance(gc, bool):
+            object.__setattr__(self, "grad_checkpointing", "full" if gc else "none")
+        _choice("method", self.method, TRAIN_METHODS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)
+        _choice("optimizer_impl", self.optimizer_impl, ("foreach", "fused", "forloop"))
+        _choice("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING)
+        _choice("fsdp_strategy", self.fsdp_strategy, FSDP_STRATEGIES)
+        _choice("loss", self.loss, LOSS_IMPLS)
+        _choice("held_logits", self.held_logits, ("none", "compute", "fp32"))
+        _choice("attn_implementation", self.attn_implementation, _ATTN_IMPLS)
+        for name, value in (
+            ("micro_batch", self.micro_batch),
+            ("seq", self.seq),
+            ("gpus", self.gpus),
+            ("nodes", self.nodes),
+            ("tp", self.tp),
+            ("lora_rank", self.lora_rank),
+            ("grad_accum", self.grad_accum),
+        ):
+            _at_least(name, value, 1)
+        if not 0 <= self.zero <= 3:
+            raise InvalidSettingError(
+                f"Invalid zero stage {self.zero}: DeepSpeed ZeRO stages are 0, 1, 2 and 3.",
+                setting="zero",
+                value=self.zero,
+            )
+        if self.zero and self.fsdp:
+            raise InvalidSettingError(
+                "Invalid zero/fsdp combination: DeepSpeed ZeRO and FSDP are two engines; "
+                "choose one.",
+                setting="zero",
+                value=self.zero,
+            )
+        if (self.offload_optimizer or self.offload_params) and not (self.zero or self.fsdp):
+            raise InvalidSettingError(
+                "Invalid offload: CPU offload needs DeepSpeed ZeRO (--zero) or FSDP (--fsdp).",
+                setting="offload_optimizer",
+            )
+        if self.offload_params and self.zero and self.zero < 3:
+            raise InvalidSettingError(
+                f"Invalid offload_params with zero {self.zero}: DeepSpeed offloads parameters "
+                "only at ZeRO-3.",
+                setting="offload_params",
+            )
+        if self.sp and self.tp == 1:
+            raise InvalidSettingError(
+                "Invalid sp: sequence parallelism splits activations across the tensor-parallel "
+                "group; set tp > 1.",
+                setting="sp",
+            )
+        if self.gpus * self.nodes % self.tp:
+            raise InvalidSettingError(
+                f"Invalid tp {self.tp}: it must divide the {self.gpus * self.nodes} GPUs.",
+                setting="tp",
+                value=self.tp,
+            )
+        if self.optimizer_in_backward and self.grad_accum > 1:
+            raise InvalidSettingError(
+                "Invalid optimizer_in_backward with grad_accum > 1: the step runs inside "
+                "backward, so gradients cannot accumulate.",
+                setting="optimizer_in_backward",
+            )
+        if self.method == "qlora" and self.mixed_precision == "no":
+            raise InvalidSettingError(
+                "Invalid mixed_precision 'no' with qlora: the NF4 base dequantizes to bf16/fp16.",
+                setting="mixed_precision",
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise InvalidSettingError(
+                f"Invalid dropout {self.dropout}: it must be in [0, 1).",
+                setting="dropout",
+                value=self.dropout,
+            )
+        frag = self.fragmentation_fraction
+        if frag is not None and not 0.0 <= frag < 1.0:
+            raise InvalidSettingError(
+                f"Invalid fragmentation_fraction {frag}: it must be in [0, 1).",
+                setting="fragmentation_fraction",
+                value=frag,
+            )
+
+    @property
+    def world_size(self) -> int:
+        """GPUs in the job (``gpus`` per node x ``nodes``)."""
+        return self.gpus * self.nodes
+
+    @property
+    def data_parallel(self) -> int:
+        """Data-parallel replicas: world size / tensor-parallel degree."""
+        return self.world_size // self.tp

@@ -1,0 +1,261 @@
+"""Training options of ``oomkit estimate MODEL --train ...`` and their handling.
+
+``training_options`` adds the options to a click command and hands them to it as one
+``training`` argument (a :class:`TrainOptions`); ``run_training`` builds
+:class:`~oomkit.spec.settings.TrainingSettings`, runs the training estimator and prints the
+result (or a config with ``--emit``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from oomkit.spec.settings import (
+    FSDP_STRATEGIES,
+    MIXED_PRECISION,
+    OPTIMIZERS,
+    TRAIN_METHODS,
+    TrainingSettings,
+)
+
+__all__ = [
+    "INFERENCE_ONLY_OPTIONS",
+    "TrainOptions",
+    "reject_inference_options",
+    "run_training",
+    "training_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: estimate parameters that only make sense for inference (click parameter names)
+INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
+    "runtime",
+    "quant",
+    "ctx",
+    "parallel",
+    "batch_size",
+    "ubatch",
+    "kv_dtype",
+    "cache_type_k",
+    "cache_type_v",
+    "kv_unified",
+    "swa_full",
+    "flash_attn",
+    "n_gpu_layers",
+    "n_cpu_moe",
+    "gpu_memory_utilization",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enforce_eager",
+)
+
+#: what ``estimate --train ... --emit X`` prints (the option itself is the estimate command's)
+EMIT_CHOICES = ("deepspeed", "fsdp", "torchrun", "accelerate")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainOptions:
+    """The raw training options as click parsed them (``method`` None: no ``--train``)."""
+
+    method: str | None
+    optimizer: str
+    optimizer_impl: str
+    mixed_precision: str
+    master_weights: bool
+    micro_batch: int
+    seq: int
+    grad_checkpointing: str
+    zero: int
+    fsdp: str | None
+    gpus: int
+    nodes: int
+    sp: bool
+    lora_rank: int
+    lora_targets: str | None
+    offload_optimizer: bool
+    offload_params: bool
+    chunked_loss: bool
+    fused_loss: bool
+    optimizer_in_backward: bool
+    attn_implementation: str
+    grad_accum: int
+    fragmentation: float | None
+    #: the estimate command's ``--emit`` when --train is given: a config or launch command
+    emit: str | None = None
+
+    def to_settings(self, *, tp: int | None, overhead_bytes: int | None) -> TrainingSettings:
+        """Build validated settings (raises InvalidSettingError with a one-line message)."""
+        loss = "fused" if self.fused_loss else ("chunked" if self.chunked_loss else "standard")
+        targets = (
+            tuple(t.strip() for t in self.lora_targets.split(",") if t.strip())
+            if self.lora_targets
+            else None
+        )
+        return TrainingSettings(
+            method=self.method or "full",
+            optimizer=self.optimizer,
+            optimizer_impl=self.optimizer_impl,
+            mixed_precision=self.mixed_precision,
+            master_weights=self.master_weights,
+            micro_batch=self.micro_batch,
+            seq=self.seq,
+            grad_checkpointing=self.grad_checkpointing,
+            zero=self.zero,
+            fsdp=self.fsdp is not None,
+            fsdp_strategy=self.fsdp or "FULL_SHARD",
+            gpus=self.gpus,
+            nodes=self.nodes,
+            tp=tp or 1,
+            sp=self.sp,
+            lora_rank=self.lora_rank,
+            lora_targets=targets,
+            offload_optimizer=self.offload_optimizer,
+            offload_params=self.offload_params,
+            loss=loss,
+            optimizer_in_backward=self.optimizer_in_backward,
+            attn_implementation=self.attn_implementation,
+            fragmentation_fraction=self.fragmentation,
+            overhead_bytes=overhead_bytes,
+            grad_accum=self.grad_accum,
+        )
+
+
+_OPTIONS: tuple[Callable[[F], F], ...] = (
+    click.option("--train", "train_method", type=click.Choice(TRAIN_METHODS),
+                 help="Estimate a training step: full fine-tuning, LoRA or QLoRA"),
+    click.option("--optimizer", "train_optimizer", type=click.Choice(OPTIMIZERS),
+                 default="adamw", show_default=True, help="Training optimizer"),
+    click.option("--optimizer-impl", "train_optimizer_impl",
+                 type=click.Choice(("foreach", "fused", "forloop")), default="foreach",
+                 show_default=True, help="torch optimizer implementation (step temporaries)"),
+    click.option("--mixed-precision", "train_mixed_precision", type=click.Choice(MIXED_PRECISION),
+                 default="bf16", show_default=True, help="Compute dtype (no = fp32)"),
+    click.option("--master-weights/--no-master-weights", "train_master_weights", default=True,
+                 show_default=True,
+                 help="fp32 master weights under mixed precision (--no-master-weights: pure "
+                 "bf16 like torchtune)"),
+    click.option("--micro-batch", "train_micro_batch", type=int, default=1, show_default=True,
+                 help="Sequences per GPU per forward"),
+    click.option("--seq", "train_seq", type=int, default=2048, show_default=True,
+                 help="Tokens per sequence"),
+    click.option("--grad-checkpointing", "train_grad_checkpointing", is_flag=False,
+                 flag_value="full", default="none",
+                 type=click.Choice(("none", "full", "selective")),
+                 help="Activation checkpointing (bare flag = full)"),
+    click.option("--zero", "train_zero", type=click.IntRange(0, 3), default=0,
+                 help="DeepSpeed ZeRO stage"),
+    click.option("--fsdp", "train_fsdp", is_flag=False, flag_value="FULL_SHARD", default=None,
+                 type=click.Choice(FSDP_STRATEGIES, case_sensitive=False),
+                 help="PyTorch FSDP sharding strategy (bare flag = FULL_SHARD)"),
+    click.option("--gpus", "train_gpus", type=int, default=1, show_default=True,
+                 help="GPUs per node"),
+    click.option("--nodes", "train_nodes", type=int, default=1, show_default=True,
+                 help="Nodes"),
+    click.option("--sp", "train_sp", is_flag=True, help="Sequence parallelism (with --tp)"),
+    click.option("--lora-rank", "train_lora_rank", type=int, default=16, show_default=True,
+                 help="LoRA rank r"),
+    click.option("--lora-targets", "train_lora_targets",
+                 help="LoRA target modules, e.g. q_proj,v_proj or all-linear (default: PEFT's)"),
+    click.option("--offload-optimizer", "train_offload_optimizer", is_flag=True,
+                 help="Optimizer states on the CPU (ZeRO / FSDP)"),
+    click.option("--offload-params", "train_offload_params", is_flag=True,
+                 help="Parameters on the CPU (ZeRO-3 / FSDP)"),
+    click.option("--chunked-loss", "train_chunked_loss", is_flag=True,
+                 help="Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)"),
+    click.option("--fused-loss", "train_fused_loss", is_flag=True,
+                 help="Fused linear cross-entropy (Liger): no full logits"),
+    click.option("--optimizer-in-backward", "train_optimizer_in_backward", is_flag=True,
+                 help="Step each parameter during backward (torchtune optimizer_in_bwd)"),
+    click.option("--attn-implementation", "train_attn_implementation",
+                 type=click.Choice(("sdpa", "flash_attention_2", "eager")), default="sdpa",
+                 show_default=True, help="Attention kernel"),
+    click.option("--grad-accum", "train_grad_accum", type=int, default=1, show_default=True,
+                 help="Gradient accumulation steps"),
+    click.option("--fragmentation", "train_fragmentation", type=float,
+                 help="Allocator fragmentation margin as a fraction of the peak (default 0.05)"),
+)  # fmt: skip
+
+
+def training_options(fn: F) -> F:
+    """Add the training options to a click command; it receives them as ``training``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        raw = {k[len("train_") :]: kwargs.pop(k) for k in list(kwargs) if k.startswith("train_")}
+        kwargs["training"] = TrainOptions(**raw)
+        return fn(*args, **kwargs)
+
+    out: Any = wrapper
+    for opt in reversed(_OPTIONS):
+        out = opt(out)
+    return out  # type: ignore[no-any-return]
+
+
+def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None:
+    """``--train`` with an inference-only option, or a training option without ``--train``."""
+    from click.core import ParameterSource
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+    if training.method is not None:
+        bad = [n for n in INFERENCE_ONLY_OPTIONS if given(n)]
+        if bad:
+            flag = "--" + bad[0].replace("_", "-")
+            raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
+        return
+    train_given = [
+        p.name
+        for p in ctx.command.params
+        if p.name and p.name.startswith("train_") and given(p.name)
+    ]
+    if train_given:
+        flag = "--" + train_given[0][len("train_") :].replace("_", "-")
+        raise click.UsageError(f"{flag} needs --train full|lora|qlora")
+
+
+def run_training(
+    model: str,
+    training: TrainOptions,
+    *,
+    gpu: str | None,
+    vram: int | None,
+    ram: int | None,
+    tp: int | None,
+    overhead: int | None,
+    offline: bool,
+    explain: bool,
+    as_json: bool,
+) -> int:
+    """Estimate (or emit configs for) a training step; returns the exit code."""
+    from oomkit.api import load_model
+    from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+    from oomkit.cli.params import parse_gpu_list
+    from oomkit.cli.render import render_estimate
+    from oomkit.estimate.training import estimate_training
+    from oomkit.hardware.targets import hardware_for
+
+    settings = training.to_settings(tp=tp, overhead_bytes=overhead)
+    gpus = parse_gpu_list(gpu) if gpu else ()
+    hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus)
+    spec = load_model(model, offline=True if offline else None)
+    if training.emit is not None:
+        from oomkit.estimate.training_emit import emit_text
+
+        click.echo(emit_text(training.emit, spec, settings))
+        return EXIT_OK
+    est = estimate_training(spec, settings, hardware)
+    if as_json:
+        from oomkit.serialize import estimate_to_dict
+
+        print_json(estimate_to_dict(est))
+    else:
+        click.echo(render_estimate(est, explain=explain))
+        click.echo(f"Peak in: {est.runtime_details['peak_phase']}")
+    return EXIT_NEGATIVE if est.fits is False else EXIT_OK

@@ -1,0 +1,386 @@
+"""Training / fine-tuning: the per-GPU peak of one step, and the phase where it occurs.
+
+``estimate_training(spec, settings, hardware)`` models full fine-tuning, LoRA and QLoRA on one GPU,
+DDP, DeepSpeed ZeRO-1/2/3 and PyTorch FSDP (FULL_SHARD / SHARD_GRAD_OP / HYBRID_SHARD / NO_SHARD),
+with CPU offload, tensor/sequence parallelism, gradient checkpointing, 8-bit/paged optimizers and
+chunked/fused cross-entropy. Sub-models:
+
+* :mod:`oomkit.estimate.training_states` — bytes per trainable parameter (weights, master copy,
+  gradients, optimizer states), LoRA adapters and the frozen (NF4) base;
+* :mod:`oomkit.estimate.training_sharding` — where those bytes live per GPU for each engine;
+* :mod:`oomkit.estimate.training_activations` — saved activations per layer and the loss term.
+
+A step has three phases; the estimate is the largest of them:
+
+* ``forward`` (end of forward, during the loss): states + every layer's saved activations + the
+  logits and the fp32 upcast;
+* ``backward``: walked layer by layer from the loss: saved activations are freed as gradients
+  appear; with full checkpointing each layer is recomputed (its full saved set) before its
+  backward; the loss backward holds two fp32 B·S·V gradients;
+* ``step`` (``optimizer.step()``): states + all gradients + the step's temporaries.
+
+Then the per-process overhead: the CUDA context (:mod:`oomkit.estimate.overhead`), NCCL buffers
+when the job has more than one GPU (a ring communicator connects 2 peers per channel, each with
+its own ~10 MiB of protocol buffers: NVIDIA/nccl #986, #1685; 16 channels, 32 on Hopper/Blackwell
+NVLink), and the caching allocator's fragmentation margin: a fraction of the allocator peak
+(default 5%, ``TrainingSettings.fragmentation_fraction``), the usual gap between
+``max_memory_reserved`` and ``max_memory_allocated`` in training (allocations are rounded to
+512 B / 2 MiB blocks in 2 MiB or 20 MiB segments that split blocks cannot give back).
+
+``runtime_details`` reports ``peak_phase``, the three phase totals, and ``peak_allocated_bytes``
+(what ``torch.cuda.max_memory_allocated`` would show: no context, no margin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue
+from oomkit.estimate.hf_weights import model_info
+from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.training_activations import (
+    LayerActivations,
+    LossActivations,
+    layer_activations,
+    loss_activations,
+)
+from oomkit.estimate.training_sharding import (
+    Term,
+    engine_name,
+    shard_group,
+    state_terms,
+)
+from oomkit.estimate.training_states import (
+    ModelStates,
+    lora_adapter_params,
+    lora_target_roles,
+    model_states,
+    trainable_tensors,
+)
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import TrainingSettings
+from oomkit.spec.tensors import model_tensors
+from oomkit.units import MiB
+
+__all__ = ["DEFAULT_FRAGMENTATION_FRACTION", "estimate_training"]
+
+#: default allocator fragmentation margin (fraction of the allocator peak); see module docstring
+DEFAULT_FRAGMENTATION_FRACTION = 0.05
+_NCCL_BUFFER_PER_CHANNEL_PEER = 10 * MiB  # NVIDIA/nccl #1685: 10485760-byte buffers per channel
+_KORTHIKANTI = "Korthikanti et al. 2022 (arXiv 2205.05198) adapted; HF modeling_llama.py"
+_PHASE_NAMES = {"forward": "forward_end", "backward": "backward", "step": "optimizer_step"}
+
+
+def _kept(a: LayerActivations, mode: str) -> int:
+    if mode == "full":
+        return a.checkpoint_bytes
+    if mode == "selective":
+        return a.selective_bytes
+    return a.saved_bytes
+
+
+def _layer_grad_fraction(spec: ModelSpec, settings: TrainingSettings) -> tuple[list[int], int]:
+    """Trainable parameters per layer and outside the layers (embeddings, lm_head, norms)."""
+    per_layer = [0] * spec.num_hidden_layers
+    outside = 0
+    for t in trainable_tensors(spec, settings):
+        if t.layer is None or t.layer >= spec.num_hidden_layers:
+            outside += t.n_params
+        else:
+            per_layer[t.layer] += t.n_params
+    return per_layer, outside
+
+
+def _comp(
+    cat: str, label: str, n: int, formula: str, source: str, inputs: dict[str, InputValue]
+) -> Component:
+    return Component(
+        category=cat, label=label, n_bytes=n, formula=formula, inputs=inputs, source=source
+    )
+
+
+def _phase_components(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    st: ModelStates,
+    terms: Sequence[Term],
+    acts: Sequence[LayerActivations],
+    loss: LossActivations,
+) -> dict[str, list[Component]]:
+    """The live components of each phase at that phase's own peak (GPU terms only)."""
+    mode = settings.grad_checkpointing
+    kept = [_kept(a, mode) for a in acts]
+    kept_total = sum(kept)
+    inputs: dict[str, InputValue] = {
+        "micro_batch": settings.micro_batch,
+        "seq": settings.seq,
+        "grad_checkpointing": mode,
+        "layers": len(acts),
+    }
+    act_formula = {
+        "none": "sum over layers of saved tensors per token x B·S",
+        "full": "layers x B·S·h·e (layer inputs only)",
+        "selective": "sum over layers of saved tensors without the core-attention S² part",
+    }[mode]
+    saved_c = _comp(
+        "activations", "saved activations", kept_total, act_formula, _KORTHIKANTI, inputs
+    )
+    gpu = [t for t in terms if not t.on_host]
+
+    def static(phase: str) -> list[Component]:
+        return [
+            _comp(t.category, t.label, t.n_bytes, t.formula, t.source, dict(t.inputs))
+            for t in gpu
+            if phase in t.phases
+        ]
+
+    out: dict[str, list[Component]] = {}
+    loss_inputs: dict[str, InputValue] = {"vocab": spec.vocab_size, "loss": settings.loss}
+    out["forward"] = [
+        *static("forward"),
+        saved_c,
+        _comp(
+            "activations",
+            "logits + loss (forward)",
+            loss.saved_bytes + loss.forward_transient_bytes,
+            loss.formula,
+            "transformers loss_utils.ForCausalLMLoss; torch log_softmax",
+            loss_inputs,
+        ),
+    ]
+    # backward: the loss backward, then a walk over the layers from the last one
+    dyn_grad = sum(t.n_bytes for t in gpu if t.category == "gradients" and t.phases == {"step"})
+    per_layer, outside = _layer_grad_fraction(spec, settings)
+    total_train = max(1, sum(per_layer) + outside)
+    best: list[Component] = [
+        *static("backward"),
+        saved_c,
+        _comp(
+            "activations",
+            "logits + loss (backward)",
+            loss.saved_bytes + loss.backward_transient_bytes,
+            loss.formula,
+            "torch nll_loss / log_softmax backward",
+            loss_inputs,
+        ),
+    ]
+    best_total = sum(c.n_bytes for c in best)
+    done = outside
+    remaining = kept_total
+    for j in range(len(acts) - 1, -1, -1):
+        a = acts[j]
+        recompute = a.saved_bytes if mode == "full" else 0
+        if settings.optimizer_in_backward:
+            grads_now = dyn_grad * per_layer[j] // total_train + st.largest_grad_bytes
+            g_label = "gradients of the current layer (optimizer in backward)"
+        else:
+            done += per_layer[j]
+            grads_now = dyn_grad * done // total_train
+            g_label = "gradients produced so far"
+        comps = [
+            *static("backward"),
+            _comp(
+                "activations",
+                "saved activations (layers not yet back-propagated)",
+                remaining,
+                act_formula,
+                _KORTHIKANTI,
+                inputs,
+            ),
+            _comp(
+                "activations",
+                f"layer {j} backward working set",
+                recompute + a.backward_working_bytes,
+                "recomputed layer (checkpointing) + activation gradients",
+                _KORTHIKANTI,
+                inputs,
+            ),
+            _comp(
+                "gradients", g_label, grads_now, "trainable bytes x fraction done", "autograd", {}
+            ),
+        ]
+        total = sum(c.n_bytes for c in comps)
+        if total > best_total:
+            best, best_total = comps, total
+        remaining -= kept[j]
+    tied = _tied_embedding_grad_bytes(spec, settings, st)
+    if tied and not settings.optimizer_in_backward:
+        # end of backward: a tied embedding's lm_head and lookup gradients and their sum
+        end = [
+            *static("backward"),
+            _comp("gradients", "all gradients (end of backward)", dyn_grad,
+                  "trainable bytes", "autograd", {}),
+            _comp("gradients", "tied embedding: the two gradient contributions before summing",
+                  tied, "2 x V·h x gradient bytes (AccumulateGrad sums them at the end)",
+                  "autograd (tied weights)", {"vocab": spec.vocab_size}),
+        ]  # fmt: skip
+        if sum(c.n_bytes for c in end) > best_total:
+            best = end
+    out["backward"] = best
+    if settings.optimizer_in_backward:
+        # torchtune optimizer_in_bwd: each parameter steps from its post-accumulate-grad hook,
+        # so the full gradient set and a separate step phase never exist
+        out["step"] = [
+            c
+            for c, t in zip(static("step"), [t for t in gpu if "step" in t.phases], strict=True)
+            if not (t.category == "gradients" and t.phases == {"step"})
+        ]
+    else:
+        out["step"] = static("step")
+    return out
+
+
+def _tied_embedding_grad_bytes(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -> int:
+    """Transient bytes of a tied embedding's two gradient contributions (full fine-tuning)."""
+    if settings.method != "full" or spec.is_encoder or st.trainable_params == 0:
+        return 0
+    if any(t.name == "output.weight" for t in model_tensors(spec)):
+        return 0
+    g_elem = st.gradients_bytes // st.trainable_params
+    width = spec.word_embed_proj_dim or spec.hidden_size
+    return 2 * spec.vocab_size * width * g_elem // settings.tp
+
+
+def _overhead(device: DeviceTarget, settings: TrainingSettings, peak_alloc: int) -> list[Component]:
+    out: list[Component] = []
+    if settings.overhead_bytes is not None:
+        ctx, why = settings.overhead_bytes, "user override (--overhead)"
+    else:
+        ctx, why = cuda_context_bytes("training", device)
+    out.append(_comp("overhead", "CUDA context", ctx, why, "oomkit.estimate.overhead", {}))
+    if settings.world_size > 1 and device.backend == "cuda":
+        arch = (device.architecture or "").lower()
+        channels = 32 if arch in ("hopper", "blackwell") else 16
+        comms = 1 + (settings.fsdp_strategy == "HYBRID_SHARD" and settings.fsdp) + (settings.tp > 1)
+        nccl = comms * 2 * channels * _NCCL_BUFFER_PER_CHANNEL_PEER
+        out.append(
+            _comp(
+                "overhead",
+                "NCCL buffers",
+                nccl,
+                "communicators x 2 ring peers x channels x 10 MiB",
+                "NVIDIA/nccl #986 (ring: 2 connections, linear in channels), #1685",
+                {"communicators": comms, "channels": channels},
+            )
+        )
+    frac = settings.fragmentation_fraction
+    if frac is None:
+        frac = DEFAULT_FRAGMENTATION_FRACTION
+    out.append(
+        _comp(
+            "overhead",
+            "allocator fragmentation margin",
+            int(peak_alloc * frac),
+            "fraction x allocator peak (reserved - allocated)",
+            "PyTorch CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp)",
+            {"fraction": frac},
+        )
+    )
+    return out
+
+
+def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Hardware) -> Estimate:
+    """Per-GPU peak of one training step (see the module docstring).
+
+    Args:
+        spec: the model.
+        settings: the training run.
+        hardware: target GPUs; the first ``settings.gpus`` devices (cycled) get the estimate.
+
+    Returns:
+        An :class:`Estimate` whose devices are the GPUs of one node (identical by symmetry) and
+        whose ``host`` holds offloaded and paged states.
+
+    Raises:
+        InvalidSettingError: LoRA targets that do not exist in the model.
+    """
+    st = model_states(spec, settings)
+    roles = None if settings.method == "full" else lora_target_roles(spec, settings.lora_targets)
+    acts = layer_activations(spec, settings, trainable_roles=roles)
+    loss = loss_activations(spec, settings)
+    terms = state_terms(spec, settings, st)
+    phases = _phase_components(spec, settings, st, terms, acts, loss)
+    totals = {p: sum(c.n_bytes for c in comps) for p, comps in phases.items()}
+    peak_phase = max(totals, key=lambda p: totals[p])
+    peak_alloc = totals[peak_phase]
+    targets = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
+    devices = []
+    for i in range(settings.gpus):
+        target = targets[i % len(targets)]
+        comps = (*phases[peak_phase], *_overhead(target, settings, peak_alloc))
+        devices.append(
+            DeviceUsage(
+                device=f"cuda:{i}",
+                components=tuple(c for c in comps if c.n_bytes > 0),
+                capacity_bytes=target.capacity_bytes,
+                details={"peak_phase": _PHASE_NAMES[peak_phase]},
+            )
+        )
+    host_terms = [t for t in terms if t.on_host]
+    host = DeviceUsage(
+        device="cpu",
+        components=tuple(
+            _comp(
+                t.category,
+                f"{t.label} (x{settings.gpus} GPUs)",
+                t.n_bytes * settings.gpus,
+                t.formula,
+                t.source,
+                dict(t.inputs),
+            )
+            for t in host_terms
+        ),
+        capacity_bytes=hardware.host_ram_bytes,
+    )
+    details: dict[str, object] = {
+        "peak_phase": _PHASE_NAMES[peak_phase],
+        "phases": {_PHASE_NAMES[p]: v for p, v in totals.items()},
+        "peak_allocated_bytes": peak_alloc,
+        "engine": engine_name(settings),
+        "shard_group": shard_group(settings),
+        "world_size": settings.world_size,
+        "nodes": settings.nodes,
+        "trainable_params": st.trainable_params,
+    }
+    if settings.method != "full":
+        details["lora_adapted_linears"] = lora_adapter_params(spec, settings)[1]
+    assumptions = _assumptions(spec, settings, st)
+    return Estimate(
+        model=model_info(spec),
+        runtime="training",
+        settings={k: _setting(v) for k, v in asdict(settings).items()},
+        devices=tuple(devices),
+        host=host,
+        runtime_details=details,
+        assumptions=assumptions,
+    )
+
+
+def _setting(v: object) -> InputValue:
+    if isinstance(v, tuple):
+        return ",".join(str(x) for x in v)
+    if v is None or isinstance(v, int | float | str | bool):
+        return v
+    return str(v)
+
+
+def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -> tuple[str, ...]:
+    out = [
+        "steady-state step (optimizer states exist)"
+        + ("; gradients set to None between steps" if settings.zero_grad_set_to_none else ""),
+        f"attention: {settings.attn_implementation} (fused kernels keep no S x S tensor)",
+    ]
+    if st.optimizer_paged:
+        out.append(
+            "paged optimizer states live in CUDA unified memory: evicted to host under pressure "
+            "and not counted by torch.cuda.max_memory_allocated; shown under host"
+        )
+    if settings.dropout == 0:
+        out.append("no dropout (modern LLM configs): no dropout masks")
+    if any(t in ("mamba", "linear_attention") for t in spec.layer_types):
+        out.append("SSM / linear-attention layer activations approximated as 4 x d_inner")
+    if settings.tp > 1:
+        out.append("tensor parallelism splits all parameters evenly (norms are replicated)")
+    return tuple(out)

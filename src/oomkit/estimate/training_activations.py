@@ -1,0 +1,275 @@
+"""Activations a training step keeps for backward, per decoder layer and for the loss.
+
+The starting point is Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+Transformer Models" (arXiv 2205.05198, section 4): ``s·b·h·(34 + 5·a·s/h)`` bytes per layer in
+fp16 with dropout. oomkit counts the tensors autograd really saves in a modern decoder layer (HF
+``modeling_llama.py`` / torchtune ``modules/transformer.py``), per token:
+
+* RMSNorm (``hidden_states.to(torch.float32)``; ``pow`` and ``mul`` save the fp32 input: 4h), the
+  normalised input of ``self.weight * x`` (e·h) when the norm weight trains, and the norm's output
+  (e·h) when the next linear saves it (its weight or a LoRA adapter on it trains);
+* a linear layer saves its *input* only when its weight needs a gradient (full fine-tuning, or a
+  LoRA adapter on it: ``lora_A`` saves the same input); a frozen linear saves only its weight;
+* fused attention (SDPA flash/efficient backends, FlashAttention-2) saves q, k, v, the output and
+  an fp32 logsumexp per head: no ``s²`` term; k and v stay at KV heads (HF passes
+  ``enable_gqa=True`` to SDPA on torch >= 2.5; FlashAttention-2 takes GQA natively), while eager
+  attention runs ``repeat_kv`` first. Eager attention saves the fp32 softmax output and its
+  16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term;
+* SwiGLU MLP: gate output (SiLU input), SiLU output and up output (``mul`` inputs), and the
+  product when ``down_proj`` trains: 3-4 x i x e. A GELU MLP saves fc1 output (+ GELU output);
+* dropout masks (1 byte per element) only when dropout > 0 (two residual dropouts; attention-prob
+  dropout only in eager attention — fused kernels regenerate the mask from the RNG seed);
+* MoE (HF Mixtral/Qwen-MoE loop): router fp32 softmax (4·E), each token's hidden state gathered
+  per chosen expert (k·h·e) and each expert's MLP on it, the weighted expert outputs (k·h·e);
+* tensor parallelism splits the attention heads and ``i`` (Megatron column/row parallel); norms
+  and the residual stream are split too only with sequence parallelism (Korthikanti eq. 4/5).
+
+Gradient checkpointing: ``full`` (HF ``gradient_checkpointing_enable``, torchtune
+``enable_activation_checkpointing``) keeps only each layer's input (e·h per token) and recomputes
+one layer at a time in backward; ``selective`` is Megatron's: recompute only core attention (drops
+the eager ``s²`` tensors and attention dropout masks; with fused attention it saves nothing more).
+
+Loss: ``lm_head`` output B·S·V in e bytes, upcast to fp32 by the loss (HF ``ForCausalLMLoss``
+``logits.float()``), ``log_softmax`` saves its fp32 output; in backward ``nll_loss`` and
+``log_softmax`` each produce an fp32 B·S·V gradient. "chunked" (torchtune
+``CEWithChunkedOutputLoss``, 8 chunks) upcasts one chunk at a time; "fused" (Liger
+``LigerFusedLinearCrossEntropyLoss``) never materialises the logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, ModelSpec
+from oomkit.spec.settings import TrainingSettings
+from oomkit.spec.tensors import model_tensors
+
+__all__ = [
+    "CHUNKED_LOSS_CHUNKS",
+    "LayerActivations",
+    "LossActivations",
+    "autocast_stream",
+    "layer_activations",
+    "loss_activations",
+]
+
+#: torchtune ``CEWithChunkedOutputLoss(num_output_chunks=8)``
+CHUNKED_LOSS_CHUNKS = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerActivations:
+    """Bytes for one decoder layer and one micro-batch."""
+
+    layer: int
+    saved_bytes: int  # kept from forward to backward without checkpointing
+    checkpoint_bytes: int  # kept with full checkpointing (the layer input)
+    selective_bytes: int  # kept with selective (core-attention) recomputation
+    backward_working_bytes: int  # transient gradient buffers while this layer runs backward
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LossActivations:
+    """Logits and cross-entropy bytes for one micro-batch."""
+
+    saved_bytes: int  # held from the loss forward until its backward
+    forward_transient_bytes: int  # extra on top of saved during the loss forward
+    backward_transient_bytes: int  # extra on top of saved during the loss backward
+    formula: str
+
+
+def _norm(h: int, e: int, output_saved: bool, copies: int = 1) -> int:
+    return 4 * h + (copies * e * h if output_saved else 0)
+
+
+def autocast_stream(settings: TrainingSettings) -> bool:
+    """Whether the residual stream stays fp32 under ``torch.autocast`` (fp32 weights + AMP).
+
+    Single GPU / DDP with ``master_weights`` and mixed precision is HF Trainer's AMP: the
+    embeddings and norms produce fp32, and every linear casts its input to 16 bits itself
+    (autocast does not cache activation casts), so q, k and v each save their own copy of the
+    normed input. DeepSpeed and FSDP ``MixedPrecision`` run the model in 16 bits instead.
+    """
+    return (
+        settings.mixed_precision != "no"
+        and settings.master_weights
+        and settings.zero == 0
+        and not settings.fsdp
+        and settings.method == "full"
+    )
+
+
+def layer_activations(
+    spec: ModelSpec, settings: TrainingSettings, *, trainable_roles: frozenset[str] | None
+) -> tuple[LayerActivations, ...]:
+    """Saved activation bytes of every decoder layer for one micro-batch.
+
+    Args:
+        trainable_roles: GGUF role stems whose weights need gradients (LoRA targets), or None for
+            full fine-tuning (every weight trains).
+
+    Returns:
+        One entry per layer (bytes per micro-batch on one GPU, after tensor/sequence parallelism).
+    """
+    e = 4 if settings.mixed_precision == "no" else 2
+    amp = autocast_stream(settings)
+    stream_e = 4 if amp else e  # bytes per element of the residual stream
+    tokens = settings.micro_batch * settings.seq
+    t = settings.tp
+    sp_div = t if settings.sp else 1
+    h = spec.hidden_size
+    drop = settings.dropout > 0
+
+    def trains(*roles: str) -> bool:
+        return _trains(trainable_roles, roles)
+
+    eager = settings.attn_implementation == "eager"
+    fused_qkv = any(t.role.startswith("attn_qkv") for t in model_tensors(spec))
+    # HF RMSNorm's ``self.weight * hidden_states.to(input_dtype)`` saves its input (a tensor
+    # distinct from the norm's output) when the norm weight trains (full fine-tuning); torch's
+    # native layer_norm recomputes the normalised input from the saved mean and rstd instead
+    rms = spec.norm_type == "rms"
+    norm_weight_input = stream_e * h if trainable_roles is None and rms else 0
+    out: list[LayerActivations] = []
+    for i, kind in enumerate(spec.layer_types):
+        # per-token bytes: "rep" replicated across TP ranks (/sp_div), "split" divided by t
+        rep = 0
+        split = 0
+        eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
+        qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
+        rep += _norm(h, e, trains(*qkv_roles), copies=1 if fused_qkv or not amp else 3)
+        rep += norm_weight_input
+        if kind in (LAYER_MAMBA, LAYER_LINEAR):
+            rec = spec.recurrent
+            d_inner = rec.d_inner if rec is not None else 2 * h
+            # in_proj output (x, z), conv output, SSM output, gated output: ~4 d_inner + input
+            split += 4 * d_inner * e + (h * e if trains("ssm_in") else 0)
+        else:
+            a = spec.num_attention_heads
+            d, dv = spec.head_dim, spec.v_head_dim
+            kv = spec.kv_heads(i)
+            # eager runs repeat_kv before the matmuls; SDPA gets enable_gqa=True (HF
+            # integrations/sdpa_attention.py use_gqa_in_sdpa, torch >= 2.5) and FA2 takes GQA
+            kv_saved = a if settings.attn_implementation == "eager" else kv
+            split += (a * d + kv_saved * (d + dv) + a * dv) * e + a * 4  # q k v out lse
+            if trains("attn_output"):
+                split += a * dv * e  # o_proj input (transpose(1, 2).contiguous() copy)
+            if spec.mla is not None:
+                mla = spec.mla
+                rep += _norm(mla.kv_lora_rank, e, True) + (
+                    _norm(mla.q_lora_rank, e, True) if mla.q_lora_rank else 0
+                )
+            if settings.attn_implementation == "eager":
+                # HF eager_attention_forward: sliding layers are masked, still S x S
+                s = settings.seq
+                eager_sq += a * s * (4 + e) + (a * s if drop else 0)
+        if spec.intermediate_size or spec.moe is not None:
+            if not spec.parallel_attn:
+                gated_copies = 2 if (amp and spec.mlp_gated) else 1
+                rep += _norm(h, e, trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
+                rep += norm_weight_input
+            split += _mlp_per_token(spec, i, e, trainable_roles)
+        if drop:
+            rep += 2 * h  # residual dropout masks (bool)
+        per_token_saved = rep // sp_div + split // t + eager_sq // t
+        saved = tokens * per_token_saved
+        ckpt = tokens * h * stream_e // sp_div
+        selective = tokens * (rep // sp_div + split // t)
+        # backward: gradient of the widest intermediate (MLP) and of the stream, in e bytes,
+        # plus the fp32 grad of the norm input
+        widest = max(_widest(spec, i), h)
+        eager_grads = 3 * spec.num_attention_heads * settings.seq * e if eager else 0
+        working = tokens * (
+            (2 * widest * e + eager_grads) // t + (4 * h + 2 * h * stream_e) // sp_div
+        )
+        out.append(
+            LayerActivations(
+                layer=i,
+                saved_bytes=saved,
+                checkpoint_bytes=ckpt,
+                selective_bytes=selective,
+                backward_working_bytes=working,
+            )
+        )
+    return tuple(out)
+
+
+def _widest(spec: ModelSpec, i: int) -> int:
+    moe = spec.moe
+    if moe is not None and i not in moe.dense_layers:
+        return max(moe.expert_intermediate_size * moe.num_experts_per_tok, spec.hidden_size)
+    return spec.intermediate_size
+
+
+def _trains(trainable_roles: frozenset[str] | None, roles: tuple[str, ...]) -> bool:
+    """Whether any of ``roles`` has a weight that needs a gradient (None: everything trains)."""
+    return trainable_roles is None or any(r in trainable_roles for r in roles)
+
+
+def _mlp_per_token(spec: ModelSpec, i: int, e: int, trainable_roles: frozenset[str] | None) -> int:
+    """Saved bytes per token of the MLP / MoE block (see module docstring)."""
+
+    def tr(*roles: str) -> bool:
+        return _trains(trainable_roles, roles)
+
+    moe = spec.moe
+    h = spec.hidden_size
+
+    def dense(inter: int, down_roles: tuple[str, ...]) -> int:
+        if spec.mlp_gated:
+            return 3 * inter * e + (inter * e if tr(*down_roles) else 0)
+        return inter * e + (inter * e if tr(*down_roles) else 0)
+
+    if moe is None or i in moe.dense_layers:
+        return dense(spec.intermediate_size, ("ffn_down",))
+    k = moe.num_experts_per_tok
+    total = moe.num_experts * 4  # router softmax (fp32)
+    total += k * h * e  # hidden state gathered per chosen expert
+    total += k * dense(moe.expert_intermediate_size, ("ffn_down_exps",))
+    total += k * h * e  # expert output x routing weight (mul saves the expert output)
+    if moe.shared_expert_intermediate_size:
+        total += dense(moe.shared_expert_intermediate_size, ("ffn_down_shexp",))
+    return total
+
+
+def loss_activations(spec: ModelSpec, settings: TrainingSettings) -> LossActivations:
+    """Logits and cross-entropy bytes for one micro-batch (vocabulary split by TP)."""
+    e = 4 if settings.mixed_precision == "no" else 2
+    tokens = settings.micro_batch * settings.seq
+    v = -(-spec.vocab_size // settings.tp)
+    bsv = tokens * v
+    if spec.is_encoder:
+        return LossActivations(
+            saved_bytes=0, forward_transient_bytes=0, backward_transient_bytes=0, formula="none"
+        )
+    if settings.loss == "fused":
+        h = spec.hidden_size
+        # Liger FLCE: per chunk of ~B·S·h/V tokens the logits (fp32) and their gradient exist;
+        # the gradient w.r.t. the hidden states (B·S·h·e) is kept for backward
+        chunk = 2 * 4 * tokens * h
+        return LossActivations(
+            saved_bytes=tokens * h * e,
+            forward_transient_bytes=chunk,
+            backward_transient_bytes=0,
+            formula="fused linear cross-entropy: B·S·h·e kept + 8·B·S·h chunk transient",
+        )
+    up = 0 if e == 4 else 4  # the fp32 upcast is a no-op in fp32 training
+    held = {"none": 0, "compute": e, "fp32": 4}[settings.held_logits]
+    held_note = f"; + {held}·B·S·V logits held by the loop" if held else ""
+    if settings.loss == "chunked":
+        n = CHUNKED_LOSS_CHUNKS
+        fwd = e + up // n
+        return LossActivations(
+            saved_bytes=(4 + held) * bsv,
+            forward_transient_bytes=max(0, fwd - held) * bsv,
+            backward_transient_bytes=8 * bsv // n,
+            formula=f"4·B·S·V log_softmax kept; B·S·V·e logits + fp32 upcast of one chunk (1/{n}) "
+            f"in forward; the two fp32 gradients one chunk at a time in backward{held_note}",
+        )
+    return LossActivations(
+        saved_bytes=(4 + held) * bsv,
+        forward_transient_bytes=max(0, e + up - held) * bsv,
+        backward_transient_bytes=8 * bsv,
+        formula="4·B·S·V log_softmax output kept; + B·S·V·e logits + 4·B·S·V fp32 upcast in "
+        f"forward; + 8·B·S·V (nll_loss and log_softmax gradients) in backward{held_note}",
+    )

@@ -1,0 +1,99 @@
+"""``oomkit estimate MODEL --train ...``: exit codes, JSON contract, usage errors, --emit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from oomkit.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_json_fills_training_categories(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "3", "--gpus", "8",
+        "--gpu", "h100", "--micro-batch", "2", "--seq", "4096", "--grad-checkpointing", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["runtime"] == "training"
+    assert len(doc["devices"]) == 8
+    dev = doc["devices"][0]
+    for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes"):
+        assert key in dev
+    assert dev["optimizer_bytes"] > 0
+    assert doc["runtime_details"]["peak_phase"] in ("forward_end", "backward", "optimizer_step")
+    assert doc["runtime_details"]["engine"] == "deepspeed"
+    assert doc["settings"]["zero"] == 3
+    assert doc["fits"] is True
+
+
+def test_train_does_not_fit_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    # full AdamW fine-tuning of an 8B model needs > 100 GiB on one GPU
+    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--train", "full", "--gpu", "rtx-4090")
+    assert code == 3
+    assert "DOES NOT FIT" in out
+    assert "Peak in:" in out
+
+
+def test_qlora_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "qlora", "--lora-rank", "16",
+        "--lora-targets", "all-linear", "--gpu", "rtx-4090", "--grad-checkpointing=full",
+        "--chunked-loss", "--explain",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "frozen base weights" in out
+    assert "Fits." in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--train", "full", "--ctx", "4096"), "--ctx is an inference option"),
+        (("--train", "lora", "--quant", "Q4_K_M"), "--quant is an inference option"),
+        (("--zero", "2"), "--zero needs --train"),
+        (("--train", "full", "--zero", "2", "--fsdp"), "Invalid zero/fsdp combination"),
+        (("--train", "full", "--optimizer", "adam"), "Invalid value for '--optimizer'"),
+        (("--train", "lora", "--lora-targets", "qproj"), "Invalid lora target 'qproj'"),
+        (("--train", "full", "--offload-optimizer"), "Invalid offload"),
+    ],
+)
+def test_usage_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    code, out, err = run(capsys, "estimate", "llama-3.1-8b", *args)
+    assert code == 2
+    assert out == ""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines[0].startswith("Error: ")
+    assert message in lines[0]
+    assert "Traceback" not in err
+
+
+def test_emit_deepspeed_and_fsdp(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "2", "--gpus", "4",
+        "--emit", "deepspeed",
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["zero_optimization"]["stage"] == 2
+    code, out, _ = run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "full", "--fsdp", "SHARD_GRAD_OP",
+        "--gpus", "4", "--emit", "fsdp",
+    )  # fmt: skip
+    assert code == 0
+    assert yaml.safe_load(out)["fsdp_config"]["fsdp_sharding_strategy"] == "SHARD_GRAD_OP"
+    code, out, _ = run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "lora", "--gpus", "2", "--nodes", "2",
+        "--emit", "torchrun",
+    )  # fmt: skip
+    assert code == 0
+    assert out.startswith("torchrun --nnodes=2 --nproc_per_node=2")
