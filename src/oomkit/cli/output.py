@@ -58,8 +58,17 @@ def error_exit_code(exc: BaseException) -> tuple[int, str | None]:
     return EXIT_ERROR, None
 
 
+#: longest message printed; a longer one (e.g. thousands of missing shard names) is cut
+MAX_MESSAGE_CHARS = 2000
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    line = " ".join(text.split())
+    if len(line) > MAX_MESSAGE_CHARS:
+        line = (
+            line[: MAX_MESSAGE_CHARS - 40] + f" … ({len(line) - MAX_MESSAGE_CHARS + 40} more chars)"
+        )
+    return line
 
 
 def print_error(message: str) -> None:
