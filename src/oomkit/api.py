@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import get_estimator, normalize_runtime
 from oomkit.spec.hardware import Hardware
@@ -13,7 +15,7 @@ from oomkit.spec.settings import InferenceSettings
 __all__ = ["estimate", "estimate_model", "load_model"]
 
 
-def load_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
+def load_model(ref: str | os.PathLike[str], *, offline: bool | None = None) -> ModelSpec:
     """Resolve a catalog name, path (config.json, dir, .gguf, .safetensors) or Hub repo id.
 
     Raises:
@@ -22,6 +24,12 @@ def load_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     """
     from oomkit.loaders.source import resolve_model
 
+    if isinstance(ref, os.PathLike):
+        ref = os.fspath(ref)
+    if not isinstance(ref, str):
+        raise InvalidSettingError(
+            f"model reference must be a str or a path, got {type(ref).__name__}", setting="model"
+        )
     return resolve_model(ref, offline=offline)
 
 
@@ -34,7 +42,7 @@ def _ollama_tag_quant(ref: str) -> str | None:
 
 
 def estimate_model(
-    model: str | ModelSpec,
+    model: str | os.PathLike[str] | ModelSpec,
     settings: InferenceSettings | None = None,
     hardware: Hardware | None = None,
     *,
@@ -53,9 +61,16 @@ def estimate_model(
         The per-device breakdown (bytes).
     """
     settings = settings or InferenceSettings()
+    if not isinstance(settings, InferenceSettings):
+        raise InvalidSettingError(
+            f"settings must be InferenceSettings, got {type(settings).__name__}",
+            setting="settings",
+        )
     runtime = normalize_runtime(settings.runtime)
     if runtime != settings.runtime:
         settings = dataclasses.replace(settings, runtime=runtime)
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
     if isinstance(model, str):
         if settings.quant is None and runtime in ("ollama", "llama.cpp"):
             tag_quant = _ollama_tag_quant(model)
@@ -64,11 +79,30 @@ def estimate_model(
         spec = load_model(model, offline=offline)
     else:
         spec = model
+    if not isinstance(spec, ModelSpec):
+        raise InvalidSettingError(
+            f"model must be a ModelSpec or a reference string, got {type(model).__name__}",
+            setting="model",
+        )
     if hardware is None:
         from oomkit.hardware.targets import hardware_for
 
-        hardware = hardware_for()  # one GPU of unknown capacity; Hardware() means CPU only
-    return get_estimator(runtime)(spec, settings, hardware)
+        # GPUs of unknown capacity, one per rank; Hardware() means CPU only
+        hardware = hardware_for(n_devices=(settings.tp or 1) * (settings.pp or 1))
+    elif not isinstance(hardware, Hardware):
+        raise InvalidSettingError(
+            f"hardware must be Hardware, got {type(hardware).__name__}", setting="hardware"
+        )
+    from oomkit.estimate.checks import check_run, ignored_settings
+
+    settings, notes = check_run(spec, settings, hardware, runtime)
+    ignored = ignored_settings(settings, runtime)
+    if ignored:
+        notes = (*notes, f"ignored by {runtime}: {', '.join(ignored)}")
+    est = get_estimator(runtime)(spec, settings, hardware)
+    if notes:
+        est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
+    return est
 
 
 #: ``oomkit.estimate`` is the estimators' subpackage, so the top-level name is

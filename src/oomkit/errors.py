@@ -15,6 +15,7 @@
     ├── UnsupportedModelError(architecture, feature)  parsed, but cannot be modelled
     ├── UnknownNameError(kind, name, suggestions) (+LookupError)  GPU, quant, runtime, model
     ├── InvalidSettingError(setting, value) (+ValueError)  a setting out of range or inconsistent
+    ├── InvalidModelSpecError(setting, value) (+ValueError)  model facts out of range/inconsistent
     └── HardwareError
         └── NvmlUnavailableError                   no driver, pynvml missing, NVML init failed
 
@@ -32,6 +33,7 @@ __all__ = [
     "GatedRepoError",
     "GgufFormatError",
     "HardwareError",
+    "InvalidModelSpecError",
     "InvalidSettingError",
     "NvmlUnavailableError",
     "OfflineError",
@@ -147,6 +149,15 @@ class UnknownNameError(OomkitError, LookupError):
 
 class InvalidSettingError(OomkitError, ValueError):
     """A setting is out of range or inconsistent with another."""
+
+    def __init__(self, message: str, *, setting: str, value: object = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.value = value
+
+
+class InvalidModelSpecError(OomkitError, ValueError):
+    """Architecture facts out of range or inconsistent (0 layers, more KV heads than heads)."""
 
     def __init__(self, message: str, *, setting: str, value: object = None) -> None:
         super().__init__(message)

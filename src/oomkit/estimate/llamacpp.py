@@ -506,6 +506,13 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
         "swa_full": params.swa_full,
         "n_gpu_layers": params.n_gpu_layers,
         "mmap": params.mmap,
+        "n_cpu_moe": settings.n_cpu_moe or 0,
+        "split_mode": settings.split_mode or "layer",
+        "tensor_split": (
+            None
+            if settings.tensor_split is None
+            else ",".join(f"{x:g}" for x in settings.tensor_split)
+        ),
     }
 
 
