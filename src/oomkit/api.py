@@ -100,6 +100,9 @@ def estimate_model(
     if ignored:
         notes = (*notes, f"ignored by {runtime}: {', '.join(ignored)}")
     est = get_estimator(runtime)(spec, settings, hardware)
+    # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
+    # the answer; estimators that do not copy them would drop them silently
+    notes = (*(a for a in spec.assumptions if a not in est.assumptions), *notes)
     if notes:
         est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
     return est

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_EXPERTS",
     "MAX_HEADS",
     "MAX_LAYERS",
+    "MAX_OTHER",
     "MAX_TOKENS",
     "MAX_VOCAB",
     "check_bool",
@@ -29,6 +30,7 @@ __all__ = [
     "check_fraction",
     "check_int",
     "check_str",
+    "key_limit",
 ]
 
 #: transformer blocks (real: <= ~200; a 20k-layer synthetic GGUF must still load)
@@ -49,6 +51,30 @@ MAX_TOKENS = 1 << 30
 MAX_DEVICES = 1024
 #: any byte quantity (1 EiB)
 MAX_BYTES = 1 << 60
+
+
+#: any other integer field of a model file (max_position_embeddings, token ids, ...)
+MAX_OTHER = 1 << 40
+
+
+def key_limit(key: str) -> int:
+    """Largest value accepted for a config.json / GGUF integer key, chosen by its name.
+
+    Bounds every loop and allocation a loader derives from a header value; each limit is far
+    above any real model (e.g. ``num_hidden_layers`` <= 100000, ``num_experts`` <= 65536).
+    """
+    k = key.lower().rsplit(".", 1)[-1] if "." in key else key.lower()
+    if any(w in k for w in ("size", "dim", "rank", "window", "chunk", "length", "embd")):
+        if "context" in k:
+            return MAX_OTHER
+        return MAX_VOCAB if "vocab" in k else MAX_DIM
+    if any(w in k for w in ("layer", "block", "dense", "replace", "freq", "interval")):
+        return MAX_LAYERS
+    if "expert" in k or "group" in k or "topk" in k:
+        return MAX_EXPERTS
+    if "head" in k:
+        return MAX_HEADS
+    return MAX_OTHER
 
 
 def _err(field: str, value: object, want: str) -> InvalidSettingError:

@@ -370,7 +370,7 @@ def parse_rocm_smi_json(text: str) -> tuple[RawDevice, ...]:
     """
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return ()
     if not isinstance(data, dict):
         return ()

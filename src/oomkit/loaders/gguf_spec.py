@@ -30,6 +30,7 @@ from oomkit.spec.model import (
     RecurrentSpec,
     TensorInfo,
 )
+from oomkit.validate import key_limit
 
 __all__ = ["ARCHITECTURES", "SWA_PERIODS", "gguf_tensor_infos", "gguf_to_spec"]
 
@@ -122,7 +123,11 @@ class _Keys:
             or not items
             or not all(isinstance(x, int) and not isinstance(x, str) for x in items)
         ):
-            raise self.error(key, f"expected an integer or an array of integers, got {v!r}")
+            raise self.error(key, f"expected an integer or an array of integers, got {v!r}"[:300])
+        hi = key_limit(key)
+        for x in items:
+            if isinstance(x, int) and not 0 <= x <= hi:
+                raise self.error(key, f"value {x} is outside [0, {hi}]")
         return tuple(x for x in items if isinstance(x, int))
 
     def num(self, key: str, default: int | None = None) -> int | None:

@@ -70,10 +70,16 @@ def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config"
         )
     arch = _architecture(config)
     fields = Fields(config, name=name, architecture=arch)
-    adapter = ADAPTERS.get(arch)
-    if adapter is None:
-        return generic_decoder(fields, source)
-    return adapter(fields, source)
+    adapter = ADAPTERS.get(arch) or generic_decoder
+    try:
+        return adapter(fields, source)
+    except (ArithmeticError, TypeError, KeyError, IndexError, AttributeError) as e:
+        # a value combination no real config has (0 heads, a list where a number belongs...)
+        raise ConfigFormatError(
+            f"Cannot read config.json for '{name}' ({arch}): inconsistent values "
+            f"({type(e).__name__}: {e}). Pass the model's original config.json.",
+            path=name,
+        ) from e
 
 
 def load_config(path: str | os.PathLike[str]) -> ModelSpec:
@@ -104,6 +110,12 @@ def load_config(path: str | os.PathLike[str]) -> ModelSpec:
         ) from e
     try:
         data = json.loads(text)
+    except RecursionError as e:
+        raise ConfigFormatError(
+            f"Cannot parse config.json for '{file}': JSON nested too deeply. "
+            "Pass the model's original config.json.",
+            path=str(file),
+        ) from e
     except json.JSONDecodeError as e:
         raise ConfigFormatError(
             f"Cannot parse config.json for '{file}' (line {e.lineno}, column {e.colno}): "

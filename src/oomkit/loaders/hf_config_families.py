@@ -106,6 +106,7 @@ def _all(kind: str, n: int) -> tuple[str, ...]:
 
 def _pattern(n: int, every: int) -> tuple[str, ...]:
     """HF Gemma2/3, Cohere2: layer i is full when ``(i + 1) % every == 0``, else sliding."""
+    every = max(every, 1)  # 0 in a config: no full-attention period -> read as every layer full
     return tuple(LAYER_FULL if (i + 1) % every == 0 else LAYER_SLIDING for i in range(n))
 
 

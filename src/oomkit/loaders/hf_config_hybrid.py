@@ -180,7 +180,7 @@ def _qwen3_next(f: Fields, source: str) -> ModelSpec:
     kw["sliding_window"] = None
     kinds = f.layer_types("layer_types", n)
     if kinds is None:
-        every = f.integer("full_attention_interval", default=4)
+        every = f.integer("full_attention_interval", default=4) or 1
         kinds = tuple(LAYER_FULL if (i + 1) % every == 0 else LAYER_LINEAR for i in range(n))
     kw["layer_types"] = kinds
     n_k, n_v = f.integer("linear_num_key_heads"), f.integer("linear_num_value_heads")

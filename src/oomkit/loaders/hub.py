@@ -346,7 +346,7 @@ def _hf_download(ref: HubRef, filename: str, revision: str | None, *, offline: b
 def _read_json(path: Path, ref: HubRef) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         from oomkit.errors import ConfigFormatError
 
         raise ConfigFormatError(
@@ -444,7 +444,7 @@ def load_hub_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
             info = json.loads(info_raw)
             sha = str(info.get("sha") or parsed.revision or "main")
             siblings = [str(s["rfilename"]) for s in info.get("siblings", [])]
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
             raise SourceError(
                 f"Fetching model files failed for '{parsed}' (Hugging Face Hub API): unexpected "
                 f"answer ({e}). Check HF_ENDPOINT points at a Hugging Face Hub.",
