@@ -16,6 +16,7 @@
     ├── UnknownNameError(kind, name, suggestions) (+LookupError)  GPU, quant, runtime, model
     ├── InvalidSettingError(setting, value) (+ValueError)  a setting out of range or inconsistent
     ├── InvalidModelSpecError(setting, value) (+ValueError)  model facts out of range/inconsistent
+    ├── MissingDependencyError(package) (+ImportError)  an optional package is not installed
     └── HardwareError
         └── NvmlUnavailableError                   no driver, pynvml missing, NVML init failed
 
@@ -35,6 +36,7 @@ __all__ = [
     "HardwareError",
     "InvalidModelSpecError",
     "InvalidSettingError",
+    "MissingDependencyError",
     "NvmlUnavailableError",
     "OfflineError",
     "OomkitError",
@@ -163,6 +165,14 @@ class InvalidModelSpecError(OomkitError, ValueError):
         super().__init__(message)
         self.setting = setting
         self.value = value
+
+
+class MissingDependencyError(OomkitError, ImportError):
+    """An optional package a feature needs (torch, nvidia-ml-py) is not installed."""
+
+    def __init__(self, message: str, *, package: str) -> None:
+        super().__init__(message)
+        self.package = package
 
 
 class HardwareError(OomkitError):
