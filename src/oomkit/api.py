@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
@@ -31,6 +32,28 @@ def load_model(ref: str | os.PathLike[str], *, offline: bool | None = None) -> M
             f"model reference must be a str or a path, got {type(ref).__name__}", setting="model"
         )
     return resolve_model(ref, offline=offline)
+
+
+#: Ollama pulls GGUFs from the Hub as ``hf.co/{org}/{repo}:{QUANT}`` (docs/import.md)
+_HF_CO = re.compile(
+    r"^(?:https?://)?(?:hf\.co|huggingface\.co)/(?P<org>[\w.-]+)/(?P<repo>[\w.-]+?)"
+    r"(?::(?P<quant>[\w.-]+))?$",
+    re.IGNORECASE,
+)
+
+
+def _hf_co_ref(ref: str) -> tuple[str, str | None] | None:
+    """``hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M`` -> (catalog-resolvable name,
+    ``Q4_K_M``): GGUF repos are named after the model they quantize, so the catalog is asked
+    for the repo name without its ``-GGUF`` suffix (then for ``org/repo``)."""
+    m = _HF_CO.match(ref.strip())
+    if m is None:
+        return None
+    quant = m.group("quant")
+    if quant is not None and quant.lower() == "latest":
+        quant = None
+    base = re.sub(r"[-_.]gguf$", "", m.group("repo"), flags=re.IGNORECASE)
+    return base, quant.upper() if quant else None
 
 
 def _ollama_tag_quant(ref: str) -> str | None:
@@ -71,6 +94,10 @@ def estimate_model(
         settings = dataclasses.replace(settings, runtime=runtime)
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
+    if isinstance(model, str) and (hf := _hf_co_ref(model)) is not None:
+        model, tag_quant_hf = hf
+        if settings.quant is None and tag_quant_hf is not None:
+            settings = dataclasses.replace(settings, quant=tag_quant_hf)
     if isinstance(model, str):
         if settings.quant is None and runtime in ("ollama", "llama.cpp"):
             tag_quant = _ollama_tag_quant(model)

@@ -154,7 +154,7 @@ def weight_tensors(
 def _predicted_weights(
     spec: ModelSpec, quant: str | None
 ) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
-    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+    from oomkit.quant.llamacpp_ftypes import UNSLOTH_DYNAMIC, llamacpp_ftype
     from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
     from oomkit.spec.tensors import model_tensors
 
@@ -170,7 +170,16 @@ def _predicted_weights(
     elif ftype is None:
         ftype = "Q4_K_M"
         notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
-    ftype = llamacpp_ftype(ftype).name  # the one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
+    canonical = llamacpp_ftype(ftype).name  # one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
+    ud = ftype.strip().upper()
+    if not ud.startswith("UD-") and ud.endswith("_K_XL"):
+        ud = "UD-" + ud
+    if ud in UNSLOTH_DYNAMIC:
+        notes.append(
+            f"{ud} (Unsloth Dynamic) modelled as llama-quantize {canonical}: Unsloth upcasts "
+            "some tensors per model, so the real file is usually a few % larger or smaller"
+        )
+    ftype = canonical
     tensors = model_tensors(spec)
     n_expert = spec.moe.num_experts if spec.moe else 0
     attn = spec.attention_layers()

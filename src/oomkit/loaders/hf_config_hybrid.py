@@ -374,6 +374,9 @@ def llama4_vision_params(f: Fields, text_hidden: int) -> int:
 
 ADAPTERS: dict[str, Callable[[Fields, str], ModelSpec]] = {
     "MambaForCausalLM": _mamba,
+    # FalconMamba (HF modeling_falcon_mamba.py): the Mamba-1 mixer plus parameter-free RMS norms
+    # on B, C and dt (mixer_rms_eps); llama.cpp converts it to arch "mamba" (ssm_dt_b_c_rms)
+    "FalconMambaForCausalLM": _mamba,
     "Mamba2ForCausalLM": _mamba2,
     "GraniteMoeHybridForCausalLM": _granite_hybrid,
     "Qwen3NextForCausalLM": _qwen3_next,
