@@ -9,7 +9,6 @@ counts for safetensors checkpoints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 from oomkit.errors import InvalidModelSpecError
 from oomkit.validate import MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB
@@ -80,11 +79,15 @@ class TensorInfo:
                 setting="shape",
                 value=self.shape,
             )
-        for d in self.shape:
-            _check(self.name, "tensor dimension", d, 0, _MAX_COUNT)
-        n = prod(self.shape) if self.shape else 1
-        _check(self.name, "tensor elements", n, 0, _MAX_PARAMS)
-        _check(self.name, "n_bytes", self.n_bytes, 0, _MAX_PARAMS * 4, optional=True)
+        n = 1
+        for d in self.shape:  # hot: ~10 tensors per layer; the slow path only on bad input
+            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= _MAX_COUNT:
+                _check(self.name, "tensor dimension", d, 0, _MAX_COUNT)
+            n *= d
+        if n > _MAX_PARAMS:
+            _check(self.name, "tensor elements", n, 0, _MAX_PARAMS)
+        if self.n_bytes is not None:
+            _check(self.name, "n_bytes", self.n_bytes, 0, _MAX_PARAMS * 4)
         object.__setattr__(self, "n_params", n)
 
 
