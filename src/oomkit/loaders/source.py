@@ -205,16 +205,16 @@ def load_local_model(path: Path) -> ModelSpec:
     if name.endswith(".gguf"):
         return gguf_to_spec(_load_gguf_split(path))
     if name.endswith(".safetensors") or name.endswith(".safetensors.index.json"):
-        load_safetensors_tensors(path)  # a malformed header fails first, with its own message
         config = path.parent / "config.json"
         if not config.is_file():
+            load_safetensors_tensors(path)  # a malformed header fails first, with its message
             raise _missing(
                 path,
                 "no config.json beside it (safetensors headers hold tensor shapes, not the "
                 "architecture)",
                 f"Put the model's config.json in {path.parent} or pass the config.json",
             )
-        return _with_tensors(load_config(config), (path,))
+        return _with_tensors(load_config(config), (path,))  # the header is parsed once
     if name.endswith(".json"):
         return load_config(path)
     if not path.suffix:
