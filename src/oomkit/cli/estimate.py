@@ -45,7 +45,7 @@ __all__ = ["estimate_command"]
     help="Memory per GPU with a unit: 24GiB = 24x2^30, 24GB = 24x10^9, 24G = 24GiB "
     "(binary, as llama.cpp/Ollama)",
 )
-@click.option("--ram", type=SIZE, help="Host RAM with a unit")
+@click.option("--ram", type=SIZE, help="Host RAM with a unit (as --vram: GiB/G binary, GB decimal)")
 @click.option("--tp", type=int, help="Tensor-parallel size (vLLM/SGLang)")
 @click.option("--gpu-memory-utilization", type=float, help="vLLM fraction of each GPU")
 @click.option("--max-num-seqs", type=int, help="vLLM/SGLang max concurrent sequences")
