@@ -49,6 +49,8 @@ CLI_REFUSED: list[tuple[list[str], tuple[str, ...]]] = [
     (["--runtime", "vllm", "--tp", "4", "--gpu", "rtx-4090"], ("needs 4 GPUs", "has 1")),
     (["--runtime", "sglang", "--tp", "3"], ("attention heads",)),
     (["--runtime", "vllm", "--gpu", "m2-max"], ("Apple",)),
+    (["--runtime", "vllm", "--gpu", "cpu"], ("CPU-only",)),
+    (["--runtime", "sglang", "--gpu", "cpu"], ("CPU-only",)),
     (["--runtime", "vllm", "--ctx", "1M"], ("max_position_embeddings", "131072")),
     (["--runtime", "vllm", "--gpu-memory-utilization", "nan"], ("--gpu-memory-utilization",)),
     (["--runtime", "vllm", "--gpu-memory-utilization", "1.5"], ("(0, 1]",)),

@@ -146,7 +146,7 @@ def estimate_command(
         )
     canonical = normalize_runtime(runtime)
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
-    if cpu_only and canonical in ("llama.cpp", "ollama") and n_gpu_layers is None:
+    if cpu_only and canonical == "llama.cpp" and n_gpu_layers is None:
         n_gpu_layers = 0
     settings = InferenceSettings(
         runtime=runtime,

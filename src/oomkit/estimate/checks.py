@@ -219,6 +219,13 @@ def check_run(
             value=runtime,
         )
     n_gpus = sum(1 for d in hardware.devices if d.backend != "cpu")
+    if n_gpus == 0:
+        raise InvalidSettingError(
+            f"{name} on a CPU-only target is not modelled (its CPU backend sizes memory "
+            "differently); name a GPU, or use --runtime llama.cpp, ollama or transformers",
+            setting="runtime",
+            value=runtime,
+        )
     tp, pp = settings.tp, settings.pp or 1
     if tp is None and n_gpus > 1 and pp == 1:
         # `vllm serve` defaults to --tensor-parallel-size 1 (one GPU); naming several GPUs
