@@ -314,8 +314,12 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
             "{arch}.vocab_size", "no token_embd.weight tensor, vocab_size key or tokenizer"
         )
 
+    # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
+    # strings instead of every tensor name (~10 per layer), once per feature it asks about
+    tails = {m.group(2) if (m := _BLK_RE.match(n)) else n for n in names}
+
     def has(suffix: str) -> bool:
-        return any(n.endswith(suffix) for n in names)
+        return any(t.endswith(suffix) for t in tails)
 
     arch_name, model_type = ARCHITECTURES.get(arch, (arch, arch))
     name = g.metadata.get("general.name")

@@ -81,13 +81,16 @@ class TensorInfo:
             )
         n = 1
         for d in self.shape:  # hot: ~10 tensors per layer; the slow path only on bad input
-            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= _MAX_COUNT:
+            if type(d) is not int and (isinstance(d, bool) or not isinstance(d, int)):
+                _check(self.name, "tensor dimension", d, 0, _MAX_COUNT)
+            if not 0 <= d <= _MAX_COUNT:
                 _check(self.name, "tensor dimension", d, 0, _MAX_COUNT)
             n *= d
         if n > _MAX_PARAMS:
             _check(self.name, "tensor elements", n, 0, _MAX_PARAMS)
-        if self.n_bytes is not None:
-            _check(self.name, "n_bytes", self.n_bytes, 0, _MAX_PARAMS * 4)
+        nb = self.n_bytes
+        if nb is not None and (type(nb) is not int or not 0 <= nb <= _MAX_PARAMS * 4):
+            _check(self.name, "n_bytes", nb, 0, _MAX_PARAMS * 4)
         object.__setattr__(self, "n_params", n)
 
 
