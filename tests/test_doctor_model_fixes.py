@@ -274,6 +274,8 @@ def test_ollama_fixes_in_ollama_terms() -> None:
 
 
 def _slack(settings: InferenceSettings, hw: Hardware) -> int:
+    # one device per TP rank: oomkit refuses --tp N on fewer GPUs (issue 10)
+    hw = Hardware(devices=hw.devices * (settings.tp or 1), host_ram_bytes=hw.host_ram_bytes)
     est = estimate(load_model("llama-3.1-8b"), settings, hw)
     rd: dict[str, int] = dict(est.runtime_details)  # type: ignore[arg-type]
     need = rd["kv_bytes_per_token_per_rank"] * ceil_div(rd["max_model_len"], 16) * 16

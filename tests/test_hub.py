@@ -13,6 +13,7 @@ import pytest
 from oomkit.errors import (
     GatedRepoError,
     OfflineError,
+    OomkitError,
     SafetensorsFormatError,
     SourceError,
     SourceNotFoundError,
@@ -371,3 +372,18 @@ def test_errors_are_source_errors() -> None:
     # Every hub failure is catchable as SourceError (the CLI maps it to exit code 1).
     assert issubclass(GatedRepoError, SourceError)
     assert issubclass(OfflineError, SourceError)
+
+
+def test_deeply_nested_hub_answers(hub: object) -> None:
+    # issue 10: a hostile endpoint's nesting is a one-line error, not a RecursionError
+    deep = b"[" * 100_000 + b"]" * 100_000
+    hub.repos["org/deep-api"] = fake_hub.FakeRepo(  # type: ignore[attr-defined]
+        files={}, sha=SHA, branches={"main": SHA}, api_body=deep
+    )
+    with pytest.raises(SourceError, match="unexpected answer"):
+        load_hub_model("org/deep-api")
+    hub.repos["org/deep-config"] = fake_hub.FakeRepo(  # type: ignore[attr-defined]
+        files={"config.json": b'{"a": ' + deep + b"}"}, sha=SHA, branches={"main": SHA}
+    )
+    with pytest.raises(OomkitError):
+        load_hub_model("org/deep-config")

@@ -29,19 +29,9 @@ MODELS = all_models()
 BY_KEY = {m.key: m for m in MODELS}
 
 #: Entries the config.json loader cannot model yet (strict xfail: must pass once it can).
-PARSER_GAPS = {
-    # FalconMambaForCausalLM is a plain Mamba-1 stack; the loader knows model_type "mamba" only.
-    "falcon-mamba-7b": "loader has no falcon_mamba family (reads it as a transformer)",
-}
+PARSER_GAPS: dict[str, str] = {}  # falcon-mamba-7b parses since issue 10 (FalconMamba = Mamba-1)
 #: Entries that parse but whose derived count is off because of the loader (strict xfail).
-COUNT_GAPS = {
-    # PhiForCausalLM: LayerNorm with bias, ungated fc1/fc2 MLP with biases, biased q/k/v/dense and
-    # lm_head; the loader reads it as a Llama (gated, RMSNorm, no biases): 3.62B instead of 2.78B.
-    "phi-2": "loader reads PhiForCausalLM as a gated Llama",
-    # PhiMoEForCausalLM: 16 experts x (w1, w2, w3); the loader ignores num_local_experts for phimoe
-    # and counts one dense MLP: 4.12B instead of 41.87B.
-    "phi-3.5-moe": "loader has no PhiMoE family (experts not counted)",
-}
+COUNT_GAPS: dict[str, str] = {}  # phi-2 (PhiForCausalLM) and phi-3.5-moe (PhiMoE) fixed in issue 10
 KNOWN_QUANTS = {"Q4_0", "Q4_K_M", "Q8_0", "F16", "MXFP4"}
 
 

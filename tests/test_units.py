@@ -43,6 +43,8 @@ def test_constants_are_distinct_powers() -> None:
         ("100B", 100),
         (".25 KiB", 256),
         ("7kb", 7000),
+        ("24G", 24 * GiB),  # single letter = binary, as llama.cpp/Ollama (issue 10)
+        ("512M", 512 * MiB),
     ],
 )
 def test_parse_size(text: str, expected: int) -> None:
@@ -53,7 +55,8 @@ def test_parse_size(text: str, expected: int) -> None:
     ("text", "needle"),
     [
         ("24", "has no unit: write 24GiB (binary) or 24GB (decimal)"),  # bare number is ambiguous
-        ("24G", "unknown unit 'G'"),  # G alone is ambiguous too
+        ("24X", "unknown unit 'X'"),
+        ("1" * 40 + "GiB", "out of range"),
         ("banana", "cannot read size"),
         ("", "cannot read size"),
         ("-3GiB", "cannot read size"),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import get_estimator, normalize_runtime
 from oomkit.spec.hardware import Hardware
@@ -13,7 +16,7 @@ from oomkit.spec.settings import InferenceSettings
 __all__ = ["estimate", "estimate_model", "load_model"]
 
 
-def load_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
+def load_model(ref: str | os.PathLike[str], *, offline: bool | None = None) -> ModelSpec:
     """Resolve a catalog name, path (config.json, dir, .gguf, .safetensors) or Hub repo id.
 
     Raises:
@@ -22,7 +25,35 @@ def load_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     """
     from oomkit.loaders.source import resolve_model
 
+    if isinstance(ref, os.PathLike):
+        ref = os.fspath(ref)
+    if not isinstance(ref, str):
+        raise InvalidSettingError(
+            f"model reference must be a str or a path, got {type(ref).__name__}", setting="model"
+        )
     return resolve_model(ref, offline=offline)
+
+
+#: Ollama pulls GGUFs from the Hub as ``hf.co/{org}/{repo}:{QUANT}`` (docs/import.md)
+_HF_CO = re.compile(
+    r"^(?:https?://)?(?:hf\.co|huggingface\.co)/(?P<org>[\w.-]+)/(?P<repo>[\w.-]+?)"
+    r"(?::(?P<quant>[\w.-]+))?$",
+    re.IGNORECASE,
+)
+
+
+def _hf_co_ref(ref: str) -> tuple[str, str | None] | None:
+    """``hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M`` -> (catalog-resolvable name,
+    ``Q4_K_M``): GGUF repos are named after the model they quantize, so the catalog is asked
+    for the repo name without its ``-GGUF`` suffix (then for ``org/repo``)."""
+    m = _HF_CO.match(ref.strip())
+    if m is None:
+        return None
+    quant = m.group("quant")
+    if quant is not None and quant.lower() == "latest":
+        quant = None
+    base = re.sub(r"[-_.]gguf$", "", m.group("repo"), flags=re.IGNORECASE)
+    return base, quant.upper() if quant else None
 
 
 def _ollama_tag_quant(ref: str) -> str | None:
@@ -34,7 +65,7 @@ def _ollama_tag_quant(ref: str) -> str | None:
 
 
 def estimate_model(
-    model: str | ModelSpec,
+    model: str | os.PathLike[str] | ModelSpec,
     settings: InferenceSettings | None = None,
     hardware: Hardware | None = None,
     *,
@@ -53,9 +84,20 @@ def estimate_model(
         The per-device breakdown (bytes).
     """
     settings = settings or InferenceSettings()
+    if not isinstance(settings, InferenceSettings):
+        raise InvalidSettingError(
+            f"settings must be InferenceSettings, got {type(settings).__name__}",
+            setting="settings",
+        )
     runtime = normalize_runtime(settings.runtime)
     if runtime != settings.runtime:
         settings = dataclasses.replace(settings, runtime=runtime)
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    if isinstance(model, str) and (hf := _hf_co_ref(model)) is not None:
+        model, tag_quant_hf = hf
+        if settings.quant is None and tag_quant_hf is not None:
+            settings = dataclasses.replace(settings, quant=tag_quant_hf)
     if isinstance(model, str):
         if settings.quant is None and runtime in ("ollama", "llama.cpp"):
             tag_quant = _ollama_tag_quant(model)
@@ -64,11 +106,32 @@ def estimate_model(
         spec = load_model(model, offline=offline)
     else:
         spec = model
+    if not isinstance(spec, ModelSpec):
+        raise InvalidSettingError(
+            f"model must be a ModelSpec or a reference string, got {type(model).__name__}",
+            setting="model",
+        )
     if hardware is None:
         from oomkit.hardware.targets import hardware_for
 
-        hardware = hardware_for()  # one GPU of unknown capacity; Hardware() means CPU only
+        # GPUs of unknown capacity, one per rank; Hardware() means CPU only
+        hardware = hardware_for(n_devices=(settings.tp or 1) * (settings.pp or 1))
+    elif not isinstance(hardware, Hardware):
+        raise InvalidSettingError(
+            f"hardware must be Hardware, got {type(hardware).__name__}", setting="hardware"
+        )
+    from oomkit.estimate.checks import check_run, ignored_settings
+
+    settings, notes = check_run(spec, settings, hardware, runtime)
+    ignored = ignored_settings(settings, runtime)
+    if ignored:
+        notes = (*notes, f"ignored by {runtime}: {', '.join(ignored)}")
     est = get_estimator(runtime)(spec, settings, hardware)
+    # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
+    # the answer; estimators that do not copy them would drop them silently
+    notes = (*(a for a in spec.assumptions if a not in est.assumptions), *notes)
+    if notes:
+        est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
     return _with_generation(est, runtime, settings.runtime_version)
 
 

@@ -16,6 +16,8 @@
     ├── UnknownNameError(kind, name, suggestions) (+LookupError)  GPU, quant, runtime, model
     ├── InvalidSettingError(setting, value) (+ValueError)  a setting out of range or inconsistent
     ├── ProbeUnavailableError                      torch/transformers missing for ``oomkit probe``
+    ├── InvalidModelSpecError(setting, value) (+ValueError)  model facts out of range/inconsistent
+    ├── MissingDependencyError(package) (+ImportError)  an optional package is not installed
     └── HardwareError
         └── NvmlUnavailableError                   no driver, pynvml missing, NVML init failed
 
@@ -32,7 +34,9 @@ __all__ = [
     "GatedRepoError",
     "GgufFormatError",
     "HardwareError",
+    "InvalidModelSpecError",
     "InvalidSettingError",
+    "MissingDependencyError",
     "NvmlUnavailableError",
     "OfflineError",
     "OomkitError",
@@ -159,6 +163,23 @@ class InvalidSettingError(OomkitError, ValueError):
 
 class ProbeUnavailableError(OomkitError):
     """The FakeTensor probe cannot run: torch or transformers missing, or the model unbuildable."""
+
+
+class InvalidModelSpecError(OomkitError, ValueError):
+    """Architecture facts out of range or inconsistent (0 layers, more KV heads than heads)."""
+
+    def __init__(self, message: str, *, setting: str, value: object = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.value = value
+
+
+class MissingDependencyError(OomkitError, ImportError):
+    """An optional package a feature needs (torch, nvidia-ml-py) is not installed."""
+
+    def __init__(self, message: str, *, package: str) -> None:
+        super().__init__(message)
+        self.package = package
 
 
 class HardwareError(OomkitError):

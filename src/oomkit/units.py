@@ -2,7 +2,9 @@
 
 Inside oomkit every memory quantity is an ``int`` number of bytes. Binary (IEC) and
 decimal (SI) units are kept distinct: ``"80GB" == 80 * GB`` and ``"80GiB" == 80 * GiB``.
-A bare number is rejected because it is ambiguous.
+A single-letter suffix (``24G``, ``512M``) is binary, as in llama.cpp's and Ollama's memory
+flags and logs (``--cache-ram``/``OLLAMA_GPU_OVERHEAD`` docs, ``ggml`` "MiB" reports) and as a
+"24G" card holds 24 GiB. A bare number is rejected because it is ambiguous.
 
 >>> parse_size("24GiB") == 24 * GiB
 True
@@ -55,6 +57,11 @@ _UNITS: dict[str, int] = {
     "mb": MB,
     "gb": GB,
     "tb": TB,
+    # single-letter suffixes: binary (llama.cpp / Ollama / GPU spec sheets: "24G" = 24 GiB)
+    "k": KiB,
+    "m": MiB,
+    "g": GiB,
+    "t": TiB,
 }
 
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*$")
@@ -76,8 +83,8 @@ def parse_size(text: str) -> int:
     """Parse a size with a required unit into bytes.
 
     Args:
-        text: e.g. ``"24GiB"``, ``"80 GB"``, ``"512MiB"``, ``"1.5TB"``. Units are case-insensitive;
-            ``G``/``M`` alone are rejected as ambiguous.
+        text: e.g. ``"24GiB"``, ``"80 GB"``, ``"512MiB"``, ``"1.5TB"``, ``"24G"`` (= 24 GiB).
+            Units are case-insensitive; GB/MB are decimal, GiB/MiB and G/M are binary.
 
     Returns:
         The size in bytes (int, rounded down to a whole byte).
@@ -96,10 +103,12 @@ def parse_size(text: str) -> int:
     number, unit = m.group(1), m.group(2).lower()
     if unit not in _UNITS:
         raise ValueError(
-            f"size '{text}' has an unknown unit '{m.group(2)}': use B, KiB, MiB, GiB, TiB, "
-            "KB, MB, GB or TB"
+            f"size '{text}' has an unknown unit '{m.group(2)}': use B, KiB, MiB, GiB, TiB "
+            "(binary; also K, M, G, T), or KB, MB, GB, TB (decimal)"
         )
     whole, _, frac = number.partition(".")
+    if len(whole) > 15 or len(frac) > 15:
+        raise ValueError(f"size '{text}' is out of range (at most 15 digits each side of '.')")
     scale = _UNITS[unit]
     value = int(whole or "0") * scale
     if frac:

@@ -124,6 +124,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:  # pragma: no cover
         return 130
+    except Exception as e:  # last resort: never a traceback (issue 10)
+        if debug_enabled():
+            raise
+        print_error(
+            f"internal error: {type(e).__name__}: {e} — please report it "
+            "(run with OOMKIT_DEBUG=1 for the traceback)"
+        )
+        return EXIT_ERROR
     return int(rv) if isinstance(rv, int) else 0
 
 

@@ -7,9 +7,10 @@ computed by the estimators (:mod:`oomkit.diagnose.model_fixes`).
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 import click
 
@@ -35,6 +36,39 @@ class _ReadError(Exception):
     pass
 
 
+#: the doctor keeps at most this much of its input: the first _HEAD_BYTES (start-up lines: model,
+#: settings, versions) and the last rest (the OOM and what led to it); the middle is skipped
+MAX_LOG_BYTES = 32 << 20
+_HEAD_BYTES = 4 << 20
+_CHUNK = 1 << 20
+
+
+def _read_capped(fh: BinaryIO) -> str:
+    """Stream ``fh``: keep its head and tail within :data:`MAX_LOG_BYTES`, note what was skipped."""
+    head = fh.read(_HEAD_BYTES)
+    tail: collections.deque[bytes] = collections.deque()
+    kept = skipped = 0
+    limit = MAX_LOG_BYTES - _HEAD_BYTES
+    while chunk := fh.read(_CHUNK):
+        tail.append(chunk)
+        kept += len(chunk)
+        while kept > limit and len(tail) > 1:
+            skipped += len(tail[0])
+            kept -= len(tail.popleft())
+    data = head + b"".join(tail)
+    if skipped:
+        print_warning(
+            f"the log is over {MAX_LOG_BYTES >> 20} MiB: read its first {_HEAD_BYTES >> 20} MiB "
+            f"and last {kept >> 20} MiB, skipped {skipped:,} bytes in between"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
+def _read_capped_text(stream: TextIO) -> str:
+    text = stream.read(MAX_LOG_BYTES)
+    return text if isinstance(text, str) else str(text)
+
+
 def read_log(arg: str | None) -> str:
     """The text to diagnose: a file path, ``-``/nothing for stdin, or a pasted message.
 
@@ -47,12 +81,24 @@ def read_log(arg: str | None) -> str:
             "quotes (oomkit doctor 'CUDA out of memory. Tried to allocate ...')."
         )
     if arg is None or arg == "-":
-        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
-        return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+        stream = sys.stdin
+        if stream is None or stream.closed:
+            raise _ReadError(
+                "Reading the log failed for stdin (doctor -): stdin is closed. Pass a log "
+                "file, or pipe the log in: `cat LOG | oomkit doctor -`."
+            )
+        try:
+            if hasattr(stream, "buffer"):
+                return _read_capped(stream.buffer)
+            return _read_capped_text(stream)
+        except (OSError, ValueError) as e:
+            raise _ReadError(
+                f"Reading the log failed for stdin (doctor -): {e}. Pass a log file instead."
+            ) from e
     if os.path.isfile(arg):
         try:
             with open(arg, "rb") as fh:
-                return fh.read().decode("utf-8", errors="replace")
+                return _read_capped(fh)
         except OSError as e:
             raise _ReadError(
                 f"Reading the log failed for '{arg}' ({e.strerror or e}): the file is not "

@@ -55,7 +55,7 @@ __all__ = ["estimate_command"]
 @click.option("--kv-unified/--no-kv-unified", default=None, help="llama.cpp unified KV buffer")
 @click.option("--swa-full/--no-swa-full", default=None, help="llama.cpp full-size SWA cache")
 @click.option("--flash-attn/--no-flash-attn", "-fa", default=None, help="Flash attention")
-@click.option("--n-gpu-layers", "-ngl", type=int, help="Layers on the GPU (default: all)")
+@click.option("--n-gpu-layers", "-ngl", type=int, help="Layers on the GPU (default: all; -1 = all)")
 @click.option("--n-cpu-moe", type=int, help="Keep the experts of the first N layers on the CPU")
 @click.option(
     "--gpu",
@@ -64,8 +64,13 @@ __all__ = ["estimate_command"]
     help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, 4090x2, a,b; or 'auto' (this "
     "machine's GPUs, planned with their free memory now)",
 )
-@click.option("--vram", type=SIZE, help="Memory per GPU with a unit (24GiB or 24GB)")
-@click.option("--ram", type=SIZE, help="Host RAM with a unit")
+@click.option(
+    "--vram",
+    type=SIZE,
+    help="Memory per GPU with a unit: 24GiB = 24x2^30, 24GB = 24x10^9, 24G = 24GiB "
+    "(binary, as llama.cpp/Ollama)",
+)
+@click.option("--ram", type=SIZE, help="Host RAM with a unit (as --vram: GiB/G binary, GB decimal)")
 @click.option("--tp", type=int, help="Tensor-parallel size (vLLM/SGLang)")
 @click.option("--gpu-memory-utilization", type=float, help="vLLM fraction of each GPU")
 @click.option("--max-num-seqs", type=int, help="vLLM/SGLang max concurrent sequences")
@@ -88,6 +93,26 @@ __all__ = ["estimate_command"]
     type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
     help="Operating system (windows reserves memory for WDDM)",
 )
+@click.option("--tensor-split", "-ts", help="llama.cpp: fraction of layers per GPU, e.g. 3,1")
+@click.option(
+    "--split-mode",
+    "-sm",
+    type=click.Choice(["layer", "row", "none"]),
+    help="llama.cpp multi-GPU split mode",
+)
+@click.option("--mmap/--no-mmap", default=None, help="llama.cpp: memory-map the model file")
+@click.option(
+    "--override-tensor",
+    "-ot",
+    multiple=True,
+    help="llama.cpp PATTERN=BUFFER, e.g. exps=CPU (expert tensors on the CPU)",
+)
+@click.option("--pp", type=int, help="Pipeline-parallel size (vLLM/SGLang; GPUs = tp x pp)")
+@click.option("--mem-fraction-static", type=float, help="SGLang fraction of each GPU, (0, 1]")
+@click.option(
+    "--cpu-offload-gb", type=float, help="vLLM weights offloaded per GPU, in GiB (as vLLM)"
+)
+@click.option("--block-size", type=int, help="vLLM KV block size in tokens (1..256)")
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option(
@@ -129,6 +154,14 @@ def estimate_command(
     runtime_version: str | None,
     display: bool | None,
     os_name: str | None,
+    tensor_split: str | None,
+    split_mode: str | None,
+    mmap: bool | None,
+    override_tensor: tuple[str, ...],
+    pp: int | None,
+    mem_fraction_static: float | None,
+    cpu_offload_gb: float | None,
+    block_size: int | None,
     offline: bool,
     explain: bool,
     emit: str | None,
@@ -141,7 +174,14 @@ def estimate_command(
     within the band real runs sit from oomkit's numbers), 3 when it does not fit.
     """
     from oomkit.api import estimate
+    from oomkit.cli.estimate_args import (
+        check_count_options,
+        parse_cpu_offload_gb,
+        parse_tensor_split,
+        warn_ignored,
+    )
     from oomkit.cli.gpu_choice import choose_hardware
+    from oomkit.estimate.registry import normalize_runtime
 
     reject_inference_options(click.get_current_context(), training)
     if training.method is not None and emit is not None:
@@ -158,24 +198,27 @@ def estimate_command(
     want_max = ctx == CTX_MAX
     if want_max:
         ctx = None
-    for name, value in (
-        ("--ctx", ctx),
-        ("--parallel", parallel),
-        ("--ubatch", ubatch),
-        ("--batch-size", batch_size),
-        ("--tp", tp),
-    ):
-        if value is not None and value < 1:
-            raise InvalidSettingError(f"{name} must be at least 1, got {value}", setting=name)
+    check_count_options(
+        ctx=ctx,
+        parallel=parallel,
+        ubatch=ubatch,
+        batch_size=batch_size,
+        tp=tp,
+        pp=pp,
+        n_gpu_layers=n_gpu_layers,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        n_cpu_moe=n_cpu_moe,
+        block_size=block_size,
+    )
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise InvalidSettingError(
             f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}",
             setting="--gpu-memory-utilization",
         )
+    canonical = normalize_runtime(runtime)
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
-    choice = choose_hardware(gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=tp or 1)
-    hardware = choice.hardware
-    if cpu_only:
+    if cpu_only and canonical == "llama.cpp" and n_gpu_layers is None:
         n_gpu_layers = 0
     settings = InferenceSettings(
         runtime=runtime,
@@ -198,7 +241,20 @@ def estimate_command(
         enforce_eager=enforce_eager,
         overhead_bytes=overhead,
         runtime_version=runtime_version,
+        tensor_split=parse_tensor_split(tensor_split),
+        split_mode=split_mode,
+        mmap=mmap,
+        override_tensor=override_tensor or None,
+        pp=pp,
+        mem_fraction_static=mem_fraction_static,
+        cpu_offload_bytes=parse_cpu_offload_gb(cpu_offload_gb),
+        block_size=block_size,
     )
+    warn_ignored(settings, canonical)
+    choice = choose_hardware(
+        gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
+    )
+    hardware = choice.hardware
     from oomkit.estimate.verdict import Platform, verdict
     from oomkit.planner.search import device_segment
 

@@ -169,13 +169,30 @@ def live_snapshot() -> tuple[GpuBackend, tuple[GpuStatus, ...]]:
     return backend, detect_gpus(backend, procs=_SOURCE.procs)
 
 
+#: longest --watch interval (one day); inf/nan would sleep forever or fail inside time.sleep
+_MAX_WATCH_S = 86_400.0
+
+
+def _check_watch(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    import math
+
+    if value is not None and (not math.isfinite(value) or not 0 <= value <= _MAX_WATCH_S):
+        raise click.BadParameter(
+            f"must be a number of seconds in [0, {_MAX_WATCH_S:g}], got {value}",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
 @click.command("gpus")
 @click.argument("query", required=False)
 @click.option("--catalog", is_flag=True, help="List the GPU catalog (QUERY filters it).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
 @click.option(
     "--watch",
-    type=click.FloatRange(min=0),
+    type=float,
+    callback=_check_watch,
     is_flag=False,
     flag_value=2.0,
     default=None,

@@ -54,15 +54,34 @@ def debug_enabled() -> bool:
     return os.environ.get("OOMKIT_DEBUG", "") not in ("", "0", "false", "False")
 
 
+def _offline_env() -> bool:
+    return any(
+        os.environ.get(v, "").strip().lower() not in ("", "0", "false", "no", "off")
+        for v in ("HF_HUB_OFFLINE", "OOMKIT_OFFLINE")
+    )
+
+
 def error_exit_code(exc: BaseException) -> tuple[int, str | None]:
     for cls, code, hint in _ERROR_TABLE:
         if isinstance(exc, cls):
+            if cls is errors.OfflineError and not _offline_env():
+                # the offline switch is not what stopped us: the network or --offline did
+                hint = "Use a catalog name or a local path, or check the network."
             return code, hint
     return EXIT_ERROR, None
 
 
+#: longest message printed; a longer one (e.g. thousands of missing shard names) is cut
+MAX_MESSAGE_CHARS = 2000
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    line = " ".join(text.split())
+    if len(line) > MAX_MESSAGE_CHARS:
+        line = (
+            line[: MAX_MESSAGE_CHARS - 40] + f" … ({len(line) - MAX_MESSAGE_CHARS + 40} more chars)"
+        )
+    return line
 
 
 def print_error(message: str) -> None:

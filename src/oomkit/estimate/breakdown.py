@@ -148,8 +148,10 @@ class Estimate:
         known = [c for c in checks if c is not None]
         if any(c is False for c in known):
             return False
+        if not self.devices:  # CPU-only target: the host's fit is the answer
+            return self.host.fits
         device_checks = [d.fits for d in self.devices]
-        if not self.devices or any(c is None for c in device_checks):
+        if any(c is None for c in device_checks):
             return None
         return True
 

@@ -51,8 +51,9 @@ def kv_layers(
     """One entry per layer that holds cache (attention or recurrent state)."""
     out: list[KvLayer] = []
     rec = spec.recurrent
+    recurrent = frozenset(spec.recurrent_layers())  # once: O(n) for n layers, not O(n^2)
     for i, kind in enumerate(spec.layer_types):
-        if i in spec.recurrent_layers():
+        if i in recurrent:
             if rec is None:
                 continue
             state = rec.conv_state_elements + rec.ssm_state_elements

@@ -154,7 +154,7 @@ def weight_tensors(
 def _predicted_weights(
     spec: ModelSpec, quant: str | None
 ) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
-    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+    from oomkit.quant.llamacpp_ftypes import UNSLOTH_DYNAMIC, llamacpp_ftype
     from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
     from oomkit.spec.tensors import model_tensors
 
@@ -170,7 +170,16 @@ def _predicted_weights(
     elif ftype is None:
         ftype = "Q4_K_M"
         notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
-    ftype = llamacpp_ftype(ftype).name  # the one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
+    canonical = llamacpp_ftype(ftype).name  # one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
+    ud = ftype.strip().upper()
+    if not ud.startswith("UD-") and ud.endswith("_K_XL"):
+        ud = "UD-" + ud
+    if ud in UNSLOTH_DYNAMIC:
+        notes.append(
+            f"{ud} (Unsloth Dynamic) modelled as llama-quantize {canonical}: Unsloth upcasts "
+            "some tensors per model, so the real file is usually a few % larger or smaller"
+        )
+    ftype = canonical
     tensors = model_tensors(spec)
     n_expert = spec.moe.num_experts if spec.moe else 0
     attn = spec.attention_layers()
@@ -538,6 +547,13 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
         "swa_full": params.swa_full,
         "n_gpu_layers": params.n_gpu_layers,
         "mmap": params.mmap,
+        "n_cpu_moe": settings.n_cpu_moe or 0,
+        "split_mode": settings.split_mode or "layer",
+        "tensor_split": (
+            None
+            if settings.tensor_split is None
+            else ",".join(f"{x:g}" for x in settings.tensor_split)
+        ),
     }
 
 

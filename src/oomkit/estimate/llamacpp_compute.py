@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from oomkit.estimate.llamacpp_galloc import GraphSim, simulate_gallocr
 from oomkit.estimate.llamacpp_kv import KvPlan
 from oomkit.estimate.llamacpp_params import LlamaCppParams
-from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec
+from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec, TensorInfo
 
 __all__ = [
     "GraphShape",
@@ -361,10 +361,26 @@ _FUSED_ARCHS = frozenset({"phi3"})
 _POST_NORM_ARCHS = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
 
 
+#: (spec, {role: first layer-0 tensor of that role}) of the last spec asked about: the graph
+#: builder asks per layer, and a scan of every tensor per layer is O(n^2) in the layer count
+_LAYER0: list[tuple[ModelSpec, dict[str, TensorInfo]]] = []
+
+
+def _layer0(spec: ModelSpec) -> dict[str, TensorInfo]:
+    if _LAYER0 and _LAYER0[0][0] is spec:
+        return _LAYER0[0][1]
+    roles: dict[str, TensorInfo] = {}
+    for t in spec.tensors or ():
+        if t.layer == 0:
+            roles.setdefault(t.role, t)
+    _LAYER0[:] = [(spec, roles)]
+    return roles
+
+
 def _post_norms(spec: ModelSpec) -> bool:
     """Sandwich norms after attention and FFN (Gemma-2/3, GLM-4-0414)."""
     if spec.tensors:
-        return any(t.layer == 0 and t.role == "post_ffw_norm.weight" for t in spec.tensors)
+        return "post_ffw_norm.weight" in _layer0(spec)
     return spec.model_type in _POST_NORM_ARCHS
 
 
@@ -378,10 +394,10 @@ _K_BEFORE_V = frozenset({"gpt_oss"})
 def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
     """Whether layer 0 has tensor ``role`` (with ``rows`` output rows, when given)."""
     if spec.tensors:
-        for t in spec.tensors:
-            if t.layer == 0 and t.role == role:
-                return rows is None or (len(t.shape) >= 2 and t.shape[0] == rows)
-        return False
+        t = _layer0(spec).get(role)
+        if t is None:
+            return False
+        return rows is None or (len(t.shape) >= 2 and t.shape[0] == rows)
     return spec.model_type in _FUSED_ARCHS
 
 

@@ -128,8 +128,9 @@ def plan_kv(spec: ModelSpec, params: LlamaCppParams) -> KvPlan:
         return KvPlan(layers=(), caches=(), n_swa=None, swa_cells=None)
     n_swa_cells = swa_cells(spec, params)
     rows: list[KvLayer] = []
+    recurrent = frozenset(spec.recurrent_layers())  # once: O(n) for n layers, not O(n^2)
     for il, kind in enumerate(spec.layer_types):
-        if il in spec.recurrent_layers():
+        if il in recurrent:
             rec = spec.recurrent
             if rec is None:
                 continue

@@ -133,7 +133,10 @@ def _tag_quant(name: str) -> str | None:
     except ImportError:  # the catalog is optional for this module
         return None
     try:
-        return ollama_default_quant(name)
+        quant = ollama_default_quant(name)
+        if quant is None:
+            quant = _library_quant(name)
+        return quant
     except Exception:  # an unknown tag simply has no default
         return None
 
@@ -181,6 +184,19 @@ def _auto_num_gpu(
         else:
             hi = mid - 1
     return lo, best
+
+
+def _library_quant(name: str) -> str | None:
+    """A catalog model with Ollama library tags (``gpt-oss-20b`` -> ``gpt-oss:20b`` MXFP4): the
+    quant of its ``:latest`` tag, else the one quant all its tags share."""
+    from oomkit.catalog.models import find_model
+
+    tags = find_model(name).ollama_tags
+    latest = [q for t, q in tags.items() if t.endswith(":latest")]
+    if latest:
+        return latest[0]
+    quants = set(tags.values())
+    return quants.pop() if len(quants) == 1 else None
 
 
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:

@@ -71,7 +71,7 @@ def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None) -> fl
     >>> default_mem_fraction_static(1), default_mem_fraction_static(1, 81559 * MiB)
     (0.88, 0.835)
     """
-    if gpu_mem_bytes is None:
+    if not gpu_mem_bytes:  # unknown (or a zero-capacity target, which then does not fit)
         return 0.88
     chunked, graph_bs = sglang_batch_defaults(gpu_mem_bytes, tp)
     gpu_mib = gpu_mem_bytes / MiB

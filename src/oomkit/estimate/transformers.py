@@ -185,6 +185,61 @@ def estimate_transformers(
         spec, batch=batch, seq=prompt, elem=elem, attn_impl=attn_impl, full_logits=full_logits
     )
     transient = 0 if static else growth
+    if not hardware.has_gpu and hardware.devices == ():
+        # CPU-only target (``--gpu cpu``): from_pretrained keeps every module on the CPU, so
+        # weights, cache and activations all live in host RAM; no CUDA context
+        kv_all = kv_bytes(layers, seq_len=seq_total, n_seqs=batch)
+        notes.append("CPU-only target: the whole model, KV cache and activations in host RAM")
+        host = DeviceUsage(
+            device="cpu",
+            components=(
+                Component(
+                    category="weights",
+                    label="weights",
+                    n_bytes=sum(sizes),
+                    formula=plan.formula,
+                    source="transformers from_pretrained (device_map=None: CPU)",
+                ),
+                Component(
+                    category="kv_cache",
+                    label="StaticCache" if static else "DynamicCache",
+                    n_bytes=kv_all,
+                    formula="B x (prompt + new) x per-token KV of all layers",
+                    inputs={"B": batch, "prompt": prompt, "new": new},
+                    source="transformers/cache_utils.py",
+                ),
+                Component(
+                    category="activations",
+                    label="prefill peak + cache growth",
+                    n_bytes=act + transient,
+                    formula=act_formula,
+                    inputs={"attn_implementation": attn_impl},
+                    source="transformers/models/llama/modeling_llama.py",
+                ),
+            ),
+            capacity_bytes=hardware.host_ram_bytes,
+        )
+        return Estimate(
+            model=model_info(spec),
+            runtime="transformers",
+            settings={
+                "runtime": "transformers",
+                "quant": quant or spec.torch_dtype,
+                "ctx": prompt,
+                "max_new_tokens": new,
+                "batch": batch,
+                "attn_implementation": attn_impl,
+                "device": "cpu",
+            },
+            devices=(),
+            host=host,
+            runtime_details={
+                "kv_cache_bytes_final": kv_all,
+                "prefill_activation_bytes": act,
+                "offloaded_to_cpu_bytes": sum(sizes),
+            },
+            assumptions=tuple(notes),
+        )
     gpus = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     contexts = [
         (settings.overhead_bytes, "--overhead (user value)")

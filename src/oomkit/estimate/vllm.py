@@ -476,6 +476,10 @@ def estimate_vllm(
         "gpu_memory_utilization": p0.util,
         "max_num_seqs": p0.max_num_seqs,
         "kv_dtype": settings.cache_type_k or "auto",
+        "max_num_batched_tokens": p0.max_num_batched_tokens,
+        "block_size": p0.block_size,
+        "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
+        "enforce_eager": bool(settings.enforce_eager),
     }
     return Estimate(
         model=model_info(spec),

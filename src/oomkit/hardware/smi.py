@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -96,9 +97,13 @@ def _to_int(cell: str, suffix: str) -> int | None:
         return None
     value = value.removesuffix(suffix).strip()
     try:
-        return int(float(value))
+        number = float(value)
     except ValueError:
         return None
+    # nvidia-smi of a broken driver can print inf/nan; a value over 2^60 is no measurement
+    if not math.isfinite(number) or not -(1 << 60) < number < 1 << 60:
+        return None
+    return int(number)
 
 
 def _csv_rows(text: str, default_fields: Sequence[str]) -> list[dict[str, str]]:
@@ -370,7 +375,7 @@ def parse_rocm_smi_json(text: str) -> tuple[RawDevice, ...]:
     """
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return ()
     if not isinstance(data, dict):
         return ()

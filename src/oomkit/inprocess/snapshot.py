@@ -23,6 +23,7 @@ inside it; ``trace``: the ``oom`` entry with the failed request and ``device_fre
 from __future__ import annotations
 
 import collections
+import io
 import os
 import pickle
 from collections.abc import Mapping
@@ -101,14 +102,30 @@ def load_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
             path=where,
         )
     try:
+        # unpickle from memory: a length claim of 2^40 then reads what exists and fails as
+        # truncated, where a file object would first try to allocate the claimed size
         with open(where, "rb") as fh:
-            data = _RestrictedUnpickler(fh).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+            raw = fh.read(MAX_SNAPSHOT_BYTES + 1)
+        data = _RestrictedUnpickler(io.BytesIO(raw)).load()
+        del raw
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+        MemoryError,
+        IndexError,
+        KeyError,
+        OverflowError,
+    ) as exc:
         raise SnapshotFormatError(
             f"Reading the memory snapshot failed for '{where}' (unpickle): {exc}. Only plain "
             "snapshot data is loaded; this file holds something else.",
             path=where,
         ) from exc
+    _check_bounded(data, where, size)
     if not isinstance(data, dict) or not isinstance(data.get("segments"), list):
         raise SnapshotFormatError(
             f"Reading the memory snapshot failed for '{where}' (key 'segments'): not a "
@@ -117,6 +134,46 @@ def load_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:
             key="segments",
         )
     return data
+
+
+#: values visited while checking a snapshot, per byte of the file: every value of a plain pickle
+#: costs at least one opcode byte, so more visits than 2 x the file size means shared
+#: references fanned out (a list holding itself 1000 times, 30 levels deep)
+_VISITS_PER_BYTE = 2
+#: nesting depth of a snapshot (real: dict > list > dict > list > dict, ~6)
+MAX_SNAPSHOT_DEPTH = 32
+
+
+def _check_bounded(data: object, where: str, file_bytes: int) -> None:
+    """Walk ``data`` iteratively: refuse nesting deeper than MAX_SNAPSHOT_DEPTH and more than
+    MAX_SNAPSHOT_NODES container visits (memo fan-out), before any recursive code sees it."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    visits = 0
+    budget = _VISITS_PER_BYTE * file_bytes + 1024
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple | set | frozenset):
+            children = node
+        else:
+            continue
+        visits += 1 + len(node)
+        if depth >= MAX_SNAPSHOT_DEPTH or visits > budget:
+            why = (
+                f"nested deeper than {MAX_SNAPSHOT_DEPTH} levels"
+                if depth >= MAX_SNAPSHOT_DEPTH
+                else f"more than {budget:,} values in {file_bytes:,} bytes (shared references "
+                "fanned out)"
+            )
+            raise SnapshotFormatError(
+                f"Reading the memory snapshot failed for '{where}' (structure): {why}. "
+                "The file is corrupt or not a snapshot.",
+                path=where,
+            )
+        stack.extend(
+            (c, depth + 1) for c in children if isinstance(c, dict | list | tuple | set | frozenset)
+        )
 
 
 def _size(value: object, where: str, key: str) -> int:

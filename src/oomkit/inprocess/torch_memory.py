@@ -246,8 +246,16 @@ def _host_meminfo() -> tuple[int | None, int | None]:
 
 
 def _torch() -> Any:
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        from oomkit.errors import MissingDependencyError
 
+        raise MissingDependencyError(
+            "PyTorch is not installed: free_memory() and allocator_stats() inspect a running "
+            "torch process. Install it (pip install torch) in the environment that uses the GPU.",
+            package="torch",
+        ) from e
     return torch
 
 

@@ -21,6 +21,7 @@ and length.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -306,23 +307,37 @@ def _read_alignment(r: _Reader, metadata: Mapping[str, GgufValue]) -> int:
 
 
 def _read_tensor(r: _Reader, index: int) -> tuple[str, tuple[int, ...], int, int, int]:
+    # three reads per tensor (name length; name + n_dims; dims + type + offset): the header of
+    # a many-layer model holds ~10 tensors per layer, so this loop dominates the read
     start = r.pos
-    name = r.string(f"name of tensor {index}")
-    n_dims = r.u32()
+    (n,) = struct.unpack(f"{r.order}Q", r.read(8))
+    if n > MAX_STRING_BYTES:
+        raise r.error(
+            f"name of tensor {index} length {n} is over the {MAX_STRING_BYTES}-byte limit",
+            offset=start,
+        )
+    raw = r.read(n + 4)
+    try:
+        name = raw[:n].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise r.error(
+            f"name of tensor {index} is not valid UTF-8 ({e.reason})", offset=start + 8
+        ) from e
+    (n_dims,) = struct.unpack(f"{r.order}I", raw[n:])
     if n_dims > MAX_DIMS:
         raise r.error(
             f"tensor '{name}' has {n_dims} dimensions, at most {MAX_DIMS} allowed", offset=start
         )
-    dims = tuple(int(d) for d in r.unpack("Q", n_dims))
-    n = 1
+    rest = r.read(8 * n_dims + 12)
+    *dims_raw, type_id, offset = struct.unpack(f"{r.order}{n_dims}QIQ", rest)
+    dims = tuple(int(d) for d in dims_raw)
+    total = 1
     for d in dims:
-        n *= d
-        if d > _INT64_MAX or n > _INT64_MAX:
+        total *= d
+        if d > _INT64_MAX or total > _INT64_MAX:
             raise r.error(f"tensor '{name}' dimensions {list(dims)} overflow int64", offset=start)
-    type_pos = r.pos
-    type_id = r.u32()
-    offset = r.u64()
-    return name, dims, type_id, offset, type_pos
+    type_pos = r.pos - 12
+    return name, dims, int(type_id), int(offset), type_pos
 
 
 def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
@@ -336,6 +351,13 @@ def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
     """
     p = os.fspath(path)
     try:
+        if not stat.S_ISREG(os.stat(p).st_mode):  # a FIFO would block open()/read()
+            raise GgufFormatError(
+                f"Opening GGUF file failed for '{p}': not a regular file (a pipe or device?). "
+                "Pass the .gguf file's path.",
+                path=p,
+                offset=0,
+            )
         f = open(p, "rb")  # noqa: SIM115 (closed below)
     except FileNotFoundError as e:
         raise SourceNotFoundError(

@@ -30,6 +30,7 @@ from oomkit.spec.model import (
     RecurrentSpec,
     TensorInfo,
 )
+from oomkit.validate import key_limit
 
 __all__ = ["ARCHITECTURES", "SWA_PERIODS", "gguf_tensor_infos", "gguf_to_spec"]
 
@@ -122,7 +123,11 @@ class _Keys:
             or not items
             or not all(isinstance(x, int) and not isinstance(x, str) for x in items)
         ):
-            raise self.error(key, f"expected an integer or an array of integers, got {v!r}")
+            raise self.error(key, f"expected an integer or an array of integers, got {v!r}"[:300])
+        hi = key_limit(key)
+        for x in items:
+            if isinstance(x, int) and not 0 <= x <= hi:
+                raise self.error(key, f"value {x} is outside [0, {hi}]")
         return tuple(x for x in items if isinstance(x, int))
 
     def num(self, key: str, default: int | None = None) -> int | None:
@@ -309,8 +314,12 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
             "{arch}.vocab_size", "no token_embd.weight tensor, vocab_size key or tokenizer"
         )
 
+    # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
+    # strings instead of every tensor name (~10 per layer), once per feature it asks about
+    tails = {m.group(2) if (m := _BLK_RE.match(n)) else n for n in names}
+
     def has(suffix: str) -> bool:
-        return any(n.endswith(suffix) for n in names)
+        return any(t.endswith(suffix) for t in tails)
 
     arch_name, model_type = ARCHITECTURES.get(arch, (arch, arch))
     name = g.metadata.get("general.name")

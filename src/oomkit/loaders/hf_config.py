@@ -26,7 +26,7 @@ from oomkit.loaders.hf_config_families import ADAPTERS, MODEL_TYPE_ARCHITECTURES
 from oomkit.loaders.hf_config_fields import Fields
 from oomkit.spec.model import ModelSpec
 
-__all__ = ["SUPPORTED_ARCHITECTURES", "load_config", "parse_config"]
+__all__ = ["SUPPORTED_ARCHITECTURES", "load_config", "parse_config", "parse_config_text"]
 
 #: ``architectures[0]`` values with a dedicated adapter.
 SUPPORTED_ARCHITECTURES: frozenset[str] = frozenset(ADAPTERS)
@@ -70,10 +70,16 @@ def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config"
         )
     arch = _architecture(config)
     fields = Fields(config, name=name, architecture=arch)
-    adapter = ADAPTERS.get(arch)
-    if adapter is None:
-        return generic_decoder(fields, source)
-    return adapter(fields, source)
+    adapter = ADAPTERS.get(arch) or generic_decoder
+    try:
+        return adapter(fields, source)
+    except (ArithmeticError, TypeError, KeyError, IndexError, AttributeError) as e:
+        # a value combination no real config has (0 heads, a list where a number belongs...)
+        raise ConfigFormatError(
+            f"Cannot read config.json for '{name}' ({arch}): inconsistent values "
+            f"({type(e).__name__}: {e}). Pass the model's original config.json.",
+            path=name,
+        ) from e
 
 
 def load_config(path: str | os.PathLike[str]) -> ModelSpec:
@@ -102,14 +108,30 @@ def load_config(path: str | os.PathLike[str]) -> ModelSpec:
             f"Cannot read config.json for '{file}' (file): {e}. Check the file is readable UTF-8.",
             path=str(file),
         ) from e
+    name = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
+    return parse_config_text(text, name=name, path=str(file))
+
+
+def parse_config_text(text: str, *, name: str, path: str) -> ModelSpec:
+    """Parse config.json text (pure): JSON errors, too-deep nesting -> ConfigFormatError.
+
+    Raises:
+        ConfigFormatError: not JSON (line and column), or nested too deeply.
+        UnsupportedModelError: a required field is missing.
+    """
     try:
         data = json.loads(text)
+    except RecursionError as e:
+        raise ConfigFormatError(
+            f"Cannot parse config.json for '{path}': JSON nested too deeply. "
+            "Pass the model's original config.json.",
+            path=path,
+        ) from e
     except json.JSONDecodeError as e:
         raise ConfigFormatError(
-            f"Cannot parse config.json for '{file}' (line {e.lineno}, column {e.colno}): "
+            f"Cannot parse config.json for '{path}' (line {e.lineno}, column {e.colno}): "
             f"{e.msg}. Fix the JSON or download the file again.",
-            path=str(file),
+            path=path,
             offset=e.pos,
         ) from e
-    name = file.parent.name if file.name == "config.json" and file.parent.name else file.stem
     return parse_config(data, name=name, source="config")

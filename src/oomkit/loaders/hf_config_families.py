@@ -106,6 +106,7 @@ def _all(kind: str, n: int) -> tuple[str, ...]:
 
 def _pattern(n: int, every: int) -> tuple[str, ...]:
     """HF Gemma2/3, Cohere2: layer i is full when ``(i + 1) % every == 0``, else sliding."""
+    every = max(every, 1)  # 0 in a config: no full-attention period -> read as every layer full
     return tuple(LAYER_FULL if (i + 1) % every == 0 else LAYER_SLIDING for i in range(n))
 
 
@@ -323,6 +324,37 @@ def _phi3(f: Fields, source: str) -> ModelSpec:
     return _finish(f, kw, source)
 
 
+def _phi(f: Fields, source: str) -> ModelSpec:
+    """Phi-1/1.5/2 (HF modeling_phi.py): q/k/v/dense and fc1/fc2 with biases, GELU MLP (not
+    gated), one LayerNorm with bias per layer feeding attention and MLP in parallel. The
+    lm_head bias (vocab_size values) is not in the tensor table."""
+    kw = decoder_kwargs(f)
+    kw.update(
+        attention_bias=True,
+        attention_out_bias=True,
+        mlp_bias=True,
+        mlp_gated=False,
+        norm_type="layer",
+        parallel_attn=True,
+        qk_norm=f.flag("qk_layernorm", default=False),
+    )
+    return _finish(f, kw, source)
+
+
+def _phimoe(f: Fields, source: str) -> ModelSpec:
+    """Phi-3.5-MoE (HF modeling_phimoe.py): Mixtral-style experts (``num_local_experts``, w1/w2/w3
+    per expert), LayerNorm with bias, q/k/v/o biases (``attention_bias``), lm_head bias."""
+    kw = _llama_layers(f, decoder_kwargs(f))
+    bias = f.flag("attention_bias", default=False)
+    kw.update(attention_bias=bias, attention_out_bias=bias, norm_type="layer")
+    kw["moe"] = MoESpec(
+        num_experts=f.integer("num_local_experts"),
+        num_experts_per_tok=f.integer("num_experts_per_tok"),
+        expert_intermediate_size=kw["intermediate_size"],
+    )
+    return _finish(f, kw, source)
+
+
 def _starcoder2(f: Fields, source: str) -> ModelSpec:
     """StarCoder2: LayerNorm with bias, biases on every linear (``use_bias``), GELU MLP."""
     kw = decoder_kwargs(f, tie_default=True)
@@ -491,6 +523,8 @@ def _adapters() -> dict[str, Adapter]:
         "GlmForCausalLM": _glm,
         "Glm4ForCausalLM": _glm,
         "Phi3ForCausalLM": _phi3,
+        "PhiForCausalLM": _phi,
+        "PhiMoEForCausalLM": _phimoe,
         "Starcoder2ForCausalLM": _starcoder2,
         "DeepseekV2ForCausalLM": _deepseek,
         "DeepseekV3ForCausalLM": _deepseek,
@@ -520,6 +554,8 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "gemma3_text": "Gemma3ForCausalLM",
     "gemma3": "Gemma3ForConditionalGeneration",
     "phi3": "Phi3ForCausalLM",
+    "phi": "PhiForCausalLM",
+    "phimoe": "PhiMoEForCausalLM",
     "deepseek_v2": "DeepseekV2ForCausalLM",
     "deepseek_v3": "DeepseekV3ForCausalLM",
     "gpt_oss": "GptOssForCausalLM",
@@ -539,6 +575,7 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "deepseek": "DeepseekForCausalLM",
     "granitemoehybrid": "GraniteMoeHybridForCausalLM",
     "mamba": "MambaForCausalLM",
+    "falcon_mamba": "FalconMambaForCausalLM",
     "mamba2": "Mamba2ForCausalLM",
     "olmo2": "Olmo2ForCausalLM",
     "llama4": "Llama4ForConditionalGeneration",

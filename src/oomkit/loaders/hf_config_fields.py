@@ -5,15 +5,18 @@ Used by the per-family adapters of :mod:`oomkit.loaders.hf_config`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oomkit.errors import ConfigFormatError, UnsupportedModelError
 from oomkit.spec.model import LAYER_FULL, LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, QuantizationSpec
+from oomkit.validate import MAX_DIM, key_limit
 
 __all__ = ["Fields", "parse_quantization"]
 
 _MISSING = object()
+
 
 #: config.json ``layer_types`` values -> ModelSpec layer kinds
 _LAYER_KIND = {
@@ -81,10 +84,15 @@ class Fields:
                 architecture=self.architecture,
                 feature=keys[0],
             )
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(keys[0], value, "an integer")
+        if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
             raise self._bad(keys[0], value, "an integer")
         if value < 0:
             raise self._bad(keys[0], value, "a non-negative integer")
+        hi = key_limit(keys[0])
+        if value > hi:
+            raise self._bad(keys[0], value, f"an integer of at most {hi}")
         return int(value)
 
     def opt_int(self, *keys: str) -> int | None:
@@ -167,14 +175,25 @@ def parse_quantization(fields: Fields) -> QuantizationSpec | None:
     group = qc.get("group_size", qc.get("q_group_size"))
     block = qc.get("weight_block_size")
     skip = qc.get("modules_to_not_convert") or qc.get("ignored_layers") or ()
+
+    def is_int(x: object) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    if block is not None and not (
+        isinstance(block, Sequence)
+        and not isinstance(block, str)
+        and 0 < len(block) <= 4
+        and all(is_int(x) and 0 < x <= MAX_DIM for x in block)
+    ):
+        raise fields._bad("weight_block_size", block, "a list of positive integers like [128, 128]")
+    if is_int(bits) and not 1 <= bits <= 32:
+        raise fields._bad("bits", bits, "an integer in [1, 32]")
+    if is_int(group) and not (group == -1 or 1 <= group <= MAX_DIM):
+        raise fields._bad("group_size", group, f"-1 or an integer in [1, {MAX_DIM}]")
     return QuantizationSpec(
         method=method,
-        bits=bits if isinstance(bits, int) and not isinstance(bits, bool) else None,
-        group_size=group if isinstance(group, int) and not isinstance(group, bool) else None,
-        weight_block_size=(
-            tuple(int(x) for x in block)
-            if isinstance(block, Sequence) and not isinstance(block, str)
-            else None
-        ),
+        bits=bits if is_int(bits) else None,
+        group_size=group if is_int(group) else None,
+        weight_block_size=tuple(block) if block is not None else None,
         modules_to_not_convert=tuple(str(m) for m in skip) if isinstance(skip, Sequence) else (),
     )

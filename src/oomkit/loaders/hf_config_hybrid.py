@@ -180,7 +180,7 @@ def _qwen3_next(f: Fields, source: str) -> ModelSpec:
     kw["sliding_window"] = None
     kinds = f.layer_types("layer_types", n)
     if kinds is None:
-        every = f.integer("full_attention_interval", default=4)
+        every = f.integer("full_attention_interval", default=4) or 1
         kinds = tuple(LAYER_FULL if (i + 1) % every == 0 else LAYER_LINEAR for i in range(n))
     kw["layer_types"] = kinds
     n_k, n_v = f.integer("linear_num_key_heads"), f.integer("linear_num_value_heads")
@@ -374,6 +374,9 @@ def llama4_vision_params(f: Fields, text_hidden: int) -> int:
 
 ADAPTERS: dict[str, Callable[[Fields, str], ModelSpec]] = {
     "MambaForCausalLM": _mamba,
+    # FalconMamba (HF modeling_falcon_mamba.py): the Mamba-1 mixer plus parameter-free RMS norms
+    # on B, C and dt (mixer_rms_eps); llama.cpp converts it to arch "mamba" (ssm_dt_b_c_rms)
+    "FalconMambaForCausalLM": _mamba,
     "Mamba2ForCausalLM": _mamba2,
     "GraniteMoeHybridForCausalLM": _granite_hybrid,
     "Qwen3NextForCausalLM": _qwen3_next,

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import struct
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -61,6 +62,14 @@ __all__ = [
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _TIMEOUT_S = 10.0
+#: all Hub requests of one model load together must finish within this (a server that drips
+#: one byte per 9 s never trips the per-socket timeout)
+HUB_DEADLINE_S = 60.0
+#: largest JSON answer read from the Hub API (a model's file list is ~100 KB)
+MAX_API_BODY_BYTES = 16 << 20
+#: most weight files read remotely for one model
+MAX_REMOTE_FILES = 10_000
+_CHUNK = 1 << 16
 _MAX_PARALLEL_SHARDS = 8
 _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # https://huggingface.co/org/name[/tree/rev | /blob/rev/...] (also hf.co)
@@ -130,7 +139,15 @@ def hub_cache_dir() -> Path:
 def _token() -> str | None:
     token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
     if token:
-        return token.strip()
+        token = token.strip()
+        if not token.isprintable() or " " in token:
+            # never echo it: http.client would put the whole header value in its error
+            raise GatedRepoError(
+                "HF_TOKEN contains whitespace or a control character (a pasted newline?); "
+                "set it to the token alone.",
+                source="HF_TOKEN",
+            )
+        return token
     try:
         from huggingface_hub import get_token
     except ImportError:  # pragma: no cover - huggingface_hub is a test dependency
@@ -214,6 +231,30 @@ class _Http:
         self.endpoint = endpoint
         self.token = token
         self.opener = urllib.request.build_opener(_AuthOnSameHost())
+        self.deadline = time.monotonic() + HUB_DEADLINE_S
+
+    def _too_slow(self) -> OfflineError:
+        return OfflineError(
+            f"Fetching model files failed for '{self.ref}' ({self.endpoint}): the Hub did not "
+            f"answer within {HUB_DEADLINE_S:g} s. Try again, or pass a local config.json.",
+            source=str(self.ref),
+        )
+
+    def _read(self, resp: Any, limit: int) -> bytes:
+        """Up to ``limit`` bytes in chunks, checking the overall deadline between chunks."""
+        parts: list[bytes] = []
+        got = 0
+        while got < limit:
+            if time.monotonic() > self.deadline:
+                raise self._too_slow()
+            # read1: what has arrived (read(n) would wait for all n bytes of a dripping server)
+            reader = getattr(resp, "read1", resp.read)
+            chunk = reader(min(_CHUNK, limit - got))
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
 
     def get(self, url: str, *, range_: tuple[int, int] | None = None) -> tuple[bytes, int | None]:
         """GET ``url``; return (body, total size of the resource when the server says)."""
@@ -224,14 +265,25 @@ class _Http:
         if range_ is not None:
             req.add_header("Range", f"bytes={range_[0]}-{range_[1]}")
             limit = range_[1] - range_[0] + 1
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._too_slow()
         try:
-            with self.opener.open(req, timeout=_TIMEOUT_S) as resp:
+            with self.opener.open(req, timeout=min(_TIMEOUT_S, remaining)) as resp:
                 total = _total_size(
                     resp.headers.get("Content-Range"), resp.headers.get("Content-Length")
                 )
                 if range_ is not None and resp.status == 200 and range_[0] > 0:
-                    resp.read(range_[0])  # server ignored Range: skip to the wanted bytes
-                body = resp.read(limit) if limit is not None else resp.read()
+                    self._read(resp, range_[0])  # server ignored Range: skip to the wanted bytes
+                cap = limit if limit is not None else MAX_API_BODY_BYTES + 1
+                body = self._read(resp, cap)
+                if limit is None and len(body) > MAX_API_BODY_BYTES:
+                    raise SourceError(
+                        f"Fetching model files failed for '{self.ref}' ({self.endpoint}): the "
+                        f"answer is over {MAX_API_BODY_BYTES >> 20} MiB. Check HF_ENDPOINT "
+                        "points at a Hugging Face Hub.",
+                        source=str(self.ref),
+                    )
                 return body, total
         except urllib.error.HTTPError as e:
             e.close()
@@ -346,7 +398,7 @@ def _hf_download(ref: HubRef, filename: str, revision: str | None, *, offline: b
 def _read_json(path: Path, ref: HubRef) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         from oomkit.errors import ConfigFormatError
 
         raise ConfigFormatError(
@@ -375,6 +427,12 @@ def _remote_tensors(
         )
     if not files:
         return None
+    if len(files) > MAX_REMOTE_FILES:
+        raise SourceError(
+            f"Fetching model files failed for '{ref}': {len(files)} weight files, over the "
+            f"{MAX_REMOTE_FILES} limit.",
+            source=str(ref),
+        )
     base = f"{http.endpoint}/{ref.repo_id}/resolve/{sha}"
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_SHARDS, len(files))) as pool:
         headers = tuple(pool.map(lambda f: _remote_header(http, base, f), files))
@@ -444,7 +502,7 @@ def load_hub_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
             info = json.loads(info_raw)
             sha = str(info.get("sha") or parsed.revision or "main")
             siblings = [str(s["rfilename"]) for s in info.get("siblings", [])]
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
             raise SourceError(
                 f"Fetching model files failed for '{parsed}' (Hugging Face Hub API): unexpected "
                 f"answer ({e}). Check HF_ENDPOINT points at a Hugging Face Hub.",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ __all__ = [
 
 #: safetensors ``MAX_HEADER_SIZE`` (tensor.rs): larger headers are refused before reading.
 MAX_HEADER_BYTES = 100 * MB
+#: most shards one index may name (real checkpoints: <= ~200)
+MAX_SHARDS = 100_000
 
 #: dtype name -> bits per element (safetensors ``Dtype::bitsize``).
 SAFETENSORS_DTYPES: Mapping[str, int] = MappingProxyType(
@@ -228,7 +231,7 @@ def parse_safetensors_header(
         raise _error(path, "header does not start with '{' (not a safetensors file)", offset=8)
     try:
         doc = json.loads(header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise _error(path, f"header is not valid UTF-8 JSON ({e})", offset=8) from e
     meta_raw = doc.pop("__metadata__", None) or {}
     if not isinstance(meta_raw, dict) or not all(
@@ -277,6 +280,11 @@ def load_safetensors_header(path: str | os.PathLike[str]) -> SafetensorsHeader:
     """
     p = os.fspath(path)
     try:
+        # never open a FIFO or device an index names: open() would block forever
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            raise _error(
+                p, "cannot be read (not a regular file: a directory, pipe or device)", offset=0
+            )
         with open(p, "rb") as f:
             file_bytes = os.fstat(f.fileno()).st_size
             n = _read_header_length(f.read(8), p)
@@ -302,7 +310,7 @@ def parse_safetensors_index(text: bytes, *, path: str) -> dict[str, tuple[str, .
     """
     try:
         doc = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise SafetensorsFormatError(
             f"Reading safetensors index failed for '{path}' (JSON): {e}. "
             "Re-download the index file.",
@@ -409,15 +417,40 @@ def load_safetensors_tensors(
     if not p.name.endswith(".json"):
         return tensor_infos((load_safetensors_header(p),), bits=bits)
     try:
-        text = p.read_bytes()
+        if not stat.S_ISREG(os.stat(p).st_mode):
+            raise _error(
+                str(p), "cannot be read (not a regular file: a directory, pipe or device)", offset=0
+            )
+        with open(p, "rb") as f:
+            text = f.read(MAX_HEADER_BYTES + 1)
+        if len(text) > MAX_HEADER_BYTES:
+            raise _error(str(p), f"index is over the {MAX_HEADER_BYTES}-byte limit", offset=0)
     except FileNotFoundError as e:
         raise SourceNotFoundError(
             f"Opening safetensors index failed for '{p}': no such file. Check the path.",
             source=str(p),
         ) from e
     shards = parse_safetensors_index(text, path=str(p))
-    headers = tuple(load_safetensors_header(p.parent / shard) for shard in sorted(shards))
-    for header, shard in zip(headers, sorted(shards), strict=True):
+    if len(shards) > MAX_SHARDS:
+        raise SafetensorsFormatError(
+            f"Reading safetensors index failed for '{p}': {len(shards)} shards, over the "
+            f"{MAX_SHARDS} limit. Re-download the index file.",
+            path=str(p),
+        )
+    absent = [s for s in sorted(shards) if not (p.parent / s).exists()]
+    if absent:
+        head = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
+        raise SourceNotFoundError(
+            f"Opening safetensors shards failed for '{p}': {len(absent)} missing: {head}. "
+            "Download every shard the index names.",
+            source=str(p),
+        )
+    headers_by_real: dict[str, SafetensorsHeader] = {}
+    for shard in sorted(shards):  # a symlinked shard is read (and counted) once
+        real = os.path.realpath(p.parent / shard)
+        if real not in headers_by_real:
+            headers_by_real[real] = load_safetensors_header(p.parent / shard)
+        header = headers_by_real[real]
         present = {t.name for t in header.tensors}
         missing = [n for n in shards[shard] if n not in present]
         if missing:
@@ -429,4 +462,4 @@ def load_safetensors_tensors(
                 path=str(p),
                 key=missing[0],
             )
-    return tensor_infos(headers, bits=bits)
+    return tensor_infos(tuple(headers_by_real.values()), bits=bits)

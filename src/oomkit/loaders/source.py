@@ -19,7 +19,10 @@ only affects Hub ids: they are served from the HF cache or fail with :class:`Off
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +41,63 @@ __all__ = ["load_local_model", "resolve_model"]
 _INDEX = "model.safetensors.index.json"
 _SPLIT_RE = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 _PATH_SUFFIXES = (".gguf", ".safetensors", ".json")
+#: most bytes read from a pipe (``/dev/stdin``, ``<(cat config.json)``) or an unsuffixed file
+MAX_STREAM_BYTES = 64 << 20
+#: most files listed in an error message
+_MAX_LISTED = 5
+
+
+def _listed(names: list[str]) -> str:
+    """``a, b, c, d, e and 95 more``: error messages stay one short line."""
+    head = ", ".join(names[:_MAX_LISTED])
+    return head + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
+
+
+def _load_stream(path: Path) -> ModelSpec:
+    """A pipe or character device the user named (``/dev/stdin``, ``<(…)``), or a file with no
+    known suffix: sniff the first bytes (``{`` config.json, ``GGUF`` a GGUF header)."""
+    import json
+
+    from oomkit.errors import ConfigFormatError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_STREAM_BYTES + 1)
+    except OSError as e:
+        raise _missing(path, f"cannot be read ({e.strerror or e})", "Check the path") from e
+    name = path.name if path.name not in ("stdin", "0") and not path.name.isdigit() else "stdin"
+    if data[:4] == b"GGUF":
+        from oomkit.loaders.gguf import read_gguf
+        from oomkit.loaders.gguf_spec import gguf_to_spec
+
+        if len(data) > MAX_STREAM_BYTES:
+            raise _missing(
+                path,
+                f"a GGUF over {MAX_STREAM_BYTES >> 20} MiB cannot be read from a pipe",
+                "Pass the .gguf file's path",
+            )
+        return gguf_to_spec(read_gguf(io.BytesIO(data), path=str(path), file_bytes=len(data)))
+    if data.lstrip()[:1] == b"{":
+        from oomkit.loaders.hf_config import parse_config
+
+        if len(data) > MAX_STREAM_BYTES:
+            raise ConfigFormatError(
+                f"Cannot read config.json from '{path}': over {MAX_STREAM_BYTES >> 20} MiB.",
+                path=str(path),
+            )
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+            raise ConfigFormatError(
+                f"Cannot parse config.json from '{path}': {str(e)[:200]}. Pass valid JSON.",
+                path=str(path),
+            ) from e
+        return parse_config(doc, name=name, source="config")
+    raise _missing(
+        path,
+        "not a config.json (JSON object) or a GGUF file",
+        "Pass a config.json, a .safetensors file or index, a .gguf file or a model directory",
+    )
 
 
 def _missing(path: Path, why: str, todo: str) -> SourceNotFoundError:
@@ -58,7 +118,14 @@ def _weights_in(directory: Path) -> tuple[Path, ...]:
     """The index, else every safetensors file to read, in ``directory``."""
     if (directory / _INDEX).is_file():
         return (directory / _INDEX,)
-    files = sorted(p for p in directory.glob("*.safetensors") if p.is_file())
+    # a shard and a symlink to it are one file: keep the first name of each real file
+    seen: set[str] = set()
+    files = []
+    for p in sorted(q for q in directory.glob("*.safetensors") if q.is_file()):
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            files.append(p)
     # Mistral repos hold consolidated.safetensors *and* the same weights as model*.safetensors
     plain = tuple(p for p in files if not p.name.startswith("consolidated"))
     return plain or tuple(files)
@@ -80,7 +147,7 @@ def _load_gguf_split(path: Path) -> GgufFile:
     if absent:
         raise _missing(
             path,
-            f"split GGUF shard(s) {', '.join(absent)} are missing",
+            f"split GGUF shard(s) {_listed(absent)} are missing",
             "Download every shard into the same directory",
         )
     files = [load_gguf(s) for s in shards]
@@ -126,24 +193,32 @@ def load_local_model(path: Path) -> ModelSpec:
 
     if path.is_dir():
         return _load_directory(path)
-    if not path.is_file():
-        raise _missing(path, "no such file or directory", "Check the path")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        raise _missing(path, "no such file or directory", "Check the path") from None
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return _load_stream(path)  # /dev/stdin, <(cat config.json)
+    if not stat.S_ISREG(mode):
+        raise _missing(path, "not a regular file", "Pass a file or a directory")
     name = path.name
     if name.endswith(".gguf"):
         return gguf_to_spec(_load_gguf_split(path))
     if name.endswith(".safetensors") or name.endswith(".safetensors.index.json"):
-        load_safetensors_tensors(path)  # a malformed header fails first, with its own message
         config = path.parent / "config.json"
         if not config.is_file():
+            load_safetensors_tensors(path)  # a malformed header fails first, with its message
             raise _missing(
                 path,
                 "no config.json beside it (safetensors headers hold tensor shapes, not the "
                 "architecture)",
                 f"Put the model's config.json in {path.parent} or pass the config.json",
             )
-        return _with_tensors(load_config(config), (path,))
+        return _with_tensors(load_config(config), (path,))  # the header is parsed once
     if name.endswith(".json"):
         return load_config(path)
+    if not path.suffix:
+        return _load_stream(path)  # a file with no suffix: sniff its content
     raise _missing(
         path,
         f"'{path.suffix or name}' is not a model file oomkit reads",
@@ -170,7 +245,10 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
         FormatError subclasses: a malformed local file.
     """
     text = ref.strip()
-    path = Path(text).expanduser()
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ~unknownuser/...: no such home directory
+        raise _missing(Path(text), "no such user's home directory", "Check the path") from None
     if text and path.exists():
         return load_local_model(path)
     if text.startswith(("http://", "https://")):

@@ -23,7 +23,13 @@ from types import MappingProxyType
 
 from oomkit.errors import UnknownNameError, close_matches
 
-__all__ = ["FTYPE_ALIASES", "LLAMACPP_FTYPES", "LlamaCppFtype", "llamacpp_ftype"]
+__all__ = [
+    "FTYPE_ALIASES",
+    "LLAMACPP_FTYPES",
+    "UNSLOTH_DYNAMIC",
+    "LlamaCppFtype",
+    "llamacpp_ftype",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +108,26 @@ def _build_aliases() -> dict[str, str]:
     aliases["FLOAT32"] = "F32"
     aliases["BFLOAT16"] = "BF16"
     aliases["MXFP4"] = "MXFP4_MOE"
+    # Unsloth Dynamic 2.0 quants are not llama-quantize types: Unsloth raises some tensors
+    # (per model, from its own calibration) above the base mix. The closest llama-quantize mix
+    # stands in for each; published UD file sizes are within a few % of it (see UNSLOTH_DYNAMIC)
+    for ud, base in UNSLOTH_DYNAMIC.items():
+        aliases[ud] = base
+        aliases[ud.removeprefix("UD-")] = base
     return aliases
+
+
+#: Unsloth Dynamic quant name -> the llama-quantize mix it is modelled as
+UNSLOTH_DYNAMIC: Mapping[str, str] = MappingProxyType(
+    {
+        "UD-Q2_K_XL": "Q2_K",
+        "UD-Q3_K_XL": "Q3_K_M",
+        "UD-Q4_K_XL": "Q4_K_M",
+        "UD-Q5_K_XL": "Q5_K_M",
+        "UD-Q6_K_XL": "Q6_K",
+        "UD-Q8_K_XL": "Q8_0",
+    }
+)
 
 
 #: Accepted spellings (upper-cased) -> canonical llama-quantize name.

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oomkit.errors import InvalidSettingError
+from oomkit.validate import MAX_BYTES, MAX_DEVICES, check_bool, check_choice, check_int, check_str
+
+#: DeviceTarget.backend values
+BACKENDS = ("cuda", "rocm", "metal", "cpu", "xpu", "vulkan")
+
 __all__ = ["DeviceTarget", "Hardware", "device_label"]
 
 
@@ -20,6 +26,25 @@ class DeviceTarget:
     native_dtypes: tuple[str, ...] = ()
     unified_memory: bool = False
 
+    def __post_init__(self) -> None:
+        check_str("device name", self.name, optional=False)
+        check_str("device key", self.key)
+        check_choice("backend", self.backend, BACKENDS, optional=False)
+        check_int("capacity_bytes", self.capacity_bytes, lo=0, hi=MAX_BYTES, optional=True)
+        check_str("architecture", self.architecture)
+        check_str("compute_capability", self.compute_capability)
+        check_bool("unified_memory", self.unified_memory, optional=False)
+        if isinstance(self.native_dtypes, list):
+            object.__setattr__(self, "native_dtypes", tuple(self.native_dtypes))
+        if not isinstance(self.native_dtypes, tuple) or not all(
+            isinstance(d, str) for d in self.native_dtypes
+        ):
+            raise InvalidSettingError(
+                f"native_dtypes must be a tuple of dtype names, got {self.native_dtypes!r}"[:200],
+                setting="native_dtypes",
+                value=self.native_dtypes,
+            )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hardware:
@@ -27,6 +52,23 @@ class Hardware:
 
     devices: tuple[DeviceTarget, ...] = ()
     host_ram_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.devices, list):
+            object.__setattr__(self, "devices", tuple(self.devices))
+        if not isinstance(self.devices, tuple) or not all(
+            isinstance(d, DeviceTarget) for d in self.devices
+        ):
+            raise InvalidSettingError(
+                "devices must be a tuple of DeviceTarget", setting="devices", value=None
+            )
+        if len(self.devices) > MAX_DEVICES:
+            raise InvalidSettingError(
+                f"devices must be at most {MAX_DEVICES}, got {len(self.devices)}",
+                setting="devices",
+                value=len(self.devices),
+            )
+        check_int("host_ram_bytes", self.host_ram_bytes, lo=0, hi=MAX_BYTES, optional=True)
 
     @property
     def has_gpu(self) -> bool:

@@ -9,7 +9,31 @@ counts for safetensors checkpoints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
+
+from oomkit.errors import InvalidModelSpecError
+from oomkit.validate import MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB
+
+#: any single tensor dimension / state size / context-like count (2^40)
+_MAX_COUNT = 1 << 40
+#: parameters of one model (2^46 = 70T, 35x the largest published model)
+_MAX_PARAMS = 1 << 46
+
+
+def _check(
+    owner: str, field_name: str, value: object, lo: int, hi: int, optional: bool = False
+) -> None:
+    """``value`` is an int in ``[lo, hi]``; else one-line :class:`InvalidModelSpecError`."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        shown = repr(value)[:60]
+        raise InvalidModelSpecError(
+            f"Invalid model '{owner}': {field_name} must be an integer in [{lo}, {hi}], "
+            f"got {shown}. Check the config.json / GGUF header.",
+            setting=field_name,
+            value=value,
+        )
+
 
 __all__ = [
     "LAYER_FULL",
@@ -48,7 +72,26 @@ class TensorInfo:
     n_params: int = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_params", prod(self.shape) if self.shape else 1)
+        if not isinstance(self.shape, tuple) or len(self.shape) > 8:
+            raise InvalidModelSpecError(
+                f"Invalid tensor '{self.name}': shape must be a tuple of at most 8 dimensions, "
+                f"got {self.shape!r}"[:200],
+                setting="shape",
+                value=self.shape,
+            )
+        n = 1
+        for d in self.shape:  # hot: ~10 tensors per layer; the slow path only on bad input
+            if type(d) is not int and (isinstance(d, bool) or not isinstance(d, int)):
+                _check(self.name, "tensor dimension", d, 0, _MAX_COUNT)
+            if not 0 <= d <= _MAX_COUNT:
+                _check(self.name, "tensor dimension", d, 0, _MAX_COUNT)
+            n *= d
+        if n > _MAX_PARAMS:
+            _check(self.name, "tensor elements", n, 0, _MAX_PARAMS)
+        nb = self.n_bytes
+        if nb is not None and (type(nb) is not int or not 0 <= nb <= _MAX_PARAMS * 4):
+            _check(self.name, "n_bytes", nb, 0, _MAX_PARAMS * 4)
+        object.__setattr__(self, "n_params", n)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +114,23 @@ class MoESpec:
     #: DeepSeek-V3 / GLM-4.5 ``e_score_correction_bias`` (GGUF ``exp_probs_b.bias``, [num_experts])
     score_correction_bias: bool = False
 
+    def __post_init__(self) -> None:
+        _check("moe", "num_experts", self.num_experts, 1, MAX_EXPERTS)
+        _check("moe", "num_experts_per_tok", self.num_experts_per_tok, 1, self.num_experts)
+        _check("moe", "expert_intermediate_size", self.expert_intermediate_size, 0, MAX_DIM)
+        _check("moe", "num_shared_experts", self.num_shared_experts, 0, MAX_EXPERTS)
+        _check(
+            "moe",
+            "shared_expert_intermediate_size",
+            self.shared_expert_intermediate_size,
+            0,
+            MAX_DIM * MAX_EXPERTS,
+        )
+        if len(self.dense_layers) > MAX_LAYERS:
+            _check("moe", "dense layer count", len(self.dense_layers), 0, MAX_LAYERS)
+        for i in self.dense_layers:
+            _check("moe", "dense layer index", i, 0, MAX_LAYERS)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MlaSpec:
@@ -81,6 +141,13 @@ class MlaSpec:
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+
+    def __post_init__(self) -> None:
+        _check("mla", "q_lora_rank", self.q_lora_rank, 0, MAX_DIM, optional=True)
+        _check("mla", "kv_lora_rank", self.kv_lora_rank, 1, MAX_DIM)
+        _check("mla", "qk_nope_head_dim", self.qk_nope_head_dim, 0, MAX_DIM)
+        _check("mla", "qk_rope_head_dim", self.qk_rope_head_dim, 0, MAX_DIM)
+        _check("mla", "v_head_dim", self.v_head_dim, 1, MAX_DIM)
 
     @property
     def latent_dim(self) -> int:
@@ -113,6 +180,14 @@ class RecurrentSpec:
     conv_bias: bool = True
     #: in/out projections have biases (Mamba ``use_bias``, Granite ``mamba_proj_bias``)
     proj_bias: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("d_inner", "d_state", "d_conv", "n_groups", "n_heads", "head_dim"):
+            _check("recurrent", name, getattr(self, name), 0, MAX_DIM)
+        for name in ("dt_rank", "n_k_heads", "k_head_dim"):
+            _check("recurrent", name, getattr(self, name), 0, MAX_DIM)
+        _check("recurrent", "conv_state_elements", self.conv_state_elements, 0, _MAX_COUNT)
+        _check("recurrent", "ssm_state_elements", self.ssm_state_elements, 0, _MAX_COUNT)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,13 +264,84 @@ class ModelSpec:
     final_norm: bool = True
 
     def __post_init__(self) -> None:
+        self._validate_dims()
         if not self.layer_types:
             object.__setattr__(self, "layer_types", (LAYER_FULL,) * self.num_hidden_layers)
-        if len(self.layer_types) != self.num_hidden_layers:
-            raise ValueError(
-                f"layer_types has {len(self.layer_types)} entries for "
-                f"{self.num_hidden_layers} layers in '{self.name}'"
+        if (
+            not isinstance(self.layer_types, tuple)
+            or len(self.layer_types) != self.num_hidden_layers
+        ):
+            raise InvalidModelSpecError(
+                f"Invalid model '{self.name}': layer_types has {len(self.layer_types)} entries "
+                f"for {self.num_hidden_layers} layers; give one entry per layer.",
+                setting="layer_types",
+                value=len(self.layer_types),
             )
+        self._validate_consistency()
+
+    def _validate_dims(self) -> None:
+        """Types and ranges of the scalar fields (one-line errors naming the field)."""
+        n = self.name if isinstance(self.name, str) else repr(self.name)
+        for text_field in ("name", "architecture", "model_type"):
+            if not isinstance(getattr(self, text_field), str):
+                raise InvalidModelSpecError(
+                    f"Invalid model {n!r}: {text_field} must be a string",
+                    setting=text_field,
+                    value=getattr(self, text_field),
+                )
+        _check(n, "num_hidden_layers", self.num_hidden_layers, 1, MAX_LAYERS)
+        _check(n, "hidden_size", self.hidden_size, 1, MAX_DIM)
+        _check(n, "num_attention_heads", self.num_attention_heads, 0, MAX_HEADS)
+        _check(n, "num_key_value_heads", self.num_key_value_heads, 0, MAX_HEADS)
+        _check(n, "head_dim", self.head_dim, 0, MAX_DIM)
+        _check(n, "v_head_dim", self.v_head_dim, 0, MAX_DIM)
+        _check(n, "intermediate_size", self.intermediate_size, 0, MAX_DIM)
+        _check(n, "vocab_size", self.vocab_size, 0, MAX_VOCAB)
+        _check(n, "max_position_embeddings", self.max_position_embeddings, 1, _MAX_COUNT, True)
+        _check(n, "sliding_window", self.sliding_window, 0, _MAX_COUNT, True)
+        _check(n, "multimodal_params", self.multimodal_params, 0, _MAX_PARAMS)
+        _check(n, "declared_params", self.declared_params, 0, _MAX_PARAMS, True)
+        _check(n, "position_embedding_rows", self.position_embedding_rows, 0, _MAX_COUNT)
+        _check(n, "type_vocab_size", self.type_vocab_size, 0, MAX_VOCAB)
+        _check(n, "num_nextn_predict_layers", self.num_nextn_predict_layers, 0, MAX_LAYERS)
+        _check(n, "word_embed_proj_dim", self.word_embed_proj_dim, 1, MAX_DIM, True)
+
+    def _validate_consistency(self) -> None:
+        """Heads vs layers: attention layers need heads; KV heads never exceed query heads."""
+        n = self.name
+        has_attention = any(t in (LAYER_FULL, LAYER_SLIDING) for t in self.layer_types)
+        if has_attention:
+            _check(
+                n,
+                "num_attention_heads (model has attention layers)",
+                self.num_attention_heads,
+                1,
+                MAX_HEADS,
+            )
+            if self.mla is None:
+                _check(n, "head_dim (model has attention layers)", self.head_dim, 1, MAX_DIM)
+                if self.kv_heads_per_layer is None:
+                    _check(
+                        n,
+                        "num_key_value_heads (at most num_attention_heads)",
+                        self.num_key_value_heads,
+                        1,
+                        self.num_attention_heads,
+                    )
+        if self.kv_heads_per_layer is not None:
+            if len(self.kv_heads_per_layer) != self.num_hidden_layers:
+                _check(
+                    n,
+                    "kv_heads_per_layer entries",
+                    len(self.kv_heads_per_layer),
+                    self.num_hidden_layers,
+                    self.num_hidden_layers,
+                )
+            for h in self.kv_heads_per_layer:
+                _check(n, "kv_heads_per_layer entry", h, 0, MAX_HEADS)
+        if self.moe is not None:
+            for i in self.moe.dense_layers:
+                _check(n, "moe dense layer index", i, 0, self.num_hidden_layers - 1)
 
     def kv_heads(self, layer: int) -> int:
         """KV heads of ``layer`` (per-layer override or the global value)."""

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.validate import (
+    MAX_BYTES,
+    MAX_CTX,
+    MAX_DEVICES,
+    MAX_LAYERS,
+    MAX_TOKENS,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_str,
+)
 
 __all__ = [
     "FSDP_STRATEGIES",
@@ -16,6 +29,9 @@ __all__ = [
     "InferenceSettings",
     "TrainingSettings",
 ]
+
+#: vLLM ``CacheConfig.block_size`` (vllm/config/cache.py ``BlockSize`` literal)
+_VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +53,8 @@ class InferenceSettings:
     tensor_split: tuple[float, ...] | None = None
     split_mode: str | None = None  # "layer" | "row" | "none"
     n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe N: experts of the first N layers on CPU
+    #: llama.cpp -ot PATTERN=BUFFER rules; expert tensors sent to CPU become n_cpu_moe
+    override_tensor: tuple[str, ...] | None = None
     mmap: bool | None = None
     tp: int | None = None  # vLLM/SGLang tensor parallel size
     pp: int | None = None  # pipeline parallel size
@@ -54,6 +72,82 @@ class InferenceSettings:
     #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
     #: runtime generation (oomkit.estimate.generations); None = the newest
     runtime_version: str | None = None
+
+    #: ``TrainingSettings.method``
+    def __post_init__(self) -> None:
+        """Validate every field (types, ranges); ``n_gpu_layers=-1`` becomes None (all layers).
+
+        Raises:
+            InvalidSettingError: one line naming the field and the allowed range.
+        """
+        check_str("runtime", self.runtime, optional=False)
+        for name in ("quant", "cache_type_k", "cache_type_v"):
+            check_str(name, getattr(self, name))
+        for name in ("attn_implementation", "cache_implementation", "runtime_version"):
+            check_str(name, getattr(self, name))
+        for name in ("kv_unified", "swa_full", "flash_attn", "mmap", "enforce_eager"):
+            check_bool(name, getattr(self, name))
+        check_int("ctx", self.ctx, lo=1, hi=MAX_CTX, optional=True)
+        for name in ("parallel", "batch_size", "ubatch", "max_num_seqs", "max_num_batched_tokens"):
+            check_int(name, getattr(self, name), lo=1, hi=MAX_TOKENS, optional=True)
+        # llama.cpp: a negative n_gpu_layers means all layers (llama.h llama_model_params);
+        # only -1 is accepted, as the CLI documents, anything lower is a typo
+        check_int("n_gpu_layers", self.n_gpu_layers, lo=-1, hi=MAX_LAYERS + 1, optional=True)
+        if self.n_gpu_layers == -1:
+            object.__setattr__(self, "n_gpu_layers", None)
+        check_int("n_cpu_moe", self.n_cpu_moe, lo=0, hi=MAX_LAYERS, optional=True)
+        check_int("tp", self.tp, lo=1, hi=MAX_DEVICES, optional=True)
+        check_int("pp", self.pp, lo=1, hi=MAX_DEVICES, optional=True)
+        check_fraction("gpu_memory_utilization", self.gpu_memory_utilization)
+        check_fraction("mem_fraction_static", self.mem_fraction_static)
+        check_int("cpu_offload_bytes", self.cpu_offload_bytes, lo=0, hi=MAX_BYTES, optional=True)
+        check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
+        # vLLM CacheConfig.block_size: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
+        if self.block_size is not None:
+            check_int("block_size", self.block_size, lo=1, hi=256)
+            if self.block_size not in _VLLM_BLOCK_SIZES:
+                raise InvalidSettingError(
+                    f"block_size must be one of {', '.join(map(str, _VLLM_BLOCK_SIZES))} "
+                    f"(vLLM CacheConfig), got {self.block_size}",
+                    setting="block_size",
+                    value=self.block_size,
+                )
+        check_int("max_new_tokens", self.max_new_tokens, lo=0, hi=MAX_CTX, optional=True)
+        check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
+        if self.override_tensor is not None:
+            ot = self.override_tensor
+            if isinstance(ot, list):
+                ot = tuple(ot)
+                object.__setattr__(self, "override_tensor", ot)
+            if not isinstance(ot, tuple) or not all(
+                isinstance(r, str) and "=" in r and len(r) < 1024 for r in ot
+            ):
+                raise InvalidSettingError(
+                    "override_tensor must be PATTERN=BUFFER rules (e.g. 'exps=CPU'), got "
+                    f"{self.override_tensor!r}"[:200],
+                    setting="override_tensor",
+                    value=self.override_tensor,
+                )
+        if self.tensor_split is not None:
+            ts = self.tensor_split
+            if isinstance(ts, list):
+                ts = tuple(ts)
+                object.__setattr__(self, "tensor_split", ts)
+            ok = isinstance(ts, tuple) and 0 < len(ts) <= MAX_DEVICES
+            ok = ok and all(
+                not isinstance(x, bool)
+                and isinstance(x, int | float)
+                and math.isfinite(x)
+                and 0 <= x < 1e12
+                for x in ts
+            )
+            if not ok or not any(x > 0 for x in ts):
+                raise InvalidSettingError(
+                    f"tensor_split must be 1 to {MAX_DEVICES} non-negative finite proportions "
+                    f"(one per GPU, not all 0), got {self.tensor_split!r}"[:200],
+                    setting="tensor_split",
+                    value=self.tensor_split,
+                )
 
 
 #: ``TrainingSettings.method``
@@ -88,6 +182,13 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
             f"Invalid {name} '{value}': choose one of {', '.join(allowed)}.",
             setting=name,
             value=value,
+        )
+
+
+def _whole(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidSettingError(
+            f"Invalid {name} {value!r}: it must be a whole number.", setting=name, value=value
         )
 
 
@@ -157,6 +258,20 @@ class TrainingSettings:
         gc: object = self.grad_checkpointing
         if isinstance(gc, bool):
             object.__setattr__(self, "grad_checkpointing", "full" if gc else "none")
+        # types first (a float, NaN, bool or string where a count belongs is refused); the
+        # ranges below say what each value means
+        for name in ("micro_batch", "seq", "zero", "gpus", "nodes", "tp", "lora_rank"):
+            _whole(name, getattr(self, name))
+        _whole("grad_accum", self.grad_accum)
+        check_int("seq", self.seq, lo=1, hi=MAX_CTX)
+        check_int("gpus", self.gpus, lo=1, hi=MAX_DEVICES)
+        check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
+        for name in ("fsdp", "sp", "offload_optimizer", "offload_params", "master_weights"):
+            check_bool(name, getattr(self, name), optional=False)
+        if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool):
+            raise InvalidSettingError(
+                f"Invalid dropout {self.dropout!r}: a probability in [0, 1).", setting="dropout"
+            )
         _choice("method", self.method, TRAIN_METHODS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("mixed_precision", self.mixed_precision, MIXED_PRECISION)

@@ -1,0 +1,115 @@
+"""``oomkit estimate`` option checks: ranges before anything is built, ignored-flag warnings."""
+
+from __future__ import annotations
+
+import math
+
+from oomkit.cli.output import print_warning
+from oomkit.errors import InvalidSettingError
+from oomkit.spec.settings import InferenceSettings
+from oomkit.validate import MAX_CTX, MAX_DEVICES, MAX_LAYERS, MAX_TOKENS, check_int
+
+__all__ = [
+    "FLAG_NAMES",
+    "check_count_options",
+    "parse_cpu_offload_gb",
+    "parse_tensor_split",
+    "warn_ignored",
+]
+
+#: InferenceSettings field -> the CLI flag that sets it (for messages)
+FLAG_NAMES: dict[str, str] = {
+    "quant": "--quant",
+    "ctx": "--ctx",
+    "parallel": "--parallel",
+    "batch_size": "--batch-size",
+    "ubatch": "--ubatch",
+    "cache_type_k": "--kv-dtype (-ctk/-ctv)",
+    "cache_type_v": "--kv-dtype (-ctk/-ctv)",
+    "kv_unified": "--kv-unified",
+    "swa_full": "--swa-full",
+    "flash_attn": "--flash-attn",
+    "n_gpu_layers": "-ngl",
+    "tensor_split": "--tensor-split",
+    "split_mode": "--split-mode",
+    "n_cpu_moe": "--n-cpu-moe",
+    "mmap": "--mmap/--no-mmap",
+    "override_tensor": "--override-tensor",
+    "tp": "--tp",
+    "pp": "--pp",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "mem_fraction_static": "--mem-fraction-static",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "enforce_eager": "--enforce-eager",
+    "cpu_offload_bytes": "--cpu-offload-gb",
+    "block_size": "--block-size",
+    "overhead_bytes": "--overhead",
+}
+
+
+def check_count_options(**values: int | None) -> None:
+    """Range-check integer flags before any device or model is built (``--tp 1000000``)."""
+    limits: dict[str, tuple[int, int]] = {
+        "ctx": (1, MAX_CTX),
+        "tp": (1, MAX_DEVICES),
+        "pp": (1, MAX_DEVICES),
+        "n_gpu_layers": (-1, MAX_LAYERS + 1),
+        "n_cpu_moe": (0, MAX_LAYERS),
+        "block_size": (1, 256),
+    }
+    for name, value in values.items():
+        lo, hi = limits.get(name, (1, MAX_TOKENS))
+        flag = FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+        check_int(flag, value, lo=lo, hi=hi, optional=True)
+
+
+def parse_tensor_split(text: str | None) -> tuple[float, ...] | None:
+    """``"3,1"`` or ``"3/1"`` (llama.cpp accepts both separators) -> proportions."""
+    if text is None:
+        return None
+    parts = [p for p in text.replace("/", ",").split(",")]
+    out: list[float] = []
+    for p in parts:
+        try:
+            x = float(p)
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x) or x < 0:
+            raise InvalidSettingError(
+                f"--tensor-split must be non-negative numbers separated by commas (e.g. 3,1), "
+                f"got {text[:80]!r}",
+                setting="--tensor-split",
+                value=text,
+            )
+        out.append(x)
+    if len(out) > MAX_DEVICES or not any(x > 0 for x in out):
+        raise InvalidSettingError(
+            f"--tensor-split needs 1 to {MAX_DEVICES} proportions, not all 0, got {text[:80]!r}",
+            setting="--tensor-split",
+            value=text,
+        )
+    return tuple(out)
+
+
+def parse_cpu_offload_gb(value: float | None) -> int | None:
+    """vLLM ``--cpu-offload-gb`` is GiB despite its name (``cpu_offload_gb * 1024**3``)."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or not 0 <= value <= 1 << 20:
+        raise InvalidSettingError(
+            f"--cpu-offload-gb must be a number in [0, 1048576] (GiB), got {value}",
+            setting="--cpu-offload-gb",
+            value=value,
+        )
+    return int(value * (1 << 30))
+
+
+def warn_ignored(settings: InferenceSettings, runtime: str) -> None:
+    """One stderr warning naming the flags ``runtime`` does not use (never silently dropped)."""
+    from oomkit.estimate.checks import ignored_settings
+
+    ignored = ignored_settings(settings, runtime)
+    if ignored:
+        flags = ", ".join(dict.fromkeys(FLAG_NAMES.get(f, f) for f in ignored))
+        print_warning(f"{runtime} does not use {flags}: ignored")

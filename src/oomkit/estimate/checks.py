@@ -1,0 +1,269 @@
+"""Cross-checks of one run (model x settings x hardware) before an estimator sees it.
+
+Each rule is the runtime's own start-up check, so oomkit refuses what the runtime refuses:
+
+* vLLM ``ModelConfig.verify_with_parallel_config``: "Total number of attention heads (N) must be
+  divisible by tensor parallel size (T)"; ``QKVParallelLinear`` then ``divide()``s the KV heads
+  by T (T <= KV heads) or T by the KV heads (replication, T > KV heads). SGLang shards the same
+  way (``sglang/srt/layers/linear.py``).
+* device count: T x P ranks need T x P GPUs; oomkit never invents GPUs the user did not name.
+* vLLM ``_get_and_verify_max_len``: a ``max_model_len`` above the model's
+  ``max_position_embeddings`` is an error unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``
+  (rope-scaled models derive a longer limit, so those are only noted).
+* vLLM and SGLang have no Apple (Metal) backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+from oomkit.errors import InvalidSettingError
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["RUNTIME_SETTINGS", "check_run", "ignored_settings"]
+
+#: InferenceSettings fields each estimator reads (everything else is ignored by that runtime)
+RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
+    "llama.cpp": frozenset(
+        {
+            "quant",
+            "ctx",
+            "parallel",
+            "batch_size",
+            "ubatch",
+            "cache_type_k",
+            "cache_type_v",
+            "kv_unified",
+            "swa_full",
+            "flash_attn",
+            "n_gpu_layers",
+            "tensor_split",
+            "split_mode",
+            "n_cpu_moe",
+            "mmap",
+            "overhead_bytes",
+            "override_tensor",
+        }
+    ),
+    "ollama": frozenset(
+        {
+            "quant",
+            "ctx",
+            "parallel",
+            "batch_size",
+            "ubatch",
+            "flash_attn",
+            "kv_unified",
+            "overhead_bytes",
+        }
+    ),
+    "vllm": frozenset(
+        {
+            "quant",
+            "ctx",
+            "cache_type_k",
+            "cache_type_v",
+            "tp",
+            "gpu_memory_utilization",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "enforce_eager",
+            "cpu_offload_bytes",
+            "block_size",
+            "overhead_bytes",
+        }
+    ),
+    "sglang": frozenset(
+        {
+            "quant",
+            "ctx",
+            "cache_type_k",
+            "cache_type_v",
+            "tp",
+            "mem_fraction_static",
+            "overhead_bytes",
+        }
+    ),
+    "transformers": frozenset(
+        {
+            "quant",
+            "ctx",
+            "parallel",
+            "max_new_tokens",
+            "attn_implementation",
+            "cache_implementation",
+            "overhead_bytes",
+        }
+    ),
+}
+
+
+def ignored_settings(settings: InferenceSettings, runtime: str) -> tuple[str, ...]:
+    """Fields set (not None) that ``runtime``'s estimator does not read, in declaration order."""
+    used = RUNTIME_SETTINGS.get(runtime)
+    if used is None:
+        return ()
+    out = []
+    for f in dataclasses.fields(settings):
+        if f.name == "runtime" or f.name in used:
+            continue
+        if getattr(settings, f.name) is not None:
+            out.append(f.name)
+    return tuple(out)
+
+
+def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
+    heads = spec.num_attention_heads
+    if tp == 1 or heads == 0:
+        return
+    if heads % tp:
+        ok = [t for t in range(1, min(heads, 64) + 1) if heads % t == 0]
+        raise InvalidSettingError(
+            f"--tp {tp}: {runtime} needs the attention heads ({heads}) divisible by the "
+            f"tensor-parallel size; valid sizes: {', '.join(map(str, ok))}",
+            setting="tp",
+            value=tp,
+        )
+    if spec.mla is not None or spec.kv_heads_per_layer is not None:
+        return
+    kv = spec.num_key_value_heads
+    if kv and (kv % tp if tp <= kv else tp % kv):
+        raise InvalidSettingError(
+            f"--tp {tp}: {runtime} splits the {kv} KV heads across ranks (or replicates them), "
+            f"so tp must divide {kv} or be a multiple of it",
+            setting="tp",
+            value=tp,
+        )
+
+
+def _override_to_n_cpu_moe(
+    spec: ModelSpec, settings: InferenceSettings
+) -> tuple[InferenceSettings, str]:
+    """``-ot PATTERN=CPU`` rules -> ``n_cpu_moe`` (what the placement model supports).
+
+    llama.cpp (common/arg.cpp ``--override-tensor``) regex-searches each tensor name; its own
+    ``--n-cpu-moe N`` is the rule ``blk\\.(0..N-1)\\.ffn_(up|down|gate)_exps=CPU``. oomkit models a
+    rule set that moves the expert tensors of layers 0..N-1 (or of all layers) to the CPU.
+    """
+    rules = settings.override_tensor or ()
+    n = spec.num_hidden_layers
+    moved: set[int] = set()
+    for rule in rules:
+        pattern, _, buffer = rule.rpartition("=")
+        if buffer.strip().upper() != "CPU":
+            raise InvalidSettingError(
+                f"--override-tensor '{rule}': only PATTERN=CPU rules are modelled "
+                "(per-GPU buffers are not)",
+                setting="override_tensor",
+                value=rule,
+            )
+        try:
+            rx = re.compile(pattern)
+        except re.error as e:
+            raise InvalidSettingError(
+                f"--override-tensor '{rule}': bad regular expression ({e})",
+                setting="override_tensor",
+                value=rule,
+            ) from e
+        for other in ("token_embd.weight", "output.weight", "blk.0.attn_q.weight",
+                      "blk.0.ffn_up.weight", "blk.0.attn_norm.weight"):  # fmt: skip
+            if rx.search(other):
+                raise InvalidSettingError(
+                    f"--override-tensor '{rule}' also matches '{other}'; only rules that move "
+                    "expert tensors (…_exps) to the CPU are modelled",
+                    setting="override_tensor",
+                    value=rule,
+                )
+        for i in range(n):
+            if any(rx.search(f"blk.{i}.ffn_{k}_exps.weight") for k in ("up", "down", "gate")):
+                moved.add(i)
+    if spec.moe is None:
+        return settings, f"--override-tensor: '{spec.name}' has no expert tensors; no effect"
+    count = len(moved)
+    if moved and moved != set(range(count)):
+        raise InvalidSettingError(
+            "--override-tensor moves the experts of layers "
+            f"{sorted(moved)[:8]}…; only the first N layers (as --n-cpu-moe N) are modelled",
+            setting="override_tensor",
+            value=rules,
+        )
+    n_cpu_moe = max(count, settings.n_cpu_moe or 0)
+    settings = dataclasses.replace(settings, n_cpu_moe=n_cpu_moe, override_tensor=None)
+    return settings, f"--override-tensor: expert tensors of the first {count} layers on the CPU"
+
+
+def check_run(
+    spec: ModelSpec, settings: InferenceSettings, hardware: Hardware, runtime: str
+) -> tuple[InferenceSettings, tuple[str, ...]]:
+    """Apply the runtime's start-up checks; return settings with defaults made explicit + notes.
+
+    Raises:
+        InvalidSettingError: the runtime would refuse this configuration (one line, the rule).
+    """
+    notes: list[str] = []
+    if runtime == "llama.cpp" and settings.override_tensor:
+        settings, note = _override_to_n_cpu_moe(spec, settings)
+        return settings, (note,)
+    if runtime not in ("vllm", "sglang"):
+        return settings, ()
+    name = "vLLM" if runtime == "vllm" else "SGLang"
+    if any(d.backend == "metal" for d in hardware.devices):
+        raise InvalidSettingError(
+            f"{name} does not run on Apple GPUs (no Metal backend); use --runtime llama.cpp, "
+            "ollama or transformers",
+            setting="runtime",
+            value=runtime,
+        )
+    n_gpus = sum(1 for d in hardware.devices if d.backend != "cpu")
+    if n_gpus == 0:
+        raise InvalidSettingError(
+            f"{name} on a CPU-only target is not modelled (its CPU backend sizes memory "
+            "differently); name a GPU, or use --runtime llama.cpp, ollama or transformers",
+            setting="runtime",
+            value=runtime,
+        )
+    tp, pp = settings.tp, settings.pp or 1
+    if tp is None and n_gpus > 1 and pp == 1:
+        # `vllm serve` defaults to --tensor-parallel-size 1 (one GPU); naming several GPUs
+        # says the user means to use them, so oomkit shards across all of them and says so
+        _tp_divides(spec, n_gpus, runtime)
+        tp = n_gpus
+        settings = dataclasses.replace(settings, tp=tp)
+        notes.append(
+            f"{n_gpus} GPUs named and no --tp: assumed --tp {n_gpus} ({name}'s own default is "
+            "--tensor-parallel-size 1, one GPU)"
+        )
+    tp = tp or 1
+    _tp_divides(spec, tp, runtime)
+    if n_gpus and tp * pp > n_gpus:
+        raise InvalidSettingError(
+            f"--tp {tp} x --pp {pp} needs {tp * pp} GPUs but the target has {n_gpus}; name "
+            f"them all (e.g. --gpu {tp * pp}x<name>) or lower --tp",
+            setting="tp",
+            value=tp,
+        )
+    limit = spec.max_position_embeddings
+    if runtime == "vllm" and settings.ctx is not None and limit and settings.ctx > limit:
+        allow = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true")
+        if spec.rope_scaling_type in ("yarn", "linear", "dynamic"):
+            notes.append(
+                f"--ctx {settings.ctx} is above max_position_embeddings {limit}; vLLM "
+                f"multiplies that by the {spec.rope_scaling_type} rope_scaling factor"
+            )
+        elif allow:
+            notes.append(
+                f"--ctx {settings.ctx} above max_position_embeddings {limit} "
+                "(VLLM_ALLOW_LONG_MAX_MODEL_LEN is set: vLLM only warns)"
+            )
+        else:
+            raise InvalidSettingError(
+                f"--ctx {settings.ctx} is greater than the model's max_position_embeddings "
+                f"({limit}); vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+                setting="ctx",
+                value=settings.ctx,
+            )
+    return settings, tuple(notes)
