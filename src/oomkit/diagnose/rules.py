@@ -31,8 +31,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from oomkit.diagnose.analysis import CAUSES, Analysis
+from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, rank, size_text
+from oomkit.diagnose.fixes import Fix, generic, rank, size_text
+from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_torch import analyze_torch
@@ -113,6 +115,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    extra = analyze_extra(e, ctx)
+    if extra is not None:
+        return extra
     if e.runtime == "pytorch" and e.kind != "killed":
         return analyze_torch(e, ctx)
     if e.runtime == "llama.cpp":
@@ -175,6 +180,31 @@ def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[
     return [*kept, *rest]
 
 
+def _with_growth(result: Analysis, events: Sequence[OomEvent]) -> Analysis:
+    """Growth across repeated OOMs of one process outranks the single-event cause (except host
+    RAM and KV-pool sizing, which growth does not explain)."""
+    growth = growth_across_events(events)
+    if growth is None or result.cause in {"host_ram", "kv_cache_or_context"}:
+        return result
+    return Analysis(
+        cause="leak_or_accumulation",
+        confidence=0.6,
+        explanation=result.explanation + growth,
+        fixes=(
+            generic(
+                "Stop keeping tensors alive across steps",
+                "accumulate Python numbers, detach what you store, free the previous model.",
+                (
+                    "total_loss += loss.item()",
+                    "history.append(out.detach().cpu())",
+                    "del model; gc.collect(); torch.cuda.empty_cache()",
+                ),
+            ),
+            *result.fixes,
+        ),
+    )
+
+
 def _run_provider(provider: FixProvider, finding: Finding, notes: list[str]) -> list[Fix]:
     try:
         return list(provider(finding))
@@ -210,7 +240,7 @@ def diagnose(
             explanation="No out-of-memory message was found in this text.",
             fixes=(),
         )
-    result = _analyze(primary, context)
+    result = _with_growth(_analyze(primary, context), evs)
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if others:
@@ -233,7 +263,13 @@ def diagnose(
         cause=result.cause,
         confidence=max(0.0, min(1.0, result.confidence)),
         explanation=explanation,
-        fixes=_prune_generic(rank(_merge_provider_fixes(extra, result.fixes))),
+        fixes=_prune_generic(
+            tuple(
+                drop_contradictions(
+                    rank(label_hardware(_merge_provider_fixes(extra, result.fixes))), context
+                )
+            )
+        ),
         primary=primary,
         notes=tuple(notes),
     )

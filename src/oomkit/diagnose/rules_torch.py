@@ -22,6 +22,18 @@ _FRAG_SHARE = 0.10  # R must be at least this share of PyTorch's reserved memory
 _OTHERS_SHARE = 0.10  # other processes must hold at least this share of the card
 _UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
 _BIG_REQUEST_SHARE = 0.10
+# One tensor this large is an activation, not a weight: the largest weight tensors of common
+# models are the embedding / lm_head (vocab x hidden: 128256 x 8192 x 2 bytes = 2.0 GiB for
+# Llama-3-70B); per-layer matrices are <= 0.5 GiB (8192 x 28672 x 2). A forward/backward
+# intermediate (batch x heads x seq^2 attention scores, batch x seq x vocab logits, image
+# feature maps) reaches GiBs with the batch/resolution.
+_LARGE_TENSOR = 2 * GiB
+# A host allocation this large in one piece is a data/activation tensor, not a weight shard.
+_LARGE_HOST_TENSOR = 8 * GiB
+_DECIDE_PHASE = (
+    " What decides between weights and activations: whether the job had already run steps "
+    "(the traceback shows forward/backward) — the full traceback settles it."
+)
 
 
 def _fb(n: int | None) -> str:
@@ -260,13 +272,43 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             explanation=base + " " + an.explanation,
             fixes=an.fixes + ((_frag_fix(e, r),) if r and r >= x else ()),
         )
+    # 4b. this process holds far more than PyTorch reserved: non-PyTorch allocations
+    # (fragmentation wins when PyTorch's own cache could serve the request: rule T4 of
+    # docs/doctor-causes.md)
+    frag = r is not None and a is not None and r >= x and r >= _FRAG_SHARE * (a + r)
+    if p is not None and a is not None and r is not None and not frag:
+        outside = p - a - r
+        if outside >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)) and outside >= x - free:
+            return Analysis(
+                cause="other_process_holding_memory",
+                confidence=0.5,
+                explanation=base + f" {_fb(outside)} of this process's memory is outside "
+                "PyTorch's allocator (CUDA context and libraries take 0.3-1 GiB): another "
+                "framework or library in the same process (TensorRT, cupy, JAX/TF, NCCL "
+                "buffers, a custom CUDA extension) holds the memory PyTorch needs. "
+                "torch.cuda.memory_snapshot() vs nvidia-smi for this PID decides which.",
+                fixes=(
+                    Fix(
+                        title="Release the non-PyTorch allocations in this process",
+                        why=f"{_fb(outside)} is held outside PyTorch's allocator; freeing it "
+                        "(or limiting that library's pool) covers the request.",
+                        commands=(
+                            "python -c 'import torch; print(torch.cuda.mem_get_info())'",
+                            "XLA_PYTHON_CLIENT_PREALLOCATE=false   # if JAX shares the process",
+                            "TF_FORCE_GPU_ALLOW_GROWTH=true        # if TensorFlow does",
+                        ),
+                        expected_saving_bytes=outside,
+                    ),
+                ),
+            )
+    held_known = p is not None or a is not None or e.reserved_bytes is not None
     held = (
         p
         if p is not None
         else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
     )
     unaccounted = t - free - held - others
-    if unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
+    if held_known and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
         who = (
             "processes NVML does not show (another container, the display server)"
             if p is not None
@@ -277,7 +319,8 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             cause="other_process_holding_memory",
             confidence=0.45,
             explanation=base + f" {_fb(t)} - {_fb(free)} free - {_fb(held)} held by this "
-            f"process's allocator = {_fb(unaccounted)} is held by {who}.",
+            f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
+            "(or nvidia-smi) to see the other processes on this GPU.",
             fixes=(
                 Fix(
                     title="Find and stop what else holds the GPU",
@@ -311,6 +354,30 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             confidence=0.7,
             explanation=base + tail + f" The traceback is in model loading ({ctx.frame_text}).",
             fixes=tuple(_model_fixes()),
+        )
+    if phase == "cuda_graph_capture":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.65,
+            explanation=base + tail + " It failed while capturing CUDA graphs "
+            f"({ctx.frame_text}): each captured batch size keeps its activations in a private "
+            "pool, on top of the weights and KV cache the engine already placed.",
+            fixes=_graph_fixes(e, short),
+        )
+    if ctx.runtime_hint == "vllm" and (
+        ctx.num_gpu_blocks or ctx.kv_cache_bytes is not None or ctx.weights_bytes is not None
+    ):
+        planned = (
+            f" vLLM planned weights + KV within gpu_memory_utilization={ctx.gpu_memory_utilization}"
+            if ctx.gpu_memory_utilization
+            else " vLLM had already profiled memory and sized its KV cache"
+        )
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + planned + ", so the weights fit; what ran out is the "
+            "headroom left for activations, the sampler and CUDA graphs.",
+            fixes=_graph_fixes(e, short),
         )
     if phase in {"forward", "backward"}:
         return Analysis(
@@ -350,21 +417,45 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                 *_model_fixes()[:1],
             ),
         )
-    if x >= _BIG_REQUEST_SHARE * t:
+    if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
         return Analysis(
             cause="batch_or_activations",
             confidence=0.55,
-            explanation=base + tail + f" One request is {100 * x // t}% of the card: a large "
-            "activation (batch, sequence length or resolution).",
+            explanation=base + tail + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
+            "is larger than a weight tensor of common models: a large activation (batch, "
+            "sequence length or resolution).",
             fixes=tuple(_batch_fixes(e, short)),
         )
     return Analysis(
         cause="model_too_large",
-        confidence=0.5,
+        confidence=0.45,
         explanation=base + tail + f" The request is small ({100 * x / t:.1f}% of the card) while "
         f"{_fb(held)} is already held: what stays resident (weights, optimizer states, "
-        "persistent buffers) fills the GPU before this step.",
+        "persistent buffers) fills the GPU before this step." + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
+    )
+
+
+def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
+    """Fixes for an OOM in the engine's headroom (CUDA graphs, sampler, activations)."""
+    return (
+        Fix(
+            title="Skip CUDA-graph capture: --enforce-eager",
+            why="captured graphs keep one activation pool per batch size; eager mode needs none "
+            f"(slower decoding). This allocation was short by {_fb(short)}.",
+            commands=(
+                "--enforce-eager   # vLLM",
+                "--disable-cuda-graph   # SGLang",
+                "torch.compile(model, mode='default')   # not 'reduce-overhead'",
+            ),
+            expected_saving_bytes=None,
+        ),
+        generic(
+            "Capture graphs for fewer batch sizes / fewer concurrent sequences",
+            "graph and sampler memory grow with the largest captured batch (max_num_seqs).",
+            ("--max-num-seqs 64   # vLLM", "--cuda-graph-max-bs 16   # SGLang"),
+        ),
+        *_batch_fixes(e, None)[:1],
     )
 
 
@@ -449,6 +540,21 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                         "/swapfile && sudo swapon /swapfile",
                     ),
                     expected_saving_bytes=e.requested_bytes,
+                ),
+                *(
+                    (
+                        Fix(
+                            title="Process the input in smaller batches or tiles",
+                            why=f"one host tensor of {_fb(e.requested_bytes)} is a batch of "
+                            "data or activations (a weight shard is rarely that large); halving "
+                            "the batch/frames per step halves it.",
+                            commands=("batch_size = max(1, batch_size // 2)",),
+                            expected_saving_bytes=(e.requested_bytes or 0) // 2,
+                        ),
+                    )
+                    if (e.requested_bytes or 0) >= _LARGE_HOST_TENSOR
+                    and ctx.frame_phase != "model_load"
+                    else ()
                 ),
                 generic(
                     "Load weights lazily and straight to the GPU",

@@ -1,0 +1,205 @@
+"""Families outside the main runtimes' parsers, and the generic fallback (issue 9).
+
+* FlashInfer workspace: ``Buffer overflow when allocating memory for batch_prefill_tmp_v with size
+  N and alignment A, but only M bytes available in AlignedAllocator`` and the older ``Failed to
+  allocate memory for X with size N and alignment A in AlignedAllocator``
+  (``flashinfer/include/flashinfer/allocator.h``): the fixed attention workspace (SGLang
+  ``SGLANG_FLASHINFER_WORKSPACE_SIZE``) is too small for the batch's tokens.
+* transformers / bitsandbytes dispatch: ``Some modules are dispatched on the CPU or the disk. Make
+  sure you have enough GPU RAM to fit the quantized model`` (``quantizer_bnb_4bit.py``): the
+  device map put weights off the GPU because they do not fit.
+* SGLang memory pool (``model_runner.py`` / ``mem_cache/pool_configurator.py``): ``Load weight
+  end. ... avail mem=X GB, mem usage=Y GB`` (GiB), ``max_total_tokens=N is larger than the
+  profiled value P`` (P <= 0: no KV pool at all), ``Prefill out of memory. Try to lower your batch
+  size. Try to allocate N tokens.`` and ``Decode out of memory`` (KV pool exhausted at run time).
+* Vulkan through TVM/MLC and other hosts: ``VK_ERROR_OUT_OF_DEVICE_MEMORY``.
+* :func:`parse_generic`: any line with an out-of-memory keyword that no parser recognised becomes
+  a ``generic`` event with the numbers it states (a request size after "allocate"), so an obvious
+  OOM is never reported as "nothing found".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_bytes, to_int
+from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
+
+__all__ = ["parse_extra", "parse_generic"]
+
+_FI_OVERFLOW = re.compile(
+    r"allocating memory for (?P<name>\w{1,80}) with size (?P<n>\d{1,20}) and alignment "
+    r"\d{1,6}, but only (?P<avail>\d{1,20}) bytes available in AlignedAllocator"
+)
+_FI_FAIL = re.compile(
+    r"Failed to allocate memory for (?P<name>\w{1,80}) with size (?P<n>\d{1,20}) and alignment "
+    r"\d{1,6} in AlignedAllocator"
+)
+_SGL_LOAD = re.compile(
+    r"Load weight end\..{0,200}?avail mem=(?P<avail>\d{1,7}(?:\.\d{1,4})?) ?GB, "
+    r"mem usage=(?P<used>\d{1,7}(?:\.\d{1,4})?) ?GB"
+)
+_SGL_PROFILED = re.compile(
+    r"max_total_tokens=(?P<want>\d{1,12}) is larger than the profiled value (?P<got>-?\d{1,12})"
+)
+_SGL_PREFILL = re.compile(
+    r"(?P<phase>Prefill|Decode) out of memory(?:.{0,120}?Try to allocate (?P<tok>\d{1,12}) tokens)?"
+)
+_SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
+_NEEDLES = (
+    "AlignedAllocator",
+    "dispatched on the CPU or the disk",
+    "Load weight end",
+    "profiled value",
+    "out of memory",
+    "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+    "mem_fraction_static",
+    "mem-fraction-static",
+)
+_PREFILTER = needles_re(_NEEDLES)
+
+# Generic fallback: out-of-memory wording of any runtime (case-insensitive, literal alternation).
+_GENERIC = re.compile(
+    r"out[ _-]?of[ _-]?(?:device[ _-]?|gpu[ _-]?|host[ _-]?)?memory|\bOOM\b|"
+    r"not enough (?:gpu |device |system |host |video )?(?:memory|vram|ram)\b|"
+    r"insufficient (?:gpu |device |system |host |video )?(?:memory|vram)|"
+    r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
+    r"unable to allocate|resource[ _]exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF",
+    re.IGNORECASE,
+)
+_GENERIC_NEGATIVE = (
+    "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
+    "no out of memory",
+    "without out of memory",
+)
+_REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
+_REQUEST = re.compile(
+    r"(?:allocat\w{0,6}|request(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
+    r"(?:of )?" + sz("req", _REQ_UNITS)
+)
+
+
+def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:800], **kw)
+
+
+def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent | None:
+    n = lines.number[i]
+    if "AlignedAllocator" in line:
+        w = window(lines, i - 1 if i else 0, max_lines=3)
+        m = _FI_OVERFLOW.search(w)
+        if m is not None:
+            return _ev(
+                "flashinfer",
+                "workspace_overflow",
+                "flashinfer_workspace",
+                m.group(0),
+                n,
+                requested_bytes=to_int(m.group("n")),
+                free_bytes=to_int(m.group("avail")),
+                total_bytes=to_int(m.group("avail")),
+                detail=m.group("name"),
+                stage="compute",
+            )
+        m2 = _FI_FAIL.search(w)
+        if m2 is not None:
+            return _ev(
+                "flashinfer",
+                "workspace_overflow",
+                "flashinfer_workspace",
+                m2.group(0),
+                n,
+                requested_bytes=to_int(m2.group("n")),
+                detail=m2.group("name"),
+                stage="compute",
+            )
+    if "dispatched on the CPU or the disk" in line:
+        return _ev(
+            "transformers", "dispatch_offload", "bnb_dispatch_cpu_disk", line, n, stage="weights"
+        )
+    if "Load weight end" in line:
+        m3 = _SGL_LOAD.search(line)
+        if m3 is not None:
+            facts["weights_bytes"] = to_bytes(m3.group("used"), "GB", "sglang")
+            facts["avail_after_weights_bytes"] = to_bytes(m3.group("avail"), "GB", "sglang")
+        return None
+    if "profiled value" in line:
+        m4 = _SGL_PROFILED.search(line)
+        if m4 is not None:
+            got = int(m4.group("got"))
+            return _ev(
+                "sglang",
+                "kv_pool_profiled",
+                "sglang_profiled_tokens",
+                line,
+                n,
+                kv_capacity_tokens=got,
+                detail=f"max_total_tokens={m4.group('want')}, profiled {got}",
+                stage="kv_cache",
+            )
+    if "out of memory" in line:
+        m5 = _SGL_PREFILL.search(window(lines, i, max_lines=3))
+        if m5 is not None:
+            tok = m5.group("tok")
+            return _ev(
+                "sglang",
+                "kv_pool_full",
+                "sglang_" + m5.group("phase").lower() + "_oom",
+                line,
+                n,
+                prefill_tokens=int(tok) if tok else None,
+                stage="runtime",
+            )
+    if "VK_ERROR_OUT_OF_DEVICE_MEMORY" in line:
+        return _ev("vulkan", "gpu_alloc_failed", "vulkan_out_of_device_memory", line, n)
+    if "fraction" in line:
+        m6 = _SGL_MFS.search(line)
+        if m6 is not None:
+            facts.setdefault("mem_fraction_static", float(m6.group("v")))
+    return None
+
+
+def parse_extra(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
+    """Find FlashInfer, bitsandbytes-dispatch, SGLang pool and Vulkan/TVM failures.
+
+    Returns:
+        Events and context facts (``weights_bytes``, ``mem_fraction_static``). Never raises.
+    """
+    events: list[OomEvent] = []
+    facts: dict[str, Any] = {}
+    for i, raw in enumerate(lines.text):
+        if not _PREFILTER.search(raw):
+            continue
+        ev = _event(lines, i, lines.cleaned(i), facts)
+        if ev is not None:
+            events.append(ev)
+    return events, facts
+
+
+def parse_generic(lines: Lines) -> list[OomEvent]:
+    """Fallback: the first line with out-of-memory wording (and what it states), when no parser
+    recognised anything. At most one event; ``runtime`` is ``generic``."""
+    for i, raw in enumerate(lines.text):
+        m = _GENERIC.search(raw)
+        if m is None:
+            continue
+        line = lines.cleaned(i)
+        low = line.lower()
+        if any(neg in low for neg in _GENERIC_NEGATIVE):
+            continue
+        w = window(lines, i, max_lines=3)
+        r = _REQUEST.search(w)
+        return [
+            _ev(
+                "generic",
+                "oom_keyword",
+                "generic_oom",
+                line,
+                lines.number[i],
+                requested_bytes=size_of(r, "req", "generic") if r else None,
+                detail=m.group(0),
+            )
+        ]
+    return []
