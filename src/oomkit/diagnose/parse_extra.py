@@ -47,9 +47,60 @@ _SGL_PROFILED = re.compile(
 _SGL_PREFILL = re.compile(
     r"(?P<phase>Prefill|Decode) out of memory(?:.{0,120}?Try to allocate (?P<tok>\d{1,12}) tokens)?"
 )
+# pool_configurator.py (2025-26): "Loaded weights leave no GPU memory for the KV cache under
+# --mem-fraction-static=0.88"
+_SGL_NO_KV = re.compile(
+    r"leave no GPU memory for the KV cache(?: under --mem-fraction-static=(?P<mfs>\d?\.\d{1,4}|1))?"
+)
+# ggml-metal: "allocated buffer, size = X MiB, ( A / B)" then "current allocated size is greater
+# than the recommended max working set size" (A, B in MB = MiB: size / 1024.0 / 1024.0)
+_METAL_WS = re.compile(
+    r"size = {0,8}(?P<req>\d{1,9}(?:\.\d{1,4})?) MiB, \( {0,8}(?P<a>\d{1,9}(?:\.\d{1,4})?) / "
+    r"{0,8}(?P<t>\d{1,9}(?:\.\d{1,4})?)\)"
+)
+_CUDNN = re.compile(
+    r"Unable to find a valid cuDNN algorithm|CUDNN_STATUS_EXECUTION_FAILED|"
+    r"CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED"
+)
+# MLC-LLM (cpp/serve/config.cc): "Insufficient GPU memory error: The available single GPU memory
+# is A MB, which is less than the sum of model weight size (W MB) and temporary buffer size (T MB)"
+_MLC = re.compile(
+    r"available single GPU memory is (?P<a>\d{1,9}(?:\.\d{1,4})?) MB, which is less than the sum "
+    r"of model weight size \((?P<w>\d{1,9}(?:\.\d{1,4})?) MB\) and temporary buffer size "
+    r"\((?P<t>\d{1,9}(?:\.\d{1,4})?) MB\)"
+)
+# XLA:TPU compile-time: "Ran out of memory in memory space hbm. Used 63.80G of 30.75G hbm."
+_HBM = re.compile(
+    r"Ran out of memory in memory space (?P<space>\w{1,20})\. Used (?P<u>\d{1,9}(?:\.\d{1,4})?)"
+    r"(?P<uu>[KMGT]) of (?P<t>\d{1,9}(?:\.\d{1,4})?)(?P<tu>[KMGT])"
+)
+_HLO_TEMP = re.compile(r"HLO temp\s{1,20}(?P<v>\d{1,9}(?:\.\d{1,4})?)(?P<u>[KMGT])")
+# ggml-cuda without the "CUDA error 2 at" prefix, and the bare cudaMalloc message Ollama forwards
+_GGML_BARE = re.compile(r"ggml-cuda\.cu:\d{1,6}: out of memory|^cudaMalloc failed: out of memory")
+_EXL2 = re.compile(r"Insufficient VRAM for model and cache")
+# old ggml (2023): fixed context / scratch pools sized at model load
+_GGML_POOL = re.compile(
+    r"not enough space in the (?P<pool>context's|scratch) memory pool \(needed (?P<n>\d{1,20}), "
+    r"available (?P<a>\d{1,20})\)"
+)
 _SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
 _NEEDLES = (
     "AlignedAllocator",
+    "leave no GPU memory for the KV cache",
+    "recommended max working set size",
+    "cuDNN algorithm",
+    "memory pool (needed",
+    "maxTokensInPagedKvCache must be large enough",
+    "Error in memory profiling",
+    "available single GPU memory",
+    "Ran out of memory in memory space",
+    "HLO temp",
+    "ggml-cuda.cu:",
+    "cudaMalloc failed",
+    "Insufficient VRAM",
+    "failed to find a memory slot",
+    "failed to find free space in the KV cache",
+    "CUDNN_STATUS_",
     "dispatched on the CPU or the disk",
     "Load weight end",
     "profiled value",
@@ -62,11 +113,17 @@ _PREFILTER = needles_re(_NEEDLES)
 
 # Generic fallback: out-of-memory wording of any runtime (case-insensitive, literal alternation).
 _GENERIC = re.compile(
-    r"out[ _-]?of[ _-]?(?:device[ _-]?|gpu[ _-]?|host[ _-]?)?memory|\bOOM\b|"
+    r"out[ _-]?of[ _-]?(?:device[ _-]?|gpu[ _-]?|host[ _-]?|v)?(?:memory|ram\b)|\bOOM\b|"
+    r"ran out of memory|not enough (?:free )?space in|memory pool|"
+    r"exceeds? (?:the )?(?:available |device |gpu )?memory|memory (?:limit|budget) exceeded|"
+    r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
+    r"Error in memory profiling|"
+    r"insufficient (?:gpu |device |system |host |video )?(?:memory|vram|resources)|"
     r"not enough (?:gpu |device |system |host |video )?(?:memory|vram|ram)\b|"
-    r"insufficient (?:gpu |device |system |host |video )?(?:memory|vram)|"
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
-    r"unable to allocate|resource[ _]exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF",
+    r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
+    r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
+    r"signal:? 9\b|signal: killed",
     re.IGNORECASE,
 )
 _GENERIC_NEGATIVE = (
@@ -152,6 +209,115 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 prefill_tokens=int(tok) if tok else None,
                 stage="runtime",
             )
+    if "leave no GPU memory for the KV cache" in line:
+        m7 = _SGL_NO_KV.search(line)
+        mfs = m7.group("mfs") if m7 else None
+        return _ev(
+            "sglang",
+            "no_kv_pool",
+            "sglang_no_kv_memory",
+            line,
+            n,
+            mem_fraction_static=float(mfs) if mfs else None,
+            stage="kv_cache",
+        )
+    if "recommended max working set size" in line:
+        m8 = _METAL_WS.search(line)
+        return _ev(
+            "llama.cpp",
+            "working_set_exceeded",
+            "metal_working_set",
+            line,
+            n,
+            buffer_name="MTL0",
+            requested_bytes=to_bytes(m8.group("req"), "MiB", "llama.cpp") if m8 else None,
+            allocated_bytes=to_bytes(m8.group("a"), "MiB", "llama.cpp") if m8 else None,
+            allowed_bytes=to_bytes(m8.group("t"), "MiB", "llama.cpp") if m8 else None,
+        )
+    if "cuDNN" in line or "CUDNN_STATUS_" in line:
+        m9 = _CUDNN.search(line)
+        if m9 is not None:
+            return _ev(
+                "cudnn",
+                "library_alloc_failed",
+                "cudnn_workspace",
+                line,
+                n,
+                detail=m9.group(0),
+                stage="library_workspace",
+            )
+    if "failed to find a memory slot" in line or "failed to find free space in the KV" in line:
+        # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp)
+        return _ev("llama.cpp", "kv_slots_full", "llama.cpp_kv_slot", line, n, stage="kv_full")
+    if "available single GPU memory" in line:
+        m10 = _MLC.search(line)
+        if m10 is not None:
+            mb = "MB"  # MLC divides by 1024 * 1024 (cpp/serve/config.cc) and labels it MB
+            return _ev(
+                "mlc-llm",
+                "insufficient_gpu_memory",
+                "mlc_insufficient_gpu_memory",
+                line,
+                n,
+                free_bytes=to_bytes(m10.group("a"), mb, "sglang"),
+                allocated_bytes=to_bytes(m10.group("w"), mb, "sglang"),
+                requested_bytes=to_bytes(m10.group("t"), mb, "sglang"),
+                stage="startup",
+            )
+    if "Ran out of memory in memory space" in line:
+        m11 = _HBM.search(line)
+        if m11 is not None:
+            return _ev(
+                "jax",
+                "xla_compile_oom",
+                "xla_tpu_hbm",
+                line,
+                n,
+                requested_bytes=to_bytes(m11.group("u"), m11.group("uu") + "iB", "jax"),
+                total_bytes=to_bytes(m11.group("t"), m11.group("tu") + "iB", "jax"),
+                stage="compile",
+            )
+    if "HLO temp" in line:
+        m12 = _HLO_TEMP.search(line)
+        if m12 is not None:
+            temp = to_bytes(m12.group("v"), m12.group("u") + "iB", "jax")
+            facts["activation_peak_bytes"] = temp
+        return None
+    if (
+        "out of memory" in line
+        and ("ggml-cuda.cu:" in line or "cudaMalloc failed" in line)
+        and "error" not in line.split("ggml-cuda.cu:")[0]
+        and _GGML_BARE.search(line)
+        and "current device" not in line
+    ):
+        return _ev("llama.cpp", "cuda_oom", "ggml_cuda_bare", line, n, stage=None)
+    if "Insufficient VRAM" in line and _EXL2.search(line):
+        return _ev(
+            "exllamav2", "insufficient_vram", "exllamav2_autosplit", line, n, stage="weights"
+        )
+    if "memory pool (needed" in line:
+        m13 = _GGML_POOL.search(line)
+        if m13 is not None:
+            return _ev(
+                "llama.cpp",
+                "ggml_pool_exhausted",
+                "ggml_memory_pool",
+                line,
+                n,
+                requested_bytes=to_int(m13.group("n")),
+                free_bytes=to_int(m13.group("a")),
+                buffer_name=m13.group("pool").rstrip("'s"),
+            )
+    if "maxTokensInPagedKvCache must be large enough" in line:
+        # TensorRT-LLM: the paged KV pool holds less than one max-length sequence
+        return _ev(
+            "tensorrt-llm", "kv_capacity", "trtllm_paged_kv_too_small", line, n, stage="kv_cache"
+        )
+    if "Error in memory profiling" in line:
+        # vLLM determine_num_available_blocks: free memory changed during profiling
+        return _ev(
+            "vllm", "profiling_error", "vllm_memory_profiling_assert", line, n, stage="startup"
+        )
     if "VK_ERROR_OUT_OF_DEVICE_MEMORY" in line:
         return _ev("vulkan", "gpu_alloc_failed", "vulkan_out_of_device_memory", line, n)
     if "fraction" in line:

@@ -264,10 +264,250 @@ def _generic(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
+def _metal_working_set(e: OomEvent, ctx: LogContext) -> Analysis:
+    limit, used = e.allowed_bytes, e.allocated_bytes
+    weights = sum(ctx.device_buffers("model").values()) or None
+    kv = sum(ctx.device_buffers("KV").values()) or ctx.kv_self_bytes
+    expl = (
+        f"Metal allocations reached {_fb(used)} against the recommended working set of "
+        f"{_fb(limit)} (the share of unified memory macOS lets the GPU use): the model, its KV "
+        "cache and compute buffers do not fit this Mac's GPU budget."
+    )
+    cause, conf = "model_too_large", 0.6
+    if weights and limit:
+        expl += f" The weights alone are {_fb(weights)} ({100 * weights // limit}% of it)."
+        conf = 0.75 if weights >= 0.7 * limit else 0.5
+        if kv and kv > weights:
+            cause, conf = "kv_cache_or_context", 0.6
+    fixes = [
+        generic(
+            "Use a smaller quantization or model",
+            "the weights are the largest part of the working set.",
+            ("pick a Q4_K_M / IQ3 GGUF or a smaller model",),
+        ),
+        generic(
+            "Shrink the context",
+            "the KV cache is linear in n_ctx.",
+            ("-c 2048",),
+        ),
+        generic(
+            "Raise the GPU working-set limit (macOS 14+, risky)",
+            "lets Metal use more unified memory; the system may swap.",
+            ("sudo sysctl iogpu.wired_limit_mb=<MiB>",),
+        ),
+    ]
+    if cause == "kv_cache_or_context":
+        fixes[0], fixes[1] = fixes[1], fixes[0]
+    return Analysis(cause=cause, confidence=conf, explanation=expl, fixes=tuple(fixes))
+
+
+def _cudnn(e: OomEvent, ctx: LogContext) -> Analysis:
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.3,
+        explanation=f"{e.detail}: cuDNN found no convolution algorithm whose workspace fits in "
+        "the free GPU memory — an out-of-memory in disguise. The workspace grows with batch "
+        "size and resolution; if other processes (or other workers of this job) hold the GPU, "
+        "that is the cause instead: run `oomkit gpus` to see them.",
+        fixes=(
+            generic(
+                "Reduce the batch size or the input resolution",
+                "the convolution workspace and activations scale with both.",
+                ("batch_size //= 2", "resize inputs to a smaller side"),
+            ),
+            generic(
+                "Stop other processes/workers on the GPU",
+                "each worker with its own model copy takes a share of the GPU.",
+                ("nvidia-smi", "fewer worker processes"),
+            ),
+            generic(
+                "Let cuDNN pick memory-light algorithms",
+                "benchmark mode may choose workspace-hungry algorithms.",
+                ("torch.backends.cudnn.benchmark = False",),
+            ),
+        ),
+    )
+
+
+def _mlc(e: OomEvent, ctx: LogContext) -> Analysis:
+    avail, w, tmp = e.free_bytes or 0, e.allocated_bytes or 0, e.requested_bytes or 0
+    base = (
+        f"MLC-LLM needs weights {_fb(w)} + temporary buffers {_fb(tmp)} but only {_fb(avail)} "
+        "of the GPU is available to it."
+    )
+    if w >= avail:
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.8,
+            explanation=base + " The weights alone do not fit.",
+            fixes=(
+                generic(
+                    "Use a smaller model or a lower-bit quantization",
+                    f"the weights must shrink below {_fb(avail)}.",
+                    ("q4f16_1 / q3f16_1 model library",),
+                ),
+            ),
+        )
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.7,
+        explanation=base + f" The weights fit ({_fb(avail - w)} left); the temporary "
+        "(activation) buffers, sized by the prefill chunk and batch, do not.",
+        fixes=(
+            Fix(
+                title="Shrink the prefill chunk / batch",
+                why=f"temporary buffers scale with prefill_chunk_size; they must shrink by "
+                f"{_fb(w + tmp - avail)}.",
+                commands=(
+                    '--overrides "prefill_chunk_size=1024;max_num_sequence=4"',
+                    '--overrides "context_window_size=4096"',
+                ),
+                expected_saving_bytes=w + tmp - avail,
+            ),
+            generic(
+                "Raise gpu_memory_utilization",
+                "MLC uses only that share of the GPU.",
+                ('--overrides "gpu_memory_utilization=0.95"',),
+            ),
+        ),
+    )
+
+
+def _hbm(e: OomEvent, ctx: LogContext) -> Analysis:
+    used, cap, temp = e.requested_bytes, e.total_bytes, ctx.activation_peak_bytes
+    expl = f"XLA's compiled program needs {_fb(used)} of {_fb(cap)} device memory"
+    if temp is not None and used:
+        expl += f"; HLO temporaries (activations/intermediates) are {_fb(temp)} of it"
+    expl += "."
+    act = temp is not None and used is not None and temp * 2 >= used
+    return Analysis(
+        cause="batch_or_activations" if act or temp is None else "model_too_large",
+        confidence=0.75 if act else 0.45,
+        explanation=expl
+        + (
+            " The temporaries dominate: batch/sequence size (or missing rematerialization) "
+            "is the lever."
+            if act
+            else ""
+        ),
+        fixes=(
+            Fix(
+                title="Shrink the per-device batch or sequence length",
+                why="HLO temporaries scale with them.",
+                commands=("per_device_batch_size //= 2", "jax.checkpoint / remat the blocks"),
+                expected_saving_bytes=(used - cap) if used and cap and used > cap else None,
+            ),
+            generic(
+                "Shard the activations/parameters across the devices",
+                "FSDP-style sharding over the mesh divides the program's memory.",
+                ("mesh axes: fsdp / sharding_axis_dims",),
+            ),
+        ),
+    )
+
+
 def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
     if e.runtime == "flashinfer":
         return _flashinfer(e, ctx)
+    if e.kind == "working_set_exceeded":
+        return _metal_working_set(e, ctx)
+    if e.runtime == "cudnn":
+        return _cudnn(e, ctx)
+    if e.runtime == "mlc-llm":
+        return _mlc(e, ctx)
+    if e.format == "xla_tpu_hbm":
+        return _hbm(e, ctx)
+    if e.runtime == "exllamav2":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.55,
+            explanation="ExLlamaV2's auto-split could not place the weights and the cache on the "
+            "GPUs: the model (at this bits-per-weight) plus its cache exceed the VRAM. A "
+            "shorter max_seq_len shrinks the cache part; the free VRAM per GPU decides which.",
+            fixes=(
+                generic(
+                    "Use a lower bits-per-weight quant or a smaller model",
+                    "weights are most of the requirement.",
+                    ("pick a 4.0bpw / 3.5bpw EXL2",),
+                ),
+                generic(
+                    "Shorten the cache",
+                    "the cache is linear in max_seq_len.",
+                    ("max_seq_len=4096", "cache_8bit / Q4 cache"),
+                ),
+            ),
+        )
+    if e.kind == "ggml_pool_exhausted":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.35,
+            explanation=f"ggml's fixed {e.buffer_name} memory pool (sized at load for the context) "
+            f"needed {_fb(e.requested_bytes)} but holds {_fb(e.free_bytes)}: the prompt/context "
+            "outgrew the pool. This is a 2023 ggml limit, not device memory; newer llama.cpp "
+            "allocates these buffers dynamically.",
+            fixes=(
+                generic(
+                    "Update llama.cpp / llama-cpp-python, or shorten the prompt/context",
+                    "fixed scratch pools were replaced by the graph allocator.",
+                    ("pip install -U llama-cpp-python", "n_ctx=2048"),
+                ),
+            ),
+        )
+    if e.runtime == "tensorrt-llm" and e.kind == "kv_capacity":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.75,
+            explanation="TensorRT-LLM's paged KV pool holds fewer tokens than one sequence of the "
+            "engine's max length (beam_width x tokens_per_block x max_blocks_per_seq): the KV "
+            "share of free memory is too small for the built max sequence length.",
+            fixes=(
+                generic(
+                    "Give the KV cache a larger share of free memory",
+                    "the pool is kv_cache_free_gpu_mem_fraction x free memory after the weights.",
+                    ("kv_cache_free_gpu_mem_fraction: 0.9",),
+                ),
+                generic(
+                    "Build the engine for a shorter max sequence length",
+                    "one sequence must fit the pool.",
+                    ("trtllm-build --max_seq_len 4096",),
+                ),
+            ),
+        )
+    if e.kind == "profiling_error":
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.45,
+            explanation="vLLM's memory profiling saw free memory change under it: another "
+            "process (or another model in this process, e.g. a trainer next to vLLM) allocated "
+            "on the same GPU while vLLM measured. Run `oomkit gpus` to see who shares the GPU.",
+            fixes=(
+                generic(
+                    "Give vLLM a GPU of its own, or a smaller share",
+                    "co-located trainers need vLLM's utilization lowered to what is left.",
+                    ("--gpu-memory-utilization 0.3", "CUDA_VISIBLE_DEVICES=<other GPU>"),
+                ),
+            ),
+        )
+    if e.kind == "kv_slots_full":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.6,
+            explanation="llama.cpp found no free KV-cache cells for the batch: the context "
+            "(n_ctx, shared by all parallel slots) is full of the running sequences' tokens.",
+            fixes=(
+                generic(
+                    "Give each sequence more KV cells",
+                    "n_ctx is split across -np slots (unless --kv-unified); raise -c or lower -np.",
+                    ("-c <2x current>", "-np 1"),
+                ),
+                generic(
+                    "Quantize the KV cache to fit more cells",
+                    "q8_0 takes about half of f16.",
+                    ("-fa on -ctk q8_0 -ctv q8_0",),
+                ),
+            ),
+        )
     if e.runtime == "transformers" and e.kind == "dispatch_offload":
         return _dispatch(e, ctx)
     if e.runtime == "sglang" and e.kind in {"kv_pool_profiled", "no_kv_pool"}:

@@ -276,7 +276,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     # (fragmentation wins when PyTorch's own cache could serve the request: rule T4 of
     # docs/doctor-causes.md)
     frag = r is not None and a is not None and r >= x and r >= _FRAG_SHARE * (a + r)
-    if p is not None and a is not None and r is not None and not frag:
+    # (CUDA-graph capture and serving engines hold graph pools, NCCL and cuBLAS workspaces
+    # outside the caching allocator by design: their own rules below decide those)
+    engine = phase == "cuda_graph_capture" or ctx.runtime_hint in {"vllm", "sglang"}
+    if p is not None and a is not None and r is not None and not frag and not engine:
         outside = p - a - r
         if outside >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)) and outside >= x - free:
             return Analysis(
