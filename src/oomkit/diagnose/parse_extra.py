@@ -126,6 +126,21 @@ _GENERIC = re.compile(
     r"signal:? 9\b|signal: killed",
     re.IGNORECASE,
 )
+# every _GENERIC alternative contains one of these (lower-case) literals
+_GENERIC_KEYS = (
+    "memory",
+    "oom",
+    "ram",
+    "space in",
+    "resources",
+    "alloc",
+    "exhausted",
+    "error_out_of",
+    "memoryerror",
+    "bad_alloc",
+    "sigkill",
+    "signal",
+)
 _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
     "no out of memory",
@@ -348,6 +363,9 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     """Fallback: the first line with out-of-memory wording (and what it states), when no parser
     recognised anything. At most one event; ``runtime`` is ``generic``."""
     for i, raw in enumerate(lines.text):
+        low = raw.lower()
+        if not any(k in low for k in _GENERIC_KEYS):
+            continue  # cheap literal prefilter (str.__contains__ runs in C)
         m = _GENERIC.search(raw)
         if m is None:
             continue

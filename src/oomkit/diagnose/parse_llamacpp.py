@@ -73,6 +73,12 @@ _USING_DEV = re.compile(
     r"using device (?P<name>\S{1,40}) \((?P<desc>[^()]{0,160})\)(?: \([^()]{0,60}\))? - "
     r"(?P<mib>\d{1,9}) MiB free"
 )
+# --list-devices / "Available devices:" lines:
+#   "  ROCm0: AMD Radeon(TM) Graphics (110511 MiB, 110357 MiB free)"
+_LIST_DEV = re.compile(
+    r"^(?P<name>[A-Za-z]{2,12}\d{1,2}): (?P<desc>[^()]{1,120}(?:\([^()]{0,20}\)[^()]{0,60})?) "
+    r"\((?P<t>\d{1,9}) MiB, (?P<f>\d{1,9}) MiB free\)"
+)
 _VK_FAIL = re.compile(r"Device memory allocation of size (?P<n>\d{1,20}) failed")
 _DEVICE = re.compile(r"^Device (?P<n>\d{1,3}): (?P<desc>[^,]{1,120}), compute capability")
 _NAME = re.compile(r"general\.name\s{1,40}(?:str\s{1,40})?=\s{0,10}(?P<v>.{1,160})")
@@ -205,6 +211,17 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
                     free_bytes=to_bytes(m.group("mib"), "MiB", _RT),
                 )
             )
+        else:
+            m2 = _LIST_DEV.search(line)
+            if m2 is not None:
+                facts.setdefault("devices", []).append(
+                    DeviceInfo(
+                        name=m2.group("name"),
+                        description=m2.group("desc").strip()[:120],
+                        total_bytes=to_bytes(m2.group("t"), "MiB", _RT),
+                        free_bytes=to_bytes(m2.group("f"), "MiB", _RT),
+                    )
+                )
     if line.startswith("Device "):
         m = _DEVICE.search(line)
         if m is not None:

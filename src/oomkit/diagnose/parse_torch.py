@@ -126,6 +126,18 @@ _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
 _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
+        # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache)
+        "kv_cache_alloc",
+        (
+            "create_state_tensors",
+            "_allocate_kv_cache",
+            "allocate_kv_cache",
+            "init_kv_cache",
+            "Cache(model",
+            "StaticCache(",
+        ),
+    ),
+    (
         "model_load",
         (
             "from_pretrained",
@@ -151,6 +163,7 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Log lines (not traceback frames) that put the failure in CUDA-graph capture: vLLM
 # ("Capturing the model for CUDA graphs", "Capturing CUDA graph shapes"), SGLang ("Capture cuda
 # graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
+_WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
 _GRAPH_CAPTURE = (
     "Capturing the model for CUDA graphs",
     "Capturing CUDA graph",
@@ -168,12 +181,15 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
         if "apture" in raw and has_any(raw, _GRAPH_CAPTURE):
             found.setdefault("cuda_graph_capture", clean(raw)[:300])
             continue
+        if "arm" in raw and has_any(raw, _WARMUP):
+            found.setdefault("warmup", clean(raw)[:300])
         if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
             continue
         for phase, needles in _PHASES:
             if phase not in found and has_any(raw, needles):
                 found[phase] = clean(raw)[:300]
-    for phase in (*(p for p, _ in _PHASES[:1]), "cuda_graph_capture", *(p for p, _ in _PHASES[1:])):
+    order = (*(p for p, _ in _PHASES[:2]), "cuda_graph_capture", "warmup")
+    for phase in (*order, *(p for p, _ in _PHASES[2:])):
         if phase in found:
             facts["frame_phase"] = phase
             facts["frame_text"] = found[phase]

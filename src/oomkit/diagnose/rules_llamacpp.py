@@ -307,6 +307,17 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         len(gpus) >= 2 or (e.device is not None and e.device >= 1) or (ctx.pipeline_copies or 0) > 1
     )
     free_at_load = next((d.free_bytes for d in ctx.devices if d.name == dev), None)
+    if free_at_load is None and e.device is not None:
+        # ggml-cuda names HIP devices CUDA<n> in its errors while the device list says ROCm<n>
+        same = [
+            d
+            for d in ctx.devices
+            if d.free_bytes
+            and d.name.rstrip("0123456789") != d.name
+            and d.name[len(d.name.rstrip("0123456789")) :] == str(e.device)
+        ]
+        if len(same) == 1:
+            free_at_load = same[0].free_bytes
     used_before = sum(b.size_bytes for b in ctx.buffers if b.name == dev and b.line < e.line)
     shortfall = None
     if free_at_load is not None and e.requested_bytes is not None:
@@ -318,6 +329,59 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     # on several devices only this device's own KV buffer frees memory here
     kv = kv_dev if multi else (kv_dev or kv_total or ctx.kv_self_bytes)
     n_dev = max(len(gpus), (e.device or 0) + 1)
+    if (
+        e.requested_bytes is not None
+        and free_at_load is not None
+        and e.requested_bytes <= free_at_load - used_before
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.5,
+            explanation=f"llama.cpp failed to allocate {_fb(e.requested_bytes)} on {dev}, but "
+            f"{dev} reported {_fb(free_at_load)} free at load and only {_fb(used_before)} was "
+            "allocated there before: total memory is not what ran out. One allocation that "
+            "large hits a per-allocation limit of the driver (Windows/ROCm, Vulkan "
+            "maxMemoryAllocationSize) or a driver bug.",
+            fixes=(
+                generic(
+                    "Split the weights into smaller allocations",
+                    "several smaller buffers pass a per-allocation limit that one large one hits.",
+                    (
+                        "-ngl <fewer layers>   # smaller device buffer",
+                        "GGML_VK_FORCE_MAX_ALLOCATION_SIZE=2147483648   # Vulkan",
+                    ),
+                ),
+                generic(
+                    "Update the GPU driver / llama.cpp build",
+                    "per-allocation limits and regressions are driver/build specific.",
+                    ("git pull && cmake --build build",),
+                ),
+            ),
+        )
+    if (
+        inferred
+        and e.format in {"vulkan_alloc", "vulkan_out_of_device_memory"}
+        and not ctx.buffers
+        and free_at_load is None
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation=f"Vulkan could not allocate {_fb(e.requested_bytes)} on {dev}, and the "
+            "log shows neither the buffers loaded before it nor the free memory. Vulkan drivers "
+            "return ErrorOutOfDeviceMemory both when VRAM is full and when one allocation "
+            "exceeds the driver's maxMemoryAllocationSize, so the message alone cannot tell "
+            "weights that do not fit from a per-allocation limit or a driver regression. The "
+            "free VRAM at load (`oomkit gpus`) and the model size decide.",
+            fixes=(
+                generic(
+                    "Cap the size of one Vulkan allocation",
+                    "splits large buffers below the driver's per-allocation limit.",
+                    ("GGML_VK_FORCE_MAX_ALLOCATION_SIZE=2147483648",),
+                ),
+                *_ngl_fixes(e, ctx, None),
+            ),
+        )
     if e.requested_bytes is None:
         base = f"llama.cpp ran out of memory on {dev} ({stage_text})."
     else:

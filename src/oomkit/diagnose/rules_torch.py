@@ -304,7 +304,11 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                     ),
                 ),
             )
-    held_known = p is not None or a is not None or e.reserved_bytes is not None
+    # cudaMallocAsync reports only allocated bytes; its pool's cached memory is invisible, so
+    # "unaccounted" memory is not evidence of another process there
+    held_known = (p is not None or a is not None or e.reserved_bytes is not None) and (
+        e.format != "pytorch_cudamallocasync"
+    )
     held = (
         p
         if p is not None
@@ -357,6 +361,46 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             confidence=0.7,
             explanation=base + tail + f" The traceback is in model loading ({ctx.frame_text}).",
             fixes=tuple(_model_fixes()),
+        )
+    if phase == "kv_cache_alloc":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.65,
+            explanation=base + tail + f" It failed allocating the KV cache ({ctx.frame_text}): "
+            "the cache is sized for the maximum context (and batch), after the weights loaded.",
+            fixes=(
+                generic(
+                    "Size the cache for a shorter context",
+                    "the KV cache is linear in max_seq_len x batch.",
+                    (
+                        "max_seq_len=8192   # ExLlamaV2 config / -l",
+                        "--max-model-len 8192   # vLLM",
+                    ),
+                ),
+                generic(
+                    "Quantize the cache",
+                    "8-bit / 4-bit cache takes half / a quarter of fp16.",
+                    ("ExLlamaV2Cache_Q4(model)", "--kv-cache-dtype fp8"),
+                ),
+            ),
+        )
+    if phase == "warmup":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + f" It failed during the server's warmup ({ctx.frame_text}),"
+            " which runs the largest prefill batch the settings allow: activations for that "
+            "many tokens do not fit next to the weights.",
+            fixes=(
+                generic(
+                    "Warm up (and serve) smaller prefill batches",
+                    "prefill activation memory is linear in the batched tokens.",
+                    (
+                        "--max-batch-prefill-tokens 2048   # TGI",
+                        "--max-num-batched-tokens 2048   # vLLM",
+                    ),
+                ),
+            ),
         )
     if phase == "cuda_graph_capture":
         return Analysis(
