@@ -63,6 +63,7 @@ _KV_SELF = re.compile(
     r"(?:KV self size|llama_kv_cache\w{0,20}: size)\s{0,4}=\s{0,12}(?P<mib>" + _F + r") MiB"
 )
 _KV_TYPES = re.compile(r"\bK \((?P<k>\w{1,12})\):\s{0,12}" + _F + r" MiB, V \((?P<v>\w{1,12})\)")
+_KV_CELLS = re.compile(r"\((?P<n>\d{1,9}) cells,")
 _KV_TYPE_KV = re.compile(r"type_k = '(?P<k>\w{1,12})', type_v = '(?P<v>\w{1,12})'")
 _SETTING = re.compile(
     r"^\w{1,60}:\s{0,4}(?P<k>n_ctx|n_batch|n_ubatch|flash_attn|n_seq_max|n_parallel)"
@@ -190,6 +191,9 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
         t = _KV_TYPES.search(line)
         if t is not None:
             facts["type_k"], facts["type_v"] = t.group("k"), t.group("v")
+        c = _KV_CELLS.search(line)
+        if c is not None:  # llama_kv_cache: size = X MiB (N cells, ...): N is the padded n_ctx
+            facts.setdefault("n_ctx", int(c.group("n")))
     if "type_k = " in line:
         t = _KV_TYPE_KV.search(line)
         if t is not None:

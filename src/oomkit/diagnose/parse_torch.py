@@ -382,7 +382,12 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     events.append(ev)
                     # skip the continuation lines we consumed, up to the message tail
                     j = i + 1
-                    while j < len(text) and j < i + 10 and not has_any(text[j - 1], _TAIL):
+                    while (
+                        j < len(text)
+                        and j < i + 10
+                        and not has_any(text[j - 1], _TAIL)
+                        and "out of memory" not in text[j]  # the next message starts here
+                    ):
                         j += 1
                     skip_until = j
                     continue

@@ -182,9 +182,15 @@ def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[
 
 def _with_growth(result: Analysis, events: Sequence[OomEvent]) -> Analysis:
     """Growth across repeated OOMs of one process outranks the single-event cause (except host
-    RAM and KV-pool sizing, which growth does not explain)."""
+    RAM and KV-pool sizing, which growth does not explain, and other processes the message
+    names: memory this process's allocator gained is not theirs)."""
     growth = growth_across_events(events)
-    if growth is None or result.cause in {"host_ram", "kv_cache_or_context"}:
+    named_others = any(e.other_processes for e in events)
+    if (
+        growth is None
+        or result.cause in {"host_ram", "kv_cache_or_context"}
+        or (result.cause == "other_process_holding_memory" and named_others)
+    ):
         return result
     return Analysis(
         cause="leak_or_accumulation",

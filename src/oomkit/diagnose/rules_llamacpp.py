@@ -247,7 +247,12 @@ def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]
 def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose a llama.cpp/ggml failure with the buffers and settings the log printed."""
     dev = _dev_name(e)
-    if e.format == "llama.cpp_pinned_alloc" and "memory" not in (e.detail or "").split(":", 1)[-1]:
+    err = (e.detail or "").split(":", 1)[-1].strip().lower()
+    if (
+        e.format == "llama.cpp_pinned_alloc"
+        and err
+        and not ("memory" in err or "out of memory".startswith(err))
+    ):
         return Analysis(
             cause="unknown",
             confidence=0.3,

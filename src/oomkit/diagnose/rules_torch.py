@@ -200,13 +200,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     base = _describe(e)
     phase = ctx.frame_phase
     if x is None or t is None:
-        fixes = _batch_fixes(e, None) + _model_fixes()
-        return Analysis(
-            cause="unknown",
-            confidence=0.2,
-            explanation=base + " The message is cut short: the numbers that decide the cause "
-            "are missing.",
-            fixes=tuple(fixes),
+        return _numberless(
+            e,
+            ctx,
+            base + " The message is cut short: the numbers that decide the cause are missing.",
         )
     free = f or 0
     # 1. a per-process cap, not the hardware, is the limit
@@ -483,6 +480,36 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
+# phase -> (cause, confidence) when the message has no numbers (section 3 of doctor-causes.md)
+_PHASE_ONLY = {
+    "model_load": ("model_too_large", 0.45),
+    "kv_cache_alloc": ("kv_cache_or_context", 0.5),
+    "forward": ("batch_or_activations", 0.4),
+    "backward": ("batch_or_activations", 0.4),
+    "cuda_graph_capture": ("batch_or_activations", 0.45),
+    "warmup": ("batch_or_activations", 0.45),
+    "optimizer_step": ("model_too_large", 0.35),
+    "generate": ("kv_cache_or_context", 0.3),
+}
+
+
+def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
+    """A message without sizes: the traceback's phase is the only evidence left."""
+    fixes = tuple(_batch_fixes(e, None) + _model_fixes())
+    phase = ctx.frame_phase
+    if phase in _PHASE_ONLY:
+        cause, conf = _PHASE_ONLY[phase]
+        return Analysis(
+            cause=cause,
+            confidence=conf,
+            explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
+            f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
+            "`oomkit gpus` (other processes) would confirm it.",
+            fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
+        )
+    return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)
+
+
 def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
     """Fixes for an OOM in the engine's headroom (CUDA graphs, sampler, activations)."""
     return (
@@ -612,6 +639,13 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                     ),
                 ),
             ),
+        )
+    if e.kind == "cuda_error_oom" and ctx.frame_phase in _PHASE_ONLY:
+        return _numberless(
+            e,
+            ctx,
+            "A CUDA call outside PyTorch's caching allocator ran out of memory; the message "
+            "carries no numbers.",
         )
     if e.kind == "cuda_error_oom":
         return Analysis(
