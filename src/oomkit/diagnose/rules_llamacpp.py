@@ -16,6 +16,12 @@ __all__ = ["analyze_llamacpp", "analyze_ollama"]
 
 _GPU_PREFIXES = ("CUDA", "ROCM", "MTL", "VULKAN", "SYCL", "MUSA", "CANN", "METAL")
 _SMALL_BUFFER = 512 << 20
+# Vulkan spec: maxMemoryAllocationSize is at least 2^30 on every conformant driver, so a smaller
+# allocation cannot hit the per-allocation limit: it failed because the device is full.
+_VK_MIN_MAX_ALLOCATION = 1 << 30
+# A pinned (page-locked) buffer this small never fails for lack of host RAM; the driver or the
+# page-lock limit refused it (llama.cpp then falls back to pageable memory).
+_TINY_PINNED = 64 << 20
 
 
 def _fb(n: int | None) -> str:
@@ -248,18 +254,24 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose a llama.cpp/ggml failure with the buffers and settings the log printed."""
     dev = _dev_name(e)
     err = (e.detail or "").split(":", 1)[-1].strip().lower()
-    if (
-        e.format == "llama.cpp_pinned_alloc"
-        and err
-        and not ("memory" in err or "out of memory".startswith(err))
+    tiny = e.requested_bytes is not None and e.requested_bytes < _TINY_PINNED
+    if e.format == "llama.cpp_pinned_alloc" and (
+        tiny or (err and not ("memory" in err or "out of memory".startswith(err)))
     ):
         return Analysis(
             cause="unknown",
             confidence=0.3,
             explanation=f"The driver refused to pin {_fb(e.requested_bytes)} of host memory with "
-            f"'{e.detail}': that error is not a lack of memory (a driver/runtime mismatch or "
-            "setup problem); llama.cpp falls back to pageable memory. Check the driver and the "
-            "CUDA runtime versions.",
+            f"'{e.detail}'. "
+            + (
+                "A pinned buffer that small never fails for lack of host RAM: the driver or the "
+                "page-locked memory limit refused it. "
+                if tiny
+                else "That error is not a lack of memory (a driver/runtime mismatch or setup "
+                "problem). "
+            )
+            + "llama.cpp falls back to pageable memory; if the run failed, the cause is "
+            "elsewhere in the log. Check the driver and the CUDA/ROCm runtime versions.",
             fixes=(
                 generic(
                     "Fix the driver / CUDA runtime pairing",
@@ -368,6 +380,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         and e.format in {"vulkan_alloc", "vulkan_out_of_device_memory"}
         and not ctx.buffers
         and free_at_load is None
+        and (e.requested_bytes is None or e.requested_bytes > _VK_MIN_MAX_ALLOCATION)
     ):
         return Analysis(
             cause="unknown",
