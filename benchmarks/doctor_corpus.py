@@ -103,6 +103,8 @@ def score_records(records: list[dict[str, Any]]) -> dict[str, Any]:
                 "cause": d.cause,
                 "confidence": round(d.confidence, 2),
                 "agree": d.cause == rec.get("cause_label"),
+                "alloc_label": rec.get("allocation", "unknown"),
+                "alloc_agree": d.allocation == rec.get("allocation"),
                 "contradictions": len(contradictions(d)),
                 "hardware_top": hardware_top_fix(d),
                 "explanation": d.explanation,
@@ -144,6 +146,11 @@ def report(part: str, rows: list[dict[str, Any]], *, show: bool) -> list[str]:
             f"{_pct(sum(r['agree'] for r in scored), len(scored)):>14}"
         )
     scored = [r for r in rows if r["label_confidence"] in _SCORED]
+    known = [r for r in rows if r["alloc_label"] not in ("unknown", None)]
+    out.append(
+        "  allocation agrees (records with a known allocation label): "
+        f"{_pct(sum(r['alloc_agree'] for r in known), len(known))}"
+    )
     out.append(
         f"  all labels (incl. low): {_pct(sum(r['agree'] for r in rows), len(rows))}; "
         f"contradictions: {sum(r['contradictions'] for r in rows)}; "

@@ -38,6 +38,7 @@ from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_torch import analyze_torch
+from oomkit.diagnose.taxonomy import allocation_of, phase_of
 
 __all__ = ["CAUSES", "SCHEMA_VERSION", "Diagnosis", "Finding", "FixProvider", "diagnose"]
 
@@ -70,6 +71,8 @@ class Diagnosis:
     fixes: tuple[Fix, ...]
     primary: OomEvent | None = None
     notes: tuple[str, ...] = ()
+    allocation: str = "unknown"  # which allocation failed (taxonomy.ALLOCATIONS)
+    phase: str = "unknown"  # phase of the run (taxonomy.PHASES)
 
     @property
     def oom_found(self) -> bool:
@@ -90,6 +93,8 @@ class Diagnosis:
             else None,
             "context": self.context.to_dict(),
             "notes": list(self.notes + self.context.notes),
+            "allocation": self.allocation,
+            "phase": self.phase,
         }
 
 
@@ -278,4 +283,6 @@ def diagnose(
         ),
         primary=primary,
         notes=tuple(notes),
+        allocation=allocation_of(primary, context, result.cause),
+        phase=phase_of(primary, context, result.cause == "leak_or_accumulation"),
     )
