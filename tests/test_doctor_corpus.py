@@ -40,6 +40,7 @@ def _oom_dev() -> list[dict[str, object]]:
     return []
 
 
+DECIDE = ("decide", "oomkit gpus", "confirm", "would ", "instead")
 PARTS = {
     "dev": _records("dev_*.jsonl"),
     "heldout": _records("heldout_*.jsonl"),
@@ -55,16 +56,22 @@ def test_corpus_invariants(part: str) -> None:
     unrecognised: list[str] = []
     contra = 0
     hw_top = 0
+    undecided = 0
     for rec in records:
         d = diagnose_text(str(rec.get("text", "")))
         if not d.oom_found:
             unrecognised.append(str(rec.get("id")))
         contra += len(contradictions(d))
         hw_top += hardware_top_fix(d)
+        # an ambiguous diagnosis says what extra fact would decide it
+        undecided += (
+            d.oom_found and d.confidence < 0.6 and not any(w in d.explanation for w in DECIDE)
+        )
     shown = unrecognised if part != "heldout" else [f"{len(unrecognised)} record(s)"]
-    assert (len(unrecognised), contra, hw_top) == (0, 0, 0), (
+    assert (len(unrecognised), contra, hw_top, undecided) == (0, 0, 0, 0), (
         f"{part}: not recognised as an OOM: {shown}; {contra} contradicting fix pair(s); "
-        f"{hw_top} diagnosis(es) whose top fix needs more hardware"
+        f"{hw_top} diagnosis(es) whose top fix needs more hardware; {undecided} low-confidence "
+        "diagnosis(es) without a deciding fact"
     )
 
 

@@ -185,6 +185,39 @@ def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[
     return [*kept, *rest]
 
 
+# What would decide an ambiguous diagnosis, per cause (appended when confidence is low and the
+# rule's explanation does not already name a deciding fact).
+_DECIDING_FACT = {
+    "other_process_holding_memory": "Run `oomkit gpus` (or nvidia-smi) to see which processes "
+    "hold the GPU; if none, the cause is inside this job.",
+    "model_too_large": "Compare the model's resident size with the GPU (`oomkit estimate "
+    "MODEL`): if it fits with room to spare, the batch/context is the cause instead.",
+    "batch_or_activations": "If it still fails at batch size 1 / the shortest input, the "
+    "resident model is the cause instead.",
+    "kv_cache_or_context": "If it still fails at a short context, the weights are the cause "
+    "instead.",
+    "fragmentation": "If it still fails with expandable_segments:True, the memory is really "
+    "used, not fragmented.",
+    "leak_or_accumulation": "Memory that grows step after step (torch.cuda.memory_allocated() "
+    "per step) confirms it.",
+    "multi_gpu_imbalance": "The free memory of each GPU at load (`oomkit gpus`) confirms it.",
+    "host_ram": "`free -h` and dmesg at the time of the failure confirm it.",
+    "unknown": "The full message (with sizes) and `oomkit gpus` (free memory, other processes) "
+    "would decide the cause.",
+}
+_DECIDE_WORDS = ("decide", "oomkit gpus", "confirm", "would ", "instead")
+_LOW_CONFIDENCE = 0.6
+
+
+def _with_deciding_fact(result: Analysis) -> Analysis:
+    if result.confidence >= _LOW_CONFIDENCE or any(w in result.explanation for w in _DECIDE_WORDS):
+        return result
+    fact = _DECIDING_FACT.get(result.cause)
+    if fact is None:
+        return result
+    return replace(result, explanation=f"{result.explanation} {fact}")
+
+
 def _with_growth(result: Analysis, events: Sequence[OomEvent]) -> Analysis:
     """Growth across repeated OOMs of one process outranks the single-event cause (except host
     RAM and KV-pool sizing, which growth does not explain, and other processes the message
@@ -251,7 +284,7 @@ def diagnose(
             explanation="No out-of-memory message was found in this text.",
             fixes=(),
         )
-    result = _with_growth(_analyze(primary, context), evs)
+    result = _with_deciding_fact(_with_growth(_analyze(primary, context), evs))
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if others:
