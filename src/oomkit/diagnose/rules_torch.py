@@ -270,7 +270,7 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             fixes=an.fixes + ((_frag_fix(e, r),) if r and r >= x else ()),
         )
     # 4b. this process holds far more than PyTorch reserved: non-PyTorch allocations
-    # (fragmentation wins when PyTorch's own cache could serve the request: rule T4 of
+    # (fragmentation wins when PyTorch's own cache could serve the request: rules T5/T7 of
     # docs/doctor-causes.md)
     frag = r is not None and a is not None and r >= x and r >= _FRAG_SHARE * (a + r)
     # (CUDA-graph capture and serving engines hold graph pools, NCCL and cuBLAS workspaces
