@@ -44,9 +44,13 @@ def _dev_total(settings: InferenceSettings, hw: Hardware, model: str, i: int = 0
 
 
 def _ranked(d: Diagnosis) -> None:
-    sized = [f.expected_saving_bytes for f in d.fixes if f.expected_saving_bytes is not None]
+    # hardware changes (more GPUs) come after everything the user can do now (issue 9)
+    hw_at = [i for i, f in enumerate(d.fixes) if f.hardware]
+    assert all(i >= len(d.fixes) - len(hw_at) for i in hw_at)
+    soft = [f for f in d.fixes if not f.hardware]
+    sized = [f.expected_saving_bytes for f in soft if f.expected_saving_bytes is not None]
     assert sized == sorted(sized, reverse=True)
-    unsized_at = [i for i, f in enumerate(d.fixes) if f.expected_saving_bytes is None]
+    unsized_at = [i for i, f in enumerate(soft) if f.expected_saving_bytes is None]
     assert all(i >= len(sized) for i in unsized_at)  # unknown savings come last
 
 
@@ -289,7 +293,7 @@ def test_vllm_fixes_are_kv_slack_differences() -> None:
     hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=total),))
     s0 = InferenceSettings(runtime="vllm", ctx=29000, gpu_memory_utilization=0.9)
     base = _slack(s0, hw)
-    tp = _fix(d, "Shard over 2 GPUs: --tensor-parallel-size 2")
+    tp = _fix(d, "Hardware change: Shard over 2 GPUs: --tensor-parallel-size 2")
     assert tp.commands == ("--tensor-parallel-size 2",)
     assert (
         tp.expected_saving_bytes
@@ -324,7 +328,7 @@ def test_vllm_fixes_are_kv_slack_differences() -> None:
 def test_vllm_capacity_inferred_from_reported_kv() -> None:
     # no GPU total in the message: the capacity is set so the estimate's pool is the 9.57 GiB
     d = diagnose_text(_text("constructed-vllm-v1-kv"), model=load_model("llama-3.1-8b"))
-    tp = _fix(d, "Shard over 2 GPUs: --tensor-parallel-size 2")
+    tp = _fix(d, "Hardware change: Shard over 2 GPUs: --tensor-parallel-size 2")
     assert "inferred" in tp.why
     assert "9.57 GiB" in tp.why
     assert any(f.title == "Serve a shorter context: --max-model-len 78336" for f in d.fixes)

@@ -172,6 +172,7 @@ class LogContext:
     max_concurrency: float | None = None
     tensor_parallel_size: int | None = None
     mem_fraction_static: float | None = None
+    avail_after_weights_bytes: int | None = None  # SGLang "Load weight end ... avail mem=X GB"
     # Ollama estimator (its own prediction, not a measurement) --------------------------------
     ollama_available_bytes: tuple[int, ...] = ()
     ollama_required_full_bytes: int | None = None

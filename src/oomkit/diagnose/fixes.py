@@ -50,7 +50,8 @@ class Fix:
 
     ``expected_saving_bytes`` is the memory the change frees on the failing device (or host), or
     ``None`` when the log does not give enough numbers; ``generic`` marks advice not computed
-    from the log.
+    from the log; ``hardware`` marks a change that needs hardware the log does not show (more
+    GPUs, tensor parallelism, a bigger card): such fixes rank last and their title says so.
     """
 
     title: str
@@ -58,6 +59,7 @@ class Fix:
     commands: tuple[str, ...]
     expected_saving_bytes: int | None
     generic: bool = False
+    hardware: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape of the doctor contract (``title, why, commands, expected_saving_bytes``)."""
@@ -67,6 +69,7 @@ class Fix:
             "commands": list(self.commands),
             "expected_saving_bytes": self.expected_saving_bytes,
             "generic": self.generic,
+            "hardware": self.hardware,
         }
 
 
@@ -82,7 +85,8 @@ def generic(title: str, why: str, commands: Sequence[str]) -> Fix:
 
 
 def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
-    """Fixes by expected saving, largest first; unsized fixes keep their order, after sized ones.
+    """Fixes by expected saving, largest first; unsized fixes keep their order, after sized ones;
+    hardware changes come last whatever they would save (the user can apply the others now).
 
     Duplicate titles keep the first occurrence.
     """
@@ -93,11 +97,13 @@ def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
             continue
         seen.add(f.title)
         unique.append(f)
+    hw = [f for f in unique if f.hardware]
+    unique = [f for f in unique if not f.hardware]
     sized = sorted(
         (f for f in unique if f.expected_saving_bytes is not None),
         key=lambda f: -(f.expected_saving_bytes or 0),
     )
-    return tuple(sized) + tuple(f for f in unique if f.expected_saving_bytes is None)
+    return tuple(sized) + tuple(f for f in unique if f.expected_saving_bytes is None) + tuple(hw)
 
 
 def floor_to(value: int, multiple: int) -> int:

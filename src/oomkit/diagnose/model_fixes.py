@@ -56,7 +56,7 @@ __all__ = [
 
 #: memory a fitting configuration must leave free on each GPU (allocator slack, other apps)
 HEADROOM_BYTES = 512 * MiB
-_LOG_RUNTIME = {"llama.cpp": "llama.cpp", "ollama": "ollama", "vllm": "vllm"}
+_LOG_RUNTIME = {"llama.cpp": "llama.cpp", "ollama": "ollama", "vllm": "vllm", "sglang": "sglang"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -262,12 +262,16 @@ def model_fixes(
     if e is None or finding.cause == "host_ram":
         return []
     rt = _runtime(runtime, e, ctx)
-    if rt is None or rt == "sglang" or (rt == "transformers" and model is None):
+    if rt is None or (rt == "transformers" and model is None):
         return []
     spec = model or resolve_log_model(ctx.model_name)
     if spec is None:
         return []
     user = settings or InferenceSettings(runtime=rt)
+    if rt == "sglang":
+        from oomkit.diagnose.model_fixes_sglang import sglang_fixes
+
+        return sglang_fixes(spec, dataclasses.replace(user, runtime=rt), e, ctx, hardware)
     if rt == "vllm":
         from oomkit.diagnose.model_fixes_hf import vllm_fixes
 

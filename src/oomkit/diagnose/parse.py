@@ -16,6 +16,7 @@ from dataclasses import fields
 from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
+from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
@@ -28,7 +29,14 @@ __all__ = ["PARSERS", "parse_log"]
 Parser = Callable[[Lines], tuple[list[OomEvent], dict[str, Any]]]
 
 #: Every runtime parser, in the order their facts are merged (later ones do not override).
-PARSERS: tuple[Parser, ...] = (parse_torch, parse_llamacpp, parse_ollama, parse_vllm, parse_other)
+PARSERS: tuple[Parser, ...] = (
+    parse_torch,
+    parse_llamacpp,
+    parse_ollama,
+    parse_vllm,
+    parse_other,
+    parse_extra,
+)
 
 _MAX_EVENTS = 200
 _CONTEXT_FIELDS = frozenset(f.name for f in fields(LogContext))
@@ -94,6 +102,9 @@ def parse_log(text: str) -> ParsedLog:
         found, facts = parser(lines)
         events.extend(found)
         all_facts.append(facts)
+    if not events:
+        # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
+        events.extend(parse_generic(lines))
     events.sort(key=lambda e: e.line)
     notes: list[str] = []
     if len(events) > _MAX_EVENTS:

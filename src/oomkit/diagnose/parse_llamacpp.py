@@ -40,7 +40,7 @@ _BUF_FAIL = re.compile(
 )
 # ggml-cuda.cu ggml_cuda_host_malloc: a warning; llama.cpp falls back to pageable host memory
 _PINNED_FAIL = re.compile(
-    r"failed to allocate (?P<mib>" + _F + r") MiB of pinned memory: ?(?P<err>.{0,80})"
+    r"failed to allocate (?P<mib>" + _F + r") (?P<u>MiB|MB) of pinned memory: ?(?P<err>.{0,80})"
 )
 # 2023 builds: CUDA_CHECK -> "CUDA error 2 at ggml-cuda.cu:6246: out of memory"
 _GGML_RT_OLD = re.compile(
@@ -63,6 +63,7 @@ _KV_SELF = re.compile(
     r"(?:KV self size|llama_kv_cache\w{0,20}: size)\s{0,4}=\s{0,12}(?P<mib>" + _F + r") MiB"
 )
 _KV_TYPES = re.compile(r"\bK \((?P<k>\w{1,12})\):\s{0,12}" + _F + r" MiB, V \((?P<v>\w{1,12})\)")
+_KV_CELLS = re.compile(r"\((?P<n>\d{1,9}) cells,")
 _KV_TYPE_KV = re.compile(r"type_k = '(?P<k>\w{1,12})', type_v = '(?P<v>\w{1,12})'")
 _SETTING = re.compile(
     r"^\w{1,60}:\s{0,4}(?P<k>n_ctx|n_batch|n_ubatch|flash_attn|n_seq_max|n_parallel)"
@@ -72,6 +73,12 @@ _OFFLOADED = re.compile(r"offloaded (?P<a>\d{1,5})/(?P<b>\d{1,5}) layers to GPU"
 _USING_DEV = re.compile(
     r"using device (?P<name>\S{1,40}) \((?P<desc>[^()]{0,160})\)(?: \([^()]{0,60}\))? - "
     r"(?P<mib>\d{1,9}) MiB free"
+)
+# --list-devices / "Available devices:" lines:
+#   "  ROCm0: AMD Radeon(TM) Graphics (110511 MiB, 110357 MiB free)"
+_LIST_DEV = re.compile(
+    r"^(?P<name>[A-Za-z]{2,12}\d{1,2}): (?P<desc>[^()]{1,120}(?:\([^()]{0,20}\)[^()]{0,60})?) "
+    r"\((?P<t>\d{1,9}) MiB, (?P<f>\d{1,9}) MiB free\)"
 )
 _VK_FAIL = re.compile(r"Device memory allocation of size (?P<n>\d{1,20}) failed")
 _DEVICE = re.compile(r"^Device (?P<n>\d{1,3}): (?P<desc>[^,]{1,120}), compute capability")
@@ -184,6 +191,9 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
         t = _KV_TYPES.search(line)
         if t is not None:
             facts["type_k"], facts["type_v"] = t.group("k"), t.group("v")
+        c = _KV_CELLS.search(line)
+        if c is not None:  # llama_kv_cache: size = X MiB (N cells, ...): N is the padded n_ctx
+            facts.setdefault("n_ctx", int(c.group("n")))
     if "type_k = " in line:
         t = _KV_TYPE_KV.search(line)
         if t is not None:
@@ -205,6 +215,17 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
                     free_bytes=to_bytes(m.group("mib"), "MiB", _RT),
                 )
             )
+        else:
+            m2 = _LIST_DEV.search(line)
+            if m2 is not None:
+                facts.setdefault("devices", []).append(
+                    DeviceInfo(
+                        name=m2.group("name"),
+                        description=m2.group("desc").strip()[:120],
+                        total_bytes=to_bytes(m2.group("t"), "MiB", _RT),
+                        free_bytes=to_bytes(m2.group("f"), "MiB", _RT),
+                    )
+                )
     if line.startswith("Device "):
         m = _DEVICE.search(line)
         if m is not None:
@@ -274,7 +295,7 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 format="llama.cpp_pinned_alloc",
                 line=line_no,
                 text=m.group(0)[:400],
-                requested_bytes=to_bytes(m.group("mib"), "MiB", _RT),
+                requested_bytes=to_bytes(m.group("mib"), m.group("u"), _RT),
                 buffer_name="CUDA_Host",
                 detail="pinned host memory: " + m.group("err").strip(),
             )

@@ -25,9 +25,9 @@ _U = "B|KiB|MiB|GiB|TiB"
 _SYSMEM = re.compile(
     r"model requires more system memory(?: \("
     + sz("req", _U)
-    + r"\) than is available \("
+    + r"\) than is available(?: \("
     + sz("avail", _U)
-    + r"\)| than is currently available)"
+    + r"\))?| than is currently available)"
 )
 _TOO_LARGE = re.compile(
     r"model request too large for system\"? requested=\"?"
@@ -36,7 +36,7 @@ _TOO_LARGE = re.compile(
     + sz("avail", _U)
 )
 _TERMINATED = re.compile(
-    r"(?P<who>llama runner|llama-server) process has terminated: (?P<why>.{0,300})"
+    r"(?P<who>llama runner|llama-server) process has terminated(?:: (?P<why>.{0,300}))?"
 )
 _LAYOUT = re.compile(r"memory layout cannot be allocated(?: with num_gpu = (?P<n>-?\d{1,5}))?")
 _KV = re.compile(
@@ -169,7 +169,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if "process has terminated" in line:
             m = _TERMINATED.search(line)
             if m is not None:
-                why = m.group("why").strip()
+                why = (m.group("why") or "").strip()
                 low = why.lower()
                 if "signal: killed" in low or "exit status 137" in low:
                     kind = "killed"
@@ -177,7 +177,9 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     kind = "runner_oom"
                 else:
                     kind = "runner_terminated"
-                events.append(_event(kind, "ollama_runner_terminated", line, n, detail=why[:300]))
+                events.append(
+                    _event(kind, "ollama_runner_terminated", line, n, detail=why[:300] or None)
+                )
                 continue
         if "memory layout cannot be allocated" in line:
             m = _LAYOUT.search(line)

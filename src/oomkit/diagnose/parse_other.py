@@ -22,12 +22,15 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.sizes import to_bytes, to_int
-from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
+from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz, window
 
 __all__ = ["parse_other", "tensor_bytes"]
 
+# XLA (BFC/PJRT): "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes", older
+# jaxlib "Resource exhausted: Out of memory while trying to allocate", newer "Out of memory
+# allocating N bytes"; the status prefix is often on the line before or cut off.
 _XLA = re.compile(
-    r"RESOURCE_EXHAUSTED: Out of memory while trying to allocate (?:(?P<n>\d{1,20}) bytes|"
+    r"Out of memory (?:while trying to allocate|allocating) (?:(?P<n>\d{1,20}) bytes|"
     + sz("h", "bytes|KiB|MiB|GiB|TiB|B")
     + ")"
 )
@@ -36,15 +39,17 @@ _REMAT = re.compile(
     r"Can't reduce memory use below (?P<lim>\S{1,30})(?: \((?P<limn>\d{1,20}) bytes\))? by "
     r"rematerialization; only reduced to (?P<got>\S{1,30})(?: \((?P<n>\d{1,20}) bytes\))?"
 )
+# TF 2.x "tensor with shape[...]", TF 1.x "tensor of shape [...]"
 _TF = re.compile(
-    r"OOM when allocating tensor with shape ?\[(?P<shape>[\d, ]{0,200})\]"
+    r"OOM when allocating tensor (?:with|of) shape ?\[(?P<shape>[\d, ]{0,200})\]"
     r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?"
     r"(?: by allocator (?P<a>\w{1,40}))?"
 )
 # TF stream_executor (cuda_driver.cc / rocm_driver.cc) at session start
 _TF_DRIVER = re.compile(
     r"failed to allocate (?P<h>[\d.]{1,20}[KMGT]?) \((?P<n>\d{1,20}) bytes\) from device: "
-    r"(?P<err>CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory)"
+    r"(?P<err>CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory"
+    r"|hipError_t\(\d{1,5}\)|\w{1,60})"
 )
 # XLA PJRT: "Failed to allocate request for 3.00GiB (3221225472B) on device ordinal 0"
 _XLA_REQ = re.compile(
@@ -52,7 +57,7 @@ _XLA_REQ = re.compile(
     r"(?P<dev>\d{1,3})"
 )
 # CUDA driver API names (candle/mistral.rs, cupy, numba...): CUDA_ERROR_OUT_OF_MEMORY
-_DRIVER_API = re.compile(r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory")
+_DRIVER_API = re.compile(r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory")
 _TF_DEV = re.compile(r"(?:GPU|gpu):(?P<d>\d{1,3})")
 _DS = re.compile(
     r"\bMA (?P<ma>\d{1,9}(?:\.\d{1,4})?) GB\s{1,20}Max_MA (?P<mma>\d{1,9}(?:\.\d{1,4})?) GB"
@@ -86,7 +91,11 @@ _DTYPE_BYTES = {
 
 _NEEDLES = (
     "CUDA_ERROR_OUT_OF_MEMORY",
-    "from device: hipErrorOutOfMemory",
+    "HIP_ERROR_OutOfMemory",
+    "from device:",
+    "of memory while trying",
+    "Out of memory allocating",
+    "Resource exhausted",
     "Failed to allocate request for",
     "RESOURCE_EXHAUSTED",
     "rematerialization",
@@ -104,6 +113,12 @@ _NEEDLES = (
     "code -9",
 )
 _PREFILTER = needles_re(_NEEDLES)
+_XLA_KEYS = (
+    "RESOURCE_EXHAUSTED",
+    "Resource exhausted",
+    "Out of memory while",
+    "of memory allocating",
+)
 
 
 def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
@@ -208,17 +223,19 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     )
                 )
                 continue
-        if "CUDA_ERROR_OUT_OF_MEMORY" in line and _DRIVER_API.search(line):
-            events.append(
-                _ev("cuda", "cuda_error_oom", "cuda_driver_error", line, n, stage="driver")
-            )
+        if ("CUDA_ERROR_OUT_OF_MEMORY" in line or "HIP_ERROR_OutOfMemory" in line) and (
+            _DRIVER_API.search(line)
+        ):
+            rt = "cuda" if "CUDA_ERROR" in line else "rocm"
+            events.append(_ev(rt, "cuda_error_oom", "cuda_driver_error", line, n, stage="driver"))
             continue
-        if "RESOURCE_EXHAUSTED" in line:
-            m = _XLA.search(line)
+        if has_any(line, _XLA_KEYS):
+            xw = line if "Out of memory " in line else window(lines, i, max_lines=2)
+            m = _XLA.search(xw)
             if m is not None:
                 req = to_int(m.group("n")) if m.group("n") else size_of(m, "h", "jax")
                 events.append(
-                    _ev("jax", "xla_oom", "xla_resource_exhausted", line, n, requested_bytes=req)
+                    _ev("jax", "xla_oom", "xla_resource_exhausted", xw, n, requested_bytes=req)
                 )
                 continue
         if "parameter allocation" in line:

@@ -42,8 +42,10 @@ _TAIL = (
     "may cause system failure",
 )
 
+# The "<backend> out of memory. " prefix is optional: older and truncated pastes often start at
+# "Tried to allocate" (the numbers that follow are the same allocator message).
 _NEW = re.compile(
-    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\. Tried to allocate "
+    r"(?:(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\. )?Tried to allocate "
     + sz("req")
     + r"\. (?:GPU|Device) (?P<dev>\d{1,4}) has a total capac(?P<typo>i?)ty of "
     + sz("total")
@@ -52,7 +54,7 @@ _NEW = re.compile(
     + r" is free\."
 )
 _OLD = re.compile(
-    r"(?P<backend>CUDA|HIP|MUSA|NPU) out of memory\. Tried to allocate "
+    r"(?:(?P<backend>CUDA|HIP|MUSA|NPU) out of memory\. )?Tried to allocate "
     + sz("req")
     + r" \((?:GPU|NPU) (?P<dev>\d{1,4}); "
     + sz("total")
@@ -103,21 +105,38 @@ _ASYNC_FIELDS = {
     "free": re.compile(r"Free \(according to CUDA\) ?: ?" + sz("v")),
     "allowed": re.compile(r"memory fraction\) ?: ?" + sz("v")),
 }
+# alloc_cpu.cpp: POSIX "can't allocate memory", Windows "not enough memory"; the
+# "DefaultCPUAllocator: " prefix is missing from some builds and from pasted fragments.
 _CPU = re.compile(
-    r"DefaultCPUAllocator: (?P<why>can't allocate memory|not enough memory): "
-    r"you tried to allocate (?P<n>\d{1,20}) bytes"
+    r"(?:DefaultCPUAllocator: )?(?P<why>can't allocate memory|not enough memory)"
+    r"(?:: you tried to allocate (?P<n>\d{1,20}) bytes)?"
 )
 _DRIVER = re.compile(
     r"(?P<be>CUDA|HIP) error: out of memory|cuda runtime error \(2\) : out of memory"
     r"|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
 )
+# cuBLAS handle creation fails with NOT_INITIALIZED when its workspace cannot be allocated: an
+# out-of-memory in disguise (cublasCreate allocates device memory first).
 _LIB = re.compile(
     r"(?P<lib>CUBLAS|CUDNN|CUSOLVER|CUSPARSE|CUFFT|HIPBLAS|ROCBLAS)_STATUS_ALLOC_FAILED"
+    r"|(?P<lib2>CUBLAS)_STATUS_NOT_INITIALIZED"
 )
 _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
 
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
 _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache)
+        "kv_cache_alloc",
+        (
+            "create_state_tensors",
+            "_allocate_kv_cache",
+            "allocate_kv_cache",
+            "init_kv_cache",
+            "Cache(model",
+            "StaticCache(",
+        ),
+    ),
     (
         "model_load",
         (
@@ -141,15 +160,36 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# Log lines (not traceback frames) that put the failure in CUDA-graph capture: vLLM
+# ("Capturing the model for CUDA graphs", "Capturing CUDA graph shapes"), SGLang ("Capture cuda
+# graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
+_WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
+_GRAPH_CAPTURE = (
+    "Capturing the model for CUDA graphs",
+    "Capturing CUDA graph",
+    "Capturing cudagraph",
+    "Capture cuda graph",
+    "Capture CUDA graph",
+    "capture_model",
+    "cudagraph_trees",
+)
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
     for raw in lines.text:
+        if "apture" in raw and has_any(raw, _GRAPH_CAPTURE):
+            found.setdefault("cuda_graph_capture", clean(raw)[:300])
+            continue
+        if "arm" in raw and has_any(raw, _WARMUP):
+            found.setdefault("warmup", clean(raw)[:300])
         if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
             continue
         for phase, needles in _PHASES:
             if phase not in found and has_any(raw, needles):
                 found[phase] = clean(raw)[:300]
-    for phase, _ in _PHASES:
+    order = (*(p for p, _ in _PHASES[:2]), "cuda_graph_capture", "warmup")
+    for phase in (*order, *(p for p, _ in _PHASES[2:])):
         if phase in found:
             facts["frame_phase"] = phase
             facts["frame_text"] = found[phase]
@@ -166,6 +206,11 @@ def _processes(rest: str) -> tuple[int | None, list[OtherProcess]]:
         for p in _PROC.finditer(rest)
     ]
     return own, others
+
+
+def _backend_of(w: str) -> str:
+    """Backend of a message whose "<backend> out of memory" prefix was cut off."""
+    return "HIP" if "HIP" in w or "hip" in w else "CUDA"
 
 
 def _allocator_event(w: str, line: int) -> OomEvent | None:
@@ -199,7 +244,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
                 if len(fits) == 1:
                     own, self_pid = fits[0].used_bytes, fits[0].pid
                     others = [o for o in others if o is not fits[0]]
-        backend = m.group("backend")
+        backend = m.group("backend") or _backend_of(w)
         fmt = "pytorch_2.1" if not m.group("typo") else "pytorch_new"
         return OomEvent(
             runtime=_RT,
@@ -223,7 +268,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
     if m is not None:
         return OomEvent(
             runtime=_RT,
-            kind=m.group("backend").lower() + "_oom",
+            kind=(m.group("backend") or _backend_of(w)).lower() + "_oom",
             format="pytorch_old",
             line=line,
             text=w[m.start() : m.start() + 1200],
@@ -307,6 +352,17 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if i < skip_until:
             continue
         line_no = numbers[i]
+        if (
+            "out of memory" not in raw
+            and "Tried to allocate" in raw
+            and "on private pool" not in raw
+        ):
+            w = window(lines, i, stop=_TAIL)
+            ev = _allocator_event(w, line_no) if (_NEW.search(w) or _OLD.search(w)) else None
+            if ev is not None:
+                events.append(ev)
+                skip_until = i + 1
+                continue
         if "out of memory" in raw:
             if "MPS backend out of memory" in raw:
                 w = window(lines, i, stop=_TAIL)
@@ -326,7 +382,12 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     events.append(ev)
                     # skip the continuation lines we consumed, up to the message tail
                     j = i + 1
-                    while j < len(text) and j < i + 10 and not has_any(text[j - 1], _TAIL):
+                    while (
+                        j < len(text)
+                        and j < i + 10
+                        and not has_any(text[j - 1], _TAIL)
+                        and "out of memory" not in text[j]  # the next message starts here
+                    ):
                         j += 1
                     skip_until = j
                     continue
@@ -358,21 +419,22 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     stage="driver",
                 )
             )
-        if "ALLOC_FAILED" in raw:
+        if "ALLOC_FAILED" in raw or "STATUS_NOT_INITIALIZED" in raw:
             m3 = _LIB.search(raw)
             if m3 is not None:
+                lib = (m3.group("lib") or m3.group("lib2")).lower()
                 events.append(
                     OomEvent(
                         runtime=_RT,
                         kind="library_alloc_failed",
-                        format=m3.group("lib").lower() + "_alloc_failed",
+                        format=lib + ("_alloc_failed" if m3.group("lib") else "_not_initialized"),
                         line=line_no,
                         text=lines.cleaned(i)[:600],
                         detail=m3.group(0),
                         stage="library_workspace",
                     )
                 )
-        if "DefaultCPUAllocator" in raw:
+        if "DefaultCPUAllocator" in raw or "you tried to allocate" in raw:
             m4 = _CPU.search(lines.cleaned(i))
             if m4 is not None:
                 events.append(
@@ -382,7 +444,7 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         format="c10_cpu_allocator",
                         line=line_no,
                         text=m4.group(0),
-                        requested_bytes=to_int(m4.group("n")),
+                        requested_bytes=to_int(m4.group("n")) if m4.group("n") else None,
                         detail=m4.group("why"),
                     )
                 )

@@ -31,11 +31,14 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from oomkit.diagnose.analysis import CAUSES, Analysis
+from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, rank, size_text
+from oomkit.diagnose.fixes import Fix, generic, rank, size_text
+from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_torch import analyze_torch
+from oomkit.diagnose.taxonomy import allocation_of, phase_of
 
 __all__ = ["CAUSES", "SCHEMA_VERSION", "Diagnosis", "Finding", "FixProvider", "diagnose"]
 
@@ -68,6 +71,8 @@ class Diagnosis:
     fixes: tuple[Fix, ...]
     primary: OomEvent | None = None
     notes: tuple[str, ...] = ()
+    allocation: str = "unknown"  # which allocation failed (taxonomy.ALLOCATIONS)
+    phase: str = "unknown"  # phase of the run (taxonomy.PHASES)
 
     @property
     def oom_found(self) -> bool:
@@ -88,6 +93,8 @@ class Diagnosis:
             else None,
             "context": self.context.to_dict(),
             "notes": list(self.notes + self.context.notes),
+            "allocation": self.allocation,
+            "phase": self.phase,
         }
 
 
@@ -113,6 +120,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    extra = analyze_extra(e, ctx)
+    if extra is not None:
+        return extra
     if e.runtime == "pytorch" and e.kind != "killed":
         return analyze_torch(e, ctx)
     if e.runtime == "llama.cpp":
@@ -175,6 +185,70 @@ def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[
     return [*kept, *rest]
 
 
+# What would decide an ambiguous diagnosis, per cause (appended when confidence is low and the
+# rule's explanation does not already name a deciding fact).
+_DECIDING_FACT = {
+    "other_process_holding_memory": "Run `oomkit gpus` (or nvidia-smi) to see which processes "
+    "hold the GPU; if none, the cause is inside this job.",
+    "model_too_large": "Compare the model's resident size with the GPU (`oomkit estimate "
+    "MODEL`): if it fits with room to spare, the batch/context is the cause instead.",
+    "batch_or_activations": "If it still fails at batch size 1 / the shortest input, the "
+    "resident model is the cause instead.",
+    "kv_cache_or_context": "If it still fails at a short context, the weights are the cause "
+    "instead.",
+    "fragmentation": "If it still fails with expandable_segments:True, the memory is really "
+    "used, not fragmented.",
+    "leak_or_accumulation": "Memory that grows step after step (torch.cuda.memory_allocated() "
+    "per step) confirms it.",
+    "multi_gpu_imbalance": "The free memory of each GPU at load (`oomkit gpus`) confirms it.",
+    "host_ram": "`free -h` and dmesg at the time of the failure confirm it.",
+    "unknown": "The full message (with sizes) and `oomkit gpus` (free memory, other processes) "
+    "would decide the cause.",
+}
+_DECIDE_WORDS = ("decide", "oomkit gpus", "confirm", "would ", "instead")
+_LOW_CONFIDENCE = 0.6
+
+
+def _with_deciding_fact(result: Analysis) -> Analysis:
+    if result.confidence >= _LOW_CONFIDENCE or any(w in result.explanation for w in _DECIDE_WORDS):
+        return result
+    fact = _DECIDING_FACT.get(result.cause)
+    if fact is None:
+        return result
+    return replace(result, explanation=f"{result.explanation} {fact}")
+
+
+def _with_growth(result: Analysis, events: Sequence[OomEvent]) -> Analysis:
+    """Growth across repeated OOMs of one process outranks the single-event cause (except host
+    RAM and KV-pool sizing, which growth does not explain, and other processes the message
+    names: memory this process's allocator gained is not theirs)."""
+    growth = growth_across_events(events)
+    named_others = any(e.other_processes for e in events)
+    if (
+        growth is None
+        or result.cause in {"host_ram", "kv_cache_or_context"}
+        or (result.cause == "other_process_holding_memory" and named_others)
+    ):
+        return result
+    return Analysis(
+        cause="leak_or_accumulation",
+        confidence=0.6,
+        explanation=result.explanation + growth,
+        fixes=(
+            generic(
+                "Stop keeping tensors alive across steps",
+                "accumulate Python numbers, detach what you store, free the previous model.",
+                (
+                    "total_loss += loss.item()",
+                    "history.append(out.detach().cpu())",
+                    "del model; gc.collect(); torch.cuda.empty_cache()",
+                ),
+            ),
+            *result.fixes,
+        ),
+    )
+
+
 def _run_provider(provider: FixProvider, finding: Finding, notes: list[str]) -> list[Fix]:
     try:
         return list(provider(finding))
@@ -210,7 +284,7 @@ def diagnose(
             explanation="No out-of-memory message was found in this text.",
             fixes=(),
         )
-    result = _analyze(primary, context)
+    result = _with_deciding_fact(_with_growth(_analyze(primary, context), evs))
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if others:
@@ -233,7 +307,15 @@ def diagnose(
         cause=result.cause,
         confidence=max(0.0, min(1.0, result.confidence)),
         explanation=explanation,
-        fixes=_prune_generic(rank(_merge_provider_fixes(extra, result.fixes))),
+        fixes=_prune_generic(
+            tuple(
+                drop_contradictions(
+                    rank(label_hardware(_merge_provider_fixes(extra, result.fixes))), context
+                )
+            )
+        ),
         primary=primary,
         notes=tuple(notes),
+        allocation=allocation_of(primary, context, result.cause),
+        phase=phase_of(primary, context, result.cause == "leak_or_accumulation"),
     )

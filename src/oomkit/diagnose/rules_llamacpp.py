@@ -15,6 +15,13 @@ from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
 __all__ = ["analyze_llamacpp", "analyze_ollama"]
 
 _GPU_PREFIXES = ("CUDA", "ROCM", "MTL", "VULKAN", "SYCL", "MUSA", "CANN", "METAL")
+_SMALL_BUFFER = 512 << 20
+# Vulkan spec: maxMemoryAllocationSize is at least 2^30 on every conformant driver, so a smaller
+# allocation cannot hit the per-allocation limit: it failed because the device is full.
+_VK_MIN_MAX_ALLOCATION = 1 << 30
+# A pinned (page-locked) buffer this small never fails for lack of host RAM; the driver or the
+# page-lock limit refused it (llama.cpp then falls back to pageable memory).
+_TINY_PINNED = 64 << 20
 
 
 def _fb(n: int | None) -> str:
@@ -246,6 +253,33 @@ def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]
 def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose a llama.cpp/ggml failure with the buffers and settings the log printed."""
     dev = _dev_name(e)
+    err = (e.detail or "").split(":", 1)[-1].strip().lower()
+    tiny = e.requested_bytes is not None and e.requested_bytes < _TINY_PINNED
+    if e.format == "llama.cpp_pinned_alloc" and (
+        tiny or (err and not ("memory" in err or "out of memory".startswith(err)))
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation=f"The driver refused to pin {_fb(e.requested_bytes)} of host memory with "
+            f"'{e.detail}'. "
+            + (
+                "A pinned buffer that small never fails for lack of host RAM: the driver or the "
+                "page-locked memory limit refused it. "
+                if tiny
+                else "That error is not a lack of memory (a driver/runtime mismatch or setup "
+                "problem). "
+            )
+            + "llama.cpp falls back to pageable memory; if the run failed, the cause is "
+            "elsewhere in the log. Check the driver and the CUDA/ROCm runtime versions.",
+            fixes=(
+                generic(
+                    "Fix the driver / CUDA runtime pairing",
+                    "the error string names the driver, not memory.",
+                    ("nvidia-smi   # driver version", "GGML_CUDA_NO_PINNED=1"),
+                ),
+            ),
+        )
     if e.format == "llama.cpp_pinned_alloc":
         return Analysis(
             cause="host_ram",
@@ -290,6 +324,17 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         len(gpus) >= 2 or (e.device is not None and e.device >= 1) or (ctx.pipeline_copies or 0) > 1
     )
     free_at_load = next((d.free_bytes for d in ctx.devices if d.name == dev), None)
+    if free_at_load is None and e.device is not None:
+        # ggml-cuda names HIP devices CUDA<n> in its errors while the device list says ROCm<n>
+        same = [
+            d
+            for d in ctx.devices
+            if d.free_bytes
+            and d.name.rstrip("0123456789") != d.name
+            and d.name[len(d.name.rstrip("0123456789")) :] == str(e.device)
+        ]
+        if len(same) == 1:
+            free_at_load = same[0].free_bytes
     used_before = sum(b.size_bytes for b in ctx.buffers if b.name == dev and b.line < e.line)
     shortfall = None
     if free_at_load is not None and e.requested_bytes is not None:
@@ -301,6 +346,60 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     # on several devices only this device's own KV buffer frees memory here
     kv = kv_dev if multi else (kv_dev or kv_total or ctx.kv_self_bytes)
     n_dev = max(len(gpus), (e.device or 0) + 1)
+    if (
+        e.requested_bytes is not None
+        and free_at_load is not None
+        and e.requested_bytes <= free_at_load - used_before
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.5,
+            explanation=f"llama.cpp failed to allocate {_fb(e.requested_bytes)} on {dev}, but "
+            f"{dev} reported {_fb(free_at_load)} free at load and only {_fb(used_before)} was "
+            "allocated there before: total memory is not what ran out. One allocation that "
+            "large hits a per-allocation limit of the driver (Windows/ROCm, Vulkan "
+            "maxMemoryAllocationSize) or a driver bug.",
+            fixes=(
+                generic(
+                    "Split the weights into smaller allocations",
+                    "several smaller buffers pass a per-allocation limit that one large one hits.",
+                    (
+                        "-ngl <fewer layers>   # smaller device buffer",
+                        "GGML_VK_FORCE_MAX_ALLOCATION_SIZE=2147483648   # Vulkan",
+                    ),
+                ),
+                generic(
+                    "Update the GPU driver / llama.cpp build",
+                    "per-allocation limits and regressions are driver/build specific.",
+                    ("git pull && cmake --build build",),
+                ),
+            ),
+        )
+    if (
+        inferred
+        and e.format in {"vulkan_alloc", "vulkan_out_of_device_memory"}
+        and not ctx.buffers
+        and free_at_load is None
+        and (e.requested_bytes is None or e.requested_bytes > _VK_MIN_MAX_ALLOCATION)
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation=f"Vulkan could not allocate {_fb(e.requested_bytes)} on {dev}, and the "
+            "log shows neither the buffers loaded before it nor the free memory. Vulkan drivers "
+            "return ErrorOutOfDeviceMemory both when VRAM is full and when one allocation "
+            "exceeds the driver's maxMemoryAllocationSize, so the message alone cannot tell "
+            "weights that do not fit from a per-allocation limit or a driver regression. The "
+            "free VRAM at load (`oomkit gpus`) and the model size decide.",
+            fixes=(
+                generic(
+                    "Cap the size of one Vulkan allocation",
+                    "splits large buffers below the driver's per-allocation limit.",
+                    ("GGML_VK_FORCE_MAX_ALLOCATION_SIZE=2147483648",),
+                ),
+                *_ngl_fixes(e, ctx, None),
+            ),
+        )
     if e.requested_bytes is None:
         base = f"llama.cpp ran out of memory on {dev} ({stage_text})."
     else:
@@ -325,36 +424,67 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             f"fit in {dev}'s memory.",
             fixes=tuple(fixes),
         )
-    if multi and stage in {"compute", "kv_cache"}:
-        fixes = [_split_fix(e, ctx, gpus)]
-        fixes += _compute_fixes(e, ctx, e.requested_bytes) if stage == "compute" else []
-        fixes += _kv_fixes(ctx, kv, shortfall)
+    # On several GPUs a KV or compute failure is still decided by what failed: the KV cache
+    # and the compute buffer are sized by -c / -ub / -b (and pipeline copies), which are the
+    # levers; re-splitting only moves the same bytes (docs/doctor-causes.md, rule L2).
+    split = [_split_fix(e, ctx, gpus)] if multi else []
+    req = e.requested_bytes
+    # the split put more weights on this device than its share of the free memory, or a small
+    # default-size buffer (<= 512 MiB, or a tenth of what this device already holds) found no
+    # room: the device was filled by what the split placed there (rule L2)
+    over_share = bool(split) and split[0].expected_saving_bytes is not None
+    small = req is not None and (req <= _SMALL_BUFFER or (used_before and req * 10 <= used_before))
+    if multi and stage in {"compute", "kv_cache"} and (over_share or small):
         return Analysis(
             cause="multi_gpu_imbalance",
-            confidence=0.6,
-            explanation=base + f" The weights loaded on all {n_dev} devices, but "
-            f"{dev} has no room left for its {stage.replace('_', ' ')} buffer: the split "
-            "overfills this device while others have room.",
-            fixes=tuple(fixes),
+            confidence=0.6 if over_share else 0.5,
+            explanation=base + f" The weights loaded on all {n_dev} devices, but {dev} has no "
+            f"room left for a {'small ' if small else ''}{stage.replace('_', ' ')} buffer"
+            + (
+                ": the split put more weights on it than its share of the free memory."
+                if over_share
+                else ": the split filled this device while the buffer itself is small. "
+                "The free memory of each GPU at load (run `oomkit gpus`) confirms it."
+            ),
+            fixes=tuple(
+                split
+                + (_compute_fixes(e, ctx, req) if stage == "compute" else [])
+                + _kv_fixes(ctx, kv, shortfall)
+            ),
         )
+    multi_note = (
+        f" The weights loaded on all {n_dev} devices; the buffer that failed is sized by the "
+        "context/batch settings, so those are the lever (a different -ts only moves it)."
+        if multi
+        else ""
+    )
     if stage == "kv_cache":
         return Analysis(
             cause="kv_cache_or_context",
-            confidence=0.8,
+            confidence=0.75 if multi else 0.8,
             explanation=base + f" The KV cache ({_fb(e.requested_bytes)}) does not fit next to "
-            "the weights.",
-            fixes=tuple(_kv_fixes(ctx, e.requested_bytes or kv, shortfall)),
+            "the weights." + multi_note,
+            fixes=tuple(_kv_fixes(ctx, e.requested_bytes or kv, shortfall) + split),
         )
     if stage == "compute":
         long_ctx = ctx.flash_attn is not True and (ctx.n_ctx or 0) >= 16384
         cause = "kv_cache_or_context" if long_ctx else "batch_or_activations"
+        copies = (
+            f" Pipeline parallelism keeps {ctx.pipeline_copies} copies of the compute buffer."
+            if (ctx.pipeline_copies or 0) > 1
+            else ""
+        )
         return Analysis(
             cause=cause,
             confidence=0.6,
             explanation=base + f" The compute (graph) buffer of {_fb(e.requested_bytes)} does not "
             "fit after the weights and KV cache"
-            + (" — without flash attention it grows with n_ctx." if long_ctx else "."),
-            fixes=tuple(_compute_fixes(e, ctx, e.requested_bytes) + _kv_fixes(ctx, kv, shortfall)),
+            + (" — without flash attention it grows with n_ctx." if long_ctx else ".")
+            + copies
+            + multi_note,
+            fixes=tuple(
+                _compute_fixes(e, ctx, e.requested_bytes) + _kv_fixes(ctx, kv, shortfall) + split
+            ),
         )
     # runtime failures during compute (CUDA abort, Metal command buffer)
     long_ctx = (ctx.n_ctx or 0) >= 8192

@@ -172,9 +172,9 @@ def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
             )
         fixes.append(
             generic(
-                "Quantize or shard the weights",
-                "AWQ/GPTQ/fp8 weights or --tensor-parallel-size free the weights' share.",
-                ("--quantization fp8", "--tensor-parallel-size 2", "--cpu-offload-gb 4"),
+                "Quantize or offload the weights",
+                "AWQ/GPTQ/fp8 weights or CPU offload free the weights' share.",
+                ("--quantization fp8", "--cpu-offload-gb 4"),
             )
         )
         cause = (
@@ -188,9 +188,9 @@ def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
         "profiling activations (the log excerpt has no profiling numbers).",
         fixes=(
             generic(
-                "Raise --gpu-memory-utilization or quantize/shard the model",
+                "Raise --gpu-memory-utilization or quantize/offload the model",
                 "the KV pool is the residual of utilization x total after weights.",
-                ("--gpu-memory-utilization 0.95", "--quantization awq", "--tensor-parallel-size 2"),
+                ("--gpu-memory-utilization 0.95", "--quantization awq", "--cpu-offload-gb 4"),
             ),
             generic(
                 "Check for other processes on the GPU",
@@ -292,7 +292,7 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
                 generic(
                     "Shorter context / fp8 KV",
                     "KV per token halves with fp8.",
-                    ("--context-length 32768", "--kv-cache-dtype fp8_e5m2", "--tp 2"),
+                    ("--context-length 32768", "--kv-cache-dtype fp8_e5m2"),
                 ),
             ),
         )

@@ -22,6 +22,18 @@ _FRAG_SHARE = 0.10  # R must be at least this share of PyTorch's reserved memory
 _OTHERS_SHARE = 0.10  # other processes must hold at least this share of the card
 _UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
 _BIG_REQUEST_SHARE = 0.10
+# One tensor this large is an activation, not a weight: the largest weight tensors of common
+# models are the embedding / lm_head (vocab x hidden: 128256 x 8192 x 2 bytes = 2.0 GiB for
+# Llama-3-70B); per-layer matrices are <= 0.5 GiB (8192 x 28672 x 2). A forward/backward
+# intermediate (batch x heads x seq^2 attention scores, batch x seq x vocab logits, image
+# feature maps) reaches GiBs with the batch/resolution.
+_LARGE_TENSOR = 2 * GiB
+# A host allocation this large in one piece is a data/activation tensor, not a weight shard.
+_LARGE_HOST_TENSOR = 8 * GiB
+_DECIDE_PHASE = (
+    " What decides between weights and activations: whether the job had already run steps "
+    "(the traceback shows forward/backward) — the full traceback settles it."
+)
 
 
 def _fb(n: int | None) -> str:
@@ -188,13 +200,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     base = _describe(e)
     phase = ctx.frame_phase
     if x is None or t is None:
-        fixes = _batch_fixes(e, None) + _model_fixes()
-        return Analysis(
-            cause="unknown",
-            confidence=0.2,
-            explanation=base + " The message is cut short: the numbers that decide the cause "
-            "are missing.",
-            fixes=tuple(fixes),
+        return _numberless(
+            e,
+            ctx,
+            base + " The message is cut short: the numbers that decide the cause are missing.",
         )
     free = f or 0
     # 1. a per-process cap, not the hardware, is the limit
@@ -260,13 +269,50 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             explanation=base + " " + an.explanation,
             fixes=an.fixes + ((_frag_fix(e, r),) if r and r >= x else ()),
         )
+    # 4b. this process holds far more than PyTorch reserved: non-PyTorch allocations
+    # (fragmentation wins when PyTorch's own cache could serve the request: rules T5/T7 of
+    # docs/doctor-causes.md)
+    frag = r is not None and a is not None and r >= x and r >= _FRAG_SHARE * (a + r)
+    # (CUDA-graph capture and serving engines hold graph pools, NCCL and cuBLAS workspaces
+    # outside the caching allocator by design: their own rules below decide those)
+    engine = phase == "cuda_graph_capture" or ctx.runtime_hint in {"vllm", "sglang"}
+    if p is not None and a is not None and r is not None and not frag and not engine:
+        outside = p - a - r
+        if outside >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)) and outside >= x - free:
+            return Analysis(
+                cause="other_process_holding_memory",
+                confidence=0.5,
+                explanation=base + f" {_fb(outside)} of this process's memory is outside "
+                "PyTorch's allocator (CUDA context and libraries take 0.3-1 GiB): another "
+                "framework or library in the same process (TensorRT, cupy, JAX/TF, NCCL "
+                "buffers, a custom CUDA extension) holds the memory PyTorch needs. "
+                "torch.cuda.memory_snapshot() vs nvidia-smi for this PID decides which.",
+                fixes=(
+                    Fix(
+                        title="Release the non-PyTorch allocations in this process",
+                        why=f"{_fb(outside)} is held outside PyTorch's allocator; freeing it "
+                        "(or limiting that library's pool) covers the request.",
+                        commands=(
+                            "python -c 'import torch; print(torch.cuda.mem_get_info())'",
+                            "XLA_PYTHON_CLIENT_PREALLOCATE=false   # if JAX shares the process",
+                            "TF_FORCE_GPU_ALLOW_GROWTH=true        # if TensorFlow does",
+                        ),
+                        expected_saving_bytes=outside,
+                    ),
+                ),
+            )
+    # cudaMallocAsync reports only allocated bytes; its pool's cached memory is invisible, so
+    # "unaccounted" memory is not evidence of another process there
+    held_known = (p is not None or a is not None or e.reserved_bytes is not None) and (
+        e.format != "pytorch_cudamallocasync"
+    )
     held = (
         p
         if p is not None
         else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
     )
     unaccounted = t - free - held - others
-    if unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
+    if held_known and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
         who = (
             "processes NVML does not show (another container, the display server)"
             if p is not None
@@ -277,7 +323,8 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             cause="other_process_holding_memory",
             confidence=0.45,
             explanation=base + f" {_fb(t)} - {_fb(free)} free - {_fb(held)} held by this "
-            f"process's allocator = {_fb(unaccounted)} is held by {who}.",
+            f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
+            "(or nvidia-smi) to see the other processes on this GPU.",
             fixes=(
                 Fix(
                     title="Find and stop what else holds the GPU",
@@ -311,6 +358,70 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             confidence=0.7,
             explanation=base + tail + f" The traceback is in model loading ({ctx.frame_text}).",
             fixes=tuple(_model_fixes()),
+        )
+    if phase == "kv_cache_alloc":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.65,
+            explanation=base + tail + f" It failed allocating the KV cache ({ctx.frame_text}): "
+            "the cache is sized for the maximum context (and batch), after the weights loaded.",
+            fixes=(
+                generic(
+                    "Size the cache for a shorter context",
+                    "the KV cache is linear in max_seq_len x batch.",
+                    (
+                        "max_seq_len=8192   # ExLlamaV2 config / -l",
+                        "--max-model-len 8192   # vLLM",
+                    ),
+                ),
+                generic(
+                    "Quantize the cache",
+                    "8-bit / 4-bit cache takes half / a quarter of fp16.",
+                    ("ExLlamaV2Cache_Q4(model)", "--kv-cache-dtype fp8"),
+                ),
+            ),
+        )
+    if phase == "warmup":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + f" It failed during the server's warmup ({ctx.frame_text}),"
+            " which runs the largest prefill batch the settings allow: activations for that "
+            "many tokens do not fit next to the weights.",
+            fixes=(
+                generic(
+                    "Warm up (and serve) smaller prefill batches",
+                    "prefill activation memory is linear in the batched tokens.",
+                    (
+                        "--max-batch-prefill-tokens 2048   # TGI",
+                        "--max-num-batched-tokens 2048   # vLLM",
+                    ),
+                ),
+            ),
+        )
+    if phase == "cuda_graph_capture":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.65,
+            explanation=base + tail + " It failed while capturing CUDA graphs "
+            f"({ctx.frame_text}): each captured batch size keeps its activations in a private "
+            "pool, on top of the weights and KV cache the engine already placed.",
+            fixes=_graph_fixes(e, short),
+        )
+    if ctx.runtime_hint == "vllm" and (
+        ctx.num_gpu_blocks or ctx.kv_cache_bytes is not None or ctx.weights_bytes is not None
+    ):
+        planned = (
+            f" vLLM planned weights + KV within gpu_memory_utilization={ctx.gpu_memory_utilization}"
+            if ctx.gpu_memory_utilization
+            else " vLLM had already profiled memory and sized its KV cache"
+        )
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + planned + ", so the weights fit; what ran out is the "
+            "headroom left for activations, the sampler and CUDA graphs.",
+            fixes=_graph_fixes(e, short),
         )
     if phase in {"forward", "backward"}:
         return Analysis(
@@ -350,21 +461,75 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                 *_model_fixes()[:1],
             ),
         )
-    if x >= _BIG_REQUEST_SHARE * t:
+    if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
         return Analysis(
             cause="batch_or_activations",
             confidence=0.55,
-            explanation=base + tail + f" One request is {100 * x // t}% of the card: a large "
-            "activation (batch, sequence length or resolution).",
+            explanation=base + tail + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
+            "is larger than a weight tensor of common models: a large activation (batch, "
+            "sequence length or resolution).",
             fixes=tuple(_batch_fixes(e, short)),
         )
     return Analysis(
         cause="model_too_large",
-        confidence=0.5,
+        confidence=0.45,
         explanation=base + tail + f" The request is small ({100 * x / t:.1f}% of the card) while "
         f"{_fb(held)} is already held: what stays resident (weights, optimizer states, "
-        "persistent buffers) fills the GPU before this step.",
+        "persistent buffers) fills the GPU before this step." + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
+    )
+
+
+# phase -> (cause, confidence) when the message has no numbers (section 3 of doctor-causes.md)
+_PHASE_ONLY = {
+    "model_load": ("model_too_large", 0.45),
+    "kv_cache_alloc": ("kv_cache_or_context", 0.5),
+    "forward": ("batch_or_activations", 0.4),
+    "backward": ("batch_or_activations", 0.4),
+    "cuda_graph_capture": ("batch_or_activations", 0.45),
+    "warmup": ("batch_or_activations", 0.45),
+    "optimizer_step": ("model_too_large", 0.35),
+    "generate": ("kv_cache_or_context", 0.3),
+}
+
+
+def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
+    """A message without sizes: the traceback's phase is the only evidence left."""
+    fixes = tuple(_batch_fixes(e, None) + _model_fixes())
+    phase = ctx.frame_phase
+    if phase in _PHASE_ONLY:
+        cause, conf = _PHASE_ONLY[phase]
+        return Analysis(
+            cause=cause,
+            confidence=conf,
+            explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
+            f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
+            "`oomkit gpus` (other processes) would confirm it.",
+            fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
+        )
+    return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)
+
+
+def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
+    """Fixes for an OOM in the engine's headroom (CUDA graphs, sampler, activations)."""
+    return (
+        Fix(
+            title="Skip CUDA-graph capture: --enforce-eager",
+            why="captured graphs keep one activation pool per batch size; eager mode needs none "
+            f"(slower decoding). This allocation was short by {_fb(short)}.",
+            commands=(
+                "--enforce-eager   # vLLM",
+                "--disable-cuda-graph   # SGLang",
+                "torch.compile(model, mode='default')   # not 'reduce-overhead'",
+            ),
+            expected_saving_bytes=None,
+        ),
+        generic(
+            "Capture graphs for fewer batch sizes / fewer concurrent sequences",
+            "graph and sampler memory grow with the largest captured batch (max_num_seqs).",
+            ("--max-num-seqs 64   # vLLM", "--cuda-graph-max-bs 16   # SGLang"),
+        ),
+        *_batch_fixes(e, None)[:1],
     )
 
 
@@ -450,6 +615,21 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                     ),
                     expected_saving_bytes=e.requested_bytes,
                 ),
+                *(
+                    (
+                        Fix(
+                            title="Process the input in smaller batches or tiles",
+                            why=f"one host tensor of {_fb(e.requested_bytes)} is a batch of "
+                            "data or activations (a weight shard is rarely that large); halving "
+                            "the batch/frames per step halves it.",
+                            commands=("batch_size = max(1, batch_size // 2)",),
+                            expected_saving_bytes=(e.requested_bytes or 0) // 2,
+                        ),
+                    )
+                    if (e.requested_bytes or 0) >= _LARGE_HOST_TENSOR
+                    and ctx.frame_phase != "model_load"
+                    else ()
+                ),
                 generic(
                     "Load weights lazily and straight to the GPU",
                     "avoids a full fp32 copy of the model in RAM.",
@@ -459,6 +639,13 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                     ),
                 ),
             ),
+        )
+    if e.kind == "cuda_error_oom" and ctx.frame_phase in _PHASE_ONLY:
+        return _numberless(
+            e,
+            ctx,
+            "A CUDA call outside PyTorch's caching allocator ran out of memory; the message "
+            "carries no numbers.",
         )
     if e.kind == "cuda_error_oom":
         return Analysis(

@@ -42,8 +42,10 @@ RUNTIME_UNITS: Mapping[str, Mapping[str, int]] = {
     # aten/src/ATen/mps/MPSAllocator.mm format_size(): labels KB/MB/GB over 1024**k
     # (newer builds print KiB/MiB/GiB; both are binary).
     "pytorch-mps": {**_IEC, **_BINARY_SI},
-    # ggml: "%.2f MiB" (size/1024.0/1024.0) and raw %zu bytes.
-    "llama.cpp": _IEC,
+    # ggml: "%.2f MiB" (size/1024.0/1024.0) and raw %zu bytes; builds before Dec 2023 printed
+    # the same size/1024.0/1024.0 labelled "MB" (e.g. "failed to allocate %.2f MB of pinned
+    # memory"), so MB is binary here.
+    "llama.cpp": {**_IEC, **_BINARY_SI},
     # ollama format/bytes.go HumanBytes2: B / KiB / MiB / GiB (binary).
     "ollama": {**_IEC, **_BINARY_SI},
     # vLLM GiB() helpers; "Loading model weights took X GB" divides by float(2**30).

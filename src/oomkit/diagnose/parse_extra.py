@@ -1,0 +1,389 @@
+"""Families outside the main runtimes' parsers, and the generic fallback (issue 9).
+
+* FlashInfer workspace: ``Buffer overflow when allocating memory for batch_prefill_tmp_v with size
+  N and alignment A, but only M bytes available in AlignedAllocator`` and the older ``Failed to
+  allocate memory for X with size N and alignment A in AlignedAllocator``
+  (``flashinfer/include/flashinfer/allocator.h``): the fixed attention workspace (SGLang
+  ``SGLANG_FLASHINFER_WORKSPACE_SIZE``) is too small for the batch's tokens.
+* transformers / bitsandbytes dispatch: ``Some modules are dispatched on the CPU or the disk. Make
+  sure you have enough GPU RAM to fit the quantized model`` (``quantizer_bnb_4bit.py``): the
+  device map put weights off the GPU because they do not fit.
+* SGLang memory pool (``model_runner.py`` / ``mem_cache/pool_configurator.py``): ``Load weight
+  end. ... avail mem=X GB, mem usage=Y GB`` (GiB), ``max_total_tokens=N is larger than the
+  profiled value P`` (P <= 0: no KV pool at all), ``Prefill out of memory. Try to lower your batch
+  size. Try to allocate N tokens.`` and ``Decode out of memory`` (KV pool exhausted at run time).
+* Vulkan through TVM/MLC and other hosts: ``VK_ERROR_OUT_OF_DEVICE_MEMORY``.
+* :func:`parse_generic`: any line with an out-of-memory keyword that no parser recognised becomes
+  a ``generic`` event with the numbers it states (a request size after "allocate"), so an obvious
+  OOM is never reported as "nothing found".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_bytes, to_int
+from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
+
+__all__ = ["parse_extra", "parse_generic"]
+
+_FI_OVERFLOW = re.compile(
+    r"allocating memory for (?P<name>\w{1,80}) with size (?P<n>\d{1,20}) and alignment "
+    r"\d{1,6}, but only (?P<avail>\d{1,20}) bytes available in AlignedAllocator"
+)
+_FI_FAIL = re.compile(
+    r"Failed to allocate memory for (?P<name>\w{1,80}) with size (?P<n>\d{1,20}) and alignment "
+    r"\d{1,6} in AlignedAllocator"
+)
+_SGL_LOAD = re.compile(
+    r"Load weight end\..{0,200}?avail mem=(?P<avail>\d{1,7}(?:\.\d{1,4})?) ?GB, "
+    r"mem usage=(?P<used>\d{1,7}(?:\.\d{1,4})?) ?GB"
+)
+_SGL_PROFILED = re.compile(
+    r"max_total_tokens=(?P<want>\d{1,12}) is larger than the profiled value (?P<got>-?\d{1,12})"
+)
+_SGL_PREFILL = re.compile(
+    r"(?P<phase>Prefill|Decode) out of memory(?:.{0,120}?Try to allocate (?P<tok>\d{1,12}) tokens)?"
+)
+# pool_configurator.py (2025-26): "Loaded weights leave no GPU memory for the KV cache under
+# --mem-fraction-static=0.88"
+_SGL_NO_KV = re.compile(
+    r"leave no GPU memory for the KV cache(?: under --mem-fraction-static=(?P<mfs>\d?\.\d{1,4}|1))?"
+)
+# ggml-metal: "allocated buffer, size = X MiB, ( A / B)" then "current allocated size is greater
+# than the recommended max working set size" (A, B in MB = MiB: size / 1024.0 / 1024.0)
+_METAL_WS = re.compile(
+    r"size = {0,8}(?P<req>\d{1,9}(?:\.\d{1,4})?) MiB, \( {0,8}(?P<a>\d{1,9}(?:\.\d{1,4})?) / "
+    r"{0,8}(?P<t>\d{1,9}(?:\.\d{1,4})?)\)"
+)
+_CUDNN = re.compile(
+    r"Unable to find a valid cuDNN algorithm|CUDNN_STATUS_EXECUTION_FAILED|"
+    r"CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED"
+)
+# MLC-LLM (cpp/serve/config.cc): "Insufficient GPU memory error: The available single GPU memory
+# is A MB, which is less than the sum of model weight size (W MB) and temporary buffer size (T MB)"
+_MLC = re.compile(
+    r"available single GPU memory is (?P<a>\d{1,9}(?:\.\d{1,4})?) MB, which is less than the sum "
+    r"of model weight size \((?P<w>\d{1,9}(?:\.\d{1,4})?) MB\) and temporary buffer size "
+    r"\((?P<t>\d{1,9}(?:\.\d{1,4})?) MB\)"
+)
+# XLA:TPU compile-time: "Ran out of memory in memory space hbm. Used 63.80G of 30.75G hbm."
+_HBM = re.compile(
+    r"Ran out of memory in memory space (?P<space>\w{1,20})\. Used (?P<u>\d{1,9}(?:\.\d{1,4})?)"
+    r"(?P<uu>[KMGT]) of (?P<t>\d{1,9}(?:\.\d{1,4})?)(?P<tu>[KMGT])"
+)
+_HLO_TEMP = re.compile(r"HLO temp\s{1,20}(?P<v>\d{1,9}(?:\.\d{1,4})?)(?P<u>[KMGT])")
+# ggml-cuda without the "CUDA error 2 at" prefix, and the bare cudaMalloc message Ollama forwards
+_GGML_BARE = re.compile(r"ggml-cuda\.cu:\d{1,6}: out of memory|^cudaMalloc failed: out of memory")
+_EXL2 = re.compile(r"Insufficient VRAM for model and cache")
+# old ggml (2023): fixed context / scratch pools sized at model load
+_GGML_POOL = re.compile(
+    r"not enough space in the (?P<pool>context's|scratch) memory pool \(needed (?P<n>\d{1,20}), "
+    r"available (?P<a>\d{1,20})\)"
+)
+_SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
+_NEEDLES = (
+    "AlignedAllocator",
+    "leave no GPU memory for the KV cache",
+    "recommended max working set size",
+    "cuDNN algorithm",
+    "memory pool (needed",
+    "maxTokensInPagedKvCache must be large enough",
+    "Error in memory profiling",
+    "available single GPU memory",
+    "Ran out of memory in memory space",
+    "HLO temp",
+    "ggml-cuda.cu:",
+    "cudaMalloc failed",
+    "Insufficient VRAM",
+    "failed to find a memory slot",
+    "failed to find free space in the KV cache",
+    "CUDNN_STATUS_",
+    "dispatched on the CPU or the disk",
+    "Load weight end",
+    "profiled value",
+    "out of memory",
+    "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+    "mem_fraction_static",
+    "mem-fraction-static",
+)
+_PREFILTER = needles_re(_NEEDLES)
+
+# Generic fallback: out-of-memory wording of any runtime (case-insensitive, literal alternation).
+_GENERIC = re.compile(
+    r"out[ _-]?of[ _-]?(?:device[ _-]?|gpu[ _-]?|host[ _-]?|v)?(?:memory|ram\b)|\bOOM\b|"
+    r"ran out of memory|not enough (?:free )?space in|memory pool|"
+    r"exceeds? (?:the )?(?:available |device |gpu )?memory|memory (?:limit|budget) exceeded|"
+    r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
+    r"Error in memory profiling|"
+    r"insufficient (?:gpu |device |system |host |video )?(?:memory|vram|resources)|"
+    r"not enough (?:gpu |device |system |host |video )?(?:memory|vram|ram)\b|"
+    r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
+    r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
+    r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
+    r"signal:? 9\b|signal: killed",
+    re.IGNORECASE,
+)
+# every _GENERIC alternative contains one of these (lower-case) literals
+_GENERIC_KEYS = (
+    "memory",
+    "oom",
+    "ram",
+    "space in",
+    "resources",
+    "alloc",
+    "exhausted",
+    "error_out_of",
+    "memoryerror",
+    "bad_alloc",
+    "sigkill",
+    "signal",
+)
+_GENERIC_NEGATIVE = (
+    "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
+    "no out of memory",
+    "without out of memory",
+)
+_REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
+_REQUEST = re.compile(
+    r"(?:allocat\w{0,6}|request(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
+    r"(?:of )?" + sz("req", _REQ_UNITS)
+)
+
+
+def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:800], **kw)
+
+
+def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent | None:
+    n = lines.number[i]
+    if "AlignedAllocator" in line:
+        w = window(lines, i - 1 if i else 0, max_lines=3)
+        m = _FI_OVERFLOW.search(w)
+        if m is not None:
+            return _ev(
+                "flashinfer",
+                "workspace_overflow",
+                "flashinfer_workspace",
+                m.group(0),
+                n,
+                requested_bytes=to_int(m.group("n")),
+                free_bytes=to_int(m.group("avail")),
+                total_bytes=to_int(m.group("avail")),
+                detail=m.group("name"),
+                stage="compute",
+            )
+        m2 = _FI_FAIL.search(w)
+        if m2 is not None:
+            return _ev(
+                "flashinfer",
+                "workspace_overflow",
+                "flashinfer_workspace",
+                m2.group(0),
+                n,
+                requested_bytes=to_int(m2.group("n")),
+                detail=m2.group("name"),
+                stage="compute",
+            )
+    if "dispatched on the CPU or the disk" in line:
+        return _ev(
+            "transformers", "dispatch_offload", "bnb_dispatch_cpu_disk", line, n, stage="weights"
+        )
+    if "Load weight end" in line:
+        m3 = _SGL_LOAD.search(line)
+        if m3 is not None:
+            facts["weights_bytes"] = to_bytes(m3.group("used"), "GB", "sglang")
+            facts["avail_after_weights_bytes"] = to_bytes(m3.group("avail"), "GB", "sglang")
+        return None
+    if "profiled value" in line:
+        m4 = _SGL_PROFILED.search(line)
+        if m4 is not None:
+            got = int(m4.group("got"))
+            return _ev(
+                "sglang",
+                "kv_pool_profiled",
+                "sglang_profiled_tokens",
+                line,
+                n,
+                kv_capacity_tokens=got,
+                detail=f"max_total_tokens={m4.group('want')}, profiled {got}",
+                stage="kv_cache",
+            )
+    if "out of memory" in line:
+        m5 = _SGL_PREFILL.search(window(lines, i, max_lines=3))
+        if m5 is not None:
+            tok = m5.group("tok")
+            return _ev(
+                "sglang",
+                "kv_pool_full",
+                "sglang_" + m5.group("phase").lower() + "_oom",
+                line,
+                n,
+                prefill_tokens=int(tok) if tok else None,
+                stage="runtime",
+            )
+    if "leave no GPU memory for the KV cache" in line:
+        m7 = _SGL_NO_KV.search(line)
+        mfs = m7.group("mfs") if m7 else None
+        return _ev(
+            "sglang",
+            "no_kv_pool",
+            "sglang_no_kv_memory",
+            line,
+            n,
+            mem_fraction_static=float(mfs) if mfs else None,
+            stage="kv_cache",
+        )
+    if "recommended max working set size" in line:
+        m8 = _METAL_WS.search(line)
+        return _ev(
+            "llama.cpp",
+            "working_set_exceeded",
+            "metal_working_set",
+            line,
+            n,
+            buffer_name="MTL0",
+            requested_bytes=to_bytes(m8.group("req"), "MiB", "llama.cpp") if m8 else None,
+            allocated_bytes=to_bytes(m8.group("a"), "MiB", "llama.cpp") if m8 else None,
+            allowed_bytes=to_bytes(m8.group("t"), "MiB", "llama.cpp") if m8 else None,
+        )
+    if "cuDNN" in line or "CUDNN_STATUS_" in line:
+        m9 = _CUDNN.search(line)
+        if m9 is not None:
+            return _ev(
+                "cudnn",
+                "library_alloc_failed",
+                "cudnn_workspace",
+                line,
+                n,
+                detail=m9.group(0),
+                stage="library_workspace",
+            )
+    if "failed to find a memory slot" in line or "failed to find free space in the KV" in line:
+        # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp)
+        return _ev("llama.cpp", "kv_slots_full", "llama.cpp_kv_slot", line, n, stage="kv_full")
+    if "available single GPU memory" in line:
+        m10 = _MLC.search(line)
+        if m10 is not None:
+            mb = "MB"  # MLC divides by 1024 * 1024 (cpp/serve/config.cc) and labels it MB
+            return _ev(
+                "mlc-llm",
+                "insufficient_gpu_memory",
+                "mlc_insufficient_gpu_memory",
+                line,
+                n,
+                free_bytes=to_bytes(m10.group("a"), mb, "sglang"),
+                allocated_bytes=to_bytes(m10.group("w"), mb, "sglang"),
+                requested_bytes=to_bytes(m10.group("t"), mb, "sglang"),
+                stage="startup",
+            )
+    if "Ran out of memory in memory space" in line:
+        m11 = _HBM.search(line)
+        if m11 is not None:
+            return _ev(
+                "jax",
+                "xla_compile_oom",
+                "xla_tpu_hbm",
+                line,
+                n,
+                requested_bytes=to_bytes(m11.group("u"), m11.group("uu") + "iB", "jax"),
+                total_bytes=to_bytes(m11.group("t"), m11.group("tu") + "iB", "jax"),
+                stage="compile",
+            )
+    if "HLO temp" in line:
+        m12 = _HLO_TEMP.search(line)
+        if m12 is not None:
+            temp = to_bytes(m12.group("v"), m12.group("u") + "iB", "jax")
+            facts["activation_peak_bytes"] = temp
+        return None
+    if (
+        "out of memory" in line
+        and ("ggml-cuda.cu:" in line or "cudaMalloc failed" in line)
+        and "error" not in line.split("ggml-cuda.cu:")[0]
+        and _GGML_BARE.search(line)
+        and "current device" not in line
+    ):
+        return _ev("llama.cpp", "cuda_oom", "ggml_cuda_bare", line, n, stage=None)
+    if "Insufficient VRAM" in line and _EXL2.search(line):
+        return _ev(
+            "exllamav2", "insufficient_vram", "exllamav2_autosplit", line, n, stage="weights"
+        )
+    if "memory pool (needed" in line:
+        m13 = _GGML_POOL.search(line)
+        if m13 is not None:
+            return _ev(
+                "llama.cpp",
+                "ggml_pool_exhausted",
+                "ggml_memory_pool",
+                line,
+                n,
+                requested_bytes=to_int(m13.group("n")),
+                free_bytes=to_int(m13.group("a")),
+                buffer_name=m13.group("pool").rstrip("'s"),
+            )
+    if "maxTokensInPagedKvCache must be large enough" in line:
+        # TensorRT-LLM: the paged KV pool holds less than one max-length sequence
+        return _ev(
+            "tensorrt-llm", "kv_capacity", "trtllm_paged_kv_too_small", line, n, stage="kv_cache"
+        )
+    if "Error in memory profiling" in line:
+        # vLLM determine_num_available_blocks: free memory changed during profiling
+        return _ev(
+            "vllm", "profiling_error", "vllm_memory_profiling_assert", line, n, stage="startup"
+        )
+    if "VK_ERROR_OUT_OF_DEVICE_MEMORY" in line:
+        return _ev("vulkan", "gpu_alloc_failed", "vulkan_out_of_device_memory", line, n)
+    if "fraction" in line:
+        m6 = _SGL_MFS.search(line)
+        if m6 is not None:
+            facts.setdefault("mem_fraction_static", float(m6.group("v")))
+    return None
+
+
+def parse_extra(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
+    """Find FlashInfer, bitsandbytes-dispatch, SGLang pool and Vulkan/TVM failures.
+
+    Returns:
+        Events and context facts (``weights_bytes``, ``mem_fraction_static``). Never raises.
+    """
+    events: list[OomEvent] = []
+    facts: dict[str, Any] = {}
+    for i, raw in enumerate(lines.text):
+        if not _PREFILTER.search(raw):
+            continue
+        ev = _event(lines, i, lines.cleaned(i), facts)
+        if ev is not None:
+            events.append(ev)
+    return events, facts
+
+
+def parse_generic(lines: Lines) -> list[OomEvent]:
+    """Fallback: the first line with out-of-memory wording (and what it states), when no parser
+    recognised anything. At most one event; ``runtime`` is ``generic``."""
+    for i, raw in enumerate(lines.text):
+        low = raw.lower()
+        if not any(k in low for k in _GENERIC_KEYS):
+            continue  # cheap literal prefilter (str.__contains__ runs in C)
+        m = _GENERIC.search(raw)
+        if m is None:
+            continue
+        line = lines.cleaned(i)
+        low = line.lower()
+        if any(neg in low for neg in _GENERIC_NEGATIVE):
+            continue
+        w = window(lines, i, max_lines=3)
+        r = _REQUEST.search(w)
+        return [
+            _ev(
+                "generic",
+                "oom_keyword",
+                "generic_oom",
+                line,
+                lines.number[i],
+                requested_bytes=size_of(r, "req", "generic") if r else None,
+                detail=m.group(0),
+            )
+        ]
+    return []

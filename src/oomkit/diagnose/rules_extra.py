@@ -1,0 +1,546 @@
+"""Diagnosis of the families added for issue 9: FlashInfer workspace, transformers/bitsandbytes
+dispatch, SGLang memory pool, Vulkan/TVM, ROCm driver, the generic fallback, and the cross-event
+growth check (leak/accumulation) that applies to every runtime.
+
+SGLang sizes its static pool as ``total x mem_fraction_static`` (weights + KV); the KV token
+budget is ``(avail_after_weights - total x (1 - mem_fraction_static)) / bytes_per_token``
+(``model_runner.py`` ``profile_max_num_token``). A budget <= 0 therefore means the weights alone
+take more than ``mem_fraction_static`` of the card; docs/doctor-causes.md gives the order in which
+causes win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, generic, size_text
+
+__all__ = ["analyze_extra", "growth_across_events"]
+
+_MAX_MFS = 0.95
+# the runtime share SGLang needs outside the static pool (activations, CUDA graphs) is ~10-15%
+_SGL_MIN_DYNAMIC = 0.10
+
+
+def _fb(n: int | None) -> str:
+    return size_text(n)
+
+
+def _flashinfer(e: OomEvent, ctx: LogContext) -> Analysis:
+    x, avail = e.requested_bytes, e.free_bytes
+    expl = (
+        f"FlashInfer's attention workspace could not hold {e.detail} ({_fb(x)}"
+        + (f"; the workspace has {_fb(avail)}" if avail is not None else "")
+        + "). The workspace is a fixed buffer the engine allocates once; its scratch tensors grow "
+        "with the tokens of one prefill batch (chunked-prefill size x running requests), so the "
+        "batch is too large for it — GPU memory as a whole is not what ran out."
+    )
+    grow = None
+    if x is not None:
+        size = 1 << max(27, (x - 1).bit_length())  # next power of two >= the request
+        grow = Fix(
+            title=f"Enlarge the FlashInfer workspace to {_fb(size)}",
+            why=f"the workspace must hold the {_fb(x)} scratch tensor; the next power of two is "
+            f"{_fb(size)} (the extra comes out of the memory left for the KV cache).",
+            commands=(f"SGLANG_FLASHINFER_WORKSPACE_SIZE={size}   # SGLang, bytes",),
+            expected_saving_bytes=None,
+        )
+    fixes = [
+        generic(
+            "Prefill fewer tokens per batch",
+            "the workspace scratch is linear in the tokens of one prefill batch.",
+            (
+                "--chunked-prefill-size 4096   # SGLang",
+                "--max-num-batched-tokens 4096   # vLLM",
+                "--max-running-requests 32   # SGLang",
+            ),
+        ),
+        *((grow,) if grow is not None else ()),
+        generic(
+            "Use another attention backend",
+            "other backends do not use FlashInfer's fixed workspace.",
+            ("--attention-backend triton   # SGLang", "VLLM_ATTENTION_BACKEND=FLASH_ATTN"),
+        ),
+    ]
+    return Analysis(
+        cause="batch_or_activations", confidence=0.6, explanation=expl, fixes=tuple(fixes)
+    )
+
+
+def _dispatch(e: OomEvent, ctx: LogContext) -> Analysis:
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.7,
+        explanation="transformers placed part of the quantized model on the CPU or disk "
+        "(device_map='auto' found the GPU too small for all weights) and bitsandbytes refuses "
+        "to run quantized layers there: the quantized weights do not fit in the GPU memory "
+        "that is free at load. If the same model fitted before, memory held by an earlier "
+        "model in this process (restart it) or another process is the cause instead.",
+        fixes=(
+            generic(
+                "Load with a smaller quantization (4-bit instead of 8-bit)",
+                "4-bit weights take about half of 8-bit ones.",
+                (
+                    "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4')",
+                    "restart the process so the new quantization config is used",
+                ),
+            ),
+            generic(
+                "Allow CPU offload of the modules that do not fit",
+                "keeps those modules in fp32 on the CPU (slow).",
+                (
+                    "BitsAndBytesConfig(load_in_8bit=True, llm_int8_enable_fp32_cpu_offload=True)",
+                    "from_pretrained(..., device_map='auto', max_memory={0: '10GiB', "
+                    "'cpu': '30GiB'})",
+                ),
+            ),
+        ),
+    )
+
+
+def _mfs_fix(mfs: float | None, need: float | None, why: str) -> Fix:
+    if need is not None:
+        new = min(_MAX_MFS, round(need + 0.005, 2))
+        return Fix(
+            title=f"Raise --mem-fraction-static to {new:.2f}",
+            why=why,
+            commands=(f"--mem-fraction-static {new:.2f}",),
+            expected_saving_bytes=None,
+        )
+    new = min(_MAX_MFS, (mfs or 0.85) + 0.05)
+    return generic(
+        f"Raise --mem-fraction-static to {new:.2f}",
+        "the static pool (weights + KV) is total x mem_fraction_static; a larger fraction leaves "
+        "room for KV tokens after the weights (but less for activations/CUDA graphs).",
+        (f"--mem-fraction-static {new:.2f}",),
+    )
+
+
+def _sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
+    w, avail, mfs = ctx.weights_bytes, ctx.avail_after_weights_bytes, e.mem_fraction_static
+    mfs = mfs or ctx.mem_fraction_static
+    tokens = e.kv_capacity_tokens
+    total = (w + avail) if w is not None and avail is not None else None
+    share = avail / total if avail is not None and total else None
+    expl = "SGLang could not build its KV pool"
+    if tokens is not None:
+        expl += f" (profiled KV budget {tokens} tokens)"
+    expl += ": after the weights, total x mem_fraction_static leaves no room for KV tokens."
+    if w is not None and avail is not None and share is not None:
+        expl += (
+            f" The weights take {_fb(w)} per GPU and leave {_fb(avail)} ({share:.0%} of the card)."
+        )
+    need = None if share is None else 1 - share + 0.02
+    weights_full = share is not None and share < _SGL_MIN_DYNAMIC + 0.05
+    if weights_full or (tokens is not None and tokens < 0 and share is None):
+        expl += (
+            " The weights leave too little for any KV pool plus SGLang's runtime share "
+            "(~10-15%): raising mem_fraction_static cannot fix it; the weights must shrink."
+        )
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.65 if weights_full else 0.5,
+            explanation=expl,
+            fixes=(
+                generic(
+                    "Load the weights quantized (fp8 / AWQ / GPTQ)",
+                    "fp8 weights take half of bf16 ones.",
+                    ("--quantization fp8", "pick an AWQ/GPTQ checkpoint"),
+                ),
+                generic(
+                    "Shard over more GPUs: --tp 2x current",
+                    "each GPU holds 1/tp of the weights.",
+                    ("--tp <2x current>",),
+                ),
+            ),
+        )
+    fixes = [
+        _mfs_fix(
+            mfs,
+            need if need is not None and need <= _MAX_MFS else None,
+            f"the weights leave {share:.0%} of the card, so the static pool needs more than "
+            f"{1 - share:.2f} of it to hold any KV token."
+            if share is not None
+            else "",
+        ),
+        generic(
+            "Cap the context and the running requests",
+            "a smaller pool suffices for fewer/shorter requests.",
+            ("--context-length 32768", "--max-running-requests 64"),
+        ),
+        generic(
+            "Store the KV cache in fp8",
+            "fp8 halves the bytes per KV token.",
+            ("--kv-cache-dtype fp8_e5m2",),
+        ),
+    ]
+    return Analysis(
+        cause="kv_cache_or_context", confidence=0.55, explanation=expl, fixes=tuple(fixes)
+    )
+
+
+def _sglang_runtime(e: OomEvent, ctx: LogContext) -> Analysis:
+    phase = "prefill" if "prefill" in (e.format or "") else "decode"
+    tok = e.prefill_tokens
+    expl = (
+        f"SGLang's KV pool ran out during {phase}"
+        + (f" (it needed {tok} more tokens)" if tok else "")
+        + ": the running requests' KV tokens fill the pool the server sized at startup."
+    )
+    fixes = [
+        generic(
+            "Fewer running requests",
+            "each running request holds its KV tokens in the pool.",
+            ("--max-running-requests 32",),
+        ),
+        generic(
+            "Smaller prefill chunks",
+            "a prefill chunk reserves KV for all its tokens at once.",
+            (f"--chunked-prefill-size {max(512, (tok or 8192) // 2)}",),
+        ),
+        generic(
+            "Lower --mem-fraction-static only if CUDA OOMs appear too; raise it otherwise",
+            "the pool is total x mem_fraction_static minus the weights.",
+            ("--mem-fraction-static 0.9",),
+        ),
+    ]
+    return Analysis(
+        cause="kv_cache_or_context", confidence=0.6, explanation=expl, fixes=tuple(fixes)
+    )
+
+
+def _driver(e: OomEvent, ctx: LogContext) -> Analysis:
+    who = "Vulkan" if e.runtime == "vulkan" else "The GPU driver"
+    return Analysis(
+        cause="unknown",
+        confidence=0.25,
+        explanation=f"{who} reported out of device memory; the message carries no sizes, so "
+        "whether the weights, the context or another process filled the GPU cannot be told "
+        "from it. The free memory before the load (run `oomkit gpus`) and the model size decide.",
+        fixes=(
+            generic(
+                "Check what holds the GPU, then use a smaller model/quantization or context",
+                "the driver ran out of device memory.",
+                ("oomkit gpus", "nvidia-smi / rocm-smi / vulkaninfo --summary"),
+            ),
+        ),
+    )
+
+
+def _generic(e: OomEvent, ctx: LogContext) -> Analysis:
+    x = e.requested_bytes
+    phase = ctx.frame_phase
+    cause, conf = "unknown", 0.15
+    why = " No parser knows this message's format, so only its wording is read."
+    if phase == "model_load":
+        cause, conf = "model_too_large", 0.35
+        why += f" The traceback is in model loading ({ctx.frame_text})."
+    elif phase in {"forward", "backward", "cuda_graph_capture"}:
+        cause, conf = "batch_or_activations", 0.35
+        why += f" The traceback is in the {phase} pass ({ctx.frame_text})."
+    else:
+        why += " The phase (loading vs running) and the free memory would decide the cause."
+    return Analysis(
+        cause=cause,
+        confidence=conf,
+        explanation=f"An out-of-memory error ('{e.detail}')"
+        + (f" for {_fb(x)}" if x is not None else "")
+        + "."
+        + why,
+        fixes=(
+            generic(
+                "Check free memory and other processes",
+                "the message does not state sizes; the device's state decides the cause.",
+                ("oomkit gpus", "nvidia-smi", "free -h"),
+            ),
+            generic(
+                "Shrink the batch/context, or load a smaller/quantized model",
+                "the two levers that cover most out-of-memory failures.",
+                ("batch_size //= 2", "-c / --max-model-len smaller", "4-bit quantization"),
+            ),
+        ),
+    )
+
+
+def _metal_working_set(e: OomEvent, ctx: LogContext) -> Analysis:
+    limit, used = e.allowed_bytes, e.allocated_bytes
+    weights = sum(ctx.device_buffers("model").values()) or None
+    kv = sum(ctx.device_buffers("KV").values()) or ctx.kv_self_bytes
+    expl = (
+        f"Metal allocations reached {_fb(used)} against the recommended working set of "
+        f"{_fb(limit)} (the share of unified memory macOS lets the GPU use): the model, its KV "
+        "cache and compute buffers do not fit this Mac's GPU budget."
+    )
+    cause, conf = "model_too_large", 0.6
+    if weights and limit:
+        expl += f" The weights alone are {_fb(weights)} ({100 * weights // limit}% of it)."
+        conf = 0.75 if weights >= 0.7 * limit else 0.5
+        if kv and kv > weights:
+            cause, conf = "kv_cache_or_context", 0.6
+    fixes = [
+        generic(
+            "Use a smaller quantization or model",
+            "the weights are the largest part of the working set.",
+            ("pick a Q4_K_M / IQ3 GGUF or a smaller model",),
+        ),
+        generic(
+            "Shrink the context",
+            "the KV cache is linear in n_ctx.",
+            ("-c 2048",),
+        ),
+        generic(
+            "Raise the GPU working-set limit (macOS 14+, risky)",
+            "lets Metal use more unified memory; the system may swap.",
+            ("sudo sysctl iogpu.wired_limit_mb=<MiB>",),
+        ),
+    ]
+    if cause == "kv_cache_or_context":
+        fixes[0], fixes[1] = fixes[1], fixes[0]
+    return Analysis(cause=cause, confidence=conf, explanation=expl, fixes=tuple(fixes))
+
+
+def _cudnn(e: OomEvent, ctx: LogContext) -> Analysis:
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.3,
+        explanation=f"{e.detail}: cuDNN found no convolution algorithm whose workspace fits in "
+        "the free GPU memory — an out-of-memory in disguise. The workspace grows with batch "
+        "size and resolution; if other processes (or other workers of this job) hold the GPU, "
+        "that is the cause instead: run `oomkit gpus` to see them.",
+        fixes=(
+            generic(
+                "Reduce the batch size or the input resolution",
+                "the convolution workspace and activations scale with both.",
+                ("batch_size //= 2", "resize inputs to a smaller side"),
+            ),
+            generic(
+                "Stop other processes/workers on the GPU",
+                "each worker with its own model copy takes a share of the GPU.",
+                ("nvidia-smi", "fewer worker processes"),
+            ),
+            generic(
+                "Let cuDNN pick memory-light algorithms",
+                "benchmark mode may choose workspace-hungry algorithms.",
+                ("torch.backends.cudnn.benchmark = False",),
+            ),
+        ),
+    )
+
+
+def _mlc(e: OomEvent, ctx: LogContext) -> Analysis:
+    avail, w, tmp = e.free_bytes or 0, e.allocated_bytes or 0, e.requested_bytes or 0
+    base = (
+        f"MLC-LLM needs weights {_fb(w)} + temporary buffers {_fb(tmp)} but only {_fb(avail)} "
+        "of the GPU is available to it."
+    )
+    if w >= avail:
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.8,
+            explanation=base + " The weights alone do not fit.",
+            fixes=(
+                generic(
+                    "Use a smaller model or a lower-bit quantization",
+                    f"the weights must shrink below {_fb(avail)}.",
+                    ("q4f16_1 / q3f16_1 model library",),
+                ),
+            ),
+        )
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.7,
+        explanation=base + f" The weights fit ({_fb(avail - w)} left); the temporary "
+        "(activation) buffers, sized by the prefill chunk and batch, do not.",
+        fixes=(
+            Fix(
+                title="Shrink the prefill chunk / batch",
+                why=f"temporary buffers scale with prefill_chunk_size; they must shrink by "
+                f"{_fb(w + tmp - avail)}.",
+                commands=(
+                    '--overrides "prefill_chunk_size=1024;max_num_sequence=4"',
+                    '--overrides "context_window_size=4096"',
+                ),
+                expected_saving_bytes=w + tmp - avail,
+            ),
+            generic(
+                "Raise gpu_memory_utilization",
+                "MLC uses only that share of the GPU.",
+                ('--overrides "gpu_memory_utilization=0.95"',),
+            ),
+        ),
+    )
+
+
+def _hbm(e: OomEvent, ctx: LogContext) -> Analysis:
+    used, cap, temp = e.requested_bytes, e.total_bytes, ctx.activation_peak_bytes
+    expl = f"XLA's compiled program needs {_fb(used)} of {_fb(cap)} device memory"
+    if temp is not None and used:
+        expl += f"; HLO temporaries (activations/intermediates) are {_fb(temp)} of it"
+    expl += "."
+    act = temp is not None and used is not None and temp * 2 >= used
+    return Analysis(
+        cause="batch_or_activations" if act or temp is None else "model_too_large",
+        confidence=0.75 if act else 0.45,
+        explanation=expl
+        + (
+            " The temporaries dominate: batch/sequence size (or missing rematerialization) "
+            "is the lever."
+            if act
+            else ""
+        ),
+        fixes=(
+            Fix(
+                title="Shrink the per-device batch or sequence length",
+                why="HLO temporaries scale with them.",
+                commands=("per_device_batch_size //= 2", "jax.checkpoint / remat the blocks"),
+                expected_saving_bytes=(used - cap) if used and cap and used > cap else None,
+            ),
+            generic(
+                "Shard the activations/parameters across the devices",
+                "FSDP-style sharding over the mesh divides the program's memory.",
+                ("mesh axes: fsdp / sharding_axis_dims",),
+            ),
+        ),
+    )
+
+
+def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
+    if e.runtime == "flashinfer":
+        return _flashinfer(e, ctx)
+    if e.kind == "working_set_exceeded":
+        return _metal_working_set(e, ctx)
+    if e.runtime == "cudnn":
+        return _cudnn(e, ctx)
+    if e.runtime == "mlc-llm":
+        return _mlc(e, ctx)
+    if e.format == "xla_tpu_hbm":
+        return _hbm(e, ctx)
+    if e.runtime == "exllamav2":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.55,
+            explanation="ExLlamaV2's auto-split could not place the weights and the cache on the "
+            "GPUs: the model (at this bits-per-weight) plus its cache exceed the VRAM. A "
+            "shorter max_seq_len shrinks the cache part; the free VRAM per GPU decides which.",
+            fixes=(
+                generic(
+                    "Use a lower bits-per-weight quant or a smaller model",
+                    "weights are most of the requirement.",
+                    ("pick a 4.0bpw / 3.5bpw EXL2",),
+                ),
+                generic(
+                    "Shorten the cache",
+                    "the cache is linear in max_seq_len.",
+                    ("max_seq_len=4096", "cache_8bit / Q4 cache"),
+                ),
+            ),
+        )
+    if e.kind == "ggml_pool_exhausted":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.35,
+            explanation=f"ggml's fixed {e.buffer_name} memory pool (sized at load for the context) "
+            f"needed {_fb(e.requested_bytes)} but holds {_fb(e.free_bytes)}: the prompt/context "
+            "outgrew the pool. This is a 2023 ggml limit, not device memory; newer llama.cpp "
+            "allocates these buffers dynamically.",
+            fixes=(
+                generic(
+                    "Update llama.cpp / llama-cpp-python, or shorten the prompt/context",
+                    "fixed scratch pools were replaced by the graph allocator.",
+                    ("pip install -U llama-cpp-python", "n_ctx=2048"),
+                ),
+            ),
+        )
+    if e.runtime == "tensorrt-llm" and e.kind == "kv_capacity":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.75,
+            explanation="TensorRT-LLM's paged KV pool holds fewer tokens than one sequence of the "
+            "engine's max length (beam_width x tokens_per_block x max_blocks_per_seq): the KV "
+            "share of free memory is too small for the built max sequence length.",
+            fixes=(
+                generic(
+                    "Give the KV cache a larger share of free memory",
+                    "the pool is kv_cache_free_gpu_mem_fraction x free memory after the weights.",
+                    ("kv_cache_free_gpu_mem_fraction: 0.9",),
+                ),
+                generic(
+                    "Build the engine for a shorter max sequence length",
+                    "one sequence must fit the pool.",
+                    ("trtllm-build --max_seq_len 4096",),
+                ),
+            ),
+        )
+    if e.kind == "profiling_error":
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.45,
+            explanation="vLLM's memory profiling saw free memory change under it: another "
+            "process (or another model in this process, e.g. a trainer next to vLLM) allocated "
+            "on the same GPU while vLLM measured. Run `oomkit gpus` to see who shares the GPU.",
+            fixes=(
+                generic(
+                    "Give vLLM a GPU of its own, or a smaller share",
+                    "co-located trainers need vLLM's utilization lowered to what is left.",
+                    ("--gpu-memory-utilization 0.3", "CUDA_VISIBLE_DEVICES=<other GPU>"),
+                ),
+            ),
+        )
+    if e.kind == "kv_slots_full":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.6,
+            explanation="llama.cpp found no free KV-cache cells for the batch: the context "
+            "(n_ctx, shared by all parallel slots) is full of the running sequences' tokens.",
+            fixes=(
+                generic(
+                    "Give each sequence more KV cells",
+                    "n_ctx is split across -np slots (unless --kv-unified); raise -c or lower -np.",
+                    ("-c <2x current>", "-np 1"),
+                ),
+                generic(
+                    "Quantize the KV cache to fit more cells",
+                    "q8_0 takes about half of f16.",
+                    ("-fa on -ctk q8_0 -ctv q8_0",),
+                ),
+            ),
+        )
+    if e.runtime == "transformers" and e.kind == "dispatch_offload":
+        return _dispatch(e, ctx)
+    if e.runtime == "sglang" and e.kind in {"kv_pool_profiled", "no_kv_pool"}:
+        return _sglang_pool(e, ctx)
+    if e.runtime == "sglang" and e.kind == "kv_pool_full":
+        return _sglang_runtime(e, ctx)
+    if e.runtime in {"vulkan", "rocm"}:
+        return _driver(e, ctx)
+    if e.runtime == "generic":
+        return _generic(e, ctx)
+    return None
+
+
+def growth_across_events(events: Sequence[OomEvent]) -> str | None:
+    """Text when one process hit OOM repeatedly while its allocated memory grew, else ``None``.
+
+    Several allocator events of one device in one log, with ``allocated`` (or the process's
+    use) rising from the first to the last by at least 5%, mean memory accumulates across
+    iterations/calls: tensors kept alive between steps, a growing cache, or a model reloaded
+    without freeing the previous one.
+    """
+    by_dev: dict[int | None, list[int]] = {}
+    for e in events:
+        v = e.allocated_bytes if e.allocated_bytes is not None else e.process_in_use_bytes
+        if v is None or e.kind not in {"cuda_oom", "hip_oom", "xpu_oom", "mps_oom"}:
+            continue
+        by_dev.setdefault(e.device, []).append(v)
+    for dev, vals in by_dev.items():
+        if len(vals) >= 2 and vals[-1] > vals[0] * 1.05 and vals[-1] - vals[0] >= 64 << 20:
+            return (
+                f" {len(vals)} out-of-memory errors on device {dev} in one log, with allocated "
+                f"memory growing from {_fb(vals[0])} to {_fb(vals[-1])}: memory accumulates "
+                "across calls (tensors kept alive between steps, a growing cache, or a model "
+                "loaded again without freeing the previous one)."
+            )
+    return None

@@ -1,0 +1,166 @@
+"""Families and cause rules added for issue 9 (message texts follow the upstream format strings
+cited in the parsers' docstrings; numbers are made up)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from oomkit.api import load_model
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.model_fixes_sglang import MIN_DYNAMIC_SHARE
+from oomkit.estimate.sglang import estimate_sglang
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB, MiB
+
+CASES = [
+    # bare legacy fragment without the "CUDA out of memory." prefix
+    (
+        "Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB already "
+        "allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)",
+        "pytorch_old",
+        {"requested_bytes": 20 * MiB, "device": 0},
+    ),
+    (
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:72] data. not enough memory: you tried to "
+        "allocate 1073741824 bytes.",
+        "c10_cpu_allocator",
+        {"requested_bytes": GiB},
+    ),
+    (
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor of shape [64,512,512] and type float",
+        "tf_oom_allocating_tensor",
+        {"shape": (64, 512, 512)},
+    ),
+    (
+        "RuntimeError: Resource exhausted: Out \nof memory while trying to allocate 5520758552 "
+        "bytes.",
+        "xla_resource_exhausted",
+        {"requested_bytes": 5520758552},
+    ),
+    (
+        "E rocm_driver.cc:600] failed to allocate 890.06M (933298432 bytes) from device: "
+        "HIP_ERROR_OutOfMemory",
+        "tf_driver_alloc",
+        {"requested_bytes": 933298432},
+    ),
+    (
+        "flashinfer/allocator.h:49: Buffer overflow when allocating memory for "
+        "batch_prefill_tmp_v with size 283115520 and alignment 16, but only 268435456 bytes "
+        "available in AlignedAllocator. Increase the workspace buffer size.",
+        "flashinfer_workspace",
+        {"requested_bytes": 283115520, "free_bytes": 268435456},
+    ),
+    (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have "
+        "enough GPU RAM to fit the quantized model.",
+        "bnb_dispatch_cpu_disk",
+        {},
+    ),
+    (
+        "WARNING: failed to allocate 1024.00 MB of pinned memory: out of memory",
+        "llama.cpp_pinned_alloc",
+        {"requested_bytes": 1024 * MiB},
+    ),
+    (
+        "max_total_tokens=131072 is larger than the profiled value -5619. Use the profiled "
+        "value instead.",
+        "sglang_profiled_tokens",
+        {"kv_capacity_tokens": -5619},
+    ),
+    (
+        "Prefill out of memory. Try to lower your batch size.\nTry to allocate 8192 tokens.",
+        "sglang_prefill_oom",
+        {"prefill_tokens": 8192},
+    ),
+    ("somelib: fatal: CUDA failed with error out of memory", "generic_oom", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "fmt", "fields"), CASES, ids=[c[1] for c in CASES])
+def test_family_recognised(text: str, fmt: str, fields: dict[str, object]) -> None:
+    d = diagnose_text(text)
+    ev = next((e for e in d.events if e.format == fmt), None)
+    assert ev is not None, [(e.runtime, e.format) for e in d.events]
+    for key, value in fields.items():
+        assert getattr(ev, key) == value, key
+
+
+def test_generic_states_the_request_it_reads() -> None:
+    d = diagnose_text("MyEngine error: unable to allocate 2.00 GiB for the activation buffer")
+    assert d.events[0].runtime == "generic"
+    assert d.events[0].requested_bytes == 2 * GiB
+
+
+def test_growth_across_repeated_ooms_is_accumulation() -> None:
+    msg = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 23.65 GiB of which 10.00 MiB is free. Of the allocated memory "
+        "{a} GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.\n"
+    )
+    d = diagnose_text(msg.format(a="18.00") + "step 2\n" + msg.format(a="22.00"))
+    assert d.cause == "leak_or_accumulation"
+    one = diagnose_text(msg.format(a="22.00"))
+    assert one.cause != "leak_or_accumulation"
+
+
+def test_non_pytorch_memory_in_this_process() -> None:
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+        "total capacity of 23.65 GiB of which 100.00 MiB is free. Including non-PyTorch memory, "
+        "this process has 23.50 GiB memory in use. Of the allocated memory 12.00 GiB is "
+        "allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated."
+    )
+    assert d.cause == "other_process_holding_memory"
+    assert "outside PyTorch" in d.explanation
+
+
+def test_multi_gpu_compute_buffer_is_not_imbalance_when_large() -> None:
+    log = (
+        "llama_kv_cache:      CUDA0 KV buffer size = 12327.00 MiB\n"
+        "llama_kv_cache:      CUDA1 KV buffer size = 11153.00 MiB\n"
+        "llama_kv_cache: size = 23480.00 MiB (150272 cells,  40 layers,  1/1 seqs)\n"
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 12710.31 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+        "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 13327728640\n"
+    )
+    d = diagnose_text(log)
+    assert d.cause == "kv_cache_or_context"  # compute grows with n_ctx (FA not known on)
+    assert d.context.n_ctx == 150272
+
+
+def test_sglang_weights_fill_the_card() -> None:
+    d = diagnose_text(
+        "Load weight end. quant=fp8, avail mem=12.25 GB, mem usage=125.65 GB.\n"
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.88."
+    )
+    assert d.cause == "model_too_large"
+    assert not d.fixes[0].hardware
+
+
+def test_sglang_fraction_fix_is_the_smallest_that_fits() -> None:
+    log = (
+        "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=6.50 GB, "
+        "mem usage=14.96 GB.\n"
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.7"
+    )
+    spec = load_model("llama-3.1-8b")
+    d = diagnose_text(log, model=spec)
+    fix = next(f for f in d.fixes if f.title.startswith("Raise --mem-fraction-static"))
+    frac = float(fix.title.rsplit(" ", 1)[1])
+    cap = int(fix.why.split("inferred as ")[1].split(" GiB")[0].replace(".", "")) * GiB // 100
+    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=cap),))
+    s = InferenceSettings(runtime="sglang", mem_fraction_static=frac)
+
+    def tokens(f: float) -> int:
+        est = estimate_sglang(spec, dataclasses.replace(s, mem_fraction_static=f), hw)
+        got = est.runtime_details["max_total_num_tokens"]
+        return got if isinstance(got, int) else 0
+
+    assert tokens(frac) >= 8192 > tokens(round(frac - 0.01, 2))
+    assert 1 - frac >= MIN_DYNAMIC_SHARE
