@@ -68,6 +68,10 @@ def test_corpus_invariants(part: str) -> None:
             d.oom_found and d.confidence < 0.6 and not any(w in d.explanation for w in DECIDE)
         )
     shown = unrecognised if part != "heldout" else [f"{len(unrecognised)} record(s)"]
+    if part == "heldout":
+        # recognition on the held-out part is a score (benchmarks/doctor_corpus.py), not a
+        # rule this test may push toward: only the structural guarantees are asserted there
+        unrecognised = []
     assert (len(unrecognised), contra, hw_top, undecided) == (0, 0, 0, 0), (
         f"{part}: not recognised as an OOM: {shown}; {contra} contradicting fix pair(s); "
         f"{hw_top} diagnosis(es) whose top fix needs more hardware; {undecided} low-confidence "
