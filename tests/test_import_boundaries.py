@@ -86,6 +86,10 @@ NOT_ON_ESTIMATE_PATH = (
     "oomkit.cli.gpus",
     "oomkit.cli.doctor",
     "difflib",
+    # the planner only runs when a configuration does not fit (or for `plan`)
+    "oomkit.planner.search",
+    "oomkit.planner.core",
+    "oomkit.planner.speed",
 )
 
 

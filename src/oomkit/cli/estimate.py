@@ -255,8 +255,7 @@ def estimate_command(
         gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
     )
     hardware = choice.hardware
-    from oomkit.estimate.verdict import Platform, verdict
-    from oomkit.planner.search import device_segment
+    from oomkit.estimate.verdict import Platform, device_segment, verdict
 
     platform = Platform(
         os=os_name,

@@ -46,6 +46,7 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "Platform",
     "Verdict",
     "band_fractions",
+    "device_segment",
     "verdict",
 ]
 
@@ -330,6 +332,16 @@ def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     if est.runtime in ("llama.cpp", "ollama"):
         return f"put fewer layers on the GPU (-ngl) to free {format_bytes(need)}"
     return None
+
+
+def device_segment(d: DeviceTarget) -> str | None:
+    """The catalog segment of a target (consumer cards may drive a display; datacenter
+    ones do not); None for a GPU outside the catalog."""
+    if d.key is None:
+        return None
+    from oomkit.hardware.catalog import find_gpu
+
+    return find_gpu(d.key).segment
 
 
 def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:

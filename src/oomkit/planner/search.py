@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import get_estimator
-from oomkit.estimate.verdict import Platform, verdict
+from oomkit.estimate.verdict import Platform, device_segment, verdict
 from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
     LEVEL_GPU,
@@ -38,7 +38,7 @@ from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import format_bytes
 
-__all__ = ["Evaluation", "Searcher", "default_target_ctx", "device_segment"]
+__all__ = ["Evaluation", "Searcher", "default_target_ctx"]
 
 _GGUF_RUNTIMES = ("llama.cpp", "ollama")
 #: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` since 0.6.4
@@ -68,15 +68,6 @@ def _at_ctx(
     make: Callable[[str, int, int], Candidate], kv: str, amount: int, ctx: int
 ) -> Candidate:
     return make(kv, ctx, amount)
-
-
-def device_segment(d: DeviceTarget) -> str | None:
-    """The catalog segment (consumer cards may drive a display; datacenter ones do not)."""
-    if d.key is None:
-        return None
-    from oomkit.hardware.catalog import find_gpu
-
-    return find_gpu(d.key).segment
 
 
 def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> int:
