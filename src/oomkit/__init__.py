@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "oom_retry": "oomkit.inprocess.retry",
     "parse_size": "oomkit.units",
     "plan": "oomkit.planner.core",
+    "probe": "oomkit.inprocess.probe",
+    "ProbeResult": "oomkit.inprocess.probe",
     "Plan": "oomkit.planner.core",
     "PlanRequest": "oomkit.planner.request",
     "PlanResult": "oomkit.planner.core",
@@ -61,6 +63,7 @@ __all__ = [
     "Plan",
     "PlanRequest",
     "PlanResult",
+    "ProbeResult",
     "TensorInfo",
     "__version__",
     "allocator_stats",
@@ -79,6 +82,7 @@ __all__ = [
     "oom_retry",
     "parse_size",
     "plan",
+    "probe",
     "snapshot_report",
     "uninstall",
 ]
@@ -106,6 +110,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from oomkit.hardware.catalog import find_gpu
     from oomkit.hardware.live import detect_gpus
     from oomkit.inprocess.hook import install, uninstall
+    from oomkit.inprocess.probe import ProbeResult, probe
     from oomkit.inprocess.retry import find_batch_size, is_oom_error, oom_retry
     from oomkit.inprocess.snapshot import snapshot_report
     from oomkit.inprocess.torch_memory import allocator_stats, free_memory

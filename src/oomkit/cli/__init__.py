@@ -34,6 +34,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "gpus": ("oomkit.cli.gpus", "gpus_command"),
     "models": ("oomkit.cli.models", "models_command"),
     "plan": ("oomkit.cli.plan", "plan_command"),
+    "probe": ("oomkit.cli.probe", "probe_command"),
 }
 
 

@@ -1,0 +1,119 @@
+"""``oomkit probe MODEL``: trace the real model on fake tensors and report its peak memory.
+
+torch and transformers are imported only when the command runs; a missing one is a one-line
+error (exit 1), as is a model whose code lives outside transformers (``trust_remote_code``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from oomkit.cli.output import print_json
+from oomkit.units import format_bytes
+
+__all__ = ["probe_command"]
+
+
+def _render(d: dict[str, object]) -> list[str]:
+    mode = str(d["mode"])
+    head = f"{d['model']}: {mode} probe, batch {d['batch']} x seq {d['seq']}, {d['dtype']}"
+    if mode != "inference":
+        head += f", {d['optimizer']}"
+        if d["grad_checkpointing"]:
+            head += ", gradient checkpointing"
+    rounded = " (CUDA allocator blocks)" if d["rounded_to_cuda_blocks"] else ""
+    lines = [
+        head,
+        f"Peak allocated: {format_bytes(int(str(d['peak_bytes'])))}{rounded} "
+        f"during {str(d['peak_phase']).replace('_', ' ')}",
+        "At the peak:",
+    ]
+    cats = d["peak_by_category"]
+    assert isinstance(cats, dict)
+    for k, v in cats.items():
+        if int(v) > 0:
+            lines.append(f"  {k.replace('_', ' '):<16} {format_bytes(int(v)):>12}")
+    phases = d["phase_peaks"]
+    assert isinstance(phases, dict)
+    shown = [f"{k.replace('_', ' ')} {format_bytes(int(v))}" for k, v in phases.items()]
+    lines.append("Phase peaks: " + ", ".join(shown))
+    mods = d["top_modules"]
+    assert isinstance(mods, list)
+    if mods:
+        lines.append("Modules by memory added while running (forward):")
+        lines.extend(
+            f"  {m['module']:<40} +{format_bytes(int(m['increase_bytes']))} "
+            f"(peak {format_bytes(int(m['peak_bytes']))})"
+            for m in mods[:5]
+        )
+    notes = d["notes"]
+    assert isinstance(notes, list)
+    lines.extend(f"Note: {n}" for n in notes)
+    lines.append(
+        f"{d['parameter_count']:,} parameters ({d['trainable_parameter_count']:,} trainable); "
+        f"{d['ops']} ops traced in {d['seconds']} s. Not counted: CUDA context, workspaces, "
+        "fragmentation."
+    )
+    return lines
+
+
+@click.command("probe")
+@click.argument("model")
+@click.option(
+    "--train", type=click.Choice(["full", "lora", "qlora"]), default=None,
+    help="Trace forward + backward + optimizer step (default: one inference forward).",
+)  # fmt: skip
+@click.option("--seq", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True
+)
+@click.option(
+    "--optimizer", type=click.Choice(["adamw", "adamw8bit", "sgd", "sgd_momentum"]),
+    default="adamw", show_default=True,
+)  # fmt: skip
+@click.option("--grad-checkpointing", is_flag=True, help="Non-reentrant activation checkpointing.")
+@click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option(
+    "--lora-targets", default=None,
+    help="Comma-separated module names (default: PEFT's for the architecture); 'all-linear'.",
+)  # fmt: skip
+@click.option(
+    "--no-mixed-precision", is_flag=True,
+    help="Train with parameters and optimizer states in --dtype (no fp32 master copy).",
+)  # fmt: skip
+@click.option(
+    "--attn", "attn_implementation", type=click.Choice(["sdpa", "eager"]), default="sdpa",
+    show_default=True, help="Attention implementation the model is built with.",
+)  # fmt: skip
+@click.option("--exact-bytes", is_flag=True, help="Do not round to CUDA allocator blocks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def probe_command(
+    model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
+    grad_checkpointing: bool, lora_rank: int, lora_targets: str | None,
+    no_mixed_precision: bool, attn_implementation: str, exact_bytes: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Trace MODEL (catalog name or config.json) on fake tensors: real peak, no GPU.
+
+    \b
+    Builds the transformers model from its config under FakeTensorMode (nothing is
+    allocated), runs one forward (or a training step) and reports the allocator peak
+    by category, its phase and the modules that add the most. Needs oomkit[torch].
+    """
+    from oomkit.inprocess.probe import probe
+
+    targets = (
+        tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None
+    )
+    result = probe(
+        model, train=train, seq=seq, batch=batch, dtype=dtype, optimizer=optimizer,
+        grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
+        mixed_precision=not no_mixed_precision, attn_implementation=attn_implementation,
+        round_to_cuda_blocks=not exact_bytes,
+    )  # fmt: skip
+    doc = result.to_dict()
+    if as_json:
+        print_json(doc)
+        return
+    for line in _render(doc):
+        click.echo(line)
