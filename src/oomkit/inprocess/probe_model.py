@@ -273,7 +273,7 @@ def moe_grouped_mm_fallback() -> Iterator[None]:
         yield
         return
 
-    def can_use(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor) -> bool:  # noqa: A002
+    def can_use(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor) -> bool:
         return weight.dtype == torch.bfloat16 and bool(original(input, weight, offs))
 
     moe._can_use_grouped_mm = can_use
