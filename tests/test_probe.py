@@ -332,3 +332,46 @@ def test_cli_probe_module_is_light() -> None:
         check=True,
     ).stdout
     assert out.strip() == "False"
+
+
+def test_cuda_autocast_policy_casts_like_cuda_and_restores() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from oomkit.inprocess.probe_autocast import cuda_autocast_policy
+
+    def dtypes() -> list[Any]:
+        with FakeTensorMode():
+            x = torch.empty(4, 8)
+            w = torch.empty(16, 8)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = torch.nn.functional.linear(x, w)
+                return [
+                    y.dtype,
+                    torch.nn.functional.layer_norm(y, (16,)).dtype,
+                    torch.softmax(y, -1).dtype,
+                    y.sum().dtype,
+                    torch.nn.functional.gelu(y).dtype,
+                ]
+
+    bf, f32 = torch.bfloat16, torch.float32
+    assert dtypes() == [bf, bf, bf, bf, bf]  # the CPU lists
+    with cuda_autocast_policy():
+        # CUDA: matmuls in bf16; layer_norm (fp32 list), softmax and sum (fp32_set_opt_dtype)
+        # in fp32; gelu is on no list and follows its input
+        assert dtypes() == [bf, f32, f32, f32, bf]
+    assert dtypes() == [bf, bf, bf, bf, bf]
+
+
+def test_layernorm_model_keeps_fp32_norm_outputs_under_mixed_precision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import contextlib
+
+    from oomkit.inprocess import probe_autocast
+
+    cuda = probe(BERT, train="full", seq=128, round_to_cuda_blocks=False)
+    monkeypatch.setattr(probe_autocast, "cuda_autocast_policy", contextlib.nullcontext)
+    cpu = probe(BERT, train="full", seq=128, round_to_cuda_blocks=False)
+    # CUDA autocast runs layer_norm in fp32: the normalised hidden states the next layer saves
+    # are fp32 on a GPU, bf16 under the CPU lists
+    assert cuda.saved_activations_bytes > cpu.saved_activations_bytes

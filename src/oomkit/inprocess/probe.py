@@ -13,7 +13,9 @@ What a probe is, exactly:
   with ``use_cache=True`` and ``logits_to_keep=1`` where the model accepts them (what
   ``generate()`` does for the prefill); parameters in ``dtype``;
 * training (``train="full"``): fp32 parameters under ``torch.autocast(dtype)`` (HF Trainer
-  ``bf16=True``; ``mixed_precision="no"`` keeps everything in ``dtype``), forward with
+  ``bf16=True``; ``mixed_precision="no"`` keeps everything in ``dtype``) with CUDA's autocast
+  op lists (:mod:`oomkit.inprocess.probe_autocast`: layer_norm, softmax, losses in fp32 as on
+  a GPU, not the CPU lists), forward with
   ``labels`` so the model computes its own loss (HF ``ForCausalLMLoss`` upcasts the logits to
   fp32), the outputs dropped but the loss (HF Trainer ``compute_loss``), ``loss.backward()``,
   ``optimizer.step()``, ``optimizer.zero_grad(set_to_none=True)``. ``torch.optim`` optimizers
@@ -336,6 +338,12 @@ def probe(
                 "probe() takes a model name, a config dict, a Module or a Module factory.",
                 setting="model",
             )
+        built_attn = getattr(getattr(model, "config", None), "_attn_implementation", None)
+        if config is not None and built_attn and built_attn != attn_implementation:
+            notes.append(
+                f"{name} has no '{attn_implementation}' attention in transformers: "
+                f"traced with '{built_attn}'"
+            )
         model_type = str((config or {}).get("model_type") or getattr(
             getattr(model, "config", None), "model_type", ""
         ))  # fmt: skip
@@ -388,6 +396,7 @@ def _run(
     import torch
 
     from oomkit.inprocess import probe_model as pm
+    from oomkit.inprocess.probe_autocast import cuda_autocast_policy
     from oomkit.inprocess.probe_tracker import MemoryTracker
 
     tracker = MemoryTracker(round_to_cuda_blocks=rounded)
@@ -403,7 +412,8 @@ def _run(
     state_bytes = 0
     saved_bytes = 0
     try:
-        with fake, tracker, pm.moe_grouped_mm_fallback():
+        policy = cuda_autocast_policy() if mixed else contextlib.nullcontext()
+        with fake, tracker, pm.moe_grouped_mm_fallback(), policy:
             if train is None:
                 model.eval()
                 extra: dict[str, Any] = {}

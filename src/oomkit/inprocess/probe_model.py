@@ -164,6 +164,20 @@ def build_from_config(
             feature="model_type",
         ) from None
     config._attn_implementation = attn_implementation
+    try:
+        return _instantiate(config, model_type, dtype)
+    except ValueError as e:
+        if attn_implementation == "eager" or "attention implementation" not in str(e):
+            raise
+    # e.g. Gemma2 has no SDPA path in transformers: the model's own eager attention it is
+    config._attn_implementation = "eager"
+    return _instantiate(config, model_type, dtype)
+
+
+def _instantiate(config: Any, model_type: str, dtype: torch.dtype) -> nn.Module:
+    import transformers
+
+    name = (getattr(config, "architectures", None) or [model_type])[0]
     cls = _model_class(config)
     if cls is None:
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
