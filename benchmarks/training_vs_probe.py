@@ -70,6 +70,7 @@ def _config(model: str, quick: bool) -> dict[str, Any]:
 
 def _formula(model: str, method: str, ckpt: bool, seq: int, attn: str, quick: bool) -> Any:
     from oomkit.estimate.training import estimate_training  # type: ignore[import-not-found]
+
     from oomkit.spec.hardware import Hardware
     from oomkit.spec.settings import TrainingSettings
 
