@@ -375,3 +375,12 @@ def test_layernorm_model_keeps_fp32_norm_outputs_under_mixed_precision(
     # CUDA autocast runs layer_norm in fp32: the normalised hidden states the next layer saves
     # are fp32 on a GPU, bf16 under the CPU lists
     assert cuda.saved_activations_bytes > cpu.saved_activations_bytes
+
+
+def test_qlora_converts_gpt2_conv1d_like_transformers() -> None:
+    # transformers' replace_with_bnb_linear converts nn.Linear and GPT-2's Conv1D: 4 per block
+    r = probe(GPT2, train="qlora", seq=16, round_to_cuda_blocks=False)
+    assert r.notes[0].startswith("8 linear layers")
+    lora = probe(GPT2, train="lora", seq=16, round_to_cuda_blocks=False)
+    assert r.parameters_bytes < lora.parameters_bytes
+    assert r.trainable_parameter_count == lora.trainable_parameter_count

@@ -235,12 +235,15 @@ class _MatMul4Bit(torch.autograd.Function):
 class NF4Linear(nn.Module):
     """A frozen linear layer stored like bitsandbytes ``Linear4bit`` (NF4, double quant)."""
 
-    def __init__(self, linear: nn.Linear, compute_dtype: torch.dtype) -> None:
+    def __init__(
+        self, in_features: int, out_features: int, bias: nn.Parameter | None,
+        compute_dtype: torch.dtype, device: torch.device,
+    ) -> None:  # fmt: skip
         super().__init__()
-        n = linear.in_features * linear.out_features
-        dev = linear.weight.device
-        self.in_features = linear.in_features
-        self.out_features = linear.out_features
+        n = in_features * out_features
+        dev = device
+        self.in_features = in_features
+        self.out_features = out_features
         self.compute_dtype = compute_dtype
         self.weight = nn.Parameter(
             torch.empty((math.ceil(n / 2), 1), dtype=torch.uint8, device=dev), requires_grad=False
@@ -251,7 +254,7 @@ class NF4Linear(nn.Module):
             "absmax2",
             torch.empty(math.ceil(blocks / _BNB_DQ_BLOCK), dtype=torch.float32, device=dev),
         )
-        self.bias = linear.bias
+        self.bias = bias
         if self.bias is not None:
             self.bias.requires_grad_(False)
 
@@ -304,18 +307,38 @@ def _output_head_names(model: nn.Module) -> set[str]:
 
 
 def apply_nf4(model: nn.Module, compute_dtype: torch.dtype) -> int:
-    """Replace every ``nn.Linear`` but the output head by :class:`NF4Linear`; return how many.
+    """Replace every ``nn.Linear``/``Conv1D`` but the output head by :class:`NF4Linear`.
 
-    transformers' bitsandbytes integration keeps the output embedding unquantised
-    (``get_keys_to_not_convert``).
+    As transformers' ``replace_with_bnb_linear`` (integrations/bitsandbytes.py) does: only
+    ``type(module) is nn.Linear`` and GPT-2's ``Conv1D`` are converted, the output embedding
+    is kept (``get_keys_to_not_convert``), and so are fused MoE expert tensors, which are
+    plain ``nn.Parameter`` s there.
+
+    Returns:
+        How many layers were converted.
     """
     skip = _output_head_names(model)
-    todo = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear) and n not in skip]
-    for name, lin in todo:
+    done = 0
+    for name, mod in list(model.named_modules()):
+        if name in skip or not name:
+            continue
+        weight = getattr(mod, "weight", None)
+        if type(mod) is nn.Linear:
+            fin, fout = mod.in_features, mod.out_features
+        elif type(mod).__name__ == "Conv1D" and isinstance(weight, nn.Parameter):
+            fin, fout = (int(d) for d in weight.shape)
+        else:
+            continue
+        bias = getattr(mod, "bias", None)
         parent_name, _, attr = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, attr, NF4Linear(lin, compute_dtype))
-    return len(todo)
+        nf4 = NF4Linear(
+            fin, fout, bias if isinstance(bias, nn.Parameter) else None, compute_dtype,
+            mod.weight.device,
+        )  # fmt: skip
+        setattr(parent, attr, nf4)
+        done += 1
+    return done
 
 
 def lora_target_names(model_type: str, targets: Iterable[str] | None) -> tuple[str, ...]:
