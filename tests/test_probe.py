@@ -384,3 +384,15 @@ def test_qlora_converts_gpt2_conv1d_like_transformers() -> None:
     lora = probe(GPT2, train="lora", seq=16, round_to_cuda_blocks=False)
     assert r.parameters_bytes < lora.parameters_bytes
     assert r.trainable_parameter_count == lora.trainable_parameter_count
+
+
+def test_steady_state_step_holds_optimizer_states_through_forward() -> None:
+    later = probe(LLAMA, train="full", seq=64, round_to_cuda_blocks=False)
+    first = probe(LLAMA, train="full", seq=64, steady_state=False, round_to_cuda_blocks=False)
+    states = later.optimizer_state_bytes
+    assert states == first.optimizer_state_bytes
+    # every step after the first runs its forward and backward with the AdamW states allocated
+    assert later.phase_peaks["forward"] - first.phase_peaks["forward"] == states
+    assert later.phase_peaks["backward"] - first.phase_peaks["backward"] == states
+    assert later.peak_by_category["optimizer_state"] == states
+    assert later.phase_peaks["optimizer_step"] == first.phase_peaks["optimizer_step"]

@@ -86,12 +86,17 @@ def _render(d: dict[str, object]) -> list[str]:
     "--attn", "attn_implementation", type=click.Choice(["sdpa", "eager"]), default="sdpa",
     show_default=True, help="Attention implementation the model is built with.",
 )  # fmt: skip
+@click.option(
+    "--first-step", is_flag=True,
+    help="Trace the first step (optimizer states created inside it) instead of a later one.",
+)  # fmt: skip
 @click.option("--exact-bytes", is_flag=True, help="Do not round to CUDA allocator blocks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def probe_command(
     model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
     grad_checkpointing: bool, lora_rank: int, lora_targets: str | None,
-    no_mixed_precision: bool, attn_implementation: str, exact_bytes: bool, as_json: bool,
+    no_mixed_precision: bool, attn_implementation: str, first_step: bool, exact_bytes: bool,
+    as_json: bool,
 ) -> None:  # fmt: skip
     """Trace MODEL (catalog name or config.json) on fake tensors: real peak, no GPU.
 
@@ -109,7 +114,7 @@ def probe_command(
         model, train=train, seq=seq, batch=batch, dtype=dtype, optimizer=optimizer,
         grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
         mixed_precision=not no_mixed_precision, attn_implementation=attn_implementation,
-        round_to_cuda_blocks=not exact_bytes,
+        round_to_cuda_blocks=not exact_bytes, steady_state=not first_step,
     )  # fmt: skip
     doc = result.to_dict()
     if as_json:

@@ -204,6 +204,28 @@ def _enable_checkpointing(model: nn.Module, name: str) -> None:
     enable(gradient_checkpointing_kwargs=kwargs)
 
 
+def _previous_step(
+    opt: torch.optim.Optimizer, trainable: list[nn.Parameter], tracker: MemoryTracker
+) -> None:
+    """Leave the optimizer as every step after the first finds it: its states allocated.
+
+    Optimizers create their states lazily inside the first ``step()``, so only the first
+    training step runs its forward and backward without them. One step on zero gradients
+    (then ``zero_grad(set_to_none=True)``) allocates them; the tracker's peak is reset after.
+    """
+    import torch
+
+    tracker.phase = "setup"
+    for p in trainable:
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    for st in opt.state.values():
+        for t in _tensors_in(st):
+            tracker.set_role(t, "optimizer_state")
+    tracker.reset_peak()
+
+
 @contextlib.contextmanager
 def _phase(tracker: MemoryTracker, name: str) -> Iterator[None]:
     tracker.phase = name
@@ -262,6 +284,7 @@ def probe(
     lora_targets: Sequence[str] | None = None,
     attn_implementation: str = "sdpa",
     round_to_cuda_blocks: bool = True,
+    steady_state: bool = True,
     top: int = 10,
 ) -> ProbeResult:
     """Trace one inference forward or one training step of a model on fake tensors.
@@ -277,6 +300,9 @@ def probe(
         mixed_precision: training keeps fp32 trainable parameters (and optimizer states) and
             autocasts to ``dtype``; False: trainable parameters in ``dtype``.
         round_to_cuda_blocks: count each allocation as the CUDA caching allocator's block.
+        steady_state: trace a step after the first (the optimizer's states already exist
+            during the forward and backward, as in every step but the first); False: the
+            first step, whose states appear inside ``optimizer.step()``.
 
     Raises:
         TorchMissingError: torch (or, for configs, transformers) is not installed.
@@ -375,6 +401,7 @@ def probe(
         compute=compute, mixed=training and mixed_precision,
         grad_checkpointing=grad_checkpointing, rounded=round_to_cuda_blocks, batch=batch,
         seq=seq, dtype=dtype, top=top, notes=notes, t0=t0, lm_inputs=config is not None,
+        steady_state=steady_state,
     )  # fmt: skip
 
 
@@ -392,6 +419,7 @@ def _run(
     model: nn.Module, inputs: Any, *, fake: Any, name: str, train: str | None, optimizer: str,
     compute: torch.dtype, mixed: bool, grad_checkpointing: bool, rounded: bool, batch: int,
     seq: int, dtype: str, top: int, notes: list[str], t0: float, lm_inputs: bool,
+    steady_state: bool,
 ) -> ProbeResult:  # fmt: skip
     import torch
 
@@ -437,6 +465,9 @@ def _run(
                 if grad_checkpointing:
                     _enable_checkpointing(model, name)
                 opt = _make_optimizer(optimizer, trainable)
+                if steady_state:
+                    _previous_step(opt, trainable, tracker)
+                    notes.append("steady state: optimizer states exist from the previous step")
                 for p in trainable:
                     p.register_post_accumulate_grad_hook(  # type: ignore[no-untyped-call]
                         lambda q: tracker.set_role(q.grad, "gradients") if q.grad is not None

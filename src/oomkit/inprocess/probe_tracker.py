@@ -193,6 +193,14 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             if live > peak:
                 self.module_peaks[name] = (live, live - entry)
 
+    def reset_peak(self) -> None:
+        """Forget the peak so far (the live storages stay)."""
+        self.peak_bytes = self.live_bytes
+        self.peak_phase = self.phase
+        self._peak_live = list(self._live.values())
+        self.phase_peaks = {self.phase: self.live_bytes}
+        self.module_peaks = {}
+
     # -- results -------------------------------------------------------------------------
     def peak_by_category(self) -> dict[str, int]:
         """Bytes by category of the storages alive at the peak."""
