@@ -396,3 +396,15 @@ def test_steady_state_step_holds_optimizer_states_through_forward() -> None:
     assert later.phase_peaks["backward"] - first.phase_peaks["backward"] == states
     assert later.peak_by_category["optimizer_state"] == states
     assert later.phase_peaks["optimizer_step"] == first.phase_peaks["optimizer_step"]
+
+
+def test_sdpa_dropout_is_traced_like_the_cuda_fused_kernels() -> None:
+    # BERT trains with attention dropout 0.1: on CUDA the flash/mem-efficient kernels drop
+    # inside the kernel; nothing seq x seq is saved, so sdpa activations stay linear in seq
+    def saved(seq: int) -> int:
+        r = probe(BERT, train="full", seq=seq, round_to_cuda_blocks=False)
+        return r.saved_activations_bytes
+
+    assert saved(512) / saved(256) < 2.1
+    eager = probe(BERT, train="full", seq=512, attn_implementation="eager")
+    assert eager.saved_activations_bytes > 1.2 * saved(512)

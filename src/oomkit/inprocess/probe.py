@@ -26,6 +26,9 @@ What a probe is, exactly:
   (see :mod:`oomkit.inprocess.probe_model` for what is and is not modelled);
 * gradient checkpointing: ``gradient_checkpointing_enable(use_reentrant=False)``.
 
+Attention dropout in SDPA is traced as CUDA's fused kernels run it (no seq x seq mask; see
+:func:`oomkit.inprocess.probe_autocast.cuda_sdpa_dropout`).
+
 Not modelled: the CUDA context, cuBLAS/cuDNN workspaces, NCCL buffers, allocator
 fragmentation beyond one fresh block per request, and kernels whose CUDA and CPU paths save
 different tensors (the CPU fake path of ``scaled_dot_product_attention`` is the fused
@@ -424,7 +427,7 @@ def _run(
     import torch
 
     from oomkit.inprocess import probe_model as pm
-    from oomkit.inprocess.probe_autocast import cuda_autocast_policy
+    from oomkit.inprocess.probe_autocast import cuda_autocast_policy, cuda_sdpa_dropout
     from oomkit.inprocess.probe_tracker import MemoryTracker
 
     tracker = MemoryTracker(round_to_cuda_blocks=rounded)
@@ -441,7 +444,7 @@ def _run(
     saved_bytes = 0
     try:
         policy = cuda_autocast_policy() if mixed else contextlib.nullcontext()
-        with fake, tracker, pm.moe_grouped_mm_fallback(), policy:
+        with fake, tracker, pm.moe_grouped_mm_fallback(), policy, cuda_sdpa_dropout():
             if train is None:
                 model.eval()
                 extra: dict[str, Any] = {}

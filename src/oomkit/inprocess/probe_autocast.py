@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map_only
 
-__all__ = ["FP32_OPS", "FP32_SET_OPT_DTYPE_OPS", "cuda_autocast_policy"]
+__all__ = ["FP32_OPS", "FP32_SET_OPT_DTYPE_OPS", "cuda_autocast_policy", "cuda_sdpa_dropout"]
 
 #: CUDA ``AT_FORALL_FP32`` entries (op, overload) that transformers models reach
 FP32_OPS: tuple[tuple[str, str], ...] = (
@@ -128,3 +128,32 @@ def cuda_autocast_policy() -> Iterator[None]:
         yield
     finally:
         lib._destroy()  # type: ignore[no-untyped-call]
+
+
+@contextlib.contextmanager
+def cuda_sdpa_dropout() -> Iterator[None]:
+    """Trace ``scaled_dot_product_attention`` with dropout as CUDA's fused kernels run it.
+
+    On CUDA, FlashAttention and memory-efficient attention apply attention dropout inside the
+    kernel from a Philox seed/offset: nothing of size seq x seq is allocated or saved
+    (``_scaled_dot_product_flash_attention`` saves q, k, v, out, logsumexp and the RNG state).
+    The CPU flash kernel has no dropout, so with ``dropout_p > 0`` the CPU dispatcher falls
+    back to the math path, which materialises the fp32 attention matrix and its dropout
+    mask. While the probe runs, ``torch.nn.functional.scaled_dot_product_attention`` is
+    called with ``dropout_p=0``, which keeps the fused CPU kernel whose saved tensors are
+    those of the CUDA one (the 8-byte RNG state aside).
+    """
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def sdpa(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > 4:
+            args = (*args[:4], 0.0, *args[5:])
+        if "dropout_p" in kwargs:
+            kwargs = {**kwargs, "dropout_p": 0.0}
+        return original(*args, **kwargs)
+
+    torch.nn.functional.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
