@@ -376,6 +376,7 @@ def probe(
         model_type = str((config or {}).get("model_type") or getattr(
             getattr(model, "config", None), "model_type", ""
         ))  # fmt: skip
+        base_params = sum(p.numel() for p in model.parameters())
         if train == "qlora":
             n4 = pm.apply_nf4(model, compute)
             notes.append(f"{n4} linear layers stored as NF4 + double-quant absmax (bnb layout)")
@@ -404,7 +405,7 @@ def probe(
         compute=compute, mixed=training and mixed_precision,
         grad_checkpointing=grad_checkpointing, rounded=round_to_cuda_blocks, batch=batch,
         seq=seq, dtype=dtype, top=top, notes=notes, t0=t0, lm_inputs=config is not None,
-        steady_state=steady_state,
+        steady_state=steady_state, base_params=base_params,
     )  # fmt: skip
 
 
@@ -422,7 +423,7 @@ def _run(
     model: nn.Module, inputs: Any, *, fake: Any, name: str, train: str | None, optimizer: str,
     compute: torch.dtype, mixed: bool, grad_checkpointing: bool, rounded: bool, batch: int,
     seq: int, dtype: str, top: int, notes: list[str], t0: float, lm_inputs: bool,
-    steady_state: bool,
+    steady_state: bool, base_params: int,
 ) -> ProbeResult:  # fmt: skip
     import torch
 
@@ -511,7 +512,9 @@ def _run(
         for h in handles:
             h.remove()
     mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
-    n_params = sum(p.numel() for p in params)
+    n_trainable = sum(p.numel() for p in trainable)
+    # the model's own count (a 4-bit store's packed bytes are not parameters) + adapters
+    n_params = base_params + (n_trainable if train in ("lora", "qlora") else 0)
     return ProbeResult(
         model=name,
         mode=train or "inference",
@@ -526,7 +529,7 @@ def _run(
         peak_by_category=tracker.peak_by_category(),
         phase_peaks={k: v for k, v in tracker.phase_peaks.items() if k not in ("idle",)},
         parameter_count=n_params,
-        trainable_parameter_count=sum(p.numel() for p in trainable),
+        trainable_parameter_count=n_trainable,
         parameters_bytes=param_bytes,
         gradients_bytes=grads_bytes,
         optimizer_state_bytes=state_bytes,
