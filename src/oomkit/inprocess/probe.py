@@ -93,6 +93,7 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema_version": 1,
             "model": self.model,
             "mode": self.mode,
             "batch": self.batch,
