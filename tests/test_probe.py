@@ -408,3 +408,13 @@ def test_sdpa_dropout_is_traced_like_the_cuda_fused_kernels() -> None:
     assert saved(512) / saved(256) < 2.1
     eager = probe(BERT, train="full", seq=512, attn_implementation="eager")
     assert eager.saved_activations_bytes > 1.2 * saved(512)
+
+
+def test_lora_dropout_saves_a_mask_per_adapted_layer() -> None:
+    plain = probe(LLAMA, train="lora", seq=128, round_to_cuda_blocks=False)
+    drop = probe(LLAMA, train="lora", seq=128, lora_dropout=0.05, round_to_cuda_blocks=False)
+    # 2 layers x (q, v): CUDA's fused native_dropout saves a 1-byte bool mask (128 x 64) per
+    # adapted layer; lora_A saves its bf16 autocast copy of the input either way
+    # (the CPU path would save a 4-byte fp32 noise tensor per element instead)
+    extra = drop.saved_activations_bytes - plain.saved_activations_bytes
+    assert 0 < extra <= 4 * 128 * 64

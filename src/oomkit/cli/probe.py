@@ -75,6 +75,10 @@ def _render(d: dict[str, object]) -> list[str]:
 @click.option("--grad-checkpointing", is_flag=True, help="Non-reentrant activation checkpointing.")
 @click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option(
+    "--lora-dropout", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
+    show_default=True, help="PEFT lora_dropout (> 0 saves a mask per adapted layer).",
+)  # fmt: skip
+@click.option(
     "--lora-targets", default=None,
     help="Comma-separated module names (default: PEFT's for the architecture); 'all-linear'.",
 )  # fmt: skip
@@ -94,7 +98,7 @@ def _render(d: dict[str, object]) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def probe_command(
     model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
-    grad_checkpointing: bool, lora_rank: int, lora_targets: str | None,
+    grad_checkpointing: bool, lora_rank: int, lora_dropout: float, lora_targets: str | None,
     no_mixed_precision: bool, attn_implementation: str, first_step: bool, exact_bytes: bool,
     as_json: bool,
 ) -> None:  # fmt: skip
@@ -113,6 +117,7 @@ def probe_command(
     result = probe(
         model, train=train, seq=seq, batch=batch, dtype=dtype, optimizer=optimizer,
         grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
+        lora_dropout=lora_dropout,
         mixed_precision=not no_mixed_precision, attn_implementation=attn_implementation,
         round_to_cuda_blocks=not exact_bytes, steady_state=not first_step,
     )  # fmt: skip

@@ -285,6 +285,7 @@ def probe(
     grad_checkpointing: bool = False,
     lora_rank: int = 16,
     lora_alpha: float | None = None,
+    lora_dropout: float = 0.0,
     lora_targets: Sequence[str] | None = None,
     attn_implementation: str = "sdpa",
     round_to_cuda_blocks: bool = True,
@@ -301,6 +302,8 @@ def probe(
             fake mode); None: ``batch x seq`` token ids for a ``transformers`` model.
         train: None (inference), ``"full"``, ``"lora"`` or ``"qlora"``.
         dtype: the compute dtype (``bf16``/``fp16``/``fp32``).
+        lora_dropout: PEFT ``lora_dropout`` (0: ``nn.Identity``, nothing saved; > 0 keeps a
+            dropout mask and output per adapted layer).
         mixed_precision: training keeps fp32 trainable parameters (and optimizer states) and
             autocasts to ``dtype``; False: trainable parameters in ``dtype``.
         round_to_cuda_blocks: count each allocation as the CUDA caching allocator's block.
@@ -386,7 +389,7 @@ def probe(
             adapter = torch.float32 if mixed_precision else compute
             n_lora = pm.apply_lora(
                 model, targets, rank=lora_rank, alpha=lora_alpha or 2.0 * lora_rank,
-                adapter_dtype=adapter,
+                adapter_dtype=adapter, dropout=lora_dropout,
             )  # fmt: skip
             notes.append(f"LoRA r={lora_rank} on {n_lora} layers ({', '.join(targets)})")
         if callable(inputs) and not isinstance(inputs, torch.Tensor):

@@ -142,8 +142,24 @@ def cuda_sdpa_dropout() -> Iterator[None]:
     mask. While the probe runs, ``torch.nn.functional.scaled_dot_product_attention`` is
     called with ``dropout_p=0``, which keeps the fused CPU kernel whose saved tensors are
     those of the CUDA one (the 8-byte RNG state aside).
+
+    Plain dropout likewise: ``at::dropout`` runs the fused ``native_dropout`` for CUDA inputs
+    (``is_fused_kernel_acceptable`` in aten/src/ATen/native/Dropout.cpp), which saves a
+    1-byte bool mask, while its CPU path multiplies by an fp32 noise tensor; while the probe
+    runs, ``torch.nn.functional.dropout`` calls ``native_dropout`` as CUDA would.
     """
     original = torch.nn.functional.scaled_dot_product_attention
+    original_dropout = torch.nn.functional.dropout
+
+    def dropout(
+        input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+    ) -> torch.Tensor:
+        # at::dropout takes the fused native_dropout (1-byte bool mask saved) for CUDA inputs
+        # (is_fused_kernel_acceptable); on the CPU it multiplies by an fp32 noise tensor
+        if training and 0.0 < p < 1.0 and input.numel() > 0 and not inplace:
+            out: torch.Tensor = torch.native_dropout(input, p, True)[0]
+            return out
+        return original_dropout(input, p, training, inplace)
 
     def sdpa(*args: Any, **kwargs: Any) -> Any:
         if len(args) > 4:
@@ -153,7 +169,9 @@ def cuda_sdpa_dropout() -> Iterator[None]:
         return original(*args, **kwargs)
 
     torch.nn.functional.scaled_dot_product_attention = sdpa
+    torch.nn.functional.dropout = dropout
     try:
         yield
     finally:
         torch.nn.functional.scaled_dot_product_attention = original
+        torch.nn.functional.dropout = original_dropout

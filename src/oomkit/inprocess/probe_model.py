@@ -198,10 +198,12 @@ class LoraLinear(nn.Module):
 
     def __init__(
         self, base: nn.Module, in_features: int, out_features: int, *, rank: int,
-        alpha: float, adapter_dtype: torch.dtype, device: torch.device,
+        alpha: float, adapter_dtype: torch.dtype, device: torch.device, dropout: float = 0.0,
     ) -> None:  # fmt: skip
         super().__init__()
         self.base_layer = base
+        # PEFT: nn.Dropout(p) when lora_dropout > 0, else nn.Identity (saves nothing)
+        self.lora_dropout: nn.Module = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.lora_A = nn.Linear(in_features, rank, bias=False, dtype=adapter_dtype, device=device)
         self.lora_B = nn.Linear(rank, out_features, bias=False, dtype=adapter_dtype, device=device)
         nn.init.zeros_(self.lora_B.weight)
@@ -209,7 +211,8 @@ class LoraLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         result: torch.Tensor = self.base_layer(x)
-        adapted: torch.Tensor = self.lora_B(self.lora_A(x.to(self.lora_A.weight.dtype)))
+        x = x.to(self.lora_A.weight.dtype)
+        adapted: torch.Tensor = self.lora_B(self.lora_A(self.lora_dropout(x)))
         if not torch.is_autocast_enabled(x.device.type):
             adapted = adapted.to(result.dtype)
         return result + adapted * self.scaling
@@ -350,7 +353,7 @@ def lora_target_names(model_type: str, targets: Iterable[str] | None) -> tuple[s
 
 def apply_lora(
     model: nn.Module, targets: tuple[str, ...], *, rank: int, alpha: float,
-    adapter_dtype: torch.dtype,
+    adapter_dtype: torch.dtype, dropout: float = 0.0,
 ) -> int:  # fmt: skip
     """Freeze ``model`` and wrap the target linears (``"all-linear"``: all but the head).
 
@@ -387,7 +390,14 @@ def apply_lora(
         parent = model.get_submodule(parent_name) if parent_name else model
         dev = next(iter(mod.parameters())).device
         wrapped = LoraLinear(
-            mod, fin, fout, rank=rank, alpha=alpha, adapter_dtype=adapter_dtype, device=dev
+            mod,
+            fin,
+            fout,
+            rank=rank,
+            alpha=alpha,
+            adapter_dtype=adapter_dtype,
+            device=dev,
+            dropout=dropout,
         )
         setattr(parent, attr, wrapped)
     return len(todo)
