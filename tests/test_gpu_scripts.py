@@ -37,7 +37,33 @@ def test_validate_transformers_cpu_smoke() -> None:
     assert pred["kv_cache_bytes"] == 2 * 2 * 2 * 64 * 2 * 18
 
 
-@pytest.mark.parametrize("script", ["validate_transformers.py", "provoke_oom.py"])
+def test_validate_training_cpu_smoke() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    mod = _load(ROOT / "benchmarks" / "gpu" / "validate_training.py")
+    # the real SmolLM2 architecture shrunk to 2 layers and a 2048-token vocabulary; one real
+    # training step on CPU tensors (bf16 autocast, fp32 parameters, AdamW), next to the probe
+    out = mod.run_case(
+        "smollm2-135m", {"num_hidden_layers": 2, "vocab_size": 2048}, "full", 1, 32, False,
+        device="cpu",
+    )  # fmt: skip
+    measured, probe = out["measured"], out["probe"]
+    assert measured["max_memory_allocated_bytes"] is None
+    assert probe["parameters_bytes"] == measured["parameter_bytes"]
+    assert probe["gradients_bytes"] == measured["gradient_bytes"]
+    assert probe["optimizer_state_bytes"] == measured["optimizer_state_bytes"]
+    lora = mod.run_case(
+        "smollm2-135m", {"num_hidden_layers": 2, "vocab_size": 2048}, "lora", 1, 32, True,
+        device="cpu",
+    )  # fmt: skip
+    assert lora["probe"]["gradients_bytes"] == lora["measured"]["gradient_bytes"]
+    assert lora["probe"]["optimizer_state_bytes"] == lora["measured"]["optimizer_state_bytes"]
+    assert lora["probe"]["gradients_bytes"] < probe["gradients_bytes"]
+
+
+@pytest.mark.parametrize(
+    "script", ["validate_transformers.py", "provoke_oom.py", "validate_training.py"]
+)
 def test_gpu_scripts_skip_cleanly_without_cuda(script: str) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():  # pragma: no cover - only on a GPU machine

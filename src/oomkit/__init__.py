@@ -43,14 +43,14 @@ _EXPORTS: dict[str, str] = {
     "oom_retry": "oomkit.inprocess.retry",
     "parse_size": "oomkit.units",
     "plan": "oomkit.planner.core",
+    "probe": "oomkit.inprocess.probe",
+    "ProbeResult": "oomkit.inprocess.probe",
     "Plan": "oomkit.planner.core",
     "PlanRequest": "oomkit.planner.request",
     "PlanResult": "oomkit.planner.core",
     "snapshot_report": "oomkit.inprocess.snapshot",
     "TrainingSettings": "oomkit.spec.settings",
     "estimate_training": "oomkit.estimate.training",
-    "probe": "oomkit.inprocess.fake_probe",
-    "probe_hf": "oomkit.inprocess.fake_probe",
 }
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "Plan",
     "PlanRequest",
     "PlanResult",
+    "ProbeResult",
     "TensorInfo",
     "TrainingSettings",
     "__version__",
@@ -86,7 +87,6 @@ __all__ = [
     "parse_size",
     "plan",
     "probe",
-    "probe_hf",
     "snapshot_report",
     "uninstall",
 ]
@@ -114,8 +114,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from oomkit.estimate.training import estimate_training
     from oomkit.hardware.catalog import find_gpu
     from oomkit.hardware.live import detect_gpus
-    from oomkit.inprocess.fake_probe import probe, probe_hf
     from oomkit.inprocess.hook import install, uninstall
+    from oomkit.inprocess.probe import ProbeResult, probe
     from oomkit.inprocess.retry import find_batch_size, is_oom_error, oom_retry
     from oomkit.inprocess.snapshot import snapshot_report
     from oomkit.inprocess.torch_memory import allocator_stats, free_memory

@@ -15,7 +15,6 @@
     ├── UnsupportedModelError(architecture, feature)  parsed, but cannot be modelled
     ├── UnknownNameError(kind, name, suggestions) (+LookupError)  GPU, quant, runtime, model
     ├── InvalidSettingError(setting, value) (+ValueError)  a setting out of range or inconsistent
-    ├── ProbeUnavailableError                      torch/transformers missing for ``oomkit probe``
     ├── InvalidModelSpecError(setting, value) (+ValueError)  model facts out of range/inconsistent
     ├── MissingDependencyError(package) (+ImportError)  an optional package is not installed
     └── HardwareError
@@ -40,7 +39,6 @@ __all__ = [
     "NvmlUnavailableError",
     "OfflineError",
     "OomkitError",
-    "ProbeUnavailableError",
     "SafetensorsFormatError",
     "SnapshotFormatError",
     "SourceError",
@@ -159,10 +157,6 @@ class InvalidSettingError(OomkitError, ValueError):
         super().__init__(message)
         self.setting = setting
         self.value = value
-
-
-class ProbeUnavailableError(OomkitError):
-    """The FakeTensor probe cannot run: torch or transformers missing, or the model unbuildable."""
 
 
 class InvalidModelSpecError(OomkitError, ValueError):

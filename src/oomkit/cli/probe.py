@@ -1,91 +1,129 @@
-"""``oomkit probe MODEL``: trace the real transformers model under FakeTensorMode (extra torch)."""
+"""``oomkit probe MODEL``: trace the real model on fake tensors and report its peak memory.
+
+torch and transformers are imported only when the command runs; a missing one is a one-line
+error (exit 1), as is a model whose code lives outside transformers (``trust_remote_code``).
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import click
 
-from oomkit.cli.output import EXIT_OK, print_json
-from oomkit.cli.params import COUNT
-from oomkit.errors import SourceNotFoundError
+from oomkit.cli.output import print_json
 from oomkit.units import format_bytes
 
 __all__ = ["probe_command"]
 
 
-def _config_of(model: str) -> dict[str, Any]:
-    """config.json of a path (file or directory) or of a catalog model."""
-    path = Path(model)
-    if path.is_dir():
-        path = path / "config.json"
-    if path.suffix == ".json":
-        if not path.exists():
-            raise SourceNotFoundError(f"No config.json at '{path}'.", source=model)
-        loaded: dict[str, Any] = json.loads(path.read_text())
-        return loaded
-    from oomkit.catalog.models import find_model
-
-    return dict(find_model(model).config)
+def _render(d: dict[str, object]) -> list[str]:
+    mode = str(d["mode"])
+    head = f"{d['model']}: {mode} probe, batch {d['batch']} x seq {d['seq']}, {d['dtype']}"
+    if mode != "inference":
+        head += f", {d['optimizer']}"
+        if d["grad_checkpointing"]:
+            head += ", gradient checkpointing"
+    rounded = " (CUDA allocator blocks)" if d["rounded_to_cuda_blocks"] else ""
+    lines = [
+        head,
+        f"Peak allocated: {format_bytes(int(str(d['peak_bytes'])))}{rounded} "
+        f"during {str(d['peak_phase']).replace('_', ' ')}",
+        "At the peak:",
+    ]
+    cats = d["peak_by_category"]
+    assert isinstance(cats, dict)
+    for k, v in cats.items():
+        if int(v) > 0:
+            lines.append(f"  {k.replace('_', ' '):<16} {format_bytes(int(v)):>12}")
+    phases = d["phase_peaks"]
+    assert isinstance(phases, dict)
+    shown = [f"{k.replace('_', ' ')} {format_bytes(int(v))}" for k, v in phases.items()]
+    lines.append("Phase peaks: " + ", ".join(shown))
+    mods = d["top_modules"]
+    assert isinstance(mods, list)
+    if mods:
+        lines.append("Modules by memory added while running (forward):")
+        lines.extend(
+            f"  {m['module']:<40} +{format_bytes(int(m['increase_bytes']))} "
+            f"(peak {format_bytes(int(m['peak_bytes']))})"
+            for m in mods[:5]
+        )
+    notes = d["notes"]
+    assert isinstance(notes, list)
+    lines.extend(f"Note: {n}" for n in notes)
+    lines.append(
+        f"{d['parameter_count']:,} parameters ({d['trainable_parameter_count']:,} trainable); "
+        f"{d['ops']} ops traced in {d['seconds']} s. Not counted: CUDA context, workspaces, "
+        "fragmentation."
+    )
+    return lines
 
 
 @click.command("probe")
 @click.argument("model")
-@click.option("--train", "train", type=click.Choice(("full",)), help="Trace a training step")
-@click.option("--seq", type=COUNT, default=2048, show_default=True, help="Tokens per sequence")
-@click.option("--batch", type=int, default=1, show_default=True, help="Sequences")
 @click.option(
-    "--dtype",
-    type=click.Choice(("bf16", "fp16", "fp32")),
-    default="bf16",
-    show_default=True,
-    help="Parameter and activation dtype",
-)
-@click.option("--grad-checkpointing", is_flag=True, help="Activation checkpointing (training)")
+    "--train", type=click.Choice(["full", "lora", "qlora"]), default=None,
+    help="Trace forward + backward + optimizer step (default: one inference forward).",
+)  # fmt: skip
+@click.option("--seq", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option(
-    "--attn-implementation",
-    type=click.Choice(("sdpa", "eager")),
-    default="sdpa",
-    show_default=True,
-    help="transformers attention implementation",
+    "--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True
 )
-@click.option("--no-gpu-rounding", is_flag=True, help="Do not round to 512-byte CUDA blocks")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
+@click.option(
+    "--optimizer", type=click.Choice(["adamw", "adamw8bit", "sgd", "sgd_momentum"]),
+    default="adamw", show_default=True,
+)  # fmt: skip
+@click.option("--grad-checkpointing", is_flag=True, help="Non-reentrant activation checkpointing.")
+@click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option(
+    "--lora-dropout", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
+    show_default=True, help="PEFT lora_dropout (> 0 saves a mask per adapted layer).",
+)  # fmt: skip
+@click.option(
+    "--lora-targets", default=None,
+    help="Comma-separated module names (default: PEFT's for the architecture); 'all-linear'.",
+)  # fmt: skip
+@click.option(
+    "--no-mixed-precision", is_flag=True,
+    help="Train with parameters and optimizer states in --dtype (no fp32 master copy).",
+)  # fmt: skip
+@click.option(
+    "--attn", "attn_implementation", type=click.Choice(["sdpa", "eager"]), default="sdpa",
+    show_default=True, help="Attention implementation the model is built with.",
+)  # fmt: skip
+@click.option(
+    "--first-step", is_flag=True,
+    help="Trace the first step (optimizer states created inside it) instead of a later one.",
+)  # fmt: skip
+@click.option("--exact-bytes", is_flag=True, help="Do not round to CUDA allocator blocks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def probe_command(
-    model: str,
-    train: str | None,
-    seq: int,
-    batch: int,
-    dtype: str,
-    grad_checkpointing: bool,
-    attn_implementation: str,
-    no_gpu_rounding: bool,
+    model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
+    grad_checkpointing: bool, lora_rank: int, lora_dropout: float, lora_targets: str | None,
+    no_mixed_precision: bool, attn_implementation: str, first_step: bool, exact_bytes: bool,
     as_json: bool,
-) -> int:
-    """Trace MODEL (catalog name or config.json) with fake tensors: no memory, no weights."""
-    from oomkit.inprocess.fake_probe import probe_hf
+) -> None:  # fmt: skip
+    """Trace MODEL (catalog name or config.json) on fake tensors: real peak, no GPU.
 
-    report = probe_hf(
-        _config_of(model),
-        batch=batch,
-        seq=seq,
-        train=train is not None,
-        dtype=dtype,
-        grad_checkpointing=grad_checkpointing,
-        attn_implementation=attn_implementation,
-        rounded_for_gpu=not no_gpu_rounding,
+    \b
+    Builds the transformers model from its config under FakeTensorMode (nothing is
+    allocated), runs one forward (or a training step) and reports the allocator peak
+    by category, its phase and the modules that add the most. Needs oomkit[torch].
+    """
+    from oomkit.inprocess.probe import probe
+
+    targets = (
+        tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None
     )
+    result = probe(
+        model, train=train, seq=seq, batch=batch, dtype=dtype, optimizer=optimizer,
+        grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
+        lora_dropout=lora_dropout,
+        mixed_precision=not no_mixed_precision, attn_implementation=attn_implementation,
+        round_to_cuda_blocks=not exact_bytes, steady_state=not first_step,
+    )  # fmt: skip
+    doc = result.to_dict()
     if as_json:
-        doc = {"schema_version": 1, "model": model, **report.to_dict()}
         print_json(doc)
-        return EXIT_OK
-    click.echo(f"{model}: peak {format_bytes(report.peak_bytes)} ({report.wall_s:.1f} s traced)")
-    for name, n in report.categories.items():
-        if n:
-            click.echo(f"  {name:<14}{format_bytes(n):>12}")
-    click.echo("top modules by peak:")
-    for mod, n in report.top_modules[:5]:
-        click.echo(f"  {mod:<50}{format_bytes(n):>12}")
-    return EXIT_OK
+        return
+    for line in _render(doc):
+        click.echo(line)

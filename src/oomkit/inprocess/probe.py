@@ -1,0 +1,545 @@
+"""The FakeTensor probe: trace a real model's forward (and backward + optimizer step) for memory.
+
+The model is the real ``transformers`` class built from its ``config.json`` (or the user's own
+``torch.nn.Module`` factory) under ``torch._subclasses.fake_tensor.FakeTensorMode``: every
+tensor has its shape, dtype and device but no data, so nothing is allocated and every op only
+computes output metadata. :class:`~oomkit.inprocess.probe_tracker.MemoryTracker` (a
+``TorchDispatchMode``) records each storage the ops create and when autograd frees it, which
+gives the peak of the allocated bytes, its phase, its breakdown and the modules active there.
+
+What a probe is, exactly:
+
+* inference: ``model.eval()``, ``torch.no_grad()``, one forward of ``batch x seq`` token ids
+  with ``use_cache=True`` and ``logits_to_keep=1`` where the model accepts them (what
+  ``generate()`` does for the prefill); parameters in ``dtype``;
+* training (``train="full"``): fp32 parameters under ``torch.autocast(dtype)`` (HF Trainer
+  ``bf16=True``; ``mixed_precision="no"`` keeps everything in ``dtype``) with CUDA's autocast
+  op lists (:mod:`oomkit.inprocess.probe_autocast`: layer_norm, softmax, losses in fp32 as on
+  a GPU, not the CPU lists), forward with
+  ``labels`` so the model computes its own loss (HF ``ForCausalLMLoss`` upcasts the logits to
+  fp32), the outputs dropped but the loss (HF Trainer ``compute_loss``), ``loss.backward()``,
+  ``optimizer.step()``, ``optimizer.zero_grad(set_to_none=True)``. ``torch.optim`` optimizers
+  run with ``foreach=True``, their default for CUDA tensors (``_default_to_fused_or_foreach``),
+  since the probe's fake tensors live on the CPU device;
+* ``train="lora"``: base frozen in ``dtype``, adapters (PEFT default targets unless given) in
+  fp32, autocast to ``dtype``; ``train="qlora"``: the same over a bitsandbytes-like NF4 store
+  (see :mod:`oomkit.inprocess.probe_model` for what is and is not modelled);
+* gradient checkpointing: ``gradient_checkpointing_enable(use_reentrant=False)``.
+
+Attention dropout in SDPA is traced as CUDA's fused kernels run it (no seq x seq mask; see
+:func:`oomkit.inprocess.probe_autocast.cuda_sdpa_dropout`).
+
+Not modelled: the CUDA context, cuBLAS/cuDNN workspaces, NCCL buffers, allocator
+fragmentation beyond one fresh block per request, and kernels whose CUDA and CPU paths save
+different tensors (the CPU fake path of ``scaled_dot_product_attention`` is the fused
+flash-attention-for-CPU kernel, which saves ``q, k, v, out, logsumexp`` like CUDA's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from oomkit.errors import InvalidSettingError, OomkitError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from oomkit.inprocess.probe_tracker import MemoryTracker
+
+__all__ = ["PROBE_OPTIMIZERS", "PROBE_TRAIN_MODES", "ProbeResult", "TorchMissingError", "probe"]
+
+PROBE_TRAIN_MODES: tuple[str, ...] = ("full", "lora", "qlora")
+PROBE_OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw8bit", "sgd", "sgd_momentum")
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+class TorchMissingError(OomkitError):
+    """torch or transformers is not installed, so the probe cannot run."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """What one probe measured (bytes are allocator bytes, rounded when ``rounded``)."""
+
+    model: str
+    mode: str  # "inference" | "full" | "lora" | "qlora"
+    batch: int
+    seq: int
+    dtype: str
+    optimizer: str | None
+    grad_checkpointing: bool
+    rounded: bool
+    peak_bytes: int
+    peak_phase: str  # "forward" | "backward" | "optimizer_step"
+    peak_by_category: Mapping[str, int]
+    phase_peaks: Mapping[str, int]
+    parameter_count: int
+    trainable_parameter_count: int
+    parameters_bytes: int
+    gradients_bytes: int  # param.grad storages alive after backward
+    optimizer_state_bytes: int  # optimizer.state tensors after the step
+    #: training: bytes the forward allocated that are still alive when backward starts
+    #: (saved for backward, and the loss)
+    saved_activations_bytes: int
+    top_modules: tuple[tuple[str, int, int], ...]  # (module, peak bytes, peak - entry)
+    ops: int
+    seconds: float
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "model": self.model,
+            "mode": self.mode,
+            "batch": self.batch,
+            "seq": self.seq,
+            "dtype": self.dtype,
+            "optimizer": self.optimizer,
+            "grad_checkpointing": self.grad_checkpointing,
+            "rounded_to_cuda_blocks": self.rounded,
+            "peak_bytes": self.peak_bytes,
+            "peak_phase": self.peak_phase,
+            "peak_by_category": dict(self.peak_by_category),
+            "phase_peaks": dict(self.phase_peaks),
+            "parameter_count": self.parameter_count,
+            "trainable_parameter_count": self.trainable_parameter_count,
+            "parameters_bytes": self.parameters_bytes,
+            "gradients_bytes": self.gradients_bytes,
+            "optimizer_state_bytes": self.optimizer_state_bytes,
+            "saved_activations_bytes": self.saved_activations_bytes,
+            "top_modules": [
+                {"module": m, "peak_bytes": p, "increase_bytes": d} for m, p, d in self.top_modules
+            ],
+            "ops": self.ops,
+            "seconds": round(self.seconds, 3),
+            "notes": list(self.notes),
+        }
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise TorchMissingError(
+            "The probe needs torch: pip install 'oomkit[torch]' (a CPU build is enough)."
+        ) from None
+
+
+def _require_transformers() -> None:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise TorchMissingError(
+            "Probing a model config needs transformers: pip install 'oomkit[torch]'."
+        ) from None
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    import torch
+
+    key = _DTYPES.get(name, name)
+    dt = getattr(torch, key, None)
+    if not isinstance(dt, torch.dtype) or key not in _DTYPES.values():
+        raise InvalidSettingError(
+            f"Unknown dtype '{name}' for the probe: use bf16, fp16 or fp32.", setting="dtype",
+            value=name,
+        )  # fmt: skip
+    return dt
+
+
+def _tensors_in(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
+    """Tensors reachable from ``obj`` (model outputs, caches) by a shallow walk."""
+    import torch
+
+    if depth > 5 or obj is None:
+        return
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for v in obj.values():
+            yield from _tensors_in(v, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors_in(v, depth + 1)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        for v in vars(obj).values():
+            yield from _tensors_in(v, depth + 1)
+
+
+def _make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    import torch
+
+    from oomkit.inprocess.probe_model import FakeAdamW8bit
+
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-4, foreach=True)
+    if name == "sgd_momentum":
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
+    if name == "adamw8bit":
+        return FakeAdamW8bit(params)
+    raise InvalidSettingError(
+        f"Unknown optimizer '{name}' for the probe: use one of {', '.join(PROBE_OPTIMIZERS)}.",
+        setting="optimizer",
+        value=name,
+    )
+
+
+def _enable_checkpointing(model: nn.Module, name: str) -> None:
+    """Non-reentrant activation checkpointing of every decoder layer (transformers' API)."""
+    kwargs = {"use_reentrant": False}
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if callable(enable):  # transformers >= 5.x name
+        enable(activation_checkpointing_kwargs=kwargs)
+        return
+    enable = getattr(model, "gradient_checkpointing_enable", None)
+    if not callable(enable):
+        raise InvalidSettingError(
+            f"'{name}' has no gradient_checkpointing_enable(); checkpointing applies to "
+            "transformers models.",
+            setting="grad_checkpointing",
+        )
+    enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def _previous_step(
+    opt: torch.optim.Optimizer, trainable: list[nn.Parameter], tracker: MemoryTracker
+) -> None:
+    """Leave the optimizer as every step after the first finds it: its states allocated.
+
+    Optimizers create their states lazily inside the first ``step()``, so only the first
+    training step runs its forward and backward without them. One step on zero gradients
+    (then ``zero_grad(set_to_none=True)``) allocates them; the tracker's peak is reset after.
+    """
+    import torch
+
+    tracker.phase = "setup"
+    for p in trainable:
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    for st in opt.state.values():
+        for t in _tensors_in(st):
+            tracker.set_role(t, "optimizer_state")
+    tracker.reset_peak()
+
+
+@contextlib.contextmanager
+def _phase(tracker: MemoryTracker, name: str) -> Iterator[None]:
+    tracker.phase = name
+    try:
+        yield
+    finally:
+        tracker.phase = "idle"
+
+
+def _accepts(model: nn.Module, arg: str) -> bool:
+    import inspect
+
+    try:
+        return arg in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+def _call(model: nn.Module, inputs: Any, extra: Mapping[str, Any]) -> Any:
+    if isinstance(inputs, Mapping):
+        return model(**inputs, **extra)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs, **extra)
+    return model(inputs, **extra)
+
+
+def _loss_of(out: Any) -> torch.Tensor:
+    import torch
+
+    loss = getattr(out, "loss", None)
+    if isinstance(loss, torch.Tensor):
+        return loss
+    if isinstance(out, Mapping) and isinstance(out.get("loss"), torch.Tensor):
+        return out["loss"]  # type: ignore[no-any-return]
+    first = next(_tensors_in(out), None)
+    if first is None:
+        raise InvalidSettingError(
+            "The model's forward returned no tensor to take a loss of.", setting="inputs"
+        )
+    return first.float().sum()
+
+
+def probe(
+    model_or_factory: str | Mapping[str, Any] | Callable[[], nn.Module] | nn.Module,
+    inputs: Any = None,
+    *,
+    train: str | None = None,
+    seq: int = 2048,
+    batch: int = 1,
+    dtype: str = "bf16",
+    optimizer: str = "adamw",
+    mixed_precision: bool = True,
+    grad_checkpointing: bool = False,
+    lora_rank: int = 16,
+    lora_alpha: float | None = None,
+    lora_dropout: float = 0.0,
+    lora_targets: Sequence[str] | None = None,
+    attn_implementation: str = "sdpa",
+    round_to_cuda_blocks: bool = True,
+    steady_state: bool = True,
+    top: int = 10,
+) -> ProbeResult:
+    """Trace one inference forward or one training step of a model on fake tensors.
+
+    Args:
+        model_or_factory: a catalog name or local ``config.json`` path, a config dict, a
+            zero-argument callable returning an ``nn.Module`` (called under the fake mode),
+            or an ``nn.Module`` (its tensors are converted to fake tensors).
+        inputs: the forward's inputs (tensor, tuple or dict; a callable is called under the
+            fake mode); None: ``batch x seq`` token ids for a ``transformers`` model.
+        train: None (inference), ``"full"``, ``"lora"`` or ``"qlora"``.
+        dtype: the compute dtype (``bf16``/``fp16``/``fp32``).
+        lora_dropout: PEFT ``lora_dropout`` (0: ``nn.Identity``, nothing saved; > 0 keeps a
+            dropout mask and output per adapted layer).
+        mixed_precision: training keeps fp32 trainable parameters (and optimizer states) and
+            autocasts to ``dtype``; False: trainable parameters in ``dtype``.
+        round_to_cuda_blocks: count each allocation as the CUDA caching allocator's block.
+        steady_state: trace a step after the first (the optimizer's states already exist
+            during the forward and backward, as in every step but the first); False: the
+            first step, whose states appear inside ``optimizer.step()``.
+
+    Raises:
+        TorchMissingError: torch (or, for configs, transformers) is not installed.
+        UnsupportedModelError: the model needs remote code or is unknown to transformers.
+        InvalidSettingError: a bad option.
+    """
+    t0 = time.perf_counter()
+    _require_torch()
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from oomkit.inprocess import probe_model as pm
+
+    if train is not None and train not in PROBE_TRAIN_MODES:
+        raise InvalidSettingError(
+            f"Unknown training mode '{train}': use full, lora or qlora.", setting="train",
+            value=train,
+        )  # fmt: skip
+    for label, v in (("seq", seq), ("batch", batch), ("lora_rank", lora_rank)):
+        if v < 1:
+            raise InvalidSettingError(f"{label} must be >= 1, got {v}.", setting=label, value=v)
+    compute = _torch_dtype(dtype)
+    training = train is not None
+    master = training and mixed_precision and train == "full"
+    weight_dtype = torch.float32 if master else compute
+    notes: list[str] = []
+    fake = FakeTensorMode(allow_non_fake_inputs=False)
+    config: dict[str, Any] | None = None
+    name = "custom"
+    if isinstance(model_or_factory, (str, Mapping)):
+        _require_transformers()
+        config = pm.load_config_dict(model_or_factory)
+        name = (
+            model_or_factory
+            if isinstance(model_or_factory, str)
+            else str((config.get("architectures") or [config.get("model_type", "config")])[0])
+        )
+    with fake:
+        if config is not None:
+            model = pm.build_from_config(
+                config, dtype=weight_dtype, attn_implementation=attn_implementation
+            )
+        elif isinstance(model_or_factory, torch.nn.Module):
+            model = model_or_factory
+            model._apply(  # type: ignore[no-untyped-call]
+                lambda t: fake.from_tensor(t) if not fake.is_our_fake(t) else t
+            )
+            name = type(model).__name__
+        elif callable(model_or_factory):
+            built = model_or_factory()
+            if not isinstance(built, torch.nn.Module):
+                raise InvalidSettingError(
+                    "The probe's factory must return a torch.nn.Module.", setting="model"
+                )
+            model = built
+            name = type(model).__name__
+        else:
+            raise InvalidSettingError(
+                "probe() takes a model name, a config dict, a Module or a Module factory.",
+                setting="model",
+            )
+        built_attn = getattr(getattr(model, "config", None), "_attn_implementation", None)
+        if config is not None and built_attn and built_attn != attn_implementation:
+            notes.append(
+                f"{name} has no '{attn_implementation}' attention in transformers: "
+                f"traced with '{built_attn}'"
+            )
+        model_type = str((config or {}).get("model_type") or getattr(
+            getattr(model, "config", None), "model_type", ""
+        ))  # fmt: skip
+        base_params = sum(p.numel() for p in model.parameters())
+        if train == "qlora":
+            n4 = pm.apply_nf4(model, compute)
+            notes.append(f"{n4} linear layers stored as NF4 + double-quant absmax (bnb layout)")
+        if train in ("lora", "qlora"):
+            targets = pm.lora_target_names(model_type, lora_targets)
+            adapter = torch.float32 if mixed_precision else compute
+            n_lora = pm.apply_lora(
+                model, targets, rank=lora_rank, alpha=lora_alpha or 2.0 * lora_rank,
+                adapter_dtype=adapter, dropout=lora_dropout,
+            )  # fmt: skip
+            notes.append(f"LoRA r={lora_rank} on {n_lora} layers ({', '.join(targets)})")
+        if callable(inputs) and not isinstance(inputs, torch.Tensor):
+            inputs = inputs()
+        if inputs is None:
+            vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+            if vocab <= 0:
+                raise InvalidSettingError(
+                    "Give inputs= for a model without a config.vocab_size.", setting="inputs"
+                )
+            ids = torch.randint(0, vocab, (batch, seq), dtype=torch.long)
+            inputs = {"input_ids": ids}
+        else:
+            inputs = fake_inputs(fake, inputs)
+    return _run(
+        model, inputs, fake=fake, name=str(name), train=train, optimizer=optimizer,
+        compute=compute, mixed=training and mixed_precision,
+        grad_checkpointing=grad_checkpointing, rounded=round_to_cuda_blocks, batch=batch,
+        seq=seq, dtype=dtype, top=top, notes=notes, t0=t0, lm_inputs=config is not None,
+        steady_state=steady_state, base_params=base_params,
+    )  # fmt: skip
+
+
+def fake_inputs(fake: Any, inputs: Any) -> Any:
+    """Convert real tensors in ``inputs`` to fake ones (fake ones are kept)."""
+    import torch
+    from torch.utils._pytree import tree_map_only
+
+    return tree_map_only(
+        torch.Tensor, lambda t: t if fake.is_our_fake(t) else fake.from_tensor(t), inputs
+    )
+
+
+def _run(
+    model: nn.Module, inputs: Any, *, fake: Any, name: str, train: str | None, optimizer: str,
+    compute: torch.dtype, mixed: bool, grad_checkpointing: bool, rounded: bool, batch: int,
+    seq: int, dtype: str, top: int, notes: list[str], t0: float, lm_inputs: bool,
+    steady_state: bool, base_params: int,
+) -> ProbeResult:  # fmt: skip
+    import torch
+
+    from oomkit.inprocess import probe_model as pm
+    from oomkit.inprocess.probe_autocast import cuda_autocast_policy, cuda_sdpa_dropout
+    from oomkit.inprocess.probe_tracker import MemoryTracker
+
+    tracker = MemoryTracker(round_to_cuda_blocks=rounded)
+    params = list(model.parameters())
+    trainable = [p for p in params if p.requires_grad] if train else []
+    tracker.track_all(params, "parameters")
+    param_bytes = tracker.live_bytes
+    tracker.track_all(model.buffers(), "buffers")
+    tracker.track_all(_tensors_in(inputs), "inputs")
+    handles = tracker.module_hooks(model)
+    opt = None
+    grads_bytes = 0
+    state_bytes = 0
+    saved_bytes = 0
+    try:
+        policy = cuda_autocast_policy() if mixed else contextlib.nullcontext()
+        with fake, tracker, pm.moe_grouped_mm_fallback(), policy, cuda_sdpa_dropout():
+            if train is None:
+                model.eval()
+                extra: dict[str, Any] = {}
+                if lm_inputs and _accepts(model, "use_cache"):
+                    extra["use_cache"] = True
+                if lm_inputs and _accepts(model, "logits_to_keep"):
+                    extra["logits_to_keep"] = 1
+                with torch.no_grad(), _phase(tracker, "forward"):
+                    out = _call(model, inputs, extra)
+                cache = getattr(out, "past_key_values", None)
+                for t in _tensors_in(cache):
+                    tracker.set_role(t, "kv_cache")
+                for t in _tensors_in(out):
+                    if tracker._storage_alloc(t) is not None:
+                        alloc = tracker._storage_alloc(t)
+                        if alloc is not None and alloc.role is None:
+                            tracker.set_role(t, "outputs")
+                del out, cache
+            else:
+                model.train()
+                if grad_checkpointing:
+                    _enable_checkpointing(model, name)
+                opt = _make_optimizer(optimizer, trainable)
+                if steady_state:
+                    _previous_step(opt, trainable, tracker)
+                    notes.append("steady state: optimizer states exist from the previous step")
+                for p in trainable:
+                    p.register_post_accumulate_grad_hook(  # type: ignore[no-untyped-call]
+                        lambda q: tracker.set_role(q.grad, "gradients") if q.grad is not None
+                        else None
+                    )  # fmt: skip
+                extra = {}
+                if lm_inputs and isinstance(inputs, Mapping) and "input_ids" in inputs:
+                    if _accepts(model, "labels"):
+                        extra["labels"] = inputs["input_ids"]
+                    if _accepts(model, "use_cache"):
+                        extra["use_cache"] = False
+                autocast = (
+                    torch.autocast("cpu", dtype=compute) if mixed else contextlib.nullcontext()
+                )
+                with _phase(tracker, "forward"), autocast:
+                    out = _call(model, inputs, extra)
+                    loss = _loss_of(out)
+                del out
+                saved_bytes = tracker.live_from("forward")
+                with _phase(tracker, "backward"):
+                    loss.backward()  # type: ignore[no-untyped-call]
+                del loss
+                grads_bytes = sum(
+                    tracker.track(p.grad, "gradients").n_bytes for p in trainable
+                    if p.grad is not None
+                )  # fmt: skip
+                with _phase(tracker, "optimizer_step"):
+                    opt.step()
+                for st in opt.state.values():
+                    for t in _tensors_in(st):
+                        tracker.set_role(t, "optimizer_state")
+                state_bytes = sum(
+                    tracker.track(t, "optimizer_state").n_bytes
+                    for st in opt.state.values() for t in _tensors_in(st)
+                )  # fmt: skip
+                opt.zero_grad(set_to_none=True)
+    finally:
+        for h in handles:
+            h.remove()
+    mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    n_trainable = sum(p.numel() for p in trainable)
+    # the model's own count (a 4-bit store's packed bytes are not parameters) + adapters
+    n_params = base_params + (n_trainable if train in ("lora", "qlora") else 0)
+    return ProbeResult(
+        model=name,
+        mode=train or "inference",
+        batch=batch,
+        seq=seq,
+        dtype=dtype,
+        optimizer=optimizer if train else None,
+        grad_checkpointing=grad_checkpointing,
+        rounded=rounded,
+        peak_bytes=tracker.peak_bytes,
+        peak_phase=tracker.peak_phase,
+        peak_by_category=tracker.peak_by_category(),
+        phase_peaks={k: v for k, v in tracker.phase_peaks.items() if k not in ("idle",)},
+        parameter_count=n_params,
+        trainable_parameter_count=n_trainable,
+        parameters_bytes=param_bytes,
+        gradients_bytes=grads_bytes,
+        optimizer_state_bytes=state_bytes,
+        saved_activations_bytes=saved_bytes,
+        top_modules=tuple((m, p, d) for m, (p, d) in mods[:top]),
+        ops=tracker.ops,
+        seconds=time.perf_counter() - t0,
+        notes=tuple(notes),
+    )
