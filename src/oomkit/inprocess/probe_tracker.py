@@ -80,8 +80,11 @@ def cuda_block_bytes(n_bytes: int) -> int:
     10 MiB or more a fresh 2 MiB-rounded segment that is kept whole when the remainder is
     at most 1 MiB (``should_split``). See the module docstring.
 
-    >>> cuda_block_bytes(1), cuda_block_bytes(513), cuda_block_bytes(20 * 2**20 + 1) // 2**20
-    (512, 1024, 22)
+    >>> cuda_block_bytes(1), cuda_block_bytes(513)
+    (512, 1024)
+    >>> MiB = 2**20  # 20 MiB + 1: the 22 MiB segment is split (2 MiB left); 21 MiB + 1: kept whole
+    >>> cuda_block_bytes(20 * MiB + 1) / MiB, cuda_block_bytes(21 * MiB + 1) / MiB
+    (20.00048828125, 22.0)
     """
     if n_bytes <= 0:
         return 0
