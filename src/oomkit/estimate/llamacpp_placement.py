@@ -167,7 +167,8 @@ def place_weights(
     split_mode: str = "layer",
 ) -> Placement:
     """Assign each weight to a buffer (see :func:`_place_weights`); memoised for tuples."""
-    if not isinstance(tensors, tuple):
+
+    def place() -> Placement:
         return _place_weights(
             tensors,
             n_layer=n_layer,
@@ -178,6 +179,9 @@ def place_weights(
             tied_embeddings=tied_embeddings,
             split_mode=split_mode,
         )
+
+    if not isinstance(tensors, tuple):
+        return place()
     key = (
         id(tensors),
         n_layer,
@@ -193,16 +197,7 @@ def place_weights(
     hit = _PLACEMENTS.get(key)
     if hit is not None and hit[0] is tensors:
         return hit[1]
-    placement = _place_weights(
-        tensors,
-        n_layer=n_layer,
-        params=params,
-        gpus=gpus,
-        tensor_split=tensor_split,
-        n_cpu_moe=n_cpu_moe,
-        tied_embeddings=tied_embeddings,
-        split_mode=split_mode,
-    )
+    placement = place()
     if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
         _PLACEMENTS.clear()
     _PLACEMENTS[key] = (tensors, placement)
