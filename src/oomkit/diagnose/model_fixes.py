@@ -24,11 +24,12 @@ fixes stand. Estimator modules and the catalog are imported only when a model is
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oomkit.diagnose.fixes import Fix, size_text
+from oomkit.estimate.boundary import largest
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import MiB
@@ -152,19 +153,6 @@ def fits_with(case: Case, settings: InferenceSettings) -> bool:
     """True when the estimate of ``settings`` fits every GPU with the case's headroom."""
     est = try_estimate(case, settings)
     return est is not None and fits(case, est) is True
-
-
-def largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    """Largest n in [lo, hi] with ok(n), for ok true up to a threshold (binary search)."""
-    if hi < lo or not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _saving(case: Case, base: Estimate, cand: Estimate) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import Generation, resolve_generation
 from oomkit.estimate.llamacpp import estimate_llamacpp
@@ -172,18 +173,16 @@ def _auto_num_gpu(
             runtime_name="llama.cpp",
         )
 
-    lo, hi = 0, spec.num_hidden_layers  # all n_layer + 1 did not fit
-    best = run(lo)
-    if not _fits_with_reserve(best, reserve):
-        return None
-    while lo < hi:  # the largest layer count that fits; GPU memory grows with it
-        mid = (lo + hi + 1) // 2
-        est = run(mid)
-        if _fits_with_reserve(est, reserve):
-            lo, best = mid, est
-        else:
-            hi = mid - 1
-    return lo, best
+    memo: dict[int, Estimate] = {}
+
+    def at(ngl: int) -> Estimate:
+        if ngl not in memo:
+            memo[ngl] = run(ngl)
+        return memo[ngl]
+
+    # the largest layer count that fits (all n_layer + 1 did not); GPU memory grows with it
+    found = largest(0, spec.num_hidden_layers, lambda n: _fits_with_reserve(at(n), reserve))
+    return None if found is None else (found, at(found))
 
 
 def _library_quant(name: str) -> str | None:

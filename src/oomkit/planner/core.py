@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oomkit.errors import InvalidSettingError, OomkitError
+from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.estimate.verdict import Platform, verdict
@@ -472,24 +473,18 @@ def max_context(
     def ok(est: Estimate) -> bool:
         return verdict(est, platform).level == "fits"
 
-    first = run(1)
-    if first.fits is None:
+    memo: dict[int, Estimate] = {}
+
+    def at(k: int) -> Estimate:
+        if k not in memo:
+            memo[k] = run(k)
+        return memo[k]
+
+    if at(1).fits is None:
         raise InvalidSettingError(
             "--ctx max needs the memory to fit in: pass --gpu NAME or --vram SIZE "
             "(or --ram SIZE for the CPU)",
             setting="ctx",
         )
-    if not ok(first):
-        return None
-    lo, best = 1, first
-    last = run(hi)
-    if ok(last):
-        return hi * step, last
-    while hi - lo > 1:  # fits(lo), not fits(hi); memory grows with the context
-        mid = (lo + hi) // 2
-        est = run(mid)
-        if ok(est):
-            lo, best = mid, est
-        else:
-            hi = mid
-    return lo * step, best
+    found = largest(1, hi, lambda k: ok(at(k)))
+    return None if found is None else (found * step, at(found))

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, verdict
@@ -287,36 +288,13 @@ class Searcher:
         self, lo: int, hi: int, make: Callable[[int], Candidate]
     ) -> tuple[int, Evaluation] | None:
         """Largest x in [lo, hi] whose candidate fits on the GPUs (GPU use grows with x)."""
-        if lo > hi:
-            return None
-        ev_lo = self.evaluate(make(lo))
-        if not self._gpu_fits(ev_lo):
-            return None
-        ev_hi = self.evaluate(make(hi))
-        if self._gpu_fits(ev_hi):
-            return hi, ev_hi
-        good, bad = (lo, ev_lo), (hi, ev_hi)
-        interpolate = True
-        while bad[0] - good[0] > 1:
-            g, b = good[1].margin_bytes, bad[1].margin_bytes
-            if interpolate and g != b:  # regula falsi: the margin is close to affine in x
-                x = good[0] + int((bad[0] - good[0]) * g / (g - b))
-                x = min(max(x, good[0] + 1), bad[0] - 1)
-            else:  # bisection keeps the worst case logarithmic
-                x = (good[0] + bad[0]) // 2
-            for probe in (x, None):
-                if probe is None:
-                    # after an interpolation, its neighbour is most likely the boundary
-                    probe = good[0] + 1 if good[0] == x else bad[0] - 1
-                    if not (interpolate and good[0] < probe < bad[0]):
-                        break
-                ev = self.evaluate(make(probe))
-                if self._gpu_fits(ev):
-                    good = (probe, ev)
-                else:
-                    bad = (probe, ev)
-            interpolate = not interpolate
-        return good
+        return largest_by_margin(
+            lo,
+            hi,
+            lambda x: self.evaluate(make(x)),
+            self._gpu_fits,
+            lambda ev: ev.margin_bytes,
+        )
 
     def _ctx_grid(self) -> tuple[int, ...]:
         """Context values the planner may propose, ascending (multiples of the step + target)."""
