@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oomkit.diagnose.fixes import Fix, size_text
-from oomkit.estimate.boundary import largest
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import MiB
@@ -153,6 +152,14 @@ def fits_with(case: Case, settings: InferenceSettings) -> bool:
     """True when the estimate of ``settings`` fits every GPU with the case's headroom."""
     est = try_estimate(case, settings)
     return est is not None and fits(case, est) is True
+
+
+def largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """:func:`oomkit.estimate.boundary.largest`, imported when a fix is sized (a plain log
+    never loads the estimators)."""
+    from oomkit.estimate.boundary import largest as search
+
+    return search(lo, hi, ok)
 
 
 def _saving(case: Case, base: Estimate, cand: Estimate) -> int:
