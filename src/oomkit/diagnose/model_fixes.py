@@ -24,7 +24,7 @@ fixes stand. Estimator modules and the catalog are imported only when a model is
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
