@@ -340,7 +340,7 @@ BAD = [
     ({}, 422, "model"),
     ({"model": "llama-3.1-8b", "context": 8192}, 422, "context"),
     ({"model": "llama-3.1-8b", "gpu": "rtx-9999"}, 404, "rtx-9999"),
-    ({"model": "llama-3.1-8b", "gpu": "0xrtx-4090"}, 400, "0xrtx-4090"),
+    ({"model": "llama-3.1-8b", "gpu": "0xrtx-4090"}, 422, "0xrtx-4090"),
     ({"model": "llama-3.1-8b", "vram": "banana"}, 422, "banana"),
     ({"model": "llama-3.1-8b", "quant": "Q9_Z"}, 404, "Q9_Z"),
     ({"model": "llama-3.1-8b", "runtime": "tensorrt-xyz"}, 404, "tensorrt-xyz"),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from oomkit.errors import InvalidSettingError
 from oomkit.units import parse_count, parse_size
 
 if TYPE_CHECKING:
@@ -116,10 +117,12 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
             continue
         count, name = split_gpu_count(part)
         if not 1 <= count <= 1024:
-            raise ValueError(f"GPU count in '{part}' must be between 1 and 1024")
+            raise InvalidSettingError(
+                f"GPU count in '{part}' must be between 1 and 1024", setting="--gpu"
+            )
         out.extend([find_gpu(name)] * count)
     if not out:
-        raise ValueError(f"no GPU named in '{text}'")
+        raise InvalidSettingError(f"no GPU named in '{text}'", setting="--gpu")
     return tuple(out)
 
 

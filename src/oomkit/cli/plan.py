@@ -114,10 +114,12 @@ def render_plan(result: object) -> str:
     color = use_color()
     m = result.model
     hw = result.hardware
-    gpus = ", ".join(
-        f"{d.name} ({format_bytes(d.capacity_bytes)})" if d.capacity_bytes else d.name
-        for d in hw.devices
-    )
+    counts: dict[str, int] = {}
+    for target in hw.devices:  # "2 x NVIDIA GeForce RTX 3090 (24.00 GiB)", not the name twice
+        cap = target.capacity_bytes
+        label = f"{target.name} ({format_bytes(cap)})" if cap else target.name
+        counts[label] = counts.get(label, 0) + 1
+    gpus = ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())
     ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
     lines = [f"{m.name} ({m.architecture}, {m.params / 1e9:.2f} B params) on {gpus}{ram}"]
     req = result.request

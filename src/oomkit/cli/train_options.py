@@ -8,6 +8,7 @@ result (or a config with ``--emit``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -243,6 +244,13 @@ def run_training(
 
     settings = training.to_settings(tp=tp, overhead_bytes=overhead)
     gpus = parse_gpu_list(gpu) if gpu else ()
+    if len(gpus) > 1:
+        # `--gpu 8xh100` names the GPUs of one node: they are the data-parallel world
+        if training.gpus not in (1, len(gpus)):
+            raise click.UsageError(
+                f"--gpus {training.gpus} disagrees with --gpu '{gpu}' ({len(gpus)} GPUs)"
+            )
+        settings = dataclasses.replace(settings, gpus=len(gpus))
     hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus)
     spec = load_model(model, offline=True if offline else None)
     if training.emit is not None:

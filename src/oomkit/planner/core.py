@@ -28,7 +28,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
-from oomkit.planner.search import Evaluation, Searcher
+from oomkit.planner.search import HOST_HEADROOM_BYTES, Evaluation, Searcher
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -151,9 +151,12 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
     if cand.kv not in ("f16", "auto"):
         out.append(f"KV cache {cand.kv}")
     if cand.ctx < searcher.target_ctx:
-        out.append(f"context {cand.ctx} (asked {searcher.target_ctx})")
+        whose = "asked" if req.ctx is not None else "default"
+        out.append(f"context {cand.ctx} ({whose} {searcher.target_ctx})")
     else:
         out.append(f"context {cand.ctx}")
+    if searcher.runtime == "llama.cpp" and req.parallel and req.parallel > 1:
+        out[-1] += f" per sequence x {req.parallel} slots (-c {cand.ctx * req.parallel})"
     n_all = searcher.n_layer + 1
     if cand.level == LEVEL_EXPERTS_CPU:
         out.append(
@@ -362,6 +365,13 @@ def plan_spec(
             impossible.append(_impossible(s, s.rejected()))
         n_estimates += s.n_estimates
         notes.extend(n for n in s.precision_notes if n not in notes)
+        host_note = (
+            f"plans that run layers or experts on the CPU leave "
+            f"{format_bytes(HOST_HEADROOM_BYTES)} of RAM for the system"
+        )
+        offloads = any(ev.cand.level and ev.estimate.host.total_bytes for ev in found[:max_plans])
+        if offloads and host_note not in notes:
+            notes.append(host_note)
         if info is None:
             any_ev = next(iter(s._memo.values()), None)
             if any_ev is not None:

@@ -176,11 +176,15 @@ class Candidate:
         flash = base.flash_attn
         if flash is None and self.kv in ("q8_0", "q4_0"):
             flash = True  # llama.cpp: "V cache quantization requires flash_attn"
+        ctx = self.ctx
+        if base.runtime == "llama.cpp" and base.parallel and base.parallel > 1:
+            # the planner's context is per sequence; llama-server's -c is shared by -np slots
+            ctx = self.ctx * base.parallel
         return dataclasses.replace(
             base,
             flash_attn=flash,
             quant=None if self.quant == CHECKPOINT else self.quant,
-            ctx=self.ctx,
+            ctx=ctx,
             cache_type_k=kv,
             cache_type_v=kv,
             n_gpu_layers=self.n_gpu_layers,

@@ -47,6 +47,8 @@ _DEFAULT_CTX = {"llama.cpp": 4096, "ollama": 4096}
 #: when the user names no ``--min-ctx``, the planner never cuts the context below a quarter of
 #: what was asked, nor below this (unless less was asked)
 _MIN_CTX_FLOOR = 2048
+#: the common target of ``--runtime any`` when no context is asked (runtimes' defaults differ)
+_COMPARE_CTX = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +73,27 @@ def _at_ctx(
     return make(kv, ctx, amount)
 
 
+#: RAM the operating system keeps when layers or experts run on the CPU (an assumption, stated
+#: in the plan's notes: a desktop needs a few GiB, a headless server less)
+HOST_HEADROOM_BYTES = 2 * 1024**3
+
+
+def _unified_total(gpus: list[DeviceTarget]) -> int | None:
+    """Installed memory of an Apple machine (the catalog row's total)."""
+    from oomkit.hardware.catalog import find_gpu
+
+    keys = [d.key for d in gpus if d.key]
+    return find_gpu(keys[0]).memory_bytes if keys else None
+
+
 def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> int:
-    """The context the plan aims for when the user gives none."""
-    if request.ctx is not None:
-        return request.ctx
+    """The context the plan aims for: the asked one (at most the model's maximum), else the
+    runtime's default; ``--runtime any`` gives every runtime the same target."""
     model_max = spec.max_position_embeddings
+    if request.ctx is not None:
+        return min(request.ctx, model_max) if model_max else request.ctx
+    if request.runtime.strip().lower() == "any" and request.prefer != "context":
+        return min(_COMPARE_CTX, model_max) if model_max else _COMPARE_CTX
     if request.prefer == "context" or runtime not in _DEFAULT_CTX:
         # vLLM/SGLang/transformers default max_model_len is the model's own maximum
         return model_max or 8192
@@ -86,6 +104,8 @@ def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> i
 def _min_ctx(request: PlanRequest, target: int) -> int:
     if request.min_ctx is not None:
         return min(request.min_ctx, target)
+    if request.ctx is None:  # no context asked: any useful one will do
+        return min(target, _MIN_CTX_FLOOR)
     return min(target, max(_MIN_CTX_FLOOR, target // 4))
 
 
@@ -127,6 +147,15 @@ class Searcher:
         self.ladder, self.default_index = quant_ladder(
             runtime, spec, request.quant, request.min_quant
         )
+        if request.quant and request.min_quant and runtime in _GGUF_RUNTIMES:
+            from oomkit.planner.quality import quality_rank_key
+
+            if quality_rank_key(request.quant) > quality_rank_key(request.min_quant):
+                raise InvalidSettingError(
+                    f"--quant {request.quant} is below --min-quant {request.min_quant} "
+                    "(published KL divergence); raise --quant or lower --min-quant",
+                    setting="min_quant",
+                )
         self.precision_notes: list[str] = []
         if runtime not in _GGUF_RUNTIMES and request.quant is None:
             self.ladder = self._native_precisions(gpus)
@@ -137,6 +166,8 @@ class Searcher:
         self.offload_ok = not request.no_offload and self.gguf
         self._memo: dict[Candidate, Evaluation] = {}
         self.platform = Platform(segments=tuple(device_segment(d) for d in gpus))
+        self.unified = any(d.unified_memory for d in gpus)
+        self.unified_total = _unified_total(gpus) if self.unified else None
         self.n_estimates = 0
 
     def _native_precisions(self, gpus: list[DeviceTarget]) -> tuple[str, ...]:
@@ -164,6 +195,9 @@ class Searcher:
         if hit is not None:
             return hit
         settings = cand.apply(self.base)
+        if self.runtime == "ollama" and settings.n_gpu_layers is None:
+            # "all on the GPU" must not become Ollama's automatic offload inside the estimate
+            settings = dataclasses.replace(settings, n_gpu_layers=self.n_layer + 1)
         self.n_estimates += 1
         try:
             est = self.estimator(self.spec, settings, self.hardware)
@@ -240,9 +274,16 @@ class Searcher:
                 )
         host_cap = self.hardware.host_ram_bytes
         n_device_short = len(short) + len(est.blockers)
-        if host_cap is not None and est.host.total_bytes > host_cap:
+        host_need = est.host.total_bytes
+        if self.unified and host_need:
+            # Apple: the GPU's working set and the CPU's share one memory
+            host_need += sum(d.total_bytes for d in est.devices)
+            host_cap = host_cap if host_cap is not None else self.unified_total
+        if host_cap is not None and host_need and host_need + HOST_HEADROOM_BYTES > host_cap:
             short.append(
-                f"host RAM needs {format_bytes(est.host.total_bytes)}, has {format_bytes(host_cap)}"
+                f"host RAM needs {format_bytes(host_need)} + {format_bytes(HOST_HEADROOM_BYTES)}"
+                f" for the system, has {format_bytes(host_cap)}"
+                + (" (unified memory: GPU and CPU share it)" if self.unified else "")
             )
         short.extend(est.blockers)
         if not short:
