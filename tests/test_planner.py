@@ -425,3 +425,36 @@ def test_plan_models_the_runtime_generation() -> None:
     # quantized KV needs flash attention: the plan turns it on rather than failing
     assert all(p.settings.flash_attn for p in old.plans if p.settings.cache_type_k)
     assert any("runtime version b3000" in n for n in old.notes)
+
+
+def test_review_regressions() -> None:
+    """Behaviours a new-user review asked for, each checked against the estimator."""
+    # Apple: the GPU's working set and the CPU's part share one memory
+    mac = Hardware(
+        devices=(oomkit.find_gpu("m3-max-36gb").to_device_target(),), host_ram_bytes=36 * 10**9
+    )
+    r = plan("llama-3.1-70b", mac, PlanRequest())
+    for p in r.plans:
+        used = sum(d.total_bytes for d in p.estimate.devices) + p.estimate.host.total_bytes
+        assert used + 2 * GiB <= 36 * 10**9
+    # --quant below --min-quant is refused, not silently planned
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-4090").to_device_target(),))
+    with pytest.raises(InvalidSettingError, match="min-quant"):
+        plan("llama-3.1-8b", hw, PlanRequest(quant="Q2_K", min_quant="Q8_0"))
+    # llama-server's -c is shared by the -np slots: the planner's context is per sequence
+    r = plan("llama-3.1-8b", hw, PlanRequest(ctx=8192, parallel=4))
+    top = r.plans[0]
+    assert top.settings.ctx == 4 * 8192
+    assert parse_command("llama.cpp", top.command)["-c"] == [str(4 * 8192)]
+    # no context asked: vLLM may shorten its default (the model maximum) to any useful length
+    two = Hardware(devices=(oomkit.find_gpu("rtx-3090").to_device_target(),) * 2)
+    r = plan("llama-3.1-70b", two, PlanRequest(runtime="vllm"))
+    assert r.fits
+    assert (r.plans[0].settings.ctx or 0) < 32768
+    # --runtime any: one target context for every runtime
+    r = plan("llama-3.1-8b", hw, PlanRequest(runtime="any"))
+    assert {p.settings.ctx for p in r.plans if p.runtime != "llama.cpp"} <= {r.target_ctx}
+    assert r.target_ctx == 8192
+    # an asked context above the model's maximum is capped at it
+    r = plan("yi-1.5-9b", hw, PlanRequest(ctx=32768))
+    assert r.target_ctx == oomkit.load_model("yi-1.5-9b").max_position_embeddings

@@ -97,3 +97,12 @@ def test_emit_deepspeed_and_fsdp(capsys: pytest.CaptureFixture[str]) -> None:
     )  # fmt: skip
     assert code == 0
     assert out.startswith("torchrun --nnodes=2 --nproc_per_node=2")
+
+
+def test_gpu_count_comes_from_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "llama-3.1-8b", "--train", "full", "--zero", "3", "--json"]
+    assert main([*argv, "--gpu", "4xa100-80gb-sxm"]) in (0, 3)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["gpus"] == 4
+    assert len(doc["devices"]) == 4
+    assert main([*argv, "--gpu", "4xa100-80gb-sxm", "--gpus", "2"]) == 2
