@@ -74,7 +74,8 @@ def cli() -> None:
 
     \b
     Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
-                3 does not fit / no OOM found in the log.
+                3 does not fit / nothing fits / no OOM found in the log,
+                4 tight (estimate: fits, but within the variance of real runs).
     """
 
 

@@ -351,6 +351,18 @@ def _emit(
     if isinstance(util, float) and settings.gpu_memory_utilization is None:
         resolved = dataclasses.replace(resolved, gpu_memory_utilization=util)
     spec = load_model(model, offline=True if offline else None)
+    if target != est.runtime:
+        # only what both runtimes share carries over (context, parallel sequences); a GGUF
+        # quant means nothing to vLLM and a vLLM format nothing to llama.cpp
+        gguf = ("llama.cpp", "ollama")
+        if (target in gguf) != (est.runtime in gguf):
+            resolved = dataclasses.replace(resolved, quant=None, gpu_memory_utilization=None)
+        from oomkit.cli.output import print_warning
+
+        print_warning(
+            f"--emit {target}: the command carries the context over from this {est.runtime} "
+            f"estimate, not its memory; run `oomkit estimate -r {target}` for {target}'s numbers"
+        )
     return emit_command(target, resolved, spec, model)
 
 
@@ -376,6 +388,7 @@ def render_suggestions(est: Estimate, plans: tuple[Plan, ...]) -> str:
     lines = ["To make it fit (each keeps 1 GiB free per GPU; best first):"]
     for i, p in enumerate(plans, 1):
         saving = _peak(est) - _peak(p.estimate)
-        lines.append(f"  {i}. {p.summary}  [saves ~{format_bytes(saving)} on the fullest GPU]")
+        saves = f"  [saves ~{format_bytes(saving)} on the fullest GPU]" if saving > 0 else ""
+        lines.append(f"  {i}. {p.summary}{saves}")
         lines.extend(f"     {c}" for c in p.command.splitlines())
     return "\n".join(lines)

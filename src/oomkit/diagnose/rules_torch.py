@@ -157,7 +157,8 @@ def _others(e: OomEvent, t: int) -> Analysis:
 
 def _describe(e: OomEvent) -> str:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
-    s = f"PyTorch asked for {_fb(x)} on GPU {e.device}"
+    where = "the GPU" if e.device is None else f"GPU {e.device}"
+    s = f"PyTorch asked for {_fb(x)} on {where}"
     if t is not None:
         s += f" ({_fb(t)} total, {_fb(f)} free)"
     s += "."

@@ -330,7 +330,8 @@ def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     if est.runtime in ("llama.cpp", "ollama") and kv // 2 >= need:
         return "a q8_0 KV cache (-ctk q8_0 -ctv q8_0 with flash attention) halves the KV"
     if est.runtime in ("llama.cpp", "ollama"):
-        return f"put fewer layers on the GPU (-ngl) to free {format_bytes(need)}"
+        flag = "num_gpu" if est.runtime == "ollama" else "-ngl"
+        return f"put fewer layers on the GPU ({flag}) to free {format_bytes(need)}"
     return None
 
 

@@ -183,7 +183,7 @@ class Searcher:
                 self.precision_notes.append("no native bf16 on this GPU: fp16 weights")
                 q = "fp16"
             if q == "fp8" and not all("fp8" in d.native_dtypes for d in known):
-                self.precision_notes.append("no native fp8 on this GPU: fp8 not proposed")
+                self.precision_notes.append("no native fp8 on this GPU: fp8 weights not proposed")
                 continue
             out.append(q)
         return tuple(out) or self.ladder
@@ -290,7 +290,7 @@ class Searcher:
             # a plan must clear the measured variance band too: never propose a tight run
             v = verdict(est, self.platform)
             if v.level in ("tight", "does_not_fit"):
-                short.append(f"{v.level.replace('_', ' ')}: {v.summary()}")
+                short.append(v.summary())
         offloaded = self._hf_offloaded(est)
         if offloaded and self.request.no_offload:
             short.append(
