@@ -259,11 +259,40 @@ def run_training(
         click.echo(emit_text(training.emit, spec, settings))
         return EXIT_OK
     est = estimate_training(spec, settings, hardware)
+    changes = []
+    if est.fits is False:
+        from oomkit.planner.training import suggest_training_changes
+
+        changes = suggest_training_changes(spec, settings, hardware)
+    peak = max((d.total_bytes for d in est.devices), default=0)
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
-        print_json(estimate_to_dict(est))
+        doc = estimate_to_dict(est)
+        if est.fits is False:
+            doc["suggestions"] = [
+                {
+                    "changes": list(c.changes),
+                    "saving_bytes": peak - max(d.total_bytes for d in c.estimate.devices),
+                    "peak_bytes": max(d.total_bytes for d in c.estimate.devices),
+                }
+                for c in changes
+            ]
+        print_json(doc)
     else:
+        from oomkit.units import format_bytes
+
         click.echo(render_estimate(est, explain=explain))
         click.echo(f"Peak in: {est.runtime_details['peak_phase']}")
+        if est.fits is False:
+            if not changes:
+                click.echo("No training setting the planner knows makes it fit: more GPUs needed.")
+            else:
+                click.echo("To make it fit (best first):")
+            for i, c in enumerate(changes, 1):
+                new_peak = max(d.total_bytes for d in c.estimate.devices)
+                click.echo(
+                    f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU "
+                    f"(saves {format_bytes(peak - new_peak)})"
+                )
     return EXIT_NEGATIVE if est.fits is False else EXIT_OK

@@ -1,0 +1,201 @@
+"""What to change when a training step does not fit: the usual levers, least intrusive first.
+
+Each lever is one change to the user's :class:`TrainingSettings`, checked with the training
+estimator (no second formula). Single changes that fit come first, in the order people reach
+for them (they cost nothing in quality and little in speed first); when no single change is
+enough, the levers are stacked in that order until the step fits.
+
+Order: gradient checkpointing → chunked cross-entropy → 8-bit AdamW → shard the model states
+(ZeRO-3 / FSDP when there are several GPUs) → halve the micro-batch (gradient accumulation keeps
+the effective batch) → optimizer states to the CPU → LoRA → QLoRA.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Estimate
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import TrainingSettings
+
+__all__ = ["TrainingChange", "suggest_training_changes"]
+
+Lever = Callable[[TrainingSettings], tuple[str, TrainingSettings] | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingChange:
+    """A change (or a stack of changes) that makes the step fit, with its estimate."""
+
+    changes: tuple[str, ...]
+    settings: TrainingSettings
+    estimate: Estimate
+
+    @property
+    def summary(self) -> str:
+        return " + ".join(self.changes)
+
+
+def _checkpointing(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.grad_checkpointing == "full":
+        return None
+    return "gradient checkpointing (--grad-checkpointing)", dataclasses.replace(
+        s, grad_checkpointing="full"
+    )
+
+
+def _chunked_loss(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.loss != "standard":
+        return None
+    return "chunked cross-entropy (--chunked-loss)", dataclasses.replace(s, loss="chunked")
+
+
+def _adam8bit(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.optimizer not in ("adamw", "paged_adamw"):
+        return None
+    return "8-bit AdamW (--optimizer adamw8bit)", dataclasses.replace(s, optimizer="adamw8bit")
+
+
+def _shard(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.gpus * s.nodes < 2 or s.zero == 3 or (s.fsdp and s.fsdp_strategy == "FULL_SHARD"):
+        return None
+    if s.fsdp:
+        return "FSDP FULL_SHARD", dataclasses.replace(s, fsdp_strategy="FULL_SHARD")
+    return "ZeRO-3 (--zero 3)", dataclasses.replace(s, zero=3)
+
+
+def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.micro_batch < 2:
+        return None
+    mb = s.micro_batch // 2
+    return (
+        f"micro-batch {mb} x {s.grad_accum * 2} accumulation steps (--micro-batch {mb})",
+        dataclasses.replace(s, micro_batch=mb, grad_accum=s.grad_accum * 2),
+    )
+
+
+def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.offload_optimizer or s.method != "full":
+        return None
+    zero = s.zero if (s.zero or s.fsdp) else 2
+    return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", dataclasses.replace(
+        s, offload_optimizer=True, zero=zero if not s.fsdp else s.zero
+    )
+
+
+def _lora(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.method != "full":
+        return None
+    return "LoRA instead of full fine-tuning (--train lora)", dataclasses.replace(
+        s, method="lora", offload_optimizer=False, offload_params=False
+    )
+
+
+def _qlora(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    if s.method == "qlora" or s.mixed_precision == "no":
+        return None
+    return "QLoRA: a 4-bit frozen base (--train qlora)", dataclasses.replace(
+        s, method="qlora", offload_optimizer=False, offload_params=False
+    )
+
+
+LEVERS: tuple[Lever, ...] = (
+    _checkpointing,
+    _chunked_loss,
+    _adam8bit,
+    _shard,
+    _micro_batch,
+    _offload,
+    _lora,
+    _qlora,
+)
+
+
+def suggest_training_changes(
+    spec: ModelSpec, settings: TrainingSettings, hardware: Hardware, *, limit: int = 3
+) -> list[TrainingChange]:
+    """Up to ``limit`` changes that make the step fit ``hardware``, least intrusive first."""
+    from oomkit.estimate.training import estimate_training
+
+    def run(s: TrainingSettings) -> Estimate | None:
+        try:
+            return estimate_training(spec, s, hardware)
+        except InvalidSettingError:  # a combination the engines refuse
+            return None
+
+    out: list[TrainingChange] = []
+    for lever in LEVERS:
+        step = lever(settings)
+        if step is None:
+            continue
+        est = run(step[1])
+        if est is not None and est.fits:
+            out.append(TrainingChange(changes=(step[0],), settings=step[1], estimate=est))
+    combo = _combination(settings, run)
+    if combo is not None and len(combo.changes) > 1:
+        # a cheaper pair (e.g. LoRA + checkpointing) beats a single drastic lever (QLoRA)
+        out.insert(min(len(out), _rank(combo, out)), combo)
+    return out[:limit]
+
+
+def _apply(
+    settings: TrainingSettings, levers: list[Lever]
+) -> tuple[tuple[str, ...], TrainingSettings]:
+    names: list[str] = []
+    for lever in levers:
+        step = lever(settings)
+        if step is not None:
+            names.append(step[0])
+            settings = step[1]
+    return tuple(names), settings
+
+
+def _combination(
+    settings: TrainingSettings, run: Callable[[TrainingSettings], Estimate | None]
+) -> TrainingChange | None:
+    """The levers stacked in order until the step fits, then every lever that is not needed
+    removed again (last first): a minimal combination."""
+    used: list[Lever] = []
+    for lever in LEVERS:
+        if lever(_apply(settings, used)[1]) is None:
+            continue
+        used.append(lever)
+        est = run(_apply(settings, used)[1])
+        if est is not None and est.fits:
+            break
+    else:
+        return None
+    for lever in list(reversed(used[:-1])):
+        trial = [x for x in used if x is not lever]
+        est = run(_apply(settings, trial)[1])
+        if est is not None and est.fits:
+            used = trial
+    names, final = _apply(settings, used)
+    est = run(final)
+    if est is None or not est.fits:
+        return None
+    return TrainingChange(changes=names, settings=final, estimate=est)
+
+
+def _rank(combo: TrainingChange, singles: list[TrainingChange]) -> int:
+    """Where a combination goes among the single changes: before the first single change that
+    comes later in the lever order than every lever of the combination."""
+    order = {name: i for i, name in enumerate(_lever_names())}
+    last = max(order.get(n, len(order)) for n in combo.changes)
+    for i, c in enumerate(singles):
+        if order.get(c.changes[0], len(order)) > last:
+            return i
+    return len(singles)
+
+
+def _lever_names() -> list[str]:
+    probe = TrainingSettings(micro_batch=2, gpus=2)
+    names = []
+    for lever in LEVERS:
+        step = lever(probe) or lever(dataclasses.replace(probe, method="lora"))
+        names.append(step[0] if step is not None else "")
+    return names

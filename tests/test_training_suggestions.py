@@ -1,0 +1,75 @@
+"""What to change when a training step does not fit: every suggestion is re-estimated."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import oomkit
+from oomkit.cli import main
+from oomkit.estimate.training import estimate_training
+from oomkit.planner.training import suggest_training_changes
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.settings import TrainingSettings
+
+
+def _hw(name: str, n: int = 1) -> Hardware:
+    return Hardware(devices=(oomkit.find_gpu(name).to_device_target(),) * n)
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "n", "settings"),
+    [
+        ("llama-3.1-8b", "rtx-4090", 1, TrainingSettings(method="full")),
+        ("llama-3.1-70b", "h100", 8, TrainingSettings(method="full", gpus=8)),
+        ("qwen2.5-7b", "rtx-4060-ti-16gb", 1, TrainingSettings(method="lora", micro_batch=8)),
+    ],
+)
+def test_every_suggestion_fits_and_saves(
+    model: str, gpu: str, n: int, settings: TrainingSettings
+) -> None:
+    spec = oomkit.load_model(model)
+    hw = _hw(gpu, n)
+    base = estimate_training(spec, settings, hw)
+    assert base.fits is False
+    changes = suggest_training_changes(spec, settings, hw)
+    assert changes
+    peak = max(d.total_bytes for d in base.devices)
+    for c in changes:
+        again = estimate_training(spec, c.settings, hw)  # independent re-estimate
+        assert again.fits is True
+        assert max(d.total_bytes for d in again.devices) < peak
+
+
+def test_a_minimal_combination_when_no_single_lever_is_enough() -> None:
+    from oomkit.planner import training as t
+
+    spec = oomkit.load_model("llama-3.1-70b")
+    base = TrainingSettings(method="full", gpus=8)
+    hw = _hw("h100", 8)
+    changes = suggest_training_changes(spec, base, hw)
+    combo = changes[0]
+    assert len(combo.changes) > 1
+    # the levers of the combination, in order
+    used: list[t.Lever] = []
+    for lever in t.LEVERS:
+        step = lever(t._apply(base, used)[1])
+        if step is not None and step[0] in combo.changes:
+            used.append(lever)
+    assert len(used) == len(combo.changes)
+    assert t._apply(base, used)[1] == combo.settings
+    # minimal: without any one of them the step no longer fits
+    for lever in used:
+        without = t._apply(base, [x for x in used if x is not lever])[1]
+        assert estimate_training(spec, without, hw).fits is False
+
+
+def test_cli_prints_and_serialises_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "llama-3.1-8b", "--train", "full", "--gpu", "rtx-4090"]
+    assert main(argv) == 3
+    assert "To make it fit" in capsys.readouterr().out
+    assert main([*argv, "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["suggestions"]
+    assert all(s["saving_bytes"] > 0 for s in doc["suggestions"])
