@@ -17,12 +17,9 @@ whose model-state bytes (parameters, gradients, AdamW states) the probe must rep
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 #: (catalog model, config overrides, method, batch, seq, gradient checkpointing)
@@ -153,43 +150,12 @@ def run_case(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="benchmarks/gpu/results_training.json")
-    args = ap.parse_args()
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        print(f"skipped: {e.name} is not installed (needs torch + transformers + CUDA)")
-        return 0
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA GPU visible")
-        return 0
-    env = {
-        "gpu": torch.cuda.get_device_name(0),
-        "gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "driver": subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip(),
-    }
-    results = []
-    for case in CASES:
-        try:
-            results.append(run_case(*case))
-        except Exception as e:  # a failing case is recorded, not fatal
-            results.append({"model": case[0], "error": f"{type(e).__name__}: {e}"[:500]})
-        print(json.dumps(results[-1]), flush=True)
-    with open(args.out, "w") as f:
-        json.dump({"environment": env, "results": results}, f, indent=1)
-    print(f"wrote {args.out}")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _suite import run_suite
+
+    return run_suite(
+        __doc__.splitlines()[0], "benchmarks/gpu/results_training.json", CASES, run_case
+    )
 
 
 if __name__ == "__main__":
