@@ -6,6 +6,11 @@ import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
+from oomkit.cli.train_options import (
+    TrainOptions,
+    reject_inference_options,
+    training_options,
+)
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 
 __all__ = ["plan_command", "render_plan"]
@@ -55,6 +60,7 @@ __all__ = ["plan_command", "render_plan"]
 )
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
+@training_options
 def plan_command(
     model: str,
     gpus: tuple[str, ...],
@@ -72,6 +78,7 @@ def plan_command(
     runtime_version: str | None,
     offline: bool,
     as_json: bool,
+    training: TrainOptions,
 ) -> int:
     """Find the best configuration of MODEL that fits your GPU(s), and the command to run it.
 
@@ -81,6 +88,11 @@ def plan_command(
     """
     from oomkit.planner.core import plan
     from oomkit.planner.request import PlanRequest
+
+    reject_inference_options(click.get_current_context(), training)
+    if training.method is not None:
+        hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
+        return _plan_training(model, training, hardware, offline=offline, as_json=as_json)
 
     request = PlanRequest(
         runtime=runtime,
@@ -103,6 +115,78 @@ def plan_command(
     else:
         click.echo(render_plan(result))
     return EXIT_OK if result.fits else EXIT_NEGATIVE
+
+
+def _plan_training(
+    model: str, training: TrainOptions, hardware: object, *, offline: bool, as_json: bool
+) -> int:
+    """``plan MODEL --train ...``: the run as asked if it fits, else the changes that make it
+    fit (oomkit.planner.training), each with its per-GPU peak and launch command."""
+    import dataclasses
+
+    from oomkit.api import load_model
+    from oomkit.estimate.training import estimate_training
+    from oomkit.estimate.training_emit import emit_text
+    from oomkit.planner.training import TrainingChange, suggest_training_changes
+    from oomkit.serialize import SCHEMA_VERSION
+    from oomkit.spec.hardware import Hardware
+    from oomkit.units import format_bytes
+
+    assert isinstance(hardware, Hardware)
+    settings = training.to_settings(tp=None, overhead_bytes=None)
+    n_gpus = len([d for d in hardware.devices if d.backend != "cpu"])
+    if n_gpus > 1 and training.gpus in (1, n_gpus):
+        settings = dataclasses.replace(settings, gpus=n_gpus)
+    spec = load_model(model, offline=True if offline else None)
+    est = estimate_training(spec, settings, hardware)
+    if est.fits:
+        plans = [TrainingChange(changes=("as asked",), settings=settings, estimate=est)]
+    else:
+        plans = suggest_training_changes(spec, settings, hardware)
+    launcher = "torchrun"  # the DeepSpeed/FSDP config: `oomkit estimate ... --emit deepspeed`
+
+    def peak(p: TrainingChange) -> int:
+        return max((d.total_bytes for d in p.estimate.devices), default=0)
+
+    if as_json:
+        print_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "model": spec.name,
+                "training": True,
+                "fits": bool(plans),
+                "plans": [
+                    {
+                        "changes": list(p.changes),
+                        "settings": dataclasses.asdict(p.settings),
+                        "peak_bytes": peak(p),
+                        "peak_phase": p.estimate.runtime_details.get("peak_phase"),
+                        "command": emit_text(launcher, spec, p.settings),
+                    }
+                    for p in plans
+                ],
+            }
+        )
+    else:
+        cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
+        click.echo(f"{spec.name}: {settings.method} fine-tuning on {n_gpus} GPU(s)")
+        if not plans:
+            click.echo(
+                "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
+                f"{format_bytes(cap)}; more GPUs (--gpus/--nodes) are needed."
+            )
+        for i, p in enumerate(plans):
+            head = "Plan" if i == 0 else f"Alternative {i}"
+            phase = p.estimate.runtime_details.get("peak_phase")
+            click.echo(
+                f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
+                f"of {format_bytes(cap)} (in {phase})"
+            )
+            click.echo(f"  run: {emit_text(launcher, spec, p.settings)}")
+            if p.settings.zero or p.settings.fsdp:
+                kind = "deepspeed" if p.settings.zero else "fsdp"
+                click.echo(f"  config: add --emit {kind} to the estimate command with these flags")
+    return EXIT_OK if plans else EXIT_NEGATIVE
 
 
 def render_plan(result: object) -> str:
