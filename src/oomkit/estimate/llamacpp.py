@@ -470,8 +470,9 @@ def _estimate(
         *w_notes,
         *c_notes,
         f"weights: {w_source}",
-        f"llama.cpp behaviour of late 2025 (b7000+): n_ctx padded to 256, "
-        f"{'unified' if params.kv_unified else str(params.n_stream) + ' stream(s)'} KV cache",
+        f"n_ctx {params.n_ctx_requested} -> {params.n_ctx} cells "
+        f"({'unified' if params.kv_unified else str(params.n_stream) + ' stream(s)'} KV cache; "
+        "the llama.cpp generation modelled is named above)",
     )
     rd: dict[str, object] = {
         "n_ctx": params.n_ctx,
