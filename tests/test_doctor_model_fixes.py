@@ -434,3 +434,22 @@ def test_cli_bad_quant_is_reported_not_hidden(runner: CliRunner) -> None:
     assert res.exit_code == 0  # the diagnosis stands
     assert "Warning: fix provider" in res.stderr
     assert "Q4_K_M" in res.stderr
+
+
+def test_kv_stage_failure_is_not_compared_with_the_weights() -> None:
+    """A cudaMalloc the log ties to llama_kv_cache_init is the KV cache, not the weights."""
+    log = (
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 16384.00 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+        "llama_kv_cache_init: failed to allocate buffer for kv cache\n"
+    )
+    hw = Hardware(devices=(DeviceTarget(name="NVIDIA GeForce RTX 4090", capacity_bytes=24 * GiB),))
+    d = diagnose_text(
+        log,
+        model=load_model("llama-3.1-8b"),
+        hardware=hw,
+        settings=InferenceSettings(quant="Q4_K_M", ctx=131072),
+    )
+    assert d.cause == "kv_cache_or_context"
+    assert d.fixes
+    assert not any("failed weights allocation" in f.why for f in d.fixes)

@@ -501,8 +501,10 @@ def _calibrate(case: Case, e: OomEvent, ctx: LogContext) -> tuple[InferenceSetti
     name = case.hardware.devices[case.device].name if d is not None else ""
     logged = ctx.device_buffers("model").get(name)
     what = "model buffer"
-    if logged is None and not ctx.buffers and e.requested_bytes:
-        # nothing allocated yet: llama.cpp allocates the weights first, so this is them
+    if logged is None and not ctx.buffers and e.requested_bytes and e.stage in (None, "weights"):
+        # nothing allocated yet and no later stage named: llama.cpp allocates the weights
+        # first, so this is them (a failure the log ties to the KV cache or the compute
+        # buffer is not)
         logged, what = e.requested_bytes, "failed weights allocation"
     if d is not None and logged and abs(d.weights_bytes - logged) > logged // 7:
         notes.append(
