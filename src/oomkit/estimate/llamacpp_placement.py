@@ -166,55 +166,6 @@ def place_weights(
     tied_embeddings: bool = False,
     split_mode: str = "layer",
 ) -> Placement:
-    """Assign each weight to a buffer (see :func:`_place_weights`); memoised for tuples."""
-
-    def place() -> Placement:
-        return _place_weights(
-            tensors,
-            n_layer=n_layer,
-            params=params,
-            gpus=gpus,
-            tensor_split=tensor_split,
-            n_cpu_moe=n_cpu_moe,
-            tied_embeddings=tied_embeddings,
-            split_mode=split_mode,
-        )
-
-    if not isinstance(tensors, tuple):
-        return place()
-    key = (
-        id(tensors),
-        n_layer,
-        params.n_gpu_layers,
-        params.mmap,
-        params.options,
-        tuple(gpus),
-        None if tensor_split is None else tuple(tensor_split),
-        n_cpu_moe,
-        tied_embeddings,
-        split_mode,
-    )
-    hit = _PLACEMENTS.get(key)
-    if hit is not None and hit[0] is tensors:
-        return hit[1]
-    placement = place()
-    if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
-        _PLACEMENTS.clear()
-    _PLACEMENTS[key] = (tensors, placement)
-    return placement
-
-
-def _place_weights(
-    tensors: Sequence[tuple[TensorInfo, str, int]],
-    *,
-    n_layer: int,
-    params: LlamaCppParams,
-    gpus: Sequence[DeviceTarget],
-    tensor_split: Sequence[float] | None = None,
-    n_cpu_moe: int = 0,
-    tied_embeddings: bool = False,
-    split_mode: str = "layer",
-) -> Placement:
     """Assign each (tensor, ggml type, bytes) to a buffer; sizes as ``load_tensors`` logs them.
 
     ``tensors`` must be in GGUF file order (the mmap range depends on it). With
@@ -222,6 +173,23 @@ def _place_weights(
     weights go to the ``CUDA_Split`` buffer type, which spreads their rows over the GPUs in
     ``tensor_split`` proportions (ggml-cuda ``ggml_backend_cuda_split_buffer_type``).
     """
+    key: tuple[object, ...] | None = None
+    if isinstance(tensors, tuple):  # memoised: see _PLACEMENTS
+        key = (
+            id(tensors),
+            n_layer,
+            params.n_gpu_layers,
+            params.mmap,
+            params.options,
+            tuple(gpus),
+            None if tensor_split is None else tuple(tensor_split),
+            n_cpu_moe,
+            tied_embeddings,
+            split_mode,
+        )
+        hit = _PLACEMENTS.get(key)
+        if hit is not None and hit[0] is tensors:
+            return hit[1]
     row = split_mode == "row" and len(gpus) > 1
     layer_gpus = gpus[:1] if row else gpus
     per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, layer_gpus, tensor_split)
@@ -335,7 +303,7 @@ def _place_weights(
     layer_dev = tuple(
         "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
     )
-    return Placement(
+    placement = Placement(
         tensors=tuple(placed),
         layer_device=layer_dev,
         output_device="cpu" if out_gpu is None else f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
@@ -343,6 +311,11 @@ def _place_weights(
         buffer_device=buffer_device,
         n_offloaded=n_off,
     )
+    if key is not None:
+        if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
+            _PLACEMENTS.clear()
+        _PLACEMENTS[key] = (tensors, placement)
+    return placement
 
 
 def _dev_prefix(dev: DeviceTarget) -> str:
