@@ -19,6 +19,7 @@ Sizes are whatever the caller gives (``ggml_nbytes``); each is padded to the buf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["GraphSim", "Node", "simulate_gallocr"]
@@ -41,6 +42,8 @@ class GraphSim:
     """A graph under construction (nodes in execution order)."""
 
     nodes: list[Node] = field(default_factory=list)
+    #: node index at which each transformer layer starts (filled by the graph builder)
+    layer_starts: list[int] = field(default_factory=list)
 
     def add(self, node: Node) -> int:
         self.nodes.append(node)
@@ -117,8 +120,23 @@ class _DynAlloc:
         blocks.insert(j, [offset, size])
 
 
-def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
-    """High-water mark in bytes of allocating ``graph`` with ggml-alloc's algorithm."""
+def simulate_gallocr(
+    graph: GraphSim,
+    alignment: int = 32,
+    *,
+    snapshot_at: Sequence[int] = (),
+    relative_from: int = 0,
+    snapshots: list[object] | None = None,
+) -> int:
+    """High-water mark in bytes of allocating ``graph`` with ggml-alloc's algorithm.
+
+    With ``snapshot_at`` (node indices, ascending) and a ``snapshots`` list, the allocator's
+    state just before each of those nodes is appended to ``snapshots``: the free blocks and every
+    live allocation as (offset, size, node), where nodes from ``relative_from`` on are named
+    relative to the snapshot point (so that the same tensor role in two repeats of a layer
+    pattern compares equal). :func:`oomkit.estimate.llamacpp_compute.periodic_compute_bytes`
+    uses it to prove that a stack of identical layers has reached a steady state.
+    """
     nodes = graph.nodes
     n = len(nodes)
     n_children = [0] * n
@@ -175,7 +193,20 @@ def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
                 allocate(p)
         if nd.is_input and nd.srcs:
             allocate(nd_i)
+    points = list(snapshot_at) if snapshots is not None else []
+    points.reverse()
     for i, nd in enumerate(nodes):
+        if points and points[-1] == i:
+            points.pop()
+            assert snapshots is not None
+            live = tuple(
+                sorted(
+                    (offset[j], nodes[j].size, j if j < relative_from else j - i)
+                    for j in range(n)
+                    if allocated[j]
+                )
+            )
+            snapshots.append((tuple(tuple(b) for b in alloc.blocks), live))
         allocate(i)
         for p in nd.srcs:
             n_children[p] -= 1

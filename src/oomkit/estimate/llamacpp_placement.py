@@ -23,6 +23,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
 from oomkit.spec.hardware import DeviceTarget, device_label
@@ -44,8 +45,9 @@ GGUF_ALIGNMENT = 32  # general.alignment default (gguf.h GGUF_DEFAULT_ALIGNMENT)
 REPACK_TYPES: frozenset[str] = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "Q8_0"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlacedTensor:
+class PlacedTensor(NamedTuple):
+    """One weight and the buffer it lives in (a tuple: one is made per tensor per placement)."""
+
     name: str
     type_name: str
     ne0: int
@@ -65,6 +67,8 @@ class Placement:
     buffers: dict[str, int] = field(default_factory=dict)  # buffer name -> bytes
     buffer_device: dict[str, str] = field(default_factory=dict)  # buffer name -> device
     n_offloaded: int = 0  # "offloaded N/(n_layer+1) layers to GPU"
+    #: tensors per device ("cpu", "cuda:0" ...), counted once when the placement is made
+    tensor_counts: dict[str, int] = field(default_factory=dict)
 
     def device_bytes(self, device: str) -> int:
         """Sum of the buffers on ``device`` as llama.cpp logs them."""
@@ -207,6 +211,9 @@ def place_weights(
         cpu_buffer = f"{names[0].rstrip('0123456789')}_Host"
     else:
         cpu_buffer = "CPU"
+    dev_ids = [f"{_dev_prefix(g)}:{i}" for i, g in enumerate(gpus)]
+    dev_backend = {d: g.backend for d, g in zip(dev_ids, gpus, strict=True)}
+    dev_backend["cpu"] = "cpu"
     placed: list[PlacedTensor] = []
     offset = 0
     cpu_ranges: list[tuple[int, int]] = []
@@ -216,7 +223,7 @@ def place_weights(
         offset += -(-n_bytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
         if t.layer is not None and t.layer < n_layer:
             gi = per_layer[t.layer]
-            if gi is not None and _is_expert(t.name) and t.layer < n_cpu_moe:
+            if gi is not None and t.layer < n_cpu_moe and _is_expert(t.name):
                 gi = None
         elif _is_output(t.name):
             gi = out_gpu
@@ -255,7 +262,7 @@ def place_weights(
                     n_bytes=n_bytes,
                     layer=t.layer,
                     buffer=names[gi],
-                    device=f"{_dev_prefix(gpus[gi])}:{gi}",
+                    device=dev_ids[gi],
                 )
             )
         if tied_embeddings and t.name == "token_embd.weight" and out_gpu is not None:
@@ -268,7 +275,7 @@ def place_weights(
                     n_bytes=n_bytes,
                     layer=None,
                     buffer=names[out_gpu],
-                    device=f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
+                    device=dev_ids[out_gpu],
                 )
             )
         elif tied_embeddings and t.name == "token_embd.weight" and not use_mmap:
@@ -288,9 +295,7 @@ def place_weights(
     for p in placed:
         if p.buffer == "CPU_Mapped":
             continue
-        backend = "cpu"
-        if p.device != "cpu":
-            backend = gpus[int(p.device.split(":")[1])].backend
+        backend = dev_backend[p.device]
         buffers[p.buffer] = buffers.get(p.buffer, 0) + backend_alloc_bytes(
             p.type_name, p.ne0, p.n_bytes, backend
         )
@@ -300,6 +305,9 @@ def place_weights(
         buffer_device["CPU_Mapped"] = "cpu"
     if row:
         _split_rows(placed, buffers, buffer_device, gpus, names, tensor_split)
+    counts: dict[str, int] = {}
+    for p in placed:
+        counts[p.device] = counts.get(p.device, 0) + 1
     layer_dev = tuple(
         "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
     )
@@ -310,6 +318,7 @@ def place_weights(
         buffers=buffers,
         buffer_device=buffer_device,
         n_offloaded=n_off,
+        tensor_counts=counts,
     )
     if key is not None:
         if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
