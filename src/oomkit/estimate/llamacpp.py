@@ -195,10 +195,8 @@ def _predicted_weights(
     # the catalog models' replays were done at build time (same function, same inputs)
     types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
     if types is not None:
-        rows = tuple(
-            (t, ty, GGML_TYPES[ty].tensor_bytes(t.n_params))
-            for t, ty in zip(tensors, types, strict=True)
-        )
+        nbytes = {ty: GGML_TYPES[ty].tensor_bytes for ty in set(types)}
+        rows = tuple((t, ty, nbytes[ty](t.n_params)) for t, ty in zip(tensors, types, strict=True))
     else:
         rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
     return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)

@@ -242,28 +242,12 @@ def place_weights(
                 buf = "CPU_REPACK"
             elif use_mmap:
                 cpu_ranges.append((start, start + n_bytes))
-            placed.append(
-                PlacedTensor(
-                    name=t.name,
-                    type_name=type_name,
-                    ne0=ne0,
-                    n_bytes=n_bytes,
-                    layer=t.layer,
-                    buffer=buf,
-                    device="cpu",
-                )
-            )
+            # positional: one tuple per tensor per placement (name, type, ne0, bytes, layer,
+            # buffer, device)
+            placed.append(PlacedTensor(t.name, type_name, ne0, n_bytes, t.layer, buf, "cpu"))
         else:
             placed.append(
-                PlacedTensor(
-                    name=t.name,
-                    type_name=type_name,
-                    ne0=ne0,
-                    n_bytes=n_bytes,
-                    layer=t.layer,
-                    buffer=names[gi],
-                    device=dev_ids[gi],
-                )
+                PlacedTensor(t.name, type_name, ne0, n_bytes, t.layer, names[gi], dev_ids[gi])
             )
         if tied_embeddings and t.name == "token_embd.weight" and out_gpu is not None:
             # the output reuses the embedding matrix, duplicated onto the output device
