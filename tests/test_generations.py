@@ -29,7 +29,8 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "0.4.2", "v0-2023-no-record-stream"),
         ("vllm", "0.6.3", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
-        ("vllm", "0.8.5", "v1-2025"),
+        ("vllm", "0.8.5", "v1-2025-global"),
+        ("vllm", "0.9.2", "v1-2025"),
         ("vllm", "2025-12", "current"),
         ("llama.cpp", "2024-06", "2024"),
         ("llama.cpp", "b4500", "2024"),
@@ -126,7 +127,7 @@ def test_vllm_generations_change_the_kv_pool() -> None:
         v: _est("llama-3.1-8b", runtime_version=v, **kw).runtime_details["engine"]
         for v in ("0.6.3", "0.8.5")
     }
-    assert engines == {"0.6.3": "v0-2024", "0.8.5": "v1-2025"}
+    assert engines == {"0.6.3": "v0-2024", "0.8.5": "v1-2025-global"}
     # 0.6.3 charges the CUDA context to the budget: fewer blocks than 0.6.5+
     assert blocks["0.6.3"] < blocks["0.7.0"]
     assert len(set(blocks.values())) >= 4
@@ -151,7 +152,7 @@ def test_generation_is_echoed() -> None:
     e = _est("llama-3.1-8b", runtime="vllm", ctx=8192, runtime_version="0.8.5")
     gen = e.runtime_details["generation"]
     assert isinstance(gen, dict)
-    assert gen["label"] == "vLLM V1 (0.8-0.10)"
+    assert gen["label"] == "vLLM V1 (0.8.0-0.9.0)"
     assert gen["requested"] == "0.8.5"
 
 
@@ -170,7 +171,7 @@ def test_doctor_reads_the_version_line() -> None:
     # the user's own version wins over the log's
     user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
     notes = diagnose_text(log, settings=user).notes
-    assert any("vLLM V1 (0.8-0.10)" in n for n in notes)
+    assert any("vLLM V1 (0.8.0-0.9.0)" in n for n in notes)
 
 
 def test_vllm_before_mla_caches_deepseek_as_full_heads() -> None:

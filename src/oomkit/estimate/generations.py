@@ -287,14 +287,26 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
             ),
             _g(
                 "vllm",
-                "v1-2025",
-                "vLLM V1 (0.8-0.10)",
+                "v1-2025-global",
+                "vLLM V1 (0.8.0-0.9.0)",
                 "2025-03-18",
                 "0.8.0",
-                "vllm-project/vllm v0.8.0 release (V1 engine on by default)",
+                "vllm-project/vllm v0.8.0 release (V1 engine on by default; its worker charges "
+                "total - free - torch allocated, PR #10528)",
                 "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
-                "CUDA graphs captured in the 1 - util headroom; until PR #18974 (0.9.1) memory "
-                "held by other processes on the GPU was charged as non-torch",
+                "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
+                "is charged: the CUDA context and the memory of other processes",
+                vllm_engine="v1-2025-global",
+            ),
+            _g(
+                "vllm",
+                "v1-2025",
+                "vLLM V1 (0.9.1-0.10)",
+                "2025-06-10",
+                "0.9.1",
+                "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
+                "only this instance's non-torch increase since init is charged: other processes "
+                "on the GPU no longer shrink the KV cache",
                 vllm_engine="v1-2025",
             ),
             _g(
