@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -213,3 +216,45 @@ def test_ollama_engine_generation_uses_ollamarunner_and_flash_attention() -> Non
     assert new.runtime_details["ollama"]["flash_attention"] is True
     # without flash attention the compute buffer holds the n_ctx-wide KQ matrix
     assert old.devices[0].activations_bytes > new.devices[0].activations_bytes
+
+
+def test_every_generation_has_evidence_that_resolves() -> None:
+    """Each generation names a test comparing it with its neighbour, a real run of the verdict
+    set whose outcome turns on it, or a public log; every test and run reference exists."""
+    root = Path(__file__).parents[1]
+    runs = {
+        json.loads(ln)["id"]
+        for part in ("dev", "dev2")
+        for ln in (root / "tests/fixtures/verdict_runs" / f"{part}.jsonl").read_text().splitlines()
+        if ln.strip()
+    }
+    for rt, gens in GENERATIONS.items():
+        for gen in gens:
+            assert gen.evidence, f"{rt} {gen.key}: no log or test shows the difference"
+            for ref in gen.evidence:
+                kind, _, what = ref.partition(":")
+                if kind == "test":
+                    path, _, func = what.partition("::")
+                    assert f"def {func}(" in (root / path).read_text(), ref
+                elif kind == "run":
+                    assert what in runs, ref
+                else:
+                    assert kind == "log", ref
+                    assert what.startswith("https://github.com/"), ref
+
+
+def test_vllm_current_charges_its_graph_estimate() -> None:
+    """PR #30515: the CUDA-graph estimate is subtracted from ceil(total x 0.92); 0.9.1-0.10
+    captured graphs afterwards in the headroom of total x 0.9."""
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 8192}
+    old = _est("llama-3.1-8b", runtime_version="0.10.1", **kw)
+    new = _est("llama-3.1-8b", runtime_version="0.11.0", **kw)
+    ro, rn = old.runtime_details, new.runtime_details
+    assert (ro["engine"], rn["engine"]) == ("v1-2025", "current")
+    assert (ro["cudagraph_charged"], rn["cudagraph_charged"]) == (False, True)
+    cap = HW.devices[0].capacity_bytes
+    assert cap is not None
+    budget = math.ceil(cap * 0.92) - int(cap * 0.9)
+    act = rn["activation_peak_bytes"] - ro["activation_peak_bytes"]  # FlashInfer sampler
+    expected = budget - rn["cudagraph_bytes"] - act
+    assert rn["available_kv_cache_bytes"] - ro["available_kv_cache_bytes"] == expected
