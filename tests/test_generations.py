@@ -258,3 +258,10 @@ def test_vllm_current_charges_its_graph_estimate() -> None:
     act = rn["activation_peak_bytes"] - ro["activation_peak_bytes"]  # FlashInfer sampler
     expected = budget - rn["cudagraph_bytes"] - act
     assert rn["available_kv_cache_bytes"] - ro["available_kv_cache_bytes"] == expected
+
+
+def test_runtime_version_is_not_reported_as_ignored() -> None:
+    """Every runtime with generations reads --runtime-version: no 'ignored by' note for it."""
+    for rt, version in (("vllm", "0.8.5"), ("llama.cpp", "b4500"), ("ollama", "0.5.7")):
+        e = _est("qwen2.5-7b", runtime=rt, runtime_version=version)
+        assert not any("runtime_version" in a for a in e.assumptions), rt

@@ -158,6 +158,8 @@ def test_vllm_graphs_captured_after_the_kv_cache_widen_the_device_band() -> None
     )
     assert graphs.level == "tight"
     assert any("CUDA graphs captured after the KV cache" in t for t in _terms(graphs))
+    assert graphs.safe_change is not None
+    assert "--enforce-eager" in graphs.safe_change
     assert eager.level == "fits"
     assert not any("CUDA graphs" in t for t in _terms(eager))
     # today's vLLM charges its graph estimate to the budget: no such term
@@ -174,6 +176,8 @@ def test_vllm_v1_before_0_9_1_charges_other_processes() -> None:
     fixed = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.9.2", **kw))
     assert v1.level == "tight"
     assert any("other processes" in t for t in _terms(v1))
+    assert v1.safe_change is not None
+    assert "0.9.1" in v1.safe_change
     assert v0.level == "fits"
     assert fixed.level == "fits"
     # at the default util nothing says the GPU is shared

@@ -246,6 +246,10 @@ def _ollama_reserve(est: Estimate, device: str) -> int:
     return value if isinstance(value, int) else 0
 
 
+_GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
+_OTHER_TENANTS = "other processes' memory"
+
+
 def _vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
     """CUDA graphs captured in the ``1 - util`` headroom after the KV cache: the span of a
     capture above the modelled pool (vLLM: "CUDA graphs can take additional 1~3 GiB")."""
@@ -258,7 +262,7 @@ def _vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
     span = CUDAGRAPH_POOL_MAX - modelled
     if span <= 0:
         return None
-    return ("CUDA graphs captured after the KV cache (vLLM: 1~3 GiB per GPU)", span)
+    return (f"{_GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
 
 
 def _vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
@@ -271,7 +275,7 @@ def _vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
     if not isinstance(util, float) or not isinstance(default, float) or util >= default:
         return None
     label = (
-        f"other processes' memory, charged by this vLLM generation (util {util:.2f} "
+        f"{_OTHER_TENANTS}, charged by this vLLM generation (util {util:.2f} "
         f"leaves up to {format_bytes(int((default - util) * capacity))} to them)"
     )
     return label, int((default - util) * capacity)
@@ -348,6 +352,11 @@ def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     ctx = est.settings.get("ctx")
     if need <= 0 or not isinstance(ctx, int) or ctx <= 0:
         return None
+    top = m.terms[0][0] if m.terms else ""
+    if est.runtime == "vllm" and top.startswith(_OTHER_TENANTS):
+        return "vLLM 0.9.1+ or VLLM_USE_V1=0 (only this instance's memory is charged, PR #18974)"
+    if est.runtime == "vllm" and top.startswith(_GRAPHS_AFTER_KV):
+        return "--enforce-eager (no CUDA graphs to capture in the headroom)"
     d = next((x for x in est.devices if x.device == m.device), None)
     if d is None:
         return None
