@@ -100,8 +100,15 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     vram = parse_size(rec["vram"]) if rec.get("vram") else None
     n = settings.tp or 1
     hw = hardware_for(gpus, vram_bytes=vram, n_devices=n)
+    before = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
     os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
-    est = estimate(rec["model"], settings, hw, offline=True)
+    try:
+        est = estimate(rec["model"], settings, hw, offline=True)
+    finally:  # the relaxed check is this record's, not the caller's
+        if before is None:
+            del os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"]
+        else:
+            os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = before
     plat = Platform(
         os=rec.get("os"),
         display=rec.get("display"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -80,6 +81,8 @@ def test_scorer_reads_any_named_part(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert [r["id"] for r in mod.load("freshpart")] == [rec["id"]]
     with pytest.raises(SystemExit, match="parts: freshpart"):
         mod.load("nosuchpart")
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
     res = mod.score(mod.load("freshpart"), verbose=False)
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in os.environ  # no leak into the caller
     assert res["rows"]["ALL"]["n"] == 1
     assert not res["errors"]
