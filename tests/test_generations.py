@@ -29,7 +29,8 @@ def _est(model: str, **kw: Any) -> Estimate:
     ("runtime", "version", "key"),
     [
         ("vllm", "0.2.5", "v0-2023"),
-        ("vllm", "0.4.2", "v0-2023-no-record-stream"),
+        ("vllm", "0.2.7", "v0-2023-no-record-stream"),
+        ("vllm", "0.4.2", "v0-2024-init-free"),
         ("vllm", "0.6.3", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
         ("vllm", "0.8.5", "v1-2025-global"),
@@ -265,3 +266,16 @@ def test_runtime_version_is_not_reported_as_ignored() -> None:
     for rt, version in (("vllm", "0.8.5"), ("llama.cpp", "b4500"), ("ollama", "0.5.7")):
         e = _est("qwen2.5-7b", runtime=rt, runtime_version=version)
         assert not any("runtime_version" in a for a in e.assumptions), rt
+
+
+def test_vllm_before_pr_2863_charges_all_gpu_memory() -> None:
+    """0.2.5-0.3.0 charged total - free after profiling (the CUDA context too, PR #2031); from
+    PR #2863 (0.3.1) the free memory at init is the baseline: more KV blocks, by the context."""
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 4096}
+    old = _est("llama-2-7b", runtime_version="0.3.0", **kw).runtime_details
+    new = _est("llama-2-7b", runtime_version="0.3.1", **kw).runtime_details
+    assert old["charges_other_processes"] is True
+    assert new["charges_other_processes"] is False
+    assert old["non_torch_bytes"] > new["non_torch_bytes"]
+    freed = old["non_torch_bytes"] - new["non_torch_bytes"]
+    assert new["available_kv_cache_bytes"] - old["available_kv_cache_bytes"] == freed

@@ -40,6 +40,7 @@ from datetime import date
 from types import MappingProxyType
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.generation_evidence import EVIDENCE
 
 __all__ = [
     "GENERATIONS",
@@ -71,84 +72,6 @@ class Generation:
     evidence: tuple[str, ...] = ()
 
 
-_TG = "test:tests/test_generations.py::"
-_TV = "test:tests/test_verdict.py::"
-_VLLM = "log:https://github.com/vllm-project/vllm/"
-#: (runtime, key) -> evidence; tests/test_generations.py checks that every reference resolves
-_EVIDENCE: dict[tuple[str, str], tuple[str, ...]] = {
-    ("llama.cpp", "2024"): (
-        _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
-        _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",
-        "run:lcpp-10052-llama32-1b-iq3m-2080-128k-nofa",
-        "run:lcpp-10052-llama32-1b-iq3m-2080-128k-fa",
-    ),
-    ("llama.cpp", "2025-04-mla"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
-    ("llama.cpp", "2025-05-swa"): (
-        _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",
-        _TG + "test_llamacpp_streams_and_padding",
-    ),
-    ("llama.cpp", "2025-07-streams"): (_TG + "test_llamacpp_streams_and_padding",),
-    ("llama.cpp", "2025-08-fa-auto"): (
-        _TG + "test_llamacpp_flash_attention_off_by_default_before_pr_15434",
-    ),
-    ("llama.cpp", "2025-11-pad256"): (_TG + "test_llamacpp_streams_and_padding",),
-    ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
-    ("ollama", "llama-runner-2k"): (
-        _TG + "test_ollama_old_runner_defaults",
-        "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-23l",
-        "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-20l",
-    ),
-    ("ollama", "llama-runner-4k"): (
-        _TG + "test_ollama_old_runner_defaults",
-        "run:ollama-10855-gemma3-27b-4090-1070-20k",
-    ),
-    ("ollama", "engine-0.12"): (
-        _TG + "test_ollama_engine_generation_uses_ollamarunner_and_flash_attention",
-    ),
-    ("vllm", "v0-2023"): (
-        _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
-        _VLLM + "pull/2031 (Llama-2-70B TP4: 31615 -> 20865 GPU blocks)",
-        "run:vllm-2031-llama2-70b-tp4-a100",
-    ),
-    ("vllm", "v0-2023-no-record-stream"): (
-        _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
-    ),
-    ("vllm", "v0-2024"): (
-        _TG + "test_vllm_generations_change_the_kv_pool",
-        _VLLM + "issues/10517 (0.6.4: non_torch_memory 0.35 GiB, the CUDA context included)",
-        "run:vllm-10517-llama31-8b-3090-29k",
-    ),
-    ("vllm", "v0-2025"): (
-        _TG + "test_vllm_generations_change_the_kv_pool",
-        _VLLM + "pull/12126 (non_torch_memory 0.16 GiB: the increase since init only)",
-    ),
-    ("vllm", "v0-2025-mla"): (
-        _TG + "test_vllm_before_mla_caches_deepseek_as_full_heads",
-        "run:vllm-17431-qwen3-8b-a800-u04-v0",
-    ),
-    ("vllm", "v1-2025-global"): (
-        _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
-        _VLLM + "pull/14419 (util 0.2 next to a process holding 70%: 'No available memory')",
-        "run:vllm-17431-qwen3-8b-a800-u04-v1",
-        "run:vllm-17469-qwen3-30b-a3b-4xa10-graphs",
-    ),
-    ("vllm", "v1-2025"): (
-        _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
-        _VLLM + "pull/21429 (0.10 on H200: non-torch increase 2.04 GiB, torch peak 5.62 GiB)",
-        "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
-    ),
-    ("vllm", "current"): (
-        _TG + "test_vllm_current_charges_its_graph_estimate",
-        "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
-        "0.36 GiB total' charged to the budget)",
-    ),
-    ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
-    ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),
-    ("transformers", "full-logits"): (_TG + "test_transformers_full_logits_before_4_45",),
-    ("transformers", "logits-to-keep"): (_TG + "test_transformers_full_logits_before_4_45",),
-}
-
-
 def _g(
     runtime: str,
     key: str,
@@ -168,7 +91,7 @@ def _g(
         change=change,
         memory=memory,
         effects=MappingProxyType(effects),
-        evidence=_EVIDENCE.get((runtime, key), ()),
+        evidence=EVIDENCE.get((runtime, key), ()),
     )
 
 
@@ -315,22 +238,37 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "vLLM V0 (0.2.5)",
                 "2023-12-13",
                 "0.2.5",
-                "vllm-project/vllm PR #2031 (peak = init free - free)",
-                "profile charges the caching allocator's reserve; with TP the record_stream'd "
-                "all-reduce inputs stay reserved; profile batch max(max_model_len, 2048); "
-                "DeepSeek MLA cached as full 256-dim K/V heads (no latent cache before 0.7.1)",
-                vllm_engine="v0-2023",
+                "vllm-project/vllm PR #2031 (peak = total - free after profiling)",
+                "profile charges the caching allocator's reserve and every other byte on the GPU "
+                "(CUDA context, other processes); with TP the record_stream'd all-reduce inputs "
+                "stay reserved; profile batch max(max_model_len, 2048); DeepSeek MLA cached as "
+                "full 256-dim K/V heads (no latent cache before 0.7.1)",
+                vllm_engine="v0-2023-total",
                 mla_latent_kv=False,
             ),
             _g(
                 "vllm",
                 "v0-2023-no-record-stream",
-                "vLLM V0 (0.2.6-0.6.2)",
+                "vLLM V0 (0.2.6-0.3.0)",
                 "2023-12-17",
                 "0.2.6",
                 "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
-                "the profile still charges the allocator's reserve, but TP all-reduce inputs are "
-                "no longer held by record_stream until the NCCL stream syncs",
+                "the profile still charges the allocator's reserve and all GPU memory, but TP "
+                "all-reduce inputs are no longer held by record_stream until the NCCL stream syncs",
+                vllm_engine="v0-2023-total",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2024-init-free",
+                "vLLM V0 (0.3.1-0.6.2)",
+                "2024-02-14",
+                "0.3.1",
+                "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
+                "at init is no longer charged; merged 2024-02-14, first in 0.3.1)",
+                "the CUDA context and other processes' memory at init are not charged; the "
+                "profile still charges the allocator's reserve and NCCL's buffers",
                 vllm_engine="v0-2023",
                 mla_latent_kv=False,
                 nccl_record_stream=False,

@@ -36,9 +36,14 @@ collectives and are charged as non-torch growth in every generation.
   (total - free - allocated)`` so every non-torch byte on the GPU is charged, the CUDA context
   included. Without chunked prefill the profile batch is ``max(max_model_len, 2048)`` tokens;
   above 32K ``max_model_len`` the OpenAI server turns chunked prefill on (2048 tokens).
-* ``v0-2023`` (PR #2031, vLLM 0.2.x): ``peak = init_free - free`` after the profile run, i.e.
-  the caching allocator's reserve. With TP, ``torch.distributed.all_reduce`` records its input
-  on the NCCL stream (before ``TORCH_NCCL_AVOID_RECORD_STREAMS=1``, set later in
+* ``v0-2023-total`` (PR #2031, vLLM 0.2.5-0.3.0): ``peak = total - free`` after the profile
+  run (``torch.cuda.mem_get_info``), i.e. the caching allocator's reserve plus every other byte
+  on the GPU: the CUDA context and other processes' memory. ``v0-2023`` (PR #2863, "Fix memory
+  profiling when GPU is used by multiple processes", 0.3.1-0.6.2): ``peak = init_free - free``
+  with ``init_free`` taken in ``Worker.init_device`` once the context exists: the allocator's
+  reserve and NCCL's buffers only ("we assume that the other processes using the same GPU did
+  not change their memory usage during the profiling"). With TP, ``torch.distributed.all_reduce``
+  records its input on the NCCL stream (before ``TORCH_NCCL_AVOID_RECORD_STREAMS=1``, set later in
   ``Worker.init_device``), so every all-reduced ``[T, h]`` activation stays reserved until the
   stream syncs: up to ``(2 L + 1) x T x h x dtype`` per rank.
 
@@ -154,9 +159,21 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             hybrid_kv_groups=False,
             charges_other_processes=True,
         ),
+        "v0-2023-total": VllmEngine(
+            name="v0-2023-total",
+            summary="0.2.5-0.3.0 (PR #2031): total x 0.9 - (total - free after profiling)",
+            default_util=0.9,
+            chunked_prefill=False,
+            flashinfer_sampler=False,
+            charges_cuda_context=True,
+            reserved_peak=True,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=False,
+            charges_other_processes=True,
+        ),
         "v0-2023": VllmEngine(
             name="v0-2023",
-            summary="0.2.x (PR #2031): total x 0.9 - (init free - free after profiling)",
+            summary="0.3.1-0.6.2 (PR #2863): total x 0.9 - (init free - free after profiling)",
             default_util=0.9,
             chunked_prefill=False,
             flashinfer_sampler=False,
