@@ -41,8 +41,9 @@ vLLM terms that come from how a generation allocates (``oomkit.estimate.vllm_eng
   PR #30515) must fit in the ``1 - gpu_memory_utilization`` headroom; vLLM's own warning puts a
   capture at "1~3 GiB memory per GPU": the span above the modelled pool is in the device band
   (``CUDAGRAPH_POOL_MAX``). With ``--enforce-eager`` there is none.
-* Generations that charge the memory of other processes to the budget (0.6.3-0.6.4, PR #9352;
-  V1 0.8.0-0.9.0 until PR #18974): a ``gpu_memory_utilization`` below the default says the GPU is
+* Generations that charge the memory of other processes to the budget (0.2.5-0.3.0, PR #2031
+  until PR #2863; 0.6.3-0.6.4, PR #9352 until PR #10511; V1 0.8.0-0.9.0 until PR #18974): a
+  ``gpu_memory_utilization`` below the default says the GPU is
   shared, and what the user leaves to the other tenants, ``(default - util) x total``, may be
   charged to this instance's pool: it is in the pool margin's band.
 """
@@ -353,8 +354,9 @@ def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     if need <= 0 or not isinstance(ctx, int) or ctx <= 0:
         return None
     top = m.terms[0][0] if m.terms else ""
-    if est.runtime == "vllm" and top.startswith(_OTHER_TENANTS):
-        return "vLLM 0.9.1+ or VLLM_USE_V1=0 (only this instance's memory is charged, PR #18974)"
+    fix = est.runtime_details.get("other_processes_fix")
+    if est.runtime == "vllm" and top.startswith(_OTHER_TENANTS) and isinstance(fix, str) and fix:
+        return fix
     if est.runtime == "vllm" and top.startswith(_GRAPHS_AFTER_KV):
         return "--enforce-eager (no CUDA graphs to capture in the headroom)"
     d = next((x for x in est.devices if x.device == m.device), None)

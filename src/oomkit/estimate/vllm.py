@@ -94,6 +94,7 @@ class VllmPlan:
     cudagraph_charged: bool
     #: memory of other processes on the GPU is charged to this instance (0.6.3-0.6.4, V1 0.8.x)
     charges_other_processes: bool
+    other_processes_fix: str
     default_util: float
     kv_pool_bytes: int | None
     bytes_per_token: int
@@ -310,6 +311,7 @@ def plan_vllm(
         cudagraph_bytes=graphs,
         cudagraph_charged=eng.charges_cudagraphs,
         charges_other_processes=eng.charges_other_processes,
+        other_processes_fix=eng.other_processes_fix,
         default_util=eng.default_util,
         kv_pool_bytes=pool,
         bytes_per_token=per_tok,
@@ -459,6 +461,7 @@ def estimate_vllm(
         "cudagraph_bytes": p0.cudagraph_bytes,
         "cudagraph_charged": p0.cudagraph_charged,
         "charges_other_processes": p0.charges_other_processes,
+        "other_processes_fix": p0.other_processes_fix,
         "default_util": p0.default_util,
         "kv_cache_groups": p0.kv_groups,
         "engine": p0.engine,

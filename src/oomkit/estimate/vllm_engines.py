@@ -93,6 +93,8 @@ class VllmEngine:
     hybrid_kv_groups: bool
     #: memory other processes hold on the GPU is charged to this instance's budget
     charges_other_processes: bool = False
+    #: the release that stops charging it (the verdict's safe change), when it does
+    other_processes_fix: str = ""
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -135,6 +137,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cudagraphs=False,
             hybrid_kv_groups=True,
             charges_other_processes=True,
+            other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
         ),
         "v0-2025": VllmEngine(
             name="v0-2025",
@@ -158,6 +161,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cudagraphs=False,
             hybrid_kv_groups=False,
             charges_other_processes=True,
+            other_processes_fix="vLLM 0.6.5+ (PR #10511: per-instance budget)",
         ),
         "v0-2023-total": VllmEngine(
             name="v0-2023-total",
@@ -170,6 +174,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cudagraphs=False,
             hybrid_kv_groups=False,
             charges_other_processes=True,
+            other_processes_fix="vLLM 0.3.1+ (PR #2863: free memory at init as the baseline)",
         ),
         "v0-2023": VllmEngine(
             name="v0-2023",
