@@ -109,7 +109,9 @@ def ignored_settings(settings: InferenceSettings, runtime: str) -> tuple[str, ..
         return ()
     out = []
     for f in dataclasses.fields(settings):
-        if f.name == "runtime" or f.name in used:
+        if f.name in ("runtime", "runtime_version") or f.name in used:
+            # runtime_version picks the generation of every runtime listed here
+            # (oomkit.estimate.generations), so no runtime ignores it
             continue
         if getattr(settings, f.name) is not None:
             out.append(f.name)

@@ -92,6 +92,10 @@ class VllmPlan:
     cudagraph_bytes: int
     #: whether this engine subtracts the CUDA-graph estimate from the KV budget
     cudagraph_charged: bool
+    #: memory of other processes on the GPU is charged to this instance (0.6.3-0.6.4, V1 0.8.x)
+    charges_other_processes: bool
+    other_processes_fix: str
+    default_util: float
     kv_pool_bytes: int | None
     bytes_per_token: int
     kv_groups: int
@@ -306,6 +310,9 @@ def plan_vllm(
         non_torch_why=nt_why,
         cudagraph_bytes=graphs,
         cudagraph_charged=eng.charges_cudagraphs,
+        charges_other_processes=eng.charges_other_processes,
+        other_processes_fix=eng.other_processes_fix,
+        default_util=eng.default_util,
         kv_pool_bytes=pool,
         bytes_per_token=per_tok,
         kv_groups=1 if b is None else b.groups,
@@ -452,6 +459,10 @@ def estimate_vllm(
         "activation_peak_bytes": p0.activation_bytes + p0.pinned_allreduce_bytes,
         "non_torch_bytes": p0.non_torch_bytes,
         "cudagraph_bytes": p0.cudagraph_bytes,
+        "cudagraph_charged": p0.cudagraph_charged,
+        "charges_other_processes": p0.charges_other_processes,
+        "other_processes_fix": p0.other_processes_fix,
+        "default_util": p0.default_util,
         "kv_cache_groups": p0.kv_groups,
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
