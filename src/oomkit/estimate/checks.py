@@ -68,6 +68,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cache_type_k",
             "cache_type_v",
             "tp",
+            "pp",
             "gpu_memory_utilization",
             "max_num_seqs",
             "max_num_batched_tokens",
@@ -84,6 +85,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cache_type_k",
             "cache_type_v",
             "tp",
+            "pp",
             "mem_fraction_static",
             "overhead_bytes",
         }
