@@ -98,7 +98,7 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     )
     gpus = parse_gpu_list(rec["gpu"])
     vram = parse_size(rec["vram"]) if rec.get("vram") else None
-    n = settings.tp or 1
+    n = (settings.tp or 1) * (settings.pp or 1)  # one GPU per tensor x pipeline rank
     hw = hardware_for(gpus, vram_bytes=vram, n_devices=n)
     before = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
     os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
