@@ -190,6 +190,9 @@ class LogContext:
     frame_text: str | None = None
     parameter_bytes: int | None = None  # XLA "parameter allocation"
     deepspeed_allocated_bytes: tuple[int, ...] = ()
+    # deciding log facts (parse_families) --------------------------------------------------------
+    imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
+    allocation_limit: str | None = None  # a driver's per-allocation limit was what failed
     notes: tuple[str, ...] = ()
 
     def device_buffers(self, kind: str) -> dict[str, int]:

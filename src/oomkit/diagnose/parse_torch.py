@@ -73,6 +73,11 @@ _OLD = re.compile(
 _BARE = re.compile(
     r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\.(?: Tried to allocate " + sz("req") + ")?"
 )
+# a pasted fragment that starts at the request (no prefix, no numbers after it); MPS's second
+# line "Tried to allocate N on shared pool" belongs to the MPS message before it
+_FRAGMENT = re.compile(
+    r"^(?:[\w.]{1,60}: )?Tried to allocate " + sz("req") + r"(?![\w ]{0,4}on (?:shared|private))"
+)
 _SELF = re.compile(r"this process has " + sz("self") + " memory in use")
 _PROC = re.compile(r"Process (?P<pid>\d{1,10}) has " + sz("used") + " memory in use")
 _ALLOWED = re.compile(sz("allowed") + " allowed;")
@@ -362,6 +367,20 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             if ev is not None:
                 events.append(ev)
                 skip_until = i + 1
+                continue
+            frag = _FRAGMENT.match(lines.cleaned(i))
+            if frag is not None and not (i and "out of memory" in text[i - 1]):
+                # a bare "Tried to allocate 2.00 GiB" (older or cut pastes): the request only
+                events.append(
+                    OomEvent(
+                        runtime=_RT,
+                        kind=_backend_of(lines.cleaned(i)).lower() + "_oom",
+                        format="pytorch_partial",
+                        line=line_no,
+                        text=lines.cleaned(i)[:600],
+                        requested_bytes=size_of(frag, "req", _RT),
+                    )
+                )
                 continue
         if "out of memory" in raw:
             if "MPS backend out of memory" in raw:

@@ -1,0 +1,261 @@
+"""Diagnosis of the families of :mod:`oomkit.diagnose.parse_families`, and the log facts that
+override a single message's reading (docs/doctor-causes.md, sections 1 and 4).
+
+* A serving engine's KV-pool message (``Not enough memory for KV cache, try reducing
+  --num-pages``): the pool is sized from the tokens/pages asked for -> ``kv_cache_or_context``.
+* MLC's static memory plan exceeded: the buffers were planned at compile time for the configured
+  context window / prefill chunk; the input needs more than planned -> ``kv_cache_or_context``
+  (device memory is not what ran out; the input length is the lever).
+* LM Studio's guardrail: its estimate for the model at the current settings exceeds what is free
+  *now* (models it keeps loaded and other apps count against it). With no figure stated, what
+  decides is whether anything else is loaded; an estimate of NaN is the estimator failing.
+* cuBLAS handle creation outside PyTorch: the same reading as PyTorch's ``*_ALLOC_FAILED``.
+* CUDA context creation failing with out-of-memory: context creation is this process's first
+  allocation on the device, so nothing of this process is there yet -> other processes (or a
+  MIG slice / a card already full) hold the memory.
+* Ollama's own placement (``offload to cuda ... memory.available ... memory.required``) followed
+  by a CUDA out-of-memory: Ollama put as many layers on the GPU as its estimate allowed and the
+  estimate was short -> ``model_too_large`` (too many layers for the card), fix ``num_gpu``.
+
+Log facts (:func:`decide_by_log_facts`): PyTorch DataParallel's ``There is an imbalance between
+your GPUs`` warning makes the OOM ``multi_gpu_imbalance`` (the weaker GPU gets the same share);
+a driver's per-allocation limit (``Requested buffer size exceeds device memory allocation
+limit``) makes it ``unknown`` (not capacity: one buffer is larger than the driver allows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, generic, size_text
+
+__all__ = ["analyze_families", "decide_by_log_facts"]
+
+
+def _fb(n: int | None) -> str:
+    return size_text(n)
+
+
+def _kv_pool(e: OomEvent) -> Analysis:
+    flags = f" (the message points at {e.detail})" if e.detail else ""
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.6,
+        explanation="The serving engine could not allocate its KV-cache pool" + flags + ": the "
+        "pool is sized from the pages/tokens (context x concurrent sequences) it was asked to "
+        "hold, and that many do not fit beside the weights. If it still fails with a small "
+        "pool, the weights are the cause instead.",
+        fixes=(
+            generic(
+                "Ask for a smaller KV pool",
+                "the pool is linear in the tokens it holds (pages x page size).",
+                (
+                    "--num-pages <half>   /   --num-tokens 4096",
+                    "--max-total-tokens 8192   # SGLang",
+                    "--context-length 8192 / --max-model-len 8192",
+                ),
+            ),
+            generic(
+                "Quantize the KV cache",
+                "fp8 KV takes half of fp16.",
+                ("--kv-cache-dtype fp8_e5m2   # SGLang", "--kv-cache-dtype fp8   # vLLM"),
+            ),
+        ),
+    )
+
+
+def _mlc_plan(e: OomEvent) -> Analysis:
+    x, r = e.requested_bytes, e.total_bytes
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.55,
+        explanation=f"MLC's static memory plan was exceeded: the input needs {_fb(x)} in a region "
+        f"planned at {_fb(r)}. MLC plans these buffers when the model is compiled, for the "
+        "configured context window / prefill chunk, so an input longer than that fails even "
+        "with free GPU memory: the input length is the lever, not the device. If it still fails "
+        "with a short prompt, the plan itself (a bug) is the cause instead.",
+        fixes=(
+            generic(
+                "Keep prompts within the compiled length, or compile for a longer one",
+                "the planned region covers context_window_size / prefill_chunk_size tokens.",
+                (
+                    "mlc_llm gen_config ... --context-window-size 8192 --prefill-chunk-size 4096",
+                    "shorten the prompt / --eval-prompt-len below the compiled length",
+                ),
+            ),
+        ),
+    )
+
+
+def _guardrail(e: OomEvent) -> Analysis:
+    fix_unload = generic(
+        "Unload the models LM Studio keeps loaded, then load again",
+        "the guardrail compares its estimate with the memory free right now.",
+        ("lms ps", "lms unload --all"),
+    )
+    fix_ctx = generic(
+        "Load with a shorter context length (or a smaller quant)",
+        "the estimate covers the weights plus the KV cache for the context length.",
+        ("lms load <model> --context-length 8192", "pick a Q4_K_M quant"),
+    )
+    fix_guard = generic(
+        "Relax the model-loading guardrail",
+        "only when the estimate is wrong: the system may freeze if it is right.",
+        ("Settings > Model loading guardrails: Relaxed / Off",),
+    )
+    if e.detail == "estimate NaN":
+        return Analysis(
+            cause="unknown",
+            confidence=0.5,
+            explanation="LM Studio's load guardrail estimated NaN bytes for this model: its "
+            "estimator failed (an architecture it does not size), not the memory. Relaxing the "
+            "guardrail or updating LM Studio would confirm it.",
+            fixes=(fix_guard, fix_unload),
+        )
+    if e.requested_bytes is not None:
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.45,
+            explanation=f"LM Studio's load guardrail estimates {_fb(e.requested_bytes)} for this "
+            "model at the current settings (weights plus the KV cache of the context length) "
+            "and that exceeds the memory free now. A shorter context length would decide "
+            "between the weights and the context.",
+            fixes=(fix_ctx, fix_unload, fix_guard),
+        )
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.4,
+        explanation="LM Studio's load guardrail refused the model: its estimate for the model at "
+        "these settings exceeds the RAM/VRAM free right now, and models LM Studio keeps "
+        "loaded (and other apps) count against it. What would decide: `lms ps` — if it still "
+        "refuses with nothing else loaded, the model or its context length is too large instead.",
+        fixes=(fix_unload, fix_ctx, fix_guard),
+    )
+
+
+def _context_create(e: OomEvent) -> Analysis:
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.55,
+        explanation="Creating the CUDA context ran out of memory. The context is this process's "
+        "first allocation on the device, so none of the device's memory is this process's yet: "
+        "other processes (another job, another user on a shared machine) hold it, or the device "
+        "is a small MIG slice. Run `oomkit gpus` (or nvidia-smi) to see who holds it.",
+        fixes=(
+            generic(
+                "Find and stop what else holds the GPU",
+                "the memory was taken before this process allocated anything.",
+                (
+                    "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                    "kill <pid>   # a stale job of yours",
+                ),
+            ),
+        ),
+    )
+
+
+def _ollama_overcommit(e: OomEvent, ctx: LogContext) -> Analysis:
+    avail = sum(ctx.ollama_available_bytes)
+    need = ctx.ollama_required_partial_bytes or ctx.ollama_required_full_bytes
+    layers, total = ctx.ollama_layers_offload, ctx.ollama_layers_model
+    margin = avail - need if need is not None else None
+    expl = (
+        f"Ollama placed {layers}"
+        + (f" of {total}" if total else "")
+        + f" layers on the GPU from its own estimate ({_fb(need)} needed of {_fb(avail)} "
+        f"available"
+        + (f", {_fb(margin)} to spare" if margin is not None else "")
+        + "), then the GPU ran out of memory: the estimate was short, so more layers went to "
+        "the GPU than fit. If it still fails with fewer layers, the context (KV) is the cause "
+        "instead."
+    )
+    fixes: list[Fix] = []
+    if layers and layers > 1:
+        fixes.append(
+            Fix(
+                title=f"Put fewer layers on the GPU: num_gpu {layers - 1}",
+                why=f"one layer fewer than Ollama's {layers} leaves one layer's weights of "
+                "headroom for the estimate's error.",
+                commands=(f"/set parameter num_gpu {layers - 1}", f'"num_gpu": {layers - 1}'),
+                expected_saving_bytes=None,
+            )
+        )
+    fixes.append(
+        generic(
+            "Reserve headroom for the estimate's error",
+            "OLLAMA_GPU_OVERHEAD (bytes) makes the scheduler leave memory free per GPU.",
+            ("OLLAMA_GPU_OVERHEAD=1073741824 ollama serve",),
+        )
+    )
+    return Analysis(cause="model_too_large", confidence=0.55, explanation=expl, fixes=tuple(fixes))
+
+
+def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
+    if e.runtime == "serving" and e.kind == "no_kv_pool":
+        return _kv_pool(e)
+    if e.kind == "static_plan_exceeded":
+        return _mlc_plan(e)
+    if e.kind == "guardrail":
+        return _guardrail(e)
+    if e.kind == "cuda_error_oom" and e.stage == "context_create":
+        return _context_create(e)
+    if e.runtime == "cuda" and e.kind == "library_alloc_failed":
+        from oomkit.diagnose.rules_torch import analyze_torch
+
+        return analyze_torch(e, ctx)
+    if (
+        e.kind == "cuda_error_oom"
+        and e.requested_bytes is None
+        and ctx.ollama_available_bytes
+        and ctx.ollama_layers_offload
+    ):
+        return _ollama_overcommit(e, ctx)
+    return None
+
+
+def decide_by_log_facts(result: Analysis, ctx: LogContext) -> Analysis:
+    """Log facts that outrank the single message's reading (section 4 of doctor-causes.md)."""
+    if result.cause == "host_ram":
+        return result
+    if ctx.allocation_limit:
+        return Analysis(
+            cause="unknown",
+            confidence=0.6,
+            explanation=result.explanation + " But the driver says the request exceeds its "
+            f"per-allocation limit ({ctx.allocation_limit[:160]}): one buffer is larger than the "
+            "device allows in a single allocation (Vulkan maxMemoryAllocationSize / "
+            "maxBufferSize), which is not a lack of total memory.",
+            fixes=(
+                generic(
+                    "Make the single buffer smaller",
+                    "compute buffers scale with the micro-batch; weight buffers with the split.",
+                    ("-ub 256 -b 512", "update llama.cpp (newer builds split weight buffers)"),
+                ),
+                generic(
+                    "Use another backend for this device",
+                    "the CUDA/ROCm backends have no Vulkan per-allocation limit.",
+                    ("a CUDA / ROCm build of llama.cpp",),
+                ),
+                *result.fixes,
+            ),
+        )
+    if ctx.imbalance_warning:
+        return Analysis(
+            cause="multi_gpu_imbalance",
+            confidence=0.6,
+            explanation=result.explanation + " PyTorch's DataParallel warned that the GPUs are "
+            f"unequal ({ctx.imbalance_warning[:120]}): DataParallel gives every GPU the same "
+            "share and gathers outputs on GPU 0, so the smaller GPU runs out first.",
+            fixes=(
+                generic(
+                    "Exclude the weaker GPU",
+                    "DataParallel splits the batch evenly whatever each GPU holds.",
+                    ("CUDA_VISIBLE_DEVICES=1 python train.py", "DataParallel(device_ids=[1])"),
+                ),
+                *result.fixes,
+            ),
+        )
+    return replace(result)
