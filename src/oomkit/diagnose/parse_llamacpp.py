@@ -309,6 +309,10 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 text=m.group(0)[:400],
                 requested_bytes=to_int(m.group("n")),
                 buffer_name="CPU",
+                # the KV-cache init failure printed right after names the buffer that failed
+                stage="kv_cache"
+                if _KV_FAIL_NEXT.search(" ".join(lines.text[i + 1 : i + 3]))
+                else None,
             )
         m = _VK_FAIL.search(line)
         if m is not None:
@@ -471,6 +475,9 @@ def _merge(events: list[OomEvent]) -> list[OomEvent]:
             continue
         out.append(ev)
     return out
+
+
+_KV_FAIL_NEXT = re.compile(r"failed to allocate buffer for kv cache|kv_cache_init\(\) failed")
 
 
 def parse_llamacpp(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:

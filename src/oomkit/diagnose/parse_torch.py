@@ -86,7 +86,7 @@ _ALLOC = re.compile(
     + sz("alloc")
     + r" is allocated by PyTorch, (?:with "
     + sz("pools")
-    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and "
+    + r" allocated in private pools \(e\.g\., (?:CUDA|HIP) Graphs\), )?and "
     + sz("runalloc")
     + " is reserved by PyTorch but unallocated"
 )
@@ -160,6 +160,17 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "optimizer_step",
         ("optimizer.step(", "in _single_tensor_adam", "in _multi_tensor_adam", "torch/optim/"),
     ),
+    (
+        # a serving engine's request loop: the weights and the KV pool were placed at start-up
+        # (vLLM engine/worker loops, TGI's router span for a request)
+        "serving_step",
+        (
+            "in run_engine_loop",
+            "in engine_step",
+            "in run_busy_loop",
+            "in step_async",
+        ),
+    ),
     ("generate", (".generate(", "in generate", "in _sample", "in greedy_search")),
     ("forward", ("in forward", "empty_strided_cuda", "in _call_impl", ".forward(")),
 )
@@ -169,6 +180,8 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # ("Capturing the model for CUDA graphs", "Capturing CUDA graph shapes"), SGLang ("Capture cuda
 # graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
 _WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
+# Log lines of a serving engine's request path (TGI router spans, vLLM's async engine errors)
+_SERVING = ("Request failed during generation", "prefill{id=", "decode{id=", "async_llm_engine.py")
 _GRAPH_CAPTURE = (
     "Capturing the model for CUDA graphs",
     "Capturing CUDA graph",
@@ -188,6 +201,8 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             continue
         if "arm" in raw and has_any(raw, _WARMUP):
             found.setdefault("warmup", clean(raw)[:300])
+        if has_any(raw, _SERVING):
+            found.setdefault("serving_step", clean(raw)[:300])
         if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
             continue
         for phase, needles in _PHASES:

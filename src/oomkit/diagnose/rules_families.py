@@ -192,6 +192,29 @@ def _ollama_overcommit(e: OomEvent, ctx: LogContext) -> Analysis:
     return Analysis(cause="model_too_large", confidence=0.55, explanation=expl, fixes=tuple(fixes))
 
 
+def _host_kv(e: OomEvent, ctx: LogContext) -> Analysis:
+    from oomkit.diagnose.rules_llamacpp import kv_fixes
+
+    ctx_text = f" at n_ctx={ctx.n_ctx}" if ctx.n_ctx else ""
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.7,
+        explanation=f"llama.cpp could not allocate the {_fb(e.requested_bytes)} KV cache"
+        f"{ctx_text} in host RAM (the next line names the KV cache): the KV cache is linear "
+        "in the context, so the context length is the lever; host RAM is only where it "
+        "was placed.",
+        fixes=(
+            *kv_fixes(ctx, e.requested_bytes, None),
+            Fix(
+                title="Free host RAM",
+                why=f"the failing host KV buffer is {_fb(e.requested_bytes)}.",
+                commands=("free -h",),
+                expected_saving_bytes=None,
+            ),
+        ),
+    )
+
+
 def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
     if e.runtime == "serving" and e.kind == "no_kv_pool":
@@ -200,6 +223,8 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _mlc_plan(e)
     if e.kind == "guardrail":
         return _guardrail(e)
+    if e.runtime == "llama.cpp" and e.kind == "host_alloc_failed" and e.stage == "kv_cache":
+        return _host_kv(e, ctx)
     if e.kind == "cuda_error_oom" and e.stage == "context_create":
         return _context_create(e)
     if e.runtime == "cuda" and e.kind == "library_alloc_failed":

@@ -53,6 +53,7 @@ _FRAME_ALLOC = {
     "optimizer_step": "optimizer_step",
     "cuda_graph_capture": "activations_forward",
     "warmup": "activations_forward",
+    "serving_step": "activations_forward",
     "generate": "kv_pool",
 }
 _KIND_ALLOC = {
@@ -85,6 +86,7 @@ _FRAME_PHASE = {
     "generate": "inference",
     "cuda_graph_capture": "warmup",
     "warmup": "warmup",
+    "serving_step": "inference",
 }
 _STAGE_PHASE = {
     "weights": "load",
