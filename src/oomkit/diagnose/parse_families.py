@@ -65,7 +65,15 @@ _ALLOC_LIMIT = re.compile(
     r"limit",
     re.IGNORECASE,
 )
+# training/eval progress before the failure: tqdm "k/N [..., x it/s]" and "Epoch E" (loading and
+# download bars excluded)
+_TQDM = re.compile(r"\b(?P<k>\d{1,9})/(?P<n>\d{1,9}) \[")
+_EPOCH = re.compile(r"\b[Ee]poch:? ?\[?(?P<e>\d{1,6})\b")
+_NOT_STEPS = ("Loading", "shards", "Fetching", "Downloading", "download", "Compiling")
 _NEEDLES = (
+    "it/s",
+    "s/it",
+    "poch",
     "KV cache",
     "kv cache",
     "KV-cache",
@@ -178,7 +186,8 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     """Find the families listed in the module docstring and the deciding log facts.
 
     Returns:
-        Events and context facts (``imbalance_warning``, ``allocation_limit``). Never raises.
+        Events and context facts (``imbalance_warning``, ``allocation_limit``,
+        ``completed_steps``). Never raises.
     """
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
@@ -193,4 +202,15 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         ev = _event(line, lines.number[i])
         if ev is not None:
             events.append(ev)
+        elif ("/s" in line or "poch" in line) and not any(w in line for w in _NOT_STEPS):
+            _steps(line, facts)
     return events, facts
+
+
+def _steps(line: str, facts: dict[str, Any]) -> None:
+    """Completed steps shown by a progress bar or an epoch counter (the largest seen)."""
+    done = [int(m.group("k")) for m in _TQDM.finditer(line) if int(m.group("k")) <= int(m["n"])]
+    # "Epoch E" counts from 0 or 1: E >= 2 means at least one whole epoch ran either way
+    done += [int(m.group("e")) - 1 for m in _EPOCH.finditer(line)]
+    if done and max(done) > (facts.get("completed_steps") or 0):
+        facts["completed_steps"] = max(done)

@@ -289,7 +289,7 @@ def diagnose(
             fixes=(),
         )
     result = _with_deciding_fact(
-        _with_growth(decide_by_log_facts(_analyze(primary, context), context), evs)
+        _with_growth(decide_by_log_facts(_analyze(primary, context), context, primary), evs)
     )
     others = [e for e in evs if e is not primary]
     explanation = result.explanation

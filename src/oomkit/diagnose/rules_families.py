@@ -241,10 +241,40 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
     return None
 
 
-def decide_by_log_facts(result: Analysis, ctx: LogContext) -> Analysis:
+_LOOP_KINDS = frozenset({"cuda_oom", "hip_oom", "xpu_oom", "mps_oom", "cuda_error_oom"})
+
+
+def decide_by_log_facts(
+    result: Analysis, ctx: LogContext, primary: OomEvent | None = None
+) -> Analysis:
     """Log facts that outrank the single message's reading (section 4 of doctor-causes.md)."""
     if result.cause == "host_ram":
         return result
+    steps = ctx.completed_steps or 0
+    if (
+        steps >= 2
+        and primary is not None
+        and primary.kind in _LOOP_KINDS
+        and result.cause in {"model_too_large", "unknown"}
+        and ctx.frame_phase not in {"model_load", "kv_cache_alloc"}
+    ):
+        return Analysis(
+            cause="leak_or_accumulation",
+            confidence=0.45,
+            explanation=result.explanation + f" The log shows {steps} completed steps before "
+            "this one, so what stays resident (weights, optimizer states) fit: a later step "
+            "failing means memory grew across steps (tensors kept alive, a growing cache) or "
+            "this step's input was larger. What would decide: torch.cuda.memory_allocated() "
+            "per step — rising means accumulation, flat means a larger input at this step.",
+            fixes=(
+                generic(
+                    "Stop keeping tensors alive across steps",
+                    "accumulate Python numbers, detach what you store, free per-step outputs.",
+                    ("total_loss += loss.item()", "history.append(out.detach().cpu())"),
+                ),
+                *result.fixes,
+            ),
+        )
     if ctx.allocation_limit:
         return Analysis(
             cause="unknown",

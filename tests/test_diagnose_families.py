@@ -1,0 +1,269 @@
+"""Families and cause mechanisms added after the corpus review (issue 9, docs/doctor-causes.md).
+
+Each case is a message in the runtime's own wording; the assertions check what the mechanism says
+(which allocation failed, what the numbers or the log say), so a rule keyed to one record's
+string would not pass the neighbouring cases.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from oomkit.diagnose.consistency import contradictions, hardware_top_fix
+from oomkit.diagnose.doctor import diagnose_text
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+RECOGNISED = [
+    ("RuntimeError: Out of workspace memory in AlignedAlloactor", "flashinfer_workspace"),
+    (
+        "fire_batch failed: only 0 bytes available in AlignedAllocator. Increase the workspace "
+        "buffer size.",
+        "flashinfer_workspace",
+    ),
+    ("AssertionError: Not enough memory for KV cache, try reducing --num-pages", None),
+    ("ggml_vulkan: Failed to allocate pinned memory.", "llama.cpp_pinned_alloc"),
+    ("Tried to allocate 2.00 GiB", "pytorch_partial"),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM", None),
+    ("Resource exhausted: OOM when allocating tensor with shape", "tf_oom_allocating_tensor"),
+    (
+        "W external/xla/xla/tsl/framework/bfc_allocator.cc:291] Allocator (GPU_0_bfc) ran out of "
+        "memory trying to allocate 1.00GiB with freed_by_count=0.",
+        "tf_bfc_allocator",
+    ),
+    ("Error: cuDNN isn't found FWD algo for convolution.", "cudnn_workspace"),
+    ("[1]    14875 killed     python main.py --low_vram", "linux_killed"),
+    ("Check failed: err == CUBLAS_STATUS_SUCCESS (1 vs. 0) : Create cublas handle failed", None),
+    ("Not enough resources to load the model with the current settings", "lmstudio_guardrail"),
+    (
+        "InternalError: Check failed: (offset + needed_size <= this->buffer.size) is false: "
+        "storage allocation failure, attempted to allocate 16785408 at offset 0 in region that "
+        "is 16777216bytes",
+        "mlc_storage_allocation_failure",
+    ),
+    ("error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErr", "metal_command_buffer"),
+    (
+        "numpy.core._exceptions._ArrayMemoryError: MemoryError: Unable to allocate 3.00 GiB for an "
+        "array with shape (1024, 1024, 768) and data type float32",
+        "numpy_memory_error",
+    ),
+    (
+        "ValueError: The current `device_map` had weights offloaded to the disk. Please provide "
+        "an `offload_folder` for them.",
+        "hf_device_map_disk_offload",
+    ),
+    (
+        "ValueError: To serve at least one request with the model's max seq len (1048576),\n"
+        "22.5 GiB KV cache is needed, which is larger than the available KV cache memory "
+        "(17.39 GiB).",
+        "vllm_v1_kv_capacity",
+    ),
+    (
+        "free memory on device cuda:0 (19.77/22.05 GiB) on startup is less than desired GPU "
+        "memory utilization (0.9, 19.84 GiB)",
+        "vllm_startup_free_memory",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "fmt"), RECOGNISED, ids=[c[0][:40] for c in RECOGNISED])
+def test_family_recognised(text: str, fmt: str | None) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert all(e.runtime != "generic" for e in d.events), [e.format for e in d.events]
+    if fmt is not None:
+        assert any(e.format == fmt for e in d.events), [e.format for e in d.events]
+    assert not contradictions(d)
+    assert not hardware_top_fix(d)
+
+
+def test_bfc_warning_that_is_not_a_failure_stays_silent() -> None:
+    d = diagnose_text(
+        "W bfc_allocator.cc:296] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+        "1.25GiB with freed_by_count=0. The caller indicates that this is not a failure, but may "
+        "mean that there could be performance gains if more memory were available."
+    )
+    assert not d.oom_found
+
+
+def test_kv_pool_message_is_the_context() -> None:
+    d = diagnose_text("AssertionError: Not enough memory for KV cache, try reducing --num-pages")
+    assert d.cause == "kv_cache_or_context"
+    assert d.allocation == "kv_pool"
+
+
+def test_context_creation_oom_is_someone_else() -> None:
+    # the context is the process's first allocation on the device: nothing of its own is there
+    d = diagnose_text(
+        "jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n"
+        "    at jcuda.driver.JCudaDriver.checkResult(JCudaDriver.java:337)\n"
+        "    at jcuda.driver.JCudaDriver.cuCtxCreate(JCudaDriver.java:1514)"
+    )
+    assert d.cause == "other_process_holding_memory"
+    plain = diagnose_text("jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY")
+    assert plain.cause == "unknown"
+
+
+def test_dataparallel_imbalance_warning_decides() -> None:
+    d = diagnose_text(
+        "UserWarning: There is an imbalance between your GPUs. You may want to exclude GPU 1 "
+        "which has less than 75% of the memory or cores of GPU 0.\n"
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 3.95 GiB total "
+        "capacity; 3.40 GiB already allocated; 1.12 MiB free; 3.45 GiB reserved in total by "
+        "PyTorch)"
+    )
+    assert d.cause == "multi_gpu_imbalance"
+    assert not hardware_top_fix(d)
+
+
+def test_vulkan_per_allocation_limit_is_not_capacity() -> None:
+    d = diagnose_text(
+        "ggml_vulkan: Requested buffer size exceeds device memory allocation limit: "
+        "ErrorOutOfDeviceMemory\n"
+        "alloc_tensor_range: failed to allocate Vulkan0 buffer of size 4697620480\n"
+        "llama_model_load: error loading model: unable to allocate Vulkan0 buffer"
+    )
+    assert d.cause == "unknown"
+    assert "per-allocation limit" in d.explanation
+
+
+def test_host_kv_cache_failure_is_the_context() -> None:
+    log = (
+        "llama_new_context_with_model: n_ctx      = {n}\n"
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {b}\n"
+        "llama_kv_cache_init: failed to allocate buffer for kv cache\n"
+    )
+    d = diagnose_text(log.format(n=1048576, b=137438953504))
+    assert d.cause == "kv_cache_or_context"
+    assert any("-c 524288" in c for f in d.fixes for c in f.commands)
+    # the same host buffer failing with no KV line after it is host RAM
+    weights = diagnose_text(
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 8589934592"
+    )
+    assert weights.cause == "host_ram"
+
+
+def test_fixed_runtime_buffers_are_not_memory_causes() -> None:
+    fi = diagnose_text(
+        "Buffer overflow when allocating memory for batch_prefill_tmp_v with size 283115520 and "
+        "alignment 16, but only 268435456 bytes available in AlignedAllocator."
+    )
+    assert fi.cause == "unknown"
+    assert fi.fixes  # the workspace / prefill levers are still given
+    pool = diagnose_text(
+        "ggml_new_object: not enough space in the context's memory pool (needed 10882896, "
+        "available 10650320)"
+    )
+    assert pool.cause == "unknown"
+
+
+def test_mlc_check_that_contradicts_its_numbers() -> None:
+    msg = (
+        "Insufficient GPU memory error: The available single GPU memory is {a} MB, which is less "
+        "than the sum of model weight size ({w} MB) and temporary buffer size ({t} MB)."
+    )
+    assert diagnose_text(msg.format(a="19314.976", w="51.083", t="106.819")).cause == "unknown"
+    assert (
+        diagnose_text(msg.format(a="20584.716", w="5977.188", t="15013.765")).cause
+        == "batch_or_activations"
+    )
+    assert diagnose_text(msg.format(a="4762.535", w="4958.468", t="609.312")).cause == (
+        "model_too_large"
+    )
+
+
+_NEW_MSG = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {x}. GPU 0 has a total "
+    "capacity of 44.53 GiB of which 263.25 MiB is free. Including non-PyTorch memory, this "
+    "process has 44.25 GiB memory in use. Of the allocated memory 40.62 GiB is allocated by "
+    "PyTorch, and 1.57 GiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_oom_in_a_serving_engine_loop_is_activations() -> None:
+    loop = (
+        "ERROR 04-27 09:07:04 [engine.py:160] " + _NEW_MSG.format(x="1.50 GiB") + "\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/vllm/engine/multiprocessing/engine.py", '
+        "line 221, in run_engine_loop\n"
+    )
+    d = diagnose_text(loop)
+    assert d.cause == "batch_or_activations"
+    assert d.phase == "inference"
+    # the same numbers with no phase: the small-request default
+    assert diagnose_text(_NEW_MSG.format(x="1.50 GiB")).cause == "model_too_large"
+
+
+def test_a_servers_memory_fraction_is_its_budget() -> None:
+    msg = (
+        "Server error: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 47.54 GiB total "
+        "capacity; 23.68 GiB already allocated; 23.44 GiB free; 23.77 GiB allowed; 23.77 GiB "
+        "reserved in total by PyTorch)"
+    )
+    served = diagnose_text("batch{batch_size=1}:prefill:prefill{id=13 size=1}: " + msg)
+    assert served.cause == "model_too_large"
+    assert served.fixes[0].title.startswith("Raise or remove the per-process memory fraction")
+    assert diagnose_text(msg).cause == "unknown"  # a user's/test harness's own cap
+
+
+def test_impossible_process_figure_is_ignored() -> None:
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB. GPU 0 has a "
+        "total capacity of 23.43 GiB of which 4.06 MiB is free. Including non-PyTorch memory, "
+        "this process has 0 bytes memory in use. Of the allocated memory 23.03 GiB is allocated "
+        "by PyTorch, and 15.67 MiB is reserved by PyTorch but unallocated."
+    )
+    assert d.cause != "other_process_holding_memory"
+    assert "is ignored" in d.explanation
+    assert "-23" not in d.explanation
+
+
+def test_oom_after_completed_steps_reads_as_growth() -> None:
+    msg = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 60.00 MiB (GPU 0; 6.00 GiB total "
+        "capacity; 4.11 GiB already allocated; 34.82 MiB free; 4.42 GiB reserved in total by "
+        "PyTorch)"
+    )
+    later = diagnose_text(
+        "Epoch 3:  45%|####5     | 450/1000 [05:12<06:20,  1.45it/s, loss=0.31]\n" + msg
+    )
+    assert later.cause == "leak_or_accumulation"
+    assert later.phase == "loop_later_iteration"
+    assert "memory_allocated() per step" in later.explanation
+    first = diagnose_text("Epoch 0:   0%|          | 0/1000 [00:00<?, ?it/s]\n" + msg)
+    assert first.cause == "model_too_large"
+    loading = diagnose_text(
+        "Loading checkpoint shards:  88%|########  | 7/8 [00:12<00:01,  1.84s/it]\n" + msg
+    )
+    assert loading.cause == "model_too_large"
+
+
+def test_ollama_placement_then_cuda_oom_is_too_many_layers() -> None:
+    d = diagnose_text(
+        'time=2024-08-02T14:39:38.621+05:00 level=INFO source=memory.go:309 msg="offload to '
+        'cuda" layers.requested=-1 layers.model=28 layers.offload=20 layers.split="" '
+        'memory.available="[7.3 GiB]" memory.required.full="9.6 GiB" '
+        'memory.required.partial="7.1 GiB" memory.required.kv="540.0 MiB" '
+        'memory.required.allocations="[7.1 GiB]" memory.weights.total="8.5 GiB"\n'
+        "CUDA error: out of memory\n"
+    )
+    assert d.cause == "model_too_large"
+    assert any("num_gpu 19" in f.title for f in d.fixes)
+
+
+def test_lmstudio_guardrail_readings() -> None:
+    bare = diagnose_text("Not enough resources to load the model with the current settings")
+    assert bare.cause == "other_process_holding_memory"
+    assert "lms ps" in bare.explanation
+    nan = diagnose_text(
+        "Error: Model loading was stopped due to insufficient system resources. Under the "
+        "current settings, this model requires approximately NaN undefined of memory"
+    )
+    assert nan.cause == "unknown"
+    sized = diagnose_text(
+        "Model loading was stopped due to insufficient system resources. Under the current "
+        "settings, this model requires approximately 273.25 GB of memory"
+    )
+    assert sized.cause == "model_too_large"
+    assert sized.events[0].requested_bytes == 273_250_000_000
