@@ -267,3 +267,18 @@ def test_lmstudio_guardrail_readings() -> None:
     )
     assert sized.cause == "model_too_large"
     assert sized.events[0].requested_bytes == 273_250_000_000
+
+
+def test_request_share_is_of_what_a_spilling_device_holds() -> None:
+    # Windows WDDM / unified memory: PyTorch holds 13.98 GiB on an 8 GiB card, so a 1002 MiB
+    # request is 7% of what the device holds, not 12% of the card: a small request
+    msg = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {x}. GPU 0 has a total "
+        "capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory {a} GiB is "
+        "allocated by PyTorch, and 129.48 MiB is reserved by PyTorch but unallocated."
+    )
+    spill = diagnose_text(msg.format(x="1002.00 MiB", a="13.98"))
+    assert spill.cause == "model_too_large"
+    assert "spills into system memory" in spill.explanation
+    fits = diagnose_text(msg.format(x="1002.00 MiB", a="6.98"))
+    assert fits.cause == "batch_or_activations"

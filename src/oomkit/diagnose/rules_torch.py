@@ -502,7 +502,15 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                 *_model_fixes()[:1],
             ),
         )
-    if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
+    # under the driver's system-memory fallback (Windows WDDM, unified memory) the device holds
+    # more than its capacity: the request's share is of what it holds, not of the card
+    t_eff = max(t, (a or 0) + (r or 0))
+    spill = (
+        f" PyTorch holds {_fb(t_eff)} on a {_fb(t)} card: the driver spills into system memory."
+        if t_eff > t
+        else ""
+    )
+    if x >= _BIG_REQUEST_SHARE * t_eff or x >= _LARGE_TENSOR:
         return Analysis(
             cause="batch_or_activations",
             confidence=0.55,
@@ -514,9 +522,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     return Analysis(
         cause="model_too_large",
         confidence=0.45,
-        explanation=base + tail + f" The request is small ({100 * x / t:.1f}% of the card) while "
-        f"{_fb(held)} is already held: what stays resident (weights, optimizer states, "
-        "persistent buffers) fills the GPU before this step." + _DECIDE_PHASE,
+        explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
+        f"what the device holds) while {_fb(held)} is already held: what stays resident "
+        "(weights, optimizer states, persistent buffers) fills the GPU before this step."
+        + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
     )
 
