@@ -43,6 +43,33 @@ RECOGNISED = [
         "mlc_storage_allocation_failure",
     ),
     ("error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErr", "metal_command_buffer"),
+    ("[metal::malloc] Resource limit (499000) exceeded.", "mlx_resource_limit"),
+    (
+        "[metal::malloc] Attempting to allocate 25769803776 bytes which is greater than the "
+        "maximum allowed buffer size of 17179869184 bytes.",
+        "mlx_max_buffer_size",
+    ),
+    ("RuntimeError: Invalid buffer size: 19.07 GB", "mps_invalid_buffer_size"),
+    ("ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfHostMemory", "vulkan_out_of_host_memory"),
+    (
+        "onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested "
+        "buffer of size 1073741824",
+        "onnxruntime_bfc_arena",
+    ),
+    (
+        "ResourceExhaustedError: Out of memory error on GPU 0. Cannot allocate 45.776367MB memory "
+        "on GPU 0, 44.376709GB memory has been allocated(actual using allocated memory "
+        "439.451172MB) and available memory is only 15.812500MB.",
+        "paddle_out_of_memory",
+    ),
+    (
+        "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes "
+        "(allocated so far: 15,032,385,536 bytes).",
+        "cupy_out_of_memory",
+    ),
+    ("RuntimeError: CUDA failed with error out of memory", "ctranslate2_cuda_failed"),
+    ("RuntimeError: CUDA driver error: out of memory", "cuda_error_out_of_memory"),
+    ("ERROR: failed to allocate KV cache", "kv_pool_not_enough_memory"),
     (
         "numpy.core._exceptions._ArrayMemoryError: MemoryError: Unable to allocate 3.00 GiB for an "
         "array with shape (1024, 1024, 768) and data type float32",
@@ -282,3 +309,32 @@ def test_request_share_is_of_what_a_spilling_device_holds() -> None:
     assert "spills into system memory" in spill.explanation
     fits = diagnose_text(msg.format(x="1002.00 MiB", a="6.98"))
     assert fits.cause == "batch_or_activations"
+
+
+def test_framework_allocators_read_like_pytorchs() -> None:
+    msg = (
+        "Out of memory error on GPU 0. Cannot allocate {x} memory on GPU 0, {a} memory has been "
+        "allocated and available memory is only {f}."
+    )
+    big = diagnose_text(msg.format(x="15.503906GB", a="28.770508GB", f="10.815613GB"))
+    assert big.cause == "batch_or_activations"
+    assert big.events[0].requested_bytes == round(15.503906 * GiB)  # Paddle's GB is 2**30
+    small = diagnose_text(msg.format(x="128.000000MB", a="23.431824GB", f="97.625000MB"))
+    assert small.cause == "model_too_large"
+
+
+def test_metal_per_buffer_limits_are_not_capacity() -> None:
+    d = diagnose_text("RuntimeError: Invalid buffer size: 19.07 GB")
+    assert d.cause == "unknown"
+    assert d.events[0].requested_bytes == round(19.07 * GiB)
+    assert "per-buffer limit" in d.explanation
+
+
+def test_bracket_progress_counts_as_completed_steps() -> None:
+    d = diagnose_text(
+        "Epoch: [0] [  19/6250] mem_allocated: 5268 MB mem_reserved: 10415 MB\n"
+        "RuntimeError: CUDA out of memory. Tried to allocate 60.00 MiB (GPU 0; 6.00 GiB total "
+        "capacity; 4.11 GiB already allocated; 34.82 MiB free; 4.42 GiB reserved in total by "
+        "PyTorch)"
+    )
+    assert d.cause == "leak_or_accumulation"

@@ -39,10 +39,44 @@ from oomkit.diagnose.text import Lines, needles_re, size_of, sz
 __all__ = ["parse_families"]
 
 _KV_NOMEM = re.compile(
-    r"(?:not enough|insufficient) (?:gpu |device )?memory (?:for|to allocate) (?:the )?"
-    r"kv[ -]?cache",
+    r"(?:(?:not enough|insufficient) (?:gpu |device )?memory (?:for|to allocate) |"
+    r"failed to allocate )(?:the )?kv[ -]?cache\b",
     re.IGNORECASE,
 )
+# Apple MLX (mlx/backend/metal/allocator.cpp): a buffer-count limit and a per-buffer limit
+_MLX_COUNT = re.compile(r"\[metal::malloc\] Resource limit \((?P<n>\d{1,12})\) exceeded")
+_MLX_BUFFER = re.compile(
+    r"\[metal::malloc\] Attempting to allocate (?P<x>\d{1,20}) bytes which is greater than the "
+    r"maximum allowed buffer size of (?P<m>\d{1,20}) bytes"
+)
+# PyTorch MPS: one buffer above Metal's maxBufferLength
+_MPS_BUFFER = re.compile(r"Invalid buffer size: (?P<v>\d{1,9}(?:\.\d{1,4})?) ?(?P<u>[KMGT]?B)\b")
+_VK_HOST = re.compile(r"ErrorOutOfHostMemory|VK_ERROR_OUT_OF_HOST_MEMORY")
+# ONNX Runtime BFC arena
+_ORT = re.compile(
+    r"Failed to allocate memory for requested buffer of size (?P<x>\d{1,20})|Available memory "
+    r"of (?P<a>\d{1,20}) is smaller than requested bytes of (?P<x2>\d{1,20})"
+)
+# PaddlePaddle: "Out of memory error on GPU 0. Cannot allocate 1.000000GB memory on GPU 0,
+# 15.000000GB memory has been allocated and available memory is only 500.000000MB."
+_PADDLE_UNITS = "B|kB|KB|MB|GB|TB"
+_PADDLE = re.compile(
+    r"Out of memory error on GPU (?P<d>\d{1,3})\. Cannot allocate "
+    + sz("x", _PADDLE_UNITS, "")
+    + r" memory on GPU \d{1,3}, "
+    + sz("a", _PADDLE_UNITS, "")
+    + r" memory has been allocated(?: ?\([^)]{0,80}\))? and available memory is only "
+    + sz("f", _PADDLE_UNITS, "")
+)
+# Paddle's HumanReadableSize and PyTorch MPS's format_size divide by 1024 but print kB/MB/GB
+_BINARY = {"B": "bytes", "kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
+# CuPy: "Out of memory allocating 1,073,741,824 bytes (allocated so far: 15,032,385,536 bytes)"
+_CUPY = re.compile(
+    r"Out of memory allocating (?P<x>[\d,]{1,26}) bytes \(allocated so far: (?P<a>[\d,]{1,26}) "
+    r"bytes\)"
+)
+# CTranslate2 (faster-whisper, whisperX): "CUDA failed with error out of memory"
+_CT2 = re.compile(r"CUDA failed with error out of memory")
 _PAGES = re.compile(r"--(?P<flag>num-pages|num-tokens|max-total-tokens|context-length)")
 _VK_PINNED = re.compile(r"Failed to allocate pinned memory", re.IGNORECASE)
 _METAL_CUT = re.compile(r"Insufficient Memory \(0{0,8}8:kIOGPUCommandBuffer")
@@ -67,7 +101,7 @@ _ALLOC_LIMIT = re.compile(
 )
 # training/eval progress before the failure: tqdm "k/N [..., x it/s]" and "Epoch E" (loading and
 # download bars excluded)
-_TQDM = re.compile(r"\b(?P<k>\d{1,9})/(?P<n>\d{1,9}) \[")
+_TQDM = re.compile(r"\b(?P<k>\d{1,9})/(?P<n>\d{1,9}) \[|\[ {0,8}(?P<k2>\d{1,9})/(?P<n2>\d{1,9})\]")
 _EPOCH = re.compile(r"\b[Ee]poch:? ?\[?(?P<e>\d{1,6})\b")
 _NOT_STEPS = ("Loading", "shards", "Fetching", "Downloading", "download", "Compiling")
 _NEEDLES = (
@@ -88,11 +122,103 @@ _NEEDLES = (
     _IMBALANCE,
     "limit",
 )
-_PREFILTER = needles_re(_NEEDLES)
+_DEVICE_NEEDLES = (
+    "Out of memory error on GPU",
+    "Out of memory allocating",
+    "requested buffer of size",
+    "smaller than requested bytes",
+    "CUDA failed with error",
+    "metal::malloc",
+    "Invalid buffer size",
+    "OutOfHostMemory",
+    "OUT_OF_HOST_MEMORY",
+)
+_PREFILTER = needles_re((*_NEEDLES, *_DEVICE_NEEDLES))
+_DEVICE_PREFILTER = needles_re(_DEVICE_NEEDLES)
 
 
 def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
     return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:600], **kw)
+
+
+def _binary(m: re.Match[str], name: str) -> int | None:
+    return to_bytes(m.group(name), _BINARY.get(m.group(name + "_u"), "bytes"), "generic")
+
+
+def _device_event(line: str, n: int) -> OomEvent | None:
+    """Frameworks whose OOM states a request (and sometimes what is held or free)."""
+    m = _PADDLE.search(line)
+    if m is not None:
+        return _ev(
+            "paddle",
+            "gpu_alloc_failed",
+            "paddle_out_of_memory",
+            line,
+            n,
+            device=int(m.group("d")),
+            requested_bytes=_binary(m, "x"),
+            allocated_bytes=_binary(m, "a"),
+            free_bytes=_binary(m, "f"),
+        )
+    m2 = _CUPY.search(line)
+    if m2 is not None:
+        return _ev(
+            "cupy",
+            "gpu_alloc_failed",
+            "cupy_out_of_memory",
+            line,
+            n,
+            requested_bytes=to_int(m2.group("x")),
+            allocated_bytes=to_int(m2.group("a")),
+        )
+    m3 = _ORT.search(line)
+    if m3 is not None:
+        x = m3.group("x") or m3.group("x2")
+        return _ev(
+            "onnxruntime",
+            "gpu_alloc_failed",
+            "onnxruntime_bfc_arena",
+            line,
+            n,
+            requested_bytes=to_int(x),
+            free_bytes=to_int(m3.group("a")) if m3.group("a") else None,
+        )
+    if _CT2.search(line):
+        return _ev("ctranslate2", "cuda_error_oom", "ctranslate2_cuda_failed", line, n)
+    m4 = _MLX_BUFFER.search(line)
+    if m4 is not None:
+        return _ev(
+            "mlx",
+            "buffer_limit",
+            "mlx_max_buffer_size",
+            line,
+            n,
+            requested_bytes=to_int(m4.group("x")),
+            allowed_bytes=to_int(m4.group("m")),
+        )
+    if _MLX_COUNT.search(line):
+        return _ev("mlx", "resource_limit", "mlx_resource_limit", line, n)
+    m5 = _MPS_BUFFER.search(line)
+    if m5 is not None:
+        unit = _BINARY.get(m5.group("u"), m5.group("u"))
+        return _ev(
+            "pytorch-mps",
+            "buffer_limit",
+            "mps_invalid_buffer_size",
+            line,
+            n,
+            requested_bytes=to_bytes(m5.group("v"), unit, "pytorch"),
+        )
+    if _VK_HOST.search(line):
+        return _ev(
+            "llama.cpp" if "ggml" in line else "vulkan",
+            "host_alloc_failed",
+            "vulkan_out_of_host_memory",
+            line,
+            n,
+            buffer_name="Vulkan_Host",
+        )
+    return None
 
 
 def _event(line: str, n: int) -> OomEvent | None:
@@ -176,6 +302,9 @@ def _event(line: str, n: int) -> OomEvent | None:
             else None,
             detail="estimate NaN" if value == "NaN" else None,
         )
+    dev = _device_event(line, n) if _DEVICE_PREFILTER.search(line) else None
+    if dev is not None:
+        return dev
     if _DISK_OFFLOAD.search(line):
         fmt = "hf_device_map_disk_offload"
         return _ev("transformers", "dispatch_offload", fmt, line, n, stage="weights")
@@ -202,14 +331,20 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         ev = _event(line, lines.number[i])
         if ev is not None:
             events.append(ev)
-        elif ("/s" in line or "poch" in line) and not any(w in line for w in _NOT_STEPS):
+        elif ("/s" in line or "poch" in line or ("/" in line and "] " in line)) and not any(
+            w in line for w in _NOT_STEPS
+        ):
             _steps(line, facts)
     return events, facts
 
 
 def _steps(line: str, facts: dict[str, Any]) -> None:
     """Completed steps shown by a progress bar or an epoch counter (the largest seen)."""
-    done = [int(m.group("k")) for m in _TQDM.finditer(line) if int(m.group("k")) <= int(m["n"])]
+    done = [
+        int(m["k"] or m["k2"])
+        for m in _TQDM.finditer(line)
+        if int(m["k"] or m["k2"]) <= int(m["n"] or m["n2"])
+    ]
     # "Epoch E" counts from 0 or 1: E >= 2 means at least one whole epoch ran either way
     done += [int(m.group("e")) - 1 for m in _EPOCH.finditer(line)]
     if done and max(done) > (facts.get("completed_steps") or 0):

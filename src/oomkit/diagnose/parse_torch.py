@@ -117,7 +117,7 @@ _CPU = re.compile(
     r"(?:: you tried to allocate (?P<n>\d{1,20}) bytes)?"
 )
 _DRIVER = re.compile(
-    r"(?P<be>CUDA|HIP) error: out of memory|cuda runtime error \(2\) : out of memory"
+    r"(?P<be>CUDA|HIP)(?: driver)? error: out of memory|cuda runtime error \(2\) : out of memory"
     r"|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
 )
 # cuBLAS handle creation fails with NOT_INITIALIZED when its workspace cannot be allocated: an

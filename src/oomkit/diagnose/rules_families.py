@@ -33,6 +33,9 @@ from oomkit.diagnose.fixes import Fix, generic, size_text
 
 __all__ = ["analyze_families", "decide_by_log_facts"]
 
+_BIG_SHARE = 0.10  # the request share that marks one activation (as T-rules, doctor-causes.md)
+_BIG_TENSOR = 2 << 30  # a single tensor above the largest weight tensors of common models
+
 
 def _fb(n: int | None) -> str:
     return size_text(n)
@@ -215,10 +218,137 @@ def _host_kv(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
+def _framework_alloc(e: OomEvent) -> Analysis:
+    """Paddle / CuPy / ONNX Runtime: the request against what the framework holds and what is
+    free, read like PyTorch's allocator (a big request is an activation; a small one with most
+    of the device held is the resident state)."""
+    x, a, f = e.requested_bytes, e.allocated_bytes, e.free_bytes
+    name = {"paddle": "PaddlePaddle", "cupy": "CuPy", "onnxruntime": "ONNX Runtime"}.get(
+        e.runtime, e.runtime
+    )
+    expl = f"{name} could not allocate {_fb(x)} on the GPU"
+    if a is not None:
+        expl += f"; it already holds {_fb(a)}"
+    if f is not None:
+        expl += f" and {_fb(f)} is free"
+    expl += "."
+    batch = generic(
+        "Halve the batch (or the input size)",
+        "activations are linear in the batch; the failing request shrinks with it.",
+        ("batch_size //= 2",),
+    )
+    held = (a or 0) + (f or 0)
+    if x is not None and held and (x >= _BIG_SHARE * held or x >= _BIG_TENSOR):
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.5,
+            explanation=expl + f" One request of {_fb(x)} ({100 * x // held}% of what is held "
+            "plus free) is an activation, not a weight tensor. If it still fails at batch 1, "
+            "the resident model is the cause instead.",
+            fixes=(batch,),
+        )
+    if x is not None and a is not None:
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.4,
+            explanation=expl + " The request is small while the framework holds most of the "
+            "device: what stays resident fills it. A traceback in the training/inference step "
+            "(activations) or other processes in `oomkit gpus` would decide otherwise.",
+            fixes=(
+                generic(
+                    "Use a smaller or quantized model, or fp16 weights",
+                    "the resident weights fill the GPU before this step.",
+                    ("model.half() / paddle.amp / a smaller checkpoint",),
+                ),
+                batch,
+            ),
+        )
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        explanation=expl + " The message does not say what the device holds: the free memory "
+        "and other processes (`oomkit gpus`) and the batch size would decide the cause.",
+        fixes=(
+            batch,
+            generic(
+                "Cap the arena and let it grow by the request only",
+                "ONNX Runtime's arena doubles by default; kSameAsRequested grows it exactly.",
+                (
+                    "providers=[('CUDAExecutionProvider', {'arena_extend_strategy': "
+                    "'kSameAsRequested', 'gpu_mem_limit': <bytes>})]",
+                ),
+            ),
+        ),
+    )
+
+
+def _buffer_limit(e: OomEvent) -> Analysis:
+    limit = f" (the limit is {_fb(e.allowed_bytes)})" if e.allowed_bytes else ""
+    return Analysis(
+        cause="unknown",
+        confidence=0.55,
+        explanation=f"One buffer of {_fb(e.requested_bytes)} is larger than Metal allows in a "
+        f"single allocation{limit}: a per-buffer limit (maxBufferLength), not the total "
+        "memory. One tensor that large is an activation or a batch of data; making it smaller "
+        "avoids the limit.",
+        fixes=(
+            generic(
+                "Make the single tensor smaller",
+                "the limit is per buffer: a smaller batch, sequence or resolution shrinks it.",
+                ("batch_size //= 2", "process the input in chunks / tiles"),
+            ),
+        ),
+    )
+
+
+def _ctranslate2() -> Analysis:
+    return Analysis(
+        cause="unknown",
+        confidence=0.25,
+        explanation="CTranslate2 (faster-whisper / whisperX) ran out of GPU memory; the message "
+        "carries no sizes. The model size and compute type (weights) or the beam size and batch "
+        "size (decoding) decide which: a smaller beam/batch that still fails means the model.",
+        fixes=(
+            generic(
+                "Load the model in int8",
+                "int8_float16 weights take about half of float16.",
+                ("WhisperModel(name, compute_type='int8_float16')",),
+            ),
+            generic(
+                "Decode with a smaller beam and batch",
+                "decoding memory is linear in beam_size x batch_size.",
+                ("beam_size=1, best_of=1", "batch_size=4"),
+            ),
+        ),
+    )
+
+
 def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
     if e.runtime == "serving" and e.kind == "no_kv_pool":
         return _kv_pool(e)
+    if e.runtime in {"paddle", "cupy", "onnxruntime"} and e.kind == "gpu_alloc_failed":
+        return _framework_alloc(e)
+    if e.kind == "buffer_limit":
+        return _buffer_limit(e)
+    if e.kind == "resource_limit":
+        return Analysis(
+            cause="unknown",
+            confidence=0.45,
+            explanation="MLX hit Metal's limit on the number of live buffers (not bytes): many "
+            "small arrays are alive at once, often arrays kept across steps. If the count "
+            "grows step after step, the cause is accumulation; mx.metal.get_active_memory() per "
+            "step would decide it.",
+            fixes=(
+                generic(
+                    "Keep fewer arrays alive and evaluate lazily built graphs sooner",
+                    "each live array holds one Metal buffer.",
+                    ("mx.eval(...) each step", "del intermediate arrays; mx.clear_cache()"),
+                ),
+            ),
+        )
+    if e.runtime == "ctranslate2":
+        return _ctranslate2()
     if e.kind == "static_plan_exceeded":
         return _mlc_plan(e)
     if e.kind == "guardrail":
