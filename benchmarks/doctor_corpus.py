@@ -77,12 +77,13 @@ def family(runtime: str) -> str:
     return "other"
 
 
-def discover_parts(corpus: Path = CORPUS) -> list[str]:
+def discover_parts(corpus: Path | None = None) -> list[str]:
     """The parts present: ``<part>`` of every ``<part>_<family>.jsonl``, then ``oom_dev``.
 
     Development parts (``dev``, ``dev2``, ...) come first, held-out parts (``heldout*``) after.
     """
-    names = {m["part"] for p in corpus.glob("*.jsonl") if (m := _PART_RE.match(p.name))}
+    folder = CORPUS if corpus is None else corpus
+    names = {m["part"] for p in folder.glob("*.jsonl") if (m := _PART_RE.match(p.name))}
     return [*sorted(names, key=lambda n: (is_heldout(n), n)), "oom_dev"]
 
 
