@@ -25,6 +25,7 @@ limit``) makes it ``unknown`` (not capacity: one buffer is larger than the drive
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from oomkit.diagnose.analysis import Analysis
@@ -371,6 +372,7 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
     return None
 
 
+_EXCLUDE = re.compile(r"exclude GPU (\d{1,3})")
 _LOOP_KINDS = frozenset({"cuda_oom", "hip_oom", "xpu_oom", "mps_oom", "cuda_error_oom"})
 
 
@@ -428,6 +430,8 @@ def decide_by_log_facts(
             ),
         )
     if ctx.imbalance_warning:
+        weak = _EXCLUDE.search(ctx.imbalance_warning)
+        gpu = f"GPU {weak.group(1)}" if weak else "the weaker GPU"
         return Analysis(
             cause="multi_gpu_imbalance",
             confidence=0.6,
@@ -436,9 +440,12 @@ def decide_by_log_facts(
             "share and gathers outputs on GPU 0, so the smaller GPU runs out first.",
             fixes=(
                 generic(
-                    "Exclude the weaker GPU",
+                    f"Exclude {gpu} from DataParallel",
                     "DataParallel splits the batch evenly whatever each GPU holds.",
-                    ("CUDA_VISIBLE_DEVICES=1 python train.py", "DataParallel(device_ids=[1])"),
+                    (
+                        f"CUDA_VISIBLE_DEVICES=<every GPU but {gpu}> python train.py",
+                        "DataParallel(model, device_ids=[<the equal GPUs>])",
+                    ),
                 ),
                 *result.fixes,
             ),
