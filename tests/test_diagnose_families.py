@@ -338,3 +338,15 @@ def test_bracket_progress_counts_as_completed_steps() -> None:
         "PyTorch)"
     )
     assert d.cause == "leak_or_accumulation"
+
+
+def test_bare_ggml_cuda_check_has_no_phase() -> None:
+    bare = diagnose_text("CUDA error 2 at ggml-cuda.cu:359: out of memory")
+    assert bare.cause == "unknown"
+    assert "would decide" in bare.explanation
+    pool = diagnose_text(
+        "CUDA error: out of memory\n"
+        "  current device: 0, in function ggml_cuda_pool_malloc_vmm at ggml-cuda.cu:8583\n"
+        "  cuMemCreate(&handle, reserve_size, &prop, 0)\n"
+    )
+    assert pool.cause == "batch_or_activations"  # the compute scratch pool grew at run time

@@ -350,6 +350,34 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         )
     if e.runtime == "ctranslate2":
         return _ctranslate2()
+    if (
+        e.format == "ggml_cuda_error"
+        and not e.detail
+        and not ctx.buffers
+        and ctx.n_ctx is None
+        and not ctx.ollama_available_bytes
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.25,
+            explanation="ggml's CUDA check failed with out of memory without naming the call, "
+            "and the log shows no load lines: weights at load, the KV cache, the compute pool "
+            "and pinned host buffers all pass through that check, so the phase is unknown. The "
+            "lines before it (model/KV/compute buffer sizes, `-ngl`, `-c`) and `oomkit gpus` "
+            "would decide the cause.",
+            fixes=(
+                generic(
+                    "Offload fewer layers or shrink the context",
+                    "the two levers that cover weights and KV on the GPU.",
+                    ("-ngl <fewer>", "-c 4096", "/set parameter num_gpu <fewer>   # Ollama"),
+                ),
+                generic(
+                    "Check free memory and other processes",
+                    "what else holds the GPU is the other common reason.",
+                    ("oomkit gpus", "nvidia-smi"),
+                ),
+            ),
+        )
     if e.kind == "static_plan_exceeded":
         return _mlc_plan(e)
     if e.kind == "guardrail":
