@@ -374,7 +374,8 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 format="ggml_cuda_error",
                 line=line_no,
                 text=m.group(0)[:400],
-                stage="runtime",
+                # 2023 CUDA_CHECK names no call: load, KV, compute and pinned buffers all pass it
+                stage=None,
                 detail=f"{m.group('file')}:{m.group('ln')}",
             )
     if "error: out of memory" in line:

@@ -352,7 +352,7 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _ctranslate2()
     if (
         e.format == "ggml_cuda_error"
-        and not e.detail
+        and not (e.detail or "").startswith("in function")
         and not ctx.buffers
         and ctx.n_ctx is None
         and not ctx.ollama_available_bytes
