@@ -71,6 +71,40 @@ RECOGNISED = [
     ("RuntimeError: CUDA driver error: out of memory", "cuda_error_out_of_memory"),
     ("ERROR: failed to allocate KV cache", "kv_pool_not_enough_memory"),
     (
+        "tvm/src/runtime/cuda/cuda_device_api.cc:129: InternalError: Check failed: (e == "
+        "cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory",
+        "tvm_cuda_device_api",
+    ),
+    (
+        "TVMError: Check failed: (result) is false: Failed to allocate 99121664 bytes with "
+        "alignment 16 bytes",
+        "tvm_alloc_failed",
+    ),
+    ("ggml_backend_sched: failed to allocate graph, reserving", "ggml_sched_graph"),
+    (
+        "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
+        "Ran out of memory in memory space vmem.",
+        "xla_tpu_vmem",
+    ),
+    (
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out "
+        "of memory",
+        "cuda_error_out_of_memory",
+    ),
+    ("RuntimeError: CUDA error:out of memory", "cuda_error_out_of_memory"),
+    ("OutOfMemoryError: CUDA out of memory", "pytorch_partial"),
+    ("- **Exception Message:** Allocation on device ", "pytorch_partial"),
+    (
+        "RuntimeError: unable to mmap 23802932552 bytes from file <./flux1-dev.safetensors>: "
+        "Cannot allocate memory (12)",
+        "safetensors_mmap_enomem",
+    ),
+    (
+        "ggml_cuda_host_malloc: failed to allocate 1900,00 MiB of pinned memory: invalid argument",
+        "llama.cpp_pinned_alloc",
+    ),
+    ("Not enough memory. Please try to increase --mem-fraction-static", "sglang_not_enough_memory"),
+    (
         "numpy.core._exceptions._ArrayMemoryError: MemoryError: Unable to allocate 3.00 GiB for an "
         "array with shape (1024, 1024, 768) and data type float32",
         "numpy_memory_error",
@@ -350,3 +384,15 @@ def test_bare_ggml_cuda_check_has_no_phase() -> None:
         "  cuMemCreate(&handle, reserve_size, &prop, 0)\n"
     )
     assert pool.cause == "batch_or_activations"  # the compute scratch pool grew at run time
+
+
+def test_metal_single_buffer_against_the_working_set() -> None:
+    log = (
+        "ggml_metal_init: recommendedMaxWorkingSetSize  = {ws} MiB\n"
+        "ggml_metal_add_buffer: error: failed to allocate 'data            ' buffer, size = "
+        "19283.21 MiB\n"
+    )
+    within = diagnose_text(log.format(ws="49152.00"))
+    assert within.cause == "unknown"  # one buffer capped below the working set
+    over = diagnose_text(log.format(ws="16384.00"))
+    assert over.cause == "model_too_large"

@@ -76,7 +76,28 @@ _CUPY = re.compile(
     r"bytes\)"
 )
 # CTranslate2 (faster-whisper, whisperX): "CUDA failed with error out of memory"
-_CT2 = re.compile(r"CUDA failed with error out of memory")
+_CT2 = re.compile(r"CUDA failed with error out of memory", re.IGNORECASE)
+# TVM runtime (MLC-LLM): the device API's cudaMalloc check and the pooled allocator
+_TVM_CUDA = re.compile(r"cuda_device_api\.cc:\d{1,6}.{0,120}CUDA: out of memory")
+_TVM_ALLOC = re.compile(r"Failed to allocate (?P<x>\d{1,20}) bytes with alignment \d{1,6} bytes")
+# ggml-metal (2023): "ggml_metal_add_buffer: error: failed to allocate 'data' buffer, size = X MiB"
+_METAL_ADD = re.compile(
+    r"ggml_metal_add_buffer: error: failed to allocate '(?P<name>[\w ]{1,20})' buffer, size = "
+    r"(?P<mib>\d{1,9}(?:\.\d{1,4})?) MiB"
+)
+_METAL_WS = re.compile(
+    r"recommendedMaxWorkingSetSize\s{0,4}=\s{0,4}(?P<mib>\d{1,9}(?:\.\d{1,4})?) MiB"
+)
+# ggml scheduler: the compute graph's buffers could not be reserved
+_GGML_GRAPH = re.compile(r"ggml_backend_sched: failed to allocate graph")
+# XLA:TPU compile: the on-core vector memory (VMEM) of one kernel, not HBM
+_VMEM = re.compile(r"Ran out of memory in memory space vmem")
+# ComfyUI's error report: "- **Exception Message:** Allocation on device" (cut by the report)
+_COMFY = re.compile(r"Exception Message:\*{0,2} Allocation on device")
+# safetensors mmap of a checkpoint: ENOMEM from mmap (address space / overcommit)
+_MMAP = re.compile(
+    r"unable to mmap (?P<x>\d{1,20}) bytes from file .{0,300}?Cannot allocate memory"
+)
 _PAGES = re.compile(r"--(?P<flag>num-pages|num-tokens|max-total-tokens|context-length)")
 _VK_PINNED = re.compile(r"Failed to allocate pinned memory", re.IGNORECASE)
 _METAL_CUT = re.compile(r"Insufficient Memory \(0{0,8}8:kIOGPUCommandBuffer")
@@ -123,6 +144,14 @@ _NEEDLES = (
     "limit",
 )
 _DEVICE_NEEDLES = (
+    "cuda_device_api",
+    "with alignment",
+    "ggml_metal_add_buffer",
+    "failed to allocate graph",
+    "memory space vmem",
+    "Allocation on device",
+    "unable to mmap",
+    "cuda failed with error",
     "Out of memory error on GPU",
     "Out of memory allocating",
     "requested buffer of size",
@@ -133,7 +162,7 @@ _DEVICE_NEEDLES = (
     "OutOfHostMemory",
     "OUT_OF_HOST_MEMORY",
 )
-_PREFILTER = needles_re((*_NEEDLES, *_DEVICE_NEEDLES))
+_PREFILTER = needles_re((*_NEEDLES, *_DEVICE_NEEDLES, "recommendedMaxWorkingSetSize"))
 _DEVICE_PREFILTER = needles_re(_DEVICE_NEEDLES)
 
 
@@ -185,6 +214,47 @@ def _device_event(line: str, n: int) -> OomEvent | None:
         )
     if _CT2.search(line):
         return _ev("ctranslate2", "cuda_error_oom", "ctranslate2_cuda_failed", line, n)
+    if _TVM_CUDA.search(line):
+        return _ev("mlc-llm", "cuda_error_oom", "tvm_cuda_device_api", line, n)
+    m6 = _TVM_ALLOC.search(line)
+    if m6 is not None:
+        return _ev(
+            "mlc-llm",
+            "cuda_error_oom",
+            "tvm_alloc_failed",
+            line,
+            n,
+            requested_bytes=to_int(m6.group("x")),
+        )
+    m7 = _METAL_ADD.search(line)
+    if m7 is not None:
+        return _ev(
+            "llama.cpp",
+            "metal_buffer_failed",
+            "metal_add_buffer_failed",
+            line,
+            n,
+            requested_bytes=to_bytes(m7.group("mib"), "MiB", "llama.cpp"),
+            buffer_name="MTL0",
+            detail=m7.group("name").strip(),
+            stage="weights" if m7.group("name").strip() == "data" else None,
+        )
+    if _GGML_GRAPH.search(line):
+        return _ev("llama.cpp", "buffer_alloc_failed", "ggml_sched_graph", line, n, stage="compute")
+    if _VMEM.search(line):
+        return _ev("jax", "xla_vmem", "xla_tpu_vmem", line, n, stage="compile")
+    if _COMFY.search(line):
+        return _ev("pytorch", "cuda_oom", "pytorch_partial", line, n)
+    m8 = _MMAP.search(line)
+    if m8 is not None:
+        return _ev(
+            "safetensors",
+            "host_oom",
+            "safetensors_mmap_enomem",
+            line,
+            n,
+            requested_bytes=to_int(m8.group("x")),
+        )
     m4 = _MLX_BUFFER.search(line)
     if m4 is not None:
         return _ev(
@@ -328,6 +398,10 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             facts.setdefault("imbalance_warning", line[:300])
         if "limit" in line and _ALLOC_LIMIT.search(line):
             facts.setdefault("allocation_limit", line[:300])
+        if "recommendedMaxWorkingSetSize" in line:
+            ws = _METAL_WS.search(line)
+            if ws is not None:
+                facts.setdefault("metal_working_set_bytes", to_bytes(ws["mib"], "MiB", "llama.cpp"))
         ev = _event(line, lines.number[i])
         if ev is not None:
             events.append(ev)

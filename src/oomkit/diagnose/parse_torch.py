@@ -70,8 +70,11 @@ _OLD = re.compile(
     + sz("resv")
     + r" (?:reserved in total by PyTorch|cached)\)"
 )
+# (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(
-    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\.(?: Tried to allocate " + sz("req") + ")?"
+    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory(?:\.(?: Tried to allocate "
+    + sz("req")
+    + r")?|\s{0,4}$)"
 )
 # a pasted fragment that starts at the request (no prefix, no numbers after it); MPS's second
 # line "Tried to allocate N on shared pool" belongs to the MPS message before it
@@ -117,7 +120,8 @@ _CPU = re.compile(
     r"(?:: you tried to allocate (?P<n>\d{1,20}) bytes)?"
 )
 _DRIVER = re.compile(
-    r"(?P<be>CUDA|HIP)(?: driver)? error: out of memory|cuda runtime error \(2\) : out of memory"
+    r"(?P<be>CUDA|HIP)(?: driver)? error: ?out of memory|cuda runtime error \(2\) : out of memory"
+    r"|THCudaCheck FAIL file=\S{1,200} line=\d{1,6} error=2 : out of memory"
     r"|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
 )
 # cuBLAS handle creation fails with NOT_INITIALIZED when its workspace cannot be allocated: an
@@ -410,7 +414,7 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 skip_until = i + 1
                 continue
             w = window(lines, i, stop=_TAIL)
-            if "out of memory." in w and _BARE.search(w):
+            if ("out of memory." in w or w.rstrip().endswith("out of memory")) and _BARE.search(w):
                 ev = _allocator_event(w, line_no)
                 if ev is not None:
                     events.append(ev)

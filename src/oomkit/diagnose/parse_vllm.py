@@ -80,7 +80,7 @@ _ARGS = re.compile(
     r"[= ](?P<v>" + _F + r")\b"
 )
 _SGL_NOMEM = re.compile(
-    r"Not enought? memory\. Please try to increase --mem-fraction-static\."
+    r"Not enought? memory\. Please try to increase --mem-fraction-static\.?"
     r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
 )
 _SGL_KV = re.compile(

@@ -324,6 +324,41 @@ def _ctranslate2() -> Analysis:
     )
 
 
+def _metal_buffer(e: OomEvent, ctx: LogContext) -> Analysis:
+    x, ws = e.requested_bytes, ctx.metal_working_set_bytes
+    what = "weights" if e.detail == "data" else f"'{e.detail}'"
+    base = f"ggml-metal could not allocate the {_fb(x)} {what} buffer"
+    if x is not None and ws is not None and x <= ws:
+        return Analysis(
+            cause="unknown",
+            confidence=0.55,
+            explanation=base + f", which is within the {_fb(ws)} recommended working set: one "
+            "Metal buffer is capped (maxBufferLength) below the working set, so a single buffer "
+            "that large fails although the total would fit. Not a lack of memory.",
+            fixes=(
+                generic(
+                    "Update llama.cpp (it splits the weights into several Metal buffers)",
+                    "newer builds allocate views under maxBufferLength.",
+                    ("git pull && make", "pip install -U llama-cpp-python"),
+                ),
+            ),
+        )
+    over = f" and more than the {_fb(ws)} working set" if ws is not None else ""
+    return Analysis(
+        cause="model_too_large" if e.detail == "data" else "unknown",
+        confidence=0.6 if ws is not None else 0.4,
+        explanation=base + over + ". The working set (`recommendedMaxWorkingSetSize`) against "
+        "the buffer would decide whether this is the model or a per-buffer limit.",
+        fixes=(
+            generic(
+                "Use a smaller quantization",
+                "the weights must fit the Mac's GPU working set.",
+                ("pick a Q4_K_M GGUF",),
+            ),
+        ),
+    )
+
+
 def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
     if e.runtime == "serving" and e.kind == "no_kv_pool":
@@ -350,6 +385,40 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         )
     if e.runtime == "ctranslate2":
         return _ctranslate2()
+    if e.runtime == "mlc-llm" and e.kind == "cuda_error_oom":
+        return Analysis(
+            cause="unknown",
+            confidence=0.25,
+            explanation=f"TVM's device allocation for MLC-LLM failed ({_fb(e.requested_bytes)}); "
+            "the message does not say whether the weights, the KV cache or a temporary buffer "
+            "was being allocated. The model size against the GPU (`oomkit estimate MODEL`) and "
+            "the free memory (`oomkit gpus`) would decide.",
+            fixes=(
+                generic(
+                    "Use a lower-bit model library or a shorter context window",
+                    "weights scale with the quantization, the KV cache with the context window.",
+                    ("q4f16_1 / q3f16_1", '--overrides "context_window_size=4096"'),
+                ),
+            ),
+        )
+    if e.kind == "metal_buffer_failed":
+        return _metal_buffer(e, ctx)
+    if e.kind == "xla_vmem":
+        return Analysis(
+            cause="unknown",
+            confidence=0.45,
+            explanation="XLA:TPU ran out of VMEM, the on-core vector memory of one fused kernel, "
+            "while compiling: a tiling/fusion limit of the compiler for this op's shapes, not the "
+            "device's HBM capacity. A smaller per-device batch or different padding may avoid the "
+            "fusion; otherwise it is an XLA bug to report.",
+            fixes=(
+                generic(
+                    "Change the shapes of the failing op",
+                    "VMEM use depends on the fused op's tile shapes.",
+                    ("smaller per-device batch / sequence", "avoid large padding in the op"),
+                ),
+            ),
+        )
     if (
         e.format == "ggml_cuda_error"
         and not (e.detail or "").startswith("in function")
