@@ -298,6 +298,11 @@ def test_oom_after_completed_steps_reads_as_growth() -> None:
         "Loading checkpoint shards:  88%|########  | 7/8 [00:12<00:01,  1.84s/it]\n" + msg
     )
     assert loading.cause == "model_too_large"
+    # a sampler's steps before the VAE decode, a dataset map: not a training loop
+    sampler = diagnose_text("100%|##########| 20/20 [00:05<00:00,  3.90it/s]\n" + msg)
+    assert sampler.cause == "model_too_large"
+    mapped = diagnose_text("Map: 100%|#####| 1000/1000 [00:01<00:00, 812.3 examples/s]\n" + msg)
+    assert mapped.cause == "model_too_large"
 
 
 def test_ollama_placement_then_cuda_oom_is_too_many_layers() -> None:

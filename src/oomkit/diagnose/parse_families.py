@@ -124,6 +124,7 @@ _ALLOC_LIMIT = re.compile(
 # download bars excluded)
 _TQDM = re.compile(r"\b(?P<k>\d{1,9})/(?P<n>\d{1,9}) \[|\[ {0,8}(?P<k2>\d{1,9})/(?P<n2>\d{1,9})\]")
 _EPOCH = re.compile(r"\b[Ee]poch:? ?\[?(?P<e>\d{1,6})\b")
+_LOOP_WORDS = ("epoch", "loss", "step", "train", "iter", "batch", "valid")
 _NOT_STEPS = ("Loading", "shards", "Fetching", "Downloading", "download", "Compiling")
 _NEEDLES = (
     "it/s",
@@ -413,7 +414,15 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
 
 
 def _steps(line: str, facts: dict[str, Any]) -> None:
-    """Completed steps shown by a progress bar or an epoch counter (the largest seen)."""
+    """Completed steps shown by a progress bar or an epoch counter (the largest seen).
+
+    Only bars of a training/evaluation loop count (the line names an epoch, step, loss, batch
+    or iteration): an unlabelled bar is as often a diffusion sampler's 20/20 steps before the
+    VAE decode, or a dataset map, where a later failure is a different allocation, not growth.
+    """
+    low = line.lower()
+    if not any(w in low for w in _LOOP_WORDS):
+        return
     done = [
         int(m["k"] or m["k2"])
         for m in _TQDM.finditer(line)
