@@ -185,7 +185,8 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
 _WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
 # Log lines of a serving engine's request path (TGI router spans, vLLM's async engine errors)
-_SERVING = ("Request failed during generation", "prefill{id=", "decode{id=", "async_llm_engine.py")
+# (not vLLM's async_llm_engine.py: its frames also appear in start-up tracebacks)
+_SERVING = ("Request failed during generation", "prefill{id=", "decode{id=")
 _GRAPH_CAPTURE = (
     "Capturing the model for CUDA graphs",
     "Capturing CUDA graph",
