@@ -67,7 +67,7 @@ _KIND_ALLOC = {
     "kv_pool_profiled": "kv_pool",
     "kv_pool_full": "kv_pool",
     "kv_slots_full": "kv_pool",
-    "workspace_overflow": "compute_buffer",
+    "workspace_overflow": "workspace",
     "dispatch_offload": "weights_load",
     "library_alloc_failed": "workspace",
 }
@@ -104,6 +104,10 @@ def allocation_of(e: OomEvent, ctx: LogContext, cause: str) -> str:
     """The allocation that failed (one of :data:`ALLOCATIONS`)."""
     if e.format == "llama.cpp_pinned_alloc":
         return "pinned_host"
+    if e.runtime == "llama.cpp" and e.stage == "runtime":
+        return "compute_buffer"  # at run time ggml allocates only graph/compute buffers
+    if e.runtime == "jax" and e.kind in {"xla_oom", "xla_compile_oom", "xla_vmem"}:
+        return "compute_buffer"  # the compiled program's buffers and temporaries
     if e.kind in _KIND_ALLOC:
         return _KIND_ALLOC[e.kind]
     if e.stage in _STAGE_ALLOC:
