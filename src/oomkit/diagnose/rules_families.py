@@ -16,11 +16,22 @@ override a single message's reading (docs/doctor-causes.md, sections 1 and 4).
 * Ollama's own placement (``offload to cuda ... memory.available ... memory.required``) followed
   by a CUDA out-of-memory: Ollama put as many layers on the GPU as its estimate allowed and the
   estimate was short -> ``model_too_large`` (too many layers for the card), fix ``num_gpu``.
+* llama.cpp's host buffer failure followed by the KV-cache init failure: the KV cache (the
+  context) is what failed, host RAM only where it was placed -> ``kv_cache_or_context``.
+* Other frameworks' allocators (PaddlePaddle, CuPy, ONNX Runtime) read like PyTorch's: the
+  request's share of what is held plus free decides activation vs resident state.
+* Per-buffer limits (MLX ``maximum allowed buffer size``, MPS ``Invalid buffer size``, a
+  ggml-metal buffer within the working set), MLX's live-buffer count and XLA:TPU VMEM are not
+  capacity -> ``unknown`` with the fixes that avoid them.
+* Messages without a phase (CTranslate2, TVM's device API, a 2023 ggml CUDA check with no load
+  lines) -> ``unknown`` with the facts that would decide.
 
 Log facts (:func:`decide_by_log_facts`): PyTorch DataParallel's ``There is an imbalance between
 your GPUs`` warning makes the OOM ``multi_gpu_imbalance`` (the weaker GPU gets the same share);
 a driver's per-allocation limit (``Requested buffer size exceeds device memory allocation
-limit``) makes it ``unknown`` (not capacity: one buffer is larger than the driver allows).
+limit``) makes it ``unknown`` (not capacity: one buffer is larger than the driver allows);
+completed training steps before an OOM the single message reads as the resident model make it
+``leak_or_accumulation`` (what is resident fitted for those steps).
 """
 
 from __future__ import annotations
