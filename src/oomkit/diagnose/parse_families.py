@@ -20,8 +20,17 @@ Events (each only when the message is the family's own wording):
   the model``), with the requirement it estimated when the message states it.
 * transformers ``The current `device_map` had weights offloaded to the disk``: the weights did
   not fit the GPU (and CPU) memory given to ``device_map``.
+* Other frameworks' allocators: PaddlePaddle ``Out of memory error on GPU N. Cannot allocate X
+  memory ... Y memory has been allocated and available memory is only Z`` (kB/MB/GB divide by
+  1024), CuPy ``Out of memory allocating N bytes (allocated so far: A bytes)``, ONNX Runtime's BFC
+  arena, CTranslate2 ``CUDA failed with error out of memory``, TVM's device API (MLC-LLM).
+* Apple: MLX ``[metal::malloc]`` buffer-size and resource-count limits, MPS ``Invalid buffer
+  size``, ggml-metal ``failed to allocate 'data' buffer`` (with ``recommendedMaxWorkingSetSize``).
+* ggml scheduler ``failed to allocate graph``, XLA:TPU VMEM, Vulkan ``ErrorOutOfHostMemory``,
+  ComfyUI's error report, safetensors ``unable to mmap ... Cannot allocate memory``.
 
-Facts (``LogContext``): the PyTorch DataParallel warning ``There is an imbalance between your
+Facts (``LogContext``): training/evaluation progress before the OOM (``completed_steps``), the
+ggml-metal working set, the PyTorch DataParallel warning ``There is an imbalance between your
 GPUs`` (``torch/nn/parallel/data_parallel.py`` ``_check_balance``) and a driver's per-allocation
 limit (ggml-vulkan ``Requested buffer size exceeds device (memory allocation|buffer size)
 limit``: Vulkan's ``maxMemoryAllocationSize`` / ``maxBufferSize``, not the total memory).
