@@ -60,6 +60,9 @@ PROBE_OPTIMIZERS: tuple[str, ...] = (
     "adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd", "sgd_momentum",
 )  # fmt: skip
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+#: training steps the allocator replay runs (the reserve of a long run: each step finds the
+#: segments the previous one cached; see oomkit.inprocess.probe_allocator.replay)
+_STEPS_REPLAYED = 3
 
 
 class TorchMissingError(OomkitError):
@@ -468,7 +471,10 @@ def _run(
     finally:
         for h in handles:
             h.remove()
-    peaks = replay(tracker.events, skip=tracker.forgotten, cublas_workspace=train is not None)
+    peaks = replay(
+        tracker.events, skip=tracker.forgotten, cublas_workspace=train is not None,
+        repeat_from=tracker.step_start if train is not None else None, repeats=_STEPS_REPLAYED,
+    )  # fmt: skip
     mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
     n_trainable = sum(p.numel() for p in trainable)
     # the model's own count (a 4-bit store's packed bytes are not parameters) + adapters

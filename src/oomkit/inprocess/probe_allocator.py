@@ -169,6 +169,8 @@ def replay(
     *,
     skip: frozenset[int] | set[int] = frozenset(),
     cublas_workspace: bool = False,
+    repeat_from: int | None = None,
+    repeats: int = 1,
 ) -> AllocatorPeaks:
     """Peaks of the caching allocator for a trace of ``(key, n_bytes)`` / ``(key, -1)`` events.
 
@@ -176,21 +178,44 @@ def replay(
         events: allocations (requested bytes) and frees, in program order.
         skip: keys of storages that never came from the caching allocator.
         cublas_workspace: allocate the cuBLAS workspace first (a training step runs matmuls).
+        repeat_from: index of the first event of one training step; with ``repeats`` > 1 that
+            step runs ``repeats`` times (the allocator reaches the steady state of a long run:
+            each step finds the blocks the previous one left cached). What a step allocated
+            and did not free is freed at the step's end (the next step frees it).
     """
     a = _Allocator()
-    live: dict[int, _Block] = {}
+    live: dict[object, _Block] = {}
     if cublas_workspace:
         live[_WORKSPACE_KEY] = a.malloc(CUBLAS_WORKSPACE_BYTES)
-    for key, n in events:
-        if key in skip:
-            continue
-        if n >= 0:
-            if n > 0:
-                live[key] = a.malloc(n)
-        else:
-            block = live.pop(key, None)
-            if block is not None:
-                a.free(block)
+    trace = list(events)
+
+    def run(part: list[tuple[int, int]], tag: int) -> set[object]:
+        made: set[object] = set()
+        for key, n in part:
+            if key in skip:
+                continue
+            k: object = key if tag == 0 else (key, tag)
+            if n >= 0:
+                if n > 0:
+                    live[k] = a.malloc(n)
+                    made.add(k)
+            else:
+                block = live.pop(k, None)
+                if block is not None:
+                    a.free(block)
+                    made.discard(k)
+        return made
+
+    run(trace, 0)
+    if repeat_from is not None:
+        step = trace[repeat_from:]
+        left: set[object] = {k for k, _ in step if k in live}
+        for tag in range(1, repeats):
+            for k in left:
+                block = live.pop(k, None)
+                if block is not None:
+                    a.free(block)
+            left = run(step, tag)
     return AllocatorPeaks(
         allocated_peak_bytes=a.allocated_peak,
         reserved_peak_bytes=a.reserved_peak,

@@ -144,6 +144,8 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.events: list[tuple[int, int]] = []
         #: keys of storages that never were the caching allocator's (see :meth:`forget`)
         self.forgotten: set[int] = set()
+        #: index in :attr:`events` where the traced step starts (after the setup)
+        self.step_start = 0
 
     # -- storage bookkeeping -------------------------------------------------------------
     def _size(self, n: int) -> int:
@@ -212,7 +214,8 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self.module_peaks[name] = (live, live - entry)
 
     def reset_peak(self) -> None:
-        """Forget the peak so far (the live storages stay)."""
+        """Forget the peak so far (the live storages stay); the step's trace starts here."""
+        self.step_start = len(self.events)
         self.peak_bytes = self.live_bytes
         self.peak_phase = self.phase
         self._peak_live = list(self._live.values())
