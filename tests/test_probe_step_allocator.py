@@ -147,3 +147,19 @@ def test_adafactor_and_forloop_adamw() -> None:
 def test_bad_step_option() -> None:
     with pytest.raises(InvalidSettingError, match="held_logits"):
         StepOptions(held_logits="fp8")
+
+
+def test_activation_offloading_moves_saved_tensors_to_the_host() -> None:
+    kw: dict[str, Any] = {"mixed_precision": False, "dtype": "bf16", "seq": 512, "batch": 4}
+    base = run(**kw, step=StepOptions(loss="chunked"))
+    off = run(**kw, step=StepOptions(loss="chunked", offload_activations=True))
+    # the forward keeps at most the last few saved tensors on the GPU; the rest is host memory
+    assert off.phase_peaks["forward"] < base.phase_peaks["forward"]
+    assert off.saved_activations_bytes < base.saved_activations_bytes / 2
+    # with checkpointing only the layer inputs are saved: those are what moves
+    gc = run(**kw, grad_checkpointing=True, step=StepOptions(loss="chunked"))
+    gc_off = run(
+        **kw, grad_checkpointing=True, step=StepOptions(loss="chunked", offload_activations=True)
+    )
+    layer_input = kw["batch"] * kw["seq"] * LLAMA["hidden_size"] * 2  # bf16 hidden state
+    assert gc.saved_activations_bytes - gc_off.saved_activations_bytes >= layer_input

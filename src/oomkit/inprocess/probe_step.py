@@ -27,14 +27,26 @@ stack does it:
   ``logits = logits[..., :-1, :].contiguous()``; the loop holds ``logits`` through
   ``loss.backward()``), ``compute`` the same without the upcast.
 
+* ``offload_activations`` (torchtune ``enable_activation_offloading``, ``OffloadActivations``
+  of torchtune 0.4): a ``saved_tensors_hooks`` pair around the model's forward copies every
+  saved tensor of at least ``min_offload_size`` = 1024 bytes that is not a parameter or buffer
+  to pinned host memory; with streams (torch >= 2.5) the GPU tensor stays in a forward stash
+  until ``max_fwd_stash_size`` = 5 later tensors have been packed, then its GPU memory goes
+  back to the allocator; in the backward each tensor is copied back when its node needs it (a
+  new GPU allocation, dropped after use). The output head runs outside it (``NoOpManager``),
+  and the loss runs outside the context in the recipe. With non-reentrant checkpointing the
+  checkpointed layers' inputs are saved through the same hooks (``_NoopSaveInputs``), so they
+  are offloaded too.
+
 Adafactor is transformers' (``Adafactor(scale_parameter=False, relative_step=False)``: what
 ``TrainingArguments(optim="adafactor")`` builds): factored second moments, no first moment.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +79,8 @@ _BNB_OPT_BLOCK = 256  # bitsandbytes blockwise 8-bit optimizer block
 _BNB_MIN_8BIT_SIZE = 4096  # Optimizer8bit min_8bit_size
 _BNB_MIN_PAGED = 100_000  # Optimizer8bit.get_state_buffer: paged when numel >= 1e5
 _CHUNKS = 8  # torchtune TransformerDecoder num_output_chunks (CEWithChunkedOutputLoss)
+_MIN_OFFLOAD_BYTES = 1024  # torchtune OffloadActivations min_offload_size
+_MAX_FWD_STASH = 5  # torchtune OffloadActivations max_fwd_stash_size
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +92,7 @@ class StepOptions:
     optimizer_in_backward: bool = False
     loss: str = "standard"
     held_logits: str = "none"
+    offload_activations: bool = False
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -174,13 +189,65 @@ def make_optimizer(
     )
 
 
+@contextlib.contextmanager
+def offload_activations(model: nn.Module, tracker: MemoryTracker) -> Iterator[None]:
+    """torchtune's ``OffloadActivations`` with streams, on fake tensors (module docstring)."""
+    stash: dict[int, torch.Tensor] = {}
+    counter = [0]
+    # torchtune's test: parameters and buffers stay (a view of a weight saved by a matmul is
+    # neither, so it is offloaded and brought back, as in the recipe)
+    kept_types = (nn.Parameter, *((nn.Buffer,) if hasattr(nn, "Buffer") else ()))
+
+    def pack(t: torch.Tensor) -> Any:
+        counter[0] += 1
+        tid = counter[0]
+        if t.element_size() * t.nelement() < _MIN_OFFLOAD_BYTES or isinstance(t, kept_types):
+            return (False, t)
+        host = torch.empty_like(t)
+        tracker.forget(host)  # pinned host memory, not the GPU's
+        for old in [k for k in stash if k <= tid - _MAX_FWD_STASH]:
+            del stash[old]
+        stash[tid] = t  # alive on the GPU until the copy is known done
+        return (True, (tid, host))
+
+    def unpack(packed: Any) -> torch.Tensor:
+        offloaded, payload = packed
+        if not offloaded:
+            return payload  # type: ignore[no-any-return]
+        tid, host = payload
+        gpu = stash.pop(tid, None)
+        if gpu is not None:
+            return gpu
+        stash.clear()  # the backward has started: the forward stash is released
+        back: torch.Tensor = host.clone()  # brought back: a new GPU allocation
+        return back
+
+    head = getattr(model, "lm_head", None)
+    handles: list[Any] = []
+    if isinstance(head, nn.Module):
+        noop = torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+        handles.append(head.register_forward_pre_hook(lambda *a: noop.__enter__()))
+        handles.append(head.register_forward_hook(lambda *a: noop.__exit__(), always_call=True))
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            yield
+    finally:
+        for h in handles:
+            h.remove()
+    stash.clear()
+
+
 def causal_lm_loss(
-    model: nn.Module, inputs: Mapping[str, Any], opts: StepOptions
-) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    model: nn.Module, inputs: Mapping[str, Any], opts: StepOptions,
+    tracker: MemoryTracker | None = None,
+) -> tuple[torch.Tensor, list[torch.Tensor]]:  # fmt: skip
     """(loss, tensors the loop holds through ``backward``) for ``opts.own_loss``."""
     import torch.nn.functional as F
 
     ids = inputs["input_ids"]
+    ctx: Any = contextlib.nullcontext()
+    if opts.offload_activations and tracker is not None:
+        ctx = offload_activations(model, tracker)
     if opts.loss == "chunked":
         body = getattr(model, "model", None)
         head = getattr(model, "lm_head", None)
@@ -188,8 +255,9 @@ def causal_lm_loss(
             raise InvalidSettingError(
                 "The chunked loss needs a causal LM with .model and .lm_head.", setting="loss"
             )
-        hidden = body(input_ids=ids, use_cache=False)[0]
-        chunks = [head(c) for c in hidden.chunk(_CHUNKS, dim=1)]
+        with ctx:
+            hidden = body(input_ids=ids, use_cache=False)[0]
+            chunks = [head(c) for c in hidden.chunk(_CHUNKS, dim=1)]
         del hidden
         labels = ids.chunk(_CHUNKS, dim=1)
         total = torch.zeros((), dtype=torch.float32, device=ids.device)
@@ -200,7 +268,8 @@ def causal_lm_loss(
             )
         del chunks  # the recipe frees the logits before backward
         return total / n, []
-    out = model(input_ids=ids, use_cache=False)
+    with ctx:
+        out = model(input_ids=ids, use_cache=False)
     logits = out.logits
     del out
     if opts.held_logits == "fp32":
@@ -293,7 +362,12 @@ def train_step(
     held: list[torch.Tensor] = []
     with _phase(tracker, "forward"), autocast:
         if opts.own_loss:
-            loss, held = causal_lm_loss(model, inputs, opts)
+            loss, held = causal_lm_loss(model, inputs, opts, tracker)
+        elif opts.offload_activations:
+            with offload_activations(model, tracker):
+                out = forward()
+            loss = _loss_of(out)
+            del out
         else:
             out = forward()
             loss = _loss_of(out)
