@@ -143,9 +143,12 @@ def test_peft_qlora_and_accelerate_fsdp_and_torchtune() -> None:
     assert (q.method, q.lora_rank, q.lora_targets) == ("qlora", 64, ("q_proj", "v_proj"))
     assert (q.micro_batch, q.seq, q.grad_checkpointing) == (4, 1024, False)
     f = training_setup_from_log(ACCELERATE_FSDP + H100_OOM)
+    # Trainer on accelerate FSDP: the Trainer's options are the ones to change
     assert (f.framework, f.fsdp_strategy, f.gpus, f.mixed_precision) == (
-        "accelerate", "SHARD_GRAD_OP", 8, "bf16",
+        "trainer", "SHARD_GRAD_OP", 8, "bf16",
     )  # fmt: skip
+    a = training_setup_from_log(ACCELERATE_FSDP.replace("  Instantaneous", "") + H100_OOM)
+    assert a.framework == "accelerate"
     t = training_setup_from_log(TORCHTUNE + H100_OOM)
     assert (t.framework, t.micro_batch, t.seq, t.grad_checkpointing) == ("torchtune", 4, 4096, True)
     assert (t.optimizer, t.loss, t.grad_accum) == ("paged_adamw8bit", "chunked", 8)
@@ -153,6 +156,17 @@ def test_peft_qlora_and_accelerate_fsdp_and_torchtune() -> None:
 
 def test_plain_inference_message_is_not_training() -> None:
     assert not training_setup_from_log(GPU8_OOM).is_training
+
+
+def test_long_log_keeps_setup_lines_and_stays_fast() -> None:
+    import time
+
+    progress = "{'loss': 2.31, 'grad_norm': 0.52, 'learning_rate': 1e-05, 'epoch': 0.01}\n"
+    log = DEEPSPEED_CONFIG + progress * 60_000 + DEEPSPEED_STEP_FRAMES + H100_OOM
+    t0 = time.perf_counter()
+    s = training_setup_from_log(log)
+    assert time.perf_counter() - t0 < 5.0  # ~0.2 s here; the regexes see only keyword lines
+    assert (s.zero, s.gpus, s.micro_batch, s.phase) == (1, 4, 4, "optimizer_step")
 
 
 # --- end to end through the CLI ------------------------------------------------------------------

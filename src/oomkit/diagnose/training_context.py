@@ -33,6 +33,7 @@ step``, ``training_step``). Pure: text in, value out.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -114,12 +115,12 @@ _INT_FACTS: dict[str, tuple[str, ...]] = {
     "lora_rank": (
         r"LoraConfig\([^)\n]{0,400}?\br\s*=\s*" + _NUM,
         r"\blora_r(?:ank)?\s*[=:]?\s*" + _NUM,
-        r"^\s*r\s*:\s*" + _NUM + r"\s*$",
     ),
 }
 
 _TRAINER = re.compile(
-    r"\*{3,} Running training \*{3,}|TrainingArguments\(|\bin _inner_training_loop\b"
+    r"\*{3,} Running training \*{3,}|TrainingArguments\(|\bin _inner_training_loop\b|"
+    r"Instantaneous batch size per device"
 )
 _ACCEL = re.compile(r"Distributed environment:\s*(?:DistributedType\.)?(\w+)|accelerate launch|"
                     r"accelerator\.backward\(", re.IGNORECASE)  # fmt: skip
@@ -291,6 +292,49 @@ def _model_name(text: str) -> str | None:
     return name.rstrip("/") if name else None
 
 
+# lower-case words one of which every line the patterns above can match contains; a long log is
+# cut down to those lines first (Python's re over megabytes x dozens of patterns is slow)
+_KEYWORDS = (
+    "batch size", "batch_size", "accumulation", "max_seq", "cutoff_len", "block_size",
+    "max_length", "zero", "ds_z",
+    "num processes", "num_processes", "nproc", "world", "n_gpu", "lora", "running training",
+    "trainingarguments", "_inner_training_loop", "distributed environment", "accelerat",
+    "deepspeed", "torchtune", "tune run", "trainable", "peft", "4bit", "qlora", "nf4", "--bits",
+    "checkpointing", "fsdp", "shard", "offload", "bf16", "bfloat16", "fp16", "dtype", "optim",
+    "adam", "adafactor", "lion", "sgd", "chunk", "liger", "target", "model_name_or_path",
+    "models--", "checkpoint_dir",
+)  # fmt: skip
+_SMALL_LOG = 256 * 1024
+_HITS_PER_KEYWORD = 400
+
+
+def _relevant_lines(text: str) -> str:
+    """``text`` itself when short, else only its lines holding a :data:`_KEYWORDS` word (the
+    first and the last :data:`_HITS_PER_KEYWORD` of each)."""
+    if len(text) <= _SMALL_LOG:
+        return text
+    low = text.lower()
+    starts: set[int] = set()
+    for kw in _KEYWORDS:  # the first and the last hits: set-up lines, then the failure
+        i, hits = low.find(kw), 0
+        while i >= 0 and hits < _HITS_PER_KEYWORD:
+            starts.add(low.rfind("\n", 0, i) + 1)
+            end = low.find("\n", i)
+            i = low.find(kw, end) if end >= 0 else -1
+            hits += 1
+        i, hits = low.rfind(kw), 0
+        while i >= 0 and hits < _HITS_PER_KEYWORD:
+            start = low.rfind("\n", 0, i) + 1
+            starts.add(start)
+            i = low.rfind(kw, 0, start) if start > 0 else -1
+            hits += 1
+    out = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        out.append(text[start : end if end >= 0 else len(text)])
+    return "\n".join(out)
+
+
 def training_setup_from_log(text: str, frame_phase: str | None = None) -> TrainingLogSetup:
     """Every training fact ``text`` states (see the module docstring); pure, never raises.
 
@@ -298,6 +342,13 @@ def training_setup_from_log(text: str, frame_phase: str | None = None) -> Traini
         text: the log (or pasted message).
         frame_phase: the traceback phase the torch parser found (``LogContext.frame_phase``).
     """
+    return _setup(text, frame_phase)
+
+
+@functools.lru_cache(maxsize=2)  # the doctor asks twice per log (fixes, then its note)
+def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
+    phase, ph_line = _phase(text, frame_phase)
+    text = _relevant_lines(text)
     ev: dict[str, str] = {}
     ints: dict[str, int] = {}
     for fact, patterns in _INT_FACTS.items():
@@ -307,7 +358,6 @@ def training_setup_from_log(text: str, frame_phase: str | None = None) -> Traini
     framework, fw_line = _framework(text)
     if fw_line:
         ev["framework"] = fw_line
-    phase, ph_line = _phase(text, frame_phase)
     if ph_line:
         ev["phase"] = ph_line
     method, trainable = _method(text, ev)
