@@ -261,3 +261,20 @@ def test_inference_message_with_model_keeps_the_inference_fixes(log: str) -> Non
     doc = doctor_json("--model", "llama-3.2-3b", log)
     assert not any("training estimate" in f["why"] for f in doc["fixes"])
     assert not any("log shows:" in n for n in doc["notes"])
+
+
+def test_fixes_that_fit_come_first_least_intrusive_first() -> None:
+    log = Path(__file__).parent / "fixtures" / "oom_logs" / "constructed-deepspeed-zero1-step.txt"
+    doc = doctor_json("--model", "llama-3.1-8b", str(log))
+    fits = [f.get("fits") for f in doc["fixes"]]
+    n_fit = fits.count(True)
+    assert n_fit >= 2
+    assert fits[:n_fit] == [True] * n_fit  # every fix that fits is ranked before the others
+    titles = [f["title"] for f in doc["fixes"][:n_fit]]
+    # checkpointing (no change to what is trained) before LoRA / QLoRA (a different method)
+    first_method = min(i for i, t in enumerate(titles) if t.startswith(("LoRA", "QLoRA")))
+    assert titles[0].startswith("Turn on gradient (activation) checkpointing")
+    assert first_method > 0
+    # after those, the rest by saving
+    rest = [f["expected_saving_bytes"] for f in doc["fixes"][n_fit:] if f.get("fits") is False]
+    assert rest == sorted(rest, reverse=True)

@@ -57,8 +57,8 @@ def _render(d: dict[str, object]) -> list[str]:
     if isinstance(reserved, int) and reserved:
         lines.insert(
             2,
-            f"Peak reserved: {format_bytes(reserved)} (the trace replayed through the CUDA "
-            "caching allocator: torch.cuda.max_memory_reserved)",
+            f"Peak reserved: {format_bytes(reserved)} (caching allocator replay, "
+            "max_memory_reserved)",
         )
     return lines
 

@@ -51,6 +51,12 @@ _SUPERSEDES: dict[str, tuple[str, ...]] = {
     "offload": ("Spread or offload the model",),
 }
 _MAX_GPUS_SEARCHED = 8
+# least intrusive first (the planner's lever order, oomkit.planner.training), for ranking fixes
+# that fit: no change to the model or the result first, then memory/speed trades, then methods
+_ORDER = {
+    "checkpointing": 0, "chunked_loss": 1, "adam8bit": 2, "zero_next": 3, "shard": 4,
+    "micro_batch": 5, "offload": 6, "lora_rank": 7, "lora": 8, "qlora": 9, "more_gpus": 10,
+}  # fmt: skip
 
 
 def _fb(n: int | None) -> str:
@@ -297,6 +303,8 @@ class _Sizer:
             commands=_cmds(change, s, self.framework, self.model_ref),
             expected_saving_bytes=saving,
             hardware=hardware,
+            fits=ok,
+            order=_ORDER.get(change),
             supersedes=(*_SUPERSEDES.get(change, ()), *self.moot),
         )
 
@@ -416,7 +424,8 @@ def _combination(z: _Sizer) -> list[Fix | None]:
                     if c not in cmds)  # fmt: skip
     cmds.append(_oomkit_cmd(combo.settings, z.model_ref))
     sup = (*(p for k in keys for p in _SUPERSEDES.get(k, ())), *z.moot)
-    return [dataclasses.replace(fix, commands=tuple(cmds), supersedes=sup)]
+    order = max(_ORDER[k] for k in keys)
+    return [dataclasses.replace(fix, commands=tuple(cmds), supersedes=sup, order=order)]
 
 
 def _shard_title(s: TrainingSettings) -> str:
