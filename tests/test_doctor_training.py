@@ -278,3 +278,17 @@ def test_fixes_that_fit_come_first_least_intrusive_first() -> None:
     # after those, the rest by saving
     rest = [f["expected_saving_bytes"] for f in doc["fixes"][n_fit:] if f.get("fits") is False]
     assert rest == sorted(rest, reverse=True)
+
+
+def test_torchtune_activation_offloading_fix() -> None:
+    log = TORCHTUNE + BACKWARD_FRAMES + H100_OOM
+    assert training_setup_from_log(log).activation_offloading is None
+    doc = doctor_json("--model", "llama-3.2-3b", log)
+    fix = next(f for f in estimated(doc) if f["title"].startswith("Offload saved activations"))
+    assert fix["commands"][0].startswith("enable_activation_offloading=True")
+    cmd = fix["commands"][-1]
+    assert "--activation-offloading" in cmd
+    base = estimate_total(cmd.replace(" --activation-offloading", ""))
+    assert base - estimate_total(cmd) == fix["expected_saving_bytes"]
+    on = training_setup_from_log(log + "enable_activation_offloading: True\n")
+    assert on.activation_offloading is True

@@ -17,7 +17,8 @@ came from; a fact the log does not state stays ``None`` (never guessed). Recogni
 * accelerate (``Distributed environment: FSDP``/``DEEPSPEED``, ``Num processes: N``, ``Mixed
   precision type: bf16``) and torchrun (``--nproc_per_node``);
 * torchtune configs (``batch_size: 2``, ``enable_activation_checkpointing: True``,
-  ``max_seq_len: 2048``, ``lora_rank: 8``, ``CEWithChunkedOutputLoss``, optimizer components).
+  ``max_seq_len: 2048``, ``lora_rank: 8``, ``CEWithChunkedOutputLoss``, optimizer components,
+  ``enable_activation_offloading: True``).
 
 The phase is the traceback's (``LogContext.frame_phase``: ``loss.backward()`` /
 ``torch/autograd`` → backward, ``optimizer.step()`` / ``torch/optim`` → optimizer step) refined
@@ -67,6 +68,7 @@ class TrainingLogSetup:
     lora_rank: int | None = None
     lora_targets: tuple[str, ...] | None = None
     loss: str | None = None  # chunked | fused
+    activation_offloading: bool | None = None  # torchtune enable_activation_offloading
     model_name: str | None = None
     trainable_params: int | None = None
     evidence: dict[str, str] = field(default_factory=dict)
@@ -170,6 +172,7 @@ _OPTIM = (
     (re.compile(r"\boptim\s*[=:]\s*adamw|FusedAdam|torch\.optim\.AdamW|Basic Optimizer = "
                 r"\w*Adam", re.I), "adamw"),
 )  # fmt: skip
+_OFFLOAD_ACT = re.compile(r"enable_activation_offloading\s*[=:]\s*(True|False)", re.I)
 _CHUNKED = re.compile(r"CEWithChunkedOutputLoss|chunked_?(?:cross_?entropy|ce|loss)", re.I)
 _FUSED = re.compile(
     r"use_liger_kernel\s*[=:]\s*True|LigerFusedLinearCrossEntropy|--use_liger", re.I
@@ -389,6 +392,12 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
         loss, ev["loss"] = "fused", _line_of(text, m.start())
     elif (m := _CHUNKED.search(text)) is not None:
         loss, ev["loss"] = "chunked", _line_of(text, m.start())
+    act_off = None
+    if (m := _OFFLOAD_ACT.search(text)) is not None:
+        act_off, ev["activation_offloading"] = (
+            m.group(1).lower() == "true",
+            _line_of(text, m.start()),
+        )
     zero = ints.get("zero")
     return TrainingLogSetup(
         framework=framework,
@@ -407,6 +416,7 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
         lora_rank=ints.get("lora_rank") if method in ("lora", "qlora") else None,
         lora_targets=_targets(text) if method in ("lora", "qlora") else None,
         loss=loss,
+        activation_offloading=act_off,
         model_name=_model_name(text),
         trainable_params=trainable,
         evidence=ev,

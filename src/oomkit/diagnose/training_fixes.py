@@ -55,7 +55,8 @@ _MAX_GPUS_SEARCHED = 8
 # that fit: no change to the model or the result first, then memory/speed trades, then methods
 _ORDER = {
     "checkpointing": 0, "chunked_loss": 1, "adam8bit": 2, "zero_next": 3, "shard": 4,
-    "micro_batch": 5, "offload": 6, "lora_rank": 7, "lora": 8, "qlora": 9, "more_gpus": 10,
+    "micro_batch": 5, "offload_activations": 6, "offload": 6, "lora_rank": 7, "lora": 8,
+    "qlora": 9, "more_gpus": 10,
 }  # fmt: skip
 
 
@@ -111,6 +112,7 @@ def training_settings_from_log(
         "offload_optimizer": bool(setup.offload_optimizer),
         "loss": setup.loss or d.loss,
         "grad_accum": setup.grad_accum or 1,
+        "activation_offloading": bool(setup.activation_offloading),
     }
     if method != "full":
         kwargs["lora_rank"] = pick(setup.lora_rank, d.lora_rank, "LoRA rank")
@@ -174,6 +176,8 @@ def _cmds(change: str, s: TrainingSettings, fw: str | None, model: str) -> tuple
     elif change == "offload":
         out = [f'"zero_optimization": {{"stage": {s.zero}, "offload_optimizer": '
                '{"device": "cpu"}}   # DeepSpeed JSON']  # fmt: skip
+    elif change == "offload_activations":
+        out = ["enable_activation_offloading=True   # torchtune recipe config"]
     elif change == "lora_rank":
         out = ([f"model.lora_rank={s.lora_rank}"] if torchtune else []) + [
             f"LoraConfig(r={s.lora_rank}, lora_alpha={2 * s.lora_rank}, ...)   # PEFT"
@@ -207,6 +211,8 @@ def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
         parts.append("--chunked-loss")
     if s.offload_optimizer:
         parts.append("--offload-optimizer")
+    if s.activation_offloading:
+        parts.append("--activation-offloading")
     if s.mixed_precision != "bf16":
         parts.append(f"--mixed-precision {s.mixed_precision}")
     return " ".join(parts)
@@ -451,6 +457,18 @@ def _zero_next(z: _Sizer) -> list[Fix | None]:
     return [z.fix("zero_next", title, new, est)]
 
 
+def _offload_activations(z: _Sizer) -> list[Fix | None]:
+    """torchtune's activation offloading (a torchtune recipe option)."""
+    s = z.base_settings
+    if z.framework != "torchtune" or s.activation_offloading:
+        return []
+    new = dataclasses.replace(s, activation_offloading=True)
+    est = z.run(new)
+    if est is None:
+        return []
+    return [z.fix("offload_activations", "Offload saved activations to host memory", new, est)]
+
+
 def _lora_rank(z: _Sizer) -> list[Fix | None]:
     s = z.base_settings
     if s.method == "full" or s.lora_rank <= 8:
@@ -514,7 +532,9 @@ def training_fixes(
     except (OomkitError, ValueError):
         return []
     found: list[Fix | None] = []
-    for make in (_micro_batch, _levers, _zero_next, _lora_rank, _combination, _more_gpus):
+    makers = (_micro_batch, _levers, _zero_next, _offload_activations, _lora_rank, _combination,
+              _more_gpus)  # fmt: skip
+    for make in makers:
         found.extend(make(z))
     return [f for f in found if f is not None]
 
