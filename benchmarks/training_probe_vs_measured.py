@@ -95,6 +95,7 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             loss="chunked" if loss in ("chunked", "fused") else "standard",
             held_logits=s.get("held_logits", "none"),
             offload_activations="activation offloading" in rec["unmodelled"],
+            compiled_loss="torch.compile" in rec["unmodelled"] and loss == "chunked",
         ),
     }
     if kw["train"] != "full":

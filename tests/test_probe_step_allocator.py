@@ -163,3 +163,15 @@ def test_activation_offloading_moves_saved_tensors_to_the_host() -> None:
     )
     layer_input = kw["batch"] * kw["seq"] * LLAMA["hidden_size"] * 2  # bf16 hidden state
     assert gc.saved_activations_bytes - gc_off.saved_activations_bytes >= layer_input
+
+
+def test_compiled_chunked_loss_keeps_bf16_logits_not_fp32_log_probs() -> None:
+    kw: dict[str, Any] = {"mixed_precision": False, "dtype": "bf16", "seq": 512, "batch": 2}
+    eager = run(**kw, step=StepOptions(loss="chunked"))
+    comp = run(**kw, step=StepOptions(loss="chunked", compiled_loss=True))
+    logits = kw["batch"] * kw["seq"] * LLAMA["vocab_size"]
+    rows = kw["batch"] * kw["seq"]
+    # eager log_softmax saves fp32 log-probs (4 B/logit); the fused kernel keeps the bf16 chunk
+    # (2 B/logit) and a fp32 logsumexp per row
+    saved = eager.saved_activations_bytes - comp.saved_activations_bytes
+    assert abs(saved - (2 * logits - 4 * rows)) < 1024  # (a few scalars aside)

@@ -38,6 +38,14 @@ stack does it:
   checkpointed layers' inputs are saved through the same hooks (``_NoopSaveInputs``), so they
   are offloaded too.
 
+* ``compiled_loss`` (torchtune ``compile=True``: ``training.compile_loss`` compiles the chunked
+  loss's ``compute_cross_entropy``, i.e. ``F.cross_entropy(logits.float(), labels)`` per chunk):
+  inductor fuses the upcast, log-softmax and NLL into reductions over the bf16 logits, and
+  AOTAutograd's min-cut partitioner saves what is cheapest to keep, the bf16 input chunk and a
+  per-row fp32 logsumexp, recomputing the softmax in the backward, whose gradient is written in
+  the input's dtype. No fp32 ``B x S x V`` tensor exists. (The compiled *layers* of the model are
+  not modelled.)
+
 Adafactor is transformers' (``Adafactor(scale_parameter=False, relative_step=False)``: what
 ``TrainingArguments(optim="adafactor")`` builds): factored second moments, no first moment.
 """
@@ -93,6 +101,7 @@ class StepOptions:
     loss: str = "standard"
     held_logits: str = "none"
     offload_activations: bool = False
+    compiled_loss: bool = False
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -237,6 +246,22 @@ def offload_activations(model: nn.Module, tracker: MemoryTracker) -> Iterator[No
     stash.clear()
 
 
+class _CompiledCrossEntropy(torch.autograd.Function):
+    """The memory behaviour of ``torch.compile(F.cross_entropy(x.float(), y))`` (module doc):
+    saves the input chunk and a per-row fp32 logsumexp; the gradient is in the input dtype."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        lse = logits.new_empty(logits.shape[:-1], dtype=torch.float32)
+        ctx.save_for_backward(logits, lse, labels)
+        return logits.new_zeros((), dtype=torch.float32)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> Any:
+        logits, _lse, _labels = ctx.saved_tensors
+        return torch.empty_like(logits), None
+
+
 def causal_lm_loss(
     model: nn.Module, inputs: Mapping[str, Any], opts: StepOptions,
     tracker: MemoryTracker | None = None,
@@ -263,9 +288,12 @@ def causal_lm_loss(
         total = torch.zeros((), dtype=torch.float32, device=ids.device)
         n = ids.numel()
         for logit, label in zip(chunks, labels, strict=True):
-            total = total + F.cross_entropy(
-                logit.reshape(-1, logit.size(-1)).float(), label.reshape(-1), reduction="sum"
-            )
+            flat = logit.reshape(-1, logit.size(-1))
+            if opts.compiled_loss:
+                ce = _CompiledCrossEntropy.apply(flat, label.reshape(-1))  # type: ignore[no-untyped-call]
+            else:
+                ce = F.cross_entropy(flat.float(), label.reshape(-1), reduction="sum")
+            total = total + ce
         del chunks  # the recipe frees the logits before backward
         return total / n, []
     with ctx:
