@@ -2,17 +2,21 @@
 
 Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown name,
 offline), 2 usage error, 3 a valid negative answer (does not fit, no OOM found).
+
+Start-up: the click group (``cli``, in ``oomkit.cli.group``) is built on first use. ``main``
+first offers argv to ``estimate_fast``, which runs ``oomkit estimate MODEL [options]`` written
+the common way without importing click (the import and building the group cost about as much
+as the estimate itself); anything else — help, other commands, an option or form it does not
+know, any value it cannot convert — goes to click unchanged. Once the group exists (a caller
+imported ``oomkit.cli.cli``), click runs everything: the shortcut only saves importing click.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from oomkit import __version__
 from oomkit.cli.output import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -22,6 +26,9 @@ from oomkit.cli.output import (
     print_hint,
 )
 from oomkit.errors import OomkitError
+
+if TYPE_CHECKING:
+    from oomkit.cli.group import cli
 
 __all__ = ["cli", "main"]
 
@@ -39,60 +46,22 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyGroup(click.Group):
-    """A click group that imports a subcommand's module on first use."""
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        from oomkit.cli.group import cli
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *_COMMANDS})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        found = super().get_command(ctx, cmd_name)
-        if found is not None or cmd_name not in _COMMANDS:
-            return found
-        module, attr = _COMMANDS[cmd_name]
-        command = getattr(importlib.import_module(module), attr)
-        if not isinstance(command, click.Command):  # pragma: no cover - programming error
-            raise TypeError(f"{module}.{attr} is not a click command")
-        self.add_command(command, cmd_name)
-        return command
+        globals()["cli"] = cli
+        return cli
+    raise AttributeError(f"module 'oomkit.cli' has no attribute '{name}'")
 
 
-@click.group(
-    cls=_LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(__version__, prog_name="oomkit")
-def cli() -> None:
-    """Will it fit? GPU memory per device for LLM inference, and an OOM doctor.
+def _run_click(args: list[str]) -> Any:
+    """``args`` through the click group; click's own exceptions mapped to exit codes."""
+    import click
 
-    \b
-    Examples:
-      oomkit estimate llama-3.1-8b --quant Q4_K_M --ctx 8192 --gpu rtx-4090
-      oomkit estimate qwen2.5-32b --runtime vllm --gpu 2xa100-80gb --tp 2
-      oomkit doctor train.log          (or: cat train.log | oomkit doctor -)
-      oomkit gpus                      (the GPUs here; oomkit gpus --catalog for all)
-
-    \b
-    Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
-                3 does not fit / nothing fits / no OOM found in the log,
-                4 tight (estimate: fits, but within the variance of real runs).
-    """
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; map every error to one ``Error:`` line on stderr and an exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:  # a bare `oomkit` asks what the tool does: the help, readable, exit 0
-        with click.Context(cli, info_name="oomkit", **cli.context_settings) as ctx:
-            click.echo(cli.get_help(ctx))
-        return 0
-    if "--debug" in args:
-        args.remove("--debug")
-        import os
-
-        os.environ["OOMKIT_DEBUG"] = "1"
+    group = __getattr__("cli") if "cli" not in globals() else globals()["cli"]
     try:
-        rv = cli.main(args=args, prog_name="oomkit", standalone_mode=False)
+        return group.main(args=args, prog_name="oomkit", standalone_mode=False)
     except click.exceptions.Abort:
         print_error("aborted")
         return EXIT_ERROR
@@ -109,6 +78,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.ClickException as e:
         print_error(e.format_message())
         return int(e.exit_code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; map every error to one ``Error:`` line on stderr and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:  # a bare `oomkit` asks what the tool does: the help, readable, exit 0
+        import click
+
+        group = __getattr__("cli")
+        with click.Context(group, info_name="oomkit", **group.context_settings) as ctx:
+            click.echo(group.get_help(ctx))
+        return 0
+    if "--debug" in args:
+        args.remove("--debug")
+        import os
+
+        os.environ["OOMKIT_DEBUG"] = "1"
+    try:
+        rv = None
+        if "cli" not in globals():
+            from oomkit.cli.estimate_fast import run_fast
+
+            rv = run_fast(args)
+        if rv is None:
+            rv = _run_click(args)
     except OomkitError as e:
         if debug_enabled():
             raise
