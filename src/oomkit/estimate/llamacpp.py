@@ -25,11 +25,10 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue, ModelInfo
 from oomkit.estimate.llamacpp_compute import (
     GraphShape,
-    build_graph,
-    compute_buffer_bytes,
     graph_shape,
     host_compute_bytes,
     output_buffer_bytes,
+    reserve_graph_bytes,
 )
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_params import (
@@ -204,16 +203,20 @@ def _dev_name(dev: DeviceTarget, index: int) -> str:
     return device_label(dev, index)
 
 
-def _matmul_weight_bytes(placement: Placement, layer: int) -> int:
-    return sum(
-        t.n_bytes
-        for t in placement.tensors
-        if t.layer == layer
-        and t.device == "cpu"
-        and t.name.endswith(".weight")
-        and t.ne0 > 1
-        and "norm" not in t.name
-    )
+def _matmul_weight_bytes(placement: Placement, layers: Sequence[int]) -> int:
+    """The most bytes of 2-D matmul weights one of the CPU ``layers`` holds (one pass over the
+    tensors, not one per layer: a partial offload of a 20k-layer file was quadratic)."""
+    per_layer: dict[int, int] = {}
+    for t in placement.tensors:
+        if (
+            t.layer is not None
+            and t.device == "cpu"
+            and t.name.endswith(".weight")
+            and t.ne0 > 1
+            and "norm" not in t.name
+        ):
+            per_layer[t.layer] = per_layer.get(t.layer, 0) + t.n_bytes
+    return max(per_layer.get(il, 0) for il in layers)
 
 
 # The planner and the doctor re-estimate one model many times with the same graph shape (only
@@ -230,13 +233,10 @@ def _graph_bytes_inputs(
 ) -> tuple[int, int]:
     """(compute buffer bytes, bytes of the graph's inputs) of one reserve (sub-)graph."""
     if layers is None:
-        graph = build_graph(spec, sh)
-    else:
-        graph = build_graph(
-            spec, sh, layers=list(layers), with_input=with_input, with_output=with_output
-        )
-    inputs = sum(n.size for n in graph.nodes if n.is_input)
-    return compute_buffer_bytes(graph, alignment), inputs
+        return reserve_graph_bytes(spec, sh, alignment=alignment)
+    return reserve_graph_bytes(
+        spec, sh, layers, with_input=with_input, with_output=with_output, alignment=alignment
+    )
 
 
 def _graph_bytes(
@@ -294,7 +294,7 @@ def _compute_buffers(
         if n_copies > 1:
             size += (n_copies - 1) * inputs
         if gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
-            staging = max(_matmul_weight_bytes(placement, il) for il in cpu_layers)
+            staging = _matmul_weight_bytes(placement, cpu_layers)
             size += staging
             notes.append(
                 "partial offload: the main GPU also stages one CPU layer's weights "
