@@ -210,13 +210,17 @@ def place_weights(
     placed: list[PlacedTensor] = []
     offset = 0
     cpu_ranges: list[tuple[int, int]] = []
+    # per GPU, not per tensor: a 20k-layer file has 180k tensors
+    dev_ids = [f"{_dev_prefix(g)}:{i}" for i, g in enumerate(gpus)]
+    backend_of = {d: g.backend for d, g in zip(dev_ids, gpus, strict=True)}
+    backend_of["cpu"] = "cpu"
     for t, type_name, n_bytes in tensors:
         ne0 = t.shape[-1] if t.shape else 1
         start = offset
         offset += -(-n_bytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
         if t.layer is not None and t.layer < n_layer:
             gi = per_layer[t.layer]
-            if gi is not None and _is_expert(t.name) and t.layer < n_cpu_moe:
+            if gi is not None and t.layer < n_cpu_moe and _is_expert(t.name):
                 gi = None
         elif _is_output(t.name):
             gi = out_gpu
@@ -255,7 +259,7 @@ def place_weights(
                     n_bytes=n_bytes,
                     layer=t.layer,
                     buffer=names[gi],
-                    device=f"{_dev_prefix(gpus[gi])}:{gi}",
+                    device=dev_ids[gi],
                 )
             )
         if tied_embeddings and t.name == "token_embd.weight" and out_gpu is not None:
@@ -268,7 +272,7 @@ def place_weights(
                     n_bytes=n_bytes,
                     layer=None,
                     buffer=names[out_gpu],
-                    device=f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
+                    device=dev_ids[out_gpu],
                 )
             )
         elif tied_embeddings and t.name == "token_embd.weight" and not use_mmap:
@@ -285,28 +289,26 @@ def place_weights(
             )
     buffers: dict[str, int] = {}
     buffer_device: dict[str, str] = {}
+    alloc_bytes: dict[tuple[str, int, int, str], int] = {}  # most tensors repeat per layer
     for p in placed:
         if p.buffer == "CPU_Mapped":
             continue
-        backend = "cpu"
-        if p.device != "cpu":
-            backend = gpus[int(p.device.split(":")[1])].backend
-        buffers[p.buffer] = buffers.get(p.buffer, 0) + backend_alloc_bytes(
-            p.type_name, p.ne0, p.n_bytes, backend
-        )
+        key4 = (p.type_name, p.ne0, p.n_bytes, backend_of[p.device])
+        size = alloc_bytes.get(key4)
+        if size is None:
+            size = alloc_bytes[key4] = backend_alloc_bytes(*key4)
+        buffers[p.buffer] = buffers.get(p.buffer, 0) + size
         buffer_device[p.buffer] = p.device
     if cpu_ranges:
         buffers["CPU_Mapped"] = max(e for _, e in cpu_ranges) - min(s for s, _ in cpu_ranges)
         buffer_device["CPU_Mapped"] = "cpu"
     if row:
         _split_rows(placed, buffers, buffer_device, gpus, names, tensor_split)
-    layer_dev = tuple(
-        "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
-    )
+    layer_dev = tuple("cpu" if gi is None else dev_ids[gi] for gi in per_layer[:n_layer])
     placement = Placement(
         tensors=tuple(placed),
         layer_device=layer_dev,
-        output_device="cpu" if out_gpu is None else f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
+        output_device="cpu" if out_gpu is None else dev_ids[out_gpu],
         buffers=buffers,
         buffer_device=buffer_device,
         n_offloaded=n_off,

@@ -74,17 +74,30 @@ _MAMBA_ARCHS = frozenset({"mamba", "mamba2"})
 _BLK_RE = re.compile(r"^blk\.(\d+)\.(.+)$")
 
 
+def _split_blk(name: str) -> tuple[int | None, str]:
+    """``"blk.12.attn_q.weight"`` -> ``(12, "attn_q.weight")``; ``(None, name)`` for a tensor
+    outside the repeating layers (``_BLK_RE``; the common ASCII form without the regex)."""
+    if name.startswith("blk."):
+        num, dot, rest = name[4:].partition(".")
+        if dot and rest and num.isascii() and num.isdigit() and "\n" not in rest:
+            return int(num), rest
+        m = _BLK_RE.match(name)
+        if m:
+            return int(m.group(1)), m.group(2)
+    return None, name
+
+
 def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
     """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
     rows = []
     for t in g.tensors:
-        m = _BLK_RE.match(t.name)
+        layer, role = _split_blk(t.name)
         rows.append(
             TensorInfo(
                 name=t.name,
-                shape=t.shape,
-                role=m.group(2) if m else t.name,
-                layer=int(m.group(1)) if m else None,
+                shape=t.dims[::-1],
+                role=role,
+                layer=layer,
                 dtype=t.ggml_type,
                 n_bytes=t.n_bytes,
             )
@@ -316,7 +329,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
 
     # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
     # strings instead of every tensor name (~10 per layer), once per feature it asks about
-    tails = {m.group(2) if (m := _BLK_RE.match(n)) else n for n in names}
+    tails = {_split_blk(n)[1] for n in names}
 
     def has(suffix: str) -> bool:
         return any(t.endswith(suffix) for t in tails)
