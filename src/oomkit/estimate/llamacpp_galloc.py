@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["GraphSim", "Node", "simulate_gallocr"]
+__all__ = ["GraphSim", "Node", "simulate_gallocr", "simulate_gallocr_states"]
 
 
 @dataclass(slots=True)
@@ -41,6 +41,8 @@ class GraphSim:
     """A graph under construction (nodes in execution order)."""
 
     nodes: list[Node] = field(default_factory=list)
+    #: index of each repeating layer's first node (recorded by the graph builder)
+    layer_starts: list[int] = field(default_factory=list)
 
     def add(self, node: Node) -> int:
         self.nodes.append(node)
@@ -117,8 +119,21 @@ class _DynAlloc:
         blocks.insert(j, [offset, size])
 
 
+#: the allocator's state before a node: free blocks, and (node, allocated, offset, consumers
+#: left, views left) of every earlier node that still holds memory or is still to be used
+AllocState = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, bool, int, int, int], ...]]
+
+
 def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
     """High-water mark in bytes of allocating ``graph`` with ggml-alloc's algorithm."""
+    return simulate_gallocr_states(graph, alignment)[0]
+
+
+def simulate_gallocr_states(
+    graph: GraphSim, alignment: int = 32, marks: tuple[int, ...] = ()
+) -> tuple[int, list[AllocState]]:
+    """:func:`simulate_gallocr`, plus the allocator's state just before each node of ``marks``
+    (ascending node indices) is allocated."""
     nodes = graph.nodes
     n = len(nodes)
     n_children = [0] * n
@@ -175,7 +190,21 @@ def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
                 allocate(p)
         if nd.is_input and nd.srcs:
             allocate(nd_i)
+    states: list[AllocState] = []
+    next_mark = marks[0] if marks else -1
     for i, nd in enumerate(nodes):
+        if i == next_mark:
+            states.append(
+                (
+                    tuple((b[0], b[1]) for b in alloc.blocks),
+                    tuple(
+                        (j, a, offset[j] if a else 0, n_children[j], n_views[j])
+                        for j, a in enumerate(allocated[:i])
+                        if a or n_children[j] or n_views[j]
+                    ),
+                )
+            )
+            next_mark = marks[len(states)] if len(states) < len(marks) else -1
         allocate(i)
         for p in nd.srcs:
             n_children[p] -= 1
@@ -187,4 +216,4 @@ def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
                         free(vs)
                 else:
                     free(p)
-    return alloc.max_size
+    return alloc.max_size, states
