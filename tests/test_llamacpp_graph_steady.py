@@ -40,13 +40,7 @@ def _full(
 
 
 def _specs() -> list[ModelSpec]:
-    out = []
-    for entry in all_models():
-        try:
-            out.append(load_model(entry.key, offline=True))
-        except Exception:  # noqa: BLE001 - a catalog entry this runtime cannot load
-            continue
-    return out
+    return [load_model(entry.key, offline=True) for entry in all_models()]
 
 
 def test_shortcut_equals_the_full_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
