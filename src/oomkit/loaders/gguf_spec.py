@@ -329,7 +329,8 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
 
     # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
     # strings instead of every tensor name (~10 per layer), once per feature it asks about
-    tails = {_split_blk(n)[1] for n in names}
+    infos = gguf_tensor_infos(g)
+    tails = {t.role for t in infos}  # the name past blk.N., or the whole name
 
     def has(suffix: str) -> bool:
         return any(t.endswith(suffix) for t in tails)
@@ -377,7 +378,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         moe=_moe(k, n_ff, has),
         mla=mla,
         recurrent=_recurrent(k, layer_types),
-        tensors=gguf_tensor_infos(g),
+        tensors=infos,
         source="gguf",
         assumptions=tuple(notes),
         rope_scaling_type=scaling,
