@@ -71,6 +71,8 @@ class KvCacheInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KvPlan:
+    """Every cache tensor of a llama.cpp context: per layer, and summed per cache."""
+
     layers: tuple[KvLayer, ...]
     caches: tuple[KvCacheInfo, ...]
     n_swa: int | None

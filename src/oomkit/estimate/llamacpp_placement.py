@@ -46,6 +46,8 @@ REPACK_TYPES: frozenset[str] = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "Q8_0"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlacedTensor:
+    """One weight tensor and the buffer (and device) llama.cpp loads it into."""
+
     name: str
     type_name: str
     ne0: int
