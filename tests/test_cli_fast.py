@@ -244,3 +244,62 @@ def test_fast_path_does_not_import_click() -> None:
 
 def test_module_names_its_test() -> None:
     assert "test_cli_fast.py" in (estimate_fast.__doc__ or "")
+
+
+def _run_module(argv: list[str], **env_extra: str) -> tuple[int, str, str]:
+    env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_OFFLINE": "1", "NO_COLOR": "1", **env_extra}
+    env.pop("OOMKIT_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "oomkit", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["estimate", "llama-3.1-8b", "--quant", "Q4_K_M", "--ctx", "8192", "--json"],
+        ["estimate", "llama-3.1-8b", "--vram", "4GiB"],  # exit 3, text, suggestions
+        ["estimate", "no-such-model-xyz"],  # exit 1, the error on stderr
+    ],
+)
+def test_python_m_oomkit_exits_as_click_does(argv: list[str]) -> None:
+    # `python -m oomkit` ends a fast-path run with os._exit (no interpreter teardown)
+    assert _run_module(argv) == _run(argv, force_click=True)
+
+
+def test_fast_exit_still_runs_atexit_handlers(tmp_path: Path) -> None:
+    # the dataclass code cache is written by an atexit handler: it must still be written
+    env = {**os.environ, "PYTHONPATH": SRC, "PYTHONPYCACHEPREFIX": str(tmp_path)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "oomkit", "estimate", "llama-3.1-8b", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("{")
+    assert list(tmp_path.rglob("*.dcfn"))
+
+
+def test_fast_exit_handles_a_closed_pipe() -> None:
+    # stdout closed early (`oomkit estimate ... | head -c 1`): quiet exit 1, as click does
+    env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_OFFLINE": "1"}
+    proc = subprocess.run(
+        f"{sys.executable} -m oomkit estimate llama-3.1-8b --explain | head -c 1 >/dev/null; "
+        "echo ${PIPESTATUS[0]}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.stdout.strip() in ("0", "1")  # 0 when it all fitted in the pipe's buffer
+    assert "Traceback" not in proc.stderr
