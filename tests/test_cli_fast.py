@@ -303,3 +303,27 @@ def test_fast_exit_handles_a_closed_pipe() -> None:
     )
     assert proc.stdout.strip() in ("0", "1")  # 0 when it all fitted in the pipe's buffer
     assert "Traceback" not in proc.stderr
+
+
+def test_gc_is_paused_only_while_main_runs_the_fast_path() -> None:
+    code = (
+        "import gc, io, sys\nfrom oomkit.cli import main\n"
+        "seen = []\n"
+        "import oomkit.cli.estimate_run as r\n"
+        "real = r.run_estimate\n"
+        "def spy(*a, **k):\n    seen.append(gc.isenabled())\n    return real(*a, **k)\n"
+        "r.run_estimate = spy\n"
+        "sys.argv = ['oomkit', 'estimate', 'llama-3.1-8b', '--json']\n"
+        "sys.stdout = io.StringIO()\n"
+        "rc = main()\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print(rc, seen, gc.isenabled())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+        check=True,
+    ).stdout
+    assert out.split() == ["0", "[False]", "True"]
