@@ -16,9 +16,10 @@ import pytest
 
 from oomkit.api import load_model
 from oomkit.catalog.models import all_models
-from oomkit.estimate import llamacpp_compute as compute
-from oomkit.estimate.llamacpp_compute import GraphShape, build_graph, reserve_graph_bytes
+from oomkit.estimate import llamacpp_reserve as reserve
+from oomkit.estimate.llamacpp_compute import GraphShape, build_graph
 from oomkit.estimate.llamacpp_galloc import simulate_gallocr
+from oomkit.estimate.llamacpp_reserve import reserve_graph_bytes
 from oomkit.spec.model import ModelSpec
 
 SHAPES = (
@@ -45,7 +46,7 @@ def _specs() -> list[ModelSpec]:
 
 def test_shortcut_equals_the_full_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
     taken = tried = 0
-    real_period = compute._period
+    real_period = reserve._period
 
     def counting(*args: object) -> int | None:
         nonlocal taken
@@ -53,7 +54,7 @@ def test_shortcut_equals_the_full_simulation(monkeypatch: pytest.MonkeyPatch) ->
         taken += p is not None
         return p
 
-    monkeypatch.setattr(compute, "_period", counting)
+    monkeypatch.setattr(reserve, "_period", counting)
     specs = _specs()
     assert len(specs) > 100
     for spec in specs:

@@ -28,7 +28,6 @@ from oomkit.estimate.llamacpp_compute import (
     graph_shape,
     host_compute_bytes,
     output_buffer_bytes,
-    reserve_graph_bytes,
 )
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_params import (
@@ -42,6 +41,7 @@ from oomkit.estimate.llamacpp_placement import (
     backend_buffer_prefix,
     place_weights,
 )
+from oomkit.estimate.llamacpp_reserve import reserve_graph_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, TensorInfo
