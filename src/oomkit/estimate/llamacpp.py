@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from oomkit._gcpause import gc_paused
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue, ModelInfo
 from oomkit.estimate.llamacpp_compute import (
@@ -314,6 +315,7 @@ def _compute_buffers(
     return out, where, notes
 
 
+@gc_paused
 def estimate_llamacpp(
     spec: ModelSpec,
     settings: InferenceSettings,

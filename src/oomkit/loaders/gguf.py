@@ -29,6 +29,7 @@ from math import prod
 from types import MappingProxyType
 from typing import BinaryIO, TypeAlias
 
+from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError, SourceNotFoundError
 from oomkit.quant.ggml_types import GgmlType, ggml_type_by_id
 from oomkit.units import MiB, align_up
@@ -446,6 +447,7 @@ def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
         return read_gguf(f, path=p, file_bytes=os.fstat(f.fileno()).st_size)
 
 
+@gc_paused
 def read_gguf(f: BinaryIO, *, path: str, file_bytes: int) -> GgufFile:
     """Read a GGUF header from a binary stream of ``file_bytes`` bytes (see :func:`load_gguf`).
 

@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 
+from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError
 from oomkit.loaders.gguf import GgufArray, GgufFile, GgufValue
 from oomkit.spec.model import (
@@ -267,6 +268,7 @@ def _mla(k: _Keys, key_len: int | None, value_len: int | None) -> MlaSpec | None
     )
 
 
+@gc_paused
 def gguf_to_spec(g: GgufFile) -> ModelSpec:
     """Build a :class:`ModelSpec` with exact tensors from a GGUF header.
 
