@@ -142,7 +142,15 @@ def weight_tensors(
     for ``quant`` is predicted over the tensors derived from the config.
     """
     if spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
-        rows = tuple((t, str(t.dtype).upper(), int(t.n_bytes or 0)) for t in spec.tensors)
+        upper: dict[str | None, str] = {}  # a handful of distinct types, ~10 tensors a layer
+        rows = tuple(
+            (
+                t,
+                upper.get(t.dtype) or upper.setdefault(t.dtype, str(t.dtype).upper()),
+                int(t.n_bytes or 0),
+            )
+            for t in spec.tensors
+        )
         return rows, "gguf header (exact tensor types and bytes)", ()
     return _predicted_weights(spec, quant)
 
@@ -507,7 +515,7 @@ def _estimate(
         model=ModelInfo(
             name=spec.name,
             architecture=spec.architecture,
-            params=spec.declared_params or sum(t.n_params for t, _, _ in rows if is_parameter(t)),
+            params=spec.declared_params or _param_count(rows),
             source=spec.source,
         ),
         runtime=runtime_name,
@@ -527,6 +535,20 @@ def _estimate(
         weights_source=w_source,
     )
     return est, bd
+
+
+def _param_count(rows: Sequence[tuple[TensorInfo, str, int]]) -> int:
+    """Parameters of the parameter tensors (``is_parameter`` depends on the role alone: asked
+    once per distinct role, not per tensor)."""
+    counted: dict[str, bool] = {}
+    total = 0
+    for t, _, _ in rows:
+        ok = counted.get(t.role)
+        if ok is None:
+            ok = counted[t.role] = is_parameter(t)
+        if ok:
+            total += t.n_params
+    return total
 
 
 def _buf_for(dev: str, all_devs: Sequence[tuple[str, DeviceTarget, str]]) -> str:

@@ -91,8 +91,17 @@ def _split_blk(name: str) -> tuple[int | None, str]:
 def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
     """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
     rows = []
+    layers: dict[str, int] = {}  # "12" -> 12, once per layer (its ~10 tensors share it)
     for t in g.tensors:
-        layer, role = _split_blk(t.name)
+        name = t.name
+        num, dot, rest = name[4:].partition(".")
+        layer = layers.get(num) if name.startswith("blk.") and rest and "\n" not in rest else None
+        if layer is not None:
+            role = rest
+        else:
+            layer, role = _split_blk(name)
+            if layer is not None and dot and role == rest and num.isascii() and num.isdigit():
+                layers[num] = layer
         rows.append(
             TensorInfo(
                 name=t.name,
