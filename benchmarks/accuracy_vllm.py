@@ -79,7 +79,7 @@ _SETUP: dict[str, dict[str, Any]] = {
         "tp": 4,
         "ctx": 4096,
         "gpu": "a100-80gb-sxm",
-        "engine": "v0-2023",
+        "engine": "v0-2023-total",
     },
     "vllm-2031-llama2-7b-tp1-a100-80g": {
         "total_GiB": _A100_CUDA_TOTAL,
@@ -87,7 +87,7 @@ _SETUP: dict[str, dict[str, Any]] = {
         "tp": 1,
         "ctx": 4096,
         "gpu": "a100-80gb-sxm",
-        "engine": "v0-2023",
+        "engine": "v0-2023-total",
     },
 }
 

@@ -2,10 +2,15 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/doctor_corpus.py --part dev            # development part (+ disagreements)
+    python benchmarks/doctor_corpus.py --part dev --show     # development part (+ disagreements)
+    python benchmarks/doctor_corpus.py --part dev2 --show    # second development part
     python benchmarks/doctor_corpus.py --part oom_dev        # ../shared/validation/oom_dev.jsonl
-    python benchmarks/doctor_corpus.py --part heldout        # aggregate figures only
+    python benchmarks/doctor_corpus.py --part heldout2       # held-out: aggregate figures only
     python benchmarks/doctor_corpus.py --part all --out benchmarks/doctor_corpus_results.txt
+
+A part is every file ``tests/fixtures/oom_corpus/<part>_<family>.jsonl`` (``dev_torch.jsonl`` and
+``dev_serving.jsonl`` make part ``dev``), discovered from the file names, plus ``oom_dev``; a new
+part such as ``heldout2_*.jsonl`` is picked up without a change here.
 
 For every part and every runtime family it prints:
 
@@ -17,15 +22,17 @@ For every part and every runtime family it prints:
 * the invariants of issue 9: contradictions between fixes and hardware-only top fixes (both must
   be 0).
 
-The held-out part is scored once, at the end of a change: this script prints only aggregate
-figures for it (never a record, an id or a message), whatever the flags say. ``--show`` lists the
-disagreements of the development parts (dev, oom_dev) for rule work.
+A held-out part (any part whose name starts with ``heldout``) is scored once, at the end of a
+change: this script prints only aggregate figures for it (never a record, an id or a message),
+whatever the flags say. ``--show`` lists the disagreements of the development parts (dev, dev2,
+oom_dev) for rule work.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -42,7 +49,7 @@ OOM_DEV_CANDIDATES = (
     ROOT.parent / "shared" / "validation" / "oom_dev.jsonl",
     Path("/work/shared/validation/oom_dev.jsonl"),
 )
-PARTS = ("dev", "heldout", "oom_dev")
+_PART_RE = re.compile(r"^(?P<part>[A-Za-z0-9]+)_[A-Za-z0-9_.-]+\.jsonl$")
 _SCORED = ("high", "medium")
 # record runtime text -> family (first match wins; lower-case substring tests)
 _FAMILIES = (
@@ -70,11 +77,26 @@ def family(runtime: str) -> str:
     return "other"
 
 
+def discover_parts(corpus: Path | None = None) -> list[str]:
+    """The parts present: ``<part>`` of every ``<part>_<family>.jsonl``, then ``oom_dev``.
+
+    Development parts (``dev``, ``dev2``, ...) come first, held-out parts (``heldout*``) after.
+    """
+    folder = CORPUS if corpus is None else corpus
+    names = {m["part"] for p in folder.glob("*.jsonl") if (m := _PART_RE.match(p.name))}
+    return [*sorted(names, key=lambda n: (is_heldout(n), n)), "oom_dev"]
+
+
+def is_heldout(part: str) -> bool:
+    """A held-out part: scored for aggregates only, never shown record by record."""
+    return part.startswith("heldout")
+
+
 def part_files(part: str) -> list[Path]:
     """The JSONL files of one part (missing files are skipped)."""
     if part == "oom_dev":
         return [p for p in OOM_DEV_CANDIDATES if p.exists()][:1]
-    return sorted(CORPUS.glob(f"{part}_*.jsonl"))
+    return sorted(p for p in CORPUS.glob(f"{part}_*.jsonl") if _PART_RE.match(p.name))
 
 
 def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -163,7 +185,7 @@ def report(part: str, rows: list[dict[str, Any]], *, show: bool) -> list[str]:
         if sub and any(not r["agree"] for r in sub):
             out.append(f"  confusion {fam}:")
             out.extend(_matrix(sub))
-    if show and part != "heldout":
+    if show and not is_heldout(part):
         out.append("  disagreements:")
         out.extend(
             f"  - {r['id']} [{r['label_confidence']}] {r['family']}: label {r['label']}, "
@@ -176,11 +198,12 @@ def report(part: str, rows: list[dict[str, Any]], *, show: bool) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--part", choices=(*PARTS, "all"), default="dev")
+    known = discover_parts()
+    ap.add_argument("--part", choices=(*known, "all"), default="dev")
     ap.add_argument("--show", action="store_true", help="list disagreements (dev parts only)")
     ap.add_argument("--out", type=Path, default=None, help="also write the report here")
     args = ap.parse_args(argv)
-    parts = PARTS if args.part == "all" else (args.part,)
+    parts = known if args.part == "all" else [args.part]
     lines: list[str] = []
     ok = True
     for part in parts:

@@ -76,7 +76,7 @@ CASES = [
         "sglang_prefill_oom",
         {"prefill_tokens": 8192},
     ),
-    ("somelib: fatal: CUDA failed with error out of memory", "generic_oom", {}),
+    ("somelib: fatal: device allocation failed: out of memory", "generic_oom", {}),
 ]
 
 

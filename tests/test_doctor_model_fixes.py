@@ -366,13 +366,17 @@ def test_transformers_fixes_with_explicit_model() -> None:
 
 
 def test_training_step_gets_no_inference_fixes() -> None:
-    # an OOM in loss.backward() is a training step: the inference estimate would not size it
+    # an OOM in loss.backward() is a training step: the inference estimate would not size it,
+    # the training estimator does (tests/test_doctor_training.py)
     tb = 'Traceback (most recent call last):\n  File "train.py", line 10, in <module>\n'
     text = tb + "    loss.backward()\n" + _text("oom-torch-llama-82-7b-11gb")
     d = diagnose_text(text, model=load_model("llama-2-7b"))
     assert d.context.frame_phase == "backward"
     assert d.fixes
-    assert not any(isinstance(f, EstimatedFix) for f in d.fixes)
+    sized = [f for f in d.fixes if isinstance(f, EstimatedFix)]
+    assert sized
+    assert all("training estimate" in f.why for f in sized)
+    assert not any(f.title.startswith(("Load in", "Halve the batch")) for f in d.fixes)
 
 
 def test_plain_pytorch_log_imports_no_estimator() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +29,12 @@ def _est(model: str, **kw: Any) -> Estimate:
     ("runtime", "version", "key"),
     [
         ("vllm", "0.2.5", "v0-2023"),
-        ("vllm", "0.4.2", "v0-2023-no-record-stream"),
+        ("vllm", "0.2.7", "v0-2023-no-record-stream"),
+        ("vllm", "0.4.2", "v0-2024-init-free"),
         ("vllm", "0.6.3", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
-        ("vllm", "0.8.5", "v1-2025"),
+        ("vllm", "0.8.5", "v1-2025-global"),
+        ("vllm", "0.9.2", "v1-2025"),
         ("vllm", "2025-12", "current"),
         ("llama.cpp", "2024-06", "2024"),
         ("llama.cpp", "b4500", "2024"),
@@ -126,7 +131,7 @@ def test_vllm_generations_change_the_kv_pool() -> None:
         v: _est("llama-3.1-8b", runtime_version=v, **kw).runtime_details["engine"]
         for v in ("0.6.3", "0.8.5")
     }
-    assert engines == {"0.6.3": "v0-2024", "0.8.5": "v1-2025"}
+    assert engines == {"0.6.3": "v0-2024", "0.8.5": "v1-2025-global"}
     # 0.6.3 charges the CUDA context to the budget: fewer blocks than 0.6.5+
     assert blocks["0.6.3"] < blocks["0.7.0"]
     assert len(set(blocks.values())) >= 4
@@ -151,7 +156,7 @@ def test_generation_is_echoed() -> None:
     e = _est("llama-3.1-8b", runtime="vllm", ctx=8192, runtime_version="0.8.5")
     gen = e.runtime_details["generation"]
     assert isinstance(gen, dict)
-    assert gen["label"] == "vLLM V1 (0.8-0.10)"
+    assert gen["label"] == "vLLM V1 (0.8.0-0.9.0)"
     assert gen["requested"] == "0.8.5"
 
 
@@ -170,7 +175,7 @@ def test_doctor_reads_the_version_line() -> None:
     # the user's own version wins over the log's
     user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
     notes = diagnose_text(log, settings=user).notes
-    assert any("vLLM V1 (0.8-0.10)" in n for n in notes)
+    assert any("vLLM V1 (0.8.0-0.9.0)" in n for n in notes)
 
 
 def test_vllm_before_mla_caches_deepseek_as_full_heads() -> None:
@@ -212,3 +217,65 @@ def test_ollama_engine_generation_uses_ollamarunner_and_flash_attention() -> Non
     assert new.runtime_details["ollama"]["flash_attention"] is True
     # without flash attention the compute buffer holds the n_ctx-wide KQ matrix
     assert old.devices[0].activations_bytes > new.devices[0].activations_bytes
+
+
+def test_every_generation_has_evidence_that_resolves() -> None:
+    """Each generation names a test comparing it with its neighbour, a real run of the verdict
+    set whose outcome turns on it, or a public log; every test and run reference exists."""
+    root = Path(__file__).parents[1]
+    runs = {
+        json.loads(ln)["id"]
+        for part in ("dev", "dev2")
+        for ln in (root / "tests/fixtures/verdict_runs" / f"{part}.jsonl").read_text().splitlines()
+        if ln.strip()
+    }
+    for rt, gens in GENERATIONS.items():
+        for gen in gens:
+            assert gen.evidence, f"{rt} {gen.key}: no log or test shows the difference"
+            for ref in gen.evidence:
+                kind, _, what = ref.partition(":")
+                if kind == "test":
+                    path, _, func = what.partition("::")
+                    assert f"def {func}(" in (root / path).read_text(), ref
+                elif kind == "run":
+                    assert what in runs, ref
+                else:
+                    assert kind == "log", ref
+                    assert what.startswith("https://github.com/"), ref
+
+
+def test_vllm_current_charges_its_graph_estimate() -> None:
+    """PR #30515: the CUDA-graph estimate is subtracted from ceil(total x 0.92); 0.9.1-0.10
+    captured graphs afterwards in the headroom of total x 0.9."""
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 8192}
+    old = _est("llama-3.1-8b", runtime_version="0.10.1", **kw)
+    new = _est("llama-3.1-8b", runtime_version="0.11.0", **kw)
+    ro, rn = old.runtime_details, new.runtime_details
+    assert (ro["engine"], rn["engine"]) == ("v1-2025", "current")
+    assert (ro["cudagraph_charged"], rn["cudagraph_charged"]) == (False, True)
+    cap = HW.devices[0].capacity_bytes
+    assert cap is not None
+    budget = math.ceil(cap * 0.92) - int(cap * 0.9)
+    act = rn["activation_peak_bytes"] - ro["activation_peak_bytes"]  # FlashInfer sampler
+    expected = budget - rn["cudagraph_bytes"] - act
+    assert rn["available_kv_cache_bytes"] - ro["available_kv_cache_bytes"] == expected
+
+
+def test_runtime_version_is_not_reported_as_ignored() -> None:
+    """Every runtime with generations reads --runtime-version: no 'ignored by' note for it."""
+    for rt, version in (("vllm", "0.8.5"), ("llama.cpp", "b4500"), ("ollama", "0.5.7")):
+        e = _est("qwen2.5-7b", runtime=rt, runtime_version=version)
+        assert not any("runtime_version" in a for a in e.assumptions), rt
+
+
+def test_vllm_before_pr_2863_charges_all_gpu_memory() -> None:
+    """0.2.5-0.3.0 charged total - free after profiling (the CUDA context too, PR #2031); from
+    PR #2863 (0.3.1) the free memory at init is the baseline: more KV blocks, by the context."""
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 4096}
+    old = _est("llama-2-7b", runtime_version="0.3.0", **kw).runtime_details
+    new = _est("llama-2-7b", runtime_version="0.3.1", **kw).runtime_details
+    assert old["charges_other_processes"] is True
+    assert new["charges_other_processes"] is False
+    assert old["non_torch_bytes"] > new["non_torch_bytes"]
+    freed = old["non_torch_bytes"] - new["non_torch_bytes"]
+    assert new["available_kv_cache_bytes"] - old["available_kv_cache_bytes"] == freed

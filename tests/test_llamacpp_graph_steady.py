@@ -1,4 +1,4 @@
-"""``reserve_graph_bytes``: the short simulation of a run of identical layers is exact.
+"""``stack_compute_bytes``: the short simulation of a stack of repeating layers is exact.
 
 Every catalog model is built into its llama.cpp reserve graph for a few shapes (flash attention
 on and off, small and large micro-batches, quantized KV with its rotation inputs, sub-graphs of
@@ -16,10 +16,9 @@ import pytest
 
 from oomkit.api import load_model
 from oomkit.catalog.models import all_models
-from oomkit.estimate import llamacpp_reserve as reserve
-from oomkit.estimate.llamacpp_compute import GraphShape, build_graph
+from oomkit.estimate import llamacpp_compute as compute
+from oomkit.estimate.llamacpp_compute import GraphShape, build_graph, stack_compute_bytes
 from oomkit.estimate.llamacpp_galloc import simulate_gallocr
-from oomkit.estimate.llamacpp_reserve import reserve_graph_bytes
 from oomkit.spec.model import ModelSpec
 
 SHAPES = (
@@ -46,15 +45,15 @@ def _specs() -> list[ModelSpec]:
 
 def test_shortcut_equals_the_full_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
     taken = tried = 0
-    real_period = reserve._period
+    real_cycle = compute._cycle
 
-    def counting(*args: object) -> int | None:
+    def counting(*args: object) -> tuple[int, int] | None:
         nonlocal taken
-        p = real_period(*args)  # type: ignore[arg-type]
-        taken += p is not None
-        return p
+        found = real_cycle(*args)  # type: ignore[arg-type]
+        taken += found is not None
+        return found
 
-    monkeypatch.setattr(reserve, "_period", counting)
+    monkeypatch.setattr(compute, "_cycle", counting)
     specs = _specs()
     assert len(specs) > 100
     for spec in specs:
@@ -69,8 +68,8 @@ def test_shortcut_equals_the_full_simulation(monkeypatch: pytest.MonkeyPatch) ->
                 if not layers:
                     continue
                 tried += 1
-                got = reserve_graph_bytes(
-                    spec, sh, layers, with_input=with_input, with_output=with_output,
+                got = stack_compute_bytes(
+                    spec, sh, layers=layers, with_input=with_input, with_output=with_output,
                     alignment=128,
                 )  # fmt: skip
                 assert got == _full(spec, sh, layers, with_input, with_output), (spec.name, sh)
@@ -92,9 +91,9 @@ def test_time_does_not_grow_with_layers(tmp_path: Path) -> None:
         write_gguf(path, n)
         spec = load_model(path)
         sh = SHAPES[0]
-        reserve_graph_bytes(spec, sh, alignment=128)  # indexes the spec's layer-0 tensors once
+        stack_compute_bytes(spec, sh, alignment=128)  # indexes the spec's layer-0 tensors once
         t = time.process_time()
-        reserve_graph_bytes(spec, sh, alignment=128)
+        stack_compute_bytes(spec, sh, alignment=128)
         times[n] = time.process_time() - t
         estimate_model(spec, InferenceSettings(ctx=4096))  # runs end to end
     # 20x the layers: the graph part must not take anything like 20x the time

@@ -132,3 +132,54 @@ def test_cli_exit_codes_and_json(
     if level == "tight":
         assert "Tight: " in text
         assert "\nFits." not in text
+
+
+def _vllm(model: str, gpu: str, **kw: object) -> Estimate:
+    s = InferenceSettings(runtime="vllm", **kw)  # type: ignore[arg-type]
+    gpus = parse_gpu_list(gpu)
+    return estimate(model, s, hardware_for(gpus, n_devices=s.tp or 1), offline=True)
+
+
+def _terms(v: object) -> list[str]:
+    from oomkit.estimate.verdict import Verdict
+
+    assert isinstance(v, Verdict)
+    return [label for m in v.margins for label, _ in m.terms]
+
+
+def test_vllm_graphs_captured_after_the_kv_cache_widen_the_device_band() -> None:
+    """Before PR #30515 graphs are captured in the 1 - util headroom, "1~3 GiB per GPU" in
+    vLLM's own words: a 24 GB card at util 0.9 is tight with graphs and fits eager (vllm#17469:
+    Qwen3-30B-A3B on 4x A10 died in capture_model and ran with --enforce-eager)."""
+    kw: dict[str, object] = {"ctx": 1024, "tp": 4, "max_num_seqs": 1, "runtime_version": "0.8.5"}
+    graphs = verdict(_vllm("qwen3-30b-a3b", "4xa10", **kw), Platform(display=False))
+    eager = verdict(
+        _vllm("qwen3-30b-a3b", "4xa10", enforce_eager=True, **kw), Platform(display=False)
+    )
+    assert graphs.level == "tight"
+    assert any("CUDA graphs captured after the KV cache" in t for t in _terms(graphs))
+    assert graphs.safe_change is not None
+    assert "--enforce-eager" in graphs.safe_change
+    assert eager.level == "fits"
+    assert not any("CUDA graphs" in t for t in _terms(eager))
+    # today's vLLM charges its graph estimate to the budget: no such term
+    now = verdict(_vllm("qwen3-30b-a3b", "4xa10", **{**kw, "runtime_version": "0.11.0"}))
+    assert not any("CUDA graphs captured after" in t for t in _terms(now))
+
+
+def test_vllm_v1_before_0_9_1_charges_other_processes() -> None:
+    """vllm#17431: Qwen3-8B at util 0.4 on an 80 GB GPU shared with another server died on
+    0.8.5 V1 ('No available memory for the cache blocks') and started with VLLM_USE_V1=0."""
+    kw: dict[str, object] = {"ctx": 40960, "gpu_memory_utilization": 0.4}
+    v1 = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.8.5", **kw))
+    v0 = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.7.3", **kw))
+    fixed = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.9.2", **kw))
+    assert v1.level == "tight"
+    assert any("other processes" in t for t in _terms(v1))
+    assert v1.safe_change is not None
+    assert "0.9.1" in v1.safe_change
+    assert v0.level == "fits"
+    assert fixed.level == "fits"
+    # at the default util nothing says the GPU is shared
+    alone = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.8.5", ctx=40960))
+    assert not any("other processes" in t for t in _terms(alone))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
+import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -31,22 +34,55 @@ def _records(part: str) -> list[dict[str, object]]:
     return [json.loads(ln) for ln in lines if ln.strip()]
 
 
+def _parts() -> list[str]:
+    return sorted(p.stem for p in FIXTURES.glob("*.jsonl"))
+
+
 def test_counts_and_unique_ids() -> None:
-    recs = _records("dev") + _records("heldout")
+    recs = [r for part in _parts() for r in _records(part)]
     assert len(recs) >= 60
     assert sum(r["outcome"] == "oom" for r in recs) >= 25
     ids = [r["id"] for r in recs]
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.parametrize("part", ["dev", "heldout"])
+@pytest.mark.parametrize("part", _parts())
 def test_split_by_thread_and_schema(part: str) -> None:
     for r in _records(part):
         assert set(r) >= REQUIRED, r["id"]
         url = str(r["url"])
         assert url.startswith("https://github.com/"), r["id"]
-        expected = "heldout" if int(hashlib.sha1(url.encode()).hexdigest(), 16) % 3 == 0 else "dev"
-        assert expected == part, r["id"]
+        if part in ("dev", "dev2"):  # the first split, by thread (dev2 was its held-out part)
+            third = int(hashlib.sha1(url.encode()).hexdigest(), 16) % 3 == 0
+            assert ("dev2" if third else "dev") == part, r["id"]
         assert r["outcome"] in ("oom", "ok")
         find_model(str(r["model"]))  # offline catalog name
         parse_gpu_list(str(r["gpu"]))
+
+
+def _scorer() -> ModuleType:
+    path = Path(__file__).parents[1] / "benchmarks" / "verdict_accuracy.py"
+    spec = importlib.util.spec_from_file_location("verdict_accuracy", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_scorer_reads_any_named_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--part NAME`` scores ``NAME.jsonl`` of the folder, whatever the name; an absent part
+    is a one-line error naming the parts present."""
+    mod = _scorer()
+    rec = _records("dev")[0]
+    (tmp_path / "freshpart.jsonl").write_text(json.dumps(rec) + "\n")
+    monkeypatch.setattr(mod, "FIXTURES", tmp_path)
+    assert mod.available_parts() == ["freshpart"]
+    assert [r["id"] for r in mod.load("freshpart")] == [rec["id"]]
+    with pytest.raises(SystemExit, match="parts: freshpart"):
+        mod.load("nosuchpart")
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    res = mod.score(mod.load("freshpart"), verbose=False)
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" not in os.environ  # no leak into the caller
+    assert res["rows"]["ALL"]["n"] == 1
+    assert not res["errors"]

@@ -92,10 +92,10 @@ def test_2023_reserve_holds_record_streamed_allreduce_inputs() -> None:
         find_gpu("a100-80gb-sxm").to_device_target(), capacity_bytes=int(79.15 * GiB)
     )
     s = InferenceSettings(runtime="vllm", ctx=4096, tp=4, gpu_memory_utilization=0.9)
-    old = plan_vllm(l70, s, a100, engine="v0-2023")
+    old = plan_vllm(l70, s, a100, engine="v0-2023-total")
     # (2 x 80 layers + 1 embedding) all-reduces of [4096, 8192] fp16
     assert old.pinned_allreduce_bytes == 161 * 4096 * 8192 * 2
-    tp1 = plan_vllm(l70, dataclasses.replace(s, tp=1), a100, engine="v0-2023")
+    tp1 = plan_vllm(l70, dataclasses.replace(s, tp=1), a100, engine="v0-2023-total")
     assert tp1.pinned_allreduce_bytes == 0
     # the PR reported 20865 blocks (31615 before it): the pinned reserve explains most of it
     assert old.num_gpu_blocks is not None

@@ -51,9 +51,15 @@ def _render(d: dict[str, object]) -> list[str]:
     lines.extend(f"Note: {n}" for n in notes)
     lines.append(
         f"{d['parameter_count']:,} parameters ({d['trainable_parameter_count']:,} trainable); "
-        f"{d['ops']} ops traced in {d['seconds']} s. Not counted: CUDA context, workspaces, "
-        "fragmentation."
+        f"{d['ops']} ops traced in {d['seconds']} s. Not counted: the CUDA context."
     )
+    reserved = d.get("reserved_peak_bytes")
+    if isinstance(reserved, int) and reserved:
+        lines.insert(
+            2,
+            f"Peak reserved: {format_bytes(reserved)} (caching allocator replay, "
+            "max_memory_reserved)",
+        )
     return lines
 
 
@@ -69,8 +75,33 @@ def _render(d: dict[str, object]) -> list[str]:
     "--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True
 )
 @click.option(
-    "--optimizer", type=click.Choice(["adamw", "adamw8bit", "sgd", "sgd_momentum"]),
+    "--optimizer", type=click.Choice(["adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit",
+                                      "adafactor", "sgd", "sgd_momentum"]),
     default="adamw", show_default=True,
+)  # fmt: skip
+@click.option(
+    "--optimizer-impl", type=click.Choice(["foreach", "forloop", "fused"]), default="foreach",
+    show_default=True, help="torch.optim implementation (forloop: foreach=False, adamw_hf).",
+)  # fmt: skip
+@click.option(
+    "--keep-grads", is_flag=True,
+    help="zero_grad(set_to_none=False): gradients stay allocated between steps (torch < 2.0).",
+)  # fmt: skip
+@click.option(
+    "--optimizer-in-backward", is_flag=True,
+    help="Step each parameter as its gradient is ready (torchtune optimizer_in_bwd).",
+)  # fmt: skip
+@click.option(
+    "--chunked-loss", is_flag=True,
+    help="Output head and cross-entropy in 8 chunks (torchtune CEWithChunkedOutputLoss).",
+)  # fmt: skip
+@click.option(
+    "--held-logits", type=click.Choice(["none", "compute", "fp32"]), default="none",
+    show_default=True, help="Logits the loop keeps through backward (fp32: torchtune 2024).",
+)  # fmt: skip
+@click.option(
+    "--offload-activations", is_flag=True,
+    help="Saved tensors to host memory (torchtune enable_activation_offloading).",
 )  # fmt: skip
 @click.option("--grad-checkpointing", is_flag=True, help="Non-reentrant activation checkpointing.")
 @click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True)
@@ -98,7 +129,9 @@ def _render(d: dict[str, object]) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def probe_command(
     model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
-    grad_checkpointing: bool, lora_rank: int, lora_dropout: float, lora_targets: str | None,
+    optimizer_impl: str, keep_grads: bool, optimizer_in_backward: bool, chunked_loss: bool,
+    held_logits: str, offload_activations: bool, grad_checkpointing: bool, lora_rank: int,
+    lora_dropout: float, lora_targets: str | None,
     no_mixed_precision: bool, attn_implementation: str, first_step: bool, exact_bytes: bool,
     as_json: bool,
 ) -> None:  # fmt: skip
@@ -109,7 +142,10 @@ def probe_command(
     allocated), runs one forward (or a training step) and reports the allocator peak
     by category, its phase and the modules that add the most. Needs oomkit[torch].
     """
-    from oomkit.inprocess.probe import probe
+    from oomkit.inprocess.probe import _require_torch, probe
+
+    _require_torch()  # a one-line error before the step options import torch
+    from oomkit.inprocess.probe_step import StepOptions
 
     targets = (
         tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None
@@ -120,6 +156,12 @@ def probe_command(
         lora_dropout=lora_dropout,
         mixed_precision=not no_mixed_precision, attn_implementation=attn_implementation,
         round_to_cuda_blocks=not exact_bytes, steady_state=not first_step,
+        step=StepOptions(
+            optimizer_impl=optimizer_impl, zero_grad_set_to_none=not keep_grads,
+            optimizer_in_backward=optimizer_in_backward,
+            loss="chunked" if chunked_loss else "standard", held_logits=held_logits,
+            offload_activations=offload_activations,
+        ),
     )  # fmt: skip
     doc = result.to_dict()
     if as_json:

@@ -87,6 +87,7 @@ class TrainOptions:
     attn_implementation: str
     grad_accum: int
     fragmentation: float | None
+    activation_offloading: bool = False
     #: the estimate command's ``--emit`` when --train is given: a config or launch command
     emit: str | None = None
 
@@ -124,6 +125,7 @@ class TrainOptions:
             fragmentation_fraction=self.fragmentation,
             overhead_bytes=overhead_bytes,
             grad_accum=self.grad_accum,
+            activation_offloading=self.activation_offloading,
         )
 
 
@@ -178,6 +180,8 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  show_default=True, help="Attention kernel"),
     click.option("--grad-accum", "train_grad_accum", type=int, default=1, show_default=True,
                  help="Gradient accumulation steps"),
+    click.option("--activation-offloading", "train_activation_offloading", is_flag=True,
+                 help="Saved activations to host memory (torchtune enable_activation_offloading)"),
     click.option("--fragmentation", "train_fragmentation", type=float,
                  help="Allocator fragmentation margin as a fraction of the peak (default 0.05)"),
 )  # fmt: skip

@@ -63,8 +63,26 @@ def diagnose_text(
     parsed = parse_log(text)
     settings = _with_log_version(text, settings, runtime)
     provider = estimator_fix_provider(model, settings, hardware, runtime=runtime)
+    from oomkit.diagnose.training_fixes import with_training_fixes
+
+    provider = with_training_fixes(text, provider, model=model, hardware=hardware, runtime=runtime)
     result = diagnose(parsed.events, parsed.context, fix_providers=(provider, *fix_providers))
+    result = _note_training(result, text)
     return _note_generation(result, settings, runtime)
+
+
+def _note_training(result: Diagnosis, text: str) -> Diagnosis:
+    """Name the training setup the log shows (:mod:`oomkit.diagnose.training_context`)."""
+    if not result.oom_found:
+        return result
+    from oomkit.diagnose.training_fixes import training_note
+
+    note = training_note(text, result.context.frame_phase)
+    if note is None:
+        return result
+    import dataclasses
+
+    return dataclasses.replace(result, notes=(*result.notes, note))
 
 
 def _note_generation(

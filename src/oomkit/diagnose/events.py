@@ -190,6 +190,11 @@ class LogContext:
     frame_text: str | None = None
     parameter_bytes: int | None = None  # XLA "parameter allocation"
     deepspeed_allocated_bytes: tuple[int, ...] = ()
+    # deciding log facts (parse_families) --------------------------------------------------------
+    imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
+    allocation_limit: str | None = None  # a driver's per-allocation limit was what failed
+    completed_steps: int | None = None  # progress shown before the OOM (tqdm k/N, epoch E)
+    metal_working_set_bytes: int | None = None  # ggml-metal recommendedMaxWorkingSetSize
     notes: tuple[str, ...] = ()
 
     def device_buffers(self, kind: str) -> dict[str, int]:

@@ -60,6 +60,10 @@ class Fix:
     expected_saving_bytes: int | None
     generic: bool = False
     hardware: bool = False
+    #: the estimate says the run fits after this change (None: not known)
+    fits: bool | None = None
+    #: among fixes that fit, the smaller ``order`` (a less intrusive change) ranks first
+    order: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape of the doctor contract (``title, why, commands, expected_saving_bytes``)."""
@@ -70,6 +74,7 @@ class Fix:
             "expected_saving_bytes": self.expected_saving_bytes,
             "generic": self.generic,
             "hardware": self.hardware,
+            **({"fits": self.fits} if self.fits is not None else {}),
         }
 
 
@@ -87,6 +92,8 @@ def generic(title: str, why: str, commands: Sequence[str]) -> Fix:
 def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
     """Fixes by expected saving, largest first; unsized fixes keep their order, after sized ones;
     hardware changes come last whatever they would save (the user can apply the others now).
+    Sized fixes the estimate says make the run fit come first (the least intrusive first, by
+    ``order``), those that are not enough alone after the ones not known either way.
 
     Duplicate titles keep the first occurrence.
     """
@@ -101,7 +108,11 @@ def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
     unique = [f for f in unique if not f.hardware]
     sized = sorted(
         (f for f in unique if f.expected_saving_bytes is not None),
-        key=lambda f: -(f.expected_saving_bytes or 0),
+        key=lambda f: (
+            0 if f.fits else 2 if f.fits is False else 1,  # makes it fit, unknown, not enough
+            f.order if f.fits and f.order is not None else 0,
+            -(f.expected_saving_bytes or 0),
+        ),
     )
     return tuple(sized) + tuple(f for f in unique if f.expected_saving_bytes is None) + tuple(hw)
 

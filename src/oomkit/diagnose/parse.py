@@ -17,6 +17,7 @@ from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
+from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
@@ -36,6 +37,7 @@ PARSERS: tuple[Parser, ...] = (
     parse_vllm,
     parse_other,
     parse_extra,
+    parse_families,
 )
 
 _MAX_EVENTS = 200

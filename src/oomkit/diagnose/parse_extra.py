@@ -37,6 +37,11 @@ _FI_FAIL = re.compile(
     r"Failed to allocate memory for (?P<name>\w{1,80}) with size (?P<n>\d{1,20}) and alignment "
     r"\d{1,6} in AlignedAllocator"
 )
+# cut or re-worded pastes: "only 0 bytes available in AlignedAllocator", "Out of workspace memory
+# in AlignedAlloactor" (sic, an older FlashInfer spelling)
+_FI_LOOSE = re.compile(
+    r"(?:only (?P<avail>\d{1,20}) bytes available in|workspace memory in) AlignedAllo\w{0,6}"
+)
 _SGL_LOAD = re.compile(
     r"Load weight end\..{0,200}?avail mem=(?P<avail>\d{1,7}(?:\.\d{1,4})?) ?GB, "
     r"mem usage=(?P<used>\d{1,7}(?:\.\d{1,4})?) ?GB"
@@ -59,7 +64,8 @@ _METAL_WS = re.compile(
     r"{0,8}(?P<t>\d{1,9}(?:\.\d{1,4})?)\)"
 )
 _CUDNN = re.compile(
-    r"Unable to find a valid cuDNN algorithm|CUDNN_STATUS_EXECUTION_FAILED|"
+    r"Unable to find a valid cuDNN algorithm|cuDNN isn't found \w{2,8} algo|"
+    r"CUDNN_STATUS_EXECUTION_FAILED|"
     r"CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED"
 )
 # MLC-LLM (cpp/serve/config.cc): "Insufficient GPU memory error: The available single GPU memory
@@ -85,10 +91,11 @@ _GGML_POOL = re.compile(
 )
 _SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
 _NEEDLES = (
-    "AlignedAllocator",
+    "AlignedAllo",
     "leave no GPU memory for the KV cache",
     "recommended max working set size",
     "cuDNN algorithm",
+    "cuDNN isn't found",
     "memory pool (needed",
     "maxTokensInPagedKvCache must be large enough",
     "Error in memory profiling",
@@ -159,7 +166,7 @@ def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomE
 
 def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent | None:
     n = lines.number[i]
-    if "AlignedAllocator" in line:
+    if "AlignedAllo" in line:
         w = window(lines, i - 1 if i else 0, max_lines=3)
         m = _FI_OVERFLOW.search(w)
         if m is not None:
@@ -185,6 +192,19 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 n,
                 requested_bytes=to_int(m2.group("n")),
                 detail=m2.group("name"),
+                stage="compute",
+            )
+        m2b = _FI_LOOSE.search(w)
+        if m2b is not None:
+            avail = m2b.group("avail")
+            return _ev(
+                "flashinfer",
+                "workspace_overflow",
+                "flashinfer_workspace",
+                m2b.group(0),
+                n,
+                free_bytes=to_int(avail) if avail else None,
+                detail="a workspace scratch tensor",
                 stage="compute",
             )
     if "dispatched on the CPU or the disk" in line:

@@ -40,7 +40,8 @@ _BUF_FAIL = re.compile(
 )
 # ggml-cuda.cu ggml_cuda_host_malloc: a warning; llama.cpp falls back to pageable host memory
 _PINNED_FAIL = re.compile(
-    r"failed to allocate (?P<mib>" + _F + r") (?P<u>MiB|MB) of pinned memory: ?(?P<err>.{0,80})"
+    r"failed to allocate (?P<mib>\d{1,12}(?:[.,]\d{1,4})?) (?P<u>MiB|MB) of pinned memory: ?"
+    r"(?P<err>.{0,80})"
 )
 # 2023 builds: CUDA_CHECK -> "CUDA error 2 at ggml-cuda.cu:6246: out of memory"
 _GGML_RT_OLD = re.compile(
@@ -295,7 +296,8 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 format="llama.cpp_pinned_alloc",
                 line=line_no,
                 text=m.group(0)[:400],
-                requested_bytes=to_bytes(m.group("mib"), m.group("u"), _RT),
+                # a decimal comma ("1900,00 MiB") comes from the user's locale
+                requested_bytes=to_bytes(m.group("mib").replace(",", "."), m.group("u"), _RT),
                 buffer_name="CUDA_Host",
                 detail="pinned host memory: " + m.group("err").strip(),
             )
@@ -309,6 +311,10 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 text=m.group(0)[:400],
                 requested_bytes=to_int(m.group("n")),
                 buffer_name="CPU",
+                # the KV-cache init failure printed right after names the buffer that failed
+                stage="kv_cache"
+                if _KV_FAIL_NEXT.search(" ".join(lines.text[i + 1 : i + 3]))
+                else None,
             )
         m = _VK_FAIL.search(line)
         if m is not None:
@@ -370,7 +376,8 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 format="ggml_cuda_error",
                 line=line_no,
                 text=m.group(0)[:400],
-                stage="runtime",
+                # 2023 CUDA_CHECK names no call: load, KV, compute and pinned buffers all pass it
+                stage=None,
                 detail=f"{m.group('file')}:{m.group('ln')}",
             )
     if "error: out of memory" in line:
@@ -471,6 +478,9 @@ def _merge(events: list[OomEvent]) -> list[OomEvent]:
             continue
         out.append(ev)
     return out
+
+
+_KV_FAIL_NEXT = re.compile(r"failed to allocate buffer for kv cache|kv_cache_init\(\) failed")
 
 
 def parse_llamacpp(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:

@@ -41,7 +41,7 @@ _REMAT = re.compile(
 )
 # TF 2.x "tensor with shape[...]", TF 1.x "tensor of shape [...]"
 _TF = re.compile(
-    r"OOM when allocating tensor (?:with|of) shape ?\[(?P<shape>[\d, ]{0,200})\]"
+    r"OOM when allocating tensor(?: (?:with|of) shape ?(?:\[(?P<shape>[\d, ]{0,200})\])?)?"
     r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?"
     r"(?: by allocator (?P<a>\w{1,40}))?"
 )
@@ -59,6 +59,15 @@ _XLA_REQ = re.compile(
 # CUDA driver API names (candle/mistral.rs, cupy, numba...): CUDA_ERROR_OUT_OF_MEMORY
 _DRIVER_API = re.compile(r"CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory")
 _TF_DEV = re.compile(r"(?:GPU|gpu):(?P<d>\d{1,3})")
+# TF "ResourceExhaustedError: OOM" (a title or a cut paste) and the BFC allocator's own line,
+# "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB (rounded to ...)"
+_TF_BARE = re.compile(r"(?:ResourceExhaustedError|Resource exhausted):? ?OOM\b")
+_BFC = re.compile(
+    r"Allocator \((?P<a>\w{1,40})\) ran out of memory trying to allocate "
+    + sz("req", "B|KiB|MiB|GiB|TiB|bytes", " ?")
+)
+# the CUDA driver call that failed: context creation is this process's first allocation
+_CTX_CREATE = ("cuCtxCreate", "cuDevicePrimaryCtxRetain", "context creation", "create context")
 _DS = re.compile(
     r"\bMA (?P<ma>\d{1,9}(?:\.\d{1,4})?) GB\s{1,20}Max_MA (?P<mma>\d{1,9}(?:\.\d{1,4})?) GB"
 )
@@ -74,6 +83,8 @@ _KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,6
 _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
 _BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])Killed\s{0,8}$")
 _DATALOADER = re.compile(r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: Killed")
+# zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
+_ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
 _EXIT_137 = re.compile(r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled")
 _DTYPE_BYTES = {
     "float": 4,
@@ -101,6 +112,8 @@ _NEEDLES = (
     "rematerialization",
     "parameter allocation",
     "OOM when allocating",
+    "Resource",
+    "ran out of memory trying",
     "Max_MA",
     "No executable batch size",
     "Kill",
@@ -171,6 +184,9 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
             return _ev("pytorch", "killed", "dataloader_killed", line, n, pid=int(m4.group("pid")))
+    m5 = _ZSH_KILLED.search(line) if "killed" in line else None
+    if m5 is not None:
+        return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m5.group("pid")))
     if line.endswith(("Killed", "Killed ")) and _BARE_KILLED.search(line[-40:]):
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
     if _EXIT_137.search(line):
@@ -227,7 +243,9 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             _DRIVER_API.search(line)
         ):
             rt = "cuda" if "CUDA_ERROR" in line else "rocm"
-            events.append(_ev(rt, "cuda_error_oom", "cuda_driver_error", line, n, stage="driver"))
+            ctx_w = window(lines, i, max_lines=6)
+            stage = "context_create" if has_any(ctx_w, _CTX_CREATE) else "driver"
+            events.append(_ev(rt, "cuda_error_oom", "cuda_driver_error", line, n, stage=stage))
             continue
         if has_any(line, _XLA_KEYS):
             xw = line if "Out of memory " in line else window(lines, i, max_lines=2)
@@ -263,7 +281,8 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if "OOM when allocating" in line and "not a failure" not in line:
             m3 = _TF.search(line)
             if m3 is not None:
-                dims = tuple(int(x) for x in m3.group("shape").replace(" ", "").split(",") if x)
+                shape = m3.group("shape") or ""
+                dims = tuple(int(x) for x in shape.replace(" ", "").split(",") if x)
                 dims = tuple(d for d in dims if d < 10**12)
                 dev = _TF_DEV.search(m3.group("dev") or "")
                 events.append(
@@ -277,6 +296,24 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         dtype=m3.group("dtype"),
                         device=int(dev.group("d")) if dev else None,
                         buffer_name=m3.group("a"),
+                    )
+                )
+                continue
+        if "Resource" in line or "ran out of memory trying" in line:
+            m5 = _TF_BARE.search(line) or _BFC.search(line)
+            # the BFC warning "The caller indicates that this is not a failure" is not an OOM
+            if m5 is not None and "not a failure" not in window(lines, i, max_lines=2):
+                num = m5.groupdict().get("req")
+                unit = m5.groupdict().get("req_u")
+                events.append(
+                    _ev(
+                        "tensorflow",
+                        "tf_oom",
+                        "tf_resource_exhausted" if num is None else "tf_bfc_allocator",
+                        line,
+                        n,
+                        requested_bytes=to_bytes(num, unit, "tensorflow") if num and unit else None,
+                        buffer_name=m5.groupdict().get("a"),
                     )
                 )
                 continue

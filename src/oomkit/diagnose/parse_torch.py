@@ -70,8 +70,16 @@ _OLD = re.compile(
     + sz("resv")
     + r" (?:reserved in total by PyTorch|cached)\)"
 )
+# (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(
-    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\.(?: Tried to allocate " + sz("req") + ")?"
+    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory(?:\.(?: Tried to allocate "
+    + sz("req")
+    + r")?|\s{0,4}$)"
+)
+# a pasted fragment that starts at the request (no prefix, no numbers after it); MPS's second
+# line "Tried to allocate N on shared pool" belongs to the MPS message before it
+_FRAGMENT = re.compile(
+    r"^(?:[\w.]{1,60}: )?Tried to allocate " + sz("req") + r"(?![\w ]{0,4}on (?:shared|private))"
 )
 _SELF = re.compile(r"this process has " + sz("self") + " memory in use")
 _PROC = re.compile(r"Process (?P<pid>\d{1,10}) has " + sz("used") + " memory in use")
@@ -81,7 +89,7 @@ _ALLOC = re.compile(
     + sz("alloc")
     + r" is allocated by PyTorch, (?:with "
     + sz("pools")
-    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and "
+    + r" allocated in private pools \(e\.g\., (?:CUDA|HIP) Graphs\), )?and "
     + sz("runalloc")
     + " is reserved by PyTorch but unallocated"
 )
@@ -112,7 +120,8 @@ _CPU = re.compile(
     r"(?:: you tried to allocate (?P<n>\d{1,20}) bytes)?"
 )
 _DRIVER = re.compile(
-    r"(?P<be>CUDA|HIP) error: out of memory|cuda runtime error \(2\) : out of memory"
+    r"(?P<be>CUDA|HIP)(?: driver)? error: ?out of memory|cuda runtime error \(2\) : out of memory"
+    r"|THCudaCheck FAIL file=\S{1,200} line=\d{1,6} error=2 : out of memory"
     r"|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
 )
 # cuBLAS handle creation fails with NOT_INITIALIZED when its workspace cannot be allocated: an
@@ -155,6 +164,17 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "optimizer_step",
         ("optimizer.step(", "in _single_tensor_adam", "in _multi_tensor_adam", "torch/optim/"),
     ),
+    (
+        # a serving engine's request loop: the weights and the KV pool were placed at start-up
+        # (vLLM engine/worker loops, TGI's router span for a request)
+        "serving_step",
+        (
+            "in run_engine_loop",
+            "in engine_step",
+            "in run_busy_loop",
+            "in step_async",
+        ),
+    ),
     ("generate", (".generate(", "in generate", "in _sample", "in greedy_search")),
     ("forward", ("in forward", "empty_strided_cuda", "in _call_impl", ".forward(")),
 )
@@ -164,6 +184,9 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # ("Capturing the model for CUDA graphs", "Capturing CUDA graph shapes"), SGLang ("Capture cuda
 # graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
 _WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
+# Log lines of a serving engine's request path (TGI router spans, vLLM's async engine errors)
+# (not vLLM's async_llm_engine.py: its frames also appear in start-up tracebacks)
+_SERVING = ("Request failed during generation", "prefill{id=", "decode{id=")
 _GRAPH_CAPTURE = (
     "Capturing the model for CUDA graphs",
     "Capturing CUDA graph",
@@ -183,6 +206,8 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             continue
         if "arm" in raw and has_any(raw, _WARMUP):
             found.setdefault("warmup", clean(raw)[:300])
+        if has_any(raw, _SERVING):
+            found.setdefault("serving_step", clean(raw)[:300])
         if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
             continue
         for phase, needles in _PHASES:
@@ -363,6 +388,20 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 events.append(ev)
                 skip_until = i + 1
                 continue
+            frag = _FRAGMENT.match(lines.cleaned(i))
+            if frag is not None and not (i and "out of memory" in text[i - 1]):
+                # a bare "Tried to allocate 2.00 GiB" (older or cut pastes): the request only
+                events.append(
+                    OomEvent(
+                        runtime=_RT,
+                        kind=_backend_of(lines.cleaned(i)).lower() + "_oom",
+                        format="pytorch_partial",
+                        line=line_no,
+                        text=lines.cleaned(i)[:600],
+                        requested_bytes=size_of(frag, "req", _RT),
+                    )
+                )
+                continue
         if "out of memory" in raw:
             if "MPS backend out of memory" in raw:
                 w = window(lines, i, stop=_TAIL)
@@ -376,7 +415,7 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 skip_until = i + 1
                 continue
             w = window(lines, i, stop=_TAIL)
-            if "out of memory." in w and _BARE.search(w):
+            if ("out of memory." in w or w.rstrip().endswith("out of memory")) and _BARE.search(w):
                 ev = _allocator_event(w, line_no)
                 if ev is not None:
                     events.append(ev)

@@ -26,17 +26,20 @@ from oomkit.diagnose.text import Lines, needles_re, window
 __all__ = ["parse_vllm"]
 
 _F = r"-?\d{1,9}(?:\.\d{1,6})?"
+# the "(" before the needed size is missing in some pastes, and terminal wraps split words
+# ("KV cach" / "e is needed"): both are tolerated
 _V1_KV = re.compile(
-    r"max seq len \((?P<mml>\d{1,9})\), \((?P<need>" + _F + r") GiB KV cache is needed, which is "
-    r"larger than the available KV cache memory \((?P<avail>" + _F + r") GiB\)\.(?: Based on the "
-    r"available memory,? the estimated maximum model length is (?P<est>\d{1,9})\.)?"
+    r"max seq len \((?P<mml>\d{1,9})\),? \(?(?P<need>" + _F + r") GiB KV[\w ]{0,14}? is needed, "
+    r"which is larger than the available KV[\w ]{0,14}? memory \((?P<avail>" + _F + r") GiB\)\.?"
+    r"(?: Based on the available memory,? the estimated maximum model length is "
+    r"(?P<est>\d{1,9})\.)?"
 )
 _V0_KV = re.compile(
     r"max seq len \((?P<mml>\d{1,9})\) is larger than the maximum number of tokens that can be "
     r"stored in KV cache \((?P<cap>\d{1,12})\)"
 )
 _STARTUP = re.compile(
-    r"Free memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>"
+    r"(?i:free) memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>"
     + _F
     + r")/(?P<total>"
     + _F
@@ -77,7 +80,7 @@ _ARGS = re.compile(
     r"[= ](?P<v>" + _F + r")\b"
 )
 _SGL_NOMEM = re.compile(
-    r"Not enought? memory\. Please try to increase --mem-fraction-static\."
+    r"Not enought? memory\. Please try to increase --mem-fraction-static\.?"
     r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
 )
 _SGL_KV = re.compile(

@@ -35,6 +35,7 @@ from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
+from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_torch import analyze_torch
@@ -120,6 +121,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    fam = analyze_families(e, ctx)
+    if fam is not None:
+        return fam
     extra = analyze_extra(e, ctx)
     if extra is not None:
         return extra
@@ -284,7 +288,9 @@ def diagnose(
             explanation="No out-of-memory message was found in this text.",
             fixes=(),
         )
-    result = _with_deciding_fact(_with_growth(_analyze(primary, context), evs))
+    result = _with_deciding_fact(
+        _with_growth(decide_by_log_facts(_analyze(primary, context), context, primary), evs)
+    )
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if others:

@@ -34,8 +34,10 @@ def _flashinfer(e: OomEvent, ctx: LogContext) -> Analysis:
         f"FlashInfer's attention workspace could not hold {e.detail} ({_fb(x)}"
         + (f"; the workspace has {_fb(avail)}" if avail is not None else "")
         + "). The workspace is a fixed buffer the engine allocates once; its scratch tensors grow "
-        "with the tokens of one prefill batch (chunked-prefill size x running requests), so the "
-        "batch is too large for it — GPU memory as a whole is not what ran out."
+        "with the tokens of one prefill batch (chunked-prefill size x running requests). GPU "
+        "memory as a whole is not what ran out: the engine sized this buffer too small for the "
+        "batch (a sizing limit of the runtime, not a lack of memory), so the cause is not one "
+        "of the memory causes; a larger workspace or smaller prefill batches avoid it."
     )
     grow = None
     if x is not None:
@@ -64,9 +66,7 @@ def _flashinfer(e: OomEvent, ctx: LogContext) -> Analysis:
             ("--attention-backend triton   # SGLang", "VLLM_ATTENTION_BACKEND=FLASH_ATTN"),
         ),
     ]
-    return Analysis(
-        cause="batch_or_activations", confidence=0.6, explanation=expl, fixes=tuple(fixes)
-    )
+    return Analysis(cause="unknown", confidence=0.6, explanation=expl, fixes=tuple(fixes))
 
 
 def _dispatch(e: OomEvent, ctx: LogContext) -> Analysis:
@@ -335,6 +335,23 @@ def _mlc(e: OomEvent, ctx: LogContext) -> Analysis:
         f"MLC-LLM needs weights {_fb(w)} + temporary buffers {_fb(tmp)} but only {_fb(avail)} "
         "of the GPU is available to it."
     )
+    if w + tmp <= avail:
+        # the message's own numbers contradict its claim: not a lack of memory
+        return Analysis(
+            cause="unknown",
+            confidence=0.6,
+            explanation=base + f" But {_fb(w)} + {_fb(tmp)} = {_fb(w + tmp)} is less than the "
+            f"{_fb(avail)} available: the message's own numbers say it fits, so the check "
+            "misfired (a sizing bug of this model/library build), not the memory. An updated "
+            "MLC build would confirm it.",
+            fixes=(
+                generic(
+                    "Update MLC-LLM / rebuild the model library",
+                    "the memory check disagrees with its own numbers.",
+                    ("pip install -U mlc-llm", "mlc_llm compile ... (rebuild the model lib)"),
+                ),
+            ),
+        )
     if w >= avail:
         return Analysis(
             cause="model_too_large",
@@ -440,12 +457,13 @@ def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
         )
     if e.kind == "ggml_pool_exhausted":
         return Analysis(
-            cause="kv_cache_or_context",
-            confidence=0.35,
-            explanation=f"ggml's fixed {e.buffer_name} memory pool (sized at load for the context) "
-            f"needed {_fb(e.requested_bytes)} but holds {_fb(e.free_bytes)}: the prompt/context "
-            "outgrew the pool. This is a 2023 ggml limit, not device memory; newer llama.cpp "
-            "allocates these buffers dynamically.",
+            cause="unknown",
+            confidence=0.5,
+            explanation=f"ggml's fixed {e.buffer_name} memory pool (sized by the library at load) "
+            f"needed {_fb(e.requested_bytes)} but holds {_fb(e.free_bytes)}. This is a sizing "
+            "limit of 2023 ggml, not a lack of device or host memory; newer llama.cpp allocates "
+            "these buffers dynamically. If it persists on a current build with a short prompt, "
+            "report it upstream.",
             fixes=(
                 generic(
                     "Update llama.cpp / llama-cpp-python, or shorten the prompt/context",

@@ -12,7 +12,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
 
-__all__ = ["analyze_llamacpp", "analyze_ollama"]
+__all__ = ["analyze_llamacpp", "analyze_ollama", "kv_fixes"]
 
 _GPU_PREFIXES = ("CUDA", "ROCM", "MTL", "VULKAN", "SYCL", "MUSA", "CANN", "METAL")
 _SMALL_BUFFER = 512 << 20
@@ -53,6 +53,11 @@ def _dev_name(e: OomEvent) -> str:
     if e.buffer_name:
         return e.buffer_name
     return f"CUDA{e.device}" if e.device is not None else "the GPU"
+
+
+def kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fix]:
+    """Fixes that shrink a llama.cpp KV cache of ``kv`` bytes (context, quantized KV)."""
+    return _kv_fixes(ctx, kv, shortfall)
 
 
 def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fix]:

@@ -447,12 +447,18 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
     if e.runtime == "tensorflow":
         size = tensor_bytes(e.shape or (), e.dtype)
         dims = "x".join(str(d) for d in e.shape or ())
-        expl = f"TensorFlow could not allocate a tensor of shape [{dims}]"
+        expl = "TensorFlow could not allocate a tensor" + (f" of shape [{dims}]" if dims else "")
         expl += f" ({e.dtype}: {_fb(size)})." if size else "."
         expl += f" Its first dimension ({e.shape[0]}) is usually the batch." if e.shape else ""
+        if not e.shape:
+            expl += (
+                " The message names no tensor; in TensorFlow an OOM while running the graph is "
+                "an activation of the step, so the batch is the first lever (the full message "
+                "with the tensor shape would confirm it)."
+            )
         return Analysis(
             cause="batch_or_activations",
-            confidence=0.7,
+            confidence=0.7 if e.shape else 0.5,
             explanation=expl,
             fixes=(
                 Fix(

@@ -9,6 +9,7 @@ what PyTorch reserved.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 
 from oomkit.diagnose.analysis import Analysis
@@ -22,6 +23,7 @@ _FRAG_SHARE = 0.10  # R must be at least this share of PyTorch's reserved memory
 _OTHERS_SHARE = 0.10  # other processes must hold at least this share of the card
 _UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
 _BIG_REQUEST_SHARE = 0.10
+_SERVERS = frozenset({"vllm", "sglang", "tgi", "tensorrt-llm"})
 # One tensor this large is an activation, not a weight: the largest weight tensors of common
 # models are the embedding / lm_head (vocab x hidden: 128256 x 8192 x 2 bytes = 2.0 GiB for
 # Llama-3-70B); per-layer matrices are <= 0.5 GiB (8192 x 28672 x 2). A forward/backward
@@ -196,9 +198,20 @@ def _describe(e: OomEvent) -> str:
 def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
     a, r, p = e.allocated_bytes, e.reserved_unallocated_bytes, e.process_in_use_bytes
+    bogus = ""
+    if p is not None and a is not None and p < a:
+        # NVML cannot attribute per-process memory under WSL and in some containers and reports
+        # 0 bytes (or garbage): a process cannot hold less than its own PyTorch allocations
+        bogus = (
+            f" (NVML reported {_fb(p)} for this process, less than PyTorch alone holds: under "
+            "WSL and in some containers it cannot attribute memory per process, so that figure "
+            "is ignored.)"
+        )
+        e = replace(e, process_in_use_bytes=None)
+        p = None
     if r is None and e.reserved_bytes is not None and a is not None:
         r = max(0, e.reserved_bytes - a)  # legacy: reserved minus allocated = cached
-    base = _describe(e)
+    base = _describe(e) + bogus
     phase = ctx.frame_phase
     if x is None or t is None:
         return _numberless(
@@ -209,11 +222,27 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     free = f or 0
     # 1. a per-process cap, not the hardware, is the limit
     if e.allowed_bytes is not None and free >= x:
+        # the cap is the budget this job was given: read the budget like a card (T2 / small
+        # request) to say what filled it
+        cap = e.allowed_bytes
+        big = x >= _BIG_REQUEST_SHARE * cap
+        # a serving engine's fraction is the budget for its weights and caches; elsewhere
+        # (a test harness, a user's own limit) the cap itself is the finding
+        server = phase in {"serving_step", "warmup"} or ctx.runtime_hint in _SERVERS
         return Analysis(
-            cause="unknown",
-            confidence=0.6,
-            explanation=base + f" {_fb(free)} is free on the device, so the cap of "
-            f"{_fb(e.allowed_bytes)} set by set_per_process_memory_fraction() is what failed.",
+            cause=("batch_or_activations" if big else "model_too_large") if server else "unknown",
+            confidence=0.5 if server else 0.6,
+            explanation=base + f" {_fb(free)} is free on the device, so the cap of {_fb(cap)} "
+            "set by set_per_process_memory_fraction() (a server's memory fraction) is what "
+            "failed."
+            + (" Within that budget " if server else " If it is the budget the job needs, ")
+            + (
+                f"one request of {_fb(x)} ({100 * x // max(cap, 1)}% of it) is an activation."
+                if big
+                else f"the request is small and what stays resident ({_fb(a)} allocated: "
+                "weights, adapters, caches) fills it."
+            )
+            + " A larger fraction would decide it.",
             fixes=(
                 Fix(
                     title="Raise or remove the per-process memory fraction",
@@ -424,6 +453,17 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             "headroom left for activations, the sampler and CUDA graphs.",
             fixes=_graph_fixes(e, short),
         )
+    if phase == "serving_step":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.55,
+            explanation=base + tail + f" It failed while the engine served requests "
+            f"({ctx.frame_text}): the weights and the KV pool were placed at start-up and fit, "
+            "so what ran out is the headroom for one step's activations (batched tokens), the "
+            "sampler and CUDA graphs. If it fails with a single short request, the resident "
+            "model is the cause instead.",
+            fixes=_graph_fixes(e, short),
+        )
     if phase in {"forward", "backward"}:
         return Analysis(
             cause="batch_or_activations",
@@ -462,7 +502,15 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                 *_model_fixes()[:1],
             ),
         )
-    if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
+    # under the driver's system-memory fallback (Windows WDDM, unified memory) the device holds
+    # more than its capacity: the request's share is of what it holds, not of the card
+    t_eff = max(t, (a or 0) + (r or 0))
+    spill = (
+        f" PyTorch holds {_fb(t_eff)} on a {_fb(t)} card: the driver spills into system memory."
+        if t_eff > t
+        else ""
+    )
+    if x >= _BIG_REQUEST_SHARE * t_eff or x >= _LARGE_TENSOR:
         return Analysis(
             cause="batch_or_activations",
             confidence=0.55,
@@ -474,9 +522,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     return Analysis(
         cause="model_too_large",
         confidence=0.45,
-        explanation=base + tail + f" The request is small ({100 * x / t:.1f}% of the card) while "
-        f"{_fb(held)} is already held: what stays resident (weights, optimizer states, "
-        "persistent buffers) fills the GPU before this step." + _DECIDE_PHASE,
+        explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
+        f"what the device holds) while {_fb(held)} is already held: what stays resident "
+        "(weights, optimizer states, persistent buffers) fills the GPU before this step."
+        + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
     )
 
@@ -489,6 +538,7 @@ _PHASE_ONLY = {
     "backward": ("batch_or_activations", 0.4),
     "cuda_graph_capture": ("batch_or_activations", 0.45),
     "warmup": ("batch_or_activations", 0.45),
+    "serving_step": ("batch_or_activations", 0.4),
     "optimizer_step": ("model_too_large", 0.35),
     "generate": ("kv_cache_or_context", 0.3),
 }

@@ -53,6 +53,7 @@ _FRAME_ALLOC = {
     "optimizer_step": "optimizer_step",
     "cuda_graph_capture": "activations_forward",
     "warmup": "activations_forward",
+    "serving_step": "activations_forward",
     "generate": "kv_pool",
 }
 _KIND_ALLOC = {
@@ -66,7 +67,7 @@ _KIND_ALLOC = {
     "kv_pool_profiled": "kv_pool",
     "kv_pool_full": "kv_pool",
     "kv_slots_full": "kv_pool",
-    "workspace_overflow": "compute_buffer",
+    "workspace_overflow": "workspace",
     "dispatch_offload": "weights_load",
     "library_alloc_failed": "workspace",
 }
@@ -85,6 +86,7 @@ _FRAME_PHASE = {
     "generate": "inference",
     "cuda_graph_capture": "warmup",
     "warmup": "warmup",
+    "serving_step": "inference",
 }
 _STAGE_PHASE = {
     "weights": "load",
@@ -102,6 +104,10 @@ def allocation_of(e: OomEvent, ctx: LogContext, cause: str) -> str:
     """The allocation that failed (one of :data:`ALLOCATIONS`)."""
     if e.format == "llama.cpp_pinned_alloc":
         return "pinned_host"
+    if e.runtime == "llama.cpp" and e.stage == "runtime":
+        return "compute_buffer"  # at run time ggml allocates only graph/compute buffers
+    if e.runtime == "jax" and e.kind in {"xla_oom", "xla_compile_oom", "xla_vmem"}:
+        return "compute_buffer"  # the compiled program's buffers and temporaries
     if e.kind in _KIND_ALLOC:
         return _KIND_ALLOC[e.kind]
     if e.stage in _STAGE_ALLOC:

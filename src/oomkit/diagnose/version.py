@@ -10,6 +10,9 @@ import re
 
 __all__ = ["runtime_version_from_log"]
 
+_HEAD = 1 << 20
+_TAIL = 256 << 10
+
 #: (runtime, pattern with the version in group 1), most specific first
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # vLLM: "vLLM API server version 0.6.3", "Initializing a V1 LLM engine (v0.8.5)"
@@ -18,7 +21,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"\bvllm[ =]+(?:version[ :]+)?v?(\d+\.\d+\.\d+)", re.I)),
     # Ollama: "ollama version is 0.5.7", server "(version 0.12.3)"
     ("ollama", re.compile(r"ollama version (?:is )?v?(\d+\.\d+\.\d+)", re.I)),
-    ("ollama", re.compile(r"Listening on .*\(version v?(\d+\.\d+\.\d+)")),
+    ("ollama", re.compile(r"Listening on .{0,200}?\(version v?(\d+\.\d+\.\d+)")),
     # SGLang: "sglang==0.4.6", "sglang version: 0.4.6"
     ("sglang", re.compile(r"\bsglang(?:==| version:? ?)v?(\d+\.\d+\.\d+)", re.I)),
     # transformers (collect_env / transformers-cli env): "`transformers` version: 4.40.2"
@@ -39,6 +42,10 @@ def runtime_version_from_log(text: str) -> tuple[str, str] | None:
     >>> runtime_version_from_log("build: 4500 (abc1234) with cc for x86_64")
     ('llama.cpp', 'b4500')
     """
+    if len(text) > _HEAD + _TAIL:
+        # version banners are printed at start-up (head) or quoted with the error (tail);
+        # scanning a 100 MB log in full with every pattern would dominate the doctor's time
+        text = text[:_HEAD] + "\n" + text[-_TAIL:]
     for runtime, pattern in _PATTERNS:
         m = pattern.search(text)
         if m:

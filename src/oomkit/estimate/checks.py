@@ -68,6 +68,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cache_type_k",
             "cache_type_v",
             "tp",
+            "pp",
             "gpu_memory_utilization",
             "max_num_seqs",
             "max_num_batched_tokens",
@@ -84,6 +85,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cache_type_k",
             "cache_type_v",
             "tp",
+            "pp",
             "mem_fraction_static",
             "overhead_bytes",
         }
@@ -109,7 +111,9 @@ def ignored_settings(settings: InferenceSettings, runtime: str) -> tuple[str, ..
         return ()
     out = []
     for f in dataclasses.fields(settings):
-        if f.name == "runtime" or f.name in used:
+        if f.name in ("runtime", "runtime_version") or f.name in used:
+            # runtime_version picks the generation of every runtime listed here
+            # (oomkit.estimate.generations), so no runtime ignores it
             continue
         if getattr(settings, f.name) is not None:
             out.append(f.name)

@@ -40,6 +40,7 @@ from datetime import date
 from types import MappingProxyType
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.generation_evidence import EVIDENCE
 
 __all__ = [
     "GENERATIONS",
@@ -65,6 +66,10 @@ class Generation:
     change: str  # the upstream PR/commit/release that starts it
     memory: str  # what differs in memory from the previous generation
     effects: Mapping[str, Effect] = field(default_factory=dict)
+    #: what shows the difference: ``test:<file>::<function>`` (a test comparing this generation
+    #: with its neighbour), ``run:<id>`` (a real run of tests/fixtures/verdict_runs whose outcome
+    #: turns on it) or ``log:<url>`` (a public log that shows it)
+    evidence: tuple[str, ...] = ()
 
 
 def _g(
@@ -86,6 +91,7 @@ def _g(
         change=change,
         memory=memory,
         effects=MappingProxyType(effects),
+        evidence=EVIDENCE.get((runtime, key), ()),
     )
 
 
@@ -232,22 +238,37 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "vLLM V0 (0.2.5)",
                 "2023-12-13",
                 "0.2.5",
-                "vllm-project/vllm PR #2031 (peak = init free - free)",
-                "profile charges the caching allocator's reserve; with TP the record_stream'd "
-                "all-reduce inputs stay reserved; profile batch max(max_model_len, 2048); "
-                "DeepSeek MLA cached as full 256-dim K/V heads (no latent cache before 0.7.1)",
-                vllm_engine="v0-2023",
+                "vllm-project/vllm PR #2031 (peak = total - free after profiling)",
+                "profile charges the caching allocator's reserve and every other byte on the GPU "
+                "(CUDA context, other processes); with TP the record_stream'd all-reduce inputs "
+                "stay reserved; profile batch max(max_model_len, 2048); DeepSeek MLA cached as "
+                "full 256-dim K/V heads (no latent cache before 0.7.1)",
+                vllm_engine="v0-2023-total",
                 mla_latent_kv=False,
             ),
             _g(
                 "vllm",
                 "v0-2023-no-record-stream",
-                "vLLM V0 (0.2.6-0.6.2)",
+                "vLLM V0 (0.2.6-0.3.0)",
                 "2023-12-17",
                 "0.2.6",
                 "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
-                "the profile still charges the allocator's reserve, but TP all-reduce inputs are "
-                "no longer held by record_stream until the NCCL stream syncs",
+                "the profile still charges the allocator's reserve and all GPU memory, but TP "
+                "all-reduce inputs are no longer held by record_stream until the NCCL stream syncs",
+                vllm_engine="v0-2023-total",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2024-init-free",
+                "vLLM V0 (0.3.1-0.6.2)",
+                "2024-02-14",
+                "0.3.1",
+                "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
+                "at init is no longer charged; merged 2024-02-14, first in 0.3.1)",
+                "the CUDA context and other processes' memory at init are not charged; the "
+                "profile still charges the allocator's reserve and NCCL's buffers",
                 vllm_engine="v0-2023",
                 mla_latent_kv=False,
                 nccl_record_stream=False,
@@ -287,14 +308,26 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
             ),
             _g(
                 "vllm",
-                "v1-2025",
-                "vLLM V1 (0.8-0.10)",
+                "v1-2025-global",
+                "vLLM V1 (0.8.0-0.9.0)",
                 "2025-03-18",
                 "0.8.0",
-                "vllm-project/vllm v0.8.0 release (V1 engine on by default)",
+                "vllm-project/vllm v0.8.0 release (V1 engine on by default; its worker charges "
+                "total - free - torch allocated, PR #10528)",
                 "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
-                "CUDA graphs captured in the 1 - util headroom; until PR #18974 (0.9.1) memory "
-                "held by other processes on the GPU was charged as non-torch",
+                "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
+                "is charged: the CUDA context and the memory of other processes",
+                vllm_engine="v1-2025-global",
+            ),
+            _g(
+                "vllm",
+                "v1-2025",
+                "vLLM V1 (0.9.1-0.10)",
+                "2025-06-10",
+                "0.9.1",
+                "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
+                "only this instance's non-torch increase since init is charged: other processes "
+                "on the GPU no longer shrink the KV cache",
                 vllm_engine="v1-2025",
             ),
             _g(

@@ -29,6 +29,7 @@ from oomkit.estimate.llamacpp_compute import (
     graph_shape,
     host_compute_bytes,
     output_buffer_bytes,
+    stack_compute_bytes,
 )
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_params import (
@@ -42,7 +43,6 @@ from oomkit.estimate.llamacpp_placement import (
     backend_buffer_prefix,
     place_weights,
 )
-from oomkit.estimate.llamacpp_reserve import reserve_graph_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, TensorInfo
@@ -162,8 +162,10 @@ def weight_tensors(
 def _predicted_weights(
     spec: ModelSpec, quant: str | None
 ) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+    from oomkit.quant.ggml_types import GGML_TYPES
     from oomkit.quant.llamacpp_ftypes import UNSLOTH_DYNAMIC, llamacpp_ftype
     from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
+    from oomkit.quant.mix_table import table_types
     from oomkit.spec.tensors import model_tensors
 
     notes: list[str] = []
@@ -193,15 +195,41 @@ def _predicted_weights(
     attn = spec.attention_layers()
     kv0 = spec.kv_heads(attn[0]) if attn else spec.num_key_value_heads
     n_gqa = spec.num_attention_heads // max(1, kv0)
-    rows = predict_gguf_tensor_bytes(
-        ftype,
-        tensors,
-        n_layer=spec.num_hidden_layers,
-        n_expert=n_expert,
-        n_gqa=n_gqa,
-        arch=gguf_arch(spec),
-    )
+    facts = {
+        "n_layer": spec.num_hidden_layers,
+        "n_expert": n_expert,
+        "n_gqa": n_gqa,
+        "arch": gguf_arch(spec),
+    }
+    # the catalog models' replays were done at build time (same function, same inputs)
+    types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
+    if types is not None:
+        nbytes = {ty: GGML_TYPES[ty].tensor_bytes for ty in set(types)}
+        rows = tuple((t, ty, nbytes[ty](t.n_params)) for t, ty in zip(tensors, types, strict=True))
+    else:
+        rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
     return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)
+
+
+_ROW_SUMMARIES: dict[int, tuple[object, tuple[bool, int, int]]] = {}
+
+
+def _rows_summary(rows: Sequence[tuple[TensorInfo, str, int]]) -> tuple[bool, int, int]:
+    """(tied embeddings, file bytes, parameters) of a weights table; memoised by identity
+    (the tables are immutable and memoised themselves; the entry keeps its table alive)."""
+    hit = _ROW_SUMMARIES.get(id(rows))
+    if hit is not None and hit[0] is rows:
+        return hit[1]
+    out = (
+        not any(t.name == "output.weight" for t, _, _ in rows),
+        sum(n for _, _, n in rows),
+        sum(t.n_params for t, _, _ in rows if is_parameter(t)),
+    )
+    if isinstance(rows, tuple):
+        if len(_ROW_SUMMARIES) >= 256:
+            _ROW_SUMMARIES.clear()
+        _ROW_SUMMARIES[id(rows)] = (rows, out)
+    return out
 
 
 def _gpus(hardware: Hardware) -> tuple[DeviceTarget, ...]:
@@ -242,9 +270,9 @@ def _graph_bytes_inputs(
 ) -> tuple[int, int]:
     """(compute buffer bytes, bytes of the graph's inputs) of one reserve (sub-)graph."""
     if layers is None:
-        return reserve_graph_bytes(spec, sh, alignment=alignment)
-    return reserve_graph_bytes(
-        spec, sh, layers, with_input=with_input, with_output=with_output, alignment=alignment
+        return stack_compute_bytes(spec, sh, alignment=alignment)
+    return stack_compute_bytes(
+        spec, sh, layers=layers, with_input=with_input, with_output=with_output, alignment=alignment
     )
 
 
@@ -381,7 +409,7 @@ def _estimate(
         gpus=gpus,
         tensor_split=settings.tensor_split,
         n_cpu_moe=settings.n_cpu_moe or 0,
-        tied_embeddings=not any(t.name == "output.weight" for t, _, _ in rows),
+        tied_embeddings=_rows_summary(rows)[0],
         split_mode=settings.split_mode or "layer",
     )
     kv = plan_kv(spec, params)
@@ -509,13 +537,13 @@ def _estimate(
         ],
         "devices": details,
         "buffers": buffers,
-        "weights_file_bytes": sum(n for _, _, n in rows),
+        "weights_file_bytes": _rows_summary(rows)[1],
     }
     est = Estimate(
         model=ModelInfo(
             name=spec.name,
             architecture=spec.architecture,
-            params=spec.declared_params or _param_count(rows),
+            params=spec.declared_params or _rows_summary(rows)[2],
             source=spec.source,
         ),
         runtime=runtime_name,
@@ -535,20 +563,6 @@ def _estimate(
         weights_source=w_source,
     )
     return est, bd
-
-
-def _param_count(rows: Sequence[tuple[TensorInfo, str, int]]) -> int:
-    """Parameters of the parameter tensors (``is_parameter`` depends on the role alone: asked
-    once per distinct role, not per tensor)."""
-    counted: dict[str, bool] = {}
-    total = 0
-    for t, _, _ in rows:
-        ok = counted.get(t.role)
-        if ok is None:
-            ok = counted[t.role] = is_parameter(t)
-        if ok:
-            total += t.n_params
-    return total
 
 
 def _buf_for(dev: str, all_devs: Sequence[tuple[str, DeviceTarget, str]]) -> str:
@@ -584,7 +598,7 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
 
 def _weights_component(n_bytes: int, dev: str, placement: Placement, source: str) -> Component:
     bufs = {n: b for n, b in placement.buffers.items() if placement.buffer_device[n] == dev}
-    n_t = sum(1 for t in placement.tensors if t.device == dev)
+    n_t = placement.tensor_counts.get(dev, 0)
     inputs: dict[str, InputValue] = {"tensors": n_t, **bufs}
     if dev != "cpu":
         inputs["offloaded"] = f"{placement.n_offloaded} layers incl. output"

@@ -19,9 +19,10 @@ Sizes are whatever the caller gives (``ggml_nbytes``); each is padded to the buf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["GraphSim", "Node", "simulate_gallocr", "simulate_gallocr_states"]
+__all__ = ["GraphSim", "Node", "simulate_gallocr"]
 
 
 @dataclass(slots=True)
@@ -43,7 +44,7 @@ class GraphSim:
     """A graph under construction (nodes in execution order)."""
 
     nodes: list[Node] = field(default_factory=list)
-    #: index of each repeating layer's first node (recorded by the graph builder)
+    #: node index at which each transformer layer starts (filled by the graph builder)
     layer_starts: list[int] = field(default_factory=list)
 
     def add(self, node: Node) -> int:
@@ -121,21 +122,23 @@ class _DynAlloc:
         blocks.insert(j, [offset, size])
 
 
-#: the allocator's state before a node: free blocks, and (node, allocated, offset, consumers
-#: left, views left) of every earlier node that still holds memory or is still to be used
-AllocState = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, bool, int, int, int], ...]]
+def simulate_gallocr(
+    graph: GraphSim,
+    alignment: int = 32,
+    *,
+    snapshot_at: Sequence[int] = (),
+    relative_from: int = 0,
+    snapshots: list[object] | None = None,
+) -> int:
+    """High-water mark in bytes of allocating ``graph`` with ggml-alloc's algorithm.
 
-
-def simulate_gallocr(graph: GraphSim, alignment: int = 32) -> int:
-    """High-water mark in bytes of allocating ``graph`` with ggml-alloc's algorithm."""
-    return simulate_gallocr_states(graph, alignment)[0]
-
-
-def simulate_gallocr_states(
-    graph: GraphSim, alignment: int = 32, marks: tuple[int, ...] = ()
-) -> tuple[int, list[AllocState]]:
-    """:func:`simulate_gallocr`, plus the allocator's state just before each node of ``marks``
-    (ascending node indices) is allocated."""
+    With ``snapshot_at`` (node indices, ascending) and a ``snapshots`` list, the allocator's
+    state just before each of those nodes is appended to ``snapshots``: the free blocks and every
+    live allocation as (offset, size, node), where nodes from ``relative_from`` on are named
+    relative to the snapshot point (so that the same tensor role in two repeats of a layer
+    pattern compares equal). :func:`oomkit.estimate.llamacpp_compute.periodic_compute_bytes`
+    uses it to prove that a stack of identical layers has reached a steady state.
+    """
     nodes = graph.nodes
     n = len(nodes)
     n_children = [0] * n
@@ -192,21 +195,20 @@ def simulate_gallocr_states(
                 allocate(p)
         if nd.is_input and nd.srcs:
             allocate(nd_i)
-    states: list[AllocState] = []
-    next_mark = marks[0] if marks else -1
+    points = list(snapshot_at) if snapshots is not None else []
+    points.reverse()
     for i, nd in enumerate(nodes):
-        if i == next_mark:
-            states.append(
-                (
-                    tuple((b[0], b[1]) for b in alloc.blocks),
-                    tuple(
-                        (j, a, offset[j] if a else 0, n_children[j], n_views[j])
-                        for j, a in enumerate(allocated[:i])
-                        if a or n_children[j] or n_views[j]
-                    ),
+        if points and points[-1] == i:
+            points.pop()
+            assert snapshots is not None
+            live = tuple(
+                sorted(
+                    (offset[j], nodes[j].size, j if j < relative_from else j - i)
+                    for j in range(n)
+                    if allocated[j]
                 )
             )
-            next_mark = marks[len(states)] if len(states) < len(marks) else -1
+            snapshots.append((tuple(tuple(b) for b in alloc.blocks), live))
         allocate(i)
         for p in nd.srcs:
             n_children[p] -= 1
@@ -218,4 +220,4 @@ def simulate_gallocr_states(
                         free(vs)
                 else:
                     free(p)
-    return alloc.max_size, states
+    return alloc.max_size

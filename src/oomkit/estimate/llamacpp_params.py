@@ -11,6 +11,7 @@ not unified).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from oomkit.errors import InvalidSettingError
 from oomkit.quant.ggml_types import GGML_TYPES
@@ -238,6 +239,7 @@ BUFFER_ALIGNMENT: dict[str, int] = {"cpu": 32, "cuda": 128, "rocm": 128, "metal"
 MATRIX_ROW_PADDING = 512
 
 
+@lru_cache(maxsize=4096)
 def backend_alloc_bytes(type_name: str, ne0: int, n_bytes: int, backend: str) -> int:
     """Bytes a backend buffer reserves for one tensor (alloc size padded to the alignment).
 

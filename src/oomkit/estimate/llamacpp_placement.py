@@ -23,6 +23,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
 from oomkit.spec.hardware import DeviceTarget, device_label
@@ -44,9 +45,8 @@ GGUF_ALIGNMENT = 32  # general.alignment default (gguf.h GGUF_DEFAULT_ALIGNMENT)
 REPACK_TYPES: frozenset[str] = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "Q8_0"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlacedTensor:
-    """One weight tensor and the buffer (and device) llama.cpp loads it into."""
+class PlacedTensor(NamedTuple):
+    """One weight and the buffer it lives in (a tuple: one is made per tensor per placement)."""
 
     name: str
     type_name: str
@@ -67,6 +67,8 @@ class Placement:
     buffers: dict[str, int] = field(default_factory=dict)  # buffer name -> bytes
     buffer_device: dict[str, str] = field(default_factory=dict)  # buffer name -> device
     n_offloaded: int = 0  # "offloaded N/(n_layer+1) layers to GPU"
+    #: tensors per device ("cpu", "cuda:0" ...), counted once when the placement is made
+    tensor_counts: dict[str, int] = field(default_factory=dict)
 
     def device_bytes(self, device: str) -> int:
         """Sum of the buffers on ``device`` as llama.cpp logs them."""
@@ -209,13 +211,12 @@ def place_weights(
         cpu_buffer = f"{names[0].rstrip('0123456789')}_Host"
     else:
         cpu_buffer = "CPU"
+    dev_ids = [f"{_dev_prefix(g)}:{i}" for i, g in enumerate(gpus)]
+    dev_backend = {d: g.backend for d, g in zip(dev_ids, gpus, strict=True)}
+    dev_backend["cpu"] = "cpu"
     placed: list[PlacedTensor] = []
     offset = 0
     cpu_ranges: list[tuple[int, int]] = []
-    # per GPU, not per tensor: a 20k-layer file has 180k tensors
-    dev_ids = [f"{_dev_prefix(g)}:{i}" for i, g in enumerate(gpus)]
-    backend_of = {d: g.backend for d, g in zip(dev_ids, gpus, strict=True)}
-    backend_of["cpu"] = "cpu"
     for t, type_name, n_bytes in tensors:
         ne0 = t.shape[-1] if t.shape else 1
         start = offset
@@ -241,28 +242,12 @@ def place_weights(
                 buf = "CPU_REPACK"
             elif use_mmap:
                 cpu_ranges.append((start, start + n_bytes))
-            placed.append(
-                PlacedTensor(
-                    name=t.name,
-                    type_name=type_name,
-                    ne0=ne0,
-                    n_bytes=n_bytes,
-                    layer=t.layer,
-                    buffer=buf,
-                    device="cpu",
-                )
-            )
+            # positional: one tuple per tensor per placement (name, type, ne0, bytes, layer,
+            # buffer, device)
+            placed.append(PlacedTensor(t.name, type_name, ne0, n_bytes, t.layer, buf, "cpu"))
         else:
             placed.append(
-                PlacedTensor(
-                    name=t.name,
-                    type_name=type_name,
-                    ne0=ne0,
-                    n_bytes=n_bytes,
-                    layer=t.layer,
-                    buffer=names[gi],
-                    device=dev_ids[gi],
-                )
+                PlacedTensor(t.name, type_name, ne0, n_bytes, t.layer, names[gi], dev_ids[gi])
             )
         if tied_embeddings and t.name == "token_embd.weight" and out_gpu is not None:
             # the output reuses the embedding matrix, duplicated onto the output device
@@ -291,29 +276,33 @@ def place_weights(
             )
     buffers: dict[str, int] = {}
     buffer_device: dict[str, str] = {}
-    alloc_bytes: dict[tuple[str, int, int, str], int] = {}  # most tensors repeat per layer
     for p in placed:
         if p.buffer == "CPU_Mapped":
             continue
-        key4 = (p.type_name, p.ne0, p.n_bytes, backend_of[p.device])
-        size = alloc_bytes.get(key4)
-        if size is None:
-            size = alloc_bytes[key4] = backend_alloc_bytes(*key4)
-        buffers[p.buffer] = buffers.get(p.buffer, 0) + size
+        backend = dev_backend[p.device]
+        buffers[p.buffer] = buffers.get(p.buffer, 0) + backend_alloc_bytes(
+            p.type_name, p.ne0, p.n_bytes, backend
+        )
         buffer_device[p.buffer] = p.device
     if cpu_ranges:
         buffers["CPU_Mapped"] = max(e for _, e in cpu_ranges) - min(s for s, _ in cpu_ranges)
         buffer_device["CPU_Mapped"] = "cpu"
     if row:
         _split_rows(placed, buffers, buffer_device, gpus, names, tensor_split)
-    layer_dev = tuple("cpu" if gi is None else dev_ids[gi] for gi in per_layer[:n_layer])
+    counts: dict[str, int] = {}
+    for p in placed:
+        counts[p.device] = counts.get(p.device, 0) + 1
+    layer_dev = tuple(
+        "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
+    )
     placement = Placement(
         tensors=tuple(placed),
         layer_device=layer_dev,
-        output_device="cpu" if out_gpu is None else dev_ids[out_gpu],
+        output_device="cpu" if out_gpu is None else f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
         buffers=buffers,
         buffer_device=buffer_device,
         n_offloaded=n_off,
+        tensor_counts=counts,
     )
     if key is not None:
         if len(_PLACEMENTS) >= _PLACEMENTS_MAX:

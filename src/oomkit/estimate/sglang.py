@@ -18,7 +18,8 @@ the GPU is unknown. ``chunked_prefill_size`` / ``cuda_graph_max_bs`` by GPU memo
 2048 / 8; < 35 GiB 2048 / 24 (80 at tp >= 4); < 60 GiB 4096 / 32 (160); < 90 GiB and < 160 GiB
 8192 / 256 (512); larger 16384 / 512. (SGLang <= 0.4 used a TP table instead: 0.88, 0.87, 0.85,
 0.81, 0.79 for tp 1, 2, 4, 8, 16: :func:`legacy_mem_fraction_static`.)
-Flags: ``--tp``, ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``.
+Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pipeline`),
+``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -65,7 +67,7 @@ def sglang_batch_defaults(gpu_mem_bytes: int | None, tp: int) -> tuple[int, int]
     return 16384, 512
 
 
-def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None) -> float:
+def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None, pp: int = 1) -> float:
     """SGLang's default ``--mem-fraction-static`` (``_handle_gpu_memory_settings``).
 
     >>> default_mem_fraction_static(1), default_mem_fraction_static(1, 81559 * MiB)
@@ -75,7 +77,7 @@ def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None) -> fl
         return 0.88
     chunked, graph_bs = sglang_batch_defaults(gpu_mem_bytes, tp)
     gpu_mib = gpu_mem_bytes / MiB
-    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp / 8 * 1024
+    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mib - reserved) / gpu_mib, 3)
@@ -97,8 +99,9 @@ def legacy_mem_fraction_static(tp: int) -> float:
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
+    pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
-    caps = [d.capacity_bytes for d in devices[:tp]]
+    caps = [d.capacity_bytes for d in devices[: tp * pp]]
     smallest = None if any(c is None for c in caps) else min(c for c in caps if c is not None)
     legacy = False
     if settings.runtime_version is not None:
@@ -107,27 +110,38 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         gen = resolve_generation("sglang", settings.runtime_version)
         legacy = gen.effects.get("mem_fraction") == "tp_table"
     frac = settings.mem_fraction_static or (
-        legacy_mem_fraction_static(tp) if legacy else default_mem_fraction_static(tp, smallest)
+        legacy_mem_fraction_static(tp) if legacy else default_mem_fraction_static(tp, smallest, pp)
     )
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     elem = 2 if elem == 4 else elem
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
-    weights = plan_weights(spec, model_tensors(spec), quant=settings.quant, tp=tp)
-    layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
-    cell = kv_bytes_per_token(layers)
+    all_tensors = model_tensors(spec)
+    all_layers = kv_layers(spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
+    n_layers = spec.num_hidden_layers
+    # per pipeline stage (pp 1: one stage): its weights and its layers' KV cells
+    stages = []
+    for r in range(pp):
+        span = stage_layers(n_layers, r, pp)
+        w = plan_weights(
+            spec, stage_tensors(all_tensors, r, pp, n_layers), quant=settings.quant, tp=tp
+        )
+        lay = all_layers if pp == 1 else tuple(x for x in all_layers if x.layer in span)
+        stages.append((w, lay, kv_bytes_per_token(lay)))
+    weights, layers, cell = stages[0]
     ctx = settings.ctx or spec.max_position_embeddings or 8192
     usages = []
     tokens: int | None = None
     reqs: int | None = None
     blockers: list[str] = []
-    for rank in range(tp):
+    for rank in range(tp * pp):
+        weights, layers, cell = stages[rank // tp]
         d = devices[rank] if rank < len(devices) else devices[0]
         cap = d.capacity_bytes
         if settings.overhead_bytes is not None:
             overhead, why = settings.overhead_bytes, "--overhead (user value)"
         else:
             overhead, why = cuda_context_bytes("sglang", d)
-            if tp > 1:
+            if tp * pp > 1:
                 overhead += _NCCL_INIT
                 why += "; + NCCL communicator buffers"
         req_pool = 0
@@ -135,7 +149,10 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             free0 = cap - overhead
             rest = int(free0 * frac) - weights.bytes_per_rank
             pool = max(0, rest)
-            tokens = pool // cell if cell else None
+            stage_tokens = pool // cell if cell else None
+            # the smallest pool of all ranks bounds the server (SGLang syncs the minimum)
+            if stage_tokens is not None and (tokens is None or stage_tokens < tokens):
+                tokens = stage_tokens
             if tokens is not None:
                 reqs = min(max(int(tokens / ctx * 512), 2048), 4096)
                 reqs = min(reqs, max(1, tokens // 2))
@@ -201,6 +218,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "quant": settings.quant,
             "ctx": ctx,
             "tp": tp,
+            **({"pp": pp} if pp > 1 else {}),
             "mem_fraction_static": frac,
         },
         devices=tuple(usages),

@@ -19,6 +19,9 @@ A step has three phases; the estimate is the largest of them:
   backward; the loss backward holds two fp32 B·S·V gradients;
 * ``step`` (``optimizer.step()``): states + all gradients + the step's temporaries.
 
+With activation offloading (torchtune) the forward keeps only its stash of the last saved
+tensors on the GPU and the backward brings back one layer's saved set at a time.
+
 Then the per-process overhead: the CUDA context (:mod:`oomkit.estimate.overhead`), NCCL buffers
 when the job has more than one GPU (a ring communicator connects 2 peers per channel, each with
 its own ~10 MiB of protocol buffers: NVIDIA/nccl #986, #1685; 16 channels, 32 on Hopper/Blackwell
@@ -71,6 +74,8 @@ DEFAULT_FRAGMENTATION_FRACTION = 0.05
 _NCCL_BUFFER_PER_CHANNEL_PEER = 10 * MiB  # NVIDIA/nccl #1685: 10485760-byte buffers per channel
 _KORTHIKANTI = "Korthikanti et al. 2022 (arXiv 2205.05198) adapted; HF modeling_llama.py"
 _PHASE_NAMES = {"forward": "forward_end", "backward": "backward", "step": "optimizer_step"}
+_OFFLOAD_STASH = 5  # torchtune OffloadActivations max_fwd_stash_size
+_OFFLOAD_SOURCE = "torchtune training/_activation_offloading.py OffloadActivations (v0.4.0)"
 
 
 def _kept(a: LayerActivations, mode: str) -> int:
@@ -127,6 +132,17 @@ def _phase_components(
     saved_c = _comp(
         "activations", "saved activations", kept_total, act_formula, _KORTHIKANTI, inputs
     )
+    offload = settings.activation_offloading
+    if offload:
+        # torchtune OffloadActivations: what stays on the GPU is the forward stash of the last
+        # max_fwd_stash_size = 5 saved tensors (5 layer inputs under full checkpointing, less
+        # than one layer's saved set without it); the rest waits in pinned host memory
+        window = sum(kept[-_OFFLOAD_STASH:]) if mode == "full" else max(kept, default=0)
+        saved_c = _comp(
+            "activations", "saved activations still on the GPU (the rest offloaded to host)",
+            min(window, kept_total), f"{act_formula}; offloaded but the forward stash",
+            _OFFLOAD_SOURCE, {**inputs, "stash_tensors": _OFFLOAD_STASH},
+        )  # fmt: skip
     gpu = [t for t in terms if not t.on_host]
 
     def static(phase: str) -> list[Component]:
@@ -183,10 +199,12 @@ def _phase_components(
             *static("backward"),
             _comp(
                 "activations",
-                "saved activations (layers not yet back-propagated)",
-                remaining,
+                f"saved activations of layer {j} (brought back from host)"
+                if offload
+                else "saved activations (layers not yet back-propagated)",
+                kept[j] if offload else remaining,
                 act_formula,
-                _KORTHIKANTI,
+                _OFFLOAD_SOURCE if offload else _KORTHIKANTI,
                 inputs,
             ),
             _comp(
@@ -383,4 +401,9 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
         out.append("SSM / linear-attention layer activations approximated as 4 x d_inner")
     if settings.tp > 1:
         out.append("tensor parallelism splits all parameters evenly (norms are replicated)")
+    if settings.activation_offloading:
+        out.append(
+            "activation offloading: saved activations wait in pinned host RAM (not counted "
+            "under host); the output head and the loss are not offloaded"
+        )
     return tuple(out)

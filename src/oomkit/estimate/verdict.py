@@ -34,6 +34,18 @@ Runtime margins: vLLM and SGLang size their KV pool to the budget, so the device
 "fits"; their risk is the pool holding one ``max_model_len`` request. That margin (pool tokens
 minus one request, in bytes) is compared with the band of what sizes the pool (weights,
 activation peak, non-torch).
+
+vLLM terms that come from how a generation allocates (``oomkit.estimate.vllm_engines``):
+
+* CUDA graphs captured after the KV cache (every generation before the CUDA-graph estimate of
+  PR #30515) must fit in the ``1 - gpu_memory_utilization`` headroom; vLLM's own warning puts a
+  capture at "1~3 GiB memory per GPU": the span above the modelled pool is in the device band
+  (``CUDAGRAPH_POOL_MAX``). With ``--enforce-eager`` there is none.
+* Generations that charge the memory of other processes to the budget (0.2.5-0.3.0, PR #2031
+  until PR #2863; 0.6.3-0.6.4, PR #9352 until PR #10511; V1 0.8.0-0.9.0 until PR #18974): a
+  ``gpu_memory_utilization`` below the default says the GPU is
+  shared, and what the user leaves to the other tenants, ``(default - util) x total``, may be
+  charged to this instance's pool: it is in the pool margin's band.
 """
 
 from __future__ import annotations
@@ -201,6 +213,10 @@ def _device_margin(
             reserve = _ollama_reserve(est, d.device) + platform.ollama_gpu_overhead_bytes
             if reserve:
                 terms.append(("Ollama's minimum free memory (fewer layers on the GPU)", reserve))
+        if est.runtime == "vllm":
+            graphs = _vllm_graph_span(est)
+            if graphs:
+                terms.append(graphs)
     free = d.capacity_bytes - d.total_bytes - sum(b for _, b in reservations)
     band = sum(b for _, b in terms)
     terms.sort(key=lambda t: -t[1])
@@ -229,6 +245,41 @@ def _ollama_reserve(est: Estimate, device: str) -> int:
         return 0
     value = reserve.get(device, 0)
     return value if isinstance(value, int) else 0
+
+
+_GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
+_OTHER_TENANTS = "other processes' memory"
+
+
+def _vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
+    """CUDA graphs captured in the ``1 - util`` headroom after the KV cache: the span of a
+    capture above the modelled pool (vLLM: "CUDA graphs can take additional 1~3 GiB")."""
+    rd = est.runtime_details
+    if rd.get("cudagraph_charged") is not False or est.settings.get("enforce_eager"):
+        return None
+    from oomkit.estimate.vllm_engines import CUDAGRAPH_POOL_MAX
+
+    modelled = _int(rd, "cudagraph_bytes") or 0
+    span = CUDAGRAPH_POOL_MAX - modelled
+    if span <= 0:
+        return None
+    return (f"{_GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
+
+
+def _vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
+    """Generations that charge other processes' memory: what a lowered util leaves to them."""
+    rd = est.runtime_details
+    util = est.settings.get("gpu_memory_utilization")
+    default = rd.get("default_util")
+    if rd.get("charges_other_processes") is not True:
+        return None
+    if not isinstance(util, float) or not isinstance(default, float) or util >= default:
+        return None
+    label = (
+        f"{_OTHER_TENANTS}, charged by this vLLM generation (util {util:.2f} "
+        f"leaves up to {format_bytes(int((default - util) * capacity))} to them)"
+    )
+    return label, int((default - util) * capacity)
 
 
 def _level(free: int, band: int) -> str:
@@ -268,6 +319,10 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
             ("overhead", d.overhead_bytes if non_torch is None else non_torch),
         )
     ]
+    if est.runtime == "vllm" and d.capacity_bytes:
+        tenants = _vllm_other_tenants(est, d.capacity_bytes)
+        if tenants is not None:
+            terms.append(tenants)
     terms = sorted((t for t in terms if t[1] > 0), key=lambda t: -t[1])
     free = (tokens - need) * per_tok
     band = sum(b for _, b in terms)
@@ -298,6 +353,12 @@ def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     ctx = est.settings.get("ctx")
     if need <= 0 or not isinstance(ctx, int) or ctx <= 0:
         return None
+    top = m.terms[0][0] if m.terms else ""
+    fix = est.runtime_details.get("other_processes_fix")
+    if est.runtime == "vllm" and top.startswith(_OTHER_TENANTS) and isinstance(fix, str) and fix:
+        return fix
+    if est.runtime == "vllm" and top.startswith(_GRAPHS_AFTER_KV):
+        return "--enforce-eager (no CUDA graphs to capture in the headroom)"
     d = next((x for x in est.devices if x.device == m.device), None)
     if d is None:
         return None

@@ -47,6 +47,7 @@ from oomkit.estimate.hf_kv import (
     kv_layers,
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
+from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     VllmEngine,
@@ -92,6 +93,10 @@ class VllmPlan:
     cudagraph_bytes: int
     #: whether this engine subtracts the CUDA-graph estimate from the KV budget
     cudagraph_charged: bool
+    #: memory of other processes on the GPU is charged to this instance (0.6.3-0.6.4, V1 0.8.x)
+    charges_other_processes: bool
+    other_processes_fix: str
+    default_util: float
     kv_pool_bytes: int | None
     bytes_per_token: int
     kv_groups: int
@@ -190,6 +195,7 @@ def plan_vllm(
     engine: str = DEFAULT_ENGINE,
     mla_latent_kv: bool = True,
     nccl_record_stream: bool = True,
+    pp_rank: int = 0,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -201,6 +207,9 @@ def plan_vllm(
     same "TODO, support head_size 192" layout), not the 576-element latent.
     ``nccl_record_stream=False``: vLLM 0.2.6+ sets ``TORCH_NCCL_AVOID_RECORD_STREAMS=1`` (PR
     #2152), so the reserved-peak engine no longer holds the TP all-reduce inputs.
+    ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
+    its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
+    on the last.
     """
     eng = vllm_engine(engine)
     tp = settings.tp or 1
@@ -225,7 +234,11 @@ def plan_vllm(
     if elem == 4:
         elem = 2
         notes.append("fp32 checkpoint served in fp16/bf16 (vLLM downcasts float32 by default)")
-    weights = plan_weights(spec, model_tensors(spec), quant=settings.quant, tp=tp)
+    pp = settings.pp or 1
+    stage = stage_layers(spec.num_hidden_layers, pp_rank, pp)
+    last_stage = pp_rank == pp - 1
+    tensors = stage_tensors(model_tensors(spec), pp_rank, pp, spec.num_hidden_layers)
+    weights = plan_weights(spec, tensors, quant=settings.quant, tp=tp)
     notes.extend(weights.assumptions)
     # get_rope(): one cached RotaryEmbedding shared by all layers; cos_sin_cache is
     # [max_position, rotary_dim] cast to the model dtype (rotary_embedding.py)
@@ -240,11 +253,11 @@ def plan_vllm(
     sampler = hidden + sampler_peak_bytes(
         spec, n_seqs=rows, tp=tp, logits_elem_bytes=elem, flashinfer=eng.flashinfer_sampler
     )
-    act = max(fwd, sampler)
+    act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
     pinned = 0
     if eng.reserved_peak and tp > 1 and nccl_record_stream:
         # o_proj and down_proj all-reduce per layer + the vocab-parallel embedding
-        pinned = (2 * spec.num_hidden_layers + 1) * batched * spec.hidden_size * elem
+        pinned = (2 * len(stage) + 1) * batched * spec.hidden_size * elem
         notes.append(
             "TP all-reduce inputs held by record_stream until the NCCL stream syncs "
             "(upper bound: the CPU runs ahead of the whole profile forward)"
@@ -267,6 +280,8 @@ def plan_vllm(
         )
         notes.append("DeepSeek MLA cached as full 256-dim K/V heads (vLLM before 0.7.1)")
     layers = kv_layers(kv_spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
+    if pp > 1:
+        layers = tuple(lay for lay in layers if lay.layer in stage)
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
     conc = None
@@ -306,6 +321,9 @@ def plan_vllm(
         non_torch_why=nt_why,
         cudagraph_bytes=graphs,
         cudagraph_charged=eng.charges_cudagraphs,
+        charges_other_processes=eng.charges_other_processes,
+        other_processes_fix=eng.other_processes_fix,
+        default_util=eng.default_util,
         kv_pool_bytes=pool,
         bytes_per_token=per_tok,
         kv_groups=1 if b is None else b.groups,
@@ -340,8 +358,10 @@ def estimate_vllm(
         mla_latent = bool(gen.effects.get("mla_latent_kv", True))
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
     tp = settings.tp or 1
+    pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
-    targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp)]
+    # rank r = pp_rank x tp + tp_rank, as vLLM lays out its world
+    targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp * pp)]
     plans = [
         plan_vllm(
             spec,
@@ -350,8 +370,9 @@ def estimate_vllm(
             engine=engine,
             mla_latent_kv=mla_latent,
             nccl_record_stream=record_stream,
+            pp_rank=rank // tp,
         )
-        for d in targets
+        for rank, d in enumerate(targets)
     ]
     usages = []
     src = "vllm/v1/worker/gpu_worker.py determine_available_memory"
@@ -452,27 +473,54 @@ def estimate_vllm(
         "activation_peak_bytes": p0.activation_bytes + p0.pinned_allreduce_bytes,
         "non_torch_bytes": p0.non_torch_bytes,
         "cudagraph_bytes": p0.cudagraph_bytes,
+        "cudagraph_charged": p0.cudagraph_charged,
+        "charges_other_processes": p0.charges_other_processes,
+        "other_processes_fix": p0.other_processes_fix,
+        "default_util": p0.default_util,
         "kv_cache_groups": p0.kv_groups,
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
     notes = list(p0.notes)
+    if pp > 1:
+        spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
+        notes.append(
+            f"pipeline parallel {pp} stages x tp {tp}: layers "
+            + ", ".join(f"{r.start}-{r.stop - 1}" for r in spans)
+            + " (vLLM get_pp_indices); embeddings on the first stage, LM head and sampler on "
+            "the last"
+        )
+    # every stage must hold its own KV for max_model_len (the engine keeps the smallest
+    # block count of all workers)
+    worst = min(
+        plans,
+        key=lambda p: (
+            -1 if p.kv_pool_bytes is None else p.kv_pool_bytes,
+            p.max_model_len_that_fits or 0,
+        ),
+    )
+    fits_len = min(
+        (p.max_model_len_that_fits for p in plans if p.max_model_len_that_fits is not None),
+        default=None,
+    )
+    details["max_model_len_that_fits"] = fits_len
     blockers: list[str] = []
-    if p0.kv_pool_bytes is not None and p0.kv_pool_bytes <= 0:
+    if worst.kv_pool_bytes is not None and worst.kv_pool_bytes <= 0:
         blockers.append(
             "no memory left for the KV cache: vLLM fails with 'No available memory for "
             "the cache blocks'"
         )
-    elif p0.max_model_len_that_fits is not None and p0.max_model_len_that_fits < p0.max_model_len:
+    elif fits_len is not None and fits_len < p0.max_model_len:
         blockers.append(
             f"max_model_len {p0.max_model_len} needs more KV than the pool holds; vLLM "
-            f"refuses to start (largest that fits: {p0.max_model_len_that_fits})"
+            f"refuses to start (largest that fits: {fits_len})"
         )
     est_settings = {
         "runtime": "vllm",
         "quant": settings.quant,
         "ctx": p0.max_model_len,
         "tp": p0.tp,
+        **({"pp": pp} if pp > 1 else {}),
         "gpu_memory_utilization": p0.util,
         "max_num_seqs": p0.max_num_seqs,
         "kv_dtype": settings.cache_type_k or "auto",

@@ -11,7 +11,15 @@ rule of the version that printed it. Every row cites the code it models.
   (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
   turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
   (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
-* ``v1-2025`` (V1 engine, vLLM 0.8-0.10): ``memory_profiling(init_snapshot, weights_memory)``
+* ``v1-2025-global`` (V1 engine, vLLM 0.8.0-0.9.0): ``Worker.determine_available_memory``
+  charged ``torch peak + (total - free - torch allocated)`` against ``total x util`` (the V1
+  worker of PR #10528): every byte on the GPU that torch did not allocate is charged, the CUDA
+  context and the memory of OTHER processes included ("V1's memory profiling incorrectly counts
+  memory used by other processes as non_torch_allocations", PR #14419, then PR #19312). Fixed by
+  PR #18974 (released in 0.9.1): a second instance at ``util`` 0.4 next to one holding 0.4 of the
+  GPU fails with "No available memory for the cache blocks" on 0.8.x V1 and starts on V0
+  (vllm#17431).
+* ``v1-2025`` (V1 engine, vLLM 0.9.1-0.10): ``memory_profiling(init_snapshot, weights_memory)``
   (vllm/utils ``MemorySnapshot``: non-torch = ``total - free - torch.cuda.memory_reserved()``,
   charged as the increase since the snapshot taken in ``init_device``, so the CUDA context is
   not charged); graphs are captured afterwards in the ``1 - gpu_memory_utilization`` headroom;
@@ -28,9 +36,14 @@ collectives and are charged as non-torch growth in every generation.
   (total - free - allocated)`` so every non-torch byte on the GPU is charged, the CUDA context
   included. Without chunked prefill the profile batch is ``max(max_model_len, 2048)`` tokens;
   above 32K ``max_model_len`` the OpenAI server turns chunked prefill on (2048 tokens).
-* ``v0-2023`` (PR #2031, vLLM 0.2.x): ``peak = init_free - free`` after the profile run, i.e.
-  the caching allocator's reserve. With TP, ``torch.distributed.all_reduce`` records its input
-  on the NCCL stream (before ``TORCH_NCCL_AVOID_RECORD_STREAMS=1``, set later in
+* ``v0-2023-total`` (PR #2031, vLLM 0.2.5-0.3.0): ``peak = total - free`` after the profile
+  run (``torch.cuda.mem_get_info``), i.e. the caching allocator's reserve plus every other byte
+  on the GPU: the CUDA context and other processes' memory. ``v0-2023`` (PR #2863, "Fix memory
+  profiling when GPU is used by multiple processes", 0.3.1-0.6.2): ``peak = init_free - free``
+  with ``init_free`` taken in ``Worker.init_device`` once the context exists: the allocator's
+  reserve and NCCL's buffers only ("we assume that the other processes using the same GPU did
+  not change their memory usage during the profiling"). With TP, ``torch.distributed.all_reduce``
+  records its input on the NCCL stream (before ``TORCH_NCCL_AVOID_RECORD_STREAMS=1``, set later in
   ``Worker.init_device``), so every all-reduced ``[T, h]`` activation stays reserved until the
   stream syncs: up to ``(2 L + 1) x T x h x dtype`` per rank.
 
@@ -46,9 +59,10 @@ from types import MappingProxyType
 from oomkit.errors import UnknownNameError, close_matches
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget
-from oomkit.units import MiB
+from oomkit.units import GiB, MiB
 
 __all__ = [
+    "CUDAGRAPH_POOL_MAX",
     "DEFAULT_ENGINE",
     "VLLM_ENGINES",
     "VllmEngine",
@@ -77,6 +91,10 @@ class VllmEngine:
     charges_cudagraphs: bool
     #: V1 hybrid KV-cache manager: sliding-window layers get their own block groups
     hybrid_kv_groups: bool
+    #: memory other processes hold on the GPU is charged to this instance's budget
+    charges_other_processes: bool = False
+    #: the release that stops charging it (the verdict's safe change), when it does
+    other_processes_fix: str = ""
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -94,7 +112,9 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         ),
         "v1-2025": VllmEngine(
             name="v1-2025",
-            summary="V1 engine 0.8-0.10: total x 0.9 - (weights + torch peak + non-torch)",
+            summary=(
+                "V1 engine 0.9.1-0.10: total x 0.9 - (weights + torch peak + non-torch increase)"
+            ),
             default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=False,
@@ -102,6 +122,22 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             reserved_peak=False,
             charges_cudagraphs=False,
             hybrid_kv_groups=True,
+        ),
+        "v1-2025-global": VllmEngine(
+            name="v1-2025-global",
+            summary=(
+                "V1 engine 0.8.0-0.9.0: total x 0.9 - (torch peak + every non-torch byte on the "
+                "GPU: CUDA context and other processes too)"
+            ),
+            default_util=0.9,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
+            charges_cuda_context=True,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            charges_other_processes=True,
+            other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
         ),
         "v0-2025": VllmEngine(
             name="v0-2025",
@@ -124,10 +160,25 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             reserved_peak=False,
             charges_cudagraphs=False,
             hybrid_kv_groups=False,
+            charges_other_processes=True,
+            other_processes_fix="vLLM 0.6.5+ (PR #10511: per-instance budget)",
+        ),
+        "v0-2023-total": VllmEngine(
+            name="v0-2023-total",
+            summary="0.2.5-0.3.0 (PR #2031): total x 0.9 - (total - free after profiling)",
+            default_util=0.9,
+            chunked_prefill=False,
+            flashinfer_sampler=False,
+            charges_cuda_context=True,
+            reserved_peak=True,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=False,
+            charges_other_processes=True,
+            other_processes_fix="vLLM 0.3.1+ (PR #2863: free memory at init as the baseline)",
         ),
         "v0-2023": VllmEngine(
             name="v0-2023",
-            summary="0.2.x (PR #2031): total x 0.9 - (init free - free after profiling)",
+            summary="0.3.1-0.6.2 (PR #2863): total x 0.9 - (init free - free after profiling)",
             default_util=0.9,
             chunked_prefill=False,
             flashinfer_sampler=False,
@@ -174,6 +225,15 @@ _NCCL_OTHER = 128 * MiB
 #: vLLM's "Graph capturing finished in N secs, took X GiB" lines and "Estimated CUDA graph
 #: memory: 0.36 GiB total" (gpustack/runner#251, vLLM 0.27); 0 with --enforce-eager.
 _CUDAGRAPH = 512 * MiB
+#: What a capture can really take per GPU. vLLM's own warning before capturing (V0
+#: vllm/worker/model_runner.py ``capture_model``, 0.2.6 to the last V0 release): "CUDA graphs can
+#: take additional 1~3 GiB memory per GPU. If you are running out of memory, consider decreasing
+#: `gpu_memory_utilization` or enforcing eager mode." Engines that capture AFTER sizing the KV
+#: cache (every one but ``current``) have only the ``1 - util`` headroom for it: the span above
+#: the typical pool is real variance, carried by the verdict's band (graphs of MoE models with
+#: TP, FlashInfer's per-size decode buffers and NCCL captured without the custom all-reduce sit
+#: at the top of it: vllm#17469, vllm#2856, vllm#7495).
+CUDAGRAPH_POOL_MAX = 3 * GiB
 
 
 def _on_nvswitch(device: DeviceTarget) -> bool:

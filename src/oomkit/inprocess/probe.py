@@ -49,13 +49,20 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from oomkit.inprocess.probe_step import StepOptions
     from oomkit.inprocess.probe_tracker import MemoryTracker
 
 __all__ = ["PROBE_OPTIMIZERS", "PROBE_TRAIN_MODES", "ProbeResult", "TorchMissingError", "probe"]
 
 PROBE_TRAIN_MODES: tuple[str, ...] = ("full", "lora", "qlora")
-PROBE_OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw8bit", "sgd", "sgd_momentum")
+#: oomkit.inprocess.probe_step.STEP_OPTIMIZERS (kept here so the CLI need not import torch)
+PROBE_OPTIMIZERS: tuple[str, ...] = (
+    "adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd", "sgd_momentum",
+)  # fmt: skip
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+#: training steps the allocator replay runs (the reserve of a long run: each step finds the
+#: segments the previous one cached; see oomkit.inprocess.probe_allocator.replay)
+_STEPS_REPLAYED = 3
 
 
 class TorchMissingError(OomkitError):
@@ -90,6 +97,10 @@ class ProbeResult:
     ops: int
     seconds: float
     notes: tuple[str, ...] = field(default=())
+    #: the trace replayed through the caching allocator (:mod:`oomkit.inprocess.probe_allocator`):
+    #: ``max_memory_reserved`` and ``max_memory_allocated`` of the whole run (setup included)
+    reserved_peak_bytes: int | None = None
+    allocator_allocated_peak_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +129,8 @@ class ProbeResult:
             "ops": self.ops,
             "seconds": round(self.seconds, 3),
             "notes": list(self.notes),
+            "reserved_peak_bytes": self.reserved_peak_bytes,
+            "allocator_allocated_peak_bytes": self.allocator_allocated_peak_bytes,
         }
 
 
@@ -171,26 +184,6 @@ def _tensors_in(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
             yield from _tensors_in(v, depth + 1)
 
 
-def _make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
-    import torch
-
-    from oomkit.inprocess.probe_model import FakeAdamW8bit
-
-    if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-4, foreach=True)
-    if name == "sgd_momentum":
-        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
-    if name == "adamw8bit":
-        return FakeAdamW8bit(params)
-    raise InvalidSettingError(
-        f"Unknown optimizer '{name}' for the probe: use one of {', '.join(PROBE_OPTIMIZERS)}.",
-        setting="optimizer",
-        value=name,
-    )
-
-
 def _enable_checkpointing(model: nn.Module, name: str) -> None:
     """Non-reentrant activation checkpointing of every decoder layer (transformers' API)."""
     kwargs = {"use_reentrant": False}
@@ -206,28 +199,6 @@ def _enable_checkpointing(model: nn.Module, name: str) -> None:
             setting="grad_checkpointing",
         )
     enable(gradient_checkpointing_kwargs=kwargs)
-
-
-def _previous_step(
-    opt: torch.optim.Optimizer, trainable: list[nn.Parameter], tracker: MemoryTracker
-) -> None:
-    """Leave the optimizer as every step after the first finds it: its states allocated.
-
-    Optimizers create their states lazily inside the first ``step()``, so only the first
-    training step runs its forward and backward without them. One step on zero gradients
-    (then ``zero_grad(set_to_none=True)``) allocates them; the tracker's peak is reset after.
-    """
-    import torch
-
-    tracker.phase = "setup"
-    for p in trainable:
-        p.grad = torch.zeros_like(p)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    for st in opt.state.values():
-        for t in _tensors_in(st):
-            tracker.set_role(t, "optimizer_state")
-    tracker.reset_peak()
 
 
 @contextlib.contextmanager
@@ -291,6 +262,7 @@ def probe(
     round_to_cuda_blocks: bool = True,
     steady_state: bool = True,
     top: int = 10,
+    step: StepOptions | None = None,
 ) -> ProbeResult:
     """Trace one inference forward or one training step of a model on fake tensors.
 
@@ -310,6 +282,9 @@ def probe(
         steady_state: trace a step after the first (the optimizer's states already exist
             during the forward and backward, as in every step but the first); False: the
             first step, whose states appear inside ``optimizer.step()``.
+        step: how the training loop runs its step (optimizer implementation, gradients kept
+            between steps, optimizer in backward, chunked loss, held logits):
+            :class:`oomkit.inprocess.probe_step.StepOptions`; None: today's HF Trainer.
 
     Raises:
         TorchMissingError: torch (or, for configs, transformers) is not installed.
@@ -409,7 +384,7 @@ def probe(
         compute=compute, mixed=training and mixed_precision,
         grad_checkpointing=grad_checkpointing, rounded=round_to_cuda_blocks, batch=batch,
         seq=seq, dtype=dtype, top=top, notes=notes, t0=t0, lm_inputs=config is not None,
-        steady_state=steady_state, base_params=base_params,
+        steady_state=steady_state, base_params=base_params, step=step,
     )  # fmt: skip
 
 
@@ -427,12 +402,14 @@ def _run(
     model: nn.Module, inputs: Any, *, fake: Any, name: str, train: str | None, optimizer: str,
     compute: torch.dtype, mixed: bool, grad_checkpointing: bool, rounded: bool, batch: int,
     seq: int, dtype: str, top: int, notes: list[str], t0: float, lm_inputs: bool,
-    steady_state: bool, base_params: int,
+    steady_state: bool, base_params: int, step: StepOptions | None,
 ) -> ProbeResult:  # fmt: skip
     import torch
 
     from oomkit.inprocess import probe_model as pm
+    from oomkit.inprocess.probe_allocator import replay
     from oomkit.inprocess.probe_autocast import cuda_autocast_policy, cuda_sdpa_dropout
+    from oomkit.inprocess.probe_step import StepOptions
     from oomkit.inprocess.probe_tracker import MemoryTracker
 
     tracker = MemoryTracker(round_to_cuda_blocks=rounded)
@@ -443,7 +420,6 @@ def _run(
     tracker.track_all(model.buffers(), "buffers")
     tracker.track_all(_tensors_in(inputs), "inputs")
     handles = tracker.module_hooks(model)
-    opt = None
     grads_bytes = 0
     state_bytes = 0
     saved_bytes = 0
@@ -469,52 +445,36 @@ def _run(
                             tracker.set_role(t, "outputs")
                 del out, cache
             else:
+                from oomkit.inprocess.probe_step import train_step
+
                 model.train()
                 if grad_checkpointing:
                     _enable_checkpointing(model, name)
-                opt = _make_optimizer(optimizer, trainable)
-                if steady_state:
-                    _previous_step(opt, trainable, tracker)
-                    notes.append("steady state: optimizer states exist from the previous step")
-                for p in trainable:
-                    p.register_post_accumulate_grad_hook(  # type: ignore[no-untyped-call]
-                        lambda q: tracker.set_role(q.grad, "gradients") if q.grad is not None
-                        else None
-                    )  # fmt: skip
                 extra = {}
                 if lm_inputs and isinstance(inputs, Mapping) and "input_ids" in inputs:
-                    if _accepts(model, "labels"):
+                    if _accepts(model, "labels") and "labels" not in inputs:
                         extra["labels"] = inputs["input_ids"]
                     if _accepts(model, "use_cache"):
                         extra["use_cache"] = False
                 autocast = (
                     torch.autocast("cpu", dtype=compute) if mixed else contextlib.nullcontext()
                 )
-                with _phase(tracker, "forward"), autocast:
-                    out = _call(model, inputs, extra)
-                    loss = _loss_of(out)
-                del out
-                saved_bytes = tracker.live_from("forward")
-                with _phase(tracker, "backward"):
-                    loss.backward()  # type: ignore[no-untyped-call]
-                del loss
-                grads_bytes = sum(
-                    tracker.track(p.grad, "gradients").n_bytes for p in trainable
-                    if p.grad is not None
+                done = train_step(
+                    model, inputs, tracker=tracker, trainable=trainable, optimizer=optimizer,
+                    opts=step or StepOptions(), steady_state=steady_state, autocast=autocast,
+                    notes=notes,
+                    forward=lambda: _call(model, inputs, extra),
                 )  # fmt: skip
-                with _phase(tracker, "optimizer_step"):
-                    opt.step()
-                for st in opt.state.values():
-                    for t in _tensors_in(st):
-                        tracker.set_role(t, "optimizer_state")
-                state_bytes = sum(
-                    tracker.track(t, "optimizer_state").n_bytes
-                    for st in opt.state.values() for t in _tensors_in(st)
-                )  # fmt: skip
-                opt.zero_grad(set_to_none=True)
+                grads_bytes = done.gradients_bytes
+                state_bytes = done.optimizer_state_bytes
+                saved_bytes = done.saved_activations_bytes
     finally:
         for h in handles:
             h.remove()
+    peaks = replay(
+        tracker.events, skip=tracker.forgotten, cublas_workspace=train is not None,
+        repeat_from=tracker.step_start if train is not None else None, repeats=_STEPS_REPLAYED,
+    )  # fmt: skip
     mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
     n_trainable = sum(p.numel() for p in trainable)
     # the model's own count (a 4-bit store's packed bytes are not parameters) + adapters
@@ -542,4 +502,6 @@ def _run(
         ops=tracker.ops,
         seconds=time.perf_counter() - t0,
         notes=tuple(notes),
+        reserved_peak_bytes=peaks.reserved_peak_bytes,
+        allocator_allocated_peak_bytes=peaks.allocated_peak_bytes,
     )

@@ -139,6 +139,13 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._module_stack: list[tuple[str, int]] = []
         #: module name -> (peak bytes while active in the forward, peak - bytes at entry)
         self.module_peaks: dict[str, tuple[int, int]] = {}
+        #: allocator trace for :mod:`oomkit.inprocess.probe_allocator`: ``(key, n_bytes)`` for
+        #: an allocation of ``n_bytes`` requested bytes, ``(key, -1)`` when it is freed
+        self.events: list[tuple[int, int]] = []
+        #: keys of storages that never were the caching allocator's (see :meth:`forget`)
+        self.forgotten: set[int] = set()
+        #: index in :attr:`events` where the traced step starts (after the setup)
+        self.step_start = 0
 
     # -- storage bookkeeping -------------------------------------------------------------
     def _size(self, n: int) -> int:
@@ -151,6 +158,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         alloc.freed_phase = self.phase
         self._live.pop(id(alloc), None)
         self.live_bytes -= alloc.n_bytes
+        self.events.append((id(alloc), -1))
 
     def _storage_alloc(self, t: torch.Tensor) -> _Alloc | None:
         st = t.untyped_storage()
@@ -163,7 +171,9 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         found = self._by_storage.get(st)  # type: ignore[no-untyped-call]
         if isinstance(found, _Alloc):
             return found
-        alloc = _Alloc(n_bytes=self._size(int(st.nbytes())), origin=origin, phase=self.phase)
+        raw = int(st.nbytes())
+        alloc = _Alloc(n_bytes=self._size(raw), origin=origin, phase=self.phase)
+        self.events.append((id(alloc), raw))
         alloc.weak = weakref.ref(st, functools.partial(self._freed, alloc))
         self._by_storage[st] = alloc
         self._live[id(alloc)] = alloc
@@ -175,6 +185,13 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def track_all(self, tensors: Iterable[torch.Tensor], origin: str) -> None:
         for t in tensors:
             self.track(t, origin)
+
+    def forget(self, t: torch.Tensor) -> None:
+        """Stop counting ``t``'s storage: memory outside the caching allocator (bitsandbytes
+        paged optimizer states live in ``cudaMallocManaged`` memory)."""
+        alloc = self._storage_alloc(t) or self.track(t, "temporaries")
+        self.forgotten.add(id(alloc))
+        self._freed(alloc, None)
 
     def set_role(self, t: torch.Tensor, role: str) -> None:
         """Settle the role of ``t``'s storage (tracked now if it was not yet)."""
@@ -197,7 +214,8 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self.module_peaks[name] = (live, live - entry)
 
     def reset_peak(self) -> None:
-        """Forget the peak so far (the live storages stay)."""
+        """Forget the peak so far (the live storages stay); the step's trace starts here."""
+        self.step_start = len(self.events)
         self.peak_bytes = self.live_bytes
         self.peak_phase = self.phase
         self._peak_live = list(self._live.values())

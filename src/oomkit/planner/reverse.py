@@ -102,6 +102,23 @@ def _weights_lower_bound(params: int, quant: str) -> int:
     return int(params * 8 * t.type_size / t.block_size / 8 * _LOWER_BOUND_FRACTION)
 
 
+def _gpu_weights_lower_bound(spec: ModelSpec, quant: str) -> int:
+    """Bytes of the GGUF's tensors that must sit on the GPUs when every layer is offloaded:
+    all but the input embeddings (llama.cpp keeps those on the CPU); backend padding and a
+    tied output copy only add to it. Cheap: the weights table is memoised and the estimate
+    reuses it."""
+    from oomkit.estimate.llamacpp import weight_tensors
+
+    try:
+        rows, _, _ = weight_tensors(spec, quant)
+    except OomkitError:
+        return 0
+    return sum(n for t, _, n in rows if not t.name.startswith(_CPU_INPUTS))
+
+
+_CPU_INPUTS = ("token_embd", "position_embd", "token_types", "per_layer_token_embd")
+
+
 def _shop(searcher: Searcher, params: int | None) -> Evaluation | None:
     """The best shop quant that runs entirely on the GPUs at the target context."""
     shop = _SHOP_GGUF if searcher.gguf else _SHOP_HF
@@ -110,6 +127,8 @@ def _shop(searcher: Searcher, params: int | None) -> Evaluation | None:
         if q not in searcher.ladder:
             continue
         if searcher.gguf and params and _weights_lower_bound(params, q) > cap:
+            continue
+        if searcher.gguf and _gpu_weights_lower_bound(searcher.spec, q) > cap:
             continue
         ev = searcher.level_gpu(q, upgrade=True)
         if ev is not None:

@@ -36,7 +36,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -264,12 +264,9 @@ def _host_bandwidth(gpus: Sequence[DeviceTarget], override: int | None) -> tuple
     return DEFAULT_HOST_BANDWIDTH_BYTES_PER_S, "dual-channel DDR5-5600 default"
 
 
-def prefill_flops_per_token(spec: ModelSpec, *, mean_fill: int) -> float:
-    """FLOPs to prefill one token: ``2 * active params`` (embeddings excluded) + attention.
-
-    Attention adds ``QK^T`` and ``AV``: 2 multiply-adds per head dimension per attended cell,
-    ``4 * n_heads * head_dim * cells`` per layer; sliding layers attend at most their window.
-    """
+@lru_cache(maxsize=64)
+def _matmul_params(spec: ModelSpec) -> float:
+    """Parameters one token multiplies through (MoE: the active share of the experts)."""
     from oomkit.planner.speed_reads import tensor_read_fraction
     from oomkit.spec.tensors import is_parameter, model_tensors
 
@@ -277,6 +274,16 @@ def prefill_flops_per_token(spec: ModelSpec, *, mean_fill: int) -> float:
     for t in model_tensors(spec):
         if is_parameter(t) and len(t.shape) >= 2:
             matmul += t.n_params * tensor_read_fraction(t, spec)
+    return matmul
+
+
+def prefill_flops_per_token(spec: ModelSpec, *, mean_fill: int) -> float:
+    """FLOPs to prefill one token: ``2 * active params`` (embeddings excluded) + attention.
+
+    Attention adds ``QK^T`` and ``AV``: 2 multiply-adds per head dimension per attended cell,
+    ``4 * n_heads * head_dim * cells`` per layer; sliding layers attend at most their window.
+    """
+    matmul = _matmul_params(spec)
     attn = 0.0
     head = spec.num_attention_heads * max(spec.head_dim, 1)
     for kind in spec.layer_types:

@@ -88,7 +88,7 @@ def ggml_type(name: str) -> GgmlType:
     Raises:
         UnknownNameError: not a GGML type; suggestions are close names.
     """
-    t = GGML_TYPES.get(name.upper())
+    t = GGML_TYPES.get(name) or GGML_TYPES.get(name.upper())
     if t is None:
         raise UnknownNameError(
             kind="GGML type", name=name, suggestions=close_matches(name, GGML_TYPES)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from oomkit.errors import UnsupportedModelError
 from oomkit.quant.ggml_types import GGML_TYPES, ggml_type
@@ -322,6 +323,11 @@ def _is_quantized(type_name: str) -> bool:
     return GGML_TYPES[type_name].block_size > 1
 
 
+@lru_cache(maxsize=128)
+def _default_type(ftype: str) -> str:
+    return llamacpp_ftype(ftype).default_type
+
+
 def _get_type(ctx: MixContext, tensor: TensorInfo, qs: _Counters) -> str:
     """``llama_tensor_get_type``: the outer wrapper."""
     if not tensor_allows_quantization(tensor, quantize_output=ctx.quantize_output):
@@ -331,7 +337,7 @@ def _get_type(ctx: MixContext, tensor: TensorInfo, qs: _Counters) -> str:
         return ctx.token_embedding_type
     if ctx.output_tensor_type is not None and category == OUTPUT:
         return ctx.output_tensor_type
-    new_type = llamacpp_ftype(ctx.ftype).default_type
+    new_type = _default_type(ctx.ftype)
     if _is_quantized(new_type):
         if not ctx.pure:
             new_type = _impl(ctx, new_type, tensor, category, qs)

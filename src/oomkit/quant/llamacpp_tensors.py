@@ -9,6 +9,7 @@ src/llama-quant.cpp (ggml-org/llama.cpp, 2026) and the F32-forcing of
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from oomkit.errors import UnsupportedModelError
 from oomkit.quant.ggml_types import ggml_type
@@ -106,6 +107,7 @@ _F32_SOURCE_FRAGMENTS: tuple[str, ...] = (
 LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 
 
+@lru_cache(maxsize=8192)
 def tensor_category(name: str) -> str:
     """The quantizer's category of a GGUF tensor name (``tensor_get_category``).
 
@@ -146,8 +148,16 @@ def tensor_allows_quantization(tensor: TensorInfo, *, quantize_output: bool = Tr
     Norms, MoE routers (``ffn_gate_inp``), position embeddings, token types, SSM conv1d, RWKV
     small matrices and a few multimodal tensors keep their source type.
     """
-    name = tensor.name
-    if _n_dims(tensor.shape) < 2 or not name.endswith("weight"):
+    if _n_dims(tensor.shape) < 2:
+        return False
+    return _name_allows_quantization(tensor.name, quantize_output)
+
+
+# Names repeat across layers, quants and models (``blk.N.attn_q.weight``): the substring scan
+# is done once per name.
+@lru_cache(maxsize=8192)
+def _name_allows_quantization(name: str, quantize_output: bool) -> bool:
+    if not name.endswith("weight"):
         return False
     if not quantize_output and name == "output.weight":
         return False

@@ -246,6 +246,9 @@ class TrainingSettings:
     #: between steps; False (torch < 2.0 default, HF Trainer of 2022) keeps them allocated
     zero_grad_set_to_none: bool = True
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step per parameter
+    #: torchtune ``enable_activation_offloading``: saved activations go to pinned host memory in
+    #: the forward and come back layer by layer in the backward
+    activation_offloading: bool = False
     attn_implementation: str = "sdpa"  # "sdpa" | "flash_attention_2" | "eager"
     dropout: float = 0.0  # attention/residual dropout probability of the model config
     #: allocator fragmentation margin as a fraction of the peak (None: documented default)
@@ -266,7 +269,8 @@ class TrainingSettings:
         check_int("seq", self.seq, lo=1, hi=MAX_CTX)
         check_int("gpus", self.gpus, lo=1, hi=MAX_DEVICES)
         check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
-        for name in ("fsdp", "sp", "offload_optimizer", "offload_params", "master_weights"):
+        for name in ("fsdp", "sp", "offload_optimizer", "offload_params", "master_weights",
+                     "activation_offloading"):  # fmt: skip
             check_bool(name, getattr(self, name), optional=False)
         if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool):
             raise InvalidSettingError(

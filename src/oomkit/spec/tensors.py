@@ -30,6 +30,8 @@ in :func:`derive_tensors` (they are in the GGUF file) and skipped by :func:`coun
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.tensors_blocks import (
     NON_PARAMETER_ROLES,
@@ -51,6 +53,9 @@ __all__ = [
 ]
 
 
+# The planner, the doctor and reverse search re-estimate one spec many times; the layout depends
+# only on the (frozen) spec and the result is an immutable tuple.
+@lru_cache(maxsize=64)
 def derive_tensors(spec: ModelSpec) -> tuple[TensorInfo, ...]:
     """The checkpoint layout llama.cpp's converter writes for ``spec`` (``dtype``/``n_bytes`` None).
 

@@ -1,0 +1,604 @@
+"""Fixes for a training OOM, each sized by the training estimator.
+
+When the log shows a training run (:mod:`oomkit.diagnose.training_context`: HF Trainer,
+accelerate, DeepSpeed, PEFT, torchtune lines, or a ``loss.backward()`` / ``optimizer.step()``
+frame) and the model is known (``doctor --model``, or a model the log names that the catalog
+resolves), :func:`training_fixes` rebuilds the failing run as
+:class:`~oomkit.spec.settings.TrainingSettings` (what the log states; the rest at the
+estimator's defaults, each default listed in every fix's ``why``), runs
+:func:`oomkit.estimate.training.estimate_training` for it on the GPU the message shows
+(``total capacity``), and once more per change. A fix's ``expected_saving_bytes`` is the
+difference of the two per-GPU peaks; its ``why`` gives both peaks, the phase of each and whether
+the new peak fits. The changes are the planner's training levers
+(:data:`oomkit.planner.training.LEVERS`: gradient checkpointing, chunked cross-entropy, 8-bit
+AdamW, ZeRO-3 / FSDP FULL_SHARD over the GPUs the job already has, optimizer states on the CPU,
+LoRA, QLoRA) plus the largest micro-batch that fits (a binary search over the estimator, with
+gradient accumulation raised to keep the effective batch), the next ZeRO stage, and a smaller
+LoRA rank. Spreading the states over more GPUs than the log shows is a hardware change: labelled
+and ranked last. Each fix names the option of the stack the log came from (Trainer arguments,
+DeepSpeed JSON, accelerate config, torchtune overrides, PEFT) and the ``oomkit estimate``
+command that reproduces its numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from oomkit.diagnose.fixes import Fix, size_text
+from oomkit.diagnose.model_fixes import HEADROOM_BYTES, EstimatedFix, resolve_log_model
+from oomkit.diagnose.training_context import TrainingLogSetup, training_setup_from_log
+
+if TYPE_CHECKING:
+    from oomkit.diagnose.events import OomEvent
+    from oomkit.diagnose.rules import Finding, FixProvider
+    from oomkit.estimate.breakdown import Estimate
+    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.model import ModelSpec
+    from oomkit.spec.settings import TrainingSettings
+
+__all__ = ["training_fixes", "training_settings_from_log", "with_training_fixes"]
+
+_TRAINING_RUNTIMES = frozenset({"pytorch", "accelerate", "deepspeed"})
+# the rules' own (generic or log-arithmetic) fixes that a sized training fix replaces
+_SUPERSEDES: dict[str, tuple[str, ...]] = {
+    "micro_batch": ("Cut the batch size",),
+    "checkpointing": ("Recompute activations",),
+    "lora": ("Load the weights quantized", "Spread or offload the model"),
+    "qlora": ("Load the weights quantized", "Spread or offload the model"),
+    "adam8bit": ("Spread or offload the model", "Use an 8-bit or paged optimizer"),
+    "offload": ("Spread or offload the model",),
+}
+_MAX_GPUS_SEARCHED = 8
+# least intrusive first (the planner's lever order, oomkit.planner.training), for ranking fixes
+# that fit: no change to the model or the result first, then memory/speed trades, then methods
+_ORDER = {
+    "checkpointing": 0, "chunked_loss": 1, "adam8bit": 2, "zero_next": 3, "shard": 4,
+    "micro_batch": 5, "offload_activations": 6, "offload": 6, "lora_rank": 7, "lora": 8,
+    "qlora": 9, "more_gpus": 10,
+}  # fmt: skip
+
+
+def _fb(n: int | None) -> str:
+    return size_text(n)
+
+
+def training_settings_from_log(
+    setup: TrainingLogSetup, total_params: int | None = None
+) -> tuple[TrainingSettings, tuple[str, ...]]:
+    """The run as :class:`TrainingSettings` and the facts assumed because the log lacks them.
+
+    ``total_params`` (the model's parameter count) reads a logged trainable-parameter count:
+    at least half the model trainable is full fine-tuning, less is an adapter method.
+
+    Raises:
+        InvalidSettingError: a combination the estimator refuses (e.g. ZeRO with FSDP).
+    """
+    from oomkit.spec.settings import TrainingSettings
+
+    d = TrainingSettings()
+    assumed: list[str] = []
+
+    def pick(value: object, default: object, label: str) -> object:
+        if value is None:
+            assumed.append(f"{label} {default}")
+            return default
+        return value
+
+    method = setup.method
+    if method is None and setup.trainable_params and total_params:
+        method = "full" if setup.trainable_params * 2 >= total_params else "lora"
+    method = str(pick(method, "full", "method"))
+    fsdp = setup.fsdp_strategy is not None
+    zero = setup.zero or 0
+    gpus = setup.gpus if setup.gpus is not None else 1
+    if setup.gpus is None and (zero or fsdp):
+        assumed.append("1 GPU (the log does not give the world size)")
+    gc = setup.grad_checkpointing
+    kwargs: dict[str, object] = {
+        "method": method,
+        "micro_batch": pick(setup.micro_batch, d.micro_batch, "micro-batch"),
+        "seq": pick(setup.seq, d.seq, "sequence length"),
+        "grad_checkpointing": "full"
+        if gc
+        else str(pick(None if gc is None else "none", "none", "gradient checkpointing")),
+        "optimizer": pick(setup.optimizer, d.optimizer, "optimizer"),
+        "mixed_precision": pick(setup.mixed_precision, d.mixed_precision, "mixed precision"),
+        "zero": zero,
+        "fsdp": fsdp,
+        "fsdp_strategy": setup.fsdp_strategy or d.fsdp_strategy,
+        "gpus": gpus,
+        "offload_optimizer": bool(setup.offload_optimizer),
+        "loss": setup.loss or d.loss,
+        "grad_accum": setup.grad_accum or 1,
+        "activation_offloading": bool(setup.activation_offloading),
+    }
+    if method != "full":
+        kwargs["lora_rank"] = pick(setup.lora_rank, d.lora_rank, "LoRA rank")
+        kwargs["lora_targets"] = setup.lora_targets
+        if setup.lora_targets is None:
+            assumed.append("LoRA targets: PEFT's defaults")
+    return TrainingSettings(**kwargs), tuple(assumed)  # type: ignore[arg-type]
+
+
+def _hardware(e: OomEvent, settings: TrainingSettings, hardware: Hardware | None) -> Hardware:
+    """The user's GPUs, else the job's GPUs with the capacity the message states."""
+    from oomkit.spec.hardware import DeviceTarget, Hardware
+
+    if hardware is not None and hardware.devices:
+        return hardware
+    name = f"GPU {e.device}" if e.device is not None else "GPU"
+    target = DeviceTarget(name=name, capacity_bytes=e.total_bytes)
+    return Hardware(devices=(target,) * settings.gpus)
+
+
+# --- commands in the vocabulary of the stack the log came from ---------------------------------
+
+
+def _cmds(change: str, s: TrainingSettings, fw: str | None, model: str) -> tuple[str, ...]:
+    """The option(s) to change for ``change`` (new settings ``s``), stack-specific first."""
+    torchtune = fw == "torchtune"
+    ds = fw == "deepspeed" or (s.zero and fw != "torchtune")
+    out: list[str]
+    if change == "micro_batch":
+        if torchtune:
+            out = [f"batch_size={s.micro_batch} gradient_accumulation_steps={s.grad_accum}"]
+        elif ds:
+            out = [f'"train_micro_batch_size_per_gpu": {s.micro_batch}, '
+                   f'"gradient_accumulation_steps": {s.grad_accum}   # DeepSpeed JSON']  # fmt: skip
+        else:
+            out = []
+        out.append(f"--per_device_train_batch_size {s.micro_batch} "
+                   f"--gradient_accumulation_steps {s.grad_accum}   # HF Trainer")  # fmt: skip
+    elif change == "checkpointing":
+        out = (["enable_activation_checkpointing=True"] if torchtune else []) + [
+            "--gradient_checkpointing True   # HF Trainer",
+            "model.gradient_checkpointing_enable()",
+        ]
+    elif change == "chunked_loss":
+        out = (["loss=torchtune.modules.loss.CEWithChunkedOutputLoss"] if torchtune else []) + [
+            "--use_liger_kernel True   # HF Trainer: fused linear cross-entropy (Liger)",
+        ]
+    elif change == "adam8bit":
+        out = (["optimizer=bitsandbytes.optim.PagedAdamW8bit"] if torchtune else []) + [
+            "--optim adamw_bnb_8bit   # HF Trainer",
+            "bnb.optim.AdamW8bit(model.parameters(), lr=lr)",
+        ]
+    elif change in ("shard", "zero_next", "more_gpus"):
+        if s.fsdp:
+            out = [f"fsdp_sharding_strategy: {s.fsdp_strategy}   # accelerate config",
+                   f"--fsdp \"{s.fsdp_strategy.lower()} auto_wrap\"   # HF Trainer"]  # fmt: skip
+        else:
+            out = [f'"zero_optimization": {{"stage": {s.zero}}}   # DeepSpeed JSON',
+                   f"accelerate launch --use_deepspeed --zero_stage {s.zero} "
+                   f"--num_processes {s.gpus} train.py"]  # fmt: skip
+    elif change == "offload":
+        out = [f'"zero_optimization": {{"stage": {s.zero}, "offload_optimizer": '
+               '{"device": "cpu"}}   # DeepSpeed JSON']  # fmt: skip
+    elif change == "offload_activations":
+        out = ["enable_activation_offloading=True   # torchtune recipe config"]
+    elif change == "lora_rank":
+        out = ([f"model.lora_rank={s.lora_rank}"] if torchtune else []) + [
+            f"LoraConfig(r={s.lora_rank}, lora_alpha={2 * s.lora_rank}, ...)   # PEFT"
+        ]
+    elif change == "lora":
+        out = ["get_peft_model(model, LoraConfig(r=16, target_modules='all-linear'))   # PEFT"]
+    else:  # qlora
+        out = ["BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
+               "bnb_4bit_use_double_quant=True)   # + PEFT LoRA"]  # fmt: skip
+    out.append(_oomkit_cmd(s, model))
+    return tuple(out)
+
+
+def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
+    """``oomkit estimate`` that reproduces the numbers of ``s`` (see ``estimate --train``)."""
+    parts = [f"oomkit estimate {model} --train {s.method}", f"--micro-batch {s.micro_batch}",
+             f"--seq {s.seq}", f"--optimizer {s.optimizer}"]  # fmt: skip
+    if s.grad_accum > 1:
+        parts.append(f"--grad-accum {s.grad_accum}")
+    if s.grad_checkpointing != "none":
+        parts.append(f"--grad-checkpointing {s.grad_checkpointing}")
+    if s.zero:
+        parts.append(f"--zero {s.zero}")
+    if s.fsdp:
+        parts.append(f"--fsdp {s.fsdp_strategy}")
+    if s.gpus > 1:
+        parts.append(f"--gpus {s.gpus}")
+    if s.method != "full":
+        parts.append(f"--lora-rank {s.lora_rank}")
+    if s.loss == "chunked":
+        parts.append("--chunked-loss")
+    if s.offload_optimizer:
+        parts.append("--offload-optimizer")
+    if s.activation_offloading:
+        parts.append("--activation-offloading")
+    if s.mixed_precision != "bf16":
+        parts.append(f"--mixed-precision {s.mixed_precision}")
+    return " ".join(parts)
+
+
+# --- the fixes -----------------------------------------------------------------------------------
+
+
+class _Sizer:
+    """Runs the estimator for the base run and each change; builds the fixes."""
+
+    def __init__(
+        self, spec: ModelSpec, base: TrainingSettings, hw: Hardware, assumed: Sequence[str],
+        framework: str | None, model_ref: str, failed_phase: str | None = None,
+    ) -> None:  # fmt: skip
+        from oomkit.estimate.training import estimate_training
+
+        self.spec, self.base_settings, self.hw = spec, base, hw
+        self.framework, self.model_ref = framework, model_ref
+        self.base = estimate_training(spec, base, hw)
+        basis = f"oomkit's training estimate for {spec.name}"
+        phases = self.base.runtime_details.get("phases")
+        if failed_phase and isinstance(phases, dict):
+            key = {"forward": "forward_end"}.get(failed_phase, failed_phase)
+            if key in phases:
+                basis += (f"; the log failed in the {failed_phase.replace('_', ' ')}, estimated "
+                          f"at {_fb(phases[key])} allocated there")  # fmt: skip
+        if assumed:
+            basis += f"; not in the log, assumed: {', '.join(assumed)}"
+        self.basis = f"({basis})"
+        # rule fixes the log already answers: batch 1 cannot be cut, bf16/fp16 is already on
+        stated = " ".join(assumed)
+        self.moot: tuple[str, ...] = (
+            *(("Cut the batch size",) if base.micro_batch == 1 and "micro-batch" not in stated
+              else ()),
+            *(("Run in bf16/fp16",) if base.mixed_precision != "no" and "precision" not in stated
+              else ()),
+        )  # fmt: skip
+
+    def run(self, s: TrainingSettings, hw: Hardware | None = None) -> Estimate | None:
+        from oomkit.errors import OomkitError
+        from oomkit.estimate.training import estimate_training
+
+        try:
+            return estimate_training(self.spec, s, hw or self.hw)
+        except (OomkitError, ValueError):
+            return None
+
+    def fits(self, est: Estimate) -> bool | None:
+        d = est.devices[0]
+        if d.capacity_bytes is None:
+            return None
+        return d.total_bytes + HEADROOM_BYTES <= d.capacity_bytes
+
+    def fix(
+        self, change: str, title: str, s: TrainingSettings, est: Estimate, *, hardware: bool = False
+    ) -> EstimatedFix | None:
+        d0, d1 = self.base.devices[0], est.devices[0]
+        saving = d0.total_bytes - d1.total_bytes
+        if saving <= 0:
+            return None
+        p0 = self.base.runtime_details.get("peak_phase", "?")
+        p1 = est.runtime_details.get("peak_phase", "?")
+        parts = []
+        for cat, label in (
+            ("weights", "weights"),
+            ("gradients", "gradients"),
+            ("optimizer", "optimizer states"),
+            ("activations", "activations"),
+        ):
+            a, b = d0.category_bytes(cat), d1.category_bytes(cat)
+            if a != b:
+                parts.append(f"{label} {_fb(a)} -> {_fb(b)}")
+        why = (f"per-GPU peak {_fb(d0.total_bytes)} ({p0}) -> {_fb(d1.total_bytes)} ({p1}), "
+               f"saves {_fb(saving)}")  # fmt: skip
+        if parts:
+            why += f"; {'; '.join(parts)}"
+        ok = self.fits(est)
+        if ok is not None:
+            left = (d1.capacity_bytes or 0) - d1.total_bytes
+            cap = _fb(d1.capacity_bytes)
+            if ok:
+                why += f"; fits the {cap} GPU with {_fb(left)} left"
+            elif left < 0:
+                why += f"; still {_fb(-left)} over the {cap} GPU"
+            else:
+                why += f"; leaves only {_fb(left)} of the {cap} GPU (under the headroom)"
+        verdict = "" if ok is None else ", fits" if ok else ", not enough alone"
+        title = (f"{title}: saves {_fb(saving)} (peak {_fb(d0.total_bytes)} -> "
+                 f"{_fb(d1.total_bytes)}{verdict})")  # fmt: skip
+        return EstimatedFix(
+            title=title,
+            why=f"{why}. {self.basis}",
+            commands=_cmds(change, s, self.framework, self.model_ref),
+            expected_saving_bytes=saving,
+            hardware=hardware,
+            fits=ok,
+            order=_ORDER.get(change),
+            supersedes=(*_SUPERSEDES.get(change, ()), *self.moot),
+        )
+
+
+def _micro_batch(z: _Sizer) -> list[Fix | None]:
+    s = z.base_settings
+    if s.micro_batch < 2:
+        return []
+
+    def with_mb(mb: int) -> TrainingSettings:
+        accum = max(1, s.grad_accum * s.micro_batch // mb)
+        return dataclasses.replace(s, micro_batch=mb, grad_accum=accum)
+
+    def ok(mb: int) -> bool:
+        est = z.run(with_mb(mb))
+        return est is not None and z.fits(est) is True
+
+    from oomkit.diagnose.model_fixes import largest
+
+    known = z.fits(z.base) is not None
+    best = largest(1, s.micro_batch - 1, ok) if known else None
+    mb = best if best is not None else (1 if known else max(1, s.micro_batch // 2))
+    new = with_mb(mb)
+    est = z.run(new)
+    if est is None:
+        return []
+    title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
+             f"{new.grad_accum} (same effective batch)")  # fmt: skip
+    return [z.fix("micro_batch", title, new, est)]
+
+
+def _levers(z: _Sizer) -> list[Fix | None]:
+    """The planner's single levers (its micro-batch halving is replaced by the search above)."""
+    from oomkit.planner import training as planner
+
+    names = _lever_changes()
+    titles = {
+        "checkpointing": "Turn on gradient (activation) checkpointing",
+        "chunked_loss": "Chunked / fused cross-entropy (no full fp32 logits)",
+        "adam8bit": "8-bit AdamW (bitsandbytes)",
+        "offload": "Optimizer states on the CPU (DeepSpeed ZeRO-Offload)",
+        "lora": "LoRA instead of full fine-tuning",
+        "qlora": "QLoRA: a 4-bit (NF4) frozen base with LoRA adapters",
+    }
+    out: list[Fix | None] = []
+    for lever in planner.LEVERS:
+        change = names.get(lever)
+        if change is None or change == "micro_batch":
+            continue
+        step = lever(z.base_settings)
+        if step is None:
+            continue
+        s = step[1]
+        est = z.run(s)
+        if est is None:
+            continue
+        title = titles.get(change) or _shard_title(s)
+        out.append(z.fix(change, title, s, est))
+    return out
+
+
+def _lever_changes() -> dict[object, str]:
+    from oomkit.planner import training as planner
+
+    return {
+        planner._checkpointing: "checkpointing",
+        planner._chunked_loss: "chunked_loss",
+        planner._adam8bit: "adam8bit",
+        planner._shard: "shard",
+        planner._micro_batch: "micro_batch",
+        planner._offload: "offload",
+        planner._lora: "lora",
+        planner._qlora: "qlora",
+    }
+
+
+def _combination(z: _Sizer) -> list[Fix | None]:
+    """The planner's minimal stack of levers that fits (:func:`planner.training._combination`),
+    when it takes more than one change."""
+    from oomkit.planner import training as planner
+
+    if z.fits(z.base) is not False:
+        return []
+
+    def run(s: TrainingSettings) -> Estimate | None:
+        est = z.run(s)
+        return est if est is not None and z.fits(est) else None
+
+    combo = planner._combination(z.base_settings, run)
+    if combo is None or len(combo.changes) < 2:
+        return []
+    keys: list[str] = []
+    settings = z.base_settings
+    for lever, key in _lever_changes().items():
+        step = lever(settings)  # type: ignore[operator]
+        if step is not None and step[0] in combo.changes:
+            keys.append(key)
+            settings = step[1]
+    s = combo.settings
+    short = {
+        "checkpointing": "gradient checkpointing",
+        "chunked_loss": "chunked cross-entropy",
+        "adam8bit": "8-bit AdamW",
+        "shard": f"{'FULL_SHARD' if s.fsdp else 'ZeRO stage 3'} over the {s.gpus * s.nodes} GPUs",
+        "micro_batch": f"micro-batch {s.micro_batch} x {s.grad_accum} accumulation steps",
+        "offload": "optimizer states on the CPU",
+        "lora": "LoRA",
+        "qlora": "QLoRA",
+    }
+    title = "Combine " + " + ".join(short[k] for k in keys)
+    fix = z.fix("combined", title, s, combo.estimate)
+    if fix is None:
+        return []
+    cmds: list[str] = []
+    for key in keys:
+        cmds.extend(c for c in _cmds(key, combo.settings, z.framework, z.model_ref)[:-1]
+                    if c not in cmds)  # fmt: skip
+    cmds.append(_oomkit_cmd(combo.settings, z.model_ref))
+    sup = (*(p for k in keys for p in _SUPERSEDES.get(k, ())), *z.moot)
+    order = max(_ORDER[k] for k in keys)
+    return [dataclasses.replace(fix, commands=tuple(cmds), supersedes=sup, order=order)]
+
+
+def _shard_title(s: TrainingSettings) -> str:
+    n = s.gpus * s.nodes
+    if s.fsdp:
+        return f"Fully shard parameters, gradients and optimizer states over the {n} GPUs " \
+               f"(fully sharded data parallel, {s.fsdp_strategy})"  # fmt: skip
+    return f"Partition parameters, gradients and optimizer states over the {n} GPUs " \
+           f"(DeepSpeed ZeRO stage {s.zero})"  # fmt: skip
+
+
+def _zero_next(z: _Sizer) -> list[Fix | None]:
+    """ZeRO stage +1 below 3 (stage 3 is the planner's shard lever) on the job's GPUs."""
+    s = z.base_settings
+    if s.fsdp or s.gpus * s.nodes < 2 or s.zero >= 2:
+        return []
+    new = dataclasses.replace(s, zero=s.zero + 1 if s.zero else 2)
+    est = z.run(new)
+    if est is None:
+        return []
+    title = f"DeepSpeed ZeRO stage {s.zero} -> {new.zero}: partition gradients and optimizer " \
+            f"states over the {s.gpus * s.nodes} GPUs"  # fmt: skip
+    return [z.fix("zero_next", title, new, est)]
+
+
+def _offload_activations(z: _Sizer) -> list[Fix | None]:
+    """torchtune's activation offloading (a torchtune recipe option)."""
+    s = z.base_settings
+    if z.framework != "torchtune" or s.activation_offloading:
+        return []
+    new = dataclasses.replace(s, activation_offloading=True)
+    est = z.run(new)
+    if est is None:
+        return []
+    return [z.fix("offload_activations", "Offload saved activations to host memory", new, est)]
+
+
+def _lora_rank(z: _Sizer) -> list[Fix | None]:
+    s = z.base_settings
+    if s.method == "full" or s.lora_rank <= 8:
+        return []
+    new = dataclasses.replace(s, lora_rank=max(8, s.lora_rank // 4))
+    est = z.run(new)
+    if est is None:
+        return []
+    return [z.fix("lora_rank", f"LoRA rank {s.lora_rank} -> {new.lora_rank}", new, est)]
+
+
+def _more_gpus(z: _Sizer) -> list[Fix | None]:
+    """Hardware change: the fewest GPUs (2, 4, 8) whose ZeRO-3 split fits, full fine-tuning."""
+    from oomkit.spec.hardware import Hardware
+
+    s = z.base_settings
+    if s.gpus * s.nodes > 1 or s.method != "full" or z.fits(z.base) is None:
+        return []
+    target = z.hw.devices[0]
+    n = 2
+    while n <= _MAX_GPUS_SEARCHED:
+        new = dataclasses.replace(s, gpus=n, zero=3, fsdp=False)
+        est = z.run(new, Hardware(devices=(target,) * n))
+        if est is not None and z.fits(est):
+            title = f"Hardware change: ZeRO-3 over {n} GPUs like this one"
+            return [z.fix("more_gpus", title, new, est, hardware=True)]
+        n *= 2
+    return []
+
+
+def training_fixes(
+    spec: ModelSpec,
+    setup: TrainingLogSetup,
+    e: OomEvent,
+    hardware: Hardware | None = None,
+    *,
+    model_ref: str | None = None,
+) -> list[Fix]:
+    """Estimator-sized fixes for a training OOM (see the module docstring); pure.
+
+    Args:
+        spec: the model that was trained.
+        setup: what the log says about the run (:func:`training_setup_from_log`).
+        e: the primary OOM event (its ``total_bytes`` is the GPU capacity when ``hardware``
+            is not given).
+        hardware: the user's GPUs (``doctor --gpu/--vram``), else the message's.
+        model_ref: the model name for the ``oomkit estimate`` commands (default ``spec.name``).
+
+    Returns:
+        Fixes with ``expected_saving_bytes`` from two training estimates; empty when the log's
+        settings are a combination the estimator refuses.
+    """
+    from oomkit.errors import OomkitError
+
+    try:
+        from oomkit.estimate.hf_weights import model_info
+
+        settings, assumed = training_settings_from_log(setup, model_info(spec).params)
+        z = _Sizer(spec, settings, _hardware(e, settings, hardware), assumed, setup.framework,
+                   model_ref or spec.name, setup.phase)  # fmt: skip
+    except (OomkitError, ValueError):
+        return []
+    found: list[Fix | None] = []
+    makers = (_micro_batch, _levers, _zero_next, _offload_activations, _lora_rank, _combination,
+              _more_gpus)  # fmt: skip
+    for make in makers:
+        found.extend(make(z))
+    return [f for f in found if f is not None]
+
+
+def with_training_fixes(
+    text: str,
+    fallback: FixProvider,
+    *,
+    model: ModelSpec | None = None,
+    hardware: Hardware | None = None,
+    runtime: str | None = None,
+) -> FixProvider:
+    """A fix provider: training fixes when ``text`` is a training run, else ``fallback``'s.
+
+    A training run whose model is unknown gets no estimator fixes (the rules' own stand): the
+    inference estimate would not size a training step.
+    """
+
+    def training_or_inference(finding: Finding) -> list[Fix]:
+        e = finding.primary
+        explicit = runtime is not None and runtime.strip().lower() not in (
+            "transformers",
+            "pytorch",
+        )
+        if e is None or explicit or e.runtime not in _TRAINING_RUNTIMES or (
+            finding.cause == "host_ram"
+        ):  # fmt: skip
+            return list(fallback(finding))
+        setup = training_setup_from_log(text, finding.context.frame_phase)
+        if not setup.is_training:
+            return list(fallback(finding))
+        spec = model or resolve_log_model(setup.model_name) or resolve_log_model(
+            finding.context.model_name
+        )  # fmt: skip
+        if spec is None:
+            return []
+        ref = setup.model_name if model is None and setup.model_name else spec.name
+        return training_fixes(spec, setup, e, hardware, model_ref=ref)
+
+    return training_or_inference
+
+
+def training_note(text: str, frame_phase: str | None) -> str | None:
+    """One line naming the training setup the log shows (for ``Diagnosis.notes``), or None."""
+    setup = training_setup_from_log(text, frame_phase)
+    if not setup.is_training:
+        return None
+    facts = [f"{setup.framework or 'pytorch'} training run"]
+    if setup.phase:
+        facts.append(f"failed in the {setup.phase.replace('_', ' ')}")
+    for label, value in (
+        ("method", setup.method),
+        ("micro-batch", setup.micro_batch),
+        ("gradient accumulation", setup.grad_accum),
+        ("seq", setup.seq),
+        ("ZeRO stage", setup.zero),
+        ("FSDP", setup.fsdp_strategy),
+        ("GPUs", setup.gpus),
+        ("optimizer", setup.optimizer),
+        ("mixed precision", setup.mixed_precision),
+        ("gradient checkpointing", setup.grad_checkpointing),
+        ("LoRA rank", setup.lora_rank),
+        ("model", setup.model_name),
+    ):
+        if value is not None:
+            facts.append(f"{label} {value}")
+    return "log shows: " + ", ".join(facts)

@@ -1,0 +1,95 @@
+"""What shows each runtime generation's difference (data for :mod:`oomkit.estimate.generations`).
+
+Every generation names at least one of: ``test:<file>::<function>`` (a test comparing it with
+its neighbour), ``run:<id>`` (a real run of ``tests/fixtures/verdict_runs`` whose outcome turns
+on it) or ``log:<url>`` (a public log or PR that shows it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["EVIDENCE"]
+
+_TG = "test:tests/test_generations.py::"
+_TV = "test:tests/test_verdict.py::"
+_VLLM = "log:https://github.com/vllm-project/vllm/"
+#: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
+EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("llama.cpp", "2024"): (
+        _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
+        _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",
+        "run:lcpp-10052-llama32-1b-iq3m-2080-128k-nofa",
+        "run:lcpp-10052-llama32-1b-iq3m-2080-128k-fa",
+    ),
+    ("llama.cpp", "2025-04-mla"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
+    ("llama.cpp", "2025-05-swa"): (
+        _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",
+        _TG + "test_llamacpp_streams_and_padding",
+    ),
+    ("llama.cpp", "2025-07-streams"): (_TG + "test_llamacpp_streams_and_padding",),
+    ("llama.cpp", "2025-08-fa-auto"): (
+        _TG + "test_llamacpp_flash_attention_off_by_default_before_pr_15434",
+    ),
+    ("llama.cpp", "2025-11-pad256"): (_TG + "test_llamacpp_streams_and_padding",),
+    ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
+    ("ollama", "llama-runner-2k"): (
+        _TG + "test_ollama_old_runner_defaults",
+        "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-23l",
+        "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-20l",
+    ),
+    ("ollama", "llama-runner-4k"): (
+        _TG + "test_ollama_old_runner_defaults",
+        "run:ollama-10855-gemma3-27b-4090-1070-20k",
+    ),
+    ("ollama", "engine-0.12"): (
+        _TG + "test_ollama_engine_generation_uses_ollamarunner_and_flash_attention",
+    ),
+    ("vllm", "v0-2023"): (
+        _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
+        _VLLM + "pull/2031 (Llama-2-70B TP4: 31615 -> 20865 GPU blocks)",
+        "run:vllm-2031-llama2-70b-tp4-a100",
+    ),
+    ("vllm", "v0-2023-no-record-stream"): (
+        _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
+        _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
+        "run:vllm-2856-llama2-70b-awq-8xa10g-tp8",
+    ),
+    ("vllm", "v0-2024-init-free"): (
+        _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
+        "run:vllm-7495-gemma2-27b-2xl40-u09",
+    ),
+    ("vllm", "v0-2024"): (
+        _TG + "test_vllm_generations_change_the_kv_pool",
+        _VLLM + "issues/10517 (0.6.4: non_torch_memory 0.35 GiB, the CUDA context included)",
+        "run:vllm-10517-llama31-8b-3090-29k",
+    ),
+    ("vllm", "v0-2025"): (
+        _TG + "test_vllm_generations_change_the_kv_pool",
+        _VLLM + "pull/12126 (non_torch_memory 0.16 GiB: the increase since init only)",
+    ),
+    ("vllm", "v0-2025-mla"): (
+        _TG + "test_vllm_before_mla_caches_deepseek_as_full_heads",
+        "run:vllm-17431-qwen3-8b-a800-u04-v0",
+    ),
+    ("vllm", "v1-2025-global"): (
+        _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
+        _VLLM + "pull/14419 (util 0.2 next to a process holding 70%: 'No available memory')",
+        "run:vllm-17431-qwen3-8b-a800-u04-v1",
+        "run:vllm-17469-qwen3-30b-a3b-4xa10-graphs",
+    ),
+    ("vllm", "v1-2025"): (
+        _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
+        _VLLM + "pull/21429 (0.10 on H200: non-torch increase 2.04 GiB, torch peak 5.62 GiB)",
+        "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
+    ),
+    ("vllm", "current"): (
+        _TG + "test_vllm_current_charges_its_graph_estimate",
+        "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
+        "0.36 GiB total' charged to the budget)",
+    ),
+    ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
+    ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),
+    ("transformers", "full-logits"): (_TG + "test_transformers_full_logits_before_4_45",),
+    ("transformers", "logits-to-keep"): (_TG + "test_transformers_full_logits_before_4_45",),
+}

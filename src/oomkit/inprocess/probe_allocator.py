@@ -1,0 +1,223 @@
+"""Replay a probe's allocation trace through a model of PyTorch's CUDA caching allocator.
+
+``torch.cuda.max_memory_allocated`` counts the blocks handed out; ``max_memory_reserved`` (and
+what ``nvidia-smi`` shows, less the CUDA context) counts the *segments* the allocator took from
+``cudaMalloc`` and keeps cached. The gap between the two is not a constant: it is what this
+sequence of requests does to the allocator's pools. :func:`replay` runs the probe's trace
+(:attr:`oomkit.inprocess.probe_tracker.MemoryTracker.events`) through the rules of
+``c10/cuda/CUDACachingAllocator.cpp`` (pytorch/pytorch, ``DeviceCachingAllocator::malloc`` /
+``free``), default settings (no ``max_split_size_mb``, no ``expandable_segments``, no
+``roundup_power2_divisions``):
+
+* ``round_size``: requests are rounded up to a multiple of ``kMinBlockSize`` = 512 bytes;
+* two pools: *small* for blocks of at most ``kSmallSize`` = 1 MiB, *large* for the rest;
+* ``get_free_block``: the best fit, the smallest cached block of the pool at least as large as
+  the request (lowest address among equals: the ``std::set`` order of ``BlockComparatorSize``);
+* ``alloc_block`` when nothing fits: a new segment of ``get_allocation_size``: 2 MiB
+  (``kSmallBuffer``) for small requests, 20 MiB (``kLargeBuffer``) for large ones under
+  ``kMinLargeAlloc`` = 10 MiB, else the request rounded up to 2 MiB (``kRoundLarge``);
+* ``should_split``: the remainder of a block becomes a free block when it is at least 512 bytes
+  (small pool) or more than 1 MiB (large pool); otherwise the whole block is handed out;
+* ``free_block``: a freed block merges with free neighbours of its segment
+  (``try_merge_blocks``) and goes back to its pool. Segments are never returned to CUDA
+  (``release_cached_blocks`` runs only when a ``cudaMalloc`` fails, i.e. at an OOM).
+
+The cuBLAS workspace is an allocation too: ``at::cuda::getCurrentCUDABlasHandle`` takes it from
+the caching allocator (``CublasHandlePool.cpp`` ``getNewWorkspace``) at the first matmul, of
+``getChosenWorkspaceSize()`` bytes: ``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:2:16:8`` =
+2 x 4096 KiB + 8 x 16 KiB; :data:`CUBLAS_WORKSPACE_BYTES` is prepended to the trace by
+:func:`replay` when asked (one handle: one stream, one thread).
+
+>>> MiB = 1 << 20
+>>> r = replay([(1, 3 * MiB), (1, -1), (2, 2 * MiB)])  # 3 MiB -> 20 MiB segment, reused
+>>> r.reserved_peak_bytes // MiB, r.allocated_peak_bytes // MiB
+(20, 3)
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["CUBLAS_WORKSPACE_BYTES", "AllocatorPeaks", "replay"]
+
+K_MIN_BLOCK_SIZE = 512
+K_SMALL_SIZE = 1 << 20
+K_SMALL_BUFFER = 2 << 20
+K_LARGE_BUFFER = 20 << 20
+K_MIN_LARGE_ALLOC = 10 << 20
+K_ROUND_LARGE = 2 << 20
+#: CublasHandlePool.cpp getChosenWorkspaceSize(): default ":4096:2:16:8" (KiB x count)
+CUBLAS_WORKSPACE_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
+_WORKSPACE_KEY = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatorPeaks:
+    """Peaks of one replay: blocks handed out, and segments reserved from CUDA."""
+
+    allocated_peak_bytes: int
+    reserved_peak_bytes: int
+    segments: int
+
+
+class _Block:
+    __slots__ = ("addr", "free", "next", "prev", "segment", "size", "small")
+
+    def __init__(self, addr: int, size: int, small: bool, segment: int) -> None:
+        self.addr = addr
+        self.size = size
+        self.small = small
+        self.segment = segment
+        self.free = True
+        self.prev: _Block | None = None
+        self.next: _Block | None = None
+
+
+def _round_size(n: int) -> int:
+    if n < K_MIN_BLOCK_SIZE:
+        return K_MIN_BLOCK_SIZE
+    return -(-n // K_MIN_BLOCK_SIZE) * K_MIN_BLOCK_SIZE
+
+
+def _allocation_size(n: int) -> int:
+    if n <= K_SMALL_SIZE:
+        return K_SMALL_BUFFER
+    if n < K_MIN_LARGE_ALLOC:
+        return K_LARGE_BUFFER
+    return -(-n // K_ROUND_LARGE) * K_ROUND_LARGE
+
+
+class _Allocator:
+    def __init__(self) -> None:
+        # per pool: sorted (size, addr) of free blocks, and addr -> block
+        self.pools: dict[bool, list[tuple[int, int]]] = {True: [], False: []}
+        self.blocks: dict[int, _Block] = {}
+        self.next_addr = 0
+        self.reserved = 0
+        self.allocated = 0
+        self.reserved_peak = 0
+        self.allocated_peak = 0
+        self.segments = 0
+
+    def _insert(self, b: _Block) -> None:
+        b.free = True
+        bisect.insort(self.pools[b.small], (b.size, b.addr))
+
+    def _remove(self, b: _Block) -> None:
+        pool = self.pools[b.small]
+        i = bisect.bisect_left(pool, (b.size, b.addr))
+        del pool[i]
+
+    def malloc(self, n: int) -> _Block:
+        size = _round_size(n)
+        small = size <= K_SMALL_SIZE
+        pool = self.pools[small]
+        i = bisect.bisect_left(pool, (size, -1))
+        if i < len(pool):
+            block = self.blocks[pool[i][1]]
+            del pool[i]
+        else:
+            seg = _allocation_size(size)
+            block = _Block(self.next_addr, seg, small, self.segments)
+            self.blocks[block.addr] = block
+            self.next_addr += seg
+            self.segments += 1
+            self.reserved += seg
+            self.reserved_peak = max(self.reserved_peak, self.reserved)
+        remaining = block.size - size
+        if (small and remaining >= K_MIN_BLOCK_SIZE) or (not small and remaining > K_SMALL_SIZE):
+            rest = _Block(block.addr + size, remaining, small, block.segment)
+            rest.prev, rest.next = block, block.next
+            if block.next is not None:
+                block.next.prev = rest
+            block.next = rest
+            block.size = size
+            self.blocks[rest.addr] = rest
+            self._insert(rest)
+        block.free = False
+        self.allocated += block.size
+        self.allocated_peak = max(self.allocated_peak, self.allocated)
+        return block
+
+    def free(self, block: _Block) -> None:
+        self.allocated -= block.size
+        old_addr = block.addr
+        for other in (block.prev, block.next):
+            if other is None or not other.free:
+                continue
+            self._remove(other)
+            del self.blocks[other.addr]
+            if other is block.prev:
+                block.addr, block.prev = other.addr, other.prev
+                if other.prev is not None:
+                    other.prev.next = block
+            else:
+                block.next = other.next
+                if other.next is not None:
+                    other.next.prev = block
+            block.size += other.size
+        if block.addr != old_addr:
+            del self.blocks[old_addr]
+        self.blocks[block.addr] = block
+        self._insert(block)
+
+
+def replay(
+    events: Iterable[tuple[int, int]],
+    *,
+    skip: frozenset[int] | set[int] = frozenset(),
+    cublas_workspace: bool = False,
+    repeat_from: int | None = None,
+    repeats: int = 1,
+) -> AllocatorPeaks:
+    """Peaks of the caching allocator for a trace of ``(key, n_bytes)`` / ``(key, -1)`` events.
+
+    Args:
+        events: allocations (requested bytes) and frees, in program order.
+        skip: keys of storages that never came from the caching allocator.
+        cublas_workspace: allocate the cuBLAS workspace first (a training step runs matmuls).
+        repeat_from: index of the first event of one training step; with ``repeats`` > 1 that
+            step runs ``repeats`` times (the allocator reaches the steady state of a long run:
+            each step finds the blocks the previous one left cached). What a step allocated
+            and did not free is freed at the step's end (the next step frees it).
+    """
+    a = _Allocator()
+    live: dict[object, _Block] = {}
+    if cublas_workspace:
+        live[_WORKSPACE_KEY] = a.malloc(CUBLAS_WORKSPACE_BYTES)
+    trace = list(events)
+
+    def run(part: list[tuple[int, int]], tag: int) -> set[object]:
+        made: set[object] = set()
+        for key, n in part:
+            if key in skip:
+                continue
+            k: object = key if tag == 0 else (key, tag)
+            if n >= 0:
+                if n > 0:
+                    live[k] = a.malloc(n)
+                    made.add(k)
+            else:
+                block = live.pop(k, None)
+                if block is not None:
+                    a.free(block)
+                    made.discard(k)
+        return made
+
+    run(trace, 0)
+    if repeat_from is not None:
+        step = trace[repeat_from:]
+        left: set[object] = {k for k, _ in step if k in live}
+        for tag in range(1, repeats):
+            for k in left:
+                block = live.pop(k, None)
+                if block is not None:
+                    a.free(block)
+            left = run(step, tag)
+    return AllocatorPeaks(
+        allocated_peak_bytes=a.allocated_peak,
+        reserved_peak_bytes=a.reserved_peak,
+        segments=a.segments,
+    )
