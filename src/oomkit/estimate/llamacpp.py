@@ -155,6 +155,10 @@ def weight_tensors(
     return _predicted_weights(spec, quant)
 
 
+#: weights tables predicted in this process (see _predicted_weights)
+_PREDICTIONS = [0]
+
+
 # The doctor re-estimates one model tens of times (binary searches over -ngl, -c, --n-cpu-moe),
 # and llama-quantize's per-tensor choice depends only on the spec and the file type: predict
 # it once per (spec, quant). Both are frozen; the result is an immutable tuple.
@@ -165,7 +169,6 @@ def _predicted_weights(
     from oomkit.quant.ggml_types import GGML_TYPES
     from oomkit.quant.llamacpp_ftypes import UNSLOTH_DYNAMIC, llamacpp_ftype
     from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
-    from oomkit.quant.mix_table import table_types
     from oomkit.spec.tensors import model_tensors
 
     notes: list[str] = []
@@ -201,8 +204,15 @@ def _predicted_weights(
         "n_gqa": n_gqa,
         "arch": gguf_arch(spec),
     }
-    # the catalog models' replays were done at build time (same function, same inputs)
-    types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
+    # the catalog models' replays were done at build time (same function, same inputs); the
+    # table pays off from a process's second prediction on (models --fits, the planner): one
+    # estimate replays (~1.5 ms) instead of loading it (gzip, hashlib, parse: ~7 ms cold)
+    _PREDICTIONS[0] += 1
+    types = None
+    if _PREDICTIONS[0] > 1:
+        from oomkit.quant.mix_table import table_types
+
+        types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
     if types is not None:
         nbytes = {ty: GGML_TYPES[ty].tensor_bytes for ty in set(types)}
         rows = tuple((t, ty, nbytes[ty](t.n_params)) for t, ty in zip(tensors, types, strict=True))
