@@ -105,3 +105,42 @@ def test_cli_estimate_loads_only_what_it_needs() -> None:
     # one family file of the model catalog is read, through the precomputed name index
     assert "oomkit.catalog.models" in mods
     assert "oomkit.catalog.models_index" not in mods  # the index builder is a dev tool
+
+
+#: Not loaded by `oomkit estimate CATALOG-MODEL --json` written the common way (issue 10, cold
+#: start): it runs through `oomkit.cli.estimate_fast`, without click, the click command group,
+#: the training options or the text renderer. Re-adding an eager import of any of these on the
+#: path costs milliseconds of the 60 ms budget and fails here.
+NOT_ON_FAST_ESTIMATE_PATH = (
+    "click",
+    "oomkit.cli.group",
+    "oomkit.cli.estimate",
+    "oomkit.cli.params",
+    "oomkit.cli.train_options",
+    "oomkit.cli.render",
+    "oomkit.cli.bars",
+    "oomkit.estimate.training",
+    "oomkit.planner",
+    "oomkit.quant.formats",
+    "oomkit.quant.hf_formats",
+    "oomkit.web",
+    "difflib",
+    "argparse",
+    # the build-time quantizer table pays off from a process's second prediction on: one
+    # estimate replays the quantizer instead of unpacking it (gzip, hashlib, ~7 ms cold)
+    "oomkit.quant.mix_table",
+    "gzip",
+    "hashlib",
+)
+
+
+def test_cli_estimate_json_takes_the_lean_path() -> None:
+    mods = _loaded_full(
+        "import sys\nfrom oomkit.cli import main\n"
+        "sys.stdout = open('/dev/null', 'w')\n"
+        "main(['estimate', 'llama-3.1-8b', '--quant', 'Q4_K_M', '--ctx', '8192', '--json'])\n"
+        "sys.stdout = sys.__stdout__"
+    )
+    loaded = {m for m in NOT_ON_FAST_ESTIMATE_PATH if m in mods}
+    assert not loaded, loaded
+    assert "oomkit.cli.estimate_fast" in mods  # the path this test is about was taken

@@ -14,7 +14,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from oomkit import _codecache
+
 __version__ = "0.1.0"
+
+_codecache.install()  # dataclass methods from __pycache__, not compiled on each start
 
 _EXPORTS: dict[str, str] = {
     "Component": "oomkit.estimate.breakdown",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from oomkit.cli import exit_process, main
 
-from oomkit.cli import main
-
-sys.exit(main())
+exit_process(main())

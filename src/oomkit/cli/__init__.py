@@ -2,17 +2,22 @@
 
 Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown name,
 offline), 2 usage error, 3 a valid negative answer (does not fit, no OOM found).
+
+Start-up: the click group (``cli``, in ``oomkit.cli.group``) is built on first use. ``main``
+first offers argv to ``estimate_fast``, which runs ``oomkit estimate MODEL [options]`` written
+the common way without importing click (the import and building the group cost about as much
+as the estimate itself); anything else — help, other commands, an option or form it does not
+know, any value it cannot convert — goes to click unchanged. Once the group exists (a caller
+imported ``oomkit.cli.cli``), click runs everything: the shortcut only saves importing click.
 """
 
 from __future__ import annotations
 
-import importlib
+import gc
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
-
-from oomkit import __version__
 from oomkit.cli.output import (
     EXIT_ERROR,
     EXIT_USAGE,
@@ -23,7 +28,10 @@ from oomkit.cli.output import (
 )
 from oomkit.errors import OomkitError
 
-__all__ = ["cli", "main"]
+if TYPE_CHECKING:
+    from oomkit.cli.group import cli
+
+__all__ = ["cli", "exit_process", "main"]
 
 
 # Subcommand name -> (module, attribute). Imported only when that command runs (or for the
@@ -39,60 +47,26 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyGroup(click.Group):
-    """A click group that imports a subcommand's module on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *_COMMANDS})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        found = super().get_command(ctx, cmd_name)
-        if found is not None or cmd_name not in _COMMANDS:
-            return found
-        module, attr = _COMMANDS[cmd_name]
-        command = getattr(importlib.import_module(module), attr)
-        if not isinstance(command, click.Command):  # pragma: no cover - programming error
-            raise TypeError(f"{module}.{attr} is not a click command")
-        self.add_command(command, cmd_name)
-        return command
+#: True once ``estimate_fast`` ran the command (see :func:`exit_process`)
+_ran_fast = False
 
 
-@click.group(
-    cls=_LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-@click.version_option(__version__, prog_name="oomkit")
-def cli() -> None:
-    """Will it fit? GPU memory per device for LLM inference, and an OOM doctor.
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        from oomkit.cli.group import cli
 
-    \b
-    Examples:
-      oomkit estimate llama-3.1-8b --quant Q4_K_M --ctx 8192 --gpu rtx-4090
-      oomkit estimate qwen2.5-32b --runtime vllm --gpu 2xa100-80gb --tp 2
-      oomkit doctor train.log          (or: cat train.log | oomkit doctor -)
-      oomkit gpus                      (the GPUs here; oomkit gpus --catalog for all)
-
-    \b
-    Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
-                3 does not fit / nothing fits / no OOM found in the log,
-                4 tight (estimate: fits, but within the variance of real runs).
-    """
+        globals()["cli"] = cli
+        return cli
+    raise AttributeError(f"module 'oomkit.cli' has no attribute '{name}'")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; map every error to one ``Error:`` line on stderr and an exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:  # a bare `oomkit` asks what the tool does: the help, readable, exit 0
-        with click.Context(cli, info_name="oomkit", **cli.context_settings) as ctx:
-            click.echo(cli.get_help(ctx))
-        return 0
-    if "--debug" in args:
-        args.remove("--debug")
-        import os
+def _run_click(args: list[str]) -> Any:
+    """``args`` through the click group; click's own exceptions mapped to exit codes."""
+    import click
 
-        os.environ["OOMKIT_DEBUG"] = "1"
+    group = __getattr__("cli") if "cli" not in globals() else globals()["cli"]
     try:
-        rv = cli.main(args=args, prog_name="oomkit", standalone_mode=False)
+        return group.main(args=args, prog_name="oomkit", standalone_mode=False)
     except click.exceptions.Abort:
         print_error("aborted")
         return EXIT_ERROR
@@ -109,6 +83,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.ClickException as e:
         print_error(e.format_message())
         return int(e.exit_code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; map every error to one ``Error:`` line on stderr and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:  # a bare `oomkit` asks what the tool does: the help, readable, exit 0
+        import click
+
+        group = __getattr__("cli")
+        with click.Context(group, info_name="oomkit", **group.context_settings) as ctx:
+            click.echo(group.get_help(ctx))
+        return 0
+    if "--debug" in args:
+        args.remove("--debug")
+        import os
+
+        os.environ["OOMKIT_DEBUG"] = "1"
+    global _ran_fast
+    try:
+        rv = None
+        if "cli" not in globals():
+            from oomkit.cli.estimate_fast import run_fast
+
+            # one command of a fresh process (argv from sys.argv): no cyclic-GC passes while it
+            # imports ~45 modules and estimates (1-3 ms); back on before main returns
+            pause_gc = argv is None and gc.isenabled()
+            if pause_gc:
+                gc.disable()
+            try:
+                rv = run_fast(args)
+            finally:
+                if pause_gc:
+                    gc.enable()
+            _ran_fast = rv is not None
+        if rv is None:
+            rv = _run_click(args)
     except OomkitError as e:
         if debug_enabled():
             raise
@@ -136,5 +146,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(rv) if isinstance(rv, int) else 0
 
 
+def exit_process(code: int) -> NoReturn:
+    """``sys.exit(code)``; after the click-free ``estimate`` without the interpreter's teardown.
+
+    Freeing every module and object one by one at exit takes ~11 ms of a ~70 ms ``oomkit
+    estimate`` (issue 10, cold start). When ``estimate_fast`` ran the command and no other
+    thread is alive, the ``atexit`` handlers run (the dataclass code cache is written there),
+    the output is flushed, and the process ends with ``os._exit(code)``: same output, same
+    exit code. Anything else — another command, a thread still running, an output that cannot
+    be flushed (a closed pipe) — exits the ordinary way, with the interpreter's own reporting.
+    """
+    threading = sys.modules.get("threading")
+    if not _ran_fast or (threading is not None and threading.active_count() > 1):
+        sys.exit(code)
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()  # as the interpreter does first at exit (they do not run twice)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # the interpreter reports it at exit (status 120), as always
+        sys.exit(code)
+    os._exit(code)
+
+
 def entry() -> None:  # pragma: no cover - console script
-    sys.exit(main())
+    exit_process(main())

@@ -1,12 +1,14 @@
-"""The CLI's only printer: data on stdout, messages on stderr, and the exception table."""
+"""The CLI's only printer: data on stdout, messages on stderr, and the exception table.
+
+click is imported when a line is first echoed, not with this module: ``estimate --json``
+(``estimate_fast``) prints its document with :func:`print_json` and never needs click.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from typing import Any
-
-import click
 
 from oomkit import errors
 from oomkit.serialize import dumps
@@ -18,6 +20,7 @@ __all__ = [
     "EXIT_TIGHT",
     "EXIT_USAGE",
     "debug_enabled",
+    "echo",
     "error_exit_code",
     "print_error",
     "print_hint",
@@ -84,16 +87,23 @@ def _one_line(text: str) -> str:
     return line
 
 
+def echo(message: str = "", *, err: bool = False) -> None:
+    """``click.echo`` (one line on stdout, or stderr with ``err``), click imported on first use."""
+    import click
+
+    click.echo(message, err=err)
+
+
 def print_error(message: str) -> None:
-    click.echo(f"Error: {_one_line(message)}", err=True)
+    echo(f"Error: {_one_line(message)}", err=True)
 
 
 def print_warning(message: str) -> None:
-    click.echo(f"Warning: {_one_line(message)}", err=True)
+    echo(f"Warning: {_one_line(message)}", err=True)
 
 
 def print_hint(message: str) -> None:
-    click.echo(f"Hint: {_one_line(message)}", err=True)
+    echo(f"Hint: {_one_line(message)}", err=True)
 
 
 def print_json(doc: Any) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from oomkit.cli.values import CTX_MAX, parse_context
 from oomkit.errors import InvalidSettingError
 from oomkit.units import parse_count, parse_size
 
@@ -55,13 +56,14 @@ class _Context(_Count):
     name = "N|max"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, str) and value.strip().lower() == "max":
-            return CTX_MAX
-        return super().convert(value, param, ctx)
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_context(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
 
 
-#: what ``--ctx max`` converts to (no real context is negative)
-CTX_MAX = -1
 SIZE = _Size()
 COUNT = _Count()
 CONTEXT = _Context()

@@ -113,6 +113,8 @@ class DeviceUsage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelInfo:
+    """The model an estimate is for (``params``: its parameter count)."""
+
     name: str
     architecture: str
     params: int

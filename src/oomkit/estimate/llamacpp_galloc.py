@@ -27,6 +27,8 @@ __all__ = ["GraphSim", "Node", "simulate_gallocr"]
 
 @dataclass(slots=True)
 class Node:
+    """One tensor of the simulated graph, with what the allocator needs to know about it."""
+
     name: str
     size: int  # bytes; 0 for views and tensors that live in another buffer
     srcs: tuple[int, ...] = ()

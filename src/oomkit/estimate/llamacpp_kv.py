@@ -71,6 +71,8 @@ class KvCacheInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KvPlan:
+    """Every cache tensor of a llama.cpp context: per layer, and summed per cache."""
+
     layers: tuple[KvLayer, ...]
     caches: tuple[KvCacheInfo, ...]
     n_swa: int | None
@@ -129,6 +131,7 @@ def plan_kv(spec: ModelSpec, params: LlamaCppParams) -> KvPlan:
     n_swa_cells = swa_cells(spec, params)
     rows: list[KvLayer] = []
     recurrent = frozenset(spec.recurrent_layers())  # once: O(n) for n layers, not O(n^2)
+    dims_bytes: dict[tuple[int, int], tuple[int, int]] = {}
     for il, kind in enumerate(spec.layer_types):
         if il in recurrent:
             rec = spec.recurrent
@@ -156,14 +159,20 @@ def plan_kv(spec: ModelSpec, params: LlamaCppParams) -> KvPlan:
         sliding = kind == LAYER_SLIDING and n_swa_cells is not None
         cells = n_swa_cells if sliding and n_swa_cells is not None else params.n_ctx_seq
         n_cells = cells * params.n_stream
+        row_bytes = dims_bytes.get((k_dim, v_dim))
+        if row_bytes is None:  # once per distinct layer shape, not per layer
+            row_bytes = dims_bytes[(k_dim, v_dim)] = (
+                ggml_tensor_bytes(params.type_k, k_dim),
+                ggml_tensor_bytes(params.type_v, v_dim) if v_dim else 0,
+            )
         rows.append(
             KvLayer(
                 layer=il,
                 cache="kv_swa" if sliding else "kv",
                 k_elems_per_cell=k_dim,
                 v_elems_per_cell=v_dim,
-                k_bytes=ggml_tensor_bytes(params.type_k, k_dim) * n_cells,
-                v_bytes=ggml_tensor_bytes(params.type_v, v_dim) * n_cells if v_dim else 0,
+                k_bytes=row_bytes[0] * n_cells,
+                v_bytes=row_bytes[1] * n_cells,
                 k_type=params.type_k,
                 v_type=params.type_v,
             )

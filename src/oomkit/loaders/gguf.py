@@ -29,8 +29,9 @@ from math import prod
 from types import MappingProxyType
 from typing import BinaryIO, TypeAlias
 
+from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError, SourceNotFoundError
-from oomkit.quant.ggml_types import ggml_type_by_id
+from oomkit.quant.ggml_types import GgmlType, ggml_type_by_id
 from oomkit.units import MiB, align_up
 
 __all__ = [
@@ -340,6 +341,78 @@ def _read_tensor(r: _Reader, index: int) -> tuple[str, tuple[int, ...], int, int
     return name, dims, int(type_id), int(offset), type_pos
 
 
+#: bytes of tensor infos read per chunk by :func:`_read_tensors`
+_TENSOR_CHUNK = 1 << 20
+
+
+def _read_tensors(r: _Reader, n_tensors: int) -> list[tuple[str, tuple[int, ...], int, int, int]]:
+    """All tensor infos, as :func:`_read_tensor` returns them, parsed from 1 MiB reads.
+
+    One read and three ``unpack_from`` per tensor instead of three reads: the tensor infos of a
+    20k-layer header are 180k entries. The first entry that is not plainly valid (a name over
+    the limit or not UTF-8, too many dimensions, an int64 overflow, the file ending) is re-read
+    by :func:`_read_tensor` from its start, with the remaining entries, so the error and its
+    offset are exactly the ones it raises.
+    """
+    order = r.order
+    u64 = struct.Struct(f"{order}Q")
+    u32 = struct.Struct(f"{order}I")
+    rests = [struct.Struct(f"{order}{d}QIQ") for d in range(MAX_DIMS + 1)]
+    out: list[tuple[str, tuple[int, ...], int, int, int]] = []
+    base = r.pos  # file offset of buf[0]
+    buf = b""
+    off = 0
+
+    def refill(k: int) -> None:  # at an entry's start: keep the unread tail, read >= k more
+        nonlocal buf, base, off
+        want = min(max(k, _TENSOR_CHUNK), r.file_bytes - base - len(buf))
+        if want > 0:
+            buf = buf[off:] + r.f.read(want)
+            base += off
+            off = 0
+
+    index = 0
+    while index < n_tensors:
+        if len(buf) - off < 8:
+            refill(8)
+            if len(buf) - off < 8:
+                break
+        (n,) = u64.unpack_from(buf, off)
+        if n > MAX_STRING_BYTES:
+            break
+        if len(buf) - off < 24 + n + 8 * MAX_DIMS:
+            refill(24 + n + 8 * MAX_DIMS)
+            if len(buf) - off < 12 + n:
+                break
+        start = off
+        try:
+            name = buf[off + 8 : off + 8 + n].decode("utf-8")
+        except UnicodeDecodeError:
+            break
+        (n_dims,) = u32.unpack_from(buf, off + 8 + n)
+        off += 12 + n
+        if n_dims > MAX_DIMS or off + 8 * n_dims + 12 > len(buf):
+            off = start
+            break
+        *dims_raw, type_id, offset = rests[n_dims].unpack_from(buf, off)
+        off += 8 * n_dims + 12
+        total = 1
+        for d in dims_raw:
+            total *= d
+            if d > _INT64_MAX or total > _INT64_MAX:
+                break
+        else:
+            out.append((name, tuple(dims_raw), type_id, offset, base + off - 12))
+            index += 1
+            continue
+        off = start
+        break
+    r.f.seek(base + off)
+    r.pos = base + off
+    out.extend(_read_tensor(r, i) for i in range(index, n_tensors))
+    return out
+
+
 def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
     """Read a GGUF file's header: version, metadata and tensor infos. The data is never read.
 
@@ -374,6 +447,7 @@ def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
         return read_gguf(f, path=p, file_bytes=os.fstat(f.fileno()).st_size)
 
 
+@gc_paused
 def read_gguf(f: BinaryIO, *, path: str, file_bytes: int) -> GgufFile:
     """Read a GGUF header from a binary stream of ``file_bytes`` bytes (see :func:`load_gguf`).
 
@@ -402,13 +476,16 @@ def _parse(r: _Reader) -> GgufFile:
         metadata[key] = value
     alignment = _read_alignment(r, metadata)
 
-    raw = [_read_tensor(r, i) for i in range(n_tensors)]
+    raw = _read_tensors(r, n_tensors)
     data_offset = align_up(r.pos, alignment)
     tensors: list[GgufTensor] = []
     seen: set[str] = set()
     expected = 0
+    types: dict[int, GgmlType | None] = {}
     for name, dims, type_id, offset, type_pos in raw:
-        gt = ggml_type_by_id(type_id)
+        gt = types.get(type_id)
+        if gt is None:
+            gt = types[type_id] = ggml_type_by_id(type_id)
         if gt is None:
             raise r.error(f"tensor '{name}' has unknown ggml type {type_id}", offset=type_pos)
         if name in seen:
@@ -426,16 +503,18 @@ def _parse(r: _Reader) -> GgufFile:
                 f"(tensors are stored in order, each padded to {alignment} bytes)",
                 offset=type_pos + 4,
             )
-        t = GgufTensor(
-            name=name,
-            dims=dims,
-            ggml_type=gt.name,
-            type_id=type_id,
-            offset=offset,
-            n_bytes=gt.tensor_bytes(prod(dims)),
+        n_bytes = gt.tensor_bytes(prod(dims))
+        tensors.append(
+            GgufTensor(
+                name=name,
+                dims=dims,
+                ggml_type=gt.name,
+                type_id=type_id,
+                offset=offset,
+                n_bytes=n_bytes,
+            )
         )
-        tensors.append(t)
-        expected = offset + align_up(t.n_bytes, alignment)
+        expected = offset - (-n_bytes // alignment) * alignment  # + align_up(n_bytes)
     gguf = GgufFile(
         path=r.path,
         version=version,

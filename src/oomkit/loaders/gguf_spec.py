@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 
+from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError
 from oomkit.loaders.gguf import GgufArray, GgufFile, GgufValue
 from oomkit.spec.model import (
@@ -74,17 +75,39 @@ _MAMBA_ARCHS = frozenset({"mamba", "mamba2"})
 _BLK_RE = re.compile(r"^blk\.(\d+)\.(.+)$")
 
 
+def _split_blk(name: str) -> tuple[int | None, str]:
+    """``"blk.12.attn_q.weight"`` -> ``(12, "attn_q.weight")``; ``(None, name)`` for a tensor
+    outside the repeating layers (``_BLK_RE``; the common ASCII form without the regex)."""
+    if name.startswith("blk."):
+        num, dot, rest = name[4:].partition(".")
+        if dot and rest and num.isascii() and num.isdigit() and "\n" not in rest:
+            return int(num), rest
+        m = _BLK_RE.match(name)
+        if m:
+            return int(m.group(1)), m.group(2)
+    return None, name
+
+
 def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
     """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
     rows = []
+    layers: dict[str, int] = {}  # "12" -> 12, once per layer (its ~10 tensors share it)
     for t in g.tensors:
-        m = _BLK_RE.match(t.name)
+        name = t.name
+        num, dot, rest = name[4:].partition(".")
+        layer = layers.get(num) if name.startswith("blk.") and rest and "\n" not in rest else None
+        if layer is not None:
+            role = rest
+        else:
+            layer, role = _split_blk(name)
+            if layer is not None and dot and role == rest and num.isascii() and num.isdigit():
+                layers[num] = layer
         rows.append(
             TensorInfo(
                 name=t.name,
-                shape=t.shape,
-                role=m.group(2) if m else t.name,
-                layer=int(m.group(1)) if m else None,
+                shape=t.dims[::-1],
+                role=role,
+                layer=layer,
                 dtype=t.ggml_type,
                 n_bytes=t.n_bytes,
             )
@@ -254,6 +277,7 @@ def _mla(k: _Keys, key_len: int | None, value_len: int | None) -> MlaSpec | None
     )
 
 
+@gc_paused
 def gguf_to_spec(g: GgufFile) -> ModelSpec:
     """Build a :class:`ModelSpec` with exact tensors from a GGUF header.
 
@@ -316,7 +340,8 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
 
     # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
     # strings instead of every tensor name (~10 per layer), once per feature it asks about
-    tails = {m.group(2) if (m := _BLK_RE.match(n)) else n for n in names}
+    infos = gguf_tensor_infos(g)
+    tails = {t.role for t in infos}  # the name past blk.N., or the whole name
 
     def has(suffix: str) -> bool:
         return any(t.endswith(suffix) for t in tails)
@@ -364,7 +389,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         moe=_moe(k, n_ff, has),
         mla=mla,
         recurrent=_recurrent(k, layer_types),
-        tensors=gguf_tensor_infos(g),
+        tensors=infos,
         source="gguf",
         assumptions=tuple(notes),
         rope_scaling_type=scaling,

@@ -24,6 +24,8 @@ __all__ = ["GGML_TYPES", "GgmlType", "ggml_tensor_bytes", "ggml_type", "ggml_typ
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GgmlType:
+    """One ggml tensor type: its enum value, block size and bytes per block."""
+
     name: str
     type_id: int  # enum ggml_type value, as stored in GGUF tensor infos
     block_size: int  # weights per block

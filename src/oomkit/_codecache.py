@@ -1,0 +1,125 @@
+"""A byte-code cache for the methods ``dataclasses`` writes for oomkit's classes (start-up time).
+
+``@dataclass`` writes the source of ``__init__``, ``__repr__``, ``__eq__``, ``__hash__`` and,
+for frozen classes, ``__setattr__``/``__delattr__`` of every class and compiles it with
+``exec`` each time a module is imported: about 0.5 ms a class, some 20 ms of the 60 ms budget
+``oomkit estimate`` has for a cold start (issue 10). Python caches the byte code of modules in
+``__pycache__`` but not these strings, so :func:`install` gives the ``dataclasses`` module an
+``exec`` that looks a string up first: for a module under ``oomkit`` the compiled code is read
+from ``__pycache__/<module>.<cache tag>.dcfn`` next to the module's ``.pyc`` (a ``marshal`` of
+source text -> code object) and compiled only when missing; at exit the file is rewritten
+with the entries this process used for that module, so it never keeps stale ones.
+
+The code object is exactly what ``exec`` would have compiled from the same text (same file name
+``<string>``, no inherited ``__future__`` flags: ``dataclasses`` has none), so the classes are
+identical; every other ``exec`` — other packages' dataclasses, any non-string — goes to the
+built-in untouched. Like ``.pyc`` files nothing is written under ``sys.dont_write_bytecode``
+(``PYTHONDONTWRITEBYTECODE``), an unreadable or foreign cache file is ignored, and
+``OOMKIT_NO_CODE_CACHE=1`` turns the cache off. ``tests/test_codecache.py`` checks that every
+oomkit dataclass gets the same methods with and without it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import marshal
+import os
+import sys
+from types import CodeType
+from typing import Any
+
+__all__ = ["install"]
+
+_SUFFIX = ".dcfn"
+#: module name -> the cache file's entries (source text -> code), as read
+_read: dict[str, dict[str, CodeType]] = {}
+#: module name -> the entries this process used; written back when one had to be compiled
+_used: dict[str, dict[str, CodeType]] = {}
+_dirty: set[str] = set()
+_files: dict[str, str | None] = {}
+
+
+def _cache_file(module: str, source_file: object) -> str | None:
+    if module not in _files:
+        path: str | None = None
+        tag = sys.implementation.cache_tag
+        if isinstance(source_file, str) and source_file.endswith(".py") and tag:
+            try:
+                from importlib.util import cache_from_source
+
+                path = cache_from_source(source_file)[: -len(".pyc")] + _SUFFIX
+            except (NotImplementedError, ValueError):
+                path = None
+        _files[module] = path
+    return _files[module]
+
+
+def _load(module: str, path: str | None) -> dict[str, CodeType]:
+    entries: dict[str, CodeType] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                doc = marshal.loads(f.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            doc = None
+        if isinstance(doc, dict):
+            entries = {
+                k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, CodeType)
+            }
+    _read[module] = entries
+    return entries
+
+
+def _code(module: str, source_file: object, text: str) -> CodeType:
+    entries = _read.get(module)
+    if entries is None:
+        entries = _load(module, _cache_file(module, source_file))
+    code = entries.get(text)
+    if code is None:
+        code = compile(text, "<string>", "exec", dont_inherit=True)
+        entries[text] = code
+        _dirty.add(module)
+    _used.setdefault(module, {})[text] = code
+    return code
+
+
+def _exec(source: Any, *args: Any, **kwargs: Any) -> Any:
+    """``exec`` for the ``dataclasses`` module: oomkit's strings through the cache."""
+    if type(source) is str and len(args) == 2 and not kwargs and isinstance(args[0], dict):
+        module = args[0].get("__name__")
+        if isinstance(module, str) and (module == "oomkit" or module.startswith("oomkit.")):
+            source = _code(module, args[0].get("__file__"), source)
+    return builtins.exec(source, *args, **kwargs)
+
+
+def _save() -> None:
+    if sys.dont_write_bytecode:
+        return
+    for module in sorted(_dirty):
+        path = _files.get(module)
+        if path is None:
+            continue
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(marshal.dumps(_used[module]))
+            os.replace(tmp, path)
+        except OSError:  # a read-only install: no cache, as with .pyc files
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    _dirty.clear()
+
+
+def install() -> None:
+    """Route ``dataclasses``' ``exec`` through the cache (once; a no-op when switched off)."""
+    if os.environ.get("OOMKIT_NO_CODE_CACHE", "") not in ("", "0"):
+        return
+    import atexit
+    import dataclasses
+
+    if getattr(dataclasses, "exec", None) is _exec:
+        return
+    dataclasses.exec = _exec  # type: ignore[attr-defined]
+    atexit.register(_save)

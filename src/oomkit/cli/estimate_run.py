@@ -1,0 +1,277 @@
+"""``oomkit estimate MODEL`` for inference: the command's work, without click.
+
+``estimate.estimate_command`` (the click command) and ``estimate_fast`` (argv the common way,
+parsed without importing click) both call :func:`run_estimate`, so the two paths cannot drift.
+Text output goes through ``output.echo`` (click's ``echo``, imported when first used); ``--json``
+writes with ``print_json`` alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, echo, print_json
+from oomkit.cli.values import CTX_MAX
+from oomkit.errors import InvalidSettingError
+from oomkit.spec.settings import InferenceSettings
+
+if TYPE_CHECKING:
+    from oomkit.estimate.breakdown import Estimate
+    from oomkit.estimate.verdict import Platform
+    from oomkit.planner.core import Plan
+    from oomkit.spec.hardware import Hardware
+
+__all__ = ["render_suggestions", "run_estimate"]
+
+
+def run_estimate(
+    model: str,
+    *,
+    runtime: str,
+    quant: str | None,
+    ctx: int | None,
+    parallel: int | None,
+    batch_size: int | None,
+    ubatch: int | None,
+    kv_dtype: str | None,
+    cache_type_k: str | None,
+    cache_type_v: str | None,
+    kv_unified: bool | None,
+    swa_full: bool | None,
+    flash_attn: bool | None,
+    n_gpu_layers: int | None,
+    n_cpu_moe: int | None,
+    gpu: str | None,
+    vram: int | None,
+    ram: int | None,
+    tp: int | None,
+    gpu_memory_utilization: float | None,
+    max_num_seqs: int | None,
+    max_num_batched_tokens: int | None,
+    enforce_eager: bool | None,
+    overhead: int | None,
+    runtime_version: str | None,
+    display: bool | None,
+    os_name: str | None,
+    tensor_split: str | None,
+    split_mode: str | None,
+    mmap: bool | None,
+    override_tensor: tuple[str, ...],
+    pp: int | None,
+    mem_fraction_static: float | None,
+    cpu_offload_gb: float | None,
+    block_size: int | None,
+    offline: bool,
+    explain: bool,
+    emit: str | None,
+    as_json: bool,
+) -> int:
+    """Estimate memory per device for ``model`` and print it; returns the exit code."""
+    from oomkit.api import estimate
+    from oomkit.cli.estimate_args import (
+        check_count_options,
+        parse_cpu_offload_gb,
+        parse_tensor_split,
+        warn_ignored,
+    )
+    from oomkit.cli.gpu_choice import choose_hardware
+    from oomkit.estimate.registry import normalize_runtime
+
+    want_max = ctx == CTX_MAX
+    if want_max:
+        ctx = None
+    check_count_options(
+        ctx=ctx,
+        parallel=parallel,
+        ubatch=ubatch,
+        batch_size=batch_size,
+        tp=tp,
+        pp=pp,
+        n_gpu_layers=n_gpu_layers,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        n_cpu_moe=n_cpu_moe,
+        block_size=block_size,
+    )
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise InvalidSettingError(
+            f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}",
+            setting="--gpu-memory-utilization",
+        )
+    canonical = normalize_runtime(runtime)
+    cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
+    if cpu_only and canonical == "llama.cpp" and n_gpu_layers is None:
+        n_gpu_layers = 0
+    settings = InferenceSettings(
+        runtime=runtime,
+        quant=quant,
+        ctx=ctx,
+        parallel=parallel,
+        batch_size=batch_size,
+        ubatch=ubatch,
+        cache_type_k=cache_type_k or kv_dtype,
+        cache_type_v=cache_type_v or kv_dtype,
+        kv_unified=kv_unified,
+        swa_full=swa_full,
+        flash_attn=flash_attn,
+        n_gpu_layers=n_gpu_layers,
+        n_cpu_moe=n_cpu_moe,
+        tp=tp,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        overhead_bytes=overhead,
+        runtime_version=runtime_version,
+        tensor_split=parse_tensor_split(tensor_split),
+        split_mode=split_mode,
+        mmap=mmap,
+        override_tensor=override_tensor or None,
+        pp=pp,
+        mem_fraction_static=mem_fraction_static,
+        cpu_offload_bytes=parse_cpu_offload_gb(cpu_offload_gb),
+        block_size=block_size,
+    )
+    warn_ignored(settings, canonical)
+    choice = choose_hardware(
+        gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
+    )
+    hardware = choice.hardware
+    from oomkit.estimate.verdict import Platform, device_segment, verdict
+
+    platform = Platform(
+        os=os_name,
+        display=display,
+        segments=tuple(device_segment(d) for d in hardware.devices),
+    )
+    if want_max:
+        est = _estimate_max_ctx(model, settings, hardware, platform, offline)
+    else:
+        est = estimate(model, settings, hardware, offline=True if offline else None)
+    v = verdict(est, platform)
+    suggestions: tuple[Plan, ...] = ()
+    if est.fits is False:
+        from oomkit.planner.core import suggest_changes
+
+        suggestions = suggest_changes(model, settings, hardware, offline=True if offline else None)
+    if as_json:
+        from oomkit.serialize import estimate_to_dict
+
+        doc = estimate_to_dict(est)
+        # "fits" keeps its meaning (the totals fit: true for tight too); "verdict" adds the band
+        out: dict[str, object] = {}
+        for key, value in doc.items():
+            out[key] = value
+            if key == "fits":
+                out["verdict"] = v.level
+                out["verdict_details"] = v.to_dict()
+        if est.fits is False:
+            out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
+        if emit is not None:
+            out["command"] = _emit(emit, model, est, settings, offline)
+        out["hardware"] = choice.to_dict()
+        print_json(out)
+    else:
+        from oomkit.cli.render import render_estimate
+
+        for line in choice.describe():
+            echo(line, err=True)
+        echo(render_estimate(est, explain=explain, verdict=v))
+        if est.fits is False:
+            echo(render_suggestions(est, suggestions))
+        if emit is not None:
+            echo("run:")
+            echo(_emit(emit, model, est, settings, offline))
+    if est.fits is False or v.level == "does_not_fit":
+        return EXIT_NEGATIVE
+    return EXIT_TIGHT if v.level == "tight" else EXIT_OK
+
+
+def _estimate_max_ctx(
+    model: str,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    platform: Platform,
+    offline: bool,
+) -> Estimate:
+    """``--ctx max``: the estimate at the largest context that fits (exit 3 if none does)."""
+
+    from oomkit.api import estimate, load_model
+    from oomkit.planner.core import max_context
+
+    spec = load_model(model, offline=True if offline else None)
+    found = max_context(spec, settings, hardware, platform=platform)
+    if found is None:
+        est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
+        return dataclasses.replace(
+            est, assumptions=(*est.assumptions, "--ctx max: not even 256 tokens fit")
+        )
+    n, est = found
+    note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
+    note += ", up to the model's maximum)" if spec.max_position_embeddings else ")"
+    return dataclasses.replace(est, assumptions=(note, *est.assumptions))
+
+
+def _emit(
+    runtime: str, model: str, est: Estimate, settings: InferenceSettings, offline: bool
+) -> str:
+    """The command for the estimated configuration: the settings as estimated (defaults
+    resolved), in ``runtime``'s flags (``same``: the estimated runtime)."""
+    from oomkit.api import load_model
+    from oomkit.estimate.registry import normalize_runtime
+    from oomkit.planner.commands import emit_command
+
+    target = est.runtime if runtime == "same" else normalize_runtime(runtime)
+    s = est.settings
+    resolved = dataclasses.replace(
+        settings,
+        runtime=target,
+        quant=str(s["quant"]) if s.get("quant") else settings.quant,
+        ctx=int(str(s["ctx"])) if s.get("ctx") else settings.ctx,
+    )
+    util = s.get("gpu_memory_utilization")
+    if isinstance(util, float) and settings.gpu_memory_utilization is None:
+        resolved = dataclasses.replace(resolved, gpu_memory_utilization=util)
+    spec = load_model(model, offline=True if offline else None)
+    if target != est.runtime:
+        # only what both runtimes share carries over (context, parallel sequences); a GGUF
+        # quant means nothing to vLLM and a vLLM format nothing to llama.cpp
+        gguf = ("llama.cpp", "ollama")
+        if (target in gguf) != (est.runtime in gguf):
+            resolved = dataclasses.replace(resolved, quant=None, gpu_memory_utilization=None)
+        from oomkit.cli.output import print_warning
+
+        print_warning(
+            f"--emit {target}: the command carries the context over from this {est.runtime} "
+            f"estimate, not its memory; run `oomkit estimate -r {target}` for {target}'s numbers"
+        )
+    return emit_command(target, resolved, spec, model)
+
+
+def _peak(est: Estimate) -> int:
+    return max((d.total_bytes for d in est.devices), default=0)
+
+
+def _suggestion_dict(est: Estimate, p: Plan) -> dict[str, object]:
+    return {
+        "changes": list(p.changes),
+        "settings": dict(p.estimate.settings),
+        "saving_bytes": _peak(est) - _peak(p.estimate),
+        "command": p.command,
+    }
+
+
+def render_suggestions(est: Estimate, plans: tuple[Plan, ...]) -> str:
+    """The changes that make it fit, best first, each with its saving and command."""
+    from oomkit.units import format_bytes
+
+    if not plans:
+        return "Nothing the planner can change makes it fit: see `oomkit plan MODEL` for why."
+    lines = ["To make it fit (each keeps 1 GiB free per GPU; best first):"]
+    for i, p in enumerate(plans, 1):
+        saving = _peak(est) - _peak(p.estimate)
+        saves = f"  [saves ~{format_bytes(saving)} on the fullest GPU]" if saving > 0 else ""
+        lines.append(f"  {i}. {p.summary}{saves}")
+        lines.extend(f"     {c}" for c in p.command.splitlines())
+    return "\n".join(lines)
