@@ -78,7 +78,7 @@ def _run(env_extra: dict[str, str]) -> dict[str, object]:
 
 def test_cached_dataclass_methods_are_identical(tmp_path: Path) -> None:
     plain = _run({"OOMKIT_NO_CODE_CACHE": "1", "PYTHONPYCACHEPREFIX": str(tmp_path / "off")})
-    prefix = {"PYTHONPYCACHEPREFIX": str(tmp_path / "on")}
+    prefix = {"PYTHONPYCACHEPREFIX": str(tmp_path / "on"), "OOMKIT_CODE_CACHE": "1"}
     first = _run(prefix)
     second = _run(prefix)
     methods = plain["methods"]
@@ -102,6 +102,7 @@ def test_nothing_written_without_bytecode_writing(tmp_path: Path) -> None:
         "PYTHONPATH": SRC,
         "PYTHONPYCACHEPREFIX": str(tmp_path),
         "PYTHONDONTWRITEBYTECODE": "1",
+        "OOMKIT_CODE_CACHE": "1",
     }
     subprocess.run([sys.executable, "-c", "import oomkit.estimate.breakdown"], env=env, check=True)
     assert not list(tmp_path.rglob("*.dcfn"))
@@ -115,4 +116,15 @@ def test_other_packages_dataclasses_are_untouched() -> None:
         "assert P() == P() and repr(P()) == 'P(x=1)'\n"
         "assert not c._used and not c._read, (c._used, c._read)\n"
     )
-    subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC}, check=True)
+    env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_CODE_CACHE": "1"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_a_program_importing_the_library_keeps_its_dataclasses_module() -> None:
+    """Only the oomkit command swaps ``dataclasses.exec``; a library user's process does not."""
+    code = (
+        "import dataclasses, builtins, oomkit\n"
+        "assert getattr(dataclasses, 'exec', builtins.exec) is builtins.exec\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OOMKIT_CODE_CACHE"}
+    subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": SRC}, check=True)

@@ -18,7 +18,8 @@ from oomkit import _codecache
 
 __version__ = "0.1.0"
 
-_codecache.install()  # dataclass methods from __pycache__, not compiled on each start
+if _codecache.running_as_cli():  # the command, not a program importing the library
+    _codecache.install()  # dataclass methods from __pycache__, not compiled on each start
 
 _EXPORTS: dict[str, str] = {
     "Component": "oomkit.estimate.breakdown",

@@ -112,6 +112,19 @@ def _save() -> None:
     _dirty.clear()
 
 
+def running_as_cli() -> bool:
+    """True when this process is the ``oomkit`` command (console script or ``python -m``).
+
+    The cache swaps ``dataclasses.exec`` process-wide, so a program that merely imports oomkit
+    as a library does not get it; ``OOMKIT_CODE_CACHE=1`` forces it on (tests).
+    """
+    if os.environ.get("OOMKIT_CODE_CACHE", "") not in ("", "0"):
+        return True
+    argv0 = sys.argv[0] if sys.argv else ""
+    # python -m oomkit: argv[0] is "-m" while the package is imported
+    return argv0 == "-m" or os.path.basename(argv0) in ("oomkit", "oomkit.exe", "oomkit-script.py")
+
+
 def install() -> None:
     """Route ``dataclasses``' ``exec`` through the cache (once; a no-op when switched off)."""
     if os.environ.get("OOMKIT_NO_CODE_CACHE", "") not in ("", "0"):
