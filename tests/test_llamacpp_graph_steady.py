@@ -9,7 +9,6 @@ and that a real many-layer GGUF is estimated in time that does not grow with its
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -76,7 +75,9 @@ def test_shortcut_equals_the_full_simulation(monkeypatch: pytest.MonkeyPatch) ->
     assert taken > tried // 2, (taken, tried)
 
 
-def test_time_does_not_grow_with_layers(tmp_path: Path) -> None:
+def test_work_does_not_grow_with_layers(tmp_path: Path) -> None:
+    """A real 4000-layer GGUF: the graphs simulated hold a handful of layers, not 4000 (counted,
+    not timed: a timed assertion breaks when a GC pass lands in it)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
@@ -85,16 +86,23 @@ def test_time_does_not_grow_with_layers(tmp_path: Path) -> None:
     from oomkit.api import estimate_model
     from oomkit.spec.settings import InferenceSettings
 
-    times = {}
-    for n in (200, 4000):
-        path = tmp_path / f"m{n}.gguf"
-        write_gguf(path, n)
-        spec = load_model(path)
-        sh = SHAPES[0]
-        stack_compute_bytes(spec, sh, alignment=128)  # indexes the spec's layer-0 tensors once
-        t = time.process_time()
-        stack_compute_bytes(spec, sh, alignment=128)
-        times[n] = time.process_time() - t
-        estimate_model(spec, InferenceSettings(ctx=4096))  # runs end to end
-    # 20x the layers: the graph part must not take anything like 20x the time
-    assert times[4000] < max(5 * times[200], 0.05), times
+    path = tmp_path / "m4000.gguf"
+    write_gguf(path, 4000)
+    spec = load_model(path)
+    built: list[int] = []
+    real = compute.build_graph
+
+    def counting(spec: ModelSpec, sh: GraphShape, **kw: object) -> object:
+        g = real(spec, sh, **kw)  # type: ignore[arg-type]
+        built.append(len(g.layer_starts))
+        return g
+
+    compute.build_graph = counting  # type: ignore[assignment]
+    try:
+        stack_compute_bytes(spec, SHAPES[0], alignment=128)
+        est = estimate_model(spec, InferenceSettings(ctx=4096))  # runs end to end
+    finally:
+        compute.build_graph = real
+    assert est.devices
+    assert built
+    assert max(built) <= 32, built
