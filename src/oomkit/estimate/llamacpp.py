@@ -214,8 +214,15 @@ def _predicted_weights(
 
         types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
     if types is not None:
-        nbytes = {ty: GGML_TYPES[ty].tensor_bytes for ty in set(types)}
-        rows = tuple((t, ty, nbytes[ty](t.n_params)) for t, ty in zip(tensors, types, strict=True))
+        sized: dict[tuple[str, int], int] = {}  # layers repeat (type, size) pairs
+        out = []
+        for t, ty in zip(tensors, types, strict=True):
+            key = (ty, t.n_params)
+            n = sized.get(key)
+            if n is None:
+                n = sized[key] = GGML_TYPES[ty].tensor_bytes(t.n_params)
+            out.append((t, ty, n))
+        rows = tuple(out)
     else:
         rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
     return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)

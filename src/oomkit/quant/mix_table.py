@@ -42,12 +42,26 @@ def fingerprint(
     """A stable digest of everything the quantizer replay reads (not Python's salted hash)."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{_SCHEMA}|{ftype}|{arch}|{n_layer}|{n_expert}|{n_gqa}|".encode())
-    h.update(
-        "\n".join(
-            f"{t.name}:{','.join(map(str, t.shape))}:{t.dtype or ''}" for t in tensors
-        ).encode()
-    )
+    h.update(_tensors_digest(tensors))
     return h.hexdigest()
+
+
+_DIGESTS: dict[int, tuple[object, bytes]] = {}
+
+
+def _tensors_digest(tensors: Sequence[TensorInfo]) -> bytes:
+    """Digest of the names, shapes and dtypes in order; memoised by identity for immutable
+    tuples (one model is looked up once per file type)."""
+    hit = _DIGESTS.get(id(tensors))
+    if hit is not None and hit[0] is tensors:
+        return hit[1]
+    text = "\n".join(f"{t.name}:{t.shape!r}:{t.dtype or ''}" for t in tensors)
+    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    if isinstance(tensors, tuple):
+        if len(_DIGESTS) >= 64:
+            _DIGESTS.clear()
+        _DIGESTS[id(tensors)] = (tensors, digest)
+    return digest
 
 
 def _encode(types: Sequence[str]) -> str:
