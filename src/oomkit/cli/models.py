@@ -130,4 +130,7 @@ def _fits(
             )
         note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
         click.echo(f"{len(rows)} model(s) fit{note}", err=True)
+    from oomkit.cli import skip_teardown
+
+    skip_teardown()  # the estimator's caches hold ~10^5 objects: do not free them one by one
     return EXIT_OK if rows else EXIT_NEGATIVE
