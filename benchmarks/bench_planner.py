@@ -63,12 +63,39 @@ def _once(args: list[str]) -> dict[str, Any]:
     return dict(json.loads(out))
 
 
+def _cli_once(args: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of the whole ``oomkit`` process: start-up, work, output, exit."""
+    import resource
+    import time
+
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "oomkit", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
 def main(runs: int = 5) -> None:
     _once(CASES["plan llama-3.1-8b on rtx-4090, 8k"])  # writes the .pyc files
     for name, args in CASES.items():
         rows = [_once(args) for _ in range(runs)]
         work = statistics.median(r["work_s"] for r in rows)
         print(f"{name:<42} median {work * 1000:8.1f} ms over {runs} runs  (n={rows[0]['n']})")
+    cli = [_cli_once(["models", "--fits", "rtx-4090"]) for _ in range(runs)]
+    wall = statistics.median(w for w, _ in cli)
+    cpu = statistics.median(c for _, c in cli)
+    print(
+        f"{'oomkit models --fits rtx-4090 (process)':<42} median {wall * 1000:8.1f} ms wall, "
+        f"{cpu * 1000:.1f} ms CPU over {runs} runs"
+    )
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 def test_bench_plan_one_gpu(benchmark: Any) -> None:
