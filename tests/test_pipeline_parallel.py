@@ -100,3 +100,19 @@ def test_cli_uses_pp_for_vllm_and_warns_for_llamacpp(capsys: pytest.CaptureFixtu
     rc = main(["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--pp", "2"])
     _, err = capsys.readouterr()
     assert "does not use --pp" in err
+
+
+def test_vllm_reports_the_smallest_stage_pool() -> None:
+    """vLLM unifies the KV configs of all workers to the smallest block count."""
+    gpus = [find_gpu("a100-80gb")] * 4
+    hw = hardware_for(gpus, n_devices=4)
+    s = InferenceSettings(runtime="vllm", ctx=8192, tp=2, pp=2)
+    from oomkit.estimate.vllm import plan_vllm
+
+    spec = find_model("llama-3.1-70b").spec()
+    est = estimate_model(spec, s, hw)
+    blocks = [
+        plan_vllm(spec, s, gpus[0].to_device_target(), pp_rank=r).num_gpu_blocks for r in (0, 1)
+    ]
+    assert blocks[0] != blocks[1]
+    assert est.runtime_details["num_gpu_blocks"] == min(b for b in blocks if b is not None)

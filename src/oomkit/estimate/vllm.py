@@ -504,6 +504,16 @@ def estimate_vllm(
         default=None,
     )
     details["max_model_len_that_fits"] = fits_len
+    # vLLM gives every worker the smallest block count of all (unify_kv_cache_configs): with
+    # pipeline stages or unequal GPUs the pool figures are the tightest rank's
+    known = [p for p in plans if p.num_gpu_blocks is not None]
+    if known:
+        least = min(known, key=lambda p: p.num_gpu_blocks or 0)
+        details["num_gpu_blocks"] = least.num_gpu_blocks
+        details["kv_cache_tokens"] = least.kv_cache_tokens
+        details["max_concurrency"] = (
+            None if least.max_concurrency is None else round(least.max_concurrency, 2)
+        )
     blockers: list[str] = []
     if worst.kv_pool_bytes is not None and worst.kv_pool_bytes <= 0:
         blockers.append(
