@@ -183,3 +183,22 @@ def test_vllm_v1_before_0_9_1_charges_other_processes() -> None:
     # at the default util nothing says the GPU is shared
     alone = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.8.5", ctx=40960))
     assert not any("other processes" in t for t in _terms(alone))
+
+
+@pytest.mark.parametrize(
+    ("model", "quant", "ctx"),
+    [("gemma-3-27b", "Q6_K", 11264), ("qwen2.5-32b", "Q4_K_M", 20480)],
+)
+def test_safe_margin_is_safe(model: str, quant: str, ctx: int) -> None:
+    """The context a tight verdict proposes is not itself tight: only the full-attention KV
+    shrinks with the context (Gemma 3's sliding-window cache keeps its size)."""
+    import re
+
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    v = verdict(estimate(model, InferenceSettings(quant=quant, ctx=ctx), hw))
+    assert v.level == "tight"
+    assert v.safe_change is not None
+    m = re.match(r"--ctx (\d+)", v.safe_change)
+    assert m is not None, v.safe_change
+    after = verdict(estimate(model, InferenceSettings(quant=quant, ctx=int(m.group(1))), hw))
+    assert after.level == "fits", (v.safe_change, after.level)

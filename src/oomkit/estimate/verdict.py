@@ -347,6 +347,25 @@ def _ctx_flag(runtime: str) -> str:
     }.get(runtime, "--ctx")
 
 
+def _ctx_scaled_fraction(est: Estimate) -> float:
+    """The share of the KV bytes that shrinks with the context: llama.cpp's full-attention
+    cache (``kv``); the sliding-window cache (``kv_swa``: window + ubatch cells) and recurrent
+    state (``rs``) keep their size when the context drops. 1.0 when the estimate does not say.
+    """
+    caches = est.runtime_details.get("caches")
+    if not isinstance(caches, list) or not caches:
+        return 1.0
+    total = scaled = 0
+    for c in caches:
+        if not isinstance(c, dict):
+            return 1.0
+        n = int(c.get("k_bytes") or 0) + int(c.get("v_bytes") or 0)
+        total += n
+        if c.get("label") == "kv":
+            scaled += n
+    return scaled / total if total else 1.0
+
+
 def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     """The one change that clears the band on the tightest margin (KV is linear in context)."""
     need = m.band_bytes - m.free_bytes
@@ -380,13 +399,13 @@ def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         if new_ctx < 1024:
             return None
         return f"{_ctx_flag(est.runtime)} {new_ctx} (the pool then holds a full request)"
-    kv = d.kv_cache_bytes
+    kv = d.kv_cache_bytes * _ctx_scaled_fraction(est)
     if kv <= 0:
         return None
     step = 256
     new_ctx = int(ctx * (kv - need) / kv) // step * step
     if new_ctx >= min(2048, ctx // 2):
-        freed = kv - kv * new_ctx // ctx
+        freed = int(kv - kv * new_ctx / ctx)
         return f"{_ctx_flag(est.runtime)} {new_ctx} (frees about {format_bytes(freed)} of KV)"
     if est.runtime in ("llama.cpp", "ollama") and kv // 2 >= need:
         return "a q8_0 KV cache (-ctk q8_0 -ctv q8_0 with flash attention) halves the KV"
