@@ -229,6 +229,18 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
         },
-        assumptions=weights.assumptions,
+        assumptions=tuple(weights.assumptions)
+        + (
+            (
+                f"pipeline parallel {pp} stages x tp {tp}: layers "
+                + ", ".join(
+                    f"{r.start}-{r.stop - 1}"
+                    for r in (stage_layers(n_layers, i, pp) for i in range(pp))
+                )
+                + " (get_pp_indices); the token pool is the smallest stage's",
+            )
+            if pp > 1
+            else ()
+        ),
         blockers=tuple(dict.fromkeys(blockers)),
     )

@@ -159,8 +159,10 @@ class Verdict:
             return "Does not fit."
         band = format_bytes(m.band_bytes)
         free = format_bytes(m.free_bytes)
+        where = m.device if m.what == "device memory" else f"{m.device} ({m.what})"
         if self.level == "fits":
-            return f"Fits. {free} free on {m.device}, beyond the ±{band} band of real runs."
+            # a serving engine sizes its KV pool to fill the GPU: its margin is the pool's
+            return f"Fits. {free} free on {where}, beyond the ±{band} band of real runs."
         line = f"Tight: {free} free on {m.device}, within the ±{band} band of real runs"
         if m.what != "device memory":
             line += f" ({m.what})"
