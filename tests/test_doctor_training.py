@@ -292,3 +292,60 @@ def test_torchtune_activation_offloading_fix() -> None:
     assert base - estimate_total(cmd) == fix["expected_saving_bytes"]
     on = training_setup_from_log(log + "enable_activation_offloading: True\n")
     assert on.activation_offloading is True
+
+
+# --- reviewer logs (tests/fixtures/oom_logs/constructed-train-*.txt) ----------------------------
+
+LOGS = Path(__file__).parent / "fixtures" / "oom_logs"
+
+
+def log_text(name: str) -> str:
+    return (LOGS / f"constructed-train-{name}.txt").read_text(encoding="utf-8")
+
+
+def test_torchtune_bf16_recipe_is_pure_bf16_with_optimizer_in_backward() -> None:
+    from oomkit.diagnose.training_fixes import training_settings_from_log
+
+    setup = training_setup_from_log(log_text("tt"))
+    assert (setup.framework, setup.master_weights, setup.optimizer_in_backward) == (
+        "torchtune", False, True,
+    )  # fmt: skip
+    assert setup.grad_checkpointing is True
+    assert setup.mixed_precision == "bf16"
+    assert setup.torchtune_model == "torchtune.models.llama3_1.llama3_1_8b"
+    settings, _ = training_settings_from_log(setup)
+    assert (settings.master_weights, settings.optimizer_in_backward, settings.grad_accum) == (
+        False, True, 1,
+    )  # fmt: skip
+    # a Trainer log under bf16 keeps the fp32 master copy
+    trainer, _ = training_settings_from_log(training_setup_from_log(log_text("fsdp")))
+    assert trainer.master_weights is True
+    assert not trainer.optimizer_in_backward
+
+
+def test_torchtune_fixes_speak_torchtune_and_never_accumulate() -> None:
+    doc = doctor_json(str(LOGS / "constructed-train-tt.txt"))
+    fixes = estimated(doc)
+    assert fixes
+    titles = [f["title"] for f in fixes]
+    mb = next(t for t in titles if t.startswith("Micro-batch 4 -> "))
+    assert "no gradient accumulation" in mb
+    assert "effective batch shrinks" in mb
+    for f in fixes:
+        cmds = f["commands"]
+        assert not any("HF Trainer" in c or "# PEFT" in c or "--per_device" in c for c in cmds)
+        assert not any("gradient_accumulation_steps" in c or "--grad-accum" in c for c in cmds)
+        est = cmds[-1]
+        assert "--no-master-weights" in est, est
+        assert "--optimizer-in-backward" in est, est
+        assert "--grad-checkpointing full" in est
+    qlora = next(f for f in fixes if f["title"].startswith("QLoRA"))
+    assert "model._component_=torchtune.models.llama3_1.qlora_llama3_1_8b" in qlora["commands"][0]
+    # the base run as the fixes size it: pure bf16, optimizer in backward, checkpointing on
+    base = estimate_total(
+        "oomkit estimate Meta-Llama-3.1-8B-Instruct --train full --micro-batch 4 --seq 8192 "
+        "--optimizer paged_adamw8bit --grad-checkpointing full --chunked-loss "
+        "--no-master-weights --optimizer-in-backward"
+    )
+    for f in fixes:
+        assert base - estimate_total(f["commands"][-1]) == f["expected_saving_bytes"], f["title"]
