@@ -12,6 +12,7 @@ recomputed through ``oomkit estimate --train ... --json`` from the command the f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -22,6 +23,7 @@ from click.testing import CliRunner
 
 from oomkit.cli import cli as main
 from oomkit.diagnose.training_context import training_setup_from_log
+from oomkit.spec.settings import TrainingSettings
 
 CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus" / "dev_torch.jsonl"
 ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
@@ -349,3 +351,84 @@ def test_torchtune_fixes_speak_torchtune_and_never_accumulate() -> None:
     )
     for f in fixes:
         assert base - estimate_total(f["commands"][-1]) == f["expected_saving_bytes"], f["title"]
+
+
+def test_fsdp_post_backward_hook_is_read_as_backward() -> None:
+    s = training_setup_from_log(log_text("fsdp"))
+    assert s.phase == "backward"
+    assert "_post_backward_hook" in s.evidence["phase"]
+    doc = doctor_json(str(LOGS / "constructed-train-fsdp.txt"))
+    assert doc["cause"] == "batch_or_activations"
+    assert any("failed in the backward" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        TrainingSettings(method="qlora", micro_batch=4, seq=4096, optimizer="paged_adamw",
+                         lora_rank=64, lora_targets=("q_proj", "k_proj", "down_proj"),
+                         loss="fused", grad_accum=4, grad_checkpointing="full"),
+        TrainingSettings(micro_batch=2, seq=8192, optimizer="paged_adamw8bit", loss="chunked",
+                         master_weights=False, optimizer_in_backward=True,
+                         activation_offloading=True, grad_checkpointing="full"),
+        TrainingSettings(fsdp=True, fsdp_strategy="SHARD_GRAD_OP", gpus=8,
+                         mixed_precision="fp16", optimizer="adamw8bit"),
+        TrainingSettings(zero=2, gpus=4, offload_optimizer=True, method="lora",
+                         lora_targets=("all-linear",), mixed_precision="no"),
+    ],
+)  # fmt: skip
+def test_printed_estimate_command_carries_every_setting(settings: TrainingSettings) -> None:
+    from oomkit.diagnose.training_commands import _oomkit_cmd
+
+    cmd = _oomkit_cmd(settings, "llama-3.2-1b")
+    res = CliRunner().invoke(main, [*shlex.split(cmd)[1:], "--json"], env=ENV)
+    assert res.exit_code in (0, 3), res.output
+    want = dataclasses.asdict(settings)
+    targets = settings.lora_targets
+    want["lora_targets"] = ",".join(targets) if targets else None
+    assert json.loads(res.stdout)["settings"] == want
+
+
+def test_qlora_fix_commands_reproduce_the_fix_numbers() -> None:
+    doc = doctor_json(str(LOGS / "constructed-train-qlora.txt"))
+    fixes = estimated(doc)
+    assert fixes
+    targets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+    base_cmd = (
+        "oomkit estimate meta-llama/Llama-2-13b-hf --train qlora --micro-batch 4 --seq 4096 "
+        f"--optimizer paged_adamw --lora-rank 64 --lora-targets {targets}"
+    )
+    base = estimate_total(base_cmd)
+    for f in fixes:
+        cmd = f["commands"][-1]
+        assert f"--lora-targets {targets}" in cmd, cmd
+        # running the printed command gives the fix's own number
+        assert base - estimate_total(cmd) == f["expected_saving_bytes"], f["title"]
+    # and the targets matter: PEFT's default (q_proj, v_proj) sizes a different run
+    assert estimate_total(base_cmd.replace(f" --lora-targets {targets}", "")) != base
+
+
+def test_no_fix_for_what_the_log_shows_is_already_done() -> None:
+    # gradient checkpointing on and bf16 (no model known: the rules' generic fixes stay, minus
+    # those the log shows in place)
+    fsdp = doctor_json(str(LOGS / "constructed-train-fsdp.txt"))
+    assert fsdp["fixes"]
+    titles = [f["title"] for f in fsdp["fixes"]]
+    assert not any(t.startswith(("Recompute activations", "Run in bf16/fp16")) for t in titles)
+    # a 4-bit QLoRA run is already loaded quantized
+    qlora = doctor_json(str(LOGS / "constructed-train-qlora.txt"))
+    titles = [f["title"] for f in qlora["fixes"]]
+    assert not any(t.startswith("Load the weights quantized") for t in titles), titles
+    assert not any(t.startswith(("QLoRA", "LoRA instead")) for t in titles)
+    # torchtune with enable_activation_checkpointing: true, the model known from the log
+    tt = doctor_json(str(LOGS / "constructed-train-tt.txt"))
+    titles = [f["title"] for f in tt["fixes"]]
+    assert not any("checkpointing" in t or t.startswith("Recompute") for t in titles), titles
+    # the same logs with the settings off do get them
+    off = (
+        (LOGS / "constructed-train-fsdp.txt")
+        .read_text()
+        .replace("gradient_checkpointing=True", "gradient_checkpointing=False")
+    )
+    titles = [f["title"] for f in doctor_json(off)["fixes"]]
+    assert any(t.startswith("Recompute activations") for t in titles), titles

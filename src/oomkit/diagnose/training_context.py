@@ -209,6 +209,12 @@ _BACKWARD_FRAMES = (
     "_engine_run_backward",
     "in allreduce_gradients",
     "in reduce_ready_partitions_and_remove_grads",
+    "in reduce_partition_and_remove_grads",
+    "in reduce_independent_p_g_buckets_and_remove_grads",
+    "in _post_backward_hook",  # FSDP (torch/distributed/fsdp/_runtime_utils.py)
+    "in _pre_backward_hook",
+    "in post_backward",  # FSDP2
+    "in _post_backward_final_callback",
 )
 _STEP_FRAMES = ("optimizer.step(", "in _optimizer_step", "torch/optim/", "in _single_tensor_adam",
                 "in _multi_tensor_adam", "in step_with_", "_take_model_step")  # fmt: skip
