@@ -432,3 +432,16 @@ def test_no_fix_for_what_the_log_shows_is_already_done() -> None:
     )
     titles = [f["title"] for f in doctor_json(off)["fixes"]]
     assert any(t.startswith("Recompute activations") for t in titles), titles
+
+
+def test_fixes_header_says_the_ranking_order() -> None:
+    from oomkit.cli.doctor import FIXES_HEADER
+
+    log = LOGS / "constructed-deepspeed-zero1-step.txt"
+    res = CliRunner().invoke(main, ["doctor", "--model", "llama-3.1-8b", str(log)], env=ENV)
+    assert f"\n{FIXES_HEADER}:\n" in res.stdout
+    assert "make it fit first, least intrusive first" in FIXES_HEADER
+    assert "largest expected saving first" not in res.stdout
+    # the web page says the same
+    app = Path(__file__).parents[1] / "src" / "oomkit" / "web" / "static" / "app.js"
+    assert f'"{FIXES_HEADER}"' in app.read_text(encoding="utf-8")
