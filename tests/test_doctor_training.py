@@ -445,3 +445,19 @@ def test_fixes_header_says_the_ranking_order() -> None:
     # the web page says the same
     app = Path(__file__).parents[1] / "src" / "oomkit" / "web" / "static" / "app.js"
     assert f'"{FIXES_HEADER}"' in app.read_text(encoding="utf-8")
+
+
+def test_category_deltas_name_their_phases() -> None:
+    doc = doctor_json(str(LOGS / "constructed-train-qlora.txt"))
+    fixes = estimated(doc)
+    for f in fixes:
+        why = f["why"]
+        peaks = why.split(", saves ")[0]  # "per-GPU peak A (p0) -> B (p1)"
+        p0, p1 = (x.rsplit("(", 1)[1].rstrip(")") for x in peaks.split(" -> "))
+        if p0 == p1:
+            assert f"at the {p0.replace('_', ' ')} peak of both: " in why, why
+        else:
+            assert "different phases" in why, why
+        # and one comparison at the same phase: the one the log failed in (the forward)
+        assert "same phase in both (forward end, where the log failed): " in why, why
+    assert any("different phases" in f["why"] for f in fixes)  # the chunked-loss fix

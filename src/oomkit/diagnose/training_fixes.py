@@ -70,6 +70,10 @@ def _fb(n: int | None) -> str:
     return size_text(n)
 
 
+def _ph(phase: object) -> str:
+    return str(phase).replace("_", " ")
+
+
 def training_settings_from_log(
     setup: TrainingLogSetup, total_params: int | None = None
 ) -> tuple[TrainingSettings, tuple[str, ...]]:
@@ -166,9 +170,11 @@ class _Sizer:
         self.base = estimate_training(spec, base, hw)
         basis = f"oomkit's training estimate for {spec.name}"
         phases = self.base.runtime_details.get("phases")
+        self.failed_key: str | None = None
         if failed_phase and isinstance(phases, dict):
             key = {"forward": "forward_end"}.get(failed_phase, failed_phase)
             if key in phases:
+                self.failed_key = key
                 basis += (f"; the log failed in the {failed_phase.replace('_', ' ')}, estimated "
                           f"at {_fb(phases[key])} allocated there")  # fmt: skip
         if assumed:
@@ -200,6 +206,17 @@ class _Sizer:
             return None
         return d.total_bytes + HEADROOM_BYTES <= d.capacity_bytes
 
+    def _same_phase(self, est: Estimate, p0: object) -> str:
+        """Both runs' allocation in one phase (the log's failing phase, else the base peak's)."""
+        ph0 = self.base.runtime_details.get("phases")
+        ph1 = est.runtime_details.get("phases")
+        key = self.failed_key or p0
+        if not (isinstance(ph0, dict) and isinstance(ph1, dict) and key in ph0 and key in ph1):
+            return ""
+        where = ", where the log failed" if self.failed_key else ""
+        return (f"; same phase in both ({_ph(key)}{where}): {_fb(ph0[key])} -> "
+                f"{_fb(ph1[key])} allocated")  # fmt: skip
+
     def fix(
         self, change: str, title: str, s: TrainingSettings, est: Estimate, *, hardware: bool = False
     ) -> EstimatedFix | None:
@@ -221,8 +238,13 @@ class _Sizer:
                 parts.append(f"{label} {_fb(a)} -> {_fb(b)}")
         why = (f"per-GPU peak {_fb(d0.total_bytes)} ({p0}) -> {_fb(d1.total_bytes)} ({p1}), "
                f"saves {_fb(saving)}")  # fmt: skip
-        if parts:
-            why += f"; {'; '.join(parts)}"
+        # the category split exists only at each run's own peak: say which phases it compares
+        if parts and p0 == p1:
+            why += f"; at the {_ph(p0)} peak of both: {'; '.join(parts)}"
+        elif parts:
+            why += (f"; each at its own peak (before: {_ph(p0)}, after: {_ph(p1)}; different "
+                    f"phases): {'; '.join(parts)}")  # fmt: skip
+        why += self._same_phase(est, p0)
         ok = self.fits(est)
         if ok is not None:
             left = (d1.capacity_bytes or 0) - d1.total_bytes
