@@ -461,3 +461,27 @@ def test_category_deltas_name_their_phases() -> None:
         # and one comparison at the same phase: the one the log failed in (the forward)
         assert "same phase in both (forward end, where the log failed): " in why, why
     assert any("different phases" in f["why"] for f in fixes)  # the chunked-loss fix
+
+
+def test_liger_option_is_sized_as_fused_cross_entropy() -> None:
+    # the Trainer's cross-entropy option is Liger's fused linear CE: the estimate must size that
+    # (no logits), not torchtune's chunked loss
+    doc = doctor_json(str(LOGS / "constructed-train-ds-zero2.txt"))
+    ce = [f for f in estimated(doc) if "--use_liger_kernel" in " ".join(f["commands"])]
+    assert ce
+    for f in ce:
+        assert f["commands"][-1].endswith("--fused-loss"), f["commands"][-1]
+        assert "--chunked-loss" not in f["commands"][-1]
+    tt = doctor_json(
+        TORCHTUNE.replace(
+            "  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n",
+            "  _component_: torch.nn.CrossEntropyLoss\n",
+        )
+        + BACKWARD_FRAMES
+        + H100_OOM,
+        "--model",
+        "llama-3.2-3b",
+    )
+    chunked = [f for f in estimated(tt) if "CEWithChunkedOutputLoss" in f["commands"][0]]
+    assert chunked
+    assert all("--chunked-loss" in f["commands"][-1] for f in chunked)

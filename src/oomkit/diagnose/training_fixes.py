@@ -206,6 +206,16 @@ class _Sizer:
             return None
         return d.total_bytes + HEADROOM_BYTES <= d.capacity_bytes
 
+    def as_printed(self, s: TrainingSettings) -> TrainingSettings:
+        """``s`` as the printed option trains it: outside torchtune the cross-entropy option is
+        Liger's fused linear cross-entropy (``--use_liger_kernel``: no full logits at all,
+        ``loss="fused"``), not torchtune's chunked one."""
+        if self.framework != "torchtune" and s.loss == "chunked" and self.base_settings.loss != (
+            "chunked"
+        ):  # fmt: skip
+            return dataclasses.replace(s, loss="fused")
+        return s
+
     def _same_phase(self, est: Estimate, p0: object) -> str:
         """Both runs' allocation in one phase (the log's failing phase, else the base peak's)."""
         ph0 = self.base.runtime_details.get("phases")
@@ -325,7 +335,7 @@ def _levers(z: _Sizer) -> list[Fix | None]:
         step = lever(z.base_settings)
         if step is None:
             continue
-        s = step[1]
+        s = z.as_printed(step[1])
         est = z.run(s)
         if est is None:
             continue
@@ -371,26 +381,32 @@ def _combination(z: _Sizer) -> list[Fix | None]:
         if step is not None and step[0] in combo.changes:
             keys.append(key)
             settings = step[1]
-    s = combo.settings
+    s, est = combo.settings, combo.estimate
+    if (printed := z.as_printed(s)) != s and (again := z.run(printed)) is not None and z.fits(
+        again
+    ):  # fmt: skip
+        s, est = printed, again
+    accum = (f"micro-batch {s.micro_batch}, no accumulation" if s.optimizer_in_backward
+             else f"micro-batch {s.micro_batch} x {s.grad_accum} accumulation steps")  # fmt: skip
     short = {
         "checkpointing": "gradient checkpointing",
-        "chunked_loss": "chunked cross-entropy",
+        "chunked_loss": "fused cross-entropy" if s.loss == "fused" else "chunked cross-entropy",
         "adam8bit": "8-bit AdamW",
         "shard": f"{'FULL_SHARD' if s.fsdp else 'ZeRO stage 3'} over the {s.gpus * s.nodes} GPUs",
-        "micro_batch": f"micro-batch {s.micro_batch} x {s.grad_accum} accumulation steps",
+        "micro_batch": accum,
         "offload": "optimizer states on the CPU",
         "lora": "LoRA",
         "qlora": "QLoRA",
     }
     title = "Combine " + " + ".join(short[k] for k in keys)
-    fix = z.fix("combined", title, s, combo.estimate)
+    fix = z.fix("combined", title, s, est)
     if fix is None:
         return []
     cmds: list[str] = []
     for key in keys:
-        cmds.extend(c for c in _cmds(key, combo.settings, z.framework, z.model_ref,
-                                     z.tt_model)[:-1] if c not in cmds)  # fmt: skip
-    cmds.append(_oomkit_cmd(combo.settings, z.model_ref))
+        cmds.extend(c for c in _cmds(key, s, z.framework, z.model_ref, z.tt_model)[:-1]
+                    if c not in cmds)  # fmt: skip
+    cmds.append(_oomkit_cmd(s, z.model_ref))
     sup = (*(p for k in keys for p in _SUPERSEDES.get(k, ())), *z.moot)
     order = max(_ORDER[k] for k in keys)
     return [dataclasses.replace(fix, commands=tuple(cmds), supersedes=sup, order=order)]
