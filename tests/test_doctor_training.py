@@ -319,6 +319,8 @@ def test_torchtune_bf16_recipe_is_pure_bf16_with_optimizer_in_backward() -> None
     assert (settings.master_weights, settings.optimizer_in_backward, settings.grad_accum) == (
         False, True, 1,
     )  # fmt: skip
+    fp32 = training_setup_from_log(log_text("tt").replace("dtype: bf16", "dtype: fp32"))
+    assert (fp32.master_weights, fp32.mixed_precision) == (True, "no")
     # a Trainer log under bf16 keeps the fp32 master copy
     trainer, _ = training_settings_from_log(training_setup_from_log(log_text("fsdp")))
     assert trainer.master_weights is True

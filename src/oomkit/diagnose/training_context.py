@@ -18,11 +18,14 @@ came from; a fact the log does not state stays ``None`` (never guessed). Recogni
   precision type: bf16``) and torchrun (``--nproc_per_node``);
 * torchtune configs (``batch_size: 2``, ``enable_activation_checkpointing: True``,
   ``max_seq_len: 2048``, ``lora_rank: 8``, ``CEWithChunkedOutputLoss``, optimizer components,
-  ``enable_activation_offloading: True``).
+  ``enable_activation_offloading: True``, ``optimizer_in_bwd: True``, ``dtype: bf16`` — the
+  recipe casts the model to that dtype and steps it: no fp32 master copy —, the ``model:
+  _component_`` builder).
 
 The phase is the traceback's (``LogContext.frame_phase``: ``loss.backward()`` /
 ``torch/autograd`` → backward, ``optimizer.step()`` / ``torch/optim`` → optimizer step) refined
-with DeepSpeed's and the Trainer's own frames (``engine.backward``, ``zero/stage3.py ... in
+with DeepSpeed's, FSDP's and the Trainer's own frames (``engine.backward``, FSDP's
+``_post_backward_hook`` and ZeRO's gradient-reduce hooks → backward, ``zero/stage3.py ... in
 step``, ``training_step``). Pure: text in, value out.
 
 >>> s = training_setup_from_log("  Instantaneous batch size per device = 8\\n"
@@ -428,6 +431,8 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
     if framework == "torchtune":
         if (m := _TT_DTYPE.search(text)) is not None:
             master, ev["master_weights"] = m.group(1) == "fp32", _line_of(text, m.start())
+            if m.group(1) == "fp32" and mp is None:  # a recipe in fp32: no mixed precision
+                mp, ev["mixed_precision"] = "no", ev["master_weights"]
         if (m := _TT_MODEL.search(text)) is not None:
             tt_model = m.group(1)
     zero = ints.get("zero")

@@ -16,8 +16,15 @@ LoRA, QLoRA) plus the largest micro-batch that fits (a binary search over the es
 gradient accumulation raised to keep the effective batch), the next ZeRO stage, and a smaller
 LoRA rank. Spreading the states over more GPUs than the log shows is a hardware change: labelled
 and ranked last. Each fix names the option of the stack the log came from (Trainer arguments,
-DeepSpeed JSON, accelerate config, torchtune overrides, PEFT) and the ``oomkit estimate``
-command that reproduces its numbers.
+DeepSpeed JSON, accelerate config, PEFT; a torchtune run only torchtune overrides:
+:mod:`oomkit.diagnose.training_commands`) and the ``oomkit estimate`` command that reproduces
+its numbers with every setting the estimate used.
+
+A torchtune run is sized as torchtune trains it: in its ``dtype`` with no fp32 master copy,
+with ``optimizer_in_bwd`` the optimizer steps inside backward, so no fix raises gradient
+accumulation (torchtune refuses the two together): a smaller ``batch_size`` is offered as what
+it is, a smaller effective batch. Rule fixes for what the log shows is already in place
+(checkpointing on, a 4-bit base, bf16) are dropped (:func:`already_done`).
 """
 
 from __future__ import annotations
