@@ -7,6 +7,8 @@ string would not pass the neighbouring cases.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from oomkit.diagnose.consistency import contradictions, hardware_top_fix
@@ -401,3 +403,39 @@ def test_metal_single_buffer_against_the_working_set() -> None:
     assert within.cause == "unknown"  # one buffer capped below the working set
     over = diagnose_text(log.format(ws="16384.00"))
     assert over.cause == "model_too_large"
+
+
+def test_trainer_bar_after_its_banner_counts_as_completed_steps() -> None:
+    from oomkit.diagnose.parse import parse_log
+
+    msg = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.05 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 812.00 MiB is free."
+    )
+    bar = " 12%|█▏        | 190/1562 [41:02<4:56:13, 12.96s/it]\n"
+    banner = "***** Running training *****\n  Total optimization steps = 1,562\n"
+    assert parse_log(banner + bar + msg).context.completed_steps == 190
+    args = "TrainingArguments(\noptim=adamw_torch,\n)\n"
+    assert parse_log(args + bar.replace("12.96s/it", "1.45it/s") + msg).context.completed_steps
+    # without the Trainer's banner an unlabelled bar stays a sampler's (see the test above)
+    assert parse_log(bar + msg).context.completed_steps is None
+    # a dataset map after the banner is still not a training step
+    mapped = "Map: 100%|#####| 1000/1000 [00:01<00:00, 812.3 examples/s]\n"
+    assert parse_log(banner + mapped + msg).context.completed_steps is None
+
+
+def test_fsdp_and_deepspeed_backward_hooks_are_the_backward_phase() -> None:
+    from oomkit.diagnose.parse import parse_log
+
+    log = (Path(__file__).parent / "fixtures/oom_logs/constructed-train-fsdp.txt").read_text()
+    d = diagnose_text(log)
+    assert d.context.frame_phase == "backward"
+    assert d.context.completed_steps == 190
+    assert d.cause == "batch_or_activations"
+    assert d.phase == "training_backward"
+    ds = log.replace(
+        'torch/distributed/fsdp/_runtime_utils.py", line 805, in _post_backward_hook',
+        'deepspeed/runtime/zero/stage_1_and_2.py", line 900, in '
+        "reduce_ready_partitions_and_remove_grads",
+    )
+    assert parse_log(ds).context.frame_phase == "backward"

@@ -12,6 +12,7 @@ recomputed through ``oomkit estimate --train ... --json`` from the command the f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -22,6 +23,7 @@ from click.testing import CliRunner
 
 from oomkit.cli import cli as main
 from oomkit.diagnose.training_context import training_setup_from_log
+from oomkit.spec.settings import TrainingSettings
 
 CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus" / "dev_torch.jsonl"
 ENV = {"NO_COLOR": "1", "COLUMNS": "100"}
@@ -292,3 +294,202 @@ def test_torchtune_activation_offloading_fix() -> None:
     assert base - estimate_total(cmd) == fix["expected_saving_bytes"]
     on = training_setup_from_log(log + "enable_activation_offloading: True\n")
     assert on.activation_offloading is True
+
+
+# --- reviewer logs (tests/fixtures/oom_logs/constructed-train-*.txt) ----------------------------
+
+LOGS = Path(__file__).parent / "fixtures" / "oom_logs"
+
+
+def log_text(name: str) -> str:
+    return (LOGS / f"constructed-train-{name}.txt").read_text(encoding="utf-8")
+
+
+def test_torchtune_bf16_recipe_is_pure_bf16_with_optimizer_in_backward() -> None:
+    from oomkit.diagnose.training_fixes import training_settings_from_log
+
+    setup = training_setup_from_log(log_text("tt"))
+    assert (setup.framework, setup.master_weights, setup.optimizer_in_backward) == (
+        "torchtune", False, True,
+    )  # fmt: skip
+    assert setup.grad_checkpointing is True
+    assert setup.mixed_precision == "bf16"
+    assert setup.torchtune_model == "torchtune.models.llama3_1.llama3_1_8b"
+    settings, _ = training_settings_from_log(setup)
+    assert (settings.master_weights, settings.optimizer_in_backward, settings.grad_accum) == (
+        False, True, 1,
+    )  # fmt: skip
+    fp32 = training_setup_from_log(log_text("tt").replace("dtype: bf16", "dtype: fp32"))
+    assert (fp32.master_weights, fp32.mixed_precision) == (True, "no")
+    # a Trainer log under bf16 keeps the fp32 master copy
+    trainer, _ = training_settings_from_log(training_setup_from_log(log_text("fsdp")))
+    assert trainer.master_weights is True
+    assert not trainer.optimizer_in_backward
+
+
+def test_torchtune_fixes_speak_torchtune_and_never_accumulate() -> None:
+    doc = doctor_json(str(LOGS / "constructed-train-tt.txt"))
+    fixes = estimated(doc)
+    assert fixes
+    titles = [f["title"] for f in fixes]
+    mb = next(t for t in titles if t.startswith("Micro-batch 4 -> "))
+    assert "no gradient accumulation" in mb
+    assert "effective batch shrinks" in mb
+    for f in fixes:
+        cmds = f["commands"]
+        assert not any("HF Trainer" in c or "# PEFT" in c or "--per_device" in c for c in cmds)
+        assert not any("gradient_accumulation_steps" in c or "--grad-accum" in c for c in cmds)
+        est = cmds[-1]
+        assert "--no-master-weights" in est, est
+        assert "--optimizer-in-backward" in est, est
+        assert "--grad-checkpointing full" in est
+    qlora = next(f for f in fixes if f["title"].startswith("QLoRA"))
+    assert "model._component_=torchtune.models.llama3_1.qlora_llama3_1_8b" in qlora["commands"][0]
+    # the base run as the fixes size it: pure bf16, optimizer in backward, checkpointing on
+    base = estimate_total(
+        "oomkit estimate Meta-Llama-3.1-8B-Instruct --train full --micro-batch 4 --seq 8192 "
+        "--optimizer paged_adamw8bit --grad-checkpointing full --chunked-loss "
+        "--no-master-weights --optimizer-in-backward"
+    )
+    for f in fixes:
+        assert base - estimate_total(f["commands"][-1]) == f["expected_saving_bytes"], f["title"]
+
+
+def test_fsdp_post_backward_hook_is_read_as_backward() -> None:
+    s = training_setup_from_log(log_text("fsdp"))
+    assert s.phase == "backward"
+    assert "_post_backward_hook" in s.evidence["phase"]
+    doc = doctor_json(str(LOGS / "constructed-train-fsdp.txt"))
+    assert doc["cause"] == "batch_or_activations"
+    assert any("failed in the backward" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        TrainingSettings(method="qlora", micro_batch=4, seq=4096, optimizer="paged_adamw",
+                         lora_rank=64, lora_targets=("q_proj", "k_proj", "down_proj"),
+                         loss="fused", grad_accum=4, grad_checkpointing="full"),
+        TrainingSettings(micro_batch=2, seq=8192, optimizer="paged_adamw8bit", loss="chunked",
+                         master_weights=False, optimizer_in_backward=True,
+                         activation_offloading=True, grad_checkpointing="full"),
+        TrainingSettings(fsdp=True, fsdp_strategy="SHARD_GRAD_OP", gpus=8,
+                         mixed_precision="fp16", optimizer="adamw8bit"),
+        TrainingSettings(zero=2, gpus=4, offload_optimizer=True, method="lora",
+                         lora_targets=("all-linear",), mixed_precision="no"),
+    ],
+)  # fmt: skip
+def test_printed_estimate_command_carries_every_setting(settings: TrainingSettings) -> None:
+    from oomkit.diagnose.training_commands import _oomkit_cmd
+
+    cmd = _oomkit_cmd(settings, "llama-3.2-1b")
+    res = CliRunner().invoke(main, [*shlex.split(cmd)[1:], "--json"], env=ENV)
+    assert res.exit_code in (0, 3), res.output
+    want = dataclasses.asdict(settings)
+    targets = settings.lora_targets
+    want["lora_targets"] = ",".join(targets) if targets else None
+    assert json.loads(res.stdout)["settings"] == want
+
+
+def test_qlora_fix_commands_reproduce_the_fix_numbers() -> None:
+    doc = doctor_json(str(LOGS / "constructed-train-qlora.txt"))
+    fixes = estimated(doc)
+    assert fixes
+    targets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+    base_cmd = (
+        "oomkit estimate meta-llama/Llama-2-13b-hf --train qlora --micro-batch 4 --seq 4096 "
+        f"--optimizer paged_adamw --lora-rank 64 --lora-targets {targets}"
+    )
+    base = estimate_total(base_cmd)
+    for f in fixes:
+        cmd = f["commands"][-1]
+        assert f"--lora-targets {targets}" in cmd, cmd
+        # running the printed command gives the fix's own number
+        assert base - estimate_total(cmd) == f["expected_saving_bytes"], f["title"]
+    # and the targets matter: PEFT's default (q_proj, v_proj) sizes a different run
+    assert estimate_total(base_cmd.replace(f" --lora-targets {targets}", "")) != base
+
+
+def test_no_fix_for_what_the_log_shows_is_already_done() -> None:
+    # gradient checkpointing on and bf16 (no model known: the rules' generic fixes stay, minus
+    # those the log shows in place)
+    fsdp = doctor_json(str(LOGS / "constructed-train-fsdp.txt"))
+    assert fsdp["fixes"]
+    titles = [f["title"] for f in fsdp["fixes"]]
+    assert not any(t.startswith(("Recompute activations", "Run in bf16/fp16")) for t in titles)
+    # a 4-bit QLoRA run is already loaded quantized
+    qlora = doctor_json(str(LOGS / "constructed-train-qlora.txt"))
+    titles = [f["title"] for f in qlora["fixes"]]
+    assert not any(t.startswith("Load the weights quantized") for t in titles), titles
+    assert not any(t.startswith(("QLoRA", "LoRA instead")) for t in titles)
+    # torchtune with enable_activation_checkpointing: true, the model known from the log
+    tt = doctor_json(str(LOGS / "constructed-train-tt.txt"))
+    titles = [f["title"] for f in tt["fixes"]]
+    assert not any("checkpointing" in t or t.startswith("Recompute") for t in titles), titles
+    # the same logs with the settings off do get them
+    off = (
+        (LOGS / "constructed-train-fsdp.txt")
+        .read_text()
+        .replace("gradient_checkpointing=True", "gradient_checkpointing=False")
+    )
+    titles = [f["title"] for f in doctor_json(off)["fixes"]]
+    assert any(t.startswith("Recompute activations") for t in titles), titles
+
+
+def test_fixes_header_says_the_ranking_order() -> None:
+    from oomkit.cli.doctor import FIXES_HEADER
+
+    log = LOGS / "constructed-deepspeed-zero1-step.txt"
+    res = CliRunner().invoke(main, ["doctor", "--model", "llama-3.1-8b", str(log)], env=ENV)
+    assert f"\n{FIXES_HEADER}:\n" in res.stdout
+    assert "make it fit first, least intrusive first" in FIXES_HEADER
+    assert "largest expected saving first" not in res.stdout
+    # the web page says the same
+    app = Path(__file__).parents[1] / "src" / "oomkit" / "web" / "static" / "app.js"
+    assert f'"{FIXES_HEADER}"' in app.read_text(encoding="utf-8")
+
+
+def test_category_deltas_name_their_phases() -> None:
+    doc = doctor_json(str(LOGS / "constructed-train-qlora.txt"))
+    fixes = estimated(doc)
+    for f in fixes:
+        why = f["why"]
+        peaks = why.split(", saves ")[0]  # "per-GPU peak A (p0) -> B (p1)"
+        p0, p1 = (x.rsplit("(", 1)[1].rstrip(")") for x in peaks.split(" -> "))
+        if p0 == p1:
+            assert f"at the {p0.replace('_', ' ')} peak of both: " in why, why
+        else:
+            assert "different phases" in why, why
+        # and one comparison at the same phase: the one the log failed in (the forward)
+        assert "same phase in both (forward end, where the log failed): " in why, why
+    # a change that moves the peak to another phase says so
+    ds = doctor_json(str(LOGS / "constructed-train-ds-zero2.txt"), "--model", "llama-3.1-8b")
+    moved = [f for f in estimated(ds) if "different phases" in f["why"]]
+    assert moved
+    for f in moved:
+        assert "each at its own peak (before: " in f["why"]
+        assert "same phase in both (optimizer step, where the log failed): " in f["why"]
+
+
+def test_liger_option_is_sized_as_fused_cross_entropy() -> None:
+    # the Trainer's cross-entropy option is Liger's fused linear CE: the estimate must size that
+    # (no logits), not torchtune's chunked loss
+    doc = doctor_json(str(LOGS / "constructed-train-ds-zero2.txt"))
+    ce = [f for f in estimated(doc) if "--use_liger_kernel" in " ".join(f["commands"])]
+    assert ce
+    for f in ce:
+        assert f["commands"][-1].endswith("--fused-loss"), f["commands"][-1]
+        assert "--chunked-loss" not in f["commands"][-1]
+    tt = doctor_json(
+        TORCHTUNE.replace(
+            "  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n",
+            "  _component_: torch.nn.CrossEntropyLoss\n",
+        )
+        + BACKWARD_FRAMES
+        + H100_OOM,
+        "--model",
+        "llama-3.2-3b",
+    )
+    chunked = [f for f in estimated(tt) if "CEWithChunkedOutputLoss" in f["commands"][0]]
+    assert chunked
+    assert all("--chunked-loss" in f["commands"][-1] for f in chunked)

@@ -93,3 +93,25 @@ def test_plan_train(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "llama-3.1-70b", "--gpu", "rtx-3060", "--train", "full"]) == 3
     assert "Nothing fits" in capsys.readouterr().out
     assert main(["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--train", "full", "-c", "4k"]) == 2
+
+
+def test_optimizer_in_backward_suggestions_never_accumulate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # torchtune's optimizer_in_bwd steps inside backward: micro-batch x accumulation options are
+    # invalid settings, so the estimate must still print, with a smaller batch and no accumulation
+    argv = ["estimate", "llama-3.1-8b", "--train", "full", "--micro-batch", "4",
+            "--optimizer-in-backward", "--gpu", "rtx-4090"]  # fmt: skip
+    assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert "Does not fit" in out
+    assert "To make it fit" in out
+    assert main([*argv, "--grad-accum", "1", "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["suggestions"]
+    spec = oomkit.load_model("llama-3.1-8b")
+    s = TrainingSettings(method="full", micro_batch=4, optimizer_in_backward=True)
+    changes = suggest_training_changes(spec, s, _hw("rtx-4090"))
+    assert changes
+    assert all(c.settings.grad_accum == 1 and c.settings.optimizer_in_backward for c in changes)
+    assert any(c.settings.micro_batch < 4 for c in changes)

@@ -42,6 +42,12 @@ MAX_LOG_BYTES = 32 << 20
 _HEAD_BYTES = 4 << 20
 _CHUNK = 1 << 20
 
+#: what the order of the fixes is (:func:`oomkit.diagnose.fixes.rank`)
+FIXES_HEADER = (
+    "Fixes (those that make it fit first, least intrusive first; then by expected saving; "
+    "unsized advice and hardware changes last)"
+)
+
 
 def _read_capped(fh: BinaryIO) -> str:
     """Stream ``fh``: keep its head and tail within :data:`MAX_LOG_BYTES`, note what was skipped."""
@@ -139,7 +145,8 @@ def _print_human(d: Diagnosis) -> None:
         out(f"  ... and {len(d.events) - 10} more")
     if d.fixes:
         out("")
-        out("Fixes (largest expected saving first):")
+        # the order of oomkit.diagnose.fixes.rank
+        out(FIXES_HEADER + ":")
         for i, f in enumerate(d.fixes, 1):
             saving = (
                 f"  [saves ~{_size(f.expected_saving_bytes)}]"

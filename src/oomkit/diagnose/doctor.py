@@ -75,14 +75,16 @@ def _note_training(result: Diagnosis, text: str) -> Diagnosis:
     """Name the training setup the log shows (:mod:`oomkit.diagnose.training_context`)."""
     if not result.oom_found:
         return result
-    from oomkit.diagnose.training_fixes import training_note
+    from oomkit.diagnose.training_fixes import already_done, training_note
 
     note = training_note(text, result.context.frame_phase)
     if note is None:
         return result
     import dataclasses
 
-    return dataclasses.replace(result, notes=(*result.notes, note))
+    done = already_done(text, result.context.frame_phase)  # what the log shows is in place
+    fixes = tuple(f for f in result.fixes if not (done and f.title.startswith(done)))
+    return dataclasses.replace(result, notes=(*result.notes, note), fixes=fixes)
 
 
 def _note_generation(

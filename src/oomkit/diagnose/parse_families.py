@@ -134,6 +134,12 @@ _ALLOC_LIMIT = re.compile(
 _TQDM = re.compile(r"\b(?P<k>\d{1,9})/(?P<n>\d{1,9}) \[|\[ {0,8}(?P<k2>\d{1,9})/(?P<n2>\d{1,9})\]")
 _EPOCH = re.compile(r"\b[Ee]poch:? ?\[?(?P<e>\d{1,6})\b")
 _LOOP_WORDS = ("epoch", "loss", "step", "train", "iter", "batch", "valid")
+# the HF Trainer's own bar is unlabelled ("12%|█▏ | 190/1562 [41:02<4:56:13, 12.96s/it]"): it is
+# transformers ProgressCallback.on_train_begin's `tqdm(total=state.max_steps)`, started after
+# the `***** Running training *****` banner (`Total optimization steps = {max_steps:,}`), so a
+# bare it/s or s/it bar counts once the log has shown that banner or a TrainingArguments dump
+_TRAINER_START = ("***** Running training *****", "TrainingArguments(", "Total optimization steps")
+_RATE_BAR = re.compile(r"\b\d{1,9}/\d{1,9} \[[^\]]{0,40}?(?:it/s|s/it)\]")
 _NOT_STEPS = ("Loading", "shards", "Fetching", "Downloading", "download", "Compiling")
 _NEEDLES = (
     "it/s",
@@ -172,7 +178,9 @@ _DEVICE_NEEDLES = (
     "OutOfHostMemory",
     "OUT_OF_HOST_MEMORY",
 )
-_PREFILTER = needles_re((*_NEEDLES, *_DEVICE_NEEDLES, "recommendedMaxWorkingSetSize"))
+_PREFILTER = needles_re(
+    (*_NEEDLES, *_DEVICE_NEEDLES, "recommendedMaxWorkingSetSize", *_TRAINER_START)
+)
 _DEVICE_PREFILTER = needles_re(_DEVICE_NEEDLES)
 
 
@@ -400,10 +408,13 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     """
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
+    trainer = False  # the HF Trainer's training loop has started (its bar is unlabelled)
     for i, raw in enumerate(lines.text):
         if not _PREFILTER.search(raw):
             continue
         line = lines.cleaned(i)
+        if not trainer and any(m in line for m in _TRAINER_START):
+            trainer = True
         if _IMBALANCE in line:
             facts.setdefault("imbalance_warning", line[:300])
         if "limit" in line and _ALLOC_LIMIT.search(line):
@@ -415,22 +426,23 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         ev = _event(line, lines.number[i])
         if ev is not None:
             events.append(ev)
-        elif ("/s" in line or "poch" in line or ("/" in line and "] " in line)) and not any(
-            w in line for w in _NOT_STEPS
-        ):
-            _steps(line, facts)
+        elif (
+            "/s" in line or "s/it" in line or "poch" in line or ("/" in line and "] " in line)
+        ) and not any(w in line for w in _NOT_STEPS):
+            _steps(line, facts, trainer)
     return events, facts
 
 
-def _steps(line: str, facts: dict[str, Any]) -> None:
+def _steps(line: str, facts: dict[str, Any], trainer: bool = False) -> None:
     """Completed steps shown by a progress bar or an epoch counter (the largest seen).
 
     Only bars of a training/evaluation loop count (the line names an epoch, step, loss, batch
     or iteration): an unlabelled bar is as often a diffusion sampler's 20/20 steps before the
     VAE decode, or a dataset map, where a later failure is a different allocation, not growth.
+    After the HF Trainer's banner (``trainer``) its unlabelled it/s or s/it bar counts too.
     """
     low = line.lower()
-    if not any(w in low for w in _LOOP_WORDS):
+    if not any(w in low for w in _LOOP_WORDS) and not (trainer and _RATE_BAR.search(line)):
         return
     done = [
         int(m["k"] or m["k2"])

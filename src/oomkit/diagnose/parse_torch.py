@@ -159,7 +159,26 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "in _apply",
         ),
     ),
-    ("backward", (".backward(", "in backward", "_engine_run_backward", "torch/autograd/")),
+    (
+        # autograd itself, and the hooks FSDP and DeepSpeed run inside it: FSDP's
+        # torch/distributed/fsdp/_runtime_utils.py `_post_backward_hook` / `_pre_backward_hook`
+        # (FSDP2 `post_backward`), DeepSpeed ZeRO's gradient reduce hooks (stage_1_and_2.py
+        # `reduce_ready_partitions_and_remove_grads`, stage3.py `reduce_partition_and_remove_grads`)
+        "backward",
+        (
+            ".backward(",
+            "in backward",
+            "_engine_run_backward",
+            "torch/autograd/",
+            "in _post_backward_hook",
+            "in _pre_backward_hook",
+            "in post_backward",
+            "in _post_backward_final_callback",
+            "in reduce_ready_partitions_and_remove_grads",
+            "in reduce_partition_and_remove_grads",
+            "in reduce_independent_p_g_buckets_and_remove_grads",
+        ),
+    ),
     (
         "optimizer_step",
         ("optimizer.step(", "in _single_tensor_adam", "in _multi_tensor_adam", "torch/optim/"),

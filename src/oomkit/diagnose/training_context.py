@@ -18,11 +18,14 @@ came from; a fact the log does not state stays ``None`` (never guessed). Recogni
   precision type: bf16``) and torchrun (``--nproc_per_node``);
 * torchtune configs (``batch_size: 2``, ``enable_activation_checkpointing: True``,
   ``max_seq_len: 2048``, ``lora_rank: 8``, ``CEWithChunkedOutputLoss``, optimizer components,
-  ``enable_activation_offloading: True``).
+  ``enable_activation_offloading: True``, ``optimizer_in_bwd: True``, ``dtype: bf16`` — the
+  recipe casts the model to that dtype and steps it: no fp32 master copy —, the ``model:
+  _component_`` builder).
 
 The phase is the traceback's (``LogContext.frame_phase``: ``loss.backward()`` /
 ``torch/autograd`` → backward, ``optimizer.step()`` / ``torch/optim`` → optimizer step) refined
-with DeepSpeed's and the Trainer's own frames (``engine.backward``, ``zero/stage3.py ... in
+with DeepSpeed's, FSDP's and the Trainer's own frames (``engine.backward``, FSDP's
+``_post_backward_hook`` and ZeRO's gradient-reduce hooks → backward, ``zero/stage3.py ... in
 step``, ``training_step``). Pure: text in, value out.
 
 >>> s = training_setup_from_log("  Instantaneous batch size per device = 8\\n"
@@ -69,6 +72,13 @@ class TrainingLogSetup:
     lora_targets: tuple[str, ...] | None = None
     loss: str | None = None  # chunked | fused
     activation_offloading: bool | None = None  # torchtune enable_activation_offloading
+    #: torchtune ``optimizer_in_bwd: True``: each parameter steps in its backward hook
+    optimizer_in_backward: bool | None = None
+    #: fp32 master weights: False for a torchtune recipe (``dtype: bf16`` trains the bf16
+    #: parameters themselves, no fp32 copy); None when the log does not settle it
+    master_weights: bool | None = None
+    #: torchtune model builder (``model: _component_: torchtune.models.llama3_1.llama3_1_8b``)
+    torchtune_model: str | None = None
     model_name: str | None = None
     trainable_params: int | None = None
     evidence: dict[str, str] = field(default_factory=dict)
@@ -172,6 +182,12 @@ _OPTIM = (
     (re.compile(r"\boptim\s*[=:]\s*adamw|FusedAdam|torch\.optim\.AdamW|Basic Optimizer = "
                 r"\w*Adam", re.I), "adamw"),
 )  # fmt: skip
+_OPT_IN_BWD = re.compile(r"\boptimizer_in_bwd\s*[=:]\s*(True|False)\b", re.I)
+# a torchtune recipe's precision: `dtype: bf16` casts the model and the optimizer works on those
+# bf16 parameters (recipes/full_finetune_single_device.py: `self._dtype = training.get_dtype(...)`,
+# `model = ...; with training.set_default_dtype(self._dtype)`), so there is no fp32 master copy
+_TT_DTYPE = re.compile(r"^\s*dtype\s*:\s*(bf16|fp16|fp32)\s*$", re.MULTILINE)
+_TT_MODEL = re.compile(r"^model:\s*\n\s+_component_:\s*(torchtune\.models\.[\w.]+)", re.MULTILINE)
 _OFFLOAD_ACT = re.compile(r"enable_activation_offloading\s*[=:]\s*(True|False)", re.I)
 _CHUNKED = re.compile(r"CEWithChunkedOutputLoss|chunked_?(?:cross_?entropy|ce|loss)", re.I)
 _FUSED = re.compile(
@@ -196,6 +212,12 @@ _BACKWARD_FRAMES = (
     "_engine_run_backward",
     "in allreduce_gradients",
     "in reduce_ready_partitions_and_remove_grads",
+    "in reduce_partition_and_remove_grads",
+    "in reduce_independent_p_g_buckets_and_remove_grads",
+    "in _post_backward_hook",  # FSDP (torch/distributed/fsdp/_runtime_utils.py)
+    "in _pre_backward_hook",
+    "in post_backward",  # FSDP2
+    "in _post_backward_final_callback",
 )
 _STEP_FRAMES = ("optimizer.step(", "in _optimizer_step", "torch/optim/", "in _single_tensor_adam",
                 "in _multi_tensor_adam", "in step_with_", "_take_model_step")  # fmt: skip
@@ -305,7 +327,7 @@ _KEYWORDS = (
     "deepspeed", "torchtune", "tune run", "trainable", "peft", "4bit", "qlora", "nf4", "--bits",
     "checkpointing", "fsdp", "shard", "offload", "bf16", "bfloat16", "fp16", "dtype", "optim",
     "adam", "adafactor", "lion", "sgd", "chunk", "liger", "target", "model_name_or_path",
-    "models--", "checkpoint_dir",
+    "models--", "checkpoint_dir", "in_bwd", "_component_",
 )  # fmt: skip
 _SMALL_LOG = 256 * 1024
 _HITS_PER_KEYWORD = 400
@@ -398,6 +420,21 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
             m.group(1).lower() == "true",
             _line_of(text, m.start()),
         )
+    opt_bwd = None
+    if (m := _OPT_IN_BWD.search(text)) is not None:
+        opt_bwd, ev["optimizer_in_backward"] = (
+            m.group(1).lower() == "true",
+            _line_of(text, m.start()),
+        )
+    master = None
+    tt_model = None
+    if framework == "torchtune":
+        if (m := _TT_DTYPE.search(text)) is not None:
+            master, ev["master_weights"] = m.group(1) == "fp32", _line_of(text, m.start())
+            if m.group(1) == "fp32" and mp is None:  # a recipe in fp32: no mixed precision
+                mp, ev["mixed_precision"] = "no", ev["master_weights"]
+        if (m := _TT_MODEL.search(text)) is not None:
+            tt_model = m.group(1)
     zero = ints.get("zero")
     return TrainingLogSetup(
         framework=framework,
@@ -417,6 +454,9 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
         lora_targets=_targets(text) if method in ("lora", "qlora") else None,
         loss=loss,
         activation_offloading=act_off,
+        optimizer_in_backward=opt_bwd,
+        master_weights=master,
+        torchtune_model=tt_model,
         model_name=_model_name(text),
         trainable_params=trainable,
         evidence=ev,

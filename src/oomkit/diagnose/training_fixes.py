@@ -16,8 +16,15 @@ LoRA, QLoRA) plus the largest micro-batch that fits (a binary search over the es
 gradient accumulation raised to keep the effective batch), the next ZeRO stage, and a smaller
 LoRA rank. Spreading the states over more GPUs than the log shows is a hardware change: labelled
 and ranked last. Each fix names the option of the stack the log came from (Trainer arguments,
-DeepSpeed JSON, accelerate config, torchtune overrides, PEFT) and the ``oomkit estimate``
-command that reproduces its numbers.
+DeepSpeed JSON, accelerate config, PEFT; a torchtune run only torchtune overrides:
+:mod:`oomkit.diagnose.training_commands`) and the ``oomkit estimate`` command that reproduces
+its numbers with every setting the estimate used.
+
+A torchtune run is sized as torchtune trains it: in its ``dtype`` with no fp32 master copy,
+with ``optimizer_in_bwd`` the optimizer steps inside backward, so no fix raises gradient
+accumulation (torchtune refuses the two together): a smaller ``batch_size`` is offered as what
+it is, a smaller effective batch. Rule fixes for what the log shows is already in place
+(checkpointing on, a 4-bit base, bf16) are dropped (:func:`already_done`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.diagnose.model_fixes import HEADROOM_BYTES, EstimatedFix, resolve_log_model
+from oomkit.diagnose.training_commands import _cmds, _oomkit_cmd
 from oomkit.diagnose.training_context import TrainingLogSetup, training_setup_from_log
 
 if TYPE_CHECKING:
@@ -38,7 +46,12 @@ if TYPE_CHECKING:
     from oomkit.spec.model import ModelSpec
     from oomkit.spec.settings import TrainingSettings
 
-__all__ = ["training_fixes", "training_settings_from_log", "with_training_fixes"]
+__all__ = [
+    "already_done",
+    "training_fixes",
+    "training_settings_from_log",
+    "with_training_fixes",
+]
 
 _TRAINING_RUNTIMES = frozenset({"pytorch", "accelerate", "deepspeed"})
 # the rules' own (generic or log-arithmetic) fixes that a sized training fix replaces
@@ -62,6 +75,10 @@ _ORDER = {
 
 def _fb(n: int | None) -> str:
     return size_text(n)
+
+
+def _ph(phase: object) -> str:
+    return str(phase).replace("_", " ")
 
 
 def training_settings_from_log(
@@ -96,6 +113,9 @@ def training_settings_from_log(
     if setup.gpus is None and (zero or fsdp):
         assumed.append("1 GPU (the log does not give the world size)")
     gc = setup.grad_checkpointing
+    in_bwd = bool(setup.optimizer_in_backward)
+    if setup.master_weights is None and setup.framework == "torchtune":
+        assumed.append("no fp32 master weights (torchtune trains in its dtype)")
     kwargs: dict[str, object] = {
         "method": method,
         "micro_batch": pick(setup.micro_batch, d.micro_batch, "micro-batch"),
@@ -111,8 +131,14 @@ def training_settings_from_log(
         "gpus": gpus,
         "offload_optimizer": bool(setup.offload_optimizer),
         "loss": setup.loss or d.loss,
-        "grad_accum": setup.grad_accum or 1,
+        # the optimizer steps inside backward: nothing accumulates (torchtune refuses both)
+        "grad_accum": 1 if in_bwd else setup.grad_accum or 1,
         "activation_offloading": bool(setup.activation_offloading),
+        "optimizer_in_backward": in_bwd,
+        # torchtune casts the model to its `dtype` and steps those parameters (no fp32 copy)
+        "master_weights": setup.master_weights
+        if setup.master_weights is not None
+        else setup.framework != "torchtune",
     }
     if method != "full":
         kwargs["lora_rank"] = pick(setup.lora_rank, d.lora_rank, "LoRA rank")
@@ -133,91 +159,6 @@ def _hardware(e: OomEvent, settings: TrainingSettings, hardware: Hardware | None
     return Hardware(devices=(target,) * settings.gpus)
 
 
-# --- commands in the vocabulary of the stack the log came from ---------------------------------
-
-
-def _cmds(change: str, s: TrainingSettings, fw: str | None, model: str) -> tuple[str, ...]:
-    """The option(s) to change for ``change`` (new settings ``s``), stack-specific first."""
-    torchtune = fw == "torchtune"
-    ds = fw == "deepspeed" or (s.zero and fw != "torchtune")
-    out: list[str]
-    if change == "micro_batch":
-        if torchtune:
-            out = [f"batch_size={s.micro_batch} gradient_accumulation_steps={s.grad_accum}"]
-        elif ds:
-            out = [f'"train_micro_batch_size_per_gpu": {s.micro_batch}, '
-                   f'"gradient_accumulation_steps": {s.grad_accum}   # DeepSpeed JSON']  # fmt: skip
-        else:
-            out = []
-        out.append(f"--per_device_train_batch_size {s.micro_batch} "
-                   f"--gradient_accumulation_steps {s.grad_accum}   # HF Trainer")  # fmt: skip
-    elif change == "checkpointing":
-        out = (["enable_activation_checkpointing=True"] if torchtune else []) + [
-            "--gradient_checkpointing True   # HF Trainer",
-            "model.gradient_checkpointing_enable()",
-        ]
-    elif change == "chunked_loss":
-        out = (["loss=torchtune.modules.loss.CEWithChunkedOutputLoss"] if torchtune else []) + [
-            "--use_liger_kernel True   # HF Trainer: fused linear cross-entropy (Liger)",
-        ]
-    elif change == "adam8bit":
-        out = (["optimizer=bitsandbytes.optim.PagedAdamW8bit"] if torchtune else []) + [
-            "--optim adamw_bnb_8bit   # HF Trainer",
-            "bnb.optim.AdamW8bit(model.parameters(), lr=lr)",
-        ]
-    elif change in ("shard", "zero_next", "more_gpus"):
-        if s.fsdp:
-            out = [f"fsdp_sharding_strategy: {s.fsdp_strategy}   # accelerate config",
-                   f"--fsdp \"{s.fsdp_strategy.lower()} auto_wrap\"   # HF Trainer"]  # fmt: skip
-        else:
-            out = [f'"zero_optimization": {{"stage": {s.zero}}}   # DeepSpeed JSON',
-                   f"accelerate launch --use_deepspeed --zero_stage {s.zero} "
-                   f"--num_processes {s.gpus} train.py"]  # fmt: skip
-    elif change == "offload":
-        out = [f'"zero_optimization": {{"stage": {s.zero}, "offload_optimizer": '
-               '{"device": "cpu"}}   # DeepSpeed JSON']  # fmt: skip
-    elif change == "offload_activations":
-        out = ["enable_activation_offloading=True   # torchtune recipe config"]
-    elif change == "lora_rank":
-        out = ([f"model.lora_rank={s.lora_rank}"] if torchtune else []) + [
-            f"LoraConfig(r={s.lora_rank}, lora_alpha={2 * s.lora_rank}, ...)   # PEFT"
-        ]
-    elif change == "lora":
-        out = ["get_peft_model(model, LoraConfig(r=16, target_modules='all-linear'))   # PEFT"]
-    else:  # qlora
-        out = ["BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
-               "bnb_4bit_use_double_quant=True)   # + PEFT LoRA"]  # fmt: skip
-    out.append(_oomkit_cmd(s, model))
-    return tuple(out)
-
-
-def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
-    """``oomkit estimate`` that reproduces the numbers of ``s`` (see ``estimate --train``)."""
-    parts = [f"oomkit estimate {model} --train {s.method}", f"--micro-batch {s.micro_batch}",
-             f"--seq {s.seq}", f"--optimizer {s.optimizer}"]  # fmt: skip
-    if s.grad_accum > 1:
-        parts.append(f"--grad-accum {s.grad_accum}")
-    if s.grad_checkpointing != "none":
-        parts.append(f"--grad-checkpointing {s.grad_checkpointing}")
-    if s.zero:
-        parts.append(f"--zero {s.zero}")
-    if s.fsdp:
-        parts.append(f"--fsdp {s.fsdp_strategy}")
-    if s.gpus > 1:
-        parts.append(f"--gpus {s.gpus}")
-    if s.method != "full":
-        parts.append(f"--lora-rank {s.lora_rank}")
-    if s.loss == "chunked":
-        parts.append("--chunked-loss")
-    if s.offload_optimizer:
-        parts.append("--offload-optimizer")
-    if s.activation_offloading:
-        parts.append("--activation-offloading")
-    if s.mixed_precision != "bf16":
-        parts.append(f"--mixed-precision {s.mixed_precision}")
-    return " ".join(parts)
-
-
 # --- the fixes -----------------------------------------------------------------------------------
 
 
@@ -227,17 +168,20 @@ class _Sizer:
     def __init__(
         self, spec: ModelSpec, base: TrainingSettings, hw: Hardware, assumed: Sequence[str],
         framework: str | None, model_ref: str, failed_phase: str | None = None,
+        tt_model: str | None = None,
     ) -> None:  # fmt: skip
         from oomkit.estimate.training import estimate_training
 
         self.spec, self.base_settings, self.hw = spec, base, hw
-        self.framework, self.model_ref = framework, model_ref
+        self.framework, self.model_ref, self.tt_model = framework, model_ref, tt_model
         self.base = estimate_training(spec, base, hw)
         basis = f"oomkit's training estimate for {spec.name}"
         phases = self.base.runtime_details.get("phases")
+        self.failed_key: str | None = None
         if failed_phase and isinstance(phases, dict):
             key = {"forward": "forward_end"}.get(failed_phase, failed_phase)
             if key in phases:
+                self.failed_key = key
                 basis += (f"; the log failed in the {failed_phase.replace('_', ' ')}, estimated "
                           f"at {_fb(phases[key])} allocated there")  # fmt: skip
         if assumed:
@@ -256,6 +200,8 @@ class _Sizer:
         from oomkit.errors import OomkitError
         from oomkit.estimate.training import estimate_training
 
+        if self.framework == "torchtune" and s.zero:
+            return None  # torchtune shards with FSDP, it has no DeepSpeed ZeRO
         try:
             return estimate_training(self.spec, s, hw or self.hw)
         except (OomkitError, ValueError):
@@ -266,6 +212,27 @@ class _Sizer:
         if d.capacity_bytes is None:
             return None
         return d.total_bytes + HEADROOM_BYTES <= d.capacity_bytes
+
+    def as_printed(self, s: TrainingSettings) -> TrainingSettings:
+        """``s`` as the printed option trains it: outside torchtune the cross-entropy option is
+        Liger's fused linear cross-entropy (``--use_liger_kernel``: no full logits at all,
+        ``loss="fused"``), not torchtune's chunked one."""
+        if self.framework != "torchtune" and s.loss == "chunked" and self.base_settings.loss != (
+            "chunked"
+        ):  # fmt: skip
+            return dataclasses.replace(s, loss="fused")
+        return s
+
+    def _same_phase(self, est: Estimate, p0: object) -> str:
+        """Both runs' allocation in one phase (the log's failing phase, else the base peak's)."""
+        ph0 = self.base.runtime_details.get("phases")
+        ph1 = est.runtime_details.get("phases")
+        key = self.failed_key or p0
+        if not (isinstance(ph0, dict) and isinstance(ph1, dict) and key in ph0 and key in ph1):
+            return ""
+        where = ", where the log failed" if self.failed_key else ""
+        return (f"; same phase in both ({_ph(key)}{where}): {_fb(ph0[key])} -> "
+                f"{_fb(ph1[key])} allocated")  # fmt: skip
 
     def fix(
         self, change: str, title: str, s: TrainingSettings, est: Estimate, *, hardware: bool = False
@@ -288,8 +255,13 @@ class _Sizer:
                 parts.append(f"{label} {_fb(a)} -> {_fb(b)}")
         why = (f"per-GPU peak {_fb(d0.total_bytes)} ({p0}) -> {_fb(d1.total_bytes)} ({p1}), "
                f"saves {_fb(saving)}")  # fmt: skip
-        if parts:
-            why += f"; {'; '.join(parts)}"
+        # the category split exists only at each run's own peak: say which phases it compares
+        if parts and p0 == p1:
+            why += f"; at the {_ph(p0)} peak of both: {'; '.join(parts)}"
+        elif parts:
+            why += (f"; each at its own peak (before: {_ph(p0)}, after: {_ph(p1)}; different "
+                    f"phases): {'; '.join(parts)}")  # fmt: skip
+        why += self._same_phase(est, p0)
         ok = self.fits(est)
         if ok is not None:
             left = (d1.capacity_bytes or 0) - d1.total_bytes
@@ -306,7 +278,7 @@ class _Sizer:
         return EstimatedFix(
             title=title,
             why=f"{why}. {self.basis}",
-            commands=_cmds(change, s, self.framework, self.model_ref),
+            commands=_cmds(change, s, self.framework, self.model_ref, self.tt_model),
             expected_saving_bytes=saving,
             hardware=hardware,
             fits=ok,
@@ -321,6 +293,8 @@ def _micro_batch(z: _Sizer) -> list[Fix | None]:
         return []
 
     def with_mb(mb: int) -> TrainingSettings:
+        if s.optimizer_in_backward:  # the step runs in backward: nothing can accumulate
+            return dataclasses.replace(s, micro_batch=mb)
         accum = max(1, s.grad_accum * s.micro_batch // mb)
         return dataclasses.replace(s, micro_batch=mb, grad_accum=accum)
 
@@ -337,8 +311,13 @@ def _micro_batch(z: _Sizer) -> list[Fix | None]:
     est = z.run(new)
     if est is None:
         return []
-    title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
-             f"{new.grad_accum} (same effective batch)")  # fmt: skip
+    if s.optimizer_in_backward:
+        title = (f"Micro-batch {s.micro_batch} -> {mb}, no gradient accumulation (the "
+                 f"optimizer steps in backward): the effective batch shrinks "
+                 f"{s.micro_batch // mb}x")  # fmt: skip
+    else:
+        title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
+                 f"{new.grad_accum} (same effective batch)")  # fmt: skip
     return [z.fix("micro_batch", title, new, est)]
 
 
@@ -363,7 +342,7 @@ def _levers(z: _Sizer) -> list[Fix | None]:
         step = lever(z.base_settings)
         if step is None:
             continue
-        s = step[1]
+        s = z.as_printed(step[1])
         est = z.run(s)
         if est is None:
             continue
@@ -409,26 +388,32 @@ def _combination(z: _Sizer) -> list[Fix | None]:
         if step is not None and step[0] in combo.changes:
             keys.append(key)
             settings = step[1]
-    s = combo.settings
+    s, est = combo.settings, combo.estimate
+    if (printed := z.as_printed(s)) != s and (again := z.run(printed)) is not None and z.fits(
+        again
+    ):  # fmt: skip
+        s, est = printed, again
+    accum = (f"micro-batch {s.micro_batch}, no accumulation" if s.optimizer_in_backward
+             else f"micro-batch {s.micro_batch} x {s.grad_accum} accumulation steps")  # fmt: skip
     short = {
         "checkpointing": "gradient checkpointing",
-        "chunked_loss": "chunked cross-entropy",
+        "chunked_loss": "fused cross-entropy" if s.loss == "fused" else "chunked cross-entropy",
         "adam8bit": "8-bit AdamW",
         "shard": f"{'FULL_SHARD' if s.fsdp else 'ZeRO stage 3'} over the {s.gpus * s.nodes} GPUs",
-        "micro_batch": f"micro-batch {s.micro_batch} x {s.grad_accum} accumulation steps",
+        "micro_batch": accum,
         "offload": "optimizer states on the CPU",
         "lora": "LoRA",
         "qlora": "QLoRA",
     }
     title = "Combine " + " + ".join(short[k] for k in keys)
-    fix = z.fix("combined", title, s, combo.estimate)
+    fix = z.fix("combined", title, s, est)
     if fix is None:
         return []
     cmds: list[str] = []
     for key in keys:
-        cmds.extend(c for c in _cmds(key, combo.settings, z.framework, z.model_ref)[:-1]
+        cmds.extend(c for c in _cmds(key, s, z.framework, z.model_ref, z.tt_model)[:-1]
                     if c not in cmds)  # fmt: skip
-    cmds.append(_oomkit_cmd(combo.settings, z.model_ref))
+    cmds.append(_oomkit_cmd(s, z.model_ref))
     sup = (*(p for k in keys for p in _SUPERSEDES.get(k, ())), *z.moot)
     order = max(_ORDER[k] for k in keys)
     return [dataclasses.replace(fix, commands=tuple(cmds), supersedes=sup, order=order)]
@@ -490,10 +475,14 @@ def _more_gpus(z: _Sizer) -> list[Fix | None]:
     target = z.hw.devices[0]
     n = 2
     while n <= _MAX_GPUS_SEARCHED:
-        new = dataclasses.replace(s, gpus=n, zero=3, fsdp=False)
+        if z.framework == "torchtune":  # torchtune's distributed recipes shard with FSDP
+            new = dataclasses.replace(s, gpus=n, fsdp=True, fsdp_strategy="FULL_SHARD")
+        else:
+            new = dataclasses.replace(s, gpus=n, zero=3, fsdp=False)
         est = z.run(new, Hardware(devices=(target,) * n))
         if est is not None and z.fits(est):
-            title = f"Hardware change: ZeRO-3 over {n} GPUs like this one"
+            how = "FSDP FULL_SHARD" if new.fsdp else "ZeRO-3"
+            title = f"Hardware change: {how} over {n} GPUs like this one"
             return [z.fix("more_gpus", title, new, est, hardware=True)]
         n *= 2
     return []
@@ -528,7 +517,7 @@ def training_fixes(
 
         settings, assumed = training_settings_from_log(setup, model_info(spec).params)
         z = _Sizer(spec, settings, _hardware(e, settings, hardware), assumed, setup.framework,
-                   model_ref or spec.name, setup.phase)  # fmt: skip
+                   model_ref or spec.name, setup.phase, setup.torchtune_model)  # fmt: skip
     except (OomkitError, ValueError):
         return []
     found: list[Fix | None] = []
@@ -575,6 +564,23 @@ def with_training_fixes(
         return training_fixes(spec, setup, e, hardware, model_ref=ref)
 
     return training_or_inference
+
+
+def already_done(text: str, frame_phase: str | None) -> tuple[str, ...]:
+    """Title prefixes of the rules' generic fixes that the training log shows are already in
+    place (gradient checkpointing on; a 4-bit QLoRA base; bf16/fp16): suggesting them again
+    is noise."""
+    setup = training_setup_from_log(text, frame_phase)
+    if not setup.is_training:
+        return ()
+    done: list[str] = []
+    if setup.grad_checkpointing:
+        done.append("Recompute activations")
+    if setup.method == "qlora":
+        done.append("Load the weights quantized")
+    if setup.mixed_precision in ("bf16", "fp16"):
+        done.append("Run in bf16/fp16")
+    return tuple(done)
 
 
 def training_note(text: str, frame_phase: str | None) -> str | None:

@@ -72,6 +72,13 @@ def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     if s.micro_batch < 2:
         return None
     mb = s.micro_batch // 2
+    if s.optimizer_in_backward:
+        # the step runs inside backward, so nothing can accumulate (torchtune refuses
+        # optimizer_in_bwd with gradient_accumulation_steps > 1): a smaller batch, no make-up
+        return (
+            f"micro-batch {mb}, no accumulation: the effective batch halves (--micro-batch {mb})",
+            dataclasses.replace(s, micro_batch=mb),
+        )
     return (
         f"micro-batch {mb} x {s.grad_accum * 2} accumulation steps (--micro-batch {mb})",
         dataclasses.replace(s, micro_batch=mb, grad_accum=s.grad_accum * 2),

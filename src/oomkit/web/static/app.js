@@ -447,7 +447,7 @@
       el("p", { class: "explanation" }, d.explanation),
       el("h3", {}, `Found ${d.events.length} OOM message(s)`),
       el("ul", { class: "events" }, ev),
-      ...(d.fixes.length ? [el("h3", {}, "Fixes (largest expected saving first)"),
+      ...(d.fixes.length ? [el("h3", {}, "Fixes (those that make it fit first, least intrusive first; then by expected saving; unsized advice and hardware changes last)"),
         el("ol", { class: "fixes" }, d.fixes.map((f) => el("li", {},
           el("strong", {}, f.title),
           f.expected_saving_bytes != null ? el("span", { class: "saving" }, ` saves ~${fmtBytes(f.expected_saving_bytes)}`) : null,
