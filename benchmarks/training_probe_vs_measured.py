@@ -95,7 +95,10 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             loss="chunked" if loss in ("chunked", "fused") else "standard",
             held_logits=s.get("held_logits", "none"),
             offload_activations="activation offloading" in rec["unmodelled"],
-            compiled_loss="torch.compile" in rec["unmodelled"] and loss == "chunked",
+            # the record's compiled_loss setting (torchtune >= 0.3 compile_loss); compiled
+            # layers are not traced (eager ops under FakeTensorMode): "torch.compile" stays
+            # unmodelled for the probe
+            compiled_loss=bool(s.get("compiled_loss")) and loss == "chunked",
         ),
     }
     if kw["train"] != "full":
