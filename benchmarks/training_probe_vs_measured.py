@@ -95,10 +95,10 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             loss="chunked" if loss in ("chunked", "fused") else "standard",
             held_logits=s.get("held_logits", "none"),
             offload_activations="activation offloading" in rec["unmodelled"],
-            # the record's compiled_loss setting (torchtune >= 0.3 compile_loss); compiled
-            # layers are not traced (eager ops under FakeTensorMode): "torch.compile" stays
-            # unmodelled for the probe
+            # the record's compile settings: the layers' min-cut partition is traced, the
+            # compiled chunked loss is modelled (probe_step), Inductor's fused backward is not
             compiled_loss=bool(s.get("compiled_loss")) and loss == "chunked",
+            compiled_layers=bool(s.get("compiled")),
         ),
     }
     if kw["train"] != "full":
