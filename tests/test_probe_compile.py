@@ -88,3 +88,21 @@ def test_checkpointed_layers_fall_back_to_the_eager_trace() -> None:
     comp = probe(LLAMA, **kw, step=StepOptions(loss="chunked", compiled_layers=True))
     assert any("not traced with activation checkpointing" in n for n in comp.notes)
     assert comp.peak_bytes == eager.peak_bytes
+
+
+def test_probe_cli_compile_flag(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from oomkit.cli import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA))
+    args = ["probe", str(cfg), "--train", "full", "--seq", str(SEQ), "--batch", str(BATCH),
+            "--no-mixed-precision", "--chunked-loss", "--exact-bytes", "--json"]  # fmt: skip
+    peaks = []
+    for extra in ([], ["--compile"]):
+        assert main([*args, *extra]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        peaks.append(doc["peak_bytes"])
+    assert peaks[1] < peaks[0]
+    assert any("decoder layers compiled" in n for n in doc["notes"])
