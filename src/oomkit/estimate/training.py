@@ -9,6 +9,8 @@ chunked/fused cross-entropy. Sub-models:
   gradients, optimizer states), LoRA adapters and the frozen (NF4) base;
 * :mod:`oomkit.estimate.training_sharding` — where those bytes live per GPU for each engine;
 * :mod:`oomkit.estimate.training_activations` — saved activations per layer and the loss term.
+* :mod:`oomkit.estimate.training_compile` — what ``torch.compile`` saves instead (the min-cut
+  partitioner's choice per decoder layer, the compiled cross-entropy).
 
 A step has three phases; the estimate is the largest of them:
 
