@@ -16,6 +16,10 @@ What is compared depends on the metric the source reports:
 
 Records whose run used something oomkit does not model (``unmodelled``: torch.compile) and
 records whose figure the source itself disputes are reported but not held to the 15% target.
+The torch.compile records carry ``compiled`` / ``compiled_loss`` in their settings (torchtune
+``compile: True``: the min-cut partitioner's saved set per layer and the fused compiled loss,
+:mod:`oomkit.estimate.training_compile`); they stay listed as unmodelled because Inductor's
+backward working set is still taken as eager.
 Activation offloading, listed as unmodelled in the fixture, is modelled now
 (``TrainingSettings.activation_offloading``, :data:`MODELLED_SINCE`).
 """

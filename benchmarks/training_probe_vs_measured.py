@@ -95,7 +95,10 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             loss="chunked" if loss in ("chunked", "fused") else "standard",
             held_logits=s.get("held_logits", "none"),
             offload_activations="activation offloading" in rec["unmodelled"],
-            compiled_loss="torch.compile" in rec["unmodelled"] and loss == "chunked",
+            # the record's compile settings: the layers' min-cut partition is traced, the
+            # compiled chunked loss is modelled (probe_step), Inductor's fused backward is not
+            compiled_loss=bool(s.get("compiled_loss")) and loss == "chunked",
+            compiled_layers=bool(s.get("compiled")),
         ),
     }
     if kw["train"] != "full":

@@ -103,6 +103,11 @@ def _render(d: dict[str, object]) -> list[str]:
     "--offload-activations", is_flag=True,
     help="Saved tensors to host memory (torchtune enable_activation_offloading).",
 )  # fmt: skip
+@click.option(
+    "--compile", "compiled", is_flag=True,
+    help="torch.compile'd decoder layers (min-cut partition) and compiled chunked loss "
+         "(torchtune compile=True).",
+)  # fmt: skip
 @click.option("--grad-checkpointing", is_flag=True, help="Non-reentrant activation checkpointing.")
 @click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option(
@@ -130,8 +135,8 @@ def _render(d: dict[str, object]) -> list[str]:
 def probe_command(
     model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
     optimizer_impl: str, keep_grads: bool, optimizer_in_backward: bool, chunked_loss: bool,
-    held_logits: str, offload_activations: bool, grad_checkpointing: bool, lora_rank: int,
-    lora_dropout: float, lora_targets: str | None,
+    held_logits: str, offload_activations: bool, compiled: bool, grad_checkpointing: bool,
+    lora_rank: int, lora_dropout: float, lora_targets: str | None,
     no_mixed_precision: bool, attn_implementation: str, first_step: bool, exact_bytes: bool,
     as_json: bool,
 ) -> None:  # fmt: skip
@@ -161,6 +166,7 @@ def probe_command(
             optimizer_in_backward=optimizer_in_backward,
             loss="chunked" if chunked_loss else "standard", held_logits=held_logits,
             offload_activations=offload_activations,
+            compiled_layers=compiled, compiled_loss=compiled and chunked_loss,
         ),
     )  # fmt: skip
     doc = result.to_dict()

@@ -88,6 +88,10 @@ class TrainOptions:
     grad_accum: int
     fragmentation: float | None
     activation_offloading: bool = False
+    #: torch.compile of the layers and the loss (torchtune compile=True); no_compile_loss:
+    #: the layers only
+    compile: bool = False
+    no_compile_loss: bool = False
     #: the estimate command's ``--emit`` when --train is given: a config or launch command
     emit: str | None = None
 
@@ -126,6 +130,8 @@ class TrainOptions:
             overhead_bytes=overhead_bytes,
             grad_accum=self.grad_accum,
             activation_offloading=self.activation_offloading,
+            compiled=self.compile,
+            compiled_loss=self.compile and not self.no_compile_loss,
         )
 
 
@@ -182,6 +188,12 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  help="Gradient accumulation steps"),
     click.option("--activation-offloading", "train_activation_offloading", is_flag=True,
                  help="Saved activations to host memory (torchtune enable_activation_offloading)"),
+    click.option("--compile", "train_compile", is_flag=True,
+                 help="torch.compile'd layers and loss (torchtune compile=True): pointwise "
+                      "intermediates recomputed in backward"),
+    click.option("--no-compile-loss", "train_no_compile_loss", is_flag=True,
+                 help="With --compile: the loss runs eagerly (torchtune < 0.3 compiled the "
+                      "model only)"),
     click.option("--fragmentation", "train_fragmentation", type=float,
                  help="Allocator fragmentation margin as a fraction of the peak (default 0.05)"),
 )  # fmt: skip

@@ -9,6 +9,8 @@ chunked/fused cross-entropy. Sub-models:
   gradients, optimizer states), LoRA adapters and the frozen (NF4) base;
 * :mod:`oomkit.estimate.training_sharding` — where those bytes live per GPU for each engine;
 * :mod:`oomkit.estimate.training_activations` — saved activations per layer and the loss term.
+* :mod:`oomkit.estimate.training_compile` — what ``torch.compile`` saves instead (the min-cut
+  partitioner's choice per decoder layer, the compiled cross-entropy).
 
 A step has three phases; the estimate is the largest of them:
 
@@ -48,6 +50,7 @@ from oomkit.estimate.training_activations import (
     layer_activations,
     loss_activations,
 )
+from oomkit.estimate.training_compile import COMPILE_SOURCE
 from oomkit.estimate.training_sharding import (
     Term,
     engine_name,
@@ -129,9 +132,8 @@ def _phase_components(
         "full": "layers x B·S·h·e (layer inputs only)",
         "selective": "sum over layers of saved tensors without the core-attention S² part",
     }[mode]
-    saved_c = _comp(
-        "activations", "saved activations", kept_total, act_formula, _KORTHIKANTI, inputs
-    )
+    act_source = f"{_KORTHIKANTI}; {COMPILE_SOURCE}" if settings.compiled else _KORTHIKANTI
+    saved_c = _comp("activations", "saved activations", kept_total, act_formula, act_source, inputs)
     offload = settings.activation_offloading
     if offload:
         # torchtune OffloadActivations: what stays on the GPU is the forward stash of the last
@@ -162,7 +164,8 @@ def _phase_components(
             "logits + loss (forward)",
             loss.saved_bytes + loss.forward_transient_bytes,
             loss.formula,
-            "transformers loss_utils.ForCausalLMLoss; torch log_softmax",
+            "transformers loss_utils.ForCausalLMLoss; torch log_softmax"
+            + (f"; {COMPILE_SOURCE}" if settings.compiled_loss else ""),
             loss_inputs,
         ),
     ]
@@ -401,6 +404,12 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
         out.append("SSM / linear-attention layer activations approximated as 4 x d_inner")
     if settings.tp > 1:
         out.append("tensor parallelism splits all parameters evenly (norms are replicated)")
+    if settings.compiled:
+        out.append(
+            "torch.compile: pointwise intermediates (RMSNorm internals, SiLU) recomputed in "
+            "backward by the min-cut partitioner; backward working set as eager"
+            + ("; loss compiled (fused cross-entropy)" if settings.compiled_loss else "")
+        )
     if settings.activation_offloading:
         out.append(
             "activation offloading: saved activations wait in pinned host RAM (not counted "

@@ -29,6 +29,12 @@ Gradient checkpointing: ``full`` (HF ``gradient_checkpointing_enable``, torchtun
 one layer at a time in backward; ``selective`` is Megatron's: recompute only core attention (drops
 the eager ``s²`` tensors and attention dropout masks; with fused attention it saves nothing more).
 
+``torch.compile`` (``TrainingSettings.compiled``; :mod:`oomkit.estimate.training_compile`): the
+min-cut partitioner recomputes RMSNorm internals and ``silu(gate)`` in backward, so each RMSNorm
+keeps its input (stream dtype) instead of an fp32 copy and a weight-gradient copy, and SwiGLU keeps
+gate and up outputs only (+ the product when ``down_proj`` trains); ``compiled_loss`` fuses the
+cross-entropy (its input and a logsumexp kept, one gradient in backward).
+
 Loss: ``lm_head`` output B·S·V in e bytes, upcast to fp32 by the loss (HF ``ForCausalLMLoss``
 ``logits.float()``), ``log_softmax`` saves its fp32 output; in backward ``nll_loss`` and
 ``log_softmax`` each produce an fp32 B·S·V gradient. "chunked" (torchtune
@@ -40,6 +46,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oomkit.estimate.training_compile import (
+    compiled_gated_mlp_bytes,
+    compiled_loss_bytes,
+    compiled_rms_norm_bytes,
+)
 from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
@@ -130,6 +141,15 @@ def layer_activations(
     # native layer_norm recomputes the normalised input from the saved mean and rstd instead
     rms = spec.norm_type == "rms"
     norm_weight_input = stream_e * h if trainable_roles is None and rms else 0
+    compiled = settings.compiled
+    if compiled and rms:
+        norm_weight_input = 0  # the pre-scale normalised tensor is recomputed (fused kernel)
+
+    def norm(output_saved: bool, copies: int) -> int:
+        if compiled and rms:  # input kept in the stream dtype; casts CSE'd to one copy
+            return compiled_rms_norm_bytes(h, stream_e, e, output_saved)
+        return _norm(h, e, output_saved, copies)
+
     out: list[LayerActivations] = []
     for i, kind in enumerate(spec.layer_types):
         # per-token bytes: "rep" replicated across TP ranks (/sp_div), "split" divided by t
@@ -137,7 +157,7 @@ def layer_activations(
         split = 0
         eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
         qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
-        rep += _norm(h, e, trains(*qkv_roles), copies=1 if fused_qkv or not amp else 3)
+        rep += norm(trains(*qkv_roles), 1 if fused_qkv or not amp else 3)
         rep += norm_weight_input
         if kind in (LAYER_MAMBA, LAYER_LINEAR):
             rec = spec.recurrent
@@ -166,9 +186,9 @@ def layer_activations(
         if spec.intermediate_size or spec.moe is not None:
             if not spec.parallel_attn:
                 gated_copies = 2 if (amp and spec.mlp_gated) else 1
-                rep += _norm(h, e, trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
+                rep += norm(trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
                 rep += norm_weight_input
-            split += _mlp_per_token(spec, i, e, trainable_roles)
+            split += _mlp_per_token(spec, i, e, trainable_roles, compiled=compiled)
         if drop:
             rep += 2 * h  # residual dropout masks (bool)
         per_token_saved = rep // sp_div + split // t + eager_sq // t
@@ -206,8 +226,20 @@ def _trains(trainable_roles: frozenset[str] | None, roles: tuple[str, ...]) -> b
     return trainable_roles is None or any(r in trainable_roles for r in roles)
 
 
-def _mlp_per_token(spec: ModelSpec, i: int, e: int, trainable_roles: frozenset[str] | None) -> int:
-    """Saved bytes per token of the MLP / MoE block (see module docstring)."""
+def _mlp_per_token(
+    spec: ModelSpec,
+    i: int,
+    e: int,
+    trainable_roles: frozenset[str] | None,
+    *,
+    compiled: bool = False,
+) -> int:
+    """Saved bytes per token of the MLP / MoE block (see module docstring).
+
+    ``compiled``: a dense SwiGLU MLP keeps what the min-cut partitioner saves
+    (:func:`~oomkit.estimate.training_compile.compiled_gated_mlp_bytes`); MoE expert loops stay
+    as eager (an upper bound).
+    """
 
     def tr(*roles: str) -> bool:
         return _trains(trainable_roles, roles)
@@ -221,6 +253,8 @@ def _mlp_per_token(spec: ModelSpec, i: int, e: int, trainable_roles: frozenset[s
         return inter * e + (inter * e if tr(*down_roles) else 0)
 
     if moe is None or i in moe.dense_layers:
+        if compiled and spec.mlp_gated:
+            return compiled_gated_mlp_bytes(spec.intermediate_size, e, tr("ffn_down"))
         return dense(spec.intermediate_size, ("ffn_down",))
     k = moe.num_experts_per_tok
     total = moe.num_experts * 4  # router softmax (fp32)
@@ -255,6 +289,21 @@ def loss_activations(spec: ModelSpec, settings: TrainingSettings) -> LossActivat
         )
     up = 0 if e == 4 else 4  # the fp32 upcast is a no-op in fp32 training
     held = {"none": 0, "compute": e, "fp32": 4}[settings.held_logits]
+    if settings.compiled_loss:
+        saved, fwd_t, bwd_t, formula = compiled_loss_bytes(
+            tokens=tokens,
+            vocab=v,
+            e=e,
+            held=held,
+            chunked=settings.loss == "chunked",
+            chunks=CHUNKED_LOSS_CHUNKS,
+        )
+        return LossActivations(
+            saved_bytes=saved,
+            forward_transient_bytes=fwd_t,
+            backward_transient_bytes=bwd_t,
+            formula=formula,
+        )
     held_note = f"; + {held}·B·S·V logits held by the loop" if held else ""
     if settings.loss == "chunked":
         n = CHUNKED_LOSS_CHUNKS

@@ -450,6 +450,17 @@ def _run(
                 model.train()
                 if grad_checkpointing:
                     _enable_checkpointing(model, name)
+                if step is not None and step.compiled_layers and grad_checkpointing:
+                    # AOT's compiled function under the non-reentrant checkpoint's hooks kept
+                    # its whole saved set in this trace: not a faithful model, so eager
+                    notes.append(
+                        "compiled layers not traced with activation checkpointing (eager trace)"
+                    )
+                elif step is not None and step.compiled_layers:
+                    from oomkit.inprocess.probe_compile import compile_decoder_layers
+
+                    n_compiled = compile_decoder_layers(model)
+                    notes.append(f"{n_compiled} decoder layers compiled (min-cut partition)")
                 extra = {}
                 if lm_inputs and isinstance(inputs, Mapping) and "input_ids" in inputs:
                     if _accepts(model, "labels") and "labels" not in inputs:

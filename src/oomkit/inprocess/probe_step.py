@@ -43,8 +43,10 @@ stack does it:
   inductor fuses the upcast, log-softmax and NLL into reductions over the bf16 logits, and
   AOTAutograd's min-cut partitioner saves what is cheapest to keep, the bf16 input chunk and a
   per-row fp32 logsumexp, recomputing the softmax in the backward, whose gradient is written in
-  the input's dtype. No fp32 ``B x S x V`` tensor exists. (The compiled *layers* of the model are
-  not modelled.)
+  the input's dtype. No fp32 ``B x S x V`` tensor exists.
+* ``compiled_layers`` (torchtune ``compile=True``: every decoder layer compiled): each layer runs
+  AOTAutograd's min-cut-partitioned forward and backward graphs, so the forward keeps the
+  partitioner's saved set (:mod:`oomkit.inprocess.probe_compile`).
 
 Adafactor is transformers' (``Adafactor(scale_parameter=False, relative_step=False)``: what
 ``TrainingArguments(optim="adafactor")`` builds): factored second moments, no first moment.
@@ -102,6 +104,9 @@ class StepOptions:
     held_logits: str = "none"
     offload_activations: bool = False
     compiled_loss: bool = False
+    #: torch.compile'd decoder layers: AOTAutograd's min-cut partition traced per layer
+    #: (:mod:`oomkit.inprocess.probe_compile`)
+    compiled_layers: bool = False
 
     def __post_init__(self) -> None:
         for name, value, allowed in (

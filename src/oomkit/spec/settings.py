@@ -249,6 +249,13 @@ class TrainingSettings:
     #: torchtune ``enable_activation_offloading``: saved activations go to pinned host memory in
     #: the forward and come back layer by layer in the backward
     activation_offloading: bool = False
+    #: ``torch.compile`` of the decoder layers (torchtune ``compile: True``): AOTAutograd's
+    #: min-cut partitioner recomputes pointwise intermediates (RMSNorm internals, SiLU) in
+    #: backward instead of saving them (:mod:`oomkit.estimate.training_compile`)
+    compiled: bool = False
+    #: the loss is compiled too (torchtune >= 0.3 ``training.compile_loss``): fused upcast and
+    #: cross-entropy keep the input logits and a logsumexp, no fp32 log-probs
+    compiled_loss: bool = False
     attn_implementation: str = "sdpa"  # "sdpa" | "flash_attention_2" | "eager"
     dropout: float = 0.0  # attention/residual dropout probability of the model config
     #: allocator fragmentation margin as a fraction of the peak (None: documented default)
@@ -270,7 +277,7 @@ class TrainingSettings:
         check_int("gpus", self.gpus, lo=1, hi=MAX_DEVICES)
         check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
         for name in ("fsdp", "sp", "offload_optimizer", "offload_params", "master_weights",
-                     "activation_offloading"):  # fmt: skip
+                     "activation_offloading", "compiled", "compiled_loss"):  # fmt: skip
             check_bool(name, getattr(self, name), optional=False)
         if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool):
             raise InvalidSettingError(
