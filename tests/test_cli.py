@@ -217,3 +217,22 @@ def test_cpu_only_backend(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "--ram", "4GiB")
     assert code == 3
     assert "DOES NOT FIT" in out
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "ollama", "vllm", "transformers"])
+def test_models_fits_default_ctx_is_the_documented_4096(
+    capsys: pytest.CaptureFixture[str], runtime: str
+) -> None:
+    """`--ctx` defaults to 4096 for every runtime (vLLM/transformers used the model's whole
+    context, so llama-3.1-8b at 131072 positions vanished from a 24 GB card)."""
+    code, default, err = run(capsys, "models", "--fits", "rtx-4090", "llama-3", "-r", runtime,
+                             "--json")  # fmt: skip
+    assert code == 0, err
+    code, asked, err = run(capsys, "models", "--fits", "rtx-4090", "llama-3", "-r", runtime,
+                           "--ctx", "4096", "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(default) == json.loads(asked)
+    rows = {m["model"]: m for m in json.loads(default)["models"]}
+    assert "llama-3.1-8b" in rows
+    assert rows["llama-3.1-8b"]["ctx"] == 4096
+    assert rows["llama-3.1-8b"]["max_ctx"] >= 4096
