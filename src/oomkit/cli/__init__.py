@@ -122,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OomkitError as e:
         if debug_enabled():
             raise
+        from oomkit.cli.flags import SETTING_FLAGS, with_flag_names
+        from oomkit.errors import InvalidSettingError
+
+        if isinstance(e, InvalidSettingError):  # name the flag, not the library's field
+            e = with_flag_names(e, SETTING_FLAGS)
         code, hint = error_exit_code(e)
         print_error(str(e))
         if hint:
