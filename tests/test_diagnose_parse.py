@@ -455,11 +455,16 @@ def test_doctor_does_not_reason_about_impossible_sizes() -> None:
     from oomkit.diagnose.doctor import diagnose_text
 
     neg = diagnose_text(_NEW_MSG.format(req="-1.00 GiB"))
-    assert "-1.00 GiB" not in neg.explanation
+    assert "states -1.00 GiB requested: no allocator prints such a size" in neg.explanation
+    assert "more than the -1.00 GiB" not in neg.explanation
     assert all("-1.00 GiB" not in f.why for f in neg.fixes)
+    assert neg.events[0].to_dict()["ignored_sizes"] == "-1.00 GiB requested"
     zero = diagnose_text(_NEW_MSG.format(req="2.00 GiB").replace("23.65 GiB", "0 bytes"))
+    assert "states 0 bytes total capacity" in zero.explanation
     assert "0 bytes card" not in zero.explanation
     assert "larger than the whole GPU" not in zero.explanation
+    ok = diagnose_text(_NEW_MSG.format(req="2.00 GiB"))
+    assert "ignored_sizes" not in ok.events[0].to_dict()  # only present when something was
     nolimit = diagnose_text(_ASYNC_MSG.format(limit="17179869184.00 GiB"))
     assert "17179869184" not in nolimit.explanation
     assert "per-process cap" not in nolimit.explanation

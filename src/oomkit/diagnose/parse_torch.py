@@ -47,6 +47,18 @@ def size_of(m: re.Match[str], name: str, runtime: str) -> int | None:
     return None if v is None or v < 0 else v
 
 
+def _impossible(m: re.Match[str], *names: str) -> str | None:
+    """The stated sizes among ``names`` that :func:`size_of` / :func:`_capacity` discard
+    (negative; a zero ``total``), as printed: ``"-1.00 GiB requested"``."""
+    label = {"req": "requested", "total": "total capacity"}
+    out = []
+    for name in names:
+        v = _stated_size(m, name, _RT)
+        if v is not None and (v < 0 or (name == "total" and v == 0)):
+            out.append(f"{m.group(name)} {m.group(name + '_u')} {label.get(name, name)}")
+    return ", ".join(out) or None
+
+
 def _capacity(v: int | None) -> int | None:
     """A device's total capacity: "0 bytes total capacity" is no device (None)."""
     return v if v else None
@@ -314,6 +326,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             allocated_bytes=size_of(alloc, "alloc", _RT) if alloc else None,
             private_pool_bytes=size_of(alloc, "pools", _RT) if alloc else None,
             reserved_unallocated_bytes=size_of(alloc, "runalloc", _RT) if alloc else None,
+            ignored_sizes=_impossible(m, "req", "total", "free"),
         )
     m = _OLD.search(w)
     if m is not None:
@@ -330,6 +343,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             free_bytes=size_of(m, "free", _RT),
             allowed_bytes=_cap(size_of(m, "allowed", _RT)),
             reserved_bytes=size_of(m, "resv", _RT),
+            ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv"),
         )
     m = _BARE.search(w)
     if m is None:  # pragma: no cover - the only caller matched _BARE on this text already
