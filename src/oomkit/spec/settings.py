@@ -267,14 +267,6 @@ class TrainingSettings:
             _whole(name, getattr(self, name))
         _whole("grad_accum", self.grad_accum)
         check_int("seq", self.seq, lo=1, hi=MAX_CTX)
-        check_int("micro_batch", self.micro_batch, lo=1, hi=MAX_TOKENS)
-        if self.micro_batch * self.seq > MAX_TOKENS:  # no real step holds 2^30 tokens per GPU
-            raise InvalidSettingError(
-                f"micro_batch {self.micro_batch} x seq {self.seq} must be at most "
-                f"{MAX_TOKENS} tokens per step",
-                setting="micro_batch",
-                value=self.micro_batch,
-            )
         check_int("gpus", self.gpus, lo=1, hi=MAX_DEVICES)
         check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
         for name in ("fsdp", "sp", "offload_optimizer", "offload_params", "master_weights",
@@ -303,6 +295,14 @@ class TrainingSettings:
             ("grad_accum", self.grad_accum),
         ):
             _at_least(name, value, 1)
+        check_int("micro_batch", self.micro_batch, lo=1, hi=MAX_TOKENS)
+        if self.micro_batch * self.seq > MAX_TOKENS:  # no real step holds 2^30 tokens per GPU
+            raise InvalidSettingError(
+                f"micro_batch {self.micro_batch} x seq {self.seq} must be at most "
+                f"{MAX_TOKENS} tokens per step",
+                setting="micro_batch",
+                value=self.micro_batch,
+            )
         if not 0 <= self.zero <= 3:
             raise InvalidSettingError(
                 f"Invalid zero stage {self.zero}: DeepSpeed ZeRO stages are 0, 1, 2 and 3.",
