@@ -63,7 +63,8 @@ def with_flag_names(err: InvalidSettingError, flags: Mapping[str, str]) -> Inval
     flag = flags.get(err.setting)
     if flag is None:
         return err
-    pattern = re.compile(rf"(?<![\w-])'?{re.escape(err.setting)}'?(?![\w-])")
+    # a whole word: not part of a longer name, a path or a pair such as "zero/fsdp"
+    pattern = re.compile(rf"(?<![\w/.-])'?{re.escape(err.setting)}'?(?![\w/-])")
     message, n = pattern.subn(lambda _: flag, str(err))
     if n == 0:
         message = f"{flag}: {message}"
