@@ -95,9 +95,14 @@ def test_does_not_fit_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (("estimate", "llama-3.1-8b", "--ctx", "banana"), "banana", (2,)),
         (("estimate", "llama-3.1-8b", "--vram", "24"), "24GiB (binary) or 24GB", (2,)),
-        (("estimate", "llama-3.1-8b", "--gpu", "rtx 4900"), "rtx-4090", (1,)),
+        (("estimate", "llama-3.1-8b", "--gpu", "rtx 4900"), "rtx-4090", (2,)),
         (("estimate", "llama-3.1-7b"), "Did you mean", (1,)),
-        (("estimate", "llama-3.1-8b", "--runtime", "vllmm"), "vllm", (1,)),
+        (("estimate", "llama-3.1-8b", "--runtime", "vllmm"), "vllm", (2,)),
+        (("estimate", "llama-3.1-8b", "--gpu", "rtx-9999"), "oomkit gpus --catalog", (2,)),
+        (("models", "--fits", "rtx-9999"), "rtx-9999", (2,)),
+        (("models", "--fits", "rtx-4090", "--runtime", "vllmm"), "Supported: llama.cpp", (2,)),
+        (("plan", "llama-3.1-8b", "--gpu", "rtx-9999"), "rtx-9999", (2,)),
+        (("gpus", "--for", "llama-3.1-8b", "--runtime", "vllmm"), "Did you mean 'vllm'", (2,)),
         (("estimate", "llama-3.1-8b", "--tp", "0"), "--tp", (2,)),
         (("frobnicate",), "No such command", (2,)),
     ],
@@ -217,3 +222,54 @@ def test_cpu_only_backend(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "--ram", "4GiB")
     assert code == 3
     assert "DOES NOT FIT" in out
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "ollama", "vllm", "transformers"])
+def test_models_fits_default_ctx_is_the_documented_4096(
+    capsys: pytest.CaptureFixture[str], runtime: str
+) -> None:
+    """`--ctx` defaults to 4096 for every runtime (vLLM/transformers used the model's whole
+    context, so llama-3.1-8b at 131072 positions vanished from a 24 GB card)."""
+    code, default, err = run(capsys, "models", "--fits", "rtx-4090", "llama-3", "-r", runtime,
+                             "--json")  # fmt: skip
+    assert code == 0, err
+    code, asked, err = run(capsys, "models", "--fits", "rtx-4090", "llama-3", "-r", runtime,
+                           "--ctx", "4096", "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(default) == json.loads(asked)
+    rows = {m["model"]: m for m in json.loads(default)["models"]}
+    assert "llama-3.1-8b" in rows
+    assert rows["llama-3.1-8b"]["ctx"] == 4096
+    assert rows["llama-3.1-8b"]["max_ctx"] >= 4096
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("estimate", "qwen2.5-0.5b", "--train", "full", "--micro-batch", "0"), "--micro-batch"),
+        (("estimate", "qwen2.5-0.5b", "--train", "full", "--micro-batch", "99999999999"),
+         "--micro-batch must be an integer"),
+        (("estimate", "qwen2.5-0.5b", "--train", "full", "--micro-batch", "600000"),
+         "--micro-batch 600000 x seq 2048 must be at most"),
+        (("estimate", "qwen2.5-0.5b", "--train", "full", "--seq", "0"), "--seq must be"),
+        (("estimate", "qwen2.5-0.5b", "--train", "lora", "--lora-rank", "0"), "--lora-rank 0"),
+        (("estimate", "qwen2.5-0.5b", "--train", "full", "--gpus", "0"), "--gpus must be"),
+        (("estimate", "qwen2.5-0.5b", "--train", "full", "--fragmentation", "nan"),
+         "--fragmentation nan"),
+        (("plan", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--ctx", "0"), "--ctx must be"),
+        (("plan", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--min-ctx", "9000", "--ctx", "10"),
+         "--min-ctx (9000) is larger than --ctx (10)"),
+        (("models", "--fits", "rtx-4090", "--ctx", "0"), "--ctx must be"),
+        (("gpus", "--for", "qwen2.5-0.5b", "-c", "0"), "--ctx must be"),
+    ],
+)  # fmt: skip
+def test_usage_errors_name_the_flag_not_the_field(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], needle: str
+) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2, err
+    assert out == ""
+    line = _one_error_line(err)
+    assert needle in line
+    for field in ("'ctx'", "'min_ctx'", "micro_batch", "fragmentation_fraction", "lora_rank"):
+        assert field not in line

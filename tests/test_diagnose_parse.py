@@ -404,3 +404,67 @@ def test_every_fixture_is_recognised() -> None:
 def test_clean_text_yields_nothing() -> None:
     log = parse_log("INFO training step 10 loss 1.23\nall good, memory is fine\n")
     assert log.events == ()
+
+
+_NEW_MSG = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {req}. GPU 0 has a total "
+    "capacity of 23.65 GiB of which 1.00 GiB is free. Including non-PyTorch memory, this "
+    "process has 22.00 GiB memory in use. Of the allocated memory 20.00 GiB is allocated by "
+    "PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated."
+)
+_ASYNC_MSG = (
+    "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. "
+    "(out of memory)\nCurrently allocated     : 22.50 GiB\nRequested               : 2.00 GiB\n"
+    "Device limit            : 23.65 GiB\nFree (according to CUDA): 512.00 MiB\n"
+    "PyTorch limit (set by user-supplied memory fraction)\n                        : {limit}\n"
+)
+
+
+def test_negative_request_is_not_a_size() -> None:
+    """PyTorch's format_size takes a size_t: "-1.00 GiB" is a corrupted message, not a size."""
+    (ev,) = parse_log(_NEW_MSG.format(req="-1.00 GiB")).events
+    assert ev.requested_bytes is None
+    assert ev.total_bytes == _g("23.65")
+    (ok,) = parse_log(_NEW_MSG.format(req="2.00 GiB")).events
+    assert ok.requested_bytes == 2 * GiB
+
+
+def test_zero_total_capacity_is_no_device() -> None:
+    text = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 0 bytes total "
+        "capacity; 20.00 GiB already allocated; 0 bytes free; 21.00 GiB reserved in total by "
+        "PyTorch)"
+    )
+    (ev,) = parse_log(text).events
+    assert ev.total_bytes is None
+    assert ev.free_bytes == 0  # a full card is real: only the capacity is impossible
+    assert ev.requested_bytes == 2 * GiB
+
+
+def test_mallocasync_no_limit_marker_is_not_a_cap() -> None:
+    """17179869184.00 GiB is format_size(UINT64_MAX): PyTorch's "no fraction set"."""
+    (ev,) = parse_log(_ASYNC_MSG.format(limit="17179869184.00 GiB")).events
+    assert ev.format == "pytorch_cudamallocasync"
+    assert ev.allowed_bytes is None
+    assert ev.total_bytes == _g("23.65")
+    (capped,) = parse_log(_ASYNC_MSG.format(limit="12.00 GiB")).events
+    assert capped.allowed_bytes == 12 * GiB  # a real set_per_process_memory_fraction cap stays
+
+
+def test_doctor_does_not_reason_about_impossible_sizes() -> None:
+    from oomkit.diagnose.doctor import diagnose_text
+
+    neg = diagnose_text(_NEW_MSG.format(req="-1.00 GiB"))
+    assert "states -1.00 GiB requested: no allocator prints such a size" in neg.explanation
+    assert "more than the -1.00 GiB" not in neg.explanation
+    assert all("-1.00 GiB" not in f.why for f in neg.fixes)
+    assert neg.events[0].to_dict()["ignored_sizes"] == "-1.00 GiB requested"
+    zero = diagnose_text(_NEW_MSG.format(req="2.00 GiB").replace("23.65 GiB", "0 bytes"))
+    assert "states 0 bytes total capacity" in zero.explanation
+    assert "0 bytes card" not in zero.explanation
+    assert "larger than the whole GPU" not in zero.explanation
+    ok = diagnose_text(_NEW_MSG.format(req="2.00 GiB"))
+    assert "ignored_sizes" not in ok.events[0].to_dict()  # only present when something was
+    nolimit = diagnose_text(_ASYNC_MSG.format(limit="17179869184.00 GiB"))
+    assert "17179869184" not in nolimit.explanation
+    assert "per-process cap" not in nolimit.explanation

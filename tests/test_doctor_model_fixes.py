@@ -427,7 +427,7 @@ def test_cli_bad_names_exit_1(runner: CliRunner) -> None:
     assert res.exit_code == 1
     assert res.stderr.startswith("Error: ")
     res = runner.invoke(doctor_command, ["--gpu", "rtx-9999", log], env=ENV)
-    assert res.exit_code == 1
+    assert res.exit_code == 2  # a misspelt --gpu is a usage error, as in every command
     res = runner.invoke(doctor_command, ["--vram", "24", log], env=ENV)
     assert res.exit_code == 2  # a size needs a unit (click usage error)
 

@@ -68,8 +68,56 @@ def test_default_is_newest_and_every_row_cites_a_change() -> None:
 
 
 def test_bad_version_is_a_one_line_error() -> None:
-    with pytest.raises(InvalidSettingError, match="runtime_version"):
+    with pytest.raises(InvalidSettingError, match="--runtime-version 'yesterday'"):
         resolve_generation("vllm", "yesterday")
+
+
+@pytest.mark.parametrize(
+    ("runtime", "short", "full"),
+    [
+        ("vllm", "0.8", "0.8.0"),
+        ("vllm", "0.11", "0.11.0"),
+        ("vllm", "v0.9", "0.9.0"),
+        ("vllm", "0.7", "0.7.0"),
+        ("sglang", "0.4", "0.4.0"),
+        ("transformers", "4.45", "4.45.0"),
+    ],
+)
+def test_two_part_version_is_its_dot_zero_release(runtime: str, short: str, full: str) -> None:
+    """ "0.8" is 0.8.0 (compared as padded numeric tuples), not the generation before 0.8.0."""
+    assert resolve_generation(runtime, short) == resolve_generation(runtime, full)
+
+
+def test_two_part_vllm_versions_pick_the_right_engine_generation() -> None:
+    assert resolve_generation("vllm", "0.8").label == "vLLM V1 (0.8.0-0.9.0)"
+    assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11+)"
+    assert resolve_generation("vllm", "0.10").key == resolve_generation("vllm", "0.10.0").key
+    assert resolve_generation("vllm", "0.10").key != resolve_generation("vllm", "0.11").key
+
+
+def test_version_before_every_generation_is_noted() -> None:
+    from oomkit.estimate.generations import predates_generations
+
+    assert predates_generations("vllm", "0.0.1")
+    assert predates_generations("llama.cpp", "2020-01")
+    assert not predates_generations("vllm", "0.2.5")
+    assert not predates_generations("vllm", None)
+    old = _est("qwen2.5-0.5b", runtime="vllm", runtime_version="0.0.1")
+    oldest = GENERATIONS["vllm"][0]
+    assert old.runtime_details["generation"]["key"] == oldest.key
+    assert any("0.0.1 predates every modelled vllm release" in a for a in old.assumptions)
+    ok = _est("qwen2.5-0.5b", runtime="vllm", runtime_version="0.2.5")
+    assert not any("predates" in a for a in ok.assumptions)
+
+
+def test_cli_bad_runtime_version_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli import main
+
+    rc = main(["estimate", "qwen2.5-0.5b", "--runtime", "vllm", "--runtime-version", "abc"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "--runtime-version 'abc'" in err
+    assert "'runtime_version'" not in err
 
 
 def test_llamacpp_pre_mla_deepseek_caches_full_kv() -> None:

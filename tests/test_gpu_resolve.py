@@ -108,7 +108,7 @@ def test_json_has_a_hardware_object(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_truly_ambiguous_name_lists_the_candidates(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "--gpu", "a100 sxm4")
-    assert code == 1
+    assert code == 2  # an ambiguous --gpu is a usage error, like an unknown one
     assert out == ""
     assert err.count("\n") == 1
     assert err.startswith("Error: GPU 'a100 sxm4' is ambiguous: it matches a100-40gb-sxm")

@@ -206,7 +206,7 @@ def test_lora_trains_only_adapters() -> None:
 def test_lora_all_linear_and_bad_targets() -> None:
     r = probe(LLAMA, train="lora", seq=16, lora_targets=["all-linear"], lora_rank=4)
     assert any("7" in n or "14" in n for n in r.notes)  # 7 linears x 2 layers
-    with pytest.raises(UnsupportedModelError, match="LoRA"):
+    with pytest.raises(InvalidSettingError, match=r"^lora_targets 'nope_proj'.*q_proj"):
         probe(LLAMA, train="lora", seq=16, lora_targets=["nope_proj"])
 
 
@@ -418,3 +418,77 @@ def test_lora_dropout_saves_a_mask_per_adapted_layer() -> None:
     # (the CPU path would save a 4-byte fp32 noise tensor per element instead)
     extra = drop.saved_activations_bytes - plain.saved_activations_bytes
     assert 0 < extra <= 4 * 128 * 64
+
+
+def _main(capsys: Any, *args: str) -> tuple[int, str, str]:
+    from oomkit.cli import main
+
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (("--seq", "99999999999999"), "--seq must be an integer in [1, 268435456]"),
+        (("--seq", "99999999999999999999999"), "--seq must be an integer"),
+        (("--seq", "1025"), "--seq 1025 is longer than "),
+        (("--batch", "99999999999"), "--batch must be an integer"),
+        (("--batch", "1048577", "--seq", "1024"), "--batch 1048577 x seq 1024 must be at most"),
+        (("--train", "lora", "--lora-dropout", "nan"), "--lora-dropout must be a probability"),
+        (("--train", "lora", "--lora-targets", "bogus_proj"), "--lora-targets 'bogus_proj'"),
+        (("--train", "lora", "--lora-targets", ","), "--lora-targets must be module names"),
+        (("--train", "lora", "--lora-targets", "q_proj,,v_proj"), "--lora-targets must be"),
+        (("--offload-activations",), "--offload-activations needs --train"),
+        (("--chunked-loss",), "--chunked-loss needs --train"),
+        (("--held-logits", "fp32"), "--held-logits needs --train"),
+        (("--optimizer-impl", "fused"), "--optimizer-impl needs --train"),
+        (("--train", "full", "--lora-rank", "4"), "--lora-rank needs --train lora|qlora"),
+    ],
+)
+def test_cli_probe_refuses_hostile_input_naming_the_flag(
+    tmp_path: Any, capsys: Any, args: tuple[str, ...], expect: str
+) -> None:
+    """Usage errors: exit 2, one line that names the flag, never a (nonsense) peak."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))  # max_position_embeddings 1024
+    rc, out, err = _main(capsys, "probe", str(path), "--seq", "16", *args)
+    assert rc == 2, err
+    assert out == ""
+    assert err.startswith("Error: "), err
+    assert err.count("\n") == 1, err
+    assert expect in err
+    assert "Traceback" not in err
+    assert "internal error" not in err
+
+
+def test_probe_seq_limit_follows_rope_scaling_and_gpt2_positions() -> None:
+    from oomkit.inprocess.probe import max_positions
+
+    assert max_positions(LLAMA) == 1024
+    assert max_positions(GPT2) == 512
+    yarn = {**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                      "original_max_position_embeddings": 1024}}  # fmt: skip
+    assert max_positions(yarn) == 4096
+    assert max_positions({"model_type": "x"}) is None
+    with pytest.raises(InvalidSettingError, match=r"^seq 513 is longer than"):
+        probe(GPT2, seq=513)
+    probe(GPT2, seq=512)  # the limit itself is a valid probe
+
+
+def test_cli_probe_header_names_the_step_options(tmp_path: Any, capsys: Any) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    rc, out, err = _main(
+        capsys, "probe", str(path), "--train", "full", "--seq", "16", "--optimizer-impl",
+        "fused", "--chunked-loss", "--held-logits", "fp32", "--offload-activations",
+    )  # fmt: skip
+    assert rc == 0, err
+    head = out.splitlines()[0]
+    for flag in ("--optimizer-impl fused", "--chunked-loss", "--held-logits fp32",
+                 "--offload-activations"):  # fmt: skip
+        assert flag in head, head
+    rc, out, err = _main(capsys, "probe", str(path), "--train", "full", "--seq", "16")
+    assert rc == 0, err
+    assert "--" not in out.splitlines()[0]

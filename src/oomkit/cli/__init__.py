@@ -1,7 +1,8 @@
 """``oomkit`` command line: one thin module per command, errors mapped to exit codes here.
 
-Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown name,
-offline), 2 usage error, 3 a valid negative answer (does not fit, no OOM found).
+Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown model
+or quant, offline), 2 usage error (a bad option value, an unknown ``--gpu`` or ``--runtime``), 3
+a valid negative answer (does not fit, no OOM found).
 
 Start-up: the click group (``cli``, in ``oomkit.cli.group``) is built on first use. ``main``
 first offers argv to ``estimate_fast``, which runs ``oomkit estimate MODEL [options]`` written
@@ -122,6 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OomkitError as e:
         if debug_enabled():
             raise
+        from oomkit.cli.flags import SETTING_FLAGS, with_flag_names
+        from oomkit.errors import InvalidSettingError
+
+        if isinstance(e, InvalidSettingError):  # name the flag, not the library's field
+            e = with_flag_names(e, SETTING_FLAGS)
         code, hint = error_exit_code(e)
         print_error(str(e))
         if hint:

@@ -100,13 +100,14 @@ def _fits(
 ) -> int:
     from oomkit.cli.params import hardware_from_options
     from oomkit.estimate.registry import normalize_runtime
+    from oomkit.planner.request import PlanRequest
     from oomkit.planner.reverse import models_that_fit
     from oomkit.units import format_bytes
 
+    runtime_key = normalize_runtime(runtime)  # a misspelt --runtime fails before any output
+    PlanRequest(runtime=runtime_key, ctx=ctx)  # and so does an out-of-range --ctx
     hardware = hardware_from_options((gpu,), vram=vram, ram=None, quiet=as_json)
-    rows, skipped = models_that_fit(
-        hardware, runtime=normalize_runtime(runtime), ctx=ctx, query=query
-    )
+    rows, skipped = models_that_fit(hardware, runtime=runtime_key, ctx=ctx, query=query)
     if sort == "speed":
         rows.sort(key=lambda m: -(m.to_dict()["decode_tokens_per_s"] or 0.0))
     elif sort == "ctx":

@@ -64,7 +64,14 @@ def _offline_env() -> bool:
     )
 
 
+#: ``UnknownNameError.kind`` values only ever read from a flag (``--gpu``, ``--runtime``): a
+#: misspelt one is a usage error (exit 2); a model or quant name may come from a file or repo
+_USAGE_NAME_KINDS = frozenset({"GPU", "runtime"})
+
+
 def error_exit_code(exc: BaseException) -> tuple[int, str | None]:
+    if isinstance(exc, errors.UnknownNameError) and exc.kind in _USAGE_NAME_KINDS:
+        return EXIT_USAGE, None
     for cls, code, hint in _ERROR_TABLE:
         if isinstance(exc, cls):
             if cls is errors.OfflineError and not _offline_env():

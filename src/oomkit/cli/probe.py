@@ -6,6 +6,8 @@ error (exit 1), as is a model whose code lives outside transformers (``trust_rem
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from oomkit.cli.output import print_json
@@ -14,13 +16,55 @@ from oomkit.units import format_bytes
 __all__ = ["probe_command"]
 
 
-def _render(d: dict[str, object]) -> list[str]:
+#: probe() keyword -> the flag that sets it (errors name the flag)
+_FLAGS: dict[str, str] = {
+    "seq": "--seq",
+    "batch": "--batch",
+    "lora_rank": "--lora-rank",
+    "lora_dropout": "--lora-dropout",
+    "lora_targets": "--lora-targets",
+    "dtype": "--dtype",
+    "train": "--train",
+    "optimizer_impl": "--optimizer-impl",
+    "held_logits": "--held-logits",
+}
+#: options that only change a training step (click parameter names)
+_TRAIN_ONLY: tuple[str, ...] = (
+    "optimizer", "optimizer_impl", "keep_grads", "optimizer_in_backward", "chunked_loss",
+    "held_logits", "offload_activations", "grad_checkpointing", "no_mixed_precision",
+    "first_step",
+)  # fmt: skip
+_LORA_ONLY: tuple[str, ...] = ("lora_rank", "lora_dropout", "lora_targets")
+
+
+def _reject_unused(ctx: click.Context, train: str | None) -> None:
+    """A training option without ``--train`` (a LoRA option without lora/qlora) is an error,
+    as in ``oomkit estimate``: never silently ignored."""
+    from click.core import ParameterSource
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+    if train is None:
+        bad = [n for n in (*_TRAIN_ONLY, *_LORA_ONLY) if given(n)]
+        if bad:
+            flag = "--" + bad[0].replace("_", "-")
+            raise click.UsageError(f"{flag} needs --train full|lora|qlora")
+    elif train == "full":
+        bad = [n for n in _LORA_ONLY if given(n)]
+        if bad:
+            flag = "--" + bad[0].replace("_", "-")
+            raise click.UsageError(f"{flag} needs --train lora|qlora")
+
+
+def _render(d: dict[str, object], step: tuple[str, ...] = ()) -> list[str]:
     mode = str(d["mode"])
     head = f"{d['model']}: {mode} probe, batch {d['batch']} x seq {d['seq']}, {d['dtype']}"
     if mode != "inference":
         head += f", {d['optimizer']}"
         if d["grad_checkpointing"]:
             head += ", gradient checkpointing"
+        head += "".join(f", {s}" for s in step)
     rounded = " (CUDA allocator blocks)" if d["rounded_to_cuda_blocks"] else ""
     lines = [
         head,
@@ -132,8 +176,10 @@ def _render(d: dict[str, object]) -> list[str]:
 )  # fmt: skip
 @click.option("--exact-bytes", is_flag=True, help="Do not round to CUDA allocator blocks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
 def probe_command(
-    model: str, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
+    ctx: click.Context, model: str, train: str | None, seq: int, batch: int, dtype: str,
+    optimizer: str,
     optimizer_impl: str, keep_grads: bool, optimizer_in_backward: bool, chunked_loss: bool,
     held_logits: str, offload_activations: bool, compiled: bool, grad_checkpointing: bool,
     lora_rank: int, lora_dropout: float, lora_targets: str | None,
@@ -147,20 +193,59 @@ def probe_command(
     allocated), runs one forward (or a training step) and reports the allocator peak
     by category, its phase and the modules that add the most. Needs oomkit[torch].
     """
-    from oomkit.inprocess.probe import _require_torch, probe
+    from oomkit.cli.flags import with_flag_names
+    from oomkit.errors import InvalidSettingError
+    from oomkit.inprocess.probe import _require_torch, check_probe_options, probe
 
-    _require_torch()  # a one-line error before the step options import torch
+    _reject_unused(ctx, train)
+    targets = (
+        tuple(t.strip() for t in lora_targets.split(",")) if lora_targets is not None else None
+    )
+    try:
+        check_probe_options(  # before torch: a seq of 10^23 overflows torch.randint
+            seq=seq, batch=batch, lora_rank=lora_rank, lora_dropout=lora_dropout,
+            lora_targets=targets,
+        )  # fmt: skip
+        _require_torch()  # a one-line error before the step options import torch
+        result = _probe(
+            model, train=train, seq=seq, batch=batch, dtype=dtype, optimizer=optimizer,
+            grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
+            lora_dropout=lora_dropout, mixed_precision=not no_mixed_precision,
+            attn_implementation=attn_implementation, round_to_cuda_blocks=not exact_bytes,
+            steady_state=not first_step, optimizer_impl=optimizer_impl, keep_grads=keep_grads,
+            optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
+            held_logits=held_logits, offload_activations=offload_activations, probe=probe,
+        )  # fmt: skip
+    except InvalidSettingError as e:
+        raise with_flag_names(e, _FLAGS) from None
+    doc = result.to_dict()
+    if as_json:
+        print_json(doc)
+        return
+    step = tuple(
+        label
+        for label, on in (
+            (f"--optimizer-impl {optimizer_impl}", optimizer_impl != "foreach"),
+            ("--keep-grads", keep_grads),
+            ("--optimizer-in-backward", optimizer_in_backward),
+            ("--chunked-loss", chunked_loss),
+            (f"--held-logits {held_logits}", held_logits != "none"),
+            ("--offload-activations", offload_activations),
+        )
+        if on
+    )
+    for line in _render(doc, step):
+        click.echo(line)
+
+
+def _probe(
+    model: str, *, optimizer_impl: str, keep_grads: bool, optimizer_in_backward: bool,
+    chunked_loss: bool, held_logits: str, offload_activations: bool, probe: Any, **kw: Any,
+) -> Any:  # fmt: skip
     from oomkit.inprocess.probe_step import StepOptions
 
-    targets = (
-        tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None
-    )
-    result = probe(
-        model, train=train, seq=seq, batch=batch, dtype=dtype, optimizer=optimizer,
-        grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
-        lora_dropout=lora_dropout,
-        mixed_precision=not no_mixed_precision, attn_implementation=attn_implementation,
-        round_to_cuda_blocks=not exact_bytes, steady_state=not first_step,
+    return probe(
+        model,
         step=StepOptions(
             optimizer_impl=optimizer_impl, zero_grad_set_to_none=not keep_grads,
             optimizer_in_backward=optimizer_in_backward,
@@ -168,10 +253,5 @@ def probe_command(
             offload_activations=offload_activations,
             compiled_layers=compiled, compiled_loss=compiled and chunked_loss,
         ),
+        **kw,
     )  # fmt: skip
-    doc = result.to_dict()
-    if as_json:
-        print_json(doc)
-        return
-    for line in _render(doc):
-        click.echo(line)

@@ -89,6 +89,9 @@ class OomEvent:
     shmem_rss_bytes: int | None = None
     cgroup: bool | None = None  # "Memory cgroup out of memory" (container limit)
     num_gpu: int | None = None  # Ollama "memory layout cannot be allocated with num_gpu = N"
+    #: sizes the message states that no allocator can print ("-1.00 GiB" requested, "0 bytes"
+    #: total capacity): read as unknown, named here so the diagnosis can say so
+    ignored_sizes: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON dict: contract keys first (``None`` when not stated), then non-empty extras."""

@@ -26,11 +26,49 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent, OtherProcess
 from oomkit.diagnose.sizes import to_int
-from oomkit.diagnose.text import Lines, clean, has_any, size_of, sz, window
+from oomkit.diagnose.text import Lines, clean, has_any, sz, window
+from oomkit.diagnose.text import size_of as _stated_size
 
 __all__ = ["parse_torch"]
 
 _RT = "pytorch"
+#: PyTorch prints ``format_size(UINT64_MAX)`` = 17179869184.00 GiB as the cudaMallocAsync
+#: "PyTorch limit (set by user-supplied memory fraction)" when no fraction is set
+#: (``pytorch_memory_limits`` starts at ``UINT64_MAX``, CUDAMallocAsyncAllocator.cpp): that is
+#: "no limit", not a per-process cap. No device has an EiB, so anything this large is the marker.
+_NO_LIMIT_BYTES = 1 << 60
+
+
+def size_of(m: re.Match[str], name: str, runtime: str) -> int | None:
+    """A size the allocator printed, or None when it cannot be one: PyTorch's ``format_size``
+    takes a ``size_t``, so a negative number ("Tried to allocate -1.00 GiB") is a corrupted or
+    hand-edited message, never a real size."""
+    v = _stated_size(m, name, runtime)
+    return None if v is None or v < 0 else v
+
+
+def _impossible(m: re.Match[str], *names: str) -> str | None:
+    """The stated sizes among ``names`` that :func:`size_of` / :func:`_capacity` discard
+    (negative; a zero ``total``), as printed: ``"-1.00 GiB requested"``."""
+    label = {"req": "requested", "total": "total capacity"}
+    out = []
+    for name in names:
+        v = _stated_size(m, name, _RT)
+        if v is not None and (v < 0 or (name == "total" and v == 0)):
+            out.append(f"{m.group(name)} {m.group(name + '_u')} {label.get(name, name)}")
+    return ", ".join(out) or None
+
+
+def _capacity(v: int | None) -> int | None:
+    """A device's total capacity: "0 bytes total capacity" is no device (None)."""
+    return v if v else None
+
+
+def _cap(v: int | None) -> int | None:
+    """A per-process cap ("N allowed", the mallocAsync limit): None for the no-limit marker."""
+    return None if v is None or v >= _NO_LIMIT_BYTES else v
+
+
 _CONTEXT_MAX = 2 << 30  # CUDA context + cuBLAS/cuDNN/NCCL workspaces, upper bound
 _TAIL = (
     "environment-variables",
@@ -263,7 +301,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
         nxt = w.find("out of memory. Tried to allocate", m.end())
         rest = w[m.end() : nxt if nxt >= 0 else len(w)]
         own, others = _processes(rest)
-        total, free = size_of(m, "total", _RT), size_of(m, "free", _RT)
+        total, free = _capacity(size_of(m, "total", _RT)), size_of(m, "free", _RT)
         self_pid: int | None = None
         if own is None and len(others) == 1 and total is not None and free is not None:
             # NVML PIDs live in the host namespace: inside a container this process is listed
@@ -303,10 +341,11 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             process_in_use_bytes=own,
             other_processes=tuple(others),
             self_pid=self_pid,
-            allowed_bytes=size_of(allowed, "allowed", _RT) if allowed else None,
+            allowed_bytes=_cap(size_of(allowed, "allowed", _RT)) if allowed else None,
             allocated_bytes=size_of(alloc, "alloc", _RT) if alloc else None,
             private_pool_bytes=size_of(alloc, "pools", _RT) if alloc else None,
             reserved_unallocated_bytes=size_of(alloc, "runalloc", _RT) if alloc else None,
+            ignored_sizes=_impossible(m, "req", "total", "free"),
         )
     m = _OLD.search(w)
     if m is not None:
@@ -318,11 +357,12 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             text=w[m.start() : m.start() + 1200],
             device=int(m.group("dev")),
             requested_bytes=size_of(m, "req", _RT),
-            total_bytes=size_of(m, "total", _RT),
+            total_bytes=_capacity(size_of(m, "total", _RT)),
             allocated_bytes=size_of(m, "alloc", _RT),
             free_bytes=size_of(m, "free", _RT),
-            allowed_bytes=size_of(m, "allowed", _RT),
+            allowed_bytes=_cap(size_of(m, "allowed", _RT)),
             reserved_bytes=size_of(m, "resv", _RT),
+            ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv"),
         )
     m = _BARE.search(w)
     if m is None:  # pragma: no cover - the only caller matched _BARE on this text already
@@ -351,7 +391,7 @@ def _mps_event(w: str, line: int) -> OomEvent:
         requested_bytes=size_of(m, "req", rt),
         allocated_bytes=size_of(m, "mps", rt),
         other_allocations_bytes=size_of(m, "other", rt),
-        allowed_bytes=size_of(m, "max", rt),
+        allowed_bytes=_cap(size_of(m, "max", rt)),
         detail=m.group("pool") + " pool",
     )
 
@@ -369,10 +409,10 @@ def _async_event(w: str, line: int, dev: int) -> OomEvent:
         text=w[:800],
         device=dev,
         requested_bytes=vals["requested"],
-        total_bytes=vals["total"],
+        total_bytes=_capacity(vals["total"]),
         free_bytes=vals["free"],
         allocated_bytes=vals["allocated"],
-        allowed_bytes=vals["allowed"],
+        allowed_bytes=_cap(vals["allowed"]),
     )
 
 

@@ -211,14 +211,20 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         p = None
     if r is None and e.reserved_bytes is not None and a is not None:
         r = max(0, e.reserved_bytes - a)  # legacy: reserved minus allocated = cached
+    if e.ignored_sizes:
+        bogus += (
+            f" (The message states {e.ignored_sizes}: no allocator prints such a size, so it "
+            "is ignored; the message looks corrupted or edited.)"
+        )
     base = _describe(e) + bogus
     phase = ctx.frame_phase
     if x is None or t is None:
-        return _numberless(
-            e,
-            ctx,
-            base + " The message is cut short: the numbers that decide the cause are missing.",
+        missing = (
+            "The numbers that decide the cause are missing or impossible."
+            if e.ignored_sizes
+            else "The message is cut short: the numbers that decide the cause are missing."
         )
+        return _numberless(e, ctx, f"{base} {missing}")
     free = f or 0
     # 1. a per-process cap, not the hardware, is the limit
     if e.allowed_bytes is not None and free >= x:

@@ -48,6 +48,7 @@ __all__ = [
     "Generation",
     "generation_effect",
     "parse_runtime_version",
+    "predates_generations",
     "resolve_generation",
 ]
 
@@ -95,8 +96,15 @@ def _g(
     )
 
 
+#: parts a version is padded to: "0.8" is 0.8.0.0, so it compares as 0.8.0 does
+_VERSION_PARTS = 4
+
+
 def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split("."))
+    """``"0.8"`` -> ``(0, 8, 0, 0)``: padded, so a two-part version compares as its ``.0``
+    release (a bare ``(0, 8)`` sorts below ``(0, 8, 0)`` and picked the generation before)."""
+    parts = tuple(int(p) for p in text.split("."))
+    return parts + (0,) * (_VERSION_PARTS - len(parts))
 
 
 _OLD_LLAMACPP = {
@@ -445,7 +453,7 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
     elif v := _VERSION_RE.match(value):
         return _version_tuple(v.group(1))
     raise InvalidSettingError(
-        f"Invalid runtime version for 'runtime_version' ({text!r}): give a release such as "
+        f"Invalid --runtime-version {text!r}: give a release such as "
         "0.6.3 / b4500 or a date such as 2024-06.",
         setting="runtime_version",
         value=text,
@@ -484,6 +492,25 @@ def resolve_generation(runtime: str, version: str | None = None) -> Generation:
         elif gen.since_version is not None and gen.since_version <= when:
             chosen = gen
     return chosen
+
+
+def predates_generations(runtime: str, version: str | None) -> bool:
+    """``version`` is older than every modelled generation of ``runtime`` (which
+    :func:`resolve_generation` then answers with the oldest one).
+
+    >>> predates_generations("vllm", "0.0.1"), predates_generations("vllm", "0.2.5")
+    (True, False)
+    """
+    if version is None or not version.strip():
+        return False
+    rt = _RUNTIME_ALIASES.get(runtime.strip().lower(), runtime.strip().lower())
+    gens = GENERATIONS.get(rt, ())
+    if not gens:
+        return False
+    when = parse_runtime_version(rt, version)
+    if isinstance(when, date):
+        return all(gen.since > when for gen in gens)
+    return all(gen.since_version is None or gen.since_version > when for gen in gens)
 
 
 def generation_effect(gen: Generation, name: str, default: Effect) -> Effect:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import InvalidSettingError, OomkitError
+from oomkit.validate import MAX_CTX, MAX_DIM, MAX_TOKENS
 
 if TYPE_CHECKING:
     import torch
@@ -52,7 +53,16 @@ if TYPE_CHECKING:
     from oomkit.inprocess.probe_step import StepOptions
     from oomkit.inprocess.probe_tracker import MemoryTracker
 
-__all__ = ["PROBE_OPTIMIZERS", "PROBE_TRAIN_MODES", "ProbeResult", "TorchMissingError", "probe"]
+__all__ = [
+    "PROBE_OPTIMIZERS",
+    "PROBE_TRAIN_MODES",
+    "ProbeResult",
+    "TorchMissingError",
+    "check_probe_options",
+    "check_seq_positions",
+    "max_positions",
+    "probe",
+]
 
 PROBE_TRAIN_MODES: tuple[str, ...] = ("full", "lora", "qlora")
 #: oomkit.inprocess.probe_step.STEP_OPTIMIZERS (kept here so the CLI need not import torch)
@@ -132,6 +142,107 @@ class ProbeResult:
             "reserved_peak_bytes": self.reserved_peak_bytes,
             "allocator_allocated_peak_bytes": self.allocator_allocated_peak_bytes,
         }
+
+
+def _bad(setting: str, value: object, why: str) -> InvalidSettingError:
+    """An error whose message starts with ``setting`` (the CLI swaps in the flag's name)."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return InvalidSettingError(f"{setting} {why}, got {shown}", setting=setting, value=value)
+
+
+def check_probe_options(
+    *,
+    seq: object,
+    batch: object,
+    lora_rank: object = 16,
+    lora_dropout: object = 0.0,
+    lora_targets: Sequence[str] | None = None,
+) -> None:
+    """Range-check the probe's numbers before torch sees them (``torch.randint`` overflows on a
+    seq of 10^23; a batch x seq above :data:`~oomkit.validate.MAX_TOKENS` is no real step).
+
+    Raises:
+        InvalidSettingError: the message starts with the keyword's name (``seq``, ``batch``,
+            ``lora_rank``, ``lora_dropout``, ``lora_targets``).
+    """
+    import math
+
+    for name, value, hi in (
+        ("seq", seq, MAX_CTX),
+        ("batch", batch, MAX_TOKENS),
+        ("lora_rank", lora_rank, MAX_DIM),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+            raise _bad(name, value, f"must be an integer in [1, {hi}]")
+    assert isinstance(seq, int)
+    assert isinstance(batch, int)
+    if batch * seq > MAX_TOKENS:
+        raise InvalidSettingError(
+            f"batch {batch} x seq {seq} must be at most {MAX_TOKENS} tokens per step",
+            setting="batch",
+            value=batch,
+        )
+    if (
+        isinstance(lora_dropout, bool)
+        or not isinstance(lora_dropout, int | float)
+        or not math.isfinite(lora_dropout)
+        or not 0.0 <= lora_dropout < 1.0
+    ):
+        raise _bad("lora_dropout", lora_dropout, "must be a probability in [0, 1)")
+    if lora_targets is not None:
+        names = list(lora_targets) if not isinstance(lora_targets, str) else [lora_targets]
+        if not names or any(not isinstance(t, str) or not t.strip() for t in names):
+            raise _bad(
+                "lora_targets",
+                ",".join(map(str, names)),
+                "must be module names separated by commas (e.g. q_proj,v_proj or all-linear)",
+            )
+
+
+def max_positions(config: Mapping[str, Any]) -> int | None:
+    """The longest sequence ``config`` describes: ``max_position_embeddings`` (``n_positions``,
+    ``n_ctx`` for GPT-2), times the factor of a yarn/linear/dynamic ``rope_scaling`` applied to
+    its ``original_max_position_embeddings`` (how vLLM derives ``max_model_len``,
+    ``_get_and_verify_max_len``); None when the config names none."""
+    inner = config.get("text_config")
+    if isinstance(inner, Mapping) and not any(
+        k in config for k in ("max_position_embeddings", "n_positions", "n_ctx")
+    ):
+        config = inner
+    limit: int | None = None
+    for key in ("max_position_embeddings", "n_positions", "n_ctx"):
+        v = config.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            limit = v
+            break
+    if limit is None:
+        return None
+    scaling = config.get("rope_scaling") or config.get("rope_parameters")
+    if isinstance(scaling, Mapping):
+        kind = scaling.get("rope_type") or scaling.get("type")
+        factor = scaling.get("factor")
+        if kind in ("yarn", "linear", "dynamic") and isinstance(factor, int | float) and factor > 1:
+            base = scaling.get("original_max_position_embeddings") or limit
+            if isinstance(base, int) and base > 0:
+                limit = max(limit, int(base * factor))
+    return limit
+
+
+def check_seq_positions(config: Mapping[str, Any], seq: int, *, model: str) -> None:
+    """Refuse a ``seq`` longer than the model's positions (:func:`max_positions`).
+
+    Raises:
+        InvalidSettingError: ``seq`` above the limit (the message starts with ``seq``).
+    """
+    limit = max_positions(config)
+    if limit is not None and seq > limit:
+        raise InvalidSettingError(
+            f"seq {seq} is longer than {model}'s {limit} positions (max_position_embeddings): "
+            "the model cannot attend that far",
+            setting="seq",
+            value=seq,
+        )
 
 
 def _require_torch() -> None:
@@ -292,6 +403,10 @@ def probe(
         InvalidSettingError: a bad option.
     """
     t0 = time.perf_counter()
+    check_probe_options(
+        seq=seq, batch=batch, lora_rank=lora_rank, lora_dropout=lora_dropout,
+        lora_targets=lora_targets,
+    )  # fmt: skip
     _require_torch()
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -303,9 +418,6 @@ def probe(
             f"Unknown training mode '{train}': use full, lora or qlora.", setting="train",
             value=train,
         )  # fmt: skip
-    for label, v in (("seq", seq), ("batch", batch), ("lora_rank", lora_rank)):
-        if v < 1:
-            raise InvalidSettingError(f"{label} must be >= 1, got {v}.", setting=label, value=v)
     compute = _torch_dtype(dtype)
     training = train is not None
     master = training and mixed_precision and train == "full"
@@ -322,6 +434,8 @@ def probe(
             if isinstance(model_or_factory, str)
             else str((config.get("architectures") or [config.get("model_type", "config")])[0])
         )
+        if inputs is None:
+            check_seq_positions(config, seq, model=name)
     with fake:
         if config is not None:
             model = pm.build_from_config(
@@ -375,6 +489,9 @@ def probe(
                 raise InvalidSettingError(
                     "Give inputs= for a model without a config.vocab_size.", setting="inputs"
                 )
+            own = getattr(getattr(model, "config", None), "to_dict", None)
+            if config is None and callable(own):
+                check_seq_positions(own(), seq, model=name)
             ids = torch.randint(0, vocab, (batch, seq), dtype=torch.long)
             inputs = {"input_ids": ids}
         else:

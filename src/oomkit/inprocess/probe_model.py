@@ -35,7 +35,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from oomkit.errors import ConfigFormatError, UnknownNameError, UnsupportedModelError
+from oomkit.errors import (
+    ConfigFormatError,
+    InvalidSettingError,
+    UnknownNameError,
+    UnsupportedModelError,
+)
 
 __all__ = [
     "FakeAdamW8bit",
@@ -361,7 +366,8 @@ def apply_lora(
         The number of wrapped layers.
 
     Raises:
-        UnsupportedModelError: no module matches ``targets``.
+        InvalidSettingError: no module matches ``targets`` (a usage error: the names are the
+            user's).
     """
     for p in model.parameters():
         p.requires_grad_(False)
@@ -380,10 +386,19 @@ def apply_lora(
             fin, fout = mod.weight.shape
             todo.append((name, mod, int(fin), int(fout)))
     if not todo:
-        raise UnsupportedModelError(
-            f"No module named {', '.join(targets)} to put LoRA adapters on.",
-            architecture=type(model).__name__,
-            feature="lora_targets",
+        linears = sorted(
+            {
+                n.rpartition(".")[2]
+                for n, m in model.named_modules()
+                if n and n not in skip and isinstance(m, (NF4Linear, nn.Linear))
+            }
+        )
+        raise InvalidSettingError(
+            f"lora_targets {','.join(targets)!r} name no linear module of "
+            f"{type(model).__name__} (its linears: {', '.join(linears[:12]) or 'none'}; "
+            "or all-linear)",
+            setting="lora_targets",
+            value=",".join(targets),
         )
     for name, mod, fin, fout in todo:
         parent_name, _, attr = name.rpartition(".")

@@ -20,7 +20,7 @@ from oomkit.planner.search import Evaluation, Searcher
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 
-__all__ = ["GpuFit", "ModelFit", "gpus_for", "models_that_fit"]
+__all__ = ["FITS_DEFAULT_CTX", "GpuFit", "ModelFit", "gpus_for", "models_that_fit"]
 
 #: the quants a shopper compares (GGUF): near-lossless down to the common default Q4_K_M
 #: (below it quality drops fast; ``oomkit plan`` goes further for one model)
@@ -136,6 +136,11 @@ def _shop(searcher: Searcher, params: int | None) -> Evaluation | None:
     return None
 
 
+#: the context ``models_that_fit`` (``oomkit models --fits``) asks for when none is given: the
+#: llama.cpp / Ollama default (llama-server ``-c``, Ollama ``num_ctx``), used for every runtime
+FITS_DEFAULT_CTX = 4096
+
+
 def models_that_fit(
     hardware: Hardware,
     *,
@@ -145,11 +150,19 @@ def models_that_fit(
     query: str | None = None,
 ) -> tuple[list[ModelFit], int]:
     """(catalog models that run entirely on ``hardware`` at ``ctx``, number skipped because
-    the runtime does not support their architecture). Largest models first."""
+    the runtime does not support their architecture). Largest models first.
+
+    ``ctx`` None means :data:`FITS_DEFAULT_CTX` (4096, at most the model's own maximum) for
+    every runtime, as ``oomkit models --fits`` documents: not vLLM's/transformers' own default
+    (the model's whole context), which would drop e.g. a 128k-context 8B model from a 24 GB
+    GPU that runs it well at 4096 (``max_ctx`` still reports the longest context that fits).
+    """
     from oomkit.catalog.models import search_models
 
     out: list[ModelFit] = []
     skipped = 0
+    if ctx is None:
+        ctx = FITS_DEFAULT_CTX
     request = PlanRequest(runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes)
     for entry in search_models(query):
         try:

@@ -302,6 +302,14 @@ class TrainingSettings:
             ("grad_accum", self.grad_accum),
         ):
             _at_least(name, value, 1)
+        check_int("micro_batch", self.micro_batch, lo=1, hi=MAX_TOKENS)
+        if self.micro_batch * self.seq > MAX_TOKENS:  # no real step holds 2^30 tokens per GPU
+            raise InvalidSettingError(
+                f"micro_batch {self.micro_batch} x seq {self.seq} must be at most "
+                f"{MAX_TOKENS} tokens per step",
+                setting="micro_batch",
+                value=self.micro_batch,
+            )
         if not 0 <= self.zero <= 3:
             raise InvalidSettingError(
                 f"Invalid zero stage {self.zero}: DeepSpeed ZeRO stages are 0, 1, 2 and 3.",
