@@ -106,3 +106,10 @@ def test_probe_cli_compile_flag(tmp_path: Any, capsys: pytest.CaptureFixture[str
         peaks.append(doc["peak_bytes"])
     assert peaks[1] < peaks[0]
     assert any("decoder layers compiled" in n for n in doc["notes"])
+
+
+def test_cli_compile_without_train_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli import main
+
+    assert main(["probe", "qwen2.5-0.5b", "--compile"]) == 2
+    assert "--compile needs --train" in capsys.readouterr().err

@@ -27,12 +27,13 @@ _FLAGS: dict[str, str] = {
     "train": "--train",
     "optimizer_impl": "--optimizer-impl",
     "held_logits": "--held-logits",
+    "compiled": "--compile",
 }
 #: options that only change a training step (click parameter names)
 _TRAIN_ONLY: tuple[str, ...] = (
     "optimizer", "optimizer_impl", "keep_grads", "optimizer_in_backward", "chunked_loss",
-    "held_logits", "offload_activations", "grad_checkpointing", "no_mixed_precision",
-    "first_step",
+    "held_logits", "offload_activations", "compiled", "grad_checkpointing",
+    "no_mixed_precision", "first_step",
 )  # fmt: skip
 _LORA_ONLY: tuple[str, ...] = ("lora_rank", "lora_dropout", "lora_targets")
 
@@ -48,7 +49,7 @@ def _reject_unused(ctx: click.Context, train: str | None) -> None:
     if train is None:
         bad = [n for n in (*_TRAIN_ONLY, *_LORA_ONLY) if given(n)]
         if bad:
-            flag = "--" + bad[0].replace("_", "-")
+            flag = _FLAGS.get(bad[0], "--" + bad[0].replace("_", "-"))
             raise click.UsageError(f"{flag} needs --train full|lora|qlora")
     elif train == "full":
         bad = [n for n in _LORA_ONLY if given(n)]
@@ -214,7 +215,8 @@ def probe_command(
             attn_implementation=attn_implementation, round_to_cuda_blocks=not exact_bytes,
             steady_state=not first_step, optimizer_impl=optimizer_impl, keep_grads=keep_grads,
             optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
-            held_logits=held_logits, offload_activations=offload_activations, probe=probe,
+            held_logits=held_logits, offload_activations=offload_activations, compiled=compiled,
+            probe=probe,
         )  # fmt: skip
     except InvalidSettingError as e:
         raise with_flag_names(e, _FLAGS) from None
@@ -231,6 +233,7 @@ def probe_command(
             ("--chunked-loss", chunked_loss),
             (f"--held-logits {held_logits}", held_logits != "none"),
             ("--offload-activations", offload_activations),
+            ("--compile", compiled),
         )
         if on
     )
@@ -240,7 +243,8 @@ def probe_command(
 
 def _probe(
     model: str, *, optimizer_impl: str, keep_grads: bool, optimizer_in_backward: bool,
-    chunked_loss: bool, held_logits: str, offload_activations: bool, probe: Any, **kw: Any,
+    chunked_loss: bool, held_logits: str, offload_activations: bool, compiled: bool, probe: Any,
+    **kw: Any,
 ) -> Any:  # fmt: skip
     from oomkit.inprocess.probe_step import StepOptions
 
