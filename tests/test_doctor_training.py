@@ -493,3 +493,12 @@ def test_liger_option_is_sized_as_fused_cross_entropy() -> None:
     chunked = [f for f in estimated(tt) if "CEWithChunkedOutputLoss" in f["commands"][0]]
     assert chunked
     assert all("--chunked-loss" in f["commands"][-1] for f in chunked)
+
+
+def test_what_the_log_shows_is_a_note_not_a_warning() -> None:
+    from pathlib import Path
+
+    log = Path(__file__).parent / "fixtures" / "oom_logs" / "constructed-train-fsdp.txt"
+    res = CliRunner().invoke(main, ["doctor", str(log)], env=ENV)
+    assert "Note: log shows: trainer training run" in res.output
+    assert "Warning: log shows" not in res.output

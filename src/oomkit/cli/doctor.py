@@ -21,6 +21,7 @@ from oomkit.cli.output import (
     print_error,
     print_hint,
     print_json,
+    print_note,
     print_warning,
 )
 from oomkit.cli.params import COUNT, SIZE
@@ -241,7 +242,8 @@ def doctor(
         sys.exit(code)
     d = diagnose_text(text, **facts)
     for note in d.notes:
-        print_warning(note)
+        # what the doctor read from the log is information, not a warning
+        (print_note if note.startswith("log shows:") else print_warning)(note)
     if as_json:
         print_json(d.to_dict())
     elif d.oom_found:

@@ -109,6 +109,11 @@ def print_warning(message: str) -> None:
     echo(f"Warning: {_one_line(message)}", err=True)
 
 
+def print_note(message: str) -> None:
+    """What oomkit read or assumed (not a problem): ``Note: ...`` on stderr."""
+    echo(f"Note: {_one_line(message)}", err=True)
+
+
 def print_hint(message: str) -> None:
     echo(f"Hint: {_one_line(message)}", err=True)
 
