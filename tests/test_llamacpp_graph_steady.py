@@ -15,9 +15,10 @@ import pytest
 
 from oomkit.api import load_model
 from oomkit.catalog.models import all_models
-from oomkit.estimate import llamacpp_compute as compute
-from oomkit.estimate.llamacpp_compute import GraphShape, build_graph, stack_compute_bytes
+from oomkit.estimate import llamacpp_stack as compute
+from oomkit.estimate.llamacpp_compute import GraphShape, build_graph
 from oomkit.estimate.llamacpp_galloc import simulate_gallocr
+from oomkit.estimate.llamacpp_stack import stack_compute_bytes
 from oomkit.spec.model import ModelSpec
 
 SHAPES = (

@@ -1,6 +1,6 @@
 """The steady-state shortcut of the compute-buffer simulation equals simulating every layer.
 
-:func:`oomkit.estimate.llamacpp_compute.stack_compute_bytes` builds three repeats of a layer
+:func:`oomkit.estimate.llamacpp_stack.stack_compute_bytes` builds three repeats of a layer
 pattern and proves a steady state; this test simulates the whole graph the slow way for every
 catalog model llama.cpp runs (dense, GQA, MoE with leading dense layers, SWA interleaves,
 hybrids, MLA) under several reserve shapes and sub-graphs, and requires the same bytes.
@@ -15,13 +15,9 @@ import pytest
 from oomkit.catalog.models import search_models
 from oomkit.errors import OomkitError
 from oomkit.estimate.llamacpp import gguf_arch
-from oomkit.estimate.llamacpp_compute import (
-    GraphShape,
-    _periodic_layers,
-    build_graph,
-    stack_compute_bytes,
-)
+from oomkit.estimate.llamacpp_compute import GraphShape, build_graph
 from oomkit.estimate.llamacpp_galloc import simulate_gallocr
+from oomkit.estimate.llamacpp_stack import _periodic_layers, stack_compute_bytes
 from oomkit.spec.model import ModelSpec
 
 _SHAPES = (
@@ -108,7 +104,7 @@ def test_interleaved_pattern_found() -> None:
 
 def test_most_catalog_graphs_take_the_shortcut() -> None:
     """Count the graphs simulated in full: the shortcut must be the common path."""
-    import oomkit.estimate.llamacpp_compute as compute
+    import oomkit.estimate.llamacpp_stack as compute
 
     full = 0
     real = compute.build_graph

@@ -29,7 +29,6 @@ from oomkit.estimate.llamacpp_compute import (
     graph_shape,
     host_compute_bytes,
     output_buffer_bytes,
-    stack_compute_bytes,
 )
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_params import (
@@ -43,6 +42,7 @@ from oomkit.estimate.llamacpp_placement import (
     backend_buffer_prefix,
     place_weights,
 )
+from oomkit.estimate.llamacpp_stack import stack_compute_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, TensorInfo
