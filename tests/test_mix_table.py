@@ -6,7 +6,7 @@ import dataclasses
 
 import oomkit.quant.mix_table as mix_table
 from oomkit.catalog.models import find_model
-from oomkit.estimate.llamacpp import _predicted_weights
+from oomkit.estimate.llamacpp_weights import _predicted_weights
 from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
 from oomkit.quant.mix_table import TABLE_FTYPES, _decode, _encode, build_table
 

@@ -107,7 +107,7 @@ def _gpu_weights_lower_bound(spec: ModelSpec, quant: str) -> int:
     all but the input embeddings (llama.cpp keeps those on the CPU); backend padding and a
     tied output copy only add to it. Cheap: the weights table is memoised and the estimate
     reuses it."""
-    from oomkit.estimate.llamacpp import weight_tensors
+    from oomkit.estimate.llamacpp_weights import weight_tensors
 
     try:
         rows, _, _ = weight_tensors(spec, quant)

@@ -1,0 +1,135 @@
+"""The weights table of a llama.cpp run: each tensor with its GGML type and exact bytes.
+
+Exact from a GGUF header; otherwise llama-quantize's per-tensor choice is replayed over the
+tensors derived from the config (:func:`oomkit.quant.llamacpp_mix.predict_gguf_tensor_bytes`),
+read from the build-time table for catalog models (:mod:`oomkit.quant.mix_table`). The tables
+are immutable and memoised, so the estimator's re-estimates (planner, doctor, reverse search)
+reuse them and their sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.spec.tensors import is_parameter
+
+__all__ = ["weight_tensors"]
+
+
+def weight_tensors(
+    spec: ModelSpec, quant: str | None
+) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+    """(tensor, ggml type, bytes) in file order, where they came from, and assumptions.
+
+    Exact types and bytes from a GGUF header win; otherwise llama-quantize's per-tensor choice
+    for ``quant`` is predicted over the tensors derived from the config.
+    """
+    if spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
+        upper: dict[str | None, str] = {}  # a handful of distinct types, ~10 tensors a layer
+        rows = tuple(
+            (
+                t,
+                upper.get(t.dtype) or upper.setdefault(t.dtype, str(t.dtype).upper()),
+                int(t.n_bytes or 0),
+            )
+            for t in spec.tensors
+        )
+        return rows, "gguf header (exact tensor types and bytes)", ()
+    return _predicted_weights(spec, quant)
+
+
+#: weights tables predicted in this process (see _predicted_weights)
+_PREDICTIONS = [0]
+
+
+# The doctor re-estimates one model tens of times (binary searches over -ngl, -c, --n-cpu-moe),
+# and llama-quantize's per-tensor choice depends only on the spec and the file type: predict
+# it once per (spec, quant). Both are frozen; the result is an immutable tuple.
+@lru_cache(maxsize=256)
+def _predicted_weights(
+    spec: ModelSpec, quant: str | None
+) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+    from oomkit.estimate.llamacpp import gguf_arch  # the estimator imports this module
+    from oomkit.quant.ggml_types import GGML_TYPES
+    from oomkit.quant.llamacpp_ftypes import UNSLOTH_DYNAMIC, llamacpp_ftype
+    from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
+    from oomkit.spec.tensors import model_tensors
+
+    notes: list[str] = []
+    ftype = quant
+    if ftype is None and spec.quantization is not None and spec.quantization.method == "mxfp4":
+        # released in MXFP4 (gpt-oss): the GGUF everyone runs keeps the experts in MXFP4
+        ftype = "MXFP4_MOE"
+        notes.append(
+            "no quant given: the checkpoint is MXFP4, assumed MXFP4_MOE (experts stay "
+            "MXFP4, as convert_hf_to_gguf.py writes them)"
+        )
+    elif ftype is None:
+        ftype = "Q4_K_M"
+        notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
+    canonical = llamacpp_ftype(ftype).name  # one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
+    ud = ftype.strip().upper()
+    if not ud.startswith("UD-") and ud.endswith("_K_XL"):
+        ud = "UD-" + ud
+    if ud in UNSLOTH_DYNAMIC:
+        notes.append(
+            f"{ud} (Unsloth Dynamic) modelled as llama-quantize {canonical}: Unsloth upcasts "
+            "some tensors per model, so the real file is usually a few % larger or smaller"
+        )
+    ftype = canonical
+    tensors = model_tensors(spec)
+    n_expert = spec.moe.num_experts if spec.moe else 0
+    attn = spec.attention_layers()
+    kv0 = spec.kv_heads(attn[0]) if attn else spec.num_key_value_heads
+    n_gqa = spec.num_attention_heads // max(1, kv0)
+    facts = {
+        "n_layer": spec.num_hidden_layers,
+        "n_expert": n_expert,
+        "n_gqa": n_gqa,
+        "arch": gguf_arch(spec),
+    }
+    # the catalog models' replays were done at build time (same function, same inputs); the
+    # table pays off from a process's second prediction on (models --fits, the planner): one
+    # estimate replays (~1.5 ms) instead of loading it (gzip, hashlib, parse: ~7 ms cold)
+    _PREDICTIONS[0] += 1
+    types = None
+    if _PREDICTIONS[0] > 1:
+        from oomkit.quant.mix_table import table_types
+
+        types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
+    if types is not None:
+        sized: dict[tuple[str, int], int] = {}  # layers repeat (type, size) pairs
+        out = []
+        for t, ty in zip(tensors, types, strict=True):
+            key = (ty, t.n_params)
+            n = sized.get(key)
+            if n is None:
+                n = sized[key] = GGML_TYPES[ty].tensor_bytes(t.n_params)
+            out.append((t, ty, n))
+        rows = tuple(out)
+    else:
+        rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
+    return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)
+
+
+_ROW_SUMMARIES: dict[int, tuple[object, tuple[bool, int, int]]] = {}
+
+
+def _rows_summary(rows: Sequence[tuple[TensorInfo, str, int]]) -> tuple[bool, int, int]:
+    """(tied embeddings, file bytes, parameters) of a weights table; memoised by identity
+    (the tables are immutable and memoised themselves; the entry keeps its table alive)."""
+    hit = _ROW_SUMMARIES.get(id(rows))
+    if hit is not None and hit[0] is rows:
+        return hit[1]
+    out = (
+        not any(t.name == "output.weight" for t, _, _ in rows),
+        sum(n for _, _, n in rows),
+        sum(t.n_params for t, _, _ in rows if is_parameter(t)),
+    )
+    if isinstance(rows, tuple):
+        if len(_ROW_SUMMARIES) >= 256:
+            _ROW_SUMMARIES.clear()
+        _ROW_SUMMARIES[id(rows)] = (rows, out)
+    return out
