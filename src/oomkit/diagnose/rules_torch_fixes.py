@@ -1,0 +1,120 @@
+"""The fixes the PyTorch allocator rules propose (:mod:`oomkit.diagnose.rules_torch`): smaller
+batches sized by the shortfall, allocator settings against fragmentation, a smaller or quantized
+model, and the serving engines' headroom (CUDA graphs, sampler)."""
+
+from __future__ import annotations
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.fixes import Fix, generic, size_text
+
+__all__: list[str] = []
+
+
+def _fb(n: int | None) -> str:
+    return size_text(n)
+
+
+def _alloc_env(e: OomEvent) -> str:
+    return "PYTORCH_HIP_ALLOC_CONF" if e.kind == "hip_oom" else "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def _frag_fix(e: OomEvent, r: int) -> Fix:
+    env = _alloc_env(e)
+    if e.kind == "xpu_oom":
+        return Fix(
+            title="Release cached blocks between phases",
+            why=f"{_fb(r)} is reserved by PyTorch but unallocated; the XPU allocator has no "
+            "expandable segments, so return the cache before the large allocation.",
+            commands=("torch.xpu.empty_cache()",),
+            expected_saving_bytes=r,
+        )
+    return Fix(
+        title="Let the allocator grow segments instead of splitting them",
+        why=f"{_fb(r)} is reserved by PyTorch but unallocated (cached, fragmented); expandable "
+        "segments let that memory serve the request (not supported on Windows: use "
+        "max_split_size_mb there).",
+        commands=(
+            f"export {env}=expandable_segments:True",
+            f"set {env}=max_split_size_mb:128   # Windows",
+        ),
+        expected_saving_bytes=r,
+    )
+
+
+def _batch_fixes(e: OomEvent, need: int | None) -> list[Fix]:
+    out: list[Fix] = []
+    x = e.requested_bytes
+    if x is not None and need is not None and need > 0:
+        factor = -(-x // max(1, x - need))
+        out.append(
+            Fix(
+                title=f"Cut the batch size / input size by at least {factor}x",
+                why=f"the failing tensor needs {_fb(x)} but only {_fb(x - need)} can be found; "
+                "activation tensors scale linearly with batch and sequence length (and with "
+                "pixels for images).",
+                commands=(f"batch_size = max(1, batch_size // {factor})",),
+                expected_saving_bytes=need,
+            )
+        )
+    out.append(
+        generic(
+            "Recompute activations instead of storing them",
+            "gradient (activation) checkpointing trades ~30% more compute for most of the "
+            "activation memory in training.",
+            ("model.gradient_checkpointing_enable()   # transformers",),
+        )
+    )
+    out.append(
+        generic(
+            "Run in bf16/fp16",
+            "half-precision activations and weights take half the bytes of fp32.",
+            ("with torch.autocast('cuda', dtype=torch.bfloat16): ...",),
+        )
+    )
+    return out
+
+
+def _model_fixes() -> list[Fix]:
+    return [
+        generic(
+            "Load the weights quantized (8-bit or 4-bit)",
+            "4-bit weights take about a quarter of fp16 weights; 8-bit about half.",
+            (
+                "from transformers import BitsAndBytesConfig",
+                "model = AutoModelForCausalLM.from_pretrained(name, "
+                "quantization_config=BitsAndBytesConfig(load_in_4bit=True))",
+            ),
+        ),
+        generic(
+            "Spread or offload the model",
+            "device_map='auto' places layers on other GPUs and then CPU RAM when one GPU is "
+            "full; for training use LoRA/QLoRA or an 8-bit optimizer instead of full AdamW.",
+            (
+                "model = AutoModelForCausalLM.from_pretrained(name, device_map='auto', "
+                "torch_dtype=torch.bfloat16)",
+            ),
+        ),
+    ]
+
+
+def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
+    """Fixes for an OOM in the engine's headroom (CUDA graphs, sampler, activations)."""
+    return (
+        Fix(
+            title="Skip CUDA-graph capture: --enforce-eager",
+            why="captured graphs keep one activation pool per batch size; eager mode needs none "
+            f"(slower decoding). This allocation was short by {_fb(short)}.",
+            commands=(
+                "--enforce-eager   # vLLM",
+                "--disable-cuda-graph   # SGLang",
+                "torch.compile(model, mode='default')   # not 'reduce-overhead'",
+            ),
+            expected_saving_bytes=None,
+        ),
+        generic(
+            "Capture graphs for fewer batch sizes / fewer concurrent sequences",
+            "graph and sampler memory grow with the largest captured batch (max_num_seqs).",
+            ("--max-num-seqs 64   # vLLM", "--cuda-graph-max-bs 16   # SGLang"),
+        ),
+        *_batch_fixes(e, None)[:1],
+    )
