@@ -75,7 +75,7 @@ def _note_training(result: Diagnosis, text: str) -> Diagnosis:
     """Name the training setup the log shows (:mod:`oomkit.diagnose.training_context`)."""
     if not result.oom_found:
         return result
-    from oomkit.diagnose.training_fixes import already_done, training_note
+    from oomkit.diagnose.training_context import already_done, training_note
 
     note = training_note(text, result.context.frame_phase)
     if note is None:

@@ -41,7 +41,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["TrainingLogSetup", "training_setup_from_log"]
+__all__ = ["TrainingLogSetup", "already_done", "training_note", "training_setup_from_log"]
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 _NUM = r"(\d[\d,]{0,12})"
@@ -461,3 +461,47 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
         trainable_params=trainable,
         evidence=ev,
     )
+
+
+def already_done(text: str, frame_phase: str | None) -> tuple[str, ...]:
+    """Title prefixes of the rules' generic fixes that the training log shows are already in
+    place (gradient checkpointing on; a 4-bit QLoRA base; bf16/fp16): suggesting them again
+    is noise."""
+    setup = training_setup_from_log(text, frame_phase)
+    if not setup.is_training:
+        return ()
+    done: list[str] = []
+    if setup.grad_checkpointing:
+        done.append("Recompute activations")
+    if setup.method == "qlora":
+        done.append("Load the weights quantized")
+    if setup.mixed_precision in ("bf16", "fp16"):
+        done.append("Run in bf16/fp16")
+    return tuple(done)
+
+
+def training_note(text: str, frame_phase: str | None) -> str | None:
+    """One line naming the training setup the log shows (for ``Diagnosis.notes``), or None."""
+    setup = training_setup_from_log(text, frame_phase)
+    if not setup.is_training:
+        return None
+    facts = [f"{setup.framework or 'pytorch'} training run"]
+    if setup.phase:
+        facts.append(f"failed in the {setup.phase.replace('_', ' ')}")
+    for label, value in (
+        ("method", setup.method),
+        ("micro-batch", setup.micro_batch),
+        ("gradient accumulation", setup.grad_accum),
+        ("seq", setup.seq),
+        ("ZeRO stage", setup.zero),
+        ("FSDP", setup.fsdp_strategy),
+        ("GPUs", setup.gpus),
+        ("optimizer", setup.optimizer),
+        ("mixed precision", setup.mixed_precision),
+        ("gradient checkpointing", setup.grad_checkpointing),
+        ("LoRA rank", setup.lora_rank),
+        ("model", setup.model_name),
+    ):
+        if value is not None:
+            facts.append(f"{label} {value}")
+    return "log shows: " + ", ".join(facts)

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from oomkit.spec.settings import TrainingSettings
 
 __all__ = [
-    "already_done",
     "training_fixes",
     "training_settings_from_log",
     "with_training_fixes",
@@ -564,47 +563,3 @@ def with_training_fixes(
         return training_fixes(spec, setup, e, hardware, model_ref=ref)
 
     return training_or_inference
-
-
-def already_done(text: str, frame_phase: str | None) -> tuple[str, ...]:
-    """Title prefixes of the rules' generic fixes that the training log shows are already in
-    place (gradient checkpointing on; a 4-bit QLoRA base; bf16/fp16): suggesting them again
-    is noise."""
-    setup = training_setup_from_log(text, frame_phase)
-    if not setup.is_training:
-        return ()
-    done: list[str] = []
-    if setup.grad_checkpointing:
-        done.append("Recompute activations")
-    if setup.method == "qlora":
-        done.append("Load the weights quantized")
-    if setup.mixed_precision in ("bf16", "fp16"):
-        done.append("Run in bf16/fp16")
-    return tuple(done)
-
-
-def training_note(text: str, frame_phase: str | None) -> str | None:
-    """One line naming the training setup the log shows (for ``Diagnosis.notes``), or None."""
-    setup = training_setup_from_log(text, frame_phase)
-    if not setup.is_training:
-        return None
-    facts = [f"{setup.framework or 'pytorch'} training run"]
-    if setup.phase:
-        facts.append(f"failed in the {setup.phase.replace('_', ' ')}")
-    for label, value in (
-        ("method", setup.method),
-        ("micro-batch", setup.micro_batch),
-        ("gradient accumulation", setup.grad_accum),
-        ("seq", setup.seq),
-        ("ZeRO stage", setup.zero),
-        ("FSDP", setup.fsdp_strategy),
-        ("GPUs", setup.gpus),
-        ("optimizer", setup.optimizer),
-        ("mixed precision", setup.mixed_precision),
-        ("gradient checkpointing", setup.grad_checkpointing),
-        ("LoRA rank", setup.lora_rank),
-        ("model", setup.model_name),
-    ):
-        if value is not None:
-            facts.append(f"{label} {value}")
-    return "log shows: " + ", ".join(facts)
