@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
+from oomkit.memo import IdentityMemo
 from oomkit.spec.hardware import DeviceTarget, device_label
 from oomkit.spec.model import TensorInfo
 
@@ -155,8 +156,7 @@ def _is_output(name: str) -> bool:
 #: placements of recent (weights table, split) pairs: the planner and the doctor re-estimate
 #: one model at many contexts, and the placement does not depend on the context. Keyed by the
 #: identity of the (immutable, memoised) weights tuple, which the entry keeps alive.
-_PLACEMENTS: dict[tuple[object, ...], tuple[object, Placement]] = {}
-_PLACEMENTS_MAX = 256
+_PLACEMENTS: IdentityMemo[Placement] = IdentityMemo(256)
 
 
 def place_weights(
@@ -177,23 +177,20 @@ def place_weights(
     weights go to the ``CUDA_Split`` buffer type, which spreads their rows over the GPUs in
     ``tensor_split`` proportions (ggml-cuda ``ggml_backend_cuda_split_buffer_type``).
     """
-    key: tuple[object, ...] | None = None
-    if isinstance(tensors, tuple):  # memoised: see _PLACEMENTS
-        key = (
-            id(tensors),
-            n_layer,
-            params.n_gpu_layers,
-            params.mmap,
-            params.options,
-            tuple(gpus),
-            None if tensor_split is None else tuple(tensor_split),
-            n_cpu_moe,
-            tied_embeddings,
-            split_mode,
-        )
-        hit = _PLACEMENTS.get(key)
-        if hit is not None and hit[0] is tensors:
-            return hit[1]
+    key = (  # memoised: see _PLACEMENTS
+        n_layer,
+        params.n_gpu_layers,
+        params.mmap,
+        params.options,
+        tuple(gpus),
+        None if tensor_split is None else tuple(tensor_split),
+        n_cpu_moe,
+        tied_embeddings,
+        split_mode,
+    )
+    hit = _PLACEMENTS.get(tensors, key)
+    if hit is not None:
+        return hit
     row = split_mode == "row" and len(gpus) > 1
     layer_gpus = gpus[:1] if row else gpus
     per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, layer_gpus, tensor_split)
@@ -304,10 +301,7 @@ def place_weights(
         n_offloaded=n_off,
         tensor_counts=counts,
     )
-    if key is not None:
-        if len(_PLACEMENTS) >= _PLACEMENTS_MAX:
-            _PLACEMENTS.clear()
-        _PLACEMENTS[key] = (tensors, placement)
+    _PLACEMENTS.put(tensors, placement, key)
     return placement
 
 

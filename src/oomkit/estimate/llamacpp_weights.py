@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from oomkit.memo import IdentityMemo
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.tensors import is_parameter
 
@@ -114,22 +115,19 @@ def _predicted_weights(
     return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)
 
 
-_ROW_SUMMARIES: dict[int, tuple[object, tuple[bool, int, int]]] = {}
+_ROW_SUMMARIES: IdentityMemo[tuple[bool, int, int]] = IdentityMemo(256)
 
 
 def _rows_summary(rows: Sequence[tuple[TensorInfo, str, int]]) -> tuple[bool, int, int]:
     """(tied embeddings, file bytes, parameters) of a weights table; memoised by identity
     (the tables are immutable and memoised themselves; the entry keeps its table alive)."""
-    hit = _ROW_SUMMARIES.get(id(rows))
-    if hit is not None and hit[0] is rows:
-        return hit[1]
+    hit = _ROW_SUMMARIES.get(rows)
+    if hit is not None:
+        return hit
     out = (
         not any(t.name == "output.weight" for t, _, _ in rows),
         sum(n for _, _, n in rows),
         sum(t.n_params for t, _, _ in rows if is_parameter(t)),
     )
-    if isinstance(rows, tuple):
-        if len(_ROW_SUMMARIES) >= 256:
-            _ROW_SUMMARIES.clear()
-        _ROW_SUMMARIES[id(rows)] = (rows, out)
+    _ROW_SUMMARIES.put(rows, out)
     return out

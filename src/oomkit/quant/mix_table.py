@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from oomkit.memo import IdentityMemo
 from oomkit.spec.model import TensorInfo
 
 __all__ = ["TABLE_FTYPES", "build_table", "fingerprint", "table_types"]
@@ -46,21 +47,18 @@ def fingerprint(
     return h.hexdigest()
 
 
-_DIGESTS: dict[int, tuple[object, bytes]] = {}
+_DIGESTS: IdentityMemo[bytes] = IdentityMemo(64)
 
 
 def _tensors_digest(tensors: Sequence[TensorInfo]) -> bytes:
     """Digest of the names, shapes and dtypes in order; memoised by identity for immutable
     tuples (one model is looked up once per file type)."""
-    hit = _DIGESTS.get(id(tensors))
-    if hit is not None and hit[0] is tensors:
-        return hit[1]
+    hit = _DIGESTS.get(tensors)
+    if hit is not None:
+        return hit
     text = "\n".join(f"{t.name}:{t.shape!r}:{t.dtype or ''}" for t in tensors)
     digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
-    if isinstance(tensors, tuple):
-        if len(_DIGESTS) >= 64:
-            _DIGESTS.clear()
-        _DIGESTS[id(tensors)] = (tensors, digest)
+    _DIGESTS.put(tensors, digest)
     return digest
 
 
