@@ -75,3 +75,10 @@ def test_a_changed_spec_is_not_served_from_the_table() -> None:
         mt.table_types = real
         _predicted_weights.cache_clear()
     assert calls == ["hit", "miss", "miss"]
+
+
+def test_rebuild_command_refuses_other_arguments(capsys: object) -> None:
+    from oomkit.quant.mix_table import main
+
+    assert main([]) == 2
+    assert main(["--write", "extra"]) == 2
