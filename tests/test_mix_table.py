@@ -77,7 +77,7 @@ def test_a_changed_spec_is_not_served_from_the_table() -> None:
     assert calls == ["hit", "miss", "miss"]
 
 
-def test_rebuild_command_refuses_other_arguments(capsys: object) -> None:
+def test_rebuild_command_refuses_other_arguments() -> None:
     from oomkit.quant.mix_table import main
 
     assert main([]) == 2
