@@ -99,6 +99,7 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             # compiled chunked loss is modelled (probe_step), Inductor's fused backward is not
             compiled_loss=bool(s.get("compiled_loss")) and loss == "chunked",
             compiled_layers=bool(s.get("compiled")),
+            softmax_saves_input=bool(s.get("softmax_saves_input")),
         ),
     }
     if kw["train"] != "full":
