@@ -27,7 +27,9 @@ the probe does not trace (``unmodelled``: torch.compile). Activation offloading,
 fixture marks unmodelled for the estimator, is traced (torchtune ``OffloadActivations``).
 
 The BERT-large records trace ``BertForSequenceClassification`` (the model of the HF docs run,
-2 labels, labels of shape ``(batch,)``), not the masked-LM head the estimator's spec uses.
+2 labels, labels of shape ``(batch,)``), not the masked-LM head the estimator's spec uses, with
+the all-ones attention mask transformers 4.27 added in every layer, and torch < 1.11's softmax
+saved set (``softmax_saves_input``: the runs date from January 2022).
 """
 
 from __future__ import annotations
@@ -121,8 +123,15 @@ def _model_and_inputs(rec: dict[str, Any], batch: int, seq: int) -> tuple[Any, A
         import torch
 
         vocab = int(config["vocab_size"])
+        # transformers 4.27 BertModel.forward: ``attention_mask = torch.ones(...)`` when none is
+        # given, then ``scores + extended_attention_mask`` in every layer with the mask in the
+        # model's dtype (``get_extended_attention_mask``: ``dtype=self.dtype``, fp32 under AMP),
+        # so fp16 scores were promoted to fp32 before the softmax. Today's BERT drops an
+        # all-ones mask it can read; on fake tensors (``is_tracing``) it builds and adds the
+        # fp32 eager mask as 4.27 did, so the ones are passed explicitly.
         return {
             "input_ids": torch.randint(0, vocab, (batch, seq)),
+            "attention_mask": torch.ones((batch, seq), dtype=torch.long),
             "labels": torch.randint(0, 2, (batch,)),
         }
 
