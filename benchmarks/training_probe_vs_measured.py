@@ -182,6 +182,7 @@ def score(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "status": rec["status"],
             "unmodelled": [u for u in rec["unmodelled"] if u not in PROBE_TRACES],
             "source_url": rec["source_url"],
+            "note": rec["note"],
         }
         reason = why_not_probed(rec)
         if reason is not None:
@@ -225,7 +226,20 @@ def summary(rows: list[dict[str, Any]]) -> str:
             f"{sum(r['within_10pct'] for r in plain)} within {TARGET:.0%}, median |error| "
             f"{100 * statistics.median(errs):.1f}%, worst {100 * max(errs):.1f}%"
         )
+    lines.extend(explained(rows))
     return "\n".join(lines)
+
+
+def explained(rows: list[dict[str, Any]]) -> list[str]:
+    """The fixture's note for each figure its source disputes and each miss that has one."""
+    out = []
+    for r in rows:
+        miss = "error" in r and not r["within_10pct"]
+        if r["note"] and (r["status"] == "disputed" or miss):
+            out.append(
+                f"  {r['status'] if r['status'] == 'disputed' else 'miss'}: {r['id']}: {r['note']}"
+            )
+    return ["what the sources say about the disputed figures and the misses:", *out] if out else []
 
 
 def main(argv: list[str] | None = None) -> int:
