@@ -92,3 +92,11 @@ def test_estimator_counts_the_saved_input() -> None:
     for x, y in zip(a, b, strict=True):
         assert y.saved_bytes - x.saved_bytes == 4 * heads * 512 * 512 * 4
         assert y.checkpoint_bytes == x.checkpoint_bytes
+    # fp16 AMP over fp32 weights: the fp32 extended mask promoted the scores to fp32 (4 bytes);
+    # pure 16-bit weights: the mask and the scores stay 16-bit (2 bytes)
+    for master, elem in ((True, 4), (False, 2)):
+        half = dataclasses.replace(base, mixed_precision="fp16", master_weights=master)
+        a = layer_activations(spec, half, trainable_roles=None)
+        b = layer_activations(spec, dataclasses.replace(half, softmax_saves_input=True),
+                              trainable_roles=None)  # fmt: skip
+        assert b[0].saved_bytes - a[0].saved_bytes == 4 * heads * 512 * 512 * elem
