@@ -98,6 +98,7 @@ def score(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "status": rec["status"],
                 "unmodelled": [u for u in rec["unmodelled"] if u not in MODELLED_SINCE],
                 "source_url": rec["source_url"],
+                "note": rec["note"],
             }
         )
     return rows
@@ -118,6 +119,13 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             f"held to the {TARGET:.0%} target: {len(held)} records, median |error| "
             f"{100 * statistics.median(held):.1f}%, worst {100 * max(held):.1f}%"
         )
+    notes = [
+        f"  {'disputed' if r['status'] == 'disputed' else 'miss'}: {r['id']}: {r['note']}"
+        for r in rows
+        if r["note"] and (r["status"] == "disputed" or abs(r["error"]) > TARGET)
+    ]
+    if notes:
+        lines += ["what the sources say about the disputed figures and the misses:", *notes]
     return "\n".join(lines)
 
 

@@ -27,7 +27,9 @@ the probe does not trace (``unmodelled``: torch.compile). Activation offloading,
 fixture marks unmodelled for the estimator, is traced (torchtune ``OffloadActivations``).
 
 The BERT-large records trace ``BertForSequenceClassification`` (the model of the HF docs run,
-2 labels, labels of shape ``(batch,)``), not the masked-LM head the estimator's spec uses.
+2 labels, labels of shape ``(batch,)``), not the masked-LM head the estimator's spec uses, with
+the all-ones attention mask transformers 4.27 added in every layer, and torch < 1.11's softmax
+saved set (``softmax_saves_input``: the runs date from January 2022).
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             # compiled chunked loss is modelled (probe_step), Inductor's fused backward is not
             compiled_loss=bool(s.get("compiled_loss")) and loss == "chunked",
             compiled_layers=bool(s.get("compiled")),
+            softmax_saves_input=bool(s.get("softmax_saves_input")),
         ),
     }
     if kw["train"] != "full":
@@ -120,8 +123,15 @@ def _model_and_inputs(rec: dict[str, Any], batch: int, seq: int) -> tuple[Any, A
         import torch
 
         vocab = int(config["vocab_size"])
+        # transformers 4.27 BertModel.forward: ``attention_mask = torch.ones(...)`` when none is
+        # given, then ``scores + extended_attention_mask`` in every layer with the mask in the
+        # model's dtype (``get_extended_attention_mask``: ``dtype=self.dtype``, fp32 under AMP),
+        # so fp16 scores were promoted to fp32 before the softmax. Today's BERT drops an
+        # all-ones mask it can read; on fake tensors (``is_tracing``) it builds and adds the
+        # fp32 eager mask as 4.27 did, so the ones are passed explicitly.
         return {
             "input_ids": torch.randint(0, vocab, (batch, seq)),
+            "attention_mask": torch.ones((batch, seq), dtype=torch.long),
             "labels": torch.randint(0, 2, (batch,)),
         }
 
@@ -172,6 +182,7 @@ def score(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "status": rec["status"],
             "unmodelled": [u for u in rec["unmodelled"] if u not in PROBE_TRACES],
             "source_url": rec["source_url"],
+            "note": rec["note"],
         }
         reason = why_not_probed(rec)
         if reason is not None:
@@ -215,7 +226,20 @@ def summary(rows: list[dict[str, Any]]) -> str:
             f"{sum(r['within_10pct'] for r in plain)} within {TARGET:.0%}, median |error| "
             f"{100 * statistics.median(errs):.1f}%, worst {100 * max(errs):.1f}%"
         )
+    lines.extend(explained(rows))
     return "\n".join(lines)
+
+
+def explained(rows: list[dict[str, Any]]) -> list[str]:
+    """The fixture's note for each figure its source disputes and each miss that has one."""
+    out = []
+    for r in rows:
+        miss = "error" in r and not r["within_10pct"]
+        if r["note"] and (r["status"] == "disputed" or miss):
+            out.append(
+                f"  {r['status'] if r['status'] == 'disputed' else 'miss'}: {r['id']}: {r['note']}"
+            )
+    return ["what the sources say about the disputed figures and the misses:", *out] if out else []
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,9 @@ fp16 with dropout. oomkit counts the tensors autograd really saves in a modern d
   an fp32 logsumexp per head: no ``s²`` term; k and v stay at KV heads (HF passes
   ``enable_gqa=True`` to SDPA on torch >= 2.5; FlashAttention-2 takes GQA natively), while eager
   attention runs ``repeat_kv`` first. Eager attention saves the fp32 softmax output and its
-  16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term;
+  16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term; on torch < 1.11
+  (``softmax_saves_input``) the softmax node also held its input, the masked scores in the
+  stream dtype (pytorch/pytorch#64000, fixed in 1.11 by #65242);
 * SwiGLU MLP: gate output (SiLU input), SiLU output and up output (``mul`` inputs), and the
   product when ``down_proj`` trains: 3-4 x i x e. A GELU MLP saves fc1 output (+ GELU output);
 * dropout masks (1 byte per element) only when dropout > 0 (two residual dropouts; attention-prob
@@ -183,6 +185,13 @@ def layer_activations(
                 # HF eager_attention_forward: sliding layers are masked, still S x S
                 s = settings.seq
                 eager_sq += a * s * (4 + e) + (a * s if drop else 0)
+                if settings.softmax_saves_input:
+                    # torch < 1.11 SoftmaxBackward held ``self`` too: the scores as they reach
+                    # softmax. transformers of that era always added the extended attention
+                    # mask, built in the model's dtype (``get_extended_attention_mask``:
+                    # ``dtype=self.dtype``), so under AMP with fp32 weights the 16-bit scores
+                    # were promoted to fp32 by the add; otherwise the compute dtype
+                    eager_sq += a * s * stream_e
         if spec.intermediate_size or spec.moe is not None:
             if not spec.parallel_attn:
                 gated_copies = 2 if (amp and spec.mlp_gated) else 1

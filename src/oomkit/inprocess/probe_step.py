@@ -48,6 +48,9 @@ stack does it:
   AOTAutograd's min-cut-partitioned forward and backward graphs, so the forward keeps the
   partitioner's saved set (:mod:`oomkit.inprocess.probe_compile`).
 
+* ``softmax_saves_input`` (torch < 1.11, e.g. the HF docs' runs of January 2022): the softmax
+  node kept its input as well as its output (:mod:`oomkit.inprocess.probe_legacy`).
+
 Adafactor is transformers' (``Adafactor(scale_parameter=False, relative_step=False)``: what
 ``TrainingArguments(optim="adafactor")`` builds): factored second moments, no first moment.
 """
@@ -107,6 +110,8 @@ class StepOptions:
     #: torch.compile'd decoder layers: AOTAutograd's min-cut partition traced per layer
     #: (:mod:`oomkit.inprocess.probe_compile`)
     compiled_layers: bool = False
+    #: torch < 1.11: ``softmax`` saved its input too (:mod:`oomkit.inprocess.probe_legacy`)
+    softmax_saves_input: bool = False
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -338,6 +343,7 @@ def train_step(
     ``opts.own_loss``. Runs inside the caller's fake mode and tracker.
     """
     from oomkit.inprocess.probe import _loss_of, _phase
+    from oomkit.inprocess.probe_legacy import legacy_softmax
 
     if opts.optimizer_in_backward:
         opts_by_param = {
@@ -393,7 +399,13 @@ def train_step(
     for p in trainable:
         p.register_post_accumulate_grad_hook(hook)  # type: ignore[no-untyped-call]
     held: list[torch.Tensor] = []
-    with _phase(tracker, "forward"), autocast:
+
+    def legacy() -> contextlib.AbstractContextManager[None]:
+        return legacy_softmax() if opts.softmax_saves_input else contextlib.nullcontext()
+
+    if opts.softmax_saves_input:
+        notes.append("torch < 1.11 autograd: softmax saves its input as well as its output")
+    with legacy(), _phase(tracker, "forward"), autocast:
         if opts.own_loss:
             loss, held = causal_lm_loss(model, inputs, opts, tracker)
         elif opts.offload_activations:
@@ -406,7 +418,7 @@ def train_step(
             loss = _loss_of(out)
             del out
     saved = tracker.live_from("forward")
-    with _phase(tracker, "backward"):
+    with legacy(), _phase(tracker, "backward"):  # checkpoint recomputation runs it again
         loss.backward()  # type: ignore[no-untyped-call]
     del loss, held
     grads = sum(tracker.track(p.grad, "gradients").n_bytes for p in trainable if p.grad is not None)

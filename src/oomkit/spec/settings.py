@@ -245,6 +245,10 @@ class TrainingSettings:
     #: ``optimizer.zero_grad(set_to_none=...)``: True (torch >= 2.0 default) frees gradients
     #: between steps; False (torch < 2.0 default, HF Trainer of 2022) keeps them allocated
     zero_grad_set_to_none: bool = True
+    #: torch < 1.11 autograd: ``softmax`` saved its input as well as its output
+    #: (pytorch/pytorch#64000, fixed by #65242 in torch 1.11), so eager attention kept one more
+    #: ``heads x seq x seq`` tensor per layer until its backward
+    softmax_saves_input: bool = False
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step per parameter
     #: torchtune ``enable_activation_offloading``: saved activations go to pinned host memory in
     #: the forward and come back layer by layer in the backward
