@@ -63,6 +63,10 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_vllm_generations_change_the_kv_pool",
         _VLLM + "issues/10517 (0.6.4: non_torch_memory 0.35 GiB, the CUDA context included)",
         "run:vllm-10517-llama31-8b-3090-29k",
+        # V0's encoder-decoder profile run (vllm_mm): one Mllama image per max_num_seqs
+        "test:tests/test_vllm_mllama_profile.py::test_v0_default_256_sequences_oom_on_a100_and_32_start",
+        _VLLM + "issues/9445 (0.6.3, A100 80GB: default 256 sequences OOM, 32 + eager start)",
+        _VLLM + "issues/9630 (96 GB H100: 256 sequences OOM at max_model_len 32, 128 start)",
     ),
     ("vllm", "v0-2025"): (
         _TG + "test_vllm_generations_change_the_kv_pool",

@@ -55,6 +55,11 @@ from oomkit.estimate.vllm_engines import (
     non_torch_bytes,
     vllm_engine,
 )
+from oomkit.estimate.vllm_mm import (
+    mllama_cross_states_bytes,
+    mllama_vision_peak_bytes,
+    vision_profile_images,
+)
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -86,6 +91,8 @@ class VllmPlan:
     activation_bytes: int
     forward_bytes: int
     sampler_bytes: int
+    #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
+    vision_bytes: int
     #: v0-2023 with TP: all-reduce inputs held by record_stream until the NCCL stream syncs
     pinned_allreduce_bytes: int
     non_torch_bytes: int
@@ -245,6 +252,11 @@ def plan_vllm(
     rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
     rope = (spec.max_position_embeddings or max_len) * rotary * elem
     w = weights.bytes_per_rank - (settings.cpu_offload_bytes or 0)
+    if spec.vision_tower is not None and pp_rank == 0:
+        # the vision encoder + projector load in the model dtype, unsharded by the text TP
+        # plan (vllm#9630: "Loading model weights took 19.8557 GB" for Llama 3.2 11B Vision)
+        w += spec.multimodal_params * elem // tp
+        notes.append("vision encoder + projector weights counted (model dtype)")
     if settings.cpu_offload_bytes:
         notes.append("--cpu-offload-gb moves that many weight bytes per rank to host RAM")
     rows = min(seqs, batched)
@@ -254,6 +266,19 @@ def plan_vllm(
         spec, n_seqs=rows, tp=tp, logits_elem_bytes=elem, flashinfer=eng.flashinfer_sampler
     )
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
+    images = vision_profile_images(spec, max_num_seqs=seqs, engine=eng.name)
+    vision = 0
+    if images and spec.vision_tower is not None and pp_rank == 0:
+        tower = spec.vision_tower
+        vision = mllama_vision_peak_bytes(tower, images=images, elem_bytes=elem)
+        cross = mllama_cross_states_bytes(
+            tower, images=images, text_hidden=spec.hidden_size, elem_bytes=elem
+        )
+        act = max(act, vision, fwd + cross)
+        notes.append(
+            f"V0 encoder-decoder profile: {images} dummy images (one per max_num_seqs) "
+            f"through the Mllama vision encoder at once: {vision / GiB:.1f} GiB"
+        )
     pinned = 0
     if eng.reserved_peak and tp > 1 and nccl_record_stream:
         # o_proj and down_proj all-reduce per layer + the vocab-parallel embedding
@@ -316,6 +341,7 @@ def plan_vllm(
         activation_bytes=act,
         forward_bytes=fwd,
         sampler_bytes=sampler,
+        vision_bytes=vision,
         pinned_allreduce_bytes=pinned,
         non_torch_bytes=non_torch,
         non_torch_why=nt_why,
@@ -426,6 +452,7 @@ def estimate_vllm(
                     "max_num_seqs": p.max_num_seqs,
                     "forward_bytes": p.forward_bytes,
                     "sampler_bytes": p.sampler_bytes,
+                    "vision_encoder_bytes": p.vision_bytes,
                     "engine": p.engine,
                 },
                 source="vllm/v1/worker/gpu_model_runner.py profile_run",
