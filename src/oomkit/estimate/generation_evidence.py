@@ -85,12 +85,17 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "v1-2025"): (
         _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
         _VLLM + "pull/21429 (0.10 on H200: non-torch increase 2.04 GiB, torch peak 5.62 GiB)",
+        "test:tests/test_vllm_mxfp4.py::test_hopper_marlin_before_0_11_matches_the_log",
+        _VLLM + "issues/23278 (0.10.1 H100, Marlin MXFP4: 'Model loading took 65.9651 GiB')",
         "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
     ),
     ("vllm", "current"): (
         _TG + "test_vllm_current_charges_its_graph_estimate",
         "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
         "0.36 GiB total' charged to the budget)",
+        "test:tests/test_vllm_mxfp4.py::test_hopper_triton_keeps_the_scales_twice",
+        _VLLM + "issues/33155 (0.14.1 H100, 'Using Triton backend': 'Model loading took 64.38 "
+        "GiB')",
     ),
     ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),

@@ -19,6 +19,8 @@ Effects read by the estimators (absent key = today's behaviour):
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
+  ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
+  ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
   ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
   ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
@@ -326,6 +328,7 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
                 "is charged: the CUDA context and the memory of other processes",
                 vllm_engine="v1-2025-global",
+                mxfp4_hopper="marlin",
             ),
             _g(
                 "vllm",
@@ -335,8 +338,10 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "0.9.1",
                 "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
                 "only this instance's non-torch increase since init is charged: other processes "
-                "on the GPU no longer shrink the KV cache",
+                "on the GPU no longer shrink the KV cache; gpt-oss MXFP4 experts on Hopper use "
+                "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11",
                 vllm_engine="v1-2025",
+                mxfp4_hopper="marlin",
             ),
             _g(
                 "vllm",
@@ -346,7 +351,8 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "0.11.0",
                 "vllm-project/vllm PR #30515 (CUDA-graph memory charged to the budget), "
                 "gpu_memory_utilization 0.92",
-                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler",
+                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler; gpt-oss "
+                "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
                 vllm_engine="current",
             ),
         ),

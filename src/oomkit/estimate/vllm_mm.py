@@ -34,7 +34,12 @@ from __future__ import annotations
 
 from oomkit.spec.model import ModelSpec, VisionTowerSpec
 
-__all__ = ["mllama_cross_states_bytes", "mllama_vision_peak_bytes", "vision_profile_images"]
+__all__ = [
+    "mllama_cross_states_bytes",
+    "mllama_vision_peak_bytes",
+    "vision_profile",
+    "vision_profile_images",
+]
 
 
 def mllama_vision_peak_bytes(tower: VisionTowerSpec, *, images: int, elem_bytes: int) -> int:
@@ -63,3 +68,31 @@ def vision_profile_images(spec: ModelSpec, *, max_num_seqs: int, engine: str) ->
     if tower is None or tower.kind != "mllama" or not engine.startswith("v0"):
         return 0
     return max_num_seqs
+
+
+def vision_profile(
+    spec: ModelSpec,
+    act: int,
+    fwd: int,
+    *,
+    max_num_seqs: int,
+    engine: str,
+    elem_bytes: int,
+    pp_rank: int,
+) -> tuple[int, int, tuple[str, ...]]:
+    """(vision peak, profile peak, notes): ``act`` (the text profile peak) raised to the vision
+    encoder's peak and to ``fwd`` (one text layer's live set) plus the cross-attention states,
+    on the first pipeline stage of a V0 engine; unchanged otherwise."""
+    tower = spec.vision_tower
+    images = vision_profile_images(spec, max_num_seqs=max_num_seqs, engine=engine)
+    if not images or tower is None or pp_rank != 0:
+        return 0, act, ()
+    vision = mllama_vision_peak_bytes(tower, images=images, elem_bytes=elem_bytes)
+    cross = mllama_cross_states_bytes(
+        tower, images=images, text_hidden=spec.hidden_size, elem_bytes=elem_bytes
+    )
+    note = (
+        f"V0 encoder-decoder profile: {images} dummy images (one per max_num_seqs) through the "
+        f"Mllama vision encoder at once: {vision / 2**30:.1f} GiB"
+    )
+    return vision, max(act, vision, fwd + cross), (note,)
