@@ -13,9 +13,23 @@ __all__ = ["EVIDENCE"]
 
 _TG = "test:tests/test_generations.py::"
 _TV = "test:tests/test_verdict.py::"
+_TP = "test:tests/test_llamacpp_pool.py::"
 _VLLM = "log:https://github.com/vllm-project/vllm/"
 #: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
 EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
+    ("llama.cpp", "2023-10-cublas"): (
+        _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
+        _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
+        "log:https://github.com/xorbitsai/inference/issues/1036 (Yi-34B Q4_K_M, 22 GB 2080 Ti: "
+        "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
+        "log:https://github.com/ggml-org/llama.cpp/issues/3780 (b1430 = PR #3776 OOMs on 3x "
+        "P40 where b1412 runs)",
+    ),
+    ("llama.cpp", "2024-03-outputs"): (
+        _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
+    ),
+    ("llama.cpp", "2024-06-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
     ("llama.cpp", "2024"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",

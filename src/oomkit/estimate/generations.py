@@ -124,6 +124,43 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
         "llama.cpp": (
             _g(
                 "llama.cpp",
+                "2023-mmq",
+                "llama.cpp 2023 (MMQ prompt processing)",
+                "2023-08-30",
+                None,
+                "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
+                "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
+                **_OLD_LLAMACPP,
+            ),
+            _g(
+                "llama.cpp",
+                "2023-10-cublas",
+                "llama.cpp 2023-10 (cuBLAS prompt processing, logits for every token)",
+                "2023-10-27",
+                None,
+                "ggml-org/llama.cpp PR #3776 (commit 2f9ec7e, build b1430: cuBLAS instead of MMQ "
+                "for batches above 32 tokens)",
+                "every quantized matmul over more than 32 tokens dequantizes its weight into the "
+                "CUDA pool (FP16 with tensor cores, F32 without), which keeps the high-water "
+                "mark; the output matrix runs over every prompt token",
+                **_OLD_LLAMACPP,
+                cublas_pool=True,
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-03-outputs",
+                "llama.cpp 2024-03 (logits only where needed)",
+                "2024-03-26",
+                None,
+                "ggml-org/llama.cpp PR #6122 (commit 557410b: greatly reduce output buffer "
+                "memory usage, skip unused logits)",
+                "the output matrix multiplies only the tokens whose logits are wanted",
+                **_OLD_LLAMACPP,
+                cublas_pool=True,
+            ),
+            _g(
+                "llama.cpp",
                 "2024",
                 "llama.cpp 2024 (before the MLA latent cache)",
                 "2024-05-13",
@@ -132,6 +169,17 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "DeepSeek-V2/V3 cache full K/V heads (~9x the latent: 128 heads x (192 + 128) "
                 "vs 576 per token and layer); sliding-window layers cache the whole context; "
                 "one KV stream whatever -np; cells padded to 32 without FA",
+                **_OLD_LLAMACPP,
+                cublas_pool=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-06-mmq",
+                "llama.cpp 2024-06 (MMQ by default again)",
+                "2024-06-24",
+                None,
+                "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
+                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool",
                 **_OLD_LLAMACPP,
             ),
             _g(
@@ -410,6 +458,8 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
 #: llama.cpp release tag -> date (approximate anchors; builds in between are interpolated)
 LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
     (1000, date(2023, 8, 1)),
+    (1430, date(2023, 10, 27)),  # b1430 = commit 2f9ec7e, PR #3776 (CI run of 2023-10-27)
+    (1446, date(2023, 10, 31)),  # b1446 = 207b519, named in llama.cpp#3780 on 2023-10-31
     (2000, date(2024, 1, 27)),
     (3000, date(2024, 5, 26)),
     (4000, date(2024, 11, 1)),
@@ -546,4 +596,6 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         swa_cache=bool(gen.effects.get("swa_cache", True)),
         kv_streams=bool(gen.effects.get("kv_streams", True)),
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
+        cublas_pool=bool(gen.effects.get("cublas_pool", False)),
+        all_logits=bool(gen.effects.get("all_logits", False)),
     )
