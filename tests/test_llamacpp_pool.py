@@ -79,10 +79,11 @@ def test_cublas_pool_only_between_pr_3776_and_pr_8075(tiny: Path) -> None:
         assert _pool(_est(tiny, "rtx-3090", version)) == 0
 
 
-def test_no_tensor_cores_dequantize_to_f32_and_small_batches_use_mmq(tiny: Path) -> None:
-    p40 = _est(tiny, "p40", "b1430")
-    assert _pool(p40) == 4 * 4096 * 256  # F32 sgemm branch: the weight only
-    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ubatch=32)) == 0
+def test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq(tiny: Path) -> None:
+    # b1430..PR #4682: the compile-time tensor-core test sent Pascal down the FP16 path too
+    assert _pool(_est(tiny, "p40", "b1430")) == 2 * (4096 * 256 + 512 * 256 + 4096 * 512)
+    assert _pool(_est(tiny, "p40", "2024-02-01")) == 0  # MMQ again below Volta
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ubatch=32)) == 0  # MMQ for <= 32 tokens
 
 
 def test_xinference_1036_yi34b_pool_holds_the_output_matrix() -> None:

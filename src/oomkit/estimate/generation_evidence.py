@@ -20,11 +20,17 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
     ("llama.cpp", "2023-10-cublas"): (
         _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
+        _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
         "log:https://github.com/xorbitsai/inference/issues/1036 (Yi-34B Q4_K_M, 22 GB 2080 Ti: "
         "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
         "log:https://github.com/ggml-org/llama.cpp/issues/3780 (b1430 = PR #3776 OOMs on 3x "
         "P40 where b1412 runs)",
+    ),
+    ("llama.cpp", "2023-12-tensor-cores"): (
+        _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
+        "log:https://github.com/ggml-org/llama.cpp/issues/3869 (P40 at b1447: "
+        "'CUDA_USE_TENSOR_CORES: yes', FP16 cuBLAS prompt processing)",
     ),
     ("llama.cpp", "2024-03-outputs"): (
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",

@@ -34,7 +34,6 @@ are bounded by dates, so a build number is compared through its date.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from datetime import date
 from types import MappingProxyType
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.generation_builds import LLAMACPP_BUILD_DATES, build_date
 from oomkit.estimate.generation_evidence import EVIDENCE
 
 __all__ = [
@@ -140,11 +140,24 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 None,
                 "ggml-org/llama.cpp PR #3776 (commit 2f9ec7e, build b1430: cuBLAS instead of MMQ "
                 "for batches above 32 tokens)",
-                "every quantized matmul over more than 32 tokens dequantizes its weight into the "
-                "CUDA pool (FP16 with tensor cores, F32 without), which keeps the high-water "
-                "mark; the output matrix runs over every prompt token",
+                "every quantized matmul over more than 32 tokens dequantizes its weight to FP16 "
+                "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
+                "test was a compile-time macro); the output matrix runs over every prompt token",
                 **_OLD_LLAMACPP,
-                cublas_pool=True,
+                cublas_pool="all",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2023-12-tensor-cores",
+                "llama.cpp 2023-12 (cuBLAS prompt processing on Volta+ only)",
+                "2023-12-29",
+                None,
+                "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
+                "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
+                "weight copies",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
                 all_logits=True,
             ),
             _g(
@@ -157,7 +170,7 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "memory usage, skip unused logits)",
                 "the output matrix multiplies only the tokens whose logits are wanted",
                 **_OLD_LLAMACPP,
-                cublas_pool=True,
+                cublas_pool="tensor_cores",
             ),
             _g(
                 "llama.cpp",
@@ -170,7 +183,7 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "vs 576 per token and layer); sliding-window layers cache the whole context; "
                 "one KV stream whatever -np; cells padded to 32 without FA",
                 **_OLD_LLAMACPP,
-                cublas_pool=True,
+                cublas_pool="tensor_cores",
             ),
             _g(
                 "llama.cpp",
@@ -455,38 +468,10 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
     }
 )
 
-#: llama.cpp release tag -> date (approximate anchors; builds in between are interpolated)
-LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
-    (1000, date(2023, 8, 1)),
-    (1430, date(2023, 10, 27)),  # b1430 = commit 2f9ec7e, PR #3776 (CI run of 2023-10-27)
-    (1446, date(2023, 10, 31)),  # b1446 = 207b519, named in llama.cpp#3780 on 2023-10-31
-    (2000, date(2024, 1, 27)),
-    (3000, date(2024, 5, 26)),
-    (4000, date(2024, 11, 1)),
-    (4500, date(2025, 1, 18)),
-    (5000, date(2025, 3, 29)),
-    (5274, date(2025, 5, 3)),
-    (6000, date(2025, 7, 27)),
-    (7000, date(2025, 11, 12)),
-    (8000, date(2026, 2, 20)),
-)
-
 _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
 _DATE_RE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 _BUILD_RE = re.compile(r"^b(\d{3,6})$")
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$")
-
-
-def _build_date(build: int) -> date:
-    anchors = LLAMACPP_BUILD_DATES
-    if build <= anchors[0][0]:
-        return anchors[0][1]
-    for (b0, d0), (b1, d1) in itertools.pairwise(anchors):
-        if build <= b1:
-            days = (d1 - d0).days * (build - b0) / (b1 - b0)
-            return date.fromordinal(d0.toordinal() + int(days))
-    b_last, d_last = anchors[-1]
-    return date.fromordinal(d_last.toordinal() + (build - b_last) // 12)
 
 
 def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
@@ -503,9 +488,9 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
         except ValueError:
             pass
     elif (b := _BUILD_RE.match(value)) and runtime in ("llama.cpp", "ollama"):
-        return _build_date(int(b.group(1)))
+        return build_date(int(b.group(1)))
     elif value.isdigit() and runtime == "llama.cpp":
-        return _build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+        return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
     elif v := _VERSION_RE.match(value):
         return _version_tuple(v.group(1))
     raise InvalidSettingError(
@@ -596,6 +581,6 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         swa_cache=bool(gen.effects.get("swa_cache", True)),
         kv_streams=bool(gen.effects.get("kv_streams", True)),
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
-        cublas_pool=bool(gen.effects.get("cublas_pool", False)),
+        cublas_pool=str(gen.effects["cublas_pool"]) if "cublas_pool" in gen.effects else None,
         all_logits=bool(gen.effects.get("all_logits", False)),
     )

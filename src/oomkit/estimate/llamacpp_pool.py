@@ -1,20 +1,22 @@
 """llama.cpp's CUDA pool while quantized prompt matmuls went through cuBLAS (Oct 2023 - Jun 2024).
 
 PR #3776 (commit 2f9ec7e, merged 2023-10-27, build b1430: "cuda : new cublas gemm branch for
-multi-batch quantized src0", "use MMQ only for small batches", "add F32 sgemm branch") made
-every quantized matmul with more than 32 tokens dequantize its weight into a pool buffer and
-call cuBLAS (``ggml_cuda_op_mul_mat_cublas``): on GPUs with tensor cores (compute capability
->= 7.0, ``CUDA_USE_TENSOR_CORES``) the weight becomes FP16 (``src0_as_f16``, rows x cols x 2)
-next to the activations converted to FP16 (``src1_as_f16``, tokens x cols x 2) and an FP16
-result (``dst_f16``, rows x tokens x 2); on older GPUs the F32 sgemm branch dequantizes to F32
-(rows x cols x 4) and multiplies the F32 activations in place. The pool (``ggml_cuda_pool``;
-the VMM pool of PR #4606 from Dec 2023 maps physical memory as it grows and never unmaps it,
-the legacy pool caches freed buffers) keeps its high-water mark: the largest such matmul on the
-device. Until PR #6122 (merged 2024-03-26, "only compute logits for the tokens that need them")
-the output matrix (n_vocab x n_embd) ran over every prompt token too, and it is usually the
-largest matrix. PR #8075 (2024-06-24, "CUDA: use MMQ instead of cuBLAS by default") put
-quantized prompt matmuls back in MMQ kernels on GPUs with int8 tensor cores (Turing and newer);
-V100 and types without an MMQ kernel kept cuBLAS (not modelled here).
+multi-batch quantized src0", "use MMQ only for small batches") made every quantized matmul with
+more than 32 tokens dequantize its weight to FP16 in a pool buffer and call cuBLAS
+(``ggml_cuda_op_mul_mat_cublas``: ``src0_as_f16`` rows x cols, the activations as FP16
+``src1_as_f16`` tokens x cols, and an FP16 result ``dst_f16`` rows x tokens, 2 bytes each).
+The test for tensor cores was the compile-time ``CUDA_USE_TENSOR_CORES``, so Pascal took the
+FP16 path as well until PR #4682 (2023-12-29, "With Pascal use_tensor_cores is evaluated as
+true", llama.cpp#3869 shows a P40 at b1447 printing ``CUDA_USE_TENSOR_CORES: yes``); from then
+on only compute capability >= 7.0. The pool (``ggml_cuda_pool``; the VMM pool of PR #4606 from
+Dec 2023 maps physical memory as it grows and never unmaps it, the legacy pool caches freed
+buffers) keeps its high-water mark: the largest such matmul on the device. Until PR #6122
+(commit 557410b, 2024-03-26: "skip computing unused logits") the output matrix (n_vocab x
+n_embd) ran over every prompt token too, and it is usually the largest matrix. PR #8075
+(2024-06-24, "CUDA: use MMQ instead of cuBLAS by default") put quantized prompt matmuls back
+in MMQ kernels on GPUs with int8 tensor cores (Turing and newer); V100 and types without an MMQ
+kernel kept cuBLAS (not modelled here), as does the FP16 batched GEMM of the attention (PR
+#3749) without flash attention.
 
 Nothing of this appears in llama.cpp's buffer log (the pool is outside ggml-alloc): it is what
 made a run that "fits" by its logged buffers die on the first long-enough prompt, as in
@@ -56,16 +58,18 @@ def cublas_pool_bytes(
     n_ubatch: int,
     n_experts: int,
     all_logits: bool,
+    gpus: str = "tensor_cores",
 ) -> int:
     """The pool's high-water mark on ``device``: the largest dequantize-and-GEMM of one
     quantized weight over ``n_ubatch`` tokens (see module doc). 0 when the batch is served by
-    MMQ (<= 32 tokens) or the device is not an NVIDIA GPU with a known compute capability.
+    MMQ (<= 32 tokens), the device is not an NVIDIA GPU with a known compute capability, or
+    ``gpus`` is ``"tensor_cores"`` and the GPU has none.
 
     Expert tensors (``*_exps``) are multiplied one expert at a time (``mul_mat_id`` of that
     era), so one expert's slice is dequantized.
     """
     tc = tensor_cores(gpu)
-    if tc is None or n_ubatch <= MMQ_MAX_BATCH:
+    if tc is None or n_ubatch <= MMQ_MAX_BATCH or (gpus == "tensor_cores" and not tc):
         return 0
     peak = 0
     for t in placement.tensors:
@@ -82,8 +86,7 @@ def cublas_pool_bytes(
         if "_exps" in t.name and n_experts > 1:
             n_el //= n_experts
         rows, cols = n_el // t.ne0, t.ne0
-        b = 2 * (rows * cols + n_ubatch * cols + rows * n_ubatch) if tc else 4 * rows * cols
-        peak = max(peak, b)
+        peak = max(peak, 2 * (rows * cols + n_ubatch * cols + rows * n_ubatch))
     return peak
 
 
@@ -96,7 +99,13 @@ def pool_component(
         return None
     n_exp = spec.moe.num_experts if spec.moe is not None else 1
     b = cublas_pool_bytes(
-        placement, dev, gpu, n_ubatch=params.n_ubatch, n_experts=n_exp, all_logits=opts.all_logits
+        placement,
+        dev,
+        gpu,
+        n_ubatch=params.n_ubatch,
+        n_experts=n_exp,
+        all_logits=opts.all_logits,
+        gpus=opts.cublas_pool,
     )
     if b <= 0:
         return None
@@ -106,9 +115,9 @@ def pool_component(
         n_bytes=b,
         formula=(
             "largest quantized matmul over n_ubatch tokens: weight dequantized to FP16 "
-            "(+ FP16 activations and result) with tensor cores, to F32 without"
+            "+ FP16 activations + FP16 result"
             + ("; the output matrix included (logits for every token)" if opts.all_logits else "")
         ),
         inputs={"n_ubatch": params.n_ubatch, "compute_capability": gpu.compute_capability},
-        source="ggml-cuda ggml_cuda_op_mul_mat_cublas, PR #3776 until PR #8075",
+        source="ggml-cuda ggml_cuda_op_mul_mat_cublas, PR #3776 (PR #4682: Volta+) until PR #8075",
     )
