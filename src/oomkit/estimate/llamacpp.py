@@ -54,6 +54,7 @@ __all__ = [
     "SWA_ARCHS",
     "LlamaCppBreakdown",
     "estimate_llamacpp",
+    "estimate_llamacpp_breakdown",
     "gguf_arch",
     "llamacpp_view",
     "weight_tensors",
@@ -265,6 +266,17 @@ def estimate_llamacpp(
 ) -> Estimate:
     """Per-device memory of running ``spec`` in llama.cpp with ``settings`` on ``hardware``."""
     return _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
+
+
+def estimate_llamacpp_breakdown(
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    *,
+    options: LlamaCppOptions | None = None,
+) -> tuple[Estimate, LlamaCppBreakdown]:
+    """:func:`estimate_llamacpp` and the breakdown behind it (placement, KV plan)."""
+    return _estimate(spec, settings, hardware, options, False, "llama.cpp")
 
 
 def _estimate(
