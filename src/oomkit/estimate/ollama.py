@@ -215,9 +215,15 @@ def _memory_go_num_gpu(
     kv = ollama_kv_bytes(spec, ctx)
     graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
     minimum = max(reserve.values(), default=0)
-    plan = estimate_gpu_layers(
-        blocks, output, kv, graph, [d.capacity_bytes or 0 for d in gpus], minimum
-    )
+    # FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
+    # have to set (and release) a context", gpu/gpu_info_nvcuda.c; cudart likewise), so one
+    # context less than the card holds; ROCm reads sysfs counters
+    free = [
+        (d.capacity_bytes or 0)
+        - (cuda_context_bytes("llama.cpp", d)[0] if d.backend == "cuda" else 0)
+        for d in gpus
+    ]
+    plan = estimate_gpu_layers(blocks, output, kv, graph, free, minimum)
     if plan.layers == 0:
         return None
     split = tuple(float(c) for c in plan.counts) if len(gpus) > 1 else None
