@@ -13,9 +13,29 @@ __all__ = ["EVIDENCE"]
 
 _TG = "test:tests/test_generations.py::"
 _TV = "test:tests/test_verdict.py::"
+_TP = "test:tests/test_llamacpp_pool.py::"
 _VLLM = "log:https://github.com/vllm-project/vllm/"
 #: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
 EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
+    ("llama.cpp", "2023-10-cublas"): (
+        _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
+        _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
+        _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
+        "log:https://github.com/xorbitsai/inference/issues/1036 (Yi-34B Q4_K_M, 22 GB 2080 Ti: "
+        "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
+        "log:https://github.com/ggml-org/llama.cpp/issues/3780 (b1430 = PR #3776 OOMs on 3x "
+        "P40 where b1412 runs)",
+    ),
+    ("llama.cpp", "2023-12-tensor-cores"): (
+        _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
+        "log:https://github.com/ggml-org/llama.cpp/issues/3869 (P40 at b1447: "
+        "'CUDA_USE_TENSOR_CORES: yes', FP16 cuBLAS prompt processing)",
+    ),
+    ("llama.cpp", "2024-03-outputs"): (
+        _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
+    ),
+    ("llama.cpp", "2024-06-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
     ("llama.cpp", "2024"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",
@@ -37,6 +57,10 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_ollama_old_runner_defaults",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-23l",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-20l",
+        # llm/memory.go picks -ngl / --tensor-split from blk.0 up (oomkit.estimate.ollama_memory_go)
+        "test:tests/test_ollama_memory_go.py::test_ollama_8776_r1_on_3x_mi210_overfills_gpu0",
+        "log:https://github.com/ollama/ollama/issues/8776 (R1 Q4_K_M on 3x MI210: 'allocating "
+        "70139.08 MiB on device 0: cudaMalloc failed')",
     ),
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
@@ -63,6 +87,10 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_vllm_generations_change_the_kv_pool",
         _VLLM + "issues/10517 (0.6.4: non_torch_memory 0.35 GiB, the CUDA context included)",
         "run:vllm-10517-llama31-8b-3090-29k",
+        # V0's encoder-decoder profile run (vllm_mm): one Mllama image per max_num_seqs
+        "test:tests/test_vllm_mllama_profile.py::test_v0_default_256_sequences_oom_on_a100_and_32_start",
+        _VLLM + "issues/9445 (0.6.3, A100 80GB: default 256 sequences OOM, 32 + eager start)",
+        _VLLM + "issues/9630 (96 GB H100: 256 sequences OOM at max_model_len 32, 128 start)",
     ),
     ("vllm", "v0-2025"): (
         _TG + "test_vllm_generations_change_the_kv_pool",
@@ -81,12 +109,17 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "v1-2025"): (
         _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
         _VLLM + "pull/21429 (0.10 on H200: non-torch increase 2.04 GiB, torch peak 5.62 GiB)",
+        "test:tests/test_vllm_mxfp4.py::test_hopper_marlin_before_0_11_matches_the_log",
+        _VLLM + "issues/23278 (0.10.1 H100, Marlin MXFP4: 'Model loading took 65.9651 GiB')",
         "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
     ),
     ("vllm", "current"): (
         _TG + "test_vllm_current_charges_its_graph_estimate",
         "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
         "0.36 GiB total' charged to the budget)",
+        "test:tests/test_vllm_mxfp4.py::test_hopper_triton_keeps_the_scales_twice",
+        _VLLM + "issues/33155 (0.14.1 H100, 'Using Triton backend': 'Model loading took 64.38 "
+        "GiB')",
     ),
     ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),

@@ -19,6 +19,8 @@ Effects read by the estimators (absent key = today's behaviour):
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
+  ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
+  ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
   ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
   ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
@@ -32,7 +34,6 @@ are bounded by dates, so a build number is compared through its date.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from datetime import date
 from types import MappingProxyType
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.generation_builds import LLAMACPP_BUILD_DATES, build_date
 from oomkit.estimate.generation_evidence import EVIDENCE
 
 __all__ = [
@@ -122,6 +124,56 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
         "llama.cpp": (
             _g(
                 "llama.cpp",
+                "2023-mmq",
+                "llama.cpp 2023 (MMQ prompt processing)",
+                "2023-08-30",
+                None,
+                "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
+                "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
+                **_OLD_LLAMACPP,
+            ),
+            _g(
+                "llama.cpp",
+                "2023-10-cublas",
+                "llama.cpp 2023-10 (cuBLAS prompt processing, logits for every token)",
+                "2023-10-27",
+                None,
+                "ggml-org/llama.cpp PR #3776 (commit 2f9ec7e, build b1430: cuBLAS instead of MMQ "
+                "for batches above 32 tokens)",
+                "every quantized matmul over more than 32 tokens dequantizes its weight to FP16 "
+                "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
+                "test was a compile-time macro); the output matrix runs over every prompt token",
+                **_OLD_LLAMACPP,
+                cublas_pool="all",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2023-12-tensor-cores",
+                "llama.cpp 2023-12 (cuBLAS prompt processing on Volta+ only)",
+                "2023-12-29",
+                None,
+                "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
+                "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
+                "weight copies",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-03-outputs",
+                "llama.cpp 2024-03 (logits only where needed)",
+                "2024-03-26",
+                None,
+                "ggml-org/llama.cpp PR #6122 (commit 557410b: greatly reduce output buffer "
+                "memory usage, skip unused logits)",
+                "the output matrix multiplies only the tokens whose logits are wanted",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
+            ),
+            _g(
+                "llama.cpp",
                 "2024",
                 "llama.cpp 2024 (before the MLA latent cache)",
                 "2024-05-13",
@@ -130,6 +182,17 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "DeepSeek-V2/V3 cache full K/V heads (~9x the latent: 128 heads x (192 + 128) "
                 "vs 576 per token and layer); sliding-window layers cache the whole context; "
                 "one KV stream whatever -np; cells padded to 32 without FA",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
+            ),
+            _g(
+                "llama.cpp",
+                "2024-06-mmq",
+                "llama.cpp 2024-06 (MMQ by default again)",
+                "2024-06-24",
+                None,
+                "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
+                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool",
                 **_OLD_LLAMACPP,
             ),
             _g(
@@ -326,6 +389,7 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
                 "is charged: the CUDA context and the memory of other processes",
                 vllm_engine="v1-2025-global",
+                mxfp4_hopper="marlin",
             ),
             _g(
                 "vllm",
@@ -335,8 +399,10 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "0.9.1",
                 "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
                 "only this instance's non-torch increase since init is charged: other processes "
-                "on the GPU no longer shrink the KV cache",
+                "on the GPU no longer shrink the KV cache; gpt-oss MXFP4 experts on Hopper use "
+                "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11",
                 vllm_engine="v1-2025",
+                mxfp4_hopper="marlin",
             ),
             _g(
                 "vllm",
@@ -346,7 +412,8 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 "0.11.0",
                 "vllm-project/vllm PR #30515 (CUDA-graph memory charged to the budget), "
                 "gpu_memory_utilization 0.92",
-                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler",
+                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler; gpt-oss "
+                "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
                 vllm_engine="current",
             ),
         ),
@@ -401,36 +468,10 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
     }
 )
 
-#: llama.cpp release tag -> date (approximate anchors; builds in between are interpolated)
-LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
-    (1000, date(2023, 8, 1)),
-    (2000, date(2024, 1, 27)),
-    (3000, date(2024, 5, 26)),
-    (4000, date(2024, 11, 1)),
-    (4500, date(2025, 1, 18)),
-    (5000, date(2025, 3, 29)),
-    (5274, date(2025, 5, 3)),
-    (6000, date(2025, 7, 27)),
-    (7000, date(2025, 11, 12)),
-    (8000, date(2026, 2, 20)),
-)
-
 _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
 _DATE_RE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 _BUILD_RE = re.compile(r"^b(\d{3,6})$")
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$")
-
-
-def _build_date(build: int) -> date:
-    anchors = LLAMACPP_BUILD_DATES
-    if build <= anchors[0][0]:
-        return anchors[0][1]
-    for (b0, d0), (b1, d1) in itertools.pairwise(anchors):
-        if build <= b1:
-            days = (d1 - d0).days * (build - b0) / (b1 - b0)
-            return date.fromordinal(d0.toordinal() + int(days))
-    b_last, d_last = anchors[-1]
-    return date.fromordinal(d_last.toordinal() + (build - b_last) // 12)
 
 
 def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
@@ -447,9 +488,9 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
         except ValueError:
             pass
     elif (b := _BUILD_RE.match(value)) and runtime in ("llama.cpp", "ollama"):
-        return _build_date(int(b.group(1)))
+        return build_date(int(b.group(1)))
     elif value.isdigit() and runtime == "llama.cpp":
-        return _build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+        return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
     elif v := _VERSION_RE.match(value):
         return _version_tuple(v.group(1))
     raise InvalidSettingError(
@@ -540,4 +581,6 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         swa_cache=bool(gen.effects.get("swa_cache", True)),
         kv_streams=bool(gen.effects.get("kv_streams", True)),
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
+        cublas_pool=str(gen.effects["cublas_pool"]) if "cublas_pool" in gen.effects else None,
+        all_logits=bool(gen.effects.get("all_logits", False)),
     )

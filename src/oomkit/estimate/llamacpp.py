@@ -42,6 +42,7 @@ from oomkit.estimate.llamacpp_placement import (
     backend_buffer_prefix,
     place_weights,
 )
+from oomkit.estimate.llamacpp_pool import pool_component
 from oomkit.estimate.llamacpp_stack import stack_compute_bytes
 from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -53,6 +54,7 @@ __all__ = [
     "SWA_ARCHS",
     "LlamaCppBreakdown",
     "estimate_llamacpp",
+    "estimate_llamacpp_breakdown",
     "gguf_arch",
     "llamacpp_view",
     "weight_tensors",
@@ -266,6 +268,17 @@ def estimate_llamacpp(
     return _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
 
 
+def estimate_llamacpp_breakdown(
+    spec: ModelSpec,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    *,
+    options: LlamaCppOptions | None = None,
+) -> tuple[Estimate, LlamaCppBreakdown]:
+    """:func:`estimate_llamacpp` and the breakdown behind it (placement, KV plan)."""
+    return _estimate(spec, settings, hardware, options, False, "llama.cpp")
+
+
 def _estimate(
     spec: ModelSpec,
     settings: InferenceSettings,
@@ -339,6 +352,9 @@ def _estimate(
         comps += _kv_components(kv, params, dev, kv_by_dev.get(dev, 0), rs_by_dev.get(dev, 0))
         cb = sum(b for n, b in compute.items() if compute_where[n] == dev)
         comps.append(_compute_component(cb, sh, params, spec))
+        pool = pool_component(placement, dev, g, params, spec)
+        if pool is not None:
+            comps.append(pool)
         if settings.overhead_bytes is not None:
             ob, why = settings.overhead_bytes, "user-given overhead per GPU (--overhead)"
         else:

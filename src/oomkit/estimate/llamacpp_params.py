@@ -85,6 +85,13 @@ class LlamaCppOptions:
     n_ctx_pad_no_fa: int | None = None
     #: flash attention when -fa is not given: False before PR #15434 (Aug 2025, "-fa auto")
     flash_attn_default: bool = True
+    #: builds from PR #3776 (Oct 2023) until PR #8075 (Jun 2024): quantized matmuls over more
+    #: than 32 tokens dequantize the weight into the CUDA pool for cuBLAS on ``"all"`` NVIDIA
+    #: GPUs (until PR #4682) or on ``"tensor_cores"`` ones (cc >= 7.0); None: MMQ
+    #: (:mod:`oomkit.estimate.llamacpp_pool`)
+    cublas_pool: str | None = None
+    #: builds before PR #6122 (Mar 2024) compute the logits of every batch token
+    all_logits: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,11 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
   plus ``OLLAMA_GPU_OVERHEAD`` (default 0) when it schedules; that is reported in
   ``runtime_details["ollama"]["reserve_bytes"]``, while the device total carries the CUDA context
   a process really uses (``settings.overhead_bytes`` overrides it);
-* quant: the library tag's default (``ollama_default_quant``; Q4_K_M for most tags).
+* quant: the library tag's default (``ollama_default_quant``; Q4_K_M for most tags);
+* ``num_gpu`` unset: the most layers that fit; on the llama runner with uneven blocks (leading
+  dense blocks of DeepSeek-V2/V3) the ``-ngl``/``--tensor-split`` that ``llm/memory.go`` picks
+  counting from ``blk.0``, while llama.cpp offloads the last blocks
+  (:mod:`oomkit.estimate.ollama_memory_go`).
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ import dataclasses
 from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import Generation, resolve_generation
-from oomkit.estimate.llamacpp import estimate_llamacpp
+from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
+from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -185,6 +190,57 @@ def _auto_num_gpu(
     return None if found is None else (found, at(found))
 
 
+def _memory_go_num_gpu(
+    spec: ModelSpec,
+    mapped: InferenceSettings,
+    hardware: Hardware,
+    reserve: dict[str, int],
+    notes: list[str],
+) -> tuple[int, Estimate] | None:
+    """The llama runner's ``-ngl`` and ``--tensor-split`` as ``llm/memory.go`` picks them
+    (blocks counted from ``blk.0``), then what llama.cpp allocates with them (the last blocks):
+    :mod:`oomkit.estimate.ollama_memory_go`."""
+    gpus = [d for d in hardware.devices if d.backend != "cpu"]
+    if not gpus or any(d.capacity_bytes is None for d in gpus):
+        return None
+    _, bd = estimate_llamacpp_breakdown(spec, mapped, hardware)
+    blocks = [0] * spec.num_hidden_layers
+    output = 0
+    for t in bd.placement.tensors:
+        if t.layer is not None:
+            blocks[t.layer] += t.n_bytes
+        elif t.name.startswith(("output.", "output_norm.")):
+            output += t.n_bytes
+    ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
+    kv = ollama_kv_bytes(spec, ctx)
+    graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
+    minimum = max(reserve.values(), default=0)
+    # FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
+    # have to set (and release) a context", gpu/gpu_info_nvcuda.c; cudart likewise), so one
+    # context less than the card holds; ROCm reads sysfs counters
+    free = [
+        (d.capacity_bytes or 0)
+        - (cuda_context_bytes("llama.cpp", d)[0] if d.backend == "cuda" else 0)
+        for d in gpus
+    ]
+    plan = estimate_gpu_layers(blocks, output, kv, graph, free, minimum)
+    if plan.layers == 0:
+        return None
+    split = tuple(float(c) for c in plan.counts) if len(gpus) > 1 else None
+    est = estimate_llamacpp(
+        spec,
+        dataclasses.replace(mapped, n_gpu_layers=plan.layers, tensor_split=split),
+        hardware,
+        default_swa_full=False,
+        runtime_name="llama.cpp",
+    )
+    notes.append(
+        f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}); "
+        "llama.cpp offloads the last blocks, whose sizes differ (leading dense blocks)"
+    )
+    return plan.layers, est
+
+
 def _library_quant(name: str) -> str | None:
     """A catalog model with Ollama library tags (``gpt-oss-20b`` -> ``gpt-oss:20b`` MXFP4): the
     quant of its ``:latest`` tag, else the one quant all its tags share."""
@@ -220,7 +276,12 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         reserve[est.devices[i].device] = cuda_context_bytes("ollama", dev)[0]
     auto_layers: int | None = None
     if settings.n_gpu_layers is None and not _fits_with_reserve(est, reserve):
-        auto = _auto_num_gpu(spec, mapped, hardware, new_engine, reserve)
+        uneven = spec.moe is not None and bool(spec.moe.dense_layers)
+        auto = (
+            _memory_go_num_gpu(spec, mapped, hardware, reserve, notes)
+            if uneven and not new_engine
+            else _auto_num_gpu(spec, mapped, hardware, new_engine, reserve)
+        )
         if auto is not None:
             auto_layers, est = auto
             notes.append(

@@ -55,6 +55,8 @@ from oomkit.estimate.vllm_engines import (
     non_torch_bytes,
     vllm_engine,
 )
+from oomkit.estimate.vllm_mm import vision_profile
+from oomkit.estimate.vllm_mxfp4 import mxfp4_weights_extra
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -86,6 +88,8 @@ class VllmPlan:
     activation_bytes: int
     forward_bytes: int
     sampler_bytes: int
+    #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
+    vision_bytes: int
     #: v0-2023 with TP: all-reduce inputs held by record_stream until the NCCL stream syncs
     pinned_allreduce_bytes: int
     non_torch_bytes: int
@@ -196,6 +200,7 @@ def plan_vllm(
     mla_latent_kv: bool = True,
     nccl_record_stream: bool = True,
     pp_rank: int = 0,
+    mxfp4_hopper: str = "triton",
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -207,6 +212,8 @@ def plan_vllm(
     same "TODO, support head_size 192" layout), not the 576-element latent.
     ``nccl_record_stream=False``: vLLM 0.2.6+ sets ``TORCH_NCCL_AVOID_RECORD_STREAMS=1`` (PR
     #2152), so the reserved-peak engine no longer holds the TP all-reduce inputs.
+    ``mxfp4_hopper``: the MXFP4 MoE backend on Hopper (``"marlin"`` in 0.10.x, ``"triton"``
+    from 0.11; :mod:`oomkit.estimate.vllm_mxfp4`).
     ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
     its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
     on the last.
@@ -245,8 +252,16 @@ def plan_vllm(
     rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
     rope = (spec.max_position_embeddings or max_len) * rotary * elem
     w = weights.bytes_per_rank - (settings.cpu_offload_bytes or 0)
-    if settings.cpu_offload_bytes:
-        notes.append("--cpu-offload-gb moves that many weight bytes per rank to host RAM")
+    extra, why = mxfp4_weights_extra(
+        spec, settings.quant, device, hopper=mxfp4_hopper, layers=stage, tp=tp
+    )
+    w += extra
+    notes.extend(why)
+    if spec.vision_tower is not None and pp_rank == 0:
+        # the vision encoder + projector, in the model dtype and TP-sharded like the text
+        # (vllm#9630: "Loading model weights took 19.8557 GB" for Llama 3.2 11B Vision)
+        w += spec.multimodal_params * elem // tp
+        notes.append("vision encoder + projector weights counted (model dtype)")
     rows = min(seqs, batched)
     fwd = forward_peak_bytes(spec, tokens=batched, elem_bytes=elem, tp=tp).n_bytes
     hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
@@ -254,6 +269,10 @@ def plan_vllm(
         spec, n_seqs=rows, tp=tp, logits_elem_bytes=elem, flashinfer=eng.flashinfer_sampler
     )
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
+    vision, act, why = vision_profile(
+        spec, act, fwd, max_num_seqs=seqs, engine=eng.name, elem_bytes=elem, pp_rank=pp_rank
+    )
+    notes.extend(why)
     pinned = 0
     if eng.reserved_peak and tp > 1 and nccl_record_stream:
         # o_proj and down_proj all-reduce per layer + the vocab-parallel embedding
@@ -316,6 +335,7 @@ def plan_vllm(
         activation_bytes=act,
         forward_bytes=fwd,
         sampler_bytes=sampler,
+        vision_bytes=vision,
         pinned_allreduce_bytes=pinned,
         non_torch_bytes=non_torch,
         non_torch_why=nt_why,
@@ -350,6 +370,7 @@ def estimate_vllm(
     """
     mla_latent = True
     record_stream = True
+    mxfp4_hopper = "triton"
     if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
         from oomkit.estimate.generations import resolve_generation
 
@@ -357,6 +378,7 @@ def estimate_vllm(
         engine = str(gen.effects["vllm_engine"])
         mla_latent = bool(gen.effects.get("mla_latent_kv", True))
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
+        mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
@@ -371,6 +393,7 @@ def estimate_vllm(
             mla_latent_kv=mla_latent,
             nccl_record_stream=record_stream,
             pp_rank=rank // tp,
+            mxfp4_hopper=mxfp4_hopper,
         )
         for rank, d in enumerate(targets)
     ]
@@ -426,6 +449,7 @@ def estimate_vllm(
                     "max_num_seqs": p.max_num_seqs,
                     "forward_bytes": p.forward_bytes,
                     "sampler_bytes": p.sampler_bytes,
+                    "vision_encoder_bytes": p.vision_bytes,
                     "engine": p.engine,
                 },
                 source="vllm/v1/worker/gpu_model_runner.py profile_run",

@@ -497,6 +497,7 @@ def _llama4(f: Fields, source: str) -> ModelSpec:
 
 def _adapters() -> dict[str, Adapter]:
     from oomkit.loaders import hf_config_hybrid as hy
+    from oomkit.loaders import hf_config_mllama as ml
 
     table: dict[str, Adapter] = {
         "LlamaForCausalLM": _llama,
@@ -534,6 +535,7 @@ def _adapters() -> dict[str, Adapter]:
         "Llama4ForCausalLM": _llama4,
     }
     table.update(hy.ADAPTERS)
+    table.update(ml.ADAPTERS)
     return table
 
 

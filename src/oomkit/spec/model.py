@@ -46,6 +46,7 @@ __all__ = [
     "QuantizationSpec",
     "RecurrentSpec",
     "TensorInfo",
+    "VisionTowerSpec",
 ]
 
 #: Layer kinds used in :attr:`ModelSpec.layer_types`.
@@ -202,6 +203,40 @@ class QuantizationSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VisionTowerSpec:
+    """A vision encoder whose serving-time activations the runtimes size from its shape.
+
+    Today only Mllama's tiled ViT (``kind`` ``"mllama"``, HF ``MllamaVisionConfig``): one image
+    is ``max_num_tiles`` tiles of ``(image_size / patch_size)**2 + 1`` tokens, padded to a
+    multiple of 8 per tile in vLLM's encoder (``tokens_per_image``; ``tokens_per_image_unpadded``
+    without the padding); ``saved_layers`` hidden states (``intermediate_layers_indices``) are
+    kept and concatenated with the final one.
+    """
+
+    kind: str
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_global_layers: int
+    tokens_per_image: int
+    tokens_per_image_unpadded: int
+    saved_layers: int
+
+    def __post_init__(self) -> None:
+        for name in ("hidden_size", "intermediate_size", "tokens_per_image"):
+            _check("vision_tower", name, getattr(self, name), 1, _MAX_COUNT)
+        for name in ("num_layers", "num_global_layers", "saved_layers"):
+            _check("vision_tower", name, getattr(self, name), 0, MAX_LAYERS)
+        _check(
+            "vision_tower",
+            "tokens_per_image_unpadded",
+            self.tokens_per_image_unpadded,
+            1,
+            self.tokens_per_image,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSpec:
     """Architecture facts of one model. Dimensions copy HF config.json names."""
 
@@ -234,6 +269,8 @@ class ModelSpec:
     recurrent: RecurrentSpec | None = None
     #: parameters of vision/audio towers and projectors not in the text tensor table
     multimodal_params: int = 0
+    #: a vision encoder whose profiling activations a runtime sizes (Mllama), None otherwise
+    vision_tower: VisionTowerSpec | None = None
     #: exact tensors from a checkpoint header (safetensors/GGUF); None when derived from config
     tensors: tuple[TensorInfo, ...] | None = None
     #: the published exact parameter count, when known

@@ -1,0 +1,123 @@
+"""llama.cpp's CUDA pool while quantized prompt matmuls went through cuBLAS (Oct 2023 - Jun 2024).
+
+PR #3776 (commit 2f9ec7e, merged 2023-10-27, build b1430: "cuda : new cublas gemm branch for
+multi-batch quantized src0", "use MMQ only for small batches") made every quantized matmul with
+more than 32 tokens dequantize its weight to FP16 in a pool buffer and call cuBLAS
+(``ggml_cuda_op_mul_mat_cublas``: ``src0_as_f16`` rows x cols, the activations as FP16
+``src1_as_f16`` tokens x cols, and an FP16 result ``dst_f16`` rows x tokens, 2 bytes each).
+The test for tensor cores was the compile-time ``CUDA_USE_TENSOR_CORES``, so Pascal took the
+FP16 path as well until PR #4682 (2023-12-29, "With Pascal use_tensor_cores is evaluated as
+true", llama.cpp#3869 shows a P40 at b1447 printing ``CUDA_USE_TENSOR_CORES: yes``); from then
+on only compute capability >= 7.0. The pool (``ggml_cuda_pool``; the VMM pool of PR #4606 from
+Dec 2023 maps physical memory as it grows and never unmaps it, the legacy pool caches freed
+buffers) keeps its high-water mark: the largest such matmul on the device. Until PR #6122
+(commit 557410b, 2024-03-26: "skip computing unused logits") the output matrix (n_vocab x
+n_embd) ran over every prompt token too, and it is usually the largest matrix. PR #8075
+(2024-06-24, "CUDA: use MMQ instead of cuBLAS by default") put quantized prompt matmuls back
+in MMQ kernels on GPUs with int8 tensor cores (Turing and newer); V100 and types without an MMQ
+kernel kept cuBLAS (not modelled here), as does the FP16 batched GEMM of the attention (PR
+#3749) without flash attention.
+
+Nothing of this appears in llama.cpp's buffer log (the pool is outside ggml-alloc): it is what
+made a run that "fits" by its logged buffers die on the first long-enough prompt, as in
+xinference#1036 (Yi-34B Q4_K_M on a 22 GB 2080 Ti: 2k context runs, 4k dies "in
+ggml_cuda_pool_malloc_vmm" on the first request).
+"""
+
+from __future__ import annotations
+
+from oomkit.estimate.breakdown import Component
+from oomkit.estimate.llamacpp_params import LlamaCppParams
+from oomkit.estimate.llamacpp_placement import Placement
+from oomkit.quant.ggml_types import GGML_TYPES
+from oomkit.spec.hardware import DeviceTarget
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["MMQ_MAX_BATCH", "cublas_pool_bytes", "pool_component", "tensor_cores"]
+
+#: PR #3776: MMQ for batches up to 32 tokens, cuBLAS above
+MMQ_MAX_BATCH = 32
+
+
+def tensor_cores(gpu: DeviceTarget) -> bool | None:
+    """Compute capability >= 7.0 (FP16 tensor cores); None when not an NVIDIA CUDA device or
+    the capability is unknown."""
+    if gpu.backend != "cuda" or not gpu.compute_capability:
+        return None
+    try:
+        return float(gpu.compute_capability) >= 7.0
+    except ValueError:
+        return None
+
+
+def cublas_pool_bytes(
+    placement: Placement,
+    device: str,
+    gpu: DeviceTarget,
+    *,
+    n_ubatch: int,
+    n_experts: int,
+    all_logits: bool,
+    gpus: str = "tensor_cores",
+) -> int:
+    """The pool's high-water mark on ``device``: the largest dequantize-and-GEMM of one
+    quantized weight over ``n_ubatch`` tokens (see module doc). 0 when the batch is served by
+    MMQ (<= 32 tokens), the device is not an NVIDIA GPU with a known compute capability, or
+    ``gpus`` is ``"tensor_cores"`` and the GPU has none.
+
+    Expert tensors (``*_exps``) are multiplied one expert at a time (``mul_mat_id`` of that
+    era), so one expert's slice is dequantized.
+    """
+    tc = tensor_cores(gpu)
+    if tc is None or n_ubatch <= MMQ_MAX_BATCH or (gpus == "tensor_cores" and not tc):
+        return 0
+    peak = 0
+    for t in placement.tensors:
+        if t.device != device or not t.name.endswith(".weight") or t.ne0 <= 1:
+            continue
+        gt = GGML_TYPES.get(t.type_name.upper())
+        if gt is None or gt.block_size == 1 or "norm" in t.name:
+            continue  # not quantized: F16/F32 weights need no dequantized copy
+        if t.name.startswith("token_embd"):
+            continue  # get_rows, not a matmul
+        if t.name.startswith("output.") and not all_logits:
+            continue  # one logits row per sequence: a matrix-vector product
+        n_el = t.n_bytes // gt.type_size * gt.block_size
+        if "_exps" in t.name and n_experts > 1:
+            n_el //= n_experts
+        rows, cols = n_el // t.ne0, t.ne0
+        peak = max(peak, 2 * (rows * cols + n_ubatch * cols + rows * n_ubatch))
+    return peak
+
+
+def pool_component(
+    placement: Placement, dev: str, gpu: DeviceTarget, params: LlamaCppParams, spec: ModelSpec
+) -> Component | None:
+    """The CUDA pool of builds that dequantized weights for cuBLAS (None when not modelled)."""
+    opts = params.options
+    if not opts.cublas_pool:
+        return None
+    n_exp = spec.moe.num_experts if spec.moe is not None else 1
+    b = cublas_pool_bytes(
+        placement,
+        dev,
+        gpu,
+        n_ubatch=params.n_ubatch,
+        n_experts=n_exp,
+        all_logits=opts.all_logits,
+        gpus=opts.cublas_pool,
+    )
+    if b <= 0:
+        return None
+    return Component(
+        category="activations",
+        label="CUDA pool (cuBLAS dequantized weight)",
+        n_bytes=b,
+        formula=(
+            "largest quantized matmul over n_ubatch tokens: weight dequantized to FP16 "
+            "+ FP16 activations + FP16 result"
+            + ("; the output matrix included (logits for every token)" if opts.all_logits else "")
+        ),
+        inputs={"n_ubatch": params.n_ubatch, "compute_capability": gpu.compute_capability},
+        source="ggml-cuda ggml_cuda_op_mul_mat_cublas, PR #3776 (PR #4682: Volta+) until PR #8075",
+    )

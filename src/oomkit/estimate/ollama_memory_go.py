@@ -1,0 +1,123 @@
+"""Ollama's own layer estimate for the llama runner (``llm/memory.go`` ``EstimateGPULayers``).
+
+With ``num_gpu`` unset, Ollama's llama runner does not ask llama.cpp what fits: ``memory.go``
+walks the blocks **from ``blk.0`` upward**, gives block ``i`` to GPU ``i % j`` of the GPUs that
+still have room (``used = allocations + graph``; a GPU that cannot take the block leaves the
+list), adds the output layer if it fits, and passes llama.cpp ``-ngl`` = the number of blocks
+placed and ``--tensor-split`` = the blocks per GPU. llama.cpp however offloads the **last**
+``-ngl`` blocks (``i_gpu_start = n_layer - n_gpu_layers``) in contiguous runs split by those
+proportions. When the blocks differ in size the two disagree: DeepSeek-V2/V3 start with dense
+blocks (1 in V2-Lite, 3 in V3/R1) that are a twentieth of an MoE block, so Ollama counts a
+dense block per GPU where llama.cpp puts an MoE block (ollama#8776: DeepSeek-R1 Q4_K_M on 3x
+MI210 64 GB, "allocating 70139.08 MiB on device 0: cudaMalloc failed").
+
+Per block Ollama counts the block's tensors plus ``kv / n_layer`` with its own f16 KV formula
+``2 x n_ctx x n_layer x (key_length + value_length) x head_count_kv`` (DeepSeek-V2: full K/V
+heads, 192 + 128 per head); ``allocations`` start at ``MinimumMemory`` (457 MiB) plus one
+``blk.0`` as a buffer; ``graph`` is ``GraphSize`` of the architecture (DeepSeek-V2 formula
+below; other architectures fall back to ``GQA x kv / 6``). Only used where the blocks are
+uneven (leading dense blocks before MoE ones); for uniform blocks the order cannot matter and
+the largest count that fits stands (:mod:`oomkit.estimate.ollama`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["OllamaLayerPlan", "estimate_gpu_layers", "graph_size", "ollama_kv_bytes"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OllamaLayerPlan:
+    """What ``EstimateGPULayers`` hands the runner: ``-ngl`` and the blocks per GPU."""
+
+    layers: int  # blocks + the output layer when it was placed
+    counts: tuple[int, ...]  # per GPU (the --tensor-split)
+
+
+def _kv_dims(spec: ModelSpec) -> tuple[int, int, int]:
+    """(key_length, value_length, head_count_kv) as the GGUF of that era states them."""
+    if spec.mla is not None:
+        k = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim
+        return k, spec.mla.v_head_dim, spec.num_attention_heads
+    return spec.head_dim, spec.v_head_dim, spec.num_key_value_heads
+
+
+def ollama_kv_bytes(spec: ModelSpec, n_ctx: int) -> int:
+    """``memory.go``: ``2 x n_ctx x n_layer x (n_embd_head_k + n_embd_head_v) x n_head_kv``."""
+    k, v, heads = _kv_dims(spec)
+    return 2 * n_ctx * spec.num_hidden_layers * (k + v) * heads
+
+
+def graph_size(spec: ModelSpec, n_ctx: int, batch: int, kv: int) -> tuple[int, int]:
+    """(partial, full) offload graph of ``GGML.GraphSize`` (llm/ggml.go): the ``deepseek2``
+    case; other architectures use ``memory.go``'s fallback ``GQA x kv / 6`` for both."""
+    k, _, heads_kv = _kv_dims(spec)
+    emb, vocab = spec.hidden_size, spec.vocab_size
+    if spec.mla is not None:
+        full = max(
+            4 * batch * (3 * emb + vocab),
+            4 * batch * (3 * emb + 2 + n_ctx * (1 + heads_kv) + 2 * k * heads_kv),
+        )
+        partial = max(
+            4 * batch * (3 * emb + vocab) + emb * vocab * 105 // 128,
+            4 * batch * (2 * emb + 1 + 2 * k * heads_kv + n_ctx + n_ctx * heads_kv)
+            + 4 * k * n_ctx * heads_kv
+            + emb * k * heads_kv * 9 // 16,
+        )
+        return partial, full
+    gqa = max(1, spec.num_attention_heads // max(1, spec.num_key_value_heads))
+    g = gqa * kv // 6
+    return g, g
+
+
+def estimate_gpu_layers(
+    block_bytes: Sequence[int],
+    output_bytes: int,
+    kv: int,
+    graph: tuple[int, int],
+    free: Sequence[int],
+    minimum: int,
+) -> OllamaLayerPlan:
+    """``EstimateGPULayers`` for ``num_gpu`` unset (see module doc). ``block_bytes`` are the
+    tensors of ``blk.0 .. blk.{n-1}``; ``free`` the free memory per GPU, in order."""
+    n = len(block_bytes)
+    per_kv = kv // max(1, n)
+    buffer = block_bytes[0] + per_kv if n else 0
+    graph_max = max(graph)
+    if len(free) > 1:
+        graph_max = graph[0]  # multi-GPU: always the partial graph
+    alloc = [0] * len(free)
+    counts = [0] * len(free)
+    with_space: list[int] = []
+    for i, f in enumerate(free):
+        if f < graph_max + minimum + 2 * buffer:
+            continue
+        with_space.append(i)
+        alloc[i] += minimum + buffer
+    placed = 0
+    for i in range(n):
+        size = block_bytes[i] + per_kv
+        j = len(with_space)
+        while j > 0:
+            g = with_space[i % j]
+            if free[g] > alloc[g] + graph_max + size:
+                alloc[g] += size
+                counts[g] += 1
+                placed += 1
+                break
+            with_space.pop(i % j)
+            j -= 1
+    if output_bytes > 0:
+        j = len(with_space)
+        while j > 0:
+            g = with_space[placed % j]
+            if free[g] > alloc[g] + graph_max + output_bytes:
+                counts[g] += 1
+                placed += 1
+                break
+            j -= 1
+    return OllamaLayerPlan(layers=placed, counts=tuple(counts))

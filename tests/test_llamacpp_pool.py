@@ -1,0 +1,98 @@
+"""llama.cpp's CUDA pool while quantized prompt matmuls went through cuBLAS (llamacpp_pool).
+
+A real GGUF (written with the ``gguf`` package: Q4_K/Q6_K layer weights, a Q8_0 output matrix)
+gives the exact bytes; the catalog's Yi-34B with llama-quantize's Q4_K_M types on a 22 GB
+2080 Ti reproduces xinference#1036 (2k runs, 4k dies in ggml_cuda_pool_malloc_vmm).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from oomkit.api import estimate
+from oomkit.cli.params import parse_gpu_list
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.verdict import Platform, verdict
+from oomkit.hardware.targets import hardware_for
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB
+
+LABEL = "CUDA pool (cuBLAS dequantized weight)"
+
+
+def _make_fixtures() -> ModuleType:
+    """tests/fixtures/make_fixtures.py (loaded by path, as tests/test_gguf_loader.py does)."""
+    if "make_fixtures" in sys.modules:
+        return sys.modules["make_fixtures"]
+    path = Path(__file__).parent / "fixtures" / "make_fixtures.py"
+    spec = importlib.util.spec_from_file_location("make_fixtures", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["make_fixtures"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pool(est: Estimate, device: int = 0) -> int:
+    return sum(c.n_bytes for c in est.devices[device].components if c.label == LABEL)
+
+
+def _est(
+    model: str | Path,
+    gpu: str,
+    version: str,
+    *,
+    ctx: int = 2048,
+    ubatch: int | None = None,
+    quant: str | None = None,
+    vram: int | None = None,
+) -> Estimate:
+    settings = InferenceSettings(
+        runtime="llama.cpp", ctx=ctx, runtime_version=version, ubatch=ubatch, quant=quant
+    )
+    hw = hardware_for(parse_gpu_list(gpu), vram_bytes=vram)
+    return estimate(str(model), settings, hw, offline=True)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pool") / "tiny.gguf"
+    _make_fixtures().make_gguf_tiny_llama(path, n_vocab=4096)
+    return path
+
+
+def test_cublas_pool_only_between_pr_3776_and_pr_8075(tiny: Path) -> None:
+    ub = 512
+    before_6122 = _est(tiny, "rtx-3090", "2024-02-01")
+    # tensor cores: FP16 output matrix [4096 x 256] + FP16 activations + FP16 result
+    assert _pool(before_6122) == 2 * (4096 * 256 + ub * 256 + 4096 * ub)
+    after_6122 = _est(tiny, "rtx-3090", "2024-05-01")
+    # the largest layer matrix is 256 x 256 (attn_q, ffn_*): the output is a matrix-vector now
+    assert _pool(after_6122) == 2 * (256 * 256 + ub * 256 + 256 * ub)
+    for version in ("b1412", "2024-07-01", "2025-06-01"):  # MMQ before #3776 and after #8075
+        assert _pool(_est(tiny, "rtx-3090", version)) == 0
+
+
+def test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq(tiny: Path) -> None:
+    # b1430..PR #4682: the compile-time tensor-core test sent Pascal down the FP16 path too
+    assert _pool(_est(tiny, "p40", "b1430")) == 2 * (4096 * 256 + 512 * 256 + 4096 * 512)
+    assert _pool(_est(tiny, "p40", "2024-02-01")) == 0  # MMQ again below Volta
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ubatch=32)) == 0  # MMQ for <= 32 tokens
+
+
+def test_xinference_1036_yi34b_pool_holds_the_output_matrix() -> None:
+    est = _est("yi-34b", "rtx-2080-ti", "2024-02-23", ctx=4096, quant="Q4_K_M", vram=22 * GiB)
+    # output.weight 64000 x 7168 dequantized to FP16 (+ activations and result over 512 tokens)
+    assert _pool(est) == 2 * (64000 * 7168 + 512 * 7168 + 64000 * 512)
+    plat = Platform(segments=tuple(g.segment for g in parse_gpu_list("rtx-2080-ti")))
+    assert verdict(est, plat).level != "fits"  # died on the first request
+    works = _est("yi-34b", "rtx-2080-ti", "2024-02-23", quant="Q4_K_M", vram=22 * GiB)
+    assert verdict(works, plat).level != "does_not_fit"  # 2k ran
+    later = _est("yi-34b", "rtx-2080-ti", "2024-04-15", ctx=4096, quant="Q4_K_M", vram=22 * GiB)
+    assert 0 < _pool(later) < 0.4 * GiB  # a 20480 x 7168 FFN matrix, not the output
