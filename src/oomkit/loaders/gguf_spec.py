@@ -92,8 +92,10 @@ def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
     """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
     rows = []
     layers: dict[str, int] = {}  # "12" -> 12, once per layer (its ~10 tensors share it)
-    for t in g.tensors:
-        name = t.name
+    tt = g.tensors
+    for name, dims, dtype, n_bytes in zip(
+        tt.names, tt.dims, tt.ggml_types, tt.n_bytes, strict=True
+    ):
         num, dot, rest = name[4:].partition(".")
         layer = layers.get(num) if name.startswith("blk.") and rest and "\n" not in rest else None
         if layer is not None:
@@ -104,15 +106,21 @@ def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
                 layers[num] = layer
         rows.append(
             TensorInfo(
-                name=t.name,
-                shape=t.dims[::-1],
+                name=name,
+                shape=dims[::-1],
                 role=role,
                 layer=layer,
-                dtype=t.ggml_type,
-                n_bytes=t.n_bytes,
+                dtype=dtype,
+                n_bytes=n_bytes,
             )
         )
     return tuple(rows)
+
+
+def _dims_of(g: GgufFile, name: str) -> tuple[int, ...] | None:
+    """``ne`` dims of the first tensor called ``name``, or None."""
+    names = g.tensors.names
+    return g.tensors.dims[names.index(name)] if name in names else None
 
 
 class _Keys:
@@ -324,11 +332,11 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
     block_types, notes = _layer_types(k, n_block, kv)
     layer_types = block_types[:n_layer]
 
-    names = {t.name for t in g.tensors}
-    embd = next((t for t in g.tensors if t.name == "token_embd.weight"), None)
+    names = set(g.tensors.names)
+    embd_dims = _dims_of(g, "token_embd.weight")
     tokens = g.metadata.get("tokenizer.ggml.tokens")
-    if embd is not None and len(embd.dims) == 2:
-        vocab = embd.dims[1]
+    if embd_dims is not None and len(embd_dims) == 2:
+        vocab = embd_dims[1]
     elif (v := k.num("{arch}.vocab_size")) is not None:
         vocab = v
     elif isinstance(tokens, GgufArray):
@@ -359,7 +367,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
             if "rope_factors_long.weight" in names
             else None
         )
-    pos = next((t for t in g.tensors if t.name == "position_embd.weight"), None)
+    pos = _dims_of(g, "position_embd.weight")
     return ModelSpec(
         name=name if isinstance(name, str) else os.path.basename(g.path).removesuffix(".gguf"),
         architecture=arch_name,
@@ -393,7 +401,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         source="gguf",
         assumptions=tuple(notes),
         rope_scaling_type=scaling,
-        position_embedding_rows=pos.dims[1] if pos is not None and len(pos.dims) == 2 else 0,
+        position_embedding_rows=pos[1] if pos is not None and len(pos) == 2 else 0,
         num_nextn_predict_layers=nextn,
         final_norm="output_norm.weight" in names or not names,
     )
