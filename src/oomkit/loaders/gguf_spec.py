@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError
@@ -29,8 +30,8 @@ from oomkit.spec.model import (
     ModelSpec,
     MoESpec,
     RecurrentSpec,
-    TensorInfo,
 )
+from oomkit.spec.tensor_table import TensorTable
 from oomkit.validate import key_limit
 
 __all__ = ["ARCHITECTURES", "SWA_PERIODS", "gguf_tensor_infos", "gguf_to_spec"]
@@ -88,14 +89,19 @@ def _split_blk(name: str) -> tuple[int | None, str]:
     return None, name
 
 
-def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
-    """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
-    rows = []
-    layers: dict[str, int] = {}  # "12" -> 12, once per layer (its ~10 tensors share it)
+def gguf_tensor_infos(g: GgufFile) -> TensorTable:
+    """GGUF tensors as a :class:`TensorTable` (shapes in PyTorch order, exact stored bytes).
+
+    Built from the header's columns; a :class:`TensorInfo` is made only for a consumer that
+    indexes or iterates the table.
+    """
     tt = g.tensors
-    for name, dims, dtype, n_bytes in zip(
-        tt.names, tt.dims, tt.ggml_types, tt.n_bytes, strict=True
-    ):
+    roles: list[str] = []
+    layer_col: list[int | None] = []
+    add_role = roles.append
+    add_layer = layer_col.append
+    layers: dict[str, int] = {}  # "12" -> 12, once per layer (its ~10 tensors share it)
+    for name in tt.names:
         num, dot, rest = name[4:].partition(".")
         layer = layers.get(num) if name.startswith("blk.") and rest and "\n" not in rest else None
         if layer is not None:
@@ -104,17 +110,17 @@ def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
             layer, role = _split_blk(name)
             if layer is not None and dot and role == rest and num.isascii() and num.isdigit():
                 layers[num] = layer
-        rows.append(
-            TensorInfo(
-                name=name,
-                shape=dims[::-1],
-                role=role,
-                layer=layer,
-                dtype=dtype,
-                n_bytes=n_bytes,
-            )
-        )
-    return tuple(rows)
+        add_role(role)
+        add_layer(layer)
+    shapes = {d: d[::-1] for d in set(tt.dims)}  # a dozen distinct ones, shared
+    return TensorTable(
+        tt.names,
+        tuple(map(shapes.__getitem__, tt.dims)),
+        tuple(roles),
+        tuple(layer_col),
+        cast("tuple[str | None, ...]", tt.ggml_types),
+        cast("tuple[int | None, ...]", tt.n_bytes),
+    )
 
 
 def _dims_of(g: GgufFile, name: str) -> tuple[int, ...] | None:
@@ -349,7 +355,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
     # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
     # strings instead of every tensor name (~10 per layer), once per feature it asks about
     infos = gguf_tensor_infos(g)
-    tails = {t.role for t in infos}  # the name past blk.N., or the whole name
+    tails = set(infos.roles)  # the name past blk.N., or the whole name
 
     def has(suffix: str) -> bool:
         return any(t.endswith(suffix) for t in tails)

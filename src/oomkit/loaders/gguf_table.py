@@ -57,11 +57,10 @@ class GgufTensor:
 class GgufTensorTable(Sequence[GgufTensor]):
     """Validated tensor infos as parallel tuples; a :class:`GgufTensor` per item on access.
 
-    Equal to another table with the same columns, and to a sequence of the same
-    :class:`GgufTensor` records (``load_gguf(p).tensors == ()`` for a file without tensors).
+    Equal to (and hashed like) another table with the same columns.
 
     >>> t = GgufTensorTable(("a",), ((4,),), (0,), (0,), (16,), ("F32",))
-    >>> len(t), t[0].n_bytes, t == (t[0],)
+    >>> len(t), t[0].n_bytes, t == GgufTensorTable.of((t[0],))
     (1, 16, True)
     """
 
@@ -145,8 +144,6 @@ class GgufTensorTable(Sequence[GgufTensor]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, GgufTensorTable):
             return self._columns() == other._columns()
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     def __hash__(self) -> int:
