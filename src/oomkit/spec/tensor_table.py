@@ -62,22 +62,19 @@ class TensorTable(Sequence[TensorInfo]):
         self.n_params = self._checked_counts()
 
     def _checked_counts(self) -> tuple[int, ...]:
-        """Parameters per tensor, checked in bulk over the distinct shapes and byte sizes; on
-        anything unusual every row is built as a :class:`TensorInfo`, which raises exactly the
-        error it always raised for the first bad one."""
+        """Parameters per tensor, checked in bulk over the distinct shape and byte-size
+        *objects* (a header's columns share a dozen; by identity, so ``4.0`` or ``True`` never
+        hides behind an equal ``4`` or ``1``); on anything unusual every row is built as a
+        :class:`TensorInfo`, which raises exactly the error it always raised for the first bad
+        one."""
         max_dim, max_elements, max_bytes = tensor_limits()
-        elements: dict[tuple[int, ...], int] = {}
-        shapes: set[tuple[int, ...]] = set()
-        sizes: set[int | None] = set()
-        try:
-            shapes = set(self.shapes)
-            sizes = set(self.n_bytes)
-            ok = True
-        except TypeError:  # an unhashable shape (a list): not a valid TensorInfo
-            ok = False
-        for shape in shapes:
+        shapes = dict(zip(map(id, self.shapes), self.shapes, strict=True))
+        sizes = dict(zip(map(id, self.n_bytes), self.n_bytes, strict=True))
+        elements: dict[int, int] = {}
+        ok = True
+        for key, shape in shapes.items():
             count = 1
-            ok = ok and type(shape) is tuple and len(shape) <= 8
+            ok = type(shape) is tuple and len(shape) <= 8
             for d in shape if ok else ():
                 if type(d) is not int or not 0 <= d <= max_dim:
                     ok = False
@@ -86,13 +83,15 @@ class TensorTable(Sequence[TensorInfo]):
             if not ok or count > max_elements:
                 ok = False
                 break
-            elements[shape] = count
-        ok = ok and all(nb is None or (type(nb) is int and 0 <= nb <= max_bytes) for nb in sizes)
+            elements[key] = count
+        ok = ok and all(
+            nb is None or (type(nb) is int and 0 <= nb <= max_bytes) for nb in sizes.values()
+        )
         if not ok:
             rows = tuple(self._build(i) for i in range(len(self.names)))  # raises on a bad row
             self._rows = rows
             return tuple(t.n_params for t in rows)
-        return tuple(map(elements.__getitem__, self.shapes))
+        return tuple(map(elements.__getitem__, map(id, self.shapes)))
 
     @classmethod
     def of(cls, tensors: Sequence[TensorInfo]) -> TensorTable:
