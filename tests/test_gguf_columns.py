@@ -378,3 +378,59 @@ def test_spec_with_table_is_hashable_and_equal_by_columns(files: list[Path]) -> 
     assert a == b
     assert hash(a) == hash(b)
     assert isinstance(a, ModelSpec)
+
+
+# --- the steady-state stack: the pattern search compares in C what the while loop compared ----
+
+
+def _reference_periodic(spec: ModelSpec, layer_ids: Sequence[int]) -> tuple[int, int, int] | None:
+    from oomkit.estimate.llamacpp_stack import _MAX_PERIOD, _TRIAL_REPEATS, layer_signature
+
+    body = list(layer_ids[:-1])
+    n = len(body)
+    sigs = [layer_signature(spec, il) for il in body]
+    best: tuple[int, tuple[int, int, int]] | None = None
+    for p in range(1, min(_MAX_PERIOD, n) + 1):
+        start = n - p
+        while start > 0 and sigs[start - 1] == sigs[start - 1 + p]:
+            start -= 1
+        repeats = (n - start) // p
+        if repeats <= _TRIAL_REPEATS[0]:
+            continue
+        kept = n - (repeats - _TRIAL_REPEATS[0]) * p
+        if best is None or kept < best[0]:
+            best = (kept, (start, p, repeats))
+    return None if best is None else best[1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pattern_search_equals_the_while_loop(seed: int) -> None:
+    import random
+
+    from oomkit.estimate.llamacpp_stack import _periodic_layers
+
+    rng = random.Random(seed)
+    n = rng.randint(2, 80)
+    period = rng.randint(1, 7)
+    pattern = [rng.choice((1, 2, 4)) for _ in range(period)]
+    heads = [pattern[i % period] for i in range(n)]
+    for _ in range(rng.randint(0, 3)):  # a few irregular layers
+        heads[rng.randrange(n)] = 8
+    spec = ModelSpec(
+        name="p",
+        architecture="LlamaForCausalLM",
+        model_type="llama",
+        num_hidden_layers=n,
+        hidden_size=64,
+        num_attention_heads=8,
+        num_key_value_heads=max(heads),
+        head_dim=8,
+        v_head_dim=8,
+        intermediate_size=128,
+        vocab_size=100,
+        kv_heads_per_layer=tuple(heads) if len(set(heads)) > 1 else None,
+    )
+    ids = list(range(n))
+    got = _periodic_layers(spec, ids)
+    want = _reference_periodic(spec, ids)
+    assert (None if got is None else (got.start, got.period, got.repeats)) == want

@@ -364,27 +364,22 @@ def _weight_columns(
 
 def _with_tied_output(placed: PlacedColumns, buffer: str, device: str) -> PlacedColumns:
     """``placed`` with the tied output's duplicate after each ``token_embd.weight``."""
-    at = [i for i, name in enumerate(placed.names) if name == "token_embd.weight"]
-    names, types = list(placed.names), list(placed.type_names)
-    ne0s, sizes = list(placed.ne0s), list(placed.n_bytes)
-    layers, buffers, devices = list(placed.layers), list(placed.buffers), list(placed.devices)
-    for i in reversed(at):
-        names.insert(i + 1, "output.weight(tied)")
-        types.insert(i + 1, types[i])
-        ne0s.insert(i + 1, ne0s[i])
-        sizes.insert(i + 1, sizes[i])
-        layers.insert(i + 1, None)
-        buffers.insert(i + 1, buffer)
-        devices.insert(i + 1, device)
-    return PlacedColumns(
-        tuple(names),
-        tuple(types),
-        tuple(ne0s),
-        tuple(sizes),
-        tuple(layers),
-        tuple(buffers),
-        tuple(devices),
+    at = list(
+        compress(range(len(placed.names)), map(eq, placed.names, repeat("token_embd.weight")))
     )
+    for i in reversed(at):
+        j = i + 1
+        c = placed
+        placed = PlacedColumns(
+            (*c.names[:j], "output.weight(tied)", *c.names[j:]),
+            (*c.type_names[:j], c.type_names[i], *c.type_names[j:]),
+            (*c.ne0s[:j], c.ne0s[i], *c.ne0s[j:]),
+            (*c.n_bytes[:j], c.n_bytes[i], *c.n_bytes[j:]),
+            (*c.layers[:j], None, *c.layers[j:]),
+            (*c.buffers[:j], buffer, *c.buffers[j:]),
+            (*c.devices[:j], device, *c.devices[j:]),
+        )
+    return placed
 
 
 def _dev_prefix(dev: DeviceTarget) -> str:

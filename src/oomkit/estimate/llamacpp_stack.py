@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import ne
 
 from oomkit.estimate.llamacpp_compute import GraphShape, build_graph
 from oomkit.estimate.llamacpp_galloc import simulate_gallocr
@@ -57,9 +59,11 @@ def _periodic_layers(spec: ModelSpec, layer_ids: Sequence[int]) -> _Stack | None
     sigs = [layer_signature(spec, il) for il in body]
     best: tuple[int, _Stack] | None = None
     for p in range(1, min(_MAX_PERIOD, n) + 1):
-        start = n - p
-        while start > 0 and sigs[start - 1] == sigs[start - 1 + p]:
-            start -= 1
+        # the pattern reaches back from the end while sigs[i] == sigs[i + p] (i = n-p-1 down
+        # to 0): the first mismatch in that order, compared in C (20k layers x 12 periods)
+        differ = map(ne, reversed(sigs[: n - p]), reversed(sigs[p:]))
+        first = next(compress(count(), differ), n - p)
+        start = n - p - first
         repeats = (n - start) // p
         if repeats <= _TRIAL_REPEATS[0]:
             continue

@@ -112,10 +112,12 @@ def gguf_tensor_infos(g: GgufFile) -> TensorTable:
                 layers[num] = layer
         add_role(role)
         add_layer(layer)
-    shapes = {d: d[::-1] for d in set(tt.dims)}  # a dozen distinct ones, shared
+    # the header's dims objects are shared (a dozen distinct ones): reverse each once, by identity
+    distinct = dict(zip(map(id, tt.dims), tt.dims, strict=True))
+    shapes = {key: dims[::-1] for key, dims in distinct.items()}
     return TensorTable(
         tt.names,
-        tuple(map(shapes.__getitem__, tt.dims)),
+        tuple(map(shapes.__getitem__, map(id, tt.dims))),
         tuple(roles),
         tuple(layer_col),
         cast("tuple[str | None, ...]", tt.ggml_types),

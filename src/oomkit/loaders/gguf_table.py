@@ -219,36 +219,34 @@ def _validated(
         return None
     if len(set(names)) != len(names):
         return None
-    # (dims..., type id) per tensor; a many-layer file has a dozen distinct ones
+    # (dims..., type id) per tensor; a many-layer file has a dozen distinct ones, each checked
+    # once and mapped to (dims, type name, bytes, padded bytes) shared by its tensors
     keys = cast("list[tuple[int, ...]]", list(map(getitem, recs, repeat(slice(None, -1)))))
-    sizes: dict[tuple[int, ...], int] = {}
-    padded: dict[tuple[int, ...], int] = {}
-    type_names: dict[tuple[int, ...], str] = {}
+    facts: dict[tuple[int, ...], tuple[tuple[int, ...], str, int, int]] = {}
     for key in set(keys):
-        *dims, type_id = key
+        dims = key[:-1]
         total = 1
         for d in dims:
             total *= d
             if d > _INT64_MAX or total > _INT64_MAX:
                 return None
-        gt = ggml_type_by_id(type_id)
+        gt = ggml_type_by_id(key[-1])
         if gt is None or (dims and dims[0] % gt.block_size):
             return None
         n_bytes = gt.tensor_bytes(total)
-        sizes[key] = n_bytes
-        padded[key] = -(-n_bytes // alignment) * alignment
-        type_names[key] = gt.name
+        facts[key] = (dims, gt.name, n_bytes, -(-n_bytes // alignment) * alignment)
+    rows = list(map(facts.__getitem__, keys))
     offsets = tuple(map(itemgetter(-1), recs))
-    expected = list(accumulate(map(padded.__getitem__, keys), initial=0))
+    expected = list(accumulate(map(itemgetter(3), rows), initial=0))
     expected.pop()
     if list(offsets) != expected:
         return None
     table = GgufTensorTable(
         names,
-        cast("tuple[tuple[int, ...], ...]", tuple(map(getitem, recs, repeat(slice(None, -2))))),
+        tuple(map(itemgetter(0), rows)),
         tuple(map(itemgetter(-2), recs)),
         offsets,
-        tuple(map(sizes.__getitem__, keys)),
-        tuple(map(type_names.__getitem__, keys)),
+        tuple(map(itemgetter(2), rows)),
+        tuple(map(itemgetter(1), rows)),
     )
     return table, end
