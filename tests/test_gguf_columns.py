@@ -43,7 +43,7 @@ from oomkit.loaders.gguf_spec import gguf_to_spec
 from oomkit.loaders.gguf_table import GgufTensorTable, scan_tensor_infos
 from oomkit.serialize import dumps, estimate_to_dict
 from oomkit.spec.hardware import DeviceTarget, Hardware
-from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.spec.model import ModelSpec, MoESpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensor_table import TensorTable
 from oomkit.spec.tensors import active_params, count_params
@@ -407,7 +407,7 @@ def _reference_periodic(spec: ModelSpec, layer_ids: Sequence[int]) -> tuple[int,
 def test_pattern_search_equals_the_while_loop(seed: int) -> None:
     import random
 
-    from oomkit.estimate.llamacpp_stack import _periodic_layers
+    from oomkit.estimate.llamacpp_stack import _periodic_layers, _signatures, layer_signature
 
     rng = random.Random(seed)
     n = rng.randint(2, 80)
@@ -416,6 +416,14 @@ def test_pattern_search_equals_the_while_loop(seed: int) -> None:
     heads = [pattern[i % period] for i in range(n)]
     for _ in range(rng.randint(0, 3)):  # a few irregular layers
         heads[rng.randrange(n)] = 8
+    moe = None
+    if seed % 3 == 0:  # MoE with a few leading dense layers
+        moe = MoESpec(
+            num_experts=4,
+            num_experts_per_tok=2,
+            expert_intermediate_size=32,
+            dense_layers=tuple(range(rng.randint(0, 3))),
+        )
     spec = ModelSpec(
         name="p",
         architecture="LlamaForCausalLM",
@@ -429,8 +437,10 @@ def test_pattern_search_equals_the_while_loop(seed: int) -> None:
         intermediate_size=128,
         vocab_size=100,
         kv_heads_per_layer=tuple(heads) if len(set(heads)) > 1 else None,
+        moe=moe,
     )
     ids = list(range(n))
+    assert _signatures(spec, ids) == [layer_signature(spec, il) for il in ids]
     got = _periodic_layers(spec, ids)
     want = _reference_periodic(spec, ids)
     assert (None if got is None else (got.start, got.period, got.repeats)) == want
