@@ -18,7 +18,8 @@ V = TypeVar("V")
 
 
 class IdentityMemo(Generic[V]):
-    """``memo.get(obj, extra)`` / ``memo.put(obj, value, extra)`` for immutable tuples ``obj``.
+    """``memo.get(obj, extra)`` / ``memo.put(obj, value, extra)`` for immutable ``obj`` (tuples,
+    columnar tables).
 
     >>> m: IdentityMemo[int] = IdentityMemo(2)
     >>> t = (1, 2, 3)
