@@ -9,6 +9,10 @@ region. The data region starts at the end of the tensor infos rounded up to
 previous tensors' sizes padded to the alignment, as gguf.cpp checks ("tensor ... has offset
 ..., expected ..."). Big-endian files (version field byte-swapped) are read too, as gguf-py does.
 
+The tensor infos are kept as columns (:class:`GgufTensorTable`): the scan of
+:mod:`oomkit.loaders.gguf_table` reads them and checks them in bulk; anything it does not find
+plainly valid is re-read here tensor by tensor, which raises the error with its byte offset.
+
 Absurd counts and lengths are refused *before* anything is allocated, so a hostile or corrupt
 file cannot exhaust memory. Large arrays (tokenizer vocabularies) keep only their item type
 and length.
