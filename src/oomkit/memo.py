@@ -18,7 +18,8 @@ V = TypeVar("V")
 
 
 class IdentityMemo(Generic[V]):
-    """``memo.get(obj, extra)`` / ``memo.put(obj, value, extra)`` for immutable tuples ``obj``.
+    """``memo.get(obj, extra)`` / ``memo.put(obj, value, extra)`` for immutable ``obj`` (tuples,
+    columnar tables).
 
     >>> m: IdentityMemo[int] = IdentityMemo(2)
     >>> t = (1, 2, 3)
@@ -40,8 +41,9 @@ class IdentityMemo(Generic[V]):
         return None
 
     def put(self, obj: object, value: V, extra: Hashable = ()) -> None:
-        """Remember ``value`` for ``obj``; only tuples (immutable) are remembered."""
-        if not isinstance(obj, tuple):
+        """Remember ``value`` for ``obj``; only hashable (immutable) objects are remembered: a
+        tuple, or a columnar table (a list or dict is not)."""
+        if not isinstance(obj, Hashable):
             return
         if len(self._entries) >= self._maxsize:
             self._entries.clear()

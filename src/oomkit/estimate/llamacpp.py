@@ -20,6 +20,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import compress, repeat
+from operator import eq
 
 from oomkit._gcpause import gc_paused
 from oomkit.errors import InvalidSettingError
@@ -147,15 +149,12 @@ def _matmul_weight_bytes(placement: Placement, layers: Sequence[int]) -> int:
     """The most bytes of 2-D matmul weights one of the CPU ``layers`` holds (one pass over the
     tensors, not one per layer: a partial offload of a 20k-layer file was quadratic)."""
     per_layer: dict[int, int] = {}
-    for t in placement.tensors:
-        if (
-            t.layer is not None
-            and t.device == "cpu"
-            and t.name.endswith(".weight")
-            and t.ne0 > 1
-            and "norm" not in t.name
-        ):
-            per_layer[t.layer] = per_layer.get(t.layer, 0) + t.n_bytes
+    c = placement.columns
+    for i in compress(range(len(c.names)), map(eq, c.devices, repeat("cpu"))):
+        layer = c.layers[i]
+        name = c.names[i]
+        if layer is not None and name.endswith(".weight") and c.ne0s[i] > 1 and "norm" not in name:
+            per_layer[layer] = per_layer.get(layer, 0) + c.n_bytes[i]
     return max(per_layer.get(il, 0) for il in layers)
 
 

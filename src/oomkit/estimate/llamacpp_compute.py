@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import eq
 
 from oomkit.estimate.llamacpp_galloc import GraphSim, simulate_gallocr
 from oomkit.estimate.llamacpp_kv import KvPlan
 from oomkit.estimate.llamacpp_params import LlamaCppParams
 from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec, TensorInfo
+from oomkit.spec.tensor_table import TensorTable
 
 __all__ = [
     "GraphShape",
@@ -371,9 +374,15 @@ def _layer0(spec: ModelSpec) -> dict[str, TensorInfo]:
     if _LAYER0 and _LAYER0[0][0] is spec:
         return _LAYER0[0][1]
     roles: dict[str, TensorInfo] = {}
-    for t in spec.tensors or ():
-        if t.layer == 0:
-            roles.setdefault(t.role, t)
+    table = spec.tensors
+    if isinstance(table, TensorTable):  # columns: build only layer 0's rows
+        for i in compress(range(len(table)), map(eq, table.layers, repeat(0))):
+            if table.roles[i] not in roles:
+                roles[table.roles[i]] = table[i]
+    elif table:
+        for t in table:
+            if t.layer == 0:
+                roles.setdefault(t.role, t)
     _LAYER0[:] = [(spec, roles)]
     return roles
 

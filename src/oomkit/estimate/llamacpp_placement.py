@@ -21,11 +21,15 @@ Models ``llama_model::load_tensors`` (src/llama-model.cpp, late 2025):
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, compress, repeat
+from operator import eq, is_
 from typing import NamedTuple
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
+from oomkit.estimate.llamacpp_weights import WeightRows
 from oomkit.memo import IdentityMemo
 from oomkit.spec.hardware import DeviceTarget, device_label
 from oomkit.spec.model import TensorInfo
@@ -33,6 +37,7 @@ from oomkit.spec.model import TensorInfo
 __all__ = [
     "GGUF_ALIGNMENT",
     "REPACK_TYPES",
+    "PlacedColumns",
     "PlacedTensor",
     "Placement",
     "backend_buffer_prefix",
@@ -58,11 +63,25 @@ class PlacedTensor(NamedTuple):
     device: str  # "cuda:0" ... or "cpu"
 
 
+class PlacedColumns(NamedTuple):
+    """The placed tensors as parallel tuples, in :class:`PlacedTensor` field order (file order;
+    a tied output's duplicate right after the token embeddings)."""
+
+    names: tuple[str, ...]
+    type_names: tuple[str, ...]
+    ne0s: tuple[int, ...]
+    n_bytes: tuple[int, ...]
+    layers: tuple[int | None, ...]
+    buffers: tuple[str, ...]
+    devices: tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Placement:
     """Where every weight lives, and each model buffer's size as llama.cpp logs it."""
 
-    tensors: tuple[PlacedTensor, ...]
+    #: the placed tensors as columns; :attr:`tensors` builds one row per tensor
+    columns: PlacedColumns
     layer_device: tuple[str, ...]  # per repeating layer: "cpu" or "cuda:i"
     output_device: str
     buffers: dict[str, int] = field(default_factory=dict)  # buffer name -> bytes
@@ -70,6 +89,11 @@ class Placement:
     n_offloaded: int = 0  # "offloaded N/(n_layer+1) layers to GPU"
     #: tensors per device ("cpu", "cuda:0" ...), counted once when the placement is made
     tensor_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def tensors(self) -> tuple[PlacedTensor, ...]:
+        """One :class:`PlacedTensor` per placed tensor (built on each access)."""
+        return tuple(map(PlacedTensor._make, zip(*self.columns, strict=True)))
 
     def device_bytes(self, device: str) -> int:
         """Sum of the buffers on ``device`` as llama.cpp logs them."""
@@ -85,11 +109,9 @@ class Placement:
             if self.buffer_device[name] != device:
                 continue
             if name == "CPU_Mapped":
-                b = sum(
-                    -(-t.n_bytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
-                    for t in self.tensors
-                    if t.buffer == "CPU_Mapped"
-                )
+                c = self.columns
+                sizes = Counter(compress(c.n_bytes, map(eq, c.buffers, repeat("CPU_Mapped"))))
+                b = sum(-(-n // GGUF_ALIGNMENT) * GGUF_ALIGNMENT * k for n, k in sizes.items())
             total += b
         return total
 
@@ -211,89 +233,98 @@ def place_weights(
     dev_ids = [f"{_dev_prefix(g)}:{i}" for i, g in enumerate(gpus)]
     dev_backend = {d: g.backend for d, g in zip(dev_ids, gpus, strict=True)}
     dev_backend["cpu"] = "cpu"
-    placed: list[PlacedTensor] = []
-    offset = 0
-    cpu_ranges: list[tuple[int, int]] = []
-    for t, type_name, n_bytes in tensors:
-        ne0 = t.shape[-1] if t.shape else 1
-        start = offset
-        offset += -(-n_bytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
-        if t.layer is not None and t.layer < n_layer:
-            gi = per_layer[t.layer]
-            if gi is not None and t.layer < n_cpu_moe and _is_expert(t.name):
-                gi = None
-        elif _is_output(t.name):
-            gi = out_gpu
-        elif t.name.startswith(_INPUT_PREFIXES):
-            gi = None  # input layer: token/position embeddings stay on the CPU
+    names_col, shapes, layers, types, sizes = _weight_columns(tensors)
+    n = len(names_col)
+    # GPU index per tensor, column-wise: a layer tensor goes with its layer; the few others
+    # (input, output, rope tables, blocks past n_layer) are decided one by one below
+    special = -1
+    of_layer = {
+        il: per_layer[il] if il is not None and il < n_layer else special for il in set(layers)
+    }
+    gis: list[int | None] = list(map(of_layer.__getitem__, layers))
+    for i in compress(range(n), map(eq, gis, repeat(special))):
+        name = names_col[i]
+        if _is_output(name):
+            gis[i] = out_gpu
+        elif name.startswith(_INPUT_PREFIXES):
+            gis[i] = None  # input layer: token/position embeddings stay on the CPU
         else:
             # rope_freqs / rope factors: created for every layer (TENSOR_DUPLICATED), first in
             # layer 0's buffer
-            gi = per_layer[0]
-        if gi is None:
-            buf = cpu_buffer
-            is_mm = (
-                t.shape is not None and len(t.shape) >= 2 and not t.name.startswith("token_embd")
-            )
-            if params.options.repack and is_mm and type_name.upper() in REPACK_TYPES:
-                buf = "CPU_REPACK"
-            elif use_mmap:
-                cpu_ranges.append((start, start + n_bytes))
-            # positional: one tuple per tensor per placement (name, type, ne0, bytes, layer,
-            # buffer, device)
-            placed.append(PlacedTensor(t.name, type_name, ne0, n_bytes, t.layer, buf, "cpu"))
-        else:
-            placed.append(
-                PlacedTensor(t.name, type_name, ne0, n_bytes, t.layer, names[gi], dev_ids[gi])
-            )
-        if tied_embeddings and t.name == "token_embd.weight" and out_gpu is not None:
-            # the output reuses the embedding matrix, duplicated onto the output device
-            placed.append(
-                PlacedTensor(
-                    name="output.weight(tied)",
-                    type_name=type_name,
-                    ne0=ne0,
-                    n_bytes=n_bytes,
-                    layer=None,
-                    buffer=names[out_gpu],
-                    device=dev_ids[out_gpu],
-                )
-            )
-        elif tied_embeddings and t.name == "token_embd.weight" and not use_mmap:
-            placed.append(
-                PlacedTensor(
-                    name="output.weight(tied)",
-                    type_name=type_name,
-                    ne0=ne0,
-                    n_bytes=n_bytes,
-                    layer=None,
-                    buffer=cpu_buffer,
-                    device="cpu",
-                )
-            )
+            gis[i] = per_layer[0]
+    if n_cpu_moe > 0:  # -ot / --n-cpu-moe: experts of the first N layers stay on the CPU
+        for i in compress(range(n), map(is_not_none, gis)):
+            il = layers[i]
+            if il is not None and il < n_layer and il < n_cpu_moe and _is_expert(names_col[i]):
+                gis[i] = None
+    buffer_of: dict[int | None, str] = dict(enumerate(names))
+    buffer_of[None] = cpu_buffer
+    device_of: dict[int | None, str] = dict(enumerate(dev_ids))
+    device_of[None] = "cpu"
+    bufs = list(map(buffer_of.__getitem__, gis))
+    devs = list(map(device_of.__getitem__, gis))
+    if params.options.repack:
+        # CPU matmul weights of repackable types (not the token embeddings) go to CPU_REPACK
+        repack = {
+            (sh, ty): len(sh) >= 2 and ty.upper() in REPACK_TYPES
+            for sh, ty in set(zip(shapes, types, strict=True))
+        }
+        for i in compress(range(n), map(is_, gis, repeat(None))):
+            if repack[shapes[i], types[i]] and not names_col[i].startswith("token_embd"):
+                bufs[i] = "CPU_REPACK"
+    last_dim = {sh: sh[-1] if sh else 1 for sh in set(shapes)}
+    ne0s = list(map(last_dim.__getitem__, shapes))
+    padded = {nb: -(-nb // GGUF_ALIGNMENT) * GGUF_ALIGNMENT for nb in set(sizes)}
+    # the CPU_Mapped buffer spans the file range from its first to its last tensor
+    mapped = list(compress(range(n), map(eq, bufs, repeat("CPU_Mapped")))) if use_mmap else []
+    mapped_range = 0
+    if mapped:
+        starts = list(accumulate(map(padded.__getitem__, sizes), initial=0))
+        mapped_range = starts[mapped[-1]] + sizes[mapped[-1]] - starts[mapped[0]]
+    placed = PlacedColumns(names_col, types, tuple(ne0s), sizes, layers, tuple(bufs), tuple(devs))
+    if tied_embeddings and (out_gpu is not None or not use_mmap):
+        # the output reuses the embedding matrix, duplicated onto the output device
+        placed = _with_tied_output(
+            placed,
+            names[out_gpu] if out_gpu is not None else cpu_buffer,
+            dev_ids[out_gpu] if out_gpu is not None else "cpu",
+        )
     buffers: dict[str, int] = {}
     buffer_device: dict[str, str] = {}
-    for p in placed:
-        if p.buffer == "CPU_Mapped":
-            continue
-        backend = dev_backend[p.device]
-        buffers[p.buffer] = buffers.get(p.buffer, 0) + backend_alloc_bytes(
-            p.type_name, p.ne0, p.n_bytes, backend
+    # one backend_alloc_bytes per distinct (buffer, type, row length, bytes), in first-seen
+    # order (the order llama.cpp logs the buffers in)
+    groups = Counter(
+        zip(
+            placed.buffers,
+            placed.devices,
+            placed.type_names,
+            placed.ne0s,
+            placed.n_bytes,
+            strict=True,
         )
-        buffer_device[p.buffer] = p.device
-    if cpu_ranges:
-        buffers["CPU_Mapped"] = max(e for _, e in cpu_ranges) - min(s for s, _ in cpu_ranges)
+    )
+    for (buf, dev, ty, ne0, nb), count in groups.items():
+        if buf == "CPU_Mapped":
+            continue
+        size = backend_alloc_bytes(ty, ne0, nb, dev_backend[dev]) * count
+        buffers[buf] = buffers.get(buf, 0) + size
+        buffer_device[buf] = dev
+    if mapped:
+        buffers["CPU_Mapped"] = mapped_range
         buffer_device["CPU_Mapped"] = "cpu"
     if row:
-        _split_rows(placed, buffers, buffer_device, gpus, names, tensor_split)
-    counts: dict[str, int] = {}
-    for p in placed:
-        counts[p.device] = counts.get(p.device, 0) + 1
-    layer_dev = tuple(
-        "cpu" if gi is None else f"{_dev_prefix(gpus[gi])}:{gi}" for gi in per_layer[:n_layer]
-    )
+        _split_rows(
+            list(map(PlacedTensor._make, zip(*placed, strict=True))),
+            buffers,
+            buffer_device,
+            gpus,
+            names,
+            tensor_split,
+        )
+    counts = dict(Counter(placed.devices))
+    layer_dev = tuple(map(device_of.__getitem__, per_layer[:n_layer]))
     placement = Placement(
-        tensors=tuple(placed),
+        columns=placed,
         layer_device=layer_dev,
         output_device="cpu" if out_gpu is None else f"{_dev_prefix(gpus[out_gpu])}:{out_gpu}",
         buffers=buffers,
@@ -303,6 +334,52 @@ def place_weights(
     )
     _PLACEMENTS.put(tensors, placement, key)
     return placement
+
+
+def is_not_none(x: object) -> bool:
+    return x is not None
+
+
+def _weight_columns(
+    tensors: Sequence[tuple[TensorInfo, str, int]],
+) -> tuple[
+    tuple[str, ...],
+    tuple[tuple[int, ...], ...],
+    tuple[int | None, ...],
+    tuple[str, ...],
+    tuple[int, ...],
+]:
+    """(names, shapes, layers, ggml types, bytes) of a weights table, in file order."""
+    if isinstance(tensors, WeightRows):
+        t = tensors.table
+        return t.names, t.shapes, t.layers, tensors.types, tensors.n_bytes
+    return (
+        tuple(t.name for t, _, _ in tensors),
+        tuple(t.shape for t, _, _ in tensors),
+        tuple(t.layer for t, _, _ in tensors),
+        tuple(ty for _, ty, _ in tensors),
+        tuple(nb for _, _, nb in tensors),
+    )
+
+
+def _with_tied_output(placed: PlacedColumns, buffer: str, device: str) -> PlacedColumns:
+    """``placed`` with the tied output's duplicate after each ``token_embd.weight``."""
+    at = list(
+        compress(range(len(placed.names)), map(eq, placed.names, repeat("token_embd.weight")))
+    )
+    for i in reversed(at):
+        j = i + 1
+        c = placed
+        placed = PlacedColumns(
+            (*c.names[:j], "output.weight(tied)", *c.names[j:]),
+            (*c.type_names[:j], c.type_names[i], *c.type_names[j:]),
+            (*c.ne0s[:j], c.ne0s[i], *c.ne0s[j:]),
+            (*c.n_bytes[:j], c.n_bytes[i], *c.n_bytes[j:]),
+            (*c.layers[:j], None, *c.layers[j:]),
+            (*c.buffers[:j], buffer, *c.buffers[j:]),
+            (*c.devices[:j], device, *c.devices[j:]),
+        )
+    return placed
 
 
 def _dev_prefix(dev: DeviceTarget) -> str:

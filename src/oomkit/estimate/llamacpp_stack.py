@@ -8,8 +8,10 @@ graph and simulates only that many repeats (the graph itself and the allocator s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, count, repeat
+from operator import ne, not_
 
 from oomkit.estimate.llamacpp_compute import GraphShape, build_graph
 from oomkit.estimate.llamacpp_galloc import simulate_gallocr
@@ -34,6 +36,19 @@ def layer_signature(spec: ModelSpec, il: int) -> tuple[object, ...]:
     return (spec.layer_types[il], spec.kv_heads(il), moe_layer)
 
 
+def _signatures(spec: ModelSpec, ids: Sequence[int]) -> list[tuple[object, ...]]:
+    """:func:`layer_signature` of each of ``ids``, column-wise (a 20k-layer stack)."""
+    moe = spec.moe
+    kv = spec.kv_heads_per_layer
+    heads = repeat(spec.num_key_value_heads) if kv is None else map(kv.__getitem__, ids)
+    if moe is not None and moe.num_experts > 0:
+        moe_layer: Iterable[bool] = map(not_, map(frozenset(moe.dense_layers).__contains__, ids))
+    else:
+        moe_layer = repeat(False)
+    # the repeat() columns are endless: the layer ids set the length
+    return list(zip(map(spec.layer_types.__getitem__, ids), heads, moe_layer, strict=False))
+
+
 @dataclass(frozen=True, slots=True)
 class _Stack:
     """The layers but the last as ``prefix + repeats x pattern + remainder``."""
@@ -54,12 +69,14 @@ def _periodic_layers(spec: ModelSpec, layer_ids: Sequence[int]) -> _Stack | None
     """The pattern that leaves the fewest layers to simulate at three repeats, or None."""
     body = list(layer_ids[:-1])
     n = len(body)
-    sigs = [layer_signature(spec, il) for il in body]
+    sigs = _signatures(spec, body)
     best: tuple[int, _Stack] | None = None
     for p in range(1, min(_MAX_PERIOD, n) + 1):
-        start = n - p
-        while start > 0 and sigs[start - 1] == sigs[start - 1 + p]:
-            start -= 1
+        # the pattern reaches back from the end while sigs[i] == sigs[i + p] (i = n-p-1 down
+        # to 0): the first mismatch in that order, compared in C (20k layers x 12 periods)
+        differ = map(ne, reversed(sigs[: n - p]), reversed(sigs[p:]))
+        first = next(compress(count(), differ), n - p)
+        start = n - p - first
         repeats = (n - start) // p
         if repeats <= _TRIAL_REPEATS[0]:
             continue

@@ -9,25 +9,87 @@ reuse them and their sums.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from itertools import compress
+from typing import cast, overload
 
 from oomkit.memo import IdentityMemo
 from oomkit.spec.model import ModelSpec, TensorInfo
-from oomkit.spec.tensors import is_parameter
+from oomkit.spec.tensor_table import TensorTable
+from oomkit.spec.tensors import is_parameter, is_parameter_role
 
-__all__ = ["weight_tensors"]
+__all__ = ["WeightRows", "weight_tensors"]
+
+#: one row of a weights table: the tensor, its ggml type name (upper case), its exact bytes
+WeightRow = tuple[TensorInfo, str, int]
+
+
+class WeightRows(Sequence[WeightRow]):
+    """The weights table of a header's :class:`TensorTable`, as columns (issue 10: a 20k-layer
+    GGUF has 180k rows). Rows are built only for a consumer that indexes or iterates it; the
+    placement and the sums read :attr:`table` and :attr:`types`."""
+
+    __slots__ = ("table", "types")
+
+    def __init__(self, table: TensorTable, types: tuple[str, ...]) -> None:
+        self.table = table
+        self.types = types
+
+    @property
+    def n_bytes(self) -> tuple[int, ...]:
+        return cast("tuple[int, ...]", self.table.n_bytes)  # all set (see weight_tensors)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    @overload
+    def __getitem__(self, i: int) -> WeightRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[WeightRow, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> WeightRow | tuple[WeightRow, ...]:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        return (self.table[i], self.types[i], self.n_bytes[i])
+
+    def __iter__(self) -> Iterator[WeightRow]:
+        return zip(self.table, self.types, self.n_bytes, strict=True)
+
+
+#: the weights table of each recent header table (one object per table, so the placement memo,
+#: keyed by its identity, hits on re-estimates)
+_HEADER_ROWS: IdentityMemo[WeightRows] = IdentityMemo(64)
+
+
+def _header_rows(table: TensorTable) -> WeightRows | None:
+    """The exact weights table of a header, or None when a tensor lacks its type or bytes."""
+    hit = _HEADER_ROWS.get(table)
+    if hit is not None:
+        return hit
+    if None in table.dtypes or None in table.n_bytes:
+        return None
+    upper = {d: str(d).upper() for d in set(table.dtypes)}  # a handful of distinct types
+    rows = WeightRows(table, tuple(map(upper.__getitem__, table.dtypes)))
+    _HEADER_ROWS.put(table, rows)
+    return rows
 
 
 def weight_tensors(
     spec: ModelSpec, quant: str | None
-) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+) -> tuple[Sequence[WeightRow], str, tuple[str, ...]]:
     """(tensor, ggml type, bytes) in file order, where they came from, and assumptions.
 
     Exact types and bytes from a GGUF header win; otherwise llama-quantize's per-tensor choice
-    for ``quant`` is predicted over the tensors derived from the config.
+    for ``quant`` is predicted over the tensors derived from the config. A header read as a
+    :class:`TensorTable` gives a :class:`WeightRows` (columns); otherwise a tuple.
     """
-    if spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
+    if isinstance(spec.tensors, TensorTable) and len(spec.tensors):
+        header = _header_rows(spec.tensors)
+        if header is not None:
+            return header, "gguf header (exact tensor types and bytes)", ()
+    elif spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
         upper: dict[str | None, str] = {}  # a handful of distinct types, ~10 tensors a layer
         rows = tuple(
             (
@@ -118,12 +180,23 @@ def _predicted_weights(
 _ROW_SUMMARIES: IdentityMemo[tuple[bool, int, int]] = IdentityMemo(256)
 
 
-def _rows_summary(rows: Sequence[tuple[TensorInfo, str, int]]) -> tuple[bool, int, int]:
+def _rows_summary(rows: Sequence[WeightRow]) -> tuple[bool, int, int]:
     """(tied embeddings, file bytes, parameters) of a weights table; memoised by identity
     (the tables are immutable and memoised themselves; the entry keeps its table alive)."""
     hit = _ROW_SUMMARIES.get(rows)
     if hit is not None:
         return hit
+    if isinstance(rows, WeightRows):
+        t = rows.table
+        # is_parameter depends on the role only: decide it once per distinct role
+        param = {role: is_parameter_role(role) for role in set(t.roles)}
+        out = (
+            "output.weight" not in t.names,
+            sum(rows.n_bytes),
+            sum(compress(t.n_params, map(param.__getitem__, t.roles))),
+        )
+        _ROW_SUMMARIES.put(rows, out)
+        return out
     out = (
         not any(t.name == "output.weight" for t, _, _ in rows),
         sum(n for _, _, n in rows),

@@ -9,6 +9,10 @@ region. The data region starts at the end of the tensor infos rounded up to
 previous tensors' sizes padded to the alignment, as gguf.cpp checks ("tensor ... has offset
 ..., expected ..."). Big-endian files (version field byte-swapped) are read too, as gguf-py does.
 
+The tensor infos are kept as columns (:class:`GgufTensorTable`): the scan of
+:mod:`oomkit.loaders.gguf_table` reads them and checks them in bulk; anything it does not find
+plainly valid is re-read here tensor by tensor, which raises the error with its byte offset.
+
 Absurd counts and lengths are refused *before* anything is allocated, so a hostile or corrupt
 file cannot exhaust memory. Large arrays (tokenizer vocabularies) keep only their item type
 and length.
@@ -31,6 +35,7 @@ from typing import BinaryIO, TypeAlias
 
 from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError, SourceNotFoundError
+from oomkit.loaders.gguf_table import GgufTensor, GgufTensorTable, scan_tensor_infos
 from oomkit.quant.ggml_types import GgmlType, ggml_type_by_id
 from oomkit.units import MiB, align_up
 
@@ -46,6 +51,7 @@ __all__ = [
     "GgufArray",
     "GgufFile",
     "GgufTensor",
+    "GgufTensorTable",
     "GgufValue",
     "load_gguf",
     "read_gguf",
@@ -94,26 +100,6 @@ GgufValue: TypeAlias = int | float | bool | str | GgufArray
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GgufTensor:
-    """One tensor info; ``dims`` in GGUF ``ne`` order (innermost first), ``shape`` reversed."""
-
-    name: str
-    dims: tuple[int, ...]
-    ggml_type: str  # "Q4_K", "F16", ...
-    type_id: int
-    offset: int  # relative to the data region
-    n_bytes: int  # exact: ceil(elements / block size) * type size
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(reversed(self.dims))
-
-    @property
-    def n_elements(self) -> int:
-        return prod(self.dims)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class GgufFile:
     """Everything in a GGUF header."""
 
@@ -121,21 +107,26 @@ class GgufFile:
     version: int
     byte_order: str  # "<" little-endian, ">" big-endian
     metadata: Mapping[str, GgufValue]
-    tensors: tuple[GgufTensor, ...]
+    #: the tensor infos as columns; indexing or iterating builds :class:`GgufTensor` records
+    tensors: GgufTensorTable
     alignment: int
     data_offset: int  # absolute file offset of the data region
     file_bytes: int
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.tensors, GgufTensorTable):  # a sequence of GgufTensor records
+            object.__setattr__(self, "tensors", GgufTensorTable.of(self.tensors))
+
     @property
     def data_bytes(self) -> int:
         """Bytes the tensors span in the data region (last tensor unpadded)."""
-        last = self.tensors[-1] if self.tensors else None
-        return last.offset + last.n_bytes if last is not None else 0
+        t = self.tensors
+        return t.offsets[-1] + t.n_bytes[-1] if len(t) else 0
 
     @property
     def tensor_bytes(self) -> int:
         """Sum of the tensors' exact sizes, without alignment padding."""
-        return sum(t.n_bytes for t in self.tensors)
+        return sum(self.tensors.n_bytes)
 
     @property
     def architecture(self) -> str | None:
@@ -413,6 +404,51 @@ def _read_tensors(r: _Reader, n_tensors: int) -> list[tuple[str, tuple[int, ...]
     return out
 
 
+def _checked_tensors(r: _Reader, n_tensors: int, alignment: int) -> GgufTensorTable:
+    """The tensor infos read and checked one by one (the first problem raises, with its offset)."""
+    raw = _read_tensors(r, n_tensors)
+    names: list[str] = []
+    n_bytes_col: list[int] = []
+    type_names: list[str] = []
+    seen: set[str] = set()
+    expected = 0
+    types: dict[int, GgmlType | None] = {}
+    for name, dims, type_id, offset, type_pos in raw:
+        gt = types.get(type_id)
+        if gt is None:
+            gt = types[type_id] = ggml_type_by_id(type_id)
+        if gt is None:
+            raise r.error(f"tensor '{name}' has unknown ggml type {type_id}", offset=type_pos)
+        if name in seen:
+            raise r.error(f"duplicate tensor name '{name}'", offset=type_pos)
+        seen.add(name)
+        if dims and dims[0] % gt.block_size:
+            raise r.error(
+                f"tensor '{name}' of type {gt.name} has {dims[0]} elements per row, not a "
+                f"multiple of the block size {gt.block_size}",
+                offset=type_pos,
+            )
+        if offset != expected:
+            raise r.error(
+                f"tensor '{name}' has data offset {offset}, expected {expected} "
+                f"(tensors are stored in order, each padded to {alignment} bytes)",
+                offset=type_pos + 4,
+            )
+        n_bytes = gt.tensor_bytes(prod(dims))
+        names.append(name)
+        n_bytes_col.append(n_bytes)
+        type_names.append(gt.name)
+        expected = offset - (-n_bytes // alignment) * alignment  # + align_up(n_bytes)
+    return GgufTensorTable(
+        tuple(names),
+        tuple(row[1] for row in raw),
+        tuple(row[2] for row in raw),
+        tuple(row[3] for row in raw),
+        tuple(n_bytes_col),
+        tuple(type_names),
+    )
+
+
 def load_gguf(path: str | os.PathLike[str]) -> GgufFile:
     """Read a GGUF file's header: version, metadata and tensor infos. The data is never read.
 
@@ -476,56 +512,25 @@ def _parse(r: _Reader) -> GgufFile:
         metadata[key] = value
     alignment = _read_alignment(r, metadata)
 
-    raw = _read_tensors(r, n_tensors)
+    start = r.pos
+    fast = scan_tensor_infos(r.f, start, r.file_bytes, n_tensors, r.order, alignment)
+    if fast is not None:
+        table, r.pos = fast
+    else:  # something is off: re-read tensor by tensor, for the exact error and offset
+        r.f.seek(start)
+        table = _checked_tensors(r, n_tensors, alignment)
     data_offset = align_up(r.pos, alignment)
-    tensors: list[GgufTensor] = []
-    seen: set[str] = set()
-    expected = 0
-    types: dict[int, GgmlType | None] = {}
-    for name, dims, type_id, offset, type_pos in raw:
-        gt = types.get(type_id)
-        if gt is None:
-            gt = types[type_id] = ggml_type_by_id(type_id)
-        if gt is None:
-            raise r.error(f"tensor '{name}' has unknown ggml type {type_id}", offset=type_pos)
-        if name in seen:
-            raise r.error(f"duplicate tensor name '{name}'", offset=type_pos)
-        seen.add(name)
-        if dims and dims[0] % gt.block_size:
-            raise r.error(
-                f"tensor '{name}' of type {gt.name} has {dims[0]} elements per row, not a "
-                f"multiple of the block size {gt.block_size}",
-                offset=type_pos,
-            )
-        if offset != expected:
-            raise r.error(
-                f"tensor '{name}' has data offset {offset}, expected {expected} "
-                f"(tensors are stored in order, each padded to {alignment} bytes)",
-                offset=type_pos + 4,
-            )
-        n_bytes = gt.tensor_bytes(prod(dims))
-        tensors.append(
-            GgufTensor(
-                name=name,
-                dims=dims,
-                ggml_type=gt.name,
-                type_id=type_id,
-                offset=offset,
-                n_bytes=n_bytes,
-            )
-        )
-        expected = offset - (-n_bytes // alignment) * alignment  # + align_up(n_bytes)
     gguf = GgufFile(
         path=r.path,
         version=version,
         byte_order=r.order,
         metadata=MappingProxyType(metadata),
-        tensors=tuple(tensors),
+        tensors=table,
         alignment=alignment,
         data_offset=data_offset,
         file_bytes=r.file_bytes,
     )
-    if tensors and data_offset + gguf.data_bytes > r.file_bytes:
+    if len(table) and data_offset + gguf.data_bytes > r.file_bytes:
         raise r.error(
             f"truncated at offset {r.file_bytes}: the tensors end at byte "
             f"{data_offset + gguf.data_bytes} (incomplete download?)",

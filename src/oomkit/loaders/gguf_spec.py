@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError
@@ -29,8 +30,8 @@ from oomkit.spec.model import (
     ModelSpec,
     MoESpec,
     RecurrentSpec,
-    TensorInfo,
 )
+from oomkit.spec.tensor_table import TensorTable
 from oomkit.validate import key_limit
 
 __all__ = ["ARCHITECTURES", "SWA_PERIODS", "gguf_tensor_infos", "gguf_to_spec"]
@@ -88,12 +89,19 @@ def _split_blk(name: str) -> tuple[int | None, str]:
     return None, name
 
 
-def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
-    """GGUF tensors as :class:`TensorInfo` (shape in PyTorch order, exact stored bytes)."""
-    rows = []
+def gguf_tensor_infos(g: GgufFile) -> TensorTable:
+    """GGUF tensors as a :class:`TensorTable` (shapes in PyTorch order, exact stored bytes).
+
+    Built from the header's columns; a :class:`TensorInfo` is made only for a consumer that
+    indexes or iterates the table.
+    """
+    tt = g.tensors
+    roles: list[str] = []
+    layer_col: list[int | None] = []
+    add_role = roles.append
+    add_layer = layer_col.append
     layers: dict[str, int] = {}  # "12" -> 12, once per layer (its ~10 tensors share it)
-    for t in g.tensors:
-        name = t.name
+    for name in tt.names:
         num, dot, rest = name[4:].partition(".")
         layer = layers.get(num) if name.startswith("blk.") and rest and "\n" not in rest else None
         if layer is not None:
@@ -102,17 +110,25 @@ def gguf_tensor_infos(g: GgufFile) -> tuple[TensorInfo, ...]:
             layer, role = _split_blk(name)
             if layer is not None and dot and role == rest and num.isascii() and num.isdigit():
                 layers[num] = layer
-        rows.append(
-            TensorInfo(
-                name=t.name,
-                shape=t.dims[::-1],
-                role=role,
-                layer=layer,
-                dtype=t.ggml_type,
-                n_bytes=t.n_bytes,
-            )
-        )
-    return tuple(rows)
+        add_role(role)
+        add_layer(layer)
+    # the header's dims objects are shared (a dozen distinct ones): reverse each once, by identity
+    distinct = dict(zip(map(id, tt.dims), tt.dims, strict=True))
+    shapes = {key: dims[::-1] for key, dims in distinct.items()}
+    return TensorTable(
+        tt.names,
+        tuple(map(shapes.__getitem__, map(id, tt.dims))),
+        tuple(roles),
+        tuple(layer_col),
+        cast("tuple[str | None, ...]", tt.ggml_types),
+        cast("tuple[int | None, ...]", tt.n_bytes),
+    )
+
+
+def _dims_of(g: GgufFile, name: str) -> tuple[int, ...] | None:
+    """``ne`` dims of the first tensor called ``name``, or None."""
+    names = g.tensors.names
+    return g.tensors.dims[names.index(name)] if name in names else None
 
 
 class _Keys:
@@ -324,11 +340,11 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
     block_types, notes = _layer_types(k, n_block, kv)
     layer_types = block_types[:n_layer]
 
-    names = {t.name for t in g.tensors}
-    embd = next((t for t in g.tensors if t.name == "token_embd.weight"), None)
+    names = set(g.tensors.names)
+    embd_dims = _dims_of(g, "token_embd.weight")
     tokens = g.metadata.get("tokenizer.ggml.tokens")
-    if embd is not None and len(embd.dims) == 2:
-        vocab = embd.dims[1]
+    if embd_dims is not None and len(embd_dims) == 2:
+        vocab = embd_dims[1]
     elif (v := k.num("{arch}.vocab_size")) is not None:
         vocab = v
     elif isinstance(tokens, GgufArray):
@@ -341,7 +357,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
     # distinct name tails ("attn_q.bias" for every blk.N.attn_q.bias): has() scans a few dozen
     # strings instead of every tensor name (~10 per layer), once per feature it asks about
     infos = gguf_tensor_infos(g)
-    tails = {t.role for t in infos}  # the name past blk.N., or the whole name
+    tails = set(infos.roles)  # the name past blk.N., or the whole name
 
     def has(suffix: str) -> bool:
         return any(t.endswith(suffix) for t in tails)
@@ -359,7 +375,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
             if "rope_factors_long.weight" in names
             else None
         )
-    pos = next((t for t in g.tensors if t.name == "position_embd.weight"), None)
+    pos = _dims_of(g, "position_embd.weight")
     return ModelSpec(
         name=name if isinstance(name, str) else os.path.basename(g.path).removesuffix(".gguf"),
         architecture=arch_name,
@@ -393,7 +409,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         source="gguf",
         assumptions=tuple(notes),
         rope_scaling_type=scaling,
-        position_embedding_rows=pos.dims[1] if pos is not None and len(pos.dims) == 2 else 0,
+        position_embedding_rows=pos[1] if pos is not None and len(pos) == 2 else 0,
         num_nextn_predict_layers=nextn,
         final_norm="output_norm.weight" in names or not names,
     )

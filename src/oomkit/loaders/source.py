@@ -133,7 +133,7 @@ def _weights_in(directory: Path) -> tuple[Path, ...]:
 
 def _load_gguf_split(path: Path) -> GgufFile:
     """Read a GGUF; for ``-0000k-of-0000n`` splits, read every shard's tensor infos."""
-    from oomkit.loaders.gguf import load_gguf
+    from oomkit.loaders.gguf import GgufTensorTable, load_gguf
 
     m = _SPLIT_RE.match(path.name)
     if m is None or int(m.group("count")) < 2:
@@ -151,8 +151,7 @@ def _load_gguf_split(path: Path) -> GgufFile:
             "Download every shard into the same directory",
         )
     files = [load_gguf(s) for s in shards]
-    tensors = tuple(t for f in files for t in f.tensors)
-    return replace(files[0], tensors=tensors)
+    return replace(files[0], tensors=GgufTensorTable.concat([f.tensors for f in files]))
 
 
 def _load_directory(path: Path) -> ModelSpec:

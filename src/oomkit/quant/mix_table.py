@@ -115,7 +115,7 @@ def table_types(
     return types if len(types) == len(tensors) else None
 
 
-def _replay_inputs(spec: Any) -> tuple[tuple[TensorInfo, ...], str, int, int, int]:
+def _replay_inputs(spec: Any) -> tuple[Sequence[TensorInfo], str, int, int, int]:
     from oomkit.estimate.llamacpp import gguf_arch
     from oomkit.spec.tensors import model_tensors
 

@@ -9,14 +9,23 @@ counts for safetensors checkpoints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from oomkit.errors import InvalidModelSpecError
 from oomkit.validate import MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB
+
+if TYPE_CHECKING:
+    from oomkit.spec.tensor_table import TensorTable
 
 #: any single tensor dimension / state size / context-like count (2^40)
 _MAX_COUNT = 1 << 40
 #: parameters of one model (2^46 = 70T, 35x the largest published model)
 _MAX_PARAMS = 1 << 46
+
+
+def tensor_limits() -> tuple[int, int, int]:
+    """(largest dimension, most elements, most bytes) one :class:`TensorInfo` may have."""
+    return _MAX_COUNT, _MAX_PARAMS, _MAX_PARAMS * 4
 
 
 def _check(
@@ -271,8 +280,9 @@ class ModelSpec:
     multimodal_params: int = 0
     #: a vision encoder whose profiling activations a runtime sizes (Mllama), None otherwise
     vision_tower: VisionTowerSpec | None = None
-    #: exact tensors from a checkpoint header (safetensors/GGUF); None when derived from config
-    tensors: tuple[TensorInfo, ...] | None = None
+    #: exact tensors from a checkpoint header (safetensors/GGUF; a GGUF's as columns, see
+    #: :class:`~oomkit.spec.tensor_table.TensorTable`); None when derived from config
+    tensors: tuple[TensorInfo, ...] | TensorTable | None = None
     #: the published exact parameter count, when known
     declared_params: int | None = None
     torch_dtype: str | None = None  # config ``torch_dtype``/``dtype`` ("bfloat16"...)

@@ -30,9 +30,12 @@ in :func:`derive_tensors` (they are in the GGUF file) and skipped by :func:`coun
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import compress
 
 from oomkit.spec.model import ModelSpec, TensorInfo
+from oomkit.spec.tensor_table import TensorTable
 from oomkit.spec.tensors_blocks import (
     NON_PARAMETER_ROLES,
     NON_PARAMETER_SUFFIXES,
@@ -48,6 +51,7 @@ __all__ = [
     "count_params",
     "derive_tensors",
     "is_parameter",
+    "is_parameter_role",
     "model_tensors",
     "mtp_params",
 ]
@@ -67,7 +71,7 @@ def derive_tensors(spec: ModelSpec) -> tuple[TensorInfo, ...]:
     return build_layout(spec)
 
 
-def model_tensors(spec: ModelSpec) -> tuple[TensorInfo, ...]:
+def model_tensors(spec: ModelSpec) -> Sequence[TensorInfo]:
     """``spec.tensors`` when read from a checkpoint header, else :func:`derive_tensors`."""
     if spec.tensors is not None:
         return spec.tensors
@@ -76,15 +80,39 @@ def model_tensors(spec: ModelSpec) -> tuple[TensorInfo, ...]:
 
 def is_parameter(tensor: TensorInfo) -> bool:
     """False for GGUF rope tables and quantization sidecars (scales, zero points), else True."""
-    if tensor.role in NON_PARAMETER_ROLES:
+    return is_parameter_role(tensor.role)
+
+
+def is_parameter_role(role: str) -> bool:
+    """:func:`is_parameter` of a tensor with this role (it depends on nothing else)."""
+    if role in NON_PARAMETER_ROLES:
         return False
-    return tensor.role.rpartition(".")[2] not in NON_PARAMETER_SUFFIXES
+    return role.rpartition(".")[2] not in NON_PARAMETER_SUFFIXES
 
 
 def _counted(spec: ModelSpec) -> list[TensorInfo]:
     """Parameter tensors of the model proper: no rope tables, sidecars or MTP blocks."""
     n = spec.num_hidden_layers
     return [t for t in model_tensors(spec) if is_parameter(t) and (t.layer is None or t.layer < n)]
+
+
+def _counted_table(spec: ModelSpec, table: TensorTable, routed_only: bool) -> int:
+    """Parameters of :func:`_counted` (or of its routed experts) from a table's columns, deciding
+    each distinct (role, in the model proper) once instead of once per tensor."""
+    n = spec.num_hidden_layers
+    keep: dict[tuple[str, bool], bool] = {}
+    for role, layer in set(zip(table.roles, map(_in_model(n), table.layers), strict=True)):
+        ok = layer and is_parameter_role(role)
+        keep[role, layer] = ok and (not routed_only or role.rpartition(".")[0].endswith("_exps"))
+    flags = map(keep.__getitem__, zip(table.roles, map(_in_model(n), table.layers), strict=True))
+    return sum(compress(table.n_params, flags))
+
+
+def _in_model(n_layer: int) -> Callable[[int | None], bool]:
+    def f(layer: int | None) -> bool:
+        return layer is None or layer < n_layer
+
+    return f
 
 
 def count_params(spec: ModelSpec) -> int:
@@ -96,6 +124,8 @@ def count_params(spec: ModelSpec) -> int:
     Returns:
         Number of parameters (int).
     """
+    if isinstance(spec.tensors, TensorTable):
+        return _counted_table(spec, spec.tensors, False) + spec.multimodal_params
     return sum(t.n_params for t in _counted(spec)) + spec.multimodal_params
 
 
@@ -112,7 +142,12 @@ def active_params(spec: ModelSpec) -> int:
     moe = spec.moe
     if moe is None or moe.num_experts == 0:
         return total
-    routed = sum(t.n_params for t in _counted(spec) if t.role.rpartition(".")[0].endswith("_exps"))
+    if isinstance(spec.tensors, TensorTable):
+        routed = _counted_table(spec, spec.tensors, True)
+    else:
+        routed = sum(
+            t.n_params for t in _counted(spec) if t.role.rpartition(".")[0].endswith("_exps")
+        )
     inactive = routed - routed * moe.num_experts_per_tok // moe.num_experts
     return total - inactive
 
