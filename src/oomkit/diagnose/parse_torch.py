@@ -94,7 +94,8 @@ _NEW = re.compile(
 _OLD = re.compile(
     r"(?:(?P<backend>CUDA|HIP|MUSA|NPU) out of memory\. )?Tried to allocate "
     + sz("req")
-    + r" \((?:GPU|NPU) (?P<dev>\d{1,4}); "
+    # (a paste may lose the parenthesis or wrap the line before "GPU N;")
+    + r"\s{1,4}\(?(?:GPU|NPU) (?P<dev>\d{1,4}); "
     + sz("total")
     + " total capacity; "
     + sz("alloc")
@@ -106,7 +107,7 @@ _OLD = re.compile(
     + sz("allowed")
     + r" allowed; )?"
     + sz("resv")
-    + r" (?:reserved in total by PyTorch|cached)\)"
+    + r" (?P<resv_kind>reserved in total by PyTorch|cached)\)?"
 )
 # (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(
@@ -219,7 +220,19 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "optimizer_step",
-        ("optimizer.step(", "in _single_tensor_adam", "in _multi_tensor_adam", "torch/optim/"),
+        # (Adam/AdamW create their states lazily inside the first step(): torch/optim/adam.py
+        # `_init_group` runs `state["exp_avg"] = torch.zeros_like(p, ...)`; DeepSpeed's
+        # `initialize_optimizer_states` and older optimizers spell it the same way)
+        (
+            "optimizer.step(",
+            "in _single_tensor_adam",
+            "in _multi_tensor_adam",
+            "torch/optim/",
+            "in _init_group",
+            "state['exp_avg']",
+            'state["exp_avg"]',
+            "in initialize_optimizer_states",
+        ),
     ),
     (
         # a serving engine's request loop: the weights and the KV pool were placed at start-up
@@ -233,7 +246,21 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("generate", (".generate(", "in generate", "in _sample", "in greedy_search")),
-    ("forward", ("in forward", "empty_strided_cuda", "in _call_impl", ".forward(")),
+    (
+        # an evaluation loop is forward passes (under no_grad or not): its frames place the
+        # failure in activations as surely as `forward` does
+        "forward",
+        (
+            "in forward",
+            "empty_strided_cuda",
+            "in _call_impl",
+            ".forward(",
+            "in validate",
+            "in validation",
+            "in evaluate",
+            "in evaluation",
+        ),
+    ),
 )
 
 
@@ -295,6 +322,20 @@ def _backend_of(w: str) -> str:
     return "HIP" if "HIP" in w or "hip" in w else "CUDA"
 
 
+def _legacy_reserved(m: re.Match[str]) -> tuple[int | None, int | None]:
+    """The last field of the legacy message, by era.
+
+    PyTorch 1.0-1.3 (PR pytorch#13751) printed ``{cached} cached)`` where *cached* is the
+    caching allocator's cached-but-unallocated memory (``memory_cached() - memory_allocated()``):
+    it is smaller than ``already allocated`` in every real message (``4.00 GiB already
+    allocated; 7.33 GiB free; 179.00 KiB cached``, oom-messages.md section 1.3). From 1.4 the
+    field is ``{reserved} reserved in total by PyTorch`` (allocated included). Reading the old
+    field as the total would put the allocated bytes outside PyTorch.
+    """
+    resv = size_of(m, "resv", _RT)
+    return (None, resv) if m.group("resv_kind") == "cached" else (resv, None)
+
+
 def _allocator_event(w: str, line: int) -> OomEvent | None:
     m = _NEW.search(w)
     if m is not None:
@@ -349,6 +390,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
         )
     m = _OLD.search(w)
     if m is not None:
+        reserved, cached = _legacy_reserved(m)  # (reserved total, reserved-but-unallocated)
         return OomEvent(
             runtime=_RT,
             kind=(m.group("backend") or _backend_of(w)).lower() + "_oom",
@@ -361,7 +403,8 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             allocated_bytes=size_of(m, "alloc", _RT),
             free_bytes=size_of(m, "free", _RT),
             allowed_bytes=_cap(size_of(m, "allowed", _RT)),
-            reserved_bytes=size_of(m, "resv", _RT),
+            reserved_bytes=reserved,
+            reserved_unallocated_bytes=cached,
             ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv"),
         )
     m = _BARE.search(w)

@@ -308,7 +308,14 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         )
     short = max(0, x - free)
     tail = f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
-    tail += f"; cached-but-free memory ({_fb(r)}) cannot cover it either." if r is not None else "."
+    tail += (
+        "."
+        if r is None
+        else f"; cached-but-free memory ({_fb(r)}) cannot cover it either."
+        if r < x
+        else f"; the cached-but-free memory ({_fb(r)}) would cover it if it were one block, "
+        "but it is too small a share of what PyTorch reserved to be the cause."
+    )
     if phase == "model_load":
         return Analysis(
             cause="model_too_large",
