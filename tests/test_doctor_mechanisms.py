@@ -129,4 +129,45 @@ def test_vllm_kv_capacity_short_estimate_tail() -> None:
     assert e is not None
     assert e.estimated_max_model_len == 57344
     assert _close(e.available_kv_bytes, 0.24 * GiB)
-    assert MiB  # (unit import used by later tests)
+
+
+# --- llama.cpp / Ollama: which allocation failed ----------------------------------------------
+
+
+def test_graph_allocator_failing_on_the_cpu_backend_is_the_compute_buffer() -> None:
+    # ggml_gallocr_reserve_n is the graph (compute) allocator: its size follows -ub/-b, so the
+    # lever is the micro-batch, not "free host RAM"
+    d = diagnose_text(
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer\n\n"
+        "ggml_gallocr_reserve_n: failed to allocate CPU buffer of size 139183763104"
+    )
+    assert d.cause == "batch_or_activations"
+    assert d.allocation == "compute_buffer"
+    assert any("-ub" in " ".join(f.commands) for f in d.fixes)
+
+
+def test_cpu_weights_buffer_is_still_host_ram() -> None:
+    # the weights allocated in RAM (mmap off): alloc_tensor_range / load_tensors, not gallocr
+    d = diagnose_text(
+        "load_tensors: loading model tensors, this can take a while... (mmap = false)\n"
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 437944320\n"
+        "alloc_tensor_range: failed to allocate CPU buffer of size 437944320\n"
+        "llama_model_load: error loading model: unable to allocate CPU buffer"
+    )
+    assert d.cause == "host_ram"
+
+
+def test_ollama_runner_failing_to_create_the_context_is_the_context() -> None:
+    d = diagnose_text(
+        "Error: llama runner process has terminated: error:failed to create context with model "
+        "'C:\\Users\\u\\.ollama\\blobs\\sha256-c4e04968e3ca697b'"
+    )
+    assert d.cause == "kv_cache_or_context"
+    assert d.confidence < 0.6  # the sizes are in the server log, not in this line
+    assert "num_ctx" in d.fixes[0].title + " ".join(d.fixes[0].commands)
+
+
+def test_ollama_runner_exit_without_a_reason_stays_unknown() -> None:
+    d = diagnose_text("Error: llama runner process has terminated: exit status 0xc0000409")
+    assert d.cause == "unknown"
+    assert MiB  # (unit kept for the size tests below)

@@ -36,7 +36,8 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
-from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
+from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
+from oomkit.diagnose.rules_ollama import analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_torch import analyze_torch
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
