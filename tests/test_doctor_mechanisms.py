@@ -170,4 +170,28 @@ def test_ollama_runner_failing_to_create_the_context_is_the_context() -> None:
 def test_ollama_runner_exit_without_a_reason_stays_unknown() -> None:
     d = diagnose_text("Error: llama runner process has terminated: exit status 0xc0000409")
     assert d.cause == "unknown"
-    assert MiB  # (unit kept for the size tests below)
+
+
+# --- host RAM and TensorFlow 1.x -----------------------------------------------------------------
+
+
+def test_shell_killed_quoted_in_prose_is_host_ram() -> None:
+    d = diagnose_text(
+        "python -m llama.llama_quant decapoda-research/llama-7b-hf c4 --wbits 2\n\n"
+        'I got this message -> "Killed".'
+    )
+    assert d.cause == "host_ram"
+    assert diagnose_text("The process was Killed yesterday").oom_found is False
+
+
+def test_tf1_bfc_line_is_read_as_tensorflow_with_its_size() -> None:
+    d = diagnose_text(
+        "tensorflow/core/common_runtime/bfc_allocator.cc:275] Ran out of memory trying to "
+        "allocate 392.00MiB. See logs for memory state."
+    )
+    e = d.primary
+    assert e is not None
+    assert e.runtime == "tensorflow"
+    assert e.requested_bytes == 392 * MiB
+    assert d.confidence < 0.6
+    assert "Limit" in d.explanation  # the stats dump that would decide
