@@ -195,3 +195,44 @@ def test_tf1_bfc_line_is_read_as_tensorflow_with_its_size() -> None:
     assert e.requested_bytes == 392 * MiB
     assert d.confidence < 0.6
     assert "Limit" in d.explanation  # the stats dump that would decide
+
+
+# --- backend:cudaMallocAsync ---------------------------------------------------------------------
+
+_ASYNC = (
+    "torch.cuda.OutOfMemoryError: Allocation on device 5 would exceed allowed memory. (out of "
+    "memory)\n"
+    "Currently allocated     : {alloc}\n"
+    "Requested               : 686.41 MiB\n"
+    "Device limit            : 79.35 GiB\n"
+    "Free (according to CUDA): 27.19 MiB\n"
+    "PyTorch limit (set by user-supplied memory fraction)\n"
+    "                        : 17179869184.00 GiB"
+)
+
+
+def test_cudamallocasync_gap_is_the_pool_not_the_model() -> None:
+    # 79.35 - 0.03 - 54.14 = 25 GiB held but not in live tensors: the async pool keeps freed
+    # memory (release threshold UINT64_MAX) and does not trim before raising
+    d = diagnose_text(_ASYNC.format(alloc="54.14 GiB"))
+    assert d.cause == "fragmentation"
+    assert d.confidence < 0.6
+    assert "oomkit gpus" in d.explanation  # the competing reading and what decides it
+    assert "empty_cache" in " ".join(d.fixes[0].commands)
+
+
+def test_cudamallocasync_without_a_gap_reads_the_tensors() -> None:
+    # 79.35 - 0.03 - 78.9 = 0.4 GiB: a CUDA context, not a pool holding memory
+    d = diagnose_text(_ASYNC.format(alloc="78.90 GiB"))
+    assert d.cause != "fragmentation"
+
+
+def test_cudamallocasync_gap_under_a_serving_warmup_is_left_to_the_engine() -> None:
+    d = diagnose_text(
+        "thread 'main' panicked at 'Unable to warmup model: Generation(\"Allocation on device 0 "
+        "would exceed allowed memory. (out of memory)\\nCurrently allocated     : 16.08 GiB\\n"
+        "Requested               : 4.83 GiB\\nDevice limit            : 22.20 GiB\\nFree "
+        "(according to CUDA): 11.12 MiB\\nPyTorch limit (set by user-supplied memory fraction)"
+        "\\n                        : 22.20 GiB\")', router/src/main.rs:216:18"
+    )
+    assert d.cause == "batch_or_activations"

@@ -15,6 +15,7 @@ from itertools import pairwise
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
+from oomkit.diagnose.rules_torch_describe import _async_pool, _describe, _others
 from oomkit.diagnose.rules_torch_fixes import (
     _batch_fixes,
     _fb,
@@ -44,76 +45,6 @@ _DECIDE_PHASE = (
     " What decides between weights and activations: whether the job had already run steps "
     "(the traceback shows forward/backward) — the full traceback settles it."
 )
-
-
-def _others(e: OomEvent, t: int) -> Analysis:
-    total_others = sum(p.used_bytes or 0 for p in e.other_processes)
-    parts = ", ".join(f"process {p.pid} holds {_fb(p.used_bytes)}" for p in e.other_processes)
-    fixes = [
-        Fix(
-            title=f"Stop or move process {p.pid}",
-            why=f"process {p.pid} holds {_fb(p.used_bytes)} of GPU {e.device}; ending it frees "
-            "that memory for this job.",
-            commands=(
-                "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
-                f"kill {p.pid}",
-            ),
-            expected_saving_bytes=p.used_bytes,
-        )
-        for p in e.other_processes
-    ]
-    fixes.append(
-        generic(
-            "Run on a GPU nobody else uses",
-            "pick an idle device from nvidia-smi.",
-            ("nvidia-smi", "CUDA_VISIBLE_DEVICES=<idle index> python train.py"),
-        )
-    )
-    share = total_others / t if t else 0.0
-    return Analysis(
-        cause="other_process_holding_memory",
-        confidence=0.85 if share >= 0.25 else 0.65,
-        explanation=f"Other processes hold {_fb(total_others)} of the {_fb(t)} card ({parts}).",
-        fixes=tuple(fixes),
-    )
-
-
-def _describe(e: OomEvent) -> str:
-    x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
-    where = "the GPU" if e.device is None else f"GPU {e.device}"
-    s = f"PyTorch asked for {_fb(x)} on {where}"
-    if t is not None:
-        s += f" ({_fb(t)} total, {_fb(f)} free)"
-    s += "."
-    p, a, r = e.process_in_use_bytes, e.allocated_bytes, e.reserved_unallocated_bytes
-    if p is not None:
-        who = (
-            f"This process (PID {e.self_pid}, listed as 'Process {e.self_pid}' because NVML "
-            "sees host PIDs)"
-            if e.self_pid
-            else "This process"
-        )
-        s += f" {who} holds {_fb(p)}"
-        if a is not None and r is not None:
-            s += (
-                f": {_fb(a)} allocated by PyTorch, {_fb(r)} reserved but unallocated, "
-                f"{_fb(p - a - r)} outside PyTorch (CUDA context, libraries)"
-            )
-        s += "."
-    elif a is not None and r is not None:
-        s += f" PyTorch has {_fb(a)} allocated and {_fb(r)} reserved but unallocated."
-    if e.reserved_bytes is not None and a is not None:
-        s += (
-            f" PyTorch has {_fb(a)} allocated and {_fb(e.reserved_bytes)} reserved "
-            f"({_fb(e.reserved_bytes - a)} cached)."
-        )
-    for o in e.other_processes:
-        s += f" Process {o.pid} holds {_fb(o.used_bytes)}."
-    if e.allowed_bytes is not None:
-        s += f" A per-process cap of {_fb(e.allowed_bytes)} is set."
-    if e.private_pool_bytes:
-        s += f" {_fb(e.private_pool_bytes)} sits in private pools (CUDA graphs)."
-    return s
 
 
 def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
@@ -259,7 +190,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             )
     # cudaMallocAsync reports only allocated bytes; its pool's cached memory is invisible, so
-    # "unaccounted" memory is not evidence of another process there
+    # "unaccounted" memory is not evidence of another process there: the pool's own reading
+    pool = _async_pool(e, ctx, base)
+    if pool is not None:
+        return pool
     held_known = (p is not None or a is not None or e.reserved_bytes is not None) and (
         e.format != "pytorch_cudamallocasync"
     )
