@@ -236,3 +236,31 @@ def test_cudamallocasync_gap_under_a_serving_warmup_is_left_to_the_engine() -> N
         "\\n                        : 22.20 GiB\")', router/src/main.rs:216:18"
     )
     assert d.cause == "batch_or_activations"
+
+
+# --- fragmentation vs a large activation ----------------------------------------------------------
+
+
+def test_small_request_with_a_real_cache_share_is_fragmentation() -> None:
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 250.00 MiB. GPU 0 has a "
+        "total capacity of 11.76 GiB of which 0 bytes is free. Of the allocated memory 8.73 GiB "
+        "is allocated by PyTorch, and 2.48 GiB is reserved by PyTorch but unallocated."
+    )
+    assert d.cause == "fragmentation"
+
+
+def test_large_request_beside_a_large_cache_is_the_activation_first() -> None:
+    # 14.04 GiB cached >= the 8.46 GiB request, but a tensor that large is served only by a block
+    # an equally large tensor left: the batch/sequence is the lever, fragmentation the second
+    # reading (and the expandable_segments fix stays, ranked by the bytes it frees)
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.46 GiB. GPU 0 has a "
+        "total capacity of 139.72 GiB of which 3.02 GiB is free. Process 3373672 has 136.69 GiB "
+        "memory in use. Of the allocated memory 119.21 GiB is allocated by PyTorch, and 14.04 GiB "
+        "is reserved by PyTorch but unallocated."
+    )
+    assert d.cause == "batch_or_activations"
+    assert d.confidence <= 0.5
+    assert "expandable_segments" in d.explanation
+    assert any("expandable_segments:True" in c for f in d.fixes for c in f.commands)

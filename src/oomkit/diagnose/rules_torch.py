@@ -232,6 +232,22 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     # 5. fragmentation: the bytes exist inside PyTorch's cache but not contiguously
     reserved = (a or 0) + (r or 0)
     if r is not None and r >= x and reserved and r >= _FRAG_SHARE * reserved:
+        if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
+            # the caching allocator serves a request from one cached block; a tensor this large
+            # fits only a block freed by a tensor at least as large, so the cached pieces are
+            # the second reading and the activation's size the first (docs/doctor-causes.md T7)
+            return Analysis(
+                cause="batch_or_activations",
+                confidence=0.5,
+                explanation=base + f" {_fb(r)} reserved-but-unallocated could hold the "
+                f"{_fb(x)} request if it were one block, but one request of {_fb(x)} "
+                f"({100 * x // t}% of the card) is a large activation, and PyTorch serves it "
+                "from one cached block that only an earlier tensor as large leaves behind. "
+                "The batch (sequence length, resolution) is the lever; if "
+                "expandable_segments:True alone fixes the run, the cause was fragmentation "
+                "instead.",
+                fixes=(*_batch_fixes(e, max(0, x - free))[:1], _frag_fix(e, r)),
+            )
         return Analysis(
             cause="fragmentation",
             confidence=0.8 if r >= 2 * x else 0.7,
