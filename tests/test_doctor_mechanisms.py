@@ -264,3 +264,14 @@ def test_large_request_beside_a_large_cache_is_the_activation_first() -> None:
     assert d.confidence <= 0.5
     assert "expandable_segments" in d.explanation
     assert any("expandable_segments:True" in c for f in d.fixes for c in f.commands)
+
+
+def test_tail_of_the_allocator_message_alone_is_still_an_oom() -> None:
+    # only the caching allocator's OOM message ends with this hint
+    d = diagnose_text(
+        "llocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation "
+        "for Memory Management and PYTORCH_CUDA_ALLOC_CON"
+    )
+    assert d.oom_found
+    assert d.cause == "unknown"  # no numbers survive
+    assert not diagnose_text("we tuned it to avoid fragmentation of the heap").oom_found
