@@ -275,3 +275,70 @@ def test_tail_of_the_allocator_message_alone_is_still_an_oom() -> None:
     assert d.oom_found
     assert d.cause == "unknown"  # no numbers survive
     assert not diagnose_text("we tuned it to avoid fragmentation of the heap").oom_found
+
+
+# --- a pasted nvidia-smi table ------------------------------------------------------------------
+
+_SMI_NEW = """\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 470.57.02    Driver Version: 470.57.02    CUDA Version: 11.4     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Tesla V100-SXM2...  On   | 00000000:00:1E.0 Off |                    0 |
+| N/A   34C    P0    38W / 300W |  15514MiB / 16130MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  Tesla V100-SXM2...  On   | 00000000:00:1F.0 Off |                    0 |
+| N/A   31C    P0    37W / 300W |      3MiB / 16130MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+| Processes:                                                                  |
+|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |
+|        ID   ID                                                   Usage      |
+|=============================================================================|
+|    0   N/A  N/A     12345      C   python                           9811MiB |
+|    0   N/A  N/A     23456      C   /usr/bin/python3                 5700MiB |
++-----------------------------------------------------------------------------+
+"""
+
+_SMI_OLD = """\
+| NVIDIA-SMI 410.48                 Driver Version: 410.48                    |
+|   0  GeForce GTX 108...  Off  | 00000000:01:00.0  On |                  N/A |
+| 23%   38C    P8    17W / 250W |  10907MiB / 11175MiB |      1%      Default |
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|    0      1234      G   /usr/lib/xorg/Xorg                           201MiB |
+|    0      4321      C   python                                     10693MiB |
+"""
+
+
+def test_numberless_oom_with_a_full_gpu_in_nvidia_smi_names_the_processes() -> None:
+    d = diagnose_text("RuntimeError: CUDA error: out of memory\n" + _SMI_NEW)
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence < 0.6
+    assert "decides" in d.explanation  # whose PID they are is the deciding fact
+    assert [f.title for f in d.fixes[:2]] == [
+        "Stop or move process 12345",
+        "Stop or move process 23456",
+    ]
+    assert d.fixes[0].expected_saving_bytes == 9811 * MiB
+
+
+def test_old_nvidia_smi_layout_is_read_too() -> None:
+    d = diagnose_text("RuntimeError: cuda runtime error (2) : out of memory\n" + _SMI_OLD)
+    assert d.cause == "other_process_holding_memory"
+    assert d.context.smi_memory == ((0, 10907 * MiB, 11175 * MiB),)
+    assert (0, 4321, "python", 10693 * MiB) in d.context.smi_processes
+
+
+def test_nvidia_smi_does_not_override_a_message_with_numbers() -> None:
+    d = diagnose_text(
+        "RuntimeError: CUDA out of memory. Tried to allocate 4.00 GiB (GPU 0; 10.73 GiB total "
+        "capacity; 4.41 GiB already allocated; 1.75 GiB free; 3.78 GiB cached)\n" + _SMI_NEW
+    )
+    assert d.cause == "batch_or_activations"
+
+
+def test_nvidia_smi_with_an_idle_failing_gpu_decides_nothing() -> None:
+    d = diagnose_text("RuntimeError: CUDA error: out of memory (device 1)\n" + _SMI_NEW)
+    assert d.cause == "unknown"
