@@ -305,8 +305,8 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     # ggml's graph allocator (`ggml_gallocr_reserve_n`) failing on the CPU backend is still the
     # compute buffer: its size is set by -ub/-b (and -c without flash attention), not by the
     # weights, so it goes to the compute-stage reading below, not to "host RAM exhausted"
-    host_compute = e.stage == "compute" and e.kind != "host_alloc_failed"
-    if not host_compute and (
+    graph_buffer = e.stage == "compute" and e.kind != "host_alloc_failed"
+    if not graph_buffer and (
         e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU")
     ):
         return Analysis(
@@ -492,7 +492,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             + f" The compute (graph) buffer of {_fb(e.requested_bytes)} does not "
             + (
                 "fit in host RAM (the CPU backend's graph allocator): it scales with -ub/-b"
-                if host_compute and dev.upper().startswith("CPU")
+                if graph_buffer and dev.upper().startswith("CPU")
                 else "fit after the weights and KV cache"
             )
             + (" — without flash attention it grows with n_ctx." if long_ctx else ".")
