@@ -342,3 +342,33 @@ def test_nvidia_smi_does_not_override_a_message_with_numbers() -> None:
 def test_nvidia_smi_with_an_idle_failing_gpu_decides_nothing() -> None:
     d = diagnose_text("RuntimeError: CUDA error: out of memory (device 1)\n" + _SMI_NEW)
     assert d.cause == "unknown"
+
+
+# --- the scoring script's --reveal -----------------------------------------------------------
+
+
+def test_corpus_report_lists_heldout_records_only_when_revealed() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "doctor_corpus.py"
+    spec = importlib.util.spec_from_file_location("doctor_corpus_under_test", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.score_records(
+        [
+            {
+                "id": "x-1",
+                "runtime": "pytorch",
+                "text": "RuntimeError: CUDA error: out of memory",
+                "cause_label": "batch_or_activations",
+                "confidence": "high",
+            }
+        ]
+    )["rows"]
+    hidden = mod.report("heldout9", rows, show=True)
+    shown = mod.report("heldout9", rows, show=True, reveal=True)
+    assert not any("x-1" in line for line in hidden)
+    assert any("x-1" in line for line in shown)
