@@ -372,3 +372,29 @@ def test_corpus_report_lists_heldout_records_only_when_revealed() -> None:
     shown = mod.report("heldout9", rows, show=True, reveal=True)
     assert not any("x-1" in line for line in hidden)
     assert any("x-1" in line for line in shown)
+
+
+def test_legacy_message_cut_after_already_allocated_keeps_its_numbers() -> None:
+    # an issue title cut mid-word: the free memory is lost, but an allocator OOM means less than
+    # the request was free, which bounds what the rest of the card holds
+    d = diagnose_text(
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 11.17 GiB total "
+        "capacity; 962.69 MiB already allocated; 17.19 MiB f"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.format == "pytorch_old"
+    assert _close(e.total_bytes, 11.17 * GiB)
+    assert e.free_bytes is None
+    assert d.cause == "other_process_holding_memory"
+    assert "at most 20.00 MiB free" in d.explanation
+
+
+def test_r_torch_binding_spelling_of_the_legacy_tail() -> None:
+    d = diagnose_text(
+        "Error: CUDA out of memory. Tried to allocate 2.93 GiB (GPU 0; 23.80 GiB total capacity; "
+        "12.04 GiB already allocated; 2.82 GiB free; 19.69 GiB reserved in total by Pytorch)"
+    )
+    e = d.primary
+    assert e is not None
+    assert _close(e.reserved_bytes, 19.69 * GiB)

@@ -100,15 +100,17 @@ _OLD = re.compile(
     + sz("total")
     + " total capacity; "
     + sz("alloc")
-    + r" already allocated; (?:"
+    # (issue titles and pastes get cut after "already allocated": the rest is optional; the R
+    # binding prints "Pytorch")
+    + r" already allocated(?:; (?:"
     + sz("active")
     + r" current active; )?"
     + sz("free")
-    + r" free; (?:"
+    + r" free(?:; (?:"
     + sz("allowed")
     + r" allowed; )?"
     + sz("resv")
-    + r" (?P<resv_kind>reserved in total by PyTorch|cached)\)?"
+    + r" (?P<resv_kind>reserved in total by Py[Tt]orch|cached)\)?)?)?"
 )
 # (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(

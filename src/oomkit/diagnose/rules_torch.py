@@ -15,7 +15,13 @@ from itertools import pairwise
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
-from oomkit.diagnose.rules_torch_describe import _async_pool, _describe, _others
+from oomkit.diagnose.rules_torch_describe import (
+    _PHASE_ONLY,
+    _async_pool,
+    _describe,
+    _numberless,
+    _others,
+)
 from oomkit.diagnose.rules_torch_fixes import (
     _batch_fixes,
     _fb,
@@ -202,7 +208,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         if p is not None
         else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
     )
-    unaccounted = t - free - held - others
+    # a message cut before "free": the allocator raises only after cudaMalloc failed, so less
+    # than the request was free; the request bounds it
+    free_at_most = f if f is not None else x
+    unaccounted = t - free_at_most - held - others
     if held_known and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
         who = (
             "processes NVML does not show (another container, the display server)"
@@ -213,7 +222,14 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="other_process_holding_memory",
             confidence=0.45,
-            explanation=base + f" {_fb(t)} - {_fb(free)} free - {_fb(held)} held by this "
+            explanation=base
+            + (
+                f" {_fb(t)} - {_fb(free)} free"
+                if f is not None
+                else f" The message is cut before the free memory, which was below the request: "
+                f"{_fb(t)} - at most {_fb(x)} free"
+            )
+            + f" - {_fb(held)} held by this "
             f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
             "(or nvidia-smi) to see the other processes on this GPU.",
             fixes=(
@@ -412,37 +428,6 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
     )
-
-
-# phase -> (cause, confidence) when the message has no numbers (section 3 of doctor-causes.md)
-_PHASE_ONLY = {
-    "model_load": ("model_too_large", 0.45),
-    "kv_cache_alloc": ("kv_cache_or_context", 0.5),
-    "forward": ("batch_or_activations", 0.4),
-    "backward": ("batch_or_activations", 0.4),
-    "cuda_graph_capture": ("batch_or_activations", 0.45),
-    "warmup": ("batch_or_activations", 0.45),
-    "serving_step": ("batch_or_activations", 0.4),
-    "optimizer_step": ("model_too_large", 0.35),
-    "generate": ("kv_cache_or_context", 0.3),
-}
-
-
-def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
-    """A message without sizes: the traceback's phase is the only evidence left."""
-    fixes = tuple(_batch_fixes(e, None) + _model_fixes())
-    phase = ctx.frame_phase
-    if phase in _PHASE_ONLY:
-        cause, conf = _PHASE_ONLY[phase]
-        return Analysis(
-            cause=cause,
-            confidence=conf,
-            explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
-            f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
-            "`oomkit gpus` (other processes) would confirm it.",
-            fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
-        )
-    return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)
 
 
 def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
-from oomkit.diagnose.rules_torch_fixes import _fb
+from oomkit.diagnose.rules_torch_fixes import _batch_fixes, _fb, _model_fixes
 from oomkit.units import GiB
 
 __all__: list[str] = []
@@ -143,3 +143,34 @@ def _async_pool(e: OomEvent, ctx: LogContext, base: str) -> Analysis | None:
             ),
         ),
     )
+
+
+# phase -> (cause, confidence) when the message has no numbers (section 3 of doctor-causes.md)
+_PHASE_ONLY = {
+    "model_load": ("model_too_large", 0.45),
+    "kv_cache_alloc": ("kv_cache_or_context", 0.5),
+    "forward": ("batch_or_activations", 0.4),
+    "backward": ("batch_or_activations", 0.4),
+    "cuda_graph_capture": ("batch_or_activations", 0.45),
+    "warmup": ("batch_or_activations", 0.45),
+    "serving_step": ("batch_or_activations", 0.4),
+    "optimizer_step": ("model_too_large", 0.35),
+    "generate": ("kv_cache_or_context", 0.3),
+}
+
+
+def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
+    """A message without sizes: the traceback's phase is the only evidence left."""
+    fixes = tuple(_batch_fixes(e, None) + _model_fixes())
+    phase = ctx.frame_phase
+    if phase in _PHASE_ONLY:
+        cause, conf = _PHASE_ONLY[phase]
+        return Analysis(
+            cause=cause,
+            confidence=conf,
+            explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
+            f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
+            "`oomkit gpus` (other processes) would confirm it.",
+            fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
+        )
+    return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)
