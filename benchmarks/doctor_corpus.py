@@ -24,8 +24,11 @@ For every part and every runtime family it prints:
 
 A held-out part (any part whose name starts with ``heldout``) is scored once, at the end of a
 change: this script prints only aggregate figures for it (never a record, an id or a message),
-whatever the flags say. ``--show`` lists the disagreements of the development parts (dev, dev2,
-oom_dev) for rule work.
+whatever the flags say, unless ``--reveal`` is given. ``--show`` lists the disagreements of the
+development parts (dev, dev2, oom_dev) for rule work. ``--reveal`` is for parts that have been
+retired to development (a held-out part that was scored and then handed over to rule work, before
+the lead renames its files): with it, ``--show`` also lists that part's records. Never use it on a
+part that is still held out.
 """
 
 from __future__ import annotations
@@ -151,7 +154,7 @@ def _matrix(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def report(part: str, rows: list[dict[str, Any]], *, show: bool) -> list[str]:
+def report(part: str, rows: list[dict[str, Any]], *, show: bool, reveal: bool = False) -> list[str]:
     """Printable aggregate lines for one part (and disagreements when allowed)."""
     out = [f"== part {part}: {len(rows)} records =="]
     fams = sorted({r["family"] for r in rows})
@@ -185,7 +188,7 @@ def report(part: str, rows: list[dict[str, Any]], *, show: bool) -> list[str]:
         if sub and any(not r["agree"] for r in sub):
             out.append(f"  confusion {fam}:")
             out.extend(_matrix(sub))
-    if show and not is_heldout(part):
+    if show and (reveal or not is_heldout(part)):
         out.append("  disagreements:")
         out.extend(
             f"  - {r['id']} [{r['label_confidence']}] {r['family']}: label {r['label']}, "
@@ -201,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     known = discover_parts()
     ap.add_argument("--part", choices=(*known, "all"), default="dev")
     ap.add_argument("--show", action="store_true", help="list disagreements (dev parts only)")
+    ap.add_argument(
+        "--reveal",
+        action="store_true",
+        help=(
+            "with --show, also list the records of a heldout* part: for parts that have been "
+            "retired to development (never for a part that is still held out)"
+        ),
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the report here")
     args = ap.parse_args(argv)
     parts = known if args.part == "all" else [args.part]
@@ -208,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for part in parts:
         rows = score_records(load(part_files(part)))["rows"]
-        lines.extend(report(part, rows, show=args.show))
+        lines.extend(report(part, rows, show=args.show, reveal=args.reveal))
         lines.append("")
         scored = [r for r in rows if r["label_confidence"] in _SCORED]
         rec = sum(r["recognised"] for r in rows) / max(1, len(rows))

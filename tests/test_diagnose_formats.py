@@ -290,13 +290,14 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         {"prefill_tokens": None, "detail": "16000 total tokens"},
         "kv_cache_or_context",
     ),
-    # §1.3 1.0-era "cached" tail
+    # §1.3 1.0-era "cached" tail: cached = memory_cached() - memory_allocated(), i.e. the
+    # reserved-but-unallocated bytes, not the reserved total
     (
         "torch-cached",
         "RuntimeError: CUDA out of memory. Tried to allocate 12.50 MiB (GPU 0; 10.92 GiB total "
         "capacity; 8.57 MiB already allocated; 9.28 GiB free; 4.68 MiB cached)",
         "pytorch_old",
-        {"requested_bytes": round(12.5 * MiB), "reserved_bytes": round(4.68 * MiB)},
+        {"requested_bytes": round(12.5 * MiB), "reserved_unallocated_bytes": round(4.68 * MiB)},
         "unknown",  # 9.28 GiB free for a 12.5 MiB request: not a capacity problem
     ),
     # §1.9 POSIX CPU allocator

@@ -198,6 +198,9 @@ class LogContext:
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed
     completed_steps: int | None = None  # progress shown before the OOM (tqdm k/N, epoch E)
     metal_working_set_bytes: int | None = None  # ggml-metal recommendedMaxWorkingSetSize
+    # a pasted nvidia-smi table (parse_smi): (gpu, used, total) and (gpu, pid, name, used)
+    smi_memory: tuple[tuple[int, int, int], ...] = ()
+    smi_processes: tuple[tuple[int, int, str, int], ...] = ()
     notes: tuple[str, ...] = ()
 
     def device_buffers(self, kind: str) -> dict[str, int]:

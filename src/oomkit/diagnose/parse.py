@@ -21,6 +21,7 @@ from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
+from oomkit.diagnose.parse_smi import parse_smi
 from oomkit.diagnose.parse_torch import parse_torch
 from oomkit.diagnose.parse_vllm import parse_vllm
 from oomkit.diagnose.text import Lines, split_lines
@@ -38,11 +39,14 @@ PARSERS: tuple[Parser, ...] = (
     parse_other,
     parse_extra,
     parse_families,
+    parse_smi,
 )
 
 _MAX_EVENTS = 200
 _CONTEXT_FIELDS = frozenset(f.name for f in fields(LogContext))
-_LIST_FIELDS = frozenset({"buffers", "devices", "deepspeed_allocated_bytes"})
+_LIST_FIELDS = frozenset(
+    {"buffers", "devices", "deepspeed_allocated_bytes", "smi_memory", "smi_processes"}
+)
 _RUNTIME_HINTS = (
     ("llama_model_loader", "llama.cpp"),
     ("load_tensors:", "llama.cpp"),

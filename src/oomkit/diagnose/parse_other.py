@@ -62,9 +62,11 @@ _TF_DEV = re.compile(r"(?:GPU|gpu):(?P<d>\d{1,3})")
 # TF "ResourceExhaustedError: OOM" (a title or a cut paste) and the BFC allocator's own line,
 # "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB (rounded to ...)"
 _TF_BARE = re.compile(r"(?:ResourceExhaustedError|Resource exhausted):? ?OOM\b")
+# (TF 1.x printed it without the allocator's name: "bfc_allocator.cc:275] Ran out of memory
+# trying to allocate 392.00MiB.  See logs for memory state.")
 _BFC = re.compile(
-    r"Allocator \((?P<a>\w{1,40})\) ran out of memory trying to allocate "
-    + sz("req", "B|KiB|MiB|GiB|TiB|bytes", " ?")
+    r"(?:Allocator \((?P<a>\w{1,40})\) ran|bfc_allocator\.cc:\d{1,5}\] Ran) out of memory "
+    r"trying to allocate " + sz("req", "B|KiB|MiB|GiB|TiB|bytes", " ?")
 )
 # the CUDA driver call that failed: context creation is this process's first allocation
 _CTX_CREATE = ("cuCtxCreate", "cuDevicePrimaryCtxRetain", "context creation", "create context")
@@ -81,7 +83,8 @@ _KILL_DETAIL = re.compile(
 )
 _KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,64})\)")
 _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
-_BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])Killed\s{0,8}$")
+# (also quoted in prose, as users report it: I got this message -> "Killed".)
+_BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?\s{0,8}$")
 _DATALOADER = re.compile(r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: Killed")
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
@@ -113,7 +116,7 @@ _NEEDLES = (
     "parameter allocation",
     "OOM when allocating",
     "Resource",
-    "ran out of memory trying",
+    "an out of memory trying",
     "Max_MA",
     "No executable batch size",
     "Kill",
@@ -187,7 +190,7 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None
     if m5 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m5.group("pid")))
-    if line.endswith(("Killed", "Killed ")) and _BARE_KILLED.search(line[-40:]):
+    if "Killed" in line[-14:] and _BARE_KILLED.search(line[-40:]):
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
     if _EXIT_137.search(line):
         return _ev("linux", "killed", "exit_137", line, n)
@@ -299,7 +302,7 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     )
                 )
                 continue
-        if "Resource" in line or "ran out of memory trying" in line:
+        if "Resource" in line or "an out of memory trying" in line:
             m5 = _TF_BARE.search(line) or _BFC.search(line)
             # the BFC warning "The caller indicates that this is not a failure" is not an OOM
             if m5 is not None and "not a failure" not in window(lines, i, max_lines=2):

@@ -25,8 +25,9 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent, OtherProcess
+from oomkit.diagnose.parse_torch_frames import _frames
 from oomkit.diagnose.sizes import to_int
-from oomkit.diagnose.text import Lines, clean, has_any, sz, window
+from oomkit.diagnose.text import Lines, has_any, sz, window
 from oomkit.diagnose.text import size_of as _stated_size
 
 __all__ = ["parse_torch"]
@@ -94,19 +95,22 @@ _NEW = re.compile(
 _OLD = re.compile(
     r"(?:(?P<backend>CUDA|HIP|MUSA|NPU) out of memory\. )?Tried to allocate "
     + sz("req")
-    + r" \((?:GPU|NPU) (?P<dev>\d{1,4}); "
+    # (a paste may lose the parenthesis or wrap the line before "GPU N;")
+    + r"\s{1,4}\(?(?:GPU|NPU) (?P<dev>\d{1,4}); "
     + sz("total")
     + " total capacity; "
     + sz("alloc")
-    + r" already allocated; (?:"
+    # (issue titles and pastes get cut after "already allocated": the rest is optional; the R
+    # binding prints "Pytorch")
+    + r" already allocated(?:; (?:"
     + sz("active")
     + r" current active; )?"
     + sz("free")
-    + r" free; (?:"
+    + r" free(?:; (?:"
     + sz("allowed")
     + r" allowed; )?"
     + sz("resv")
-    + r" (?:reserved in total by PyTorch|cached)\)"
+    + r" (?P<resv_kind>reserved in total by Py[Tt]orch|cached)\)?)?)?"
 )
 # (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(
@@ -170,113 +174,6 @@ _LIB = re.compile(
 )
 _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
 
-# Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
-_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache)
-        "kv_cache_alloc",
-        (
-            "create_state_tensors",
-            "_allocate_kv_cache",
-            "allocate_kv_cache",
-            "init_kv_cache",
-            "Cache(model",
-            "StaticCache(",
-        ),
-    ),
-    (
-        "model_load",
-        (
-            "from_pretrained",
-            "load_state_dict",
-            "_load_state_dict_into",
-            "load_checkpoint",
-            "in load_model",
-            "model.to(",
-            "model.cuda(",
-            "in _apply",
-        ),
-    ),
-    (
-        # autograd itself, and the hooks FSDP and DeepSpeed run inside it: FSDP's
-        # torch/distributed/fsdp/_runtime_utils.py `_post_backward_hook` / `_pre_backward_hook`
-        # (FSDP2 `post_backward`), DeepSpeed ZeRO's gradient reduce hooks (stage_1_and_2.py
-        # `reduce_ready_partitions_and_remove_grads`, stage3.py `reduce_partition_and_remove_grads`)
-        "backward",
-        (
-            ".backward(",
-            "in backward",
-            "_engine_run_backward",
-            "torch/autograd/",
-            "in _post_backward_hook",
-            "in _pre_backward_hook",
-            "in post_backward",
-            "in _post_backward_final_callback",
-            "in reduce_ready_partitions_and_remove_grads",
-            "in reduce_partition_and_remove_grads",
-            "in reduce_independent_p_g_buckets_and_remove_grads",
-        ),
-    ),
-    (
-        "optimizer_step",
-        ("optimizer.step(", "in _single_tensor_adam", "in _multi_tensor_adam", "torch/optim/"),
-    ),
-    (
-        # a serving engine's request loop: the weights and the KV pool were placed at start-up
-        # (vLLM engine/worker loops, TGI's router span for a request)
-        "serving_step",
-        (
-            "in run_engine_loop",
-            "in engine_step",
-            "in run_busy_loop",
-            "in step_async",
-        ),
-    ),
-    ("generate", (".generate(", "in generate", "in _sample", "in greedy_search")),
-    ("forward", ("in forward", "empty_strided_cuda", "in _call_impl", ".forward(")),
-)
-
-
-# Log lines (not traceback frames) that put the failure in CUDA-graph capture: vLLM
-# ("Capturing the model for CUDA graphs", "Capturing CUDA graph shapes"), SGLang ("Capture cuda
-# graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
-_WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
-# Log lines of a serving engine's request path (TGI router spans, vLLM's async engine errors)
-# (not vLLM's async_llm_engine.py: its frames also appear in start-up tracebacks)
-_SERVING = ("Request failed during generation", "prefill{id=", "decode{id=")
-_GRAPH_CAPTURE = (
-    "Capturing the model for CUDA graphs",
-    "Capturing CUDA graph",
-    "Capturing cudagraph",
-    "Capture cuda graph",
-    "Capture CUDA graph",
-    "capture_model",
-    "cudagraph_trees",
-)
-
-
-def _frames(lines: Lines, facts: dict[str, Any]) -> None:
-    found: dict[str, str] = {}
-    for raw in lines.text:
-        if "apture" in raw and has_any(raw, _GRAPH_CAPTURE):
-            found.setdefault("cuda_graph_capture", clean(raw)[:300])
-            continue
-        if "arm" in raw and has_any(raw, _WARMUP):
-            found.setdefault("warmup", clean(raw)[:300])
-        if has_any(raw, _SERVING):
-            found.setdefault("serving_step", clean(raw)[:300])
-        if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
-            continue
-        for phase, needles in _PHASES:
-            if phase not in found and has_any(raw, needles):
-                found[phase] = clean(raw)[:300]
-    order = (*(p for p, _ in _PHASES[:2]), "cuda_graph_capture", "warmup")
-    for phase in (*order, *(p for p, _ in _PHASES[2:])):
-        if phase in found:
-            facts["frame_phase"] = phase
-            facts["frame_text"] = found[phase]
-            return
-
 
 def _processes(rest: str) -> tuple[int | None, list[OtherProcess]]:
     own: int | None = None
@@ -293,6 +190,20 @@ def _processes(rest: str) -> tuple[int | None, list[OtherProcess]]:
 def _backend_of(w: str) -> str:
     """Backend of a message whose "<backend> out of memory" prefix was cut off."""
     return "HIP" if "HIP" in w or "hip" in w else "CUDA"
+
+
+def _legacy_reserved(m: re.Match[str]) -> tuple[int | None, int | None]:
+    """The last field of the legacy message, by era.
+
+    PyTorch 1.0-1.3 (PR pytorch#13751) printed ``{cached} cached)`` where *cached* is the
+    caching allocator's cached-but-unallocated memory (``memory_cached() - memory_allocated()``):
+    it is smaller than ``already allocated`` in every real message (``4.00 GiB already
+    allocated; 7.33 GiB free; 179.00 KiB cached``, oom-messages.md section 1.3). From 1.4 the
+    field is ``{reserved} reserved in total by PyTorch`` (allocated included). Reading the old
+    field as the total would put the allocated bytes outside PyTorch.
+    """
+    resv = size_of(m, "resv", _RT)
+    return (None, resv) if m.group("resv_kind") == "cached" else (resv, None)
 
 
 def _allocator_event(w: str, line: int) -> OomEvent | None:
@@ -349,6 +260,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
         )
     m = _OLD.search(w)
     if m is not None:
+        reserved, cached = _legacy_reserved(m)  # (reserved total, reserved-but-unallocated)
         return OomEvent(
             runtime=_RT,
             kind=(m.group("backend") or _backend_of(w)).lower() + "_oom",
@@ -361,7 +273,8 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             allocated_bytes=size_of(m, "alloc", _RT),
             free_bytes=size_of(m, "free", _RT),
             allowed_bytes=_cap(size_of(m, "allowed", _RT)),
-            reserved_bytes=size_of(m, "resv", _RT),
+            reserved_bytes=reserved,
+            reserved_unallocated_bytes=cached,
             ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv"),
         )
     m = _BARE.search(w)
@@ -546,6 +459,32 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         detail=m4.group("why"),
                     )
                 )
+    if not events:
+        tail = _allocator_tail(lines)
+        if tail is not None:
+            events.append(tail)
     if events:
         _frames(lines, facts)
     return events, facts
+
+
+# The caching allocator's OOM message is the only text that ends with these hints
+# (c10/cuda/CUDACachingAllocator.cpp): a paste of the tail alone is still that OOM
+_TAIL_HINTS = (
+    "max_split_size_mb to avoid fragmentation",
+    "expandable_segments:True to avoid fragmentation",
+)
+
+
+def _allocator_tail(lines: Lines) -> OomEvent | None:
+    """The tail of an allocator OOM message pasted without its head (no numbers survive)."""
+    for i, raw in enumerate(lines.text):
+        if "to avoid fragmentation" in raw and has_any(raw, _TAIL_HINTS):
+            return OomEvent(
+                runtime=_RT,
+                kind=_backend_of(raw).lower() + "_oom",
+                format="pytorch_partial",
+                line=lines.number[i],
+                text=lines.cleaned(i)[:600],
+            )
+    return None

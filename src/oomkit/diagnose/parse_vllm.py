@@ -28,11 +28,19 @@ __all__ = ["parse_vllm"]
 _F = r"-?\d{1,9}(?:\.\d{1,6})?"
 # the "(" before the needed size is missing in some pastes, and terminal wraps split words
 # ("KV cach" / "e is needed"): both are tolerated
+# vLLM 0.8.x printed the unit as "GB" while dividing by 2**30 (kv_cache_utils
+# `check_enough_kv_cache_memory`: "(2.00 GB KV cache is needed" for 32768 tokens of a 64-layer,
+# 8-KV-head, 128-dim bf16 model at TP 4 = 2**31 bytes per GPU): both spellings are GiB. Newer
+# releases shorten the tail to "Estimated maximum model length is N".
 _V1_KV = re.compile(
-    r"max seq len \((?P<mml>\d{1,9})\),? \(?(?P<need>" + _F + r") GiB KV[\w ]{0,14}? is needed, "
-    r"which is larger than the available KV[\w ]{0,14}? memory \((?P<avail>" + _F + r") GiB\)\.?"
-    r"(?: Based on the available memory,? the estimated maximum model length is "
-    r"(?P<est>\d{1,9})\.)?"
+    r"max seq len\s{0,2}\((?P<mml>\d{1,9})\),?\s{0,2}\(?(?P<need>"
+    + _F
+    + r") Gi?B KV[\w ]{0,14}? is needed, which is larger than the available"
+    + r"\s{0,2}KV[\w ]{0,14}? memory \((?P<avail>"
+    + _F
+    + r") Gi?B\)\.?"
+    r"(?:\s{0,2}(?:Based on the available memory,? the e|E)stimated maximum model length is "
+    r"(?P<est>\d{1,9})\.?)?"
 )
 _V0_KV = re.compile(
     r"max seq len \((?P<mml>\d{1,9})\) is larger than the maximum number of tokens that can be "

@@ -36,8 +36,10 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
-from oomkit.diagnose.rules_llamacpp import analyze_llamacpp, analyze_ollama
+from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
+from oomkit.diagnose.rules_ollama import analyze_ollama
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
+from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
 
@@ -288,9 +290,8 @@ def diagnose(
             explanation="No out-of-memory message was found in this text.",
             fixes=(),
         )
-    result = _with_deciding_fact(
-        _with_growth(decide_by_log_facts(_analyze(primary, context), context, primary), evs)
-    )
+    decided = decide_by_log_facts(_analyze(primary, context), context, primary)
+    result = _with_deciding_fact(_with_growth(with_smi_table(decided, context, primary), evs))
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if others:

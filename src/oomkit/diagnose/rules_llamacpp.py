@@ -1,4 +1,4 @@
-"""Diagnosis of llama.cpp / ggml and Ollama failures, with fixes sized from the load log.
+"""Diagnosis of llama.cpp / ggml failures, with fixes sized from the load log.
 
 llama.cpp allocates per device, in order: weights (``model buffer``), KV cache (``KV buffer``,
 linear in n_ctx x n_seq and in the cache type's bytes), compute (``compute buffer``, ~linear in
@@ -302,7 +302,13 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
-    if e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU"):
+    # ggml's graph allocator (`ggml_gallocr_reserve_n`) failing on the CPU backend is still the
+    # compute buffer: its size is set by -ub/-b (and -c without flash attention), not by the
+    # weights, so it goes to the compute-stage reading below, not to "host RAM exhausted"
+    graph_buffer = e.stage == "compute" and e.kind != "host_alloc_failed"
+    if not graph_buffer and (
+        e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU")
+    ):
         return Analysis(
             cause="host_ram",
             confidence=0.7,
@@ -482,8 +488,13 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause=cause,
             confidence=0.6,
-            explanation=base + f" The compute (graph) buffer of {_fb(e.requested_bytes)} does not "
-            "fit after the weights and KV cache"
+            explanation=base
+            + f" The compute (graph) buffer of {_fb(e.requested_bytes)} does not "
+            + (
+                "fit in host RAM (the CPU backend's graph allocator): it scales with -ub/-b"
+                if graph_buffer and dev.upper().startswith("CPU")
+                else "fit after the weights and KV cache"
+            )
             + (" — without flash attention it grows with n_ctx." if long_ctx else ".")
             + copies
             + multi_note,
@@ -503,96 +514,9 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
-def _smaller_model(req: int | None, avail: int | None) -> Fix:
-    if req and avail is not None and 0 < avail < req:
-        pct = 100 * avail // req
-        return Fix(
-            title=f"Use a model/quantization at most {pct}% of this one's size",
-            why=f"the RAM-resident part must shrink from {_fb(req)} to {_fb(avail)} "
-            f"({pct}%); weights dominate it, so e.g. 4-bit instead of 8-bit halves them.",
-            commands=("ollama pull <model>:<smaller tag, e.g. q4_K_M>",),
-            expected_saving_bytes=req - avail,
-        )
-    return generic(
-        "Pick a smaller model or quantization",
-        "the weights are most of the requirement.",
-        ("ollama pull <model>:<smaller tag, e.g. q4_K_M>",),
-    )
-
-
 def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
-    """Diagnose an Ollama error (system memory check, runner exit, layout failure)."""
-    if e.kind == "host_oom":
-        req, avail = e.requested_bytes, e.free_bytes
-        short = req - avail if req is not None and avail is not None else None
-        expl = "Ollama's pre-load check failed: the part of the model that stays in system RAM"
-        if short is not None:
-            expl += f" needs {_fb(req)} but only {_fb(avail)} is available (short by {_fb(short)})."
-        else:
-            expl += " does not fit in the RAM that is currently available."
-        fixes = [
-            Fix(
-                title="Free system RAM (close apps, unload other models)",
-                why=f"Ollama needs {_fb(short)} more available RAM."
-                if short
-                else "other loaded models and apps hold the RAM Ollama needs.",
-                commands=("ollama ps", "ollama stop <other model>", "OLLAMA_MAX_LOADED_MODELS=1"),
-                expected_saving_bytes=short,
-            ),
-            _smaller_model(req, avail),
-            *_kv_fixes(ctx, ctx.ollama_required_kv_bytes, None),
-        ]
-        return Analysis(cause="host_ram", confidence=0.9, explanation=expl, fixes=tuple(fixes))
-    if e.kind == "killed":
-        return Analysis(
-            cause="host_ram",
-            confidence=0.7,
-            explanation=f"The runner was killed ({e.detail}): the Linux OOM killer or a container "
-            "limit ended it when host RAM ran out.",
-            fixes=(
-                generic(
-                    "Free host RAM or add swap",
-                    "the runner's RAM use exceeded the limit.",
-                    ("free -h", "dmesg | grep -i oom"),
-                ),
-            ),
-        )
-    est = ctx.ollama_required_full_bytes
-    avail_list = ctx.ollama_available_bytes
-    expl = f"The Ollama runner failed to allocate GPU memory ({e.detail or e.text[:120]})."
-    layout: dict[str, dict[str, int]] = {}
-    for b in ctx.buffers:
-        layout.setdefault(b.name, {})[b.kind] = layout.get(b.name, {}).get(b.kind, 0) + b.size_bytes
-    for name, kinds in layout.items():
-        parts = ", ".join(f"{k} {_fb(v)}" for k, v in kinds.items())
-        expl += f" Planned on {name}: {parts} = {_fb(sum(kinds.values()))}."
-    kv_planned = sum(
-        v for k, v in ctx.device_buffers("KV").items() if not k.upper().startswith("CPU")
-    )
-    if est is not None and avail_list:
-        expl += (
-            f" Ollama estimated {_fb(est)} for a full GPU load against "
-            f"{_fb(sum(avail_list))} available (its estimate, not a measurement)."
-        )
-    fixes = [
-        generic(
-            "Put fewer layers on the GPU",
-            "num_gpu is the number of layers Ollama offloads; fewer layers need less VRAM.",
-            ("/set parameter num_gpu <fewer>", '"options": {"num_gpu": <fewer>}'),
-        ),
-        *_kv_fixes(ctx, kv_planned or ctx.ollama_required_kv_bytes, None),
-        generic(
-            "Reserve headroom for the estimate's error",
-            "OLLAMA_GPU_OVERHEAD (bytes) makes the scheduler leave memory free per GPU.",
-            ("OLLAMA_GPU_OVERHEAD=1073741824 ollama serve",),
-        ),
-    ]
-    if e.kind == "runner_terminated":
-        return Analysis(
-            cause="unknown",
-            confidence=0.2,
-            explanation=(f"The runner exited ({e.detail}); " if e.detail else "The runner exited; ")
-            + "the forwarded reason is not an OOM message. Check the server log above it.",
-            fixes=tuple(fixes),
-        )
-    return Analysis(cause="model_too_large", confidence=0.5, explanation=expl, fixes=tuple(fixes))
+    """Ollama's own errors; lives in :mod:`oomkit.diagnose.rules_ollama` (kept here for importers
+    of the old location)."""
+    from oomkit.diagnose.rules_ollama import analyze_ollama as _analyze_ollama
+
+    return _analyze_ollama(e, ctx)

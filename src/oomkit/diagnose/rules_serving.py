@@ -450,11 +450,17 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
         expl = "TensorFlow could not allocate a tensor" + (f" of shape [{dims}]" if dims else "")
         expl += f" ({e.dtype}: {_fb(size)})." if size else "."
         expl += f" Its first dimension ({e.shape[0]}) is usually the batch." if e.shape else ""
+        if not e.shape and e.requested_bytes:
+            expl = f"TensorFlow's BFC allocator could not allocate {_fb(e.requested_bytes)}."
         if not e.shape:
+            # TF reserves (nearly) the whole GPU per process at start-up; the BFC pool it
+            # carves tensors from is whatever was free then (TF_FORCE_GPU_ALLOW_GROWTH off)
             expl += (
                 " The message names no tensor; in TensorFlow an OOM while running the graph is "
                 "an activation of the step, so the batch is the first lever (the full message "
-                "with the tensor shape would confirm it)."
+                "with the tensor shape would confirm it). The allocator's stats dump after it "
+                "decides: a `Limit` well below the card means another process (a second TF "
+                "process, a notebook kernel) held the GPU when this one started."
             )
         return Analysis(
             cause="batch_or_activations",

@@ -15,6 +15,13 @@ from itertools import pairwise
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
+from oomkit.diagnose.rules_torch_describe import (
+    _PHASE_ONLY,
+    _async_pool,
+    _describe,
+    _numberless,
+    _others,
+)
 from oomkit.diagnose.rules_torch_fixes import (
     _batch_fixes,
     _fb,
@@ -44,76 +51,6 @@ _DECIDE_PHASE = (
     " What decides between weights and activations: whether the job had already run steps "
     "(the traceback shows forward/backward) — the full traceback settles it."
 )
-
-
-def _others(e: OomEvent, t: int) -> Analysis:
-    total_others = sum(p.used_bytes or 0 for p in e.other_processes)
-    parts = ", ".join(f"process {p.pid} holds {_fb(p.used_bytes)}" for p in e.other_processes)
-    fixes = [
-        Fix(
-            title=f"Stop or move process {p.pid}",
-            why=f"process {p.pid} holds {_fb(p.used_bytes)} of GPU {e.device}; ending it frees "
-            "that memory for this job.",
-            commands=(
-                "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
-                f"kill {p.pid}",
-            ),
-            expected_saving_bytes=p.used_bytes,
-        )
-        for p in e.other_processes
-    ]
-    fixes.append(
-        generic(
-            "Run on a GPU nobody else uses",
-            "pick an idle device from nvidia-smi.",
-            ("nvidia-smi", "CUDA_VISIBLE_DEVICES=<idle index> python train.py"),
-        )
-    )
-    share = total_others / t if t else 0.0
-    return Analysis(
-        cause="other_process_holding_memory",
-        confidence=0.85 if share >= 0.25 else 0.65,
-        explanation=f"Other processes hold {_fb(total_others)} of the {_fb(t)} card ({parts}).",
-        fixes=tuple(fixes),
-    )
-
-
-def _describe(e: OomEvent) -> str:
-    x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
-    where = "the GPU" if e.device is None else f"GPU {e.device}"
-    s = f"PyTorch asked for {_fb(x)} on {where}"
-    if t is not None:
-        s += f" ({_fb(t)} total, {_fb(f)} free)"
-    s += "."
-    p, a, r = e.process_in_use_bytes, e.allocated_bytes, e.reserved_unallocated_bytes
-    if p is not None:
-        who = (
-            f"This process (PID {e.self_pid}, listed as 'Process {e.self_pid}' because NVML "
-            "sees host PIDs)"
-            if e.self_pid
-            else "This process"
-        )
-        s += f" {who} holds {_fb(p)}"
-        if a is not None and r is not None:
-            s += (
-                f": {_fb(a)} allocated by PyTorch, {_fb(r)} reserved but unallocated, "
-                f"{_fb(p - a - r)} outside PyTorch (CUDA context, libraries)"
-            )
-        s += "."
-    elif a is not None and r is not None:
-        s += f" PyTorch has {_fb(a)} allocated and {_fb(r)} reserved but unallocated."
-    if e.reserved_bytes is not None and a is not None:
-        s += (
-            f" PyTorch has {_fb(a)} allocated and {_fb(e.reserved_bytes)} reserved "
-            f"({_fb(e.reserved_bytes - a)} cached)."
-        )
-    for o in e.other_processes:
-        s += f" Process {o.pid} holds {_fb(o.used_bytes)}."
-    if e.allowed_bytes is not None:
-        s += f" A per-process cap of {_fb(e.allowed_bytes)} is set."
-    if e.private_pool_bytes:
-        s += f" {_fb(e.private_pool_bytes)} sits in private pools (CUDA graphs)."
-    return s
 
 
 def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
@@ -259,7 +196,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             )
     # cudaMallocAsync reports only allocated bytes; its pool's cached memory is invisible, so
-    # "unaccounted" memory is not evidence of another process there
+    # "unaccounted" memory is not evidence of another process there: the pool's own reading
+    pool = _async_pool(e, ctx, base)
+    if pool is not None:
+        return pool
     held_known = (p is not None or a is not None or e.reserved_bytes is not None) and (
         e.format != "pytorch_cudamallocasync"
     )
@@ -268,7 +208,10 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         if p is not None
         else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
     )
-    unaccounted = t - free - held - others
+    # a message cut before "free": the allocator raises only after cudaMalloc failed, so less
+    # than the request was free; the request bounds it
+    free_at_most = f if f is not None else x
+    unaccounted = t - free_at_most - held - others
     if held_known and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
         who = (
             "processes NVML does not show (another container, the display server)"
@@ -279,7 +222,14 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="other_process_holding_memory",
             confidence=0.45,
-            explanation=base + f" {_fb(t)} - {_fb(free)} free - {_fb(held)} held by this "
+            explanation=base
+            + (
+                f" {_fb(t)} - {_fb(free)} free"
+                if f is not None
+                else f" The message is cut before the free memory, which was below the request: "
+                f"{_fb(t)} - at most {_fb(x)} free"
+            )
+            + f" - {_fb(held)} held by this "
             f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
             "(or nvidia-smi) to see the other processes on this GPU.",
             fixes=(
@@ -298,6 +248,22 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     # 5. fragmentation: the bytes exist inside PyTorch's cache but not contiguously
     reserved = (a or 0) + (r or 0)
     if r is not None and r >= x and reserved and r >= _FRAG_SHARE * reserved:
+        if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
+            # the caching allocator serves a request from one cached block; a tensor this large
+            # fits only a block freed by a tensor at least as large, so the cached pieces are
+            # the second reading and the activation's size the first (docs/doctor-causes.md T7)
+            return Analysis(
+                cause="batch_or_activations",
+                confidence=0.5,
+                explanation=base + f" {_fb(r)} reserved-but-unallocated could hold the "
+                f"{_fb(x)} request if it were one block, but one request of {_fb(x)} "
+                f"({100 * x // t}% of the card) is a large activation, and PyTorch serves it "
+                "from one cached block that only an earlier tensor as large leaves behind. "
+                "The batch (sequence length, resolution) is the lever; if "
+                "expandable_segments:True alone fixes the run, the cause was fragmentation "
+                "instead.",
+                fixes=(*_batch_fixes(e, max(0, x - free))[:1], _frag_fix(e, r)),
+            )
         return Analysis(
             cause="fragmentation",
             confidence=0.8 if r >= 2 * x else 0.7,
@@ -308,7 +274,14 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         )
     short = max(0, x - free)
     tail = f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
-    tail += f"; cached-but-free memory ({_fb(r)}) cannot cover it either." if r is not None else "."
+    tail += (
+        "."
+        if r is None
+        else f"; cached-but-free memory ({_fb(r)}) cannot cover it either."
+        if r < x
+        else f"; the cached-but-free memory ({_fb(r)}) would cover it if it were one block, "
+        "but it is too small a share of what PyTorch reserved to be the cause."
+    )
     if phase == "model_load":
         return Analysis(
             cause="model_too_large",
@@ -455,37 +428,6 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
     )
-
-
-# phase -> (cause, confidence) when the message has no numbers (section 3 of doctor-causes.md)
-_PHASE_ONLY = {
-    "model_load": ("model_too_large", 0.45),
-    "kv_cache_alloc": ("kv_cache_or_context", 0.5),
-    "forward": ("batch_or_activations", 0.4),
-    "backward": ("batch_or_activations", 0.4),
-    "cuda_graph_capture": ("batch_or_activations", 0.45),
-    "warmup": ("batch_or_activations", 0.45),
-    "serving_step": ("batch_or_activations", 0.4),
-    "optimizer_step": ("model_too_large", 0.35),
-    "generate": ("kv_cache_or_context", 0.3),
-}
-
-
-def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
-    """A message without sizes: the traceback's phase is the only evidence left."""
-    fixes = tuple(_batch_fixes(e, None) + _model_fixes())
-    phase = ctx.frame_phase
-    if phase in _PHASE_ONLY:
-        cause, conf = _PHASE_ONLY[phase]
-        return Analysis(
-            cause=cause,
-            confidence=conf,
-            explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
-            f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
-            "`oomkit gpus` (other processes) would confirm it.",
-            fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
-        )
-    return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)
 
 
 def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:

@@ -1,0 +1,144 @@
+"""Where in the run a PyTorch OOM happened, from the traceback frames and log lines around it
+(model load, KV-cache allocation, forward/backward, optimizer step, serving loop, warmup, CUDA-graph
+capture), for :mod:`oomkit.diagnose.parse_torch`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oomkit.diagnose.text import Lines, clean, has_any
+
+__all__: list[str] = []
+
+# Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
+_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache)
+        "kv_cache_alloc",
+        (
+            "create_state_tensors",
+            "_allocate_kv_cache",
+            "allocate_kv_cache",
+            "init_kv_cache",
+            "Cache(model",
+            "StaticCache(",
+        ),
+    ),
+    (
+        "model_load",
+        (
+            "from_pretrained",
+            "load_state_dict",
+            "_load_state_dict_into",
+            "load_checkpoint",
+            "in load_model",
+            "model.to(",
+            "model.cuda(",
+            "in _apply",
+        ),
+    ),
+    (
+        # autograd itself, and the hooks FSDP and DeepSpeed run inside it: FSDP's
+        # torch/distributed/fsdp/_runtime_utils.py `_post_backward_hook` / `_pre_backward_hook`
+        # (FSDP2 `post_backward`), DeepSpeed ZeRO's gradient reduce hooks (stage_1_and_2.py
+        # `reduce_ready_partitions_and_remove_grads`, stage3.py `reduce_partition_and_remove_grads`)
+        "backward",
+        (
+            ".backward(",
+            "in backward",
+            "_engine_run_backward",
+            "torch/autograd/",
+            "in _post_backward_hook",
+            "in _pre_backward_hook",
+            "in post_backward",
+            "in _post_backward_final_callback",
+            "in reduce_ready_partitions_and_remove_grads",
+            "in reduce_partition_and_remove_grads",
+            "in reduce_independent_p_g_buckets_and_remove_grads",
+        ),
+    ),
+    (
+        "optimizer_step",
+        # (Adam/AdamW create their states lazily inside the first step(): torch/optim/adam.py
+        # `_init_group` runs `state["exp_avg"] = torch.zeros_like(p, ...)`; DeepSpeed's
+        # `initialize_optimizer_states` and older optimizers spell it the same way)
+        (
+            "optimizer.step(",
+            "in _single_tensor_adam",
+            "in _multi_tensor_adam",
+            "torch/optim/",
+            "in _init_group",
+            "state['exp_avg']",
+            'state["exp_avg"]',
+            "in initialize_optimizer_states",
+        ),
+    ),
+    (
+        # a serving engine's request loop: the weights and the KV pool were placed at start-up
+        # (vLLM engine/worker loops, TGI's router span for a request)
+        "serving_step",
+        (
+            "in run_engine_loop",
+            "in engine_step",
+            "in run_busy_loop",
+            "in step_async",
+        ),
+    ),
+    ("generate", (".generate(", "in generate", "in _sample", "in greedy_search")),
+    (
+        # an evaluation loop is forward passes (under no_grad or not): its frames place the
+        # failure in activations as surely as `forward` does
+        "forward",
+        (
+            "in forward",
+            "empty_strided_cuda",
+            "in _call_impl",
+            ".forward(",
+            "in validate",
+            "in validation",
+            "in evaluate",
+            "in evaluation",
+        ),
+    ),
+)
+
+
+# Log lines (not traceback frames) that put the failure in CUDA-graph capture: vLLM
+# ("Capturing the model for CUDA graphs", "Capturing CUDA graph shapes"), SGLang ("Capture cuda
+# graph"), torch.compile mode="reduce-overhead" (cudagraph trees).
+_WARMUP = ("Unable to warmup model", "warmup{", "in warmup", "warming up")
+# Log lines of a serving engine's request path (TGI router spans, vLLM's async engine errors)
+# (not vLLM's async_llm_engine.py: its frames also appear in start-up tracebacks)
+_SERVING = ("Request failed during generation", "prefill{id=", "decode{id=")
+_GRAPH_CAPTURE = (
+    "Capturing the model for CUDA graphs",
+    "Capturing CUDA graph",
+    "Capturing cudagraph",
+    "Capture cuda graph",
+    "Capture CUDA graph",
+    "capture_model",
+    "cudagraph_trees",
+)
+
+
+def _frames(lines: Lines, facts: dict[str, Any]) -> None:
+    found: dict[str, str] = {}
+    for raw in lines.text:
+        if "apture" in raw and has_any(raw, _GRAPH_CAPTURE):
+            found.setdefault("cuda_graph_capture", clean(raw)[:300])
+            continue
+        if "arm" in raw and has_any(raw, _WARMUP):
+            found.setdefault("warmup", clean(raw)[:300])
+        if has_any(raw, _SERVING):
+            found.setdefault("serving_step", clean(raw)[:300])
+        if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
+            continue
+        for phase, needles in _PHASES:
+            if phase not in found and has_any(raw, needles):
+                found[phase] = clean(raw)[:300]
+    order = (*(p for p, _ in _PHASES[:2]), "cuda_graph_capture", "warmup")
+    for phase in (*order, *(p for p, _ in _PHASES[2:])):
+        if phase in found:
+            facts["frame_phase"] = phase
+            facts["frame_text"] = found[phase]
+            return
