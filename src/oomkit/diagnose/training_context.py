@@ -249,11 +249,12 @@ def _phase(text: str, frame_phase: str | None) -> tuple[str | None, str | None]:
     if m is not None:
         return "optimizer_step", _line_of(text, m.start())
     found: dict[str, str] = {}
-    for line in text.splitlines():
-        for phase, needles in (("optimizer_step", _STEP_FRAMES), ("backward", _BACKWARD_FRAMES),
-                               ("forward", _TRAIN_FRAMES)):  # fmt: skip
-            if phase not in found and any(n in line for n in needles):
-                found[phase] = line.strip()[:200]
+    for phase, needles in (("optimizer_step", _STEP_FRAMES), ("backward", _BACKWARD_FRAMES),
+                           ("forward", _TRAIN_FRAMES)):  # fmt: skip
+        # the first line holding any needle: str.find per needle (C speed, linear in the log)
+        hits = [i for n in needles if (i := text.find(n)) >= 0]
+        if hits:
+            found[phase] = _line_of(text, min(hits))
     if frame_phase in ("backward", "optimizer_step"):
         return frame_phase, found.get(frame_phase)
     for phase in ("optimizer_step", "backward"):
@@ -370,8 +371,25 @@ def training_setup_from_log(text: str, frame_phase: str | None = None) -> Traini
     return _setup(text, frame_phase)
 
 
+_HEAD_TAIL = 2 * 1024 * 1024
+
+
+def _head_and_tail(text: str) -> str:
+    """``text`` when at most twice :data:`_HEAD_TAIL`, else its first and last :data:`_HEAD_TAIL`
+    characters (cut at line ends): a training log states its set-up at the start and its failure
+    (traceback, last steps) at the end, and the doctor's time must not grow with the middle."""
+    if len(text) <= 2 * _HEAD_TAIL:
+        return text
+    head_end = text.rfind("\n", 0, _HEAD_TAIL)
+    tail_start = text.find("\n", len(text) - _HEAD_TAIL)
+    head = text[: head_end if head_end > 0 else _HEAD_TAIL]
+    tail = text[tail_start + 1 if tail_start >= 0 else len(text) - _HEAD_TAIL :]
+    return head + "\n" + tail
+
+
 @functools.lru_cache(maxsize=2)  # the doctor asks twice per log (fixes, then its note)
 def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
+    text = _head_and_tail(text)
     phase, ph_line = _phase(text, frame_phase)
     text = _relevant_lines(text)
     ev: dict[str, str] = {}
