@@ -26,23 +26,27 @@ explicitly). The generated ``call()`` allocates, for a (1024, 1024) parameter::
     buf1 = empty_strided((4096, 256), (256, 1), torch.float32)  # new_exp_avg / scale
     buf5 = empty_strided((4096, 256), (256, 1), torch.float32)  # new_exp_avg_sq / scale
 
-and for a (1024, 3072) one ``(12288, 256)`` fp32 buffers: two fp32 buffers of the parameter's
-element count (8 bytes per element) plus two ``numel / 256`` fp32 scales, all allocated at the
-start of the compiled call and freed when it returns. The parameter update recomputes
-``new_exp_avg`` from the *old* codes inside its own loop (no buffer). ``buf1`` / ``buf5`` exist
-because the scheduler refuses to fuse the block-scaling node ([4096, 256]) into the quantising
-node ([1024, 1024]) that overwrites the codes in place: ``cannot fuse op1_op5 with
-op2_op3_op19_op20: memory deps did not match`` (``Scheduler.can_fuse_vertical``): the producer
-reads the old codes through ``256*c0 + ModularIndexing(ModularIndexing(256*c0 + c1, 1, 1024), 1,
-256)`` while the consumer writes them at ``c0``, so the write-after-read ``WeakDep`` is not
-recognised as same-index (``fusable_weak_dep``). That check is the backend-independent scheduler,
-not the C++ code generator; on CUDA the Triton kernels are separate launches but the same two
-buffers are live across them (both scaled tensors come from one horizontally fused node).
+and for (512, 3072), (1024, 3072) and (4096, 3072) ones ``(6144 | 12288 | 49152, 256)`` fp32
+buffers (``benchmarks/torchao_adamw8bit_buffers.py`` reproduces it): two fp32 buffers of the
+parameter's element count (8 bytes per element) plus two ``numel / 256`` fp32 scales, all
+allocated at the start of the compiled call and freed when it returns. The parameter update
+recomputes ``new_exp_avg`` from the *old* codes inside its own loop (no buffer). ``buf1`` /
+``buf5`` exist because the scheduler refuses to fuse the block-scaling node ([4096, 256]) into
+the quantising node ([1024, 1024]) that overwrites the codes in place: ``cannot fuse op1_op5
+with op2_op3_op19_op20: memory deps did not match`` (``Scheduler.can_fuse_vertical``): the
+producer reads the old codes through ``256*c0 + ModularIndexing(ModularIndexing(256*c0 + c1, 1,
+1024), 1, 256)`` while the consumer writes them at ``c0``, so the write-after-read ``WeakDep``
+is not recognised as same-index (``fusable_weak_dep``). That check is the backend-independent
+scheduler, not the C++ code generator; on CUDA the Triton kernels are separate launches but the
+same two buffers are live across them (both scaled tensors come from one horizontally fused
+node). Not verified on CUDA: torch 2.13 turns ``loop_ordering_after_fusion`` on for GPU devices
+only, which leaves dependencies unnormalised until fusion; it was merged off by default
+(pytorch/pytorch#126254, 2024-08), so torch 2.5 of the measured runs normalised as CPU does.
 
 At the step of a parameter the peak is therefore the states plus, for the largest quantised
 parameter, ``2 x 4 x (n + n / 256)`` bytes (Llama-3.2-3B's 394M-element tied embedding:
-2.94 GiB). Non-quantised parameters take a purely pointwise step (no reduction splits it) and
-are modelled with no temporaries.
+2.94 GiB). A non-quantised parameter's step is purely pointwise: its generated code (1 x 3072)
+allocates no buffer.
 """
 
 from __future__ import annotations
