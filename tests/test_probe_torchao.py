@@ -75,3 +75,11 @@ def test_in_backward_the_buffers_exist_one_parameter_at_a_time() -> None:
     # the head's update: its bf16 gradient and its fp32 buffers on top of weights and states
     floor = r.parameters_bytes + r.optimizer_state_bytes + 2 * largest
     assert r.phase_peaks["backward"] >= floor + torchao_step_temporary_bytes(largest)
+
+
+def test_the_cli_list_names_every_optimizer_the_step_builds() -> None:
+    from oomkit.inprocess.probe import PROBE_OPTIMIZERS
+    from oomkit.inprocess.probe_step import STEP_OPTIMIZERS
+
+    assert set(PROBE_OPTIMIZERS) == set(STEP_OPTIMIZERS)
+    assert "torchao_adamw8bit" in PROBE_OPTIMIZERS
