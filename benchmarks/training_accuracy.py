@@ -21,7 +21,9 @@ The torch.compile records carry ``compiled`` / ``compiled_loss`` in their settin
 :mod:`oomkit.estimate.training_compile`); they stay listed as unmodelled because Inductor's
 backward working set is still taken as eager.
 Activation offloading, listed as unmodelled in the fixture, is modelled now
-(``TrainingSettings.activation_offloading``, :data:`MODELLED_SINCE`).
+(``TrainingSettings.activation_offloading``, :data:`MODELLED_SINCE`), and so is torchao's
+compiled 8-bit AdamW step (``optimizer="torchao_adamw8bit"``,
+:mod:`oomkit.estimate.training_torchao`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def predict(record: dict[str, Any]) -> tuple[int, str]:
 
 
 #: features the fixture lists under ``unmodelled`` that the estimator models since
-MODELLED_SINCE = ("activation offloading",)
+MODELLED_SINCE = ("activation offloading", "torchao AdamW8bit compiled step")
 
 
 def held_to_target(record: dict[str, Any]) -> bool:

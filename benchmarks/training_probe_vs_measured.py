@@ -24,7 +24,8 @@ The probe then reports the quantity the source reports, by mechanism:
 
 Nothing is fitted: a miss is reported with its figure and explained by what the run did that
 the probe does not trace (``unmodelled``: torch.compile). Activation offloading, which the
-fixture marks unmodelled for the estimator, is traced (torchtune ``OffloadActivations``).
+fixture marks unmodelled for the estimator, is traced (torchtune ``OffloadActivations``), and
+so is torchao's compiled 8-bit AdamW step (:mod:`oomkit.inprocess.probe_torchao`).
 
 The BERT-large records trace ``BertForSequenceClassification`` (the model of the HF docs run,
 2 labels, labels of shape ``(batch,)``), not the masked-LM head the estimator's spec uses, with
@@ -49,7 +50,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "training_measured.jsonl"
 UNITS = {"GB": 10**9, "GiB": 1 << 30, "MiB": 1 << 20}
 TARGET = 0.10
 #: settings the fixture marks unmodelled (for the estimator) that the probe traces
-PROBE_TRACES = ("activation offloading",)
+PROBE_TRACES = ("activation offloading", "torchao AdamW8bit compiled step")
 _ALLOCATED = ("max_memory_allocated", "active_bytes.all.peak", "unspecified")
 
 

@@ -62,6 +62,7 @@ from oomkit.estimate.training_states import (
     lora_adapter_params,
     lora_target_roles,
     model_states,
+    optimizer_layout,
     trainable_tensors,
 )
 from oomkit.spec.hardware import DeviceTarget, Hardware
@@ -239,6 +240,9 @@ def _phase_components(
         ]  # fmt: skip
         if sum(c.n_bytes for c in end) > best_total:
             best = end
+    step_now = _in_backward_step(spec, settings, st, saved_c)
+    if step_now and sum(c.n_bytes for c in [*static("backward"), *step_now]) > best_total:
+        best = [*static("backward"), *step_now]
     out["backward"] = best
     if settings.optimizer_in_backward:
         # torchtune optimizer_in_bwd: each parameter steps from its post-accumulate-grad hook,
@@ -250,6 +254,38 @@ def _phase_components(
         ]
     else:
         out["step"] = static("step")
+    return out
+
+
+def _in_backward_step(
+    spec: ModelSpec, settings: TrainingSettings, st: ModelStates, saved: Component
+) -> list[Component]:
+    """The update of the largest parameter inside backward (torchtune ``optimizer_in_bwd``).
+
+    Its post-accumulate-grad hook runs the step while that gradient is alive. An untied output
+    head's gradient is complete right after the loss backward, so every saved activation is
+    still held; an embedding (tied or not) is complete only at the end of backward, when the
+    saved activations are gone. The step's own temporaries are those of one tensor
+    (``ModelStates.step_temporary_one_tensor_bytes``; torchao's compiled 8-bit step:
+    :mod:`oomkit.estimate.training_torchao`).
+    """
+    temp = st.step_temporary_one_tensor_bytes
+    if not settings.optimizer_in_backward or not temp:
+        return []
+    tensors = trainable_tensors(spec, settings)
+    # of equal-sized embedding and head (untied), the head steps first, with more alive
+    largest = max(tensors, key=lambda t: (t.n_params, t.name == "output.weight"))
+    head = largest.name == "output.weight"
+    tp = settings.tp
+    out = [saved] if head else []
+    out += [
+        _comp("gradients", f"gradient of {largest.name} (its step runs in backward)",
+              -(-st.largest_grad_bytes // tp), "largest trainable tensor x gradient bytes",
+              "torchtune optimizer_in_bwd: register_post_accumulate_grad_hook", {}),
+        _comp("optimizer", f"step temporaries of {largest.name} ({settings.optimizer})",
+              -(-temp // tp), "temporaries of one tensor's step",
+              optimizer_layout(settings.optimizer).source, {}),
+    ]  # fmt: skip
     return out
 
 

@@ -28,6 +28,9 @@ Sources modelled:
   [rows] + ``exp_avg_sq_col`` [cols] for matrices, full ``exp_avg_sq`` for vectors; no first moment
   by default (``beta1=None``).
 * Lion (Chen et al. 2023, lion-pytorch): one momentum state.
+* torchao ``AdamW8bit`` (``torchao_adamw8bit``): 8-bit block-quantised states and the fp32
+  buffers Inductor allocates in its per-parameter compiled step
+  (:mod:`oomkit.estimate.training_torchao`).
 * LoRA (PEFT ``tuners/lora/layer.py``): ``lora_A`` [r, in] + ``lora_B`` [out, r] per adapted linear;
   ``get_peft_model(autocast_adapter_dtype=True)`` keeps adapters in fp32 over a bf16/fp16 base.
   Default targets: PEFT ``utils/constants.py``
@@ -43,6 +46,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from oomkit.errors import InvalidSettingError, close_matches
+from oomkit.estimate.training_torchao import (
+    TORCHAO_SOURCE,
+    torchao_state_bytes,
+    torchao_step_temporary_bytes,
+)
 from oomkit.quant.hf_formats import hf_weights_bytes, is_quantizable_linear
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.settings import TrainingSettings
@@ -165,6 +173,10 @@ _OPTIMIZERS: Mapping[str, OptimizerLayout] = MappingProxyType(
             name="paged_adamw8bit", states=2, eight_bit=True, paged=True, factored=False,
             step_temporaries=0, loop_only=False,
             source="bitsandbytes PagedAdamW8bit: 8-bit blockwise states in cudaMallocManaged",
+        ),
+        "torchao_adamw8bit": OptimizerLayout(
+            name="torchao_adamw8bit", states=2, eight_bit=True, paged=False, factored=False,
+            step_temporaries=0, loop_only=True, source=TORCHAO_SOURCE,
         ),
         "sgd": OptimizerLayout(
             name="sgd", states=0, eight_bit=False, paged=False, factored=False,
@@ -296,7 +308,9 @@ def _state_bytes(layout: OptimizerLayout, tensors: Sequence[TensorInfo], elem: i
     total = 0
     for t in tensors:
         n = t.n_params
-        if layout.factored:
+        if layout.name == "torchao_adamw8bit":
+            total += torchao_state_bytes(n, elem)
+        elif layout.factored:
             total += (t.shape[-2] + t.shape[-1]) * 4 if len(t.shape) >= 2 else n * 4
         elif layout.eight_bit and n >= _BNB_MIN_8BIT_SIZE:
             total += layout.states * (n + 4 * ceil_div(n, _BNB_BLOCK))
@@ -320,6 +334,9 @@ class ModelStates:
     optimizer_bytes: int  # optimizer states (paged ones included)
     optimizer_paged: bool
     step_temporary_bytes: int  # foreach temporary during optimizer.step()
+    #: temporaries of the step of the largest trainable tensor alone (what a per-parameter
+    #: step, e.g. torchtune's optimizer in backward, holds at that tensor's update)
+    step_temporary_one_tensor_bytes: int
     fp32_grad_copy_bytes: int  # DeepSpeed fp32 gradient partition at the step
     largest_grad_bytes: int  # gradient of the largest trainable tensor
     compute_elem: int  # bytes per element of activations
@@ -392,12 +409,19 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
     opt = _state_bytes(layout, tensors, s_elem)
     temp = 0
     n_tmp = layout.step_temporaries
+    temp_one = 0
     if n_tmp and not deepspeed:
         impl = "forloop" if layout.loop_only else settings.optimizer_impl
+        if impl != "fused":  # a foreach over one tensor allocates what a for-loop does
+            temp_one = n_tmp * largest * (4 if layout.factored else s_elem)
         if impl == "foreach":  # e.g. _foreach_sqrt over every exp_avg_sq at once
             temp = n_tmp * p_train * s_elem
         elif impl == "forloop":  # one parameter at a time (fp32 math in Adafactor)
-            temp = n_tmp * largest * (4 if layout.factored else s_elem)
+            temp = temp_one
+    if layout.name == "torchao_adamw8bit":  # compiled per-parameter step, fp32 buffers
+        temp = temp_one = max(
+            (torchao_step_temporary_bytes(t.n_params) for t in tensors), default=0
+        )
     formula["weights"] = f"P_trainable x {w_elem}"
     formula["gradients"] = f"P_trainable x {g_elem}"
     formula["optimizer"] = _optimizer_formula(layout, s_elem)
@@ -411,6 +435,7 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
         optimizer_bytes=opt,
         optimizer_paged=layout.paged,
         step_temporary_bytes=temp,
+        step_temporary_one_tensor_bytes=temp_one,
         fp32_grad_copy_bytes=fp32_grad,
         largest_grad_bytes=largest * g_elem,
         compute_elem=e,
@@ -424,6 +449,11 @@ def _optimizer_formula(layout: OptimizerLayout, elem: int) -> str:
         return "no state"
     if layout.factored:
         return "sum over matrices (rows + cols) x 4 (factored second moment)"
+    if layout.name == "torchao_adamw8bit":
+        return (
+            "2 x (n + 4 x n/256 + 1024) per tensor >= 4096 elements with n % 256 == 0, "
+            f"else 2 x n x {elem}"
+        )
     if layout.eight_bit:
         return "2 x (n + 4 x ceil(n/256)) per tensor >= 4096 elements, else 2 x n x 4"
     return f"{layout.states} x P_trainable x {elem}"

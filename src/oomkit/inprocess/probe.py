@@ -72,6 +72,7 @@ PROBE_TRAIN_MODES: tuple[str, ...] = ("full", "lora", "qlora")
 #: oomkit.inprocess.probe_step.STEP_OPTIMIZERS (kept here so the CLI need not import torch)
 PROBE_OPTIMIZERS: tuple[str, ...] = (
     "adamw", "adamw8bit", "paged_adamw", "paged_adamw8bit", "adafactor", "sgd", "sgd_momentum",
+    "torchao_adamw8bit",
 )  # fmt: skip
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 #: training steps the allocator replay runs (the reserve of a long run: each step finds the

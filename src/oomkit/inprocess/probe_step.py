@@ -51,6 +51,8 @@ stack does it:
 * ``softmax_saves_input`` (torch < 1.11, e.g. the HF docs' runs of January 2022): the softmax
   node kept its input as well as its output (:mod:`oomkit.inprocess.probe_legacy`).
 
+torchao's ``AdamW8bit`` (``torchao_adamw8bit``): :mod:`oomkit.inprocess.probe_torchao`.
+
 Adafactor is transformers' (``Adafactor(scale_parameter=False, relative_step=False)``: what
 ``TrainingArguments(optim="adafactor")`` builds): factored second moments, no first moment.
 """
@@ -87,6 +89,7 @@ STEP_OPTIMIZERS: tuple[str, ...] = (
     "adafactor",
     "sgd",
     "sgd_momentum",
+    "torchao_adamw8bit",
 )
 _BNB_OPT_BLOCK = 256  # bitsandbytes blockwise 8-bit optimizer block
 _BNB_MIN_8BIT_SIZE = 4096  # Optimizer8bit min_8bit_size
@@ -194,6 +197,10 @@ def make_optimizer(
     if name in ("adamw8bit", "paged_adamw", "paged_adamw8bit"):
         bits = 32 if name == "paged_adamw" else 8
         return FakeBnbAdam(params, bits=bits, paged=name.startswith("paged"), on_paged=forget)
+    if name == "torchao_adamw8bit":
+        from oomkit.inprocess.probe_torchao import FakeTorchaoAdamW8bit
+
+        return FakeTorchaoAdamW8bit(params)
     if name == "adafactor":
         from transformers.optimization import Adafactor
 

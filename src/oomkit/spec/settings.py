@@ -162,6 +162,7 @@ OPTIMIZERS: tuple[str, ...] = (
     "sgd_momentum",
     "adafactor",
     "lion",
+    "torchao_adamw8bit",
 )
 #: ``TrainingSettings.mixed_precision`` (accelerate/Trainer vocabulary; "no" = fp32 compute)
 MIXED_PRECISION: tuple[str, ...] = ("bf16", "fp16", "no")
