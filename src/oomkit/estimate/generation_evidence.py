@@ -113,13 +113,20 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _VLLM + "issues/23278 (0.10.1 H100, Marlin MXFP4: 'Model loading took 65.9651 GiB')",
         "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
     ),
-    ("vllm", "current"): (
+    ("vllm", "v1-0.11"): (
         _TG + "test_vllm_current_charges_its_graph_estimate",
-        "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
-        "0.36 GiB total' charged to the budget)",
+        _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
         "test:tests/test_vllm_mxfp4.py::test_hopper_triton_keeps_the_scales_twice",
         _VLLM + "issues/33155 (0.14.1 H100, 'Using Triton backend': 'Model loading took 64.38 "
-        "GiB')",
+        "GiB'; util 0.97 leaves 2.4 GiB for the graphs and it OOMs at 5k context)",
+        _VLLM + "pull/30515 (0.17.0rc1 log: the graph profiler 'not enabled' by default)",
+    ),
+    ("vllm", "current"): (
+        _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
+        "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
+        "0.36 GiB total' charged to the budget: 'CUDA graph memory profiling is enabled "
+        "(default since v0.21.0)')",
+        _VLLM + "pull/41099 (review of vllm/envs.py: 'Enabled by default as of v0.21.0')",
     ),
     ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),

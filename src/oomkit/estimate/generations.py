@@ -406,14 +406,29 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
             ),
             _g(
                 "vllm",
-                "current",
-                "vLLM V1 (0.11+)",
+                "v1-0.11",
+                "vLLM V1 (0.11-0.20)",
                 "2025-10-02",
                 "0.11.0",
-                "vllm-project/vllm PR #30515 (CUDA-graph memory charged to the budget), "
-                "gpu_memory_utilization 0.92",
-                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler; gpt-oss "
+                "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
+                "by default), gpu_memory_utilization 0.92",
+                "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
+                "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
                 "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
+                vllm_engine="v1-0.11",
+            ),
+            _g(
+                "vllm",
+                "current",
+                "vLLM V1 (0.21+)",
+                # v0.21.0: after v0.20.0 (PyPI by 2026-04-29), before v0.22.1 (2026-06-05)
+                "2026-05-15",
+                "0.21.0",
+                "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
+                "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
+                "(vllm/envs.py)",
+                "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
+                "KV budget instead of the 1 - util headroom",
                 vllm_engine="current",
             ),
         ),
