@@ -61,6 +61,10 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "test:tests/test_ollama_memory_go.py::test_ollama_8776_r1_on_3x_mi210_overfills_gpu0",
         "log:https://github.com/ollama/ollama/issues/8776 (R1 Q4_K_M on 3x MI210: 'allocating "
         "70139.08 MiB on device 0: cudaMalloc failed')",
+        # memory.go's own KV and deepseek2 GraphSize figures, reproduced to the printed digit
+        "test:tests/test_ollama_memory_go.py::test_ollama_5136_log_figures_reproduce_at_16384_cells",
+        "log:https://github.com/ollama/ollama/issues/5136 ('memory.required.kv=4.2 GiB ... "
+        "memory.graph.full=568.0 MiB memory.graph.partial=759.4 MiB')",
     ),
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
