@@ -18,6 +18,12 @@ _VLLM = "log:https://github.com/vllm-project/vllm/"
 #: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
 EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
+    ("llama.cpp", "2023-10-batched-attn"): (
+        _TP + "test_legacy_pool_keeps_one_attention_buffer_per_prompt_step",
+        _TP + "test_llamacpp_3780_batched_attention_pool_from_pr_3749_until_pr_3882",
+        "log:https://github.com/ggml-org/llama.cpp/issues/3780 ('b1428 OOM error on 3x P40 "
+        "setup': b1428 predates PR #3776; 'B1412 is the newest commit which works for me')",
+    ),
     ("llama.cpp", "2023-10-cublas"): (
         _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
         _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
@@ -26,6 +32,12 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
         "log:https://github.com/ggml-org/llama.cpp/issues/3780 (b1430 = PR #3776 OOMs on 3x "
         "P40 where b1412 runs)",
+        "run:lcpp-4452-mixtral-q6k-2x3090-32k",
+    ),
+    ("llama.cpp", "2023-11-batched-attn-tc"): (
+        _TP + "test_llamacpp_3780_batched_attention_pool_from_pr_3749_until_pr_3882",
+        "log:https://github.com/ggml-org/llama.cpp/pull/3882 ('brings pp512 on my Tesla P40 "
+        "back to pre-#3749 speeds': Pascal off the batched GEMM)",
     ),
     ("llama.cpp", "2023-12-tensor-cores"): (
         _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
