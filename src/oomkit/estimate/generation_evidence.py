@@ -30,8 +30,6 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
         "log:https://github.com/xorbitsai/inference/issues/1036 (Yi-34B Q4_K_M, 22 GB 2080 Ti: "
         "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
-        "log:https://github.com/ggml-org/llama.cpp/issues/3780 (b1430 = PR #3776 OOMs on 3x "
-        "P40 where b1412 runs)",
         "run:lcpp-4452-mixtral-q6k-2x3090-32k",
     ),
     ("llama.cpp", "2023-11-batched-attn-tc"): (
