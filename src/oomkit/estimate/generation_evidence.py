@@ -30,7 +30,6 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
         "log:https://github.com/xorbitsai/inference/issues/1036 (Yi-34B Q4_K_M, 22 GB 2080 Ti: "
         "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
-        "run:lcpp-4452-mixtral-q6k-2x3090-32k",
     ),
     ("llama.cpp", "2023-11-batched-attn-tc"): (
         _TP + "test_llamacpp_3780_batched_attention_pool_from_pr_3749_until_pr_3882",
