@@ -14,6 +14,7 @@ from oomkit.cli.params import parse_gpu_list
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import GENERATIONS, resolve_generation
+from oomkit.estimate.verdict import Platform, verdict
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import MiB
@@ -35,12 +36,16 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "v0.6.6.post1", "v0-2025"),
         ("vllm", "0.8.5", "v1-2025-global"),
         ("vllm", "0.9.2", "v1-2025"),
-        ("vllm", "2025-12", "current"),
+        ("vllm", "2025-12", "v1-0.11"),
+        ("vllm", "0.14.1", "v1-0.11"),
+        ("vllm", "0.21.0", "current"),
         ("llama.cpp", "2024-06", "2024"),
         ("llama.cpp", "b4500", "2024-06-mmq"),
         ("llama.cpp", "b1412", "2023-mmq"),
         ("llama.cpp", "b1430", "2023-10-cublas"),
-        ("llama.cpp", "2023-11-15", "2023-10-cublas"),
+        ("llama.cpp", "2023-10-29", "2023-10-cublas"),
+        ("llama.cpp", "b1428", "2023-10-batched-attn"),
+        ("llama.cpp", "2023-11-15", "2023-11-batched-attn-tc"),
         ("llama.cpp", "2024-02-23", "2023-12-tensor-cores"),
         ("llama.cpp", "2024-04", "2024-03-outputs"),
         ("llama.cpp", "b5274", "2025-04-mla"),
@@ -95,7 +100,8 @@ def test_two_part_version_is_its_dot_zero_release(runtime: str, short: str, full
 
 def test_two_part_vllm_versions_pick_the_right_engine_generation() -> None:
     assert resolve_generation("vllm", "0.8").label == "vLLM V1 (0.8.0-0.9.0)"
-    assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11+)"
+    assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11-0.20)"
+    assert resolve_generation("vllm", "0.21").label == "vLLM V1 (0.21+)"
     assert resolve_generation("vllm", "0.10").key == resolve_generation("vllm", "0.10.0").key
     assert resolve_generation("vllm", "0.10").key != resolve_generation("vllm", "0.11").key
 
@@ -298,11 +304,11 @@ def test_every_generation_has_evidence_that_resolves() -> None:
 
 
 def test_vllm_current_charges_its_graph_estimate() -> None:
-    """PR #30515: the CUDA-graph estimate is subtracted from ceil(total x 0.92); 0.9.1-0.10
-    captured graphs afterwards in the headroom of total x 0.9."""
+    """PR #30515 (default from 0.21.0): the CUDA-graph estimate is subtracted from
+    ceil(total x 0.92); 0.9.1-0.10 captured graphs afterwards in the headroom of total x 0.9."""
     kw: dict[str, Any] = {"runtime": "vllm", "ctx": 8192}
     old = _est("llama-3.1-8b", runtime_version="0.10.1", **kw)
-    new = _est("llama-3.1-8b", runtime_version="0.11.0", **kw)
+    new = _est("llama-3.1-8b", runtime_version="0.21.0", **kw)
     ro, rn = old.runtime_details, new.runtime_details
     assert (ro["engine"], rn["engine"]) == ("v1-2025", "current")
     assert (ro["cudagraph_charged"], rn["cudagraph_charged"]) == (False, True)
@@ -312,6 +318,35 @@ def test_vllm_current_charges_its_graph_estimate() -> None:
     act = rn["activation_peak_bytes"] - ro["activation_peak_bytes"]  # FlashInfer sampler
     expected = budget - rn["cudagraph_bytes"] - act
     assert rn["available_kv_cache_bytes"] - ro["available_kv_cache_bytes"] == expected
+
+
+def test_vllm_graphs_in_the_headroom_until_0_21() -> None:
+    """0.11-0.20 size the KV cache to the whole ceil(total x util) budget and capture the graphs
+    afterwards in the 1 - util headroom; 0.21 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by
+    default) takes them out of the KV budget. vllm#33155: gpt-oss-120b on one H100 at util 0.97
+    died on 0.14.1: 2.4 GiB of headroom against a capture vLLM puts at 1~3 GiB."""
+    hw = hardware_for(parse_gpu_list("h100-sxm"))
+    kw: dict[str, Any] = {
+        "runtime": "vllm",
+        "quant": "mxfp4",
+        "ctx": 5120,
+        "gpu_memory_utilization": 0.97,
+        "max_num_seqs": 1,
+    }
+    old = estimate("gpt-oss-120b", InferenceSettings(runtime_version="0.14.1", **kw), hw)
+    new = estimate("gpt-oss-120b", InferenceSettings(runtime_version="0.21.0", **kw), hw)
+    ro, rn = old.runtime_details, new.runtime_details
+    assert (ro["engine"], rn["engine"]) == ("v1-0.11", "current")
+    assert (ro["cudagraph_charged"], rn["cudagraph_charged"]) == (False, True)
+    graphs = rn["cudagraph_bytes"]
+    assert graphs > 0
+    assert graphs == ro["cudagraph_bytes"]
+    # the same budget: the KV cache gives the graphs up only when they are charged
+    assert ro["available_kv_cache_bytes"] - rn["available_kv_cache_bytes"] == graphs
+    # so the device total grows by the graphs on 0.14.1: they sit in the headroom
+    assert old.devices[0].total_bytes - new.devices[0].total_bytes == graphs
+    assert verdict(old, Platform()).level != "fits"
+    assert verdict(new, Platform()).level == "fits"
 
 
 def test_runtime_version_is_not_reported_as_ignored() -> None:

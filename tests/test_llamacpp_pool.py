@@ -96,3 +96,50 @@ def test_xinference_1036_yi34b_pool_holds_the_output_matrix() -> None:
     assert verdict(works, plat).level != "does_not_fit"  # 2k ran
     later = _est("yi-34b", "rtx-2080-ti", "2024-04-15", ctx=4096, quant="Q4_K_M", vram=22 * GiB)
     assert 0 < _pool(later) < 0.4 * GiB  # a 20480 x 7168 FFN matrix, not the output
+
+
+def test_legacy_pool_keeps_one_attention_buffer_per_prompt_step() -> None:
+    """PR #3749's batched KQ/KQV GEMM: n_head x n_batch x n_kv FP16 from the legacy pool, which
+    allocates 1.05x a request no cached buffer covers and frees nothing."""
+    from oomkit.estimate.llamacpp_pool import attention_pool_growth_bytes
+
+    # Llama-2-70B (64 heads), -c 8192, 512-token steps: n_kv grows 512 a step, every request
+    # outgrows the cached buffers (k+1)/k > 1.05, so all 16 stay: 1.05 x 32 MiB x (1+..+16)
+    step = 64 * 512 * 512 * 2
+    expected = sum(-(-int(1.05 * step * k) // 256) * 256 for k in range(1, 17))
+    assert attention_pool_growth_bytes(64, 8192, 512) == expected
+    assert round(expected / GiB, 2) == 4.46
+    # a 2717-token prompt (llama.cpp#3780 on b1446) leaves six buffers, under 0.5 GiB
+    assert attention_pool_growth_bytes(64, 2717, 512) < GiB // 2
+    # past 20 steps the 5% look-ahead starts to cover the next request: fewer buffers than steps
+    long = attention_pool_growth_bytes(64, 64 * 512, 512)
+    assert long < sum(-(-int(1.05 * step * k) // 256) * 256 for k in range(1, 65))
+    assert long > -(-int(1.05 * step * 64) // 256) * 256
+
+
+def test_llamacpp_3780_batched_attention_pool_from_pr_3749_until_pr_3882() -> None:
+    """llama.cpp#3780: Llama-2-70B Q6_K, -c 8192, -ngl 83 on 3x P40: b1412 runs, b1428/b1430
+    OOM, b1446 runs a 2717-token prompt ('no longer OOMs but performance is very poor'). From
+    PR #3749 each P40 may hold 4.46 GiB of attention buffers for a prompt near 8192 tokens, more
+    than the ~3.4 GiB left: 'tight', with that as the risk; PR #3882 takes Pascal off the
+    batched GEMM; Volta+ keep it until the VMM pool."""
+
+    def run(version: str, gpu: str = "3xp40") -> Estimate:
+        return _est("llama-2-70b", gpu, version, ctx=8192, quant="Q6_K")
+
+    def growth(version: str, gpu: str = "3xp40") -> int:
+        g = run(version, gpu).runtime_details.get("cuda_pool_growth_bytes") or {}
+        assert isinstance(g, dict)
+        return int(g.get("cuda:0", 0))
+
+    assert growth("b1412") == 0
+    assert round(growth("b1430") / GiB, 2) == 4.46
+    assert growth("b1446") == growth("b1430")
+    assert growth("2023-11-15") == 0  # PR #3882: no batched GEMM without tensor cores
+    assert growth("2023-11-15", "3xrtx-3090") > 0  # Volta+ keep it
+    assert growth("2023-12-30", "3xrtx-3090") == 0
+    old = verdict(run("b1412"), Platform(display=False))
+    new = verdict(run("b1430"), Platform(display=False))
+    assert old.level == "fits"
+    assert new.level == "tight"
+    assert any("legacy CUDA pool" in r for r in new.risks)

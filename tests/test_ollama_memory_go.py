@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from oomkit.api import estimate, load_model
 from oomkit.cli.params import parse_gpu_list
-from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, ollama_kv_bytes
+from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB, MiB
@@ -51,3 +51,19 @@ def test_ollama_8776_r1_on_3x_mi210_overfills_gpu0() -> None:
     assert gpu0.weights_bytes > 55 * GiB
     assert gpu0.capacity_bytes is not None
     assert gpu0.total_bytes > gpu0.capacity_bytes - 457 * MiB
+
+
+def test_ollama_5136_log_figures_reproduce_at_16384_cells() -> None:
+    """ollama#5136 (DeepSeek-V2-Lite, ROCm 16 GiB, 2024-06-26) logs memory.go's own figures:
+    memory.required.kv=4.2 GiB, memory.graph.full=568.0 MiB, memory.graph.partial=759.4 MiB.
+    GraphSize's deepseek2 case and the KV formula give exactly these at a runner context of
+    16384 cells (twice the 8192 the reporter names: num_ctx x parallel slots), and not at 8192."""
+    spec = load_model("deepseek-v2-lite", offline=True)
+    kv = ollama_kv_bytes(spec, 16384)
+    assert round(kv / GiB, 1) == 4.2
+    partial, full = graph_size(spec, 16384, 512, kv)
+    assert round(full / MiB, 1) == 568.0
+    assert round(partial / MiB, 1) == 759.4
+    partial_8k, full_8k = graph_size(spec, 8192, 512, ollama_kv_bytes(spec, 8192))
+    assert round(full_8k / MiB, 1) != 568.0
+    assert round(partial_8k / MiB, 1) != 759.4

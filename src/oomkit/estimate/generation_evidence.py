@@ -18,14 +18,23 @@ _VLLM = "log:https://github.com/vllm-project/vllm/"
 #: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
 EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
+    ("llama.cpp", "2023-10-batched-attn"): (
+        _TP + "test_legacy_pool_keeps_one_attention_buffer_per_prompt_step",
+        _TP + "test_llamacpp_3780_batched_attention_pool_from_pr_3749_until_pr_3882",
+        "log:https://github.com/ggml-org/llama.cpp/issues/3780 ('b1428 OOM error on 3x P40 "
+        "setup': b1428 predates PR #3776; 'B1412 is the newest commit which works for me')",
+    ),
     ("llama.cpp", "2023-10-cublas"): (
         _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
         _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
         "log:https://github.com/xorbitsai/inference/issues/1036 (Yi-34B Q4_K_M, 22 GB 2080 Ti: "
         "2k runs, 4k dies in ggml_cuda_pool_malloc_vmm on the first request)",
-        "log:https://github.com/ggml-org/llama.cpp/issues/3780 (b1430 = PR #3776 OOMs on 3x "
-        "P40 where b1412 runs)",
+    ),
+    ("llama.cpp", "2023-11-batched-attn-tc"): (
+        _TP + "test_llamacpp_3780_batched_attention_pool_from_pr_3749_until_pr_3882",
+        "log:https://github.com/ggml-org/llama.cpp/pull/3882 ('brings pp512 on my Tesla P40 "
+        "back to pre-#3749 speeds': Pascal off the batched GEMM)",
     ),
     ("llama.cpp", "2023-12-tensor-cores"): (
         _TP + "test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq",
@@ -61,6 +70,10 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "test:tests/test_ollama_memory_go.py::test_ollama_8776_r1_on_3x_mi210_overfills_gpu0",
         "log:https://github.com/ollama/ollama/issues/8776 (R1 Q4_K_M on 3x MI210: 'allocating "
         "70139.08 MiB on device 0: cudaMalloc failed')",
+        # memory.go's own KV and deepseek2 GraphSize figures, reproduced to the printed digit
+        "test:tests/test_ollama_memory_go.py::test_ollama_5136_log_figures_reproduce_at_16384_cells",
+        "log:https://github.com/ollama/ollama/issues/5136 ('memory.required.kv=4.2 GiB ... "
+        "memory.graph.full=568.0 MiB memory.graph.partial=759.4 MiB')",
     ),
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
@@ -113,13 +126,20 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _VLLM + "issues/23278 (0.10.1 H100, Marlin MXFP4: 'Model loading took 65.9651 GiB')",
         "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
     ),
-    ("vllm", "current"): (
+    ("vllm", "v1-0.11"): (
         _TG + "test_vllm_current_charges_its_graph_estimate",
-        "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
-        "0.36 GiB total' charged to the budget)",
+        _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
         "test:tests/test_vllm_mxfp4.py::test_hopper_triton_keeps_the_scales_twice",
         _VLLM + "issues/33155 (0.14.1 H100, 'Using Triton backend': 'Model loading took 64.38 "
-        "GiB')",
+        "GiB'; util 0.97 leaves 2.4 GiB for the graphs and it OOMs at 5k context)",
+        _VLLM + "pull/30515 (0.17.0rc1 log: the graph profiler 'not enabled' by default)",
+    ),
+    ("vllm", "current"): (
+        _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
+        "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
+        "0.36 GiB total' charged to the budget: 'CUDA graph memory profiling is enabled "
+        "(default since v0.21.0)')",
+        _VLLM + "pull/41099 (review of vllm/envs.py: 'Enabled by default as of v0.21.0')",
     ),
     ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),

@@ -15,7 +15,8 @@ Effects read by the estimators (absent key = today's behaviour):
   latent is stored twice, K and V, until PR #19067),
   ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
   ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
-  ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812).
+  ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812),
+  ``cublas_pool``/``all_logits``/``attn_pool`` (:mod:`oomkit.estimate.llamacpp_pool`).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
@@ -134,6 +135,19 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
             ),
             _g(
                 "llama.cpp",
+                "2023-10-batched-attn",
+                "llama.cpp 2023-10 (batched cuBLAS attention)",
+                "2023-10-24",
+                None,
+                "ggml-org/llama.cpp PR #3749 (commit 2b4ea35: batched cuBLAS GEMM for faster "
+                "attention)",
+                "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
+                "CUDA pool, which keeps one larger buffer per prompt step",
+                **_OLD_LLAMACPP,
+                attn_pool="all",
+            ),
+            _g(
+                "llama.cpp",
                 "2023-10-cublas",
                 "llama.cpp 2023-10 (cuBLAS prompt processing, logits for every token)",
                 "2023-10-27",
@@ -146,6 +160,23 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
                 **_OLD_LLAMACPP,
                 cublas_pool="all",
                 all_logits=True,
+                attn_pool="all",
+            ),
+            _g(
+                "llama.cpp",
+                "2023-11-batched-attn-tc",
+                "llama.cpp 2023-11 (batched cuBLAS attention on Volta+ only)",
+                "2023-11-01",
+                None,
+                "ggml-org/llama.cpp PR #3882 (do not use batched GEMM when tensor cores are "
+                "not available); the VMM pool of PR #4606 (Dec 2023) ends the growth, "
+                "approximated by the next row",
+                "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
+                "growing legacy-pool buffers",
+                **_OLD_LLAMACPP,
+                cublas_pool="all",
+                all_logits=True,
+                attn_pool="tensor_cores",
             ),
             _g(
                 "llama.cpp",
@@ -406,14 +437,29 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
             ),
             _g(
                 "vllm",
-                "current",
-                "vLLM V1 (0.11+)",
+                "v1-0.11",
+                "vLLM V1 (0.11-0.20)",
                 "2025-10-02",
                 "0.11.0",
-                "vllm-project/vllm PR #30515 (CUDA-graph memory charged to the budget), "
-                "gpu_memory_utilization 0.92",
-                "ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler; gpt-oss "
+                "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
+                "by default), gpu_memory_utilization 0.92",
+                "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
+                "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
                 "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
+                vllm_engine="v1-0.11",
+            ),
+            _g(
+                "vllm",
+                "current",
+                "vLLM V1 (0.21+)",
+                # v0.21.0: after v0.20.0 (PyPI by 2026-04-29), before v0.22.1 (2026-06-05)
+                "2026-05-15",
+                "0.21.0",
+                "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
+                "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
+                "(vllm/envs.py)",
+                "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
+                "KV budget instead of the 1 - util headroom",
                 vllm_engine="current",
             ),
         ),
@@ -583,4 +629,5 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
         cublas_pool=str(gen.effects["cublas_pool"]) if "cublas_pool" in gen.effects else None,
         all_logits=bool(gen.effects.get("all_logits", False)),
+        attn_pool=str(gen.effects["attn_pool"]) if "attn_pool" in gen.effects else None,
     )

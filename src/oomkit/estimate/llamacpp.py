@@ -44,7 +44,7 @@ from oomkit.estimate.llamacpp_placement import (
     backend_buffer_prefix,
     place_weights,
 )
-from oomkit.estimate.llamacpp_pool import pool_component
+from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component
 from oomkit.estimate.llamacpp_stack import stack_compute_bytes
 from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -344,6 +344,7 @@ def _estimate(
     devices: list[DeviceUsage] = []
     details: dict[str, dict[str, InputValue]] = {}
     all_devs = [(_dev_name(g, i), g, names[i]) for i, g in enumerate(gpus)]
+    pool_growth: dict[str, int] = {}  # legacy-pool growth of the batched attention GEMM
     for dev, g, bname in all_devs:
         comps: list[Component] = []
         wb = placement.device_bytes(dev)
@@ -354,6 +355,8 @@ def _estimate(
         pool = pool_component(placement, dev, g, params, spec)
         if pool is not None:
             comps.append(pool)
+        if growth := attn_pool_growth(placement, dev, g, params, spec):
+            pool_growth[dev] = growth
         if settings.overhead_bytes is not None:
             ob, why = settings.overhead_bytes, "user-given overhead per GPU (--overhead)"
         else:
@@ -455,6 +458,8 @@ def _estimate(
         "buffers": buffers,
         "weights_file_bytes": _rows_summary(rows)[1],
     }
+    if pool_growth:  # read by the verdict's band (oomkit.estimate.verdict)
+        rd["cuda_pool_growth_bytes"] = pool_growth
     est = Estimate(
         model=ModelInfo(
             name=spec.name,

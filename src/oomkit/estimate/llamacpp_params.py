@@ -92,6 +92,11 @@ class LlamaCppOptions:
     cublas_pool: str | None = None
     #: builds before PR #6122 (Mar 2024) compute the logits of every batch token
     all_logits: bool = False
+    #: builds from PR #3749 (Oct 2023) batch the attention GEMMs through FP16 buffers of the
+    #: legacy CUDA pool, one larger buffer per prompt step (``"all"`` NVIDIA GPUs until PR
+    #: #3882, then ``"tensor_cores"`` ones until the VMM pool of PR #4606); None: not modelled
+    #: (:func:`oomkit.estimate.llamacpp_pool.attention_pool_growth_bytes`)
+    attn_pool: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,7 +33,14 @@ from oomkit.quant.ggml_types import GGML_TYPES
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 
-__all__ = ["MMQ_MAX_BATCH", "cublas_pool_bytes", "pool_component", "tensor_cores"]
+__all__ = [
+    "MMQ_MAX_BATCH",
+    "attention_pool_growth_bytes",
+    "attn_pool_growth",
+    "cublas_pool_bytes",
+    "pool_component",
+    "tensor_cores",
+]
 
 #: PR #3776: MMQ for batches up to 32 tokens, cuBLAS above
 MMQ_MAX_BATCH = 32
@@ -121,3 +128,57 @@ def pool_component(
         inputs={"n_ubatch": params.n_ubatch, "compute_capability": gpu.compute_capability},
         source="ggml-cuda ggml_cuda_op_mul_mat_cublas, PR #3776 (PR #4682: Volta+) until PR #8075",
     )
+
+
+#: ``ggml_cuda_pool_malloc`` (legacy pool, 2023): a new buffer is 5% larger than asked,
+#: rounded up to 256 bytes
+_LOOK_AHEAD = 1.05
+#: KV cells were a multiple of 32 (``GGML_PAD(llama_kv_cache_cell_max, 32)``)
+_KV_PAD = 32
+
+
+def attention_pool_growth_bytes(n_head: int, n_ctx: int, n_batch: int) -> int:
+    """What the legacy CUDA pool holds after a prompt of ``n_ctx`` tokens went through the
+    batched attention GEMM of PR #3749 (``ggml_cuda_mul_mat_mat_batched_cublas``).
+
+    Each prompt step of ``n_batch`` tokens multiplies Q by the ``n_kv`` cells in use in one
+    cuBLAS batched GEMM whose FP16 result (``dst_f16``, ``n_head x n_batch x n_kv x 2``
+    bytes; the softmax converted to FP16 for KQV is the same size) comes from the pool. The
+    legacy pool (``ggml_cuda_pool_malloc``) reuses the smallest cached buffer that is large
+    enough and otherwise ``cudaMalloc``s ``1.05 x`` the request, and ``ggml_cuda_pool_free``
+    keeps every buffer: as ``n_kv`` grows by ``n_batch`` a step the request outgrows every
+    cached buffer, so the pool ends up holding one buffer per step, not just the largest.
+    """
+    if n_head <= 0 or n_ctx <= 0 or n_batch <= 0:
+        return 0
+    cached: list[int] = []
+    done = 0
+    while done < n_ctx:
+        step = min(n_batch, n_ctx - done)
+        done += step
+        n_kv = min(n_ctx, -(-done // _KV_PAD) * _KV_PAD)
+        need = n_head * step * n_kv * 2
+        fit = [b for b in cached if b >= need]
+        if not fit:
+            cached.append(-(-int(_LOOK_AHEAD * need) // 256) * 256)
+    return sum(cached)
+
+
+def attn_pool_growth(
+    placement: Placement, dev: str, gpu: DeviceTarget, params: LlamaCppParams, spec: ModelSpec
+) -> int:
+    """:func:`attention_pool_growth_bytes` on ``dev`` for the builds that have it: 0 when the
+    generation has no batched attention GEMM, flash attention is on, the device is not an
+    NVIDIA GPU with a known compute capability (ROCm's legacy pool is not modelled), the
+    generation needs tensor cores and the GPU has none (PR #3882), or no layer of ``dev``
+    holds attention. The prompt is the longest the context admits (``n_ctx`` tokens): a shorter
+    one leaves a smaller pool, so the verdict counts this in its band, not in the total."""
+    mode = params.options.attn_pool
+    tc = tensor_cores(gpu)
+    if mode is None or params.flash_attn or tc is None or (mode == "tensor_cores" and not tc):
+        return 0
+    if dev not in placement.layer_device:
+        return 0
+    # builds of 2023 had no separate micro-batch: a prompt step was -b tokens, 512 by default,
+    # which is what n_ubatch holds unless the user asked for another
+    return attention_pool_growth_bytes(spec.num_attention_heads, params.n_ctx, params.n_ubatch)

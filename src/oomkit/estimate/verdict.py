@@ -37,15 +37,22 @@ activation peak, non-torch).
 
 vLLM terms that come from how a generation allocates (``oomkit.estimate.vllm_engines``):
 
-* CUDA graphs captured after the KV cache (every generation before the CUDA-graph estimate of
-  PR #30515) must fit in the ``1 - gpu_memory_utilization`` headroom; vLLM's own warning puts a
-  capture at "1~3 GiB memory per GPU": the span above the modelled pool is in the device band
-  (``CUDAGRAPH_POOL_MAX``). With ``--enforce-eager`` there is none.
+* CUDA graphs captured after the KV cache (every generation before 0.21.0 made the CUDA-graph
+  estimate of PR #30515 the default) must fit in the ``1 - gpu_memory_utilization``
+  headroom; vLLM's own warning puts a capture at "1~3 GiB memory per GPU": the span above
+  the modelled pool is in the device band (``CUDAGRAPH_POOL_MAX``). With ``--enforce-eager``
+  there is none.
 * Generations that charge the memory of other processes to the budget (0.2.5-0.3.0, PR #2031
   until PR #2863; 0.6.3-0.6.4, PR #9352 until PR #10511; V1 0.8.0-0.9.0 until PR #18974): a
   ``gpu_memory_utilization`` below the default says the GPU is
   shared, and what the user leaves to the other tenants, ``(default - util) x total``, may be
   charged to this instance's pool: it is in the pool margin's band.
+
+llama.cpp (and Ollama's llama runner) builds between PR #3749 (Oct 2023) and the VMM pool:
+the batched attention GEMM leaves one FP16 buffer per prompt step in the legacy CUDA pool
+(``runtime_details["cuda_pool_growth_bytes"]``, :mod:`oomkit.estimate.llamacpp_pool`); how
+much depends on the longest prompt actually sent, so it is a band term (a prompt near the
+context length), not part of the device total.
 """
 
 from __future__ import annotations
@@ -219,6 +226,9 @@ def _device_margin(
             graphs = _vllm_graph_span(est)
             if graphs:
                 terms.append(graphs)
+        growth = est.runtime_details.get("cuda_pool_growth_bytes")
+        if isinstance(growth, Mapping) and isinstance(growth.get(d.device), int):
+            terms.append((_POOL_GROWTH, int(growth[d.device])))
     free = d.capacity_bytes - d.total_bytes - sum(b for _, b in reservations)
     band = sum(b for _, b in terms)
     terms.sort(key=lambda t: -t[1])
@@ -250,6 +260,10 @@ def _ollama_reserve(est: Estimate, device: str) -> int:
 
 
 _GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
+_POOL_GROWTH = (
+    "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
+    "GEMM of PR #3749): a prompt near the context length"
+)
 _OTHER_TENANTS = "other processes' memory"
 
 

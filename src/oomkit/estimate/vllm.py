@@ -306,7 +306,7 @@ def plan_vllm(
     conc = None
     b: _Blocks | None = None
     if cap is not None:
-        budget = ceil(cap * util) if eng.name == "current" else int(cap * util)
+        budget = ceil(cap * util) if eng.ceil_budget else int(cap * util)
         pool = budget - w - rope - act - pinned - non_torch
         if eng.charges_cudagraphs:
             pool -= graphs

@@ -11,6 +11,15 @@ rule of the version that printed it. Every row cites the code it models.
   (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
   turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
   (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
+* ``v1-0.11`` (vLLM 0.11.0-0.20.x): the same rule without the CUDA-graph estimate. PR #30515
+  (merged by 0.17: a 0.17.0rc1 log in its thread runs with it "not enabled") added
+  ``profile_cudagraph_memory`` behind ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, default 0;
+  vllm/envs.py on main says "Enabled by default as of v0.21.0" (quoted in PR #41099's review,
+  2026-04-28), and 0.2x startup logs print "CUDA graph memory profiling is enabled (default
+  since v0.21.0) ... To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" (gpustack/
+  runner#251). Before it the KV cache takes the whole ``total x util`` budget and the graphs
+  (FULL_AND_PIECEWISE by default since 0.11.0) are captured afterwards, in the
+  ``1 - gpu_memory_utilization`` headroom.
 * ``v1-2025-global`` (V1 engine, vLLM 0.8.0-0.9.0): ``Worker.determine_available_memory``
   charged ``torch peak + (total - free - torch allocated)`` against ``total x util`` (the V1
   worker of PR #10528): every byte on the GPU that torch did not allocate is charged, the CUDA
@@ -91,6 +100,8 @@ class VllmEngine:
     charges_cudagraphs: bool
     #: V1 hybrid KV-cache manager: sliding-window layers get their own block groups
     hybrid_kv_groups: bool
+    #: ``requested_memory = ceil(total x util)`` (V1 0.11+) rather than ``int(total x util)``
+    ceil_budget: bool = False
     #: memory other processes hold on the GPU is charged to this instance's budget
     charges_other_processes: bool = False
     #: the release that stops charging it (the verdict's safe change), when it does
@@ -109,6 +120,22 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             reserved_peak=False,
             charges_cudagraphs=True,
             hybrid_kv_groups=True,
+            ceil_budget=True,
+        ),
+        "v1-0.11": VllmEngine(
+            name="v1-0.11",
+            summary=(
+                "vLLM 0.11-0.20: ceil(total x 0.92) - non-KV; CUDA graphs captured afterwards "
+                "in the 1 - util headroom (graph estimate opt-in until 0.21)"
+            ),
+            default_util=0.92,
+            chunked_prefill=True,
+            flashinfer_sampler=True,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            ceil_budget=True,
         ),
         "v1-2025": VllmEngine(
             name="v1-2025",
