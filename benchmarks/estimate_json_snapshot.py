@@ -10,9 +10,10 @@ runtime versions, errors) on a few models. Each case runs ``oomkit.cli.main`` in
     ... change the code ...
     python benchmarks/estimate_json_snapshot.py --check /tmp/before.json
 
-``--check`` prints every case whose output differs and exits 1 if any does. ``--subprocess N``
-also runs N cases spread over the list as ``python -m oomkit`` (a fresh interpreter each, the code cache
-on) and checks that they print what the in-process run printed.
+``--check`` prints every case whose output differs and exits 1 if any does.
+``--subprocess N`` also runs N cases spread over the list as ``python -m oomkit`` (a fresh
+interpreter each, the code cache on) and checks that they print what the in-process run
+printed.
 """
 
 from __future__ import annotations
@@ -72,9 +73,7 @@ VARIANT_MODELS = (
 def cases() -> list[list[str]]:
     from oomkit.catalog.models import all_models
 
-    out = [
-        ["estimate", e.key, "-r", rt, "--json"] for e in all_models() for rt in RUNTIMES
-    ]
+    out = [["estimate", e.key, "-r", rt, "--json"] for e in all_models() for rt in RUNTIMES]
     out += [["estimate", m, *v, "--json"] for m in VARIANT_MODELS for v in VARIANTS]
     return out
 

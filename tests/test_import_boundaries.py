@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = (
     "torch",
@@ -144,3 +146,39 @@ def test_cli_estimate_json_takes_the_lean_path() -> None:
     loaded = {m for m in NOT_ON_FAST_ESTIMATE_PATH if m in mods}
     assert not loaded, loaded
     assert "oomkit.cli.estimate_fast" in mods  # the path this test is about was taken
+
+
+#: Not imported by the command itself (``python -m oomkit estimate ... --json``, the dataclass
+#: code cache on): ``dataclasses`` comes without ``inspect`` (and its ``ast``, ``dis``,
+#: ``tokenize``), see ``oomkit._codecache``.
+NOT_ON_COMMAND_PATH = ("inspect", "ast", "dis", "tokenize")
+
+
+def _imported_by_command(args: list[str]) -> set[str]:
+    """Every module ``python -X importtime -m oomkit ARGS`` imports (the process ends with
+    ``os._exit``, so ``sys.modules`` cannot be printed at exit: the import log is read)."""
+    env = {k: v for k, v in os.environ.items() if k != "OOMKIT_CODE_CACHE"}
+    env["PYTHONPATH"] = str(Path(__file__).parents[1] / "src")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "oomkit", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert json.loads(proc.stdout)["runtime"] == "llama.cpp"
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "self [us]" not in line
+    }
+
+
+def test_cli_estimate_command_imports_no_introspection_modules() -> None:
+    mods = _imported_by_command(
+        ["estimate", "llama-3.1-8b", "--quant", "Q4_K_M", "--ctx", "8192", "--json"]
+    )
+    assert "dataclasses" in mods
+    assert "oomkit.cli.estimate_fast" in mods
+    loaded = {m for m in NOT_ON_COMMAND_PATH if m in mods}
+    assert not loaded, loaded
