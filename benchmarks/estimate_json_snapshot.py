@@ -66,6 +66,9 @@ VARIANT_MODELS = (
     "qwen3-next-80b-a3b",
     "meta-llama/Llama-3.1-8B-Instruct",
     "llama3.1:8b-instruct-q8_0",
+    "qwen3:30b-a3b",
+    "hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M",
+    "https://HuggingFace.co/unsloth/gemma-3-12b-it-GGUF:latest",
     "no-such-model-xyz",
 )
 

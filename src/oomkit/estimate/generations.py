@@ -37,6 +37,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cache
 from types import MappingProxyType
 
 from oomkit.errors import InvalidSettingError
@@ -416,9 +417,17 @@ LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
 )
 
 _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
-_DATE_RE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
-_BUILD_RE = re.compile(r"^b(\d{3,6})$")
-_VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$")
+
+
+@cache
+def _version_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(date, llama.cpp build, release) forms of ``--runtime-version``: compiled when a
+    version is first read (an estimate without one reads none)."""
+    return (
+        re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$"),
+        re.compile(r"^b(\d{3,6})$"),
+        re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$"),
+    )
 
 
 def _build_date(build: int) -> date:
@@ -440,17 +449,18 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
         InvalidSettingError: none of those forms.
     """
     value = text.strip().lower()
-    m = _DATE_RE.match(value)
+    date_re, build_re, version_re = _version_patterns()
+    m = date_re.match(value)
     if m:
         try:
             return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
         except ValueError:
             pass
-    elif (b := _BUILD_RE.match(value)) and runtime in ("llama.cpp", "ollama"):
+    elif (b := build_re.match(value)) and runtime in ("llama.cpp", "ollama"):
         return _build_date(int(b.group(1)))
     elif value.isdigit() and runtime == "llama.cpp":
         return _build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
-    elif v := _VERSION_RE.match(value):
+    elif v := version_re.match(value):
         return _version_tuple(v.group(1))
     raise InvalidSettingError(
         f"Invalid --runtime-version {text!r}: give a release such as "
