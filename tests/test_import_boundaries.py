@@ -150,8 +150,16 @@ def test_cli_estimate_json_takes_the_lean_path() -> None:
 
 #: Not imported by the command itself (``python -m oomkit estimate ... --json``, the dataclass
 #: code cache on): ``dataclasses`` comes without ``inspect`` (and its ``ast``, ``dis``,
-#: ``tokenize``), see ``oomkit._codecache``.
-NOT_ON_COMMAND_PATH = ("inspect", "ast", "dis", "tokenize")
+#: ``tokenize``), see ``oomkit._codecache``; without ``--runtime-version`` the generations
+#: table is not built (``datetime``, the evidence table).
+NOT_ON_COMMAND_PATH = (
+    "inspect",
+    "ast",
+    "dis",
+    "tokenize",
+    "datetime",
+    "oomkit.estimate.generation_evidence",
+)
 
 
 def _imported_by_command(args: list[str]) -> set[str]:

@@ -140,30 +140,19 @@ def estimate_model(
 
 def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estimate:
     """Echo the runtime generation modelled in ``runtime_details["generation"]``."""
-    from oomkit.estimate.generations import (
-        GENERATIONS,
-        predates_generations,
-        resolve_generation,
-    )
+    from oomkit.estimate.generations import generation_details, predates_generations
 
-    if runtime not in GENERATIONS:
+    gen = generation_details(runtime, version)
+    if gen is None:
         return est
-    gen = resolve_generation(runtime, version)
     if predates_generations(runtime, version):
         note = (
             f"runtime version {version} predates every modelled {runtime} release: "
-            f"modelled as the oldest, {gen.label}"
+            f"modelled as the oldest, {gen['label']}"
         )
         est = dataclasses.replace(est, assumptions=(*est.assumptions, note))
     details = dict(est.runtime_details)
-    details["generation"] = {
-        "key": gen.key,
-        "label": gen.label,
-        "requested": version,
-        "since": gen.since.isoformat(),
-        "change": gen.change,
-        "memory": gen.memory,
-    }
+    details["generation"] = gen
     return dataclasses.replace(est, runtime_details=details)
 
 

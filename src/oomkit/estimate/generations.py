@@ -28,6 +28,11 @@ Effects read by the estimators (absent key = today's behaviour):
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations
 are bounded by dates, so a build number is compared through its date.
+
+The table is written as rows of text and turned into :class:`Generation` objects (with their
+``date``) when :data:`GENERATIONS` is first used: an estimate without ``--runtime-version``
+echoes the newest generation from the text (:func:`generation_details`) and never imports
+:mod:`datetime` (~1 ms of a cold start, issue 10).
 """
 
 from __future__ import annotations
@@ -36,17 +41,20 @@ import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
 from functools import cache
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import InvalidSettingError
-from oomkit.estimate.generation_evidence import EVIDENCE
+
+if TYPE_CHECKING:
+    from datetime import date
 
 __all__ = [
     "GENERATIONS",
     "LLAMACPP_BUILD_DATES",
     "Generation",
+    "generation_details",
     "generation_effect",
     "parse_runtime_version",
     "predates_generations",
@@ -74,6 +82,11 @@ class Generation:
     evidence: tuple[str, ...] = ()
 
 
+#: one row of the table as written: runtime, key, label, since (ISO date), version, change,
+#: memory, effects
+_Row = tuple[str, str, str, str, str | None, str, str, dict[str, Effect]]
+
+
 def _g(
     runtime: str,
     key: str,
@@ -83,7 +96,16 @@ def _g(
     change: str,
     memory: str,
     **effects: Effect,
-) -> Generation:
+) -> _Row:
+    return (runtime, key, label, since, version, change, memory, effects)
+
+
+def _generation(row: _Row) -> Generation:
+    from datetime import date
+
+    from oomkit.estimate.generation_evidence import EVIDENCE
+
+    runtime, key, label, since, version, change, memory, effects = row
     return Generation(
         runtime=runtime,
         key=key,
@@ -118,7 +140,7 @@ _OLD_LLAMACPP = {
 }
 
 #: Oldest first, per runtime. Every row cites the change that starts it.
-GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
+_ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
     {
         "llama.cpp": (
             _g(
@@ -403,18 +425,48 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
 )
 
 #: llama.cpp release tag -> date (approximate anchors; builds in between are interpolated)
-LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
-    (1000, date(2023, 8, 1)),
-    (2000, date(2024, 1, 27)),
-    (3000, date(2024, 5, 26)),
-    (4000, date(2024, 11, 1)),
-    (4500, date(2025, 1, 18)),
-    (5000, date(2025, 3, 29)),
-    (5274, date(2025, 5, 3)),
-    (6000, date(2025, 7, 27)),
-    (7000, date(2025, 11, 12)),
-    (8000, date(2026, 2, 20)),
+_BUILD_DATES: tuple[tuple[int, str], ...] = (
+    (1000, "2023-08-01"),
+    (2000, "2024-01-27"),
+    (3000, "2024-05-26"),
+    (4000, "2024-11-01"),
+    (4500, "2025-01-18"),
+    (5000, "2025-03-29"),
+    (5274, "2025-05-03"),
+    (6000, "2025-07-27"),
+    (7000, "2025-11-12"),
+    (8000, "2026-02-20"),
 )
+
+if TYPE_CHECKING:
+    #: runtime -> its generations, oldest first (built from ``_ROWS`` on first use)
+    GENERATIONS: Mapping[str, tuple[Generation, ...]]
+    #: llama.cpp release tag -> date
+    LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...]
+
+
+@cache
+def _generations() -> Mapping[str, tuple[Generation, ...]]:
+    return MappingProxyType(
+        {rt: tuple(_generation(row) for row in rows) for rt, rows in _ROWS.items()}
+    )
+
+
+@cache
+def _build_dates() -> tuple[tuple[int, date], ...]:
+    from datetime import date
+
+    return tuple((build, date.fromisoformat(day)) for build, day in _BUILD_DATES)
+
+
+def __getattr__(name: str) -> Any:
+    """``GENERATIONS`` and ``LLAMACPP_BUILD_DATES``, built when first asked for (PEP 562)."""
+    if name == "GENERATIONS":
+        return _generations()
+    if name == "LLAMACPP_BUILD_DATES":
+        return _build_dates()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
 
@@ -431,7 +483,9 @@ def _version_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[st
 
 
 def _build_date(build: int) -> date:
-    anchors = LLAMACPP_BUILD_DATES
+    from datetime import date
+
+    anchors = _build_dates()
     if build <= anchors[0][0]:
         return anchors[0][1]
     for (b0, d0), (b1, d1) in itertools.pairwise(anchors):
@@ -448,6 +502,8 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
     Raises:
         InvalidSettingError: none of those forms.
     """
+    from datetime import date
+
     value = text.strip().lower()
     date_re, build_re, version_re = _version_patterns()
     m = date_re.match(value)
@@ -482,17 +538,17 @@ def resolve_generation(runtime: str, version: str | None = None) -> Generation:
     """
     rt = runtime.strip().lower()
     rt = _RUNTIME_ALIASES.get(rt, rt)
-    gens = GENERATIONS.get(rt)
+    gens = _generations().get(rt)
     if gens is None:
         raise InvalidSettingError(
-            f"No runtime generations for 'runtime' ({runtime!r}): known "
-            + ", ".join(GENERATIONS)
-            + ".",
+            f"No runtime generations for 'runtime' ({runtime!r}): known " + ", ".join(_ROWS) + ".",
             setting="runtime",
             value=runtime,
         )
     if version is None or not version.strip():
         return gens[-1]
+    from datetime import date
+
     when = parse_runtime_version(rt, version)
     chosen = gens[0]
     for gen in gens:
@@ -514,13 +570,42 @@ def predates_generations(runtime: str, version: str | None) -> bool:
     if version is None or not version.strip():
         return False
     rt = _RUNTIME_ALIASES.get(runtime.strip().lower(), runtime.strip().lower())
-    gens = GENERATIONS.get(rt, ())
+    gens = _generations().get(rt, ())
     if not gens:
         return False
+    from datetime import date
+
     when = parse_runtime_version(rt, version)
     if isinstance(when, date):
         return all(gen.since > when for gen in gens)
     return all(gen.since_version is None or gen.since_version > when for gen in gens)
+
+
+def generation_details(runtime: str, version: str | None) -> dict[str, str | None] | None:
+    """What an estimate echoes as ``runtime_details["generation"]``: the generation of
+    ``runtime`` (a key of :data:`GENERATIONS`) in force at ``version``; None when the runtime
+    has no generations.
+
+    Without a version it is the newest row, read from the table's text: the dated table (and
+    :mod:`datetime`) is not built for it. ``tests/test_generations.py`` checks both ways agree.
+    """
+    rows = _ROWS.get(runtime)
+    if rows is None:
+        return None
+    if version is None or not version.strip():
+        _, key, label, since, _, change, memory, _ = rows[-1]
+    else:
+        gen = resolve_generation(runtime, version)
+        key, label, since = gen.key, gen.label, gen.since.isoformat()
+        change, memory = gen.change, gen.memory
+    return {
+        "key": key,
+        "label": label,
+        "requested": version,
+        "since": since,
+        "change": change,
+        "memory": memory,
+    }
 
 
 def generation_effect(gen: Generation, name: str, default: Effect) -> Effect:
