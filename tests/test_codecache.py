@@ -132,13 +132,14 @@ def test_a_program_importing_the_library_keeps_its_dataclasses_module() -> None:
 
 
 def test_dataclasses_imported_without_inspect_until_needed() -> None:
-    """The command imports ``dataclasses`` without ``inspect``; a class without a docstring (the
-    one use on 3.10/3.11) still gets the docstring ``dataclasses`` writes, from the real module."""
+    """The command imports ``dataclasses`` without ``inspect`` and ``copy``; a class without a
+    docstring (the one use of ``inspect`` on 3.10/3.11) still gets the docstring ``dataclasses``
+    writes, and ``asdict`` still deep-copies, with the real modules."""
     code = (
         "import sys, dataclasses as d0\n"
         "plain = d0.dataclass(type('P', (), {'__annotations__': {'x': 'int'}, 'x': 1}))\n"
         "want = plain.__doc__\n"
-        "for m in [m for m in sys.modules if m in ('dataclasses', 'inspect')]:\n"
+        "for m in [m for m in sys.modules if m in ('dataclasses', 'inspect', 'copy')]:\n"
         "    del sys.modules[m]\n"
         "import oomkit, dataclasses\n"
         "assert dataclasses is not d0\n"
@@ -150,6 +151,10 @@ def test_dataclasses_imported_without_inspect_until_needed() -> None:
         "import inspect\n"
         "assert dataclasses.inspect is inspect and sys.modules['inspect'] is inspect\n"
         "assert inspect.signature(P) is not None\n"
+        "assert 'copy' not in sys.modules, 'copy imported with dataclasses'\n"
+        "assert dataclasses.asdict(P(x=[1])) == {'x': [1]}\n"  # deepcopy: the real copy
+        "import copy\n"
+        "assert dataclasses.copy is copy and sys.modules['copy'] is copy\n"
     )
     env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_CODE_CACHE": "1"}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)

@@ -150,9 +150,10 @@ def test_cli_estimate_json_takes_the_lean_path() -> None:
 
 #: Not imported by the command itself (``python -m oomkit estimate ... --json``, the dataclass
 #: code cache on): ``dataclasses`` comes without ``inspect`` (and its ``ast``, ``dis``,
-#: ``tokenize``), see ``oomkit._codecache``; without ``--runtime-version`` the generations
-#: table is not built (``datetime``, the evidence table).
+#: ``tokenize``) and ``copy``, see ``oomkit._codecache``; without ``--runtime-version`` the
+#: generations table is not built (``datetime``, the evidence table).
 NOT_ON_COMMAND_PATH = (
+    "copy",
     "inspect",
     "ast",
     "dis",

@@ -19,12 +19,13 @@ built-in untouched. Like ``.pyc`` files nothing is written under ``sys.dont_writ
 oomkit dataclass gets the same methods with and without it.
 
 :func:`install` also imports ``dataclasses`` without ``inspect`` (with ``ast``, ``dis`` and
-``tokenize``, ~4 ms of a cold start): on Python 3.10 and 3.11 ``dataclasses`` uses it only to
-write a docstring for a class without one (``inspect.signature``), and every oomkit dataclass
-has one. Its ``inspect`` is a stand-in that imports the real module on first use and then
-puts it in its place; ``sys.modules`` never holds the stand-in after the import, so any other
-``import inspect`` gets the real module as always. Where ``dataclasses`` needs ``inspect`` for
-every class (3.12+: ``inspect.get_annotations``) the first class loads it: nothing is lost.
+``tokenize``, ~4 ms of a cold start) and ``copy``: on Python 3.10 and 3.11 ``dataclasses`` uses
+``inspect`` only to write a docstring for a class without one (``inspect.signature``), and
+every oomkit dataclass has one, and ``copy`` only in ``asdict``/``astuple``. Each is a
+stand-in that imports the real module on first use and then puts it in its place;
+``sys.modules`` never holds a stand-in after the import, so any other ``import inspect`` gets
+the real module as always. Where ``dataclasses`` needs ``inspect`` for every class (3.12+:
+``inspect.get_annotations``) the first class loads it: nothing is lost.
 """
 
 from __future__ import annotations
@@ -141,30 +142,36 @@ def running_as_cli() -> bool:
     return argv0 == "-m" or os.path.basename(argv0) in ("oomkit", "oomkit.exe", "oomkit-script.py")
 
 
-class _DeferredInspect(ModuleType):
-    """``dataclasses``' ``inspect`` until first used: then the real module, in its place."""
+#: modules ``dataclasses`` imports but a plain oomkit command never uses (see the docstring)
+_DEFERRED = ("inspect", "copy")
+
+
+class _Deferred(ModuleType):
+    """One of ``dataclasses``' modules until first used: then the real module, in its place."""
 
     def __getattr__(self, name: str) -> Any:
         import dataclasses
-        import inspect
+        import importlib
 
-        if getattr(dataclasses, "inspect", None) is self:
-            dataclasses.inspect = inspect  # type: ignore[attr-defined]
-        return getattr(inspect, name)
+        module = importlib.import_module(self.__name__)
+        if getattr(dataclasses, self.__name__, None) is self:
+            setattr(dataclasses, self.__name__, module)
+        return getattr(module, name)
 
 
-def _import_dataclasses_without_inspect() -> None:
-    """Import ``dataclasses`` with :class:`_DeferredInspect` for its ``inspect`` (see the module
-    docstring); nothing happens when either module is imported already."""
-    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+def _import_dataclasses_deferring() -> None:
+    """Import ``dataclasses`` with a :class:`_Deferred` stand-in for each of ``_DEFERRED``
+    (see the module docstring); nothing happens when any of them is imported already."""
+    if any(m in sys.modules for m in ("dataclasses", *_DEFERRED)):
         return
-    stand_in = _DeferredInspect("inspect")
-    sys.modules["inspect"] = stand_in
+    stand_ins = {name: _Deferred(name) for name in _DEFERRED}
+    sys.modules.update(stand_ins)
     try:
         import dataclasses  # noqa: F401
     finally:
-        if sys.modules.get("inspect") is stand_in:
-            del sys.modules["inspect"]
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
 
 
 def install() -> None:
@@ -173,7 +180,7 @@ def install() -> None:
         return
     import atexit
 
-    _import_dataclasses_without_inspect()
+    _import_dataclasses_deferring()
     import dataclasses
 
     if getattr(dataclasses, "exec", None) is _exec:
