@@ -88,6 +88,9 @@ NOT_ON_ESTIMATE_PATH = (
     "oomkit.cli.gpus",
     "oomkit.cli.doctor",
     "difflib",
+    # a catalog model's spec comes from the build-time table (oomkit.catalog.specs)
+    "oomkit.loaders.hf_config",
+    "oomkit.loaders.hf_config_families",
     # the planner only runs when a configuration does not fit (or for `plan`)
     "oomkit.planner.search",
     "oomkit.planner.core",

@@ -145,6 +145,11 @@ class CatalogEntry:
             UnsupportedModelError: the config's architecture cannot be modelled yet.
             ConfigFormatError: the stored config lacks a field the parser needs.
         """
+        from oomkit.catalog.specs import precomputed_spec  # built from this method's parse
+
+        built = precomputed_spec(self)  # the parse below, done at build time
+        if built is not None:
+            return built
         from oomkit.loaders.hf_config import parse_config  # lazy: keeps catalog loading light
 
         spec = parse_config(_thaw(self.config), name=self.key, source="catalog")

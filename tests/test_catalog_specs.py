@@ -1,0 +1,75 @@
+"""The build-time catalog spec table (oomkit/data/model_specs/) agrees with the config parser."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from oomkit.catalog import specs
+from oomkit.catalog.models import all_models, find_model
+from oomkit.errors import OomkitError
+
+
+def test_committed_tables_match_the_parser() -> None:
+    wanted = specs.family_files()
+    on_disk = sorted(p.name for p in specs.SPECS_DIR.glob("*.json"))
+    assert on_disk == wanted, "run 'python -m oomkit.catalog.specs --write'"
+    for name in wanted:
+        assert (specs.SPECS_DIR / name).read_text(encoding="utf-8") == specs.render_family(name), (
+            f"oomkit/data/model_specs/{name} is stale: run 'python -m oomkit.catalog.specs --write'"
+        )
+
+
+def test_every_entry_gets_the_parsers_spec() -> None:
+    stored = 0
+    for entry in all_models():
+        try:
+            want = specs._built_spec(entry)
+        except OomkitError:
+            assert specs.precomputed_spec(entry) is None, entry.key
+            continue
+        got = specs.precomputed_spec(entry)
+        assert got is not None, entry.key
+        assert got == want, entry.key
+        assert repr(got) == repr(want), entry.key  # 1 vs 1.0 vs True: equal, not the same
+        assert entry.spec() == want, entry.key
+        stored += 1
+    assert stored > 150
+
+
+def test_a_row_for_other_data_is_ignored() -> None:
+    entry = find_model("llama-3.1-8b")
+    assert specs.precomputed_spec(entry) is not None
+    config = {**specs._thaw(entry.config), "num_hidden_layers": 16}
+    edited = dataclasses.replace(entry, config=specs._thaw(config))
+    assert specs.precomputed_spec(edited) is None  # the digest no longer matches
+    assert edited.spec().num_hidden_layers == 16  # parsed, as without the table
+    other_params = dataclasses.replace(entry, params=1)
+    assert specs.precomputed_spec(other_params) is None
+    assert other_params.spec().declared_params == 1
+
+
+def test_without_a_table_file_the_config_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = find_model("qwen3-30b-a3b")
+    monkeypatch.setattr(specs, "_family_rows", lambda file_name: None)
+    assert specs.precomputed_spec(entry) is None
+    spec = entry.spec()
+    assert spec == specs._built_spec(entry)
+    assert spec.moe is not None
+
+
+def test_runs_round_trip() -> None:
+    value = ("a",) * 9 + ("b",) + ("a",) * 3
+    encoded = specs._encode(value)
+    assert encoded == {"__runs__": [["a", 9], ["b", 1], ["a", 3]]}
+    assert specs._decode(encoded) == value
+    short = (1, 2, 3)
+    assert specs._decode(specs._encode(short)) == short
+    mixed = (True, 1) * 5  # bools are not run-length coded (True == 1)
+    assert specs._decode(specs._encode(mixed)) == mixed
+
+
+def test_the_rebuild_command_wants_write(capsys: pytest.CaptureFixture[str]) -> None:
+    assert specs.main([]) == 2
+    assert "--write" in capsys.readouterr().err
