@@ -73,3 +73,21 @@ def test_runs_round_trip() -> None:
 def test_the_rebuild_command_wants_write(capsys: pytest.CaptureFixture[str]) -> None:
     assert specs.main([]) == 2
     assert "--write" in capsys.readouterr().err
+
+
+def test_a_table_built_by_other_code_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser fix not yet rebuilt into the table: every row is stale, the config is parsed."""
+    entry = find_model("llama-3.1-8b")
+    specs._family_rows.cache_clear()
+    monkeypatch.setattr(specs, "_code_digest", lambda: "00000000")
+    try:
+        assert specs.precomputed_spec(entry) is None
+        assert entry.spec() == specs._built_spec(entry)
+    finally:
+        specs._family_rows.cache_clear()
+
+
+def test_the_code_digest_covers_the_config_reader() -> None:
+    assert "loaders/hf_config_families.py" in specs._SOURCES
+    assert all((specs.DATA_DIR.parent / rel).is_file() for rel in specs._SOURCES)
+    assert specs._code_digest() is not None
