@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
@@ -439,9 +439,7 @@ _BUILD_DATES: tuple[tuple[int, str], ...] = (
 )
 
 if TYPE_CHECKING:
-    #: runtime -> its generations, oldest first (built from ``_ROWS`` on first use)
-    GENERATIONS: Mapping[str, tuple[Generation, ...]]
-    #: llama.cpp release tag -> date
+    #: llama.cpp release tag -> date (built on first use, see ``__getattr__``)
     LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...]
 
 
@@ -459,10 +457,32 @@ def _build_dates() -> tuple[tuple[int, date], ...]:
     return tuple((build, date.fromisoformat(day)) for build, day in _BUILD_DATES)
 
 
+class _Generations(Mapping[str, tuple[Generation, ...]]):
+    """:data:`GENERATIONS`: the table's Generation objects, built on first use (which runtimes
+    have generations is known from the rows)."""
+
+    def __getitem__(self, runtime: str) -> tuple[Generation, ...]:
+        return _generations()[runtime]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_ROWS)
+
+    def __len__(self) -> int:
+        return len(_ROWS)
+
+    def __contains__(self, runtime: object) -> bool:
+        return runtime in _ROWS
+
+    def __repr__(self) -> str:
+        return repr(dict(_generations()))
+
+
+#: runtime -> its generations, oldest first
+GENERATIONS: Mapping[str, tuple[Generation, ...]] = _Generations()
+
+
 def __getattr__(name: str) -> Any:
-    """``GENERATIONS`` and ``LLAMACPP_BUILD_DATES``, built when first asked for (PEP 562)."""
-    if name == "GENERATIONS":
-        return _generations()
+    """``LLAMACPP_BUILD_DATES``, built when first asked for (PEP 562)."""
     if name == "LLAMACPP_BUILD_DATES":
         return _build_dates()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
