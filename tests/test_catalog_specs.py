@@ -91,3 +91,42 @@ def test_the_code_digest_covers_the_config_reader() -> None:
     assert "loaders/hf_config_families.py" in specs._SOURCES
     assert all((specs.DATA_DIR.parent / rel).is_file() for rel in specs._SOURCES)
     assert specs._code_digest() is not None
+
+
+def test_stored_gguf_types_are_the_replay() -> None:
+    from oomkit.estimate.llamacpp_weights import replay_facts
+    from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
+    from oomkit.spec.tensors import model_tensors
+
+    for key in ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "deepseek-v2-lite", "phi-4"):
+        spec = find_model(key).spec()
+        tensors = model_tensors(spec)
+        for ftype in specs.GGUF_FTYPES:
+            replay = predict_gguf_tensor_bytes(ftype, tensors, **replay_facts(spec))  # type: ignore[arg-type]
+            assert specs.precomputed_gguf_types(spec, ftype) == tuple(ty for _, ty, _ in replay)
+
+
+def test_gguf_types_only_for_the_stored_spec() -> None:
+    spec = find_model("llama-3.1-8b").spec()
+    assert specs.precomputed_gguf_types(spec, "Q4_K_M") is not None
+    assert specs.precomputed_gguf_types(spec, "IQ2_XXS") is None  # not a stored file type
+    other = dataclasses.replace(spec, intermediate_size=spec.intermediate_size + 256)
+    assert specs.precomputed_gguf_types(other, "Q4_K_M") is None
+    renamed = dataclasses.replace(spec, name="qwen3-30b-a3b")
+    assert specs.precomputed_gguf_types(renamed, "Q4_K_M") is None
+    own = dataclasses.replace(spec, source="config")
+    assert specs.precomputed_gguf_types(own, "Q4_K_M") is None
+
+
+def test_an_estimate_with_stored_types_equals_the_replayed_one() -> None:
+    """The first prediction of a process takes the stored types; the same spec from a config
+    (not the catalog) is replayed: the estimates agree to the byte."""
+    import oomkit
+    from oomkit.spec.settings import InferenceSettings
+
+    spec = find_model("qwen3-30b-a3b").spec()
+    settings = InferenceSettings(quant="Q4_K_M", ctx=8192)
+    stored = oomkit.estimate_model(spec, settings)
+    replayed = oomkit.estimate_model(dataclasses.replace(spec, source="config"), settings)
+    assert [d.weights_bytes for d in stored.devices] == [d.weights_bytes for d in replayed.devices]
+    assert stored.total_bytes == replayed.total_bytes

@@ -88,9 +88,11 @@ NOT_ON_ESTIMATE_PATH = (
     "oomkit.cli.gpus",
     "oomkit.cli.doctor",
     "difflib",
-    # a catalog model's spec comes from the build-time table (oomkit.catalog.specs)
+    # a catalog model's spec, and its tensors' llama-quantize types, come from the build-time
+    # table (oomkit.catalog.specs): no config reader, no quantizer replay
     "oomkit.loaders.hf_config",
     "oomkit.loaders.hf_config_families",
+    "oomkit.quant.llamacpp_mix",
     # the planner only runs when a configuration does not fit (or for `plan`)
     "oomkit.planner.search",
     "oomkit.planner.core",

@@ -8,8 +8,15 @@ reader (``oomkit.loaders.hf_config`` and its family adapters): importing and run
 differ from their defaults, tuples as lists (``{"__runs__": [[value, count], ...]}`` for the
 long per-layer ones), nested specs as ``{"__type__": NAME, ...}``.
 
+A row also holds, for the file types reverse search shops with (Q8_0 .. Q4_K_M), the GGML type
+llama-quantize gives each of the spec's tensors (one letter per tensor, in
+``model_tensors`` order; ``alphabet`` maps letters to types): the estimate's first prediction
+then skips replaying the quantizer (:func:`precomputed_gguf_types`, used only for a spec equal
+to the stored one).
+
 Every row carries a digest of what it was built from (key, params, config), and every file one
-of the code that built it (the config reader's modules, ``ModelSpec``, this module): a row whose
+of the code that built it (the config reader's modules, ``ModelSpec``, the tensor derivation,
+the quantizer replay, this module): a row whose
 digest differs from the entry (data edited, table not rebuilt) is ignored and the config is
 parsed as before, as is every row of a file built by other code (a parser fix not yet rebuilt)
 and any entry the table lacks (one the reader rejects: it raises as always). A stale table costs
@@ -48,6 +55,37 @@ _SOURCES = (
     "validate.py",
     "catalog/models.py",
     "catalog/specs.py",
+    # the tensors and the quantizer's type choice (the "gguf" rows)
+    "spec/tensors.py",
+    "spec/tensors_blocks.py",
+    "spec/tensors_ssm.py",
+    "estimate/llamacpp.py",
+    "estimate/llamacpp_weights.py",
+    "quant/llamacpp_mix.py",
+    "quant/llamacpp_tensors.py",
+    "quant/llamacpp_ftypes.py",
+    "quant/ggml_types.py",
+)
+#: the file types whose per-tensor types are stored (as in oomkit.quant.mix_table)
+GGUF_FTYPES = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M")
+#: the GGML types a letter stands for in the "gguf" rows ("A" is the first)
+_ALPHABET = (
+    "F32",
+    "F16",
+    "BF16",
+    "Q4_0",
+    "Q4_1",
+    "Q5_0",
+    "Q5_1",
+    "Q8_0",
+    "Q2_K",
+    "Q3_K",
+    "Q4_K",
+    "Q5_K",
+    "Q6_K",
+    "Q8_K",
+    "IQ4_NL",
+    "MXFP4",
 )
 #: the dataclasses a catalog spec is made of (``tensors`` is always None for the catalog)
 _TYPES: dict[str, type[Any]] = {
@@ -152,6 +190,65 @@ def _family_rows(file_name: str) -> dict[str, Any] | None:
     return rows if isinstance(rows, dict) else None
 
 
+def _row_for(key: str) -> dict[str, Any] | None:
+    index = _name_index()
+    file_name = index["files"].get(key) if index is not None else None
+    if not isinstance(file_name, str):
+        return None
+    rows = _family_rows(file_name)
+    row = rows.get(key) if rows is not None else None
+    return row if isinstance(row, dict) else None
+
+
+@cache
+def _stored_spec(key: str) -> ModelSpec | None:
+    row = _row_for(key)
+    spec = _decode(row["spec"]) if row is not None else None
+    return spec if isinstance(spec, ModelSpec) else None
+
+
+def precomputed_gguf_types(spec: ModelSpec, ftype: str) -> tuple[str, ...] | None:
+    """The GGML type llama-quantize gives each tensor of ``model_tensors(spec)`` for the
+    canonical file type ``ftype``, from the build-time table; None unless ``spec`` equals a
+    catalog model's stored spec and the table has the file type."""
+    if spec.source != "catalog" or ftype not in GGUF_FTYPES:
+        return None
+    stored = _stored_spec(spec.name)
+    if stored is None or stored != spec:
+        return None
+    row = _row_for(spec.name)
+    letters = row.get("gguf", {}).get(ftype) if row is not None else None
+    if not isinstance(letters, str):
+        return None
+    try:
+        return tuple(_ALPHABET[ord(c) - 65] for c in letters)
+    except IndexError:
+        return None
+
+
+def _gguf_letters(spec: ModelSpec) -> dict[str, str]:
+    """The replayed types of ``spec``'s tensors per stored file type, one letter each."""
+    from oomkit.errors import OomkitError
+    from oomkit.estimate.llamacpp_weights import replay_facts
+    from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
+    from oomkit.spec.tensors import model_tensors
+
+    try:
+        tensors = model_tensors(spec)
+        facts = replay_facts(spec)
+    except OomkitError:
+        return {}
+    out: dict[str, str] = {}
+    for ftype in GGUF_FTYPES:
+        try:
+            rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
+        except OomkitError:
+            continue  # llama-quantize aborts on this model: the replay raises it, as before
+        if all(ty in _ALPHABET for _, ty, _ in rows):
+            out[ftype] = "".join(chr(65 + _ALPHABET.index(ty)) for _, ty, _ in rows)
+    return out
+
+
 def precomputed_spec(entry: CatalogEntry) -> ModelSpec | None:
     """``entry``'s spec from the build-time table, or None (no index, no row, a stale row)."""
     index = _name_index()
@@ -183,7 +280,11 @@ def build_family(file_name: str) -> dict[str, Any]:
             spec = _built_spec(entry)
         except OomkitError:
             continue  # the parser rejects it: estimates raise its error, as before
-        specs[entry.key] = {"digest": _digest(entry), "spec": _encode(spec)}
+        row: dict[str, Any] = {"digest": _digest(entry), "spec": _encode(spec)}
+        letters = _gguf_letters(spec)
+        if letters:
+            row["gguf"] = letters
+        specs[entry.key] = row
     return {
         "schema_version": _SCHEMA,
         "about": f"Generated by 'python -m oomkit.catalog.specs --write' from models/{file_name}.",
