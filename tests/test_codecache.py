@@ -114,6 +114,7 @@ def test_other_packages_dataclasses_are_untouched() -> None:
         "@dataclasses.dataclass(frozen=True)\n"
         "class P:\n    x: int = 1\n"
         "assert P() == P() and repr(P()) == 'P(x=1)'\n"
+        "assert P.__init__.__annotations__ == {'x': int, 'return': None}\n"
         "assert not c._used and not c._read, (c._used, c._read)\n"
     )
     env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_CODE_CACHE": "1"}
@@ -128,3 +129,39 @@ def test_a_program_importing_the_library_keeps_its_dataclasses_module() -> None:
     )
     env = {k: v for k, v in os.environ.items() if k != "OOMKIT_CODE_CACHE"}
     subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": SRC}, check=True)
+
+
+def test_dataclasses_imported_without_inspect_until_needed() -> None:
+    """The command imports ``dataclasses`` without ``inspect`` and ``copy``; a class without a
+    docstring (the one use of ``inspect`` on 3.10/3.11) still gets the docstring ``dataclasses``
+    writes, and ``asdict`` still deep-copies, with the real modules."""
+    code = (
+        "import sys, dataclasses as d0\n"
+        "plain = d0.dataclass(type('P', (), {'__annotations__': {'x': 'int'}, 'x': 1}))\n"
+        "want = plain.__doc__\n"
+        "for m in [m for m in sys.modules if m in ('dataclasses', 'inspect', 'copy')]:\n"
+        "    del sys.modules[m]\n"
+        "import oomkit, dataclasses\n"
+        "assert dataclasses is not d0\n"
+        "assert 'inspect' not in sys.modules, 'inspect imported with dataclasses'\n"
+        "import oomkit.spec.settings\n"
+        "assert 'inspect' not in sys.modules, 'an oomkit dataclass needed inspect'\n"
+        "P = dataclasses.dataclass(type('P', (), {'__annotations__': {'x': 'int'}, 'x': 1}))\n"
+        "assert P.__doc__ == want == \"P(x: 'int' = 1)\", (P.__doc__, want)\n"
+        "import inspect\n"
+        "assert dataclasses.inspect is inspect and sys.modules['inspect'] is inspect\n"
+        "assert inspect.signature(P) is not None\n"
+        "assert 'copy' not in sys.modules, 'copy imported with dataclasses'\n"
+        "assert dataclasses.asdict(P(x=[1])) == {'x': [1]}\n"  # deepcopy: the real copy
+        "import copy\n"
+        "assert dataclasses.copy is copy and sys.modules['copy'] is copy\n"
+    )
+    env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_CODE_CACHE": "1"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def test_without_the_cache_dataclasses_keeps_inspect() -> None:
+    code = "import sys, oomkit, dataclasses\nassert 'inspect' in sys.modules\n"
+    env = {**os.environ, "PYTHONPATH": SRC, "OOMKIT_NO_CODE_CACHE": "1"}
+    env.pop("OOMKIT_CODE_CACHE", None)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)

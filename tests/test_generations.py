@@ -367,3 +367,29 @@ def test_vllm_before_pr_2863_charges_all_gpu_memory() -> None:
     assert old["non_torch_bytes"] > new["non_torch_bytes"]
     freed = old["non_torch_bytes"] - new["non_torch_bytes"]
     assert new["available_kv_cache_bytes"] - old["available_kv_cache_bytes"] == freed
+
+
+def test_details_without_a_version_read_from_the_text_match_the_dated_table() -> None:
+    """``generation_details`` echoes the newest generation from the rows' text (no datetime on
+    the plain estimate path): the same as the Generation objects say, for every runtime."""
+    from oomkit.estimate.generations import LLAMACPP_BUILD_DATES, generation_details
+
+    for runtime, gens in GENERATIONS.items():
+        newest = gens[-1]
+        for version in (None, "", "  "):
+            assert generation_details(runtime, version) == {
+                "key": newest.key,
+                "label": newest.label,
+                "requested": version,
+                "since": newest.since.isoformat(),
+                "change": newest.change,
+                "memory": newest.memory,
+            }
+        oldest = generation_details(runtime, "2000-01")
+        assert oldest is not None
+        assert oldest["key"] == gens[0].key
+        assert oldest["since"] == gens[0].since.isoformat()
+    assert generation_details("no-such-runtime", None) is None
+    builds = [b for b, _ in LLAMACPP_BUILD_DATES]
+    assert builds == sorted(builds)
+    assert [d.isoformat() for _, d in LLAMACPP_BUILD_DATES][6] == "2025-05-03"  # b5274's log

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = (
     "torch",
@@ -86,6 +88,11 @@ NOT_ON_ESTIMATE_PATH = (
     "oomkit.cli.gpus",
     "oomkit.cli.doctor",
     "difflib",
+    # a catalog model's spec, and its tensors' llama-quantize types, come from the build-time
+    # table (oomkit.catalog.specs): no config reader, no quantizer replay
+    "oomkit.loaders.hf_config",
+    "oomkit.loaders.hf_config_families",
+    "oomkit.quant.llamacpp_mix",
     # the planner only runs when a configuration does not fit (or for `plan`)
     "oomkit.planner.search",
     "oomkit.planner.core",
@@ -144,3 +151,48 @@ def test_cli_estimate_json_takes_the_lean_path() -> None:
     loaded = {m for m in NOT_ON_FAST_ESTIMATE_PATH if m in mods}
     assert not loaded, loaded
     assert "oomkit.cli.estimate_fast" in mods  # the path this test is about was taken
+
+
+#: Not imported by the command itself (``python -m oomkit estimate ... --json``, the dataclass
+#: code cache on): ``dataclasses`` comes without ``inspect`` (and its ``ast``, ``dis``,
+#: ``tokenize``) and ``copy``, see ``oomkit._codecache``; without ``--runtime-version`` the
+#: generations table is not built (``datetime``, the evidence table).
+NOT_ON_COMMAND_PATH = (
+    "copy",
+    "inspect",
+    "ast",
+    "dis",
+    "tokenize",
+    "datetime",
+    "oomkit.estimate.generation_evidence",
+)
+
+
+def _imported_by_command(args: list[str]) -> set[str]:
+    """Every module ``python -X importtime -m oomkit ARGS`` imports (the process ends with
+    ``os._exit``, so ``sys.modules`` cannot be printed at exit: the import log is read)."""
+    env = {k: v for k, v in os.environ.items() if k != "OOMKIT_CODE_CACHE"}
+    env["PYTHONPATH"] = str(Path(__file__).parents[1] / "src")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "oomkit", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert json.loads(proc.stdout)["runtime"] == "llama.cpp"
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "self [us]" not in line
+    }
+
+
+def test_cli_estimate_command_imports_no_introspection_modules() -> None:
+    mods = _imported_by_command(
+        ["estimate", "llama-3.1-8b", "--quant", "Q4_K_M", "--ctx", "8192", "--json"]
+    )
+    assert "dataclasses" in mods
+    assert "oomkit.cli.estimate_fast" in mods
+    loaded = {m for m in NOT_ON_COMMAND_PATH if m in mods}
+    assert not loaded, loaded

@@ -20,6 +20,9 @@ __version__ = "0.1.0"
 
 if _codecache.running_as_cli():  # the command, not a program importing the library
     _codecache.install()  # dataclass methods from __pycache__, not compiled on each start
+    from oomkit._gcpause import pause_for_command_start
+
+    pause_for_command_start()  # no cyclic-GC passes while it imports; main turns it back on
 
 _EXPORTS: dict[str, str] = {
     "Component": "oomkit.estimate.breakdown",

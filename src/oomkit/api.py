@@ -35,10 +35,9 @@ def load_model(ref: str | os.PathLike[str], *, offline: bool | None = None) -> M
 
 
 #: Ollama pulls GGUFs from the Hub as ``hf.co/{org}/{repo}:{QUANT}`` (docs/import.md)
-_HF_CO = re.compile(
+_HF_CO = (
     r"^(?:https?://)?(?:hf\.co|huggingface\.co)/(?P<org>[\w.-]+)/(?P<repo>[\w.-]+?)"
-    r"(?::(?P<quant>[\w.-]+))?$",
-    re.IGNORECASE,
+    r"(?::(?P<quant>[\w.-]+))?$"
 )
 
 
@@ -46,7 +45,11 @@ def _hf_co_ref(ref: str) -> tuple[str, str | None] | None:
     """``hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M`` -> (catalog-resolvable name,
     ``Q4_K_M``): GGUF repos are named after the model they quantize, so the catalog is asked
     for the repo name without its ``-GGUF`` suffix (then for ``org/repo``)."""
-    m = _HF_CO.match(ref.strip())
+    # every match has ".co/" (no character but C/O folds to c/o, in lower() or in the
+    # pattern's IGNORECASE): a plain name skips compiling the pattern (~0.2 ms)
+    if ".co/" not in ref.lower():
+        return None
+    m = re.match(_HF_CO, ref.strip(), re.IGNORECASE)
     if m is None:
         return None
     quant = m.group("quant")
@@ -137,30 +140,19 @@ def estimate_model(
 
 def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estimate:
     """Echo the runtime generation modelled in ``runtime_details["generation"]``."""
-    from oomkit.estimate.generations import (
-        GENERATIONS,
-        predates_generations,
-        resolve_generation,
-    )
+    from oomkit.estimate.generations import generation_details, predates_generations
 
-    if runtime not in GENERATIONS:
+    gen = generation_details(runtime, version)
+    if gen is None:
         return est
-    gen = resolve_generation(runtime, version)
     if predates_generations(runtime, version):
         note = (
             f"runtime version {version} predates every modelled {runtime} release: "
-            f"modelled as the oldest, {gen.label}"
+            f"modelled as the oldest, {gen['label']}"
         )
         est = dataclasses.replace(est, assumptions=(*est.assumptions, note))
     details = dict(est.runtime_details)
-    details["generation"] = {
-        "key": gen.key,
-        "label": gen.label,
-        "requested": version,
-        "since": gen.since.isoformat(),
-        "change": gen.change,
-        "memory": gen.memory,
-    }
+    details["generation"] = gen
     return dataclasses.replace(est, runtime_details=details)
 
 

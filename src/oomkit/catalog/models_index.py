@@ -5,6 +5,7 @@ all of them (the cold-start path of ``oomkit estimate``). Regenerate it after ed
 ``oomkit/data/models/*.json``::
 
     python -m oomkit.catalog.models_index
+    python -m oomkit.catalog.specs --write   # the build-time spec table, too
 
 ``tests/test_catalog_index.py`` fails while the committed index differs from the data.
 """

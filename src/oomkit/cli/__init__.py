@@ -105,11 +105,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rv = None
         if "cli" not in globals():
+            from oomkit._gcpause import take_start_pause
             from oomkit.cli.estimate_fast import run_fast
 
             # one command of a fresh process (argv from sys.argv): no cyclic-GC passes while it
-            # imports ~45 modules and estimates (1-3 ms); back on before main returns
-            pause_gc = argv is None and gc.isenabled()
+            # imports ~45 modules and estimates (1-3 ms); back on before main returns. The
+            # command paused it already at `import oomkit` (_gcpause.pause_for_command_start)
+            started_paused = take_start_pause()
+            pause_gc = started_paused or (argv is None and gc.isenabled())
             if pause_gc:
                 gc.disable()
             try:

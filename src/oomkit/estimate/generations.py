@@ -31,24 +31,32 @@ Effects read by the estimators (absent key = today's behaviour):
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations
 are bounded by dates, so a build number is compared through its date.
+
+The table is written as rows of text and turned into :class:`Generation` objects (with their
+``date``) when :data:`GENERATIONS` is first used: an estimate without ``--runtime-version``
+echoes the newest generation from the text (:func:`generation_details`) and never imports
+:mod:`datetime` (~1 ms of a cold start, issue 10).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from functools import cache
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import InvalidSettingError
-from oomkit.estimate.generation_builds import LLAMACPP_BUILD_DATES, build_date
-from oomkit.estimate.generation_evidence import EVIDENCE
+
+if TYPE_CHECKING:
+    from datetime import date
 
 __all__ = [
     "GENERATIONS",
     "LLAMACPP_BUILD_DATES",
     "Generation",
+    "generation_details",
     "generation_effect",
     "parse_runtime_version",
     "predates_generations",
@@ -76,6 +84,11 @@ class Generation:
     evidence: tuple[str, ...] = ()
 
 
+#: one row of the table as written: runtime, key, label, since (ISO date), version, change,
+#: memory, effects
+_Row = tuple[str, str, str, str, str | None, str, str, dict[str, Effect]]
+
+
 def _g(
     runtime: str,
     key: str,
@@ -85,7 +98,16 @@ def _g(
     change: str,
     memory: str,
     **effects: Effect,
-) -> Generation:
+) -> _Row:
+    return (runtime, key, label, since, version, change, memory, effects)
+
+
+def _generation(row: _Row) -> Generation:
+    from datetime import date
+
+    from oomkit.estimate.generation_evidence import EVIDENCE
+
+    runtime, key, label, since, version, change, memory, effects = row
     return Generation(
         runtime=runtime,
         key=key,
@@ -120,7 +142,7 @@ _OLD_LLAMACPP = {
 }
 
 #: Oldest first, per runtime. Every row cites the change that starts it.
-GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
+_ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
     {
         "llama.cpp": (
             _g(
@@ -514,10 +536,63 @@ GENERATIONS: Mapping[str, tuple[Generation, ...]] = MappingProxyType(
     }
 )
 
+if TYPE_CHECKING:
+    #: llama.cpp release tag -> date (:mod:`oomkit.estimate.generation_builds`, imported on first use, see ``__getattr__``)
+    LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...]
+
+
+@cache
+def _generations() -> Mapping[str, tuple[Generation, ...]]:
+    return MappingProxyType(
+        {rt: tuple(_generation(row) for row in rows) for rt, rows in _ROWS.items()}
+    )
+
+
+class _Generations(Mapping[str, tuple[Generation, ...]]):
+    """:data:`GENERATIONS`: the table's Generation objects, built on first use (which runtimes
+    have generations is known from the rows)."""
+
+    def __getitem__(self, runtime: str) -> tuple[Generation, ...]:
+        return _generations()[runtime]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_ROWS)
+
+    def __len__(self) -> int:
+        return len(_ROWS)
+
+    def __contains__(self, runtime: object) -> bool:
+        return runtime in _ROWS
+
+    def __repr__(self) -> str:
+        return repr(dict(_generations()))
+
+
+#: runtime -> its generations, oldest first
+GENERATIONS: Mapping[str, tuple[Generation, ...]] = _Generations()
+
+
+def __getattr__(name: str) -> Any:
+    """``LLAMACPP_BUILD_DATES``, built when first asked for (PEP 562)."""
+    if name == "LLAMACPP_BUILD_DATES":
+        from oomkit.estimate.generation_builds import LLAMACPP_BUILD_DATES
+
+        return LLAMACPP_BUILD_DATES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "transformers"}
-_DATE_RE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
-_BUILD_RE = re.compile(r"^b(\d{3,6})$")
-_VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$")
+
+
+@cache
+def _version_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(date, llama.cpp build, release) forms of ``--runtime-version``: compiled when a
+    version is first read (an estimate without one reads none)."""
+    return (
+        re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$"),
+        re.compile(r"^b(\d{3,6})$"),
+        re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$"),
+    )
 
 
 def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
@@ -526,18 +601,23 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
     Raises:
         InvalidSettingError: none of those forms.
     """
+    from datetime import date
+
+    from oomkit.estimate.generation_builds import build_date
+
     value = text.strip().lower()
-    m = _DATE_RE.match(value)
+    date_re, build_re, version_re = _version_patterns()
+    m = date_re.match(value)
     if m:
         try:
             return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
         except ValueError:
             pass
-    elif (b := _BUILD_RE.match(value)) and runtime in ("llama.cpp", "ollama"):
+    elif (b := build_re.match(value)) and runtime in ("llama.cpp", "ollama"):
         return build_date(int(b.group(1)))
     elif value.isdigit() and runtime == "llama.cpp":
         return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
-    elif v := _VERSION_RE.match(value):
+    elif v := version_re.match(value):
         return _version_tuple(v.group(1))
     raise InvalidSettingError(
         f"Invalid --runtime-version {text!r}: give a release such as "
@@ -559,17 +639,17 @@ def resolve_generation(runtime: str, version: str | None = None) -> Generation:
     """
     rt = runtime.strip().lower()
     rt = _RUNTIME_ALIASES.get(rt, rt)
-    gens = GENERATIONS.get(rt)
+    gens = _generations().get(rt)
     if gens is None:
         raise InvalidSettingError(
-            f"No runtime generations for 'runtime' ({runtime!r}): known "
-            + ", ".join(GENERATIONS)
-            + ".",
+            f"No runtime generations for 'runtime' ({runtime!r}): known " + ", ".join(_ROWS) + ".",
             setting="runtime",
             value=runtime,
         )
     if version is None or not version.strip():
         return gens[-1]
+    from datetime import date
+
     when = parse_runtime_version(rt, version)
     chosen = gens[0]
     for gen in gens:
@@ -591,13 +671,42 @@ def predates_generations(runtime: str, version: str | None) -> bool:
     if version is None or not version.strip():
         return False
     rt = _RUNTIME_ALIASES.get(runtime.strip().lower(), runtime.strip().lower())
-    gens = GENERATIONS.get(rt, ())
+    gens = _generations().get(rt, ())
     if not gens:
         return False
+    from datetime import date
+
     when = parse_runtime_version(rt, version)
     if isinstance(when, date):
         return all(gen.since > when for gen in gens)
     return all(gen.since_version is None or gen.since_version > when for gen in gens)
+
+
+def generation_details(runtime: str, version: str | None) -> dict[str, str | None] | None:
+    """What an estimate echoes as ``runtime_details["generation"]``: the generation of
+    ``runtime`` (a key of :data:`GENERATIONS`) in force at ``version``; None when the runtime
+    has no generations.
+
+    Without a version it is the newest row, read from the table's text: the dated table (and
+    :mod:`datetime`) is not built for it. ``tests/test_generations.py`` checks both ways agree.
+    """
+    rows = _ROWS.get(runtime)
+    if rows is None:
+        return None
+    if version is None or not version.strip():
+        _, key, label, since, _, change, memory, _ = rows[-1]
+    else:
+        gen = resolve_generation(runtime, version)
+        key, label, since = gen.key, gen.label, gen.since.isoformat()
+        change, memory = gen.change, gen.memory
+    return {
+        "key": key,
+        "label": label,
+        "requested": version,
+        "since": since,
+        "change": change,
+        "memory": memory,
+    }
 
 
 def generation_effect(gen: Generation, name: str, default: Effect) -> Effect:

@@ -19,7 +19,7 @@ from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.tensor_table import TensorTable
 from oomkit.spec.tensors import is_parameter, is_parameter_role
 
-__all__ = ["WeightRows", "weight_tensors"]
+__all__ = ["WeightRows", "replay_facts", "weight_tensors"]
 
 #: one row of a weights table: the tensor, its ggml type name (upper case), its exact bytes
 WeightRow = tuple[TensorInfo, str, int]
@@ -114,10 +114,8 @@ _PREDICTIONS = [0]
 def _predicted_weights(
     spec: ModelSpec, quant: str | None
 ) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
-    from oomkit.estimate.llamacpp import gguf_arch  # the estimator imports this module
     from oomkit.quant.ggml_types import GGML_TYPES
     from oomkit.quant.llamacpp_ftypes import UNSLOTH_DYNAMIC, llamacpp_ftype
-    from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
     from oomkit.spec.tensors import model_tensors
 
     notes: list[str] = []
@@ -143,22 +141,21 @@ def _predicted_weights(
         )
     ftype = canonical
     tensors = model_tensors(spec)
-    n_expert = spec.moe.num_experts if spec.moe else 0
-    attn = spec.attention_layers()
-    kv0 = spec.kv_heads(attn[0]) if attn else spec.num_key_value_heads
-    n_gqa = spec.num_attention_heads // max(1, kv0)
-    facts = {
-        "n_layer": spec.num_hidden_layers,
-        "n_expert": n_expert,
-        "n_gqa": n_gqa,
-        "arch": gguf_arch(spec),
-    }
-    # the catalog models' replays were done at build time (same function, same inputs); the
-    # table pays off from a process's second prediction on (models --fits, the planner): one
-    # estimate replays (~1.5 ms) instead of loading it (gzip, hashlib, parse: ~7 ms cold)
+    facts = replay_facts(spec)
+    # the catalog models' replays were done at build time (same function, same inputs): a
+    # catalog spec's types come with its build-time spec (oomkit.catalog.specs, one small
+    # file: the first estimate of a process skips the replay and its modules, ~2 ms); the
+    # fingerprinted table pays off from a process's second prediction on (models --fits, the
+    # planner; gzip, hashlib, parse: ~7 ms cold)
     _PREDICTIONS[0] += 1
     types = None
-    if _PREDICTIONS[0] > 1:
+    if spec.source == "catalog":
+        from oomkit.catalog.specs import precomputed_gguf_types
+
+        types = precomputed_gguf_types(spec, ftype)
+    if types is not None and len(types) != len(tensors):
+        types = None
+    if types is None and _PREDICTIONS[0] > 1:
         from oomkit.quant.mix_table import table_types
 
         types = table_types(tensors, ftype=ftype, **facts)  # type: ignore[arg-type]
@@ -173,8 +170,26 @@ def _predicted_weights(
             out.append((t, ty, n))
         rows = tuple(out)
     else:
+        from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
+
         rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
     return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)
+
+
+def replay_facts(spec: ModelSpec) -> dict[str, int | str]:
+    """The header facts llama-quantize's type choice reads besides the tensors: block count,
+    expert count, GQA ratio of layer 0 and the GGUF architecture name."""
+    from oomkit.estimate.llamacpp import gguf_arch  # the estimator imports this module
+
+    n_expert = spec.moe.num_experts if spec.moe else 0
+    attn = spec.attention_layers()
+    kv0 = spec.kv_heads(attn[0]) if attn else spec.num_key_value_heads
+    return {
+        "n_layer": spec.num_hidden_layers,
+        "n_expert": n_expert,
+        "n_gqa": spec.num_attention_heads // max(1, kv0),
+        "arch": gguf_arch(spec),
+    }
 
 
 _ROW_SUMMARIES: IdentityMemo[tuple[bool, int, int]] = IdentityMemo(256)

@@ -24,6 +24,7 @@ import os
 import re
 import stat
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,12 +40,17 @@ if TYPE_CHECKING:
 __all__ = ["load_local_model", "resolve_model"]
 
 _INDEX = "model.safetensors.index.json"
-_SPLIT_RE = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 _PATH_SUFFIXES = (".gguf", ".safetensors", ".json")
 #: most bytes read from a pipe (``/dev/stdin``, ``<(cat config.json)``) or an unsuffixed file
 MAX_STREAM_BYTES = 64 << 20
 #: most files listed in an error message
 _MAX_LISTED = 5
+
+
+@cache
+def _split_re() -> re.Pattern[str]:
+    """A split GGUF's shard name (compiled when a GGUF is first looked at, not at import)."""
+    return re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 
 
 def _listed(names: list[str]) -> str:
@@ -135,7 +141,7 @@ def _load_gguf_split(path: Path) -> GgufFile:
     """Read a GGUF; for ``-0000k-of-0000n`` splits, read every shard's tensor infos."""
     from oomkit.loaders.gguf import GgufTensorTable, load_gguf
 
-    m = _SPLIT_RE.match(path.name)
+    m = _split_re().match(path.name)
     if m is None or int(m.group("count")) < 2:
         return load_gguf(path)
     count = int(m.group("count"))
@@ -163,7 +169,7 @@ def _load_directory(path: Path) -> ModelSpec:
         weights = _weights_in(path)
         return _with_tensors(spec, weights) if weights else spec
     ggufs = sorted(p for p in path.glob("*.gguf") if p.is_file())
-    firsts = [p for p in ggufs if not _SPLIT_RE.match(p.name) or "-00001-of-" in p.name]
+    firsts = [p for p in ggufs if not _split_re().match(p.name) or "-00001-of-" in p.name]
     if len(firsts) == 1:
         return gguf_to_spec(_load_gguf_split(firsts[0]))
     if len(firsts) > 1:
