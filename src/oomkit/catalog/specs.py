@@ -36,7 +36,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from oomkit.catalog.models import DATA_DIR, CatalogEntry, _name_index, _thaw
-from oomkit.spec.model import MlaSpec, ModelSpec, MoESpec, QuantizationSpec, RecurrentSpec
+from oomkit.spec.model import (
+    MlaSpec,
+    ModelSpec,
+    MoESpec,
+    QuantizationSpec,
+    RecurrentSpec,
+    VisionTowerSpec,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -89,7 +96,8 @@ _ALPHABET = (
 )
 #: the dataclasses a catalog spec is made of (``tensors`` is always None for the catalog)
 _TYPES: dict[str, type[Any]] = {
-    cls.__name__: cls for cls in (ModelSpec, MoESpec, MlaSpec, QuantizationSpec, RecurrentSpec)
+    cls.__name__: cls
+    for cls in (ModelSpec, MoESpec, MlaSpec, QuantizationSpec, RecurrentSpec, VisionTowerSpec)
 }
 
 

@@ -537,7 +537,8 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
 )
 
 if TYPE_CHECKING:
-    #: llama.cpp release tag -> date (:mod:`oomkit.estimate.generation_builds`, imported on first use, see ``__getattr__``)
+    #: llama.cpp release tag -> date (:mod:`oomkit.estimate.generation_builds`, imported on
+    #: first use, see ``__getattr__``)
     LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...]
 
 
