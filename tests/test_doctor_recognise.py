@@ -1,0 +1,155 @@
+"""Recognition of runtimes' own few-number OOM wordings (issue 9, parse_recognise/rules_recognise).
+
+Each message is written in the runtime's real format (the source that prints it is cited in
+``oomkit.diagnose.parse_recognise``); the assertions are what the runtime's mechanism implies.
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.parse import parse_log
+
+
+def _only(text: str) -> tuple[str, str]:
+    log = parse_log(text)
+    assert len(log.events) >= 1, text
+    e = log.events[0]
+    return e.runtime, e.format or ""
+
+
+# --- Ollama 0.1.x: runner died without a message ---------------------------------------------
+
+
+def test_ollama_runner_exited_guess_is_recognised_as_ollama() -> None:
+    d = diagnose_text(
+        "ollama run mixtral\nError: llama runner exited, you may not have enough available "
+        "memory to run this model"
+    )
+    assert d.oom_found
+    assert d.primary is not None
+    assert d.primary.runtime == "ollama"
+    assert d.cause == "model_too_large"
+    assert d.confidence < 0.5  # Ollama's own guess, not a measurement
+    assert "server log" in d.explanation
+
+
+def test_ollama_runner_exited_without_the_memory_guess_is_not_this_family() -> None:
+    log = parse_log("Error: llama runner exited: some other reason")
+    assert all(e.format != "ollama_runner_exited_memory" for e in log.events)
+
+
+# --- llama.cpp context creation ---------------------------------------------------------------
+
+
+def test_wrapper_context_creation_failure_points_at_the_context() -> None:
+    for msg in (
+        "Error: Failed to create context: null reference from llama.cpp",
+        "ValueError: Failed to create llama_context",
+        "main: error: failed to create context with model 'model.gguf'",
+    ):
+        d = diagnose_text(msg)
+        assert d.primary is not None, msg
+        assert d.primary.runtime == "llama.cpp", msg
+        assert d.cause == "kv_cache_or_context", msg
+        assert d.allocation == "kv_pool"
+
+
+def test_context_failure_beside_a_buffer_failure_keeps_the_buffer_event() -> None:
+    # the fallback runs only when no specific parser matched: the sized buffer event stays
+    d = diagnose_text(
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+        "llama_kv_cache_init: failed to allocate buffer for kv cache\n"
+        "llama_init_from_model: failed to initialize the context: failed to allocate buffer\n"
+        "main: error: failed to create context with model 'x.gguf'"
+    )
+    assert all(e.format != "llama.cpp_context_failed" for e in d.events)
+
+
+# --- vLLM Mamba state blocks ------------------------------------------------------------------
+
+
+def test_vllm_mamba_blocks_bound_the_concurrency() -> None:
+    d = diagnose_text(
+        "ValueError: max_num_seqs (512) exceeds available Mamba cache blocks (300). Each decode "
+        "sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please "
+        "lower max_num_seqs to at most 300 or increase gpu_memory_utilization."
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "vllm"
+    assert d.cause == "batch_or_activations"
+    assert d.allocation == "kv_pool"
+    assert any("--max-num-seqs 300" in c for f in d.fixes for c in f.commands)
+
+
+# --- ComfyUI: PyTorch's message cut at "Allocation on device" ----------------------------------
+
+
+def test_comfyui_cut_allocation_message_is_the_nodes_working_set() -> None:
+    for msg in (
+        "!!! Exception during processing !!! Allocation on device \nTraceback (most recent call "
+        "last):",
+        "torch.OutOfMemoryError: Allocation on device\n\nGot an OOM, unloading all loaded models.",
+        "Got an OOM, unloading all loaded models.",
+    ):
+        d = diagnose_text(msg)
+        assert d.oom_found, msg
+        assert d.primary is not None, msg
+        assert d.primary.runtime == "comfyui", msg
+        assert d.cause == "batch_or_activations", msg
+
+
+def test_full_async_allocator_message_stays_with_the_pytorch_parser() -> None:
+    # the whole message (device number, sizes) is PyTorch's own, read by parse_torch
+    rt, _ = _only(
+        "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of "
+        "memory)\nCurrently allocated     : 10.00 GiB\nRequested               : 2.00 GiB\n"
+        "Device limit            : 11.00 GiB\nFree (according to CUDA): 100.00 MiB"
+    )
+    assert rt == "pytorch"
+
+
+def test_comfyui_tiled_vae_retry_is_recognised() -> None:
+    d = diagnose_text(
+        "Warning: Ran out of memory when regular VAE decoding, retrying with tiled VAE decoding."
+    )
+    assert d.primary is not None
+    assert d.primary.format == "comfyui_vae_tiled_retry"
+    assert d.cause == "batch_or_activations"
+
+
+# --- TensorFlow BFC statistics ----------------------------------------------------------------
+
+
+def test_tf_bfc_stats_table_gives_the_limit_and_use() -> None:
+    d = diagnose_text(
+        "Stats:\nLimit:                  7967745639\nInUse:                  7800000000\n"
+        "MaxInUse:               7800000000\nNumAllocs:                    2003\n"
+        "MaxAllocSize:           1073741824\n"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.runtime == "tensorflow"
+    assert e.total_bytes == 7967745639
+    assert e.allocated_bytes == 7800000000
+    assert "1073741824" in (e.detail or "")
+
+
+def test_a_limit_line_without_the_table_is_not_an_oom() -> None:
+    assert not diagnose_text("Limit:     100\nsomething else").oom_found
+
+
+# --- SYCL / Level Zero ------------------------------------------------------------------------
+
+
+def test_level_zero_out_of_memory_codes() -> None:
+    d = diagnose_text(
+        "memcpy failed: level_zero backend failed with error: 39 "
+        "(UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "sycl"
+    d2 = diagnose_text("Exception caught: UR_RESULT_ERROR_OUT_OF_HOST_MEMORY")
+    assert d2.primary is not None
+    assert d2.primary.kind == "host_alloc_failed"
+    assert d2.cause == "host_ram"
