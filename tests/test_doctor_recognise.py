@@ -153,3 +153,35 @@ def test_level_zero_out_of_memory_codes() -> None:
     assert d2.primary is not None
     assert d2.primary.kind == "host_alloc_failed"
     assert d2.cause == "host_ram"
+
+
+# --- case and wording variants of known families ----------------------------------------------
+
+
+def test_vllm_cache_blocks_message_in_any_case() -> None:
+    d = diagnose_text("ValueError: no available memory for the cache blocks")
+    assert d.primary is not None
+    assert d.primary.format == "vllm_no_cache_blocks"
+
+
+def test_generic_fallback_reads_out_of_the_memory_with_its_size() -> None:
+    d = diagnose_text("RuntimeError: CUDA out of the memory. Tried to allocate 360.00 MiB")
+    assert d.oom_found
+    assert d.primary is not None
+    assert d.primary.requested_bytes == 360 * 2**20
+
+
+def test_windows_error_1455_in_any_spelling_is_the_page_file() -> None:
+    for msg in (
+        "Error 1455",
+        "OSError: [WinError 1455] The paging file is too small",
+        "error code 1455",
+    ):
+        d = diagnose_text(msg)
+        assert d.cause == "host_ram", msg
+    assert not diagnose_text("Error 14550 at step 3").oom_found
+
+
+def test_a_lone_lower_case_killed_line_is_the_shell_report() -> None:
+    assert diagnose_text("python train.py\nkilled").cause == "host_ram"
+    assert not diagnose_text("the job was killed by the user").oom_found
