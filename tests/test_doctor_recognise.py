@@ -185,3 +185,57 @@ def test_windows_error_1455_in_any_spelling_is_the_page_file() -> None:
 def test_a_lone_lower_case_killed_line_is_the_shell_report() -> None:
     assert diagnose_text("python train.py\nkilled").cause == "host_ram"
     assert not diagnose_text("the job was killed by the user").oom_found
+
+
+# --- older formats of framework allocators ----------------------------------------------------
+
+
+def test_paddle_1x_message_without_allocated_part() -> None:
+    d = diagnose_text(
+        "Out of memory error on GPU 1. Cannot allocate 4.500000GB memory on GPU 1, available "
+        "memory is only 300.250000MB."
+    )
+    e = d.primary
+    assert e is not None
+    assert e.runtime == "paddle"
+    assert e.device == 1
+    assert e.requested_bytes == int(4.5 * 2**30)
+    assert e.free_bytes == int(300.25 * 2**20)
+    assert e.allocated_bytes is None
+    # a 4.5 GiB request is larger than any weight tensor: an activation
+    assert d.cause == "batch_or_activations"
+
+
+def test_paddle_1x_small_request_with_only_free_memory_is_undecided() -> None:
+    # without what Paddle holds, a 30 MiB request against 10 MiB free says nothing about which
+    # allocation filled the device
+    d = diagnose_text(
+        "Out of memory error on GPU 0. Cannot allocate 30.000000MB memory on GPU 0, available "
+        "memory is only 10.000000MB."
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "paddle"
+    assert d.cause == "unknown"
+
+
+def test_paddle_1x_message_wrapped_before_the_free_size() -> None:
+    d = diagnose_text(
+        "Out of memory error on GPU 0. Cannot allocate 1.000000GB memory on GPU 0, available "
+        "memory is only \n    100.000000MB."
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "paddle"
+    assert d.primary.requested_bytes == 2**30
+
+
+def test_old_cupy_total_is_the_request_plus_the_pool() -> None:
+    # cupy/cuda/memory.pyx: total = size + pool.total_bytes()
+    d = diagnose_text(
+        "cupy.cuda.memory.OutOfMemoryError: out of memory to allocate 536870912 bytes "
+        "(total 8589934592 bytes)"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.runtime == "cupy"
+    assert e.requested_bytes == 536870912
+    assert e.allocated_bytes == 8589934592 - 536870912
