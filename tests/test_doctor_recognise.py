@@ -239,3 +239,28 @@ def test_old_cupy_total_is_the_request_plus_the_pool() -> None:
     assert e.runtime == "cupy"
     assert e.requested_bytes == 536870912
     assert e.allocated_bytes == 8589934592 - 536870912
+
+
+# --- vLLM sleep mode and lmdeploy TurboMind ---------------------------------------------------
+
+
+def test_vllm_cumem_wake_up_failure_is_the_colocated_trainers_memory() -> None:
+    d = diagnose_text(
+        "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:139"
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "vllm"
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence < 0.5
+
+
+def test_turbomind_cuda_check_is_lmdeploy() -> None:
+    d = diagnose_text(
+        "    model_inst = self.tm_model.model_comm.create_model_instance(\n"
+        "RuntimeError: [TM][ERROR] CUDA runtime error: out of memory "
+        "/lmdeploy/src/turbomind/utils/allocator.h:246"
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "lmdeploy"
+    assert "create_model_instance" in d.explanation
+    assert any("cache_max_entry_count" in c for f in d.fixes for c in f.commands)

@@ -24,6 +24,12 @@ so these families never displace a richer event:
 * TensorFlow's BFC allocator statistics, printed on OOM by ``BFCAllocator::DumpMemoryLog``
   (``AllocatorStats::DebugString``: ``Limit: N`` / ``InUse: N`` / ``MaxAllocSize: N``), when the
   paste keeps only that table.
+* vLLM sleep mode's allocator (``csrc/cumem_allocator.cpp``, used only with
+  ``enable_sleep_mode`` by RL frameworks that colocate a trainer: verl, OpenRLHF): ``CUDA Error:
+  out of memory at .../cumem_allocator.cpp:N`` when ``wake_up`` re-maps the weights / KV cache it
+  released on ``sleep``.
+* lmdeploy TurboMind / FasterTransformer ``check_cuda_error``: ``[TM][ERROR] CUDA runtime error:
+  out of memory <file>:<line>`` (``[FT][ERROR]`` in FasterTransformer-era builds).
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -61,6 +67,8 @@ _BFC_LIMIT = re.compile(r"^Limit:\s{1,40}(?P<v>\d{1,20})\s{0,8}$")
 # window() joins the table's lines with spaces ("MaxInUse:" has no word boundary before "InUse")
 _BFC_INUSE = re.compile(r"\bInUse:\s{1,40}(?P<v>\d{1,20})\b")
 _BFC_MAX = re.compile(r"\bMaxAllocSize:\s{1,40}(?P<v>\d{1,20})\b")
+_CUMEM = re.compile(r"out of memory at \S{0,200}cumem_allocator\.cpp", re.IGNORECASE)
+_TURBOMIND = re.compile(r"(?:\[(?P<who>TM|FT)\]\[ERROR\] )?CUDA runtime error: out of memory")
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -72,6 +80,8 @@ _PREFILTER = needles_re(
         "Ran out of memory when regular VAE",
         "Limit:",
         "_OUT_OF_",
+        "cumem_allocator",
+        "CUDA runtime error: out of memory",
     )
 )
 
@@ -128,6 +138,19 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
                 allocated_bytes=to_int(used["v"]),
                 detail=f"MaxAllocSize {largest['v']}" if largest else None,
             )
+    if "cumem_allocator" in line and _CUMEM.search(line):
+        return _ev("vllm", "cuda_error_oom", "vllm_cumem_wake_up", line, n, stage="runtime")
+    m5 = _TURBOMIND.search(line)
+    if m5 is not None:
+        w = window(lines, i - 3 if i >= 3 else 0, max_lines=6)
+        return _ev(
+            "lmdeploy",
+            "cuda_error_oom",
+            "turbomind_cuda_runtime_error",
+            line,
+            n,
+            detail="create_model_instance" if "create_model_instance" in w else None,
+        )
     m4 = _UR.search(line)
     if m4 is not None:
         host = m4["where"] == "HOST"

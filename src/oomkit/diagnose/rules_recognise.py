@@ -183,6 +183,65 @@ def _bfc(e: OomEvent) -> Analysis:
     )
 
 
+def _cumem() -> Analysis:
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.4,
+        explanation="vLLM's sleep-mode allocator (cumem_allocator.cpp) could not map memory back: "
+        "it runs only with enable_sleep_mode, where a co-located trainer (verl, OpenRLHF) uses "
+        "the GPU while vLLM sleeps, and wake_up re-maps the weights and KV cache it released. "
+        "The memory it gave up is now held by the trainer (its PyTorch cache, optimizer state, "
+        "activations). What the trainer holds at wake-up (torch.cuda.memory_reserved() before "
+        "wake_up, `oomkit gpus`) would confirm it.",
+        fixes=(
+            generic(
+                "Lower the rollout engine's memory share",
+                "wake_up re-maps gpu_memory_utilization x the GPU; less fits beside the trainer.",
+                ("actor_rollout_ref.rollout.gpu_memory_utilization=0.4   # verl",),
+            ),
+            generic(
+                "Release the trainer's memory before waking vLLM",
+                "offloaded parameters/optimizer and an emptied cache leave room for the re-map.",
+                (
+                    "actor_rollout_ref.actor.fsdp_config.param_offload=True",
+                    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True",
+                    "torch.cuda.empty_cache() before wake_up()",
+                ),
+            ),
+        ),
+    )
+
+
+def _turbomind(e: OomEvent) -> Analysis:
+    at = (
+        " It failed in create_model_instance, where TurboMind allocates the KV cache "
+        "(cache_max_entry_count of the free memory) for the instance."
+        if e.detail
+        else ""
+    )
+    return Analysis(
+        cause="unknown",
+        confidence=0.25,
+        explanation="lmdeploy TurboMind's CUDA check reported out of memory (no sizes)."
+        + at
+        + " Whether the weights, the KV cache or a batch buffer failed decides the fix: the "
+        "model's size against the GPU (`oomkit estimate MODEL`) and the step that failed (load, "
+        "instance creation, a request) would tell.",
+        fixes=(
+            generic(
+                "Give the KV cache a smaller share of the free memory",
+                "the KV cache takes cache_max_entry_count of what is free after the weights.",
+                ("TurbomindEngineConfig(cache_max_entry_count=0.5)", "--cache-max-entry-count 0.5"),
+            ),
+            generic(
+                "Shorter sessions / fewer concurrent requests",
+                "session_len and max_batch_size size the per-request buffers.",
+                ("--session-len 4096", "--max-batch-size 32"),
+            ),
+        ),
+    )
+
+
 def _sycl(e: OomEvent) -> Analysis:
     where = "host RAM" if e.kind == "host_alloc_failed" else "device memory"
     return Analysis(
@@ -221,6 +280,10 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _comfy(e)
     if fmt == "tf_bfc_allocator_stats":
         return _bfc(e)
+    if fmt == "vllm_cumem_wake_up":
+        return _cumem()
+    if fmt == "turbomind_cuda_runtime_error":
+        return _turbomind(e)
     if fmt.startswith("level_zero_"):
         return _sycl(e)
     return None
