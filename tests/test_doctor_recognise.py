@@ -264,3 +264,30 @@ def test_turbomind_cuda_check_is_lmdeploy() -> None:
     assert d.primary.runtime == "lmdeploy"
     assert "create_model_instance" in d.explanation
     assert any("cache_max_entry_count" in c for f in d.fixes for c in f.commands)
+
+
+# --- split attention of Stable Diffusion UIs --------------------------------------------------
+
+
+def test_split_attention_slice_larger_than_free_is_the_resolution() -> None:
+    d = diagnose_text(
+        "RuntimeError: Not enough memory, use lower resolution (max approx. 1024x1024). "
+        "Need: 1.2GB free, Have:0.8GB free"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.format == "sd_split_attention"
+    assert e.requested_bytes == round(1.2 * 2**30)
+    assert e.free_bytes == round(0.8 * 2**30)
+    assert d.cause == "batch_or_activations"
+
+
+def test_split_attention_with_nothing_free_leaves_the_cause_open() -> None:
+    d = diagnose_text(
+        "RuntimeError: Not enough memory, use lower resolution (max approx. 448x448). "
+        "Need: 0.0GB free, Have:0.0GB free"
+    )
+    assert d.primary is not None
+    assert d.primary.format == "sd_split_attention"
+    assert d.cause == "unknown"
+    assert "oomkit gpus" in d.explanation

@@ -21,6 +21,10 @@ so these families never displace a richer event:
   ``execution.py`` prints it after ``!!! Exception during processing !!!`` and then ``Got an
   OOM, unloading all loaded models.``; ``comfy/sd.py`` ``Ran out of memory when regular VAE
   decoding, retrying with tiled VAE decoding`` (recovered by tiling).
+* Split attention of Stable Diffusion UIs (A1111 ``sd_hijack_optimizations.py``, ComfyUI
+  ``attention_split``): ``Not enough memory, use lower resolution (max approx. RxR). Need: N GB
+  free, Have: H GB free`` -- raised when even 64 slices of the attention matrix do not fit the
+  free memory; "GB" there divides by 1024**3, and Need is one 64th of the requirement.
 * TensorFlow's BFC allocator statistics, printed on OOM by ``BFCAllocator::DumpMemoryLog``
   (``AllocatorStats::DebugString``: ``Limit: N`` / ``InUse: N`` / ``MaxAllocSize: N``), when the
   paste keeps only that table.
@@ -43,7 +47,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.sizes import decimal_to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, window
 
 __all__ = ["parse_recognise"]
@@ -69,6 +73,10 @@ _BFC_INUSE = re.compile(r"\bInUse:\s{1,40}(?P<v>\d{1,20})\b")
 _BFC_MAX = re.compile(r"\bMaxAllocSize:\s{1,40}(?P<v>\d{1,20})\b")
 _CUMEM = re.compile(r"out of memory at \S{0,200}cumem_allocator\.cpp", re.IGNORECASE)
 _TURBOMIND = re.compile(r"(?:\[(?P<who>TM|FT)\]\[ERROR\] )?CUDA runtime error: out of memory")
+_SPLIT_ATTN = re.compile(
+    r"Not enough memory, use lower resolution \(max approx\. \d{1,6}x\d{1,6}\)\.? ?"
+    r"Need: ?(?P<need>\d{1,6}(?:\.\d{1,3})?) ?GB free, ?Have: ?(?P<have>\d{1,6}(?:\.\d{1,3})?) ?GB"
+)
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -81,6 +89,7 @@ _PREFILTER = needles_re(
         "Limit:",
         "_OUT_OF_",
         "cumem_allocator",
+        "use lower resolution",
         "CUDA runtime error: out of memory",
     )
 )
@@ -150,6 +159,18 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             line,
             n,
             detail="create_model_instance" if "create_model_instance" in w else None,
+        )
+    m6 = _SPLIT_ATTN.search(line) if "use lower resolution" in line else None
+    if m6 is not None:
+        return _ev(
+            "stable-diffusion",
+            "attention_slices",
+            "sd_split_attention",
+            line,
+            n,
+            requested_bytes=decimal_to_bytes(m6["need"], 1 << 30),
+            free_bytes=decimal_to_bytes(m6["have"], 1 << 30),
+            stage="runtime",
         )
     m4 = _UR.search(line)
     if m4 is not None:

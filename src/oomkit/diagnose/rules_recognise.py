@@ -242,6 +242,46 @@ def _turbomind(e: OomEvent) -> Analysis:
     )
 
 
+def _split_attention(e: OomEvent) -> Analysis:
+    need, have = e.requested_bytes, e.free_bytes
+    lower = generic(
+        "Lower the resolution (or the batch)",
+        "the attention matrix grows with the square of the latent's pixels.",
+        ("width/height //= 2, then upscale", "batch size 1"),
+    )
+    other = generic(
+        "Use a memory-efficient attention",
+        "xformers / SDP attention never holds the whole attention matrix.",
+        ("--xformers", "--opt-sdp-attention"),
+    )
+    if have is not None and have < (1 << 30) // 10:
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation="Split attention found almost no free memory (Have: "
+            f"{_fb(have)}): the GPU was full before the attention ran, so what fills it is the "
+            "model, memory kept from earlier generations, or another process. A fresh start "
+            "(does the first image fail too?) and `oomkit gpus` would decide.",
+            fixes=(
+                generic(
+                    "Keep less of the model on the GPU",
+                    "--medvram / --lowvram move parts of the model to RAM between steps.",
+                    ("--medvram", "--lowvram"),
+                ),
+                other,
+                lower,
+            ),
+        )
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.6,
+        explanation=f"Split attention needs {_fb(need)} free for one of its 64 slices but "
+        f"{_fb(have)} is free: the attention matrix at this resolution does not fit even when "
+        "sliced the most it can be. The image size (and batch) is the lever.",
+        fixes=(lower, other),
+    )
+
+
 def _sycl(e: OomEvent) -> Analysis:
     where = "host RAM" if e.kind == "host_alloc_failed" else "device memory"
     return Analysis(
@@ -280,6 +320,8 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _comfy(e)
     if fmt == "tf_bfc_allocator_stats":
         return _bfc(e)
+    if fmt == "sd_split_attention":
+        return _split_attention(e)
     if fmt == "vllm_cumem_wake_up":
         return _cumem()
     if fmt == "turbomind_cuda_runtime_error":
