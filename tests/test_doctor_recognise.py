@@ -291,3 +291,35 @@ def test_split_attention_with_nothing_free_leaves_the_cause_open() -> None:
     assert d.primary.format == "sd_split_attention"
     assert d.cause == "unknown"
     assert "oomkit gpus" in d.explanation
+
+
+# --- per-allocation limit of Vulkan, TensorFlow's exception class ------------------------------
+
+
+def test_vulkan_allocation_limit_alone_is_recognised() -> None:
+    d = diagnose_text("Requested buffer size exceeds device memory allocation limit")
+    assert d.primary is not None
+    assert d.primary.format == "vulkan_max_allocation_size"
+    assert "maxMemoryAllocationSize" in d.explanation
+
+
+def test_tensorflow_resource_exhausted_class_alone() -> None:
+    d = diagnose_text(
+        "    raise type(e)(node_def, op, message)\n"
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError"
+    )
+    assert d.primary is not None
+    assert d.primary.runtime == "tensorflow"
+    assert d.cause == "batch_or_activations"
+    assert d.confidence < 0.5
+
+
+def test_tensorflow_oom_line_keeps_the_shape_parser() -> None:
+    d = diagnose_text(
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor with shape[64,256,56,56] and type float on /job:localhost/replica:0/task:0/"
+        "device:GPU:0 by allocator GPU_0_bfc"
+    )
+    assert d.primary is not None
+    assert d.primary.format != "tf_resource_exhausted_class"
+    assert d.primary.shape == (64, 256, 56, 56)

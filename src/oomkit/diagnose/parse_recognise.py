@@ -34,6 +34,13 @@ so these families never displace a richer event:
   released on ``sleep``.
 * lmdeploy TurboMind / FasterTransformer ``check_cuda_error``: ``[TM][ERROR] CUDA runtime error:
   out of memory <file>:<line>`` (``[FT][ERROR]`` in FasterTransformer-era builds).
+* ggml-vulkan ``Requested buffer size exceeds device memory allocation limit`` (``ggml-vulkan.cpp``
+  ``ggml_vk_create_buffer`` throws ``vk::OutOfDeviceMemoryError`` when one buffer is above the
+  driver's ``maxMemoryAllocationSize``): a per-buffer limit, not the total memory.
+* TensorFlow's exception class alone, ``tensorflow.python.framework.errors_impl.
+  ResourceExhaustedError`` / ``tf.errors.ResourceExhaustedError`` (the status an op kernel
+  returns when its output cannot be allocated), when the paste lost the ``OOM when allocating``
+  line.
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -77,6 +84,10 @@ _SPLIT_ATTN = re.compile(
     r"Not enough memory, use lower resolution \(max approx\. \d{1,6}x\d{1,6}\)\.? ?"
     r"Need: ?(?P<need>\d{1,6}(?:\.\d{1,3})?) ?GB free, ?Have: ?(?P<have>\d{1,6}(?:\.\d{1,3})?) ?GB"
 )
+_VK_LIMIT = re.compile(
+    r"Requested buffer size exceeds device (?:memory allocation|buffer size) limit", re.IGNORECASE
+)
+_TF_EXHAUSTED = re.compile(r"(?:errors_impl|errors)\.ResourceExhaustedError\b")
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -90,6 +101,8 @@ _PREFILTER = needles_re(
         "_OUT_OF_",
         "cumem_allocator",
         "use lower resolution",
+        "buffer size exceeds",
+        "ResourceExhaustedError",
         "CUDA runtime error: out of memory",
     )
 )
@@ -172,6 +185,10 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             free_bytes=decimal_to_bytes(m6["have"], 1 << 30),
             stage="runtime",
         )
+    if "buffer size exceeds" in line and _VK_LIMIT.search(line):
+        return _ev("llama.cpp", "alloc_limit", "vulkan_max_allocation_size", line, n)
+    if "ResourceExhaustedError" in line and _TF_EXHAUSTED.search(line):
+        return _ev("tensorflow", "resource_exhausted", "tf_resource_exhausted_class", line, n)
     m4 = _UR.search(line)
     if m4 is not None:
         host = m4["where"] == "HOST"

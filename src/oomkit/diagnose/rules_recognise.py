@@ -282,6 +282,53 @@ def _split_attention(e: OomEvent) -> Analysis:
     )
 
 
+def _vk_limit() -> Analysis:
+    return Analysis(
+        cause="unknown",
+        confidence=0.4,
+        explanation="One Vulkan buffer was larger than the driver allows in a single allocation "
+        "(maxMemoryAllocationSize, often 2-4 GiB): a per-buffer limit, not the total memory. "
+        "llama.cpp splits the weights into buffers under that limit, so the buffer that failed "
+        "is usually the compute buffer or the KV cache, sized by -ub/-b and -c; `vulkaninfo` "
+        "(maxMemoryAllocationSize) and the buffer sizes in the load log would decide.",
+        fixes=(
+            generic(
+                "Make the compute buffer smaller",
+                "the compute buffer grows with the micro-batch (-ub) and the context.",
+                ("-ub 256 -b 256", "-c 8192"),
+            ),
+            generic(
+                "Split the model across devices differently",
+                "fewer layers per device keep each buffer under the per-allocation limit.",
+                ("--tensor-split 1,1", "-ngl <fewer>"),
+            ),
+        ),
+    )
+
+
+def _tf_exhausted() -> Analysis:
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.35,
+        explanation="TensorFlow raised ResourceExhaustedError: an op could not allocate its "
+        "output tensor during a step (TensorFlow's OOM status). The paste lost the 'OOM when "
+        "allocating tensor with shape [...]' line, whose first dimension (usually the batch) "
+        "would confirm that the step's activations, not the variables, overflowed.",
+        fixes=(
+            generic(
+                "Halve the batch size",
+                "a step's activations are linear in the batch.",
+                ("model.fit(..., batch_size=<half>)",),
+            ),
+            generic(
+                "Let TensorFlow grow its memory instead of reserving it",
+                "other processes then keep what they hold.",
+                ("tf.config.experimental.set_memory_growth(gpu, True)",),
+            ),
+        ),
+    )
+
+
 def _sycl(e: OomEvent) -> Analysis:
     where = "host RAM" if e.kind == "host_alloc_failed" else "device memory"
     return Analysis(
@@ -320,6 +367,10 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _comfy(e)
     if fmt == "tf_bfc_allocator_stats":
         return _bfc(e)
+    if fmt == "vulkan_max_allocation_size":
+        return _vk_limit()
+    if fmt == "tf_resource_exhausted_class":
+        return _tf_exhausted()
     if fmt == "sd_split_attention":
         return _split_attention(e)
     if fmt == "vllm_cumem_wake_up":
