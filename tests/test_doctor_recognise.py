@@ -323,3 +323,47 @@ def test_tensorflow_oom_line_keeps_the_shape_parser() -> None:
     assert d.primary is not None
     assert d.primary.format != "tf_resource_exhausted_class"
     assert d.primary.shape == (64, 256, 56, 56)
+
+
+# --- robustness: the fallback families on broken and hostile text -----------------------------
+
+_FAMILY_LINES = (
+    "Error: llama runner exited, you may not have enough available memory to run this model",
+    "Failed to create context: null reference from llama.cpp",
+    "max_num_seqs (1024) exceeds available Mamba cache blocks (856).",
+    "!!! Exception during processing !!! Allocation on device ",
+    "Warning: Ran out of memory when regular VAE decoding, retrying with tiled VAE decoding.",
+    "Limit:                 10198757376\nInUse:                 10029289984",
+    "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62",
+    "[TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/allocator.h:231",
+    "Not enough memory, use lower resolution (max approx. 448x448). Need: 0.0GB free, Have:0.0GB",
+    "Requested buffer size exceeds device memory allocation limit",
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError",
+    "level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+)
+
+
+def test_fallback_families_survive_mutations() -> None:
+    import random
+
+    from oomkit.diagnose.parse_recognise import parse_recognise
+    from oomkit.diagnose.text import split_lines
+
+    rng = random.Random(9)
+    for _ in range(3000):
+        base = rng.choice(_FAMILY_LINES)
+        cut = base[: rng.randrange(len(base) + 1)]
+        noise = rng.choice(["", "9" * rng.randrange(1, 400), " " * rng.randrange(1, 400), "(" * 50])
+        pos = rng.randrange(len(cut) + 1)
+        text = cut[:pos] + noise + cut[pos:]
+        parse_recognise(split_lines(text))  # must not raise
+        diagnose_text(text)
+
+
+def test_fallback_families_stay_linear_on_long_near_misses() -> None:
+    import time
+
+    text = ("Limit: " + "1" * 5000 + " InUse: \n" + "max_num_seqs (" + "9" * 5000 + "\n") * 200
+    t0 = time.perf_counter()
+    diagnose_text(text)
+    assert time.perf_counter() - t0 < 5.0
