@@ -21,6 +21,7 @@ from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
+from oomkit.diagnose.parse_recognise import parse_recognise
 from oomkit.diagnose.parse_smi import parse_smi
 from oomkit.diagnose.parse_torch import parse_torch
 from oomkit.diagnose.parse_vllm import parse_vllm
@@ -108,6 +109,9 @@ def parse_log(text: str) -> ParsedLog:
         found, facts = parser(lines)
         events.extend(found)
         all_facts.append(facts)
+    if not events:
+        # runtimes' own few-number OOM wordings, only where no richer event was found
+        events.extend(parse_recognise(lines))
     if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))

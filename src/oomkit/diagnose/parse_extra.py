@@ -120,7 +120,8 @@ _PREFILTER = needles_re(_NEEDLES)
 
 # Generic fallback: out-of-memory wording of any runtime (case-insensitive, literal alternation).
 _GENERIC = re.compile(
-    r"out[ _-]?of[ _-]?(?:device[ _-]?|gpu[ _-]?|host[ _-]?|v)?(?:memory|ram\b)|\bOOM\b|"
+    r"out[ _-]?of[ _-]?(?:the[ _-]?)?(?:device[ _-]?|gpu[ _-]?|host[ _-]?|v)?(?:memory|ram\b)|"
+    r"\bOOM\b|"
     r"ran out of memory|not enough (?:free )?space in|memory pool|"
     r"exceeds? (?:the )?(?:available |device |gpu )?memory|memory (?:limit|budget) exceeded|"
     r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"

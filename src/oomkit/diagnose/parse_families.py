@@ -69,20 +69,26 @@ _ORT = re.compile(
 # PaddlePaddle: "Out of memory error on GPU 0. Cannot allocate 1.000000GB memory on GPU 0,
 # 15.000000GB memory has been allocated and available memory is only 500.000000MB."
 _PADDLE_UNITS = "B|kB|KB|MB|GB|TB"
+# Paddle 1.x (memory/allocation/cuda_allocator.cc, memory/detail/system_allocator.cc) has no
+# "has been allocated" part: "... Cannot allocate 3.125000GB memory on GPU 0, available memory is
+# only 117.750000MB." and pastes wrap the line before the free size
 _PADDLE = re.compile(
     r"Out of memory error on GPU (?P<d>\d{1,3})\. Cannot allocate "
     + sz("x", _PADDLE_UNITS, "")
-    + r" memory on GPU \d{1,3}, "
+    + r" memory on GPU \d{1,3}, (?:"
     + sz("a", _PADDLE_UNITS, "")
-    + r" memory has been allocated(?: ?\([^)]{0,80}\))? and available memory is only "
+    + r" memory has been allocated(?: ?\([^)]{0,80}\))? and )?available memory is only(?: "
     + sz("f", _PADDLE_UNITS, "")
+    + r")?"
 )
 # Paddle's HumanReadableSize and PyTorch MPS's format_size divide by 1024 but print kB/MB/GB
 _BINARY = {"B": "bytes", "kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
 # CuPy: "Out of memory allocating 1,073,741,824 bytes (allocated so far: 15,032,385,536 bytes)"
+# CuPy <= 6 (cuda/memory.pyx): "out of memory to allocate N bytes (total T bytes)", where
+# total = size + pool.total_bytes(), so the pool held T - N
 _CUPY = re.compile(
     r"Out of memory allocating (?P<x>[\d,]{1,26}) bytes \(allocated so far: (?P<a>[\d,]{1,26}) "
-    r"bytes\)"
+    r"bytes\)|out of memory to allocate (?P<x2>\d{1,20}) bytes \(total (?P<t>\d{1,20}) bytes\)"
 )
 # CTranslate2 (faster-whisper, whisperX): "CUDA failed with error out of memory"
 _CT2 = re.compile(r"CUDA failed with error out of memory", re.IGNORECASE)
@@ -170,6 +176,7 @@ _DEVICE_NEEDLES = (
     "cuda failed with error",
     "Out of memory error on GPU",
     "Out of memory allocating",
+    "out of memory to allocate",
     "requested buffer of size",
     "smaller than requested bytes",
     "CUDA failed with error",
@@ -189,6 +196,8 @@ def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomE
 
 
 def _binary(m: re.Match[str], name: str) -> int | None:
+    if m.group(name) is None:
+        return None
     return to_bytes(m.group(name), _BINARY.get(m.group(name + "_u"), "bytes"), "generic")
 
 
@@ -209,14 +218,19 @@ def _device_event(line: str, n: int) -> OomEvent | None:
         )
     m2 = _CUPY.search(line)
     if m2 is not None:
+        if m2.group("x2") is not None:
+            req, t = to_int(m2.group("x2")), to_int(m2.group("t"))
+            held = t - req if req is not None and t is not None and t >= req else None
+        else:
+            req, held = to_int(m2.group("x")), to_int(m2.group("a"))
         return _ev(
             "cupy",
             "gpu_alloc_failed",
             "cupy_out_of_memory",
             line,
             n,
-            requested_bytes=to_int(m2.group("x")),
-            allocated_bytes=to_int(m2.group("a")),
+            requested_bytes=req,
+            allocated_bytes=held,
         )
     m3 = _ORT.search(line)
     if m3 is not None:

@@ -88,6 +88,9 @@ _BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])[\"'\u201c]?Killed(?:[\"'\u201d][.!]?
 _DATALOADER = re.compile(r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: Killed")
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
+# winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
+# complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
+_WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
 _EXIT_137 = re.compile(r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled")
 _DTYPE_BYTES = {
     "float": 4,
@@ -190,7 +193,8 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None
     if m5 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m5.group("pid")))
-    if "Killed" in line[-14:] and _BARE_KILLED.search(line[-40:]):
+    if ("Killed" in line[-14:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed":
+        # the shell's "Killed" (SIGKILL, the OOM killer's signal), also as a lone lower-case line
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
     if _EXIT_137.search(line):
         return _ev("linux", "killed", "exit_137", line, n)
@@ -333,7 +337,7 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             )
             continue
         if "1455" in line or "paging file" in line:
-            if "WinError 1455" in line or "paging file is too small" in line:
+            if _WIN1455.search(line) or "paging file is too small" in line:
                 events.append(_ev("windows", "host_oom", "windows_pagefile", line, n))
             continue
         ev = _linux(lines, i, line, n)

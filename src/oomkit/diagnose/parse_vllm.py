@@ -233,7 +233,10 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
                 kv_capacity_tokens=int(m2.group("cap")),
                 stage="startup",
             )
-    if "No available memory for the cache blocks" in line:
+    # vllm/worker/worker.py raise_if_cache_size_invalid (and V1 kv_cache_utils): "No available
+    # memory for the cache blocks. Try increasing `gpu_memory_utilization` ..."; pastes and
+    # wrappers re-case it, so the test ignores case
+    if "cache blocks" in line and "no available memory for the cache blocks" in line.lower():
         return _vllm_event("no_kv_blocks", "vllm_no_cache_blocks", line, n, stage="startup")
     if "on startup is less than" in line:
         m3 = _STARTUP.search(window(lines, i, max_lines=2))

@@ -38,6 +38,7 @@ from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
 from oomkit.diagnose.rules_ollama import analyze_ollama
+from oomkit.diagnose.rules_recognise import analyze_recognised
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
@@ -123,6 +124,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    rec = analyze_recognised(e, ctx)
+    if rec is not None:
+        return rec
     fam = analyze_families(e, ctx)
     if fam is not None:
         return fam

@@ -250,7 +250,10 @@ def _framework_alloc(e: OomEvent) -> Analysis:
         ("batch_size //= 2",),
     )
     held = (a or 0) + (f or 0)
-    if x is not None and held and (x >= _BIG_SHARE * held or x >= _BIG_TENSOR):
+    # a share of the device needs what the framework holds: with the free memory alone (Paddle
+    # 1.x states no allocated size) only a request larger than any weight tensor is an activation
+    share = a is not None and x is not None and x >= _BIG_SHARE * held
+    if x is not None and held and (share or x >= _BIG_TENSOR):
         return Analysis(
             cause="batch_or_activations",
             confidence=0.5,

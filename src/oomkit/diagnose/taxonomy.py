@@ -67,6 +67,7 @@ _KIND_ALLOC = {
     "kv_pool_profiled": "kv_pool",
     "kv_pool_full": "kv_pool",
     "kv_slots_full": "kv_pool",
+    "state_blocks": "kv_pool",  # vLLM's Mamba state pool (one block per running sequence)
     "workspace_overflow": "workspace",
     "dispatch_offload": "weights_load",
     "library_alloc_failed": "workspace",

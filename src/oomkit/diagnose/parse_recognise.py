@@ -1,0 +1,218 @@
+"""Runtime messages that say "out of memory" in their own words, read when no parser matched.
+
+Each family is a runtime's own wording (cited below); the dispatcher runs this module only when
+the specific parsers found nothing, before the keyword fallback (``parse_extra.parse_generic``),
+so these families never displace a richer event:
+
+* Ollama 0.1.x ``llama runner exited, you may not have enough available memory to run this
+  model`` (``llm/llama.go`` ``Predict``: the runner subprocess died — ``unexpected EOF`` — and
+  left no error line, so Ollama guesses memory).
+* A llama.cpp context that could not be created: ``failed to create context with model``
+  (``common/common.cpp``), llama-cpp-python ``Failed to create llama_context``, the Rust
+  ``llama-cpp-2`` crate's ``Failed to create context: null reference from llama.cpp``. Creating a
+  context allocates the KV cache and the compute buffers (``llama_init_from_model``), both sized
+  by the context length x parallel sequences; the weights are loaded before it.
+* vLLM hybrid (Mamba / linear-attention) models: ``max_num_seqs (N) exceeds available Mamba cache
+  blocks (B)`` (``vllm/config/compilation.py``, at CUDA-graph capture): every running sequence
+  holds one state block, and the block pool is what the memory budget left.
+* ComfyUI: PyTorch's ``Allocation on device <d> would exceed allowed memory`` (the
+  ``cudaMallocAsync`` backend ComfyUI enables, ``c10/cuda/CUDAMallocAsyncAllocator.cpp``) prints
+  the device index as an ``int8`` char, so the text stops at ``Allocation on device``; ComfyUI's
+  ``execution.py`` prints it after ``!!! Exception during processing !!!`` and then ``Got an
+  OOM, unloading all loaded models.``; ``comfy/sd.py`` ``Ran out of memory when regular VAE
+  decoding, retrying with tiled VAE decoding`` (recovered by tiling).
+* Split attention of Stable Diffusion UIs (A1111 ``sd_hijack_optimizations.py``, ComfyUI
+  ``attention_split``): ``Not enough memory, use lower resolution (max approx. RxR). Need: N GB
+  free, Have: H GB free`` -- raised when even 64 slices of the attention matrix do not fit the
+  free memory; "GB" there divides by 1024**3, and Need is one 64th of the requirement.
+* TensorFlow's BFC allocator statistics, printed on OOM by ``BFCAllocator::DumpMemoryLog``
+  (``AllocatorStats::DebugString``: ``Limit: N`` / ``InUse: N`` / ``MaxAllocSize: N``), when the
+  paste keeps only that table.
+* vLLM sleep mode's allocator (``csrc/cumem_allocator.cpp``, used only with
+  ``enable_sleep_mode`` by RL frameworks that colocate a trainer: verl, OpenRLHF): ``CUDA Error:
+  out of memory at .../cumem_allocator.cpp:N`` when ``wake_up`` re-maps the weights / KV cache it
+  released on ``sleep``.
+* lmdeploy TurboMind / FasterTransformer ``check_cuda_error``: ``[TM][ERROR] CUDA runtime error:
+  out of memory <file>:<line>`` (``[FT][ERROR]`` in FasterTransformer-era builds).
+* ggml-vulkan ``Requested buffer size exceeds device memory allocation limit`` (``ggml-vulkan.cpp``
+  ``ggml_vk_create_buffer`` throws ``vk::OutOfDeviceMemoryError`` when one buffer is above the
+  driver's ``maxMemoryAllocationSize``): a per-buffer limit, not the total memory.
+* TensorFlow's exception class alone, ``tensorflow.python.framework.errors_impl.
+  ResourceExhaustedError`` / ``tf.errors.ResourceExhaustedError`` (the status an op kernel
+  returns when its output cannot be allocated), when the paste lost the ``OOM when allocating``
+  line.
+* SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
+  / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
+  ``..._OUT_OF_HOST_MEMORY`` (38).
+
+Every pattern is a literal or a bounded repetition: linear time on any line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import decimal_to_bytes, to_int
+from oomkit.diagnose.text import Lines, needles_re, window
+
+__all__ = ["parse_recognise"]
+
+_OLLAMA_EXIT = re.compile(
+    r"llama runner exited, you may not have enough available memory to run this model"
+)
+_CTX_FAIL = re.compile(r"failed to create (?:a )?(?:llama[_ ])?context\b", re.IGNORECASE)
+_MAMBA = re.compile(
+    r"max_num_seqs \((?P<n>\d{1,9})\) exceeds available Mamba cache blocks \((?P<b>\d{1,12})\)"
+)
+_COMFY_CUT = re.compile(
+    r"(?:!!! Exception during processing !!!|OutOfMemoryError:|Exception Message:\*{0,2}) "
+    r"{0,4}Allocation on device\s{0,8}$"
+)
+_COMFY_GOT = "Got an OOM, unloading all loaded models"
+_COMFY_VAE = re.compile(
+    r"Ran out of memory when regular VAE (?P<op>en|de)coding, retrying with tiled VAE"
+)
+_BFC_LIMIT = re.compile(r"^Limit:\s{1,40}(?P<v>\d{1,20})\s{0,8}$")
+# window() joins the table's lines with spaces ("MaxInUse:" has no word boundary before "InUse")
+_BFC_INUSE = re.compile(r"\bInUse:\s{1,40}(?P<v>\d{1,20})\b")
+_BFC_MAX = re.compile(r"\bMaxAllocSize:\s{1,40}(?P<v>\d{1,20})\b")
+_CUMEM = re.compile(r"out of memory at \S{0,200}cumem_allocator\.cpp", re.IGNORECASE)
+_TURBOMIND = re.compile(r"(?:\[(?P<who>TM|FT)\]\[ERROR\] )?CUDA runtime error: out of memory")
+_SPLIT_ATTN = re.compile(
+    r"Not enough memory, use lower resolution \(max approx\. \d{1,6}x\d{1,6}\)\.? ?"
+    r"Need: ?(?P<need>\d{1,6}(?:\.\d{1,3})?) ?GB free, ?Have: ?(?P<have>\d{1,6}(?:\.\d{1,3})?) ?GB"
+)
+_VK_LIMIT = re.compile(
+    r"Requested buffer size exceeds device (?:memory allocation|buffer size) limit", re.IGNORECASE
+)
+_TF_EXHAUSTED = re.compile(r"(?:errors_impl|errors)\.ResourceExhaustedError\b")
+_UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
+_PREFILTER = needles_re(
+    (
+        "llama runner exited",
+        "ontext",
+        "Mamba cache blocks",
+        "Allocation on device",
+        _COMFY_GOT,
+        "Ran out of memory when regular VAE",
+        "Limit:",
+        "_OUT_OF_",
+        "cumem_allocator",
+        "use lower resolution",
+        "buffer size exceeds",
+        "ResourceExhaustedError",
+        "CUDA runtime error: out of memory",
+    )
+)
+
+
+def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:600], **kw)
+
+
+def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
+    n = lines.number[i]
+    if _OLLAMA_EXIT.search(line):
+        return _ev("ollama", "runner_exited_memory", "ollama_runner_exited_memory", line, n)
+    m = _MAMBA.search(line)
+    if m is not None:
+        return _ev(
+            "vllm",
+            "state_blocks",
+            "vllm_mamba_cache_blocks",
+            line,
+            n,
+            stage="startup",
+            detail=f"max_num_seqs {m['n']} > {m['b']} Mamba cache blocks",
+        )
+    if "ontext" in line and "process has terminated" not in line and _CTX_FAIL.search(line):
+        return _ev(
+            "llama.cpp", "context_failed", "llama.cpp_context_failed", line, n, stage="kv_cache"
+        )
+    if _COMFY_CUT.search(line) or _COMFY_GOT in line:
+        return _ev("comfyui", "cuda_oom", "comfyui_allocation_on_device", line, n)
+    m2 = _COMFY_VAE.search(line)
+    if m2 is not None:
+        return _ev(
+            "comfyui",
+            "vae_tiled_retry",
+            "comfyui_vae_tiled_retry",
+            line,
+            n,
+            stage="runtime",
+            detail=f"VAE {m2['op']}coding",
+        )
+    m3 = _BFC_LIMIT.search(line)
+    if m3 is not None:
+        w = window(lines, i, max_lines=8)
+        used = _BFC_INUSE.search(w)
+        if used is not None:
+            largest = _BFC_MAX.search(w)
+            return _ev(
+                "tensorflow",
+                "bfc_stats",
+                "tf_bfc_allocator_stats",
+                w,
+                n,
+                total_bytes=to_int(m3["v"]),
+                allocated_bytes=to_int(used["v"]),
+                detail=f"MaxAllocSize {largest['v']}" if largest else None,
+            )
+    if "cumem_allocator" in line and _CUMEM.search(line):
+        return _ev("vllm", "cuda_error_oom", "vllm_cumem_wake_up", line, n, stage="runtime")
+    m5 = _TURBOMIND.search(line)
+    if m5 is not None:
+        w = window(lines, i - 3 if i >= 3 else 0, max_lines=6)
+        return _ev(
+            "lmdeploy",
+            "cuda_error_oom",
+            "turbomind_cuda_runtime_error",
+            line,
+            n,
+            detail="create_model_instance" if "create_model_instance" in w else None,
+        )
+    m6 = _SPLIT_ATTN.search(line) if "use lower resolution" in line else None
+    if m6 is not None:
+        return _ev(
+            "stable-diffusion",
+            "attention_slices",
+            "sd_split_attention",
+            line,
+            n,
+            requested_bytes=decimal_to_bytes(m6["need"], 1 << 30),
+            free_bytes=decimal_to_bytes(m6["have"], 1 << 30),
+            stage="runtime",
+        )
+    if "buffer size exceeds" in line and _VK_LIMIT.search(line):
+        return _ev("llama.cpp", "alloc_limit", "vulkan_max_allocation_size", line, n)
+    if "ResourceExhaustedError" in line and _TF_EXHAUSTED.search(line):
+        return _ev("tensorflow", "resource_exhausted", "tf_resource_exhausted_class", line, n)
+    m4 = _UR.search(line)
+    if m4 is not None:
+        host = m4["where"] == "HOST"
+        return _ev(
+            "sycl",
+            "host_alloc_failed" if host else "gpu_alloc_failed",
+            "level_zero_out_of_host_memory" if host else "level_zero_out_of_device_memory",
+            line,
+            n,
+            detail=m4.group(0),
+        )
+    return None
+
+
+def parse_recognise(lines: Lines) -> list[OomEvent]:
+    """Events of the families in the module docstring (every match, in log order). Never raises.
+
+    The caller runs this only when no specific parser found an event.
+    """
+    events: list[OomEvent] = []
+    for i, raw in enumerate(lines.text):
+        if not _PREFILTER.search(raw):
+            continue
+        ev = _event(lines, i, lines.cleaned(i))
+        if ev is not None:
+            events.append(ev)
+    return events
