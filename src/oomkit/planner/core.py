@@ -28,7 +28,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
-from oomkit.planner.search import HOST_HEADROOM_BYTES, Evaluation, Searcher
+from oomkit.planner.search import HOST_HEADROOM_BYTES, SEQS_LEVER, Evaluation, Searcher
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -167,6 +167,15 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
     if cand.tp:
         out.append(f"tensor parallel {cand.tp}")
+    if cand.max_num_seqs is not None:
+        flag = SEQS_LEVER[searcher.runtime][1]
+        default = searcher.seqs_default.get(cand.quant)
+        was = (
+            f"; {'asked' if searcher.base.max_num_seqs else 'default'} {default}" if default else ""
+        )
+        out.append(
+            f"at most {cand.max_num_seqs} concurrent sequences ({flag} {cand.max_num_seqs}{was})"
+        )
     host_weights = ev.estimate.host.weights_bytes
     if searcher.runtime == "transformers" and host_weights:
         out.append(f"{format_bytes(host_weights)} of weights on CPU (device_map='auto', slow)")
@@ -227,6 +236,8 @@ def _diverse(found: Sequence[Evaluation], limit: int, target_ctx: int) -> list[E
 
 def _reject_text(ev: Evaluation, s: Searcher) -> str:
     bits = [ev.cand.quant, f"ctx {ev.cand.ctx}", f"KV {ev.cand.kv}", "all layers on GPU"]
+    if ev.cand.max_num_seqs is not None:
+        bits.append(f"{SEQS_LEVER[s.runtime][1]} {ev.cand.max_num_seqs}")
     return ", ".join(bits)
 
 
