@@ -215,13 +215,14 @@ def rank_key(
 ) -> tuple[int, ...]:
     """Sort key (smaller is better) of a fitting candidate under ``prefer``.
 
-    quality: quant, then level (GPU → experts on CPU → layers on CPU), then the context
-    deficit, then the KV type, then whether the concurrent sequences were capped (vLLM
-    ``--max-num-seqs`` / SGLang ``--max-running-requests``: fewer is worse), then how much
-    sits on the CPU — exactly the planner issue's order (all on GPU → quantized KV → shorter
-    context → experts to CPU → partial offload → smaller quant); a sequence cap costs
-    throughput only, so it ranks after the context but before a smaller quant. speed: anything
-    off the GPU last, then as quality. context: the context deficit first, then as quality.
+    quality: quant, then level (GPU → experts on CPU → layers on CPU), then whether the
+    concurrent sequences were capped below the runtime's own value (vLLM ``--max-num-seqs`` /
+    SGLang ``--max-running-requests``), then the context deficit, then the KV type, then how
+    much sits on the CPU — the planner issue's order (all on GPU → quantized KV → shorter
+    context → experts to CPU → partial offload → smaller quant), with a sequence cap (it costs
+    throughput only) tried when the runtime's default does not fit, before a smaller quant.
+    speed: anything off the GPU last, then as quality. context: the context deficit first,
+    then as quality.
     """
     deficit = max(0, target_ctx - cand.ctx)
     r_q = ladder.index(cand.quant)
@@ -229,7 +230,7 @@ def rank_key(
     amount = cand.offload_amount(n_layer)
     seqs = 0 if cand.max_num_seqs is None else 1
     fewer = 0 if cand.max_num_seqs is None else -cand.max_num_seqs
-    quality = (r_q, cand.level, deficit, r_kv, seqs, fewer, amount)
+    quality = (r_q, cand.level, seqs, deficit, r_kv, fewer, amount)
     if prefer == "speed":
         return (int(cand.level > LEVEL_GPU), *quality)
     if prefer == "context":

@@ -450,11 +450,13 @@ class Searcher:
             self.seqs_default[quant] = top
         return self.seqs_default[quant]
 
-    def level_seqs(self, quant: str, beat_ctx: int = 0) -> Evaluation | None:
+    def level_seqs(self, quant: str, beat_ctx: int | None = None) -> Evaluation | None:
         """Everything on the GPU with fewer concurrent sequences (vLLM ``--max-num-seqs``,
         SGLang ``--max-running-requests``): the asked context with the best KV type and the
-        largest cap that fits; else the longest context (longer than ``beat_ctx``, what the
-        runtime's own cap reaches) at the smallest cap, then the largest cap at that context.
+        largest cap that fits; else, when the runtime's own cap fits at no context
+        (``beat_ctx`` None), the longest context at the smallest cap, then the largest cap at
+        that context. With ``beat_ctx`` (the context the runtime's own cap reaches) only the
+        asked context is worth a cap: a few more tokens do not justify fewer sequences.
         None when lowering the cap does not help."""
         if not self.seqs_lever:
             return None
@@ -482,10 +484,12 @@ class Searcher:
             ev = largest_cap(kv, self.target_ctx)
             if ev is not None:
                 return ev
+        if beat_ctx is not None:
+            return None
         best: Evaluation | None = None
         for kv in self.kvs:
             found = self._largest_ctx(functools.partial(make_floor, kv))
-            if found is None or found[0] <= max(beat_ctx, best.cand.ctx if best else 0):
+            if found is None or (best is not None and found[0] <= best.cand.ctx):
                 continue
             ev = largest_cap(kv, found[0])
             if ev is not None:
@@ -550,7 +554,7 @@ class Searcher:
         if ev is not None:
             out.append(ev)
         if not upgrade and (ev is None or ev.cand.ctx < self.target_ctx):
-            capped = self.level_seqs(quant, beat_ctx=0 if ev is None else ev.cand.ctx)
+            capped = self.level_seqs(quant, beat_ctx=None if ev is None else ev.cand.ctx)
             if capped is not None:
                 out.append(capped)
         if upgrade or gpu_only or not self.offload_ok:
