@@ -117,3 +117,11 @@ def test_sglang_honours_max_running_requests() -> None:
         .command,
     )
     assert cmd["--max-running-requests"] == ["4"]
+
+
+def test_nothing_fits_says_the_cap_was_tried() -> None:
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-4090").to_device_target(),))
+    r = plan("llama-3.1-405b", hw, PlanRequest(runtime="vllm"))
+    assert not r.fits
+    assert r.impossible is not None
+    assert "--max-num-seqs 1 needs" in r.impossible

@@ -245,7 +245,10 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     """One paragraph: why nothing fits and what would be needed."""
     heads: list[str] = []
     worst_quant = s.ladder[-1]
-    ev = s.evaluate(Candidate(worst_quant, s.kvs[-1], s.min_ctx, tp=s._tp()))
+    top = s._seqs_top(worst_quant) if s.seqs_lever else None
+    fewest = s.seqs_floor if top is not None and top > s.seqs_floor else None
+    ev = s.evaluate(Candidate(worst_quant, s.kvs[-1], s.min_ctx, tp=s._tp(), max_num_seqs=fewest))
+    with_fewest = f" and {SEQS_LEVER[s.runtime][1]} {fewest}" if fewest is not None else ""
     need_gpu = max(d.total_bytes for d in ev.estimate.devices) + (
         s.request.headroom_bytes if s.gguf else 0
     )
@@ -257,7 +260,8 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     heads.append(
         f"Nothing fits: {default_q} entirely on the GPU at {s.target_ctx} tokens would need "
         f"{format_bytes(want_gpu)} per GPU, and even {worst_quant} with a {s.kvs[-1]} KV cache "
-        f"at {s.min_ctx} tokens needs {format_bytes(need_gpu)} ({ev.reason or 'fits the GPU'})."
+        f"at {s.min_ctx} tokens{with_fewest} needs {format_bytes(need_gpu)} "
+        f"({ev.reason or 'fits the GPU'})."
     )
     if s.offload_ok:
         host = s.hardware.host_ram_bytes
