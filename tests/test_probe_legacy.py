@@ -31,6 +31,7 @@ BERT: dict[str, Any] = {
 
 
 def test_legacy_softmax_matches_torch_and_saves_its_input() -> None:
+    original = torch.nn.functional.softmax
     x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
     g = torch.randn(3, 5, dtype=torch.float64)
     want = torch.nn.functional.softmax(x, dim=-1)
@@ -44,9 +45,68 @@ def test_legacy_softmax_matches_torch_and_saves_its_input() -> None:
     # torch < 1.11 SoftmaxBackward held self and result
     assert any(t.data_ptr() == x.data_ptr() for t in saved)
     assert any(t.data_ptr() == got.data_ptr() for t in saved)
-    assert torch.nn.functional.softmax is not None  # restored on exit
+    assert torch.nn.functional.softmax is original  # restored on exit
     with torch.no_grad(), legacy_softmax():  # nothing to save: the plain op runs
         assert torch.nn.functional.softmax(x, dim=-1).grad_fn is None
+    assert torch.nn.functional.softmax is original
+
+
+def _saves_input(x: Any) -> bool:
+    """Whether softmax's backward node holds its input (today's SoftmaxBackward0 exposes its
+    saved tensors as ``_saved_*`` attributes, a custom Function as ``saved_tensors``)."""
+    fn = torch.nn.functional.softmax(x, dim=-1).grad_fn
+    saved = getattr(fn, "saved_tensors", None)
+    if saved is None:
+        saved = [getattr(fn, a) for a in dir(fn) if a.startswith("_saved_")]
+    return any(isinstance(t, torch.Tensor) and t.data_ptr() == x.data_ptr() for t in saved)
+
+
+def test_legacy_softmax_nests_and_restores_the_original() -> None:
+    original = torch.nn.functional.softmax
+    x = torch.randn(2, 4, requires_grad=True)
+    assert not _saves_input(x)
+    with legacy_softmax():
+        with legacy_softmax():
+            assert _saves_input(x)
+        assert _saves_input(x)  # the inner exit leaves the outer context active
+        assert torch.nn.functional.softmax is not original
+    assert torch.nn.functional.softmax is original
+    assert not _saves_input(x)
+    # exits in any order: the last one restores
+    a, b = legacy_softmax(), legacy_softmax()
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert _saves_input(x)
+    b.__exit__(None, None, None)
+    assert torch.nn.functional.softmax is original
+    # an exception inside restores too
+    with pytest.raises(ValueError, match="boom"), legacy_softmax():
+        raise ValueError("boom")
+    assert torch.nn.functional.softmax is original
+
+
+def test_legacy_softmax_is_per_thread() -> None:
+    """Another thread tracing meanwhile keeps today's saved set."""
+    import threading
+
+    x = torch.randn(2, 4, requires_grad=True)
+    inside, done = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def other() -> None:
+        inside.wait(10)
+        seen.append(_saves_input(x))
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with legacy_softmax():
+        inside.set()
+        assert done.wait(10)
+        assert _saves_input(x)
+    t.join()
+    assert seen == [False]
 
 
 @pytest.mark.parametrize(("dtype", "elem"), [("fp32", 4), ("fp16", 2)])

@@ -101,13 +101,14 @@ def _fits(
     from oomkit.cli.params import hardware_from_options
     from oomkit.estimate.registry import normalize_runtime
     from oomkit.planner.request import PlanRequest
-    from oomkit.planner.reverse import models_that_fit
+    from oomkit.planner.reverse import fits_report
     from oomkit.units import format_bytes
 
     runtime_key = normalize_runtime(runtime)  # a misspelt --runtime fails before any output
     PlanRequest(runtime=runtime_key, ctx=ctx)  # and so does an out-of-range --ctx
     hardware = hardware_from_options((gpu,), vram=vram, ram=None, quiet=as_json)
-    rows, skipped = models_that_fit(hardware, runtime=runtime_key, ctx=ctx, query=query)
+    report = fits_report(hardware, runtime=runtime_key, ctx=ctx, query=query)
+    rows, skipped = report.fits, len(report.unsupported)
     if sort == "speed":
         rows.sort(key=lambda m: -(m.to_dict()["decode_tokens_per_s"] or 0.0))
     elif sort == "ctx":
@@ -119,6 +120,9 @@ def _fits(
                 "gpu": [d.name for d in hardware.devices],
                 "models": [m.to_dict() for m in rows],
                 "unsupported": skipped,
+                # additive: every catalog model is in models, not_fitting or unsupported_models
+                "not_fitting": [m.to_dict() for m in report.not_fitting],
+                "unsupported_models": [m.to_dict() for m in report.unsupported],
             }
         )
     else:
@@ -130,7 +134,11 @@ def _fits(
                 f"{format_bytes(d['gpu_bytes']):>11}  max ctx {m.max_ctx:>7}  {tps}"
             )
         note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
+        if report.not_fitting:
+            note += f"; {len(report.not_fitting)} do not fit (--json gives each one's reason)"
         click.echo(f"{len(rows)} model(s) fit{note}", err=True)
+        for miss in report.unsupported:
+            click.echo(f"  unsupported: {miss.key}: {miss.reason}", err=True)
     from oomkit.cli import skip_teardown
 
     skip_teardown()  # the estimator's caches hold ~10^5 objects: do not free them one by one

@@ -54,7 +54,16 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "max_num_seqs",
     "max_num_batched_tokens",
     "enforce_eager",
+    "runtime_version",
 )
+#: why an inference-only option means nothing to a training step, where "is an inference
+#: option" alone does not say it
+_WHY_NOT_TRAINING: dict[str, str] = {
+    "runtime_version": (
+        "it picks an inference runtime's generation and training has no runtime generations; "
+        "for torch < 1.11 autograd use --softmax-saves-input"
+    ),
+}
 
 #: what ``estimate --train ... --emit X`` prints (the option itself is the estimate command's)
 EMIT_CHOICES = ("deepspeed", "fsdp", "torchrun", "accelerate")
@@ -88,6 +97,8 @@ class TrainOptions:
     grad_accum: int
     fragmentation: float | None
     activation_offloading: bool = False
+    #: torch < 1.11 autograd: softmax saved its input too (pytorch/pytorch#64000)
+    softmax_saves_input: bool = False
     #: torch.compile of the layers and the loss (torchtune compile=True); no_compile_loss:
     #: the layers only
     compile: bool = False
@@ -130,6 +141,7 @@ class TrainOptions:
             overhead_bytes=overhead_bytes,
             grad_accum=self.grad_accum,
             activation_offloading=self.activation_offloading,
+            softmax_saves_input=self.softmax_saves_input,
             compiled=self.compile,
             compiled_loss=self.compile and not self.no_compile_loss,
         )
@@ -194,6 +206,10 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
     click.option("--no-compile-loss", "train_no_compile_loss", is_flag=True,
                  help="With --compile: the loss runs eagerly (torchtune < 0.3 compiled the "
                       "model only)"),
+    click.option("--softmax-saves-input", "train_softmax_saves_input", is_flag=True,
+                 help="torch < 1.11 behaviour: softmax's backward also keeps its input, one "
+                      "more heads x seq x seq tensor per eager attention layer "
+                      "(pytorch/pytorch#64000, fixed in 1.11)"),
     click.option("--fragmentation", "train_fragmentation", type=float,
                  help="Allocator fragmentation margin as a fraction of the peak (default 0.05)"),
 )  # fmt: skip
@@ -225,6 +241,9 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
         bad = [n for n in INFERENCE_ONLY_OPTIONS if given(n)]
         if bad:
             flag = "--" + bad[0].replace("_", "-")
+            why = _WHY_NOT_TRAINING.get(bad[0])
+            if why is not None:
+                raise click.UsageError(f"{flag} cannot be used with --train: {why}")
             raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
         return
     train_given = [

@@ -87,6 +87,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "tp",
             "pp",
             "mem_fraction_static",
+            "max_num_seqs",
             "overhead_bytes",
         }
     ),

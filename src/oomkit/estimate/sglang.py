@@ -8,7 +8,8 @@ the free memory measured once the CUDA context and the distributed group exist
 (``init_torch_distributed`` -> ``min_per_gpu_memory``), so ``rest = free0 x frac - weights``.
 After the pool, ``init_memory_pool`` allocates the ``ReqToTokenPool``: ``max_num_reqs + 1`` rows
 of ``context_len + 4`` int32 with ``max_num_reqs = min(max(tokens / context_len x 512, 2048),
-4096)``. The ``1 - mem_fraction_static`` rest holds activations and CUDA graphs.
+4096)``, or ``--max-running-requests`` (``settings.max_num_seqs``) when given. The
+``1 - mem_fraction_static`` rest holds activations and CUDA graphs.
 
 Default ``mem_fraction_static`` (server_args.py ``ServerArgs._handle_gpu_memory_settings``, PR
 #10975): ``(gpu_mem - reserved) / gpu_mem`` rounded to 3 places, in MiB of the smallest GPU
@@ -19,7 +20,8 @@ the GPU is unknown. ``chunked_prefill_size`` / ``cuda_graph_max_bs`` by GPU memo
 8192 / 256 (512); larger 16384 / 512. (SGLang <= 0.4 used a TP table instead: 0.88, 0.87, 0.85,
 0.81, 0.79 for tp 1, 2, 4, 8, 16: :func:`legacy_mem_fraction_static`.)
 Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pipeline`),
-``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``.
+``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``,
+``--max-running-requests`` (``max_num_seqs``).
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             if stage_tokens is not None and (tokens is None or stage_tokens < tokens):
                 tokens = stage_tokens
             if tokens is not None:
-                reqs = min(max(int(tokens / ctx * 512), 2048), 4096)
+                # --max-running-requests is passed straight to init_memory_pool(max_num_reqs)
+                reqs = settings.max_num_seqs or min(max(int(tokens / ctx * 512), 2048), 4096)
                 reqs = min(reqs, max(1, tokens // 2))
                 req_pool = (reqs + 1) * (ctx + 4) * 4
             reserve = max(0, free0 - int(free0 * frac) - req_pool)

@@ -18,7 +18,8 @@ release names the difference (``StepOptions.softmax_saves_input``) and the probe
   is the one saved.
 
 :func:`legacy_softmax` replaces ``torch.nn.functional.softmax`` (what transformers' eager
-attention calls) while it is active with an autograd function that saves exactly that pair.
+attention calls) while it is active with an autograd function that saves exactly that pair
+(nested and concurrent uses share one installation, removed by the last to exit).
 The replacement goes through ``save_for_backward``, so activation checkpointing drops and
 recomputes it like any saved tensor.
 """
@@ -26,7 +27,8 @@ recomputes it like any saved tensor.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -61,29 +63,57 @@ def _autocast_on(t: torch.Tensor) -> bool:
     return bool(torch.is_autocast_enabled(t.device.type))
 
 
+_LOCK = threading.Lock()
+#: ``F.softmax`` as it was before the first active :func:`legacy_softmax` installed
+#: :func:`_softmax`, and how many contexts (all threads) hold the installation
+_ORIGINAL: list[Callable[..., torch.Tensor]] = []
+_USERS = [0]
+#: per thread: how deep this thread is inside :func:`legacy_softmax` (other threads that trace
+#: meanwhile keep today's op)
+_LOCAL = threading.local()
+
+
+def _softmax(
+    input: torch.Tensor, dim: int | None = None, _stacklevel: int = 3,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """``F.softmax`` with torch < 1.11's saved set inside :func:`legacy_softmax` (this thread)."""
+    original = _ORIGINAL[0]
+    active = getattr(_LOCAL, "depth", 0) > 0
+    if not active or dim is None or not torch.is_grad_enabled() or not input.requires_grad:
+        return original(input, dim, _stacklevel, dtype)
+    if dtype is None and _autocast_on(input) and input.dtype in (torch.float16, torch.bfloat16):
+        dtype = torch.float32  # autocast's fp32_set_opt_dtype for softmax
+    half_to_float = input.dtype == torch.float16 and dtype == torch.float32
+    x = input if half_to_float or dtype is None else input.to(dtype)
+    with torch.autocast(input.device.type, enabled=False):
+        out: torch.Tensor = _SoftmaxSavingInput.apply(  # type: ignore[no-untyped-call]
+            x, dim % input.dim(), half_to_float
+        )
+    return out
+
+
 @contextlib.contextmanager
 def legacy_softmax() -> Iterator[None]:
-    """Trace ``F.softmax`` as torch < 1.11 saved it (see the module docstring)."""
-    original = torch.nn.functional.softmax
+    """Trace ``F.softmax`` as torch < 1.11 saved it (see the module docstring).
 
-    def softmax(
-        input: torch.Tensor, dim: int | None = None, _stacklevel: int = 3,
-        dtype: torch.dtype | None = None,
-    ) -> torch.Tensor:  # fmt: skip
-        if dim is None or not torch.is_grad_enabled() or not input.requires_grad:
-            return original(input, dim, _stacklevel, dtype)
-        if dtype is None and _autocast_on(input) and input.dtype in (torch.float16, torch.bfloat16):
-            dtype = torch.float32  # autocast's fp32_set_opt_dtype for softmax
-        half_to_float = input.dtype == torch.float16 and dtype == torch.float32
-        x = input if half_to_float or dtype is None else input.to(dtype)
-        with torch.autocast(input.device.type, enabled=False):
-            out: torch.Tensor = _SoftmaxSavingInput.apply(  # type: ignore[no-untyped-call]
-                x, dim % input.dim(), half_to_float
-            )
-        return out
-
-    torch.nn.functional.softmax = softmax
+    Re-entrant and thread-safe: the first context installs the replacement, the last one to
+    exit (in any order, from any thread) puts back the very function it found; only threads
+    inside a context get the legacy saved set.
+    """
+    with _LOCK:
+        if _USERS[0] == 0:
+            _ORIGINAL[:] = [torch.nn.functional.softmax]
+            torch.nn.functional.softmax = _softmax
+        _USERS[0] += 1
+    _LOCAL.depth = getattr(_LOCAL, "depth", 0) + 1
     try:
         yield
     finally:
-        torch.nn.functional.softmax = original
+        _LOCAL.depth -= 1
+        with _LOCK:
+            _USERS[0] -= 1
+            if _USERS[0] == 0:
+                # _ORIGINAL is kept: a reference taken inside still works (as today's op)
+                if torch.nn.functional.softmax is _softmax:  # nobody patched over us
+                    torch.nn.functional.softmax = _ORIGINAL[0]

@@ -217,8 +217,8 @@ def emit_command(
             parts += ["--kv-cache-dtype", settings.cache_type_k]
         if settings.quant in ("fp8", "awq", "gptq"):
             parts += ["--quantization", settings.quant]
-        if settings.parallel:
-            parts += ["--max-num-seqs", str(settings.parallel)]
+        if settings.max_num_seqs or settings.parallel:
+            parts += ["--max-num-seqs", str(settings.max_num_seqs or settings.parallel)]
         return " ".join(parts)
     if runtime == "sglang":
         parts = ["python", "-m", "sglang.launch_server"]
@@ -230,8 +230,9 @@ def emit_command(
             parts += ["--kv-cache-dtype", _SGLANG_FP8_KV]
         if settings.quant in ("fp8", "awq", "gptq"):
             parts += ["--quantization", settings.quant]
-        if settings.parallel:
-            parts += ["--max-running-requests", str(settings.parallel)]
+        if settings.max_num_seqs or settings.parallel:
+            seqs = settings.max_num_seqs or settings.parallel
+            parts += ["--max-running-requests", str(seqs)]
         return " ".join(parts)
     return _transformers_snippet(settings, _hf_ref(model_ref, spec))
 

@@ -28,7 +28,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
-from oomkit.planner.search import HOST_HEADROOM_BYTES, Evaluation, Searcher
+from oomkit.planner.search import HOST_HEADROOM_BYTES, SEQS_LEVER, Evaluation, Searcher
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -167,6 +167,15 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
     if cand.tp:
         out.append(f"tensor parallel {cand.tp}")
+    if cand.max_num_seqs is not None:
+        flag = SEQS_LEVER[searcher.runtime][1]
+        default = searcher.seqs_default.get(cand.quant)
+        was = (
+            f"; {'asked' if searcher.base.max_num_seqs else 'default'} {default}" if default else ""
+        )
+        out.append(
+            f"at most {cand.max_num_seqs} concurrent sequences ({flag} {cand.max_num_seqs}{was})"
+        )
     host_weights = ev.estimate.host.weights_bytes
     if searcher.runtime == "transformers" and host_weights:
         out.append(f"{format_bytes(host_weights)} of weights on CPU (device_map='auto', slow)")
@@ -227,6 +236,8 @@ def _diverse(found: Sequence[Evaluation], limit: int, target_ctx: int) -> list[E
 
 def _reject_text(ev: Evaluation, s: Searcher) -> str:
     bits = [ev.cand.quant, f"ctx {ev.cand.ctx}", f"KV {ev.cand.kv}", "all layers on GPU"]
+    if ev.cand.max_num_seqs is not None:
+        bits.append(f"{SEQS_LEVER[s.runtime][1]} {ev.cand.max_num_seqs}")
     return ", ".join(bits)
 
 
@@ -234,7 +245,10 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     """One paragraph: why nothing fits and what would be needed."""
     heads: list[str] = []
     worst_quant = s.ladder[-1]
-    ev = s.evaluate(Candidate(worst_quant, s.kvs[-1], s.min_ctx, tp=s._tp()))
+    top = s._seqs_top(worst_quant) if s.seqs_lever else None
+    fewest = s.seqs_floor if top is not None and top > s.seqs_floor else None
+    ev = s.evaluate(Candidate(worst_quant, s.kvs[-1], s.min_ctx, tp=s._tp(), max_num_seqs=fewest))
+    with_fewest = f" and {SEQS_LEVER[s.runtime][1]} {fewest}" if fewest is not None else ""
     need_gpu = max(d.total_bytes for d in ev.estimate.devices) + (
         s.request.headroom_bytes if s.gguf else 0
     )
@@ -246,7 +260,8 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     heads.append(
         f"Nothing fits: {default_q} entirely on the GPU at {s.target_ctx} tokens would need "
         f"{format_bytes(want_gpu)} per GPU, and even {worst_quant} with a {s.kvs[-1]} KV cache "
-        f"at {s.min_ctx} tokens needs {format_bytes(need_gpu)} ({ev.reason or 'fits the GPU'})."
+        f"at {s.min_ctx} tokens{with_fewest} needs {format_bytes(need_gpu)} "
+        f"({ev.reason or 'fits the GPU'})."
     )
     if s.offload_ok:
         host = s.hardware.host_ram_bytes

@@ -169,6 +169,9 @@ class Candidate:
     n_gpu_layers: int | None = None
     n_cpu_moe: int = 0
     tp: int | None = None
+    #: vLLM ``--max-num-seqs`` / SGLang ``--max-running-requests`` lowered by the planner
+    #: (None: the runtime's default, or the user's own value)
+    max_num_seqs: int | None = None
 
     def apply(self, base: InferenceSettings) -> InferenceSettings:
         """``base`` with this candidate's knobs set."""
@@ -190,6 +193,7 @@ class Candidate:
             n_gpu_layers=self.n_gpu_layers,
             n_cpu_moe=self.n_cpu_moe or None,
             tp=self.tp if self.tp is not None else base.tp,
+            max_num_seqs=self.max_num_seqs if self.max_num_seqs is not None else base.max_num_seqs,
         )
 
     def offload_amount(self, n_layer: int) -> int:
@@ -211,19 +215,24 @@ def rank_key(
 ) -> tuple[int, ...]:
     """Sort key (smaller is better) of a fitting candidate under ``prefer``.
 
-    quality: quant, then level (GPU → experts on CPU → layers on CPU), then the context
-    deficit, then the KV type, then how much sits on the CPU — exactly the planner issue's
-    order (all on GPU → quantized KV → shorter context → experts to CPU → partial offload →
-    smaller quant). speed: anything off the GPU last, then as quality. context: the context
-    deficit first, then as quality.
+    quality: quant, then level (GPU → experts on CPU → layers on CPU), then whether the
+    concurrent sequences were capped below the runtime's own value (vLLM ``--max-num-seqs`` /
+    SGLang ``--max-running-requests``), then the context deficit, then the KV type, then how
+    much sits on the CPU — the planner issue's order (all on GPU → quantized KV → shorter
+    context → experts to CPU → partial offload → smaller quant), with a sequence cap (it costs
+    throughput only) tried when the runtime's default does not fit, before a smaller quant.
+    speed: anything off the GPU last, then as quality. context: the context deficit first,
+    then as quality.
     """
     deficit = max(0, target_ctx - cand.ctx)
     r_q = ladder.index(cand.quant)
     r_kv = kvs.index(cand.kv)
     amount = cand.offload_amount(n_layer)
-    quality = (r_q, cand.level, deficit, r_kv, amount)
+    seqs = 0 if cand.max_num_seqs is None else 1
+    fewer = 0 if cand.max_num_seqs is None else -cand.max_num_seqs
+    quality = (r_q, cand.level, seqs, deficit, r_kv, fewer, amount)
     if prefer == "speed":
         return (int(cand.level > LEVEL_GPU), *quality)
     if prefer == "context":
-        return (deficit, r_q, cand.level, r_kv, amount)
+        return (deficit, r_q, cand.level, r_kv, seqs, fewer, amount)
     return quality

@@ -15,17 +15,30 @@ from typing import Any
 
 from oomkit.errors import OomkitError
 from oomkit.estimate.breakdown import Estimate
+from oomkit.planner.knobs import CHECKPOINT, Candidate
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PlanRequest
 from oomkit.planner.search import Evaluation, Searcher
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 
-__all__ = ["FITS_DEFAULT_CTX", "GpuFit", "ModelFit", "gpus_for", "models_that_fit"]
+__all__ = [
+    "FITS_DEFAULT_CTX",
+    "FitsReport",
+    "GpuFit",
+    "ModelFit",
+    "ModelMiss",
+    "fits_report",
+    "gpus_for",
+    "models_that_fit",
+]
 
 #: the quants a shopper compares (GGUF): near-lossless down to the common default Q4_K_M
 #: (below it quality drops fast; ``oomkit plan`` goes further for one model)
 _SHOP_GGUF = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M")
-_SHOP_HF = ("bf16", "fp8", "awq")
+#: vLLM/SGLang/transformers: a pre-quantized checkpoint (gpt-oss's native MXFP4 experts,
+#: DeepSeek-V3's block FP8) runs as it is, so its own format comes first; the planner's ladder
+#: holds only that entry for such a model (:func:`oomkit.planner.knobs.quant_ladder`)
+_SHOP_HF = (CHECKPOINT, "bf16", "fp8", "awq")
 #: the lower bound uses 90% of the file type's main GGML type: llama-quantize never stores a
 #: 2-D weight below it except where it falls back to a *larger* type
 _LOWER_BOUND_FRACTION = 0.9
@@ -119,26 +132,76 @@ def _gpu_weights_lower_bound(spec: ModelSpec, quant: str) -> int:
 _CPU_INPUTS = ("token_embd", "position_embd", "token_types", "per_layer_token_embd")
 
 
-def _shop(searcher: Searcher, params: int | None) -> Evaluation | None:
-    """The best shop quant that runs entirely on the GPUs at the target context."""
-    shop = _SHOP_GGUF if searcher.gguf else _SHOP_HF
+def _shop(searcher: Searcher, params: int | None) -> tuple[Evaluation | None, str]:
+    """(the best shop quant that runs entirely on the GPUs at the target context, or None;
+    why the last quant tried does not fit, "" when one fits)."""
+    shop: tuple[str, ...] = _SHOP_GGUF if searcher.gguf else _SHOP_HF
+    native = searcher.ladder[searcher.default_index]
+    if searcher.gguf and native not in shop:
+        shop = (*shop, native)  # gpt-oss: its GGUFs keep the MXFP4 experts (MXFP4_MOE)
     cap = sum(d.capacity_bytes or 0 for d in searcher.hardware.devices)
+    why = ""
+    tried: list[str] = []
     for q in shop:
         if q not in searcher.ladder:
             continue
-        if searcher.gguf and params and _weights_lower_bound(params, q) > cap:
-            continue
-        if searcher.gguf and _gpu_weights_lower_bound(searcher.spec, q) > cap:
+        tried.append(q)
+        bound = 0
+        if searcher.gguf and params:
+            bound = _weights_lower_bound(params, q)
+        if searcher.gguf and bound <= cap:
+            bound = max(bound, _gpu_weights_lower_bound(searcher.spec, q))
+        if bound > cap:
+            why = f"{q} weights alone need at least {_fmt(bound)}, the GPUs have {_fmt(cap)}"
             continue
         ev = searcher.level_gpu(q, upgrade=True)
         if ev is not None:
-            return ev
-    return None
+            return ev, ""
+        miss = searcher.evaluate(
+            Candidate(q, searcher.kvs[0], searcher.target_ctx, tp=searcher._tp())
+        )
+        why = f"{q} at {searcher.target_ctx} tokens: {miss.reason or 'does not fit'}"
+    if not tried:
+        why = f"none of the compared formats ({', '.join(shop)}) applies to this model"
+    return None, why
+
+
+def _quant_name(spec: ModelSpec, quant: str) -> str:
+    """A pre-quantized checkpoint's own format by name ("mxfp4", "fp8"), as ``-q`` takes it."""
+    if quant == CHECKPOINT and spec.quantization is not None:
+        return spec.quantization.method
+    return quant
+
+
+def _fmt(n: int) -> str:
+    from oomkit.units import format_bytes
+
+    return format_bytes(n)
 
 
 #: the context ``models_that_fit`` (``oomkit models --fits``) asks for when none is given: the
 #: llama.cpp / Ollama default (llama-server ``-c``, Ollama ``num_ctx``), used for every runtime
 FITS_DEFAULT_CTX = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ModelMiss:
+    """A catalog model that does not fit, or that the runtime cannot run, and why."""
+
+    key: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"model": self.key, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitsReport:
+    """Every catalog model matched, in exactly one of three lists."""
+
+    fits: list[ModelFit]
+    not_fitting: list[ModelMiss]
+    unsupported: list[ModelMiss]
 
 
 def models_that_fit(
@@ -150,7 +213,23 @@ def models_that_fit(
     query: str | None = None,
 ) -> tuple[list[ModelFit], int]:
     """(catalog models that run entirely on ``hardware`` at ``ctx``, number skipped because
-    the runtime does not support their architecture). Largest models first.
+    the runtime does not support their architecture). Largest models first. See
+    :func:`fits_report` for the models that do not fit and why."""
+    r = fits_report(hardware, runtime=runtime, ctx=ctx, headroom_bytes=headroom_bytes, query=query)
+    return r.fits, len(r.unsupported)
+
+
+def fits_report(
+    hardware: Hardware,
+    *,
+    runtime: str = "llama.cpp",
+    ctx: int | None = None,
+    headroom_bytes: int = DEFAULT_HEADROOM_BYTES,
+    query: str | None = None,
+) -> FitsReport:
+    """Every catalog model (matching ``query``): those that run entirely on ``hardware`` at
+    ``ctx`` (largest first), those that do not (with the shortfall), and those the runtime
+    cannot run (with the error) — each model in exactly one list.
 
     ``ctx`` None means :data:`FITS_DEFAULT_CTX` (4096, at most the model's own maximum) for
     every runtime, as ``oomkit models --fits`` documents: not vLLM's/transformers' own default
@@ -160,7 +239,8 @@ def models_that_fit(
     from oomkit.catalog.models import search_models
 
     out: list[ModelFit] = []
-    skipped = 0
+    not_fitting: list[ModelMiss] = []
+    unsupported: list[ModelMiss] = []
     if ctx is None:
         ctx = FITS_DEFAULT_CTX
     request = PlanRequest(runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes)
@@ -168,18 +248,19 @@ def models_that_fit(
         try:
             spec = entry.spec()
             s = Searcher(spec, runtime, hardware, request)
-            ev = _shop(s, entry.params)
-        except OomkitError:
-            skipped += 1
+            ev, why = _shop(s, entry.params)
+        except OomkitError as exc:
+            unsupported.append(ModelMiss(entry.key, str(exc)))
             continue
         if ev is None:
+            not_fitting.append(ModelMiss(entry.key, why))
             continue
         max_ctx = _max_ctx(s, ev)
         out.append(
             ModelFit(
                 key=entry.key,
                 params=entry.params or ev.estimate.model.params,
-                quant=ev.cand.quant,
+                quant=_quant_name(spec, ev.cand.quant),
                 ctx=ev.cand.ctx,
                 max_ctx=max_ctx,
                 estimate=ev.estimate,
@@ -187,7 +268,7 @@ def models_that_fit(
             )
         )
     out.sort(key=lambda m: (-m.params, m.key))
-    return out, skipped
+    return FitsReport(fits=out, not_fitting=not_fitting, unsupported=unsupported)
 
 
 def _max_ctx(s: Searcher, ev: Evaluation) -> int:

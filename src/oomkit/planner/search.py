@@ -49,6 +49,16 @@ _DEFAULT_CTX = {"llama.cpp": 4096, "ollama": 4096}
 _MIN_CTX_FLOOR = 2048
 #: the common target of ``--runtime any`` when no context is asked (runtimes' defaults differ)
 _COMPARE_CTX = 8192
+#: runtimes with a concurrent-sequence cap the planner may lower, the estimate's
+#: ``runtime_details`` key holding the value in effect, and the flag: vLLM ``--max-num-seqs``
+#: (the V0 profile run builds that many dummy sequences, Mllama one image each: vllm#9445
+#: "Fixed the issue by decreasing max_num_seqs to 32"; V1 samples over that many rows) and
+#: SGLang ``--max-running-requests`` (``ModelRunner.init_memory_pool(max_num_reqs=
+#: server_args.max_running_requests)`` sizes the req_to_token pool)
+SEQS_LEVER: dict[str, tuple[str, str]] = {
+    "vllm": ("max_num_seqs", "--max-num-seqs"),
+    "sglang": ("max_num_reqs", "--max-running-requests"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +179,11 @@ class Searcher:
         self.unified = any(d.unified_memory for d in gpus)
         self.unified_total = _unified_total(gpus) if self.unified else None
         self.n_estimates = 0
+        #: the sequence cap the planner may lower (vLLM/SGLang), never below the asked parallel
+        self.seqs_lever = runtime in SEQS_LEVER
+        self.seqs_floor = request.parallel or 1
+        #: per quant: the sequence cap in effect when the planner leaves it alone
+        self.seqs_default: dict[str, int] = {}
 
     def _native_precisions(self, gpus: list[DeviceTarget]) -> tuple[str, ...]:
         """Hardware-aware formats: bf16 from Ampere (fp16 before: vLLM and transformers cast a
@@ -419,6 +434,68 @@ class Searcher:
                 best = ev
         return best
 
+    def _seqs_top(self, quant: str) -> int | None:
+        """The sequence cap the runtime uses when the planner leaves it alone: the user's own
+        value, else the one the estimator resolved (vLLM's default depends on engine and GPU)."""
+        if quant not in self.seqs_default:
+            top = self.base.max_num_seqs
+            for ctx in (self.target_ctx, self.min_ctx):  # SGLang's default falls with ctx
+                if top is not None:
+                    break
+                ev = self.evaluate(Candidate(quant, self.kvs[0], ctx, tp=self._tp()))
+                value = ev.estimate.runtime_details.get(SEQS_LEVER[self.runtime][0])
+                top = value if isinstance(value, int) and not isinstance(value, bool) else None
+            if top is None:
+                return None
+            self.seqs_default[quant] = top
+        return self.seqs_default[quant]
+
+    def level_seqs(self, quant: str, beat_ctx: int | None = None) -> Evaluation | None:
+        """Everything on the GPU with fewer concurrent sequences (vLLM ``--max-num-seqs``,
+        SGLang ``--max-running-requests``): the asked context with the best KV type and the
+        largest cap that fits; else, when the runtime's own cap fits at no context
+        (``beat_ctx`` None), the longest context at the smallest cap, then the largest cap at
+        that context. With ``beat_ctx`` (the context the runtime's own cap reaches) only the
+        asked context is worth a cap: a few more tokens do not justify fewer sequences.
+        None when lowering the cap does not help."""
+        if not self.seqs_lever:
+            return None
+        top = self._seqs_top(quant)
+        floor = self.seqs_floor
+        if top is None or top <= floor:
+            return None
+        hi = top - 1  # the cap itself is what level_gpu already tried
+
+        def make(kv: str, ctx: int, n: int) -> Candidate:
+            return Candidate(quant, kv, ctx, tp=self._tp(), max_num_seqs=n)
+
+        def make_floor(kv: str, ctx: int) -> Candidate:
+            return make(kv, ctx, floor)
+
+        def largest_cap(kv: str, ctx: int) -> Evaluation | None:
+            found = self._largest(floor, hi, lambda n: make(kv, ctx, n))
+            return None if found is None or not found[1].fits else found[1]
+
+        if not self._gpu_fits(self.evaluate(make(self.kvs[-1], self.min_ctx, floor))):
+            return None
+        for kv in self.kvs:
+            if not self._gpu_fits(self.evaluate(make(kv, self.target_ctx, floor))):
+                continue
+            ev = largest_cap(kv, self.target_ctx)
+            if ev is not None:
+                return ev
+        if beat_ctx is not None:
+            return None
+        best: Evaluation | None = None
+        for kv in self.kvs:
+            found = self._largest_ctx(functools.partial(make_floor, kv))
+            if found is None or (best is not None and found[0] <= best.cand.ctx):
+                continue
+            ev = largest_cap(kv, found[0])
+            if ev is not None:
+                best = ev
+        return best
+
     def _gpu_cand(self, quant: str, kv: str, ctx: int) -> Candidate:
         return Candidate(quant, kv, ctx, tp=self._tp())
 
@@ -476,6 +553,10 @@ class Searcher:
         ev = self.level_gpu(quant, upgrade=upgrade)
         if ev is not None:
             out.append(ev)
+        if not upgrade and (ev is None or ev.cand.ctx < self.target_ctx):
+            capped = self.level_seqs(quant, beat_ctx=None if ev is None else ev.cand.ctx)
+            if capped is not None:
+                out.append(capped)
         if upgrade or gpu_only or not self.offload_ok:
             return out
         if self.is_moe:
@@ -539,6 +620,7 @@ class Searcher:
             if not e.fits
             and e.cand.level == LEVEL_GPU
             and self.ladder.index(e.cand.quant) >= self.default_index
+            and e.cand.max_num_seqs in (None, self.seqs_floor)  # not every probe of the cap
         ]
         misses.sort(
             key=lambda e: (

@@ -236,6 +236,10 @@ def create_app(
     def _cli(command: str, body: EstimateBody | PlanBody, response: Response) -> dict[str, Any]:
         model = check_model_ref(body.model, hub=hub)
         options = body.model_dump(exclude={"model"})
+        if "runtime" not in body.model_fields_set:
+            # the CLI's own default: passing it would read as an explicit --runtime, which
+            # `--train` refuses (an inference option)
+            options.pop("runtime", None)
         if isinstance(body, PlanBody) and isinstance(options.get("gpu"), str):
             options["gpu"] = [options["gpu"]]
         params = command_options(command)
