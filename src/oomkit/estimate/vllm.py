@@ -57,6 +57,7 @@ from oomkit.estimate.vllm_engines import (
 )
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mxfp4 import mxfp4_weights_extra
+from oomkit.estimate.vllm_support import v0_fallback_engine, vllm_model_version
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -201,6 +202,7 @@ def plan_vllm(
     nccl_record_stream: bool = True,
     pp_rank: int = 0,
     mxfp4_hopper: str = "triton",
+    v0_multimodal_chunked: bool = True,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -214,6 +216,10 @@ def plan_vllm(
     #2152), so the reserved-peak engine no longer holds the TP all-reduce inputs.
     ``mxfp4_hopper``: the MXFP4 MoE backend on Hopper (``"marlin"`` in 0.10.x, ``"triton"``
     from 0.11; :mod:`oomkit.estimate.vllm_mxfp4`).
+    ``v0_multimodal_chunked=False``: the V0 fallback of 0.8-0.10 never turns chunked prefill
+    on for a multimodal model ("Chunked prefill not supported for Multimodal or MLA in V0",
+    ``EngineArgs._set_default_args_v0``), so its batch is ``max(max_model_len, 2048)`` even
+    above 32K.
     ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
     its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
     on the last.
@@ -232,7 +238,9 @@ def plan_vllm(
         batched = settings.max_num_batched_tokens or (8192 if big else 2048)
     else:
         seqs = settings.max_num_seqs or 256
-        chunked = max_len > _V0_CHUNKED_ABOVE
+        chunked = max_len > _V0_CHUNKED_ABOVE and (
+            v0_multimodal_chunked or spec.vision_tower is None
+        )
         batched = settings.max_num_batched_tokens or (
             _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
         )
@@ -371,6 +379,13 @@ def estimate_vllm(
     mla_latent = True
     record_stream = True
     mxfp4_hopper = "triton"
+    mm_chunked = True
+    support_notes: tuple[str, ...] = ()
+    if engine == DEFAULT_ENGINE:
+        # a release that cannot load the model is refused; without a version, a model the
+        # newest vLLM dropped is modelled on the last release that loads it
+        version, support_notes = vllm_model_version(spec, settings.runtime_version)
+        settings = dataclasses.replace(settings, runtime_version=version)
     if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
         from oomkit.estimate.generations import resolve_generation
 
@@ -379,6 +394,16 @@ def estimate_vllm(
         mla_latent = bool(gen.effects.get("mla_latent_kv", True))
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
+        fallback = v0_fallback_engine(spec, engine)
+        if fallback is not None:
+            engine = fallback
+            mm_chunked = False
+            support_notes = (
+                *support_notes,
+                f"vLLM {settings.runtime_version} runs {spec.architecture} on the V0 engine: V1 "
+                "has no encoder-decoder support (EngineArgs._is_v1_supported_oracle falls back "
+                "to V0: max_num_seqs 256, no chunked prefill for a multimodal model)",
+            )
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
@@ -394,6 +419,7 @@ def estimate_vllm(
             nccl_record_stream=record_stream,
             pp_rank=rank // tp,
             mxfp4_hopper=mxfp4_hopper,
+            v0_multimodal_chunked=mm_chunked,
         )
         for rank, d in enumerate(targets)
     ]
@@ -505,7 +531,7 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
-    notes = list(p0.notes)
+    notes = [*support_notes, *p0.notes]
     if pp > 1:
         spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
         notes.append(
