@@ -270,6 +270,8 @@ def plan_vllm(
         # (vllm#9630: "Loading model weights took 19.8557 GB" for Llama 3.2 11B Vision)
         w += spec.multimodal_params * elem // tp
         notes.append("vision encoder + projector weights counted (model dtype)")
+        if spec.vision_tower.kind == "mllama":
+            notes.append("Mllama cross-attention layers: vLLM caches the image tokens in their KV")
     rows = min(seqs, batched)
     fwd = forward_peak_bytes(spec, tokens=batched, elem_bytes=elem, tp=tp).n_bytes
     hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
