@@ -48,6 +48,14 @@ from oomkit.estimate.hf_kv import (
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.vllm_components import (
+    V0_ENC_DEC_RUNNER,
+    V0_RUNNER,
+    V0_WORKER,
+    VISION_FORMULA,
+    vision_inputs,
+    weight_extras,
+)
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     VllmEngine,
@@ -56,7 +64,8 @@ from oomkit.estimate.vllm_engines import (
     vllm_engine,
 )
 from oomkit.estimate.vllm_mm import vision_profile
-from oomkit.estimate.vllm_mxfp4 import mxfp4_weights_extra
+from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
+from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_support import v0_fallback_engine, vllm_model_version
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -91,6 +100,14 @@ class VllmPlan:
     sampler_bytes: int
     #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
     vision_bytes: int
+    #: images in that profile (one per dummy sequence)
+    vision_images: int
+    #: part of ``weights_bytes``: the MXFP4 backend's layout above the checkpoint
+    mxfp4_extra_bytes: int
+    #: the MXFP4 backend that laid the experts out ("" when none)
+    mxfp4_backend: str
+    #: part of ``weights_bytes``: the vision encoder + projector
+    vision_weights_bytes: int
     #: v0-2023 with TP: all-reduce inputs held by record_stream until the NCCL stream syncs
     pinned_allreduce_bytes: int
     non_torch_bytes: int
@@ -265,10 +282,12 @@ def plan_vllm(
     )
     w += extra
     notes.extend(why)
+    vision_w = 0
     if spec.vision_tower is not None and pp_rank == 0:
         # the vision encoder + projector, in the model dtype and TP-sharded like the text
         # (vllm#9630: "Loading model weights took 19.8557 GB" for Llama 3.2 11B Vision)
-        w += spec.multimodal_params * elem // tp
+        vision_w = spec.multimodal_params * elem // tp
+        w += vision_w
         notes.append("vision encoder + projector weights counted (model dtype)")
         if spec.vision_tower.kind == "mllama":
             notes.append("Mllama cross-attention layers: vLLM caches the image tokens in their KV")
@@ -346,6 +365,10 @@ def plan_vllm(
         forward_bytes=fwd,
         sampler_bytes=sampler,
         vision_bytes=vision,
+        vision_images=vision_images(spec, max_num_seqs=seqs, engine=eng.name) if vision else 0,
+        mxfp4_extra_bytes=extra,
+        mxfp4_backend=(mxfp4_backend(device, hopper=mxfp4_hopper) or "") if extra else "",
+        vision_weights_bytes=vision_w,
         pinned_allreduce_bytes=pinned,
         non_torch_bytes=non_torch,
         non_torch_why=nt_why,
@@ -430,15 +453,18 @@ def estimate_vllm(
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
         kv_need = kv_bytes(p.layers, seq_len=p.max_model_len)
         kv = p.kv_pool_bytes if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0 else kv_need
+        v0 = p.engine.startswith("v0")
         comps = (
             Component(
                 category="weights",
                 label="weights",
-                n_bytes=p.weights_bytes,
-                formula="checkpoint tensors per rank",
+                n_bytes=p.weights_bytes - p.mxfp4_extra_bytes - p.vision_weights_bytes,
+                formula="checkpoint tensors per rank"
+                + (" (text model)" if p.vision_weights_bytes else ""),
                 inputs={"tp": p.tp},
                 source="vllm/model_executor/layers/linear.py",
             ),
+            *weight_extras(spec, p),
             Component(
                 category="weights",
                 label="rotary cos/sin cache",
@@ -461,7 +487,7 @@ def estimate_vllm(
                     "bytes_per_token": p.bytes_per_token,
                     "block_size": p.block_size,
                 },
-                source=src,
+                source=V0_WORKER if v0 else src,
             ),
             Component(
                 category="activations",
@@ -469,7 +495,9 @@ def estimate_vllm(
                 n_bytes=p.activation_bytes + p.pinned_allreduce_bytes,
                 formula=(
                     "peak of max(one layer's live set over max_num_batched_tokens, "
-                    "hidden states + sampler over min(max_num_seqs, tokens) rows)"
+                    "hidden states + sampler over min(max_num_seqs, tokens) rows"
+                    + (", " + VISION_FORMULA if p.vision_bytes else "")
+                    + ")"
                     + (" + record_stream'd all-reduce inputs" if p.pinned_allreduce_bytes else "")
                 ),
                 inputs={
@@ -478,9 +506,14 @@ def estimate_vllm(
                     "forward_bytes": p.forward_bytes,
                     "sampler_bytes": p.sampler_bytes,
                     "vision_encoder_bytes": p.vision_bytes,
+                    **vision_inputs(spec, p),
                     "engine": p.engine,
                 },
-                source="vllm/v1/worker/gpu_model_runner.py profile_run",
+                source=(
+                    (V0_ENC_DEC_RUNNER if p.vision_bytes else V0_RUNNER)
+                    if v0
+                    else "vllm/v1/worker/gpu_model_runner.py profile_run"
+                ),
             ),
             Component(
                 category="overhead",
@@ -502,7 +535,11 @@ def estimate_vllm(
                         else "captured after the KV cache, in the 1 - util headroom"
                     )
                 ),
-                source="vllm/v1/worker/gpu_model_runner.py capture_model",
+                source=(
+                    "vllm/worker/model_runner.py capture_model"
+                    if v0
+                    else "vllm/v1/worker/gpu_model_runner.py capture_model"
+                ),
             ),
         )
         usages.append(
