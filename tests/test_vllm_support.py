@@ -92,3 +92,13 @@ def test_v0_fallback_does_not_chunk_a_multimodal_prefill() -> None:
     """_set_default_args_v0: no chunked prefill for a multimodal model even above 32K."""
     est = _vllm(VISION, "a100-80gb-sxm", "0.10.1", ctx=65536, max_num_seqs=8)
     assert est.runtime_details["max_num_batched_tokens"] == 65536
+
+
+def test_plan_refuses_the_same_release_in_one_line() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cmd = [sys.executable, "-m", "oomkit", "plan", "gpt-oss-20b", "-r", "vllm"]
+    cmd += ["--gpu", "h100-sxm", "--runtime-version", "0.9.0", "--offline"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert run.returncode == 2
+    assert "cannot load gpt-oss-20b" in run.stderr + run.stdout
+    assert "Traceback" not in run.stderr
