@@ -25,8 +25,9 @@
   pads both the per-rank intermediate size and ``hidden_size`` to a multiple of 256;
   ``process_weights_after_loading`` replaces the values and scales by their shuffled copies
   (same padded shapes) and the biases by fp32 shuffled copies. gpt-oss-120b: 2880 -> 3072 on
-  both dims, +7.9 GiB. Without FlashInfer SM100 takes Triton; oomkit assumes FlashInfer (the
-  vllm-openai image ships it) and says so.
+  both dims, +7.9 GiB. Without FlashInfer SM100 takes Triton; oomkit assumes FlashInfer (the vllm
+  wheel pins it as a dependency in current releases, e.g. 0.21.0 requires
+  ``flashinfer-python==0.6.8.post1``, and the vllm-openai image ships it) and says so.
 
 ROCm (its own ``get_padding_alignment``) is not modelled: the checkpoint size is used and a note
 says so.
