@@ -48,14 +48,7 @@ from oomkit.estimate.hf_kv import (
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
-from oomkit.estimate.vllm_components import (
-    V0_ENC_DEC_RUNNER,
-    V0_RUNNER,
-    V0_WORKER,
-    VISION_FORMULA,
-    vision_inputs,
-    weight_extras,
-)
+from oomkit.estimate.vllm_components import rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     VllmEngine,
@@ -453,95 +446,7 @@ def estimate_vllm(
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
         kv_need = kv_bytes(p.layers, seq_len=p.max_model_len)
         kv = p.kv_pool_bytes if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0 else kv_need
-        v0 = p.engine.startswith("v0")
-        comps = (
-            Component(
-                category="weights",
-                label="weights",
-                n_bytes=p.weights_bytes - p.mxfp4_extra_bytes - p.vision_weights_bytes,
-                formula="checkpoint tensors per rank"
-                + (" (text model)" if p.vision_weights_bytes else ""),
-                inputs={"tp": p.tp},
-                source="vllm/model_executor/layers/linear.py",
-            ),
-            *weight_extras(spec, p),
-            Component(
-                category="weights",
-                label="rotary cos/sin cache",
-                n_bytes=p.rope_cache_bytes,
-                formula="max_position x rotary_dim x dtype",
-                source="vllm/model_executor/layers/rotary_embedding.py",
-            ),
-            Component(
-                category="kv_cache",
-                label="KV cache pool",
-                n_bytes=kv,
-                formula=(
-                    "util x total - weights - activations - non_torch"
-                    + (" - CUDA graphs" if p.cudagraph_charged else "")
-                    if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0
-                    else "one sequence of max_model_len (capacity unknown or short)"
-                ),
-                inputs={
-                    "util": p.util,
-                    "bytes_per_token": p.bytes_per_token,
-                    "block_size": p.block_size,
-                },
-                source=V0_WORKER if v0 else src,
-            ),
-            Component(
-                category="activations",
-                label="profile-run peak",
-                n_bytes=p.activation_bytes + p.pinned_allreduce_bytes,
-                formula=(
-                    "peak of max(one layer's live set over max_num_batched_tokens, "
-                    "hidden states + sampler over min(max_num_seqs, tokens) rows"
-                    + (", " + VISION_FORMULA if p.vision_bytes else "")
-                    + ")"
-                    + (" + record_stream'd all-reduce inputs" if p.pinned_allreduce_bytes else "")
-                ),
-                inputs={
-                    "max_num_batched_tokens": p.max_num_batched_tokens,
-                    "max_num_seqs": p.max_num_seqs,
-                    "forward_bytes": p.forward_bytes,
-                    "sampler_bytes": p.sampler_bytes,
-                    "vision_encoder_bytes": p.vision_bytes,
-                    **vision_inputs(spec, p),
-                    "engine": p.engine,
-                },
-                source=(
-                    (V0_ENC_DEC_RUNNER if p.vision_bytes else V0_RUNNER)
-                    if v0
-                    else "vllm/v1/worker/gpu_model_runner.py profile_run"
-                ),
-            ),
-            Component(
-                category="overhead",
-                label="non-torch (modules, workspaces, NCCL)",
-                n_bytes=p.non_torch_bytes,
-                formula=p.non_torch_why,
-                inputs={"tp": p.tp},
-                source="vllm/utils MemorySnapshot (total - free - torch reserved)",
-            ),
-            Component(
-                category="overhead",
-                label="CUDA graphs",
-                n_bytes=p.cudagraph_bytes,
-                formula=(
-                    "typical capture pool (0 with --enforce-eager); "
-                    + (
-                        "subtracted from the KV budget (profile_cudagraph_memory)"
-                        if p.cudagraph_charged
-                        else "captured after the KV cache, in the 1 - util headroom"
-                    )
-                ),
-                source=(
-                    "vllm/worker/model_runner.py capture_model"
-                    if v0
-                    else "vllm/v1/worker/gpu_model_runner.py capture_model"
-                ),
-            ),
-        )
+        comps = rank_components(spec, p, kv, src)
         usages.append(
             DeviceUsage(
                 device=device_label(d, rank), components=comps, capacity_bytes=d.capacity_bytes
