@@ -49,10 +49,45 @@ def test_backend_by_gpu_and_no_change_where_not_modelled() -> None:
     a100 = _weights_gib(_vllm("gpt-oss-120b", "a100-80gb-sxm", "0.14.1"))
     h100_old = _weights_gib(_vllm("gpt-oss-120b", "h100-sxm", "0.10.1"))
     assert a100 == pytest.approx(h100_old)
-    # datacenter Blackwell (FlashInfer backends) keeps the checkpoint figure
-    b200 = _vllm("gpt-oss-120b", "b200", None)
-    assert not any("MXFP4" in n for n in b200.assumptions)
-    assert _weights_gib(b200) < 61.0
     # a dense bf16 model is untouched
     llama = _vllm("llama-3.1-8b", "h100-sxm", "0.10.1")
     assert not any("MXFP4" in n for n in llama.assumptions)
+
+
+# gpt-oss-120b experts: E=128, H=2880, I=2880, 36 MoE layers
+_E, _H, _I, _L = 128, 2880, 2880, 36
+
+
+def _expert_bytes(i: int, h: int, bias_bytes: int, scale_copies: int = 1) -> int:
+    """One rank's expert tensors of all layers in the shapes [i, h] (w13 [E, 2i, h/2] + w2
+    [E, h, i/2] packed fp4, e8m0 scales per 32 values, biases [E, 2i] + [E, h])."""
+    values = _E * 3 * i * h // 2
+    scales = _E * 3 * i * h // 32 * scale_copies
+    return _L * (values + scales + _E * (2 * i + h) * bias_bytes)
+
+
+def _extra(gpu: str, tp: int) -> int:
+    settings = InferenceSettings(runtime="vllm", ctx=8192, tp=tp)
+    est = estimate("gpt-oss-120b", settings, hardware_for(parse_gpu_list(gpu)), offline=True)
+    (note,) = [n for n in est.assumptions if "MXFP4 experts" in n]
+    return round(float(note.split("+")[1].split(" GiB")[0]) * 100)
+
+
+@pytest.mark.parametrize(("tp", "padded"), [(1, 2880), (2, 1472), (4, 768), (8, 384)])
+def test_triton_pads_the_intermediate_per_rank_to_64(tp: int, padded: int) -> None:
+    """create_weights: round_up(intermediate_size_per_partition, 64); scales kept twice."""
+    ckpt = _expert_bytes(_I // tp, _H, 2)
+    laid_out = _expert_bytes(padded, _H, 4, scale_copies=2)
+    want = round((laid_out - ckpt) / GiB * 100)
+    assert _extra(f"{tp}xh100-sxm5-80gb", tp) == want
+
+
+def test_sm100_flashinfer_pads_both_dims_to_256_and_says_so() -> None:
+    """get_mxfp4_backend: SM100 + FlashInfer -> SM100_FI_MXFP4_BF16, 2880 -> 3072 both dims."""
+    want = _expert_bytes(3072, 3072, 4) - _expert_bytes(_I, _H, 2)
+    assert 7.5 * GiB < want < 8.2 * GiB
+    assert _extra("b200", 1) == round(want / GiB * 100)
+    b200 = _vllm("gpt-oss-120b", "b200", None)
+    assert any(
+        "flashinfer backend" in n and "FlashInfer is installed" in n for n in b200.assumptions
+    )

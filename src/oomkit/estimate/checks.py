@@ -11,6 +11,8 @@ Each rule is the runtime's own start-up check, so oomkit refuses what the runtim
   ``max_position_embeddings`` is an error unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``
   (rope-scaled models derive a longer limit, so those are only noted).
 * vLLM and SGLang have no Apple (Metal) backend.
+* vLLM releases that do not register the model's architecture refuse to start
+  (:mod:`oomkit.estimate.vllm_support`).
 """
 
 from __future__ import annotations
@@ -231,6 +233,14 @@ def check_run(
             setting="runtime",
             value=runtime,
         )
+    if runtime == "vllm":
+        # a release that does not register the architecture fails before sizing memory
+        from oomkit.estimate.vllm_support import vllm_model_version
+
+        version, why = vllm_model_version(spec, settings.runtime_version)
+        if version != settings.runtime_version:
+            settings = dataclasses.replace(settings, runtime_version=version)
+        notes.extend(why)
     tp, pp = settings.tp, settings.pp or 1
     if tp is None and n_gpus > 1 and pp == 1:
         # `vllm serve` defaults to --tensor-parallel-size 1 (one GPU); naming several GPUs

@@ -262,9 +262,18 @@ def estimate_llamacpp(
     options: LlamaCppOptions | None = None,
     default_swa_full: bool = False,
     runtime_name: str = "llama.cpp",
+    vision_note: bool = True,
 ) -> Estimate:
-    """Per-device memory of running ``spec`` in llama.cpp with ``settings`` on ``hardware``."""
-    return _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
+    """Per-device memory of running ``spec`` in llama.cpp with ``settings`` on ``hardware``.
+
+    ``vision_note``: say that a vision tower is not counted (:mod:`oomkit.estimate.gguf_vision`;
+    Ollama, which counts its projector, passes False)."""
+    est = _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
+    if vision_note and spec.multimodal_params:
+        from oomkit.estimate.gguf_vision import gguf_vision
+
+        est = gguf_vision(spec, est, "llama.cpp")
+    return est
 
 
 def estimate_llamacpp_breakdown(

@@ -176,6 +176,7 @@ def _auto_num_gpu(
             options=LlamaCppOptions(reserve_outputs=mapped.parallel if new_engine else None),
             default_swa_full=False,
             runtime_name="llama.cpp",
+            vision_note=False,
         )
 
     memo: dict[int, Estimate] = {}
@@ -233,6 +234,7 @@ def _memory_go_num_gpu(
         hardware,
         default_swa_full=False,
         runtime_name="llama.cpp",
+        vision_note=False,
     )
     notes.append(
         f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}); "
@@ -270,6 +272,7 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         options=LlamaCppOptions(reserve_outputs=mapped.parallel if new_engine else None),
         default_swa_full=False,
         runtime_name="llama.cpp",
+        vision_note=False,
     )
     reserve: dict[str, int] = {}
     for i, dev in enumerate(d for d in hardware.devices if d.backend != "cpu"):
@@ -306,9 +309,14 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "num_gpu": auto_layers,
         "auto_offload": auto_layers is not None,
     }
-    return dataclasses.replace(
+    est = dataclasses.replace(
         est,
         runtime="ollama",
         runtime_details=details,
         assumptions=(*notes, *est.assumptions),
     )
+    if spec.multimodal_params:
+        from oomkit.estimate.gguf_vision import gguf_vision
+
+        est = gguf_vision(spec, est, "ollama")
+    return est

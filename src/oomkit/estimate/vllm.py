@@ -48,6 +48,7 @@ from oomkit.estimate.hf_kv import (
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.vllm_components import rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     VllmEngine,
@@ -56,7 +57,9 @@ from oomkit.estimate.vllm_engines import (
     vllm_engine,
 )
 from oomkit.estimate.vllm_mm import vision_profile
-from oomkit.estimate.vllm_mxfp4 import mxfp4_weights_extra
+from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
+from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
+from oomkit.estimate.vllm_support import v0_fallback_engine, vllm_model_version
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -90,6 +93,14 @@ class VllmPlan:
     sampler_bytes: int
     #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
     vision_bytes: int
+    #: images in that profile (one per dummy sequence)
+    vision_images: int
+    #: part of ``weights_bytes``: the MXFP4 backend's layout above the checkpoint
+    mxfp4_extra_bytes: int
+    #: the MXFP4 backend that laid the experts out ("" when none)
+    mxfp4_backend: str
+    #: part of ``weights_bytes``: the vision encoder + projector
+    vision_weights_bytes: int
     #: v0-2023 with TP: all-reduce inputs held by record_stream until the NCCL stream syncs
     pinned_allreduce_bytes: int
     non_torch_bytes: int
@@ -201,6 +212,7 @@ def plan_vllm(
     nccl_record_stream: bool = True,
     pp_rank: int = 0,
     mxfp4_hopper: str = "triton",
+    v0_multimodal_chunked: bool = True,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -214,6 +226,10 @@ def plan_vllm(
     #2152), so the reserved-peak engine no longer holds the TP all-reduce inputs.
     ``mxfp4_hopper``: the MXFP4 MoE backend on Hopper (``"marlin"`` in 0.10.x, ``"triton"``
     from 0.11; :mod:`oomkit.estimate.vllm_mxfp4`).
+    ``v0_multimodal_chunked=False``: the V0 fallback of 0.8-0.10 never turns chunked prefill
+    on for a multimodal model ("Chunked prefill not supported for Multimodal or MLA in V0",
+    ``EngineArgs._set_default_args_v0``), so its batch is ``max(max_model_len, 2048)`` even
+    above 32K.
     ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
     its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
     on the last.
@@ -232,7 +248,9 @@ def plan_vllm(
         batched = settings.max_num_batched_tokens or (8192 if big else 2048)
     else:
         seqs = settings.max_num_seqs or 256
-        chunked = max_len > _V0_CHUNKED_ABOVE
+        chunked = max_len > _V0_CHUNKED_ABOVE and (
+            v0_multimodal_chunked or spec.vision_tower is None
+        )
         batched = settings.max_num_batched_tokens or (
             _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
         )
@@ -257,11 +275,15 @@ def plan_vllm(
     )
     w += extra
     notes.extend(why)
+    vision_w = 0
     if spec.vision_tower is not None and pp_rank == 0:
         # the vision encoder + projector, in the model dtype and TP-sharded like the text
         # (vllm#9630: "Loading model weights took 19.8557 GB" for Llama 3.2 11B Vision)
-        w += spec.multimodal_params * elem // tp
+        vision_w = spec.multimodal_params * elem // tp
+        w += vision_w
         notes.append("vision encoder + projector weights counted (model dtype)")
+        if spec.vision_tower.kind == "mllama":
+            notes.append("Mllama cross-attention layers: vLLM caches the image tokens in their KV")
     rows = min(seqs, batched)
     fwd = forward_peak_bytes(spec, tokens=batched, elem_bytes=elem, tp=tp).n_bytes
     hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
@@ -336,6 +358,10 @@ def plan_vllm(
         forward_bytes=fwd,
         sampler_bytes=sampler,
         vision_bytes=vision,
+        vision_images=vision_images(spec, max_num_seqs=seqs, engine=eng.name) if vision else 0,
+        mxfp4_extra_bytes=extra,
+        mxfp4_backend=(mxfp4_backend(device, hopper=mxfp4_hopper) or "") if extra else "",
+        vision_weights_bytes=vision_w,
         pinned_allreduce_bytes=pinned,
         non_torch_bytes=non_torch,
         non_torch_why=nt_why,
@@ -371,6 +397,13 @@ def estimate_vllm(
     mla_latent = True
     record_stream = True
     mxfp4_hopper = "triton"
+    mm_chunked = True
+    support_notes: tuple[str, ...] = ()
+    if engine == DEFAULT_ENGINE:
+        # a release that cannot load the model is refused; without a version, a model the
+        # newest vLLM dropped is modelled on the last release that loads it
+        version, support_notes = vllm_model_version(spec, settings.runtime_version)
+        settings = dataclasses.replace(settings, runtime_version=version)
     if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
         from oomkit.estimate.generations import resolve_generation
 
@@ -379,6 +412,16 @@ def estimate_vllm(
         mla_latent = bool(gen.effects.get("mla_latent_kv", True))
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
+        fallback = v0_fallback_engine(spec, engine)
+        if fallback is not None:
+            engine = fallback
+            mm_chunked = False
+            support_notes = (
+                *support_notes,
+                f"vLLM {settings.runtime_version} runs {spec.architecture} on the V0 engine: V1 "
+                "has no encoder-decoder support (EngineArgs._is_v1_supported_oracle falls back "
+                "to V0: max_num_seqs 256, no chunked prefill for a multimodal model)",
+            )
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
@@ -394,6 +437,7 @@ def estimate_vllm(
             nccl_record_stream=record_stream,
             pp_rank=rank // tp,
             mxfp4_hopper=mxfp4_hopper,
+            v0_multimodal_chunked=mm_chunked,
         )
         for rank, d in enumerate(targets)
     ]
@@ -402,81 +446,7 @@ def estimate_vllm(
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
         kv_need = kv_bytes(p.layers, seq_len=p.max_model_len)
         kv = p.kv_pool_bytes if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0 else kv_need
-        comps = (
-            Component(
-                category="weights",
-                label="weights",
-                n_bytes=p.weights_bytes,
-                formula="checkpoint tensors per rank",
-                inputs={"tp": p.tp},
-                source="vllm/model_executor/layers/linear.py",
-            ),
-            Component(
-                category="weights",
-                label="rotary cos/sin cache",
-                n_bytes=p.rope_cache_bytes,
-                formula="max_position x rotary_dim x dtype",
-                source="vllm/model_executor/layers/rotary_embedding.py",
-            ),
-            Component(
-                category="kv_cache",
-                label="KV cache pool",
-                n_bytes=kv,
-                formula=(
-                    "util x total - weights - activations - non_torch"
-                    + (" - CUDA graphs" if p.cudagraph_charged else "")
-                    if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0
-                    else "one sequence of max_model_len (capacity unknown or short)"
-                ),
-                inputs={
-                    "util": p.util,
-                    "bytes_per_token": p.bytes_per_token,
-                    "block_size": p.block_size,
-                },
-                source=src,
-            ),
-            Component(
-                category="activations",
-                label="profile-run peak",
-                n_bytes=p.activation_bytes + p.pinned_allreduce_bytes,
-                formula=(
-                    "peak of max(one layer's live set over max_num_batched_tokens, "
-                    "hidden states + sampler over min(max_num_seqs, tokens) rows)"
-                    + (" + record_stream'd all-reduce inputs" if p.pinned_allreduce_bytes else "")
-                ),
-                inputs={
-                    "max_num_batched_tokens": p.max_num_batched_tokens,
-                    "max_num_seqs": p.max_num_seqs,
-                    "forward_bytes": p.forward_bytes,
-                    "sampler_bytes": p.sampler_bytes,
-                    "vision_encoder_bytes": p.vision_bytes,
-                    "engine": p.engine,
-                },
-                source="vllm/v1/worker/gpu_model_runner.py profile_run",
-            ),
-            Component(
-                category="overhead",
-                label="non-torch (modules, workspaces, NCCL)",
-                n_bytes=p.non_torch_bytes,
-                formula=p.non_torch_why,
-                inputs={"tp": p.tp},
-                source="vllm/utils MemorySnapshot (total - free - torch reserved)",
-            ),
-            Component(
-                category="overhead",
-                label="CUDA graphs",
-                n_bytes=p.cudagraph_bytes,
-                formula=(
-                    "typical capture pool (0 with --enforce-eager); "
-                    + (
-                        "subtracted from the KV budget (profile_cudagraph_memory)"
-                        if p.cudagraph_charged
-                        else "captured after the KV cache, in the 1 - util headroom"
-                    )
-                ),
-                source="vllm/v1/worker/gpu_model_runner.py capture_model",
-            ),
-        )
+        comps = rank_components(spec, p, kv, src)
         usages.append(
             DeviceUsage(
                 device=device_label(d, rank), components=comps, capacity_bytes=d.capacity_bytes
@@ -505,7 +475,7 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
-    notes = list(p0.notes)
+    notes = [*support_notes, *p0.notes]
     if pp > 1:
         spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
         notes.append(

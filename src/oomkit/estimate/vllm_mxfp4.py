@@ -11,14 +11,26 @@
   padded shapes, biases too. gpt-oss-120b on H100: 2880 -> 3072 and 2880 -> 2944, +5.1 GiB
   ("Model loading took 65.9651 GiB", vllm#23278, 0.10.1, "leveraging the Marlin kernel").
 * **Triton** (``triton_kernels`` on SM90/SM100 with torch >= 2.8, vendored in
-  vllm/third_party from 0.11): no padding on Hopper (intermediate to a multiple of 64), but
-  ``_swizzle_mxfp4`` makes swizzled copies of the scales for ``PrecisionConfig`` while
-  ``layer.w13_weight_scale``/``w2_weight_scale`` are never deleted (only the weight values are),
-  so the scales are resident twice; the biases are upcast to fp32. gpt-oss-120b on H100: +3.4
-  GiB ("Model loading took 64.38 GiB", vllm#33155, 0.14.1, "Using Triton backend").
+  vllm/third_party from 0.11): ``create_weights`` pads the per-rank expert intermediate size to a
+  multiple of 64 ("pad the intermediate size to be a multiple of 2 * mxfp4_block",
+  ``round_up(intermediate_size_per_partition, 64)``): nothing on one GPU for gpt-oss (2880),
+  but 1440 -> 1472, 720 -> 768 and 360 -> 384 at TP 2/4/8. ``_swizzle_mxfp4`` then makes
+  swizzled copies of the scales for ``PrecisionConfig`` while ``layer.w13_weight_scale``/
+  ``w2_weight_scale`` are never deleted (only the weight values are), so the padded scales are
+  resident twice; the padded biases are upcast to fp32. gpt-oss-120b on H100: +3.4 GiB ("Model
+  loading took 64.38 GiB", vllm#33155, 0.14.1, "Using Triton backend").
+* **FlashInfer** (datacenter Blackwell, SM100, when FlashInfer is installed:
+  ``get_mxfp4_backend``: ``is_device_capability(100) and has_flashinfer()`` ->
+  ``SM100_FI_MXFP4_BF16``, "Using FlashInfer MXFP4 BF16 backend for SM100"): ``create_weights``
+  pads both the per-rank intermediate size and ``hidden_size`` to a multiple of 256;
+  ``process_weights_after_loading`` replaces the values and scales by their shuffled copies
+  (same padded shapes) and the biases by fp32 shuffled copies. gpt-oss-120b: 2880 -> 3072 on
+  both dims, +7.9 GiB. Without FlashInfer SM100 takes Triton; oomkit assumes FlashInfer (the vllm
+  wheel pins it as a dependency in current releases, e.g. 0.21.0 requires
+  ``flashinfer-python==0.6.8.post1``, and the vllm-openai image ships it) and says so.
 
-FlashInfer backends (datacenter Blackwell, SM100) and ROCm pad differently and are not
-modelled here (0 extra, noted).
+ROCm (its own ``get_padding_alignment``) is not modelled: the checkpoint size is used and a note
+says so.
 """
 
 from __future__ import annotations
@@ -38,11 +50,12 @@ def _round_up(x: int, m: int) -> int:
 
 
 def mxfp4_backend(device: DeviceTarget, *, hopper: str) -> str | None:
-    """``"marlin"``, ``"triton"`` or None (not modelled) for ``device``.
+    """``"marlin"``, ``"triton"``, ``"flashinfer"`` or None (not modelled) for ``device``.
 
     ``hopper`` is the generation's choice on SM90 (``"marlin"`` before ``triton_kernels`` came
-    with vLLM, ``"triton"`` after). ``get_mxfp4_backend``: Triton needs compute capability
-    9.0 <= cc < 11.0; SM100 takes FlashInfer when installed; everything else on CUDA is Marlin.
+    with vLLM, ``"triton"`` after). ``get_mxfp4_backend``: SM100 takes FlashInfer when
+    installed (assumed); Triton needs compute capability 9.0 <= cc < 11.0; everything else on
+    CUDA is Marlin.
     """
     if device.backend != "cuda" or not device.compute_capability:
         return None
@@ -53,7 +66,7 @@ def mxfp4_backend(device: DeviceTarget, *, hopper: str) -> str | None:
     if major == 9:
         return hopper
     if major == 10:
-        return None  # FlashInfer MXFP4 backends (padding to 256 on both dims)
+        return "flashinfer"
     return "marlin"
 
 
@@ -64,20 +77,24 @@ def mxfp4_layout_extra_bytes(spec: ModelSpec, *, n_moe_layers: int, tp: int, bac
         return 0
     e, h = moe.num_experts, spec.hidden_size
     i = moe.expert_intermediate_size // max(1, tp)
-    ckpt_values = e * 3 * i * h // 2  # w13 [E, 2I, H/2] + w2 [E, H, I/2], two fp4 per byte
-    ckpt_scales = e * 3 * i * h // _MX_BLOCK
-    ckpt_bias = e * (2 * i + h) * 2  # bf16
+
+    def tensors(ip: int, hp: int, bias_bytes: int) -> tuple[int, int, int]:
+        """(values, scales, biases) bytes of one layer's experts in the shapes [ip, hp]:
+        w13 [E, 2I, H/2] + w2 [E, H, I/2] (two fp4 per byte), one e8m0 byte per 32 values,
+        biases [E, 2I] + [E, H]."""
+        return e * 3 * ip * hp // 2, e * 3 * ip * hp // _MX_BLOCK, e * (2 * ip + hp) * bias_bytes
+
+    values_c, scales_c, bias_c = tensors(i, h, 2)  # checkpoint: bias bf16
     if backend == "marlin":
-        hp, ip = _round_up(h, 256), _round_up(i, 128)
-        values = e * 3 * ip * hp // 2
-        scales = e * 3 * ip * hp // _MX_BLOCK
-        bias = e * (2 * ip + hp) * 2
-        per_layer = (values - ckpt_values) + (scales - ckpt_scales) + (bias - ckpt_bias)
+        values, scales, bias = tensors(_round_up(i, 128), _round_up(h, 256), 2)
     elif backend == "triton":
-        per_layer = ckpt_scales + ckpt_bias  # scales kept twice; biases bf16 -> fp32
+        values, scales, bias = tensors(_round_up(i, 64), h, 4)
+        scales *= 2  # the padded scales and their swizzled copies
+    elif backend == "flashinfer":
+        values, scales, bias = tensors(_round_up(i, 256), _round_up(h, 256), 4)
     else:
         return 0
-    return n_moe_layers * per_layer
+    return n_moe_layers * ((values - values_c) + (scales - scales_c) + (bias - bias_c))
 
 
 def mxfp4_weights_extra(
@@ -92,12 +109,22 @@ def mxfp4_weights_extra(
     """(bytes per rank above the checkpoint, notes) for an MXFP4 MoE model on ``device``
     (``quant`` the user's format, else the checkpoint's ``quantization_config``)."""
     fmt = (quant or (spec.quantization.method if spec.quantization else "")).lower()
-    backend = mxfp4_backend(device, hopper=hopper) if fmt == "mxfp4" else None
-    if backend is None or spec.moe is None:
+    if fmt != "mxfp4" or spec.moe is None:
         return 0, ()
+    backend = mxfp4_backend(device, hopper=hopper)
+    if backend is None:
+        return 0, (
+            f"MXFP4 expert layout on {device.backend} not modelled (vLLM pads it for its own "
+            "kernels there): checkpoint size used",
+        )
     n_moe = sum(1 for i in layers if i not in spec.moe.dense_layers)
     extra = mxfp4_layout_extra_bytes(spec, n_moe_layers=n_moe, tp=tp, backend=backend)
-    how = "padded shapes" if backend == "marlin" else "scales kept twice"
+    how = {
+        "marlin": "padded to 256/128 for the Marlin MoE kernel",
+        "triton": "intermediate padded to 64 per rank, scales kept twice, fp32 biases",
+        "flashinfer": "both dims padded to 256, fp32 biases; assumes FlashInfer is installed, "
+        "without it vLLM takes Triton",
+    }[backend]
     return extra, (
         f"MXFP4 experts laid out by the {backend} backend: +{extra / 2**30:.2f} GiB over the "
         f"checkpoint ({how})",

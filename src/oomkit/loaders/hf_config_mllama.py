@@ -87,7 +87,7 @@ def _mllama(f: Fields, source: str) -> ModelSpec:
     kw.update(multimodal_params=params, vision_tower=tower)
     f.note(
         "Mllama cross-attention layers are counted as self-attention layers of the same shape "
-        "(q/k/v/o + MLP; their KV holds the image tokens in vLLM)."
+        "(q/k/v/o + MLP)."
     )
     return _finish(f, kw, source)
 

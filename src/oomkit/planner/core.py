@@ -367,6 +367,17 @@ def plan_spec(
     target_ctx = 0
     info: ModelInfo | None = None
     for runtime in runtimes:
+        if runtime == "vllm" and base is not None and base.runtime_version:
+            # a vLLM release that cannot load the model: one line, not an empty search
+            from oomkit.estimate.vllm_support import vllm_model_version
+
+            try:
+                vllm_model_version(spec, base.runtime_version)
+            except InvalidSettingError as exc:
+                if len(runtimes) == 1:
+                    raise
+                notes.append(f"vllm left out: {exc}")
+                continue
         s = Searcher(spec, runtime, hardware, request, base)
         target_ctx = s.target_ctx
         found = s.search()

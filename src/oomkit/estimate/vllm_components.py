@@ -1,0 +1,178 @@
+"""The vLLM estimate's ``--explain`` lines beyond the plan's totals, each with its source.
+
+The weights of :class:`~oomkit.estimate.vllm.VllmPlan` include the MXFP4 backend's layout above
+the checkpoint (:mod:`oomkit.estimate.vllm_mxfp4`) and the vision tower; they get lines of
+their own. V0 engines cite V0's worker and model runner, and the Mllama profile run shows its
+formula (:mod:`oomkit.estimate.vllm_mm`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oomkit.estimate.breakdown import Component
+from oomkit.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from oomkit.estimate.vllm import VllmPlan
+
+__all__ = [
+    "V0_ENC_DEC_RUNNER",
+    "V0_RUNNER",
+    "V0_WORKER",
+    "VISION_FORMULA",
+    "vision_inputs",
+    "weight_extras",
+]
+
+V0_WORKER = "vllm/worker/worker.py determine_num_available_blocks"
+V0_RUNNER = "vllm/worker/model_runner.py profile_run"
+V0_ENC_DEC_RUNNER = (
+    "vllm/worker/enc_dec_model_runner.py profile_run + vllm/model_executor/models/mllama.py "
+    "MllamaVisionModel.forward"
+)
+VISION_FORMULA = (
+    "vision encoder over one image per sequence: images x (T^2 + (2S+2) T D + (2S+1) T_u D) x dtype"
+)
+
+
+def weight_extras(spec: ModelSpec, p: VllmPlan) -> tuple[Component, ...]:
+    """The weights lines beyond the checkpoint's text tensors: the MXFP4 layout and the
+    vision tower, each with its source."""
+    out: list[Component] = []
+    if p.mxfp4_extra_bytes:
+        backend = p.mxfp4_backend
+        out.append(
+            Component(
+                category="weights",
+                label="MXFP4 expert layout",
+                n_bytes=p.mxfp4_extra_bytes,
+                formula=f"{backend} backend's padded/duplicated expert tensors - checkpoint",
+                inputs={"tp": p.tp, "backend": backend},
+                source="vllm/model_executor/layers/quantization/mxfp4.py Mxfp4MoEMethod "
+                "create_weights / process_weights_after_loading",
+            )
+        )
+    if p.vision_weights_bytes:
+        out.append(
+            Component(
+                category="weights",
+                label="vision encoder + projector",
+                n_bytes=p.vision_weights_bytes,
+                formula="multimodal_params x dtype / tp",
+                inputs={"multimodal_params": spec.multimodal_params, "tp": p.tp},
+                source="vllm/model_executor/models/mllama.py MllamaVisionModel"
+                if spec.vision_tower is not None and spec.vision_tower.kind == "mllama"
+                else "vllm/model_executor/models (vision tower)",
+            )
+        )
+    return tuple(out)
+
+
+def vision_inputs(spec: ModelSpec, p: VllmPlan) -> dict[str, int]:
+    """The inputs of :data:`VISION_FORMULA` (empty without a vision profile)."""
+    tower = spec.vision_tower
+    if not p.vision_bytes or tower is None:
+        return {}
+    return {
+        "images": p.vision_images,
+        "T": tower.tokens_per_image,
+        "T_u": tower.tokens_per_image_unpadded,
+        "D": tower.hidden_size,
+        "S": tower.saved_layers,
+    }
+
+
+def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Component, ...]:
+    """One rank's lines: weights (text, MXFP4 layout, vision tower), rotary cache, KV pool
+    (``kv`` bytes), profile-run peak, non-torch and CUDA graphs, each with its source (``src``:
+    the V1 worker's KV budget; V0 engines cite V0's code)."""
+    v0 = p.engine.startswith("v0")
+    return (
+        Component(
+            category="weights",
+            label="weights",
+            n_bytes=p.weights_bytes - p.mxfp4_extra_bytes - p.vision_weights_bytes,
+            formula="checkpoint tensors per rank"
+            + (" (text model)" if p.vision_weights_bytes else ""),
+            inputs={"tp": p.tp},
+            source="vllm/model_executor/layers/linear.py",
+        ),
+        *weight_extras(spec, p),
+        Component(
+            category="weights",
+            label="rotary cos/sin cache",
+            n_bytes=p.rope_cache_bytes,
+            formula="max_position x rotary_dim x dtype",
+            source="vllm/model_executor/layers/rotary_embedding.py",
+        ),
+        Component(
+            category="kv_cache",
+            label="KV cache pool",
+            n_bytes=kv,
+            formula=(
+                "util x total - weights - activations - non_torch"
+                + (" - CUDA graphs" if p.cudagraph_charged else "")
+                if p.kv_pool_bytes is not None and p.kv_pool_bytes > 0
+                else "one sequence of max_model_len (capacity unknown or short)"
+            ),
+            inputs={
+                "util": p.util,
+                "bytes_per_token": p.bytes_per_token,
+                "block_size": p.block_size,
+            },
+            source=V0_WORKER if v0 else src,
+        ),
+        Component(
+            category="activations",
+            label="profile-run peak",
+            n_bytes=p.activation_bytes + p.pinned_allreduce_bytes,
+            formula=(
+                "peak of max(one layer's live set over max_num_batched_tokens, "
+                "hidden states + sampler over min(max_num_seqs, tokens) rows"
+                + (", " + VISION_FORMULA if p.vision_bytes else "")
+                + ")"
+                + (" + record_stream'd all-reduce inputs" if p.pinned_allreduce_bytes else "")
+            ),
+            inputs={
+                "max_num_batched_tokens": p.max_num_batched_tokens,
+                "max_num_seqs": p.max_num_seqs,
+                "forward_bytes": p.forward_bytes,
+                "sampler_bytes": p.sampler_bytes,
+                "vision_encoder_bytes": p.vision_bytes,
+                **vision_inputs(spec, p),
+                "engine": p.engine,
+            },
+            source=(
+                (V0_ENC_DEC_RUNNER if p.vision_bytes else V0_RUNNER)
+                if v0
+                else "vllm/v1/worker/gpu_model_runner.py profile_run"
+            ),
+        ),
+        Component(
+            category="overhead",
+            label="non-torch (modules, workspaces, NCCL)",
+            n_bytes=p.non_torch_bytes,
+            formula=p.non_torch_why,
+            inputs={"tp": p.tp},
+            source="vllm/utils MemorySnapshot (total - free - torch reserved)",
+        ),
+        Component(
+            category="overhead",
+            label="CUDA graphs",
+            n_bytes=p.cudagraph_bytes,
+            formula=(
+                "typical capture pool (0 with --enforce-eager); "
+                + (
+                    "subtracted from the KV budget (profile_cudagraph_memory)"
+                    if p.cudagraph_charged
+                    else "captured after the KV cache, in the 1 - util headroom"
+                )
+            ),
+            source=(
+                "vllm/worker/model_runner.py capture_model"
+                if v0
+                else "vllm/v1/worker/gpu_model_runner.py capture_model"
+            ),
+        ),
+    )

@@ -1,0 +1,138 @@
+"""Which vLLM releases can load a model at all, and which engine they run it on.
+
+A vLLM release that does not register an architecture fails at start-up, before any memory is
+sized: ``ModelRegistry`` raises "Model architectures [...] are not supported for now" for an
+architecture added later, and, for one removed since, "was supported in vLLM until vX, and is not
+supported anymore" (vllm/model_executor/models/registry.py ``_PREVIOUSLY_SUPPORTED_MODELS``).
+An estimate of such a run would be a memory figure for a server that never starts, so oomkit
+refuses it with one line (:class:`~oomkit.errors.InvalidSettingError` on ``--runtime-version``,
+exit 2) instead of warning: no setting of that release makes the model load, while the fix --
+another release -- is the user's to choose. Without ``--runtime-version`` (the newest release
+is modelled) a model the newest vLLM no longer loads is modelled on the last release that did,
+and the output says so.
+
+Rows (first release that loads it; last release before its removal):
+
+* ``GptOssForCausalLM`` (gpt-oss): vllm PR #22259 ("Support gpt-oss", its wheel
+  ``vllm==0.10.1+gptoss``), first released in v0.10.1 (2025-08-18).
+* ``MllamaForConditionalGeneration`` (Llama 3.2 Vision): vllm PR #8811, first in v0.6.2
+  (2024-09-25); ``_PREVIOUSLY_SUPPORTED_MODELS["MllamaForConditionalGeneration"] = "0.10.2"``
+  ("encoder-decoder models except whisper have been removed for V0 deprecation"), so v0.11.0
+  (2025-10-02) refuses it.
+
+Encoder-decoder models on the V1 releases before V0's removal (0.8-0.10): Mllama is
+``SupportsV0Only`` (vllm/model_executor/models/mllama.py) and
+``EngineArgs._is_v1_supported_oracle`` (vllm/engine/arg_utils.py, "No Mamba or Encoder-Decoder
+so far": ``if not model_config.is_v1_compatible: _raise_or_fallback(...)``) sends it to V0,
+whose ``_set_default_args_v0`` keeps ``max_num_seqs`` 256; vLLM logs
+"['MllamaForConditionalGeneration'] is not supported by the V1 Engine. Falling back to V0."
+(vllm-project/vllm-ascend#1963, v0.9.2rc1). :func:`v0_fallback_engine` names the V0 engine row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oomkit.errors import InvalidSettingError
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["VLLM_SUPPORT", "VllmSupport", "v0_fallback_engine", "vllm_model_version"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VllmSupport:
+    """The vLLM releases that load one architecture."""
+
+    architecture: str
+    first: str  # first release that loads it
+    first_date: str  # its release date (for ``--runtime-version 2025-08`` forms)
+    source: str
+    last: str | None = None  # last release that loads it (None: still supported)
+    removed: str | None = None  # first release without it
+    removed_date: str | None = None  # its release date
+    #: V1 releases that run it on V0 (encoder-decoder before V0's removal)
+    v0_only: bool = False
+
+
+VLLM_SUPPORT: dict[str, VllmSupport] = {
+    s.architecture: s
+    for s in (
+        VllmSupport(
+            architecture="GptOssForCausalLM",
+            first="0.10.1",
+            first_date="2025-08-18",
+            source="vllm PR #22259 (vllm==0.10.1+gptoss), first released in v0.10.1",
+        ),
+        VllmSupport(
+            architecture="MllamaForConditionalGeneration",
+            first="0.6.2",
+            first_date="2024-09-25",
+            source="vllm PR #8811 (v0.6.2); registry.py _PREVIOUSLY_SUPPORTED_MODELS: until 0.10.2",
+            last="0.10.2",
+            removed="0.11.0",
+            removed_date="2025-10-02",
+            v0_only=True,
+        ),
+    )
+}
+
+#: the V0 engine row of :mod:`oomkit.estimate.vllm_engines` that 0.8-0.10 fell back to (the
+#: V0 worker's profiling of 0.6.5+: per-instance non-torch increase, PR #10511)
+_V0_FALLBACK = "v0-2025"
+
+
+def _before(version: str, release: str, release_date: str) -> bool:
+    """``version`` (a release or a date) is older than ``release`` (out ``release_date``)."""
+    from datetime import date
+
+    from oomkit.estimate.generations import _version_tuple, parse_runtime_version
+
+    when = parse_runtime_version("vllm", version)
+    if isinstance(when, date):
+        return when < date.fromisoformat(release_date)
+    return when < _version_tuple(release)
+
+
+def vllm_model_version(spec: ModelSpec, version: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """(the vLLM version to model, notes) for ``spec`` at ``--runtime-version`` ``version``.
+
+    Raises:
+        InvalidSettingError: that release cannot load the architecture (see module doc).
+    """
+    sup = VLLM_SUPPORT.get(spec.architecture)
+    if sup is None:
+        return version, ()
+    if version is None or not version.strip():
+        if sup.last is None:
+            return version, ()
+        return sup.last, (
+            f"current vLLM no longer loads {sup.architecture} (supported until {sup.last}: "
+            f"{sup.source}); modelled as vLLM {sup.last}, the last release that does",
+        )
+    if _before(version, sup.first, sup.first_date):
+        raise InvalidSettingError(
+            f"vLLM {version} cannot load {spec.name} ({sup.architecture} first in vLLM "
+            f"{sup.first}); use --runtime-version {sup.first} or later",
+            setting="runtime_version",
+            value=version,
+        )
+    if (
+        sup.removed is not None
+        and sup.removed_date is not None
+        and not _before(version, sup.removed, sup.removed_date)
+    ):
+        raise InvalidSettingError(
+            f"vLLM {version} cannot load {spec.name} ({sup.architecture} was removed after "
+            f"vLLM {sup.last}); use --runtime-version {sup.last} or earlier",
+            setting="runtime_version",
+            value=version,
+        )
+    return version, ()
+
+
+def v0_fallback_engine(spec: ModelSpec, engine: str) -> str | None:
+    """The V0 engine row a V1-era ``engine`` falls back to for ``spec``, or None."""
+    sup = VLLM_SUPPORT.get(spec.architecture)
+    if sup is None or not sup.v0_only or not engine.startswith("v1"):
+        return None
+    return _V0_FALLBACK

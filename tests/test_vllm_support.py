@@ -1,0 +1,104 @@
+"""vLLM releases that cannot load a model, and Mllama's V0 fallback (oomkit.estimate.vllm_support).
+
+Real catalog configs (gpt-oss-20b, Llama 3.2 11B Vision) parsed as any config.json is; the CLI
+runs in a subprocess as a user runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oomkit.api import estimate
+from oomkit.cli.params import parse_gpu_list
+from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Estimate
+from oomkit.hardware.targets import hardware_for
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB
+
+ROOT = Path(__file__).resolve().parent.parent
+VISION = "llama-3.2-11b-vision"
+
+
+def _vllm(model: str, gpu: str, version: str | None, **kw: int) -> Estimate:
+    settings = InferenceSettings(runtime="vllm", runtime_version=version, **kw)
+    return estimate(model, settings, hardware_for(parse_gpu_list(gpu)), offline=True)
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "fix"),
+    [
+        ("gpt-oss-20b", "0.2.5", "0.10.1 or later"),
+        ("gpt-oss-20b", "0.9.0", "0.10.1 or later"),
+        ("gpt-oss-20b", "2025-07", "0.10.1 or later"),
+        (VISION, "0.6.1", "0.6.2 or later"),
+        (VISION, "0.11.0", "0.10.2 or earlier"),
+        (VISION, "2026-01", "0.10.2 or earlier"),
+    ],
+)
+def test_release_that_cannot_load_the_model_is_refused(model: str, version: str, fix: str) -> None:
+    with pytest.raises(InvalidSettingError, match=fix) as err:
+        _vllm(model, "h100-sxm", version, ctx=4096)
+    assert err.value.setting == "runtime_version"
+
+
+def test_refusal_is_one_line_exit_2() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cmd = [sys.executable, "-m", "oomkit", "estimate", "gpt-oss-20b", "-r", "vllm"]
+    cmd += ["--gpu", "h100-sxm", "--runtime-version", "0.2.5", "--offline"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert run.returncode == 2
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    assert len(lines) == 1
+    assert "cannot load gpt-oss-20b" in lines[0]
+
+
+def test_supported_releases_still_estimate() -> None:
+    assert _vllm("gpt-oss-20b", "h100-sxm", "0.10.1", ctx=4096).devices
+    assert _vllm(VISION, "a100-80gb-sxm", "0.6.2", ctx=4096, max_num_seqs=32).devices
+    assert _vllm(VISION, "a100-80gb-sxm", "0.10.2", ctx=4096, max_num_seqs=32).devices
+
+
+def test_mllama_on_v1_releases_runs_on_v0() -> None:
+    """0.8-0.10: V1 had no encoder-decoder support, so the V0 profile (one image per sequence)
+    applies: 256 sequences need ~110 GiB as on 0.6.3 (vllm#9445)."""
+    for version in ("0.8.0", "0.10.1"):
+        est = _vllm(VISION, "a100-80gb-sxm", version, ctx=1024, max_num_seqs=256)
+        assert est.runtime_details["engine"] == "v0-2025"
+        assert est.runtime_details["activation_peak_bytes"] > 100 * GiB  # type: ignore[operator]
+        assert est.blockers
+        assert any("V0 engine" in n for n in est.assumptions)
+    # a text model on the same release keeps V1
+    assert _vllm("llama-3.1-8b", "h100-sxm", "0.10.1", ctx=1024).runtime_details["engine"] == (
+        "v1-2025"
+    )
+
+
+def test_mllama_without_version_models_the_last_release_that_loads_it() -> None:
+    est = _vllm(VISION, "a100-80gb-sxm", None, ctx=1024, max_num_seqs=32)
+    assert est.runtime_details["engine"] == "v0-2025"
+    assert any("no longer loads" in n and "0.10.2" in n for n in est.assumptions)
+    gen = est.runtime_details["generation"]
+    assert isinstance(gen, dict)
+    assert gen["requested"] == "0.10.2"
+
+
+def test_v0_fallback_does_not_chunk_a_multimodal_prefill() -> None:
+    """_set_default_args_v0: no chunked prefill for a multimodal model even above 32K."""
+    est = _vllm(VISION, "a100-80gb-sxm", "0.10.1", ctx=65536, max_num_seqs=8)
+    assert est.runtime_details["max_num_batched_tokens"] == 65536
+
+
+def test_plan_refuses_the_same_release_in_one_line() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cmd = [sys.executable, "-m", "oomkit", "plan", "gpt-oss-20b", "-r", "vllm"]
+    cmd += ["--gpu", "h100-sxm", "--runtime-version", "0.9.0", "--offline"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    assert run.returncode == 2
+    assert "cannot load gpt-oss-20b" in run.stderr + run.stdout
+    assert "Traceback" not in run.stderr
