@@ -79,6 +79,53 @@ def test_cublas_pool_only_between_pr_3776_and_pr_8075(tiny: Path) -> None:
         assert _pool(_est(tiny, "rtx-3090", version)) == 0
 
 
+@pytest.fixture(scope="module")
+def tied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-layer Llama GGUF with a Q6_K token embedding and no output.weight: llama.cpp uses the
+    embedding as the output matrix (a duplicate placed with the output layer, as for Gemma)."""
+    import gguf
+    import numpy as np
+
+    mf = _make_fixtures()
+    q = gguf.GGMLQuantizationType
+    n_vocab, n_embd = 4096, 256
+    path = tmp_path_factory.mktemp("pool") / "tied.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    mf._tiny_llama_gguf_common(w, n_layer=1, n_embd=n_embd, n_ff=n_embd)
+    w.add_tokenizer_model("llama")
+    w.add_token_list([f"t{i}" for i in range(n_vocab)])
+    mf._raw(w, "token_embd.weight", (n_vocab, n_embd), q.Q6_K)
+    w.add_tensor("blk.0.attn_norm.weight", np.zeros((n_embd,), np.float32))
+    for name, rows in (("attn_q", n_embd), ("attn_k", 128), ("attn_v", 128)):
+        mf._raw(w, f"blk.0.{name}.weight", (rows, n_embd), q.Q4_K)
+    mf._raw(w, "blk.0.attn_output.weight", (n_embd, n_embd), q.Q4_K)
+    w.add_tensor("blk.0.ffn_norm.weight", np.zeros((n_embd,), np.float32))
+    for name in ("ffn_gate", "ffn_up", "ffn_down"):
+        mf._raw(w, f"blk.0.{name}.weight", (n_embd, n_embd), q.Q4_K)
+    w.add_tensor("output_norm.weight", np.zeros((n_embd,), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_tied_output_matrix_is_pooled_like_a_separate_one(tied: Path) -> None:
+    """Review3 finding 4: the tied copy ("output.weight(tied)") is the output matmul's weight;
+    before PR #6122 it ran over every prompt token, so it is dequantized into the pool."""
+    ub = 512
+    assert _pool(_est(tied, "rtx-3090", "2024-02-01")) == 2 * (4096 * 256 + ub * 256 + 4096 * ub)
+    # after PR #6122 it is a matrix-vector product again: the 256 x 256 layer matrices
+    assert _pool(_est(tied, "rtx-3090", "2024-05-01")) == 2 * (256 * 256 + ub * 256 + 256 * ub)
+
+
+def test_gemma_7b_tied_output_dominates_the_pool() -> None:
+    """gemma-7b ties its 256000 x 3072 output to the embedding: ~1.7 GiB in the pool before
+    PR #6122, not one FFN matrix."""
+    est = _est("gemma-7b", "rtx-3090", "2024-03-01", quant="Q4_K_M")
+    assert _pool(est) == 2 * (256000 * 3072 + 512 * 3072 + 256000 * 512)
+
+
 def test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq(tiny: Path) -> None:
     # b1430..PR #4682: the compile-time tensor-core test sent Pascal down the FP16 path too
     assert _pool(_est(tiny, "p40", "b1430")) == 2 * (4096 * 256 + 512 * 256 + 4096 * 512)

@@ -74,23 +74,29 @@ def cublas_pool_bytes(
 
     Expert tensors (``*_exps``) are multiplied one expert at a time (``mul_mat_id`` of that
     era), so one expert's slice is dequantized.
+
+    A model without ``output.weight`` (Gemma, tied embeddings) multiplies by the embedding
+    matrix: llama.cpp creates it again as the output tensor, ``TENSOR_DUPLICATED`` ("same as
+    tok_embd, duplicated to allow offloading", llm_load_tensors), which the placement names
+    ``output.weight(tied)``; it is the output matmul's weight like a separate one.
     """
     tc = tensor_cores(gpu)
     if tc is None or n_ubatch <= MMQ_MAX_BATCH or (gpus == "tensor_cores" and not tc):
         return 0
     peak = 0
     for t in placement.tensors:
-        if t.device != device or not t.name.endswith(".weight") or t.ne0 <= 1:
+        name = t.name.removesuffix("(tied)")
+        if t.device != device or not name.endswith(".weight") or t.ne0 <= 1:
             continue
         gt = GGML_TYPES.get(t.type_name.upper())
-        if gt is None or gt.block_size == 1 or "norm" in t.name:
+        if gt is None or gt.block_size == 1 or "norm" in name:
             continue  # not quantized: F16/F32 weights need no dequantized copy
-        if t.name.startswith("token_embd"):
+        if name.startswith("token_embd"):
             continue  # get_rows, not a matmul
-        if t.name.startswith("output.") and not all_logits:
+        if name.startswith("output.") and not all_logits:
             continue  # one logits row per sequence: a matrix-vector product
         n_el = t.n_bytes // gt.type_size * gt.block_size
-        if "_exps" in t.name and n_experts > 1:
+        if "_exps" in name and n_experts > 1:
             n_el //= n_experts
         rows, cols = n_el // t.ne0, t.ne0
         peak = max(peak, 2 * (rows * cols + n_ubatch * cols + rows * n_ubatch))
