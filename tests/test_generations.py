@@ -47,6 +47,7 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "b1428", "2023-10-batched-attn"),
         ("llama.cpp", "2023-11-15", "2023-11-batched-attn-tc"),
         ("llama.cpp", "2024-02-23", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-03-20", "2024-03-ubatch"),
         ("llama.cpp", "2024-04", "2024-03-outputs"),
         ("llama.cpp", "b5274", "2025-04-mla"),
         ("llama.cpp", "2025-06-01", "2025-05-swa"),

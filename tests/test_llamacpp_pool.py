@@ -50,11 +50,17 @@ def _est(
     *,
     ctx: int = 2048,
     ubatch: int | None = None,
+    batch: int | None = None,
     quant: str | None = None,
     vram: int | None = None,
 ) -> Estimate:
     settings = InferenceSettings(
-        runtime="llama.cpp", ctx=ctx, runtime_version=version, ubatch=ubatch, quant=quant
+        runtime="llama.cpp",
+        ctx=ctx,
+        runtime_version=version,
+        ubatch=ubatch,
+        batch_size=batch,
+        quant=quant,
     )
     hw = hardware_for(parse_gpu_list(gpu), vram_bytes=vram)
     return estimate(str(model), settings, hw, offline=True)
@@ -126,11 +132,39 @@ def test_gemma_7b_tied_output_dominates_the_pool() -> None:
     assert _pool(est) == 2 * (256000 * 3072 + 512 * 3072 + 256000 * 512)
 
 
+def _pool_tokens(rows: int, cols: int, tokens: int) -> int:
+    return 2 * (rows * cols + tokens * cols + rows * tokens)
+
+
+def test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx(tiny: Path) -> None:
+    """Review3 finding 10: before PR #6017 (b2413) a prompt step was -b tokens
+    (``cparams.n_batch = params.n_batch``, 512 by default, no -ub); from it, -ub out of -b.
+    Either way no step holds more tokens than the context (llama_context caps n_batch at n_ctx
+    for causal attention; before, the worst-case graph was ``min(n_ctx, n_batch)``)."""
+    out = (4096, 256)  # the tiny model's Q8_0 output matrix, pooled while all_logits
+    old = _est(tiny, "rtx-3090", "2024-02-01", batch=1024)
+    assert _pool(old) == _pool_tokens(*out, 1024)
+    assert old.runtime_details["n_ubatch"] == old.runtime_details["n_batch"] == 1024
+    ignored = _est(tiny, "rtx-3090", "2024-02-01", batch=1024, ubatch=256)
+    assert _pool(ignored) == _pool_tokens(*out, 1024)
+    assert any("-ub arrived with PR #6017" in a for a in ignored.assumptions)
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01")) == _pool_tokens(*out, 512)  # -b 512
+    # PR #6017 (2024-03-13) .. PR #6122: -b 1024 is a logical batch of 512-token micro-batches
+    assert _pool(_est(tiny, "rtx-3090", "2024-03-20", batch=1024)) == _pool_tokens(*out, 512)
+    # --ctx 200: 224 cells (padded to 32), so no step exceeds 224 tokens
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ctx=200)) == _pool_tokens(*out, 224)
+    assert _pool(_est(tiny, "rtx-3090", "2024-03-20", ctx=200)) == _pool_tokens(*out, 224)
+    # a 16-token context: 32 cells, 32-token steps go through MMQ: no pool at all
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ctx=16)) == 0
+
+
 def test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq(tiny: Path) -> None:
     # b1430..PR #4682: the compile-time tensor-core test sent Pascal down the FP16 path too
     assert _pool(_est(tiny, "p40", "b1430")) == 2 * (4096 * 256 + 512 * 256 + 4096 * 512)
     assert _pool(_est(tiny, "p40", "2024-02-01")) == 0  # MMQ again below Volta
-    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ubatch=32)) == 0  # MMQ for <= 32 tokens
+    # MMQ for <= 32 tokens (-b before PR #6017, -ub after)
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", batch=32)) == 0
+    assert _pool(_est(tiny, "rtx-3090", "2024-03-20", ubatch=32)) == 0
 
 
 def test_xinference_1036_yi34b_pool_holds_the_output_matrix() -> None:

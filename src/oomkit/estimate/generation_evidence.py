@@ -41,6 +41,9 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ggml-org/llama.cpp/issues/3869 (P40 at b1447: "
         "'CUDA_USE_TENSOR_CORES: yes', FP16 cuBLAS prompt processing)",
     ),
+    ("llama.cpp", "2024-03-ubatch"): (
+        _TP + "test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx",
+    ),
     ("llama.cpp", "2024-03-outputs"): (
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
     ),

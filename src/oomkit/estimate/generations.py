@@ -16,7 +16,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
   ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
   ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812),
-  ``cublas_pool``/``all_logits``/``attn_pool`` (:mod:`oomkit.estimate.llamacpp_pool`).
+  ``cublas_pool``/``all_logits``/``attn_pool`` (:mod:`oomkit.estimate.llamacpp_pool`),
+  ``ubatch_split`` (False before PR #6017: a prompt step is ``-b`` tokens, 512 by default, and
+  there is no ``-ub``).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
@@ -154,6 +156,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
                 "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
             ),
             _g(
                 "llama.cpp",
@@ -166,6 +169,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
                 "CUDA pool, which keeps one larger buffer per prompt step",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
                 attn_pool="all",
             ),
             _g(
@@ -180,6 +184,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
                 "test was a compile-time macro); the output matrix runs over every prompt token",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
                 cublas_pool="all",
                 all_logits=True,
                 attn_pool="all",
@@ -196,6 +201,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
                 "growing legacy-pool buffers",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
                 cublas_pool="all",
                 all_logits=True,
                 attn_pool="tensor_cores",
@@ -209,6 +215,22 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
                 "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
                 "weight copies",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="tensor_cores",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-03-ubatch",
+                "llama.cpp 2024-03 (micro-batches: -b 2048, -ub 512)",
+                "2024-03-13",
+                None,
+                "ggml-org/llama.cpp PR #6017 (commit f30ea47, build b2413: pipeline parallelism, "
+                "n_ubatch)",
+                "a prompt step is n_ubatch tokens (-ub, 512) out of a logical -b 2048 batch; "
+                "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
+                "the compute buffer follow -b no more",
                 **_OLD_LLAMACPP,
                 cublas_pool="tensor_cores",
                 all_logits=True,
@@ -740,4 +762,5 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         cublas_pool=str(gen.effects["cublas_pool"]) if "cublas_pool" in gen.effects else None,
         all_logits=bool(gen.effects.get("all_logits", False)),
         attn_pool=str(gen.effects["attn_pool"]) if "attn_pool" in gen.effects else None,
+        ubatch_split=bool(gen.effects.get("ubatch_split", True)),
     )

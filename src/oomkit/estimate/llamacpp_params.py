@@ -20,6 +20,7 @@ from oomkit.spec.settings import InferenceSettings
 __all__ = [
     "BUFFER_ALIGNMENT",
     "DEFAULT_N_BATCH",
+    "DEFAULT_N_BATCH_PRE_UBATCH",
     "DEFAULT_N_CTX",
     "DEFAULT_N_UBATCH",
     "KV_CACHE_TYPES",
@@ -34,6 +35,9 @@ __all__ = [
 DEFAULT_N_CTX = 4096  # common_params.n_ctx (common/common.h)
 DEFAULT_N_BATCH = 2048  # common_params.n_batch
 DEFAULT_N_UBATCH = 512  # common_params.n_ubatch
+#: builds before PR #6017 (b2413, 2024-03-13) had one batch size: ``gpt_params.n_batch = 512``
+#: (common/common.h), "batch size for prompt processing", and no ``-ub``
+DEFAULT_N_BATCH_PRE_UBATCH = 512
 #: llama_context: ``cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)`` (src/llama-context.cpp)
 N_CTX_PAD = 256
 
@@ -97,6 +101,10 @@ class LlamaCppOptions:
     #: #3882, then ``"tensor_cores"`` ones until the VMM pool of PR #4606); None: not modelled
     #: (:func:`oomkit.estimate.llamacpp_pool.attention_pool_growth_bytes`)
     attn_pool: str | None = None
+    #: False = builds before PR #6017 (b2413, 2024-03-13): no micro-batch; each prompt step
+    #: (and the worst-case graph, ``n_tokens = min(n_ctx, n_batch)``) is ``-b`` tokens, 512 by
+    #: default, and ``-ub`` does not exist
+    ubatch_split: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,8 +178,18 @@ def resolve_llamacpp_params(
             "parallel not given: 1 sequence (C API default; recent llama-server defaults to 4 "
             "slots sharing one unified KV cache of n_ctx cells, which keeps the KV size)"
         )
-    n_batch = settings.batch_size or DEFAULT_N_BATCH
-    n_ubatch = min(settings.ubatch or DEFAULT_N_UBATCH, n_batch)
+    if opts.ubatch_split:
+        n_batch = settings.batch_size or DEFAULT_N_BATCH
+        ubatch = settings.ubatch or DEFAULT_N_UBATCH
+    else:
+        # before PR #6017 the physical batch was -b (cparams.n_batch = params.n_batch)
+        n_batch = settings.batch_size or DEFAULT_N_BATCH_PRE_UBATCH
+        ubatch = n_batch
+        if settings.ubatch is not None:
+            notes.append(
+                f"ubatch {settings.ubatch} ignored: -ub arrived with PR #6017 (b2413, "
+                f"2024-03-13); a prompt step of this build is -b {n_batch} tokens"
+            )
     kv_unified = bool(settings.kv_unified) or not opts.kv_streams
     n_stream = 1 if kv_unified else n_seq
     fa_auto = settings.flash_attn is None and opts.flash_attn_default
@@ -195,6 +213,13 @@ def resolve_llamacpp_params(
             setting="parallel",
             value=n_seq,
         )
+    # with causal attention no batch exceeds the context: llama_context caps
+    # ``cparams.n_batch = causal_attn ? min(n_ctx, n_batch) : n_batch`` and
+    # ``n_ubatch = min(n_batch, n_ubatch)`` (PR #6017, src/llama-context.cpp today); before it
+    # the worst-case graph was ``n_tokens = min(n_ctx, n_batch)`` and llama_decode asserted
+    # ``n_tokens <= n_batch`` while the KV cache holds n_ctx cells
+    n_batch = min(n_ctx, n_batch)
+    n_ubatch = min(n_batch, ubatch)
     type_k = _kv_type(settings.cache_type_k, "cache_type_k")
     type_v = _kv_type(settings.cache_type_v, "cache_type_v")
     # -fa auto: enabled when every device that holds attention supports the FA op; the CPU,

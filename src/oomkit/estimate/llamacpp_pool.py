@@ -186,5 +186,5 @@ def attn_pool_growth(
     if dev not in placement.layer_device:
         return 0
     # builds of 2023 had no separate micro-batch: a prompt step was -b tokens, 512 by default,
-    # which is what n_ubatch holds unless the user asked for another
+    # which is what n_ubatch holds for them (LlamaCppOptions.ubatch_split False, PR #6017)
     return attention_pool_growth_bytes(spec.num_attention_heads, params.n_ctx, params.n_ubatch)
