@@ -84,6 +84,61 @@ def test_bad_version_is_a_one_line_error() -> None:
 
 
 @pytest.mark.parametrize(
+    ("runtime", "text", "says"),
+    [
+        # a year or a date written another way is not release 2024 (the newest generation)
+        ("vllm", "2024", "reads as a year or a date"),
+        ("vllm", "20240615", "reads as a year or a date"),
+        ("vllm", "2024-06-15T00", "give a release such as 0.6.3"),
+        ("sglang", "2025", "reads as a year or a date"),
+        ("llama.cpp", "20240615", "reads as a year or a date"),
+        # llama.cpp has builds and dates, no dotted releases
+        ("llama.cpp", "0.6.3", "llama.cpp has no release numbers"),
+        ("llama.cpp", "v1.2.3", "give a llama.cpp build such as b4500"),
+        ("vllm", "2024-13", "not a calendar date"),
+    ],
+)
+def test_runtime_version_that_is_no_form_of_that_runtime_is_a_usage_error(
+    runtime: str, text: str, says: str
+) -> None:
+    """Review3 finding 15: each is a one-line usage error naming the forms that runtime
+    accepts, not a silent guess."""
+    with pytest.raises(InvalidSettingError, match=f"--runtime-version '{text}' for {runtime}") as e:
+        resolve_generation(runtime, text)
+    assert says in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_vllm_build_number_error_suggests_releases_not_builds() -> None:
+    with pytest.raises(InvalidSettingError) as e:
+        resolve_generation("vllm", "b4500")
+    assert "b4500 " not in str(e.value).replace("'b4500'", "")
+    assert "0.6.3" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "pre", "release"),
+    [
+        ("vllm", "0.6.3rc1", "0.6.3"),  # was 0.6 + ".3rc1": the generation before 0.6.3
+        ("vllm", "0.11.0rc1", "0.11.0"),
+        ("vllm", "0.8.0rc2", "0.8.0"),
+        ("vllm", "v0.9.1rc1", "0.9.1"),
+        ("vllm", "0.6.5.dev12+g1a2b3c", "0.6.5"),
+        ("vllm", "0.6.6.post1", "0.6.6"),
+        ("ollama", "v0.6.4-rc0", "0.6.4"),
+        ("sglang", "0.5.3rc0", "0.5.3"),
+        ("transformers", "4.45.0.dev0", "4.45.0"),
+    ],
+)
+def test_a_pre_release_resolves_as_its_release(runtime: str, pre: str, release: str) -> None:
+    """An rc (or dev/post build) of X is X's generation, whatever the number of parts."""
+    from oomkit.estimate.generations import parse_runtime_version
+
+    assert parse_runtime_version(runtime, pre) == parse_runtime_version(runtime, release)
+    assert resolve_generation(runtime, pre).key == resolve_generation(runtime, release).key
+
+
+@pytest.mark.parametrize(
     ("runtime", "short", "full"),
     [
         ("vllm", "0.8", "0.8.0"),

@@ -610,19 +610,46 @@ _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "tr
 @cache
 def _version_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(date, llama.cpp build, release) forms of ``--runtime-version``: compiled when a
-    version is first read (an estimate without one reads none)."""
+    version is first read (an estimate without one reads none). A release may carry a
+    pre-release (``rc1``, ``a1``, ``b2``, ``dev3``), post-release (``.post1``) or local
+    (``+cu121``) suffix; anything else after the numbers (``2024-06-15T00``) is not a release."""
     return (
         re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$"),
         re.compile(r"^b(\d{3,6})$"),
-        re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$"),
+        re.compile(
+            r"^v?(\d+(?:\.\d+){0,3})"
+            r"(?:[-.]?(?:rc|a|alpha|b|beta|dev|pre|post)[-.]?\d*|\+[0-9a-z][0-9a-z.]*)*$"
+        ),
     )
+
+
+#: no runtime modelled has a major version this large: ``2024`` or ``20240615`` is a date
+_MAX_MAJOR = 999
+_LOOKS_LIKE_A_DATE = "reads as a year or a date (write a date as 2024-06-15); "
+
+
+def _accepted_forms(runtime: str) -> str:
+    if runtime == "llama.cpp":
+        return (
+            "give a llama.cpp build such as b4500 (or 4500, as 'llama-cli --version' prints "
+            "it) or a date such as 2024-06 or 2024-06-15"
+        )
+    return "give a release such as 0.6.3 (v0.6.3, 0.6.3rc1) or a date such as 2024-06 or 2024-06-15"
 
 
 def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
     """A date (``2024-06``, ``2024-06-15``, a llama.cpp ``b4500``) or a version tuple.
 
+    llama.cpp has no release numbers, only builds (``b4500``, or ``4500`` as its ``--version``
+    prints it) and dates; the other runtimes take releases (``0.6.3``, ``v0.5.7``) and dates.
+    A pre-release or post-release is read as its release: ``0.6.3rc1``, ``0.6.3.dev5`` and
+    ``0.6.3.post1`` are all ``0.6.3`` and resolve to 0.6.3's generation (a release candidate
+    is cut from the release's branch and carries the changes that start its generation).
+
     Raises:
-        InvalidSettingError: none of those forms.
+        InvalidSettingError: none of those forms, a dotted version for llama.cpp, or a
+            "version" that is a date written another way (``2024``, ``20240615``,
+            ``2024-06-15T00``).
     """
     from datetime import date
 
@@ -630,21 +657,31 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
 
     value = text.strip().lower()
     date_re, build_re, version_re = _version_patterns()
+    why = ""
     m = date_re.match(value)
     if m:
         try:
             return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
         except ValueError:
-            pass
-    elif (b := build_re.match(value)) and runtime in ("llama.cpp", "ollama"):
-        return build_date(int(b.group(1)))
-    elif value.isdigit() and runtime == "llama.cpp":
-        return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+            why = "not a calendar date; "
+    elif runtime == "llama.cpp":
+        if b := build_re.match(value):
+            return build_date(int(b.group(1)))
+        if value.isdigit() and len(value) <= 6:
+            return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+        if value.isdigit():
+            why = _LOOKS_LIKE_A_DATE
+        elif version_re.match(value):
+            why = "llama.cpp has no release numbers; "
+    elif (b := build_re.match(value)) and runtime == "ollama":
+        return build_date(int(b.group(1)))  # the vendored llama.cpp build
     elif v := version_re.match(value):
-        return _version_tuple(v.group(1))
+        parts = _version_tuple(v.group(1))
+        if parts[0] <= _MAX_MAJOR:
+            return parts
+        why = _LOOKS_LIKE_A_DATE
     raise InvalidSettingError(
-        f"Invalid --runtime-version {text!r}: give a release such as "
-        "0.6.3 / b4500 or a date such as 2024-06.",
+        f"Invalid --runtime-version {text!r} for {runtime}: {why}{_accepted_forms(runtime)}.",
         setting="runtime_version",
         value=text,
     )
