@@ -158,6 +158,36 @@ def test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx(tiny: Path)
     assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ctx=16)) == 0
 
 
+def test_v100_keeps_cublas_for_64_token_batches_after_pr_8075(tiny: Path) -> None:
+    """Review3 finding 11: PR #8075's ggml_cuda_should_use_mmq returns ``cc < CC_VOLTA ||
+    ne11 < MMQ_DP4A_MAX_BATCH_SIZE`` (64) on NVIDIA GPUs without int8 tensor cores, and the
+    function of today keeps that test: a V100 still dequantizes for cuBLAS; Turing+ do not."""
+    layer = 2 * (256 * 256 + 512 * 256 + 256 * 512)  # output is a matrix-vector since #6122
+    for version in ("2024-07-01", "2025-06-01", "2026-02-01"):
+        assert _pool(_est(tiny, "v100-16gb-pcie", version)) == layer, version
+        assert _pool(_est(tiny, "rtx-3090", version)) == 0, version  # int8 tensor cores: MMQ
+        assert _pool(_est(tiny, "p40", version)) == 0, version  # cc < Volta: MMQ
+    # below 64 tokens the V100 runs MMQ (dp4a)
+    assert _pool(_est(tiny, "v100-16gb-pcie", "2024-07-01", ubatch=48)) == 0
+    assert _pool(_est(tiny, "v100-16gb-pcie", "2024-07-01", ubatch=64)) > 0
+    # no --runtime-version: today's llama.cpp, the same
+    today = estimate(
+        str(tiny),
+        InferenceSettings(runtime="llama.cpp", ctx=2048),
+        hardware_for(parse_gpu_list("v100-16gb-pcie")),
+        offline=True,
+    )
+    assert _pool(today) == layer
+
+
+def test_rocm_pool_is_stated_as_not_modelled(tiny: Path) -> None:
+    """ROCm's hipBLAS dequantize path is not modelled: the estimate says so."""
+    est = _est(tiny, "mi210", "2024-07-01")
+    assert _pool(est) == 0
+    assert any(a.startswith("ROCm: llama.cpp's hipBLAS path") for a in est.assumptions)
+    assert not any("hipBLAS" in a for a in _est(tiny, "rtx-3090", "2024-07-01").assumptions)
+
+
 def test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq(tiny: Path) -> None:
     # b1430..PR #4682: the compile-time tensor-core test sent Pascal down the FP16 path too
     assert _pool(_est(tiny, "p40", "b1430")) == 2 * (4096 * 256 + 512 * 256 + 4096 * 512)

@@ -16,7 +16,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
   ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
   ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812),
-  ``cublas_pool``/``all_logits``/``attn_pool`` (:mod:`oomkit.estimate.llamacpp_pool`),
+  ``cublas_pool`` (``"none"`` before PR #3776, ``"all"``/``"tensor_cores"`` until PR #8075,
+  absent: ``"volta"``, V100 only), ``all_logits``/``attn_pool``
+  (:mod:`oomkit.estimate.llamacpp_pool`),
   ``ubatch_split`` (False before PR #6017: a prompt step is ``-b`` tokens, 512 by default, and
   there is no ``-ub``).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
@@ -157,6 +159,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
                 **_OLD_LLAMACPP,
                 ubatch_split=False,
+                cublas_pool="none",
             ),
             _g(
                 "llama.cpp",
@@ -170,6 +173,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "CUDA pool, which keeps one larger buffer per prompt step",
                 **_OLD_LLAMACPP,
                 ubatch_split=False,
+                cublas_pool="none",
                 attn_pool="all",
             ),
             _g(
@@ -267,7 +271,8 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "2024-06-24",
                 None,
                 "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
-                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool",
+                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool; "
+                "V100 (FP16 but no int8 tensor cores) keeps cuBLAS for 64+ token batches",
                 **_OLD_LLAMACPP,
             ),
             _g(
@@ -788,6 +793,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
     gen = resolve_generation("llama.cpp", version)
     base = options if isinstance(options, LlamaCppOptions) else LlamaCppOptions()
     pad = gen.effects.get("n_ctx_pad_no_fa")
+    pool = gen.effects.get("cublas_pool", "volta")
     return dataclasses.replace(
         base,
         flash_attn_default=bool(gen.effects.get("flash_attn_default", True)),
@@ -796,7 +802,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         swa_cache=bool(gen.effects.get("swa_cache", True)),
         kv_streams=bool(gen.effects.get("kv_streams", True)),
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
-        cublas_pool=str(gen.effects["cublas_pool"]) if "cublas_pool" in gen.effects else None,
+        cublas_pool=None if pool == "none" else str(pool),
         all_logits=bool(gen.effects.get("all_logits", False)),
         attn_pool=str(gen.effects["attn_pool"]) if "attn_pool" in gen.effects else None,
         ubatch_split=bool(gen.effects.get("ubatch_split", True)),

@@ -92,8 +92,9 @@ class LlamaCppOptions:
     #: builds from PR #3776 (Oct 2023) until PR #8075 (Jun 2024): quantized matmuls over more
     #: than 32 tokens dequantize the weight into the CUDA pool for cuBLAS on ``"all"`` NVIDIA
     #: GPUs (until PR #4682) or on ``"tensor_cores"`` ones (cc >= 7.0); None: MMQ
-    #: (:mod:`oomkit.estimate.llamacpp_pool`)
-    cublas_pool: str | None = None
+    #: (:mod:`oomkit.estimate.llamacpp_pool`); ``"volta"`` from PR #8075 on: only GPUs with
+    #: FP16 but no int8 tensor cores (V100), for batches of 64 tokens or more
+    cublas_pool: str | None = "volta"
     #: builds before PR #6122 (Mar 2024) compute the logits of every batch token
     all_logits: bool = False
     #: builds from PR #3749 (Oct 2023) batch the attention GEMMs through FP16 buffers of the
