@@ -226,7 +226,9 @@ def test_llamacpp_streams_and_padding() -> None:
 
 def test_ollama_old_runner_defaults() -> None:
     old = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.5.7")
-    mid = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.6.4")
+    # 0.6.4/0.6.5 still vendored d7cfe1f (Feb 2025, before the MLA cache of PR #12801):
+    # 0.9.0's llama.cpp (de4c07f, May 2025) has it
+    mid = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.9.0")
     assert old.runtime_details["ollama"]["num_ctx"] == 2048
     assert mid.runtime_details["ollama"]["num_ctx"] == 4096
     # old vendored llama.cpp: full K/V at 2048 cells beats the MLA latent (+V) at 4096

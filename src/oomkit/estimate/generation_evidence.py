@@ -67,6 +67,8 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
     ("ollama", "llama-runner-2k"): (
         _TG + "test_ollama_old_runner_defaults",
+        # each release runs the llama.cpp it vendored (oomkit.estimate.ollama_vendored)
+        "test:tests/test_ollama_vendored.py::test_ollama_0_1_x_gets_the_cublas_pool_of_its_llamacpp",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-23l",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-20l",
         # llm/memory.go picks -ngl / --tensor-split from blk.0 up (oomkit.estimate.ollama_memory_go)

@@ -22,7 +22,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``ubatch_split`` (False before PR #6017: a prompt step is ``-b`` tokens, 512 by default, and
   there is no ``-ub``).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
-  vendored llama.cpp whose generation applies).
+  vendored llama.cpp whose generation applies, for releases after the per-release table of
+  :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
+  llama runner runs every model).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
@@ -347,9 +349,10 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "ollama",
                 "llama-runner-2k",
                 "Ollama <0.6.4 (llama.cpp runner, num_ctx 2048)",
-                "2024-01-01",
+                "2023-09-25",
                 "0.1.0",
-                "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day",
+                "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day "
+                "(per release: oomkit.estimate.ollama_vendored, the v0.1.0 release on)",
                 "llama runner for every model; default num_ctx 2048; flash attention off unless "
                 "OLLAMA_FLASH_ATTENTION=1; vendored llama.cpp before MLA/SWA caches (DeepSeek "
                 "full K/V, Gemma full SWA)",

@@ -106,6 +106,9 @@ class LlamaCppOptions:
     #: (and the worst-case graph, ``n_tokens = min(n_ctx, n_batch)``) is ``-b`` tokens, 512 by
     #: default, and ``-ub`` does not exist
     ubatch_split: bool = True
+    #: built with GGML_CUDA_FORCE_MMQ (Ollama's Linux CUDA build, 0.1.23-0.2.1): MMQ for
+    #: every batch, no dequantized weights in the pool whatever ``cublas_pool`` says
+    force_mmq: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -131,7 +131,7 @@ def pool_component(
 ) -> Component | None:
     """The CUDA pool of builds that dequantized weights for cuBLAS (None when not modelled)."""
     opts = params.options
-    if not opts.cublas_pool:
+    if not opts.cublas_pool or opts.force_mmq:
         return None
     n_exp = spec.moe.num_experts if spec.moe is not None else 1
     b = cublas_pool_bytes(
