@@ -451,3 +451,19 @@ def test_details_without_a_version_read_from_the_text_match_the_dated_table() ->
     builds = [b for b, _ in LLAMACPP_BUILD_DATES]
     assert builds == sorted(builds)
     assert dict(LLAMACPP_BUILD_DATES)[5274].isoformat() == "2025-05-03"  # b5274's log
+
+
+def test_docs_name_every_generation_effect_and_the_ollama_layer_choice() -> None:
+    """Review3 finding 21: the module docstring lists every effect key the table uses, and the
+    README says how Ollama's llm/memory.go layer choice and the version forms are modelled."""
+    import oomkit.estimate.generations as generations
+
+    doc = generations.__doc__ or ""
+    keys = {k for rows in generations._ROWS.values() for row in rows for k in row[7]}
+    assert keys >= {"cublas_pool", "all_logits", "attn_pool", "ubatch_split", "llamacpp_date"}
+    for key in keys:
+        assert f"``{key}``" in doc, key
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "`llm/memory.go` picks" in readme
+    assert "`0.6.3rc1` is 0.6.3" in readme
+    assert "ollama_vendored.py" in readme

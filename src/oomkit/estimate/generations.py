@@ -5,6 +5,8 @@ change that separates it from the previous one (``change`` names the PR/commit/r
 what differs in memory (``memory``) and carries the switches the estimators read (``effects``).
 :func:`resolve_generation` turns a version (``"0.6.3"``, ``"b4500"``, ``"v0.5.7"``) or a date
 (``"2024-06"``, ``"2024-06-15"``) into the generation in force; no version means the newest.
+llama.cpp takes builds and dates only; a pre-release of X (``0.6.3rc1``) resolves as X; a year
+or an undashed date (``2024``, ``20240615``) is an error (:func:`parse_runtime_version`).
 
 Effects read by the estimators (absent key = today's behaviour):
 
