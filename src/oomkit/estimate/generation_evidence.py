@@ -47,7 +47,10 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2024-03-outputs"): (
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
     ),
-    ("llama.cpp", "2024-06-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
+    ("llama.cpp", "2024-06-mmq"): (
+        _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
+        _TP + "test_v100_keeps_cublas_for_64_token_batches_after_pr_8075",
+    ),
     ("llama.cpp", "2024"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",

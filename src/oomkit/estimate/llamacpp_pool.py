@@ -1,4 +1,4 @@
-"""llama.cpp's CUDA pool while quantized prompt matmuls went through cuBLAS (Oct 2023 - Jun 2024).
+"""llama.cpp's CUDA pool while quantized prompt matmuls use cuBLAS (2023-10 on; V100 only later).
 
 PR #3776 (commit 2f9ec7e, merged 2023-10-27, build b1430: "cuda : new cublas gemm branch for
 multi-batch quantized src0", "use MMQ only for small batches") made every quantized matmul with
