@@ -47,6 +47,7 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "b1428", "2023-10-batched-attn"),
         ("llama.cpp", "2023-11-15", "2023-11-batched-attn-tc"),
         ("llama.cpp", "2024-02-23", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-03-20", "2024-03-ubatch"),
         ("llama.cpp", "2024-04", "2024-03-outputs"),
         ("llama.cpp", "b5274", "2025-04-mla"),
         ("llama.cpp", "2025-06-01", "2025-05-swa"),
@@ -80,6 +81,61 @@ def test_default_is_newest_and_every_row_cites_a_change() -> None:
 def test_bad_version_is_a_one_line_error() -> None:
     with pytest.raises(InvalidSettingError, match="--runtime-version 'yesterday'"):
         resolve_generation("vllm", "yesterday")
+
+
+@pytest.mark.parametrize(
+    ("runtime", "text", "says"),
+    [
+        # a year or a date written another way is not release 2024 (the newest generation)
+        ("vllm", "2024", "reads as a year or a date"),
+        ("vllm", "20240615", "reads as a year or a date"),
+        ("vllm", "2024-06-15T00", "give a release such as 0.6.3"),
+        ("sglang", "2025", "reads as a year or a date"),
+        ("llama.cpp", "20240615", "reads as a year or a date"),
+        # llama.cpp has builds and dates, no dotted releases
+        ("llama.cpp", "0.6.3", "llama.cpp has no release numbers"),
+        ("llama.cpp", "v1.2.3", "give a llama.cpp build such as b4500"),
+        ("vllm", "2024-13", "not a calendar date"),
+    ],
+)
+def test_runtime_version_that_is_no_form_of_that_runtime_is_a_usage_error(
+    runtime: str, text: str, says: str
+) -> None:
+    """Review3 finding 15: each is a one-line usage error naming the forms that runtime
+    accepts, not a silent guess."""
+    with pytest.raises(InvalidSettingError, match=f"--runtime-version '{text}' for {runtime}") as e:
+        resolve_generation(runtime, text)
+    assert says in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_vllm_build_number_error_suggests_releases_not_builds() -> None:
+    with pytest.raises(InvalidSettingError) as e:
+        resolve_generation("vllm", "b4500")
+    assert "b4500 " not in str(e.value).replace("'b4500'", "")
+    assert "0.6.3" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "pre", "release"),
+    [
+        ("vllm", "0.6.3rc1", "0.6.3"),  # was 0.6 + ".3rc1": the generation before 0.6.3
+        ("vllm", "0.11.0rc1", "0.11.0"),
+        ("vllm", "0.8.0rc2", "0.8.0"),
+        ("vllm", "v0.9.1rc1", "0.9.1"),
+        ("vllm", "0.6.5.dev12+g1a2b3c", "0.6.5"),
+        ("vllm", "0.6.6.post1", "0.6.6"),
+        ("ollama", "v0.6.4-rc0", "0.6.4"),
+        ("sglang", "0.5.3rc0", "0.5.3"),
+        ("transformers", "4.45.0.dev0", "4.45.0"),
+    ],
+)
+def test_a_pre_release_resolves_as_its_release(runtime: str, pre: str, release: str) -> None:
+    """An rc (or dev/post build) of X is X's generation, whatever the number of parts."""
+    from oomkit.estimate.generations import parse_runtime_version
+
+    assert parse_runtime_version(runtime, pre) == parse_runtime_version(runtime, release)
+    assert resolve_generation(runtime, pre).key == resolve_generation(runtime, release).key
 
 
 @pytest.mark.parametrize(
@@ -170,7 +226,9 @@ def test_llamacpp_streams_and_padding() -> None:
 
 def test_ollama_old_runner_defaults() -> None:
     old = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.5.7")
-    mid = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.6.4")
+    # 0.6.4/0.6.5 still vendored d7cfe1f (Feb 2025, before the MLA cache of PR #12801):
+    # 0.9.0's llama.cpp (de4c07f, May 2025) has it
+    mid = _est("deepseek-v2-lite", runtime="ollama", runtime_version="0.9.0")
     assert old.runtime_details["ollama"]["num_ctx"] == 2048
     assert mid.runtime_details["ollama"]["num_ctx"] == 4096
     # old vendored llama.cpp: full K/V at 2048 cells beats the MLA latent (+V) at 4096
@@ -393,3 +451,19 @@ def test_details_without_a_version_read_from_the_text_match_the_dated_table() ->
     builds = [b for b, _ in LLAMACPP_BUILD_DATES]
     assert builds == sorted(builds)
     assert dict(LLAMACPP_BUILD_DATES)[5274].isoformat() == "2025-05-03"  # b5274's log
+
+
+def test_docs_name_every_generation_effect_and_the_ollama_layer_choice() -> None:
+    """Review3 finding 21: the module docstring lists every effect key the table uses, and the
+    README says how Ollama's llm/memory.go layer choice and the version forms are modelled."""
+    import oomkit.estimate.generations as generations
+
+    doc = generations.__doc__ or ""
+    keys = {k for rows in generations._ROWS.values() for row in rows for k in row[7]}
+    assert keys >= {"cublas_pool", "all_logits", "attn_pool", "ubatch_split", "llamacpp_date"}
+    for key in keys:
+        assert f"``{key}``" in doc, key
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "`llm/memory.go` picks" in readme
+    assert "`0.6.3rc1` is 0.6.3" in readme
+    assert "ollama_vendored.py" in readme

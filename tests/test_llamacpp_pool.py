@@ -50,11 +50,17 @@ def _est(
     *,
     ctx: int = 2048,
     ubatch: int | None = None,
+    batch: int | None = None,
     quant: str | None = None,
     vram: int | None = None,
 ) -> Estimate:
     settings = InferenceSettings(
-        runtime="llama.cpp", ctx=ctx, runtime_version=version, ubatch=ubatch, quant=quant
+        runtime="llama.cpp",
+        ctx=ctx,
+        runtime_version=version,
+        ubatch=ubatch,
+        batch_size=batch,
+        quant=quant,
     )
     hw = hardware_for(parse_gpu_list(gpu), vram_bytes=vram)
     return estimate(str(model), settings, hw, offline=True)
@@ -79,11 +85,116 @@ def test_cublas_pool_only_between_pr_3776_and_pr_8075(tiny: Path) -> None:
         assert _pool(_est(tiny, "rtx-3090", version)) == 0
 
 
+@pytest.fixture(scope="module")
+def tied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-layer Llama GGUF with a Q6_K token embedding and no output.weight: llama.cpp uses the
+    embedding as the output matrix (a duplicate placed with the output layer, as for Gemma)."""
+    import gguf
+    import numpy as np
+
+    mf = _make_fixtures()
+    q = gguf.GGMLQuantizationType
+    n_vocab, n_embd = 4096, 256
+    path = tmp_path_factory.mktemp("pool") / "tied.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    mf._tiny_llama_gguf_common(w, n_layer=1, n_embd=n_embd, n_ff=n_embd)
+    w.add_tokenizer_model("llama")
+    w.add_token_list([f"t{i}" for i in range(n_vocab)])
+    mf._raw(w, "token_embd.weight", (n_vocab, n_embd), q.Q6_K)
+    w.add_tensor("blk.0.attn_norm.weight", np.zeros((n_embd,), np.float32))
+    for name, rows in (("attn_q", n_embd), ("attn_k", 128), ("attn_v", 128)):
+        mf._raw(w, f"blk.0.{name}.weight", (rows, n_embd), q.Q4_K)
+    mf._raw(w, "blk.0.attn_output.weight", (n_embd, n_embd), q.Q4_K)
+    w.add_tensor("blk.0.ffn_norm.weight", np.zeros((n_embd,), np.float32))
+    for name in ("ffn_gate", "ffn_up", "ffn_down"):
+        mf._raw(w, f"blk.0.{name}.weight", (n_embd, n_embd), q.Q4_K)
+    w.add_tensor("output_norm.weight", np.zeros((n_embd,), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_tied_output_matrix_is_pooled_like_a_separate_one(tied: Path) -> None:
+    """Review3 finding 4: the tied copy ("output.weight(tied)") is the output matmul's weight;
+    before PR #6122 it ran over every prompt token, so it is dequantized into the pool."""
+    ub = 512
+    assert _pool(_est(tied, "rtx-3090", "2024-02-01")) == 2 * (4096 * 256 + ub * 256 + 4096 * ub)
+    # after PR #6122 it is a matrix-vector product again: the 256 x 256 layer matrices
+    assert _pool(_est(tied, "rtx-3090", "2024-05-01")) == 2 * (256 * 256 + ub * 256 + 256 * ub)
+
+
+def test_gemma_7b_tied_output_dominates_the_pool() -> None:
+    """gemma-7b ties its 256000 x 3072 output to the embedding: ~1.7 GiB in the pool before
+    PR #6122, not one FFN matrix."""
+    est = _est("gemma-7b", "rtx-3090", "2024-03-01", quant="Q4_K_M")
+    assert _pool(est) == 2 * (256000 * 3072 + 512 * 3072 + 256000 * 512)
+
+
+def _pool_tokens(rows: int, cols: int, tokens: int) -> int:
+    return 2 * (rows * cols + tokens * cols + rows * tokens)
+
+
+def test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx(tiny: Path) -> None:
+    """Review3 finding 10: before PR #6017 (b2413) a prompt step was -b tokens
+    (``cparams.n_batch = params.n_batch``, 512 by default, no -ub); from it, -ub out of -b.
+    Either way no step holds more tokens than the context (llama_context caps n_batch at n_ctx
+    for causal attention; before, the worst-case graph was ``min(n_ctx, n_batch)``)."""
+    out = (4096, 256)  # the tiny model's Q8_0 output matrix, pooled while all_logits
+    old = _est(tiny, "rtx-3090", "2024-02-01", batch=1024)
+    assert _pool(old) == _pool_tokens(*out, 1024)
+    assert old.runtime_details["n_ubatch"] == old.runtime_details["n_batch"] == 1024
+    ignored = _est(tiny, "rtx-3090", "2024-02-01", batch=1024, ubatch=256)
+    assert _pool(ignored) == _pool_tokens(*out, 1024)
+    assert any("-ub arrived with PR #6017" in a for a in ignored.assumptions)
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01")) == _pool_tokens(*out, 512)  # -b 512
+    # PR #6017 (2024-03-13) .. PR #6122: -b 1024 is a logical batch of 512-token micro-batches
+    assert _pool(_est(tiny, "rtx-3090", "2024-03-20", batch=1024)) == _pool_tokens(*out, 512)
+    # --ctx 200: 224 cells (padded to 32), so no step exceeds 224 tokens
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ctx=200)) == _pool_tokens(*out, 224)
+    assert _pool(_est(tiny, "rtx-3090", "2024-03-20", ctx=200)) == _pool_tokens(*out, 224)
+    # a 16-token context: 32 cells, 32-token steps go through MMQ: no pool at all
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ctx=16)) == 0
+
+
+def test_v100_keeps_cublas_for_64_token_batches_after_pr_8075(tiny: Path) -> None:
+    """Review3 finding 11: PR #8075's ggml_cuda_should_use_mmq returns ``cc < CC_VOLTA ||
+    ne11 < MMQ_DP4A_MAX_BATCH_SIZE`` (64) on NVIDIA GPUs without int8 tensor cores, and the
+    function of today keeps that test: a V100 still dequantizes for cuBLAS; Turing+ do not."""
+    layer = 2 * (256 * 256 + 512 * 256 + 256 * 512)  # output is a matrix-vector since #6122
+    for version in ("2024-07-01", "2025-06-01", "2026-02-01"):
+        assert _pool(_est(tiny, "v100-16gb-pcie", version)) == layer, version
+        assert _pool(_est(tiny, "rtx-3090", version)) == 0, version  # int8 tensor cores: MMQ
+        assert _pool(_est(tiny, "p40", version)) == 0, version  # cc < Volta: MMQ
+    # below 64 tokens the V100 runs MMQ (dp4a)
+    assert _pool(_est(tiny, "v100-16gb-pcie", "2024-07-01", ubatch=48)) == 0
+    assert _pool(_est(tiny, "v100-16gb-pcie", "2024-07-01", ubatch=64)) > 0
+    # no --runtime-version: today's llama.cpp, the same
+    today = estimate(
+        str(tiny),
+        InferenceSettings(runtime="llama.cpp", ctx=2048),
+        hardware_for(parse_gpu_list("v100-16gb-pcie")),
+        offline=True,
+    )
+    assert _pool(today) == layer
+
+
+def test_rocm_pool_is_stated_as_not_modelled(tiny: Path) -> None:
+    """ROCm's hipBLAS dequantize path is not modelled: the estimate says so."""
+    est = _est(tiny, "mi210", "2024-07-01")
+    assert _pool(est) == 0
+    assert any(a.startswith("ROCm: llama.cpp's hipBLAS path") for a in est.assumptions)
+    assert not any("hipBLAS" in a for a in _est(tiny, "rtx-3090", "2024-07-01").assumptions)
+
+
 def test_pascal_pooled_until_pr_4682_and_small_batches_use_mmq(tiny: Path) -> None:
     # b1430..PR #4682: the compile-time tensor-core test sent Pascal down the FP16 path too
     assert _pool(_est(tiny, "p40", "b1430")) == 2 * (4096 * 256 + 512 * 256 + 4096 * 512)
     assert _pool(_est(tiny, "p40", "2024-02-01")) == 0  # MMQ again below Volta
-    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", ubatch=32)) == 0  # MMQ for <= 32 tokens
+    # MMQ for <= 32 tokens (-b before PR #6017, -ub after)
+    assert _pool(_est(tiny, "rtx-3090", "2024-02-01", batch=32)) == 0
+    assert _pool(_est(tiny, "rtx-3090", "2024-03-20", ubatch=32)) == 0
 
 
 def test_xinference_1036_yi34b_pool_holds_the_output_matrix() -> None:

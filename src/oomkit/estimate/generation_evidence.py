@@ -41,10 +41,16 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ggml-org/llama.cpp/issues/3869 (P40 at b1447: "
         "'CUDA_USE_TENSOR_CORES: yes', FP16 cuBLAS prompt processing)",
     ),
+    ("llama.cpp", "2024-03-ubatch"): (
+        _TP + "test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx",
+    ),
     ("llama.cpp", "2024-03-outputs"): (
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
     ),
-    ("llama.cpp", "2024-06-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
+    ("llama.cpp", "2024-06-mmq"): (
+        _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
+        _TP + "test_v100_keeps_cublas_for_64_token_batches_after_pr_8075",
+    ),
     ("llama.cpp", "2024"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",
@@ -64,6 +70,8 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
     ("ollama", "llama-runner-2k"): (
         _TG + "test_ollama_old_runner_defaults",
+        # each release runs the llama.cpp it vendored (oomkit.estimate.ollama_vendored)
+        "test:tests/test_ollama_vendored.py::test_ollama_0_1_x_gets_the_cublas_pool_of_its_llamacpp",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-23l",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-20l",
         # llm/memory.go picks -ngl / --tensor-split from blk.0 up (oomkit.estimate.ollama_memory_go)

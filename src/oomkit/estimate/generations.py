@@ -5,6 +5,8 @@ change that separates it from the previous one (``change`` names the PR/commit/r
 what differs in memory (``memory``) and carries the switches the estimators read (``effects``).
 :func:`resolve_generation` turns a version (``"0.6.3"``, ``"b4500"``, ``"v0.5.7"``) or a date
 (``"2024-06"``, ``"2024-06-15"``) into the generation in force; no version means the newest.
+llama.cpp takes builds and dates only; a pre-release of X (``0.6.3rc1``) resolves as X; a year
+or an undashed date (``2024``, ``20240615``) is an error (:func:`parse_runtime_version`).
 
 Effects read by the estimators (absent key = today's behaviour):
 
@@ -16,9 +18,15 @@ Effects read by the estimators (absent key = today's behaviour):
   ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
   ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
   ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812),
-  ``cublas_pool``/``all_logits``/``attn_pool`` (:mod:`oomkit.estimate.llamacpp_pool`).
+  ``cublas_pool`` (``"none"`` before PR #3776, ``"all"``/``"tensor_cores"`` until PR #8075,
+  absent: ``"volta"``, V100 only), ``all_logits``/``attn_pool``
+  (:mod:`oomkit.estimate.llamacpp_pool`),
+  ``ubatch_split`` (False before PR #6017: a prompt step is ``-b`` tokens, 512 by default, and
+  there is no ``-ub``).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
-  vendored llama.cpp whose generation applies).
+  vendored llama.cpp whose generation applies, for releases after the per-release table of
+  :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
+  llama runner runs every model).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
@@ -154,6 +162,8 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
                 "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="none",
             ),
             _g(
                 "llama.cpp",
@@ -166,6 +176,8 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
                 "CUDA pool, which keeps one larger buffer per prompt step",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="none",
                 attn_pool="all",
             ),
             _g(
@@ -180,6 +192,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
                 "test was a compile-time macro); the output matrix runs over every prompt token",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
                 cublas_pool="all",
                 all_logits=True,
                 attn_pool="all",
@@ -196,6 +209,7 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
                 "growing legacy-pool buffers",
                 **_OLD_LLAMACPP,
+                ubatch_split=False,
                 cublas_pool="all",
                 all_logits=True,
                 attn_pool="tensor_cores",
@@ -209,6 +223,22 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
                 "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
                 "weight copies",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="tensor_cores",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-03-ubatch",
+                "llama.cpp 2024-03 (micro-batches: -b 2048, -ub 512)",
+                "2024-03-13",
+                None,
+                "ggml-org/llama.cpp PR #6017 (commit f30ea47, build b2413: pipeline parallelism, "
+                "n_ubatch)",
+                "a prompt step is n_ubatch tokens (-ub, 512) out of a logical -b 2048 batch; "
+                "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
+                "the compute buffer follow -b no more",
                 **_OLD_LLAMACPP,
                 cublas_pool="tensor_cores",
                 all_logits=True,
@@ -245,7 +275,8 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "2024-06-24",
                 None,
                 "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
-                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool",
+                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool; "
+                "V100 (FP16 but no int8 tensor cores) keeps cuBLAS for 64+ token batches",
                 **_OLD_LLAMACPP,
             ),
             _g(
@@ -320,9 +351,10 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "ollama",
                 "llama-runner-2k",
                 "Ollama <0.6.4 (llama.cpp runner, num_ctx 2048)",
-                "2024-01-01",
+                "2023-09-25",
                 "0.1.0",
-                "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day",
+                "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day "
+                "(per release: oomkit.estimate.ollama_vendored, the v0.1.0 release on)",
                 "llama runner for every model; default num_ctx 2048; flash attention off unless "
                 "OLLAMA_FLASH_ATTENTION=1; vendored llama.cpp before MLA/SWA caches (DeepSeek "
                 "full K/V, Gemma full SWA)",
@@ -588,19 +620,46 @@ _RUNTIME_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "hf": "tr
 @cache
 def _version_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(date, llama.cpp build, release) forms of ``--runtime-version``: compiled when a
-    version is first read (an estimate without one reads none)."""
+    version is first read (an estimate without one reads none). A release may carry a
+    pre-release (``rc1``, ``a1``, ``b2``, ``dev3``), post-release (``.post1``) or local
+    (``+cu121``) suffix; anything else after the numbers (``2024-06-15T00``) is not a release."""
     return (
         re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$"),
         re.compile(r"^b(\d{3,6})$"),
-        re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:[.+-].*)?$"),
+        re.compile(
+            r"^v?(\d+(?:\.\d+){0,3})"
+            r"(?:[-.]?(?:rc|a|alpha|b|beta|dev|pre|post)[-.]?\d*|\+[0-9a-z][0-9a-z.]*)*$"
+        ),
     )
+
+
+#: no runtime modelled has a major version this large: ``2024`` or ``20240615`` is a date
+_MAX_MAJOR = 999
+_LOOKS_LIKE_A_DATE = "reads as a year or a date (write a date as 2024-06-15); "
+
+
+def _accepted_forms(runtime: str) -> str:
+    if runtime == "llama.cpp":
+        return (
+            "give a llama.cpp build such as b4500 (or 4500, as 'llama-cli --version' prints "
+            "it) or a date such as 2024-06 or 2024-06-15"
+        )
+    return "give a release such as 0.6.3 (v0.6.3, 0.6.3rc1) or a date such as 2024-06 or 2024-06-15"
 
 
 def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
     """A date (``2024-06``, ``2024-06-15``, a llama.cpp ``b4500``) or a version tuple.
 
+    llama.cpp has no release numbers, only builds (``b4500``, or ``4500`` as its ``--version``
+    prints it) and dates; the other runtimes take releases (``0.6.3``, ``v0.5.7``) and dates.
+    A pre-release or post-release is read as its release: ``0.6.3rc1``, ``0.6.3.dev5`` and
+    ``0.6.3.post1`` are all ``0.6.3`` and resolve to 0.6.3's generation (a release candidate
+    is cut from the release's branch and carries the changes that start its generation).
+
     Raises:
-        InvalidSettingError: none of those forms.
+        InvalidSettingError: none of those forms, a dotted version for llama.cpp, or a
+            "version" that is a date written another way (``2024``, ``20240615``,
+            ``2024-06-15T00``).
     """
     from datetime import date
 
@@ -608,21 +667,31 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
 
     value = text.strip().lower()
     date_re, build_re, version_re = _version_patterns()
+    why = ""
     m = date_re.match(value)
     if m:
         try:
             return date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
         except ValueError:
-            pass
-    elif (b := build_re.match(value)) and runtime in ("llama.cpp", "ollama"):
-        return build_date(int(b.group(1)))
-    elif value.isdigit() and runtime == "llama.cpp":
-        return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+            why = "not a calendar date; "
+    elif runtime == "llama.cpp":
+        if b := build_re.match(value):
+            return build_date(int(b.group(1)))
+        if value.isdigit() and len(value) <= 6:
+            return build_date(int(value))  # "version: 4500 (abc)" as llama.cpp prints it
+        if value.isdigit():
+            why = _LOOKS_LIKE_A_DATE
+        elif version_re.match(value):
+            why = "llama.cpp has no release numbers; "
+    elif (b := build_re.match(value)) and runtime == "ollama":
+        return build_date(int(b.group(1)))  # the vendored llama.cpp build
     elif v := version_re.match(value):
-        return _version_tuple(v.group(1))
+        parts = _version_tuple(v.group(1))
+        if parts[0] <= _MAX_MAJOR:
+            return parts
+        why = _LOOKS_LIKE_A_DATE
     raise InvalidSettingError(
-        f"Invalid --runtime-version {text!r}: give a release such as "
-        "0.6.3 / b4500 or a date such as 2024-06.",
+        f"Invalid --runtime-version {text!r} for {runtime}: {why}{_accepted_forms(runtime)}.",
         setting="runtime_version",
         value=text,
     )
@@ -729,6 +798,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
     gen = resolve_generation("llama.cpp", version)
     base = options if isinstance(options, LlamaCppOptions) else LlamaCppOptions()
     pad = gen.effects.get("n_ctx_pad_no_fa")
+    pool = gen.effects.get("cublas_pool", "volta")
     return dataclasses.replace(
         base,
         flash_attn_default=bool(gen.effects.get("flash_attn_default", True)),
@@ -737,7 +807,8 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         swa_cache=bool(gen.effects.get("swa_cache", True)),
         kv_streams=bool(gen.effects.get("kv_streams", True)),
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,
-        cublas_pool=str(gen.effects["cublas_pool"]) if "cublas_pool" in gen.effects else None,
+        cublas_pool=None if pool == "none" else str(pool),
         all_logits=bool(gen.effects.get("all_logits", False)),
         attn_pool=str(gen.effects["attn_pool"]) if "attn_pool" in gen.effects else None,
+        ubatch_split=bool(gen.effects.get("ubatch_split", True)),
     )

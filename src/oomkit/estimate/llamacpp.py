@@ -44,7 +44,7 @@ from oomkit.estimate.llamacpp_placement import (
     backend_buffer_prefix,
     place_weights,
 )
-from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component
+from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool_notes
 from oomkit.estimate.llamacpp_stack import stack_compute_bytes
 from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -435,6 +435,7 @@ def _estimate(
         *params.assumptions,
         *w_notes,
         *c_notes,
+        *pool_notes(gpus, params),
         f"weights: {w_source}",
         f"n_ctx {params.n_ctx_requested} -> {params.n_ctx} cells "
         f"({'unified' if params.kv_unified else str(params.n_stream) + ' stream(s)'} KV cache; "

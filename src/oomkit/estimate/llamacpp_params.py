@@ -20,6 +20,7 @@ from oomkit.spec.settings import InferenceSettings
 __all__ = [
     "BUFFER_ALIGNMENT",
     "DEFAULT_N_BATCH",
+    "DEFAULT_N_BATCH_PRE_UBATCH",
     "DEFAULT_N_CTX",
     "DEFAULT_N_UBATCH",
     "KV_CACHE_TYPES",
@@ -34,6 +35,9 @@ __all__ = [
 DEFAULT_N_CTX = 4096  # common_params.n_ctx (common/common.h)
 DEFAULT_N_BATCH = 2048  # common_params.n_batch
 DEFAULT_N_UBATCH = 512  # common_params.n_ubatch
+#: builds before PR #6017 (b2413, 2024-03-13) had one batch size: ``gpt_params.n_batch = 512``
+#: (common/common.h), "batch size for prompt processing", and no ``-ub``
+DEFAULT_N_BATCH_PRE_UBATCH = 512
 #: llama_context: ``cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)`` (src/llama-context.cpp)
 N_CTX_PAD = 256
 
@@ -88,8 +92,9 @@ class LlamaCppOptions:
     #: builds from PR #3776 (Oct 2023) until PR #8075 (Jun 2024): quantized matmuls over more
     #: than 32 tokens dequantize the weight into the CUDA pool for cuBLAS on ``"all"`` NVIDIA
     #: GPUs (until PR #4682) or on ``"tensor_cores"`` ones (cc >= 7.0); None: MMQ
-    #: (:mod:`oomkit.estimate.llamacpp_pool`)
-    cublas_pool: str | None = None
+    #: (:mod:`oomkit.estimate.llamacpp_pool`); ``"volta"`` from PR #8075 on: only GPUs with
+    #: FP16 but no int8 tensor cores (V100), for batches of 64 tokens or more
+    cublas_pool: str | None = "volta"
     #: builds before PR #6122 (Mar 2024) compute the logits of every batch token
     all_logits: bool = False
     #: builds from PR #3749 (Oct 2023) batch the attention GEMMs through FP16 buffers of the
@@ -97,6 +102,13 @@ class LlamaCppOptions:
     #: #3882, then ``"tensor_cores"`` ones until the VMM pool of PR #4606); None: not modelled
     #: (:func:`oomkit.estimate.llamacpp_pool.attention_pool_growth_bytes`)
     attn_pool: str | None = None
+    #: False = builds before PR #6017 (b2413, 2024-03-13): no micro-batch; each prompt step
+    #: (and the worst-case graph, ``n_tokens = min(n_ctx, n_batch)``) is ``-b`` tokens, 512 by
+    #: default, and ``-ub`` does not exist
+    ubatch_split: bool = True
+    #: built with GGML_CUDA_FORCE_MMQ (Ollama's Linux CUDA build, 0.1.23-0.2.1): MMQ for
+    #: every batch, no dequantized weights in the pool whatever ``cublas_pool`` says
+    force_mmq: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,8 +182,18 @@ def resolve_llamacpp_params(
             "parallel not given: 1 sequence (C API default; recent llama-server defaults to 4 "
             "slots sharing one unified KV cache of n_ctx cells, which keeps the KV size)"
         )
-    n_batch = settings.batch_size or DEFAULT_N_BATCH
-    n_ubatch = min(settings.ubatch or DEFAULT_N_UBATCH, n_batch)
+    if opts.ubatch_split:
+        n_batch = settings.batch_size or DEFAULT_N_BATCH
+        ubatch = settings.ubatch or DEFAULT_N_UBATCH
+    else:
+        # before PR #6017 the physical batch was -b (cparams.n_batch = params.n_batch)
+        n_batch = settings.batch_size or DEFAULT_N_BATCH_PRE_UBATCH
+        ubatch = n_batch
+        if settings.ubatch is not None:
+            notes.append(
+                f"ubatch {settings.ubatch} ignored: -ub arrived with PR #6017 (b2413, "
+                f"2024-03-13); a prompt step of this build is -b {n_batch} tokens"
+            )
     kv_unified = bool(settings.kv_unified) or not opts.kv_streams
     n_stream = 1 if kv_unified else n_seq
     fa_auto = settings.flash_attn is None and opts.flash_attn_default
@@ -195,6 +217,13 @@ def resolve_llamacpp_params(
             setting="parallel",
             value=n_seq,
         )
+    # with causal attention no batch exceeds the context: llama_context caps
+    # ``cparams.n_batch = causal_attn ? min(n_ctx, n_batch) : n_batch`` and
+    # ``n_ubatch = min(n_batch, n_ubatch)`` (PR #6017, src/llama-context.cpp today); before it
+    # the worst-case graph was ``n_tokens = min(n_ctx, n_batch)`` and llama_decode asserted
+    # ``n_tokens <= n_batch`` while the KV cache holds n_ctx cells
+    n_batch = min(n_ctx, n_batch)
+    n_ubatch = min(n_batch, ubatch)
     type_k = _kv_type(settings.cache_type_k, "cache_type_k")
     type_v = _kv_type(settings.cache_type_v, "cache_type_v")
     # -fa auto: enabled when every device that holds attention supports the FA op; the CPU,

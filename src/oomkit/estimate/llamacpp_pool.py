@@ -1,4 +1,4 @@
-"""llama.cpp's CUDA pool while quantized prompt matmuls went through cuBLAS (Oct 2023 - Jun 2024).
+"""llama.cpp's CUDA pool while quantized prompt matmuls use cuBLAS (2023-10 on; V100 only later).
 
 PR #3776 (commit 2f9ec7e, merged 2023-10-27, build b1430: "cuda : new cublas gemm branch for
 multi-batch quantized src0", "use MMQ only for small batches") made every quantized matmul with
@@ -14,9 +14,15 @@ buffers) keeps its high-water mark: the largest such matmul on the device. Until
 (commit 557410b, 2024-03-26: "skip computing unused logits") the output matrix (n_vocab x
 n_embd) ran over every prompt token too, and it is usually the largest matrix. PR #8075
 (2024-06-24, "CUDA: use MMQ instead of cuBLAS by default") put quantized prompt matmuls back
-in MMQ kernels on GPUs with int8 tensor cores (Turing and newer); V100 and types without an MMQ
-kernel kept cuBLAS (not modelled here), as does the FP16 batched GEMM of the attention (PR
-#3749) without flash attention.
+in MMQ kernels on GPUs with int8 tensor cores (Turing and newer). ``ggml_cuda_should_use_mmq``
+of that PR (ggml-cuda/mmq.cu) keeps cuBLAS where FP16 tensor cores exist without int8 ones:
+``return cc < CC_VOLTA || ne11 < MMQ_DP4A_MAX_BATCH_SIZE`` (64) on NVIDIA, so a V100 (cc 7.0)
+still dequantizes every quantized weight it multiplies over 64 or more tokens; the function
+of today (``!fp16_mma_hardware_available(cc) || ne11 < MMQ_DP4A_MAX_BATCH_SIZE``) does the
+same, so this is modelled (``cublas_pool="volta"``) from PR #8075 on. Not modelled: types
+without an MMQ kernel (i-quants until PR #8278/#8495, Jul 2024), ROCm (hipBLAS on some AMD
+GPUs for large batches, an assumption the estimate states: :func:`pool_notes`), and
+the FP16 batched GEMM of the attention (PR #3749) without flash attention.
 
 Nothing of this appears in llama.cpp's buffer log (the pool is outside ggml-alloc): it is what
 made a run that "fits" by its logged buffers die on the first long-enough prompt, as in
@@ -34,16 +40,21 @@ from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 
 __all__ = [
+    "MMQ_DP4A_MAX_BATCH",
     "MMQ_MAX_BATCH",
     "attention_pool_growth_bytes",
     "attn_pool_growth",
     "cublas_pool_bytes",
     "pool_component",
+    "pool_notes",
     "tensor_cores",
 ]
 
 #: PR #3776: MMQ for batches up to 32 tokens, cuBLAS above
 MMQ_MAX_BATCH = 32
+#: PR #8075 (ggml-cuda/mmq.cuh ``MMQ_DP4A_MAX_BATCH_SIZE``): on a GPU with FP16 but no int8
+#: tensor cores (V100) MMQ serves batches below 64 tokens, cuBLAS the larger ones
+MMQ_DP4A_MAX_BATCH = 64
 
 
 def tensor_cores(gpu: DeviceTarget) -> bool | None:
@@ -55,6 +66,15 @@ def tensor_cores(gpu: DeviceTarget) -> bool | None:
         return float(gpu.compute_capability) >= 7.0
     except ValueError:
         return None
+
+
+def _volta(gpu: DeviceTarget) -> bool:
+    """FP16 tensor cores without int8 ones: ``fp16_mma_available`` but not
+    ``int8_mma_available`` (cc >= 7.0 and < 7.5, ggml-cuda/common.cuh)."""
+    try:
+        return 7.0 <= float(gpu.compute_capability or "") < 7.5
+    except ValueError:
+        return False
 
 
 def cublas_pool_bytes(
@@ -70,27 +90,36 @@ def cublas_pool_bytes(
     """The pool's high-water mark on ``device``: the largest dequantize-and-GEMM of one
     quantized weight over ``n_ubatch`` tokens (see module doc). 0 when the batch is served by
     MMQ (<= 32 tokens), the device is not an NVIDIA GPU with a known compute capability, or
-    ``gpus`` is ``"tensor_cores"`` and the GPU has none.
+    ``gpus`` is ``"tensor_cores"`` and the GPU has none. ``gpus="volta"`` (PR #8075 on): only a
+    GPU with FP16 but no int8 tensor cores (7.0 <= cc < 7.5) and only for 64 or more tokens.
 
     Expert tensors (``*_exps``) are multiplied one expert at a time (``mul_mat_id`` of that
     era), so one expert's slice is dequantized.
+
+    A model without ``output.weight`` (Gemma, tied embeddings) multiplies by the embedding
+    matrix: llama.cpp creates it again as the output tensor, ``TENSOR_DUPLICATED`` ("same as
+    tok_embd, duplicated to allow offloading", llm_load_tensors), which the placement names
+    ``output.weight(tied)``; it is the output matmul's weight like a separate one.
     """
     tc = tensor_cores(gpu)
     if tc is None or n_ubatch <= MMQ_MAX_BATCH or (gpus == "tensor_cores" and not tc):
         return 0
+    if gpus == "volta" and (not _volta(gpu) or n_ubatch < MMQ_DP4A_MAX_BATCH):
+        return 0
     peak = 0
     for t in placement.tensors:
-        if t.device != device or not t.name.endswith(".weight") or t.ne0 <= 1:
+        name = t.name.removesuffix("(tied)")
+        if t.device != device or not name.endswith(".weight") or t.ne0 <= 1:
             continue
         gt = GGML_TYPES.get(t.type_name.upper())
-        if gt is None or gt.block_size == 1 or "norm" in t.name:
+        if gt is None or gt.block_size == 1 or "norm" in name:
             continue  # not quantized: F16/F32 weights need no dequantized copy
-        if t.name.startswith("token_embd"):
+        if name.startswith("token_embd"):
             continue  # get_rows, not a matmul
-        if t.name.startswith("output.") and not all_logits:
+        if name.startswith("output.") and not all_logits:
             continue  # one logits row per sequence: a matrix-vector product
         n_el = t.n_bytes // gt.type_size * gt.block_size
-        if "_exps" in t.name and n_experts > 1:
+        if "_exps" in name and n_experts > 1:
             n_el //= n_experts
         rows, cols = n_el // t.ne0, t.ne0
         peak = max(peak, 2 * (rows * cols + n_ubatch * cols + rows * n_ubatch))
@@ -102,7 +131,7 @@ def pool_component(
 ) -> Component | None:
     """The CUDA pool of builds that dequantized weights for cuBLAS (None when not modelled)."""
     opts = params.options
-    if not opts.cublas_pool:
+    if not opts.cublas_pool or opts.force_mmq:
         return None
     n_exp = spec.moe.num_experts if spec.moe is not None else 1
     b = cublas_pool_bytes(
@@ -126,7 +155,34 @@ def pool_component(
             + ("; the output matrix included (logits for every token)" if opts.all_logits else "")
         ),
         inputs={"n_ubatch": params.n_ubatch, "compute_capability": gpu.compute_capability},
-        source="ggml-cuda ggml_cuda_op_mul_mat_cublas, PR #3776 (PR #4682: Volta+) until PR #8075",
+        source=(
+            "ggml-cuda ggml_cuda_op_mul_mat_cublas, PR #3776 (PR #4682: Volta+) until PR #8075"
+            + (
+                "; from PR #8075 V100 only, ggml_cuda_should_use_mmq: no int8 tensor cores, "
+                f"cuBLAS for >= {MMQ_DP4A_MAX_BATCH} tokens"
+                if opts.cublas_pool == "volta"
+                else ""
+            )
+        ),
+    )
+
+
+def pool_notes(
+    gpus: list[DeviceTarget] | tuple[DeviceTarget, ...], params: LlamaCppParams
+) -> tuple[str, ...]:
+    """The assumption an estimate states where the pool is not modelled although the build
+    may dequantize for BLAS: ROCm GPUs (hipBLAS; from PR #8075 RDNA3 for batches of 64 tokens
+    or more, ``return cc < CC_RDNA3 || ne11 < MMQ_DP4A_MAX_BATCH_SIZE``; 2025 builds add CDNA,
+    ``GGML_CUDA_CC_IS_CDNA``)."""
+    if not params.options.cublas_pool or params.n_ubatch <= MMQ_MAX_BATCH:
+        return ()
+    if not any(g.backend == "rocm" for g in gpus):
+        return ()
+    return (
+        "ROCm: llama.cpp's hipBLAS path (a quantized weight dequantized to FP16 in the pool "
+        "for a prompt batch; which AMD GPUs and batch sizes take it depends on the build, "
+        "ggml_cuda_should_use_mmq: RDNA3 at 64+ tokens from PR #8075) is not modelled: up to "
+        "one FP16 weight matrix more than counted",
     )
 
 
@@ -180,5 +236,5 @@ def attn_pool_growth(
     if dev not in placement.layer_device:
         return 0
     # builds of 2023 had no separate micro-batch: a prompt step was -b tokens, 512 by default,
-    # which is what n_ubatch holds unless the user asked for another
+    # which is what n_ubatch holds for them (LlamaCppOptions.ubatch_split False, PR #6017)
     return attention_pool_growth_bytes(spec.num_attention_heads, params.n_ctx, params.n_ubatch)

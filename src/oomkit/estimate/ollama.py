@@ -111,7 +111,7 @@ def ollama_settings(
         batch_size=batch,
         ubatch=min(settings.ubatch or batch, batch),
         # the vendored llama.cpp of that Ollama release (None: today's llama.cpp)
-        runtime_version=None if gen is None else _str_or_none(gen.effects.get("llamacpp_date")),
+        runtime_version=_llamacpp_version(settings.runtime_version, gen),
     )
     return mapped, notes
 
@@ -120,6 +120,35 @@ def _generation(settings: InferenceSettings) -> Generation | None:
     if settings.runtime_version is None:
         return None
     return resolve_generation("ollama", settings.runtime_version)
+
+
+def _options(settings: InferenceSettings, new_engine: bool) -> LlamaCppOptions:
+    """The llama.cpp options of Ollama's runner for the Ollama ``settings``: the Ollama engine
+    reserves ``num_parallel`` outputs; releases whose Linux build forced MMQ have no
+    dequantize pool (:func:`oomkit.estimate.ollama_vendored.force_mmq`)."""
+    force = False
+    if settings.runtime_version is not None and not new_engine:
+        from oomkit.estimate.generations import parse_runtime_version
+        from oomkit.estimate.ollama_vendored import force_mmq
+
+        force = force_mmq(parse_runtime_version("ollama", settings.runtime_version))
+    return LlamaCppOptions(
+        reserve_outputs=(settings.parallel or 1) if new_engine else None,
+        force_mmq=force,
+    )
+
+
+def _llamacpp_version(version: str | None, gen: Generation | None) -> str | None:
+    """The date of the llama.cpp the Ollama release ``version`` runs: the one it vendored
+    (:mod:`oomkit.estimate.ollama_vendored`, 0.1.0-0.6.5), else its generation's
+    ``llamacpp_date``; None (today's llama.cpp) for the Ollama-engine generation."""
+    if gen is None or version is None or "llamacpp_date" not in gen.effects:
+        return None
+    from oomkit.estimate.generations import parse_runtime_version
+    from oomkit.estimate.ollama_vendored import vendored_llamacpp_date
+
+    vendored = vendored_llamacpp_date(parse_runtime_version("ollama", version))
+    return vendored or _str_or_none(gen.effects.get("llamacpp_date"))
 
 
 def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
@@ -161,6 +190,7 @@ def _auto_num_gpu(
     hardware: Hardware,
     new_engine: bool,
     reserve: dict[str, int],
+    opts: LlamaCppOptions,
 ) -> tuple[int, Estimate] | None:
     """Ollama's own choice when ``num_gpu`` is unset: the most layers that fit every GPU with
     its reserve kept free (the scheduler assigns layers until a GPU's free memory minus the
@@ -173,7 +203,7 @@ def _auto_num_gpu(
             spec,
             dataclasses.replace(mapped, n_gpu_layers=ngl),
             hardware,
-            options=LlamaCppOptions(reserve_outputs=mapped.parallel if new_engine else None),
+            options=opts,
             default_swa_full=False,
             runtime_name="llama.cpp",
             vision_note=False,
@@ -197,6 +227,7 @@ def _memory_go_num_gpu(
     hardware: Hardware,
     reserve: dict[str, int],
     notes: list[str],
+    opts: LlamaCppOptions,
 ) -> tuple[int, Estimate] | None:
     """The llama runner's ``-ngl`` and ``--tensor-split`` as ``llm/memory.go`` picks them
     (blocks counted from ``blk.0``), then what llama.cpp allocates with them (the last blocks):
@@ -232,6 +263,7 @@ def _memory_go_num_gpu(
         spec,
         dataclasses.replace(mapped, n_gpu_layers=plan.layers, tensor_split=split),
         hardware,
+        options=opts,
         default_swa_full=False,
         runtime_name="llama.cpp",
         vision_note=False,
@@ -263,13 +295,20 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     if new_engine:
         # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
         notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")
+    opts = _options(settings, new_engine)
+    if opts.force_mmq:
+        notes.append(
+            "Ollama 0.1.23-0.2.1: the Linux CUDA build set LLAMA_CUDA_FORCE_MMQ (gen_linux.sh, "
+            "until ollama PR #5588): quantized matmuls stay in MMQ, no dequantized weights in "
+            "the CUDA pool (the Windows build had no such flag)"
+        )
     # the context a process really uses is llama.cpp's; Ollama's larger per-GPU minimum is a
     # scheduling reserve it keeps free, reported in runtime_details
     est = estimate_llamacpp(
         spec,
         mapped,
         hardware,
-        options=LlamaCppOptions(reserve_outputs=mapped.parallel if new_engine else None),
+        options=opts,
         default_swa_full=False,
         runtime_name="llama.cpp",
         vision_note=False,
@@ -281,9 +320,9 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     if settings.n_gpu_layers is None and not _fits_with_reserve(est, reserve):
         uneven = spec.moe is not None and bool(spec.moe.dense_layers)
         auto = (
-            _memory_go_num_gpu(spec, mapped, hardware, reserve, notes)
+            _memory_go_num_gpu(spec, mapped, hardware, reserve, notes, opts)
             if uneven and not new_engine
-            else _auto_num_gpu(spec, mapped, hardware, new_engine, reserve)
+            else _auto_num_gpu(spec, mapped, hardware, new_engine, reserve, opts)
         )
         if auto is not None:
             auto_layers, est = auto
