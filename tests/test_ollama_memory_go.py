@@ -7,6 +7,12 @@ reproduces ollama#8776 ("allocating 70139.08 MiB on device 0").
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import gguf
+import numpy as np
+
 from oomkit.api import estimate, load_model
 from oomkit.cli.params import parse_gpu_list
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
@@ -67,3 +73,86 @@ def test_ollama_5136_log_figures_reproduce_at_16384_cells() -> None:
     partial_8k, full_8k = graph_size(spec, 8192, 512, ollama_kv_bytes(spec, 8192))
     assert round(full_8k / MiB, 1) != 568.0
     assert round(partial_8k / MiB, 1) != 759.4
+
+
+def _write_glm_mtp_gguf(path: Path) -> None:
+    """A GLM-4.5-style GGUF: block_count 4 = 3 layers (1 leading dense) + 1 MTP/nextn block
+    kept as blk.3, as llama.cpp's converter writes them."""
+    q4k = gguf.GGMLQuantizationType.Q4_K
+
+    def q(*shape: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        return np.zeros((*shape[:-1], shape[-1] // 256 * 144), np.uint8)
+
+    d, e, ff, vocab, nb = 1024, 8, 1024, 4096, 4
+    w = gguf.GGUFWriter(str(path), "glm4moe")
+    for key, value in {
+        "block_count": nb,
+        "embedding_length": d,
+        "feed_forward_length": 4 * d,
+        "attention.head_count": 8,
+        "attention.head_count_kv": 2,
+        "context_length": 131072,
+        "nextn_predict_layers": 1,
+        "expert_count": e,
+        "expert_used_count": 2,
+        "expert_feed_forward_length": ff,
+        "expert_shared_count": 1,
+        "leading_dense_block_count": 1,
+        "attention.key_length": 128,
+        "attention.value_length": 128,
+        "vocab_size": vocab,
+    }.items():
+        w.add_uint32(f"glm4moe.{key}", value)
+    w.add_float32("glm4moe.attention.layer_norm_rms_epsilon", 1e-5)
+    w.add_tensor("token_embd.weight", q(vocab, d), raw_dtype=q4k)
+    w.add_tensor("output_norm.weight", np.zeros(d, np.float32))
+    w.add_tensor("output.weight", q(vocab, d), raw_dtype=q4k)
+    for i in range(nb):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.zeros(d, np.float32))
+        w.add_tensor(p + "attn_q.weight", q(8 * 128, d), raw_dtype=q4k)
+        w.add_tensor(p + "attn_k.weight", q(2 * 128, d), raw_dtype=q4k)
+        w.add_tensor(p + "attn_v.weight", q(2 * 128, d), raw_dtype=q4k)
+        w.add_tensor(p + "attn_output.weight", q(d, 8 * 128), raw_dtype=q4k)
+        w.add_tensor(p + "ffn_norm.weight", np.zeros(d, np.float32))
+        if i == 0:
+            w.add_tensor(p + "ffn_gate.weight", q(4 * d, d), raw_dtype=q4k)
+            w.add_tensor(p + "ffn_up.weight", q(4 * d, d), raw_dtype=q4k)
+            w.add_tensor(p + "ffn_down.weight", q(d, 4 * d), raw_dtype=q4k)
+            continue
+        w.add_tensor(p + "ffn_gate_inp.weight", np.zeros((e, d), np.float32))
+        w.add_tensor(p + "exp_probs_b.bias", np.zeros(e, np.float32))
+        w.add_tensor(p + "ffn_gate_exps.weight", q(e, ff, d), raw_dtype=q4k)
+        w.add_tensor(p + "ffn_up_exps.weight", q(e, ff, d), raw_dtype=q4k)
+        w.add_tensor(p + "ffn_down_exps.weight", q(e, d, ff), raw_dtype=q4k)
+        w.add_tensor(p + "ffn_gate_shexp.weight", q(ff, d), raw_dtype=q4k)
+        w.add_tensor(p + "ffn_up_shexp.weight", q(ff, d), raw_dtype=q4k)
+        w.add_tensor(p + "ffn_down_shexp.weight", q(d, ff), raw_dtype=q4k)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_mtp_block_counted_as_memory_go_counts_block_count(tmp_path: Path) -> None:
+    """memory.go walks ``range BlockCount()`` (the GGUF block_count, nextn blocks included) and
+    its KV formula multiplies by BlockCount: a nextn block at blk.{n_layer} must neither crash
+    the walk nor be dropped from it."""
+    path = tmp_path / "glm_mtp.gguf"
+    _write_glm_mtp_gguf(path)
+    spec = load_model(str(path), offline=True)
+    assert (spec.num_hidden_layers, spec.num_nextn_predict_layers) == (3, 1)
+    assert ollama_kv_bytes(spec, 2048, 4) == 2 * 2048 * 4 * (128 + 128) * 2
+    settings = InferenceSettings(runtime="ollama", runtime_version="0.5.7")
+    tiny = estimate(str(path), settings, hardware_for(vram_bytes=40 * MiB), offline=True)
+    assert tiny.fits is False
+    # room for the 4 blocks + output as memory.go counts them: -ngl 5 of block_count 4, so
+    # llama.cpp offloads its 3 main blocks and the output (the nextn one is among the last 5)
+    est = estimate(str(path), settings, hardware_for(vram_bytes=850 * MiB), offline=True)
+    assert any("memory.go counted blocks from blk.0 (split 5)" in n for n in est.assumptions)
+    assert est.runtime_details["ollama"]["num_gpu"] == 4
+    # less room: memory.go stops after blk.0..blk.2 (split 3); -ngl 3 of 4 blocks leaves 2
+    # main blocks on the GPU
+    part = estimate(str(path), settings, hardware_for(vram_bytes=820 * MiB), offline=True)
+    assert any("(split 3)" in n for n in part.assumptions)
+    assert part.runtime_details["ollama"]["num_gpu"] == 2

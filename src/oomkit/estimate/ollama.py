@@ -204,15 +204,20 @@ def _memory_go_num_gpu(
     if not gpus or any(d.capacity_bytes is None for d in gpus):
         return None
     _, bd = estimate_llamacpp_breakdown(spec, mapped, hardware)
-    blocks = [0] * spec.num_hidden_layers
+    # memory.go walks ``range BlockCount()``: the GGUF block_count, which counts the MTP/nextn
+    # blocks a GLM-4.5 GGUF keeps as blk.{n_layer}.. after the main ones
+    layers = [t.layer for t in bd.placement.tensors if t.layer is not None and t.layer >= 0]
+    n_block = max(spec.num_hidden_layers, max(layers, default=-1) + 1)
+    nextn = n_block - spec.num_hidden_layers
+    blocks = [0] * n_block
     output = 0
     for t in bd.placement.tensors:
-        if t.layer is not None:
+        if t.layer is not None and t.layer >= 0:
             blocks[t.layer] += t.n_bytes
         elif t.name.startswith(("output.", "output_norm.")):
             output += t.n_bytes
     ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
-    kv = ollama_kv_bytes(spec, ctx)
+    kv = ollama_kv_bytes(spec, ctx, n_block)
     graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
     minimum = max(reserve.values(), default=0)
     # FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
@@ -227,9 +232,12 @@ def _memory_go_num_gpu(
     if plan.layers == 0:
         return None
     split = tuple(float(c) for c in plan.counts) if len(gpus) > 1 else None
+    # llama.cpp offloads the last -ngl of its block_count blocks, the nextn ones first; the
+    # placement here counts the main blocks only (num_hidden_layers)
+    ngl = max(plan.layers - nextn, 0)
     est = estimate_llamacpp(
         spec,
-        dataclasses.replace(mapped, n_gpu_layers=plan.layers, tensor_split=split),
+        dataclasses.replace(mapped, n_gpu_layers=ngl, tensor_split=split),
         hardware,
         default_swa_full=False,
         runtime_name="llama.cpp",
@@ -238,7 +246,7 @@ def _memory_go_num_gpu(
         f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}); "
         "llama.cpp offloads the last blocks, whose sizes differ (leading dense blocks)"
     )
-    return plan.layers, est
+    return ngl, est
 
 
 def _library_quant(name: str) -> str | None:

@@ -46,10 +46,15 @@ def _kv_dims(spec: ModelSpec) -> tuple[int, int, int]:
     return spec.head_dim, spec.v_head_dim, spec.num_key_value_heads
 
 
-def ollama_kv_bytes(spec: ModelSpec, n_ctx: int) -> int:
-    """``memory.go``: ``2 x n_ctx x n_layer x (n_embd_head_k + n_embd_head_v) x n_head_kv``."""
+def ollama_kv_bytes(spec: ModelSpec, n_ctx: int, n_block: int | None = None) -> int:
+    """``memory.go``: ``2 x n_ctx x BlockCount x (n_embd_head_k + n_embd_head_v) x n_head_kv``.
+
+    ``BlockCount`` is the GGUF ``block_count`` (``n_block``; ``num_hidden_layers`` when not
+    given): it counts the MTP/nextn blocks a GLM-4.5 GGUF keeps as ``blk.{n_layer}..``, not
+    those the DeepSeek-V3 converter drops."""
     k, v, heads = _kv_dims(spec)
-    return 2 * n_ctx * spec.num_hidden_layers * (k + v) * heads
+    blocks = spec.num_hidden_layers if n_block is None else n_block
+    return 2 * n_ctx * blocks * (k + v) * heads
 
 
 def graph_size(spec: ModelSpec, n_ctx: int, batch: int, kv: int) -> tuple[int, int]:
