@@ -78,12 +78,10 @@ def ollama_settings(
     spec: ModelSpec, settings: InferenceSettings
 ) -> tuple[InferenceSettings, list[str]]:
     """Translate Ollama settings into the llama.cpp settings its runner starts with."""
-    notes: list[str] = [f"Ollama {OLLAMA_VERSION_MODELLED} defaults"]
     gen = _generation(settings)
+    notes: list[str] = [f"{_modelled(spec, gen)} defaults"]
     default_ctx = int(gen.effects.get("num_ctx", OLLAMA_DEFAULT_NUM_CTX)) if gen else None
     default_ctx = default_ctx or OLLAMA_DEFAULT_NUM_CTX
-    if gen is not None:
-        notes[0] = f"{gen.label} defaults"
     num_ctx = settings.ctx or default_ctx
     if settings.ctx is None:
         notes.append(f"num_ctx not given: Ollama default {default_ctx} (2048 before 0.6.4)")
@@ -120,6 +118,21 @@ def _generation(settings: InferenceSettings) -> Generation | None:
     if settings.runtime_version is None:
         return None
     return resolve_generation("ollama", settings.runtime_version)
+
+
+def _modelled(spec: ModelSpec, gen: Generation | None) -> str:
+    """The Ollama generation modelled (``--runtime-version``'s, else the newest) and the runner
+    this model gets in it."""
+    label = (gen or resolve_generation("ollama")).label
+    runner = "Ollama engine" if _new_engine(spec, gen) else "llama.cpp runner"
+    return f"{label}; {runner}"
+
+
+def _vendored_llamacpp(gen: Generation | None) -> str:
+    """The llama.cpp build the Ollama release vendors, as a date (``current`` for the newest
+    generation, modelled on today's llama.cpp)."""
+    date = None if gen is None else _str_or_none(gen.effects.get("llamacpp_date"))
+    return date or "current"
 
 
 def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
@@ -302,8 +315,10 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "OLLAMA_GPU_OVERHEAD when it schedules; see runtime_details.ollama.reserve_bytes"
     )
     details = dict(est.runtime_details)
+    gen = _generation(settings)
     details["ollama"] = {
-        "version_modelled": OLLAMA_VERSION_MODELLED,
+        "version_modelled": _modelled(spec, gen),
+        "llamacpp_vendored": _vendored_llamacpp(gen),
         "num_ctx": (mapped.ctx or OLLAMA_DEFAULT_NUM_CTX) // (mapped.parallel or 1),
         "num_parallel": mapped.parallel,
         "kv_cache_type": (mapped.cache_type_k or "f16"),
@@ -314,9 +329,12 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "num_gpu": auto_layers,
         "auto_offload": auto_layers is not None,
     }
+    # llama.cpp's note points at the generation line, which for Ollama names Ollama's release
+    named = "the llama.cpp generation modelled is named above"
+    vendored = f"llama.cpp as vendored by this Ollama release: {_vendored_llamacpp(gen)}"
     return dataclasses.replace(
         est,
         runtime="ollama",
         runtime_details=details,
-        assumptions=(*notes, *est.assumptions),
+        assumptions=(*notes, *(a.replace(named, vendored) for a in est.assumptions)),
     )
