@@ -12,8 +12,10 @@ from typing import Any
 
 import gguf
 import numpy as np
+import pytest
 
 from oomkit.api import estimate, load_model
+from oomkit.cli import main
 from oomkit.cli.params import parse_gpu_list
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.hardware.targets import hardware_for
@@ -149,10 +151,55 @@ def test_mtp_block_counted_as_memory_go_counts_block_count(tmp_path: Path) -> No
     # room for the 4 blocks + output as memory.go counts them: -ngl 5 of block_count 4, so
     # llama.cpp offloads its 3 main blocks and the output (the nextn one is among the last 5)
     est = estimate(str(path), settings, hardware_for(vram_bytes=850 * MiB), offline=True)
-    assert any("memory.go counted blocks from blk.0 (split 5)" in n for n in est.assumptions)
-    assert est.runtime_details["ollama"]["num_gpu"] == 4
+    assert not any("memory.go counted blocks" in n for n in est.assumptions)
+    assert est.runtime_details["ollama"]["num_gpu"] is None  # every layer on the GPU
     # less room: memory.go stops after blk.0..blk.2 (split 3); -ngl 3 of 4 blocks leaves 2
     # main blocks on the GPU
     part = estimate(str(path), settings, hardware_for(vram_bytes=820 * MiB), offline=True)
     assert any("(split 3)" in n for n in part.assumptions)
     assert part.runtime_details["ollama"]["num_gpu"] == 2
+
+
+def test_llama_runner_runs_memory_go_even_when_llamacpp_would_fit() -> None:
+    """With num_gpu unset the llama runner always takes memory.go's -ngl (llm/server.go:
+    NumGPU < 0 -> estimate.Layers). memory.go counts DeepSeek-V2-Lite's KV with full heads,
+    8.4 GiB at 32k, so a 12 GiB card gets part of the layers although llama.cpp's own (MLA)
+    layout would hold them all; at 8k memory.go places every layer."""
+    hw = hardware_for(parse_gpu_list("rtx-3060"))
+    at = {
+        ctx: estimate(
+            "deepseek-v2-lite",
+            InferenceSettings(runtime="ollama", ctx=ctx, runtime_version="0.9.0"),
+            hw,
+            offline=True,
+        )
+        for ctx in (8192, 32768)
+    }
+    long = at[32768].runtime_details["ollama"]
+    assert isinstance(long, dict)
+    assert isinstance(long["num_gpu"], int)
+    assert 0 < long["num_gpu"] < 28
+    assert any("own KV figure 8.44 GiB" in n for n in at[32768].assumptions)
+    short = at[8192].runtime_details["ollama"]
+    assert isinstance(short, dict)
+    assert short["num_gpu"] is None
+
+
+def test_kv_formula_before_0_1_45_uses_embedding_per_head() -> None:
+    """memory.go before 0.1.45 (8e0641a9b) sized f16 KV as 2 x 2 x n_ctx x n_layer x
+    n_embd / n_head x n_head_kv; 0.1.45-0.4 use key_length + value_length; 0.5+ multiply by
+    the cache type's bytes per element."""
+    spec = load_model("deepseek-v2-lite", offline=True)
+    assert ollama_kv_bytes(spec, 16384, embd_per_head=True) == 2 * 2 * 16384 * 27 * 2048
+    assert ollama_kv_bytes(spec, 16384, elem_bytes=1.0) == 16384 * 27 * 320 * 16
+
+
+def test_ollama_plans_offer_no_llamacpp_only_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """Ollama has no --n-cpu-moe (api/types.go Runner: num_gpu, num_ctx, num_batch, ...):
+    its plans move whole layers with PARAMETER num_gpu."""
+    args = ["deepseek-r1", "-r", "ollama", "--gpu", "3xmi210", "--ctx", "2048"]
+    code = main(["estimate", *args, "--runtime-version", "0.5.7", "--offline"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "n-cpu-moe" not in out
+    assert "PARAMETER num_gpu" in out
