@@ -7,6 +7,7 @@ reproduces ollama#8776 ("allocating 70139.08 MiB on device 0").
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +49,34 @@ def test_ollama_kv_formula_counts_full_deepseek_heads() -> None:
     assert ollama_kv_bytes(spec, 2048) == 2 * 2048 * 61 * 320 * 128
 
 
-def test_ollama_8776_r1_on_3x_mi210_overfills_gpu0() -> None:
+def test_ollama_8776_r1_on_3x_mi210_model_buffer_of_the_last_gpu() -> None:
+    """ollama#8776 logs llama.cpp's devices in the order Ollama hands them over: "using device
+    ROCm1 (65430 MiB free)", "ROCm2 (65430 MiB free)", "ROCm0 (64468 MiB free)", then
+    "allocating 70139.08 MiB on device 0" (ROCm0: the third in that order). memory.go's split
+    (9,10,10 from blk.0) gives llama.cpp's last blocks, all MoE, to the third GPU: its model
+    buffer is the one over its free memory, while the first two GPUs' model buffers fit."""
+    hw = hardware_for(parse_gpu_list("3xmi210"))
+    free = (65430 * MiB, 65430 * MiB, 64468 * MiB)
+    hw = dataclasses.replace(
+        hw,
+        devices=tuple(
+            dataclasses.replace(d, capacity_bytes=c) for d, c in zip(hw.devices, free, strict=True)
+        ),
+    )
     settings = InferenceSettings(
         runtime="ollama", quant="Q4_K_M", ctx=2048, runtime_version="0.5.7"
     )
-    est = estimate("deepseek-r1", settings, hardware_for(parse_gpu_list("3xmi210")), offline=True)
-    gpu0 = est.devices[0]
-    assert any("memory.go" in n for n in est.assumptions)
-    # llama.cpp puts >= 9 MoE blocks (~6 GiB each) on ROCm0: more than its 64 GiB
-    assert gpu0.weights_bytes > 55 * GiB
-    assert gpu0.capacity_bytes is not None
-    assert gpu0.total_bytes > gpu0.capacity_bytes - 457 * MiB
+    est = estimate("deepseek-r1", settings, hw, offline=True)
+    assert any("(split 9,10,10)" in n for n in est.assumptions)
+    first, second, last = est.devices
+    # the logged buffer: 70139.08 MiB; within 0.1%
+    assert abs(last.weights_bytes / MiB - 70139.08) < 70
+    assert last.capacity_bytes is not None
+    assert last.weights_bytes > last.capacity_bytes
+    for d in (first, second):
+        assert d.capacity_bytes is not None
+        assert d.weights_bytes < d.capacity_bytes
+    assert any("GPUs in the order Ollama lists them" in n for n in est.assumptions)
 
 
 def test_ollama_5136_log_figures_reproduce_at_16384_cells() -> None:

@@ -321,6 +321,11 @@ def _memory_go_num_gpu(
         default_swa_full=False,
         runtime_name="llama.cpp",
     )
+    if len(gpus) > 1:
+        notes.append(
+            "GPUs in the order Ollama lists them, which is llama.cpp's device order and split "
+            "order (ollama#8776 logs it as ROCm1, ROCm2, ROCm0: the ROCm/CUDA names may differ)"
+        )
     if plan.layers < n_block + 1:
         uneven = spec.moe is not None and bool(spec.moe.dense_layers)
         notes.append(
