@@ -594,3 +594,19 @@ def test_spec_mtp_layers_and_moe_flags(tmp_path: Path) -> None:
     )
     with pytest.raises(GgufFormatError, match="2 MTP layers of 2 blocks"):
         gguf_to_spec(load_gguf(bad))
+
+
+def test_block_count_zero_names_block_count(tmp_path: Path) -> None:
+    """A GGUF with block_count 0 is reported against the key it has, not against
+    nextn_predict_layers (absent from the file)."""
+    kv: dict[str, object] = {
+        "llama.block_count": 0,
+        "llama.embedding_length": 8,
+        "llama.attention.head_count": 2,
+        "llama.vocab_size": 10,
+    }
+    path = _write(tmp_path / "noblocks.gguf", "llama", kv)
+    with pytest.raises(GgufFormatError, match=r"'llama\.block_count'\): 0 blocks") as e:
+        gguf_to_spec(load_gguf(path))
+    assert e.value.key == "llama.block_count"
+    assert "nextn_predict_layers" not in str(e.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from oomkit.catalog.models import find_model
+from oomkit.estimate.generations import resolve_generation
 from oomkit.estimate.ollama import OLLAMA_DEFAULT_NUM_CTX, estimate_ollama, ollama_settings
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.settings import InferenceSettings
@@ -60,3 +61,25 @@ def test_ollama_engine_reserves_few_outputs() -> None:
     assert round(b["model"]["CUDA0"] / MiB) == 4168
     assert b["kv"]["CUDA0"] == 224 * MiB
     assert abs(b["compute"]["CUDA0"] / MiB - 136) < 1
+
+
+def test_runtime_details_name_the_generation_asked_for() -> None:
+    """--runtime-version 0.5.7: runtime_details.ollama says the release modelled (not the
+    newest one), and the KV note names the llama.cpp that release vendors."""
+    spec = find_model("llama-3.1-8b").spec()
+    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=12 * GiB),))
+    old = estimate_ollama(spec, InferenceSettings(runtime_version="0.5.7"), hw)
+    rd = old.runtime_details
+    assert isinstance(rd["ollama"], dict)
+    assert rd["ollama"]["version_modelled"].startswith(resolve_generation("ollama", "0.5.7").label)
+    assert rd["ollama"]["version_modelled"].startswith("Ollama <0.6.4")
+    assert rd["ollama"]["llamacpp_vendored"] == "2025-01-15"
+    assert not any("named above" in a for a in old.assumptions)
+    assert any("vendored by this Ollama release: 2025-01-15" in a for a in old.assumptions)
+    new = estimate_ollama(spec, InferenceSettings(), hw)
+    nd = new.runtime_details["ollama"]
+    assert isinstance(nd, dict)
+    assert (
+        nd["version_modelled"]
+        == "Ollama 0.12+ (Ollama engine, new memory estimates); Ollama engine"
+    )

@@ -44,6 +44,23 @@ def _device_block(d: DeviceUsage, name: str, *, explain: bool) -> list[str]:
     return lines
 
 
+def _does_not_fit_lines(verdict: Verdict) -> list[str]:
+    """The verdict's "does not fit" when the device totals alone fit: a reservation of the
+    platform, or a runtime margin (the vLLM/SGLang KV pool against one full request)."""
+    m = min(
+        (x for x in verdict.margins if x.level == "does_not_fit"),
+        key=lambda x: x.free_bytes - x.band_bytes,
+        default=verdict.tightest,
+    )
+    if m is None:
+        return ["Does not fit."]
+    if m.what != "device memory":
+        return [f"Does not fit: {m.what} on {m.device}, {format_bytes(-m.free_bytes)} short."]
+    lines = [f"Does not fit on {m.device} once the platform's reservations are counted."]
+    lines.extend(f"  - {label}: {format_bytes(b)}" for label, b in m.reservations)
+    return lines
+
+
 def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | None = None) -> str:
     s = est.settings
     knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
@@ -64,7 +81,10 @@ def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | 
     lines.append("")
     ollama = est.runtime_details.get("ollama")
     auto = ollama.get("num_gpu") if isinstance(ollama, dict) else None
-    if est.fits is True and isinstance(auto, int):
+    if est.fits is True and verdict is not None and verdict.level == "does_not_fit":
+        # the verdict decides the exit code: the text never says less than it
+        lines.extend(_does_not_fit_lines(verdict))
+    elif est.fits is True and isinstance(auto, int):
         layers = est.runtime_details.get("offloaded_layers", f"{auto}/?")
         lines.append(
             f"Runs with {layers} layers on the GPU: Ollama offloads the rest to the CPU "
@@ -82,11 +102,7 @@ def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | 
         lines.append("Does not fit.")
         lines.extend(f"  - {b}" for b in est.blockers)
     elif verdict is not None and verdict.level == "does_not_fit":
-        m = verdict.tightest
-        where = f" on {m.device} once the platform's reservations are counted" if m else ""
-        lines.append(f"Does not fit{where}.")
-        if m is not None:
-            lines.extend(f"  - {label}: {format_bytes(b)}" for label, b in m.reservations)
+        lines.extend(_does_not_fit_lines(verdict))
     elif not est.devices:
         lines.append("Host RAM unknown: pass --ram SIZE to check the fit.")
     else:

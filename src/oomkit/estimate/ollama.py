@@ -19,10 +19,11 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
   ``runtime_details["ollama"]["reserve_bytes"]``, while the device total carries the CUDA context
   a process really uses (``settings.overhead_bytes`` overrides it);
 * quant: the library tag's default (``ollama_default_quant``; Q4_K_M for most tags);
-* ``num_gpu`` unset: the most layers that fit; on the llama runner with uneven blocks (leading
-  dense blocks of DeepSeek-V2/V3) the ``-ngl``/``--tensor-split`` that ``llm/memory.go`` picks
-  counting from ``blk.0``, while llama.cpp offloads the last blocks
-  (:mod:`oomkit.estimate.ollama_memory_go`).
+* ``num_gpu`` unset: on the llama runner always the ``-ngl``/``--tensor-split`` that
+  ``llm/memory.go`` picks (its own KV formula of that release and its graph estimate) counting
+  from ``blk.0``, while llama.cpp offloads the last blocks
+  (:mod:`oomkit.estimate.ollama_memory_go`); for architectures whose ``GraphSize`` case is not
+  modelled, and on the Ollama engine, the most layers that fit.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import dataclasses
 
 from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.generations import Generation, resolve_generation
+from oomkit.estimate.generations import Generation, parse_runtime_version, resolve_generation
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
@@ -39,6 +40,7 @@ from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
+from oomkit.units import format_bytes
 
 __all__ = [
     "OLLAMA_DEFAULT_NUM_BATCH",
@@ -78,12 +80,10 @@ def ollama_settings(
     spec: ModelSpec, settings: InferenceSettings
 ) -> tuple[InferenceSettings, list[str]]:
     """Translate Ollama settings into the llama.cpp settings its runner starts with."""
-    notes: list[str] = [f"Ollama {OLLAMA_VERSION_MODELLED} defaults"]
     gen = _generation(settings)
+    notes: list[str] = [f"{_modelled(spec, gen)} defaults"]
     default_ctx = int(gen.effects.get("num_ctx", OLLAMA_DEFAULT_NUM_CTX)) if gen else None
     default_ctx = default_ctx or OLLAMA_DEFAULT_NUM_CTX
-    if gen is not None:
-        notes[0] = f"{gen.label} defaults"
     num_ctx = settings.ctx or default_ctx
     if settings.ctx is None:
         notes.append(f"num_ctx not given: Ollama default {default_ctx} (2048 before 0.6.4)")
@@ -149,6 +149,24 @@ def _llamacpp_version(version: str | None, gen: Generation | None) -> str | None
 
     vendored = vendored_llamacpp_date(parse_runtime_version("ollama", version))
     return vendored or _str_or_none(gen.effects.get("llamacpp_date"))
+
+
+def _modelled(spec: ModelSpec, gen: Generation | None) -> str:
+    """The Ollama generation modelled (``--runtime-version``'s, else the newest) and the runner
+    this model gets in it."""
+    label = (gen or resolve_generation("ollama")).label
+    runner = "Ollama engine" if _new_engine(spec, gen) else "llama.cpp runner"
+    return f"{label}; {runner}"
+
+
+def _vendored_llamacpp(version: str | None, gen: Generation | None) -> str:
+    """The llama.cpp build the Ollama release vendors, as a date (``current`` for the newest
+    generation, modelled on today's llama.cpp): :func:`_llamacpp_version`'s date."""
+    if version is None:
+        date = None if gen is None else _str_or_none(gen.effects.get("llamacpp_date"))
+    else:
+        date = _llamacpp_version(version, gen)
+    return date or "current"
 
 
 def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
@@ -221,6 +239,57 @@ def _auto_num_gpu(
     return None if found is None else (found, at(found))
 
 
+#: HF model types whose GGUF architecture has its own case in ``GGML.GraphSize`` (llm/ggml.go,
+#: later fs/ggml/ggml.go: llama, gemma*, qwen2, phi2, stablelm, chatglm, mllama, gptoss,
+#: mistral3, qwen25vl, llama4) that is not modelled here; deepseek2's case is
+#: (:func:`oomkit.estimate.ollama_memory_go.graph_size`), every other architecture takes
+#: memory.go's own ``GQA x kv / 6`` fallback
+_GRAPH_CASE_UNMODELLED: frozenset[str] = frozenset(
+    {
+        "llama",
+        "mistral",
+        "mixtral",
+        "llama4",
+        "llama4_text",
+        "gemma",
+        "gemma2",
+        "gemma3",
+        "gemma3_text",
+        "gemma3n",
+        "qwen2",
+        "phi",
+        "stablelm",
+        "chatglm",
+        "mllama",
+        "gpt_oss",
+        "mistral3",
+        "qwen2_5_vl",
+    }
+)
+
+
+def _memory_go_modelled(spec: ModelSpec) -> bool:
+    """Whether memory.go's estimate (its KV formula and GraphSize) is modelled for ``spec``."""
+    return spec.mla is not None or spec.model_type not in _GRAPH_CASE_UNMODELLED
+
+
+def _version_before(version: str | None, release: tuple[int, ...]) -> bool:
+    """``--runtime-version`` names an Ollama release older than ``release``."""
+    if version is None or not version.strip():
+        return False
+    when = parse_runtime_version("ollama", version)
+    return isinstance(when, tuple) and when < release
+
+
+def _kv_elem_bytes(mapped: InferenceSettings, version: str | None) -> float:
+    """Bytes per KV element in memory.go's formula: f16 (2) until 0.5.0; from 0.5.0
+    (ollama#6279) ``kvCacheBytesPerElement`` of OLLAMA_KV_CACHE_TYPE, which the server only
+    passes on with flash attention (q8_0 1, q4_0 0.5)."""
+    if _version_before(version, (0, 5, 0)) or not mapped.flash_attn:
+        return 2.0
+    return {"q8_0": 1.0, "q4_0": 0.5}.get((mapped.cache_type_k or "f16").lower(), 2.0)
+
+
 def _memory_go_num_gpu(
     spec: ModelSpec,
     mapped: InferenceSettings,
@@ -228,6 +297,7 @@ def _memory_go_num_gpu(
     reserve: dict[str, int],
     notes: list[str],
     opts: LlamaCppOptions,
+    version: str | None = None,
 ) -> tuple[int, Estimate] | None:
     """The llama runner's ``-ngl`` and ``--tensor-split`` as ``llm/memory.go`` picks them
     (blocks counted from ``blk.0``), then what llama.cpp allocates with them (the last blocks):
@@ -236,15 +306,32 @@ def _memory_go_num_gpu(
     if not gpus or any(d.capacity_bytes is None for d in gpus):
         return None
     _, bd = estimate_llamacpp_breakdown(spec, mapped, hardware)
-    blocks = [0] * spec.num_hidden_layers
-    output = 0
+    # memory.go walks ``range BlockCount()``: the GGUF block_count, which counts the MTP/nextn
+    # blocks a GLM-4.5 GGUF keeps as blk.{n_layer}.. after the main ones
+    layers = [t.layer for t in bd.placement.tensors if t.layer is not None and t.layer >= 0]
+    n_block = max(spec.num_hidden_layers, max(layers, default=-1) + 1)
+    nextn = n_block - spec.num_hidden_layers
+    blocks = [0] * n_block
+    output = embd = 0
+    has_output = False
     for t in bd.placement.tensors:
-        if t.layer is not None:
+        if t.layer is not None and t.layer >= 0:
             blocks[t.layer] += t.n_bytes
         elif t.name.startswith(("output.", "output_norm.")):
             output += t.n_bytes
+            has_output = has_output or t.name.startswith("output.")
+        elif t.name.startswith("token_embd."):
+            embd += t.n_bytes
+    if not has_output:  # memoryLayerOutput: output_norm + output, else token_embd (tied)
+        output += embd
     ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
-    kv = ollama_kv_bytes(spec, ctx)
+    kv = ollama_kv_bytes(
+        spec,
+        ctx,
+        n_block,
+        elem_bytes=_kv_elem_bytes(mapped, version),
+        embd_per_head=_version_before(version, (0, 1, 45)),
+    )
     graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
     minimum = max(reserve.values(), default=0)
     # FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
@@ -259,20 +346,36 @@ def _memory_go_num_gpu(
     if plan.layers == 0:
         return None
     split = tuple(float(c) for c in plan.counts) if len(gpus) > 1 else None
+    # llama.cpp offloads the last -ngl of its block_count blocks, the nextn ones first; the
+    # placement here counts the main blocks only (num_hidden_layers)
+    ngl = max(plan.layers - nextn, 0)
     est = estimate_llamacpp(
         spec,
-        dataclasses.replace(mapped, n_gpu_layers=plan.layers, tensor_split=split),
+        dataclasses.replace(mapped, n_gpu_layers=ngl, tensor_split=split),
         hardware,
         options=opts,
         default_swa_full=False,
         runtime_name="llama.cpp",
         vision_note=False,
     )
-    notes.append(
-        f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}); "
-        "llama.cpp offloads the last blocks, whose sizes differ (leading dense blocks)"
-    )
-    return plan.layers, est
+    if len(gpus) > 1:
+        notes.append(
+            "GPUs in the order Ollama lists them, which is llama.cpp's device order and split "
+            "order (ollama#8776 logs it as ROCm1, ROCm2, ROCm0: the ROCm/CUDA names may differ)"
+        )
+    if plan.layers < n_block + 1:
+        uneven = spec.moe is not None and bool(spec.moe.dense_layers)
+        notes.append(
+            f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}) "
+            f"with its own KV figure {format_bytes(kv)} (2 x n_ctx x block_count x (key_length "
+            f"+ value_length) x head_count_kv) and graph {format_bytes(max(graph))}"
+            + (
+                "; llama.cpp offloads the last blocks, whose sizes differ (leading dense blocks)"
+                if uneven
+                else ""
+            )
+        )
+    return ngl, est
 
 
 def _library_quant(name: str) -> str | None:
@@ -317,27 +420,38 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     for i, dev in enumerate(d for d in hardware.devices if d.backend != "cpu"):
         reserve[est.devices[i].device] = cuda_context_bytes("ollama", dev)[0]
     auto_layers: int | None = None
-    if settings.n_gpu_layers is None and not _fits_with_reserve(est, reserve):
-        uneven = spec.moe is not None and bool(spec.moe.dense_layers)
-        auto = (
-            _memory_go_num_gpu(spec, mapped, hardware, reserve, notes, opts)
-            if uneven and not new_engine
-            else _auto_num_gpu(spec, mapped, hardware, new_engine, reserve, opts)
+    auto: tuple[int, Estimate] | None = None
+    n_all = spec.num_hidden_layers + 1
+    if settings.n_gpu_layers is None and not new_engine and _memory_go_modelled(spec):
+        # the llama runner always lets llm/memory.go pick -ngl and --tensor-split when num_gpu
+        # is unset (llm/server.go: NumGPU < 0 -> estimate.Layers), whether or not llama.cpp's
+        # own layout would fit: memory.go's KV and graph figures decide
+        picked = _memory_go_num_gpu(
+            spec, mapped, hardware, reserve, notes, opts, settings.runtime_version
         )
-        if auto is not None:
-            auto_layers, est = auto
-            notes.append(
-                f"num_gpu not set: Ollama offloads what fits, {auto_layers}/"
-                f"{spec.num_hidden_layers + 1} layers on the GPU (each GPU keeps its reserve "
-                "free), the rest run on the CPU (llm/server.go, ml/backend layer assignment)"
-            )
+        if picked is not None:
+            if picked[0] >= n_all:
+                est = picked[1]  # every layer on the GPU, split as memory.go counted
+            else:
+                auto = picked
+    elif settings.n_gpu_layers is None and not _fits_with_reserve(est, reserve):
+        auto = _auto_num_gpu(spec, mapped, hardware, new_engine, reserve, opts)
+    if auto is not None:
+        auto_layers, est = auto
+        notes.append(
+            f"num_gpu not set: Ollama offloads what fits, {auto_layers}/"
+            f"{n_all} layers on the GPU (each GPU keeps its reserve "
+            "free), the rest run on the CPU (llm/server.go, ml/backend layer assignment)"
+        )
     notes.append(
         "Ollama keeps a per-GPU minimum free (457 MiB CUDA/ROCm, 512 MiB Metal) plus "
         "OLLAMA_GPU_OVERHEAD when it schedules; see runtime_details.ollama.reserve_bytes"
     )
     details = dict(est.runtime_details)
+    gen = _generation(settings)
     details["ollama"] = {
-        "version_modelled": OLLAMA_VERSION_MODELLED,
+        "version_modelled": _modelled(spec, gen),
+        "llamacpp_vendored": _vendored_llamacpp(settings.runtime_version, gen),
         "num_ctx": (mapped.ctx or OLLAMA_DEFAULT_NUM_CTX) // (mapped.parallel or 1),
         "num_parallel": mapped.parallel,
         "kv_cache_type": (mapped.cache_type_k or "f16"),
@@ -348,11 +462,15 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "num_gpu": auto_layers,
         "auto_offload": auto_layers is not None,
     }
+    # llama.cpp's note points at the generation line, which for Ollama names Ollama's release
+    named = "the llama.cpp generation modelled is named above"
+    vendored_date = _vendored_llamacpp(settings.runtime_version, gen)
+    vendored = f"llama.cpp as vendored by this Ollama release: {vendored_date}"
     est = dataclasses.replace(
         est,
         runtime="ollama",
         runtime_details=details,
-        assumptions=(*notes, *est.assumptions),
+        assumptions=(*notes, *(a.replace(named, vendored) for a in est.assumptions)),
     )
     if spec.multimodal_params:
         from oomkit.estimate.gguf_vision import gguf_vision

@@ -15,9 +15,9 @@ Per block Ollama counts the block's tensors plus ``kv / n_layer`` with its own f
 ``2 x n_ctx x n_layer x (key_length + value_length) x head_count_kv`` (DeepSeek-V2: full K/V
 heads, 192 + 128 per head); ``allocations`` start at ``MinimumMemory`` (457 MiB) plus one
 ``blk.0`` as a buffer; ``graph`` is ``GraphSize`` of the architecture (DeepSeek-V2 formula
-below; other architectures fall back to ``GQA x kv / 6``). Only used where the blocks are
-uneven (leading dense blocks before MoE ones); for uniform blocks the order cannot matter and
-the largest count that fits stands (:mod:`oomkit.estimate.ollama`).
+below; architectures without a case fall back to ``GQA x kv / 6``). The llama runner runs
+this whenever ``num_gpu`` is unset (llm/server.go: ``NumGPU < 0`` takes ``estimate.Layers``),
+also where llama.cpp's own layout would fit (:mod:`oomkit.estimate.ollama`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,28 @@ def _kv_dims(spec: ModelSpec) -> tuple[int, int, int]:
     return spec.head_dim, spec.v_head_dim, spec.num_key_value_heads
 
 
-def ollama_kv_bytes(spec: ModelSpec, n_ctx: int) -> int:
-    """``memory.go``: ``2 x n_ctx x n_layer x (n_embd_head_k + n_embd_head_v) x n_head_kv``."""
+def ollama_kv_bytes(
+    spec: ModelSpec,
+    n_ctx: int,
+    n_block: int | None = None,
+    *,
+    elem_bytes: float = 2.0,
+    embd_per_head: bool = False,
+) -> int:
+    """``memory.go``: ``2 x n_ctx x BlockCount x (n_embd_head_k + n_embd_head_v) x n_head_kv``
+    (the 2 is f16's bytes; from 0.5.0 ``GraphSize`` multiplies by ``elem_bytes``, the
+    ``kvCacheBytesPerElement`` of OLLAMA_KV_CACHE_TYPE: q8_0 1, q4_0 0.5).
+
+    ``BlockCount`` is the GGUF ``block_count`` (``n_block``; ``num_hidden_layers`` when not
+    given): it counts the MTP/nextn blocks a GLM-4.5 GGUF keeps as ``blk.{n_layer}..``, not
+    those the DeepSeek-V3 converter drops."""
     k, v, heads = _kv_dims(spec)
-    return 2 * n_ctx * spec.num_hidden_layers * (k + v) * heads
+    blocks = spec.num_hidden_layers if n_block is None else n_block
+    if embd_per_head:
+        # before 0.1.45 (ollama 8e0641a9b "handle asymmetric embedding KVs"): f16
+        # ``2 x 2 x n_ctx x n_layer x n_embd / n_head x n_head_kv``
+        k = v = spec.hidden_size // max(1, spec.num_attention_heads)
+    return int(n_ctx * blocks * (k + v) * heads * elem_bytes)
 
 
 def graph_size(spec: ModelSpec, n_ctx: int, batch: int, kv: int) -> tuple[int, int]:

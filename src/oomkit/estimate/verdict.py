@@ -341,6 +341,13 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
             terms.append(tenants)
     terms = sorted((t for t in terms if t[1] > 0), key=lambda t: -t[1])
     free = (tokens - need) * per_tok
+    headroom = _int(rd, "kv_pool_headroom_bytes")
+    groups = _int(rd, "kv_cache_groups") or 1
+    if est.runtime == "vllm" and groups > 1 and headroom is not None:
+        # hybrid (full + sliding-window) KV groups: kv_cache_tokens is one group's share, and
+        # a request's sliding layers need only their window; V1 checks bytes
+        # (check_enough_kv_cache_memory: max_memory_usage_bytes summed over the layers)
+        free = headroom
     band = sum(b for _, b in terms)
     return DeviceMargin(
         device=d.device,

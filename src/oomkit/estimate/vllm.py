@@ -498,6 +498,16 @@ def estimate_vllm(
         default=None,
     )
     details["max_model_len_that_fits"] = fits_len
+    # V1's startup check (v1/core/kv_cache_utils.py check_enough_kv_cache_memory): the pool
+    # must hold max_memory_usage_bytes of one max_model_len request, summed over the layers;
+    # sliding-window layers need only their window. The tightest rank's headroom, in bytes
+    room = [
+        p.kv_pool_bytes
+        - kv_bytes(p.layers, seq_len=ceil_div(p.max_model_len, p.block_size) * p.block_size)
+        for p in plans
+        if p.kv_pool_bytes is not None
+    ]
+    details["kv_pool_headroom_bytes"] = min(room) if room else None
     # vLLM gives every worker the smallest block count of all (unify_kv_cache_configs): with
     # pipeline stages or unequal GPUs the pool figures are the tightest rank's
     known = [p for p in plans if p.num_gpu_blocks is not None]

@@ -312,6 +312,8 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         )
     k = _Keys(g, arch)
     n_block = k.req("{arch}.block_count")
+    if n_block < 1:
+        raise k.error("{arch}.block_count", f"{n_block} blocks: a model GGUF has at least one")
     # llama.cpp counts multi-token-prediction layers in block_count (glm4moe, deepseek2 with
     # nextn_predict_layers); ModelSpec.num_hidden_layers does not (HF num_hidden_layers)
     nextn = k.num("{arch}.nextn_predict_layers", 0) or 0

@@ -559,7 +559,9 @@ class Searcher:
                 out.append(capped)
         if upgrade or gpu_only or not self.offload_ok:
             return out
-        if self.is_moe:
+        # experts on the CPU are llama.cpp's --n-cpu-moe / -ot; Ollama has no such option (its
+        # Modelfile/API PARAMETERs offer num_gpu, whole layers, only: api/types.go Runner)
+        if self.is_moe and self.runtime != "ollama":
             ev = self.level_offload(quant, LEVEL_EXPERTS_CPU)
             if ev is not None:
                 out.append(ev)
