@@ -113,7 +113,7 @@ def legacy_softmax() -> Iterator[None]:
         _LOCAL.depth -= 1
         with _LOCK:
             _USERS[0] -= 1
-            if _USERS[0] == 0:
-                # _ORIGINAL is kept: a reference taken inside still works (as today's op)
-                if torch.nn.functional.softmax is _softmax:  # nobody patched over us
-                    torch.nn.functional.softmax = _ORIGINAL[0]
+            # the last user out restores the original unless someone patched over us;
+            # _ORIGINAL is kept: a reference taken inside still works (as today's op)
+            if _USERS[0] == 0 and torch.nn.functional.softmax is _softmax:
+                torch.nn.functional.softmax = _ORIGINAL[0]
