@@ -75,7 +75,7 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-23l",
         "run:ollama-5136-deepseek-v2-lite-q8-16gb-rocm-20l",
         # llm/memory.go picks -ngl / --tensor-split from blk.0 up (oomkit.estimate.ollama_memory_go)
-        "test:tests/test_ollama_memory_go.py::test_ollama_8776_r1_on_3x_mi210_overfills_gpu0",
+        "test:tests/test_ollama_memory_go.py::test_ollama_8776_r1_on_3x_mi210_model_buffer_of_the_last_gpu",
         "log:https://github.com/ollama/ollama/issues/8776 (R1 Q4_K_M on 3x MI210: 'allocating "
         "70139.08 MiB on device 0: cudaMalloc failed')",
         # memory.go's own KV and deepseek2 GraphSize figures, reproduced to the printed digit
