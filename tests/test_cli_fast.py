@@ -65,7 +65,13 @@ def test_table_matches_the_click_command() -> None:
                 assert p.is_flag, opt
                 assert value is (opt in p.opts), opt
             else:  # left to click: choices, repeatable options, --emit
-                assert p.name in ("os_name", "split_mode", "override_tensor", "emit"), opt
+                assert p.name in (
+                    "os_name",
+                    "split_mode",
+                    "device_map",
+                    "override_tensor",
+                    "emit",
+                ), opt
                 continue
             seen.add(opt)
     assert seen == set(VALUE_OPTIONS) | set(FLAGS)

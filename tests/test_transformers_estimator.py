@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from oomkit.catalog.models import find_model
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.transformers import (
@@ -97,3 +99,42 @@ def test_dynamic_cache_growth_is_one_tensor_of_one_layer() -> None:
     )
     diff = dyn.devices[0].activations_bytes - static.devices[0].activations_bytes
     assert diff == 8 * 128 * 2 * 2048  # K of one layer: 8 heads x 128 x bf16 x 2048 tokens
+
+
+def test_device_map_none_puts_every_weight_on_the_first_gpu() -> None:
+    # fp32 llama-3.1-8b (32 GB of weights) on a 24 GiB card: device_map="auto" offloads the
+    # rest to CPU; without a device_map (model.to("cuda")) all of it lands on the GPU
+    hw = Hardware(devices=(GB24,))
+    auto = estimate_transformers(
+        LLAMA8, InferenceSettings(runtime="transformers", quant="fp32"), hw
+    )
+    none = estimate_transformers(
+        LLAMA8, InferenceSettings(runtime="transformers", quant="fp32", device_map="none"), hw
+    )
+    offloaded = auto.runtime_details["offloaded_to_cpu_bytes"]
+    assert isinstance(offloaded, int)
+    assert offloaded > 0
+    assert auto.fits is True
+    assert none.runtime_details["offloaded_to_cpu_bytes"] == 0
+    on_gpu = auto.devices[0].components[0].n_bytes  # "weights" (the streamed layer is apart)
+    assert none.devices[0].components[0].n_bytes == on_gpu + offloaded
+    assert none.fits is False
+    assert none.settings["device_map"] == "none"
+
+
+def test_device_map_rejects_other_values() -> None:
+    from oomkit.errors import OomkitError
+
+    with pytest.raises(OomkitError, match="device_map"):
+        InferenceSettings(runtime="transformers", device_map="balanced")
+
+
+def test_cli_says_when_it_only_fits_by_cpu_offload(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli import main
+
+    args = ["estimate", "llama-3.1-8b", "-r", "transformers", "-q", "fp32", "-g", "rtx-4090"]
+    assert main([*args, "--offline"]) in (0, 4)
+    assert "Fits only by CPU offload" in capsys.readouterr().out
+    assert main([*args, "--offline", "--device-map", "none"]) == 3
+    assert "device_map=None" in capsys.readouterr().out
+    assert main([*args, "--device-map", "balanced"]) == 2

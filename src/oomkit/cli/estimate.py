@@ -95,6 +95,12 @@ __all__ = ["estimate_command", "render_suggestions"]
 )
 @click.option("--mmap/--no-mmap", default=None, help="llama.cpp: memory-map the model file")
 @click.option(
+    "--device-map",
+    type=click.Choice(["auto", "none"]),
+    help="transformers: from_pretrained(device_map='auto') (default: CPU offload of what does "
+    "not fit) or none (no device_map, then model.to('cuda'): all weights on the first GPU)",
+)
+@click.option(
     "--override-tensor",
     "-ot",
     multiple=True,

@@ -45,6 +45,7 @@ FLAG_NAMES: dict[str, str] = {
     "cpu_offload_bytes": "--cpu-offload-gb",
     "block_size": "--block-size",
     "overhead_bytes": "--overhead",
+    "device_map": "--device-map",
 }
 
 

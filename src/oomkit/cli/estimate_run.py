@@ -62,6 +62,7 @@ def run_estimate(
     mem_fraction_static: float | None,
     cpu_offload_gb: float | None,
     block_size: int | None,
+    device_map: str | None,
     offline: bool,
     explain: bool,
     emit: str | None,
@@ -132,6 +133,7 @@ def run_estimate(
         mem_fraction_static=mem_fraction_static,
         cpu_offload_bytes=parse_cpu_offload_gb(cpu_offload_gb),
         block_size=block_size,
+        device_map=device_map,
     )
     warn_ignored(settings, canonical)
     choice = choose_hardware(

@@ -61,6 +61,12 @@ def _does_not_fit_lines(verdict: Verdict) -> list[str]:
     return lines
 
 
+def _cpu_offload(est: Estimate) -> int:
+    """Bytes of weights transformers' ``device_map='auto'`` left in host RAM (0: none)."""
+    v = est.runtime_details.get("offloaded_to_cpu_bytes")
+    return v if isinstance(v, int) and not isinstance(v, bool) and est.devices else 0
+
+
 def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | None = None) -> str:
     s = est.settings
     knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
@@ -89,6 +95,14 @@ def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | 
         lines.append(
             f"Runs with {layers} layers on the GPU: Ollama offloads the rest to the CPU "
             "(slower; see `oomkit plan` for a configuration that fits entirely)."
+        )
+        if verdict is not None and verdict.level == "tight":
+            lines.append(verdict.summary())
+    elif est.fits is True and est.runtime == "transformers" and _cpu_offload(est) > 0:
+        lines.append(
+            f"Fits only by CPU offload: device_map='auto' keeps "
+            f"{format_bytes(_cpu_offload(est))} of weights in host RAM (very slow generation); "
+            "without a device_map (--device-map none, then model.to('cuda')) it does not fit."
         )
         if verdict is not None and verdict.level == "tight":
             lines.append(verdict.summary())

@@ -101,6 +101,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "max_new_tokens",
             "attn_implementation",
             "cache_implementation",
+            "device_map",
             "overhead_bytes",
         }
     ),

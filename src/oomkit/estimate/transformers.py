@@ -27,7 +27,9 @@ Models:
 
 Settings: ``quant`` (bf16/fp16/fp32/int8/nf4/fp4/gptq/awq/fp8), ``ctx`` = prompt tokens,
 ``max_new_tokens`` (default 256), ``parallel`` = batch size, ``attn_implementation`` (default sdpa),
-``cache_implementation`` (dynamic|static).
+``cache_implementation`` (dynamic|static), ``device_map`` ("auto", the default, as above; "none":
+``from_pretrained`` without ``device_map`` then ``model.to("cuda")``, every weight on the first
+GPU, so a model larger than it does not fit instead of being offloaded).
 """
 
 from __future__ import annotations
@@ -253,7 +255,17 @@ def estimate_transformers(
     ]
     groups = _module_groups(tensors, sizes)
     fmt = (quant or (spec.quantization.method if spec.quantization else "") or "").lower()
-    where = auto_device_map(groups, free, bnb=fmt in _BNB_FORMATS)
+    device_map = settings.device_map or "auto"
+    if device_map == "none":
+        # no device_map: from_pretrained materializes on the CPU and ``model.to("cuda")`` moves
+        # every parameter to the current device (bitsandbytes' ``update_device_map`` likewise
+        # turns ``None`` into ``{"": torch.cuda.current_device()}``): nothing is offloaded
+        where = {key: 0 for key, _ in groups}
+        notes.append(
+            "device_map=None: every weight on the first GPU (model.to('cuda')), no CPU offload"
+        )
+    else:
+        where = auto_device_map(groups, free, bnb=fmt in _BNB_FORMATS)
     placed: dict[int, int] = defaultdict(int)
     layers_on: dict[int, set[int]] = defaultdict(set)
     for key, sz in groups:
@@ -342,6 +354,7 @@ def estimate_transformers(
             "max_new_tokens": new,
             "batch": batch,
             "attn_implementation": attn_impl,
+            "device_map": device_map,
         },
         devices=tuple(usages),
         host=DeviceUsage(

@@ -69,6 +69,10 @@ class InferenceSettings:
     max_new_tokens: int | None = None  # transformers generate()
     attn_implementation: str | None = None  # transformers: "eager" | "sdpa" | "flash_attention_2"
     cache_implementation: str | None = None  # transformers: "dynamic" | "static"
+    #: transformers: "auto" (from_pretrained(device_map="auto"), the default: accelerate places
+    #: modules, offloading what does not fit to CPU) | "none" (no device_map, then
+    #: ``model.to("cuda")``: every weight on the first GPU, no offload)
+    device_map: str | None = None
     #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
     #: runtime generation (oomkit.estimate.generations); None = the newest
     runtime_version: str | None = None
@@ -114,6 +118,7 @@ class InferenceSettings:
                 )
         check_int("max_new_tokens", self.max_new_tokens, lo=0, hi=MAX_CTX, optional=True)
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
+        check_choice("device_map", self.device_map, ("auto", "none"))
         if self.override_tensor is not None:
             ot = self.override_tensor
             if isinstance(ot, list):
