@@ -467,3 +467,26 @@ def test_docs_name_every_generation_effect_and_the_ollama_layer_choice() -> None
     assert "`llm/memory.go` picks" in readme
     assert "`0.6.3rc1` is 0.6.3" in readme
     assert "ollama_vendored.py" in readme
+
+
+def test_vllm_awq_split_k_buffer_only_before_pr_2566() -> None:
+    """Before PR #2566 (0.3.1) ``awq_gemm`` held 8 split-K fp16 copies of its output: the
+    profile peak of an AWQ model grows by ``8 x tokens x widest output x 2``; from 0.3.1 a
+    large batch dequantizes instead, and fp16 models never took that path."""
+    from oomkit.catalog.models import find_model
+    from oomkit.estimate.vllm_awq import awq_split_k_bytes
+
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 4096, "max_num_batched_tokens": 4096}
+    old = _est("llama-2-7b", quant="awq", runtime_version="0.2.7", **kw).runtime_details
+    new = _est("llama-2-7b", quant="awq", runtime_version="0.3.1", **kw).runtime_details
+    # llama-2-7b: merged gate_up_proj 2 x 11008 wide is the widest AWQ linear
+    assert awq_split_k_bytes(find_model("llama-2-7b").spec(), tokens=4096, tp=1) == (
+        8 * 4096 * 2 * 11008 * 2
+    )
+    grown = old["activation_peak_bytes"] - new["activation_peak_bytes"]
+    assert grown == 8 * 4096 * 2 * 11008 * 2
+    fp16 = _est("llama-2-7b", runtime_version="0.2.7", **kw).runtime_details
+    assert fp16["activation_peak_bytes"] == new["activation_peak_bytes"]
+    # quantized Mixtral ran as QuantMixtral: every expert's w1 is a full-width ReplicatedLinear
+    mixtral = find_model("mixtral-8x7b").spec()
+    assert awq_split_k_bytes(mixtral, tokens=32768, tp=2) == 8 * 32768 * 14336 * 2

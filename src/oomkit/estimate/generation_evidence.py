@@ -94,11 +94,15 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
         _VLLM + "pull/2031 (Llama-2-70B TP4: 31615 -> 20865 GPU blocks)",
         "run:vllm-2031-llama2-70b-tp4-a100",
+        _TG + "test_vllm_awq_split_k_buffer_only_before_pr_2566",
     ),
     ("vllm", "v0-2023-no-record-stream"): (
         _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
         _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
         "run:vllm-2856-llama2-70b-awq-8xa10g-tp8",
+        _TG + "test_vllm_awq_split_k_buffer_only_before_pr_2566",
+        "run:vllm-1234-leo-hessianai7b-awq-3060-8k",
+        _VLLM + "pull/2566 (awq_gemm -> awq_dequantize + torch.matmul at >= 256 tokens)",
     ),
     ("vllm", "v0-2024-init-free"): (
         _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",

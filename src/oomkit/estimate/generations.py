@@ -31,7 +31,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
   ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
-  ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152).
+  ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152),
+  ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
+  #2566; :mod:`oomkit.estimate.vllm_awq`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and
   upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45).
@@ -398,9 +400,11 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "profile charges the caching allocator's reserve and every other byte on the GPU "
                 "(CUDA context, other processes); with TP the record_stream'd all-reduce inputs "
                 "stay reserved; profile batch max(max_model_len, 2048); DeepSeek MLA cached as "
-                "full 256-dim K/V heads (no latent cache before 0.7.1)",
+                "full 256-dim K/V heads (no latent cache before 0.7.1); AWQ linears hold 8 "
+                "split-K output copies (awq_gemm, before PR #2566)",
                 vllm_engine="v0-2023-total",
                 mla_latent_kv=False,
+                awq_split_k=True,
             ),
             _g(
                 "vllm",
@@ -410,10 +414,14 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
                 "0.2.6",
                 "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
                 "the profile still charges the allocator's reserve and all GPU memory, but TP "
-                "all-reduce inputs are no longer held by record_stream until the NCCL stream syncs",
+                "all-reduce inputs are no longer held by record_stream until the NCCL stream "
+                "syncs; AWQ linears still hold 8 split-K output copies (awq_gemm; PR #2566, "
+                "reviewed 2024-01-31, the day 0.3.0 was tagged, is modelled as first in 0.3.1: "
+                "dequantize + matmul at >= 256 tokens)",
                 vllm_engine="v0-2023-total",
                 mla_latent_kv=False,
                 nccl_record_stream=False,
+                awq_split_k=True,
             ),
             _g(
                 "vllm",

@@ -48,6 +48,7 @@ from oomkit.estimate.hf_kv import (
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_components import rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
@@ -213,6 +214,7 @@ def plan_vllm(
     pp_rank: int = 0,
     mxfp4_hopper: str = "triton",
     v0_multimodal_chunked: bool = True,
+    awq_split_k: bool = False,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -230,6 +232,8 @@ def plan_vllm(
     on for a multimodal model ("Chunked prefill not supported for Multimodal or MLA in V0",
     ``EngineArgs._set_default_args_v0``), so its batch is ``max(max_model_len, 2048)`` even
     above 32K.
+    ``awq_split_k=True``: vLLM before PR #2566 ran every AWQ linear through ``awq_gemm`` and its
+    8 split-K output copies (:mod:`oomkit.estimate.vllm_awq`).
     ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
     its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
     on the last.
@@ -286,6 +290,13 @@ def plan_vllm(
             notes.append("Mllama cross-attention layers: vLLM caches the image tokens in their KV")
     rows = min(seqs, batched)
     fwd = forward_peak_bytes(spec, tokens=batched, elem_bytes=elem, tp=tp).n_bytes
+    quant = (settings.quant or (spec.quantization.method if spec.quantization else "")).lower()
+    if awq_split_k and quant == "awq":
+        fwd += awq_split_k_bytes(spec, tokens=batched, tp=tp)
+        notes.append(
+            "AWQ before vLLM PR #2566: awq_gemm holds 8 split-K fp16 copies of its output "
+            "(profile batch through the widest AWQ linear)"
+        )
     hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
     sampler = hidden + sampler_peak_bytes(
         spec, n_seqs=rows, tp=tp, logits_elem_bytes=elem, flashinfer=eng.flashinfer_sampler
@@ -397,6 +408,7 @@ def estimate_vllm(
     mla_latent = True
     record_stream = True
     mxfp4_hopper = "triton"
+    awq_split_k = False
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
     if engine == DEFAULT_ENGINE:
@@ -412,6 +424,7 @@ def estimate_vllm(
         mla_latent = bool(gen.effects.get("mla_latent_kv", True))
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
+        awq_split_k = bool(gen.effects.get("awq_split_k", False))
         fallback = v0_fallback_engine(spec, engine)
         if fallback is not None:
             engine = fallback
@@ -437,6 +450,7 @@ def estimate_vllm(
             nccl_record_stream=record_stream,
             pp_rank=rank // tp,
             mxfp4_hopper=mxfp4_hopper,
+            awq_split_k=awq_split_k,
             v0_multimodal_chunked=mm_chunked,
         )
         for rank, d in enumerate(targets)
