@@ -490,3 +490,19 @@ def test_vllm_awq_split_k_buffer_only_before_pr_2566() -> None:
     # quantized Mixtral ran as QuantMixtral: every expert's w1 is a full-width ReplicatedLinear
     mixtral = find_model("mixtral-8x7b").spec()
     assert awq_split_k_bytes(mixtral, tokens=32768, tp=2) == 8 * 32768 * 14336 * 2
+
+
+def test_vllm_before_pr_2031_charges_only_torch_allocations() -> None:
+    """0.1.0-0.2.4 sized the KV cache with ``torch.cuda.max_memory_allocated()``: no CUDA
+    context, NCCL buffers or record_stream'd reserve; PR #2031 (0.2.5) charged total - free."""
+    hw = hardware_for(parse_gpu_list("2xa100-80gb-sxm"))
+    kw: dict[str, Any] = {"runtime": "vllm", "ctx": 4096, "tp": 2}
+    old = estimate("llama-2-70b", InferenceSettings(runtime_version="0.2.0", **kw), hw)
+    new = estimate("llama-2-70b", InferenceSettings(runtime_version="0.2.5", **kw), hw)
+    assert resolve_generation("vllm", "0.2.4").key == "v0-2023-allocated"
+    o, n = old.runtime_details, new.runtime_details
+    assert o["non_torch_bytes"] == 0
+    assert n["non_torch_bytes"] > 0
+    charged = n["non_torch_bytes"] + n["activation_peak_bytes"] - o["activation_peak_bytes"]
+    assert charged > 0
+    assert o["available_kv_cache_bytes"] - n["available_kv_cache_bytes"] == charged

@@ -90,6 +90,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("ollama", "engine-0.12"): (
         _TG + "test_ollama_engine_generation_uses_ollamarunner_and_flash_attention",
     ),
+    ("vllm", "v0-2023-allocated"): (
+        _TG + "test_vllm_before_pr_2031_charges_only_torch_allocations",
+        _VLLM + "pull/2031 (profile_num_available_blocks: peak_memory was "
+        "torch.cuda.max_memory_allocated(), replaced by total - free)",
+    ),
     ("vllm", "v0-2023"): (
         _TG + "test_vllm_record_stream_pinning_only_before_0_2_6",
         _VLLM + "pull/2031 (Llama-2-70B TP4: 31615 -> 20865 GPU blocks)",

@@ -392,6 +392,21 @@ _ROWS: Mapping[str, tuple[_Row, ...]] = MappingProxyType(
         "vllm": (
             _g(
                 "vllm",
+                "v0-2023-allocated",
+                "vLLM V0 (0.1.0-0.2.4)",
+                "2023-06-20",
+                "0.1.0",
+                "vllm-project/vllm worker.py profile_num_available_blocks (peak = "
+                "torch.cuda.max_memory_allocated() after profiling, until PR #2031)",
+                "only torch allocations are charged: no CUDA context, NCCL buffers, other "
+                "processes or allocator reserve; no CUDA graphs; AWQ linears hold 8 split-K "
+                "output copies (awq_gemm, before PR #2566)",
+                vllm_engine="v0-2023-allocated",
+                mla_latent_kv=False,
+                awq_split_k=True,
+            ),
+            _g(
+                "vllm",
                 "v0-2023",
                 "vLLM V0 (0.2.5)",
                 "2023-12-13",

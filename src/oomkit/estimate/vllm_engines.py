@@ -45,6 +45,12 @@ collectives and are charged as non-torch growth in every generation.
   (total - free - allocated)`` so every non-torch byte on the GPU is charged, the CUDA context
   included. Without chunked prefill the profile batch is ``max(max_model_len, 2048)`` tokens;
   above 32K ``max_model_len`` the OpenAI server turns chunked prefill on (2048 tokens).
+* ``v0-2023-allocated`` (vLLM 0.1.0-0.2.4, ``Worker.profile_num_available_blocks``):
+  ``peak_memory = torch.cuda.max_memory_allocated()`` after the profile run, so only the torch
+  allocations are charged: no CUDA context, NCCL buffers or other processes, and not the
+  caching allocator's reserve (a tensor freed while recorded on the NCCL stream leaves the
+  allocated counter at once, ``DeviceCachingAllocator::free``). PR #2031 ("Fix profiling for
+  non-torch memory", 0.2.5) replaced it with ``total - free``.
 * ``v0-2023-total`` (PR #2031, vLLM 0.2.5-0.3.0): ``peak = total - free`` after the profile
   run (``torch.cuda.mem_get_info``), i.e. the caching allocator's reserve plus every other byte
   on the GPU: the CUDA context and other processes' memory. ``v0-2023`` (PR #2863, "Fix memory
@@ -106,6 +112,9 @@ class VllmEngine:
     charges_other_processes: bool = False
     #: the release that stops charging it (the verdict's safe change), when it does
     other_processes_fix: str = ""
+    #: non-torch memory (context, NCCL, workspaces) is charged at all (False: the profile peak
+    #: is ``torch.cuda.max_memory_allocated()``, vLLM before 0.2.5)
+    charges_non_torch: bool = True
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -203,6 +212,18 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_other_processes=True,
             other_processes_fix="vLLM 0.3.1+ (PR #2863: free memory at init as the baseline)",
         ),
+        "v0-2023-allocated": VllmEngine(
+            name="v0-2023-allocated",
+            summary="0.1.0-0.2.4: total x 0.9 - torch.cuda.max_memory_allocated() after profiling",
+            default_util=0.9,
+            chunked_prefill=False,
+            flashinfer_sampler=False,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=False,
+            charges_non_torch=False,
+        ),
         "v0-2023": VllmEngine(
             name="v0-2023",
             summary="0.3.1-0.6.2 (PR #2863): total x 0.9 - (init free - free after profiling)",
@@ -277,6 +298,8 @@ def _on_nvswitch(device: DeviceTarget) -> bool:
 
 def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[int, str]:
     """Non-torch memory vLLM charges to one rank: (bytes, explanation)."""
+    if not engine.charges_non_torch:
+        return 0, "not charged: the profile peak is torch.cuda.max_memory_allocated() (< 0.2.5)"
     n_bytes = _NON_TORCH_GROWTH
     why = "modules and workspaces loaded while profiling (0.03-0.2 GiB logged)"
     if engine.charges_cuda_context:
