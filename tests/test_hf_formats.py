@@ -163,3 +163,19 @@ def test_names_and_errors() -> None:
         hf_tensor_bytes("int8", Q, dtype="fp12")
     with pytest.raises(InvalidSettingError, match="group_size"):
         hf_tensor_bytes("gptq", Q, group_size=0)
+
+
+def test_fbgemm_fp8_quantizes_the_ffn_of_inner_layers_only() -> None:
+    """Meta's Llama 3.1 FP8 (fbgemm_fp8): FFN weights e4m3 + one fp32 scale per output row;
+    self-attention and the first and last layers' FFN stay bf16 (Llama 3 paper, sec. 6.2)."""
+    ts = _llama_8b()
+    h, inter, kv, vocab = 4096, 14336, 1024, 128256
+    ffn = 3 * inter * h
+    ffn_fp8 = 2 * (inter * h + 4 * inter) + (h * inter + 4 * h)  # gate, up [inter, h]; down
+    attn = 2 * h * h + 2 * kv * h
+    norms = h + 32 * 2 * h  # rope_freqs is GGUF-only: not in the HF checkpoint
+    expected = 2 * (2 * vocab * h + norms + 32 * attn + 2 * ffn) + 30 * ffn_fp8
+    assert hf_weights_bytes("fbgemm_fp8", ts, n_layers=32) == expected
+    # without the layer count no layer is kept back
+    assert hf_weights_bytes("fbgemm_fp8", ts) == expected - 2 * (2 * ffn - ffn_fp8)
+    assert hf_format("fbgemm-fp8").name == "fbgemm_fp8"

@@ -176,7 +176,9 @@ def plan_weights(
 
             assert fmt is not None
             group = spec.quantization.group_size if spec.quantization else None
-            b = hf_tensor_bytes(fmt, t, dtype=_base_dtype(spec), group_size=group)
+            b = hf_tensor_bytes(
+                fmt, t, dtype=_base_dtype(spec), group_size=group, n_layers=spec.num_hidden_layers
+            )
         num, den = shard_fraction(t, spec, tp)
         sizes.append(b)
         total += b

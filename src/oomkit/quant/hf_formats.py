@@ -33,6 +33,12 @@ fp8        e4m3 weight (1 byte) + fp32 scales: per tensor (1), per channel (``ou
            ``[128, 128]`` (``ceil(out/128) * ceil(in/128)``, DeepSeek-V3 ``weight_scale_inv``).
            ``group_size`` None = per tensor, 0 = per channel, 128 = block. Routers, embeddings,
            lm_head stay ``dtype``.
+fbgemm_fp8 Meta's Llama 3.1 FP8 checkpoints (``quant_method: fbgemm_fp8``, vLLM
+           ``FBGEMMFp8Config``): FFN linears only, e4m3 + fp32 scale per output row; the
+           ``modules_to_not_convert`` list keeps every self-attention projection and the first
+           and last layers' FFN in ``dtype`` (Llama 3 paper, arXiv 2407.21783, sec. 6.2: "we
+           do not perform quantization in the self-attention layers", nor "in the first and
+           last Transformer layers"). Layer exclusion needs ``n_layers``.
 mxfp4      gpt-oss / OCP MX: experts only (3-D), ``*_blocks`` 16 bytes per 32 values +
            ``*_scales`` one E8M0 byte per 32 values; every other tensor ``dtype``.
 nvfp4      NVIDIA ModelOpt NVFP4: 4-bit packed (``in / 2`` bytes per row) + one fp8 e4m3 scale
@@ -116,6 +122,8 @@ _ROWS: tuple[HfFormat, ...] = (
              description="AWQ 4-bit GEMM, fp16 scales + packed zeros per 128"),
     HfFormat(name="fp8", method="fp8", bits=8, default_group_size=None,
              description="FP8 e4m3 weights + fp32 scales (tensor, channel or 128x128 block)"),
+    HfFormat(name="fbgemm_fp8", method="fbgemm_fp8", bits=8, default_group_size=0,
+             description="Meta FBGEMM FP8: FFN fp8 + row scales; attention, first/last FFN bf16"),
     HfFormat(name="mxfp4", method="mxfp4", bits=4, default_group_size=32,
              description="OCP MXFP4 experts (gpt-oss): 4-bit + E8M0 scale per 32"),
     HfFormat(name="nvfp4", method="nvfp4", bits=4, default_group_size=16,
@@ -144,6 +152,7 @@ _ALIASES: Mapping[str, str] = MappingProxyType(
         "awq-4bit": "awq",
         "fp8-e4m3": "fp8",
         "e4m3": "fp8",
+        "fbgemm-fp8": "fbgemm_fp8",
     }
 )
 
@@ -182,6 +191,14 @@ _GGUF_ONLY = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_sho
 
 def _is_router(name: str) -> bool:
     return "ffn_gate_inp" in name
+
+
+def _layer(name: str) -> int | None:
+    """Block index of a GGUF-named tensor (``blk.12.ffn_up.weight`` -> 12), else None."""
+    parts = name.split(".")
+    if len(parts) > 2 and parts[0] == "blk" and parts[1].isdigit():
+        return int(parts[1])
+    return None
 
 
 def is_quantizable_linear(tensor: TensorInfo) -> bool:
@@ -253,6 +270,7 @@ def hf_tensor_bytes(
     dtype: str = "bf16",
     group_size: int | None = None,
     double_quant: bool = True,
+    n_layers: int | None = None,
 ) -> int:
     """Bytes of one tensor stored in HF format ``fmt`` (see the module table).
 
@@ -265,6 +283,8 @@ def hf_tensor_bytes(
             tensor, 0 per channel, 128 for 128x128 blocks.
         double_quant: bitsandbytes 4-bit ``bnb_4bit_use_double_quant`` (transformers' default
             is False; QLoRA recipes turn it on).
+        n_layers: the model's layer count (``fbgemm_fp8``: its first and last layers' FFN stay
+            ``dtype``); None: no layer is excluded.
 
     Returns:
         Bytes (weights plus their scales, zeros and index tensors).
@@ -302,6 +322,12 @@ def hf_tensor_bytes(
         else:
             scales = ceil_div(out, group_size) * ceil_div(in_, group_size)
         return count * (out * in_ + 4 * scales)
+    if f.method == "fbgemm_fp8":
+        layer = tensor.layer if tensor.layer is not None else _layer(tensor.name)
+        kept = (0, n_layers - 1) if n_layers else ()
+        if ".ffn_" not in tensor.name or layer in kept:
+            return _float_bytes(tensor, dtype)
+        return count * (out * in_ + 4 * out)
     if f.method == "mxfp4":
         if len(tensor.shape) < 3:  # only the stacked experts are MXFP4 in gpt-oss
             return _float_bytes(tensor, dtype)
@@ -318,13 +344,21 @@ def hf_weights_bytes(
     dtype: str = "bf16",
     group_size: int | None = None,
     double_quant: bool = True,
+    n_layers: int | None = None,
 ) -> int:
     """Bytes of all ``tensors`` in format ``fmt`` (:func:`hf_tensor_bytes` summed).
 
     For bitsandbytes 4-bit with double quant the shared 1 KiB dynamic map is added once.
     """
     total = sum(
-        hf_tensor_bytes(fmt, t, dtype=dtype, group_size=group_size, double_quant=double_quant)
+        hf_tensor_bytes(
+            fmt,
+            t,
+            dtype=dtype,
+            group_size=group_size,
+            double_quant=double_quant,
+            n_layers=n_layers,
+        )
         for t in tensors
     )
     if (
