@@ -79,6 +79,19 @@ ESTIMATES = [
         {"model": "llama-3.1-8b", "vram": "12GiB", "flash_attn": True, "kv_dtype": "q8_0"},
         ["llama-3.1-8b", "--vram", "12GiB", "--flash-attn", "--kv-dtype", "q8_0"],
     ),
+    (  # transformers without a device_map: the key is the long option in snake_case
+        {
+            "model": "llama-3.1-8b",
+            "runtime": "transformers",
+            "gpu": "rtx-4090",
+            "quant": "fp32",
+            "device_map": "none",
+        },
+        [
+            *("llama-3.1-8b", "-r", "transformers", "--gpu", "rtx-4090", "-q", "fp32"),
+            *("--device-map", "none"),
+        ],
+    ),
 ]
 
 
