@@ -1,0 +1,485 @@
+"""The runtime generations table as written (data for :mod:`oomkit.estimate.generations`).
+
+One row per dated generation of a runtime, oldest first: runtime, key, label, first day (ISO
+date), first release, the upstream change that starts it, what differs in memory, and the
+effects the estimators read (listed in :mod:`oomkit.estimate.generations`' docstring). Rows are
+text so that importing them costs no :mod:`datetime` (issue 10); :mod:`~oomkit.estimate.
+generations` turns them into :class:`~oomkit.estimate.generations.Generation` objects on first
+use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+__all__ = ["ROWS", "Effect", "Row"]
+
+Effect = bool | int | float | str
+
+#: one row of the table as written: runtime, key, label, since (ISO date), version, change,
+#: memory, effects
+Row = tuple[str, str, str, str, str | None, str, str, dict[str, Effect]]
+
+
+def _g(
+    runtime: str,
+    key: str,
+    label: str,
+    since: str,
+    version: str | None,
+    change: str,
+    memory: str,
+    **effects: Effect,
+) -> Row:
+    return (runtime, key, label, since, version, change, memory, effects)
+
+
+_OLD_LLAMACPP = {
+    "flash_attn_default": False,
+    "mla_cache": False,
+    "mla_v_cache": True,
+    "swa_cache": False,
+    "kv_streams": False,
+    "n_ctx_pad_no_fa": 32,
+}
+
+#: Oldest first, per runtime. Every row cites the change that starts it.
+ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
+    {
+        "llama.cpp": (
+            _g(
+                "llama.cpp",
+                "2023-mmq",
+                "llama.cpp 2023 (MMQ prompt processing)",
+                "2023-08-30",
+                None,
+                "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
+                "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="none",
+            ),
+            _g(
+                "llama.cpp",
+                "2023-10-batched-attn",
+                "llama.cpp 2023-10 (batched cuBLAS attention)",
+                "2023-10-24",
+                None,
+                "ggml-org/llama.cpp PR #3749 (commit 2b4ea35: batched cuBLAS GEMM for faster "
+                "attention)",
+                "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
+                "CUDA pool, which keeps one larger buffer per prompt step",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="none",
+                attn_pool="all",
+            ),
+            _g(
+                "llama.cpp",
+                "2023-10-cublas",
+                "llama.cpp 2023-10 (cuBLAS prompt processing, logits for every token)",
+                "2023-10-27",
+                None,
+                "ggml-org/llama.cpp PR #3776 (commit 2f9ec7e, build b1430: cuBLAS instead of MMQ "
+                "for batches above 32 tokens)",
+                "every quantized matmul over more than 32 tokens dequantizes its weight to FP16 "
+                "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
+                "test was a compile-time macro); the output matrix runs over every prompt token",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="all",
+                all_logits=True,
+                attn_pool="all",
+            ),
+            _g(
+                "llama.cpp",
+                "2023-11-batched-attn-tc",
+                "llama.cpp 2023-11 (batched cuBLAS attention on Volta+ only)",
+                "2023-11-01",
+                None,
+                "ggml-org/llama.cpp PR #3882 (do not use batched GEMM when tensor cores are "
+                "not available); the VMM pool of PR #4606 (Dec 2023) ends the growth, "
+                "approximated by the next row",
+                "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
+                "growing legacy-pool buffers",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="all",
+                all_logits=True,
+                attn_pool="tensor_cores",
+            ),
+            _g(
+                "llama.cpp",
+                "2023-12-tensor-cores",
+                "llama.cpp 2023-12 (cuBLAS prompt processing on Volta+ only)",
+                "2023-12-29",
+                None,
+                "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
+                "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
+                "weight copies",
+                **_OLD_LLAMACPP,
+                ubatch_split=False,
+                cublas_pool="tensor_cores",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-03-ubatch",
+                "llama.cpp 2024-03 (micro-batches: -b 2048, -ub 512)",
+                "2024-03-13",
+                None,
+                "ggml-org/llama.cpp PR #6017 (commit f30ea47, build b2413: pipeline parallelism, "
+                "n_ubatch)",
+                "a prompt step is n_ubatch tokens (-ub, 512) out of a logical -b 2048 batch; "
+                "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
+                "the compute buffer follow -b no more",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
+                all_logits=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-03-outputs",
+                "llama.cpp 2024-03 (logits only where needed)",
+                "2024-03-26",
+                None,
+                "ggml-org/llama.cpp PR #6122 (commit 557410b: greatly reduce output buffer "
+                "memory usage, skip unused logits)",
+                "the output matrix multiplies only the tokens whose logits are wanted",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
+            ),
+            _g(
+                "llama.cpp",
+                "2024",
+                "llama.cpp 2024 (before the MLA latent cache)",
+                "2024-05-13",
+                None,
+                "ggml-org/llama.cpp PR #7257 (KV padding 32 without flash attention)",
+                "DeepSeek-V2/V3 cache full K/V heads (~9x the latent: 128 heads x (192 + 128) "
+                "vs 576 per token and layer); sliding-window layers cache the whole context; "
+                "one KV stream whatever -np; cells padded to 32 without FA",
+                **_OLD_LLAMACPP,
+                cublas_pool="tensor_cores",
+            ),
+            _g(
+                "llama.cpp",
+                "2024-06-mmq",
+                "llama.cpp 2024-06 (MMQ by default again)",
+                "2024-06-24",
+                None,
+                "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
+                "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool; "
+                "V100 (FP16 but no int8 tensor cores) keeps cuBLAS for 64+ token batches",
+                **_OLD_LLAMACPP,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-04-mla",
+                "llama.cpp 2025-04 (MLA latent cache, full SWA)",
+                "2025-04-15",
+                None,
+                "ggml-org/llama.cpp PR #12801 (DeepSeek V2/V3 MLA implementation)",
+                "MLA models cache the latent c^KV + rope key (576) as K and the latent again as "
+                "V; Gemma-2/3 sliding-window layers still cache the whole context",
+                **{**_OLD_LLAMACPP, "mla_cache": True},
+            ),
+            _g(
+                "llama.cpp",
+                "2025-05-swa",
+                "llama.cpp 2025-05 (SWA cache)",
+                "2025-05-09",
+                None,
+                "ggml-org/llama.cpp PR #13194 (kv-cache: add SWA support)",
+                "sliding-window layers cache pad(n_swa x n_seq + n_batch) cells instead of "
+                "n_ctx (Gemma-3: ~5/6 of the KV gone)",
+                **{**_OLD_LLAMACPP, "mla_cache": True, "swa_cache": True},
+            ),
+            _g(
+                "llama.cpp",
+                "2025-07-streams",
+                "llama.cpp 2025-07 (per-sequence KV streams)",
+                "2025-07-16",
+                None,
+                "ggml-org/llama.cpp PR #14363 (high-throughput mode, kv_unified)",
+                "without --kv-unified each of -np sequences gets its own stream of n_ctx/np "
+                "cells (padded per stream); SWA cells are per stream",
+                mla_v_cache=True,
+                n_ctx_pad_no_fa=32,
+                flash_attn_default=False,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-08-fa-auto",
+                "llama.cpp 2025-08 (flash attention on by default)",
+                "2025-08-30",
+                None,
+                "ggml-org/llama.cpp PR #15434 (use FA + max. GPU layers by default)",
+                "-fa auto: no n_head x n_ubatch x n_ctx f32 KQ matrix in the compute buffer "
+                "when the backend supports FA (before: FA off unless -fa)",
+                mla_v_cache=True,
+                n_ctx_pad_no_fa=32,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-11-pad256",
+                "llama.cpp 2025-11 (cells padded to 256)",
+                "2025-11-06",
+                None,
+                "ggml-org/llama.cpp PR #16812 then PR #17046 (KV size padded to 256)",
+                "KV cells padded to 256 with or without flash attention",
+                mla_v_cache=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2026-01-vless",
+                "llama.cpp 2026-01+ (V-less MLA cache)",
+                "2026-01-24",
+                None,
+                "ggml-org/llama.cpp PR #19067 (kv-cache: support V-less cache)",
+                "MLA models keep only the K latent: about half the KV of the previous builds",
+            ),
+        ),
+        "ollama": (
+            _g(
+                "ollama",
+                "llama-runner-2k",
+                "Ollama <0.6.4 (llama.cpp runner, num_ctx 2048)",
+                "2023-09-25",
+                "0.1.0",
+                "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day "
+                "(per release: oomkit.estimate.ollama_vendored, the v0.1.0 release on)",
+                "llama runner for every model; default num_ctx 2048; flash attention off unless "
+                "OLLAMA_FLASH_ATTENTION=1; vendored llama.cpp before MLA/SWA caches (DeepSeek "
+                "full K/V, Gemma full SWA)",
+                num_ctx=2048,
+                flash_attention=False,
+                llamacpp_date="2025-01-15",
+            ),
+            _g(
+                "ollama",
+                "llama-runner-4k",
+                "Ollama 0.6.4-0.11 (num_ctx 4096)",
+                "2025-04-01",
+                "0.6.4",
+                "ollama/ollama v0.6.4 release (default context 4096)",
+                "default num_ctx 4096; Ollama's own engine for some architectures, llama runner "
+                "and old estimator otherwise; vendored llama.cpp with MLA but full SWA cache",
+                num_ctx=4096,
+                flash_attention=False,
+                llamacpp_date="2025-04-20",
+            ),
+            _g(
+                "ollama",
+                "engine-0.12",
+                "Ollama 0.12+ (Ollama engine, new memory estimates)",
+                "2025-09-11",
+                "0.12.0",
+                "ollama/ollama PR #12252 (new memory estimates on by default for the Ollama "
+                "engine)",
+                "Ollama-engine models are laid out from their real allocations and get flash "
+                "attention by default; llama-runner models keep the old estimator",
+            ),
+        ),
+        "vllm": (
+            _g(
+                "vllm",
+                "v0-2023-allocated",
+                "vLLM V0 (0.1.0-0.2.4)",
+                "2023-06-20",
+                "0.1.0",
+                "vllm-project/vllm worker.py profile_num_available_blocks (peak = "
+                "torch.cuda.max_memory_allocated() after profiling, until PR #2031)",
+                "only torch allocations are charged: no CUDA context, NCCL buffers, other "
+                "processes or allocator reserve; no CUDA graphs; AWQ linears hold 8 split-K "
+                "output copies (awq_gemm, before PR #2566)",
+                vllm_engine="v0-2023-allocated",
+                mla_latent_kv=False,
+                awq_split_k=True,
+            ),
+            _g(
+                "vllm",
+                "v0-2023",
+                "vLLM V0 (0.2.5)",
+                "2023-12-13",
+                "0.2.5",
+                "vllm-project/vllm PR #2031 (peak = total - free after profiling)",
+                "profile charges the caching allocator's reserve and every other byte on the GPU "
+                "(CUDA context, other processes); with TP the record_stream'd all-reduce inputs "
+                "stay reserved; profile batch max(max_model_len, 2048); DeepSeek MLA cached as "
+                "full 256-dim K/V heads (no latent cache before 0.7.1); AWQ linears hold 8 "
+                "split-K output copies (awq_gemm, before PR #2566)",
+                vllm_engine="v0-2023-total",
+                mla_latent_kv=False,
+                awq_split_k=True,
+            ),
+            _g(
+                "vllm",
+                "v0-2023-no-record-stream",
+                "vLLM V0 (0.2.6-0.3.0)",
+                "2023-12-17",
+                "0.2.6",
+                "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
+                "the profile still charges the allocator's reserve and all GPU memory, but TP "
+                "all-reduce inputs are no longer held by record_stream until the NCCL stream "
+                "syncs; AWQ linears still hold 8 split-K output copies (awq_gemm; PR #2566, "
+                "reviewed 2024-01-31, the day 0.3.0 was tagged, is modelled as first in 0.3.1: "
+                "dequantize + matmul at >= 256 tokens)",
+                vllm_engine="v0-2023-total",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+                awq_split_k=True,
+            ),
+            _g(
+                "vllm",
+                "v0-2024-init-free",
+                "vLLM V0 (0.3.1-0.6.2)",
+                "2024-02-14",
+                "0.3.1",
+                "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
+                "at init is no longer charged; merged 2024-02-14, first in 0.3.1)",
+                "the CUDA context and other processes' memory at init are not charged; the "
+                "profile still charges the allocator's reserve and NCCL's buffers",
+                vllm_engine="v0-2023",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2024",
+                "vLLM V0 (0.6.3-0.6.4)",
+                "2024-10-14",
+                "0.6.3",
+                "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit)",
+                "every non-torch byte on the GPU (CUDA context, other processes) is charged to "
+                "the budget",
+                vllm_engine="v0-2024",
+                mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2025",
+                "vLLM V0 (0.6.5-0.7)",
+                "2024-12-17",
+                "0.6.5",
+                "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again)",
+                "only the non-torch increase since init is charged; V0 batch defaults",
+                vllm_engine="v0-2025",
+                mla_latent_kv=False,
+            ),
+            _g(
+                "vllm",
+                "v0-2025-mla",
+                "vLLM V0 (0.7.1-0.7.3, MLA latent cache)",
+                "2025-02-01",
+                "0.7.1",
+                "vllm-project/vllm v0.7.1 release (MLA for DeepSeek-V2/V3; WIP in PR #10927)",
+                "DeepSeek-V2/V3 cache the 576-element latent instead of 128 heads x 2 x 256",
+                vllm_engine="v0-2025",
+            ),
+            _g(
+                "vllm",
+                "v1-2025-global",
+                "vLLM V1 (0.8.0-0.9.0)",
+                "2025-03-18",
+                "0.8.0",
+                "vllm-project/vllm v0.8.0 release (V1 engine on by default; its worker charges "
+                "total - free - torch allocated, PR #10528)",
+                "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
+                "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
+                "is charged: the CUDA context and the memory of other processes",
+                vllm_engine="v1-2025-global",
+                mxfp4_hopper="marlin",
+            ),
+            _g(
+                "vllm",
+                "v1-2025",
+                "vLLM V1 (0.9.1-0.10)",
+                "2025-06-10",
+                "0.9.1",
+                "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
+                "only this instance's non-torch increase since init is charged: other processes "
+                "on the GPU no longer shrink the KV cache; gpt-oss MXFP4 experts on Hopper use "
+                "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11",
+                vllm_engine="v1-2025",
+                mxfp4_hopper="marlin",
+            ),
+            _g(
+                "vllm",
+                "v1-0.11",
+                "vLLM V1 (0.11-0.20)",
+                "2025-10-02",
+                "0.11.0",
+                "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
+                "by default), gpu_memory_utilization 0.92",
+                "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
+                "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
+                "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
+                vllm_engine="v1-0.11",
+            ),
+            _g(
+                "vllm",
+                "current",
+                "vLLM V1 (0.21+)",
+                # v0.21.0: after v0.20.0 (PyPI by 2026-04-29), before v0.22.1 (2026-06-05)
+                "2026-05-15",
+                "0.21.0",
+                "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
+                "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
+                "(vllm/envs.py)",
+                "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
+                "KV budget instead of the 1 - util headroom",
+                vllm_engine="current",
+            ),
+        ),
+        "sglang": (
+            _g(
+                "sglang",
+                "tp-table",
+                "SGLang <=0.5.2 (mem_fraction_static by TP)",
+                "2024-01-01",
+                "0.1.0",
+                "sgl-project/sglang server_args.py ServerArgs.__post_init__ TP table "
+                "(release v0.4.x)",
+                "mem_fraction_static 0.88/0.87/0.85/0.81/0.79 for tp 1/2/4/8/16 whatever the "
+                "GPU size",
+                mem_fraction="tp_table",
+            ),
+            _g(
+                "sglang",
+                "gpu-memory",
+                "SGLang 0.5.3+ (mem_fraction_static from GPU memory)",
+                "2025-10-01",
+                "0.5.3",
+                "sgl-project/sglang PR #10975 (_handle_gpu_memory_settings)",
+                "reserve = 512 MiB + chunked prefill x 1.5 + graph bs x 2 + tp x pp / 8 GiB, "
+                "at least 10 GiB above 60 GiB: a larger static fraction on big GPUs",
+                mem_fraction="gpu_memory",
+            ),
+        ),
+        "transformers": (
+            _g(
+                "transformers",
+                "full-logits",
+                "transformers <4.45 (full-sequence logits)",
+                "2023-01-01",
+                "4.0.0",
+                "huggingface/transformers before PR #31292",
+                "prefill computes logits for every prompt token and upcasts them to fp32: "
+                "B x S x V x (e + 4) instead of B x V x (e + 4)",
+                full_logits=True,
+            ),
+            _g(
+                "transformers",
+                "logits-to-keep",
+                "transformers 4.45+ (logits_to_keep=1)",
+                "2024-09-25",
+                "4.45.0",
+                "huggingface/transformers PR #31292 (num_logits_to_keep in generate)",
+                "only the last position's logits at prefill; DynamicCache/StaticCache "
+                "(cache_implementation) as today",
+            ),
+        ),
+    }
+)
