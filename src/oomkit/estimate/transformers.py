@@ -27,9 +27,19 @@ Models:
 
 Settings: ``quant`` (bf16/fp16/fp32/int8/nf4/fp4/gptq/awq/fp8), ``ctx`` = prompt tokens,
 ``max_new_tokens`` (default 256), ``parallel`` = batch size, ``attn_implementation`` (default sdpa),
-``cache_implementation`` (dynamic|static), ``device_map`` ("auto", the default, as above; "none":
+``cache_implementation`` (dynamic|static), ``device_map`` ("auto" as above; "none":
 ``from_pretrained`` without ``device_map`` then ``model.to("cuda")``, every weight on the first
-GPU, so a model larger than it does not fit instead of being offloaded).
+GPU, so a model larger than it does not fit instead of being offloaded; unset, see below).
+
+Unset ``device_map`` (the user did not say): the placement is modelled as "auto", which is also
+how several GPUs are sharded with transformers, but a run that fits *only* because accelerate
+offloads weights to CPU RAM gets a blocker, so the verdict is "does not fit" (exit 3).
+``PreTrainedModel.from_pretrained``'s own default is ``device_map=None`` (load on the CPU, the
+script then calls ``.to("cuda")``): CPU offload is an opt-in, and the runs in the verdict sets
+that died were mostly such scripts (lm-eval without ``parallelize``, ``.to("cuda")``, inseq)
+that oomkit called "fits" by offloading tens of GiB. Keeping the auto placement rather than
+reading unset as "none" keeps multi-GPU sharding (no CPU offload) a "fits"; ``--device-map
+auto`` accepts the slow offload and ``--device-map none`` models the ``.to("cuda")`` script.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
+from oomkit.units import format_bytes
 
 __all__ = ["auto_device_map", "estimate_transformers", "prefill_activation_bytes"]
 
@@ -255,7 +266,7 @@ def estimate_transformers(
     ]
     groups = _module_groups(tensors, sizes)
     fmt = (quant or (spec.quantization.method if spec.quantization else "") or "").lower()
-    device_map = settings.device_map or "auto"
+    device_map = settings.device_map or "auto"  # unset: auto placement, offload not accepted
     if device_map == "none":
         # no device_map: from_pretrained materializes on the CPU and ``model.to("cuda")`` moves
         # every parameter to the current device (bitsandbytes' ``update_device_map`` likewise
@@ -331,6 +342,13 @@ def estimate_transformers(
         )
     cpu_w = placed.get(-1, 0)
     host_comps: tuple[Component, ...] = ()
+    blockers: tuple[str, ...] = ()
+    if cpu_w and settings.device_map is None:
+        # from_pretrained's default is no device_map: CPU offload is the user's opt-in
+        blockers = (
+            f"fits only with device_map='auto' CPU offload of {format_bytes(cpu_w)} of weights "
+            "(slow): pass --device-map auto to accept that",
+        )
     if cpu_w:
         notes.append(
             "device_map='auto' offloads the layers that do not fit to CPU RAM "
@@ -366,4 +384,5 @@ def estimate_transformers(
             "offloaded_to_cpu_bytes": cpu_w,
         },
         assumptions=tuple(notes),
+        blockers=blockers,
     )
