@@ -149,6 +149,23 @@ def test_unset_device_map_does_not_fit_by_cpu_offload_on_one_gpu() -> None:
     assert bf16.fits is True
 
 
+def test_unset_device_map_answers_as_none_where_every_weight_fits_the_gpu() -> None:
+    # bf16 llama-3.1-8b (14.96 GiB) on 16.5 GiB: auto's budget 0.9 x free - lm_head offloads,
+    # yet model.to("cuda") holds every weight: unset answers as the script without a device_map
+    hw = Hardware(devices=(DeviceTarget(name="16.5 GiB", capacity_bytes=16 * GiB + GiB // 2),))
+    auto = _tf("bf16", hw, "auto")
+    offloaded = auto.runtime_details["offloaded_to_cpu_bytes"]
+    assert isinstance(offloaded, int)
+    assert offloaded > 0
+    unset = _tf("bf16", hw, None)
+    none = _tf("bf16", hw, "none")
+    assert unset.fits is True
+    assert unset.blockers == ()
+    assert unset.settings["device_map"] == "none"  # echoes what was modelled
+    assert unset.devices == none.devices
+    assert "device_map unset" in unset.assumptions[-1]
+
+
 def test_unset_device_map_shards_over_several_gpus_without_offload() -> None:
     # 32 GB of fp32 weights over 2 x 24 GiB: accelerate's balanced split needs no CPU, so the
     # unset device_map still fits; without a device_map everything lands on cuda:0

@@ -40,10 +40,13 @@ that died were mostly such scripts (lm-eval without ``parallelize``, ``.to("cuda
 that oomkit called "fits" by offloading tens of GiB. Keeping the auto placement rather than
 reading unset as "none" keeps multi-GPU sharding (no CPU offload) a "fits"; ``--device-map
 auto`` accepts the slow offload and ``--device-map none`` models the ``.to("cuda")`` script.
+Where auto would offload but every weight fits the first GPU anyway (accelerate keeps 10% and
+the largest layer back), unset answers as "none": the script without a device_map works.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -344,7 +347,19 @@ def estimate_transformers(
     host_comps: tuple[Component, ...] = ()
     blockers: tuple[str, ...] = ()
     if cpu_w and settings.device_map is None:
-        # from_pretrained's default is no device_map: CPU offload is the user's opt-in
+        # from_pretrained's default is no device_map: CPU offload is the user's opt-in. On
+        # one GPU accelerate's 90% budget may offload what ``model.to("cuda")`` still fits:
+        # then the answer is that script's (echoed as device_map=none)
+        whole = estimate_transformers(
+            spec, dataclasses.replace(settings, device_map="none"), hardware
+        )
+        if whole.fits is True:
+            why = (
+                "device_map unset: every weight fits the first GPU without a device_map "
+                f"(model.to('cuda')); device_map='auto' would offload {format_bytes(cpu_w)} "
+                "to CPU (accelerate budgets 90% of free memory minus the largest layer)"
+            )
+            return dataclasses.replace(whole, assumptions=(*whole.assumptions, why))
         blockers = (
             f"fits only with device_map='auto' CPU offload of {format_bytes(cpu_w)} of weights "
             "(slow): pass --device-map auto to accept that",
