@@ -287,6 +287,21 @@ def test_ollama_models_its_automatic_offload() -> None:
     assert over.devices[0].total_bytes + reserve > over.devices[0].capacity_bytes
 
 
+def test_transformers_cpu_offload_is_only_a_labelled_slow_plan() -> None:
+    """An unset device_map never accepts CPU offload in ``estimate``; the planner's snippet
+    passes device_map="auto", so it models that and labels the offload level as slow."""
+    hw = Hardware(devices=(oomkit.find_gpu("rtx-4090").to_device_target(),))
+    req = PlanRequest(runtime="transformers", ctx=4096)
+    (best, *_) = plan("llama-3.1-70b", hw, req, offline=True).plans
+    assert best.level == LEVEL_LAYERS_CPU
+    assert any("(device_map='auto', slow)" in c for c in best.changes)
+    assert best.estimate.settings["device_map"] == "auto"
+    assert best.estimate.blockers == ()
+    assert 'device_map="auto"' in best.command
+    no_offload = dataclasses.replace(req, no_offload=True)
+    assert plan("llama-3.1-70b", hw, no_offload, offline=True).plans == ()
+
+
 # -- CLI ----------------------------------------------------------------------------------------
 
 

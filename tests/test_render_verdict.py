@@ -34,6 +34,20 @@ CASES: tuple[tuple[str, ...], ...] = (
     ("llama-3.1-8b", "-r", "ollama", "--gpu", "rtx-3060"),
     ("qwen2.5-32b", "-r", "ollama", "--gpu", "rtx-4090", "--ctx", "32768"),
     ("llama-3.1-8b", "-r", "transformers", "--gpu", "rtx-4090"),
+    # fits only by device_map='auto' CPU offload: unset says so (exit 3), explicit auto accepts
+    ("llama-3.1-8b", "-r", "transformers", "-q", "fp32", "--gpu", "rtx-4090"),
+    (
+        "llama-3.1-8b",
+        "-r",
+        "transformers",
+        "-q",
+        "fp32",
+        "--gpu",
+        "rtx-4090",
+        "--device-map",
+        "auto",
+    ),
+    ("llama-3.1-8b", "-r", "transformers", "-q", "fp32", "--gpu", "2xrtx-4090"),
 )
 
 

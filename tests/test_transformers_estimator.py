@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 
 from oomkit.catalog.models import find_model
+from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.transformers import (
     auto_device_map,
     estimate_transformers,
     prefill_activation_bytes,
 )
+from oomkit.estimate.verdict import verdict
 from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB
 
@@ -101,25 +104,94 @@ def test_dynamic_cache_growth_is_one_tensor_of_one_layer() -> None:
     assert diff == 8 * 128 * 2 * 2048  # K of one layer: 8 heads x 128 x bf16 x 2048 tokens
 
 
+def _tf(quant: str, hw: Hardware, device_map: str | None, spec: ModelSpec = LLAMA8) -> Estimate:
+    return estimate_transformers(
+        spec, InferenceSettings(runtime="transformers", quant=quant, device_map=device_map), hw
+    )
+
+
 def test_device_map_none_puts_every_weight_on_the_first_gpu() -> None:
     # fp32 llama-3.1-8b (32 GB of weights) on a 24 GiB card: device_map="auto" offloads the
     # rest to CPU; without a device_map (model.to("cuda")) all of it lands on the GPU
     hw = Hardware(devices=(GB24,))
-    auto = estimate_transformers(
-        LLAMA8, InferenceSettings(runtime="transformers", quant="fp32"), hw
-    )
-    none = estimate_transformers(
-        LLAMA8, InferenceSettings(runtime="transformers", quant="fp32", device_map="none"), hw
-    )
+    auto = _tf("fp32", hw, "auto")
+    none = _tf("fp32", hw, "none")
     offloaded = auto.runtime_details["offloaded_to_cpu_bytes"]
     assert isinstance(offloaded, int)
     assert offloaded > 0
-    assert auto.fits is True
+    assert auto.fits is True  # explicit --device-map auto: the slow offload is accepted
+    assert auto.blockers == ()
     assert none.runtime_details["offloaded_to_cpu_bytes"] == 0
     on_gpu = auto.devices[0].components[0].n_bytes  # "weights" (the streamed layer is apart)
     assert none.devices[0].components[0].n_bytes == on_gpu + offloaded
     assert none.fits is False
     assert none.settings["device_map"] == "none"
+
+
+def test_unset_device_map_does_not_fit_by_cpu_offload_on_one_gpu() -> None:
+    # from_pretrained's default is no device_map: unset keeps the auto placement (echoed as
+    # what was modelled) but a fit that needs CPU offload is a blocker
+    hw = Hardware(devices=(GB24,))
+    unset = _tf("fp32", hw, None)
+    auto = _tf("fp32", hw, "auto")
+    assert unset.settings["device_map"] == "auto"
+    assert unset.devices == auto.devices
+    assert unset.runtime_details == auto.runtime_details
+    assert unset.fits is False
+    (blocker,) = unset.blockers
+    assert "--device-map auto" in blocker
+    assert verdict(unset).level == "does_not_fit"
+    assert verdict(auto).level in ("fits", "tight")
+    # no offload needed: unset is the plain fit it was
+    bf16 = _tf("bf16", hw, None)
+    assert bf16.runtime_details["offloaded_to_cpu_bytes"] == 0
+    assert bf16.blockers == ()
+    assert bf16.fits is True
+
+
+def test_unset_device_map_answers_as_none_where_every_weight_fits_the_gpu() -> None:
+    # bf16 llama-3.1-8b (14.96 GiB) on 16.5 GiB: auto's budget 0.9 x free - lm_head offloads,
+    # yet model.to("cuda") holds every weight: unset answers as the script without a device_map
+    hw = Hardware(devices=(DeviceTarget(name="16.5 GiB", capacity_bytes=16 * GiB + GiB // 2),))
+    auto = _tf("bf16", hw, "auto")
+    offloaded = auto.runtime_details["offloaded_to_cpu_bytes"]
+    assert isinstance(offloaded, int)
+    assert offloaded > 0
+    unset = _tf("bf16", hw, None)
+    none = _tf("bf16", hw, "none")
+    assert unset.fits is True
+    assert unset.blockers == ()
+    assert unset.settings["device_map"] == "none"  # echoes what was modelled
+    assert unset.devices == none.devices
+    assert "device_map unset" in unset.assumptions[-1]
+
+
+def test_unset_device_map_shards_over_several_gpus_without_offload() -> None:
+    # 32 GB of fp32 weights over 2 x 24 GiB: accelerate's balanced split needs no CPU, so the
+    # unset device_map still fits; without a device_map everything lands on cuda:0
+    hw = Hardware(devices=(GB24, GB24))
+    unset = _tf("fp32", hw, None)
+    assert unset.runtime_details["offloaded_to_cpu_bytes"] == 0
+    assert len(unset.devices) == 2
+    assert unset.blockers == ()
+    assert unset.fits is True
+    assert _tf("fp32", hw, "auto").fits is True
+    assert _tf("fp32", hw, "none").fits is False
+
+
+def test_unset_device_map_over_several_gpus_with_offload_does_not_fit() -> None:
+    # 70B bf16 (~141 GB) over 2 x 24 GiB: only CPU offload makes it "fit"
+    hw = Hardware(devices=(GB24, GB24))
+    spec = find_model("llama-3.1-70b").spec()
+    unset = _tf("bf16", hw, None, spec)
+    auto = _tf("bf16", hw, "auto", spec)
+    offloaded = auto.runtime_details["offloaded_to_cpu_bytes"]
+    assert isinstance(offloaded, int)
+    assert offloaded > 50 * GiB
+    assert auto.fits is True
+    assert unset.fits is False
+    (blocker,) = unset.blockers
+    assert "CPU offload" in blocker
 
 
 def test_device_map_rejects_other_values() -> None:
@@ -133,8 +205,12 @@ def test_cli_says_when_it_only_fits_by_cpu_offload(capsys: pytest.CaptureFixture
     from oomkit.cli import main
 
     args = ["estimate", "llama-3.1-8b", "-r", "transformers", "-q", "fp32", "-g", "rtx-4090"]
-    assert main([*args, "--offline"]) in (0, 4)
+    assert main([*args, "--offline", "--device-map", "auto"]) in (0, 4)
     assert "Fits only by CPU offload" in capsys.readouterr().out
+    assert main([*args, "--offline"]) == 3  # unset: the offload is not accepted
+    out = capsys.readouterr().out
+    assert "Does not fit." in out
+    assert "pass --device-map auto to accept that" in out
     assert main([*args, "--offline", "--device-map", "none"]) == 3
     assert "device_map=None" in capsys.readouterr().out
     assert main([*args, "--device-map", "balanced"]) == 2

@@ -92,6 +92,23 @@ ESTIMATES = [
             *("--device-map", "none"),
         ],
     ),
+    (  # no device_map key: a fit by CPU offload is "does not fit" (exit 3), as in the CLI
+        {"model": "llama-3.1-8b", "runtime": "transformers", "gpu": "rtx-4090", "quant": "fp32"},
+        ["llama-3.1-8b", "-r", "transformers", "--gpu", "rtx-4090", "-q", "fp32"],
+    ),
+    (  # device_map "auto" accepts the offload
+        {
+            "model": "llama-3.1-8b",
+            "runtime": "transformers",
+            "gpu": "rtx-4090",
+            "quant": "fp32",
+            "device_map": "auto",
+        },
+        [
+            *("llama-3.1-8b", "-r", "transformers", "--gpu", "rtx-4090", "-q", "fp32"),
+            *("--device-map", "auto"),
+        ],
+    ),
 ]
 
 

@@ -97,8 +97,9 @@ __all__ = ["estimate_command", "render_suggestions"]
 @click.option(
     "--device-map",
     type=click.Choice(["auto", "none"]),
-    help="transformers: from_pretrained(device_map='auto') (default: CPU offload of what does "
-    "not fit) or none (no device_map, then model.to('cuda'): all weights on the first GPU)",
+    help="transformers: auto (from_pretrained(device_map='auto'), accepting CPU offload of what "
+    "does not fit) or none (no device_map, then model.to('cuda'): all weights on the first "
+    "GPU); unset: auto placement over the GPUs, but a fit only by CPU offload does not fit",
 )
 @click.option(
     "--override-tensor",

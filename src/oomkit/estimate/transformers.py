@@ -27,13 +27,26 @@ Models:
 
 Settings: ``quant`` (bf16/fp16/fp32/int8/nf4/fp4/gptq/awq/fp8), ``ctx`` = prompt tokens,
 ``max_new_tokens`` (default 256), ``parallel`` = batch size, ``attn_implementation`` (default sdpa),
-``cache_implementation`` (dynamic|static), ``device_map`` ("auto", the default, as above; "none":
+``cache_implementation`` (dynamic|static), ``device_map`` ("auto" as above; "none":
 ``from_pretrained`` without ``device_map`` then ``model.to("cuda")``, every weight on the first
-GPU, so a model larger than it does not fit instead of being offloaded).
+GPU, so a model larger than it does not fit instead of being offloaded; unset, see below).
+
+Unset ``device_map`` (the user did not say): the placement is modelled as "auto", which is also
+how several GPUs are sharded with transformers, but a run that fits *only* because accelerate
+offloads weights to CPU RAM gets a blocker, so the verdict is "does not fit" (exit 3).
+``PreTrainedModel.from_pretrained``'s own default is ``device_map=None`` (load on the CPU, the
+script then calls ``.to("cuda")``): CPU offload is an opt-in, and the runs in the verdict sets
+that died were mostly such scripts (lm-eval without ``parallelize``, ``.to("cuda")``, inseq)
+that oomkit called "fits" by offloading tens of GiB. Keeping the auto placement rather than
+reading unset as "none" keeps multi-GPU sharding (no CPU offload) a "fits"; ``--device-map
+auto`` accepts the slow offload and ``--device-map none`` models the ``.to("cuda")`` script.
+Where auto would offload but every weight fits the first GPU anyway (accelerate keeps 10% and
+the largest layer back), unset answers as "none": the script without a device_map works.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -45,6 +58,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
+from oomkit.units import format_bytes
 
 __all__ = ["auto_device_map", "estimate_transformers", "prefill_activation_bytes"]
 
@@ -255,7 +269,7 @@ def estimate_transformers(
     ]
     groups = _module_groups(tensors, sizes)
     fmt = (quant or (spec.quantization.method if spec.quantization else "") or "").lower()
-    device_map = settings.device_map or "auto"
+    device_map = settings.device_map or "auto"  # unset: auto placement, offload not accepted
     if device_map == "none":
         # no device_map: from_pretrained materializes on the CPU and ``model.to("cuda")`` moves
         # every parameter to the current device (bitsandbytes' ``update_device_map`` likewise
@@ -331,6 +345,25 @@ def estimate_transformers(
         )
     cpu_w = placed.get(-1, 0)
     host_comps: tuple[Component, ...] = ()
+    blockers: tuple[str, ...] = ()
+    if cpu_w and settings.device_map is None:
+        # from_pretrained's default is no device_map: CPU offload is the user's opt-in. On
+        # one GPU accelerate's 90% budget may offload what ``model.to("cuda")`` still fits:
+        # then the answer is that script's (echoed as device_map=none)
+        whole = estimate_transformers(
+            spec, dataclasses.replace(settings, device_map="none"), hardware
+        )
+        if whole.fits is True:
+            why = (
+                "device_map unset: every weight fits the first GPU without a device_map "
+                f"(model.to('cuda')); device_map='auto' would offload {format_bytes(cpu_w)} "
+                "to CPU (accelerate budgets 90% of free memory minus the largest layer)"
+            )
+            return dataclasses.replace(whole, assumptions=(*whole.assumptions, why))
+        blockers = (
+            f"fits only with device_map='auto' CPU offload of {format_bytes(cpu_w)} of weights "
+            "(slow): pass --device-map auto to accept that",
+        )
     if cpu_w:
         notes.append(
             "device_map='auto' offloads the layers that do not fit to CPU RAM "
@@ -366,4 +399,5 @@ def estimate_transformers(
             "offloaded_to_cpu_bytes": cpu_w,
         },
         assumptions=tuple(notes),
+        blockers=blockers,
     )

@@ -151,6 +151,10 @@ class Searcher:
             runtime=runtime,
             parallel=request.parallel,
         )
+        if runtime == "transformers" and self.base.device_map is None:
+            # the plan's snippet passes device_map="auto": model what it runs, so a candidate
+            # that offloads is the labelled slow level (LEVEL_LAYERS_CPU), not a blocker
+            self.base = dataclasses.replace(self.base, device_map="auto")
         self.estimator = get_estimator(runtime)
         self.n_layer = spec.num_hidden_layers
         self.kvs = kv_ladder(runtime)

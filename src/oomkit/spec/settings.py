@@ -69,9 +69,10 @@ class InferenceSettings:
     max_new_tokens: int | None = None  # transformers generate()
     attn_implementation: str | None = None  # transformers: "eager" | "sdpa" | "flash_attention_2"
     cache_implementation: str | None = None  # transformers: "dynamic" | "static"
-    #: transformers: "auto" (from_pretrained(device_map="auto"), the default: accelerate places
-    #: modules, offloading what does not fit to CPU) | "none" (no device_map, then
-    #: ``model.to("cuda")``: every weight on the first GPU, no offload)
+    #: transformers: "auto" (from_pretrained(device_map="auto"): accelerate places modules,
+    #: offloading what does not fit to CPU) | "none" (no device_map, then
+    #: ``model.to("cuda")``: every weight on the first GPU, no offload) | None (unset: the
+    #: "auto" placement, but a fit only by CPU offload is a blocker; see estimate.transformers)
     device_map: str | None = None
     #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
     #: runtime generation (oomkit.estimate.generations); None = the newest
