@@ -240,7 +240,9 @@ def emit_command(
 def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
     quant = (settings.quant or "bf16").lower()
     lines = ["import torch", "from transformers import AutoModelForCausalLM"]
-    kwargs = [f"{repo!r}", 'device_map="auto"']
+    # the device map the plan was estimated with: "none" is from_pretrained, then .to("cuda")
+    on_one_gpu = settings.device_map == "none"
+    kwargs = [f"{repo!r}"] if on_one_gpu else [f"{repo!r}", 'device_map="auto"']
     if quant in ("nf4", "int8", "fp4"):
         lines[1] = "from transformers import AutoModelForCausalLM, BitsAndBytesConfig"
         cfg = (
@@ -251,7 +253,19 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
         )
         kwargs.append(f"quantization_config={cfg}")
     else:
-        dtype = "torch.float16" if quant in ("fp16", "f16") else "torch.bfloat16"
+        dtype = _TORCH_DTYPES.get(quant, "torch.bfloat16")
         kwargs.append(f"dtype={dtype}")
     lines.append(f"model = AutoModelForCausalLM.from_pretrained({', '.join(kwargs)})")
+    if on_one_gpu:
+        lines.append('model = model.to("cuda")')
     return "\n".join(lines)
+
+
+#: the torch dtype a transformers plan's weights load in, by its --quant (bf16 otherwise)
+_TORCH_DTYPES = {
+    "fp16": "torch.float16",
+    "f16": "torch.float16",
+    "fp32": "torch.float32",
+    "f32": "torch.float32",
+    "bf16": "torch.bfloat16",
+}
