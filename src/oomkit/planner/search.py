@@ -439,66 +439,16 @@ class Searcher:
         return best
 
     def _seqs_top(self, quant: str) -> int | None:
-        """The sequence cap the runtime uses when the planner leaves it alone: the user's own
-        value, else the one the estimator resolved (vLLM's default depends on engine and GPU)."""
-        if quant not in self.seqs_default:
-            top = self.base.max_num_seqs
-            for ctx in (self.target_ctx, self.min_ctx):  # SGLang's default falls with ctx
-                if top is not None:
-                    break
-                ev = self.evaluate(Candidate(quant, self.kvs[0], ctx, tp=self._tp()))
-                value = ev.estimate.runtime_details.get(SEQS_LEVER[self.runtime][0])
-                top = value if isinstance(value, int) and not isinstance(value, bool) else None
-            if top is None:
-                return None
-            self.seqs_default[quant] = top
-        return self.seqs_default[quant]
+        """See :func:`oomkit.planner.seqs.seqs_top`."""
+        from oomkit.planner.seqs import seqs_top
+
+        return seqs_top(self, quant)
 
     def level_seqs(self, quant: str, beat_ctx: int | None = None) -> Evaluation | None:
-        """Everything on the GPU with fewer concurrent sequences (vLLM ``--max-num-seqs``,
-        SGLang ``--max-running-requests``): the asked context with the best KV type and the
-        largest cap that fits; else, when the runtime's own cap fits at no context
-        (``beat_ctx`` None), the longest context at the smallest cap, then the largest cap at
-        that context. With ``beat_ctx`` (the context the runtime's own cap reaches) only the
-        asked context is worth a cap: a few more tokens do not justify fewer sequences.
-        None when lowering the cap does not help."""
-        if not self.seqs_lever:
-            return None
-        top = self._seqs_top(quant)
-        floor = self.seqs_floor
-        if top is None or top <= floor:
-            return None
-        hi = top - 1  # the cap itself is what level_gpu already tried
+        """See :func:`oomkit.planner.seqs.level_seqs`."""
+        from oomkit.planner.seqs import level_seqs
 
-        def make(kv: str, ctx: int, n: int) -> Candidate:
-            return Candidate(quant, kv, ctx, tp=self._tp(), max_num_seqs=n)
-
-        def make_floor(kv: str, ctx: int) -> Candidate:
-            return make(kv, ctx, floor)
-
-        def largest_cap(kv: str, ctx: int) -> Evaluation | None:
-            found = self._largest(floor, hi, lambda n: make(kv, ctx, n))
-            return None if found is None or not found[1].fits else found[1]
-
-        if not self._gpu_fits(self.evaluate(make(self.kvs[-1], self.min_ctx, floor))):
-            return None
-        for kv in self.kvs:
-            if not self._gpu_fits(self.evaluate(make(kv, self.target_ctx, floor))):
-                continue
-            ev = largest_cap(kv, self.target_ctx)
-            if ev is not None:
-                return ev
-        if beat_ctx is not None:
-            return None
-        best: Evaluation | None = None
-        for kv in self.kvs:
-            found = self._largest_ctx(functools.partial(make_floor, kv))
-            if found is None or (best is not None and found[0] <= best.cand.ctx):
-                continue
-            ev = largest_cap(kv, found[0])
-            if ev is not None:
-                best = ev
-        return best
+        return level_seqs(self, quant, beat_ctx)
 
     def _gpu_cand(self, quant: str, kv: str, ctx: int) -> Candidate:
         return Candidate(quant, kv, ctx, tp=self._tp())
