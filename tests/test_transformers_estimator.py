@@ -214,3 +214,15 @@ def test_cli_says_when_it_only_fits_by_cpu_offload(capsys: pytest.CaptureFixture
     assert main([*args, "--offline", "--device-map", "none"]) == 3
     assert "device_map=None" in capsys.readouterr().out
     assert main([*args, "--device-map", "balanced"]) == 2
+
+
+def test_device_map_is_validated_and_only_transformers_reads_it() -> None:
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.checks import ignored_settings
+
+    with pytest.raises(InvalidSettingError, match="device_map"):
+        InferenceSettings(device_map="balanced")
+    s = InferenceSettings(device_map="none")
+    assert "device_map" not in ignored_settings(s, "transformers")
+    for runtime in ("vllm", "sglang", "llama.cpp", "ollama"):
+        assert "device_map" in ignored_settings(s, runtime)
