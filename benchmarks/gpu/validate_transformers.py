@@ -60,13 +60,14 @@ def run_case(
     from transformers import AutoConfig, AutoModelForCausalLM
 
     import oomkit
-    from oomkit.catalog.models import find_model
     from oomkit.hardware.catalog import find_gpu_by_nvml_name
     from oomkit.hardware.targets import hardware_for
+    from oomkit.inprocess.probe_model import load_config_dict
     from oomkit.loaders.hf_config import parse_config
 
-    entry = find_model(model)
-    cfg_dict = {**dict(entry.config), **overrides}
+    # plain dicts all the way down: the catalog's nested mappings (``rope_scaling``) are
+    # read-only views, which transformers >= 5's strict config fields refuse
+    cfg_dict = {**load_config_dict(model), **overrides}
     cfg = AutoConfig.for_model(
         cfg_dict["model_type"],
         **{k: v for k, v in cfg_dict.items() if k not in ("architectures", "model_type")},
