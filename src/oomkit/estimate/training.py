@@ -39,9 +39,10 @@ NVLink), and the caching allocator's fragmentation margin: a fraction of the all
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue
+from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_weights import model_info
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.training_activations import (
@@ -353,6 +354,10 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     Raises:
         InvalidSettingError: LoRA targets that do not exist in the model.
     """
+    echoed = settings
+    impl, impl_note = effective_attn_implementation(spec.model_type, settings.attn_implementation)
+    if impl != settings.attn_implementation:
+        settings = replace(settings, attn_implementation=impl)
     st = model_states(spec, settings)
     roles = None if settings.method == "full" else lora_target_roles(spec, settings.lora_targets)
     acts = layer_activations(spec, settings, trainable_roles=roles)
@@ -404,10 +409,12 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     if settings.method != "full":
         details["lora_adapted_linears"] = lora_adapter_params(spec, settings)[1]
     assumptions = _assumptions(spec, settings, st)
+    if impl_note:
+        assumptions = (impl_note, *assumptions)
     return Estimate(
         model=model_info(spec),
         runtime="training",
-        settings={k: _setting(v) for k, v in asdict(settings).items()},
+        settings={k: _setting(v) for k, v in asdict(echoed).items()},
         devices=tuple(devices),
         host=host,
         runtime_details=details,

@@ -51,6 +51,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -185,7 +186,11 @@ def estimate_transformers(
     batch = settings.parallel or 1
     prompt = settings.ctx or 1024
     new = settings.max_new_tokens or _DEFAULT_NEW
-    attn_impl = (settings.attn_implementation or "sdpa").lower()
+    attn_impl, attn_note = effective_attn_implementation(
+        spec.model_type, settings.attn_implementation
+    )
+    if attn_note:
+        notes.append(attn_note)
     layers = kv_layers(spec, kv_elem_bytes=elem, state_elem_bytes=elem)
     seq_total = prompt + new
     static = (settings.cache_implementation or "dynamic").lower() == "static"
