@@ -172,3 +172,50 @@ def test_snapshot_reader_reads_the_real_h100_snapshot() -> None:
     assert r.request_fits_largest_free_block is False
     assert r.reserved_unallocated_bytes > 39 * GiB
     assert any("expandable_segments" in a for a in r.advice)
+
+
+def _generate_cases() -> list[dict[str, Any]]:
+    data = json.loads((RESULTS / "transformers_h100.json").read_text())
+    assert data["environment"]["gpu"].startswith("NVIDIA H100")
+    return data["results"]
+
+
+@pytest.mark.parametrize(
+    "r", _generate_cases(), ids=lambda r: f"{r['model']}-b{r['batch']}-{r['attn_implementation']}"
+)
+def test_transformers_generate_within_10_percent_of_the_h100(r: dict[str, Any]) -> None:
+    """``generate()`` on the H100 (peak statistics reset after the model is built) against the
+    transformers estimate's PyTorch share (device total less the CUDA context), recomputed."""
+    import dataclasses
+
+    import oomkit
+    from oomkit.hardware.catalog import find_gpu_by_nvml_name
+    from oomkit.hardware.targets import hardware_for
+    from oomkit.inprocess.probe_model import load_config_dict
+    from oomkit.loaders.hf_config import parse_config
+
+    assert "error" not in r
+    spec = parse_config({**load_config_dict(r["model"]), **r["overrides"]}, name=r["model"])
+    spec = dataclasses.replace(spec, torch_dtype="bfloat16")
+    est = oomkit.estimate_model(
+        spec,
+        oomkit.InferenceSettings(
+            runtime="transformers",
+            quant="bf16",
+            ctx=r["prompt"],
+            max_new_tokens=r["new"],
+            parallel=r["batch"],
+            attn_implementation=r["attn_implementation"],
+        ),
+        hardware_for((find_gpu_by_nvml_name("NVIDIA H100 80GB HBM3", 85017493504),)),
+    )
+    dev = est.devices[0]
+    assert dev.weights_bytes == pytest.approx(r["measured"]["parameter_bytes"], rel=1e-6)
+    torch_bytes = dev.total_bytes - dev.overhead_bytes
+    assert torch_bytes == pytest.approx(r["measured"]["max_memory_allocated_bytes"], rel=0.10)
+    # the context oomkit adds on Hopper is what the H100 showed outside PyTorch
+    smi_outside = (
+        r["measured"]["nvidia_smi_used_MiB"] * (1 << 20)
+        - r["measured"]["max_memory_reserved_bytes"]
+    )
+    assert dev.overhead_bytes == pytest.approx(smi_outside, rel=0.05)
