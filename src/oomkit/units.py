@@ -35,6 +35,7 @@ __all__ = [
     "align_up",
     "ceil_div",
     "format_bytes",
+    "format_bytes_fine",
     "parse_count",
     "parse_size",
 ]
@@ -155,3 +156,18 @@ def format_bytes(n_bytes: int) -> str:
     if n >= GiB:
         return f"{sign}{n / GiB:.2f} GiB"
     return f"{sign}{n / MiB:.2f} MiB"
+
+
+def format_bytes_fine(n_bytes: int) -> str:
+    """Like :func:`format_bytes`, but sizes under 1 MiB in KiB and under 1 KiB in bytes (what
+    PyTorch's own messages print, e.g. ``960.00 KiB`` reserved but unallocated).
+
+    >>> format_bytes_fine(256), format_bytes_fine(983040), format_bytes_fine(3 << 30)
+    ('256 bytes', '960.00 KiB', '3.00 GiB')
+    """
+    n = abs(n_bytes)
+    if n < KiB:
+        return f"{n_bytes} bytes"
+    if n < MiB:
+        return f"{'-' if n_bytes < 0 else ''}{n / KiB:.2f} KiB"
+    return format_bytes(n_bytes)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oomkit.units import MiB, TiB, format_bytes
+from oomkit.units import MiB, TiB, format_bytes_fine
 
 __all__ = [
     "KV_TYPE_BYTES",
@@ -156,13 +156,14 @@ def mib(n_bytes: int) -> int:
 
 
 def size_text(n_bytes: int | None) -> str:
-    """A size for explanations: ``?`` if unknown, bytes under 1 MiB, else binary units.
+    """A size for explanations: ``?`` if unknown, bytes under 1 KiB, KiB under 1 MiB, else
+    binary units.
 
-    >>> size_text(256), size_text(3 << 30), size_text(None)
-    ('256 bytes', '3.00 GiB', '?')
+    >>> size_text(256), size_text(983040), size_text(3 << 30), size_text(None)
+    ('256 bytes', '960.00 KiB', '3.00 GiB', '?')
     """
     if n_bytes is None:
         return "?"
-    if 0 <= n_bytes < MiB or abs(n_bytes) >= TiB << 40:
+    if abs(n_bytes) >= TiB << 40:
         return f"{n_bytes} bytes"
-    return format_bytes(n_bytes)
+    return format_bytes_fine(n_bytes)
