@@ -130,6 +130,34 @@ def cuda_autocast_policy() -> Iterator[None]:
         lib._destroy()  # type: ignore[no-untyped-call]
 
 
+class _MemEfficientSDPA(torch.autograd.Function):
+    """SDPA whose value head dim differs from the query's (MLA: DeepSeek-V2/V3 q·k 192, v 128),
+    as CUDA runs it and the CPU cannot.
+
+    CUDA's FlashAttention needs one head dim for q, k and v, so such a call takes the
+    memory-efficient kernel (``check_head_dim_size_mem_efficient`` allows v's to differ,
+    aten/src/ATen/native/transformers/sdp_utils_cpp.h), which saves q, k, v, the output and an
+    fp32 logsumexp and never allocates the ``S x S`` scores. The CPU's fused flash kernel has
+    the same restriction and there is no CPU memory-efficient kernel, so on the CPU the call
+    falls back to the math path, which materialises and saves the scores (one ``B x a x S x S``
+    matrix per layer): seen as +11.5% on a DeepSeek-V2-Lite LoRA step against a real H100
+    (``benchmarks/gpu/results/training_h100.json``). Shapes only: the probe runs on fake tensors.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        out = q.new_empty((*q.shape[:-1], v.size(-1)))
+        lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> Any:
+        q, k, v, _out, lse = ctx.saved_tensors
+        _delta = torch.empty_like(lse)  # the kernel's per-row fp32 delta
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
 @contextlib.contextmanager
 def cuda_sdpa_dropout() -> Iterator[None]:
     """Trace ``scaled_dot_product_attention`` with dropout as CUDA's fused kernels run it.
@@ -166,6 +194,16 @@ def cuda_sdpa_dropout() -> Iterator[None]:
             args = (*args[:4], 0.0, *args[5:])
         if "dropout_p" in kwargs:
             kwargs = {**kwargs, "dropout_p": 0.0}
+        q, k, v = (list(args) + [kwargs.get(n) for n in ("query", "key", "value")])[:3]
+        if (
+            isinstance(q, torch.Tensor)
+            and isinstance(v, torch.Tensor)
+            and isinstance(k, torch.Tensor)
+            and q.size(-1) != v.size(-1)
+            and q.size(-1) == k.size(-1)
+            and q.size(-3) == k.size(-3)
+        ):
+            return _MemEfficientSDPA.apply(q, k, v)  # type: ignore[no-untyped-call]
         return original(*args, **kwargs)
 
     torch.nn.functional.scaled_dot_product_attention = sdpa
