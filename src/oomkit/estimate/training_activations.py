@@ -185,6 +185,10 @@ def layer_activations(
                 # HF eager_attention_forward: sliding layers are masked, still S x S
                 s = settings.seq
                 eager_sq += a * s * (4 + e) + (a * s if drop else 0)
+                if spec.attn_logit_softcapping:
+                    # Gemma-2 eager_attention_forward: ``tanh(w / cap) * cap`` keeps the tanh
+                    # output (compute dtype) for backward (transformers modeling_gemma2.py)
+                    eager_sq += a * s * e
                 if settings.softmax_saves_input:
                     # torch < 1.11 SoftmaxBackward held ``self`` too: the scores as they reach
                     # softmax. transformers of that era always added the extended attention
@@ -324,10 +328,15 @@ def loss_activations(spec: ModelSpec, settings: TrainingSettings) -> LossActivat
             formula=f"4·B·S·V log_softmax kept; B·S·V·e logits + fp32 upcast of one chunk (1/{n}) "
             f"in forward; the two fp32 gradients one chunk at a time in backward{held_note}",
         )
+    # Gemma-2's head soft-caps the logits (``tanh(logits / cap) * cap``, transformers
+    # Gemma2ForCausalLM.forward): the tanh output stays saved in the compute dtype
+    capped = e if spec.final_logit_softcapping else 0
+    cap_note = "; + B·S·V·e tanh output of the logit soft-capping kept" if capped else ""
     return LossActivations(
-        saved_bytes=(4 + held) * bsv,
+        saved_bytes=(4 + held + capped) * bsv,
         forward_transient_bytes=max(0, e + up - held) * bsv,
         backward_transient_bytes=8 * bsv,
         formula="4·B·S·V log_softmax output kept; + B·S·V·e logits + 4·B·S·V fp32 upcast in "
-        f"forward; + 8·B·S·V (nll_loss and log_softmax gradients) in backward{held_note}",
+        f"forward; + 8·B·S·V (nll_loss and log_softmax gradients) in backward{held_note}"
+        f"{cap_note}",
     )

@@ -83,6 +83,8 @@ def decoder_kwargs(
         "torch_dtype": f.string("torch_dtype", "dtype"),
         "quantization": parse_quantization(f),
         "rope_scaling_type": _rope_type(f),
+        "attn_logit_softcapping": f.opt_positive_float("attn_logit_softcapping"),
+        "final_logit_softcapping": f.opt_positive_float("final_logit_softcapping"),
     }
 
 

@@ -98,6 +98,17 @@ class Fields:
     def opt_int(self, *keys: str) -> int | None:
         return None if self.raw(*keys) is _MISSING else self.integer(*keys)
 
+    def opt_positive_float(self, key: str) -> float | None:
+        """A finite number > 0, or None when the key is missing or null."""
+        value = self.raw(key)
+        if value is _MISSING or value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(key, value, "a number")
+        if not (0 < value < float("inf")):
+            raise self._bad(key, value, "a finite number above 0")
+        return float(value)
+
     def flag(self, *keys: str, default: bool) -> bool:
         value = self.raw(*keys)
         if value is _MISSING:

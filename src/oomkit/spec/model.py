@@ -309,6 +309,10 @@ class ModelSpec:
     word_embed_proj_dim: int | None = None
     #: the stack ends in a final norm (False for OPT-350m ``do_layer_norm_before=false``)
     final_norm: bool = True
+    #: Gemma-2 soft-capping (``cap * tanh(x / cap)``) of the attention scores and of the final
+    #: logits; None without. Eager attention then keeps the ``tanh`` output for backward
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
 
     def __post_init__(self) -> None:
         self._validate_dims()
@@ -352,6 +356,16 @@ class ModelSpec:
         _check(n, "type_vocab_size", self.type_vocab_size, 0, MAX_VOCAB)
         _check(n, "num_nextn_predict_layers", self.num_nextn_predict_layers, 0, MAX_LAYERS)
         _check(n, "word_embed_proj_dim", self.word_embed_proj_dim, 1, MAX_DIM, True)
+        for cap_field in ("attn_logit_softcapping", "final_logit_softcapping"):
+            cap = getattr(self, cap_field)
+            if cap is not None and (
+                isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < 1e9
+            ):
+                raise InvalidModelSpecError(
+                    f"Invalid model {n!r}: {cap_field} must be a number above 0 or None",
+                    setting=cap_field,
+                    value=cap,
+                )
 
     def _validate_consistency(self) -> None:
         """Heads vs layers: attention layers need heads; KV heads never exceed query heads."""
