@@ -48,7 +48,8 @@ def test_caps_add_the_saved_tanh_outputs() -> None:
     s = TrainingSettings(method="full", micro_batch=1, seq=2048)
     capped = estimate_training(spec, s, Hardware()).runtime_details["phases"]
     bare = estimate_training(plain, s, Hardware()).runtime_details["phases"]
-    assert isinstance(capped, dict) and isinstance(bare, dict)
+    assert isinstance(capped, dict)
+    assert isinstance(bare, dict)
     e = 2  # bf16 autocast
     per_layer = spec.num_attention_heads * 2048 * 2048 * e
     head = 2048 * spec.vocab_size * e
