@@ -266,6 +266,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="unknown",
             confidence=0.3,
+            open_question=False,  # a refused pin, not a lack of memory
             explanation=f"The driver refused to pin {_fb(e.requested_bytes)} of host memory with "
             f"'{e.detail}'. "
             + (

@@ -419,9 +419,13 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             "sequence length or resolution).",
             fixes=tuple(_batch_fixes(e, short)),
         )
+    # a small request on a full device says only that something resident fills it: weights, or
+    # activations of the step in flight; with no phase that is an open question (the base rate,
+    # oomkit.diagnose.priors, answers it)
     return Analysis(
         cause="model_too_large",
         confidence=0.45,
+        open_question=True,
         explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
         f"what the device holds) while {_fb(held)} is already held: what stays resident "
         "(weights, optimizer states, persistent buffers) fills the GPU before this step."
@@ -575,4 +579,10 @@ def _augment(e: OomEvent, ctx: LogContext, an: Analysis) -> Analysis:
                 ("total_loss += loss.item()", "history.append(out.detach().cpu())"),
             ),
         )
-    return Analysis(cause=cause, confidence=conf, explanation=expl, fixes=tuple(fixes))
+    return Analysis(
+        cause=cause,
+        confidence=conf,
+        explanation=expl,
+        fixes=tuple(fixes),
+        open_question=an.open_question if cause == an.cause else False,
+    )
