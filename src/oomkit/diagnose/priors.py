@@ -53,6 +53,7 @@ __all__ = [
     "BaseRate",
     "PriorKey",
     "base_rate",
+    "deciding_question",
     "evidence_of",
     "family_of",
     "is_open",
@@ -264,19 +265,41 @@ def is_open(result: Analysis) -> bool:
     return result.cause == "unknown" and result.confidence < 0.5
 
 
-# The question that decides, per phase of the key (what the user can check in a minute)
+# The question that decides, per phase of the key and per family (what the user can check in a
+# minute); a known phase asks about the lever of that phase, an unknown one asks for the phase
 _PHASE_QUESTION = {
-    "unknown": "does it fail on the first batch/request, at load, or only after N steps? (the "
-    "full traceback — from_pretrained / forward / backward / optimizer.step — places it)",
     "load": "does the model alone fit the card (`oomkit estimate MODEL`)?",
     "training_forward": "does it still fail at batch size 1 / the shortest input?",
     "training_backward": "does it still fail at batch size 1 with gradient checkpointing?",
     "optimizer_step": "does it fit with an 8-bit optimizer (`oomkit estimate MODEL`)?",
-    "inference": "does it still fail with one short input, and does it fail on the first "
-    "input or only after several?",
+    "inference": "does it still fail with one short input, and on the first input or only "
+    "after several?",
     "warmup": "does it start with a smaller batch/context setting?",
     "loop_later_iteration": "does torch.cuda.memory_allocated() rise step after step?",
 }
+_FAMILY_QUESTION = {
+    "pytorch": "does it fail at load, on the first batch, or only after N steps (the full "
+    "traceback — from_pretrained / forward / backward / optimizer.step — places it), and does "
+    "the model alone fit (`oomkit estimate MODEL`)?",
+    "gpu_framework": "does it fail while loading the model or while running a batch, and "
+    "does it still fail at batch size 1?",
+    "tf_xla": "what tensor failed (the full `OOM when allocating tensor with shape` line: "
+    "its first dimension is the batch), and does batch size 1 fit?",
+    "ggml": "what the load log printed before it (model / KV / compute buffer sizes, -ngl, "
+    "-c), and does the model alone fit (`oomkit estimate MODEL`)?",
+    "serving": "what the start-up log printed (weights loaded, KV cache size), and does the "
+    "model alone fit (`oomkit estimate MODEL`)?",
+    "host": "`free -h` and dmesg at the time of the failure.",
+}
+_ANY_QUESTION = "the full message (sizes), the phase it failed in, and `oomkit gpus`."
+
+
+def deciding_question(key: PriorKey) -> str:
+    """What extra fact would decide between the causes this key's rate spreads over."""
+    q = _PHASE_QUESTION.get(key.phase) or _FAMILY_QUESTION.get(key.family, _ANY_QUESTION)
+    return q if key.family == "host" else f"{q} `oomkit gpus` shows other processes."
+
+
 _CAUSE_FIX: Mapping[str, Fix] = {
     "batch_or_activations": generic(
         "Halve the batch size (or sequence length / resolution)",
@@ -320,28 +343,56 @@ def _describe(rate: BaseRate) -> str:
     return f"{rate.records} labelled development reports with key {rate.key} ({parts})"
 
 
+def _leaders(rate: BaseRate) -> tuple[str, ...]:
+    """The causes the top one does not lead by :data:`MIN_LEAD_Z` (itself included)."""
+    n_top = rate.counts[0][1]
+    return tuple(c for c, n in rate.counts if n_top - n < MIN_LEAD_Z * math.sqrt(max(1, n_top + n)))
+
+
 def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the base-rate guess when the rule left the cause open.
 
-    The guess is reported at low confidence (at most 0.45, lower when the rate is spread) with
-    the counts that back it and the question that would decide; a flat rate, or none, leaves the
-    rule's answer as it was.
+    * The rate favours a cause: that cause, at low confidence (0.15 + 0.4 x its share, at
+      most 0.45), with the counts that back it and the question that would decide.
+    * The rate is flat and the rule's own fallback guess is one of the tied leaders: the guess
+      stays, at most 0.35, and the explanation names the tie.
+    * Otherwise (flat, or no rate for this family): ``unknown``, saying what would decide.
     """
     if not is_open(result):
         return result
     key = prior_key(e, ctx)
     rate = base_rate(key)
-    if rate is None or rate.cause is None or rate.cause == result.cause:
-        if rate is not None and rate.cause is None and result.cause == "unknown":
-            return replace(
-                result,
-                explanation=result.explanation + f" The base rate does not decide either: "
-                f"{_describe(rate)} is flat.",
+    question = deciding_question(key)
+    was = "unknown" if result.cause == "unknown" else f"{result.cause} (its fallback guess)"
+    head = (
+        result.explanation + " Neither the numbers nor the phase decide the cause "
+        f"(the rule alone would say {was})."
+    )
+    if rate is None:
+        return replace(
+            result,
+            explanation=head + f" No base rate exists for this kind of message. What would "
+            f"decide: {question}",
+            open_question=False,
+        )
+    if rate.cause is None:
+        leaders = _leaders(rate)
+        cause = result.cause if result.cause in leaders else "unknown"
+        tie = " vs ".join(f"{c} {n}" for c, n in rate.counts if c in leaders)
+        return replace(
+            result,
+            cause=cause,
+            confidence=min(result.confidence, 0.35 if cause != "unknown" else 0.2),
+            explanation=head + f" The base rate does not decide either: among "
+            f"{_describe(rate)} the leading causes are level ({tie})"
+            + (
+                f", so the rule's reading {cause} stays, at low confidence."
+                if cause != "unknown"
+                else "."
             )
-        return result
-    question = _PHASE_QUESTION.get(key.phase, _PHASE_QUESTION["unknown"])
-    was = "unknown" if result.cause == "unknown" else f"{result.cause} (a fallback guess)"
-    confidence = round(min(0.45, 0.15 + 0.4 * rate.share), 2)
+            + f" What would decide: {question}",
+            open_question=False,
+        )
     cause = rate.cause
     fixes = result.fixes
     lead = _CAUSE_FIX.get(cause)
@@ -349,11 +400,9 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         fixes = (lead, *fixes)
     return Analysis(
         cause=cause,
-        confidence=confidence,
-        explanation=result.explanation
-        + f" Neither the numbers nor the phase decide (the rule alone would say {was}). Best "
-        f"guess by base rate: {cause}, the most common cause among {_describe(rate)}; low "
-        f"confidence. What would decide: {question} `oomkit gpus` shows other processes.",
+        confidence=round(min(0.45, 0.15 + 0.4 * rate.share), 2),
+        explanation=head + f" Best guess by base rate: {cause}, the most common cause among "
+        f"{_describe(rate)}; low confidence. What would decide: {question}",
         fixes=fixes,
         open_question=False,
     )

@@ -212,7 +212,13 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     # than the request was free; the request bounds it
     free_at_most = f if f is not None else x
     unaccounted = t - free_at_most - held - others
-    if held_known and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
+    # (as for named processes in T4: they are the cause only if what they hold would have
+    # covered the shortfall; a request larger than all of it fails without them too)
+    if (
+        held_known
+        and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t))
+        and unaccounted >= x - free_at_most
+    ):
         who = (
             "processes NVML does not show (another container, the display server)"
             if p is not None
