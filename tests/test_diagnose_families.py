@@ -294,17 +294,23 @@ def test_oom_after_completed_steps_reads_as_growth() -> None:
     assert later.cause == "leak_or_accumulation"
     assert later.phase == "loop_later_iteration"
     assert "memory_allocated() per step" in later.explanation
+    # no completed step: the single message's reading (an open question: the base rate's guess)
     first = diagnose_text("Epoch 0:   0%|          | 0/1000 [00:00<?, ?it/s]\n" + msg)
-    assert first.cause == "model_too_large"
+    assert first.cause != "leak_or_accumulation"
+    assert first.open_question
+    # an unfinished loading bar places the failure in the weights load
     loading = diagnose_text(
         "Loading checkpoint shards:  88%|########  | 7/8 [00:12<00:01,  1.84s/it]\n" + msg
     )
     assert loading.cause == "model_too_large"
+    assert loading.phase == "load"
     # a sampler's steps before the VAE decode, a dataset map: not a training loop
     sampler = diagnose_text("100%|##########| 20/20 [00:05<00:00,  3.90it/s]\n" + msg)
-    assert sampler.cause == "model_too_large"
+    assert sampler.cause != "leak_or_accumulation"
+    assert sampler.open_question
     mapped = diagnose_text("Map: 100%|#####| 1000/1000 [00:01<00:00, 812.3 examples/s]\n" + msg)
-    assert mapped.cause == "model_too_large"
+    assert mapped.cause != "leak_or_accumulation"
+    assert mapped.open_question
 
 
 def test_ollama_placement_then_cuda_oom_is_too_many_layers() -> None:
@@ -360,8 +366,11 @@ def test_framework_allocators_read_like_pytorchs() -> None:
     big = diagnose_text(msg.format(x="15.503906GB", a="28.770508GB", f="10.815613GB"))
     assert big.cause == "batch_or_activations"
     assert big.events[0].requested_bytes == round(15.503906 * GiB)  # Paddle's GB is 2**30
+    # a small request with the device held: weights or the step's activations, not decided by
+    # the message (the base rate answers at low confidence)
     small = diagnose_text(msg.format(x="128.000000MB", a="23.431824GB", f="97.625000MB"))
-    assert small.cause == "model_too_large"
+    assert small.open_question
+    assert small.confidence < 0.5
 
 
 def test_metal_per_buffer_limits_are_not_capacity() -> None:
@@ -383,7 +392,8 @@ def test_bracket_progress_counts_as_completed_steps() -> None:
 
 def test_bare_ggml_cuda_check_has_no_phase() -> None:
     bare = diagnose_text("CUDA error 2 at ggml-cuda.cu:359: out of memory")
-    assert bare.cause == "unknown"
+    assert bare.open_question
+    assert bare.confidence < 0.5
     assert "would decide" in bare.explanation
     pool = diagnose_text(
         "CUDA error: out of memory\n"

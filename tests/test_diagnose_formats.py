@@ -233,7 +233,9 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         "torch.cuda.OutOfMemoryError: CUDA out of memory.",
         "pytorch_partial",
         {},
-        "unknown",
+        # no numbers, no phase: the base rate of such PyTorch messages (docs/doctor-causes.md
+        # section 8), at low confidence
+        "batch_or_activations",
     ),
     # §1.6 direct HIP error
     ("hip-error", "RuntimeError: hipErrorOutOfMemory", "cuda_error_out_of_memory", {}, "unknown"),
@@ -251,9 +253,10 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         "CUDA error 2 at ggml-cuda.cu:6246: out of memory",
         "ggml_cuda_error",
         # the check names no call (weights, KV, compute and pinned buffers all pass it) and the
-        # log has no load lines: no phase, so no cause (docs/doctor-causes.md, llama.cpp)
+        # log has no load lines: no phase, so the rules leave it open and the ggml family's
+        # base rate answers at low confidence (docs/doctor-causes.md section 8)
         {"stage": None, "detail": "ggml-cuda.cu:6246"},
-        "unknown",
+        "model_too_large",
     ),
     # §8 TF stream_executor preallocation failure
     (

@@ -273,7 +273,10 @@ def test_tail_of_the_allocator_message_alone_is_still_an_oom() -> None:
         "for Memory Management and PYTORCH_CUDA_ALLOC_CON"
     )
     assert d.oom_found
-    assert d.cause == "unknown"  # no numbers survive
+    # no numbers survive: the rules leave the cause open and the base rate answers, at low
+    # confidence (oomkit.diagnose.priors)
+    assert d.open_question
+    assert d.confidence < 0.5
     assert not diagnose_text("we tuned it to avoid fragmentation of the heap").oom_found
 
 

@@ -215,7 +215,9 @@ def test_paddle_1x_small_request_with_only_free_memory_is_undecided() -> None:
     )
     assert d.primary is not None
     assert d.primary.runtime == "paddle"
-    assert d.cause == "unknown"
+    # the rules leave it open; at most the base rate's low-confidence guess answers
+    assert d.open_question
+    assert d.confidence < 0.5
 
 
 def test_paddle_1x_message_wrapped_before_the_free_size() -> None:

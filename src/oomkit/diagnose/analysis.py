@@ -30,3 +30,9 @@ class Analysis:
     confidence: float
     explanation: str
     fixes: tuple[Fix, ...] = ()
+    #: whether the cause is still an open question for the base rate
+    #: (:func:`oomkit.diagnose.priors.with_prior`): ``True`` when the rule's cause is its own
+    #: fallback guess (no number or phase decided it), ``False`` when the rule settled it (also
+    #: a deliberate ``unknown``: "not a lack of memory"), ``None`` to infer it (an ``unknown``
+    #: below confidence 0.5 is open, anything else settled)
+    open_question: bool | None = None

@@ -24,6 +24,7 @@ from oomkit.diagnose.parse_other import parse_other
 from oomkit.diagnose.parse_recognise import parse_recognise
 from oomkit.diagnose.parse_smi import parse_smi
 from oomkit.diagnose.parse_torch import parse_torch
+from oomkit.diagnose.parse_torch_frames import frames_of
 from oomkit.diagnose.parse_vllm import parse_vllm
 from oomkit.diagnose.text import Lines, split_lines
 
@@ -125,6 +126,10 @@ def parse_log(text: str) -> ParsedLog:
             f"log is large: {lines.skipped_chars} characters away from OOM keywords were skipped"
         )
     merged = _merge_facts(all_facts)
+    if events and "frame_phase" not in merged:
+        # the traceback places an OOM that the torch parser did not claim (issue 9: bare
+        # fragments and other frameworks' messages under a Python traceback)
+        merged.update(frames_of(lines))
     if notes:
         merged["notes"] = tuple(notes)
     merged.setdefault("runtime_hint", _hint(lines))

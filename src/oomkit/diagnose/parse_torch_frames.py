@@ -4,11 +4,12 @@ capture), for :mod:`oomkit.diagnose.parse_torch`."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from oomkit.diagnose.text import Lines, clean, has_any
 
-__all__: list[str] = []
+__all__ = ["frames_of"]
 
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
 _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -121,9 +122,26 @@ _GRAPH_CAPTURE = (
 )
 
 
+# A loader's progress bar that had not finished when the OOM came: the weights were still being
+# placed (transformers' "Loading checkpoint shards", diffusers' "Loading pipeline components",
+# accelerate's "Loading weights"), tqdm "k/N" with k < N
+_LOADING = ("Loading checkpoint shards", "Loading pipeline components", "Loading weights")
+_BAR = re.compile(r"\|\s{0,3}(?P<k>\d{1,6})/(?P<n>\d{1,6})\s{0,3}\[")
+
+
+def _loading_bar(raw: str) -> bool:
+    if "Loading" not in raw or not has_any(raw, _LOADING):
+        return False
+    bars = list(_BAR.finditer(raw))  # \r-joined bars: the last one is the state at the OOM
+    return bool(bars) and int(bars[-1]["k"]) < int(bars[-1]["n"])
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
     for raw in lines.text:
+        if _loading_bar(raw):
+            found["model_load"] = clean(raw)[:300]  # the latest unfinished load bar
+            continue
         if "apture" in raw and has_any(raw, _GRAPH_CAPTURE):
             found.setdefault("cuda_graph_capture", clean(raw)[:300])
             continue
@@ -142,3 +160,13 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             facts["frame_phase"] = phase
             facts["frame_text"] = found[phase]
             return
+
+
+def frames_of(lines: Lines) -> dict[str, Any]:
+    """The phase facts (``frame_phase``, ``frame_text``) of any log with a Python traceback or a
+    loader's progress bar, whatever runtime printed the OOM (a generic ``CUDA error: out of
+    memory`` under a PyTorch traceback is placed by its frames as surely as PyTorch's own)."""
+    facts: dict[str, Any] = {}
+    if any('File "' in raw or "Loading" in raw for raw in lines.text):
+        _frames(lines, facts)
+    return facts

@@ -34,6 +34,7 @@ from oomkit.diagnose.analysis import CAUSES, Analysis
 from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
+from oomkit.diagnose.priors import is_open, with_prior
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
@@ -77,6 +78,9 @@ class Diagnosis:
     notes: tuple[str, ...] = ()
     allocation: str = "unknown"  # which allocation failed (taxonomy.ALLOCATIONS)
     phase: str = "unknown"  # phase of the run (taxonomy.PHASES)
+    #: the rules left the cause open: it is the base rate's guess, or unknown when that is flat
+    #: (oomkit.diagnose.priors)
+    open_question: bool = False
 
     @property
     def oom_found(self) -> bool:
@@ -295,7 +299,11 @@ def diagnose(
             fixes=(),
         )
     decided = decide_by_log_facts(_analyze(primary, context), context, primary)
-    result = _with_deciding_fact(_with_growth(with_smi_table(decided, context, primary), evs))
+    # the base rate answers only what the rules, the log facts and a pasted nvidia-smi table left
+    # open (docs/doctor-causes.md section 8); growth across events still outranks it
+    smi = with_smi_table(decided, context, primary)
+    opened = is_open(smi)
+    result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if others:
@@ -329,4 +337,5 @@ def diagnose(
         notes=tuple(notes),
         allocation=allocation_of(primary, context, result.cause),
         phase=phase_of(primary, context, result.cause == "leak_or_accumulation"),
+        open_question=opened and result.cause != "leak_or_accumulation",
     )

@@ -266,6 +266,7 @@ def _framework_alloc(e: OomEvent) -> Analysis:
         return Analysis(
             cause="model_too_large",
             confidence=0.4,
+            open_question=True,  # resident weights or the step's activations: not decided
             explanation=expl + " The request is small while the framework holds most of the "
             "device: what stays resident fills it. A traceback in the training/inference step "
             "(activations) or other processes in `oomkit gpus` would decide otherwise.",
@@ -385,6 +386,7 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return Analysis(
             cause="unknown",
             confidence=0.45,
+            open_question=False,  # a buffer-count limit, not a lack of memory
             explanation="MLX hit Metal's limit on the number of live buffers (not bytes): many "
             "small arrays are alive at once, often arrays kept across steps. If the count "
             "grows step after step, the cause is accumulation; mx.metal.get_active_memory() per "
@@ -421,6 +423,7 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return Analysis(
             cause="unknown",
             confidence=0.45,
+            open_question=False,  # one kernel's on-core memory, not the device's capacity
             explanation="XLA:TPU ran out of VMEM, the on-core vector memory of one fused kernel, "
             "while compiling: a tiling/fusion limit of the compiler for this op's shapes, not the "
             "device's HBM capacity. A smaller per-device batch or different padding may avoid the "

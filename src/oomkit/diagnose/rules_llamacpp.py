@@ -266,6 +266,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="unknown",
             confidence=0.3,
+            open_question=False,  # a refused pin, not a lack of memory
             explanation=f"The driver refused to pin {_fb(e.requested_bytes)} of host memory with "
             f"'{e.detail}'. "
             + (
@@ -396,6 +397,9 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="unknown",
             confidence=0.3,
+            # a per-allocation limit (not a lack of memory) is as likely as full VRAM here, and
+            # the base rate counts only capacity failures: it stays unknown
+            open_question=False,
             explanation=f"Vulkan could not allocate {_fb(e.requested_bytes)} on {dev}, and the "
             "log shows neither the buffers loaded before it nor the free memory. Vulkan drivers "
             "return ErrorOutOfDeviceMemory both when VRAM is full and when one allocation "

@@ -128,6 +128,7 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="unknown",
             confidence=0.2,
+            open_question=False,  # a crash whose reason is not an OOM: no base rate applies
             explanation=(f"The runner exited ({e.detail}); " if e.detail else "The runner exited; ")
             + "the forwarded reason is not an OOM message. Check the server log above it.",
             fixes=tuple(fixes),

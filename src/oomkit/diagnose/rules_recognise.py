@@ -286,6 +286,7 @@ def _vk_limit() -> Analysis:
     return Analysis(
         cause="unknown",
         confidence=0.4,
+        open_question=False,  # a per-allocation limit, not a lack of memory
         explanation="One Vulkan buffer was larger than the driver allows in a single allocation "
         "(maxMemoryAllocationSize, often 2-4 GiB): a per-buffer limit, not the total memory. "
         "llama.cpp splits the weights into buffers under that limit, so the buffer that failed "

@@ -212,7 +212,13 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     # than the request was free; the request bounds it
     free_at_most = f if f is not None else x
     unaccounted = t - free_at_most - held - others
-    if held_known and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)):
+    # (as for named processes in T4: they are the cause only if what they hold would have
+    # covered the shortfall; a request larger than all of it fails without them too)
+    if (
+        held_known
+        and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t))
+        and unaccounted >= x - free_at_most
+    ):
         who = (
             "processes NVML does not show (another container, the display server)"
             if p is not None
@@ -419,9 +425,13 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             "sequence length or resolution).",
             fixes=tuple(_batch_fixes(e, short)),
         )
+    # a small request on a full device says only that something resident fills it: weights, or
+    # activations of the step in flight; with no phase that is an open question (the base rate,
+    # oomkit.diagnose.priors, answers it)
     return Analysis(
         cause="model_too_large",
         confidence=0.45,
+        open_question=True,
         explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
         f"what the device holds) while {_fb(held)} is already held: what stays resident "
         "(weights, optimizer states, persistent buffers) fills the GPU before this step."
@@ -575,4 +585,10 @@ def _augment(e: OomEvent, ctx: LogContext, an: Analysis) -> Analysis:
                 ("total_loss += loss.item()", "history.append(out.detach().cpu())"),
             ),
         )
-    return Analysis(cause=cause, confidence=conf, explanation=expl, fixes=tuple(fixes))
+    return Analysis(
+        cause=cause,
+        confidence=conf,
+        explanation=expl,
+        fixes=tuple(fixes),
+        open_question=an.open_question if cause == an.cause else False,
+    )

@@ -1,0 +1,232 @@
+"""The doctor's base rate (oomkit.diagnose.priors): the key it reads from real message shapes,
+the table it is computed from, and how it answers only what the rules leave open."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.priors import (
+    MIN_RECORDS,
+    PriorKey,
+    base_rate,
+    override_table,
+    prior_key,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Real message shapes from the development parts of tests/fixtures/oom_corpus
+_LEGACY_SMALL = (  # pytorch_old without the allocator's tail hint (PyTorch < ~1.10)
+    "RuntimeError: CUDA out of memory. Tried to allocate 60.00 MiB (GPU 0; 6.00 GiB total "
+    "capacity; 4.11 GiB already allocated; 34.82 MiB free; 4.42 GiB reserved in total by PyTorch)"
+)
+_CACHED_SMALL = (  # PyTorch 1.0-1.3 "... cached)"
+    "RuntimeError: CUDA out of memory. Tried to allocate 150.00 MiB (GPU 0; 4.00 GiB total "
+    "capacity; 2.48 GiB already allocated; 147.70 MiB free; 54.93 MiB cached)"
+)
+_NEW_SMALL = (
+    "OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB. GPU 0 has a total "
+    "capacity of 14.74 GiB of which 12.12 MiB is free. Process 4207 has 14.73 GiB memory in use. "
+    "Of the allocated memory 14.60 GiB is allocated by PyTorch, and 4.05 MiB is reserved by "
+    "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+)
+_SPILL = (  # Windows shared-memory fallback: allocated above the card's capacity
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB. GPU 0 has a "
+    "total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 13.98 GiB is "
+    "allocated by PyTorch, and 129.48 MiB is reserved by PyTorch but unallocated. If reserved but "
+    "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to "
+    "avoid fragmentation."
+)
+_PADDLE_SMALL = (
+    "Out of memory error on GPU 0. Cannot allocate 128.000000MB memory on GPU 0, 23.431824GB "
+    "memory has been allocated and available memory is only 97.625000MB."
+)
+_CPU = (
+    "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. "
+    "DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes."
+)
+_BACKWARD_TB = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 88, in <module>\n'
+    "    loss.backward()\n"
+    '  File "/usr/lib/python3/site-packages/torch/_tensor.py", line 487, in backward\n'
+)
+
+
+def _key(text: str) -> PriorKey:
+    d = diagnose_text(text)
+    assert d.primary is not None
+    return prior_key(d.primary, d.context)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("RuntimeError: CUDA out of memory.", ("pytorch", "unknown", "no_numbers")),
+        ("RuntimeError: CUDA error: out of memory", ("pytorch", "unknown", "driver_no_numbers")),
+        (
+            "CUDA error 2 at ggml-cuda.cu:359: out of memory",
+            ("ggml", "unknown", "driver_no_numbers"),
+        ),
+        (_LEGACY_SMALL, ("pytorch", "unknown", "small_request_legacy")),
+        (_CACHED_SMALL, ("pytorch", "unknown", "small_request_legacy")),
+        (_NEW_SMALL, ("pytorch", "unknown", "small_request")),
+        # the request's share is of what the device holds (13.98 GiB), not of the 8 GiB card
+        (_SPILL, ("pytorch", "unknown", "small_request")),
+        # Paddle states held and free: 128 MB of 23.5 GB is small
+        (_PADDLE_SMALL, ("gpu_framework", "unknown", "small_request")),
+        # a host allocation is the host family whatever runtime printed it
+        (_CPU, ("host", "unknown", "partial_numbers")),
+        # a traceback places a generic CUDA error as surely as PyTorch's own message
+        (
+            _BACKWARD_TB + "RuntimeError: CUDA Error: out of memory",
+            ("gpu_framework", "training_backward", "no_numbers"),
+        ),
+    ],
+)
+def test_prior_key_of_real_message_shapes(text: str, key: tuple[str, str, str]) -> None:
+    assert _key(text) == PriorKey(*key)
+
+
+def test_unfinished_loading_bar_places_the_failure_in_the_load() -> None:
+    d = diagnose_text(
+        "Loading checkpoint shards:  88%|########  | 7/8 [00:12<00:01,  1.84s/it]\n" + _NEW_SMALL
+    )
+    assert d.phase == "load"
+    assert d.cause == "model_too_large"
+    done = diagnose_text(
+        "Loading checkpoint shards: 100%|########| 8/8 [00:12<00:00,  1.84s/it]\n" + _NEW_SMALL
+    )
+    assert done.phase == "unknown"  # loading finished: the failure came after it
+
+
+def _cause_priors() -> ModuleType:
+    path = ROOT / "benchmarks" / "cause_priors.py"
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("cause_priors", path)
+        assert spec is not None
+        assert spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def test_priors_table_is_what_the_script_computes_from_the_development_parts() -> None:
+    mod = _cause_priors()
+    assert "heldout4" not in mod.DEVELOPMENT_PARTS  # never a part that is still held out
+    table = ROOT / "src" / "oomkit" / "diagnose" / "priors_table.py"
+    assert table.read_text(encoding="utf-8") == mod.build(), (
+        "priors_table.py is stale: run `python benchmarks/cause_priors.py`"
+    )
+
+
+_FAVOURS_BATCH = {"pytorch|unknown|no_numbers": {"batch_or_activations": 9, "model_too_large": 1}}
+
+
+def test_backoff_needs_min_records_and_never_borrows_another_family() -> None:
+    key = PriorKey("pytorch", "training_forward", "no_numbers")
+    thin = {
+        "pytorch|training_forward|no_numbers": {"model_too_large": MIN_RECORDS - 1},
+        "pytorch|training_forward|*": {"batch_or_activations": MIN_RECORDS + 2},
+    }
+    with override_table(thin):
+        rate = base_rate(key)
+    assert rate is not None
+    assert rate.key == "pytorch|training_forward|*"
+    assert rate.cause == "batch_or_activations"
+    with override_table({"tf_xla|*|*": {"batch_or_activations": 50}}):
+        assert base_rate(key) is None
+
+
+def test_a_level_rate_is_flat() -> None:
+    key = PriorKey("pytorch", "unknown", "no_numbers")
+    # 14 vs 13: the lead is far below one standard error of the difference
+    with override_table({key.at((True, True, True)): {"model_too_large": 14, "batch": 13}}):
+        rate = base_rate(key)
+    assert rate is not None
+    assert rate.cause is None
+    with override_table({key.at((True, True, True)): {"model_too_large": 14, "batch": 3}}):
+        rate = base_rate(key)
+    assert rate is not None
+    assert rate.cause == "model_too_large"
+
+
+def test_bare_message_gets_the_base_rate_at_low_confidence() -> None:
+    with override_table(_FAVOURS_BATCH):
+        d = diagnose_text("RuntimeError: CUDA out of memory.")
+    assert d.cause == "batch_or_activations"
+    assert d.open_question
+    assert d.confidence < 0.5
+    assert "10 labelled development reports" in d.explanation
+    assert "What would decide" in d.explanation
+    assert d.fixes[0].title.startswith("Halve the batch")
+    with override_table({}):  # no rate: the rules' answer stays
+        assert diagnose_text("RuntimeError: CUDA out of memory.").cause == "unknown"
+
+
+def test_flat_rate_keeps_a_tied_guess_and_otherwise_says_unknown() -> None:
+    key = "pytorch|unknown|small_request"
+    with override_table({key: {"model_too_large": 14, "batch_or_activations": 13}}):
+        tied = diagnose_text(_NEW_SMALL)
+    assert tied.cause == "model_too_large"  # the rule's own reading is one of the leaders
+    assert tied.confidence <= 0.35
+    assert "level" in tied.explanation
+    with override_table({key: {"leak_or_accumulation": 14, "batch_or_activations": 13}}):
+        other = diagnose_text(_NEW_SMALL)
+    assert other.cause == "unknown"  # model_too_large needs evidence; the rate gives none
+
+
+def test_small_request_of_the_pre_110_era_reads_as_the_batch() -> None:
+    with override_table(
+        {"pytorch|unknown|small_request_legacy": {"batch_or_activations": 11, "model_too_large": 3}}
+    ):
+        d = diagnose_text(_LEGACY_SMALL)
+    assert d.cause == "batch_or_activations"
+    assert d.confidence < 0.5
+
+
+def test_what_the_rules_decide_is_never_overridden() -> None:
+    frag = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 250.00 MiB. GPU 0 has a "
+        "total capacity of 23.65 GiB of which 0 bytes is free. Of the allocated memory 8.73 GiB "
+        "is allocated by PyTorch, and 2.48 GiB is reserved by PyTorch but unallocated."
+    )
+    big = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.80 GiB. GPU 0 has a "
+        "total capacity of 14.76 GiB of which 3.89 GiB is free. Of the allocated memory 9.94 GiB "
+        "is allocated by PyTorch, and 160.79 MiB is reserved by PyTorch but unallocated."
+    )
+    everything = {
+        f"{f}|{p}|{e}": {"host_ram": 100}
+        for f in ("pytorch", "ggml", "tf_xla")
+        for p in ("unknown", "*")
+        for e in ("small_request", "large_request", "partial_numbers", "*")
+    }
+    for text in (frag, big, "Requested buffer size exceeds device memory allocation limit"):
+        with override_table({}):
+            alone = diagnose_text(text)
+        with override_table(everything):
+            d = diagnose_text(text)
+        assert (d.cause, d.confidence) == (alone.cause, alone.confidence)
+        assert not d.open_question
+
+
+def test_others_must_cover_the_shortfall() -> None:
+    # 25 GiB unaccounted on the card, but the 55.6 GiB request is short by 41 GiB: stopping
+    # the others would not have served it
+    d = diagnose_text(
+        "RuntimeError: CUDA out of memory. Tried to allocate 55.62 GiB (GPU 0; 79.19 GiB total "
+        "capacity; 31.25 GiB already allocated; 14.34 GiB free; 39.41 GiB reserved in total by "
+        "PyTorch)"
+    )
+    assert d.cause == "batch_or_activations"
