@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from oomkit.catalog.models import find_model
+from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.sglang import (
     default_mem_fraction_static,
     estimate_sglang,
     legacy_mem_fraction_static,
+    multimodal_policy,
     sglang_batch_defaults,
 )
 from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB, MiB
 
@@ -64,3 +67,85 @@ def test_weights_over_the_fraction_block_start() -> None:
     est = estimate_sglang(LLAMA8, InferenceSettings(runtime="sglang"), Hardware(devices=(small,)))
     assert est.blockers
     assert est.runtime_details["max_total_num_tokens"] == 0
+
+
+# --- multimodal models by SGLang generation (fraction factor, chunked prefill, text-only) ---
+
+GEMMA3 = find_model("gemma-3-4b").spec()
+MLLAMA = find_model("llama-3.2-11b-vision").spec()
+SCOUT = find_model("llama-4-scout").spec()
+MISTRAL3 = find_model("mistral-small-3.1-24b").spec()
+
+
+def _policy(spec: ModelSpec, version: str | None) -> tuple[bool, float, bool | None]:
+    p = multimodal_policy(spec, version)
+    return p.multimodal, p.fraction_factor, p.chunked_prefill
+
+
+def test_multimodal_policy_follows_the_model_runner_of_each_release() -> None:
+    # v0.1.16: no adjustment (and no chunked prefill to turn off: not modelled)
+    assert _policy(GEMMA3, "0.2.13") == (True, 1.0, None)
+    # v0.2.14.post2 - v0.4.0: x 0.95 and chunked prefill off for every VLM
+    assert _policy(GEMMA3, "0.2.14") == (True, 0.95, False)
+    assert _policy(GEMMA3, "0.4.0") == (True, 0.95, False)
+    # v0.4.1 - v0.4.4: chunked prefill off only for the listed VLMs (Mllama, Qwen-VL, DSVL2)
+    assert _policy(GEMMA3, "0.4.4") == (True, 0.95, True)
+    assert _policy(MLLAMA, "0.4.4") == (True, 0.95, False)
+    # v0.4.5: x 0.90, chunked prefill off for every VLM; Llama 4 not yet multimodal
+    assert _policy(GEMMA3, "0.4.5") == (True, 0.90, False)
+    assert _policy(SCOUT, "0.4.5") == (False, 1.0, True)
+    # main after v0.4.5 and v0.4.5.post1/post2: Llama 4 on the multimodal path
+    assert _policy(SCOUT, "2025-04-09") == (True, 0.90, False)
+    # v0.4.5.post3: text-only again; v0.4.6: Gemma 3 too (mm_disabled_models)
+    assert _policy(SCOUT, "2025-04-22") == (False, 1.0, True)
+    assert _policy(GEMMA3, "0.4.6") == (False, 1.0, True)
+    assert _policy(MISTRAL3, "0.4.6") == (True, 0.90, False)
+    # v0.4.6.post5: chunked prefill for VLMs except the unsupported list (Mllama among them)
+    assert _policy(MISTRAL3, "2025-05-24") == (True, 0.90, True)
+    assert _policy(MLLAMA, "2025-05-24") == (True, 0.90, False)
+    # v0.4.10+: the ViT-size adjustment is not modelled (factor 1.0); today's text-only list
+    assert _policy(MISTRAL3, "0.4.10") == (True, 1.0, True)
+    assert _policy(GEMMA3, None) == (False, 1.0, True)
+    assert _policy(LLAMA8, "0.4.5") == (False, 1.0, True)
+
+
+def _sg(spec: ModelSpec, hw: Hardware, **kw: object) -> Estimate:
+    return estimate_sglang(spec, InferenceSettings(runtime="sglang", **kw), hw)  # type: ignore[arg-type]
+
+
+def test_multimodal_fraction_lowers_an_explicit_value_until_0_4_9() -> None:
+    hw = Hardware(devices=(H100,))
+
+    def frac(version: str, given: float | None = None, spec: ModelSpec = MISTRAL3) -> object:
+        est = _sg(spec, hw, ctx=8192, runtime_version=version, mem_fraction_static=given)
+        return est.runtime_details["mem_fraction_static"]
+
+    assert frac("0.4.4", 0.8) == 0.76  # ModelRunner: x 0.95 of whatever was given
+    assert frac("0.4.8", 0.8) == 0.72  # x 0.90
+    assert frac("0.4.9", 0.8) == 0.8  # ServerArgs: only the default is lowered
+    assert frac("0.4.9") == round(0.88 * 0.9, 6)
+    # a text model is never adjusted
+    assert frac("0.4.8", 0.8, LLAMA8) == 0.8
+
+
+def test_without_chunked_prefill_a_full_context_request_must_fit_the_rest() -> None:
+    """sgl-project/sglang#5212: Llama-4-Scout, tp 8 on H100s, --context-length 1000000; on the
+    2025-04-09 main build (Llama 4 multimodal, chunked prefill off) a 400K-token request dies in
+    forward_extend. The same server a fortnight later (text-only, 8K chunks) does not."""
+    hw = Hardware(devices=(H100,) * 8)
+    kw: dict[str, object] = {"tp": 8, "ctx": 1_000_000}
+    mm = _sg(SCOUT, hw, runtime_version="2025-04-09", **kw)
+    text = _sg(SCOUT, hw, runtime_version="2025-04-22", **kw)
+    assert any("chunked prefill is off" in b for b in mm.blockers)
+    assert not text.blockers
+    details = mm.runtime_details["multimodal"]
+    assert isinstance(details, dict)
+    peak = details["prefill_peak_bytes"]
+    # 2·T·h residual + normed hidden state alone: 2 x 1e6 x 5120 x 2 B
+    assert isinstance(peak, int)
+    assert peak > 2 * 1_000_000 * 5120 * 2
+    rest = next(c for c in mm.devices[0].components if c.label.startswith("activations"))
+    assert peak > rest.n_bytes
+    # a short context fits the same rest: the check is the request's length, not the model
+    short = _sg(SCOUT, hw, runtime_version="2025-04-09", tp=8, ctx=32768)
+    assert not short.blockers

@@ -19,6 +19,21 @@ the GPU is unknown. ``chunked_prefill_size`` / ``cuda_graph_max_bs`` by GPU memo
 2048 / 8; < 35 GiB 2048 / 24 (80 at tp >= 4); < 60 GiB 4096 / 32 (160); < 90 GiB and < 160 GiB
 8192 / 256 (512); larger 16384 / 512. (SGLang <= 0.4 used a TP table instead: 0.88, 0.87, 0.85,
 0.81, 0.79 for tp 1, 2, 4, 8, 16: :func:`legacy_mem_fraction_static`.)
+Multimodal models (``multimodal_model_archs`` of python/sglang/srt/configs/model_config.py) by
+generation (:func:`multimodal_policy`, read from the runtime generations table): from v0.2.14.post2
+``ModelRunner`` lowers ``mem_fraction_static`` (x 0.95; x 0.90 from v0.4.5; only the default
+from v0.4.9; from v0.4.10 by the ViT size, not modelled) and turns chunked prefill off (every
+VLM until v0.4.0 and again in v0.4.5-v0.4.6.post4; the listed ones in v0.4.1-v0.4.4 and from
+v0.4.6.post5). Gemma 3 and Llama 4 run text-only by default from v0.4.6 (``mm_disabled_models``);
+Llama 4 was served as multimodal between v0.4.5 and v0.4.5.post3 (v0.4.5.post1's check compares
+the ``architectures`` list with a string). With chunked prefill off a request is prefilled in one
+forward: one request of the context length must fit its activations
+(:func:`oomkit.estimate.hf_activations.forward_peak_bytes`, SGLang's layers are vLLM's: the
+same gate_up/act/down MLP and ``fused_moe`` 64K-token chunks) in what ``1 - mem_fraction_static``
+leaves after the req_to_token pool, or the first such request dies of OOM (sgl-project/sglang
+#5212: Llama-4-Scout, 8x H100, a 400K-token request on 2025-04-09 dies in ``forward_extend``
+through ``mllama4.py`` ``general_mm_embed_routine``). With chunked prefill on, the chunk is what
+that rest is sized for and is not checked.
 Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pipeline`),
 ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``,
 ``--max-running-requests`` (``max_num_seqs``).
@@ -26,7 +41,11 @@ Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+from oomkit.estimate.hf_activations import forward_peak_bytes
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -35,18 +54,136 @@ from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
-from oomkit.units import GiB, MiB
+from oomkit.units import GiB, MiB, format_bytes
 
 __all__ = [
+    "MultimodalPolicy",
     "default_mem_fraction_static",
     "estimate_sglang",
     "legacy_mem_fraction_static",
+    "multimodal_policy",
     "sglang_batch_defaults",
 ]
 
 #: NCCL communicator buffers created by ``init_torch_distributed`` before ``free0`` is read:
 #: they lower ``free0`` itself (same order as vLLM's TP non-torch growth)
 _NCCL_INIT = 256 * MiB
+
+
+#: ``multimodal_model_archs`` (python/sglang/srt/configs/model_config.py, v0.5.3): a model
+#: whose architecture is listed takes the multimodal path unless it runs text-only by default
+MULTIMODAL_ARCHS = frozenset(
+    {
+        "CLIPModel",
+        "DeepseekVL2ForCausalLM",
+        "Gemma3ForConditionalGeneration",
+        "Gemma3nForConditionalGeneration",
+        "Glm4vForConditionalGeneration",
+        "Glm4vMoeForConditionalGeneration",
+        "Grok1VForCausalLM",
+        "Grok1AForCausalLM",
+        "LlavaLlamaForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "LlavaMistralForCausalLM",
+        "LlavaQwenForCausalLM",
+        "LlavaForConditionalGeneration",
+        "LlavaVidForCausalLM",
+        "MiniCPMO",
+        "MiniCPMV",
+        "Mistral3ForConditionalGeneration",
+        "MultiModalityCausalLM",
+        "MllamaForConditionalGeneration",
+        "Qwen2AudioForConditionalGeneration",
+        "Qwen2VLForConditionalGeneration",
+        "Qwen2_5_VLForConditionalGeneration",
+        "Qwen3VLForConditionalGeneration",
+        "Qwen3VLMoeForConditionalGeneration",
+        "KimiVLForConditionalGeneration",
+        "InternVLChatModel",
+        "InternS1ForConditionalGeneration",
+        "Phi4MMForCausalLM",
+        "VILAForConditionalGeneration",
+        "Step3VLForConditionalGeneration",
+        "DotsVLMForCausalLM",
+        "DotsOCRForCausalLM",
+        "Sarashina2VisionForCausalLM",
+    }
+)
+#: v0.4.1-v0.4.4 ``model_specific_adjustment``: the VLMs whose chunked prefill is turned off
+_CHUNKED_OFF_LISTED = frozenset(
+    {
+        "MllamaForConditionalGeneration",
+        "Qwen2VLForConditionalGeneration",
+        "Qwen2_5_VLForConditionalGeneration",
+        "DeepseekVL2ForCausalLM",
+    }
+)
+#: v0.4.6.post5+ ``is_multimodal_chunked_prefill_supported``: the unsupported list
+_CHUNKED_UNSUPPORTED = frozenset(
+    {
+        "Grok1VForCausalLM",
+        "Grok1AForCausalLM",
+        "LlavaLlamaForCausalLM",
+        "MllamaForConditionalGeneration",
+        "CLIPModel",
+    }
+)
+#: today's ``mm_disabled_models`` (v0.5.3 configs/model_config.py): text-only by default
+_TEXT_ONLY_TODAY = (
+    "Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration,Step3VLForConditionalGeneration"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultimodalPolicy:
+    """How a generation of SGLang serves a model (see the module docstring)."""
+
+    multimodal: bool  # takes the multimodal path (listed and not text-only by default)
+    fraction_factor: float  # mem_fraction_static multiplier (1.0: none modelled)
+    default_only: bool  # the factor lowers only the default fraction
+    chunked_prefill: bool | None  # False: off; None: not modelled (no prefill check)
+
+
+def _sglang_effects(version: str | None) -> Mapping[str, object]:
+    """The generation's effects (the newest row's when no version: no dated table built)."""
+    if version is None or not version.strip():
+        from oomkit.estimate.generation_table import ROWS
+
+        return ROWS["sglang"][-1][7]
+    from oomkit.estimate.generations import resolve_generation
+
+    return resolve_generation("sglang", version).effects
+
+
+def multimodal_policy(spec: ModelSpec, runtime_version: str | None = None) -> MultimodalPolicy:
+    """Whether SGLang at ``runtime_version`` serves ``spec`` as multimodal, and what follows.
+
+    >>> from oomkit.catalog.models import find_model
+    >>> gemma = find_model("gemma-3-4b").spec()
+    >>> multimodal_policy(gemma, "0.4.4").fraction_factor, multimodal_policy(gemma).multimodal
+    (0.95, False)
+    """
+    eff = _sglang_effects(runtime_version)
+    text_only = str(eff.get("mm_text_only", _TEXT_ONLY_TODAY)).split(",")
+    arch = spec.architecture
+    mm = arch in MULTIMODAL_ARCHS and arch not in text_only
+    factor = eff.get("mm_fraction", 1.0)
+    off = str(eff.get("mm_chunked_off", "unsupported"))
+    chunked: bool | None
+    if off == "not_modelled":
+        chunked = None
+    elif off == "all":
+        chunked = not mm
+    elif off == "listed":
+        chunked = not (mm and arch in _CHUNKED_OFF_LISTED)
+    else:
+        chunked = not (mm and arch in _CHUNKED_UNSUPPORTED)
+    return MultimodalPolicy(
+        multimodal=mm,
+        fraction_factor=float(factor) if mm and isinstance(factor, (int, float)) else 1.0,
+        default_only=bool(eff.get("mm_fraction_default_only", False)),
+        chunked_prefill=chunked,
+    )
 
 
 def sglang_batch_defaults(gpu_mem_bytes: int | None, tp: int) -> tuple[int, int]:
@@ -114,6 +251,10 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     frac = settings.mem_fraction_static or (
         legacy_mem_fraction_static(tp) if legacy else default_mem_fraction_static(tp, smallest, pp)
     )
+    mm = multimodal_policy(spec, settings.runtime_version)
+    if mm.fraction_factor != 1.0 and not (mm.default_only and settings.mem_fraction_static):
+        # ModelRunner: "Automatically reduce --mem-fraction-static ... multimodal model"
+        frac = round(frac * mm.fraction_factor, 6)
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     elem = 2 if elem == 4 else elem
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
@@ -134,6 +275,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     usages = []
     tokens: int | None = None
     reqs: int | None = None
+    prefill: int | None = None  # one-forward prefill peak when chunked prefill is off
     blockers: list[str] = []
     for rank in range(tp * pp):
         weights, layers, cell = stages[rank // tp]
@@ -161,6 +303,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 reqs = min(reqs, max(1, tokens // 2))
                 req_pool = (reqs + 1) * (ctx + 4) * 4
             reserve = max(0, free0 - int(free0 * frac) - req_pool)
+            if mm.chunked_prefill is False and prefill is None:
+                prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
+            if prefill is not None and prefill > reserve:
+                blockers.append(
+                    f"chunked prefill is off for this multimodal model in this SGLang: one "
+                    f"request of {ctx} tokens is prefilled in one forward, whose activations "
+                    f"({format_bytes(prefill)}) exceed the {format_bytes(reserve)} left outside "
+                    f"mem_fraction_static {frac:.3f} after the req_to_token pool"
+                )
             if rest <= 0:
                 blockers.append(
                     "weights exceed mem_fraction_static of the GPU: SGLang stops with "
@@ -231,6 +382,17 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "max_num_reqs": reqs,
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
+            **(
+                {
+                    "multimodal": {
+                        "fraction_factor": mm.fraction_factor,
+                        "chunked_prefill": mm.chunked_prefill,
+                        "prefill_peak_bytes": prefill,
+                    }
+                }
+                if mm.multimodal
+                else {}
+            ),
         },
         assumptions=tuple(weights.assumptions)
         + (
