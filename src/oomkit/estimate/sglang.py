@@ -27,7 +27,9 @@ VLM until v0.4.0 and again in v0.4.5-v0.4.6.post4; the listed ones in v0.4.1-v0.
 v0.4.6.post5). Gemma 3 and Llama 4 run text-only by default from v0.4.6 (``mm_disabled_models``);
 Llama 4 was served as multimodal between v0.4.5 and v0.4.5.post3 (v0.4.5.post1's check compares
 the ``architectures`` list with a string). With chunked prefill off a request is prefilled in one
-forward: one request of the context length must fit its activations
+forward (managers/schedule_policy.py ``PrefillAdder.add_one_req``: with ``rem_chunk_tokens``
+None a request longer than ``max_prefill_tokens`` is still admitted whole when the batch is
+empty, v0.4.5.post1 lines 461-494): one request of the context length must fit its activations
 (:func:`oomkit.estimate.hf_activations.forward_peak_bytes`, SGLang's layers are vLLM's: the
 same gate_up/act/down MLP and ``fused_moe`` 64K-token chunks) in what ``1 - mem_fraction_static``
 leaves after the req_to_token pool, or the first such request dies of OOM (sgl-project/sglang
