@@ -149,3 +149,22 @@ def test_without_chunked_prefill_a_full_context_request_must_fit_the_rest() -> N
     # a short context fits the same rest: the check is the request's length, not the model
     short = _sg(SCOUT, hw, runtime_version="2025-04-09", tp=8, ctx=32768)
     assert not short.blockers
+
+
+def test_rotary_cache_spans_the_config_length_not_the_context_length() -> None:
+    """get_rope() builds cos_sin_cache for max_position_embeddings (Llama 4: 10485760) whatever
+    --context-length says; it is allocated with the weights, so it comes out of the pool."""
+    hw = Hardware(devices=(H100,) * 8)
+    short = _sg(SCOUT, hw, tp=8, ctx=32768)
+    rope = next(c for c in short.devices[0].components if c.label == "rotary cos/sin cache")
+    assert rope.n_bytes == 10485760 * 128 * 2
+    llama = _sg(LLAMA8, Hardware(devices=(H100,)), ctx=8192)
+    small = next(c for c in llama.devices[0].components if c.label == "rotary cos/sin cache")
+    assert small.n_bytes == 131072 * 128 * 2
+    weights = next(c for c in short.devices[0].components if c.label == "weights")
+    pool = short.devices[0].kv_cache_bytes
+    frac = short.runtime_details["mem_fraction_static"]
+    assert isinstance(frac, float)
+    ctx_bytes, _ = cuda_context_bytes("sglang", H100)
+    free0 = H100.capacity_bytes - ctx_bytes - 256 * MiB  # type: ignore[operator]
+    assert pool == int(free0 * frac) - weights.n_bytes - rope.n_bytes

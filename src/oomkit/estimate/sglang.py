@@ -274,6 +274,13 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         stages.append((w, lay, kv_bytes_per_token(lay)))
     weights, layers, cell = stages[0]
     ctx = settings.ctx or spec.max_position_embeddings or 8192
+    # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
+    # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
+    # model (so before free memory is profiled): the config's length, not --context-length
+    # (Llama 4: 10M positions x 128 x 2 B = 2.5 GiB per rank); the same as vLLM's estimate
+    # (a second rope config, Gemma 3's local layers, has its own cache: counted once)
+    rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
+    rope = (spec.max_position_embeddings or ctx) * rotary * elem
     usages = []
     tokens: int | None = None
     reqs: int | None = None
@@ -293,7 +300,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         req_pool = 0
         if cap is not None:
             free0 = cap - overhead
-            rest = int(free0 * frac) - weights.bytes_per_rank
+            rest = int(free0 * frac) - weights.bytes_per_rank - rope
             pool = max(0, rest)
             stage_tokens = pool // cell if cell else None
             # the smallest pool of all ranks bounds the server (SGLang syncs the minimum)
@@ -331,10 +338,18 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 inputs={"tp": tp},
             ),
             Component(
+                category="weights",
+                label="rotary cos/sin cache",
+                n_bytes=rope,
+                formula="max_position x rotary_dim x dtype",
+                source="sglang/srt/layers/rotary_embedding.py get_rope",
+            ),
+            Component(
                 category="kv_cache",
                 label="KV token pool",
                 n_bytes=pool,
-                formula="free0 x mem_fraction_static - weights (free0: after context/NCCL)",
+                formula="free0 x mem_fraction_static - weights - rotary cache (free0: after "
+                "context/NCCL)",
                 inputs={"mem_fraction_static": frac, "cell_size": cell},
                 source="sglang/srt/model_executor/model_runner.py profile_max_num_token",
             ),
