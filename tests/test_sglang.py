@@ -12,6 +12,7 @@ from oomkit.estimate.sglang import (
     multimodal_policy,
     sglang_batch_defaults,
 )
+from oomkit.estimate.verdict import Platform, verdict
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -138,6 +139,9 @@ def test_without_chunked_prefill_a_full_context_request_must_fit_the_rest() -> N
     text = _sg(SCOUT, hw, runtime_version="2025-04-22", **kw)
     assert any("chunked prefill is off" in b for b in mm.blockers)
     assert not text.blockers
+    # the verdict reads the blocker: a run that dies is never "fits"
+    assert verdict(mm, Platform()).level == "does_not_fit"
+    assert verdict(text, Platform()).level != "does_not_fit"
     details = mm.runtime_details["multimodal"]
     assert isinstance(details, dict)
     peak = details["prefill_peak_bytes"]
