@@ -62,6 +62,8 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("sglang", "0.4.4", "mm-0.95-listed"),
         ("sglang", "2025-04-10", "llama4-mm"),
         ("sglang", "0.4.6", "mm-disabled-models"),
+        ("sglang", "2025-05-10", "frac-96g"),
+        ("sglang", "0.4.8", "frac-reserved"),
         ("sglang", "0.5.4", "gpu-memory"),
         ("transformers", "4.40.2", "full-logits"),
         ("transformers", "4.46", "logits-to-keep"),

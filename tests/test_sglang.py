@@ -6,6 +6,7 @@ from oomkit.catalog.models import find_model
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.sglang import (
+    dated_mem_fraction_static,
     default_mem_fraction_static,
     estimate_sglang,
     legacy_mem_fraction_static,
@@ -124,7 +125,8 @@ def test_multimodal_fraction_lowers_an_explicit_value_until_0_4_9() -> None:
     assert frac("0.4.4", 0.8) == 0.76  # ModelRunner: x 0.95 of whatever was given
     assert frac("0.4.8", 0.8) == 0.72  # x 0.90
     assert frac("0.4.9", 0.8) == 0.8  # ServerArgs: only the default is lowered
-    assert frac("0.4.9") == round(0.88 * 0.9, 6)
+    # v0.4.9's default: reserved tier on an 81559 MiB H100 at tp 1 = (9.5 + 1/2) GiB, x 0.90
+    assert frac("0.4.9") == round(round((81559 - 10 * 1024) / 81559, 3) * 0.9, 6)
     # a text model is never adjusted
     assert frac("0.4.8", 0.8, LLAMA8) == 0.8
 
@@ -172,3 +174,27 @@ def test_rotary_cache_spans_the_config_length_not_the_context_length() -> None:
     ctx_bytes, _ = cuda_context_bytes("sglang", H100)
     free0 = H100.capacity_bytes - ctx_bytes - 256 * MiB  # type: ignore[operator]
     assert pool == int(free0 * frac) - weights.n_bytes - rope.n_bytes
+
+
+def test_default_fraction_follows_each_release() -> None:
+    """ServerArgs.__post_init__ by release: TP table; 81920 MiB / 13 GiB rule (v0.4.5.post3);
+    tp x pp table and the 96 GiB rule (v0.4.6.post2); 0.79 above 180 GB (v0.4.7); reserved
+    tiers (v0.4.8); PR #10975 (v0.5.3)."""
+    h200 = DeviceTarget(name="H200", capacity_bytes=143771 * MiB, architecture="Hopper")
+    b200 = DeviceTarget(name="B200", capacity_bytes=183359 * MiB, architecture="Blackwell")
+    r4090 = DeviceTarget(name="RTX 4090", capacity_bytes=24564 * MiB)
+
+    def frac(dev: DeviceTarget, version: str | None, tp: int = 8) -> object:
+        est = _sg(LLAMA8, Hardware(devices=(dev,) * tp), tp=tp, ctx=8192, runtime_version=version)
+        return est.runtime_details["mem_fraction_static"]
+
+    assert frac(h200, "0.4.5") == 0.81  # the TP table whatever the GPU
+    assert frac(h200, "2025-04-22") == (143771 - 13 * 1024) / 143771
+    assert frac(H100, "2025-04-22") == 0.81  # 81559 MiB: still the table
+    big = 0.88 + 48 * 1024 * 0.12 / 143771
+    assert frac(h200, "2025-05-01") == min(big, (143771 - 18 * 1024) / 143771)
+    assert frac(b200, "0.4.7") == 0.79
+    assert frac(r4090, "0.4.8") == round((24564 - 3.6 * 1024) / 24564, 3) == 0.85
+    assert frac(r4090, "0.4.8", tp=1) == 0.879
+    assert frac(r4090, "0.5.3") == default_mem_fraction_static(8, 24564 * MiB)
+    assert dated_mem_fraction_static("reserved_tier", 1, None) == 0.88

@@ -520,8 +520,10 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 None,
                 "sgl-project/sglang release v0.4.5.post3 configs/model_config.py "
                 "(hf_config.architectures[0] == 'Llama4ForConditionalGeneration')",
-                "Llama 4 text-only again unless --enable-llama4-multimodal: chunked prefill on",
-                mem_fraction="tp_table",
+                "Llama 4 text-only again unless --enable-llama4-multimodal: chunked prefill on; "
+                "default mem_fraction_static above 81920 MiB is (gpu_mem - 13 GiB) / gpu_mem "
+                "(server_args.py)",
+                mem_fraction="tp_table_13g",
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="Llama4ForConditionalGeneration",
@@ -536,7 +538,23 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration)",
                 "Gemma 3 and Llama 4 run text-only unless --enable-multimodal: no x 0.90, "
                 "chunked prefill on",
-                mem_fraction="tp_table",
+                mem_fraction="tp_table_13g",
+                mm_fraction=0.90,
+                mm_chunked_off="all",
+                mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+            ),
+            _g(
+                "sglang",
+                "frac-96g",
+                "SGLang 0.4.6.post2-post4 (default fraction by tp x pp, large-GPU rule)",
+                "2025-05-01",
+                None,
+                "sgl-project/sglang release v0.4.6.post2 server_args.py ServerArgs.__post_init__ "
+                "(parallel_size = tp x pp; gpu_mem > 96 * 1024 rule)",
+                "default mem_fraction_static: the TP table by tp x pp up to 81920 MiB, 0.88 "
+                "above, and above 96 GiB min(f + 48 GiB x (1 - f) / gpu_mem, (gpu_mem - 18 GiB) / "
+                "gpu_mem)",
+                mem_fraction="tp_table_96g",
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
@@ -544,13 +562,42 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
             _g(
                 "sglang",
                 "mm-chunked-prefill",
-                "SGLang 0.4.6.post5-0.4.8 (chunked prefill for most VLMs)",
+                "SGLang 0.4.6.post5 (chunked prefill for most VLMs)",
                 "2025-05-24",
                 None,
                 "sgl-project/sglang release v0.4.6.post5 configs/model_config.py "
                 "is_multimodal_chunked_prefill_supported",
                 "chunked prefill stays off only for Grok-1 vision, LLaVA-Llama, Mllama and CLIP",
-                mem_fraction="tp_table",
+                mem_fraction="tp_table_96g",
+                mm_fraction=0.90,
+                mm_chunked_off="unsupported",
+                mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+            ),
+            _g(
+                "sglang",
+                "frac-180g",
+                "SGLang 0.4.7 (0.79 on GPUs above 180 GB)",
+                "2025-06-10",
+                "0.4.7",
+                "sgl-project/sglang release v0.4.7 server_args.py ServerArgs.__post_init__ "
+                "(gpu_mem > 180 * 1000 and is_cuda(): mem_fraction_static = 0.79)",
+                "default mem_fraction_static 0.79 above 180000 MiB (B200), else as v0.4.6.post2",
+                mem_fraction="tp_table_180g",
+                mm_fraction=0.90,
+                mm_chunked_off="unsupported",
+                mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+            ),
+            _g(
+                "sglang",
+                "frac-reserved",
+                "SGLang 0.4.8 (default fraction from reserved memory by GPU tier)",
+                "2025-06-24",
+                "0.4.8",
+                "sgl-project/sglang release v0.4.8 server_args.py ServerArgs.__post_init__ "
+                "(reserved_mem by gpu_mem tier: 2.8 / 9.5 / 12 GiB + tp x pp share, 32 GiB)",
+                "default mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3): higher "
+                "than the TP table on large TP groups of small GPUs",
+                mem_fraction="reserved_tier",
                 mm_fraction=0.90,
                 mm_chunked_off="unsupported",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
@@ -564,7 +611,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "sgl-project/sglang release v0.4.9 server_args.py ServerArgs.__post_init__ "
                 "(model_config.is_multimodal: mem_fraction_static *= 0.90 inside the default)",
                 "an explicit --mem-fraction-static is no longer lowered for multimodal models",
-                mem_fraction="tp_table",
+                mem_fraction="reserved_tier",
                 mm_fraction=0.90,
                 mm_fraction_default_only=True,
                 mm_chunked_off="unsupported",
@@ -579,7 +626,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "sgl-project/sglang release v0.4.10 server_args.py adjust_mem_fraction_for_vlm",
                 "the default fraction of a VLM scales with its vision tower (0.95 x a factor "
                 "in 0.8-1.05 from vision_config layers x hidden^2): not modelled, left as is",
-                mem_fraction="tp_table",
+                mem_fraction="reserved_tier",
                 mm_chunked_off="unsupported",
             ),
             _g(

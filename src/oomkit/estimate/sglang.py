@@ -17,8 +17,9 @@ Default ``mem_fraction_static`` (server_args.py ``ServerArgs._handle_gpu_memory_
 cuda_graph_max_bs x 2 + tp x pp / 8 x 1024``, at least 10 GiB on GPUs above 60 GiB; 0.88 when
 the GPU is unknown. ``chunked_prefill_size`` / ``cuda_graph_max_bs`` by GPU memory: < 20 GiB
 2048 / 8; < 35 GiB 2048 / 24 (80 at tp >= 4); < 60 GiB 4096 / 32 (160); < 90 GiB and < 160 GiB
-8192 / 256 (512); larger 16384 / 512. (SGLang <= 0.4 used a TP table instead: 0.88, 0.87, 0.85,
-0.81, 0.79 for tp 1, 2, 4, 8, 16: :func:`legacy_mem_fraction_static`.)
+8192 / 256 (512); larger 16384 / 512. (Earlier releases: a TP table, 0.88, 0.87, 0.85, 0.81,
+0.79 for tp 1, 2, 4, 8, 16, then GPU-size rules from v0.4.5.post3 and reserved-memory tiers from
+v0.4.8: :func:`dated_mem_fraction_static`, by generation.)
 Multimodal models (``multimodal_model_archs`` of python/sglang/srt/configs/model_config.py) by
 generation (:func:`multimodal_policy`, read from the runtime generations table): from v0.2.14.post2
 ``ModelRunner`` lowers ``mem_fraction_static`` (x 0.95; x 0.90 from v0.4.5; only the default
@@ -60,6 +61,7 @@ from oomkit.units import GiB, MiB, format_bytes
 
 __all__ = [
     "MultimodalPolicy",
+    "dated_mem_fraction_static",
     "default_mem_fraction_static",
     "estimate_sglang",
     "legacy_mem_fraction_static",
@@ -237,6 +239,58 @@ def legacy_mem_fraction_static(tp: int) -> float:
     return 0.88
 
 
+def dated_mem_fraction_static(
+    kind: str, tp: int, gpu_mem_bytes: int | None = None, pp: int = 1
+) -> float:
+    """The default ``mem_fraction_static`` of SGLang's ``ServerArgs.__post_init__`` before PR
+    #10975, by the generation's ``mem_fraction`` effect (``gpu_mem``: nvidia-smi
+    ``memory.total`` of the smallest GPU, MiB, as ``get_nvgpu_memory_capacity`` reads it):
+
+    * ``tp_table`` (<= v0.4.5.post2): 0.88/0.87/0.85/0.81/0.79 for tp 1/2/4/8/16;
+    * ``tp_table_13g`` (v0.4.5.post3 - v0.4.6.post1): the table up to 81920 MiB, above it
+      ``(gpu_mem - 13 GiB) / gpu_mem``;
+    * ``tp_table_96g`` (v0.4.6.post2 - v0.4.6.post5): the table by tp x pp up to 81920 MiB,
+      0.88 above; above 96 GiB ``min(f + 48 GiB x (1 - f) / gpu_mem, (gpu_mem - 18 GiB) /
+      gpu_mem)``; ``tp_table_180g`` (v0.4.7): the same, 0.79 above 180000 MiB;
+    * ``reserved_tier`` (v0.4.8 - v0.5.2): ``round((gpu_mem - reserved) / gpu_mem, 3)`` with
+      ``reserved`` = (2.8 + tp x pp / 10) GiB below 35 GiB, (9.5 + tp x pp / 2) GiB below 90
+      GiB, (12 + tp x pp / 2) GiB below 160 GiB, else 32 GiB.
+
+    0.88 when the GPU is unknown (every form's fallback).
+
+    >>> dated_mem_fraction_static("reserved_tier", 8, 24564 * MiB)
+    0.85
+    >>> round(dated_mem_fraction_static("tp_table_96g", 8, 143771 * MiB), 4)
+    0.8718
+    """
+    par = tp * pp
+    if kind == "tp_table":
+        return legacy_mem_fraction_static(tp)
+    if gpu_mem_bytes is None or gpu_mem_bytes <= 0:
+        return 0.88
+    mib = gpu_mem_bytes / MiB
+    if kind == "tp_table_13g":
+        return legacy_mem_fraction_static(tp) if mib <= 81920 else (mib - 13 * 1024) / mib
+    if kind in ("tp_table_96g", "tp_table_180g"):
+        frac = legacy_mem_fraction_static(par) if mib <= 81920 else 0.88
+        if kind == "tp_table_180g" and mib > 180 * 1000:
+            return 0.79
+        if mib > 96 * 1024:
+            frac = min(frac + 48 * 1024 * (1 - frac) / mib, (mib - 18 * 1024) / mib)
+        return frac
+    if kind == "reserved_tier":
+        if mib < 35 * 1024:
+            reserved = (2.8 + par / 10) * 1024
+        elif mib < 90 * 1024:
+            reserved = (9.5 + par / 2) * 1024
+        elif mib < 160 * 1024:
+            reserved = (12 + par / 2) * 1024
+        else:
+            reserved = 32 * 1024
+        return round((mib - reserved) / mib, 3)
+    return default_mem_fraction_static(tp, gpu_mem_bytes, pp)
+
+
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
@@ -244,14 +298,16 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     caps = [d.capacity_bytes for d in devices[: tp * pp]]
     smallest = None if any(c is None for c in caps) else min(c for c in caps if c is not None)
-    legacy = False
+    kind = "gpu_memory"
     if settings.runtime_version is not None:
         from oomkit.estimate.generations import resolve_generation
 
         gen = resolve_generation("sglang", settings.runtime_version)
-        legacy = gen.effects.get("mem_fraction") == "tp_table"
+        kind = str(gen.effects.get("mem_fraction", "gpu_memory"))
     frac = settings.mem_fraction_static or (
-        legacy_mem_fraction_static(tp) if legacy else default_mem_fraction_static(tp, smallest, pp)
+        dated_mem_fraction_static(kind, tp, smallest, pp)
+        if kind != "gpu_memory"
+        else default_mem_fraction_static(tp, smallest, pp)
     )
     mm = multimodal_policy(spec, settings.runtime_version)
     if mm.fraction_factor != 1.0 and not (mm.default_only and settings.mem_fraction_static):
