@@ -198,3 +198,30 @@ def test_default_fraction_follows_each_release() -> None:
     assert frac(r4090, "0.4.8", tp=1) == 0.879
     assert frac(r4090, "0.5.3") == default_mem_fraction_static(8, 24564 * MiB)
     assert dated_mem_fraction_static("reserved_tier", 1, None) == 0.88
+
+
+def test_vision_tower_is_loaded_whole_or_split_by_release() -> None:
+    """Gemma 3's tower is a transformers AutoModel on every rank until v0.4.6.post4, SGLang's TP
+    SiglipVisionModel after; Llama 4's transformers Llama4VisionModel is built whole from
+    v0.4.5.post1 (when the checkpoint has vision weights) until v0.4.10 builds it only with
+    --enable-multimodal. It is loaded with the weights, so it comes out of the pool."""
+
+    def tower(spec: ModelSpec, version: str | None, tp: int) -> int:
+        est = _sg(spec, Hardware(devices=(H100,) * tp), tp=tp, ctx=8192, runtime_version=version)
+        comp = [c for c in est.devices[0].components if c.label == "vision encoder + projector"]
+        return comp[0].n_bytes if comp else 0
+
+    g = GEMMA3.multimodal_params * 2
+    assert tower(GEMMA3, "0.4.4", 2) == g  # whole on both ranks
+    assert tower(GEMMA3, "2025-05-24", 2) == g // 2  # split
+    assert tower(GEMMA3, None, 2) == g // 2
+    s = SCOUT.multimodal_params * 2
+    assert tower(SCOUT, "0.4.5", 8) == 0  # v0.4.5 skips the vision weights
+    assert tower(SCOUT, "2025-04-09", 8) == s
+    assert tower(SCOUT, "0.4.9", 8) == s
+    assert tower(SCOUT, "0.4.10", 8) == 0  # text-only by default: not built
+    assert tower(LLAMA8, "0.4.9", 1) == 0
+    # it is charged before the pool: same fraction and weights, a smaller pool
+    a = _sg(SCOUT, Hardware(devices=(H100,) * 8), tp=8, ctx=8192, runtime_version="0.4.9")
+    b = _sg(SCOUT, Hardware(devices=(H100,) * 8), tp=8, ctx=8192, runtime_version="0.4.10")
+    assert a.devices[0].kv_cache_bytes == b.devices[0].kv_cache_bytes - s

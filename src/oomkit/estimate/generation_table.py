@@ -448,6 +448,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=1.0,
                 mm_chunked_off="not_modelled",
                 mm_text_only="",
+                vision="",
             ),
             _g(
                 "sglang",
@@ -463,6 +464,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.95,
                 mm_chunked_off="all",
                 mm_text_only="",
+                vision="",
             ),
             _g(
                 "sglang",
@@ -479,6 +481,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.95,
                 mm_chunked_off="listed",
                 mm_text_only="",
+                vision="Gemma3ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -494,6 +497,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -511,6 +515,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="",
+                vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -527,6 +532,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -542,6 +548,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -558,6 +565,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="all",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -572,6 +580,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="unsupported",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -586,6 +595,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="unsupported",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -601,6 +611,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction=0.90,
                 mm_chunked_off="unsupported",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",
@@ -616,6 +627,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mm_fraction_default_only=True,
                 mm_chunked_off="unsupported",
                 mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
+                vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
             ),
             _g(
                 "sglang",

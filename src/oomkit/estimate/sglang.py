@@ -132,6 +132,10 @@ _CHUNKED_UNSUPPORTED = frozenset(
         "CLIPModel",
     }
 )
+#: how today's SGLang builds vision towers of text-only-by-default models it still loads:
+#: Gemma 3's SiglipVisionModel with TP layers (models/gemma3_mm.py, models/siglip.py); Llama 4's
+#: only with --enable-multimodal (models/mllama4.py ``has_vision``, from v0.4.10)
+_VISION_TODAY = "Gemma3ForConditionalGeneration:sharded"
 #: today's ``mm_disabled_models`` (v0.5.3 configs/model_config.py): text-only by default
 _TEXT_ONLY_TODAY = (
     "Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration,Step3VLForConditionalGeneration"
@@ -146,6 +150,9 @@ class MultimodalPolicy:
     fraction_factor: float  # mem_fraction_static multiplier (1.0: none modelled)
     default_only: bool  # the factor lowers only the default fraction
     chunked_prefill: bool | None  # False: off; None: not modelled (no prefill check)
+    #: how the vision tower is built on each rank: "replicated" (a transformers module, whole
+    #: on every rank), "sharded" (SGLang's TP layers), None (not built or not modelled)
+    vision: str | None = None
 
 
 def _sglang_effects(version: str | None) -> Mapping[str, object]:
@@ -182,11 +189,17 @@ def multimodal_policy(spec: ModelSpec, runtime_version: str | None = None) -> Mu
         chunked = not (mm and arch in _CHUNKED_OFF_LISTED)
     else:
         chunked = not (mm and arch in _CHUNKED_UNSUPPORTED)
+    towers = dict(
+        item.split(":", 1)
+        for item in str(eff.get("vision", _VISION_TODAY)).split(",")
+        if ":" in item
+    )
     return MultimodalPolicy(
         multimodal=mm,
         fraction_factor=float(factor) if mm and isinstance(factor, (int, float)) else 1.0,
         default_only=bool(eff.get("mm_fraction_default_only", False)),
         chunked_prefill=chunked,
+        vision=towers.get(arch),
     )
 
 
@@ -337,6 +350,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     # (a second rope config, Gemma 3's local layers, has its own cache: counted once)
     rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
     rope = (spec.max_position_embeddings or ctx) * rotary * elem
+    # the vision tower is built with the model (before free memory is profiled) even when the
+    # model is served text-only: Gemma 3's HF AutoModel (v0.4.4.post2 - v0.4.6.post4) and
+    # Llama 4's transformers Llama4VisionModel (v0.4.5.post1 - v0.4.9.x, when the checkpoint
+    # has vision weights) whole on every rank; Gemma 3's SiglipVisionModel (models/siglip.py) from
+    # v0.4.6.post5 split over the TP ranks; with --pp on the first stage only
+    vision_all = spec.multimodal_params * elem
+    vision = vision_all if mm.vision == "replicated" else 0
+    if mm.vision == "sharded":
+        vision = vision_all // tp
     usages = []
     tokens: int | None = None
     reqs: int | None = None
@@ -344,6 +366,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     blockers: list[str] = []
     for rank in range(tp * pp):
         weights, layers, cell = stages[rank // tp]
+        v_rank = vision if rank < tp else 0  # the tower lives on the first stage
         d = devices[rank] if rank < len(devices) else devices[0]
         cap = d.capacity_bytes
         if settings.overhead_bytes is not None:
@@ -356,7 +379,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         req_pool = 0
         if cap is not None:
             free0 = cap - overhead
-            rest = int(free0 * frac) - weights.bytes_per_rank - rope
+            rest = int(free0 * frac) - weights.bytes_per_rank - rope - v_rank
             pool = max(0, rest)
             stage_tokens = pool // cell if cell else None
             # the smallest pool of all ranks bounds the server (SGLang syncs the minimum)
@@ -392,6 +415,21 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 n_bytes=weights.bytes_per_rank,
                 formula=weights.formula,
                 inputs={"tp": tp},
+            ),
+            *(
+                (
+                    Component(
+                        category="weights",
+                        label="vision encoder + projector",
+                        n_bytes=v_rank,
+                        formula="multimodal_params x dtype"
+                        + (" (whole on every rank)" if mm.vision == "replicated" else " / tp"),
+                        inputs={"multimodal_params": spec.multimodal_params, "tp": tp},
+                        source="sglang/srt/models/gemma3_mm.py, mllama4.py (vision tower)",
+                    ),
+                )
+                if v_rank
+                else ()
             ),
             Component(
                 category="weights",
