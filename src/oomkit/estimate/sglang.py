@@ -442,8 +442,8 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 category="kv_cache",
                 label="KV token pool",
                 n_bytes=pool,
-                formula="free0 x mem_fraction_static - weights - rotary cache (free0: after "
-                "context/NCCL)",
+                formula="free0 x mem_fraction_static - weights, rotary cache, vision tower "
+                "(free0: after context/NCCL)",
                 inputs={"mem_fraction_static": frac, "cell_size": cell},
                 source="sglang/srt/model_executor/model_runner.py profile_max_num_token",
             ),
