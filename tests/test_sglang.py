@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from oomkit.catalog.models import find_model
+from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.sglang import (
+    dated_mem_fraction_static,
     default_mem_fraction_static,
     estimate_sglang,
     legacy_mem_fraction_static,
+    multimodal_policy,
     sglang_batch_defaults,
 )
+from oomkit.estimate.verdict import Platform, verdict
 from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB, MiB
 
@@ -64,3 +69,159 @@ def test_weights_over_the_fraction_block_start() -> None:
     est = estimate_sglang(LLAMA8, InferenceSettings(runtime="sglang"), Hardware(devices=(small,)))
     assert est.blockers
     assert est.runtime_details["max_total_num_tokens"] == 0
+
+
+# --- multimodal models by SGLang generation (fraction factor, chunked prefill, text-only) ---
+
+GEMMA3 = find_model("gemma-3-4b").spec()
+MLLAMA = find_model("llama-3.2-11b-vision").spec()
+SCOUT = find_model("llama-4-scout").spec()
+MISTRAL3 = find_model("mistral-small-3.1-24b").spec()
+
+
+def _policy(spec: ModelSpec, version: str | None) -> tuple[bool, float, bool | None]:
+    p = multimodal_policy(spec, version)
+    return p.multimodal, p.fraction_factor, p.chunked_prefill
+
+
+def test_multimodal_policy_follows_the_model_runner_of_each_release() -> None:
+    # v0.1.16: no adjustment (and no chunked prefill to turn off: not modelled)
+    assert _policy(GEMMA3, "0.2.13") == (True, 1.0, None)
+    # v0.2.14.post2 - v0.4.0: x 0.95 and chunked prefill off for every VLM
+    assert _policy(GEMMA3, "0.2.14") == (True, 0.95, False)
+    assert _policy(GEMMA3, "0.4.0") == (True, 0.95, False)
+    # v0.4.1 - v0.4.4: chunked prefill off only for the listed VLMs (Mllama, Qwen-VL, DSVL2)
+    assert _policy(GEMMA3, "0.4.4") == (True, 0.95, True)
+    assert _policy(MLLAMA, "0.4.4") == (True, 0.95, False)
+    # v0.4.5: x 0.90, chunked prefill off for every VLM; Llama 4 not yet multimodal
+    assert _policy(GEMMA3, "0.4.5") == (True, 0.90, False)
+    assert _policy(SCOUT, "0.4.5") == (False, 1.0, True)
+    # main after v0.4.5 and v0.4.5.post1/post2: Llama 4 on the multimodal path
+    assert _policy(SCOUT, "2025-04-09") == (True, 0.90, False)
+    # v0.4.5.post3: text-only again; v0.4.6: Gemma 3 too (mm_disabled_models)
+    assert _policy(SCOUT, "2025-04-22") == (False, 1.0, True)
+    assert _policy(GEMMA3, "0.4.6") == (False, 1.0, True)
+    assert _policy(MISTRAL3, "0.4.6") == (True, 0.90, False)
+    # v0.4.6.post5: chunked prefill for VLMs except the unsupported list (Mllama among them)
+    assert _policy(MISTRAL3, "2025-05-24") == (True, 0.90, True)
+    assert _policy(MLLAMA, "2025-05-24") == (True, 0.90, False)
+    # v0.4.10+: the ViT-size adjustment is not modelled (factor 1.0); today's text-only list
+    assert _policy(MISTRAL3, "0.4.10") == (True, 1.0, True)
+    assert _policy(GEMMA3, None) == (False, 1.0, True)
+    assert _policy(LLAMA8, "0.4.5") == (False, 1.0, True)
+
+
+def _sg(spec: ModelSpec, hw: Hardware, **kw: object) -> Estimate:
+    return estimate_sglang(spec, InferenceSettings(runtime="sglang", **kw), hw)  # type: ignore[arg-type]
+
+
+def test_multimodal_fraction_lowers_an_explicit_value_until_0_4_9() -> None:
+    hw = Hardware(devices=(H100,))
+
+    def frac(version: str, given: float | None = None, spec: ModelSpec = MISTRAL3) -> object:
+        est = _sg(spec, hw, ctx=8192, runtime_version=version, mem_fraction_static=given)
+        return est.runtime_details["mem_fraction_static"]
+
+    assert frac("0.4.4", 0.8) == 0.76  # ModelRunner: x 0.95 of whatever was given
+    assert frac("0.4.8", 0.8) == 0.72  # x 0.90
+    assert frac("0.4.9", 0.8) == 0.8  # ServerArgs: only the default is lowered
+    # v0.4.9's default: reserved tier on an 81559 MiB H100 at tp 1 = (9.5 + 1/2) GiB, x 0.90
+    assert frac("0.4.9") == round(round((81559 - 10 * 1024) / 81559, 3) * 0.9, 6)
+    # a text model is never adjusted
+    assert frac("0.4.8", 0.8, LLAMA8) == 0.8
+
+
+def test_without_chunked_prefill_a_full_context_request_must_fit_the_rest() -> None:
+    """sgl-project/sglang#5212: Llama-4-Scout, tp 8 on H100s, --context-length 1000000; on the
+    2025-04-09 main build (Llama 4 multimodal, chunked prefill off) a 400K-token request dies in
+    forward_extend. The same server a fortnight later (text-only, 8K chunks) does not."""
+    hw = Hardware(devices=(H100,) * 8)
+    kw: dict[str, object] = {"tp": 8, "ctx": 1_000_000}
+    mm = _sg(SCOUT, hw, runtime_version="2025-04-09", **kw)
+    text = _sg(SCOUT, hw, runtime_version="2025-04-22", **kw)
+    assert any("chunked prefill is off" in b for b in mm.blockers)
+    assert not text.blockers
+    # the verdict reads the blocker: a run that dies is never "fits"
+    assert verdict(mm, Platform()).level == "does_not_fit"
+    assert verdict(text, Platform()).level != "does_not_fit"
+    details = mm.runtime_details["multimodal"]
+    assert isinstance(details, dict)
+    peak = details["prefill_peak_bytes"]
+    # 2·T·h residual + normed hidden state alone: 2 x 1e6 x 5120 x 2 B
+    assert isinstance(peak, int)
+    assert peak > 2 * 1_000_000 * 5120 * 2
+    rest = next(c for c in mm.devices[0].components if c.label.startswith("activations"))
+    assert peak > rest.n_bytes
+    # a short context fits the same rest: the check is the request's length, not the model
+    short = _sg(SCOUT, hw, runtime_version="2025-04-09", tp=8, ctx=32768)
+    assert not short.blockers
+
+
+def test_rotary_cache_spans_the_config_length_not_the_context_length() -> None:
+    """get_rope() builds cos_sin_cache for max_position_embeddings (Llama 4: 10485760) whatever
+    --context-length says; it is allocated with the weights, so it comes out of the pool."""
+    hw = Hardware(devices=(H100,) * 8)
+    short = _sg(SCOUT, hw, tp=8, ctx=32768)
+    rope = next(c for c in short.devices[0].components if c.label == "rotary cos/sin cache")
+    assert rope.n_bytes == 10485760 * 128 * 2
+    llama = _sg(LLAMA8, Hardware(devices=(H100,)), ctx=8192)
+    small = next(c for c in llama.devices[0].components if c.label == "rotary cos/sin cache")
+    assert small.n_bytes == 131072 * 128 * 2
+    weights = next(c for c in short.devices[0].components if c.label == "weights")
+    pool = short.devices[0].kv_cache_bytes
+    frac = short.runtime_details["mem_fraction_static"]
+    assert isinstance(frac, float)
+    ctx_bytes, _ = cuda_context_bytes("sglang", H100)
+    free0 = H100.capacity_bytes - ctx_bytes - 256 * MiB  # type: ignore[operator]
+    assert pool == int(free0 * frac) - weights.n_bytes - rope.n_bytes
+
+
+def test_default_fraction_follows_each_release() -> None:
+    """ServerArgs.__post_init__ by release: TP table; 81920 MiB / 13 GiB rule (v0.4.5.post3);
+    tp x pp table and the 96 GiB rule (v0.4.6.post2); 0.79 above 180 GB (v0.4.7); reserved
+    tiers (v0.4.8); PR #10975 (v0.5.3)."""
+    h200 = DeviceTarget(name="H200", capacity_bytes=143771 * MiB, architecture="Hopper")
+    b200 = DeviceTarget(name="B200", capacity_bytes=183359 * MiB, architecture="Blackwell")
+    r4090 = DeviceTarget(name="RTX 4090", capacity_bytes=24564 * MiB)
+
+    def frac(dev: DeviceTarget, version: str | None, tp: int = 8) -> object:
+        est = _sg(LLAMA8, Hardware(devices=(dev,) * tp), tp=tp, ctx=8192, runtime_version=version)
+        return est.runtime_details["mem_fraction_static"]
+
+    assert frac(h200, "0.4.5") == 0.81  # the TP table whatever the GPU
+    assert frac(h200, "2025-04-22") == (143771 - 13 * 1024) / 143771
+    assert frac(H100, "2025-04-22") == 0.81  # 81559 MiB: still the table
+    big = 0.88 + 48 * 1024 * 0.12 / 143771
+    assert frac(h200, "2025-05-01") == min(big, (143771 - 18 * 1024) / 143771)
+    assert frac(b200, "0.4.7") == 0.79
+    assert frac(r4090, "0.4.8") == round((24564 - 3.6 * 1024) / 24564, 3) == 0.85
+    assert frac(r4090, "0.4.8", tp=1) == 0.879
+    assert frac(r4090, "0.5.3") == default_mem_fraction_static(8, 24564 * MiB)
+    assert dated_mem_fraction_static("reserved_tier", 1, None) == 0.88
+
+
+def test_vision_tower_is_loaded_whole_or_split_by_release() -> None:
+    """Gemma 3's tower is a transformers AutoModel on every rank until v0.4.6.post4, SGLang's TP
+    SiglipVisionModel after; Llama 4's transformers Llama4VisionModel is built whole from
+    v0.4.5.post1 (when the checkpoint has vision weights) until v0.4.10 builds it only with
+    --enable-multimodal. It is loaded with the weights, so it comes out of the pool."""
+
+    def tower(spec: ModelSpec, version: str | None, tp: int) -> int:
+        est = _sg(spec, Hardware(devices=(H100,) * tp), tp=tp, ctx=8192, runtime_version=version)
+        comp = [c for c in est.devices[0].components if c.label == "vision encoder + projector"]
+        return comp[0].n_bytes if comp else 0
+
+    g = GEMMA3.multimodal_params * 2
+    assert tower(GEMMA3, "0.4.4", 2) == g  # whole on both ranks
+    assert tower(GEMMA3, "2025-05-24", 2) == g // 2  # split
+    assert tower(GEMMA3, None, 2) == g // 2
+    s = SCOUT.multimodal_params * 2
+    assert tower(SCOUT, "0.4.5", 8) == 0  # v0.4.5 skips the vision weights
+    assert tower(SCOUT, "2025-04-09", 8) == s
+    assert tower(SCOUT, "0.4.9", 8) == s
+    assert tower(SCOUT, "0.4.10", 8) == 0  # text-only by default: not built
+    assert tower(LLAMA8, "0.4.9", 1) == 0
+    # it is charged before the pool: same fraction and weights, a smaller pool
+    a = _sg(SCOUT, Hardware(devices=(H100,) * 8), tp=8, ctx=8192, runtime_version="0.4.9")
+    b = _sg(SCOUT, Hardware(devices=(H100,) * 8), tp=8, ctx=8192, runtime_version="0.4.10")
+    assert a.devices[0].kv_cache_bytes == b.devices[0].kv_cache_bytes - s

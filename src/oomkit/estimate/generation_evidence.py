@@ -14,6 +14,11 @@ __all__ = ["EVIDENCE"]
 _TG = "test:tests/test_generations.py::"
 _TV = "test:tests/test_verdict.py::"
 _TP = "test:tests/test_llamacpp_pool.py::"
+_TS = "test:tests/test_sglang.py::"
+_SG_MM = "test_multimodal_policy_follows_the_model_runner_of_each_release"
+_SG_FRAC = "test_multimodal_fraction_lowers_an_explicit_value_until_0_4_9"
+_SG_DEF = "test_default_fraction_follows_each_release"
+_SG_VIS = "test_vision_tower_is_loaded_whole_or_split_by_release"
 _VLLM = "log:https://github.com/vllm-project/vllm/"
 #: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
 EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
@@ -158,8 +163,31 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "(default since v0.21.0)')",
         _VLLM + "pull/41099 (review of vllm/envs.py: 'Enabled by default as of v0.21.0')",
     ),
-    ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975",),
-    ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975",),
+    ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975", _TS + _SG_MM),
+    ("sglang", "mm-0.95"): (_TS + _SG_MM,),
+    ("sglang", "mm-0.95-listed"): (_TS + _SG_MM, _TS + _SG_FRAC, _TS + _SG_VIS),
+    ("sglang", "mm-0.90"): (_TS + _SG_MM, _TS + _SG_FRAC),
+    ("sglang", "llama4-mm"): (
+        _TS + _SG_MM,
+        _TS + _SG_VIS,
+        _TS + "test_without_chunked_prefill_a_full_context_request_must_fit_the_rest",
+        "log:https://github.com/sgl-project/sglang/issues/5212 (Llama-4-Scout, 8x H100, "
+        "--context-length 1000000: a 400K-token request dies in forward_extend through "
+        "mllama4.py general_mm_embed_routine, trace of 2025-04-09)",
+    ),
+    ("sglang", "llama4-text"): (
+        _TS + _SG_MM,
+        _TS + _SG_DEF,
+        _TS + "test_without_chunked_prefill_a_full_context_request_must_fit_the_rest",
+    ),
+    ("sglang", "mm-disabled-models"): (_TS + _SG_MM,),
+    ("sglang", "frac-96g"): (_TS + _SG_DEF,),
+    ("sglang", "mm-chunked-prefill"): (_TS + _SG_MM, _TS + _SG_VIS),
+    ("sglang", "frac-180g"): (_TS + _SG_DEF,),
+    ("sglang", "frac-reserved"): (_TS + _SG_DEF,),
+    ("sglang", "mm-0.90-default"): (_TS + _SG_FRAC, _TS + _SG_DEF),
+    ("sglang", "mm-vit-adjusted"): (_TS + _SG_MM, _TS + _SG_DEF, _TS + _SG_VIS),
+    ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975", _TS + _SG_DEF),
     ("transformers", "full-logits"): (_TG + "test_transformers_full_logits_before_4_45",),
     ("transformers", "logits-to-keep"): (_TG + "test_transformers_full_logits_before_4_45",),
 }

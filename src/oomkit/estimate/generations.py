@@ -34,7 +34,16 @@ Effects read by the estimators (absent key = today's behaviour):
   ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152),
   ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
   #2566; :mod:`oomkit.estimate.vllm_awq`).
-* SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975).
+* SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
+  for multimodal architectures (:func:`oomkit.estimate.sglang.multimodal_policy`)
+  ``mm_fraction`` (the ``mem_fraction_static`` factor; absent: none modelled),
+  ``mm_fraction_default_only`` (True from v0.4.9: an explicit fraction is left alone),
+  ``mm_chunked_off`` (``"all"``, ``"listed"``, ``"unsupported"`` or ``"not_modelled"``: which
+  VLMs run without chunked prefill), ``mm_text_only`` (architectures served text-only by
+  default, comma-separated) and ``vision`` (``Arch:replicated`` / ``Arch:sharded``, comma-
+  separated: how those architectures' vision towers are built on each rank). Post-releases
+  resolve as their release (``0.4.5.post1`` is 0.4.5), so the rows that start at one (Llama 4's
+  multimodal window, v0.4.6.post2, v0.4.6.post5) are dated only: give a date for them.
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and
   upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45).
 

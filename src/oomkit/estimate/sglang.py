@@ -17,8 +17,26 @@ Default ``mem_fraction_static`` (server_args.py ``ServerArgs._handle_gpu_memory_
 cuda_graph_max_bs x 2 + tp x pp / 8 x 1024``, at least 10 GiB on GPUs above 60 GiB; 0.88 when
 the GPU is unknown. ``chunked_prefill_size`` / ``cuda_graph_max_bs`` by GPU memory: < 20 GiB
 2048 / 8; < 35 GiB 2048 / 24 (80 at tp >= 4); < 60 GiB 4096 / 32 (160); < 90 GiB and < 160 GiB
-8192 / 256 (512); larger 16384 / 512. (SGLang <= 0.4 used a TP table instead: 0.88, 0.87, 0.85,
-0.81, 0.79 for tp 1, 2, 4, 8, 16: :func:`legacy_mem_fraction_static`.)
+8192 / 256 (512); larger 16384 / 512. (Earlier releases: a TP table, 0.88, 0.87, 0.85, 0.81,
+0.79 for tp 1, 2, 4, 8, 16, then GPU-size rules from v0.4.5.post3 and reserved-memory tiers from
+v0.4.8: :func:`dated_mem_fraction_static`, by generation.)
+Multimodal models (``multimodal_model_archs`` of python/sglang/srt/configs/model_config.py) by
+generation (:func:`multimodal_policy`, read from the runtime generations table): from v0.2.14.post2
+``ModelRunner`` lowers ``mem_fraction_static`` (x 0.95; x 0.90 from v0.4.5; only the default
+from v0.4.9; from v0.4.10 by the ViT size, not modelled) and turns chunked prefill off (every
+VLM until v0.4.0 and again in v0.4.5-v0.4.6.post4; the listed ones in v0.4.1-v0.4.4 and from
+v0.4.6.post5). Gemma 3 and Llama 4 run text-only by default from v0.4.6 (``mm_disabled_models``);
+Llama 4 was served as multimodal between v0.4.5 and v0.4.5.post3 (v0.4.5.post1's check compares
+the ``architectures`` list with a string). With chunked prefill off a request is prefilled in one
+forward (managers/schedule_policy.py ``PrefillAdder.add_one_req``: with ``rem_chunk_tokens``
+None a request longer than ``max_prefill_tokens`` is still admitted whole when the batch is
+empty, v0.4.5.post1 lines 461-494): one request of the context length must fit its activations
+(:func:`oomkit.estimate.hf_activations.forward_peak_bytes`, SGLang's layers are vLLM's: the
+same gate_up/act/down MLP and ``fused_moe`` 64K-token chunks) in what ``1 - mem_fraction_static``
+leaves after the req_to_token pool, or the first such request dies of OOM (sgl-project/sglang
+#5212: Llama-4-Scout, 8x H100, a 400K-token request on 2025-04-09 dies in ``forward_extend``
+through ``mllama4.py`` ``general_mm_embed_routine``). With chunked prefill on, the chunk is what
+that rest is sized for and is not checked.
 Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pipeline`),
 ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``,
 ``--max-running-requests`` (``max_num_seqs``).
@@ -26,7 +44,11 @@ Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+from oomkit.estimate.hf_activations import forward_peak_bytes
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -35,18 +57,150 @@ from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
-from oomkit.units import GiB, MiB
+from oomkit.units import GiB, MiB, format_bytes
 
 __all__ = [
+    "MultimodalPolicy",
+    "dated_mem_fraction_static",
     "default_mem_fraction_static",
     "estimate_sglang",
     "legacy_mem_fraction_static",
+    "multimodal_policy",
     "sglang_batch_defaults",
 ]
 
 #: NCCL communicator buffers created by ``init_torch_distributed`` before ``free0`` is read:
 #: they lower ``free0`` itself (same order as vLLM's TP non-torch growth)
 _NCCL_INIT = 256 * MiB
+
+
+#: ``multimodal_model_archs`` (python/sglang/srt/configs/model_config.py, v0.5.3): a model
+#: whose architecture is listed takes the multimodal path unless it runs text-only by default
+MULTIMODAL_ARCHS = frozenset(
+    {
+        "CLIPModel",
+        "DeepseekVL2ForCausalLM",
+        "Gemma3ForConditionalGeneration",
+        "Gemma3nForConditionalGeneration",
+        "Glm4vForConditionalGeneration",
+        "Glm4vMoeForConditionalGeneration",
+        "Grok1VForCausalLM",
+        "Grok1AForCausalLM",
+        "LlavaLlamaForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "LlavaMistralForCausalLM",
+        "LlavaQwenForCausalLM",
+        "LlavaForConditionalGeneration",
+        "LlavaVidForCausalLM",
+        "MiniCPMO",
+        "MiniCPMV",
+        "Mistral3ForConditionalGeneration",
+        "MultiModalityCausalLM",
+        "MllamaForConditionalGeneration",
+        "Qwen2AudioForConditionalGeneration",
+        "Qwen2VLForConditionalGeneration",
+        "Qwen2_5_VLForConditionalGeneration",
+        "Qwen3VLForConditionalGeneration",
+        "Qwen3VLMoeForConditionalGeneration",
+        "KimiVLForConditionalGeneration",
+        "InternVLChatModel",
+        "InternS1ForConditionalGeneration",
+        "Phi4MMForCausalLM",
+        "VILAForConditionalGeneration",
+        "Step3VLForConditionalGeneration",
+        "DotsVLMForCausalLM",
+        "DotsOCRForCausalLM",
+        "Sarashina2VisionForCausalLM",
+    }
+)
+#: v0.4.1-v0.4.4 ``model_specific_adjustment``: the VLMs whose chunked prefill is turned off
+_CHUNKED_OFF_LISTED = frozenset(
+    {
+        "MllamaForConditionalGeneration",
+        "Qwen2VLForConditionalGeneration",
+        "Qwen2_5_VLForConditionalGeneration",
+        "DeepseekVL2ForCausalLM",
+    }
+)
+#: v0.4.6.post5+ ``is_multimodal_chunked_prefill_supported``: the unsupported list
+_CHUNKED_UNSUPPORTED = frozenset(
+    {
+        "Grok1VForCausalLM",
+        "Grok1AForCausalLM",
+        "LlavaLlamaForCausalLM",
+        "MllamaForConditionalGeneration",
+        "CLIPModel",
+    }
+)
+#: how today's SGLang builds vision towers of text-only-by-default models it still loads:
+#: Gemma 3's SiglipVisionModel with TP layers (models/gemma3_mm.py, models/siglip.py); Llama 4's
+#: only with --enable-multimodal (models/mllama4.py ``has_vision``, from v0.4.10)
+_VISION_TODAY = "Gemma3ForConditionalGeneration:sharded"
+#: today's ``mm_disabled_models`` (v0.5.3 configs/model_config.py): text-only by default
+_TEXT_ONLY_TODAY = (
+    "Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration,Step3VLForConditionalGeneration"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultimodalPolicy:
+    """How a generation of SGLang serves a model (see the module docstring)."""
+
+    multimodal: bool  # takes the multimodal path (listed and not text-only by default)
+    fraction_factor: float  # mem_fraction_static multiplier (1.0: none modelled)
+    default_only: bool  # the factor lowers only the default fraction
+    chunked_prefill: bool | None  # False: off; None: not modelled (no prefill check)
+    #: how the vision tower is built on each rank: "replicated" (a transformers module, whole
+    #: on every rank), "sharded" (SGLang's TP layers), None (not built or not modelled)
+    vision: str | None = None
+
+
+def _sglang_effects(version: str | None) -> Mapping[str, object]:
+    """The generation's effects (the newest row's when no version: no dated table built)."""
+    if version is None or not version.strip():
+        from oomkit.estimate.generation_table import ROWS
+
+        return ROWS["sglang"][-1][7]
+    from oomkit.estimate.generations import resolve_generation
+
+    return resolve_generation("sglang", version).effects
+
+
+def multimodal_policy(spec: ModelSpec, runtime_version: str | None = None) -> MultimodalPolicy:
+    """Whether SGLang at ``runtime_version`` serves ``spec`` as multimodal, and what follows.
+
+    >>> from oomkit.catalog.models import find_model
+    >>> gemma = find_model("gemma-3-4b").spec()
+    >>> multimodal_policy(gemma, "0.4.4").fraction_factor, multimodal_policy(gemma).multimodal
+    (0.95, False)
+    """
+    eff = _sglang_effects(runtime_version)
+    text_only = str(eff.get("mm_text_only", _TEXT_ONLY_TODAY)).split(",")
+    arch = spec.architecture
+    mm = arch in MULTIMODAL_ARCHS and arch not in text_only
+    factor = eff.get("mm_fraction", 1.0)
+    off = str(eff.get("mm_chunked_off", "unsupported"))
+    chunked: bool | None
+    if off == "not_modelled":
+        chunked = None
+    elif off == "all":
+        chunked = not mm
+    elif off == "listed":
+        chunked = not (mm and arch in _CHUNKED_OFF_LISTED)
+    else:
+        chunked = not (mm and arch in _CHUNKED_UNSUPPORTED)
+    towers = dict(
+        item.split(":", 1)
+        for item in str(eff.get("vision", _VISION_TODAY)).split(",")
+        if ":" in item
+    )
+    return MultimodalPolicy(
+        multimodal=mm,
+        fraction_factor=float(factor) if mm and isinstance(factor, (int, float)) else 1.0,
+        default_only=bool(eff.get("mm_fraction_default_only", False)),
+        chunked_prefill=chunked,
+        vision=towers.get(arch),
+    )
 
 
 def sglang_batch_defaults(gpu_mem_bytes: int | None, tp: int) -> tuple[int, int]:
@@ -98,6 +252,58 @@ def legacy_mem_fraction_static(tp: int) -> float:
     return 0.88
 
 
+def dated_mem_fraction_static(
+    kind: str, tp: int, gpu_mem_bytes: int | None = None, pp: int = 1
+) -> float:
+    """The default ``mem_fraction_static`` of SGLang's ``ServerArgs.__post_init__`` before PR
+    #10975, by the generation's ``mem_fraction`` effect (``gpu_mem``: nvidia-smi
+    ``memory.total`` of the smallest GPU, MiB, as ``get_nvgpu_memory_capacity`` reads it):
+
+    * ``tp_table`` (<= v0.4.5.post2): 0.88/0.87/0.85/0.81/0.79 for tp 1/2/4/8/16;
+    * ``tp_table_13g`` (v0.4.5.post3 - v0.4.6.post1): the table up to 81920 MiB, above it
+      ``(gpu_mem - 13 GiB) / gpu_mem``;
+    * ``tp_table_96g`` (v0.4.6.post2 - v0.4.6.post5): the table by tp x pp up to 81920 MiB,
+      0.88 above; above 96 GiB ``min(f + 48 GiB x (1 - f) / gpu_mem, (gpu_mem - 18 GiB) /
+      gpu_mem)``; ``tp_table_180g`` (v0.4.7): the same, 0.79 above 180000 MiB;
+    * ``reserved_tier`` (v0.4.8 - v0.5.2): ``round((gpu_mem - reserved) / gpu_mem, 3)`` with
+      ``reserved`` = (2.8 + tp x pp / 10) GiB below 35 GiB, (9.5 + tp x pp / 2) GiB below 90
+      GiB, (12 + tp x pp / 2) GiB below 160 GiB, else 32 GiB.
+
+    0.88 when the GPU is unknown (every form's fallback).
+
+    >>> dated_mem_fraction_static("reserved_tier", 8, 24564 * MiB)
+    0.85
+    >>> round(dated_mem_fraction_static("tp_table_96g", 8, 143771 * MiB), 4)
+    0.8718
+    """
+    par = tp * pp
+    if kind == "tp_table":
+        return legacy_mem_fraction_static(tp)
+    if gpu_mem_bytes is None or gpu_mem_bytes <= 0:
+        return 0.88
+    mib = gpu_mem_bytes / MiB
+    if kind == "tp_table_13g":
+        return legacy_mem_fraction_static(tp) if mib <= 81920 else (mib - 13 * 1024) / mib
+    if kind in ("tp_table_96g", "tp_table_180g"):
+        frac = legacy_mem_fraction_static(par) if mib <= 81920 else 0.88
+        if kind == "tp_table_180g" and mib > 180 * 1000:
+            return 0.79
+        if mib > 96 * 1024:
+            frac = min(frac + 48 * 1024 * (1 - frac) / mib, (mib - 18 * 1024) / mib)
+        return frac
+    if kind == "reserved_tier":
+        if mib < 35 * 1024:
+            reserved = (2.8 + par / 10) * 1024
+        elif mib < 90 * 1024:
+            reserved = (9.5 + par / 2) * 1024
+        elif mib < 160 * 1024:
+            reserved = (12 + par / 2) * 1024
+        else:
+            reserved = 32 * 1024
+        return round((mib - reserved) / mib, 3)
+    return default_mem_fraction_static(tp, gpu_mem_bytes, pp)
+
+
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
@@ -105,15 +311,21 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     caps = [d.capacity_bytes for d in devices[: tp * pp]]
     smallest = None if any(c is None for c in caps) else min(c for c in caps if c is not None)
-    legacy = False
+    kind = "gpu_memory"
     if settings.runtime_version is not None:
         from oomkit.estimate.generations import resolve_generation
 
         gen = resolve_generation("sglang", settings.runtime_version)
-        legacy = gen.effects.get("mem_fraction") == "tp_table"
+        kind = str(gen.effects.get("mem_fraction", "gpu_memory"))
     frac = settings.mem_fraction_static or (
-        legacy_mem_fraction_static(tp) if legacy else default_mem_fraction_static(tp, smallest, pp)
+        dated_mem_fraction_static(kind, tp, smallest, pp)
+        if kind != "gpu_memory"
+        else default_mem_fraction_static(tp, smallest, pp)
     )
+    mm = multimodal_policy(spec, settings.runtime_version)
+    if mm.fraction_factor != 1.0 and not (mm.default_only and settings.mem_fraction_static):
+        # ModelRunner: "Automatically reduce --mem-fraction-static ... multimodal model"
+        frac = round(frac * mm.fraction_factor, 6)
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     elem = 2 if elem == 4 else elem
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
@@ -131,12 +343,30 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         stages.append((w, lay, kv_bytes_per_token(lay)))
     weights, layers, cell = stages[0]
     ctx = settings.ctx or spec.max_position_embeddings or 8192
+    # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
+    # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
+    # model (so before free memory is profiled): the config's length, not --context-length
+    # (Llama 4: 10M positions x 128 x 2 B = 2.5 GiB per rank); the same as vLLM's estimate
+    # (a second rope config, Gemma 3's local layers, has its own cache: counted once)
+    rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
+    rope = (spec.max_position_embeddings or ctx) * rotary * elem
+    # the vision tower is built with the model (before free memory is profiled) even when the
+    # model is served text-only: Gemma 3's HF AutoModel (v0.4.4.post2 - v0.4.6.post4) and
+    # Llama 4's transformers Llama4VisionModel (v0.4.5.post1 - v0.4.9.x, when the checkpoint
+    # has vision weights) whole on every rank; Gemma 3's SiglipVisionModel (models/siglip.py) from
+    # v0.4.6.post5 split over the TP ranks; with --pp on the first stage only
+    vision_all = spec.multimodal_params * elem
+    vision = vision_all if mm.vision == "replicated" else 0
+    if mm.vision == "sharded":
+        vision = vision_all // tp
     usages = []
     tokens: int | None = None
     reqs: int | None = None
+    prefill: int | None = None  # one-forward prefill peak when chunked prefill is off
     blockers: list[str] = []
     for rank in range(tp * pp):
         weights, layers, cell = stages[rank // tp]
+        v_rank = vision if rank < tp else 0  # the tower lives on the first stage
         d = devices[rank] if rank < len(devices) else devices[0]
         cap = d.capacity_bytes
         if settings.overhead_bytes is not None:
@@ -149,7 +379,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         req_pool = 0
         if cap is not None:
             free0 = cap - overhead
-            rest = int(free0 * frac) - weights.bytes_per_rank
+            rest = int(free0 * frac) - weights.bytes_per_rank - rope - v_rank
             pool = max(0, rest)
             stage_tokens = pool // cell if cell else None
             # the smallest pool of all ranks bounds the server (SGLang syncs the minimum)
@@ -161,6 +391,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 reqs = min(reqs, max(1, tokens // 2))
                 req_pool = (reqs + 1) * (ctx + 4) * 4
             reserve = max(0, free0 - int(free0 * frac) - req_pool)
+            if mm.chunked_prefill is False and prefill is None:
+                prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
+            if prefill is not None and prefill > reserve:
+                blockers.append(
+                    f"chunked prefill is off for this multimodal model in this SGLang: one "
+                    f"request of {ctx} tokens is prefilled in one forward, whose activations "
+                    f"({format_bytes(prefill)}) exceed the {format_bytes(reserve)} left outside "
+                    f"mem_fraction_static {frac:.3f} after the req_to_token pool"
+                )
             if rest <= 0:
                 blockers.append(
                     "weights exceed mem_fraction_static of the GPU: SGLang stops with "
@@ -177,11 +416,34 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 formula=weights.formula,
                 inputs={"tp": tp},
             ),
+            *(
+                (
+                    Component(
+                        category="weights",
+                        label="vision encoder + projector",
+                        n_bytes=v_rank,
+                        formula="multimodal_params x dtype"
+                        + (" (whole on every rank)" if mm.vision == "replicated" else " / tp"),
+                        inputs={"multimodal_params": spec.multimodal_params, "tp": tp},
+                        source="sglang/srt/models/gemma3_mm.py, mllama4.py (vision tower)",
+                    ),
+                )
+                if v_rank
+                else ()
+            ),
+            Component(
+                category="weights",
+                label="rotary cos/sin cache",
+                n_bytes=rope,
+                formula="max_position x rotary_dim x dtype",
+                source="sglang/srt/layers/rotary_embedding.py get_rope",
+            ),
             Component(
                 category="kv_cache",
                 label="KV token pool",
                 n_bytes=pool,
-                formula="free0 x mem_fraction_static - weights (free0: after context/NCCL)",
+                formula="free0 x mem_fraction_static - weights, rotary cache, vision tower "
+                "(free0: after context/NCCL)",
                 inputs={"mem_fraction_static": frac, "cell_size": cell},
                 source="sglang/srt/model_executor/model_runner.py profile_max_num_token",
             ),
@@ -231,6 +493,17 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "max_num_reqs": reqs,
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
+            **(
+                {
+                    "multimodal": {
+                        "fraction_factor": mm.fraction_factor,
+                        "chunked_prefill": mm.chunked_prefill,
+                        "prefill_peak_bytes": prefill,
+                    }
+                }
+                if mm.multimodal
+                else {}
+            ),
         },
         assumptions=tuple(weights.assumptions)
         + (
