@@ -19,6 +19,7 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -30,6 +31,7 @@ FAMILY = {
     "ik_llama.cpp": "llama.cpp",
     "ollama-runner": "llama.cpp",
     "vllm": "vllm",
+    "transformers-gpu": "transformers",
 }
 #: accuracy component -> estimate category (None: not a GPU-resident quantity / derived)
 CATEGORY = {
@@ -42,6 +44,9 @@ CATEGORY = {
     "compute_buffer": "activations",
     "activation_peak": "activations",
     "non_torch": "overhead",
+    "weights_gpu": "weights",
+    "activation_peak_gpu": "activations",
+    "non_torch_gpu": "overhead",
 }
 #: oomkit runtime -> (family whose rows apply, note)
 RUNTIMES = {
@@ -52,8 +57,96 @@ RUNTIMES = {
     "ollama": ("llama.cpp", "Ollama's runner allocates llama.cpp's buffers: llama.cpp rows"),
     "vllm": ("vllm", "measured: vLLM startup profiling logs"),
     "sglang": ("vllm", "no SGLang rows yet: vLLM's rows (same HF weights and torch forward)"),
-    "transformers": ("vllm", "no transformers rows yet: vLLM's rows (same HF weights, torch)"),
+    "transformers": (
+        "transformers",
+        "measured: generate() on an H100 (benchmarks/gpu/results/transformers_h100.json)",
+    ),
 }
+#: real-GPU transformers runs: ``benchmarks/gpu/validate_transformers.py`` results
+GPU_TRANSFORMERS = ROOT / "benchmarks" / "gpu" / "results" / "transformers_h100.json"
+
+
+def predict_transformers(r: dict[str, Any]) -> dict[str, int]:
+    """Today's transformers estimate for one H100 run (not the figures recorded with it)."""
+    import dataclasses
+    import sys
+
+    sys.path.insert(0, str(ROOT / "src"))
+    import oomkit
+    from oomkit.hardware.catalog import find_gpu_by_nvml_name
+    from oomkit.hardware.targets import hardware_for
+    from oomkit.inprocess.probe_model import load_config_dict
+    from oomkit.loaders.hf_config import parse_config
+
+    spec = parse_config({**load_config_dict(r["model"]), **r["overrides"]}, name=r["model"])
+    est = oomkit.estimate_model(
+        dataclasses.replace(spec, torch_dtype="bfloat16"),
+        oomkit.InferenceSettings(
+            runtime="transformers",
+            quant="bf16",
+            ctx=r["prompt"],
+            max_new_tokens=r["new"],
+            parallel=r["batch"],
+            attn_implementation=r["attn_implementation"],
+        ),
+        hardware_for((find_gpu_by_nvml_name("NVIDIA H100 80GB HBM3", 85017493504),)),
+    )
+    dev = est.devices[0]
+    return {
+        "weights_bytes": dev.weights_bytes,
+        "kv_cache_bytes": dev.kv_cache_bytes,
+        "activations_bytes": dev.activations_bytes,
+        "device_total_bytes": dev.total_bytes,
+        "torch_bytes": dev.total_bytes - dev.overhead_bytes,
+    }
+
+
+def gpu_transformers_rows(path: Path = GPU_TRANSFORMERS) -> list[dict[str, object]]:
+    """Rows in ``accuracy.py``'s shape from the H100 ``generate()`` runs.
+
+    activations: ``max_memory_allocated`` over generate() less the parameters and oomkit's KV
+    cache (the KV cache is exact by construction: layers x 2 x kv heads x head dim x tokens),
+    against oomkit's activations; overhead: nvidia-smi used less torch's reserved memory (the
+    process's non-PyTorch share: CUDA context, cuBLAS) against oomkit's context. The weights
+    are the parameters' bytes.
+    """
+    if not path.exists():
+        return []
+    rows: list[dict[str, object]] = []
+    for r in json.loads(path.read_text())["results"]:
+        if "error" in r:
+            continue
+        m, p = r["measured"], predict_transformers(r)
+        rec = f"h100-{r['model']}-b{r['batch']}-p{r['prompt']}-{r['attn_implementation']}"
+        measured = {
+            "weights_gpu": m["parameter_bytes"],
+            "activation_peak_gpu": m["max_memory_allocated_bytes"]
+            - m["parameter_bytes"]
+            - p["kv_cache_bytes"],
+            "non_torch_gpu": m["nvidia_smi_used_MiB"] * (1 << 20) - m["max_memory_reserved_bytes"],
+        }
+        predicted = {
+            "weights_gpu": p["weights_bytes"],
+            "activation_peak_gpu": p["activations_bytes"],
+            "non_torch_gpu": p["device_total_bytes"] - p["torch_bytes"],
+        }
+        for comp, meas in measured.items():
+            pred = predicted[comp]
+            rows.append(
+                {
+                    "source": "gpu_h100",
+                    "record": rec,
+                    "runtime": "transformers-gpu",
+                    "component": comp,
+                    "predicted": float(pred),
+                    "measured": float(meas),
+                    "unit": "bytes",
+                    "error": (pred - meas) / meas,
+                }
+            )
+    return rows
+
+
 CATEGORIES = ("weights", "kv_cache", "activations", "overhead")
 
 
@@ -85,10 +178,11 @@ def main() -> int:
     ap.add_argument("--accuracy", default=str(HERE / "accuracy_results.json"))
     ap.add_argument("--out", default=str(ROOT / "src/oomkit/data/verdict_band.json"))
     args = ap.parse_args()
-    rows = json.loads(Path(args.accuracy).read_text())["rows"]
+    rows = json.loads(Path(args.accuracy).read_text())["rows"] + gpu_transformers_rows()
     doc = {
         "_source": "python benchmarks/verdict_band.py (from benchmarks/accuracy_results.json, "
-        "itself from python benchmarks/accuracy.py --json benchmarks/accuracy_results.json)",
+        "itself from python benchmarks/accuracy.py --json benchmarks/accuracy_results.json, "
+        "and the H100 runs of benchmarks/gpu/results/transformers_h100.json)",
         "_rule": "fraction = largest under-prediction (measured - predicted) / predicted of a "
         "GPU-resident quantity, per runtime family and category",
         "runtimes": derive(rows),
