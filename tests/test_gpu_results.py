@@ -221,3 +221,33 @@ def test_probe_traces_mla_attention_as_cuda_runs_it() -> None:
     r = oomkit.probe(cfg, train=case["method"], seq=case["seq"], batch=case["batch"])
     assert r.peak_bytes == case["probe"]["peak_bytes"]
     assert r.peak_bytes == pytest.approx(case["measured"]["max_memory_allocated_bytes"], rel=0.02)
+
+
+def _llamacpp_cases() -> list[dict[str, Any]]:
+    return [r for r in json.loads((RESULTS / "llamacpp_h100.json").read_text())["records"]]
+
+
+@pytest.mark.parametrize("r", _llamacpp_cases(), ids=lambda r: r["id"])
+def test_llamacpp_cuda_buffers_and_total_on_the_h100(r: dict[str, Any]) -> None:
+    """A CUDA build of llama.cpp loaded sparse full-size GGUFs with every layer on the H100:
+    oomkit's CUDA0 model and KV buffers are exact, the compute buffer within 15% (MoE graphs
+    take 24-41 MiB more on CUDA than modelled), and the device total within 1% of what
+    nvidia-smi showed for the process (the 600 MiB context included)."""
+    import sys
+
+    sys.path.insert(0, str(RESULTS.parent))
+    sys.path.insert(0, str(RESULTS.parents[1] / "oracle"))
+    pytest.importorskip("gguf")
+    import llamacpp_cuda_oracle as oracle
+    from run_oracle import parse_log
+
+    assert r["rc"] == 0
+    measured = parse_log(oracle.last_pass(r["log_memory_lines"]))
+    p = oracle.predict(r)
+    mib = float(1 << 20)
+    for kind in ("model", "kv"):
+        assert p["buffers"][kind]["CUDA0"] / mib == pytest.approx(measured[kind]["CUDA0"], abs=0.01)
+    assert p["buffers"]["compute"]["CUDA0"] / mib == pytest.approx(
+        measured["compute"]["CUDA0"], rel=0.15
+    )
+    assert p["device_total_bytes"] / mib == pytest.approx(r["smi_peak_MiB"], rel=0.01)

@@ -72,7 +72,10 @@ CONTEXT_OVERHEAD: Mapping[tuple[str, str], tuple[int, str]] = MappingProxyType(
 #: training) and a ggml process load different kernel images, so the PyTorch figure is kept apart
 _LARGE_CONTEXT_ARCHS: Mapping[str, tuple[int, str]] = MappingProxyType(
     {
-        "hopper": (600 * MiB, "0.5-0.7 GiB reported: 600 MiB"),
+        # a CUDA build of llama.cpp (llama-cpp-python 0.3.36's vendored tree, sm_90) on an H100:
+        # nvidia-smi less the model, KV and compute buffers = 590-593 MiB over 7 fully
+        # offloaded runs (benchmarks/gpu/results/llamacpp_h100.json)
+        "hopper": (600 * MiB, "600 MiB (590-593 MiB measured for llama.cpp on an H100)"),
         "blackwell": (600 * MiB, "0.5-0.7 GiB reported: 600 MiB"),
     }
 )
