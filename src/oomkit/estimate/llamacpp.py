@@ -196,8 +196,13 @@ def _compute_buffers(
     placement: Placement,
     gpus: Sequence[DeviceTarget],
     names: Sequence[str],
+    split_mode: str = "layer",
 ) -> tuple[dict[str, int], dict[str, str], list[str]]:
-    """Compute buffer per backend buffer name; notes on what was modelled."""
+    """Compute buffer per backend buffer name; notes on what was modelled.
+
+    Pipeline parallelism (4 copies of the scheduler's inputs) only with ``-sm layer``
+    (llama-context.cpp: ``pipeline_parallel = model.n_devices() > 1 && n_gpu_layers > n_layer
+    && split_mode == LLAMA_SPLIT_MODE_LAYER && offload_kqv``)."""
     notes: list[str] = []
     out: dict[str, int] = {}
     where: dict[str, str] = {}
@@ -218,7 +223,8 @@ def _compute_buffers(
     out_gi = None if out_dev == "cpu" else int(out_dev.split(":")[1])
     multi = len(gpu_layers) > 1
     # pipeline parallelism: several GPUs, everything offloaded (llama_context: n_copies = 4)
-    n_copies = 4 if multi and placement.n_offloaded == n_layer + 1 else 1
+    full = placement.n_offloaded == n_layer + 1
+    n_copies = 4 if multi and full and split_mode == "layer" else 1
     if n_copies > 1:
         notes.append("pipeline parallelism: scheduler inputs kept in 4 copies")
     first_gpu = min(gpu_layers) if gpu_layers else 0
@@ -336,7 +342,9 @@ def _estimate(
     )
     kv = plan_kv(spec, params)
     sh = graph_shape(params, kv)
-    compute, compute_where, c_notes = _compute_buffers(spec, params, sh, placement, gpus, names)
+    compute, compute_where, c_notes = _compute_buffers(
+        spec, params, sh, placement, gpus, names, settings.split_mode or "layer"
+    )
     n_out = params.options.n_outputs_max or params.n_seq_max
     out_bytes = output_buffer_bytes(spec, n_out)
     host_buf = "CPU"
