@@ -198,11 +198,8 @@ def _compute_buffers(
     names: Sequence[str],
     split_mode: str = "layer",
 ) -> tuple[dict[str, int], dict[str, str], list[str]]:
-    """Compute buffer per backend buffer name; notes on what was modelled.
-
-    Pipeline parallelism (4 copies of the scheduler's inputs) only with ``-sm layer``
-    (llama-context.cpp: ``pipeline_parallel = model.n_devices() > 1 && n_gpu_layers > n_layer
-    && split_mode == LLAMA_SPLIT_MODE_LAYER && offload_kqv``)."""
+    """Compute buffer per backend buffer name; notes on what was modelled. Pipeline copies only
+    with ``-sm layer`` (llama-context.cpp ``pipeline_parallel``: ``LLAMA_SPLIT_MODE_LAYER``)."""
     notes: list[str] = []
     out: dict[str, int] = {}
     where: dict[str, str] = {}
