@@ -257,9 +257,11 @@ def test_device_totals_are_sums_of_parts(ngl: int, ctx: int, n_gpu: int) -> None
 
 
 def test_row_split_spreads_matrices_keeps_kv_on_main_gpu() -> None:
+    """Builds before llama.cpp PR #10026 (2024-10-30): -sm row keeps every layer on the main
+    GPU; only the layers' matrices spread their rows."""
     g2 = Hardware(devices=(GPU, GPU))
-    row = _est("llama-3.1-8b", g2, split_mode="row")
-    layer = _est("llama-3.1-8b", g2)
+    row = _est("llama-3.1-8b", g2, split_mode="row", runtime_version="b3900")
+    layer = _est("llama-3.1-8b", g2, runtime_version="b3900")
     b = _buffers(row)
     assert b["model"]["CUDA_Split:0"] == b["model"]["CUDA_Split:1"]
     assert set(b["kv"]) == {"CUDA0"}  # every layer belongs to the main GPU
@@ -267,3 +269,24 @@ def test_row_split_spreads_matrices_keeps_kv_on_main_gpu() -> None:
     total_row = sum(v for k, v in b["model"].items() if k != "CPU_Mapped")
     total_layer = sum(v for k, v in _buffers(layer)["model"].items() if k != "CPU_Mapped")
     assert abs(total_row - total_layer) < 0.001 * total_layer
+
+
+def test_row_split_places_layers_and_kv_by_build() -> None:
+    """llama.cpp PR #10026 (commit c5b0f4b, 2024-10-30): with -sm row each layer, its KV cache
+    and its compute go to the GPU --tensor-split picks, as with -sm layer; its matrices still
+    spread their rows over both GPUs. No pipeline parallelism with -sm row (llama-context.cpp:
+    only LLAMA_SPLIT_MODE_LAYER), so no 4 copies of the graph inputs."""
+    g2 = Hardware(devices=(GPU, GPU))
+    old = _buffers(_est("llama-3.1-8b", g2, split_mode="row", runtime_version="b3900"))
+    new_est = _est("llama-3.1-8b", g2, split_mode="row", runtime_version="b4500")
+    new = _buffers(new_est)
+    layer = _buffers(_est("llama-3.1-8b", g2, runtime_version="b4500"))
+    assert set(new["kv"]) == {"CUDA0", "CUDA1"}
+    assert new["kv"] == layer["kv"]  # the KV follows the layers, as with -sm layer
+    assert sum(new["kv"].values()) == old["kv"]["CUDA0"]
+    # rows of every layer matrix still half on each GPU, the same bytes as before the PR
+    assert new["model"]["CUDA_Split:0"] == new["model"]["CUDA_Split:1"]
+    assert new["model"]["CUDA_Split:0"] == old["model"]["CUDA_Split:0"]
+    assert not any("pipeline parallelism" in a for a in new_est.assumptions)
+    # no version: the newest build, the PR's placement
+    assert _buffers(_est("llama-3.1-8b", g2, split_mode="row"))["kv"] == new["kv"]

@@ -221,3 +221,51 @@ def test_ollama_plans_offer_no_llamacpp_only_flags(capsys: pytest.CaptureFixture
     assert code == 3
     assert "n-cpu-moe" not in out
     assert "PARAMETER num_gpu" in out
+
+
+def test_qwen2_graph_case_reproduces_ollama_5913_log() -> None:
+    """ollama#5913 (dolphin-qwen2:72b q4_K_S, num_ctx 2048, batch 512, 2024-07-24) logs
+    memory.go's figures: memory.required.kv=640.0 MiB, memory.graph.full=313.0 MiB,
+    memory.graph.partial=1.3 GiB. GraphSize's qwen2 case gives exactly these; the fallback
+    GQA x kv / 6 (8 x 640 MiB / 6 = 853 MiB for both) gives neither."""
+    spec = load_model("qwen2-72b", offline=True)
+    kv = ollama_kv_bytes(spec, 2048)
+    assert kv == 640 * MiB
+    partial, full = graph_size(spec, 2048, 512, kv)
+    assert round(full / MiB, 1) == 313.0
+    assert round(partial / GiB, 1) == 1.3
+    gqa_fallback = 8 * kv // 6
+    assert full != gqa_fallback
+    assert partial != gqa_fallback
+
+
+def test_qwen2_split_over_unequal_gpus_comes_from_memory_go() -> None:
+    """ollama#8984's machine (3090 + 8 GB 4070 Laptop, Qwen2.5-32B q5_K_S, num_ctx 2048, Ollama
+    of 2025-02): with num_gpu unset the llama runner passes llama.cpp memory.go's
+    --tensor-split, blocks dealt alternately from blk.0 until the 8 GB card is full (its 0.9
+    GiB partial graph and 457 MiB minimum kept free), not llama.cpp's own split by free
+    memory. Before v0.1.32 (no qwen2 case in GraphSize) that path is not taken."""
+    hw = hardware_for(parse_gpu_list("rtx-3090,rtx-4070-laptop"))
+    new = estimate(
+        "qwen2.5-32b",
+        InferenceSettings(runtime="ollama", quant="Q5_K_S", ctx=2048, runtime_version="0.5.7"),
+        hw,
+        offline=True,
+    )
+    assert any("GPUs in the order Ollama lists them" in n for n in new.assumptions)
+    split = new.settings["tensor_split"]
+    assert isinstance(split, str)
+    big, small = (int(x) for x in split.split(","))
+    assert big + small == 65  # 64 blocks + output
+    # memory.go's room on the 8 GB card: its free memory less graph, minimum and blk.0 buffer
+    spec = load_model("qwen2.5-32b", offline=True)
+    partial, _ = graph_size(spec, 2048, 512, ollama_kv_bytes(spec, 2048))
+    assert 0.85 * GiB < partial < 0.95 * GiB
+    assert 15 <= small <= 19
+    old = estimate(
+        "qwen2.5-32b",
+        InferenceSettings(runtime="ollama", quant="Q5_K_S", ctx=2048, runtime_version="0.1.31"),
+        hw,
+        offline=True,
+    )
+    assert not any("GPUs in the order Ollama lists them" in n for n in old.assumptions)

@@ -56,6 +56,12 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
         _TP + "test_v100_keeps_cublas_for_64_token_batches_after_pr_8075",
     ),
+    ("llama.cpp", "2024-10-loader"): (
+        "test:tests/test_llamacpp.py::test_row_split_places_layers_and_kv_by_build",
+        "log:https://github.com/ggml-org/llama.cpp/issues/10152 (b4017, 3x P40, -sm row: "
+        "'split mode row equally distributes both model weights and kv cache across all GPU's, "
+        "while previously it would load the kv cache on GPU1')",
+    ),
     ("llama.cpp", "2024"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",

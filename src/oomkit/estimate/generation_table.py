@@ -57,6 +57,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
                 "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 ubatch_split=False,
                 cublas_pool="none",
             ),
@@ -71,6 +72,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
                 "CUDA pool, which keeps one larger buffer per prompt step",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 ubatch_split=False,
                 cublas_pool="none",
                 attn_pool="all",
@@ -87,6 +89,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
                 "test was a compile-time macro); the output matrix runs over every prompt token",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 ubatch_split=False,
                 cublas_pool="all",
                 all_logits=True,
@@ -104,6 +107,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
                 "growing legacy-pool buffers",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 ubatch_split=False,
                 cublas_pool="all",
                 all_logits=True,
@@ -119,6 +123,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
                 "weight copies",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 ubatch_split=False,
                 cublas_pool="tensor_cores",
                 all_logits=True,
@@ -135,6 +140,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
                 "the compute buffer follow -b no more",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 cublas_pool="tensor_cores",
                 all_logits=True,
             ),
@@ -148,6 +154,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "memory usage, skip unused logits)",
                 "the output matrix multiplies only the tokens whose logits are wanted",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 cublas_pool="tensor_cores",
             ),
             _g(
@@ -161,6 +168,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "vs 576 per token and layer); sliding-window layers cache the whole context; "
                 "one KV stream whatever -np; cells padded to 32 without FA",
                 **_OLD_LLAMACPP,
+                row_main_gpu=True,
                 cublas_pool="tensor_cores",
             ),
             _g(
@@ -172,6 +180,21 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
                 "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool; "
                 "V100 (FP16 but no int8 tensor cores) keeps cuBLAS for 64+ token batches",
+                **_OLD_LLAMACPP,
+                row_main_gpu=True,
+            ),
+            _g(
+                "llama.cpp",
+                "2024-10-loader",
+                "llama.cpp 2024-10 (backend-registry model loader)",
+                "2024-10-30",
+                None,
+                "ggml-org/llama.cpp PR #10026 (commit c5b0f4b, 'llama : refactor model loader "
+                "with backend registry': '-sm row: KV and other non-matrix weights are split "
+                "among the available GPUs in the same way as split by layer mode')",
+                "-sm row: each layer, its KV cache and its part of the compute graph go to the "
+                "GPU --tensor-split gives the layer, as with -sm layer (before: all on the main "
+                "GPU); the layer's matrices still spread their rows over every GPU",
                 **_OLD_LLAMACPP,
             ),
             _g(

@@ -196,8 +196,10 @@ def _compute_buffers(
     placement: Placement,
     gpus: Sequence[DeviceTarget],
     names: Sequence[str],
+    split_mode: str = "layer",
 ) -> tuple[dict[str, int], dict[str, str], list[str]]:
-    """Compute buffer per backend buffer name; notes on what was modelled."""
+    """Compute buffer per backend buffer name; notes on what was modelled. Pipeline copies only
+    with ``-sm layer`` (llama-context.cpp ``pipeline_parallel``: ``LLAMA_SPLIT_MODE_LAYER``)."""
     notes: list[str] = []
     out: dict[str, int] = {}
     where: dict[str, str] = {}
@@ -218,7 +220,8 @@ def _compute_buffers(
     out_gi = None if out_dev == "cpu" else int(out_dev.split(":")[1])
     multi = len(gpu_layers) > 1
     # pipeline parallelism: several GPUs, everything offloaded (llama_context: n_copies = 4)
-    n_copies = 4 if multi and placement.n_offloaded == n_layer + 1 else 1
+    full = placement.n_offloaded == n_layer + 1
+    n_copies = 4 if multi and full and split_mode == "layer" else 1
     if n_copies > 1:
         notes.append("pipeline parallelism: scheduler inputs kept in 4 copies")
     first_gpu = min(gpu_layers) if gpu_layers else 0
@@ -336,7 +339,9 @@ def _estimate(
     )
     kv = plan_kv(spec, params)
     sh = graph_shape(params, kv)
-    compute, compute_where, c_notes = _compute_buffers(spec, params, sh, placement, gpus, names)
+    compute, compute_where, c_notes = _compute_buffers(
+        spec, params, sh, placement, gpus, names, settings.split_mode or "layer"
+    )
     n_out = params.options.n_outputs_max or params.n_seq_max
     out_bytes = output_buffer_bytes(spec, n_out)
     host_buf = "CPU"

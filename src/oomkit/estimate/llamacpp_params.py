@@ -109,6 +109,11 @@ class LlamaCppOptions:
     #: built with GGML_CUDA_FORCE_MMQ (Ollama's Linux CUDA build, 0.1.23-0.2.1): MMQ for
     #: every batch, no dequantized weights in the pool whatever ``cublas_pool`` says
     force_mmq: bool = False
+    #: True = builds before PR #10026 (commit c5b0f4b, 2024-10-30): with ``-sm row`` every
+    #: offloaded layer, its KV cache and the compute graph belong to the main GPU; from that
+    #: PR on they are split over the GPUs by ``--tensor-split`` as in ``-sm layer``
+    #: (:func:`oomkit.estimate.llamacpp_placement.place_weights`)
+    row_main_gpu: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

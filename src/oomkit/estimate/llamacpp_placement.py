@@ -195,9 +195,19 @@ def place_weights(
     """Assign each (tensor, ggml type, bytes) to a buffer; sizes as ``load_tensors`` logs them.
 
     ``tensors`` must be in GGUF file order (the mmap range depends on it). With
-    ``split_mode="row"`` every offloaded layer belongs to the main GPU, and its 2-D matmul
-    weights go to the ``CUDA_Split`` buffer type, which spreads their rows over the GPUs in
-    ``tensor_split`` proportions (ggml-cuda ``ggml_backend_cuda_split_buffer_type``).
+    ``split_mode="row"`` the 2-D matmul weights of each offloaded layer go to the ``CUDA_Split``
+    buffer type, which spreads their rows over the GPUs in ``tensor_split`` proportions
+    (ggml-cuda ``ggml_backend_cuda_split_buffer_type``). Which GPU owns the layer itself (its
+    norms, its KV cache, its part of the compute graph) depends on the build: before
+    llama.cpp PR #10026 (commit c5b0f4b, 2024-10-30; ``params.options.row_main_gpu``) every
+    offloaded layer belongs to the main GPU (``llama_model_load``: ``model.buft_layer[i] =
+    {split_buft, llama_default_buffer_type_offload(model, main_gpu)}``); from it on
+    ``load_tensors``' ``get_layer_buft_list`` gives each layer the GPU that ``--tensor-split``
+    picks, as with ``-sm layer``, and the layer's matrices go to that GPU's split buffer type
+    (``make_gpu_buft_list``: ``ggml_backend_split_buffer_type(dev_index, tensor_split)`` first,
+    then the device's own), whose rows still spread over every GPU. PR #10026's description:
+    "Row split mode (-sm row): KV and other non-matrix weights are split among the available
+    GPUs in the same way as split by layer mode"; llama.cpp#10152 (b4017, 3x P40) observed it.
     """
     key = (  # memoised: see _PLACEMENTS
         n_layer,
@@ -214,7 +224,7 @@ def place_weights(
     if hit is not None:
         return hit
     row = split_mode == "row" and len(gpus) > 1
-    layer_gpus = gpus[:1] if row else gpus
+    layer_gpus = gpus[:1] if row and params.options.row_main_gpu else gpus
     per_layer, n_off = layer_devices(n_layer, params.n_gpu_layers, layer_gpus, tensor_split)
     # Metal maps the file straight into GPU-visible memory (zero copy): "MTL0_Mapped"
     names = [
@@ -399,20 +409,21 @@ def _split_rows(
     names: Sequence[str],
     tensor_split: Sequence[float] | None,
 ) -> None:
-    """Move the main GPU's layer matrices into per-device shares of the split buffer."""
+    """Move the GPUs' layer matrices into per-device shares of the split buffer."""
     raw = [float(x) for x in (tensor_split or ())][: len(gpus)]
     if not raw or not any(x > 0 for x in raw):
         raw = [float(g.capacity_bytes or 1) for g in gpus]
     raw += [0.0] * (len(gpus) - len(raw))
     total = sum(raw)
     prefix = names[0].rstrip("0123456789")
+    owner = {name: gpus[i] for i, name in enumerate(names)}
     for p in placed:
-        if p.buffer != names[0] or p.layer is None or "norm" in p.name or p.ne0 <= 1:
+        if p.buffer not in owner or p.layer is None or "norm" in p.name or p.ne0 <= 1:
             continue
         if not p.name.endswith(".weight"):
             continue
-        size = backend_alloc_bytes(p.type_name, p.ne0, p.n_bytes, gpus[0].backend)
-        buffers[names[0]] -= size
+        size = backend_alloc_bytes(p.type_name, p.ne0, p.n_bytes, owner[p.buffer].backend)
+        buffers[p.buffer] -= size
         for i, frac in enumerate(raw):
             share = int(size * frac / total)
             if share:

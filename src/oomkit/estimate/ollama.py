@@ -241,8 +241,9 @@ def _auto_num_gpu(
 
 #: HF model types whose GGUF architecture has its own case in ``GGML.GraphSize`` (llm/ggml.go,
 #: later fs/ggml/ggml.go: llama, gemma*, qwen2, phi2, stablelm, chatglm, mllama, gptoss,
-#: mistral3, qwen25vl, llama4) that is not modelled here; deepseek2's case is
-#: (:func:`oomkit.estimate.ollama_memory_go.graph_size`), every other architecture takes
+#: mistral3, qwen25vl, llama4) that is not modelled here; deepseek2's case is, and qwen2's
+#: from v0.1.32 on, the release that added it
+#: (:func:`oomkit.estimate.ollama_memory_go.graph_size`); every other architecture takes
 #: memory.go's own ``GQA x kv / 6`` fallback
 _GRAPH_CASE_UNMODELLED: frozenset[str] = frozenset(
     {
@@ -256,7 +257,6 @@ _GRAPH_CASE_UNMODELLED: frozenset[str] = frozenset(
         "gemma3",
         "gemma3_text",
         "gemma3n",
-        "qwen2",
         "phi",
         "stablelm",
         "chatglm",
@@ -268,8 +268,16 @@ _GRAPH_CASE_UNMODELLED: frozenset[str] = frozenset(
 )
 
 
-def _memory_go_modelled(spec: ModelSpec) -> bool:
-    """Whether memory.go's estimate (its KV formula and GraphSize) is modelled for ``spec``."""
+#: ollama commit 12e923e15 ("update graph size estimate", 2024-04-02) added GraphSize's
+#: ``qwen2`` case; it is first in v0.1.32
+_QWEN2_GRAPH_CASE = (0, 1, 32)
+
+
+def _memory_go_modelled(spec: ModelSpec, version: str | None = None) -> bool:
+    """Whether memory.go's estimate (its KV formula and GraphSize) is modelled for ``spec``
+    under Ollama ``version`` (None: the newest)."""
+    if spec.model_type == "qwen2" and _version_before(version, _QWEN2_GRAPH_CASE):
+        return False  # the older graph estimate of that release is not modelled
     return spec.mla is not None or spec.model_type not in _GRAPH_CASE_UNMODELLED
 
 
@@ -422,7 +430,11 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     auto_layers: int | None = None
     auto: tuple[int, Estimate] | None = None
     n_all = spec.num_hidden_layers + 1
-    if settings.n_gpu_layers is None and not new_engine and _memory_go_modelled(spec):
+    if (
+        settings.n_gpu_layers is None
+        and not new_engine
+        and _memory_go_modelled(spec, settings.runtime_version)
+    ):
         # the llama runner always lets llm/memory.go pick -ngl and --tensor-split when num_gpu
         # is unset (llm/server.go: NumGPU < 0 -> estimate.Layers), whether or not llama.cpp's
         # own layout would fit: memory.go's KV and graph figures decide

@@ -72,9 +72,29 @@ def ollama_kv_bytes(
 
 def graph_size(spec: ModelSpec, n_ctx: int, batch: int, kv: int) -> tuple[int, int]:
     """(partial, full) offload graph of ``GGML.GraphSize`` (llm/ggml.go): the ``deepseek2``
-    case; other architectures use ``memory.go``'s fallback ``GQA x kv / 6`` for both."""
+    and ``qwen2`` cases; other architectures use ``memory.go``'s fallback ``GQA x kv / 6`` for
+    both.
+
+    ``qwen2`` (Qwen2 / Qwen2.5 dense; ollama commit 12e923e15 "update graph size estimate",
+    2024-04-02, first in v0.1.32; unchanged through v0.12, e.g. llm/ggml.go lines 465-474 of
+    v0.5.7): ``full = max(4 b (E + V), 4 b (1 + 2E + C + C H))`` and ``partial = max(4 b (E +
+    V) + E V 105/128, 4 (b (1 + 2E + C (1 + H)) + E (1 + C)))`` with ``b`` the batch, ``E``
+    the embedding length, ``V`` the vocabulary, ``C`` the context and ``H`` the head count.
+    Its first term (the logits of a batch plus, when partially offloaded, a dequantized
+    output matrix) is far above the fallback's ``GQA x kv / 6`` at short contexts."""
     k, _, heads_kv = _kv_dims(spec)
     emb, vocab = spec.hidden_size, spec.vocab_size
+    if spec.model_type == "qwen2":
+        heads = spec.num_attention_heads
+        full = max(
+            4 * batch * (emb + vocab),
+            4 * batch * (1 + 2 * emb + n_ctx + n_ctx * heads),
+        )
+        partial = max(
+            4 * batch * (emb + vocab) + emb * vocab * 105 // 128,
+            4 * (batch * (1 + 2 * emb + n_ctx * (1 + heads)) + emb * (1 + n_ctx)),
+        )
+        return partial, full
     if spec.mla is not None:
         full = max(
             4 * batch * (3 * emb + vocab),
