@@ -61,16 +61,19 @@ def test_validate_training_cpu_smoke() -> None:
     assert lora["probe"]["gradients_bytes"] < probe["gradients_bytes"]
 
 
+#: a Llama-3.2 shrunk to one tiny layer (the real architecture, built from the catalog config)
+SMALL = {"num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128,
+         "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
+         "vocab_size": 512}  # fmt: skip
+
+
 def test_validate_transformers_reads_nested_catalog_configs() -> None:
     """Llama 3.x configs carry a nested ``rope_scaling`` mapping; transformers >= 5 refuses the
     catalog's read-only view of it (seen on the H100 run), so the script passes plain dicts."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     mod = _load(ROOT / "benchmarks" / "gpu" / "validate_transformers.py")
-    small = {"num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128,
-             "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
-             "vocab_size": 512}  # fmt: skip
-    out = mod.run_case("llama-3.2-1b", small, 1, 8, 2, "sdpa", device="cpu")
+    out = mod.run_case("llama-3.2-1b", SMALL, 1, 8, 2, "sdpa", device="cpu")
     assert out["predicted"]["weights_bytes"] == pytest.approx(
         out["measured"]["parameter_bytes"], rel=1e-3
     )
@@ -82,13 +85,10 @@ def test_reproduce_torchtune_cpu_smoke() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     mod = _load(ROOT / "benchmarks" / "gpu" / "reproduce_torchtune.py")
-    small = {"num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128,
-             "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
-             "vocab_size": 512}  # fmt: skip
     seen = set()
     for case_id, row, case in mod.CASES:
         if case_id.startswith("eager"):
-            out = mod.run_case(case_id, row, case, device="cpu", overrides=small)
+            out = mod.run_case(case_id, row, case, device="cpu", overrides=SMALL)
             assert out["parameter_bytes"] > 0
             seen.add(out["settings"]["optimizer_impl"])
     assert seen == {"foreach", "fused"}

@@ -10,27 +10,23 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def run_suite(
-    description: str,
-    default_out: str,
-    cases: Sequence[tuple[Any, ...]],
-    run_case: Callable[..., dict[str, Any]],
-) -> int:
-    """Run every case on the first CUDA GPU and write results with GPU/driver/torch versions;
-    print "skipped: ..." and return 0 where torch, transformers or CUDA is missing."""
-    ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--out", default=default_out)
-    args = ap.parse_args()
+def gpu_modules() -> tuple[Any, Any] | None:
+    """(torch, transformers) when both import and CUDA is visible; else print why and None."""
     try:
         import torch
         import transformers
     except ImportError as e:
         print(f"skipped: {e.name} is not installed (needs torch + transformers + CUDA)")
-        return 0
+        return None
     if not torch.cuda.is_available():
         print("skipped: no CUDA GPU visible")
-        return 0
-    env = {
+        return None
+    return torch, transformers
+
+
+def environment(torch: Any, transformers: Any) -> dict[str, Any]:
+    """GPU, driver, CUDA, torch, transformers and Python versions of this machine."""
+    return {
         "gpu": torch.cuda.get_device_name(0),
         "gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory,
         "torch": torch.__version__,
@@ -44,6 +40,24 @@ def run_suite(
             check=False,
         ).stdout.strip(),
     }
+
+
+def run_suite(
+    description: str,
+    default_out: str,
+    cases: Sequence[tuple[Any, ...]],
+    run_case: Callable[..., dict[str, Any]],
+) -> int:
+    """Run every case on the first CUDA GPU and write results with GPU/driver/torch versions;
+    print "skipped: ..." and return 0 where torch, transformers or CUDA is missing."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--out", default=default_out)
+    args = ap.parse_args()
+    mods = gpu_modules()
+    if mods is None:
+        return 0
+    torch, transformers = mods
+    env = environment(torch, transformers)
     results = []
     for case in cases:
         try:

@@ -32,8 +32,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -168,37 +166,22 @@ def run_case(
 
 
 def measure(out: str, only: str | None) -> int:
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        print(f"skipped: {e.name} is not installed (needs torch + transformers + CUDA)")
+    sys.path.insert(0, str(HERE))
+    from _suite import environment, gpu_modules
+
+    mods = gpu_modules()
+    if mods is None:
         return 0
-    if not torch.cuda.is_available():
-        print("skipped: no CUDA GPU visible")
-        return 0
+    torch, transformers = mods
     from torch.optim.optimizer import _default_to_fused_or_foreach
 
     probe_param = [torch.nn.Parameter(torch.zeros(4, device="cuda"))]
     fused_default, foreach_default = _default_to_fused_or_foreach(probe_param, False, False)
     env = {
-        "gpu": torch.cuda.get_device_name(0),
-        "gpu_total_bytes": torch.cuda.get_device_properties(0).total_memory,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "driver": subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip(),
-        "adamw_default_impl": "fused"
-        if fused_default
-        else "foreach"
-        if foreach_default
-        else "forloop",
+        **environment(torch, transformers),
+        "adamw_default_impl": (
+            "fused" if fused_default else "foreach" if foreach_default else "forloop"
+        ),
     }
     print(json.dumps(env), flush=True)
     results = []
