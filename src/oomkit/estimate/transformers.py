@@ -90,7 +90,13 @@ def prefill_activation_bytes(
     position and upcast them to fp32 (B x S x V x (e + 4)).
     """
     b, s, h = batch, seq, spec.hidden_size
-    stream = 2 * b * s * h * elem
+    # hidden-size tensors alive while a decoder layer after the first runs its MLP: the model's
+    # ``inputs_embeds`` (LlamaModel.forward keeps the name bound through the layer loop), the
+    # layer's input (the loop variable ``hidden_states`` of the caller), the post-attention
+    # residual sum and the normed MLP input: a CUDA memory snapshot of generate() on an H100
+    # (Llama-3.2-1B, transformers 5.24) shows these four at the peak (benchmarks/gpu/results/
+    # README.md); the first layer's input is the embedding itself
+    stream = (4 if spec.num_hidden_layers > 1 else 3) * b * s * h * elem
     q = spec.num_attention_heads * spec.head_dim
     kvd = spec.num_key_value_heads * (spec.head_dim + spec.v_head_dim)
     attn = b * s * (q + kvd + q) * elem
@@ -106,7 +112,7 @@ def prefill_activation_bytes(
     logits = b * (s if full_logits else 1) * spec.vocab_size * (elem + 4)
     layer_peak = stream + max(attn, mlp)
     formula = (
-        f"2·B·S·h·e + max(attention{' with B·a·S² scores' if attn_impl == 'eager' else ''}, "
+        f"4·B·S·h·e + max(attention{' with B·a·S² scores' if attn_impl == 'eager' else ''}, "
         "MLP B·S·3i·e); logits B·" + ("S·" if full_logits else "") + "V·(e+4) after the last layer"
     )
     return max(layer_peak, b * h * elem + logits), formula
