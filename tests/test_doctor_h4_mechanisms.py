@@ -1,0 +1,52 @@
+"""General mechanisms found by studying the retired heldout4 part (issue 9), each tested on the
+real message shapes of the development parts (tests/fixtures/oom_corpus) that show it."""
+
+from __future__ import annotations
+
+from oomkit.diagnose.doctor import diagnose_text
+
+# h4-ollama-10735 (dev part heldout4): Ollama 0.7 with 20 parallel slots x num_ctx 32768
+_OLLAMA_KV_SIZE = (
+    "llama_kv_cache_unified: kv_size = 655360, type_k = 'f16', type_v = 'f16', n_layer = 40, "
+    "can_shift = 1, padding = 32\n"
+    "llama_kv_cache_unified:      CUDA0 KV buffer size = 51200.00 MiB\n"
+    "llama_kv_cache_unified: KV self size  = 51200.00 MiB, K (f16): 25600.00 MiB, V (f16): "
+    "25600.00 MiB\n"
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 42256.00 MiB on device 0: "
+    "cudaMalloc failed: out of memory"
+)
+
+
+def test_llamacpp_kv_size_line_gives_the_context_that_sizes_the_compute_buffer() -> None:
+    d = diagnose_text(_OLLAMA_KV_SIZE)
+    assert d.context.n_ctx == 655360
+    # without flash attention the compute buffer holds n_ctx x n_ubatch attention scores
+    assert d.cause == "kv_cache_or_context"
+    assert any(f.title.startswith("Halve the context") for f in d.fixes)
+    # a short context keeps the compute-buffer reading
+    short = diagnose_text(_OLLAMA_KV_SIZE.replace("kv_size = 655360", "kv_size = 4096"))
+    assert short.context.n_ctx == 4096
+    assert short.cause == "batch_or_activations"
+
+
+def test_turbomind_oom_in_memory_utils_is_the_weights() -> None:
+    # h4-internvl-465: InternVL2-76B on one A100 40GB
+    d = diagnose_text(
+        "RuntimeError: [TM][ERROR] CUDA runtime error: out of memory "
+        "/lmdeploy/src/turbomind/utils/memory_utils.cu:32"
+    )
+    assert d.cause == "model_too_large"
+    assert d.allocation == "weights_load"
+    assert d.phase == "load"
+    assert not d.fixes[0].hardware
+    # h3-lmdeploy-1019: allocator.h inside create_model_instance is the KV cache, not weights
+    kv = diagnose_text(
+        "    model_inst = self.tm_model.model_comm.create_model_instance(\n"
+        "RuntimeError: [TM][ERROR] CUDA runtime error: out of memory "
+        "/lmdeploy/src/turbomind/utils/allocator.h:231"
+    )
+    assert kv.cause != "model_too_large"
+    assert kv.allocation == "kv_pool"
+    # no file named: still open
+    bare = diagnose_text("CUDA runtime error: out of memory")
+    assert bare.cause != "model_too_large" or bare.confidence <= 0.45
