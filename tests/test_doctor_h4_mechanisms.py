@@ -50,3 +50,36 @@ def test_turbomind_oom_in_memory_utils_is_the_weights() -> None:
     # no file named: still open
     bare = diagnose_text("CUDA runtime error: out of memory")
     assert bare.cause != "model_too_large" or bare.confidence <= 0.45
+
+
+def test_dataloader_worker_killed_is_host_ram_with_or_without_pid() -> None:
+    # h4-pytorch-8976 (an issue title without the pid) and h4-rlvigen-17
+    for text in (
+        "RuntimeError: DataLoader worker is killed by signal: Killed.",
+        "RuntimeError: DataLoader worker (pid 22358) is killed by signal: Killed.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "host_ram", text
+        assert d.allocation == "host_ram"
+        assert "(None)" not in d.explanation
+
+
+def test_dataloader_bus_error_is_shared_memory() -> None:
+    # h4-ultralyticsyolov3-1151
+    d = diagnose_text(
+        ">     _error_if_any_worker_fails()\n"
+        "> RuntimeError: DataLoader worker (pid 3855) is killed by signal: Bus error. It is "
+        "possible that dataloader's workers are out of shared memory. Please try to raise your "
+        "shared memory limit."
+    )
+    assert d.oom_found
+    assert d.cause == "host_ram"
+    assert any("--shm-size" in c for f in d.fixes for c in f.commands)
+
+
+def test_dataloader_segfault_is_not_an_oom() -> None:
+    # h4-mhliaodb-94: a segfault, not a kill for memory; no OOM wording, nothing to diagnose
+    d = diagnose_text(
+        "RuntimeError: DataLoader worker (pid 25902) is killed by signal: Segmentation fault"
+    )
+    assert d.cause != "host_ram"

@@ -85,7 +85,14 @@ _KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,6
 _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
 # (also quoted in prose, as users report it: I got this message -> "Killed".)
 _BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?\s{0,8}$")
-_DATALOADER = re.compile(r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: Killed")
+# torch/csrc/DataLoader.cpp: "DataLoader worker (pid N) is killed by signal: <strsignal>. ";
+# SIGKILL ("Killed") is the OOM killer's signal, SIGBUS ("Bus error") a write past what the
+# shared-memory tmpfs (/dev/shm) holds: workers hand batches over in shared memory (PyTorch adds
+# "It is possible that dataloader's workers are out of shared memory"). Titles drop the pid.
+_DATALOADER = re.compile(
+    r"DataLoader worker (?:\(pid (?P<pid>\d{1,10})\) )?is killed by signal: "
+    r"(?P<sig>Killed|Bus error)"
+)
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
@@ -189,7 +196,9 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     if "is killed by signal" in line:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
-            return _ev("pytorch", "killed", "dataloader_killed", line, n, pid=int(m4.group("pid")))
+            fmt = "dataloader_killed" if m4["sig"] == "Killed" else "dataloader_bus_error"
+            pid = int(m4["pid"]) if m4["pid"] else None
+            return _ev("pytorch", "killed", fmt, line, n, pid=pid)
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None
     if m5 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m5.group("pid")))
