@@ -83,3 +83,87 @@ def test_dataloader_segfault_is_not_an_oom() -> None:
         "RuntimeError: DataLoader worker (pid 25902) is killed by signal: Segmentation fault"
     )
     assert d.cause != "host_ram"
+
+
+def test_vllm_kv_capacity_quoted_with_a_typo_and_no_pool_size() -> None:
+    # h4-qwen-110: "maxinum", and the pool's token count lost in the quote
+    d = diagnose_text(
+        "ValueError : the model's max seq len (32768) is larger than the maxinum number of "
+        "tokens that can be stored in KV cache, Try increasing 'gpu_memory_utilization' or "
+        "decreasing 'max_model_len' when initializing the engine"
+    )
+    assert d.cause == "kv_cache_or_context"
+    assert "None" not in d.explanation
+    assert not d.fixes[0].hardware
+    assert "--max-model-len 16384" in d.fixes[0].commands
+
+
+def test_comfyui_allocation_on_device_alone_on_a_line() -> None:
+    # h4-cogvideoxwrapper-26: older ComfyUI's "Error occurred when executing <node>:"
+    d = diagnose_text(
+        "Error occurred when executing CogVideoDecode:\n\nAllocation on device\n\n"
+        'File "E:\\ComfyUI_windows_portable\\ComfyUI\\custom_nodes\\ComfyUI-CogVideoXWrapper'
+        '\\nodes.py", line 336, in decode\nframes = vae.decode(latents).sample'
+    )
+    assert d.oom_found
+    assert d.primary is not None
+    assert d.primary.format == "comfyui_allocation_on_device"
+    # a sentence that merely contains the words is not the message
+    assert not diagnose_text("the Allocation on device field is documented here").oom_found
+
+
+def test_unsufficient_vram_wording_is_recognised() -> None:
+    # h4-wan2gp-39
+    d = diagnose_text(
+        "The generation of the video has encountered an error: it is likely that you have "
+        "unsufficient VRAM and you should therefore reduce the video resolution or its number "
+        "of frames."
+    )
+    assert d.oom_found
+
+
+def test_videohelpersuite_frame_cap_is_host_ram() -> None:
+    # h4-vhs-236
+    d = diagnose_text(
+        "Error occurred when executing VHS_LoadVideo: Memory limit hit after loading 1347 "
+        "frames. Stopping execution."
+    )
+    assert d.cause == "host_ram"
+    assert d.allocation == "host_ram"
+    assert any("frame_load_cap" in c for f in d.fixes for c in f.commands)
+
+
+def test_detectron2_cpu_retry_is_the_input() -> None:
+    # h4-detectron2-2595
+    d = diagnose_text(
+        "Attempting to copy inputs of <function pairwise_iou at > to CPU due to CUDA OOM"
+    )
+    assert d.cause == "batch_or_activations"
+    assert d.confidence >= 0.5  # the rule decides; not a base-rate guess
+    assert not d.open_question
+    assert "pairwise_iou" in d.explanation
+
+
+def test_turbomind_session_len_truncated_is_the_kv_pool() -> None:
+    # h4-lmdeploy-4366
+    d = diagnose_text(
+        "[TM][WARNING] [SegMgr] prefix caching is enabled\n"
+        "[TM][WARNING] `session_len` truncated to 4928 due to limited KV cache memory\n"
+        "[TM][ERROR] [Engine] Warm-up for 6144 tokens failed with status 6"
+    )
+    assert d.cause == "kv_cache_or_context"
+    assert d.allocation == "kv_pool"
+    assert "--session-len 4928" in d.fixes[0].commands
+
+
+def test_triton_shared_memory_limit_and_ort_buffer_check_are_not_capacity() -> None:
+    # h4-lmdeploy-4367 and h4-tritonserver-3776: recognised, and said not to be a lack of memory
+    for text in (
+        "OutOfResources: out of resource: shared memory, Required: 102400, Hardware limit: 98304.",
+        "onnx runtime error 2: not enough space: expected 318080, got 314240",
+    ):
+        d = diagnose_text(text)
+        assert d.oom_found, text
+        assert d.cause == "unknown", text
+        assert not d.open_question  # no base rate may turn it into a capacity cause
+        assert "not" in d.explanation

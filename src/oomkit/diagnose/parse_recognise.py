@@ -19,8 +19,10 @@ so these families never displace a richer event:
   ``cudaMallocAsync`` backend ComfyUI enables, ``c10/cuda/CUDAMallocAsyncAllocator.cpp``) prints
   the device index as an ``int8`` char, so the text stops at ``Allocation on device``; ComfyUI's
   ``execution.py`` prints it after ``!!! Exception during processing !!!`` and then ``Got an
-  OOM, unloading all loaded models.``; ``comfy/sd.py`` ``Ran out of memory when regular VAE
-  decoding, retrying with tiled VAE decoding`` (recovered by tiling).
+  OOM, unloading all loaded models.``; older ComfyUI prints ``Error occurred when executing
+  <node>:`` and the exception's text, ``Allocation on device``, alone on a line;
+  ``comfy/sd.py`` ``Ran out of memory when regular VAE decoding, retrying with tiled VAE
+  decoding`` (recovered by tiling).
 * Split attention of Stable Diffusion UIs (A1111 ``sd_hijack_optimizations.py``, ComfyUI
   ``attention_split``): ``Not enough memory, use lower resolution (max approx. RxR). Need: N GB
   free, Have: H GB free`` -- raised when even 64 slices of the attention matrix do not fit the
@@ -137,7 +139,7 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev(
             "llama.cpp", "context_failed", "llama.cpp_context_failed", line, n, stage="kv_cache"
         )
-    if _COMFY_CUT.search(line) or _COMFY_GOT in line:
+    if _COMFY_CUT.search(line) or _COMFY_GOT in line or line.strip() == "Allocation on device":
         return _ev("comfyui", "cuda_oom", "comfyui_allocation_on_device", line, n)
     m2 = _COMFY_VAE.search(line)
     if m2 is not None:

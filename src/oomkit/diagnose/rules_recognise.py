@@ -300,6 +300,9 @@ def _split_attention(e: OomEvent) -> Analysis:
                 other,
                 lower,
             ),
+            # the message itself rules out the attention's batch (it never got memory), the
+            # most common cause of other messages with partial numbers: no base rate applies
+            open_question=False,
         )
     return Analysis(
         cause="batch_or_activations",

@@ -76,7 +76,8 @@ def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
         short = need - avail
     else:
         cap = e.kv_capacity_tokens
-        expl = f"max_model_len={mml} needs more KV cache than the {cap} tokens vLLM could allocate"
+        held = f"the {cap} tokens" if cap else "what"
+        expl = f"max_model_len={mml} needs more KV cache than {held} vLLM could allocate"
         short = None
         if cap and mml:
             expl += f" ({100 * cap // mml}% of it)."
@@ -112,7 +113,23 @@ def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
                     )
                 )
         else:
-            expl += "."
+            expl += " (the quoted message lost the pool's size)."
+            fixes.extend(
+                (
+                    generic(
+                        f"Serve a shorter context: --max-model-len {mml // 2 if mml else 8192}",
+                        "the KV pool must hold one request of max_model_len tokens; the start-up "
+                        "log's KV cache size says how many tokens it holds.",
+                        (f"--max-model-len {mml // 2 if mml else 8192}",),
+                    ),
+                    generic(
+                        "Grow the KV pool: raise --gpu-memory-utilization",
+                        "the pool is what is left of total x gpu_memory_utilization after the "
+                        "weights and activations.",
+                        ("--gpu-memory-utilization 0.95",),
+                    ),
+                )
+            )
     fixes.append(
         generic(
             "Shard the model: more tensor parallelism",
