@@ -167,3 +167,26 @@ def test_triton_shared_memory_limit_and_ort_buffer_check_are_not_capacity() -> N
         assert d.cause == "unknown", text
         assert not d.open_question  # no base rate may turn it into a capacity cause
         assert "not" in d.explanation
+
+
+# h3-nerfpytorch-9 (Windows, 11 GB card): 2.31 GiB held outside the allocator, nobody named
+_NERF = (
+    "RuntimeError: CUDA out of memory. Tried to allocate 3.94 GiB (GPU 0; 11.00 GiB total "
+    "capacity; 4.49 GiB already allocated; 2.81 GiB free; 5.88 GiB reserved in total by PyTorch)"
+)
+
+
+def test_unattributed_memory_yields_to_a_large_request() -> None:
+    d = diagnose_text(_NERF)
+    assert d.cause == "batch_or_activations"
+    assert "oomkit gpus" in d.explanation
+    titles = [f.title for f in d.fixes]
+    assert any("else holds the GPU" in t for t in titles)
+    # a small request on the same card keeps the other-process reading (T6)
+    small = diagnose_text(
+        _NERF.replace("allocate 3.94 GiB", "allocate 20.00 MiB").replace("2.81 GiB", "10.00 MiB")
+    )
+    assert small.cause == "other_process_holding_memory"
+    # during model load a large request is a weight shard, not an activation
+    load = diagnose_text('  File "train.py", line 9, in <module>\n    model.cuda()\n' + _NERF)
+    assert load.cause != "batch_or_activations"
