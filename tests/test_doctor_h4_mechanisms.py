@@ -190,3 +190,18 @@ def test_unattributed_memory_yields_to_a_large_request() -> None:
     # during model load a large request is a weight shard, not an activation
     load = diagnose_text('  File "train.py", line 9, in <module>\n    model.cuda()\n' + _NERF)
     assert load.cause != "batch_or_activations"
+
+
+def test_cut_message_with_a_large_request_is_an_activation() -> None:
+    # h4-comfycnpre-50: an issue title cut after the request (a huge unresized image)
+    d = diagnose_text(
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 218.96 GiB"
+    )
+    assert d.cause == "batch_or_activations"
+    assert d.confidence == 0.45
+    assert not d.open_question  # decided by the stated size, not by the base rate
+    # a small surviving request decides nothing
+    small = diagnose_text(
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB"
+    )
+    assert small.confidence < 0.45
