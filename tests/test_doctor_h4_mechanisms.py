@@ -205,3 +205,37 @@ def test_cut_message_with_a_large_request_is_an_activation() -> None:
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 90.00 MiB"
     )
     assert small.confidence < 0.45
+
+
+def test_caffe_cudamalloc_check_is_the_blobs_of_the_batch() -> None:
+    # h2-waifu2x-caffe-178 (with the glog prefix) and h4-yjxiongcaffe-69 / h4-dsod-11 (bare)
+    for text in (
+        "F0911 10:23:46.552422  1824 syncedmem.cpp:71] Check failed: error == cudaSuccess "
+        "(2 vs. 0)  out of memory",
+        "Check failed: error == cudaSuccess (2 vs. 0) out of memory.How to deal with it?",
+    ):
+        d = diagnose_text(text)
+        assert d.primary is not None
+        assert d.primary.runtime == "caffe"
+        assert d.cause == "batch_or_activations"
+        assert not d.open_question
+        assert any("iter_size" in c for f in d.fixes for c in f.commands)
+    # another CUDA error in the same check is not an OOM
+    assert not diagnose_text(
+        "Check failed: error == cudaSuccess (8 vs. 0) invalid device function"
+    ).oom_found
+
+
+def test_tensorflow_bfc_line_cut_before_its_size() -> None:
+    # h4-deeplabcut-1394 (an issue title): still TensorFlow's BFC allocator
+    d = diagnose_text("Issue analyzing video, Allocator ran out of memory")
+    assert d.primary is not None
+    assert d.primary.runtime == "tensorflow"
+    assert d.cause == "batch_or_activations"
+    full = diagnose_text(
+        "2023-02-17 11:16:15.419019: W tensorflow/core/common_runtime/bfc_allocator.cc:457] "
+        "Allocator (GPU_0_bfc) ran out of memory trying to allocate 600.00MiB (rounded to "
+        "629145600)requested by op"
+    )
+    assert full.primary is not None
+    assert full.primary.requested_bytes == 629145600  # the full line keeps its size

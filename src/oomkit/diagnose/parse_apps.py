@@ -21,6 +21,12 @@ what looks like an OOM is not one (sources cited per pattern):
   onnxruntime_c_api.cc`` ``CreateTensorImpl``, ``ORT_INVALID_ARGUMENT``): the caller's buffer is
   smaller than the tensor shape needs; no allocation failed.
 
+* Caffe's ``CUDA_CHECK`` on a ``cudaMalloc`` (``syncedmem.cpp`` ``SyncedMemory::to_gpu``):
+  ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``. A blob's memory is allocated
+  lazily, on its first GPU access, and BVLC Caffe keeps every layer's top/bottom blobs (data and
+  diff) for the whole net, so the first Forward/Backward allocates activations sized by the data
+  layer's ``batch_size``; the weights of Caffe-era nets are a small part of it.
+
 Every pattern is a literal or a bounded repetition: linear time on any line.
 """
 
@@ -48,8 +54,10 @@ _TRITON = re.compile(
     r"Hardware limit: (?P<lim>\d{1,12})"
 )
 _ORT_SPACE = re.compile(r"not enough space: expected (?P<exp>\d{1,20}), got (?P<got>\d{1,20})")
+_CAFFE = re.compile(r"Check failed: error == cudaSuccess \(2 vs\. 0\)\s{0,4}out of memory")
 _PREFILTER = needles_re(
     (
+        "cudaSuccess (2 vs. 0)",
         "Memory limit hit",
         "to CPU due to CUDA OOM",
         "due to limited KV cache memory",
@@ -107,6 +115,9 @@ def _event(line: str, n: int) -> OomEvent | None:
             requested_bytes=to_int(m["req"]) if m["what"].strip() == "shared memory" else None,
             detail=f"{m['what'].strip()}: required {m['req']}, limit {m['lim']}",
         )
+    m = _CAFFE.search(line)
+    if m is not None:
+        return _ev("caffe", "gpu_alloc_failed", "caffe_check_failed_oom", line, n)
     m = _ORT_SPACE.search(line)
     if m is not None:
         return _ev(

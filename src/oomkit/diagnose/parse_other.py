@@ -68,6 +68,8 @@ _BFC = re.compile(
     r"(?:Allocator \((?P<a>\w{1,40})\) ran|bfc_allocator\.cc:\d{1,5}\] Ran) out of memory "
     r"trying to allocate " + sz("req", "B|KiB|MiB|GiB|TiB|bytes", " ?")
 )
+# the BFC line cut (or paraphrased in a title) before its size: "Allocator ran out of memory"
+_BFC_CUT = re.compile(r"\bAllocator (?:\(\w{1,40}\) )?ran out of memory\b")
 # the CUDA driver call that failed: context creation is this process's first allocation
 _CTX_CREATE = ("cuCtxCreate", "cuDevicePrimaryCtxRetain", "context creation", "create context")
 _DS = re.compile(
@@ -126,7 +128,7 @@ _NEEDLES = (
     "parameter allocation",
     "OOM when allocating",
     "Resource",
-    "an out of memory trying",
+    "an out of memory",
     "Max_MA",
     "No executable batch size",
     "Kill",
@@ -315,8 +317,8 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     )
                 )
                 continue
-        if "Resource" in line or "an out of memory trying" in line:
-            m5 = _TF_BARE.search(line) or _BFC.search(line)
+        if "Resource" in line or "an out of memory" in line:
+            m5 = _TF_BARE.search(line) or _BFC.search(line) or _BFC_CUT.search(line)
             # the BFC warning "The caller indicates that this is not a failure" is not an OOM
             if m5 is not None and "not a failure" not in window(lines, i, max_lines=2):
                 num = m5.groupdict().get("req")

@@ -103,7 +103,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 3,
     },
     "gpu_framework|*|*": {
-        "batch_or_activations": 17,
+        "batch_or_activations": 16,
         "kv_cache_or_context": 1,
         "leak_or_accumulation": 1,
         "model_too_large": 9,
@@ -119,7 +119,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 1,
     },
     "gpu_framework|*|no_numbers": {
-        "batch_or_activations": 7,
+        "batch_or_activations": 6,
         "model_too_large": 3,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 2,
@@ -140,7 +140,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 1,
     },
     "gpu_framework|unknown|*": {
-        "batch_or_activations": 17,
+        "batch_or_activations": 16,
         "kv_cache_or_context": 1,
         "leak_or_accumulation": 1,
         "model_too_large": 8,
@@ -156,7 +156,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 1,
     },
     "gpu_framework|unknown|no_numbers": {
-        "batch_or_activations": 7,
+        "batch_or_activations": 6,
         "model_too_large": 3,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 2,
@@ -446,7 +446,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 1,
     },
     "tf_xla|*|*": {
-        "batch_or_activations": 28,
+        "batch_or_activations": 29,
         "fragmentation": 2,
         "leak_or_accumulation": 1,
         "other_process_holding_memory": 6,
@@ -455,7 +455,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "batch_or_activations": 3,
     },
     "tf_xla|*|no_numbers": {
-        "batch_or_activations": 22,
+        "batch_or_activations": 23,
         "leak_or_accumulation": 1,
     },
     "tf_xla|*|partial_numbers": {
@@ -470,13 +470,13 @@ COUNTS: dict[str, dict[str, int]] = {
         "other_process_holding_memory": 5,
     },
     "tf_xla|unknown|*": {
-        "batch_or_activations": 25,
+        "batch_or_activations": 26,
         "fragmentation": 2,
         "leak_or_accumulation": 1,
         "other_process_holding_memory": 1,
     },
     "tf_xla|unknown|no_numbers": {
-        "batch_or_activations": 22,
+        "batch_or_activations": 23,
         "leak_or_accumulation": 1,
     },
     "tf_xla|unknown|partial_numbers": {

@@ -1,7 +1,8 @@
 """Causes of the wordings of :mod:`oomkit.diagnose.parse_apps` (its docstring cites the sources).
 
 Each message names the memory that ran out (host RAM for VideoHelperSuite's frame cap, the input
-for detectron2's CPU retry, the KV pool for TurboMind's session truncation) or says the failure
+for detectron2's CPU retry and Caffe's blob allocation, the KV pool for TurboMind's session
+truncation) or says the failure
 is not a lack of device memory (Triton's per-block shared-memory limit, ONNX Runtime's buffer
 check); the latter keep ``unknown`` with ``open_question=False`` so no base rate overrides them.
 """
@@ -143,6 +144,31 @@ def _ort_space(e: OomEvent) -> Analysis:
     )
 
 
+def _caffe() -> Analysis:
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.45,
+        explanation="Caffe's cudaMalloc failed (CUDA error 2) while allocating a blob. Caffe "
+        "allocates each blob on its first use and keeps every layer's outputs and gradients "
+        "for the whole net, so the first forward/backward pass allocates activations sized by "
+        "the data layer's batch_size; the weights are a small part of it. If it fails already "
+        "at batch size 1, the net (or another process, `oomkit gpus`) is the cause instead.",
+        fixes=(
+            generic(
+                "Lower the data layer's batch_size, keep the effective batch with iter_size",
+                "the blobs are linear in batch_size; iter_size accumulates gradients over "
+                "several smaller batches.",
+                ("batch_size: 8   # data layer in the train prototxt", "iter_size: 4   # solver"),
+            ),
+            generic(
+                "Smaller input size",
+                "every blob is linear in the input's height x width.",
+                ("transform_param { crop_size: 224 }",),
+            ),
+        ),
+    )
+
+
 def analyze_apps(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_apps``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -155,6 +181,8 @@ def analyze_apps(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _turbomind_session(e)
     if fmt == "triton_out_of_resources":
         return _triton(e)
+    if fmt == "caffe_check_failed_oom":
+        return _caffe()
     if fmt == "onnxruntime_not_enough_space":
         return _ort_space(e)
     return None
