@@ -16,6 +16,7 @@ from dataclasses import fields
 from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
+from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
@@ -113,6 +114,9 @@ def parse_log(text: str) -> ParsedLog:
     if not events:
         # runtimes' own few-number OOM wordings, only where no richer event was found
         events.extend(parse_recognise(lines))
+    if not events:
+        # libraries' and apps' own wordings (VideoHelperSuite, detectron2, Triton, ...)
+        events.extend(parse_apps(lines))
     if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))

@@ -126,7 +126,7 @@ _GENERIC = re.compile(
     r"exceeds? (?:the )?(?:available |device |gpu )?memory|memory (?:limit|budget) exceeded|"
     r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
     r"Error in memory profiling|"
-    r"insufficient (?:gpu |device |system |host |video )?(?:memory|vram|resources)|"
+    r"(?:in|un)sufficient (?:gpu |device |system |host |video )?(?:memory|vram|resources)|"
     r"not enough (?:gpu |device |system |host |video )?(?:memory|vram|ram)\b|"
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"

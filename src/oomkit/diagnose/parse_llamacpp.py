@@ -66,6 +66,10 @@ _KV_SELF = re.compile(
 _KV_TYPES = re.compile(r"\bK \((?P<k>\w{1,12})\):\s{0,12}" + _F + r" MiB, V \((?P<v>\w{1,12})\)")
 _KV_CELLS = re.compile(r"\((?P<n>\d{1,9}) cells,")
 _KV_TYPE_KV = re.compile(r"type_k = '(?P<k>\w{1,12})', type_v = '(?P<v>\w{1,12})'")
+# llama_kv_cache_init / llama_kv_cache_unified: "kv_size = N, ..., type_k = ..."
+# (src/llama-kv-cache.cpp): N is the number of KV cells, the context (n_ctx, padded; shared by
+# all parallel sequences)
+_KV_SIZE = re.compile(r"\bkv_size = (?P<n>\d{1,9})\b")
 _SETTING = re.compile(
     r"^\w{1,60}:\s{0,4}(?P<k>n_ctx|n_batch|n_ubatch|flash_attn|n_seq_max|n_parallel)"
     r"\s{0,12}=\s{0,4}(?P<v>\S{1,20})"
@@ -199,6 +203,9 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
         t = _KV_TYPE_KV.search(line)
         if t is not None:
             facts["type_k"], facts["type_v"] = t.group("k"), t.group("v")
+        c = _KV_SIZE.search(line)
+        if c is not None:
+            facts.setdefault("n_ctx", int(c.group("n")))
     if has_any(line, ("n_ctx", "n_batch", "n_ubatch", "flash_attn", "n_seq_max", "n_parallel")):
         _settings(line, facts)
     if "offloaded" in line:

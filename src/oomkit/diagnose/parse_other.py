@@ -68,6 +68,8 @@ _BFC = re.compile(
     r"(?:Allocator \((?P<a>\w{1,40})\) ran|bfc_allocator\.cc:\d{1,5}\] Ran) out of memory "
     r"trying to allocate " + sz("req", "B|KiB|MiB|GiB|TiB|bytes", " ?")
 )
+# the BFC line cut (or paraphrased in a title) before its size: "Allocator ran out of memory"
+_BFC_CUT = re.compile(r"\bAllocator (?:\(\w{1,40}\) )?ran out of memory\b")
 # the CUDA driver call that failed: context creation is this process's first allocation
 _CTX_CREATE = ("cuCtxCreate", "cuDevicePrimaryCtxRetain", "context creation", "create context")
 _DS = re.compile(
@@ -85,7 +87,14 @@ _KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,6
 _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
 # (also quoted in prose, as users report it: I got this message -> "Killed".)
 _BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?\s{0,8}$")
-_DATALOADER = re.compile(r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: Killed")
+# torch/csrc/DataLoader.cpp: "DataLoader worker (pid N) is killed by signal: <strsignal>. ";
+# SIGKILL ("Killed") is the OOM killer's signal, SIGBUS ("Bus error") a write past what the
+# shared-memory tmpfs (/dev/shm) holds: workers hand batches over in shared memory (PyTorch adds
+# "It is possible that dataloader's workers are out of shared memory"). Titles drop the pid.
+_DATALOADER = re.compile(
+    r"DataLoader worker (?:\(pid (?P<pid>\d{1,10})\) )?is killed by signal: "
+    r"(?P<sig>Killed|Bus error)"
+)
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
@@ -119,7 +128,7 @@ _NEEDLES = (
     "parameter allocation",
     "OOM when allocating",
     "Resource",
-    "an out of memory trying",
+    "an out of memory",
     "Max_MA",
     "No executable batch size",
     "Kill",
@@ -189,7 +198,9 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     if "is killed by signal" in line:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
-            return _ev("pytorch", "killed", "dataloader_killed", line, n, pid=int(m4.group("pid")))
+            fmt = "dataloader_killed" if m4["sig"] == "Killed" else "dataloader_bus_error"
+            pid = int(m4["pid"]) if m4["pid"] else None
+            return _ev("pytorch", "killed", fmt, line, n, pid=pid)
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None
     if m5 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m5.group("pid")))
@@ -306,8 +317,8 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     )
                 )
                 continue
-        if "Resource" in line or "an out of memory trying" in line:
-            m5 = _TF_BARE.search(line) or _BFC.search(line)
+        if "Resource" in line or "an out of memory" in line:
+            m5 = _TF_BARE.search(line) or _BFC.search(line) or _BFC_CUT.search(line)
             # the BFC warning "The caller indicates that this is not a failure" is not an OOM
             if m5 is not None and "not a failure" not in window(lines, i, max_lines=2):
                 num = m5.groupdict().get("req")

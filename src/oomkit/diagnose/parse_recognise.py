@@ -19,8 +19,10 @@ so these families never displace a richer event:
   ``cudaMallocAsync`` backend ComfyUI enables, ``c10/cuda/CUDAMallocAsyncAllocator.cpp``) prints
   the device index as an ``int8`` char, so the text stops at ``Allocation on device``; ComfyUI's
   ``execution.py`` prints it after ``!!! Exception during processing !!!`` and then ``Got an
-  OOM, unloading all loaded models.``; ``comfy/sd.py`` ``Ran out of memory when regular VAE
-  decoding, retrying with tiled VAE decoding`` (recovered by tiling).
+  OOM, unloading all loaded models.``; older ComfyUI prints ``Error occurred when executing
+  <node>:`` and the exception's text, ``Allocation on device``, alone on a line;
+  ``comfy/sd.py`` ``Ran out of memory when regular VAE decoding, retrying with tiled VAE
+  decoding`` (recovered by tiling).
 * Split attention of Stable Diffusion UIs (A1111 ``sd_hijack_optimizations.py``, ComfyUI
   ``attention_split``): ``Not enough memory, use lower resolution (max approx. RxR). Need: N GB
   free, Have: H GB free`` -- raised when even 64 slices of the attention matrix do not fit the
@@ -33,7 +35,10 @@ so these families never displace a richer event:
   out of memory at .../cumem_allocator.cpp:N`` when ``wake_up`` re-maps the weights / KV cache it
   released on ``sleep``.
 * lmdeploy TurboMind / FasterTransformer ``check_cuda_error``: ``[TM][ERROR] CUDA runtime error:
-  out of memory <file>:<line>`` (``[FT][ERROR]`` in FasterTransformer-era builds).
+  out of memory <file>:<line>`` (``[FT][ERROR]`` in FasterTransformer-era builds). The file is
+  the failing call's: ``src/turbomind/utils/memory_utils.cu`` is ``deviceMalloc``, which
+  ``LlamaDecoderLayerWeight::mallocWeights`` uses for every weight matrix (the weights);
+  ``allocator.h`` serves the KV cache and runtime buffers.
 * ggml-vulkan ``Requested buffer size exceeds device memory allocation limit`` (``ggml-vulkan.cpp``
   ``ggml_vk_create_buffer`` throws ``vk::OutOfDeviceMemoryError`` when one buffer is above the
   driver's ``maxMemoryAllocationSize``): a per-buffer limit, not the total memory.
@@ -79,7 +84,10 @@ _BFC_LIMIT = re.compile(r"^Limit:\s{1,40}(?P<v>\d{1,20})\s{0,8}$")
 _BFC_INUSE = re.compile(r"\bInUse:\s{1,40}(?P<v>\d{1,20})\b")
 _BFC_MAX = re.compile(r"\bMaxAllocSize:\s{1,40}(?P<v>\d{1,20})\b")
 _CUMEM = re.compile(r"out of memory at \S{0,200}cumem_allocator\.cpp", re.IGNORECASE)
-_TURBOMIND = re.compile(r"(?:\[(?P<who>TM|FT)\]\[ERROR\] )?CUDA runtime error: out of memory")
+_TURBOMIND = re.compile(
+    r"(?:\[(?P<who>TM|FT)\]\[ERROR\] )?CUDA runtime error: out of memory"
+    r"(?: \S{0,200}?(?P<src>memory_utils\.cu|allocator\.h))?"
+)
 _SPLIT_ATTN = re.compile(
     r"Not enough memory, use lower resolution \(max approx\. \d{1,6}x\d{1,6}\)\.? ?"
     r"Need: ?(?P<need>\d{1,6}(?:\.\d{1,3})?) ?GB free, ?Have: ?(?P<have>\d{1,6}(?:\.\d{1,3})?) ?GB"
@@ -131,7 +139,7 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev(
             "llama.cpp", "context_failed", "llama.cpp_context_failed", line, n, stage="kv_cache"
         )
-    if _COMFY_CUT.search(line) or _COMFY_GOT in line:
+    if _COMFY_CUT.search(line) or _COMFY_GOT in line or line.strip() == "Allocation on device":
         return _ev("comfyui", "cuda_oom", "comfyui_allocation_on_device", line, n)
     m2 = _COMFY_VAE.search(line)
     if m2 is not None:
@@ -165,13 +173,20 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
     m5 = _TURBOMIND.search(line)
     if m5 is not None:
         w = window(lines, i - 3 if i >= 3 else 0, max_lines=6)
+        # check_cuda_error names the file of the failing call: memory_utils.cu is deviceMalloc,
+        # which TurboMind uses for the weights (LlamaDecoderLayerWeight::mallocWeights); the
+        # KV cache and the runtime buffers go through allocator.h
+        weights = m5["src"] == "memory_utils.cu" and "create_model_instance" not in w
         return _ev(
             "lmdeploy",
             "cuda_error_oom",
             "turbomind_cuda_runtime_error",
             line,
             n,
-            detail="create_model_instance" if "create_model_instance" in w else None,
+            detail="create_model_instance"
+            if "create_model_instance" in w
+            else ("memory_utils.cu" if weights else None),
+            stage="weights" if weights else None,
         )
     m6 = _SPLIT_ATTN.search(line) if "use lower resolution" in line else None
     if m6 is not None:

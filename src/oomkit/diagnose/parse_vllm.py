@@ -42,9 +42,11 @@ _V1_KV = re.compile(
     r"(?:\s{0,2}(?:Based on the available memory,? the e|E)stimated maximum model length is "
     r"(?P<est>\d{1,9})\.?)?"
 )
+# quoted by hand, the message loses its capacity or gains a typo ("the maxinum number"): the
+# wording around the numbers is what identifies it
 _V0_KV = re.compile(
-    r"max seq len \((?P<mml>\d{1,9})\) is larger than the maximum number of tokens that can be "
-    r"stored in KV cache \((?P<cap>\d{1,12})\)"
+    r"max seq len \((?P<mml>\d{1,9})\) is larger than the max\w{0,4} number of tokens that can "
+    r"be stored in KV cache(?: \((?P<cap>\d{1,12})\))?"
 )
 _STARTUP = re.compile(
     r"(?i:free) memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>"
@@ -230,7 +232,7 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
                 w,
                 n,
                 max_model_len=int(m2.group("mml")),
-                kv_capacity_tokens=int(m2.group("cap")),
+                kv_capacity_tokens=int(m2.group("cap")) if m2.group("cap") else None,
                 stage="startup",
             )
     # vllm/worker/worker.py raise_if_cache_size_invalid (and V1 kv_cache_utils): "No available

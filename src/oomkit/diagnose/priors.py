@@ -80,6 +80,7 @@ FAMILIES: Mapping[str, str] = {
     "onnxruntime": "gpu_framework",
     "paddle": "gpu_framework",
     "mxnet": "gpu_framework",
+    "caffe": "gpu_framework",
     "generic": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",

@@ -35,6 +35,7 @@ from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.priors import is_open, with_prior
+from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
@@ -131,6 +132,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     rec = analyze_recognised(e, ctx)
     if rec is not None:
         return rec
+    app = analyze_apps(e, ctx)
+    if app is not None:
+        return app
     fam = analyze_families(e, ctx)
     if fam is not None:
         return fam

@@ -213,6 +213,8 @@ def _cumem() -> Analysis:
 
 
 def _turbomind(e: OomEvent) -> Analysis:
+    if e.detail == "memory_utils.cu":
+        return _turbomind_weights()
     at = (
         " It failed in create_model_instance, where TurboMind allocates the KV cache "
         "(cache_max_entry_count of the free memory) for the instance."
@@ -237,6 +239,33 @@ def _turbomind(e: OomEvent) -> Analysis:
                 "Shorter sessions / fewer concurrent requests",
                 "session_len and max_batch_size size the per-request buffers.",
                 ("--session-len 4096", "--max-batch-size 32"),
+            ),
+        ),
+    )
+
+
+def _turbomind_weights() -> Analysis:
+    """TurboMind's ``deviceMalloc`` (``src/turbomind/utils/memory_utils.cu``) failed: it places
+    the weight matrices (``LlamaDecoderLayerWeight::mallocWeights``); the KV cache is allocated
+    later, through ``allocator.h``, so ``--cache-max-entry-count`` cannot help here."""
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.55,
+        explanation="lmdeploy TurboMind's CUDA check reported out of memory in "
+        "memory_utils.cu (deviceMalloc), the call that places the weight matrices; the KV "
+        "cache is allocated later, through the allocator, so the weights themselves did not "
+        "fit. The model's size against the GPU (`oomkit estimate MODEL`) decides how much to "
+        "quantize.",
+        fixes=(
+            generic(
+                "Load a 4-bit (AWQ) or 8-bit build of the model",
+                "the weights take a quarter / half of their 16-bit size.",
+                ("lmdeploy serve api_server MODEL-AWQ --model-format awq",),
+            ),
+            generic(
+                "Split the weights over more GPUs (tensor parallelism)",
+                "tensor parallelism places 1/tp of each matrix per GPU.",
+                ("--tp 2",),
             ),
         ),
     )
@@ -271,6 +300,9 @@ def _split_attention(e: OomEvent) -> Analysis:
                 other,
                 lower,
             ),
+            # the message itself rules out the attention's batch (it never got memory), the
+            # most common cause of other messages with partial numbers: no base rate applies
+            open_question=False,
         )
     return Analysis(
         cause="batch_or_activations",

@@ -76,7 +76,8 @@ def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
         short = need - avail
     else:
         cap = e.kv_capacity_tokens
-        expl = f"max_model_len={mml} needs more KV cache than the {cap} tokens vLLM could allocate"
+        held = f"the {cap} tokens" if cap else "what"
+        expl = f"max_model_len={mml} needs more KV cache than {held} vLLM could allocate"
         short = None
         if cap and mml:
             expl += f" ({100 * cap // mml}% of it)."
@@ -112,7 +113,23 @@ def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
                     )
                 )
         else:
-            expl += "."
+            expl += " (the quoted message lost the pool's size)."
+            fixes.extend(
+                (
+                    generic(
+                        f"Serve a shorter context: --max-model-len {mml // 2 if mml else 8192}",
+                        "the KV pool must hold one request of max_model_len tokens; the start-up "
+                        "log's KV cache size says how many tokens it holds.",
+                        (f"--max-model-len {mml // 2 if mml else 8192}",),
+                    ),
+                    generic(
+                        "Grow the KV pool: raise --gpu-memory-utilization",
+                        "the pool is what is left of total x gpu_memory_utilization after the "
+                        "weights and activations.",
+                        ("--gpu-memory-utilization 0.95",),
+                    ),
+                )
+            )
     fixes.append(
         generic(
             "Shard the model: more tensor parallelism",
@@ -345,18 +362,57 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
+def _shm_bus_error(e: OomEvent) -> Analysis:
+    """A DataLoader worker died of SIGBUS: PyTorch's workers pass every batch to the main process
+    in shared memory (``torch.multiprocessing``, file descriptors into ``/dev/shm``), and a
+    write beyond what that tmpfs holds raises SIGBUS (``torch/csrc/DataLoader.cpp``: "It is
+    possible that dataloader's workers are out of shared memory"). Docker gives containers
+    64 MiB of ``/dev/shm`` unless ``--shm-size`` / ``--ipc=host`` says otherwise."""
+    who = f"PID {e.pid}" if e.pid is not None else "a DataLoader worker"
+    return Analysis(
+        cause="host_ram",
+        confidence=0.6,
+        explanation=f"{who} died of a bus error (SIGBUS) while handing a batch over in shared "
+        "memory: /dev/shm (a RAM-backed tmpfs, 64 MiB in a default Docker container) is full. "
+        "The host RAM behind it, not the GPU, ran out; `df -h /dev/shm` and `free -h` at the "
+        "time of the failure decide between the shm limit and the machine's RAM.",
+        fixes=(
+            generic(
+                "Give the container more shared memory",
+                "workers pass each batch through /dev/shm; its size caps batch x workers.",
+                ("docker run --shm-size=8g ...  (or --ipc=host)", "df -h /dev/shm"),
+            ),
+            generic(
+                "Use fewer DataLoader workers / a smaller prefetch",
+                "each worker keeps prefetch_factor batches in shared memory.",
+                ("DataLoader(num_workers=2, prefetch_factor=2)",),
+            ),
+            generic(
+                "Share tensors through files instead of shm file descriptors",
+                "the file_system strategy avoids the descriptor limit of /dev/shm handles.",
+                ("torch.multiprocessing.set_sharing_strategy('file_system')",),
+            ),
+        ),
+    )
+
+
 def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose JAX/XLA, TensorFlow, accelerate, Linux OOM killer and Windows pagefile events."""
     if e.runtime in {"linux", "windows"} or e.kind in {"killed", "oom_killer", "host_oom"}:
         rss = e.anon_rss_bytes
         expl = "The operating system ran out of host RAM"
         if e.pid is not None:
-            expl += f" and killed PID {e.pid} ({e.process_name})"
+            expl += f" and killed PID {e.pid}"
+            expl += f" ({e.process_name})" if e.process_name else ""
+        elif e.format == "dataloader_killed":
+            expl += " and killed a DataLoader worker (SIGKILL)"
         if rss is not None:
             expl += f", which held {_fb(rss)} of anonymous memory (anon-rss)"
         if e.cgroup:
             expl += "; the limit was a memory cgroup (container limit), not the machine"
         expl += "."
+        if e.format == "dataloader_bus_error":
+            return _shm_bus_error(e)
         if e.format == "windows_pagefile":
             expl = "Windows could not commit more virtual memory: the paging file is too small."
         conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(

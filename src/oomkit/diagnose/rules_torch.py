@@ -28,6 +28,7 @@ from oomkit.diagnose.rules_torch_fixes import (
     _frag_fix,
     _graph_fixes,
     _model_fixes,
+    _unaccounted_fix,
 )
 from oomkit.diagnose.rules_torch_mps import _mps
 from oomkit.units import GiB
@@ -225,6 +226,22 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             else "other processes or non-PyTorch allocations (this message format cannot "
             "tell them apart)"
         )
+        others_fix = _unaccounted_fix(e, unaccounted)
+        if phase not in {"model_load", "optimizer_step"} and (
+            x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR
+        ):
+            # the gap is inferred (nobody is named) while the request's size is stated: one
+            # tensor this large is an activation, read first as in T7 (docs/doctor-causes.md)
+            return Analysis(
+                cause="batch_or_activations",
+                confidence=0.45,
+                explanation=base + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
+                f"is a large activation; {_fb(unaccounted)} of the card is also held outside "
+                "this process's allocator (not named by the message: another process, the "
+                "display, or non-PyTorch memory), so `oomkit gpus` decides whether freeing it "
+                "alone would have been enough.",
+                fixes=(*_batch_fixes(e, max(0, x - free_at_most))[:1], others_fix),
+            )
         return Analysis(
             cause="other_process_holding_memory",
             confidence=0.45,
@@ -238,18 +255,7 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             + f" - {_fb(held)} held by this "
             f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
             "(or nvidia-smi) to see the other processes on this GPU.",
-            fixes=(
-                Fix(
-                    title="Find and stop what else holds the GPU",
-                    why=f"{_fb(unaccounted)} of the card is not this process's PyTorch memory.",
-                    commands=(
-                        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
-                        if e.kind != "hip_oom"
-                        else "rocm-smi --showpids --showmeminfo vram",
-                    ),
-                    expected_saving_bytes=unaccounted,
-                ),
-            ),
+            fixes=(others_fix,),
         )
     # 5. fragmentation: the bytes exist inside PyTorch's cache but not contiguously
     reserved = (a or 0) + (r or 0)

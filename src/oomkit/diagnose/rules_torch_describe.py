@@ -14,6 +14,7 @@ __all__: list[str] = []
 
 _UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
 _GAP_SHARE = 0.10
+_STATED_LARGE = 2 * GiB  # one tensor this large is an activation (rules_torch _LARGE_TENSOR)
 
 
 def _others(e: OomEvent, t: int) -> Analysis:
@@ -172,5 +173,18 @@ def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
             f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
             "`oomkit gpus` (other processes) would confirm it.",
             fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
+        )
+    x = e.requested_bytes
+    if x is not None and x >= _STATED_LARGE and phase not in {"model_load", "optimizer_step"}:
+        # the request survived the cut: one tensor of >= 2 GiB is an activation whatever the
+        # card (docs/doctor-causes.md section 2); weights load as many smaller tensors
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.45,
+            explanation=expl + f" The request that survived is {_fb(x)}: one tensor that "
+            "large is an activation (attention scores, an image or video batch), not a weight "
+            "being loaded; the input size or batch is the lever. The traceback (forward vs "
+            "model load) would confirm it.",
+            fixes=fixes,
         )
     return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)

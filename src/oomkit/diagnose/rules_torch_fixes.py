@@ -118,3 +118,17 @@ def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
         ),
         *_batch_fixes(e, None)[:1],
     )
+
+
+def _unaccounted_fix(e: OomEvent, unaccounted: int) -> Fix:
+    """Stop what holds the card outside this process's allocator (T6)."""
+    return Fix(
+        title="Find and stop what else holds the GPU",
+        why=f"{_fb(unaccounted)} of the card is not this process's PyTorch memory.",
+        commands=(
+            "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+            if e.kind != "hip_oom"
+            else "rocm-smi --showpids --showmeminfo vram",
+        ),
+        expected_saving_bytes=unaccounted,
+    )
