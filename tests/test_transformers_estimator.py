@@ -82,13 +82,16 @@ def test_eager_scores_cost_matches_eager_attention_forward() -> None:
     kw = {"batch": 1, "seq": 4096, "elem": 2}
     sdpa, _ = prefill_activation_bytes(LLAMA8, attn_impl="sdpa", **kw)  # type: ignore[arg-type]
     eager, _ = prefill_activation_bytes(LLAMA8, attn_impl="eager", **kw)  # type: ignore[arg-type]
-    scores = 32 * 4096 * 4096 * (2 * 2 + 4) + 4096 * 4096 * 2
+    # bf16 scores + their fp32 copy (ATen softmax's toType) + the fp32 output, + the mask
+    scores = 32 * 4096 * 4096 * (2 + 4 + 4) + 4096 * 4096 * 2
     attn_io = 4096 * (4096 + 2048 + 4096) * 2  # q, k + v (8 heads x 256), attention output
     # embeddings, the layer's input, the post-attention residual and the normed input (the
     # four hidden-size tensors the H100 snapshot showed at a later layer's peak)
     stream = 4 * 4096 * 4096 * 2
     assert eager == stream + attn_io + scores
     assert sdpa < eager
+    fp16, _ = prefill_activation_bytes(LLAMA8, attn_impl="eager", half_to_float=True, **kw)  # type: ignore[arg-type]
+    assert eager - fp16 == 32 * 4096 * 4096 * 2  # CUDA Half upcasts inside the kernel
 
 
 def test_dynamic_cache_growth_is_one_tensor_of_one_layer() -> None:

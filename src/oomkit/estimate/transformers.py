@@ -83,11 +83,14 @@ def prefill_activation_bytes(
     elem: int,
     attn_impl: str,
     full_logits: bool = False,
+    half_to_float: bool = False,
 ) -> tuple[int, str]:
     """Largest live set of one decoder layer at prefill, plus the step's logits (bytes).
 
     ``full_logits``: transformers before 4.45 (PR #31292) computed logits for every prompt
     position and upcast them to fp32 (B x S x V x (e + 4)).
+    ``half_to_float``: fp16 weights, whose eager softmax upcasts inside the kernel (no fp32
+    copy of the scores).
     """
     b, s, h = batch, seq, spec.hidden_size
     # hidden-size tensors alive while a decoder layer after the first runs its MLP: the model's
@@ -101,8 +104,14 @@ def prefill_activation_bytes(
     kvd = spec.num_key_value_heads * (spec.head_dim + spec.v_head_dim)
     attn = b * s * (q + kvd + q) * elem
     if attn_impl == "eager":
-        # scores (e) + the fp32 softmax + its cast back while the input is bound, + the mask
-        attn += b * spec.num_attention_heads * s * s * (2 * elem + 4) + b * s * s * elem
+        # ``softmax(w, dim=-1, dtype=float32).to(q.dtype)`` with the scores ``w`` still bound:
+        # ATen's softmax converts a bf16 input to fp32 first (``input_.toType(dtype)``; only a
+        # CUDA Half input takes ``_softmax(half_to_float=True)``, aten/src/ATen/native/
+        # SoftMax.cpp), so w (e) + the fp32 copy + the fp32 output are alive together, as the
+        # H100 snapshot shows (two 512 MiB fp32 tensors and the 256 MiB bf16 scores for
+        # Llama-3.2-1B at 2048 tokens); then the cast back (e) beside w and the output; + mask
+        per_score = max(elem + 8, 2 * elem + 4) if half_to_float is False else 2 * elem + 4
+        attn += b * spec.num_attention_heads * s * s * per_score + b * s * s * elem
     i = (
         spec.moe.expert_intermediate_size
         if spec.moe and not spec.moe.dense_layers
@@ -209,7 +218,13 @@ def estimate_transformers(
         gen = resolve_generation("transformers", settings.runtime_version)
         full_logits = bool(gen.effects.get("full_logits", False))
     act, act_formula = prefill_activation_bytes(
-        spec, batch=batch, seq=prompt, elem=elem, attn_impl=attn_impl, full_logits=full_logits
+        spec,
+        batch=batch,
+        seq=prompt,
+        elem=elem,
+        attn_impl=attn_impl,
+        full_logits=full_logits,
+        half_to_float=(quant or spec.torch_dtype or "").lower() in ("fp16", "float16", "f16"),
     )
     transient = 0 if static else growth
     if not hardware.has_gpu and hardware.devices == ():
