@@ -334,7 +334,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
             _g(
                 "vllm",
                 "v0-2024-init-free",
-                "vLLM V0 (0.3.1-0.6.2)",
+                "vLLM V0 (0.3.1-0.6.3)",
                 "2024-02-14",
                 "0.3.1",
                 "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
@@ -348,10 +348,15 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
             _g(
                 "vllm",
                 "v0-2024",
-                "vLLM V0 (0.6.3-0.6.4)",
-                "2024-10-14",
-                "0.6.3",
-                "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit)",
+                "vLLM V0 (0.6.4)",
+                # PR #9352 was opened on 2024-10-14 (the 0.6.3 release day) and still under
+                # review on 10-15: the 0.6.3.post1 wheel (built 2024-10-17) keeps
+                # peak = init free - free; the 0.6.4 wheel (built 2024-11-15) has the new rule
+                "2024-11-15",
+                "0.6.4",
+                "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit; "
+                "first released in 0.6.4: vllm/worker/worker.py of 0.6.3.post1 still charges "
+                "init free - free)",
                 "every non-torch byte on the GPU (CUDA context, other processes) is charged to "
                 "the budget",
                 vllm_engine="v0-2024",

@@ -266,7 +266,7 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
 def resolve_generation(runtime: str, version: str | None = None) -> Generation:
     """The generation of ``runtime`` in force at ``version`` (newest when None).
 
-    >>> resolve_generation("vllm", "0.6.3").key
+    >>> resolve_generation("vllm", "0.6.4").key
     'v0-2024'
     >>> resolve_generation("llama.cpp", "2024-06").key
     '2024'

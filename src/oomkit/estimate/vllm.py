@@ -109,7 +109,7 @@ class VllmPlan:
     cudagraph_bytes: int
     #: whether this engine subtracts the CUDA-graph estimate from the KV budget
     cudagraph_charged: bool
-    #: memory of other processes on the GPU is charged to this instance (0.6.3-0.6.4, V1 0.8.x)
+    #: memory of other processes on the GPU is charged to this instance (0.6.4, V1 0.8.x)
     charges_other_processes: bool
     other_processes_fix: str
     default_util: float
