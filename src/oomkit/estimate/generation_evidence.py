@@ -117,6 +117,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "v0-2024-init-free"): (
         _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
         "run:vllm-7495-gemma2-27b-2xl40-u09",
+        # Gemma 2 capped to its sliding window (vllm_gemma2), PR #5908 until PR #10584
+        "test:tests/test_vllm_gemma2_cap.py::test_sglang1869_a10_u095_starts_at_4096_but_not_at_8192",
+        "log:https://github.com/sgl-project/sglang/issues/1869 (gemma-2-9b bf16 served by vLLM "
+        "at util 0.95 on a 24 GB card in 2024-11, no --max-model-len)",
+        _VLLM + "pull/5908 ('this PR temporarily truncates the model's maximum length to 4K')",
         # V0's encoder-decoder profile run (vllm_mm): one Mllama image per max_num_seqs
         "test:tests/test_vllm_mllama_profile.py::test_v0_default_256_sequences_oom_on_a100_and_32_start",
         _VLLM + "issues/9445 (0.6.3, A100 80GB: default 256 sequences OOM, 32 + eager start)",

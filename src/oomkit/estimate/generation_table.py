@@ -340,10 +340,13 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
                 "at init is no longer charged; merged 2024-02-14, first in 0.3.1)",
                 "the CUDA context and other processes' memory at init are not charged; the "
-                "profile still charges the allocator's reserve and NCCL's buffers",
+                "profile still charges the allocator's reserve and NCCL's buffers; Gemma 2 "
+                "(0.5.1+, PR #5908) capped to its 4096-token sliding window",
                 vllm_engine="v0-2023",
                 mla_latent_kv=False,
                 nccl_record_stream=False,
+                # Gemma 2 (loads from 0.5.1, PR #5908) is capped to its 4096 window until 0.6.5
+                gemma2_window_cap=True,
             ),
             _g(
                 "vllm",
@@ -361,6 +364,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "the budget",
                 vllm_engine="v0-2024",
                 mla_latent_kv=False,
+                gemma2_window_cap=True,
             ),
             _g(
                 "vllm",
@@ -368,8 +372,10 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "vLLM V0 (0.6.5-0.7)",
                 "2024-12-17",
                 "0.6.5",
-                "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again)",
-                "only the non-torch increase since init is charged; V0 batch defaults",
+                "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again); PR #10584 "
+                "(Gemma 2 full context length)",
+                "only the non-torch increase since init is charged; V0 batch defaults; Gemma 2 "
+                "serves its full 8192 tokens (no longer capped to the 4096 sliding window)",
                 vllm_engine="v0-2025",
                 mla_latent_kv=False,
             ),

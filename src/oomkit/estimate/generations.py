@@ -32,6 +32,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
   ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
   ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152),
+  ``gemma2_window_cap`` (True from Gemma 2's arrival, PR #5908 in 0.5.1, until PR #10584 in
+  0.6.5: its max_model_len is capped to the 4096-token sliding window,
+  :mod:`oomkit.estimate.vllm_gemma2`),
   ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
   #2566; :mod:`oomkit.estimate.vllm_awq`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);

@@ -57,6 +57,7 @@ from oomkit.estimate.vllm_engines import (
     non_torch_bytes,
     vllm_engine,
 )
+from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
@@ -425,6 +426,9 @@ def estimate_vllm(
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
+        if gen.effects.get("gemma2_window_cap", False):
+            settings, why = gemma2_window_ctx(spec, settings)
+            support_notes = (*support_notes, *why)
         fallback = v0_fallback_engine(spec, engine)
         if fallback is not None:
             engine = fallback
