@@ -33,9 +33,11 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "0.2.7", "v0-2023-no-record-stream"),
         ("vllm", "0.4.2", "v0-2024-init-free"),
         # PR #9352 first shipped in 0.6.4: 0.6.3.post1's worker.py still charges init free - free
-        ("vllm", "0.6.3", "v0-2024-init-free"),
-        ("vllm", "0.6.3.post1", "v0-2024-init-free"),
-        ("vllm", "2024-11-01", "v0-2024-init-free"),
+        ("vllm", "0.4.3", "v0-2024-init-free"),
+        ("vllm", "0.5.0", "v0-2024-nccl-2.20"),
+        ("vllm", "0.6.3", "v0-2024-nccl-2.20"),
+        ("vllm", "0.6.3.post1", "v0-2024-nccl-2.20"),
+        ("vllm", "2024-11-01", "v0-2024-nccl-2.20"),
         ("vllm", "0.6.4", "v0-2024"),
         ("vllm", "2024-11-15", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
@@ -298,7 +300,10 @@ def test_doctor_reads_the_version_line() -> None:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
         "total capacity of 23.64 GiB of which 1.2 GiB is free."
     )
-    assert "modelled: vLLM V0 (0.3.1-0.6.3) (runtime version 0.6.3)" in diagnose_text(log).notes
+    assert (
+        "modelled: vLLM V0 (0.5.0-0.6.3, NCCL 2.20) (runtime version 0.6.3)"
+        in diagnose_text(log).notes
+    )
     # the user's own version wins over the log's
     user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
     notes = diagnose_text(log, settings=user).notes

@@ -117,6 +117,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "v0-2024-init-free"): (
         _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
         "run:vllm-7495-gemma2-27b-2xl40-u09",
+    ),
+    ("vllm", "v0-2024-nccl-2.20"): (
+        "test:tests/test_vllm_nvls.py::test_vllm6746_405b_fp8_8xh100_default_length_refused",
+        _VLLM + "issues/6746 (Llama 3.1 405B FP8 on 8x H100, 2024-07-24: 'Loading model weights "
+        "took 57.7520 GB', then only 79392 KV tokens for max_model_len 131072)",
         # Gemma 2 capped to its sliding window (vllm_gemma2), PR #5908 until PR #10584
         "test:tests/test_vllm_gemma2_cap.py::test_sglang1869_a10_u095_starts_at_4096_but_not_at_8192",
         "log:https://github.com/sgl-project/sglang/issues/1869 (gemma-2-9b bf16 served by vLLM "

@@ -334,7 +334,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
             _g(
                 "vllm",
                 "v0-2024-init-free",
-                "vLLM V0 (0.3.1-0.6.3)",
+                "vLLM V0 (0.3.1-0.4.3)",
                 "2024-02-14",
                 "0.3.1",
                 "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
@@ -347,6 +347,25 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 nccl_record_stream=False,
                 # Gemma 2 (loads from 0.5.1, PR #5908) is capped to its 4096 window until 0.6.5
                 gemma2_window_cap=True,
+            ),
+            _g(
+                "vllm",
+                "v0-2024-nccl-2.20",
+                "vLLM V0 (0.5.0-0.6.3, NCCL 2.20)",
+                "2024-06-11",
+                "0.5.0",
+                "vllm-project/vllm v0.5.0 release (torch 2.3.0, whose wheel requires "
+                "nvidia-nccl-cu12 2.20.5; vLLM's own communicator loads torch's NCCL, "
+                "find_nccl_library, instead of vllm-nccl-cu12 2.18)",
+                "the profile rule of 0.3.1+; with TP > 2 on an NVSwitch node each of the TP "
+                "group's two NCCL communicators binds NCCL 2.20's NVLS buffers (2 x channels x "
+                "6 MiB x GPUs), charged to the KV budget; Gemma 2 capped to its 4096-token "
+                "sliding window",
+                vllm_engine="v0-2023",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+                gemma2_window_cap=True,
+                nvls_nccl="2.20",
             ),
             _g(
                 "vllm",

@@ -84,6 +84,7 @@ __all__ = [
     "VllmEngine",
     "cudagraph_pool_bytes",
     "non_torch_bytes",
+    "on_nvswitch",
     "vllm_engine",
 ]
 
@@ -295,6 +296,11 @@ def _on_nvswitch(device: DeviceTarget) -> bool:
     except UnknownNameError:
         return False
     return "SXM5" in link or "SXM6" in link
+
+
+def on_nvswitch(device: DeviceTarget) -> bool:
+    """``device`` is a catalog GPU on an NVSwitch (SXM5/SXM6) node."""
+    return _on_nvswitch(device)
 
 
 def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[int, str]:
