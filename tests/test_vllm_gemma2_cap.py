@@ -62,3 +62,21 @@ def test_explicit_length_above_the_window_is_refused_unless_allowed(
     assert _a10("0.6.3", ctx=2048)["ctx"] == 2048
     monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
     assert _a10("0.6.3", ctx=8192)["ctx"] == 8192
+
+
+def test_ctx_max_stops_at_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--ctx max`` searches up to max_position_embeddings; the contexts vLLM refuses above
+    the window count as not fitting, so 0.6.3 answers 4096 and 0.6.5 the full 8192."""
+    from oomkit.planner.core import max_context
+
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    spec = load_model("gemma-2-9b", offline=True)
+    hw = hardware_for([find_gpu("a100-80gb")])
+    found = {
+        v: max_context(spec, InferenceSettings(runtime="vllm", runtime_version=v), hw)
+        for v in ("0.6.3", "0.6.5")
+    }
+    assert found["0.6.3"] is not None
+    assert found["0.6.3"][0] == 4096
+    assert found["0.6.5"] is not None
+    assert found["0.6.5"][0] == 8192
