@@ -32,7 +32,14 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "0.2.5", "v0-2023"),
         ("vllm", "0.2.7", "v0-2023-no-record-stream"),
         ("vllm", "0.4.2", "v0-2024-init-free"),
-        ("vllm", "0.6.3", "v0-2024"),
+        # PR #9352 first shipped in 0.6.4: 0.6.3.post1's worker.py still charges init free - free
+        ("vllm", "0.4.3", "v0-2024-init-free"),
+        ("vllm", "0.5.0", "v0-2024-nccl-2.20"),
+        ("vllm", "0.6.3", "v0-2024-nccl-2.20"),
+        ("vllm", "0.6.3.post1", "v0-2024-nccl-2.20"),
+        ("vllm", "2024-11-01", "v0-2024-nccl-2.20"),
+        ("vllm", "0.6.4", "v0-2024"),
+        ("vllm", "2024-11-15", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
         ("vllm", "0.8.5", "v1-2025-global"),
         ("vllm", "0.9.2", "v1-2025"),
@@ -248,15 +255,15 @@ def test_vllm_generations_change_the_kv_pool() -> None:
     kw = {"runtime": "vllm", "ctx": 8192}
     blocks = {
         v: _est("llama-3.1-8b", runtime_version=v, **kw).runtime_details["num_gpu_blocks"]
-        for v in ("0.4.2", "0.6.3", "0.7.0", "0.8.5", "0.11.0")
+        for v in ("0.4.2", "0.6.4", "0.7.0", "0.8.5", "0.11.0")
     }
     engines = {
         v: _est("llama-3.1-8b", runtime_version=v, **kw).runtime_details["engine"]
-        for v in ("0.6.3", "0.8.5")
+        for v in ("0.6.4", "0.8.5")
     }
-    assert engines == {"0.6.3": "v0-2024", "0.8.5": "v1-2025-global"}
-    # 0.6.3 charges the CUDA context to the budget: fewer blocks than 0.6.5+
-    assert blocks["0.6.3"] < blocks["0.7.0"]
+    assert engines == {"0.6.4": "v0-2024", "0.8.5": "v1-2025-global"}
+    # 0.6.4 charges the CUDA context to the budget: fewer blocks than 0.6.5+
+    assert blocks["0.6.4"] < blocks["0.7.0"]
     assert len(set(blocks.values())) >= 4
 
 
@@ -294,7 +301,10 @@ def test_doctor_reads_the_version_line() -> None:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
         "total capacity of 23.64 GiB of which 1.2 GiB is free."
     )
-    assert "modelled: vLLM V0 (0.6.3-0.6.4) (runtime version 0.6.3)" in diagnose_text(log).notes
+    assert (
+        "modelled: vLLM V0 (0.5.0-0.6.3, NCCL 2.20) (runtime version 0.6.3)"
+        in diagnose_text(log).notes
+    )
     # the user's own version wins over the log's
     user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
     notes = diagnose_text(log, settings=user).notes

@@ -124,13 +124,25 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
         "run:vllm-7495-gemma2-27b-2xl40-u09",
     ),
+    ("vllm", "v0-2024-nccl-2.20"): (
+        "test:tests/test_vllm_nvls.py::test_vllm6746_405b_fp8_8xh100_default_length_refused",
+        _VLLM + "issues/6746 (Llama 3.1 405B FP8 on 8x H100, 2024-07-24: 'Loading model weights "
+        "took 57.7520 GB', then only 79392 KV tokens for max_model_len 131072)",
+        # Gemma 2 capped to its sliding window (vllm_gemma2), PR #5908 until PR #10584
+        "test:tests/test_vllm_gemma2_cap.py::test_sglang1869_a10_u095_starts_at_4096_but_not_at_8192",
+        "log:https://github.com/sgl-project/sglang/issues/1869 (gemma-2-9b bf16 served by vLLM "
+        "at util 0.95 on a 24 GB card in 2024-11, no --max-model-len)",
+        _VLLM + "pull/5908 ('this PR temporarily truncates the model's maximum length to 4K')",
+        # V0's encoder-decoder profile run (vllm_mm): one Mllama image per max_num_seqs
+        "test:tests/test_vllm_mllama_profile.py::test_v0_default_256_sequences_oom_on_a100_and_32_start",
+        _VLLM + "issues/9445 (0.6.3, A100 80GB: default 256 sequences OOM, 32 + eager start)",
+        _VLLM + "issues/11251 (same 2x V100 and command: 'about 3000' GPU blocks on 0.6.3.post1, "
+        "'about 5000' on 0.6.4.post1, which first ships PR #9352)",
+    ),
     ("vllm", "v0-2024"): (
         _TG + "test_vllm_generations_change_the_kv_pool",
         _VLLM + "issues/10517 (0.6.4: non_torch_memory 0.35 GiB, the CUDA context included)",
         "run:vllm-10517-llama31-8b-3090-29k",
-        # V0's encoder-decoder profile run (vllm_mm): one Mllama image per max_num_seqs
-        "test:tests/test_vllm_mllama_profile.py::test_v0_default_256_sequences_oom_on_a100_and_32_start",
-        _VLLM + "issues/9445 (0.6.3, A100 80GB: default 256 sequences OOM, 32 + eager start)",
         _VLLM + "issues/9630 (96 GB H100: 256 sequences OOM at max_model_len 32, 128 start)",
     ),
     ("vllm", "v0-2025"): (

@@ -357,28 +357,56 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
             _g(
                 "vllm",
                 "v0-2024-init-free",
-                "vLLM V0 (0.3.1-0.6.2)",
+                "vLLM V0 (0.3.1-0.4.3)",
                 "2024-02-14",
                 "0.3.1",
                 "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
                 "at init is no longer charged; merged 2024-02-14, first in 0.3.1)",
                 "the CUDA context and other processes' memory at init are not charged; the "
-                "profile still charges the allocator's reserve and NCCL's buffers",
+                "profile still charges the allocator's reserve and NCCL's buffers; Gemma 2 "
+                "(0.5.1+, PR #5908) capped to its 4096-token sliding window",
                 vllm_engine="v0-2023",
                 mla_latent_kv=False,
                 nccl_record_stream=False,
+                # Gemma 2 (loads from 0.5.1, PR #5908) is capped to its 4096 window until 0.6.5
+                gemma2_window_cap=True,
+            ),
+            _g(
+                "vllm",
+                "v0-2024-nccl-2.20",
+                "vLLM V0 (0.5.0-0.6.3, NCCL 2.20)",
+                "2024-06-11",
+                "0.5.0",
+                "vllm-project/vllm v0.5.0 release (torch 2.3.0, whose wheel requires "
+                "nvidia-nccl-cu12 2.20.5; vLLM's own communicator loads torch's NCCL, "
+                "find_nccl_library, instead of vllm-nccl-cu12 2.18)",
+                "the profile rule of 0.3.1+; with TP > 2 on an NVSwitch node each of the TP "
+                "group's two NCCL communicators binds NCCL 2.20's NVLS buffers (2 x channels x "
+                "6 MiB x GPUs), charged to the KV budget; Gemma 2 capped to its 4096-token "
+                "sliding window",
+                vllm_engine="v0-2023",
+                mla_latent_kv=False,
+                nccl_record_stream=False,
+                gemma2_window_cap=True,
+                nvls_nccl="2.20",
             ),
             _g(
                 "vllm",
                 "v0-2024",
-                "vLLM V0 (0.6.3-0.6.4)",
-                "2024-10-14",
-                "0.6.3",
-                "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit)",
+                "vLLM V0 (0.6.4)",
+                # PR #9352 was opened on 2024-10-14 (the 0.6.3 release day) and still under
+                # review on 10-15: the 0.6.3.post1 wheel (built 2024-10-17) keeps
+                # peak = init free - free; the 0.6.4 wheel (built 2024-11-15) has the new rule
+                "2024-11-15",
+                "0.6.4",
+                "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit; "
+                "first released in 0.6.4: vllm/worker/worker.py of 0.6.3.post1 still charges "
+                "init free - free)",
                 "every non-torch byte on the GPU (CUDA context, other processes) is charged to "
                 "the budget",
                 vllm_engine="v0-2024",
                 mla_latent_kv=False,
+                gemma2_window_cap=True,
             ),
             _g(
                 "vllm",
@@ -386,8 +414,10 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "vLLM V0 (0.6.5-0.7)",
                 "2024-12-17",
                 "0.6.5",
-                "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again)",
-                "only the non-torch increase since init is charged; V0 batch defaults",
+                "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again); PR #10584 "
+                "(Gemma 2 full context length)",
+                "only the non-torch increase since init is charged; V0 batch defaults; Gemma 2 "
+                "serves its full 8192 tokens (no longer capped to the 4096 sliding window)",
                 vllm_engine="v0-2025",
                 mla_latent_kv=False,
             ),

@@ -33,6 +33,11 @@ Effects read by the estimators (absent key = today's behaviour):
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
   ``mla_latent_kv`` (False before 0.7.1: DeepSeek cached as full 256-dim K/V heads),
   ``nccl_record_stream`` (False from 0.2.6: all-reduce inputs are not pinned, PR #2152),
+  ``gemma2_window_cap`` (True from Gemma 2's arrival, PR #5908 in 0.5.1, until PR #10584 in
+  0.6.5: its max_model_len is capped to the 4096-token sliding window,
+  :mod:`oomkit.estimate.vllm_gemma2`),
+  ``nvls_nccl`` (``"2.20"`` for 0.5.0-0.6.3, torch 2.3/2.4's NCCL: NVLS buffers of the TP
+  group's two communicators on an NVSwitch node with TP > 2, :mod:`oomkit.estimate.vllm_nvls`),
   ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
   #2566; :mod:`oomkit.estimate.vllm_awq`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
@@ -267,7 +272,7 @@ def parse_runtime_version(runtime: str, text: str) -> date | tuple[int, ...]:
 def resolve_generation(runtime: str, version: str | None = None) -> Generation:
     """The generation of ``runtime`` in force at ``version`` (newest when None).
 
-    >>> resolve_generation("vllm", "0.6.3").key
+    >>> resolve_generation("vllm", "0.6.4").key
     'v0-2024'
     >>> resolve_generation("llama.cpp", "2024-06").key
     '2024'

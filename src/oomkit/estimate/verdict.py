@@ -43,7 +43,7 @@ vLLM terms that come from how a generation allocates (``oomkit.estimate.vllm_eng
   the modelled pool is in the device band (``CUDAGRAPH_POOL_MAX``). With ``--enforce-eager``
   there is none.
 * Generations that charge the memory of other processes to the budget (0.2.5-0.3.0, PR #2031
-  until PR #2863; 0.6.3-0.6.4, PR #9352 until PR #10511; V1 0.8.0-0.9.0 until PR #18974): a
+  until PR #2863; 0.6.4, PR #9352 until PR #10511; V1 0.8.0-0.9.0 until PR #18974): a
   ``gpu_memory_utilization`` below the default says the GPU is
   shared, and what the user leaves to the other tenants, ``(default - util) x total``, may be
   charged to this instance's pool: it is in the pool margin's band.

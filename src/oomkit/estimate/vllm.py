@@ -57,9 +57,11 @@ from oomkit.estimate.vllm_engines import (
     non_torch_bytes,
     vllm_engine,
 )
+from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
+from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_support import v0_fallback_engine, vllm_model_version
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -109,7 +111,7 @@ class VllmPlan:
     cudagraph_bytes: int
     #: whether this engine subtracts the CUDA-graph estimate from the KV budget
     cudagraph_charged: bool
-    #: memory of other processes on the GPU is charged to this instance (0.6.3-0.6.4, V1 0.8.x)
+    #: memory of other processes on the GPU is charged to this instance (0.6.4, V1 0.8.x)
     charges_other_processes: bool
     other_processes_fix: str
     default_util: float
@@ -215,6 +217,7 @@ def plan_vllm(
     mxfp4_hopper: str = "triton",
     v0_multimodal_chunked: bool = True,
     awq_split_k: bool = False,
+    nvls_nccl: str | None = None,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -234,6 +237,8 @@ def plan_vllm(
     above 32K.
     ``awq_split_k=True``: vLLM before PR #2566 ran every AWQ linear through ``awq_gemm`` and its
     8 split-K output copies (:mod:`oomkit.estimate.vllm_awq`).
+    ``nvls_nccl``: the NCCL release whose NVLS buffers a TP > 2 group on an NVSwitch node holds
+    (``"2.20"`` for vLLM 0.5.0-0.6.3, :mod:`oomkit.estimate.vllm_nvls`); None: not modelled.
     ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
     its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
     on the last.
@@ -318,6 +323,14 @@ def plan_vllm(
         non_torch, nt_why = settings.overhead_bytes, "--overhead (user value)"
     else:
         non_torch, nt_why = non_torch_bytes(eng, device, tp)
+        nvls = nvls_buffer_bytes(device, tp, nvls_nccl)
+        if nvls:
+            non_torch += nvls
+            nt_why += f"; + NCCL {nvls_nccl} NVLS buffers of 2 communicators x {tp} GPUs"
+            notes.append(
+                f"NCCL {nvls_nccl} NVLink SHARP buffers: {nvls / GiB:.2f} GiB per GPU for the "
+                f"TP-{tp} group's two communicators (charged to the KV budget)"
+            )
     graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
     kv_spec = spec
@@ -409,6 +422,7 @@ def estimate_vllm(
     record_stream = True
     mxfp4_hopper = "triton"
     awq_split_k = False
+    nvls_nccl: str | None = None
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
     if engine == DEFAULT_ENGINE:
@@ -425,6 +439,11 @@ def estimate_vllm(
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
+        nccl = gen.effects.get("nvls_nccl")
+        nvls_nccl = nccl if isinstance(nccl, str) else None
+        if gen.effects.get("gemma2_window_cap", False):
+            settings, why = gemma2_window_ctx(spec, settings)
+            support_notes = (*support_notes, *why)
         fallback = v0_fallback_engine(spec, engine)
         if fallback is not None:
             engine = fallback
@@ -451,6 +470,7 @@ def estimate_vllm(
             pp_rank=rank // tp,
             mxfp4_hopper=mxfp4_hopper,
             awq_split_k=awq_split_k,
+            nvls_nccl=nvls_nccl,
             v0_multimodal_chunked=mm_chunked,
         )
         for rank, d in enumerate(targets)

@@ -41,7 +41,8 @@ memory snapshot after NCCL is initialized"), NCCL >= 2.22 connects lazily
 collectives and are charged as non-torch growth in every generation.
 * ``v0-2025`` (V0 ``worker.py`` 0.6.5-0.9, PRs #10511/#12126): the V1 rule above (non-torch
   increase since ``init_device``) with V0's batch defaults.
-* ``v0-2024`` (V0 ``worker.py`` 0.6.3-0.6.4, PR #9352): ``peak = allocated_bytes.all.peak +
+* ``v0-2024`` (V0 ``worker.py`` 0.6.4, PR #9352; not in 0.6.3.post1, whose worker still
+  charges ``init_free - free``): ``peak = allocated_bytes.all.peak +
   (total - free - allocated)`` so every non-torch byte on the GPU is charged, the CUDA context
   included. Without chunked prefill the profile batch is ``max(max_model_len, 2048)`` tokens;
   above 32K ``max_model_len`` the OpenAI server turns chunked prefill on (2048 tokens).
@@ -54,7 +55,7 @@ collectives and are charged as non-torch growth in every generation.
 * ``v0-2023-total`` (PR #2031, vLLM 0.2.5-0.3.0): ``peak = total - free`` after the profile
   run (``torch.cuda.mem_get_info``), i.e. the caching allocator's reserve plus every other byte
   on the GPU: the CUDA context and other processes' memory. ``v0-2023`` (PR #2863, "Fix memory
-  profiling when GPU is used by multiple processes", 0.3.1-0.6.2): ``peak = init_free - free``
+  profiling when GPU is used by multiple processes", 0.3.1-0.6.3.post1): ``peak = init_free - free``
   with ``init_free`` taken in ``Worker.init_device`` once the context exists: the allocator's
   reserve and NCCL's buffers only ("we assume that the other processes using the same GPU did
   not change their memory usage during the profiling"). With TP, ``torch.distributed.all_reduce``
@@ -83,6 +84,7 @@ __all__ = [
     "VllmEngine",
     "cudagraph_pool_bytes",
     "non_torch_bytes",
+    "on_nvswitch",
     "vllm_engine",
 ]
 
@@ -188,7 +190,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         ),
         "v0-2024": VllmEngine(
             name="v0-2024",
-            summary="V0 0.6.x: total x 0.9 - torch peak - all non-torch memory (context too)",
+            summary="V0 0.6.4: total x 0.9 - torch peak - all non-torch memory (context too)",
             default_util=0.9,
             chunked_prefill=False,
             flashinfer_sampler=False,
@@ -226,7 +228,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         ),
         "v0-2023": VllmEngine(
             name="v0-2023",
-            summary="0.3.1-0.6.2 (PR #2863): total x 0.9 - (init free - free after profiling)",
+            summary="0.3.1-0.6.3 (PR #2863): total x 0.9 - (init free - free after profiling)",
             default_util=0.9,
             chunked_prefill=False,
             flashinfer_sampler=False,
@@ -294,6 +296,11 @@ def _on_nvswitch(device: DeviceTarget) -> bool:
     except UnknownNameError:
         return False
     return "SXM5" in link or "SXM6" in link
+
+
+def on_nvswitch(device: DeviceTarget) -> bool:
+    """``device`` is a catalog GPU on an NVSwitch (SXM5/SXM6) node."""
+    return _on_nvswitch(device)
 
 
 def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[int, str]:

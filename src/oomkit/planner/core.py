@@ -522,5 +522,15 @@ def max_context(
             "(or --ram SIZE for the CPU)",
             setting="ctx",
         )
-    found = largest(1, hi, lambda k: ok(at(k)))
+
+    def fits_at(k: int) -> bool:
+        # a context the runtime refuses (vLLM 0.5.1-0.6.4 caps Gemma 2 to its sliding window,
+        # oomkit.estimate.vllm_gemma2) does not fit; step 1 was estimated above, so a setting
+        # that is wrong at every context still raises
+        try:
+            return ok(at(k))
+        except InvalidSettingError:
+            return False
+
+    found = largest(1, hi, fits_at)
     return None if found is None else (found * step, at(found))
