@@ -29,14 +29,8 @@ MODELS = (
     "qwen2.5-0.5b",  # tied embeddings
     "bert-base-uncased",  # encoder
 )
-_MOE_QLORA = (
-    "transformers' replace_with_bnb_linear quantizes nn.Linear/Conv1D only: fused MoE expert "
-    "tensors stay bf16 in the probe, the formula counts them as NF4"
-)
 _ENCODER_LORA = "the formula's encoder activations with a frozen base are about half the probe's"
 KNOWN: dict[tuple[str, str], str] = {
-    ("mixtral-8x7b", "qlora_ckpt"): _MOE_QLORA,
-    ("deepseek-v2-lite", "qlora_ckpt"): _MOE_QLORA,
     ("bert-base-uncased", "lora"): _ENCODER_LORA,
     ("bert-base-uncased", "qlora_ckpt"): _ENCODER_LORA,
 }

@@ -208,4 +208,7 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975", _TS + _SG_DEF),
     ("transformers", "full-logits"): (_TG + "test_transformers_full_logits_before_4_45",),
     ("transformers", "logits-to-keep"): (_TG + "test_transformers_full_logits_before_4_45",),
+    ("transformers", "v5-fused-experts"): (
+        "test:tests/test_fused_experts_bnb.py::test_transformers_v5_keeps_fused_experts_unquantized",
+    ),
 }

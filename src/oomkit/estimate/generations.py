@@ -51,7 +51,10 @@ Effects read by the estimators (absent key = today's behaviour):
   resolve as their release (``0.4.5.post1`` is 0.4.5), so the rows that start at one (Llama 4's
   multimodal window, v0.4.6.post2, v0.4.6.post5) are dated only: give a date for them.
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and
-  upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45).
+  upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45),
+  ``bnb_fused_experts_unquantized`` (True from 5.0: MoE experts are fused 3-D parameters that
+  bitsandbytes' ``nn.Linear`` replacement skips, so ``load_in_4bit``/``8bit`` leaves them in the
+  load dtype; bitsandbytes#1849).
 
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations

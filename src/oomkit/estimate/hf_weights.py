@@ -146,6 +146,7 @@ def plan_weights(
     *,
     quant: str | None,
     tp: int = 1,
+    fused_experts_unquantized: bool = False,
 ) -> WeightsPlan:
     """Bytes of weights per TP rank.
 
@@ -177,7 +178,12 @@ def plan_weights(
             assert fmt is not None
             group = spec.quantization.group_size if spec.quantization else None
             b = hf_tensor_bytes(
-                fmt, t, dtype=_base_dtype(spec), group_size=group, n_layers=spec.num_hidden_layers
+                fmt,
+                t,
+                dtype=_base_dtype(spec),
+                group_size=group,
+                n_layers=spec.num_hidden_layers,
+                fused_experts_unquantized=fused_experts_unquantized,
             )
         num, den = shard_fraction(t, spec, tp)
         sizes.append(b)

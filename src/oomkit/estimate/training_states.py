@@ -376,10 +376,19 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
     if settings.method != "full":
         base = _parameter_tensors(spec)
         fmt = "nf4" if settings.method == "qlora" else ("fp32" if not mixed else settings.dtype)
-        frozen = hf_weights_bytes(fmt, base, dtype=settings.dtype, double_quant=True)
+        # transformers >= 5 fuses MoE experts into 3-D nn.Parameters that bitsandbytes'
+        # Linear4bit replacement never touches (bitsandbytes#1849): they stay in ``dtype``
+        frozen = hf_weights_bytes(
+            fmt, base, dtype=settings.dtype, double_quant=True, fused_experts_unquantized=True
+        )
         formula["frozen"] = (
             "NF4 + double-quant absmax per 64 (bitsandbytes Linear4bit), embeddings/norms/lm_head "
             f"in {settings.dtype}"
+            + (
+                f"; fused MoE experts stay {settings.dtype} (transformers 5+: not nn.Linear)"
+                if spec.moe is not None
+                else ""
+            )
             if settings.method == "qlora"
             else f"frozen base P x bytes({fmt})"
         )

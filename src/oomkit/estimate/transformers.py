@@ -194,8 +194,19 @@ def estimate_transformers(
     notes: list[str] = []
     tensors = model_tensors(spec)
     quant = settings.quant
-    plan = plan_weights(spec, tensors, quant=quant, tp=1)
+    from oomkit.estimate.generations import resolve_generation
+
+    gen = resolve_generation("transformers", settings.runtime_version)
+    fused_raw = bool(gen.effects.get("bnb_fused_experts_unquantized", False))
+    plan = plan_weights(spec, tensors, quant=quant, tp=1, fused_experts_unquantized=fused_raw)
     notes.extend(plan.assumptions)
+    fmt = (quant or "").lower()
+    if fused_raw and spec.moe is not None and fmt in ("nf4", "fp4", "int8", "bnb-nf4", "bnb_nf4"):
+        notes.append(
+            "bitsandbytes in transformers 5+: the fused MoE expert tensors are not quantized "
+            "(replace_with_bnb_linear swaps nn.Linear only; bitsandbytes#1849) and stay in "
+            "the load dtype"
+        )
     sizes = list(plan.tensor_bytes)
     elem = _elem(spec, quant)
     batch = settings.parallel or 1
@@ -211,12 +222,7 @@ def estimate_transformers(
     static = (settings.cache_implementation or "dynamic").lower() == "static"
     # the cat for K (or V) of one layer: old and new copies coexist
     growth = max((lay.bytes_per_token for lay in layers), default=0) // 2 * seq_total * batch
-    full_logits = False
-    if settings.runtime_version is not None:
-        from oomkit.estimate.generations import resolve_generation
-
-        gen = resolve_generation("transformers", settings.runtime_version)
-        full_logits = bool(gen.effects.get("full_logits", False))
+    full_logits = bool(gen.effects.get("full_logits", False))
     act, act_formula = prefill_activation_bytes(
         spec,
         batch=batch,

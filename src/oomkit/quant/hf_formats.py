@@ -271,6 +271,7 @@ def hf_tensor_bytes(
     group_size: int | None = None,
     double_quant: bool = True,
     n_layers: int | None = None,
+    fused_experts_unquantized: bool = False,
 ) -> int:
     """Bytes of one tensor stored in HF format ``fmt`` (see the module table).
 
@@ -285,6 +286,11 @@ def hf_tensor_bytes(
             is False; QLoRA recipes turn it on).
         n_layers: the model's layer count (``fbgemm_fp8``: its first and last layers' FFN stay
             ``dtype``); None: no layer is excluded.
+        fused_experts_unquantized: bitsandbytes through transformers >= 5: MoE experts are
+            fused 3-D ``nn.Parameter`` s (``MixtralExperts.gate_up_proj``, transformers 5.0.0
+            ``models/mixtral/modeling_mixtral.py``) that ``replace_with_bnb_linear`` (which
+            swaps ``nn.Linear`` only) never converts, so they stay ``dtype``
+            (bitsandbytes-foundation/bitsandbytes#1849).
 
     Returns:
         Bytes (weights plus their scales, zeros and index tensors).
@@ -302,6 +308,12 @@ def hf_tensor_bytes(
     if f.method in ("gptq", "awq"):
         dtype = "fp16"
     if not is_quantizable_linear(tensor):
+        return _float_bytes(tensor, dtype)
+    if (
+        fused_experts_unquantized
+        and f.method in ("bnb_int8", "bnb_4bit")
+        and len(tensor.shape) >= 3
+    ):
         return _float_bytes(tensor, dtype)
     count, out, in_ = _matrices(tensor)
     if _is_router(tensor.name) and f.method not in ("bnb_int8", "bnb_4bit"):
@@ -345,6 +357,7 @@ def hf_weights_bytes(
     group_size: int | None = None,
     double_quant: bool = True,
     n_layers: int | None = None,
+    fused_experts_unquantized: bool = False,
 ) -> int:
     """Bytes of all ``tensors`` in format ``fmt`` (:func:`hf_tensor_bytes` summed).
 
@@ -358,6 +371,7 @@ def hf_weights_bytes(
             group_size=group_size,
             double_quant=double_quant,
             n_layers=n_layers,
+            fused_experts_unquantized=fused_experts_unquantized,
         )
         for t in tensors
     )
