@@ -10,6 +10,7 @@ simulation on catalog specs; the H100 figures are in tests/test_gpu_results.py.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -177,3 +178,32 @@ def test_estimate_on_the_h100_before_and_after_the_change() -> None:
 
     now, before = compute(None), compute("2026-08-31")
     assert now - before == pytest.approx(2048 * 6 * 512 * 4, abs=1 << 20)
+
+
+def _real_allocator() -> Any:
+    """benchmarks/oracle/ggml_alloc_replay.py, when a libggml-base is at hand (GGML_BASE_LIB or
+    llama-cpp-python's), else skip."""
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    if not os.environ.get("GGML_BASE_LIB") and importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("no libggml-base: set GGML_BASE_LIB or install llama-cpp-python")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "oracle"))
+    import ggml_alloc_replay
+
+    return ggml_alloc_replay
+
+
+@pytest.mark.parametrize("key", ["qwen3-30b-a3b", "deepseek-v2-lite", "granite-4.0-h-tiny"])
+def test_dependency_nodes_replay_through_the_real_allocator(key: str) -> None:
+    """The graph with its GGML_OP_NONE dependency nodes through ggml's own
+    ``ggml_gallocr_reserve`` (CPU buffer type, 32-byte alignment) reserves exactly what the
+    simulation reaches (run with ggml-base built from the llama.cpp tree of llama-cpp-python
+    0.3.36)."""
+    replay = _real_allocator()
+    spec = _spec(key)
+    g = build_graph(spec, DEPS, with_input=False)
+    assert any(n.name == "alloc_dep" for n in g.nodes)
+    assert replay.real_gallocr_bytes(g) == simulate_gallocr(g, 32)
