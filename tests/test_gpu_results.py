@@ -200,9 +200,10 @@ def _llamacpp_cases() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("r", _llamacpp_cases(), ids=lambda r: r["id"])
 def test_llamacpp_cuda_buffers_and_total_on_the_h100(r: dict[str, Any]) -> None:
     """A CUDA build of llama.cpp loaded sparse full-size GGUFs with every layer on the H100:
-    oomkit's CUDA0 model and KV buffers are exact, the compute buffer within 15% (MoE graphs
-    take 24-41 MiB more on CUDA than modelled), and the device total within 1% of what
-    nvidia-smi showed for the process (the 600 MiB context included)."""
+    oomkit's CUDA0 model, KV and compute buffers are exact to the logged 0.01 MiB (the MoE
+    graphs with the CUDA backend's fusion allocation dependencies, llamacpp_compute._moe), and
+    the device total within 1% of what nvidia-smi showed for the process (the 600 MiB context
+    included)."""
     import sys
 
     sys.path.insert(0, str(RESULTS.parent))
@@ -215,9 +216,6 @@ def test_llamacpp_cuda_buffers_and_total_on_the_h100(r: dict[str, Any]) -> None:
     measured = parse_log(oracle.last_pass(r["log_memory_lines"]))
     p = oracle.predict(r)
     mib = float(1 << 20)
-    for kind in ("model", "kv"):
+    for kind in ("model", "kv", "compute"):
         assert p["buffers"][kind]["CUDA0"] / mib == pytest.approx(measured[kind]["CUDA0"], abs=0.01)
-    assert p["buffers"]["compute"]["CUDA0"] / mib == pytest.approx(
-        measured["compute"]["CUDA0"], rel=0.15
-    )
     assert p["device_total_bytes"] / mib == pytest.approx(r["smi_peak_MiB"], rel=0.01)

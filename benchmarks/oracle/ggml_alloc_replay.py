@@ -7,11 +7,20 @@ directly into the ``struct ggml_tensor`` (ggml.h) — no op is ever computed —
 simulation independently of how faithfully the graph itself follows llama.cpp.
 
     python benchmarks/oracle/ggml_alloc_replay.py     # a few oracle graphs, both allocators
+
+``GGML_BASE_LIB=/path/libggml-base.so`` replays through that library instead of llama-cpp-python's
+(e.g. ggml-base built from the vendored tree: ``cmake -S vendor/llama.cpp/ggml -DGGML_CPU=OFF
+-DBUILD_SHARED_LIBS=ON``, ``ninja ggml-base``; ``ggml_backend_cpu_buffer_type`` lives there).
+The CUDA backend's allocation-dependency nodes (``alloc_dep``,
+:mod:`oomkit.estimate.llamacpp_cuda_fusion`) are replayed as ``ggml_backend_sched_split_graph``
+makes them: ``ggml_view_tensor(keep[0])`` (op NONE) with the kept tensors as sources, appended
+to the graph after the node they wait for.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import sys
 from typing import Any
@@ -60,11 +69,15 @@ class _InitParams(ctypes.Structure):
 
 
 def _lib() -> Any:
-    import llama_cpp
+    own = os.environ.get("GGML_BASE_LIB")
+    if own:
+        base = cpu = ctypes.CDLL(own, mode=ctypes.RTLD_GLOBAL)
+    else:
+        import llama_cpp
 
-    d = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
-    base = ctypes.CDLL(os.path.join(d, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
-    cpu = ctypes.CDLL(os.path.join(d, "libggml-cpu.so"), mode=ctypes.RTLD_GLOBAL)
+        d = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+        base = ctypes.CDLL(os.path.join(d, "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
+        cpu = ctypes.CDLL(os.path.join(d, "libggml-cpu.so"), mode=ctypes.RTLD_GLOBAL)
     base.ggml_init.restype = ctypes.c_void_p
     base.ggml_init.argtypes = [_InitParams]
     base.ggml_new_tensor_1d.restype = ctypes.POINTER(_Tensor)
@@ -72,6 +85,7 @@ def _lib() -> Any:
     base.ggml_new_graph_custom.restype = ctypes.c_void_p
     base.ggml_new_graph_custom.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_bool]
     base.ggml_build_forward_expand.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Tensor)]
+    base.ggml_graph_add_node.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Tensor)]
     base.ggml_op_name.restype = ctypes.c_char_p
     base.ggml_op_name.argtypes = [ctypes.c_int]
     base.ggml_gallocr_new.restype = ctypes.c_void_p
@@ -110,10 +124,17 @@ def real_gallocr_bytes(graph: GraphSim) -> int:
         size = nd.size
         if nd.view_src is not None:
             size = graph.nodes[nd.view_src].size
+        dep = nd.name == "alloc_dep"
+        if dep:  # ggml_view_tensor(keep[0]): keep[0]'s shape
+            k0 = graph.nodes[nd.srcs[0]]
+            size = graph.nodes[k0.view_src].size if k0.view_src is not None else k0.size
         t = base.ggml_new_tensor_1d(ctx, TYPE_I8, max(size, 1))
         tc = t.contents
         tc.name = f"n{i}".encode()
-        if nd.is_input and not nd.srcs:
+        if dep:
+            tc.op = ops["NONE"]
+            tc.view_src = tensors[nd.srcs[0]]
+        elif nd.is_input and not nd.srcs:
             # an input node (not a leaf), placed where the graph first uses it
             tc.op = ops["DUP"]
             tc.flags |= FLAG_INPUT
@@ -135,7 +156,9 @@ def real_gallocr_bytes(graph: GraphSim) -> int:
         tensors.append(t)
     gf = base.ggml_new_graph_custom(ctx, max(2048, 2 * n), False)
     for t, nd in zip(tensors, graph.nodes, strict=True):
-        if not (nd.is_input and not nd.srcs):  # pure inputs join when first used
+        if nd.name == "alloc_dep":  # appended as the scheduler appends it to its graph copy
+            base.ggml_graph_add_node(gf, t)
+        elif not (nd.is_input and not nd.srcs):  # pure inputs join when first used
             base.ggml_build_forward_expand(gf, t)
     galloc = base.ggml_gallocr_new(cpu.ggml_backend_cpu_buffer_type())
     ok = base.ggml_gallocr_reserve(galloc, gf)
@@ -162,6 +185,8 @@ def main() -> int:
         ("llama-3.2-1b", "F16", 4096, False),
         ("qwen2.5-7b", "Q4_K_M", 4096, True),
         ("mixtral-8x7b", "Q4_0", 4096, False),
+        ("deepseek-v2-lite", "Q4_K_M", 8192, True),
+        ("qwen3-30b-a3b", "Q4_K_M", 8192, True),
     ):
         rec = {
             "catalog_key": key,
@@ -181,10 +206,15 @@ def main() -> int:
         spec, settings = record_inputs(rec)
         spec = llamacpp_view(spec)
         p = resolve_llamacpp_params(settings, n_layer=spec.num_hidden_layers, has_gpu=False)
-        g = build_graph(spec, graph_shape(p, plan_kv(spec, p)))
-        mine = simulate_gallocr(g, 32)
-        real = real_gallocr_bytes(g)
-        print(f"{key:<14} fa={int(fa)} sim {mine / 2**20:10.3f} MiB  ggml {real / 2**20:10.3f} MiB")
+        sh = graph_shape(p, plan_kv(spec, p))
+        for deps in (False, True) if spec.moe is not None else (False,):
+            g = build_graph(spec, dataclasses.replace(sh, moe_fusion_deps=deps))
+            mine = simulate_gallocr(g, 32)
+            real = real_gallocr_bytes(g)
+            print(
+                f"{key:<14} fa={int(fa)} cuda_deps={int(deps)} sim {mine / 2**20:10.3f} MiB  "
+                f"ggml {real / 2**20:10.3f} MiB"
+            )
     return 0
 
 

@@ -79,6 +79,14 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ),
     ("llama.cpp", "2025-11-pad256"): (_TG + "test_llamacpp_streams_and_padding",),
     ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
+    ("llama.cpp", "2026-09-moe-fusion-deps"): (
+        "test:tests/test_llamacpp_cuda_moe_deps.py::"
+        "test_estimate_on_the_h100_before_and_after_the_change",
+        "test:tests/test_gpu_results.py::test_llamacpp_cuda_buffers_and_total_on_the_h100",
+        "log:https://github.com/GenerelSchwerz/llama.cpp/issues/80 (CUDA compute reservation "
+        "+512.53 MiB with the fusion for Qwen3.6-35B-A3B at n_ubatch 8192, none with "
+        "GGML_CUDA_DISABLE_FUSION=1)",
+    ),
     ("ollama", "llama-runner-2k"): (
         _TG + "test_ollama_old_runner_defaults",
         # each release runs the llama.cpp it vendored (oomkit.estimate.ollama_vendored)

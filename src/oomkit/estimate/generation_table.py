@@ -36,6 +36,7 @@ def _g(
 
 
 _OLD_LLAMACPP = {
+    "cuda_moe_fusion_deps": False,
     "flash_attn_default": False,
     "mla_cache": False,
     "mla_v_cache": True,
@@ -231,6 +232,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 mla_v_cache=True,
                 n_ctx_pad_no_fa=32,
                 flash_attn_default=False,
+                cuda_moe_fusion_deps=False,
             ),
             _g(
                 "llama.cpp",
@@ -243,6 +245,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "when the backend supports FA (before: FA off unless -fa)",
                 mla_v_cache=True,
                 n_ctx_pad_no_fa=32,
+                cuda_moe_fusion_deps=False,
             ),
             _g(
                 "llama.cpp",
@@ -253,6 +256,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #16812 then PR #17046 (KV size padded to 256)",
                 "KV cells padded to 256 with or without flash attention",
                 mla_v_cache=True,
+                cuda_moe_fusion_deps=False,
             ),
             _g(
                 "llama.cpp",
@@ -262,6 +266,19 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 None,
                 "ggml-org/llama.cpp PR #19067 (kv-cache: support V-less cache)",
                 "MLA models keep only the K latent: about half the KV of the previous builds",
+                cuda_moe_fusion_deps=False,
+            ),
+            _g(
+                "llama.cpp",
+                "2026-09-moe-fusion-deps",
+                "llama.cpp 2026-09+ (CUDA MoE fusion keeps its inputs)",
+                "2026-09-02",
+                None,
+                "ggml-org/llama.cpp PR #25952 (commit 3466812d: cuda: fuse MoE weighted expert "
+                "reduction, using add_alloc_dep of PR #27301)",
+                "CUDA/HIP compute buffer of MoE models: the expert outputs stay allocated until "
+                "the weighted sum is done, so the weighted copy no longer reuses them (+ n_embd x "
+                "n_expert_used x n_ubatch x 4 bytes)",
             ),
         ),
         "ollama": (

@@ -23,7 +23,8 @@ Effects read by the estimators (absent key = today's behaviour):
   (:mod:`oomkit.estimate.llamacpp_pool`),
   ``ubatch_split`` (False before PR #6017: a prompt step is ``-b`` tokens, 512 by default, and
   there is no ``-ub``), ``row_main_gpu`` (True before PR #10026: ``-sm row`` keeps every
-  offloaded layer, its KV and the compute graph on the main GPU).
+  offloaded layer, its KV and the compute graph on the main GPU), ``cuda_moe_fusion_deps``
+  (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies, for releases after the per-release table of
   :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
@@ -387,4 +388,5 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         attn_pool=str(gen.effects["attn_pool"]) if "attn_pool" in gen.effects else None,
         ubatch_split=bool(gen.effects.get("ubatch_split", True)),
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
+        cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
     )

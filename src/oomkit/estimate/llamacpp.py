@@ -28,6 +28,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue, ModelInfo
 from oomkit.estimate.llamacpp_compute import (
     GraphShape,
+    backend_graph_shape,
     graph_shape,
     host_compute_bytes,
     output_buffer_bytes,
@@ -230,8 +231,9 @@ def _compute_buffers(
         with_output = out_gi == gi
         if not layers and not with_output and not (gi == 0 and cpu_layers):
             continue
+        gsh = backend_graph_shape(sh, params, g.backend) if spec.moe is not None else sh
         size, inputs = _graph_bytes_inputs(
-            spec, sh, tuple(layers), False, with_output, BUFFER_ALIGNMENT.get(g.backend, 128)
+            spec, gsh, tuple(layers), False, with_output, BUFFER_ALIGNMENT.get(g.backend, 128)
         )
         if n_copies > 1:
             size += (n_copies - 1) * inputs

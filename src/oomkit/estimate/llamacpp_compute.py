@@ -18,11 +18,19 @@ layer's weights that ``op_offload`` sends to the GPU for large batches.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import eq
 
+from oomkit.estimate.llamacpp_cuda_fusion import (
+    GGML_CUDA_BACKENDS,
+    keep_reduction,
+    keep_topk_moe,
+    reduction_fuses,
+    topk_moe_fuses,
+)
 from oomkit.estimate.llamacpp_galloc import GraphSim, simulate_gallocr
 from oomkit.estimate.llamacpp_kv import KvPlan
 from oomkit.estimate.llamacpp_params import LlamaCppParams
@@ -31,6 +39,7 @@ from oomkit.spec.tensor_table import TensorTable
 
 __all__ = [
     "GraphShape",
+    "backend_graph_shape",
     "build_graph",
     "compute_buffer_bytes",
     "host_compute_bytes",
@@ -63,6 +72,9 @@ class GraphShape:
     k_rot: bool = False
     v_rot: bool = False
     set_rows: bool = True  # index inputs for the KV store (False: older builds)
+    #: the graph runs on the CUDA backend, whose graph_optimize keeps the tensors of its fused
+    #: MoE kernels alive longer (:mod:`oomkit.estimate.llamacpp_cuda_fusion`)
+    moe_fusion_deps: bool = False
 
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
@@ -80,6 +92,14 @@ def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
         k_rot=params.type_k not in _PLAIN_KV,
         v_rot=params.type_v not in _PLAIN_KV,
     )
+
+
+def backend_graph_shape(sh: GraphShape, params: LlamaCppParams, backend: str) -> GraphShape:
+    """``sh`` as the scheduler hands it to ``backend``'s allocator (the CUDA MoE fusion deps,
+    :mod:`oomkit.estimate.llamacpp_cuda_fusion`)."""
+    if params.options.cuda_moe_fusion_deps and backend in GGML_CUDA_BACKENDS:
+        return dataclasses.replace(sh, moe_fusion_deps=True)
+    return sh
 
 
 def _mask_bytes(n_kv: int, sh: GraphShape, elem: int = F32) -> int:
@@ -175,7 +195,7 @@ def build_graph(
         ffn_inp = g.op("ffn_inp", E * n_rows * F32, x, inp_sa, inplace=True)
         y = g.op("ffn_norm", E * n_rows * F32, ffn_inp, inplace=True)
         y = g.op("ffn_norm_w", E * n_rows * F32, y, inplace=True)
-        y = _ffn(g, spec, il, y, n_rows)
+        y = _ffn(g, spec, il, y, n_rows, sh.moe_fusion_deps)
         if spec.model_type in _RESIDUAL_FIRST:  # add(residual, cur): reuses the residual
             inp_l = g.op("l_out", E * n_rows * F32, ffn_inp, y, inplace=True)
         else:  # add(cur, ffn_inp): reuses the FFN output
@@ -411,11 +431,11 @@ def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
     return spec.model_type in _FUSED_ARCHS
 
 
-def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int) -> int:
+def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int, fusion_deps: bool) -> int:
     E = spec.hidden_size
     moe = spec.moe
     if moe is not None and moe.num_experts > 0 and il not in moe.dense_layers:
-        out = _moe(g, spec, x, T)
+        out = _moe(g, spec, x, T, fusion_deps)
         sff = moe.shared_expert_intermediate_size
         if sff:
             sh_out = _dense_ffn(g, spec, x, sff, T)
@@ -448,8 +468,18 @@ def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int) -> int:
     return out
 
 
-def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
-    """build_moe_ffn: router, top-k, expert matmuls (mul_mat_id), weighting, sum over experts."""
+#: builders that normalise the selected experts' weights (``norm_w``: GGUF
+#: ``expert_weights_norm``; DeepSeek-V2's ``norm_topk_prob`` is false, so it does not)
+_NORM_W = frozenset({"mixtral", "qwen3_moe", "qwen2_moe"})
+
+
+def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int, fusion_deps: bool = False) -> int:
+    """build_moe_ffn: router, top-k, expert matmuls (mul_mat_id), weighting, sum over experts.
+
+    Nodes in the order ``ggml_build_forward_expand`` puts them (src/llama-graph.cpp
+    build_moe_ffn: the reshapes are views). ``fusion_deps``: the CUDA backend's allocation
+    dependencies for its fused MoE kernels (:mod:`oomkit.estimate.llamacpp_cuda_fusion`).
+    """
     moe = spec.moe
     assert moe is not None
     E = spec.hidden_size
@@ -457,16 +487,23 @@ def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
     logits = g.op("ffn_moe_logits", n_exp * T * F32, x)
     if moe.router_bias:
         logits = g.op("ffn_moe_logits_b", n_exp * T * F32, logits, inplace=True)
+    first = len(g.nodes)  # the gating op: where ggml-cuda's top-k MoE fusion starts
     probs = g.op("ffn_moe_probs", n_exp * T * F32, logits, inplace=True)
+    probs_3d = g.view(probs, "probs_3d")
     argsort = g.op("ffn_moe_argsort", n_exp * T * I32, probs)
     selected = g.view(argsort, "ffn_moe_topk")
     # routing weights are gathered right after top-k (build_moe_ffn expands them first)
-    weights = g.op("ffn_moe_weights", n_used * T * F32, g.view(probs, "probs_3d"), selected)
+    weights = g.op("ffn_moe_weights", n_used * T * F32, probs_3d, selected)
     if spec.model_type == "gpt_oss":  # softmax over the selected experts' logits
         weights = g.op("ffn_moe_weights_softmax", n_used * T * F32, weights, inplace=True)
-    elif spec.model_type in ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2"):
+    elif spec.model_type in _NORM_W:
+        # the 2d/3d reshapes around the division are left out: ggml-alloc lets the DIV reuse
+        # get_rows' memory through its single reshape, which the simulation does not follow
         wsum = g.op("ffn_moe_weights_sum", T * F32, weights)
+        wsum = g.op("ffn_moe_weights_sum_clamped", T * F32, wsum, inplace=True)
         weights = g.op("ffn_moe_weights_norm", n_used * T * F32, weights, wsum, inplace=True)
+    if fusion_deps and topk_moe_fuses(spec):
+        keep_topk_moe(g, first)
     x3 = g.view(x, "cur_3d")
     gate = g.op("ffn_moe_gate", ff * n_used * T * F32, x3, selected)
     up = g.op("ffn_moe_up", ff * n_used * T * F32, x3, selected)
@@ -477,11 +514,13 @@ def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
     experts = g.op("ffn_moe_down", E * n_used * T * F32, h, selected)
     if moe.expert_bias:
         experts = g.op("ffn_moe_down_b", E * n_used * T * F32, experts, selected, inplace=True)
-    experts = g.op("ffn_moe_weighted", E * n_used * T * F32, experts, weights, inplace=True)
-    views = [g.view(experts, f"expert_{i}") for i in range(n_used)]
+    weighted = g.op("ffn_moe_weighted", E * n_used * T * F32, experts, weights, inplace=True)
+    views = [g.view(weighted, f"expert_{i}") for i in range(n_used)]
     out = views[0]
     for i in range(1, n_used):
         out = g.op("ffn_moe_out", E * T * F32, out, views[i], inplace=True)
+    if fusion_deps and reduction_fuses(n_used):
+        keep_reduction(g, experts, weights)
     if n_used == 1:
         out = g.op("ffn_moe_out_cont", E * T * F32, out)
     return out

@@ -22,7 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["GraphSim", "Node", "simulate_gallocr"]
+__all__ = ["GGML_MAX_SRC", "GraphSim", "Node", "simulate_gallocr"]
+
+#: ggml.h GGML_MAX_SRC: sources per node (an allocation-dependency node keeps this many tensors)
+GGML_MAX_SRC = 10
 
 
 @dataclass(slots=True)
@@ -46,10 +49,34 @@ class GraphSim:
     nodes: list[Node] = field(default_factory=list)
     #: node index at which each transformer layer starts (filled by the graph builder)
     layer_starts: list[int] = field(default_factory=list)
+    #: tensors to keep alive until the next node added is computed (:meth:`keep_until_next`)
+    pending_keep: list[int] = field(default_factory=list)
 
     def add(self, node: Node) -> int:
         self.nodes.append(node)
-        return len(self.nodes) - 1
+        i = len(self.nodes) - 1
+        if self.pending_keep:
+            keep, self.pending_keep = self.pending_keep, []
+            self.keep_alive(keep)
+        return i
+
+    def keep_alive(self, keep: Sequence[int]) -> None:
+        """Allocation-dependency nodes: ``keep`` stays allocated until the last node added.
+
+        ``ggml_backend_sched_split_graph`` (ggml/src/ggml-backend.cpp) turns each dependency a
+        backend's ``graph_optimize`` asks for (``add_alloc_dep(tensor, until)``) into
+        ``GGML_OP_NONE`` nodes right after ``until``, each with up to ``GGML_MAX_SRC`` of the
+        kept tensors as sources: one more consumer for each, so ggml-alloc neither frees them
+        before ``until`` has run nor lets a node reuse them in place. The node itself is never
+        allocated and is not counted as a view (ggml_gallocr_alloc_graph_impl skips
+        ``GGML_OP_NONE`` there).
+        """
+        for k in range(0, len(keep), GGML_MAX_SRC):
+            self.nodes.append(Node("alloc_dep", 0, tuple(keep[k : k + GGML_MAX_SRC])))
+
+    def keep_until_next(self, keep: Sequence[int]) -> None:
+        """Keep ``keep`` alive until the next node added (then :meth:`keep_alive`)."""
+        self.pending_keep = [*self.pending_keep, *keep]
 
     def inp(self, name: str, size: int) -> int:
         return self.add(Node(name, size, is_input=True))

@@ -114,6 +114,11 @@ class LlamaCppOptions:
     #: PR on they are split over the GPUs by ``--tensor-split`` as in ``-sm layer``
     #: (:func:`oomkit.estimate.llamacpp_placement.place_weights`)
     row_main_gpu: bool = False
+    #: builds from PR #25952 (commit 3466812d, 2026-09): the CUDA backend's graph_optimize keeps
+    #: the inputs of its fused MoE kernels alive (add_alloc_dep, PR #27301), so a MoE layer's
+    #: weighted expert outputs no longer reuse the expert outputs' memory
+    #: (:func:`oomkit.estimate.llamacpp_compute._keep_reduction`)
+    cuda_moe_fusion_deps: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

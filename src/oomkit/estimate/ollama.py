@@ -125,7 +125,9 @@ def _generation(settings: InferenceSettings) -> Generation | None:
 def _options(settings: InferenceSettings, new_engine: bool) -> LlamaCppOptions:
     """The llama.cpp options of Ollama's runner for the Ollama ``settings``: the Ollama engine
     reserves ``num_parallel`` outputs; releases whose Linux build forced MMQ have no
-    dequantize pool (:func:`oomkit.estimate.ollama_vendored.force_mmq`)."""
+    dequantize pool (:func:`oomkit.estimate.ollama_vendored.force_mmq`). The Ollama engine's
+    MoE graphs are built in Go (model/models), not by llama.cpp's build_moe_ffn: the CUDA
+    fusions' allocation dependencies (``cuda_moe_fusion_deps``) are not assumed to match them."""
     force = False
     if settings.runtime_version is not None and not new_engine:
         from oomkit.estimate.generations import parse_runtime_version
@@ -135,6 +137,7 @@ def _options(settings: InferenceSettings, new_engine: bool) -> LlamaCppOptions:
     return LlamaCppOptions(
         reserve_outputs=(settings.parallel or 1) if new_engine else None,
         force_mmq=force,
+        cuda_moe_fusion_deps=not new_engine,
     )
 
 
