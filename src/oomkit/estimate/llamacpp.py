@@ -271,11 +271,7 @@ def estimate_llamacpp(
 
     ``vision_note``: say that a vision tower is not counted (:mod:`oomkit.estimate.gguf_vision`;
     Ollama, which counts its projector, passes False)."""
-    est, bd = _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)
-    if settings.draft_model is not None and runtime_name == "llama.cpp":
-        from oomkit.estimate.llamacpp_draft import with_draft  # llama-server -md
-
-        est = with_draft(est, bd.params, settings, hardware, options)
+    est = _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
     if vision_note and spec.multimodal_params:
         from oomkit.estimate.gguf_vision import gguf_vision
 
@@ -290,14 +286,8 @@ def estimate_llamacpp_breakdown(
     *,
     options: LlamaCppOptions | None = None,
 ) -> tuple[Estimate, LlamaCppBreakdown]:
-    """:func:`estimate_llamacpp` and the breakdown behind it (placement, KV plan; the main
-    model's, when a draft model is added)."""
-    est, bd = _estimate(spec, settings, hardware, options, False, "llama.cpp")
-    if settings.draft_model is not None:
-        from oomkit.estimate.llamacpp_draft import with_draft
-
-        est = with_draft(est, bd.params, settings, hardware, options)
-    return est, bd
+    """:func:`estimate_llamacpp` and the breakdown behind it (placement, KV plan)."""
+    return _estimate(spec, settings, hardware, options, False, "llama.cpp")
 
 
 def _estimate(

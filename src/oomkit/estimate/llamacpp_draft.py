@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 
     from oomkit.estimate.llamacpp_params import LlamaCppOptions, LlamaCppParams
     from oomkit.spec.hardware import Hardware
+    from oomkit.spec.model import ModelSpec
 
-__all__ = ["DraftPlan", "plan_draft", "with_draft"]
+__all__ = ["DraftPlan", "estimate_llamacpp_server", "plan_draft", "with_draft"]
 
 SRC_SERVER = (
     "llama.cpp tools/server/server.cpp server_context::load_model (params_dft = params_base) "
@@ -354,3 +355,32 @@ def with_draft(
         runtime_details=rd,
         assumptions=(*est.assumptions, *notes),
     )
+
+
+def estimate_llamacpp_server(
+    spec: ModelSpec, settings: InferenceSettings, hardware: Hardware
+) -> Estimate:
+    """The ``llama.cpp`` estimator of the registry: :func:`~oomkit.estimate.llamacpp.
+    estimate_llamacpp`, plus the draft model when ``settings.draft_model`` is set (Ollama and
+    the oracle call ``estimate_llamacpp`` itself and never see a draft)."""
+    from oomkit.estimate.llamacpp import estimate_llamacpp, llamacpp_view
+    from oomkit.estimate.llamacpp_params import LlamaCppOptions, resolve_llamacpp_params
+
+    est = estimate_llamacpp(spec, settings, hardware)
+    if settings.draft_model is None:
+        return est
+    options: LlamaCppOptions | None = None
+    if settings.runtime_version is not None:
+        from oomkit.estimate.generations import llamacpp_options
+
+        gen_opts = llamacpp_options(settings.runtime_version, None)
+        assert gen_opts is None or isinstance(gen_opts, LlamaCppOptions)
+        options = gen_opts
+    # the main context's parameters, as estimate_llamacpp resolved them
+    params = resolve_llamacpp_params(
+        settings,
+        n_layer=llamacpp_view(spec).num_hidden_layers,
+        has_gpu=hardware.has_gpu,
+        options=options,
+    )
+    return with_draft(est, params, settings, hardware, None)
