@@ -257,3 +257,22 @@ def test_cli_warns_other_runtimes(capsys: pytest.CaptureFixture[str]) -> None:
     code, _out, err = _run(capsys, "estimate", MAIN, "-r", "vllm", "-md", DRAFT, "--offline")
     assert code in (0, 3, 4)
     assert "vllm does not use --draft-model" in err
+
+
+def test_cli_emit_carries_the_draft_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(
+        capsys, "estimate", MAIN, "-c", "16k", "--gpu", "rtx-4090", "-md", "qwen2.5-0.5b",
+        "--draft-quant", "Q8_0", "-cd", "4096", "-ctkd", "q8_0", "--emit", "--offline",
+    )  # fmt: skip
+    assert code == 0, err
+    run_line = out.strip().splitlines()[-1]
+    assert run_line.startswith("llama-server ")
+    assert "-md qwen2.5-0.5b-Q8_0.gguf -ngld 99 -cd 4096 -ctkd q8_0" in run_line
+
+
+def test_cli_offline_hub_draft_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = _run(capsys, "estimate", MAIN, "-md", "someorg/no-such-draft", "--offline")
+    assert code == 1
+    assert err.startswith("Error: ")
+    assert "someorg/no-such-draft" in err.splitlines()[0]
+    assert "Traceback" not in err

@@ -286,7 +286,8 @@ def with_draft(
     assert settings.draft_model is not None
     n_gpus = sum(1 for d in hardware.devices if d.backend != "cpu")
     plan = plan_draft(settings, params, n_gpus)
-    spec = llamacpp_view(resolve_model(settings.draft_model))
+    # offline: oomkit.api.estimate_model resolved it first, with the caller's offline rule
+    spec = llamacpp_view(resolve_model(settings.draft_model, offline=True))
     try:
         d_est, d_bd = _estimate(spec, plan.settings, hardware, options, False, "llama.cpp")
     except InvalidSettingError as e:
