@@ -91,6 +91,7 @@ class InferenceSettings:
     #: None = every GPU, as the main model
     draft_devices: tuple[int, ...] | None = None
 
+    #: ``TrainingSettings.method``
     def __post_init__(self) -> None:
         """Validate every field (types, ranges); ``n_gpu_layers=-1`` becomes None (all layers).
 
