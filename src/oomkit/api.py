@@ -123,6 +123,10 @@ def estimate_model(
         raise InvalidSettingError(
             f"hardware must be Hardware, got {type(hardware).__name__}", setting="hardware"
         )
+    if settings.draft_model is not None and runtime == "llama.cpp":
+        # the draft resolves as MODEL does (same offline rule); the estimator then reads it
+        # from the catalog, the file or the Hub cache without the network
+        load_model(settings.draft_model, offline=offline)
     from oomkit.estimate.checks import check_run, ignored_settings
 
     settings, notes = check_run(spec, settings, hardware, runtime)

@@ -113,6 +113,38 @@ __all__ = ["estimate_command", "render_suggestions"]
     "--cpu-offload-gb", type=float, help="vLLM weights offloaded per GPU, in GiB (as vLLM)"
 )
 @click.option("--block-size", type=int, help="vLLM KV block size in tokens (1..256)")
+@click.option(
+    "--draft-model",
+    "--model-draft",
+    "-md",
+    "draft_model",
+    help="llama.cpp speculative decoding: the draft model (catalog name or .gguf), as -md",
+)
+@click.option("--draft-quant", help="GGUF type of the draft model when it is a catalog name")
+@click.option(
+    "--draft-ngl",
+    "--gpu-layers-draft",
+    "-ngld",
+    "draft_ngl",
+    type=int,
+    help="Draft layers on the GPU (-ngld; default: llama.cpp's: 0 before PR #15434, Aug 2025)",
+)
+@click.option(
+    "--draft-ctx",
+    "--ctx-size-draft",
+    "-cd",
+    "draft_ctx",
+    type=CONTEXT,
+    help="Draft context per slot (-cd; default: the main context per slot)",
+)
+@click.option("--cache-type-k-draft", "-ctkd", "draft_cache_type_k", help="Draft KV type for K")
+@click.option("--cache-type-v-draft", "-ctvd", "draft_cache_type_v", help="Draft KV type for V")
+@click.option(
+    "--device-draft",
+    "-devd",
+    "draft_device",
+    help="GPUs of the draft as 0-based indices of --gpu, e.g. 1 or 0,1 (-devd; default: all)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option(

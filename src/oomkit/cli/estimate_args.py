@@ -13,6 +13,7 @@ __all__ = [
     "FLAG_NAMES",
     "check_count_options",
     "parse_cpu_offload_gb",
+    "parse_draft_devices",
     "parse_tensor_split",
     "warn_ignored",
 ]
@@ -46,6 +47,13 @@ FLAG_NAMES: dict[str, str] = {
     "block_size": "--block-size",
     "overhead_bytes": "--overhead",
     "device_map": "--device-map",
+    "draft_model": "--draft-model",
+    "draft_quant": "--draft-quant",
+    "draft_n_gpu_layers": "--draft-ngl",
+    "draft_ctx": "--draft-ctx",
+    "draft_cache_type_k": "--cache-type-k-draft",
+    "draft_cache_type_v": "--cache-type-v-draft",
+    "draft_devices": "--device-draft",
 }
 
 
@@ -58,6 +66,8 @@ def check_count_options(**values: int | None) -> None:
         "n_gpu_layers": (-1, MAX_LAYERS + 1),
         "n_cpu_moe": (0, MAX_LAYERS),
         "block_size": (1, 256),
+        "draft_n_gpu_layers": (-1, MAX_LAYERS + 1),
+        "draft_ctx": (1, MAX_CTX),
     }
     for name, value in values.items():
         lo, hi = limits.get(name, (1, MAX_TOKENS))
@@ -90,6 +100,27 @@ def parse_tensor_split(text: str | None) -> tuple[float, ...] | None:
             setting="--tensor-split",
             value=text,
         )
+    return tuple(out)
+
+
+def parse_draft_devices(text: str | None) -> tuple[int, ...] | None:
+    """``--device-draft 1`` or ``0,1``: 0-based indices of the ``--gpu`` list (llama.cpp's
+    ``-devd CUDA1`` names a device; oomkit's GPUs are the ones ``--gpu`` lists, in order)."""
+    if text is None:
+        return None
+    out: list[int] = []
+    for part in text.replace("/", ",").split(","):
+        p = part.strip().upper()
+        for prefix in ("CUDA", "ROCM", "VULKAN", "METAL"):  # llama.cpp's names, read as indices
+            p = p.removeprefix(prefix)
+        if not p.isdigit() or int(p) >= MAX_DEVICES or int(p) in out:
+            raise InvalidSettingError(
+                "--device-draft must be distinct 0-based GPU indices of --gpu separated by "
+                f"commas (e.g. 1 or 0,1), got {text[:80]!r}",
+                setting="--device-draft",
+                value=text,
+            )
+        out.append(int(p))
     return tuple(out)
 
 

@@ -64,6 +64,13 @@ def run_estimate(
     block_size: int | None,
     device_map: str | None,
     offline: bool,
+    draft_model: str | None = None,
+    draft_quant: str | None = None,
+    draft_ngl: int | None = None,
+    draft_ctx: int | None = None,
+    draft_cache_type_k: str | None = None,
+    draft_cache_type_v: str | None = None,
+    draft_device: str | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -73,6 +80,7 @@ def run_estimate(
     from oomkit.cli.estimate_args import (
         check_count_options,
         parse_cpu_offload_gb,
+        parse_draft_devices,
         parse_tensor_split,
         warn_ignored,
     )
@@ -94,7 +102,27 @@ def run_estimate(
         max_num_batched_tokens=max_num_batched_tokens,
         n_cpu_moe=n_cpu_moe,
         block_size=block_size,
+        draft_n_gpu_layers=draft_ngl,
+        draft_ctx=None if draft_ctx == CTX_MAX else draft_ctx,
     )
+    drafts = {
+        "--draft-quant": draft_quant,
+        "--draft-ngl": draft_ngl,
+        "--draft-ctx": draft_ctx,
+        "--cache-type-k-draft": draft_cache_type_k,
+        "--cache-type-v-draft": draft_cache_type_v,
+        "--device-draft": draft_device,
+    }
+    orphan = next((flag for flag, value in drafts.items() if value is not None), None)
+    if draft_model is None and orphan is not None:
+        raise InvalidSettingError(
+            f"{orphan} needs --draft-model (llama.cpp -md): name the draft model or drop it",
+            setting=orphan,
+        )
+    if draft_ctx == CTX_MAX:
+        raise InvalidSettingError(
+            "--draft-ctx takes a token count (e.g. 4096 or 4k), not 'max'", setting="--draft-ctx"
+        )
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise InvalidSettingError(
             f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}",
@@ -134,6 +162,13 @@ def run_estimate(
         cpu_offload_bytes=parse_cpu_offload_gb(cpu_offload_gb),
         block_size=block_size,
         device_map=device_map,
+        draft_model=draft_model,
+        draft_quant=draft_quant,
+        draft_n_gpu_layers=draft_ngl,
+        draft_ctx=draft_ctx,
+        draft_cache_type_k=draft_cache_type_k,
+        draft_cache_type_v=draft_cache_type_v,
+        draft_devices=parse_draft_devices(draft_device),
     )
     warn_ignored(settings, canonical)
     choice = choose_hardware(

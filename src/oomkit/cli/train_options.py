@@ -55,6 +55,13 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "max_num_batched_tokens",
     "enforce_eager",
     "runtime_version",
+    "draft_model",
+    "draft_quant",
+    "draft_ngl",
+    "draft_ctx",
+    "draft_cache_type_k",
+    "draft_cache_type_v",
+    "draft_device",
 )
 #: why an inference-only option means nothing to a training step, where "is an inference
 #: option" alone does not say it

@@ -49,6 +49,13 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "mmap",
             "overhead_bytes",
             "override_tensor",
+            "draft_model",
+            "draft_quant",
+            "draft_n_gpu_layers",
+            "draft_ctx",
+            "draft_cache_type_k",
+            "draft_cache_type_v",
+            "draft_devices",
         }
     ),
     "ollama": frozenset(

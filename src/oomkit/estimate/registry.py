@@ -19,7 +19,8 @@ Estimator = Callable[[ModelSpec, InferenceSettings, Hardware], Estimate]
 #: canonical runtime name -> "module:function"
 RUNTIMES: Mapping[str, str] = MappingProxyType(
     {
-        "llama.cpp": "oomkit.estimate.llamacpp:estimate_llamacpp",
+        # estimate_llamacpp, plus llama-server's draft model (-md) when one is set
+        "llama.cpp": "oomkit.estimate.llamacpp_draft:estimate_llamacpp_server",
         "ollama": "oomkit.estimate.ollama:estimate_ollama",
         "vllm": "oomkit.estimate.vllm:estimate_vllm",
         "sglang": "oomkit.estimate.sglang:estimate_sglang",

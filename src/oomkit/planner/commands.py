@@ -140,6 +140,27 @@ def _gguf_name(model_ref: str, spec: ModelSpec, quant: str) -> str:
     return f"{base}-{quant}.gguf"
 
 
+def _draft_flags(settings: InferenceSettings) -> list[str]:
+    """llama-server's draft-model flags: ``-md`` (a catalog name becomes ``NAME-QUANT.gguf``
+    as the main model's does), ``-ngld``, ``-cd``, ``-ctkd``/``-ctvd``, ``-devd``."""
+    ref = str(settings.draft_model)
+    name = (
+        ref if ref.lower().endswith(".gguf") else f"{ref}-{settings.draft_quant or 'Q4_K_M'}.gguf"
+    )
+    parts = ["-md", shlex.quote(name)]
+    ngl = settings.draft_n_gpu_layers
+    parts += ["-ngld", str(99 if ngl is None or ngl < 0 else ngl)]
+    if settings.draft_ctx:
+        parts += ["-cd", str(settings.draft_ctx)]
+    if settings.draft_cache_type_k:
+        parts += ["-ctkd", settings.draft_cache_type_k]
+    if settings.draft_cache_type_v:
+        parts += ["-ctvd", settings.draft_cache_type_v]
+    if settings.draft_devices:
+        parts += ["-devd", ",".join(f"CUDA{i}" for i in settings.draft_devices)]
+    return parts
+
+
 def _hf_ref(model_ref: str, spec: ModelSpec) -> str:
     if "/" in model_ref or model_ref.startswith((".", "~")):
         return model_ref
@@ -190,6 +211,8 @@ def emit_command(
             parts += ["--n-cpu-moe", str(settings.n_cpu_moe)]
         if settings.parallel:
             parts += ["-np", str(settings.parallel)]
+        if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
+            parts += _draft_flags(settings)
         return " ".join(parts)
     if runtime == "ollama":
         tag = _ollama_tag(model_ref, settings.quant or "Q4_K_M")

@@ -77,6 +77,19 @@ class InferenceSettings:
     #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
     #: runtime generation (oomkit.estimate.generations); None = the newest
     runtime_version: str | None = None
+    #: llama.cpp speculative decoding (``llama-server -md``): the draft model, a catalog name
+    #: or a local GGUF like the main model; the draft_* fields below need it
+    #: (:mod:`oomkit.estimate.llamacpp_draft`)
+    draft_model: str | None = None
+    draft_quant: str | None = None  # the draft's GGUF type when draft_model is a catalog name
+    #: ``-ngld``; None = llama.cpp's default (0 before PR #15434, all layers since); -1 = all
+    draft_n_gpu_layers: int | None = None
+    draft_ctx: int | None = None  # ``-cd``; None = the slot context of the main model
+    draft_cache_type_k: str | None = None  # ``-ctkd`` (PR #13782); None = f16
+    draft_cache_type_v: str | None = None  # ``-ctvd``
+    #: ``-devd``: indices of the GPUs (in ``Hardware.devices`` order) the draft uses;
+    #: None = every GPU, as the main model
+    draft_devices: tuple[int, ...] | None = None
 
     #: ``TrainingSettings.method``
     def __post_init__(self) -> None:
@@ -119,6 +132,7 @@ class InferenceSettings:
                 )
         check_int("max_new_tokens", self.max_new_tokens, lo=0, hi=MAX_CTX, optional=True)
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
+        self._check_draft()
         check_choice("device_map", self.device_map, ("auto", "none"))
         if self.override_tensor is not None:
             ot = self.override_tensor
@@ -154,6 +168,39 @@ class InferenceSettings:
                     setting="tensor_split",
                     value=self.tensor_split,
                 )
+
+    def _check_draft(self) -> None:
+        for name in ("draft_model", "draft_quant", "draft_cache_type_k", "draft_cache_type_v"):
+            check_str(name, getattr(self, name))
+        check_int("draft_n_gpu_layers", self.draft_n_gpu_layers, lo=-1, hi=MAX_LAYERS + 1,
+                  optional=True)  # fmt: skip
+        check_int("draft_ctx", self.draft_ctx, lo=1, hi=MAX_CTX, optional=True)
+        if self.draft_devices is not None:
+            dd = self.draft_devices
+            if isinstance(dd, list):
+                dd = tuple(dd)
+                object.__setattr__(self, "draft_devices", dd)
+            ok = isinstance(dd, tuple) and 0 < len(dd) <= MAX_DEVICES and len(set(dd)) == len(dd)
+            if not ok or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in dd
+            ):
+                raise InvalidSettingError(
+                    "draft_devices must be 1 to "
+                    f"{MAX_DEVICES} distinct GPU indices (0 = the first GPU), got "
+                    f"{self.draft_devices!r}"[:200],
+                    setting="draft_devices",
+                    value=None,
+                )
+        if self.draft_model is None:
+            for name in ("draft_quant", "draft_n_gpu_layers", "draft_ctx", "draft_cache_type_k",
+                         "draft_cache_type_v", "draft_devices"):  # fmt: skip
+                if getattr(self, name) is not None:
+                    raise InvalidSettingError(
+                        f"{name} is set but draft_model is not: name the draft model "
+                        "(llama.cpp -md) or drop the draft options",
+                        setting=name,
+                        value=None,
+                    )
 
 
 #: ``TrainingSettings.method``

@@ -236,6 +236,8 @@ def create_app(
     def _cli(command: str, body: EstimateBody | PlanBody, response: Response) -> dict[str, Any]:
         model = check_model_ref(body.model, hub=hub)
         options = body.model_dump(exclude={"model"})
+        if isinstance(options.get("draft_model"), str):  # read like MODEL: no server paths
+            options["draft_model"] = check_model_ref(options["draft_model"], hub=hub)
         if "runtime" not in body.model_fields_set:
             # the CLI's own default: passing it would read as an explicit --runtime, which
             # `--train` refuses (an inference option)
