@@ -234,8 +234,9 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         "pytorch_partial",
         {},
         # no numbers, no phase: the base rate of such PyTorch messages (docs/doctor-causes.md
-        # section 8) is level since heldout4 joined the table (batch 9 vs model 6 of 22)
-        "unknown",
+        # section 8): batch 15 vs model 7 of 31 since heldout5 joined the table (a low-confidence
+        # guess; it was level, batch 9 vs model 6 of 22, with heldout4 alone)
+        "batch_or_activations",
     ),
     # §1.6 direct HIP error
     ("hip-error", "RuntimeError: hipErrorOutOfMemory", "cuda_error_out_of_memory", {}, "unknown"),
