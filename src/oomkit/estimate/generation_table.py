@@ -254,8 +254,9 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "llama.cpp",
                 "2025-10-compute-chunks",
                 "llama.cpp 2025-10 (compute buffers in chunks)",
-                # PR opened 2025-09-05; its author answers a report against the merged code on
-                # 2025-10-02, the last date it is certainly in (merge day not in the threads read)
+                # PR opened 2025-09-05; the latest dated comment seen in its thread is the
+                # author's of 2025-10-02. The merge day is not in the threads read: dated at that
+                # comment, so runs in between are modelled as the older, single-buffer builds
                 "2025-10-02",
                 None,
                 "ggml-org/llama.cpp PR #15815 (ggml : split graph allocations according to "
