@@ -129,3 +129,18 @@ def test_generation_table_dates_the_chunking_change() -> None:
     assert "compute_chunks" not in after.effects
     assert "#15815" in after.change
     assert "compute_chunks" not in resolve_generation("llama.cpp", None).effects
+
+
+def test_one_weight_or_kv_tensor_above_the_limit_blocks() -> None:
+    """ggml_backend_alloc_ctx_tensors_from_buft gives a tensor above the buffer type's max size
+    a buffer of its own, which ggml-vulkan then refuses: the output matrix (151936 x 2048 Q8_0,
+    330 MB) on a 300 MiB device, a layer's K cache (70144 cells x 512 x f16) on a 64 MiB one."""
+    blk = _est(_hw("vulkan", limit=300 * 2**20), 4096, POST_CHUNKS, fa=False).blockers
+    assert len(blk) == 1
+    assert "weight tensor 'output.weight'" in blk[0]
+    assert f"({151936 * 2048 // 32 * 34} bytes)" in blk[0]
+    est = _est(_hw("vulkan", limit=64 * 2**20), 70000, POST_CHUNKS, fa=True)
+    cells = int(str(est.runtime_details["n_ctx"]))  # 70000 padded to 256
+    kv = [b for b in est.blockers if "KV tensor 'cache_k_l" in b]
+    assert len(kv) == 1
+    assert f"({cells * 512 * 2} bytes)" in kv[0]

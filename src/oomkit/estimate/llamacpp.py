@@ -39,11 +39,7 @@ from oomkit.estimate.llamacpp_compute import (
     output_buffer_bytes,
 )
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
-from oomkit.estimate.llamacpp_maxalloc import (
-    largest_graph_tensor,
-    max_allocation_blockers,
-    max_allocation_bytes,
-)
+from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_params import (
     BUFFER_ALIGNMENT,
     LlamaCppOptions,
@@ -260,42 +256,6 @@ def _compute_buffers(
     out[host_name] = host * (n_copies if n_copies > 1 else 1) if not cpu_layers else host
     where[host_name] = "cpu"
     return out, where, notes
-
-
-def _max_alloc_blockers(
-    spec: ModelSpec,
-    params: LlamaCppParams,
-    sh: GraphShape,
-    placement: Placement,
-    gpus: Sequence[DeviceTarget],
-    names: Sequence[str],
-    compute: Mapping[str, int],
-) -> list[str]:
-    """Devices with a per-buffer limit (Vulkan) whose compute buffer or largest compute tensor
-    is above it (:mod:`oomkit.estimate.llamacpp_maxalloc`)."""
-    todo = [(gi, g) for gi, g in enumerate(gpus) if max_allocation_bytes(g) is not None]
-    if not todo:
-        return []
-    gpu_layers: dict[int, list[int]] = {}
-    for il, d in enumerate(placement.layer_device):
-        if d != "cpu":
-            gpu_layers.setdefault(int(d.split(":")[1]), []).append(il)
-    out_dev = placement.output_device
-    rows = []
-    for gi, g in todo:
-        name = names[gi]
-        if name not in compute:
-            continue
-        with_output = out_dev != "cpu" and int(out_dev.split(":")[1]) == gi
-        gsh = backend_graph_shape(sh, params, g.backend) if spec.moe is not None else sh
-        big = largest_graph_tensor(spec, gsh, gpu_layers.get(gi, []), with_output)
-        rows.append((name, g, compute[name], big))
-    return max_allocation_blockers(
-        rows,
-        compute_chunks=params.options.compute_chunks,
-        flash_attn=params.flash_attn,
-        n_ubatch=params.n_ubatch,
-    )
 
 
 @gc_paused
@@ -530,7 +490,7 @@ def _estimate(
         host=host,
         runtime_details=rd,
         assumptions=assumptions,
-        blockers=tuple(_max_alloc_blockers(spec, params, sh, placement, gpus, names, compute)),
+        blockers=tuple(device_blockers(spec, params, sh, placement, kv, gpus, names, compute)),
     )
     bd = LlamaCppBreakdown(
         params=params,
