@@ -144,3 +144,19 @@ def test_one_weight_or_kv_tensor_above_the_limit_blocks() -> None:
     kv = [b for b in est.blockers if "KV tensor 'cache_k_l" in b]
     assert len(kv) == 1
     assert f"({cells * 512 * 2} bytes)" in kv[0]
+
+
+def test_ollama_shares_the_llamacpp_path() -> None:
+    """Ollama's runners allocate through the same ggml (its engine: today's ggml-alloc)."""
+    hw = _hw("vulkan")
+
+    def ollama(fa: bool) -> tuple[str, ...]:
+        s = InferenceSettings(
+            runtime="ollama", quant="Q8_0", ctx=70000, runtime_version="0.12.6", flash_attn=fa
+        )
+        return estimate(MODEL, s, hw, offline=True).blockers
+
+    off = ollama(False)
+    assert len(off) == 1
+    assert "compute tensor 'kq'" in off[0]
+    assert ollama(True) == ()
