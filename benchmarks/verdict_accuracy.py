@@ -13,9 +13,11 @@ Records (one JSON object a line): ``id``,
 ``url`` (the thread), ``runtime``, ``runtime_version`` (release or date, may be null), ``date``,
 ``model`` (catalog name), ``quant``, ``ctx``, ``gpu`` (catalog list such as ``2xrtx-3090``),
 ``vram`` (optional override, e.g. ``"8GiB"``), ``settings`` (other InferenceSettings fields as
-the thread states them), ``os``/``display`` (optional platform facts), ``outcome`` (``oom``: died
-of OOM at load or on the first request; ``ok``: loaded and ran), ``evidence`` (what the thread
-says). ``dev``/``dev2`` were split by thread: ``sha1(url) % 3 == 0`` went to ``dev2``.
+the thread states them), ``os``/``display`` (optional platform facts), ``backend`` (optional:
+the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan``),
+``outcome`` (``oom``: died of OOM at load or on the first request; ``ok``: loaded and ran),
+``evidence`` (what the thread says). ``dev``/``dev2`` were split by thread:
+``sha1(url) % 3 == 0`` went to ``dev2``.
 
 A death called ``fits`` is a false "fits"; a working run called ``does_not_fit`` is a false
 "does not fit"; ``tight`` is neither (the careful answer). Agreement counts ``does_not_fit`` for
@@ -100,6 +102,11 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     vram = parse_size(rec["vram"]) if rec.get("vram") else None
     n = (settings.tp or 1) * (settings.pp or 1)  # one GPU per tensor x pipeline rank
     hw = hardware_for(gpus, vram_bytes=vram, n_devices=n)
+    if rec.get("backend"):  # e.g. llama.cpp's Vulkan build on an AMD/NVIDIA/Intel GPU
+        hw = dataclasses.replace(
+            hw,
+            devices=tuple(dataclasses.replace(d, backend=rec["backend"]) for d in hw.devices),
+        )
     before = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
     os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
     try:
@@ -121,6 +128,8 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
         if m is None
         else f"free {m.free_bytes / 2**30:+.2f} GiB, band {m.band_bytes / 2**30:.2f} GiB"
     )
+    if est.blockers:
+        detail = f"{detail}; blocker: {est.blockers[0][:120]}"
     return v.level, detail
 
 

@@ -77,6 +77,15 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2025-08-fa-auto"): (
         _TG + "test_llamacpp_flash_attention_off_by_default_before_pr_15434",
     ),
+    ("llama.cpp", "2025-10-compute-chunks"): (
+        "test:tests/test_vulkan_maxalloc.py::"
+        "test_one_compute_buffer_blocks_only_before_the_chunking_build",
+        "log:https://github.com/ggml-org/llama.cpp/issues/15009 (Strix Halo, Vulkan, 2025-08: "
+        "'Device memory allocation of size 4757131264 failed ... failed to allocate compute pp "
+        "buffers')",
+        "log:https://github.com/ggml-org/llama.cpp/pull/15815 ('This allows eg. the Vulkan "
+        "backend to process graphs which require >4 GB of memory')",
+    ),
     ("llama.cpp", "2025-11-pad256"): (_TG + "test_llamacpp_streams_and_padding",),
     ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
     ("llama.cpp", "2026-09-moe-fusion-deps"): (

@@ -43,6 +43,7 @@ _OLD_LLAMACPP = {
     "swa_cache": False,
     "kv_streams": False,
     "n_ctx_pad_no_fa": 32,
+    "compute_chunks": False,
 }
 
 #: Oldest first, per runtime. Every row cites the change that starts it.
@@ -233,6 +234,7 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 n_ctx_pad_no_fa=32,
                 flash_attn_default=False,
                 cuda_moe_fusion_deps=False,
+                compute_chunks=False,
             ),
             _g(
                 "llama.cpp",
@@ -243,6 +245,25 @@ ROWS: Mapping[str, tuple[Row, ...]] = MappingProxyType(
                 "ggml-org/llama.cpp PR #15434 (use FA + max. GPU layers by default)",
                 "-fa auto: no n_head x n_ubatch x n_ctx f32 KQ matrix in the compute buffer "
                 "when the backend supports FA (before: FA off unless -fa)",
+                mla_v_cache=True,
+                n_ctx_pad_no_fa=32,
+                cuda_moe_fusion_deps=False,
+                compute_chunks=False,
+            ),
+            _g(
+                "llama.cpp",
+                "2025-10-compute-chunks",
+                "llama.cpp 2025-10 (compute buffers in chunks)",
+                # PR opened 2025-09-05; the latest dated comment seen in its thread is the
+                # author's of 2025-10-02. The merge day is not in the threads read: dated at that
+                # comment, so runs in between are modelled as the older, single-buffer builds
+                "2025-10-02",
+                None,
+                "ggml-org/llama.cpp PR #15815 (ggml : split graph allocations according to "
+                "backend max buffer size; ggml-alloc vbuffer of up to 16 chunks)",
+                "the compute buffer is several backend buffers of at most the backend's max size "
+                "(Vulkan: no single >4 GiB compute buffer any more); one tensor larger than the "
+                "device's allocation limit still fails",
                 mla_v_cache=True,
                 n_ctx_pad_no_fa=32,
                 cuda_moe_fusion_deps=False,

@@ -24,7 +24,10 @@ Effects read by the estimators (absent key = today's behaviour):
   ``ubatch_split`` (False before PR #6017: a prompt step is ``-b`` tokens, 512 by default, and
   there is no ``-ub``), ``row_main_gpu`` (True before PR #10026: ``-sm row`` keeps every
   offloaded layer, its KV and the compute graph on the main GPU), ``cuda_moe_fusion_deps``
-  (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies).
+  (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies),
+  ``compute_chunks`` (False before PR #15815: ggml-alloc reserves each backend's compute buffer
+  as ONE buffer, which a Vulkan device's per-allocation limit caps;
+  :mod:`oomkit.estimate.llamacpp_maxalloc`).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies, for releases after the per-release table of
   :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
@@ -389,4 +392,5 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         ubatch_split=bool(gen.effects.get("ubatch_split", True)),
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
+        compute_chunks=bool(gen.effects.get("compute_chunks", True)),
     )

@@ -39,6 +39,7 @@ from oomkit.estimate.llamacpp_compute import (
     output_buffer_bytes,
 )
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
+from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_params import (
     BUFFER_ALIGNMENT,
     LlamaCppOptions,
@@ -489,6 +490,7 @@ def _estimate(
         host=host,
         runtime_details=rd,
         assumptions=assumptions,
+        blockers=tuple(device_blockers(spec, params, sh, placement, kv, gpus, names, compute)),
     )
     bd = LlamaCppBreakdown(
         params=params,

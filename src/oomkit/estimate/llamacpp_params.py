@@ -114,6 +114,10 @@ class LlamaCppOptions:
     #: PR on they are split over the GPUs by ``--tensor-split`` as in ``-sm layer``
     #: (:func:`oomkit.estimate.llamacpp_placement.place_weights`)
     row_main_gpu: bool = False
+    #: False = builds before PR #15815 (autumn 2025): ggml-alloc reserves a backend's compute
+    #: buffer as one buffer; True: split into chunks of at most the backend's max buffer size
+    #: (:mod:`oomkit.estimate.llamacpp_maxalloc`)
+    compute_chunks: bool = True
     #: builds from PR #25952 (commit 3466812d, 2026-09): the CUDA backend's graph_optimize keeps
     #: the inputs of its fused MoE kernels alive (add_alloc_dep, PR #27301), so a MoE layer's
     #: weighted expert outputs no longer reuse the expert outputs' memory

@@ -19,12 +19,16 @@ class DeviceTarget:
 
     name: str  # display name, e.g. "NVIDIA GeForce RTX 4090"
     key: str | None = None  # GPU catalog key when known, e.g. "rtx-4090"
-    backend: str = "cuda"  # "cuda" | "rocm" | "metal" | "cpu" | "xpu"
+    backend: str = "cuda"  # "cuda" | "rocm" | "metal" | "cpu" | "xpu" | "vulkan"
     capacity_bytes: int | None = None  # memory the process may use (driver total or Apple limit)
     architecture: str | None = None
     compute_capability: str | None = None
     native_dtypes: tuple[str, ...] = ()
     unified_memory: bool = False
+    #: the largest single device buffer the runtime may create (Vulkan: ggml-vulkan's
+    #: ``max_memory_allocation_size``, what ``GGML_VK_FORCE_MAX_ALLOCATION_SIZE`` overrides);
+    #: None = the backend's default (:func:`oomkit.estimate.llamacpp_maxalloc.max_allocation_bytes`)
+    max_allocation_bytes: int | None = None
 
     def __post_init__(self) -> None:
         check_str("device name", self.name, optional=False)
@@ -34,6 +38,9 @@ class DeviceTarget:
         check_str("architecture", self.architecture)
         check_str("compute_capability", self.compute_capability)
         check_bool("unified_memory", self.unified_memory, optional=False)
+        check_int(
+            "max_allocation_bytes", self.max_allocation_bytes, lo=1, hi=MAX_BYTES, optional=True
+        )
         if isinstance(self.native_dtypes, list):
             object.__setattr__(self, "native_dtypes", tuple(self.native_dtypes))
         if not isinstance(self.native_dtypes, tuple) or not all(

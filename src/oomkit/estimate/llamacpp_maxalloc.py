@@ -1,0 +1,202 @@
+"""A device's per-buffer limit: ggml-vulkan cannot create one buffer above it (pure).
+
+ggml-vulkan (ggml/src/ggml-vulkan/ggml-vulkan.cpp, ``ggml_vk_get_device``) sets
+``device->max_memory_allocation_size`` from ``GGML_VK_FORCE_MAX_ALLOCATION_SIZE`` when set, else
+``min(maxMemoryAllocationSize, maxBufferSize)`` with VK_KHR_maintenance4, else
+``maxMemoryAllocationSize``; ``ggml_vk_create_buffer`` throws ``vk::OutOfDeviceMemoryError(
+"Requested buffer size exceeds device memory allocation limit")`` for any larger buffer (PR
+#16354, Sep 2025, checks ``maxBufferSize`` instead: "exceeds device buffer size limit").
+What the runtime asks for decides whether the limit bites:
+
+* weights and KV: ``ggml_backend_alloc_ctx_tensors_from_buft`` packs tensors into buffers of at
+  most ``ggml_backend_buft_get_max_size`` (Vulkan: ``suballocation_block_size``, 1 GiB by
+  default, ``GGML_VK_SUBALLOCATION_BLOCK_SIZE``): only one tensor above the limit fails (it
+  gets a buffer of its own, which ``ggml_vk_create_buffer`` refuses; older ggml-alloc refused it
+  itself: "tensor ... is too large to fit in a Vulkan buffer");
+* the compute buffer: ``ggml_gallocr`` reserved ONE buffer of the graph's high-water mark per
+  backend ("There are no plans to support splitting the compute buffers allocated by
+  ggml-alloc", slaren, llama.cpp#11332, Jan 2025) until PR #15815 (Acly, "ggml : split graph
+  allocations according to backend max buffer size") gave ggml-alloc a ``vbuffer`` of up to
+  16 chunks of at most the max size; a tensor larger than that still gets a chunk of its own
+  size ("backends will either manage to allocate the larger size, or report an error",
+  ``ggml_dyn_tallocr_new_chunk``), so one tensor above the device limit fails after it too.
+  Without flash attention that tensor is the f32 KQ matrix of ``n_kv x n_ubatch x n_head``.
+
+What devices report (Vulkan spec minimum for ``maxMemoryAllocationSize``: 1 GiB): Mesa RADV
+``RADV_MAX_MEMORY_ALLOCATION_SIZE = 0xFFFFFFFC`` (src/amd/vulkan/radv_constants.h: "Our buffer
+size fields allow only 2**32 - 1"), which is the 4 GB of llama.cpp#15009 ("That's a limitation
+of the Vulkan API, we cannot allocate buffers larger than 4GB", 0cc4m, on a Strix Halo);
+AMD's own drivers (AMDVLK, Windows) report 2 GiB (llama.cpp#15054, CrispASR#276); "the maximum
+block size is typically around 4GB" (VulkanSceneGraph PR #1473). The default is RADV's value,
+the most common Vulkan device llama.cpp users report; a device's own value (``vulkaninfo``
+``maxMemoryAllocationSize``) goes in :attr:`DeviceTarget.max_allocation_bytes`. CUDA, ROCm/HIP
+and Metal have no default here (no such check in their ggml backends is modelled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from oomkit.estimate.llamacpp_compute import GraphShape, backend_graph_shape, build_graph
+from oomkit.estimate.llamacpp_kv import KvPlan
+from oomkit.estimate.llamacpp_params import LlamaCppParams
+from oomkit.estimate.llamacpp_placement import Placement
+from oomkit.estimate.llamacpp_stack import layer_signature
+from oomkit.spec.hardware import DeviceTarget, device_label
+from oomkit.spec.model import ModelSpec
+from oomkit.units import format_bytes
+
+__all__ = [
+    "VULKAN_MAX_ALLOCATION_BYTES",
+    "device_blockers",
+    "largest_graph_tensor",
+    "max_allocation_blockers",
+    "max_allocation_bytes",
+]
+
+#: Mesa RADV's maxMemoryAllocationSize (radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE)
+VULKAN_MAX_ALLOCATION_BYTES = 0xFFFFFFFC
+
+_DEFAULTS: Mapping[str, int] = {"vulkan": VULKAN_MAX_ALLOCATION_BYTES}
+
+SOURCE = (
+    "ggml-vulkan.cpp ggml_vk_create_buffer (size > max_memory_allocation_size fails); "
+    "ggml-alloc.c one compute buffer before llama.cpp PR #15815, chunks after; "
+    "Mesa radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE; llama.cpp#15009"
+)
+
+
+def max_allocation_bytes(dev: DeviceTarget) -> int | None:
+    """The largest single buffer ``dev`` may hold: its own value, else its backend's default.
+
+    >>> max_allocation_bytes(DeviceTarget(name="Radeon 8060S", backend="vulkan"))
+    4294967292
+    >>> max_allocation_bytes(DeviceTarget(name="RTX 4090", backend="cuda")) is None
+    True
+    """
+    if dev.max_allocation_bytes is not None:
+        return dev.max_allocation_bytes
+    return _DEFAULTS.get(dev.backend)
+
+
+def largest_graph_tensor(
+    spec: ModelSpec, sh: GraphShape, layers: Sequence[int], with_output: bool
+) -> tuple[str, int]:
+    """(name, bytes) of the largest tensor the compute buffer of ``layers`` holds.
+
+    One layer of each kind (:func:`oomkit.estimate.llamacpp_stack.layer_signature`) stands for
+    all of its kind: a layer's tensors depend only on its kind.
+    """
+    seen: dict[object, int] = {}
+    for il in layers:
+        seen.setdefault(layer_signature(spec, il), il)
+    ids = sorted(seen.values())
+    if with_output and spec.num_hidden_layers - 1 not in ids and layers:
+        ids.append(spec.num_hidden_layers - 1)
+    if not ids:
+        return "", 0
+    g = build_graph(spec, sh, layers=ids, with_input=False, with_output=with_output)
+    best = max((nd for nd in g.nodes if not nd.external), key=lambda nd: nd.size, default=None)
+    return ("", 0) if best is None else (best.name, best.size)
+
+
+#: what each kind of oversized tensor can be fixed with
+_TENSOR_FIXES: Mapping[str, str] = {
+    "weight": "keep it on the CPU (-ot) or use a quant with smaller tensors",
+    "KV": "a smaller -c, a quantized KV cache (-ctk/-ctv) or fewer -np streams",
+}
+
+
+def max_allocation_blockers(
+    devices: Sequence[tuple[str, DeviceTarget, int, Sequence[tuple[str, str, int]]]],
+    *,
+    compute_chunks: bool,
+    flash_attn: bool,
+    n_ubatch: int,
+) -> list[str]:
+    """Blockers for devices with a buffer above their allocation limit: one tensor (weight, KV
+    or compute: any build), or the whole compute buffer (builds before PR #15815).
+
+    ``devices``: (buffer name such as ``Vulkan0``, device, compute buffer bytes, the largest
+    tensor of each kind as (kind ``weight``/``KV``/``compute``, tensor name, bytes)).
+    """
+    out: list[str] = []
+    for buf, dev, compute_bytes, tensors in devices:
+        limit = max_allocation_bytes(dev)
+        if limit is None:
+            continue
+        lim = f"the device's largest allocation {format_bytes(limit)} ({limit} bytes)"
+        compute_fixes = ["flash attention (-fa on)"] if not flash_attn else []
+        compute_fixes.append(f"a smaller -ub (now {n_ubatch})")
+        oversized = False
+        for kind, name, n in tensors:
+            if n <= limit:
+                continue
+            oversized = True
+            fix = _TENSOR_FIXES.get(kind) or " or ".join(compute_fixes)
+            out.append(
+                f"{buf}: the {kind} tensor '{name}' of {format_bytes(n)} ({n} bytes) is larger "
+                f"than {lim}: ggml-vulkan fails 'Requested buffer size exceeds device memory "
+                f"allocation limit' whatever the build; fix: {fix}"
+            )
+        if not oversized and not compute_chunks and compute_bytes > limit:
+            out.append(
+                f"{buf}: the compute buffer of {format_bytes(compute_bytes)} ({compute_bytes} "
+                f"bytes) is one allocation larger than {lim} in builds before llama.cpp PR "
+                "#15815 ('failed to allocate compute pp buffers'); fix: "
+                + ", ".join(compute_fixes)
+                + " or a build from 2025-10 on (compute buffer split into chunks)"
+            )
+    return out
+
+
+def device_blockers(
+    spec: ModelSpec,
+    params: LlamaCppParams,
+    sh: GraphShape,
+    placement: Placement,
+    kv: KvPlan,
+    gpus: Sequence[DeviceTarget],
+    names: Sequence[str],
+    compute: Mapping[str, int],
+) -> list[str]:
+    """Devices with a per-buffer limit (Vulkan) holding a weight, KV or compute tensor above it,
+    or a compute buffer above it (:mod:`oomkit.estimate.llamacpp_maxalloc`)."""
+    todo = [(gi, g) for gi, g in enumerate(gpus) if max_allocation_bytes(g) is not None]
+    if not todo:
+        return []
+    gpu_layers: dict[int, list[int]] = {}
+    for il, d in enumerate(placement.layer_device):
+        if d != "cpu":
+            gpu_layers.setdefault(int(d.split(":")[1]), []).append(il)
+    c = placement.columns
+    out_dev = placement.output_device
+    rows = []
+    for gi, g in todo:
+        label = device_label(g, gi)
+        weights = [
+            (n, b) for n, b, d in zip(c.names, c.n_bytes, c.devices, strict=True) if d == label
+        ]
+        tensors: list[tuple[str, str, int]] = []
+        if weights:
+            tensors.append(("weight", *max(weights, key=lambda t: t[1])))
+        kv_rows = [r for r in kv.layers if placement.layer_device[r.layer] == label]
+        if kv_rows:
+            r = max(kv_rows, key=lambda r: max(r.k_bytes, r.v_bytes))
+            k = r.k_bytes >= r.v_bytes
+            tensors.append(
+                ("KV", f"cache_{'k' if k else 'v'}_l{r.layer}", max(r.k_bytes, r.v_bytes))
+            )
+        with_output = out_dev != "cpu" and int(out_dev.split(":")[1]) == gi
+        gsh = backend_graph_shape(sh, params, g.backend) if spec.moe is not None else sh
+        if names[gi] in compute:
+            tensors.append(
+                ("compute", *largest_graph_tensor(spec, gsh, gpu_layers.get(gi, []), with_output))
+            )
+        rows.append((names[gi], g, compute.get(names[gi], 0), tensors))
+    return max_allocation_blockers(
+        rows,
+        compute_chunks=params.options.compute_chunks,
+        flash_attn=params.flash_attn,
+        n_ubatch=params.n_ubatch,
+    )
