@@ -116,3 +116,24 @@ def test_gpu_scripts_skip_cleanly_without_cuda(script: str) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert "skip" in r.stdout.lower()
+
+
+@pytest.mark.parametrize("script", ["reproduce_torchtune.py", "llamacpp_cuda_oracle.py"])
+@pytest.mark.parametrize("content", [None, "", "{not json", "[]", "{}"])
+def test_score_refuses_a_bad_results_file_in_one_line(
+    script: str, content: str | None, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu" / script), "--score", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 2
+    assert "Traceback" not in r.stdout + r.stderr
+    assert r.stdout.strip().startswith("error:")
+    assert len(r.stdout.strip().splitlines()) == 1

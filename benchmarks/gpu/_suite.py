@@ -10,6 +10,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
+def read_results(path: str, key: str) -> dict[str, Any] | None:
+    """A results file written by these scripts, or None after printing one line saying why."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        print(f"error: cannot read results file '{path}': {type(e).__name__}: {e}"[:300])
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        print(f"error: '{path}' is not a results file of these scripts (no '{key}' list)")
+        return None
+    return doc
+
+
 def gpu_modules() -> tuple[Any, Any] | None:
     """(torch, transformers) when both import and CUDA is visible; else print why and None."""
     try:

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -168,7 +169,12 @@ def predict(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def score(path: str) -> int:
-    doc = json.loads(Path(path).read_text())
+    sys.path.insert(0, str(HERE))
+    from _suite import read_results
+
+    doc = read_results(path, "records")
+    if doc is None:
+        return 2
     mib = float(1 << 20)
     print(f"{'case':40} {'buffer':8} {'llama.cpp':>10} {'oomkit':>10}")
     for rec in doc["records"]:
@@ -189,14 +195,13 @@ def score(path: str) -> int:
             f"{p['device_total_bytes'] / mib:10.0f}  (oomkit device total; context "
             f"{p['overhead_bytes'] / mib:.0f})"
         )
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", help="llama-completion built with GGML_CUDA=ON")
-    ap.add_argument("--out", default="benchmarks/gpu/results/llamacpp_h100.json")
+    ap.add_argument("--out", default="llamacpp_cuda_results.json")
     ap.add_argument("--score", metavar="RESULTS")
     args = ap.parse_args()
     if args.score:
@@ -204,6 +209,12 @@ def main() -> int:
     if not args.bin:
         print("skipped: no --bin (a CUDA build of llama-completion) given")
         return 0
+    if shutil.which("nvidia-smi") is None:
+        print("skipped: no nvidia-smi (needs an NVIDIA GPU and driver)")
+        return 0
+    if not (os.path.isfile(args.bin) and os.access(args.bin, os.X_OK)):
+        print(f"error: --bin '{args.bin}' is not an executable file")
+        return 2
     return measure(args.bin, args.out)
 
 

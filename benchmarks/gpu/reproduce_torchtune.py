@@ -218,7 +218,14 @@ def score(path: str, with_probe: bool) -> int:
     from oomkit.spec.hardware import Hardware
     from oomkit.spec.settings import TrainingSettings
 
-    data = json.loads(Path(path).read_text())
+    sys.path.insert(0, str(HERE))
+    from _suite import read_results
+
+    data = read_results(path, "results")
+    if data is None or not isinstance(data.get("environment"), dict):
+        if data is not None:
+            print(f"error: '{path}' has no 'environment' record")
+        return 2
     env = data["environment"]
     print(
         f"{env['gpu']} driver {env['driver']} torch {env['torch']} (CUDA {env['cuda']}) "
