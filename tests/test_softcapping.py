@@ -54,3 +54,19 @@ def test_caps_add_the_saved_tanh_outputs() -> None:
     per_layer = spec.num_attention_heads * 2048 * 2048 * e
     head = 2048 * spec.vocab_size * e
     assert capped["forward_end"] - bare["forward_end"] == spec.num_hidden_layers * per_layer + head
+
+
+def test_probe_takes_an_integer_cap_and_refuses_a_bad_one() -> None:
+    """transformers 5 validates ``attn_logit_softcapping`` as a float; a config.json that writes
+    ``50`` is the same number (the probe passes it as 50.0), and ``-5`` gets the loader's
+    one-line error rather than an internal one (review of session 4)."""
+
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import oomkit
+
+    cfg = {**load_config_dict("gemma-2-2b"), "num_hidden_layers": 1, "attn_logit_softcapping": 50}
+    assert oomkit.probe(cfg, seq=16).peak_bytes > 0
+    with pytest.raises(ConfigFormatError, match="attn_logit_softcapping"):
+        oomkit.probe({**cfg, "attn_logit_softcapping": -5}, seq=16)

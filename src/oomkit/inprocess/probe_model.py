@@ -160,6 +160,20 @@ def build_from_config(
         )
     for key in ("torch_dtype", "dtype", "quantization_config", "_name_or_path"):
         cfg.pop(key, None)
+    # transformers >= 5 validates config fields strictly: a float field given as an integer in
+    # config.json (``"attn_logit_softcapping": 50``) is refused, where older versions and the
+    # Hub's own loading accept it; the value is the same number
+    for key, value in list(cfg.items()):
+        if key.endswith("_softcapping") and value is not None:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok or not 0 < value < float("inf"):
+                raise ConfigFormatError(
+                    f"Cannot read config.json for '{name}': '{key}' is {value!r}, expected a "
+                    "finite number above 0 (or null).",
+                    path=str(name),
+                )
+        if key.endswith(("_softcapping", "_eps", "_theta", "_factor")) and type(value) is int:
+            cfg[key] = float(value)
     try:
         config = transformers.AutoConfig.for_model(model_type, **cfg)
     except (ValueError, KeyError) as e:
@@ -167,6 +181,14 @@ def build_from_config(
             f"transformers {transformers.__version__} cannot build model_type '{model_type}': {e}",
             architecture=str(name),
             feature="model_type",
+        ) from None
+    except Exception as e:  # huggingface_hub StrictDataclassFieldValidationError (transformers 5)
+        if type(e).__name__ != "StrictDataclassFieldValidationError":
+            raise
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigFormatError(
+            f"Config of '{name}' is refused by transformers {transformers.__version__}: {first}",
+            path=str(name),
         ) from None
     config._attn_implementation = attn_implementation
     try:
