@@ -434,8 +434,20 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
     out = [
         "steady-state step (optimizer states exist)"
         + ("; gradients set to None between steps" if settings.zero_grad_set_to_none else ""),
-        f"attention: {settings.attn_implementation} (fused kernels keep no S x S tensor)",
+        f"attention: {settings.attn_implementation} "
+        + (
+            "(the S x S scores and their softmax are kept for backward)"
+            if settings.attn_implementation == "eager"
+            else "(fused kernels keep no S x S tensor)"
+        ),
     ]
+    if settings.method == "qlora" and spec.moe is not None:
+        out.append(
+            "QLoRA of an MoE: the fused expert tensors stay in "
+            f"{settings.dtype} (transformers 5+ stores experts as 3-D parameters that "
+            "bitsandbytes' Linear4bit replacement skips, bitsandbytes#1849); on transformers 4.x "
+            "each expert was an nn.Linear and was quantized to NF4, far less"
+        )
     if st.optimizer_paged:
         out.append(
             "paged optimizer states live in CUDA unified memory: evicted to host under pressure "
