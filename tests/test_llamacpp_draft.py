@@ -267,7 +267,17 @@ def test_cli_emit_carries_the_draft_flags(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0, err
     run_line = out.strip().splitlines()[-1]
     assert run_line.startswith("llama-server ")
-    assert "-md qwen2.5-0.5b-Q8_0.gguf -ngld 99 -cd 4096 -ctkd q8_0" in run_line
+    # -ngld only when given: unset, the build's own default is what the estimate modelled
+    assert "-md qwen2.5-0.5b-Q8_0.gguf -cd 4096 -ctkd q8_0" in run_line
+    assert "-ngld" not in run_line
+    code, out, err = _run(
+        capsys, "estimate", MAIN, "-g", "2xrx-7900-xtx", "-md", "qwen2.5-0.5b", "-ngld", "12",
+        "-devd", "1", "--emit", "--offline",
+    )  # fmt: skip
+    assert code == 0, err
+    run_line = out.strip().splitlines()[-1]
+    assert "-ngld 12" in run_line
+    assert "-devd ROCm1" in run_line  # ggml's device name on ROCm, not CUDA1
 
 
 def test_cli_offline_hub_draft_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -283,7 +283,8 @@ def _emit(
             f"--emit {target}: the command carries the context over from this {est.runtime} "
             f"estimate, not its memory; run `oomkit estimate -r {target}` for {target}'s numbers"
         )
-    return emit_command(target, resolved, spec, model)
+    kind = est.devices[0].device.split(":")[0] if est.devices else "cuda"
+    return emit_command(target, resolved, spec, model, device_kind=kind)
 
 
 def _peak(est: Estimate) -> int:

@@ -140,16 +140,29 @@ def _gguf_name(model_ref: str, spec: ModelSpec, quant: str) -> str:
     return f"{base}-{quant}.gguf"
 
 
-def _draft_flags(settings: InferenceSettings) -> list[str]:
+#: oomkit's device kind -> the prefix of ggml's device names that ``--device-draft`` takes
+_GGML_DEVICE_PREFIX = {
+    "cuda": "CUDA",
+    "rocm": "ROCm",
+    "vulkan": "Vulkan",
+    "mps": "MTL",
+    "metal": "MTL",
+}
+
+
+def _draft_flags(settings: InferenceSettings, device_kind: str = "cuda") -> list[str]:
     """llama-server's draft-model flags: ``-md`` (a catalog name becomes ``NAME-QUANT.gguf``
-    as the main model's does), ``-ngld``, ``-cd``, ``-ctkd``/``-ctvd``, ``-devd``."""
+    as the main model's does), ``-ngld`` (only when given: unset, llama.cpp's own default for
+    the build applies, which is what the estimate modelled), ``-cd``, ``-ctkd``/``-ctvd``,
+    ``-devd`` (ggml's device names: ``CUDA1``, ``ROCm1``, ``Vulkan1``, ``MTL0``)."""
     ref = str(settings.draft_model)
     name = (
         ref if ref.lower().endswith(".gguf") else f"{ref}-{settings.draft_quant or 'Q4_K_M'}.gguf"
     )
     parts = ["-md", shlex.quote(name)]
     ngl = settings.draft_n_gpu_layers
-    parts += ["-ngld", str(99 if ngl is None or ngl < 0 else ngl)]
+    if ngl is not None:
+        parts += ["-ngld", str(99 if ngl < 0 else ngl)]
     if settings.draft_ctx:
         parts += ["-cd", str(settings.draft_ctx)]
     if settings.draft_cache_type_k:
@@ -157,7 +170,8 @@ def _draft_flags(settings: InferenceSettings) -> list[str]:
     if settings.draft_cache_type_v:
         parts += ["-ctvd", settings.draft_cache_type_v]
     if settings.draft_devices:
-        parts += ["-devd", ",".join(f"CUDA{i}" for i in settings.draft_devices)]
+        prefix = _GGML_DEVICE_PREFIX.get(device_kind, device_kind.upper())
+        parts += ["-devd", ",".join(f"{prefix}{i}" for i in settings.draft_devices)]
     return parts
 
 
@@ -196,8 +210,10 @@ def emit_command(
     model_ref: str,
     *,
     n_layer_total: int | None = None,
+    device_kind: str = "cuda",
 ) -> str:
-    """The command (or, for Ollama and transformers, the few lines) that runs ``settings``."""
+    """The command (or, for Ollama and transformers, the few lines) that runs ``settings``;
+    ``device_kind`` (``cuda``, ``rocm``, ``vulkan``, ``mps``) names ggml's devices."""
     q = shlex.quote
     if runtime == "llama.cpp":
         parts = ["llama-server", "-m", q(_gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
@@ -212,7 +228,7 @@ def emit_command(
         if settings.parallel:
             parts += ["-np", str(settings.parallel)]
         if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
-            parts += _draft_flags(settings)
+            parts += _draft_flags(settings, device_kind)
         return " ".join(parts)
     if runtime == "ollama":
         tag = _ollama_tag(model_ref, settings.quant or "Q4_K_M")
