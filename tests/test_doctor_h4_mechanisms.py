@@ -3,6 +3,8 @@ real message shapes of the development parts (tests/fixtures/oom_corpus) that sh
 
 from __future__ import annotations
 
+import pytest
+
 from oomkit.diagnose.doctor import diagnose_text
 
 # h4-ollama-10735 (dev part heldout4): Ollama 0.7 with 20 parallel slots x num_ctx 32768
@@ -239,3 +241,22 @@ def test_tensorflow_bfc_line_cut_before_its_size() -> None:
     )
     assert full.primary is not None
     assert full.primary.requested_bytes == 629145600  # the full line keeps its size
+
+
+@pytest.mark.parametrize(
+    "size", ["99999999999.00 GiB", "0 bytes", "-1.00 GiB"], ids=["exabytes", "zero", "negative"]
+)
+def test_impossible_request_sizes_are_ignored_not_answered(size: str) -> None:
+    """No allocator prints a request above 2^60 bytes, of 0 bytes or negative: the doctor says
+    the number is ignored and never sizes a fix from it (review of session 4: a 10^20-byte
+    request had produced 'cut the batch by 10239999999898x' at confidence 0.85)."""
+
+    text = (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {size}. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 10.00 MiB is free."
+    )
+    d = diagnose_text(text)
+    assert d.events
+    assert d.events[0].requested_bytes is None
+    assert "ignored" in d.explanation
+    assert d.confidence < 0.5

@@ -43,19 +43,25 @@ _NO_LIMIT_BYTES = 1 << 60
 def size_of(m: re.Match[str], name: str, runtime: str) -> int | None:
     """A size the allocator printed, or None when it cannot be one: PyTorch's ``format_size``
     takes a ``size_t``, so a negative number ("Tried to allocate -1.00 GiB") is a corrupted or
-    hand-edited message, never a real size."""
+    hand-edited message, never a real size; so is one above 2^60 bytes (no device holds an
+    EiB)."""
     v = _stated_size(m, name, runtime)
-    return None if v is None or v < 0 else v
+    if v is None or v < 0 or v > _NO_LIMIT_BYTES or (name == "req" and v == 0):
+        return None  # a 0-byte request never fails
+    return v
 
 
 def _impossible(m: re.Match[str], *names: str) -> str | None:
     """The stated sizes among ``names`` that :func:`size_of` / :func:`_capacity` discard
-    (negative; a zero ``total``), as printed: ``"-1.00 GiB requested"``."""
+    (negative; above 2^60 bytes, more than any device has; a zero ``total`` or request), as
+    printed: ``"-1.00 GiB requested"``."""
     label = {"req": "requested", "total": "total capacity"}
     out = []
     for name in names:
         v = _stated_size(m, name, _RT)
-        if v is not None and (v < 0 or (name == "total" and v == 0)):
+        if v is not None and (
+            v < 0 or v > _NO_LIMIT_BYTES or (name in ("total", "req") and v == 0)
+        ):
             out.append(f"{m.group(name)} {m.group(name + '_u')} {label.get(name, name)}")
     return ", ".join(out) or None
 
