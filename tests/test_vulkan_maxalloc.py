@@ -160,3 +160,14 @@ def test_ollama_shares_the_llamacpp_path() -> None:
     assert len(off) == 1
     assert "compute tensor 'kq'" in off[0]
     assert ollama(True) == ()
+
+
+def test_the_limit_is_refused_outside_vulkan() -> None:
+    """Only ggml-vulkan has a per-buffer limit: setting one on a CUDA device was answered with
+    a blocker that blamed Vulkan (review of session 4); now it is refused at the boundary."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.spec.hardware import DeviceTarget
+
+    with pytest.raises(InvalidSettingError, match="Vulkan per-buffer limit"):
+        DeviceTarget(name="RTX 4090", backend="cuda", max_allocation_bytes=1 << 30)
+    assert DeviceTarget(name="iGPU", backend="vulkan", max_allocation_bytes=1 << 30)

@@ -41,6 +41,13 @@ class DeviceTarget:
         check_int(
             "max_allocation_bytes", self.max_allocation_bytes, lo=1, hi=MAX_BYTES, optional=True
         )
+        if self.max_allocation_bytes is not None and self.backend != "vulkan":
+            raise InvalidSettingError(
+                f"max_allocation_bytes is the Vulkan per-buffer limit (maxMemoryAllocationSize); "
+                f"device '{self.name}' uses the {self.backend} backend, which has none",
+                setting="max_allocation_bytes",
+                value=self.max_allocation_bytes,
+            )
         if isinstance(self.native_dtypes, list):
             object.__setattr__(self, "native_dtypes", tuple(self.native_dtypes))
         if not isinstance(self.native_dtypes, tuple) or not all(
