@@ -260,3 +260,15 @@ def test_impossible_request_sizes_are_ignored_not_answered(size: str) -> None:
     assert d.events[0].requested_bytes is None
     assert "ignored" in d.explanation
     assert d.confidence < 0.5
+
+
+def test_pytorch_own_sigbus_worker_message_is_shared_memory() -> None:
+    """torch/csrc/DataLoader.cpp's SIGBUS handler prints its own line (no "killed by signal");
+    it was "no out-of-memory message found" (review of session 4)."""
+    d = diagnose_text(
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+        "insufficient shared memory (shm)."
+    )
+    assert d.events
+    assert d.cause == "host_ram"
+    assert "/dev/shm" in d.explanation

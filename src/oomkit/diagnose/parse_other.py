@@ -116,6 +116,7 @@ _DTYPE_BYTES = {
 }
 
 _NEEDLES = (
+    "Unexpected bus error",
     "CUDA_ERROR_OUT_OF_MEMORY",
     "HIP_ERROR_OutOfMemory",
     "from device:",
@@ -195,6 +196,10 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             return _ev(
                 "linux", "oom_killer", "linux_oom_killer", line, n, process_name=m3.group("comm")
             )
+    if "Unexpected bus error encountered in worker" in line:
+        # torch/csrc/DataLoader.cpp handler_SIGBUS: "ERROR: Unexpected bus error encountered in
+        # worker. This might be caused by insufficient shared memory (shm)."
+        return _ev("pytorch", "killed", "dataloader_bus_error", line, n)
     if "is killed by signal" in line:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
