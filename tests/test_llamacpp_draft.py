@@ -286,3 +286,13 @@ def test_cli_offline_hub_draft_is_one_line_error(capsys: pytest.CaptureFixture[s
     assert err.startswith("Error: ")
     assert "someorg/no-such-draft" in err.splitlines()[0]
     assert "Traceback" not in err
+
+
+def test_cli_draft_ctx_zero_is_llamacpps_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """llama.cpp's ``-cd 0`` means "the default" (not an error): the same estimate as no -cd."""
+    base = ("estimate", MAIN, "-md", "qwen2.5-0.5b", "--json", "--offline")
+    code0, out0, err0 = _run(capsys, *base, "-cd", "0")
+    code1, out1, _ = _run(capsys, *base)
+    assert code0 == 0, err0
+    assert code1 == 0
+    assert out0 == out1

@@ -67,7 +67,7 @@ def check_count_options(**values: int | None) -> None:
         "n_cpu_moe": (0, MAX_LAYERS),
         "block_size": (1, 256),
         "draft_n_gpu_layers": (-1, MAX_LAYERS + 1),
-        "draft_ctx": (1, MAX_CTX),
+        "draft_ctx": (0, MAX_CTX),  # llama.cpp -cd 0 = the default
     }
     for name, value in values.items():
         lo, hi = limits.get(name, (1, MAX_TOKENS))

@@ -105,6 +105,8 @@ def run_estimate(
         draft_n_gpu_layers=draft_ngl,
         draft_ctx=None if draft_ctx == CTX_MAX else draft_ctx,
     )
+    if draft_ctx == 0:  # llama.cpp's -cd 0: "0 = loaded from model" (the default rule)
+        draft_ctx = None
     drafts = {
         "--draft-quant": draft_quant,
         "--draft-ngl": draft_ngl,
