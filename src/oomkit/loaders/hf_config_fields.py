@@ -99,14 +99,14 @@ class Fields:
         return None if self.raw(*keys) is _MISSING else self.integer(*keys)
 
     def opt_positive_float(self, key: str) -> float | None:
-        """A finite number > 0, or None when the key is missing or null."""
+        """A number in (0, 1e9), or None when the key is missing or null."""
         value = self.raw(key)
         if value is _MISSING or value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._bad(key, value, "a number")
-        if not (0 < value < float("inf")):
-            raise self._bad(key, value, "a finite number above 0")
+        if not (0 < value < 1e9):
+            raise self._bad(key, value, "a number between 0 and 1e9")
         return float(value)
 
     def flag(self, *keys: str, default: bool) -> bool:

@@ -362,7 +362,8 @@ class ModelSpec:
                 isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < 1e9
             ):
                 raise InvalidModelSpecError(
-                    f"Invalid model {n!r}: {cap_field} must be a number above 0 or None",
+                    f"Invalid model {n!r}: {cap_field} must be a number in (0, 1e9) or None, "
+                    f"got {cap!r}"[:200],
                     setting=cap_field,
                     value=cap,
                 )
