@@ -75,6 +75,19 @@ def _elem(spec: ModelSpec, quant: str | None) -> int:
     return DTYPE_BYTES.get(q, 2) if q in ("fp32", "float32") else 2
 
 
+def _is_bnb(quant: str | None) -> bool:
+    """``quant`` is a bitsandbytes format (``nf4``/``fp4``/``int8`` or an alias of one)."""
+    if not quant:
+        return False
+    from oomkit.errors import UnknownNameError
+    from oomkit.quant.hf_formats import hf_format
+
+    try:
+        return hf_format(quant).method in ("bnb_4bit", "bnb_int8")
+    except UnknownNameError:  # a plain dtype (bf16, fp16...)
+        return False
+
+
 def prefill_activation_bytes(
     spec: ModelSpec,
     *,
@@ -200,8 +213,7 @@ def estimate_transformers(
     fused_raw = bool(gen.effects.get("bnb_fused_experts_unquantized", False))
     plan = plan_weights(spec, tensors, quant=quant, tp=1, fused_experts_unquantized=fused_raw)
     notes.extend(plan.assumptions)
-    fmt = (quant or "").lower()
-    if fused_raw and spec.moe is not None and fmt in ("nf4", "fp4", "int8", "bnb-nf4", "bnb_nf4"):
+    if fused_raw and spec.moe is not None and _is_bnb(quant):
         notes.append(
             "bitsandbytes in transformers 5+: the fused MoE expert tensors are not quantized "
             "(replace_with_bnb_linear swaps nn.Linear only; bitsandbytes#1849) and stay in "
