@@ -61,7 +61,6 @@ def test_probe_takes_an_integer_cap_and_refuses_a_bad_one() -> None:
     ``50`` is the same number (the probe passes it as 50.0), and ``-5`` gets the loader's
     one-line error rather than an internal one (review of session 4)."""
 
-
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import oomkit
