@@ -68,6 +68,7 @@ def test_table_matches_the_click_command() -> None:
                 assert p.name in (
                     "os_name",
                     "split_mode",
+                    "backend",
                     "device_map",
                     "override_tensor",
                     "emit",

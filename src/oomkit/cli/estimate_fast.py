@@ -99,6 +99,7 @@ DEFAULTS: dict[str, Any] = {
     "as_json": False,
     "os_name": None,
     "split_mode": None,
+    "backend": None,
     "device_map": None,
     "override_tensor": (),
     "emit": None,

@@ -71,6 +71,7 @@ def run_estimate(
     draft_cache_type_k: str | None = None,
     draft_cache_type_v: str | None = None,
     draft_device: str | None = None,
+    backend: str | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -84,7 +85,7 @@ def run_estimate(
         parse_tensor_split,
         warn_ignored,
     )
-    from oomkit.cli.gpu_choice import choose_hardware
+    from oomkit.cli.gpu_choice import choose_hardware, with_backend
     from oomkit.estimate.registry import normalize_runtime
 
     want_max = ctx == CTX_MAX
@@ -176,7 +177,7 @@ def run_estimate(
     choice = choose_hardware(
         gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
     )
-    hardware = choice.hardware
+    hardware = with_backend(choice.hardware, backend, canonical, named=gpu is not None)
     from oomkit.estimate.verdict import Platform, device_segment, verdict
 
     platform = Platform(

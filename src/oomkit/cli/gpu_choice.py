@@ -232,3 +232,61 @@ def choose_hardware(
         gpus=tuple(choices),
         source="catalog",
     )
+
+
+#: ``--backend`` values: the ggml backends llama.cpp is built with whose memory oomkit models
+#: (buffer names, alignment, context, the Vulkan per-buffer limit); SYCL is not modelled
+LLAMACPP_BACKENDS = ("cuda", "rocm", "metal", "vulkan")
+#: the backend a detected or catalog device runs natively -> the ``--backend`` values it can
+#: take: Vulkan runs on NVIDIA, AMD and Intel GPUs (ggml-vulkan), CUDA only on NVIDIA, HIP only
+#: on AMD, Metal only on Apple GPUs (llama.cpp docs/build.md)
+_BACKEND_SWITCHES = {
+    "cuda": ("cuda", "vulkan"),
+    "rocm": ("rocm", "vulkan"),
+    "xpu": ("vulkan",),
+    "metal": ("metal",),
+}
+
+
+def with_backend(
+    hardware: Hardware, backend: str | None, runtime: str, *, named: bool = True
+) -> Hardware:
+    """``--backend``: run the GPUs of ``hardware`` on another ggml backend (llama.cpp only).
+
+    A device named from the catalog or detected keeps its vendor: ``--backend vulkan`` works
+    on any of them, ``cuda``/``rocm``/``metal`` only on their own vendor's GPUs. Devices that
+    were not ``named`` (``--vram`` alone: no vendor known) take the backend given. CPU devices
+    are left alone.
+
+    Raises:
+        InvalidSettingError: the runtime is not llama.cpp, or a GPU cannot run that backend.
+    """
+    from oomkit.errors import InvalidSettingError
+
+    if backend is None:
+        return hardware
+    backend = backend.strip().lower()
+    if backend not in LLAMACPP_BACKENDS:
+        raise InvalidSettingError(
+            f"--backend must be one of {', '.join(LLAMACPP_BACKENDS)}, got {backend!r}",
+            setting="--backend",
+        )
+    if runtime != "llama.cpp":
+        raise InvalidSettingError(
+            f"--backend selects llama.cpp's ggml backend; {runtime} runs the backend of the "
+            "GPU's vendor (drop --backend, or use --runtime llama.cpp)",
+            setting="--backend",
+        )
+    devices: list[DeviceTarget] = []
+    for d in hardware.devices:
+        if d.backend == "cpu" or d.backend == backend:
+            devices.append(d)
+            continue
+        if named and backend not in _BACKEND_SWITCHES.get(d.backend, (backend,)):
+            raise InvalidSettingError(
+                f"--backend {backend}: {d.name} cannot run llama.cpp's {backend} backend "
+                f"(it runs {' or '.join(_BACKEND_SWITCHES.get(d.backend, (d.backend,)))})",
+                setting="--backend",
+            )
+        devices.append(dataclasses.replace(d, backend=backend))
+    return dataclasses.replace(hardware, devices=tuple(devices))

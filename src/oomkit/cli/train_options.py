@@ -62,6 +62,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "draft_cache_type_k",
     "draft_cache_type_v",
     "draft_device",
+    "backend",
 )
 #: why an inference-only option means nothing to a training step, where "is an inference
 #: option" alone does not say it

@@ -203,6 +203,25 @@ def _ollama_tag(model_ref: str, quant: str) -> str:
     return f"hf.co/<user>/<repo>-GGUF:{quant}"
 
 
+def _llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
+    """``-fa`` as the build of ``settings.runtime_version`` reads it, for the flash attention
+    the estimate used.
+
+    Builds since PR #15434 (2025-08-30, b6343: "the type of flash attention is changed from
+    bool to string") take ``-fa on|off|auto`` and default to auto (oomkit: on); older builds
+    take a bare ``-fa`` and run without flash attention unless it is given (the generation's
+    ``flash_attn_default``).
+    """
+    from oomkit.estimate.generations import generation_effect, resolve_generation
+
+    gen = resolve_generation("llama.cpp", settings.runtime_version)
+    valued = bool(generation_effect(gen, "flash_attn_default", True))
+    fa = valued if settings.flash_attn is None else settings.flash_attn
+    if valued:
+        return ["-fa", "on" if fa else "off"]
+    return ["-fa"] if fa else []
+
+
 def emit_command(
     runtime: str,
     settings: InferenceSettings,
@@ -220,7 +239,7 @@ def emit_command(
         parts += ["-c", str(settings.ctx)]
         ngl = settings.n_gpu_layers
         parts += ["-ngl", str(99 if ngl is None else ngl)]
-        parts += ["-fa", "on"]
+        parts += _llamacpp_fa_flags(settings)
         if settings.cache_type_k:
             parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
         if settings.n_cpu_moe:

@@ -22,6 +22,7 @@ from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.estimate.verdict import Platform, verdict
 from oomkit.planner.commands import emit_command
 from oomkit.planner.knobs import (
+    FA_F16,
     LEVEL_EXPERTS_CPU,
     LEVEL_LAYERS_CPU,
     Candidate,
@@ -148,8 +149,12 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         prequant = cand.quant in ("awq", "gptq")
         kind = f" (needs a pre-quantized {cand.quant.upper()} checkpoint)" if prequant else ""
         out.append(f"weights {cand.quant}{asked}{kind}")
-    if cand.kv not in ("f16", "auto"):
+    if cand.kv == FA_F16:
+        out.append("flash attention on (-fa)")
+    elif cand.kv not in ("f16", "auto"):
         out.append(f"KV cache {cand.kv}")
+        if FA_F16 in searcher.kvs:  # the run has it off; a quantized V cache needs it
+            out.append("flash attention on (-fa; a quantized V cache needs it)")
     if cand.ctx < searcher.target_ctx:
         whose = "asked" if req.ctx is not None else "default"
         out.append(f"context {cand.ctx} ({whose} {searcher.target_ctx})")

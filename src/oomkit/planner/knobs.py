@@ -18,6 +18,7 @@ from oomkit.spec.settings import InferenceSettings
 
 __all__ = [
     "CHECKPOINT",
+    "FA_F16",
     "GGUF_LADDER",
     "HF_LADDER",
     "LEVEL_EXPERTS_CPU",
@@ -25,6 +26,7 @@ __all__ = [
     "LEVEL_LAYERS_CPU",
     "Candidate",
     "kv_ladder",
+    "llamacpp_flash_off",
     "quant_ladder",
     "rank_key",
 ]
@@ -92,9 +94,31 @@ _KV_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
-def kv_ladder(runtime: str) -> tuple[str, ...]:
-    """KV cache types ``runtime`` accepts, best first."""
-    return _KV_TYPES[runtime]
+#: llama.cpp: an f16 KV cache with flash attention turned on, the planner's knob when the run
+#: has it off (``--no-flash-attn``, or a build before PR #15434 where it was off by default):
+#: flash attention drops the n_head x n_ubatch x n_kv f32 KQ matrix from the compute buffer
+#: and costs no quality, so it is tried before a quantized KV cache
+FA_F16 = "f16+fa"
+
+
+def kv_ladder(runtime: str, *, flash_off: bool = False) -> tuple[str, ...]:
+    """KV cache types ``runtime`` accepts, best first (with :data:`FA_F16` after f16 when a
+    llama.cpp run has flash attention off)."""
+    kvs = _KV_TYPES[runtime]
+    if flash_off and runtime == "llama.cpp":
+        return (kvs[0], FA_F16, *kvs[1:])
+    return kvs
+
+
+def llamacpp_flash_off(settings: InferenceSettings) -> bool:
+    """Whether a llama.cpp run has flash attention off: ``--no-flash-attn``, or ``-fa`` not
+    given on a build whose default was off (before PR #15434, 2025-08-30)."""
+    if settings.flash_attn is not None:
+        return not settings.flash_attn
+    from oomkit.estimate.generations import generation_effect, resolve_generation
+
+    gen = resolve_generation("llama.cpp", settings.runtime_version)
+    return not bool(generation_effect(gen, "flash_attn_default", True))
 
 
 def _gguf_ladder(start: str | None, spec: ModelSpec) -> tuple[tuple[str, ...], int]:
@@ -175,9 +199,10 @@ class Candidate:
 
     def apply(self, base: InferenceSettings) -> InferenceSettings:
         """``base`` with this candidate's knobs set."""
-        kv = None if self.kv in ("auto", "f16") and base.cache_type_k is None else self.kv
+        kv_type = "f16" if self.kv == FA_F16 else self.kv
+        kv = None if kv_type in ("auto", "f16") and base.cache_type_k is None else kv_type
         flash = base.flash_attn
-        if flash is None and self.kv in ("q8_0", "q4_0"):
+        if self.kv == FA_F16 or (not flash and self.kv in ("q8_0", "q4_0")):
             flash = True  # llama.cpp: "V cache quantization requires flash_attn"
         ctx = self.ctx
         if base.runtime == "llama.cpp" and base.parallel and base.parallel > 1:

@@ -30,6 +30,7 @@ from oomkit.planner.knobs import (
     LEVEL_LAYERS_CPU,
     Candidate,
     kv_ladder,
+    llamacpp_flash_off,
     quant_ladder,
     rank_key,
 )
@@ -157,7 +158,9 @@ class Searcher:
             self.base = dataclasses.replace(self.base, device_map="auto")
         self.estimator = get_estimator(runtime)
         self.n_layer = spec.num_hidden_layers
-        self.kvs = kv_ladder(runtime)
+        self.kvs = kv_ladder(
+            runtime, flash_off=runtime == "llama.cpp" and llamacpp_flash_off(self.base)
+        )
         self.ladder, self.default_index = quant_ladder(
             runtime, spec, request.quant, request.min_quant
         )

@@ -1,0 +1,124 @@
+"""``estimate --backend`` (llama.cpp's ggml backend) and what the planner and ``--emit`` make of
+flash attention when a run has it off.
+
+Real catalog models and GPUs; the Vulkan per-buffer limit is oomkit's simulation of ggml-alloc
+(:mod:`oomkit.estimate.llamacpp_maxalloc`). Llama-3.1-8B has 32 query heads, so without flash
+attention the f32 KQ matrix of one 512-token ubatch at n_ctx 65536 is 32 x 512 x 65536 x 4 =
+4 GiB + padding: over Vulkan's 4 GiB - 4 byte allocation limit, and nothing on ROCm.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oomkit.cli import main
+from oomkit.cli.gpu_choice import with_backend
+from oomkit.errors import InvalidSettingError
+from oomkit.hardware.catalog import find_gpu
+from oomkit.hardware.targets import hardware_for
+from oomkit.planner.commands import _llamacpp_fa_flags
+from oomkit.planner.knobs import FA_F16, kv_ladder, llamacpp_flash_off
+from oomkit.spec.settings import InferenceSettings
+
+STRIX = "ryzen-ai-max-395-128gb"
+OLD = "2025-08-01"  # before PR #15434: flash attention off unless -fa, and -fa takes no value
+ARGS = ("estimate", "llama-3.1-8b", "-r", "llama.cpp", "-q", "Q4_K_M", "--ctx", "65536")
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_vulkan_buffer_limit_is_reachable_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *ARGS, "--gpu", STRIX, "--runtime-version", OLD, "--json")
+    assert code == 0  # the APU's own backend (ROCm/HIP) has no per-buffer limit
+    assert json.loads(out)["devices"][0]["device"] == "rocm:0"
+
+    code, out, _ = run(
+        capsys, *ARGS, "--gpu", STRIX, "--runtime-version", OLD, "--backend", "vulkan", "--json"
+    )
+    doc = json.loads(out)
+    assert code == 3
+    assert doc["devices"][0]["device"] == "vulkan:0"
+    assert doc["verdict"] == "does_not_fit"
+    assert any("'kq'" in b for b in doc["blockers"]), doc["blockers"]
+    # the best change is flash attention (no KQ matrix), not a quantized KV cache, and the
+    # command is in the old build's syntax (a bare -fa)
+    first = doc["suggestions"][0]
+    assert "flash attention on (-fa)" in first["changes"]
+    assert not any(c.startswith("KV cache") for c in first["changes"])
+    words = first["command"].split()
+    assert "-fa" in words, first["command"]
+    assert "on" not in words, first["command"]
+
+
+def test_vulkan_with_flash_attention_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, *ARGS, "--gpu", STRIX, "--runtime-version", OLD, "--backend", "vulkan", "-fa",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["verdict"] == "fits"
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (("-r", "vllm", "--gpu", "h100", "--backend", "vulkan"), "--backend selects llama.cpp"),
+        (("--gpu", "rtx-4090", "--backend", "rocm"), "cannot run llama.cpp's rocm backend"),
+        (("--gpu", "m2-pro-32gb", "--backend", "vulkan"), "cannot run llama.cpp's vulkan"),
+        (("--gpu", "rtx-4090", "--backend", "opencl"), "--backend"),
+        (("--train", "lora", "--gpu", "rtx-4090", "--backend", "vulkan"), "--backend"),
+    ],
+)
+def test_impossible_backend_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], needle: str
+) -> None:
+    code, out, err = run(capsys, "estimate", "llama-3.1-8b", *extra)
+    assert code == 2
+    assert out == ""
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("Error: ")
+    assert needle in err
+
+
+def test_with_backend_keeps_cpu_and_takes_unnamed_devices() -> None:
+    hw = hardware_for([find_gpu("rtx-3090")])
+    assert [d.backend for d in with_backend(hw, "vulkan", "llama.cpp").devices] == ["vulkan"]
+    assert with_backend(hw, None, "vllm") is hw
+    unnamed = hardware_for((), vram_bytes=8 * 2**30)
+    moved = with_backend(unnamed, "rocm", "llama.cpp", named=False)
+    assert {d.backend for d in moved.devices if d.backend != "cpu"} == {"rocm"}
+    with pytest.raises(InvalidSettingError, match="--backend"):
+        with_backend(hw, "rocm", "llama.cpp")
+
+
+@pytest.mark.parametrize(
+    ("version", "fa", "flags"),
+    [
+        (None, None, ["-fa", "on"]),  # today's build: -fa auto, written as on
+        (None, False, ["-fa", "off"]),
+        (OLD, None, []),  # old build, -fa not given: off
+        (OLD, True, ["-fa"]),  # old build: a bare flag
+        ("2025-09-15", True, ["-fa", "on"]),
+    ],
+)
+def test_emitted_flash_attention_follows_the_build(
+    version: str | None, fa: bool | None, flags: list[str]
+) -> None:
+    s = InferenceSettings(runtime="llama.cpp", runtime_version=version, flash_attn=fa)
+    assert _llamacpp_fa_flags(s) == flags
+
+
+def test_flash_attention_knob_only_when_a_llamacpp_run_has_it_off() -> None:
+    assert llamacpp_flash_off(InferenceSettings(runtime="llama.cpp", runtime_version=OLD))
+    assert llamacpp_flash_off(InferenceSettings(runtime="llama.cpp", flash_attn=False))
+    assert not llamacpp_flash_off(InferenceSettings(runtime="llama.cpp"))
+    assert kv_ladder("llama.cpp", flash_off=True) == ("f16", FA_F16, "q8_0", "q4_0")
+    assert kv_ladder("llama.cpp") == ("f16", "q8_0", "q4_0")
+    assert FA_F16 not in kv_ladder("vllm", flash_off=True)
