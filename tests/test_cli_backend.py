@@ -18,7 +18,7 @@ from oomkit.cli.gpu_choice import with_backend
 from oomkit.errors import InvalidSettingError
 from oomkit.hardware.catalog import find_gpu
 from oomkit.hardware.targets import hardware_for
-from oomkit.planner.commands import _llamacpp_fa_flags
+from oomkit.planner.commands import llamacpp_fa_flags
 from oomkit.planner.knobs import FA_F16, kv_ladder, llamacpp_flash_off
 from oomkit.spec.settings import InferenceSettings
 
@@ -112,7 +112,7 @@ def test_emitted_flash_attention_follows_the_build(
     version: str | None, fa: bool | None, flags: list[str]
 ) -> None:
     s = InferenceSettings(runtime="llama.cpp", runtime_version=version, flash_attn=fa)
-    assert _llamacpp_fa_flags(s) == flags
+    assert llamacpp_fa_flags(s) == flags
 
 
 def test_flash_attention_knob_only_when_a_llamacpp_run_has_it_off() -> None:

@@ -457,3 +457,13 @@ def test_kv_stage_failure_is_not_compared_with_the_weights() -> None:
     assert d.cause == "kv_cache_or_context"
     assert d.fixes
     assert not any("failed weights allocation" in f.why for f in d.fixes)
+
+
+def test_llamacpp_flash_attention_fix_in_the_logs_build_syntax() -> None:
+    # the same log from build 4500 (Jan 2025): -fa was a bare flag until b6343 (PR #15434), so
+    # "-fa on" would be refused there ("unknown argument: on")
+    old = "build: 4500 (abc1234) with cc (GCC) 13.2.0 for x86_64-linux-gnu\n"
+    d = diagnose_text(old + _text("constructed-llamacpp-kv-fail"))
+    fa = _fix(d, "Enable flash attention: -fa")
+    assert fa.title == "Enable flash attention: -fa"
+    assert "-fa" in fa.commands

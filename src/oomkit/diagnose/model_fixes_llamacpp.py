@@ -181,6 +181,13 @@ def _basis(rt: str, spec: ModelSpec, settings: InferenceSettings, cap: str) -> s
 # --- the candidate changes ------------------------------------------------------------------------
 
 
+def _fa_on(case: Case) -> str:
+    """``-fa on``, or a bare ``-fa`` for the builds before b6343 (PR #15434) the log names."""
+    from oomkit.planner.commands import llamacpp_fa_flags
+
+    return " ".join(llamacpp_fa_flags(dataclasses.replace(case.settings, flash_attn=True)))
+
+
 def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
     if case.runtime == "ollama":
         ollama = {
@@ -198,7 +205,7 @@ def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
     llama = {
         "ctx": (f"-c {value}",),
         "kv": (value,),
-        "fa": ("-fa on",),
+        "fa": (_fa_on(case),),
         "ub": (f"-ub {value}",),
         "ngl": (f"-ngl {value}",),
         "moe": (f"--n-cpu-moe {value}",),
@@ -295,7 +302,7 @@ def _fa_ub_fixes(case: Case, base: Estimate) -> list[Fix]:
                     base,
                     cand,
                     title="Enable flash attention: "
-                    + ("OLLAMA_FLASH_ATTENTION=1" if case.runtime == "ollama" else "-fa on"),
+                    + ("OLLAMA_FLASH_ATTENTION=1" if case.runtime == "ollama" else _fa_on(case)),
                     lead="without flash attention the compute buffer holds the n_ctx x n_ubatch "
                     "attention scores",
                     commands=_cmd(case, "fa", "on"),

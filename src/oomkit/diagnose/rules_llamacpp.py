@@ -148,7 +148,8 @@ def _compute_fixes(e: OomEvent, ctx: LogContext, compute: int | None) -> list[Fi
                 title="Enable flash attention: -fa on",
                 why="the log shows flash_attn = 0: the compute buffer then holds the n_ctx x "
                 "n_ubatch attention scores, which flash attention never materialises (the log "
-                "does not give the numbers to size the saving).",
+                "does not give the numbers to size the saving; builds before b6343, Aug 2025, "
+                "take a bare -fa).",
                 commands=("-fa on", "OLLAMA_FLASH_ATTENTION=1"),
                 expected_saving_bytes=None,
             )
@@ -158,7 +159,8 @@ def _compute_fixes(e: OomEvent, ctx: LogContext, compute: int | None) -> list[Fi
             generic(
                 "Enable flash attention: -fa on",
                 "without flash attention the compute buffer holds the n_ctx x n_ubatch attention "
-                "scores; with it that term disappears.",
+                "scores; with it that term disappears (builds before b6343, Aug 2025, take a "
+                "bare -fa).",
                 ("-fa on", "OLLAMA_FLASH_ATTENTION=1"),
             )
         )

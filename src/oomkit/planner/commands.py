@@ -15,7 +15,7 @@ from types import MappingProxyType
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["FLAG_TABLES", "FlagTable", "emit_command", "parse_command"]
+__all__ = ["FLAG_TABLES", "FlagTable", "emit_command", "llamacpp_fa_flags", "parse_command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +203,7 @@ def _ollama_tag(model_ref: str, quant: str) -> str:
     return f"hf.co/<user>/<repo>-GGUF:{quant}"
 
 
-def _llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
+def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
     """``-fa`` as the build of ``settings.runtime_version`` reads it, for the flash attention
     the estimate used.
 
@@ -239,7 +239,7 @@ def emit_command(
         parts += ["-c", str(settings.ctx)]
         ngl = settings.n_gpu_layers
         parts += ["-ngl", str(99 if ngl is None else ngl)]
-        parts += _llamacpp_fa_flags(settings)
+        parts += llamacpp_fa_flags(settings)
         if settings.cache_type_k:
             parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
         if settings.n_cpu_moe:
