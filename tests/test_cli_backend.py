@@ -122,3 +122,29 @@ def test_flash_attention_knob_only_when_a_llamacpp_run_has_it_off() -> None:
     assert kv_ladder("llama.cpp", flash_off=True) == ("f16", FA_F16, "q8_0", "q4_0")
     assert kv_ladder("llama.cpp") == ("f16", "q8_0", "q4_0")
     assert FA_F16 not in kv_ladder("vllm", flash_off=True)
+
+
+def test_web_api_takes_the_backend() -> None:
+    pytest.importorskip("fastapi", reason="the web API is the [web] extra")
+    pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+    from fastapi.testclient import TestClient
+
+    from oomkit.web.app import create_app
+
+    body = {
+        "model": "llama-3.1-8b",
+        "quant": "Q4_K_M",
+        "ctx": 65536,
+        "gpu": STRIX,
+        "runtime_version": OLD,
+    }
+    with TestClient(create_app()) as c:
+        plain = c.post("/api/estimate", json=body)
+        vulkan = c.post("/api/estimate", json={**body, "backend": "vulkan"})
+        bad = c.post("/api/estimate", json={**body, "backend": "opencl"})
+    assert plain.status_code == 200, plain.text
+    assert plain.json()["verdict"] == "fits"
+    assert vulkan.status_code == 200, vulkan.text
+    assert vulkan.json()["verdict"] == "does_not_fit"
+    assert vulkan.json()["devices"][0]["device"] == "vulkan:0"
+    assert bad.status_code == 422

@@ -78,6 +78,9 @@ class EstimateBody(_Body):
     max_num_batched_tokens: Annotated[StrictInt, Field(ge=1, le=_MAX_COUNT)] | None = None
     enforce_eager: StrictBool | None = None
     overhead: Size | None = None
+    backend: Literal["cuda", "rocm", "metal", "vulkan"] | None = Field(
+        None, description="llama.cpp's ggml backend (default: the GPU vendor's)"
+    )
 
 
 class PlanBody(_Body):
