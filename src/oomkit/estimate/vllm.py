@@ -9,8 +9,8 @@ vLLM, the CUDA-graph estimate (``profile_cudagraph_memory``). What remains becom
 // num_layers`` with ``page_size = block_size x per-layer bytes per token``; with sliding-window
 layers the hybrid manager groups layers so that ``num_blocks = available // page_size //
 group_size`` and reports ``num_blocks // n_groups x block_size`` tokens,
-``_get_kv_cache_config_uniform_page_size``). Older generations are rows of
-:mod:`oomkit.estimate.vllm_engines` (``plan_vllm(..., engine=...)``).
+``_get_kv_cache_config_uniform_page_size``; :mod:`oomkit.estimate.vllm_blocks`). Older
+generations are rows of :mod:`oomkit.estimate.vllm_engines` (``plan_vllm(..., engine=...)``).
 
 The profile run (vllm/v1/worker/gpu_model_runner.py ``profile_run`` -> ``_dummy_run(
 max_num_tokens)`` + ``_dummy_sampler_run``) peaks at the larger of one layer's live set over
@@ -32,7 +32,6 @@ Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-l
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from dataclasses import dataclass
 from math import ceil
 
@@ -49,10 +48,10 @@ from oomkit.estimate.hf_kv import (
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
+from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
 from oomkit.estimate.vllm_components import rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
-    VllmEngine,
     cudagraph_pool_bytes,
     non_torch_bytes,
     vllm_engine,
@@ -124,85 +123,6 @@ class VllmPlan:
     max_model_len_that_fits: int | None
     layers: tuple[KvLayer, ...]
     notes: tuple[str, ...]
-
-
-def max_len_that_fits(layers: tuple[KvLayer, ...], pool: int, limit: int, block: int) -> int:
-    """Largest max_model_len whose blocks fit (``check_enough_kv_cache_memory``: every layer
-    needs ``cdiv(max_model_len, block_size)`` pages, sliding layers up to their window)."""
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if kv_bytes(layers, seq_len=ceil_div(mid, block) * block) <= pool:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Blocks:
-    num_blocks: int
-    tokens: int
-    groups: int
-    blocks_per_request: int
-
-
-def _hybrid_groups(layers: tuple[KvLayer, ...]) -> tuple[int, int, int] | None:
-    """(group_size, n_groups, page bytes per token) of V1's uniform-page hybrid grouping.
-
-    ``_get_kv_cache_config_uniform_page_size``: layers of one type (full / sliding window)
-    are split into groups of ``group_size`` = the smallest type's layer count (or the largest
-    when all counts are within 25%); every group shares ``group_size`` pools of blocks.
-    None when the layers are of one type or their page sizes differ.
-    """
-    kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
-    pages = {lay.bytes_per_token for lay in layers if lay.kind != "recurrent"}
-    if len(kinds) < 2 or len(pages) != 1:
-        return None
-    lo, hi = min(kinds.values()), max(kinds.values())
-    size = hi if hi < lo * 1.25 else lo
-    return size, sum(ceil_div(n, size) for n in kinds.values()), pages.pop()
-
-
-def _blocks(
-    layers: tuple[KvLayer, ...],
-    pool: int,
-    *,
-    block: int,
-    max_len: int,
-    batched: int,
-    eng: VllmEngine,
-) -> _Blocks | None:
-    per_tok = kv_bytes_per_token(layers)
-    if per_tok <= 0:
-        return None
-    grouping = _hybrid_groups(layers) if eng.hybrid_kv_groups else None
-    if grouping is None:
-        blocks = max(0, pool) // (per_tok * block)
-        return _Blocks(
-            num_blocks=blocks,
-            tokens=blocks * block,
-            groups=1,
-            blocks_per_request=ceil_div(max_len, block),
-        )
-    size, n_groups, page = grouping
-    blocks = max(0, pool) // (page * block * size)
-    # SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), bs) + 1
-    need = 0
-    kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
-    for (_, window), n in kinds.items():
-        per_group = (
-            ceil_div(max_len, block)
-            if window is None
-            else ceil_div(min(window - 1 + batched, max_len), block) + 1
-        )
-        need += per_group * ceil_div(n, size)
-    return _Blocks(
-        num_blocks=blocks,
-        tokens=blocks // n_groups * block,
-        groups=n_groups,
-        blocks_per_request=need,
-    )
 
 
 def plan_vllm(
@@ -350,13 +270,13 @@ def plan_vllm(
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
     conc = None
-    b: _Blocks | None = None
+    b: KvBlocks | None = None
     if cap is not None:
         budget = ceil(cap * util) if eng.ceil_budget else int(cap * util)
         pool = budget - w - rope - act - pinned - non_torch
         if eng.charges_cudagraphs:
             pool -= graphs
-        b = _blocks(layers, pool, block=block, max_len=max_len, batched=batched, eng=eng)
+        b = kv_blocks(layers, pool, block=block, max_len=max_len, batched=batched, eng=eng)
         if b is not None:
             conc = b.num_blocks / max(1, b.blocks_per_request)
         fits_len = max_len_that_fits(layers, max(0, pool), max(max_len, 1 << 22), block)

@@ -1,0 +1,278 @@
+"""The llama.cpp rows of the runtime generations table.
+
+Oldest first; every row cites the change that starts it. Gathered with the other runtimes'
+rows in :data:`oomkit.estimate.generation_table.ROWS`; the row layout is
+:data:`oomkit.estimate.generation_row.Row`.
+"""
+
+from __future__ import annotations
+
+from oomkit.estimate.generation_row import Row
+from oomkit.estimate.generation_row import row as _g
+
+__all__ = ["LLAMACPP_ROWS"]
+
+#: the older generations' values of the newer effects, which the rows up to 2025-07 start from
+_OLD_LLAMACPP = {
+    "cuda_moe_fusion_deps": False,
+    "flash_attn_default": False,
+    "mla_cache": False,
+    "mla_v_cache": True,
+    "swa_cache": False,
+    "kv_streams": False,
+    "n_ctx_pad_no_fa": 32,
+    "compute_chunks": False,
+}
+
+#: Oldest first. Every row cites the change that starts it.
+LLAMACPP_ROWS: tuple[Row, ...] = (
+    _g(
+        "llama.cpp",
+        "2023-mmq",
+        "llama.cpp 2023 (MMQ prompt processing)",
+        "2023-08-30",
+        None,
+        "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
+        "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-10-batched-attn",
+        "llama.cpp 2023-10 (batched cuBLAS attention)",
+        "2023-10-24",
+        None,
+        "ggml-org/llama.cpp PR #3749 (commit 2b4ea35: batched cuBLAS GEMM for faster attention)",
+        "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
+        "CUDA pool, which keeps one larger buffer per prompt step",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        attn_pool="all",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-10-cublas",
+        "llama.cpp 2023-10 (cuBLAS prompt processing, logits for every token)",
+        "2023-10-27",
+        None,
+        "ggml-org/llama.cpp PR #3776 (commit 2f9ec7e, build b1430: cuBLAS instead of MMQ "
+        "for batches above 32 tokens)",
+        "every quantized matmul over more than 32 tokens dequantizes its weight to FP16 "
+        "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
+        "test was a compile-time macro); the output matrix runs over every prompt token",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="all",
+        all_logits=True,
+        attn_pool="all",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-11-batched-attn-tc",
+        "llama.cpp 2023-11 (batched cuBLAS attention on Volta+ only)",
+        "2023-11-01",
+        None,
+        "ggml-org/llama.cpp PR #3882 (do not use batched GEMM when tensor cores are "
+        "not available); the VMM pool of PR #4606 (Dec 2023) ends the growth, "
+        "approximated by the next row",
+        "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
+        "growing legacy-pool buffers",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="all",
+        all_logits=True,
+        attn_pool="tensor_cores",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-12-tensor-cores",
+        "llama.cpp 2023-12 (cuBLAS prompt processing on Volta+ only)",
+        "2023-12-29",
+        None,
+        "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
+        "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
+        "weight copies",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="tensor_cores",
+        all_logits=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2024-03-ubatch",
+        "llama.cpp 2024-03 (micro-batches: -b 2048, -ub 512)",
+        "2024-03-13",
+        None,
+        "ggml-org/llama.cpp PR #6017 (commit f30ea47, build b2413: pipeline parallelism, n_ubatch)",
+        "a prompt step is n_ubatch tokens (-ub, 512) out of a logical -b 2048 batch; "
+        "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
+        "the compute buffer follow -b no more",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        cublas_pool="tensor_cores",
+        all_logits=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2024-03-outputs",
+        "llama.cpp 2024-03 (logits only where needed)",
+        "2024-03-26",
+        None,
+        "ggml-org/llama.cpp PR #6122 (commit 557410b: greatly reduce output buffer "
+        "memory usage, skip unused logits)",
+        "the output matrix multiplies only the tokens whose logits are wanted",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        cublas_pool="tensor_cores",
+    ),
+    _g(
+        "llama.cpp",
+        "2024",
+        "llama.cpp 2024 (before the MLA latent cache)",
+        "2024-05-13",
+        None,
+        "ggml-org/llama.cpp PR #7257 (KV padding 32 without flash attention)",
+        "DeepSeek-V2/V3 cache full K/V heads (~9x the latent: 128 heads x (192 + 128) "
+        "vs 576 per token and layer); sliding-window layers cache the whole context; "
+        "one KV stream whatever -np; cells padded to 32 without FA",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        cublas_pool="tensor_cores",
+    ),
+    _g(
+        "llama.cpp",
+        "2024-06-mmq",
+        "llama.cpp 2024-06 (MMQ by default again)",
+        "2024-06-24",
+        None,
+        "ggml-org/llama.cpp PR #8075 (CUDA: use MMQ instead of cuBLAS by default)",
+        "int8 tensor-core GPUs: MMQ again, no dequantized weights in the CUDA pool; "
+        "V100 (FP16 but no int8 tensor cores) keeps cuBLAS for 64+ token batches",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2024-10-loader",
+        "llama.cpp 2024-10 (backend-registry model loader)",
+        "2024-10-30",
+        None,
+        "ggml-org/llama.cpp PR #10026 (commit c5b0f4b, 'llama : refactor model loader "
+        "with backend registry': '-sm row: KV and other non-matrix weights are split "
+        "among the available GPUs in the same way as split by layer mode')",
+        "-sm row: each layer, its KV cache and its part of the compute graph go to the "
+        "GPU --tensor-split gives the layer, as with -sm layer (before: all on the main "
+        "GPU); the layer's matrices still spread their rows over every GPU",
+        **_OLD_LLAMACPP,
+    ),
+    _g(
+        "llama.cpp",
+        "2025-04-mla",
+        "llama.cpp 2025-04 (MLA latent cache, full SWA)",
+        "2025-04-15",
+        None,
+        "ggml-org/llama.cpp PR #12801 (DeepSeek V2/V3 MLA implementation)",
+        "MLA models cache the latent c^KV + rope key (576) as K and the latent again as "
+        "V; Gemma-2/3 sliding-window layers still cache the whole context",
+        **{**_OLD_LLAMACPP, "mla_cache": True},
+    ),
+    _g(
+        "llama.cpp",
+        "2025-05-swa",
+        "llama.cpp 2025-05 (SWA cache)",
+        "2025-05-09",
+        None,
+        "ggml-org/llama.cpp PR #13194 (kv-cache: add SWA support)",
+        "sliding-window layers cache pad(n_swa x n_seq + n_batch) cells instead of "
+        "n_ctx (Gemma-3: ~5/6 of the KV gone)",
+        **{**_OLD_LLAMACPP, "mla_cache": True, "swa_cache": True},
+    ),
+    _g(
+        "llama.cpp",
+        "2025-07-streams",
+        "llama.cpp 2025-07 (per-sequence KV streams)",
+        "2025-07-16",
+        None,
+        "ggml-org/llama.cpp PR #14363 (high-throughput mode, kv_unified)",
+        "without --kv-unified each of -np sequences gets its own stream of n_ctx/np "
+        "cells (padded per stream); SWA cells are per stream",
+        mla_v_cache=True,
+        n_ctx_pad_no_fa=32,
+        flash_attn_default=False,
+        cuda_moe_fusion_deps=False,
+        compute_chunks=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2025-08-fa-auto",
+        "llama.cpp 2025-08 (flash attention on by default)",
+        "2025-08-30",
+        None,
+        "ggml-org/llama.cpp PR #15434 (use FA + max. GPU layers by default)",
+        "-fa auto: no n_head x n_ubatch x n_ctx f32 KQ matrix in the compute buffer "
+        "when the backend supports FA (before: FA off unless -fa)",
+        mla_v_cache=True,
+        n_ctx_pad_no_fa=32,
+        cuda_moe_fusion_deps=False,
+        compute_chunks=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2025-10-compute-chunks",
+        "llama.cpp 2025-10 (compute buffers in chunks)",
+        # PR opened 2025-09-05; the latest dated comment seen in its thread is the
+        # author's of 2025-10-02. The merge day is not in the threads read: dated at that
+        # comment, so runs in between are modelled as the older, single-buffer builds
+        "2025-10-02",
+        None,
+        "ggml-org/llama.cpp PR #15815 (ggml : split graph allocations according to "
+        "backend max buffer size; ggml-alloc vbuffer of up to 16 chunks)",
+        "the compute buffer is several backend buffers of at most the backend's max size "
+        "(Vulkan: no single >4 GiB compute buffer any more); one tensor larger than the "
+        "device's allocation limit still fails",
+        mla_v_cache=True,
+        n_ctx_pad_no_fa=32,
+        cuda_moe_fusion_deps=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2025-11-pad256",
+        "llama.cpp 2025-11 (cells padded to 256)",
+        "2025-11-06",
+        None,
+        "ggml-org/llama.cpp PR #16812 then PR #17046 (KV size padded to 256)",
+        "KV cells padded to 256 with or without flash attention",
+        mla_v_cache=True,
+        cuda_moe_fusion_deps=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2026-01-vless",
+        "llama.cpp 2026-01+ (V-less MLA cache)",
+        "2026-01-24",
+        None,
+        "ggml-org/llama.cpp PR #19067 (kv-cache: support V-less cache)",
+        "MLA models keep only the K latent: about half the KV of the previous builds",
+        cuda_moe_fusion_deps=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2026-09-moe-fusion-deps",
+        "llama.cpp 2026-09+ (CUDA MoE fusion keeps its inputs)",
+        "2026-09-02",
+        None,
+        "ggml-org/llama.cpp PR #25952 (commit 3466812d: cuda: fuse MoE weighted expert "
+        "reduction, using add_alloc_dep of PR #27301)",
+        "CUDA/HIP compute buffer of MoE models: the expert outputs stay allocated until "
+        "the weighted sum is done, so the weighted copy no longer reuses them (+ n_embd x "
+        "n_expert_used x n_ubatch x 4 bytes)",
+    ),
+)

@@ -1,0 +1,54 @@
+"""The transformers rows of the runtime generations table.
+
+Oldest first; every row cites the change that starts it. Gathered with the other runtimes'
+rows in :data:`oomkit.estimate.generation_table.ROWS`; the row layout is
+:data:`oomkit.estimate.generation_row.Row`.
+"""
+
+from __future__ import annotations
+
+from oomkit.estimate.generation_row import Row
+from oomkit.estimate.generation_row import row as _g
+
+__all__ = ["TRANSFORMERS_ROWS"]
+
+#: Oldest first. Every row cites the change that starts it.
+TRANSFORMERS_ROWS: tuple[Row, ...] = (
+    _g(
+        "transformers",
+        "full-logits",
+        "transformers <4.45 (full-sequence logits)",
+        "2023-01-01",
+        "4.0.0",
+        "huggingface/transformers before PR #31292",
+        "prefill computes logits for every prompt token and upcasts them to fp32: "
+        "B x S x V x (e + 4) instead of B x V x (e + 4)",
+        full_logits=True,
+        bnb_fused_experts_unquantized=False,
+    ),
+    _g(
+        "transformers",
+        "logits-to-keep",
+        "transformers 4.45+ (logits_to_keep=1)",
+        "2024-09-25",
+        "4.45.0",
+        "huggingface/transformers PR #31292 (num_logits_to_keep in generate)",
+        "only the last position's logits at prefill; DynamicCache/StaticCache "
+        "(cache_implementation) as today",
+        bnb_fused_experts_unquantized=False,
+    ),
+    _g(
+        "transformers",
+        "v5-fused-experts",
+        "transformers 5.0+ (fused MoE experts)",
+        "2026-01-26",
+        "5.0.0",
+        "huggingface/transformers release v5.0.0: MoE experts are fused 3-D nn.Parameters "
+        "(MixtralExperts.gate_up_proj, models/mixtral/modeling_mixtral.py), which "
+        "replace_with_bnb_linear (nn.Linear only) leaves unquantized: "
+        "bitsandbytes-foundation/bitsandbytes#1849",
+        "load_in_4bit / load_in_8bit quantize attention and dense MLP linears only; an "
+        "MoE model's experts stay in the load dtype",
+        bnb_fused_experts_unquantized=True,
+    ),
+)

@@ -1,0 +1,195 @@
+"""The vLLM rows of the runtime generations table.
+
+Oldest first; every row cites the change that starts it. Gathered with the other runtimes'
+rows in :data:`oomkit.estimate.generation_table.ROWS`; the row layout is
+:data:`oomkit.estimate.generation_row.Row`.
+"""
+
+from __future__ import annotations
+
+from oomkit.estimate.generation_row import Row
+from oomkit.estimate.generation_row import row as _g
+
+__all__ = ["VLLM_ROWS"]
+
+#: Oldest first. Every row cites the change that starts it.
+VLLM_ROWS: tuple[Row, ...] = (
+    _g(
+        "vllm",
+        "v0-2023-allocated",
+        "vLLM V0 (0.1.0-0.2.4)",
+        "2023-06-20",
+        "0.1.0",
+        "vllm-project/vllm worker.py profile_num_available_blocks (peak = "
+        "torch.cuda.max_memory_allocated() after profiling, until PR #2031)",
+        "only torch allocations are charged: no CUDA context, NCCL buffers, other "
+        "processes or allocator reserve; no CUDA graphs; AWQ linears hold 8 split-K "
+        "output copies (awq_gemm, before PR #2566)",
+        vllm_engine="v0-2023-allocated",
+        mla_latent_kv=False,
+        awq_split_k=True,
+    ),
+    _g(
+        "vllm",
+        "v0-2023",
+        "vLLM V0 (0.2.5)",
+        "2023-12-13",
+        "0.2.5",
+        "vllm-project/vllm PR #2031 (peak = total - free after profiling)",
+        "profile charges the caching allocator's reserve and every other byte on the GPU "
+        "(CUDA context, other processes); with TP the record_stream'd all-reduce inputs "
+        "stay reserved; profile batch max(max_model_len, 2048); DeepSeek MLA cached as "
+        "full 256-dim K/V heads (no latent cache before 0.7.1); AWQ linears hold 8 "
+        "split-K output copies (awq_gemm, before PR #2566)",
+        vllm_engine="v0-2023-total",
+        mla_latent_kv=False,
+        awq_split_k=True,
+    ),
+    _g(
+        "vllm",
+        "v0-2023-no-record-stream",
+        "vLLM V0 (0.2.6-0.3.0)",
+        "2023-12-17",
+        "0.2.6",
+        "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
+        "the profile still charges the allocator's reserve and all GPU memory, but TP "
+        "all-reduce inputs are no longer held by record_stream until the NCCL stream "
+        "syncs; AWQ linears still hold 8 split-K output copies (awq_gemm; PR #2566, "
+        "reviewed 2024-01-31, the day 0.3.0 was tagged, is modelled as first in 0.3.1: "
+        "dequantize + matmul at >= 256 tokens)",
+        vllm_engine="v0-2023-total",
+        mla_latent_kv=False,
+        nccl_record_stream=False,
+        awq_split_k=True,
+    ),
+    _g(
+        "vllm",
+        "v0-2024-init-free",
+        "vLLM V0 (0.3.1-0.4.3)",
+        "2024-02-14",
+        "0.3.1",
+        "vllm-project/vllm PR #2863 (peak = init free - free: memory other processes held "
+        "at init is no longer charged; merged 2024-02-14, first in 0.3.1)",
+        "the CUDA context and other processes' memory at init are not charged; the "
+        "profile still charges the allocator's reserve and NCCL's buffers; Gemma 2 "
+        "(0.5.1+, PR #5908) capped to its 4096-token sliding window",
+        vllm_engine="v0-2023",
+        mla_latent_kv=False,
+        nccl_record_stream=False,
+        # Gemma 2 (loads from 0.5.1, PR #5908) is capped to its 4096 window until 0.6.5
+        gemma2_window_cap=True,
+    ),
+    _g(
+        "vllm",
+        "v0-2024-nccl-2.20",
+        "vLLM V0 (0.5.0-0.6.3, NCCL 2.20)",
+        "2024-06-11",
+        "0.5.0",
+        "vllm-project/vllm v0.5.0 release (torch 2.3.0, whose wheel requires "
+        "nvidia-nccl-cu12 2.20.5; vLLM's own communicator loads torch's NCCL, "
+        "find_nccl_library, instead of vllm-nccl-cu12 2.18)",
+        "the profile rule of 0.3.1+; with TP > 2 on an NVSwitch node each of the TP "
+        "group's two NCCL communicators binds NCCL 2.20's NVLS buffers (2 x channels x "
+        "6 MiB x GPUs), charged to the KV budget; Gemma 2 capped to its 4096-token "
+        "sliding window",
+        vllm_engine="v0-2023",
+        mla_latent_kv=False,
+        nccl_record_stream=False,
+        gemma2_window_cap=True,
+        nvls_nccl="2.20",
+    ),
+    _g(
+        "vllm",
+        "v0-2024",
+        "vLLM V0 (0.6.4)",
+        # PR #9352 was opened on 2024-10-14 (the 0.6.3 release day) and still under
+        # review on 10-15: the 0.6.3.post1 wheel (built 2024-10-17) keeps
+        # peak = init free - free; the 0.6.4 wheel (built 2024-11-15) has the new rule
+        "2024-11-15",
+        "0.6.4",
+        "vllm-project/vllm PR #9352 (gpu_memory_utilization became a whole-GPU limit; "
+        "first released in 0.6.4: vllm/worker/worker.py of 0.6.3.post1 still charges "
+        "init free - free)",
+        "every non-torch byte on the GPU (CUDA context, other processes) is charged to the budget",
+        vllm_engine="v0-2024",
+        mla_latent_kv=False,
+        gemma2_window_cap=True,
+    ),
+    _g(
+        "vllm",
+        "v0-2025",
+        "vLLM V0 (0.6.5-0.7)",
+        "2024-12-17",
+        "0.6.5",
+        "vllm-project/vllm PR #10511 and PR #12126 (per-instance budget again); PR #10584 "
+        "(Gemma 2 full context length)",
+        "only the non-torch increase since init is charged; V0 batch defaults; Gemma 2 "
+        "serves its full 8192 tokens (no longer capped to the 4096 sliding window)",
+        vllm_engine="v0-2025",
+        mla_latent_kv=False,
+    ),
+    _g(
+        "vllm",
+        "v0-2025-mla",
+        "vLLM V0 (0.7.1-0.7.3, MLA latent cache)",
+        "2025-02-01",
+        "0.7.1",
+        "vllm-project/vllm v0.7.1 release (MLA for DeepSeek-V2/V3; WIP in PR #10927)",
+        "DeepSeek-V2/V3 cache the 576-element latent instead of 128 heads x 2 x 256",
+        vllm_engine="v0-2025",
+    ),
+    _g(
+        "vllm",
+        "v1-2025-global",
+        "vLLM V1 (0.8.0-0.9.0)",
+        "2025-03-18",
+        "0.8.0",
+        "vllm-project/vllm v0.8.0 release (V1 engine on by default; its worker charges "
+        "total - free - torch allocated, PR #10528)",
+        "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
+        "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
+        "is charged: the CUDA context and the memory of other processes",
+        vllm_engine="v1-2025-global",
+        mxfp4_hopper="marlin",
+    ),
+    _g(
+        "vllm",
+        "v1-2025",
+        "vLLM V1 (0.9.1-0.10)",
+        "2025-06-10",
+        "0.9.1",
+        "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
+        "only this instance's non-torch increase since init is charged: other processes "
+        "on the GPU no longer shrink the KV cache; gpt-oss MXFP4 experts on Hopper use "
+        "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11",
+        vllm_engine="v1-2025",
+        mxfp4_hopper="marlin",
+    ),
+    _g(
+        "vllm",
+        "v1-0.11",
+        "vLLM V1 (0.11-0.20)",
+        "2025-10-02",
+        "0.11.0",
+        "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
+        "by default), gpu_memory_utilization 0.92",
+        "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
+        "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
+        "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
+        vllm_engine="v1-0.11",
+    ),
+    _g(
+        "vllm",
+        "current",
+        "vLLM V1 (0.21+)",
+        # v0.21.0: after v0.20.0 (PyPI by 2026-04-29), before v0.22.1 (2026-06-05)
+        "2026-05-15",
+        "0.21.0",
+        "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
+        "(vllm/envs.py)",
+        "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
+        "KV budget instead of the 1 - util headroom",
+        vllm_engine="current",
+    ),
+)
