@@ -148,3 +148,22 @@ def test_web_api_takes_the_backend() -> None:
     assert vulkan.json()["verdict"] == "does_not_fit"
     assert vulkan.json()["devices"][0]["device"] == "vulkan:0"
     assert bad.status_code == 422
+
+
+def test_plan_takes_the_backend_and_turns_flash_attention_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ("plan", "llama-3.1-8b", "--gpu", STRIX, "--ctx", "65536", "-q", "Q8_0")
+    code, out, _ = run(capsys, *args, "--runtime-version", OLD, "--backend", "vulkan", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    best = doc["plans"][0]
+    assert "flash attention on (-fa)" in best["changes"]
+    assert best["command"].split()[-1] == "-fa"
+    # a Strix Halo APU is not a Mac: no Metal working-set advice
+    assert not any("Metal" in n or "sysctl" in n for n in doc.get("notes", [])), doc["notes"]
+    assert any("GTT" in n for n in doc.get("notes", []))
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "-r", "any",
+                       "--backend", "vulkan")  # fmt: skip
+    assert code == 2
+    assert "--backend" in err

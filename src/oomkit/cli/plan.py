@@ -58,6 +58,11 @@ __all__ = ["plan_command", "render_plan"]
     "--runtime-version",
     help="Runtime release or date whose memory behaviour to model (e.g. 0.6.3, b4500, 2024-06)",
 )
+@click.option(
+    "--backend",
+    type=click.Choice(["cuda", "rocm", "metal", "vulkan"], case_sensitive=False),
+    help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @training_options
@@ -76,6 +81,7 @@ def plan_command(
     headroom: int,
     prefer: str,
     runtime_version: str | None,
+    backend: str | None,
     offline: bool,
     as_json: bool,
     training: TrainOptions,
@@ -106,6 +112,12 @@ def plan_command(
         prefer=prefer,
     )
     hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
+    if backend is not None:
+        from oomkit.cli.gpu_choice import with_backend
+        from oomkit.estimate.registry import normalize_runtime
+
+        rt = runtime if runtime.strip().lower() == "any" else normalize_runtime(runtime)
+        hardware = with_backend(hardware, backend, rt, named=bool(gpus))
     from oomkit.spec.settings import InferenceSettings
 
     base = InferenceSettings(runtime_version=runtime_version) if runtime_version else None

@@ -126,7 +126,7 @@ def max_allocation_blockers(
         if limit is None:
             continue
         lim = f"the device's largest allocation {format_bytes(limit)} ({limit} bytes)"
-        compute_fixes = ["flash attention (-fa on)"] if not flash_attn else []
+        compute_fixes = ["flash attention (-fa)"] if not flash_attn else []
         compute_fixes.append(f"a smaller -ub (now {n_ubatch})")
         oversized = False
         for kind, name, n in tensors:

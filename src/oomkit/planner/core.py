@@ -327,7 +327,17 @@ def _hardware_notes(hardware: Hardware) -> list[str]:
     for d in hardware.devices:
         if not d.unified_memory or d.key is None or d.capacity_bytes is None:
             continue
-        total = find_gpu(d.key).memory_bytes
+        gpu = find_gpu(d.key)
+        total = gpu.memory_bytes
+        if gpu.vendor != "apple":
+            # an APU (AMD Strix Halo, NVIDIA GB10): no Metal limit; the OS and driver decide
+            out.append(
+                f"{d.name}: unified memory; the plan lets the GPU use "
+                f"{format_bytes(d.capacity_bytes)} of {format_bytes(total)}. The GPU's real share "
+                "is what the firmware's carve-out and the driver allow (on Linux the GTT limit): "
+                "pass --vram with the figure your driver reports."
+            )
+            break
         out.append(
             f"{d.name}: unified memory; the GPU may use {format_bytes(d.capacity_bytes)} of "
             f"{format_bytes(total)} (Metal recommendedMaxWorkingSetSize). macOS lets you raise "

@@ -101,6 +101,7 @@ class PlanBody(_Body):
     no_offload: StrictBool = False
     headroom: Size | None = None
     prefer: Literal["quality", "speed", "context"] = "quality"
+    backend: Literal["cuda", "rocm", "metal", "vulkan"] | None = None
 
 
 class DoctorBody(_Body):
