@@ -9,6 +9,7 @@ the whole KV cache) on CUDA1 while each matrix's rows split evenly over CUDA1 an
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 import pytest
@@ -90,3 +91,54 @@ def test_identity_ordinals_change_nothing() -> None:
 def test_bad_device_ordinals_are_refused(bad: tuple[object, ...]) -> None:
     with pytest.raises(InvalidSettingError, match="device_ordinals"):
         InferenceSettings(device_ordinals=bad)  # type: ignore[arg-type]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from oomkit.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_device_flag_reaches_the_row_split(capsys: pytest.CaptureFixture[str]) -> None:
+    common = ("estimate", "llama-3.1-8b", "-q", "Q8_0", "-c", "16384", "-g", "2xrtx-3090")
+    row = ("-sm", "row", "-ts", "0,1,1", "--runtime-version", "b5172", "--json", "--offline")
+    code, out, err = _run(capsys, *common, *row, "--device", "CUDA2,CUDA1")
+    assert code in (0, 4), err
+    doc = json.loads(out)
+    assert doc["settings"]["device_ordinals"] == "2,1"
+    model = doc["runtime_details"]["buffers"]["model"]
+    assert model["CUDA_Split:0"] == model["CUDA_Split:1"] > 0
+    code, out, err = _run(capsys, *common, *row)
+    assert json.loads(out)["runtime_details"]["buffers"]["model"].get("CUDA_Split:0", 0) == 0
+
+
+@pytest.mark.parametrize("bad", ["1,1", "CUDA", "x"])
+def test_cli_bad_device_is_a_usage_error(capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    code, _out, err = _run(capsys, "estimate", "llama-3.2-1b", "--device", bad, "--offline")
+    assert code == 2, err
+    assert err.startswith("Error: --device must be"), err
+    assert "Traceback" not in err
+
+
+def test_emit_names_the_draft_device_by_backend_index() -> None:
+    from oomkit.planner.commands import emit_command
+
+    s = InferenceSettings(
+        quant="Q8_0",
+        ctx=4096,
+        draft_model="qwen2.5-0.5b",
+        draft_devices=(1,),
+        device_ordinals=(2, 1),
+    )
+    line = emit_command("llama.cpp", s, _spec("llama-3.1-8b"), "llama-3.1-8b")
+    assert "-devd CUDA1" in line  # target GPU 1 is CUDA1
+    s0 = InferenceSettings(
+        quant="Q8_0",
+        ctx=4096,
+        draft_model="qwen2.5-0.5b",
+        draft_devices=(0,),
+        device_ordinals=(2, 1),
+    )
+    assert "-devd CUDA2" in emit_command("llama.cpp", s0, _spec("llama-3.1-8b"), "llama-3.1-8b")

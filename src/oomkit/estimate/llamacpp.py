@@ -534,4 +534,10 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
             if settings.tensor_split is None
             else ",".join(f"{x:g}" for x in settings.tensor_split)
         ),
+        # only when --device reorders or picks devices (the key is absent otherwise)
+        **(
+            {"device_ordinals": ",".join(map(str, settings.device_ordinals))}
+            if settings.device_ordinals is not None
+            else {}
+        ),
     }
