@@ -483,10 +483,11 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     legacy = None if new_engine else _llm_go(spec, mapped, hardware, est, settings, opts, notes)
     if legacy is not None:
         # 0.1.20-0.1.31: CheckVRAM's overhead is that release's reserve; llm.go picks -ngl
-        legacy_ngl, legacy_est, per_gpu = legacy
-        reserve = dict.fromkeys(reserve, per_gpu)
-        if legacy_est is not None:
-            auto = (legacy_ngl, legacy_est)
+        reserve = dict.fromkeys(reserve, legacy[2])
+    if legacy is not None and legacy[1] is not None:
+        auto = (legacy[0], legacy[1])
+    elif settings.n_gpu_layers is not None:
+        pass  # the user's num_gpu
     elif (
         settings.n_gpu_layers is None
         and not new_engine
