@@ -79,6 +79,19 @@ def test_display_and_windows() -> None:
     assert any("spill" in n for n in verdict(e2, Platform(os="windows")).notes)
 
 
+def test_wsl_runs_on_the_wddm_driver() -> None:
+    """WSL 2's CUDA is the Windows host's WDDM driver, paravirtualized (NVIDIA, CUDA on WSL
+    User Guide): the WDDM reservation applies as on Windows; Linux has none."""
+    e = _est(20 * GiB, 2 * GiB, GiB, 24 * GiB)  # 1 GiB free before reservations
+    wsl = verdict(e, Platform(display=False, os="wsl"))
+    assert wsl.margins[0].free_bytes == 512 * MiB
+    assert [label for label, _ in wsl.margins[0].reservations] == [
+        label
+        for label, _ in verdict(e, Platform(display=False, os="windows")).margins[0].reservations
+    ]
+    assert verdict(e, Platform(display=False, os="linux")).margins[0].free_bytes == GiB
+
+
 def test_unknown_capacity() -> None:
     e = _est(GiB, GiB, GiB, 0)
     unknown = Estimate(

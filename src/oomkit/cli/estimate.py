@@ -151,6 +151,13 @@ __all__ = ["estimate_command", "render_suggestions"]
     "draft_device",
     help="GPUs of the draft as 0-based indices of --gpu, e.g. 1 or 0,1 (-devd; default: all)",
 )
+@click.option(
+    "--device",
+    "-dev",
+    "device",
+    help="llama.cpp --device: the backend index of each --gpu in order, e.g. CUDA2,CUDA1 or 2,1 "
+    "(with -sm row, -ts spreads rows by that index; default: 0,1,...)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--explain", is_flag=True, help="Print each component's formula and inputs")
 @click.option(

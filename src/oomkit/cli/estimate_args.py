@@ -13,6 +13,7 @@ __all__ = [
     "FLAG_NAMES",
     "check_count_options",
     "parse_cpu_offload_gb",
+    "parse_device_ordinals",
     "parse_draft_devices",
     "parse_tensor_split",
     "warn_ignored",
@@ -54,6 +55,7 @@ FLAG_NAMES: dict[str, str] = {
     "draft_cache_type_k": "--cache-type-k-draft",
     "draft_cache_type_v": "--cache-type-v-draft",
     "draft_devices": "--device-draft",
+    "device_ordinals": "--device",
 }
 
 
@@ -118,6 +120,27 @@ def parse_draft_devices(text: str | None) -> tuple[int, ...] | None:
                 "--device-draft must be distinct 0-based GPU indices of --gpu separated by "
                 f"commas (e.g. 1 or 0,1), got {text[:80]!r}",
                 setting="--device-draft",
+                value=text,
+            )
+        out.append(int(p))
+    return tuple(out)
+
+
+def parse_device_ordinals(text: str | None) -> tuple[int, ...] | None:
+    """``--device CUDA2,CUDA1`` or ``2,1``: the backend index (CUDA ordinal) of each ``--gpu``
+    in order, as llama.cpp's ``--device`` names them."""
+    if text is None:
+        return None
+    out: list[int] = []
+    for part in text.replace("/", ",").split(","):
+        p = part.strip().upper()
+        for prefix in ("CUDA", "ROCM", "VULKAN", "METAL"):
+            p = p.removeprefix(prefix)
+        if not p.isdigit() or int(p) >= MAX_DEVICES or int(p) in out:
+            raise InvalidSettingError(
+                "--device must be distinct backend device indices separated by commas, one per "
+                f"--gpu in order (e.g. CUDA2,CUDA1 or 2,1), got {text[:80]!r}",
+                setting="--device",
                 value=text,
             )
         out.append(int(p))

@@ -72,6 +72,7 @@ def run_estimate(
     draft_cache_type_v: str | None = None,
     draft_device: str | None = None,
     backend: str | None = None,
+    device: str | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -81,6 +82,7 @@ def run_estimate(
     from oomkit.cli.estimate_args import (
         check_count_options,
         parse_cpu_offload_gb,
+        parse_device_ordinals,
         parse_draft_devices,
         parse_tensor_split,
         warn_ignored,
@@ -172,6 +174,7 @@ def run_estimate(
         draft_cache_type_k=draft_cache_type_k,
         draft_cache_type_v=draft_cache_type_v,
         draft_devices=parse_draft_devices(draft_device),
+        device_ordinals=parse_device_ordinals(device),
     )
     warn_ignored(settings, canonical)
     choice = choose_hardware(

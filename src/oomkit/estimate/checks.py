@@ -56,6 +56,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "draft_cache_type_k",
             "draft_cache_type_v",
             "draft_devices",
+            "device_ordinals",
         }
     ),
     "ollama": frozenset(

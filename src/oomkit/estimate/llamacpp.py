@@ -50,6 +50,7 @@ from oomkit.estimate.llamacpp_placement import (
     Placement,
     backend_buffer_prefix,
     place_weights,
+    row_shares,
 )
 from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool_notes
 from oomkit.estimate.llamacpp_stack import stack_compute_bytes
@@ -338,6 +339,7 @@ def _estimate(
         n_cpu_moe=settings.n_cpu_moe or 0,
         tied_embeddings=_rows_summary(rows)[0],
         split_mode=settings.split_mode or "layer",
+        row_split=row_shares(settings.tensor_split, settings.device_ordinals, len(gpus)),
     )
     kv = plan_kv(spec, params)
     sh = graph_shape(params, kv)
@@ -531,5 +533,11 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
             None
             if settings.tensor_split is None
             else ",".join(f"{x:g}" for x in settings.tensor_split)
+        ),
+        # only when --device reorders or picks devices (the key is absent otherwise)
+        **(
+            {"device_ordinals": ",".join(map(str, settings.device_ordinals))}
+            if settings.device_ordinals is not None
+            else {}
         ),
     }

@@ -188,6 +188,8 @@ def plan_draft(settings: InferenceSettings, params: LlamaCppParams, n_gpus: int)
         draft_cache_type_k=None,
         draft_cache_type_v=None,
         draft_devices=None,
+        # the draft's rows by ordinal would need the main -ts as typed; it is re-indexed above
+        device_ordinals=None,
     )
     return DraftPlan(settings=draft, n_ctx=n_ctx, n_slots=params.n_seq_max, notes=tuple(notes))
 

@@ -44,6 +44,7 @@ __all__ = [
     "device_name",
     "layer_devices",
     "place_weights",
+    "row_shares",
 ]
 
 GGUF_ALIGNMENT = 32  # general.alignment default (gguf.h GGUF_DEFAULT_ALIGNMENT)
@@ -129,6 +130,39 @@ def backend_buffer_prefix(dev: DeviceTarget, index: int) -> str:
     return f"{dev.backend.upper()}{index}"
 
 
+def row_shares(
+    tensor_split: Sequence[float] | None,
+    device_ordinals: Sequence[int] | None,
+    n_gpus: int,
+) -> tuple[float, ...] | None:
+    """Each GPU's share of a ``-sm row`` matrix when ``--device`` picks or reorders devices.
+
+    One ``-ts``, two readings (ggml-org/llama.cpp ``src/llama-model.cpp`` and
+    ``ggml/src/ggml-cuda/ggml-cuda.cu`` at c392e50, 2025-02-21; the same code in b5172):
+    ``llama_model::load_tensors`` assigns the layers (their norms, KV cache and compute) by
+    ``tensor_split[0 .. n_devices())``, the k-th entry for the k-th ``--device``, while the
+    row-split buffer type (``make_gpu_buft_list`` -> ``ggml_backend_cuda_split_buffer_type(
+    dev_index, tensor_split)``) normalises ``tensor_split[i]`` over every CUDA device ``i <
+    ggml_backend_cuda_get_device_count()``, by ordinal. With ``--device CUDA2,CUDA1 -ts 0,1,1``
+    every layer goes to the second listed device (CUDA1: entries ``0,1``) while the rows split
+    evenly over CUDA1 and CUDA2 (llama.cpp#13085). None when the two readings agree
+    (``device_ordinals`` None: GPU i is ordinal i) or ``-ts`` is unset / all zero (ggml-cuda's
+    default split, by total memory).
+
+    >>> row_shares((0, 1, 1), (2, 1), 2)
+    (0.5, 0.5)
+    >>> row_shares((3, 1), None, 2) is None
+    True
+    """
+    if device_ordinals is None or not tensor_split or not any(x > 0 for x in tensor_split):
+        return None
+    total = float(sum(tensor_split))
+    return tuple(
+        float(tensor_split[o]) / total if o < len(tensor_split) else 0.0
+        for o in list(device_ordinals)[:n_gpus]
+    )
+
+
 def layer_devices(
     n_layer: int,
     n_gpu_layers: int,
@@ -191,6 +225,7 @@ def place_weights(
     n_cpu_moe: int = 0,
     tied_embeddings: bool = False,
     split_mode: str = "layer",
+    row_split: Sequence[float] | None = None,
 ) -> Placement:
     """Assign each (tensor, ggml type, bytes) to a buffer; sizes as ``load_tensors`` logs them.
 
@@ -208,6 +243,10 @@ def place_weights(
     then the device's own), whose rows still spread over every GPU. PR #10026's description:
     "Row split mode (-sm row): KV and other non-matrix weights are split among the available
     GPUs in the same way as split by layer mode"; llama.cpp#10152 (b4017, 3x P40) observed it.
+
+    ``row_split``: each GPU's share of a split matrix's rows when it differs from
+    ``tensor_split`` read by GPU position (:func:`row_shares`: ``--device`` picking or
+    reordering the backend's devices); None = ``tensor_split`` by position, as the layers.
     """
     key = (  # memoised: see _PLACEMENTS
         n_layer,
@@ -219,6 +258,7 @@ def place_weights(
         n_cpu_moe,
         tied_embeddings,
         split_mode,
+        None if row_split is None else tuple(row_split),
     )
     hit = _PLACEMENTS.get(tensors, key)
     if hit is not None:
@@ -330,6 +370,7 @@ def place_weights(
             gpus,
             names,
             tensor_split,
+            row_split,
         )
     counts = dict(Counter(placed.devices))
     layer_dev = tuple(map(device_of.__getitem__, per_layer[:n_layer]))
@@ -408,13 +449,20 @@ def _split_rows(
     gpus: Sequence[DeviceTarget],
     names: Sequence[str],
     tensor_split: Sequence[float] | None,
+    row_split: Sequence[float] | None = None,
 ) -> None:
     """Move the GPUs' layer matrices into per-device shares of the split buffer."""
-    raw = [float(x) for x in (tensor_split or ())][: len(gpus)]
-    if not raw or not any(x > 0 for x in raw):
-        raw = [float(g.capacity_bytes or 1) for g in gpus]
-    raw += [0.0] * (len(gpus) - len(raw))
-    total = sum(raw)
+    if row_split is not None:
+        # already each GPU's fraction of the rows (the rest sit on devices outside the target)
+        raw = [float(x) for x in row_split][: len(gpus)]
+        raw += [0.0] * (len(gpus) - len(raw))
+        total = 1.0
+    else:
+        raw = [float(x) for x in (tensor_split or ())][: len(gpus)]
+        if not raw or not any(x > 0 for x in raw):
+            raw = [float(g.capacity_bytes or 1) for g in gpus]
+        raw += [0.0] * (len(gpus) - len(raw))
+        total = sum(raw)
     prefix = names[0].rstrip("0123456789")
     owner = {name: gpus[i] for i, name in enumerate(names)}
     for p in placed:

@@ -25,7 +25,10 @@ Platform terms (``PLATFORM_TERMS``):
   MiB reserved; unknown on such a card: 512 MiB in the band; datacenter parts: none.
 * Windows (WDDM): the OS keeps part of dedicated memory for its video memory manager; 512 MiB is
   reserved. (Since driver 536.40 CUDA may spill to shared system memory instead of failing: a
-  "does not fit" on Windows can run very slowly rather than die.)
+  "does not fit" on Windows can run very slowly rather than die.) WSL 2 too: its CUDA runs on
+  the Windows host's WDDM driver through GPU paravirtualization (NVIDIA, "CUDA on WSL User
+  Guide": GPU acceleration "in WDDM mode", not TCC; libcuda.so is the host driver's, mapped
+  into the WSL 2 VM), so the same video memory manager holds the card.
 * Ollama: its scheduler keeps ``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus
   ``OLLAMA_GPU_OVERHEAD`` (envconfig, default 0) free per GPU: inside that, Ollama does not die
   but puts fewer layers on the GPU, so it counts toward "tight".
@@ -88,6 +91,8 @@ PLATFORM_TERMS: Mapping[str, tuple[int, str]] = {
     "windows_wddm": (512 * MiB, "Windows WDDM video memory manager reservation"),
 }
 _DISPLAY_SEGMENTS = frozenset({"consumer", "laptop", "workstation"})
+#: systems whose CUDA runs on the WDDM driver (WSL 2: the Windows host's, paravirtualized)
+_WDDM_OS = frozenset({"windows", "wsl"})
 _CATEGORY_LABELS = {
     "weights": "weights",
     "kv_cache": "KV cache",
@@ -216,7 +221,7 @@ def _device_margin(
             reservations.append(_term("display"))
         elif platform.display is None and (seg is None or seg in _DISPLAY_SEGMENTS):
             terms.append(_term("display"))
-        if (platform.os or "").lower() == "windows":
+        if (platform.os or "").lower() in _WDDM_OS:
             reservations.append(_term("windows_wddm"))
         if est.runtime == "ollama":
             reserve = _ollama_reserve(est, d.device) + platform.ollama_gpu_overhead_bytes

@@ -171,7 +171,10 @@ def _draft_flags(settings: InferenceSettings, device_kind: str = "cuda") -> list
         parts += ["-ctvd", settings.draft_cache_type_v]
     if settings.draft_devices:
         prefix = _GGML_DEVICE_PREFIX.get(device_kind, device_kind.upper())
-        parts += ["-devd", ",".join(f"{prefix}{i}" for i in settings.draft_devices)]
+        # -devd names backend devices: GPU i of the target is backend index device_ordinals[i]
+        order = settings.device_ordinals or ()
+        names = (f"{prefix}{order[i] if i < len(order) else i}" for i in settings.draft_devices)
+        parts += ["-devd", ",".join(names)]
     return parts
 
 

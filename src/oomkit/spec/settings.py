@@ -90,6 +90,12 @@ class InferenceSettings:
     #: ``-devd``: indices of the GPUs (in ``Hardware.devices`` order) the draft uses;
     #: None = every GPU, as the main model
     draft_devices: tuple[int, ...] | None = None
+    #: llama.cpp ``--device``: the backend ordinal (CUDA index) of each GPU in
+    #: ``Hardware.devices`` order, when the list picks or reorders the backend's devices
+    #: (``--device CUDA2,CUDA1``: (2, 1)); None = GPU i is ordinal i. ``-sm row`` spreads a
+    #: matrix's rows by ``tensor_split`` indexed by ordinal while layers follow the list
+    #: position (:func:`oomkit.estimate.llamacpp_placement.row_shares`)
+    device_ordinals: tuple[int, ...] | None = None
 
     #: ``TrainingSettings.method``
     def __post_init__(self) -> None:
@@ -133,6 +139,7 @@ class InferenceSettings:
         check_int("max_new_tokens", self.max_new_tokens, lo=0, hi=MAX_CTX, optional=True)
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
         self._check_draft()
+        self._check_device_ordinals()
         check_choice("device_map", self.device_map, ("auto", "none"))
         if self.override_tensor is not None:
             ot = self.override_tensor
@@ -168,6 +175,24 @@ class InferenceSettings:
                     setting="tensor_split",
                     value=self.tensor_split,
                 )
+
+    def _check_device_ordinals(self) -> None:
+        do = self.device_ordinals
+        if do is None:
+            return
+        if isinstance(do, list):
+            do = tuple(do)
+            object.__setattr__(self, "device_ordinals", do)
+        ok = isinstance(do, tuple) and 0 < len(do) <= MAX_DEVICES and len(set(do)) == len(do)
+        if not ok or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in do
+        ):
+            raise InvalidSettingError(
+                f"device_ordinals must be 1 to {MAX_DEVICES} distinct backend device indices "
+                f"(--device CUDA2,CUDA1 -> 2,1), got {self.device_ordinals!r}"[:200],
+                setting="device_ordinals",
+                value=None,
+            )
 
     def _check_draft(self) -> None:
         for name in ("draft_model", "draft_quant", "draft_cache_type_k", "draft_cache_type_v"):
