@@ -105,11 +105,8 @@ def parse_tensor_split(text: str | None) -> tuple[float, ...] | None:
     return tuple(out)
 
 
-def parse_draft_devices(text: str | None) -> tuple[int, ...] | None:
-    """``--device-draft 1`` or ``0,1``: 0-based indices of the ``--gpu`` list (llama.cpp's
-    ``-devd CUDA1`` names a device; oomkit's GPUs are the ones ``--gpu`` lists, in order)."""
-    if text is None:
-        return None
+def _device_indices(text: str, flag: str, expected: str) -> tuple[int, ...]:
+    """Distinct device indices from ``0,1`` or llama.cpp's names (``CUDA2,CUDA1``)."""
     out: list[int] = []
     for part in text.replace("/", ",").split(","):
         p = part.strip().upper()
@@ -117,13 +114,22 @@ def parse_draft_devices(text: str | None) -> tuple[int, ...] | None:
             p = p.removeprefix(prefix)
         if not p.isdigit() or int(p) >= MAX_DEVICES or int(p) in out:
             raise InvalidSettingError(
-                "--device-draft must be distinct 0-based GPU indices of --gpu separated by "
-                f"commas (e.g. 1 or 0,1), got {text[:80]!r}",
-                setting="--device-draft",
-                value=text,
+                f"{flag} must be {expected}, got {text[:80]!r}", setting=flag, value=text
             )
         out.append(int(p))
     return tuple(out)
+
+
+def parse_draft_devices(text: str | None) -> tuple[int, ...] | None:
+    """``--device-draft 1`` or ``0,1``: 0-based indices of the ``--gpu`` list (llama.cpp's
+    ``-devd CUDA1`` names a device; oomkit's GPUs are the ones ``--gpu`` lists, in order)."""
+    if text is None:
+        return None
+    return _device_indices(
+        text,
+        "--device-draft",
+        "distinct 0-based GPU indices of --gpu separated by commas (e.g. 1 or 0,1)",
+    )
 
 
 def parse_device_ordinals(text: str | None) -> tuple[int, ...] | None:
@@ -131,20 +137,12 @@ def parse_device_ordinals(text: str | None) -> tuple[int, ...] | None:
     in order, as llama.cpp's ``--device`` names them."""
     if text is None:
         return None
-    out: list[int] = []
-    for part in text.replace("/", ",").split(","):
-        p = part.strip().upper()
-        for prefix in ("CUDA", "ROCM", "VULKAN", "METAL"):
-            p = p.removeprefix(prefix)
-        if not p.isdigit() or int(p) >= MAX_DEVICES or int(p) in out:
-            raise InvalidSettingError(
-                "--device must be distinct backend device indices separated by commas, one per "
-                f"--gpu in order (e.g. CUDA2,CUDA1 or 2,1), got {text[:80]!r}",
-                setting="--device",
-                value=text,
-            )
-        out.append(int(p))
-    return tuple(out)
+    return _device_indices(
+        text,
+        "--device",
+        "distinct backend device indices separated by commas, one per --gpu in order "
+        "(e.g. CUDA2,CUDA1 or 2,1)",
+    )
 
 
 def parse_cpu_offload_gb(value: float | None) -> int | None:
