@@ -111,6 +111,8 @@ class TrainOptions:
     #: the layers only
     compile: bool = False
     no_compile_loss: bool = False
+    #: the transformers release of the run (QLoRA of an MoE: experts NF4 before 5.0)
+    transformers_version: str | None = None
     #: the estimate command's ``--emit`` when --train is given: a config or launch command
     emit: str | None = None
 
@@ -152,7 +154,27 @@ class TrainOptions:
             softmax_saves_input=self.softmax_saves_input,
             compiled=self.compile,
             compiled_loss=self.compile and not self.no_compile_loss,
+            fused_experts_unquantized=_fused_experts_unquantized(self.transformers_version),
         )
+
+
+def _fused_experts_unquantized(version: str | None) -> bool:
+    """``--transformers-version``: whether bitsandbytes leaves fused MoE experts unquantized
+    (the transformers generation ``v5-fused-experts``, from 5.0.0)."""
+    if version is None:
+        return True
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.generations import generation_effect, resolve_generation
+
+    try:
+        gen = resolve_generation("transformers", version)
+    except InvalidSettingError:
+        raise InvalidSettingError(
+            "--transformers-version must be a transformers release such as 4.57 or 5.2 (or a "
+            f"date such as 2025-06), got {version[:40]!r}",
+            setting="--transformers-version",
+        ) from None
+    return bool(generation_effect(gen, "bnb_fused_experts_unquantized", True))
 
 
 _OPTIONS: tuple[Callable[[F], F], ...] = (
@@ -218,6 +240,10 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  help="torch < 1.11 behaviour: softmax's backward also keeps its input, one "
                       "more heads x seq x seq tensor per eager attention layer "
                       "(pytorch/pytorch#64000, fixed in 1.11)"),
+    click.option("--transformers-version", "train_transformers_version",
+                 help="transformers release of the run (e.g. 4.57, 5.2; default: the newest): "
+                      "QLoRA of an MoE quantizes the experts before 5.0 (one nn.Linear each) "
+                      "and keeps them 16-bit from 5.0 (fused 3-D parameters, bitsandbytes#1849)"),
     click.option("--fragmentation", "train_fragmentation", type=float,
                  help="Allocator fragmentation margin as a fraction of the peak (default 0.05)"),
 )  # fmt: skip

@@ -378,14 +378,19 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
         fmt = "nf4" if settings.method == "qlora" else ("fp32" if not mixed else settings.dtype)
         # transformers >= 5 fuses MoE experts into 3-D nn.Parameters that bitsandbytes'
         # Linear4bit replacement never touches (bitsandbytes#1849): they stay in ``dtype``
+        fused_raw = settings.fused_experts_unquantized
         frozen = hf_weights_bytes(
-            fmt, base, dtype=settings.dtype, double_quant=True, fused_experts_unquantized=True
+            fmt, base, dtype=settings.dtype, double_quant=True, fused_experts_unquantized=fused_raw
         )
         formula["frozen"] = (
             "NF4 + double-quant absmax per 64 (bitsandbytes Linear4bit), embeddings/norms/lm_head "
             f"in {settings.dtype}"
             + (
-                f"; fused MoE experts stay {settings.dtype} (transformers 5+: not nn.Linear)"
+                (
+                    f"; fused MoE experts stay {settings.dtype} (transformers 5+: not nn.Linear)"
+                    if fused_raw
+                    else "; MoE experts quantized too (transformers 4.x: one nn.Linear each)"
+                )
                 if spec.moe is not None
                 else ""
             )

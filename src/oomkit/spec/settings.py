@@ -346,6 +346,11 @@ class TrainingSettings:
     overhead_bytes: int | None = None  # CUDA context override per GPU
     dtype: str = "bf16"  # dtype the frozen base is loaded in (LoRA) / compute copy
     grad_accum: int = 1
+    #: QLoRA of an MoE: transformers >= 5 fuses the experts into 3-D ``nn.Parameter``s that
+    #: bitsandbytes' Linear4bit replacement never touches, so they stay in ``dtype``; False =
+    #: transformers 4.x, whose per-expert ``nn.Linear`` modules are quantized to NF4
+    #: (``--transformers-version``; the generation ``v5-fused-experts``)
+    fused_experts_unquantized: bool = True
 
     def __post_init__(self) -> None:
         gc: object = self.grad_checkpointing
@@ -360,7 +365,8 @@ class TrainingSettings:
         check_int("gpus", self.gpus, lo=1, hi=MAX_DEVICES)
         check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
         for name in ("fsdp", "sp", "offload_optimizer", "offload_params", "master_weights",
-                     "activation_offloading", "compiled", "compiled_loss"):  # fmt: skip
+                     "activation_offloading", "compiled", "compiled_loss",
+                     "fused_experts_unquantized"):  # fmt: skip
             check_bool(name, getattr(self, name), optional=False)
         if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool):
             raise InvalidSettingError(
