@@ -237,3 +237,79 @@ def test_others_must_cover_the_shortfall() -> None:
         "PyTorch)"
     )
     assert d.cause == "batch_or_activations"
+
+
+# Real corpus messages: the bare PyTorch line (heldout4 h4-tgi-1354) and the driver-level error
+# (heldout2 h2-ssdpytorch-257); what decides them below is the table, set per test
+_BARE = "torch.cuda.OutOfMemoryError: CUDA out of memory"
+_DRIVER = "RuntimeError: CUDA error: out of memory"
+_FAMILY_FAVOURS_BATCH = {"pytorch|unknown|*": {"batch_or_activations": 40, "model_too_large": 20}}
+
+
+def test_flat_rate_whose_top_a_coarser_rate_favours_guesses_it() -> None:
+    # without heldout3 the bare-message key is 7 vs 7 (flat); the family rate favours the
+    # batch, which the flat key counts most too: two rates agree, the doctor guesses it
+    table = {
+        "pytorch|unknown|no_numbers": {
+            "batch_or_activations": 7,
+            "model_too_large": 7,
+            "leak_or_accumulation": 3,
+        },
+        **_FAMILY_FAVOURS_BATCH,
+    }
+    key = PriorKey("pytorch", "unknown", "no_numbers")
+    with override_table(table):
+        rate = base_rate(key)
+        d = diagnose_text(_BARE)
+    assert rate is not None
+    assert rate.cause is None
+    assert rate.confirmed_by is not None
+    assert rate.confirmed_by.key == "pytorch|unknown|*"
+    assert d.cause == "batch_or_activations"
+    assert d.open_question
+    assert d.confidence <= 0.35
+    assert "pytorch|unknown|no_numbers" in d.explanation
+    assert "pytorch|unknown|*" in d.explanation
+    assert "What would decide" in d.explanation
+    assert d.fixes[0].title.startswith("Halve the batch")
+
+
+def test_coarser_rate_never_confirms_a_cause_the_flat_key_puts_below_others() -> None:
+    # the driver-level key of the development parts: the family favours the batch, but
+    # messages of this shape count the batch fourth; nothing decides, it stays unknown
+    table = {
+        "pytorch|unknown|driver_no_numbers": {
+            "other_process_holding_memory": 7,
+            "model_too_large": 6,
+            "leak_or_accumulation": 5,
+            "batch_or_activations": 4,
+        },
+        **_FAMILY_FAVOURS_BATCH,
+    }
+    with override_table(table):
+        rate = base_rate(PriorKey("pytorch", "unknown", "driver_no_numbers"))
+        d = diagnose_text(_DRIVER)
+    assert rate is not None
+    assert rate.confirmed_by is None
+    assert d.cause == "unknown"
+    assert "What would decide" in d.explanation
+
+
+def test_flat_all_the_way_up_stays_unknown() -> None:
+    flat = {"batch_or_activations": 7, "model_too_large": 7}
+    with override_table({"pytorch|unknown|no_numbers": flat, "pytorch|unknown|*": flat}):
+        d = diagnose_text(_BARE)
+    assert d.cause == "unknown"
+
+
+def test_rule_guess_among_the_leaders_outranks_a_confirmed_guess() -> None:
+    # the small-request reading's own guess (model_too_large) is one of the level leaders: it
+    # stays, though the family rate would confirm the batch
+    table = {
+        "pytorch|unknown|small_request": {"model_too_large": 14, "batch_or_activations": 14},
+        **_FAMILY_FAVOURS_BATCH,
+    }
+    with override_table(table):
+        d = diagnose_text(_NEW_SMALL)
+    assert d.cause == "model_too_large"
+    assert d.confidence <= 0.35

@@ -107,6 +107,7 @@ _NEEDLES = (
     "Insufficient VRAM",
     "failed to find a memory slot",
     "failed to find free space in the KV cache",
+    "failed to find KV cache slot",
     "CUDNN_STATUS_",
     "dispatched on the CPU or the disk",
     "Load weight end",
@@ -282,8 +283,13 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 detail=m9.group(0),
                 stage="library_workspace",
             )
-    if "failed to find a memory slot" in line or "failed to find free space in the KV" in line:
-        # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp)
+    if (
+        "failed to find a memory slot" in line
+        or "failed to find free space in the KV" in line
+        or "failed to find KV cache slot" in line
+    ):
+        # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp;
+        # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it)
         return _ev("llama.cpp", "kv_slots_full", "llama.cpp_kv_slot", line, n, stage="kv_full")
     if "available single GPU memory" in line:
         m10 = _MLC.search(line)

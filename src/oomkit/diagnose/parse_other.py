@@ -97,6 +97,9 @@ _DATALOADER = re.compile(
 )
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
+# bash reporting a child it ran from a script (jobs.c, non-interactive): "start.sh: line 27:
+# 318 Killed   python train.py" (SIGKILL, the OOM killer's signal; the command follows)
+_BASH_KILLED = re.compile(r"line \d{1,7}:\s{1,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S")
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
 # complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
@@ -209,6 +212,9 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None
     if m5 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m5.group("pid")))
+    m6 = _BASH_KILLED.search(line) if "Killed" in line else None
+    if m6 is not None:
+        return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m6.group("pid")))
     if ("Killed" in line[-14:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed":
         # the shell's "Killed" (SIGKILL, the OOM killer's signal), also as a lone lower-case line
         return _ev("linux", "killed", "linux_killed", line[-300:], n)

@@ -23,7 +23,8 @@ in); ``tests/test_doctor_priors.py`` checks the table is what the script compute
 off from the most specific key to coarser ones (:data:`LEVELS`) until one is backed by at least
 :data:`MIN_RECORDS` records; a key whose top cause does not lead the second by
 :data:`MIN_LEAD_Z` standard errors is *flat*: the doctor keeps its own answer (``unknown`` stays
-``unknown``).
+``unknown``), unless a coarser level, itself decisive, favours the very cause the flat key counts
+most often (:attr:`BaseRate.confirmed_by`): two rates then agree on it, and it is the guess.
 
 >>> from oomkit.diagnose.events import LogContext, OomEvent
 >>> e = OomEvent(runtime="pytorch", kind="cuda_oom", line=1, text="CUDA out of memory")
@@ -204,6 +205,9 @@ class BaseRate:
     key: str
     counts: tuple[tuple[str, int], ...]  # cause -> records, most common first
     cause: str | None
+    #: for a flat rate: the coarser, decisive rate whose favoured cause is one this key counts
+    #: most often (``None`` when no coarser level confirms one; always ``None`` when not flat)
+    confirmed_by: BaseRate | None = None
 
     @property
     def records(self) -> int:
@@ -242,21 +246,47 @@ def _table() -> Mapping[str, Mapping[str, int]]:
     return COUNTS
 
 
+def _rate_at(table: Mapping[str, Mapping[str, int]], k: str) -> BaseRate | None:
+    """The rate of one table key, or ``None`` when fewer than :data:`MIN_RECORDS` back it."""
+    counts = table.get(k)
+    if not counts or sum(counts.values()) < MIN_RECORDS:
+        return None
+    ranked = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    top, n_top = ranked[0]
+    second = ranked[1][1] if len(ranked) > 1 else 0
+    flat = n_top - second < MIN_LEAD_Z * math.sqrt(n_top + second)
+    return BaseRate(key=k, counts=ranked, cause=None if flat else top)
+
+
 def base_rate(key: PriorKey) -> BaseRate | None:
     """The rate at the most specific level backed by :data:`MIN_RECORDS` records, or ``None``
-    when no level of this family is (an unseen family never borrows another's rate)."""
+    when no level of this family is (an unseen family never borrows another's rate).
+
+    A flat rate looks further: the next coarser level backed by enough records that is not
+    flat itself *confirms* the flat key's guess when the cause it favours is one the flat key
+    counts most often (:attr:`BaseRate.confirmed_by`). The specific key then does not contradict
+    the coarser one, it only lacks the records to decide alone (``pytorch|unknown|no_numbers``:
+    batch 15 vs model 7 is flat at z = 1 once a part is left out; ``pytorch|unknown|*``
+    favours the batch too). A coarser rate favouring a cause the flat key does not put first
+    confirms nothing: the key's own records then say that cause is not the likeliest for
+    messages of this shape (``pytorch|unknown|driver_no_numbers``: other 7, model 6, leak 5,
+    batch 4 stays ``unknown``, though the family favours the batch).
+    """
     table = _table()
-    for level in LEVELS:
-        k = key.at(level)
-        counts = table.get(k)
-        if not counts or sum(counts.values()) < MIN_RECORDS:
-            continue
-        ranked = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        top, n_top = ranked[0]
-        second = ranked[1][1] if len(ranked) > 1 else 0
-        flat = n_top - second < MIN_LEAD_Z * math.sqrt(n_top + second)
-        return BaseRate(key=k, counts=ranked, cause=None if flat else top)
-    return None
+    rates = (_rate_at(table, key.at(level)) for level in LEVELS)
+    found = [r for r in rates if r is not None]
+    if not found:
+        return None
+    first = found[0]
+    if first.cause is not None:
+        return first
+    n_top = first.counts[0][1]
+    tops = {c for c, n in first.counts if n == n_top}
+    for coarser in found[1:]:
+        if coarser.cause is None:
+            continue  # flat too: look further
+        return replace(first, confirmed_by=coarser) if coarser.cause in tops else first
+    return first
 
 
 def is_open(result: Analysis) -> bool:
@@ -376,6 +406,8 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
             f"decide: {question}",
             open_question=False,
         )
+    if rate.cause is None and rate.confirmed_by is not None and result.cause not in _leaders(rate):
+        return _confirmed_guess(result, rate, rate.confirmed_by, head, question)
     if rate.cause is None:
         leaders = _leaders(rate)
         cause = result.cause if result.cause in leaders else "unknown"
@@ -404,6 +436,30 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         confidence=round(min(0.45, 0.15 + 0.4 * rate.share), 2),
         explanation=head + f" Best guess by base rate: {cause}, the most common cause among "
         f"{_describe(rate)}; low confidence. What would decide: {question}",
+        fixes=fixes,
+        open_question=False,
+    )
+
+
+def _confirmed_guess(
+    result: Analysis, rate: BaseRate, coarser: BaseRate, head: str, question: str
+) -> Analysis:
+    """The guess of a flat rate that a coarser decisive rate confirms (:func:`base_rate`):
+    lower than a decisive rate's (0.1 + 0.4 x its share at the flat key, at most 0.35)."""
+    assert coarser.cause is not None
+    cause = coarser.cause
+    fixes = result.fixes
+    lead = _CAUSE_FIX.get(cause)
+    if lead is not None and all(f.title != lead.title for f in fixes):
+        fixes = (lead, *fixes)
+    share = dict(rate.counts)[cause] / max(1, rate.records)
+    return Analysis(
+        cause=cause,
+        confidence=round(min(0.35, 0.1 + 0.4 * share), 2),
+        explanation=head + f" The base rate of this kind of message is level: among "
+        f"{_describe(rate)} no cause leads by a standard error; {cause} is counted most "
+        f"there, and the coarser rate of {_describe(coarser)} favours it. Best guess: "
+        f"{cause}, low confidence. What would decide: {question}",
         fixes=fixes,
         open_question=False,
     )

@@ -13,7 +13,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "ggml|*|*": {
         "batch_or_activations": 3,
         "host_ram": 2,
-        "kv_cache_or_context": 16,
+        "kv_cache_or_context": 17,
         "model_too_large": 17,
         "multi_gpu_imbalance": 4,
         "other_process_holding_memory": 3,
@@ -28,7 +28,7 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "ggml|*|no_numbers": {
         "batch_or_activations": 1,
-        "kv_cache_or_context": 6,
+        "kv_cache_or_context": 7,
         "model_too_large": 7,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 2,
@@ -44,7 +44,7 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "ggml|inference|*": {
         "batch_or_activations": 1,
-        "kv_cache_or_context": 4,
+        "kv_cache_or_context": 5,
         "other_process_holding_memory": 1,
     },
     "ggml|inference|driver_no_numbers": {
@@ -53,7 +53,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "other_process_holding_memory": 1,
     },
     "ggml|inference|no_numbers": {
-        "kv_cache_or_context": 1,
+        "kv_cache_or_context": 2,
     },
     "ggml|load|*": {
         "batch_or_activations": 2,
@@ -180,14 +180,14 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|*|*": {
         "batch_or_activations": 1,
-        "host_ram": 60,
+        "host_ram": 61,
         "kv_cache_or_context": 1,
         "leak_or_accumulation": 1,
         "model_too_large": 1,
         "unknown": 2,
     },
     "host|*|no_numbers": {
-        "host_ram": 33,
+        "host_ram": 34,
         "leak_or_accumulation": 1,
         "model_too_large": 1,
     },
@@ -209,13 +209,13 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|unknown|*": {
         "batch_or_activations": 1,
-        "host_ram": 57,
+        "host_ram": 58,
         "leak_or_accumulation": 1,
         "model_too_large": 1,
         "unknown": 2,
     },
     "host|unknown|no_numbers": {
-        "host_ram": 30,
+        "host_ram": 31,
         "leak_or_accumulation": 1,
         "model_too_large": 1,
     },
