@@ -149,7 +149,7 @@ def probe_record(rec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     r = probe(model, inputs, **kw)
     step = "steady state"
-    if rec["settings"].get("first_step_logged"):
+    if rec.get("first_step_logged"):
         # the source logs every step's peak, the first (states created lazily, torch.compile
         # autotuning at first call) included: its figure is the larger of the two
         first = probe(model, inputs, steady_state=False, **kw)

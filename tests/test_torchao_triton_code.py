@@ -55,3 +55,19 @@ def test_autotuning_clones_every_mutated_name() -> None:
     # the parameter, both codes and both scales, each passed as in_ptr and out_ptr
     assert clones == 2 * (2 * N + N + N + 2 * 4 * blocks)
     assert clones + 256 * 10**6 == torchao_autotune_bytes(N, 2)
+
+
+def test_gpu_check_script_states_what_a_cuda_run_should_measure() -> None:
+    path = ROOT / "benchmarks" / "gpu" / "torchao_adamw8bit_first_step.py"
+    spec = importlib.util.spec_from_file_location("torchao_adamw8bit_first_step", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    want = mod.expected(N)
+    # the first step makes the states and autotunes; the second only has the call's buffer
+    assert want["step2_bytes"] == torchao_step_temporary_bytes(N)
+    assert want["step1_bytes"] - want["states_bytes"] - want["step2_bytes"] == (
+        torchao_autotune_bytes(N, 2)
+    )
+    assert mod.main([]) == 0  # no CUDA device (or no torchao) here: a message, exit 0
