@@ -4,7 +4,11 @@
     PYTHONPATH=src /tmp/tao/bin/python benchmarks/torchao_adamw8bit_triton.py 128256 3072 \
         [--target cuda|cpu] [--excerpt OUT]
 
-(PyPI's torch 2.5.1 is the CUDA build and brings its Triton 3.1; no GPU or driver is needed.)
+(PyPI's torch 2.5.1 is the CUDA build and brings its Triton 3.1; no GPU or driver is needed.
+torch 2.13's CPU build with ``pip install triton`` (3.9) generates its CUDA code too; torchao
+0.6.1's ``lerp`` of an fp32 state with a bf16 gradient needs torch <= 2.5, so for 2.13 put the
+``prototype/low_bit_optim`` files of torchao's 2024-11-09 nightly (75f52ae76, which upcasts
+first) over the wheel's.)
 ``torch.compile(single_param_adam, fullgraph=True, dynamic=False)`` (torchao's own call,
 ``adam.py`` ``_AdamBase.step``) runs on *meta* tensors with a backend that keeps the graph
 AOTAutograd hands to Inductor (``OptimState8bit`` flattened to codes / scale / qmap, the
@@ -30,7 +34,7 @@ from typing import Any
 
 _ELEM = {"float32": 4, "bfloat16": 2, "uint8": 1, "int32": 4, "int64": 8}
 _BUF = re.compile(r"(buf\d+) = empty_strided_\w+\(\(([\d, ]*)\), \([\d, ]*\), torch\.(\w+)\)")
-_RUN = re.compile(r"\.run\(([^\n]*)\)")
+_RUN = re.compile(r"(\w+)\.run\(([^\n]*)\)")
 
 
 def buffers(code: str) -> list[tuple[str, tuple[int, ...], str, int]]:
@@ -45,27 +49,30 @@ def buffers(code: str) -> list[tuple[str, tuple[int, ...], str, int]]:
     return out
 
 
-def mutated_clones(code: str, arg_bytes: dict[str, int]) -> int:
-    """Bytes ``CachingAutotuner.clone_args`` copies per benchmarked launch: every kernel
+def mutated_clones(code: str, arg_bytes: dict[str, int]) -> dict[str, int]:
+    """Bytes ``CachingAutotuner.clone_args`` copies per benchmarked launch, per kernel: every
     argument whose name is in ``mutated_arg_names``, each occurrence cloned on its own.
 
-    ``arg_bytes`` maps the wrapper's argument names (``arg1_1``...) to their bytes."""
-    total = 0
-    for header, run in zip(_kernel_headers(code), _RUN.findall(code), strict=True):
-        names, mutated = header
+    ``arg_bytes`` maps the wrapper's argument and buffer names (``arg1_1``, ``buf1``...) to
+    their bytes."""
+    headers = _kernel_headers(code)
+    out: dict[str, int] = {}
+    for kernel, run in _RUN.findall(code):
+        names, mutated = headers[kernel]
         passed = [a.strip() for a in run.split(",")]
-        for name, arg in zip(names, passed, strict=False):
-            if name in mutated:
-                total += arg_bytes[arg]
-    return total
+        out[kernel] = sum(
+            arg_bytes[arg] for name, arg in zip(names, passed, strict=False) if name in mutated
+        )
+    return out
 
 
-def _kernel_headers(code: str) -> list[tuple[list[str], set[str]]]:
-    out = []
-    for m in re.finditer(r"'mutated_arg_names': \[([^\]]*)\].*?def triton_\(([^)]*)\)", code, re.S):
-        mutated = {s.strip().strip("'") for s in m.group(1).split(",") if s.strip()}
-        names = [s.split(":")[0].strip() for s in m.group(2).split(",")]
-        out.append((names, mutated))
+def _kernel_headers(code: str) -> dict[str, tuple[list[str], set[str]]]:
+    pattern = r"'kernel_name': '(\w+)', 'mutated_arg_names': \[([^\]]*)\].*?\ndef \w+\(([^)]*)\)"
+    out = {}
+    for m in re.finditer(pattern, code, re.S):
+        mutated = {s.strip().strip("'") for s in m.group(2).split(",") if s.strip()}
+        names = [s.split(":")[0].strip() for s in m.group(3).split(",")]
+        out[m.group(1)] = (names, mutated)
     return out
 
 
@@ -80,9 +87,11 @@ def heuristics(code: str) -> list[tuple[str, str]]:
 
 def excerpt(code: str) -> str:
     """The kernels' decorators and signatures and the wrapper's ``call()``."""
-    pattern = r"@triton_heuristics\.\w+\((?:.|\n)*?def triton_\([^)]*\):"
+    pattern = r"@triton_heuristics\.\w+\((?:.|\n)*?\ndef \w+\([^)]*\):"
     keep = [m.group(0) for m in re.finditer(pattern, code)]
-    call = code[code.index("def call(args):") : code.index("def benchmark_compiled_module")]
+    start = code.index("def call(")
+    ends = [code.find(e, start) for e in ("def get_args", "def benchmark_compiled_module")]
+    call = code[start : min(e for e in ends if e > 0)]
     return "\n\n".join([*keep, call.rstrip()]) + "\n"
 
 
@@ -110,6 +119,8 @@ def _patch_cuda(torch: Any) -> None:
     cuda.get_rng_state = lambda *a, **k: torch.zeros(16, dtype=torch.uint8)
     cuda.set_rng_state = lambda *a, **k: None
     cuda.is_initialized = lambda: True
+    cuda._exchange_device = lambda d: 0  # (newer torch: device guards around codegen)
+    cuda._maybe_exchange_device = lambda d: 0
     iface = di.CudaInterface
     iface.current_device = staticmethod(lambda: 0)  # type: ignore[method-assign]
     iface.set_device = staticmethod(lambda d: None)  # type: ignore[method-assign]
@@ -184,8 +195,9 @@ def generate(rows: int, cols: int, target: str) -> tuple[str, dict[str, int]]:
     try:
         with mode:
             compile_fx_inner(gm, ins, **captured["kw"])
-    except Generated:
-        pass
+    except Exception:  # Generated, or newer torch's InductorError wrapping it
+        if not codes:
+            raise
     return codes[0], sizes
 
 
@@ -219,11 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, {args.target}, parameter {args.rows} x {args.cols}")
     print(f"call() buffers: {total} bytes; oomkit {torchao_step_temporary_bytes(n)}")
     if args.target == "cuda":
-        kernels = heuristics(code)
-        clones = mutated_clones(code, sizes)
-        print(f"kernels: {kernels}")
-        print(f"autotune clones per launch: {clones} bytes; oomkit (less do_bench's 256e6 flush) "
-              f"{torchao_autotune_bytes(n, 2) - 256 * 10**6}")  # fmt: skip
+        sizes.update({name: nbytes for name, _, _, nbytes in buffers(code)})
+        print(f"kernels (heuristic, reduction hint): {heuristics(code)}")
+        modelled = torchao_autotune_bytes(n, 2) - 256 * 10**6  # less do_bench's flush buffer
+        print(f"autotuning clones per benchmarked launch: {mutated_clones(code, sizes)} bytes")
+        print(f"oomkit (torch 2.5.1's code, less do_bench's 256e6 flush): {modelled}")
     if args.excerpt:
         args.excerpt.write_text(excerpt(code))
     return 0

@@ -51,7 +51,7 @@ def test_autotuning_clones_every_mutated_name() -> None:
         "arg5_1": N, "arg6_1": 4 * blocks, "arg7_1": 1024, "arg8_1": 4, "arg9_1": 2 * N,
         "buf8": 4 * N,
     }  # fmt: skip
-    clones = _script().mutated_clones(CODE, sizes)
+    (clones,) = _script().mutated_clones(CODE, sizes).values()
     # the parameter, both codes and both scales, each passed as in_ptr and out_ptr
     assert clones == 2 * (2 * N + N + N + 2 * 4 * blocks)
     assert clones + 256 * 10**6 == torchao_autotune_bytes(N, 2)

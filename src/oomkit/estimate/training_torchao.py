@@ -30,7 +30,11 @@ the parameter update), and the wrapper allocates exactly one buffer::
 ``step_size * exp_avg / denom``, stored by the kernel and never read (a dead store Inductor
 keeps): 4 bytes per element, freed when the call returns. (torch 2.5.1's CPU backend keeps the
 same buffer plus two fp32 scaled states and two scale vectors; torch 2.13's CPU backend only the
-latter four: ``benchmarks/torchao_adamw8bit_buffers.py``. The GPU figure is the one modelled.)
+latter four: ``benchmarks/torchao_adamw8bit_buffers.py``. torch 2.13's CUDA code, generated the
+same way with the CPU build and Triton 3.9, is three kernels and also the latter four buffers,
+8 n + n / 32 bytes, and its first call autotunes a pointwise kernel that mutates the parameter
+and both code tensors (clones 8 n). What is modelled is torch 2.5.1's CUDA code, the stack of the
+published figures; a torch-version switch for training is not there yet.)
 
 First call. The kernel is ``@triton_heuristics.reduction`` with ``ReductionHint.DEFAULT``, for
 which torch 2.5.1 ``_reduction_configs`` returns six configs, so the first launch autotunes
