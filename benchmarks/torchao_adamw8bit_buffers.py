@@ -1,12 +1,15 @@
-"""Which buffers Inductor allocates in torchao AdamW8bit's compiled per-parameter step.
+"""Which buffers Inductor's CPU backend allocates in torchao AdamW8bit's compiled step.
 
     pip download torchao==0.6.1 --no-deps -d /tmp/ao && unzip -q /tmp/ao/*.whl -d /tmp/ao/pkg
     PYTHONPATH=/tmp/ao/pkg:src python benchmarks/torchao_adamw8bit_buffers.py [ROWS COLS]
 
 (the wheel's pure-Python ``prototype/low_bit_optim`` is all it needs; torchao is not an oomkit
 dependency). Steps ``AdamW8bit([p])`` once on a bf16 CPU parameter (default 1024 x 1024),
-prints every ``empty_strided`` of the generated ``call()`` with its bytes, and compares their sum
-with :func:`oomkit.estimate.training_torchao.torchao_step_temporary_bytes`. torchao's
+prints every ``empty_strided`` of the generated ``call()`` with its bytes, next to
+:func:`oomkit.estimate.training_torchao.torchao_step_temporary_bytes`, which models the *CUDA*
+code of torch 2.5.1 (``benchmarks/torchao_adamw8bit_triton.py``: one fp32 buffer). The CPU
+backend differs: torch 2.13 keeps two fp32 scaled states and two scale vectors; torch 2.5.1
+those and the fp32 buffer the CUDA code keeps. torchao's
 ``single_param_adam`` runs verbatim except for ``grad = grad.to(exp_avg.dtype)`` first (fp32 for
 8-bit states, whose wrapper tensor is fp32): torch 2.13's ``lerp`` meta rejects an fp32 start
 with a bf16 end (later torchao versions cast explicitly). A parameter torchao does not quantise
@@ -54,8 +57,11 @@ def main(argv: list[str]) -> int:
             total += n * _ELEM[dtype]
             print(f"{name}: ({shape}) {dtype}: {n * _ELEM[dtype]} bytes")
     model = torchao_step_temporary_bytes(p.numel())
-    print(f"parameter {rows} x {cols}: generated buffers {total} bytes, oomkit {model} bytes")
-    return 0 if total == model else 1
+    print(
+        f"parameter {rows} x {cols}: CPU buffers {total} bytes "
+        f"(oomkit models the CUDA code: {model} bytes)"
+    )
+    return 0
 
 
 if __name__ == "__main__":

@@ -83,3 +83,48 @@ def test_the_cli_list_names_every_optimizer_the_step_builds() -> None:
 
     assert set(PROBE_OPTIMIZERS) == set(STEP_OPTIMIZERS)
     assert "torchao_adamw8bit" in PROBE_OPTIMIZERS
+
+
+def test_first_step_autotunes_the_largest_shape_once() -> None:
+    from oomkit.estimate.training_torchao import torchao_autotune_bytes
+
+    sizes = _shapes()
+    largest = max(sizes)
+    r = probe(
+        LLAMA, train="full", seq=128, batch=2, round_to_cuda_blocks=False,
+        optimizer="torchao_adamw8bit", mixed_precision=False, dtype="bf16",
+        steady_state=False,
+    )  # fmt: skip
+    # the first step creates the states in the loop: the embedding (first parameter, shape
+    # 4096 x 256) compiles and autotunes with only its own states allocated; the head of the
+    # same shape reuses the kernel, so one autotuning, the largest's
+    weights_grads = r.parameters_bytes + r.gradients_bytes + 2 * 128 * 8 + 64 * 4
+    own = torchao_state_bytes(largest, 2) + 4
+    extra = torchao_step_temporary_bytes(largest) + torchao_autotune_bytes(largest, 2)
+    assert r.phase_peaks["optimizer_step"] == weights_grads + own + extra
+
+
+def test_a_compiled_shape_is_not_autotuned_again() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from oomkit.estimate.training_torchao import torchao_autotune_bytes
+    from oomkit.inprocess.probe_torchao import FakeTorchaoAdamW8bit
+    from oomkit.inprocess.probe_tracker import MemoryTracker
+
+    n = 1024 * 256
+    with FakeTensorMode(), MemoryTracker(round_to_cuda_blocks=False) as tracker:
+        a, b = (torch.nn.Parameter(torch.zeros(1024, 256, dtype=torch.bfloat16)) for _ in "ab")
+        compiled: set[tuple[Any, ...]] = set()
+        peaks = []
+        for p in (a, b):  # one optimizer per parameter, as torchtune's optimizer_in_bwd
+            p.grad = torch.zeros_like(p)
+            opt = FakeTorchaoAdamW8bit([p], compiled)
+            tracker.reset_peak()
+            before = tracker.live_bytes
+            opt.step()
+            states = torchao_state_bytes(n, 2) + 4
+            peaks.append(tracker.peak_bytes - before - states)
+    assert peaks == [
+        torchao_step_temporary_bytes(n) + torchao_autotune_bytes(n, 2),
+        torchao_step_temporary_bytes(n),
+    ]

@@ -66,6 +66,7 @@ from oomkit.estimate.training_states import (
     optimizer_layout,
     trainable_tensors,
 )
+from oomkit.estimate.training_torchao import torchao_autotune_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
@@ -268,7 +269,8 @@ def _in_backward_step(
     still held; an embedding (tied or not) is complete only at the end of backward, when the
     saved activations are gone. The step's own temporaries are those of one tensor
     (``ModelStates.step_temporary_one_tensor_bytes``; torchao's compiled 8-bit step:
-    :mod:`oomkit.estimate.training_torchao`).
+    :mod:`oomkit.estimate.training_torchao`, plus, for a tensor that steps last, its first
+    call's autotuning: the run's first step is logged too).
     """
     temp = st.step_temporary_one_tensor_bytes
     if not settings.optimizer_in_backward or not temp:
@@ -277,6 +279,14 @@ def _in_backward_step(
     # of equal-sized embedding and head (untied), the head steps first, with more alive
     largest = max(tensors, key=lambda t: (t.n_params, t.name == "output.weight"))
     head = largest.name == "output.weight"
+    how = "temporaries of one tensor's step"
+    if settings.optimizer == "torchao_adamw8bit" and largest.name == "token_embd.weight":
+        # the first step of a shape autotunes its kernel (training_torchao); the embedding, of
+        # a shape of its own, steps last, with every state allocated. (An untied head of that
+        # shape steps first, when few states exist, and the embedding reuses its kernel; a
+        # layer's matrix first steps in the last layer's backward, before most states exist.)
+        temp += torchao_autotune_bytes(largest.n_params, st.weight_elem)
+        how += " + its first call's autotuning clones"
     tp = settings.tp
     out = [saved] if head else []
     out += [
@@ -284,7 +294,7 @@ def _in_backward_step(
               -(-st.largest_grad_bytes // tp), "largest trainable tensor x gradient bytes",
               "torchtune optimizer_in_bwd: register_post_accumulate_grad_hook", {}),
         _comp("optimizer", f"step temporaries of {largest.name} ({settings.optimizer})",
-              -(-temp // tp), "temporaries of one tensor's step",
+              -(-temp // tp), how,
               optimizer_layout(settings.optimizer).source, {}),
     ]  # fmt: skip
     return out

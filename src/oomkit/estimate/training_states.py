@@ -29,7 +29,8 @@ Sources modelled:
   by default (``beta1=None``).
 * Lion (Chen et al. 2023, lion-pytorch): one momentum state.
 * torchao ``AdamW8bit`` (``torchao_adamw8bit``): 8-bit block-quantised states and the fp32
-  buffers Inductor allocates in its per-parameter compiled step
+  buffer Inductor allocates in its per-parameter compiled step (the first call's autotuning is
+  added where the step runs in backward: :mod:`oomkit.estimate.training`)
   (:mod:`oomkit.estimate.training_torchao`).
 * LoRA (PEFT ``tuners/lora/layer.py``): ``lora_A`` [r, in] + ``lora_B`` [out, r] per adapted linear;
   ``get_peft_model(autocast_adapter_dtype=True)`` keeps adapters in fp32 over a bf16/fp16 base.
@@ -432,7 +433,7 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
             temp = n_tmp * p_train * s_elem
         elif impl == "forloop":  # one parameter at a time (fp32 math in Adafactor)
             temp = temp_one
-    if layout.name == "torchao_adamw8bit":  # compiled per-parameter step, fp32 buffers
+    if layout.name == "torchao_adamw8bit":  # compiled per-parameter step, one fp32 buffer
         temp = temp_one = max(
             (torchao_step_temporary_bytes(t.n_params) for t in tensors), default=0
         )

@@ -16,37 +16,43 @@ states (``subclass_8bit.py`` lines 100-104: ``scale_tensor`` = ``view(-1, 256).a
 then ``input / scale``, ``quantize_8bit_with_qmap``: an 8-step binary search over ``qmap``) and
 reads them again for the update.
 
-What Inductor makes of it was compiled and read, not assumed: ``AdamW8bit([p]).step()`` on CPU,
-torch 2.13.0, ``TORCH_LOGS=output_code,fusion`` (bf16 ``p`` and ``grad``; ``grad.float()`` first
-because torch 2.13's ``lerp`` meta rejects an fp32 start with a bf16 end, as later torchao does
-explicitly). The generated ``call()`` allocates, for a (1024, 1024) parameter::
+What Inductor makes of it was generated and read, for the stack of the runs this models
+(torch 2.5.1 with its Triton 3.1, torchao v0.6.1 and the nightly of 2024-11-09, whose
+``single_param_adam`` upcasts ``p`` and ``grad`` first): ``benchmarks/torchao_adamw8bit_triton.py``
+captures the AOT graph and has Inductor generate its *CUDA* output code on a machine without a
+GPU (A100 properties; the code is generated, never run). For every Llama-3.2-3B shape
+((128256 | 8192 | 3072 | 1024, 3072), (3072, 8192)) the whole step is ONE fused Triton reduction
+kernel (both block amaxes, the quantising binary searches, the in-place code/scale writes and
+the parameter update), and the wrapper allocates exactly one buffer::
 
-    buf0 = empty_strided((4096,), (1,), torch.float32)        # new exp_avg scales (amax)
-    buf4 = empty_strided((4096,), (1,), torch.float32)        # new exp_avg_sq scales
-    buf1 = empty_strided((4096, 256), (256, 1), torch.float32)  # new_exp_avg / scale
-    buf5 = empty_strided((4096, 256), (256, 1), torch.float32)  # new_exp_avg_sq / scale
+    buf8 = empty_strided_cuda((128256, 3072), (3072, 1), torch.float32)
 
-and for (512, 3072), (1024, 3072) and (4096, 3072) ones ``(6144 | 12288 | 49152, 256)`` fp32
-buffers (``benchmarks/torchao_adamw8bit_buffers.py`` reproduces it): two fp32 buffers of the
-parameter's element count (8 bytes per element) plus two ``numel / 256`` fp32 scales, all
-allocated at the start of the compiled call and freed when it returns. The parameter update
-recomputes ``new_exp_avg`` from the *old* codes inside its own loop (no buffer). ``buf1`` /
-``buf5`` exist because the scheduler refuses to fuse the block-scaling node ([4096, 256]) into
-the quantising node ([1024, 1024]) that overwrites the codes in place: ``cannot fuse op1_op5
-with op2_op3_op19_op20: memory deps did not match`` (``Scheduler.can_fuse_vertical``): the
-producer reads the old codes through ``256*c0 + ModularIndexing(ModularIndexing(256*c0 + c1, 1,
-1024), 1, 256)`` while the consumer writes them at ``c0``, so the write-after-read ``WeakDep``
-is not recognised as same-index (``fusable_weak_dep``). That check is the backend-independent
-scheduler, not the C++ code generator; on CUDA the Triton kernels are separate launches but the
-same two buffers are live across them (both scaled tensors come from one horizontally fused
-node). Not verified on CUDA: torch 2.13 turns ``loop_ordering_after_fusion`` on for GPU devices
-only, which leaves dependencies unnormalised until fusion; it was merged off by default
-(pytorch/pytorch#126254, 2024-08), so torch 2.5 of the measured runs normalised as CPU does.
+``step_size * exp_avg / denom``, stored by the kernel and never read (a dead store Inductor
+keeps): 4 bytes per element, freed when the call returns. (torch 2.5.1's CPU backend keeps the
+same buffer plus two fp32 scaled states and two scale vectors; torch 2.13's CPU backend only the
+latter four: ``benchmarks/torchao_adamw8bit_buffers.py``. torch 2.13's CUDA code, generated the
+same way with the CPU build and Triton 3.9, is three kernels and also the latter four buffers,
+8 n + n / 32 bytes, and its first call autotunes a pointwise kernel that mutates the parameter
+and both code tensors (clones 8 n). What is modelled is torch 2.5.1's CUDA code, the stack of the
+published figures; a torch-version switch for training is not there yet.)
 
-At the step of a parameter the peak is therefore the states plus, for the largest quantised
-parameter, ``2 x 4 x (n + n / 256)`` bytes (Llama-3.2-3B's 394M-element tied embedding:
-2.94 GiB). A non-quantised parameter's step is purely pointwise: its generated code (1 x 3072)
-allocates no buffer.
+First call. The kernel is ``@triton_heuristics.reduction`` with ``ReductionHint.DEFAULT``, for
+which torch 2.5.1 ``_reduction_configs`` returns six configs, so the first launch autotunes
+(``CachingAutotuner.run`` -> ``autotune_to_one_config`` -> ``bench``): every launch of every
+config runs on ``clone_args`` copies of the arguments named in ``mutated_arg_names``, and the
+generated kernel names each mutated tensor twice (``in_ptr`` and ``out_ptr``: the parameter, both
+code tensors, both scale vectors), each cloned separately (``clone_preserve_strides``); Triton's
+``do_bench`` (triton 3.1 ``testing.py``) also holds a 256e6-byte L2-flush buffer. That is
+``2 x (n x elem + 2 n + 2 x 4 n / 256) + 256e6`` bytes on top of the call's buffer, once per
+distinct parameter shape per process (the chosen config is reused; a warm Inductor autotune
+cache on disk skips it). torchtune logs every step's peak (``get_memory_stats`` resets it), so
+the first step's is among the logged figures. With ``optimizer_in_bwd`` a tied embedding steps
+last, at the end of the first backward, when every state already exists: for Llama-3.2-3B
+4 n + 8 n + n / 16 + 256e6 = 4.66 GiB on top of weights, states and its gradient. (A steady step
+has only the 4 n buffer.)
+
+A parameter torchao does not quantise gets a pointwise step; its generated code (1 x 3072)
+allocates no buffer (torch 2.13 CPU), and its tiny clones are not counted.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from oomkit.units import ceil_div
 __all__ = [
     "TORCHAO_BLOCK",
     "TORCHAO_SOURCE",
+    "torchao_autotune_bytes",
     "torchao_quantised",
     "torchao_state_bytes",
     "torchao_step_temporary_bytes",
@@ -66,10 +73,15 @@ _MIN_NUMEL = 4096  # _new_buffer: "follow bitsandbytes, only quantize tensors >=
 _QMAP_ENTRIES = 256  # create_dynamic_map(total_bits=8): 2**8 fp32 entries per state
 _STATES = 2  # exp_avg, exp_avg_sq (amsgrad=False)
 _FP32 = 4
+#: triton 3.1 ``testing.do_bench``: ``torch.empty(int(256e6 // 4), dtype=torch.int)``
+_DO_BENCH_FLUSH_BYTES = 256 * 10**6
+#: each mutated tensor is named twice in the generated kernel (in_ptr and out_ptr)
+_CLONES_PER_MUTATED = 2
 TORCHAO_SOURCE = (
     "torchao v0.6.1 prototype/low_bit_optim/adam.py _AdamBase._new_buffer (l.40-53), step "
     "(l.55-107), single_param_adam (l.115-154); subclass_8bit.py OptimState8bit (l.59-63, "
-    "copy_ l.100-104); Inductor output code (oomkit.estimate.training_torchao)"
+    "copy_ l.100-104); torch 2.5.1 Inductor CUDA output code and triton_heuristics autotuning "
+    "(oomkit.estimate.training_torchao)"
 )
 
 
@@ -87,7 +99,18 @@ def torchao_state_bytes(n: int, elem: int) -> int:
 
 
 def torchao_step_temporary_bytes(n: int) -> int:
-    """fp32 buffers Inductor allocates in the compiled step of one ``n``-element parameter."""
+    """The fp32 buffer Inductor's CUDA wrapper allocates in the compiled step of one
+    ``n``-element parameter (every step)."""
     if not torchao_quantised(n):
         return 0
-    return _STATES * _FP32 * (n + ceil_div(n, TORCHAO_BLOCK))
+    return _FP32 * n
+
+
+def torchao_autotune_bytes(n: int, elem: int) -> int:
+    """Extra bytes of the *first* compiled step of an ``n``-element parameter of ``elem`` bytes
+    per element: the autotuning clones of its mutated arguments and ``do_bench``'s flush buffer
+    (the largest of them alive at once; see the module docstring)."""
+    if not torchao_quantised(n):
+        return 0
+    mutated = n * elem + _STATES * n + _STATES * _FP32 * ceil_div(n, TORCHAO_BLOCK)
+    return _CLONES_PER_MUTATED * mutated + _DO_BENCH_FLUSH_BYTES

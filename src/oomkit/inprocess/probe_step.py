@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,8 @@ _BNB_MIN_PAGED = 100_000  # Optimizer8bit.get_state_buffer: paged when numel >= 
 _CHUNKS = 8  # torchtune TransformerDecoder num_output_chunks (CEWithChunkedOutputLoss)
 _MIN_OFFLOAD_BYTES = 1024  # torchtune OffloadActivations min_offload_size
 _MAX_FWD_STASH = 5  # torchtune OffloadActivations max_fwd_stash_size
+#: shapes torch.compile has compiled (and autotuned) per traced run, keyed by its tracker
+_COMPILED: weakref.WeakKeyDictionary[Any, set[tuple[Any, ...]]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,7 +203,9 @@ def make_optimizer(
     if name == "torchao_adamw8bit":
         from oomkit.inprocess.probe_torchao import FakeTorchaoAdamW8bit
 
-        return FakeTorchaoAdamW8bit(params)
+        # one process-wide compile cache per traced run (the tracker's lifetime)
+        compiled = _COMPILED.setdefault(tracker, set()) if tracker is not None else None
+        return FakeTorchaoAdamW8bit(params, compiled)
     if name == "adafactor":
         from transformers.optimization import Adafactor
 
