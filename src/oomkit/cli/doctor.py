@@ -225,8 +225,8 @@ def doctor(
     estimators; --runtime/--quant/--ctx/--gpu/--vram override what the log says.
 
     \b
-    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read or a name is unknown,
-                3 no OOM message was found.
+    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
+                or the message's numbers contradict each other, 3 no OOM message was found.
     """
     try:
         text = read_log(log)
@@ -253,6 +253,8 @@ def doctor(
         print_hint("Paste the full error (the line with 'out of memory' and the lines around it).")
     if not d.oom_found:
         sys.exit(EXIT_NEGATIVE)
+    if d.primary is not None and d.primary.inconsistent is not None:
+        sys.exit(EXIT_ERROR)  # refused: the message contradicts itself (bad input, not an answer)
 
 
 doctor_command = doctor

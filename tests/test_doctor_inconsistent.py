@@ -1,0 +1,114 @@
+"""Messages whose own numbers contradict each other are refused, not diagnosed.
+
+Each message below is a real wording with one number edited into an impossible value; the
+unedited twin (a real message of the same family) must still be diagnosed, so the check is on
+the contradiction and not on the wording.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from oomkit.diagnose.doctor import diagnose_text
+
+_NEW = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 23.65 GiB of which {free} is free. Of the allocated memory 20.10 GiB is "
+    "allocated by PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated."
+)
+_OLD = (
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total "
+    "capacity; 3.00 GiB already allocated; {free} free; 4.00 GiB reserved in total by PyTorch)"
+)
+_ASYNC = (
+    "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+    "Currently allocated     : 20.00 GiB\nRequested               : 2.00 GiB\n"
+    "Device limit            : 23.65 GiB\nFree (according to CUDA): {free}\n"
+    "PyTorch limit (set by user-supplied memory fraction): 17179869184.00 GiB"
+)
+_VULKAN = (
+    "ggml_vulkan: Device memory allocation of size {n} failed.\n"
+    "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory"
+)
+_BUFFER = "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size {n}"
+_TRITON = (
+    "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: {req}, "
+    "Hardware limit: 101376. Reducing block sizes or `num_stages` may help."
+)
+
+# (impossible message, what the refusal must name, the same message with a possible value)
+CASES = [
+    (_NEW.format(free="40.00 GiB"), "40.00 GiB free of a 23.65 GiB", _NEW.format(free="1.00 GiB")),
+    (_OLD.format(free="30.00 GiB"), "30.00 GiB free of a 23.65 GiB", _OLD.format(free="1.00 GiB")),
+    (
+        _ASYNC.format(free="99.00 GiB"),
+        "99.00 GiB free of a 23.65 GiB",
+        _ASYNC.format(free="1.00 GiB"),
+    ),
+    (_VULKAN.format(n=0), "allocation of 0 bytes", _VULKAN.format(n=1610612736)),
+    (_BUFFER.format(n=0), "allocation of 0 bytes", _BUFFER.format(n=292926534144)),
+    (_TRITON.format(req=1000), "required 1000 is within", _TRITON.format(req=212992)),
+]
+
+
+@pytest.mark.parametrize(("bad", "named", "good"), CASES)
+def test_contradiction_is_named_not_diagnosed(bad: str, named: str, good: str) -> None:
+    d = diagnose_text(bad)
+    assert d.oom_found
+    assert d.cause == "unknown"
+    assert d.confidence == 0.0
+    assert "inconsistent" in d.explanation
+    assert named in d.explanation
+    assert d.fixes == ()
+    ok = diagnose_text(good)
+    assert ok.primary is not None
+    assert ok.primary.inconsistent is None
+    assert "inconsistent" not in ok.explanation
+
+
+def test_rounding_of_two_units_is_not_a_contradiction() -> None:
+    # a nearly idle card: free printed in MiB, total in GiB, both rounded
+    text = _NEW.replace("23.65 GiB of which {free}", "1.00 GiB of which 1023.99 MiB").format()
+    d = diagnose_text(text)
+    assert d.primary is not None
+    assert d.primary.inconsistent is None
+
+
+def test_allocated_above_total_is_real_not_refused() -> None:
+    """Windows' sysmem fallback lets PyTorch hold more than the card (real corpus records such as
+    oom-torch-ipassr-9-windows-shared): that is diagnosed, not refused."""
+    text = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 10.73 GiB (GPU 0; 8.00 GiB total "
+        "capacity; 17.20 GiB already allocated; 0 bytes free; 19.15 GiB reserved in total by "
+        "PyTorch)"
+    )
+    d = diagnose_text(text)
+    assert d.primary is not None
+    assert d.primary.inconsistent is None
+    assert d.cause != "unknown"
+    assert d.fixes
+
+
+def _doctor(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "oomkit", "doctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_exits_1_and_json_names_the_contradiction() -> None:
+    res = _doctor("--json", _NEW.format(free="40.00 GiB"))
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["cause"] == "unknown"
+    assert doc["fixes"] == []
+    assert "free memory cannot exceed" in doc["events"][0]["inconsistent"]
+    assert _doctor(_NEW.format(free="1.00 GiB")).returncode == 0
