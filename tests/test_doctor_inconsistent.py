@@ -112,3 +112,39 @@ def test_cli_exits_1_and_json_names_the_contradiction() -> None:
     assert doc["fixes"] == []
     assert "free memory cannot exceed" in doc["events"][0]["inconsistent"]
     assert _doctor(_NEW.format(free="1.00 GiB")).returncode == 0
+
+
+# --- zero values are worded, not printed as "0 bytes already held" ------------------------------
+
+
+def test_nothing_cached_is_worded_as_nothing() -> None:
+    # the README's example (a real report): reserved == allocated
+    d = diagnose_text(
+        "RuntimeError: CUDA out of memory. Tried to allocate 86.00 MiB (GPU 0; 10.92 GiB total "
+        "capacity; 10.27 GiB already allocated; 37.06 MiB free; 10.27 GiB reserved in total by "
+        "PyTorch)"
+    )
+    assert "(nothing cached)" in d.explanation
+    assert "no cached-but-free memory" in d.explanation
+    assert "0 bytes" not in d.explanation
+
+
+def test_pytorch_holding_nothing_is_said_once() -> None:
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 23.65 GiB of which 0 bytes is free. Of the allocated memory 0 bytes "
+        "is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."
+    )
+    assert "PyTorch holds no memory on this device" in d.explanation
+    assert "0 bytes allocated" not in d.explanation
+    assert d.cause == "other_process_holding_memory"
+
+
+def test_framework_holding_nothing_is_not_said_to_fill_the_device() -> None:
+    d = diagnose_text(
+        "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,024 bytes "
+        "(allocated so far: 0 bytes)."
+    )
+    assert "holds nothing yet" in d.explanation
+    assert "already holds 0 bytes" not in d.explanation
+    assert "holds most of the device" not in d.explanation

@@ -289,6 +289,8 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
     tail += (
         "."
         if r is None
+        else "; PyTorch holds no cached-but-free memory to cover it either."
+        if r == 0
         else f"; cached-but-free memory ({_fb(r)}) cannot cover it either."
         if r < x
         else f"; the cached-but-free memory ({_fb(r)}) would cover it if it were one block, "
