@@ -122,7 +122,7 @@ def _annotation(param: click.Option) -> Any:
         base = StrictInt
     elif isinstance(param.type, click.types.FloatParamType):
         base = StrictFloat | StrictInt
-    elif param.type.name in ("SIZE", "N"):  # oomkit.cli.params: a number or text with a unit
+    elif param.type.name in ("SIZE", "N", "N|max"):  # oomkit.cli.params: a number or text
         base = StrictInt | Short
     else:  # text, choices (click checks them: a wrong one is a one-line 422)
         base = Short
