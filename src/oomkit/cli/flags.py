@@ -42,6 +42,8 @@ SETTING_FLAGS: dict[str, str] = {
     "gpu_memory_utilization": "--gpu-memory-utilization",
     "mem_fraction_static": "--mem-fraction-static",
     "block_size": "--block-size",
+    "cache_type_k": "-ctk/--kv-dtype",
+    "cache_type_v": "-ctv/--kv-dtype",
 }
 
 
