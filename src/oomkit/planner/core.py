@@ -388,7 +388,13 @@ def plan_spec(
             for ev in s.rejected()
         )
         if not found:
-            impossible.append(_impossible(s, s.rejected()))
+            missed = s.rejected()
+            refused = [ev for ev in missed if ev.reason and not ev.estimate.devices]
+            if len(runtimes) == 1 and refused and len(refused) == len(missed):
+                # the runtime refuses the settings themselves (a draft's -devd past the GPUs):
+                # that is the answer, not "nothing fits"
+                raise InvalidSettingError(refused[0].reason or "", setting="plan")
+            impossible.append(_impossible(s, missed))
         n_estimates += s.n_estimates
         notes.extend(n for n in s.precision_notes if n not in notes)
         host_note = (
