@@ -44,6 +44,7 @@ SETTING_FLAGS: dict[str, str] = {
     "block_size": "--block-size",
     "cache_type_k": "-ctk/--kv-dtype",
     "cache_type_v": "-ctv/--kv-dtype",
+    "min_tps": "--tps",
 }
 
 
