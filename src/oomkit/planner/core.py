@@ -22,6 +22,7 @@ from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.estimate.verdict import Platform, verdict
 from oomkit.planner.commands import emit_command
 from oomkit.planner.knobs import (
+    CHECKPOINT,
     LEVEL_EXPERTS_CPU,
     LEVEL_LAYERS_CPU,
     Candidate,
@@ -147,7 +148,10 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         asked = f" (asked {req.quant})" if req.quant else ""
         prequant = cand.quant in ("awq", "gptq")
         kind = f" (needs a pre-quantized {cand.quant.upper()} checkpoint)" if prequant else ""
-        out.append(f"weights {cand.quant}{asked}{kind}")
+        as_is = cand.quant == CHECKPOINT and searcher.spec.source == "gguf"
+        out.append(
+            "weights as in the .gguf file" if as_is else f"weights {cand.quant}{asked}{kind}"
+        )
     if cand.kv not in ("f16", "auto"):
         out.append(f"KV cache {cand.kv}")
     if cand.ctx < searcher.target_ctx:

@@ -323,6 +323,16 @@ def gpus_for(
     request = PlanRequest(
         runtime=runtime, ctx=ctx, quant=quant, no_offload=True, headroom_bytes=headroom_bytes
     )
+    if quant is not None:
+        # an unknown quant (or one named for a .gguf file) is the user's error, not "no GPU
+        # runs it": the per-GPU search below reads every refusal as a miss
+        from oomkit.planner.knobs import quant_ladder
+
+        quant_ladder(runtime, spec, quant, None)
+        if runtime not in ("llama.cpp", "ollama"):
+            from oomkit.quant.hf_formats import hf_format
+
+            hf_format(quant)
     out: list[GpuFit] = []
     for gpu in all_gpus():
         if runtime in ("vllm", "sglang") and gpu.vendor not in ("nvidia", "amd"):
