@@ -207,8 +207,9 @@ def choose_hardware(
             rows fit it equally and none is the default).
         HardwareError: ``auto`` and no GPU is visible.
     """
-    from oomkit.hardware.targets import hardware_for
+    from oomkit.hardware.targets import check_memory_sizes, hardware_for
 
+    check_memory_sizes(vram_bytes, host_ram_bytes)
     if gpu is None or not gpu.strip():
         return HardwareChoice(
             hardware=hardware_for(
