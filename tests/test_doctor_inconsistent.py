@@ -148,3 +148,33 @@ def test_framework_holding_nothing_is_not_said_to_fill_the_device() -> None:
     assert "holds nothing yet" in d.explanation
     assert "already holds 0 bytes" not in d.explanation
     assert "holds most of the device" not in d.explanation
+
+
+# --- what the user states with the log is checked like any other command's options ------------
+
+_LLAMA_LOG = "llama_model_load: error loading model: unable to allocate CUDA0 buffer"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (("--ctx", "0"), 2, "--ctx must be at least 1, got 0"),
+        (("--vram", "0GiB"), 2, "--vram 0: a GPU or host with no memory"),
+        (("-m", "llama-3.1-8b", "-q", "Q9"), 1, "Unknown llama.cpp file type 'Q9'"),
+        (("-r", "vllm", "-q", "Q4_K_M"), 1, "Unknown HF weight format 'Q4_K_M'"),
+        (("-q", "zz"), 1, "Unknown HF weight format 'zz'"),
+    ],
+)
+def test_doctor_refuses_impossible_user_facts(
+    args: tuple[str, ...], code: int, needle: str
+) -> None:
+    res = _doctor(_LLAMA_LOG, *args)
+    assert res.returncode == code, res.stderr
+    assert res.stdout == ""
+    assert res.stderr.startswith("Error: ")
+    assert needle in res.stderr
+
+
+@pytest.mark.parametrize("quant", ["Q4_K_M", "awq", "fp8", "UD-Q4_K_XL", "MXFP4_MOE"])
+def test_doctor_accepts_every_kind_of_quant_without_a_runtime(quant: str) -> None:
+    assert _doctor(_LLAMA_LOG, "-q", quant).returncode == 0

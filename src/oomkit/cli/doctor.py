@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import sys
 from typing import Any, BinaryIO, TextIO
 
@@ -27,7 +28,7 @@ from oomkit.cli.output import (
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
 from oomkit.diagnose.fixes import size_text
-from oomkit.errors import OomkitError
+from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
 
 __all__ = ["doctor_command", "read_log"]
@@ -185,7 +186,11 @@ def _user_facts(
 
         facts["model"] = load_model(model)
     if ctx is not None and ctx < 1:
-        raise ValueError(f"--ctx must be at least 1, got {ctx}")
+        raise InvalidSettingError(
+            f"--ctx must be at least 1, got {ctx}", setting="--ctx", value=ctx
+        )
+    if quant is not None:
+        _check_quant(quant, facts.get("runtime"))
     if quant is not None or ctx is not None:
         facts["settings"] = InferenceSettings(
             runtime=facts.get("runtime", "llama.cpp"), quant=quant, ctx=ctx
@@ -196,6 +201,33 @@ def _user_facts(
 
         facts["hardware"] = hardware_for(parse_gpu_list(gpu) if gpu else (), vram_bytes=vram)
     return facts
+
+
+def _check_quant(quant: str, runtime: str | None) -> None:
+    """``--quant`` must name a GGUF type (llama.cpp/Ollama) or a checkpoint format (the others);
+    with no ``--runtime``, either. An unknown name is refused here, not dropped later by a fix
+    provider as a warning.
+
+    Raises:
+        UnknownNameError: the quant is none of those (the message lists the valid names).
+    """
+    from oomkit.quant.hf_formats import hf_format
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    if runtime in ("llama.cpp", "ollama"):
+        llamacpp_ftype(quant)
+    elif runtime is not None:
+        hf_format(quant)
+    else:  # no runtime named: either kind; an unknown name is refused as the kind it looks like
+        try:
+            llamacpp_ftype(quant)
+        except OomkitError as gguf_error:
+            try:
+                hf_format(quant)
+            except OomkitError:
+                if re.match(r"(?i)(?:I?Q\d|TQ\d|UD-)", quant.strip()):
+                    raise gguf_error from None
+                raise
 
 
 @click.command("doctor")
