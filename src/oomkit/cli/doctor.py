@@ -31,7 +31,7 @@ from oomkit.diagnose.fixes import size_text
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["doctor_command", "read_log"]
+__all__ = ["check_user_quant", "doctor_command", "read_log"]
 
 
 class _ReadError(Exception):
@@ -190,7 +190,7 @@ def _user_facts(
             f"--ctx must be at least 1, got {ctx}", setting="--ctx", value=ctx
         )
     if quant is not None:
-        _check_quant(quant, facts.get("runtime"))
+        check_user_quant(quant, facts.get("runtime"))
     if quant is not None or ctx is not None:
         facts["settings"] = InferenceSettings(
             runtime=facts.get("runtime", "llama.cpp"), quant=quant, ctx=ctx
@@ -203,7 +203,7 @@ def _user_facts(
     return facts
 
 
-def _check_quant(quant: str, runtime: str | None) -> None:
+def check_user_quant(quant: str, runtime: str | None) -> None:
     """``--quant`` must name a GGUF type (llama.cpp/Ollama) or a checkpoint format (the others);
     with no ``--runtime``, either. An unknown name is refused here, not dropped later by a fix
     provider as a warning.

@@ -109,6 +109,9 @@ class DoctorBody(_Body):
     quant: Short | None = None
     ctx: Count | None = None
     gpu: Short | None = None
+    vram: Size | None = Field(
+        default=None, description="Memory per GPU: bytes, or '24GiB' (as --vram)"
+    )
 
 
 def _annotation(param: click.Option) -> Any:
