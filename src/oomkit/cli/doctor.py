@@ -199,7 +199,9 @@ def _user_facts(
         from oomkit.cli.params import parse_gpu_list
         from oomkit.hardware.targets import hardware_for
 
-        facts["hardware"] = hardware_for(parse_gpu_list(gpu) if gpu else (), vram_bytes=vram)
+        facts["hardware"] = hardware_for(
+            parse_gpu_list(gpu) if gpu is not None else (), vram_bytes=vram
+        )
     return facts
 
 

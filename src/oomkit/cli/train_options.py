@@ -285,7 +285,7 @@ def run_training(
     from oomkit.hardware.targets import hardware_for
 
     settings = training.to_settings(tp=tp, overhead_bytes=overhead)
-    gpus = parse_gpu_list(gpu) if gpu else ()
+    gpus = parse_gpu_list(gpu) if gpu is not None else ()
     if len(gpus) > 1:
         # `--gpu 8xh100` names the GPUs of one node: they are the data-parallel world
         if training.gpus not in (1, len(gpus)):
