@@ -40,8 +40,35 @@ _TRITON = (
     "Hardware limit: 101376. Reducing block sizes or `num_stages` may help."
 )
 
+_V0_KV = (
+    "ValueError: The model's max seq len ({mml}) is larger than the maximum number of tokens "
+    "that can be stored in KV cache (5000). Try increasing `gpu_memory_utilization` or "
+    "decreasing `max_model_len` when initializing the engine."
+)
+_V1_KV = (
+    "ValueError: To serve at least one request with the models's max seq len (131072), "
+    "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+    "({avail} GiB). Based on the available memory, the estimated maximum model length is {est}."
+)
+_OLLAMA = "Error: model requires more system memory ({req} GiB) than is available (9.9 GiB)"
+_OLLAMA_LARGE = (
+    'Error: model request too large for system" requested="{req} GiB" available="9.0 GiB"'
+)
+
 # (impossible message, what the refusal must name, the same message with a possible value)
 CASES = [
+    (_V0_KV.format(mml=1000), "max seq len 1000 is not larger", _V0_KV.format(mml=32768)),
+    (
+        _V1_KV.format(avail="20.00", est=163840),
+        "16.00 GiB of KV cache needed is less than the 20.00 GiB",
+        _V1_KV.format(avail="10.00", est=81920),
+    ),
+    (_OLLAMA.format(req="5.0"), "5.0 GiB required is less", _OLLAMA.format(req="15.0")),
+    (
+        _OLLAMA_LARGE.format(req="5.0"),
+        "5.0 GiB required is less",
+        _OLLAMA_LARGE.format(req="12.0"),
+    ),
     (_NEW.format(free="40.00 GiB"), "40.00 GiB free of a 23.65 GiB", _NEW.format(free="1.00 GiB")),
     (_OLD.format(free="30.00 GiB"), "30.00 GiB free of a 23.65 GiB", _OLD.format(free="1.00 GiB")),
     (
