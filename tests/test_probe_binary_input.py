@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("torch", reason="oomkit probe is the [torch] extra")
+
 GGUF = Path(__file__).parent / "fixtures" / "gguf" / "tiny-llama-mixed.gguf"
 
 
