@@ -205,3 +205,23 @@ def test_doctor_refuses_impossible_user_facts(
 @pytest.mark.parametrize("quant", ["Q4_K_M", "awq", "fp8", "UD-Q4_K_XL", "MXFP4_MOE"])
 def test_doctor_accepts_every_kind_of_quant_without_a_runtime(quant: str) -> None:
     assert _doctor(_LLAMA_LOG, "-q", quant).returncode == 0
+
+
+def test_a_message_cut_before_what_holds_the_device_does_not_say_zero_is_held() -> None:
+    """Real paste (tc-trl-2776): cut after "Including non-PyTorch memory,"."""
+    d = diagnose_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 130.00 MiB. GPU 0 has a "
+        "total capacity of 94.99 GiB of which 87.19 MiB is free. Including non-PyTorch memory,"
+    )
+    assert "0 bytes is already held" not in d.explanation
+    assert "94.90 GiB of the card is in use (the message is cut" in d.explanation
+
+
+def test_free_above_the_request_is_not_short_by_zero() -> None:
+    """Real report (tc-pytorch-59778): 3.03 GiB free and a 2.26 GiB request failed."""
+    d = diagnose_text(
+        "CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; "
+        "781.59 MiB already allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch)"
+    )
+    assert "short by 0 bytes" not in d.explanation
+    assert "3.03 GiB is free, not less than the 2.26 GiB request, yet it failed" in d.explanation
