@@ -133,6 +133,13 @@ def estimate_model(
     ignored = ignored_settings(settings, runtime)
     if ignored:
         notes = (*notes, f"ignored by {runtime}: {', '.join(ignored)}")
+    if spec.source == "gguf" and settings.quant and runtime in ("llama.cpp", "ollama"):
+        # a named quant cannot change a file's tensors: say so rather than echo it silently
+        notes = (
+            *notes,
+            f"quant {settings.quant} ignored: a .gguf file runs with the tensor types its "
+            "header holds",
+        )
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently

@@ -85,16 +85,10 @@ def weight_tensors(
     for ``quant`` is predicted over the tensors derived from the config. A header read as a
     :class:`TensorTable` gives a :class:`WeightRows` (columns); otherwise a tuple.
     """
-    # a named quant cannot change a file's tensors: say so rather than echo it silently
-    ignored = (
-        (f"quant {quant} ignored: a .gguf file runs with the tensor types its header holds",)
-        if quant
-        else ()
-    )
     if isinstance(spec.tensors, TensorTable) and len(spec.tensors):
         header = _header_rows(spec.tensors)
         if header is not None:
-            return header, "gguf header (exact tensor types and bytes)", ignored
+            return header, "gguf header (exact tensor types and bytes)", ()
     elif spec.tensors and all(t.dtype is not None and t.n_bytes is not None for t in spec.tensors):
         upper: dict[str | None, str] = {}  # a handful of distinct types, ~10 tensors a layer
         rows = tuple(
@@ -105,7 +99,7 @@ def weight_tensors(
             )
             for t in spec.tensors
         )
-        return rows, "gguf header (exact tensor types and bytes)", ignored
+        return rows, "gguf header (exact tensor types and bytes)", ()
     return _predicted_weights(spec, quant)
 
 
