@@ -408,6 +408,15 @@ def plan_spec(
         offloads = any(ev.cand.level and ev.estimate.host.total_bytes for ev in found[:max_plans])
         if offloads and host_note not in notes:
             notes.append(host_note)
+        if offloads and hardware.host_ram_bytes is None:
+            # with no --ram the offload plans are not checked against the host at all
+            most = max(ev.estimate.host.total_bytes for ev in found[:max_plans])
+            ram_note = (
+                f"--ram not given: the plans that offload assume the host has up to "
+                f"{format_bytes(most)} of RAM for them; pass --ram SIZE to plan within yours"
+            )
+            if ram_note not in notes:
+                notes.append(ram_note)
         if info is None:
             any_ev = next(iter(s._memo.values()), None)
             if any_ev is not None:
