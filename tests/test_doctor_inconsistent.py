@@ -225,3 +225,15 @@ def test_free_above_the_request_is_not_short_by_zero() -> None:
     )
     assert "short by 0 bytes" not in d.explanation
     assert "3.03 GiB is free, not less than the 2.26 GiB request, yet it failed" in d.explanation
+
+
+def test_an_over_full_device_is_over_not_negative_left() -> None:
+    """A sized fix that still does not fit said "(-2.69 GiB left on cuda:0; still short ...)"."""
+    from pathlib import Path
+
+    log = Path(__file__).parent / "fixtures" / "oom_logs" / "constructed-llamacpp-kv-fail.txt"
+    res = _doctor(str(log), "-m", "llama-3.1-8b", "--gpu", "rtx-4060-ti-8gb")
+    assert res.returncode == 0, res.stderr
+    assert "GiB left on cuda:0" in res.stdout or "MiB left on cuda:0" in res.stdout
+    assert " over on cuda:0; still short on cuda:0" in res.stdout
+    assert "(-" not in res.stdout
