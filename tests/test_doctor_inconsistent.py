@@ -237,3 +237,14 @@ def test_an_over_full_device_is_over_not_negative_left() -> None:
     assert "GiB left on cuda:0" in res.stdout or "MiB left on cuda:0" in res.stdout
     assert " over on cuda:0; still short on cuda:0" in res.stdout
     assert "(-" not in res.stdout
+
+
+def test_vllm_budget_overrun_is_said_as_over_not_negative_kv() -> None:
+    """Real log (vllm#13882): vLLM itself prints "KV Cache is -1.05GiB"; the doctor said
+    "leaving -1.05 GiB for the KV cache"."""
+    from pathlib import Path
+
+    log = Path(__file__).parent / "fixtures" / "oom_logs"
+    d = diagnose_text((log / "measured-vllm-13882-qwen25-7b-rtx4060-8gb.txt").read_text())
+    assert "leaving -" not in d.explanation
+    assert "1.05 GiB over the budget before any KV cache" in d.explanation
