@@ -82,3 +82,12 @@ def test_gpus_for_refuses_a_bad_quant_instead_of_no_gpu(
     assert res.returncode == code, res.stderr
     assert needle in _one_error(res)
     assert "0 GPU model(s)" not in res.stdout
+
+
+def test_estimate_of_a_gguf_that_does_not_fit_keeps_its_answer_with_a_quant() -> None:
+    """The suggestions step planned with the ignored --quant and died with a usage error
+    after printing the estimate (exit 2)."""
+    res = _oomkit("estimate", GGUF, "--vram", "100MiB", "--quant", "Q4_K_M")
+    assert res.returncode == 3, res.stderr
+    assert "Error" not in res.stderr
+    assert "quant Q4_K_M ignored" in res.stdout

@@ -483,11 +483,18 @@ def suggest_changes(
     """
     if not any(d.backend != "cpu" and d.capacity_bytes for d in hardware.devices):
         return ()
+    quant = settings.quant
+    if quant is not None:
+        from oomkit.api import load_model
+
+        spec = load_model(model, offline=offline) if isinstance(model, str) else model
+        if spec.source == "gguf":  # a .gguf file's types are fixed: its --quant was ignored
+            quant = None
     request = PlanRequest(
         runtime=normalize_runtime(settings.runtime),
         ctx=settings.ctx,
         parallel=settings.parallel,
-        quant=settings.quant,
+        quant=quant,
     )
     base = dataclasses.replace(
         settings,
