@@ -45,6 +45,12 @@ SETTING_FLAGS: dict[str, str] = {
     "cache_type_k": "-ctk/--kv-dtype",
     "cache_type_v": "-ctv/--kv-dtype",
     "min_tps": "--tps",
+    # TrainingSettings fields named in its own errors ("Invalid mixed_precision 'no' ...")
+    "mixed_precision": "--mixed-precision",
+    "sp": "--sp",
+    "offload_optimizer": "--offload-optimizer",
+    "offload_params": "--offload-params",
+    "optimizer_in_backward": "--optimizer-in-backward",
 }
 
 

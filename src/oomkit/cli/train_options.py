@@ -252,6 +252,10 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
             if why is not None:
                 raise click.UsageError(f"{flag} cannot be used with --train: {why}")
             raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
+        lora = [n for n in ("train_lora_rank", "train_lora_targets") if given(n)]
+        if lora and training.method == "full":  # full fine-tuning has no adapters to size
+            flag = "--" + lora[0][len("train_") :].replace("_", "-")
+            raise click.UsageError(f"{flag} sizes LoRA adapters: use --train lora or qlora")
         return
     train_given = [
         p.name
