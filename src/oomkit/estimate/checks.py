@@ -68,6 +68,11 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "flash_attn",
             "kv_unified",
             "overhead_bytes",
+            # OLLAMA_KV_CACHE_TYPE (one type for K and V), num_gpu, use_mmap
+            "cache_type_k",
+            "cache_type_v",
+            "n_gpu_layers",
+            "mmap",
         }
     ),
     "vllm": frozenset(
