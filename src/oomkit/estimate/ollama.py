@@ -103,7 +103,7 @@ def ollama_settings(
     batch = settings.batch_size or OLLAMA_DEFAULT_NUM_BATCH
     kv = _kv_cache_type(settings)
     mapped = dataclasses.replace(
-        _ollama_options_only(settings),
+        settings,
         cache_type_k=kv,
         cache_type_v=kv,
         runtime="ollama",
@@ -150,23 +150,6 @@ def _kv_cache_type(settings: InferenceSettings) -> str | None:
             value=kv,
         )
     return kv
-
-
-def _ollama_options_only(settings: InferenceSettings) -> InferenceSettings:
-    """``settings`` without the llama.cpp options Ollama has no way to set (``-ts``, ``-sm``,
-    ``--n-cpu-moe``, ``-ot``, ``--swa-full``, a draft model): the CLI reports them as ignored
-    (:data:`oomkit.estimate.checks.RUNTIME_SETTINGS`), so they must not shape the estimate."""
-    from oomkit.estimate.checks import RUNTIME_SETTINGS
-
-    keep = RUNTIME_SETTINGS["ollama"] | {"runtime", "runtime_version"}
-    reset = {
-        f.name: f.default
-        for f in dataclasses.fields(settings)
-        if f.name not in keep
-        and f.default is not dataclasses.MISSING
-        and getattr(settings, f.name) != f.default
-    }
-    return dataclasses.replace(settings, **reset) if reset else settings
 
 
 def _generation(settings: InferenceSettings) -> Generation | None:
