@@ -132,6 +132,8 @@ def _doctor(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_exits_1_and_json_names_the_contradiction() -> None:
     res = _doctor("--json", _NEW.format(free="40.00 GiB"))
+    assert res.stderr.startswith("Error: the message's numbers are inconsistent: 40.00 GiB free")
+    assert len(res.stderr.strip().splitlines()) == 1
     assert res.returncode == 1
     assert "Traceback" not in res.stderr
     doc = json.loads(res.stdout)

@@ -288,7 +288,9 @@ def doctor(
     if not d.oom_found:
         sys.exit(EXIT_NEGATIVE)
     if d.primary is not None and d.primary.inconsistent is not None:
-        sys.exit(EXIT_ERROR)  # refused: the message contradicts itself (bad input, not an answer)
+        # refused: the message contradicts itself (bad input, not an answer)
+        print_error(f"the message's numbers are inconsistent: {d.primary.inconsistent}")
+        sys.exit(EXIT_ERROR)
 
 
 doctor_command = doctor
