@@ -435,9 +435,12 @@ def test_cli_bad_names_exit_1(runner: CliRunner) -> None:
 def test_cli_bad_quant_is_reported_not_hidden(runner: CliRunner) -> None:
     log = str(LOGS / "constructed-llamacpp-kv-fail.txt")
     res = runner.invoke(doctor_command, ["--quant", "Q4KM", log], env=ENV)
-    assert res.exit_code == 0  # the diagnosis stands
-    assert "Warning: fix provider" in res.stderr
-    assert "Q4_K_M" in res.stderr
+    # refused up front like `estimate --quant Q4KM` (it was a warning under a diagnosis whose
+    # fixes then ignored the user's quant), with the suggestion
+    assert res.exit_code == 1
+    assert res.stderr.startswith("Error: Unknown llama.cpp file type 'Q4KM'")
+    assert "Did you mean 'Q4_K_M'" in res.stderr
+    assert res.stdout == ""
 
 
 def test_kv_stage_failure_is_not_compared_with_the_weights() -> None:

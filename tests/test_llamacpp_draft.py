@@ -145,7 +145,7 @@ def test_device_draft_puts_the_draft_on_that_gpu_only() -> None:
     assert not any(c.label.startswith("draft") for c in est.devices[0].components)
     assert _comp(est, "cuda:1", "draft KV cache") == F16_CELL * 8192
     assert _comp(est, "cuda:1", "draft model weights") > 0
-    with pytest.raises(InvalidSettingError, match="draft_devices 2: the target has 2 GPU"):
+    with pytest.raises(InvalidSettingError, match="-devd 2: the target has 2 GPU"):
         _est(hw, draft_model=DRAFT, draft_devices=(2,))
 
 
@@ -239,7 +239,7 @@ def test_cli_json_adds_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
         (("-md", DRAFT, "-devd", "x"), "--device-draft must be"),
         (("-md", DRAFT, "-ngld", "-5"), "--draft-ngl"),
         (("-md", DRAFT, "-cd", "max"), "--draft-ctx takes a token count"),
-        (("-md", DRAFT, "-devd", "1", "--gpu", "rtx-4090"), "draft_devices 1"),
+        (("-md", DRAFT, "-devd", "1", "--gpu", "rtx-4090"), "-devd 1"),
     ],
 )
 def test_cli_usage_errors(

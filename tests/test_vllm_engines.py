@@ -62,10 +62,14 @@ def test_v0_profile_batch_switches_to_chunked_prefill_above_32k() -> None:
 
 
 def test_v1_profile_rows_are_capped_by_tokens() -> None:
-    s = InferenceSettings(runtime="vllm", max_num_seqs=512, max_num_batched_tokens=128)
+    # (vLLM refuses fewer batched tokens than sequences, so the rows move with both)
+    s = InferenceSettings(runtime="vllm", max_num_seqs=128, max_num_batched_tokens=128)
     few = plan_vllm(LLAMA8, s, H100_SXM, engine="v1-2025")
     more = plan_vllm(
-        LLAMA8, dataclasses.replace(s, max_num_batched_tokens=512), H100_SXM, engine="v1-2025"
+        LLAMA8,
+        dataclasses.replace(s, max_num_seqs=512, max_num_batched_tokens=512),
+        H100_SXM,
+        engine="v1-2025",
     )
     # 128 rows vs 512 rows of the sampler
     assert more.sampler_bytes > 3.9 * few.sampler_bytes

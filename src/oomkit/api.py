@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from typing import Any
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
@@ -133,6 +134,17 @@ def estimate_model(
     ignored = ignored_settings(settings, runtime)
     if ignored:
         notes = (*notes, f"ignored by {runtime}: {', '.join(ignored)}")
+        # said ignored, so really ignored: Ollama's estimator runs llama.cpp's, which would
+        # otherwise read -ts/-sm/--n-cpu-moe that Ollama has no way to set
+        defaults: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(settings)}
+        settings = dataclasses.replace(settings, **{name: defaults[name] for name in ignored})
+    if spec.source == "gguf" and settings.quant and runtime in ("llama.cpp", "ollama"):
+        # a named quant cannot change a file's tensors: say so rather than echo it silently
+        notes = (
+            *notes,
+            f"quant {settings.quant} ignored: a .gguf file runs with the tensor types its "
+            "header holds",
+        )
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently

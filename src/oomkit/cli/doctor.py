@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import sys
 from typing import Any, BinaryIO, TextIO
 
@@ -27,10 +28,10 @@ from oomkit.cli.output import (
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
 from oomkit.diagnose.fixes import size_text
-from oomkit.errors import OomkitError
+from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["doctor_command", "read_log"]
+__all__ = ["check_user_quant", "doctor_command", "read_log"]
 
 
 class _ReadError(Exception):
@@ -185,7 +186,11 @@ def _user_facts(
 
         facts["model"] = load_model(model)
     if ctx is not None and ctx < 1:
-        raise ValueError(f"--ctx must be at least 1, got {ctx}")
+        raise InvalidSettingError(
+            f"--ctx must be at least 1, got {ctx}", setting="--ctx", value=ctx
+        )
+    if quant is not None:
+        check_user_quant(quant, facts.get("runtime"))
     if quant is not None or ctx is not None:
         facts["settings"] = InferenceSettings(
             runtime=facts.get("runtime", "llama.cpp"), quant=quant, ctx=ctx
@@ -194,8 +199,37 @@ def _user_facts(
         from oomkit.cli.params import parse_gpu_list
         from oomkit.hardware.targets import hardware_for
 
-        facts["hardware"] = hardware_for(parse_gpu_list(gpu) if gpu else (), vram_bytes=vram)
+        facts["hardware"] = hardware_for(
+            parse_gpu_list(gpu) if gpu is not None else (), vram_bytes=vram
+        )
     return facts
+
+
+def check_user_quant(quant: str, runtime: str | None) -> None:
+    """``--quant`` must name a GGUF type (llama.cpp/Ollama) or a checkpoint format (the others);
+    with no ``--runtime``, either. An unknown name is refused here, not dropped later by a fix
+    provider as a warning.
+
+    Raises:
+        UnknownNameError: the quant is none of those (the message lists the valid names).
+    """
+    from oomkit.quant.hf_formats import hf_format
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    if runtime in ("llama.cpp", "ollama"):
+        llamacpp_ftype(quant)
+    elif runtime is not None:
+        hf_format(quant)
+    else:  # no runtime named: either kind; an unknown name is refused as the kind it looks like
+        try:
+            llamacpp_ftype(quant)
+        except OomkitError as gguf_error:
+            try:
+                hf_format(quant)
+            except OomkitError:
+                if re.match(r"(?i)(?:I?Q\d|TQ\d|UD-)", quant.strip()):
+                    raise gguf_error from None
+                raise
 
 
 @click.command("doctor")
@@ -225,8 +259,8 @@ def doctor(
     estimators; --runtime/--quant/--ctx/--gpu/--vram override what the log says.
 
     \b
-    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read or a name is unknown,
-                3 no OOM message was found.
+    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
+                or the message's numbers contradict each other, 3 no OOM message was found.
     """
     try:
         text = read_log(log)
@@ -253,6 +287,10 @@ def doctor(
         print_hint("Paste the full error (the line with 'out of memory' and the lines around it).")
     if not d.oom_found:
         sys.exit(EXIT_NEGATIVE)
+    if d.primary is not None and d.primary.inconsistent is not None:
+        # refused: the message contradicts itself (bad input, not an answer)
+        print_error(f"the message's numbers are inconsistent: {d.primary.inconsistent}")
+        sys.exit(EXIT_ERROR)
 
 
 doctor_command = doctor

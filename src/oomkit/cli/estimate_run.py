@@ -134,6 +134,15 @@ def run_estimate(
             setting="--gpu-memory-utilization",
         )
     canonical = normalize_runtime(runtime)
+    if emit is not None and emit != "same":
+        if emit.strip().lower() in ("deepspeed", "fsdp", "torchrun", "accelerate"):
+            raise InvalidSettingError(
+                f"--emit {emit} is a training launcher: add --train full|lora|qlora, or emit a "
+                "runtime (llama.cpp, ollama, vllm, sglang, transformers)",
+                setting="--emit",
+                value=emit,
+            )
+        normalize_runtime(emit)  # a misspelt --emit target is refused before any estimate
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
     if cpu_only and canonical == "llama.cpp" and n_gpu_layers is None:
         n_gpu_layers = 0

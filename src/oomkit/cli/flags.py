@@ -42,6 +42,15 @@ SETTING_FLAGS: dict[str, str] = {
     "gpu_memory_utilization": "--gpu-memory-utilization",
     "mem_fraction_static": "--mem-fraction-static",
     "block_size": "--block-size",
+    "cache_type_k": "-ctk/--kv-dtype",
+    "cache_type_v": "-ctv/--kv-dtype",
+    "min_tps": "--tps",
+    # TrainingSettings fields named in its own errors ("Invalid mixed_precision 'no' ...")
+    "mixed_precision": "--mixed-precision",
+    "sp": "--sp",
+    "offload_optimizer": "--offload-optimizer",
+    "offload_params": "--offload-params",
+    "optimizer_in_backward": "--optimizer-in-backward",
 }
 
 
@@ -66,7 +75,7 @@ def with_flag_names(err: InvalidSettingError, flags: Mapping[str, str]) -> Inval
     # a whole word: not part of a longer name, a path or a pair such as "zero/fsdp"
     pattern = re.compile(rf"(?<![\w/.-])'?{re.escape(err.setting)}'?(?![\w/-])")
     message, n = pattern.subn(lambda _: flag, str(err))
-    if n == 0:
+    if n == 0 and flag not in message:  # ("--tp 3 x --pp 1 needs ..." names it already)
         message = f"{flag}: {message}"
     # other settings the message quotes ("'min_ctx' (9) is larger than 'ctx' (2)")
     message = re.sub(r"'([a-z_]+)'", lambda m: flags.get(m.group(1), m.group(0)), message)

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from oomkit.errors import HardwareError
+from oomkit.errors import HardwareError, InvalidSettingError
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.units import format_bytes
 
@@ -207,9 +207,18 @@ def choose_hardware(
             rows fit it equally and none is the default).
         HardwareError: ``auto`` and no GPU is visible.
     """
-    from oomkit.hardware.targets import hardware_for
+    from oomkit.hardware.targets import check_memory_sizes, hardware_for
 
-    if gpu is None or not gpu.strip():
+    check_memory_sizes(vram_bytes, host_ram_bytes)
+    if gpu is not None and not gpu.strip():
+        # `--gpu "$GPU"` with the variable unset: not "no GPU named" (capacity unknown)
+        raise InvalidSettingError(
+            f"no GPU named in '{gpu}': name one (rtx-4090, 2x3090, auto, cpu) or leave the "
+            "option out",
+            setting="--gpu",
+            value=gpu,
+        )
+    if gpu is None:
         return HardwareChoice(
             hardware=hardware_for(
                 (), vram_bytes=vram_bytes, host_ram_bytes=host_ram_bytes, n_devices=n_devices

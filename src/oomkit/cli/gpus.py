@@ -230,6 +230,9 @@ def gpus_command(
     if for_model is not None:
         _gpus_for(for_model, ctx=ctx, runtime=runtime, quant=quant, tps=tps, as_json=as_json)
         return
+    from oomkit.cli.models import reject_without
+
+    reject_without(click.get_current_context(), ("ctx", "runtime", "quant", "tps"), "--for MODEL")
     if catalog or query:
         _catalog(query, as_json)
         return

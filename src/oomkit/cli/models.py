@@ -13,7 +13,7 @@ from oomkit.serialize import SCHEMA_VERSION
 if TYPE_CHECKING:
     from oomkit.catalog.models import CatalogEntry
 
-__all__ = ["models_command"]
+__all__ = ["models_command", "reject_without"]
 
 
 def _computed_params(m: CatalogEntry) -> int | None:
@@ -26,6 +26,16 @@ def _computed_params(m: CatalogEntry) -> int | None:
         return sum(t.n_params for t in model_tensors(spec)) + spec.multimodal_params
     except OomkitError:
         return None
+
+
+def reject_without(ctx: click.Context, names: tuple[str, ...], needs: str) -> None:
+    """A usage error for an option that only means something with ``needs`` (it was ignored)."""
+    from click.core import ParameterSource
+
+    for name in names:
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None):
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{flag} is used with {needs}: add {needs}, or drop {flag}")
 
 
 @click.command("models")
@@ -62,6 +72,7 @@ def models_command(
 
     if fits_gpu is not None:
         return _fits(fits_gpu, search or query, vram, ctx, runtime, sort, as_json)
+    reject_without(click.get_current_context(), ("vram", "ctx", "runtime", "sort"), "--fits GPU")
 
     hits = search_models(search or query)
     if as_json:

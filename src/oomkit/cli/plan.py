@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from oomkit.cli.draft_options import draft_options
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
 from oomkit.cli.train_options import (
@@ -65,6 +68,7 @@ __all__ = ["plan_command", "render_plan"]
 )
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
+@draft_options
 @training_options
 def plan_command(
     model: str,
@@ -85,6 +89,7 @@ def plan_command(
     offline: bool,
     as_json: bool,
     training: TrainOptions,
+    **drafts: Any,
 ) -> int:
     """Find the best configuration of MODEL that fits your GPU(s), and the command to run it.
 
@@ -96,6 +101,10 @@ def plan_command(
     from oomkit.planner.request import PlanRequest
 
     reject_inference_options(click.get_current_context(), training)
+    if training.method is not None and drafts.get("draft_model") is not None:
+        raise click.UsageError(
+            "--draft-model is an inference option; it cannot be used with --train"
+        )
     if training.method is not None:
         hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
         return _plan_training(model, training, hardware, offline=offline, as_json=as_json)
@@ -112,15 +121,22 @@ def plan_command(
         prefer=prefer,
     )
     hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
+    from oomkit.estimate.registry import normalize_runtime
+
     if backend is not None:
         from oomkit.cli.gpu_choice import with_backend
-        from oomkit.estimate.registry import normalize_runtime
 
         rt = runtime if runtime.strip().lower() == "any" else normalize_runtime(runtime)
         hardware = with_backend(hardware, backend, rt, named=bool(gpus))
+    from oomkit.cli.draft_options import draft_settings
     from oomkit.spec.settings import InferenceSettings
 
-    base = InferenceSettings(runtime_version=runtime_version) if runtime_version else None
+    draft = draft_settings(runtime if runtime == "any" else normalize_runtime(runtime), {**drafts})
+    base = (
+        InferenceSettings(runtime_version=runtime_version, **draft)
+        if runtime_version or draft
+        else None
+    )
     result = plan(model, hardware, request, base=base, offline=True if offline else None)
     if as_json:
         print_json(result.to_dict())

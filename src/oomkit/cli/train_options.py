@@ -279,6 +279,10 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
             if why is not None:
                 raise click.UsageError(f"{flag} cannot be used with --train: {why}")
             raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
+        lora = [n for n in ("train_lora_rank", "train_lora_targets") if given(n)]
+        if lora and training.method == "full":  # full fine-tuning has no adapters to size
+            flag = "--" + lora[0][len("train_") :].replace("_", "-")
+            raise click.UsageError(f"{flag} sizes LoRA adapters: use --train lora or qlora")
         return
     train_given = [
         p.name
@@ -312,7 +316,7 @@ def run_training(
     from oomkit.hardware.targets import hardware_for
 
     settings = training.to_settings(tp=tp, overhead_bytes=overhead)
-    gpus = parse_gpu_list(gpu) if gpu else ()
+    gpus = parse_gpu_list(gpu) if gpu is not None else ()
     if len(gpus) > 1:
         # `--gpu 8xh100` names the GPUs of one node: they are the data-parallel world
         if training.gpus not in (1, len(gpus)):

@@ -68,7 +68,28 @@ def diagnose_text(
     provider = with_training_fixes(text, provider, model=model, hardware=hardware, runtime=runtime)
     result = diagnose(parsed.events, parsed.context, fix_providers=(provider, *fix_providers))
     result = _note_training(result, text)
-    return _note_generation(result, settings, runtime)
+    return _refuse_inconsistent(_note_generation(result, settings, runtime))
+
+
+def _refuse_inconsistent(result: Diagnosis) -> Diagnosis:
+    """No cause for a message whose own numbers contradict each other (``OomEvent.inconsistent``:
+    free above the total, a 0-byte allocation that failed, a Triton requirement within its
+    limit): no runtime prints such a message, so any diagnosis of it would be invented."""
+    e = result.primary
+    if e is None or e.inconsistent is None:
+        return result
+    import dataclasses
+
+    return dataclasses.replace(
+        result,
+        cause="unknown",
+        confidence=0.0,
+        explanation=f"The message's numbers are inconsistent: {e.inconsistent}. No runtime "
+        "prints that, so the message was edited or corrupted and no cause is diagnosed from it. "
+        "Paste the original message as the program printed it.",
+        fixes=(),
+        open_question=False,
+    )
 
 
 def _note_training(result: Diagnosis, text: str) -> Diagnosis:

@@ -92,6 +92,9 @@ class OomEvent:
     #: sizes the message states that no allocator can print ("-1.00 GiB" requested, "0 bytes"
     #: total capacity): read as unknown, named here so the diagnosis can say so
     ignored_sizes: str | None = None
+    #: stated numbers that contradict each other ("40.00 GiB free of a 23.65 GiB total
+    #: capacity"): no runtime prints them, so the doctor names them instead of diagnosing
+    inconsistent: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON dict: contract keys first (``None`` when not stated), then non-empty extras."""

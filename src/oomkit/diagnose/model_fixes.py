@@ -212,7 +212,13 @@ def make_fix(
     ok = fits(case, cand)
     if ok is not None:
         d = cand.devices[case.device]
-        why += f" ({_fb((d.capacity_bytes or 0) - d.total_bytes)} left on {d.device}"
+        left = (d.capacity_bytes or 0) - d.total_bytes
+        # (an over-full device is "N short", never "-N left")
+        why += (
+            f" ({_fb(left)} left on {d.device}"
+            if left >= 0
+            else f" ({_fb(-left)} over on {d.device}"
+        )
         short = [
             x.device
             for x in cand.devices

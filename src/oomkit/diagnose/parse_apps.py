@@ -67,6 +67,19 @@ _PREFILTER = needles_re(
 )
 
 
+def _within_limit(m: re.Match[str]) -> str | None:
+    """The contradiction of a Triton ``OutOfResources`` whose requirement is within the limit:
+    Triton raises it only above the limit (``triton/compiler/compiler.py``,
+    ``if self.metadata.shared > max_shared: raise OutOfResources(...)``)."""
+    req, lim = to_int(m["req"]), to_int(m["lim"])
+    if req is None or lim is None or req > lim:
+        return None
+    return (
+        f"{m['what'].strip()} required {m['req']} is within the hardware limit {m['lim']} "
+        "(Triton raises this error only above the limit)"
+    )
+
+
 def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
     return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:600], **kw)
 
@@ -114,6 +127,7 @@ def _event(line: str, n: int) -> OomEvent | None:
             n,
             requested_bytes=to_int(m["req"]) if m["what"].strip() == "shared memory" else None,
             detail=f"{m['what'].strip()}: required {m['req']}, limit {m['lim']}",
+            inconsistent=_within_limit(m),
         )
     m = _CAFFE.search(line)
     if m is not None:

@@ -85,6 +85,17 @@ _LIST_DEV = re.compile(
     r"^(?P<name>[A-Za-z]{2,12}\d{1,2}): (?P<desc>[^()]{1,120}(?:\([^()]{0,20}\)[^()]{0,60})?) "
     r"\((?P<t>\d{1,9}) MiB, (?P<f>\d{1,9}) MiB free\)"
 )
+
+
+def _zero_size(n: str | None) -> str | None:
+    """The contradiction of a failed 0-byte allocation: ggml never asks a device for 0 bytes
+    (``ggml_backend_buft_alloc_buffer`` returns a dummy buffer for zero-sized allocations,
+    ``ggml-backend.cpp``), so a log that says one failed was edited or corrupted."""
+    if n is None or to_int(n) != 0:
+        return None
+    return "an allocation of 0 bytes failed (ggml never allocates 0 bytes on a device)"
+
+
 _VK_FAIL = re.compile(r"Device memory allocation of size (?P<n>\d{1,20}) failed")
 _DEVICE = re.compile(r"^Device (?P<n>\d{1,3}): (?P<desc>[^,]{1,120}), compute capability")
 _NAME = re.compile(r"general\.name\s{1,40}(?:str\s{1,40})?=\s{0,10}(?P<v>.{1,160})")
@@ -292,6 +303,7 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 text=m.group(0)[:400],
                 device=int(dev.group(1)) if dev and not buft.upper().startswith("CPU") else None,
                 requested_bytes=to_int(m.group("n")),
+                inconsistent=_zero_size(m.group("n")),
                 buffer_name=buft,
                 stage=_stage_of_fn(m.group("fn")),
             )
@@ -317,6 +329,7 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 line=line_no,
                 text=m.group(0)[:400],
                 requested_bytes=to_int(m.group("n")),
+                inconsistent=_zero_size(m.group("n")),
                 buffer_name="CPU",
                 # the KV-cache init failure printed right after names the buffer that failed
                 stage="kv_cache"
@@ -332,6 +345,7 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 line=line_no,
                 text=m.group(0),
                 requested_bytes=to_int(m.group("n")),
+                inconsistent=_zero_size(m.group("n")),
             )
         m = _METAL_FAIL.search(line)
         if m is not None:

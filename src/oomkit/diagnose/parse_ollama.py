@@ -35,6 +35,23 @@ _TOO_LARGE = re.compile(
     + r"\"? available=\"?"
     + sz("avail", _U)
 )
+
+
+def _below(m: re.Match[str]) -> str | None:
+    """The contradiction of a "requires more than is available" whose requirement is below
+    what is available: Ollama raises it only when the requirement is larger
+    (``llm/server.go``: ``systemFreeMemory < systemMemoryRequired``)."""
+    if not m.group("req") or not m.group("avail"):
+        return None
+    req, avail = size_of(m, "req", _RT), size_of(m, "avail", _RT)
+    if req is None or avail is None or req >= avail:
+        return None
+    return (
+        f"{m.group('req')} {m.group('req_u')} required is less than the {m.group('avail')} "
+        f"{m.group('avail_u')} available (Ollama raises this only when it is more)"
+    )
+
+
 _TERMINATED = re.compile(
     r"(?P<who>llama runner|llama-server) process has terminated(?:: (?P<why>.{0,300}))?"
 )
@@ -148,6 +165,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         requested_bytes=size_of(m, "req", _RT) if m.group("req") else None,
                         free_bytes=size_of(m, "avail", _RT) if m.group("avail") else None,
                         stage="load",
+                        inconsistent=_below(m),
                     )
                 )
                 continue
@@ -163,6 +181,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         requested_bytes=size_of(m, "req", _RT),
                         free_bytes=size_of(m, "avail", _RT),
                         stage="load",
+                        inconsistent=_below(m),
                     )
                 )
                 continue

@@ -29,6 +29,7 @@ from oomkit.diagnose.parse_torch_frames import _frames
 from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, has_any, sz, window
 from oomkit.diagnose.text import size_of as _stated_size
+from oomkit.units import format_bytes_fine
 
 __all__ = ["parse_torch"]
 
@@ -74,6 +75,21 @@ def _capacity(v: int | None) -> int | None:
 def _cap(v: int | None) -> int | None:
     """A per-process cap ("N allowed", the mallocAsync limit): None for the no-limit marker."""
     return None if v is None or v >= _NO_LIMIT_BYTES else v
+
+
+def _free_above_total(total: int | None, free: int | None) -> str | None:
+    """The contradiction when the stated free memory exceeds the device's total capacity.
+
+    Both come from one ``cudaMemGetInfo`` call (``c10/cuda/CUDACachingAllocator.cpp`` formats
+    them), which never reports more free than total memory; the 1% slack covers the rounding of
+    two sizes printed in different units ("1023.99 MiB" of "1.00 GiB").
+    """
+    if total is None or free is None or free <= total + total // 100:
+        return None
+    return (
+        f"{format_bytes_fine(free)} free of a {format_bytes_fine(total)} total capacity "
+        "(free memory cannot exceed the device's total)"
+    )
 
 
 _CONTEXT_MAX = 2 << 30  # CUDA context + cuBLAS/cuDNN/NCCL workspaces, upper bound
@@ -263,6 +279,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             private_pool_bytes=size_of(alloc, "pools", _RT) if alloc else None,
             reserved_unallocated_bytes=size_of(alloc, "runalloc", _RT) if alloc else None,
             ignored_sizes=_impossible(m, "req", "total", "free"),
+            inconsistent=_free_above_total(total, free),
         )
     m = _OLD.search(w)
     if m is not None:
@@ -282,6 +299,9 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             reserved_bytes=reserved,
             reserved_unallocated_bytes=cached,
             ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv"),
+            inconsistent=_free_above_total(
+                _capacity(size_of(m, "total", _RT)), size_of(m, "free", _RT)
+            ),
         )
     m = _BARE.search(w)
     if m is None:  # pragma: no cover - the only caller matched _BARE on this text already
@@ -332,6 +352,7 @@ def _async_event(w: str, line: int, dev: int) -> OomEvent:
         free_bytes=vals["free"],
         allocated_bytes=vals["allocated"],
         allowed_bytes=_cap(vals["allowed"]),
+        inconsistent=_free_above_total(_capacity(vals["total"]), vals["free"]),
     )
 
 

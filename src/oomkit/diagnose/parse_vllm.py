@@ -213,16 +213,22 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
         m = _V1_KV.search(w)
         if m is not None:
             est = m.group("est")
+            need = to_bytes(m.group("need"), "GiB", "vllm")
+            avail = to_bytes(m.group("avail"), "GiB", "vllm")
             return _vllm_event(
                 "kv_capacity",
                 "vllm_v1_kv_capacity",
                 w,
                 n,
                 max_model_len=int(m.group("mml")),
-                needed_kv_bytes=to_bytes(m.group("need"), "GiB", "vllm"),
-                available_kv_bytes=to_bytes(m.group("avail"), "GiB", "vllm"),
+                needed_kv_bytes=need,
+                available_kv_bytes=avail,
                 estimated_max_model_len=int(est) if est else None,
                 stage="startup",
+                inconsistent=f"{m.group('need')} GiB of KV cache needed is less than the "
+                f"{m.group('avail')} GiB available (vLLM raises this only when it is larger)"
+                if need is not None and avail is not None and need < avail
+                else None,
             )
         m2 = _V0_KV.search(w)
         if m2 is not None:
@@ -234,6 +240,12 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
                 max_model_len=int(m2.group("mml")),
                 kv_capacity_tokens=int(m2.group("cap")) if m2.group("cap") else None,
                 stage="startup",
+                # _verify_args / check_enough_kv_cache_memory raise only when max_model_len is
+                # larger than the KV cache's tokens
+                inconsistent=f"max seq len {m2.group('mml')} is not larger than the "
+                f"{m2.group('cap')} tokens the KV cache holds (vLLM raises this only when it is)"
+                if m2.group("cap") and int(m2.group("mml")) <= int(m2.group("cap"))
+                else None,
             )
     # vllm/worker/worker.py raise_if_cache_size_invalid (and V1 kv_cache_utils): "No available
     # memory for the cache blocks. Try increasing `gpu_memory_utilization` ..."; pastes and

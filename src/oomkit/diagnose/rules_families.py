@@ -240,7 +240,7 @@ def _framework_alloc(e: OomEvent) -> Analysis:
     )
     expl = f"{name} could not allocate {_fb(x)} on the GPU"
     if a is not None:
-        expl += f"; it already holds {_fb(a)}"
+        expl += f"; it already holds {_fb(a)}" if a else "; it holds nothing yet"
     if f is not None:
         expl += f" and {_fb(f)} is free"
     expl += "."
@@ -262,7 +262,7 @@ def _framework_alloc(e: OomEvent) -> Analysis:
             "the resident model is the cause instead.",
             fixes=(batch,),
         )
-    if x is not None and a is not None:
+    if x is not None and a:  # (holding nothing, the framework cannot be what fills the device)
         return Analysis(
             cause="model_too_large",
             confidence=0.4,

@@ -163,8 +163,13 @@ def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
         used = w + (nt or 0) + (act or 0)
         expl = (
             f"vLLM's budget is {_fb(total)} x {util:.2f} = {_fb(budget)}; weights {_fb(w)} + "
-            f"non-torch {_fb(nt)} + activation peak {_fb(act)} = {_fb(used)}, leaving "
-            f"{_fb(budget - used)} for the KV cache."
+            f"non-torch {_fb(nt)} + activation peak {_fb(act)} = {_fb(used)}, "
+            + (
+                f"leaving {_fb(budget - used)} for the KV cache."
+                if budget >= used
+                else f"{_fb(used - budget)} over the budget before any KV cache (vLLM logs it "
+                f"as {_fb(budget - used)} for the KV cache)."
+            )
         )
         fixes: list[Fix] = []
         need_util = util_up(used / total + 0.05)

@@ -285,10 +285,16 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             fixes=(_frag_fix(e, r), *_batch_fixes(e, None)[:1]),
         )
     short = max(0, x - free)
-    tail = f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
+    tail = (
+        f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
+        if short
+        else f" {_fb(free)} is free, not less than the {_fb(x)} request, yet it failed"
+    )
     tail += (
         "."
         if r is None
+        else "; PyTorch holds no cached-but-free memory to cover it either."
+        if r == 0
         else f"; cached-but-free memory ({_fb(r)}) cannot cover it either."
         if r < x
         else f"; the cached-but-free memory ({_fb(r)}) would cover it if it were one block, "
@@ -439,11 +445,20 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         confidence=0.45,
         open_question=True,
         explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
-        f"what the device holds) while {_fb(held)} is already held: what stays resident "
-        "(weights, optimizer states, persistent buffers) fills the GPU before this step."
-        + _DECIDE_PHASE,
+        f"what the device holds) while {_held_text(held, held_known or held > 0, t, free)}: "
+        "what stays resident (weights, optimizer states, persistent buffers) fills the GPU "
+        "before this step." + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
     )
+
+
+def _held_text(held: int, known: bool, total: int, free: int) -> str:
+    """What the device holds, in words: a message cut before its "allocated"/"in use" numbers
+    states no holding, so it is the card minus the free memory, said as such (not "0 bytes")."""
+    if known:
+        return f"{_fb(held)} is already held"
+    in_use = _fb(max(0, total - free))
+    return f"{in_use} of the card is in use (the message is cut before it says by what)"
 
 
 def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:

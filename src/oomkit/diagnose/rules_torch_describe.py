@@ -71,12 +71,17 @@ def _describe(e: OomEvent) -> str:
                 f"{_fb(p - a - r)} outside PyTorch (CUDA context, libraries)"
             )
         s += "."
+    elif a == 0 and r == 0:
+        s += " PyTorch holds no memory on this device (nothing allocated or reserved)."
     elif a is not None and r is not None:
         s += f" PyTorch has {_fb(a)} allocated and {_fb(r)} reserved but unallocated."
-    if e.reserved_bytes is not None and a is not None:
-        s += (
-            f" PyTorch has {_fb(a)} allocated and {_fb(e.reserved_bytes)} reserved "
+    if e.reserved_bytes == 0 and a == 0:
+        s += " PyTorch holds no memory on this device (nothing allocated or reserved)."
+    elif e.reserved_bytes is not None and a is not None:
+        s += f" PyTorch has {_fb(a)} allocated and {_fb(e.reserved_bytes)} reserved " + (
             f"({_fb(e.reserved_bytes - a)} cached)."
+            if e.reserved_bytes != a
+            else "(nothing cached)."
         )
     for o in e.other_processes:
         s += f" Process {o.pid} holds {_fb(o.used_bytes)}."

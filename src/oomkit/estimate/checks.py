@@ -9,7 +9,9 @@ Each rule is the runtime's own start-up check, so oomkit refuses what the runtim
 * device count: T x P ranks need T x P GPUs; oomkit never invents GPUs the user did not name.
 * vLLM ``_get_and_verify_max_len``: a ``max_model_len`` above the model's
   ``max_position_embeddings`` is an error unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``
-  (rope-scaled models derive a longer limit, so those are only noted).
+  (rope-scaled models derive a longer limit, so those are only noted); SGLang's
+  ``ModelConfig`` refuses a longer ``--context-length`` the same way unless
+  ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1``.
 * vLLM and SGLang have no Apple (Metal) backend.
 * vLLM releases that do not register the model's architecture refuse to start
   (:mod:`oomkit.estimate.vllm_support`).
@@ -69,6 +71,11 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "flash_attn",
             "kv_unified",
             "overhead_bytes",
+            # OLLAMA_KV_CACHE_TYPE (one type for K and V), num_gpu, use_mmap
+            "cache_type_k",
+            "cache_type_v",
+            "n_gpu_layers",
+            "mmap",
         }
     ),
     "vllm": frozenset(
@@ -271,22 +278,29 @@ def check_run(
             value=tp,
         )
     limit = spec.max_position_embeddings
-    if runtime == "vllm" and settings.ctx is not None and limit and settings.ctx > limit:
-        allow = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true")
+    if settings.ctx is not None and limit and settings.ctx > limit:
+        # vLLM _get_and_verify_max_len; SGLang ModelConfig: "User-specified context_length (X)
+        # is greater than the derived context_length (Y)" unless the override variable is set
+        env = (
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+            if runtime == "vllm"
+            else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+        )
+        allow = os.environ.get(env, "").lower() in ("1", "true")
         if spec.rope_scaling_type in ("yarn", "linear", "dynamic"):
             notes.append(
-                f"--ctx {settings.ctx} is above max_position_embeddings {limit}; vLLM "
+                f"--ctx {settings.ctx} is above max_position_embeddings {limit}; {name} "
                 f"multiplies that by the {spec.rope_scaling_type} rope_scaling factor"
             )
         elif allow:
             notes.append(
                 f"--ctx {settings.ctx} above max_position_embeddings {limit} "
-                "(VLLM_ALLOW_LONG_MAX_MODEL_LEN is set: vLLM only warns)"
+                f"({env} is set: {name} only warns)"
             )
         else:
             raise InvalidSettingError(
                 f"--ctx {settings.ctx} is greater than the model's max_position_embeddings "
-                f"({limit}); vLLM refuses this unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+                f"({limit}); {name} refuses this unless {env}=1",
                 setting="ctx",
                 value=settings.ctx,
             )

@@ -33,6 +33,7 @@ the short-lived load context (freed before the slot contexts exist); ``-otd``/``
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING
 
 from oomkit.errors import InvalidSettingError
@@ -107,6 +108,17 @@ def _draft_tensor_split(settings: InferenceSettings, n_gpus: int) -> tuple[float
     return tuple(split)
 
 
+#: the draft context's setting -> (the draft field that sets it, llama-server's flag), for
+#: errors the draft's own estimate raises in the main run's terms ("'cache_type_k' ('q9')")
+_DRAFT_OF: dict[str, tuple[str, str]] = {
+    "cache_type_k": ("draft_cache_type_k", "-ctkd"),
+    "cache_type_v": ("draft_cache_type_v", "-ctvd"),
+    "n_gpu_layers": ("draft_n_gpu_layers", "-ngld"),
+    "ctx": ("draft_ctx", "-cd"),
+    "quant": ("draft_quant", "--draft-quant"),
+}
+
+
 def plan_draft(settings: InferenceSettings, params: LlamaCppParams, n_gpus: int) -> DraftPlan:
     """The draft context's settings from the main run's (``params``: the main context).
 
@@ -118,7 +130,7 @@ def plan_draft(settings: InferenceSettings, params: LlamaCppParams, n_gpus: int)
     when = _build_date(settings.runtime_version)
     if _before(when, SPEC_SERVER_SINCE):
         raise InvalidSettingError(
-            f"draft_model: llama-server {settings.runtime_version} has no draft model (-md "
+            f"--draft-model/-md: llama-server {settings.runtime_version} has no draft model (-md "
             f"arrived with PR #10455, {SPEC_SERVER_SINCE}); drop the draft or name a later build",
             setting="draft_model",
             value=settings.draft_model,
@@ -126,7 +138,7 @@ def plan_draft(settings: InferenceSettings, params: LlamaCppParams, n_gpus: int)
     dd = settings.draft_devices
     if dd is not None and (not n_gpus or max(dd) >= n_gpus):
         raise InvalidSettingError(
-            f"draft_devices {','.join(map(str, dd))}: the target has {n_gpus} GPU(s), "
+            f"-devd {','.join(map(str, dd))}: the target has {n_gpus} GPU(s), "
             f"indices 0 to {max(n_gpus - 1, 0)}",
             setting="draft_devices",
             value=None,
@@ -142,8 +154,8 @@ def plan_draft(settings: InferenceSettings, params: LlamaCppParams, n_gpus: int)
         notes.append(f"draft n_ctx = the main context's n_ctx_seq ({n_ctx})")
     if n_ctx < 1:
         raise InvalidSettingError(
-            f"draft_ctx: -c {params.n_ctx_requested} over -np {params.n_seq_max} slots leaves "
-            "the draft no context; give --draft-ctx",
+            f"-cd: -c {params.n_ctx_requested} over -np {params.n_seq_max} slots leaves "
+            "the draft no context; give the draft context (-cd)",
             setting="draft_ctx",
             value=n_ctx,
         )
@@ -293,8 +305,14 @@ def with_draft(
     try:
         d_est, d_bd = _estimate(spec, plan.settings, hardware, options, False, "llama.cpp")
     except InvalidSettingError as e:
+        field = _DRAFT_OF.get(e.setting or "")
+        setting, flag = field if field else ("draft_model", "")
+        message = str(e)
+        if flag:  # the draft context's own setting named as the flag that sets it
+            message = re.sub(rf"(?<![\w/.-])'?{re.escape(e.setting or '')}'?(?![\w/-])",
+                             flag, message)  # fmt: skip
         raise InvalidSettingError(
-            f"draft model '{spec.name}': {e}", setting="draft_model", value=settings.draft_model
+            f"draft model '{spec.name}' (-md): {message}", setting=setting, value=e.value
         ) from e
     d_details = d_est.runtime_details.get("devices")
     per_dev = d_details if isinstance(d_details, dict) else {}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import Generation, parse_runtime_version, resolve_generation
@@ -101,8 +102,11 @@ def ollama_settings(
             + ("on (the Ollama engine enables it where supported)" if new_engine else "off")
         )
     batch = settings.batch_size or OLLAMA_DEFAULT_NUM_BATCH
+    kv = _kv_cache_type(settings)
     mapped = dataclasses.replace(
         settings,
+        cache_type_k=kv,
+        cache_type_v=kv,
         runtime="ollama",
         quant=quant,
         ctx=num_ctx * parallel,
@@ -115,6 +119,38 @@ def ollama_settings(
         runtime_version=_llamacpp_version(settings.runtime_version, gen),
     )
     return mapped, notes
+
+
+#: OLLAMA_KV_CACHE_TYPE values the server accepts (``fs/ggml`` ``SupportsKVCacheType``: any
+#: other value falls back to f16 with a warning in Ollama's log)
+OLLAMA_KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")
+
+
+def _kv_cache_type(settings: InferenceSettings) -> str | None:
+    """The one KV cache type Ollama applies to K and V (``OLLAMA_KV_CACHE_TYPE``).
+
+    Raises:
+        InvalidSettingError: different K and V types, or a type Ollama does not take.
+    """
+    k, v = settings.cache_type_k, settings.cache_type_v
+    if k is None and v is None:
+        return None
+    if k is not None and v is not None and k.lower() != v.lower():
+        raise InvalidSettingError(
+            f"ollama sets one KV cache type for K and V (OLLAMA_KV_CACHE_TYPE), got K {k} and "
+            f"V {v}: give --kv-dtype",
+            setting="cache_type_k",
+            value=k,
+        )
+    kv = (k or v or "f16").lower()
+    if kv not in OLLAMA_KV_CACHE_TYPES:
+        raise InvalidSettingError(
+            f"ollama's OLLAMA_KV_CACHE_TYPE takes {', '.join(OLLAMA_KV_CACHE_TYPES)}, got {kv} "
+            "(Ollama would fall back to f16)",
+            setting="cache_type_k",
+            value=kv,
+        )
+    return kv
 
 
 def _generation(settings: InferenceSettings) -> Generation | None:

@@ -183,6 +183,16 @@ def plan_vllm(
         batched = settings.max_num_batched_tokens or (
             _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
         )
+    if settings.max_num_seqs and settings.max_num_batched_tokens and batched < seqs:
+        # SchedulerConfig._verify_args (vllm/config/scheduler.py): every running sequence needs
+        # at least one token of the step's budget
+        raise InvalidSettingError(
+            f"max_num_batched_tokens {batched} is below 'max_num_seqs' ({seqs}): vLLM refuses "
+            "it (each running sequence needs a token of the step's budget); raise "
+            "max_num_batched_tokens or lower 'max_num_seqs'",
+            setting="max_num_batched_tokens",
+            value=batched,
+        )
     block = settings.block_size or 16
     elem = dtype_bytes(spec.torch_dtype or "bf16")
     if elem == 4:

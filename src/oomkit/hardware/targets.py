@@ -6,12 +6,25 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oomkit.errors import InvalidSettingError
 from oomkit.spec.hardware import DeviceTarget, Hardware
 
 if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
 
-__all__ = ["hardware_for"]
+__all__ = ["check_memory_sizes", "hardware_for"]
+
+
+def check_memory_sizes(vram_bytes: int | None, host_ram_bytes: int | None) -> None:
+    """Refuse a stated memory size of 0 bytes for a GPU (``--vram``) or the host (``--ram``)."""
+    for flag, value in (("--vram", vram_bytes), ("--ram", host_ram_bytes)):
+        if value == 0:
+            raise InvalidSettingError(
+                f"{flag} 0: a GPU or host with no memory runs nothing; give its size with a "
+                "unit (24GiB, or 24GB = 24e9 bytes)",
+                setting=flag,
+                value=0,
+            )
 
 
 def hardware_for(
@@ -24,7 +37,12 @@ def hardware_for(
     """Build the target: catalog GPUs (``vram_bytes`` overrides their capacity), or
     ``n_devices`` anonymous GPUs of ``vram_bytes`` each. With neither, one CUDA device of
     unknown capacity (``Estimate.fits`` is then None).
+
+    Raises:
+        InvalidSettingError: ``vram_bytes`` or ``host_ram_bytes`` of 0 (no GPU or host has no
+            memory: a size of 0 is a mistyped value, not a target to answer for).
     """
+    check_memory_sizes(vram_bytes, host_ram_bytes)
     if gpus:
         devices = tuple(g.to_device_target() for g in gpus)
         if vram_bytes is not None:

@@ -105,7 +105,14 @@ def load_config_dict(ref: str | os.PathLike[str] | Mapping[str, Any]) -> dict[st
             with open(path, encoding="utf-8") as fh:
                 doc = json.load(fh)
         except (OSError, ValueError) as e:
-            raise ConfigFormatError(f"Cannot read config for '{path}': {e}.", path=path) from None
+            why = f"{e}."
+            if isinstance(e, UnicodeDecodeError):  # a binary file: a .gguf, safetensors, ...
+                why = (
+                    "it is a binary file, not a config.json. The probe builds the transformers "
+                    "model from a config.json (or a catalog name); a .gguf or weights file has "
+                    "none."
+                )
+            raise ConfigFormatError(f"Cannot read config for '{path}': {why}", path=path) from None
         if not isinstance(doc, dict):
             raise ConfigFormatError(f"Config '{path}' is not a JSON object.", path=path)
         return dict(_plain(doc))

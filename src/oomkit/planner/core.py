@@ -22,6 +22,7 @@ from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.estimate.verdict import Platform, verdict
 from oomkit.planner.commands import emit_command
 from oomkit.planner.knobs import (
+    CHECKPOINT,
     FA_F16,
     LEVEL_EXPERTS_CPU,
     LEVEL_LAYERS_CPU,
@@ -148,7 +149,10 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         asked = f" (asked {req.quant})" if req.quant else ""
         prequant = cand.quant in ("awq", "gptq")
         kind = f" (needs a pre-quantized {cand.quant.upper()} checkpoint)" if prequant else ""
-        out.append(f"weights {cand.quant}{asked}{kind}")
+        as_is = cand.quant == CHECKPOINT and searcher.spec.source == "gguf"
+        out.append(
+            "weights as in the .gguf file" if as_is else f"weights {cand.quant}{asked}{kind}"
+        )
     if cand.kv == FA_F16:
         out.append("flash attention on (-fa)")
     elif cand.kv not in ("f16", "auto"):
@@ -403,7 +407,13 @@ def plan_spec(
             for ev in s.rejected()
         )
         if not found:
-            impossible.append(_impossible(s, s.rejected()))
+            missed = s.rejected()
+            refused = [ev for ev in missed if ev.reason and not ev.estimate.devices]
+            if len(runtimes) == 1 and refused and len(refused) == len(missed):
+                # the runtime refuses the settings themselves (a draft's -devd past the GPUs):
+                # that is the answer, not "nothing fits"
+                raise InvalidSettingError(refused[0].reason or "", setting="plan")
+            impossible.append(_impossible(s, missed))
         n_estimates += s.n_estimates
         notes.extend(n for n in s.precision_notes if n not in notes)
         host_note = (
@@ -413,6 +423,15 @@ def plan_spec(
         offloads = any(ev.cand.level and ev.estimate.host.total_bytes for ev in found[:max_plans])
         if offloads and host_note not in notes:
             notes.append(host_note)
+        if offloads and hardware.host_ram_bytes is None:
+            # with no --ram the offload plans are not checked against the host at all
+            most = max(ev.estimate.host.total_bytes for ev in found[:max_plans])
+            ram_note = (
+                f"--ram not given: the plans that offload assume the host has up to "
+                f"{format_bytes(most)} of RAM for them; pass --ram SIZE to plan within yours"
+            )
+            if ram_note not in notes:
+                notes.append(ram_note)
         if info is None:
             any_ev = next(iter(s._memo.values()), None)
             if any_ev is not None:
@@ -479,11 +498,18 @@ def suggest_changes(
     """
     if not any(d.backend != "cpu" and d.capacity_bytes for d in hardware.devices):
         return ()
+    quant = settings.quant
+    if quant is not None:
+        from oomkit.api import load_model
+
+        spec = load_model(model, offline=offline) if isinstance(model, str) else model
+        if spec.source == "gguf":  # a .gguf file's types are fixed: its --quant was ignored
+            quant = None
     request = PlanRequest(
         runtime=normalize_runtime(settings.runtime),
         ctx=settings.ctx,
         parallel=settings.parallel,
-        quant=settings.quant,
+        quant=quant,
     )
     base = dataclasses.replace(
         settings,

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from oomkit.errors import InvalidSettingError
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
@@ -125,6 +126,17 @@ def _gguf_ladder(start: str | None, spec: ModelSpec) -> tuple[tuple[str, ...], i
     """(ladder, index of the default start) for a GGUF runtime."""
     from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
 
+    if spec.source == "gguf":
+        # a .gguf file runs with the tensor types it holds: the estimators read them from its
+        # header whatever quant is named, so the plan proposes the file as it is
+        if start is not None:
+            raise InvalidSettingError(
+                f"--quant {start} does not apply to a .gguf file: llama.cpp runs the tensor types "
+                "the file holds; drop --quant (or plan the model by name to compare quants)",
+                setting="quant",
+                value=start,
+            )
+        return (CHECKPOINT,), 0
     if start is not None:
         name = llamacpp_ftype(start).name
         if name in GGUF_LADDER:

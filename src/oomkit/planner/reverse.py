@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oomkit.errors import OomkitError
+from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.planner.knobs import CHECKPOINT, Candidate
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PlanRequest
@@ -303,7 +303,19 @@ def gpus_for(
     """Catalog GPUs, with the fewest of each that run ``model`` entirely on the GPUs.
 
     Sorted by total memory bought (count x memory), then by speed.
+
+    Raises:
+        InvalidSettingError: ``min_tps`` negative or not finite (NaN would filter nothing, inf
+            everything: neither is a speed).
     """
+    import math
+
+    if min_tps is not None and not (math.isfinite(min_tps) and min_tps >= 0):
+        raise InvalidSettingError(
+            f"min_tps must be a finite number of tokens/s, at least 0, got {min_tps}",
+            setting="min_tps",
+            value=min_tps,
+        )
     from oomkit.api import load_model
     from oomkit.hardware.catalog import all_gpus
 
@@ -311,6 +323,16 @@ def gpus_for(
     request = PlanRequest(
         runtime=runtime, ctx=ctx, quant=quant, no_offload=True, headroom_bytes=headroom_bytes
     )
+    if quant is not None:
+        # an unknown quant (or one named for a .gguf file) is the user's error, not "no GPU
+        # runs it": the per-GPU search below reads every refusal as a miss
+        from oomkit.planner.knobs import quant_ladder
+
+        quant_ladder(runtime, spec, quant, None)
+        if runtime not in ("llama.cpp", "ollama"):
+            from oomkit.quant.hf_formats import hf_format
+
+            hf_format(quant)
     out: list[GpuFit] = []
     for gpu in all_gpus():
         if runtime in ("vllm", "sglang") and gpu.vendor not in ("nvidia", "amd"):

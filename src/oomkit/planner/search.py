@@ -460,7 +460,8 @@ class Searcher:
         """vLLM/SGLang tensor parallel size: the largest count of the GPUs that the heads
         divide (vLLM ModelConfig.verify_with_parallel_config: attention heads % tp == 0; KV
         heads divisible by tp, or tp a multiple of them when the KV heads are replicated)."""
-        if self.gguf:
+        if self.gguf or self.runtime == "transformers":
+            # (transformers' device_map="auto" splits the layers over the GPUs: no TP size)
             return None
         n = len([d for d in self.hardware.devices if d.backend != "cpu"])
         heads = self.spec.num_attention_heads

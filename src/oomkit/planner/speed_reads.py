@@ -92,7 +92,13 @@ def _kv_read(kv_bytes: int, fill: int, n_ctx: int | None) -> int:
 def _settings_from(est: Estimate) -> InferenceSettings:
     """Rebuild the settings an estimate was made with from ``est.settings`` (its JSON view)."""
     names = {f.name for f in dataclasses.fields(InferenceSettings)}
-    kwargs = {k: v for k, v in est.settings.items() if k in names and k != "runtime"}
+    # (the draft model is left out: its JSON view is text, "-devd 1", and its reads are not
+    # part of the main model's decode speed)
+    kwargs = {
+        k: v
+        for k, v in est.settings.items()
+        if k in names and k != "runtime" and not k.startswith("draft_")
+    }
     return InferenceSettings(runtime="llama.cpp", **kwargs)  # type: ignore[arg-type]
 
 

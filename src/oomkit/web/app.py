@@ -137,7 +137,8 @@ def _validation_detail(exc: RequestValidationError | ValidationError) -> str:
     seen: set[str] = set()
     for err in exc.errors():
         # a union field (int or "32k") reports one error per branch: keep the first
-        loc = ".".join(str(p) for p in err.get("loc", ())[:2] if p != "body") or "body"
+        # (the field itself: "body" is the route's prefix, "constrained-int" a union branch)
+        loc = next((str(p) for p in err.get("loc", ()) if p != "body"), "body")
         if loc in seen:
             continue
         seen.add(loc)
@@ -361,13 +362,25 @@ def _diagnose(body: DoctorBody, *, hub: bool) -> dict[str, Any]:
         from oomkit.units import parse_count
 
         ctx = body.ctx if isinstance(body.ctx, int) else parse_count(body.ctx)
+    if body.quant is not None:  # an unknown quant is refused, as `oomkit doctor -q` does
+        from oomkit.cli.doctor import check_user_quant
+
+        check_user_quant(body.quant, facts.get("runtime"))
     if body.quant is not None or ctx is not None:
         facts["settings"] = InferenceSettings(
             runtime=facts.get("runtime", "llama.cpp"), quant=body.quant, ctx=ctx
         )
-    if body.gpu is not None:
+    if body.gpu is not None or body.vram is not None:
         from oomkit.cli.params import parse_gpu_list
         from oomkit.hardware.targets import hardware_for
+        from oomkit.units import parse_size
 
-        facts["hardware"] = hardware_for(parse_gpu_list(body.gpu))
+        vram = body.vram
+        if isinstance(vram, str):
+            try:
+                vram = parse_size(vram)
+            except ValueError as e:
+                raise ValueError(f"vram: {e}") from None
+        gpus = parse_gpu_list(body.gpu) if body.gpu is not None else ()
+        facts["hardware"] = hardware_for(gpus, vram_bytes=vram)
     return dict(diagnose_text(body.log, **facts).to_dict())

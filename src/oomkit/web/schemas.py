@@ -113,6 +113,9 @@ class DoctorBody(_Body):
     quant: Short | None = None
     ctx: Count | None = None
     gpu: Short | None = None
+    vram: Size | None = Field(
+        default=None, description="Memory per GPU: bytes, or '24GiB' (as --vram)"
+    )
 
 
 def _annotation(param: click.Option) -> Any:
@@ -126,7 +129,7 @@ def _annotation(param: click.Option) -> Any:
         base = StrictInt
     elif isinstance(param.type, click.types.FloatParamType):
         base = StrictFloat | StrictInt
-    elif param.type.name in ("SIZE", "N"):  # oomkit.cli.params: a number or text with a unit
+    elif param.type.name in ("SIZE", "N", "N|max"):  # oomkit.cli.params: a number or text
         base = StrictInt | Short
     else:  # text, choices (click checks them: a wrong one is a one-line 422)
         base = Short

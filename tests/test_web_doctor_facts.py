@@ -1,0 +1,78 @@
+"""``POST /api/doctor`` checks what the user states like ``oomkit doctor`` does: ``vram`` is
+accepted (the CLI has ``--vram``), an unknown ``quant`` is refused, and a bad value is a
+one-line 4xx naming the field (a union field's branch names stay out of it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web API is the [web] extra")
+pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+
+from fastapi.testclient import TestClient
+
+from oomkit.web.app import create_app
+
+LOG = (
+    "llama_kv_cache_init: CUDA0 KV buffer size = 16384.00 MiB\n"
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 16384.00 MiB on device 0: "
+    "cudaMalloc failed: out of memory\n"
+    "llama_kv_cache_init: failed to allocate buffer for kv cache\n"
+)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app()) as c:
+        yield c
+
+
+def _cli(*args: str) -> dict[str, Any]:
+    res = subprocess.run(
+        [sys.executable, "-m", "oomkit", "doctor", "--json", "-", *args],
+        input=LOG,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    doc: dict[str, Any] = json.loads(res.stdout)
+    return doc
+
+
+def test_vram_sizes_the_fixes_as_the_cli_does(client: TestClient) -> None:
+    body = {"log": LOG, "model": "llama-3.1-8b", "ctx": 131072, "vram": "24GiB"}
+    r = client.post("/api/doctor", json=body)
+    assert r.status_code == 200, r.text
+    cli = _cli("-m", "llama-3.1-8b", "--ctx", "131072", "--vram", "24GiB")
+    assert r.json()["fixes"] == cli["fixes"]
+    as_bytes = client.post("/api/doctor", json={**body, "vram": 24 << 30})
+    assert as_bytes.json() == r.json()
+
+
+@pytest.mark.parametrize(
+    ("extra", "status", "needle"),
+    [
+        ({"quant": "Q9"}, 404, "Unknown llama.cpp file type 'Q9'"),
+        ({"runtime": "vllm", "quant": "Q4_K_M"}, 404, "Unknown HF weight format 'Q4_K_M'"),
+        ({"vram": 0}, 422, "--vram 0: a GPU or host with no memory"),
+        ({"vram": "nanGiB"}, 400, "vram: cannot read size 'nanGiB'"),
+        ({"ctx": 0}, 422, "Invalid request: ctx: Input should be greater than or equal to 1"),
+    ],
+)
+def test_bad_facts_are_one_line_errors(
+    client: TestClient, extra: dict[str, Any], status: int, needle: str
+) -> None:
+    r = client.post("/api/doctor", json={"log": LOG, **extra})
+    assert r.status_code == status, r.text
+    detail = r.json()["detail"]
+    assert needle in detail
+    assert "constrained-" not in detail
+    assert "\n" not in detail
