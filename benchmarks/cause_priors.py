@@ -36,7 +36,16 @@ from oomkit.diagnose.priors import LEVELS, override_table, prior_key
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "src" / "oomkit" / "diagnose" / "priors_table.py"
 #: parts whose labels may shape the doctor: development data and retired held-out parts
-DEVELOPMENT_PARTS = ("dev", "dev2", "heldout2", "heldout3", "heldout4", "heldout5", "oom_dev")
+DEVELOPMENT_PARTS = (
+    "dev",
+    "dev2",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "oom_dev",
+)
 _SCORED = ("high", "medium")
 
 Counts = dict[str, dict[str, int]]
