@@ -116,10 +116,13 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
             del os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"]
         else:
             os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = before
+    from oomkit.estimate.verdict import device_unified_bytes
+
     plat = Platform(
         os=rec.get("os"),
         display=rec.get("display"),
         segments=tuple(g.segment for g in gpus),
+        unified_bytes=tuple(device_unified_bytes(d) for d in hw.devices),
     )
     v = verdict(est, plat)
     m = v.tightest

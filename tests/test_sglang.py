@@ -225,3 +225,58 @@ def test_vision_tower_is_loaded_whole_or_split_by_release() -> None:
     a = _sg(SCOUT, Hardware(devices=(H100,) * 8), tp=8, ctx=8192, runtime_version="0.4.9")
     b = _sg(SCOUT, Hardware(devices=(H100,) * 8), tp=8, ctx=8192, runtime_version="0.4.10")
     assert a.devices[0].kv_cache_bytes == b.devices[0].kv_cache_bytes - s
+
+
+# --- a token pool below the context length: SGLang caps requests, it does not refuse to start ---
+
+L4 = DeviceTarget(name="L4", capacity_bytes=22478 * MiB, architecture="Ada Lovelace")
+
+
+def test_pool_below_the_context_is_a_request_cap_not_a_blocker() -> None:
+    # tp_worker.py: max_req_len = min(context_len - 1, max_total_num_tokens - 1); the only
+    # start-up check is max_req_len - 5 > 0, so a 131072 context over a smaller pool loads
+    est = estimate_sglang(
+        LLAMA8, InferenceSettings(runtime="sglang", ctx=131072), Hardware(devices=(L4,))
+    )
+    tokens = est.runtime_details["max_total_num_tokens"]
+    assert isinstance(tokens, int)
+    assert 0 < tokens < 131072
+    assert not est.blockers
+    assert est.fits is True
+    note = next(a for a in est.assumptions if a.startswith("the token pool"))
+    assert f"caps a request at {tokens - 1} tokens" in note
+    v = verdict(est, Platform())
+    assert v.level == "tight"  # was "does_not_fit" while the cap counted as a refusal
+    assert v.risks[0].startswith(f"the token pool caps a request at {tokens - 1} tokens")
+    assert v.safe_change is not None
+    assert v.safe_change.startswith("--context-length ")
+    assert "over on" in v.summary()
+    # the same model at a context the pool holds: no note, and the pool margin is positive
+    short = estimate_sglang(
+        LLAMA8, InferenceSettings(runtime="sglang", ctx=8192), Hardware(devices=(L4,))
+    )
+    assert not any(a.startswith("the token pool") for a in short.assumptions)
+    assert verdict(short, Platform()).level == "fits"
+
+
+def test_a_pool_that_holds_no_request_stops_the_server() -> None:
+    # a fraction that leaves the pool 3 cells: "Memory pool size is too small"
+    # (tp_worker.py: max_req_input_len = min(ctx - 1, tokens - 1) - 5 <= 0)
+    base = estimate_sglang(
+        LLAMA8,
+        InferenceSettings(runtime="sglang", ctx=8192, mem_fraction_static=0.75),
+        Hardware(devices=(L4,)),
+    )
+    cell = base.runtime_details["cell_size_bytes"]
+    assert isinstance(cell, int)
+    assert L4.capacity_bytes is not None
+    free0 = L4.capacity_bytes - cuda_context_bytes("sglang", L4)[0]
+    frac = (int(free0 * 0.75) - base.devices[0].kv_cache_bytes + 3 * cell + cell // 2) / free0
+    est = estimate_sglang(
+        LLAMA8,
+        InferenceSettings(runtime="sglang", ctx=8192, mem_fraction_static=frac),
+        Hardware(devices=(L4,)),
+    )
+    assert est.runtime_details["max_total_num_tokens"] == 3
+    assert any("Memory pool size is too small" in b for b in est.blockers)
+    assert verdict(est, Platform()).level == "does_not_fit"

@@ -190,12 +190,13 @@ def run_estimate(
         gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
     )
     hardware = with_backend(choice.hardware, backend, canonical, named=gpu is not None)
-    from oomkit.estimate.verdict import Platform, device_segment, verdict
+    from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 
     platform = Platform(
         os=os_name,
         display=display,
         segments=tuple(device_segment(d) for d in hardware.devices),
+        unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
     )
     if want_max:
         est = _estimate_max_ctx(model, settings, hardware, platform, offline)
@@ -235,8 +236,8 @@ def run_estimate(
         if emit is not None:
             echo("run:")
             echo(_emit(emit, model, est, settings, offline))
-    if est.fits is False or v.level == "does_not_fit":
-        return EXIT_NEGATIVE
+    if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
+        return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
 
 

@@ -112,6 +112,9 @@ def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | 
         lines.extend(f"  - {n}" for n in verdict.notes)
     elif est.fits is True:
         lines.append("Fits.")
+    elif est.fits is False and verdict is not None and verdict.level == "tight":
+        # over a limit that is not one number (Apple's Metal working set by macOS release)
+        lines.append(verdict.summary())
     elif est.fits is False:
         lines.append("Does not fit.")
         lines.extend(f"  - {b}" for b in est.blockers)

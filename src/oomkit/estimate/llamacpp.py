@@ -38,6 +38,7 @@ from oomkit.estimate.llamacpp_compute import (
     host_compute_bytes,
     output_buffer_bytes,
 )
+from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_params import (
@@ -160,6 +161,34 @@ def _matmul_weight_bytes(placement: Placement, layers: Sequence[int]) -> int:
     return max(per_layer.get(il, 0) for il in layers)
 
 
+def output_head_staging_bytes(spec: ModelSpec, placement: Placement, n_outputs: int) -> int:
+    """The main GPU's compute buffer at the output head when the output layer stays on the CPU.
+
+    ``ggml_backend_sched_backend_id_from_cur`` (ggml/src/ggml-backend.cpp) sends an op whose
+    weight sits in a host buffer of the CPU backend to the first backend whose ``offload_op``
+    accepts it, and CUDA's ``ggml_backend_cuda_device_offload_op`` (ggml/src/ggml-cuda/
+    ggml-cuda.cu) accepts a ``MUL_MAT`` of ``ne[1] >= 32`` (``min_batch_size``;
+    ``GGML_OP_OFFLOAD_MIN_BATCH`` from 2025). The reserve graph's output matmul has
+    ``n_outputs = n_tokens`` rows, so with ``-ngl`` = the repeating layers (the output layer,
+    ``n_layer + 1``-th, not offloaded) the scheduler's split on the main GPU holds a copy of the
+    output weight (``output.weight``, or ``token_embd.weight`` when the embeddings are tied),
+    a copy of its input (``n_embd x n_outputs`` f32) and the logits (``n_vocab x n_outputs``
+    f32): ollama #8471, command-r7b F16 with 32/33 layers on a 16 GB card, 'allocating
+    2508.00 MiB on device 0: cudaMalloc failed' = 2000 MiB (256000 x 4096 f16) + 8 MiB +
+    500 MiB, where Ollama 0.5 planned the graph without it. 0 when no output weight is placed.
+    """
+    c = placement.columns
+    found = {
+        name: n_bytes
+        for name, n_bytes in zip(c.names, c.n_bytes, strict=True)
+        if name in ("output.weight", "token_embd.weight")
+    }
+    weight = found.get("output.weight", found.get("token_embd.weight", 0))
+    if not weight:
+        return 0
+    return weight + (spec.hidden_size + spec.vocab_size) * n_outputs * 4  # f32
+
+
 # The planner and the doctor re-estimate one model many times with the same graph shape (only
 # the quant or the layer split changes): the allocator simulation of one (sub-)graph depends
 # only on these arguments, all frozen, so it is computed once.
@@ -245,6 +274,21 @@ def _compute_buffers(
                 "partial offload: the main GPU also stages one CPU layer's weights "
                 "(op_offload of large-batch matmuls)"
             )
+        if (
+            gi == first_gpu
+            and out_gi is None
+            and (layers or cpu_layers)
+            and g.backend in GGML_CUDA_BACKENDS
+            and not g.unified_memory
+            and sh.n_outputs >= OP_OFFLOAD_MIN_BATCH
+        ):
+            head = output_head_staging_bytes(spec, placement, sh.n_outputs)
+            if head > size:
+                size = head
+                notes.append(
+                    "output layer on the CPU: the main GPU runs its large-batch matmul "
+                    "(op_offload), holding a copy of the output weight and the logits"
+                )
         out[names[gi]] = size
         where[names[gi]] = _dev_name(g, gi)
     # host side: graph inputs and the embedding lookup, plus the CPU layers' sub-graph

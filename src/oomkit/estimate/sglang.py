@@ -37,6 +37,10 @@ leaves after the req_to_token pool, or the first such request dies of OOM (sgl-p
 #5212: Llama-4-Scout, 8x H100, a 400K-token request on 2025-04-09 dies in ``forward_extend``
 through ``mllama4.py`` ``general_mm_embed_routine``). With chunked prefill on, the chunk is what
 that rest is sized for and is not checked.
+A token pool below the context length does not stop SGLang: it caps a request at the pool
+(``managers/tp_worker.py`` ``max_req_len = min(context_len - 1, max_total_num_tokens - 1)``) and
+refuses a longer input with HTTP 400, so that is an assumption, not a blocker
+(:func:`pool_below_context_note`); only a pool that holds no request stops it.
 Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pipeline`),
 ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``,
 ``--max-running-requests`` (``max_num_seqs``).
@@ -66,6 +70,7 @@ __all__ = [
     "estimate_sglang",
     "legacy_mem_fraction_static",
     "multimodal_policy",
+    "pool_below_context_note",
     "sglang_batch_defaults",
 ]
 
@@ -304,6 +309,31 @@ def dated_mem_fraction_static(
     return default_mem_fraction_static(tp, gpu_mem_bytes, pp)
 
 
+def pool_below_context_note(tokens: int, ctx: int) -> str:
+    """What SGLang does when its token pool is smaller than one request of the context length.
+
+    It starts and serves: ``TpModelWorker.__init__`` (python/sglang/srt/managers/tp_worker.py,
+    v0.4.6 and the stored newest, commit 0045f98) caps a request at ``max_req_len =
+    min(context_len - 1, max_total_num_tokens - 1)`` and its input at ``max_req_input_len =
+    max_req_len - 5``; the only start-up check is ``max_req_len > 0 and max_req_input_len > 0``
+    ("Memory pool size is too small"). A longer input is refused by
+    ``managers/utils.py validate_input_length`` ("Input length (N tokens) exceeds the maximum
+    allowed length (M tokens)", HTTP 400) or truncated with ``--allow-auto-truncate``, and
+    ``Scheduler.handle_generate_request`` caps ``max_new_tokens`` at ``max_req_len - input - 1``.
+    So it is a limit on the longest request, not a failure to load.
+
+    >>> pool_below_context_note(25644, 40960).split(": ")[1][:54]
+    'SGLang still starts but caps a request at 25643 tokens'
+    """
+    max_req_len = min(ctx - 1, tokens - 1)
+    return (
+        f"the token pool ({tokens} tokens) is smaller than one request of {ctx} tokens: SGLang "
+        f"still starts but caps a request at {max_req_len} tokens (tp_worker.py max_req_len); "
+        f"a longer input ({max_req_len - 5}+ tokens) is refused with HTTP 400 'Input length ... "
+        "exceeds the maximum allowed length' (or truncated with --allow-auto-truncate)"
+    )
+
+
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
@@ -473,8 +503,19 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         usages.append(
             DeviceUsage(device=device_label(d, rank), components=comps, capacity_bytes=cap)
         )
-    if tokens is not None and tokens < ctx:
-        blockers.append(f"the token pool ({tokens}) is smaller than one request of {ctx} tokens")
+    pool_note: tuple[str, ...] = ()
+    if tokens is not None and tokens > 0:
+        # managers/tp_worker.py (v0.4.6 and the stored newest): max_req_len = min(context_len
+        # - 1, max_total_num_tokens - 1), max_req_input_len = max_req_len - 5, and only
+        # `assert max_req_len > 0 and max_req_input_len > 0, "Memory pool size is too small"`
+        max_req_len = min(ctx - 1, tokens - 1)
+        if max_req_len - 5 <= 0:
+            blockers.append(
+                f"the token pool ({tokens} tokens) holds no request: SGLang stops with "
+                "'Memory pool size is too small'"
+            )
+        elif tokens < ctx:
+            pool_note = (pool_below_context_note(tokens, ctx),)
     return Estimate(
         model=model_info(spec),
         runtime="sglang",
@@ -506,6 +547,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             ),
         },
         assumptions=tuple(weights.assumptions)
+        + pool_note
         + (
             (
                 f"pipeline parallel {pp} stages x tp {tp}: layers "

@@ -29,6 +29,25 @@ Platform terms (``PLATFORM_TERMS``):
   the Windows host's WDDM driver through GPU paravirtualization (NVIDIA, "CUDA on WSL User
   Guide": GPU acceleration "in WDDM mode", not TCC; libcuda.so is the host driver's, mapped
   into the WSL 2 VM), so the same video memory manager holds the card.
+* Apple silicon (ggml-metal: llama.cpp, Ollama): the capacity is the catalog's Metal working
+  set (``recommendedMaxWorkingSetSize``: 2/3 of RAM up to 32 GB, 3/4 above, as macOS 13-15
+  report it). Going over it is not refused by ggml-metal (``ggml_metal_log_allocated_size``
+  only warns "current allocated size is greater than the recommended max working set size",
+  ggml/src/ggml-metal, every build since 2023) but by macOS when a command buffer runs
+  (``kIOGPUCommandBufferCallbackErrorOutOfMemory``, "command buffer failed with status 5":
+  ollama #434, antirez/ds4 #890/#909), and that limit is not one number: it follows
+  ``iogpu.wired_limit_mb`` and newer macOS defaults to more (macOS 26: 107.52 GiB of 128 GiB,
+  84%, measured on two machines, antirez/ds4 #893). A run over the catalog's working set but
+  within ``METAL_NEWEST_DEFAULT_FRACTION`` of the RAM is "tight" with that risk named (not
+  "does not fit"); beyond it, "does not fit".
+* AMD APUs (Strix Halo): what the GPU may use of the unified memory is the BIOS carve-out
+  (Variable Graphics Memory, at most 3/4 of RAM) plus GTT, which is half of the rest by default
+  (Linux: ``amdgpu_ttm_init`` ``gtt_size = ttm_tt_pages_limit() << PAGE_SHIFT``,
+  drivers/gpu/drm/amd/amdgpu/amdgpu_ttm.c since v6.1, with TTM's default ``pages_limit`` half
+  of system RAM, drivers/gpu/drm/ttm/ttm_device.c ``ttm_global_init``; ``amdgpu_gtt_mgr.c``
+  refuses past it with -ENOSPC; Windows gives a GPU half of system RAM as shared memory). So at
+  least 1/8 of a capacity given as the whole unified memory is out of the GPU's reach unless
+  ``ttm.pages_limit`` is raised: that 1/8 is in the band (``APU_UNREACHABLE_FRACTION``).
 * Ollama: its scheduler keeps ``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus
   ``OLLAMA_GPU_OVERHEAD`` (envconfig, default 0) free per GPU: inside that, Ollama does not die
   but puts fewer layers on the GPU, so it counts toward "tight".
@@ -36,7 +55,9 @@ Platform terms (``PLATFORM_TERMS``):
 Runtime margins: vLLM and SGLang size their KV pool to the budget, so the device total always
 "fits"; their risk is the pool holding one ``max_model_len`` request. That margin (pool tokens
 minus one request, in bytes) is compared with the band of what sizes the pool (weights,
-activation peak, non-torch).
+activation peak, non-torch). vLLM refuses to start below it; SGLang does not (it caps a
+request at the pool, ``tp_worker.py max_req_len``): a negative SGLang pool margin is "tight"
+with that cap named (:func:`_sglang_cap`).
 
 vLLM terms that come from how a generation allocates (``oomkit.estimate.vllm_engines``):
 
@@ -72,13 +93,16 @@ from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
 
 __all__ = [
+    "APU_UNREACHABLE_FRACTION",
     "LEVELS",
+    "METAL_NEWEST_DEFAULT_FRACTION",
     "PLATFORM_TERMS",
     "DeviceMargin",
     "Platform",
     "Verdict",
     "band_fractions",
     "device_segment",
+    "device_unified_bytes",
     "verdict",
 ]
 
@@ -90,6 +114,22 @@ PLATFORM_TERMS: Mapping[str, tuple[int, str]] = {
     "display": (512 * MiB, "desktop display/compositor on this GPU (0.2-1 GiB)"),
     "windows_wddm": (512 * MiB, "Windows WDDM video memory manager reservation"),
 }
+#: the largest default Metal working set measured, as a fraction of RAM: macOS 26.x reports
+#: 107.52 GiB on 128 GiB Macs (M5 Max and a second chip generation, antirez/ds4 #893)
+METAL_NEWEST_DEFAULT_FRACTION = 0.84
+#: the least share of an APU's unified memory its GPU cannot reach by default: carve-out at
+#: most 3/4 of RAM (AMD Variable Graphics Memory: 96 of 128 GB), GTT half of the rest (TTM)
+APU_UNREACHABLE_FRACTION = 0.125
+#: runtimes whose Metal buffers are ggml-metal's
+_GGML_RUNTIMES = frozenset({"llama.cpp", "ollama"})
+_METAL_OVER = (
+    "over the Metal working set of macOS 13-15 (runs only where macOS allows more: macOS 26 "
+    "or a raised iogpu.wired_limit_mb; else 'command buffer failed with status 5')"
+)
+_APU_SHARE = (
+    "APU: the GPU reaches only its carve-out + GTT (half of the rest by default; raise "
+    "ttm.pages_limit)"
+)
 _DISPLAY_SEGMENTS = frozenset({"consumer", "laptop", "workstation"})
 #: systems whose CUDA runs on the WDDM driver (WSL 2: the Windows host's, paravirtualized)
 _WDDM_OS = frozenset({"windows", "wsl"})
@@ -109,6 +149,10 @@ class Platform:
     display: bool | None = None  # a display is attached to the GPU(s)
     segments: tuple[str | None, ...] = ()  # GPU catalog segment per device
     ollama_gpu_overhead_bytes: int = 0  # OLLAMA_GPU_OVERHEAD
+    #: per device: the memory it shares with the CPU (:func:`device_unified_bytes`): an Apple
+    #: GPU's installed RAM when its capacity is the catalog's Metal working set, an AMD APU's
+    #: capacity as given; None for a discrete GPU or when unknown
+    unified_bytes: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,11 +219,15 @@ class Verdict:
         if self.level == "fits":
             # a serving engine sizes its KV pool to fill the GPU: its margin is the pool's
             return f"Fits. {free} free on {where}, beyond the ±{band} band of real runs."
-        line = f"Tight: {free} free on {m.device}, within the ±{band} band of real runs"
-        if m.what != "device memory":
-            line += f" ({m.what})"
+        if m.free_bytes < 0:  # over a limit the runtime/OS does not enforce as a death
+            line = f"Tight: {format_bytes(-m.free_bytes)} over on {where}"
+        else:
+            line = f"Tight: {free} free on {m.device}, within the ±{band} band of real runs"
+            if m.what != "device memory":
+                line += f" ({m.what})"
         if self.risks:
-            line += "; could push it over: " + ", ".join(self.risks)
+            lead = "; what decides it: " if m.free_bytes < 0 else "; could push it over: "
+            line += lead + ", ".join(self.risks)
         if self.safe_change:
             line += f". Safe margin: {self.safe_change}"
         return line + "."
@@ -214,9 +262,9 @@ def _device_margin(
             terms.append((f"{_CATEGORY_LABELS.get(cat, cat)} (+{frac:.1%} seen)", b))
     reservations: list[tuple[str, int]] = []
     gpu = d.device != "cpu"
+    seg = _segment(platform, index)
     if gpu:
         terms.append(_term("cuda_context_spread"))
-        seg = _segment(platform, index)
         if platform.display:
             reservations.append(_term("display"))
         elif platform.display is None and (seg is None or seg in _DISPLAY_SEGMENTS):
@@ -234,8 +282,22 @@ def _device_margin(
         growth = est.runtime_details.get("cuda_pool_growth_bytes")
         if isinstance(growth, Mapping) and isinstance(growth.get(d.device), int):
             terms.append((_POOL_GROWTH, int(growth[d.device])))
+    unified = _unified(platform, index) if gpu else None
+    if unified is not None and seg != "apple":
+        terms.append((_APU_SHARE, int(unified * APU_UNREACHABLE_FRACTION)))
     free = d.capacity_bytes - d.total_bytes - sum(b for _, b in reservations)
     band = sum(b for _, b in terms)
+    level = _level(free, band)
+    if (
+        level == "does_not_fit"
+        and unified is not None
+        and seg == "apple"
+        and est.runtime in _GGML_RUNTIMES
+        and d.capacity_bytes - free <= int(unified * METAL_NEWEST_DEFAULT_FRACTION)
+    ):
+        # over the older working set, within what newer macOS allows: the limit is uncertain
+        # (named as a risk by verdict(), not a band term: the band stays the measured one)
+        level = "tight"
     terms.sort(key=lambda t: -t[1])
     return DeviceMargin(
         device=d.device,
@@ -244,8 +306,12 @@ def _device_margin(
         band_bytes=band,
         terms=tuple(terms),
         reservations=tuple(reservations),
-        level=_level(free, band),
+        level=level,
     )
+
+
+def _unified(platform: Platform, index: int) -> int | None:
+    return platform.unified_bytes[index] if index < len(platform.unified_bytes) else None
 
 
 def _term(name: str) -> tuple[str, int]:
@@ -354,14 +420,45 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         # (check_enough_kv_cache_memory: max_memory_usage_bytes summed over the layers)
         free = headroom
     band = sum(b for _, b in terms)
+    level = _level(free, band)
+    if est.runtime == "sglang" and level == "does_not_fit" and tokens > 0:
+        # SGLang loads and caps a request at the pool (see _sglang_cap): a limit, not a death
+        level = "tight"
     return DeviceMargin(
         device=d.device,
-        what="KV pool vs one request of the full context",
+        what=_POOL_WHAT,
         free_bytes=free,
         band_bytes=band,
         terms=tuple(terms),
         reservations=(),
-        level=_level(free, band),
+        level=level,
+    )
+
+
+_POOL_WHAT = "KV pool vs one request of the full context"
+
+
+def _sglang_cap(est: Estimate) -> str | None:
+    """SGLang with a token pool below the context length: the request cap it serves with.
+
+    SGLang does not refuse to start: ``TpModelWorker.__init__`` (python/sglang/srt/managers/
+    tp_worker.py, v0.4.6 and the stored newest, commit 0045f98) sets ``max_req_len =
+    min(context_len - 1, max_total_num_tokens - 1)`` and asserts only that it is positive
+    ("Memory pool size is too small"); ``managers/utils.py validate_input_length`` refuses a
+    longer input with HTTP 400 (or truncates it with ``--allow-auto-truncate``). So the run is
+    "tight" with that risk named, never "does not fit" on this alone
+    (:func:`oomkit.estimate.sglang.pool_below_context_note`).
+    """
+    if est.runtime != "sglang":
+        return None
+    tokens = _int(est.runtime_details, "max_total_num_tokens")
+    ctx = est.settings.get("ctx")
+    if tokens is None or tokens <= 0 or not isinstance(ctx, int) or tokens >= ctx:
+        return None
+    cap = min(ctx - 1, tokens - 1)
+    return (
+        f"the token pool caps a request at {cap} tokens (SGLang refuses a longer input with "
+        "HTTP 400 'Input length ... exceeds the maximum allowed length')"
     )
 
 
@@ -453,6 +550,24 @@ def device_segment(d: DeviceTarget) -> str | None:
     return find_gpu(d.key).segment
 
 
+def device_unified_bytes(d: DeviceTarget) -> int | None:
+    """The memory a device shares with the CPU, for the verdict's unified-memory terms.
+
+    Apple: the installed RAM, when the capacity is the catalog's Metal working set (a ``--vram``
+    the user gives is their own limit, taken as is); AMD APU: the capacity as given (the
+    catalog's whole unified memory, or ``--vram``). None for discrete GPUs and other rows.
+    """
+    if d.key is None or not d.unified_memory:
+        return None
+    from oomkit.hardware.catalog import find_gpu
+
+    g = find_gpu(d.key)
+    if g.vendor == "apple":
+        ok = g.usable_memory_bytes is not None and d.capacity_bytes == g.usable_memory_bytes
+        return g.memory_bytes if ok else None
+    return d.capacity_bytes if g.vendor == "amd" else None
+
+
 def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     """Three-level verdict for ``est`` on ``platform`` (pure; see the module docstring)."""
     plat = platform or Platform()
@@ -476,7 +591,15 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     pool = _pool_margin(est, fracs)
     if pool is not None:
         margins.append(pool)
-    if est.fits is False or any(m.level == "does_not_fit" for m in margins):
+    # a device over its capacity is a death unless its margin says the limit is uncertain
+    # (Apple: over the older working set, within newer macOS's): then it is "tight"
+    soft = {m.device for m in margins if m.what == "device memory" and m.level == "tight"}
+    hard = (
+        bool(est.blockers)
+        or est.host.fits is False
+        or any(d.fits is False and d.device not in soft for d in est.devices)
+    )
+    if (est.fits is False and hard) or any(m.level == "does_not_fit" for m in margins):
         return Verdict(
             level="does_not_fit",
             margins=tuple(margins),
@@ -488,6 +611,11 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         return Verdict(level="fits", margins=tuple(margins), band_source=source)
     worst = min(tight, key=lambda m: m.free_bytes - m.band_bytes)
     risks = tuple(f"{label} {format_bytes(b)}" for label, b in worst.terms[:3])
+    cap = _sglang_cap(est)
+    if cap is not None and worst.what == _POOL_WHAT:
+        risks = (cap, *risks)
+    elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, see _device_margin
+        risks = (f"{format_bytes(-worst.free_bytes)} {_METAL_OVER}", *risks)
     return Verdict(
         level="tight",
         margins=tuple(margins),

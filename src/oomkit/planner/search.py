@@ -23,7 +23,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import get_estimator
-from oomkit.estimate.verdict import Platform, device_segment, verdict
+from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
     LEVEL_GPU,
@@ -182,7 +182,10 @@ class Searcher:
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
         self._memo: dict[Candidate, Evaluation] = {}
-        self.platform = Platform(segments=tuple(device_segment(d) for d in gpus))
+        self.platform = Platform(
+            segments=tuple(device_segment(d) for d in gpus),
+            unified_bytes=tuple(device_unified_bytes(d) for d in gpus),
+        )
         self.unified = any(d.unified_memory for d in gpus)
         self.unified_total = _unified_total(gpus) if self.unified else None
         self.n_estimates = 0
