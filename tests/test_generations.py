@@ -17,7 +17,7 @@ from oomkit.estimate.generations import GENERATIONS, resolve_generation
 from oomkit.estimate.verdict import Platform, verdict
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings
-from oomkit.units import MiB
+from oomkit.units import GiB, MiB
 
 HW = hardware_for(parse_gpu_list("rtx-4090"))
 
@@ -43,8 +43,9 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "v0.6.6.post1", "v0-2025"),
         ("vllm", "0.8.5", "v1-2025-global"),
         ("vllm", "0.9.2", "v1-2025"),
-        ("vllm", "2025-12", "v1-0.11"),
-        ("vllm", "0.14.1", "v1-0.11"),
+        ("vllm", "2025-12", "v1-0.11.1"),
+        ("vllm", "0.14.1", "v1-0.11.1"),
+        ("vllm", "0.11.0", "v1-0.11"),
         ("vllm", "0.21.0", "current"),
         ("llama.cpp", "2024-06", "2024"),
         ("llama.cpp", "b4500", "2024-10-loader"),
@@ -169,7 +170,7 @@ def test_two_part_version_is_its_dot_zero_release(runtime: str, short: str, full
 
 def test_two_part_vllm_versions_pick_the_right_engine_generation() -> None:
     assert resolve_generation("vllm", "0.8").label == "vLLM V1 (0.8.0-0.9.0)"
-    assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11-0.20)"
+    assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11.0)"
     assert resolve_generation("vllm", "0.21").label == "vLLM V1 (0.21+)"
     assert resolve_generation("vllm", "0.10").key == resolve_generation("vllm", "0.10.0").key
     assert resolve_generation("vllm", "0.10").key != resolve_generation("vllm", "0.11").key
@@ -410,17 +411,55 @@ def test_vllm_graphs_in_the_headroom_until_0_21() -> None:
     old = estimate("gpt-oss-120b", InferenceSettings(runtime_version="0.14.1", **kw), hw)
     new = estimate("gpt-oss-120b", InferenceSettings(runtime_version="0.21.0", **kw), hw)
     ro, rn = old.runtime_details, new.runtime_details
-    assert (ro["engine"], rn["engine"]) == ("v1-0.11", "current")
+    assert (ro["engine"], rn["engine"]) == ("v1-0.11.1", "current")
     assert (ro["cudagraph_charged"], rn["cudagraph_charged"]) == (False, True)
     graphs = rn["cudagraph_bytes"]
     assert graphs > 0
     assert graphs == ro["cudagraph_bytes"]
-    # the same budget: the KV cache gives the graphs up only when they are charged
-    assert ro["available_kv_cache_bytes"] - rn["available_kv_cache_bytes"] == graphs
+    # the same budget: the KV cache gives the graphs up only when they are charged (0.14.1's
+    # sort sampler, see test_vllm_sort_sampler_from_0_11_1_until_flashinfer_returns, takes the
+    # difference of the two torch peaks out of it too)
+    sampler = ro["activation_peak_bytes"] - rn["activation_peak_bytes"]
+    assert sampler >= 0  # one sequence: the forward live set may set both peaks
+    assert ro["available_kv_cache_bytes"] - rn["available_kv_cache_bytes"] == graphs - sampler
     # so the device total grows by the graphs on 0.14.1: they sit in the headroom
     assert old.devices[0].total_bytes - new.devices[0].total_bytes == graphs
     assert verdict(old, Platform()).level != "fits"
     assert verdict(new, Platform()).level == "fits"
+
+
+def test_vllm_sort_sampler_from_0_11_1_until_flashinfer_returns() -> None:
+    """PR #26859 (after v0.11.0) made FlashInfer's top-k/top-p sampler opt-in until PR #40376:
+    0.11.1-0.20 profile ``_dummy_sampler_run`` through the PyTorch sort over [max_num_seqs,
+    vocab] fp32 logits. llm-d-benchmark's H100 logs (vllm-openai:latest, Jan 2026) show a
+    5.64 GiB torch peak for Qwen3-32B at 1024 sequences x 151936 vocab, where FlashInfer's
+    working set is about a third: at --max-model-len 32000 the pool no longer holds a request
+    (FAILED in that table), at 16000 it does (SUCCESS, 4.45 GiB of KV)."""
+    hw = hardware_for(parse_gpu_list("h100-sxm"))
+    kw: dict[str, Any] = {
+        "runtime": "vllm",
+        "quant": "bf16",
+        "gpu_memory_utilization": 0.9,
+        "block_size": 128,
+    }
+
+    def run(version: str, ctx: int) -> Any:
+        return estimate("qwen3-32b", InferenceSettings(runtime_version=version, ctx=ctx, **kw), hw)
+
+    fi, sort = run("0.11.0", 32000), run("0.14.1", 32000)
+    back = run("0.21.0", 32000)
+    pf, ps = fi.runtime_details, sort.runtime_details
+    assert (pf["engine"], ps["engine"]) == ("v1-0.11", "v1-0.11.1")
+    # the same rows and vocabulary: only the per-entry working set differs (36 vs 12 B)
+    rows, vocab = ps["max_num_seqs"], 151936
+    grown = ps["activation_peak_bytes"] - pf["activation_peak_bytes"]
+    assert grown == rows * vocab * (36 - 12)
+    assert back.runtime_details["activation_peak_bytes"] == pf["activation_peak_bytes"]
+    assert 5.3 * GiB < ps["activation_peak_bytes"] < 6.0 * GiB  # log: 5.64 GiB
+    assert pf["available_kv_cache_bytes"] - ps["available_kv_cache_bytes"] == grown
+    assert verdict(fi, Platform()).level == "fits"
+    assert verdict(sort, Platform()).level == "does_not_fit"
+    assert verdict(run("0.14.1", 16000), Platform()).level == "fits"
 
 
 def test_runtime_version_is_not_reported_as_ignored() -> None:

@@ -191,6 +191,13 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "GiB'; util 0.97 leaves 2.4 GiB for the graphs and it OOMs at 5k context)",
         _VLLM + "pull/30515 (0.17.0rc1 log: the graph profiler 'not enabled' by default)",
     ),
+    ("vllm", "v1-0.11.1"): (
+        _TG + "test_vllm_sort_sampler_from_0_11_1_until_flashinfer_returns",
+        "log:https://github.com/llm-d/llm-d-benchmark/blob/4f4d44943c39b76b28e30dfa1fb0dfaf1ee894b5/"
+        "config_explorer/empirical-vllm-memory-results.md (vllm-openai:latest, Jan 2026, H100: "
+        "peak activation 5.64 GiB for Qwen3-32B, 5.56 GiB for Qwen3-0.6B; Qwen3-32B FAILED at "
+        "32000, the verdict run vllm-llmd-qwen3-32b-bf16-h100-32k of heldout8)",
+    ),
     ("vllm", "current"): (
         _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
         "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "

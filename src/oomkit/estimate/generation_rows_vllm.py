@@ -168,7 +168,7 @@ VLLM_ROWS: tuple[Row, ...] = (
     _g(
         "vllm",
         "v1-0.11",
-        "vLLM V1 (0.11-0.20)",
+        "vLLM V1 (0.11.0)",
         "2025-10-02",
         "0.11.0",
         "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
@@ -177,6 +177,18 @@ VLLM_ROWS: tuple[Row, ...] = (
         "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
         "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
         vllm_engine="v1-0.11",
+    ),
+    _g(
+        "vllm",
+        "v1-0.11.1",
+        "vLLM V1 (0.11.1-0.20)",
+        "2025-11-18",
+        "0.11.1",
+        "vllm-project/vllm PR #26859 ('Disable FlashInfer sampler by default', merged "
+        "2025-10-15, after v0.11.0); PR #40376 re-enables it (2026-04-20)",
+        "the profile run's dummy sampler sorts [max_num_seqs, vocab] fp32 logits (PyTorch-"
+        "native top-k/top-p, FlashInfer's opt-in): a larger torch peak, a smaller KV cache",
+        vllm_engine="v1-0.11.1",
     ),
     _g(
         "vllm",

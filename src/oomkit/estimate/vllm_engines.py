@@ -11,7 +11,18 @@ rule of the version that printed it. Every row cites the code it models.
   (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
   turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
   (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
-* ``v1-0.11`` (vLLM 0.11.0-0.20.x): the same rule without the CUDA-graph estimate. PR #30515
+* ``v1-0.11.1`` (vLLM 0.11.1-0.20.x): the ``v1-0.11`` rule with the PyTorch-native sort
+  sampler. PR #26859 ("Disable FlashInfer sampler by default", merged 2025-10-15, after the
+  v0.11.0 release) made FlashInfer's top-k/top-p kernel opt-in
+  (vllm/v1/sample/ops/topk_topp_sampler.py: ``if envs.VLLM_USE_FLASHINFER_SAMPLER:`` "Users
+  must opt in explicitly via VLLM_USE_FLASHINFER_SAMPLER=1", else ``forward_native``); PR
+  #40376 ("Enable FlashInfer top-k/top-p sampler by default", merged 2026-04-20) turned it
+  back on for the ``current`` generation. ``_dummy_sampler_run`` in the profile run sorts
+  ``[max_num_seqs, vocab]`` fp32 logits, so the torch peak is the sort path's: llm-d-benchmark's
+  H100 logs of ``vllm/vllm-openai:latest`` in January 2026 (config_explorer/
+  empirical-vllm-memory-results.md at 4f4d449) show a peak activation of 4.76-5.64 GiB for
+  dense models from Qwen3-0.6B to Llama-3.3-70B, ~38 B per ``max_num_seqs x vocab`` entry.
+* ``v1-0.11`` (vLLM 0.11.0): the same rule without the CUDA-graph estimate. PR #30515
   (merged by 0.17: a 0.17.0rc1 log in its thread runs with it "not enabled") added
   ``profile_cudagraph_memory`` behind ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, default 0;
   vllm/envs.py on main says "Enabled by default as of v0.21.0" (quoted in PR #41099's review,
@@ -136,12 +147,27 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         "v1-0.11": VllmEngine(
             name="v1-0.11",
             summary=(
-                "vLLM 0.11-0.20: ceil(total x 0.92) - non-KV; CUDA graphs captured afterwards "
-                "in the 1 - util headroom (graph estimate opt-in until 0.21)"
+                "vLLM 0.11.0: ceil(total x 0.92) - non-KV; CUDA graphs captured afterwards "
+                "in the 1 - util headroom (graph estimate opt-in until 0.21); FlashInfer sampler"
             ),
             default_util=0.92,
             chunked_prefill=True,
             flashinfer_sampler=True,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            ceil_budget=True,
+        ),
+        "v1-0.11.1": VllmEngine(
+            name="v1-0.11.1",
+            summary=(
+                "vLLM 0.11.1-0.20: as 0.11.0 with the PyTorch-native sort sampler (FlashInfer's "
+                "opt-in from PR #26859 until PR #40376)"
+            ),
+            default_util=0.92,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
             charges_cuda_context=False,
             reserved_peak=False,
             charges_cudagraphs=False,
