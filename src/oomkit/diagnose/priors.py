@@ -82,6 +82,9 @@ FAMILIES: Mapping[str, str] = {
     "paddle": "gpu_framework",
     "mxnet": "gpu_framework",
     "caffe": "gpu_framework",
+    "tensorrt": "gpu_framework",
+    "mindspore": "gpu_framework",
+    "sophgo": "gpu_framework",
     "generic": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",
