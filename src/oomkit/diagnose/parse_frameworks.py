@@ -156,9 +156,9 @@ _TORCH_OLD_TAIL = re.compile(
     + sz("alloc")
     + r" already allocated; "
     + sz("free")
-    + r" free;(?: "
+    + r" free(?:\)|; "
     + sz("resv")
-    + r" reserved in total by PyTorch)?"
+    + r" (?P<what>reserved in total by PyTorch|cached))"
 )
 _TORCH_BARE = re.compile(
     r"\bCUDA out of memory\b(?:[.,]? ?Tried to allocate " + sz("req") + r")?", re.IGNORECASE
@@ -340,7 +340,10 @@ def _ggml(line: str, n: int) -> OomEvent | None:
             detail=m["t"],
         )
     if _GGML_POOL.search(line):
-        return _ev("llama.cpp", "fixed_buffer_full", "ggml_context_memory_pool", line, n)
+        # the wording of parse_extra's ggml_memory_pool, cut before "(needed N, available M)"
+        return _ev(
+            "llama.cpp", "ggml_pool_exhausted", "ggml_memory_pool", line, n, buffer_name="context"
+        )
     if _GGML_BLOCKS.search(line):
         return _ev("llama.cpp", "fixed_buffer_full", "ggml_alloc_out_of_free_blocks", line, n)
     m2 = _GGML_CUDAMALLOC.search(line)
@@ -437,7 +440,11 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             total_bytes=size_of(m4, "total", "pytorch"),
             allocated_bytes=size_of(m4, "alloc", "pytorch"),
             free_bytes=size_of(m4, "free", "pytorch"),
-            reserved_bytes=size_of(m4, "resv", "pytorch") if m4["resv"] else None,
+            # PyTorch <= 1.3 printed "cached" (reserved but unallocated), later "reserved"
+            reserved_bytes=size_of(m4, "resv", "pytorch") if m4["what"] != "cached" else None,
+            reserved_unallocated_bytes=size_of(m4, "resv", "pytorch")
+            if m4["what"] == "cached"
+            else None,
         )
     m5 = _TORCH_BARE.search(line)
     if m5 is not None:

@@ -288,7 +288,6 @@ def _tensorflow(e: OomEvent) -> Analysis:
 def _ggml_fixed(e: OomEvent) -> Analysis:
     what = {
         "ggml_tallocr_not_enough_space": "the graph allocator's buffer",
-        "ggml_context_memory_pool": "a ggml context's memory pool",
         "ggml_alloc_out_of_free_blocks": "the allocator's table of free blocks",
     }.get(e.format or "", "a fixed ggml buffer")
     need = (
