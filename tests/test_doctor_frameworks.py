@@ -253,6 +253,22 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
         "vllm_metal_kv_budget",
         {"allowed_bytes": 17_540_000_000, "available_kv_bytes": -130_000_000},
     ),
+    # LM Studio's load-failure report with the memory used up
+    (
+        "corpus:h6-lmstudio-14",
+        "lmstudio",
+        "lmstudio_load_failed_memory",
+        {"kind": "host_oom", "detail": "n_ctx 1048576", "free_bytes": 316650},
+    ),
+    (
+        '{\n  "title": "Failed to load model",\n  "data": {\n    "memory": {\n'
+        '      "ram_capacity": "64.00 GB",\n      "ram_unused": "20.00 GB"\n    },\n'
+        '    "gpu": {\n      "vram_recommended_capacity": "24.00 GB",\n'
+        '      "vram_unused": "30.00 MB"\n    }\n  }\n}',
+        "lmstudio",
+        "lmstudio_load_failed_memory",
+        {"kind": "gpu_alloc_failed", "total_bytes": 24 * 10**9},
+    ),
     # PyTorch's caching-allocator wording cut short
     (
         "corpus:h6-textgen-1009",
@@ -292,6 +308,8 @@ def test_format_is_read_with_its_numbers(
 
 
 NEAR_MISSES = [
+    # LM Studio's load-failure report with memory to spare (exit code 6: not an OOM it shows)
+    "corpus:h6-lmstudio-59",
     # ONNX Runtime: a CUDA failure that is not an OOM; an arena that allocated fine
     "CUDA failure 700: an illegal memory access was encountered ; GPU=0 ; hostname=x ; "
     "file=cuda_call.cc ; line=121 ; expr=cudaStreamSynchronize(stream);",
@@ -326,6 +344,8 @@ NEAR_MISSES = [
 
 @pytest.mark.parametrize("text", NEAR_MISSES)
 def test_near_miss_is_not_read_as_an_oom(text: str) -> None:
+    if text.startswith("corpus:"):
+        text = _corpus_text(text.removeprefix("corpus:"))
     assert parse_frameworks(split_lines(text)) == []
     # no parser claims it; a few ("ResourceExhaustedError", "not enough space in", "cudaMalloc
     # failed") still reach the generic keyword fallback, which says it knows no format

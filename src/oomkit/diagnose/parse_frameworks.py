@@ -49,6 +49,9 @@ message, cited from its source; the numbers it states are kept so that the rules
   memory`` without its function prefix (koboldcpp).
 * SGLang ``alloc_req_slots runs out of memory`` (``managers/schedule_batch.py``: the request
   slot pool, ``--max-running-requests`` slots).
+* LM Studio's ``Failed to load model`` JSON report (``"ram_capacity"`` / ``"ram_unused"``,
+  ``"vram_recommended_capacity"`` / ``"vram_unused"``): printed for any load failure, so it is
+  read as an OOM only when the memory it reports was used up (unused < 1% of the capacity).
 * PyTorch's caching-allocator wording cut short: the legacy statistics in parentheses without
   the ``Tried to allocate`` head (``(GPU 0; X total capacity; Y already allocated; Z free; R
   reserved in total by PyTorch)``), and ``CUDA out of memory`` in any case without the rest.
@@ -138,6 +141,14 @@ _GGML_CUDAMALLOC = re.compile(
     r"(?P<api>cudaMalloc|hipMalloc) failed: ?out of memory"
 )
 _SGL_SLOTS = re.compile(r"alloc_req_slots runs out of memory")
+# LM Studio's load-failure report (JSON): the memory it saw when the load failed
+_LMS_MEM = re.compile(
+    r'"(?P<k>ram_capacity|ram_unused|vram_recommended_capacity|vram_unused)": ?'
+    r'"(?P<v>\d{1,9}(?:\.\d{1,4})?) ?(?P<u>[KMGT]?B)"'
+)
+_LMS_NCTX = re.compile(r'"n_ctx": ?(?P<v>\d{1,9})')
+_LMS_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_EXHAUSTED = 0.01  # unused below 1% of the capacity: the memory was used up when it failed
 _METAL_KV = re.compile(r"Paged attention: not enough Metal memory for KV cache")
 _METAL_TERM = re.compile(
     r"\b(?P<k>metal_limit|usable_metal|model_memory|overhead|kv_budget)=(?P<v>-?\d{1,9}(?:\.\d{1,4})?)GB"
@@ -187,6 +198,8 @@ _PREFILTER = needles_re(
         "not enough space in the",
         "out of free blocks",
         "alloc_req_slots",
+        '"ram_unused"',
+        '"vram_unused"',
         "not enough Metal memory",
         "llama-server reported out-of-memory",
         "total capacity;",
@@ -361,6 +374,32 @@ def _ggml(line: str, n: int) -> OomEvent | None:
     return None
 
 
+def _lmstudio(lines: Lines, i: int, n: int) -> OomEvent | None:
+    """LM Studio's ``Failed to load model`` JSON reports the memory it saw at the failure, for
+    any cause; it is an OOM only when that memory was used up (unused < 1% of capacity)."""
+    lo = i - 12 if i >= 12 else 0
+    block = "\n".join(lines.text[lo : i + 12])
+    mem = {m["k"]: round(float(m["v"]) * _LMS_UNITS[m["u"]]) for m in _LMS_MEM.finditer(block)}
+    nctx = _LMS_NCTX.search("\n".join(lines.text[i - 39 if i >= 39 else 0 : i + 1]))
+    for kind, cap_key, unused_key in (
+        ("host_oom", "ram_capacity", "ram_unused"),
+        ("gpu_alloc_failed", "vram_recommended_capacity", "vram_unused"),
+    ):
+        cap, unused = mem.get(cap_key), mem.get(unused_key)
+        if cap and unused is not None and unused < _EXHAUSTED * cap:
+            return _ev(
+                "lmstudio",
+                kind,
+                "lmstudio_load_failed_memory",
+                block,
+                n,
+                total_bytes=cap,
+                free_bytes=unused,
+                detail=f"n_ctx {nctx['v']}" if nctx is not None else None,
+            )
+    return None
+
+
 def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m = _PADDLE_CPU.search(line)
     if m is not None:
@@ -425,6 +464,10 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             stage="kv_cache" if "kv cache" in rest else None,
             detail=m6["when"],
         )
+    if '_unused"' in line:
+        ev = _lmstudio(lines, i, n)
+        if ev is not None:
+            return ev
     if _SGL_SLOTS.search(line):
         return _ev("sglang", "req_slots_full", "sglang_alloc_req_slots", line, n)
     m4 = _TORCH_OLD_TAIL.search(line)

@@ -426,6 +426,32 @@ def _ollama_server(e: OomEvent) -> Analysis:
     )
 
 
+def _lmstudio(e: OomEvent) -> Analysis:
+    what = "RAM" if e.kind == "host_oom" else "GPU memory"
+    ctx = f" with {e.detail}" if e.detail else ""
+    return Analysis(
+        cause="unknown",
+        confidence=0.35,
+        open_question=True,
+        explanation=f"LM Studio failed to load the model{ctx}; its report shows the {what} used "
+        f"up ({size_text(e.free_bytes)} unused of {size_text(e.total_bytes)}). Loading places "
+        "the weights and allocates the KV cache for the whole context (linear in n_ctx): the "
+        "model's size against the memory (`oomkit estimate MODEL`) decides which.",
+        fixes=(
+            generic(
+                "Lower the context length (n_ctx)",
+                "the KV cache allocated at load is linear in n_ctx.",
+                ("Context Length: 32768 in the load settings",),
+            ),
+            generic(
+                "Use a smaller quantization",
+                "the weights must fit the memory beside the KV cache.",
+                ("pick a Q4_K_M GGUF",),
+            ),
+        ),
+    )
+
+
 def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_frameworks``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -454,6 +480,8 @@ def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _metal_kv(e)
     if fmt == "ollama_llama_server_startup_oom":
         return _ollama_server(e)
+    if fmt == "lmstudio_load_failed_memory":
+        return _lmstudio(e)
     if fmt == "sglang_alloc_req_slots":
         return _sglang_slots()
     return None
