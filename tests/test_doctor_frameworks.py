@@ -253,6 +253,19 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
         "vllm_metal_kv_budget",
         {"allowed_bytes": 17_540_000_000, "available_kv_bytes": -130_000_000},
     ),
+    # Ultralytics AutoBatch's fallback after an OOM while profiling
+    (
+        "corpus:h6-ultralytics-3827",
+        "ultralytics",
+        "ultralytics_autobatch_error",
+        {"detail": "batch 16"},
+    ),
+    (
+        "AutoBatch:  error detected: torch.OutOfMemoryError(),  using default batch-size 8.",
+        "ultralytics",
+        "ultralytics_autobatch_error",
+        {"detail": "batch 8"},
+    ),
     # LM Studio's load-failure report with the memory used up
     (
         "corpus:h6-lmstudio-14",
@@ -308,6 +321,8 @@ def test_format_is_read_with_its_numbers(
 
 
 NEAR_MISSES = [
+    # AutoBatch falling back for another reason
+    "AutoBatch: WARNING error detected: list index out of range,  using default batch-size 16.",
     # LM Studio's load-failure report with memory to spare (exit code 6: not an OOM it shows)
     "corpus:h6-lmstudio-59",
     # ONNX Runtime: a CUDA failure that is not an OOM; an arena that allocated fine

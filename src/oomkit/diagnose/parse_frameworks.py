@@ -49,6 +49,9 @@ message, cited from its source; the numbers it states are kept so that the rules
   memory`` without its function prefix (koboldcpp).
 * SGLang ``alloc_req_slots runs out of memory`` (``managers/schedule_batch.py``: the request
   slot pool, ``--max-running-requests`` slots).
+* Ultralytics AutoBatch ``error detected: <exception>,  using default batch-size N``
+  (``utils/autobatch.py``: the exception caught while profiling batch sizes), read only when the
+  exception is an out-of-memory one.
 * LM Studio's ``Failed to load model`` JSON report (``"ram_capacity"`` / ``"ram_unused"``,
   ``"vram_recommended_capacity"`` / ``"vram_unused"``): printed for any load failure, so it is
   read as an OOM only when the memory it reports was used up (unused < 1% of the capacity).
@@ -141,6 +144,11 @@ _GGML_CUDAMALLOC = re.compile(
     r"(?P<api>cudaMalloc|hipMalloc) failed: ?out of memory"
 )
 _SGL_SLOTS = re.compile(r"alloc_req_slots runs out of memory")
+# Ultralytics utils/autobatch.py: the exception while profiling batch sizes, then the fallback
+_AUTOBATCH = re.compile(
+    r"AutoBatch: .{0,24}error detected: (?P<e>.{0,300}?), {1,2}using default batch-size "
+    r"(?P<b>\d{1,6})"
+)
 # LM Studio's load-failure report (JSON): the memory it saw when the load failed
 _LMS_MEM = re.compile(
     r'"(?P<k>ram_capacity|ram_unused|vram_recommended_capacity|vram_unused)": ?'
@@ -198,6 +206,7 @@ _PREFILTER = needles_re(
         "not enough space in the",
         "out of free blocks",
         "alloc_req_slots",
+        "AutoBatch",
         '"ram_unused"',
         '"vram_unused"',
         "not enough Metal memory",
@@ -468,6 +477,17 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
         ev = _lmstudio(lines, i, n)
         if ev is not None:
             return ev
+    m7 = _AUTOBATCH.search(line) if "AutoBatch" in line else None
+    if m7 is not None and re.search(r"out ?of ?memory", m7["e"], re.IGNORECASE):
+        return _ev(
+            "ultralytics",
+            "autobatch_fallback",
+            "ultralytics_autobatch_error",
+            line,
+            n,
+            stage="warmup",
+            detail=f"batch {m7['b']}",
+        )
     if _SGL_SLOTS.search(line):
         return _ev("sglang", "req_slots_full", "sglang_alloc_req_slots", line, n)
     m4 = _TORCH_OLD_TAIL.search(line)

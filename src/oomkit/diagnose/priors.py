@@ -73,6 +73,7 @@ FAMILIES: Mapping[str, str] = {
     "comfyui": "pytorch",
     "stable-diffusion": "pytorch",
     "accelerate": "pytorch",
+    "ultralytics": "pytorch",
     # other frameworks' device allocators and CUDA-level errors outside any caching allocator
     "cuda": "gpu_framework",
     "cudnn": "gpu_framework",

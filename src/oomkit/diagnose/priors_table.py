@@ -184,7 +184,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "host|*|*": {
         "batch_or_activations": 1,
         "host_ram": 69,
-        "kv_cache_or_context": 1,
+        "kv_cache_or_context": 2,
         "leak_or_accumulation": 2,
         "model_too_large": 1,
         "unknown": 2,
@@ -197,7 +197,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "host|*|partial_numbers": {
         "batch_or_activations": 1,
         "host_ram": 31,
-        "kv_cache_or_context": 1,
+        "kv_cache_or_context": 2,
         "unknown": 2,
     },
     "host|load|*": {
@@ -213,6 +213,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "host|unknown|*": {
         "batch_or_activations": 1,
         "host_ram": 66,
+        "kv_cache_or_context": 1,
         "leak_or_accumulation": 2,
         "model_too_large": 1,
         "unknown": 2,
@@ -225,6 +226,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "host|unknown|partial_numbers": {
         "batch_or_activations": 1,
         "host_ram": 31,
+        "kv_cache_or_context": 1,
         "unknown": 2,
     },
     "pytorch|*|*": {

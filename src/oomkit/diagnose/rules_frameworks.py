@@ -452,6 +452,25 @@ def _lmstudio(e: OomEvent) -> Analysis:
     )
 
 
+def _autobatch(e: OomEvent) -> Analysis:
+    return Analysis(
+        cause="unknown",
+        confidence=0.45,
+        open_question=False,
+        explanation="Ultralytics AutoBatch ran out of memory while profiling batch sizes (it runs "
+        "a few batches to fit the memory curve) and fell back to the default "
+        f"{e.detail or 'batch'}. Profiling is meant to find that limit: the training itself "
+        "has not failed. If it then runs out of memory, the fallback batch is too large.",
+        fixes=(
+            generic(
+                "Set the batch size explicitly",
+                "a fixed batch skips AutoBatch's profiling; halve it if the training OOMs.",
+                ("yolo train ... batch=8",),
+            ),
+        ),
+    )
+
+
 def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_frameworks``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -480,6 +499,8 @@ def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _metal_kv(e)
     if fmt == "ollama_llama_server_startup_oom":
         return _ollama_server(e)
+    if fmt == "ultralytics_autobatch_error":
+        return _autobatch(e)
     if fmt == "lmstudio_load_failed_memory":
         return _lmstudio(e)
     if fmt == "sglang_alloc_req_slots":
