@@ -258,7 +258,8 @@ def _tensorrt(line: str, n: int) -> OomEvent | None:
             line,
             n,
             requested_bytes=to_int(m["x"]),
-            stage=None if m["gpu"] else "weights",
+            # the builder times tactics while it builds the engine (before any inference)
+            stage="compile" if m["gpu"] else "weights",
         )
     if _TRT_WEIGHTS.search(line):
         return _ev(
@@ -282,6 +283,7 @@ def _tensorrt(line: str, n: int) -> OomEvent | None:
             "trt_get_best_tactic",
             line,
             n,
+            stage="compile",
             detail=m3["node"].strip()[:120] or None,
         )
     if _TRT_DEFAULT.search(line):
