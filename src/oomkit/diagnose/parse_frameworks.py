@@ -65,6 +65,7 @@ Every pattern is anchored on a literal and bounded: linear time on any line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
@@ -157,6 +158,7 @@ _LMS_MEM = re.compile(
 _LMS_NCTX = re.compile(r'"n_ctx": ?(?P<v>\d{1,9})')
 _LMS_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _EXHAUSTED = 0.01  # unused below 1% of the capacity: the memory was used up when it failed
+_LMS_MAX_REPORTS = 16  # lines with an "..._unused" key read per log (each reads 24 lines around)
 _METAL_KV = re.compile(r"Paged attention: not enough Metal memory for KV cache")
 _METAL_TERM = re.compile(
     r"\b(?P<k>metal_limit|usable_metal|model_memory|overhead|kv_budget)=(?P<v>-?\d{1,9}(?:\.\d{1,4})?)GB"
@@ -412,12 +414,12 @@ def _lmstudio(lines: Lines, i: int, n: int) -> OomEvent | None:
 
 
 def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
-    m = _PADDLE_CPU.search(line)
+    m = _PADDLE_CPU.search(line) if "Fail to alloc" in line else None
     if m is not None:
         return _ev(
             "paddle", "host_oom", "paddle_cpu_alloc_failed", line, n, requested_bytes=to_int(m["x"])
         )
-    m2 = _BM.search(line)
+    m2 = _BM.search(line) if "bm_alloc_gmem" in line else None
     if m2 is not None:
         return _ev(
             "sophgo",
@@ -428,10 +430,14 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             device=int(m2["d"]),
             requested_bytes=int(m2["x"], 16),
         )
-    wrapped = _CAFFE_HEAD.search(lines.text[i]) and i + 1 < len(lines.text)
+    wrapped = (
+        "syncedmem.cpp" in lines.text[i]
+        and _CAFFE_HEAD.search(lines.text[i]) is not None
+        and i + 1 < len(lines.text)
+    )
     if wrapped and _CAFFE_TAIL.search(lines.cleaned(i + 1)):
         return _ev("caffe", "gpu_alloc_failed", "caffe_check_failed_oom", line, n)
-    m3 = _TF_EIGEN.search(line) or _TF_RAN_OUT.search(line)
+    m3 = (_TF_EIGEN.search(line) or _TF_RAN_OUT.search(line)) if "when allocating" in line else None
     if m3 is not None:
         return _ev(
             "tensorflow",
@@ -441,7 +447,7 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             n,
             requested_bytes=to_int(m3["x"]),
         )
-    if _METAL_KV.search(line):
+    if "Metal memory" in line and _METAL_KV.search(line):
         w = window(lines, i, max_lines=4)
         terms = {t["k"]: t["v"] for t in _METAL_TERM.finditer(w)}
         return _ev(
@@ -457,7 +463,7 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             reserved_bytes=_gb(terms.get("overhead")),
             available_kv_bytes=_gb(terms.get("kv_budget")),
         )
-    m6 = _OLLAMA_SERVER.search(line)
+    m6 = _OLLAMA_SERVER.search(line) if "llama-server" in line else None
     if m6 is not None:
         rest = line[m6.end() : m6.end() + 1000]
         buf = _OLLAMA_BUF.search(rest)
@@ -475,10 +481,6 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             stage="kv_cache" if "kv cache" in rest else None,
             detail=m6["when"],
         )
-    if '_unused"' in line:
-        ev = _lmstudio(lines, i, n)
-        if ev is not None:
-            return ev
     m7 = _AUTOBATCH.search(line) if "AutoBatch" in line else None
     if m7 is not None and re.search(r"out ?of ?memory", m7["e"], re.IGNORECASE):
         return _ev(
@@ -490,9 +492,9 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             stage="warmup",
             detail=f"batch {m7['b']}",
         )
-    if _SGL_SLOTS.search(line):
+    if "alloc_req_slots" in line and _SGL_SLOTS.search(line):
         return _ev("sglang", "req_slots_full", "sglang_alloc_req_slots", line, n)
-    m4 = _TORCH_OLD_TAIL.search(line)
+    m4 = _TORCH_OLD_TAIL.search(line) if line.startswith("(GPU ") else None
     if m4 is not None:
         w = window(lines, i, max_lines=2)
         return _ev(
@@ -524,13 +526,29 @@ def _other(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     return None
 
 
+# cheap literal gates, so that a line runs only the regexes of the framework it names
+_READERS: tuple[tuple[re.Pattern[str], Callable[[str, int], OomEvent | None]], ...] = (
+    (needles_re(("bfc_arena.cc", " failure ")), _ort),
+    (
+        needles_re(
+            ("Requested amount of", "llocator", "resizePhysical", "getBestTactic", "WeightsPtr")
+        ),
+        _tensorrt,
+    ),
+    (needles_re(("cudaMalloc", "gpu_device_storage.h", "ErrStr")), _mxnet),
+    (needles_re(("TotalUsedMemStatistics", "Malloc for kernel output", "ret[2]")), _mindspore),
+    (needles_re(("not enough space in the", "out of free blocks", "MiB on device")), _ggml),
+)
+
+
 def _event(lines: Lines, i: int) -> OomEvent | None:
     line = lines.cleaned(i)
     n = lines.number[i]
-    for reader in (_ort, _tensorrt, _mxnet, _mindspore, _ggml):
-        ev = reader(line, n)
-        if ev is not None:
-            return ev
+    for gate, reader in _READERS:
+        if gate.search(line):
+            ev = reader(line, n)
+            if ev is not None:
+                return ev
     return _other(lines, i, line, n)
 
 
@@ -540,8 +558,17 @@ def parse_frameworks(lines: Lines) -> list[OomEvent]:
     The caller runs this only when no specific parser found an event.
     """
     events: list[OomEvent] = []
+    lmstudio_budget = _LMS_MAX_REPORTS
     for i, raw in enumerate(lines.text):
         if not _PREFILTER.search(raw):
+            continue
+        if '_unused"' in raw:
+            # LM Studio's report reads the lines around it: a few reports per log, no more
+            if lmstudio_budget:
+                lmstudio_budget -= 1
+                ev = _lmstudio(lines, i, lines.number[i])
+                if ev is not None:
+                    events.append(ev)
             continue
         ev = _event(lines, i)
         if ev is not None:
