@@ -86,8 +86,8 @@ def _trt_weights(e: OomEvent) -> Analysis:
         confidence=0.45,
         open_question=False,
         explanation="TensorRT could not allocate memory for the network's weights "
-        f"({size_text(e.requested_bytes)}) while building the engine: the builder keeps a copy "
-        "of every weight, so the weights (twice, during the build) do not fit the memory left.",
+        f"({size_text(e.requested_bytes)}) while building the engine: the builder copies every "
+        "weight into memory of its own, and that copy does not fit the memory left.",
         fixes=(
             generic(
                 "Build in FP16 / INT8 or on a device with more memory",
@@ -140,8 +140,9 @@ def _mxnet(e: OomEvent) -> Analysis:
         fixes=(
             _BATCH,
             generic(
-                "Leave room outside MXNet's pool",
-                "MXNET_GPU_MEM_POOL_RESERVE is the percentage of GPU memory the pool keeps free.",
+                "Make MXNet's pool release its cache sooner",
+                "below MXNET_GPU_MEM_POOL_RESERVE percent of free memory (default 5) the pool "
+                "frees its cached blocks before a new cudaMalloc.",
                 ("export MXNET_GPU_MEM_POOL_RESERVE=10",),
             ),
             _OTHERS,
