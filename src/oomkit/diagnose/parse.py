@@ -19,6 +19,7 @@ from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
+from oomkit.diagnose.parse_frameworks import parse_frameworks
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
@@ -114,6 +115,9 @@ def parse_log(text: str) -> ParsedLog:
     if not events:
         # runtimes' own few-number OOM wordings, only where no richer event was found
         events.extend(parse_recognise(lines))
+    if not events:
+        # other frameworks' own wordings (TensorRT, MXNet, MindSpore, ONNX Runtime CUDA, ...)
+        events.extend(parse_frameworks(lines))
     if not events:
         # libraries' and apps' own wordings (VideoHelperSuite, detectron2, Triton, ...)
         events.extend(parse_apps(lines))

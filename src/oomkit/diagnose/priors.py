@@ -73,6 +73,7 @@ FAMILIES: Mapping[str, str] = {
     "comfyui": "pytorch",
     "stable-diffusion": "pytorch",
     "accelerate": "pytorch",
+    "ultralytics": "pytorch",
     # other frameworks' device allocators and CUDA-level errors outside any caching allocator
     "cuda": "gpu_framework",
     "cudnn": "gpu_framework",
@@ -82,6 +83,9 @@ FAMILIES: Mapping[str, str] = {
     "paddle": "gpu_framework",
     "mxnet": "gpu_framework",
     "caffe": "gpu_framework",
+    "tensorrt": "gpu_framework",
+    "mindspore": "gpu_framework",
+    "sophgo": "gpu_framework",
     "generic": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",

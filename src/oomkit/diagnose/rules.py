@@ -38,6 +38,7 @@ from oomkit.diagnose.priors import is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
+from oomkit.diagnose.rules_frameworks import analyze_frameworks
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
 from oomkit.diagnose.rules_ollama import analyze_ollama
 from oomkit.diagnose.rules_recognise import analyze_recognised
@@ -129,6 +130,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    frm = analyze_frameworks(e, ctx)
+    if frm is not None:
+        return frm
     rec = analyze_recognised(e, ctx)
     if rec is not None:
         return rec

@@ -71,6 +71,8 @@ _KIND_ALLOC = {
     "workspace_overflow": "workspace",
     "dispatch_offload": "weights_load",
     "library_alloc_failed": "workspace",
+    "workspace_alloc_failed": "workspace",  # TensorRT builder tactic scratch (parse_frameworks)
+    "kernel_output_failed": "activations_forward",  # MindSpore MallocForKernelOutput
 }
 _CAUSE_ALLOC = {
     "model_too_large": "weights_load",
