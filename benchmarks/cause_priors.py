@@ -44,6 +44,7 @@ DEVELOPMENT_PARTS = (
     "heldout4",
     "heldout5",
     "heldout6",
+    "heldout7",
     "oom_dev",
 )
 _SCORED = ("high", "medium")
