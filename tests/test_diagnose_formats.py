@@ -239,7 +239,7 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         "batch_or_activations",
     ),
     # §1.6 direct HIP error
-    ("hip-error", "RuntimeError: hipErrorOutOfMemory", "cuda_error_out_of_memory", {}, "unknown"),
+    ("hip-error", "RuntimeError: hipErrorOutOfMemory", "cuda_error_out_of_memory", {}, "open"),
     # §2.1 pinned host memory warning (ggml_cuda_host_malloc)
     (
         "pinned",

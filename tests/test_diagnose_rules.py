@@ -107,7 +107,10 @@ def test_ollama_shortfall() -> None:
 
 def test_generic_fixes_say_so() -> None:
     d = _d("oom-cudaerr-wan2gp-731-model-switch")
-    assert d.cause == "unknown"
+    # nothing in the message decides the cause: at most a low-confidence base-rate guess that
+    # says what would decide (docs/doctor-causes.md section 8); the fixes are generic
+    assert d.confidence <= 0.35
+    assert d.open_question
     assert all(f.generic and f.why.startswith("Generic advice") for f in d.fixes)
 
 
