@@ -62,8 +62,13 @@ def load_records(path: Path = FIXTURE) -> list[dict[str, Any]]:
 def why_not_probed(rec: dict[str, Any]) -> str | None:
     """A reason when the single-process probe cannot trace the record's run."""
     s = rec["settings"]
-    if s.get("fsdp") or s.get("zero") or s.get("gpus", 1) > 1:
-        return "sharded over several GPUs (FSDP/ZeRO): the probe traces one process"
+    if s.get("zero") or (s.get("gpus", 1) * s.get("nodes", 1) > 1 and not s.get("fsdp")):
+        return "sharded over several GPUs (DeepSpeed ZeRO / DDP): the probe traces FSDP only"
+    strategy = s.get("fsdp_strategy", "FULL_SHARD")
+    if s.get("fsdp") and strategy not in ("FULL_SHARD", "SHARD_GRAD_OP"):
+        return f"FSDP {s['fsdp_strategy']} is not traced (FULL_SHARD / SHARD_GRAD_OP are)"
+    if s.get("nodes", 1) > 1:
+        return "several nodes: the probe traces one 1-D process group"
     if s.get("grad_checkpointing") == "selective":
         return "selective checkpointing is not a transformers option"
     if s.get("offload_optimizer") or s.get("offload_params"):
@@ -106,6 +111,10 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             softmax_saves_input=bool(s.get("softmax_saves_input")),
         ),
     }
+    if s.get("fsdp"):
+        kw["fsdp"] = True
+        kw["gpus"] = s.get("gpus", 1)
+        kw["fsdp_strategy"] = s.get("fsdp_strategy", "FULL_SHARD")
     if kw["train"] != "full":
         kw["lora_rank"] = s.get("lora_rank", 16)
         if s.get("lora_targets"):
