@@ -31,12 +31,13 @@ _FLAGS: dict[str, str] = {
     "gpus": "--gpus",
     "fsdp": "--fsdp",
     "fsdp_strategy": "--fsdp",
+    "fsdp_version": "--fsdp-version",
 }
 #: options that only change a training step (click parameter names)
 _TRAIN_ONLY: tuple[str, ...] = (
     "optimizer", "optimizer_impl", "keep_grads", "optimizer_in_backward", "chunked_loss",
     "held_logits", "offload_activations", "compiled", "grad_checkpointing",
-    "no_mixed_precision", "first_step", "fsdp",
+    "no_mixed_precision", "first_step", "fsdp", "fsdp_version",
 )  # fmt: skip
 _LORA_ONLY: tuple[str, ...] = ("lora_rank", "lora_dropout", "lora_targets")
 
@@ -188,6 +189,11 @@ def _render(d: dict[str, object], step: tuple[str, ...] = ()) -> list[str]:
 @click.option(
     "--gpus", type=int, default=1, show_default=True, help="Ranks the --fsdp run shards over."
 )
+@click.option(
+    "--fsdp-version", type=click.Choice(["1", "2"]), default="2", show_default=True,
+    help="2: fully_shard (FSDP2, per-parameter shards); 1: FullyShardedDataParallel (flat "
+         "parameters, e.g. torchtune before July 2024).",
+)  # fmt: skip
 @click.option("--exact-bytes", is_flag=True, help="Do not round to CUDA allocator blocks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
@@ -198,7 +204,7 @@ def probe_command(
     held_logits: str, offload_activations: bool, compiled: bool, grad_checkpointing: bool,
     lora_rank: int, lora_dropout: float, lora_targets: str | None,
     no_mixed_precision: bool, attn_implementation: str, first_step: bool, fsdp: str | None,
-    gpus: int, exact_bytes: bool, as_json: bool,
+    gpus: int, fsdp_version: str, exact_bytes: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Trace MODEL (catalog name or config.json) on fake tensors: real peak, no GPU.
 
@@ -213,6 +219,11 @@ def probe_command(
     from oomkit.inprocess.probe_fsdp import check_fsdp_options
 
     _reject_unused(ctx, train)
+    if fsdp is None and ctx.get_parameter_source("fsdp_version") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
+        raise click.UsageError("--fsdp-version needs --fsdp")
     targets = (
         tuple(t.strip() for t in lora_targets.split(",")) if lora_targets is not None else None
     )
@@ -235,7 +246,7 @@ def probe_command(
             optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
             held_logits=held_logits, offload_activations=offload_activations, compiled=compiled,
             probe=probe, gpus=gpus, fsdp=fsdp is not None,
-            fsdp_strategy=(fsdp or "FULL_SHARD").upper(),
+            fsdp_strategy=(fsdp or "FULL_SHARD").upper(), fsdp_version=int(fsdp_version),
         )  # fmt: skip
     except InvalidSettingError as e:
         raise with_flag_names(e, _FLAGS) from None
@@ -253,7 +264,7 @@ def probe_command(
             (f"--held-logits {held_logits}", held_logits != "none"),
             ("--offload-activations", offload_activations),
             ("--compile", compiled),
-            (f"FSDP {(fsdp or '').upper()} rank 0 of {gpus}", fsdp is not None),
+            (f"FSDP{fsdp_version} {(fsdp or '').upper()} rank 0 of {gpus}", fsdp is not None),
         )
         if on
     )

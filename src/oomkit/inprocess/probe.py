@@ -228,8 +228,9 @@ def _phase(tracker: MemoryTracker, name: str) -> Iterator[None]:
 def _accepts(model: nn.Module, arg: str) -> bool:
     import inspect
 
+    inner = getattr(model, "_fsdp_wrapped_module", model)  # FSDP1's wrapper: (*args, **kwargs)
     try:
-        return arg in inspect.signature(model.forward).parameters
+        return arg in inspect.signature(inner.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover
         return False
 
@@ -281,6 +282,7 @@ def probe(
     gpus: int = 1,
     fsdp: bool = False,
     fsdp_strategy: str = "FULL_SHARD",
+    fsdp_version: int = 2,
 ) -> ProbeResult:
     """Trace one inference forward or one training step of a model on fake tensors.
 
@@ -305,7 +307,8 @@ def probe(
             :class:`oomkit.inprocess.probe_step.StepOptions`; None: today's HF Trainer.
         gpus, fsdp, fsdp_strategy: trace rank 0 of an FSDP run over ``gpus`` ranks
             (``FULL_SHARD`` or ``SHARD_GRAD_OP``): the real FSDP2 ``fully_shard`` per decoder
-            layer and root over a fake process group (:mod:`oomkit.inprocess.probe_fsdp`).
+            layer and root over a fake process group (:mod:`oomkit.inprocess.probe_fsdp`);
+            ``fsdp_version=1``: FSDP1 ``FullyShardedDataParallel`` (flat parameters) instead.
 
     Raises:
         TorchMissingError: torch (or, for configs, transformers) is not installed.
@@ -319,7 +322,9 @@ def probe(
     )  # fmt: skip
     from oomkit.inprocess.probe_fsdp import check_fsdp_options
 
-    check_fsdp_options(gpus=gpus, fsdp=fsdp, fsdp_strategy=fsdp_strategy, train=train)
+    check_fsdp_options(
+        gpus=gpus, fsdp=fsdp, fsdp_strategy=fsdp_strategy, train=train, version=fsdp_version
+    )
     _require_torch()
     if fsdp:
         from oomkit.inprocess.probe_fsdp import fake_process_group, require_fsdp
@@ -334,7 +339,14 @@ def probe(
                 "for them)",
                 setting="fsdp",
             )
-    with fake_process_group(gpus) if fsdp else contextlib.nullcontext() as mesh:
+    import warnings
+
+    with (
+        fake_process_group(gpus) if fsdp else contextlib.nullcontext() as mesh,
+        warnings.catch_warnings(),
+    ):
+        # FSDP1 reads flat_param.data_ptr() to key its state (a FakeTensor warns: no data)
+        warnings.filterwarnings("ignore", message=".*data pointer of FakeTensor")
         return _probe_body(
             model_or_factory, inputs, train=train, seq=seq, batch=batch, dtype=dtype,
             optimizer=optimizer, mixed_precision=mixed_precision,
@@ -342,7 +354,7 @@ def probe(
             lora_dropout=lora_dropout, lora_targets=lora_targets,
             attn_implementation=attn_implementation, round_to_cuda_blocks=round_to_cuda_blocks,
             steady_state=steady_state, top=top, step=step, t0=t0, mesh=mesh,
-            fsdp=(gpus, fsdp_strategy),
+            fsdp=(gpus, fsdp_strategy, fsdp_version),
         )  # fmt: skip
 
 
@@ -352,7 +364,7 @@ def _probe_body(
     mixed_precision: bool, grad_checkpointing: bool, lora_rank: int, lora_alpha: float | None,
     lora_dropout: float, lora_targets: Sequence[str] | None, attn_implementation: str,
     round_to_cuda_blocks: bool, steady_state: bool, top: int, step: StepOptions | None,
-    t0: float, mesh: Any, fsdp: tuple[int, str],
+    t0: float, mesh: Any, fsdp: tuple[int, str, int],
 ) -> ProbeResult:  # fmt: skip
     """:func:`probe` once its options are checked (inside the fake process group for FSDP)."""
     import torch
@@ -431,11 +443,14 @@ def _probe_body(
         if mesh is not None:
             from oomkit.inprocess.probe_fsdp import shard_model
 
-            gpus, strategy = fsdp
+            gpus, strategy, version = fsdp
             gathered = compute if training and mixed_precision else None
-            n_units = shard_model(model, mesh, strategy=strategy, param_dtype=gathered)
+            model, n_units = shard_model(
+                model, mesh, strategy=strategy, param_dtype=gathered, version=version
+            )
+            api = "FSDP2 fully_shard" if version == 2 else "FSDP1 FullyShardedDataParallel"
             notes.append(
-                f"FSDP2 fully_shard {strategy} over {gpus} ranks (fake process group): "
+                f"{api} {strategy} over {gpus} ranks (fake process group): "
                 f"{n_units} layer units + root; rank 0 traced"
             )
         if callable(inputs) and not isinstance(inputs, torch.Tensor):

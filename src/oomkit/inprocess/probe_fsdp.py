@@ -1,52 +1,53 @@
-"""One rank of an FSDP run, traced on fake tensors: PyTorch's own FSDP2 over a fake process group.
+"""One rank of an FSDP run, traced on fake tensors: PyTorch's own FSDP over a fake process group.
 
 The probe (:func:`oomkit.inprocess.probe.probe` with ``fsdp=True, gpus=N``) builds the model
-under ``FakeTensorMode`` as it always does, then shards it with the real
-``torch.distributed.fsdp.fully_shard`` (FSDP2) over ``dist.init_process_group("fake", rank=0,
-world_size=N)`` (``torch.testing._internal.distributed.fake_pg``: every collective returns at
-once and touches no data, so rank 0's allocations are exactly what it allocates on a real run).
-Units are sharded as torchtune's ``shard_model`` and HF accelerate's
-``TRANSFORMER_BASED_WRAP`` do: every decoder layer (the classes in the transformers model's
-``_no_split_modules``; for a model without them, every child of an ``nn.ModuleList``), then the
-root (embeddings, final norm, output head). ``reshard_after_forward`` is True for
-``FULL_SHARD`` and False for ``SHARD_GRAD_OP`` (the ``ShardingStrategy`` equivalents the FSDP2
-docs give). Under mixed precision (fp32 trainable parameters, autocast) the units are gathered
-in the compute dtype (``MixedPrecisionPolicy(param_dtype=dtype)``, what accelerate sets for
-``mixed_precision: bf16``; gradients reduced in that dtype, FSDP2's default when
-``reduce_dtype`` is None); pure 16-bit runs (torchtune ``dtype: bf16``) gather as stored.
+under ``FakeTensorMode`` as it always does, then shards it with the real FSDP code of the
+installed torch over ``dist.init_process_group("fake", rank=0, world_size=N)``
+(``torch.testing._internal.distributed.fake_pg``: every collective returns at once and touches
+no data, so what rank 0 allocates is what it allocates on a real run). Units are the decoder
+layers (the classes in the transformers model's ``_no_split_modules``; for a model without
+them, every child of an ``nn.ModuleList``), then the root (embeddings, final norm, output
+head), as torchtune's ``shard_model`` and HF accelerate's ``TRANSFORMER_BASED_WRAP`` do.
 
-What the trace therefore includes, because FSDP2's Python code runs for real and the tracker
-sees every allocation it makes (:mod:`oomkit.inprocess.probe_tracker`, including the
-``UntypedStorage.resize_`` FSDP2 frees all-gathered parameters with):
+* ``version=2`` (default): FSDP2 ``fully_shard`` per unit, ``reshard_after_forward`` True for
+  ``FULL_SHARD`` and False for ``SHARD_GRAD_OP`` (the equivalents the FSDP2 docs give);
+* ``version=1``: FSDP1 ``FullyShardedDataParallel`` with one ``FlatParameter`` per unit
+  (``use_orig_params=False``), ``ShardingStrategy[strategy]``, FSDP1's defaults
+  (``BackwardPrefetch.BACKWARD_PRE``, no forward prefetch), and the wrap policies of torchtune's
+  2024 recipes: ``ModuleWrapPolicy`` over the decoder layers, and with a frozen base
+  ``lora_fsdp_wrap_policy`` (each leaf with a trainable ``weight``, the LoRA A/B matrices, is
+  its own unit: a flat parameter cannot mix trainable and frozen tensors).
 
-* each rank's shard of the parameters, gradients (reduce-scatter output) and optimizer states
-  (``DTensor`` local shards, rounded up to a multiple of N rows by FSDP2's padding);
-* per unit, the flat all-gather buffer (``world_size x`` the shard) and the per-parameter
-  unsharded tensors it is copied out into; FSDP2 keeps the previous unit's all-gather result
-  until the next unit's copy-out (``AllGatherState``), so two units' buffers overlap;
-* the backward's explicit prefetch of the next unit (FSDP2 prefetches one unit ahead in the
-  backward by default), the unsharded gradients of a unit and the reduce-scatter input/output
-  buffers, held until the next reduce-scatter is issued (``ReduceScatterState``);
-* the root unit stays gathered from its forward to its backward (FSDP2 never reshards the root
-  after forward).
+Under mixed precision (fp32 trainable parameters, autocast) the units are gathered in the compute
+dtype (FSDP2 ``MixedPrecisionPolicy(param_dtype=dtype)``, FSDP1 ``MixedPrecision(param_dtype=
+dtype, reduce_dtype=dtype)``: what accelerate sets for ``mixed_precision: bf16``); pure 16-bit
+runs (torchtune ``dtype: bf16``, ``mixed_precision=None``) gather as stored.
 
-What it does not: the separate CUDA streams FSDP2 allocates its all-gather and reduce-scatter
-buffers on (the caching allocator keeps per-stream pools, so a real reserved figure can be
-higher than the single-pool replay), NCCL's own buffers, and the CPU-GPU timing (the trace's
-order is the order the CPU issues work, which is the order the caching allocator sees).
+What the trace includes, because FSDP's Python code runs for real and the tracker sees every
+allocation it makes (:mod:`oomkit.inprocess.probe_tracker`, including the
+``UntypedStorage.resize_`` both versions free and re-allocate gathered parameters with):
+each rank's shard of the parameters, gradients and optimizer states (padded as each version
+pads); every all-gather buffer at the moment FSDP issues it and until FSDP drops or resizes
+it; the backward prefetch of the next unit; the unsharded gradients of a unit until its
+reduce-scatter; the root kept gathered from its forward to its backward.
 
-FSDP1 vs FSDP2. The sharded runs of the published tables (torchtune 2024-05,
-``lora_finetune_distributed`` / ``full_finetune_distributed``) used FSDP1
-(``FullyShardedDataParallel``, ``FULL_SHARD``) with one ``FlatParameter`` per wrapped unit; the
-probe traces FSDP2 (per-parameter ``DTensor`` shards), the API torch has today. Per rank the
-sharded states are the same bytes up to padding (FSDP1 pads the flat parameter to a multiple
-of N, FSDP2 each parameter's first dimension). The gathered unit is the same size (the whole
-layer, in the gathered dtype); both prefetch one unit in the backward (FSDP1
-``BackwardPrefetch.BACKWARD_PRE``) and keep the last unit's all-gather result alive while the
-next one is issued (FSDP1 through the caching allocator's ``record_stream``, FSDP2 explicitly).
-torchtune's FSDP1 LoRA wrap policy also wrapped every LoRA adapter as its own unit (a flat
-parameter cannot mix trainable and frozen tensors); FSDP2 keeps them in the layer's unit, which
-only moves a few MB of adapters between units.
+FSDP1 vs FSDP2, as traced (``tests/test_probe_fsdp.py``):
+
+* FSDP1 all-gathers a unit straight into its padded unsharded flat parameter; FSDP2 all-gathers
+  into a flat buffer and copies it out into per-parameter tensors, and keeps the flat buffer
+  until the next unit's copy-out (``AllGatherState``, to avoid ``record_stream``), so up to two
+  copies of a gathered unit are alive: with a root unit larger than the layers (a 128k
+  vocabulary on a 2-layer cut) FSDP2's peak is ~1.45x FSDP1's;
+* FSDP1's root flat parameter (embeddings + head) holds one unsharded gradient from the head's
+  backward to the end of the backward;
+* the sharded states are the same bytes up to padding.
+
+Not modelled: the separate CUDA streams FSDP allocates its all-gather and reduce-scatter buffers
+on (the caching allocator keeps per-stream pools, so a real reserved figure can exceed the
+single-pool replay of :mod:`oomkit.inprocess.probe_allocator`), NCCL's own buffers, and
+CPU-GPU timing (the trace's order is the order the CPU issues work, which is the order the
+caching allocator sees; FSDP1's ``limit_all_gathers`` rate limiter waits on CUDA events that do
+not exist here).
 """
 
 from __future__ import annotations
@@ -75,12 +76,14 @@ __all__ = [
 FSDP_PROBE_STRATEGIES: tuple[str, ...] = ("FULL_SHARD", "SHARD_GRAD_OP")
 
 
-def check_fsdp_options(*, gpus: object, fsdp: object, fsdp_strategy: object, train: object) -> None:
+def check_fsdp_options(
+    *, gpus: object, fsdp: object, fsdp_strategy: object, train: object, version: object = 2
+) -> None:
     """Check the sharding options before torch runs.
 
     Raises:
         InvalidSettingError: the message starts with the keyword's name (``gpus``, ``fsdp``,
-            ``fsdp_strategy``).
+            ``fsdp_strategy``, ``fsdp_version``).
     """
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_DIM:
         raise InvalidSettingError(
@@ -105,6 +108,13 @@ def check_fsdp_options(*, gpus: object, fsdp: object, fsdp_strategy: object, tra
             f"{' or '.join(FSDP_PROBE_STRATEGIES)} (HYBRID_SHARD and NO_SHARD: oomkit estimate)",
             setting="fsdp_strategy",
             value=fsdp_strategy,
+        )
+    if version not in (1, 2) or isinstance(version, bool):
+        raise InvalidSettingError(
+            f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), "
+            f"got {version!r}",
+            setting="fsdp_version",
+            value=version,
         )
 
 
@@ -164,21 +174,22 @@ def _units(model: nn.Module) -> list[nn.Module]:
 
 
 def shard_model(
-    model: nn.Module, mesh: Any, *, strategy: str, param_dtype: torch.dtype | None
-) -> int:
-    """``fully_shard`` every decoder layer, then the root; returns the number of layer units.
+    model: nn.Module, mesh: Any, *, strategy: str, param_dtype: torch.dtype | None,
+    version: int = 2,
+) -> tuple[nn.Module, int]:  # fmt: skip
+    """Shard every decoder layer, then the root; returns the model to run and its layer units.
 
-    Call under the probe's ``FakeTensorMode`` (the shards are fake tensors too).
+    ``version`` 2: ``fully_shard`` (FSDP2) in place. ``version`` 1: the model wrapped in
+    ``FullyShardedDataParallel`` (FSDP1, flat parameters, ``use_orig_params=False``) with the
+    wrap policy of the torchtune recipes of 2024 (``ModuleWrapPolicy`` over the decoder layers;
+    with a frozen base, ``lora_fsdp_wrap_policy``: every leaf whose ``weight`` is trainable,
+    the LoRA A/B matrices, is its own unit, since a flat parameter cannot mix trainable and
+    frozen tensors); FSDP1's defaults otherwise (``BackwardPrefetch.BACKWARD_PRE``, no forward
+    prefetch). Call under the probe's ``FakeTensorMode`` (the shards are fake tensors too).
 
     Raises:
         InvalidSettingError: the model has no decoder layers to shard.
     """
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    reshard = strategy == "FULL_SHARD"
-    kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": reshard}
-    if param_dtype is not None:
-        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=param_dtype)
     units = _units(model)
     if not units:
         raise InvalidSettingError(
@@ -186,7 +197,48 @@ def shard_model(
             "_no_split_modules, no nn.ModuleList)",
             setting="fsdp",
         )
+    if version == 1:
+        return _fsdp1(model, units, strategy=strategy, param_dtype=param_dtype), len(units)
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    reshard = strategy == "FULL_SHARD"
+    kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": reshard}
+    if param_dtype is not None:
+        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=param_dtype)
     for unit in units:
         fully_shard(unit, **kw)
     fully_shard(model, **kw)
-    return len(units)
+    return model, len(units)
+
+
+def _fsdp1(
+    model: nn.Module, units: list[nn.Module], *, strategy: str, param_dtype: torch.dtype | None
+) -> nn.Module:
+    import torch
+    from torch import nn
+    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+
+    classes = tuple({type(u) for u in units})
+    frozen = any(not p.requires_grad for p in model.parameters())
+
+    def policy(module: nn.Module, recurse: bool, nonwrapped_numel: int) -> bool:
+        del nonwrapped_numel
+        if recurse:
+            return True
+        if isinstance(module, classes):
+            return True
+        weight = getattr(module, "weight", None)
+        return frozen and isinstance(weight, nn.Parameter) and weight.requires_grad
+
+    mp = None
+    if param_dtype is not None:
+        mp = MixedPrecision(param_dtype=param_dtype, reduce_dtype=param_dtype)
+    import warnings
+
+    with warnings.catch_warnings():  # FSDP1 is deprecated in favour of fully_shard
+        warnings.simplefilter("ignore")
+        wrapped: nn.Module = FullyShardedDataParallel(
+            model, auto_wrap_policy=policy, sharding_strategy=ShardingStrategy[strategy],
+            mixed_precision=mp, device_id=torch.device("cpu"), use_orig_params=False,
+        )  # fmt: skip
+    return wrapped
