@@ -202,3 +202,46 @@ def test_cli_fsdp(tmp_path: Any) -> None:
     assert "FSDP2" in missing.stderr
     assert "Traceback" not in missing.stderr
     assert missing.stderr.strip().count("\n") == 0
+
+
+def test_trace_matches_pytorch_fsdp_mem_tracker() -> None:
+    """PyTorch's own FSDP2 memory tool (``FSDPMemTracker``: FakeTensorMode + fake process group)
+    on the same steady-state step sees the same peak as the probe, to the byte."""
+    import torch
+    import torch.distributed as dist
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+
+    from oomkit.inprocess.probe_fsdp import fake_process_group, shard_model
+    from oomkit.inprocess.probe_model import build_from_config
+
+    cfg = {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256,
+        "intermediate_size": 512, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 512,
+    }  # fmt: skip
+    ours = probe(
+        cfg, train="full", seq=128, batch=2, dtype="fp32", mixed_precision=False, fsdp=True,
+        gpus=2, round_to_cuda_blocks=False,
+    )  # fmt: skip
+    with fake_process_group(2) as mesh, FakeTensorMode() as fake:
+        model = build_from_config(cfg, dtype=torch.float32)
+        model, _ = shard_model(model, mesh, strategy="FULL_SHARD", param_dtype=None)
+        ids = torch.randint(0, 1000, (2, 128))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+
+        def step() -> None:
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        step()  # the optimizer states exist from here on, as in the probe's steady state
+        tracker = FSDPMemTracker(mod=model, optm=opt)
+        tracker.track_inputs((ids,))
+        with tracker:
+            step()
+        del fake
+        theirs = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
+    assert not dist.is_initialized()
+    assert ours.peak_bytes == theirs
