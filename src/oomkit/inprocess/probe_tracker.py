@@ -297,8 +297,10 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def module_hooks(self, model: torch.nn.Module) -> list[Any]:
         """Forward pre/post hooks on every named submodule; returns the handles."""
         handles: list[Any] = []
+        wrapped = "_fsdp_wrapped_module"  # FSDP1's wrapper: named as the module it wraps
         for name, mod in model.named_modules():
-            label = name or type(mod).__name__
+            name = name.replace(wrapped + ".", "").removesuffix("." + wrapped)
+            label = (name if name != wrapped else "") or type(mod).__name__
 
             def pre(_m: torch.nn.Module, _a: Any, label: str = label) -> None:
                 if self.phase == "forward":
