@@ -156,6 +156,8 @@ def test_bad_sharding_options_are_one_line_errors() -> None:
         probe(cfg, train="full", fsdp=True, gpus=0)
     with pytest.raises(InvalidSettingError, match=r"^fsdp_version must be 1"):
         probe(cfg, train="full", fsdp=True, gpus=2, fsdp_version=3)
+    with pytest.raises(InvalidSettingError, match=r"^fsdp_version 1 cannot shard the qlora"):
+        probe(cfg, train="qlora", fsdp=True, gpus=2, fsdp_version=1)
     assert not _dist_initialized()
 
 

@@ -234,7 +234,7 @@ def probe_command(
         )  # fmt: skip
         check_fsdp_options(
             gpus=gpus, fsdp=fsdp is not None, fsdp_strategy=(fsdp or "FULL_SHARD").upper(),
-            train=train,
+            train=train, version=int(fsdp_version),
         )  # fmt: skip
         _require_torch()  # a one-line error before the step options import torch
         result = _probe(

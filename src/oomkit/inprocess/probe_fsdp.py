@@ -112,6 +112,14 @@ def check_fsdp_options(
             setting="fsdp_strategy",
             value=fsdp_strategy,
         )
+    if version == 1 and train == "qlora":
+        raise InvalidSettingError(
+            "fsdp_version 1 cannot shard the qlora base: FSDP1 flattens only floating-point "
+            "tensors and the NF4 store is uint8 (bitsandbytes' bnb_4bit_quant_storage workaround "
+            "is not modelled); use fsdp_version 2",
+            setting="fsdp_version",
+            value=version,
+        )
     if version not in (1, 2) or isinstance(version, bool):
         raise InvalidSettingError(
             f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), "
