@@ -247,3 +247,35 @@ def test_trace_matches_pytorch_fsdp_mem_tracker() -> None:
         theirs = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
     assert not dist.is_initialized()
     assert ours.peak_bytes == theirs
+
+
+def test_replay_keeps_a_pool_per_stream() -> None:
+    from oomkit.inprocess.probe_allocator import replay
+
+    mib = 1 << 20
+    trace = [(1, 3 * mib), (1, -1), (2, 2 * mib)]
+    # one stream: the 20 MiB segment of the first request serves the second
+    assert replay(trace).reserved_peak_bytes == 20 * mib
+    # the first on FSDP's all-gather stream: its cached block cannot serve the default stream
+    assert replay(trace, streams={1: 1}).reserved_peak_bytes == 40 * mib
+
+
+def test_fsdp_buffers_are_allocated_on_fsdp_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomkit.inprocess import probe_tracker
+
+    seen: list[int] = []
+    real_exit = probe_tracker.MemoryTracker.__exit__
+
+    def spy(self: probe_tracker.MemoryTracker, *exc: object) -> None:
+        seen.append(len(set(self.stream_of.values())))
+        real_exit(self, *exc)
+
+    monkeypatch.setattr(probe_tracker.MemoryTracker, "__exit__", spy)
+    cfg = _cfg("smollm2-135m")
+    probe(cfg, train="lora", seq=128)
+    for version in (1, 2):
+        probe(cfg, train="lora", seq=128, fsdp=True, gpus=2, fsdp_version=version)
+    # no FSDP: everything on the default stream; FSDP1 and FSDP2: all-gather, reduce-scatter
+    # and (FSDP1) pre-unshard streams of their own
+    assert seen[0] == 0
+    assert all(n >= 2 for n in seen[1:]), seen

@@ -574,6 +574,7 @@ def _run(
     peaks = replay(
         tracker.events, skip=tracker.forgotten, cublas_workspace=train is not None,
         repeat_from=tracker.step_start if train is not None else None, repeats=_STEPS_REPLAYED,
+        streams=tracker.stream_of,
     )  # fmt: skip
     mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
     n_trainable = sum(p.numel() for p in trainable)

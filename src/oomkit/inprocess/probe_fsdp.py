@@ -45,12 +45,16 @@ FSDP1 vs FSDP2, as traced (``tests/test_probe_fsdp.py``):
   backward to the end of the backward;
 * the sharded states are the same bytes up to padding.
 
-Not modelled: the separate CUDA streams FSDP allocates its all-gather and reduce-scatter buffers
-on (the caching allocator keeps per-stream pools, so a real reserved figure can exceed the
-single-pool replay of :mod:`oomkit.inprocess.probe_allocator`), NCCL's own buffers, and
-CPU-GPU timing (the trace's order is the order the CPU issues work, which is the order the
-caching allocator sees; FSDP1's ``limit_all_gathers`` rate limiter waits on CUDA events that do
-not exist here).
+Streams: FSDP allocates its all-gather buffers (and FSDP1 its low-precision shards, both its
+reduce-scatter outputs) inside ``device_handle.stream(s)`` on streams of its own; the tracker
+records each allocation's stream (on the CPU, ``torch.cpu.stream``) and the allocator replay
+keeps a pool per stream, as the caching allocator does, so a segment cached for one stream never
+serves another (the "inter-stream fragmentation" FSDP2's comments name). Not modelled: the
+allocator's ``release_cached_blocks`` when a ``cudaMalloc`` fails at the device's capacity (the
+replay has no capacity, so a replayed reserved figure can exceed what the card holds), NCCL's own
+buffers, and CPU-GPU timing (the trace's order is the order the CPU issues work, which is the
+order the caching allocator sees; FSDP1's ``limit_all_gathers`` rate limiter waits on CUDA
+events that do not exist here).
 """
 
 from __future__ import annotations

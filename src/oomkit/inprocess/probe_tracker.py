@@ -38,13 +38,17 @@ _fsdp_param.py``) is not an ATen op a dispatch mode sees, so while the tracker i
 wrapped, as PyTorch's ``MemTracker._track_resize`` does: a resize to 0 frees the storage, a
 resize from 0 allocates it again; a storage ever resized counts as ``parameters`` (FSDP2 resizes
 only the all-gathered parameters; its flat all-gather buffer is an ordinary allocation).
+FSDP allocates its all-gather and reduce-scatter buffers inside ``device_handle.stream(s)`` on
+its own streams; on the CPU that is ``torch.cpu.stream``, wrapped the same way so that each
+allocation records its stream for the allocator replay's per-stream pools.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +164,12 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         #: keys of storages that never were the caching allocator's (see :meth:`forget`)
         self.forgotten: set[int] = set()
         self._orig_resize = torch.UntypedStorage.resize_
+        self._orig_stream = torch.cpu.stream
+        #: the stream allocations are made on now (0: the default stream) and, per allocation
+        #: key of :attr:`events` made on another stream, that stream (see :meth:`__enter__`)
+        self.stream = 0
+        self.stream_of: dict[int, int] = {}
+        self._streams: list[object] = []
         #: index in :attr:`events` where the traced step starts (after the setup)
         self.step_start = 0
 
@@ -176,12 +186,31 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             return out
 
         torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign,assignment]
+        self._orig_stream = torch.cpu.stream
+        torch.cpu.stream = self._stream_context  # type: ignore[assignment]
         super().__enter__()  # type: ignore[no-untyped-call]
         return self
 
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)  # type: ignore[no-untyped-call]
         torch.UntypedStorage.resize_ = self._orig_resize  # type: ignore[method-assign]
+        torch.cpu.stream = self._orig_stream
+
+    @contextlib.contextmanager
+    def _stream_context(self, s: Any) -> Iterator[None]:
+        """``torch.cpu.stream(s)``, noting which stream the allocations inside are made on."""
+        prev = self.stream
+        if s is None or s is torch.cpu.current_stream():
+            self.stream = 0
+        else:
+            if not any(s is t for t in self._streams):
+                self._streams.append(s)
+            self.stream = next(i for i, t in enumerate(self._streams, 1) if t is s)
+        try:
+            with self._orig_stream(s):
+                yield
+        finally:
+            self.stream = prev
 
     def _resized(self, st: torch.UntypedStorage, before: int, after: int) -> None:
         """A storage resized in place (FSDP2's ``free_storage`` / ``alloc_storage``)."""
@@ -194,6 +223,8 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if after > 0:
             alloc = _Alloc(n_bytes=self._size(after), origin="parameters", phase=self.phase)
             self.events.append((id(alloc), after))
+            if self.stream:
+                self.stream_of[id(alloc)] = self.stream
             alloc.weak = weakref.ref(st, functools.partial(self._freed, alloc))
             self._by_storage[st] = alloc
             self._live[id(alloc)] = alloc
@@ -227,6 +258,8 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         raw = int(st.nbytes())
         alloc = _Alloc(n_bytes=self._size(raw), origin=origin, phase=self.phase)
         self.events.append((id(alloc), raw))
+        if self.stream:
+            self.stream_of[id(alloc)] = self.stream
         alloc.weak = weakref.ref(st, functools.partial(self._freed, alloc))
         self._by_storage[st] = alloc
         self._live[id(alloc)] = alloc
