@@ -271,9 +271,10 @@ def summary(rows: list[dict[str, Any]]) -> str:
             v = r["other_fsdp_version"]
             err = (r["other_fsdp_probe_bytes"] - r["measured_bytes"]) / r["measured_bytes"]
             lines.append(
-                f"  {r['id']}: traced with FSDP{3 - v}, the API its source ran; the same run "
-                f"traced with FSDP{v} gives {r['other_fsdp_probe_bytes'] / (1 << 30):.2f}Gi "
-                f"({100 * err:+.1f}%)"
+                f"  {r['id']}: traced with FSDP{3 - v}, the API its source ran (allocated peak "
+                f"{r['allocated_peak_bytes'] / (1 << 30):.2f}Gi, reserved replay with a pool per "
+                f"stream {r['reserved_peak_bytes'] / (1 << 30):.2f}Gi); the same run traced with "
+                f"FSDP{v} gives {r['other_fsdp_probe_bytes'] / (1 << 30):.2f}Gi ({100 * err:+.1f}%)"
             )
     lines.extend(explained(rows))
     return "\n".join(lines)
