@@ -3,10 +3,10 @@
     python benchmarks/training_probe_vs_measured.py [--json OUT] [--txt OUT] [--only SUBSTR]
 
 Records: ``tests/fixtures/training_measured.jsonl`` (source URL and commit, exact settings, the
-figure and which quantity it is). For every record the probe can trace in one process (no FSDP /
-multi-GPU sharding) it builds the model from its config on fake tensors and traces one
-steady-state step with the record's settings: micro-batch, sequence, method (full / LoRA /
-QLoRA-like NF4 base), precision (fp32; fp32 master weights + autocast; pure bf16), optimizer
+figure and which quantity it is). For every record the probe can trace (one process, or rank 0 of an
+FSDP run; DeepSpeed ZeRO and DDP are not traced) it builds the model from its config on fake tensors
+and traces one steady-state step with the record's settings: micro-batch, sequence, method (full /
+LoRA / QLoRA-like NF4 base), precision (fp32; fp32 master weights + autocast; pure bf16), optimizer
 (torch AdamW foreach / for-loop, bitsandbytes 8-bit / paged layouts, transformers Adafactor),
 activation checkpointing, gradients kept between steps (torch < 2.0 ``zero_grad``), optimizer in
 backward, chunked cross-entropy and held fp32 logits (:mod:`oomkit.inprocess.probe_step`).
@@ -27,6 +27,16 @@ Nothing is fitted: a miss is reported with its figure and explained by what the 
 the probe does not trace (``unmodelled``: torch.compile). Activation offloading, which the
 fixture marks unmodelled for the estimator, is traced (torchtune ``OffloadActivations``), and
 so is torchao's compiled 8-bit AdamW step (:mod:`oomkit.inprocess.probe_torchao`).
+
+FSDP records (``fsdp``, ``gpus``, ``fsdp_strategy``) trace rank 0 of the run with the real
+FSDP code over a fake process group (:mod:`oomkit.inprocess.probe_fsdp`): the record's
+``fsdp_version`` names the API its source used. torchtune's recipes at 0217d44c (the 2024-05
+table) wrap the model in FSDP1 ``FullyShardedDataParallel``
+(``recipes/lora_finetune_distributed.py``: ``lora_fsdp_wrap_policy({TransformerDecoderLayer})``,
+``FULL_SHARD``, ``mixed_precision=None``;
+``recipes/full_finetune_distributed.py``: ``ModuleWrapPolicy`` over the decoder layers, as
+``7B_full.yaml`` sets ``memory_efficient_fsdp_wrap: False``), so those records are traced with
+FSDP1's flat parameters; without ``fsdp_version`` the probe's default, FSDP2 ``fully_shard``.
 
 The BERT-large records trace ``BertForSequenceClassification`` (the model of the HF docs run,
 2 labels, labels of shape ``(batch,)``), not the masked-LM head the estimator's spec uses, with
@@ -62,8 +72,13 @@ def load_records(path: Path = FIXTURE) -> list[dict[str, Any]]:
 def why_not_probed(rec: dict[str, Any]) -> str | None:
     """A reason when the single-process probe cannot trace the record's run."""
     s = rec["settings"]
-    if s.get("fsdp") or s.get("zero") or s.get("gpus", 1) > 1:
-        return "sharded over several GPUs (FSDP/ZeRO): the probe traces one process"
+    if s.get("zero") or (s.get("gpus", 1) * s.get("nodes", 1) > 1 and not s.get("fsdp")):
+        return "sharded over several GPUs (DeepSpeed ZeRO / DDP): the probe traces FSDP only"
+    strategy = s.get("fsdp_strategy", "FULL_SHARD")
+    if s.get("fsdp") and strategy not in ("FULL_SHARD", "SHARD_GRAD_OP"):
+        return f"FSDP {s['fsdp_strategy']} is not traced (FULL_SHARD / SHARD_GRAD_OP are)"
+    if s.get("nodes", 1) > 1:
+        return "several nodes: the probe traces one 1-D process group"
     if s.get("grad_checkpointing") == "selective":
         return "selective checkpointing is not a transformers option"
     if s.get("offload_optimizer") or s.get("offload_params"):
@@ -106,6 +121,11 @@ def probe_kwargs(rec: dict[str, Any]) -> dict[str, Any]:
             softmax_saves_input=bool(s.get("softmax_saves_input")),
         ),
     }
+    if s.get("fsdp"):
+        kw["fsdp"] = True
+        kw["gpus"] = s.get("gpus", 1)
+        kw["fsdp_strategy"] = s.get("fsdp_strategy", "FULL_SHARD")
+        kw["fsdp_version"] = int(rec.get("fsdp_version", 2))
     if kw["train"] != "full":
         kw["lora_rank"] = s.get("lora_rank", 16)
         if s.get("lora_targets"):
@@ -156,27 +176,38 @@ def probe_record(rec: dict[str, Any]) -> dict[str, Any]:
         if first.peak_bytes > r.peak_bytes:
             r, step = first, "first step"
     seconds = time.perf_counter() - t0
-    metric = rec["metric"]
-    reserved = int(r.reserved_peak_bytes or 0)
-    if metric == "nvml_used":
-        context = int(rec["settings"]["overhead_bytes"])
-        value, basis = reserved + context, "reserved (allocator replay) + CUDA context (source)"
-    elif metric == "max_memory_reserved":
-        value, basis = reserved, "reserved (allocator replay)"
-    elif metric.startswith(_ALLOCATED):
-        value, basis = r.peak_bytes, f"allocated peak ({step})"
-    else:
-        raise ValueError(f"unknown metric {metric!r} in {rec['id']}")
+    value, basis = _comparable(rec, r, step)
+    other: dict[str, Any] = {}
+    if kw.get("fsdp"):
+        # the other FSDP API on the same run, reported beside (never instead of) the source's
+        version = 3 - int(kw["fsdp_version"])
+        alt = probe(model, inputs, **{**kw, "fsdp_version": version})
+        other = {"other_fsdp_version": version, "other_fsdp_probe_bytes": _comparable(rec, alt)[0]}
     return {
+        **other,
         "probe_bytes": value,
         "basis": basis,
         "allocated_peak_bytes": r.peak_bytes,
-        "reserved_peak_bytes": reserved,
+        "reserved_peak_bytes": int(r.reserved_peak_bytes or 0),
         "peak_phase": r.peak_phase,
         "peak_by_category": dict(r.peak_by_category),
         "seconds": round(seconds, 1),
         "probe_notes": list(r.notes),
     }
+
+
+def _comparable(rec: dict[str, Any], r: Any, step: str = "steady state") -> tuple[int, str]:
+    """The probe's figure for the quantity the record's source measured, and what it rests on."""
+    metric = rec["metric"]
+    reserved = int(r.reserved_peak_bytes or 0)
+    if metric == "nvml_used":
+        context = int(rec["settings"]["overhead_bytes"])
+        return reserved + context, "reserved (allocator replay) + CUDA context (source)"
+    if metric == "max_memory_reserved":
+        return reserved, "reserved (allocator replay)"
+    if metric.startswith(_ALLOCATED):
+        return r.peak_bytes, f"allocated peak ({step})"
+    raise ValueError(f"unknown metric {metric!r} in {rec['id']}")
 
 
 def score(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -235,6 +266,16 @@ def summary(rows: list[dict[str, Any]]) -> str:
             f"{sum(r['within_10pct'] for r in plain)} within {TARGET:.0%}, median |error| "
             f"{100 * statistics.median(errs):.1f}%, worst {100 * max(errs):.1f}%"
         )
+    for r in probed:
+        if "other_fsdp_version" in r:
+            v = r["other_fsdp_version"]
+            err = (r["other_fsdp_probe_bytes"] - r["measured_bytes"]) / r["measured_bytes"]
+            lines.append(
+                f"  {r['id']}: traced with FSDP{3 - v}, the API its source ran (allocated peak "
+                f"{r['allocated_peak_bytes'] / (1 << 30):.2f}Gi, reserved replay with a pool per "
+                f"stream {r['reserved_peak_bytes'] / (1 << 30):.2f}Gi); the same run traced with "
+                f"FSDP{v} gives {r['other_fsdp_probe_bytes'] / (1 << 30):.2f}Gi ({100 * err:+.1f}%)"
+            )
     lines.extend(explained(rows))
     return "\n".join(lines)
 

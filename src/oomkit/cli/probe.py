@@ -28,12 +28,16 @@ _FLAGS: dict[str, str] = {
     "optimizer_impl": "--optimizer-impl",
     "held_logits": "--held-logits",
     "compiled": "--compile",
+    "gpus": "--gpus",
+    "fsdp": "--fsdp",
+    "fsdp_strategy": "--fsdp",
+    "fsdp_version": "--fsdp-version",
 }
 #: options that only change a training step (click parameter names)
 _TRAIN_ONLY: tuple[str, ...] = (
     "optimizer", "optimizer_impl", "keep_grads", "optimizer_in_backward", "chunked_loss",
     "held_logits", "offload_activations", "compiled", "grad_checkpointing",
-    "no_mixed_precision", "first_step",
+    "no_mixed_precision", "first_step", "fsdp", "fsdp_version",
 )  # fmt: skip
 _LORA_ONLY: tuple[str, ...] = ("lora_rank", "lora_dropout", "lora_targets")
 
@@ -175,6 +179,21 @@ def _render(d: dict[str, object], step: tuple[str, ...] = ()) -> list[str]:
     "--first-step", is_flag=True,
     help="Trace the first step (optimizer states created inside it) instead of a later one.",
 )  # fmt: skip
+@click.option(
+    "--fsdp", "fsdp", is_flag=False, flag_value="FULL_SHARD", default=None,
+    type=click.Choice(["FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"],
+                      case_sensitive=False),
+    help="Trace rank 0 of an FSDP2 run over --gpus ranks (fake process group; bare flag = "
+         "FULL_SHARD; FULL_SHARD and SHARD_GRAD_OP are traced).",
+)  # fmt: skip
+@click.option(
+    "--gpus", type=int, default=1, show_default=True, help="Ranks the --fsdp run shards over."
+)
+@click.option(
+    "--fsdp-version", type=click.Choice(["1", "2"]), default="2", show_default=True,
+    help="2: fully_shard (FSDP2, per-parameter shards); 1: FullyShardedDataParallel (flat "
+         "parameters, e.g. torchtune before July 2024).",
+)  # fmt: skip
 @click.option("--exact-bytes", is_flag=True, help="Do not round to CUDA allocator blocks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
@@ -184,8 +203,8 @@ def probe_command(
     optimizer_impl: str, keep_grads: bool, optimizer_in_backward: bool, chunked_loss: bool,
     held_logits: str, offload_activations: bool, compiled: bool, grad_checkpointing: bool,
     lora_rank: int, lora_dropout: float, lora_targets: str | None,
-    no_mixed_precision: bool, attn_implementation: str, first_step: bool, exact_bytes: bool,
-    as_json: bool,
+    no_mixed_precision: bool, attn_implementation: str, first_step: bool, fsdp: str | None,
+    gpus: int, fsdp_version: str, exact_bytes: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Trace MODEL (catalog name or config.json) on fake tensors: real peak, no GPU.
 
@@ -197,8 +216,14 @@ def probe_command(
     from oomkit.cli.flags import with_flag_names
     from oomkit.errors import InvalidSettingError
     from oomkit.inprocess.probe import _require_torch, check_probe_options, probe
+    from oomkit.inprocess.probe_fsdp import check_fsdp_options
 
     _reject_unused(ctx, train)
+    if fsdp is None and ctx.get_parameter_source("fsdp_version") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    ):
+        raise click.UsageError("--fsdp-version needs --fsdp")
     targets = (
         tuple(t.strip() for t in lora_targets.split(",")) if lora_targets is not None else None
     )
@@ -206,6 +231,10 @@ def probe_command(
         check_probe_options(  # before torch: a seq of 10^23 overflows torch.randint
             seq=seq, batch=batch, lora_rank=lora_rank, lora_dropout=lora_dropout,
             lora_targets=targets,
+        )  # fmt: skip
+        check_fsdp_options(
+            gpus=gpus, fsdp=fsdp is not None, fsdp_strategy=(fsdp or "FULL_SHARD").upper(),
+            train=train, version=int(fsdp_version),
         )  # fmt: skip
         _require_torch()  # a one-line error before the step options import torch
         result = _probe(
@@ -216,7 +245,8 @@ def probe_command(
             steady_state=not first_step, optimizer_impl=optimizer_impl, keep_grads=keep_grads,
             optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
             held_logits=held_logits, offload_activations=offload_activations, compiled=compiled,
-            probe=probe,
+            probe=probe, gpus=gpus, fsdp=fsdp is not None,
+            fsdp_strategy=(fsdp or "FULL_SHARD").upper(), fsdp_version=int(fsdp_version),
         )  # fmt: skip
     except InvalidSettingError as e:
         raise with_flag_names(e, _FLAGS) from None
@@ -234,6 +264,7 @@ def probe_command(
             (f"--held-logits {held_logits}", held_logits != "none"),
             ("--offload-activations", offload_activations),
             ("--compile", compiled),
+            (f"FSDP{fsdp_version} {(fsdp or '').upper()} rank 0 of {gpus}", fsdp is not None),
         )
         if on
     )

@@ -228,8 +228,9 @@ def _phase(tracker: MemoryTracker, name: str) -> Iterator[None]:
 def _accepts(model: nn.Module, arg: str) -> bool:
     import inspect
 
+    inner = getattr(model, "_fsdp_wrapped_module", model)  # FSDP1's wrapper: (*args, **kwargs)
     try:
-        return arg in inspect.signature(model.forward).parameters
+        return arg in inspect.signature(inner.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover
         return False
 
@@ -278,6 +279,10 @@ def probe(
     steady_state: bool = True,
     top: int = 10,
     step: StepOptions | None = None,
+    gpus: int = 1,
+    fsdp: bool = False,
+    fsdp_strategy: str = "FULL_SHARD",
+    fsdp_version: int = 2,
 ) -> ProbeResult:
     """Trace one inference forward or one training step of a model on fake tensors.
 
@@ -300,6 +305,10 @@ def probe(
         step: how the training loop runs its step (optimizer implementation, gradients kept
             between steps, optimizer in backward, chunked loss, held logits):
             :class:`oomkit.inprocess.probe_step.StepOptions`; None: today's HF Trainer.
+        gpus, fsdp, fsdp_strategy: trace rank 0 of an FSDP run over ``gpus`` ranks
+            (``FULL_SHARD`` or ``SHARD_GRAD_OP``): the real FSDP2 ``fully_shard`` per decoder
+            layer and root over a fake process group (:mod:`oomkit.inprocess.probe_fsdp`);
+            ``fsdp_version=1``: FSDP1 ``FullyShardedDataParallel`` (flat parameters) instead.
 
     Raises:
         TorchMissingError: torch (or, for configs, transformers) is not installed.
@@ -311,7 +320,53 @@ def probe(
         seq=seq, batch=batch, lora_rank=lora_rank, lora_dropout=lora_dropout,
         lora_targets=lora_targets,
     )  # fmt: skip
+    from oomkit.inprocess.probe_fsdp import check_fsdp_options
+
+    check_fsdp_options(
+        gpus=gpus, fsdp=fsdp, fsdp_strategy=fsdp_strategy, train=train, version=fsdp_version
+    )
     _require_torch()
+    if fsdp:
+        from oomkit.inprocess.probe_fsdp import fake_process_group, require_fsdp
+
+        require_fsdp()
+        if step is not None and (
+            step.optimizer_in_backward or step.loss == "chunked" or step.compiled_layers
+        ):
+            raise InvalidSettingError(
+                "fsdp is traced with the standard step only (no optimizer in backward, chunked "
+                "loss or compiled layers: they call into FSDP units the probe does not shard "
+                "for them)",
+                setting="fsdp",
+            )
+    import warnings
+
+    with (
+        fake_process_group(gpus) if fsdp else contextlib.nullcontext() as mesh,
+        warnings.catch_warnings(),
+    ):
+        # FSDP1 reads flat_param.data_ptr() to key its state (a FakeTensor warns: no data)
+        warnings.filterwarnings("ignore", message=".*data pointer of FakeTensor")
+        return _probe_body(
+            model_or_factory, inputs, train=train, seq=seq, batch=batch, dtype=dtype,
+            optimizer=optimizer, mixed_precision=mixed_precision,
+            grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_alpha=lora_alpha,
+            lora_dropout=lora_dropout, lora_targets=lora_targets,
+            attn_implementation=attn_implementation, round_to_cuda_blocks=round_to_cuda_blocks,
+            steady_state=steady_state, top=top, step=step, t0=t0, mesh=mesh,
+            fsdp=(gpus, fsdp_strategy, fsdp_version),
+        )  # fmt: skip
+
+
+def _probe_body(
+    model_or_factory: str | Mapping[str, Any] | Callable[[], nn.Module] | nn.Module,
+    inputs: Any, *, train: str | None, seq: int, batch: int, dtype: str, optimizer: str,
+    mixed_precision: bool, grad_checkpointing: bool, lora_rank: int, lora_alpha: float | None,
+    lora_dropout: float, lora_targets: Sequence[str] | None, attn_implementation: str,
+    round_to_cuda_blocks: bool, steady_state: bool, top: int, step: StepOptions | None,
+    t0: float, mesh: Any, fsdp: tuple[int, str, int],
+) -> ProbeResult:  # fmt: skip
+    """:func:`probe` once its options are checked (inside the fake process group for FSDP)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -385,6 +440,19 @@ def probe(
                 adapter_dtype=adapter, dropout=lora_dropout,
             )  # fmt: skip
             notes.append(f"LoRA r={lora_rank} on {n_lora} layers ({', '.join(targets)})")
+        if mesh is not None:
+            from oomkit.inprocess.probe_fsdp import shard_model
+
+            gpus, strategy, version = fsdp
+            gathered = compute if training and mixed_precision else None
+            model, n_units = shard_model(
+                model, mesh, strategy=strategy, param_dtype=gathered, version=version
+            )
+            api = "FSDP2 fully_shard" if version == 2 else "FSDP1 FullyShardedDataParallel"
+            notes.append(
+                f"{api} {strategy} over {gpus} ranks (fake process group): "
+                f"{n_units} layer units + root; rank 0 traced"
+            )
         if callable(inputs) and not isinstance(inputs, torch.Tensor):
             inputs = inputs()
         if inputs is None:
@@ -506,6 +574,7 @@ def _run(
     peaks = replay(
         tracker.events, skip=tracker.forgotten, cublas_workspace=train is not None,
         repeat_from=tracker.step_start if train is not None else None, repeats=_STEPS_REPLAYED,
+        streams=tracker.stream_of,
     )  # fmt: skip
     mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
     n_trainable = sum(p.numel() for p in trainable)

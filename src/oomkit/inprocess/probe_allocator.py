@@ -10,7 +10,8 @@ sequence of requests does to the allocator's pools. :func:`replay` runs the prob
 ``roundup_power2_divisions``):
 
 * ``round_size``: requests are rounded up to a multiple of ``kMinBlockSize`` = 512 bytes;
-* two pools: *small* for blocks of at most ``kSmallSize`` = 1 MiB, *large* for the rest;
+* two pools: *small* for blocks of at most ``kSmallSize`` = 1 MiB, *large* for the rest, each
+  keyed by the stream a block was allocated on (a cached block serves only its own stream);
 * ``get_free_block``: the best fit, the smallest cached block of the pool at least as large as
   the request (lowest address among equals: the ``std::set`` order of ``BlockComparatorSize``);
 * ``alloc_block`` when nothing fits: a new segment of ``get_allocation_size``: 2 MiB
@@ -37,7 +38,7 @@ the caching allocator (``CublasHandlePool.cpp`` ``getNewWorkspace``) at the firs
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["CUBLAS_WORKSPACE_BYTES", "AllocatorPeaks", "replay"]
@@ -63,13 +64,14 @@ class AllocatorPeaks:
 
 
 class _Block:
-    __slots__ = ("addr", "free", "next", "prev", "segment", "size", "small")
+    __slots__ = ("addr", "free", "next", "prev", "segment", "size", "small", "stream")
 
-    def __init__(self, addr: int, size: int, small: bool, segment: int) -> None:
+    def __init__(self, addr: int, size: int, small: bool, segment: int, stream: int = 0) -> None:
         self.addr = addr
         self.size = size
         self.small = small
         self.segment = segment
+        self.stream = stream
         self.free = True
         self.prev: _Block | None = None
         self.next: _Block | None = None
@@ -91,8 +93,8 @@ def _allocation_size(n: int) -> int:
 
 class _Allocator:
     def __init__(self) -> None:
-        # per pool: sorted (size, addr) of free blocks, and addr -> block
-        self.pools: dict[bool, list[tuple[int, int]]] = {True: [], False: []}
+        # per (stream, small) pool: sorted (size, addr) of free blocks, and addr -> block
+        self.pools: dict[tuple[int, bool], list[tuple[int, int]]] = {}
         self.blocks: dict[int, _Block] = {}
         self.next_addr = 0
         self.reserved = 0
@@ -103,24 +105,24 @@ class _Allocator:
 
     def _insert(self, b: _Block) -> None:
         b.free = True
-        bisect.insort(self.pools[b.small], (b.size, b.addr))
+        bisect.insort(self.pools.setdefault((b.stream, b.small), []), (b.size, b.addr))
 
     def _remove(self, b: _Block) -> None:
-        pool = self.pools[b.small]
+        pool = self.pools[(b.stream, b.small)]
         i = bisect.bisect_left(pool, (b.size, b.addr))
         del pool[i]
 
-    def malloc(self, n: int) -> _Block:
+    def malloc(self, n: int, stream: int = 0) -> _Block:
         size = _round_size(n)
         small = size <= K_SMALL_SIZE
-        pool = self.pools[small]
+        pool = self.pools.setdefault((stream, small), [])
         i = bisect.bisect_left(pool, (size, -1))
         if i < len(pool):
             block = self.blocks[pool[i][1]]
             del pool[i]
         else:
             seg = _allocation_size(size)
-            block = _Block(self.next_addr, seg, small, self.segments)
+            block = _Block(self.next_addr, seg, small, self.segments, stream)
             self.blocks[block.addr] = block
             self.next_addr += seg
             self.segments += 1
@@ -128,7 +130,7 @@ class _Allocator:
             self.reserved_peak = max(self.reserved_peak, self.reserved)
         remaining = block.size - size
         if (small and remaining >= K_MIN_BLOCK_SIZE) or (not small and remaining > K_SMALL_SIZE):
-            rest = _Block(block.addr + size, remaining, small, block.segment)
+            rest = _Block(block.addr + size, remaining, small, block.segment, block.stream)
             rest.prev, rest.next = block, block.next
             if block.next is not None:
                 block.next.prev = rest
@@ -171,6 +173,7 @@ def replay(
     cublas_workspace: bool = False,
     repeat_from: int | None = None,
     repeats: int = 1,
+    streams: Mapping[int, int] | None = None,
 ) -> AllocatorPeaks:
     """Peaks of the caching allocator for a trace of ``(key, n_bytes)`` / ``(key, -1)`` events.
 
@@ -182,7 +185,12 @@ def replay(
             step runs ``repeats`` times (the allocator reaches the steady state of a long run:
             each step finds the blocks the previous one left cached). What a step allocated
             and did not free is freed at the step's end (the next step frees it).
+        streams: the stream each key was allocated on (absent: the default stream, 0). A
+            block is cached in its allocation stream's pool and reused only by requests on that
+            stream (``get_free_block`` looks up ``BlockPool`` by ``(stream, size)``), so FSDP's
+            all-gather and reduce-scatter streams keep segments of their own.
     """
+    on = streams or {}
     a = _Allocator()
     live: dict[object, _Block] = {}
     if cublas_workspace:
@@ -197,7 +205,7 @@ def replay(
             k: object = key if tag == 0 else (key, tag)
             if n >= 0:
                 if n > 0:
-                    live[k] = a.malloc(n)
+                    live[k] = a.malloc(n, on.get(key, 0))
                     made.add(k)
             else:
                 block = live.pop(k, None)

@@ -433,7 +433,16 @@ def train_step(
     with legacy(), _phase(tracker, "backward"):  # checkpoint recomputation runs it again
         loss.backward()  # type: ignore[no-untyped-call]
     del loss, held
-    grads = sum(tracker.track(p.grad, "gradients").n_bytes for p in trainable if p.grad is not None)
+    for p in trainable:  # FSDP: the sharded gradient is assigned, never accumulated, so no hook
+        if p.grad is not None:
+            tracker.set_role(p.grad, "gradients")
+    # by storage: FSDP2's sharded gradients are views of one reduce-scatter output per unit
+    grads = sum(
+        {
+            id(a): a.n_bytes
+            for a in (tracker.track(p.grad, "gradients") for p in trainable if p.grad is not None)
+        }.values()
+    )
     if not opts.optimizer_in_backward:
         with _phase(tracker, "optimizer_step"):
             optims[0].step()
@@ -442,11 +451,16 @@ def train_step(
             for t in _tensors(st):
                 tracker.set_role(t, "optimizer_state")
     states = sum(
-        tracker.track(t, "optimizer_state").n_bytes
-        for o in optims
-        for st in o.state.values()
-        for t in _tensors(st)
-        if id(tracker._storage_alloc(t)) not in tracker.forgotten
+        {
+            id(a): a.n_bytes
+            for a in (
+                tracker.track(t, "optimizer_state")
+                for o in optims
+                for st in o.state.values()
+                for t in _tensors(st)
+            )
+            if id(a) not in tracker.forgotten
+        }.values()
     )
     for o in optims:
         o.zero_grad(set_to_none=not keep_grads)

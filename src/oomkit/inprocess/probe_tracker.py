@@ -29,13 +29,26 @@ segment of ``get_allocation_size`` = a multiple of ``kRoundLarge`` = 2 MiB, and 
 large pool: ``remaining > kSmallSize``), so the whole segment is the allocated block. This is
 what ``torch.cuda.memory_allocated`` counts (block sizes), for a fresh allocator; reuse of
 larger cached blocks is not simulated.
+
+Sharded runs (:mod:`oomkit.inprocess.probe_fsdp`): a ``DTensor`` (FSDP2's sharded parameters,
+their gradients and optimizer states) is counted by its local shard, the storage this rank
+holds; ``UntypedStorage.resize_`` (how FSDP2 frees and re-allocates its all-gathered
+parameters, ``free_storage``/``alloc_storage`` in ``torch/distributed/fsdp/_fully_shard/
+_fsdp_param.py``) is not an ATen op a dispatch mode sees, so while the tracker is active it is
+wrapped, as PyTorch's ``MemTracker._track_resize`` does: a resize to 0 frees the storage, a
+resize from 0 allocates it again; a storage ever resized counts as ``parameters`` (FSDP2 resizes
+only the all-gathered parameters; its flat all-gather buffer is an ordinary allocation).
+FSDP allocates its all-gather and reduce-scatter buffers inside ``device_handle.stream(s)`` on
+its own streams; on the CPU that is ``torch.cpu.stream``, wrapped the same way so that each
+allocation records its stream for the allocator replay's per-stream pools.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +108,12 @@ def cuda_block_bytes(n_bytes: int) -> int:
     return segment if segment - rounded <= K_SMALL_SIZE else rounded
 
 
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose storage this process holds: a ``DTensor``'s local shard, else ``t``."""
+    inner = getattr(t, "_local_tensor", None)
+    return inner if isinstance(inner, torch.Tensor) else t
+
+
 @dataclass(eq=False, slots=True)
 class _Alloc:
     """One tracked storage."""
@@ -144,10 +163,75 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.events: list[tuple[int, int]] = []
         #: keys of storages that never were the caching allocator's (see :meth:`forget`)
         self.forgotten: set[int] = set()
+        self._orig_resize = torch.UntypedStorage.resize_
+        self._orig_stream = torch.cpu.stream
+        #: the stream allocations are made on now (0: the default stream) and, per allocation
+        #: key of :attr:`events` made on another stream, that stream (see :meth:`__enter__`)
+        self.stream = 0
+        self.stream_of: dict[int, int] = {}
+        self._streams: list[object] = []
         #: index in :attr:`events` where the traced step starts (after the setup)
         self.step_start = 0
 
     # -- storage bookkeeping -------------------------------------------------------------
+    def __enter__(self) -> MemoryTracker:
+        orig = torch.UntypedStorage.resize_
+        self._orig_resize = orig
+
+        @functools.wraps(orig)
+        def resize_(st: torch.UntypedStorage, size: int) -> Any:
+            before = int(st.nbytes())
+            out = orig(st, size)
+            self._resized(st, before, int(st.nbytes()))
+            return out
+
+        torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign,assignment]
+        self._orig_stream = torch.cpu.stream
+        torch.cpu.stream = self._stream_context  # type: ignore[assignment]
+        super().__enter__()  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)  # type: ignore[no-untyped-call]
+        torch.UntypedStorage.resize_ = self._orig_resize  # type: ignore[method-assign]
+        torch.cpu.stream = self._orig_stream
+
+    @contextlib.contextmanager
+    def _stream_context(self, s: Any) -> Iterator[None]:
+        """``torch.cpu.stream(s)``, noting which stream the allocations inside are made on."""
+        prev = self.stream
+        if s is None or s is torch.cpu.current_stream():
+            self.stream = 0
+        else:
+            if not any(s is t for t in self._streams):
+                self._streams.append(s)
+            self.stream = next(i for i, t in enumerate(self._streams, 1) if t is s)
+        try:
+            with self._orig_stream(s):
+                yield
+        finally:
+            self.stream = prev
+
+    def _resized(self, st: torch.UntypedStorage, before: int, after: int) -> None:
+        """A storage resized in place (FSDP2's ``free_storage`` / ``alloc_storage``)."""
+        found = self._by_storage.get(st)  # type: ignore[no-untyped-call]
+        if not isinstance(found, _Alloc) or before == after:
+            return
+        if found.origin not in ("parameters", "buffers", "inputs"):
+            found.role = "parameters"  # FSDP2 resizes only its all-gathered parameters
+        self._freed(found, None)
+        if after > 0:
+            alloc = _Alloc(n_bytes=self._size(after), origin="parameters", phase=self.phase)
+            self.events.append((id(alloc), after))
+            if self.stream:
+                self.stream_of[id(alloc)] = self.stream
+            alloc.weak = weakref.ref(st, functools.partial(self._freed, alloc))
+            self._by_storage[st] = alloc
+            self._live[id(alloc)] = alloc
+            self._all.append(alloc)
+            self.live_bytes += alloc.n_bytes
+            self._update_peak()
+
     def _size(self, n: int) -> int:
         return cuda_block_bytes(n) if self.round_to_cuda_blocks else n
 
@@ -161,19 +245,21 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.events.append((id(alloc), -1))
 
     def _storage_alloc(self, t: torch.Tensor) -> _Alloc | None:
-        st = t.untyped_storage()
+        st = _local(t).untyped_storage()
         found = self._by_storage.get(st)  # type: ignore[no-untyped-call]
         return found if isinstance(found, _Alloc) else None
 
     def track(self, t: torch.Tensor, origin: str) -> _Alloc:
         """Record ``t``'s storage (once) with ``origin``; return its record."""
-        st = t.untyped_storage()
+        st = _local(t).untyped_storage()
         found = self._by_storage.get(st)  # type: ignore[no-untyped-call]
         if isinstance(found, _Alloc):
             return found
         raw = int(st.nbytes())
         alloc = _Alloc(n_bytes=self._size(raw), origin=origin, phase=self.phase)
         self.events.append((id(alloc), raw))
+        if self.stream:
+            self.stream_of[id(alloc)] = self.stream
         alloc.weak = weakref.ref(st, functools.partial(self._freed, alloc))
         self._by_storage[st] = alloc
         self._live[id(alloc)] = alloc
@@ -244,8 +330,10 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def module_hooks(self, model: torch.nn.Module) -> list[Any]:
         """Forward pre/post hooks on every named submodule; returns the handles."""
         handles: list[Any] = []
+        wrapped = "_fsdp_wrapped_module"  # FSDP1's wrapper: named as the module it wraps
         for name, mod in model.named_modules():
-            label = name or type(mod).__name__
+            name = name.replace(wrapped + ".", "").removesuffix("." + wrapped)
+            label = (name if name != wrapped else "") or type(mod).__name__
 
             def pre(_m: torch.nn.Module, _a: Any, label: str = label) -> None:
                 if self.phase == "forward":
