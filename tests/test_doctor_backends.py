@@ -111,3 +111,19 @@ NEAR_MISSES = [
 def test_near_miss_not_oom(text: str) -> None:
     assert parse_backends(split_lines(text)) == []
     assert parse_log(text).events == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _corpus_text("h7-comfyuinf4-17"),
+        "!!! Exception during processing !!! Allocation on device \nTraceback (most recent call",
+    ],
+)
+def test_comfyui_both_spacings_of_the_processing_banner(text: str) -> None:
+    assert [e.format for e in parse_log(text).events] == ["comfyui_allocation_on_device"]
+
+
+def test_comfyui_banner_with_another_error_is_not_oom() -> None:
+    text = "!!! Exception during processing!!! No face detected in the source image!"
+    assert parse_log(text).events == ()
