@@ -127,3 +127,41 @@ def test_comfyui_both_spacings_of_the_processing_banner(text: str) -> None:
 def test_comfyui_banner_with_another_error_is_not_oom() -> None:
     text = "!!! Exception during processing!!! No face detected in the source image!"
     assert parse_log(text).events == ()
+
+
+# TensorRT-LLM's paged-KV check with and without the token count; ggml's scratch pool cut
+# before " pool" and in full
+@pytest.mark.parametrize(
+    ("spec", "fmt", "cause"),
+    [
+        ("corpus:h7-trtllmbackend-366", "trtllm_paged_kv_too_small", "kv_cache_or_context"),
+        (
+            "maxTokensInPagedKvCache must be large enough to process at least 1 sequence to "
+            "completion (i.e. must be larger than beam_width * tokensPerBlock * maxBlocksPerSeq)",
+            "trtllm_paged_kv_too_small",
+            "kv_cache_or_context",
+        ),
+        ("corpus:h7-llamanode-85", "ggml_memory_pool", "unknown"),
+        (
+            "ggml_new_tensor_impl: not enough space in the scratch memory pool (needed 575702016, "
+            "available 536870912)",
+            "ggml_memory_pool",
+            "unknown",
+        ),
+    ],
+)
+def test_trtllm_kv_and_ggml_scratch(spec: str, fmt: str, cause: str) -> None:
+    d = diagnose_text(_text(spec))
+    assert [e.format for e in d.events][:1] == [fmt]
+    assert d.cause == cause
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[TensorRT-LLM][INFO] maxTokensInPagedKvCache = 29184",
+        "ggml_new_tensor_impl: allocated 12 MiB in the scratch memory",
+    ],
+)
+def test_trtllm_and_scratch_near_misses(text: str) -> None:
+    assert parse_log(text).events == ()

@@ -89,6 +89,10 @@ _GGML_POOL = re.compile(
     r"not enough space in the (?P<pool>context's|scratch) memory pool \(needed (?P<n>\d{1,20}), "
     r"available (?P<a>\d{1,20})\)"
 )
+# TensorRT-LLM TLLM_CHECK_WITH_INFO in the batch manager: "maxTokensInPagedKvCache (%d) must be
+# large enough to process at least 1 sequence to completion (i.e. must be larger than
+# beam_width (%d) * tokensPerBlock (%d) * maxBlocksPerSeq (%d))"; older releases print no count
+_TRT_KV = re.compile(r"maxTokensInPagedKvCache(?: \(\d{1,12}\))? must be large enough")
 _SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
 _NEEDLES = (
     "AlignedAllo",
@@ -97,7 +101,7 @@ _NEEDLES = (
     "cuDNN algorithm",
     "cuDNN isn't found",
     "memory pool (needed",
-    "maxTokensInPagedKvCache must be large enough",
+    "maxTokensInPagedKvCache",
     "Error in memory profiling",
     "available single GPU memory",
     "Ran out of memory in memory space",
@@ -350,7 +354,7 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 free_bytes=to_int(m13.group("a")),
                 buffer_name=m13.group("pool").rstrip("'s"),
             )
-    if "maxTokensInPagedKvCache must be large enough" in line:
+    if "maxTokensInPagedKvCache" in line and _TRT_KV.search(line):
         # TensorRT-LLM: the paged KV pool holds less than one max-length sequence
         return _ev(
             "tensorrt-llm", "kv_capacity", "trtllm_paged_kv_too_small", line, n, stage="kv_cache"
