@@ -165,3 +165,74 @@ def test_trtllm_kv_and_ggml_scratch(spec: str, fmt: str, cause: str) -> None:
 )
 def test_trtllm_and_scratch_near_misses(text: str) -> None:
     assert parse_log(text).events == ()
+
+
+# MNN STATIC buffers, TensorRT-LLM's wrapped CUDA check, CANN EL0004: corpus text, second
+# wording (upstream source strings / another report), (format, runtime, cause, detail, bytes)
+@pytest.mark.parametrize(
+    ("spec", "fmt", "cause", "detail", "req"),
+    [
+        ("corpus:h7-mnnllm-25", "mnn_static_acquire_failed", "model_too_large", None, None),
+        (
+            "Out of memory when gamma is acquired in Hexagon RoPE.",
+            "mnn_static_acquire_failed",
+            "model_too_large",
+            "gamma in Hexagon RoPE",
+            None,
+        ),
+        (
+            "Out of memory when gamma is acquired in CPULayerNorm.",
+            "mnn_static_acquire_failed",
+            "host_ram",
+            "gamma in CPULayerNorm",
+            None,
+        ),
+        ("corpus:h7-trtllm-260", "trtllm_cuda_runtime_oom", None, "cudaMallocAsync", None),
+        (
+            # tllmBuffers.h's PinnedAllocator, wrapped inside the call as the corpus paste is
+            "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocHost(ptr,\n"
+            "n): out of memory (/src/tensorrt_llm/runtime/tllmBuffers.h:80)",
+            "trtllm_cuda_runtime_oom",
+            None,
+            "cudaMallocHost",
+            None,
+        ),
+        ("corpus:h7-helios-62", "cann_el0004_alloc_failed", "unknown", None, None),
+        (
+            "Memory_Allocation_Failure(EL0004): Failed to allocate memory requested by GE module.\n"
+            "Call rtMalloc fail, purpose: page caching, type = 2, size:17179934720, device_id:0",
+            "cann_el0004_alloc_failed",
+            "unknown",
+            None,
+            17179934720,
+        ),
+    ],
+)
+def test_mnn_trtllm_cann(
+    spec: str, fmt: str, cause: str | None, detail: str | None, req: int | None
+) -> None:
+    d = diagnose_text(_text(spec))
+    e = d.events[0]
+    assert e.format == fmt
+    if cause is not None:
+        assert d.cause == cause
+    if detail is not None:
+        assert e.detail == detail
+    assert e.requested_bytes == req
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # TensorRT-LLM's check with another CUDA error, wrapped like the OOM
+        "RuntimeError: [TensorRT-LLM][ERROR] CUDA runtime error in\n"
+        "cudaStreamIsCapturing(stream, &status): an illegal memory access was encountered",
+        "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(dst, n): invalid argument",
+        # MNN and CANN lines that are not allocation failures
+        "The tensor is acquired in CudaLayerNorm with 4 dims.",
+        "EL0004 documentation: see the CANN error code reference",
+    ],
+)
+def test_backend_near_misses(text: str) -> None:
+    assert parse_backends(split_lines(text)) == []
+    assert parse_log(text).events == ()

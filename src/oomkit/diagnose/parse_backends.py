@@ -13,6 +13,18 @@ and the one number it carries (the size of the buffer that failed) is kept:
   ``ggml_vk_create_buffer_check`` (``ggml/src/ggml-vulkan/ggml-vulkan.cpp``) before it rethrows
   the ``vk::SystemError`` (whose text, ``ErrorOutOfDeviceMemory`` or ``ErrorOutOfHostMemory``,
   follows on the next line and is read by the Vulkan parsers when present).
+* MNN: ``Out of memory when <param> is acquired in <Op>.`` (``MNN_ERROR`` after
+  ``backend->onAcquireBuffer(..., Backend::STATIC)`` fails in an op's constructor, e.g.
+  ``source/backend/cuda/execution/LayerNormExecution.cu``, ``CPULayerNorm.cpp``,
+  ``opencl/.../GroupNormBufExecution.cpp``): a STATIC buffer holds the op's parameters, placed
+  when the session is created.
+* TensorRT-LLM's ``TLLM_CUDA_CHECK``: ``[TensorRT-LLM][ERROR] CUDA runtime error in <call>:
+  out of memory (<file>:<line>)`` (``cpp/include/tensorrt_llm/common/cudaUtils.h`` ``check``:
+  ``"CUDA runtime error in %s: %s"`` with ``cudaGetErrorString``); pastes wrap the call, so the
+  ``out of memory`` may sit on the next line.
+* Huawei CANN (Ascend NPU): ``Memory_Allocation_Failure(EL0004): Failed to allocate memory
+  requested by GE module.`` (CANN error code EL0004, raised when ``rtMalloc`` of the Graph
+  Engine fails; the size, where logged, is on a ``Call rtMalloc fail, ... size:N`` line).
 
 Every pattern is gated on a literal and bounded: linear time on any line.
 """
@@ -32,10 +44,79 @@ _DML = re.compile(
     r"There is not enough GPU video memory available"
 )
 _VK = re.compile(r"ggml_vulkan: (?:Device )?[Mm]emory allocation of size (?P<x>\d{1,20}) failed")
-_PREFILTER = needles_re(("not enough GPU video memory", "ggml_vulkan: "))
+_MNN = re.compile(r"Out of memory when (?P<what>\w{1,40}) is acquired in (?P<op>\w[\w ]{0,60}?)\.")
+_TLLM = re.compile(r"CUDA runtime error in (?P<call>:{0,2}\w{1,40})\(")
+_TLLM_OOM = re.compile(r"\): out of memory\b")
+_EL0004 = re.compile(r"\(EL0004\): Failed to allocate memory")
+_RTMALLOC = re.compile(r"rtMalloc fail.{0,80}?size: ?(?P<x>\d{1,20})")
+_PREFILTER = needles_re(
+    (
+        "not enough GPU video memory",
+        "ggml_vulkan: ",
+        "is acquired in",
+        "CUDA runtime error in",
+        "EL0004",
+    )
+)
 
 
-def _event(line: str, n: int) -> OomEvent | None:
+def _tllm(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
+    m = _TLLM.search(line)
+    if m is None:
+        return None
+    tail = line[m.end() :]
+    if not _TLLM_OOM.search(tail) and i + 1 < len(lines.text):
+        tail = lines.cleaned(i + 1)[:400]
+        if "CUDA runtime error" in tail:
+            return None
+    if not _TLLM_OOM.search(tail) and "out of memory (" not in tail:
+        return None
+    call = m["call"].lstrip(":")
+    return OomEvent(
+        runtime="tensorrt-llm",
+        kind="host_oom" if call == "cudaMallocHost" else "gpu_alloc_failed",
+        format="trtllm_cuda_runtime_oom",
+        line=n,
+        text=line[:600],
+        detail=call,
+    )
+
+
+def _ascend(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
+    if not _EL0004.search(line):
+        return None
+    size = None
+    for j in range(max(0, i - 3), min(len(lines.text), i + 4)):
+        m = _RTMALLOC.search(lines.text[j]) if "rtMalloc" in lines.text[j] else None
+        if m is not None:
+            size = to_int(m["x"])
+            break
+    return OomEvent(
+        runtime="ascend",
+        kind="gpu_alloc_failed",
+        format="cann_el0004_alloc_failed",
+        line=n,
+        text=line[:600],
+        requested_bytes=size,
+    )
+
+
+def _event(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
+    if "acquired in" in line:
+        m0 = _MNN.search(line)
+        if m0 is not None:
+            return OomEvent(
+                runtime="mnn",
+                kind="host_oom" if m0["op"].startswith("CPU") else "gpu_alloc_failed",
+                format="mnn_static_acquire_failed",
+                line=n,
+                text=line[:600],
+                detail=f"{m0['what']} in {m0['op']}",
+            )
+    if "runtime error in" in line:
+        return _tllm(lines, i, line, n)
+    if "EL0004" in line:
+        return _ascend(lines, i, line, n)
     m = _DML.search(line) if "video memory" in line else None
     if m is not None:
         return OomEvent(
@@ -68,7 +149,7 @@ def parse_backends(lines: Lines) -> list[OomEvent]:
     for i, raw in enumerate(lines.text):
         if not _PREFILTER.search(raw):
             continue
-        ev = _event(lines.cleaned(i), lines.number[i])
+        ev = _event(lines, i, lines.cleaned(i), lines.number[i])
         if ev is not None:
             events.append(ev)
     return events

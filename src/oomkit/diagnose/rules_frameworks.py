@@ -472,29 +472,6 @@ def _autobatch(e: OomEvent) -> Analysis:
     )
 
 
-def _directml(e: OomEvent) -> Analysis:
-    """torch-directml names only the tensor that failed: no total, no free, no process use."""
-    x = e.requested_bytes
-    head = f"DirectML could not allocate a tensor of {size_text(x)} in GPU video memory."
-    if x is not None and x >= _BIG_TENSOR:
-        return Analysis(
-            cause="batch_or_activations",
-            confidence=0.45,
-            explanation=head + f" One tensor of {size_text(x)} is an activation (an image or "
-            "attention batch), not a weight tensor.",
-            fixes=(_BATCH,),
-        )
-    return Analysis(
-        cause="unknown",
-        confidence=0.3,
-        open_question=True,
-        explanation=head + " The message gives no total, free or in-use memory, so whether the "
-        "weights, the image size (hires fix, upscale) or another program filled the card cannot "
-        "be told from it. Task Manager's dedicated GPU memory before the run would decide.",
-        fixes=(_BATCH,),
-    )
-
-
 def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_frameworks``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -529,6 +506,4 @@ def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _lmstudio(e)
     if fmt == "sglang_alloc_req_slots":
         return _sglang_slots()
-    if fmt == "directml_alloc_tensor_failed":
-        return _directml(e)
     return None
