@@ -236,3 +236,38 @@ def test_mnn_trtllm_cann(
 def test_backend_near_misses(text: str) -> None:
     assert parse_backends(split_lines(text)) == []
     assert parse_log(text).events == ()
+
+
+# llama.cpp server's KV-full error to the client (tools/server and ik_llama.cpp; the lowercase
+# variant of a fork) and LM Studio's guardrail "to run model" wording
+@pytest.mark.parametrize(
+    ("spec", "fmt"),
+    [
+        ("corpus:h7-ikllama-1619", "llama.cpp_kv_slot"),
+        (
+            "Server error: {'code': 500, 'message': 'Input prompt is too big compared to KV "
+            "size. Please try increasing KV size.', 'type': 'server_error'}",
+            "llama.cpp_kv_slot",
+        ),
+        (
+            "input prompt is too big compared to KV size. please increase KV size",
+            "llama.cpp_kv_slot",
+        ),
+        ("corpus:h7-lmstudio-1544", "lmstudio_guardrail"),
+        ("Not enough resources to load the model with the current settings", "lmstudio_guardrail"),
+    ],
+)
+def test_llama_server_kv_full_and_lmstudio_run_wording(spec: str, fmt: str) -> None:
+    assert [e.format for e in parse_log(_text(spec)).events][:1] == [fmt]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The prompt is too big for the model's context window",
+        "error: prompt is too long (5000 tokens, max 4096)",
+        "LM Studio: resources to run models are downloaded on first use",
+    ],
+)
+def test_prompt_and_resources_near_misses(text: str) -> None:
+    assert parse_log(text).events == ()

@@ -112,6 +112,7 @@ _NEEDLES = (
     "failed to find a memory slot",
     "failed to find free space in the KV cache",
     "failed to find KV cache slot",
+    "prompt is too big compared to KV size",
     "CUDNN_STATUS_",
     "dispatched on the CPU or the disk",
     "Load weight end",
@@ -291,9 +292,12 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
         "failed to find a memory slot" in line
         or "failed to find free space in the KV" in line
         or "failed to find KV cache slot" in line
+        or "prompt is too big compared to KV size" in line
     ):
         # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp;
-        # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it)
+        # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it);
+        # the server (tools/server/server.cpp, ik_llama.cpp) sends the client "Input prompt is
+        # too big compared to KV size. Please try increasing KV size." when even n_batch 1 fails
         return _ev("llama.cpp", "kv_slots_full", "llama.cpp_kv_slot", line, n, stage="kv_full")
     if "available single GPU memory" in line:
         m10 = _MLC.search(line)

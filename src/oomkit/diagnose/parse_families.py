@@ -130,7 +130,8 @@ _NUMPY = re.compile(
     r"(?P<req_u>bytes|KiB|MiB|GiB|TiB|PiB|[KMGT]?B)\b )?(?:for )?(?:an )?array with"
 )
 _LMS = re.compile(
-    r"insufficient system resources|Not enough resources to load the model", re.IGNORECASE
+    r"insufficient system resources|Not enough resources to (?:load|run) (?:the )?model",
+    re.IGNORECASE,
 )
 _LMS_NEED = re.compile(r"requires approximately (?P<v>NaN|\d{1,9}(?:\.\d{1,4})?) ?(?P<u>GB|GiB)?")
 _DISK_OFFLOAD = re.compile(r"`?device_map`? had weights offloaded to the disk")
