@@ -17,6 +17,7 @@ from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.parse_apps import parse_apps
+from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
@@ -118,6 +119,9 @@ def parse_log(text: str) -> ParsedLog:
     if not events:
         # other frameworks' own wordings (TensorRT, MXNet, MindSpore, ONNX Runtime CUDA, ...)
         events.extend(parse_frameworks(lines))
+    if not events:
+        # GPU backends' one-line allocation failures (DirectML, ggml Vulkan)
+        events.extend(parse_backends(lines))
     if not events:
         # libraries' and apps' own wordings (VideoHelperSuite, detectron2, Triton, ...)
         events.extend(parse_apps(lines))

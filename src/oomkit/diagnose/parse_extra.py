@@ -89,6 +89,10 @@ _GGML_POOL = re.compile(
     r"not enough space in the (?P<pool>context's|scratch) memory pool \(needed (?P<n>\d{1,20}), "
     r"available (?P<a>\d{1,20})\)"
 )
+# TensorRT-LLM TLLM_CHECK_WITH_INFO in the batch manager: "maxTokensInPagedKvCache (%d) must be
+# large enough to process at least 1 sequence to completion (i.e. must be larger than
+# beam_width (%d) * tokensPerBlock (%d) * maxBlocksPerSeq (%d))"; older releases print no count
+_TRT_KV = re.compile(r"maxTokensInPagedKvCache(?: \(\d{1,12}\))? must be large enough")
 _SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
 _NEEDLES = (
     "AlignedAllo",
@@ -97,7 +101,7 @@ _NEEDLES = (
     "cuDNN algorithm",
     "cuDNN isn't found",
     "memory pool (needed",
-    "maxTokensInPagedKvCache must be large enough",
+    "maxTokensInPagedKvCache",
     "Error in memory profiling",
     "available single GPU memory",
     "Ran out of memory in memory space",
@@ -108,6 +112,7 @@ _NEEDLES = (
     "failed to find a memory slot",
     "failed to find free space in the KV cache",
     "failed to find KV cache slot",
+    "prompt is too big compared to KV size",
     "CUDNN_STATUS_",
     "dispatched on the CPU or the disk",
     "Load weight end",
@@ -287,9 +292,12 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
         "failed to find a memory slot" in line
         or "failed to find free space in the KV" in line
         or "failed to find KV cache slot" in line
+        or "prompt is too big compared to KV size" in line
     ):
         # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp;
-        # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it)
+        # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it);
+        # the server (tools/server/server.cpp, ik_llama.cpp) sends the client "Input prompt is
+        # too big compared to KV size. Please try increasing KV size." when even n_batch 1 fails
         return _ev("llama.cpp", "kv_slots_full", "llama.cpp_kv_slot", line, n, stage="kv_full")
     if "available single GPU memory" in line:
         m10 = _MLC.search(line)
@@ -350,7 +358,7 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 free_bytes=to_int(m13.group("a")),
                 buffer_name=m13.group("pool").rstrip("'s"),
             )
-    if "maxTokensInPagedKvCache must be large enough" in line:
+    if "maxTokensInPagedKvCache" in line and _TRT_KV.search(line):
         # TensorRT-LLM: the paged KV pool holds less than one max-length sequence
         return _ev(
             "tensorrt-llm", "kv_capacity", "trtllm_paged_kv_too_small", line, n, stage="kv_cache"

@@ -43,7 +43,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.sizes import to_bytes, to_int
-from oomkit.diagnose.text import Lines, needles_re, size_of, sz
+from oomkit.diagnose.text import Lines, needles_re, sz
 
 __all__ = ["parse_families"]
 
@@ -121,11 +121,17 @@ _MLC_PLAN = re.compile(
     r"region that is (?P<r>\d{1,20}) ?bytes"
 )
 _CUBLAS = re.compile(r"Create cublas handle failed|cublasCreate(?:_v2)? failed", re.IGNORECASE)
+# numpy/_core/_exceptions.py ``_ArrayMemoryError.__str__``: "Unable to allocate {size} for an
+# array with shape {shape} and data type {dtype}"; ``_size_to_string`` prints ``{:#.3g}`` so a
+# three-digit size keeps its point ("117. GiB"); numpy < 1.17 printed "Unable to allocate array
+# with shape ..." with no size. Pastes paraphrase "for array with form" and decimal GB.
 _NUMPY = re.compile(
-    r"MemoryError: Unable to allocate " + sz("req", "bytes|KiB|MiB|GiB|TiB|B") + r" for an array"
+    r"MemoryError: Unable to allocate (?:(?P<req>\d{1,15}(?:\.\d{0,8})?) ?"
+    r"(?P<req_u>bytes|KiB|MiB|GiB|TiB|PiB|[KMGT]?B)\b )?(?:for )?(?:an )?array with"
 )
 _LMS = re.compile(
-    r"insufficient system resources|Not enough resources to load the model", re.IGNORECASE
+    r"insufficient system resources|Not enough resources to (?:load|run) (?:the )?model",
+    re.IGNORECASE,
 )
 _LMS_NEED = re.compile(r"requires approximately (?P<v>NaN|\d{1,9}(?:\.\d{1,4})?) ?(?P<u>GB|GiB)?")
 _DISK_OFFLOAD = re.compile(r"`?device_map`? had weights offloaded to the disk")
@@ -199,6 +205,13 @@ def _binary(m: re.Match[str], name: str) -> int | None:
     if m.group(name) is None:
         return None
     return to_bytes(m.group(name), _BINARY.get(m.group(name + "_u"), "bytes"), "generic")
+
+
+def _numpy_bytes(m: re.Match[str]) -> int | None:
+    """Bytes of numpy's size, which may end in a bare point (``{:#.3g}``: "926. GiB")."""
+    if m["req"] is None:
+        return None
+    return to_bytes(m["req"].rstrip("."), m["req_u"], "numpy")
 
 
 def _device_event(line: str, n: int) -> OomEvent | None:
@@ -387,7 +400,7 @@ def _event(line: str, n: int) -> OomEvent | None:
             "numpy_memory_error",
             line,
             n,
-            requested_bytes=size_of(m4, "req", "numpy"),
+            requested_bytes=_numpy_bytes(m4),
         )
     if _LMS.search(line):
         need = _LMS_NEED.search(line)

@@ -44,9 +44,10 @@ message, cited from its source; the numbers it states are kept so that the rules
 * ggml's own allocators when a buffer sized in advance is too small (not device memory):
   ``not enough space in the buffer (needed N, largest block available M)`` (``ggml-alloc.c``
   ``ggml_tallocr_alloc`` / dynamic allocator), ``not enough space in the context's memory pool``
-  (``ggml.c`` ``ggml_new_object``), ``GGML_ASSERT ... "out of free blocks"`` (``ggml-alloc.c``
-  free-block table), and ggml-cuda's ``allocating X MiB on device N: cudaMalloc failed: out of
-  memory`` without its function prefix (koboldcpp).
+  (``ggml.c`` ``ggml_new_object``) and ``not enough space in the scratch memory pool``
+  (``ggml_new_tensor_impl``, cut before `` pool`` in pastes), ``GGML_ASSERT ... "out of free
+  blocks"`` (``ggml-alloc.c`` free-block table), and ggml-cuda's ``allocating X MiB on device
+  N: cudaMalloc failed: out of memory`` without its function prefix (koboldcpp).
 * SGLang ``alloc_req_slots runs out of memory`` (``managers/schedule_batch.py``: the request
   slot pool, ``--max-running-requests`` slots).
 * Ultralytics AutoBatch ``error detected: <exception>,  using default batch-size N``
@@ -136,7 +137,7 @@ _GGML_TALLOC = re.compile(
     + _INT
     + r")\)"
 )
-_GGML_POOL = re.compile(r"not enough space in the context's memory pool")
+_GGML_POOL = re.compile(r"not enough space in the (?P<pool>context's|scratch) memory")
 _GGML_BLOCKS = re.compile(
     r'GGML_ASSERT: \S{0,200}ggml-alloc\.c:\d{1,6}: .{0,120}"out of free blocks"'
 )
@@ -365,10 +366,13 @@ def _ggml(line: str, n: int) -> OomEvent | None:
             free_bytes=to_int(m["f"]),
             detail=m["t"],
         )
-    if _GGML_POOL.search(line):
+    m0 = _GGML_POOL.search(line)
+    if m0 is not None:
         # the wording of parse_extra's ggml_memory_pool, cut before "(needed N, available M)"
+        # or before " pool" (ggml_new_tensor_impl's scratch buffer)
+        pool = "context" if m0["pool"] == "context's" else "scratch"
         return _ev(
-            "llama.cpp", "ggml_pool_exhausted", "ggml_memory_pool", line, n, buffer_name="context"
+            "llama.cpp", "ggml_pool_exhausted", "ggml_memory_pool", line, n, buffer_name=pool
         )
     if _GGML_BLOCKS.search(line):
         return _ev("llama.cpp", "fixed_buffer_full", "ggml_alloc_out_of_free_blocks", line, n)

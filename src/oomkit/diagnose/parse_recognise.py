@@ -18,7 +18,9 @@ so these families never displace a richer event:
 * ComfyUI: PyTorch's ``Allocation on device <d> would exceed allowed memory`` (the
   ``cudaMallocAsync`` backend ComfyUI enables, ``c10/cuda/CUDAMallocAsyncAllocator.cpp``) prints
   the device index as an ``int8`` char, so the text stops at ``Allocation on device``; ComfyUI's
-  ``execution.py`` prints it after ``!!! Exception during processing !!!`` and then ``Got an
+  ``execution.py`` prints it after ``!!! Exception during processing !!!`` (``processing!!!``
+  without the space before mid-2024: ``logging.error(f"!!! Exception during processing!!!
+  {ex}")``) and then ``Got an
   OOM, unloading all loaded models.``; older ComfyUI prints ``Error occurred when executing
   <node>:`` and the exception's text, ``Allocation on device``, alone on a line;
   ``comfy/sd.py`` ``Ran out of memory when regular VAE decoding, retrying with tiled VAE
@@ -72,7 +74,7 @@ _MAMBA = re.compile(
     r"max_num_seqs \((?P<n>\d{1,9})\) exceeds available Mamba cache blocks \((?P<b>\d{1,12})\)"
 )
 _COMFY_CUT = re.compile(
-    r"(?:!!! Exception during processing !!!|OutOfMemoryError:|Exception Message:\*{0,2}) "
+    r"(?:!!! Exception during processing ?!!!|OutOfMemoryError:|Exception Message:\*{0,2}) "
     r"{0,4}Allocation on device\s{0,8}$"
 )
 _COMFY_GOT = "Got an OOM, unloading all loaded models"

@@ -113,10 +113,10 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|*|*": {
         "batch_or_activations": 29,
-        "host_ram": 2,
+        "host_ram": 1,
         "kv_cache_or_context": 2,
         "leak_or_accumulation": 1,
-        "model_too_large": 11,
+        "model_too_large": 10,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 8,
         "unknown": 1,
@@ -130,9 +130,9 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|*|no_numbers": {
         "batch_or_activations": 16,
-        "host_ram": 2,
+        "host_ram": 1,
         "kv_cache_or_context": 1,
-        "model_too_large": 3,
+        "model_too_large": 2,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 4,
     },
@@ -154,10 +154,10 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|unknown|*": {
         "batch_or_activations": 29,
-        "host_ram": 2,
+        "host_ram": 1,
         "kv_cache_or_context": 2,
         "leak_or_accumulation": 1,
-        "model_too_large": 10,
+        "model_too_large": 9,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 8,
         "unknown": 1,
@@ -171,9 +171,9 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|unknown|no_numbers": {
         "batch_or_activations": 16,
-        "host_ram": 2,
+        "host_ram": 1,
         "kv_cache_or_context": 1,
-        "model_too_large": 3,
+        "model_too_large": 2,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 4,
     },
@@ -189,7 +189,7 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|*|*": {
         "batch_or_activations": 1,
-        "host_ram": 72,
+        "host_ram": 73,
         "kv_cache_or_context": 2,
         "leak_or_accumulation": 2,
         "model_too_large": 1,
@@ -202,7 +202,7 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|*|partial_numbers": {
         "batch_or_activations": 1,
-        "host_ram": 33,
+        "host_ram": 34,
         "kv_cache_or_context": 2,
         "unknown": 2,
     },
@@ -218,7 +218,7 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|unknown|*": {
         "batch_or_activations": 1,
-        "host_ram": 69,
+        "host_ram": 70,
         "kv_cache_or_context": 1,
         "leak_or_accumulation": 2,
         "model_too_large": 1,
@@ -231,9 +231,21 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|unknown|partial_numbers": {
         "batch_or_activations": 1,
-        "host_ram": 33,
+        "host_ram": 34,
         "kv_cache_or_context": 1,
         "unknown": 2,
+    },
+    "other|*|*": {
+        "model_too_large": 1,
+    },
+    "other|*|no_numbers": {
+        "model_too_large": 1,
+    },
+    "other|unknown|*": {
+        "model_too_large": 1,
+    },
+    "other|unknown|no_numbers": {
+        "model_too_large": 1,
     },
     "pytorch|*|*": {
         "batch_or_activations": 122,

@@ -36,6 +36,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.priors import is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
+from oomkit.diagnose.rules_backends import analyze_backends
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_frameworks import analyze_frameworks
@@ -133,6 +134,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     frm = analyze_frameworks(e, ctx)
     if frm is not None:
         return frm
+    bke = analyze_backends(e, ctx)
+    if bke is not None:
+        return bke
     rec = analyze_recognised(e, ctx)
     if rec is not None:
         return rec

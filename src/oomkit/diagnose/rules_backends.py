@@ -1,0 +1,111 @@
+"""Causes for the wordings of ``parse_backends`` (DirectML, MNN, TensorRT-LLM CUDA checks, CANN).
+
+Each message names at most the size of the one buffer that failed, so the cause is decided
+only where the wording itself says what the buffer holds (MNN's STATIC buffers are an op's
+parameters); otherwise the analysis says which numbers would decide. See
+docs/doctor-causes.md ("GPU backends' one-line allocation failures").
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import generic, size_text
+
+__all__ = ["analyze_backends"]
+
+_BIG_TENSOR = 2 << 30  # a single tensor above the largest weight tensors of common models
+_BATCH = generic(
+    "Lower the batch size or the input size",
+    "activations scale with the batch and the image/sequence size.",
+    ("batch size 1, smaller resolution or shorter inputs",),
+)
+_SMALLER_MODEL = generic(
+    "Use a smaller or more quantised model",
+    "the model's parameters are placed when the session is created.",
+    ("a lower-bit or smaller checkpoint",),
+)
+
+
+def _directml(e: OomEvent) -> Analysis:
+    """torch-directml names only the tensor that failed: no total, no free, no process use."""
+    x = e.requested_bytes
+    head = f"DirectML could not allocate a tensor of {size_text(x)} in GPU video memory."
+    if x is not None and x >= _BIG_TENSOR:
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.45,
+            explanation=head + f" One tensor of {size_text(x)} is an activation (an image or "
+            "attention batch), not a weight tensor.",
+            fixes=(_BATCH,),
+        )
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        open_question=True,
+        explanation=head + " The message gives no total, free or in-use memory, so whether the "
+        "weights, the image size (hires fix, upscale) or another program filled the card cannot "
+        "be told from it. Task Manager's dedicated GPU memory before the run would decide.",
+        fixes=(_BATCH,),
+    )
+
+
+def _mnn(e: OomEvent) -> Analysis:
+    where = "host RAM" if e.kind == "host_oom" else "device memory"
+    return Analysis(
+        cause="host_ram" if e.kind == "host_oom" else "model_too_large",
+        confidence=0.5,
+        explanation=f"MNN could not acquire a STATIC buffer ({e.detail}) in {where}: STATIC "
+        "buffers hold an op's parameters and are placed when the session is created, so the "
+        "model's weights did not fit. Another program holding the memory would show in "
+        "`oomkit gpus` before the load.",
+        fixes=(_SMALLER_MODEL,),
+    )
+
+
+def _trtllm(e: OomEvent) -> Analysis:
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        open_question=True,
+        explanation=f"TensorRT-LLM's CUDA check failed: {e.detail} returned out of memory. The "
+        "message carries no sizes; the runtime buffers (sized by max_batch_size, max_num_tokens "
+        "and the beam width) and the KV pool (kv_cache_free_gpu_mem_fraction) are allocated "
+        "after the engine's weights, so the free memory after the engine loads "
+        "(`[MemUsageChange]` lines) and those settings would decide.",
+        fixes=(
+            generic(
+                "Lower max_batch_size / max_num_tokens or kv_cache_free_gpu_mem_fraction",
+                "the runtime buffers and the KV pool are sized from them.",
+                ("kv_cache_free_gpu_mem_fraction=0.5",),
+            ),
+        ),
+    )
+
+
+def _ascend(e: OomEvent) -> Analysis:
+    req = f" {size_text(e.requested_bytes)} of" if e.requested_bytes else ""
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        open_question=True,
+        explanation=f"The Ascend NPU's Graph Engine could not allocate{req} device memory "
+        "(CANN EL0004). The message gives no total or in-use memory; `npu-smi info` before the "
+        "run and whether it fails at load or in a step would decide.",
+        fixes=(_BATCH,),
+    )
+
+
+def analyze_backends(e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """Analysis for the wordings of ``parse_backends``, or ``None`` for other events."""
+    del ctx  # these messages are read on their own
+    fmt = e.format or ""
+    if fmt == "directml_alloc_tensor_failed":
+        return _directml(e)
+    if fmt == "mnn_static_acquire_failed":
+        return _mnn(e)
+    if fmt == "trtllm_cuda_runtime_oom":
+        return _trtllm(e)
+    if fmt == "cann_el0004_alloc_failed":
+        return _ascend(e)
+    return None
