@@ -221,16 +221,7 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             found.role = "parameters"  # FSDP2 resizes only its all-gathered parameters
         self._freed(found, None)
         if after > 0:
-            alloc = _Alloc(n_bytes=self._size(after), origin="parameters", phase=self.phase)
-            self.events.append((id(alloc), after))
-            if self.stream:
-                self.stream_of[id(alloc)] = self.stream
-            alloc.weak = weakref.ref(st, functools.partial(self._freed, alloc))
-            self._by_storage[st] = alloc
-            self._live[id(alloc)] = alloc
-            self._all.append(alloc)
-            self.live_bytes += alloc.n_bytes
-            self._update_peak()
+            self._register(st, after, "parameters")
 
     def _size(self, n: int) -> int:
         return cuda_block_bytes(n) if self.round_to_cuda_blocks else n
@@ -255,7 +246,10 @@ class MemoryTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         found = self._by_storage.get(st)  # type: ignore[no-untyped-call]
         if isinstance(found, _Alloc):
             return found
-        raw = int(st.nbytes())
+        return self._register(st, int(st.nbytes()), origin)
+
+    def _register(self, st: Any, raw: int, origin: str) -> _Alloc:
+        """A new live allocation of ``raw`` bytes backing storage ``st``."""
         alloc = _Alloc(n_bytes=self._size(raw), origin=origin, phase=self.phase)
         self.events.append((id(alloc), raw))
         if self.stream:
