@@ -89,6 +89,7 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.estimate.verdict_advice import GRAPHS_AFTER_KV, OTHER_TENANTS, int_detail, safe_change
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
 
@@ -330,12 +331,10 @@ def _ollama_reserve(est: Estimate, device: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-_GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
 _POOL_GROWTH = (
     "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
     "GEMM of PR #3749): a prompt near the context length"
 )
-_OTHER_TENANTS = "other processes' memory"
 
 
 def _vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
@@ -346,11 +345,11 @@ def _vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
         return None
     from oomkit.estimate.vllm_engines import CUDAGRAPH_POOL_MAX
 
-    modelled = _int(rd, "cudagraph_bytes") or 0
+    modelled = int_detail(rd, "cudagraph_bytes") or 0
     span = CUDAGRAPH_POOL_MAX - modelled
     if span <= 0:
         return None
-    return (f"{_GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
+    return (f"{GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
 
 
 def _vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
@@ -363,7 +362,7 @@ def _vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
     if not isinstance(util, float) or not isinstance(default, float) or util >= default:
         return None
     label = (
-        f"{_OTHER_TENANTS}, charged by this vLLM generation (util {util:.2f} "
+        f"{OTHER_TENANTS}, charged by this vLLM generation (util {util:.2f} "
         f"leaves up to {format_bytes(int((default - util) * capacity))} to them)"
     )
     return label, int((default - util) * capacity)
@@ -375,19 +374,14 @@ def _level(free: int, band: int) -> str:
     return "tight" if free < band else "fits"
 
 
-def _int(details: Mapping[str, object], key: str) -> int | None:
-    v = details.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | None:
     """vLLM/SGLang: the KV pool against one request of the context length."""
     rd = est.runtime_details
     if est.runtime == "vllm":
-        tokens, need = _int(rd, "kv_cache_tokens"), _int(rd, "max_model_len")
-        per_tok = _int(rd, "kv_bytes_per_token_per_rank")
+        tokens, need = int_detail(rd, "kv_cache_tokens"), int_detail(rd, "max_model_len")
+        per_tok = int_detail(rd, "kv_bytes_per_token_per_rank")
     elif est.runtime == "sglang":
-        tokens, per_tok = _int(rd, "max_total_num_tokens"), _int(rd, "cell_size_bytes")
+        tokens, per_tok = int_detail(rd, "max_total_num_tokens"), int_detail(rd, "cell_size_bytes")
         ctx = est.settings.get("ctx")
         need = ctx if isinstance(ctx, int) else None
     else:
@@ -397,7 +391,7 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
     d = est.devices[0]
     # what sizes the pool: weights, the profile peak and the non-torch memory vLLM measures
     # (not the CUDA-graph pool or the context, which are outside the measured non-torch rows)
-    non_torch = _int(rd, "non_torch_bytes")
+    non_torch = int_detail(rd, "non_torch_bytes")
     terms = [
         (f"{_CATEGORY_LABELS[c]} (+{fracs.get(c, 0.0):.1%} seen)", int(b * fracs.get(c, 0.0)))
         for c, b in (
@@ -412,8 +406,8 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
             terms.append(tenants)
     terms = sorted((t for t in terms if t[1] > 0), key=lambda t: -t[1])
     free = (tokens - need) * per_tok
-    headroom = _int(rd, "kv_pool_headroom_bytes")
-    groups = _int(rd, "kv_cache_groups") or 1
+    headroom = int_detail(rd, "kv_pool_headroom_bytes")
+    groups = int_detail(rd, "kv_cache_groups") or 1
     if est.runtime == "vllm" and groups > 1 and headroom is not None:
         # hybrid (full + sliding-window) KV groups: kv_cache_tokens is one group's share, and
         # a request's sliding layers need only their window; V1 checks bytes
@@ -451,7 +445,7 @@ def _sglang_cap(est: Estimate) -> str | None:
     """
     if est.runtime != "sglang":
         return None
-    tokens = _int(est.runtime_details, "max_total_num_tokens")
+    tokens = int_detail(est.runtime_details, "max_total_num_tokens")
     ctx = est.settings.get("ctx")
     if tokens is None or tokens <= 0 or not isinstance(ctx, int) or tokens >= ctx:
         return None
@@ -460,84 +454,6 @@ def _sglang_cap(est: Estimate) -> str | None:
         f"the token pool caps a request at {cap} tokens (SGLang refuses a longer input with "
         "HTTP 400 'Input length ... exceeds the maximum allowed length')"
     )
-
-
-def _ctx_flag(runtime: str) -> str:
-    return {
-        "llama.cpp": "--ctx",
-        "ollama": "num_ctx",
-        "vllm": "--max-model-len",
-        "sglang": "--context-length",
-        "transformers": "the prompt length",
-    }.get(runtime, "--ctx")
-
-
-def _ctx_scaled_fraction(est: Estimate) -> float:
-    """The share of the KV bytes that shrinks with the context: llama.cpp's full-attention
-    cache (``kv``); the sliding-window cache (``kv_swa``: window + ubatch cells) and recurrent
-    state (``rs``) keep their size when the context drops. 1.0 when the estimate does not say.
-    """
-    caches = est.runtime_details.get("caches")
-    if not isinstance(caches, list) or not caches:
-        return 1.0
-    total = scaled = 0
-    for c in caches:
-        if not isinstance(c, dict):
-            return 1.0
-        n = int(c.get("k_bytes") or 0) + int(c.get("v_bytes") or 0)
-        total += n
-        if c.get("label") == "kv":
-            scaled += n
-    return scaled / total if total else 1.0
-
-
-def _safe_change(est: Estimate, m: DeviceMargin) -> str | None:
-    """The one change that clears the band on the tightest margin (KV is linear in context)."""
-    need = m.band_bytes - m.free_bytes
-    ctx = est.settings.get("ctx")
-    if need <= 0 or not isinstance(ctx, int) or ctx <= 0:
-        return None
-    top = m.terms[0][0] if m.terms else ""
-    fix = est.runtime_details.get("other_processes_fix")
-    if est.runtime == "vllm" and top.startswith(_OTHER_TENANTS) and isinstance(fix, str) and fix:
-        return fix
-    if est.runtime == "vllm" and top.startswith(_GRAPHS_AFTER_KV):
-        return "--enforce-eager (no CUDA graphs to capture in the headroom)"
-    d = next((x for x in est.devices if x.device == m.device), None)
-    if d is None:
-        return None
-    if est.runtime in ("vllm", "sglang") and m.what == "device memory":
-        util = est.settings.get("gpu_memory_utilization") or est.settings.get("mem_fraction_static")
-        if isinstance(util, float) and d.capacity_bytes:
-            new = util - need / d.capacity_bytes
-            flag = "--gpu-memory-utilization" if est.runtime == "vllm" else "--mem-fraction-static"
-            return f"{flag} {max(0.05, new - 0.005):.2f} (frees {format_bytes(need)})"
-        return None
-    if est.runtime in ("vllm", "sglang"):
-        per_tok = _int(est.runtime_details, "kv_bytes_per_token_per_rank") or _int(
-            est.runtime_details, "cell_size_bytes"
-        )
-        if not per_tok:
-            return None
-        cut = -(-need // per_tok)
-        new_ctx = (ctx - cut) // 1024 * 1024
-        if new_ctx < 1024:
-            return None
-        return f"{_ctx_flag(est.runtime)} {new_ctx} (the pool then holds a full request)"
-    kv = d.kv_cache_bytes * _ctx_scaled_fraction(est)
-    if kv <= 0:
-        return None
-    step = 256
-    new_ctx = int(ctx * (kv - need) / kv) // step * step
-    if new_ctx >= min(2048, ctx // 2):
-        freed = int(kv - kv * new_ctx / ctx)
-        return f"{_ctx_flag(est.runtime)} {new_ctx} (frees about {format_bytes(freed)} of KV)"
-    if est.runtime in ("llama.cpp", "ollama") and kv // 2 >= need:
-        return "a q8_0 KV cache (-ctk q8_0 -ctv q8_0 with flash attention) halves the KV"
-    if est.runtime in ("llama.cpp", "ollama"):
-        flag = "num_gpu" if est.runtime == "ollama" else "-ngl"
-        return f"put fewer layers on the GPU ({flag}) to free {format_bytes(need)}"
-    return None
 
 
 def device_segment(d: DeviceTarget) -> str | None:
@@ -621,6 +537,6 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         margins=tuple(margins),
         band_source=source,
         risks=risks,
-        safe_change=_safe_change(est, worst),
+        safe_change=safe_change(est, worst),
         notes=tuple(notes),
     )

@@ -1,0 +1,108 @@
+"""The one change a "tight" verdict proposes: what clears the band on the tightest margin.
+
+Split from :mod:`oomkit.estimate.verdict` (which decides the level): this module only words
+the fix — vLLM's other tenants or CUDA graphs, a lower ``--gpu-memory-utilization`` /
+``--mem-fraction-static``, a shorter context (the KV cache is linear in it; llama.cpp's
+sliding-window and recurrent caches keep their size), a q8_0 KV cache or fewer GPU layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from oomkit.estimate.breakdown import Estimate
+from oomkit.units import format_bytes
+
+if TYPE_CHECKING:
+    from oomkit.estimate.verdict import DeviceMargin
+
+__all__ = ["GRAPHS_AFTER_KV", "OTHER_TENANTS", "int_detail", "safe_change"]
+
+#: band-term labels the verdict writes and the advice reads back
+GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
+OTHER_TENANTS = "other processes' memory"
+
+
+def int_detail(details: Mapping[str, object], key: str) -> int | None:
+    """``details[key]`` when it is an int (not a bool), else None."""
+    v = details.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _ctx_flag(runtime: str) -> str:
+    return {
+        "llama.cpp": "--ctx",
+        "ollama": "num_ctx",
+        "vllm": "--max-model-len",
+        "sglang": "--context-length",
+        "transformers": "the prompt length",
+    }.get(runtime, "--ctx")
+
+
+def _ctx_scaled_fraction(est: Estimate) -> float:
+    """The share of the KV bytes that shrinks with the context: llama.cpp's full-attention
+    cache (``kv``); the sliding-window cache (``kv_swa``: window + ubatch cells) and recurrent
+    state (``rs``) keep their size when the context drops. 1.0 when the estimate does not say.
+    """
+    caches = est.runtime_details.get("caches")
+    if not isinstance(caches, list) or not caches:
+        return 1.0
+    total = scaled = 0
+    for c in caches:
+        if not isinstance(c, dict):
+            return 1.0
+        n = int(c.get("k_bytes") or 0) + int(c.get("v_bytes") or 0)
+        total += n
+        if c.get("label") == "kv":
+            scaled += n
+    return scaled / total if total else 1.0
+
+
+def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
+    """The one change that clears the band on the tightest margin (KV is linear in context)."""
+    need = m.band_bytes - m.free_bytes
+    ctx = est.settings.get("ctx")
+    if need <= 0 or not isinstance(ctx, int) or ctx <= 0:
+        return None
+    top = m.terms[0][0] if m.terms else ""
+    fix = est.runtime_details.get("other_processes_fix")
+    if est.runtime == "vllm" and top.startswith(OTHER_TENANTS) and isinstance(fix, str) and fix:
+        return fix
+    if est.runtime == "vllm" and top.startswith(GRAPHS_AFTER_KV):
+        return "--enforce-eager (no CUDA graphs to capture in the headroom)"
+    d = next((x for x in est.devices if x.device == m.device), None)
+    if d is None:
+        return None
+    if est.runtime in ("vllm", "sglang") and m.what == "device memory":
+        util = est.settings.get("gpu_memory_utilization") or est.settings.get("mem_fraction_static")
+        if isinstance(util, float) and d.capacity_bytes:
+            new = util - need / d.capacity_bytes
+            flag = "--gpu-memory-utilization" if est.runtime == "vllm" else "--mem-fraction-static"
+            return f"{flag} {max(0.05, new - 0.005):.2f} (frees {format_bytes(need)})"
+        return None
+    if est.runtime in ("vllm", "sglang"):
+        per_tok = int_detail(est.runtime_details, "kv_bytes_per_token_per_rank") or int_detail(
+            est.runtime_details, "cell_size_bytes"
+        )
+        if not per_tok:
+            return None
+        cut = -(-need // per_tok)
+        new_ctx = (ctx - cut) // 1024 * 1024
+        if new_ctx < 1024:
+            return None
+        return f"{_ctx_flag(est.runtime)} {new_ctx} (the pool then holds a full request)"
+    kv = d.kv_cache_bytes * _ctx_scaled_fraction(est)
+    if kv <= 0:
+        return None
+    step = 256
+    new_ctx = int(ctx * (kv - need) / kv) // step * step
+    if new_ctx >= min(2048, ctx // 2):
+        freed = int(kv - kv * new_ctx / ctx)
+        return f"{_ctx_flag(est.runtime)} {new_ctx} (frees about {format_bytes(freed)} of KV)"
+    if est.runtime in ("llama.cpp", "ollama") and kv // 2 >= need:
+        return "a q8_0 KV cache (-ctk q8_0 -ctv q8_0 with flash attention) halves the KV"
+    if est.runtime in ("llama.cpp", "ollama"):
+        flag = "num_gpu" if est.runtime == "ollama" else "-ngl"
+        return f"put fewer layers on the GPU ({flag}) to free {format_bytes(need)}"
+    return None
