@@ -39,11 +39,19 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oomkit.errors import InvalidSettingError, OomkitError
+from oomkit.inprocess.probe_calls import (
+    accepts,
+    call_model,
+    enable_checkpointing,
+    fake_inputs,
+    phase,
+    tensors_in,
+)
 from oomkit.inprocess.probe_options import (
     check_probe_options,
     check_seq_positions,
@@ -55,7 +63,6 @@ if TYPE_CHECKING:
     from torch import nn
 
     from oomkit.inprocess.probe_step import StepOptions
-    from oomkit.inprocess.probe_tracker import MemoryTracker
 
 __all__ = [
     "PROBE_OPTIMIZERS",
@@ -178,85 +185,6 @@ def _torch_dtype(name: str) -> torch.dtype:
             value=name,
         )  # fmt: skip
     return dt
-
-
-def _tensors_in(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
-    """Tensors reachable from ``obj`` (model outputs, caches) by a shallow walk."""
-    import torch
-
-    if depth > 5 or obj is None:
-        return
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, Mapping):
-        for v in obj.values():
-            yield from _tensors_in(v, depth + 1)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _tensors_in(v, depth + 1)
-    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
-        for v in vars(obj).values():
-            yield from _tensors_in(v, depth + 1)
-
-
-def _enable_checkpointing(model: nn.Module, name: str) -> None:
-    """Non-reentrant activation checkpointing of every decoder layer (transformers' API)."""
-    kwargs = {"use_reentrant": False}
-    enable = getattr(model, "activation_checkpointing_enable", None)
-    if callable(enable):  # transformers >= 5.x name
-        enable(activation_checkpointing_kwargs=kwargs)
-        return
-    enable = getattr(model, "gradient_checkpointing_enable", None)
-    if not callable(enable):
-        raise InvalidSettingError(
-            f"'{name}' has no gradient_checkpointing_enable(); checkpointing applies to "
-            "transformers models.",
-            setting="grad_checkpointing",
-        )
-    enable(gradient_checkpointing_kwargs=kwargs)
-
-
-@contextlib.contextmanager
-def _phase(tracker: MemoryTracker, name: str) -> Iterator[None]:
-    tracker.phase = name
-    try:
-        yield
-    finally:
-        tracker.phase = "idle"
-
-
-def _accepts(model: nn.Module, arg: str) -> bool:
-    import inspect
-
-    inner = getattr(model, "_fsdp_wrapped_module", model)  # FSDP1's wrapper: (*args, **kwargs)
-    try:
-        return arg in inspect.signature(inner.forward).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-
-
-def _call(model: nn.Module, inputs: Any, extra: Mapping[str, Any]) -> Any:
-    if isinstance(inputs, Mapping):
-        return model(**inputs, **extra)
-    if isinstance(inputs, (tuple, list)):
-        return model(*inputs, **extra)
-    return model(inputs, **extra)
-
-
-def _loss_of(out: Any) -> torch.Tensor:
-    import torch
-
-    loss = getattr(out, "loss", None)
-    if isinstance(loss, torch.Tensor):
-        return loss
-    if isinstance(out, Mapping) and isinstance(out.get("loss"), torch.Tensor):
-        return out["loss"]  # type: ignore[no-any-return]
-    first = next(_tensors_in(out), None)
-    if first is None:
-        raise InvalidSettingError(
-            "The model's forward returned no tensor to take a loss of.", setting="inputs"
-        )
-    return first.float().sum()
 
 
 def probe(
@@ -477,16 +405,6 @@ def _probe_body(
     )  # fmt: skip
 
 
-def fake_inputs(fake: Any, inputs: Any) -> Any:
-    """Convert real tensors in ``inputs`` to fake ones (fake ones are kept)."""
-    import torch
-    from torch.utils._pytree import tree_map_only
-
-    return tree_map_only(
-        torch.Tensor, lambda t: t if fake.is_our_fake(t) else fake.from_tensor(t), inputs
-    )
-
-
 def _run(
     model: nn.Module, inputs: Any, *, fake: Any, name: str, train: str | None, optimizer: str,
     compute: torch.dtype, mixed: bool, grad_checkpointing: bool, rounded: bool, batch: int,
@@ -507,7 +425,7 @@ def _run(
     tracker.track_all(params, "parameters")
     param_bytes = tracker.live_bytes
     tracker.track_all(model.buffers(), "buffers")
-    tracker.track_all(_tensors_in(inputs), "inputs")
+    tracker.track_all(tensors_in(inputs), "inputs")
     handles = tracker.module_hooks(model)
     grads_bytes = 0
     state_bytes = 0
@@ -518,16 +436,16 @@ def _run(
             if train is None:
                 model.eval()
                 extra: dict[str, Any] = {}
-                if lm_inputs and _accepts(model, "use_cache"):
+                if lm_inputs and accepts(model, "use_cache"):
                     extra["use_cache"] = True
-                if lm_inputs and _accepts(model, "logits_to_keep"):
+                if lm_inputs and accepts(model, "logits_to_keep"):
                     extra["logits_to_keep"] = 1
-                with torch.no_grad(), _phase(tracker, "forward"):
-                    out = _call(model, inputs, extra)
+                with torch.no_grad(), phase(tracker, "forward"):
+                    out = call_model(model, inputs, extra)
                 cache = getattr(out, "past_key_values", None)
-                for t in _tensors_in(cache):
+                for t in tensors_in(cache):
                     tracker.set_role(t, "kv_cache")
-                for t in _tensors_in(out):
+                for t in tensors_in(out):
                     if tracker._storage_alloc(t) is not None:
                         alloc = tracker._storage_alloc(t)
                         if alloc is not None and alloc.role is None:
@@ -538,7 +456,7 @@ def _run(
 
                 model.train()
                 if grad_checkpointing:
-                    _enable_checkpointing(model, name)
+                    enable_checkpointing(model, name)
                 if step is not None and step.compiled_layers and grad_checkpointing:
                     # AOT's compiled function under the non-reentrant checkpoint's hooks kept
                     # its whole saved set in this trace: not a faithful model, so eager
@@ -552,9 +470,9 @@ def _run(
                     notes.append(f"{n_compiled} decoder layers compiled (min-cut partition)")
                 extra = {}
                 if lm_inputs and isinstance(inputs, Mapping) and "input_ids" in inputs:
-                    if _accepts(model, "labels") and "labels" not in inputs:
+                    if accepts(model, "labels") and "labels" not in inputs:
                         extra["labels"] = inputs["input_ids"]
-                    if _accepts(model, "use_cache"):
+                    if accepts(model, "use_cache"):
                         extra["use_cache"] = False
                 autocast = (
                     torch.autocast("cpu", dtype=compute) if mixed else contextlib.nullcontext()
@@ -563,7 +481,7 @@ def _run(
                     model, inputs, tracker=tracker, trainable=trainable, optimizer=optimizer,
                     opts=step or StepOptions(), steady_state=steady_state, autocast=autocast,
                     notes=notes,
-                    forward=lambda: _call(model, inputs, extra),
+                    forward=lambda: call_model(model, inputs, extra),
                 )  # fmt: skip
                 grads_bytes = done.gradients_bytes
                 state_bytes = done.optimizer_state_bytes

@@ -339,9 +339,9 @@ class StepBytes:
 
 
 def _tensors(obj: Any) -> Iterable[torch.Tensor]:
-    from oomkit.inprocess.probe import _tensors_in
+    from oomkit.inprocess.probe_calls import tensors_in
 
-    return _tensors_in(obj)
+    return tensors_in(obj)
 
 
 def train_step(
@@ -354,7 +354,7 @@ def train_step(
     ``forward`` runs the model's own forward (with ``labels``); it is used unless
     ``opts.own_loss``. Runs inside the caller's fake mode and tracker.
     """
-    from oomkit.inprocess.probe import _loss_of, _phase
+    from oomkit.inprocess.probe_calls import loss_of, phase
     from oomkit.inprocess.probe_legacy import legacy_softmax
 
     if opts.optimizer_in_backward:
@@ -417,20 +417,20 @@ def train_step(
 
     if opts.softmax_saves_input:
         notes.append("torch < 1.11 autograd: softmax saves its input as well as its output")
-    with legacy(), _phase(tracker, "forward"), autocast:
+    with legacy(), phase(tracker, "forward"), autocast:
         if opts.own_loss:
             loss, held = causal_lm_loss(model, inputs, opts, tracker)
         elif opts.offload_activations:
             with offload_activations(model, tracker):
                 out = forward()
-            loss = _loss_of(out)
+            loss = loss_of(out)
             del out
         else:
             out = forward()
-            loss = _loss_of(out)
+            loss = loss_of(out)
             del out
     saved = tracker.live_from("forward")
-    with legacy(), _phase(tracker, "backward"):  # checkpoint recomputation runs it again
+    with legacy(), phase(tracker, "backward"):  # checkpoint recomputation runs it again
         loss.backward()  # type: ignore[no-untyped-call]
     del loss, held
     for p in trainable:  # FSDP: the sharded gradient is assigned, never accumulated, so no hook
@@ -444,7 +444,7 @@ def train_step(
         }.values()
     )
     if not opts.optimizer_in_backward:
-        with _phase(tracker, "optimizer_step"):
+        with phase(tracker, "optimizer_step"):
             optims[0].step()
     for o in optims:
         for st in o.state.values():
