@@ -11,9 +11,51 @@ from oomkit.cli import _COMMANDS
 
 __all__ = ["cli"]
 
+#: The first paragraph of each lazily imported command's help: what ``oomkit --help`` lists, so
+#: that listing the commands imports none of them (the doctor's parsers alone take 0.1 s).
+#: ``tests/test_cli_group_help.py`` checks each equals the command's own help, so they cannot drift.
+SUMMARIES: dict[str, str] = {
+    "doctor": "Diagnose an out-of-memory error: LOG is a file, `-` (stdin), or the pasted message.",
+    "estimate": "Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).",
+    "gpus": "Show every GPU: memory, utilization, MIG slices and the processes holding memory.",
+    "models": "List or search the embedded model catalog (works offline). "
+    "Exit 3 if nothing matches.",
+    "plan": "Find the best configuration of MODEL that fits your GPU(s), "
+    "and the command to run it.",
+    "probe": "Trace MODEL (catalog name or config.json) on fake tensors: real peak, no GPU.",
+    "serve": "Serve the local web page and JSON API (OpenAPI docs at /docs).",
+}
+
 
 class _LazyGroup(click.Group):
-    """A click group that imports a subcommand's module on first use."""
+    """A click group that imports a subcommand's module on first use (not to list it)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's own listing, with the summaries of commands not imported yet taken from
+        :data:`SUMMARIES` (click would import every command to read its help)."""
+        names = [
+            n
+            for n in self.list_commands(ctx)
+            if n in self.commands or n in SUMMARIES or self.get_command(ctx, n) is not None
+        ]
+        rows: list[tuple[str, str]] = []
+        if names:
+            limit = formatter.width - 6 - max(len(n) for n in names)
+            for name in names:
+                loaded = self.commands.get(name)
+                if loaded is None and name in SUMMARIES:
+                    stand_in = click.Command(
+                        name, help=SUMMARIES[name]
+                    )  # not imported: its summary
+                    rows.append((name, stand_in.get_short_help_str(limit)))
+                    continue
+                command = loaded or self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_COMMANDS})
