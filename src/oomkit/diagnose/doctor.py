@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.fixes import Fix
+from oomkit.diagnose.model_cause import ModelFacts
 from oomkit.diagnose.model_fixes import estimator_fix_provider
 from oomkit.diagnose.parse import parse_log
 from oomkit.diagnose.rules import Diagnosis, Finding, FixProvider, diagnose
@@ -66,9 +67,39 @@ def diagnose_text(
     from oomkit.diagnose.training_fixes import with_training_fixes
 
     provider = with_training_fixes(text, provider, model=model, hardware=hardware, runtime=runtime)
-    result = diagnose(parsed.events, parsed.context, fix_providers=(provider, *fix_providers))
+    facts, training = _model_facts(text, parsed, model, settings, hardware)
+    result = diagnose(
+        parsed.events,
+        parsed.context,
+        fix_providers=(provider, *fix_providers),
+        model=facts,
+        training=training,
+    )
     result = _note_training(result, text)
     return _refuse_inconsistent(_note_generation(result, settings, runtime))
+
+
+def _model_facts(
+    text: str,
+    parsed: ParsedLog,
+    model: ModelSpec | None,
+    settings: InferenceSettings | None,
+    hardware: Hardware | None,
+) -> tuple[ModelFacts | None, bool]:
+    """What the named model weighs (:mod:`oomkit.diagnose.model_cause`), and whether the log
+    shows a training run; nothing is computed for a log without a PyTorch-family OOM."""
+    if not any(e.runtime in ("pytorch", "mps") for e in parsed.events):
+        return None, False
+    from oomkit.diagnose.model_cause import model_facts
+    from oomkit.diagnose.model_fixes import resolve_log_model
+    from oomkit.diagnose.training_context import training_setup_from_log
+
+    training = training_setup_from_log(text, parsed.context.frame_phase).is_training
+    spec = model or resolve_log_model(parsed.context.model_name)
+    if spec is None:
+        return None, training
+    named_by = "--model" if model is not None else "the log"
+    return model_facts(spec, settings, hardware, named_by=named_by, text=text), training
 
 
 def _refuse_inconsistent(result: Diagnosis) -> Diagnosis:

@@ -34,6 +34,7 @@ from oomkit.diagnose.analysis import CAUSES, Analysis
 from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
+from oomkit.diagnose.model_cause import ModelFacts, with_model_facts
 from oomkit.diagnose.priors import is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
@@ -288,6 +289,8 @@ def diagnose(
     context: LogContext,
     *,
     fix_providers: Sequence[FixProvider] = (),
+    model: ModelFacts | None = None,
+    training: bool = False,
 ) -> Diagnosis:
     """Diagnose parsed events. Pure: no I/O.
 
@@ -295,6 +298,8 @@ def diagnose(
         events: OOM events in log order (from :func:`oomkit.diagnose.parse.parse_log`).
         context: what the log says about the run.
         fix_providers: extra fix sources (e.g. a model-aware estimator); see the module docstring.
+        model: what the model that ran weighs (:mod:`oomkit.diagnose.model_cause`), when known.
+        training: the log shows a training run (weights are not all a training step holds).
 
     Returns:
         A Diagnosis; with no events, cause ``unknown``, confidence 0 and no fixes.
@@ -313,7 +318,9 @@ def diagnose(
     decided = decide_by_log_facts(_analyze(primary, context), context, primary)
     # the base rate answers only what the rules, the log facts and a pasted nvidia-smi table left
     # open (docs/doctor-causes.md section 8); growth across events still outranks it
-    smi = with_smi_table(decided, context, primary)
+    smi = with_model_facts(
+        with_smi_table(decided, context, primary), model, primary, context, training=training
+    )
     opened = is_open(smi)
     result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))
     others = [e for e in evs if e is not primary]

@@ -1,0 +1,193 @@
+"""The model the user names (or the log prints) decides between "model too large" and "batch".
+
+A PyTorch OOM message says how much the process holds, never what it holds: 23 GiB allocated on
+a 24 GiB card is the weights of a 13B model or the activations of a large batch on a 1B model,
+and the message alone does not tell (``docs/doctor-causes.md``; on bare messages the doctor
+answers the base rate's guess at low confidence). The model's weight bytes are that missing
+fact, and oomkit can compute them: the transformers estimate of the named model at the dtype
+that loads (``--quant``, else the checkpoint's ``torch_dtype``), on one GPU without offload.
+
+Two readings follow from arithmetic alone, and the rest stays open:
+
+* **Weights larger than the whole device** (``W > total``): the model cannot load on this GPU
+  at this dtype whatever the batch: ``model_too_large`` (confidence 0.85). Skipped when the log
+  or the settings name a quantized load that the dtype above would not reflect (a 4-bit load of
+  a bf16 checkpoint), because then the weight bytes are not known.
+* **Weights a small share and most of what is held is something else** (``W <= 0.5 x total``
+  and ``held - W >= 0.25 x total``), outside training: the memory beyond the weights belongs to
+  this run's batch/sequence (activations, KV cache, logits): ``batch_or_activations`` (0.6).
+  Growth across repeated OOMs still outranks it (``rules._with_growth``). Training is excluded:
+  there gradients and optimizer states (8-16 bytes per parameter under AdamW) sit beyond the
+  weights, and the weights alone do not say whether they fit.
+
+Anything between is left as the rules and the base rate had it, with the weight figure added to
+the explanation, so the user sees the fact either way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.fixes import size_text
+
+if TYPE_CHECKING:
+    from oomkit.diagnose.events import LogContext, OomEvent
+    from oomkit.diagnose.fixes import Fix
+    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.model import ModelSpec
+    from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["ModelFacts", "model_facts", "with_model_facts"]
+
+#: the runtimes whose messages carry a process's holding but not what it holds
+_TORCH_FAMILY = frozenset({"pytorch", "mps"})
+#: a quantized load the checkpoint dtype would not reflect (bitsandbytes, GPTQ/AWQ, QLoRA)
+_QUANTIZED_LOAD = re.compile(
+    r"load_in_(?:4|8)bit|bitsandbytes|BitsAndBytesConfig|\bbnb\b|qlora|\bgptq\b|\bawq\b|nf4",
+    re.IGNORECASE,
+)
+_TOO_LARGE_CONFIDENCE = 0.85
+_BATCH_CONFIDENCE = 0.6
+_WEIGHTS_SMALL_SHARE = 0.5
+_BEYOND_WEIGHTS_SHARE = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """What the named model weighs on one GPU, and where the name came from."""
+
+    name: str
+    weights_bytes: int
+    dtype: str
+    #: "--model" (the user) or "the log" (a model name the catalog resolved)
+    named_by: str
+    #: the device's capacity the user stated (``--gpu``/``--vram``), else ``None`` (the log's)
+    capacity_bytes: int | None = None
+    #: the weight bytes are those of the load (no unreflected quantization in the log)
+    dtype_known: bool = True
+
+
+def model_facts(
+    spec: ModelSpec,
+    settings: InferenceSettings | None,
+    hardware: Hardware | None,
+    *,
+    named_by: str,
+    text: str = "",
+) -> ModelFacts | None:
+    """The weight bytes of ``spec`` as transformers loads it on one GPU, or ``None`` when the
+    estimator refuses the settings."""
+    import dataclasses
+
+    from oomkit.api import estimate
+    from oomkit.errors import OomkitError
+    from oomkit.spec.hardware import DeviceTarget
+    from oomkit.spec.hardware import Hardware as Hw
+    from oomkit.spec.settings import InferenceSettings as Settings
+
+    quant = settings.quant if settings is not None else None
+    user = dataclasses.replace(settings, runtime="transformers") if settings else None
+    base = user or Settings(runtime="transformers")
+    try:
+        est = estimate(spec, base, Hw(devices=(DeviceTarget(name="GPU"),)))
+    except (OomkitError, ValueError):
+        return None
+    weights = sum(
+        c.n_bytes for c in est.devices[0].components if c.category == "weights" and c.n_bytes
+    )
+    if weights <= 0:
+        return None
+    cap = None
+    if hardware is not None and hardware.devices:
+        cap = hardware.devices[0].capacity_bytes
+    return ModelFacts(
+        name=spec.name,
+        weights_bytes=weights,
+        dtype=(quant or spec.torch_dtype or "bf16").lower(),
+        named_by=named_by,
+        capacity_bytes=cap,
+        dtype_known=quant is not None or not _QUANTIZED_LOAD.search(text[:1_000_000]),
+    )
+
+
+def _batch_first(e: OomEvent, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """The batch/input fixes sized by the shortfall, then inference mode, then the rule's own."""
+    from oomkit.diagnose.fixes import generic
+    from oomkit.diagnose.rules_torch_fixes import _batch_fixes
+
+    need = None
+    if e.requested_bytes is not None and e.free_bytes is not None:
+        need = e.requested_bytes - e.free_bytes
+    batch = [f for f in _batch_fixes(e, need) if not f.title.startswith("Recompute")]
+    grad = generic(
+        "Run inference without autograd",
+        "outside training, tensors kept for a backward pass that never comes hold activations "
+        "of every layer; torch.inference_mode() keeps none.",
+        ("with torch.inference_mode(): outputs = model(**inputs)",),
+    )
+    return (*batch, grad, *fixes)
+
+
+def _training(ctx: LogContext) -> bool:
+    return ctx.frame_phase in ("backward", "optimizer_step")
+
+
+def with_model_facts(
+    result: Analysis,
+    facts: ModelFacts | None,
+    e: OomEvent,
+    ctx: LogContext,
+    *,
+    training: bool = False,
+) -> Analysis:
+    """``result``, decided by the model's weight bytes where the arithmetic settles it (see the
+    module docstring); a rule that settled the cause with confidence >= 0.5 is kept."""
+    from oomkit.diagnose.priors import is_open
+
+    if facts is None or e.runtime not in _TORCH_FAMILY:
+        return result
+    if result.confidence >= 0.5 and not is_open(result):
+        return result
+    if result.cause not in ("unknown", "model_too_large", "batch_or_activations"):
+        return result
+    total = facts.capacity_bytes or e.total_bytes
+    if not total:
+        return result
+    w = facts.weights_bytes
+    who = "you named" if facts.named_by == "--model" else "the log names"
+    fact = (
+        f" The model {who}, {facts.name}, weighs {size_text(w)} at {facts.dtype} "
+        f"(oomkit's transformers estimate) on a {size_text(total)} device."
+    )
+    if w > total and facts.dtype_known:
+        return Analysis(
+            cause="model_too_large",
+            confidence=_TOO_LARGE_CONFIDENCE,
+            explanation=result.explanation + fact + " Its weights alone are larger than the "
+            "whole device: it cannot load here at this dtype whatever the batch, so the weights "
+            "are the cause (quantize, or spread it over more memory).",
+            fixes=result.fixes,
+            open_question=False,
+        )
+    held = e.allocated_bytes or e.process_in_use_bytes or e.reserved_bytes
+    in_training = training or _training(ctx)
+    if (
+        held is not None
+        and not in_training
+        and facts.dtype_known
+        and w <= _WEIGHTS_SMALL_SHARE * total
+        and held - w >= _BEYOND_WEIGHTS_SHARE * total
+    ):
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=_BATCH_CONFIDENCE,
+            explanation=result.explanation + fact + f" This process holds {size_text(held)}: "
+            f"{size_text(held - w)} beyond the weights is this run's batch and sequence "
+            "(activations, KV cache, logits), so the batch or the input length is the lever.",
+            fixes=_batch_first(e, result.fixes),
+            open_question=False,
+        )
+    return replace(result, explanation=result.explanation + fact)

@@ -1,0 +1,140 @@
+"""The model the user names decides between "model too large" and "batch" (model_cause.py).
+
+Real messages from the development corpus; the models are catalog specs, their weights the
+transformers estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oomkit.catalog.models import find_model
+from oomkit.cli import main
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.model_cause import model_facts
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB
+
+CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus" / "dev_torch.jsonl"
+
+
+def _text(record_id: str) -> str:
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r["id"] == record_id:
+            return str(r["text"])
+    raise KeyError(record_id)
+
+
+# 95 GiB GPU, 85.75 GiB allocated by PyTorch, a 1.30 GiB request (rank 4 of a DiffSynth run)
+H100_96 = "tc-diffsynth-studio-411"
+# 4 GiB GPU, 2.58 GiB allocated, a 32 MiB request
+SMALL_CARD = "tc-mygirlgpt-11"
+
+
+def spec(name: str):  # type: ignore[no-untyped-def]
+    return find_model(name).spec()
+
+
+def test_weights_larger_than_the_device_are_the_cause() -> None:
+    text = _text(SMALL_CARD)
+    bare = diagnose_text(text)
+    named = diagnose_text(text, model=spec("llama-3.1-8b"))
+    assert bare.confidence <= 0.5  # the message alone does not decide
+    assert named.cause == "model_too_large"
+    assert named.confidence >= 0.8
+    assert "larger than the whole device" in named.explanation
+    assert "llama-3.1-8b" in named.explanation
+
+
+def test_small_weights_and_a_large_holding_point_at_the_batch() -> None:
+    text = _text(H100_96)
+    named = diagnose_text(text, model=spec("llama-3.2-1b"))
+    assert named.cause == "batch_or_activations"
+    assert named.confidence == pytest.approx(0.6)
+    assert "beyond the weights" in named.explanation
+    assert named.fixes[0].title.startswith("Cut the batch size") or any(
+        f.title.startswith("Cut the batch size") for f in named.fixes[:3]
+    )
+
+
+def test_a_70b_in_bf16_does_not_fit_a_95_gib_card() -> None:
+    named = diagnose_text(_text(H100_96), model=spec("llama-3.1-70b"))
+    assert named.cause == "model_too_large"
+
+
+def test_in_between_leaves_the_cause_open_but_states_the_weights() -> None:
+    # 2.30 GiB of weights on a 4 GiB card: more than half, so the weights may be the cause
+    text = _text(SMALL_CARD)
+    bare = diagnose_text(text)
+    named = diagnose_text(text, model=spec("llama-3.2-1b"))
+    assert (named.cause, named.confidence) == (bare.cause, bare.confidence)
+    assert "llama-3.2-1b, weighs 2.30 GiB" in named.explanation
+
+
+def test_training_keeps_the_weights_from_deciding_batch() -> None:
+    # in a training step gradients and optimizer states sit beyond the weights
+    text = (
+        '  File "train.py", line 80, in train\n    loss.backward()\n'
+        + _text(H100_96).split("]: ", 1)[1]
+    )
+    bare = diagnose_text(text)
+    named = diagnose_text(text, model=spec("llama-3.2-1b"))
+    assert (named.cause, named.confidence) == (bare.cause, bare.confidence)
+    assert "beyond the weights" not in named.explanation
+
+
+def test_a_quantized_load_in_the_log_keeps_bf16_weights_from_deciding() -> None:
+    text = "model = AutoModelForCausalLM.from_pretrained(name, load_in_4bit=True)\n" + _text(
+        SMALL_CARD
+    )
+    bare = diagnose_text(text)
+    named = diagnose_text(text, model=spec("llama-3.1-8b"))
+    assert (named.cause, named.confidence) == (bare.cause, bare.confidence)
+    assert "larger than the whole device" not in named.explanation
+
+
+def test_the_users_quant_sets_the_dtype() -> None:
+    # 8B at 4-bit is ~5 GiB: still more than the 4 GiB card
+    nf4 = InferenceSettings(runtime="transformers", quant="nf4")
+    named = diagnose_text(_text(SMALL_CARD), model=spec("llama-3.1-8b"), settings=nf4)
+    assert named.cause == "model_too_large"
+    assert "at nf4" in named.explanation
+
+
+def test_the_users_gpu_capacity_wins_over_nothing() -> None:
+    facts = model_facts(
+        spec("llama-3.2-1b"),
+        None,
+        Hardware(devices=(DeviceTarget(name="x", capacity_bytes=80 * GiB),)),
+        named_by="--model",
+    )
+    assert facts is not None
+    assert facts.capacity_bytes == 80 * GiB
+    assert 2 * GiB < facts.weights_bytes < 3 * GiB
+
+
+def test_a_settled_cause_is_not_overridden() -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 3.06 MiB is free. Process 1234 has 20.00 GiB "
+        "memory in use. Including non-PyTorch memory, this process has 3.55 GiB memory in use. "
+        "Of the allocated memory 3.10 GiB is allocated by PyTorch, and 7.25 MiB is reserved by "
+        "PyTorch but unallocated."
+    )
+    bare = diagnose_text(text)
+    named = diagnose_text(text, model=spec("llama-3.2-1b"))
+    assert bare.cause == "other_process_holding_memory"
+    assert named.cause == bare.cause
+
+
+def test_cli_doctor_with_model(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", _text(SMALL_CARD), "--model", "llama-3.1-8b", "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["cause"] == "model_too_large"
+    assert doc["confidence"] >= 0.8
