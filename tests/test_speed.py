@@ -252,3 +252,36 @@ def test_prefill_known_on_cuda_and_grows_with_tflops() -> None:
     assert a is not None
     assert b is not None
     assert b > a
+
+
+def _any_speed(model: str, keys: tuple[str, ...], **kw: object) -> SpeedEstimate:
+    from oomkit.api import estimate
+
+    spec = find_model(model).spec()
+    hw = _hw(*keys)
+    settings = InferenceSettings(ctx=4096, **kw)  # type: ignore[arg-type]
+    est = estimate(spec, settings, hw)
+    return estimate_speed(spec, est, hw, ctx_fill=256, settings=settings)
+
+
+def test_a_layer_split_computes_each_layer_once() -> None:
+    # transformers device_map runs whole layers one GPU after another: two cards read the same
+    # bytes and compute the same layers as one, so decode speed stays (it was counted twice)
+    one = _any_speed("llama-3.1-8b", ("rtx-4090",), runtime="transformers")
+    two = _any_speed("llama-3.1-8b", ("rtx-4090", "rtx-4090"), runtime="transformers")
+    gpu_layers = [p.n_layers for p in two.parts if p.device != "cpu"]
+    assert sum(gpu_layers) == 32
+    assert all(n > 0 for n in gpu_layers)
+    assert one.decode_tokens_per_s is not None
+    assert two.decode_tokens_per_s is not None
+    assert two.decode_tokens_per_s == pytest.approx(one.decode_tokens_per_s, rel=0.01)
+
+
+def test_pipeline_stages_split_the_layers_and_tensor_parallel_does_not() -> None:
+    pp = _any_speed("llama-3.1-8b", ("rtx-4090", "rtx-4090"), runtime="vllm", pp=2)
+    tp = _any_speed("llama-3.1-8b", ("rtx-4090", "rtx-4090"), runtime="vllm", tp=2)
+    one = _any_speed("llama-3.1-8b", ("rtx-4090",), runtime="vllm")
+    assert [p.n_layers for p in pp.parts if p.device != "cpu"] == [16, 16]
+    assert [p.n_layers for p in tp.parts if p.device != "cpu"] == [32, 32]
+    assert pp.decode_tokens_per_s == pytest.approx(one.decode_tokens_per_s, rel=0.02)
+    assert tp.decode_tokens_per_s > 1.4 * one.decode_tokens_per_s  # type: ignore[operator]

@@ -41,7 +41,13 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import Estimate
-from oomkit.planner.speed_reads import LLAMACPP_RUNTIMES, DeviceReads, ReadPlan, read_plan
+from oomkit.planner.speed_reads import (
+    LLAMACPP_RUNTIMES,
+    PARALLEL_RUNTIMES,
+    DeviceReads,
+    ReadPlan,
+    read_plan,
+)
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -74,7 +80,7 @@ BACKEND_CLASSES: tuple[str, ...] = ("cuda", "metal", "cpu")
 #: Device backends without records borrow a class's factors (stated in ``basis``).
 _BORROWED = {"rocm": "cuda", "xpu": "cuda"}
 
-_RUNTIMES_PARALLEL = frozenset({"vllm", "sglang"})
+_RUNTIMES_PARALLEL = PARALLEL_RUNTIMES
 
 #: Tensor parallelism ends two row-parallel matmuls per layer (attention ``o_proj`` and MLP
 #: ``down_proj``) with an all-reduce of the hidden state (vLLM ``RowParallelLinear``,

@@ -188,6 +188,11 @@ def _fill_kv_bytes(spec: ModelSpec, est: Estimate, fill: int) -> int:
     return kv_bytes([lay for lay in layers if lay.kind != "recurrent"], seq_len=fill)
 
 
+#: runtimes whose devices run as tensor-parallel shards (every shard computes every layer of its
+#: pipeline stage, in parallel); the others split whole layers one device after another
+PARALLEL_RUNTIMES = frozenset({"vllm", "sglang"})
+
+
 def _even_reads(spec: ModelSpec, est: Estimate, fill: int) -> ReadPlan:
     share = _model_read_fraction(spec)
     n_layer = spec.num_hidden_layers
@@ -201,16 +206,48 @@ def _even_reads(spec: ModelSpec, est: Estimate, fill: int) -> ReadPlan:
 
     # TP shards heads and a layer-mapped pipeline spreads layers: either way each device holds
     # about 1/n of the cache a token reads
+    layers = _layers_per_part(est, n_layer)
     devices = tuple(
-        reads(d.device, d.weights_bytes, kv_total // n_dev, n_layer) for d in est.devices
+        reads(d.device, d.weights_bytes, kv_total // n_dev, n)
+        for d, n in zip(est.devices, layers, strict=False)
     )
     host = reads(
         est.host.device,
         est.host.weights_bytes,
         0 if est.devices else kv_total,
-        0 if est.devices else n_layer,
+        layers[-1],
     )
     return ReadPlan(devices=devices, host=host, method="even shards")
+
+
+def _layers_per_part(est: Estimate, n_layer: int) -> list[int]:
+    """Layers each device computes per token, then the host's (the last entry).
+
+    Tensor parallel (vLLM, SGLang) runs every layer on every shard of a pipeline stage, so a
+    device computes ``n_layer / pp`` layers. A layer split (transformers ``device_map``: whole
+    decoder layers placed one device after another, then CPU) computes each layer once: a
+    device computes its share of the layers, taken here as its share of the weight bytes
+    (largest remainders, so the shares add up to ``n_layer``). Layers whose weights accelerate
+    keeps in CPU RAM are streamed to the GPU and computed there: the host computes none while a
+    GPU is present (its bytes still count at host bandwidth).
+    """
+    n_dev = len(est.devices)
+    if n_dev == 0:
+        return [n_layer]
+    if est.runtime in PARALLEL_RUNTIMES:
+        pp = est.settings.get("pp")
+        stages = pp if isinstance(pp, int) and pp > 1 else 1
+        return [-(-n_layer // stages)] * n_dev + [0]
+    weights = [d.weights_bytes for d in est.devices]
+    total = sum(weights)
+    if total <= 0:
+        return [n_layer] + [0] * n_dev
+    exact = [n_layer * w / total for w in weights]
+    out = [int(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: exact[i] - out[i], reverse=True)
+    for i in by_remainder[: n_layer - sum(out)]:
+        out[i] += 1
+    return [*out, 0]
 
 
 def read_plan(
