@@ -242,6 +242,12 @@ def check_user_quant(quant: str, runtime: str | None) -> None:
 @click.option("--ctx", "-c", type=COUNT, help="Context length that failed (n_ctx / max_model_len)")
 @click.option("--gpu", "-g", help="GPU(s) from the catalog: rtx-4090, 2xA100-80GB, a,b")
 @click.option("--vram", type=SIZE, help="Memory per GPU with a unit (24GiB or 24GB)")
+@click.option(
+    "--when",
+    type=click.Choice(["load", "first-step", "later"]),
+    help="When it fails, if the log does not show it: while loading, on the first "
+    "batch/request, or only after steps completed (decides what the message leaves open)",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
 def doctor(
     log: str | None,
@@ -251,12 +257,14 @@ def doctor(
     ctx: int | None,
     gpu: str | None,
     vram: int | None,
+    when: str | None,
     as_json: bool,
 ) -> None:
     """Diagnose an out-of-memory error: LOG is a file, `-` (stdin), or the pasted message.
 
     When the model is known (--model, or a model name in the log) the fixes are computed by the
-    estimators; --runtime/--quant/--ctx/--gpu/--vram override what the log says.
+    estimators; --runtime/--quant/--ctx/--gpu/--vram override what the log says. --when answers
+    the question a bare message leaves open (load, first step, or later).
 
     \b
     Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
@@ -274,7 +282,7 @@ def doctor(
         if hint:
             print_hint(hint)
         sys.exit(code)
-    d = diagnose_text(text, **facts)
+    d = diagnose_text(text, **facts, when=when)
     for note in d.notes:
         # what the doctor read from the log is information, not a warning
         (print_note if note.startswith("log shows:") else print_warning)(note)

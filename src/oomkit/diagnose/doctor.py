@@ -46,6 +46,7 @@ def diagnose_text(
     settings: InferenceSettings | None = None,
     hardware: Hardware | None = None,
     runtime: str | None = None,
+    when: str | None = None,
 ) -> Diagnosis:
     """Parse an OOM message or log and diagnose it. Pure; never raises on arbitrary text.
 
@@ -60,6 +61,8 @@ def diagnose_text(
         settings: settings the user states (fields left ``None`` come from the log).
         hardware: the GPUs, when the user states them.
         runtime: the runtime, when the user states it (else the log's).
+        when: when it fails, when the user says: ``load``, ``first-step`` or ``later``
+            (:mod:`oomkit.diagnose.user_phase`; any other value raises ``ValueError``).
     """
     parsed = parse_log(text)
     settings = _with_log_version(text, settings, runtime)
@@ -74,6 +77,7 @@ def diagnose_text(
         fix_providers=(provider, *fix_providers),
         model=facts,
         training=training,
+        when=when,
     )
     result = _note_training(result, text)
     return _refuse_inconsistent(_note_generation(result, settings, runtime))

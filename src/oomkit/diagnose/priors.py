@@ -314,10 +314,11 @@ _PHASE_QUESTION = {
 }
 _FAMILY_QUESTION = {
     "pytorch": "does it fail at load, on the first batch, or only after N steps (the full "
-    "traceback — from_pretrained / forward / backward / optimizer.step — places it), and does "
-    "the model alone fit (`oomkit estimate MODEL`)?",
-    "gpu_framework": "does it fail while loading the model or while running a batch, and "
-    "does it still fail at batch size 1?",
+    "traceback — from_pretrained / forward / backward / optimizer.step — places it; or tell "
+    "the doctor: --when load|first-step|later), and does the model alone fit (`oomkit "
+    "estimate MODEL`, or --model MODEL here)?",
+    "gpu_framework": "does it fail while loading the model or while running a batch (tell the "
+    "doctor: --when load|first-step|later), and does it still fail at batch size 1?",
     "tf_xla": "what tensor failed (the full `OOM when allocating tensor with shape` line: "
     "its first dimension is the batch), and does batch size 1 fit?",
     "ggml": "what the load log printed before it (model / KV / compute buffer sizes, -ngl, "

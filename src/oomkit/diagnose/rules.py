@@ -48,6 +48,7 @@ from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
+from oomkit.diagnose.user_phase import with_user_phase
 
 __all__ = ["CAUSES", "SCHEMA_VERSION", "Diagnosis", "Finding", "FixProvider", "diagnose"]
 
@@ -291,6 +292,7 @@ def diagnose(
     fix_providers: Sequence[FixProvider] = (),
     model: ModelFacts | None = None,
     training: bool = False,
+    when: str | None = None,
 ) -> Diagnosis:
     """Diagnose parsed events. Pure: no I/O.
 
@@ -300,6 +302,7 @@ def diagnose(
         fix_providers: extra fix sources (e.g. a model-aware estimator); see the module docstring.
         model: what the model that ran weighs (:mod:`oomkit.diagnose.model_cause`), when known.
         training: the log shows a training run (weights are not all a training step holds).
+        when: the user's answer to "when does it fail" (:mod:`oomkit.diagnose.user_phase`).
 
     Returns:
         A Diagnosis; with no events, cause ``unknown``, confidence 0 and no fixes.
@@ -318,8 +321,11 @@ def diagnose(
     decided = decide_by_log_facts(_analyze(primary, context), context, primary)
     # the base rate answers only what the rules, the log facts and a pasted nvidia-smi table left
     # open (docs/doctor-causes.md section 8); growth across events still outranks it
-    smi = with_model_facts(
-        with_smi_table(decided, context, primary), model, primary, context, training=training
+    smi = with_user_phase(
+        with_model_facts(
+            with_smi_table(decided, context, primary), model, primary, context, training=training
+        ),
+        when,
     )
     opened = is_open(smi)
     result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))

@@ -1,0 +1,82 @@
+"""``oomkit doctor --when``: the user's answer to the deciding question decides an open cause."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oomkit.cli import main
+from oomkit.diagnose.doctor import diagnose_text
+
+CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus" / "dev_torch.jsonl"
+
+
+def _text(record_id: str) -> str:
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r["id"] == record_id:
+            return str(r["text"])
+    raise KeyError(record_id)
+
+
+# a real message with a small request on a full 4 GiB card: the message alone leaves it open
+OPEN = "tc-mygirlgpt-11"
+
+
+def test_the_message_alone_leaves_it_open_and_asks() -> None:
+    d = diagnose_text(_text(OPEN))
+    assert d.confidence <= 0.5
+    assert "--when load|first-step|later" in d.explanation
+
+
+@pytest.mark.parametrize(
+    ("when", "cause"),
+    [
+        ("load", "model_too_large"),
+        ("first-step", "batch_or_activations"),
+        ("later", "leak_or_accumulation"),
+    ],
+)
+def test_the_answer_decides(when: str, cause: str) -> None:
+    d = diagnose_text(_text(OPEN), when=when)
+    assert d.cause == cause
+    assert d.confidence >= 0.6
+    assert "You said" in d.explanation
+    assert "Neither the numbers nor the phase decide" not in d.explanation
+
+
+def test_a_cause_the_numbers_settled_stays() -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 3.06 MiB is free. Process 1234 has 20.00 GiB "
+        "memory in use. Including non-PyTorch memory, this process has 3.55 GiB memory in use. "
+        "Of the allocated memory 3.10 GiB is allocated by PyTorch, and 7.25 MiB is reserved by "
+        "PyTorch but unallocated."
+    )
+    for when in ("load", "first-step", "later"):
+        assert diagnose_text(text, when=when).cause == "other_process_holding_memory"
+
+
+def test_host_ram_is_not_a_phase_question() -> None:
+    text = (
+        "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+        "4294967296 bytes. Error code 12 (Cannot allocate memory)"
+    )
+    assert diagnose_text(text).cause == "host_ram"
+    assert diagnose_text(text, when="later").cause == "host_ram"
+
+
+def test_an_unknown_answer_is_refused() -> None:
+    with pytest.raises(ValueError, match="--when"):
+        diagnose_text(_text(OPEN), when="soon")
+
+
+def test_cli_when(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", _text(OPEN), "--when", "later", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cause"] == "leak_or_accumulation"
+    assert main(["doctor", _text(OPEN), "--when", "soon"]) == 2
+    err = capsys.readouterr().err
+    assert "--when" in err
+    assert "Traceback" not in err
