@@ -76,3 +76,27 @@ def test_bad_facts_are_one_line_errors(
     assert needle in detail
     assert "constrained-" not in detail
     assert "\n" not in detail
+
+
+def test_when_answers_the_open_question_as_the_cli_does(client: TestClient) -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 32.00 MiB. GPU 0 has a "
+        "total capacity of 4.00 GiB of which 41.56 MiB is free. Including non-PyTorch memory, "
+        "this process has 3.44 GiB memory in use. Of the allocated memory 2.58 GiB is allocated "
+        "by PyTorch, and 1.90 MiB is reserved by PyTorch but unallocated."
+    )
+    r = client.post("/api/doctor", json={"log": text, "when": "later"})
+    assert r.status_code == 200, r.text
+    res = subprocess.run(
+        [sys.executable, "-m", "oomkit", "doctor", "--json", "-", "--when", "later"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.json() == json.loads(res.stdout)
+    assert r.json()["cause"] == "leak_or_accumulation"
+    bad = client.post("/api/doctor", json={"log": text, "when": "soon"})
+    assert bad.status_code == 422
+    assert "when" in bad.text

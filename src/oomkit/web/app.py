@@ -383,4 +383,4 @@ def _diagnose(body: DoctorBody, *, hub: bool) -> dict[str, Any]:
                 raise ValueError(f"vram: {e}") from None
         gpus = parse_gpu_list(body.gpu) if body.gpu is not None else ()
         facts["hardware"] = hardware_for(gpus, vram_bytes=vram)
-    return dict(diagnose_text(body.log, **facts).to_dict())
+    return dict(diagnose_text(body.log, **facts, when=body.when).to_dict())

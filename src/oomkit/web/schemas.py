@@ -116,6 +116,9 @@ class DoctorBody(_Body):
     vram: Size | None = Field(
         default=None, description="Memory per GPU: bytes, or '24GiB' (as --vram)"
     )
+    when: Literal["load", "first-step", "later"] | None = Field(
+        default=None, description="When it fails, if the log does not show it (as --when)"
+    )
 
 
 def _annotation(param: click.Option) -> Any:
