@@ -28,25 +28,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from doctor_corpus import load, part_files, score_records
+from doctor_corpus import DEVELOPMENT_PARTS, load, part_files, score_records
 
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.priors import LEVELS, override_table, prior_key
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "src" / "oomkit" / "diagnose" / "priors_table.py"
-#: parts whose labels may shape the doctor: development data and retired held-out parts
-DEVELOPMENT_PARTS = (
-    "dev",
-    "dev2",
-    "heldout2",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-    "oom_dev",
-)
 _SCORED = ("high", "medium")
 
 Counts = dict[str, dict[str, int]]

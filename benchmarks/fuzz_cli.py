@@ -54,6 +54,10 @@ def options(command: str) -> list[tuple[str, bool]]:
     ]
 
 
+#: exit codes seen by :func:`run_one` (how many runs got past validation to an answer)
+CODES: dict[object, int] = {}
+
+
 def run_one(args: list[str]) -> str | None:
     """``None`` when ``oomkit args`` answered cleanly, else the problem."""
     from oomkit.cli import main
@@ -67,6 +71,7 @@ def run_one(args: list[str]) -> str | None:
         except BaseException as e:  # the point is to catch anything
             return f"raised {type(e).__name__}: {e}"[:200]
     text = err.getvalue()
+    CODES[code] = CODES.get(code, 0) + 1
     if code not in (0, 1, 2, 3, 4):
         return f"exit code {code!r}"
     if "internal error" in text or "Traceback" in text:
@@ -107,7 +112,9 @@ def main() -> int:
     problems = fuzz(a.n, a.seed, commands)
     for problem, args in problems.items():
         print(f"{problem}  <- oomkit {' '.join(map(repr, args))}")
+    codes = ", ".join(f"{k}: {v}" for k, v in sorted(CODES.items(), key=lambda kv: str(kv[0])))
     print(f"{a.n} invocations of {', '.join(commands)}: {len(problems)} distinct problem(s)")
+    print(f"exit codes: {codes} (0/3/4 answered, 1 error, 2 usage error)")
     return 1 if problems else 0
 
 

@@ -16,6 +16,7 @@ from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.fixes import Fix
 from oomkit.diagnose.model_cause import ModelFacts
 from oomkit.diagnose.model_fixes import estimator_fix_provider
+from oomkit.diagnose.normalize import normalize_text
 from oomkit.diagnose.parse import parse_log
 from oomkit.diagnose.rules import Diagnosis, Finding, FixProvider, diagnose
 
@@ -64,6 +65,7 @@ def diagnose_text(
         when: when it fails, when the user says: ``load``, ``first-step`` or ``later``
             (:mod:`oomkit.diagnose.user_phase`; any other value raises ``ValueError``).
     """
+    text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
     parsed = parse_log(text)
     settings = _with_log_version(text, settings, runtime)
     provider = estimator_fix_provider(model, settings, hardware, runtime=runtime)

@@ -16,6 +16,7 @@ from dataclasses import fields
 from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
+from oomkit.diagnose.normalize import normalize_lines, normalize_text
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
@@ -106,7 +107,7 @@ def parse_log(text: str) -> ParsedLog:
         The events in log order (at most 200: the first 50 and the last 150) and the merged
         context. An empty ``events`` tuple means no OOM was found.
     """
-    lines = split_lines(text)
+    lines = normalize_lines(split_lines(normalize_text(text)))
     events: list[OomEvent] = []
     all_facts: list[dict[str, Any]] = []
     for parser in PARSERS:

@@ -1,0 +1,110 @@
+"""A paste as the runtime printed it (diagnose/normalize.py), and the doctor on distorted pastes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.normalize import normalize_line, normalize_text
+
+TORCH = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 23.64 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process "
+    "has 22.57 GiB memory in use. Of the allocated memory 21.10 GiB is allocated by PyTorch, and "
+    "1.05 GiB is reserved by PyTorch but unallocated."
+)
+
+
+def _bench() -> ModuleType:
+    path = Path(__file__).parents[1] / "benchmarks" / "doctor_metamorphic.py"
+    spec = importlib.util.spec_from_file_location("doctor_metamorphic", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["doctor_metamorphic"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("\x1b[1;31mCUDA out of memory\x1b[0m", "CUDA out of memory"),
+        ("CUDA\u00a0out\u202fof memory", "CUDA out of memory"),
+        ("> > CUDA out of memory", "CUDA out of memory"),
+        ("2024-05-01 12:00:00,123 ERROR [worker-1] CUDA out of memory", "CUDA out of memory"),
+        ("[2024-05-01T12:00:00Z] | ERROR | CUDA out of memory", "CUDA out of memory"),
+        ("\ufeffCUDA out of memory", "CUDA out of memory"),
+    ],
+)
+def test_line_distortions_are_undone(line: str, expected: str) -> None:
+    assert normalize_line(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "llama_kv_cache_init: CUDA0 KV buffer size = 16384.00 MiB",
+        "time=2024-06-01T10:00:00.000Z level=INFO source=server.go:100 msg=x",
+        "INFO 02-26 09:54:05 worker.py:267] memory profiling",
+        "2x + 3 > 4 is not a quote",
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory.",
+    ],
+)
+def test_clean_lines_are_untouched(line: str) -> None:
+    assert normalize_line(line) == line
+
+
+def test_whole_text_distortions_are_undone() -> None:
+    assert normalize_text(json.dumps({"error": TORCH + "\nnext"})) == TORCH + "\nnext"
+    assert normalize_text(repr([TORCH + "\nnext"])) == TORCH + "\nnext"
+    assert normalize_text(repr(("Killed",))) == "Killed"
+    logged = json.dumps({"time": "t", "level": "error", "msg": TORCH})
+    assert normalize_text("start\n" + logged) == "start\n" + TORCH
+    assert normalize_text("a &gt; b &amp; c") == "a > b & c"
+
+
+def test_clean_text_and_windows_paths_are_untouched() -> None:
+    for text in (TORCH, "C:\\new\\x plain", 'File "C:\\Users\\n\\train.py", line 3', "a & b"):
+        assert normalize_text(text) == text
+
+
+def test_idempotent() -> None:
+    for text in (json.dumps({"e": TORCH}), "\x1b[31m" + TORCH, "> " + TORCH):
+        once = normalize_text(text)
+        assert normalize_text(once) == once
+
+
+def test_linear_on_hostile_input() -> None:
+    junk = (
+        "\x1b[" * 50_000
+        + "> " * 50_000
+        + "&#" * 50_000
+        + '{"' * 50_000
+        + "\\n" * 50_000
+        + "['" * 50_000
+        + "2024-05-01 12:00:00 " * 5_000
+    )
+    start = time.perf_counter()
+    normalize_text(junk)
+    for line in junk.split("\n"):
+        normalize_line(line)
+    diagnose_text(junk)
+    assert time.perf_counter() - start < 5.0
+
+
+@pytest.mark.parametrize("name", sorted(_bench().REQUIRED))
+def test_distorted_corpus_pastes_read_the_same(name: str) -> None:
+    # every 8th development record: the distortion neither loses it nor changes its cause
+    mod = _bench()
+    sample = mod.records()[::8]
+    assert len(sample) > 150
+    bad = mod.compare(sample, {name: mod.REQUIRED[name]})[name]
+    assert bad == []
