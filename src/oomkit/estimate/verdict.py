@@ -76,7 +76,10 @@ llama.cpp (and Ollama's llama runner) builds between PR #3749 (Oct 2023) and the
 the batched attention GEMM leaves one FP16 buffer per prompt step in the legacy CUDA pool
 (``runtime_details["cuda_pool_growth_bytes"]``, :mod:`oomkit.estimate.llamacpp_pool`); how
 much depends on the longest prompt actually sent, so it is a band term (a prompt near the
-context length), not part of the device total.
+context length), not part of the device total. vLLM with prompt log-probs
+(``--prompt-logprobs``): the sampler's vocabulary-wide fp32 rows for a step of prompt tokens,
+which the profile run never allocates (``runtime_details["prompt_logprobs_bytes"]``,
+:mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason.
 """
 
 from __future__ import annotations
@@ -89,7 +92,13 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
-from oomkit.estimate.verdict_advice import GRAPHS_AFTER_KV, OTHER_TENANTS, int_detail, safe_change
+from oomkit.estimate.verdict_advice import (
+    GRAPHS_AFTER_KV,
+    OTHER_TENANTS,
+    PROMPT_LOGPROBS,
+    int_detail,
+    safe_change,
+)
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
 
@@ -283,6 +292,9 @@ def _device_margin(
         growth = est.runtime_details.get("cuda_pool_growth_bytes")
         if isinstance(growth, Mapping) and isinstance(growth.get(d.device), int):
             terms.append((_POOL_GROWTH, int(growth[d.device])))
+        logprobs = est.runtime_details.get("prompt_logprobs_bytes")
+        if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
+            terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))
     unified = _unified(platform, index) if gpu else None
     if unified is not None and seg != "apple":
         terms.append((_APU_SHARE, int(unified * APU_UNREACHABLE_FRACTION)))
