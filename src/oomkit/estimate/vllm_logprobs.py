@@ -26,6 +26,11 @@ Bytes per row (x ``vocab_size``):
   ``x >= values`` bool mask): ``dtype + 4 + 1``, on every TP rank (V1 all-gathers the logits),
   for up to ``min(max_num_batched_tokens, max_model_len)`` rows.
 
+``max_num_batched_tokens`` is the server's default unless given; the offline ``LLM`` class that
+lm-evaluation-harness drives defaults to more in V1 (``EngineArgs.get_batch_defaults``
+``UsageContext.LLM_CLASS``: 16384 on >= 70 GiB GPUs other than A100, else 8192), so pass
+``--max-num-batched-tokens`` for such runs.
+
 How many rows a step really holds depends on the prompts sent (a prompt near
 ``max_model_len``, or in V0 a batch of prompts filling the step), so the verdict counts these
 bytes as a band term on the ranks that hold them, like llama.cpp's prompt-length-dependent pool
