@@ -48,6 +48,10 @@ Platform terms (``PLATFORM_TERMS``):
   refuses past it with -ENOSPC; Windows gives a GPU half of system RAM as shared memory). So at
   least 1/8 of a capacity given as the whole unified memory is out of the GPU's reach unless
   ``ttm.pages_limit`` is raised: that 1/8 is in the band (``APU_UNREACHABLE_FRACTION``).
+* Windows commit limit: WDDM backs every GPU allocation with system commit (RAM + page file),
+  so GPU totals plus the host part above the installed RAM (``--ram``) need the page file: a
+  "tight" margin of its own, never "does not fit" (:mod:`oomkit.estimate.verdict_windows`,
+  ollama#8825).
 * Ollama: its scheduler keeps ``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus
   ``OLLAMA_GPU_OVERHEAD`` (envconfig, default 0) free per GPU: inside that, Ollama does not die
   but puts fewer layers on the GPU, so it counts toward "tight".
@@ -99,6 +103,7 @@ from oomkit.estimate.verdict_advice import (
     int_detail,
     safe_change,
 )
+from oomkit.estimate.verdict_windows import wddm_commit_over, wddm_commit_risk
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
 
@@ -107,6 +112,7 @@ __all__ = [
     "LEVELS",
     "METAL_NEWEST_DEFAULT_FRACTION",
     "PLATFORM_TERMS",
+    "WDDM_COMMIT_WHAT",
     "DeviceMargin",
     "Platform",
     "Verdict",
@@ -140,6 +146,8 @@ _APU_SHARE = (
     "APU: the GPU reaches only its carve-out + GTT (half of the rest by default; raise "
     "ttm.pages_limit)"
 )
+#: the margin of :mod:`oomkit.estimate.verdict_windows` (device "host")
+WDDM_COMMIT_WHAT = "Windows commit limit (RAM + page file) vs GPU allocations"
 _DISPLAY_SEGMENTS = frozenset({"consumer", "laptop", "workstation"})
 #: systems whose CUDA runs on the WDDM driver (WSL 2: the Windows host's, paravirtualized)
 _WDDM_OS = frozenset({"windows", "wsl"})
@@ -534,21 +542,40 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
             band_source=source,
             notes=tuple(notes),
         )
+    over = wddm_commit_over(est, plat.os)
+    if over is not None:  # Windows: GPU allocations above the RAM need the page file
+        margins.append(
+            DeviceMargin(
+                device="host",
+                what=WDDM_COMMIT_WHAT,
+                free_bytes=-over,
+                band_bytes=0,
+                terms=(),
+                reservations=(),
+                level="tight",
+            )
+        )
     tight = [m for m in margins if m.level == "tight"]
     if not tight:
         return Verdict(level="fits", margins=tuple(margins), band_source=source)
     worst = min(tight, key=lambda m: m.free_bytes - m.band_bytes)
     risks = tuple(f"{label} {format_bytes(b)}" for label, b in worst.terms[:3])
     cap = _sglang_cap(est)
+    change = safe_change(est, worst)
     if cap is not None and worst.what == _POOL_WHAT:
         risks = (cap, *risks)
+    elif worst.what == WDDM_COMMIT_WHAT and over is not None:
+        risks = (wddm_commit_risk(over),)
+        change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"
     elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, see _device_margin
         risks = (f"{format_bytes(-worst.free_bytes)} {_METAL_OVER}", *risks)
+    if over is not None and worst.what != WDDM_COMMIT_WHAT:
+        risks = (*risks, wddm_commit_risk(over))
     return Verdict(
         level="tight",
         margins=tuple(margins),
         band_source=source,
         risks=risks,
-        safe_change=safe_change(est, worst),
+        safe_change=change,
         notes=tuple(notes),
     )
