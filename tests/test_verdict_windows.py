@@ -80,3 +80,21 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "tight"
     assert any(m["what"] == WDDM_COMMIT_WHAT for m in doc["verdict_details"]["margins"])
+
+
+def test_ctx_max_is_not_cut_by_the_page_file() -> None:
+    """``--ctx max`` looks for the context that clears the band; the commit margin is cleared by
+    a page file, so it does not shorten the context."""
+    from oomkit.api import load_model
+    from oomkit.planner.core import max_context
+
+    spec = load_model("deepseek-r1-distill-qwen-32b", offline=True)
+    gpus = parse_gpu_list("2xrtx-4060-ti-16gb")
+    win = Platform(os="windows", segments=("consumer", "consumer"))
+    s = InferenceSettings(runtime="ollama", quant="Q4_K_M", parallel=4, n_gpu_layers=65)
+    free = max_context(spec, s, hardware_for(gpus), platform=win)
+    small = max_context(spec, s, hardware_for(gpus, host_ram_bytes=8 * GiB), platform=win)
+    assert free is not None
+    assert small is not None
+    assert small[0] == free[0]
+    assert verdict(small[1], win).level == "tight"  # the page file is still named
