@@ -12,7 +12,8 @@ is named). Several ``--part`` print one table per part, then their sum.
 Records (one JSON object a line): ``id``,
 ``url`` (the thread), ``runtime``, ``runtime_version`` (release or date, may be null), ``date``,
 ``model`` (catalog name), ``quant``, ``ctx``, ``gpu`` (catalog list such as ``2xrtx-3090``),
-``vram`` (optional override, e.g. ``"8GiB"``), ``settings`` (other InferenceSettings fields as
+``vram`` (optional override, e.g. ``"8GiB"``), ``ram`` (optional: the host's installed RAM
+when the source states it, e.g. ``"8GiB"``), ``settings`` (other InferenceSettings fields as
 the thread states them), ``os``/``display`` (optional platform facts), ``backend`` (optional:
 the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan``),
 ``outcome`` (``oom``: died of OOM at load or on the first request; ``ok``: loaded and ran),
@@ -100,8 +101,9 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     )
     gpus = parse_gpu_list(rec["gpu"])
     vram = parse_size(rec["vram"]) if rec.get("vram") else None
+    ram = parse_size(rec["ram"]) if rec.get("ram") else None
     n = (settings.tp or 1) * (settings.pp or 1)  # one GPU per tensor x pipeline rank
-    hw = hardware_for(gpus, vram_bytes=vram, n_devices=n)
+    hw = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=n)
     if rec.get("backend"):  # e.g. llama.cpp's Vulkan build on an AMD/NVIDIA/Intel GPU
         hw = dataclasses.replace(
             hw,

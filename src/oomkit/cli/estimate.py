@@ -69,6 +69,13 @@ __all__ = ["estimate_command", "render_suggestions"]
 @click.option("--max-num-seqs", type=int, help="vLLM/SGLang max concurrent sequences")
 @click.option("--max-num-batched-tokens", type=int, help="vLLM tokens per forward step")
 @click.option("--enforce-eager/--no-enforce-eager", default=None, help="vLLM: no CUDA graphs")
+@click.option(
+    "--prompt-logprobs",
+    is_flag=True,
+    default=None,
+    help="vLLM: requests ask for prompt log-probs (lm-eval loglikelihood tasks); the sampler's "
+    "[prompt tokens, vocab] fp32 tensors are outside the profiled budget",
+)
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
 @click.option(
     "--runtime-version",

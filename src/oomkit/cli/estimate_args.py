@@ -44,6 +44,7 @@ FLAG_NAMES: dict[str, str] = {
     "max_num_seqs": "--max-num-seqs",
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
+    "prompt_logprobs": "--prompt-logprobs",
     "cpu_offload_bytes": "--cpu-offload-gb",
     "block_size": "--block-size",
     "overhead_bytes": "--overhead",

@@ -54,6 +54,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "max_num_seqs",
     "max_num_batched_tokens",
     "enforce_eager",
+    "prompt_logprobs",
     "runtime_version",
     "draft_model",
     "draft_quant",

@@ -90,6 +90,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "max_num_seqs",
             "max_num_batched_tokens",
             "enforce_eager",
+            "prompt_logprobs",
             "cpu_offload_bytes",
             "block_size",
             "overhead_bytes",

@@ -48,6 +48,10 @@ Platform terms (``PLATFORM_TERMS``):
   refuses past it with -ENOSPC; Windows gives a GPU half of system RAM as shared memory). So at
   least 1/8 of a capacity given as the whole unified memory is out of the GPU's reach unless
   ``ttm.pages_limit`` is raised: that 1/8 is in the band (``APU_UNREACHABLE_FRACTION``).
+* Windows commit limit: WDDM backs every GPU allocation with system commit (RAM + page file),
+  so GPU totals plus the host part above the installed RAM (``--ram``) need the page file: a
+  "tight" margin of its own, never "does not fit" (:mod:`oomkit.estimate.verdict_windows`,
+  ollama#8825).
 * Ollama: its scheduler keeps ``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus
   ``OLLAMA_GPU_OVERHEAD`` (envconfig, default 0) free per GPU: inside that, Ollama does not die
   but puts fewer layers on the GPU, so it counts toward "tight".
@@ -76,7 +80,10 @@ llama.cpp (and Ollama's llama runner) builds between PR #3749 (Oct 2023) and the
 the batched attention GEMM leaves one FP16 buffer per prompt step in the legacy CUDA pool
 (``runtime_details["cuda_pool_growth_bytes"]``, :mod:`oomkit.estimate.llamacpp_pool`); how
 much depends on the longest prompt actually sent, so it is a band term (a prompt near the
-context length), not part of the device total.
+context length), not part of the device total. vLLM with prompt log-probs
+(``--prompt-logprobs``): the sampler's vocabulary-wide fp32 rows for a step of prompt tokens,
+which the profile run never allocates (``runtime_details["prompt_logprobs_bytes"]``,
+:mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason.
 """
 
 from __future__ import annotations
@@ -89,7 +96,14 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
-from oomkit.estimate.verdict_advice import GRAPHS_AFTER_KV, OTHER_TENANTS, int_detail, safe_change
+from oomkit.estimate.verdict_advice import (
+    GRAPHS_AFTER_KV,
+    OTHER_TENANTS,
+    PROMPT_LOGPROBS,
+    int_detail,
+    safe_change,
+)
+from oomkit.estimate.verdict_windows import wddm_commit_over, wddm_commit_risk
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
 
@@ -98,6 +112,7 @@ __all__ = [
     "LEVELS",
     "METAL_NEWEST_DEFAULT_FRACTION",
     "PLATFORM_TERMS",
+    "WDDM_COMMIT_WHAT",
     "DeviceMargin",
     "Platform",
     "Verdict",
@@ -131,6 +146,8 @@ _APU_SHARE = (
     "APU: the GPU reaches only its carve-out + GTT (half of the rest by default; raise "
     "ttm.pages_limit)"
 )
+#: the margin of :mod:`oomkit.estimate.verdict_windows` (device "host")
+WDDM_COMMIT_WHAT = "Windows commit limit (RAM + page file) vs GPU allocations"
 _DISPLAY_SEGMENTS = frozenset({"consumer", "laptop", "workstation"})
 #: systems whose CUDA runs on the WDDM driver (WSL 2: the Windows host's, paravirtualized)
 _WDDM_OS = frozenset({"windows", "wsl"})
@@ -283,6 +300,9 @@ def _device_margin(
         growth = est.runtime_details.get("cuda_pool_growth_bytes")
         if isinstance(growth, Mapping) and isinstance(growth.get(d.device), int):
             terms.append((_POOL_GROWTH, int(growth[d.device])))
+        logprobs = est.runtime_details.get("prompt_logprobs_bytes")
+        if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
+            terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))
     unified = _unified(platform, index) if gpu else None
     if unified is not None and seg != "apple":
         terms.append((_APU_SHARE, int(unified * APU_UNREACHABLE_FRACTION)))
@@ -522,21 +542,40 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
             band_source=source,
             notes=tuple(notes),
         )
+    over = wddm_commit_over(est, plat.os)
+    if over is not None:  # Windows: GPU allocations above the RAM need the page file
+        margins.append(
+            DeviceMargin(
+                device="host",
+                what=WDDM_COMMIT_WHAT,
+                free_bytes=-over,
+                band_bytes=0,
+                terms=(),
+                reservations=(),
+                level="tight",
+            )
+        )
     tight = [m for m in margins if m.level == "tight"]
     if not tight:
         return Verdict(level="fits", margins=tuple(margins), band_source=source)
     worst = min(tight, key=lambda m: m.free_bytes - m.band_bytes)
     risks = tuple(f"{label} {format_bytes(b)}" for label, b in worst.terms[:3])
     cap = _sglang_cap(est)
+    change = safe_change(est, worst)
     if cap is not None and worst.what == _POOL_WHAT:
         risks = (cap, *risks)
+    elif worst.what == WDDM_COMMIT_WHAT and over is not None:
+        risks = (wddm_commit_risk(over),)
+        change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"
     elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, see _device_margin
         risks = (f"{format_bytes(-worst.free_bytes)} {_METAL_OVER}", *risks)
+    if over is not None and worst.what != WDDM_COMMIT_WHAT:
+        risks = (*risks, wddm_commit_risk(over))
     return Verdict(
         level="tight",
         margins=tuple(margins),
         band_source=source,
         risks=risks,
-        safe_change=safe_change(est, worst),
+        safe_change=change,
         notes=tuple(notes),
     )

@@ -1,9 +1,10 @@
 """The one change a "tight" verdict proposes: what clears the band on the tightest margin.
 
 Split from :mod:`oomkit.estimate.verdict` (which decides the level): this module only words
-the fix — vLLM's other tenants or CUDA graphs, a lower ``--gpu-memory-utilization`` /
-``--mem-fraction-static``, a shorter context (the KV cache is linear in it; llama.cpp's
-sliding-window and recurrent caches keep their size), a q8_0 KV cache or fewer GPU layers.
+the fix — vLLM's other tenants, CUDA graphs or prompt log-probs, a lower
+``--gpu-memory-utilization`` / ``--mem-fraction-static``, a shorter context (the KV cache is
+linear in it; llama.cpp's sliding-window and recurrent caches keep their size), a q8_0 KV
+cache or fewer GPU layers.
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ from oomkit.units import format_bytes
 if TYPE_CHECKING:
     from oomkit.estimate.verdict import DeviceMargin
 
-__all__ = ["GRAPHS_AFTER_KV", "OTHER_TENANTS", "int_detail", "safe_change"]
+__all__ = [
+    "GRAPHS_AFTER_KV",
+    "OTHER_TENANTS",
+    "PROMPT_LOGPROBS",
+    "int_detail",
+    "safe_change",
+]
 
 #: band-term labels the verdict writes and the advice reads back
 GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
 OTHER_TENANTS = "other processes' memory"
+PROMPT_LOGPROBS = (
+    "vLLM prompt log-probs: the sampler's fp32 [prompt tokens, vocab] rows of one step, outside "
+    "the profiled budget (a prompt near max_model_len)"
+)
 
 
 def int_detail(details: Mapping[str, object], key: str) -> int | None:
@@ -71,6 +82,8 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         return fix
     if est.runtime == "vllm" and top.startswith(GRAPHS_AFTER_KV):
         return "--enforce-eager (no CUDA graphs to capture in the headroom)"
+    if est.runtime == "vllm" and top == PROMPT_LOGPROBS:
+        return _fewer_logprob_rows(est, m)
     d = next((x for x in est.devices if x.device == m.device), None)
     if d is None:
         return None
@@ -106,3 +119,22 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         flag = "num_gpu" if est.runtime == "ollama" else "-ngl"
         return f"put fewer layers on the GPU ({flag}) to free {format_bytes(need)}"
     return None
+
+
+def _fewer_logprob_rows(est: Estimate, m: DeviceMargin) -> str | None:
+    """Fewer prompt tokens per step, so that the prompt log-probs fit the rest of the band:
+    V1 samples one request's scheduled tokens at a time (``--max-num-batched-tokens``); V0
+    without chunked prefill batches up to ``max(max_model_len, 2048)`` (``--max-model-len``)."""
+    per_row = int_detail(est.runtime_details, "prompt_logprobs_row_bytes")
+    rows = int_detail(est.runtime_details, "prompt_logprobs_rows")
+    if not per_row or not rows:
+        return None
+    other = m.band_bytes - m.terms[0][1]
+    ok = (m.free_bytes - other) // per_row // 256 * 256
+    if ok < 256 or ok >= rows:
+        return None
+    engine = str(est.runtime_details.get("engine") or "")
+    ctx = est.settings.get("ctx")
+    unchunked = engine.startswith("v0") and isinstance(ctx, int) and rows >= ctx
+    flag = "--max-model-len" if unchunked else "--max-num-batched-tokens"
+    return f"{flag} {ok} (at most {ok} prompt tokens of log-probs per step)"

@@ -440,6 +440,24 @@ def estimate_vllm(
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
     notes = [*support_notes, *p0.notes]
+    if settings.prompt_logprobs:
+        from oomkit.estimate.vllm_logprobs import prompt_logprobs_details
+
+        details.update(
+            prompt_logprobs_details(
+                spec,
+                engine=p0.engine,
+                max_num_batched_tokens=p0.max_num_batched_tokens,
+                max_model_len=p0.max_model_len,
+                tp=p0.tp,
+                labels=[device_label(d, r) for r, d in enumerate(targets)],
+            )
+        )
+        notes.append(
+            "prompt log-probs: the sampler's [prompt tokens, vocab] tensors are outside the "
+            "profiled budget (counted in the verdict's band: a step of "
+            f"{details['prompt_logprobs_rows']} prompt tokens)"
+        )
     if pp > 1:
         spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
         notes.append(
@@ -506,6 +524,7 @@ def estimate_vllm(
         "block_size": p0.block_size,
         "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
         "enforce_eager": bool(settings.enforce_eager),
+        **({"prompt_logprobs": True} if settings.prompt_logprobs else {}),
     }
     return Estimate(
         model=model_info(spec),

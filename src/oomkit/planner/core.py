@@ -19,7 +19,7 @@ from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
-from oomkit.estimate.verdict import Platform, verdict
+from oomkit.estimate.verdict import WDDM_COMMIT_WHAT, Platform, verdict
 from oomkit.planner.commands import emit_command
 from oomkit.planner.knobs import (
     CHECKPOINT,
@@ -548,7 +548,10 @@ def max_context(
         return estimator(spec, dataclasses.replace(settings, ctx=k * step), hardware)
 
     def ok(est: Estimate) -> bool:
-        return verdict(est, platform).level == "fits"
+        # the Windows commit margin is cleared by a page file, not a shorter context
+        v = verdict(est, platform)
+        tight = [m for m in v.margins if m.level == "tight" and m.what != WDDM_COMMIT_WHAT]
+        return v.level == "fits" or (v.level == "tight" and not tight)
 
     memo: dict[int, Estimate] = {}
 

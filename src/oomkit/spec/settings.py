@@ -63,6 +63,10 @@ class InferenceSettings:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     enforce_eager: bool | None = None
+    #: vLLM: requests ask for prompt log-probs (``SamplingParams(prompt_logprobs=...)``, as
+    #: lm-evaluation-harness's loglikelihood tasks do): the sampler's [prompt tokens, vocab]
+    #: fp32 tensors, outside the profiled budget (:mod:`oomkit.estimate.vllm_logprobs`)
+    prompt_logprobs: bool | None = None
     cpu_offload_bytes: int | None = None  # vLLM --cpu-offload-gb (converted to bytes)
     block_size: int | None = None  # vLLM KV block size in tokens
     overhead_bytes: int | None = None  # user override of runtime overhead per GPU
@@ -109,7 +113,14 @@ class InferenceSettings:
             check_str(name, getattr(self, name))
         for name in ("attn_implementation", "cache_implementation", "runtime_version"):
             check_str(name, getattr(self, name))
-        for name in ("kv_unified", "swa_full", "flash_attn", "mmap", "enforce_eager"):
+        for name in (
+            "kv_unified",
+            "swa_full",
+            "flash_attn",
+            "mmap",
+            "enforce_eager",
+            "prompt_logprobs",
+        ):
             check_bool(name, getattr(self, name))
         check_int("ctx", self.ctx, lo=1, hi=MAX_CTX, optional=True)
         for name in ("parallel", "batch_size", "ubatch", "max_num_seqs", "max_num_batched_tokens"):

@@ -1,0 +1,100 @@
+"""Windows (WDDM) commit limit: GPU allocations above the installed RAM need the page file.
+
+The real run (ollama#8825): deepseek-r1:32b (Q4_K_M, 4 parallel slots at num_ctx 2048, 65/65
+layers split 33/32) on 2x RTX 4060 Ti 16GB under Windows 10 with 8 GB RAM died with "CUDA
+malloc error, even if there is more than enough VRAM", and loaded once the system-managed ~2 GB
+page file was set to 16 GB.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oomkit.api import estimate
+from oomkit.cli import main
+from oomkit.cli.params import parse_gpu_list
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.verdict import WDDM_COMMIT_WHAT, Platform, verdict
+from oomkit.estimate.verdict_windows import WDDM_COMMIT, wddm_commit_over
+from oomkit.hardware.targets import hardware_for
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB
+
+RUN = InferenceSettings(
+    runtime="ollama",
+    quant="Q4_K_M",
+    ctx=2048,
+    parallel=4,
+    n_gpu_layers=65,
+    runtime_version="2025-02-04",
+)
+
+
+def _est(ram: int | None) -> Estimate:
+    hw = hardware_for(parse_gpu_list("2xrtx-4060-ti-16gb"), host_ram_bytes=ram)
+    return estimate("deepseek-r1-distill-qwen-32b", RUN, hw, offline=True)
+
+
+def test_ollama_8825_needs_the_page_file() -> None:
+    win = Platform(os="windows", segments=("consumer", "consumer"))
+    assert verdict(_est(None), win).level == "fits"  # RAM unknown: the GPUs alone fit
+    est = _est(8 * GiB)
+    gpus = sum(d.total_bytes for d in est.devices)
+    assert gpus > 8 * GiB  # ~21 GiB of device memory on an 8 GB host
+    over = wddm_commit_over(est, "windows")
+    assert over == gpus + est.host.total_bytes - 8 * GiB
+    v = verdict(est, win)
+    assert v.level == "tight"
+    assert v.tightest is not None
+    assert v.tightest.what == WDDM_COMMIT_WHAT
+    assert v.tightest.free_bytes == -over
+    assert v.risks[0].startswith(WDDM_COMMIT)
+    assert v.safe_change is not None
+    assert "page file" in v.safe_change
+    assert "over on host" in v.summary()
+
+
+@pytest.mark.parametrize(("os_name", "ram"), [("windows", 64 * GiB), ("linux", 8 * GiB)])
+def test_enough_ram_or_no_wddm_is_not_held_against_it(os_name: str, ram: int) -> None:
+    est = _est(ram)
+    assert wddm_commit_over(est, os_name) is None
+    v = verdict(est, Platform(os=os_name, segments=("consumer", "consumer")))
+    assert v.level == "fits"
+    assert all(m.what != WDDM_COMMIT_WHAT for m in v.margins)
+
+
+def test_wsl_is_not_the_windows_host() -> None:
+    """WSL 2's --ram is the VM's memory, not the Windows host's commit limit."""
+    assert wddm_commit_over(_est(8 * GiB), "wsl") is None
+
+
+def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["estimate", "deepseek-r1-distill-qwen-32b", "--runtime", "ollama", "-q", "Q4_K_M"]
+    args += ["-c", "2048", "-np", "4", "-ngl", "65", "--runtime-version", "2025-02-04"]
+    args += ["-g", "2xrtx-4060-ti-16gb", "--os", "windows", "--offline", "--json"]
+    assert main([*args, "--ram", "64GiB"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--ram", "8GiB"]) == 4
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "tight"
+    assert any(m["what"] == WDDM_COMMIT_WHAT for m in doc["verdict_details"]["margins"])
+
+
+def test_ctx_max_is_not_cut_by_the_page_file() -> None:
+    """``--ctx max`` looks for the context that clears the band; the commit margin is cleared by
+    a page file, so it does not shorten the context."""
+    from oomkit.api import load_model
+    from oomkit.planner.core import max_context
+
+    spec = load_model("deepseek-r1-distill-qwen-32b", offline=True)
+    gpus = parse_gpu_list("2xrtx-4060-ti-16gb")
+    win = Platform(os="windows", segments=("consumer", "consumer"))
+    s = InferenceSettings(runtime="ollama", quant="Q4_K_M", parallel=4, n_gpu_layers=65)
+    free = max_context(spec, s, hardware_for(gpus), platform=win)
+    small = max_context(spec, s, hardware_for(gpus, host_ram_bytes=8 * GiB), platform=win)
+    assert free is not None
+    assert small is not None
+    assert small[0] == free[0]
+    assert verdict(small[1], win).level == "tight"  # the page file is still named
