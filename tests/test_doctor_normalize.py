@@ -108,3 +108,18 @@ def test_distorted_corpus_pastes_read_the_same(name: str) -> None:
     assert len(sample) > 150
     bad = mod.compare(sample, {name: mod.REQUIRED[name]})[name]
     assert bad == []
+
+
+def test_a_long_log_that_lost_its_line_breaks_is_broken_again() -> None:
+    log = (
+        "llama_model_loader: loaded meta data with 30 key-value pairs and 292 tensors "
+        "llm_load_tensors: offloading 32 repeating layers to GPU "
+        "llm_load_tensors: CUDA0 buffer size = 4403.50 MiB "
+        "llama_new_context_with_model: n_ctx = 131072 "
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 16384.00 MiB on device 0: "
+        "cudaMalloc failed: out of memory "
+        "llama_kv_cache_init: failed to allocate buffer for kv cache"
+    )
+    assert normalize_text(log).count("\n") == 5
+    short = "RuntimeError: CUDA out of memory. llama_kv_cache_init: x"
+    assert normalize_text(short) == short  # too short to be a collapsed log

@@ -50,6 +50,18 @@ _STAMP = re.compile(
     # Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s"
     r"(?:(?:[ \t]{0,4}[-|][ \t]{1,4}[\w.\[\]:-]{1,80}){0,3}[ \t]{0,4}[-|][ \t]{1,4})?"
 )
+# A log whose line breaks were lost (a chat or form that collapses them, a one-line title):
+# break it again before the tokens that start a runtime's log lines. Only for long text with
+# fewer than one line break per _ONE_LINE_CHARS characters; a break goes only where a space is.
+_ONE_LINE_MIN = 400
+_ONE_LINE_CHARS = 1000
+_LOG_LINE_START = re.compile(
+    r"(?<=\S) {1,8}(?=(?:llama_[a-z_]{2,40}:|ggml_[a-z_]{2,40}:|llm_load_[a-z_]{2,40}:|"
+    r"print_info:|load_tensors:|llama_model_load|common_init_from_params:|srv {1,4}\w|"
+    r"slot {1,4}\w|main: |time=\d|Traceback \(most recent call last\):|File \"|"
+    r"\[rank\d{1,5}\]:|(?:INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |"
+    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d))"
+)
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 _ESCAPED_NL = re.compile(r"\\r\\n|\\n")
 _ESCAPE = re.compile(r"\\([nrt\"'\\/])")
@@ -181,4 +193,6 @@ def normalize_text(text: str) -> str:
         text = _REPR_WRAPPER.sub("", text)
     if "&" in text and _ENTITY.search(text):
         text = html.unescape(text)
+    if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
+        text = _LOG_LINE_START.sub("\n", text)
     return text
