@@ -28,7 +28,7 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["RUNTIME_SETTINGS", "check_run", "ignored_settings"]
+__all__ = ["RUNTIME_SETTINGS", "check_run", "check_tp", "ignored_settings"]
 
 #: InferenceSettings fields each estimator reads (everything else is ignored by that runtime)
 RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
@@ -158,6 +158,23 @@ def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
         raise InvalidSettingError(
             f"--tp {tp}: {runtime} splits the {kv} KV heads across ranks (or replicates them), "
             f"so tp must divide {kv} or be a multiple of it",
+            setting="tp",
+            value=tp,
+        )
+
+
+def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
+    """An explicit ``--tp`` as vLLM/SGLang check it at start-up (heads divisible by it) and
+    the ranks it needs (one GPU each; oomkit never invents GPUs the user did not name).
+
+    Raises:
+        InvalidSettingError: the runtime would refuse it, or the target has too few GPUs.
+    """
+    _tp_divides(spec, tp, runtime)
+    if n_gpus and tp > n_gpus:
+        raise InvalidSettingError(
+            f"--tp {tp} needs {tp} GPUs but the target has {n_gpus}; name them all "
+            f"(e.g. --gpu {tp}x<name>) or lower --tp",
             setting="tp",
             value=tp,
         )
