@@ -101,9 +101,8 @@ def output_cache(out: Any) -> Any:
     old ``past_key_values`` of transformers 4.x."""
     import dataclasses
 
-    if dataclasses.is_dataclass(out) and any(f.name == "cache" for f in dataclasses.fields(out)):
-        return out.cache
-    return getattr(out, "past_key_values", None)
+    names = {f.name for f in dataclasses.fields(out)} if dataclasses.is_dataclass(out) else set()
+    return out.cache if "cache" in names else getattr(out, "past_key_values", None)
 
 
 def loss_of(out: Any) -> torch.Tensor:
