@@ -89,3 +89,14 @@ def test_cli_refuses_in_one_line_exit_2(capsys: pytest.CaptureFixture[str], comm
     assert "--runtime-version 0.5.3.post1 or later" in errors[0]
     assert main([*argv, "--runtime-version", "0.5.3.post1", "--ctx", "8192"]) in (0, 3, 4)
     assert "Error:" not in capsys.readouterr().err
+
+
+def test_doctor_keeps_the_post_release_it_reads() -> None:
+    """vllm#6689's own banner: 0.5.3.post1 runs Llama 3.1, so a doctor reading that log must
+    not model (and refuse) 0.5.3."""
+    from oomkit.diagnose.version import runtime_version_from_log
+
+    log = "INFO 07-25 18:00:10 api_server.py:219] vLLM API server version 0.5.3.post1\n"
+    found = runtime_version_from_log(log)
+    assert found == ("vllm", "0.5.3.post1")
+    check_vllm_rope(load_model("llama-3.1-8b", offline=True), found[1])
