@@ -28,7 +28,14 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["RUNTIME_SETTINGS", "check_run", "check_tp", "ignored_settings"]
+__all__ = [
+    "RUNTIME_SETTINGS",
+    "check_run",
+    "check_tp",
+    "ignored_settings",
+    "vllm_len_cap",
+    "vllm_max_model_len",
+]
 
 #: InferenceSettings fields each estimator reads (everything else is ignored by that runtime)
 RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
@@ -161,6 +168,60 @@ def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
             setting="tp",
             value=tp,
         )
+
+
+#: rope types whose ``max_position_embeddings`` already is the scaled length: vLLM's
+#: ``_get_and_verify_max_len`` skips the factor for them (``rope_type not in ("su",
+#: "longrope", "llama3")``)
+_ROPE_UNSCALED_LEN = frozenset({"su", "longrope", "llama3"})
+
+
+def vllm_max_model_len(spec: ModelSpec) -> int | None:
+    """The longest ``--max-model-len`` vLLM accepts for ``spec`` without
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, or None when oomkit cannot tell.
+
+    vLLM ``_get_and_verify_max_len`` (vllm/config.py): the config's ``max_position_embeddings``;
+    with a ``rope_scaling`` other than su/longrope/llama3 (and not Gemma 3, whose 128K is
+    already scaled) that times ``rope_scaling.get("factor", 1.0)``, YaRN starting from
+    ``original_max_position_embeddings`` instead. None: no ``max_position_embeddings``, or a
+    scaled type whose factor (YaRN: original length) the spec does not hold (a GGUF file).
+    """
+    limit = spec.max_position_embeddings
+    kind = spec.rope_scaling_type
+    if not limit:
+        return None
+    if kind is None or kind in _ROPE_UNSCALED_LEN or "gemma3" in spec.model_type:
+        return limit
+    factor = spec.rope_scaling_factor
+    if factor is None:
+        # M-RoPE carries no factor (1.0); linear/dynamic/YaRN always do, so none here means
+        # a source that dropped it
+        return limit if kind == "mrope" else None
+    if kind in ("yarn", "deepseek_yarn"):
+        if spec.rope_original_max_position_embeddings is None:
+            return None
+        limit = spec.rope_original_max_position_embeddings
+    return int(limit * factor)
+
+
+#: the longest max_model_len the vLLM estimator searches when the model's own is unknown
+_SEARCH_LEN = 1 << 22
+
+
+def vllm_len_cap(spec: ModelSpec, max_len: int) -> tuple[int, str | None]:
+    """(the longest ``max_model_len`` worth reporting as "fits", the note that says so when
+    the KV pool would hold more): vLLM's own limit (:func:`vllm_max_model_len`), or the
+    asked ``max_len`` when that is longer (``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` or a rope-scaled
+    model's note in :func:`check_run`); with that variable set, no model limit."""
+    longest = vllm_max_model_len(spec)
+    allow = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true")
+    if longest is None or allow or max_len > longest:
+        return max(max_len, _SEARCH_LEN if longest is None or allow else longest), None
+    return longest, (
+        f"largest max_model_len that fits capped at {longest}, the model's maximum (vLLM "
+        "refuses a longer --max-model-len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); the KV "
+        "pool holds more"
+    )
 
 
 def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
