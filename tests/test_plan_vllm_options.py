@@ -160,3 +160,28 @@ def test_web_plan_body_takes_them(capsys: pytest.CaptureFixture[str]) -> None:
         r = c.post("/api/plan", json={**body, "tp": 3})
         assert r.status_code == 422
         assert "divisible" in r.json()["detail"]
+
+
+def test_estimate_suggestions_keep_the_asked_parallelism(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The suggested vllm serve runs what was estimated: the asked --tp x --pp (not TP over
+    all GPUs, which with --pp 2 needed 8 of the 4), --cpu-offload-gb and --enforce-eager."""
+    argv = ["estimate", "qwen3-next-80b-a3b", "-r", "vllm", "--tp", "2", "--pp", "2"]
+    code, out, _ = _run(capsys, [*argv, "--gpu", "4xa100-40gb", "--offline", "--json"])
+    doc = json.loads(out)
+    assert code == 3
+    assert doc["suggestions"]
+    for s in doc["suggestions"]:
+        flags = parse_command("vllm", s["command"])
+        assert flags["--tensor-parallel-size"] == ["2"]
+        assert flags["--pipeline-parallel-size"] == ["2"]
+    argv = ["estimate", "llama-3.1-70b", "-r", "vllm", "--gpu", "2xrtx-4090", "--tp", "2"]
+    argv += ["--cpu-offload-gb", "10", "--enforce-eager", "--ctx", "8192", "--offline", "--json"]
+    code, out, _ = _run(capsys, argv)
+    doc = json.loads(out)
+    assert doc["suggestions"]
+    for s in doc["suggestions"]:
+        flags = parse_command("vllm", s["command"])
+        assert flags["--cpu-offload-gb"] == ["10"]
+        assert flags["--enforce-eager"] == []
