@@ -118,3 +118,30 @@ def test_bad_factor_is_refused(bad: float) -> None:
     spec = load_model("llama-3.1-8b", offline=True)
     with pytest.raises(InvalidModelSpecError, match="rope_scaling_factor"):
         dataclasses.replace(spec, rope_scaling_factor=bad)
+
+
+@pytest.mark.parametrize(
+    ("model", "ctx", "refused"),
+    [
+        ("internlm2.5-7b", 60000, False),  # dynamic x2: vLLM accepts up to 65536
+        ("internlm2.5-7b", 70000, True),
+        ("gpt-oss-20b", 200000, True),  # yarn: 4096 x 32 = 131072 (was only noted)
+        ("gemma-3-4b", 200000, True),  # Gemma 3's 131072 is already scaled (was only noted)
+        ("llama-3.1-8b", 131073, True),
+    ],
+)
+def test_ctx_past_vllm_maximum_is_refused(
+    model: str, ctx: int, refused: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
+    if not refused:
+        est = _vllm(model, "h200", ctx)
+        assert any("up to 65536" in a for a in est.assumptions)
+        return
+    from oomkit.errors import InvalidSettingError
+
+    with pytest.raises(InvalidSettingError, match="VLLM_ALLOW_LONG_MAX_MODEL_LEN=1") as err:
+        _vllm(model, "h200", ctx)
+    assert err.value.setting == "ctx"
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    assert any("only warns" in a for a in _vllm(model, "h200", ctx).assumptions)

@@ -365,20 +365,30 @@ def check_run(
             else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
         )
         allow = os.environ.get(env, "").lower() in ("1", "true")
-        if spec.rope_scaling_type in ("yarn", "linear", "dynamic"):
+        # vLLM's own limit where the spec holds the rope_scaling factor (vllm_max_model_len)
+        longest = vllm_max_model_len(spec) if runtime == "vllm" else None
+        what = f"max_position_embeddings ({limit})"
+        if longest is not None and longest > limit:
+            what = f"maximum ({longest}: max_position_embeddings x the rope_scaling factor)"
+        if longest is not None and settings.ctx <= longest:
+            notes.append(
+                f"--ctx {settings.ctx} is above max_position_embeddings {limit}; {name} "
+                f"multiplies that by the {spec.rope_scaling_type} rope_scaling factor "
+                f"(up to {longest})"
+            )
+        elif longest is None and spec.rope_scaling_type in ("yarn", "linear", "dynamic"):
             notes.append(
                 f"--ctx {settings.ctx} is above max_position_embeddings {limit}; {name} "
                 f"multiplies that by the {spec.rope_scaling_type} rope_scaling factor"
             )
         elif allow:
             notes.append(
-                f"--ctx {settings.ctx} above max_position_embeddings {limit} "
-                f"({env} is set: {name} only warns)"
+                f"--ctx {settings.ctx} above the model's {what} ({env} is set: {name} only warns)"
             )
         else:
             raise InvalidSettingError(
-                f"--ctx {settings.ctx} is greater than the model's max_position_embeddings "
-                f"({limit}); {name} refuses this unless {env}=1",
+                f"--ctx {settings.ctx} is greater than the model's {what}; {name} refuses "
+                f"this unless {env}=1",
                 setting="ctx",
                 value=settings.ctx,
             )
