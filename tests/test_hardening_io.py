@@ -111,12 +111,14 @@ def test_offline_hint_only_when_offline_is_set(monkeypatch: pytest.MonkeyPatch) 
     assert "unset HF_HUB_OFFLINE" in (error_exit_code(err)[1] or "")
 
 
-@pytest.mark.parametrize("value", ["inf", "nan", "1e9"])
+@pytest.mark.parametrize("value", ["inf", "nan", "1e9", "0", "0.0", "1e-9", "0.05"])
 def test_gpus_watch_bounded(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """0 (or a tiny interval) would re-query the GPUs in a busy loop: refused, one line."""
     assert main(["gpus", "--watch", value]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Error: ")
     assert "--watch" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_nvidia_smi_inf_values() -> None:

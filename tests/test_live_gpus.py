@@ -484,7 +484,7 @@ def test_cli_live_view_json(cli_backend: None) -> None:
 def test_cli_watch_refreshes(cli_backend: None) -> None:
     from oomkit.cli.gpus import gpus_command
 
-    result = CliRunner().invoke(gpus_command, ["--json", "--watch", "0", "--count", "3"], env=ENV)
+    result = CliRunner().invoke(gpus_command, ["--json", "--watch", "0.1", "--count", "3"], env=ENV)
     assert result.exit_code == 0
     docs = result.stdout.strip().split("\n}\n{")
     assert len(docs) == 3

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from oomkit.catalog.models import find_model
 from oomkit.estimate.vllm import plan_vllm
 from oomkit.estimate.vllm_engines import VLLM_ENGINES, non_torch_bytes, vllm_engine
@@ -124,9 +126,11 @@ def test_qwen3_235b_fp8_tp4_matches_the_h200_profile_log() -> None:
     assert abs(p.non_torch_bytes / GiB - 2.04) < 0.25
 
 
-def test_longest_request_is_whole_blocks_of_the_pool() -> None:
+def test_longest_request_is_whole_blocks_of_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     # uniform full attention: cdiv(len, 16) pages per layer must fit, so the longest
-    # max_model_len equals the KV cache size in tokens
+    # max_model_len equals the KV cache size in tokens (past the model's 131072: vLLM allows
+    # it with VLLM_ALLOW_LONG_MAX_MODEL_LEN, oomkit.estimate.checks.vllm_len_cap)
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
     p = plan_vllm(LLAMA8, InferenceSettings(runtime="vllm", ctx=8192), H100_SXM)
     assert p.max_model_len_that_fits == p.kv_cache_tokens
     assert p.max_model_len_that_fits % 16 == 0

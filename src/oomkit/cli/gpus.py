@@ -171,14 +171,19 @@ def live_snapshot() -> tuple[GpuBackend, tuple[GpuStatus, ...]]:
 
 #: longest --watch interval (one day); inf/nan would sleep forever or fail inside time.sleep
 _MAX_WATCH_S = 86_400.0
+#: shortest --watch interval: 0 (or any tiny value) re-queries every GPU in a busy loop, one
+#: core at 100% and a terminal cleared faster than it can be read
+_MIN_WATCH_S = 0.1
 
 
 def _check_watch(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     import math
 
-    if value is not None and (not math.isfinite(value) or not 0 <= value <= _MAX_WATCH_S):
+    if value is not None and (
+        not math.isfinite(value) or not _MIN_WATCH_S <= value <= _MAX_WATCH_S
+    ):
         raise click.BadParameter(
-            f"must be a number of seconds in [0, {_MAX_WATCH_S:g}], got {value}",
+            f"must be a number of seconds in [{_MIN_WATCH_S:g}, {_MAX_WATCH_S:g}], got {value}",
             ctx=ctx,
             param=param,
         )

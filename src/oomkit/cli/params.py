@@ -129,11 +129,17 @@ def parse_gpu_list(text: str) -> tuple[GpuModel, ...]:
 
 
 def hardware_from_options(
-    gpus: tuple[str, ...], *, vram: int | None, ram: int | None, quiet: bool = False
+    gpus: tuple[str, ...],
+    *,
+    vram: int | None,
+    ram: int | None,
+    quiet: bool = False,
+    n_devices: int | None = None,
 ) -> Hardware:
     """The target of a command with repeatable ``--gpu`` values (catalog names, ``2x3090``,
     ``auto`` for the GPUs in this machine), ``--vram`` and ``--ram``; the resolved GPUs are
-    named on stderr unless ``quiet``.
+    named on stderr unless ``quiet``. ``n_devices`` (``--tp``): how many ``--vram`` GPUs
+    when no ``--gpu`` names them.
 
     Raises:
         InvalidSettingError: no GPU named and no ``--vram``.
@@ -148,7 +154,9 @@ def hardware_from_options(
             setting="--gpu",
         )
     if not gpus:
-        return choose_hardware(None, vram_bytes=vram, host_ram_bytes=ram).hardware
+        return choose_hardware(
+            None, vram_bytes=vram, host_ram_bytes=ram, n_devices=n_devices or 1
+        ).hardware
     devices: list[DeviceTarget] = []
     for value in gpus:
         choice = choose_hardware(value, vram_bytes=vram, host_ram_bytes=ram)

@@ -66,6 +66,21 @@ __all__ = ["plan_command", "render_plan"]
     type=click.Choice(["cuda", "rocm", "metal", "vulkan"], case_sensitive=False),
     help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's)",
 )
+@click.option(
+    "--tp",
+    type=int,
+    help="vLLM/SGLang tensor-parallel size (default: the most GPUs the attention heads divide)",
+)
+@click.option(
+    "--gpu-memory-utilization",
+    type=float,
+    help="vLLM fraction of each GPU, in (0, 1] (default: vLLM's, lowered where the margin is thin)",
+)
+@click.option(
+    "--max-num-seqs",
+    type=int,
+    help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -86,6 +101,9 @@ def plan_command(
     prefer: str,
     runtime_version: str | None,
     backend: str | None,
+    tp: int | None,
+    gpu_memory_utilization: float | None,
+    max_num_seqs: int | None,
     offline: bool,
     as_json: bool,
     training: TrainOptions,
@@ -105,9 +123,13 @@ def plan_command(
         raise click.UsageError(
             "--draft-model is an inference option; it cannot be used with --train"
         )
+    from oomkit.cli.estimate_args import check_count_options
+
+    check_count_options(tp=tp, max_num_seqs=max_num_seqs)
     if training.method is not None:
-        hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
-        return _plan_training(model, training, hardware, offline=offline, as_json=as_json)
+        hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
+        return _plan_training(model, training, hardware, tp=tp, offline=offline, as_json=as_json)
+    _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
 
     request = PlanRequest(
         runtime=runtime,
@@ -120,7 +142,7 @@ def plan_command(
         headroom_bytes=headroom,
         prefer=prefer,
     )
-    hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json)
+    hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
     from oomkit.estimate.registry import normalize_runtime
 
     if backend is not None:
@@ -132,9 +154,18 @@ def plan_command(
     from oomkit.spec.settings import InferenceSettings
 
     draft = draft_settings(runtime if runtime == "any" else normalize_runtime(runtime), {**drafts})
+    serving: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("tp", tp),
+            ("gpu_memory_utilization", gpu_memory_utilization),
+            ("max_num_seqs", max_num_seqs),
+        )
+        if v is not None
+    }
     base = (
-        InferenceSettings(runtime_version=runtime_version, **draft)
-        if runtime_version or draft
+        InferenceSettings(runtime_version=runtime_version, **draft, **serving)
+        if runtime_version or draft or serving
         else None
     )
     result = plan(model, hardware, request, base=base, offline=True if offline else None)
@@ -145,8 +176,46 @@ def plan_command(
     return EXIT_OK if result.fits else EXIT_NEGATIVE
 
 
+def _check_vllm_options(
+    runtime: str, tp: int | None, util: float | None, max_num_seqs: int | None
+) -> None:
+    """The serving flags ``plan`` shares with ``estimate``: ranges, and the runtimes that
+    have them (``--tp``/``--max-num-seqs``: vLLM and SGLang; ``--gpu-memory-utilization``:
+    vLLM, whose ``EngineArgs`` takes a fraction in (0, 1])."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.registry import normalize_runtime
+
+    if util is not None and not 0 < util <= 1:  # (NaN fails both comparisons)
+        raise InvalidSettingError(
+            f"--gpu-memory-utilization must be in (0, 1], got {util}",
+            setting="--gpu-memory-utilization",
+            value=util,
+        )
+    rt = runtime.strip().lower()
+    rt = rt if rt == "any" else normalize_runtime(runtime)
+    for flag, value, runtimes in (
+        ("--tp", tp, ("vllm", "sglang")),
+        ("--max-num-seqs", max_num_seqs, ("vllm", "sglang")),
+        ("--gpu-memory-utilization", util, ("vllm",)),
+    ):
+        if value is not None and rt not in (*runtimes, "any"):
+            names = " and ".join("vLLM" if r == "vllm" else "SGLang" for r in runtimes)
+            raise InvalidSettingError(
+                f"{flag} is a {names} option; plan with --runtime "
+                f"{' or '.join(runtimes)} (or any), or drop {flag}",
+                setting=flag,
+                value=value,
+            )
+
+
 def _plan_training(
-    model: str, training: TrainOptions, hardware: object, *, offline: bool, as_json: bool
+    model: str,
+    training: TrainOptions,
+    hardware: object,
+    *,
+    tp: int | None,
+    offline: bool,
+    as_json: bool,
 ) -> int:
     """``plan MODEL --train ...``: the run as asked if it fits, else the changes that make it
     fit (oomkit.planner.training), each with its per-GPU peak and launch command."""
@@ -161,7 +230,7 @@ def _plan_training(
     from oomkit.units import format_bytes
 
     assert isinstance(hardware, Hardware)
-    settings = training.to_settings(tp=None, overhead_bytes=None)
+    settings = training.to_settings(tp=tp, overhead_bytes=None)
     n_gpus = len([d for d in hardware.devices if d.backend != "cpu"])
     if n_gpus > 1 and training.gpus in (1, n_gpus):
         settings = dataclasses.replace(settings, gpus=n_gpus)

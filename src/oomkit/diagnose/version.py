@@ -15,10 +15,11 @@ _TAIL = 256 << 10
 
 #: (runtime, pattern with the version in group 1), most specific first
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # vLLM: "vLLM API server version 0.6.3", "Initializing a V1 LLM engine (v0.8.5)"
-    ("vllm", re.compile(r"vLLM API server version v?(\d+\.\d+\.\d+)")),
-    ("vllm", re.compile(r"Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+\.\d+)")),
-    ("vllm", re.compile(r"\bvllm[ =]+(?:version[ :]+)?v?(\d+\.\d+\.\d+)", re.I)),
+    # vLLM: "vLLM API server version 0.6.3", "Initializing a V1 LLM engine (v0.8.5)"; a
+    # post-release kept (0.5.3.post1 runs Llama 3.1, 0.5.3 cannot: oomkit.estimate.vllm_rope)
+    ("vllm", re.compile(r"vLLM API server version v?(\d+\.\d+\.\d+(?:\.post\d+)?)")),
+    ("vllm", re.compile(r"Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+\.\d+(?:\.post\d+)?)")),
+    ("vllm", re.compile(r"\bvllm[ =]+(?:version[ :]+)?v?(\d+\.\d+\.\d+(?:\.post\d+)?)", re.I)),
     # Ollama: "ollama version is 0.5.7", server "(version 0.12.3)"
     ("ollama", re.compile(r"ollama version (?:is )?v?(\d+\.\d+\.\d+)", re.I)),
     ("ollama", re.compile(r"Listening on .{0,200}?\(version v?(\d+\.\d+\.\d+)")),

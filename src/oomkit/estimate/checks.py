@@ -28,7 +28,14 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["RUNTIME_SETTINGS", "check_run", "ignored_settings"]
+__all__ = [
+    "RUNTIME_SETTINGS",
+    "check_run",
+    "check_tp",
+    "ignored_settings",
+    "vllm_len_cap",
+    "vllm_max_model_len",
+]
 
 #: InferenceSettings fields each estimator reads (everything else is ignored by that runtime)
 RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
@@ -164,6 +171,77 @@ def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
         )
 
 
+#: rope types whose ``max_position_embeddings`` already is the scaled length: vLLM's
+#: ``_get_and_verify_max_len`` skips the factor for them (``rope_type not in ("su",
+#: "longrope", "llama3")``)
+_ROPE_UNSCALED_LEN = frozenset({"su", "longrope", "llama3"})
+
+
+def vllm_max_model_len(spec: ModelSpec) -> int | None:
+    """The longest ``--max-model-len`` vLLM accepts for ``spec`` without
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, or None when oomkit cannot tell.
+
+    vLLM ``_get_and_verify_max_len`` (vllm/config.py): the config's ``max_position_embeddings``;
+    with a ``rope_scaling`` other than su/longrope/llama3 (and not Gemma 3, whose 128K is
+    already scaled) that times ``rope_scaling.get("factor", 1.0)``, YaRN starting from
+    ``original_max_position_embeddings`` instead. None: no ``max_position_embeddings``, or a
+    scaled type whose factor (YaRN: original length) the spec does not hold (a GGUF file).
+    """
+    limit = spec.max_position_embeddings
+    kind = spec.rope_scaling_type
+    if not limit:
+        return None
+    if kind is None or kind in _ROPE_UNSCALED_LEN or "gemma3" in spec.model_type:
+        return limit
+    factor = spec.rope_scaling_factor
+    if factor is None:
+        # M-RoPE carries no factor (1.0); linear/dynamic/YaRN always do, so none here means
+        # a source that dropped it
+        return limit if kind == "mrope" else None
+    if kind in ("yarn", "deepseek_yarn"):
+        if spec.rope_original_max_position_embeddings is None:
+            return None
+        limit = spec.rope_original_max_position_embeddings
+    return int(limit * factor)
+
+
+#: the longest max_model_len the vLLM estimator searches when the model's own is unknown
+_SEARCH_LEN = 1 << 22
+
+
+def vllm_len_cap(spec: ModelSpec, max_len: int) -> tuple[int, str | None]:
+    """(the longest ``max_model_len`` worth reporting as "fits", the note that says so when
+    the KV pool would hold more): vLLM's own limit (:func:`vllm_max_model_len`), or the
+    asked ``max_len`` when that is longer (``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` or a rope-scaled
+    model's note in :func:`check_run`); with that variable set, no model limit."""
+    longest = vllm_max_model_len(spec)
+    allow = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true")
+    if longest is None or allow or max_len > longest:
+        return max(max_len, _SEARCH_LEN if longest is None or allow else longest), None
+    return longest, (
+        f"largest max_model_len that fits capped at {longest}, the model's maximum (vLLM "
+        "refuses a longer --max-model-len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); the KV "
+        "pool holds more"
+    )
+
+
+def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
+    """An explicit ``--tp`` as vLLM/SGLang check it at start-up (heads divisible by it) and
+    the ranks it needs (one GPU each; oomkit never invents GPUs the user did not name).
+
+    Raises:
+        InvalidSettingError: the runtime would refuse it, or the target has too few GPUs.
+    """
+    _tp_divides(spec, tp, runtime)
+    if n_gpus and tp > n_gpus:
+        raise InvalidSettingError(
+            f"--tp {tp} needs {tp} GPUs but the target has {n_gpus}; name them all "
+            f"(e.g. --gpu {tp}x<name>) or lower --tp",
+            setting="tp",
+            value=tp,
+        )
+
+
 def _override_to_n_cpu_moe(
     spec: ModelSpec, settings: InferenceSettings
 ) -> tuple[InferenceSettings, str]:
@@ -288,20 +366,30 @@ def check_run(
             else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
         )
         allow = os.environ.get(env, "").lower() in ("1", "true")
-        if spec.rope_scaling_type in ("yarn", "linear", "dynamic"):
+        # vLLM's own limit where the spec holds the rope_scaling factor (vllm_max_model_len)
+        longest = vllm_max_model_len(spec) if runtime == "vllm" else None
+        what = f"max_position_embeddings ({limit})"
+        if longest is not None and longest > limit:
+            what = f"maximum ({longest}: max_position_embeddings x the rope_scaling factor)"
+        if longest is not None and settings.ctx <= longest:
+            notes.append(
+                f"--ctx {settings.ctx} is above max_position_embeddings {limit}; {name} "
+                f"multiplies that by the {spec.rope_scaling_type} rope_scaling factor "
+                f"(up to {longest})"
+            )
+        elif longest is None and spec.rope_scaling_type in ("yarn", "linear", "dynamic"):
             notes.append(
                 f"--ctx {settings.ctx} is above max_position_embeddings {limit}; {name} "
                 f"multiplies that by the {spec.rope_scaling_type} rope_scaling factor"
             )
         elif allow:
             notes.append(
-                f"--ctx {settings.ctx} above max_position_embeddings {limit} "
-                f"({env} is set: {name} only warns)"
+                f"--ctx {settings.ctx} above the model's {what} ({env} is set: {name} only warns)"
             )
         else:
             raise InvalidSettingError(
-                f"--ctx {settings.ctx} is greater than the model's max_position_embeddings "
-                f"({limit}); {name} refuses this unless {env}=1",
+                f"--ctx {settings.ctx} is greater than the model's {what}; {name} refuses "
+                f"this unless {env}=1",
                 setting="ctx",
                 value=settings.ctx,
             )

@@ -37,6 +37,7 @@ from math import ceil
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+from oomkit.estimate.checks import vllm_len_cap
 from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_peak_bytes
 from oomkit.estimate.hf_kv import (
     KvLayer,
@@ -289,7 +290,10 @@ def plan_vllm(
         b = kv_blocks(layers, pool, block=block, max_len=max_len, batched=batched, eng=eng)
         if b is not None:
             conc = b.num_blocks / max(1, b.blocks_per_request)
-        fits_len = max_len_that_fits(layers, max(0, pool), max(max_len, 1 << 22), block)
+        search_len, cap_note = vllm_len_cap(spec, max_len)
+        fits_len = max_len_that_fits(layers, max(0, pool), search_len, block)
+        if cap_note is not None and fits_len == search_len:
+            notes.append(cap_note)
     if any(lay.kind == "sliding" for lay in layers) and not eng.hybrid_kv_groups:
         notes.append("sliding-window layers counted at full size (V0 allocates every layer alike)")
     if any(lay.kind == "recurrent" for lay in layers):

@@ -97,8 +97,13 @@ def vllm_model_version(spec: ModelSpec, version: str | None) -> tuple[str | None
     """(the vLLM version to model, notes) for ``spec`` at ``--runtime-version`` ``version``.
 
     Raises:
-        InvalidSettingError: that release cannot load the architecture (see module doc).
+        InvalidSettingError: that release cannot load the architecture (see module doc), or
+            its ``get_rope`` lacks the model's ``rope_scaling`` type
+            (:mod:`oomkit.estimate.vllm_rope`).
     """
+    from oomkit.estimate.vllm_rope import check_vllm_rope
+
+    check_vllm_rope(spec, version)
     sup = VLLM_SUPPORT.get(spec.architecture)
     if sup is None:
         return version, ()

@@ -49,6 +49,7 @@ from oomkit.inprocess.probe_calls import (
     call_model,
     enable_checkpointing,
     fake_inputs,
+    output_cache,
     phase,
     tensors_in,
 )
@@ -442,7 +443,7 @@ def _run(
                     extra["logits_to_keep"] = 1
                 with torch.no_grad(), phase(tracker, "forward"):
                     out = call_model(model, inputs, extra)
-                cache = getattr(out, "past_key_values", None)
+                cache = output_cache(out)
                 for t in tensors_in(cache):
                     tracker.set_role(t, "kv_cache")
                 for t in tensors_in(out):

@@ -24,6 +24,7 @@ __all__ = [
     "enable_checkpointing",
     "fake_inputs",
     "loss_of",
+    "output_cache",
     "phase",
     "tensors_in",
 ]
@@ -90,6 +91,18 @@ def call_model(model: nn.Module, inputs: Any, extra: Mapping[str, Any]) -> Any:
     if isinstance(inputs, (tuple, list)):
         return model(*inputs, **extra)
     return model(inputs, **extra)
+
+
+def output_cache(out: Any) -> Any:
+    """The KV cache a forward returned: ``out.cache`` where the output has that field
+    (transformers 5.x renamed ``past_key_values``/``cache_params`` to ``cache``; reading an old
+    name goes through ``ModelOutput``'s back-compat property, which logs "`past_key_values`/
+    `cache_params` are deprecated. Use `cache` instead." on the user's terminal), else the
+    old ``past_key_values`` of transformers 4.x."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(out)} if dataclasses.is_dataclass(out) else set()
+    return out.cache if "cache" in names else getattr(out, "past_key_values", None)
 
 
 def loss_of(out: Any) -> torch.Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from oomkit.loaders.hf_config_fields import Fields, parse_quantization
+from oomkit.loaders.hf_config_fields import Fields, parse_quantization, rope_scaling_numbers
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, MlaSpec, ModelSpec, MoESpec
 
 __all__ = ["ADAPTERS", "MODEL_TYPE_ARCHITECTURES", "Adapter", "decoder_kwargs", "generic_decoder"]
@@ -83,6 +83,7 @@ def decoder_kwargs(
         "torch_dtype": f.string("torch_dtype", "dtype"),
         "quantization": parse_quantization(f),
         "rope_scaling_type": _rope_type(f),
+        **rope_scaling_numbers(f),
         "attn_logit_softcapping": f.opt_positive_float("attn_logit_softcapping"),
         "final_logit_softcapping": f.opt_positive_float("final_logit_softcapping"),
     }

@@ -13,7 +13,7 @@ from oomkit.errors import ConfigFormatError, UnsupportedModelError
 from oomkit.spec.model import LAYER_FULL, LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, QuantizationSpec
 from oomkit.validate import MAX_DIM, key_limit
 
-__all__ = ["Fields", "parse_quantization"]
+__all__ = ["Fields", "parse_quantization", "rope_scaling_numbers"]
 
 _MISSING = object()
 
@@ -163,6 +163,25 @@ class Fields:
 
     def note(self, text: str) -> None:
         self.assumptions.append(text)
+
+
+def rope_scaling_numbers(fields: Fields) -> dict[str, Any]:
+    """``rope_scaling_factor`` / ``rope_original_max_position_embeddings`` ModelSpec keyword
+    arguments from the config's ``rope_scaling`` (or transformers 5's ``rope_parameters``);
+    a value that is not a positive number is left out (None), as before these were read."""
+    out: dict[str, Any] = {}
+    for key in ("rope_scaling", "rope_parameters"):
+        rs = fields.raw(key)
+        if not isinstance(rs, Mapping) or rs.get("rope_type", rs.get("type")) in (None, "default"):
+            continue
+        factor = rs.get("factor")
+        if isinstance(factor, int | float) and not isinstance(factor, bool) and 0 < factor < 1e9:
+            out["rope_scaling_factor"] = float(factor)
+        orig = rs.get("original_max_position_embeddings")
+        if isinstance(orig, int) and not isinstance(orig, bool) and 0 < orig <= 1 << 30:
+            out["rope_original_max_position_embeddings"] = orig
+        break
+    return out
 
 
 def parse_quantization(fields: Fields) -> QuantizationSpec | None:

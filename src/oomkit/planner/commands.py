@@ -274,6 +274,12 @@ def emit_command(
         parts += ["--gpu-memory-utilization", f"{util:g}"]
         if settings.tp and settings.tp > 1:
             parts += ["--tensor-parallel-size", str(settings.tp)]
+        if settings.pp and settings.pp > 1:  # (the memory modelled is per stage)
+            parts += ["--pipeline-parallel-size", str(settings.pp)]
+        if settings.cpu_offload_bytes:  # GiB despite its name (cpu_offload_gb * 1024**3)
+            parts += ["--cpu-offload-gb", f"{settings.cpu_offload_bytes / (1 << 30):g}"]
+        if settings.enforce_eager:
+            parts += ["--enforce-eager"]
         if settings.cache_type_k and settings.cache_type_k != "auto":
             parts += ["--kv-cache-dtype", settings.cache_type_k]
         if settings.quant in ("fp8", "awq", "gptq"):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.checks import check_tp
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 from oomkit.planner.knobs import (
@@ -467,6 +468,9 @@ class Searcher:
             # (transformers' device_map="auto" splits the layers over the GPUs: no TP size)
             return None
         n = len([d for d in self.hardware.devices if d.backend != "cpu"])
+        if self.base.tp is not None:  # the user's --tp, as the runtime checks it at start-up
+            check_tp(self.spec, self.base.tp, n, self.runtime)
+            return self.base.tp
         heads = self.spec.num_attention_heads
         kv = self.spec.num_key_value_heads
         for tp in range(n, 0, -1):

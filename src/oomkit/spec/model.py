@@ -291,6 +291,11 @@ class ModelSpec:
     assumptions: tuple[str, ...] = ()
     #: ``rope_scaling`` type ("llama3", "yarn", "longrope", "linear", "dynamic"), None without
     rope_scaling_type: str | None = None
+    #: its ``factor`` and, for YaRN, ``original_max_position_embeddings`` (None when absent):
+    #: vLLM derives the longest ``max_model_len`` from them (:func:`oomkit.estimate.checks.
+    #: vllm_max_model_len`)
+    rope_scaling_factor: float | None = None
+    rope_original_max_position_embeddings: int | None = None
     #: rows of a learned absolute position embedding (GPT-2 ``n_positions``, OPT
     #: ``max_position_embeddings + 2``, BERT ``max_position_embeddings``); 0 for RoPE/ALiBi models
     position_embedding_rows: int = 0
@@ -349,6 +354,26 @@ class ModelSpec:
         _check(n, "intermediate_size", self.intermediate_size, 0, MAX_DIM)
         _check(n, "vocab_size", self.vocab_size, 0, MAX_VOCAB)
         _check(n, "max_position_embeddings", self.max_position_embeddings, 1, _MAX_COUNT, True)
+        _check(
+            n,
+            "rope_original_max_position_embeddings",
+            self.rope_original_max_position_embeddings,
+            1,
+            _MAX_COUNT,
+            True,
+        )
+        factor = self.rope_scaling_factor
+        if factor is not None and (
+            isinstance(factor, bool)
+            or not isinstance(factor, int | float)
+            or not 0 < factor < 1e9  # (NaN fails it)
+        ):
+            raise InvalidModelSpecError(
+                f"Invalid model {n!r}: rope_scaling_factor must be a number in (0, 1e9), "
+                f"got {factor!r}"[:200],
+                setting="rope_scaling_factor",
+                value=factor,
+            )
         _check(n, "sliding_window", self.sliding_window, 0, _MAX_COUNT, True)
         _check(n, "multimodal_params", self.multimodal_params, 0, _MAX_PARAMS)
         _check(n, "declared_params", self.declared_params, 0, _MAX_PARAMS, True)

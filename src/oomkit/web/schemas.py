@@ -102,6 +102,9 @@ class PlanBody(_Body):
     headroom: Size | None = None
     prefer: Literal["quality", "speed", "context"] = "quality"
     backend: Literal["cuda", "rocm", "metal", "vulkan"] | None = None
+    tp: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    gpu_memory_utilization: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1)] | None = None
+    max_num_seqs: Small | None = None
 
 
 class DoctorBody(_Body):

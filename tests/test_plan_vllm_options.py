@@ -1,0 +1,187 @@
+"""``oomkit plan`` takes estimate's vLLM serving flags (--tp, --gpu-memory-utilization,
+--max-num-seqs): the planner searches with them and the emitted ``vllm serve`` carries them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import oomkit
+from oomkit.cli import main
+from oomkit.planner.commands import parse_command
+from oomkit.planner.core import plan
+from oomkit.planner.request import PlanRequest
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.settings import InferenceSettings
+
+
+def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(argv)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def _plan_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any]:
+    code, out, _ = _run(capsys, ["plan", *argv, "--offline", "--json"])
+    return code, json.loads(out)
+
+
+def test_plan_carries_the_serving_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["llama-3.1-8b", "-r", "vllm", "--gpu", "2xrtx-4090", "--tp", "2"]
+    argv += ["--gpu-memory-utilization", "0.8", "--max-num-seqs", "64"]
+    code, doc = _plan_json(capsys, argv)
+    assert code == 0
+    assert doc["plans"]
+    for p in doc["plans"]:
+        flags = parse_command("vllm", p["command"])
+        assert flags["--tensor-parallel-size"] == ["2"]
+        assert flags["--gpu-memory-utilization"] == ["0.8"]
+        assert flags["--max-num-seqs"] == ["64"]
+        # the memory the plan shows is that of the run it emits
+        assert p["settings"]["tp"] == 2
+        assert p["settings"]["gpu_memory_utilization"] == 0.8
+        assert p["settings"]["max_num_seqs"] == 64
+        assert len(p["devices"]) == 2
+
+
+def test_utilization_changes_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    """A lower fraction leaves vLLM less KV pool: the plan's pool shrinks with it."""
+    base = ["llama-3.1-8b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "8192"]
+    _, high = _plan_json(capsys, [*base, "--gpu-memory-utilization", "0.9"])
+    _, low = _plan_json(capsys, [*base, "--gpu-memory-utilization", "0.6"])
+    pool = "available_kv_cache_bytes"
+    assert low["plans"][0]["runtime_details"][pool] < high["plans"][0]["runtime_details"][pool]
+
+
+def test_explicit_tp_is_kept_not_replaced_by_all_gpus() -> None:
+    """--tp 1 on two GPUs is vLLM on one of them (its own default), not the planner's TP 2."""
+    gpu = oomkit.find_gpu("rtx-4090").to_device_target()
+    hw = Hardware(devices=(gpu, gpu))
+    auto = plan("llama-3.1-8b", hw, PlanRequest(runtime="vllm", ctx=8192))
+    assert auto.plans[0].settings.tp == 2
+    one = plan(
+        "llama-3.1-8b", hw, PlanRequest(runtime="vllm", ctx=8192), base=InferenceSettings(tp=1)
+    )
+    assert one.plans[0].settings.tp == 1
+    assert "--tensor-parallel-size" not in parse_command("vllm", one.plans[0].command)
+    assert len(one.plans[0].estimate.devices) == 1
+
+
+def test_vram_with_tp_means_that_many_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _plan_json(capsys, ["llama-3.1-8b", "-r", "vllm", "--vram", "24GiB", "--tp", "2"])
+    assert code == 0
+    assert len(doc["hardware"]["devices"]) == 2
+    assert doc["plans"][0]["settings"]["tp"] == 2
+
+
+def test_sglang_takes_tp_and_seqs(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["llama-3.1-8b", "-r", "sglang", "--gpu", "2xrtx-4090", "--tp", "2"]
+    code, doc = _plan_json(capsys, [*argv, "--max-num-seqs", "16", "--ctx", "8192"])
+    assert code == 0
+    flags = parse_command("sglang", doc["plans"][0]["command"])
+    assert flags["--tp"] == ["2"]
+    assert flags["--max-running-requests"] == ["16"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["-r", "vllm", "--gpu-memory-utilization", "0"], "--gpu-memory-utilization must be"),
+        (["-r", "vllm", "--gpu-memory-utilization", "1.5"], "in (0, 1]"),
+        (["-r", "vllm", "--gpu-memory-utilization", "nan"], "got nan"),
+        (["-r", "vllm", "--gpu-memory-utilization", "-0.5"], "in (0, 1]"),
+        (["-r", "vllm", "--tp", "0"], "--tp"),
+        (["-r", "vllm", "--tp", "3", "--gpu", "4xrtx-4090"], "heads (32) divisible"),
+        (["-r", "vllm", "--tp", "4", "--gpu", "2xrtx-4090"], "needs 4 GPUs"),
+        (["-r", "vllm", "--max-num-seqs", "0"], "--max-num-seqs"),
+        (["--tp", "2"], "--tp is a vLLM and SGLang option"),
+        (["-r", "ollama", "--max-num-seqs", "4"], "--max-num-seqs is a vLLM and SGLang"),
+        (["-r", "sglang", "--gpu-memory-utilization", "0.8"], "is a vLLM option"),
+    ],
+)
+def test_bad_serving_flags_are_one_line_usage_errors(
+    capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
+    argv = ["plan", "llama-3.1-8b", "--offline", *extra]
+    if "--gpu" not in extra:
+        argv += ["--gpu", "rtx-4090"]
+    code, out, err = _run(capsys, argv)
+    assert code == 2, err
+    assert out == ""
+    lines = [ln for ln in err.splitlines() if ln.startswith("Error:")]
+    assert len(lines) == 1, err
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_any_runtime_passes_them_to_vllm(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["llama-3.1-8b", "-r", "any", "--gpu", "rtx-4090", "--ctx", "8192"]
+    code, doc = _plan_json(capsys, [*argv, "--gpu-memory-utilization", "0.7"])
+    assert code == 0
+    vllm = [p for p in doc["plans"] if p["runtime"] == "vllm"]
+    assert vllm
+    assert parse_command("vllm", vllm[0]["command"])["--gpu-memory-utilization"] == ["0.7"]
+
+
+def test_training_plan_takes_tp(capsys: pytest.CaptureFixture[str]) -> None:
+    """With --train, --tp is the training run's tensor parallel degree (as in estimate)."""
+    argv = ["llama-3.1-8b", "--gpu", "2xa100-80gb-sxm4", "--train", "lora", "--gpus", "2"]
+    code, doc = _plan_json(capsys, [*argv, "--tp", "2"])
+    assert code in (0, 3)
+    assert all(p["settings"]["tp"] == 2 for p in doc["plans"])
+    code, _, err = _run(capsys, ["plan", *argv, "--gpu-memory-utilization", "0.8", "--offline"])
+    assert code == 2
+    assert "--gpu-memory-utilization" in err
+
+
+def test_web_plan_body_takes_them(capsys: pytest.CaptureFixture[str]) -> None:
+    """POST /api/plan mirrors plan's options: same JSON as the CLI, ranges checked (422)."""
+    pytest.importorskip("fastapi", reason="the web extra (fastapi) is not installed")
+    pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+    from fastapi.testclient import TestClient
+
+    from oomkit.web.app import create_app
+
+    body = {"model": "llama-3.1-8b", "runtime": "vllm", "gpu": "2xrtx-4090", "ctx": 8192}
+    body |= {"tp": 2, "gpu_memory_utilization": 0.8, "max_num_seqs": 32}
+    with TestClient(create_app()) as c:
+        r = c.post("/api/plan", json=body)
+        assert r.status_code == 200, r.text
+        argv = ["llama-3.1-8b", "-r", "vllm", "--gpu", "2xrtx-4090", "--ctx", "8192", "--tp"]
+        argv += ["2", "--gpu-memory-utilization", "0.8", "--max-num-seqs", "32"]
+        assert r.json() == _plan_json(capsys, argv)[1]
+        for bad in ({"gpu_memory_utilization": 1.5}, {"tp": 0}, {"max_num_seqs": 0}):
+            r = c.post("/api/plan", json={**body, **bad})
+            assert r.status_code == 422
+            assert next(iter(bad)) in r.text
+        r = c.post("/api/plan", json={**body, "tp": 3})
+        assert r.status_code == 422
+        assert "divisible" in r.json()["detail"]
+
+
+def test_estimate_suggestions_keep_the_asked_parallelism(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The suggested vllm serve runs what was estimated: the asked --tp x --pp (not TP over
+    all GPUs, which with --pp 2 needed 8 of the 4), --cpu-offload-gb and --enforce-eager."""
+    argv = ["estimate", "qwen3-next-80b-a3b", "-r", "vllm", "--tp", "2", "--pp", "2"]
+    code, out, _ = _run(capsys, [*argv, "--gpu", "4xa100-40gb", "--offline", "--json"])
+    doc = json.loads(out)
+    assert code == 3
+    assert doc["suggestions"]
+    for s in doc["suggestions"]:
+        flags = parse_command("vllm", s["command"])
+        assert flags["--tensor-parallel-size"] == ["2"]
+        assert flags["--pipeline-parallel-size"] == ["2"]
+    argv = ["estimate", "llama-3.1-70b", "-r", "vllm", "--gpu", "2xrtx-4090", "--tp", "2"]
+    argv += ["--cpu-offload-gb", "10", "--enforce-eager", "--ctx", "8192", "--offline", "--json"]
+    code, out, _ = _run(capsys, argv)
+    doc = json.loads(out)
+    assert doc["suggestions"]
+    for s in doc["suggestions"]:
+        flags = parse_command("vllm", s["command"])
+        assert flags["--cpu-offload-gb"] == ["10"]
+        assert flags["--enforce-eager"] == []
