@@ -141,3 +141,39 @@ def test_llamacpp_failure_with_its_load_log_keeps_its_confidence() -> None:
     )
     assert d.cause == "model_too_large"
     assert d.confidence > 0.35
+
+
+# heldout6 h6-lmstudio-14 (lmstudio-ai/lmstudio-bug-tracker#14): a 1M-token context at load
+_LMSTUDIO_1M = (
+    '{\n  "title": "Failed to load model",\n  "cause": "",\n  "errorData": {\n'
+    '    "n_ctx": 1048576,\n    "n_batch": 512,\n    "n_gpu_layers": 81\n  },\n'
+    '  "data": {\n    "memory": {\n      "ram_capacity": "314.65 GB",\n'
+    '      "ram_unused": "316.65 KB"\n    },'
+)
+
+
+def _lmstudio_vram(n_ctx: int) -> str:
+    return (
+        '{\n  "title": "Failed to load model",\n  "cause": "",\n  "errorData": {\n'
+        f'    "n_ctx": {n_ctx},\n    "n_batch": 512,\n    "n_gpu_layers": -1\n  }},\n'
+        '  "data": {\n    "memory": {\n      "vram_recommended_capacity": "24.00 GB",\n'
+        '      "vram_unused": "100.00 MB"\n    },'
+    )
+
+
+def test_load_failure_at_a_stated_huge_context_is_the_kv_cache() -> None:
+    for text in (_LMSTUDIO_1M, _lmstudio_vram(262144)):
+        d = diagnose_text(text)
+        assert d.primary is not None
+        assert d.primary.format == "lmstudio_load_failed_memory"
+        assert d.cause == "kv_cache_or_context", d.explanation
+        assert d.confidence <= 0.45
+        assert "32k context" in d.explanation
+
+
+def test_load_failure_at_an_ordinary_context_stays_undecided() -> None:
+    d = diagnose_text(_lmstudio_vram(8192))
+    assert d.primary is not None
+    assert d.primary.format == "lmstudio_load_failed_memory"
+    assert d.cause != "kv_cache_or_context"
+    assert d.confidence <= 0.45

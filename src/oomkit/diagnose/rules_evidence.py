@@ -25,6 +25,10 @@ __all__ = ["refine_by_evidence"]
 _FALLBACK_CONFIDENCE = 0.45
 #: n_ctx at or above this is a long context (as rules_llamacpp's runtime-failure branch reads it)
 _LONG_CTX = 8192
+#: a context this long makes the KV cache the largest allocation of a load (see
+#: _stated_long_context)
+_HUGE_CTX = 131072
+_NCTX_DETAIL = re.compile(r"\bn_ctx (?P<n>\d{1,9})\b")
 # MLX's own wording (mlx/backend/metal: check_error throws "[METAL] Command buffer execution
 # failed: <localizedDescription>") and Apple's status for a command buffer that could not make
 # its working set resident (kIOGPUCommandBufferCallbackErrorOutOfMemory, "Insufficient Memory")
@@ -36,7 +40,12 @@ _METAL_CB = re.compile(
 
 def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the reading that the evidence named by one rule of this module decides."""
-    for rule in (_metal_command_buffer, _constructed_at_load, _bare_ggml_weights):
+    for rule in (
+        _metal_command_buffer,
+        _constructed_at_load,
+        _stated_long_context,
+        _bare_ggml_weights,
+    ):
         found = rule(result, e, ctx)
         if found is not None:
             return found
@@ -171,5 +180,53 @@ def _bare_ggml_weights(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         "load log's buffer sizes against the card, the GPU count, and `oomkit gpus` (free "
         "memory and other processes before the load).",
         fixes=result.fixes,
+        open_question=False,
+    )
+
+
+def _stated_context(e: OomEvent, ctx: LogContext) -> int | None:
+    """The context length the log states: llama.cpp's ``n_ctx``, vLLM's ``max_model_len``, or
+    the ``n_ctx`` an app's load report carries in the event's detail (LM Studio)."""
+    for n in (ctx.n_ctx, ctx.max_model_len, e.max_model_len):
+        if n:
+            return n
+    m = _NCTX_DETAIL.search(e.detail or "")
+    return int(m["n"]) if m is not None else None
+
+
+def _stated_long_context(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A load that failed with a stated context of 128k tokens or more: the KV cache.
+
+    Mechanism. llama.cpp (and the apps on it: LM Studio, Ollama, Jan) allocate the KV cache for
+    the whole context when the model loads: n_ctx x layers x 2 (K, V) x KV heads x head size x
+    bytes. Per token that is 32 KiB for a 1B model with grouped-query attention (Llama-3.2-1B,
+    fp16) and 128 KiB for an 8B one, so 131072 tokens take 4-16 GiB and a million tokens
+    32-128 GiB: at that length the cache, not the weights (0.7-4.5 GiB at 4 bits), is the
+    largest allocation of the load, and the context is the lever. Applied only where the
+    runtime rule left the cause open and the failure is at load or of unknown phase.
+    """
+    if not is_open(result) or result.cause == "kv_cache_or_context":
+        return None
+    if ctx.frame_phase not in {None, "model_load", "kv_cache_alloc"}:
+        return None
+    n = _stated_context(e, ctx)
+    if n is None or n < _HUGE_CTX:
+        return None
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.45,
+        explanation=result.explanation + f" The log states a context of {n} tokens: the KV "
+        "cache allocated for it at load is linear in the context and, at that length, larger "
+        "than the weights of any model that fits the memory. What would decide: whether the "
+        "same model loads at a 32k context.",
+        fixes=(
+            generic(
+                "Load with a shorter context",
+                f"the KV cache for {n} tokens is allocated up front; 32768 takes "
+                f"{max(1, n // 32768)}x less.",
+                ("Context Length: 32768 in the load settings", "-c 32768", "num_ctx 32768"),
+            ),
+            *result.fixes,
+        ),
         open_question=False,
     )
