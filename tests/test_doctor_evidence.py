@@ -177,3 +177,36 @@ def test_load_failure_at_an_ordinary_context_stays_undecided() -> None:
     assert d.primary.format == "lmstudio_load_failed_memory"
     assert d.cause != "kv_cache_or_context"
     assert d.confidence <= 0.45
+
+
+# heldout2 h2-llamacpp-9352 (ggml-org/llama.cpp#9352): an 18 GB compute buffer at the model's
+# default 128k context (the context is not in the log)
+_COMPUTE_NO_CTX = (
+    "ggml_gallocr_reserve_n: failed to allocate ROCm0 buffer of size 18035509504\n"
+    "llama_new_context_with_model: failed to allocate compute buffers\n"
+    "llama_init_from_gpt_params: error: failed to create context with model "
+    "'../../../Downloads/Meta-Llama-3.1-70B-Instruct-Q4_K_L.gguf'"
+)
+# dev sv-ollama-9782 (ollama/ollama#9782): Ollama's wording of the same failure
+_OLLAMA_COMPUTE = (
+    "Error: llama runner process has terminated: cudaMalloc failed: out of memory\n"
+    "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 838447104"
+)
+
+
+def test_compute_buffer_without_a_stated_context_names_the_context_as_undecided() -> None:
+    for text in (_COMPUTE_NO_CTX, _OLLAMA_COMPUTE):
+        d = diagnose_text(text)
+        assert d.allocation == "compute_buffer", text
+        assert d.cause == "batch_or_activations"
+        assert d.confidence <= 0.4
+        assert "n_ctx" in d.explanation
+        assert "What would decide" in d.explanation
+
+
+def test_compute_buffer_with_a_stated_context_keeps_the_rules_reading() -> None:
+    short = diagnose_text("llama_new_context_with_model: n_ctx      = 4096\n" + _COMPUTE_NO_CTX)
+    assert short.cause == "batch_or_activations"
+    assert short.confidence > 0.4
+    long = diagnose_text("llama_new_context_with_model: n_ctx      = 131072\n" + _COMPUTE_NO_CTX)
+    assert long.cause == "kv_cache_or_context"

@@ -45,6 +45,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         _constructed_at_load,
         _stated_long_context,
         _bare_ggml_weights,
+        _compute_buffer_without_context,
     ):
         found = rule(result, e, ctx)
         if found is not None:
@@ -228,5 +229,44 @@ def _stated_long_context(result: Analysis, e: OomEvent, ctx: LogContext) -> Anal
             ),
             *result.fixes,
         ),
+        open_question=False,
+    )
+
+
+#: the compute-buffer reading when the run's context is unknown: the allocation is known, the
+#: lever is not (docs/doctor-causes.md section 6)
+_LEVER_UNKNOWN = 0.4
+
+
+def _compute_buffer_without_context(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """A llama.cpp compute (graph) buffer that failed in a log that states no context length:
+    the micro-batch reading stays, at the confidence of an undecided lever.
+
+    Mechanism. ggml reserves the compute buffer for the worst-case graph of one micro-batch:
+    its size is linear in ``n_ubatch`` and, without flash attention, in ``n_ctx`` too (the
+    attention scores are n_ctx x n_ubatch x heads; llama.cpp's default context is now the
+    model's training context, 128k for recent models). A multi-GiB compute buffer is therefore
+    either a large ``-ub`` or a long context, and the message alone cannot tell which; Ollama's
+    automatic layer count (too many layers left too little room) is a third reading. Where the
+    log states n_ctx, the runtime rule already reads it (>= 16k without flash attention is the
+    context) and this rule does not apply.
+    """
+    if e.runtime != "llama.cpp" or e.stage != "compute" or ctx.n_ctx is not None:
+        return None
+    if result.cause != "batch_or_activations" or result.confidence <= _LEVER_UNKNOWN:
+        return None
+    if ctx.flash_attn is True:
+        return None  # with flash attention the buffer does not grow with the context
+    return Analysis(
+        cause=result.cause,
+        confidence=_LEVER_UNKNOWN,
+        explanation=result.explanation + " The log states no context length: without flash "
+        "attention the compute buffer grows with n_ctx x n_ubatch, so a long (default, "
+        "training-length) context looks the same as a large micro-batch. What would decide: "
+        "the run's n_ctx and flash-attention setting (the `llama_context:` lines of the load "
+        "log); a buffer that shrinks with -c 8192 is the context.",
+        fixes=result.fixes,
         open_question=False,
     )
