@@ -184,6 +184,8 @@ def _constructor_frame(lines: Lines) -> str | None:
     """
     last: tuple[str, str] | None = None
     for raw in lines.text:
+        if 'File "' not in raw:
+            continue
         for m in _FRAME.finditer(raw):
             last = (m["fn"], clean(raw)[:300])
     if last is None or last[0] not in {"__init__", "init"}:
