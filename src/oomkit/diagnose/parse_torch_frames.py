@@ -160,6 +160,37 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             facts["frame_phase"] = phase
             facts["frame_text"] = found[phase]
             return
+    ctor = _constructor_frame(lines)
+    if ctor is not None:
+        facts["frame_phase"] = "model_load"
+        facts["frame_text"] = ctor
+
+
+# One traceback frame: `File "path", line N, in name`
+_FRAME = re.compile(r'File "[^"\n]{1,400}", line \d{1,7}, in (?P<fn>[\w<>.]{1,80})')
+
+
+def _constructor_frame(lines: Lines) -> str | None:
+    """The innermost traceback frame when it is a constructor (``__init__``), else ``None``.
+
+    A library whose allocations happen in native code (CTranslate2's ``WhisperModel.__init__``
+    calls ``ctranslate2.models.Whisper(model_path, device=...)``, which copies the weights to the
+    device; ONNX Runtime's ``InferenceSession.__init__``; TensorRT engines) raises the OOM out of
+    the Python constructor that built the model: no frame of a forward pass or a generate loop
+    can lie below it, so the failure is at construction, i.e. while the weights are placed
+    (phase ``model_load``). Only the innermost frame counts (an outer ``__init__`` of a trainer
+    or app says nothing about where the allocation was). GitHub's markdown renders a pasted
+    ``__init__`` as bold ``init``, so ``in init`` is read as the same frame.
+    """
+    last: tuple[str, str] | None = None
+    for raw in lines.text:
+        if 'File "' not in raw:
+            continue
+        for m in _FRAME.finditer(raw):
+            last = (m["fn"], clean(raw)[:300])
+    if last is None or last[0] not in {"__init__", "init"}:
+        return None
+    return last[1]
 
 
 def frames_of(lines: Lines) -> dict[str, Any]:

@@ -152,12 +152,18 @@ COUNTS: dict[str, dict[str, int]] = {
     "gpu_framework|inference|driver_no_numbers": {
         "model_too_large": 1,
     },
+    "gpu_framework|load|*": {
+        "model_too_large": 2,
+    },
+    "gpu_framework|load|driver_no_numbers": {
+        "model_too_large": 2,
+    },
     "gpu_framework|unknown|*": {
         "batch_or_activations": 29,
         "host_ram": 1,
         "kv_cache_or_context": 2,
         "leak_or_accumulation": 1,
-        "model_too_large": 9,
+        "model_too_large": 7,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 8,
         "unknown": 1,
@@ -165,7 +171,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "gpu_framework|unknown|driver_no_numbers": {
         "batch_or_activations": 5,
         "kv_cache_or_context": 1,
-        "model_too_large": 6,
+        "model_too_large": 4,
         "other_process_holding_memory": 3,
         "unknown": 1,
     },

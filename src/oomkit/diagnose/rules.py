@@ -38,6 +38,7 @@ from oomkit.diagnose.model_cause import ModelFacts, with_model_facts
 from oomkit.diagnose.priors import is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
+from oomkit.diagnose.rules_evidence import refine_by_evidence
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_frameworks import analyze_frameworks
@@ -319,6 +320,7 @@ def diagnose(
             fixes=(),
         )
     decided = decide_by_log_facts(_analyze(primary, context), context, primary)
+    decided = refine_by_evidence(decided, primary, context)
     # the base rate answers only what the rules, the log facts and a pasted nvidia-smi table left
     # open (docs/doctor-causes.md section 8); growth across events still outranks it
     smi = with_user_phase(

@@ -203,16 +203,29 @@ def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
             "model_too_large" if w >= budget * 0.8 or w >= (act or 0) else "batch_or_activations"
         )
         return Analysis(cause=cause, confidence=0.75, explanation=expl, fixes=tuple(fixes))
+    # KV pool = utilization x total - (weights + non-torch + activation peak): without the
+    # profiling line any of the three (or a co-tenant shrinking what is free) can be the one that
+    # left nothing, so the weights reading is a guess at the confidence of an undecided cause
     return Analysis(
         cause="model_too_large",
-        confidence=0.4,
+        confidence=0.35,
         explanation="vLLM found no memory left for KV cache blocks after loading the weights and "
-        "profiling activations (the log excerpt has no profiling numbers).",
+        "profiling activations (the log excerpt has no profiling numbers). What would decide: "
+        "the profiling line before it (model weights, activation peak, non-torch memory against "
+        "gpu_memory_utilization x total): weights near the budget mean the model, a large "
+        "activation peak means the profiling batch (--max-num-seqs, --max-num-batched-tokens; "
+        "vLLM V1 profiles 1024 sequences by default), and `oomkit gpus` shows a co-tenant.",
         fixes=(
             generic(
                 "Raise --gpu-memory-utilization or quantize/offload the model",
                 "the KV pool is the residual of utilization x total after weights.",
                 ("--gpu-memory-utilization 0.95", "--quantization awq", "--cpu-offload-gb 4"),
+            ),
+            generic(
+                "Profile a smaller batch",
+                "the activation peak subtracted from the budget is measured at max_num_seqs "
+                "sequences / max_num_batched_tokens tokens in one forward pass.",
+                ("--max-num-seqs 256", "--max-num-batched-tokens 2048"),
             ),
             generic(
                 "Check for other processes on the GPU",
@@ -525,7 +538,9 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
             )
         return Analysis(
             cause="batch_or_activations",
-            confidence=0.7 if e.shape else 0.5,
+            # without a shape the request alone does not decide (a small one says the pool was
+            # full before it: weights, a second process, or fragmentation look the same)
+            confidence=0.7 if e.shape else 0.35,
             explanation=expl,
             fixes=(
                 Fix(

@@ -1,0 +1,272 @@
+"""Evidence in the message that outranks a runtime rule's fallback reading.
+
+A runtime's rule (``rules_llamacpp``, ``rules_families``...) reads its own message format; some
+facts that decide the cause are not in that format but in what surrounds it: the phase the
+traceback places the failure in, or which allocator's failure it is. :func:`refine_by_evidence`
+applies them after the runtime rule and the log facts (``rules_families.decide_by_log_facts``)
+and before the base rate (:mod:`oomkit.diagnose.priors`), only where the rule's reading was a
+fallback (open, or a low-confidence default), never over arithmetic the rule did itself.
+
+Each rule states its mechanism in its docstring; docs/doctor-causes.md section 4 lists them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.priors import is_open
+
+__all__ = ["refine_by_evidence"]
+
+#: a rule's answer at or below this confidence is its default reading, not a computed one
+_FALLBACK_CONFIDENCE = 0.45
+#: n_ctx at or above this is a long context (as rules_llamacpp's runtime-failure branch reads it)
+_LONG_CTX = 8192
+#: a context this long makes the KV cache the largest allocation of a load (see
+#: _stated_long_context)
+_HUGE_CTX = 131072
+_NCTX_DETAIL = re.compile(r"\bn_ctx (?P<n>\d{1,9})\b")
+# MLX's own wording (mlx/backend/metal: check_error throws "[METAL] Command buffer execution
+# failed: <localizedDescription>") and Apple's status for a command buffer that could not make
+# its working set resident (kIOGPUCommandBufferCallbackErrorOutOfMemory, "Insufficient Memory")
+_METAL_CB = re.compile(
+    r"\[METAL\] Command buffer execution failed: Insufficient Memory"
+    r"|kIOGPUCommandBufferCallbackErrorOutOfMemory"
+)
+
+
+def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
+    """``result``, or the reading that the evidence named by one rule of this module decides."""
+    for rule in (
+        _metal_command_buffer,
+        _constructed_at_load,
+        _stated_long_context,
+        _bare_ggml_weights,
+        _compute_buffer_without_context,
+    ):
+        found = rule(result, e, ctx)
+        if found is not None:
+            return found
+    return result
+
+
+def _fallback(result: Analysis) -> bool:
+    """The rule's cause is its default reading (open, ``unknown``, or a low-confidence guess)."""
+    return is_open(result) or result.cause == "unknown" or result.confidence <= _FALLBACK_CONFIDENCE
+
+
+def _metal_command_buffer(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A Metal command buffer that ran out of memory while computing: the context is the lever.
+
+    Mechanism. On Apple GPUs the weights are placed when the model loads (a load that does not
+    fit fails there, as ``[metal::malloc]`` in MLX or ``ggml_metal_add_buffer`` in llama.cpp).
+    A command buffer that fails *at execution* with ``Insufficient Memory`` means the working set
+    grew after the load: in MLX (mlx_lm, its server and the apps on it) the KV cache grows with
+    every token (``KVCache`` extends in steps of 256) and mlx_lm.server keeps a prompt cache
+    across requests, while prefill runs in fixed chunks (``prefill_step_size``), so what grows
+    without bound is the context (prompt + generated tokens, times concurrent sequences). In
+    llama.cpp/Ollama on Metal, the KV buffer is sized by ``n_ctx`` (now the model's training
+    context by default) and is only made resident when the graph first runs, so the same
+    failure at the first long prompt is the KV cache of that context. The compute buffer is
+    bounded by the micro-batch and is the second reading; a context the log states as short
+    (< 8192) keeps the runtime rule's reading.
+    """
+    if e.format != "metal_command_buffer" and not _METAL_CB.search(e.text):
+        return None
+    if result.cause in {"kv_cache_or_context", "host_ram", "leak_or_accumulation"}:
+        return None
+    if ctx.n_ctx is not None and ctx.n_ctx < _LONG_CTX:
+        return None
+    if not _fallback(result):
+        return None
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.4,
+        explanation="A Metal command buffer ran out of memory while executing (Insufficient "
+        "Memory): the model had loaded, and what grew after the load is the per-request working "
+        "set, whose unbounded part is the KV cache (prompt + generated tokens x concurrent "
+        "sequences; in mlx_lm.server also the prompt cache kept across requests). The message "
+        "states no sizes. What would decide: does the same request pass with a short prompt in "
+        "a freshly started server? If it does, the context is the cause; if even a short one "
+        "fails, the model does not fit the Mac's GPU working set.",
+        fixes=(
+            generic(
+                "Use a shorter context (and cap the prompt cache)",
+                "the KV cache grows linearly with the tokens kept in context.",
+                (
+                    "mlx_lm.server --prompt-cache-bytes 1073741824 --max-kv-size 8192",
+                    "-c 8192   # llama.cpp",
+                    "num_ctx 8192   # Ollama",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def _constructed_at_load(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A numberless OOM whose traceback places it in model loading: the weights.
+
+    Mechanism. Where the message carries no sizes (CTranslate2's ``CUDA failed with error out of
+    memory``, a driver-level ``CUDA error: out of memory``) the traceback frames are the only
+    evidence. A failure while the model is being built or loaded (``from_pretrained``,
+    ``load_state_dict``, or a native library's constructor, ``WhisperModel.__init__``, as the
+    innermost frame: ``parse_torch_frames``) happens before any input exists, so batch, context
+    and accumulation cannot have caused it: the weights (model size x compute type) do not fit
+    what is free. Another process holding the GPU is the competing reading, which `oomkit gpus`
+    decides. Applied only where the runtime rule left the cause open.
+    """
+    if ctx.frame_phase != "model_load" or not is_open(result):
+        return None
+    if e.requested_bytes is not None or e.total_bytes is not None:
+        return None  # sizes are the rule's own evidence
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + " The traceback places the failure in building the "
+        f"model ({ctx.frame_text}): no input has been processed yet, so the weights (model "
+        "size x compute type) do not fit what is free. What would decide: `oomkit gpus` "
+        "(free memory before the load, other processes) against the model's size (`oomkit "
+        "estimate MODEL`).",
+        fixes=(
+            generic(
+                "Load a smaller model or a lower-precision compute type",
+                "weights are what a model allocates when it is constructed.",
+                (
+                    "WhisperModel(name, compute_type='int8_float16')",
+                    "from_pretrained(name, torch_dtype=torch.bfloat16)",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+#: at most this confidence for a cause the message cannot decide (docs/doctor-causes.md §8)
+_UNDECIDED = 0.35
+
+
+def _bare_ggml_weights(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A llama.cpp ``cudaMalloc failed`` with nothing around it: the weights reading stays, but
+    at the confidence of an undecided cause.
+
+    Mechanism. ``rules_llamacpp`` infers the weights stage when no buffer line was logged before
+    the failure (the load allocates the model's device buffer first). That places the
+    *allocation*, not the *cause*: the same first buffer fails when the model is too large for
+    the card, when a split (``-ts``, Ollama's layer count, a single-GPU split mode) puts too many
+    layers on this device, and when another process already holds the VRAM. Without the card's
+    free memory at load, the device list or the buffer sizes, the message cannot tell them
+    apart, so the doctor says so (at most 0.35) and names the facts that decide.
+    """
+    if e.runtime != "llama.cpp" or e.stage is not None or result.cause != "model_too_large":
+        return None
+    if ctx.buffers or any(d.free_bytes for d in ctx.devices) or e.total_bytes is not None:
+        return None
+    if e.requested_bytes is not None or result.confidence <= _UNDECIDED:
+        return None  # a stated buffer size is the rule's own evidence
+    if (e.format or "").startswith("metal"):
+        return None  # ggml-metal's working-set warnings compare the loaded size with the limit
+    return Analysis(
+        cause=result.cause,
+        confidence=_UNDECIDED,
+        explanation=result.explanation + " The message carries no sizes and no load log, so "
+        "it places the failing allocation (the first device buffer: the weights) but does not "
+        "decide why: a model too large for the card, a split that puts too many layers on this "
+        "device, or another process holding the VRAM look the same. What would decide: the "
+        "load log's buffer sizes against the card, the GPU count, and `oomkit gpus` (free "
+        "memory and other processes before the load).",
+        fixes=result.fixes,
+        open_question=False,
+    )
+
+
+def _stated_context(e: OomEvent, ctx: LogContext) -> int | None:
+    """The context length the log states: llama.cpp's ``n_ctx``, vLLM's ``max_model_len``, or
+    the ``n_ctx`` an app's load report carries in the event's detail (LM Studio)."""
+    for n in (ctx.n_ctx, ctx.max_model_len, e.max_model_len):
+        if n:
+            return n
+    m = _NCTX_DETAIL.search(e.detail or "")
+    return int(m["n"]) if m is not None else None
+
+
+def _stated_long_context(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A load that failed with a stated context of 128k tokens or more: the KV cache.
+
+    Mechanism. llama.cpp (and the apps on it: LM Studio, Ollama, Jan) allocate the KV cache for
+    the whole context when the model loads: n_ctx x layers x 2 (K, V) x KV heads x head size x
+    bytes. Per token that is 32 KiB for a 1B model with grouped-query attention (Llama-3.2-1B,
+    fp16) and 128 KiB for an 8B one, so 131072 tokens take 4-16 GiB and a million tokens
+    32-128 GiB: at that length the cache, not the weights (0.7-4.5 GiB at 4 bits), is the
+    largest allocation of the load, and the context is the lever. Applied only where the
+    runtime rule left the cause open and the failure is at load or of unknown phase.
+    """
+    if not is_open(result) or result.cause == "kv_cache_or_context":
+        return None
+    if ctx.frame_phase not in {None, "model_load", "kv_cache_alloc"}:
+        return None
+    n = _stated_context(e, ctx)
+    if n is None or n < _HUGE_CTX:
+        return None
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.45,
+        explanation=result.explanation + f" The log states a context of {n} tokens: the KV "
+        "cache allocated for it at load is linear in the context and, at that length, larger "
+        "than the weights of any model that fits the memory. What would decide: whether the "
+        "same model loads at a 32k context.",
+        fixes=(
+            generic(
+                "Load with a shorter context",
+                f"the KV cache for {n} tokens is allocated up front; 32768 takes "
+                f"{max(1, n // 32768)}x less.",
+                ("Context Length: 32768 in the load settings", "-c 32768", "num_ctx 32768"),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+#: the compute-buffer reading when the run's context is unknown: the allocation is known, the
+#: lever is not (docs/doctor-causes.md section 6)
+_LEVER_UNKNOWN = 0.4
+
+
+def _compute_buffer_without_context(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """A llama.cpp compute (graph) buffer that failed in a log that states no context length:
+    the micro-batch reading stays, at the confidence of an undecided lever.
+
+    Mechanism. ggml reserves the compute buffer for the worst-case graph of one micro-batch:
+    its size is linear in ``n_ubatch`` and, without flash attention, in ``n_ctx`` too (the
+    attention scores are n_ctx x n_ubatch x heads; llama.cpp's default context is now the
+    model's training context, 128k for recent models). A multi-GiB compute buffer is therefore
+    either a large ``-ub`` or a long context, and the message alone cannot tell which; Ollama's
+    automatic layer count (too many layers left too little room) is a third reading. Where the
+    log states n_ctx, the runtime rule already reads it (>= 16k without flash attention is the
+    context) and this rule does not apply.
+    """
+    if e.runtime != "llama.cpp" or e.stage != "compute" or ctx.n_ctx is not None:
+        return None
+    if result.cause != "batch_or_activations" or result.confidence <= _LEVER_UNKNOWN:
+        return None
+    if ctx.flash_attn is True:
+        return None  # with flash attention the buffer does not grow with the context
+    return Analysis(
+        cause=result.cause,
+        confidence=_LEVER_UNKNOWN,
+        explanation=result.explanation + " The log states no context length: without flash "
+        "attention the compute buffer grows with n_ctx x n_ubatch, so a long (default, "
+        "training-length) context looks the same as a large micro-batch. What would decide: "
+        "the run's n_ctx and flash-attention setting (the `llama_context:` lines of the load "
+        "log); a buffer that shrinks with -c 8192 is the context.",
+        fixes=result.fixes,
+        open_question=False,
+    )

@@ -1,0 +1,212 @@
+"""Evidence rules of :mod:`oomkit.diagnose.rules_evidence`: real corpus messages each decides, a
+second wording of the same fact, and a near miss it must leave alone."""
+
+from __future__ import annotations
+
+from oomkit.diagnose.doctor import diagnose_text
+
+# heldout6 h6-omlx-2079 (jundot/omlx#2079): MLX server, a 90k-100k-token prompt
+_OMLX = (
+    "libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] "
+    "Command buffer execution failed: Insufficient Memory "
+    "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"
+)
+# heldout7 h7-mlxlm-854 (ml-explore/mlx-lm#854): the KV cache grew over a long conversation
+_MLXLM_SERVER = (
+    '127.0.0.1 - - [07/Feb/2026 01:28:11] "POST /v1/chat/completions HTTP/1.1" 200 -\n'
+    "libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] "
+    "Command buffer execution failed: Insufficient Memory "
+    "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n"
+    "[1]    68916 abort      mlx_lm.server --model mlx-community/Qwen3-Coder-Next-4bit --port 8080"
+)
+# heldout5 h5-vmlx-58: the same MLX wording without Apple's status code
+_VMLX = (
+    "[error] libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+    "[METAL] Command buffer execution failed: Insufficient Memory"
+)
+# ggml-metal's own wording of the same failure (llama.cpp / Ollama on a Mac)
+_GGML_METAL = (
+    "ggml_metal_graph_compute: command buffer 0 failed with status 5\n"
+    "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"
+)
+# heldout3 h3-whisperstandalone-50 (Purfview/whisper-standalone-win#50): markdown ate `__init__`
+_WHISPER_INIT_MD = (
+    'File "faster_whisper\\transcribe.py", line 125, in init\n'
+    "RuntimeError: CUDA failed with error out of memory\n"
+    "[16468] Failed to execute script 'main' due to unhandled exception!"
+)
+# heldout7 h7-buzz-439 (chidiwilliams/buzz#439)
+_BUZZ_INIT = (
+    '  File "buzz\\transcriber.py", line 500, in transcribe_faster_whisper\n'
+    '  File "faster_whisper\\transcribe.py", line 101, in __init__\n'
+    "RuntimeError: CUDA failed with error out of memory"
+)
+# heldout7 h7-lmstudio-2295 (another process held the VRAM) and dev sv-lcpp-2968 (a 2 GB iGPU)
+_BARE_CUDAMALLOC = "cudaMalloc failed: out of memory"
+_BARE_GGML_CUDA = "ggml-cuda.cu:5048: out of memory"
+
+
+def test_mlx_metal_command_buffer_oom_is_the_context() -> None:
+    for text in (_OMLX, _MLXLM_SERVER, _VMLX):
+        d = diagnose_text(text)
+        assert d.cause == "kv_cache_or_context", text
+        assert d.confidence <= 0.45
+        assert "What would decide" in d.explanation
+        assert any("prompt-cache" in c for f in d.fixes for c in f.commands)
+
+
+def test_ggml_metal_command_buffer_without_a_context_size_is_the_context() -> None:
+    d = diagnose_text(_GGML_METAL)
+    assert d.cause == "kv_cache_or_context"
+    assert d.confidence <= 0.45
+
+
+def test_metal_command_buffer_with_a_short_stated_context_keeps_the_compute_reading() -> None:
+    # a context the log states as short is evidence against the KV cache
+    d = diagnose_text("llama_new_context_with_model: n_ctx      = 2048\n" + _GGML_METAL)
+    assert d.cause == "batch_or_activations"
+
+
+def test_metal_limits_that_are_not_a_command_buffer_oom_are_left_alone() -> None:
+    # a per-buffer limit (one tensor too large) is not the working set growing
+    d = diagnose_text(
+        "libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+        "[metal::malloc] Attempting to allocate 19081554496 bytes which is greater than the "
+        "maximum allowed buffer size of 17179869184 bytes."
+    )
+    assert d.cause != "kv_cache_or_context"
+    # the display watchdog killing a long command buffer is not a lack of memory
+    watchdog = diagnose_text(
+        "[METAL] Command buffer execution failed: Impacting Interactivity "
+        "(0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)"
+    )
+    assert watchdog.cause != "kv_cache_or_context"
+
+
+def test_oom_raised_from_a_constructor_frame_is_the_model() -> None:
+    for text in (_WHISPER_INIT_MD, _BUZZ_INIT):
+        d = diagnose_text(text)
+        assert d.primary is not None
+        assert d.primary.runtime == "ctranslate2", text
+        assert d.context.frame_phase == "model_load"
+        assert d.cause == "model_too_large", text
+        assert d.phase == "load"
+        assert "oomkit gpus" in d.explanation
+
+
+def test_constructor_frame_in_another_runtime_places_the_load_too() -> None:
+    d = diagnose_text(
+        'Traceback (most recent call last):\n  File "serve.py", line 12, in <module>\n'
+        '  File "engine/session.py", line 88, in __init__\n'
+        "RuntimeError: CUDA error: out of memory"
+    )
+    assert d.context.frame_phase == "model_load"
+    assert d.cause == "model_too_large"
+
+
+def test_an_outer_constructor_frame_does_not_place_the_load() -> None:
+    # the innermost frame decides: a decode loop below a constructor is not construction
+    d = diagnose_text(
+        '  File "app.py", line 40, in __init__\n'
+        '  File "faster_whisper\\transcribe.py", line 603, in generate_with_fallback\n'
+        "RuntimeError: CUDA failed with error out of memory"
+    )
+    assert d.context.frame_phase != "model_load"
+    assert d.cause != "model_too_large"
+    # a function merely named like a constructor is not one
+    d2 = diagnose_text(
+        '  File "trainer.py", line 7, in initialize\nRuntimeError: CUDA error: out of memory'
+    )
+    assert d2.context.frame_phase != "model_load"
+
+
+def test_bare_llamacpp_allocation_failure_is_undecided() -> None:
+    for text in (_BARE_CUDAMALLOC, _BARE_GGML_CUDA):
+        d = diagnose_text(text)
+        assert d.cause == "model_too_large", text
+        assert d.confidence <= 0.35
+        assert "What would decide" in d.explanation
+        assert "oomkit gpus" in d.explanation
+
+
+def test_llamacpp_failure_with_its_load_log_keeps_its_confidence() -> None:
+    # oom_dev oom-lcpp-20431: the weights buffer's size is stated during load_tensors
+    d = diagnose_text(
+        "load_tensors: loading model tensors, this can take a while... (mmap = true, "
+        "direct_io = false)\n"
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 144817.04 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+        "alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624\n"
+        "llama_model_load: error loading model: unable to allocate CUDA0 buffer"
+    )
+    assert d.cause == "model_too_large"
+    assert d.confidence > 0.35
+
+
+# heldout6 h6-lmstudio-14 (lmstudio-ai/lmstudio-bug-tracker#14): a 1M-token context at load
+_LMSTUDIO_1M = (
+    '{\n  "title": "Failed to load model",\n  "cause": "",\n  "errorData": {\n'
+    '    "n_ctx": 1048576,\n    "n_batch": 512,\n    "n_gpu_layers": 81\n  },\n'
+    '  "data": {\n    "memory": {\n      "ram_capacity": "314.65 GB",\n'
+    '      "ram_unused": "316.65 KB"\n    },'
+)
+
+
+def _lmstudio_vram(n_ctx: int) -> str:
+    return (
+        '{\n  "title": "Failed to load model",\n  "cause": "",\n  "errorData": {\n'
+        f'    "n_ctx": {n_ctx},\n    "n_batch": 512,\n    "n_gpu_layers": -1\n  }},\n'
+        '  "data": {\n    "memory": {\n      "vram_recommended_capacity": "24.00 GB",\n'
+        '      "vram_unused": "100.00 MB"\n    },'
+    )
+
+
+def test_load_failure_at_a_stated_huge_context_is_the_kv_cache() -> None:
+    for text in (_LMSTUDIO_1M, _lmstudio_vram(262144)):
+        d = diagnose_text(text)
+        assert d.primary is not None
+        assert d.primary.format == "lmstudio_load_failed_memory"
+        assert d.cause == "kv_cache_or_context", d.explanation
+        assert d.confidence <= 0.45
+        assert "32k context" in d.explanation
+
+
+def test_load_failure_at_an_ordinary_context_stays_undecided() -> None:
+    d = diagnose_text(_lmstudio_vram(8192))
+    assert d.primary is not None
+    assert d.primary.format == "lmstudio_load_failed_memory"
+    assert d.cause != "kv_cache_or_context"
+    assert d.confidence <= 0.45
+
+
+# heldout2 h2-llamacpp-9352 (ggml-org/llama.cpp#9352): an 18 GB compute buffer at the model's
+# default 128k context (the context is not in the log)
+_COMPUTE_NO_CTX = (
+    "ggml_gallocr_reserve_n: failed to allocate ROCm0 buffer of size 18035509504\n"
+    "llama_new_context_with_model: failed to allocate compute buffers\n"
+    "llama_init_from_gpt_params: error: failed to create context with model "
+    "'../../../Downloads/Meta-Llama-3.1-70B-Instruct-Q4_K_L.gguf'"
+)
+# dev sv-ollama-9782 (ollama/ollama#9782): Ollama's wording of the same failure
+_OLLAMA_COMPUTE = (
+    "Error: llama runner process has terminated: cudaMalloc failed: out of memory\n"
+    "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 838447104"
+)
+
+
+def test_compute_buffer_without_a_stated_context_names_the_context_as_undecided() -> None:
+    for text in (_COMPUTE_NO_CTX, _OLLAMA_COMPUTE):
+        d = diagnose_text(text)
+        assert d.allocation == "compute_buffer", text
+        assert d.cause == "batch_or_activations"
+        assert d.confidence <= 0.4
+        assert "n_ctx" in d.explanation
+        assert "What would decide" in d.explanation
+
+
+def test_compute_buffer_with_a_stated_context_keeps_the_rules_reading() -> None:
+    short = diagnose_text("llama_new_context_with_model: n_ctx      = 4096\n" + _COMPUTE_NO_CTX)
+    assert short.cause == "batch_or_activations"
+    assert short.confidence > 0.4
+    long = diagnose_text("llama_new_context_with_model: n_ctx      = 131072\n" + _COMPUTE_NO_CTX)
+    assert long.cause == "kv_cache_or_context"
