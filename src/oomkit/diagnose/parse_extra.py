@@ -137,7 +137,21 @@ _GENERIC = re.compile(
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
-    r"signal:? 9\b|signal: killed",
+    r"signal:? 9\b|signal: killed|"
+    # wordings harvested from the runtimes' own sources (upstream_wordings.py): other verbs
+    # of a failed allocation, API status names, OS error texts, Chinese UIs
+    # (a verb of allocating counts where a size or memory follows: "Could not allocate tensor
+    # with 0 dims" is a shape error)
+    r"(?:could ?n[o']t|cannot|can't|fail(?:ed)? to) (?:[A-Za-z]{1,12} ){0,2}(?:[cm]?alloc|"
+    r"allocate|reserve)\b(?=.{0,80}?(?:\d ?(?:[KMGT]i?B|bytes|B)\b|memory|buffer))|"
+    r"malloc\w{0,20}(?: \w{1,20}){0,3} failed|"
+    r"memory (?:is ?n[o']t|is not|not) enough|"
+    r"not enough (?:\w{1,12} ){1,3}memory\b(?! info| bandwidth)|"
+    r"alloc(?:ation)?_?fail|memory_error|MEMORY_ALLOCATION|OUT_OF_RESOURCES|"
+    r"out of (?:gpu |device )?resources\b|memory object allocation|"
+    r"paging file is too small|not enough storage is available|"
+    r"(?:in|un)sufficient_?memory|"
+    r"(?:显存|内存)(?:不足|不够|溢出|耗尽)|爆显存",
     re.IGNORECASE,
 )
 # every _GENERIC alternative contains one of these (lower-case) literals
@@ -154,6 +168,13 @@ _GENERIC_KEYS = (
     "bad_alloc",
     "sigkill",
     "signal",
+    "reserve",
+    "out_of_resources",
+    "out of",
+    "paging file",
+    "storage is",
+    "显存",
+    "内存",
 )
 _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
@@ -162,8 +183,14 @@ _GENERIC_NEGATIVE = (
 )
 _REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
 _REQUEST = re.compile(
-    r"(?:allocat\w{0,6}|request(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
+    r"(?:allocat\w{0,6}|[cm]?alloc\b|[Rr]equest(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
     r"(?:of )?" + sz("req", _REQ_UNITS)
+)
+# MindSpore / Ascend: "alloc size: 1073741824B", "Request memory size: 2147483648B",
+# "Malloc device memory failed, size[536870912]"
+_REQUEST_RAW = re.compile(
+    r"(?:[Aa]lloc|[Rr]equest|[Mm]alloc)\w{0,10}(?: [\w,]{1,20}){0,4} size ?[:=\[] ?"
+    r"(?P<n>\d{1,15}) ?(?:B\b|bytes\b|\])"
 )
 
 
@@ -410,6 +437,12 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
             continue
         w = window(lines, i, max_lines=3)
         r = _REQUEST.search(w)
+        # a ggml function's line prints MB for size/1024/1024 (ggml.c ggml_aligned_malloc)
+        units = "llama.cpp" if line.startswith("ggml_") else "generic"
+        requested = size_of(r, "req", units) if r else None
+        if requested is None:
+            raw_m = _REQUEST_RAW.search(w)
+            requested = to_int(raw_m["n"]) if raw_m else None
         return [
             _ev(
                 "generic",
@@ -417,7 +450,7 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
                 "generic_oom",
                 line,
                 lines.number[i],
-                requested_bytes=size_of(r, "req", "generic") if r else None,
+                requested_bytes=requested,
                 detail=m.group(0),
             )
         ]
