@@ -68,6 +68,26 @@ def test_upstream_wording_is_recognised_inside_a_log(wrapper: str) -> None:
     assert missed == []
 
 
+_HOST_FAMILIES = {"linux", "macos", "rust", "notebook", "java", "node", "go", "numpy"}
+
+
+@pytest.mark.parametrize("w", [w for w in WORDINGS if w.family in _HOST_FAMILIES], ids=_id)
+def test_wordings_that_name_host_memory_are_host_ram(w: Wording) -> None:
+    # the OOM killer, shells, schedulers, libmalloc and language runtimes report host RAM
+    assert diagnose_text(w.example).cause == "host_ram", w.example
+
+
+def test_windows_system_errors_are_host_ram_unless_a_device_is_named() -> None:
+    for w in WORDINGS:
+        if w.family != "windows":
+            continue
+        d = diagnose_text(w.example)
+        if "device" in w.example or "Dml" in w.example:
+            assert d.cause != "host_ram", w.example
+        else:
+            assert d.cause == "host_ram", w.example
+
+
 @pytest.mark.parametrize("w", NOT_CAPACITY, ids=_id)
 def test_not_capacity_wordings_are_recognised_but_not_called_capacity(w: Wording) -> None:
     d = diagnose_text(w.example)

@@ -150,8 +150,20 @@ _GENERIC = re.compile(
     r"alloc(?:ation)?_?fail|memory_error|MEMORY_ALLOCATION|OUT_OF_RESOURCES|"
     r"out of (?:gpu |device )?resources\b|memory object allocation|"
     r"paging file is too small|not enough storage is available|"
-    r"(?:in|un)sufficient_?memory|"
-    r"(?:显存|内存)(?:不足|不够|溢出|耗尽)|爆显存",
+    r"(?:in|un)sufficient_?memory|memory (?:is|was) (?:insufficient|exhausted)\b|"
+    r"r[au]n(?:ning)? out of (?:[a-z]{1,12} ){1,2}(?:memory|ram|vram)\b|"
+    r"(?:using|used) all (?:the )?available (?:ram|memory|vram)\b|"
+    r"too (?:large|big) for (?:the )?(?:available |free )?(?:gpu |device |system )?"
+    r"(?:memory|vram|ram)\b|"
+    r"(?:does ?n[o']t|do ?n[o']t|won't|will not|can ?not|could ?n[o']t) fit (?:in|into|on)"
+    r"(?: the)? (?:available )?(?:gpu|device|vram|memory)\b|"
+    r"exceed(?:s|ed)? (?:[a-z]{1,10} ){0,2}memory limit|exceed(?:s|ed)? (?:the |its )?"
+    r"(?:allowed )?memory\b|"
+    r"low on (?:resource: )?memory|job killed: v?mem\b|exitcode\s{0,4}: -9\b|"
+    r"\bzsh: killed\b|can't allocate region|\bbad allocation\b|"
+    r"memory allocation of \d{1,20} bytes failed|at the bottom of memory\. That was not possible|"
+    r"Dst tensor is not initialized|"
+    r"(?:显存|内存|顯存|記憶體)(?:不足|不够|不夠|溢出|耗尽)|爆显存|メモリ(?:が)?不足|메모리 ?부족",
     re.IGNORECASE,
 )
 # every _GENERIC alternative contains one of these (lower-case) literals
@@ -175,6 +187,18 @@ _GENERIC_KEYS = (
     "storage is",
     "显存",
     "内存",
+    "顯存",
+    "記憶體",
+    "メモリ",
+    "메모리",
+    "fit ",
+    "too large",
+    "too big",
+    "exceed",
+    "exitcode",
+    "killed",
+    "region",
+    "dst tensor",
 )
 _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
@@ -192,6 +216,8 @@ _REQUEST_RAW = re.compile(
     r"(?:[Aa]lloc|[Rr]equest|[Mm]alloc)\w{0,10}(?: [\w,]{1,20}){0,4} size ?[:=\[] ?"
     r"(?P<n>\d{1,15}) ?(?:B\b|bytes\b|\])"
 )
+# macOS libmalloc prints the size a line above "*** error: can't allocate region"
+_MACH_SIZE = re.compile(r"mach_vm_map\(size=(?P<n>\d{1,20})")
 
 
 def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
@@ -442,6 +468,8 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         requested = size_of(r, "req", units) if r else None
         if requested is None:
             raw_m = _REQUEST_RAW.search(w)
+            if raw_m is None and i > 0:
+                raw_m = _MACH_SIZE.search(lines.text[i - 1])
             requested = to_int(raw_m["n"]) if raw_m else None
         return [
             _ev(
