@@ -13,6 +13,7 @@ import pytest
 
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse import parse_log
+from oomkit.diagnose.text import FULL_SCAN_CHARS
 from oomkit.diagnose.upstream_wordings import NEAR_MISSES, NOT_CAPACITY, WORDINGS, Wording
 
 
@@ -116,3 +117,11 @@ def test_new_generic_alternatives_stay_linear_on_near_matching_junk(name: str) -
     start = time.perf_counter()
     parse_log(_JUNK[name])
     assert time.perf_counter() - start < 8.0
+
+
+def test_a_localized_oom_in_the_middle_of_a_huge_log_is_found() -> None:
+    # logs above FULL_SCAN_CHARS are read around anchor keywords only
+    noise = "step 10 loss 1.234 lr 0.0001 tokens/s 4321\n" * 150_000
+    text = noise + "推理失败：CUDA 显存不足，请减小批量大小\n" + noise
+    assert len(text) > FULL_SCAN_CHARS
+    assert diagnose_text(text).oom_found

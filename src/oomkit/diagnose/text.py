@@ -50,6 +50,13 @@ _ANCHORS = (
     "illed",  # Killed, killed (OOM killer, shell, Ollama "signal: killed")
     "KV cache",  # vLLM capacity errors
     "status 5",  # Metal command buffer failure
+    # localized UIs (upstream_wordings.py); a wider-kind needle in an ASCII log costs nothing
+    "显存",
+    "内存",
+    "顯存",
+    "記憶體",
+    "メモリ",
+    "메모리",
 )
 
 _PREFIXES = (
