@@ -69,7 +69,7 @@ def test_upstream_wording_is_recognised_inside_a_log(wrapper: str) -> None:
     assert missed == []
 
 
-_HOST_FAMILIES = {"linux", "macos", "rust", "notebook", "java", "node", "go", "numpy"}
+_HOST_FAMILIES = {"linux", "macos", "rust", "notebook", "java", "node", "go", "numpy", "arrow"}
 
 
 @pytest.mark.parametrize("w", [w for w in WORDINGS if w.family in _HOST_FAMILIES], ids=_id)

@@ -147,7 +147,7 @@ _GENERIC = re.compile(
     r"malloc\w{0,20}(?: \w{1,20}){0,3} failed|"
     r"memory (?:is ?n[o']t|is not|not) enough|"
     r"not enough (?:\w{1,12} ){1,3}memory\b(?! info| bandwidth)|"
-    r"alloc(?:ation)?_?fail|memory_error|MEMORY_ALLOCATION|OUT_OF_RESOURCES|"
+    r"alloc(?:ation)?[_ ]?fail|memory_error|MEMORY_ALLOCATION|OUT_OF_RESOURCES|"
     r"out of (?:gpu |device )?resources\b|memory object allocation|"
     r"paging file is too small|not enough storage is available|"
     r"(?:in|un)sufficient_?memory|memory (?:is|was) (?:insufficient|exhausted)\b|"
@@ -157,9 +157,10 @@ _GENERIC = re.compile(
     r"(?:memory|vram|ram)\b|"
     r"(?:does ?n[o']t|do ?n[o']t|won't|will not|can ?not|could ?n[o']t) fit (?:in|into|on)"
     r"(?: the)? (?:available )?(?:gpu|device|vram|memory)\b|"
-    r"exceed(?:s|ed)? (?:[a-z]{1,10} ){0,2}memory limit|exceed(?:s|ed)? (?:the |its )?"
+    r"exceed(?:s|ed|ing)? (?:[a-z]{1,10} ){0,2}memory limit|exceed(?:s|ed)? (?:the |its )?"
     r"(?:allowed )?memory\b|"
     r"low on (?:resource: )?memory|job killed: v?mem\b|exitcode\s{0,4}: -9\b|"
+    r"beyond (?:the )?'?(?:physical|virtual)'? memory limit|status=9/KILL\b|"
     r"\bzsh: killed\b|can't allocate region|\bbad allocation\b|"
     r"memory allocation of \d{1,20} bytes failed|at the bottom of memory\. That was not possible|"
     r"Dst tensor is not initialized|"
@@ -197,6 +198,7 @@ _GENERIC_KEYS = (
     "exceed",
     "exitcode",
     "killed",
+    "9/kill",
     "region",
     "dst tensor",
 )
@@ -213,8 +215,8 @@ _REQUEST = re.compile(
 # MindSpore / Ascend: "alloc size: 1073741824B", "Request memory size: 2147483648B",
 # "Malloc device memory failed, size[536870912]"
 _REQUEST_RAW = re.compile(
-    r"(?:[Aa]lloc|[Rr]equest|[Mm]alloc)\w{0,10}(?: [\w,]{1,20}){0,4} size ?[:=\[] ?"
-    r"(?P<n>\d{1,15}) ?(?:B\b|bytes\b|\])"
+    r"(?:[Aa]lloc|[Rr]equest|[Mm]alloc)\w{0,10}(?: [\w,]{1,20}){0,4} size(?: ?[:=\[]{1,2} ?| )"
+    r"(?P<n>\d{1,15}) ?(?:B\b|bytes\b|\]|(?=['.,;)\s]|$))"
 )
 # macOS libmalloc prints the size a line above "*** error: can't allocate region"
 _MACH_SIZE = re.compile(r"mach_vm_map\(size=(?P<n>\d{1,20})")

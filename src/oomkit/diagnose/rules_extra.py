@@ -239,11 +239,13 @@ _HOST_WORDING = re.compile(
     r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
     r"can't allocate region|memory allocation of \d{1,20} bytes|MemoryError|内存|記憶體|"
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
-    r"notebook tried to allocate",
+    r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
+    r"exceeding memory limits|ArrowMemoryError|Array buffer allocation",
     re.IGNORECASE,
 )
 _DEVICE_WORDING = re.compile(
-    r"\b(?:GPU|CUDA|cu[A-Z]\w{0,10}|HIP|ROCm|NPU|XPU|VRAM|device|Metal|MPS|Vulkan|TPU|hbm)\b|"
+    r"\b(?:GPU|CUDA|(?-i:cu[A-Z]\w{0,10})|HIP|ROCm|NPU|XPU|VRAM|device|Metal|MPS|Vulkan|TPU|"
+    r"hbm)\b|"
     r"显存|顯存",
     re.IGNORECASE,
 )

@@ -112,6 +112,43 @@ TORCH: tuple[Wording, ...] = (
     ),
     _w(
         "pytorch",
+        "Cambricon/torch_mlu:torch_mlu/csrc/framework/core/caching_allocator.cpp (2.x)",
+        "MLU out of memory. Tried to allocate %s. MLU %d has a total capacity of %s of which "
+        "%sis free.",
+        "torch.OutOfMemoryError: MLU out of memory. Tried to allocate 1.00 GiB. MLU 0 has a total "
+        "capacity of 47.98 GiB of which 512.00 MiBis free. Of the allocated memory 40.00 GiB is "
+        "allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.",
+        req=_GIB,
+    ),
+    _w(
+        "pytorch",
+        "Cambricon/torch_mlu:torch_mlu/csrc/framework/core/caching_allocator.cpp (1.x)",
+        "MLU out of memory. Tried to allocate %s (MLU %d; %s total capacity; %s already "
+        "allocated; ...)",
+        "RuntimeError: MLU out of memory. Tried to allocate 2.00 GiB (MLU 0; 31.00 GiB total "
+        "capacity; 28.10 GiB already allocated; 1.20 GiB free; 29.00 GiB reserved in total by "
+        "PyTorch)",
+        req=2 * _GIB,
+    ),
+    _w(
+        "pytorch",
+        "Habana SynapseAI PyTorch bridge (closed source; Gaudi troubleshooting guide)",
+        "FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::%d (%d)MB",
+        "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for "
+        "size::1073741824 (1024)MB",
+        req=1073741824,
+    ),
+    _w(
+        "pytorch",
+        "Apple MetalPerformanceShaders (closed source; assertion under torch MPS)",
+        "failed assertion `Failed to allocate private MTLBuffer for size %lu'",
+        "/AppleInternal/Library/BuildRoots/x/Library/Caches/com.apple.xbs/Sources/MetalPerformanc"
+        "eShaders/MPSCore/Utility/MPSLibrary.mm:485: failed assertion `Failed to allocate private "
+        "MTLBuffer for size 4194304'",
+        req=4194304,
+    ),
+    _w(
+        "pytorch",
         "microsoft/DirectML (torch-directml, closed source; message of DmlAllocator)",
         "Could not allocate tensor with %d bytes. There is not enough GPU video memory available!",
         "RuntimeError: Could not allocate tensor with 4915840 bytes. There is not enough GPU video "
@@ -212,6 +249,35 @@ CUDA: tuple[Wording, ...] = (
         "Failed to CUDA host alloc %ld bytes",
         "include/alloc.h:125 NCCL WARN Failed to CUDA host alloc 4194304 bytes",
         req=4194304,
+    ),
+    _w(
+        "cuda",
+        _PT + "aten/src/ATen/cuda/CublasHandlePool.cpp (cublasCreate fails when no memory is "
+        "left for the handle's workspace)",
+        "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling "
+        "`cublasCreate(handle)`",
+    ),
+    _w(
+        "sycl",
+        "intel/llvm:sycl/include/sycl/detail/pi_error.def (PI_ERROR_OUT_OF_RESOURCES = -5)",
+        "Native API failed. Native API returns: %d (%s)",
+        "RuntimeError: Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES) -5 "
+        "(PI_ERROR_OUT_OF_RESOURCES)",
+    ),
+    _w(
+        "sycl",
+        "intel/llvm:sycl/include/sycl/detail/pi_error.def (PI_ERROR_OUT_OF_HOST_MEMORY = -6)",
+        "Native API failed. Native API returns: %d (%s)",
+        "RuntimeError: Native API failed. Native API returns: -6 (PI_ERROR_OUT_OF_HOST_MEMORY) -6 "
+        "(PI_ERROR_OUT_OF_HOST_MEMORY)",
+    ),
+    _w(
+        "wgpu",
+        "gfx-rs/wgpu:wgpu-core/src/device/mod.rs (DeviceError::OutOfMemory)",
+        "Not enough memory left.",
+        "wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n    Not "
+        "enough memory left.",
     ),
     _w(
         "hip",
@@ -388,6 +454,12 @@ GGML: tuple[Wording, ...] = (
         "%s: failed to allocate output buffer of size %.2f MiB",
         "llama_output_reserve: failed to allocate output buffer of size 250.12 MiB",
         req=int(250.12 * _MIB),
+    ),
+    _w(
+        "whisper.cpp",
+        "ggml-org/whisper.cpp:src/whisper.cpp (whisper_kv_cache_init callers)",
+        "%s: failed to allocate memory for the kv cache",
+        "whisper_init_state: failed to allocate memory for the kv cache",
     ),
     _w(
         "ollama",

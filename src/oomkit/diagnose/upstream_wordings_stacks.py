@@ -51,6 +51,21 @@ SERVING: tuple[Wording, ...] = (
         "decreasing `max_model_len` when initializing the engine.",
     ),
     _w(
+        "vllm",
+        "vllm-project/vllm:vllm/v1/worker/gpu_model_runner.py (_dummy_sampler_run)",
+        "CUDA out of memory occurred when warming up sampler with %d dummy requests. Please try "
+        "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.",
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy "
+        "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+        "initializing the engine.",
+    ),
+    _w(
+        "sglang",
+        "sgl-project/sglang:python/sglang/srt/managers/scheduler.py",
+        "Prefill out of memory. Try to lower your batch size.",
+        "Prefill out of memory. Try to lower your batch size.",
+    ),
+    _w(
         "sglang",
         "sgl-project/sglang:python/sglang/srt/model_executor/model_runner.py",
         "Not enough memory. Please try to increase --mem-fraction-static.",
@@ -459,6 +474,42 @@ OS: tuple[Wording, ...] = (
         "memory allocation of {} bytes failed",
         "memory allocation of 8589934592 bytes failed",
         req=8589934592,
+    ),
+    _w(
+        "linux",
+        "systemd/systemd:src/core/service.c (service_sigchld_event: code=killed, status=9/KILL)",
+        "Main process exited, code=killed, status=9/KILL",
+        "systemd[1]: ollama.service: Main process exited, code=killed, status=9/KILL",
+    ),
+    _w(
+        "linux",
+        "apache/hadoop:hadoop-yarn-project (ContainersMonitorImpl)",
+        "Container [pid=%s,containerID=%s] is running beyond physical memory limits.",
+        "Container [pid=1234,containerID=container_1_0001_01_000002] is running beyond physical "
+        "memory limits. Current usage: 2.1 GB of 2 GB physical memory used; 3.5 GB of 4.2 GB "
+        "virtual memory used. Killing container.",
+    ),
+    _w(
+        "linux",
+        "apache/spark:resource-managers/yarn/src/main/scala/org/apache/spark/deploy/yarn/"
+        "YarnAllocator.scala",
+        "Container killed by YARN for exceeding memory limits. %s of %s physical memory used.",
+        "ExecutorLostFailure (executor 3 exited caused by one of the running tasks) Reason: "
+        "Container killed by YARN for exceeding memory limits. 10.4 GB of 10 GB physical memory "
+        "used. Consider boosting spark.yarn.executor.memoryOverhead.",
+    ),
+    _w(
+        "node",
+        "v8/v8:src/common/message-template.h (kArrayBufferAllocationFailed)",
+        "Array buffer allocation failed",
+        "RangeError: Array buffer allocation failed",
+    ),
+    _w(
+        "arrow",
+        "apache/arrow:cpp/src/arrow/memory_pool.cc",
+        "malloc of size %d failed",
+        "pyarrow.lib.ArrowMemoryError: malloc of size 1073741824 failed",
+        req=1073741824,
     ),
     _w(
         "notebook",
