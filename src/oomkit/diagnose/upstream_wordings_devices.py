@@ -457,9 +457,16 @@ GGML: tuple[Wording, ...] = (
     ),
     _w(
         "whisper.cpp",
-        "ggml-org/whisper.cpp:src/whisper.cpp (whisper_kv_cache_init callers)",
+        "ggml-org/whisper.cpp:src/whisper.cpp (whisper_kv_cache_init)",
         "%s: failed to allocate memory for the kv cache",
-        "whisper_init_state: failed to allocate memory for the kv cache",
+        "whisper_kv_cache_init: failed to allocate memory for the kv cache\nwhisper_init_state: "
+        "whisper_kv_cache_init() failed for self-attention cache",
+    ),
+    _w(
+        "whisper.cpp",
+        "ggml-org/whisper.cpp:src/whisper.cpp (whisper_sched_graph_init)",
+        "%s: failed to allocate the compute buffer",
+        "whisper_sched_graph_init: failed to allocate the compute buffer",
     ),
     _w(
         "ollama",

@@ -167,7 +167,8 @@ FRAMEWORKS: tuple[Wording, ...] = (
     ),
     _w(
         "jax",
-        "openxla/xla:xla/stream_executor/stream_executor_memory_allocator.cc",
+        "openxla/xla:xla/stream_executor/device_memory_allocator.cc "
+        "(StreamExecutorMemoryAllocator::Allocate)",
         "Failed to allocate request for %s (%uB) on device ordinal %d",
         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request "
         "for 8.00GiB (8589934592B) on device ordinal 0",
@@ -175,7 +176,8 @@ FRAMEWORKS: tuple[Wording, ...] = (
     ),
     _w(
         "jax",
-        "openxla/xla:xla/pjrt/gpu (BFC allocator via tsl::errors::ResourceExhausted)",
+        "openxla/xla:xla/stream_executor/integrations/tf_allocator_adapter.cc "
+        "(TfAllocatorAdapter::Allocate over the BFC allocator)",
         "Out of memory while trying to allocate %d bytes.",
         "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 "
         "bytes.",
@@ -190,7 +192,8 @@ FRAMEWORKS: tuple[Wording, ...] = (
     ),
     _w(
         "paddle",
-        "PaddlePaddle/Paddle:paddle/phi/core/memory/allocation/cuda_allocator.cc",
+        "PaddlePaddle/Paddle:paddle/fluid/memory/allocation/cuda_allocator.cc (moved to "
+        "paddle/phi/core/memory/allocation/ in 3.x)",
         "Out of memory error on GPU %d. Cannot allocate %s memory on GPU %d, %s memory has been "
         "allocated and available memory is only %s.",
         "ResourceExhaustedError: \n\nOut of memory error on GPU 0. Cannot allocate 1.953125GB "
@@ -205,11 +208,21 @@ FRAMEWORKS: tuple[Wording, ...] = (
     ),
     _w(
         "mindspore",
-        "mindspore-ai/mindspore:mindspore/ccsrc/runtime/device/memory_manager.cc",
+        "mindspore-ai/mindspore:mindspore/ccsrc/runtime/graph_scheduler/actor/ (output_actor.cc,"
+        " copy_actor.cc)",
         "Device(id:%d) memory isn't enough and alloc failed, kernel name: %s, alloc size: %dB.",
         "RuntimeError: Device(id:0) memory isn't enough and alloc failed, kernel name: "
         "Default/MatMul-op0, alloc size: 1073741824B.",
         req=1073741824,
+    ),
+    _w(
+        "mindspore",
+        "mindspore-ai/mindspore:mindspore/ccsrc/runtime/graph_scheduler/actor/"
+        "memory_manager_actor.cc",
+        "Device memory isn't enough and alloc failed, actor name: %s, alloc size: %d",
+        "RuntimeError: Device memory isn't enough and alloc failed, actor name: "
+        "kernel_graph_0_MemoryManagerActor, alloc size: 268435456",
+        req=268435456,
     ),
     _w(
         "mindspore",
@@ -220,9 +233,11 @@ FRAMEWORKS: tuple[Wording, ...] = (
     ),
     _w(
         "mindspore",
-        "mindspore-ai/mindspore (Ascend device address)",
-        "Malloc device memory failed, size[%d]",
-        "RuntimeError: Malloc device memory failed, size[536870912]",
+        "mindspore-ai/mindspore (Ascend device address; wording as quoted by "
+        "mindspore-ai/troubleshooter's tests)",
+        "Malloc device memory failed, size[%d], ret[%d]",
+        "RuntimeError: Malloc device memory failed, size[536870912], ret[207001], Device 6 may be "
+        "other processes occupying this card, check as: ps -ef|grep python",
         req=536870912,
     ),
     _w(
@@ -263,7 +278,8 @@ FRAMEWORKS: tuple[Wording, ...] = (
     ),
     _w(
         "openvino",
-        "openvinotoolkit/openvino:src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp",
+        "openvinotoolkit/openvino:src/plugins/intel_gpu/src/runtime/ocl/ocl_engine.cpp "
+        "(ocl_engine::allocate_memory)",
         "[GPU] Exceeded max size of memory object allocation: requested %d bytes, but max alloc "
         "size supported by device is %d bytes.",
         "[GPU] Exceeded max size of memory object allocation: requested 4294967296 bytes, but "
