@@ -107,6 +107,8 @@ _JUNK = {
     "malloc": "Malloc " + "device " * 200_000 + "failed",
     "size": "alloc size: " + "1" * 1_000_000,
     "chinese": "显存" * 300_000,
+    "identifier": "x_malloc" * 120_000 + " failed",
+    "call": "hipMalloc(" * 100_000 + " failed",
 }
 
 
@@ -125,3 +127,27 @@ def test_a_localized_oom_in_the_middle_of_a_huge_log_is_found() -> None:
     text = noise + "推理失败：CUDA 显存不足，请减小批量大小\n" + noise
     assert len(text) > FULL_SCAN_CHARS
     assert diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the families of parse_wordings.py on forms that are not in the table: an allocating
+        # API named in a failure, a status name, a memory phrase, an OS text
+        "vkAllocateMemory failed -2",
+        "hipMalloc(&ptr, size) failed",
+        "rknn_init fail! ret=-6 RKNN_ERR_MALLOC_FAIL",
+        "mmap failed with ENOMEM",
+        "Error: Backend(NotEnoughMemory(4096))",
+        "The requested model does not fit in GPU memory",
+        "The model is too large for the available VRAM",
+        "job 123 exceeded memory limit (34000000 > 32000000), being killed",
+        "Available memory is insufficient.",
+    ],
+)
+def test_harvested_families_cover_forms_beyond_the_table(text: str) -> None:
+    assert diagnose_text(text).oom_found, text
+
+
+def test_a_test_named_after_the_allocator_is_not_an_oom() -> None:
+    assert not diagnose_text("test_allocator failed").oom_found

@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.parse_wordings import harvested_match
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
@@ -137,34 +138,7 @@ _GENERIC = re.compile(
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
-    r"signal:? 9\b|signal: killed|"
-    # wordings harvested from the runtimes' own sources (upstream_wordings.py): other verbs
-    # of a failed allocation, API status names, OS error texts, Chinese UIs
-    # (a verb of allocating counts where a size or memory follows: "Could not allocate tensor
-    # with 0 dims" is a shape error)
-    r"(?:could ?n[o']t|cannot|can't|fail(?:ed)? to) (?:[A-Za-z]{1,12} ){0,2}(?:[cm]?alloc|"
-    r"allocate|reserve)\b(?=.{0,80}?(?:\d ?(?:[KMGT]i?B|bytes|B)\b|memory|buffer))|"
-    r"malloc\w{0,20}(?: \w{1,20}){0,3} failed|"
-    r"memory (?:is ?n[o']t|is not|not) enough|"
-    r"not enough (?:\w{1,12} ){1,3}memory\b(?! info| bandwidth)|"
-    r"alloc(?:ation)?[_ ]?fail|memory_error|MEMORY_ALLOCATION|OUT_OF_RESOURCES|"
-    r"out of (?:gpu |device )?resources\b|memory object allocation|"
-    r"paging file is too small|not enough storage is available|"
-    r"(?:in|un)sufficient_?memory|memory (?:is|was) (?:insufficient|exhausted)\b|"
-    r"r[au]n(?:ning)? out of (?:[a-z]{1,12} ){1,2}(?:memory|ram|vram)\b|"
-    r"(?:using|used) all (?:the )?available (?:ram|memory|vram)\b|"
-    r"too (?:large|big) for (?:the )?(?:available |free )?(?:gpu |device |system )?"
-    r"(?:memory|vram|ram)\b|"
-    r"(?:does ?n[o']t|do ?n[o']t|won't|will not|can ?not|could ?n[o']t) fit (?:in|into|on)"
-    r"(?: the)? (?:available )?(?:gpu|device|vram|memory)\b|"
-    r"exceed(?:s|ed|ing)? (?:[a-z]{1,10} ){0,2}memory limit|exceed(?:s|ed)? (?:the |its )?"
-    r"(?:allowed )?memory\b|"
-    r"low on (?:resource: )?memory|job killed: v?mem\b|exitcode\s{0,4}: -9\b|"
-    r"beyond (?:the )?'?(?:physical|virtual)'? memory limit|status=9/KILL\b|"
-    r"\bzsh: killed\b|can't allocate region|\bbad allocation\b|"
-    r"memory allocation of \d{1,20} bytes failed|at the bottom of memory\. That was not possible|"
-    r"Dst tensor is not initialized|"
-    r"(?:显存|内存|顯存|記憶體)(?:不足|不够|不夠|溢出|耗尽)|爆显存|メモリ(?:が)?不足|메모리 ?부족",
+    r"signal:? 9\b|signal: killed",
     re.IGNORECASE,
 )
 # every _GENERIC alternative contains one of these (lower-case) literals
@@ -181,26 +155,6 @@ _GENERIC_KEYS = (
     "bad_alloc",
     "sigkill",
     "signal",
-    "reserve",
-    "out_of_resources",
-    "out of",
-    "paging file",
-    "storage is",
-    "显存",
-    "内存",
-    "顯存",
-    "記憶體",
-    "メモリ",
-    "메모리",
-    "fit ",
-    "too large",
-    "too big",
-    "exceed",
-    "exitcode",
-    "killed",
-    "9/kill",
-    "region",
-    "dst tensor",
 )
 _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
@@ -454,9 +408,11 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     recognised anything. At most one event; ``runtime`` is ``generic``."""
     for i, raw in enumerate(lines.text):
         low = raw.lower()
-        if not any(k in low for k in _GENERIC_KEYS):
-            continue  # cheap literal prefilter (str.__contains__ runs in C)
-        m = _GENERIC.search(raw)
+        # cheap literal prefilter (str.__contains__ runs in C)
+        m = _GENERIC.search(raw) if any(k in low for k in _GENERIC_KEYS) else None
+        if m is None:
+            # wordings harvested from the runtimes' own sources (parse_wordings.py)
+            m = harvested_match(raw, low)
         if m is None:
             continue
         line = lines.cleaned(i)
