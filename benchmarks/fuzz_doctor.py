@@ -20,6 +20,7 @@ from pathlib import Path
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse import PARSERS
 from oomkit.diagnose.text import split_lines
+from oomkit.diagnose.upstream_wordings import WORDINGS
 
 LOGS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "oom_logs"
 _JUNK = [
@@ -84,6 +85,8 @@ def _random_text(rng: random.Random) -> str:
 
 
 REAL = [p.read_text(encoding="utf-8") for p in sorted(LOGS.glob("*.txt"))]
+# the wordings harvested from the runtimes' sources are mutated too (upstream_wordings.py)
+REAL += [w.example for w in WORDINGS]
 
 
 def main(argv: list[str] | None = None) -> int:

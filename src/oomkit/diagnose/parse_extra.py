@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.parse_wordings import harvested_match
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
@@ -162,9 +163,17 @@ _GENERIC_NEGATIVE = (
 )
 _REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
 _REQUEST = re.compile(
-    r"(?:allocat\w{0,6}|request(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
+    r"(?:allocat\w{0,6}|[cm]?alloc\b|[Rr]equest(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
     r"(?:of )?" + sz("req", _REQ_UNITS)
 )
+# MindSpore / Ascend: "alloc size: 1073741824B", "Request memory size: 2147483648B",
+# "Malloc device memory failed, size[536870912]"
+_REQUEST_RAW = re.compile(
+    r"(?:[Aa]lloc|[Rr]equest|[Mm]alloc)\w{0,10}(?: [\w,]{1,20}){0,4} size(?: ?[:=\[]{1,2} ?| )"
+    r"(?P<n>\d{1,15}) ?(?:B\b|bytes\b|\]|(?=['.,;)\s]|$))"
+)
+# macOS libmalloc prints the size a line above "*** error: can't allocate region"
+_MACH_SIZE = re.compile(r"mach_vm_map\(size=(?P<n>\d{1,20})")
 
 
 def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
@@ -399,9 +408,11 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     recognised anything. At most one event; ``runtime`` is ``generic``."""
     for i, raw in enumerate(lines.text):
         low = raw.lower()
-        if not any(k in low for k in _GENERIC_KEYS):
-            continue  # cheap literal prefilter (str.__contains__ runs in C)
-        m = _GENERIC.search(raw)
+        # cheap literal prefilter (str.__contains__ runs in C)
+        m = _GENERIC.search(raw) if any(k in low for k in _GENERIC_KEYS) else None
+        if m is None:
+            # wordings harvested from the runtimes' own sources (parse_wordings.py)
+            m = harvested_match(raw, low)
         if m is None:
             continue
         line = lines.cleaned(i)
@@ -410,6 +421,14 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
             continue
         w = window(lines, i, max_lines=3)
         r = _REQUEST.search(w)
+        # a ggml function's line prints MB for size/1024/1024 (ggml.c ggml_aligned_malloc)
+        units = "llama.cpp" if line.startswith("ggml_") else "generic"
+        requested = size_of(r, "req", units) if r else None
+        if requested is None:
+            raw_m = _REQUEST_RAW.search(w)
+            if raw_m is None and i > 0:
+                raw_m = _MACH_SIZE.search(lines.text[i - 1])
+            requested = to_int(raw_m["n"]) if raw_m else None
         return [
             _ev(
                 "generic",
@@ -417,7 +436,7 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
                 "generic_oom",
                 line,
                 lines.number[i],
-                requested_bytes=size_of(r, "req", "generic") if r else None,
+                requested_bytes=requested,
                 detail=m.group(0),
             )
         ]

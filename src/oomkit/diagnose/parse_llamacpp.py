@@ -35,8 +35,10 @@ _CUDAMALLOC = re.compile(
     r"(?P<fn>\w{1,80}): allocating (?P<mib>" + _F + r") MiB on device (?P<dev>\d{1,3}): "
     r"(?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: ?(?P<err>.{0,200})"
 )
+# llama-context.cpp llama_output_reserve prints the size as "%.2f MiB", ggml-alloc.c as "%zu"
 _BUF_FAIL = re.compile(
     r"(?P<fn>\w{1,80}): failed to allocate (?P<buft>\S{1,64}) buffer of size (?P<n>\d{1,20})"
+    r"(?P<frac>\.\d{1,4})?(?: ?(?P<u>KiB|MiB|GiB)\b)?"
 )
 # ggml-cuda.cu ggml_cuda_host_malloc: a warning; llama.cpp falls back to pageable host memory
 _PINNED_FAIL = re.compile(
@@ -302,8 +304,10 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 line=line_no,
                 text=m.group(0)[:400],
                 device=int(dev.group(1)) if dev and not buft.upper().startswith("CPU") else None,
-                requested_bytes=to_int(m.group("n")),
-                inconsistent=_zero_size(m.group("n")),
+                requested_bytes=to_bytes(m.group("n") + (m.group("frac") or ""), m.group("u"), _RT)
+                if m.group("u")
+                else to_int(m.group("n")),
+                inconsistent=None if m.group("frac") else _zero_size(m.group("n")),
                 buffer_name=buft,
                 stage=_stage_of_fn(m.group("fn")),
             )

@@ -105,20 +105,23 @@ _TAIL = (
 
 # The "<backend> out of memory. " prefix is optional: older and truncated pastes often start at
 # "Tried to allocate" (the numbers that follow are the same allocator message).
+# Out-of-tree backends fork the caching allocator and its message under their device name:
+# torch_npu (NPU), torch_musa (MUSA), Cambricon torch_mlu (MLU; its 2.x message prints
+# "of which <free>is free", without the space: caching_allocator.cpp)
 _NEW = re.compile(
-    r"(?:(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory\. )?Tried to allocate "
+    r"(?:(?P<backend>CUDA|HIP|XPU|MUSA|NPU|MLU) out of memory\. )?Tried to allocate "
     + sz("req")
-    + r"\. (?:GPU|Device) (?P<dev>\d{1,4}) has a total capac(?P<typo>i?)ty of "
+    + r"\. (?:GPU|Device|MLU) (?P<dev>\d{1,4}) has a total capac(?P<typo>i?)ty of "
     + sz("total")
     + " of which "
-    + sz("free")
-    + r" is free\."
+    + sz("free", space=" ?").removesuffix(r"\b")
+    + r" ?is free\."
 )
 _OLD = re.compile(
-    r"(?:(?P<backend>CUDA|HIP|MUSA|NPU) out of memory\. )?Tried to allocate "
+    r"(?:(?P<backend>CUDA|HIP|MUSA|NPU|MLU) out of memory\. )?Tried to allocate "
     + sz("req")
     # (a paste may lose the parenthesis or wrap the line before "GPU N;")
-    + r"\s{1,4}\(?(?:GPU|NPU) (?P<dev>\d{1,4}); "
+    + r"\s{1,4}\(?(?:GPU|NPU|MLU) (?P<dev>\d{1,4}); "
     + sz("total")
     + " total capacity; "
     + sz("alloc")
@@ -136,7 +139,7 @@ _OLD = re.compile(
 )
 # (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(
-    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU) out of memory(?:\.(?: Tried to allocate "
+    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU|MLU) out of memory(?:\.(?: Tried to allocate "
     + sz("req")
     + r")?|\s{0,4}$)"
 )

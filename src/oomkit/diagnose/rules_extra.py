@@ -11,6 +11,7 @@ causes win.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from oomkit.diagnose.analysis import Analysis
@@ -229,12 +230,39 @@ def _driver(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
+# Wordings that name host RAM as what ran out (upstream_wordings.py: ENOMEM's strerror, the OOM
+# killer and shells reporting SIGKILL, Windows' commit-limit texts, libmalloc / MSVC / Rust
+# allocation failures, notebook hosts, schedulers); a GPU word on the line vetoes it
+_HOST_WORDING = re.compile(
+    r"\bRAM\b|host memory|system memory|application memory|Errno 12|Cannot allocate memory|"
+    r"paging file|not enough storage|\bheap\b|oom-?kill|\bkilled\b|SIGKILL|signal:? 9\b|"
+    r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
+    r"can't allocate region|memory allocation of \d{1,20} bytes|MemoryError|内存|記憶體|"
+    r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
+    r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
+    r"exceeding memory limits|ArrowMemoryError|Array buffer allocation",
+    re.IGNORECASE,
+)
+_DEVICE_WORDING = re.compile(
+    r"\b(?:GPU|CUDA|(?-i:cu[A-Z]\w{0,10})|HIP|ROCm|NPU|XPU|VRAM|device|Metal|MPS|Vulkan|TPU|"
+    r"hbm)\b|"
+    r"显存|顯存",
+    re.IGNORECASE,
+)
+
+
 def _generic(e: OomEvent, ctx: LogContext) -> Analysis:
     x = e.requested_bytes
     phase = ctx.frame_phase
     cause, conf = "unknown", 0.15
     why = " No parser knows this message's format, so only its wording is read."
-    if phase == "model_load":
+    if _HOST_WORDING.search(e.text) and not _DEVICE_WORDING.search(e.text):
+        cause, conf = "host_ram", 0.4
+        why += (
+            " Its wording names host memory (RAM / the process killed for it), not the GPU's:"
+            " `free -h` and `dmesg | grep -i oom` at the time of the failure would confirm it."
+        )
+    elif phase == "model_load":
         cause, conf = "model_too_large", 0.35
         why += f" The traceback is in model loading ({ctx.frame_text})."
     elif phase in {"forward", "backward", "cuda_graph_capture"}:

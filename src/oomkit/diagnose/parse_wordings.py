@@ -1,0 +1,126 @@
+"""Out-of-memory wordings harvested from the runtimes' own sources, for the generic fallback.
+
+``parse_extra.parse_generic`` recognises an obvious OOM that no runtime parser knows. Its original
+keyword regex covers "out of memory", "failed to allocate" and the like; the families here come
+from reading what runtimes print when an allocation fails (the table, with a source per entry, is
+``oomkit.diagnose.upstream_wordings``; ``tests/test_doctor_upstream_wordings.py`` checks every
+entry):
+
+* other verbs of a failed allocation, where a size or memory follows ("Could not allocate tensor
+  with 4915840 bytes", "Fail to alloc memory", "Failed to CUDA calloc N bytes"; "Could not
+  allocate tensor with 0 dims" is a shape error and stays out);
+* an allocating API named in the failure (``vkAllocateMemory failed``, ``bm_malloc_device_byte
+  failed``, ``aclrtMalloc failed``) and allocation status names (``CL_MEM_OBJECT_ALLOCATION_
+  FAILURE``, ``miopenStatusAllocFailed``, ``rocblas_status_memory_error``, ``ENOMEM``);
+* memory phrases ("memory isn't enough", "not enough GPU video memory", "too large for the
+  available VRAM", "does not fit in GPU memory", "exceeded job memory limit", "running beyond
+  physical memory limits", "low on resource: memory", "ran out of application memory");
+* OS and scheduler texts (Windows' "paging file is too small" / "Not enough storage is
+  available", PBS "job killed: mem", torchrun "exitcode: -9", systemd "status=9/KILL", zsh
+  "killed", libmalloc "can't allocate region", MSVC "bad allocation", Rust "memory allocation of N
+  bytes failed");
+* localized UIs: 显存/内存 不足 (Chinese), 記憶體不足, メモリ不足, 메모리 부족.
+
+Each family is its own regex behind literal needles (``str.__contains__`` runs in C), so a line
+pays only for the families whose words it contains; every quantifier is bounded (linear time).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["harvested_match"]
+
+_I = re.IGNORECASE
+
+# (needles, regex): the regex runs only on a line whose lower-case text holds a needle
+_FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        ("could", "cannot", "can't", "fail"),
+        re.compile(
+            r"(?:could ?n[o']t|cannot|can't|fail(?:ed)? to) (?:[A-Za-z]{1,12} ){0,2}"
+            r"(?:[cm]?alloc|allocate|reserve)\b"
+            r"(?=.{0,80}?(?:\d ?(?:[KMGT]i?B|bytes|B)\b|memory|buffer))",
+            _I,
+        ),
+    ),
+    (
+        ("malloc", "allocate"),
+        re.compile(
+            r"\b\w{0,30}(?:[Mm]alloc|Allocate)\w{0,30}(?:\([^)]{0,80}\))? (?:failed|fail|error)\b|"
+            r"malloc\w{0,20}(?: \w{1,20}){0,3} failed",
+            _I,
+        ),
+    ),
+    (
+        ("alloc",),
+        re.compile(
+            r"alloc(?:ation)?[_ ]?fail|memory object allocation|MEMORY_ALLOCATION|"
+            r"can't allocate region|memory allocation of \d{1,20} bytes failed|\bbad allocation\b",
+            _I,
+        ),
+    ),
+    (
+        ("memory", "ram"),
+        re.compile(
+            r"memory (?:is ?n[o']t|is not|not) enough|"
+            r"not enough (?:\w{1,12} ){1,3}memory\b(?! info| bandwidth)|NotEnough\w{0,10}Memory|"
+            r"(?:in|un)sufficient_?memory|memory (?:is|was) (?:insufficient|exhausted)\b|"
+            r"memory_error|"
+            r"r[au]n(?:ning)? out of (?:[a-z]{1,12} ){1,2}(?:memory|ram|vram)\b|"
+            r"(?:using|used) all (?:the )?available (?:ram|memory|vram)\b|"
+            r"too (?:large|big) for (?:the )?(?:available |free )?(?:gpu |device |system )?"
+            r"(?:memory|vram|ram)\b|"
+            r"exceed(?:s|ed|ing)? (?:[a-z]{1,10} ){0,2}memory limit|"
+            r"exceed(?:s|ed)? (?:the |its )?(?:allowed )?memory\b|"
+            r"low on (?:resource: )?memory|"
+            r"beyond (?:the )?'?(?:physical|virtual)'? memory limit|"
+            r"at the bottom of memory\. That was not possible",
+            _I,
+        ),
+    ),
+    (
+        ("fit ",),
+        re.compile(
+            r"(?:does ?n[o']t|do ?n[o']t|won't|will not|can ?not|could ?n[o']t) fit (?:in|into|on)"
+            r"(?: the)? (?:available )?(?:gpu|device|vram|memory)\b",
+            _I,
+        ),
+    ),
+    (
+        (
+            "nomem",
+            "resources",
+            "paging file",
+            "storage is",
+            "job killed",
+            "exitcode",
+            "9/kill",
+            "zsh: killed",
+            "dst tensor",
+        ),
+        re.compile(
+            r"(?:\bE|_)NOMEM\b|OUT_OF_RESOURCES|out of (?:gpu |device )?resources\b|"
+            r"paging file is too small|not enough storage is available|job killed: v?mem\b|"
+            r"exitcode\s{0,4}: -9\b|status=9/KILL\b|\bzsh: killed\b|Dst tensor is not initialized",
+            _I,
+        ),
+    ),
+    (
+        ("显存", "内存", "顯存", "記憶體", "メモリ", "메모리"),
+        re.compile(
+            r"(?:显存|内存|顯存|記憶體)(?:不足|不够|不夠|溢出|耗尽)|爆显存|"
+            r"メモリ(?:が)?不足|메모리 ?부족"
+        ),
+    ),
+)
+
+
+def harvested_match(line: str, low: str) -> re.Match[str] | None:
+    """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``."""
+    for needles, pattern in _FAMILIES:
+        if any(n in low for n in needles):
+            m = pattern.search(line)
+            if m is not None:
+                return m
+    return None
