@@ -66,6 +66,7 @@ DEVELOPMENT_PARTS = (
     "heldout5",
     "heldout6",
     "heldout7",
+    "heldout8",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
