@@ -28,6 +28,59 @@ _OLD_LLAMACPP = {
 LLAMACPP_ROWS: tuple[Row, ...] = (
     _g(
         "llama.cpp",
+        "2023-06-metal-one-buffer",
+        "llama.cpp 2023-06 (Metal: the model file as one buffer)",
+        "2023-06-04",
+        None,
+        "ggml-org/llama.cpp PR #1642 (Metal inference: ggml_metal_add_buffer maps the model "
+        "file as ONE Metal buffer 'data'; PR #1706, 2023-06-05, refuses it above "
+        "maxBufferLength); the CUDA switches are the next rows' (modelled as before)",
+        "Metal: a model file larger than the device's maxBufferLength (half the installed "
+        "memory) does not load ('buffer data size ... is larger than buffer maximum'), "
+        "whatever the working set; the compute memory is the fixed eval + scr0 + scr1 "
+        "buffers by model size (2 GiB for a 13B, 2.25 GiB for a 30B), each a Metal buffer",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        metal_views=False,
+        metal_scratch=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2023-06-metal-views",
+        "llama.cpp 2023-06 (Metal buffers split into views)",
+        "2023-06-18",
+        None,
+        "ggml-org/llama.cpp PR #1826 (metal : handle buffers larger than device's "
+        "maxBufferLength: overlapping views of at most maxBufferLength)",
+        "Metal: a model file above maxBufferLength loads as several views (each overlapping "
+        "the next by the largest tensor); the working set is the limit",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        metal_scratch=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2023-07-graph-eval",
+        "llama.cpp 2023-07 (eval buffer sized per graph)",
+        "2023-07-22",
+        None,
+        "ggml-org/llama.cpp PR #2325 (commit b47b8a9, build 879: 'llama : optimize memory "
+        "buffers', MEM_REQ_EVAL no longer needed, computed for each graph)",
+        "the fixed eval buffer by model size (768 MiB for 7B ... 1536 MiB for 65B) and the "
+        "512-1024 MiB scratch buffers are gone (-1.2 GB for a 7B); Metal's compute memory is "
+        "modelled from the graph again (approximately: scratch buffers stayed until ggml-alloc "
+        "reached Metal in PR #2627, 2023-08-17)",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+    ),
+    _g(
+        "llama.cpp",
         "2023-mmq",
         "llama.cpp 2023 (MMQ prompt processing)",
         "2023-08-30",
