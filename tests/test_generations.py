@@ -55,7 +55,12 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "2023-10-29", "2023-10-cublas"),
         ("llama.cpp", "b1428", "2023-10-batched-attn"),
         ("llama.cpp", "2023-11-15", "2023-11-batched-attn-tc"),
-        ("llama.cpp", "2024-02-23", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-01-15", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-02-23", "2024-01-q2k-2bit"),
+        ("llama.cpp", "2023-06-12", "2023-06-metal-one-buffer"),
+        ("llama.cpp", "2023-06-30", "2023-06-metal-views"),
+        ("llama.cpp", "2023-08-01", "2023-07-graph-eval"),
+        ("llama.cpp", "2023-08-25", "2023-08-q2k-3bit"),
         ("llama.cpp", "2024-03-20", "2024-03-ubatch"),
         ("llama.cpp", "2024-04", "2024-03-outputs"),
         ("llama.cpp", "b5274", "2025-04-mla"),
@@ -644,3 +649,51 @@ def test_llamacpp_metal_scratch_buffers_until_pr_2325() -> None:
         hardware_for(parse_gpu_list("rtx-4090")),
     )
     assert compute(cuda) < 512 * MiB
+
+
+def test_llamacpp_q2k_file_is_the_mix_of_its_day() -> None:
+    """meta-llama/llama#964 (2023-12-14): Ollama's llama2:70b Q2_K on a 36 GB M3 Pro maps a
+    28133.67 MiB data buffer (views of 20736 + 7391.97 MiB), over the 27648 MiB working set.
+    That Q2_K is the mix of PR #2707 (Aug 2023 - Jan 2024: Q3_K but for attn_q/attn_k), 27.27
+    GiB for LLaMA-v2-70B (PR #2807), not today's 2-bit 23.71 GiB (PR #5060)."""
+    from oomkit.quant.llamacpp_q2k_legacy import legacy_q2k_type
+
+    def file_bytes(model: str, version: str, quant: str = "Q2_K") -> int:
+        s = InferenceSettings(quant=quant, ctx=512, runtime_version=version)
+        e = estimate(model, s, hardware_for(parse_gpu_list("a100-80gb")))
+        return int(e.runtime_details["weights_file_bytes"])
+
+    assert resolve_generation("llama.cpp", "2023-12-14").effects["q2k_mix"] == "3bit-2023-08"
+    assert "q2k_mix" not in resolve_generation("llama.cpp", "2024-01-21").effects
+    old, new = file_bytes("llama-2-70b", "2023-12-14"), file_bytes("llama-2-70b", "2024-02-01")
+    assert old == 29278486528  # 27.27 GiB, PR #2807's Q2_K of LLaMA-v2-70B
+    assert round(new / GiB, 2) == 23.71  # PR #5060's new Q2_K
+    assert file_bytes("llama-2-70b", "2024-02-01") == file_bytes("llama-2-70b", "2026-01-01")
+    # the June 2023 k-quants mix: Q4_K attn_v and ffn_down, Q2_K for the rest (PR #1684)
+    assert legacy_q2k_type("k-quants-2023-06", "ffn_down", arch="llama", n_layer=32, n_gqa=1) == (
+        "Q4_K"
+    )
+    assert legacy_q2k_type("k-quants-2023-06", "ffn_up", arch="llama", n_layer=32, n_gqa=1) == (
+        "Q2_K"
+    )
+    # other file types and MoE models are not re-typed
+    assert file_bytes("llama-2-70b", "2023-12-14", "Q4_K_M") == file_bytes(
+        "llama-2-70b", "2024-02-01", "Q4_K_M"
+    )
+    assert file_bytes("mixtral-8x7b", "2023-12-14") == file_bytes("mixtral-8x7b", "2024-02-01")
+    # the run itself: over the Metal working set with the file of its day (never "fits")
+    run = estimate(
+        "llama-2-70b",
+        InferenceSettings(
+            runtime="ollama",
+            quant="Q2_K",
+            ctx=4096,
+            n_gpu_layers=99,  # Ollama of 2023 ran every layer on Metal (the log's buffers)
+            runtime_version="2023-12-14",
+        ),
+        hardware_for(parse_gpu_list("m3-pro-36gb")),
+    )
+    dev = run.devices[0]
+    assert dev.capacity_bytes is not None
+    assert dev.total_bytes > dev.capacity_bytes
+    assert verdict(run, Platform(os="macos")).level != "fits"

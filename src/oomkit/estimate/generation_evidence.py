@@ -42,6 +42,17 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/meta-llama/llama/issues/964 (Dec 2023, M3 Pro 36 GB: the data "
         "buffer allocated as views of 20736.00 MiB and 7391.97 MiB)",
     ),
+    ("llama.cpp", "2023-08-q2k-3bit"): (
+        _TG + "test_llamacpp_q2k_file_is_the_mix_of_its_day",
+        "run:ollama-llama964-llama2-70b-q2k-m3pro36",
+        "log:https://github.com/ggml-org/llama.cpp/pull/2807 (LLaMA-v2-70B Q2_K '27.11 GiB' "
+        "-> '27.27 GiB')",
+    ),
+    ("llama.cpp", "2024-01-q2k-2bit"): (
+        _TG + "test_llamacpp_q2k_file_is_the_mix_of_its_day",
+        "log:https://github.com/ggml-org/llama.cpp/pull/5060 ('Old Q2_K 27.11' GiB; 'Q2_K has "
+        "become an actual 2-bit quantization ... 23.71 GiB')",
+    ),
     ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
     ("llama.cpp", "2023-10-batched-attn"): (
         _TP + "test_legacy_pool_keeps_one_attention_buffer_per_prompt_step",

@@ -130,6 +130,9 @@ class LlamaCppOptions:
     #: True = builds before PR #2325 (2023-07-22): the Metal compute memory is the fixed
     #: 'eval' + 'scr0' + 'scr1' buffers sized by model type (MEM_REQ_EVAL/SCRATCH0/SCRATCH1)
     metal_scratch: bool = False
+    #: a 2023 Q2_K mix (:mod:`oomkit.quant.llamacpp_q2k_legacy`): ``"k-quants-2023-06"``
+    #: before PR #2707 (Aug 2023), ``"3bit-2023-08"`` until January 2024; None: today's
+    q2k_mix: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
