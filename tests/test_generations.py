@@ -55,7 +55,12 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "2023-10-29", "2023-10-cublas"),
         ("llama.cpp", "b1428", "2023-10-batched-attn"),
         ("llama.cpp", "2023-11-15", "2023-11-batched-attn-tc"),
-        ("llama.cpp", "2024-02-23", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-01-15", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-02-23", "2024-01-q2k-2bit"),
+        ("llama.cpp", "2023-06-12", "2023-06-metal-one-buffer"),
+        ("llama.cpp", "2023-06-30", "2023-06-metal-views"),
+        ("llama.cpp", "2023-08-01", "2023-07-graph-eval"),
+        ("llama.cpp", "2023-08-25", "2023-08-q2k-3bit"),
         ("llama.cpp", "2024-03-20", "2024-03-ubatch"),
         ("llama.cpp", "2024-04", "2024-03-outputs"),
         ("llama.cpp", "b5274", "2025-04-mla"),
@@ -361,7 +366,7 @@ def test_every_generation_has_evidence_that_resolves() -> None:
     root = Path(__file__).parents[1]
     runs = {
         json.loads(ln)["id"]
-        for part in ("dev", "dev2")
+        for part in ("dev", "dev2", "heldout9")  # heldout9: scored once, then retired
         for ln in (root / "tests/fixtures/verdict_runs" / f"{part}.jsonl").read_text().splitlines()
         if ln.strip()
     }
@@ -563,3 +568,132 @@ def test_vllm_before_pr_2031_charges_only_torch_allocations() -> None:
     charged = n["non_torch_bytes"] + n["activation_peak_bytes"] - o["activation_peak_bytes"]
     assert charged > 0
     assert o["available_kv_cache_bytes"] - n["available_kv_cache_bytes"] == charged
+
+
+def test_llamacpp_metal_one_buffer_until_pr_1826() -> None:
+    """llama.cpp#1815 (2023-06-12): LLaMA-33B Q4_0 (18300780544 bytes) on a 32 GB M2 fails
+    'buffer 'data' size 18300780544 is larger than buffer maximum of 17179869184' though it is
+    well inside the 21.3 GiB working set; PR #1826 (2023-06-18) splits it into views. The
+    Q3_K_M file (14.76 GB) of PR #1826's test loads on the same 32 GB M1 Max either way."""
+    from oomkit.estimate.llamacpp_metal import metal_max_buffer_bytes
+
+    def est(quant: str, version: str, gpu: str = "m2-pro-32gb") -> Estimate:
+        hw = hardware_for(parse_gpu_list(gpu))
+        s = InferenceSettings(runtime="llama.cpp", quant=quant, ctx=512, runtime_version=version)
+        return estimate("llama-33b", s, hw)
+
+    assert resolve_generation("llama.cpp", "2023-06-12").key == "2023-06-metal-one-buffer"
+    assert resolve_generation("llama.cpp", "2023-06-18").key == "2023-06-metal-views"
+    assert metal_max_buffer_bytes(hardware_for(parse_gpu_list("m2-pro-32gb")).devices[0]) == (
+        17179869184
+    )
+    old = est("Q4_0", "2023-06-12")
+    assert any("larger than the device's maxBufferLength" in b for b in old.blockers)
+    assert verdict(old, Platform(os="macos")).level == "does_not_fit"
+    # the same run a week later (views): no buffer limit, the same device total; today: none
+    views = est("Q4_0", "2023-06-18")
+    assert not views.blockers
+    assert views.devices[0].total_bytes == old.devices[0].total_bytes
+    assert not estimate(
+        "llama-33b",
+        InferenceSettings(quant="Q4_0", ctx=512),
+        hardware_for(parse_gpu_list("m2-pro-32gb")),
+    ).blockers
+    # Q3_K_M (the file of 14.76 GB) is under the 16 GiB maxBufferLength: it loads in June 2023
+    assert not est("Q3_K_M", "2023-06-17", "m1-max-32gb").blockers
+    # a CUDA device has no such limit in the same build
+    cuda = estimate(
+        "llama-33b",
+        InferenceSettings(quant="Q4_0", ctx=512, runtime_version="2023-06-12"),
+        hardware_for(parse_gpu_list("a100-40gb")),
+    )
+    assert not cuda.blockers
+
+
+def test_llamacpp_metal_scratch_buffers_until_pr_2325() -> None:
+    """llama-cpp-python#438 (2023-06-30): LLaMA-13B q5_1 (9763717120 bytes) on a 16 GB M2 Pro,
+    whose Metal working set is 10.67 GiB. The weights and the 400 MiB KV cache fit it, but
+    builds before PR #2325 also gave Metal the fixed 'eval' (1024 MiB) + 'scr0' + 'scr1' (512
+    MiB each) buffers of a 13B: 2 GiB of compute memory, which puts the run over the working
+    set. From PR #2325 (build 879, 2023-07-22) the compute memory follows the graph again."""
+
+    def est(version: str, gpu: str = "m2-pro-16gb") -> Estimate:
+        hw = hardware_for(parse_gpu_list(gpu))
+        s = InferenceSettings(quant="Q5_1", ctx=512, runtime_version=version)
+        return estimate("llama-13b", s, hw)
+
+    def compute(e: Estimate) -> int:
+        return sum(c.n_bytes for c in e.devices[0].components if c.category == "activations")
+
+    old, new = est("2023-06-30"), est("2023-07-22")
+    assert resolve_generation("llama.cpp", "b878").key == "2023-06-metal-views"
+    assert resolve_generation("llama.cpp", "b879").key == "2023-07-graph-eval"
+    assert resolve_generation("llama.cpp", "b665").key == "2023-06-metal-one-buffer"
+    assert compute(old) == 2048 * MiB
+    assert compute(new) < 512 * MiB
+    cap = old.devices[0].capacity_bytes
+    assert cap is not None
+    assert old.devices[0].total_bytes > cap > new.devices[0].total_bytes
+    assert verdict(old, Platform(os="macos")).level != "fits"
+    # a layer count the 2023 tables do not name keeps the graph's compute buffer
+    qwen = estimate(
+        "qwen2.5-0.5b",
+        InferenceSettings(quant="Q8_0", ctx=512, runtime_version="2023-06-30"),
+        hardware_for(parse_gpu_list("m2-pro-16gb")),
+    )
+    assert compute(qwen) < 512 * MiB
+    # CUDA devices keep their modelled compute buffer in the same build
+    cuda = estimate(
+        "llama-13b",
+        InferenceSettings(quant="Q5_1", ctx=512, runtime_version="2023-06-30"),
+        hardware_for(parse_gpu_list("rtx-4090")),
+    )
+    assert compute(cuda) < 512 * MiB
+
+
+def test_llamacpp_q2k_file_is_the_mix_of_its_day() -> None:
+    """meta-llama/llama#964 (2023-12-14): Ollama's llama2:70b Q2_K on a 36 GB M3 Pro maps a
+    28133.67 MiB data buffer (views of 20736 + 7391.97 MiB), over the 27648 MiB working set.
+    That Q2_K is the mix of PR #2707 (Aug 2023 - Jan 2024: Q3_K but for attn_q/attn_k), 27.27
+    GiB for LLaMA-v2-70B (PR #2807), not today's 2-bit 23.71 GiB (PR #5060)."""
+    from oomkit.quant.llamacpp_q2k_legacy import legacy_q2k_type
+
+    def file_bytes(model: str, version: str, quant: str = "Q2_K") -> int:
+        s = InferenceSettings(quant=quant, ctx=512, runtime_version=version)
+        e = estimate(model, s, hardware_for(parse_gpu_list("a100-80gb")))
+        return int(e.runtime_details["weights_file_bytes"])
+
+    assert resolve_generation("llama.cpp", "2023-12-14").effects["q2k_mix"] == "3bit-2023-08"
+    assert "q2k_mix" not in resolve_generation("llama.cpp", "2024-01-21").effects
+    old, new = file_bytes("llama-2-70b", "2023-12-14"), file_bytes("llama-2-70b", "2024-02-01")
+    assert old == 29278486528  # 27.27 GiB, PR #2807's Q2_K of LLaMA-v2-70B
+    assert round(new / GiB, 2) == 23.71  # PR #5060's new Q2_K
+    assert file_bytes("llama-2-70b", "2024-02-01") == file_bytes("llama-2-70b", "2026-01-01")
+    # the June 2023 k-quants mix: Q4_K attn_v and ffn_down, Q2_K for the rest (PR #1684)
+    assert legacy_q2k_type("k-quants-2023-06", "ffn_down", arch="llama", n_layer=32, n_gqa=1) == (
+        "Q4_K"
+    )
+    assert legacy_q2k_type("k-quants-2023-06", "ffn_up", arch="llama", n_layer=32, n_gqa=1) == (
+        "Q2_K"
+    )
+    # other file types and MoE models are not re-typed
+    assert file_bytes("llama-2-70b", "2023-12-14", "Q4_K_M") == file_bytes(
+        "llama-2-70b", "2024-02-01", "Q4_K_M"
+    )
+    assert file_bytes("mixtral-8x7b", "2023-12-14") == file_bytes("mixtral-8x7b", "2024-02-01")
+    # the run itself: over the Metal working set with the file of its day (never "fits")
+    run = estimate(
+        "llama-2-70b",
+        InferenceSettings(
+            runtime="ollama",
+            quant="Q2_K",
+            ctx=4096,
+            n_gpu_layers=99,  # Ollama of 2023 ran every layer on Metal (the log's buffers)
+            runtime_version="2023-12-14",
+        ),
+        hardware_for(parse_gpu_list("m3-pro-36gb")),
+    )
+    dev = run.devices[0]
+    assert dev.capacity_bytes is not None
+    assert dev.total_bytes > dev.capacity_bytes
+    assert verdict(run, Platform(os="macos")).level != "fits"

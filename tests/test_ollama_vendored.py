@@ -43,8 +43,19 @@ def test_each_release_maps_to_the_llamacpp_it_vendored(
 
 def test_outside_the_table_the_generation_row_decides() -> None:
     assert vendored_llamacpp_date((0, 6, 6, 0)) is None
-    assert vendored_llamacpp_date((0, 0, 21, 0)) is None
     assert vendored_llamacpp_date(date(2025, 6, 1)) is None
+
+
+def test_before_0_1_0_the_llamacpp_is_no_newer_than_the_day() -> None:
+    """Ollama 0.0.x (July-September 2023) is not in the table; its llama.cpp can be no newer
+    than the run's day nor than 0.1.0's pin (before, the generation row's 2025 llama.cpp stood
+    in: ollama/ollama#434, 2023-08-28, was modelled without the logits of every prompt token
+    that builds before PR #6122 computed)."""
+    assert vendored_llamacpp_date((0, 0, 21, 0)) == "2023-09-21"
+    assert vendored_llamacpp_date(date(2023, 8, 28)) == "2023-08-28"
+    assert vendored_llamacpp_date(date(2023, 9, 24)) == "2023-09-21"
+    assert _mapped_version("2023-08-28") == "2023-08-28"
+    assert _mapped_version("0.0.17") == "2023-09-21"
 
 
 def test_force_mmq_on_linux_from_0_1_23_to_0_2_1() -> None:

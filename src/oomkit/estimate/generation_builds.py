@@ -2,8 +2,8 @@
 
 llama.cpp generations are bounded by dates, so a release tag ``bNNNN`` is compared through its
 date: anchors are approximate to a few days (b5274 = 2025-05-03 from a log in the validation
-set; b1430 and b1446 from llama.cpp CI runs and issue #3780); builds in between are
-interpolated.
+set; b1430 and b1446 from llama.cpp CI runs and issue #3780; builds 622, 665 and 879 from the
+logs of PRs #1706, #1826 and #2325); builds in between are interpolated.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ __all__ = ["LLAMACPP_BUILD_DATES", "build_date"]
 
 #: llama.cpp release tag -> date (approximate anchors; builds in between are interpolated)
 LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
+    # June-July 2023 builds print 'main: build = N (commit)', N the same commit count as the
+    # later bNNNN tags; dated by the logs that show them (the Metal generations of that summer)
+    (622, date(2023, 6, 5)),  # build 622 (f4c55d3), PR #1706's log of 2023-06-05
+    (665, date(2023, 6, 12)),  # build 665 (4cf08d9), kiltyj's log in PR #1826, 2023-06-12
+    (879, date(2023, 7, 22)),  # build 879 (b47b8a9) = PR #2325, llama.cpp#2325 2023-07-22
     (1000, date(2023, 8, 1)),
     (1430, date(2023, 10, 27)),  # b1430 = commit 2f9ec7e, PR #3776 (CI run of 2023-10-27)
     (1446, date(2023, 10, 31)),  # b1446 = 207b519, named in llama.cpp#3780 on 2023-10-31

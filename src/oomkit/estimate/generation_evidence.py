@@ -22,6 +22,37 @@ _SG_VIS = "test_vision_tower_is_loaded_whole_or_split_by_release"
 _VLLM = "log:https://github.com/vllm-project/vllm/"
 #: (runtime, generation key) -> evidence; tests/test_generations.py checks every reference
 EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
+    ("llama.cpp", "2023-06-metal-one-buffer"): (
+        _TG + "test_llamacpp_metal_one_buffer_until_pr_1826",
+        "run:lcpp-1815-llama33b-q40-m2pro32-metal",
+        "run:lcpp-pr1826-chinesealpaca33b-q4km-m1max32",
+        "log:https://github.com/ggml-org/llama.cpp/issues/1815 ('ggml_metal_add_buffer: "
+        "buffer 'data' size 18300780544 is larger than buffer maximum of 17179869184', M2 32 GB)",
+    ),
+    ("llama.cpp", "2023-07-graph-eval"): (
+        _TG + "test_llamacpp_metal_scratch_buffers_until_pr_2325",
+        "log:https://github.com/ggml-org/llama.cpp/pull/2325 (build 878 -> 879, 7B: 'mem "
+        "required = 5287.72 MB' -> '4013.72 MB')",
+    ),
+    ("llama.cpp", "2023-06-metal-views"): (
+        _TG + "test_llamacpp_metal_one_buffer_until_pr_1826",
+        _TG + "test_llamacpp_metal_scratch_buffers_until_pr_2325",
+        "run:lcpp-lcpppy438-llama13b-q51-m2pro16",
+        "run:lcpp-pr1826-chinesealpaca33b-q3km-m1max32",
+        "log:https://github.com/meta-llama/llama/issues/964 (Dec 2023, M3 Pro 36 GB: the data "
+        "buffer allocated as views of 20736.00 MiB and 7391.97 MiB)",
+    ),
+    ("llama.cpp", "2023-08-q2k-3bit"): (
+        _TG + "test_llamacpp_q2k_file_is_the_mix_of_its_day",
+        "run:ollama-llama964-llama2-70b-q2k-m3pro36",
+        "log:https://github.com/ggml-org/llama.cpp/pull/2807 (LLaMA-v2-70B Q2_K '27.11 GiB' "
+        "-> '27.27 GiB')",
+    ),
+    ("llama.cpp", "2024-01-q2k-2bit"): (
+        _TG + "test_llamacpp_q2k_file_is_the_mix_of_its_day",
+        "log:https://github.com/ggml-org/llama.cpp/pull/5060 ('Old Q2_K 27.11' GiB; 'Q2_K has "
+        "become an actual 2-bit quantization ... 23.71 GiB')",
+    ),
     ("llama.cpp", "2023-mmq"): (_TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",),
     ("llama.cpp", "2023-10-batched-attn"): (
         _TP + "test_legacy_pool_keeps_one_attention_buffer_per_prompt_step",

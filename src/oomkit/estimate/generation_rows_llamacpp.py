@@ -28,6 +28,80 @@ _OLD_LLAMACPP = {
 LLAMACPP_ROWS: tuple[Row, ...] = (
     _g(
         "llama.cpp",
+        "2023-06-metal-one-buffer",
+        "llama.cpp 2023-06 (Metal: the model file as one buffer)",
+        "2023-06-04",
+        None,
+        "ggml-org/llama.cpp PR #1642 (Metal inference: ggml_metal_add_buffer maps the model "
+        "file as ONE Metal buffer 'data'; PR #1706, 2023-06-05, refuses it above "
+        "maxBufferLength); the CUDA switches are the next rows' (modelled as before)",
+        "Metal: a model file larger than the device's maxBufferLength (half the installed "
+        "memory) does not load ('buffer data size ... is larger than buffer maximum'), "
+        "whatever the working set; the compute memory is the fixed eval + scr0 + scr1 "
+        "buffers by model size (2 GiB for a 13B, 2.25 GiB for a 30B), each a Metal buffer",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        metal_views=False,
+        metal_scratch=True,
+        q2k_mix="k-quants-2023-06",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-06-metal-views",
+        "llama.cpp 2023-06 (Metal buffers split into views)",
+        "2023-06-18",
+        None,
+        "ggml-org/llama.cpp PR #1826 (metal : handle buffers larger than device's "
+        "maxBufferLength: overlapping views of at most maxBufferLength)",
+        "Metal: a model file above maxBufferLength loads as several views (each overlapping "
+        "the next by the largest tensor); the working set is the limit",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        metal_scratch=True,
+        q2k_mix="k-quants-2023-06",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-07-graph-eval",
+        "llama.cpp 2023-07 (eval buffer sized per graph)",
+        "2023-07-22",
+        None,
+        "ggml-org/llama.cpp PR #2325 (commit b47b8a9, build 879: 'llama : optimize memory "
+        "buffers', MEM_REQ_EVAL no longer needed, computed for each graph)",
+        "the fixed eval buffer by model size (768 MiB for 7B ... 1536 MiB for 65B) and the "
+        "512-1024 MiB scratch buffers are gone (-1.2 GB for a 7B); Metal's compute memory is "
+        "modelled from the graph again (approximately: scratch buffers stayed until ggml-alloc "
+        "reached Metal in PR #2627, 2023-08-17)",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        q2k_mix="k-quants-2023-06",
+    ),
+    _g(
+        "llama.cpp",
+        "2023-08-q2k-3bit",
+        "llama.cpp 2023-08 (Q2_K mostly 3-bit)",
+        # the PR's thread has comments of 2023-08-22/23; its merge day is not in the threads
+        # read: dated at the first
+        "2023-08-22",
+        None,
+        "ggml-org/llama.cpp PR #2707 (Quantization improvements for k_quants: Q2_K 'a mostly "
+        "3-bit quantization', PR #4872) with PR #2807 (2023-08-26, 70B attn_v Q5_K)",
+        "a Q2_K file is Q3_K but for attn_q/attn_k (Q2_K): LLaMA-v2-70B 27.27 GiB, not the "
+        "23.71 GiB of the January 2024 mix (PR #5060)",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="none",
+        q2k_mix="3bit-2023-08",
+    ),
+    _g(
+        "llama.cpp",
         "2023-mmq",
         "llama.cpp 2023 (MMQ prompt processing)",
         "2023-08-30",
@@ -38,6 +112,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
+        q2k_mix="3bit-2023-08",
     ),
     _g(
         "llama.cpp",
@@ -53,6 +128,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         ubatch_split=False,
         cublas_pool="none",
         attn_pool="all",
+        q2k_mix="3bit-2023-08",
     ),
     _g(
         "llama.cpp",
@@ -71,6 +147,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="all",
         all_logits=True,
         attn_pool="all",
+        q2k_mix="3bit-2023-08",
     ),
     _g(
         "llama.cpp",
@@ -89,6 +166,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="all",
         all_logits=True,
         attn_pool="tensor_cores",
+        q2k_mix="3bit-2023-08",
     ),
     _g(
         "llama.cpp",
@@ -99,6 +177,25 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
         "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
         "weight copies",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="tensor_cores",
+        all_logits=True,
+        q2k_mix="3bit-2023-08",
+    ),
+    _g(
+        "llama.cpp",
+        "2024-01-q2k-2bit",
+        "llama.cpp 2024-01 (Q2_K 2-bit)",
+        "2024-01-21",
+        None,
+        "ggml-org/llama.cpp PR #5060 (2024-01-21, 'Add Q3_K_XS': 'After the recent changes, "
+        "Q2_K has become an actual 2-bit quantization'; the change itself is one of the 2-bit/"
+        "importance-matrix PRs between #4872, 2024-01-11, and it, not dated in the threads "
+        "read: dated at #5060)",
+        "a Q2_K file is today's 2-bit mix (Q3_K only for attn_v/attn_output/ffn_down): "
+        "LLaMA-v2-70B 23.71 GiB",
         **_OLD_LLAMACPP,
         row_main_gpu=True,
         ubatch_split=False,

@@ -27,7 +27,13 @@ Effects read by the estimators (absent key = today's behaviour):
   (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies),
   ``compute_chunks`` (False before PR #15815: ggml-alloc reserves each backend's compute buffer
   as ONE buffer, which a Vulkan device's per-allocation limit caps;
-  :mod:`oomkit.estimate.llamacpp_maxalloc`).
+  :mod:`oomkit.estimate.llamacpp_maxalloc`), ``metal_views`` (False before PR #1826, June
+  2023: ggml-metal makes the whole model file ONE Metal buffer, refused above the device's
+  ``maxBufferLength``, half the installed memory; :mod:`oomkit.estimate.llamacpp_metal`),
+  ``metal_scratch`` (True before PR #2325, 2023-07-22: the Metal compute memory is the fixed
+  ``eval``/``scr0``/``scr1`` buffers sized by model type), ``q2k_mix`` (a Q2_K file is
+  llama-quantize's mix of the day: ``"k-quants-2023-06"`` from PR #1684, ``"3bit-2023-08"``
+  from PR #2707, mostly Q3_K, until January 2024; :mod:`oomkit.quant.llamacpp_q2k_legacy`).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies, for releases after the per-release table of
   :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
@@ -393,4 +399,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),
+        metal_views=bool(gen.effects.get("metal_views", True)),
+        metal_scratch=bool(gen.effects.get("metal_scratch", False)),
+        q2k_mix=str(gen.effects["q2k_mix"]) if "q2k_mix" in gen.effects else None,
     )

@@ -41,6 +41,7 @@ from oomkit.estimate.llamacpp_compute import (
 from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_maxalloc import device_blockers
+from oomkit.estimate.llamacpp_metal import metal_blockers, metal_scratch_compute
 from oomkit.estimate.llamacpp_params import (
     BUFFER_ALIGNMENT,
     LlamaCppOptions,
@@ -369,7 +370,7 @@ def _estimate(
             setting="cache_type_v",
             value=params.type_v.lower(),
         )
-    rows, w_source, w_notes = weight_tensors(spec, settings.quant)
+    rows, w_source, w_notes = weight_tensors(spec, settings.quant, params.options.q2k_mix)
     names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]
     if settings.split_mode == "none" and gpus:
         gpus = gpus[:1]
@@ -390,6 +391,9 @@ def _estimate(
     compute, compute_where, c_notes = _compute_buffers(
         spec, params, sh, placement, gpus, names, settings.split_mode or "layer"
     )
+    if params.options.metal_scratch:  # builds before PR #2325 (2023-07-22)
+        compute, m_notes = metal_scratch_compute(n_layer, gpus, names, compute)
+        c_notes = [*c_notes, *m_notes]
     n_out = params.options.n_outputs_max or params.n_seq_max
     out_bytes = output_buffer_bytes(spec, n_out)
     host_buf = "CPU"
@@ -536,7 +540,16 @@ def _estimate(
         host=host,
         runtime_details=rd,
         assumptions=assumptions,
-        blockers=tuple(device_blockers(spec, params, sh, placement, kv, gpus, names, compute)),
+        blockers=tuple(
+            device_blockers(spec, params, sh, placement, kv, gpus, names, compute)
+            + metal_blockers(
+                params.options.metal_views,
+                (gpus, names, placement.layer_device),
+                _rows_summary(rows)[1],
+                kv_by_dev,
+                compute,
+            )
+        ),
     )
     bd = LlamaCppBreakdown(
         params=params,

@@ -123,6 +123,16 @@ class LlamaCppOptions:
     #: weighted expert outputs no longer reuse the expert outputs' memory
     #: (:func:`oomkit.estimate.llamacpp_compute._keep_reduction`)
     cuda_moe_fusion_deps: bool = True
+    #: False = builds before PR #1826 (2023-06-18): ggml-metal makes each buffer (the whole
+    #: model file, KV, compute) ONE Metal buffer, refused above maxBufferLength
+    #: (:mod:`oomkit.estimate.llamacpp_metal`); True: larger buffers are split into views
+    metal_views: bool = True
+    #: True = builds before PR #2325 (2023-07-22): the Metal compute memory is the fixed
+    #: 'eval' + 'scr0' + 'scr1' buffers sized by model type (MEM_REQ_EVAL/SCRATCH0/SCRATCH1)
+    metal_scratch: bool = False
+    #: a 2023 Q2_K mix (:mod:`oomkit.quant.llamacpp_q2k_legacy`): ``"k-quants-2023-06"``
+    #: before PR #2707 (Aug 2023), ``"3bit-2023-08"`` until January 2024; None: today's
+    q2k_mix: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

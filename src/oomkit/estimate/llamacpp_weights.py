@@ -77,13 +77,15 @@ def _header_rows(table: TensorTable) -> WeightRows | None:
 
 
 def weight_tensors(
-    spec: ModelSpec, quant: str | None
+    spec: ModelSpec, quant: str | None, q2k_mix: str | None = None
 ) -> tuple[Sequence[WeightRow], str, tuple[str, ...]]:
     """(tensor, ggml type, bytes) in file order, where they came from, and assumptions.
 
     Exact types and bytes from a GGUF header win; otherwise llama-quantize's per-tensor choice
     for ``quant`` is predicted over the tensors derived from the config. A header read as a
     :class:`TensorTable` gives a :class:`WeightRows` (columns); otherwise a tuple.
+    ``q2k_mix``: a predicted Q2_K file is the 2023 mix of that name
+    (:mod:`oomkit.quant.llamacpp_q2k_legacy`; the llama.cpp generation's ``q2k_mix``).
     """
     if isinstance(spec.tensors, TensorTable) and len(spec.tensors):
         header = _header_rows(spec.tensors)
@@ -100,7 +102,42 @@ def weight_tensors(
             for t in spec.tensors
         )
         return rows, "gguf header (exact tensor types and bytes)", ()
+    if q2k_mix is not None:
+        return _legacy_q2k_weights(spec, quant, q2k_mix)
     return _predicted_weights(spec, quant)
+
+
+@lru_cache(maxsize=64)
+def _legacy_q2k_weights(
+    spec: ModelSpec, quant: str | None, mix: str
+) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+    """:func:`_predicted_weights`, re-typed to a 2023 Q2_K mix when the file type is Q2_K."""
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    rows, source, notes = _predicted_weights(spec, quant)
+    if quant is None or llamacpp_ftype(quant).name != "Q2_K":
+        return rows, source, notes
+    from oomkit.quant.llamacpp_q2k_legacy import legacy_q2k_rows
+
+    facts = replay_facts(spec)
+    old = legacy_q2k_rows(
+        rows,
+        mix,
+        arch=str(facts["arch"]),
+        n_layer=int(facts["n_layer"]),
+        n_gqa=int(facts["n_gqa"]),
+        n_expert=int(facts["n_expert"]),
+    )
+    if old == rows:
+        return rows, source, notes
+    note = (
+        f"Q2_K as llama-quantize mixed it in the build's day ({mix}: mostly 3-bit from PR #2707 "
+        "until January 2024, when Q2_K became 2-bit; a newer Q2_K file is smaller)"
+        if mix == "3bit-2023-08"
+        else f"Q2_K as llama-quantize mixed it in the build's day ({mix}: PR #1684's mix, "
+        "Q4_K attn_v and ffn_down)"
+    )
+    return old, source, (*notes, note)
 
 
 #: weights tables predicted in this process (see _predicted_weights)

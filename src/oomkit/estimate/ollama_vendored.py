@@ -78,18 +78,29 @@ def _tuple(version: str) -> tuple[int, ...]:
 
 def vendored_llamacpp_date(when: date | tuple[int, ...]) -> str | None:
     """The date (ISO) of the llama.cpp that Ollama release ``when`` (a version tuple, or a
-    date: the newest release on that day) vendored; None outside the table (before 0.1.0, or
-    after 0.6.5)."""
+    date: the newest release on that day) vendored; None after 0.6.5.
+
+    Before 0.1.0 (Ollama 0.0.x, July-September 2023, whose pins are not in the table) the
+    llama.cpp can be no newer than the day, nor than 0.1.0's pin: a date stands for itself up
+    to that pin's date, a 0.0.x version for the pin (an upper bound either way; Ollama's GGML
+    runner of 2023-08-28 still logs the scratch buffers that llama.cpp PR #2627 removed on
+    2023-08-17, ollama/ollama#434).
+
+    >>> from datetime import date
+    >>> vendored_llamacpp_date(date(2023, 8, 15)), vendored_llamacpp_date((0, 0, 17))
+    ('2023-08-15', '2023-09-21')
+    """
+    first_pin = OLLAMA_VENDORED_LLAMACPP[0][3]
     if isinstance(when, tuple):
-        if when > _tuple(LAST_COVERED[0]) or when < _tuple(OLLAMA_VENDORED_LLAMACPP[0][0]):
+        if when > _tuple(LAST_COVERED[0]):
             return None
         found = [row for row in OLLAMA_VENDORED_LLAMACPP if _tuple(row[0]) <= when]
-    else:
-        day = when.isoformat()
-        if day > LAST_COVERED[1]:
-            return None
-        found = [row for row in OLLAMA_VENDORED_LLAMACPP if row[1] <= day]
-    return found[-1][3] if found else None
+        return found[-1][3] if found else first_pin
+    day = when.isoformat()
+    if day > LAST_COVERED[1]:
+        return None
+    found = [row for row in OLLAMA_VENDORED_LLAMACPP if row[1] <= day]
+    return found[-1][3] if found else min(day, first_pin)
 
 
 #: Ollama releases whose Linux CUDA build set LLAMA_CUDA_FORCE_MMQ: (first release, its tag's
