@@ -197,6 +197,9 @@ _LIB = re.compile(
     r"(?P<lib>CUBLAS|CUDNN|CUSOLVER|CUSPARSE|CUFFT|HIPBLAS|ROCBLAS)_STATUS_ALLOC_FAILED"
     r"|(?P<lib2>CUBLAS)_STATUS_NOT_INITIALIZED"
 )
+# other libraries' allocators that quote the CUDA error (XGBoost's caching allocator, RAPIDS
+# RMM): their own wording names the library and its numbers (``parse_libs``)
+_OTHER_LIBS = ("Memory allocation error on worker", "rmm/mr/", "RMM failure", "rmm::")
 _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
 
 
@@ -437,6 +440,8 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 nxt = " ".join(text[i + 1 : i + 3])
                 if "current device:" in nxt or "current device:" in raw:
                     continue  # ggml_cuda_error: parsed by parse_llamacpp
+                if has_any(raw, _OTHER_LIBS):
+                    continue  # XGBoost's / RMM's own wording: parsed by parse_libs
                 events.append(
                     OomEvent(
                         runtime=_RT,
@@ -449,7 +454,9 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     )
                 )
                 continue
-        elif "hipErrorOutOfMemory" in raw or "cudaErrorMemoryAllocation" in raw:
+        elif ("hipErrorOutOfMemory" in raw or "cudaErrorMemoryAllocation" in raw) and not has_any(
+            raw, _OTHER_LIBS
+        ):
             events.append(
                 OomEvent(
                     runtime=_RT,

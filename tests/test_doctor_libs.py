@@ -1,0 +1,242 @@
+"""GPU data libraries and browser/Apple/desktop-app GPU back ends (``parse_libs`` / ``rules_libs``).
+
+Each family: a real message from the corpus (heldout8, retired to development), a second line
+built from the library's own format (cited in ``parse_libs``), and a near miss.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from oomkit.diagnose.doctor import diagnose_text
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+def _primary(text: str) -> tuple[str, str, int | None]:
+    d = diagnose_text(text)
+    assert d.oom_found, text
+    e = d.primary
+    assert e is not None
+    return e.runtime, e.format or "", e.requested_bytes
+
+
+# --- faiss ---------------------------------------------------------------------------------------
+
+
+def test_faiss_temporary_buffer_wrapped_over_lines_is_memory_held_elsewhere() -> None:
+    # h8-faiss-2179's shape: the message wrapped mid-phrase by the paste
+    real = (
+        "Error in virtual void* faiss::gpu::StandardGpuResourcesImpl::allocMemory(const "
+        "faiss::gpu::AllocRequest&) at /home/conda/work/faiss/gpu/StandardGpuResources.cpp:452: "
+        "Error: 'err == cudaSuccess' failed: StandardGpuResources: alloc\n fail type "
+        "TemporaryMemoryBuffer dev 0 space Device stream 0x56211a0ab660 size 1610612736 bytes "
+        "(cudaMalloc error out of memory [2])"
+    )
+    d = diagnose_text(real)
+    assert [e.format for e in d.events] == ["faiss_alloc_fail"]  # one event, not one per line
+    assert d.primary is not None
+    assert d.primary.requested_bytes == 1536 * MIB
+    assert d.cause == "other_process_holding_memory"
+
+
+def test_faiss_index_storage_and_search_scratch_are_told_apart() -> None:
+    base = (
+        "Error: 'err == cudaSuccess' failed: StandardGpuResources: alloc fail type {t} dev 2 "
+        "space Device stream 0 size 2764800000 bytes (cudaMalloc error out of memory [2])"
+    )
+    assert diagnose_text(base.format(t="FlatData")).cause == "model_too_large"
+    assert diagnose_text(base.format(t="IVFLists")).cause == "model_too_large"
+    assert diagnose_text(base.format(t="TemporaryMemoryOverflow")).cause == "batch_or_activations"
+
+
+def test_faiss_untyped_malloc_is_the_reservation_only_at_its_distinctive_size() -> None:
+    old = (
+        "RuntimeError: Error in void faiss::gpu::allocMemorySpaceV(faiss::gpu::MemorySpace, "
+        "void**, size_t) at gpu/utils/MemorySpace.cpp:27: Error: 'err == cudaSuccess' failed: "
+        "failed to cudaMalloc {n} bytes (error 2 out of memory)"
+    )
+    assert diagnose_text(old.format(n=1610612736)).cause == "other_process_holding_memory"
+    d = diagnose_text(old.format(n=536870912))  # a power of two any buffer may be
+    assert d.oom_found
+    assert d.cause != "other_process_holding_memory"
+
+
+def test_faiss_malloc_failing_for_another_reason_is_not_an_oom() -> None:
+    text = "Failed to cudaMalloc 1024 bytes on device 0 (error 1 invalid argument"
+    assert not diagnose_text(text).oom_found
+
+
+# --- XGBoost / Thrust -----------------------------------------------------------------------------
+
+
+def test_xgboost_device_helpers_and_caching_allocator() -> None:
+    real = (
+        "terminate called after throwing an instance of 'thrust::system::system_error'  what():  "
+        "/home/ubuntu/src/xgboost/src/tree/../common/device_helpers.cuh(456): out of memory"
+    )
+    assert _primary(real)[:2] == ("xgboost", "xgboost_device_oom")
+    assert diagnose_text(real).cause == "batch_or_activations"
+    built = (
+        "../src/common/device_helpers.cuh:431: Memory allocation error on worker 0: "
+        "std::bad_alloc: cudaErrorMemoryAllocation: out of memory\n- Free memory: 8126464\n"
+        "- Requested memory: 33554432"
+    )
+    d = diagnose_text(built)
+    assert d.primary is not None
+    assert d.primary.runtime == "xgboost"
+    assert d.primary.requested_bytes == 32 * MIB
+    assert d.primary.free_bytes == 8126464
+
+
+def test_thrust_algorithm_failure() -> None:
+    assert _primary("what():  parallel_for failed: out of memory")[0] == "thrust"
+    assert _primary("radix_sort: failed on 1st step: out of memory")[0] == "thrust"
+    assert not diagnose_text("parallel_for failed: invalid device function").oom_found
+
+
+# --- CatBoost ------------------------------------------------------------------------------------
+
+
+def test_catboost_pool_in_mebibytes_with_and_without_units() -> None:
+    real = (
+        "(NCudaLib::TOutOfMemoryError) /src/catboost/catboost/cuda/cuda_lib/memory_pool/"
+        "stack_like_memory_pool.h:303: Error: Out of memory. Requested 8880 MB; Free "
+        "5902.061425 MB"
+    )
+    d = diagnose_text(real)
+    assert d.primary is not None
+    assert d.primary.requested_bytes == 8880 * MIB
+    assert d.cause == "batch_or_activations"
+    old = "Error: Out of memory. Requested 1070.546387; Free 1010.952393"
+    assert _primary(old)[0] == "catboost"
+    assert _primary("NCudaLib::TOutOfMemoryError")[0] == "catboost"
+
+
+# --- OpenCL / RMM / Paddle ----------------------------------------------------------------------
+
+
+def test_opencl_device_and_host_allocation_failures() -> None:
+    dev = "what():  Memory Object Allocation Failure"
+    assert _primary(dev)[:2] == ("opencl", "opencl_mem_object_alloc")
+    assert diagnose_text("clCreateBuffer: CL_MEM_OBJECT_ALLOCATION_FAILURE").oom_found
+    host = diagnose_text("lightgbm.basic.LightGBMError: Out of Host Memory")
+    assert host.cause == "host_ram"
+
+
+def test_rmm_pool_cap_and_device_failure() -> None:
+    real = (
+        "MemoryError: std::bad_alloc: RMM failure at:/home/a/cupoch/third_party/rmm/include/rmm/"
+        "mr/device/pool_memory_resource.hpp:179: Maximum pool size exceeded"
+    )
+    assert _primary(real)[:2] == ("rmm", "rmm_pool_limit")
+    cuda = (
+        "MemoryError: std::bad_alloc: CUDA error at: ../include/rmm/mr/device/"
+        "cuda_memory_resource.hpp:68: cudaErrorMemoryAllocation out of memory"
+    )
+    assert _primary(cuda)[0] == "rmm"  # not PyTorch's driver error
+    # a connection pool, not RMM's
+    assert not diagnose_text("Maximum pool size exceeded, destroying missile").oom_found
+
+
+def test_paddle_v2_cuda_check() -> None:
+    real = (
+        "F0503 14:27:35.951573 23235 hl_cuda_device.cc:437] Check failed: cudaSuccess == "
+        "cudaStat (0 vs. 2) Cuda Error: out of memory"
+    )
+    assert _primary(real)[:2] == ("paddle", "paddle_legacy_cuda_oom")
+
+
+# --- PyTorch and TensorFlow fragments -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Allocation on device | torch.OutOfMemoryError",
+        "[Bug]: torch.OutOfMemoryError",
+        "torch.cuda.OutOfMemoryError: CUD",
+    ],
+)
+def test_pytorch_class_alone_is_a_cut_pytorch_message(text: str) -> None:
+    assert _primary(text)[:2] == ("pytorch", "pytorch_partial")
+
+
+def test_pytorch_class_in_code_is_not_read_as_pytorch() -> None:
+    d = diagnose_text("except torch.cuda.OutOfMemoryError:")
+    assert all(e.runtime != "pytorch" for e in d.events)
+
+
+def test_recased_driver_titles_and_tf_eager_op() -> None:
+    assert _primary("Cuda Runtime Error: out of memory")[1] == "cuda_error_out_of_memory"
+    # a recased generic CUDA error names no runtime: not attributed to PyTorch
+    assert _primary("RuntimeError: CUDA Error: out of memory")[0] != "pytorch"
+    tf = _primary("ResourceExhaustedError: failed to allocate memory [Op:AddV2]")
+    assert tf[:2] == ("tensorflow", "tf_resource_exhausted_class")
+    quota = diagnose_text("ResourceExhaustedError: quota of 10 files [Op:Write]").primary
+    assert quota is None or quota.format != "tf_resource_exhausted_class"
+
+
+# --- recognised, not a lack of memory ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [
+        (
+            "Error: Requested texture size [35597x64] greater than WebGL maximum on this "
+            "browser / GPU [16384x16384]",
+            "tfjs_texture_size",
+        ),
+        ("WebGL: CONTEXT_LOST_WEBGL: loseContext: context lost", "webgl_context_lost"),
+        (
+            "[METAL] Command buffer execution failed: Impacting Interactivity "
+            "(0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)",
+            "metal_command_buffer_watchdog",
+        ),
+        (
+            "[METAL] Command buffer execution failed: Caused GPU Hang Error "
+            "(00000003:kIOGPUCommandBufferCallbackErrorHang)",
+            "metal_command_buffer_watchdog",
+        ),
+        ("GPU loading failed (out of VRAM?)", "gpt4all_gpu_load_failed"),
+    ],
+)
+def test_not_capacity_messages_are_recognised_and_answered_unknown(text: str, fmt: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert d.primary is not None
+    assert d.primary.format == fmt
+    assert d.cause == "unknown"
+    assert d.explanation
+
+
+def test_metal_out_of_memory_is_still_an_oom_not_a_watchdog() -> None:
+    d = diagnose_text(
+        "[METAL] Command buffer execution failed: Insufficient Memory "
+        "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"
+    )
+    assert d.primary is not None
+    assert d.primary.format != "metal_command_buffer_watchdog"
+
+
+def test_invalid_texture_size_is_not_the_limit() -> None:
+    assert not diagnose_text("Error: Requested texture size [0x0] is invalid.").oom_found
+
+
+# --- Ollama / transformers fragments --------------------------------------------------------------
+
+
+def test_ollama_system_memory_title_without_numbers() -> None:
+    d = diagnose_text("Error model requires more system memory but it works loading locally")
+    assert d.primary is not None
+    assert d.primary.format == "ollama_system_memory"
+    assert d.primary.requested_bytes is None
+
+
+def test_transformers_dispatch_message_tail() -> None:
+    for flag in ("load_in_8bit_fp32_cpu_offload", "llm_int8_enable_fp32_cpu_offload"):
+        text = f"need to set `{flag}=True` and pass a custom `device_map` to `from_pretrained`."
+        assert _primary(text)[1] == "bnb_dispatch_cpu_disk"
+    assert not diagnose_text("llm_int8_enable_fp32_cpu_offload: bool = False").oom_found
