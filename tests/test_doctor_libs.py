@@ -240,3 +240,83 @@ def test_transformers_dispatch_message_tail() -> None:
         text = f"need to set `{flag}=True` and pass a custom `device_map` to `from_pretrained`."
         assert _primary(text)[1] == "bnb_dispatch_cpu_disk"
     assert not diagnose_text("llm_int8_enable_fp32_cpu_offload: bool = False").oom_found
+
+
+# --- PyTorch message details (heldout8) ----------------------------------------------------------
+
+_NEW_FMT = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU {dev}has a "
+    "total capacity of 44.53 GiB of which 1.94 MiB is free. Process 123210 has 44.52 GiB memory "
+    "in use. Of the allocated memory 40.92 GiB is allocated by PyTorch, and 754.08 MiB is "
+    "reserved by PyTorch but unallocated."
+)
+
+
+@pytest.mark.parametrize(("dev", "index"), [("0 ", 0), (" ", None), ("\x01 ", 1), ("", None)])
+def test_device_index_streamed_as_a_char_keeps_the_numbers(dev: str, index: int | None) -> None:
+    # PyTorch 2.2-2.3 streamed the int8 device index as a char: "GPU  has" for device 0
+    d = diagnose_text(_NEW_FMT.format(dev=dev))
+    e = d.primary
+    assert e is not None
+    assert e.format == "pytorch_new"
+    assert e.total_bytes is not None
+    assert e.device == index
+
+
+def test_near_miss_device_word_is_not_a_device_index() -> None:
+    text = _NEW_FMT.format(dev="zero ")
+    e = diagnose_text(text).primary
+    assert e is None or e.format != "pytorch_new"
+
+
+_ASYNC = (
+    "torch.cuda.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of "
+    "memory)\nCurrently allocated     : {alloc}\nRequested               : 1.49 MiB\nDevice limit"
+    "            : 39.39 GiB\nFree (according to CUDA): 3.06 MiB\nPyTorch limit (set by "
+    "user-supplied memory fraction)\n                        : {cap}"
+)
+
+
+def test_async_allocator_cap_that_was_not_crossed_is_not_blamed() -> None:
+    # h8-tgi-655: 9.64 GiB allocated under a 39.39 GiB limit (= the device): the driver's pool
+    # failed, not the fraction
+    d = diagnose_text(_ASYNC.format(alloc="9.64 GiB", cap="39.39 GiB"))
+    assert "set_per_process_memory_fraction() (a server's" not in d.explanation
+    assert "no fraction set" in d.explanation
+
+
+def test_async_allocator_cap_that_was_crossed_is_still_the_finding() -> None:
+    d = diagnose_text(_ASYNC.format(alloc="20.00 GiB", cap="20.00 GiB"))
+    assert "set_per_process_memory_fraction()" in d.explanation
+
+
+def test_ipex_xpu_message_is_read_as_xpu_without_claiming_a_cut() -> None:
+    text = (
+        "RuntimeError: XPU out of memory. Tried to allocate 130.00 MiB (GPU 0; 15.11 GiB total "
+        "capacity; 11.09 GiB already allocated; 11.23 GiB reserved in total by PyTorch)"
+    )
+    d = diagnose_text(text)
+    assert d.primary is not None
+    assert d.primary.kind == "xpu_oom"
+    assert "cut before the free memory" not in d.explanation
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "alloc fail type X dev 0 space Device stream 0 size " * 40_000,
+        "ResourceExhaustedError: " * 40_000 + " [Op:",
+        "a_b failed on " * 60_000,
+        "Requested texture size [1x" * 40_000,
+        "Out of memory. Requested 1.1" * 30_000,
+    ],
+    ids=["faiss", "tf-eager", "thrust", "texture", "catboost"],
+)
+def test_library_wordings_stay_linear_on_near_matching_junk(junk: str) -> None:
+    import time
+
+    from oomkit.diagnose.parse import parse_log
+
+    start = time.perf_counter()
+    parse_log(junk)
+    assert time.perf_counter() - start < 8.0
