@@ -320,3 +320,85 @@ def test_library_wordings_stay_linear_on_near_matching_junk(junk: str) -> None:
     start = time.perf_counter()
     parse_log(junk)
     assert time.perf_counter() - start < 8.0
+
+
+# --- MLX, Tenstorrent, TPU, ggml arenas ---------------------------------------------------------
+
+
+def test_mlx_buffer_limit_and_small_malloc() -> None:
+    # h5-mlxllm-22 and h5-mlxexamples-70 (retired development parts)
+    big = (
+        "libc++abi: terminating due to uncaught exception of type std::runtime_error: Attempting "
+        "to allocate 19081554496 bytes which is greater than the maximum allowed buffer size of "
+        "17179869184 bytes."
+    )
+    d = diagnose_text(big)
+    assert d.primary is not None
+    assert d.primary.requested_bytes == 19081554496
+    assert d.cause == "batch_or_activations"
+    small = diagnose_text("[malloc_or_wait] Unable to allocate 12 bytes.")
+    assert small.cause == "model_too_large"
+    assert _primary("[malloc] Unable to allocate 4294967296 bytes.")[:2] == ("mlx", "mlx_malloc")
+    assert not diagnose_text("[malloc] Unable to allocate the slab").events or (
+        _primary("[malloc] Unable to allocate the slab")[0] != "mlx"
+    )
+
+
+def test_tenstorrent_bank_allocator_reads_bank_numbers_and_fragmentation() -> None:
+    text = (
+        "Out of Memory: Not enough space to allocate 104857600 B DRAM buffer across 12 banks, "
+        "where each bank needs to store 8738304 B, but bank size is 1073741824 B (allocated: "
+        "1000000000 B, free: 73741824 B, largest free block: 5000000 B)"
+    )
+    d = diagnose_text(text)
+    e = d.primary
+    assert e is not None
+    assert e.total_bytes == 12 * 1073741824
+    assert e.free_bytes == 12 * 73741824
+    assert d.cause == "fragmentation"  # 884 MiB free in total, no block of 8.3 MiB per bank
+    l1 = diagnose_text(
+        "Out of Memory: Not enough space to allocate 2097152 B L1 buffer across 64 banks, where "
+        "each bank needs to store 32768 B"
+    )
+    assert l1.cause == "batch_or_activations"
+    assert not diagnose_text("Not enough space to allocate 100 B for the file header").events or (
+        _primary("Not enough space to allocate 100 B for the file header")[0] != "tt-metal"
+    )
+
+
+def test_tenstorrent_circular_buffers_are_an_l1_program_limit() -> None:
+    d = diagnose_text(
+        "Statically allocated circular buffers on core range [(x=0,y=0) - (x=7,y=7)] grow to "
+        "1540096 B which is beyond max L1 size of 1499136 B"
+    )
+    assert d.oom_found
+    assert d.cause == "unknown"
+
+
+def test_tpu_program_reserve_and_fragmented_buffer() -> None:
+    # h2-xla-3470 (retired development part)
+    real = (
+        "E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) RESOURCE_EXHAUSTED: "
+        "Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are "
+        "6.78G free, 0B reserved, and 3.33G reservable."
+    )
+    d = diagnose_text(real)
+    assert d.primary is not None
+    assert d.primary.format == "tpu_program_reserve"
+    assert d.primary.free_bytes == int(6.78 * (1 << 30) + 0.5)
+    frag = diagnose_text(
+        "RESOURCE_EXHAUSTED: Attempting to allocate 1.00G. That was not possible. There are "
+        "3.00G free. The largest contiguous region of free memory is 512.00M due to "
+        "fragmentation."
+    )
+    assert frag.cause == "fragmentation"
+    assert not diagnose_text("Attempting to reserve a table. That was not possible.").events or (
+        _primary("Attempting to reserve a table. That was not possible.")[0] != "tpu"
+    )
+
+
+def test_ggml_graph_buffer_overflow_is_a_sizing_limit() -> None:
+    d = diagnose_text("ggml_tallocr_alloc: not enough space in the buffer")  # h2-llamacpppython-944
+    assert d.primary is not None
+    assert d.primary.format == "ggml_fixed_pool"
+    assert d.cause == "unknown"

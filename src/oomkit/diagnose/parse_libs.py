@@ -33,7 +33,30 @@ library's own format, with the numbers it carries (sources cited per family):
   (``torch/cuda/__init__.py``), and titles that recase the driver's ``cuda runtime error (2) :
   out of memory`` / ``CUDA error: out of memory`` (``Cuda Runtime Error: out of memory``).
 
+* MLX (``mlx/backend/metal/allocator.cpp``): ``[malloc] Unable to allocate N bytes.``
+  (``[malloc_or_wait]`` in older releases, ``[malloc_async]`` / ``[vulkan::malloc]`` in the
+  CUDA / Vulkan back ends),
+  ``Attempting to allocate N bytes which is greater than the maximum allowed buffer size of M
+  bytes.`` (one buffer above Metal's ``maxBufferLength``), and ``[METAL] Command buffer execution
+  failed: Insufficient Memory`` without the IOGPU code.
+* Tenstorrent tt-metal (``tt_metal/impl/allocator/bank_manager.cpp``): ``Out of Memory: Not enough
+  space to allocate S B <DRAM|L1> buffer across N banks, where each bank needs to store P B[, but
+  bank size is B B (allocated: A B, free: F B, largest free block: L B)]``.
+* TPU runtime via XLA (``Error loading program`` / ``Error allocating device buffer``, sizes
+  by ``tsl::strings::HumanReadableNumBytes``: 1024-based ``K``/``M``/``G``): ``Attempting to
+  reserve X at the bottom of memory. That was not possible. There are F free, R reserved, and V
+  reservable.``
+  and ``Attempting to allocate X. That was not possible. There are F free.[ The largest contiguous
+  region of free memory is L due to fragmentation.]``
+
 Recognised but not a lack of memory (cause ``unknown``, like Triton's shared-memory limit):
+
+* tt-metal ``Statically allocated circular buffers on core range R grow to N B which is beyond max
+  L1 size of M B`` / ``... clash with L1 buffers`` (``tt_metal/impl/program/program.cpp``): one
+  op's kernel buffers exceed a core's L1 SRAM -- a program configuration limit.
+* ggml's fixed-size arenas (``ggml.c`` ``ggml_new_object``: ``not enough space in the context's
+  memory pool (needed N, available M)``; ``ggml-alloc.c`` ``ggml_tallocr_alloc: not enough space in
+  the buffer``): sized by the program at start, so overflowing one is a sizing bug of that build.
 
 * TensorFlow.js WebGL (``tfjs-backend-webgl/src/webgl_util.ts`` ``validateTextureSize``):
   ``Requested texture size [WxH] greater than WebGL maximum on this browser / GPU [MxM]``, a
@@ -94,6 +117,40 @@ _RMM_OOM = re.compile(
     r"|CUDA error at: \S{0,200}rmm/mr/\S{1,200} cudaErrorMemoryAllocation"
 )
 _PADDLE_OLD = re.compile(r"cudaSuccess == cudaStat \(0 vs\. 2\)\s{0,4}Cuda Error: out of memory")
+_MLX_MALLOC = re.compile(
+    r"\[(?P<where>malloc_or_wait|malloc|metal::malloc|malloc_async|vulkan::malloc)\] Unable to "
+    r"allocate (?P<n>\d{1,20}) bytes"
+)
+_MLX_MAXBUF = re.compile(
+    r"Attempting to allocate (?P<n>\d{1,20}) bytes which is greater than the maximum allowed "
+    r"buffer size of (?P<m>\d{1,20}) bytes"
+)
+_MLX_CB_OOM = re.compile(r"\[METAL\] Command buffer execution failed: Insufficient Memory")
+_TT_OOM = re.compile(
+    r"Not enough space to allocate (?P<size>\d{1,20}) B (?P<kind>[A-Z_1]{1,16}) buffer across "
+    r"(?P<banks>\d{1,6}) banks, where each bank needs to store (?P<per>\d{1,20}) B(?:, but bank "
+    r"size is (?P<bank>\d{1,20}) B \(allocated: (?P<alloc>\d{1,20}) B, free: (?P<free>\d{1,20}) B, "
+    r"largest free block: (?P<largest>\d{1,20}) B\))?"
+)
+_TT_CB = re.compile(
+    r"Statically allocated (?:circular|dataflow) buffers (?:on core range|in program) "
+    r"[^\n]{0,200}?(?:grow to (?P<n>\d{1,20}) B which is beyond max L1 size of (?P<m>\d{1,20}) B"
+    r"|clash with L1 buffers)"
+)
+_HR = r"\d{1,9}(?:\.\d{1,4})?[KMGTPE]?B?"
+_TPU_RESERVE = re.compile(
+    rf"Attempting to reserve (?P<req>{_HR}) at the bottom of memory\. That was not possible\. "
+    rf"There are (?P<free>{_HR}) free, (?P<resv>{_HR}) reserved, and (?P<able>{_HR}) reservable"
+)
+_TPU_ALLOC = re.compile(
+    rf"Attempting to allocate (?P<req>{_HR})\. That was not possible\. There are (?P<free>{_HR}) "
+    rf"free\.(?: The largest contiguous region of free memory is (?P<largest>{_HR}) due to "
+    r"fragmentation)?"
+)
+_GGML_POOL = re.compile(
+    r"(?P<fn>ggml_\w{1,30}): not enough space in the (?:context's memory pool|buffer)"
+    r"(?:[^(\n]{0,120}\(needed (?P<need>\d{1,20}), available (?P<avail>\d{1,20})\))?"
+)
 # TensorFlow eager (``tensorflow/python/eager/execute.py``: the op's status with `` [Op:<name>]``
 # appended) naming an allocation: the class without its ``errors_impl.`` module path
 _TF_EAGER = re.compile(r"ResourceExhaustedError: (?P<msg>[^\[]{1,300}) \[Op:(?P<op>\w{1,60})\]")
@@ -145,6 +202,13 @@ _PREFILTER = needles_re(
         "StandardGpuResources",
         "fail type",
         "[Op:",
+        "Unable to allocate",
+        "maximum allowed buffer size",
+        "Command buffer execution failed",
+        "Not enough space to allocate",
+        "Statically allocated",
+        "That was not possible",
+        "not enough space in the",
     )
 )
 
@@ -230,7 +294,112 @@ def _gpu_libs(w: str, n: int) -> OomEvent | None:
     return None
 
 
+def _hr_bytes(text: str | None) -> int | None:
+    """``tsl::strings::HumanReadableNumBytes``: ``123B``, ``1.50K`` .. ``2.00E``, 1024-based."""
+    if not text:
+        return None
+    t = text.removesuffix("B")
+    if t and t[-1] in "KMGTPE":
+        return decimal_to_bytes(t[:-1], 1 << (10 * ("KMGTPE".index(t[-1]) + 1)))
+    return decimal_to_bytes(t, 1) if t else None
+
+
+def _devices(w: str, n: int) -> OomEvent | None:
+    m = _MLX_MAXBUF.search(w)
+    if m is not None:
+        return _ev(
+            "mlx",
+            "alloc_limit",
+            "mlx_max_buffer_size",
+            w,
+            n,
+            requested_bytes=to_int(m["n"]),
+            allowed_bytes=to_int(m["m"]),
+        )
+    m = _MLX_MALLOC.search(w)
+    if m is not None:
+        return _ev("mlx", "gpu_alloc_failed", "mlx_malloc", w, n, requested_bytes=to_int(m["n"]))
+    if _MLX_CB_OOM.search(w):
+        return _ev("mlx", "gpu_runtime_oom", "mlx_metal_command_buffer_oom", w, n)
+    m = _TT_OOM.search(w)
+    if m is not None:
+        banks = to_int(m["banks"]) or 0
+        per = to_int(m["per"])
+
+        tt = m
+
+        def across(field: str) -> int | None:
+            v = to_int(tt[field]) if tt[field] else None
+            return v * banks if v is not None and banks else None
+
+        return _ev(
+            "tt-metal",
+            "gpu_alloc_failed",
+            "tt_metal_bank_oom",
+            w,
+            n,
+            requested_bytes=to_int(m["size"]),
+            total_bytes=across("bank"),
+            free_bytes=across("free"),
+            allocated_bytes=across("alloc"),
+            buffer_name=m["kind"],
+            detail=(
+                f"{per} B per bank; largest free block {m['largest']} B"
+                if m["largest"]
+                else f"{per} B per bank"
+            ),
+        )
+    m = _TPU_RESERVE.search(w)
+    if m is not None:
+        return _ev(
+            "tpu",
+            "gpu_alloc_failed",
+            "tpu_program_reserve",
+            w,
+            n,
+            requested_bytes=_hr_bytes(m["req"]),
+            free_bytes=_hr_bytes(m["free"]),
+            detail=f"{m['able']} reservable",
+            stage="program_load",
+        )
+    m = _TPU_ALLOC.search(w)
+    if m is not None:
+        return _ev(
+            "tpu",
+            "gpu_alloc_failed",
+            "tpu_buffer_alloc",
+            w,
+            n,
+            requested_bytes=_hr_bytes(m["req"]),
+            free_bytes=_hr_bytes(m["free"]),
+            detail=f"largest free region {m['largest']}" if m["largest"] else None,
+        )
+    return None
+
+
 def _not_capacity(w: str, n: int) -> OomEvent | None:
+    m0 = _TT_CB.search(w)
+    if m0 is not None:
+        return _ev(
+            "tt-metal",
+            "alloc_limit",
+            "tt_metal_circular_buffers",
+            w,
+            n,
+            detail=f"{m0['n']} B > {m0['m']} B of L1" if m0["n"] else "clash with L1 buffers",
+        )
+    m1 = _GGML_POOL.search(w)
+    if m1 is not None:
+        return _ev(
+            "ggml",
+            "alloc_limit",
+            "ggml_fixed_pool",
+            w,
+            n,
+            detail=f"{m1['fn']}: needed {m1['need']}, available {m1['avail']}"
+            if m1["need"]
+            else m1["fn"],
+        )
     m = _TEXTURE.search(w)
     if m is not None:
         return _ev(
@@ -273,7 +442,7 @@ def _event(lines: Lines, i: int) -> OomEvent | None:
     wrapped = "alloc" in raw or "StandardGpuResources" in raw or "Memory allocation error" in raw
     w = window(lines, i, max_lines=4) if wrapped else lines.cleaned(i)
     n = lines.number[i]
-    for read in (_faiss, _gpu_libs, _not_capacity, _torch_fragment):
+    for read in (_faiss, _gpu_libs, _devices, _not_capacity, _torch_fragment):
         ev = read(w, n)
         if ev is not None:
             return ev

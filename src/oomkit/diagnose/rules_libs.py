@@ -12,8 +12,16 @@ Which allocation failed decides the cause where the library names it:
   (queries x k) outgrew the reservation.
 * XGBoost / CatBoost / LightGBM (OpenCL) / RAPIDS keep the training or query data on the GPU:
   the data (rows x features x bins, tree depth) is the lever, as the batch is for a network.
-* TF.js WebGL texture limits, Metal watchdog errors and GPT4All's "out of VRAM?" guess are not
-  (or not known to be) a lack of memory: ``unknown`` with ``open_question=False``.
+* MLX: one buffer above Metal's ``maxBufferLength`` is one tensor too large (the batch, the
+  sequence, the image); a small ``malloc`` failing means what stays resident fills unified memory.
+* tt-metal: a bank allocation whose total free memory would hold it but whose largest free block
+  does not is fragmentation; an L1 buffer is a tensor placed in on-chip SRAM.
+* TPU: ``reserve ... at the bottom of memory`` is the compiled program's own HBM (its temporaries,
+  sized by the batch); ``allocate`` with a largest free region below the request and enough free
+  in total is fragmentation.
+* TF.js WebGL texture limits, Metal watchdog errors, GPT4All's "out of VRAM?" guess, tt-metal's
+  circular-buffer L1 limit and ggml's fixed-size arenas are not (or not known to be) a lack of
+  memory: ``unknown`` with ``open_question=False``.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.parse_libs import FAISS_TEMP_MAX
-from oomkit.units import format_bytes
+from oomkit.units import format_bytes, format_bytes_fine
 
 __all__ = ["analyze_libs"]
 
@@ -30,7 +38,9 @@ _INDEX_TYPES = ("FlatData", "IVFLists", "IVFCodes", "Quantizer", "QuantizerPreco
 
 
 def _size(n: int | None) -> str:
-    return format_bytes(n) if n is not None else "?"
+    if n is None:
+        return "?"
+    return format_bytes(n) if n >= 1 << 20 else format_bytes_fine(n)
 
 
 def _faiss_held_elsewhere(e: OomEvent) -> Analysis:
@@ -296,6 +306,175 @@ def _not_capacity(e: OomEvent) -> Analysis:
     )
 
 
+def _mlx(e: OomEvent) -> Analysis:
+    if e.format == "mlx_max_buffer_size":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.55,
+            explanation=f"MLX was asked for one buffer of {_size(e.requested_bytes)}, above the "
+            f"largest buffer Metal allows on this machine ({_size(e.allowed_bytes)}, the "
+            "device's maxBufferLength): a per-buffer limit, reached by one tensor -- an "
+            "activation that grows with the batch, sequence length or image size.",
+            fixes=(
+                generic(
+                    "Make the largest tensor smaller",
+                    "a smaller batch, shorter sequence (prefill in chunks) or smaller image.",
+                    ("--batch-size 1", "--prefill-step-size 512"),
+                ),
+            ),
+        )
+    if (
+        e.format == "mlx_malloc"
+        and e.requested_bytes is not None
+        and e.requested_bytes < 64 * (1 << 20)
+    ):
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.4,
+            explanation=f"MLX could not allocate {_size(e.requested_bytes)}: a request this "
+            "small fails only when unified memory is already full, so what stays resident (the "
+            "weights, then the KV cache) fills it. A smaller quantization is the first lever; a "
+            "long prompt's KV cache the second.",
+            fixes=(
+                generic(
+                    "Use a smaller or more quantized model",
+                    "the weights are the resident part.",
+                    ("mlx_lm.convert --hf-path MODEL -q --q-bits 4",),
+                ),
+                generic(
+                    "Raise the wired memory limit (macOS)",
+                    "Metal may use only part of unified memory by default.",
+                    ("sudo sysctl iogpu.wired_limit_mb=<MiB>",),
+                ),
+            ),
+        )
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        explanation=f"MLX ran out of Metal memory ({_size(e.requested_bytes)} requested, no "
+        "totals in the message). The weights, the KV cache of a long context and one step's "
+        "activations share unified memory; the model size against the machine's RAM decides "
+        "(`oomkit estimate MODEL`).",
+        open_question=True,
+    )
+
+
+def _tt_metal(e: OomEvent) -> Analysis:
+    free, x = e.free_bytes, e.requested_bytes
+    if e.buffer_name and e.buffer_name.startswith("L1"):
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.45,
+            explanation=f"tt-metal could not place a {_size(x)} buffer in L1 (each core's "
+            f"on-chip SRAM; {e.detail}). Tensors are put in L1 by their memory config; one that "
+            "does not fit goes to DRAM, or gets smaller.",
+            fixes=(
+                generic(
+                    "Keep this tensor in DRAM, or shard it over more cores",
+                    "L1 is about 1.5 MB per core.",
+                    ("memory_config=ttnn.DRAM_MEMORY_CONFIG",),
+                ),
+                generic("Smaller batch or sequence", "the tensor scales with it.", ("batch=1",)),
+            ),
+        )
+    if free is not None and x is not None and free >= x and e.detail and "largest" in e.detail:
+        return Analysis(
+            cause="fragmentation",
+            confidence=0.6,
+            explanation=f"tt-metal's {e.buffer_name} banks have {_size(free)} free in total, "
+            f"enough for the {_size(x)} buffer, but not in one block ({e.detail}): the free "
+            "space is split between live buffers.",
+            fixes=(
+                generic(
+                    "Free or deallocate earlier tensors before this op",
+                    "ttnn.deallocate returns their blocks; allocating large buffers first "
+                    "avoids the split.",
+                    ("ttnn.deallocate(t)",),
+                ),
+            ),
+        )
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        explanation=f"tt-metal could not allocate a {_size(x)} {e.buffer_name} buffer "
+        f"({e.detail}). Whether the weights or one step's tensors fill the device's DRAM is not "
+        "in the message: the phase (model load or a forward pass) decides.",
+        open_question=True,
+    )
+
+
+def _tpu(e: OomEvent) -> Analysis:
+    if e.format == "tpu_program_reserve":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.5,
+            explanation=f"Loading the compiled XLA program needed {_size(e.requested_bytes)} of "
+            f"TPU HBM for its own buffers (temporaries of one step, sized by the batch and "
+            f"sequence), with {_size(e.free_bytes)} free ({e.detail}). If the free memory "
+            "is held by live arrays of an earlier step, deleting them is the lever instead.",
+            fixes=(
+                generic(
+                    "Smaller per-device batch, or rematerialise activations",
+                    "the program's temporaries scale with the batch.",
+                    ("per_device_batch_size //= 2", "jax.checkpoint(layer)"),
+                ),
+            ),
+        )
+    if e.detail and e.free_bytes is not None and (e.requested_bytes or 0) <= e.free_bytes:
+        return Analysis(
+            cause="fragmentation",
+            confidence=0.55,
+            explanation=f"The TPU has {_size(e.free_bytes)} free, enough for the "
+            f"{_size(e.requested_bytes)} buffer, but the {e.detail} is smaller: HBM is split "
+            "between live buffers.",
+            fixes=(
+                generic(
+                    "Delete arrays you no longer need before the step",
+                    "freed buffers merge back into larger regions.",
+                    ("del old_state; jax.clear_caches()",),
+                ),
+            ),
+        )
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        explanation=f"The TPU could not allocate a {_size(e.requested_bytes)} buffer with "
+        f"{_size(e.free_bytes)} free. Whether the parameters and optimizer state or one step's "
+        "arrays fill HBM is not in the message.",
+        open_question=True,
+    )
+
+
+def _sizing_limits(e: OomEvent) -> Analysis:
+    if e.format == "tt_metal_circular_buffers":
+        return _unknown(
+            f"An op's circular buffers do not fit in one core's L1 SRAM ({e.detail}): the "
+            "kernel's block sizes and the number of cores it runs on set them, not the device's "
+            "DRAM. A different program config (more cores, smaller blocks) or moving sharded "
+            "inputs to DRAM avoids it.",
+            (
+                (
+                    "Use a program config with smaller blocks or more cores",
+                    "each core's circular buffers scale with the block it processes.",
+                    ("memory_config=ttnn.DRAM_MEMORY_CONFIG",),
+                ),
+            ),
+        )
+    return _unknown(
+        f"ggml overflowed one of its fixed-size arenas ({e.detail}): the size is computed by the "
+        "program at start (a context's metadata pool, a graph buffer), so this is a sizing bug or "
+        "limit of this build, triggered by the settings, not the GPU running out. A newer build, "
+        "or a smaller context/batch, avoids it.",
+        (
+            (
+                "Update the runtime, or lower the context and batch",
+                "the arena is sized from them; newer builds size it correctly.",
+                ("--ctx-size 4096", "--batch-size 512"),
+            ),
+        ),
+    )
+
+
 def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_libs``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -314,6 +493,14 @@ def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _paddle_legacy()
     if fmt == "thrust_oom":
         return _thrust(e)
+    if fmt.startswith("mlx_"):
+        return _mlx(e)
+    if fmt == "tt_metal_bank_oom":
+        return _tt_metal(e)
+    if fmt.startswith("tpu_"):
+        return _tpu(e)
+    if fmt in {"tt_metal_circular_buffers", "ggml_fixed_pool"}:
+        return _sizing_limits(e)
     if fmt in {
         "tfjs_texture_size",
         "webgl_context_lost",

@@ -176,7 +176,75 @@ LIBS: tuple[Wording, ...] = (
     ),
 )
 
+LIBS += (
+    _w(
+        "mlx",
+        "ml-explore/mlx:mlx/backend/metal/allocator.cpp (MetalAllocator::malloc)",
+        "[malloc] Unable to allocate %zu bytes.  ([malloc_or_wait] before 0.20)",
+        "libc++abi: terminating due to uncaught exception of type std::runtime_error: "
+        "[malloc_or_wait] Unable to allocate 4194304 bytes.",
+        req=4 * _MIB,
+    ),
+    _w(
+        "mlx",
+        "ml-explore/mlx:mlx/backend/metal/allocator.cpp (maxBufferLength check)",
+        "Attempting to allocate %zu bytes which is greater than the maximum allowed buffer size "
+        "of %zu bytes.",
+        "RuntimeError: Attempting to allocate 21474836480 bytes which is greater than the "
+        "maximum allowed buffer size of 17179869184 bytes.",
+        req=20 * _GIB,
+    ),
+    _w(
+        "tt-metal",
+        "tenstorrent/tt-metal:tt_metal/impl/allocator/bank_manager.cpp (BankManager::allocate)",
+        "Out of Memory: Not enough space to allocate {} B {} buffer across {} banks, where each "
+        "bank needs to store {} B[, but bank size is {} B (allocated: {} B, free: {} B, largest "
+        "free block: {} B)]",
+        "RuntimeError: TT_FATAL @ bank_manager.cpp:423: Out of Memory: Not enough space to "
+        "allocate 134217728 B DRAM buffer across 12 banks, where each bank needs to store "
+        "11184832 B, but bank size is 1071644672 B (allocated: 1065353216 B, free: 6291456 B, "
+        "largest free block: 6291456 B)",
+        req=128 * _MIB,
+        free=12 * 6291456,
+    ),
+    _w(
+        "tpu",
+        "openxla/xla docs/errors (TPU 'Error loading program'; tsl HumanReadableNumBytes)",
+        "Attempting to reserve %s at the bottom of memory. That was not possible. There are %s "
+        "free, %s reserved, and %s reservable.",
+        "XlaRuntimeError: RESOURCE_EXHAUSTED: Error loading program 'jit_train_step': "
+        "Attempting to reserve 12.50G at the bottom of memory. That was not possible. There "
+        "are 9.00G free, 0B reserved, and 9.00G reservable.",
+        req=12 * _GIB + _GIB // 2,
+        free=9 * _GIB,
+    ),
+    _w(
+        "tpu",
+        "openxla/xla (TPU 'Error allocating device buffer'; tsl HumanReadableNumBytes)",
+        "Attempting to allocate %s. That was not possible. There are %s free.",
+        "RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 256.00M. "
+        "That was not possible. There are 100.00M free.; (0x0x0_HBM0)",
+        req=256 * _MIB,
+        free=100 * _MIB,
+    ),
+)
+
 LIBS_NOT_CAPACITY: tuple[Wording, ...] = (
+    _w(
+        "tt-metal",
+        "tenstorrent/tt-metal:tt_metal/impl/program/program.cpp (validate_circular_buffer_region)",
+        "Statically allocated circular buffers on core range {} grow to {} B which is beyond "
+        "max L1 size of {} B",
+        "TT_THROW: Statically allocated circular buffers on core range [(x=0,y=0) - (x=1,y=0)] "
+        "grow to 1612800 B which is beyond max L1 size of 1499136 B",
+    ),
+    _w(
+        "ggml",
+        "ggml-org/ggml:src/ggml-alloc.c (ggml_tallocr_alloc)",
+        "%s: not enough space in the buffer to allocate %s (needed %zu, available %zu)",
+        "ggml_tallocr_alloc: not enough space in the buffer to allocate node_12 (needed "
+        "26214400, available 20971520)",
+    ),
     _w(
         "tfjs",
         "tensorflow/tfjs:tfjs-backend-webgl/src/webgl_util.ts (validateTextureSize)",
