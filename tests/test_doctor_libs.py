@@ -402,3 +402,15 @@ def test_ggml_graph_buffer_overflow_is_a_sizing_limit() -> None:
     assert d.primary is not None
     assert d.primary.format == "ggml_fixed_pool"
     assert d.cause == "unknown"
+
+
+def test_wgpu_and_opengl_out_of_memory() -> None:
+    wgpu = (
+        "wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n"
+        "    Not enough memory left."
+    )
+    assert _primary(wgpu)[:2] == ("wgpu", "wgpu_out_of_memory")
+    gl = "GL_OUT_OF_MEMORY: There is not enough memory left to execute the command."
+    assert _primary(gl)[0] == "opengl"
+    # the same words about disk space are not a GPU API's
+    assert not diagnose_text("There is not enough disk space left on the device.").oom_found

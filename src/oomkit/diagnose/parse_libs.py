@@ -49,6 +49,10 @@ library's own format, with the numbers it carries (sources cited per family):
   and ``Attempting to allocate X. That was not possible. There are F free.[ The largest contiguous
   region of free memory is L due to fragmentation.]``
 
+* wgpu (Rust; ``wgpu-core/src/device/mod.rs`` ``DeviceError::OutOfMemory``: ``Not enough memory
+  left.``; older releases lower-case) and OpenGL's ``GL_OUT_OF_MEMORY`` description (``There is
+  not enough memory left to execute the command.``).
+
 Recognised but not a lack of memory (cause ``unknown``, like Triton's shared-memory limit):
 
 * tt-metal ``Statically allocated circular buffers on core range R grow to N B which is beyond max
@@ -137,6 +141,10 @@ _TT_CB = re.compile(
     r"[^\n]{0,200}?(?:grow to (?P<n>\d{1,20}) B which is beyond max L1 size of (?P<m>\d{1,20}) B"
     r"|clash with L1 buffers)"
 )
+_WGPU = re.compile(
+    r"GL_OUT_OF_MEMORY|(?P<gl>There is )?[Nn]ot enough memory left(?P<gl2> to execute the command)?"
+    r"(?: to request device)?\.?"
+)
 _HR = r"\d{1,9}(?:\.\d{1,4})?[KMGTPE]?B?"
 _TPU_RESERVE = re.compile(
     rf"Attempting to reserve (?P<req>{_HR}) at the bottom of memory\. That was not possible\. "
@@ -209,6 +217,8 @@ _PREFILTER = needles_re(
         "Statically allocated",
         "That was not possible",
         "not enough space in the",
+        "ot enough memory left",
+        "GL_OUT_OF_MEMORY",
     )
 )
 
@@ -348,6 +358,16 @@ def _devices(w: str, n: int) -> OomEvent | None:
                 if m["largest"]
                 else f"{per} B per bank"
             ),
+        )
+    m = _WGPU.search(w)
+    if m is not None:
+        gl = bool(m["gl"] or m["gl2"]) or "GL_OUT_OF_MEMORY" in w
+        return _ev(
+            "opengl" if gl else "wgpu",
+            "gpu_alloc_failed",
+            "opengl_out_of_memory" if gl else "wgpu_out_of_memory",
+            w,
+            n,
         )
     m = _TPU_RESERVE.search(w)
     if m is not None:

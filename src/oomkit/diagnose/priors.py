@@ -96,6 +96,8 @@ FAMILIES: Mapping[str, str] = {
     "opencl": "gpu_framework",
     "mlx": "gpu_framework",
     "tt-metal": "gpu_framework",
+    "wgpu": "gpu_framework",
+    "opengl": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",
     "jax": "tf_xla",

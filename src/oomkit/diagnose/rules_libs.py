@@ -499,6 +499,15 @@ def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _tt_metal(e)
     if fmt.startswith("tpu_"):
         return _tpu(e)
+    if fmt in {"wgpu_out_of_memory", "opengl_out_of_memory"}:
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation=f"The {e.runtime} device could not allocate a buffer or texture (its "
+            "OutOfMemory error carries no sizes). The model's weights, the batch's tensors and "
+            "other programs share the GPU; `oomkit gpus` and the model size decide which.",
+            open_question=True,
+        )
     if fmt in {"tt_metal_circular_buffers", "ggml_fixed_pool"}:
         return _sizing_limits(e)
     if fmt in {

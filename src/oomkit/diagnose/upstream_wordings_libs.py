@@ -229,6 +229,22 @@ LIBS += (
     ),
 )
 
+LIBS += (
+    _w(
+        "wgpu",
+        "gfx-rs/wgpu:wgpu-core/src/device/mod.rs (DeviceError::OutOfMemory)",
+        "Not enough memory left.",
+        "wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n    Not enough "
+        "memory left.",
+    ),
+    _w(
+        "opengl",
+        "GL_OUT_OF_MEMORY (glGetError; the OpenGL specification's description)",
+        "GL_OUT_OF_MEMORY: There is not enough memory left to execute the command.",
+        "OpenGL error GL_OUT_OF_MEMORY: There is not enough memory left to execute the command.",
+    ),
+)
+
 LIBS_NOT_CAPACITY: tuple[Wording, ...] = (
     _w(
         "tt-metal",
