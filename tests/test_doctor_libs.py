@@ -414,3 +414,21 @@ def test_wgpu_and_opengl_out_of_memory() -> None:
     assert _primary(gl)[0] == "opengl"
     # the same words about disk space are not a GPU API's
     assert not diagnose_text("There is not enough disk space left on the device.").oom_found
+
+
+def test_omlx_prefill_guard_reads_resident_and_prefill_parts() -> None:
+    # h5-omlx-2521 / h7-omlx-1998 (retired development parts)
+    kv = diagnose_text(
+        "Prefill would require ~237.30 GB peak (current 156.05 GB + KV+SDPA 81.25 GB) but "
+        "dynamic ceiling is 235.96 GB. Raise custom_ceiling_bytes in admin Memory settings"
+    )
+    assert kv.cause == "kv_cache_or_context"
+    resident = diagnose_text(
+        "Error: Prefill would require ~70.27 GB peak (current 67.54 GB + KV+SDPA 2.73 GB) but "
+        "metal_cap ceiling is 69.86 GB."
+    )
+    assert resident.cause == "model_too_large"
+    short = diagnose_text("Prefill would require ~12.32 GB peak but metal_cap ceiling is 11.84 GB.")
+    assert short.primary is not None
+    assert short.primary.format == "omlx_prefill_guard"
+    assert not diagnose_text("Prefill would require a warm cache to be fast.").oom_found

@@ -49,6 +49,9 @@ library's own format, with the numbers it carries (sources cited per family):
   and ``Attempting to allocate X. That was not possible. There are F free.[ The largest contiguous
   region of free memory is L due to fragmentation.]``
 
+* oMLX's prefill memory guard (``omlx/.../scheduler.py`` / ``prefill_guard``, sizes with
+  ``format_bytes`` in GB of 1024**3): ``Prefill would require ~X peak (current C + KV+SDPA P[ +
+  safety S]) but [<binding> ]ceiling is L`` (``limit is L`` in early releases).
 * wgpu (Rust; ``wgpu-core/src/device/mod.rs`` ``DeviceError::OutOfMemory``: ``Not enough memory
   left.``; older releases lower-case) and OpenGL's ``GL_OUT_OF_MEMORY`` description (``There is
   not enough memory left to execute the command.``).
@@ -145,6 +148,12 @@ _WGPU = re.compile(
     r"GL_OUT_OF_MEMORY|(?P<gl>There is )?[Nn]ot enough memory left(?P<gl2> to execute the command)?"
     r"(?: to request device)?\.?"
 )
+_GB = r"\d{1,9}(?:\.\d{1,4})?"
+_OMLX = re.compile(
+    rf"Prefill would require ~(?P<x>{_GB}) ?GB peak(?: \(current (?P<c>{_GB}) ?GB \+ KV\+SDPA "
+    rf"(?P<p>{_GB}) ?GB[^)]{{0,60}}\))? but (?:the )?(?:\w{{1,20}} )?(?:prefill )?"
+    rf"(?:ceiling|limit) is (?P<l>{_GB}) ?GB"
+)
 _HR = r"\d{1,9}(?:\.\d{1,4})?[KMGTPE]?B?"
 _TPU_RESERVE = re.compile(
     rf"Attempting to reserve (?P<req>{_HR}) at the bottom of memory\. That was not possible\. "
@@ -219,6 +228,7 @@ _PREFILTER = needles_re(
         "not enough space in the",
         "ot enough memory left",
         "GL_OUT_OF_MEMORY",
+        "Prefill would require",
     )
 )
 
@@ -358,6 +368,22 @@ def _devices(w: str, n: int) -> OomEvent | None:
                 if m["largest"]
                 else f"{per} B per bank"
             ),
+        )
+    m = _OMLX.search(w)
+    if m is not None:
+        cur = decimal_to_bytes(m["c"], 1 << 30) if m["c"] else None
+        ceiling = decimal_to_bytes(m["l"], 1 << 30)
+        return _ev(
+            "omlx",
+            "kv_capacity",
+            "omlx_prefill_guard",
+            w,
+            n,
+            requested_bytes=decimal_to_bytes(m["p"] or m["x"], 1 << 30),
+            allocated_bytes=cur,
+            total_bytes=ceiling,
+            free_bytes=ceiling - cur if ceiling is not None and cur is not None else None,
+            stage="prefill",
         )
     m = _WGPU.search(w)
     if m is not None:

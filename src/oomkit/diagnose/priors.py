@@ -117,6 +117,7 @@ FAMILIES: Mapping[str, str] = {
     "lmdeploy": "serving",
     "mlc-llm": "serving",
     "flashinfer": "serving",
+    "omlx": "serving",
     "exllamav2": "serving",
     "serving": "serving",
     # the operating system

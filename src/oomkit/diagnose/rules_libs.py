@@ -475,6 +475,53 @@ def _sizing_limits(e: OomEvent) -> Analysis:
     )
 
 
+def _omlx(e: OomEvent) -> Analysis:
+    cur, ceiling, peak = e.allocated_bytes, e.total_bytes, e.requested_bytes
+    if cur is None:
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation=f"oMLX's prefill guard refused the prompt: the prefill would peak at "
+            f"{_size(peak)}, above its memory ceiling ({_size(ceiling)}). This form omits how "
+            "much is already resident (weights, cached KV), which decides between the model "
+            "and the prompt's length.",
+            open_question=True,
+        )
+    resident_fills = cur is not None and ceiling is not None and cur >= 0.9 * ceiling
+    head = (
+        f"oMLX's prefill guard refused the prompt: what is resident ({_size(cur)}: weights and "
+        f"cached KV) plus this prefill's KV cache and attention scratch ({_size(peak)}) would "
+        f"pass its memory ceiling ({_size(ceiling)})."
+    )
+    if resident_fills:
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.5,
+            explanation=head + " What is resident alone is at least 90% of the ceiling: the "
+            "model (and caches kept from earlier requests) fill it, so any prompt is refused.",
+            fixes=(
+                generic(
+                    "A smaller or more quantized model, or a higher ceiling",
+                    "the resident part is the weights.",
+                    ("sudo sysctl iogpu.wired_limit_mb=<MiB>", "a 4-bit model"),
+                ),
+            ),
+        )
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.5,
+        explanation=head + " The resident part leaves room; this prompt's KV cache and "
+        "attention scratch are what do not fit: a shorter context is the lever.",
+        fixes=(
+            generic(
+                "Shorter prompt / context, or a quantized KV cache",
+                "the prefill peak is the new tokens' KV cache plus attention scratch.",
+                ("max_context_window = 32768", "kv cache quantization: 8-bit"),
+            ),
+        ),
+    )
+
+
 def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_libs``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -499,6 +546,8 @@ def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _tt_metal(e)
     if fmt.startswith("tpu_"):
         return _tpu(e)
+    if fmt == "omlx_prefill_guard":
+        return _omlx(e)
     if fmt in {"wgpu_out_of_memory", "opengl_out_of_memory"}:
         return Analysis(
             cause="unknown",

@@ -14,6 +14,13 @@ from oomkit.diagnose.upstream_wordings_base import w as _w
 
 __all__ = ["LIBS", "LIBS_NOT_CAPACITY"]
 
+
+def decimal_gib(text: str) -> int:
+    """A "GB" size oMLX prints (``x / 1024**3``) in bytes."""
+    whole, _, frac = text.partition(".")
+    return (int(whole) * 100 + int((frac + "00")[:2])) * _GIB // 100
+
+
 _FAISS = "facebookresearch/faiss:faiss/gpu/StandardGpuResources.cpp (allocMemory)"
 
 LIBS: tuple[Wording, ...] = (
@@ -242,6 +249,17 @@ LIBS += (
         "GL_OUT_OF_MEMORY (glGetError; the OpenGL specification's description)",
         "GL_OUT_OF_MEMORY: There is not enough memory left to execute the command.",
         "OpenGL error GL_OUT_OF_MEMORY: There is not enough memory left to execute the command.",
+    ),
+)
+
+LIBS += (
+    _w(
+        "omlx",
+        "jundot/omlx:omlx/scheduler.py (prefill memory guard, PrefillMemoryExceededError)",
+        "Prefill would require ~%s peak (current %s + KV+SDPA %s) but %s ceiling is %s",
+        "oMLX prefill memory guard rejected this prompt: Prefill would require ~43.56 GB peak "
+        "(current 28.00 GB + KV+SDPA 15.56 GB) but limit is 40.00 GB.",
+        req=decimal_gib("15.56"),
     ),
 )
 
