@@ -94,6 +94,8 @@ def test_thrust_algorithm_failure() -> None:
     assert _primary("what():  parallel_for failed: out of memory")[0] == "thrust"
     assert _primary("radix_sort: failed on 1st step: out of memory")[0] == "thrust"
     assert not diagnose_text("parallel_for failed: invalid device function").oom_found
+    other = diagnose_text("allocation failed: out of memory").primary
+    assert other is None or other.runtime != "thrust"
 
 
 # --- CatBoost ------------------------------------------------------------------------------------
@@ -414,6 +416,8 @@ def test_wgpu_and_opengl_out_of_memory() -> None:
     assert _primary(gl)[0] == "opengl"
     # the same words about disk space are not a GPU API's
     assert not diagnose_text("There is not enough disk space left on the device.").oom_found
+    app = diagnose_text("not enough memory left for the video buffer").primary
+    assert app is None or app.runtime != "wgpu"
 
 
 def test_omlx_prefill_guard_reads_resident_and_prefill_parts() -> None:

@@ -110,7 +110,12 @@ _XGB = re.compile(r"device_helpers\.cuh\((?P<line>\d{1,6})\): out of memory")
 _XGB_ALLOC = re.compile(r"Memory allocation error on worker (?P<dev>\d{1,3}): ")
 _XGB_FREE = re.compile(r"- Free memory: (?P<n>\d{1,20})")
 _XGB_REQ = re.compile(r"- Requested memory: (?P<n>\d{1,20})")
-_THRUST = re.compile(r"\b(?P<algo>[a-z_]{2,30}):? failed(?: on \w{1,10} step)?: out of memory")
+# Thrust's own algorithm names (``throw_on_error(status, "<algo> failed...")``), not any word
+_THRUST = re.compile(
+    r"\b(?P<algo>parallel_for|radix_sort|merge_sort|reduce_by_key|reduce|scan|transform|copy_if"
+    r"|unique|partition|for_each|uninitialized_fill|fill|set_operations|trivial_copy|sort):? "
+    r"failed(?: on \w{1,10} step)?: out of memory"
+)
 _CATBOOST = re.compile(
     r"[Oo]ut of memory\. [Rr]equested (?P<req>\d{1,9}(?:\.\d{1,9})?) ?(?:MB)?; [Ff]ree "
     r"(?P<free>\d{1,9}(?:\.\d{1,9})?)"
@@ -145,8 +150,8 @@ _TT_CB = re.compile(
     r"|clash with L1 buffers)"
 )
 _WGPU = re.compile(
-    r"GL_OUT_OF_MEMORY|(?P<gl>There is )?[Nn]ot enough memory left(?P<gl2> to execute the command)?"
-    r"(?: to request device)?\.?"
+    r"GL_OUT_OF_MEMORY|There is not enough memory left to execute the command"
+    r"|[Nn]ot enough memory left(?: to request device|\.|\s{0,4}$)"
 )
 _GB = r"\d{1,9}(?:\.\d{1,4})?"
 _OMLX = re.compile(
@@ -387,7 +392,7 @@ def _devices(w: str, n: int) -> OomEvent | None:
         )
     m = _WGPU.search(w)
     if m is not None:
-        gl = bool(m["gl"] or m["gl2"]) or "GL_OUT_OF_MEMORY" in w
+        gl = "GL_OUT_OF_MEMORY" in w or "execute the command" in m.group(0)
         return _ev(
             "opengl" if gl else "wgpu",
             "gpu_alloc_failed",
