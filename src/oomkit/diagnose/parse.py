@@ -22,6 +22,7 @@ from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
+from oomkit.diagnose.parse_libs import parse_libs
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
@@ -126,6 +127,9 @@ def parse_log(text: str) -> ParsedLog:
     if not events:
         # libraries' and apps' own wordings (VideoHelperSuite, detectron2, Triton, ...)
         events.extend(parse_apps(lines))
+    if not events:
+        # GPU data libraries (faiss, XGBoost, CatBoost, RAPIDS), WebGL/Metal/GPT4All (parse_libs)
+        events.extend(parse_libs(lines))
     if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))

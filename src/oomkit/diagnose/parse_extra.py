@@ -116,6 +116,7 @@ _NEEDLES = (
     "prompt is too big compared to KV size",
     "CUDNN_STATUS_",
     "dispatched on the CPU or the disk",
+    "fp32_cpu_offload=True",
     "Load weight end",
     "profiled value",
     "out of memory",
@@ -223,7 +224,7 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 detail="a workspace scratch tensor",
                 stage="compute",
             )
-    if "dispatched on the CPU or the disk" in line:
+    if "dispatched on the CPU or the disk" in line or "fp32_cpu_offload=True` and pass" in line:
         return _ev(
             "transformers", "dispatch_offload", "bnb_dispatch_cpu_disk", line, n, stage="weights"
         )

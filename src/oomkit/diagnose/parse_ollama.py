@@ -27,7 +27,7 @@ _SYSMEM = re.compile(
     + sz("req", _U)
     + r"\) than is available(?: \("
     + sz("avail", _U)
-    + r"\))?| than is currently available)"
+    + r"\))?| than is currently available|(?=[^\w(]|$))"
 )
 _TOO_LARGE = re.compile(
     r"model request too large for system\"? requested=\"?"

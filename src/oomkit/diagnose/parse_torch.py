@@ -111,14 +111,19 @@ _TAIL = (
 _NEW = re.compile(
     r"(?:(?P<backend>CUDA|HIP|XPU|MUSA|NPU|MLU) out of memory\. )?Tried to allocate "
     + sz("req")
-    + r"\. (?:GPU|Device|MLU) (?P<dev>\d{1,4}) has a total capac(?P<typo>i?)ty of "
+    # PyTorch 2.2-2.3 streamed the c10::DeviceIndex (an int8_t) as a char: device 0 is a NUL
+    # that pastes drop ("GPU  has"); later releases print static_cast<int>(device)
+    + r"\. (?:GPU|Device|MLU) (?P<dev>\d{1,4}|[\x00-\x08\x0e-\x1f]|) ?has a total "
+    + r"capac(?P<typo>i?)ty of "
     + sz("total")
     + " of which "
     + sz("free", space=" ?").removesuffix(r"\b")
     + r" ?is free\."
 )
 _OLD = re.compile(
-    r"(?:(?P<backend>CUDA|HIP|MUSA|NPU|MLU) out of memory\. )?Tried to allocate "
+    # (XPU: intel-extension-for-pytorch's csrc/gpu/runtime/CachingDeviceAllocator.cpp prints this
+    # legacy shape with no free field at all: SYCL has no free-memory query)
+    r"(?:(?P<backend>CUDA|HIP|XPU|MUSA|NPU|MLU) out of memory\. )?Tried to allocate "
     + sz("req")
     # (a paste may lose the parenthesis or wrap the line before "GPU N;")
     + r"\s{1,4}\(?(?:GPU|NPU|MLU) (?P<dev>\d{1,4}); "
@@ -197,7 +202,18 @@ _LIB = re.compile(
     r"(?P<lib>CUBLAS|CUDNN|CUSOLVER|CUSPARSE|CUFFT|HIPBLAS|ROCBLAS)_STATUS_ALLOC_FAILED"
     r"|(?P<lib2>CUBLAS)_STATUS_NOT_INITIALIZED"
 )
+# other libraries' allocators that quote the CUDA error (XGBoost's caching allocator, RAPIDS
+# RMM): their own wording names the library and its numbers (``parse_libs``)
+_OTHER_LIBS = ("Memory allocation error on worker", "rmm/mr/", "RMM failure", "rmm::")
 _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
+
+
+def _device_index(dev: str) -> int | None:
+    """The device of ``GPU <dev> has``: digits, a control char (the int8 streamed as a char), or
+    nothing where the paste dropped a NUL (unknown: another dropped char looks the same)."""
+    if dev.isdigit():
+        return int(dev)
+    return ord(dev) if dev else None
 
 
 def _processes(rest: str) -> tuple[int | None, list[OtherProcess]]:
@@ -270,7 +286,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             format=fmt if backend == "CUDA" else f"{fmt}_{backend.lower()}",
             line=line,
             text=w[m.start() : m.start() + 1200],
-            device=int(m.group("dev")),
+            device=_device_index(m.group("dev")),
             requested_bytes=size_of(m, "req", _RT),
             total_bytes=total,
             free_bytes=free,
@@ -437,6 +453,8 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 nxt = " ".join(text[i + 1 : i + 3])
                 if "current device:" in nxt or "current device:" in raw:
                     continue  # ggml_cuda_error: parsed by parse_llamacpp
+                if has_any(raw, _OTHER_LIBS):
+                    continue  # XGBoost's / RMM's own wording: parsed by parse_libs
                 events.append(
                     OomEvent(
                         runtime=_RT,
@@ -449,7 +467,9 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                     )
                 )
                 continue
-        elif "hipErrorOutOfMemory" in raw or "cudaErrorMemoryAllocation" in raw:
+        elif ("hipErrorOutOfMemory" in raw or "cudaErrorMemoryAllocation" in raw) and not has_any(
+            raw, _OTHER_LIBS
+        ):
             events.append(
                 OomEvent(
                     runtime=_RT,

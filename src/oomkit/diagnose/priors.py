@@ -87,15 +87,28 @@ FAMILIES: Mapping[str, str] = {
     "mindspore": "gpu_framework",
     "sophgo": "gpu_framework",
     "generic": "gpu_framework",
+    # GPU data libraries and other device runtimes with their own allocators (parse_libs)
+    "faiss": "gpu_framework",
+    "xgboost": "gpu_framework",
+    "catboost": "gpu_framework",
+    "thrust": "gpu_framework",
+    "rmm": "gpu_framework",
+    "opencl": "gpu_framework",
+    "mlx": "gpu_framework",
+    "tt-metal": "gpu_framework",
+    "wgpu": "gpu_framework",
+    "opengl": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",
     "jax": "tf_xla",
+    "tpu": "tf_xla",
     # ggml runtimes: weights, KV and compute buffers placed at load
     "llama.cpp": "ggml",
     "ollama": "ggml",
     "lmstudio": "ggml",
     "vulkan": "ggml",
     "sycl": "ggml",
+    "ggml": "ggml",
     # serving engines that plan weights + KV pool at start-up
     "vllm": "serving",
     "sglang": "serving",
@@ -104,6 +117,7 @@ FAMILIES: Mapping[str, str] = {
     "lmdeploy": "serving",
     "mlc-llm": "serving",
     "flashinfer": "serving",
+    "omlx": "serving",
     "exllamav2": "serving",
     "serving": "serving",
     # the operating system

@@ -42,6 +42,7 @@ from oomkit.diagnose.rules_evidence import refine_by_evidence
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_frameworks import analyze_frameworks
+from oomkit.diagnose.rules_libs import analyze_libs
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
 from oomkit.diagnose.rules_ollama import analyze_ollama
 from oomkit.diagnose.rules_recognise import analyze_recognised
@@ -146,6 +147,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     app = analyze_apps(e, ctx)
     if app is not None:
         return app
+    lib = analyze_libs(e, ctx)
+    if lib is not None:
+        return lib
     fam = analyze_families(e, ctx)
     if fam is not None:
         return fam

@@ -21,6 +21,7 @@ from oomkit.diagnose.rules_torch_describe import (
     _describe,
     _numberless,
     _others,
+    cap_not_crossed,
 )
 from oomkit.diagnose.rules_torch_fixes import (
     _batch_fixes,
@@ -85,8 +86,11 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         )
         return _numberless(e, ctx, f"{base} {missing}")
     free = f or 0
-    # 1. a per-process cap, not the hardware, is the limit
-    if e.allowed_bytes is not None and free >= x:
+    # 1. a per-process cap, not the hardware, is the limit -- only when the request would cross
+    # it: both allocators check it against what they hold (the caching allocator's reserved
+    # memory, CUDAMallocAsyncAllocator's pytorch_used_bytes) plus the request, and otherwise the
+    # device's own allocation is what failed
+    if e.allowed_bytes is not None and free >= x and not cap_not_crossed(e, x):
         # the cap is the budget this job was given: read the budget like a card (T2 / small
         # request) to say what filled it
         cap = e.allowed_bytes
@@ -249,8 +253,14 @@ def _allocator(e: OomEvent, ctx: LogContext) -> Analysis:
             + (
                 f" {_fb(t)} - {_fb(free)} free"
                 if f is not None
-                else f" The message is cut before the free memory, which was below the request: "
-                f"{_fb(t)} - at most {_fb(x)} free"
+                else (
+                    " IPEX's XPU message has no free field (SYCL cannot query it); the "
+                    "allocation failed after the cache was emptied, so less than the request "
+                    "was free: "
+                    if e.kind == "xpu_oom"
+                    else " The message is cut before the free memory, which was below the request: "
+                )
+                + f"{_fb(t)} - at most {_fb(x)} free"
             )
             + f" - {_fb(held)} held by this "
             f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "

@@ -10,7 +10,7 @@ from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.rules_torch_fixes import _batch_fixes, _fb, _model_fixes
 from oomkit.units import GiB
 
-__all__: list[str] = []
+__all__ = ["cap_not_crossed"]
 
 _UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
 _GAP_SHARE = 0.10
@@ -85,8 +85,10 @@ def _describe(e: OomEvent) -> str:
         )
     for o in e.other_processes:
         s += f" Process {o.pid} holds {_fb(o.used_bytes)}."
-    if e.allowed_bytes is not None:
+    if e.allowed_bytes is not None and (e.total_bytes is None or e.allowed_bytes < e.total_bytes):
         s += f" A per-process cap of {_fb(e.allowed_bytes)} is set."
+    elif e.allowed_bytes is not None:
+        s += " The per-process limit is the whole device (no fraction set)."
     if e.private_pool_bytes:
         s += f" {_fb(e.private_pool_bytes)} sits in private pools (CUDA graphs)."
     return s
@@ -193,3 +195,19 @@ def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
             fixes=fixes,
         )
     return Analysis(cause="unknown", confidence=0.2, explanation=expl, fixes=fixes)
+
+
+def cap_not_crossed(e: OomEvent, x: int) -> bool:
+    """Whether the message shows the per-process cap was not what failed: what the allocator
+    holds plus the request stays under it (``c10/cuda/CUDACachingAllocator.cpp``:
+    ``total_allocated_memory + size > allowed_memory_maximum``; ``CUDAMallocAsyncAllocator.cpp``:
+    ``pytorch_used_bytes + nbytes > pytorch_memory_limits``)."""
+    cap, a = e.allowed_bytes, e.allocated_bytes
+    if cap is None or a is None:
+        return False
+    held = (
+        e.reserved_bytes
+        if e.reserved_bytes is not None
+        else a + (e.reserved_unallocated_bytes or 0)
+    )
+    return held + x <= cap

@@ -27,12 +27,13 @@ from __future__ import annotations
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
+from oomkit.diagnose.upstream_wordings_libs import LIBS, LIBS_NOT_CAPACITY
 from oomkit.diagnose.upstream_wordings_stacks import FRAMEWORKS, OS, SERVING
 
 __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
 #: Every harvested wording, family by family.
-WORDINGS: tuple[Wording, ...] = TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS
+WORDINGS: tuple[Wording, ...] = TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
 NOT_CAPACITY: tuple[Wording, ...] = (
@@ -44,6 +45,7 @@ NOT_CAPACITY: tuple[Wording, ...] = (
         "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, "
         "Hardware limit: 65536. Reducing block sizes or `num_stages` may help.",
     ),
+    *LIBS_NOT_CAPACITY,
 )
 
 #: Texts with the same words that no runtime prints on a failed allocation.
@@ -73,4 +75,11 @@ NEAR_MISSES: tuple[str, ...] = (
     "Failed to reserve a name for the job",
     "VRAM 使用量: 10 GB",
     "メモリ使用量: 8.0 GB",
+    # parse_libs' neighbours: the same libraries failing for other reasons, a texture check
+    # that is not the size limit
+    "Error: 'err == cudaSuccess' failed: Failed to cudaMalloc 1024 bytes on device 0 (error 1 "
+    "invalid argument",
+    "Error: Requested texture size [0x0] is invalid.",
+    "what():  parallel_for failed: invalid device function",
+    "GPU loading succeeded",
 )
