@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from oomkit.spec.model import ModelSpec
     from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["ModelFacts", "model_facts", "with_model_facts"]
+__all__ = ["ModelFacts", "batch_levers_first", "model_facts", "with_model_facts"]
 
 #: the runtimes whose messages carry a process's holding but not what it holds
 _TORCH_FAMILY = frozenset({"pytorch", "mps"})
@@ -52,6 +52,9 @@ _QUANTIZED_LOAD = re.compile(
 _TOO_LARGE_CONFIDENCE = 0.85
 _BATCH_CONFIDENCE = 0.6
 _WEIGHTS_SMALL_SHARE = 0.5
+#: fixes that shrink only the stored weights (bitsandbytes keeps activations in the compute
+#: dtype): the titles of model_fixes_hf's int8/NF4 fixes and the rules' generic one
+_WEIGHT_ONLY_FIXES = ("Load in 8-bit", "Load in 4-bit", "Load the weights quantized")
 _BEYOND_WEIGHTS_SHARE = 0.25
 
 
@@ -113,15 +116,22 @@ def model_facts(
     )
 
 
-def _batch_first(e: OomEvent, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
-    """The batch/input fixes sized by the shortfall, then inference mode, then the rule's own."""
+#: dtypes already at half precision or below ("Run in bf16/fp16" would change nothing)
+_FP32 = frozenset({"fp32", "float32", "f32", "float"})
+
+
+def _batch_first(e: OomEvent, fixes: tuple[Fix, ...], dtype: str) -> tuple[Fix, ...]:
+    """The batch/input fixes sized by the shortfall, then inference mode, then the rule's own
+    (without "Run in bf16/fp16" for a model that already loads in 16 bits or fewer)."""
     from oomkit.diagnose.fixes import generic
     from oomkit.diagnose.rules_torch_fixes import _batch_fixes
 
     need = None
     if e.requested_bytes is not None and e.free_bytes is not None:
         need = e.requested_bytes - e.free_bytes
-    batch = [f for f in _batch_fixes(e, need) if not f.title.startswith("Recompute")]
+    drop = ("Recompute",) if dtype in _FP32 else ("Recompute", "Run in bf16/fp16")
+    batch = [f for f in _batch_fixes(e, need) if not f.title.startswith(drop)]
+    fixes = tuple(f for f in fixes if dtype in _FP32 or not f.title.startswith(drop))
     grad = generic(
         "Run inference without autograd",
         "outside training, tensors kept for a backward pass that never comes hold activations "
@@ -187,7 +197,31 @@ def with_model_facts(
             explanation=result.explanation + fact + f" This process holds {size_text(held)}: "
             f"{size_text(held - w)} beyond the weights is this run's batch and sequence "
             "(activations, KV cache, logits), so the batch or the input length is the lever.",
-            fixes=_batch_first(e, result.fixes),
+            fixes=_batch_first(e, result.fixes, facts.dtype),
             open_question=False,
         )
     return replace(result, explanation=result.explanation + fact)
+
+
+def batch_levers_first(fixes: tuple[Fix, ...], cause: str) -> tuple[Fix, ...]:
+    """``fixes`` with weight-only quantization after the sized batch fixes when the cause is the
+    batch: the estimators size an 8-/4-bit load larger than the batch cut that covers the
+    shortfall, so by saving alone "quantize" would lead a diagnosis that says the weights are
+    not the lever (--model llama-3.2-1b on a 10 GiB holding)."""
+    if cause != "batch_or_activations":
+        return fixes
+    # sized ones only: an unsized (generic) fix keeps its place, _prune_generic keeps the first
+    weights = [
+        f
+        for f in fixes
+        if f.title.startswith(_WEIGHT_ONLY_FIXES) and f.expected_saving_bytes is not None
+    ]
+    if not weights or len(weights) == len(fixes):
+        return fixes
+    rest = [f for f in fixes if f not in weights]
+    # rank() puts sized, non-hardware fixes first: the weight fixes go right after them
+    i = next(
+        (k for k, f in enumerate(rest) if f.expected_saving_bytes is None or f.hardware),
+        len(rest),
+    )
+    return (*rest[:i], *weights, *rest[i:])

@@ -31,6 +31,7 @@ from oomkit.units import ceil_div
 
 if TYPE_CHECKING:
     from oomkit.diagnose.events import LogContext, OomEvent
+    from oomkit.estimate.breakdown import Estimate
     from oomkit.estimate.vllm import VllmPlan
     from oomkit.spec.model import ModelSpec
 
@@ -296,6 +297,24 @@ _HF_CMDS = {
 }
 
 
+def _left_text(e: OomEvent, cap: int, base: Estimate, cand: Estimate) -> str:
+    """What the GPU has left after the change: from the estimate, unless the message shows the
+    run holding more than the estimate (its own batch and length, which oomkit's defaults do
+    not know): then the message's free memory plus what the change frees."""
+    held = e.allocated_bytes or e.process_in_use_bytes
+    before, after = base.devices[0].total_bytes, cand.devices[0].total_bytes
+    if held is not None and held > before and e.free_bytes is not None:
+        text = (
+            f" The run held {_fb(held)} when it failed (the message), more than the estimate's "
+            f"{_fb(before)} at oomkit's default batch and length: {_fb(e.free_bytes)} free "
+            f"+ {_fb(before - after)} freed = {_fb(e.free_bytes + before - after)}"
+        )
+        if e.requested_bytes is not None:
+            text += f" for the {_fb(e.requested_bytes)} request"
+        return text + "."
+    return f" With {_fb(cap)} on the GPU that leaves {_fb(cap - after)}."
+
+
 def transformers_fixes(
     spec: ModelSpec, user: InferenceSettings, e: OomEvent, hw: Hardware | None
 ) -> list[Fix]:
@@ -326,10 +345,7 @@ def transformers_fixes(
             return
         fix = make_fix(case, base, est, title=title, lead=lead, commands=(cmd,), supersedes=sup)
         if fix is not None and cap:
-            left = cap - est.devices[0].total_bytes
-            fix = dataclasses.replace(
-                fix, why=fix.why + f" With {_fb(cap)} on the GPU that leaves {_fb(left)}."
-            )
+            fix = dataclasses.replace(fix, why=fix.why + _left_text(e, cap, base, est))
         out.append(fix)
 
     if dtype in ("fp32", "float32"):

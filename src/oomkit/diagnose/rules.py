@@ -34,7 +34,7 @@ from oomkit.diagnose.analysis import CAUSES, Analysis
 from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
-from oomkit.diagnose.model_cause import ModelFacts, with_model_facts
+from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
 from oomkit.diagnose.priors import is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
@@ -356,7 +356,11 @@ def diagnose(
         fixes=_prune_generic(
             tuple(
                 drop_contradictions(
-                    rank(label_hardware(_merge_provider_fixes(extra, result.fixes))), context
+                    batch_levers_first(
+                        rank(label_hardware(_merge_provider_fixes(extra, result.fixes))),
+                        result.cause,
+                    ),
+                    context,
                 )
             )
         ),

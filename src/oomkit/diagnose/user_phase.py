@@ -18,6 +18,8 @@ not phase questions):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.fixes import generic
 
@@ -27,6 +29,17 @@ __all__ = ["WHEN", "with_user_phase"]
 WHEN = ("load", "first-step", "later")
 _SETTLED = 0.5
 _NOT_PHASE = frozenset({"host_ram", "kv_cache_or_context"})
+#: the cause each answer decides, and how the explanation repeats the answer
+_IMPLIES = {
+    "load": "model_too_large",
+    "first-step": "batch_or_activations",
+    "later": "leak_or_accumulation",
+}
+_SAID = {
+    "load": "while loading",
+    "first-step": "on the first batch or request",
+    "later": "only after steps completed",
+}
 
 
 def with_user_phase(result: Analysis, when: str | None) -> Analysis:
@@ -38,7 +51,20 @@ def with_user_phase(result: Analysis, when: str | None) -> Analysis:
     from oomkit.diagnose.priors import is_open
 
     if result.cause in _NOT_PHASE or (result.confidence >= _SETTLED and not is_open(result)):
-        return result
+        if result.cause == _IMPLIES[when]:
+            return result
+        # never dropped silently: the answer is echoed, and why it did not decide
+        why = (
+            f"when it fails does not decide {result.cause}"
+            if result.cause in _NOT_PHASE
+            else f"the facts above settle {result.cause} (confidence {result.confidence:.2f})"
+        )
+        return replace(
+            result,
+            explanation=result.explanation + f" You said it fails {_SAID[when]}; that alone "
+            f"would point at {_IMPLIES[when]}, but {why}, so the answer does not change it. If "
+            "both are right, check the model, dtype and GPU the doctor was given.",
+        )
     if when == "load":
         return Analysis(
             cause="model_too_large",
