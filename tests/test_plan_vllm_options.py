@@ -185,3 +185,21 @@ def test_estimate_suggestions_keep_the_asked_parallelism(
         flags = parse_command("vllm", s["command"])
         assert flags["--cpu-offload-gb"] == ["10"]
         assert flags["--enforce-eager"] == []
+
+
+@pytest.mark.parametrize("version", ["0.1.0", "0.6.3", "b4500"])
+def test_any_runtime_refuses_one_runtimes_release_number(
+    capsys: pytest.CaptureFixture[str], version: str
+) -> None:
+    """--runtime any with a release number: it was read as llama.cpp's (an error about llama.cpp
+    the user did not name) or as vLLM's, Ollama's and SGLang's 0.6.3 at once."""
+    argv = ["plan", "llama-3.1-8b", "-r", "any", "--gpu", "rtx-4090", "--offline"]
+    code, _, err = _run(capsys, [*argv, "--runtime-version", version])
+    assert code == 2
+    assert "with --runtime any" in err
+    assert "for llama.cpp" not in err
+    assert len(err.strip().splitlines()) == 1
+    # a date reads the same for every runtime: accepted
+    code, doc = _plan_json(capsys, [*argv[1:], "--runtime-version", "2024-06"])
+    assert code == 0
+    assert doc["plans"]
