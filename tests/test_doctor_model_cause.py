@@ -161,3 +161,18 @@ def test_cli_doctor_with_model(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["cause"] == "model_too_large"
     assert doc["confidence"] >= 0.8
+
+
+def test_the_messages_total_decides_not_another_gpu_given() -> None:
+    # the message says 10.92 GiB total; --gpu rtx-4090 (24 GiB) is not the card that failed:
+    # 14.96 GiB of llama-3.1-8b weights on it was "in between" (0.35) and the explanation
+    # said "on a 23.99 GiB device" right after the message's "10.92 GiB total"
+    log = Path(__file__).parent / "fixtures" / "oom_logs" / "oom-torch-llama-82-7b-11gb.txt"
+    rtx4090 = Hardware(devices=(DeviceTarget(name="RTX 4090", capacity_bytes=24 * GiB),))
+    d = diagnose_text(log.read_text(encoding="utf-8"), model=spec("llama-3.1-8b"), hardware=rtx4090)
+    assert d.cause == "model_too_large"
+    assert d.confidence >= 0.8
+    assert "on a 10.92 GiB device (the message's; not the 24.00 GiB GPU" in d.explanation
+    same = Hardware(devices=(DeviceTarget(name="x", capacity_bytes=11 * GiB),))
+    d = diagnose_text(log.read_text(encoding="utf-8"), model=spec("llama-3.1-8b"), hardware=same)
+    assert "on a 10.92 GiB device." in d.explanation

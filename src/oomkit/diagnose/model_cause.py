@@ -52,6 +52,9 @@ _QUANTIZED_LOAD = re.compile(
 _TOO_LARGE_CONFIDENCE = 0.85
 _BATCH_CONFIDENCE = 0.6
 _WEIGHTS_SMALL_SHARE = 0.5
+#: a --gpu/--vram within this share of the message's total is the same card (driver-reported
+#: totals differ from catalog ones by a few percent)
+_SAME_CARD = 0.05
 #: fixes that shrink only the stored weights (bitsandbytes keeps activations in the compute
 #: dtype): the titles of model_fixes_hf's int8/NF4 fixes and the rules' generic one
 _WEIGHT_ONLY_FIXES = ("Load in 8-bit", "Load in 4-bit", "Load the weights quantized")
@@ -67,7 +70,8 @@ class ModelFacts:
     dtype: str
     #: "--model" (the user) or "the log" (a model name the catalog resolved)
     named_by: str
-    #: the device's capacity the user stated (``--gpu``/``--vram``), else ``None`` (the log's)
+    #: the device's capacity the user stated (``--gpu``/``--vram``), else ``None``; the
+    #: message's own total wins when it has one (the device that failed)
     capacity_bytes: int | None = None
     #: the weight bytes are those of the load (no unreflected quantization in the log)
     dtype_known: bool = True
@@ -163,14 +167,22 @@ def with_model_facts(
         return result
     if result.cause not in ("unknown", "model_too_large", "batch_or_activations"):
         return result
-    total = facts.capacity_bytes or e.total_bytes
+    # the message's total is the device that failed; a --gpu/--vram of another size is the
+    # user's what-if (the fixes are sized on it), not the card whose OOM is being explained
+    total = e.total_bytes or facts.capacity_bytes
     if not total:
         return result
     w = facts.weights_bytes
     who = "you named" if facts.named_by == "--model" else "the log names"
+    given = facts.capacity_bytes
+    other = (
+        f" (the message's; not the {size_text(given)} GPU given with --gpu/--vram)"
+        if given and e.total_bytes and abs(given - e.total_bytes) > _SAME_CARD * e.total_bytes
+        else ""
+    )
     fact = (
         f" The model {who}, {facts.name}, weighs {size_text(w)} at {facts.dtype} "
-        f"(oomkit's transformers estimate) on a {size_text(total)} device."
+        f"(oomkit's transformers estimate) on a {size_text(total)} device{other}."
     )
     if w > total and facts.dtype_known:
         return Analysis(
