@@ -203,3 +203,23 @@ def test_any_runtime_refuses_one_runtimes_release_number(
     code, doc = _plan_json(capsys, [*argv[1:], "--runtime-version", "2024-06"])
     assert code == 0
     assert doc["plans"]
+
+
+def test_nothing_fits_at_the_users_utilization_names_a_lower_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """At --gpu-memory-utilization 0.95 every candidate on 4 x RTX 3090 is tight (vLLM takes 95%
+    of each card whatever the model): "nothing fits" advised more or bigger GPUs only, while
+    the verdict's own safe margin (0.93) plans bf16 at the asked context."""
+    argv = ["qwen3-30b-a3b", "-r", "vllm", "--gpu", "4xrtx-3090", "--tp", "4"]
+    argv += ["--max-num-seqs", "16", "--ctx", "32k"]
+    code, doc = _plan_json(capsys, [*argv, "--gpu-memory-utilization", "0.95"])
+    assert code == 3
+    assert "plan again with --gpu-memory-utilization 0.93" in doc["impossible"]
+    code, doc = _plan_json(capsys, [*argv, "--gpu-memory-utilization", "0.93"])
+    assert code == 0
+    assert doc["plans"]
+    # without the user's fraction nothing is said about it
+    code, doc = _plan_json(capsys, ["llama-3.1-70b", "-r", "vllm", "--gpu", "rtx-3060"])
+    assert code == 3
+    assert "--gpu-memory-utilization" not in doc["impossible"]

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -289,6 +290,7 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
         )
     elif s.request.no_offload:
         heads.append("Offload to the CPU was ruled out (--no-offload).")
+    heads.extend(_lower_util(s, ev))
     smaller = _smaller_that_fit(s)
     also = f"; smaller models of the family that fit: {', '.join(smaller)}" if smaller else ""
     heads.append(
@@ -296,6 +298,24 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
         f"or a smaller model (see `oomkit models --fits GPU`{also})."
     )
     return " ".join(heads)
+
+
+_SAFE_UTIL = re.compile(r"Safe margin: --gpu-memory-utilization (\d\.\d+)")
+
+
+def _lower_util(s: Searcher, ev: Evaluation) -> list[str]:
+    """The user's own --gpu-memory-utilization when it leaves too little free: vLLM takes that
+    share of every GPU whatever the model, so only a lower fraction (the verdict's safe margin)
+    helps (4 x RTX 3090 at 0.95 said "buy more GPUs"; at 0.93 bf16 runs at the asked context)."""
+    util = s.base.gpu_memory_utilization if s.base is not None else None
+    m = _SAFE_UTIL.search(ev.reason or "")
+    if s.runtime != "vllm" or util is None or m is None:
+        return []
+    return [
+        f"At --gpu-memory-utilization {util:g} vLLM reserves that share of every GPU whatever "
+        f"the model, and too little is left beside it: plan again with "
+        f"--gpu-memory-utilization {m.group(1)} (the verdict's safe margin) or without it."
+    ]
 
 
 def _smaller_that_fit(s: Searcher, limit: int = 3) -> list[str]:
