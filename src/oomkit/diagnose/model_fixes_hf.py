@@ -46,6 +46,18 @@ _SUP_BATCHED = ("Shrink the profiling batch",)
 _SUP_BATCH = ("Cut the batch size", "Halve the batch size", "Shrink the batch or input size")
 _SUP_BNB = ("Load the weights quantized",)
 _SUP_HALF = ("Run in bf16/fp16",)
+#: among vLLM fixes that fit, the least intrusive first: a setting of the serve command before
+#: one that costs speed (graphs, batch), then the weights' precision and more GPUs
+_VLLM_ORDER = {
+    "--max-model-len": 1,
+    "--gpu-memory-utilization": 2,
+    "--kv-cache-dtype": 3,
+    "--max-num-seqs": 4,
+    "--max-num-batched-tokens": 5,
+    "--enforce-eager": 6,
+    "--quantization": 7,
+    "--tensor-parallel-size": 8,
+}
 
 
 def _fb(n: int | None) -> str:
@@ -192,6 +204,7 @@ def vllm_fixes(
         if p1 is None or slack(p1) - slack0 <= 0:
             return
         pool1 = pool(p1)
+        flag = cmd.split()[0]
         after = f"; after: KV need {_fb(_need(p1))}" + (
             f", pool {_fb(pool1)}" + (" (fits)" if slack(p1) >= 0 else " (still short)")
             if pool1 is not None
@@ -204,6 +217,10 @@ def vllm_fixes(
                 commands=(cmd,),
                 expected_saving_bytes=slack(p1) - slack0,
                 supersedes=sup,
+                # a change that makes the request fit ranks by how little it changes, not by
+                # how much it frees (fp8 weights freed 6.5 GiB for a 670 MiB shortfall and led)
+                fits=None if pool1 is None else slack(p1) >= 0,
+                order=_VLLM_ORDER.get(flag),
             )
         )
 

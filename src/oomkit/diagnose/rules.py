@@ -204,6 +204,9 @@ def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[
             rule,
             why=f"{rule.why} The model-aware estimate puts it at "
             f"{size_text(f.expected_saving_bytes)}: {f.why}",
+            # whether it makes the run fit is the estimate's answer for this very change
+            fits=rule.fits if f.fits is None else f.fits,
+            order=rule.order if f.order is None else f.order,
         )
     prefixes = tuple(p for f in extra for p in getattr(f, "supersedes", ()))
     rest = [
