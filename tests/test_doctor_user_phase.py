@@ -117,3 +117,19 @@ def test_an_answer_the_named_model_contradicts_is_echoed() -> None:
     assert "You said it fails while loading" in d.explanation
     agree = diagnose_text(text.read_text(encoding="utf-8"), model=spec, when="first-step")
     assert "You said" not in agree.explanation  # the answer agrees: nothing to add
+
+
+def test_the_logs_traceback_outranks_the_answer() -> None:
+    # a DeepSpeed traceback in optimizer.step(): "it fails while loading" contradicts it (it was
+    # applied: "You said it fails while loading: the weights ... do not fit"), and "the first
+    # step" in optimizer.step() is the optimizer states (it read "batch_or_activations")
+    log = Path(__file__).parent / "fixtures" / "oom_logs" / "constructed-deepspeed-zero1-step.txt"
+    text = log.read_text(encoding="utf-8")
+    bare = diagnose_text(text)
+    load = diagnose_text(text, when="load")
+    assert (load.cause, load.confidence) == (bare.cause, bare.confidence)
+    assert "the log's traceback shows it in optimizer.step()" in load.explanation
+    first = diagnose_text(text, when="first-step")
+    assert first.cause == "model_too_large"
+    assert "optimizer states" in first.explanation
+    assert diagnose_text(text, when="later").cause == "leak_or_accumulation"

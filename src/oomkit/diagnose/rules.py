@@ -297,6 +297,7 @@ def diagnose(
     model: ModelFacts | None = None,
     training: bool = False,
     when: str | None = None,
+    shown_phase: str | None = None,
 ) -> Diagnosis:
     """Diagnose parsed events. Pure: no I/O.
 
@@ -307,6 +308,8 @@ def diagnose(
         model: what the model that ran weighs (:mod:`oomkit.diagnose.model_cause`), when known.
         training: the log shows a training run (weights are not all a training step holds).
         when: the user's answer to "when does it fail" (:mod:`oomkit.diagnose.user_phase`).
+        shown_phase: the phase a training log shows beyond the traceback parser's
+            (``optimizer_step`` from a DeepSpeed frame); ``context.frame_phase`` otherwise.
 
     Returns:
         A Diagnosis; with no events, cause ``unknown``, confidence 0 and no fixes.
@@ -331,6 +334,7 @@ def diagnose(
             with_smi_table(decided, context, primary), model, primary, context, training=training
         ),
         when,
+        context.frame_phase or shown_phase,
     )
     opened = is_open(smi)
     result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))
