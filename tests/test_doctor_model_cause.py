@@ -97,6 +97,10 @@ def test_in_between_leaves_the_cause_open_but_states_the_weights() -> None:
     named = diagnose_text(text, model=spec("llama-3.2-1b"))
     assert (named.cause, named.confidence) == (bare.cause, bare.confidence)
     assert "llama-3.2-1b, weighs 2.30 GiB" in named.explanation
+    # the deciding question no longer asks for the model the user just gave
+    assert "--model MODEL here" in bare.explanation
+    assert "--model MODEL here" not in named.explanation
+    assert "does the model alone fit (`oomkit estimate MODEL`)?" in named.explanation
 
 
 def test_training_keeps_the_weights_from_deciding_batch() -> None:

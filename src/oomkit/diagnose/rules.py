@@ -35,7 +35,7 @@ from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
-from oomkit.diagnose.priors import is_open, with_prior
+from oomkit.diagnose.priors import MODEL_ASK, is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
 from oomkit.diagnose.rules_evidence import refine_by_evidence
@@ -340,6 +340,8 @@ def diagnose(
     result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
+    if model is not None:  # the model is known: the deciding question does not ask for it
+        explanation = explanation.replace(MODEL_ASK, "")
     if others:
         kinds = sorted({f"{e.runtime}:{e.format or e.kind}" for e in others})
         explanation += f" ({len(others)} related message(s) also found: {', '.join(kinds[:6])}.)"
