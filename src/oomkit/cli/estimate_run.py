@@ -188,6 +188,12 @@ def run_estimate(
         device_ordinals=parse_device_ordinals(device),
     )
     warn_ignored(settings, canonical)
+    if (os_name or "").lower() == "windows" and canonical == "vllm":
+        # vLLM's installation docs: "vLLM does not support Windows natively" (WSL 2 runs it);
+        # the Windows commit-limit check (--ram) is llama.cpp/Ollama/transformers'
+        from oomkit.cli.output import print_warning
+
+        print_warning("vLLM does not run on native Windows (its docs: use WSL 2): pass --os wsl")
     choice = choose_hardware(
         gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
     )
