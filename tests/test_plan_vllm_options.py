@@ -223,3 +223,26 @@ def test_nothing_fits_at_the_users_utilization_names_a_lower_one(
     code, doc = _plan_json(capsys, ["llama-3.1-70b", "-r", "vllm", "--gpu", "rtx-3060"])
     assert code == 3
     assert "--gpu-memory-utilization" not in doc["impossible"]
+
+
+def test_ctx_max_is_not_cut_by_a_margin_no_context_changes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM 0.9's device margin (gpu_memory_utilization x total, CUDA graphs captured after the
+    KV cache) is the same at every max_model_len: --ctx max answered "not even 256 tokens fit"
+    at ctx 256 with a tight verdict; the context is not what limits it."""
+    argv = ["estimate", "gemma-3-4b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "max"]
+    code, out, _ = _run(capsys, [*argv, "--runtime-version", "0.9.0", "--offline", "--json"])
+    doc = json.loads(out)
+    assert code == 4
+    assert doc["verdict"] == "tight"
+    assert doc["settings"]["ctx"] == 131072
+    assert any("what keeps it tight is the same at any context" in a for a in doc["assumptions"])
+    # a margin that a shorter context does change still limits it (llama.cpp, Q8_0 on 8 GB)
+    code, out, _ = _run(
+        capsys,
+        ["estimate", "llama-3.1-8b", "--gpu", "rtx-4060", "-q", "Q8_0", "--ctx", "max", "--json"],
+    )
+    doc = json.loads(out)
+    assert doc["settings"]["ctx"] == 256
+    assert any("not even 256 tokens fit clear" in a for a in doc["assumptions"])

@@ -263,14 +263,22 @@ def _estimate_max_ctx(
 
     spec = load_model(model, offline=True if offline else None)
     found = max_context(spec, settings, hardware, platform=platform)
+    from oomkit.estimate.verdict import verdict
+
     if found is None:
         est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
+        clear = " clear of the variance band" if verdict(est, platform).level == "tight" else ""
         return dataclasses.replace(
-            est, assumptions=(*est.assumptions, "--ctx max: not even 256 tokens fit")
+            est, assumptions=(*est.assumptions, f"--ctx max: not even 256 tokens fit{clear}")
         )
     n, est = found
-    note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
-    note += ", up to the model's maximum)" if spec.max_position_embeddings else ")"
+    if verdict(est, platform).level == "tight":  # a margin no context changes (max_context)
+        note = f"--ctx max: {n} is the largest context that fits (x256"
+        tail = "; what keeps it tight is the same at any context"
+    else:
+        note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
+        tail = ""
+    note += (", up to the model's maximum)" if spec.max_position_embeddings else ")") + tail
     return dataclasses.replace(est, assumptions=(note, *est.assumptions))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -543,6 +543,28 @@ def suggest_changes(
     return plan(model, hardware, request, base=base, offline=offline, max_plans=limit).plans
 
 
+def _context_free_margins(
+    low: Estimate, high: Callable[[], Estimate], platform: Platform | None
+) -> set[tuple[str, str]]:
+    """(device, what) of the margins tight at the shortest context with the same free bytes
+    and band at the longest."""
+    lows = {(m.device, m.what): m for m in verdict(low, platform).margins if m.level == "tight"}
+    if not lows:
+        return set()
+    try:
+        highs = verdict(high(), platform).margins
+    except InvalidSettingError:
+        return set()
+    return {
+        (m.device, m.what)
+        for m in highs
+        if (m.device, m.what) in lows
+        and m.level == "tight"
+        and (m.free_bytes, m.band_bytes)
+        == (lows[m.device, m.what].free_bytes, lows[m.device, m.what].band_bytes)
+    }
+
+
 def max_context(
     spec: ModelSpec,
     settings: InferenceSettings,
@@ -567,10 +589,16 @@ def max_context(
     def run(k: int) -> Estimate:
         return estimator(spec, dataclasses.replace(settings, ctx=k * step), hardware)
 
+    fixed: set[tuple[str, str]] = set()  # tight margins no context changes (see below)
+
     def ok(est: Estimate) -> bool:
         # the Windows commit margin is cleared by a page file, not a shorter context
         v = verdict(est, platform)
-        tight = [m for m in v.margins if m.level == "tight" and m.what != WDDM_COMMIT_WHAT]
+        tight = [
+            m
+            for m in v.margins
+            if m.level == "tight" and m.what != WDDM_COMMIT_WHAT and (m.device, m.what) not in fixed
+        ]
         return v.level == "fits" or (v.level == "tight" and not tight)
 
     memo: dict[int, Estimate] = {}
@@ -586,6 +614,11 @@ def max_context(
             "(or --ram SIZE for the CPU)",
             setting="ctx",
         )
+
+    # a margin equally tight at the shortest and the longest context does not depend on it
+    # (vLLM's device memory is gpu_memory_utilization x total at any max_model_len; its CUDA
+    # graph band neither): it is the answer's risk, not a limit on the context
+    fixed.update(_context_free_margins(at(1), lambda: at(hi), platform))
 
     def fits_at(k: int) -> bool:
         # a context the runtime refuses (vLLM 0.5.1-0.6.4 caps Gemma 2 to its sliding window,
