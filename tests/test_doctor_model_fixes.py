@@ -428,8 +428,15 @@ def test_cli_model_and_vram_flags(runner: CliRunner) -> None:
     assert any(f.get("estimated") is True for f in fixes)
     assert all("qwen2.5-7b" in f["why"] for f in fixes if f.get("estimated"))
     assert any(f["title"].startswith("Offload ") for f in fixes)
-    sized = [f["expected_saving_bytes"] for f in fixes if f["expected_saving_bytes"] is not None]
-    assert sized == sorted(sized, reverse=True)
+    sized = [f for f in fixes if f["expected_saving_bytes"] is not None and not f["hardware"]]
+    # with a capacity (--vram) the estimate knows which make it fit: those first, then the
+    # unknown, then the not-enough ones, each by saving
+    groups = [0 if f.get("fits") else 2 if f.get("fits") is False else 1 for f in sized]
+    assert groups == sorted(groups)
+    assert 0 in groups
+    for g in (0, 1, 2):
+        saved = [f["expected_saving_bytes"] for f, k in zip(sized, groups, strict=True) if k == g]
+        assert saved == sorted(saved, reverse=True)
     res = runner.invoke(doctor_command, ["--ctx", "32k", "--quant", "Q8_0", log], env=ENV)
     assert res.exit_code == 0
     assert "Q8_0" in res.stdout

@@ -238,6 +238,7 @@ def make_fix(
         commands=tuple(commands),
         expected_saving_bytes=n,
         supersedes=supersedes,
+        fits=ok,  # the why says "fits" / "still short": rank() puts the fitting ones first
     )
 
 
