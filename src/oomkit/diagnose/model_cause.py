@@ -120,7 +120,7 @@ def model_facts(
     )
 
 
-#: dtypes already at half precision or below ("Run in bf16/fp16" would change nothing)
+#: fp32 loads, the only ones "Run in bf16/fp16" would shrink
 _FP32 = frozenset({"fp32", "float32", "f32", "float"})
 
 
@@ -135,7 +135,7 @@ def _batch_first(e: OomEvent, fixes: tuple[Fix, ...], dtype: str) -> tuple[Fix, 
         need = e.requested_bytes - e.free_bytes
     drop = ("Recompute",) if dtype in _FP32 else ("Recompute", "Run in bf16/fp16")
     batch = [f for f in _batch_fixes(e, need) if not f.title.startswith(drop)]
-    fixes = tuple(f for f in fixes if dtype in _FP32 or not f.title.startswith(drop))
+    fixes = tuple(f for f in fixes if not f.title.startswith(drop))  # outside training
     grad = generic(
         "Run inference without autograd",
         "outside training, tensors kept for a backward pass that never comes hold activations "
