@@ -246,3 +246,16 @@ def test_ctx_max_is_not_cut_by_a_margin_no_context_changes(
     doc = json.loads(out)
     assert doc["settings"]["ctx"] == 256
     assert any("not even 256 tokens fit clear" in a for a in doc["assumptions"])
+
+
+def test_estimate_names_ignored_flags_as_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """The human output's assumption said "ignored by sglang: prompt_logprobs" (a settings
+    field) beside the warning's --prompt-logprobs; --json keeps the library's field names."""
+    argv = ["estimate", "llama-3.1-8b", "-r", "sglang", "--gpu", "rtx-4090", "--ctx", "8k"]
+    code, out, err = _run(capsys, [*argv, "--prompt-logprobs", "--offline"])
+    assert code == 0
+    assert "ignored by sglang: --prompt-logprobs" in out
+    assert "prompt_logprobs" not in out
+    assert "sglang does not use --prompt-logprobs" in err
+    _, out, _ = _run(capsys, [*argv, "--prompt-logprobs", "--offline", "--json"])
+    assert "ignored by sglang: prompt_logprobs" in json.loads(out)["assumptions"]

@@ -238,7 +238,7 @@ def run_estimate(
 
         for line in choice.describe():
             echo(line, err=True)
-        echo(render_estimate(est, explain=explain, verdict=v))
+        echo(render_estimate(_flag_names(est), explain=explain, verdict=v))
         if est.fits is False:
             echo(render_suggestions(est, suggestions))
         if emit is not None:
@@ -247,6 +247,22 @@ def run_estimate(
     if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
         return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
+
+
+def _flag_names(est: Estimate) -> Estimate:
+    """``est`` with the library's "ignored by RUNTIME: field, ..." note in the CLI's flags
+    (``prompt_logprobs`` -> ``--prompt-logprobs``), as the stderr warning names them."""
+    from oomkit.cli.estimate_args import FLAG_NAMES
+
+    prefix = f"ignored by {est.runtime}: "
+
+    def flags(fields: str) -> str:
+        return ", ".join(dict.fromkeys(FLAG_NAMES.get(f, f) for f in fields.split(", ")))
+
+    notes = tuple(
+        prefix + flags(a[len(prefix) :]) if a.startswith(prefix) else a for a in est.assumptions
+    )
+    return est if notes == est.assumptions else dataclasses.replace(est, assumptions=notes)
 
 
 def _estimate_max_ctx(
