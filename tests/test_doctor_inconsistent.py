@@ -204,9 +204,27 @@ def test_doctor_refuses_impossible_user_facts(
     assert needle in res.stderr
 
 
+_TF_LOG = (
+    "ResourceExhaustedError: OOM when allocating tensor with shape[64,512,512] and type float "
+    "on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"
+)
+
+
 @pytest.mark.parametrize("quant", ["Q4_K_M", "awq", "fp8", "UD-Q4_K_XL", "MXFP4_MOE"])
 def test_doctor_accepts_every_kind_of_quant_without_a_runtime(quant: str) -> None:
-    assert _doctor(_LLAMA_LOG, "-q", quant).returncode == 0
+    # a log whose runtime oomkit does not estimate (TensorFlow): either kind of name
+    assert _doctor(_TF_LOG, "-q", quant).returncode == 0
+
+
+@pytest.mark.parametrize(("quant", "code"), [("Q4_K_M", 0), ("UD-Q4_K_XL", 0), ("awq", 1)])
+def test_doctor_checks_the_quant_against_the_logs_runtime(quant: str, code: int) -> None:
+    # a llama.cpp log: a checkpoint format is not a GGUF type (it was accepted and every
+    # estimator fix failed with "fix provider 'training_or_inference' failed")
+    res = _doctor(_LLAMA_LOG, "-q", quant)
+    assert res.returncode == code, res.stderr
+    if code:
+        assert "the log is a llama.cpp run" in res.stderr
+        assert "fix provider" not in res.stderr
 
 
 def test_a_message_cut_before_what_holds_the_device_does_not_say_zero_is_held() -> None:

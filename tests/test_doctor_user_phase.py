@@ -80,3 +80,56 @@ def test_cli_when(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert "--when" in err
     assert "Traceback" not in err
+
+
+def test_an_answer_a_settled_cause_overrules_is_echoed_not_dropped() -> None:
+    # the numbers settle "another process" and the answer does not change it, but the user must
+    # see that their --when was read and why it did not decide (it was silently ignored)
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 3.06 MiB is free. Process 1234 has 20.00 GiB "
+        "memory in use. Including non-PyTorch memory, this process has 3.55 GiB memory in use. "
+        "Of the allocated memory 3.10 GiB is allocated by PyTorch, and 7.25 MiB is reserved by "
+        "PyTorch but unallocated."
+    )
+    bare = diagnose_text(text)
+    said = diagnose_text(text, when="load")
+    assert said.cause == bare.cause == "other_process_holding_memory"
+    assert "You said it fails while loading" in said.explanation
+    assert "does not change it" in said.explanation
+    host = diagnose_text(
+        "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+        "4294967296 bytes. Error code 12 (Cannot allocate memory)",
+        when="later",
+    )
+    assert "when it fails does not decide host_ram" in host.explanation
+
+
+def test_an_answer_the_named_model_contradicts_is_echoed() -> None:
+    # --model llama-3.2-1b (2.3 GiB) with 7+ GiB more held: the weights decide "batch"; the
+    # user's "it fails while loading" disagrees and the explanation says so
+    from oomkit.catalog.models import find_model
+
+    spec = find_model("llama-3.2-1b").spec()
+    text = Path(__file__).parent / "fixtures" / "oom_logs" / "oom-torch-llama-82-7b-11gb.txt"
+    d = diagnose_text(text.read_text(encoding="utf-8"), model=spec, when="load")
+    assert d.cause == "batch_or_activations"
+    assert "You said it fails while loading" in d.explanation
+    agree = diagnose_text(text.read_text(encoding="utf-8"), model=spec, when="first-step")
+    assert "You said" not in agree.explanation  # the answer agrees: nothing to add
+
+
+def test_the_logs_traceback_outranks_the_answer() -> None:
+    # a DeepSpeed traceback in optimizer.step(): "it fails while loading" contradicts it (it was
+    # applied: "You said it fails while loading: the weights ... do not fit"), and "the first
+    # step" in optimizer.step() is the optimizer states (it read "batch_or_activations")
+    log = Path(__file__).parent / "fixtures" / "oom_logs" / "constructed-deepspeed-zero1-step.txt"
+    text = log.read_text(encoding="utf-8")
+    bare = diagnose_text(text)
+    load = diagnose_text(text, when="load")
+    assert (load.cause, load.confidence) == (bare.cause, bare.confidence)
+    assert "the log's traceback shows it in optimizer.step()" in load.explanation
+    first = diagnose_text(text, when="first-step")
+    assert first.cause == "model_too_large"
+    assert "optimizer states" in first.explanation
+    assert diagnose_text(text, when="later").cause == "leak_or_accumulation"

@@ -121,6 +121,22 @@ def test_gpus_watch_bounded(capsys: pytest.CaptureFixture[str], value: str) -> N
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("args", [["--watch", "-1"], ["--watch=-1"], ["--watch", "-0.5"]])
+def test_gpus_watch_negative_names_the_option(
+    capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """click reads a negative value of an optional-value option as an unknown option ("No such
+    option '-1'"); the error names --watch and the value instead."""
+    assert main(["gpus", *args]) == 2
+    err = capsys.readouterr().err
+    assert "Invalid value for '--watch'" in err
+    assert "No such option" not in err
+    assert len(err.strip().splitlines()) == 1
+    # a stray negative number after a flag is still an unknown option
+    assert main(["gpus", "--json", "-1"]) == 2
+    assert "No such option '-1'" in capsys.readouterr().err
+
+
 def test_nvidia_smi_inf_values() -> None:
     from oomkit.hardware.smi import parse_query_gpu_csv
 

@@ -185,3 +185,77 @@ def test_estimate_suggestions_keep_the_asked_parallelism(
         flags = parse_command("vllm", s["command"])
         assert flags["--cpu-offload-gb"] == ["10"]
         assert flags["--enforce-eager"] == []
+
+
+@pytest.mark.parametrize("version", ["0.1.0", "0.6.3", "b4500"])
+def test_any_runtime_refuses_one_runtimes_release_number(
+    capsys: pytest.CaptureFixture[str], version: str
+) -> None:
+    """--runtime any with a release number: it was read as llama.cpp's (an error about llama.cpp
+    the user did not name) or as vLLM's, Ollama's and SGLang's 0.6.3 at once."""
+    argv = ["plan", "llama-3.1-8b", "-r", "any", "--gpu", "rtx-4090", "--offline"]
+    code, _, err = _run(capsys, [*argv, "--runtime-version", version])
+    assert code == 2
+    assert "with --runtime any" in err
+    assert "for llama.cpp" not in err
+    assert len(err.strip().splitlines()) == 1
+    # a date reads the same for every runtime: accepted
+    code, doc = _plan_json(capsys, [*argv[1:], "--runtime-version", "2024-06"])
+    assert code == 0
+    assert doc["plans"]
+
+
+def test_nothing_fits_at_the_users_utilization_names_a_lower_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """At --gpu-memory-utilization 0.95 every candidate on 4 x RTX 3090 is tight (vLLM takes 95%
+    of each card whatever the model): "nothing fits" advised more or bigger GPUs only, while
+    the verdict's own safe margin (0.93) plans bf16 at the asked context."""
+    argv = ["qwen3-30b-a3b", "-r", "vllm", "--gpu", "4xrtx-3090", "--tp", "4"]
+    argv += ["--max-num-seqs", "16", "--ctx", "32k"]
+    code, doc = _plan_json(capsys, [*argv, "--gpu-memory-utilization", "0.95"])
+    assert code == 3
+    assert "plan again with --gpu-memory-utilization 0.93" in doc["impossible"]
+    code, doc = _plan_json(capsys, [*argv, "--gpu-memory-utilization", "0.93"])
+    assert code == 0
+    assert doc["plans"]
+    # without the user's fraction nothing is said about it
+    code, doc = _plan_json(capsys, ["llama-3.1-70b", "-r", "vllm", "--gpu", "rtx-3060"])
+    assert code == 3
+    assert "--gpu-memory-utilization" not in doc["impossible"]
+
+
+def test_ctx_max_is_not_cut_by_a_margin_no_context_changes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM 0.9's device margin (gpu_memory_utilization x total, CUDA graphs captured after the
+    KV cache) is the same at every max_model_len: --ctx max answered "not even 256 tokens fit"
+    at ctx 256 with a tight verdict; the context is not what limits it."""
+    argv = ["estimate", "gemma-3-4b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "max"]
+    code, out, _ = _run(capsys, [*argv, "--runtime-version", "0.9.0", "--offline", "--json"])
+    doc = json.loads(out)
+    assert code == 4
+    assert doc["verdict"] == "tight"
+    assert doc["settings"]["ctx"] == 131072
+    assert any("what keeps it tight is the same at any context" in a for a in doc["assumptions"])
+    # a margin that a shorter context does change still limits it (llama.cpp, Q8_0 on 8 GB)
+    code, out, _ = _run(
+        capsys,
+        ["estimate", "llama-3.1-8b", "--gpu", "rtx-4060", "-q", "Q8_0", "--ctx", "max", "--json"],
+    )
+    doc = json.loads(out)
+    assert doc["settings"]["ctx"] == 256
+    assert any("not even 256 tokens fit clear" in a for a in doc["assumptions"])
+
+
+def test_estimate_names_ignored_flags_as_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """The human output's assumption said "ignored by sglang: prompt_logprobs" (a settings
+    field) beside the warning's --prompt-logprobs; --json keeps the library's field names."""
+    argv = ["estimate", "llama-3.1-8b", "-r", "sglang", "--gpu", "rtx-4090", "--ctx", "8k"]
+    code, out, err = _run(capsys, [*argv, "--prompt-logprobs", "--offline"])
+    assert code == 0
+    assert "ignored by sglang: --prompt-logprobs" in out
+    assert "prompt_logprobs" not in out
+    assert "sglang does not use --prompt-logprobs" in err
+    _, out, _ = _run(capsys, [*argv, "--prompt-logprobs", "--offline", "--json"])
+    assert "ignored by sglang: prompt_logprobs" in json.loads(out)["assumptions"]

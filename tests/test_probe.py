@@ -492,3 +492,36 @@ def test_cli_probe_header_names_the_step_options(tmp_path: Any, capsys: Any) -> 
     rc, out, err = _main(capsys, "probe", str(path), "--train", "full", "--seq", "16")
     assert rc == 0, err
     assert "--" not in out.splitlines()[0]
+
+
+GEMMA3_VLM: dict[str, Any] = {
+    "architectures": ["Gemma3ForConditionalGeneration"],
+    "model_type": "gemma3",
+    "text_config": {
+        "model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 128,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "num_hidden_layers": 2, "vocab_size": 512, "max_position_embeddings": 1024,
+        "sliding_window": 32,
+    },
+    "vision_config": {
+        "model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+        "num_attention_heads": 2, "num_hidden_layers": 1, "image_size": 28, "patch_size": 14,
+    },
+    "mm_tokens_per_image": 4,
+}  # fmt: skip
+
+
+def test_multimodal_gemma3_probes_with_tied_weights() -> None:
+    """Gemma 3's SigLIP tower initialises with trunc_normal_, whose rejection sampling calls
+    .item() (DataDependentOutputException on fake tensors: `oomkit probe gemma-3-4b` was an
+    internal error); its vocab_size is in text_config. The probe's parameters equal the real
+    model's (lm_head tied to the embedding, as init_weights ties it)."""
+    import transformers
+
+    r = probe(GEMMA3_VLM, seq=16)
+    cfg = transformers.AutoConfig.for_model(
+        "gemma3", **{k: v for k, v in GEMMA3_VLM.items() if k != "model_type"}
+    )
+    real = transformers.Gemma3ForConditionalGeneration(cfg)
+    assert r.parameter_count == sum(p.numel() for p in real.parameters())
+    assert r.parameters_bytes >= 2 * r.parameter_count  # bf16, in CUDA blocks

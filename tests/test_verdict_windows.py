@@ -98,3 +98,13 @@ def test_ctx_max_is_not_cut_by_the_page_file() -> None:
     assert small is not None
     assert small[0] == free[0]
     assert verdict(small[1], win).level == "tight"  # the page file is still named
+
+
+def test_vllm_on_windows_is_named_not_silently_modelled(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM has no native Windows build: --os windows with vLLM was answered "fits" without a
+    word (and --ram's commit check does not apply to it); the user is told to model WSL 2."""
+    argv = ["estimate", "llama-3.1-8b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "8k"]
+    assert main([*argv, "--os", "windows", "--offline"]) == 0
+    assert "vLLM does not run on native Windows" in capsys.readouterr().err
+    assert main([*argv, "--os", "wsl", "--offline"]) == 0
+    assert "native Windows" not in capsys.readouterr().err

@@ -100,3 +100,33 @@ def test_when_answers_the_open_question_as_the_cli_does(client: TestClient) -> N
     bad = client.post("/api/doctor", json={"log": text, "when": "soon"})
     assert bad.status_code == 422
     assert "when" in bad.text
+
+
+TORCH_LOG = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 86.00 MiB (GPU 0; 10.92 GiB "
+    "total capacity; 10.27 GiB already allocated; 37.06 MiB free; 10.27 GiB reserved in total "
+    "by PyTorch)"
+)
+
+
+def test_a_quant_of_another_runtime_than_the_logs_is_refused(client: TestClient) -> None:
+    """--quant Q4_K_M (a GGUF type) on a PyTorch message, no --runtime: every estimator fix
+    failed ("fix provider 'training_or_inference' failed") and --model stopped deciding the
+    cause, with exit 0; now refused like an unknown quant, naming the log's runtime."""
+    from oomkit.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["doctor", TORCH_LOG, "-m", "llama-3.1-8b", "-q", "Q4_K_M"])
+    assert exit_.value.code == 1
+    r = client.post(
+        "/api/doctor", json={"log": TORCH_LOG, "model": "llama-3.1-8b", "quant": "Q4_K_M"}
+    )
+    assert 400 <= r.status_code < 500
+    assert "the log is a PyTorch (transformers) run" in r.json()["detail"]
+    ok = client.post(
+        "/api/doctor", json={"log": TORCH_LOG, "model": "llama-3.1-8b", "quant": "nf4"}
+    )
+    assert ok.status_code == 200
+    assert not any("failed" in n for n in ok.json()["notes"])
+    # the same GGUF type on a llama.cpp log is that log's own kind
+    assert client.post("/api/doctor", json={"log": LOG, "quant": "Q4_K_M"}).status_code == 200

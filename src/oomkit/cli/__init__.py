@@ -61,6 +61,38 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'oomkit.cli' has no attribute '{name}'")
 
 
+def _where(e: Any) -> str:
+    """`` (oomkit CMD)`` for a usage error inside a command."""
+    ctx = e.ctx
+    return (
+        f" (oomkit {ctx.command_path.split(' ', 1)[1]})" if ctx and " " in ctx.command_path else ""
+    )
+
+
+def _negative_value(args: list[str], name: str, ctx: Any) -> str | None:
+    """The message for a negative number click read as an unknown option: it does for the value
+    of an option whose value is optional (``gpus --watch -1``, and ``--watch=-1`` too, in click
+    8.x), saying only "No such option '-1'"; ``None`` when ``name`` is not such a value."""
+    takes_value = {
+        o
+        for p in (ctx.command.params if ctx is not None else ())
+        if not getattr(p, "is_flag", True)
+        for o in p.opts
+    }
+    for i, arg in enumerate(args):
+        opt, eq, value = arg.partition("=")
+        if not eq:
+            opt, value = (args[i - 1] if i else ""), arg
+        if not (opt in takes_value and value.startswith(name) and value.startswith("-")):
+            continue
+        try:
+            float(value)
+        except ValueError:
+            continue
+        return f"Invalid value for '{opt}': {value} is negative; give a positive number"
+    return None
+
+
 def _run_click(args: list[str]) -> Any:
     """``args`` through the click group; click's own exceptions mapped to exit codes."""
     import click
@@ -71,13 +103,12 @@ def _run_click(args: list[str]) -> Any:
     except click.exceptions.Abort:
         print_error("aborted")
         return EXIT_ERROR
+    except click.NoSuchOption as e:
+        negative = _negative_value(args, e.option_name, e.ctx)  # `--watch -1`
+        print_error(f"{negative or e.format_message()}{_where(e)}")
+        return EXIT_USAGE
     except click.UsageError as e:
-        where = (
-            f" (oomkit {e.ctx.command_path.split(' ', 1)[1]})"
-            if e.ctx and " " in e.ctx.command_path
-            else ""
-        )
-        print_error(f"{e.format_message()}{where}")
+        print_error(f"{e.format_message()}{_where(e)}")
         return EXIT_USAGE
     except click.exceptions.Exit as e:
         return int(e.exit_code)

@@ -31,7 +31,7 @@ from oomkit.diagnose.fixes import size_text
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["check_user_quant", "doctor_command", "read_log"]
+__all__ = ["check_quant_for_log", "check_user_quant", "doctor_command", "read_log"]
 
 
 class _ReadError(Exception):
@@ -283,6 +283,15 @@ def doctor(
             print_hint(hint)
         sys.exit(code)
     d = diagnose_text(text, **facts, when=when)
+    if quant is not None and runtime is None:
+        try:
+            check_quant_for_log(quant, d)
+        except OomkitError as e:
+            code, hint = error_exit_code(e)
+            print_error(str(e))
+            if hint:
+                print_hint(hint)
+            sys.exit(code)
     for note in d.notes:
         # what the doctor read from the log is information, not a warning
         (print_note if note.startswith("log shows:") else print_warning)(note)
@@ -299,6 +308,31 @@ def doctor(
         # refused: the message contradicts itself (bad input, not an answer)
         print_error(f"the message's numbers are inconsistent: {d.primary.inconsistent}")
         sys.exit(EXIT_ERROR)
+
+
+def check_quant_for_log(quant: str, d: Diagnosis) -> None:
+    """``--quant`` against the runtime the log shows, when ``--runtime`` did not name one: a
+    GGUF type on a PyTorch message made every estimator fix fail ("fix provider
+    'training_or_inference' failed") and dropped --model from the cause, silently.
+
+    Raises:
+        UnknownNameError: the quant is not a name of the log's runtime (its message prefixed).
+    """
+    e = d.primary
+    if e is None:
+        return
+    from oomkit.diagnose.model_fixes import log_runtime
+
+    rt = log_runtime(e, d.context)
+    if rt is None:
+        return
+    try:
+        check_user_quant(quant, rt)
+    except OomkitError as err:
+        kind = "a PyTorch (transformers)" if rt == "transformers" else f"a {rt}"
+        # the same error class (its exit code), with what it was checked against
+        err.args = (f"--quant {quant}: the log is {kind} run. {err}", *err.args[1:])
+        raise
 
 
 doctor_command = doctor

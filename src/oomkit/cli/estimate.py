@@ -91,7 +91,8 @@ __all__ = ["estimate_command", "render_suggestions"]
     "--os",
     "os_name",
     type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
-    help="Operating system (windows reserves memory for WDDM)",
+    help="Operating system (windows: WDDM reserves GPU memory, and with --ram GPU allocations "
+    "count against RAM + page file)",
 )
 @click.option("--tensor-split", "-ts", help="llama.cpp: fraction of layers per GPU, e.g. 3,1")
 @click.option(

@@ -188,6 +188,12 @@ def run_estimate(
         device_ordinals=parse_device_ordinals(device),
     )
     warn_ignored(settings, canonical)
+    if (os_name or "").lower() == "windows" and canonical == "vllm":
+        # vLLM's installation docs: "vLLM does not support Windows natively" (WSL 2 runs it);
+        # the Windows commit-limit check (--ram) is llama.cpp/Ollama/transformers'
+        from oomkit.cli.output import print_warning
+
+        print_warning("vLLM does not run on native Windows (its docs: use WSL 2): pass --os wsl")
     choice = choose_hardware(
         gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
     )
@@ -232,7 +238,7 @@ def run_estimate(
 
         for line in choice.describe():
             echo(line, err=True)
-        echo(render_estimate(est, explain=explain, verdict=v))
+        echo(render_estimate(_flag_names(est), explain=explain, verdict=v))
         if est.fits is False:
             echo(render_suggestions(est, suggestions))
         if emit is not None:
@@ -241,6 +247,22 @@ def run_estimate(
     if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
         return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
+
+
+def _flag_names(est: Estimate) -> Estimate:
+    """``est`` with the library's "ignored by RUNTIME: field, ..." note in the CLI's flags
+    (``prompt_logprobs`` -> ``--prompt-logprobs``), as the stderr warning names them."""
+    from oomkit.cli.estimate_args import FLAG_NAMES
+
+    prefix = f"ignored by {est.runtime}: "
+
+    def flags(fields: str) -> str:
+        return ", ".join(dict.fromkeys(FLAG_NAMES.get(f, f) for f in fields.split(", ")))
+
+    notes = tuple(
+        prefix + flags(a[len(prefix) :]) if a.startswith(prefix) else a for a in est.assumptions
+    )
+    return est if notes == est.assumptions else dataclasses.replace(est, assumptions=notes)
 
 
 def _estimate_max_ctx(
@@ -257,14 +279,22 @@ def _estimate_max_ctx(
 
     spec = load_model(model, offline=True if offline else None)
     found = max_context(spec, settings, hardware, platform=platform)
+    from oomkit.estimate.verdict import verdict
+
     if found is None:
         est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
+        clear = " clear of the variance band" if verdict(est, platform).level == "tight" else ""
         return dataclasses.replace(
-            est, assumptions=(*est.assumptions, "--ctx max: not even 256 tokens fit")
+            est, assumptions=(*est.assumptions, f"--ctx max: not even 256 tokens fit{clear}")
         )
     n, est = found
-    note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
-    note += ", up to the model's maximum)" if spec.max_position_embeddings else ")"
+    if verdict(est, platform).level == "tight":  # a margin no context changes (max_context)
+        note = f"--ctx max: {n} is the largest context that fits (x256"
+        tail = "; what keeps it tight is the same at any context"
+    else:
+        note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
+        tail = ""
+    note += (", up to the model's maximum)" if spec.max_position_embeddings else ")") + tail
     return dataclasses.replace(est, assumptions=(note, *est.assumptions))
 
 

@@ -130,6 +130,7 @@ def plan_command(
         hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
         return _plan_training(model, training, hardware, tp=tp, offline=offline, as_json=as_json)
     _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
+    _check_any_version(runtime, runtime_version)
 
     request = PlanRequest(
         runtime=runtime,
@@ -174,6 +175,33 @@ def plan_command(
     else:
         click.echo(render_plan(result))
     return EXIT_OK if result.fits else EXIT_NEGATIVE
+
+
+def _check_any_version(runtime: str, version: str | None) -> None:
+    """``--runtime any`` compares runtimes whose releases are numbered apart (0.6.3 is a vLLM,
+    an Ollama and an SGLang release; llama.cpp has builds): only a date means the same time
+    for each, so a release or build number needs the runtime named."""
+    if version is None or runtime.strip().lower() != "any":
+        return
+    from oomkit.errors import InvalidSettingError, OomkitError
+    from oomkit.estimate.generations import resolve_generation
+    from oomkit.planner.core import _ANY
+
+    def reads(rt: str) -> bool:
+        try:
+            resolve_generation(rt, version)
+        except OomkitError:
+            return False
+        return True
+
+    if not all(reads(rt) for rt in _ANY):
+        raise InvalidSettingError(
+            f"--runtime-version {version!r} with --runtime any: a release or build number "
+            "is one runtime's; name that runtime (--runtime vllm, llama.cpp, ...) or give "
+            "a date every runtime reads (2024-06 or 2024-06-15)",
+            setting="--runtime-version",
+            value=version,
+        )
 
 
 def _check_vllm_options(

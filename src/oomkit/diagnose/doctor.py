@@ -72,7 +72,7 @@ def diagnose_text(
     from oomkit.diagnose.training_fixes import with_training_fixes
 
     provider = with_training_fixes(text, provider, model=model, hardware=hardware, runtime=runtime)
-    facts, training = _model_facts(text, parsed, model, settings, hardware)
+    facts, training, shown = _model_facts(text, parsed, model, settings, hardware)
     result = diagnose(
         parsed.events,
         parsed.context,
@@ -80,6 +80,7 @@ def diagnose_text(
         model=facts,
         training=training,
         when=when,
+        shown_phase=shown,
     )
     result = _note_training(result, text)
     return _refuse_inconsistent(_note_generation(result, settings, runtime))
@@ -91,21 +92,24 @@ def _model_facts(
     model: ModelSpec | None,
     settings: InferenceSettings | None,
     hardware: Hardware | None,
-) -> tuple[ModelFacts | None, bool]:
-    """What the named model weighs (:mod:`oomkit.diagnose.model_cause`), and whether the log
-    shows a training run; nothing is computed for a log without a PyTorch-family OOM."""
+) -> tuple[ModelFacts | None, bool, str | None]:
+    """What the named model weighs (:mod:`oomkit.diagnose.model_cause`), whether the log shows
+    a training run, and the phase it shows; nothing is computed for a log without a
+    PyTorch-family OOM."""
     if not any(e.runtime in ("pytorch", "mps") for e in parsed.events):
-        return None, False
+        return None, False, None
     from oomkit.diagnose.model_cause import model_facts
     from oomkit.diagnose.model_fixes import resolve_log_model
     from oomkit.diagnose.training_context import training_setup_from_log
 
-    training = training_setup_from_log(text, parsed.context.frame_phase).is_training
+    setup = training_setup_from_log(text, parsed.context.frame_phase)
+    training, shown = setup.is_training, setup.phase if setup.is_training else None
     spec = model or resolve_log_model(parsed.context.model_name)
     if spec is None:
-        return None, training
+        return None, training, shown
     named_by = "--model" if model is not None else "the log"
-    return model_facts(spec, settings, hardware, named_by=named_by, text=text), training
+    facts = model_facts(spec, settings, hardware, named_by=named_by, text=text)
+    return facts, training, shown
 
 
 def _refuse_inconsistent(result: Diagnosis) -> Diagnosis:

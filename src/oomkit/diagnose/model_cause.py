@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from oomkit.spec.model import ModelSpec
     from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["ModelFacts", "model_facts", "with_model_facts"]
+__all__ = ["ModelFacts", "batch_levers_first", "model_facts", "with_model_facts"]
 
 #: the runtimes whose messages carry a process's holding but not what it holds
 _TORCH_FAMILY = frozenset({"pytorch", "mps"})
@@ -52,6 +52,12 @@ _QUANTIZED_LOAD = re.compile(
 _TOO_LARGE_CONFIDENCE = 0.85
 _BATCH_CONFIDENCE = 0.6
 _WEIGHTS_SMALL_SHARE = 0.5
+#: a --gpu/--vram within this share of the message's total is the same card (driver-reported
+#: totals differ from catalog ones by a few percent)
+_SAME_CARD = 0.05
+#: fixes that shrink only the stored weights (bitsandbytes keeps activations in the compute
+#: dtype): the titles of model_fixes_hf's int8/NF4 fixes and the rules' generic one
+_WEIGHT_ONLY_FIXES = ("Load in 8-bit", "Load in 4-bit", "Load the weights quantized")
 _BEYOND_WEIGHTS_SHARE = 0.25
 
 
@@ -64,7 +70,8 @@ class ModelFacts:
     dtype: str
     #: "--model" (the user) or "the log" (a model name the catalog resolved)
     named_by: str
-    #: the device's capacity the user stated (``--gpu``/``--vram``), else ``None`` (the log's)
+    #: the device's capacity the user stated (``--gpu``/``--vram``), else ``None``; the
+    #: message's own total wins when it has one (the device that failed)
     capacity_bytes: int | None = None
     #: the weight bytes are those of the load (no unreflected quantization in the log)
     dtype_known: bool = True
@@ -113,15 +120,22 @@ def model_facts(
     )
 
 
-def _batch_first(e: OomEvent, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
-    """The batch/input fixes sized by the shortfall, then inference mode, then the rule's own."""
+#: fp32 loads, the only ones "Run in bf16/fp16" would shrink
+_FP32 = frozenset({"fp32", "float32", "f32", "float"})
+
+
+def _batch_first(e: OomEvent, fixes: tuple[Fix, ...], dtype: str) -> tuple[Fix, ...]:
+    """The batch/input fixes sized by the shortfall, then inference mode, then the rule's own
+    (without "Run in bf16/fp16" for a model that already loads in 16 bits or fewer)."""
     from oomkit.diagnose.fixes import generic
     from oomkit.diagnose.rules_torch_fixes import _batch_fixes
 
     need = None
     if e.requested_bytes is not None and e.free_bytes is not None:
         need = e.requested_bytes - e.free_bytes
-    batch = [f for f in _batch_fixes(e, need) if not f.title.startswith("Recompute")]
+    drop = ("Recompute",) if dtype in _FP32 else ("Recompute", "Run in bf16/fp16")
+    batch = [f for f in _batch_fixes(e, need) if not f.title.startswith(drop)]
+    fixes = tuple(f for f in fixes if not f.title.startswith(drop))  # outside training
     grad = generic(
         "Run inference without autograd",
         "outside training, tensors kept for a backward pass that never comes hold activations "
@@ -153,14 +167,22 @@ def with_model_facts(
         return result
     if result.cause not in ("unknown", "model_too_large", "batch_or_activations"):
         return result
-    total = facts.capacity_bytes or e.total_bytes
+    # the message's total is the device that failed; a --gpu/--vram of another size is the
+    # user's what-if (the fixes are sized on it), not the card whose OOM is being explained
+    total = e.total_bytes or facts.capacity_bytes
     if not total:
         return result
     w = facts.weights_bytes
     who = "you named" if facts.named_by == "--model" else "the log names"
+    given = facts.capacity_bytes
+    other = (
+        f" (the message's; not the {size_text(given)} GPU given with --gpu/--vram)"
+        if given and e.total_bytes and abs(given - e.total_bytes) > _SAME_CARD * e.total_bytes
+        else ""
+    )
     fact = (
         f" The model {who}, {facts.name}, weighs {size_text(w)} at {facts.dtype} "
-        f"(oomkit's transformers estimate) on a {size_text(total)} device."
+        f"(oomkit's transformers estimate) on a {size_text(total)} device{other}."
     )
     if w > total and facts.dtype_known:
         return Analysis(
@@ -187,7 +209,31 @@ def with_model_facts(
             explanation=result.explanation + fact + f" This process holds {size_text(held)}: "
             f"{size_text(held - w)} beyond the weights is this run's batch and sequence "
             "(activations, KV cache, logits), so the batch or the input length is the lever.",
-            fixes=_batch_first(e, result.fixes),
+            fixes=_batch_first(e, result.fixes, facts.dtype),
             open_question=False,
         )
     return replace(result, explanation=result.explanation + fact)
+
+
+def batch_levers_first(fixes: tuple[Fix, ...], cause: str) -> tuple[Fix, ...]:
+    """``fixes`` with weight-only quantization after the sized batch fixes when the cause is the
+    batch: the estimators size an 8-/4-bit load larger than the batch cut that covers the
+    shortfall, so by saving alone "quantize" would lead a diagnosis that says the weights are
+    not the lever (--model llama-3.2-1b on a 10 GiB holding)."""
+    if cause != "batch_or_activations":
+        return fixes
+    # sized ones only: an unsized (generic) fix keeps its place, _prune_generic keeps the first
+    weights = [
+        f
+        for f in fixes
+        if f.title.startswith(_WEIGHT_ONLY_FIXES) and f.expected_saving_bytes is not None
+    ]
+    if not weights or len(weights) == len(fixes):
+        return fixes
+    rest = [f for f in fixes if f not in weights]
+    # rank() puts sized, non-hardware fixes first: the weight fixes go right after them
+    i = next(
+        (k for k, f in enumerate(rest) if f.expected_saving_bytes is None or f.hardware),
+        len(rest),
+    )
+    return (*rest[:i], *weights, *rest[i:])

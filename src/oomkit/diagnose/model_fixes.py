@@ -48,6 +48,7 @@ __all__ = [
     "fits",
     "fits_with",
     "largest",
+    "log_runtime",
     "make_fix",
     "model_fixes",
     "resolve_log_model",
@@ -114,6 +115,11 @@ def _runtime(explicit: str | None, e: OomEvent, ctx: LogContext) -> str | None:
     if e.runtime == "pytorch":
         return "transformers"
     return _LOG_RUNTIME.get(ctx.runtime_hint or "")
+
+
+def log_runtime(e: OomEvent, ctx: LogContext) -> str | None:
+    """The estimator runtime a log's OOM belongs to (PyTorch: transformers), or ``None``."""
+    return _runtime(None, e, ctx)
 
 
 def estimate_case(
@@ -232,6 +238,7 @@ def make_fix(
         commands=tuple(commands),
         expected_saving_bytes=n,
         supersedes=supersedes,
+        fits=ok,  # the why says "fits" / "still short": rank() puts the fitting ones first
     )
 
 

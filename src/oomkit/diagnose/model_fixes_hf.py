@@ -31,6 +31,7 @@ from oomkit.units import ceil_div
 
 if TYPE_CHECKING:
     from oomkit.diagnose.events import LogContext, OomEvent
+    from oomkit.estimate.breakdown import Estimate
     from oomkit.estimate.vllm import VllmPlan
     from oomkit.spec.model import ModelSpec
 
@@ -45,6 +46,18 @@ _SUP_BATCHED = ("Shrink the profiling batch",)
 _SUP_BATCH = ("Cut the batch size", "Halve the batch size", "Shrink the batch or input size")
 _SUP_BNB = ("Load the weights quantized",)
 _SUP_HALF = ("Run in bf16/fp16",)
+#: among vLLM fixes that fit, the least intrusive first: a setting of the serve command before
+#: one that costs speed (graphs, batch), then the weights' precision and more GPUs
+_VLLM_ORDER = {
+    "--max-model-len": 1,
+    "--gpu-memory-utilization": 2,
+    "--kv-cache-dtype": 3,
+    "--max-num-seqs": 4,
+    "--max-num-batched-tokens": 5,
+    "--enforce-eager": 6,
+    "--quantization": 7,
+    "--tensor-parallel-size": 8,
+}
 
 
 def _fb(n: int | None) -> str:
@@ -191,6 +204,7 @@ def vllm_fixes(
         if p1 is None or slack(p1) - slack0 <= 0:
             return
         pool1 = pool(p1)
+        flag = cmd.split()[0]
         after = f"; after: KV need {_fb(_need(p1))}" + (
             f", pool {_fb(pool1)}" + (" (fits)" if slack(p1) >= 0 else " (still short)")
             if pool1 is not None
@@ -203,6 +217,10 @@ def vllm_fixes(
                 commands=(cmd,),
                 expected_saving_bytes=slack(p1) - slack0,
                 supersedes=sup,
+                # a change that makes the request fit ranks by how little it changes, not by
+                # how much it frees (fp8 weights freed 6.5 GiB for a 670 MiB shortfall and led)
+                fits=None if pool1 is None else slack(p1) >= 0,
+                order=_VLLM_ORDER.get(flag),
             )
         )
 
@@ -296,6 +314,24 @@ _HF_CMDS = {
 }
 
 
+def _left_text(e: OomEvent, cap: int, base: Estimate, cand: Estimate) -> str:
+    """What the GPU has left after the change: from the estimate, unless the message shows the
+    run holding more than the estimate (its own batch and length, which oomkit's defaults do
+    not know): then the message's free memory plus what the change frees."""
+    held = e.allocated_bytes or e.process_in_use_bytes
+    before, after = base.devices[0].total_bytes, cand.devices[0].total_bytes
+    if held is not None and held > before and e.free_bytes is not None:
+        text = (
+            f" The run held {_fb(held)} when it failed (the message), more than the estimate's "
+            f"{_fb(before)} at oomkit's default batch and length: {_fb(e.free_bytes)} free "
+            f"+ {_fb(before - after)} freed = {_fb(e.free_bytes + before - after)}"
+        )
+        if e.requested_bytes is not None:
+            text += f" for the {_fb(e.requested_bytes)} request"
+        return text + "."
+    return f" With {_fb(cap)} on the GPU that leaves {_fb(cap - after)}."
+
+
 def transformers_fixes(
     spec: ModelSpec, user: InferenceSettings, e: OomEvent, hw: Hardware | None
 ) -> list[Fix]:
@@ -326,10 +362,7 @@ def transformers_fixes(
             return
         fix = make_fix(case, base, est, title=title, lead=lead, commands=(cmd,), supersedes=sup)
         if fix is not None and cap:
-            left = cap - est.devices[0].total_bytes
-            fix = dataclasses.replace(
-                fix, why=fix.why + f" With {_fb(cap)} on the GPU that leaves {_fb(left)}."
-            )
+            fix = dataclasses.replace(fix, why=fix.why + _left_text(e, cap, base, est))
         out.append(fix)
 
     if dtype in ("fp32", "float32"):

@@ -51,6 +51,7 @@ __all__ = [
     "LEVELS",
     "MIN_LEAD_Z",
     "MIN_RECORDS",
+    "MODEL_ASK",
     "BaseRate",
     "PriorKey",
     "base_rate",
@@ -314,6 +315,9 @@ def is_open(result: Analysis) -> bool:
     return result.cause == "unknown" and result.confidence < 0.5
 
 
+#: the part of the PyTorch question that asks for the model (dropped when --model was given)
+MODEL_ASK = ", or --model MODEL here"
+
 # The question that decides, per phase of the key and per family (what the user can check in a
 # minute); a known phase asks about the lever of that phase, an unknown one asks for the phase
 _PHASE_QUESTION = {
@@ -330,7 +334,7 @@ _FAMILY_QUESTION = {
     "pytorch": "does it fail at load, on the first batch, or only after N steps (the full "
     "traceback — from_pretrained / forward / backward / optimizer.step — places it; or tell "
     "the doctor: --when load|first-step|later), and does the model alone fit (`oomkit "
-    "estimate MODEL`, or --model MODEL here)?",
+    f"estimate MODEL`{MODEL_ASK})?",
     "gpu_framework": "does it fail while loading the model or while running a batch (tell the "
     "doctor: --when load|first-step|later), and does it still fail at batch size 1?",
     "tf_xla": "what tensor failed (the full `OOM when allocating tensor with shape` line: "

@@ -34,8 +34,8 @@ from oomkit.diagnose.analysis import CAUSES, Analysis
 from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
-from oomkit.diagnose.model_cause import ModelFacts, with_model_facts
-from oomkit.diagnose.priors import is_open, with_prior
+from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
+from oomkit.diagnose.priors import MODEL_ASK, is_open, with_prior
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
 from oomkit.diagnose.rules_evidence import refine_by_evidence
@@ -208,6 +208,9 @@ def _merge_provider_fixes(extra: Sequence[Fix], fixes: tuple[Fix, ...]) -> list[
             rule,
             why=f"{rule.why} The model-aware estimate puts it at "
             f"{size_text(f.expected_saving_bytes)}: {f.why}",
+            # whether it makes the run fit is the estimate's answer for this very change
+            fits=rule.fits if f.fits is None else f.fits,
+            order=rule.order if f.order is None else f.order,
         )
     prefixes = tuple(p for f in extra for p in getattr(f, "supersedes", ()))
     rest = [
@@ -298,6 +301,7 @@ def diagnose(
     model: ModelFacts | None = None,
     training: bool = False,
     when: str | None = None,
+    shown_phase: str | None = None,
 ) -> Diagnosis:
     """Diagnose parsed events. Pure: no I/O.
 
@@ -308,6 +312,8 @@ def diagnose(
         model: what the model that ran weighs (:mod:`oomkit.diagnose.model_cause`), when known.
         training: the log shows a training run (weights are not all a training step holds).
         when: the user's answer to "when does it fail" (:mod:`oomkit.diagnose.user_phase`).
+        shown_phase: the phase a training log shows beyond the traceback parser's
+            (``optimizer_step`` from a DeepSpeed frame); ``context.frame_phase`` otherwise.
 
     Returns:
         A Diagnosis; with no events, cause ``unknown``, confidence 0 and no fixes.
@@ -332,11 +338,14 @@ def diagnose(
             with_smi_table(decided, context, primary), model, primary, context, training=training
         ),
         when,
+        context.frame_phase or shown_phase,
     )
     opened = is_open(smi)
     result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
+    if model is not None:  # the model is known: the deciding question does not ask for it
+        explanation = explanation.replace(MODEL_ASK, "")
     if others:
         kinds = sorted({f"{e.runtime}:{e.format or e.kind}" for e in others})
         explanation += f" ({len(others)} related message(s) also found: {', '.join(kinds[:6])}.)"
@@ -360,7 +369,11 @@ def diagnose(
         fixes=_prune_generic(
             tuple(
                 drop_contradictions(
-                    rank(label_hardware(_merge_provider_fixes(extra, result.fixes))), context
+                    batch_levers_first(
+                        rank(label_hardware(_merge_provider_fixes(extra, result.fixes))),
+                        result.cause,
+                    ),
+                    context,
                 )
             )
         ),

@@ -18,6 +18,8 @@ not phase questions):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.fixes import generic
 
@@ -27,18 +29,80 @@ __all__ = ["WHEN", "with_user_phase"]
 WHEN = ("load", "first-step", "later")
 _SETTLED = 0.5
 _NOT_PHASE = frozenset({"host_ram", "kv_cache_or_context"})
+#: the cause each answer decides, and how the explanation repeats the answer
+_IMPLIES = {
+    "load": "model_too_large",
+    "first-step": "batch_or_activations",
+    "later": "leak_or_accumulation",
+}
+_SHOWN = {
+    "forward": "the forward pass",
+    "backward": "backward()",
+    "optimizer_step": "optimizer.step()",
+    "generate": "generate()",
+}
+_SAID = {
+    "load": "while loading",
+    "first-step": "on the first batch or request",
+    "later": "only after steps completed",
+}
 
 
-def with_user_phase(result: Analysis, when: str | None) -> Analysis:
-    """``result``, decided by the user's ``--when`` answer where the rules left it open."""
+#: phases of a traceback (LogContext.frame_phase, a training log's phase) after the load
+_AFTER_LOAD = frozenset({"forward", "backward", "optimizer_step", "generate"})
+
+
+def with_user_phase(result: Analysis, when: str | None, shown: str | None = None) -> Analysis:
+    """``result``, decided by the user's ``--when`` answer where the rules left it open.
+
+    ``shown`` is the phase the log's traceback shows (``model_load``, ``forward``, ``backward``,
+    ``optimizer_step``, ``generate``), which outranks the answer: "load" beside a traceback in a
+    step is echoed and not applied, and "first-step" in ``optimizer.step()`` is the optimizer
+    states, allocated at the first step beside weights and gradients (``model_too_large``).
+    """
     if when is None:
         return result
     if when not in WHEN:
         raise ValueError(f"--when must be one of {', '.join(WHEN)}, got {when!r}")
     from oomkit.diagnose.priors import is_open
 
+    if when == "load" and shown in _AFTER_LOAD and result.cause not in _NOT_PHASE:
+        return replace(
+            result,
+            explanation=result.explanation + f" You said it fails while loading, but the log's "
+            f"traceback shows it in {_SHOWN[shown]}, after the load: the answer does not change "
+            "the reading (is this log from the run you mean?).",
+        )
+    if when == "first-step" and shown == "optimizer_step" and result.cause not in _NOT_PHASE:
+        if result.cause == "model_too_large" and result.confidence >= 0.7:
+            return result
+        if result.confidence < _SETTLED or is_open(result):
+            return Analysis(
+                cause="model_too_large",
+                confidence=0.7,
+                explanation=result.explanation + " You said the first step fails, and the "
+                "traceback shows it in optimizer.step(): the optimizer states, allocated at the "
+                "first step, do not fit beside the weights and gradients (8-bit or paged "
+                "optimizer states, ZeRO/FSDP sharding or LoRA shrink them).",
+                fixes=result.fixes,
+                open_question=False,
+            )
+
     if result.cause in _NOT_PHASE or (result.confidence >= _SETTLED and not is_open(result)):
-        return result
+        if result.cause == _IMPLIES[when]:
+            return result
+        # never dropped silently: the answer is echoed, and why it did not decide
+        why = (
+            f"when it fails does not decide {result.cause}"
+            if result.cause in _NOT_PHASE
+            else f"the facts above settle {result.cause} (confidence {result.confidence:.2f})"
+        )
+        return replace(
+            result,
+            explanation=result.explanation + f" You said it fails {_SAID[when]}; that alone "
+            f"would point at {_IMPLIES[when]}, but {why}, so the answer does not change it. If "
+            "both are right, check the model, dtype and GPU the doctor was given.",
+        )
     if when == "load":
         return Analysis(
             cause="model_too_large",

@@ -385,7 +385,10 @@ def _probe_body(
         if callable(inputs) and not isinstance(inputs, torch.Tensor):
             inputs = inputs()
         if inputs is None:
-            vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+            cfg: Any = getattr(model, "config", None)
+            vocab = int(getattr(cfg, "vocab_size", 0) or 0)
+            if vocab <= 0 and hasattr(cfg, "get_text_config"):  # a multimodal config (Gemma 3)
+                vocab = int(getattr(cfg.get_text_config(), "vocab_size", 0) or 0)
             if vocab <= 0:
                 raise InvalidSettingError(
                     "Give inputs= for a model without a config.vocab_size.", setting="inputs"

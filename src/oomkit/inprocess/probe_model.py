@@ -209,6 +209,29 @@ def build_from_config(
 
 
 def _instantiate(config: Any, model_type: str, dtype: torch.dtype) -> nn.Module:
+    """The model built from ``config`` (on the caller's fake tensors)."""
+    try:
+        return _build(config, model_type, dtype)
+    except Exception as e:
+        if type(e).__name__ != "DataDependentOutputException":
+            raise
+    # torch 2.13's trunc_normal_ samples by rejection (``.item()`` on the drawn values), which
+    # fake tensors cannot answer (SigLIP's lecun_normal_ in Gemma 3's vision tower): the values
+    # of fake weights mean nothing, so build again without initialising them
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # transformers 4
+        from transformers.modeling_utils import no_init_weights  # type: ignore[attr-defined,no-redef]
+    with no_init_weights():
+        model = _build(config, model_type, dtype)
+    # init_weights also ties the weights (Gemma 3's lm_head is its embedding): tie them here
+    tie = getattr(model, "tie_weights", None)
+    if callable(tie):
+        tie()
+    return model
+
+
+def _build(config: Any, model_type: str, dtype: torch.dtype) -> nn.Module:
     import transformers
 
     name = (getattr(config, "architectures", None) or [model_type])[0]

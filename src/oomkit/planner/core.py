@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,6 +290,7 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
         )
     elif s.request.no_offload:
         heads.append("Offload to the CPU was ruled out (--no-offload).")
+    heads.extend(_lower_util(s, ev))
     smaller = _smaller_that_fit(s)
     also = f"; smaller models of the family that fit: {', '.join(smaller)}" if smaller else ""
     heads.append(
@@ -296,6 +298,24 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
         f"or a smaller model (see `oomkit models --fits GPU`{also})."
     )
     return " ".join(heads)
+
+
+_SAFE_UTIL = re.compile(r"Safe margin: --gpu-memory-utilization (\d\.\d+)")
+
+
+def _lower_util(s: Searcher, ev: Evaluation) -> list[str]:
+    """The user's own --gpu-memory-utilization when it leaves too little free: vLLM takes that
+    share of every GPU whatever the model, so only a lower fraction (the verdict's safe margin)
+    helps (4 x RTX 3090 at 0.95 said "buy more GPUs"; at 0.93 bf16 runs at the asked context)."""
+    util = s.base.gpu_memory_utilization if s.base is not None else None
+    m = _SAFE_UTIL.search(ev.reason or "")
+    if s.runtime != "vllm" or util is None or m is None:
+        return []
+    return [
+        f"At --gpu-memory-utilization {util:g} vLLM reserves that share of every GPU whatever "
+        f"the model, and too little is left beside it: plan again with "
+        f"--gpu-memory-utilization {m.group(1)} (the verdict's safe margin) or without it."
+    ]
 
 
 def _smaller_that_fit(s: Searcher, limit: int = 3) -> list[str]:
@@ -523,6 +543,28 @@ def suggest_changes(
     return plan(model, hardware, request, base=base, offline=offline, max_plans=limit).plans
 
 
+def _context_free_margins(
+    low: Estimate, high: Callable[[], Estimate], platform: Platform | None
+) -> set[tuple[str, str]]:
+    """(device, what) of the margins tight at the shortest context with the same free bytes
+    and band at the longest."""
+    lows = {(m.device, m.what): m for m in verdict(low, platform).margins if m.level == "tight"}
+    if not lows:
+        return set()
+    try:
+        highs = verdict(high(), platform).margins
+    except InvalidSettingError:
+        return set()
+    return {
+        (m.device, m.what)
+        for m in highs
+        if (m.device, m.what) in lows
+        and m.level == "tight"
+        and (m.free_bytes, m.band_bytes)
+        == (lows[m.device, m.what].free_bytes, lows[m.device, m.what].band_bytes)
+    }
+
+
 def max_context(
     spec: ModelSpec,
     settings: InferenceSettings,
@@ -547,10 +589,16 @@ def max_context(
     def run(k: int) -> Estimate:
         return estimator(spec, dataclasses.replace(settings, ctx=k * step), hardware)
 
+    fixed: set[tuple[str, str]] = set()  # tight margins no context changes (see below)
+
     def ok(est: Estimate) -> bool:
         # the Windows commit margin is cleared by a page file, not a shorter context
         v = verdict(est, platform)
-        tight = [m for m in v.margins if m.level == "tight" and m.what != WDDM_COMMIT_WHAT]
+        tight = [
+            m
+            for m in v.margins
+            if m.level == "tight" and m.what != WDDM_COMMIT_WHAT and (m.device, m.what) not in fixed
+        ]
         return v.level == "fits" or (v.level == "tight" and not tight)
 
     memo: dict[int, Estimate] = {}
@@ -566,6 +614,11 @@ def max_context(
             "(or --ram SIZE for the CPU)",
             setting="ctx",
         )
+
+    # a margin equally tight at the shortest and the longest context does not depend on it
+    # (vLLM's device memory is gpu_memory_utilization x total at any max_model_len; its CUDA
+    # graph band neither): it is the answer's risk, not a limit on the context
+    fixed.update(_context_free_margins(at(1), lambda: at(hi), platform))
 
     def fits_at(k: int) -> bool:
         # a context the runtime refuses (vLLM 0.5.1-0.6.4 caps Gemma 2 to its sliding window,

@@ -383,4 +383,9 @@ def _diagnose(body: DoctorBody, *, hub: bool) -> dict[str, Any]:
                 raise ValueError(f"vram: {e}") from None
         gpus = parse_gpu_list(body.gpu) if body.gpu is not None else ()
         facts["hardware"] = hardware_for(gpus, vram_bytes=vram)
-    return dict(diagnose_text(body.log, **facts, when=body.when).to_dict())
+    d = diagnose_text(body.log, **facts, when=body.when)
+    if body.quant is not None and body.runtime is None:  # as `oomkit doctor -q` without -r
+        from oomkit.cli.doctor import check_quant_for_log
+
+        check_quant_for_log(body.quant, d)
+    return dict(d.to_dict())
