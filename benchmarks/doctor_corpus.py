@@ -67,6 +67,7 @@ DEVELOPMENT_PARTS = (
     "heldout6",
     "heldout7",
     "heldout8",
+    "heldout9",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
