@@ -113,6 +113,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "pp",
             "mem_fraction_static",
             "max_num_seqs",
+            "enforce_eager",  # --disable-cuda-graph: no CUDA-graph attention tables
             "overhead_bytes",
         }
     ),

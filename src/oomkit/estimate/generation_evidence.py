@@ -15,6 +15,7 @@ _TG = "test:tests/test_generations.py::"
 _TV = "test:tests/test_verdict.py::"
 _TP = "test:tests/test_llamacpp_pool.py::"
 _TS = "test:tests/test_sglang.py::"
+_TGT = "test:tests/test_sglang_graph_tables.py::"
 _SG_MM = "test_multimodal_policy_follows_the_model_runner_of_each_release"
 _SG_FRAC = "test_multimodal_fraction_lowers_an_explicit_value_until_0_4_9"
 _SG_DEF = "test_default_fraction_follows_each_release"
@@ -253,9 +254,19 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TS + _SG_DEF,
         _TS + "test_without_chunked_prefill_a_full_context_request_must_fit_the_rest",
     ),
-    ("sglang", "mm-disabled-models"): (_TS + _SG_MM,),
-    ("sglang", "frac-96g"): (_TS + _SG_DEF,),
-    ("sglang", "mm-chunked-prefill"): (_TS + _SG_MM, _TS + _SG_VIS),
+    ("sglang", "mm-disabled-models"): (
+        _TS + _SG_MM,
+        _TGT + "test_pr_6273_maverick_512k_local_block_table_is_20_gib_before_the_fix",
+    ),
+    ("sglang", "frac-96g"): (
+        _TS + _SG_DEF,
+        _TGT + "test_only_chunked_attention_models_and_dated_rows_get_tables",
+    ),
+    ("sglang", "mm-chunked-prefill"): (
+        _TS + _SG_MM,
+        _TS + _SG_VIS,
+        _TGT + "test_scout_2m_on_8xh200_runs_only_without_cuda_graphs",
+    ),
     ("sglang", "frac-180g"): (_TS + _SG_DEF,),
     ("sglang", "frac-reserved"): (_TS + _SG_DEF,),
     ("sglang", "mm-0.90-default"): (_TS + _SG_FRAC, _TS + _SG_DEF),

@@ -106,12 +106,16 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "(hf_config.architectures[0] == 'Llama4ForConditionalGeneration')",
         "Llama 4 text-only again unless --enable-llama4-multimodal: chunked prefill on; "
         "default mem_fraction_static above 81920 MiB is (gpu_mem - 13 GiB) / gpu_mem "
-        "(server_args.py)",
+        "(server_args.py); with CUDA graphs the fa3 backend's local_block_table for Llama 4 "
+        "is max_bs x ceil(ctx / 8192)^2 x 8192 int32 (PR #5479 decode local attention, "
+        "2025-04-16, until PR #6273)",
         mem_fraction="tp_table_13g",
         mm_fraction=0.90,
         mm_chunked_off="all",
         mm_text_only="Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_seq",
+        graph_bs="160",
     ),
     _g(
         "sglang",
@@ -128,6 +132,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         mm_chunked_off="all",
         mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_seq",
+        graph_bs="160",
     ),
     _g(
         "sglang",
@@ -145,6 +151,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         mm_chunked_off="all",
         mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:replicated,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_seq",
+        graph_bs="160_256",
     ),
     _g(
         "sglang",
@@ -154,12 +162,16 @@ SGLANG_ROWS: tuple[Row, ...] = (
         None,
         "sgl-project/sglang release v0.4.6.post5 configs/model_config.py "
         "is_multimodal_chunked_prefill_supported",
-        "chunked prefill stays off only for Grok-1 vision, LLaVA-Llama, Mllama and CLIP",
+        "chunked prefill stays off only for Grok-1 vision, LLaVA-Llama, Mllama and CLIP; "
+        "the fa3 local_block_table is max_bs x ceil(ctx / chunk) x chunk int32 (PR #6273, "
+        "opened 2025-05-13, taken as first released here)",
         mem_fraction="tp_table_96g",
         mm_fraction=0.90,
         mm_chunked_off="unsupported",
         mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_chunk",
+        graph_bs="160_256",
     ),
     _g(
         "sglang",
@@ -175,6 +187,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         mm_chunked_off="unsupported",
         mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_chunk",
+        graph_bs="160_256",
     ),
     _g(
         "sglang",
@@ -191,6 +205,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         mm_chunked_off="unsupported",
         mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_chunk",
+        graph_bs="160_256",
     ),
     _g(
         "sglang",
@@ -207,6 +223,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         mm_chunked_off="unsupported",
         mm_text_only="Gemma3ForConditionalGeneration,Llama4ForConditionalGeneration",
         vision="Gemma3ForConditionalGeneration:sharded,Llama4ForConditionalGeneration:replicated",
+        fa3_local_table="per_chunk",
+        graph_bs="160_256",
     ),
     _g(
         "sglang",
@@ -219,6 +237,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "in 0.8-1.05 from vision_config layers x hidden^2): not modelled, left as is",
         mem_fraction="reserved_tier",
         mm_chunked_off="unsupported",
+        fa3_local_table="per_chunk",
+        graph_bs="160_256",
     ),
     _g(
         "sglang",
@@ -230,5 +250,6 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "reserve = 512 MiB + chunked prefill x 1.5 + graph bs x 2 + tp x pp / 8 GiB, "
         "at least 10 GiB above 60 GiB: a larger static fraction on big GPUs",
         mem_fraction="gpu_memory",
+        fa3_local_table="per_chunk",
     ),
 )

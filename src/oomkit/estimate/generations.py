@@ -57,7 +57,11 @@ Effects read by the estimators (absent key = today's behaviour):
   ``mm_chunked_off`` (``"all"``, ``"listed"``, ``"unsupported"`` or ``"not_modelled"``: which
   VLMs run without chunked prefill), ``mm_text_only`` (architectures served text-only by
   default, comma-separated) and ``vision`` (``Arch:replicated`` / ``Arch:sharded``, comma-
-  separated: how those architectures' vision towers are built on each rank). Post-releases
+  separated: how those architectures' vision towers are built on each rank),
+  ``fa3_local_table`` (``"per_seq"`` before PR #6273, ``"per_chunk"`` after: the fa3 backend's
+  CUDA-graph ``local_block_table`` for chunked-attention models,
+  :mod:`oomkit.estimate.sglang_graph_tables`) and ``graph_bs`` (``"160"``, or ``"160_256"``: 256
+  on GPUs above 80 GiB, PR #5893; absent: PR #10975's defaults). Post-releases
   resolve as their release (``0.4.5.post1`` is 0.4.5), so the rows that start at one (Llama 4's
   multimodal window, v0.4.6.post2, v0.4.6.post5) are dated only: give a date for them.
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and

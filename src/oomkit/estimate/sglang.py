@@ -43,7 +43,8 @@ refuses a longer input with HTTP 400, so that is an assumption, not a blocker
 (:func:`pool_below_context_note`); only a pool that holds no request stops it.
 Flags: ``--tp``, ``--pp`` (each stage holds its layers: :mod:`oomkit.estimate.pipeline`),
 ``--mem-fraction-static``, ``--context-length``, ``--kv-cache-dtype``,
-``--max-running-requests`` (``max_num_seqs``).
+``--max-running-requests`` (``max_num_seqs``), ``--disable-cuda-graph`` (``enforce_eager``: no
+CUDA-graph attention tables, :mod:`oomkit.estimate.sglang_graph_tables`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, k
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -353,6 +355,16 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         else default_mem_fraction_static(tp, smallest, pp)
     )
     mm = multimodal_policy(spec, settings.runtime_version)
+    # CUDA-graph tables of the fa3 backend (chunked-attention models): sglang_graph_tables
+    eff = _sglang_effects(settings.runtime_version)
+    ctx = settings.ctx or spec.max_position_embeddings or 8192
+    graph_bs = graph_max_bs(eff, smallest, sglang_batch_defaults(smallest, tp)[1])
+    tables = (
+        None
+        if settings.enforce_eager
+        else fa3_graph_tables(spec, ctx, graph_bs, str(eff.get("fa3_local_table", "")))
+    )
+    graph_tables = sum(tables) if tables else 0
     if mm.fraction_factor != 1.0 and not (mm.default_only and settings.mem_fraction_static):
         # ModelRunner: "Automatically reduce --mem-fraction-static ... multimodal model"
         frac = round(frac * mm.fraction_factor, 6)
@@ -372,7 +384,6 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         lay = all_layers if pp == 1 else tuple(x for x in all_layers if x.layer in span)
         stages.append((w, lay, kv_bytes_per_token(lay)))
     weights, layers, cell = stages[0]
-    ctx = settings.ctx or spec.max_position_embeddings or 8192
     # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
     # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
     # model (so before free memory is profiled): the config's length, not --context-length
@@ -420,7 +431,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 reqs = settings.max_num_seqs or min(max(int(tokens / ctx * 512), 2048), 4096)
                 reqs = min(reqs, max(1, tokens // 2))
                 req_pool = (reqs + 1) * (ctx + 4) * 4
-            reserve = max(0, free0 - int(free0 * frac) - req_pool)
+            reserve = max(0, free0 - int(free0 * frac) - req_pool - graph_tables)
             if mm.chunked_prefill is False and prefill is None:
                 prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
             if prefill is not None and prefill > reserve:
@@ -485,11 +496,27 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 inputs={"max_num_reqs": reqs, "context_len": ctx},
                 source="sglang/srt/model_executor/model_runner.py init_memory_pool",
             ),
+            *(
+                (
+                    Component(
+                        category="overhead",
+                        label="CUDA-graph attention tables",
+                        n_bytes=graph_tables,
+                        formula="3 x max_bs x context_len int32 + local_block_table",
+                        inputs={"max_bs": graph_bs, "context_len": ctx},
+                        source="sglang/srt/layers/attention/flashattention_backend.py "
+                        "init_cuda_graph_state (PR #6273)",
+                    ),
+                )
+                if graph_tables and cap is not None
+                else ()
+            ),
             Component(
                 category="activations",
                 label="activations + CUDA graphs (reserved rest)",
                 n_bytes=reserve,
-                formula="free0 x (1 - mem_fraction_static) - req_to_token pool",
+                formula="free0 x (1 - mem_fraction_static) - req_to_token pool"
+                + (" - CUDA-graph attention tables" if graph_tables and cap else ""),
                 inputs={"mem_fraction_static": frac},
             ),
             Component(
@@ -534,6 +561,17 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "max_num_reqs": reqs,
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
+            **(
+                {
+                    "cuda_graph_tables": {
+                        "max_bs": graph_bs,
+                        "context_tables_bytes": tables[0],
+                        "local_block_table_bytes": tables[1],
+                    }
+                }
+                if tables
+                else {}
+            ),
             **(
                 {
                     "multimodal": {
