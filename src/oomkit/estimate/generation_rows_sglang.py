@@ -164,7 +164,8 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "is_multimodal_chunked_prefill_supported",
         "chunked prefill stays off only for Grok-1 vision, LLaVA-Llama, Mllama and CLIP; "
         "the fa3 local_block_table is max_bs x ceil(ctx / chunk) x chunk int32 (PR #6273, "
-        "opened 2025-05-13, taken as first released here)",
+        "opened 2025-05-13; that v0.4.6.post5 already ships it is not verified: the version "
+        "string 0.4.6.post5 resolves to 0.4.6 as every post-release does, the row by date)",
         mem_fraction="tp_table_96g",
         mm_fraction=0.90,
         mm_chunked_off="unsupported",
