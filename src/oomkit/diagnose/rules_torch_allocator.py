@@ -1,0 +1,467 @@
+"""PyTorch caching-allocator OOMs: what the message's numbers say (doctor-causes.md section 2).
+
+The arithmetic follows oom-messages.md §1.1 and memory-formulas.md §4.9: with request X, total T,
+free F, this process P, other processes O, allocated A and reserved-but-unallocated R,
+non-PyTorch memory in this process is P - A - R, memory nobody accounts for is T - F - P - O, and
+fragmentation is when R >= X (the space exists but not contiguously) and R is a real share of
+what PyTorch reserved. :func:`allocator` reads one allocator event; ``rules_torch`` dispatches
+the other PyTorch kinds and adds what the surrounding log knows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, generic
+from oomkit.diagnose.rules_torch_describe import (
+    _async_pool,
+    _describe,
+    _numberless,
+    _others,
+    cap_not_crossed,
+)
+from oomkit.diagnose.rules_torch_fixes import (
+    _batch_fixes,
+    _fb,
+    _frag_fix,
+    _graph_fixes,
+    _model_fixes,
+    _unaccounted_fix,
+)
+from oomkit.units import GiB
+
+__all__ = ["allocator"]
+
+_FRAG_SHARE = 0.10  # R must be at least this share of PyTorch's reserved memory
+_OTHERS_SHARE = 0.10  # other processes must hold at least this share of the card
+_UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
+_BIG_REQUEST_SHARE = 0.10
+_SERVERS = frozenset({"vllm", "sglang", "tgi", "tensorrt-llm"})
+# One tensor this large is an activation, not a weight: the largest weight tensors of common
+# models are the embedding / lm_head (vocab x hidden: 128256 x 8192 x 2 bytes = 2.0 GiB for
+# Llama-3-70B); per-layer matrices are <= 0.5 GiB (8192 x 28672 x 2). A forward/backward
+# intermediate (batch x heads x seq^2 attention scores, batch x seq x vocab logits, image
+# feature maps) reaches GiBs with the batch/resolution.
+_LARGE_TENSOR = 2 * GiB
+_DECIDE_PHASE = (
+    " What decides between weights and activations: whether the job had already run steps "
+    "(the traceback shows forward/backward) — the full traceback settles it."
+)
+
+
+def allocator(e: OomEvent, ctx: LogContext) -> Analysis:
+    x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
+    a, r, p = e.allocated_bytes, e.reserved_unallocated_bytes, e.process_in_use_bytes
+    bogus = ""
+    if p is not None and a is not None and p < a:
+        # NVML cannot attribute per-process memory under WSL and in some containers and reports
+        # 0 bytes (or garbage): a process cannot hold less than its own PyTorch allocations
+        bogus = (
+            f" (NVML reported {_fb(p)} for this process, less than PyTorch alone holds: under "
+            "WSL and in some containers it cannot attribute memory per process, so that figure "
+            "is ignored.)"
+        )
+        e = replace(e, process_in_use_bytes=None)
+        p = None
+    if r is None and e.reserved_bytes is not None and a is not None:
+        r = max(0, e.reserved_bytes - a)  # legacy: reserved minus allocated = cached
+    if e.ignored_sizes:
+        bogus += (
+            f" (The message states {e.ignored_sizes}: no allocator prints such a size, so it "
+            "is ignored; the message looks corrupted or edited.)"
+        )
+    base = _describe(e) + bogus
+    phase = ctx.frame_phase
+    if x is None or t is None:
+        missing = (
+            "The numbers that decide the cause are missing or impossible."
+            if e.ignored_sizes
+            else "The message is cut short: the numbers that decide the cause are missing."
+        )
+        return _numberless(e, ctx, f"{base} {missing}")
+    free = f or 0
+    # 1. a per-process cap, not the hardware, is the limit -- only when the request would cross
+    # it: both allocators check it against what they hold (the caching allocator's reserved
+    # memory, CUDAMallocAsyncAllocator's pytorch_used_bytes) plus the request, and otherwise the
+    # device's own allocation is what failed
+    if e.allowed_bytes is not None and free >= x and not cap_not_crossed(e, x):
+        # the cap is the budget this job was given: read the budget like a card (T2 / small
+        # request) to say what filled it
+        cap = e.allowed_bytes
+        big = x >= _BIG_REQUEST_SHARE * cap
+        # a serving engine's fraction is the budget for its weights and caches; elsewhere
+        # (a test harness, a user's own limit) the cap itself is the finding
+        server = phase in {"serving_step", "warmup"} or ctx.runtime_hint in _SERVERS
+        return Analysis(
+            cause=("batch_or_activations" if big else "model_too_large") if server else "unknown",
+            confidence=0.5 if server else 0.6,
+            explanation=base + f" {_fb(free)} is free on the device, so the cap of {_fb(cap)} "
+            "set by set_per_process_memory_fraction() (a server's memory fraction) is what "
+            "failed."
+            + (" Within that budget " if server else " If it is the budget the job needs, ")
+            + (
+                f"one request of {_fb(x)} ({100 * x // max(cap, 1)}% of it) is an activation."
+                if big
+                else f"the request is small and what stays resident ({_fb(a)} allocated: "
+                "weights, adapters, caches) fills it."
+            )
+            + " A larger fraction would decide it.",
+            fixes=(
+                Fix(
+                    title="Raise or remove the per-process memory fraction",
+                    why="the hardware has room; the cap does not.",
+                    commands=("torch.cuda.set_per_process_memory_fraction(1.0)",),
+                    expected_saving_bytes=free,
+                ),
+            ),
+        )
+    # 2. one request larger than the whole card: a shape/batch problem, not memory pressure
+    if x > t:
+        usable = free + (r or 0)
+        cause = "model_too_large" if phase == "model_load" else "batch_or_activations"
+        expl = base + (
+            f" The single request ({_fb(x)}) is larger than the whole GPU ({_fb(t)}): no "
+            "setting of the allocator can satisfy it; the tensor must get smaller."
+        )
+        if a is not None and a > t:
+            expl += (
+                f" PyTorch reports {_fb(a)} allocated on a {_fb(t)} card: the driver is "
+                "spilling into system memory (Windows WDDM shared memory or unified memory)."
+            )
+        return Analysis(
+            cause=cause,
+            confidence=0.85,
+            explanation=expl,
+            fixes=tuple(_batch_fixes(e, x - usable)),
+        )
+    # 3. plenty free yet the allocation failed: not a capacity problem
+    if free >= 2 * x and free >= GiB:
+        return Analysis(
+            cause="unknown",
+            confidence=0.55,
+            explanation=base + f" The driver still reports {_fb(free)} free, more than the "
+            f"{_fb(x)} requested: the failure is not capacity (a MIG/cgroup/per-process limit, "
+            "another device, or an allocator/driver bug).",
+            fixes=(
+                generic(
+                    "Check for a memory limit and update the driver/runtime",
+                    "look for set_per_process_memory_fraction, MIG slices or container limits; "
+                    "a known allocator bug may be fixed in a newer release.",
+                    ("nvidia-smi -q -d MEMORY", "pip install -U torch"),
+                ),
+                *((_frag_fix(e, r),) if r else ()),
+            ),
+        )
+    others = sum(o.used_bytes or 0 for o in e.other_processes)
+    # 4. other processes hold a real share of the card
+    if others >= max(x - free, 0) and others >= _OTHERS_SHARE * t:
+        an = _others(e, t)
+        return Analysis(
+            cause=an.cause,
+            confidence=an.confidence,
+            explanation=base + " " + an.explanation,
+            fixes=an.fixes + ((_frag_fix(e, r),) if r and r >= x else ()),
+        )
+    # 4b. this process holds far more than PyTorch reserved: non-PyTorch allocations
+    # (fragmentation wins when PyTorch's own cache could serve the request: rules T5/T7 of
+    # docs/doctor-causes.md)
+    frag = r is not None and a is not None and r >= x and r >= _FRAG_SHARE * (a + r)
+    # (CUDA-graph capture and serving engines hold graph pools, NCCL and cuBLAS workspaces
+    # outside the caching allocator by design: their own rules below decide those)
+    engine = phase == "cuda_graph_capture" or ctx.runtime_hint in {"vllm", "sglang"}
+    if p is not None and a is not None and r is not None and not frag and not engine:
+        outside = p - a - r
+        if outside >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t)) and outside >= x - free:
+            return Analysis(
+                cause="other_process_holding_memory",
+                confidence=0.5,
+                explanation=base + f" {_fb(outside)} of this process's memory is outside "
+                "PyTorch's allocator (CUDA context and libraries take 0.3-1 GiB): another "
+                "framework or library in the same process (TensorRT, cupy, JAX/TF, NCCL "
+                "buffers, a custom CUDA extension) holds the memory PyTorch needs. "
+                "torch.cuda.memory_snapshot() vs nvidia-smi for this PID decides which.",
+                fixes=(
+                    Fix(
+                        title="Release the non-PyTorch allocations in this process",
+                        why=f"{_fb(outside)} is held outside PyTorch's allocator; freeing it "
+                        "(or limiting that library's pool) covers the request.",
+                        commands=(
+                            "python -c 'import torch; print(torch.cuda.mem_get_info())'",
+                            "XLA_PYTHON_CLIENT_PREALLOCATE=false   # if JAX shares the process",
+                            "TF_FORCE_GPU_ALLOW_GROWTH=true        # if TensorFlow does",
+                        ),
+                        expected_saving_bytes=outside,
+                    ),
+                ),
+            )
+    # cudaMallocAsync reports only allocated bytes; its pool's cached memory is invisible, so
+    # "unaccounted" memory is not evidence of another process there: the pool's own reading
+    pool = _async_pool(e, ctx, base)
+    if pool is not None:
+        return pool
+    held_known = (p is not None or a is not None or e.reserved_bytes is not None) and (
+        e.format != "pytorch_cudamallocasync"
+    )
+    held = (
+        p
+        if p is not None
+        else ((a or 0) + (r or 0) if e.reserved_bytes is None else e.reserved_bytes)
+    )
+    # a message cut before "free": the allocator raises only after cudaMalloc failed, so less
+    # than the request was free; the request bounds it
+    free_at_most = f if f is not None else x
+    unaccounted = t - free_at_most - held - others
+    # (as for named processes in T4: they are the cause only if what they hold would have
+    # covered the shortfall; a request larger than all of it fails without them too)
+    if (
+        held_known
+        and unaccounted >= max(_UNACCOUNTED_MIN, int(_OTHERS_SHARE * t))
+        and unaccounted >= x - free_at_most
+    ):
+        who = (
+            "processes NVML does not show (another container, the display server)"
+            if p is not None
+            else "other processes or non-PyTorch allocations (this message format cannot "
+            "tell them apart)"
+        )
+        others_fix = _unaccounted_fix(e, unaccounted)
+        if phase not in {"model_load", "optimizer_step"} and (
+            x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR
+        ):
+            # the gap is inferred (nobody is named) while the request's size is stated: one
+            # tensor this large is an activation, read first as in T7 (docs/doctor-causes.md)
+            return Analysis(
+                cause="batch_or_activations",
+                confidence=0.45,
+                explanation=base + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
+                f"is a large activation; {_fb(unaccounted)} of the card is also held outside "
+                "this process's allocator (not named by the message: another process, the "
+                "display, or non-PyTorch memory), so `oomkit gpus` decides whether freeing it "
+                "alone would have been enough.",
+                fixes=(*_batch_fixes(e, max(0, x - free_at_most))[:1], others_fix),
+            )
+        return Analysis(
+            cause="other_process_holding_memory",
+            confidence=0.45,
+            explanation=base
+            + (
+                f" {_fb(t)} - {_fb(free)} free"
+                if f is not None
+                else (
+                    " IPEX's XPU message has no free field (SYCL cannot query it); the "
+                    "allocation failed after the cache was emptied, so less than the request "
+                    "was free: "
+                    if e.kind == "xpu_oom"
+                    else " The message is cut before the free memory, which was below the request: "
+                )
+                + f"{_fb(t)} - at most {_fb(x)} free"
+            )
+            + f" - {_fb(held)} held by this "
+            f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
+            "(or nvidia-smi) to see the other processes on this GPU.",
+            fixes=(others_fix,),
+        )
+    # 5. fragmentation: the bytes exist inside PyTorch's cache but not contiguously
+    reserved = (a or 0) + (r or 0)
+    if r is not None and r >= x and reserved and r >= _FRAG_SHARE * reserved:
+        if x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR:
+            # the caching allocator serves a request from one cached block; a tensor this large
+            # fits only a block freed by a tensor at least as large, so the cached pieces are
+            # the second reading and the activation's size the first (docs/doctor-causes.md T7)
+            return Analysis(
+                cause="batch_or_activations",
+                confidence=0.5,
+                explanation=base + f" {_fb(r)} reserved-but-unallocated could hold the "
+                f"{_fb(x)} request if it were one block, but one request of {_fb(x)} "
+                f"({100 * x // t}% of the card) is a large activation, and PyTorch serves it "
+                "from one cached block that only an earlier tensor as large leaves behind. "
+                "The batch (sequence length, resolution) is the lever; if "
+                "expandable_segments:True alone fixes the run, the cause was fragmentation "
+                "instead.",
+                fixes=(*_batch_fixes(e, max(0, x - free))[:1], _frag_fix(e, r)),
+            )
+        return Analysis(
+            cause="fragmentation",
+            confidence=0.8 if r >= 2 * x else 0.7,
+            explanation=base + f" {_fb(r)} reserved-but-unallocated >= the {_fb(x)} request and "
+            f"is {100 * r // reserved}% of what PyTorch reserved: the space exists but is split "
+            "into pieces too small for this request.",
+            fixes=(_frag_fix(e, r), *_batch_fixes(e, None)[:1]),
+        )
+    short = max(0, x - free)
+    tail = (
+        f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
+        if short
+        else f" {_fb(free)} is free, not less than the {_fb(x)} request, yet it failed"
+    )
+    tail += (
+        "."
+        if r is None
+        else "; PyTorch holds no cached-but-free memory to cover it either."
+        if r == 0
+        else f"; cached-but-free memory ({_fb(r)}) cannot cover it either."
+        if r < x
+        else f"; the cached-but-free memory ({_fb(r)}) would cover it if it were one block, "
+        "but it is too small a share of what PyTorch reserved to be the cause."
+    )
+    if phase == "model_load":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.7,
+            explanation=base + tail + f" The traceback is in model loading ({ctx.frame_text}).",
+            fixes=tuple(_model_fixes()),
+        )
+    if phase == "kv_cache_alloc":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.65,
+            explanation=base + tail + f" It failed allocating the KV cache ({ctx.frame_text}): "
+            "the cache is sized for the maximum context (and batch), after the weights loaded.",
+            fixes=(
+                generic(
+                    "Size the cache for a shorter context",
+                    "the KV cache is linear in max_seq_len x batch.",
+                    (
+                        "max_seq_len=8192   # ExLlamaV2 config / -l",
+                        "--max-model-len 8192   # vLLM",
+                    ),
+                ),
+                generic(
+                    "Quantize the cache",
+                    "8-bit / 4-bit cache takes half / a quarter of fp16.",
+                    ("ExLlamaV2Cache_Q4(model)", "--kv-cache-dtype fp8"),
+                ),
+            ),
+        )
+    if phase == "warmup":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + f" It failed during the server's warmup ({ctx.frame_text}),"
+            " which runs the largest prefill batch the settings allow: activations for that "
+            "many tokens do not fit next to the weights.",
+            fixes=(
+                generic(
+                    "Warm up (and serve) smaller prefill batches",
+                    "prefill activation memory is linear in the batched tokens.",
+                    (
+                        "--max-batch-prefill-tokens 2048   # TGI",
+                        "--max-num-batched-tokens 2048   # vLLM",
+                    ),
+                ),
+            ),
+        )
+    if phase == "cuda_graph_capture":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.65,
+            explanation=base + tail + " It failed while capturing CUDA graphs "
+            f"({ctx.frame_text}): each captured batch size keeps its activations in a private "
+            "pool, on top of the weights and KV cache the engine already placed.",
+            fixes=_graph_fixes(e, short),
+        )
+    if ctx.runtime_hint == "vllm" and (
+        ctx.num_gpu_blocks or ctx.kv_cache_bytes is not None or ctx.weights_bytes is not None
+    ):
+        planned = (
+            f" vLLM planned weights + KV within gpu_memory_utilization={ctx.gpu_memory_utilization}"
+            if ctx.gpu_memory_utilization
+            else " vLLM had already profiled memory and sized its KV cache"
+        )
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + planned + ", so the weights fit; what ran out is the "
+            "headroom left for activations, the sampler and CUDA graphs.",
+            fixes=_graph_fixes(e, short),
+        )
+    if phase == "serving_step":
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.55,
+            explanation=base + tail + f" It failed while the engine served requests "
+            f"({ctx.frame_text}): the weights and the KV pool were placed at start-up and fit, "
+            "so what ran out is the headroom for one step's activations (batched tokens), the "
+            "sampler and CUDA graphs. If it fails with a single short request, the resident "
+            "model is the cause instead.",
+            fixes=_graph_fixes(e, short),
+        )
+    if phase in {"forward", "backward"}:
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + f" The failing allocation is an activation/gradient in "
+            f"the {phase} pass ({ctx.frame_text}).",
+            fixes=tuple(_batch_fixes(e, short) + _model_fixes()[:1]),
+        )
+    if phase == "optimizer_step":
+        return Analysis(
+            cause="model_too_large",
+            confidence=0.55,
+            explanation=base + tail + " It failed in optimizer.step(): optimizer states "
+            "(AdamW: 8 bytes per parameter in fp32) are allocated on the first step.",
+            fixes=(
+                generic(
+                    "Use an 8-bit or paged optimizer",
+                    "8-bit AdamW states take a quarter of fp32 states.",
+                    ("optim='paged_adamw_8bit'   # transformers TrainingArguments",),
+                ),
+                *_model_fixes(),
+            ),
+        )
+    if phase == "generate":
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.45,
+            explanation=base + tail + " It failed inside generate(): the KV cache grows with "
+            "batch x (prompt + new tokens).",
+            fixes=(
+                generic(
+                    "Generate with fewer sequences or fewer new tokens",
+                    "KV cache memory is linear in batch size and total sequence length.",
+                    ("model.generate(..., max_new_tokens=256)",),
+                ),
+                *_model_fixes()[:1],
+            ),
+        )
+    # under the driver's system-memory fallback (Windows WDDM, unified memory) the device holds
+    # more than its capacity: the request's share is of what it holds, not of the card
+    t_eff = max(t, (a or 0) + (r or 0))
+    spill = (
+        f" PyTorch holds {_fb(t_eff)} on a {_fb(t)} card: the driver spills into system memory."
+        if t_eff > t
+        else ""
+    )
+    if x >= _BIG_REQUEST_SHARE * t_eff or x >= _LARGE_TENSOR:
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.55,
+            explanation=base + tail + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
+            "is larger than a weight tensor of common models: a large activation (batch, "
+            "sequence length or resolution).",
+            fixes=tuple(_batch_fixes(e, short)),
+        )
+    # a small request on a full device says only that something resident fills it: weights, or
+    # activations of the step in flight; with no phase that is an open question (the base rate,
+    # oomkit.diagnose.priors, answers it)
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        open_question=True,
+        explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
+        f"what the device holds) while {_held_text(held, held_known or held > 0, t, free)}: "
+        "what stays resident (weights, optimizer states, persistent buffers) fills the GPU "
+        "before this step." + _DECIDE_PHASE,
+        fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
+    )
+
+
+def _held_text(held: int, known: bool, total: int, free: int) -> str:
+    """What the device holds, in words: a message cut before its "allocated"/"in use" numbers
+    states no holding, so it is the card minus the free memory, said as such (not "0 bytes")."""
+    if known:
+        return f"{_fb(held)} is already held"
+    in_use = _fb(max(0, total - free))
+    return f"{in_use} of the card is in use (the message is cut before it says by what)"
