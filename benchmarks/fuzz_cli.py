@@ -39,19 +39,50 @@ LOGS = ("CUDA out of memory. Tried to allocate 2.00 GiB", "all good", "llama-3.1
 SKIP = frozenset({"--help", "--explain", "--watch"})  # help text; --watch loops by design
 
 
-def options(command: str) -> list[tuple[str, bool]]:
-    """(longest spelling, is a flag) of every option of ``oomkit <command>``."""
+def options(command: str) -> list[tuple[str, bool, tuple[str, ...]]]:
+    """(longest spelling, is a flag, plausible values) of every option of ``oomkit <command>``.
+
+    Plausible values (a choice's choices, small counts, sizes with units) let a run get past
+    validation into the estimators; the odd ones (:data:`ODD`) test the validation itself.
+    """
+    import click
     from click import Context
 
     from oomkit.cli.group import cli
 
     cmd = cli.get_command(Context(cli), command)
     assert cmd is not None, command
-    return [
-        (max(p.opts, key=len), bool(getattr(p, "is_flag", False)))
-        for p in cmd.params
-        if p.param_type_name == "option" and max(p.opts, key=len) not in SKIP
-    ]
+    out: list[tuple[str, bool, tuple[str, ...]]] = []
+    for p in cmd.params:
+        if p.param_type_name != "option":
+            continue
+        name = max(p.opts, key=len)
+        if name in SKIP:
+            continue
+        flag = bool(getattr(p, "is_flag", False))
+        kind = p.type
+        if isinstance(kind, click.Choice):
+            plausible = tuple(str(c) for c in kind.choices)
+        elif kind.name in ("SIZE",):
+            plausible = ("8GiB", "24GiB", "80GB", "512MiB")
+        elif kind.name in ("N", "N|max", "integer", "integer range"):
+            plausible = ("1", "2", "4", "8", "4096", "32768", "max")
+        elif kind.name in ("float", "float range"):
+            plausible = ("0.5", "0.9", "0.95", "1")
+        else:
+            plausible = PLAUSIBLE.get(name, ())
+        out.append((name, flag, plausible))
+    return out
+
+
+#: plausible values of free-text options, by name
+PLAUSIBLE = {
+    "--gpu": ("rtx-4090", "2xa100-80gb", "h100", "rtx-3060", "m2-max-32gb", "rtx-4090,rtx-3090"),
+    "--quant": ("Q4_K_M", "Q8_0", "bf16", "fp8", "awq", "nf4", "Q2_K"),
+    "--runtime": ("llama.cpp", "ollama", "vllm", "sglang", "transformers", "any"),
+    "--runtime-version": ("2024-06-01", "b4000", "0.6.3", "0.4.6", "0.11.0"),
+    "--model": ("llama-3.1-8b", "qwen2.5-7b"),
+}
 
 
 #: exit codes seen by :func:`run_one` (how many runs got past validation to an answer)
@@ -89,13 +120,21 @@ def fuzz(n: int, seed: int, commands: list[str]) -> dict[str, list[str]]:
         args = [command]
         if command in ("estimate", "plan"):
             args.append(rng.choice(MODELS))
+            # most options need a GPU, training options --train: give them often enough that
+            # runs get past validation into the estimators
+            if rng.random() < 0.6:
+                args += ["--gpu", rng.choice(PLAUSIBLE["--gpu"])]
+            if rng.random() < 0.3:
+                args += ["--train", rng.choice(("full", "lora", "qlora"))]
         elif command in ("doctor", "models"):
             args.append(rng.choice(LOGS))
         opts = table[command]
-        for opt, flag in rng.sample(opts, rng.randint(1, min(6, len(opts)))):
+        odd = rng.random() < 0.3  # else mostly plausible values, to reach the estimators
+        for opt, flag, plausible in rng.sample(opts, rng.randint(1, min(5, len(opts)))):
             args.append(opt)
             if not flag:
-                args.append(rng.choice(ODD))
+                pool = ODD if odd or not plausible or rng.random() < 0.1 else plausible
+                args.append(rng.choice(pool))
         problem = run_one(args)
         if problem is not None and problem not in problems:
             problems[problem] = args
