@@ -7,11 +7,11 @@ read as an OOM by the whole doctor (every parser and the keyword fallback).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from corpus_records import corpus_text
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse import parse_log
 from oomkit.diagnose.parse_backends import parse_backends
@@ -21,13 +21,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus"
 
 
 def _corpus_text(record_id: str) -> str:
-    for path in sorted(CORPUS.glob("heldout7_*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                if rec["id"] == record_id:
-                    return str(rec["text"])
-    raise AssertionError(f"record {record_id} not in the corpus")
+    return corpus_text(record_id)
 
 
 def _text(spec: str) -> str:

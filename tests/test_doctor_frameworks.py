@@ -8,12 +8,12 @@ of the same framework must not be read as an OOM. The near misses are read by th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from corpus_records import corpus_text
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse import parse_log
 from oomkit.diagnose.parse_frameworks import parse_frameworks
@@ -23,13 +23,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus"
 
 
 def _corpus_text(record_id: str) -> str:
-    for path in sorted(CORPUS.glob("heldout6_*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                if rec["id"] == record_id:
-                    return str(rec["text"])
-    raise AssertionError(f"record {record_id} not in the corpus")
+    return corpus_text(record_id)
 
 
 # (text or "corpus:<id>", runtime, format, expected event fields)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from corpus_records import corpus_text
 from oomkit.catalog.models import find_model
 from oomkit.cli import main
 from oomkit.diagnose.doctor import diagnose_text
@@ -23,11 +24,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus" / "dev_torch.jsonl"
 
 
 def _text(record_id: str) -> str:
-    for line in CORPUS.read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r["id"] == record_id:
-            return str(r["text"])
-    raise KeyError(record_id)
+    return corpus_text(record_id)
 
 
 # 95 GiB GPU, 85.75 GiB allocated by PyTorch, a 1.30 GiB request (rank 4 of a DiffSynth run)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from corpus_records import corpus_text
 from oomkit.cli import main
 from oomkit.diagnose.doctor import diagnose_text
 
@@ -14,11 +15,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "oom_corpus" / "dev_torch.jsonl"
 
 
 def _text(record_id: str) -> str:
-    for line in CORPUS.read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r["id"] == record_id:
-            return str(r["text"])
-    raise KeyError(record_id)
+    return corpus_text(record_id)
 
 
 # a real message with a small request on a full 4 GiB card: the message alone leaves it open
