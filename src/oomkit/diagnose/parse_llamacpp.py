@@ -36,8 +36,11 @@ _CUDAMALLOC = re.compile(
     r"(?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: ?(?P<err>.{0,200})"
 )
 # llama-context.cpp llama_output_reserve prints the size as "%.2f MiB", ggml-alloc.c as "%zu"
+# (the buffer-type name is ggml_backend_buft_name(): "CUDA0", "CPU", but some ggml-vulkan builds
+# name it after the device description, e.g. "AMD Radeon RX 6600 (RADV NAVI23)", spaces included)
 _BUF_FAIL = re.compile(
-    r"(?P<fn>\w{1,80}): failed to allocate (?P<buft>\S{1,64}) buffer of size (?P<n>\d{1,20})"
+    r"(?P<fn>\w{1,80}): failed to allocate (?P<buft>\S[^\n:]{0,79}?) buffer of size "
+    r"(?P<n>\d{1,20})"
     r"(?P<frac>\.\d{1,4})?(?: ?(?P<u>KiB|MiB|GiB)\b)?"
 )
 # ggml-cuda.cu ggml_cuda_host_malloc: a warning; llama.cpp falls back to pageable host memory
@@ -383,7 +386,10 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
             text=line[:400],
             stage="kv_cache",
         )
-    if "failed to allocate compute" in line:
+    # llama.cpp "failed to allocate compute buffers"/"compute pp buffers"; whisper.cpp and
+    # stable-diffusion.cpp (ggml_extend.hpp GGMLRunner::alloc_compute_buffer) "%s: failed to
+    # allocate the compute buffer": the graph allocator's buffer, sized by the step's tensors
+    if "failed to allocate compute" in line or "failed to allocate the compute buffer" in line:
         return OomEvent(
             runtime=_RT,
             kind="buffer_alloc_failed",

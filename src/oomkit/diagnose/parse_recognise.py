@@ -48,6 +48,11 @@ so these families never displace a richer event:
   ResourceExhaustedError`` / ``tf.errors.ResourceExhaustedError`` (the status an op kernel
   returns when its output cannot be allocated), when the paste lost the ``OOM when allocating``
   line.
+* AMD's amdgpu command submission: Mesa RADV ``radv/amdgpu: Not enough memory for command
+  submission.`` (``src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c``: the submit ioctl returned
+  ``-ENOMEM`` and RADV reports ``VK_ERROR_OUT_OF_HOST_MEMORY``), and the kernel's ``*ERROR* Not
+  enough memory for command submission!`` in dmesg (``drivers/gpu/drm/amd/amdgpu/amdgpu_cs.c``
+  ``amdgpu_cs_ioctl``, when ``amdgpu_cs_parser_bos`` cannot validate the submission's buffers).
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -98,6 +103,11 @@ _VK_LIMIT = re.compile(
     r"Requested buffer size exceeds device (?:memory allocation|buffer size) limit", re.IGNORECASE
 )
 _TF_EXHAUSTED = re.compile(r"(?:errors_impl|errors)\.ResourceExhaustedError\b")
+# (the kernel's DRM_ERROR / drm_err print "[drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* ..." /
+# "amdgpu 0000:03:00.0: [drm] *ERROR* ..." in dmesg)
+_AMDGPU_CS = re.compile(
+    r"(?:radv/amdgpu: |amdgpu\S{0,20} |\*ERROR\* )Not enough memory for command submission"
+)
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -114,6 +124,7 @@ _PREFILTER = needles_re(
         "buffer size exceeds",
         "ResourceExhaustedError",
         "CUDA runtime error: out of memory",
+        "for command submission",
     )
 )
 
@@ -206,6 +217,8 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev("llama.cpp", "alloc_limit", "vulkan_max_allocation_size", line, n)
     if "ResourceExhaustedError" in line and _TF_EXHAUSTED.search(line):
         return _ev("tensorflow", "resource_exhausted", "tf_resource_exhausted_class", line, n)
+    if "for command submission" in line and _AMDGPU_CS.search(line):
+        return _ev("vulkan", "host_alloc_failed", "amdgpu_cs_enomem", line, n)
     m4 = _UR.search(line)
     if m4 is not None:
         host = m4["where"] == "HOST"

@@ -386,6 +386,42 @@ def _sycl(e: OomEvent) -> Analysis:
     )
 
 
+def _amdgpu_cs() -> Analysis:
+    """The buffers one GPU submission references could not all be made resident.
+
+    ``amdgpu_cs_parser_bos`` validates every buffer of a submission into its allowed domains;
+    what does not fit VRAM may be placed in GTT (system RAM the GPU maps, capped by the
+    ``amdgpu.gttsize`` / TTM page limit), so ``-ENOMEM`` means GTT was full too (on an APU all
+    of it is GTT). RADV therefore returns ``VK_ERROR_OUT_OF_HOST_MEMORY`` for it
+    (``radv_amdgpu_cs.c``): host-visible buffers (weights offloaded to host memory, staging
+    copies) over the GTT budget are the usual filler.
+    """
+    return Analysis(
+        cause="host_ram",
+        confidence=0.4,
+        explanation="The amdgpu driver could not place the buffers of a GPU command submission "
+        "(Not enough memory for command submission, -ENOMEM): what does not fit VRAM goes to "
+        "GTT, system RAM the GPU maps, and that was full as well, which is why RADV reports it "
+        "as VK_ERROR_OUT_OF_HOST_MEMORY. Host-visible buffers (weights offloaded to host "
+        "memory, pinned staging copies) over the GTT budget are the usual cause; "
+        "/sys/class/drm/card*/device/mem_info_gtt_total and mem_info_gtt_used show the budget "
+        "and its use.",
+        fixes=(
+            generic(
+                "Keep fewer buffers in host-visible (GTT) memory",
+                "weights offloaded to host memory are pinned into GTT, which has a smaller cap "
+                "than RAM.",
+                ("drop --offload-to-cpu / --no-mmap", "-ngl <fewer> with a smaller model"),
+            ),
+            generic(
+                "Raise the GTT budget",
+                "the kernel caps GTT below system RAM by default.",
+                ("amdgpu.gttsize=<MiB> ttm.pages_limit=<pages>   # kernel command line",),
+            ),
+        ),
+    )
+
+
 def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of ``parse_recognise``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -412,4 +448,6 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _turbomind(e)
     if fmt.startswith("level_zero_"):
         return _sycl(e)
+    if fmt == "amdgpu_cs_enomem":
+        return _amdgpu_cs()
     return None

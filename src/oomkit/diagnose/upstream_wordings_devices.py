@@ -321,6 +321,20 @@ CUDA: tuple[Wording, ...] = (
         "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
     ),
     _w(
+        "vulkan",
+        "mesa/mesa:src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c (submit ioctl -ENOMEM)",
+        "radv/amdgpu: Not enough memory for command submission.",
+        "radv/amdgpu: Not enough memory for command submission.\n"
+        "ggml_vulkan: device lost on Vulkan0",
+    ),
+    _w(
+        "vulkan",
+        "torvalds/linux:drivers/gpu/drm/amd/amdgpu/amdgpu_cs.c (amdgpu_cs_ioctl)",
+        "Not enough memory for command submission!",
+        "[ 8123.456789] [drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* Not enough memory for command "
+        "submission!",
+    ),
+    _w(
         "opencl",
         "KhronosGroup/OpenCL-Headers CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)",
         "CL_MEM_OBJECT_ALLOCATION_FAILURE",

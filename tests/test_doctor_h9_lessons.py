@@ -1,0 +1,97 @@
+"""Lessons from the retired heldout9 part's misses (issue 9), each read from the message itself.
+
+* A token-pool manager's K/V buffer line in the traceback (lightllm ``mem_manager.py``, SGLang
+  ``memory_pool.py``) places the OOM in the KV-cache allocation.
+* Mesa RADV / the amdgpu kernel driver "Not enough memory for command submission": the
+  submission's buffers fit neither VRAM nor GTT (host RAM the GPU maps).
+* ggml buffer-type names with spaces (ggml-vulkan device descriptions) and stable-diffusion.cpp /
+  whisper.cpp "failed to allocate the compute buffer" put a ggml failure in the compute stage.
+"""
+
+from __future__ import annotations
+
+from corpus_records import corpus_text
+from oomkit.diagnose.doctor import diagnose_text
+
+_SGLANG = (
+    "Traceback (most recent call last):\n"
+    '  File "/sglang/srt/mem_cache/memory_pool.py", line 281, in _create_buffers\n'
+    "    self.k_buffer = [\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.10 GiB is free. Including non-PyTorch memory, this process "
+    "has 78.04 GiB memory in use. Of the allocated memory 77.20 GiB is allocated by PyTorch, and "
+    "120.00 MiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_lightllm_kv_buffer_line_is_the_kv_cache() -> None:
+    d = diagnose_text(corpus_text("h9-lightllm-13"))
+    assert d.context.frame_phase == "kv_cache_alloc"
+    assert d.cause == "kv_cache_or_context"
+
+
+def test_sglang_k_buffer_line_is_the_kv_cache() -> None:
+    d = diagnose_text(_SGLANG)
+    assert d.context.frame_phase == "kv_cache_alloc"
+    assert d.cause == "kv_cache_or_context"
+
+
+def test_other_buffer_lines_are_not_the_kv_cache() -> None:
+    # near miss: a buffer that is not a K/V pool, and a size attribute of one
+    for line in ("    self.key_buffer_size = size * 2", "    self.buffer = torch.empty(n)"):
+        text = _SGLANG.replace("    self.k_buffer = [", line)
+        assert diagnose_text(text).context.frame_phase != "kv_cache_alloc", line
+
+
+def test_radv_command_submission_is_host_visible_memory() -> None:
+    d = diagnose_text(corpus_text("h9-stable-diffusion-cpp-2015"))
+    assert d.primary is not None
+    assert d.primary.format == "amdgpu_cs_enomem"
+    assert d.cause == "host_ram"
+
+
+def test_kernel_amdgpu_command_submission_wording() -> None:
+    d = diagnose_text(
+        "[drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* Not enough memory for command submission!"
+    )
+    assert d.primary is not None
+    assert d.primary.format == "amdgpu_cs_enomem"
+    assert d.cause == "host_ram"
+
+
+def test_radv_lost_context_is_not_an_oom() -> None:
+    d = diagnose_text(
+        "radv/amdgpu: The CS has been cancelled because the context is lost. This context is "
+        "innocent."
+    )
+    assert not d.oom_found
+
+
+def test_vulkan_device_named_buffer_type_is_read_with_its_stage() -> None:
+    d = diagnose_text(corpus_text("h9-stable-diffusion-cpp-291"))
+    e = d.primary
+    assert e is not None
+    assert e.stage == "compute"
+    assert e.requested_bytes == 6979321856
+    assert e.buffer_name == "AMD Radeon FirePro W8100 (RADV HAWAII)"
+
+
+def test_whisper_compute_buffer_wording_is_the_compute_stage() -> None:
+    d = diagnose_text(
+        "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 1610612736\n"
+        "whisper_sched_graph_init: failed to allocate the compute buffer"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.stage == "compute"
+    assert e.buffer_name == "CUDA0"
+    assert e.device == 0
+
+
+def test_weights_buffer_line_keeps_no_compute_stage() -> None:
+    # near miss: alloc_tensor_range (weights or KV) names no stage; the buffer name still reads
+    d = diagnose_text("alloc_tensor_range: failed to allocate ROCm0 buffer of size 4294967296")
+    e = d.primary
+    assert e is not None
+    assert e.stage != "compute"
+    assert e.buffer_name == "ROCm0"
