@@ -95,3 +95,25 @@ def test_weights_buffer_line_keeps_no_compute_stage() -> None:
     assert e is not None
     assert e.stage != "compute"
     assert e.buffer_name == "ROCm0"
+
+
+def test_ggml_cpu_buffer_assert_is_host_ram() -> None:
+    d = diagnose_text(corpus_text("h9-whisper-cpp-1915"))
+    assert d.primary is not None
+    assert d.primary.format == "ggml_cpu_buffer_assert"
+    assert d.cause == "host_ram"
+
+
+def test_ggml_cpu_buffer_assert_of_a_fork() -> None:
+    d = diagnose_text(
+        "WSP_GGML_ASSERT: /build/whisper/ggml-backend.c:512: data != NULL && "
+        '"failed to allocate buffer"'
+    )
+    assert d.primary is not None
+    assert d.primary.format == "ggml_cpu_buffer_assert"
+
+
+def test_other_ggml_asserts_are_not_the_cpu_buffer() -> None:
+    # near miss: the same macro on a non-memory condition
+    d = diagnose_text("GGML_ASSERT: ggml.c:4412: view_src == NULL || data_size == 0")
+    assert d.primary is None or d.primary.format != "ggml_cpu_buffer_assert"

@@ -54,6 +54,10 @@ _GGML_RT_OLD = re.compile(
     r"out of memory"
 )
 _CPU_FAIL = re.compile(r"(?P<fn>\w{1,80}): failed to allocate buffer of size (?P<n>\d{1,20})")
+# ggml-backend.c (2023-24) ggml_backend_cpu_buffer_type_alloc_buffer: `void * data =
+# malloc(size); GGML_ASSERT(data != NULL && "failed to allocate buffer");` -- the CPU backend's
+# malloc of a host buffer returned NULL (forks prefix the macro: LM_GGML_, WSP_GGML_)
+_CPU_ASSERT = re.compile(r'GGML_ASSERT: ?\S{0,300}: data != NULL && "failed to allocate buffer"')
 _WEIGHTS_FAIL = re.compile(r"unable to allocate (?P<buft>\S{1,64}) buffer")
 _METAL_FAIL = re.compile(r"failed to allocate buffer, size = {0,12}(?P<mib>" + _F + r") MiB")
 _GGML_RT = re.compile(r"(?P<be>CUDA|ROCm|MUSA|CANN|SYCL) error: (?P<msg>out of memory.{0,80})")
@@ -342,6 +346,16 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 stage="kv_cache"
                 if _KV_FAIL_NEXT.search(" ".join(lines.text[i + 1 : i + 3]))
                 else None,
+            )
+        m = _CPU_ASSERT.search(line)
+        if m is not None:
+            return OomEvent(
+                runtime=_RT,
+                kind="host_alloc_failed",
+                format="ggml_cpu_buffer_assert",
+                line=line_no,
+                text=m.group(0)[:400],
+                buffer_name="CPU",
             )
         m = _VK_FAIL.search(line)
         if m is not None:

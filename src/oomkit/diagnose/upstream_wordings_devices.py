@@ -373,6 +373,13 @@ GGML: tuple[Wording, ...] = (
     ),
     _w(
         "ggml",
+        _GGML + "ggml-backend.c (2023-24, ggml_backend_cpu_buffer_type_alloc_buffer)",
+        'GGML_ASSERT: %s:%d: data != NULL && "failed to allocate buffer"',
+        "GGML_ASSERT: D:\\a\\whisper.cpp\\whisper.cpp\\ggml-backend.c:460: data != NULL && "
+        '"failed to allocate buffer"',
+    ),
+    _w(
+        "ggml",
         _GGML + "ggml/src/ggml-cuda/ggml-cuda.cu",
         "%s: allocating %.2f MiB on device %d: cudaMalloc failed: %s",
         "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: "
