@@ -117,3 +117,34 @@ def test_other_ggml_asserts_are_not_the_cpu_buffer() -> None:
     # near miss: the same macro on a non-memory condition
     d = diagnose_text("GGML_ASSERT: ggml.c:4412: view_src == NULL || data_size == 0")
     assert d.primary is None or d.primary.format != "ggml_cpu_buffer_assert"
+
+
+def test_torch_alloc_block_warning_is_read_with_its_numbers() -> None:
+    d = diagnose_text(corpus_text("h9-vllm-omni-6843"))
+    e = d.primary
+    assert e is not None
+    assert e.format == "torch_alloc_block_warning"
+    assert (e.requested_bytes, e.free_bytes, e.total_bytes) == (272629760, 125304832, 85017624576)
+    # a retried allocation: the warning alone does not say what filled the GPU
+    assert d.cause == "unknown"
+
+
+def test_torch_alloc_block_warning_before_the_error_leaves_the_error_primary() -> None:
+    text = (
+        "[W101 10:00:00.1 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on "
+        "device 0 while trying to allocate 2147483648 bytes (free: 1073741824, total: "
+        "25769803776).\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 24.00 GiB of which 1.00 GiB is free. Including non-PyTorch memory, "
+        "this process has 22.90 GiB memory in use. Of the allocated memory 22.10 GiB is "
+        "allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated."
+    )
+    d = diagnose_text(text)
+    assert d.primary is not None
+    assert d.primary.format != "torch_alloc_block_warning"
+
+
+def test_allocation_failed_without_the_allocator_numbers_is_not_the_warning() -> None:
+    # near miss: same words, none of the allocator's numbers
+    d = diagnose_text("memory allocation failed with OOM on device: see the log above")
+    assert d.primary is None or d.primary.format != "torch_alloc_block_warning"

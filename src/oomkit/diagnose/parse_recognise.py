@@ -53,6 +53,11 @@ so these families never displace a richer event:
   ``-ENOMEM`` and RADV reports ``VK_ERROR_OUT_OF_HOST_MEMORY``), and the kernel's ``*ERROR* Not
   enough memory for command submission!`` in dmesg (``drivers/gpu/drm/amd/amdgpu/amdgpu_cs.c``
   ``amdgpu_cs_ioctl``, when ``amdgpu_cs_parser_bos`` cannot validate the submission's buffers).
+* PyTorch's caching allocator warning (``c10/cuda/CUDACachingAllocator.cpp`` ``alloc_block``:
+  ``LOG(WARNING) << "memory allocation failed with OOM on device " << device << " while trying to
+  allocate " << size << " bytes (free: " << free << ", total: " << total << ")."``), printed when
+  ``cudaMalloc`` fails; on the first attempt the allocator frees its cached blocks and retries,
+  and only a second failure raises ``OutOfMemoryError``.
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -108,6 +113,10 @@ _TF_EXHAUSTED = re.compile(r"(?:errors_impl|errors)\.ResourceExhaustedError\b")
 _AMDGPU_CS = re.compile(
     r"(?:radv/amdgpu: |amdgpu\S{0,20} |\*ERROR\* )Not enough memory for command submission"
 )
+_TORCH_ALLOC_WARN = re.compile(
+    r"memory allocation failed with OOM on device (?P<d>\d{1,3}) while trying to allocate "
+    r"(?P<n>\d{1,20}) bytes \(free: (?P<f>\d{1,20}), total: (?P<t>\d{1,20})\)"
+)
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -125,6 +134,7 @@ _PREFILTER = needles_re(
         "ResourceExhaustedError",
         "CUDA runtime error: out of memory",
         "for command submission",
+        "failed with OOM on device",
     )
 )
 
@@ -219,6 +229,19 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev("tensorflow", "resource_exhausted", "tf_resource_exhausted_class", line, n)
     if "for command submission" in line and _AMDGPU_CS.search(line):
         return _ev("vulkan", "host_alloc_failed", "amdgpu_cs_enomem", line, n)
+    m5 = _TORCH_ALLOC_WARN.search(line) if "failed with OOM" in line else None
+    if m5 is not None:
+        return _ev(
+            "pytorch",
+            "alloc_retry_warning",
+            "torch_alloc_block_warning",
+            line,
+            n,
+            device=int(m5["d"]),
+            requested_bytes=to_int(m5["n"]),
+            free_bytes=to_int(m5["f"]),
+            total_bytes=to_int(m5["t"]),
+        )
     m4 = _UR.search(line)
     if m4 is not None:
         host = m4["where"] == "HOST"

@@ -422,6 +422,36 @@ def _amdgpu_cs() -> Analysis:
     )
 
 
+def _torch_alloc_warning(e: OomEvent) -> Analysis:
+    """PyTorch's ``alloc_block`` warning: one ``cudaMalloc`` failed, and the allocator then frees
+    its cached blocks and retries (``CUDACachingAllocator.cpp``); a warning alone is not a failed
+    run, and the numbers (request against the device's free memory) cannot say what filled it."""
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        open_question=False,  # a retried allocation, not necessarily a failure
+        explanation=f"PyTorch's caching allocator warned that cudaMalloc of "
+        f"{_fb(e.requested_bytes)} failed on GPU {e.device} ({_fb(e.free_bytes)} free of "
+        f"{_fb(e.total_bytes)}). It then frees its cached blocks and retries: only when the "
+        "retry fails too does it raise torch.OutOfMemoryError, whose message (allocated and "
+        "reserved by PyTorch, memory of other processes) would decide the cause. Without that "
+        "error the retry succeeded and the run went on.",
+        fixes=(
+            generic(
+                "Find the OutOfMemoryError after this warning",
+                "its allocated/reserved numbers tell weights, activations and other processes "
+                "apart.",
+                ("grep -n 'OutOfMemoryError' <log>",),
+            ),
+            generic(
+                "Leave headroom for the allocator",
+                "the warning means the device was nearly full when the request came.",
+                ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "a smaller batch"),
+            ),
+        ),
+    )
+
+
 def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of ``parse_recognise``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -450,4 +480,6 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _sycl(e)
     if fmt == "amdgpu_cs_enomem":
         return _amdgpu_cs()
+    if fmt == "torch_alloc_block_warning":
+        return _torch_alloc_warning(e)
     return None

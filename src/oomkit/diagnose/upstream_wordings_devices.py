@@ -37,6 +37,16 @@ TORCH: tuple[Wording, ...] = (
     ),
     _w(
         "pytorch",
+        _PT + "c10/cuda/CUDACachingAllocator.cpp (alloc_block, LOG(WARNING) before the retry)",
+        "memory allocation failed with OOM on device %d while trying to allocate %zu bytes "
+        "(free: %zu, total: %zu).",
+        "[W830 12:05:56.439466645 CUDACachingAllocator.cpp:3933] memory allocation failed with "
+        "OOM on device 1 while trying to allocate 536870912 bytes (free: 125304832, total: "
+        "85017624576).",
+        req=536870912,
+    ),
+    _w(
+        "pytorch",
         _PT + "c10/cuda/CUDAMallocAsyncAllocator.cpp",
         "Allocation on device %d would exceed allowed memory. (out of memory)",
         "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of "
