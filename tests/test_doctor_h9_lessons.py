@@ -148,3 +148,30 @@ def test_allocation_failed_without_the_allocator_numbers_is_not_the_warning() ->
     # near miss: same words, none of the allocator's numbers
     d = diagnose_text("memory allocation failed with OOM on device: see the log above")
     assert d.primary is None or d.primary.format != "torch_alloc_block_warning"
+
+
+def test_older_onnxruntime_cuda_failure_without_file_and_line() -> None:
+    d = diagnose_text(corpus_text("h9-triton-server-5014"))
+    e = d.primary
+    assert e is not None
+    assert e.format == "onnxruntime_cuda_failure_oom"
+    assert e.device == 0
+
+
+def test_onnxruntime_cuda_failure_with_file_and_line_still_read() -> None:
+    d = diagnose_text(
+        "CUDA failure 2: out of memory ; GPU=1 ; hostname=box ; file=cuda_allocator.cc ; "
+        "line=47 ; expr=cudaMalloc((void**)&p, size);"
+    )
+    assert d.primary is not None
+    assert d.primary.format == "onnxruntime_cuda_failure_oom"
+    assert d.primary.device == 1
+
+
+def test_onnxruntime_cuda_failure_of_another_status_is_not_an_oom_event() -> None:
+    # near miss: the same format with a launch failure
+    d = diagnose_text(
+        "CUDA failure 719: unspecified launch failure ; GPU=0 ; hostname=box ; "
+        "expr=cudaStreamSynchronize(stream);"
+    )
+    assert d.primary is None or d.primary.format != "onnxruntime_cuda_failure_oom"

@@ -261,6 +261,13 @@ LIBS += (
         "(current 28.00 GB + KV+SDPA 15.56 GB) but limit is 40.00 GB.",
         req=decimal_gib("15.56"),
     ),
+    _w(
+        "onnxruntime",
+        "microsoft/onnxruntime:onnxruntime/core/providers/cuda/cuda_call.cc (older releases)",
+        "%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s; %s",
+        "CUDA failure 2: out of memory ; GPU=0 ; hostname=learner-0 ; "
+        "expr=cudaMalloc((void**)&p, size);",
+    ),
 )
 
 LIBS_NOT_CAPACITY: tuple[Wording, ...] = (
