@@ -175,3 +175,26 @@ def test_onnxruntime_cuda_failure_of_another_status_is_not_an_oom_event() -> Non
         "expr=cudaStreamSynchronize(stream);"
     )
     assert d.primary is None or d.primary.format != "onnxruntime_cuda_failure_oom"
+
+
+def test_pycuda_memory_error_is_a_cuda_driver_oom() -> None:
+    d = diagnose_text(corpus_text("h9-nervana-deepspeech-10"))
+    e = d.primary
+    assert e is not None
+    assert e.format == "pycuda_memory_error"
+    assert e.kind == "cuda_error_oom"
+
+
+def test_pycuda_array_create_wording() -> None:
+    d = diagnose_text("pycuda._driver.MemoryError: cuArray3DCreate failed: out of memory")
+    assert d.primary is not None
+    assert d.primary.format == "pycuda_memory_error"
+
+
+def test_pycuda_other_errors_and_host_pinning_are_not_the_device_oom() -> None:
+    for text in (
+        "pycuda._driver.LogicError: cuMemAlloc failed: invalid device context",
+        "pycuda._driver.MemoryError: cuMemHostAlloc failed: out of memory",
+    ):
+        d = diagnose_text(text)
+        assert d.primary is None or d.primary.format != "pycuda_memory_error", text

@@ -58,6 +58,10 @@ so these families never displace a richer event:
   allocate " << size << " bytes (free: " << free << ", total: " << total << ")."``), printed when
   ``cudaMalloc`` fails; on the first attempt the allocator frees its cached blocks and retries,
   and only a second failure raises ``OutOfMemoryError``.
+* PyCUDA (``src/cpp/cuda.hpp``: ``CUDAPP_CALL_GUARDED`` throws ``pycuda::error(routine, code)``,
+  message ``<routine> failed: <cuGetErrorString>``, raised as ``pycuda._driver.MemoryError`` for
+  ``CUDA_ERROR_OUT_OF_MEMORY``): ``MemoryError: cuMemAlloc failed: out of memory`` (device
+  routines only: ``cuMemHostAlloc`` / ``cuMemAllocHost`` pin host memory, not read here).
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -117,6 +121,7 @@ _TORCH_ALLOC_WARN = re.compile(
     r"memory allocation failed with OOM on device (?P<d>\d{1,3}) while trying to allocate "
     r"(?P<n>\d{1,20}) bytes \(free: (?P<f>\d{1,20}), total: (?P<t>\d{1,20})\)"
 )
+_PYCUDA = re.compile(r"MemoryError: (?P<call>cu\w{1,40}) failed: out of memory")
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -135,6 +140,7 @@ _PREFILTER = needles_re(
         "CUDA runtime error: out of memory",
         "for command submission",
         "failed with OOM on device",
+        "MemoryError: cu",
     )
 )
 
@@ -241,6 +247,16 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             requested_bytes=to_int(m5["n"]),
             free_bytes=to_int(m5["f"]),
             total_bytes=to_int(m5["t"]),
+        )
+    m6 = _PYCUDA.search(line) if "MemoryError: cu" in line else None
+    if m6 is not None and "Host" not in m6["call"]:  # (host routines: pinned host memory)
+        return _ev(
+            "cuda",
+            "cuda_error_oom",
+            "pycuda_memory_error",
+            line,
+            n,
+            detail=m6.group(0)[len("MemoryError: ") :],
         )
     m4 = _UR.search(line)
     if m4 is not None:

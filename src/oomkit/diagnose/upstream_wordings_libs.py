@@ -268,6 +268,12 @@ LIBS += (
         "CUDA failure 2: out of memory ; GPU=0 ; hostname=learner-0 ; "
         "expr=cudaMalloc((void**)&p, size);",
     ),
+    _w(
+        "cuda",
+        "inducer/pycuda:src/cpp/cuda.hpp (CUDAPP_CALL_GUARDED, pycuda::error, MemoryError)",
+        "MemoryError: %s failed: out of memory",
+        "pycuda._driver.MemoryError: cuMemAlloc failed: out of memory",
+    ),
 )
 
 LIBS_NOT_CAPACITY: tuple[Wording, ...] = (
