@@ -198,3 +198,23 @@ def test_pycuda_other_errors_and_host_pinning_are_not_the_device_oom() -> None:
     ):
         d = diagnose_text(text)
         assert d.primary is None or d.primary.format != "pycuda_memory_error", text
+
+
+def test_ctranslate2_mkl_allocator_is_host_ram() -> None:
+    d = diagnose_text(corpus_text("h9-faster-whisper-797"))
+    assert d.primary is not None
+    assert d.primary.format == "ctranslate2_cpu_alloc"
+    assert d.cause == "host_ram"
+
+
+def test_ctranslate2_aligned_allocator_is_host_ram() -> None:
+    d = diagnose_text("RuntimeError: aligned_alloc: failed to allocate memory")
+    assert d.primary is not None
+    assert d.primary.format == "ctranslate2_cpu_alloc"
+    assert d.cause == "host_ram"
+
+
+def test_other_allocators_failing_are_not_ctranslate2() -> None:
+    # near miss: a different routine with the same tail
+    d = diagnose_text("my_pool_alloc: failed to allocate memory")
+    assert d.primary is None or d.primary.format != "ctranslate2_cpu_alloc"

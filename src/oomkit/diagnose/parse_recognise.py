@@ -62,6 +62,9 @@ so these families never displace a richer event:
   message ``<routine> failed: <cuGetErrorString>``, raised as ``pycuda._driver.MemoryError`` for
   ``CUDA_ERROR_OUT_OF_MEMORY``): ``MemoryError: cuMemAlloc failed: out of memory`` (device
   routines only: ``cuMemHostAlloc`` / ``cuMemAllocHost`` pin host memory, not read here).
+* CTranslate2's CPU allocator (``src/allocator.cc``: ``mkl_malloc: failed to allocate memory``
+  with MKL, ``aligned_alloc: failed to allocate memory`` without): host RAM (faster-whisper,
+  whisperX on CPU or while loading).
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -122,6 +125,7 @@ _TORCH_ALLOC_WARN = re.compile(
     r"(?P<n>\d{1,20}) bytes \(free: (?P<f>\d{1,20}), total: (?P<t>\d{1,20})\)"
 )
 _PYCUDA = re.compile(r"MemoryError: (?P<call>cu\w{1,40}) failed: out of memory")
+_CT2_HOST = re.compile(r"\b(?:mkl_malloc|aligned_alloc): failed to allocate memory")
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -141,6 +145,7 @@ _PREFILTER = needles_re(
         "for command submission",
         "failed with OOM on device",
         "MemoryError: cu",
+        "alloc: failed to allocate memory",
     )
 )
 
@@ -258,6 +263,8 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             n,
             detail=m6.group(0)[len("MemoryError: ") :],
         )
+    if "alloc: failed to allocate memory" in line and _CT2_HOST.search(line):
+        return _ev("ctranslate2", "host_alloc_failed", "ctranslate2_cpu_alloc", line, n)
     m4 = _UR.search(line)
     if m4 is not None:
         host = m4["where"] == "HOST"

@@ -452,6 +452,30 @@ def _torch_alloc_warning(e: OomEvent) -> Analysis:
     )
 
 
+def _ct2_host() -> Analysis:
+    """CTranslate2's CPU allocator (``src/allocator.cc`` MklAllocator / AlignedAllocator) threw:
+    ``mkl_malloc`` / ``posix_memalign`` returned NULL, i.e. host RAM ran out."""
+    return Analysis(
+        cause="host_ram",
+        confidence=0.6,
+        explanation="CTranslate2's CPU allocator could not get host memory (mkl_malloc / "
+        "aligned_alloc returned NULL): system RAM ran out, while loading the model (weights are "
+        "read into host memory first, also for device='cuda') or while decoding on the CPU.",
+        fixes=(
+            generic(
+                "Use a smaller model or an 8-bit compute type",
+                "the host copy of the weights scales with the model and its precision.",
+                ("WhisperModel('medium', compute_type='int8')",),
+            ),
+            generic(
+                "Free host RAM",
+                "other processes and earlier models in this process hold it.",
+                ("free -h", "del model; gc.collect()"),
+            ),
+        ),
+    )
+
+
 def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of ``parse_recognise``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -482,4 +506,6 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _amdgpu_cs()
     if fmt == "torch_alloc_block_warning":
         return _torch_alloc_warning(e)
+    if fmt == "ctranslate2_cpu_alloc":
+        return _ct2_host()
     return None

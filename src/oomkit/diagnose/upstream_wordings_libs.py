@@ -274,6 +274,18 @@ LIBS += (
         "MemoryError: %s failed: out of memory",
         "pycuda._driver.MemoryError: cuMemAlloc failed: out of memory",
     ),
+    _w(
+        "ctranslate2",
+        "OpenNMT/CTranslate2:src/allocator.cc (MklAllocator::allocate)",
+        "mkl_malloc: failed to allocate memory",
+        "RuntimeError: mkl_malloc: failed to allocate memory",
+    ),
+    _w(
+        "ctranslate2",
+        "OpenNMT/CTranslate2:src/allocator.cc (AlignedAllocator::allocate)",
+        "aligned_alloc: failed to allocate memory",
+        "RuntimeError: aligned_alloc: failed to allocate memory",
+    ),
 )
 
 LIBS_NOT_CAPACITY: tuple[Wording, ...] = (
