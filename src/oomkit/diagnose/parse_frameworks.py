@@ -10,7 +10,8 @@ message, cited from its source; the numbers it states are kept so that the rules
   paste cuts it after ``Failed to alloc`` (the full wording is ``parse_families``'); the CUDA
   provider's ``CUDA failure 2: out of memory ; GPU=N ; hostname=H ; file=F ; line=L ;
   expr=<call>`` (``core/providers/cuda/cuda_call.cc``, ``CudaCall``: the call that failed is
-  named in ``expr``).
+  named in ``expr``; older releases print ``%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s;
+  %s``, without ``file=`` / ``line=``).
 * TensorRT builder and runtime: ``Requested amount of GPU memory (N bytes) could not be
   allocated`` (tactic workspace; TRT 7 ``Requested amount of memory (N bytes)`` from
   ``rtSafe/WeightsPtr.cpp``), ``Cuda Error in nvinfer1::internal::DefaultAllocator::allocate: 2
@@ -79,8 +80,8 @@ _INT = r"\d{1,20}"
 _ORT_CUT = re.compile(r"bfc_arena\.cc:\d{1,6} .{0,400}?Failed to alloc")
 _ORT_CUDA = re.compile(
     r"(?P<lib>CUDA|CUBLAS|CUDNN|CUFFT|CURAND) failure (?P<code>\d{1,4}): (?P<err>[^;]{0,80}?) ?; "
-    r"GPU=(?P<dev>\d{1,3}) ; hostname=[^;]{0,120}; file=(?P<file>[^;]{0,300}?) ; "
-    r"line=\d{1,6} ; expr=(?P<expr>[^;]{0,200})"
+    r"GPU=(?P<dev>\d{1,3}) ; hostname=[^;]{0,120}; (?:file=(?P<file>[^;]{0,300}?) ; "
+    r"line=\d{1,6} ; )?expr=(?P<expr>[^;]{0,200})"
 )
 _TRT_REQ = re.compile(
     r"Requested amount of (?P<gpu>GPU )?memory \((?P<x>" + _INT + r") bytes\) could not be "

@@ -36,8 +36,11 @@ _CUDAMALLOC = re.compile(
     r"(?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: ?(?P<err>.{0,200})"
 )
 # llama-context.cpp llama_output_reserve prints the size as "%.2f MiB", ggml-alloc.c as "%zu"
+# (the buffer-type name is ggml_backend_buft_name(): "CUDA0", "CPU", but some ggml-vulkan builds
+# name it after the device description, e.g. "AMD Radeon RX 6600 (RADV NAVI23)", spaces included)
 _BUF_FAIL = re.compile(
-    r"(?P<fn>\w{1,80}): failed to allocate (?P<buft>\S{1,64}) buffer of size (?P<n>\d{1,20})"
+    r"(?P<fn>\w{1,80}): failed to allocate (?P<buft>\S[^\n:]{0,79}?) buffer of size "
+    r"(?P<n>\d{1,20})"
     r"(?P<frac>\.\d{1,4})?(?: ?(?P<u>KiB|MiB|GiB)\b)?"
 )
 # ggml-cuda.cu ggml_cuda_host_malloc: a warning; llama.cpp falls back to pageable host memory
@@ -51,6 +54,10 @@ _GGML_RT_OLD = re.compile(
     r"out of memory"
 )
 _CPU_FAIL = re.compile(r"(?P<fn>\w{1,80}): failed to allocate buffer of size (?P<n>\d{1,20})")
+# ggml-backend.c (2023-24) ggml_backend_cpu_buffer_type_alloc_buffer: `void * data =
+# malloc(size); GGML_ASSERT(data != NULL && "failed to allocate buffer");` -- the CPU backend's
+# malloc of a host buffer returned NULL (forks prefix the macro: LM_GGML_, WSP_GGML_)
+_CPU_ASSERT = re.compile(r'GGML_ASSERT: ?\S{0,300}: data != NULL && "failed to allocate buffer"')
 _WEIGHTS_FAIL = re.compile(r"unable to allocate (?P<buft>\S{1,64}) buffer")
 _METAL_FAIL = re.compile(r"failed to allocate buffer, size = {0,12}(?P<mib>" + _F + r") MiB")
 _GGML_RT = re.compile(r"(?P<be>CUDA|ROCm|MUSA|CANN|SYCL) error: (?P<msg>out of memory.{0,80})")
@@ -340,6 +347,16 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
                 if _KV_FAIL_NEXT.search(" ".join(lines.text[i + 1 : i + 3]))
                 else None,
             )
+        m = _CPU_ASSERT.search(line)
+        if m is not None:
+            return OomEvent(
+                runtime=_RT,
+                kind="host_alloc_failed",
+                format="ggml_cpu_buffer_assert",
+                line=line_no,
+                text=m.group(0)[:400],
+                buffer_name="CPU",
+            )
         m = _VK_FAIL.search(line)
         if m is not None:
             return OomEvent(
@@ -383,7 +400,10 @@ def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
             text=line[:400],
             stage="kv_cache",
         )
-    if "failed to allocate compute" in line:
+    # llama.cpp "failed to allocate compute buffers"/"compute pp buffers"; whisper.cpp and
+    # stable-diffusion.cpp (ggml_extend.hpp GGMLRunner::alloc_compute_buffer) "%s: failed to
+    # allocate the compute buffer": the graph allocator's buffer, sized by the step's tensors
+    if "failed to allocate compute" in line or "failed to allocate the compute buffer" in line:
         return OomEvent(
             runtime=_RT,
             kind="buffer_alloc_failed",

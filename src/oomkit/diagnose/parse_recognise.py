@@ -48,6 +48,23 @@ so these families never displace a richer event:
   ResourceExhaustedError`` / ``tf.errors.ResourceExhaustedError`` (the status an op kernel
   returns when its output cannot be allocated), when the paste lost the ``OOM when allocating``
   line.
+* AMD's amdgpu command submission: Mesa RADV ``radv/amdgpu: Not enough memory for command
+  submission.`` (``src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c``: the submit ioctl returned
+  ``-ENOMEM`` and RADV reports ``VK_ERROR_OUT_OF_HOST_MEMORY``), and the kernel's ``*ERROR* Not
+  enough memory for command submission!`` in dmesg (``drivers/gpu/drm/amd/amdgpu/amdgpu_cs.c``
+  ``amdgpu_cs_ioctl``, when ``amdgpu_cs_parser_bos`` cannot validate the submission's buffers).
+* PyTorch's caching allocator warning (``c10/cuda/CUDACachingAllocator.cpp`` ``alloc_block``:
+  ``LOG(WARNING) << "memory allocation failed with OOM on device " << device << " while trying to
+  allocate " << size << " bytes (free: " << free << ", total: " << total << ")."``), printed when
+  ``cudaMalloc`` fails; on the first attempt the allocator frees its cached blocks and retries,
+  and only a second failure raises ``OutOfMemoryError``.
+* PyCUDA (``src/cpp/cuda.hpp``: ``CUDAPP_CALL_GUARDED`` throws ``pycuda::error(routine, code)``,
+  message ``<routine> failed: <cuGetErrorString>``, raised as ``pycuda._driver.MemoryError`` for
+  ``CUDA_ERROR_OUT_OF_MEMORY``): ``MemoryError: cuMemAlloc failed: out of memory`` (device
+  routines only: ``cuMemHostAlloc`` / ``cuMemAllocHost`` pin host memory, not read here).
+* CTranslate2's CPU allocator (``src/allocator.cc``: ``mkl_malloc: failed to allocate memory``
+  with MKL, ``aligned_alloc: failed to allocate memory`` without): host RAM (faster-whisper,
+  whisperX on CPU or while loading).
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
   ``..._OUT_OF_HOST_MEMORY`` (38).
@@ -98,6 +115,17 @@ _VK_LIMIT = re.compile(
     r"Requested buffer size exceeds device (?:memory allocation|buffer size) limit", re.IGNORECASE
 )
 _TF_EXHAUSTED = re.compile(r"(?:errors_impl|errors)\.ResourceExhaustedError\b")
+# (the kernel's DRM_ERROR / drm_err print "[drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* ..." /
+# "amdgpu 0000:03:00.0: [drm] *ERROR* ..." in dmesg)
+_AMDGPU_CS = re.compile(
+    r"(?:radv/amdgpu: |amdgpu\S{0,20} |\*ERROR\* )Not enough memory for command submission"
+)
+_TORCH_ALLOC_WARN = re.compile(
+    r"memory allocation failed with OOM on device (?P<d>\d{1,3}) while trying to allocate "
+    r"(?P<n>\d{1,20}) bytes \(free: (?P<f>\d{1,20}), total: (?P<t>\d{1,20})\)"
+)
+_PYCUDA = re.compile(r"MemoryError: (?P<call>cu\w{1,40}) failed: out of memory")
+_CT2_HOST = re.compile(r"\b(?:mkl_malloc|aligned_alloc): failed to allocate memory")
 _UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
 _PREFILTER = needles_re(
     (
@@ -114,6 +142,10 @@ _PREFILTER = needles_re(
         "buffer size exceeds",
         "ResourceExhaustedError",
         "CUDA runtime error: out of memory",
+        "for command submission",
+        "failed with OOM on device",
+        "MemoryError: cu",
+        "alloc: failed to allocate memory",
     )
 )
 
@@ -206,6 +238,33 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev("llama.cpp", "alloc_limit", "vulkan_max_allocation_size", line, n)
     if "ResourceExhaustedError" in line and _TF_EXHAUSTED.search(line):
         return _ev("tensorflow", "resource_exhausted", "tf_resource_exhausted_class", line, n)
+    if "for command submission" in line and _AMDGPU_CS.search(line):
+        return _ev("vulkan", "host_alloc_failed", "amdgpu_cs_enomem", line, n)
+    m5 = _TORCH_ALLOC_WARN.search(line) if "failed with OOM" in line else None
+    if m5 is not None:
+        return _ev(
+            "pytorch",
+            "alloc_retry_warning",
+            "torch_alloc_block_warning",
+            line,
+            n,
+            device=int(m5["d"]),
+            requested_bytes=to_int(m5["n"]),
+            free_bytes=to_int(m5["f"]),
+            total_bytes=to_int(m5["t"]),
+        )
+    m6 = _PYCUDA.search(line) if "MemoryError: cu" in line else None
+    if m6 is not None and "Host" not in m6["call"]:  # (host routines: pinned host memory)
+        return _ev(
+            "cuda",
+            "cuda_error_oom",
+            "pycuda_memory_error",
+            line,
+            n,
+            detail=m6.group(0)[len("MemoryError: ") :],
+        )
+    if "alloc: failed to allocate memory" in line and _CT2_HOST.search(line):
+        return _ev("ctranslate2", "host_alloc_failed", "ctranslate2_cpu_alloc", line, n)
     m4 = _UR.search(line)
     if m4 is not None:
         host = m4["where"] == "HOST"

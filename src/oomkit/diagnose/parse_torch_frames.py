@@ -14,7 +14,13 @@ __all__ = ["frames_of"]
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
 _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache)
+        # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache), and
+        # the source lines of the token-pool managers that preallocate one K and one V tensor per
+        # layer at start-up: lightllm common/mem_manager.py `_init_buffers`
+        # (`self.key_buffer = [torch.empty((size, head_num, head_dim), ...) for _ in
+        # range(layer_num)]`, `self.value_buffer = ...`; later `self.kv_buffer = torch.empty(...)`)
+        # and SGLang mem_cache/memory_pool.py MHATokenToKVPool (`self.k_buffer = [...]`,
+        # `self.v_buffer = [...]`; MLA `self.kv_buffer = [...]`)
         "kv_cache_alloc",
         (
             "create_state_tensors",
@@ -23,6 +29,11 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "init_kv_cache",
             "Cache(model",
             "StaticCache(",
+            "self.key_buffer = ",
+            "self.value_buffer = ",
+            "self.k_buffer = ",
+            "self.v_buffer = ",
+            "self.kv_buffer = ",
         ),
     ),
     (
@@ -149,7 +160,12 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             found.setdefault("warmup", clean(raw)[:300])
         if has_any(raw, _SERVING):
             found.setdefault("serving_step", clean(raw)[:300])
-        if 'File "' not in raw and "empty_strided" not in raw and "(" not in raw:
+        if (
+            'File "' not in raw
+            and "empty_strided" not in raw
+            and "(" not in raw
+            and "_buffer = " not in raw  # a multi-line `self.k_buffer = [` shows its first line
+        ):
             continue
         for phase, needles in _PHASES:
             if phase not in found and has_any(raw, needles):

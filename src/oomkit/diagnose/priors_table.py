@@ -61,7 +61,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "kv_cache_or_context": 2,
     },
     "ggml|load|*": {
-        "batch_or_activations": 2,
+        "batch_or_activations": 3,
         "host_ram": 1,
         "kv_cache_or_context": 7,
         "model_too_large": 3,
@@ -76,7 +76,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 1,
     },
     "ggml|load|partial_numbers": {
-        "batch_or_activations": 1,
+        "batch_or_activations": 2,
         "host_ram": 1,
         "kv_cache_or_context": 5,
         "model_too_large": 3,
@@ -84,7 +84,6 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 3,
     },
     "ggml|unknown|*": {
-        "batch_or_activations": 1,
         "host_ram": 1,
         "kv_cache_or_context": 5,
         "model_too_large": 17,
@@ -106,7 +105,6 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 3,
     },
     "ggml|unknown|partial_numbers": {
-        "batch_or_activations": 1,
         "kv_cache_or_context": 1,
         "model_too_large": 8,
         "multi_gpu_imbalance": 1,
@@ -115,10 +113,10 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|*|*": {
         "batch_or_activations": 40,
-        "host_ram": 3,
+        "host_ram": 2,
         "kv_cache_or_context": 2,
         "leak_or_accumulation": 2,
-        "model_too_large": 11,
+        "model_too_large": 10,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 11,
         "unknown": 1,
@@ -133,8 +131,8 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|*|no_numbers": {
         "batch_or_activations": 21,
-        "host_ram": 3,
-        "model_too_large": 3,
+        "host_ram": 2,
+        "model_too_large": 2,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 5,
     },
@@ -162,10 +160,10 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|unknown|*": {
         "batch_or_activations": 39,
-        "host_ram": 3,
+        "host_ram": 2,
         "kv_cache_or_context": 2,
         "leak_or_accumulation": 2,
-        "model_too_large": 8,
+        "model_too_large": 7,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 11,
         "unknown": 1,
@@ -180,8 +178,8 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "gpu_framework|unknown|no_numbers": {
         "batch_or_activations": 21,
-        "host_ram": 3,
-        "model_too_large": 3,
+        "host_ram": 2,
+        "model_too_large": 2,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 5,
     },
@@ -203,16 +201,16 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|*|*": {
         "batch_or_activations": 2,
-        "host_ram": 77,
+        "host_ram": 78,
         "kv_cache_or_context": 5,
         "leak_or_accumulation": 3,
-        "model_too_large": 1,
+        "model_too_large": 2,
         "unknown": 2,
     },
     "host|*|no_numbers": {
-        "host_ram": 41,
+        "host_ram": 42,
         "leak_or_accumulation": 3,
-        "model_too_large": 1,
+        "model_too_large": 2,
     },
     "host|*|partial_numbers": {
         "batch_or_activations": 2,
@@ -232,16 +230,16 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|unknown|*": {
         "batch_or_activations": 2,
-        "host_ram": 74,
+        "host_ram": 75,
         "kv_cache_or_context": 3,
         "leak_or_accumulation": 3,
-        "model_too_large": 1,
+        "model_too_large": 2,
         "unknown": 2,
     },
     "host|unknown|no_numbers": {
-        "host_ram": 38,
+        "host_ram": 39,
         "leak_or_accumulation": 3,
-        "model_too_large": 1,
+        "model_too_large": 2,
     },
     "host|unknown|partial_numbers": {
         "batch_or_activations": 2,
@@ -331,7 +329,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 1,
     },
     "pytorch|load|*": {
-        "kv_cache_or_context": 2,
+        "kv_cache_or_context": 3,
         "model_too_large": 2,
         "multi_gpu_imbalance": 1,
     },
@@ -340,7 +338,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 2,
     },
     "pytorch|load|small_request": {
-        "kv_cache_or_context": 1,
+        "kv_cache_or_context": 2,
     },
     "pytorch|load|small_request_legacy": {
         "multi_gpu_imbalance": 1,
@@ -364,7 +362,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "batch_or_activations": 158,
         "fragmentation": 5,
         "host_ram": 2,
-        "kv_cache_or_context": 10,
+        "kv_cache_or_context": 9,
         "leak_or_accumulation": 18,
         "model_too_large": 65,
         "multi_gpu_imbalance": 10,
@@ -404,7 +402,7 @@ COUNTS: dict[str, dict[str, int]] = {
     "pytorch|unknown|small_request": {
         "batch_or_activations": 25,
         "fragmentation": 4,
-        "kv_cache_or_context": 4,
+        "kv_cache_or_context": 3,
         "leak_or_accumulation": 2,
         "model_too_large": 32,
         "multi_gpu_imbalance": 1,

@@ -386,6 +386,96 @@ def _sycl(e: OomEvent) -> Analysis:
     )
 
 
+def _amdgpu_cs() -> Analysis:
+    """The buffers one GPU submission references could not all be made resident.
+
+    ``amdgpu_cs_parser_bos`` validates every buffer of a submission into its allowed domains;
+    what does not fit VRAM may be placed in GTT (system RAM the GPU maps, capped by the
+    ``amdgpu.gttsize`` / TTM page limit), so ``-ENOMEM`` means GTT was full too (on an APU all
+    of it is GTT). RADV therefore returns ``VK_ERROR_OUT_OF_HOST_MEMORY`` for it
+    (``radv_amdgpu_cs.c``): host-visible buffers (weights offloaded to host memory, staging
+    copies) over the GTT budget are the usual filler.
+    """
+    return Analysis(
+        cause="host_ram",
+        confidence=0.4,
+        explanation="The amdgpu driver could not place the buffers of a GPU command submission "
+        "(Not enough memory for command submission, -ENOMEM): what does not fit VRAM goes to "
+        "GTT, system RAM the GPU maps, and that was full as well, which is why RADV reports it "
+        "as VK_ERROR_OUT_OF_HOST_MEMORY. Host-visible buffers (weights offloaded to host "
+        "memory, pinned staging copies) over the GTT budget are the usual cause; "
+        "/sys/class/drm/card*/device/mem_info_gtt_total and mem_info_gtt_used show the budget "
+        "and its use.",
+        fixes=(
+            generic(
+                "Keep fewer buffers in host-visible (GTT) memory",
+                "weights offloaded to host memory are pinned into GTT, which has a smaller cap "
+                "than RAM.",
+                ("drop --offload-to-cpu / --no-mmap", "-ngl <fewer> with a smaller model"),
+            ),
+            generic(
+                "Raise the GTT budget",
+                "the kernel caps GTT below system RAM by default.",
+                ("amdgpu.gttsize=<MiB> ttm.pages_limit=<pages>   # kernel command line",),
+            ),
+        ),
+    )
+
+
+def _torch_alloc_warning(e: OomEvent) -> Analysis:
+    """PyTorch's ``alloc_block`` warning: one ``cudaMalloc`` failed, and the allocator then frees
+    its cached blocks and retries (``CUDACachingAllocator.cpp``); a warning alone is not a failed
+    run, and the numbers (request against the device's free memory) cannot say what filled it."""
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        open_question=False,  # a retried allocation, not necessarily a failure
+        explanation=f"PyTorch's caching allocator warned that cudaMalloc of "
+        f"{_fb(e.requested_bytes)} failed on GPU {e.device} ({_fb(e.free_bytes)} free of "
+        f"{_fb(e.total_bytes)}). It then frees its cached blocks and retries: only when the "
+        "retry fails too does it raise torch.OutOfMemoryError, whose message (allocated and "
+        "reserved by PyTorch, memory of other processes) would decide the cause. Without that "
+        "error the retry succeeded and the run went on.",
+        fixes=(
+            generic(
+                "Find the OutOfMemoryError after this warning",
+                "its allocated/reserved numbers tell weights, activations and other processes "
+                "apart.",
+                ("grep -n 'OutOfMemoryError' <log>",),
+            ),
+            generic(
+                "Leave headroom for the allocator",
+                "the warning means the device was nearly full when the request came.",
+                ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "a smaller batch"),
+            ),
+        ),
+    )
+
+
+def _ct2_host() -> Analysis:
+    """CTranslate2's CPU allocator (``src/allocator.cc`` MklAllocator / AlignedAllocator) threw:
+    ``mkl_malloc`` / ``posix_memalign`` returned NULL, i.e. host RAM ran out."""
+    return Analysis(
+        cause="host_ram",
+        confidence=0.6,
+        explanation="CTranslate2's CPU allocator could not get host memory (mkl_malloc / "
+        "aligned_alloc returned NULL): system RAM ran out, while loading the model (weights are "
+        "read into host memory first, also for device='cuda') or while decoding on the CPU.",
+        fixes=(
+            generic(
+                "Use a smaller model or an 8-bit compute type",
+                "the host copy of the weights scales with the model and its precision.",
+                ("WhisperModel('medium', compute_type='int8')",),
+            ),
+            generic(
+                "Free host RAM",
+                "other processes and earlier models in this process hold it.",
+                ("free -h", "del model; gc.collect()"),
+            ),
+        ),
+    )
+
+
 def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of ``parse_recognise``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -412,4 +502,10 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _turbomind(e)
     if fmt.startswith("level_zero_"):
         return _sycl(e)
+    if fmt == "amdgpu_cs_enomem":
+        return _amdgpu_cs()
+    if fmt == "torch_alloc_block_warning":
+        return _torch_alloc_warning(e)
+    if fmt == "ctranslate2_cpu_alloc":
+        return _ct2_host()
     return None

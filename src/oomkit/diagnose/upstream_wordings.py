@@ -63,6 +63,8 @@ NEAR_MISSES: tuple[str, ...] = (
     "CL_DEVICE_MAX_MEM_ALLOC_SIZE: 4294959104",
     "hipMemGetInfo: free 20.1 GiB of 24.0 GiB",
     "Killed 3 zombie workers after timeout",
+    # RADV's other submit failure (-ECANCELED, radv_amdgpu_cs.c): a lost context, not memory
+    "radv/amdgpu: The CS has been cancelled because the context is lost. This context is innocent.",
     # the new generic alternatives' neighbours: same verbs or schedulers, not memory
     "=>> PBS: job killed: walltime 3650 exceeded limit 3600",
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n  exitcode  : 1 "

@@ -37,6 +37,16 @@ TORCH: tuple[Wording, ...] = (
     ),
     _w(
         "pytorch",
+        _PT + "c10/cuda/CUDACachingAllocator.cpp (alloc_block, LOG(WARNING) before the retry)",
+        "memory allocation failed with OOM on device %d while trying to allocate %zu bytes "
+        "(free: %zu, total: %zu).",
+        "[W830 12:05:56.439466645 CUDACachingAllocator.cpp:3933] memory allocation failed with "
+        "OOM on device 1 while trying to allocate 536870912 bytes (free: 125304832, total: "
+        "85017624576).",
+        req=536870912,
+    ),
+    _w(
+        "pytorch",
         _PT + "c10/cuda/CUDAMallocAsyncAllocator.cpp",
         "Allocation on device %d would exceed allowed memory. (out of memory)",
         "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of "
@@ -321,6 +331,20 @@ CUDA: tuple[Wording, ...] = (
         "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
     ),
     _w(
+        "vulkan",
+        "mesa/mesa:src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c (submit ioctl -ENOMEM)",
+        "radv/amdgpu: Not enough memory for command submission.",
+        "radv/amdgpu: Not enough memory for command submission.\n"
+        "ggml_vulkan: device lost on Vulkan0",
+    ),
+    _w(
+        "vulkan",
+        "torvalds/linux:drivers/gpu/drm/amd/amdgpu/amdgpu_cs.c (amdgpu_cs_ioctl)",
+        "Not enough memory for command submission!",
+        "[ 8123.456789] [drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* Not enough memory for command "
+        "submission!",
+    ),
+    _w(
         "opencl",
         "KhronosGroup/OpenCL-Headers CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)",
         "CL_MEM_OBJECT_ALLOCATION_FAILURE",
@@ -356,6 +380,13 @@ GGML: tuple[Wording, ...] = (
         "%s: failed to allocate buffer of size %zu",
         "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 34359738368",
         req=34359738368,
+    ),
+    _w(
+        "ggml",
+        _GGML + "ggml-backend.c (2023-24, ggml_backend_cpu_buffer_type_alloc_buffer)",
+        'GGML_ASSERT: %s:%d: data != NULL && "failed to allocate buffer"',
+        "GGML_ASSERT: D:\\a\\whisper.cpp\\whisper.cpp\\ggml-backend.c:460: data != NULL && "
+        '"failed to allocate buffer"',
     ),
     _w(
         "ggml",

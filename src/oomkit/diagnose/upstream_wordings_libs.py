@@ -261,6 +261,31 @@ LIBS += (
         "(current 28.00 GB + KV+SDPA 15.56 GB) but limit is 40.00 GB.",
         req=decimal_gib("15.56"),
     ),
+    _w(
+        "onnxruntime",
+        "microsoft/onnxruntime:onnxruntime/core/providers/cuda/cuda_call.cc (older releases)",
+        "%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s; %s",
+        "CUDA failure 2: out of memory ; GPU=0 ; hostname=learner-0 ; "
+        "expr=cudaMalloc((void**)&p, size);",
+    ),
+    _w(
+        "cuda",
+        "inducer/pycuda:src/cpp/cuda.hpp (CUDAPP_CALL_GUARDED, pycuda::error, MemoryError)",
+        "MemoryError: %s failed: out of memory",
+        "pycuda._driver.MemoryError: cuMemAlloc failed: out of memory",
+    ),
+    _w(
+        "ctranslate2",
+        "OpenNMT/CTranslate2:src/allocator.cc (MklAllocator::allocate)",
+        "mkl_malloc: failed to allocate memory",
+        "RuntimeError: mkl_malloc: failed to allocate memory",
+    ),
+    _w(
+        "ctranslate2",
+        "OpenNMT/CTranslate2:src/allocator.cc (AlignedAllocator::allocate)",
+        "aligned_alloc: failed to allocate memory",
+        "RuntimeError: aligned_alloc: failed to allocate memory",
+    ),
 )
 
 LIBS_NOT_CAPACITY: tuple[Wording, ...] = (
