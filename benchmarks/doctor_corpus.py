@@ -68,6 +68,7 @@ DEVELOPMENT_PARTS = (
     "heldout7",
     "heldout8",
     "heldout9",
+    "heldout10",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
