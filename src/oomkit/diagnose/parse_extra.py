@@ -113,6 +113,7 @@ _NEEDLES = (
     "failed to find a memory slot",
     "failed to find free space in the KV cache",
     "failed to find KV cache slot",
+    "could not find a KV slot",
     "prompt is too big compared to KV size",
     "CUDNN_STATUS_",
     "dispatched on the CPU or the disk",
@@ -128,8 +129,13 @@ _PREFILTER = needles_re(_NEEDLES)
 
 # Generic fallback: out-of-memory wording of any runtime (case-insensitive, literal alternation).
 _GENERIC = re.compile(
-    r"out[ _-]?of[ _-]?(?:the[ _-]?)?(?:device[ _-]?|gpu[ _-]?|host[ _-]?|v)?(?:memory|ram\b)|"
-    r"\bOOM\b|"
+    r"out[ _-]?of[ _-]?(?:the[ _-]?)?"
+    r"(?:device[ _-]?|gpu[ _-]?|cuda[ _-]?|host[ _-]?|video[ _-]?|v)?"
+    r"(?:memory|memoy|memroy|memmory|ram\b)|"
+    # OOM, OOMs, OOMing, OOMed, OOM'd, OOMKilled (Kubernetes), OOM followed by CJK text
+    r"(?<![A-Za-z0-9_])OOM(?:s|ing|ed|'d|[ _-]?kill(?:ed|er)?)?(?![A-Za-z])|"
+    r"exhaust(?:ed|ing|s)? (?:the |all )?(?:\w{1,12} ){0,2}memory|"
+    r"(?:fail(?:ed|ing|s)?|unable) to al{1,2}ocate|爆显存|炸显存|显存溢出|"
     r"ran out of memory|not enough (?:free )?space in|memory pool|"
     r"exceeds? (?:the )?(?:available |device |gpu )?memory|memory (?:limit|budget) exceeded|"
     r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
@@ -145,7 +151,11 @@ _GENERIC = re.compile(
 # every _GENERIC alternative contains one of these (lower-case) literals
 _GENERIC_KEYS = (
     "memory",
+    "memoy",
+    "memroy",
     "oom",
+    "显存",
+    "alocate",
     "ram",
     "space in",
     "resources",
@@ -302,12 +312,16 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
         "failed to find a memory slot" in line
         or "failed to find free space in the KV" in line
         or "failed to find KV cache slot" in line
+        or "could not find a KV slot" in line
         or "prompt is too big compared to KV size" in line
     ):
         # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp;
         # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it);
         # the server (tools/server/server.cpp, ik_llama.cpp) sends the client "Input prompt is
-        # too big compared to KV size. Please try increasing KV size." when even n_batch 1 fails
+        # too big compared to KV size. Please try increasing KV size." when even n_batch 1 fails;
+        # bindings print llama.h's own text for that return code: "could not find a KV slot for
+        # the batch (try reducing the size of the batch or increase the context)" (llama.h
+        # llama_decode; LLamaSharp, llama-cpp-python, node-llama-cpp)
         return _ev("llama.cpp", "kv_slots_full", "llama.cpp_kv_slot", line, n, stage="kv_full")
     if "available single GPU memory" in line:
         m10 = _MLC.search(line)
