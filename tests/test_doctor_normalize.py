@@ -123,3 +123,16 @@ def test_a_long_log_that_lost_its_line_breaks_is_broken_again() -> None:
     assert normalize_text(log).count("\n") == 5
     short = "RuntimeError: CUDA out of memory. llama_kv_cache_init: x"
     assert normalize_text(short) == short  # too short to be a collapsed log
+
+
+def test_nested_escapes_are_undone_level_by_level_and_entities_once() -> None:
+    body = json.dumps(
+        {"error": "cudaMalloc failed: out of memory\nllama_new_context: failed\nexit status 2"}
+    )
+    message = "ValueError: call failed. Details: " + body
+    once = normalize_text(message)
+    assert "out of memory\nllama_new_context" in once
+    assert normalize_text(repr([message])) == once  # the repr level, then the JSON level
+    # an escaped entity is text the page meant to show: one level only
+    assert normalize_text("a &amp;lt; b") == "a &lt; b"
+    assert diagnose_text("CUDA out of memory &amp;lt;").events[0].text.endswith("&lt;")

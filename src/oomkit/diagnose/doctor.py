@@ -66,7 +66,7 @@ def diagnose_text(
             (:mod:`oomkit.diagnose.user_phase`; any other value raises ``ValueError``).
     """
     text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
-    parsed = parse_log(text)
+    parsed = parse_log(text, normalized=True)
     settings = _with_log_version(text, settings, runtime)
     provider = estimator_fix_provider(model, settings, hardware, runtime=runtime)
     from oomkit.diagnose.training_fixes import with_training_fixes

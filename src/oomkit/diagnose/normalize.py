@@ -64,6 +64,7 @@ _LOG_LINE_START = re.compile(
 )
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 _ESCAPED_NL = re.compile(r"\\r\\n|\\n")
+_ESCAPE_LEVELS = 3
 _ESCAPE = re.compile(r"\\([nrt\"'\\/])")
 # a Python repr of a one-string list or tuple: ['Killed'], ("CUDA out of memory",)
 _REPR_LIST = re.compile(
@@ -185,12 +186,16 @@ def normalize_text(text: str) -> str:
         text = document
     elif '{"' in text:
         text = _json_lines(text)
-    escaped = len(_ESCAPED_NL.findall(text))
-    quoted = text.lstrip()[:1] in ("[", "(", "'", '"')
-    if (escaped >= 2 or (escaped and quoted)) and escaped > text.count("\n"):
-        text = _REPR_WRAPPER.sub("", _unescape_json(text))
-    elif quoted and _REPR_LIST.match(text):
-        text = _REPR_WRAPPER.sub("", text)
+    # escapes nest (a JSON error body inside a Python repr): undo them level by level
+    for level in range(_ESCAPE_LEVELS):
+        escaped = len(_ESCAPED_NL.findall(text))
+        quoted = text.lstrip()[:1] in ("[", "(", "'", '"')
+        if (escaped >= 2 or (escaped and quoted)) and escaped > text.count("\n"):
+            text = _REPR_WRAPPER.sub("", _unescape_json(text))
+        elif level == 0 and quoted and _REPR_LIST.match(text):
+            text = _REPR_WRAPPER.sub("", text)
+        else:
+            break
     if "&" in text and _ENTITY.search(text):
         text = html.unescape(text)
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):

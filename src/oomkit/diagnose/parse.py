@@ -98,17 +98,19 @@ def _hint(lines: Lines) -> str | None:
     return None
 
 
-def parse_log(text: str) -> ParsedLog:
+def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
     """Parse any OOM message or log into events and context. Pure; never raises on text.
 
     Args:
         text: a pasted message or a whole log (any size; see ``oomkit.diagnose.text``).
+        normalized: ``text`` already went through
+            :func:`oomkit.diagnose.normalize.normalize_text` (not undone twice).
 
     Returns:
         The events in log order (at most 200: the first 50 and the last 150) and the merged
         context. An empty ``events`` tuple means no OOM was found.
     """
-    lines = normalize_lines(split_lines(normalize_text(text)))
+    lines = normalize_lines(split_lines(text if normalized else normalize_text(text)))
     events: list[OomEvent] = []
     all_facts: list[dict[str, Any]] = []
     for parser in PARSERS:
