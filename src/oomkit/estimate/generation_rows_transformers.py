@@ -25,6 +25,7 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "B x S x V x (e + 4) instead of B x V x (e + 4)",
         full_logits=True,
         bnb_fused_experts_unquantized=False,
+        moe_experts="loop",
     ),
     _g(
         "transformers",
@@ -36,6 +37,7 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "only the last position's logits at prefill; DynamicCache/StaticCache "
         "(cache_implementation) as today",
         bnb_fused_experts_unquantized=False,
+        moe_experts="loop",
     ),
     _g(
         "transformers",
@@ -48,7 +50,10 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "replace_with_bnb_linear (nn.Linear only) leaves unquantized: "
         "bitsandbytes-foundation/bitsandbytes#1849",
         "load_in_4bit / load_in_8bit quantize attention and dense MLP linears only; an "
-        "MoE model's experts stay in the load dtype",
+        "MoE model's experts stay in the load dtype; the experts run as grouped GEMMs over "
+        "the tokens sorted by expert (integrations/moe.py grouped_mm_experts_forward), "
+        "whose buffers hold every token x top-k row",
         bnb_fused_experts_unquantized=True,
+        moe_experts="grouped_mm",
     ),
 )

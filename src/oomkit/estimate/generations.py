@@ -68,7 +68,9 @@ Effects read by the estimators (absent key = today's behaviour):
   upcasts them to fp32, before ``logits_to_keep``/``num_logits_to_keep`` of PR #31292, 4.45),
   ``bnb_fused_experts_unquantized`` (True from 5.0: MoE experts are fused 3-D parameters that
   bitsandbytes' ``nn.Linear`` replacement skips, so ``load_in_4bit``/``8bit`` leaves them in the
-  load dtype; bitsandbytes#1849).
+  load dtype; bitsandbytes#1849), ``moe_experts`` (``"loop"``: a Python loop over the experts
+  with each expert's tokens; ``"grouped_mm"`` from 5.0: ``grouped_mm_experts_forward`` sorts the
+  B·S·k token-expert rows and keeps four B·S·k·h buffers alive at its peak).
 
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations

@@ -88,6 +88,24 @@ def _is_bnb(quant: str | None) -> bool:
         return False
 
 
+def _grouped_mm_experts_bytes(spec: ModelSpec, tokens: int, elem: int) -> int:
+    """Live set of transformers 5's ``grouped_mm_experts_forward`` (integrations/moe.py) for
+    ``tokens`` tokens: the S = tokens x top-k rows gathered in expert order
+    (``selected_hidden_states_g``, S x h) stay bound to the end; the gate/up GEMM's S x 2i_e
+    output and the gated S x i_e product sit beside them (h + 4 i_e per row); after the down
+    GEMM, its S x h output, ``weighted_out`` and the un-permuted copy ``weighted_out[inv_perm]``
+    are alive with the gathered rows (4 h per row) -- four 128 MiB tensors in the H200 memory
+    snapshot of Qwen3-30B-A3B at 4096 tokens (benchmarks/gpu/results/README.md). Plus the
+    router's fp32 scores (tokens x E) and a shared expert's gated MLP."""
+    assert spec.moe is not None
+    e = spec.moe
+    h, ie, k = spec.hidden_size, e.expert_intermediate_size, e.num_experts_per_tok
+    rows = tokens * k
+    live = rows * max(4 * h, h + 4 * ie, 2 * h + ie) * elem + tokens * e.num_experts * 4
+    shared = e.shared_expert_intermediate_size
+    return live + (tokens * 3 * shared * elem if shared else 0)
+
+
 def prefill_activation_bytes(
     spec: ModelSpec,
     *,
@@ -97,6 +115,7 @@ def prefill_activation_bytes(
     attn_impl: str,
     full_logits: bool = False,
     half_to_float: bool = False,
+    moe_grouped_mm: bool = False,
 ) -> tuple[int, str]:
     """Largest live set of one decoder layer at prefill, plus the step's logits (bytes).
 
@@ -131,6 +150,8 @@ def prefill_activation_bytes(
         else (spec.intermediate_size)
     )
     mlp = b * s * i * (3 if spec.mlp_gated else 2) * elem
+    if moe_grouped_mm and spec.moe is not None:
+        mlp = max(mlp, _grouped_mm_experts_bytes(spec, b * s, elem))
     logits = b * (s if full_logits else 1) * spec.vocab_size * (elem + 4)
     layer_peak = stream + max(attn, mlp)
     formula = (
@@ -243,6 +264,7 @@ def estimate_transformers(
         attn_impl=attn_impl,
         full_logits=full_logits,
         half_to_float=(quant or spec.torch_dtype or "").lower() in ("fp16", "float16", "f16"),
+        moe_grouped_mm=gen.effects.get("moe_experts") == "grouped_mm",
     )
     transient = 0 if static else growth
     if not hardware.has_gpu and hardware.devices == ():
