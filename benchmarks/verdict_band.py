@@ -47,6 +47,7 @@ CATEGORY = {
     "weights_gpu": "weights",
     "activation_peak_gpu": "activations",
     "non_torch_gpu": "overhead",
+    "activation_need_gpu": "activations",
 }
 #: oomkit runtime -> (family whose rows apply, note)
 RUNTIMES = {
@@ -59,7 +60,10 @@ RUNTIMES = {
     "sglang": ("vllm", "no SGLang rows yet: vLLM's rows (same HF weights and torch forward)"),
     "transformers": (
         "transformers",
-        "measured: generate() on an H100 (benchmarks/gpu/results/transformers_h100.json)",
+        "measured: generate() on an H100 (benchmarks/gpu/results/transformers_h100.json) and "
+        "the smallest card each of nine generate() runs survived on an H200, the caching "
+        "allocator's cached segments included (benchmarks/gpu/results/"
+        "verdict_boundary_h200.json)",
     ),
 }
 #: real-GPU transformers runs: ``benchmarks/gpu/validate_transformers.py`` results
@@ -147,6 +151,52 @@ def gpu_transformers_rows(path: Path = GPU_TRANSFORMERS) -> list[dict[str, objec
     return rows
 
 
+#: the smallest card each generate() run survives on (benchmarks/gpu/verdict_boundary.py)
+GPU_BOUNDARY = ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_h200.json"
+
+
+def gpu_boundary_rows(path: Path = GPU_BOUNDARY) -> list[dict[str, object]]:
+    """Rows from the H200 runs' death boundaries: what each run needed beyond oomkit's weights,
+    KV cache and CUDA context on the smallest card it survived on, against oomkit's activations.
+
+    This is what the device needs, not what PyTorch counts as allocated: PyTorch's caching
+    allocator keeps segments it split for earlier requests (``max_memory_reserved`` exceeded
+    ``max_memory_allocated`` by 0.26-1.97 GB), and a request that no cached block fits needs a
+    new segment even when the free bytes add up (the allocator frees only whole cached segments
+    before it raises; ``release_cached_blocks``, c10/cuda/CUDACachingAllocator.cpp). The
+    boundaries were measured in one warm process (CUDA modules and cuBLAS workspace already
+    made), which a fresh process beat by 50-130 MB on the one case checked: a conservative side.
+    """
+    if not path.exists():
+        return []
+    import sys
+
+    sys.path.insert(0, str(HERE / "gpu"))
+    from verdict_boundary import oomkit_side
+
+    rows: list[dict[str, object]] = []
+    for r in json.loads(path.read_text())["results"]:
+        if "smallest_survived_bytes" not in r:
+            continue
+        p = oomkit_side(r, gpu_name="h200")
+        act = p["activations_bytes"]
+        need = r["smallest_survived_bytes"] - (p["device_total_bytes"] - act)
+        rows.append(
+            {
+                "source": "gpu_h200_boundary",
+                "record": f"h200-{r['model']}-b{r['batch']}-p{r['prompt']}-"
+                f"{r['attn_implementation']}",
+                "runtime": "transformers-gpu",
+                "component": "activation_need_gpu",
+                "predicted": float(act),
+                "measured": float(need),
+                "unit": "bytes",
+                "error": (act - need) / need,
+            }
+        )
+    return rows
+
+
 CATEGORIES = ("weights", "kv_cache", "activations", "overhead")
 
 
@@ -178,11 +228,16 @@ def main() -> int:
     ap.add_argument("--accuracy", default=str(HERE / "accuracy_results.json"))
     ap.add_argument("--out", default=str(ROOT / "src/oomkit/data/verdict_band.json"))
     args = ap.parse_args()
-    rows = json.loads(Path(args.accuracy).read_text())["rows"] + gpu_transformers_rows()
+    rows = (
+        json.loads(Path(args.accuracy).read_text())["rows"]
+        + gpu_transformers_rows()
+        + gpu_boundary_rows()
+    )
     doc = {
         "_source": "python benchmarks/verdict_band.py (from benchmarks/accuracy_results.json, "
         "itself from python benchmarks/accuracy.py --json benchmarks/accuracy_results.json, "
-        "and the H100 runs of benchmarks/gpu/results/transformers_h100.json)",
+        "the H100 runs of benchmarks/gpu/results/transformers_h100.json and the H200 death "
+        "boundaries of benchmarks/gpu/results/verdict_boundary_h200.json)",
         "_rule": "fraction = largest under-prediction (measured - predicted) / predicted of a "
         "GPU-resident quantity, per runtime family and category",
         "runtimes": derive(rows),

@@ -220,10 +220,12 @@ def test_safe_margin_is_safe(model: str, quant: str, ctx: int) -> None:
     assert after.level == "fits", (v.safe_change, after.level)
 
 
-def test_transformers_band_is_derived_from_its_own_h100_runs() -> None:
+def test_transformers_band_is_derived_from_its_own_gpu_runs() -> None:
     """transformers no longer borrows vLLM's rows: its band is what the committed script
-    computes from the real-GPU generate() runs (activations under-predicted by up to ~40%,
-    the context by a few percent), and the committed table equals a fresh derivation."""
+    computes from the real-GPU generate() runs (the H100's max_memory_allocated, and the H200's
+    smallest surviving card, where the caching allocator's cached segments make the run need
+    ~27-61% more than oomkit's activations), and the committed table equals a fresh
+    derivation."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("vb", ROOT / "benchmarks" / "verdict_band.py")
@@ -232,10 +234,10 @@ def test_transformers_band_is_derived_from_its_own_h100_runs() -> None:
     vb = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(vb)
     rows = json.loads((ROOT / "benchmarks" / "accuracy_results.json").read_text())["rows"]
-    fresh = vb.derive(rows + vb.gpu_transformers_rows())
+    fresh = vb.derive(rows + vb.gpu_transformers_rows() + vb.gpu_boundary_rows())
     doc = json.loads((ROOT / "src/oomkit/data/verdict_band.json").read_text())
     assert fresh == doc["runtimes"]
     tf = doc["runtimes"]["transformers"]
     assert tf["family"] == "transformers"
-    assert tf["categories"]["activations"]["n"] == 8
-    assert 0.1 < band_fractions("transformers")["activations"] < 0.6
+    assert tf["categories"]["activations"]["n"] == 8 + 9
+    assert 0.3 < band_fractions("transformers")["activations"] < 0.8
