@@ -91,7 +91,8 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "nn.AttentionWithSinks (ggml_soft_max_add_sinks) and GraphSize partial = 2 x "
         "heads/heads_kv x kv/6",
         "gpt-oss: one F32 score tensor (the sinks go into the softmax); Ollama's graph "
-        "estimate is half the 0.11.3 one",
+        "estimate is half the 0.11.3 one; SupportsFlashAttention no longer excludes gptoss "
+        "(OLLAMA_FLASH_ATTENTION applies)",
         num_ctx=4096,
         flash_attention=False,
         llamacpp_date="2025-04-20",
