@@ -15,6 +15,7 @@ _TG = "test:tests/test_generations.py::"
 _TV = "test:tests/test_verdict.py::"
 _TP = "test:tests/test_llamacpp_pool.py::"
 _TS = "test:tests/test_sglang.py::"
+_TO = "test:tests/test_ollama_gptoss.py::"
 _TGT = "test:tests/test_sglang_graph_tables.py::"
 _SG_MM = "test_multimodal_policy_follows_the_model_runner_of_each_release"
 _SG_FRAC = "test_multimodal_fraction_lowers_an_explicit_value_until_0_4_9"
@@ -146,6 +147,31 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
         "run:ollama-10855-gemma3-27b-4090-1070-20k",
+    ),
+    # gpt-oss on 0.11.x (oomkit.estimate.ollama_gptoss): GraphSize 'gptoss' per release
+    ("ollama", "gptoss-0.11.0"): (
+        _TO + "test_graph_reproduces_ollama_11711_log_at_0_11_2",
+        _TO + "test_ollama_11744_v0_11_2_graph_estimate_sends_the_model_to_the_cpu",
+        'log:https://github.com/ollama/ollama/issues/11711 (\'memory.graph.full="2.0 GiB" '
+        'memory.graph.partial="4.0 GiB"\')',
+        "log:https://github.com/ollama/ollama/issues/11744 (0.11.2 'runs flawlessly', 0.11.3 "
+        "'running out of memory', same num_gpu 25)",
+    ),
+    ("ollama", "gptoss-0.11.3"): (
+        _TO + "test_graph_and_kv_reproduce_ollama_11753_log_at_0_11_3",
+        _TO + "test_ollama_11744_v0_11_3_puts_num_gpu_25_on_the_gpus_and_dies",
+        'log:https://github.com/ollama/ollama/issues/11753 (\'memory.graph.full="9.0 GiB" '
+        'memory.graph.partial="9.0 GiB"\', CUDA OOM ~30 s into a 34k request)',
+    ),
+    ("ollama", "gptoss-0.11.5"): (
+        _TO + "test_graph_reproduces_ollama_11982_log_at_0_11_5",
+        _TO + "test_ollama_11753_sinks_concat_and_pool_copy",
+        "log:https://github.com/ollama/ollama/issues/11982 (0.11.5, KvSize 75000: "
+        '\'memory.graph.full="13.7 GiB" memory.graph.partial="13.7 GiB"\')',
+    ),
+    ("ollama", "gptoss-0.11.8"): (
+        _TO + "test_flash_attention_per_release",
+        _TO + "test_flash_attention_from_0_11_8_drops_the_scores",
     ),
     ("ollama", "engine-0.12"): (
         _TG + "test_ollama_engine_generation_uses_ollamarunner_and_flash_attention",

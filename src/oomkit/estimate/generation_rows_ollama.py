@@ -42,6 +42,81 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         flash_attention=False,
         llamacpp_date="2025-04-20",
     ),
+    # gpt-oss (0.11.0-0.11.11): always the Ollama engine (ollamarunner), its graph estimate in
+    # fs/ggml/ggml.go GraphSize's "gptoss" case and its attention built in Go
+    # (oomkit.estimate.ollama_gptoss); other models keep the 0.6.4 row's behaviour
+    _g(
+        "ollama",
+        "gptoss-0.11.0",
+        "Ollama 0.11.0-0.11.2 (gpt-oss: graph estimate x2, sinks concatenated)",
+        "2025-08-05",
+        "0.11.0",
+        "ollama/ollama PR #11672 (commit fa7776fd2, gpt-oss): GraphSize 'gptoss' full = "
+        "4 x heads/heads_kv x kv/6, partial = 2 x full; model/models/gptoss attention "
+        "Concat(scores, sinks) before Softmax",
+        "gpt-oss: Ollama's partial-offload graph estimate is twice the full one (a graph that "
+        "does not fit any GPU sends the whole model to the CPU, llm/server.go); its real "
+        "attention keeps two F32 score tensors alive",
+        num_ctx=4096,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+        gptoss_graph="partial_2x_full",
+        gptoss_sinks="concat",
+        gptoss_flash="never",
+    ),
+    _g(
+        "ollama",
+        "gptoss-0.11.3",
+        "Ollama 0.11.3-0.11.4 (gpt-oss: partial graph = full)",
+        "2025-08-06",
+        "0.11.3",
+        "ollama/ollama PR #11700 (commit fcec04bf4, 'gptoss: fix memory calc'): partialOffload "
+        "= fullOffload",
+        "gpt-oss: the partial-offload graph estimate halves, so a large context now lands on "
+        "the GPUs instead of the CPU; the attention still concatenates the sinks",
+        num_ctx=4096,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+        gptoss_graph="partial_eq_full",
+        gptoss_sinks="concat",
+        gptoss_flash="never",
+    ),
+    _g(
+        "ollama",
+        "gptoss-0.11.5",
+        "Ollama 0.11.5-0.11.7 (gpt-oss: sinks in the softmax, graph estimate halved)",
+        "2025-08-19",
+        "0.11.5",
+        "ollama/ollama PR #11823 (commit 1a19df1f3, 'update vendored llama.cpp and ggml'): "
+        "nn.AttentionWithSinks (ggml_soft_max_add_sinks) and GraphSize partial = 2 x "
+        "heads/heads_kv x kv/6",
+        "gpt-oss: one F32 score tensor (the sinks go into the softmax); Ollama's graph "
+        "estimate is half the 0.11.3 one; SupportsFlashAttention no longer excludes gptoss "
+        "(OLLAMA_FLASH_ATTENTION applies)",
+        num_ctx=4096,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+        gptoss_graph="partial_half",
+        gptoss_sinks="softmax",
+        gptoss_flash="user",
+    ),
+    _g(
+        "ollama",
+        "gptoss-0.11.8",
+        "Ollama 0.11.8-0.11.11 (gpt-oss: flash attention by default)",
+        "2025-08-29",
+        "0.11.8",
+        "ollama/ollama PR #11996 (commit 85ccf7354, 'gptoss: enable flash attention by "
+        "default'): GraphSize with flash attention (4 x num_parallel + context/1024 + 110) MiB",
+        "gpt-oss: flash attention on where the GPUs support it, no score tensor; Ollama's "
+        "graph estimate becomes a small fixed figure",
+        num_ctx=4096,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+        gptoss_graph="partial_half_fa",
+        gptoss_sinks="softmax",
+        gptoss_flash="default",
+    ),
     _g(
         "ollama",
         "engine-0.12",

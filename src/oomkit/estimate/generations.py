@@ -37,7 +37,10 @@ Effects read by the estimators (absent key = today's behaviour):
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies, for releases after the per-release table of
   :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
-  llama runner runs every model).
+  llama runner runs every model), and for gpt-oss on 0.11.x (the Ollama engine) ``gptoss_graph``
+  (the release's ``GraphSize`` 'gptoss' case), ``gptoss_sinks`` (``"concat"``: a second F32
+  score tensor until 0.11.4) and ``gptoss_flash`` (never / the user's / on by default;
+  :mod:`oomkit.estimate.ollama_gptoss`).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),

@@ -36,6 +36,7 @@ from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import Generation, parse_runtime_version, resolve_generation
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
+from oomkit.estimate.ollama_gptoss import gptoss_for_ollama
 from oomkit.estimate.ollama_llm_go import llm_go_era, llm_go_num_gpu, llm_go_overhead_bytes
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -83,7 +84,8 @@ def ollama_settings(
 ) -> tuple[InferenceSettings, list[str]]:
     """Translate Ollama settings into the llama.cpp settings its runner starts with."""
     gen = _generation(settings)
-    notes: list[str] = [f"{_modelled(spec, gen)} defaults"]
+    engine = spec.model_type == "gpt_oss" and bool(gen and "gptoss_graph" in gen.effects)
+    notes: list[str] = [f"{_modelled(spec, gen, engine)} defaults"]
     default_ctx = int(gen.effects.get("num_ctx", OLLAMA_DEFAULT_NUM_CTX)) if gen else None
     default_ctx = default_ctx or OLLAMA_DEFAULT_NUM_CTX
     num_ctx = settings.ctx or default_ctx
@@ -191,11 +193,11 @@ def _llamacpp_version(version: str | None, gen: Generation | None) -> str | None
     return vendored or _str_or_none(gen.effects.get("llamacpp_date"))
 
 
-def _modelled(spec: ModelSpec, gen: Generation | None) -> str:
+def _modelled(spec: ModelSpec, gen: Generation | None, engine: bool = False) -> str:
     """The Ollama generation modelled (``--runtime-version``'s, else the newest) and the runner
-    this model gets in it."""
+    this model gets in it (``engine``: the Ollama engine whatever the generation says)."""
     label = (gen or resolve_generation("ollama")).label
-    runner = "Ollama engine" if _new_engine(spec, gen) else "llama.cpp runner"
+    runner = "Ollama engine" if engine or _new_engine(spec, gen) else "llama.cpp runner"
     return f"{label}; {runner}"
 
 
@@ -488,7 +490,8 @@ def _library_quant(name: str) -> str | None:
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
     mapped, notes = ollama_settings(spec, settings)
-    new_engine = _new_engine(spec, _generation(settings))
+    gen = _generation(settings)
+    new_engine = _new_engine(spec, gen)
     if new_engine:
         # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
         notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")
@@ -516,11 +519,16 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     auto_layers: int | None = None
     auto: tuple[int, Estimate] | None = None
     n_all = spec.num_hidden_layers + 1
-    legacy = None if new_engine else _llm_go(spec, mapped, hardware, est, settings, opts, notes)
+    gptoss = gptoss_for_ollama(spec, mapped, settings, hardware, gen, reserve, notes)
+    legacy = None
+    if gptoss is None and not new_engine:
+        legacy = _llm_go(spec, mapped, hardware, est, settings, opts, notes)
     if legacy is not None:
         # 0.1.20-0.1.31: CheckVRAM's overhead is that release's reserve; llm.go picks -ngl
         reserve = dict.fromkeys(reserve, legacy[2])
-    if legacy is not None and legacy[1] is not None:
+    if gptoss is not None:
+        est, auto_layers, _ = gptoss  # Ollama 0.11.x's own estimate and engine for gpt-oss
+    elif legacy is not None and legacy[1] is not None:
         auto = (legacy[0], legacy[1])
     elif settings.n_gpu_layers is not None:
         pass  # the user's num_gpu
@@ -555,20 +563,23 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "OLLAMA_GPU_OVERHEAD when it schedules; see runtime_details.ollama.reserve_bytes"
         )
     details = dict(est.runtime_details)
-    gen = _generation(settings)
-    details["ollama"] = {
-        "version_modelled": _modelled(spec, gen),
+    engine = new_engine or gptoss is not None  # gpt-oss: the Ollama engine from 0.11.0
+    ollama: dict[str, object] = {
+        "version_modelled": _modelled(spec, gen, engine),
         "llamacpp_vendored": _vendored_llamacpp(settings.runtime_version, gen),
         "num_ctx": (mapped.ctx or OLLAMA_DEFAULT_NUM_CTX) // (mapped.parallel or 1),
         "num_parallel": mapped.parallel,
         "kv_cache_type": (mapped.cache_type_k or "f16"),
-        "flash_attention": mapped.flash_attn,
+        "flash_attention": est.runtime_details.get("flash_attn") if gptoss else mapped.flash_attn,
         "num_batch": mapped.batch_size,
-        "engine": "ollamarunner" if new_engine else "llama runner",
+        "engine": "ollamarunner" if engine else "llama runner",
         "reserve_bytes": reserve,
         "num_gpu": auto_layers,
         "auto_offload": auto_layers is not None,
     }
+    if gptoss is not None:  # llm/server.go ran it on the CPU (estimate.Layers == 0)
+        ollama["cpu_fallback"] = gptoss[2]
+    details["ollama"] = ollama
     # llama.cpp's note points at the generation line, which for Ollama names Ollama's release
     named = "the llama.cpp generation modelled is named above"
     vendored_date = _vendored_llamacpp(settings.runtime_version, gen)

@@ -119,12 +119,24 @@ def estimate_gpu_layers(
     graph: tuple[int, int],
     free: Sequence[int],
     minimum: int,
+    *,
+    kv_blocks: Sequence[int] | None = None,
+    descending: bool = False,
+    num_gpu: int | None = None,
 ) -> OllamaLayerPlan:
-    """``EstimateGPULayers`` for ``num_gpu`` unset (see module doc). ``block_bytes`` are the
-    tensors of ``blk.0 .. blk.{n-1}``; ``free`` the free memory per GPU, in order."""
+    """``EstimateGPULayers`` (see module doc). ``block_bytes`` are the tensors of ``blk.0 ..
+    blk.{n-1}``; ``free`` the free memory per GPU, in order.
+
+    ``kv_blocks``: the KV of each block as ``GraphSize`` returns it (``kv[i]``; gpt-oss's
+    sliding-window blocks are smaller), else ``kv / n`` each. ``descending``: the walk from the
+    last block down (``for i := BlockCount()-1; i >= 0; i--``, ollama commit 0478d440f, first
+    in v0.7.0; the blocks still go to GPU ``i % j``). ``num_gpu``: the user's ``num_gpu``,
+    which stops the walk once that many layers are placed (``opts.NumGPU >= 0 && layerCount
+    >= opts.NumGPU``) and keeps the output layer off when reached."""
     n = len(block_bytes)
     per_kv = kv // max(1, n)
-    buffer = block_bytes[0] + per_kv if n else 0
+    kvs = list(kv_blocks) if kv_blocks is not None else [per_kv] * n
+    buffer = block_bytes[0] + kvs[0] if n else 0
     graph_max = max(graph)
     if len(free) > 1:
         graph_max = graph[0]  # multi-GPU: always the partial graph
@@ -137,8 +149,10 @@ def estimate_gpu_layers(
         with_space.append(i)
         alloc[i] += minimum + buffer
     placed = 0
-    for i in range(n):
-        size = block_bytes[i] + per_kv
+    for i in range(n - 1, -1, -1) if descending else range(n):
+        size = block_bytes[i] + kvs[i]
+        if num_gpu is not None and placed >= num_gpu:
+            continue  # the user's target reached: the rest overflow to the CPU
         j = len(with_space)
         while j > 0:
             g = with_space[i % j]
@@ -149,7 +163,7 @@ def estimate_gpu_layers(
                 break
             with_space.pop(i % j)
             j -= 1
-    if output_bytes > 0:
+    if output_bytes > 0 and (num_gpu is None or placed < num_gpu):
         j = len(with_space)
         while j > 0:
             g = with_space[placed % j]
