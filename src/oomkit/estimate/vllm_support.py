@@ -198,9 +198,15 @@ def vllm_model_version(spec: ModelSpec, version: str | None) -> tuple[str | None
                 f"(resolve_transformers_fallback, vLLM {sup.fallback}+) only with transformers "
                 f">= {sup.transformers} installed; modelled as vLLM's own implementation",
             )
+        also = (
+            ""
+            if sup.fallback is None
+            else f" ({sup.fallback}+ through the Transformers backend with transformers >= "
+            f"{sup.transformers})"
+        )
         raise InvalidSettingError(
             f"vLLM {version} cannot load {spec.name} ({sup.architecture} first in vLLM "
-            f"{sup.first}); use --runtime-version {sup.first} or later",
+            f"{sup.first}); use --runtime-version {sup.first} or later{also}",
             setting="runtime_version",
             value=version,
         )
