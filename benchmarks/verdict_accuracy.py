@@ -15,7 +15,9 @@ Records (one JSON object a line): ``id``,
 ``vram`` (optional override, e.g. ``"8GiB"``), ``ram`` (optional: the host's installed RAM
 when the source states it, e.g. ``"8GiB"``), ``settings`` (other InferenceSettings fields as
 the thread states them), ``os``/``display`` (optional platform facts), ``backend`` (optional:
-the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan``),
+the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan``), ``env``
+(optional: environment variables the run set that the runtime reads, e.g. ``{"VLLM_USE_V1":
+"0"}``; set for that record's estimate only),
 ``outcome`` (``oom``: died of OOM at load or on the first request; ``ok``: loaded and ran),
 ``evidence`` (what the thread says). ``dev``/``dev2`` were split by thread:
 ``sha1(url) % 3 == 0`` went to ``dev2``.
@@ -109,15 +111,17 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
             hw,
             devices=tuple(dataclasses.replace(d, backend=rec["backend"]) for d in hw.devices),
         )
-    before = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-    os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
+    env = {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", **(rec.get("env") or {})}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         est = estimate(rec["model"], settings, hw, offline=True)
-    finally:  # the relaxed check is this record's, not the caller's
-        if before is None:
-            del os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"]
-        else:
-            os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = before
+    finally:  # the relaxed check and the record's variables are its own, not the caller's
+        for k, v in before.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
     from oomkit.estimate.verdict import device_unified_bytes
 
     plat = Platform(

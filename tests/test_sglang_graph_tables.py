@@ -56,16 +56,25 @@ def test_scout_2m_on_8xh200_runs_only_without_cuda_graphs() -> None:
     assert _level(graphs) == "does_not_fit"
 
 
-def test_scout_1m_on_0_4_6_post5_dies_at_start_up_and_not_without_graphs() -> None:
-    # sglang#6817: 8x H200, sglang==0.4.6.post5, --tp 8 --context-length 1000000
-    # --mem-fraction-static 0.8 -> OOM at launch (a version string 0.4.6.postN resolves to the
-    # v0.4.6 row, before PR #6273)
-    kw: dict[str, Any] = {"tp": 8, "ctx": 1000000, "mem_fraction_static": 0.8,
-                          "runtime_version": "0.4.6.post5"}  # fmt: skip
-    est = _est("llama-4-scout", "8xh200", **kw)
-    assert est.runtime_details["cuda_graph_tables"]["local_block_table_bytes"] > 70 * GiB
-    assert _level(est) == "does_not_fit"
-    assert _level(_est("llama-4-scout", "8xh200", enforce_eager=True, **kw)) != "does_not_fit"
+def test_scout_1m_local_table_is_per_seq_through_post4_and_per_chunk_from_post5() -> None:
+    # sglang#6817's server: 8x H200, --tp 8 --context-length 1000000 --mem-fraction-static 0.8.
+    # The PyPI wheels' flashattention_backend.py init_cuda_graph_state: sglang==0.4.6.post4
+    # allocates local_block_table [max_virtual_batches, max_blocks_per_seq *
+    # max_pages_per_block], sglang==0.4.6.post5 [max_virtual_batches, max_pages_per_block]
+    # (PR #6273 shipped in post5). A post-release string resolves to its release (the v0.4.6
+    # row, per_seq, right for post0-post4); the post5 row is reached by its date.
+    kw: dict[str, Any] = {"tp": 8, "ctx": 1000000, "mem_fraction_static": 0.8}
+    post4 = _est("llama-4-scout", "8xh200", runtime_version="0.4.6.post4", **kw)
+    assert post4.runtime_details["cuda_graph_tables"]["local_block_table_bytes"] > 70 * GiB
+    assert _level(post4) == "does_not_fit"
+    eager = _est("llama-4-scout", "8xh200", runtime_version="0.4.6.post4", enforce_eager=True,
+                 **kw)  # fmt: skip
+    assert _level(eager) != "does_not_fit"
+    post5 = _est("llama-4-scout", "8xh200", runtime_version="2025-05-24", **kw)
+    t = post5.runtime_details["cuda_graph_tables"]
+    # 256 (H200 > 80 GB, PR #5893) x ceil(1e6 / 8192) = 123 virtual batches x 8192 int32
+    assert t["max_bs"] == 256
+    assert t["local_block_table_bytes"] == 256 * 123 * 8192 * 4
 
 
 def test_only_chunked_attention_models_and_dated_rows_get_tables() -> None:

@@ -183,12 +183,15 @@ def test_vllm_graphs_captured_after_the_kv_cache_widen_the_device_band() -> None
     assert not any("CUDA graphs captured after" in t for t in _terms(now))
 
 
-def test_vllm_v1_before_0_9_1_charges_other_processes() -> None:
+def test_vllm_v1_before_0_9_1_charges_other_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """vllm#17431: Qwen3-8B at util 0.4 on an 80 GB GPU shared with another server died on
     0.8.5 V1 ('No available memory for the cache blocks') and started with VLLM_USE_V1=0."""
     kw: dict[str, object] = {"ctx": 40960, "gpu_memory_utilization": 0.4}
+    monkeypatch.delenv("VLLM_USE_V1", raising=False)
     v1 = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.8.5", **kw))
-    v0 = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.7.3", **kw))
+    monkeypatch.setenv("VLLM_USE_V1", "0")  # the same 0.8.5 build on its V0 engine
+    v0 = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.8.5", **kw))
+    monkeypatch.delenv("VLLM_USE_V1")
     fixed = verdict(_vllm("qwen3-8b", "a100-80gb-pcie", runtime_version="0.9.2", **kw))
     assert v1.level == "tight"
     assert any("other processes" in t for t in _terms(v1))

@@ -102,3 +102,72 @@ def test_plan_refuses_the_same_release_in_one_line() -> None:
     assert run.returncode == 2
     assert "cannot load gpt-oss-20b" in run.stderr + run.stdout
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "fix"),
+    [
+        # vllm#16199's Gemma 3 27B on the 0.7.x that its records once stood in with: 0.7.3's
+        # registry.py has no Gemma3ForConditionalGeneration and its Transformers fallback calls
+        # AutoModel.from_config, which transformers maps for gemma3_text only (vllm#14723)
+        ("gemma-3-27b", "0.7.3", "0.8.0 or later"),
+        ("gemma-3-4b", "2025-03-01", "0.8.0 or later"),
+        # before the Transformers fallback (0.7.2) nothing loads Qwen3
+        ("qwen3-8b", "0.7.1", "0.8.4 or later"),
+        ("qwen3-30b-a3b", "0.6.6", "0.8.4 or later"),
+        ("gemma-3-1b", "0.7.1", "0.8.0 or later"),
+    ],
+)
+def test_gemma3_and_qwen3_before_their_release_are_refused(
+    model: str, version: str, fix: str
+) -> None:
+    with pytest.raises(InvalidSettingError, match=fix):
+        _vllm(model, "a100-80gb-sxm", version, ctx=4096)
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "transformers"),
+    [("qwen3-8b", "0.7.3", "4.51.0"), ("qwen3-30b-a3b", "0.8.3", "4.51.0"),
+     ("gemma-3-1b", "0.7.2", "4.50.0")],
+)  # fmt: skip
+def test_transformers_fallback_releases_estimate_with_a_note(
+    model: str, version: str, transformers: str
+) -> None:
+    """0.7.2-0.8.3 load Qwen3 (and 0.7.2-0.7.3 the text-only Gemma 3) through the Transformers
+    backend when the installed transformers defines the class: an estimate, with a note."""
+    est = _vllm(model, "a100-80gb-sxm", version, ctx=4096)
+    note = [n for n in est.assumptions if "Transformers backend" in n]
+    assert note
+    assert f"transformers >= {transformers}" in note[0]
+    # from the release that registers it, no note
+    first = "0.8.4" if "qwen3" in model else "0.8.0"
+    assert not any("Transformers backend" in n for n in _vllm(model, "a100-80gb-sxm", first,
+                                                               ctx=4096).assumptions)  # fmt: skip
+
+
+def test_vllm_use_v1_0_selects_v0_on_0_8_to_0_10_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vllm#17431 ('same setup with VLLM_USE_V1=0' on 0.8.5) and vllm#16199 (0.8.3 with
+    VLLM_USE_V1=0): vllm/envs.py reads bool(int(VLLM_USE_V1)); V0 is gone from 0.11.0."""
+    monkeypatch.delenv("VLLM_USE_V1", raising=False)
+    kw = {"ctx": 40960, "gpu_memory_utilization": 0.4}  # vllm#17431's Qwen3-8B on an A800
+    assert _vllm("qwen3-8b", "a100-80gb-pcie", "0.8.5", **kw).runtime_details["engine"] == (
+        "v1-2025-global"
+    )
+    monkeypatch.setenv("VLLM_USE_V1", "0")
+    v0 = _vllm("qwen3-8b", "a100-80gb-pcie", "0.8.5", **kw)
+    assert v0.runtime_details["engine"] == "v0-2025"
+    assert any("VLLM_USE_V1=0" in n for n in v0.assumptions)
+    assert _vllm("llama-3.1-8b", "h100-sxm", "0.10.1", ctx=1024).runtime_details["engine"] == (
+        "v0-2025"
+    )
+    # V0 was removed in 0.11.0; before 0.8.0 V0 is the default already
+    assert _vllm("llama-3.1-8b", "h100-sxm", "0.11.0", ctx=1024).runtime_details["engine"] == (
+        "v1-0.11"
+    )
+    assert _vllm("llama-3.1-8b", "h100-sxm", "0.7.3", ctx=1024).runtime_details["engine"] == (
+        "v0-2025"
+    )
+    monkeypatch.setenv("VLLM_USE_V1", "1")
+    assert _vllm("qwen3-8b", "a100-80gb-pcie", "0.8.5", **kw).runtime_details["engine"] == (
+        "v1-2025-global"
+    )

@@ -163,9 +163,12 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "sgl-project/sglang release v0.4.6.post5 configs/model_config.py "
         "is_multimodal_chunked_prefill_supported",
         "chunked prefill stays off only for Grok-1 vision, LLaVA-Llama, Mllama and CLIP; "
-        "the fa3 local_block_table is max_bs x ceil(ctx / chunk) x chunk int32 (PR #6273, "
-        "opened 2025-05-13; that v0.4.6.post5 already ships it is not verified: the version "
-        "string 0.4.6.post5 resolves to 0.4.6 as every post-release does, the row by date)",
+        "the fa3 local_block_table is max_bs x ceil(ctx / chunk) x chunk int32 (PR #6273: "
+        "the PyPI wheel sglang==0.4.6.post5 allocates [max_virtual_batches, "
+        "max_pages_per_block], sglang==0.4.6.post4 still [max_virtual_batches, "
+        "max_blocks_per_seq x max_pages_per_block], flashattention_backend.py "
+        "init_cuda_graph_state; the version string 0.4.6.post5 resolves to 0.4.6 as every "
+        "post-release does, so this row is reached by date)",
         mem_fraction="tp_table_96g",
         mm_fraction=0.90,
         mm_chunked_off="unsupported",

@@ -62,7 +62,11 @@ from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
-from oomkit.estimate.vllm_support import v0_fallback_engine, vllm_model_version
+from oomkit.estimate.vllm_support import (
+    v0_env_engine,
+    v0_fallback_engine,
+    vllm_model_version,
+)
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -387,6 +391,16 @@ def estimate_vllm(
                 f"vLLM {settings.runtime_version} runs {spec.architecture} on the V0 engine: V1 "
                 "has no encoder-decoder support (EngineArgs._is_v1_supported_oracle falls back "
                 "to V0: max_num_seqs 256, no chunked prefill for a multimodal model)",
+            )
+        env_v0 = v0_env_engine(engine)
+        if env_v0 is not None:
+            engine = env_v0
+            mm_chunked = False
+            support_notes = (
+                *support_notes,
+                f"VLLM_USE_V1=0: vLLM {settings.runtime_version} runs the V0 engine (vllm/"
+                "envs.py; EngineArgs._set_default_args_v0: max_num_seqs 256, chunked prefill "
+                "only above 32K and never for a multimodal model)",
             )
     tp = settings.tp or 1
     pp = settings.pp or 1

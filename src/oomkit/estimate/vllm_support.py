@@ -20,6 +20,25 @@ Rows (first release that loads it; last release before its removal):
   ("encoder-decoder models except whisper have been removed for V0 deprecation"), so v0.11.0
   (2025-10-02) refuses it.
 
+* ``Gemma3ForConditionalGeneration`` (Gemma 3 4B-27B): vllm PR #14660 ("Add support for Gemma
+  3"), first in v0.8.0 (2025-03-18; absent from the v0.7.3 wheel's registry.py). The
+  Transformers-backend fallback of 0.7.2-0.7.3 cannot build it: ``TransformersModel`` calls
+  ``AutoModel.from_config`` and transformers' ``MODEL_MAPPING_NAMES`` has ``gemma3_text`` but no
+  ``gemma3`` ("Unrecognized configuration class ... Gemma3Config for this kind of AutoModel",
+  vllm#14723 on a 0.7.4 dev build).
+* ``Qwen3ForCausalLM`` / ``Qwen3MoeForCausalLM``: vllm PR #15289 ("Add Qwen3 and Qwen3MoE"),
+  first in v0.8.4 (2025-04-14; absent from the v0.8.3 wheel's registry.py).
+* ``Gemma3ForCausalLM`` (Gemma 3 270M / 1B, text-only): PR #14660, v0.8.0.
+
+Transformers-backend fallback: from v0.7.2 (2025-02-06; not in the v0.7.1 wheel)
+``get_model_architecture`` sends an architecture vLLM does not register to
+``resolve_transformers_fallback`` (vllm/model_executor/model_loader/utils.py): it loads through
+``TransformersModel`` (``TransformersForCausalLM`` from 0.8) when the installed transformers
+defines the class with ``_supports_flex_attn``, which Qwen3/Qwen3-MoE do from transformers 4.51.0
+and Gemma3ForCausalLM from 4.50.0. Such a release is not refused: the estimate models vLLM's own
+implementation (the fallback keeps vLLM's attention and paged KV cache) and says which
+transformers release the load needs.
+
 Encoder-decoder models on the V1 releases before V0's removal (0.8-0.10): Mllama is
 ``SupportsV0Only`` (vllm/model_executor/models/mllama.py) and
 ``EngineArgs._is_v1_supported_oracle`` (vllm/engine/arg_utils.py, "No Mamba or Encoder-Decoder
@@ -27,16 +46,29 @@ so far": ``if not model_config.is_v1_compatible: _raise_or_fallback(...)``) send
 whose ``_set_default_args_v0`` keeps ``max_num_seqs`` 256; vLLM logs
 "['MllamaForConditionalGeneration'] is not supported by the V1 Engine. Falling back to V0."
 (vllm-project/vllm-ascend#1963, v0.9.2rc1). :func:`v0_fallback_engine` names the V0 engine row.
+
+``VLLM_USE_V1=0`` (vllm/envs.py: ``bool(int(os.getenv("VLLM_USE_V1", "1")))``; V1 is the default
+from v0.8.0) runs any model on the V0 engine on the releases that still ship it (0.8.0-0.10.x;
+v0.11.0 removed V0): the estimate reads it from the environment, as vLLM does, and
+:func:`v0_env_engine` names the V0 engine row (vllm#17431: "same setup with VLLM_USE_V1=0" on
+0.8.5; vllm#16199 on 0.8.3).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
 from oomkit.spec.model import ModelSpec
 
-__all__ = ["VLLM_SUPPORT", "VllmSupport", "v0_fallback_engine", "vllm_model_version"]
+__all__ = [
+    "VLLM_SUPPORT",
+    "VllmSupport",
+    "v0_env_engine",
+    "v0_fallback_engine",
+    "vllm_model_version",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +84,11 @@ class VllmSupport:
     removed_date: str | None = None  # its release date
     #: V1 releases that run it on V0 (encoder-decoder before V0's removal)
     v0_only: bool = False
+    #: first release whose Transformers-backend fallback loads it (None: none does)
+    fallback: str | None = None
+    fallback_date: str | None = None
+    #: the transformers release that defines it (what the fallback needs installed)
+    transformers: str | None = None
 
 
 VLLM_SUPPORT: dict[str, VllmSupport] = {
@@ -72,6 +109,41 @@ VLLM_SUPPORT: dict[str, VllmSupport] = {
             removed="0.11.0",
             removed_date="2025-10-02",
             v0_only=True,
+        ),
+        VllmSupport(
+            architecture="Gemma3ForConditionalGeneration",
+            first="0.8.0",
+            first_date="2025-03-18",
+            source="vllm PR #14660, first released in v0.8.0 (not in v0.7.3's registry.py; "
+            "the 0.7.2-0.7.3 Transformers fallback fails: AutoModel has no Gemma3Config, "
+            "vllm#14723)",
+        ),
+        VllmSupport(
+            architecture="Gemma3ForCausalLM",
+            first="0.8.0",
+            first_date="2025-03-18",
+            source="vllm PR #14660, first released in v0.8.0",
+            fallback="0.7.2",
+            fallback_date="2025-02-06",
+            transformers="4.50.0",
+        ),
+        VllmSupport(
+            architecture="Qwen3ForCausalLM",
+            first="0.8.4",
+            first_date="2025-04-14",
+            source="vllm PR #15289, first released in v0.8.4 (not in v0.8.3's registry.py)",
+            fallback="0.7.2",
+            fallback_date="2025-02-06",
+            transformers="4.51.0",
+        ),
+        VllmSupport(
+            architecture="Qwen3MoeForCausalLM",
+            first="0.8.4",
+            first_date="2025-04-14",
+            source="vllm PR #15289, first released in v0.8.4 (not in v0.8.3's registry.py)",
+            fallback="0.7.2",
+            fallback_date="2025-02-06",
+            transformers="4.51.0",
         ),
     )
 }
@@ -115,9 +187,26 @@ def vllm_model_version(spec: ModelSpec, version: str | None) -> tuple[str | None
             f"{sup.source}); modelled as vLLM {sup.last}, the last release that does",
         )
     if _before(version, sup.first, sup.first_date):
+        if (
+            sup.fallback is not None
+            and sup.fallback_date is not None
+            and not _before(version, sup.fallback, sup.fallback_date)
+        ):
+            return version, (
+                f"vLLM {version} has no {sup.architecture} implementation (first in vLLM "
+                f"{sup.first}: {sup.source}); it loads through the Transformers backend "
+                f"(resolve_transformers_fallback, vLLM {sup.fallback}+) only with transformers "
+                f">= {sup.transformers} installed; modelled as vLLM's own implementation",
+            )
+        also = (
+            ""
+            if sup.fallback is None
+            else f" ({sup.fallback}+ through the Transformers backend with transformers >= "
+            f"{sup.transformers})"
+        )
         raise InvalidSettingError(
             f"vLLM {version} cannot load {spec.name} ({sup.architecture} first in vLLM "
-            f"{sup.first}); use --runtime-version {sup.first} or later",
+            f"{sup.first}); use --runtime-version {sup.first} or later{also}",
             setting="runtime_version",
             value=version,
         )
@@ -139,5 +228,21 @@ def v0_fallback_engine(spec: ModelSpec, engine: str) -> str | None:
     """The V0 engine row a V1-era ``engine`` falls back to for ``spec``, or None."""
     sup = VLLM_SUPPORT.get(spec.architecture)
     if sup is None or not sup.v0_only or not engine.startswith("v1"):
+        return None
+    return _V0_FALLBACK
+
+
+#: the V1-era engine rows of releases that still ship V0 (0.8.0-0.10.x)
+_V1_WITH_V0 = frozenset({"v1-2025-global", "v1-2025"})
+
+
+def v0_env_engine(engine: str) -> str | None:
+    """The V0 engine row ``VLLM_USE_V1=0`` selects on a V1-era ``engine``, or None.
+
+    vLLM reads the variable as ``bool(int(...))`` (vllm/envs.py), so only an integer counts;
+    V0 exists until v0.11.0 removed it.
+    """
+    raw = os.environ.get("VLLM_USE_V1", "").strip()
+    if engine not in _V1_WITH_V0 or not raw.lstrip("-").isdigit() or int(raw) != 0:
         return None
     return _V0_FALLBACK
