@@ -210,3 +210,57 @@ def test_compute_buffer_with_a_stated_context_keeps_the_rules_reading() -> None:
     assert short.confidence > 0.4
     long = diagnose_text("llama_new_context_with_model: n_ctx      = 131072\n" + _COMPUTE_NO_CTX)
     assert long.cause == "kv_cache_or_context"
+
+
+# --- the text's own statement of growth (rules_evidence._stated_growth) ---
+
+
+def test_a_title_that_places_the_oom_after_completed_epochs_is_accumulation() -> None:
+    from corpus_records import corpus_text
+
+    d = diagnose_text(corpus_text("h10-ugatit-74"))  # "CUDA out of memory at 1000th epoch"
+    assert d.cause == "leak_or_accumulation"
+    assert d.confidence == 0.5
+    assert "'at 1000th epoch'" in d.explanation
+    assert "memory_allocated()" in d.explanation  # the deciding fact is named
+    assert d.fixes[0].title == "Stop keeping tensors alive across steps"
+
+
+def test_host_ram_not_given_back_between_runs_is_accumulation() -> None:
+    from corpus_records import corpus_text
+
+    # "OOM (system RAM) after a few times of model switching, even pressing Unload model
+    # doesn't release memory.": RAM is where it ran out, the growth is why
+    d = diagnose_text(corpus_text("h10-comfyui-9408"))
+    assert d.cause == "leak_or_accumulation"
+    assert "doesn't release" in d.explanation
+
+
+def test_other_wordings_of_growth() -> None:
+    for text in (
+        "RuntimeError: CUDA out of memory after 3 epochs",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory after several iterations",
+        "CUDA out of memory: GPU memory keeps growing during training",
+        "CUDA out of memory, memory is not released between runs",
+    ):
+        assert diagnose_text(text).cause == "leak_or_accumulation", text
+
+
+def test_near_misses_of_stated_growth_keep_their_reading() -> None:
+    from corpus_records import corpus_text
+
+    # "during the second step of inference" places a step, it does not say steps completed
+    d = diagnose_text(corpus_text("h10-speaker-follower-4"))
+    assert d.cause == "batch_or_activations"
+    # the first epoch is the first step
+    assert diagnose_text("CUDA out of memory at 1st epoch").cause != "leak_or_accumulation"
+    # a TensorFlow shape dump's LeakyRelu op is not a leak: the tensor shape decides
+    d = diagnose_text(corpus_text("h4-kerasyolo3-284"))
+    assert d.cause == "batch_or_activations"
+    # the numbers' own reading (a request larger than the card) is not overridden by the words
+    big = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 30.00 GiB (GPU 0; 23.69 GiB total "
+        "capacity; 1.00 GiB already allocated; 22.00 GiB free; 1.10 GiB reserved in total by "
+        "PyTorch) after 3 epochs"
+    )
+    assert diagnose_text(big).cause == "batch_or_activations"
