@@ -264,3 +264,36 @@ def test_near_misses_of_stated_growth_keep_their_reading() -> None:
         "PyTorch) after 3 epochs"
     )
     assert diagnose_text(big).cause == "batch_or_activations"
+
+
+# --- torch.load restoring onto the saved device (rules_evidence._restored_to_saved_device) ---
+
+_RESUME = "h2-transformerlm-21-resume-8gpu"  # 8 workers torch.load(optimizer_path) on 8x K80
+
+
+def test_every_worker_restoring_onto_the_saved_gpu_is_an_imbalance() -> None:
+    from corpus_records import corpus_text
+
+    d = diagnose_text(corpus_text(_RESUME))
+    assert d.context.restore_frame is not None
+    assert "_cuda_deserialize" in d.context.restore_frame
+    assert d.cause == "multi_gpu_imbalance"
+    assert d.confidence == 0.5
+    assert "map_location" in d.explanation
+    assert d.fixes[0].commands[0] == "torch.load(path, map_location='cpu')"
+
+
+def test_restore_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    text = corpus_text(_RESUME)
+    # the same restore, but this process holds most of the card: its own checkpoint is too big
+    mine = text.replace("962.69 MiB already allocated", "10.50 GiB already allocated")
+    assert diagnose_text(mine).cause != "multi_gpu_imbalance"
+    # the same numbers without the restore frame: nothing says the copies are this job's
+    bare = "\n".join(line for line in text.splitlines() if "_cuda_deserialize" not in line)
+    assert diagnose_text(bare).cause == "other_process_holding_memory"
+    # a restore frame without sizes places the load, not the cause
+    d = diagnose_text(corpus_text("h3-spin-76"))
+    assert d.context.restore_frame is not None
+    assert d.cause != "multi_gpu_imbalance"

@@ -196,6 +196,8 @@ class LogContext:
     frame_text: str | None = None
     parameter_bytes: int | None = None  # XLA "parameter allocation"
     deepspeed_allocated_bytes: tuple[int, ...] = ()
+    # torch.load restoring a storage onto the device it was saved from (no map_location)
+    restore_frame: str | None = None
     # deciding log facts (parse_families) --------------------------------------------------------
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed

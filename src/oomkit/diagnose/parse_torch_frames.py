@@ -147,9 +147,19 @@ def _loading_bar(raw: str) -> bool:
     return bool(bars) and int(bars[-1]["k"]) < int(bars[-1]["n"])
 
 
+# torch.load restoring a CUDA storage onto the device recorded when it was saved
+# (torch/serialization.py: `_cuda_deserialize`, called by `default_restore_location` when no
+# map_location is given; `validate_cuda_device` names the saved device)
+_RESTORE = ("in _cuda_deserialize", "in default_restore_location", "in validate_cuda_device")
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
     for raw in lines.text:
+        if ("restore" in raw or "deserialize" in raw or "validate_cuda" in raw) and has_any(
+            raw, _RESTORE
+        ):
+            facts.setdefault("restore_frame", clean(raw)[:300])
         if _loading_bar(raw):
             found["model_load"] = clean(raw)[:300]  # the latest unfinished load bar
             continue

@@ -16,7 +16,7 @@ import re
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.priors import is_open
 
 __all__ = ["refine_by_evidence"]
@@ -42,6 +42,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
         _stated_growth,
+        _restored_to_saved_device,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,
@@ -354,6 +355,75 @@ def _stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis |
                     "history.append(out.detach().cpu())",
                     "del model; gc.collect(); torch.cuda.empty_cache()",
                 ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+#: the failing process holds at most this share of the card while the rest is held elsewhere
+_RESTORE_SELF_SHARE = 0.25
+_RESTORE_ELSEWHERE_SHARE = 0.5
+
+
+def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """``torch.load`` restoring a checkpoint onto a GPU that other processes fill: every process
+    of the job put its copy on the device the checkpoint was saved from.
+
+    Mechanism. Without ``map_location``, ``torch.load`` restores each CUDA storage onto the device
+    recorded when it was saved (``torch/serialization.py``: ``default_restore_location`` ->
+    ``_cuda_deserialize``), which is ``cuda:0`` for a checkpoint saved by rank 0 or by a
+    single-GPU run. In a multi-process job (DDP ranks resuming, data-loader or server workers
+    each loading the model) every process deserialises its copy onto that one GPU, so it fills
+    with copies held by the sibling processes while the failing process itself holds little:
+    ``multi_gpu_imbalance``. The traceback frame places the allocation in that restore; the
+    numbers show the failing process holding at most a quarter of the card while at least half
+    of it is held outside this process's allocator. An unrelated process on that GPU is the
+    competing reading (``oomkit gpus`` decides); ``map_location`` fixes both, so the rule stays
+    at 0.5. Without those numbers the restore frame places the load but not the cause, and the
+    rule does not apply.
+    """
+    if ctx.restore_frame is None or not _fallback(result):
+        return None
+    if result.cause not in {"other_process_holding_memory", "unknown", "model_too_large"}:
+        return None
+    t, x = e.total_bytes, e.requested_bytes
+    if t is None or x is None:
+        return None
+    held = e.process_in_use_bytes
+    if held is None:
+        if e.reserved_bytes is not None:
+            held = e.reserved_bytes
+        elif e.allocated_bytes is not None:
+            held = e.allocated_bytes + (e.reserved_unallocated_bytes or 0)
+    if held is None:
+        return None
+    free = e.free_bytes if e.free_bytes is not None else x
+    elsewhere = t - free - held
+    if held > _RESTORE_SELF_SHARE * t or elsewhere < _RESTORE_ELSEWHERE_SHARE * t:
+        return None
+    device = f"GPU {e.device}" if e.device is not None else "the GPU"
+    return Analysis(
+        cause="multi_gpu_imbalance",
+        confidence=0.5,
+        explanation=result.explanation + f" The traceback is in torch.load restoring a storage "
+        f"onto the device it was saved from ({ctx.restore_frame[:160]}), and this process holds "
+        f"only {100 * held // t}% of {device} while {100 * elsewhere // t}% is held elsewhere: "
+        "without map_location every process of the job (DDP ranks resuming, workers) restores "
+        "its copy of the checkpoint onto that one device. What would decide: `oomkit gpus` "
+        "(several processes of this job on that GPU, the others nearly empty) vs an unrelated "
+        "process.",
+        fixes=(
+            Fix(
+                title="Load the checkpoint to the CPU (or to this rank's own GPU)",
+                why="map_location keeps every process's copy off the GPU it was saved from: "
+                f"the {size_text(elsewhere)} the other copies hold there is freed.",
+                commands=(
+                    "torch.load(path, map_location='cpu')",
+                    "torch.load(path, map_location=f'cuda:{local_rank}')",
+                ),
+                expected_saving_bytes=elsewhere,
             ),
             *result.fixes,
         ),
