@@ -297,3 +297,38 @@ def test_restore_near_misses() -> None:
     d = diagnose_text(corpus_text("h3-spin-76"))
     assert d.context.restore_frame is not None
     assert d.cause != "multi_gpu_imbalance"
+
+
+# --- a rollout engine on the training GPUs (rules_evidence._colocated_rollout_engine) ---
+
+
+def test_a_rollout_engine_sharing_the_training_gpus_holds_the_memory() -> None:
+    from corpus_records import corpus_text
+
+    for rid, named in (
+        ("h10-trl-2688", "'vLLM'"),  # "OOM 8xH100 using latest GRPO code with vLLM"
+        ("h10-easyr1-1", "'gpu_memory_utilization'"),  # verl rollout share 0.7 -> OOM
+        ("h10-slime-579", "'release_memory_occupation'"),  # SGLang's hand-back API
+    ):
+        d = diagnose_text(corpus_text(rid))
+        assert d.cause == "other_process_holding_memory", rid
+        assert d.confidence == 0.45, rid
+        assert named in d.explanation, rid
+        assert d.fixes[0].title.startswith("Give the rollout engine a smaller share"), rid
+
+
+def test_rollout_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    # an RL run that names no engine: the trainer's own state is as likely
+    assert diagnose_text(corpus_text("h10-openrlhf-776")).cause != "other_process_holding_memory"
+    assert diagnose_text(corpus_text("h10-verl-2031")).cause != "other_process_holding_memory"
+    # vLLM serving alone: its gpu_memory_utilization advice is not a colocated trainer
+    d = diagnose_text(corpus_text("h3-vllm-17238"))
+    assert d.cause != "other_process_holding_memory"
+    # Ray's "actor" in a vLLM log is not RL
+    ray = (
+        "(RayWorkerWrapper pid=1234) The actor died unexpectedly. vllm: "
+        "torch.OutOfMemoryError: CUDA out of memory."
+    )
+    assert diagnose_text(ray).cause != "other_process_holding_memory"

@@ -18,11 +18,10 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.priors import is_open
+from oomkit.diagnose.rules_stated import colocated_rollout_engine, fallback, stated_growth
 
 __all__ = ["refine_by_evidence"]
 
-#: a rule's answer at or below this confidence is its default reading, not a computed one
-_FALLBACK_CONFIDENCE = 0.45
 #: n_ctx at or above this is a long context (as rules_llamacpp's runtime-failure branch reads it)
 _LONG_CTX = 8192
 #: a context this long makes the KV cache the largest allocation of a load (see
@@ -41,8 +40,9 @@ _METAL_CB = re.compile(
 def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
-        _stated_growth,
+        stated_growth,
         _restored_to_saved_device,
+        colocated_rollout_engine,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,
@@ -55,9 +55,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     return result
 
 
-def _fallback(result: Analysis) -> bool:
-    """The rule's cause is its default reading (open, ``unknown``, or a low-confidence guess)."""
-    return is_open(result) or result.cause == "unknown" or result.confidence <= _FALLBACK_CONFIDENCE
+_fallback = fallback
 
 
 def _metal_command_buffer(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -270,94 +268,6 @@ def _compute_buffer_without_context(
         "the run's n_ctx and flash-attention setting (the `llama_context:` lines of the load "
         "log); a buffer that shrinks with -c 8192 is the context.",
         fixes=result.fixes,
-        open_question=False,
-    )
-
-
-# The text's own statement that steps completed before the failure: "after 3 epochs", "at 1000th
-# epoch", "after a few runs / times". "at"/"in"/"on" an ordinal counts from the second one (the
-# first epoch is the first step); "after" N of them counts from one. "during the second step"
-# places a step, not completed ones, and is not read.
-_AFTER_STEPS = re.compile(
-    r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
-    r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
-    r"|hundreds\s+of))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
-    r"|images?|requests?|times|rounds?|hours?)\b"
-)
-# The text's own statement that memory grew or was not given back: a leak, growth "with each" /
-# "every" run, "more and more", memory "not released" / "doesn't free". "LeakyRelu" (a TF op
-# name in shape dumps) is not a leak: the word must end there.
-_GROWTH_WORDS = re.compile(
-    r"(?i)\bmemory\s+leak|\bleak(?:s|ing|ed|age)?\b(?!\w)"
-    r"|\bkeeps?\s+(?:on\s+)?(?:growing|increasing|rising|climbing)"
-    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
-    r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
-    r"|\bmore\s+and\s+more\b"
-    r"|\b(?:not|never)\s+(?:being\s+|getting\s+)?(?:released|freed)\b"
-    r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
-    r"(?:release|free|give\s+back)\b"
-)
-
-
-def _stated_growth_text(text: str) -> str | None:
-    """The words of ``text`` that state growth or completed steps, or ``None``."""
-    m = _GROWTH_WORDS.search(text)
-    if m is not None:
-        return m.group(0)
-    for m in _AFTER_STEPS.finditer(text):
-        n = m["n"]
-        if n is not None and int(n) < (1 if m["prep"].lower() == "after" else 2):
-            continue
-        return m.group(0)
-    return None
-
-
-def _stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
-    """The message's own words say memory grew across steps: ``leak_or_accumulation``.
-
-    Mechanism. Whatever stays resident for a run (weights, optimizer states, a KV pool sized at
-    start-up) is allocated before or during the first step; if the first steps passed, it fit.
-    A failure that the text itself places after completed steps ("CUDA out of memory at 1000th
-    epoch", "after a few runs") or that it says followed growth ("memory leak", "keeps
-    growing", "Unload model doesn't release memory") is therefore memory that accumulated:
-    tensors kept alive across steps (a loss summed without ``.item()``, outputs stored with
-    their graph), models or caches not freed between runs. This is the answer the doctor asks
-    for with ``--when later`` (:mod:`oomkit.diagnose.user_phase`), given in the text (an issue
-    title or the sentence pasted with the error), so it decides what the runtime rule left open
-    (a fallback reading, or the generic host-RAM reading of a numberless message: *where* it
-    ran out is RAM, *why* is the growth) at 0.5, below the numbers' own readings. A later
-    input that is larger than the earlier ones is the competing reading, which
-    ``torch.cuda.memory_allocated()`` per step decides. KV caches grow with the context by
-    design and are left to their own rules.
-    """
-    if result.cause in {"leak_or_accumulation", "kv_cache_or_context"}:
-        return None
-    if not _fallback(result) and not (result.cause == "host_ram" and result.confidence < 0.5):
-        return None
-    words = _stated_growth_text(e.text)
-    if words is None:
-        return None
-    return Analysis(
-        cause="leak_or_accumulation",
-        confidence=0.5,
-        explanation=result.explanation + f" The text itself says {words!r}: steps completed "
-        "before the failure (or memory was not given back between them), so what stays "
-        "resident fit and memory grew across steps or runs (tensors kept alive, models or "
-        "caches not freed). What would decide: torch.cuda.memory_allocated() (or the process's "
-        "RSS) after each step or run: rising means accumulation, flat means a later, larger "
-        "input.",
-        fixes=(
-            generic(
-                "Stop keeping tensors alive across steps",
-                "accumulate Python numbers, detach what you store, free the previous model.",
-                (
-                    "total_loss += loss.item()",
-                    "history.append(out.detach().cpu())",
-                    "del model; gc.collect(); torch.cuda.empty_cache()",
-                ),
-            ),
-            *result.fixes,
-        ),
         open_question=False,
     )
 
