@@ -332,3 +332,30 @@ def test_rollout_near_misses() -> None:
         "torch.OutOfMemoryError: CUDA out of memory."
     )
     assert diagnose_text(ray).cause != "other_process_holding_memory"
+
+
+# --- the text says the device is shared (rules_stated.stated_cotenants) ---
+
+
+def test_a_text_that_says_several_models_share_the_gpu_names_the_holder() -> None:
+    from corpus_records import corpus_text
+
+    # LMDeploy: "如果有多个模型在同一个GPU上启动 ..." (several models started on the same GPU)
+    d = diagnose_text(corpus_text("h10-lmdeploy-3804"))
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence == 0.45
+    assert "多个模型在同一个GPU" in d.explanation
+    d = diagnose_text("CUDA out of memory when two models run on the same GPU")
+    assert d.cause == "other_process_holding_memory"
+
+
+def test_cotenant_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    # Paddle's template hint "Please check whether there is any other process using GPU 0" is
+    # advice, not a statement: its numbers keep deciding
+    d = diagnose_text(corpus_text("h3-paddle-26892"))
+    assert d.cause == "batch_or_activations"
+    # other models *failing too* is not sharing the device
+    d = diagnose_text(corpus_text("h10-ktransformers-1969"))
+    assert d.cause != "other_process_holding_memory"

@@ -18,7 +18,12 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.priors import is_open
-from oomkit.diagnose.rules_stated import colocated_rollout_engine, fallback, stated_growth
+from oomkit.diagnose.rules_stated import (
+    colocated_rollout_engine,
+    fallback,
+    stated_cotenants,
+    stated_growth,
+)
 
 __all__ = ["refine_by_evidence"]
 
@@ -43,6 +48,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_growth,
         _restored_to_saved_device,
         colocated_rollout_engine,
+        stated_cotenants,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,

@@ -18,7 +18,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.priors import is_open
 
-__all__ = ["colocated_rollout_engine", "fallback", "stated_growth"]
+__all__ = ["colocated_rollout_engine", "fallback", "stated_cotenants", "stated_growth"]
 
 #: a rule's answer at or below this confidence is its default reading, not a computed one
 #: (the same threshold as rules_evidence)
@@ -174,6 +174,61 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
                     "actor_rollout_ref.rollout.gpu_memory_utilization=0.4   # verl",
                     "vllm_gpu_memory_utilization=0.3   # TRL GRPOConfig",
                     "LLM(..., enable_sleep_mode=True); llm.sleep(level=1)   # vLLM",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# The text says several holders share one device: "multiple models on the same GPU", "two
+# processes on one card", "多个模型在同一个GPU上" (several models on the same GPU)
+_COTENANTS = re.compile(
+    r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3}|other)\s+(?:models?|processes|jobs"
+    r"|instances|programs|engines|workers|kernels|containers|services)\b[^.\n]{0,40}?"
+    r"\b(?:on|in|share|sharing|using|use)\s+(?:the\s+)?(?:same|one|a\s+single|a\s+shared)\s+"
+    r"(?:gpu|card|device)\b"
+    r"|(?:多个|两个|几个|其他|别的)(?:模型|进程|任务|程序|服务|实例)[^。\n]{0,10}?同一(?:个|张|块)?"
+    r"(?:GPU|gpu|卡|显卡)"
+)
+
+
+def stated_cotenants(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says several models, processes or jobs share the device: the others' memory.
+
+    Mechanism. Every process on a GPU holds its own weights, caches and CUDA context, and the
+    allocators of serving engines size their pools from what is free when they start (vLLM's
+    ``gpu_memory_utilization``, LMDeploy's ``cache_max_entry_count``, llama.cpp's layer fit):
+    memory a second tenant takes later is not in that plan, so whichever starts or grows second
+    runs out, whatever its own batch. A text that states the sharing ("multiple models on the
+    same GPU") names the holder the message itself cannot: ``other_process_holding_memory`` at
+    0.45, deciding fact ``oomkit gpus`` (each tenant's share) and the fix of isolating the
+    tenants (separate GPUs, MIG/MPS limits, absolute pool sizes). Applied only where the rule
+    left the cause open.
+    """
+    if not fallback(result) or result.cause in {"host_ram", "other_process_holding_memory"}:
+        return None
+    m = _COTENANTS.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the device is shared "
+        f"({m.group(0)!r}): each tenant holds its own weights, caches and context, and a pool "
+        "sized from the memory free at start-up does not know what another tenant takes "
+        "later. What would decide: `oomkit gpus` (each process's share) with the others "
+        "stopped vs running.",
+        fixes=(
+            generic(
+                "Give each model its own GPU, or fixed memory limits",
+                "separate devices, MIG slices or absolute pool sizes keep one tenant from "
+                "eating another's share.",
+                (
+                    "CUDA_VISIBLE_DEVICES=1 <second server>",
+                    "--cache-max-entry-count 2000   # LMDeploy: an absolute block count (> 1)",
+                    "--gpu-memory-utilization 0.45   # vLLM: each engine's share",
                 ),
             ),
             *result.fixes,
