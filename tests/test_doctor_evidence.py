@@ -359,3 +359,35 @@ def test_cotenant_near_misses() -> None:
     # other models *failing too* is not sharing the device
     d = diagnose_text(corpus_text("h10-ktransformers-1969"))
     assert d.cause != "other_process_holding_memory"
+
+
+# --- other processes that hold a minor share (rules_torch_allocator._minor_others) ---
+
+
+def test_minor_other_processes_beside_a_full_process_are_the_second_reading() -> None:
+    from corpus_records import corpus_text
+
+    # Vary on an 8 GB card: this process holds 6.07 GiB (78%), four others 1.66 GiB (21%)
+    d = diagnose_text(corpus_text("h4-vary-52"))
+    assert d.cause == "model_too_large"
+    assert d.confidence < 0.5  # the model-vs-batch question stays open
+    assert "a minor share beside this process's 6.07 GiB" in d.explanation
+    assert any(f.title == "Stop or move process 2063158" for f in d.fixes)
+    # AIMET: this process 83.35 GiB (90%), another 9.72 GiB (10%): no longer "other process"
+    d = diagnose_text(corpus_text("h10-aimet-4073"))
+    assert d.cause != "other_process_holding_memory"
+    assert d.confidence < 0.5
+
+
+def test_other_processes_holding_a_quarter_or_more_stay_the_cause() -> None:
+    from corpus_records import corpus_text
+
+    text = corpus_text("h4-vary-52").replace(
+        "Process 2063158 has 1.38 GiB", "Process 2063158 has 2.38 GiB"
+    )  # others now 34% of the card
+    d = diagnose_text(text)
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence >= 0.85
+    # a process that holds little beside others that hold the card
+    d = diagnose_text(corpus_text("h5-xinference-1361"))
+    assert d.cause == "other_process_holding_memory"
