@@ -391,3 +391,32 @@ def test_other_processes_holding_a_quarter_or_more_stay_the_cause() -> None:
     # a process that holds little beside others that hold the card
     d = diagnose_text(corpus_text("h5-xinference-1361"))
     assert d.cause == "other_process_holding_memory"
+
+
+# --- a loop's bar at 0/N after running a while (rules_evidence._first_step_in_flight) ---
+
+
+def test_a_loop_bar_at_zero_places_the_first_step() -> None:
+    from corpus_records import corpus_text
+
+    # ChatGLM LoRA on a 3090: the bitsandbytes buffer of the first step, bar "0/52000 [00:09<?"
+    d = diagnose_text(corpus_text("h7-chatglmtuning-38"))
+    assert d.context.first_step_bar is not None
+    assert d.cause == "batch_or_activations"
+    assert d.confidence == 0.45
+    assert "0 of its steps" in d.explanation
+
+
+def test_first_step_bar_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    text = corpus_text("h7-chatglmtuning-38")
+    # a bar just created (elapsed 00:00) proves no step was running
+    fresh = text.replace("[00:09<?", "[00:00<?")
+    assert diagnose_text(fresh).context.first_step_bar is None
+    # a loading bar is not a loop over inputs
+    d = diagnose_text(corpus_text("tc-chatglm-webui-3"))  # Loading checkpoint shards 7/8 ... killed
+    assert d.context.first_step_bar is None
+    assert d.cause == "host_ram"
+    loading = text.replace("  0%|", "Loading checkpoint shards:   0%|")
+    assert diagnose_text(loading).context.first_step_bar is None

@@ -198,6 +198,8 @@ class LogContext:
     deepspeed_allocated_bytes: tuple[int, ...] = ()
     # torch.load restoring a storage onto the device it was saved from (no map_location)
     restore_frame: str | None = None
+    # a loop's progress bar at 0/N after running a while: the first iteration was in flight
+    first_step_bar: str | None = None
     # deciding log facts (parse_families) --------------------------------------------------------
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed

@@ -47,6 +47,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     for rule in (
         stated_growth,
         _restored_to_saved_device,
+        _first_step_in_flight,
         colocated_rollout_engine,
         stated_cotenants,
         _metal_command_buffer,
@@ -340,6 +341,50 @@ def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) ->
                     "torch.load(path, map_location=f'cuda:{local_rank}')",
                 ),
                 expected_saving_bytes=elsewhere,
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+#: the GPU allocations a loop's first step makes (not host RAM, not a KV pool sized at start-up)
+_STEP_KINDS = frozenset({"cuda_oom", "hip_oom", "xpu_oom", "mps_oom", "cuda_error_oom"})
+
+
+def _first_step_in_flight(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A loop's progress bar at 0 of N after it ran a while: the first step's activations.
+
+    Mechanism. A training, evaluation or sampling loop starts its progress bar after the model
+    is built and placed; tqdm prints ``0/N [elapsed<?, ...]`` while the first iteration runs and
+    nothing has completed. A GPU OOM under such a bar (elapsed >= 1 s, so the loop really ran;
+    not a loading/download bar) is therefore the first step: the weights fit, and what the step
+    adds (activations of the batch / resolution / sequence length, logits) does not. That is
+    the doctor's ``--when first-step`` answer, read from the log, so it decides what the rule
+    left open at 0.45. A traceback in model loading, the optimizer step (its states are
+    allocated on the first step: the model's size) or a KV-cache allocation outranks it.
+    """
+    if ctx.first_step_bar is None or e.kind not in _STEP_KINDS or not _fallback(result):
+        return None
+    if result.cause not in {"model_too_large", "unknown", "batch_or_activations"}:
+        return None
+    if ctx.frame_phase in {"model_load", "optimizer_step", "kv_cache_alloc"}:
+        return None
+    if (ctx.completed_steps or 0) > 0:
+        return None  # steps completed: the log-facts rule reads growth
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.45,
+        explanation=result.explanation + f" The loop's progress bar stands at 0 of its steps "
+        f"after running a while ({ctx.first_step_bar[:120].strip()}): the model had loaded and "
+        "the first step failed, so what the step adds (activations of the batch, resolution or "
+        "sequence length) does not fit beside the weights. What would decide: whether batch "
+        "size 1 (or the smallest input) passes the first step.",
+        fixes=(
+            generic(
+                "Halve the batch size (or sequence length / resolution)",
+                "the first step's activations grow linearly with the batch and the input size.",
+                ("batch_size //= 2", "gradient_accumulation_steps *= 2   # keep the batch"),
             ),
             *result.fixes,
         ),
