@@ -233,6 +233,7 @@ def test_host_ram_not_given_back_between_runs_is_accumulation() -> None:
     # doesn't release memory.": RAM is where it ran out, the growth is why
     d = diagnose_text(corpus_text("h10-comfyui-9408"))
     assert d.cause == "leak_or_accumulation"
+    assert d.allocation == "host_ram"  # the words still say what ran out
     assert "doesn't release" in d.explanation
 
 
