@@ -195,13 +195,18 @@ _OLLAMA_COMPUTE = (
 
 
 def test_compute_buffer_without_a_stated_context_names_the_context_as_undecided() -> None:
-    for text in (_COMPUTE_NO_CTX, _OLLAMA_COMPUTE):
-        d = diagnose_text(text)
-        assert d.allocation == "compute_buffer", text
-        assert d.cause == "batch_or_activations"
-        assert d.confidence <= 0.4
-        assert "n_ctx" in d.explanation
-        assert "What would decide" in d.explanation
+    d = diagnose_text(_COMPUTE_NO_CTX)
+    assert d.allocation == "compute_buffer"
+    assert d.cause == "batch_or_activations"
+    assert d.confidence <= 0.4
+    assert "n_ctx" in d.explanation
+    assert "What would decide" in d.explanation
+    # under Ollama the layer count is Ollama's own choice: _ollama_layers_overshoot reads it
+    d = diagnose_text(_OLLAMA_COMPUTE)
+    assert d.allocation == "compute_buffer"
+    assert d.cause == "model_too_large"
+    assert d.confidence <= 0.45
+    assert "num_gpu" in d.explanation
 
 
 def test_compute_buffer_with_a_stated_context_keeps_the_rules_reading() -> None:
@@ -421,3 +426,29 @@ def test_first_step_bar_near_misses() -> None:
     assert d.cause == "host_ram"
     loading = text.replace("  0%|", "Loading checkpoint shards:   0%|")
     assert diagnose_text(loading).context.first_step_bar is None
+
+
+# --- an Ollama runner's compute buffer (rules_evidence._ollama_layers_overshoot) ---
+
+
+def test_an_ollama_runner_whose_graph_does_not_fit_holds_too_many_layers() -> None:
+    from corpus_records import corpus_text
+
+    # deepseek-r1:671b on 2x MI50: "llama runner process has terminated: cudaMalloc failed" and
+    # ggml_gallocr_reserve_n of ROCm0; the poster fixed it with PARAMETER num_gpu 6
+    d = diagnose_text(corpus_text("h3-ollama-11202"))
+    assert d.context.ollama_runner is True
+    assert d.cause == "model_too_large"
+    assert d.confidence == 0.45
+    assert d.fixes[0].title == "Offload fewer layers to the GPU"
+
+
+def test_ollama_layers_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    # the same failure with a stated 64k context: the context, not the layer count
+    assert diagnose_text(corpus_text("sv-ollama-4225-64k-compute")).cause == "kv_cache_or_context"
+    # plain llama.cpp chose its own -ngl: the micro-batch reading stays
+    d = diagnose_text(corpus_text("sv-lcpp-pr26297-minimax-compute"))
+    assert d.context.ollama_runner is None
+    assert d.cause == "batch_or_activations"

@@ -189,6 +189,7 @@ class LogContext:
     ollama_weights_total_bytes: int | None = None
     ollama_layers_model: int | None = None
     ollama_layers_offload: int | None = None
+    ollama_runner: bool | None = None  # an Ollama runner's error was forwarded (it fit the layers)
     system_total_bytes: int | None = None
     system_free_bytes: int | None = None
     # PyTorch / training ------------------------------------------------------------------------

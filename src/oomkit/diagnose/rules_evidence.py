@@ -54,6 +54,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         _constructed_at_load,
         _stated_long_context,
         _bare_ggml_weights,
+        _ollama_layers_overshoot,
         _compute_buffer_without_context,
     ):
         found = rule(result, e, ctx)
@@ -387,6 +388,47 @@ def _first_step_in_flight(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
                 ("batch_size //= 2", "gradient_accumulation_steps *= 2   # keep the batch"),
             ),
             *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def _ollama_layers_overshoot(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """An Ollama runner whose compute (graph) buffer did not fit: too many layers on the GPU.
+
+    Mechanism. Ollama, not the user, decides how many layers go to each GPU: it estimates the
+    weights, the KV cache for its ``num_ctx`` and the compute graph, and offloads as many
+    layers as that estimate says fit (``llm/memory.go``). The runner then places the weights
+    and the KV cache and reserves the compute graph last (``ggml_gallocr_reserve_n``). When that
+    last reservation fails, the estimate put more of the model on the GPU than fits beside the
+    graph: the lever is fewer GPU layers (``num_gpu``), i.e. the share of the model this GPU
+    holds, not the batch -> ``model_too_large`` at 0.45. A context the log states (a long
+    ``n_ctx`` makes the graph and KV the cause) keeps the context readings; another process
+    that took memory after Ollama's estimate is the competing reading (``oomkit gpus``).
+    """
+    if not ctx.ollama_runner or e.runtime != "llama.cpp" or e.stage != "compute":
+        return None
+    if ctx.n_ctx is not None or result.cause != "batch_or_activations":
+        return None
+    if result.confidence > 0.6:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + " Ollama chose how many layers this GPU holds from "
+        "its own estimate and the runner reserves the compute graph last, after the weights "
+        "and the KV cache: the graph not fitting means the estimate put too many layers on "
+        "the GPU. What would decide: whether the model loads with fewer GPU layers "
+        "(`num_gpu`), and `oomkit gpus` for memory another process took after the estimate.",
+        fixes=(
+            generic(
+                "Offload fewer layers to the GPU",
+                "each layer left on the CPU frees its weights and KV cache on the GPU for the "
+                "compute graph.",
+                ("PARAMETER num_gpu 20   # Modelfile", '"options": {"num_gpu": 20}   # API'),
+            ),
+            # (a micro-batch cut sized on the graph would lead it: the layer count is the lever)
+            *(f for f in result.fixes if not f.title.startswith("Halve the micro-batch")),
         ),
         open_question=False,
     )
