@@ -260,6 +260,11 @@ def test_near_misses_of_stated_growth_keep_their_reading() -> None:
     assert d.cause == "batch_or_activations"
     # the first epoch is the first step
     assert diagnose_text("CUDA out of memory at 1st epoch").cause != "leak_or_accumulation"
+    # the second training step is the first that must fit Adam's states (allocated by the first
+    # optimizer.step()): the model's training state, not growth
+    for text in ("CUDA out of memory at the 2nd iteration", "CUDA out of memory after 1 step"):
+        assert diagnose_text(text).cause != "leak_or_accumulation", text
+    assert diagnose_text("CUDA out of memory after 3 steps").cause == "leak_or_accumulation"
     # a TensorFlow shape dump's LeakyRelu op is not a leak: the tensor shape decides
     d = diagnose_text(corpus_text("h4-kerasyolo3-284"))
     assert d.cause == "batch_or_activations"

@@ -31,15 +31,20 @@ def fallback(result: Analysis) -> bool:
 
 
 # The text's own statement that steps completed before the failure: "after 3 epochs", "at 1000th
-# epoch", "after a few runs / times". "at"/"in"/"on" an ordinal counts from the second one (the
-# first epoch is the first step); "after" N of them counts from one. "during the second step"
-# places a step, not completed ones, and is not read.
+# epoch", "after a few runs / times". "at"/"in"/"on" the Nth means N - 1 completed, "after" N
+# means N. "during the second step" places a step, not completed ones, and is not read.
 _AFTER_STEPS = re.compile(
     r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
     r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
     r"|hundreds\s+of))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
     r"|images?|requests?|times|rounds?|hours?)\b"
 )
+# Optimizer states (Adam's two moments) are allocated by the first optimizer.step(), so the
+# second step is the first that must fit them: a failure there is the model's training state,
+# not growth. Training steps count as growth from two completed ones (as the log-facts rule
+# reads a progress bar); epochs, runs, images and requests from one.
+_STEP_UNITS = ("step", "iter", "batch")
+_STEPS_DONE = 2
 # The text's own statement that memory grew or was not given back: a leak, growth "with each" /
 # "every" run, "more and more", memory "not released" / "doesn't free". "LeakyRelu" (a TF op
 # name in shape dumps) is not a leak: the word must end there.
@@ -62,8 +67,10 @@ def _stated_growth_text(text: str) -> str | None:
         return m.group(0)
     for m in _AFTER_STEPS.finditer(text):
         n = m["n"]
-        if n is not None and int(n) < (1 if m["prep"].lower() == "after" else 2):
-            continue
+        if n is not None:
+            done = int(n) if m["prep"].lower() == "after" else int(n) - 1
+            if done < (_STEPS_DONE if m["unit"].lower().startswith(_STEP_UNITS) else 1):
+                continue
         return m.group(0)
     return None
 
