@@ -367,6 +367,9 @@ def test_cotenant_near_misses() -> None:
     # advice, not a statement: its numbers keep deciding
     d = diagnose_text(corpus_text("h3-paddle-26892"))
     assert d.cause == "batch_or_activations"
+    # a comparison is not a co-tenant
+    d = diagnose_text("CUDA out of memory with this model; other models run fine on the same GPU")
+    assert d.cause != "other_process_holding_memory"
     # other models *failing too* is not sharing the device
     d = diagnose_text(corpus_text("h10-ktransformers-1969"))
     assert d.cause != "other_process_holding_memory"

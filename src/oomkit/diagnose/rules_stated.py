@@ -190,13 +190,14 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
 
 
 # The text says several holders share one device: "multiple models on the same GPU", "two
-# processes on one card", "多个模型在同一个GPU上" (several models on the same GPU)
+# processes on one card", "多个模型在同一个GPU上" (several models on the same GPU). "Other
+# models run fine on the same GPU" compares, it does not share: "other" is not a count.
 _COTENANTS = re.compile(
-    r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3}|other)\s+(?:models?|processes|jobs"
+    r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3})\s+(?:models?|processes|jobs"
     r"|instances|programs|engines|workers|kernels|containers|services)\b[^.\n]{0,40}?"
     r"\b(?:on|in|share|sharing|using|use)\s+(?:the\s+)?(?:same|one|a\s+single|a\s+shared)\s+"
     r"(?:gpu|card|device)\b"
-    r"|(?:多个|两个|几个|其他|别的)(?:模型|进程|任务|程序|服务|实例)[^。\n]{0,10}?同一(?:个|张|块)?"
+    r"|(?:多个|两个|几个)(?:模型|进程|任务|程序|服务|实例)[^。\n]{0,10}?同一(?:个|张|块)?"
     r"(?:GPU|gpu|卡|显卡)"
 )
 
