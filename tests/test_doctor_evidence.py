@@ -258,6 +258,12 @@ def test_near_misses_of_stated_growth_keep_their_reading() -> None:
     # "during the second step of inference" places a step, it does not say steps completed
     d = diagnose_text(corpus_text("h10-speaker-follower-4"))
     assert d.cause == "batch_or_activations"
+    # growth the text rules out
+    for text in (
+        "CUDA out of memory on the first batch, it is not a memory leak",
+        "CUDA out of memory; no leak, usage is flat",
+    ):
+        assert diagnose_text(text).cause != "leak_or_accumulation", text
     # the first epoch is the first step
     assert diagnose_text("CUDA out of memory at 1st epoch").cause != "leak_or_accumulation"
     # the second training step is the first that must fit Adam's states (allocated by the first

@@ -60,10 +60,14 @@ _GROWTH_WORDS = re.compile(
 )
 
 
+_NEGATED = re.compile(r"(?i)\b(?:no|not|without|never)\b|n't\b")
+
+
 def _stated_growth_text(text: str) -> str | None:
     """The words of ``text`` that state growth or completed steps, or ``None``."""
-    m = _GROWTH_WORDS.search(text)
-    if m is not None:
+    for m in _GROWTH_WORDS.finditer(text):
+        if _NEGATED.search(text[max(0, m.start() - 24) : m.start()]):
+            continue  # "not a memory leak", "no leak": the text rules growth out
         return m.group(0)
     for m in _AFTER_STEPS.finditer(text):
         n = m["n"]
