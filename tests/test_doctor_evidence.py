@@ -195,13 +195,18 @@ _OLLAMA_COMPUTE = (
 
 
 def test_compute_buffer_without_a_stated_context_names_the_context_as_undecided() -> None:
-    for text in (_COMPUTE_NO_CTX, _OLLAMA_COMPUTE):
-        d = diagnose_text(text)
-        assert d.allocation == "compute_buffer", text
-        assert d.cause == "batch_or_activations"
-        assert d.confidence <= 0.4
-        assert "n_ctx" in d.explanation
-        assert "What would decide" in d.explanation
+    d = diagnose_text(_COMPUTE_NO_CTX)
+    assert d.allocation == "compute_buffer"
+    assert d.cause == "batch_or_activations"
+    assert d.confidence <= 0.4
+    assert "n_ctx" in d.explanation
+    assert "What would decide" in d.explanation
+    # under Ollama the layer count is Ollama's own choice: _ollama_layers_overshoot reads it
+    d = diagnose_text(_OLLAMA_COMPUTE)
+    assert d.allocation == "compute_buffer"
+    assert d.cause == "model_too_large"
+    assert d.confidence <= 0.45
+    assert "num_gpu" in d.explanation
 
 
 def test_compute_buffer_with_a_stated_context_keeps_the_rules_reading() -> None:
@@ -210,3 +215,254 @@ def test_compute_buffer_with_a_stated_context_keeps_the_rules_reading() -> None:
     assert short.confidence > 0.4
     long = diagnose_text("llama_new_context_with_model: n_ctx      = 131072\n" + _COMPUTE_NO_CTX)
     assert long.cause == "kv_cache_or_context"
+
+
+# --- the text's own statement of growth (rules_evidence._stated_growth) ---
+
+
+def test_a_title_that_places_the_oom_after_completed_epochs_is_accumulation() -> None:
+    from corpus_records import corpus_text
+
+    d = diagnose_text(corpus_text("h10-ugatit-74"))  # "CUDA out of memory at 1000th epoch"
+    assert d.cause == "leak_or_accumulation"
+    assert d.confidence == 0.5
+    assert "'at 1000th epoch'" in d.explanation
+    assert "memory_allocated()" in d.explanation  # the deciding fact is named
+    assert d.fixes[0].title == "Stop keeping tensors alive across steps"
+
+
+def test_host_ram_not_given_back_between_runs_is_accumulation() -> None:
+    from corpus_records import corpus_text
+
+    # "OOM (system RAM) after a few times of model switching, even pressing Unload model
+    # doesn't release memory.": RAM is where it ran out, the growth is why
+    d = diagnose_text(corpus_text("h10-comfyui-9408"))
+    assert d.cause == "leak_or_accumulation"
+    assert d.allocation == "host_ram"  # the words still say what ran out
+    assert "doesn't release" in d.explanation
+
+
+def test_other_wordings_of_growth() -> None:
+    for text in (
+        "RuntimeError: CUDA out of memory after 3 epochs",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory after several iterations",
+        "CUDA out of memory: GPU memory keeps growing during training",
+        "CUDA out of memory, memory is not released between runs",
+    ):
+        assert diagnose_text(text).cause == "leak_or_accumulation", text
+
+
+def test_near_misses_of_stated_growth_keep_their_reading() -> None:
+    from corpus_records import corpus_text
+
+    # "during the second step of inference" places a step, it does not say steps completed
+    d = diagnose_text(corpus_text("h10-speaker-follower-4"))
+    assert d.cause == "batch_or_activations"
+    # growth the text rules out
+    for text in (
+        "CUDA out of memory on the first batch, it is not a memory leak",
+        "CUDA out of memory; no leak, usage is flat",
+    ):
+        assert diagnose_text(text).cause != "leak_or_accumulation", text
+    # the first epoch is the first step
+    assert diagnose_text("CUDA out of memory at 1st epoch").cause != "leak_or_accumulation"
+    # the second training step is the first that must fit Adam's states (allocated by the first
+    # optimizer.step()): the model's training state, not growth
+    for text in ("CUDA out of memory at the 2nd iteration", "CUDA out of memory after 1 step"):
+        assert diagnose_text(text).cause != "leak_or_accumulation", text
+    assert diagnose_text("CUDA out of memory after 3 steps").cause == "leak_or_accumulation"
+    # a TensorFlow shape dump's LeakyRelu op is not a leak: the tensor shape decides
+    d = diagnose_text(corpus_text("h4-kerasyolo3-284"))
+    assert d.cause == "batch_or_activations"
+    # the numbers' own reading (a request larger than the card) is not overridden by the words
+    big = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 30.00 GiB (GPU 0; 23.69 GiB total "
+        "capacity; 1.00 GiB already allocated; 22.00 GiB free; 1.10 GiB reserved in total by "
+        "PyTorch) after 3 epochs"
+    )
+    assert diagnose_text(big).cause == "batch_or_activations"
+
+
+# --- torch.load restoring onto the saved device (rules_evidence._restored_to_saved_device) ---
+
+_RESUME = "h2-transformerlm-21-resume-8gpu"  # 8 workers torch.load(optimizer_path) on 8x K80
+
+
+def test_every_worker_restoring_onto_the_saved_gpu_is_an_imbalance() -> None:
+    from corpus_records import corpus_text
+
+    d = diagnose_text(corpus_text(_RESUME))
+    assert d.context.restore_frame is not None
+    assert "_cuda_deserialize" in d.context.restore_frame
+    assert d.cause == "multi_gpu_imbalance"
+    assert d.confidence == 0.5
+    assert "map_location" in d.explanation
+    assert d.fixes[0].commands[0] == "torch.load(path, map_location='cpu')"
+
+
+def test_restore_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    text = corpus_text(_RESUME)
+    # the same restore, but this process holds most of the card: its own checkpoint is too big
+    mine = text.replace("962.69 MiB already allocated", "10.50 GiB already allocated")
+    assert diagnose_text(mine).cause != "multi_gpu_imbalance"
+    # the same numbers without the restore frame: nothing says the copies are this job's
+    bare = "\n".join(line for line in text.splitlines() if "_cuda_deserialize" not in line)
+    assert diagnose_text(bare).cause == "other_process_holding_memory"
+    # a restore frame without sizes places the load, not the cause
+    d = diagnose_text(corpus_text("h3-spin-76"))
+    assert d.context.restore_frame is not None
+    assert d.cause != "multi_gpu_imbalance"
+
+
+# --- a rollout engine on the training GPUs (rules_evidence._colocated_rollout_engine) ---
+
+
+def test_a_rollout_engine_sharing_the_training_gpus_holds_the_memory() -> None:
+    from corpus_records import corpus_text
+
+    for rid, named in (
+        ("h10-trl-2688", "'vLLM'"),  # "OOM 8xH100 using latest GRPO code with vLLM"
+        ("h10-easyr1-1", "'gpu_memory_utilization'"),  # verl rollout share 0.7 -> OOM
+        ("h10-slime-579", "'release_memory_occupation'"),  # SGLang's hand-back API
+    ):
+        d = diagnose_text(corpus_text(rid))
+        assert d.cause == "other_process_holding_memory", rid
+        assert d.confidence == 0.45, rid
+        assert named in d.explanation, rid
+        assert d.fixes[0].title.startswith("Give the rollout engine a smaller share"), rid
+
+
+def test_rollout_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    # an RL run that names no engine: the trainer's own state is as likely
+    assert diagnose_text(corpus_text("h10-openrlhf-776")).cause != "other_process_holding_memory"
+    assert diagnose_text(corpus_text("h10-verl-2031")).cause != "other_process_holding_memory"
+    # vLLM serving alone: its gpu_memory_utilization advice is not a colocated trainer
+    d = diagnose_text(corpus_text("h3-vllm-17238"))
+    assert d.cause != "other_process_holding_memory"
+    # Ray's "actor" in a vLLM log is not RL
+    ray = (
+        "(RayWorkerWrapper pid=1234) The actor died unexpectedly. vllm: "
+        "torch.OutOfMemoryError: CUDA out of memory."
+    )
+    assert diagnose_text(ray).cause != "other_process_holding_memory"
+
+
+# --- the text says the device is shared (rules_stated.stated_cotenants) ---
+
+
+def test_a_text_that_says_several_models_share_the_gpu_names_the_holder() -> None:
+    from corpus_records import corpus_text
+
+    # LMDeploy: "如果有多个模型在同一个GPU上启动 ..." (several models started on the same GPU)
+    d = diagnose_text(corpus_text("h10-lmdeploy-3804"))
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence == 0.45
+    assert "多个模型在同一个GPU" in d.explanation
+    d = diagnose_text("CUDA out of memory when two models run on the same GPU")
+    assert d.cause == "other_process_holding_memory"
+
+
+def test_cotenant_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    # Paddle's template hint "Please check whether there is any other process using GPU 0" is
+    # advice, not a statement: its numbers keep deciding
+    d = diagnose_text(corpus_text("h3-paddle-26892"))
+    assert d.cause == "batch_or_activations"
+    # a comparison is not a co-tenant
+    d = diagnose_text("CUDA out of memory with this model; other models run fine on the same GPU")
+    assert d.cause != "other_process_holding_memory"
+    # other models *failing too* is not sharing the device
+    d = diagnose_text(corpus_text("h10-ktransformers-1969"))
+    assert d.cause != "other_process_holding_memory"
+
+
+# --- other processes that hold a minor share (rules_torch_allocator._minor_others) ---
+
+
+def test_minor_other_processes_beside_a_full_process_are_the_second_reading() -> None:
+    from corpus_records import corpus_text
+
+    # Vary on an 8 GB card: this process holds 6.07 GiB (78%), four others 1.66 GiB (21%)
+    d = diagnose_text(corpus_text("h4-vary-52"))
+    assert d.cause == "model_too_large"
+    assert d.confidence < 0.5  # the model-vs-batch question stays open
+    assert "a minor share beside this process's 6.07 GiB" in d.explanation
+    assert any(f.title == "Stop or move process 2063158" for f in d.fixes)
+    # AIMET: this process 83.35 GiB (90%), another 9.72 GiB (10%): no longer "other process"
+    d = diagnose_text(corpus_text("h10-aimet-4073"))
+    assert d.cause != "other_process_holding_memory"
+    assert d.confidence < 0.5
+
+
+def test_other_processes_holding_a_quarter_or_more_stay_the_cause() -> None:
+    from corpus_records import corpus_text
+
+    text = corpus_text("h4-vary-52").replace(
+        "Process 2063158 has 1.38 GiB", "Process 2063158 has 2.38 GiB"
+    )  # others now 34% of the card
+    d = diagnose_text(text)
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence >= 0.85
+    # a process that holds little beside others that hold the card
+    d = diagnose_text(corpus_text("h5-xinference-1361"))
+    assert d.cause == "other_process_holding_memory"
+
+
+# --- a loop's bar at 0/N after running a while (rules_evidence._first_step_in_flight) ---
+
+
+def test_a_loop_bar_at_zero_places_the_first_step() -> None:
+    from corpus_records import corpus_text
+
+    # ChatGLM LoRA on a 3090: the bitsandbytes buffer of the first step, bar "0/52000 [00:09<?"
+    d = diagnose_text(corpus_text("h7-chatglmtuning-38"))
+    assert d.context.first_step_bar is not None
+    assert d.cause == "batch_or_activations"
+    assert d.confidence == 0.45
+    assert "0 of its steps" in d.explanation
+
+
+def test_first_step_bar_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    text = corpus_text("h7-chatglmtuning-38")
+    # a bar just created (elapsed 00:00) proves no step was running
+    fresh = text.replace("[00:09<?", "[00:00<?")
+    assert diagnose_text(fresh).context.first_step_bar is None
+    # a loading bar is not a loop over inputs
+    d = diagnose_text(corpus_text("tc-chatglm-webui-3"))  # Loading checkpoint shards 7/8 ... killed
+    assert d.context.first_step_bar is None
+    assert d.cause == "host_ram"
+    loading = text.replace("  0%|", "Loading checkpoint shards:   0%|")
+    assert diagnose_text(loading).context.first_step_bar is None
+
+
+# --- an Ollama runner's compute buffer (rules_evidence._ollama_layers_overshoot) ---
+
+
+def test_an_ollama_runner_whose_graph_does_not_fit_holds_too_many_layers() -> None:
+    from corpus_records import corpus_text
+
+    # deepseek-r1:671b on 2x MI50: "llama runner process has terminated: cudaMalloc failed" and
+    # ggml_gallocr_reserve_n of ROCm0; the poster fixed it with PARAMETER num_gpu 6
+    d = diagnose_text(corpus_text("h3-ollama-11202"))
+    assert d.context.ollama_runner is True
+    assert d.cause == "model_too_large"
+    assert d.confidence == 0.45
+    assert d.fixes[0].title == "Offload fewer layers to the GPU"
+
+
+def test_ollama_layers_near_misses() -> None:
+    from corpus_records import corpus_text
+
+    # the same failure with a stated 64k context: the context, not the layer count
+    assert diagnose_text(corpus_text("sv-ollama-4225-64k-compute")).cause == "kv_cache_or_context"
+    # plain llama.cpp chose its own -ngl: the micro-batch reading stays
+    d = diagnose_text(corpus_text("sv-lcpp-pr26297-minimax-compute"))
+    assert d.context.ollama_runner is None
+    assert d.cause == "batch_or_activations"

@@ -177,3 +177,28 @@ def test_the_messages_total_decides_not_another_gpu_given() -> None:
     same = Hardware(devices=(DeviceTarget(name="x", capacity_bytes=11 * GiB),))
     d = diagnose_text(log.read_text(encoding="utf-8"), model=spec("llama-3.1-8b"), hardware=same)
     assert "on a 10.92 GiB device." in d.explanation
+
+
+# heldout8 h8-colossalai-4962: llama2-7B fine-tuned with colossalai_zero2 on one 24 GB 4090;
+# PyTorch asks for 25.10 GiB = 6.74B parameters x 4 bytes (the fp32 master copy)
+ZERO2_FLAT = "h8-colossalai-4962"
+
+
+def test_a_request_the_size_of_the_whole_model_is_the_model() -> None:
+    text = _text(ZERO2_FLAT)
+    bare = diagnose_text(text)
+    assert bare.cause == "batch_or_activations"  # larger than the card: read as one tensor
+    named = diagnose_text(text, model=spec("llama-2-7b"))
+    assert named.cause == "model_too_large"
+    assert named.confidence == pytest.approx(0.75)
+    assert "6.74B parameters x 4 = 25.10 GiB" in named.explanation
+    assert named.fixes[0].title.startswith("Offload the optimizer state")
+    assert not any(f.title.startswith("Cut the batch") for f in named.fixes)
+
+
+def test_a_request_of_another_models_size_is_not_read_as_the_model() -> None:
+    text = _text(ZERO2_FLAT)
+    # 1.24B x 4 = 4.6 GiB and 13.0B x 2 = 24.2 GiB (3.5% off): neither is this buffer
+    for name in ("llama-3.2-1b", "llama-2-13b"):
+        named = diagnose_text(text, model=spec(name))
+        assert named.cause == "batch_or_activations", name

@@ -189,6 +189,7 @@ class LogContext:
     ollama_weights_total_bytes: int | None = None
     ollama_layers_model: int | None = None
     ollama_layers_offload: int | None = None
+    ollama_runner: bool | None = None  # an Ollama runner's error was forwarded (it fit the layers)
     system_total_bytes: int | None = None
     system_free_bytes: int | None = None
     # PyTorch / training ------------------------------------------------------------------------
@@ -196,6 +197,10 @@ class LogContext:
     frame_text: str | None = None
     parameter_bytes: int | None = None  # XLA "parameter allocation"
     deepspeed_allocated_bytes: tuple[int, ...] = ()
+    # torch.load restoring a storage onto the device it was saved from (no map_location)
+    restore_frame: str | None = None
+    # a loop's progress bar at 0/N after running a while: the first iteration was in flight
+    first_step_bar: str | None = None
     # deciding log facts (parse_families) --------------------------------------------------------
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed

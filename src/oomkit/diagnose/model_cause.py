@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from oomkit.diagnose.analysis import Analysis
-from oomkit.diagnose.fixes import size_text
+from oomkit.diagnose.fixes import generic, size_text
 
 if TYPE_CHECKING:
     from oomkit.diagnose.events import LogContext, OomEvent
@@ -163,6 +163,9 @@ def with_model_facts(
 
     if facts is None or e.runtime not in _TORCH_FAMILY:
         return result
+    whole = _model_sized_request(result, facts, e)
+    if whole is not None:
+        return whole
     if result.confidence >= 0.5 and not is_open(result):
         return result
     if result.cause not in ("unknown", "model_too_large", "batch_or_activations"):
@@ -213,6 +216,105 @@ def with_model_facts(
             open_question=False,
         )
     return replace(result, explanation=result.explanation + fact)
+
+
+#: bytes per parameter of the dtypes a whole-model buffer is kept in (16-bit weights, fp32
+#: master weights); the named model's parameter count is its weight bytes over its dtype's
+_PARAM_BYTES = {
+    "float16": 2,
+    "fp16": 2,
+    "f16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float32": 4,
+    "fp32": 4,
+    "f32": 4,
+    "float": 4,
+}
+#: a request within this share of N x 2 or N x 4 bytes is a buffer of the whole model (the
+#: estimate and the checkpoint differ by tied embeddings and buffers, under 2%; ZeRO pads the
+#: flat buffer to a multiple of the world size, a few bytes)
+_WHOLE_MODEL_TOLERANCE = 0.03
+#: below this a request the size of a (tiny) model is as likely one activation
+_WHOLE_MODEL_MIN = 512 * 1024 * 1024
+_WHOLE_MODEL_CONFIDENCE = 0.75
+_WHOLE_MODEL_OVERRIDES = frozenset(
+    {"batch_or_activations", "unknown", "fragmentation", "model_too_large"}
+)
+
+
+def _whole_model_fixes(x: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """Offloading the whole-model buffer (it leaves the GPU: saves the request) and sharding it,
+    then the rule's fixes without the batch cuts (no batch shrinks a buffer of the weights)."""
+    from oomkit.diagnose.fixes import Fix as FixCls
+
+    offload = FixCls(
+        title="Offload the optimizer state / fp32 master weights to the CPU",
+        why=f"the {size_text(x)} whole-model buffer then lives in host RAM, not on the GPU.",
+        commands=(
+            '"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}',
+            "LowLevelZeroPlugin(stage=2, cpu_offload=True)   # ColossalAI",
+        ),
+        expected_saving_bytes=x,
+    )
+    shard = generic(
+        "Shard the parameters and optimizer state (ZeRO-3 / FSDP)",
+        "each of N GPUs then keeps 1/N of every whole-model buffer.",
+        ('"zero_optimization": {"stage": 3}   # DeepSpeed', "FSDP(model)   # PyTorch"),
+    )
+    rest = tuple(f for f in fixes if not f.title.startswith(_BATCH_CUTS))
+    return (offload, shard, *rest)
+
+
+#: fixes that shrink activations only
+_BATCH_CUTS = ("Cut the batch", "Halve the batch", "Recompute")
+
+
+def _model_sized_request(result: Analysis, facts: ModelFacts, e: OomEvent) -> Analysis | None:
+    """A single request the size of every parameter of the named model: the model, not a batch.
+
+    Mechanism. No activation of a step is the size of the whole model, but several buffers of a
+    load or of a sharded optimizer are exactly that: DeepSpeed ZeRO-1/2 (``stage_1_and_2.py``)
+    flattens each parameter group into one contiguous 16-bit tensor
+    (``flatten_dense_tensors_aligned``) and keeps its fp32 master copy as one flat partition
+    (``single_partition_of_fp32_groups``: all of it when the data-parallel world is one GPU);
+    ColossalAI's low-level ZeRO and FSDP's flat parameters do the same, and a full-model
+    ``.to(device)`` of a flattened module moves one such tensor. So a request equal to the
+    named model's parameter count x 2 bytes (a 16-bit copy) or x 4 bytes (an fp32 master copy),
+    within 3%, is the model's weights or optimizer state being placed: ``model_too_large`` at
+    0.75, even where the request's size alone (larger than the card, or a large share of it)
+    read as an activation. Only for 16/32-bit dtypes (a quantized load's bytes per parameter is
+    not one number) and requests of 512 MiB or more (a tiny model's size is also a common
+    activation size). What would decide otherwise: the traceback (a forward/backward frame that
+    allocates it).
+    """
+    x = e.requested_bytes
+    per = _PARAM_BYTES.get(facts.dtype)
+    if x is None or per is None or not facts.dtype_known or x < _WHOLE_MODEL_MIN:
+        return None
+    if result.cause not in _WHOLE_MODEL_OVERRIDES:
+        return None
+    if result.cause == "model_too_large" and result.confidence >= _WHOLE_MODEL_CONFIDENCE:
+        return None
+    params = facts.weights_bytes / per
+    for width, what in ((2, "a 16-bit copy"), (4, "an fp32 copy")):
+        size = params * width
+        if abs(x - size) <= _WHOLE_MODEL_TOLERANCE * size:
+            return Analysis(
+                cause="model_too_large",
+                confidence=_WHOLE_MODEL_CONFIDENCE,
+                explanation=result.explanation + f" The request, {size_text(x)}, is the size "
+                f"of every parameter of {facts.name} at {width} bytes ({params / 1e9:.2f}B "
+                f"parameters x {width} = {size_text(int(size))}): one buffer holding the whole "
+                f"model, {what} of its weights (a ZeRO/FSDP flat parameter or fp32 master "
+                "buffer, or a full-model .to(device)), not an activation. The model's weights "
+                "or optimizer state do not fit: shard them over more GPUs (ZeRO-3/FSDP), "
+                "offload them to the CPU, or train a smaller/quantized model or an adapter.",
+                fixes=_whole_model_fixes(x, result.fixes),
+                open_question=False,
+            )
+    return None
 
 
 def batch_levers_first(fixes: tuple[Fix, ...], cause: str) -> tuple[Fix, ...]:

@@ -199,6 +199,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 events.append(
                     _event(kind, "ollama_runner_terminated", line, n, detail=why[:300] or None)
                 )
+                facts["ollama_runner"] = True  # Ollama chose this runner's GPU layer count
                 continue
         if "memory layout cannot be allocated" in line:
             m = _LAYOUT.search(line)

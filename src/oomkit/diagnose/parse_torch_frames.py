@@ -147,9 +147,36 @@ def _loading_bar(raw: str) -> bool:
     return bool(bars) and int(bars[-1]["k"]) < int(bars[-1]["n"])
 
 
+# torch.load restoring a CUDA storage onto the device recorded when it was saved
+# (torch/serialization.py: `_cuda_deserialize`, called by `default_restore_location` when no
+# map_location is given; `validate_cuda_device` names the saved device)
+_RESTORE = ("in _cuda_deserialize", "in default_restore_location", "in validate_cuda_device")
+
+
+# A loop's progress bar still at 0 of N after it has run for a while: "0%| | 0/52000
+# [00:09<?, ?it/s]" (tqdm's `n/total [elapsed<remaining, rate]`): the loop began, its first
+# iteration had been running for `elapsed` and none completed. Bars of loading and downloading
+# (transformers' "Loading checkpoint shards", hub downloads) are not loops over inputs.
+_ZERO_BAR = re.compile(r"\|\s{0,3}0/(?P<n>\d{1,9})\s{0,3}\[(?P<m>\d{1,3}):(?P<s>\d{2})")
+_NOT_A_LOOP = ("Loading", "shards", "Fetching", "Downloading", "download", "Compiling")
+
+
+def _first_step_bar(raw: str) -> bool:
+    m = _ZERO_BAR.search(raw)
+    if m is None or int(m["n"]) < 2 or int(m["m"]) * 60 + int(m["s"]) < 1:
+        return False
+    return not has_any(raw, _NOT_A_LOOP)
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
     for raw in lines.text:
+        if "0/" in raw and _first_step_bar(raw):
+            facts.setdefault("first_step_bar", clean(raw)[:300])
+        if ("restore" in raw or "deserialize" in raw or "validate_cuda" in raw) and has_any(
+            raw, _RESTORE
+        ):
+            facts.setdefault("restore_frame", clean(raw)[:300])
         if _loading_bar(raw):
             found["model_load"] = clean(raw)[:300]  # the latest unfinished load bar
             continue

@@ -16,13 +16,17 @@ import re
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.priors import is_open
+from oomkit.diagnose.rules_stated import (
+    colocated_rollout_engine,
+    fallback,
+    stated_cotenants,
+    stated_growth,
+)
 
 __all__ = ["refine_by_evidence"]
 
-#: a rule's answer at or below this confidence is its default reading, not a computed one
-_FALLBACK_CONFIDENCE = 0.45
 #: n_ctx at or above this is a long context (as rules_llamacpp's runtime-failure branch reads it)
 _LONG_CTX = 8192
 #: a context this long makes the KV cache the largest allocation of a load (see
@@ -41,10 +45,16 @@ _METAL_CB = re.compile(
 def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
+        stated_growth,
+        _restored_to_saved_device,
+        _first_step_in_flight,
+        colocated_rollout_engine,
+        stated_cotenants,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,
         _bare_ggml_weights,
+        _ollama_layers_overshoot,
         _compute_buffer_without_context,
     ):
         found = rule(result, e, ctx)
@@ -53,9 +63,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     return result
 
 
-def _fallback(result: Analysis) -> bool:
-    """The rule's cause is its default reading (open, ``unknown``, or a low-confidence guess)."""
-    return is_open(result) or result.cause == "unknown" or result.confidence <= _FALLBACK_CONFIDENCE
+_fallback = fallback
 
 
 def _metal_command_buffer(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -268,5 +276,159 @@ def _compute_buffer_without_context(
         "the run's n_ctx and flash-attention setting (the `llama_context:` lines of the load "
         "log); a buffer that shrinks with -c 8192 is the context.",
         fixes=result.fixes,
+        open_question=False,
+    )
+
+
+#: the failing process holds at most this share of the card while the rest is held elsewhere
+_RESTORE_SELF_SHARE = 0.25
+_RESTORE_ELSEWHERE_SHARE = 0.5
+
+
+def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """``torch.load`` restoring a checkpoint onto a GPU that other processes fill: every process
+    of the job put its copy on the device the checkpoint was saved from.
+
+    Mechanism. Without ``map_location``, ``torch.load`` restores each CUDA storage onto the device
+    recorded when it was saved (``torch/serialization.py``: ``default_restore_location`` ->
+    ``_cuda_deserialize``), which is ``cuda:0`` for a checkpoint saved by rank 0 or by a
+    single-GPU run. In a multi-process job (DDP ranks resuming, data-loader or server workers
+    each loading the model) every process deserialises its copy onto that one GPU, so it fills
+    with copies held by the sibling processes while the failing process itself holds little:
+    ``multi_gpu_imbalance``. The traceback frame places the allocation in that restore; the
+    numbers show the failing process holding at most a quarter of the card while at least half
+    of it is held outside this process's allocator. An unrelated process on that GPU is the
+    competing reading (``oomkit gpus`` decides); ``map_location`` fixes both, so the rule stays
+    at 0.5. Without those numbers the restore frame places the load but not the cause, and the
+    rule does not apply.
+    """
+    if ctx.restore_frame is None or not _fallback(result):
+        return None
+    if result.cause not in {"other_process_holding_memory", "unknown", "model_too_large"}:
+        return None
+    t, x = e.total_bytes, e.requested_bytes
+    if t is None or x is None:
+        return None
+    held = e.process_in_use_bytes
+    if held is None:
+        if e.reserved_bytes is not None:
+            held = e.reserved_bytes
+        elif e.allocated_bytes is not None:
+            held = e.allocated_bytes + (e.reserved_unallocated_bytes or 0)
+    if held is None:
+        return None
+    free = e.free_bytes if e.free_bytes is not None else x
+    elsewhere = t - free - held
+    if held > _RESTORE_SELF_SHARE * t or elsewhere < _RESTORE_ELSEWHERE_SHARE * t:
+        return None
+    device = f"GPU {e.device}" if e.device is not None else "the GPU"
+    return Analysis(
+        cause="multi_gpu_imbalance",
+        confidence=0.5,
+        explanation=result.explanation + f" The traceback is in torch.load restoring a storage "
+        f"onto the device it was saved from ({ctx.restore_frame[:160]}), and this process holds "
+        f"only {100 * held // t}% of {device} while {100 * elsewhere // t}% is held elsewhere: "
+        "without map_location every process of the job (DDP ranks resuming, workers) restores "
+        "its copy of the checkpoint onto that one device. What would decide: `oomkit gpus` "
+        "(several processes of this job on that GPU, the others nearly empty) vs an unrelated "
+        "process.",
+        fixes=(
+            Fix(
+                title="Load the checkpoint to the CPU (or to this rank's own GPU)",
+                why="map_location keeps every process's copy off the GPU it was saved from: "
+                f"the {size_text(elsewhere)} the other copies hold there is freed.",
+                commands=(
+                    "torch.load(path, map_location='cpu')",
+                    "torch.load(path, map_location=f'cuda:{local_rank}')",
+                ),
+                expected_saving_bytes=elsewhere,
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+#: the GPU allocations a loop's first step makes (not host RAM, not a KV pool sized at start-up)
+_STEP_KINDS = frozenset({"cuda_oom", "hip_oom", "xpu_oom", "mps_oom", "cuda_error_oom"})
+
+
+def _first_step_in_flight(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A loop's progress bar at 0 of N after it ran a while: the first step's activations.
+
+    Mechanism. A training, evaluation or sampling loop starts its progress bar after the model
+    is built and placed; tqdm prints ``0/N [elapsed<?, ...]`` while the first iteration runs and
+    nothing has completed. A GPU OOM under such a bar (elapsed >= 1 s, so the loop really ran;
+    not a loading/download bar) is therefore the first step: the weights fit, and what the step
+    adds (activations of the batch / resolution / sequence length, logits) does not. That is
+    the doctor's ``--when first-step`` answer, read from the log, so it decides what the rule
+    left open at 0.45. A traceback in model loading, the optimizer step (its states are
+    allocated on the first step: the model's size) or a KV-cache allocation outranks it.
+    """
+    if ctx.first_step_bar is None or e.kind not in _STEP_KINDS or not _fallback(result):
+        return None
+    if result.cause not in {"model_too_large", "unknown", "batch_or_activations"}:
+        return None
+    if ctx.frame_phase in {"model_load", "optimizer_step", "kv_cache_alloc"}:
+        return None
+    if (ctx.completed_steps or 0) > 0:
+        return None  # steps completed: the log-facts rule reads growth
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.45,
+        explanation=result.explanation + f" The loop's progress bar stands at 0 of its steps "
+        f"after running a while ({ctx.first_step_bar[:120].strip()}): the model had loaded and "
+        "the first step failed, so what the step adds (activations of the batch, resolution or "
+        "sequence length) does not fit beside the weights. What would decide: whether batch "
+        "size 1 (or the smallest input) passes the first step.",
+        fixes=(
+            generic(
+                "Halve the batch size (or sequence length / resolution)",
+                "the first step's activations grow linearly with the batch and the input size.",
+                ("batch_size //= 2", "gradient_accumulation_steps *= 2   # keep the batch"),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def _ollama_layers_overshoot(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """An Ollama runner whose compute (graph) buffer did not fit: too many layers on the GPU.
+
+    Mechanism. Ollama, not the user, decides how many layers go to each GPU: it estimates the
+    weights, the KV cache for its ``num_ctx`` and the compute graph, and offloads as many
+    layers as that estimate says fit (``llm/memory.go``). The runner then places the weights
+    and the KV cache and reserves the compute graph last (``ggml_gallocr_reserve_n``). When that
+    last reservation fails, the estimate put more of the model on the GPU than fits beside the
+    graph: the lever is fewer GPU layers (``num_gpu``), i.e. the share of the model this GPU
+    holds, not the batch -> ``model_too_large`` at 0.45. A context the log states (a long
+    ``n_ctx`` makes the graph and KV the cause) keeps the context readings; another process
+    that took memory after Ollama's estimate is the competing reading (``oomkit gpus``).
+    """
+    if not ctx.ollama_runner or e.runtime != "llama.cpp" or e.stage != "compute":
+        return None
+    if ctx.n_ctx is not None or result.cause != "batch_or_activations":
+        return None
+    if result.confidence > 0.6:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + " Ollama chose how many layers this GPU holds from "
+        "its own estimate and the runner reserves the compute graph last, after the weights "
+        "and the KV cache: the graph not fitting means the estimate put too many layers on "
+        "the GPU. What would decide: whether the model loads with fewer GPU layers "
+        "(`num_gpu`), and `oomkit gpus` for memory another process took after the estimate.",
+        fixes=(
+            generic(
+                "Offload fewer layers to the GPU",
+                "each layer left on the CPU frees its weights and KV cache on the GPU for the "
+                "compute graph.",
+                ("PARAMETER num_gpu 20   # Modelfile", '"options": {"num_gpu": 20}   # API'),
+            ),
+            # (a micro-batch cut sized on the graph would lead it: the layer count is the lever)
+            *(f for f in result.fixes if not f.title.startswith("Halve the micro-batch")),
+        ),
         open_question=False,
     )

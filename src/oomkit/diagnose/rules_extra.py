@@ -18,7 +18,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 
-__all__ = ["analyze_extra", "growth_across_events"]
+__all__ = ["analyze_extra", "growth_across_events", "names_host_memory"]
 
 _MAX_MFS = 0.95
 # the runtime share SGLang needs outside the static pool (activations, CUDA graphs) is ~10-15%
@@ -251,12 +251,17 @@ _DEVICE_WORDING = re.compile(
 )
 
 
+def names_host_memory(text: str) -> bool:
+    """The wording names host RAM as what ran out (and no GPU word on the line vetoes it)."""
+    return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(text)
+
+
 def _generic(e: OomEvent, ctx: LogContext) -> Analysis:
     x = e.requested_bytes
     phase = ctx.frame_phase
     cause, conf = "unknown", 0.15
     why = " No parser knows this message's format, so only its wording is read."
-    if _HOST_WORDING.search(e.text) and not _DEVICE_WORDING.search(e.text):
+    if names_host_memory(e.text):
         cause, conf = "host_ram", 0.4
         why += (
             " Its wording names host memory (RAM / the process killed for it), not the GPU's:"

@@ -38,6 +38,9 @@ _FRAG_SHARE = 0.10  # R must be at least this share of PyTorch's reserved memory
 _OTHERS_SHARE = 0.10  # other processes must hold at least this share of the card
 _UNACCOUNTED_MIN = 2 * GiB  # above usual CUDA context + library overhead (0.3-1 GiB)
 _BIG_REQUEST_SHARE = 0.10
+#: other processes below this share of the card (where ``_others`` reads them at 0.65, not 0.85)
+#: beside this process holding more than half of it are a minor tenant
+_MINOR_OTHERS_SHARE = 0.25
 _SERVERS = frozenset({"vllm", "sglang", "tgi", "tensorrt-llm"})
 # One tensor this large is an activation, not a weight: the largest weight tensors of common
 # models are the embedding / lm_head (vocab x hidden: 128256 x 8192 x 2 bytes = 2.0 GiB for
@@ -51,7 +54,7 @@ _DECIDE_PHASE = (
 )
 
 
-def allocator(e: OomEvent, ctx: LogContext) -> Analysis:
+def allocator(e: OomEvent, ctx: LogContext, *, others_minor: bool = False) -> Analysis:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
     a, r, p = e.allocated_bytes, e.reserved_unallocated_bytes, e.process_in_use_bytes
     bogus = ""
@@ -156,7 +159,9 @@ def allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         )
     others = sum(o.used_bytes or 0 for o in e.other_processes)
     # 4. other processes hold a real share of the card
-    if others >= max(x - free, 0) and others >= _OTHERS_SHARE * t:
+    if not others_minor and others >= max(x - free, 0) and others >= _OTHERS_SHARE * t:
+        if p is not None and 2 * p > t and others < _MINOR_OTHERS_SHARE * t:
+            return _minor_others(e, ctx, p, others)
         an = _others(e, t)
         return Analysis(
             cause=an.cause,
@@ -455,6 +460,33 @@ def allocator(e: OomEvent, ctx: LogContext) -> Analysis:
         "what stays resident (weights, optimizer states, persistent buffers) fills the GPU "
         "before this step." + _DECIDE_PHASE,
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
+    )
+
+
+def _minor_others(e: OomEvent, ctx: LogContext, mine: int, others: int) -> Analysis:
+    """Other processes that hold a minor share beside a process that holds most of the card:
+    the reading of what this process holds, with the others as the second one.
+
+    Mechanism. Freeing the other processes would cover a small shortfall, but when they hold
+    less than a quarter of the card (:data:`_MINOR_OTHERS_SHARE`) and this process more than
+    half, the card is full because of this process's own weights, caches and activations:
+    with the others gone, the next step of the same size (or a slightly larger input) fails
+    again. So the numbers are read as if the others were fixed background (like the CUDA
+    context), the others are named, and the
+    "stop the other process" fix stays in the list; the reading of this process's holding
+    decides (its own rule, or the open model-vs-batch question and the base rate).
+    """
+    inner = allocator(e, ctx, others_minor=True)
+    named = _others(e, e.total_bytes or 1)
+    note = (
+        f" Other processes hold {_fb(others)} of the card, a minor share beside this "
+        f"process's {_fb(mine)}: stopping them would cover this request, but what fills the "
+        "card is this process's own memory, so it is read first."
+    )
+    return replace(
+        inner,
+        explanation=inner.explanation + note,
+        fixes=inner.fixes + tuple(f for f in named.fixes if not f.generic),
     )
 
 

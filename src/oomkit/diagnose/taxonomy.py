@@ -119,6 +119,13 @@ def allocation_of(e: OomEvent, ctx: LogContext, cause: str) -> str:
         return _FRAME_ALLOC[ctx.frame_phase]
     if e.kind == "host_alloc_failed":
         return "host_ram"
+    if e.kind == "oom_keyword" and cause != "host_ram":
+        # a message only the generic fallback read: its own words can still name RAM as what
+        # ran out, whatever made it run out (a leak across runs)
+        from oomkit.diagnose.rules_extra import names_host_memory
+
+        if names_host_memory(e.text):
+            return "host_ram"
     return _CAUSE_ALLOC.get(cause, "unknown")
 
 

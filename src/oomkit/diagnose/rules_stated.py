@@ -1,0 +1,249 @@
+"""What the text itself states around the message: prose that decides a cause.
+
+An issue title or the sentence a user pastes with the error ("CUDA out of memory at 1000th
+epoch", "OOM 8xH100 using latest GRPO code with vLLM") carries facts the message format does
+not: that steps completed before the failure, or that an inference engine shares the training
+GPUs. These rules read them from the failing event's own line, for
+:func:`oomkit.diagnose.rules_evidence.refine_by_evidence`, and apply only where the runtime rule
+left the cause open (each states its mechanism in its docstring; docs/doctor-causes.md section
+"Evidence around the message" lists them).
+"""
+
+from __future__ import annotations
+
+import re
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.priors import is_open
+
+__all__ = ["colocated_rollout_engine", "fallback", "stated_cotenants", "stated_growth"]
+
+#: a rule's answer at or below this confidence is its default reading, not a computed one
+#: (the same threshold as rules_evidence)
+FALLBACK_CONFIDENCE = 0.45
+
+
+def fallback(result: Analysis) -> bool:
+    """The rule's cause is its default reading (open, ``unknown``, or a low-confidence guess)."""
+    return is_open(result) or result.cause == "unknown" or result.confidence <= FALLBACK_CONFIDENCE
+
+
+# The text's own statement that steps completed before the failure: "after 3 epochs", "at 1000th
+# epoch", "after a few runs / times". "at"/"in"/"on" the Nth means N - 1 completed, "after" N
+# means N. "during the second step" places a step, not completed ones, and is not read.
+_AFTER_STEPS = re.compile(
+    r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
+    r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
+    r"|hundreds\s+of))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
+    r"|images?|requests?|times|rounds?|hours?)\b"
+)
+# Optimizer states (Adam's two moments) are allocated by the first optimizer.step(), so the
+# second step is the first that must fit them: a failure there is the model's training state,
+# not growth. Training steps count as growth from two completed ones (as the log-facts rule
+# reads a progress bar); epochs, runs, images and requests from one.
+_STEP_UNITS = ("step", "iter", "batch")
+_STEPS_DONE = 2
+# The text's own statement that memory grew or was not given back: a leak, growth "with each" /
+# "every" run, "more and more", memory "not released" / "doesn't free". "LeakyRelu" (a TF op
+# name in shape dumps) is not a leak: the word must end there.
+_GROWTH_WORDS = re.compile(
+    r"(?i)\bmemory\s+leak|\bleak(?:s|ing|ed|age)?\b(?!\w)"
+    r"|\bkeeps?\s+(?:on\s+)?(?:growing|increasing|rising|climbing)"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
+    r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
+    r"|\bmore\s+and\s+more\b"
+    r"|\b(?:not|never)\s+(?:being\s+|getting\s+)?(?:released|freed)\b"
+    r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
+    r"(?:release|free|give\s+back)\b"
+)
+
+
+_NEGATED = re.compile(r"(?i)\b(?:no|not|without|never)\b|n't\b")
+
+
+def _stated_growth_text(text: str) -> str | None:
+    """The words of ``text`` that state growth or completed steps, or ``None``."""
+    for m in _GROWTH_WORDS.finditer(text):
+        if _NEGATED.search(text[max(0, m.start() - 24) : m.start()]):
+            continue  # "not a memory leak", "no leak": the text rules growth out
+        return m.group(0)
+    for m in _AFTER_STEPS.finditer(text):
+        n = m["n"]
+        if n is not None:
+            done = int(n) if m["prep"].lower() == "after" else int(n) - 1
+            if done < (_STEPS_DONE if m["unit"].lower().startswith(_STEP_UNITS) else 1):
+                continue
+        return m.group(0)
+    return None
+
+
+def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The message's own words say memory grew across steps: ``leak_or_accumulation``.
+
+    Mechanism. Whatever stays resident for a run (weights, optimizer states, a KV pool sized at
+    start-up) is allocated before or during the first step; if the first steps passed, it fit.
+    A failure that the text itself places after completed steps ("CUDA out of memory at 1000th
+    epoch", "after a few runs") or that it says followed growth ("memory leak", "keeps
+    growing", "Unload model doesn't release memory") is therefore memory that accumulated:
+    tensors kept alive across steps (a loss summed without ``.item()``, outputs stored with
+    their graph), models or caches not freed between runs. This is the answer the doctor asks
+    for with ``--when later`` (:mod:`oomkit.diagnose.user_phase`), given in the text (an issue
+    title or the sentence pasted with the error), so it decides what the runtime rule left open
+    (a fallback reading, or the generic host-RAM reading of a numberless message: *where* it
+    ran out is RAM, *why* is the growth) at 0.5, below the numbers' own readings. A later
+    input that is larger than the earlier ones is the competing reading, which
+    ``torch.cuda.memory_allocated()`` per step decides. KV caches grow with the context by
+    design and are left to their own rules.
+    """
+    if result.cause in {"leak_or_accumulation", "kv_cache_or_context"}:
+        return None
+    if not fallback(result) and not (result.cause == "host_ram" and result.confidence < 0.5):
+        return None
+    words = _stated_growth_text(e.text)
+    if words is None:
+        return None
+    return Analysis(
+        cause="leak_or_accumulation",
+        confidence=0.5,
+        explanation=result.explanation + f" The text itself says {words!r}: steps completed "
+        "before the failure (or memory was not given back between them), so what stays "
+        "resident fit and memory grew across steps or runs (tensors kept alive, models or "
+        "caches not freed). What would decide: torch.cuda.memory_allocated() (or the process's "
+        "RSS) after each step or run: rising means accumulation, flat means a later, larger "
+        "input.",
+        fixes=(
+            generic(
+                "Stop keeping tensors alive across steps",
+                "accumulate Python numbers, detach what you store, free the previous model.",
+                (
+                    "total_loss += loss.item()",
+                    "history.append(out.detach().cpu())",
+                    "del model; gc.collect(); torch.cuda.empty_cache()",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# RL fine-tuning with an inference engine on the training GPUs: the engines' APIs that hand memory
+# back to the trainer (SGLang `release_memory_occupation` / `resume_memory_occupation`, vLLM's
+# sleep mode, built for RLHF), an engine named beside an RL algorithm, or the engine's memory
+# share set in an RL config (verl `actor_rollout_ref.rollout.gpu_memory_utilization`, TRL
+# `vllm_gpu_memory_utilization`)
+_HANDBACK = re.compile(
+    r"(?i)\b(?:release|resume)_memory_occupation\b|\bsleep[ _]mode\b|\benable_sleep_mode\b"
+)
+_ENGINE = re.compile(r"(?i)\b(?:vllm|sglang)\b")
+_RL = re.compile(r"(?i)\b(?:grpo|ppo|rlhf|dapo|colocat\w*)\b|rollout")
+_ENGINE_SHARE = re.compile(r"(?i)gpu_memory_utilization|mem_fraction_static")
+
+
+def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """RL fine-tuning whose rollout engine shares the training GPUs: the engine's reservation.
+
+    Mechanism. PPO/GRPO trainers (verl, OpenRLHF, TRL, slime) generate rollouts with a vLLM or
+    SGLang engine placed on the same GPUs as the policy being trained. The engine reserves a
+    fixed share of each device at start-up (``gpu_memory_utilization`` x total for its weights
+    and KV pool; ``mem_fraction_static`` in SGLang) and holds it until told to give it back
+    (``release_memory_occupation``, vLLM's sleep mode); the trainer's weights, gradients and
+    optimizer states live in what is left. An OOM in such a job is one side running into the
+    memory the other holds, which this corpus's taxonomy calls another holder of the device:
+    ``other_process_holding_memory``, fixed by a smaller engine share, by releasing (sleeping)
+    the engine before the training step, or by placing engine and trainer on separate GPUs. The
+    text must name the colocation: an engine and an RL algorithm together, the engine's share
+    in an RL config, or the engine's hand-back API. Applied only where the rule left the cause
+    open, at 0.45 (the trainer's own model state not fitting is the competing reading).
+    """
+    if not fallback(result) or result.cause in {"host_ram", "other_process_holding_memory"}:
+        return None
+    text = e.text
+    named = _HANDBACK.search(text)
+    if named is None and _RL.search(text) is not None:
+        named = _ENGINE.search(text) or _ENGINE_SHARE.search(text)
+    if named is None:
+        return None
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names a rollout engine sharing the "
+        f"training GPUs ({named.group(0)!r}): in RL fine-tuning the vLLM/SGLang engine reserves "
+        "its share of every device (gpu_memory_utilization x total, for its weights and KV "
+        "pool) and holds it until released, so the trainer and the engine run into each "
+        "other's memory. What would decide: the engine's reserved share against what the "
+        "trainer needs (nvidia-smi during the training step, with the engine awake vs "
+        "released).",
+        fixes=(
+            generic(
+                "Give the rollout engine a smaller share, or release it during training",
+                "the engine's reservation is gpu_memory_utilization x each GPU; released or "
+                "asleep, it holds (almost) nothing during the training step.",
+                (
+                    "actor_rollout_ref.rollout.gpu_memory_utilization=0.4   # verl",
+                    "vllm_gpu_memory_utilization=0.3   # TRL GRPOConfig",
+                    "LLM(..., enable_sleep_mode=True); llm.sleep(level=1)   # vLLM",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# The text says several holders share one device: "multiple models on the same GPU", "two
+# processes on one card", "多个模型在同一个GPU上" (several models on the same GPU). "Other
+# models run fine on the same GPU" compares, it does not share: "other" is not a count.
+_COTENANTS = re.compile(
+    r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3})\s+(?:models?|processes|jobs"
+    r"|instances|programs|engines|workers|kernels|containers|services)\b[^.\n]{0,40}?"
+    r"\b(?:on|in|share|sharing|using|use)\s+(?:the\s+)?(?:same|one|a\s+single|a\s+shared)\s+"
+    r"(?:gpu|card|device)\b"
+    r"|(?:多个|两个|几个)(?:模型|进程|任务|程序|服务|实例)[^。\n]{0,10}?同一(?:个|张|块)?"
+    r"(?:GPU|gpu|卡|显卡)"
+)
+
+
+def stated_cotenants(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says several models, processes or jobs share the device: the others' memory.
+
+    Mechanism. Every process on a GPU holds its own weights, caches and CUDA context, and the
+    allocators of serving engines size their pools from what is free when they start (vLLM's
+    ``gpu_memory_utilization``, LMDeploy's ``cache_max_entry_count``, llama.cpp's layer fit):
+    memory a second tenant takes later is not in that plan, so whichever starts or grows second
+    runs out, whatever its own batch. A text that states the sharing ("multiple models on the
+    same GPU") names the holder the message itself cannot: ``other_process_holding_memory`` at
+    0.45, deciding fact ``oomkit gpus`` (each tenant's share) and the fix of isolating the
+    tenants (separate GPUs, MIG/MPS limits, absolute pool sizes). Applied only where the rule
+    left the cause open.
+    """
+    if not fallback(result) or result.cause in {"host_ram", "other_process_holding_memory"}:
+        return None
+    m = _COTENANTS.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the device is shared "
+        f"({m.group(0)!r}): each tenant holds its own weights, caches and context, and a pool "
+        "sized from the memory free at start-up does not know what another tenant takes "
+        "later. What would decide: `oomkit gpus` (each process's share) with the others "
+        "stopped vs running.",
+        fixes=(
+            generic(
+                "Give each model its own GPU, or fixed memory limits",
+                "separate devices, MIG slices or absolute pool sizes keep one tenant from "
+                "eating another's share.",
+                (
+                    "CUDA_VISIBLE_DEVICES=1 <second server>",
+                    "--cache-max-entry-count 2000   # LMDeploy: an absolute block count (> 1)",
+                    "--gpu-memory-utilization 0.45   # vLLM: each engine's share",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
