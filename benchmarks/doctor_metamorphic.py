@@ -2,10 +2,11 @@
 
 A message reaches the doctor the way the user copied it: from a coloured terminal (ANSI escapes),
 a web page (non-breaking spaces, HTML entities), a structured logger or a Python ``repr`` (a
-JSON-escaped string), an issue comment (a Markdown quote), a log collector (its own timestamp
-and logger prefix), Windows (CRLF). For every development record the doctor recognises, each
-transform below is applied and the diagnosis compared with the undistorted one: a recognition
-lost or a cause changed is a failure of generalization that needs no new data to find.
+JSON-escaped string), an issue comment (a Markdown quote, bold or inline code), a log
+collector (its own timestamp and logger prefix), Windows (CRLF). For every development record
+the doctor recognises, each transform below is applied and the diagnosis compared with the
+undistorted one: a recognition lost or a cause changed is a failure of generalization that needs
+no new data to find.
 
 Usage (from the repository root)::
 
@@ -52,6 +53,9 @@ REQUIRED: dict[str, Callable[[str], str]] = {
     "indent_tabs": _per_line(lambda line: "\t  " + line + "  "),
     "nbsp": lambda t: t.replace(" ", "\u00a0"),
     "repr_list": lambda t: repr([t]),
+    # an issue comment that highlights the pasted lines (Markdown bold / inline code)
+    "markdown_bold": _per_line(lambda line: f"**{line.strip()}**" if line.strip() else line),
+    "inline_code": _per_line(lambda line: f"`{line.strip()}`" if line.strip() else line),
 }
 #: reported, not required (see the module docstring)
 INFORMATIVE: dict[str, Callable[[str], str]] = {

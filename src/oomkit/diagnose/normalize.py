@@ -15,8 +15,9 @@ Every step is a no-op on text that does not show the distortion, and linear in t
   escapes when the text carries more literal ``\\n`` than real line breaks; HTML entities when it
   has any of the common ones.
 * :func:`normalize_line` (every physical line, any log size): ANSI escape sequences removed,
-  Unicode space characters made ASCII spaces, a Markdown quote prefix removed, and a log
-  collector's ISO-timestamp prefix with its level and ``[logger]`` removed.
+  Unicode space characters made ASCII spaces, a Markdown quote prefix removed, Markdown bold or
+  inline code around the whole line removed (``**Killed**``), and a log collector's
+  ISO-timestamp prefix with its level and ``[logger]`` removed.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ _LOG_LINE_START = re.compile(
     r"\[rank\d{1,5}\]:|(?:INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |"
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d))"
 )
+# Markdown emphasis or inline code around a whole line, as an issue comment highlights the
+# last line of a log: **Killed**, `Killed`, ***CUDA out of memory***
+_EMPHASIS = re.compile(
+    r"^([ \t]{0,8})(\*{2,4}|`{1,3})(?=\S)((?:(?!\2).){1,4000}?)(?<=\S)\2[ \t]{0,8}$"
+)
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 _ESCAPED_NL = re.compile(r"\\r\\n|\\n")
 _ESCAPE_LEVELS = 3
@@ -86,6 +92,13 @@ def normalize_line(line: str) -> str:
         m = _QUOTE.match(line)
         if m is not None and m.end() > 0:
             line = line[m.end() :]
+    for _ in range(2):  # bold inside inline code, or bold twice
+        if not (line.rstrip()[-1:] in ("*", "`") and line.lstrip()[:1] in ("*", "`")):
+            break
+        m = _EMPHASIS.match(line)
+        if m is None:
+            break
+        line = m.group(1) + m.group(3)
     if line[:1] in "[0123456789" and line[:1]:
         m = _STAMP.match(line)
         if m is not None and m.end() >= 19:

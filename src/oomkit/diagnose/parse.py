@@ -22,6 +22,7 @@ from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
+from oomkit.diagnose.parse_hosts import parse_hosts
 from oomkit.diagnose.parse_libs import parse_libs
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
@@ -120,6 +121,9 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
     if not events:
         # runtimes' own few-number OOM wordings, only where no richer event was found
         events.extend(parse_recognise(lines))
+    if not events:
+        # OS / scheduler memory kills (jetsam, Android LMK, cgroup events, Ray), cache budgets
+        events.extend(parse_hosts(lines))
     if not events:
         # other frameworks' own wordings (TensorRT, MXNet, MindSpore, ONNX Runtime CUDA, ...)
         events.extend(parse_frameworks(lines))
