@@ -16,7 +16,10 @@ Usage (from the repository root)::
 Only development parts are read (``doctor_corpus.DEVELOPMENT_PARTS``), never a fresh held-out
 part. ``wrap80`` (a hard wrap at 80 columns) and ``one_line`` (every line break lost) are
 reported but not required: a wrapped message's line structure is gone, and undoing it would
-guess.
+guess. The doctor undoes a word wrap only where it is certain (``normalize.unwrap_word_wrapped``:
+a line is joined to the next when the next line's first word would not have fit, and only for a
+paste in which nothing was found), so ``wrap80`` losses are what that rule cannot see:
+``textwrap`` keeps the paste's own line breaks inside a wrapped line, which no real wrap does.
 """
 
 from __future__ import annotations

@@ -162,3 +162,54 @@ def test_prose_neighbours_are_not_an_oom(text: str) -> None:
 )
 def test_markdown_emphasis_around_a_whole_line_is_removed(line: str, expected: str) -> None:
     assert normalize_line(line) == expected
+
+
+_TORCH = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 23.65 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process "
+    "has 22.51 GiB memory in use. Of the allocated memory 20.10 GiB is allocated by PyTorch, and "
+    "1.90 GiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_a_wrap_inside_the_wording_is_undone() -> None:
+    first = "2024-05-01 worker 3 stopped: RuntimeError while decoding, CUDA out of"
+    second = "memory; lower the batch size"
+    # neither half is an OOM on its own: only the join makes the wording
+    assert not diagnose_text(first).oom_found
+    assert not diagnose_text(second).oom_found
+    assert diagnose_text(f"{first}\n{second}").oom_found
+    # the same two lines with room left on the first are two sentences, not a wrap
+    assert not diagnose_text(f"{first}\n{second}\n{'y' * 90}").oom_found
+
+
+@pytest.mark.parametrize("width", [72, 80, 100])
+def test_a_word_wrapped_paste_reads_as_the_unwrapped_one(width: int) -> None:
+    import textwrap
+
+    whole = diagnose_text(_TORCH)
+    again = diagnose_text("\n".join(textwrap.wrap(_TORCH, width)))
+    assert again.primary is not None
+    assert whole.primary is not None
+    assert again.cause == whole.cause
+    assert again.primary.requested_bytes == whole.primary.requested_bytes
+
+
+def test_unwrapping_leaves_short_and_indented_lines_alone() -> None:
+    from oomkit.diagnose.normalize import unwrap_word_wrapped
+
+    assert unwrap_word_wrapped("step 1 loss 2.0\nstep 2 loss 1.9\nKilled") is None
+    tb = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()'
+    assert unwrap_word_wrapped(tb) is None
+    line = "x" * 75 + " ab"
+    assert unwrap_word_wrapped(line + "\ncdefgh ij") == line + " cdefgh ij"
+    assert unwrap_word_wrapped(line + "\n  cdefgh ij") is None
+
+
+def test_a_wrapped_paste_without_an_oom_stays_without_one() -> None:
+    text = (
+        "INFO 09-30 15:27:08 llm_engine.py:72] Initializing an LLM engine with config: model=x,\n"
+        "tokenizer=x, tokenizer_mode=auto, revision=None, trust_remote_code=False, dtype=bf16,\n"
+        "max_seq_len=32768 and the memory profile finished without errors"
+    )
+    assert not diagnose_text(text).oom_found

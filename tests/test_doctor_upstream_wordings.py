@@ -84,6 +84,7 @@ _HOST_FAMILIES = {
     "android",
     "docker",
     "ray",
+    "kubernetes",
 }
 
 

@@ -28,7 +28,13 @@ import re
 
 from oomkit.diagnose.text import Lines
 
-__all__ = ["WHOLE_TEXT_CHARS", "normalize_line", "normalize_lines", "normalize_text"]
+__all__ = [
+    "WHOLE_TEXT_CHARS",
+    "normalize_line",
+    "normalize_lines",
+    "normalize_text",
+    "unwrap_word_wrapped",
+]
 
 #: whole-text steps run only on pastes up to this size (a multi-GB log is the runtime's own file)
 WHOLE_TEXT_CHARS = 4 << 20
@@ -214,3 +220,37 @@ def normalize_text(text: str) -> str:
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
         text = _LOG_LINE_START.sub("\n", text)
     return text
+
+
+#: the widths a paste is word-wrapped at (an e-mail client's 72, a terminal's 80, a forum's 120)
+_WRAP_WIDTHS = (60, 200)
+
+
+def unwrap_word_wrapped(text: str) -> str | None:
+    """The paste with a word wrap undone, or ``None`` when it shows none.
+
+    A word wrap (an e-mail client, a forum, ``fold -s``, ``textwrap``) breaks a line only where
+    the next word would not fit: the line plus a space plus the next line's first word is longer
+    than the wrap width, and the continuation starts without indentation. The width is the
+    longest line. Lines that a runtime printed are joined only when both hold, so a paste whose
+    lines are short or indented stays as it is; the caller (``parse_log``) uses the result only
+    when the paste as given held no OOM, so a recognised paste never changes.
+    """
+    if "\n" not in text or len(text) > WHOLE_TEXT_CHARS:
+        return None
+    lines = text.replace("\r\n", "\n").split("\n")
+    width = max(len(line) for line in lines)
+    if not _WRAP_WIDTHS[0] <= width <= _WRAP_WIDTHS[1]:
+        return None
+    out = [lines[0]]
+    prev = lines[0]
+    changed = False
+    for line in lines[1:]:
+        first = line.split(" ", 1)[0]
+        if prev.strip() and first and not line[:1].isspace() and len(prev) + 1 + len(first) > width:
+            out[-1] = out[-1] + " " + line
+            changed = True
+        else:
+            out.append(line)
+        prev = line
+    return "\n".join(out) if changed else None

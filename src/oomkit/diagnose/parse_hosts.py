@@ -27,6 +27,9 @@ Each family is the reporter's own wording, cited to the file that prints it:
   ``CreateOomKillMessageDetails``): ``ray.exceptions.OutOfMemoryError: Task was killed due to the
   node running low on memory.`` and ``<n> worker(s) were killed due to the node running low on
   memory``: Ray kills a worker when the node's host RAM passes ``memory_usage_threshold``.
+* Kubernetes' kubelet (``kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go``
+  ``nodeConditionMessageFmt``): a pod evicted or refused with ``The node had condition:
+  [MemoryPressure].`` (the node's RAM crossed the eviction threshold).
 * OpenVINO GenAI continuous batching (``openvinotoolkit/openvino.genai``): a request that the
   scheduler could not fit into the KV-cache budget ends with ``GenerationStatus::IGNORED``
   (``generation_handle.hpp``: "generation run into out-of-memory condition"); the LLM pipeline
@@ -103,6 +106,9 @@ _RAY = re.compile(
     r"(?:(?P<n>\d{1,6}) worker\(s\) were|Task was|Actor was|Worker was|task was|were) killed due "
     r"to the node running low on memory"
 )
+# kubelet eviction / admission (kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go
+# nodeConditionMessageFmt): "The node had condition: [MemoryPressure]. "
+_KUBELET_PRESSURE = re.compile(r"The node had condition: \[[A-Za-z, ]{0,80}MemoryPressure")
 _OV_STATUS = re.compile(r"Got unfinished GenerationStatus")
 _OV_DROPPED = re.compile(
     r"was dropped by the scheduler because it did not fit in the available cache budget"
@@ -122,6 +128,7 @@ _PREFILTER = needles_re(
         "Kill '",
         "oom",
         "running low on memory",
+        "MemoryPressure",
         "GenerationStatus",
         "available cache budget",
         "less than half of total memory",
@@ -221,6 +228,8 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             cgroup=True,
             detail=f"{m2['key']} {m2['n']}",
         )
+    if "MemoryPressure" in line and _KUBELET_PRESSURE.search(line):
+        return _ev("kubernetes", "host_oom", "kubelet_memory_pressure", line, n)
     if "running low on memory" in line and _RAY.search(line):
         return _ev("ray", "host_oom", "ray_memory_monitor_kill", line, n)
     if ("GenerationStatus" in line and _OV_STATUS.search(line)) or (

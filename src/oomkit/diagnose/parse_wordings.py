@@ -143,6 +143,12 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # candle's Metal backend (huggingface/candle:candle-metal-kernels/src/err.rs
+        # FailedToCreateResource): MTLDevice newBuffer returned nil
+        ("metal resource",),
+        re.compile(r"Failed to create metal resource: Buffer\b", _I),
+    ),
+    (
         ("vram",),
         re.compile(r"\bvram (?:is ?n[o']t|is not|not) enough\b", _I),
     ),

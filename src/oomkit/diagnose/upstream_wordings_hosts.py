@@ -98,6 +98,19 @@ HOSTS: tuple[Wording, ...] = (
         "memory.",
     ),
     _w(
+        "kubernetes",
+        "kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go (nodeConditionMessageFmt)",
+        "The node had condition: %v. ",
+        "Status: Failed\nReason: Evicted\nMessage: The node had condition: [MemoryPressure].",
+    ),
+    _w(
+        "candle",
+        "huggingface/candle:candle-metal-kernels/src/err.rs (MetalKernelError::"
+        "FailedToCreateResource: MTLDevice newBuffer returned nil)",
+        "Failed to create metal resource: {0}",
+        "Error: Metal error Failed to create metal resource: Buffer",
+    ),
+    _w(
         "openvino-genai",
         f"{_OV}/llm/pipeline_continuous_batching_adapter.hpp (GenerationStatus::IGNORED)",
         "Check 'res.m_status == GenerationStatus::FINISHED || ...' failed at %s:%d:\\nGot "
@@ -183,4 +196,6 @@ HOSTS_NEAR_MISSES: tuple[str, ...] = (
     "16G显存够用吗？",
     "Process was killed by signal 11 (SIGSEGV)",
     "tried to allocate a new session id",
+    "The node had condition: [DiskPressure].",
+    "Error: Metal error Failed to create metal resource: CommandQueue",
 )
