@@ -158,6 +158,13 @@ HOSTS: tuple[Wording, ...] = (
         "on device",
     ),
     _w(
+        "xpu",
+        "intel/intel-extension-for-pytorch (DPCPP_EXCEP_CATCH: a sycl::exception carrying "
+        "PI_ERROR_OUT_OF_RESOURCES is rethrown as this runtime_error)",
+        "Allocation is out of device memory on current platform.",
+        "RuntimeError: Allocation is out of device memory on current platform.",
+    ),
+    _w(
         "mlc-llm",
         "mlc-ai/mlc-llm:cpp/serve/config.cc (EstimateMemoryUsageOnMode)",
         "Insufficient GPU memory error: The available single GPU memory is %s MB, which is less "
