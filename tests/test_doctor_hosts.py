@@ -207,6 +207,8 @@ def test_unwrapping_leaves_short_and_indented_lines_alone() -> None:
     line = "x" * 75 + " ab"
     assert unwrap_word_wrapped(line + "\ncdefgh ij") == line + " cdefgh ij"
     assert unwrap_word_wrapped(line + "\n  cdefgh ij") is None
+    # a log file, not a paste: read as it is (a second parse of megabyte lines costs seconds)
+    assert unwrap_word_wrapped((line + "\ncdefgh ij\n") * 2000) is None
 
 
 def test_a_wrapped_paste_without_an_oom_stays_without_one() -> None:

@@ -29,6 +29,7 @@ import re
 from oomkit.diagnose.text import Lines
 
 __all__ = [
+    "UNWRAP_MAX_CHARS",
     "WHOLE_TEXT_CHARS",
     "normalize_line",
     "normalize_lines",
@@ -224,6 +225,9 @@ def normalize_text(text: str) -> str:
 
 #: the widths a paste is word-wrapped at (an e-mail client's 72, a terminal's 80, a forum's 120)
 _WRAP_WIDTHS = (60, 200)
+#: a wrap is what copying a message does; a log file is the runtime's own (and a second parse of
+#: a multi-MB text whose joined lines are megabytes long would cost seconds)
+UNWRAP_MAX_CHARS = 128 << 10
 
 
 def unwrap_word_wrapped(text: str) -> str | None:
@@ -236,7 +240,7 @@ def unwrap_word_wrapped(text: str) -> str | None:
     lines are short or indented stays as it is; the caller (``parse_log``) uses the result only
     when the paste as given held no OOM, so a recognised paste never changes.
     """
-    if "\n" not in text or len(text) > WHOLE_TEXT_CHARS:
+    if "\n" not in text or len(text) > UNWRAP_MAX_CHARS:
         return None
     lines = text.replace("\r\n", "\n").split("\n")
     width = max(len(line) for line in lines)
