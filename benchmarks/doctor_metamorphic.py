@@ -2,10 +2,11 @@
 
 A message reaches the doctor the way the user copied it: from a coloured terminal (ANSI escapes),
 a web page (non-breaking spaces, HTML entities), a structured logger or a Python ``repr`` (a
-JSON-escaped string), an issue comment (a Markdown quote), a log collector (its own timestamp
-and logger prefix), Windows (CRLF). For every development record the doctor recognises, each
-transform below is applied and the diagnosis compared with the undistorted one: a recognition
-lost or a cause changed is a failure of generalization that needs no new data to find.
+JSON-escaped string), an issue comment (a Markdown quote, bold or inline code), a log
+collector (its own timestamp and logger prefix), Windows (CRLF). For every development record
+the doctor recognises, each transform below is applied and the diagnosis compared with the
+undistorted one: a recognition lost or a cause changed is a failure of generalization that needs
+no new data to find.
 
 Usage (from the repository root)::
 
@@ -15,7 +16,10 @@ Usage (from the repository root)::
 Only development parts are read (``doctor_corpus.DEVELOPMENT_PARTS``), never a fresh held-out
 part. ``wrap80`` (a hard wrap at 80 columns) and ``one_line`` (every line break lost) are
 reported but not required: a wrapped message's line structure is gone, and undoing it would
-guess.
+guess. The doctor undoes a word wrap only where it is certain (``normalize.unwrap_word_wrapped``:
+a line is joined to the next when the next line's first word would not have fit, and only for a
+paste in which nothing was found), so ``wrap80`` losses are what that rule cannot see:
+``textwrap`` keeps the paste's own line breaks inside a wrapped line, which no real wrap does.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ REQUIRED: dict[str, Callable[[str], str]] = {
     "indent_tabs": _per_line(lambda line: "\t  " + line + "  "),
     "nbsp": lambda t: t.replace(" ", "\u00a0"),
     "repr_list": lambda t: repr([t]),
+    # an issue comment that highlights the pasted lines (Markdown bold / inline code)
+    "markdown_bold": _per_line(lambda line: f"**{line.strip()}**" if line.strip() else line),
+    "inline_code": _per_line(lambda line: f"`{line.strip()}`" if line.strip() else line),
 }
 #: reported, not required (see the module docstring)
 INFORMATIVE: dict[str, Callable[[str], str]] = {

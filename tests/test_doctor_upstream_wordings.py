@@ -28,6 +28,8 @@ def test_the_table_cites_a_source_and_covers_the_families() -> None:
         assert fam in families, fam
     for fam in ("paddle", "mindspore", "onnxruntime", "openvino", "numpy", "linux", "windows"):
         assert fam in families, fam
+    for fam in ("macos", "android", "docker", "ray", "openvino-genai", "mlc-llm", "exllamav2"):
+        assert fam in families, fam
     for w in WORDINGS:
         assert w.source, w
         assert w.wording, w
@@ -69,7 +71,21 @@ def test_upstream_wording_is_recognised_inside_a_log(wrapper: str) -> None:
     assert missed == []
 
 
-_HOST_FAMILIES = {"linux", "macos", "rust", "notebook", "java", "node", "go", "numpy", "arrow"}
+_HOST_FAMILIES = {
+    "linux",
+    "macos",
+    "rust",
+    "notebook",
+    "java",
+    "node",
+    "go",
+    "numpy",
+    "arrow",
+    "android",
+    "docker",
+    "ray",
+    "kubernetes",
+}
 
 
 @pytest.mark.parametrize("w", [w for w in WORDINGS if w.family in _HOST_FAMILIES], ids=_id)

@@ -15,8 +15,9 @@ Every step is a no-op on text that does not show the distortion, and linear in t
   escapes when the text carries more literal ``\\n`` than real line breaks; HTML entities when it
   has any of the common ones.
 * :func:`normalize_line` (every physical line, any log size): ANSI escape sequences removed,
-  Unicode space characters made ASCII spaces, a Markdown quote prefix removed, and a log
-  collector's ISO-timestamp prefix with its level and ``[logger]`` removed.
+  Unicode space characters made ASCII spaces, a Markdown quote prefix removed, Markdown bold or
+  inline code around the whole line removed (``**Killed**``), and a log collector's
+  ISO-timestamp prefix with its level and ``[logger]`` removed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ import re
 
 from oomkit.diagnose.text import Lines
 
-__all__ = ["WHOLE_TEXT_CHARS", "normalize_line", "normalize_lines", "normalize_text"]
+__all__ = [
+    "UNWRAP_MAX_CHARS",
+    "WHOLE_TEXT_CHARS",
+    "normalize_line",
+    "normalize_lines",
+    "normalize_text",
+    "unwrap_word_wrapped",
+]
 
 #: whole-text steps run only on pastes up to this size (a multi-GB log is the runtime's own file)
 WHOLE_TEXT_CHARS = 4 << 20
@@ -62,6 +70,11 @@ _LOG_LINE_START = re.compile(
     r"\[rank\d{1,5}\]:|(?:INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |"
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d))"
 )
+# Markdown emphasis or inline code around a whole line, as an issue comment highlights the
+# last line of a log: **Killed**, `Killed`, ***CUDA out of memory***
+_EMPHASIS = re.compile(
+    r"^([ \t]{0,8})(\*{2,4}|`{1,3})(?=\S)((?:(?!\2).){1,4000}?)(?<=\S)\2[ \t]{0,8}$"
+)
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 _ESCAPED_NL = re.compile(r"\\r\\n|\\n")
 _ESCAPE_LEVELS = 3
@@ -86,6 +99,13 @@ def normalize_line(line: str) -> str:
         m = _QUOTE.match(line)
         if m is not None and m.end() > 0:
             line = line[m.end() :]
+    for _ in range(2):  # bold inside inline code, or bold twice
+        if not (line.rstrip()[-1:] in ("*", "`") and line.lstrip()[:1] in ("*", "`")):
+            break
+        m = _EMPHASIS.match(line)
+        if m is None:
+            break
+        line = m.group(1) + m.group(3)
     if line[:1] in "[0123456789" and line[:1]:
         m = _STAMP.match(line)
         if m is not None and m.end() >= 19:
@@ -201,3 +221,40 @@ def normalize_text(text: str) -> str:
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
         text = _LOG_LINE_START.sub("\n", text)
     return text
+
+
+#: the widths a paste is word-wrapped at (an e-mail client's 72, a terminal's 80, a forum's 120)
+_WRAP_WIDTHS = (60, 200)
+#: a wrap is what copying a message does; a log file is the runtime's own (and a second parse of
+#: a multi-MB text whose joined lines are megabytes long would cost seconds)
+UNWRAP_MAX_CHARS = 128 << 10
+
+
+def unwrap_word_wrapped(text: str) -> str | None:
+    """The paste with a word wrap undone, or ``None`` when it shows none.
+
+    A word wrap (an e-mail client, a forum, ``fold -s``, ``textwrap``) breaks a line only where
+    the next word would not fit: the line plus a space plus the next line's first word is longer
+    than the wrap width, and the continuation starts without indentation. The width is the
+    longest line. Lines that a runtime printed are joined only when both hold, so a paste whose
+    lines are short or indented stays as it is; the caller (``parse_log``) uses the result only
+    when the paste as given held no OOM, so a recognised paste never changes.
+    """
+    if "\n" not in text or len(text) > UNWRAP_MAX_CHARS:
+        return None
+    lines = text.replace("\r\n", "\n").split("\n")
+    width = max(len(line) for line in lines)
+    if not _WRAP_WIDTHS[0] <= width <= _WRAP_WIDTHS[1]:
+        return None
+    out = [lines[0]]
+    prev = lines[0]
+    changed = False
+    for line in lines[1:]:
+        first = line.split(" ", 1)[0]
+        if prev.strip() and first and not line[:1].isspace() and len(prev) + 1 + len(first) > width:
+            out[-1] = out[-1] + " " + line
+            changed = True
+        else:
+            out.append(line)
+        prev = line
+    return "\n".join(out) if changed else None

@@ -16,12 +16,13 @@ from dataclasses import fields
 from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
-from oomkit.diagnose.normalize import normalize_lines, normalize_text
+from oomkit.diagnose.normalize import normalize_lines, normalize_text, unwrap_word_wrapped
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
+from oomkit.diagnose.parse_hosts import parse_hosts
 from oomkit.diagnose.parse_libs import parse_libs
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
@@ -108,9 +109,24 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
 
     Returns:
         The events in log order (at most 200: the first 50 and the last 150) and the merged
-        context. An empty ``events`` tuple means no OOM was found.
+        context. An empty ``events`` tuple means no OOM was found. A word-wrapped paste in which
+        nothing was found is read once more with the wrap undone
+        (:func:`oomkit.diagnose.normalize.unwrap_word_wrapped`).
     """
-    lines = normalize_lines(split_lines(text if normalized else normalize_text(text)))
+    text = text if normalized else normalize_text(text)
+    parsed = _parse(text)
+    if not parsed.events:
+        unwrapped = unwrap_word_wrapped(text)
+        if unwrapped is not None:
+            again = _parse(unwrapped)
+            if again.events:
+                return again
+    return parsed
+
+
+def _parse(text: str) -> ParsedLog:
+    """One pass of :func:`parse_log` over normalized text."""
+    lines = normalize_lines(split_lines(text))
     events: list[OomEvent] = []
     all_facts: list[dict[str, Any]] = []
     for parser in PARSERS:
@@ -120,6 +136,9 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
     if not events:
         # runtimes' own few-number OOM wordings, only where no richer event was found
         events.extend(parse_recognise(lines))
+    if not events:
+        # OS / scheduler memory kills (jetsam, Android LMK, cgroup events, Ray), cache budgets
+        events.extend(parse_hosts(lines))
     if not events:
         # other frameworks' own wordings (TensorRT, MXNet, MindSpore, ONNX Runtime CUDA, ...)
         events.extend(parse_frameworks(lines))

@@ -133,9 +133,10 @@ _GENERIC = re.compile(
     r"(?:device[ _-]?|gpu[ _-]?|cuda[ _-]?|host[ _-]?|video[ _-]?|v)?"
     r"(?:memory|memoy|memroy|memmory|ram\b)|"
     # OOM, OOMs, OOMing, OOMed, OOM'd, OOMKilled (Kubernetes), OOM followed by CJK text
-    r"(?<![A-Za-z0-9_])OOM(?:s|ing|ed|'d|[ _-]?kill(?:ed|er)?)?(?![A-Za-z])|"
+    # (not the kernel's oom_score_adj / cgroup v1 oom_control settings)
+    r"(?<![A-Za-z0-9_])OOM(?:s|ing|ed|'d|[ _-]?kill(?:ed|er)?)?(?![A-Za-z]|_score|_adj|_control)|"
     r"exhaust(?:ed|ing|s)? (?:the |all )?(?:\w{1,12} ){0,2}memory|"
-    r"(?:fail(?:ed|ing|s)?|unable) to al{1,2}ocate|爆显存|炸显存|显存溢出|"
+    r"(?:fail(?:ed|ing|s)?|faled|faild|failled|unable) to al{1,2}ocate|爆显存|炸显存|显存溢出|"
     r"ran out of memory|not enough (?:free )?space in|memory pool|"
     r"exceeds? (?:the )?(?:available |device |gpu )?memory|memory (?:limit|budget) exceeded|"
     r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
@@ -171,6 +172,13 @@ _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
     "no out of memory",
     "without out of memory",
+)
+# a status that says nothing was killed: cgroup memory.events / memory.oom_control counters
+# (mm/memcontrol.c; a count above zero is parse_hosts' event), Docker's State.OOMKilled false
+_GENERIC_ZERO = re.compile(
+    r"^\s{0,8}(?:under_oom|oom(?:_kill|_group_kill|_kill_disable)?) {1,4}\d{1,12}\s{0,8}$|"
+    r"OOMKilled\W{0,4}\s{0,4}[:=]\s{0,4}\W{0,2}false\b",
+    re.IGNORECASE,
 )
 _REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
 _REQUEST = re.compile(
@@ -432,7 +440,7 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
             continue
         line = lines.cleaned(i)
         low = line.lower()
-        if any(neg in low for neg in _GENERIC_NEGATIVE):
+        if any(neg in low for neg in _GENERIC_NEGATIVE) or _GENERIC_ZERO.search(line):
             continue
         w = window(lines, i, max_lines=3)
         r = _REQUEST.search(w)

@@ -86,7 +86,11 @@ _KILL_DETAIL = re.compile(
 _KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,64})\)")
 _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
 # (also quoted in prose, as users report it: I got this message -> "Killed".)
-_BARE_KILLED = re.compile(r"(?:^|[\s\]|:>])[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?\s{0,8}$")
+# (also inside Markdown bold or inline code: "**Killed**", "`Killed`", after a rank prefix)
+_BARE_KILLED = re.compile(
+    r"(?:^|[\s\]|:>])(?:\*{2,3}|`{1,3})?[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?"
+    r"(?:\*{2,3}|`{1,3})?\s{0,8}$"
+)
 # torch/csrc/DataLoader.cpp: "DataLoader worker (pid N) is killed by signal: <strsignal>. ";
 # SIGKILL ("Killed") is the OOM killer's signal, SIGBUS ("Bus error") a write past what the
 # shared-memory tmpfs (/dev/shm) holds: workers hand batches over in shared memory (PyTorch adds
@@ -104,6 +108,9 @@ _BASH_KILLED = re.compile(r"line \d{1,7}:\s{1,8}(?P<pid>\d{1,10}) Killed\s{1,40}
 # complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
 _EXIT_137 = re.compile(r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled")
+# Docker's State.OOMKilled prints false for every container that was not killed (moby
+# api/types/container State: "OOMKilled": false)
+_OOMKILLED_FALSE = re.compile(r"OOMKilled\W{0,4}\s{0,4}[:=]\s{0,4}\W{0,2}false\b", re.IGNORECASE)
 _DTYPE_BYTES = {
     "float": 4,
     "float32": 4,
@@ -215,10 +222,10 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m6 = _BASH_KILLED.search(line) if "Killed" in line else None
     if m6 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m6.group("pid")))
-    if ("Killed" in line[-14:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed":
+    if ("Killed" in line[-20:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed":
         # the shell's "Killed" (SIGKILL, the OOM killer's signal), also as a lone lower-case line
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
-    if _EXIT_137.search(line):
+    if _EXIT_137.search(line) and not ("OOMKilled" in line and _OOMKILLED_FALSE.search(line)):
         return _ev("linux", "killed", "exit_137", line, n)
     return None
 

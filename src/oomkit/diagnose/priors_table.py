@@ -112,7 +112,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 3,
     },
     "gpu_framework|*|*": {
-        "batch_or_activations": 47,
+        "batch_or_activations": 49,
         "host_ram": 4,
         "kv_cache_or_context": 3,
         "leak_or_accumulation": 3,
@@ -130,7 +130,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 1,
     },
     "gpu_framework|*|no_numbers": {
-        "batch_or_activations": 28,
+        "batch_or_activations": 30,
         "host_ram": 4,
         "kv_cache_or_context": 1,
         "leak_or_accumulation": 1,
@@ -161,7 +161,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 2,
     },
     "gpu_framework|unknown|*": {
-        "batch_or_activations": 46,
+        "batch_or_activations": 48,
         "host_ram": 4,
         "kv_cache_or_context": 3,
         "leak_or_accumulation": 3,
@@ -179,7 +179,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 1,
     },
     "gpu_framework|unknown|no_numbers": {
-        "batch_or_activations": 28,
+        "batch_or_activations": 30,
         "host_ram": 4,
         "kv_cache_or_context": 1,
         "leak_or_accumulation": 1,
@@ -252,10 +252,18 @@ COUNTS: dict[str, dict[str, int]] = {
         "unknown": 2,
     },
     "other|*|*": {
+        "kv_cache_or_context": 1,
         "model_too_large": 1,
     },
     "other|*|no_numbers": {
+        "kv_cache_or_context": 1,
         "model_too_large": 1,
+    },
+    "other|load|*": {
+        "kv_cache_or_context": 1,
+    },
+    "other|load|no_numbers": {
+        "kv_cache_or_context": 1,
     },
     "other|unknown|*": {
         "model_too_large": 1,

@@ -42,6 +42,7 @@ from oomkit.diagnose.rules_evidence import refine_by_evidence
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_frameworks import analyze_frameworks
+from oomkit.diagnose.rules_hosts import analyze_hosts
 from oomkit.diagnose.rules_libs import analyze_libs
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
 from oomkit.diagnose.rules_ollama import analyze_ollama
@@ -135,6 +136,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    hst = analyze_hosts(e, ctx)
+    if hst is not None:
+        return hst
     frm = analyze_frameworks(e, ctx)
     if frm is not None:
         return frm

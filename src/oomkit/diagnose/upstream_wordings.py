@@ -27,13 +27,14 @@ from __future__ import annotations
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
+from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_libs import LIBS, LIBS_NOT_CAPACITY
 from oomkit.diagnose.upstream_wordings_stacks import FRAMEWORKS, OS, SERVING
 
 __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
 #: Every harvested wording, family by family.
-WORDINGS: tuple[Wording, ...] = TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS
+WORDINGS: tuple[Wording, ...] = TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
 NOT_CAPACITY: tuple[Wording, ...] = (
@@ -84,4 +85,5 @@ NEAR_MISSES: tuple[str, ...] = (
     "Error: Requested texture size [0x0] is invalid.",
     "what():  parallel_for failed: invalid device function",
     "GPU loading succeeded",
+    *HOSTS_NEAR_MISSES,
 )

@@ -1,0 +1,275 @@
+"""Memory kills reported by operating systems and cluster schedulers, and runtimes that drop a
+request for lack of cache memory, read when no runtime parser matched (issue 9).
+
+Each family is the reporter's own wording, cited to the file that prints it:
+
+* macOS / iOS jetsam (``apple-oss-distributions/xnu:bsd/kern/kern_memorystatus.c``):
+  ``memorystatus: killing_specific_process pid <pid> [<name>] (<cause> <priority> ...)
+  <footprint>KB - memorystatus_available_pages: <n>`` (also ``killing_top_process``,
+  ``killing_highwater_process``, ``killing_idle_process``), and the limit report of
+  ``memorystatus_log_exception``: ``EXC_RESOURCE -> <name>[<pid>] exceeded mem limit:
+  ActiveHard <n> MB (fatal)``; ``osanalyticshelper`` then writes ``Process <name> [<pid>] killed
+  by jetsam reason <cause>``. Only memory causes are kills for memory
+  (``memorystatus_kill_cause_name``): ``idle-exit`` is a daemon reaped while idle,
+  ``vnode-limit`` / ``disk-space-shortage`` are not memory, and a ``Soft`` limit is
+  ``non-fatal`` (a warning, nothing is killed).
+* Android's in-kernel low-memory killer (``drivers/staging/android/lowmemorykiller.c``
+  ``lowmem_scan``): ``Killing '<comm>' (<pid>), adj <n>, to free <n>kB on behalf of ...``, and
+  its userspace successor lmkd (AOSP ``system/memory/lmkd/lmkd.cpp`` ``kill_one_process``):
+  ``Kill '<name>' (<pid>), uid <n>, oom_score_adj <n> to free <n>kB rss, <n>kB swap; reason:
+  ...`` (ports print ``(pid=<pid>, uid=<n>, oom_score_adj=<n>)``).
+* cgroup memory events (``torvalds/linux:mm/memcontrol.c``: v2 ``memory_events_show`` prints
+  ``oom <n>`` / ``oom_kill <n>`` / ``oom_group_kill <n>``; v1 ``memory.oom_control`` prints
+  ``under_oom <0|1>`` and ``oom_kill <n>``): a count above zero means the cgroup hit its limit
+  and the kernel killed in it. A zero count is the normal state (see the generic fallback's
+  negatives).
+* Ray's memory monitor (``ray-project/ray:src/ray/raylet/node_manager.cc``
+  ``CreateOomKillMessageDetails``): ``ray.exceptions.OutOfMemoryError: Task was killed due to the
+  node running low on memory.`` and ``<n> worker(s) were killed due to the node running low on
+  memory``: Ray kills a worker when the node's host RAM passes ``memory_usage_threshold``.
+* Kubernetes' kubelet (``kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go``
+  ``nodeConditionMessageFmt``): a pod evicted or refused with ``The node had condition:
+  [MemoryPressure].`` (the node's RAM crossed the eviction threshold).
+* OpenVINO GenAI continuous batching (``openvinotoolkit/openvino.genai``): a request that the
+  scheduler could not fit into the KV-cache budget ends with ``GenerationStatus::IGNORED``
+  (``generation_handle.hpp``: "generation run into out-of-memory condition"); the LLM pipeline
+  adapter then asserts ``Got unfinished GenerationStatus``
+  (``src/cpp/src/llm/pipeline_continuous_batching_adapter.hpp``), newer releases say ``Request
+  <n> was dropped by the scheduler because it did not fit in the available cache budget (out of
+  memory)`` (``src/cpp/src/utils.hpp`` ``assert_request_was_scheduled``). The budget is
+  ``cache_size`` / ``num_kv_blocks``.
+* MindSpore on Ascend at start-up (``mindspore-ai/mindspore``, the Ascend memory adapter):
+  ``Malloc device memory failed, free memory size is less than half of total memory size.Device
+  <d> Device HBM total size:<n> Device HBM free size:<n> may be other processes occupying this
+  card`` (``MOC`` on newer chips): MindSpore reserves a share of the *free* device memory and
+  refuses to start when another process holds more than half.
+
+Every pattern is a literal or a bounded repetition: linear time on any line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.text import Lines, needles_re, window
+
+__all__ = ["JETSAM_MEMORY_CAUSES", "parse_hosts"]
+
+#: ``memorystatus_kill_cause_name`` entries that are a lack of memory (xnu
+#: ``kern_memorystatus.c``); ``idle-exit``, ``vnode-limit``, ``disk-space-shortage`` are not.
+JETSAM_MEMORY_CAUSES = frozenset(
+    {
+        "jettisoned",
+        "highwater",
+        "vm-pageshortage",
+        "proc-thrashing",
+        "fc-thrashing",
+        "per-process-limit",
+        "zone-map-exhaustion",
+        "vm-compressor-thrashing",
+        "vm-compressor-space-shortage",
+        "low-swap",
+        "sustained-memory-pressure",
+        "memory-pressure",
+    }
+)
+
+_JETSAM_KILL = re.compile(
+    r"memorystatus: killing_[a-z_]{1,30}?_process\w{0,12} pid (?P<pid>\d{1,10}) "
+    r"\[(?P<name>[^\]\n]{0,100})\] \((?P<cause>[a-z-]{1,40})"
+)
+_JETSAM_KB = re.compile(r"\)\s{0,4}(?P<kb>\d{1,15}) ?KB\b")
+_JETSAM_LIMIT = re.compile(
+    r"(?:EXC_RESOURCE -> |memorystatus: )(?P<name>[^\[\n]{1,100})\[(?P<pid>\d{1,10})\] exceeded "
+    r"mem limit: (?:Active|Inactive)(?P<kind>Hard|Soft) (?P<mb>\d{1,9}) MB \((?P<fatal>fatal|"
+    r"non-fatal)\)"
+)
+_JETSAM_REASON = re.compile(
+    r"Process (?P<name>\S{1,100}) \[(?P<pid>\d{1,10})\] killed by jetsam reason "
+    r"(?P<cause>[a-z-]{1,40})"
+)
+_LMK = re.compile(
+    r"Killing '(?P<name>[^'\n]{0,100})' \((?P<pid>\d{1,10})\)(?: \(tgid \d{1,10}\))?, adj"
+)
+_LMKD = re.compile(
+    r"Kill '(?P<name>[^'\n]{0,100})' \((?:pid=)?(?P<pid>\d{1,10})(?:\), |, )uid[ =]\d{1,10}, "
+    r"oom_score_adj[ =]-?\d{1,5}\)? to free (?P<kb>\d{1,15})kB rss"
+)
+_LMK_FREE = re.compile(r"to free (?P<kb>\d{1,15})kB on behalf of")
+_CGROUP_EVENT = re.compile(
+    r"^\s{0,8}(?P<key>oom_kill|oom_group_kill|under_oom|oom) {1,4}(?P<n>[1-9]\d{0,12})\s{0,8}$"
+)
+_RAY = re.compile(
+    r"(?:(?P<n>\d{1,6}) worker\(s\) were|Task was|Actor was|Worker was|task was|were) killed due "
+    r"to the node running low on memory"
+)
+# kubelet eviction / admission (kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go
+# nodeConditionMessageFmt): "The node had condition: [MemoryPressure]. "
+_KUBELET_PRESSURE = re.compile(r"The node had condition: \[[A-Za-z, ]{0,80}MemoryPressure")
+_OV_STATUS = re.compile(r"Got unfinished GenerationStatus")
+_OV_DROPPED = re.compile(
+    r"was dropped by the scheduler because it did not fit in the available cache budget"
+)
+_MS_HALF = re.compile(
+    r"free memory size is less than half of total memory size\.? ?Device (?P<dev>\d{1,3}) "
+    r"Device (?:HBM|MOC) total size: ?(?P<total>\d{1,20}) Device (?:HBM|MOC) free size: ?"
+    r"(?P<free>\d{1,20})",
+    re.IGNORECASE,
+)
+_PREFILTER = needles_re(
+    (
+        "memorystatus:",
+        "exceeded mem limit",
+        "killed by jetsam",
+        "Killing '",
+        "Kill '",
+        "oom",
+        "running low on memory",
+        "MemoryPressure",
+        "GenerationStatus",
+        "available cache budget",
+        "less than half of total memory",
+    )
+)
+
+
+def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:600], **kw)
+
+
+def _kib(text: str) -> int | None:
+    value = to_int(text)
+    return value * 1024 if value is not None else None
+
+
+def _apple(line: str, n: int) -> OomEvent | None:
+    m = _JETSAM_KILL.search(line) if "memorystatus: killing_" in line else None
+    if m is not None and m["cause"] in JETSAM_MEMORY_CAUSES:
+        kb = _JETSAM_KB.search(line, m.end())
+        return _ev(
+            "macos",
+            "killed",
+            "macos_jetsam_kill",
+            line,
+            n,
+            pid=int(m["pid"]),
+            process_name=m["name"] or None,
+            anon_rss_bytes=_kib(kb["kb"]) if kb else None,
+            detail=f"jetsam {m['cause']}",
+        )
+    m2 = _JETSAM_LIMIT.search(line) if "exceeded mem limit" in line else None
+    if m2 is not None and m2["fatal"] == "fatal":
+        return _ev(
+            "macos",
+            "killed",
+            "macos_jetsam_limit",
+            line,
+            n,
+            pid=int(m2["pid"]),
+            process_name=m2["name"].strip() or None,
+            detail=f"per-process memory limit {m2['mb']} MB",
+        )
+    m3 = _JETSAM_REASON.search(line) if "killed by jetsam" in line else None
+    if m3 is not None and m3["cause"] in JETSAM_MEMORY_CAUSES:
+        return _ev(
+            "macos",
+            "killed",
+            "macos_jetsam_kill",
+            line,
+            n,
+            pid=int(m3["pid"]),
+            process_name=m3["name"],
+            detail=f"jetsam {m3['cause']}",
+        )
+    return None
+
+
+def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
+    n = lines.number[i]
+    apple = _apple(line, n)
+    if apple is not None:
+        return apple
+    m = _LMK.search(line) if "Killing '" in line else None
+    if m is not None:
+        freed = _LMK_FREE.search(window(lines, i, max_lines=2))
+        return _ev(
+            "android",
+            "killed",
+            "android_lowmemorykiller",
+            line,
+            n,
+            pid=int(m["pid"]),
+            process_name=m["name"] or None,
+            anon_rss_bytes=_kib(freed["kb"]) if freed else None,
+        )
+    m4 = _LMKD.search(line) if "Kill '" in line else None
+    if m4 is not None:
+        return _ev(
+            "android",
+            "killed",
+            "android_lmkd",
+            line,
+            n,
+            pid=int(m4["pid"]),
+            process_name=m4["name"] or None,
+            anon_rss_bytes=_kib(m4["kb"]),
+        )
+    m2 = _CGROUP_EVENT.search(line) if "oom" in line else None
+    if m2 is not None:
+        return _ev(
+            "linux",
+            "oom_killer",
+            "cgroup_memory_events",
+            line,
+            n,
+            cgroup=True,
+            detail=f"{m2['key']} {m2['n']}",
+        )
+    if "MemoryPressure" in line and _KUBELET_PRESSURE.search(line):
+        return _ev("kubernetes", "host_oom", "kubelet_memory_pressure", line, n)
+    if "running low on memory" in line and _RAY.search(line):
+        return _ev("ray", "host_oom", "ray_memory_monitor_kill", line, n)
+    if ("GenerationStatus" in line and _OV_STATUS.search(line)) or (
+        "available cache budget" in line and _OV_DROPPED.search(line)
+    ):
+        return _ev(
+            "openvino",
+            "kv_cache_full",
+            "openvino_genai_request_ignored",
+            line,
+            n,
+            stage="kv_cache",
+        )
+    m3 = _MS_HALF.search(line) if "less than half" in line else None
+    if m3 is not None:
+        return _ev(
+            "mindspore",
+            "device_busy",
+            "mindspore_free_less_than_half",
+            line,
+            n,
+            device=int(m3["dev"]),
+            total_bytes=to_int(m3["total"]),
+            free_bytes=to_int(m3["free"]),
+            stage="startup",
+            detail="Malloc device memory: free < half of total",
+        )
+    return None
+
+
+def parse_hosts(lines: Lines) -> list[OomEvent]:
+    """Events of the families in the module docstring (every match, in log order). Never raises.
+
+    The caller runs this only when no specific parser found an event.
+    """
+    events: list[OomEvent] = []
+    for i, raw in enumerate(lines.text):
+        if not _PREFILTER.search(raw):
+            continue
+        ev = _event(lines, i, lines.cleaned(i))
+        if ev is not None:
+            events.append(ev)
+    return events
