@@ -69,6 +69,7 @@ DEVELOPMENT_PARTS = (
     "heldout8",
     "heldout9",
     "heldout10",
+    "heldout11",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
