@@ -81,5 +81,6 @@ def test_runtime_details_name_the_generation_asked_for() -> None:
     assert isinstance(nd, dict)
     assert (
         nd["version_modelled"]
-        == "Ollama 0.12+ (Ollama engine, new memory estimates); Ollama engine"
+        == "Ollama 0.13.2+ (Ollama engine, new memory estimates, flash-attention vision); "
+        "Ollama engine"
     )

@@ -148,6 +148,16 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_ollama_old_runner_defaults",
         "run:ollama-10855-gemma3-27b-4090-1070-20k",
     ),
+    # Mistral 3 vision worst-case graph (oomkit.estimate.ollama_vision_graph)
+    ("ollama", "mm-worst-case-0.7.1"): (
+        "test:tests/test_ollama_vision_graph.py::test_ollama_11355_v0_9_6_buffer_and_verdicts",
+        "log:https://github.com/ollama/ollama/issues/11355 (v0.9.6, num_gpu 41: "
+        "'ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 9646586240'; "
+        "v0.6.8 'compute graph' 164 MB)",
+    ),
+    ("ollama", "vision-sdpa-0.13.2"): (
+        "test:tests/test_ollama_vision_graph.py::test_flash_attention_drops_the_scores_from_0_13_2",
+    ),
     # gpt-oss on 0.11.x (oomkit.estimate.ollama_gptoss): GraphSize 'gptoss' per release
     ("ollama", "gptoss-0.11.0"): (
         _TO + "test_graph_reproduces_ollama_11711_log_at_0_11_2",

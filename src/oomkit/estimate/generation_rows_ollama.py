@@ -42,6 +42,22 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         flash_attention=False,
         llamacpp_date="2025-04-20",
     ),
+    _g(
+        "ollama",
+        "mm-worst-case-0.7.1",
+        "Ollama 0.7.1-0.10 (worst-case graph with a 2048x2048 image)",
+        "2025-05-22",
+        "0.7.1",
+        "ollama/ollama commit fe623c2cf ('ollamarunner: Multi-modal worst case graph', first "
+        "in release v0.7.1): reserveWorstCaseGraph encodes a 2048x2048 image into the batch",
+        "default num_ctx 4096; the Ollama engine reserves its compute graph with a full-size "
+        "image: a Mistral 3 vision encoder keeps unfused F32 scores (patches^2 x heads, ~8.7 "
+        "GiB) on the output layer's device (oomkit.estimate.ollama_vision_graph)",
+        num_ctx=4096,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+        vision_graph="image_2048",
+    ),
     # gpt-oss (0.11.0-0.11.11): always the Ollama engine (ollamarunner), its graph estimate in
     # fs/ggml/ggml.go GraphSize's "gptoss" case and its attention built in Go
     # (oomkit.estimate.ollama_gptoss); other models keep the 0.6.4 row's behaviour
@@ -63,6 +79,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         gptoss_graph="partial_2x_full",
         gptoss_sinks="concat",
         gptoss_flash="never",
+        vision_graph="image_2048",
     ),
     _g(
         "ollama",
@@ -80,6 +97,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         gptoss_graph="partial_eq_full",
         gptoss_sinks="concat",
         gptoss_flash="never",
+        vision_graph="image_2048",
     ),
     _g(
         "ollama",
@@ -99,6 +117,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         gptoss_graph="partial_half",
         gptoss_sinks="softmax",
         gptoss_flash="user",
+        vision_graph="image_2048",
     ),
     _g(
         "ollama",
@@ -116,6 +135,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         gptoss_graph="partial_half_fa",
         gptoss_sinks="softmax",
         gptoss_flash="default",
+        vision_graph="image_2048",
     ),
     _g(
         "ollama",
@@ -126,5 +146,18 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "ollama/ollama PR #12252 (new memory estimates on by default for the Ollama engine)",
         "Ollama-engine models are laid out from their real allocations and get flash "
         "attention by default; llama-runner models keep the old estimator",
+        vision_graph="image_2048",
+    ),
+    _g(
+        "ollama",
+        "vision-sdpa-0.13.2",
+        "Ollama 0.13.2+ (Ollama engine, new memory estimates, flash-attention vision)",
+        "2025-12-07",
+        "0.13.2",
+        "ollama/ollama commit 1108d8b34 ('ggml: Enable flash attention for vision encoders', "
+        "first in release v0.13.2): nn.Attention takes ScaledDotProductAttention without a cache",
+        "as 0.12; a vision encoder's worst-case graph no longer keeps the F32 score tensor "
+        "when flash attention is on",
+        vision_graph="image_2048_sdpa",
     ),
 )

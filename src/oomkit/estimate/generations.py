@@ -40,7 +40,10 @@ Effects read by the estimators (absent key = today's behaviour):
   llama runner runs every model), and for gpt-oss on 0.11.x (the Ollama engine) ``gptoss_graph``
   (the release's ``GraphSize`` 'gptoss' case), ``gptoss_sinks`` (``"concat"``: a second F32
   score tensor until 0.11.4) and ``gptoss_flash`` (never / the user's / on by default;
-  :mod:`oomkit.estimate.ollama_gptoss`).
+  :mod:`oomkit.estimate.ollama_gptoss`); ``vision_graph`` (from 0.7.1 the Ollama engine
+  reserves its graph with a 2048x2048 image, ``"image_2048"``; ``"image_2048_sdpa"`` from
+  0.13.2, where flash attention fuses the encoder's attention;
+  :mod:`oomkit.estimate.ollama_vision_graph`).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),
@@ -299,7 +302,7 @@ def resolve_generation(runtime: str, version: str | None = None) -> Generation:
     >>> resolve_generation("llama.cpp", "2024-06").key
     '2024'
     >>> resolve_generation("ollama").key
-    'engine-0.12'
+    'vision-sdpa-0.13.2'
     """
     rt = runtime.strip().lower()
     rt = _RUNTIME_ALIASES.get(rt, rt)

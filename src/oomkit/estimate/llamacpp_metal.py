@@ -19,7 +19,13 @@ measly 8GB total RAM, the buffer maximum is 4294967296" (madhatter215 in PR #170
 17179869184 on a 32 GB M2 (llama.cpp#1815) and 8589934592 on a 16 GB M2 Pro
 (llama-cpp-python#438). (Later macOS releases report more on larger Macs: the 36 GB M3 Pro of
 meta-llama/llama#964, Dec 2023, splits into views of 20736 MiB; only the builds before PR
-#1826 are limited by it, and those ran on macOS 13.)
+#1826 are limited by it, and those mostly ran on macOS 13.) macOS 14 reports 9/16 of the
+installed memory (0.75 x recommendedMaxWorkingSetSize: 20736 MiB of 36 GB above; "~27 GB" on a
+48 GB M4 Pro, exo-explore/exo#1048), and the macOS 14 developer beta shipped on 2023-06-05,
+inside this window: philipturner ran LLaMA-30B Q4_0 (a 17.09 GiB ``data`` buffer) with build
+623 on a 32 GB M1 Max under "macOS 14 Developer Beta" (llama.cpp PR #1642, 2023-06-06), which
+the 18 GiB limit of macOS 14 holds. The OS release is not an input of the estimate, so macOS
+13's half is kept (the 32 GB Macs of llama.cpp#1815 and PR #1826's thread died at 17-18 GB).
 """
 
 from __future__ import annotations

@@ -590,6 +590,12 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         runtime_details=details,
         assumptions=(*notes, *(a.replace(named, vendored) for a in est.assumptions)),
     )
+    if gptoss is None and settings.n_gpu_layers is not None:
+        from oomkit.estimate.ollama_vision_graph import ollama_vision_graph
+
+        est = ollama_vision_graph(
+            spec, est, gen, n_gpu_layers=settings.n_gpu_layers, flash_attn=bool(mapped.flash_attn)
+        )
     if spec.multimodal_params:
         from oomkit.estimate.gguf_vision import gguf_vision
 

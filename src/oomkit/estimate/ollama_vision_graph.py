@@ -1,0 +1,184 @@
+"""Ollama engine: the vision encoder's worst-case graph of a Mistral 3 (Pixtral) model.
+
+From Ollama v0.7.1 (commit fe623c2cf, "ollamarunner: Multi-modal worst case graph",
+2025-04-07) the runner reserves its compute graph with a 2048x2048 image encoded into the batch
+(``runner/ollamarunner/runner.go`` ``reserveWorstCaseGraph``: "Encode a 2048x2048 image").
+Mistral 3's image processor scales it to the ``longest_edge`` 1540 (``model/models/mistral3/
+imageproc.go``), i.e. ``(1540/14)^2 = 12100`` patches, and its vision self-attention calls
+``nn.Attention`` without a cache, which before v0.13.2 never takes the fused path ("Only use the
+fast SDPA implementation if we have a cache", ``ml/nn/attention.go``): ``key.MulmatFullPrec(
+query)`` keeps an F32 score tensor of ``patches^2 x heads`` (softmax in place). The vision
+tensors (``v.*``, ``mm.*``) are created on the output layer's backend (``ml/backend/ggml/
+ggml.go``: ``strings.HasPrefix(t.Name, "v.") ... createTensor(..., output.bts, ...)``), so the
+buffer lands on the GPU only when ``num_gpu`` includes the output layer (``n_layer + 1``).
+
+Modelled buffer: scores ``4 x patches^2 x heads`` + the F32 image ``4 x 3 x 1540^2`` + the
+four F32 hidden-state tensors live at the score matmul (residual, roped Q and K, V made
+contiguous: ``4 x 4 x patches x hidden``). Real log (ollama/ollama#11355, v0.9.6, A10,
+Mistral-Small-3.2 Q4_K_M, ``num_gpu`` 41): ``ggml_gallocr_reserve_n: failed to allocate CUDA0
+buffer of size 9646586240``; modelled 9,596,945,600 (-0.5%). Ollama's own estimate of it
+(``fs/ggml`` ``VisionGraphSize``, case "mistral3") is ``4 x (1540^2 x 3 + 1024 x 14 +
+patches^2 x heads)`` = 9,398,756,544.
+
+v0.13.2 (commit 1108d8b34, "ggml: Enable flash attention for vision encoders") sends encoders
+through ``ScaledDotProductAttention``: with flash attention on, no score tensor is kept.
+
+The vision weights (``v.*`` / ``mm.*``, F16) load on the same device: counted from the Pixtral
+config (per layer ``4 D^2 + 3 D I + 2 D``, patch conv ``3 P^2 D``, pre-norm, patch merger
+``4 D^2``, projector ``D T + T^2``). Only explicit ``num_gpu`` runs are adjusted: with
+``num_gpu`` unset, Ollama 0.7.1-0.11 lays out from ``llm/memory.go``, which counts
+``VisionGraphSize`` itself; that layout is not modelled here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from oomkit.estimate.breakdown import Component, Estimate
+from oomkit.estimate.generations import Generation
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["PixtralVision", "ollama_vision_graph", "pixtral_vision", "worst_case_graph_bytes"]
+
+_F32 = 4
+_F16 = 2
+#: runner.go reserveWorstCaseGraph: image.NewGray(image.Rect(0, 0, 2048, 2048))
+_WORST_IMAGE_SIDE = 2048
+_SOURCE = (
+    "ollama runner/ollamarunner/runner.go reserveWorstCaseGraph (commit fe623c2cf, v0.7.1) + "
+    "model/models/mistral3 (imageproc.go, model_vision.go) + ml/nn/attention.go"
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PixtralVision:
+    """A Mistral 3 vision tower (HF ``vision_config`` ``model_type`` ``pixtral``)."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_heads: int
+    num_layers: int
+    image_size: int  # longest edge after resizing (Ollama ``vision.longest_edge``)
+    patch_size: int
+    num_channels: int
+    text_hidden_size: int
+
+    @property
+    def params(self) -> int:
+        d, i, t = self.hidden_size, self.intermediate_size, self.text_hidden_size
+        layer = 4 * d * d + 3 * d * i + 2 * d
+        patch_conv = self.num_channels * self.patch_size**2 * d
+        merger = 4 * d * d  # spatial_merge_size 2: (2x2 x D) -> D
+        projector = d * t + t * t + d  # linear_1, linear_2, norm
+        return self.num_layers * layer + patch_conv + d + merger + projector
+
+
+def pixtral_vision(spec: ModelSpec) -> PixtralVision | None:
+    """The Pixtral tower of a catalog Mistral 3 model (None for anything else)."""
+    if spec.architecture != "Mistral3ForConditionalGeneration" or spec.source != "catalog":
+        return None
+    try:
+        from oomkit.catalog.models import find_model
+
+        config = find_model(spec.name).config
+    except Exception:  # not a catalog name: the tower is not known
+        return None
+    vision = config.get("vision_config") if isinstance(config, Mapping) else None
+    if not isinstance(vision, Mapping) or vision.get("model_type") != "pixtral":
+        return None
+
+    def num(key: str, default: int) -> int:
+        value = vision.get(key, default)
+        return value if isinstance(value, int) and value > 0 else default
+
+    return PixtralVision(
+        hidden_size=num("hidden_size", 1024),
+        intermediate_size=num("intermediate_size", 4096),
+        num_heads=num("num_attention_heads", 16),
+        num_layers=num("num_hidden_layers", 24),
+        image_size=num("image_size", 1540),
+        patch_size=num("patch_size", 14),
+        num_channels=num("num_channels", 3),
+        text_hidden_size=spec.hidden_size,
+    )
+
+
+def worst_case_graph_bytes(tower: PixtralVision, *, fused_attention: bool) -> int:
+    """The vision part of reserveWorstCaseGraph's buffer for the 2048x2048 image.
+
+    >>> t = PixtralVision(1024, 4096, 16, 24, 1540, 14, 3, 5120)
+    >>> worst_case_graph_bytes(t, fused_attention=False)
+    9596945600
+    """
+    scale = max(_WORST_IMAGE_SIDE / tower.image_size, 1.0)
+    side = int(_WORST_IMAGE_SIDE / scale)  # imageproc.go: floor(size / ratio)
+    per_side = (side - 1) // tower.patch_size + 1
+    patches = per_side * per_side
+    side = per_side * tower.patch_size
+    image = _F32 * tower.num_channels * side * side
+    hidden = _F32 * patches * tower.hidden_size
+    scores = 0 if fused_attention else _F32 * patches * patches * tower.num_heads
+    return scores + image + 4 * hidden
+
+
+def ollama_vision_graph(
+    spec: ModelSpec,
+    est: Estimate,
+    gen: Generation | None,
+    *,
+    n_gpu_layers: int | None,
+    flash_attn: bool,
+) -> Estimate:
+    """``est`` with the Mistral 3 vision weights and worst-case graph on the output's GPU.
+
+    Applies to Ollama releases whose generation carries ``vision_graph`` (0.7.1 on), for an
+    explicit ``num_gpu`` that includes the output layer; otherwise ``est`` unchanged.
+    """
+    mode = None if gen is None else gen.effects.get("vision_graph")
+    if mode not in ("image_2048", "image_2048_sdpa") or n_gpu_layers is None:
+        return est
+    tower = pixtral_vision(spec)
+    if tower is None or n_gpu_layers < spec.num_hidden_layers + 1:
+        return est
+    gpus = [i for i, d in enumerate(est.devices) if d.device != "cpu"]
+    if not gpus:
+        return est
+    fused = mode == "image_2048_sdpa" and flash_attn
+    graph = worst_case_graph_bytes(tower, fused_attention=fused)
+    weights = tower.params * _F16
+    last = est.devices[gpus[-1]]
+    comps = (
+        Component(
+            category="weights",
+            label="vision encoder + projector (v.*, mm.*, F16)",
+            n_bytes=weights,
+            formula="Pixtral params (layers x (4D^2 + 3DI + 2D) + patch conv + merger + "
+            "projector) x 2",
+            inputs={"params": tower.params, "hidden_size": tower.hidden_size},
+            source="ollama ml/backend/ggml/ggml.go (v.* / mm.* on the output layer's backend)",
+        ),
+        Component(
+            category="activations",
+            label="vision worst-case graph (2048x2048 image)",
+            n_bytes=graph,
+            formula="4 x patches^2 x heads (F32 scores; 0 with fused attention) + "
+            "4 x 3 x side^2 (image) + 4 x 4 x patches x hidden",
+            inputs={"image_side": _WORST_IMAGE_SIDE, "heads": tower.num_heads, "fused": fused},
+            source=_SOURCE,
+        ),
+    )
+    devices = list(est.devices)
+    devices[gpus[-1]] = dataclasses.replace(last, components=(*last.components, *comps))
+    note = (
+        f"Ollama engine (0.7.1+): the Mistral 3 vision encoder ({tower.params / 1e9:.2f} B "
+        f"params, F16) and its worst-case graph for a 2048x2048 image ({graph / 2**30:.2f} GiB"
+        + (", flash attention" if fused else ", F32 scores unfused")
+        + ") go on the GPU holding the output layer"
+    )
+    return dataclasses.replace(
+        est,
+        model=dataclasses.replace(est.model, params=est.model.params + tower.params),
+        devices=tuple(devices),
+        assumptions=(*est.assumptions, note),
+    )
