@@ -110,9 +110,20 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     # to memory overflow" (the usual rendering of 显存溢出 / 内存溢出), "the memory will be used
     # up", "killed by the OS", Xcode's "Terminated due to memory issue", "tried to allocate
     # >192 GB"; not "stack/buffer/integer overflow" and not a memory "usage"
+    # "memory overflow" alone also names a memory-safety bug ("a memory overflow in the parser
+    # was fixed"): only the GPU's memory, a consequence ("leads to", "got") or a failure noun
+    # after it make it the OOM
     (
         ("overflow",),
-        re.compile(r"\b(?:memory|vram) overflow(?:s|ed|ing)?\b", _I),
+        re.compile(
+            r"\b(?:gpu|cuda|video|device|vram) memory overflow|\bvram overflow|"
+            r"\b(?:leads?|led|leading|causes?|caused|causing|results?|resulted|due|because|"
+            r"gets?|got|getting|hit|hits|hitting|occurs?|occurred|encounter(?:s|ed)?|"
+            r"reports?|reported)(?: to| in| of)? (?:a |an |the )?memory overflow(?:s|ed)?\b|"
+            r"\bmemory overflow(?:s|ed)? (?:error|issue|problem|crash|when|while|during|after)\b|"
+            r"^\s{0,8}memory overflow\s{0,8}$",
+            _I | re.M,
+        ),
     ),
     (
         ("used up",),
