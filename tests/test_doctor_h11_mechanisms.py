@@ -1,0 +1,110 @@
+"""Mechanisms read from heldout11's misses (doccause3): each on real corpus texts and near misses.
+
+* PyTorch's 1 EB size guard and Wav2Lip's catch-all retry loop are not a lack of memory
+  (``rules_notmemory``): ``unknown``, settled, so the base rate does not guess.
+* MLX's live-buffer *count* limit reaches its own rule (``unknown``), not the bytes reading.
+* ExLlamaV3's ``Insufficient VRAM in split for model and cache`` reads like ExLlamaV2's.
+* cuDNN's algorithm search (``cudnnFind*`` / CNTK ``finder``) failing to allocate: its
+  workspaces scale with the batch and the image.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from corpus_records import corpus_text
+from oomkit.diagnose.doctor import diagnose_text
+
+
+@pytest.mark.parametrize("rid", ["h11-nccl-1284", "h7-chatglm6b-790"])
+def test_exabyte_request_is_a_corrupt_size_not_memory(rid: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.cause == "unknown"
+    assert not d.open_question
+    assert "1 EB" in d.explanation
+    assert "Best guess by base rate" not in d.explanation
+
+
+def test_exabyte_guard_of_a_vendor_fork() -> None:
+    d = diagnose_text("RuntimeError: MLU out of memory. Tried to allocate more than 1EB memory.")
+    assert d.cause == "unknown"
+    assert "1 EB" in d.explanation
+
+
+def test_large_but_real_request_is_not_the_guard() -> None:
+    # 71.28 GiB is large, but an allocator really tried it: the numbers decide
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 71.28 GiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 7.00 GiB is free."
+    )
+    d = diagnose_text(text)
+    assert d.cause == "batch_or_activations"
+    assert "1 EB" not in d.explanation
+
+
+@pytest.mark.parametrize("rid", ["h11-wav2lip-231", "h11-wav2lip-234"])
+def test_wav2lip_retry_loop_does_not_show_memory_ran_out(rid: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.cause == "unknown"
+    assert not d.open_question
+    assert "every RuntimeError" in d.explanation
+
+
+def test_retry_loop_beside_a_real_cuda_oom_reads_the_oom() -> None:
+    text = (
+        "Recovering from OOM error; New batch size: 8\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB "
+        "(GPU 0; 4.00 GiB total capacity; 1.50 GiB already allocated; 1.20 GiB free; "
+        "1.60 GiB reserved in total by PyTorch)"
+    )
+    d = diagnose_text(text)
+    assert d.primary is not None
+    assert d.primary.runtime == "pytorch"
+    assert "every RuntimeError" not in d.explanation
+
+
+def test_mlx_buffer_count_limit_reaches_its_rule() -> None:
+    d = diagnose_text(corpus_text("h11-mlx-lm-1644"))
+    assert d.cause == "unknown"
+    assert "number of live buffers" in d.explanation
+
+
+def test_mlx_byte_allocation_keeps_the_bytes_reading() -> None:
+    d = diagnose_text("RuntimeError: [metal::malloc] Unable to allocate 1073741824 bytes.")
+    assert "number of live buffers" not in d.explanation
+
+
+@pytest.mark.parametrize(
+    ("rid", "runtime"),
+    [("h11-tabbyapi-475", "exllamav3"), ("sv-exl2-383-autosplit-insufficient", "exllamav2")],
+)
+def test_exllama_split_wordings(rid: str, runtime: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.primary is not None
+    assert d.primary.runtime == runtime
+    assert d.cause == "model_too_large"
+
+
+def test_exllama_other_insufficient_wording_is_not_the_split() -> None:
+    d = diagnose_text("RuntimeError: Insufficient VRAM to load the vision tower")
+    assert d.primary is None or d.primary.runtime not in {"exllamav2", "exllamav3"}
+
+
+@pytest.mark.parametrize("rid", ["h11-cntk-220", "h11-torch7-780", "h11-neural-style-116"])
+def test_cudnn_algorithm_search_is_the_batch(rid: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.cause == "batch_or_activations"
+    assert "algorithm search" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED",
+        "CUDNN_STATUS_ALLOC_FAILED",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    ],
+)
+def test_cudnn_handle_or_bare_status_is_not_the_search(text: str) -> None:
+    d = diagnose_text(text)
+    assert "algorithm search" not in d.explanation
