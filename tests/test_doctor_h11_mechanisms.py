@@ -107,4 +107,94 @@ def test_cudnn_algorithm_search_is_the_batch(rid: str) -> None:
 )
 def test_cudnn_handle_or_bare_status_is_not_the_search(text: str) -> None:
     d = diagnose_text(text)
+    assert d.oom_found
     assert "algorithm search" not in d.explanation
+
+
+# --- prose that names the allocation (rules_stated_alloc) ---
+
+
+def test_checkpoint_loaded_onto_first_gpu_is_imbalance() -> None:
+    d = diagnose_text(corpus_text("h11-mmengine-665"))
+    assert d.cause == "multi_gpu_imbalance"
+    assert any("map_location" in c for f in d.fixes for c in f.commands)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # saving, not loading
+        "CUDA memory increase (caused CUDA OOM) when saving checkpoint at the `train_epoch_end`",
+        # a checkpoint load with no first-GPU placement named
+        "OOM when loading checkpoint of a 70B model",
+    ],
+)
+def test_checkpoint_near_misses(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert d.cause != "multi_gpu_imbalance"
+
+
+def test_stated_fragmentation() -> None:
+    d = diagnose_text(corpus_text("h11-animalorastudio-205"))
+    assert d.cause == "fragmentation"
+    assert any("expandable_segments" in c for f in d.fixes for c in f.commands)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a question about the setting, no causation stated
+        "OOM on 8GB GPU, should I set expandable_segments to reduce fragmentation?",
+        # PyTorch's own hint inside the allocator's message: the numbers decide
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 23.65 GiB of which 5.06 MiB is free. Of the allocated memory 22.10 "
+        "GiB is allocated by PyTorch, and 1.10 GiB is reserved by PyTorch but unallocated. If "
+        "reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+    ],
+)
+def test_fragmentation_near_misses(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert "The text says" not in d.explanation
+
+
+def test_stated_kv_buffer_for_long_context() -> None:
+    d = diagnose_text(corpus_text("h11-llama.cpp-8817"))
+    assert d.cause == "kv_cache_or_context"
+    assert "160k" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "out of memory with the kv buffer at 4K context",  # short context: not the KV's doing
+        "out of memory with a 160K context length",  # no KV allocation named
+    ],
+)
+def test_kv_near_misses(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert "The text names the" not in d.explanation
+
+
+@pytest.mark.parametrize("rid", ["h11-rapids-examples-41", "h11-sentence-transformers-1244"])
+def test_failure_tied_to_dataset_size_is_accumulation(rid: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.cause == "leak_or_accumulation"
+    assert "dataset's size" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CUDA OOM on a dataset of 500 images",  # a small count: one batch's worth
+        "CUDA OOM when training with 16 images per batch",
+        "CUDA out of memory while encoding 2048 sentences",
+    ],
+)
+def test_dataset_near_misses(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert "dataset's size" not in d.explanation
