@@ -198,3 +198,25 @@ def test_dataset_near_misses(text: str) -> None:
     d = diagnose_text(text)
     assert d.oom_found
     assert "dataset's size" not in d.explanation
+
+
+@pytest.mark.parametrize("rid", ["h11-llama.cpp-25502", "h11-slime-669", "h10-kohya-ss-1441"])
+def test_stated_free_memory_is_not_capacity(rid: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.cause == "unknown"
+    assert not d.open_question
+    assert "memory was free" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        corpus_text("h10-endosurf-11"),  # "even if I resize them": a lever tried, not free memory
+        "CUDA out of memory with 2GB free on an 8GB card",  # a small margin that may have run out
+        "CUDA out of memory, but I have a 24GB card",  # a capacity, not free memory
+    ],
+)
+def test_stated_free_near_misses(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert "memory was free" not in d.explanation

@@ -28,6 +28,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_checkpoint_on_first_gpu,
     stated_dataset_accumulation,
     stated_fragmentation,
+    stated_free_memory,
     stated_kv_for_context,
 )
 
@@ -60,6 +61,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_fragmentation,
         stated_kv_for_context,
         stated_dataset_accumulation,
+        stated_free_memory,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,

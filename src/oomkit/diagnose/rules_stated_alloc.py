@@ -20,6 +20,7 @@ __all__ = [
     "stated_checkpoint_on_first_gpu",
     "stated_dataset_accumulation",
     "stated_fragmentation",
+    "stated_free_memory",
     "stated_kv_for_context",
 ]
 
@@ -217,6 +218,63 @@ def stated_dataset_accumulation(result: Analysis, e: OomEvent, ctx: LogContext) 
                     "outputs.append(out.detach().cpu())",
                     "model.encode(texts, convert_to_numpy=True)",
                     "embeddings = last_hidden_state[:, 0].cpu()   # not the whole hidden states",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# the text states that memory was free when the allocation failed: "with 27GB free", "despite
+# having 22gb unutilized capacity", "even when there is memory"
+_STATED_FREE = re.compile(
+    r"(?i)\bwith\s+(?P<n>\d{1,4}(?:\.\d{1,2})?)\s?(?:gb|gib|g)\s+(?:of\s+)?(?:vram\s+|memory\s+)?"
+    r"(?:free|available|unused|unutilized|unutilised)\b"
+    r"|\b(?:despite|although|even\s+(?:though|when|with|if))\s+(?:having|there\s+(?:is|are)|"
+    r"i\s+have|we\s+have|it\s+has)\b[^.\n]{0,40}?(?:\b(?:free|available|unused|unutilized|"
+    r"unutilised|left|enough|plenty)\b|\bmemory\b)"
+)
+#: a stated free amount below this is as likely the margin that ran out
+_FREE_GB = 4
+
+
+def stated_free_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says memory was free when the allocation failed: not capacity, ``unknown``.
+
+    Mechanism. An allocator asks the driver for a block; with the memory free, the request is
+    refused only by a limit other than capacity: a per-allocation maximum (Intel Level Zero's
+    ``maxMemAllocSize``, 4 GB unless the Unified Runtime's relaxed allocation limits are on,
+    ``UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1``; Vulkan's ``maxMemoryAllocationSize``), a
+    per-process cap (XLA's preallocated fraction or a framework's memory fraction that leaves a
+    library such as NCCL nothing outside it), or an allocator or driver bug. A text that states
+    ample free memory at the failure ("with 27GB free", "even when there is memory") rules out
+    the capacity causes, so the doctor answers ``unknown`` settled (no base-rate guess) and
+    names what would decide: the failing allocation's size against the per-allocation limit,
+    and the same run on the previous version. A stated free amount under 4 GB is not read (it
+    may be the margin that ran out), nor is a stated capacity ("I have 24 GB").
+    """
+    if not fallback(result) or result.cause == "host_ram":
+        return None
+    m = _STATED_FREE.search(e.text)
+    if m is None or (m["n"] is not None and float(m["n"]) < _FREE_GB):
+        return None
+    return Analysis(
+        cause="unknown",
+        confidence=0.4,
+        explanation=result.explanation + f" The text says memory was free when it failed "
+        f"({m.group(0)!r}): a device with the memory free refuses an allocation only for a limit "
+        "other than capacity -- a per-allocation maximum (Level Zero's 4 GB without relaxed "
+        "allocation limits, Vulkan's maxMemoryAllocationSize), a per-process memory fraction, "
+        "or an allocator or driver bug. What would decide: the failing allocation's size "
+        "against the device's per-allocation limit, and the same run on the previous version.",
+        fixes=(
+            generic(
+                "Lift the per-allocation limit, or split the allocation",
+                "a single buffer above the driver's maximum fails with memory free.",
+                (
+                    "UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1   # Intel GPUs (SYCL / Level Zero)",
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION=.7   # leave room outside JAX's pool",
                 ),
             ),
             *result.fixes,
