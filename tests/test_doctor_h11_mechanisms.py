@@ -220,3 +220,21 @@ def test_stated_free_near_misses(text: str) -> None:
     d = diagnose_text(text)
     assert d.oom_found
     assert "memory was free" not in d.explanation
+
+
+def test_not_enough_memory_for_a_huge_model() -> None:
+    d = diagnose_text(corpus_text("h11-vosk-android-70"))
+    assert d.cause == "model_too_large"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not enough memory for a large batch, CUDA out of memory",  # the batch's size
+        "CUDA out of memory when I load a large image into the model",
+    ],
+)
+def test_big_model_near_misses(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert "the weights are allocated first" not in d.explanation

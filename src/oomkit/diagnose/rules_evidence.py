@@ -30,6 +30,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_fragmentation,
     stated_free_memory,
     stated_kv_for_context,
+    stated_model_too_large,
 )
 
 __all__ = ["refine_by_evidence"]
@@ -62,6 +63,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_kv_for_context,
         stated_dataset_accumulation,
         stated_free_memory,
+        stated_model_too_large,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,

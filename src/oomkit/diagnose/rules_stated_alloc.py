@@ -22,6 +22,7 @@ __all__ = [
     "stated_fragmentation",
     "stated_free_memory",
     "stated_kv_for_context",
+    "stated_model_too_large",
 ]
 
 _LOAD_CKPT = re.compile(r"(?i)\bload(?:s|ed|ing)?\b[^.\n]{0,80}?\bcheckpoints?\b")
@@ -276,6 +277,50 @@ def stated_free_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
                     "UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1   # Intel GPUs (SYCL / Level Zero)",
                     "XLA_PYTHON_CLIENT_MEM_FRACTION=.7   # leave room outside JAX's pool",
                 ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# the text says the memory is not enough *for the model* and calls the model large: "not enough
+# memory for huge model", "insufficient VRAM to load the large model", "no memory for a 70B model"
+_FOR_BIG_MODEL = re.compile(
+    r"(?i)\b(?:not\s+enough|insufficient|no|too\s+little)\s+(?:\w+\s+)?(?:memory|ram|vram)\s+"
+    r"(?:for|to\s+(?:load|run|fit))\s+(?:the\s+|a\s+|this\s+)?"
+    r"(?:huge|large|big|bigger|larger|\d{1,4}(?:\.\d)?\s?b)\s+models?\b"
+)
+
+
+def stated_model_too_large(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says the memory is not enough for a large model: ``model_too_large``.
+
+    Mechanism. The weights are allocated first and stay resident for the whole run; on a device
+    they do not fit, the run fails at load (or the first step) whatever the batch or the input.
+    A text that names the model's size as what the memory is not enough for ("not enough memory
+    for huge model", "insufficient VRAM to load the 70B model") states that reading, which a
+    numberless message cannot show: ``model_too_large`` at 0.45, decided by whether a smaller
+    or more quantized model loads. A size named without the model ("not enough memory for a
+    large batch / image") is the batch's, and is not read here.
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    m = _FOR_BIG_MODEL.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says {m.group(0)!r}: the weights are "
+        "allocated first and stay resident, so a model too large for the device fails whatever "
+        "the batch. What would decide: whether a smaller or more quantized model loads "
+        "(`oomkit estimate MODEL`).",
+        fixes=(
+            generic(
+                "Use a smaller or more quantized model",
+                "the weights are the resident part the device cannot hold.",
+                ("a 4-bit quantization of the same model", "the next smaller model size"),
             ),
             *result.fixes,
         ),
