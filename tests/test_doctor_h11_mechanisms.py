@@ -238,3 +238,28 @@ def test_big_model_near_misses(text: str) -> None:
     d = diagnose_text(text)
     assert d.oom_found
     assert "the weights are allocated first" not in d.explanation
+
+
+# --- TensorFlow: a driver failure beside the BFC's "not a failure" warning (rules_tf) ---
+
+
+def test_tf_driver_failure_while_the_graph_runs_is_the_batch() -> None:
+    d = diagnose_text(corpus_text("h11-captcha-trainer-16"))
+    assert d.cause == "batch_or_activations"
+    assert d.context.tf_bfc_retry is not None
+
+
+@pytest.mark.parametrize("rid", ["tc-squeezedet-77", "h4-cortex-853", "h2-keras-8545-restart"])
+def test_tf_driver_failure_at_start_up_stays_other_process(rid: str) -> None:
+    d = diagnose_text(corpus_text(rid))
+    assert d.context.tf_bfc_retry is None
+    assert d.cause == "other_process_holding_memory"
+
+
+def test_bfc_warning_alone_is_not_an_oom() -> None:
+    text = (
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:219] Allocator (GPU_0_bfc) ran out of "
+        "memory trying to allocate 2.02GiB. The caller indicates that this is not a failure, but "
+        "may mean that there could be performance gains if more memory were available."
+    )
+    assert not diagnose_text(text).oom_found
