@@ -169,11 +169,14 @@ def stated_kv_for_context(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
 
 
 _MULT = {"k": 1_000, "thousand": 1_000, "m": 1_000_000, "mio": 1_000_000, "million": 1_000_000}
+# a threshold on the number of items ("a dataset of size > 40K documents", "not more than 5-10
+# million records"): the failure tied to how many were processed, not a dataset merely named
+_THRESHOLD = r"(?:>|over|more\s+than|beyond|up\s+to|at\s+most|exceeds?|exceeding)"
 _DATASET_COUNT = re.compile(
-    r"(?i)\b(?:dataset|corpus)\s+(?:of\s+)?(?:size\s+)?(?:of\s+)?(?:>|over|more\s+than|~)?\s*"
+    r"(?i)\b(?:dataset|corpus)\s+(?:of\s+)?(?:size\s+)?(?:of\s+)?" + _THRESHOLD + r"\s*"
     r"(?P<n>\d[\d,]{0,12}(?:\.\d{1,3})?)\s?(?P<u>k|m|mio|million|thousand)?\b"
-    r"|(?P<n2>\d[\d,]{0,12}(?:\.\d{1,3})?)\s?(?P<u2>k|m|mio|million|thousand)?\s+"
-    r"(?:records|documents|docs|sentences|texts|rows|embeddings)\b"
+    r"|" + _THRESHOLD + r"\s+(?P<n2>\d[\d,]{0,12}(?:\.\d{1,3})?)(?:\s?-\s?\d[\d,]{0,12})?\s?"
+    r"(?P<u2>k|m|mio|million|thousand)?\s+(?:records|documents|docs|sentences|texts|rows|embeddings)\b"
 )
 #: items processed at this count or above are a whole dataset, not one batch
 _DATASET_ITEMS = 10_000
