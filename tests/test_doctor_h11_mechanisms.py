@@ -127,6 +127,8 @@ def test_checkpoint_loaded_onto_first_gpu_is_imbalance() -> None:
         "CUDA memory increase (caused CUDA OOM) when saving checkpoint at the `train_epoch_end`",
         # a checkpoint load with no first-GPU placement named
         "OOM when loading checkpoint of a 70B model",
+        # a single-GPU run names GPU 0 too
+        "CUDA OOM on GPU 0 when loading checkpoint",
     ],
 )
 def test_checkpoint_near_misses(text: str) -> None:

@@ -26,9 +26,9 @@ __all__ = [
 ]
 
 _LOAD_CKPT = re.compile(r"(?i)\bload(?:s|ed|ing)?\b[^.\n]{0,80}?\bcheckpoints?\b")
-_FIRST_GPU = re.compile(
-    r"""(?i)map_location\s*=\s*["'`]?cuda:0|\b(?:primary|first|main)\s+gpu\b|\bgpu\s*0\b"""
-)
+# "GPU 0" alone is not read: a single-GPU run names it too; "the primary / first GPU" implies
+# several, and map_location="cuda:0" is the placement itself
+_FIRST_GPU = re.compile(r"""(?i)map_location\s*=\s*["'`]?cuda:0|\b(?:primary|first|main)\s+gpu\b""")
 
 
 def stated_checkpoint_on_first_gpu(
