@@ -204,6 +204,7 @@ class LogContext:
     # deciding log facts (parse_families) --------------------------------------------------------
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed
+    tf_bfc_retry: str | None = None  # TF BFC "ran out of memory ... not a failure": ops running
     completed_steps: int | None = None  # progress shown before the OOM (tqdm k/N, epoch E)
     metal_working_set_bytes: int | None = None  # ggml-metal recommendedMaxWorkingSetSize
     # a pasted nvidia-smi table (parse_smi): (gpu, used, total) and (gpu, pid, name, used)

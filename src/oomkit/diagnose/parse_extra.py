@@ -84,7 +84,8 @@ _HBM = re.compile(
 _HLO_TEMP = re.compile(r"HLO temp\s{1,20}(?P<v>\d{1,9}(?:\.\d{1,4})?)(?P<u>[KMGT])")
 # ggml-cuda without the "CUDA error 2 at" prefix, and the bare cudaMalloc message Ollama forwards
 _GGML_BARE = re.compile(r"ggml-cuda\.cu:\d{1,6}: out of memory|^cudaMalloc failed: out of memory")
-_EXL2 = re.compile(r"Insufficient VRAM for model and cache")
+# exllamav2 model.py load_autosplit_gen; exllamav3 (loader placement) adds "in split"
+_EXL2 = re.compile(r"Insufficient VRAM (?P<split>in split )?for model and cache")
 # old ggml (2023): fixed context / scratch pools sized at model load
 _GGML_POOL = re.compile(
     r"not enough space in the (?P<pool>context's|scratch) memory pool \(needed (?P<n>\d{1,20}), "
@@ -373,9 +374,16 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
         and "current device" not in line
     ):
         return _ev("llama.cpp", "cuda_oom", "ggml_cuda_bare", line, n, stage=None)
-    if "Insufficient VRAM" in line and _EXL2.search(line):
+    m_exl = _EXL2.search(line) if "Insufficient VRAM" in line else None
+    if m_exl is not None:
+        v3 = m_exl.group("split") is not None
         return _ev(
-            "exllamav2", "insufficient_vram", "exllamav2_autosplit", line, n, stage="weights"
+            "exllamav3" if v3 else "exllamav2",
+            "insufficient_vram",
+            "exllamav3_split" if v3 else "exllamav2_autosplit",
+            line,
+            n,
+            stage="weights",
         )
     if "memory pool (needed" in line:
         m13 = _GGML_POOL.search(line)

@@ -337,7 +337,11 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 continue
         if "Resource" in line or "an out of memory" in line:
             m5 = _TF_BARE.search(line) or _BFC.search(line) or _BFC_CUT.search(line)
-            # the BFC warning "The caller indicates that this is not a failure" is not an OOM
+            # the BFC warning "The caller indicates that this is not a failure" is not an OOM,
+            # but it shows the graph running (an op's retry-able allocation): a fact for the
+            # driver failure that may follow it (rules_serving, tf_driver_alloc)
+            if m5 is not None and "not a failure" in window(lines, i, max_lines=2):
+                facts.setdefault("tf_bfc_retry", line[:300])
             if m5 is not None and "not a failure" not in window(lines, i, max_lines=2):
                 num = m5.groupdict().get("req")
                 unit = m5.groupdict().get("req_u")

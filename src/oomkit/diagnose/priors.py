@@ -120,6 +120,7 @@ FAMILIES: Mapping[str, str] = {
     "flashinfer": "serving",
     "omlx": "serving",
     "exllamav2": "serving",
+    "exllamav3": "serving",
     "serving": "serving",
     # the operating system
     "linux": "host",

@@ -45,6 +45,7 @@ from oomkit.diagnose.rules_frameworks import analyze_frameworks
 from oomkit.diagnose.rules_hosts import analyze_hosts
 from oomkit.diagnose.rules_libs import analyze_libs
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
+from oomkit.diagnose.rules_notmemory import analyze_not_memory
 from oomkit.diagnose.rules_ollama import analyze_ollama
 from oomkit.diagnose.rules_recognise import analyze_recognised
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
@@ -136,6 +137,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    guard = analyze_not_memory(e, ctx)  # a size guard or a catch-all retry: no memory ran out
+    if guard is not None:
+        return guard
     hst = analyze_hosts(e, ctx)
     if hst is not None:
         return hst

@@ -24,6 +24,14 @@ from oomkit.diagnose.rules_stated import (
     stated_cotenants,
     stated_growth,
 )
+from oomkit.diagnose.rules_stated_alloc import (
+    stated_checkpoint_on_first_gpu,
+    stated_dataset_accumulation,
+    stated_fragmentation,
+    stated_free_memory,
+    stated_kv_for_context,
+    stated_model_too_large,
+)
 
 __all__ = ["refine_by_evidence"]
 
@@ -50,6 +58,12 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         _first_step_in_flight,
         colocated_rollout_engine,
         stated_cotenants,
+        stated_checkpoint_on_first_gpu,
+        stated_fragmentation,
+        stated_kv_for_context,
+        stated_dataset_accumulation,
+        stated_free_memory,
+        stated_model_too_large,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,

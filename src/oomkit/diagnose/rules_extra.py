@@ -468,18 +468,19 @@ def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _mlc(e, ctx)
     if e.format == "xla_tpu_hbm":
         return _hbm(e, ctx)
-    if e.runtime == "exllamav2":
+    if e.runtime in {"exllamav2", "exllamav3"}:
+        name = "ExLlamaV3's split" if e.runtime == "exllamav3" else "ExLlamaV2's auto-split"
         return Analysis(
             cause="model_too_large",
             confidence=0.55,
-            explanation="ExLlamaV2's auto-split could not place the weights and the cache on the "
+            explanation=f"{name} could not place the weights and the cache on the "
             "GPUs: the model (at this bits-per-weight) plus its cache exceed the VRAM. A "
             "shorter max_seq_len shrinks the cache part; the free VRAM per GPU decides which.",
             fixes=(
                 generic(
                     "Use a lower bits-per-weight quant or a smaller model",
                     "weights are most of the requirement.",
-                    ("pick a 4.0bpw / 3.5bpw EXL2",),
+                    (f"pick a 4.0bpw / 3.5bpw {'EXL3' if e.runtime == 'exllamav3' else 'EXL2'}",),
                 ),
                 generic(
                     "Shorten the cache",

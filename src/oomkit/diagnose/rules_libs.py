@@ -540,7 +540,8 @@ def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _paddle_legacy()
     if fmt == "thrust_oom":
         return _thrust(e)
-    if fmt.startswith("mlx_"):
+    if fmt.startswith("mlx_") and e.kind != "resource_limit":
+        # MLX's live-buffer count limit is not bytes: rules_families reads it (unknown)
         return _mlx(e)
     if fmt == "tt_metal_bank_oom":
         return _tt_metal(e)

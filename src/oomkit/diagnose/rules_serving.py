@@ -13,6 +13,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, floor_to, generic, size_text, util_up
 from oomkit.diagnose.parse_other import tensor_bytes
+from oomkit.diagnose.rules_tf import tf_driver_while_running
 
 __all__ = ["analyze_other", "analyze_serving"]
 
@@ -488,6 +489,8 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
+    if e.format == "tf_driver_alloc" and ctx.tf_bfc_retry:
+        return tf_driver_while_running(e, ctx.tf_bfc_retry)
     if e.format == "tf_driver_alloc":
         return Analysis(
             cause="other_process_holding_memory",

@@ -8,6 +8,7 @@ knows (CUDA-graph pools, vLLM headroom, DeepSpeed's growing allocation).
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 
 from oomkit.diagnose.analysis import Analysis
@@ -29,6 +30,44 @@ __all__ = ["analyze_torch"]
 
 # A host allocation this large in one piece is a data/activation tensor, not a weight shard.
 _LARGE_HOST_TENSOR = 8 * GiB
+
+# cuDNN's algorithm search named in the failing call: cudnn.torch / PyTorch 0.x
+# (cudnnFindConvolutionForwardAlgorithm[Ex]), CNTK CuDnnConvolutionEngine (expr=finder(calgo, ...))
+_CUDNN_FIND = re.compile(r"cudnnFind\w{0,40}Algorithm|expr=finder\(")
+
+
+def _cudnn_find(e: OomEvent) -> Analysis:
+    """cuDNN could not allocate while *searching* for a convolution algorithm.
+
+    The search (``cudnnFindConvolution*Algorithm[Ex]``; cudnn.torch with ``cudnn.benchmark``,
+    CNTK's ``FindBestAlgo(batchSize, ...)`` which resizes its workspace for the minibatch before
+    calling ``finder``) runs every candidate algorithm on the layer's real input and output and
+    gives each the workspace it asks for; those workspaces, like the tensors, grow with batch x
+    channels x height x width. So the failing allocation is a per-step buffer sized by the input
+    (``batch_or_activations``), and turning the search off (a fixed algorithm, no workspace) or a
+    smaller batch/image is the lever. Handle creation (``Could not create cudnn handle``) and a
+    bare status with no call named stay with the generic library rule.
+    """
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.45,
+        explanation=f"{e.detail} in cuDNN's algorithm search: it runs each convolution "
+        "algorithm on this layer's real tensors and allocates the workspace each one asks for, "
+        "and those workspaces grow with the batch and the image size. The search, not the "
+        "model's resident memory, needed the memory that was not there.",
+        fixes=(
+            generic(
+                "Reduce the batch size or the input resolution",
+                "the search's workspaces and the layer's tensors scale with batch x H x W.",
+                ("batch_size = max(1, batch_size // 2)",),
+            ),
+            generic(
+                "Do not benchmark algorithms (use a fixed one, no search workspace)",
+                "the search allocates the largest workspaces of all.",
+                ("torch.backends.cudnn.benchmark = False", "cudnn.benchmark = false  -- Lua"),
+            ),
+        ),
+    )
 
 
 def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
@@ -105,6 +144,8 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
+    if e.kind == "library_alloc_failed" and _CUDNN_FIND.search(e.text):
+        return _cudnn_find(e)
     if e.kind == "library_alloc_failed":
         return Analysis(
             cause="other_process_holding_memory",

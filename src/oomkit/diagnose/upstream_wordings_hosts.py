@@ -180,6 +180,12 @@ HOSTS: tuple[Wording, ...] = (
         "RuntimeError: Insufficient VRAM for model and cache",
     ),
     _w(
+        "exllamav3",
+        "turboderp-org/exllamav3 (layer-by-layer load and TPAllocator.initial_split)",
+        "Insufficient VRAM in split for model and cache",
+        "RuntimeError: Insufficient VRAM in split for model and cache",
+    ),
+    _w(
         "candle",
         "coreylowman/cudarc:src/driver/result.rs (DriverError's Debug: name and cuGetErrorString)",
         'DriverError(%s, "%s")',

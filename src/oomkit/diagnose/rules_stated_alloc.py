@@ -1,0 +1,331 @@
+"""What the text states about *which* memory ran out: prose that names the allocation.
+
+Companions of :mod:`oomkit.diagnose.rules_stated` (which reads growth and co-tenants): an issue
+title or a pasted sentence that names what was being allocated decides what a numberless
+message leaves open. Each rule reads the failing event's own line, applies only where the
+runtime rule left the cause open (:func:`oomkit.diagnose.rules_stated.fallback`), states its
+mechanism in its docstring, and answers at 0.4-0.45, below the numbers' own readings.
+"""
+
+from __future__ import annotations
+
+import re
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.rules_stated import fallback
+
+__all__ = [
+    "stated_checkpoint_on_first_gpu",
+    "stated_dataset_accumulation",
+    "stated_fragmentation",
+    "stated_free_memory",
+    "stated_kv_for_context",
+    "stated_model_too_large",
+]
+
+_LOAD_CKPT = re.compile(r"(?i)\bload(?:s|ed|ing)?\b[^.\n]{0,80}?\bcheckpoints?\b")
+# "GPU 0" alone is not read: a single-GPU run names it too; "the primary / first GPU" implies
+# several, and map_location="cuda:0" is the placement itself
+_FIRST_GPU = re.compile(r"""(?i)map_location\s*=\s*["'`]?cuda:0|\b(?:primary|first|main)\s+gpu\b""")
+
+
+def stated_checkpoint_on_first_gpu(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """The text says a checkpoint is loaded onto the first GPU: ``multi_gpu_imbalance``.
+
+    Mechanism (as :func:`oomkit.diagnose.rules_evidence._restored_to_saved_device`, which reads
+    it from a traceback): ``torch.load`` without ``map_location`` restores every CUDA storage
+    onto the device it was saved from (``torch/serialization.py``: ``default_restore_location``),
+    ``cuda:0`` for a checkpoint saved by rank 0; mmengine's ``PretrainedInit`` passed
+    ``map_location="cuda:0"`` explicitly. In a job of several processes every one of them puts
+    its copy on that GPU, which fills while the others stay light. A text that names both the
+    checkpoint load and the first GPU ("loading checkpoint with map_location='cuda:0'",
+    "memory on the primary GPU loading from checkpoint") states that placement; the fix is
+    ``map_location='cpu'`` (or each rank's own device). Saving a checkpoint is not loading one.
+    """
+    if not fallback(result) or result.cause in {"multi_gpu_imbalance", "host_ram"}:
+        return None
+    load = _LOAD_CKPT.search(e.text)
+    first = _FIRST_GPU.search(e.text)
+    if load is None or first is None:
+        return None
+    return Analysis(
+        cause="multi_gpu_imbalance",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says a checkpoint is loaded onto the first "
+        f"GPU ({first.group(0)!r}): torch.load restores each tensor onto the device it was saved "
+        "from unless map_location says otherwise, so every process of a multi-GPU job puts its "
+        "copy on that one GPU. What would decide: `oomkit gpus` during the load (one GPU full, "
+        "the others light).",
+        fixes=(
+            generic(
+                "Load checkpoints to the CPU (or each rank's own GPU)",
+                "map_location keeps every process's copy off the GPU the checkpoint was saved "
+                "from.",
+                (
+                    "torch.load(path, map_location='cpu')",
+                    "torch.load(path, map_location=f'cuda:{local_rank}')",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# the allocator's cached-but-unusable memory named as what caused the failure; PyTorch's own hint
+# ("If reserved but unallocated memory is large try setting ...") names no cause and is in the
+# allocator's message, which its own rule reads
+_FRAG_CAUSE = re.compile(
+    r"(?i)(?:\bfragment\w*|reserved\s+but\s+unallocated)[^.\n]{0,80}?"
+    r"\b(?:caus\w*|lead\w*\s+to|result\w*\s+in|trigger\w*)\b[^.\n]{0,30}?\b(?:oom|out\s+of\s+memory)"
+    r"|\b(?:oom|out\s+of\s+memory)\b[^.\n]{0,40}?\b(?:caused\s+by|due\s+to|because\s+of)\b"
+    r"[^.\n]{0,40}?(?:\bfragment\w*|reserved\s+but\s+unallocated)"
+)
+
+
+def stated_fragmentation(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says fragmentation (reserved-but-unallocated memory) caused the OOM.
+
+    Mechanism. PyTorch's caching allocator keeps freed blocks reserved for reuse; a request that
+    no single cached block can hold needs a new ``cudaMalloc``, which fails when the device is
+    full of reserved-but-unallocated pieces (``c10/cuda/CUDACachingAllocator.cpp``;
+    ``expandable_segments:True`` maps one growing segment instead). A text that states this
+    causation ("reserved but unallocated memory ... causing OOM", "OOM due to fragmentation")
+    names what a numberless message cannot show: ``fragmentation`` at 0.45, decided by
+    whether ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` alone fixes the run. PyTorch's
+    own hint sentence states no cause and is never read here.
+    """
+    if not fallback(result) or result.cause in {"fragmentation", "host_ram"}:
+        return None
+    m = _FRAG_CAUSE.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="fragmentation",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says {m.group(0)!r}: memory the caching "
+        "allocator holds in pieces too small for the request. What would decide: whether "
+        "expandable_segments:True alone fixes the run (a fragmented cache) or not (a full one).",
+        fixes=(
+            generic(
+                "Let the allocator grow one segment instead of caching pieces",
+                "expandable segments remove the reserved-but-unallocated gaps.",
+                ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+_KV_WORDS = re.compile(r"(?i)\bkv[ _-]?(?:cache|buffer)s?\b")
+_CONTEXT = re.compile(
+    r"(?i)\b(?P<n>\d{1,4})\s?k\b[- ]?(?:tokens?\s+)?(?:context|ctx)\b"
+    r"|\bcontext\s+(?:length|size|window)\s+(?:of\s+)?(?P<n2>\d{1,4})\s?k\b"
+)
+_LONG_CONTEXT_K = 32  # thousand tokens: a context this long makes the KV cache a load's largest
+
+
+def stated_kv_for_context(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text names the KV cache as the allocation, for a stated long context.
+
+    Mechanism (as :func:`oomkit.diagnose.rules_evidence._stated_long_context`, which reads
+    ``n_ctx`` from the log): llama.cpp and the engines on it allocate the KV cache for the whole
+    context at load (``llama_kv_cache_init: ... KV buffer size = N MiB``), linear in the
+    context; when no ``-c`` is given the model's trained context (``n_ctx_train``, 128k-160k for
+    recent models) is used. A text that names the KV buffer/cache as what was being allocated
+    and states a context of 32k tokens or more ("the kv buffer size allocating about 43G with a
+    160K context length") names the allocation: ``kv_cache_or_context`` at 0.45, lever ``-c``.
+    """
+    if not fallback(result) or result.cause in {"kv_cache_or_context", "host_ram"}:
+        return None
+    kv = _KV_WORDS.search(e.text)
+    c = _CONTEXT.search(e.text)
+    if kv is None or c is None:
+        return None
+    k = int(c["n"] or c["n2"])
+    if k < _LONG_CONTEXT_K:
+        return None
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names the {kv.group(0)} for a context of "
+        f"{k}k tokens: the KV cache is allocated for the whole context when the model loads, "
+        "linear in its length. What would decide: whether the model loads with -c 8192.",
+        fixes=(
+            generic(
+                "Set a shorter context explicitly",
+                "without it the model's trained context (often 128k or more) is allocated.",
+                ("-c 8192", "--ctx-size 8192", "num_ctx 8192"),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+_MULT = {"k": 1_000, "thousand": 1_000, "m": 1_000_000, "mio": 1_000_000, "million": 1_000_000}
+# a threshold on the number of items ("a dataset of size > 40K documents", "not more than 5-10
+# million records"): the failure tied to how many were processed, not a dataset merely named
+_THRESHOLD = r"(?:>|over|more\s+than|beyond|up\s+to|at\s+most|exceeds?|exceeding)"
+_DATASET_COUNT = re.compile(
+    r"(?i)\b(?:dataset|corpus)\s+(?:of\s+)?(?:size\s+)?(?:of\s+)?" + _THRESHOLD + r"\s*"
+    r"(?P<n>\d[\d,]{0,12}(?:\.\d{1,3})?)\s?(?P<u>k|m|mio|million|thousand)?\b"
+    r"|" + _THRESHOLD + r"\s+(?P<n2>\d[\d,]{0,12}(?:\.\d{1,3})?)(?:\s?-\s?\d[\d,]{0,12})?\s?"
+    r"(?P<u2>k|m|mio|million|thousand)?\s+(?:records|documents|docs|sentences|texts|rows|embeddings)\b"
+)
+#: items processed at this count or above are a whole dataset, not one batch
+_DATASET_ITEMS = 10_000
+
+
+def _count(n: str, unit: str | None) -> int:
+    return int(float(n.replace(",", "")) * _MULT.get((unit or "").lower(), 1))
+
+
+def stated_dataset_accumulation(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text ties the failure to how many items a loop processed: ``leak_or_accumulation``.
+
+    Mechanism. A loop that runs a model batch by batch (embedding extraction, encoding,
+    inference over a dataset) needs the same memory for its millionth batch as for its first:
+    the weights plus one batch's activations. A failure that the text ties to the dataset's
+    size ("on a dataset of size > 40K documents", "not more than 5-10 million records") is
+    therefore the per-batch results kept on the device as the loop goes (embeddings gathered as
+    one GPU tensor, hidden states appended to a list): memory that grows with the items
+    processed, at 0.4 (a dataset moved whole to the GPU is the competing reading). The lever is
+    moving each batch's result to the CPU or keeping only what is needed of it.
+    """
+    if not fallback(result) or result.cause in {"leak_or_accumulation", "host_ram"}:
+        return None
+    for m in _DATASET_COUNT.finditer(e.text):
+        n = m["n"] or m["n2"]
+        if n is not None and _count(n, m["u"] or m["u2"]) >= _DATASET_ITEMS:
+            break
+    else:
+        return None
+    return Analysis(
+        cause="leak_or_accumulation",
+        confidence=0.4,
+        explanation=result.explanation + f" The text ties the failure to the dataset's size "
+        f"({m.group(0).strip()!r}): a loop over batches needs the same memory for its last batch "
+        "as for its first, so what grows with the items processed is the results kept on the "
+        "GPU. What would decide: torch.cuda.memory_allocated() every N batches (rising: results "
+        "kept on the device).",
+        fixes=(
+            generic(
+                "Move each batch's result off the GPU (or keep only what you need)",
+                "results gathered on the device grow with the dataset, not the batch.",
+                (
+                    "outputs.append(out.detach().cpu())",
+                    "model.encode(texts, convert_to_numpy=True)",
+                    "embeddings = last_hidden_state[:, 0].cpu()   # not the whole hidden states",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# the text states that memory was free when the allocation failed: "with 27GB free", "despite
+# having 22gb unutilized capacity", "even when there is memory"
+_STATED_FREE = re.compile(
+    r"(?i)\bwith\s+(?P<n>\d{1,4}(?:\.\d{1,2})?)\s?(?:gb|gib|g)\s+(?:of\s+)?(?:vram\s+|memory\s+)?"
+    r"(?:free|available|unused|unutilized|unutilised)\b"
+    r"|\b(?:despite|although|even\s+(?:though|when|with|if))\s+(?:having|there\s+(?:is|are)|"
+    r"i\s+have|we\s+have|it\s+has)\b[^.\n]{0,40}?(?:\b(?:free|available|unused|unutilized|"
+    r"unutilised|left|enough|plenty)\b|\bmemory\b)"
+)
+#: a stated free amount below this is as likely the margin that ran out
+_FREE_GB = 4
+
+
+def stated_free_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says memory was free when the allocation failed: not capacity, ``unknown``.
+
+    Mechanism. An allocator asks the driver for a block; with the memory free, the request is
+    refused only by a limit other than capacity: a per-allocation maximum (Intel Level Zero's
+    ``maxMemAllocSize``, 4 GB unless the Unified Runtime's relaxed allocation limits are on,
+    ``UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1``; Vulkan's ``maxMemoryAllocationSize``), a
+    per-process cap (XLA's preallocated fraction or a framework's memory fraction that leaves a
+    library such as NCCL nothing outside it), or an allocator or driver bug. A text that states
+    ample free memory at the failure ("with 27GB free", "even when there is memory") rules out
+    the capacity causes, so the doctor answers ``unknown`` settled (no base-rate guess) and
+    names what would decide: the failing allocation's size against the per-allocation limit,
+    and the same run on the previous version. A stated free amount under 4 GB is not read (it
+    may be the margin that ran out), nor is a stated capacity ("I have 24 GB").
+    """
+    if not fallback(result) or result.cause == "host_ram":
+        return None
+    m = _STATED_FREE.search(e.text)
+    if m is None or (m["n"] is not None and float(m["n"]) < _FREE_GB):
+        return None
+    return Analysis(
+        cause="unknown",
+        confidence=0.4,
+        explanation=result.explanation + f" The text says memory was free when it failed "
+        f"({m.group(0)!r}): a device with the memory free refuses an allocation only for a limit "
+        "other than capacity -- a per-allocation maximum (Level Zero's 4 GB without relaxed "
+        "allocation limits, Vulkan's maxMemoryAllocationSize), a per-process memory fraction, "
+        "or an allocator or driver bug. What would decide: the failing allocation's size "
+        "against the device's per-allocation limit, and the same run on the previous version.",
+        fixes=(
+            generic(
+                "Lift the per-allocation limit, or split the allocation",
+                "a single buffer above the driver's maximum fails with memory free.",
+                (
+                    "UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1   # Intel GPUs (SYCL / Level Zero)",
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION=.7   # leave room outside JAX's pool",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# the text says the memory is not enough *for the model* and calls the model large: "not enough
+# memory for huge model", "insufficient VRAM to load the large model", "no memory for a 70B model"
+_FOR_BIG_MODEL = re.compile(
+    r"(?i)\b(?:not\s+enough|insufficient|no|too\s+little)\s+(?:\w+\s+)?(?:memory|ram|vram)\s+"
+    r"(?:for|to\s+(?:load|run|fit))\s+(?:the\s+|a\s+|this\s+)?"
+    r"(?:huge|large|big|bigger|larger|\d{1,4}(?:\.\d)?\s?b)\s+models?\b"
+)
+
+
+def stated_model_too_large(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says the memory is not enough for a large model: ``model_too_large``.
+
+    Mechanism. The weights are allocated first and stay resident for the whole run; on a device
+    they do not fit, the run fails at load (or the first step) whatever the batch or the input.
+    A text that names the model's size as what the memory is not enough for ("not enough memory
+    for huge model", "insufficient VRAM to load the 70B model") states that reading, which a
+    numberless message cannot show: ``model_too_large`` at 0.45, decided by whether a smaller
+    or more quantized model loads. A size named without the model ("not enough memory for a
+    large batch / image") is the batch's, and is not read here.
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    m = _FOR_BIG_MODEL.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says {m.group(0)!r}: the weights are "
+        "allocated first and stay resident, so a model too large for the device fails whatever "
+        "the batch. What would decide: whether a smaller or more quantized model loads "
+        "(`oomkit estimate MODEL`).",
+        fixes=(
+            generic(
+                "Use a smaller or more quantized model",
+                "the weights are the resident part the device cannot hold.",
+                ("a 4-bit quantization of the same model", "the next smaller model size"),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
