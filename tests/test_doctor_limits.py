@@ -123,6 +123,15 @@ def test_only_a_cut_last_word_is_completed(text: str) -> None:
     assert complete_cut_tail(text) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["GPU RAM exploding on validation", "after updating, VRAM blows up", "GPU memory explodes"],
+)
+def test_a_device_memory_that_blew_up_is_an_oom_report(text: str) -> None:
+    # the English of the generic fallback's 显存爆了
+    assert diagnose_text(text).oom_found
+
+
 @pytest.mark.parametrize("text", LIMITS_NEAR_MISSES)
 def test_limit_near_misses_are_not_an_oom(text: str) -> None:
     assert not diagnose_text(text).oom_found, text

@@ -141,6 +141,18 @@ LIMITS_NOT_CAPACITY: tuple[Wording, ...] = (
         "allocate 4.50 GiB",
         req=4 * _GIB + 512 * _MIB,
     ),
+    _w(
+        "xpu",
+        "intel/intel-extension-for-pytorch:csrc/gpu/runtime/CachingDeviceAllocator.cpp (the "
+        "whole TORCH_CHECK, with the allocator's numbers)",
+        "Current platform can NOT allocate memory block with size larger than 4GB! Tried to "
+        "allocate %s (GPU  %d; %s total capacity; %s already allocated; %s reserved in total by "
+        "PyTorch)",
+        "RuntimeError: Current platform can NOT allocate memory block with size larger than 4GB! "
+        "Tried to allocate 4.50 GiB (GPU  0; 15.56 GiB total capacity; 8.01 GiB already "
+        "allocated; 8.02 GiB reserved in total by PyTorch)",
+        req=4 * _GIB + 512 * _MIB,
+    ),
 )
 
 #: Same words, no allocation failure: other llama_decode returns, TVM's other checks, Paddle's
@@ -157,4 +169,6 @@ LIMITS_NEAR_MISSES: tuple[str, ...] = (
     "CL_DEVICE_MAX_MEM_ALLOC_SIZE: 4294967296",
     "I ran out of memes",
     "./run.sh: riga 3: 4242 Segmentation fault      python x.py",
+    "`sliding_window` will be ignored and memory will blow up.",
+    "the GPU exploded after the driver update",
 )
