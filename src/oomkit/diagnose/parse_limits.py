@@ -17,7 +17,13 @@ the runtime's own, cited to the file that prints it:
   code=-61: CL_INVALID_BUFFER_SIZE``, ``apache/tvm:src/runtime/opencl/opencl_device_api.cc``);
   Intel Extension for PyTorch on GPUs without 2D block arrays (Arc A-series, Flex),
   ``Current platform can NOT allocate memory block with size larger than 4GB!``
-  (``intel/intel-extension-for-pytorch:csrc/gpu/runtime/CachingDeviceAllocator.cpp``).
+  (``intel/intel-extension-for-pytorch:csrc/gpu/runtime/CachingDeviceAllocator.cpp``);
+  WebGPU: wgpu (burn, candle's wgpu users, native apps) ``Buffer size {requested} is greater
+  than the maximum buffer size ({maximum})`` (``gfx-rs/wgpu:wgpu-core/src/resource.rs``
+  ``CreateBufferError::MaxBufferSize``) and ``Buffer binding {binding} range {given} exceeds
+  `max_*_buffer_binding_size` limit {limit}`` (``wgpu-core/src/binding_model.rs``), and the
+  browsers' Dawn (WebLLM, MediaPipe, ONNX Runtime Web) ``Buffer size (%u) exceeds the max buffer
+  size limit (%u).`` (``google/dawn:src/dawn/native/Buffer.cpp``).
 * **A paged KV cache with no free page**: TVM's ``PagedAttentionKVCache`` (MLC-LLM, WebLLM),
   ``CHECK(!free_page_ids_.empty()) << "The KV cache is full. No page can be allocated."``
   (``apache/tvm:src/runtime/relax_vm/paged_kv_cache.cc`` ``GetFreePage``).
@@ -50,6 +56,14 @@ _VK_MAX = re.compile(
     r"size \((?P<x>\d{1,20})\) is larger than the maximum allowed buffer size "
     r"VkPhysicalDevice\w{0,40}Properties\.maxBufferSize \((?P<m>\d{1,20})\)"
 )
+_WGPU_MAX = re.compile(
+    r"Buffer size \(?(?P<x>\d{1,20})\)? (?:is greater than the maximum buffer size|exceeds the "
+    r"max buffer size limit) \((?P<m>\d{1,20})\)"
+)
+_WGPU_BINDING = re.compile(
+    r"Buffer binding \d{1,4} range (?P<x>\d{1,20}) exceeds `max_\*_buffer_binding_size` limit "
+    r"(?P<m>\d{1,20})"
+)
 _CL_SIZE = re.compile(r"\bCL_INVALID_BUFFER_SIZE\b")
 _XPU_4GB = re.compile(
     r"can NOT allocate memory block with size larger than 4GB"
@@ -64,6 +78,9 @@ _PADDLE_ENFORCE = re.compile(
 _NEEDLES = (
     "ggml_metal_",
     "maxBufferSize",
+    "maximum buffer size",
+    "max buffer size limit",
+    "buffer_binding_size",
     "CL_INVALID_BUFFER_SIZE",
     "can NOT allocate memory block",
     "The KV cache is full",
@@ -113,6 +130,19 @@ def _buffer(line: str, n: int) -> OomEvent | None:
             allowed_bytes=to_int(m.group("m")),
             detail="Vulkan's maxBufferSize",
         )
+    for pattern, what in ((_WGPU_MAX, "maxBufferSize"), (_WGPU_BINDING, "buffer binding size")):
+        m = pattern.search(line)
+        if m is not None:
+            return _ev(
+                "webgpu",
+                "buffer_limit",
+                "webgpu_max_buffer_size",
+                line,
+                n,
+                requested_bytes=to_int(m.group("x")),
+                allowed_bytes=to_int(m.group("m")),
+                detail=f"WebGPU's {what}",
+            )
     if _CL_SIZE.search(line):
         return _ev(
             "opencl",

@@ -98,6 +98,31 @@ LIMITS: tuple[Wording, ...] = (
 
 LIMITS_NOT_CAPACITY: tuple[Wording, ...] = (
     _w(
+        "wgpu",
+        "gfx-rs/wgpu:wgpu-core/src/resource.rs (CreateBufferError::MaxBufferSize)",
+        "Buffer size {requested} is greater than the maximum buffer size ({maximum})",
+        "wgpu error: Validation Error\n\nCaused by:\n    In Device::create_buffer\n      note: "
+        "label = `tensor`\n    Buffer size 1073741824 is greater than the maximum buffer size "
+        "(268435456)",
+        req=1 << 30,
+    ),
+    _w(
+        "wgpu",
+        "gfx-rs/wgpu:wgpu-core/src/binding_model.rs (BindingError buffer range too large)",
+        "Buffer binding {binding} range {given} exceeds `max_*_buffer_binding_size` limit {limit}",
+        "In Device::create_bind_group, label = 'Bind Group 0'\n    Buffer binding 0 range "
+        "268435456 exceeds `max_*_buffer_binding_size` limit 134217728",
+        req=256 * _MIB,
+    ),
+    _w(
+        "webgpu",
+        "google/dawn:src/dawn/native/Buffer.cpp (ValidateBufferDescriptor; Chrome's WebGPU)",
+        "Buffer size (%u) exceeds the max buffer size limit (%u).",
+        "Uncaptured WebGPU GPUValidationError: Buffer size (1174405120) exceeds the max buffer "
+        "size limit (1073741824).",
+        req=1174405120,
+    ),
+    _w(
         "ggml",
         "ggml-org/llama.cpp:ggml-metal.m (ggml_metal_add_buffer, 2023; copy in "
         "ollama/ollama:llama/ggml-metal.m)",
@@ -171,4 +196,6 @@ LIMITS_NEAR_MISSES: tuple[str, ...] = (
     "./run.sh: riga 3: 4242 Segmentation fault      python x.py",
     "`sliding_window` will be ignored and memory will blow up.",
     "the GPU exploded after the driver update",
+    "o.merge: len is greater than the maximum buffer size of 4096 bytes",
+    "Warning: Buffer size (0) exceeds nothing",
 )
