@@ -125,7 +125,13 @@ def test_only_a_cut_last_word_is_completed(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["GPU RAM exploding on validation", "after updating, VRAM blows up", "GPU memory explodes"],
+    [
+        "GPU RAM exploding on validation",
+        "after updating, VRAM blows up",
+        "GPU memory explodes",
+        # Go's "signal: killed" as a title writes it
+        "[BUG] Signal killed caused by Adam Offload",
+    ],
 )
 def test_a_device_memory_that_blew_up_is_an_oom_report(text: str) -> None:
     # the English of the generic fallback's 显存爆了

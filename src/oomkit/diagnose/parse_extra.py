@@ -148,7 +148,7 @@ _GENERIC = re.compile(
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
-    r"signal:? 9\b|signal: killed",
+    r"signal:? 9\b|signal:? killed",
     re.IGNORECASE,
 )
 # every _GENERIC alternative contains one of these (lower-case) literals
