@@ -85,6 +85,8 @@ _HOST_FAMILIES = {
     "docker",
     "ray",
     "kubernetes",
+    "htcondor",
+    "lsf",
 }
 
 

@@ -31,6 +31,7 @@ from oomkit.diagnose.text import Lines
 __all__ = [
     "UNWRAP_MAX_CHARS",
     "WHOLE_TEXT_CHARS",
+    "complete_cut_tail",
     "normalize_line",
     "normalize_lines",
     "normalize_text",
@@ -258,3 +259,40 @@ def unwrap_word_wrapped(text: str) -> str | None:
             out.append(line)
         prev = line
     return "\n".join(out) if changed else None
+
+
+# A paste or an issue title cut at a character limit ends inside the OOM word itself: "Allocator
+# (GPU_0_bfc) ran out of memo", "ray.exceptions.OutOfMe". Only the last word of the whole text
+# is completed, and only from a prefix long enough that no other word starts that way
+# ("out of mem", "OutOfMe", "_OUT_OF_MEM").
+_CUT_TAIL = re.compile(
+    r"(?:(?P<p>\b[Oo]ut of mem(?:o|or)?)|(?P<c>(?<![A-Za-z])OutOfMe(?:m|mo|mor|mory|moryE|moryEr"
+    r"|moryErr|moryErro)?)|(?P<u>_OUT_OF_MEM(?:O|OR)?))(?:\.{2,3}|\u2026)?\s{0,8}$"
+)
+
+
+def complete_cut_tail(text: str) -> str | None:
+    """The paste with a cut-off OOM word at its very end completed, or ``None``.
+
+    >>> complete_cut_tail("Allocator (GPU_0_bfc) ran out of memo")
+    'Allocator (GPU_0_bfc) ran out of memory'
+    >>> complete_cut_tail("ray.exceptions.OutOfMe")
+    'ray.exceptions.OutOfMemoryError'
+    >>> complete_cut_tail("ran out of memory") is None
+    True
+    """
+    body = text.rstrip()
+    head, sep, last = body.rpartition("\n")
+    # the last line as the parsers see it (ANSI colour, Markdown emphasis, odd spaces undone)
+    last = normalize_line(last[-4096:]).rstrip()
+    m = _CUT_TAIL.search(last[-64:])
+    if m is None:
+        return None
+    start = len(last) - len(last[-64:]) + m.start()
+    if m.group("p"):
+        word = m.group("p")[:6] + " memory"
+    elif m.group("c"):
+        word = "OutOfMemoryError"
+    else:
+        word = "_OUT_OF_MEMORY"
+    return head + sep + last[:start] + word

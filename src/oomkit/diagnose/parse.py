@@ -16,7 +16,12 @@ from dataclasses import fields
 from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
-from oomkit.diagnose.normalize import normalize_lines, normalize_text, unwrap_word_wrapped
+from oomkit.diagnose.normalize import (
+    complete_cut_tail,
+    normalize_lines,
+    normalize_text,
+    unwrap_word_wrapped,
+)
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
@@ -24,6 +29,7 @@ from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
 from oomkit.diagnose.parse_hosts import parse_hosts
 from oomkit.diagnose.parse_libs import parse_libs
+from oomkit.diagnose.parse_limits import parse_limits
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
@@ -111,7 +117,9 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
         The events in log order (at most 200: the first 50 and the last 150) and the merged
         context. An empty ``events`` tuple means no OOM was found. A word-wrapped paste in which
         nothing was found is read once more with the wrap undone
-        (:func:`oomkit.diagnose.normalize.unwrap_word_wrapped`).
+        (:func:`oomkit.diagnose.normalize.unwrap_word_wrapped`), and one cut inside its last OOM
+        word once more with the word completed
+        (:func:`oomkit.diagnose.normalize.complete_cut_tail`).
     """
     text = text if normalized else normalize_text(text)
     parsed = _parse(text)
@@ -119,6 +127,12 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
         unwrapped = unwrap_word_wrapped(text)
         if unwrapped is not None:
             again = _parse(unwrapped)
+            if again.events:
+                return again
+        completed = complete_cut_tail(text)
+        if completed is not None:
+            # a paste or title cut inside the OOM word ("ran out of memo")
+            again = _parse(completed)
             if again.events:
                 return again
     return parsed
@@ -151,6 +165,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # GPU data libraries (faiss, XGBoost, CatBoost, RAPIDS), WebGL/Metal/GPT4All (parse_libs)
         events.extend(parse_libs(lines))
+    if not events:
+        # per-buffer limits (Metal, Vulkan, OpenCL, Intel XPU), TVM's paged KV cache, Paddle
+        events.extend(parse_limits(lines))
     if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))

@@ -114,6 +114,8 @@ _NEEDLES = (
     "failed to find a memory slot",
     "failed to find free space in the KV cache",
     "failed to find KV cache slot",
+    "llama_decode",
+    "NoKvSlot",
     "could not find a KV slot",
     "prompt is too big compared to KV size",
     "CUDNN_STATUS_",
@@ -147,7 +149,7 @@ _GENERIC = re.compile(
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
-    r"signal:? 9\b|signal: killed",
+    r"signal:? 9\b|signal:? killed",
     re.IGNORECASE,
 )
 # every _GENERIC alternative contains one of these (lower-case) literals
@@ -193,6 +195,14 @@ _REQUEST_RAW = re.compile(
     r"(?P<n>\d{1,15}) ?(?:B\b|bytes\b|\]|(?=['.,;)\s]|$))"
 )
 # macOS libmalloc prints the size a line above "*** error: can't allocate region"
+# llama_decode's return 1 ("could not find a KV slot for the batch", include/llama.h) as the
+# bindings and older llama.cpp print it: src/llama-context.cpp "llama_decode: failed to decode,
+# ret = 1", llama-cpp-python (llama_cpp/llama.py) "llama_decode returned 1", LLamaSharp
+# (LLama/Exceptions/RuntimeError.cs LLamaDecodeError, DecodeResult.NoKvSlot = 1) "llama_decode
+# failed: 'NoKvSlot'"
+_DECODE_1 = re.compile(
+    r"failed to decode, ret = 1(?![\d.])|llama_decode returned 1(?![\d.])|'NoKvSlot'"
+)
 _MACH_SIZE = re.compile(r"mach_vm_map\(size=(?P<n>\d{1,20})")
 
 
@@ -323,6 +333,7 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
         or "failed to find KV cache slot" in line
         or "could not find a KV slot" in line
         or "prompt is too big compared to KV size" in line
+        or _DECODE_1.search(line) is not None
     ):
         # llama.cpp llama_decode returns 1: no free KV cells for the batch (src/llama-context.cpp;
         # 2024 releases: "failed to find KV cache slot for ubatch of size N", koboldcpp prints it);

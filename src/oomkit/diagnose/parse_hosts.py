@@ -43,6 +43,13 @@ Each family is the reporter's own wording, cited to the file that prints it:
   <d> Device HBM total size:<n> Device HBM free size:<n> may be other processes occupying this
   card`` (``MOC`` on newer chips): MindSpore reserves a share of the *free* device memory and
   refuses to start when another process holds more than half.
+* Batch schedulers' own memory-limit kills: HTCondor's starter puts a job on hold with ``Job has
+  gone over memory limit of <n> megabytes. Peak usage: <n> megabytes.`` (cgroup OOM event,
+  ``htcondor/htcondor:src/condor_starter.V6.1/vanilla_proc.cpp`` ``outOfMemoryEvent``) or
+  ``Docker job has gone over memory limit of <n> Mb`` (``docker_proc.cpp``, the container's
+  ``OOMKilled``); IBM Spectrum LSF ends the job with the exit reason ``TERM_MEMLIMIT: job killed
+  after reaching LSF memory usage limit.`` (closed source; the exit reasons are listed in LSF's
+  "Job exit information" documentation). The limit is the job's host RAM request.
 
 Every pattern is a literal or a bounded repetition: linear time on any line.
 """
@@ -119,8 +126,15 @@ _MS_HALF = re.compile(
     r"(?P<free>\d{1,20})",
     re.IGNORECASE,
 )
+_CONDOR = re.compile(
+    r"[Jj]ob has gone over memory limit of (?P<mb>\d{1,9}) (?:megabytes|Mb)"
+    r"(?:\. Peak usage: (?P<peak>\d{1,9}) megabytes)?"
+)
+_LSF = re.compile(r"TERM_MEMLIMIT: job killed after reaching LSF memory usage limit")
 _PREFILTER = needles_re(
     (
+        "gone over memory limit",
+        "TERM_MEMLIMIT",
         "memorystatus:",
         "exceeded mem limit",
         "killed by jetsam",
@@ -243,6 +257,20 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             n,
             stage="kv_cache",
         )
+    m4 = _CONDOR.search(line) if "gone over memory limit" in line else None
+    if m4 is not None:
+        peak = m4["peak"]
+        return _ev(
+            "htcondor",
+            "host_oom",
+            "htcondor_memory_limit_hold",
+            line,
+            n,
+            allowed_bytes=int(m4["mb"]) << 20,
+            process_in_use_bytes=int(peak) << 20 if peak else None,
+        )
+    if "TERM_MEMLIMIT" in line and _LSF.search(line):
+        return _ev("lsf", "host_oom", "lsf_term_memlimit", line, n)
     m3 = _MS_HALF.search(line) if "less than half" in line else None
     if m3 is not None:
         return _ev(

@@ -102,8 +102,14 @@ _DATALOADER = re.compile(
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
 # bash reporting a child it ran from a script (jobs.c, non-interactive): "start.sh: line 27:
-# 318 Killed   python train.py" (SIGKILL, the OOM killer's signal; the command follows)
-_BASH_KILLED = re.compile(r"line \d{1,7}:\s{1,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S")
+# 318 Killed   python train.py" (SIGKILL, the OOM killer's signal; the command follows). bash
+# translates the "line %d" prefix (error.c, po/*.po: de Zeile, fr ligne, it riga, es línea,
+# pt linha, nl regel, pl linia, sv rad, ru строка) while the signal name often stays English
+_BASH_KILLED = re.compile(
+    r"(?:line|Zeile|ligne|riga|l\u00ednea|linha|regel|linia|rad|"
+    r"\u0441\u0442\u0440\u043e\u043a\u0430) "
+    r"\d{1,7}:\s{1,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S"
+)
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
 # complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")

@@ -22,6 +22,7 @@ Formats modelled (oom-messages.md §1):
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent, OtherProcess
@@ -514,8 +515,29 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if tail is not None:
             events.append(tail)
     if events:
+        limited = {numbers[i] for i, t in enumerate(text) if _IPEX_BLOCK in t}
+        if limited:
+            events = [_block_limit(e) if {e.line, e.line - 1} & limited else e for e in events]
         _frames(lines, facts)
     return events, facts
+
+
+# Intel Extension for PyTorch on GPUs without 2D block arrays (Arc A-series, Flex) refuses any
+# single block above 4 GiB before it tries the device (csrc/gpu/runtime/
+# CachingDeviceAllocator.cpp: "Current platform can NOT allocate memory block with size larger
+# than 4GB! Tried to allocate ..."), with the allocator's usual numbers: a per-buffer limit
+_IPEX_BLOCK = "can NOT allocate memory block with size larger than 4GB"
+
+
+def _block_limit(e: OomEvent) -> OomEvent:
+    """``e`` (on or after a line with IPEX's 4 GiB refusal) read as the per-block limit."""
+    return replace(
+        e,
+        kind="buffer_limit",
+        format="ipex_4gb_block",
+        allowed_bytes=4 << 30,
+        detail="the Intel GPU runtime (no 2D block arrays)",
+    )
 
 
 # The caching allocator's OOM message is the only text that ends with these hints

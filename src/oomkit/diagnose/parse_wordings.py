@@ -187,6 +187,16 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             _I,
         ),
     ),
+    (
+        # the same in English: "GPU RAM exploding on validation", "VRAM blows up" (a device's
+        # memory as the subject: "memory will blow up" alone is a warning's prediction)
+        ("explod", "blow", "blew"),
+        re.compile(
+            r"\b(?:gpu (?:ram|memory|mem)|vram|cuda memory|video memory)(?: usage| use)? "
+            r"(?:explodes|exploding|exploded|blows up|blew up|blowing up)\b",
+            _I,
+        ),
+    ),
 )
 
 

@@ -13,12 +13,12 @@ COUNTS: dict[str, dict[str, int]] = {
     "ggml|*|*": {
         "batch_or_activations": 7,
         "host_ram": 2,
-        "kv_cache_or_context": 20,
+        "kv_cache_or_context": 21,
         "leak_or_accumulation": 1,
         "model_too_large": 20,
         "multi_gpu_imbalance": 4,
         "other_process_holding_memory": 7,
-        "unknown": 13,
+        "unknown": 15,
     },
     "ggml|*|driver_no_numbers": {
         "batch_or_activations": 3,
@@ -30,11 +30,11 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "ggml|*|no_numbers": {
         "batch_or_activations": 1,
-        "kv_cache_or_context": 7,
+        "kv_cache_or_context": 8,
         "model_too_large": 9,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 4,
-        "unknown": 5,
+        "unknown": 6,
     },
     "ggml|*|partial_numbers": {
         "batch_or_activations": 3,
@@ -43,11 +43,11 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 11,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 1,
-        "unknown": 8,
+        "unknown": 9,
     },
     "ggml|inference|*": {
         "batch_or_activations": 3,
-        "kv_cache_or_context": 7,
+        "kv_cache_or_context": 8,
         "leak_or_accumulation": 1,
         "other_process_holding_memory": 1,
     },
@@ -58,7 +58,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "other_process_holding_memory": 1,
     },
     "ggml|inference|no_numbers": {
-        "kv_cache_or_context": 2,
+        "kv_cache_or_context": 3,
     },
     "ggml|load|*": {
         "batch_or_activations": 3,
@@ -90,7 +90,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 17,
         "multi_gpu_imbalance": 3,
         "other_process_holding_memory": 4,
-        "unknown": 9,
+        "unknown": 11,
     },
     "ggml|unknown|driver_no_numbers": {
         "host_ram": 1,
@@ -103,7 +103,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 9,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 2,
-        "unknown": 4,
+        "unknown": 5,
     },
     "ggml|unknown|partial_numbers": {
         "batch_or_activations": 1,
@@ -111,14 +111,14 @@ COUNTS: dict[str, dict[str, int]] = {
         "model_too_large": 8,
         "multi_gpu_imbalance": 1,
         "other_process_holding_memory": 1,
-        "unknown": 5,
+        "unknown": 6,
     },
     "gpu_framework|*|*": {
         "batch_or_activations": 55,
         "fragmentation": 1,
         "host_ram": 5,
         "kv_cache_or_context": 4,
-        "leak_or_accumulation": 8,
+        "leak_or_accumulation": 9,
         "model_too_large": 17,
         "multi_gpu_imbalance": 3,
         "other_process_holding_memory": 16,
@@ -137,7 +137,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "fragmentation": 1,
         "host_ram": 5,
         "kv_cache_or_context": 2,
-        "leak_or_accumulation": 5,
+        "leak_or_accumulation": 6,
         "model_too_large": 7,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 10,
@@ -170,7 +170,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "fragmentation": 1,
         "host_ram": 5,
         "kv_cache_or_context": 4,
-        "leak_or_accumulation": 8,
+        "leak_or_accumulation": 9,
         "model_too_large": 14,
         "multi_gpu_imbalance": 3,
         "other_process_holding_memory": 16,
@@ -189,7 +189,7 @@ COUNTS: dict[str, dict[str, int]] = {
         "fragmentation": 1,
         "host_ram": 5,
         "kv_cache_or_context": 2,
-        "leak_or_accumulation": 5,
+        "leak_or_accumulation": 6,
         "model_too_large": 7,
         "multi_gpu_imbalance": 2,
         "other_process_holding_memory": 10,
@@ -213,14 +213,14 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|*|*": {
         "batch_or_activations": 2,
-        "host_ram": 79,
+        "host_ram": 80,
         "kv_cache_or_context": 5,
         "leak_or_accumulation": 3,
         "model_too_large": 2,
         "unknown": 2,
     },
     "host|*|no_numbers": {
-        "host_ram": 43,
+        "host_ram": 44,
         "leak_or_accumulation": 3,
         "model_too_large": 2,
     },
@@ -242,14 +242,14 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "host|unknown|*": {
         "batch_or_activations": 2,
-        "host_ram": 76,
+        "host_ram": 77,
         "kv_cache_or_context": 3,
         "leak_or_accumulation": 3,
         "model_too_large": 2,
         "unknown": 2,
     },
     "host|unknown|no_numbers": {
-        "host_ram": 40,
+        "host_ram": 41,
         "leak_or_accumulation": 3,
         "model_too_large": 2,
     },
@@ -261,15 +261,23 @@ COUNTS: dict[str, dict[str, int]] = {
     },
     "other|*|*": {
         "batch_or_activations": 1,
-        "kv_cache_or_context": 1,
+        "kv_cache_or_context": 2,
         "model_too_large": 1,
+        "unknown": 1,
     },
     "other|*|no_numbers": {
-        "kv_cache_or_context": 1,
+        "kv_cache_or_context": 2,
         "model_too_large": 1,
+        "unknown": 1,
     },
     "other|*|partial_numbers": {
         "batch_or_activations": 1,
+    },
+    "other|inference|*": {
+        "kv_cache_or_context": 1,
+    },
+    "other|inference|no_numbers": {
+        "kv_cache_or_context": 1,
     },
     "other|load|*": {
         "kv_cache_or_context": 1,
@@ -280,9 +288,11 @@ COUNTS: dict[str, dict[str, int]] = {
     "other|unknown|*": {
         "batch_or_activations": 1,
         "model_too_large": 1,
+        "unknown": 1,
     },
     "other|unknown|no_numbers": {
         "model_too_large": 1,
+        "unknown": 1,
     },
     "other|unknown|partial_numbers": {
         "batch_or_activations": 1,

@@ -42,6 +42,7 @@ from dataclasses import replace
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.rules_limits import analyze_limits
 
 __all__ = ["analyze_families", "decide_by_log_facts"]
 
@@ -376,6 +377,9 @@ def _metal_buffer(e: OomEvent, ctx: LogContext) -> Analysis:
 
 def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families of this module, or ``None`` when ``e`` is not one of them."""
+    limits = analyze_limits(e, ctx)  # per-buffer limits, paged KV, Paddle's chunk (parse_limits)
+    if limits is not None:
+        return limits
     if e.runtime == "serving" and e.kind == "no_kv_pool":
         return _kv_pool(e)
     if e.runtime in {"paddle", "cupy", "onnxruntime"} and e.kind == "gpu_alloc_failed":

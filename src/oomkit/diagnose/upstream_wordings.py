@@ -29,12 +29,19 @@ from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_libs import LIBS, LIBS_NOT_CAPACITY
+from oomkit.diagnose.upstream_wordings_limits import (
+    LIMITS,
+    LIMITS_NEAR_MISSES,
+    LIMITS_NOT_CAPACITY,
+)
 from oomkit.diagnose.upstream_wordings_stacks import FRAMEWORKS, OS, SERVING
 
 __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
 #: Every harvested wording, family by family.
-WORDINGS: tuple[Wording, ...] = TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS
+WORDINGS: tuple[Wording, ...] = (
+    TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS + LIMITS
+)
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
 NOT_CAPACITY: tuple[Wording, ...] = (
@@ -47,6 +54,7 @@ NOT_CAPACITY: tuple[Wording, ...] = (
         "Hardware limit: 65536. Reducing block sizes or `num_stages` may help.",
     ),
     *LIBS_NOT_CAPACITY,
+    *LIMITS_NOT_CAPACITY,
 )
 
 #: Texts with the same words that no runtime prints on a failed allocation.
@@ -86,4 +94,5 @@ NEAR_MISSES: tuple[str, ...] = (
     "what():  parallel_for failed: invalid device function",
     "GPU loading succeeded",
     *HOSTS_NEAR_MISSES,
+    *LIMITS_NEAR_MISSES,
 )
