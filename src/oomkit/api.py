@@ -148,7 +148,11 @@ def estimate_model(
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently
-    notes = (*(a for a in spec.assumptions if a not in est.assumptions), *notes)
+    # a check that the estimator repeats (vLLM's Transformers-backend note) is said once
+    notes = (
+        *(a for a in spec.assumptions if a not in est.assumptions),
+        *(n for n in notes if n not in est.assumptions),
+    )
     if notes:
         est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
     return _with_generation(est, runtime, settings.runtime_version)
