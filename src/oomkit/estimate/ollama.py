@@ -593,8 +593,13 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     if gptoss is None and settings.n_gpu_layers is not None:
         from oomkit.estimate.ollama_vision_graph import ollama_vision_graph
 
+        # no --runtime-version is the newest release, as the "modelled:" line says
         est = ollama_vision_graph(
-            spec, est, gen, n_gpu_layers=settings.n_gpu_layers, flash_attn=bool(mapped.flash_attn)
+            spec,
+            est,
+            gen or resolve_generation("ollama"),
+            n_gpu_layers=settings.n_gpu_layers,
+            flash_attn=bool(mapped.flash_attn),
         )
     if spec.multimodal_params:
         from oomkit.estimate.gguf_vision import gguf_vision
