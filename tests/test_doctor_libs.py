@@ -327,6 +327,20 @@ def test_a_message_without_free_memory_is_not_read_as_zero_free(text: str) -> No
     assert 2 <= factor <= 8
 
 
+def test_ipex_reserved_field_without_free_is_read() -> None:
+    """IPEX prints '<a> already allocated; <r> reserved in total by PyTorch)' with no free field
+    between them; the reserved total was dropped, so the cached 300 MiB went unseen."""
+    d = diagnose_text(
+        "RuntimeError: XPU out of memory. Tried to allocate 1.95 GiB (GPU 0; 15.11 GiB total "
+        "capacity; 13.20 GiB already allocated; 13.50 GiB reserved in total by PyTorch)"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.reserved_bytes == round(13.50 * GIB)
+    assert e.free_bytes is None
+    assert "at most 1.61 GiB was free" in d.explanation
+
+
 @pytest.mark.parametrize(
     "junk",
     [
