@@ -58,6 +58,45 @@ def test_android_low_memory_killer_reads_the_freed_size() -> None:
     assert diagnose_text("Kill 'llm' (pid=9, uid=0, oom_score_adj=0) to free 12kB rss").oom_found
 
 
+_LINUX_ONLY = ("swapfile", "docker run --memory", "anon-rss", "pagefile")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "memorystatus: killing_specific_process pid 449 [python3] (per-process-limit 3) "
+            "2331079KB - memorystatus_available_pages: 50117",
+            "its own memory limit",
+        ),
+        (
+            "EXC_RESOURCE -> llama-server[880] exceeded mem limit: ActiveHard 6144 MB (fatal)",
+            "its own memory limit (per-process memory limit 6144 MB)",
+        ),
+        (
+            "memorystatus: killing_top_process pid 5123 [ollama] (vm-pageshortage 3) 45056000KB"
+            " - memorystatus_available_pages: 12345",
+            "the Mac ran out of RAM",
+        ),
+        (
+            "lowmemorykiller: Kill 'com.example.llmchat' (8123), uid 10234, oom_score_adj 0 to "
+            "free 3456789kB rss, 123456kB swap; reason: low watermark is breached",
+            "Android's low-memory killer",
+        ),
+    ],
+    ids=["jetsam-per-process-limit", "exc-resource-hard", "jetsam-pressure", "lmkd"],
+)
+def test_apple_and_android_kills_get_their_platforms_reading(text: str, said: str) -> None:
+    """A jetsam per-process-limit kill is the process's own limit, not 'the operating system
+    ran out of host RAM'; neither platform gets Linux's swap file / docker commands, and the
+    size is a footprint or RSS, not Linux's anon-rss."""
+    d = diagnose_text(text)
+    assert d.cause == "host_ram"
+    assert said in d.explanation
+    words = d.explanation + " ".join(c for f in d.fixes for c in (f.why, *f.commands))
+    assert not [w for w in _LINUX_ONLY if w in words]
+
+
 def test_cgroup_counters_count_only_above_zero() -> None:
     assert diagnose_text("oom 0\noom_kill 2").cause == "host_ram"
     assert not diagnose_text("oom 0\noom_kill 0\noom_group_kill 0").oom_found
