@@ -109,6 +109,25 @@ def test_docker_oomkilled_true_and_false() -> None:
     assert not diagnose_text("State.OOMKilled=false").oom_found
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"State": {"Status": "exited", "Running": false, "OOMKilled": true, "ExitCode": 137}',
+        "Last State: Terminated\n  Reason: OOMKilled\n  Exit Code: 137",
+    ],
+    ids=["docker-inspect", "kubectl-describe"],
+)
+def test_oomkilled_names_the_container_limit(text: str) -> None:
+    """OOMKilled is the kernel's OOM killer in the container's cgroup (its limit, or the host
+    out of RAM), which the reading names; a bare exit 137 (any SIGKILL) keeps the generic one."""
+    d = diagnose_text(text)
+    assert d.cause == "host_ram"
+    assert "(OOMKilled)" in d.explanation
+    assert "memory limit" in d.explanation
+    bare = diagnose_text("Process finished with exit code 137")
+    assert "OOMKilled" not in bare.explanation
+
+
 def test_oom_score_adj_setting_is_not_an_oom() -> None:
     assert not diagnose_text("oom_score_adj=-997 for kubelet").oom_found
     # ... but an OOM next to it still is
