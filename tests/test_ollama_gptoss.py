@@ -169,3 +169,15 @@ def test_newest_generation_keeps_the_ollama_engine_path() -> None:
     est = _est("gpt-oss-20b", "rtx-3090", None, ctx=36864)
     assert "cpu_fallback" not in _ollama(est)
     assert _CONCAT not in {c.label for c in est.devices[0].components}
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.9.6", "2025-07"])
+def test_releases_before_gpt_oss_refuse_it(version: str) -> None:
+    """Before 0.11.0 (PR #11672) Ollama has no gpt-oss model and its vendored llama.cpp no
+    gpt-oss architecture: the model does not load. It was estimated as a llama.cpp-runner run
+    ('Ollama 0.7.1-0.10'), a verdict for a run that cannot start."""
+    from oomkit.errors import InvalidSettingError
+
+    with pytest.raises(InvalidSettingError, match=r"cannot load gpt-oss-20b .*0\.11\.0"):
+        _est("gpt-oss-20b", "rtx-3060", version)
+    assert _est("gpt-oss-20b", "rtx-3060", "0.11.0").devices

@@ -36,7 +36,7 @@ from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import Generation, parse_runtime_version, resolve_generation
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
-from oomkit.estimate.ollama_gptoss import gptoss_for_ollama
+from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
 from oomkit.estimate.ollama_llm_go import llm_go_era, llm_go_num_gpu, llm_go_overhead_bytes
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -489,6 +489,7 @@ def _library_quant(name: str) -> str | None:
 
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
+    check_gptoss_release(spec, settings.runtime_version)
     mapped, notes = ollama_settings(spec, settings)
     gen = _generation(settings)
     new_engine = _new_engine(spec, gen)
