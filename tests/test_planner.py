@@ -476,3 +476,15 @@ def test_review_regressions() -> None:
     # an asked context above the model's maximum is capped at it
     r = plan("yi-1.5-9b", hw, PlanRequest(ctx=32768))
     assert r.target_ctx == oomkit.load_model("yi-1.5-9b").max_position_embeddings
+
+
+def test_ollama_plan_for_gpt_oss_names_its_library_tag() -> None:
+    """The planner names gpt-oss's file type MXFP4_MOE, the catalog's Ollama tag says MXFP4
+    (an alias of it): the emitted Modelfile read 'FROM gpt-oss:<tag with MXFP4_MOE>'."""
+    result = plan(
+        "gpt-oss-20b", hardware_for(parse_gpu_list("rtx-3060")), PlanRequest(runtime="ollama")
+    )
+    assert result.plans
+    command = result.plans[0].command
+    assert "FROM gpt-oss:20b" in command or "FROM gpt-oss:latest" in command, command
+    assert "<tag with" not in command
