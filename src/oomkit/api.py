@@ -172,6 +172,11 @@ def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estima
         )
         est = dataclasses.replace(est, assumptions=(*est.assumptions, note))
     details = dict(est.runtime_details)
+    switch = details.get("engine_switch")
+    if isinstance(switch, str) and gen.get("label"):
+        # the release's row says V1 but the run takes another engine (VLLM_USE_V1=0, Mllama's
+        # V0 fallback): "modelled:" says which, not only the release's default
+        gen = {**gen, "label": f"{gen['label']}, running the {switch}"}
     details["generation"] = gen
     return dataclasses.replace(est, runtime_details=details)
 

@@ -363,6 +363,7 @@ def estimate_vllm(
     nvls_nccl: str | None = None
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
+    engine_switch: str | None = None  # the release's generation runs another engine row
     if engine == DEFAULT_ENGINE:
         # a release that cannot load the model is refused; without a version, a model the
         # newest vLLM dropped is modelled on the last release that loads it
@@ -386,6 +387,7 @@ def estimate_vllm(
         if fallback is not None:
             engine = fallback
             mm_chunked = False
+            engine_switch = "V0 engine (V1 has no encoder-decoder support)"
             support_notes = (
                 *support_notes,
                 f"vLLM {settings.runtime_version} runs {spec.architecture} on the V0 engine: V1 "
@@ -396,6 +398,7 @@ def estimate_vllm(
         if env_v0 is not None:
             engine = env_v0
             mm_chunked = False
+            engine_switch = "V0 engine (VLLM_USE_V1=0)"
             support_notes = (
                 *support_notes,
                 f"VLLM_USE_V1=0: vLLM {settings.runtime_version} runs the V0 engine (vllm/"
@@ -457,6 +460,8 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
+    if engine_switch is not None:
+        details["engine_switch"] = engine_switch
     notes = [*support_notes, *p0.notes]
     if settings.prompt_logprobs:
         from oomkit.estimate.vllm_logprobs import prompt_logprobs_details
