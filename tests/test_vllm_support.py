@@ -185,3 +185,15 @@ def test_modelled_line_names_the_engine_the_run_takes(monkeypatch: pytest.Monkey
     assert "V0" not in v1.runtime_details["generation"]["label"]  # type: ignore[index]
     mllama = _vllm(VISION, "a100-80gb-sxm", "0.9.0", ctx=4096)
     assert "V0 engine" in mllama.runtime_details["generation"]["label"]  # type: ignore[index]
+
+
+def test_vllm_use_v1_0_without_a_v0_engine_says_it_is_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """0.11.0 removed V0: the variable selects nothing there, said instead of dropped silently."""
+    monkeypatch.setenv("VLLM_USE_V1", "0")
+    for version in ("0.11.0", None):
+        est = _vllm("llama-3.1-8b", "h100-sxm", version, ctx=1024)
+        assert any(n.startswith("VLLM_USE_V1=0 ignored") for n in est.assumptions), version
+    on_v0 = _vllm("llama-3.1-8b", "h100-sxm", "0.8.5", ctx=1024)
+    assert not any(n.startswith("VLLM_USE_V1=0 ignored") for n in on_v0.assumptions)

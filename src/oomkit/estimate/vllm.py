@@ -64,6 +64,7 @@ from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_support import (
     v0_env_engine,
+    v0_env_unavailable,
     v0_fallback_engine,
     vllm_model_version,
 )
@@ -405,6 +406,13 @@ def estimate_vllm(
                 "envs.py; EngineArgs._set_default_args_v0: max_num_seqs 256, chunked prefill "
                 "only above 32K and never for a multimodal model)",
             )
+    if v0_env_unavailable(engine):
+        release = f"vLLM {settings.runtime_version}" if settings.runtime_version else "current vLLM"
+        support_notes = (
+            *support_notes,
+            f"VLLM_USE_V1=0 ignored: {release} has no V0 engine (removed in 0.11.0); "
+            "modelled as V1",
+        )
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
