@@ -181,3 +181,15 @@ def test_releases_before_gpt_oss_refuse_it(version: str) -> None:
     with pytest.raises(InvalidSettingError, match=r"cannot load gpt-oss-20b .*0\.11\.0"):
         _est("gpt-oss-20b", "rtx-3060", version)
     assert _est("gpt-oss-20b", "rtx-3060", "0.11.0").devices
+
+
+@pytest.mark.parametrize("gpus", ["", "m2-24gb"])
+def test_gpt_oss_runs_on_the_ollama_engine_without_a_cuda_capacity(gpus: str) -> None:
+    """Without a GPU of known capacity (or on Metal) the 0.11 gpt-oss path is not taken, and the
+    output said 'llama.cpp runner' / engine 'llama runner': 0.11's vendored llama.cpp has no
+    gpt-oss, only the Ollama engine's model/models/gptoss runs it."""
+    s = InferenceSettings(runtime="ollama", quant="MXFP4", runtime_version="0.11.3")
+    hw = hardware_for(parse_gpu_list(gpus)) if gpus else hardware_for(n_devices=1)
+    info = _ollama(estimate("gpt-oss-20b", s, hw, offline=True))
+    assert info["engine"] == "ollamarunner"
+    assert "llama.cpp runner" not in info["version_modelled"]

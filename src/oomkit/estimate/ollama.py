@@ -212,7 +212,11 @@ def _vendored_llamacpp(version: str | None, gen: Generation | None) -> str:
 
 
 def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
-    """Whether the model runs on Ollama's own engine (before 0.12 the llama runner is assumed)."""
+    """Whether the model runs on Ollama's own engine (before 0.12 the llama runner is assumed;
+    gpt-oss has only the engine's model/models/gptoss from its first release, 0.11.0, whatever
+    the GPU: its vendored llama.cpp does not know the architecture)."""
+    if gen is not None and spec.model_type == "gpt_oss" and "gptoss_graph" in gen.effects:
+        return True
     if gen is not None and "llamacpp_date" in gen.effects:
         return False
     return spec.model_type in OLLAMA_ENGINE_ARCHS
