@@ -276,3 +276,33 @@ def test_a_wrapped_paste_without_an_oom_stays_without_one() -> None:
         "max_seq_len=32768 and the memory profile finished without errors"
     )
     assert not diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        "Container inference was using 30Gi, request is 16Gi, has larger consumption of memory.",
+        "Container inference was using 30Gi, which exceeds its request of 16Gi.",
+    ],
+    ids=["containerMessageFmt", "older"],
+)
+def test_kubelet_eviction_reads_the_containers_usage_and_request(container: str) -> None:
+    """'The node was low on resource: memory' was only the generic fallback (host_ram 0.40,
+    'oomkit gpus' / 'shrink the batch' advice); it is the kubelet's eviction
+    (pkg/kubelet/eviction/helpers.go), with the container's usage and request beside it."""
+    text = (
+        "  Warning  Evicted  2m  kubelet  The node was low on resource: memory. Threshold "
+        f"quantity: 100Mi, available: 42Mi. {container}"
+    )
+    d = diagnose_text(text)
+    e = d.primary
+    assert e is not None
+    assert (e.runtime, e.format, e.process_name) == (
+        "kubernetes",
+        "kubelet_eviction_memory",
+        "inference",
+    )
+    assert e.anon_rss_bytes == 30 * 2**30
+    assert d.cause == "host_ram"
+    assert "request 16Gi" in d.explanation
+    assert d.fixes[0].commands[0] == "resources: {requests: {memory: 30Gi}, limits: {memory: 30Gi}}"

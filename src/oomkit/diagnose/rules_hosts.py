@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import generic, size_text
+from oomkit.diagnose.fixes import Fix, generic, size_text
 
 __all__ = ["analyze_hosts"]
 
@@ -120,9 +120,55 @@ def _mobile_kill(e: OomEvent) -> Analysis:
     return Analysis(cause="host_ram", confidence=0.7, explanation=expl, fixes=(smaller, extra))
 
 
+def _kubelet(e: OomEvent) -> Analysis:
+    """The kubelet evicted the pod (or refused it) because the node ran low on memory."""
+    used = e.anon_rss_bytes
+    who = f"container {e.process_name}" if e.process_name else "the pod"
+    usage = ""
+    if used is not None:
+        usage = f"; {who} was using {size_text(used)}"
+        usage += f" against its {e.detail}" if e.detail else ""
+        usage += ", and pods above their request are evicted first"
+    request = f"{-(-used // 2**30)}Gi" if used else "<what it uses>"
+    what = (
+        "evicted the pod"
+        if e.format == "kubelet_eviction_memory"
+        else "evicted or refused the pod (MemoryPressure)"
+    )
+    return Analysis(
+        cause="host_ram",
+        confidence=0.85,
+        explanation=f"Kubernetes' kubelet {what}: the node's memory crossed the eviction "
+        f"threshold (host RAM, not the GPU){usage}.",
+        fixes=(
+            Fix(
+                title="Request the memory the pod really uses",
+                why="the scheduler then places it on a node with that much RAM free, and the "
+                "kubelet evicts pods above their request first.",
+                commands=(
+                    f"resources: {{requests: {{memory: {request}}}, "
+                    f"limits: {{memory: {request}}}}}",
+                ),
+                expected_saving_bytes=None,
+                generic=used is None,
+            ),
+            generic(
+                "Load the model without a full copy in host RAM",
+                "low_cpu_mem_usage / device_map stream safetensors shards to the GPU.",
+                ("from_pretrained(name, low_cpu_mem_usage=True, device_map='auto')",),
+            ),
+        ),
+    )
+
+
 def analyze_hosts(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the families above, or ``None`` for other events."""
     del ctx  # these messages are read on their own
+    if e.runtime == "kubernetes" and e.format in (
+        "kubelet_eviction_memory",
+        "kubelet_memory_pressure",
+    ):
+        return _kubelet(e)
     if e.runtime in ("macos", "android") and e.kind == "killed":
         return _mobile_kill(e)
     if e.format == "openvino_genai_request_ignored":
