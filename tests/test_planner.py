@@ -488,3 +488,26 @@ def test_ollama_plan_for_gpt_oss_names_its_library_tag() -> None:
     command = result.plans[0].command
     assert "FROM gpt-oss:20b" in command or "FROM gpt-oss:latest" in command, command
     assert "<tag with" not in command
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--tensor-split", "1,1", "--quant", "Q8_0"],
+        ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--quant", "Q8_0", "--device", "1,0"],
+        ["gpt-oss-120b", "-r", "ollama", "--runtime-version", "0.11.3", "--gpu", "2xrtx-4090",
+         "--n-gpu-layers", "30"],
+    ],
+    ids=["tensor-split", "device", "ollama-gptoss-split"],
+)  # fmt: skip
+def test_a_split_that_does_not_fit_gets_its_changes_not_a_usage_error(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The speed of each proposed change rebuilt the settings from the estimate's JSON view,
+    where -ts and --device are "1,1" strings: 'tensor_split must be ... proportions, got
+    '1,1'' (exit 2) for every such run that did not fit."""
+    code = main(["estimate", *args])
+    out, err = capsys.readouterr()
+    assert code == 3, err
+    assert "must be" not in err
+    assert "To make it fit" in out
