@@ -111,3 +111,19 @@ def test_gpus_json_without_a_gpu_is_still_json() -> None:
         "error": "GPU detection failed for 'this machine': no GPU found.",
     }
     assert result.stderr.count("Error:") == 1
+
+
+def test_doctor_help_names_every_runtime_it_takes_and_its_usage_exit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The help listed four runtimes while -r sglang is accepted, and left out exit 2, which an
+    unknown --runtime or --gpu returns."""
+    assert main(["doctor", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "vllm | sglang | transformers" in out
+    assert "2 a bad option value" in out
+    log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert main(["doctor", log, "-r", "sglang"]) == 0
+    with pytest.raises(SystemExit) as bad:
+        main(["doctor", log, "-r", "nosuch"])
+    assert bad.value.code == 2

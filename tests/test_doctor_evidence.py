@@ -316,6 +316,30 @@ def test_restore_near_misses() -> None:
     assert d.cause != "multi_gpu_imbalance"
 
 
+def test_named_processes_keep_their_cause_but_the_restore_gets_map_location() -> None:
+    """The message names seven processes of ~the same size on GPU 0 while this one restores a
+    checkpoint there: other_process_holding_memory (0.85) stands, but the fixes were only
+    'Stop or move process N' x 7 (the job's own ranks); map_location now leads."""
+    procs = " ".join(f"Process {2101 + i} has 9.80 GiB memory in use." for i in range(7))
+    text = (
+        '  File "train.py", line 88, in <module>\n    state = torch.load("ckpt.pt")\n'
+        '  File "/usr/lib/python3/dist-packages/torch/serialization.py", line 1258, in '
+        "_cuda_deserialize\n    return obj.cuda(device)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        f"total capacity of 79.15 GiB of which 1.06 GiB is free. {procs} Including non-PyTorch "
+        "memory, this process has 9.29 GiB memory in use. Of the allocated memory 8.50 GiB is "
+        "allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated."
+    )
+    d = diagnose_text(text)
+    assert d.cause == "other_process_holding_memory"
+    assert d.confidence == 0.85
+    assert d.fixes[0].commands[0] == "torch.load(path, map_location='cpu')"
+    assert any(f.title.startswith("Stop or move process") for f in d.fixes)
+    # without the restore frame, no map_location
+    bare = "\n".join(line for line in text.splitlines() if "_cuda_deserialize" not in line)
+    assert not any("map_location" in c for f in diagnose_text(bare).fixes for c in f.commands)
+
+
 # --- a rollout engine on the training GPUs (rules_evidence._colocated_rollout_engine) ---
 
 

@@ -58,6 +58,45 @@ def test_android_low_memory_killer_reads_the_freed_size() -> None:
     assert diagnose_text("Kill 'llm' (pid=9, uid=0, oom_score_adj=0) to free 12kB rss").oom_found
 
 
+_LINUX_ONLY = ("swapfile", "docker run --memory", "anon-rss", "pagefile")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "memorystatus: killing_specific_process pid 449 [python3] (per-process-limit 3) "
+            "2331079KB - memorystatus_available_pages: 50117",
+            "its own memory limit",
+        ),
+        (
+            "EXC_RESOURCE -> llama-server[880] exceeded mem limit: ActiveHard 6144 MB (fatal)",
+            "its own memory limit (per-process memory limit 6144 MB)",
+        ),
+        (
+            "memorystatus: killing_top_process pid 5123 [ollama] (vm-pageshortage 3) 45056000KB"
+            " - memorystatus_available_pages: 12345",
+            "the Mac ran out of RAM",
+        ),
+        (
+            "lowmemorykiller: Kill 'com.example.llmchat' (8123), uid 10234, oom_score_adj 0 to "
+            "free 3456789kB rss, 123456kB swap; reason: low watermark is breached",
+            "Android's low-memory killer",
+        ),
+    ],
+    ids=["jetsam-per-process-limit", "exc-resource-hard", "jetsam-pressure", "lmkd"],
+)
+def test_apple_and_android_kills_get_their_platforms_reading(text: str, said: str) -> None:
+    """A jetsam per-process-limit kill is the process's own limit, not 'the operating system
+    ran out of host RAM'; neither platform gets Linux's swap file / docker commands, and the
+    size is a footprint or RSS, not Linux's anon-rss."""
+    d = diagnose_text(text)
+    assert d.cause == "host_ram"
+    assert said in d.explanation
+    words = d.explanation + " ".join(c for f in d.fixes for c in (f.why, *f.commands))
+    assert not [w for w in _LINUX_ONLY if w in words]
+
+
 def test_cgroup_counters_count_only_above_zero() -> None:
     assert diagnose_text("oom 0\noom_kill 2").cause == "host_ram"
     assert not diagnose_text("oom 0\noom_kill 0\noom_group_kill 0").oom_found
@@ -68,6 +107,25 @@ def test_docker_oomkilled_true_and_false() -> None:
     assert diagnose_text('"OOMKilled": true').cause == "host_ram"
     assert not diagnose_text('"OOMKilled": false').oom_found
     assert not diagnose_text("State.OOMKilled=false").oom_found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"State": {"Status": "exited", "Running": false, "OOMKilled": true, "ExitCode": 137}',
+        "Last State: Terminated\n  Reason: OOMKilled\n  Exit Code: 137",
+    ],
+    ids=["docker-inspect", "kubectl-describe"],
+)
+def test_oomkilled_names_the_container_limit(text: str) -> None:
+    """OOMKilled is the kernel's OOM killer in the container's cgroup (its limit, or the host
+    out of RAM), which the reading names; a bare exit 137 (any SIGKILL) keeps the generic one."""
+    d = diagnose_text(text)
+    assert d.cause == "host_ram"
+    assert "(OOMKilled)" in d.explanation
+    assert "memory limit" in d.explanation
+    bare = diagnose_text("Process finished with exit code 137")
+    assert "OOMKilled" not in bare.explanation
 
 
 def test_oom_score_adj_setting_is_not_an_oom() -> None:
@@ -218,3 +276,33 @@ def test_a_wrapped_paste_without_an_oom_stays_without_one() -> None:
         "max_seq_len=32768 and the memory profile finished without errors"
     )
     assert not diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        "Container inference was using 30Gi, request is 16Gi, has larger consumption of memory.",
+        "Container inference was using 30Gi, which exceeds its request of 16Gi.",
+    ],
+    ids=["containerMessageFmt", "older"],
+)
+def test_kubelet_eviction_reads_the_containers_usage_and_request(container: str) -> None:
+    """'The node was low on resource: memory' was only the generic fallback (host_ram 0.40,
+    'oomkit gpus' / 'shrink the batch' advice); it is the kubelet's eviction
+    (pkg/kubelet/eviction/helpers.go), with the container's usage and request beside it."""
+    text = (
+        "  Warning  Evicted  2m  kubelet  The node was low on resource: memory. Threshold "
+        f"quantity: 100Mi, available: 42Mi. {container}"
+    )
+    d = diagnose_text(text)
+    e = d.primary
+    assert e is not None
+    assert (e.runtime, e.format, e.process_name) == (
+        "kubernetes",
+        "kubelet_eviction_memory",
+        "inference",
+    )
+    assert e.anon_rss_bytes == 30 * 2**30
+    assert d.cause == "host_ram"
+    assert "request 16Gi" in d.explanation
+    assert d.fixes[0].commands[0] == "resources: {requests: {memory: 30Gi}, limits: {memory: 30Gi}}"

@@ -304,6 +304,44 @@ def test_ipex_xpu_message_is_read_as_xpu_without_claiming_a_cut() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        # IPEX's CachingDeviceAllocator.cpp prints no free field (SYCL has no query)
+        "RuntimeError: XPU out of memory. Tried to allocate 1.95 GiB (GPU 0; 15.11 GiB total "
+        "capacity; 13.20 GiB already allocated; 13.50 GiB reserved in total by PyTorch)",
+        # a legacy CUDA message cut after "already allocated" (issue titles, pastes)
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.11 GiB total "
+        "capacity; 13.20 GiB already allocated",
+    ],
+    ids=["ipex-xpu", "cut-cuda"],
+)
+def test_a_message_without_free_memory_is_not_read_as_zero_free(text: str) -> None:
+    """'0 bytes free' sized the batch cut at request / 1 byte ('Cut the batch size by at least
+    2093796557x'); the bound is the card less what is held, and the request."""
+    d = diagnose_text(text)
+    assert "Only 0 bytes is free" not in d.explanation
+    assert "The message states no free memory" in d.explanation
+    cuts = [f.title for f in d.fixes if f.title.startswith("Cut the batch size")]
+    assert cuts, [f.title for f in d.fixes]
+    factor = int(cuts[0].rsplit(" ", 1)[1].rstrip("x"))
+    assert 2 <= factor <= 8
+
+
+def test_ipex_reserved_field_without_free_is_read() -> None:
+    """IPEX prints '<a> already allocated; <r> reserved in total by PyTorch)' with no free field
+    between them; the reserved total was dropped, so the cached 300 MiB went unseen."""
+    d = diagnose_text(
+        "RuntimeError: XPU out of memory. Tried to allocate 1.95 GiB (GPU 0; 15.11 GiB total "
+        "capacity; 13.20 GiB already allocated; 13.50 GiB reserved in total by PyTorch)"
+    )
+    e = d.primary
+    assert e is not None
+    assert e.reserved_bytes == round(13.50 * GIB)
+    assert e.free_bytes is None
+    assert "at most 1.61 GiB was free" in d.explanation
+
+
+@pytest.mark.parametrize(
     "junk",
     [
         "alloc fail type X dev 0 space Device stream 0 size " * 40_000,

@@ -196,6 +196,25 @@ def test_a_request_the_size_of_the_whole_model_is_the_model() -> None:
     assert not any(f.title.startswith("Cut the batch") for f in named.fixes)
 
 
+def test_a_whole_model_buffer_at_an_inference_load_is_not_fixed_by_optimizer_offload() -> None:
+    """model.to("cuda") asking for every parameter x 2 bytes with nothing in the log training:
+    there is no optimizer state, so ZeRO offload/sharding do not lead; the sized quantized
+    load does. (The ZeRO-2 record above keeps its offload fix first.)"""
+    text = (
+        '  File "run.py", line 40, in <module>\n    model.to("cuda")\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.96 GiB. GPU 0 has a "
+        "total capacity of 23.64 GiB of which 8.10 GiB is free. Including non-PyTorch memory, "
+        "this process has 15.53 GiB memory in use. Of the allocated memory 15.00 GiB is "
+        "allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated."
+    )
+    named = diagnose_text(text, model=spec("llama-3.1-8b"))
+    assert named.cause == "model_too_large"
+    assert "every parameter of" in named.explanation
+    titles = [f.title for f in named.fixes]
+    assert not any("optimizer" in t or "ZeRO" in t for t in titles), titles
+    assert named.fixes[0].expected_saving_bytes
+
+
 def test_a_request_of_another_models_size_is_not_read_as_the_model() -> None:
     text = _text(ZERO2_FLAT)
     # 1.24B x 4 = 4.6 GiB and 13.0B x 2 = 24.2 GiB (3.5% off): neither is this buffer

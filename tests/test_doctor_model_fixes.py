@@ -492,3 +492,39 @@ def test_llamacpp_flash_attention_fix_in_the_logs_build_syntax() -> None:
     fa = _fix(d, "Enable flash attention: -fa")
     assert fa.title == "Enable flash attention: -fa"
     assert "-fa" in fa.commands
+
+
+_OLLAMA_GPTOSS = (
+    "time=2025-08-06T10:00:00.100Z level=INFO source=server.go:175 msg=offload library=cuda "
+    'layers.requested=-1 layers.model=25 layers.offload=25 layers.split="" '
+    'memory.available="[11.6 GiB]" memory.gpu_overhead="0 B" memory.required.full="10.9 GiB" '
+    'memory.required.partial="10.9 GiB" memory.required.kv="300.0 MiB" '
+    'memory.required.allocations="[10.9 GiB]" memory.weights.total="11.7 GiB" '
+    'memory.weights.repeating="10.6 GiB" memory.weights.nonrepeating="1.1 GiB" '
+    'memory.graph.full="1.0 GiB" memory.graph.partial="1.0 GiB"\n'
+    'time=2025-08-06T10:00:01.000Z level=INFO source=server.go:438 msg="starting llama server" '
+    'cmd="/usr/bin/ollama runner --ollama-engine --model /root/.ollama/models/blobs/sha256-abc '
+    '--ctx-size 8192 --batch-size 512 --n-gpu-layers 25 --threads 8 --parallel 1 --port 1"\n'
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1536.00 MiB on device 0: cudaMalloc "
+    "failed: out of memory\n"
+    "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 1610612736\n"
+    'time=2025-08-06T10:00:05.000Z level=ERROR source=sched.go:476 msg="error loading llama '
+    'server" error="llama runner process has terminated: cudaMalloc failed: out of memory"'
+)
+
+
+def test_the_ggml_lines_of_an_ollama_runner_get_ollamas_fixes() -> None:
+    """The first OOM line of an Ollama log is the runner's ggml line, so the fixes were sized by
+    llama.cpp's estimator and written as llama-server flags (-ngl 22, --n-cpu-moe 2, -ub 256):
+    the log's Ollama lines (msg=offload, the runner error) make them Ollama's."""
+    from oomkit.api import load_model
+
+    d = diagnose_text(_OLLAMA_GPTOSS, model=load_model("gpt-oss-20b", offline=True))
+    sized = [f for f in d.fixes if f.expected_saving_bytes]
+    assert sized
+    commands = " ".join(c for f in sized for c in f.commands)
+    assert "num_gpu" in commands or "num_ctx" in commands
+    assert "-ngl" not in commands
+    assert "--n-cpu-moe" not in commands
+    assert "oomkit's ollama estimate" in sized[0].why
+    assert "Q4_K_M assumed" not in sized[0].why

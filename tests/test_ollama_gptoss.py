@@ -169,3 +169,27 @@ def test_newest_generation_keeps_the_ollama_engine_path() -> None:
     est = _est("gpt-oss-20b", "rtx-3090", None, ctx=36864)
     assert "cpu_fallback" not in _ollama(est)
     assert _CONCAT not in {c.label for c in est.devices[0].components}
+
+
+@pytest.mark.parametrize("version", ["0.10.1", "0.9.6", "2025-07"])
+def test_releases_before_gpt_oss_refuse_it(version: str) -> None:
+    """Before 0.11.0 (PR #11672) Ollama has no gpt-oss model and its vendored llama.cpp no
+    gpt-oss architecture: the model does not load. It was estimated as a llama.cpp-runner run
+    ('Ollama 0.7.1-0.10'), a verdict for a run that cannot start."""
+    from oomkit.errors import InvalidSettingError
+
+    with pytest.raises(InvalidSettingError, match=r"cannot load gpt-oss-20b .*0\.11\.0"):
+        _est("gpt-oss-20b", "rtx-3060", version)
+    assert _est("gpt-oss-20b", "rtx-3060", "0.11.0").devices
+
+
+@pytest.mark.parametrize("gpus", ["", "m2-24gb"])
+def test_gpt_oss_runs_on_the_ollama_engine_without_a_cuda_capacity(gpus: str) -> None:
+    """Without a GPU of known capacity (or on Metal) the 0.11 gpt-oss path is not taken, and the
+    output said 'llama.cpp runner' / engine 'llama runner': 0.11's vendored llama.cpp has no
+    gpt-oss, only the Ollama engine's model/models/gptoss runs it."""
+    s = InferenceSettings(runtime="ollama", quant="MXFP4", runtime_version="0.11.3")
+    hw = hardware_for(parse_gpu_list(gpus)) if gpus else hardware_for(n_devices=1)
+    info = _ollama(estimate("gpt-oss-20b", s, hw, offline=True))
+    assert info["engine"] == "ollamarunner"
+    assert "llama.cpp runner" not in info["version_modelled"]

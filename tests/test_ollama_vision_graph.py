@@ -97,3 +97,15 @@ def test_unset_num_gpu_is_left_to_ollamas_own_layout() -> None:
     """With num_gpu unset Ollama lays out from llm/memory.go (VisionGraphSize counted there):
     not adjusted."""
     assert _graph(_est("0.9.6", None)) == 0
+
+
+def test_no_runtime_version_is_the_newest_release() -> None:
+    """Without --runtime-version the output says "modelled: Ollama 0.13.2+": the vision
+    encoder and its fused graph are on the GPU as with --runtime-version 0.13.2 (they were
+    left out, 0.82 GiB of weights short under the same label)."""
+    s = InferenceSettings(runtime="ollama", n_gpu_layers=41, **_11355)
+    newest = estimate("mistral-small-3.2-24b", s, hardware_for(parse_gpu_list("a10")), offline=True)
+    named = _est("0.13.2", 41)
+    assert _graph(newest) == _graph(named) > 0
+    assert newest.model.params == named.model.params
+    assert [d.total_bytes for d in newest.devices] == [d.total_bytes for d in named.devices]

@@ -476,3 +476,38 @@ def test_review_regressions() -> None:
     # an asked context above the model's maximum is capped at it
     r = plan("yi-1.5-9b", hw, PlanRequest(ctx=32768))
     assert r.target_ctx == oomkit.load_model("yi-1.5-9b").max_position_embeddings
+
+
+def test_ollama_plan_for_gpt_oss_names_its_library_tag() -> None:
+    """The planner names gpt-oss's file type MXFP4_MOE, the catalog's Ollama tag says MXFP4
+    (an alias of it): the emitted Modelfile read 'FROM gpt-oss:<tag with MXFP4_MOE>'."""
+    result = plan(
+        "gpt-oss-20b", hardware_for(parse_gpu_list("rtx-3060")), PlanRequest(runtime="ollama")
+    )
+    assert result.plans
+    command = result.plans[0].command
+    assert "FROM gpt-oss:20b" in command or "FROM gpt-oss:latest" in command, command
+    assert "<tag with" not in command
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--tensor-split", "1,1", "--quant", "Q8_0"],
+        ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--quant", "Q8_0", "--device", "1,0"],
+        ["gpt-oss-120b", "-r", "ollama", "--runtime-version", "0.11.3", "--gpu", "2xrtx-4090",
+         "--n-gpu-layers", "30"],
+    ],
+    ids=["tensor-split", "device", "ollama-gptoss-split"],
+)  # fmt: skip
+def test_a_split_that_does_not_fit_gets_its_changes_not_a_usage_error(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The speed of each proposed change rebuilt the settings from the estimate's JSON view,
+    where -ts and --device are "1,1" strings: 'tensor_split must be ... proportions, got
+    '1,1'' (exit 2) for every such run that did not fit."""
+    code = main(["estimate", *args])
+    out, err = capsys.readouterr()
+    assert code == 3, err
+    assert "must be" not in err
+    assert "To make it fit" in out

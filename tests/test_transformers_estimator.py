@@ -231,3 +231,27 @@ def test_device_map_is_validated_and_only_transformers_reads_it() -> None:
     assert "device_map" not in ignored_settings(s, "transformers")
     for runtime in ("vllm", "sglang", "llama.cpp", "ollama"):
         assert "device_map" in ignored_settings(s, runtime)
+
+
+def test_explain_names_the_moe_grouped_mm_term_it_charges() -> None:
+    """transformers 5's grouped_mm experts set Qwen3-30B-A3B's prefill peak (1.14 GiB at 8192
+    tokens), but --explain printed the dense 'MLP B·S·3i·e' formula it did not use."""
+    from oomkit.api import estimate, load_model
+
+    hw = Hardware(devices=(DeviceTarget(name="h200", capacity_bytes=140 * GiB),))
+    est = estimate(
+        load_model("qwen3-30b-a3b", offline=True),
+        InferenceSettings(runtime="transformers", ctx=8192),
+        hw,
+        offline=True,
+    )
+    act = next(c for c in est.devices[0].components if c.label == "prefill peak + cache growth")
+    assert "MoE grouped_mm" in act.formula
+    dense = next(
+        c
+        for c in estimate("llama-3.1-8b", InferenceSettings(runtime="transformers"), hw)
+        .devices[0]
+        .components
+        if c.label == "prefill peak + cache growth"
+    )
+    assert "MoE" not in dense.formula

@@ -137,7 +137,7 @@ def test_transformers_fallback_releases_estimate_with_a_note(
     backend when the installed transformers defines the class: an estimate, with a note."""
     est = _vllm(model, "a100-80gb-sxm", version, ctx=4096)
     note = [n for n in est.assumptions if "Transformers backend" in n]
-    assert note
+    assert len(note) == 1  # said once: the run check and the estimator both find it
     assert f"transformers >= {transformers}" in note[0]
     # from the release that registers it, no note
     first = "0.8.4" if "qwen3" in model else "0.8.0"
@@ -171,3 +171,29 @@ def test_vllm_use_v1_0_selects_v0_on_0_8_to_0_10_only(monkeypatch: pytest.Monkey
     assert _vllm("qwen3-8b", "a100-80gb-pcie", "0.8.5", **kw).runtime_details["engine"] == (
         "v1-2025-global"
     )
+
+
+def test_modelled_line_names_the_engine_the_run_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With VLLM_USE_V1=0 (or Mllama's V0 fallback) the estimate is V0's, but the generation
+    label echoed as 'modelled:' read only 'vLLM V1 (0.8.0-0.9.0)', contradicting the note."""
+    monkeypatch.setenv("VLLM_USE_V1", "0")
+    v0 = _vllm("llama-3.1-8b", "h100-sxm", "0.8.5", ctx=1024)
+    label = v0.runtime_details["generation"]["label"]  # type: ignore[index]
+    assert "V0 engine (VLLM_USE_V1=0)" in label
+    monkeypatch.delenv("VLLM_USE_V1")
+    v1 = _vllm("llama-3.1-8b", "h100-sxm", "0.8.5", ctx=1024)
+    assert "V0" not in v1.runtime_details["generation"]["label"]  # type: ignore[index]
+    mllama = _vllm(VISION, "a100-80gb-sxm", "0.9.0", ctx=4096)
+    assert "V0 engine" in mllama.runtime_details["generation"]["label"]  # type: ignore[index]
+
+
+def test_vllm_use_v1_0_without_a_v0_engine_says_it_is_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """0.11.0 removed V0: the variable selects nothing there, said instead of dropped silently."""
+    monkeypatch.setenv("VLLM_USE_V1", "0")
+    for version in ("0.11.0", None):
+        est = _vllm("llama-3.1-8b", "h100-sxm", version, ctx=1024)
+        assert any(n.startswith("VLLM_USE_V1=0 ignored") for n in est.assumptions), version
+    on_v0 = _vllm("llama-3.1-8b", "h100-sxm", "0.8.5", ctx=1024)
+    assert not any(n.startswith("VLLM_USE_V1=0 ignored") for n in on_v0.assumptions)

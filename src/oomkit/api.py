@@ -148,7 +148,11 @@ def estimate_model(
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently
-    notes = (*(a for a in spec.assumptions if a not in est.assumptions), *notes)
+    # a check that the estimator repeats (vLLM's Transformers-backend note) is said once
+    notes = (
+        *(a for a in spec.assumptions if a not in est.assumptions),
+        *(n for n in notes if n not in est.assumptions),
+    )
     if notes:
         est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
     return _with_generation(est, runtime, settings.runtime_version)
@@ -168,6 +172,11 @@ def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estima
         )
         est = dataclasses.replace(est, assumptions=(*est.assumptions, note))
     details = dict(est.runtime_details)
+    switch = details.get("engine_switch")
+    if isinstance(switch, str) and gen.get("label"):
+        # the release's row says V1 but the run takes another engine (VLLM_USE_V1=0, Mllama's
+        # V0 fallback): "modelled:" says which, not only the release's default
+        gen = {**gen, "label": f"{gen['label']}, running the {switch}"}
     details["generation"] = gen
     return dataclasses.replace(est, runtime_details=details)
 

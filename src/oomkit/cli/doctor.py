@@ -236,7 +236,7 @@ def check_user_quant(quant: str, runtime: str | None) -> None:
 @click.argument("log", required=False, metavar="[LOG|-]")
 @click.option("--model", "-m", help="The model that ran (catalog name, path, .gguf or repo id)")
 @click.option(
-    "--runtime", "-r", help="llama.cpp | ollama | vllm | transformers (default: the log's)"
+    "--runtime", "-r", help="llama.cpp | ollama | vllm | sglang | transformers (default: the log's)"
 )
 @click.option("--quant", "-q", help="GGUF type (Q4_K_M, Q8_0...) or bf16/fp8/int8/nf4/awq/gptq")
 @click.option("--ctx", "-c", type=COUNT, help="Context length that failed (n_ctx / max_model_len)")
@@ -268,7 +268,8 @@ def doctor(
 
     \b
     Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
-                or the message's numbers contradict each other, 3 no OOM message was found.
+                or the message's numbers contradict each other, 2 a bad option value (an
+                unknown --runtime or --gpu), 3 no OOM message was found.
     """
     try:
         text = read_log(log)

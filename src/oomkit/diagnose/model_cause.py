@@ -163,7 +163,8 @@ def with_model_facts(
 
     if facts is None or e.runtime not in _TORCH_FAMILY:
         return result
-    whole = _model_sized_request(result, facts, e)
+    load_only = ctx.frame_phase == "model_load" and not (training or _training(ctx))
+    whole = _model_sized_request(result, facts, e, load_only=load_only)
     if whole is not None:
         return whole
     if result.confidence >= 0.5 and not is_open(result):
@@ -244,10 +245,18 @@ _WHOLE_MODEL_OVERRIDES = frozenset(
 )
 
 
-def _whole_model_fixes(x: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+def _whole_model_fixes(x: int, fixes: tuple[Fix, ...], *, load_only: bool) -> tuple[Fix, ...]:
     """Offloading the whole-model buffer (it leaves the GPU: saves the request) and sharding it,
-    then the rule's fixes without the batch cuts (no batch shrinks a buffer of the weights)."""
+    then the rule's fixes without the batch cuts (no batch shrinks a buffer of the weights).
+
+    ``load_only``: the traceback is a model load and nothing in the log trains; there is no
+    optimizer state to offload or shard, so the rule's load fixes (a quantized load sized by
+    the estimate, ``device_map`` offload) are the fixes."""
     from oomkit.diagnose.fixes import Fix as FixCls
+
+    rest = tuple(f for f in fixes if not f.title.startswith(_BATCH_CUTS))
+    if load_only:
+        return rest
 
     offload = FixCls(
         title="Offload the optimizer state / fp32 master weights to the CPU",
@@ -263,7 +272,6 @@ def _whole_model_fixes(x: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
         "each of N GPUs then keeps 1/N of every whole-model buffer.",
         ('"zero_optimization": {"stage": 3}   # DeepSpeed', "FSDP(model)   # PyTorch"),
     )
-    rest = tuple(f for f in fixes if not f.title.startswith(_BATCH_CUTS))
     return (offload, shard, *rest)
 
 
@@ -271,7 +279,9 @@ def _whole_model_fixes(x: int, fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
 _BATCH_CUTS = ("Cut the batch", "Halve the batch", "Recompute")
 
 
-def _model_sized_request(result: Analysis, facts: ModelFacts, e: OomEvent) -> Analysis | None:
+def _model_sized_request(
+    result: Analysis, facts: ModelFacts, e: OomEvent, *, load_only: bool = False
+) -> Analysis | None:
     """A single request the size of every parameter of the named model: the model, not a batch.
 
     Mechanism. No activation of a step is the size of the whole model, but several buffers of a
@@ -311,7 +321,7 @@ def _model_sized_request(result: Analysis, facts: ModelFacts, e: OomEvent) -> An
                 "buffer, or a full-model .to(device)), not an activation. The model's weights "
                 "or optimizer state do not fit: shard them over more GPUs (ZeRO-3/FSDP), "
                 "offload them to the CPU, or train a smaller/quantized model or an adapter.",
-                fixes=_whole_model_fixes(x, result.fixes),
+                fixes=_whole_model_fixes(x, result.fixes, load_only=load_only),
                 open_question=False,
             )
     return None

@@ -110,6 +110,12 @@ def _runtime(explicit: str | None, e: OomEvent, ctx: LogContext) -> str | None:
         from oomkit.estimate.registry import normalize_runtime
 
         return normalize_runtime(explicit)
+    if e.runtime == "llama.cpp" and (
+        ctx.ollama_runner or ctx.ollama_available_bytes or ctx.ollama_layers_model is not None
+    ):
+        # the ggml lines of an Ollama runner (its server.go offload line or the runner error
+        # in the same log): Ollama's estimator and num_gpu/num_ctx, not llama-server's -ngl/-c
+        return "ollama"
     if e.runtime in _LOG_RUNTIME:
         return _LOG_RUNTIME[e.runtime]
     if e.runtime == "pytorch":

@@ -174,7 +174,14 @@ def _llama_settings(user: InferenceSettings, rt: str, ctx: LogContext) -> Infere
 
 
 def _basis(rt: str, spec: ModelSpec, settings: InferenceSettings, cap: str) -> str:
-    q = settings.quant or ("Q4_K_M assumed" if rt in ("llama.cpp", "ollama") else "model dtype")
+    # Ollama's estimate takes the library tag's quant (gpt-oss: MXFP4), not Q4_K_M
+    q = settings.quant or (
+        "Q4_K_M assumed"
+        if rt == "llama.cpp"
+        else "the Ollama library's default quant"
+        if rt == "ollama"
+        else "model dtype"
+    )
     return f"(oomkit's {rt} estimate for {spec.name}, {q}; {cap}.)"
 
 
@@ -340,6 +347,7 @@ def _fit_fixes(case: Case, base: Estimate) -> list[Fix]:
     s = case.settings
     n_total = case.spec.num_hidden_layers + 1
     cur = min(_detail(base, "n_gpu_layers"), n_total)
+    flag = "num_gpu" if case.runtime == "ollama" else "-ngl"
     best = largest(1, cur - 1, lambda n: fits_with(case, dataclasses.replace(s, n_gpu_layers=n)))
     if best is not None:
         cand = try_estimate(case, dataclasses.replace(s, n_gpu_layers=best))
@@ -349,9 +357,9 @@ def _fit_fixes(case: Case, base: Estimate) -> list[Fix]:
                     case,
                     base,
                     cand,
-                    title=f"Offload {best} of {n_total} layers: -ngl {best}",
-                    lead=f"the largest -ngl whose estimate keeps {_fb(case.headroom_bytes)} "
-                    f"headroom on every GPU (-ngl {cur} now; the rest run on the CPU)",
+                    title=f"Offload {best} of {n_total} layers: {flag} {best}",
+                    lead=f"the largest {flag} whose estimate keeps {_fb(case.headroom_bytes)} "
+                    f"headroom on every GPU ({flag} {cur} now; the rest run on the CPU)",
                     commands=_cmd(case, "ngl", str(best)),
                     supersedes=_SUP_NGL,
                 )

@@ -29,7 +29,10 @@ Each family is the reporter's own wording, cited to the file that prints it:
   memory``: Ray kills a worker when the node's host RAM passes ``memory_usage_threshold``.
 * Kubernetes' kubelet (``kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go``
   ``nodeConditionMessageFmt``): a pod evicted or refused with ``The node had condition:
-  [MemoryPressure].`` (the node's RAM crossed the eviction threshold).
+  [MemoryPressure].`` (the node's RAM crossed the eviction threshold); and the eviction itself,
+  ``nodeLowMessageFmt`` ``The node was low on resource: memory.`` with ``containerMessageFmt``
+  ``Container <name> was using <q>, request is <q>, has larger consumption of memory.`` (older
+  releases: ``..., which exceeds its request of <q>.``): the container's usage and request.
 * OpenVINO GenAI continuous batching (``openvinotoolkit/openvino.genai``): a request that the
   scheduler could not fit into the KV-cache budget ends with ``GenerationStatus::IGNORED``
   (``generation_handle.hpp``: "generation run into out-of-memory condition"); the LLM pipeline
@@ -60,7 +63,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, window
 
 __all__ = ["JETSAM_MEMORY_CAUSES", "parse_hosts"]
@@ -116,6 +119,12 @@ _RAY = re.compile(
 # kubelet eviction / admission (kubernetes/kubernetes:pkg/kubelet/eviction/helpers.go
 # nodeConditionMessageFmt): "The node had condition: [MemoryPressure]. "
 _KUBELET_PRESSURE = re.compile(r"The node had condition: \[[A-Za-z, ]{0,80}MemoryPressure")
+_KUBELET_LOW = re.compile(r"The node was low on resource: memory\b")
+_KUBELET_CONTAINER = re.compile(
+    r"Container (?P<name>[\w.-]{1,100}) was using (?P<used>\d{1,12}(?:\.\d{1,6})?)"
+    r"(?P<used_u>Ki|Mi|Gi|Ti)?,? (?:request is|which exceeds its request of) "
+    r"(?P<req>\d{1,12}(?:\.\d{1,6})?)(?P<req_u>Ki|Mi|Gi|Ti)?"
+)
 _OV_STATUS = re.compile(r"Got unfinished GenerationStatus")
 _OV_DROPPED = re.compile(
     r"was dropped by the scheduler because it did not fit in the available cache budget"
@@ -143,6 +152,7 @@ _PREFILTER = needles_re(
         "oom",
         "running low on memory",
         "MemoryPressure",
+        "low on resource: memory",
         "GenerationStatus",
         "available cache budget",
         "less than half of total memory",
@@ -244,6 +254,20 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         )
     if "MemoryPressure" in line and _KUBELET_PRESSURE.search(line):
         return _ev("kubernetes", "host_oom", "kubelet_memory_pressure", line, n)
+    if "low on resource: memory" in line and _KUBELET_LOW.search(line):
+        c = _KUBELET_CONTAINER.search(window(lines, i, max_lines=2))
+        used = to_bytes(c["used"], c["used_u"] or "b", "kubernetes") if c else None
+        return _ev(
+            "kubernetes",
+            "host_oom",
+            "kubelet_eviction_memory",
+            line,
+            n,
+            process_name=c["name"] if c else None,
+            anon_rss_bytes=used,
+            # the pod's scheduling request, as printed (not an allocation: requested_bytes)
+            detail=f"request {c['req']}{c['req_u'] or ''}" if c else None,
+        )
     if "running low on memory" in line and _RAY.search(line):
         return _ev("ray", "host_oom", "ray_memory_monitor_kill", line, n)
     if ("GenerationStatus" in line and _OV_STATUS.search(line)) or (

@@ -232,7 +232,12 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
         # the shell's "Killed" (SIGKILL, the OOM killer's signal), also as a lone lower-case line
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
     if _EXIT_137.search(line) and not ("OOMKilled" in line and _OOMKILLED_FALSE.search(line)):
-        return _ev("linux", "killed", "exit_137", line, n)
+        # Docker's State.OOMKilled / the kubelet's Reason OOMKilled: the kernel's OOM killer,
+        # not any SIGKILL
+        oom_killed = "OOMKilled" in line
+        return _ev(
+            "linux", "killed", "exit_137", line, n, detail="OOMKilled" if oom_killed else None
+        )
     return None
 
 

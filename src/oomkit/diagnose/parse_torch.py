@@ -135,13 +135,17 @@ _OLD = re.compile(
     # binding prints "Pytorch")
     + r" already allocated(?:; (?:"
     + sz("active")
-    + r" current active; )?"
+    + r" current active; )?(?:"
+    # IPEX (CachingDeviceAllocator.cpp malloc): "<allocated> already allocated; <reserved>
+    # reserved in total by PyTorch)", no free field between them
+    + sz("xresv")
+    + r" reserved in total by PyTorch\)|"
     + sz("free")
     + r" free(?:; (?:"
     + sz("allowed")
     + r" allowed; )?"
     + sz("resv")
-    + r" (?P<resv_kind>reserved in total by Py[Tt]orch|cached)\)?)?)?"
+    + r" (?P<resv_kind>reserved in total by Py[Tt]orch|cached)\)?)?))?"
 )
 # (a paste may end right after "CUDA out of memory", without the period)
 _BARE = re.compile(
@@ -304,6 +308,8 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
     m = _OLD.search(w)
     if m is not None:
         reserved, cached = _legacy_reserved(m)  # (reserved total, reserved-but-unallocated)
+        if reserved is None and cached is None:
+            reserved = size_of(m, "xresv", _RT)
         return OomEvent(
             runtime=_RT,
             kind=(m.group("backend") or _backend_of(w)).lower() + "_oom",
@@ -318,7 +324,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             allowed_bytes=_cap(size_of(m, "allowed", _RT)),
             reserved_bytes=reserved,
             reserved_unallocated_bytes=cached,
-            ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv"),
+            ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv", "xresv"),
             inconsistent=_free_above_total(
                 _capacity(size_of(m, "total", _RT)), size_of(m, "free", _RT)
             ),

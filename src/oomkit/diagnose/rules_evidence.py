@@ -12,6 +12,7 @@ Each rule states its mechanism in its docstring; docs/doctor-causes.md section 4
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from oomkit.diagnose.analysis import Analysis
@@ -314,11 +315,19 @@ def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) ->
     of it is held outside this process's allocator. An unrelated process on that GPU is the
     competing reading (``oomkit gpus`` decides); ``map_location`` fixes both, so the rule stays
     at 0.5. Without those numbers the restore frame places the load but not the cause, and the
-    rule does not apply.
+    rule does not apply. Where the message names the other processes (a settled
+    ``other_process_holding_memory``), the cause stands and ``map_location`` joins its fixes:
+    those processes may be the job's own ranks, which "stop process N" would end.
     """
-    if ctx.restore_frame is None or not _fallback(result):
+    if ctx.restore_frame is None:
         return None
     if result.cause not in {"other_process_holding_memory", "unknown", "model_too_large"}:
+        return None
+    # a settled reading (the message names the other processes) keeps its cause; those
+    # processes may be this job's own ranks restoring onto the same GPU, so map_location is
+    # added to its fixes (stopping a sibling rank ends the job)
+    settled = not _fallback(result)
+    if settled and result.cause != "other_process_holding_memory":
         return None
     t, x = e.total_bytes, e.requested_bytes
     if t is None or x is None:
@@ -336,6 +345,24 @@ def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) ->
     if held > _RESTORE_SELF_SHARE * t or elsewhere < _RESTORE_ELSEWHERE_SHARE * t:
         return None
     device = f"GPU {e.device}" if e.device is not None else "the GPU"
+    restore_fix = Fix(
+        title="Load the checkpoint to the CPU (or to this rank's own GPU)",
+        why="map_location keeps every process's copy off the GPU it was saved from: "
+        f"the {size_text(elsewhere)} the other copies hold there is freed.",
+        commands=(
+            "torch.load(path, map_location='cpu')",
+            "torch.load(path, map_location=f'cuda:{local_rank}')",
+        ),
+        expected_saving_bytes=elsewhere,
+    )
+    if settled:
+        return dataclasses.replace(
+            result,
+            explanation=result.explanation + " The traceback is in torch.load restoring a "
+            "storage onto the device it was saved from: if those processes are this job's own "
+            "ranks or workers, each restored its copy there (map_location keeps them off it).",
+            fixes=(restore_fix, *result.fixes),
+        )
     return Analysis(
         cause="multi_gpu_imbalance",
         confidence=0.5,
@@ -346,19 +373,7 @@ def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) ->
         "its copy of the checkpoint onto that one device. What would decide: `oomkit gpus` "
         "(several processes of this job on that GPU, the others nearly empty) vs an unrelated "
         "process.",
-        fixes=(
-            Fix(
-                title="Load the checkpoint to the CPU (or to this rank's own GPU)",
-                why="map_location keeps every process's copy off the GPU it was saved from: "
-                f"the {size_text(elsewhere)} the other copies hold there is freed.",
-                commands=(
-                    "torch.load(path, map_location='cpu')",
-                    "torch.load(path, map_location=f'cuda:{local_rank}')",
-                ),
-                expected_saving_bytes=elsewhere,
-            ),
-            *result.fixes,
-        ),
+        fixes=(restore_fix, *result.fixes),
         open_question=False,
     )
 

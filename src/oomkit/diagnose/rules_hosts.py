@@ -1,8 +1,11 @@
 """Analysis for the families of :mod:`oomkit.diagnose.parse_hosts` that the generic host-RAM rule
 (``rules_serving.analyze_other``) does not answer: a request dropped for lack of KV-cache budget
-(OpenVINO GenAI) and a device another process already half fills (MindSpore on Ascend).
+(OpenVINO GenAI), a device another process already half fills (MindSpore on Ascend), and the
+kills of macOS/iOS jetsam and Android's low-memory killer, whose fixes are not Linux's (no
+swap file to add; on Apple silicon the GPU's memory is the same RAM) and whose size is the
+process's footprint or RSS, not Linux's anon-rss.
 
-The OS and scheduler kills of that module (jetsam, Android LMK, cgroup events, Ray) carry kind
+The other OS and scheduler kills of that module (cgroup events, Ray, kubelet) carry kind
 ``killed`` / ``oom_killer`` / ``host_oom`` and are host RAM by the generic rule.
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import generic, size_text
+from oomkit.diagnose.fixes import Fix, generic, size_text
 
 __all__ = ["analyze_hosts"]
 
@@ -58,9 +61,116 @@ def _mindspore_half(e: OomEvent) -> Analysis:
     )
 
 
+def _own_limit(e: OomEvent) -> bool:
+    """A jetsam kill for crossing the process's own limit (``per-process-limit`` cause, or a
+    fatal ``EXC_RESOURCE`` hard limit), not for the machine's memory pressure."""
+    return e.format == "macos_jetsam_limit" or (e.detail or "") == "jetsam per-process-limit"
+
+
+def _mobile_kill(e: OomEvent) -> Analysis:
+    """macOS/iOS jetsam (xnu ``kern_memorystatus.c``) or Android lmk/lmkd killed the process."""
+    who = "the process" if e.pid is None else f"PID {e.pid}"
+    who += f" ({e.process_name})" if e.process_name else ""
+    held = e.anon_rss_bytes
+    smaller = generic(
+        "Use less memory: a smaller quant or model, a shorter context",
+        (f"the killed process held {size_text(held)}; " if held else "")
+        + "weights, KV cache and compute buffers are all in this RAM.",
+        ("a 4-bit quant (Q4_K_M) or a smaller model", "-c 4096 / num_ctx 4096"),
+    )
+    if e.runtime == "android":
+        return Analysis(
+            cause="host_ram",
+            confidence=0.7,
+            explanation=f"Android's low-memory killer ended {who} to free memory"
+            + (f" ({size_text(held)} of resident memory)" if held else "")
+            + ": the device ran short of RAM, which the model shares with every other app.",
+            fixes=(
+                smaller,
+                generic(
+                    "Close background apps before loading the model",
+                    "lmkd kills by oom_score_adj; fewer cached apps leave the model more RAM.",
+                    ("adb shell dumpsys meminfo", "adb shell am kill-all"),
+                ),
+            ),
+        )
+    footprint = f", its memory footprint {size_text(held)}" if held else ""
+    if _own_limit(e):
+        limit = f" ({e.detail})" if e.format == "macos_jetsam_limit" and e.detail else ""
+        expl = (
+            f"jetsam killed {who} for crossing its own memory limit{limit}{footprint}: the "
+            "limit the OS sets for that process, not the machine's RAM running out."
+        )
+        extra = generic(
+            "Raise the process's limit where the platform allows it",
+            "iOS apps get a per-app limit; the increased-memory-limit entitlement raises it.",
+            ("com.apple.developer.kernel.increased-memory-limit (iOS entitlement)",),
+        )
+    else:
+        expl = (
+            f"macOS jetsam killed {who} under memory pressure ({e.detail or 'jetsam'})"
+            f"{footprint}: the Mac ran out of RAM; on Apple silicon the GPU's memory is this "
+            "same RAM."
+        )
+        extra = generic(
+            "Quit other apps holding memory",
+            "jetsam kills when free pages run out; other apps' memory counts against the model.",
+            ("memory_pressure", "vm_stat", "Activity Monitor > Memory"),
+        )
+    return Analysis(cause="host_ram", confidence=0.7, explanation=expl, fixes=(smaller, extra))
+
+
+def _kubelet(e: OomEvent) -> Analysis:
+    """The kubelet evicted the pod (or refused it) because the node ran low on memory."""
+    used = e.anon_rss_bytes
+    who = f"container {e.process_name}" if e.process_name else "the pod"
+    usage = ""
+    if used is not None:
+        usage = f"; {who} was using {size_text(used)}"
+        usage += f" against its {e.detail}" if e.detail else ""
+        usage += ", and pods above their request are evicted first"
+    request = f"{-(-used // 2**30)}Gi" if used else "<what it uses>"
+    what = (
+        "evicted the pod"
+        if e.format == "kubelet_eviction_memory"
+        else "evicted or refused the pod (MemoryPressure)"
+    )
+    return Analysis(
+        cause="host_ram",
+        confidence=0.85,
+        explanation=f"Kubernetes' kubelet {what}: the node's memory crossed the eviction "
+        f"threshold (host RAM, not the GPU){usage}.",
+        fixes=(
+            Fix(
+                title="Request the memory the pod really uses",
+                why="the scheduler then places it on a node with that much RAM free, and the "
+                "kubelet evicts pods above their request first.",
+                commands=(
+                    f"resources: {{requests: {{memory: {request}}}, "
+                    f"limits: {{memory: {request}}}}}",
+                ),
+                expected_saving_bytes=None,
+                generic=used is None,
+            ),
+            generic(
+                "Load the model without a full copy in host RAM",
+                "low_cpu_mem_usage / device_map stream safetensors shards to the GPU.",
+                ("from_pretrained(name, low_cpu_mem_usage=True, device_map='auto')",),
+            ),
+        ),
+    )
+
+
 def analyze_hosts(e: OomEvent, ctx: LogContext) -> Analysis | None:
-    """Analysis for the two families above, or ``None`` for other events."""
+    """Analysis for the families above, or ``None`` for other events."""
     del ctx  # these messages are read on their own
+    if e.runtime == "kubernetes" and e.format in (
+        "kubelet_eviction_memory",
+        "kubelet_memory_pressure",
+    ):
+        return _kubelet(e)
+    if e.runtime in ("macos", "android") and e.kind == "killed":
+        return _mobile_kill(e)
     if e.format == "openvino_genai_request_ignored":
         return _openvino_kv()
     if e.format == "mindspore_free_less_than_half":

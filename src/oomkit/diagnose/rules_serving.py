@@ -429,6 +429,12 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
             expl += f", which held {_fb(rss)} of anonymous memory (anon-rss)"
         if e.cgroup:
             expl += "; the limit was a memory cgroup (container limit), not the machine"
+        elif e.detail == "OOMKilled":
+            expl = (
+                "The kernel's OOM killer ended the container (OOMKilled): it crossed its memory "
+                "limit (docker --memory, the pod's resources.limits.memory) or the host ran out "
+                "of RAM"
+            )
         expl += "."
         if e.format == "dataloader_bus_error":
             return _shm_bus_error(e)

@@ -295,12 +295,26 @@ def allocator(e: OomEvent, ctx: LogContext, *, others_minor: bool = False) -> An
             "into pieces too small for this request.",
             fixes=(_frag_fix(e, r), *_batch_fixes(e, None)[:1]),
         )
-    short = max(0, x - free)
-    tail = (
-        f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
-        if short
-        else f" {_fb(free)} is free, not less than the {_fb(x)} request, yet it failed"
-    )
+    if f is None:
+        # no free field (IPEX's XPU message, a message cut short): not "0 bytes free" (which
+        # sized the batch cut at x / 1 byte); the allocator raised after the device refused,
+        # so at most the request and at most what no allocator here holds was free
+        free_bound = min(x, max(0, t - held - others))
+        short = x - free_bound
+        tail = (
+            f" The message states no free memory; at most {_fb(free_bound)} was free (the card "
+            f"less what is held), so the {_fb(x)} request was short by at least {_fb(short)}"
+            if short
+            else f" The message states no free memory, so how short the {_fb(x)} request "
+            "fell is not known"
+        )
+    else:
+        short = max(0, x - free)
+        tail = (
+            f" Only {_fb(free)} is free for a {_fb(x)} request (short by {_fb(short)})"
+            if short
+            else f" {_fb(free)} is free, not less than the {_fb(x)} request, yet it failed"
+        )
     tail += (
         "."
         if r is None

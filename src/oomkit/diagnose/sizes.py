@@ -56,6 +56,8 @@ RUNTIME_UNITS: Mapping[str, Mapping[str, int]] = {
     "deepspeed": {**_IEC, **_BINARY_SI},
     # Linux mm/oom_kill.c K(x): pages -> kB (KiB).
     "linux": {**_IEC, "kb": KiB},
+    # resource.Quantity's binary suffixes, as the kubelet prints memory (30Gi, 512Mi)
+    "kubernetes": {**_IEC, "ki": KiB, "mi": MiB, "gi": GiB, "ti": TiB},
     # TF/XLA BFC allocator strings::HumanReadableNumBytes: KiB/MiB/GiB, raw "bytes".
     "tensorflow": _IEC,
     "jax": _IEC,

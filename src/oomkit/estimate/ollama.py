@@ -36,7 +36,7 @@ from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import Generation, parse_runtime_version, resolve_generation
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
-from oomkit.estimate.ollama_gptoss import gptoss_for_ollama
+from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
 from oomkit.estimate.ollama_llm_go import llm_go_era, llm_go_num_gpu, llm_go_overhead_bytes
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -212,7 +212,11 @@ def _vendored_llamacpp(version: str | None, gen: Generation | None) -> str:
 
 
 def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
-    """Whether the model runs on Ollama's own engine (before 0.12 the llama runner is assumed)."""
+    """Whether the model runs on Ollama's own engine (before 0.12 the llama runner is assumed;
+    gpt-oss has only the engine's model/models/gptoss from its first release, 0.11.0, whatever
+    the GPU: its vendored llama.cpp does not know the architecture)."""
+    if gen is not None and spec.model_type == "gpt_oss" and "gptoss_graph" in gen.effects:
+        return True
     if gen is not None and "llamacpp_date" in gen.effects:
         return False
     return spec.model_type in OLLAMA_ENGINE_ARCHS
@@ -489,6 +493,7 @@ def _library_quant(name: str) -> str | None:
 
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
+    check_gptoss_release(spec, settings.runtime_version)
     mapped, notes = ollama_settings(spec, settings)
     gen = _generation(settings)
     new_engine = _new_engine(spec, gen)
@@ -593,8 +598,13 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     if gptoss is None and settings.n_gpu_layers is not None:
         from oomkit.estimate.ollama_vision_graph import ollama_vision_graph
 
+        # no --runtime-version is the newest release, as the "modelled:" line says
         est = ollama_vision_graph(
-            spec, est, gen, n_gpu_layers=settings.n_gpu_layers, flash_attn=bool(mapped.flash_attn)
+            spec,
+            est,
+            gen or resolve_generation("ollama"),
+            n_gpu_layers=settings.n_gpu_layers,
+            flash_attn=bool(mapped.flash_attn),
         )
     if spec.multimodal_params:
         from oomkit.estimate.gguf_vision import gguf_vision

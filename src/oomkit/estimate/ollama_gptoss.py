@@ -58,6 +58,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.generations import Generation
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
@@ -84,6 +85,43 @@ __all__ = [
 GPTOSS_SWA_CELLS = 4096
 _MIB = 2**20
 _SRC = "ollama/ollama fs/ggml/ggml.go GraphSize 'gptoss', llm/memory.go, llm/server.go (0.11.x)"
+
+
+#: the first Ollama release with a gpt-oss model (PR #11672, commit fa7776fd2)
+_GPTOSS_FIRST = "0.11.0"
+
+
+def check_gptoss_release(spec: ModelSpec, version: str | None) -> None:
+    """Refuse an Ollama release before gpt-oss existed there.
+
+    gpt-oss first loads in Ollama 0.11.0 (PR #11672, the ``gptoss-0.11.0`` generation row);
+    earlier releases have no ``gptoss`` model and their vendored llama.cpp (2025-04) no
+    ``gpt-oss`` architecture, so the model fails to load rather than running on the llama.cpp
+    runner as the estimate would otherwise model it.
+
+    Raises:
+        InvalidSettingError: ``spec`` is gpt-oss and ``version`` predates 0.11.0.
+    """
+    if spec.model_type != "gpt_oss" or version is None or not version.strip():
+        return
+    from datetime import date
+
+    from oomkit.estimate.generations import parse_runtime_version, resolve_generation
+
+    first = resolve_generation("ollama", _GPTOSS_FIRST)
+    asked = parse_runtime_version("ollama", version)
+    if isinstance(asked, date):
+        before = asked < first.since
+    else:
+        before = asked < (first.since_version or (0, 11, 0))
+    if before:
+        raise InvalidSettingError(
+            f"Ollama {version} cannot load {spec.name} (gpt-oss first in Ollama "
+            f"{_GPTOSS_FIRST}, ollama/ollama PR #11672); use --runtime-version {_GPTOSS_FIRST} "
+            "or later",
+            setting="runtime_version",
+            value=version,
+        )
 
 
 def gptoss_engine_generation(spec: ModelSpec, gen: Generation | None) -> Generation | None:

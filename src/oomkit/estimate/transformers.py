@@ -154,9 +154,15 @@ def prefill_activation_bytes(
         mlp = max(mlp, _grouped_mm_experts_bytes(spec, b * s, elem))
     logits = b * (s if full_logits else 1) * spec.vocab_size * (elem + 4)
     layer_peak = stream + max(attn, mlp)
+    mlp_text = "MLP B·S·3i·e"
+    if moe_grouped_mm and spec.moe is not None:
+        # transformers 5's grouped_mm experts: what --explain printed was the dense MLP only
+        mlp_text = "MoE grouped_mm B·S·k·max(4h, h+4i_e, 2h+i_e)·e + router B·S·E·4" + (
+            " + shared expert B·S·3i_s·e" if spec.moe.shared_expert_intermediate_size else ""
+        )
     formula = (
         f"4·B·S·h·e + max(attention{' with B·a·S² scores' if attn_impl == 'eager' else ''}, "
-        "MLP B·S·3i·e); logits B·" + ("S·" if full_logits else "") + "V·(e+4) after the last layer"
+        f"{mlp_text}); logits B·" + ("S·" if full_logits else "") + "V·(e+4) after the last layer"
     )
     return max(layer_peak, b * h * elem + logits), formula
 

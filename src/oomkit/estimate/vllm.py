@@ -64,6 +64,7 @@ from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_support import (
     v0_env_engine,
+    v0_env_unavailable,
     v0_fallback_engine,
     vllm_model_version,
 )
@@ -363,6 +364,7 @@ def estimate_vllm(
     nvls_nccl: str | None = None
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
+    engine_switch: str | None = None  # the release's generation runs another engine row
     if engine == DEFAULT_ENGINE:
         # a release that cannot load the model is refused; without a version, a model the
         # newest vLLM dropped is modelled on the last release that loads it
@@ -386,6 +388,7 @@ def estimate_vllm(
         if fallback is not None:
             engine = fallback
             mm_chunked = False
+            engine_switch = "V0 engine (V1 has no encoder-decoder support)"
             support_notes = (
                 *support_notes,
                 f"vLLM {settings.runtime_version} runs {spec.architecture} on the V0 engine: V1 "
@@ -396,12 +399,20 @@ def estimate_vllm(
         if env_v0 is not None:
             engine = env_v0
             mm_chunked = False
+            engine_switch = "V0 engine (VLLM_USE_V1=0)"
             support_notes = (
                 *support_notes,
                 f"VLLM_USE_V1=0: vLLM {settings.runtime_version} runs the V0 engine (vllm/"
                 "envs.py; EngineArgs._set_default_args_v0: max_num_seqs 256, chunked prefill "
                 "only above 32K and never for a multimodal model)",
             )
+    if v0_env_unavailable(engine):
+        release = f"vLLM {settings.runtime_version}" if settings.runtime_version else "current vLLM"
+        support_notes = (
+            *support_notes,
+            f"VLLM_USE_V1=0 ignored: {release} has no V0 engine (removed in 0.11.0); "
+            "modelled as V1",
+        )
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
@@ -457,6 +468,8 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
+    if engine_switch is not None:
+        details["engine_switch"] = engine_switch
     notes = [*support_notes, *p0.notes]
     if settings.prompt_logprobs:
         from oomkit.estimate.vllm_logprobs import prompt_logprobs_details

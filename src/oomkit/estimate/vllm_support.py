@@ -66,6 +66,7 @@ __all__ = [
     "VLLM_SUPPORT",
     "VllmSupport",
     "v0_env_engine",
+    "v0_env_unavailable",
     "v0_fallback_engine",
     "vllm_model_version",
 ]
@@ -234,6 +235,15 @@ def v0_fallback_engine(spec: ModelSpec, engine: str) -> str | None:
 
 #: the V1-era engine rows of releases that still ship V0 (0.8.0-0.10.x)
 _V1_WITH_V0 = frozenset({"v1-2025-global", "v1-2025"})
+
+
+def v0_env_unavailable(engine: str) -> bool:
+    """``VLLM_USE_V1=0`` is set but ``engine`` is a release with no V0 left (0.11.0 removed it:
+    ``current`` and the ``v1-0.11*`` rows)."""
+    raw = os.environ.get("VLLM_USE_V1", "").strip()
+    if not raw.lstrip("-").isdigit() or int(raw) != 0:
+        return False
+    return engine == "current" or engine.startswith("v1-0.")
 
 
 def v0_env_engine(engine: str) -> str | None:

@@ -197,8 +197,14 @@ def _ollama_tag(model_ref: str, quant: str) -> str:
         tags = find_model(model_ref).ollama_tags
     except Exception:  # not in the catalog: Ollama pulls GGUFs straight from the Hub
         tags = {}
+    from oomkit.quant.llamacpp_ftypes import FTYPE_ALIASES
+
+    def canonical(name: str) -> str:
+        # the catalog's tag says MXFP4 where the planner names the file type MXFP4_MOE
+        return FTYPE_ALIASES.get(name.upper(), name.upper())
+
     for tag, tag_quant in tags.items():
-        if tag_quant.upper() == quant.upper():
+        if canonical(tag_quant) == canonical(quant):
             return tag
     base = next(iter(tags), None)
     if base is not None:

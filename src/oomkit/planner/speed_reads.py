@@ -94,11 +94,18 @@ def _settings_from(est: Estimate) -> InferenceSettings:
     names = {f.name for f in dataclasses.fields(InferenceSettings)}
     # (the draft model is left out: its JSON view is text, "-devd 1", and its reads are not
     # part of the main model's decode speed)
-    kwargs = {
+    kwargs: dict[str, object] = {
         k: v
         for k, v in est.settings.items()
         if k in names and k != "runtime" and not k.startswith("draft_")
     }
+    # the JSON view writes these lists as "12,12" / "1,0" (estimate/llamacpp.py); the settings
+    # take tuples (a string was refused as a tensor split: every -ts run that did not fit, and
+    # every multi-GPU gpt-oss run on Ollama 0.11, ended in a usage error)
+    for key, kind in (("tensor_split", float), ("device_ordinals", int)):
+        value = kwargs.get(key)
+        if isinstance(value, str):
+            kwargs[key] = tuple(kind(x) for x in value.split(",") if x.strip())
     return InferenceSettings(runtime="llama.cpp", **kwargs)  # type: ignore[arg-type]
 
 
