@@ -70,6 +70,7 @@ DEVELOPMENT_PARTS = (
     "heldout9",
     "heldout10",
     "heldout11",
+    "heldout12",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
