@@ -75,6 +75,11 @@ def load(part: str) -> list[dict[str, Any]]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
+#: ggml backend names a record may give -> oomkit's device backend: llama.cpp's SYCL build is
+#: the Intel GPU's own backend (``xpu`` for oomkit, as PyTorch names the device)
+_GGML_BACKEND_NAMES = {"sycl": "xpu"}
+
+
 def judge(rec: dict[str, Any]) -> tuple[str, str]:
     """(verdict level, one-line detail) for one record.
 
@@ -106,10 +111,11 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     ram = parse_size(rec["ram"]) if rec.get("ram") else None
     n = (settings.tp or 1) * (settings.pp or 1)  # one GPU per tensor x pipeline rank
     hw = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=n)
-    if rec.get("backend"):  # e.g. llama.cpp's Vulkan build on an AMD/NVIDIA/Intel GPU
+    backend = _GGML_BACKEND_NAMES.get(rec.get("backend") or "", rec.get("backend"))
+    if backend:  # e.g. llama.cpp's Vulkan build on an AMD/NVIDIA/Intel GPU
         hw = dataclasses.replace(
             hw,
-            devices=tuple(dataclasses.replace(d, backend=rec["backend"]) for d in hw.devices),
+            devices=tuple(dataclasses.replace(d, backend=backend) for d in hw.devices),
         )
     env = {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", **(rec.get("env") or {})}
     before = {k: os.environ.get(k) for k in env}

@@ -72,6 +72,7 @@ def test_vulkan_with_flash_attention_fits(capsys: pytest.CaptureFixture[str]) ->
         (("--gpu", "rtx-4090", "--backend", "rocm"), "cannot run llama.cpp's rocm backend"),
         (("--gpu", "m2-pro-32gb", "--backend", "vulkan"), "cannot run llama.cpp's vulkan"),
         (("--gpu", "rtx-4090", "--backend", "opencl"), "--backend"),
+        (("--gpu", "rtx-4090", "--backend", "sycl"), "cannot run llama.cpp's sycl backend"),
         (("--train", "lora", "--gpu", "rtx-4090", "--backend", "vulkan"), "--backend"),
     ],
 )
@@ -85,6 +86,18 @@ def test_impossible_backend_is_a_usage_error(
     assert len(lines) == 1, err
     assert lines[0].startswith("Error: ")
     assert needle in err
+
+
+def test_sycl_names_the_intel_gpus_own_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    """llama.cpp on an Intel Arc runs its SYCL build: ``--backend sycl`` (as llama.cpp names
+    it) is that GPU's own backend, so the estimate is the one without the option."""
+    args = ("estimate", "qwen2.5-3b", "-q", "Q4_K_M", "--gpu", "arc-a770-16gb", "--json")
+    code, plain, _ = run(capsys, *args)
+    code2, sycl, _ = run(capsys, *args, "--backend", "sycl")
+    assert code == code2
+    assert json.loads(plain)["devices"] == json.loads(sycl)["devices"]
+    hw = hardware_for([find_gpu("arc-a770-16gb")])
+    assert [d.backend for d in with_backend(hw, "sycl", "llama.cpp").devices] == ["xpu"]
 
 
 def test_with_backend_keeps_cpu_and_takes_unnamed_devices() -> None:

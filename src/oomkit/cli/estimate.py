@@ -104,9 +104,9 @@ __all__ = ["estimate_command", "render_suggestions"]
 @click.option("--mmap/--no-mmap", default=None, help="llama.cpp: memory-map the model file")
 @click.option(
     "--backend",
-    type=click.Choice(["cuda", "rocm", "metal", "vulkan"], case_sensitive=False),
-    help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's; vulkan "
-    "runs on NVIDIA, AMD and Intel GPUs and has a per-buffer allocation limit)",
+    type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl"], case_sensitive=False),
+    help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's, sycl on "
+    "Intel; vulkan runs on NVIDIA, AMD and Intel GPUs and has a per-buffer allocation limit)",
 )
 @click.option(
     "--device-map",

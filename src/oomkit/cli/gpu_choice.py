@@ -252,7 +252,7 @@ LLAMACPP_BACKENDS = ("cuda", "rocm", "metal", "vulkan")
 _BACKEND_SWITCHES = {
     "cuda": ("cuda", "vulkan"),
     "rocm": ("rocm", "vulkan"),
-    "xpu": ("vulkan",),
+    "xpu": ("xpu", "vulkan"),
     "metal": ("metal",),
 }
 
@@ -274,8 +274,12 @@ def with_backend(
 
     if backend is None:
         return hardware
-    backend = backend.strip().lower()
-    if backend not in LLAMACPP_BACKENDS:
+    backend = shown = backend.strip().lower()
+    if backend == "sycl":
+        # llama.cpp's SYCL build is the Intel GPU's own backend (oomkit's "xpu", PyTorch's name
+        # for the device): on an Intel GPU it changes nothing, elsewhere it cannot run
+        backend = "xpu"
+    if backend not in (*LLAMACPP_BACKENDS, "xpu"):
         raise InvalidSettingError(
             f"--backend must be one of {', '.join(LLAMACPP_BACKENDS)}, got {backend!r}",
             setting="--backend",
@@ -293,7 +297,7 @@ def with_backend(
             continue
         if named and backend not in _BACKEND_SWITCHES.get(d.backend, (backend,)):
             raise InvalidSettingError(
-                f"--backend {backend}: {d.name} cannot run llama.cpp's {backend} backend "
+                f"--backend {shown}: {d.name} cannot run llama.cpp's {shown} backend "
                 f"(it runs {' or '.join(_BACKEND_SWITCHES.get(d.backend, (d.backend,)))})",
                 setting="--backend",
             )

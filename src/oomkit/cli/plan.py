@@ -63,7 +63,7 @@ __all__ = ["plan_command", "render_plan"]
 )
 @click.option(
     "--backend",
-    type=click.Choice(["cuda", "rocm", "metal", "vulkan"], case_sensitive=False),
+    type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl"], case_sensitive=False),
     help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's)",
 )
 @click.option(
