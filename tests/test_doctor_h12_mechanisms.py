@@ -139,3 +139,27 @@ def test_small_card_in_the_backward_pass_is_left_to_the_phase() -> None:
         "in total by PyTorch)"
     )
     assert "on a card of" not in diagnose_text(log).explanation
+
+
+# --- 2023 ggml's fixed pools: the scratch buffer is one eval's activations ------------------------
+
+
+def test_scratch_pool_overflow_is_the_batch() -> None:
+    # koboldcpp at --blasbatchsize 1024: "set --blasbatchsize 512" fixed it
+    d = diagnose_text(corpus_text("h12-koboldcpp-331"))
+    assert d.cause == "batch_or_activations"
+    assert d.confidence == pytest.approx(0.45)
+    assert any("--blasbatchsize" in c for f in d.fixes for c in f.commands)
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    [
+        "sv-lcpp-2404-ctx-memory-pool-3060",  # needed 10882896, available 10650320
+        "h11-whisper.cpp-1804",  # a ctx_size computed ~22 KB short
+    ],
+)
+def test_context_pool_overflow_stays_a_sizing_bug(record_id: str) -> None:
+    d = diagnose_text(corpus_text(record_id))
+    assert d.cause == "unknown"
+    assert d.confidence == pytest.approx(0.5)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.rules_ggml_pool import ggml_pool
 
 __all__ = ["analyze_extra", "growth_across_events", "names_host_memory"]
 
@@ -497,22 +498,7 @@ def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
             ),
         )
     if e.kind == "ggml_pool_exhausted":
-        return Analysis(
-            cause="unknown",
-            confidence=0.5,
-            explanation=f"ggml's fixed {e.buffer_name} memory pool (sized by the library at load) "
-            f"needed {_fb(e.requested_bytes)} but holds {_fb(e.free_bytes)}. This is a sizing "
-            "limit of 2023 ggml, not a lack of device or host memory; newer llama.cpp allocates "
-            "these buffers dynamically. If it persists on a current build with a short prompt, "
-            "report it upstream.",
-            fixes=(
-                generic(
-                    "Update llama.cpp / llama-cpp-python, or shorten the prompt/context",
-                    "fixed scratch pools were replaced by the graph allocator.",
-                    ("pip install -U llama-cpp-python", "n_ctx=2048"),
-                ),
-            ),
-        )
+        return ggml_pool(e)
     if e.runtime == "tensorrt-llm" and e.kind == "kv_capacity":
         return Analysis(
             cause="kv_cache_or_context",
