@@ -163,3 +163,35 @@ def test_context_pool_overflow_stays_a_sizing_bug(record_id: str) -> None:
     d = diagnose_text(corpus_text(record_id))
     assert d.cause == "unknown"
     assert d.confidence == pytest.approx(0.5)
+
+
+# --- the text says one GPU of several took the work -----------------------------------------------
+
+
+def test_one_gpu_running_the_service_is_the_imbalance() -> None:
+    d = diagnose_text(corpus_text("h12-openllm-901"))
+    assert d.cause == "multi_gpu_imbalance"
+    assert d.confidence == pytest.approx(0.45)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CUDA out of memory: it only uses the first GPU, the other GPUs stay idle",
+        "torch.OutOfMemoryError: CUDA out of memory. everything goes to cuda:0",
+    ],
+)
+def test_other_placement_wordings(text: str) -> None:
+    assert diagnose_text(text).cause == "multi_gpu_imbalance"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CUDA out of memory, I only have one GPU (RTX 3060)",
+        "CUDA out of memory when training on a single GPU",
+        "CUDA out of memory on GPU 0",
+    ],
+)
+def test_a_single_gpu_machine_is_not_an_imbalance(text: str) -> None:
+    assert diagnose_text(text).cause != "multi_gpu_imbalance"

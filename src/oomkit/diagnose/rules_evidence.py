@@ -33,6 +33,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_free_memory,
     stated_kv_for_context,
     stated_model_too_large,
+    stated_one_gpu_of_several,
 )
 
 __all__ = ["refine_by_evidence"]
@@ -62,6 +63,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         colocated_rollout_engine,
         stated_cotenants,
         stated_checkpoint_on_first_gpu,
+        stated_one_gpu_of_several,
         stated_fragmentation,
         stated_kv_for_context,
         stated_dataset_accumulation,
