@@ -207,6 +207,8 @@ class LogContext:
     tf_bfc_retry: str | None = None  # TF BFC "ran out of memory ... not a failure": ops running
     completed_steps: int | None = None  # progress shown before the OOM (tqdm k/N, epoch E)
     metal_working_set_bytes: int | None = None  # ggml-metal recommendedMaxWorkingSetSize
+    # a stable-diffusion.cpp log's line that places the OOM in the VAE decode (parse_diffusion)
+    diffusion_stage: str | None = None
     # a pasted nvidia-smi table (parse_smi): (gpu, used, total) and (gpu, pid, name, used)
     smi_memory: tuple[tuple[int, int, int], ...] = ()
     smi_processes: tuple[tuple[int, int, str, int], ...] = ()

@@ -24,6 +24,7 @@ from oomkit.diagnose.normalize import (
 )
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_backends import parse_backends
+from oomkit.diagnose.parse_diffusion import diffusion_stage_of
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
@@ -185,6 +186,7 @@ def _parse(text: str) -> ParsedLog:
         # the traceback places an OOM that the torch parser did not claim (issue 9: bare
         # fragments and other frameworks' messages under a Python traceback)
         merged.update(frames_of(lines))
+    merged.update(diffusion_stage_of(lines, events))  # stable-diffusion.cpp's VAE decode
     if notes:
         merged["notes"] = tuple(notes)
     merged.setdefault("runtime_hint", _hint(lines))

@@ -19,6 +19,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.priors import is_open
+from oomkit.diagnose.rules_diffusion import vae_decode_in_flight
 from oomkit.diagnose.rules_stated import (
     colocated_rollout_engine,
     fallback,
@@ -32,6 +33,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_free_memory,
     stated_kv_for_context,
     stated_model_too_large,
+    stated_one_gpu_of_several,
 )
 
 __all__ = ["refine_by_evidence"]
@@ -55,11 +57,13 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
         stated_growth,
+        vae_decode_in_flight,
         _restored_to_saved_device,
         _first_step_in_flight,
         colocated_rollout_engine,
         stated_cotenants,
         stated_checkpoint_on_first_gpu,
+        stated_one_gpu_of_several,
         stated_fragmentation,
         stated_kv_for_context,
         stated_dataset_accumulation,

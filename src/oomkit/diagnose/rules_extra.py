@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.rules_ggml_pool import ggml_pool
 
 __all__ = ["analyze_extra", "growth_across_events", "names_host_memory"]
 
@@ -232,12 +233,19 @@ def _driver(e: OomEvent, ctx: LogContext) -> Analysis:
 
 # Wordings that name host RAM as what ran out (upstream_wordings.py: ENOMEM's strerror, the OOM
 # killer and shells reporting SIGKILL, Windows' commit-limit texts, libmalloc / MSVC / Rust
-# allocation failures, notebook hosts, schedulers); a GPU word on the line vetoes it
+# allocation failures, notebook hosts, schedulers); a GPU word on the line vetoes it. Python's
+# ``MemoryError`` is host RAM, but ``OutOfMemoryError`` alone is PyTorch's device OOM class
+# (``torch.OutOfMemoryError``, c10/util/Exception.h ``c10::OutOfMemoryError``, thrown by the
+# CUDA/HIP/XPU caching allocators; ``RayTaskError(OutOfMemoryError)`` wraps the one a task
+# raised); the JVM's ``java.lang.OutOfMemoryError`` (heap, GC overhead limit) and Ray's
+# ``ray.exceptions.OutOfMemoryError`` (its memory monitor killed a worker for the node's RAM,
+# ``memory_monitor.cc``) are host memory and named as such
 _HOST_WORDING = re.compile(
     r"\bRAM\b|host memory|system memory|application memory|Errno 12|Cannot allocate memory|"
     r"paging file|not enough storage|\bheap\b|oom-?kill|\bkilled\b|SIGKILL|signal:? 9\b|"
     r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
-    r"can't allocate region|memory allocation of \d{1,20} bytes|MemoryError|内存|記憶體|"
+    r"can't allocate region|memory allocation of \d{1,20} bytes|(?<!OutOf)MemoryError|"
+    r"(?:java\.lang|ray\.exceptions)\.OutOfMemoryError|GC overhead limit|内存|記憶體|"
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
     r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
     r"exceeding memory limits|ArrowMemoryError|Array buffer allocation",
@@ -490,22 +498,7 @@ def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
             ),
         )
     if e.kind == "ggml_pool_exhausted":
-        return Analysis(
-            cause="unknown",
-            confidence=0.5,
-            explanation=f"ggml's fixed {e.buffer_name} memory pool (sized by the library at load) "
-            f"needed {_fb(e.requested_bytes)} but holds {_fb(e.free_bytes)}. This is a sizing "
-            "limit of 2023 ggml, not a lack of device or host memory; newer llama.cpp allocates "
-            "these buffers dynamically. If it persists on a current build with a short prompt, "
-            "report it upstream.",
-            fixes=(
-                generic(
-                    "Update llama.cpp / llama-cpp-python, or shorten the prompt/context",
-                    "fixed scratch pools were replaced by the graph allocator.",
-                    ("pip install -U llama-cpp-python", "n_ctx=2048"),
-                ),
-            ),
-        )
+        return ggml_pool(e)
     if e.runtime == "tensorrt-llm" and e.kind == "kv_capacity":
         return Analysis(
             cause="kv_cache_or_context",

@@ -23,6 +23,7 @@ __all__ = [
     "stated_free_memory",
     "stated_kv_for_context",
     "stated_model_too_large",
+    "stated_one_gpu_of_several",
 ]
 
 _LOAD_CKPT = re.compile(r"(?i)\bload(?:s|ed|ing)?\b[^.\n]{0,80}?\bcheckpoints?\b")
@@ -68,6 +69,62 @@ def stated_checkpoint_on_first_gpu(
                 (
                     "torch.load(path, map_location='cpu')",
                     "torch.load(path, map_location=f'cuda:{local_rank}')",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# the text says the work went onto one GPU while others were there: "only one GPU is running the
+# service", "only uses the first GPU", "the other GPUs stay idle", "everything goes to cuda:0".
+# "I only have one GPU" states the machine, not a placement, and is not read.
+_ONE_OF_SEVERAL = re.compile(
+    r"(?i)\b(?:only|just)\s+(?:one|1|a\s+single|the\s+first)\s+(?:gpu|card|device)s?\s+"
+    r"(?:is|was|gets|got|being)\s+(?:used|running|utili[sz]ed|loaded|busy|working|in\s+use|filled)"
+    r"|\bonly\s+(?:uses?|using|used|loads?|loaded|loading|runs?\s+on|running\s+on|ran\s+on)\s+"
+    r"(?:one|1|a\s+single|the\s+first)\s+(?:gpu|card|device)\b"
+    r"|\bother\s+gpus?\s+(?:is|are|stay|stays|stayed|remain|remains|remained)\s+"
+    r"(?:idle|empty|unused|at\s+0)"
+    r"|\b(?:everything|all)\s+(?:is\s+|goes\s+|went\s+|got\s+)?(?:loaded\s+)?(?:on|onto|to)\s+"
+    r"(?:gpu\s*0|cuda:0|device\s*0)\b"
+)
+
+
+def stated_one_gpu_of_several(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says only one of several GPUs took the work: ``multi_gpu_imbalance``.
+
+    Mechanism. A model that is not split across the visible GPUs (no tensor parallelism, no
+    ``device_map``, a serving framework that registers its runner for one GPU, a worker count
+    of one per resource) places all its weights, KV cache and activations on the first device,
+    whatever the others hold: the job is sized for the sum of the cards and fails on one. A
+    text that says so ("only one GPU is running the service", "the other GPUs stay idle",
+    "everything goes to cuda:0") states that placement, which a numberless message cannot
+    show; the fix is to split or replicate the work across the devices. Read at 0.45 where the
+    runtime rule left the cause open; a single-GPU machine ("I only have one GPU") states no
+    placement and is not read.
+    """
+    if not fallback(result) or result.cause in {"multi_gpu_imbalance", "host_ram"}:
+        return None
+    m = _ONE_OF_SEVERAL.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="multi_gpu_imbalance",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the work went onto one GPU of "
+        f"several ({m.group(0)!r}): unsplit, the weights, cache and activations all sit on that "
+        "device while the others stay light. What would decide: `oomkit gpus` during the run "
+        "(one GPU full, the others near empty).",
+        fixes=(
+            generic(
+                "Split (or replicate) the work across the GPUs",
+                "one device holds everything while the others stay light.",
+                (
+                    "--tensor-parallel-size 2",
+                    'device_map="auto"',
+                    "CUDA_VISIBLE_DEVICES=0,1",
                 ),
             ),
             *result.fixes,
