@@ -48,7 +48,7 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "0.11.0", "v1-0.11"),
         ("vllm", "0.21.0", "current"),
         ("llama.cpp", "2024-06", "2024"),
-        ("llama.cpp", "b4500", "2024-10-loader"),
+        ("llama.cpp", "b4500", "2024-11-sycl-revert"),
         ("llama.cpp", "b3900", "2024-06-mmq"),
         ("llama.cpp", "b1412", "2023-mmq"),
         ("llama.cpp", "b1430", "2023-10-cublas"),
@@ -67,7 +67,7 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "2025-06-01", "2025-05-swa"),
         ("llama.cpp", "b6100", "2025-07-streams"),
         ("llama.cpp", "b6500", "2025-08-fa-auto"),
-        ("llama.cpp", "4500", "2024-10-loader"),
+        ("llama.cpp", "4500", "2024-11-sycl-revert"),
         ("llama.cpp", "2025-12", "2025-11-pad256"),
         ("ollama", "0.5.7", "llama-runner-2k"),
         ("ollama", "0.7.0", "llama-runner-4k"),
@@ -368,7 +368,8 @@ def test_every_generation_has_evidence_that_resolves() -> None:
     root = Path(__file__).parents[1]
     runs = {
         json.loads(ln)["id"]
-        for part in ("dev", "dev2", "heldout9")  # heldout9: scored once, then retired
+        # heldout9, heldout13: scored once, then retired to development
+        for part in ("dev", "dev2", "heldout9", "heldout13")
         for ln in (root / "tests/fixtures/verdict_runs" / f"{part}.jsonl").read_text().splitlines()
         if ln.strip()
     }

@@ -255,3 +255,35 @@ def test_explain_names_the_moe_grouped_mm_term_it_charges() -> None:
         if c.label == "prefill peak + cache growth"
     )
     assert "MoE" not in dense.formula
+
+
+def test_balanced_buffer_is_the_first_layer_not_the_largest() -> None:
+    # accelerate get_balanced_memory keeps the size of the FIRST module of a no-split class
+    # (model.layers.0): a small first layer makes a small buffer, so the GPUs before the last
+    # take fewer of the large layers and the rest can overflow to the CPU
+    small_first = [((0, 0), 1), ((1, 0), 2)] + [((1, i), 10) for i in range(1, 9)] + [((3, 0), 1)]
+    # total 84, mean leaf 84 / 20 = 4.2: per GPU 42 + 1.25 x 4.2 = 47.25, GPU 0 keeps the
+    # largest layer (10) back: 37.25 holds 1 + 2 + 3 x 10 (the largest layer's 1.25 x 10
+    # would give 54.5 - 10 = 44.5 and a fourth large layer)
+    where = auto_device_map(small_first, [100, 45], n_leaves=20)
+    assert sum(1 for k, d in where.items() if d == 0 and k[0] == 1) == 4
+    # the last GPU (45 free) takes 4 of the 5 large layers left; layer 8 and the head go to the CPU
+    assert where[(1, 8)] == -1
+    assert where[(3, 0)] == -1
+
+
+def test_deepseek_v2_on_8_a100_overflows_to_the_cpu_as_accelerate_plans() -> None:
+    """DeepSeek-Coder-V2-Instruct (DeepSeek-V2, bf16) on 8x A100 80GB with device_map auto:
+    layer 0 is dense (first_k_dense_replace=1, 0.68 GB) and the buffer is 1.25 x that, so
+    accelerate 0.32.1's own get_balanced_memory + infer_auto_device_map (run on a meta-device
+    DeepseekV2 from the model's config with the GPUs' free memory given) plans 55.61 GB on each
+    of GPUs 1-6 and 8.99 GB (layer 59, norm, lm_head) on the CPU (DeepSeek-V2#11: accelerate's
+    split of this model is wrong; the maintainers load it with device_map='sequential')."""
+    spec = find_model("deepseek-v2").spec()
+    gpu = DeviceTarget(name="A100 80GB", capacity_bytes=80 * GiB)
+    s = InferenceSettings(runtime="transformers", quant="bf16", ctx=256, device_map="auto")
+    est = estimate_transformers(spec, s, Hardware(devices=(gpu,) * 8))
+    cpu = est.host.weights_bytes
+    assert abs(cpu - 8.99e9) < 0.1e9
+    mid = [d.weights_bytes for d in est.devices[1:7]]
+    assert all(abs(w - 55.61e9) < 0.1e9 for w in mid)

@@ -95,6 +95,19 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "'split mode row equally distributes both model weights and kv cache across all GPU's, "
         "while previously it would load the kv cache on GPU1')",
     ),
+    ("llama.cpp", "2024-11-sycl-kq-cpu"): (
+        "test:tests/test_llamacpp_sycl.py::test_b4069_holds_kq_twice_and_passes_the_4_gib_limit",
+        "run:lcpp-10421-qwen25-3b-q41-a770-112k-np48-b4069",
+        "run:lcpp-10421-qwen25-3b-q41-a770-112k-np48-pre-b4069",
+        "log:https://github.com/ggml-org/llama.cpp/issues/10421 (Arc A770, Windows, version "
+        "4069: 'ggml_gallocr_reserve_n: failed to allocate SYCL0 buffer of size 7573604352'; "
+        "'command line works fine on builds < b4069')",
+    ),
+    ("llama.cpp", "2024-11-sycl-revert"): (
+        "test:tests/test_llamacpp_sycl.py::test_b4069_holds_kq_twice_and_passes_the_4_gib_limit",
+        "log:https://github.com/ggml-org/llama.cpp/pull/10385 (reverts the MUL_MAT check of "
+        "PR #10257)",
+    ),
     ("llama.cpp", "2024"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TG + "test_llamacpp_before_swa_cache_gemma3_caches_every_layer",

@@ -272,6 +272,34 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "llama.cpp",
+        "2024-11-sycl-kq-cpu",
+        "llama.cpp b4069-b4126 (SYCL: KQ on the CPU)",
+        "2024-11-13",
+        None,
+        "ggml-org/llama.cpp PR #10257 (b4069, commit 2e82ffa4a, 'sycl : Fixes to broken "
+        "builds and test-backend-ops': ggml_backend_sycl_device_supports_op returns false for "
+        "a MUL_MAT with a permuted operand)",
+        "SYCL without flash attention: the KQ product (permuted K view x permuted Q) runs on "
+        "the CPU and the SYCL compute buffer holds a second f32 KQ tensor; one compute "
+        "buffer above Level Zero's 4 GiB allocation limit fails ('half the context limit', "
+        "llama.cpp#10421)",
+        **_OLD_LLAMACPP,
+        sycl_kq_on_cpu=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2024-11-sycl-revert",
+        "llama.cpp 2024-11 (SYCL MUL_MAT support restored)",
+        "2024-11-19",
+        None,
+        "ggml-org/llama.cpp PR #10385 (b4127, commit 557924f22, 'sycl: Revert MUL_MAT_OP "
+        "support changes')",
+        "SYCL: permuted MUL_MATs run on the GPU again; one KQ tensor in the compute buffer, "
+        "as before b4069",
+        **_OLD_LLAMACPP,
+    ),
+    _g(
+        "llama.cpp",
         "2025-04-mla",
         "llama.cpp 2025-04 (MLA latent cache, full SWA)",
         "2025-04-15",

@@ -27,7 +27,10 @@ Effects read by the estimators (absent key = today's behaviour):
   (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies),
   ``compute_chunks`` (False before PR #15815: ggml-alloc reserves each backend's compute buffer
   as ONE buffer, which a Vulkan device's per-allocation limit caps;
-  :mod:`oomkit.estimate.llamacpp_maxalloc`), ``metal_views`` (False before PR #1826, June
+  :mod:`oomkit.estimate.llamacpp_maxalloc`), ``sycl_kq_on_cpu`` (True for b4069-b4126, PR
+  #10257 until its revert PR #10385: ggml-sycl refuses a permuted MUL_MAT, the KQ product runs
+  on the CPU and the SYCL compute buffer holds it twice; :mod:`oomkit.estimate.llamacpp_sycl`),
+  ``metal_views`` (False before PR #1826, June
   2023: ggml-metal makes the whole model file ONE Metal buffer, refused above the device's
   ``maxBufferLength``, half the installed memory; :mod:`oomkit.estimate.llamacpp_metal`),
   ``metal_scratch`` (True before PR #2325, 2023-07-22: the Metal compute memory is the fixed
@@ -411,6 +414,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),
+        sycl_kq_on_cpu=bool(gen.effects.get("sycl_kq_on_cpu", False)),
         metal_views=bool(gen.effects.get("metal_views", True)),
         metal_scratch=bool(gen.effects.get("metal_scratch", False)),
         q2k_mix=str(gen.effects["q2k_mix"]) if "q2k_mix" in gen.effects else None,

@@ -56,6 +56,7 @@ from oomkit.estimate.llamacpp_placement import (
 )
 from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool_notes
 from oomkit.estimate.llamacpp_stack import stack_compute_bytes
+from oomkit.estimate.llamacpp_sycl import sycl_kq_on_cpu_compute
 from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
@@ -394,6 +395,11 @@ def _estimate(
     if params.options.metal_scratch:  # builds before PR #2325 (2023-07-22)
         compute, m_notes = metal_scratch_compute(n_layer, gpus, names, compute)
         c_notes = [*c_notes, *m_notes]
+    if params.options.sycl_kq_on_cpu:  # b4069-b4126 (PR #10257 until PR #10385)
+        compute, s_notes = sycl_kq_on_cpu_compute(
+            spec, sh, placement.layer_device, gpus, names, compute, compute_where
+        )
+        c_notes = [*c_notes, *s_notes]
     n_out = params.options.n_outputs_max or params.n_seq_max
     out_bytes = output_buffer_bytes(spec, n_out)
     host_buf = "CPU"

@@ -1,4 +1,4 @@
-"""A device's per-buffer limit: ggml-vulkan cannot create one buffer above it (pure).
+"""A device's per-buffer limit: ggml-vulkan / ggml-sycl cannot create one buffer above it (pure).
 
 ggml-vulkan (ggml/src/ggml-vulkan/ggml-vulkan.cpp, ``ggml_vk_get_device``) sets
 ``device->max_memory_allocation_size`` from ``GGML_VK_FORCE_MAX_ALLOCATION_SIZE`` when set, else
@@ -31,6 +31,18 @@ block size is typically around 4GB" (VulkanSceneGraph PR #1473). The default is 
 the most common Vulkan device llama.cpp users report; a device's own value (``vulkaninfo``
 ``maxMemoryAllocationSize``) goes in :attr:`DeviceTarget.max_allocation_bytes`. CUDA, ROCm/HIP
 and Metal have no default here (no such check in their ggml backends is modelled).
+
+SYCL (Intel GPUs, oomkit's backend ``xpu``): ``ggml_backend_sycl_buffer_type_alloc_buffer``
+calls ``sycl::malloc_device``, which Level Zero refuses above 4 GB unless the allocation is
+made with relaxed limits (intel/compute-runtime programmers-guide
+ALLOCATIONS_GREATER_THAN_4GB.md; level_zero RELEASENOTES_CORE v1.1: "To use, the
+``ze_relaxed_allocation_limits_exp_desc_t`` structure needs to be passed"; llama.cpp#5250 and
+PR #5270, Feb 2024, which made the SYCL buffer type's ``get_max_size`` the device's
+``max_mem_alloc_size``, so weights and KV are packed under it; PR #17566, Nov 2025, lets
+``UR_L0_ENABLE_RELAXED_ALLOCATION_LIMITS=1`` lift it, off by default). The compute buffer is
+one allocation until PR #15815, so a graph above 4 GiB fails ("failed to allocate SYCL0
+buffer of size 7573604352", Arc A770, llama.cpp#10421). The default is 4 GiB; the driver's
+exact ``max_mem_alloc_size`` goes in :attr:`DeviceTarget.max_allocation_bytes`.
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from oomkit.spec.model import ModelSpec
 from oomkit.units import format_bytes
 
 __all__ = [
+    "SYCL_MAX_ALLOCATION_BYTES",
     "VULKAN_MAX_ALLOCATION_BYTES",
     "device_blockers",
     "largest_graph_tensor",
@@ -57,12 +70,26 @@ __all__ = [
 #: Mesa RADV's maxMemoryAllocationSize (radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE)
 VULKAN_MAX_ALLOCATION_BYTES = 0xFFFFFFFC
 
-_DEFAULTS: Mapping[str, int] = {"vulkan": VULKAN_MAX_ALLOCATION_BYTES}
+#: Level Zero's default single-allocation limit (4 GB without relaxed allocation limits)
+SYCL_MAX_ALLOCATION_BYTES = 4 * 2**30
+
+_DEFAULTS: Mapping[str, int] = {
+    "vulkan": VULKAN_MAX_ALLOCATION_BYTES,
+    "xpu": SYCL_MAX_ALLOCATION_BYTES,
+}
+
+#: what each backend's allocator says when a buffer is above the limit
+_FAILS: Mapping[str, str] = {
+    "vulkan": "ggml-vulkan fails 'Requested buffer size exceeds device memory allocation limit'",
+    "xpu": 'ggml-sycl fails "can\'t malloc ... Bytes memory on device" (Level Zero)',
+}
 
 SOURCE = (
     "ggml-vulkan.cpp ggml_vk_create_buffer (size > max_memory_allocation_size fails); "
     "ggml-alloc.c one compute buffer before llama.cpp PR #15815, chunks after; "
-    "Mesa radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE; llama.cpp#15009"
+    "Mesa radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE; llama.cpp#15009; "
+    "ggml-sycl.cpp sycl::malloc_device under Level Zero's 4 GB limit (compute-runtime "
+    "ALLOCATIONS_GREATER_THAN_4GB.md, llama.cpp#5250, #10421)"
 )
 
 
@@ -71,6 +98,8 @@ def max_allocation_bytes(dev: DeviceTarget) -> int | None:
 
     >>> max_allocation_bytes(DeviceTarget(name="Radeon 8060S", backend="vulkan"))
     4294967292
+    >>> max_allocation_bytes(DeviceTarget(name="Arc A770", backend="xpu"))
+    4294967296
     >>> max_allocation_bytes(DeviceTarget(name="RTX 4090", backend="cuda")) is None
     True
     """
@@ -128,6 +157,7 @@ def max_allocation_blockers(
         lim = f"the device's largest allocation {format_bytes(limit)} ({limit} bytes)"
         compute_fixes = ["flash attention (-fa)"] if not flash_attn else []
         compute_fixes.append(f"a smaller -ub (now {n_ubatch})")
+        fails = _FAILS.get(dev.backend, "the backend fails to allocate it")
         oversized = False
         for kind, name, n in tensors:
             if n <= limit:
@@ -136,8 +166,7 @@ def max_allocation_blockers(
             fix = _TENSOR_FIXES.get(kind) or " or ".join(compute_fixes)
             out.append(
                 f"{buf}: the {kind} tensor '{name}' of {format_bytes(n)} ({n} bytes) is larger "
-                f"than {lim}: ggml-vulkan fails 'Requested buffer size exceeds device memory "
-                f"allocation limit' whatever the build; fix: {fix}"
+                f"than {lim}: {fails} whatever the build; fix: {fix}"
             )
         if not oversized and not compute_chunks and compute_bytes > limit:
             out.append(

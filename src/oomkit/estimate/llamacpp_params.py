@@ -118,6 +118,11 @@ class LlamaCppOptions:
     #: buffer as one buffer; True: split into chunks of at most the backend's max buffer size
     #: (:mod:`oomkit.estimate.llamacpp_maxalloc`)
     compute_chunks: bool = True
+    #: True = builds b4069-b4126 (PR #10257, 2024-11-13, until its revert PR #10385,
+    #: 2024-11-19): ggml-sycl refuses a permuted MUL_MAT, so without flash attention the KQ
+    #: product runs on the CPU and the SYCL compute buffer holds it a second time
+    #: (:mod:`oomkit.estimate.llamacpp_sycl`)
+    sycl_kq_on_cpu: bool = False
     #: builds from PR #25952 (commit 3466812d, 2026-09): the CUDA backend's graph_optimize keeps
     #: the inputs of its fused MoE kernels alive (add_alloc_dep, PR #27301), so a MoE layer's
     #: weighted expert outputs no longer reuse the expert outputs' memory

@@ -190,21 +190,31 @@ def auto_device_map(
     free: Sequence[int | None],
     *,
     bnb: bool = False,
+    n_leaves: int | None = None,
 ) -> dict[tuple[int, int], int]:
     """Device index (-1 = CPU) of each module group, as ``device_map="auto"`` places it.
 
     ``free`` is each GPU's free memory when loading starts (None: unknown, unlimited).
+    ``n_leaves``: the model's leaf modules (one per weight tensor), whose mean size is
+    ``get_balanced_memory``'s other buffer candidate (None: one per group).
+
+    Several GPUs: the buffer is 1.25 x the larger of the FIRST no-split block and the mean leaf
+    module (accelerate ``get_balanced_memory``: ``no_split_children[class_name] = size`` only
+    for a class not yet seen, walking ``compute_module_sizes`` in module order, so
+    ``model.layers.0``; the same in accelerate 0.32.1 and 1.15.0). A model whose first layer is
+    smaller than the others (DeepSeek-V2/V3's dense layer 0, ``first_k_dense_replace``) gets a
+    buffer of that small layer, and the last GPU overflows to the CPU.
     """
     total = sum(sz for _, sz in groups)
-    layer_sizes = [sz for (kind, _), sz in groups if kind == 1]
+    first_layer = next((sz for (kind, _), sz in groups if kind == 1), 0)
     max_layer = max((sz for _, sz in groups), default=0)
     budget: list[float | None] = list(free)
     known = [b for b in budget if b is not None]
     if len(budget) == 1 and budget[0] is not None:
         budget[0] = budget[0] * _SINGLE_GPU_FRACTION
     elif len(budget) > 1 and len(known) == len(budget):
-        mean_leaf = total / max(1, len(groups))
-        buffer = _BALANCE_BUFFER * max(max(layer_sizes, default=0), mean_leaf)
+        mean_leaf = total / max(1, n_leaves if n_leaves is not None else len(groups))
+        buffer = _BALANCE_BUFFER * max(first_layer, mean_leaf)
         per_gpu = total / len(budget) + buffer
         budget = [min(per_gpu, b) if b is not None else None for b in budget[:-1]] + [budget[-1]]
     if bnb:
@@ -351,7 +361,8 @@ def estimate_transformers(
             "device_map=None: every weight on the first GPU (model.to('cuda')), no CPU offload"
         )
     else:
-        where = auto_device_map(groups, free, bnb=fmt in _BNB_FORMATS)
+        leaves = sum(1 for t in tensors if not t.name.endswith(".bias"))
+        where = auto_device_map(groups, free, bnb=fmt in _BNB_FORMATS, n_leaves=leaves)
     placed: dict[int, int] = defaultdict(int)
     layers_on: dict[int, set[int]] = defaultdict(set)
     for key, sz in groups:

@@ -26,7 +26,8 @@ class DeviceTarget:
     native_dtypes: tuple[str, ...] = ()
     unified_memory: bool = False
     #: the largest single device buffer the runtime may create (Vulkan: ggml-vulkan's
-    #: ``max_memory_allocation_size``, what ``GGML_VK_FORCE_MAX_ALLOCATION_SIZE`` overrides);
+    #: ``max_memory_allocation_size``, what ``GGML_VK_FORCE_MAX_ALLOCATION_SIZE`` overrides;
+    #: SYCL: the device's ``max_mem_alloc_size``);
     #: None = the backend's default (:func:`oomkit.estimate.llamacpp_maxalloc.max_allocation_bytes`)
     max_allocation_bytes: int | None = None
 
@@ -41,9 +42,10 @@ class DeviceTarget:
         check_int(
             "max_allocation_bytes", self.max_allocation_bytes, lo=1, hi=MAX_BYTES, optional=True
         )
-        if self.max_allocation_bytes is not None and self.backend != "vulkan":
+        if self.max_allocation_bytes is not None and self.backend not in ("vulkan", "xpu"):
             raise InvalidSettingError(
-                f"max_allocation_bytes is the Vulkan per-buffer limit (maxMemoryAllocationSize); "
+                f"max_allocation_bytes is the Vulkan per-buffer limit (maxMemoryAllocationSize) "
+                f"or SYCL's (max_mem_alloc_size); "
                 f"device '{self.name}' uses the {self.backend} backend, which has none",
                 setting="max_allocation_bytes",
                 value=self.max_allocation_bytes,
