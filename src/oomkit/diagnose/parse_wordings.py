@@ -200,9 +200,115 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
+# issue 9, heldout12: TF's allocator dump and a Windows HRESULT (OOM texts that name no
+# memory), and how users word an OOM in prose (titles and sentences) beyond the phrases above
+_FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        # TF's BFC allocator (tensorflow/core/common_runtime/bfc_allocator.cc, later
+        # tensorflow/tsl/framework/bfc_allocator.cc DumpMemoryLog) prints its chunk summary only
+        # when an allocation failed ("ran out of memory trying to allocate ... Current allocation
+        # summary follows."); a paste often keeps the summary and loses the first line
+        ("in-use chunks", "chunks of size"),
+        re.compile(
+            r"Summary of in-use Chunks by size|Sum Total of in-use chunks:|"
+            r"\b\d{1,12} Chunks of size \d{1,20} totalling \d",
+            _I,
+        ),
+    ),
+    (
+        # an HRESULT E_OUTOFMEMORY (winerror.h 0x8007000E) in a WIL failure line, the form
+        # DirectML / ONNX Runtime's DML EP / D3D12 apps print (microsoft/wil:include/wil/
+        # result_macros.h: "%hs(%d) tid(%x) %08X %ws"); the text after the code is localized
+        ("8007000e",),
+        re.compile(
+            r"\btid\([0-9A-Fa-f]{1,8}\) 8007000E\b|"
+            r"\b(?:hr|hresult|error|code|failed with)\s{0,2}[:=]?\s{0,2}0x8007000E\b",
+            _I,
+        ),
+    ),
+    (
+        # "out of my 64G ram", "until out of GPU memory", "an out-of-CPU-memory error": the
+        # memory's owner or kind between "out of" and the memory word (bare "out of memory" is
+        # parse_extra's); not "copy the tensor out of CPU memory" (no running out before it)
+        ("out of", "out-of"),
+        re.compile(
+            r"\bout-of-(?:cpu|gpu|host|system|device|video|main)-(?:memory|ram)\b|"
+            r"\b(?:until|till|went|go(?:es)?|going|gets?|getting|got|is|are|was|were|being|be)"
+            r" (?:completely |almost |nearly |quickly )?out of (?:my |the |all |our )?"
+            r"(?:\d{1,4}(?:\.\d{1,2})? ?(?:G|GB|GiB|M|MB|MiB|T|TB) )?"
+            r"(?:cpu |gpu |system |host |main |physical |video |unified |device )?"
+            r"(?:memory|ram|vram)\b",
+            _I,
+        ),
+    ),
+    (
+        # exhaustion verbs with all of a memory as the object: "fills up the memory and gets
+        # killed", "consumes all RAM", "eats up all the VRAM", "until all memory is reserved";
+        # not "fill the buffer", "consumes less memory", "takes all GPU memory" (a runtime's
+        # preallocation, e.g. TF or vLLM by design)
+        ("fill", "consum", "eat", "ate ", "exhaust", "until"),
+        re.compile(
+            r"\b(?:fill(?:s|ed|ing)?|eat(?:s|ing)?|ate) up (?:all )?(?:of )?(?:the |my |our )?"
+            r"(?:available |entire |whole )?(?:\w{1,12} )?(?:memory|ram|vram)\b|"
+            r"\b(?:consum(?:es?|ed|ing)|eat(?:s|ing)?|ate|exhaust(?:s|ed|ing)?) (?:up )?all"
+            r" (?:of )?(?:the |my |our )?(?:available )?(?:\w{1,12} )?(?:memory|ram|vram)\b|"
+            r"\buntil (?:all )?(?:of )?(?:the |my )?(?:\w{1,12} )?(?:memory|ram|vram) "
+            r"(?:is|was|gets|got|has been) (?:all )?(?:reserved|used|consumed|exhausted|full|"
+            r"taken|gone)\b",
+            _I,
+        ),
+    ),
+    (
+        # the kernel's kill in prose: "the process is Killed", "program killed automatically",
+        # "training gets killed"; not a kill by the user, a signal named or a time limit, and
+        # not a scheduler's "job killed: <reason>" (its memory reason is the family above)
+        ("killed",),
+        re.compile(
+            r"\b(?:process|program|job|script|training|container|pod|worker|app|python)"
+            r"(?: (?:is|was|gets|got|get|has been|will be|keeps getting|always gets))?"
+            r" (?:\w{1,12}ly )?killed\b(?!\s{0,2}:)"
+            r"(?!.{0,80}(?:time ?out|timed out|wall ?time|time limit|run ?time|ctrl|sigterm|"
+            r"sigint|signal|sigsegv|by (?:the )?user|by me\b|manually|keyboard))",
+            _I,
+        ),
+    ),
+    (
+        # "a compute buffer that can't be allocated in the free VRAM", "cannot be allocated
+        # on the GPU (not enough memory)"; not "cannot be allocated on a meta device"
+        ("be allocated",),
+        re.compile(
+            r"(?:can ?not|can't|could ?n[o']t|cannot) be allocated\b"
+            r"(?=.{0,80}?(?:vram|free|headroom|enough|left\b|\d ?[KMGT]i?B\b))",
+            _I,
+        ),
+    ),
+    (
+        # a device's per-buffer limit in prose: "exceeded device buffer limits (1.94GB)", "exceeds
+        # the OpenCL max buffer size limit"; not a log's or a socket's buffer
+        ("buffer",),
+        re.compile(
+            r"\bexceed(?:s|ed|ing)? (?:the )?(?:device|gpu|opencl|vulkan|metal|cuda|max(?:imum)?|"
+            r"allocation)(?: \w{1,12})? buffer (?:size )?limits?\b",
+            _I,
+        ),
+    ),
+    (
+        # the Chinese-English "memory out" (显存溢出 word for word): "CUDA memory out", a line
+        # that ends "memory out of"; not "read the memory out of order" or "out of the device"
+        ("memory out",),
+        re.compile(
+            r"\b(?:gpu|cuda|video|device|vram) memory out\b"
+            r"(?! of (?:the|a|an|order|bounds|range|sync|place|date)\b)|"
+            r"\bmemory out(?: of)?\s{0,4}[.!。]?\s{0,4}$",
+            _I,
+        ),
+    ),
+)
+
+
 def harvested_match(line: str, low: str) -> re.Match[str] | None:
     """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES:
+    for needles, pattern in _FAMILIES + _FAMILIES_MORE:
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:
