@@ -1,9 +1,11 @@
 """Upstream wordings of OpenVINO's GPU plugin, torch_npu's ACL codes, ggml's context arena,
-TensorFlow's allocator dump and Windows' E_OUTOFMEMORY (issue 9, after heldout12).
+TensorFlow's allocator dump, Windows' E_OUTOFMEMORY, a SIGKILLed compiler and exit status 137
+(issue 9, after heldout12).
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`; recognised by
 :mod:`oomkit.diagnose.parse_limits` (OpenVINO, torch_npu), ``parse_hosts`` (ggml_init) and the
-generic fallback's families in ``parse_wordings`` (the BFC dump, the WIL failure line).
+generic fallback's families in ``parse_wordings`` (the BFC dump, the WIL failure line);
+``parse_other`` reads the compiler kills and the exit statuses.
 ``RUNTIMES`` are allocation failures, ``RUNTIMES_NOT_CAPACITY`` one buffer above a per-allocation
 limit, ``RUNTIMES_NEAR_MISSES`` the same words where nothing failed for lack of memory.
 """
@@ -89,6 +91,39 @@ RUNTIMES: tuple[Wording, ...] = (
     ),
 )
 
+_HOST_KILLS: tuple[Wording, ...] = (
+    _w(
+        "linux",
+        "gcc-mirror/gcc:gcc/gcc.cc (execute: '%s signal terminated program %s' with "
+        "strsignal(SIGKILL); 'the user or OOM killer nuked it')",
+        "%s signal terminated program %s",
+        "x86_64-linux-gnu-g++: fatal error: Killed signal terminated program cc1plus\n"
+        "compilation terminated.",
+    ),
+    _w(
+        "linux",
+        "NVIDIA nvcc (closed source; the driver's report of a SIGKILLed compiler stage)",
+        "nvcc error   : '%s' died due to signal 9 (Kill signal)",
+        "nvcc error   : 'cicc' died due to signal 9 (Kill signal)\nninja: build stopped: "
+        "subcommand failed.",
+    ),
+    _w(
+        "go",
+        "golang/go:src/os/exec_posix.go (ProcessState.String 'exit status %d'), as Ollama and "
+        "Go launchers print a child's exit",
+        "exit status %d",
+        "Error: llama runner process has terminated: exit status 137",
+    ),
+    _w(
+        "docker",
+        "moby/moby:container/state.go (State.String 'Exited (%d) %s ago', docker ps)",
+        "Exited (%d) %s ago",
+        "3f2a9c1b7d4e   vllm/vllm-openai:latest   Exited (137) 2 minutes ago",
+    ),
+)
+
+RUNTIMES = RUNTIMES + _HOST_KILLS
+
 RUNTIMES_NOT_CAPACITY: tuple[Wording, ...] = (
     _w(
         "openvino",
@@ -115,6 +150,11 @@ RUNTIMES_NEAR_MISSES: tuple[str, ...] = (
     # an HRESULT that is not E_OUTOFMEMORY, and the code as a bare number
     "Exception(3) tid(4a1c) 80070057 The parameter is incorrect.",
     "build 8007000 finished",
+    # a compiler stopped by Ctrl-C / a crash, a clean container exit, another exit status
+    "g++: fatal error: Terminated signal terminated program cc1plus",
+    "nvcc error   : 'cicc' died due to signal 11 (Invalid memory reference)",
+    "3f2a9c1b7d4e   vllm/vllm-openai:latest   Exited (0) 2 minutes ago",
+    "exit status 1371",
     # a seat, not a chunk of memory
     "seat already occupied : 12",
     "Summary of in-use seats by size",
