@@ -149,3 +149,52 @@ def test_the_tf_chunk_dump_alone_is_an_oom() -> None:
         "size 256 totalling 6.0KiB"
     )
     assert diagnose_text(dump).oom_found
+
+
+# "not enough memory" in the languages users write titles in
+_I18N = (
+    "El modelo da error de memoria insuficiente al cargar",
+    "No hay suficiente memoria para cargar el modelo",
+    "El proceso se quedó sin memoria",
+    "Erro: memória insuficiente ao carregar o modelo",
+    "Errore: memoria esaurita durante il training",
+    "Mémoire insuffisante pour charger le modèle",
+    "manque de mémoire GPU",
+    "Nicht genügend Arbeitsspeicher",
+    "Grafikspeicher ist voll",
+    "Недостаточно памяти для загрузки модели",
+    "не хватает видеопамяти",
+    "Память закончилась",
+    "bellek yetersiz",
+    "hết bộ nhớ khi chạy model",
+    "kehabisan memori saat training",
+    "显存被占满",
+    "內存不足",
+    "显存不够用",
+    "メモリが足りない",
+    "メモリー不足",
+    "메모리가 부족합니다",
+)
+
+_I18N_NEAR_MISSES = (
+    "nicht genügend Speicherplatz auf dem Datenträger",
+    "Festplattenspeicher voll",
+    "Speicher freigeben",
+    "hay suficiente memoria",
+    "un modelo sin memoria (stateless)",
+    "память освобождена",
+    "la mémoire est libérée",
+    "memória RAM: 16 GB",
+    "显存占用 12GB",
+)
+
+
+@pytest.mark.parametrize("text", _I18N)
+def test_translated_oom_is_recognised(text: str) -> None:
+    assert diagnose_text(text).oom_found, text
+    assert diagnose_text(f"2025-03-01 10:00:00,123 - ERROR - {text}").oom_found, text
+
+
+@pytest.mark.parametrize("text", _I18N_NEAR_MISSES)
+def test_translated_near_misses_are_not_an_oom(text: str) -> None:
+    assert not diagnose_text(text).oom_found, text

@@ -305,10 +305,74 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     ),
 )
 
+# issue 9: "not enough memory" in the languages users write titles in (beyond the CJK families
+# above), each with its own guard: German "Speicher" is also disk storage ("Speicherplatz"), a
+# Spanish/Portuguese model "sin/sem memória" is memoryless, so only the failure forms count
+_FAMILIES_I18N: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        # Spanish, Portuguese, Italian, French
+        ("memori", "memóri", "mémoire", "memoire"),
+        re.compile(
+            r"\bmem[oó]ria (?:insuficiente|insufficiente|esaurita|agotada|esgotada|llena|cheia)\b|"
+            r"\bno hay (?:suficiente )?memoria\b(?! de sobra)|"
+            r"\b(?:qued\w{0,6}|fic\w{0,5}|acab\w{0,5}|rimast\w{0,3}) (?:sin|sem|senza) "
+            r"mem[oó]ria\b|"
+            r"\bfalta de mem[oó]ria\b|"
+            r"\bm[ée]moire (?:insuffisante|satur[ée]e|pleine|[ée]puis[ée]e)\b|"
+            r"\b(?:manque|[àa] court|pas assez) de m[ée]moire\b",
+            _I,
+        ),
+    ),
+    (
+        # German (not "Speicherplatz", disk space)
+        ("speicher",),
+        re.compile(
+            r"\b(?:nicht (?:gen[üu]gend|genug)|zu wenig) (?:Arbeits|Grafik|GPU-?|Video|Haupt)?"
+            r"speicher(?:ressourcen)?\b|"
+            r"\b(?:Arbeits|Grafik|GPU-?|Video)speicher (?:ist |war )?(?:voll|ersch[öo]pft|"
+            r"reicht nicht|zu klein|l[äa]uft voll)\b",
+            _I,
+        ),
+    ),
+    (
+        # Russian
+        ("памят",),
+        re.compile(
+            r"(?:недостаточно|не хватает|не хватило|нехватка|нехватки) (?:\w{1,12} )?"
+            r"(?:видео)?памяти|"
+            r"памяти (?:недостаточно|не хватает|не хватило)|"
+            r"(?:закончилась|кончилась|исчерпана) (?:\w{1,12} )?память|"
+            r"память (?:закончилась|кончилась|исчерпана|переполнена)",
+            _I,
+        ),
+    ),
+    (
+        # Turkish, Vietnamese, Indonesian
+        ("bellek", "hafıza", "bộ nhớ", "memori", "ram"),
+        re.compile(
+            r"\b(?:bellek|hafıza) (?:yetersiz|doldu|yetmiyor)|\byetersiz (?:bellek|hafıza)\b|"
+            r"(?:hết|không đủ|thiếu) (?:bộ nhớ|ram\b|vram\b)|"
+            r"\bkehabisan (?:memori|ram|vram)\b|\bmemori (?:tidak cukup|habis|penuh)\b",
+            _I,
+        ),
+    ),
+    (
+        # Chinese "VRAM fully taken / not enough to use", traditional 內存; Japanese メモリー /
+        # が足りない; Korean with its subject particle (메모리가 부족)
+        ("显存", "内存", "顯存", "內存", "メモリ", "메모리", "램"),
+        re.compile(
+            r"(?:显存|内存|顯存|內存)(?:被|已|都|又)?(?:占满|佔滿|满了|滿了|吃满|吃滿|跑满|"
+            r"不够用|不夠用|爆满|不足|不夠|不够)|"
+            r"メモリー?(?:が|の)?(?:不足|足りな|足りま|枯渇)|"
+            r"(?:메모리|램)(?:가|이)? ?(?:부족|초과)"
+        ),
+    ),
+)
+
 
 def harvested_match(line: str, low: str) -> re.Match[str] | None:
     """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES + _FAMILIES_MORE:
+    for needles, pattern in _FAMILIES + _FAMILIES_MORE + _FAMILIES_I18N:
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:
