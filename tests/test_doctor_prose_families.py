@@ -41,6 +41,24 @@ _PROSE = (
     "a load-time compute buffer that can't be allocated in the slim free-VRAM headroom",
     "the KV cache cannot be allocated because not enough memory is left",
     "the buffer could not be allocated: 2.5 GiB requested",
+    # a memory full, maxed out, exhausted or over its limit
+    "GPU memory full when loading model",
+    "VRAM runs full after a few generations",
+    "RAM maxed out while loading",
+    "it maxes out my VRAM and crashes",
+    "VRAM exhaustion on long prompts",
+    "the VRAM is exhausted",
+    "hits the memory limit",
+    "Memory limit reached",
+    "exceeding available VRAM",
+    # running low, nothing left, more than there is
+    "crashes due to low memory",
+    "running low on VRAM",
+    "no VRAM left",
+    "requires more VRAM than available",
+    # a model against the card
+    "model too big for my GPU",
+    "model doesn't fit on a 24GB GPU",
     # a device's per-buffer limit in prose
     "At 512px the OpenCL decode graph previously exceeded device buffer limits (1.94GB",
     "the weights exceed the Vulkan max buffer size limit",
@@ -66,6 +84,16 @@ _PROSE_NEAR_MISSES = (
     "read the device memory out of order",
     "dump the GPU memory out of the device for debugging",
     "the memory outline of the model is in the appendix",
+    "load the model in VRAM full precision",
+    "a buffer full of zeros in memory",
+    "the memory full-scan took 3 s",
+    "the model does not exceed VRAM",
+    "fits on a 24GB GPU",
+    "set the memory limit to 8 GB",
+    "low memory mode enabled",
+    "with low VRAM settings it works",
+    "too big for the context window",
+    "doesn't fit in one line",
 )
 
 

@@ -283,6 +283,56 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # a memory full, maxed out, exhausted or over its limit, in titles: "GPU memory full
+        # when loading", "VRAM runs full", "RAM maxed out", "VRAM exhaustion", "hits the memory
+        # limit", "exceeds VRAM"; not "full precision", "full of zeros", "does not exceed VRAM"
+        ("full", "maxed", "max out", "maxes out", "exhaust", "limit", "exceed"),
+        re.compile(
+            r"\b(?:memory|ram|vram)(?: is| was| gets| got| becomes| became| runs?| ran| goes| went|"
+            r" being)?(?: completely| totally| almost| already)? full\b(?!-)(?!\s?(?:of|precision|"
+            r"model|size|speed|offload|load|fine|power|rank|weights?)\b)|"
+            r"\b(?:memory|ram|vram) (?:is |was |gets |got )?maxed out\b|"
+            r"\bmax(?:es|ed|ing)? out (?:my |the |all )?(?:\w{1,12} )?(?:memory|ram|vram)\b|"
+            r"\b(?:memory|ram|vram) exhaustion\b|"
+            r"\b(?:ram|vram) (?:is |was |gets |got |being )?exhausted\b|"
+            r"\bexhaust(?:s|ed|ing)? (?:the |all )?(?:\w{1,12} )?(?:ram|vram)\b|"
+            r"\b(?:memory|ram|vram) limit (?:was |is )?(?:reached|exceeded|hit)\b|"
+            r"\bhit(?:s|ting)? (?:the |my |its |a )?(?:\w{1,12} )?(?:memory|ram|vram) limit\b|"
+            r"\b(?:memory|ram|vram) (?:usage )?exceeded\b|"
+            r"(?<!not )(?<!n't )(?<!never )\bexceed(?:s|ed|ing)? (?:the |my |its )?(?:available |"
+            r"free |gpu |total )?(?:vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        # running low, nothing left, more than there is: "crashes due to low memory", "running
+        # low on VRAM", "no VRAM left", "requires more VRAM than available"
+        ("low", "left", "more vram", "more ram", "more gpu"),
+        re.compile(
+            r"\b(?:crash\w{0,4}|fail\w{0,4}|killed|dies|died|freez\w{0,3}|froze) (?:due to|"
+            r"because of|from|with|on) (?:the |a )?low (?:gpu |system |video |host )?"
+            r"(?:memory|vram|ram)\b|"
+            r"\b(?:running|runs?|ran) low on (?:gpu |system |video |host )?(?:memory|vram|ram)\b|"
+            r"\bno (?:free |available )?(?:vram|ram|gpu ram|video memory) left\b|"
+            r"\bmore (?:gpu |video )?(?:vram|ram|gpu memory) than (?:is )?(?:available|"
+            r"there is|i have|my|the|it has)\b",
+            _I,
+        ),
+    ),
+    (
+        # a model or card named against the GPU: "model too big for my GPU", "doesn't fit on a
+        # 24GB GPU" (the fit family above names only memory words)
+        ("too big", "too large", "fit "),
+        re.compile(
+            r"\btoo (?:large|big) (?:to fit )?(?:for|on|in|into) (?:my |the |a |an |this |your |"
+            r"one |single |a single )?(?:\d{1,4} ?G[Bi]?B? )?(?:gpu|card|graphics card|vram)\b|"
+            r"(?:does ?n[o']t|do ?n[o']t|won't|will not|can ?not|could ?n[o']t) fit (?:in|into|on)"
+            r" (?:my |a |one |single |a single |two |2 ?x ?)(?:\d{1,4} ?G[Bi]?B? )?"
+            r"(?:\w{1,12} )?(?:gpus?|cards?|vram)\b",
+            _I,
+        ),
+    ),
+    (
         # a device's per-buffer limit in prose: "exceeded device buffer limits (1.94GB)", "exceeds
         # the OpenCL max buffer size limit"; not a log's or a socket's buffer
         ("buffer",),
