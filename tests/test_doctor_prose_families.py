@@ -32,11 +32,6 @@ _PROSE = (
     "ComfyUI consumed all available memory during VAE decode",
     "it reloads until all memory is reserved and the machine crashes",
     "works until the GPU memory is full",
-    # the kernel's kill in prose
-    "at some point the process is Killed.",
-    "program killed automatically, for high resolution images",
-    "the training always gets killed at epoch 3",
-    "My container keeps getting killed when loading the model",
     # an allocation that cannot be placed
     "a load-time compute buffer that can't be allocated in the slim free-VRAM headroom",
     "the KV cache cannot be allocated because not enough memory is left",

@@ -259,20 +259,6 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
-        # the kernel's kill in prose: "the process is Killed", "program killed automatically",
-        # "training gets killed"; not a kill by the user, a signal named or a time limit, and
-        # not a scheduler's "job killed: <reason>" (its memory reason is the family above)
-        ("killed",),
-        re.compile(
-            r"\b(?:process|program|job|script|training|container|pod|worker|app|python)"
-            r"(?: (?:is|was|gets|got|get|has been|will be|keeps getting|always gets))?"
-            r" (?:\w{1,12}ly )?killed\b(?!\s{0,2}:)"
-            r"(?!.{0,80}(?:time ?out|timed out|wall ?time|time limit|run ?time|ctrl|sigterm|"
-            r"sigint|signal|sigsegv|by (?:the )?user|by me\b|manually|keyboard))",
-            _I,
-        ),
-    ),
-    (
         # "a compute buffer that can't be allocated in the free VRAM", "cannot be allocated
         # on the GPU (not enough memory)"; not "cannot be allocated on a meta device"
         ("be allocated",),
