@@ -53,6 +53,9 @@ Each family is the reporter's own wording, cited to the file that prints it:
   ``OOMKilled``); IBM Spectrum LSF ends the job with the exit reason ``TERM_MEMLIMIT: job killed
   after reaching LSF memory usage limit.`` (closed source; the exit reasons are listed in LSF's
   "Job exit information" documentation). The limit is the job's host RAM request.
+* ggml's context arena (``ggml-org/ggml:src/ggml.c`` ``ggml_init``): ``GGML_ASSERT(ctx->mem_buffer
+  != NULL)`` fails when the host malloc of a context (``ggml_aligned_malloc(mem_size)``) returned
+  NULL: host RAM (or the Windows commit limit), whichever backend holds the tensors.
 
 Every pattern is a literal or a bounded repetition: linear time on any line.
 """
@@ -140,6 +143,12 @@ _CONDOR = re.compile(
     r"(?:\. Peak usage: (?P<peak>\d{1,9}) megabytes)?"
 )
 _LSF = re.compile(r"TERM_MEMLIMIT: job killed after reaching LSF memory usage limit")
+# ggml's context arena (ggml-org/ggml:src/ggml.c ggml_init: ``ctx->mem_buffer = params.mem_buffer
+# ? params.mem_buffer : ggml_aligned_malloc(mem_size); GGML_ASSERT(ctx->mem_buffer != NULL);``):
+# the host malloc of a context's metadata/arena returned NULL. 2023 ggml prints "GGML_ASSERT:
+# ggml.c:4411: ctx->mem_buffer != NULL", current ggml "ggml.c:1685: GGML_ASSERT(ctx->mem_buffer
+# != NULL) failed"; the arena is always host RAM, whatever backend holds the tensors
+_GGML_INIT = re.compile(r"\bGGML_ASSERT\b.{0,300}?\bctx->mem_buffer != NULL\b")
 _PREFILTER = needles_re(
     (
         "gone over memory limit",
@@ -156,6 +165,7 @@ _PREFILTER = needles_re(
         "GenerationStatus",
         "available cache budget",
         "less than half of total memory",
+        "mem_buffer != NULL",
     )
 )
 
@@ -295,6 +305,15 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         )
     if "TERM_MEMLIMIT" in line and _LSF.search(line):
         return _ev("lsf", "host_oom", "lsf_term_memlimit", line, n)
+    if "mem_buffer != NULL" in line and _GGML_INIT.search(line):
+        return _ev(
+            "ggml",
+            "host_oom",
+            "ggml_init_mem_buffer_null",
+            line,
+            n,
+            detail="ggml_init: the context's host malloc returned NULL",
+        )
     m3 = _MS_HALF.search(line) if "less than half" in line else None
     if m3 is not None:
         return _ev(

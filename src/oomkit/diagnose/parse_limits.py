@@ -34,6 +34,19 @@ the runtime's own, cited to the file that prints it:
   ``PADDLE_ENFORCE(allocating <= available)`` (``paddle/fluid/platform/gpu_info.cc``
   ``GpuMaxChunkSize``: ``enforce allocating <= available failed, %d > %d``, the bytes the
   memory fraction asks for against the bytes free).
+* **OpenVINO's GPU plugin** (``openvinotoolkit/openvino:src/plugins/intel_gpu/src/runtime/
+  engine.cpp`` ``engine::check_allocatable``; ``ocl/ocl_engine.cpp`` in 2022-2023 releases): one
+  buffer above the device's ``max_alloc_mem_size``, ``[GPU] Exceeded max size of memory object
+  allocation: requested %d bytes, but max alloc size supported by device is %d bytes.`` (a
+  per-buffer limit, ``buffer_limit``), and the device total, ``[GPU] Exceeded max size of memory
+  allocation: Required %d bytes, already occupied : %d bytes, but available memory size is %d
+  bytes`` (an allocation failure: the engine's use plus the request against the device memory).
+* **Ascend's torch_npu** (``Ascend/pytorch:torch_npu/csrc/core/npu/NPUException.h``
+  ``NPU_CHECK_ERROR``: ``NPU function error: <call>, error code is <n>``) with the CANN runtime
+  codes of a failed device allocation (``rt_error_codes.h`` / ``acl_base.h``:
+  ``ACL_ERROR_RT_MEMORY_ALLOCATION = 207001`` "memory allocation error, only used by out of
+  memory", ``ACL_ERROR_RT_DEVIDE_OOM = 207018`` "device oom"); every other code (stream
+  timeouts 107027, AI Core exceptions 507015, operator errors 561002) is not memory.
 """
 
 from __future__ import annotations
@@ -74,8 +87,20 @@ _PADDLE_BAD = re.compile(r"paddle::memory::allocation::BadAlloc\b")
 _PADDLE_ENFORCE = re.compile(
     r"enforce allocating <= available failed, (?P<x>\d{1,20}) > (?P<f>\d{1,20})"
 )
+_OV_OBJECT = re.compile(
+    r"requested (?P<x>\d{1,20}) bytes,?\s{0,4}but max alloc size supported by device is "
+    r"(?P<m>\d{1,20}) bytes"
+)
+_OV_AVAILABLE = re.compile(
+    r"Required (?P<x>\d{1,20}) bytes,? already occupied\s{0,2}: (?P<u>\d{1,20}) bytes,?\s{0,4}"
+    r"but available memory size is (?P<t>\d{1,20}) bytes"
+)
+_NPU_OOM = re.compile(r"NPU function error:.{0,300}?error code is (?P<code>207001|207018)\b")
 
 _NEEDLES = (
+    "max alloc size supported by device",
+    "already occupied",
+    "error code is 2070",
     "ggml_metal_",
     "maxBufferSize",
     "maximum buffer size",
@@ -143,6 +168,18 @@ def _buffer(line: str, n: int) -> OomEvent | None:
                 allowed_bytes=to_int(m.group("m")),
                 detail=f"WebGPU's {what}",
             )
+    m = _OV_OBJECT.search(line) if "max alloc size supported" in line else None
+    if m is not None:
+        return _ev(
+            "openvino",
+            "buffer_limit",
+            "openvino_gpu_max_alloc_size",
+            line,
+            n,
+            requested_bytes=to_int(m.group("x")),
+            allowed_bytes=to_int(m.group("m")),
+            detail="OpenVINO GPU's max_alloc_mem_size",
+        )
     if _CL_SIZE.search(line):
         return _ev(
             "opencl",
@@ -174,6 +211,23 @@ def _event(line: str, n: int) -> OomEvent | None:
     found = _buffer(line, n)
     if found is not None:
         return found
+    m = _OV_AVAILABLE.search(line) if "already occupied" in line else None
+    if m is not None:
+        return _ev(
+            "openvino",
+            "gpu_alloc_failed",
+            "openvino_gpu_available_memory",
+            line,
+            n,
+            requested_bytes=to_int(m.group("x")),
+            process_in_use_bytes=to_int(m.group("u")),
+            total_bytes=to_int(m.group("t")),
+        )
+    m = _NPU_OOM.search(line) if "NPU function error" in line else None
+    if m is not None:
+        code = m.group("code")
+        name = "ACL_ERROR_RT_MEMORY_ALLOCATION" if code == "207001" else "ACL_ERROR_RT_DEVIDE_OOM"
+        return _ev("ascend", "gpu_alloc_failed", "torch_npu_acl_oom", line, n, detail=name)
     if _KV_PAGES.search(line):
         return _ev("tvm", "kv_slots_full", "tvm_paged_kv_full", line, n, stage="kv_full")
     m = _PADDLE_ENFORCE.search(line)

@@ -11,7 +11,9 @@
 * Linux ``mm/oom_kill.c``: ``Out of memory: Killed process PID (comm) total-vm:..kB, anon-rss:..kB``
   (and the cgroup, <= 4.18 ``Kill process ... or sacrifice child`` and ``invoked oom-killer``
   forms), a bare ``Killed`` from the shell, ``DataLoader worker (pid N) is killed by signal``,
-  ``exit code 137``.
+  ``exit code 137`` (also Go's ``exit status 137`` and ``docker ps``'s ``Exited (137)``), and a
+  compiler SIGKILLed while building an extension (gcc ``Killed signal terminated program
+  cc1plus``, nvcc ``'cicc' died due to signal 9 (Kill signal)``).
 * Windows: ``[WinError 1455] The paging file is too small``.
 """
 
@@ -113,7 +115,19 @@ _BASH_KILLED = re.compile(
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
 # complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
-_EXIT_137 = re.compile(r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled")
+# also Go's os/exec ExitError ("exit status %d", what Ollama and Go launchers print) and the
+# container status of `docker ps` (moby container/state.go State.String: "Exited (%d) %s ago")
+_EXIT_137 = re.compile(
+    r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled|\bexit status 137\b|\bExited \(137\)"
+)
+# a compiler killed by SIGKILL while building a CUDA extension (flash-attn, xformers, vLLM with
+# MAX_JOBS parallel jobs): gcc/gcc.cc execute() "%s signal terminated program %s" with
+# strsignal(SIGKILL) = "Killed" (gcc's own comment: "the user or OOM killer nuked it"), and
+# nvcc's "nvcc error   : 'cicc' died due to signal 9 (Kill signal)"
+_BUILD_KILLED = re.compile(
+    r"\bKilled signal terminated program (?P<prog>[\w.+-]{1,80})|"
+    r"'(?P<nvprog>[^'\n]{1,200})' died due to signal 9\b"
+)
 # Docker's State.OOMKilled prints false for every container that was not killed (moby
 # api/types/container State: "OOMKilled": false)
 _OOMKILLED_FALSE = re.compile(r"OOMKilled\W{0,4}\s{0,4}[:=]\s{0,4}\W{0,2}false\b", re.IGNORECASE)
@@ -155,6 +169,10 @@ _NEEDLES = (
     "paging file",
     "code 137",
     "code: 137",
+    "status 137",
+    "(137)",
+    "signal terminated program",
+    "due to signal 9",
     "code -9",
 )
 _PREFILTER = needles_re(_NEEDLES)
@@ -231,6 +249,18 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     if ("Killed" in line[-20:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed":
         # the shell's "Killed" (SIGKILL, the OOM killer's signal), also as a lone lower-case line
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
+    m7 = _BUILD_KILLED.search(line) if ("signal terminated" in line or "signal 9" in line) else None
+    if m7 is not None:
+        prog = (m7.group("prog") or m7.group("nvprog")).rsplit("/", 1)[-1].strip('"')
+        return _ev(
+            "linux",
+            "killed",
+            "compiler_killed",
+            line,
+            n,
+            process_name=prog,
+            detail="a compiler process of the build was SIGKILLed (parallel jobs, MAX_JOBS)",
+        )
     if _EXIT_137.search(line) and not ("OOMKilled" in line and _OOMKILLED_FALSE.search(line)):
         # Docker's State.OOMKilled / the kubelet's Reason OOMKilled: the kernel's OOM killer,
         # not any SIGKILL

@@ -200,9 +200,215 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
+# issue 9, heldout12: TF's allocator dump and a Windows HRESULT (OOM texts that name no
+# memory), and how users word an OOM in prose (titles and sentences) beyond the phrases above
+_FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        # TF's BFC allocator (tensorflow/core/common_runtime/bfc_allocator.cc, later
+        # tensorflow/tsl/framework/bfc_allocator.cc DumpMemoryLog) prints its chunk summary only
+        # when an allocation failed ("ran out of memory trying to allocate ... Current allocation
+        # summary follows."); a paste often keeps the summary and loses the first line
+        ("in-use chunks", "chunks of size"),
+        re.compile(
+            r"Summary of in-use Chunks by size|Sum Total of in-use chunks:|"
+            r"\b\d{1,12} Chunks of size \d{1,20} totalling \d",
+            _I,
+        ),
+    ),
+    (
+        # an HRESULT E_OUTOFMEMORY (winerror.h 0x8007000E) in a WIL failure line, the form
+        # DirectML / ONNX Runtime's DML EP / D3D12 apps print (microsoft/wil:include/wil/
+        # result_macros.h: "%hs(%d) tid(%x) %08X %ws"); the text after the code is localized
+        ("8007000e",),
+        re.compile(
+            r"\btid\([0-9A-Fa-f]{1,8}\) 8007000E\b|"
+            r"\b(?:hr|hresult|error|code|failed with)\s{0,2}[:=]?\s{0,2}0x8007000E\b",
+            _I,
+        ),
+    ),
+    (
+        # "out of my 64G ram", "until out of GPU memory", "an out-of-CPU-memory error": the
+        # memory's owner or kind between "out of" and the memory word (bare "out of memory" is
+        # parse_extra's); not "copy the tensor out of CPU memory" (no running out before it)
+        ("out of", "out-of"),
+        re.compile(
+            r"\bout-of-(?:cpu|gpu|host|system|device|video|main)-(?:memory|ram)\b|"
+            r"\b(?:until|till|went|go(?:es)?|going|gets?|getting|got|is|are|was|were|being|be)"
+            r" (?:completely |almost |nearly |quickly )?out of (?:my |the |all |our )?"
+            r"(?:\d{1,4}(?:\.\d{1,2})? ?(?:G|GB|GiB|M|MB|MiB|T|TB) )?"
+            r"(?:cpu |gpu |system |host |main |physical |video |unified |device )?"
+            r"(?:memory|ram|vram)\b",
+            _I,
+        ),
+    ),
+    (
+        # exhaustion verbs with all of a memory as the object: "fills up the memory and gets
+        # killed", "consumes all RAM", "eats up all the VRAM", "until all memory is reserved";
+        # not "fill the buffer", "consumes less memory", "takes all GPU memory" (a runtime's
+        # preallocation, e.g. TF or vLLM by design)
+        ("fill", "consum", "eat", "ate ", "exhaust", "until"),
+        re.compile(
+            r"\b(?:fill(?:s|ed|ing)?|eat(?:s|ing)?|ate) up (?:all )?(?:of )?(?:the |my |our )?"
+            r"(?:available |entire |whole )?(?:\w{1,12} )?(?:memory|ram|vram)\b|"
+            r"\b(?:consum(?:es?|ed|ing)|eat(?:s|ing)?|ate|exhaust(?:s|ed|ing)?) (?:up )?all"
+            r" (?:of )?(?:the |my |our )?(?:available )?(?:\w{1,12} )?(?:memory|ram|vram)\b|"
+            r"\buntil (?:all )?(?:of )?(?:the |my )?(?:\w{1,12} )?(?:memory|ram|vram) "
+            r"(?:is|was|gets|got|has been) (?:all )?(?:reserved|used|consumed|exhausted|full|"
+            r"taken|gone)\b",
+            _I,
+        ),
+    ),
+    (
+        # "a compute buffer that can't be allocated in the free VRAM", "cannot be allocated
+        # on the GPU (not enough memory)"; not "cannot be allocated on a meta device"
+        ("be allocated",),
+        re.compile(
+            r"(?:can ?not|can't|could ?n[o']t|cannot) be allocated\b"
+            r"(?=.{0,80}?(?:vram|free|headroom|enough|left\b|\d ?[KMGT]i?B\b))",
+            _I,
+        ),
+    ),
+    (
+        # a memory full, maxed out, exhausted or over its limit, in titles: "GPU memory full
+        # when loading", "VRAM runs full", "RAM maxed out", "VRAM exhaustion", "hits the memory
+        # limit", "exceeds VRAM"; not "full precision", "full of zeros", "does not exceed VRAM"
+        ("full", "maxed", "max out", "maxes out", "exhaust", "limit", "exceed"),
+        re.compile(
+            r"\b(?:memory|ram|vram)(?: is| was| gets| got| becomes| became| runs?| ran| goes| went|"
+            r" being)?(?: completely| totally| almost| already)? full\b(?!-)(?!\s?(?:of|precision|"
+            r"model|size|speed|offload|load|fine|power|rank|weights?)\b)|"
+            r"\b(?:memory|ram|vram) (?:is |was |gets |got )?maxed out\b|"
+            r"\bmax(?:es|ed|ing)? out (?:my |the |all )?(?:\w{1,12} )?(?:memory|ram|vram)\b|"
+            r"\b(?:memory|ram|vram) exhaustion\b|"
+            r"\b(?:ram|vram) (?:is |was |gets |got |being )?exhausted\b|"
+            r"\bexhaust(?:s|ed|ing)? (?:the |all )?(?:\w{1,12} )?(?:ram|vram)\b|"
+            r"\b(?:memory|ram|vram) limit (?:was |is )?(?:reached|exceeded|hit)\b|"
+            r"\bhit(?:s|ting)? (?:the |my |its |a )?(?:\w{1,12} )?(?:memory|ram|vram) limit\b|"
+            r"\b(?:memory|ram|vram) (?:usage )?exceeded\b|"
+            r"(?<!not )(?<!n't )(?<!never )\bexceed(?:s|ed|ing)? (?:the |my |its )?(?:available |"
+            r"free |gpu |total )?(?:vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        # running low, nothing left, more than there is: "crashes due to low memory", "running
+        # low on VRAM", "no VRAM left", "requires more VRAM than available"
+        ("low", "left", "more vram", "more ram", "more gpu"),
+        re.compile(
+            r"\b(?:crash\w{0,4}|fail\w{0,4}|killed|dies|died|freez\w{0,3}|froze) (?:due to|"
+            r"because of|from|with|on) (?:the |a )?low (?:gpu |system |video |host )?"
+            r"(?:memory|vram|ram)\b|"
+            r"\b(?:running|runs?|ran) low on (?:gpu |system |video |host )?(?:memory|vram|ram)\b|"
+            r"\bno (?:free |available )?(?:vram|ram|gpu ram|video memory) left\b|"
+            r"\bmore (?:gpu |video )?(?:vram|ram|gpu memory) than (?:is )?(?:available|"
+            r"there is|i have|my|the|it has)\b",
+            _I,
+        ),
+    ),
+    (
+        # a model or card named against the GPU: "model too big for my GPU", "doesn't fit on a
+        # 24GB GPU" (the fit family above names only memory words)
+        ("too big", "too large", "fit "),
+        re.compile(
+            r"\btoo (?:large|big) (?:to fit )?(?:for|on|in|into) (?:my |the |a |an |this |your |"
+            r"one |single |a single )?(?:\d{1,4} ?G[Bi]?B? )?(?:gpu|card|graphics card|vram)\b|"
+            r"(?:does ?n[o']t|do ?n[o']t|won't|will not|can ?not|could ?n[o']t) fit (?:in|into|on)"
+            r" (?:my |a |one |single |a single |two |2 ?x ?)(?:\d{1,4} ?G[Bi]?B? )?"
+            r"(?:\w{1,12} )?(?:gpus?|cards?|vram)\b",
+            _I,
+        ),
+    ),
+    (
+        # a device's per-buffer limit in prose: "exceeded device buffer limits (1.94GB)", "exceeds
+        # the OpenCL max buffer size limit"; not a log's or a socket's buffer
+        ("buffer",),
+        re.compile(
+            r"\bexceed(?:s|ed|ing)? (?:the )?(?:device|gpu|opencl|vulkan|metal|cuda|max(?:imum)?|"
+            r"allocation)(?: \w{1,12})? buffer (?:size )?limits?\b",
+            _I,
+        ),
+    ),
+    (
+        # the Chinese-English "memory out" (显存溢出 word for word): "CUDA memory out", a line
+        # that ends "memory out of"; not "read the memory out of order" or "out of the device"
+        ("memory out",),
+        re.compile(
+            r"\b(?:gpu|cuda|video|device|vram) memory out\b"
+            r"(?! of (?:the|a|an|order|bounds|range|sync|place|date)\b)|"
+            r"\bmemory out(?: of)?\s{0,4}[.!。]?\s{0,4}$",
+            _I,
+        ),
+    ),
+)
+
+# issue 9: "not enough memory" in the languages users write titles in (beyond the CJK families
+# above), each with its own guard: German "Speicher" is also disk storage ("Speicherplatz"), a
+# Spanish/Portuguese model "sin/sem memória" is memoryless, so only the failure forms count
+_FAMILIES_I18N: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        # Spanish, Portuguese, Italian, French
+        ("memori", "memóri", "mémoire", "memoire"),
+        re.compile(
+            r"\bmem[oó]ria (?:insuficiente|insufficiente|esaurita|agotada|esgotada|llena|cheia)\b|"
+            r"\bno hay (?:suficiente )?memoria\b(?! de sobra)|"
+            r"\b(?:qued\w{0,6}|fic\w{0,5}|acab\w{0,5}|rimast\w{0,3}) (?:sin|sem|senza) "
+            r"mem[oó]ria\b|"
+            r"\bfalta de mem[oó]ria\b|"
+            r"\bm[ée]moire (?:insuffisante|satur[ée]e|pleine|[ée]puis[ée]e)\b|"
+            r"\b(?:manque|[àa] court|pas assez) de m[ée]moire\b",
+            _I,
+        ),
+    ),
+    (
+        # German (not "Speicherplatz", disk space)
+        ("speicher",),
+        re.compile(
+            r"\b(?:nicht (?:gen[üu]gend|genug)|zu wenig) (?:Arbeits|Grafik|GPU-?|Video|Haupt)?"
+            r"speicher(?:ressourcen)?\b|"
+            r"\b(?:Arbeits|Grafik|GPU-?|Video)speicher (?:ist |war )?(?:voll|ersch[öo]pft|"
+            r"reicht nicht|zu klein|l[äa]uft voll)\b",
+            _I,
+        ),
+    ),
+    (
+        # Russian
+        ("памят",),
+        re.compile(
+            r"(?:недостаточно|не хватает|не хватило|нехватка|нехватки) (?:\w{1,12} )?"
+            r"(?:видео)?памяти|"
+            r"памяти (?:недостаточно|не хватает|не хватило)|"
+            r"(?:закончилась|кончилась|исчерпана) (?:\w{1,12} )?память|"
+            r"память (?:закончилась|кончилась|исчерпана|переполнена)",
+            _I,
+        ),
+    ),
+    (
+        # Turkish, Vietnamese, Indonesian
+        ("bellek", "hafıza", "bộ nhớ", "memori", "ram"),
+        re.compile(
+            r"\b(?:bellek|hafıza) (?:yetersiz|doldu|yetmiyor)|\byetersiz (?:bellek|hafıza)\b|"
+            r"(?:hết|không đủ|thiếu) (?:bộ nhớ|ram\b|vram\b)|"
+            r"\bkehabisan (?:memori|ram|vram)\b|\bmemori (?:tidak cukup|habis|penuh)\b",
+            _I,
+        ),
+    ),
+    (
+        # Chinese "VRAM fully taken / not enough to use", traditional 內存; Japanese メモリー /
+        # が足りない; Korean with its subject particle (메모리가 부족)
+        ("显存", "内存", "顯存", "內存", "メモリ", "메모리", "램"),
+        re.compile(
+            r"(?:显存|内存|顯存|內存)(?:被|已|都|又)?(?:占满|佔滿|满了|滿了|吃满|吃滿|跑满|"
+            r"不够用|不夠用|爆满|不足|不夠|不够)|"
+            r"メモリー?(?:が|の)?(?:不足|足りな|足りま|枯渇)|"
+            r"(?:메모리|램)(?:가|이)? ?(?:부족|초과)"
+        ),
+    ),
+)
+
+
 def harvested_match(line: str, low: str) -> re.Match[str] | None:
     """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES:
+    for needles, pattern in _FAMILIES + _FAMILIES_MORE + _FAMILIES_I18N:
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:

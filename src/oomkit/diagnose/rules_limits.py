@@ -12,6 +12,8 @@
   allocator asks for ``FLAGS_fraction_of_gpu_memory_to_use`` of the device at once and fails when
   less than that is free, whoever holds the rest (another process, or this process's own first
   pool when a second one is created): the message cannot tell which.
+* OpenVINO's GPU plugin over the device total and torch_npu's ACL allocation codes (207001,
+  207018) carry no share of a batch or of the weights: cause ``unknown``, the levers named.
 """
 
 from __future__ import annotations
@@ -99,6 +101,54 @@ def _paddle_chunk(e: OomEvent) -> Analysis:
     )
 
 
+def _openvino_total(e: OomEvent) -> Analysis:
+    x, u, t = e.requested_bytes, e.process_in_use_bytes, e.total_bytes
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        explanation=f"OpenVINO's GPU plugin refused a buffer of {size_text(x)}: its engine "
+        f"already holds {size_text(u)} and the device offers {size_text(t)} "
+        "(engine::check_allocatable). Whether the weights or one step's buffers (a long prompt's "
+        "attention, a large batch) fill it is not in the message: a shorter input that still "
+        "fails means the model.",
+        fixes=(
+            generic(
+                "Shorten the input or the batch",
+                "the step's buffers grow with the tokens and the batch; the weights do not.",
+                ("a shorter prompt / max_new_tokens", "batch_size //= 2"),
+            ),
+            generic(
+                "Use int4/int8 weights",
+                "compressed weights leave room on the GPU for the step's buffers.",
+                ("optimum-cli export openvino --weight-format int4 ...",),
+            ),
+        ),
+    )
+
+
+def _npu_acl(e: OomEvent) -> Analysis:
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        explanation=f"An Ascend NPU call returned {e.detail}: the device (HBM) memory allocation "
+        "failed. The message carries no sizes, so whether the model, the batch or another "
+        "process on the card filled it cannot be told from it; `npu-smi info` shows what the "
+        "card holds.",
+        fixes=(
+            generic(
+                "Check what holds the NPU, then lower the batch or the sequence length",
+                "activations grow with both; the weights do not.",
+                ("npu-smi info", "batch_size //= 2"),
+            ),
+            generic(
+                "Let the caching allocator grow in expandable segments",
+                "torch_npu's allocator takes the same settings as PyTorch's.",
+                ("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True",),
+            ),
+        ),
+    )
+
+
 def analyze_limits(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the events of ``parse_limits``, or ``None`` when ``e`` is not one of them."""
     del ctx  # these messages carry what decides them
@@ -108,4 +158,8 @@ def analyze_limits(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _paged_kv(e)
     if e.format == "paddle_enforce_available":
         return _paddle_chunk(e)
+    if e.format == "openvino_gpu_available_memory":
+        return _openvino_total(e)
+    if e.format == "torch_npu_acl_oom":
+        return _npu_acl(e)
     return None

@@ -50,6 +50,9 @@ _ANCHORS = (
     "illed",  # Killed, killed (OOM killer, shell, Ollama "signal: killed")
     "KV cache",  # vLLM capacity errors
     "status 5",  # Metal command buffer failure
+    "mem_buffer != NULL",  # ggml_init's host malloc (parse_hosts)
+    "in-use ",  # TF BFC allocator's dump after a failed allocation (parse_wordings)
+    "Chunks of size",
     # localized UIs (upstream_wordings.py): 存 of 显存/内存/顯存/內存, 記憶體, メモリ, 메모리; a
     # wider-kind needle in an ASCII log costs nothing
     "存",

@@ -34,13 +34,18 @@ from oomkit.diagnose.upstream_wordings_limits import (
     LIMITS_NEAR_MISSES,
     LIMITS_NOT_CAPACITY,
 )
+from oomkit.diagnose.upstream_wordings_runtimes import (
+    RUNTIMES,
+    RUNTIMES_NEAR_MISSES,
+    RUNTIMES_NOT_CAPACITY,
+)
 from oomkit.diagnose.upstream_wordings_stacks import FRAMEWORKS, OS, SERVING
 
 __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
 #: Every harvested wording, family by family.
 WORDINGS: tuple[Wording, ...] = (
-    TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS + LIMITS
+    TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS + LIMITS + RUNTIMES
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -55,6 +60,7 @@ NOT_CAPACITY: tuple[Wording, ...] = (
     ),
     *LIBS_NOT_CAPACITY,
     *LIMITS_NOT_CAPACITY,
+    *RUNTIMES_NOT_CAPACITY,
 )
 
 #: Texts with the same words that no runtime prints on a failed allocation.
@@ -95,4 +101,5 @@ NEAR_MISSES: tuple[str, ...] = (
     "GPU loading succeeded",
     *HOSTS_NEAR_MISSES,
     *LIMITS_NEAR_MISSES,
+    *RUNTIMES_NEAR_MISSES,
 )
