@@ -71,6 +71,7 @@ DEVELOPMENT_PARTS = (
     "heldout10",
     "heldout11",
     "heldout12",
+    "heldout13",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
