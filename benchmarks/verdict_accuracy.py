@@ -15,7 +15,10 @@ Records (one JSON object a line): ``id``,
 ``vram`` (optional override, e.g. ``"8GiB"``), ``ram`` (optional: the host's installed RAM
 when the source states it, e.g. ``"8GiB"``), ``settings`` (other InferenceSettings fields as
 the thread states them), ``os``/``display`` (optional platform facts), ``backend`` (optional:
-the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan``), ``env``
+the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan``),
+``vulkan_driver`` (optional: the Vulkan driver the log names, ``radv``/``amdvlk``/
+``amd-proprietary``; sets the device's per-buffer limit, oomkit.estimate.llamacpp_maxalloc),
+``env``
 (optional: environment variables the run set that the runtime reads, e.g. ``{"VLLM_USE_V1":
 "0"}``; set for that record's estimate only),
 ``outcome`` (``oom``: died of OOM at load or on the first request; ``ok``: loaded and ran),
@@ -116,6 +119,14 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
         hw = dataclasses.replace(
             hw,
             devices=tuple(dataclasses.replace(d, backend=backend) for d in hw.devices),
+        )
+    if rec.get("vulkan_driver"):  # the driver's maxMemoryAllocationSize (AMDVLK: 2 GiB)
+        from oomkit.estimate.llamacpp_maxalloc import vulkan_driver_limit
+
+        lim = vulkan_driver_limit(rec["vulkan_driver"])
+        hw = dataclasses.replace(
+            hw,
+            devices=tuple(dataclasses.replace(d, max_allocation_bytes=lim) for d in hw.devices),
         )
     env = {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", **(rec.get("env") or {})}
     before = {k: os.environ.get(k) for k in env}

@@ -171,3 +171,37 @@ def test_the_limit_is_refused_outside_vulkan() -> None:
     with pytest.raises(InvalidSettingError, match="Vulkan per-buffer limit"):
         DeviceTarget(name="RTX 4090", backend="cuda", max_allocation_bytes=1 << 30)
     assert DeviceTarget(name="iGPU", backend="vulkan", max_allocation_bytes=1 << 30)
+
+
+def _strix(driver: str, model: str, quant: str) -> Estimate:
+    """kyuz0/amd-strix-halo-toolboxes' llama-bench: -ngl 99 -mmp 0, pp512 (ctx 512), b6486."""
+    from oomkit.estimate.llamacpp_maxalloc import vulkan_driver_limit
+
+    s = InferenceSettings(runtime="llama.cpp", quant=quant, ctx=512, runtime_version="b6486")
+    return estimate(model, s, _hw("vulkan", limit=vulkan_driver_limit(driver)), offline=True)
+
+
+def test_amdvlk_refuses_gemma3_27b_bf16_tied_output_that_radv_takes() -> None:
+    """AMDVLK#413 / llama.cpp#15054: the same gemma-3-27b BF16 GGUF on the same Strix Halo dies
+    on AMDVLK ('Device memory allocation of size 2819260416 failed') and runs on RADV: its tied
+    token_embd (262208 x 5376 BF16) is copied to the GPU as the output weight, above AMDVLK's
+    2 GiB maxMemoryAllocationSize and under RADV's 4 GB."""
+    dead = _strix("amdvlk", "gemma-3-27b", "BF16").blockers
+    assert len(dead) == 1
+    assert "weight tensor 'output.weight(tied)'" in dead[0]
+    assert "(2819260416 bytes)" in dead[0]  # the size the AMDVLK log says failed
+    assert f"({2**31} bytes)" in dead[0]
+    assert _strix("radv", "gemma-3-27b", "BF16").blockers == ()
+    # gpt-oss-120b MXFP4 ran on the same AMDVLK toolbox (build 6486): no tensor above 2 GiB
+    assert _strix("amdvlk", "gpt-oss-120b", "MXFP4").blockers == ()
+
+
+def test_vulkan_driver_names() -> None:
+    """The short names and the driverName ggml-vulkan prints on its device line."""
+    from oomkit.estimate.llamacpp_maxalloc import vulkan_driver_limit
+
+    assert vulkan_driver_limit("radv") == VULKAN_MAX_ALLOCATION_BYTES == 0xFFFFFFFC
+    assert vulkan_driver_limit("AMD open-source driver") == 2**31
+    assert vulkan_driver_limit("AMD proprietary driver") == vulkan_driver_limit("amd-proprietary")
+    with pytest.raises(InvalidSettingError, match="unknown Vulkan driver 'nvk'"):
+        vulkan_driver_limit("nvk")

@@ -43,12 +43,24 @@ PR #5270, Feb 2024, which made the SYCL buffer type's ``get_max_size`` the devic
 one allocation until PR #15815, so a graph above 4 GiB fails ("failed to allocate SYCL0
 buffer of size 7573604352", Arc A770, llama.cpp#10421). The default is 4 GiB; the driver's
 exact ``max_mem_alloc_size`` goes in :attr:`DeviceTarget.max_allocation_bytes`.
+
+Which Vulkan driver (:data:`VULKAN_DRIVER_MAX_ALLOCATION_BYTES`, :func:`vulkan_driver_limit`):
+ggml-vulkan prints the driver's ``VkPhysicalDeviceDriverProperties::driverName`` on its device
+line ("ggml_vulkan: 0 = Radeon 8060S Graphics (AMD open-source driver) | uma: 1", b6486), so a
+log names it: ``radv`` (Mesa) reports ``0xFFFFFFFC``; AMDVLK ("AMD open-source driver") and
+AMD's Windows driver ("AMD proprietary driver") report ``0x80000000`` (2 GiB: AMDVLK#413,
+kyuz0, Aug 2025: maxMemoryAllocationSize 0x80000000 on a Strix Halo; llama.cpp#15054,
+0cc4m: "This is 2GB on amdvlk and the proprietary AMD drivers, and 4GB on RADV"). The same
+gemma-3-27b BF16 GGUF on the same Strix Halo dies on AMDVLK ("Device memory allocation of
+size 2819260416 failed": its tied ``token_embd``, 262208 x 5376 x 2 bytes, duplicated as the
+GPU's output weight) and runs on RADV (kyuz0/amd-strix-halo-toolboxes benchmark/results).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.llamacpp_compute import GraphShape, backend_graph_shape, build_graph
 from oomkit.estimate.llamacpp_kv import KvPlan
 from oomkit.estimate.llamacpp_params import LlamaCppParams
@@ -60,15 +72,31 @@ from oomkit.units import format_bytes
 
 __all__ = [
     "SYCL_MAX_ALLOCATION_BYTES",
+    "VULKAN_DRIVER_MAX_ALLOCATION_BYTES",
     "VULKAN_MAX_ALLOCATION_BYTES",
     "device_blockers",
     "largest_graph_tensor",
     "max_allocation_blockers",
     "max_allocation_bytes",
+    "vulkan_driver_limit",
 ]
 
 #: Mesa RADV's maxMemoryAllocationSize (radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE)
 VULKAN_MAX_ALLOCATION_BYTES = 0xFFFFFFFC
+
+#: maxMemoryAllocationSize per Vulkan driver, keyed by oomkit's short name (see the module doc)
+VULKAN_DRIVER_MAX_ALLOCATION_BYTES: Mapping[str, int] = {
+    "radv": VULKAN_MAX_ALLOCATION_BYTES,
+    "amdvlk": 2**31,
+    "amd-proprietary": 2**31,
+}
+
+#: the driverName ggml-vulkan prints on its device line -> the short name
+_DRIVER_NAMES: Mapping[str, str] = {
+    "radv": "radv",
+    "amd open-source driver": "amdvlk",
+    "amd proprietary driver": "amd-proprietary",
+}
 
 #: Level Zero's default single-allocation limit (4 GB without relaxed allocation limits)
 SYCL_MAX_ALLOCATION_BYTES = 4 * 2**30
@@ -88,6 +116,7 @@ SOURCE = (
     "ggml-vulkan.cpp ggml_vk_create_buffer (size > max_memory_allocation_size fails); "
     "ggml-alloc.c one compute buffer before llama.cpp PR #15815, chunks after; "
     "Mesa radv_constants.h RADV_MAX_MEMORY_ALLOCATION_SIZE; llama.cpp#15009; "
+    "AMDVLK and AMD proprietary 2 GiB (AMDVLK#413, llama.cpp#15054); "
     "ggml-sycl.cpp sycl::malloc_device under Level Zero's 4 GB limit (compute-runtime "
     "ALLOCATIONS_GREATER_THAN_4GB.md, llama.cpp#5250, #10421)"
 )
@@ -106,6 +135,30 @@ def max_allocation_bytes(dev: DeviceTarget) -> int | None:
     if dev.max_allocation_bytes is not None:
         return dev.max_allocation_bytes
     return _DEFAULTS.get(dev.backend)
+
+
+def vulkan_driver_limit(driver: str) -> int:
+    """maxMemoryAllocationSize of a Vulkan ``driver``: a short name or the printed driverName.
+
+    >>> vulkan_driver_limit("amdvlk")
+    2147483648
+    >>> vulkan_driver_limit("AMD open-source driver") == vulkan_driver_limit("amdvlk")
+    True
+
+    Raises:
+        InvalidSettingError: a driver whose limit is not known here.
+    """
+    key = driver.strip().lower()
+    key = _DRIVER_NAMES.get(key, key)
+    if key not in VULKAN_DRIVER_MAX_ALLOCATION_BYTES:
+        raise InvalidSettingError(
+            f"unknown Vulkan driver {driver!r}; known: "
+            + ", ".join(sorted(VULKAN_DRIVER_MAX_ALLOCATION_BYTES))
+            + " (or give the device's maxMemoryAllocationSize as max_allocation_bytes)",
+            setting="vulkan_driver",
+            value=driver,
+        )
+    return VULKAN_DRIVER_MAX_ALLOCATION_BYTES[key]
 
 
 def largest_graph_tensor(
