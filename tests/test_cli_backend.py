@@ -180,3 +180,26 @@ def test_plan_takes_the_backend_and_turns_flash_attention_on(
                        "--backend", "vulkan")  # fmt: skip
     assert code == 2
     assert "--backend" in err
+
+
+def test_vulkan_driver_sets_the_per_buffer_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    """kyuz0's Strix Halo llama-bench (b6486, -ngl 99, ctx 512): gemma-3-27b BF16's tied output
+    weight (2819260416 bytes) dies on AMDVLK (2 GiB per allocation) and runs on RADV."""
+    args = ("estimate", "gemma-3-27b", "-r", "llama.cpp", "-q", "BF16", "--ctx", "512")
+    args += ("--gpu", STRIX, "--backend", "vulkan", "--runtime-version", "b6486", "--offline")
+    code, out, _ = run(capsys, *args, "--vulkan-driver", "amdvlk")
+    assert code == 3
+    assert "'output.weight(tied)' of 2.63 GiB (2819260416 bytes)" in out
+    assert "(2147483648 bytes)" in out
+    code, out, _ = run(capsys, *args, "--vulkan-driver", "radv")
+    assert code == 0
+    assert "allocation" not in out
+
+
+def test_vulkan_driver_without_vulkan_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(capsys, *ARGS, "--gpu", STRIX, "--vulkan-driver", "amdvlk")
+    assert code == 2
+    assert "--vulkan-driver amdvlk: no GPU runs llama.cpp's Vulkan backend" in err
+    assert "Traceback" not in err

@@ -109,6 +109,12 @@ __all__ = ["estimate_command", "render_suggestions"]
     "Intel; vulkan runs on NVIDIA, AMD and Intel GPUs and has a per-buffer allocation limit)",
 )
 @click.option(
+    "--vulkan-driver",
+    type=click.Choice(["radv", "amdvlk", "amd-proprietary"], case_sensitive=False),
+    help="llama.cpp --backend vulkan: the driver ggml_vulkan's device line names (radv; "
+    "amdvlk = 'AMD open-source driver', amd-proprietary: both cap one buffer at 2 GiB)",
+)
+@click.option(
     "--device-map",
     type=click.Choice(["auto", "none"]),
     help="transformers: auto (from_pretrained(device_map='auto'), accepting CPU offload of what "

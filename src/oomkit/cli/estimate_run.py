@@ -72,6 +72,7 @@ def run_estimate(
     draft_cache_type_v: str | None = None,
     draft_device: str | None = None,
     backend: str | None = None,
+    vulkan_driver: str | None = None,
     device: str | None = None,
     prompt_logprobs: bool | None = None,
     explain: bool,
@@ -88,7 +89,7 @@ def run_estimate(
         parse_tensor_split,
         warn_ignored,
     )
-    from oomkit.cli.gpu_choice import choose_hardware, with_backend
+    from oomkit.cli.gpu_choice import choose_hardware, with_backend, with_vulkan_driver
     from oomkit.estimate.registry import normalize_runtime
 
     want_max = ctx == CTX_MAX
@@ -198,6 +199,7 @@ def run_estimate(
         gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
     )
     hardware = with_backend(choice.hardware, backend, canonical, named=gpu is not None)
+    hardware = with_vulkan_driver(hardware, vulkan_driver)
     from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 
     platform = Platform(

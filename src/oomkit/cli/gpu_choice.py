@@ -303,3 +303,31 @@ def with_backend(
             )
         devices.append(dataclasses.replace(d, backend=backend))
     return dataclasses.replace(hardware, devices=tuple(devices))
+
+
+def with_vulkan_driver(hardware: Hardware, driver: str | None) -> Hardware:
+    """``--vulkan-driver``: each Vulkan device's per-buffer limit from its driver (AMDVLK and
+    AMD's proprietary driver: 2 GiB; :func:`oomkit.estimate.llamacpp_maxalloc.vulkan_driver_limit`).
+
+    Raises:
+        InvalidSettingError: a driver is given but no device runs llama.cpp's Vulkan backend.
+    """
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.llamacpp_maxalloc import vulkan_driver_limit
+
+    if driver is None:
+        return hardware
+    limit = vulkan_driver_limit(driver)
+    if not any(d.backend == "vulkan" for d in hardware.devices):
+        raise InvalidSettingError(
+            f"--vulkan-driver {driver}: no GPU runs llama.cpp's Vulkan backend "
+            "(add --backend vulkan)",
+            setting="--vulkan-driver",
+        )
+    return dataclasses.replace(
+        hardware,
+        devices=tuple(
+            dataclasses.replace(d, max_allocation_bytes=limit) if d.backend == "vulkan" else d
+            for d in hardware.devices
+        ),
+    )
