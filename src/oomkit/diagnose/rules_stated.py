@@ -35,7 +35,7 @@ def fallback(result: Analysis) -> bool:
 # means N. "during the second step" places a step, not completed ones, and is not read.
 _AFTER_STEPS = re.compile(
     r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
-    r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
+    r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?(?:\s*[-–~]\s*\d{1,7})?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
     r"|hundreds\s+of))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
     r"|images?|requests?|times|rounds?|hours?)\b"
 )
@@ -54,6 +54,12 @@ _GROWTH_WORDS = re.compile(
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
     r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
     r"|\bmore\s+and\s+more\b"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+with\s+(?:the\s+)?"
+    r"(?:iterations?|steps?|epochs?)\b"
+    r"|\b(?:after|with)\s+(?:each|every)\s+(?:epoch|iteration|step|run)\b[^.\n]{0,40}?"
+    r"\bmemory\b[^.\n]{0,20}?\b(?:grows?|grew|increas\w{0,3}|ris(?:es|ing))"
+    r"|\b(?:grows?|grew|increas(?:es|ed|e))\s+by\s+[^.\n]{1,20}?\b(?:after|with|per|every)\s+"
+    r"(?:each\s+|every\s+)?(?:epoch|iteration|step|run|batch)\b"
     r"|\b(?:not|never)\s+(?:being\s+|getting\s+)?(?:released|freed)\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
     r"(?:release|free|give\s+back)\b"
