@@ -88,3 +88,20 @@ def test_one_gpu_of_several(text: str) -> None:
 def test_cpu_oom_wording_is_host_ram() -> None:
     assert diagnose_text("Saving the merged model hits a CPU OOM").cause == "host_ram"
     assert diagnose_text("got a host out-of-memory error while loading").cause == "host_ram"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CUDA out of memory because the GPU memory was already in use by the notebook",
+        "RuntimeError: CUDA out of memory; 20GB is held by a zombie process",
+        "OOM at start: the card is occupied by another process",
+    ],
+)
+def test_memory_taken_before_the_run(text: str) -> None:
+    assert diagnose_text(text).cause == "other_process_holding_memory", text
+
+
+def test_pytorch_already_allocated_is_not_another_process() -> None:
+    d = diagnose_text("CUDA out of memory. 5.17 GiB already allocated")
+    assert d.cause != "other_process_holding_memory", d.explanation

