@@ -105,3 +105,28 @@ def test_memory_taken_before_the_run(text: str) -> None:
 def test_pytorch_already_allocated_is_not_another_process() -> None:
     d = diagnose_text("CUDA out of memory. 5.17 GiB already allocated")
     assert d.cause != "other_process_holding_memory", d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "24 GB of VRAM is not enough for Mixtral at 8k",
+        "the trainer uses way too much GPU memory with gradient checkpointing",
+        "llama-server consumes excessive RAM when mmap is off",
+        "loading fails: the model would exceed the available memory",
+    ],
+)
+def test_memory_stated_too_small_or_too_much(text: str) -> None:
+    assert diagnose_text(text).confidence > 0, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "it does not use too much memory",
+        "the new kernel uses less memory than v1",
+        "This model requires a lot of memory; use a 24 GB card",
+    ],
+)
+def test_memory_usage_statements_do_not_fire(text: str) -> None:
+    assert diagnose_text(text).confidence == 0.0, text

@@ -72,7 +72,8 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"too (?:large|big) for (?:the )?(?:available |free )?(?:gpu |device |system )?"
             r"(?:memory|vram|ram)\b|"
             r"exceed(?:s|ed|ing)? (?:[a-z]{1,10} ){0,2}memory limit|"
-            r"exceed(?:s|ed)? (?:the |its )?(?:allowed )?memory\b|"
+            r"exceed(?:s|ed)? (?:the |its )?(?:allowed |internal |available |device |system |"
+            r"unified )?memory\b|"
             r"low on (?:resource: )?memory|"
             r"beyond (?:the )?'?(?:physical|virtual)'? memory limit|"
             r"at the bottom of memory\. That was not possible",
@@ -377,6 +378,21 @@ _FAMILIES_GROWTH: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"\b(?:memory|vram|ram)(?: usage| use| consumption)? keeps?(?: on)? "
             r"(?:growing|increasing|rising|climbing)\b|"
             r"\bmore and more (?:gpu |cuda |video |host |system )?(?:memory|vram|ram)\b(?!-)",
+            _I,
+        ),
+    ),
+    (
+        # a memory stated too small for the job or a job that takes too much of it: "40GB is
+        # not enough for llama-2-7b", "uses too much gpu memory"; not "uses less memory", "does
+        # not use too much memory", nor "requires a lot of memory" (a model card's statement)
+        ("not enough", "too much", "to much", "excessive"),
+        re.compile(
+            r"\b\d{1,4}(?:\.\d{1,2})? ?(?:G|GB|GiB|M|MB|MiB)(?: of (?:gpu |video )?(?:memory|"
+            r"vram|ram))? (?:is|are|was|were) not enough\b|"
+            r"(?<!n't )(?<!not )(?<!never )\b(?:uses?|using|used|takes?|taking|took|consumes?|"
+            r"consuming|consumed|requires?|requiring|required|needs?|needing|allocates?|"
+            r"allocating) (?:way |far |much )?(?:too? much|excessive) "
+            r"(?:gpu |cuda |video |system |host |cpu )?(?:memory|vram|ram)\b",
             _I,
         ),
     ),
