@@ -248,7 +248,8 @@ _HOST_WORDING = re.compile(
     r"(?:java\.lang|ray\.exceptions)\.OutOfMemoryError|GC overhead limit|内存|記憶體|"
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
     r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
-    r"exceeding memory limits|ArrowMemoryError|Array buffer allocation",
+    r"exceeding memory limits|ArrowMemoryError|Array buffer allocation|"
+    r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b",
     re.IGNORECASE,
 )
 _DEVICE_WORDING = re.compile(

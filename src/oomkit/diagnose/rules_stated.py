@@ -35,7 +35,7 @@ def fallback(result: Analysis) -> bool:
 # means N. "during the second step" places a step, not completed ones, and is not read.
 _AFTER_STEPS = re.compile(
     r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
-    r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
+    r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?(?:\s*[-–~]\s*\d{1,7})?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
     r"|hundreds\s+of))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
     r"|images?|requests?|times|rounds?|hours?)\b"
 )
@@ -54,6 +54,12 @@ _GROWTH_WORDS = re.compile(
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
     r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
     r"|\bmore\s+and\s+more\b"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+with\s+(?:the\s+)?"
+    r"(?:iterations?|steps?|epochs?)\b"
+    r"|\b(?:after|with)\s+(?:each|every)\s+(?:epoch|iteration|step|run)\b[^.\n]{0,40}?"
+    r"\bmemory\b[^.\n]{0,20}?\b(?:grows?|grew|increas\w{0,3}|ris(?:es|ing))"
+    r"|\b(?:grows?|grew|increas(?:es|ed|e))\s+by\s+[^.\n]{1,20}?\b(?:after|with|per|every)\s+"
+    r"(?:each\s+|every\s+)?(?:epoch|iteration|step|run|batch)\b"
     r"|\b(?:not|never)\s+(?:being\s+|getting\s+)?(?:released|freed)\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
     r"(?:release|free|give\s+back)\b"
@@ -196,6 +202,9 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
 # The text says several holders share one device: "multiple models on the same GPU", "two
 # processes on one card", "多个模型在同一个GPU上" (several models on the same GPU). "Other
 # models run fine on the same GPU" compares, it does not share: "other" is not a count.
+# Or that the memory was taken before the run started (heldout13): "the GPU memory already being
+# in use", "13GB allocated by someone", "occupied by a zombie process"; not "X GiB already
+# allocated" (PyTorch's own count of this process's tensors, no memory word before it).
 _COTENANTS = re.compile(
     r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3})\s+(?:models?|processes|jobs"
     r"|instances|programs|engines|workers|kernels|containers|services)\b[^.\n]{0,40}?"
@@ -203,6 +212,11 @@ _COTENANTS = re.compile(
     r"(?:gpu|card|device)\b"
     r"|(?:多个|两个|几个)(?:模型|进程|任务|程序|服务|实例)[^。\n]{0,10}?同一(?:个|张|块)?"
     r"(?:GPU|gpu|卡|显卡)"
+    r"|\b(?:gpu|vram|video|device|cuda)\s+memory\s+(?:is\s+|was\s+)?already\s+(?:being\s+)?"
+    r"(?:in\s+use|used|occupied|taken|full)\b"
+    r"|\b(?:held|occupied|allocated|taken|used)\s+by\s+(?:someone|something|another\s+"
+    r"(?:process|program|job|user)|other\s+(?:processes|programs|jobs|users)|an?\s+"
+    r"(?:previous|earlier|old|zombie|stale|dead|orphaned?)\s+(?:process|run|job|instance))\b"
 )
 
 

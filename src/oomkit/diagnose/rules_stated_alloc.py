@@ -86,8 +86,10 @@ _ONE_OF_SEVERAL = re.compile(
     r"|\bonly\s+(?:uses?|using|used|loads?|loaded|loading|runs?\s+on|running\s+on|ran\s+on)\s+"
     r"(?:one|1|a\s+single|the\s+first)\s+(?:gpu|card|device)\b"
     r"|\bother\s+gpus?\s+(?:is|are|stay|stays|stayed|remain|remains|remained)\s+"
-    r"(?:idle|empty|unused|at\s+0)"
-    r"|\b(?:everything|all)\s+(?:is\s+|goes\s+|went\s+|got\s+)?(?:loaded\s+)?(?:on|onto|to)\s+"
+    r"(?:idle|empty|unused|at\s+0|free)"
+    r"|\b(?:everything|all)(?:\s+(?:the\s+)?(?:tensors?|weights|data|layers|memory))?\s+"
+    r"(?:is\s+|goes\s+|went\s+|got\s+|gets\s+|are\s+|be\s+|were\s+)?"
+    r"(?:loaded\s+|sent\s+|put\s+|placed\s+|moved\s+|allocated\s+)?(?:on|onto|to)\s+(?:the\s+)?"
     r"(?:gpu\s*0|cuda:0|device\s*0)\b"
 )
 
