@@ -32,7 +32,7 @@ from oomkit.estimate.llamacpp_params import LlamaCppParams, backend_alloc_bytes
 from oomkit.estimate.llamacpp_weights import WeightRows
 from oomkit.memo import IdentityMemo
 from oomkit.spec.hardware import DeviceTarget, device_label
-from oomkit.spec.model import TensorInfo
+from oomkit.spec.model import ModelSpec, TensorInfo
 
 __all__ = [
     "GGUF_ALIGNMENT",
@@ -41,8 +41,10 @@ __all__ = [
     "PlacedTensor",
     "Placement",
     "backend_buffer_prefix",
+    "cpu_matmul_weight_bytes",
     "device_name",
     "layer_devices",
+    "output_head_staging_bytes",
     "place_weights",
     "row_shares",
 ]
@@ -478,3 +480,44 @@ def _split_rows(
                 key = f"{prefix}_Split:{i}"
                 buffers[key] = buffers.get(key, 0) + share
                 buffer_device[key] = device_name(gpus[i], i)
+
+
+def cpu_matmul_weight_bytes(placement: Placement, layers: Sequence[int]) -> int:
+    """The most bytes of 2-D matmul weights one of the CPU ``layers`` holds (one pass over the
+    tensors, not one per layer: a partial offload of a 20k-layer file was quadratic)."""
+    per_layer: dict[int, int] = {}
+    c = placement.columns
+    for i in compress(range(len(c.names)), map(eq, c.devices, repeat("cpu"))):
+        layer = c.layers[i]
+        name = c.names[i]
+        if layer is not None and name.endswith(".weight") and c.ne0s[i] > 1 and "norm" not in name:
+            per_layer[layer] = per_layer.get(layer, 0) + c.n_bytes[i]
+    return max(per_layer.get(il, 0) for il in layers)
+
+
+def output_head_staging_bytes(spec: ModelSpec, placement: Placement, n_outputs: int) -> int:
+    """The main GPU's compute buffer at the output head when the output layer stays on the CPU.
+
+    ``ggml_backend_sched_backend_id_from_cur`` (ggml/src/ggml-backend.cpp) sends an op whose
+    weight sits in a host buffer of the CPU backend to the first backend whose ``offload_op``
+    accepts it, and CUDA's ``ggml_backend_cuda_device_offload_op`` (ggml/src/ggml-cuda/
+    ggml-cuda.cu) accepts a ``MUL_MAT`` of ``ne[1] >= 32`` (``min_batch_size``;
+    ``GGML_OP_OFFLOAD_MIN_BATCH`` from 2025). The reserve graph's output matmul has
+    ``n_outputs = n_tokens`` rows, so with ``-ngl`` = the repeating layers (the output layer,
+    ``n_layer + 1``-th, not offloaded) the scheduler's split on the main GPU holds a copy of the
+    output weight (``output.weight``, or ``token_embd.weight`` when the embeddings are tied),
+    a copy of its input (``n_embd x n_outputs`` f32) and the logits (``n_vocab x n_outputs``
+    f32): ollama #8471, command-r7b F16 with 32/33 layers on a 16 GB card, 'allocating
+    2508.00 MiB on device 0: cudaMalloc failed' = 2000 MiB (256000 x 4096 f16) + 8 MiB +
+    500 MiB, where Ollama 0.5 planned the graph without it. 0 when no output weight is placed.
+    """
+    c = placement.columns
+    found = {
+        name: n_bytes
+        for name, n_bytes in zip(c.names, c.n_bytes, strict=True)
+        if name in ("output.weight", "token_embd.weight")
+    }
+    weight = found.get("output.weight", found.get("token_embd.weight", 0))
+    if not weight:
+        return 0
+    return weight + (spec.hidden_size + spec.vocab_size) * n_outputs * 4  # f32

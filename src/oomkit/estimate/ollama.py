@@ -37,7 +37,7 @@ from oomkit.estimate.generations import Generation, parse_runtime_version, resol
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
-from oomkit.estimate.ollama_llm_go import llm_go_era, llm_go_num_gpu, llm_go_overhead_bytes
+from oomkit.estimate.ollama_llm_go import llm_go_layers
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
@@ -432,52 +432,6 @@ def _memory_go_num_gpu(
     return ngl, est
 
 
-def _llm_go(
-    spec: ModelSpec,
-    mapped: InferenceSettings,
-    hardware: Hardware,
-    est: Estimate,
-    settings: InferenceSettings,
-    opts: LlamaCppOptions,
-    notes: list[str],
-) -> tuple[int, Estimate | None, int] | None:
-    """Ollama 0.1.20-0.1.31 on CUDA/ROCm (:mod:`oomkit.estimate.ollama_llm_go`): (llm.go's
-    ``num_gpu``, the estimate with it when ``num_gpu`` is unset else None, CheckVRAM's
-    overhead per GPU); None for other releases, Metal or an unknown capacity."""
-    if settings.runtime_version is None or not settings.runtime_version.strip():
-        return None
-    floor = llm_go_era(parse_runtime_version("ollama", settings.runtime_version))
-    gpus = [d for d in hardware.devices if d.backend != "cpu"]
-    if floor is None or not gpus or any(d.backend not in ("cuda", "rocm") for d in gpus):
-        return None
-    free = [d.capacity_bytes for d in gpus]
-    if any(f is None for f in free):
-        return None
-    known = [f for f in free if f is not None]
-    per_gpu = llm_go_overhead_bytes(sum(known), len(known), floor) // len(known)
-    size = est.runtime_details.get("weights_file_bytes")
-    if settings.n_gpu_layers is not None or not isinstance(size, int):
-        return 0, None, per_gpu
-    ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
-    ngl = llm_go_num_gpu(spec, ctx, size, known, floor)
-    picked = estimate_llamacpp(
-        spec,
-        dataclasses.replace(mapped, n_gpu_layers=ngl),
-        hardware,
-        options=opts,
-        default_swa_full=False,
-        runtime_name="llama.cpp",
-        vision_note=False,
-    )
-    notes.append(
-        f"Ollama 0.1.20-0.1.31: llm/llm.go picked num_gpu {ngl} from free VRAM minus "
-        f"CheckVRAM's overhead ({format_bytes(per_gpu)} per GPU: 10% of free, at least "
-        f"{format_bytes(floor)}), KV 4 x num_ctx x block_count x n_embd x n_head_kv / n_head and "
-        "graph GQA x KV / 6; before memory.go (v0.1.32)"
-    )
-    return ngl, picked, per_gpu
-
-
 def _library_quant(name: str) -> str | None:
     """A catalog model with Ollama library tags (``gpt-oss-20b`` -> ``gpt-oss:20b`` MXFP4): the
     quant of its ``:latest`` tag, else the one quant all its tags share."""
@@ -527,7 +481,9 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     gptoss = gptoss_for_ollama(spec, mapped, settings, hardware, gen, reserve, notes)
     legacy = None
     if gptoss is None and not new_engine:
-        legacy = _llm_go(spec, mapped, hardware, est, settings, opts, notes)
+        legacy = llm_go_layers(
+            spec, mapped, hardware, est, settings, opts, notes, OLLAMA_DEFAULT_NUM_CTX
+        )
     if legacy is not None:
         # 0.1.20-0.1.31: CheckVRAM's overhead is that release's reserve; llm.go picks -ngl
         reserve = dict.fromkeys(reserve, legacy[2])

@@ -29,13 +29,20 @@ counts as Ollama's reserve (``runtime_details["ollama"]["reserve_bytes"]``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import date
 
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.generations import parse_runtime_version
+from oomkit.estimate.llamacpp import estimate_llamacpp
+from oomkit.estimate.llamacpp_params import LlamaCppOptions
+from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
-from oomkit.units import MiB
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import MiB, format_bytes
 
-__all__ = ["llm_go_era", "llm_go_num_gpu", "llm_go_overhead_bytes"]
+__all__ = ["llm_go_era", "llm_go_layers", "llm_go_num_gpu", "llm_go_overhead_bytes"]
 
 #: (first release, its tag date, per-GPU floor of CheckVRAM's overhead)
 _ERAS: tuple[tuple[tuple[int, ...], date, int], ...] = (
@@ -112,3 +119,50 @@ def llm_go_num_gpu(
     if layers <= 0 or graph + _div(kv * layers, maxlayers) > avg:
         return 0
     return layers
+
+
+def llm_go_layers(
+    spec: ModelSpec,
+    mapped: InferenceSettings,
+    hardware: Hardware,
+    est: Estimate,
+    settings: InferenceSettings,
+    opts: LlamaCppOptions,
+    notes: list[str],
+    default_ctx: int,
+) -> tuple[int, Estimate | None, int] | None:
+    """Ollama 0.1.20-0.1.31 on CUDA/ROCm: (llm.go's
+    ``num_gpu``, the estimate with it when ``num_gpu`` is unset else None, CheckVRAM's
+    overhead per GPU); None for other releases, Metal or an unknown capacity."""
+    if settings.runtime_version is None or not settings.runtime_version.strip():
+        return None
+    floor = llm_go_era(parse_runtime_version("ollama", settings.runtime_version))
+    gpus = [d for d in hardware.devices if d.backend != "cpu"]
+    if floor is None or not gpus or any(d.backend not in ("cuda", "rocm") for d in gpus):
+        return None
+    free = [d.capacity_bytes for d in gpus]
+    if any(f is None for f in free):
+        return None
+    known = [f for f in free if f is not None]
+    per_gpu = llm_go_overhead_bytes(sum(known), len(known), floor) // len(known)
+    size = est.runtime_details.get("weights_file_bytes")
+    if settings.n_gpu_layers is not None or not isinstance(size, int):
+        return 0, None, per_gpu
+    ctx = mapped.ctx or default_ctx
+    ngl = llm_go_num_gpu(spec, ctx, size, known, floor)
+    picked = estimate_llamacpp(
+        spec,
+        dataclasses.replace(mapped, n_gpu_layers=ngl),
+        hardware,
+        options=opts,
+        default_swa_full=False,
+        runtime_name="llama.cpp",
+        vision_note=False,
+    )
+    notes.append(
+        f"Ollama 0.1.20-0.1.31: llm/llm.go picked num_gpu {ngl} from free VRAM minus "
+        f"CheckVRAM's overhead ({format_bytes(per_gpu)} per GPU: 10% of free, at least "
+        f"{format_bytes(floor)}), KV 4 x num_ctx x block_count x n_embd x n_head_kv / n_head and "
+        "graph GQA x KV / 6; before memory.go (v0.1.32)"
+    )
+    return ngl, picked, per_gpu
