@@ -35,7 +35,6 @@ from datetime import date
 
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import parse_runtime_version
-from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -149,6 +148,8 @@ def llm_go_layers(
     if settings.n_gpu_layers is not None or not isinstance(size, int):
         return 0, None, per_gpu
     ctx = mapped.ctx or default_ctx
+    from oomkit.estimate.llamacpp import estimate_llamacpp  # the estimator, only for this era
+
     ngl = llm_go_num_gpu(spec, ctx, size, known, floor)
     picked = estimate_llamacpp(
         spec,
