@@ -72,6 +72,7 @@ DEVELOPMENT_PARTS = (
     "heldout11",
     "heldout12",
     "heldout13",
+    "heldout14",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
