@@ -70,6 +70,7 @@ def test_table_matches_the_click_command() -> None:
                     "os_name",
                     "split_mode",
                     "backend",
+                    "vulkan_driver",
                     "device_map",
                     "override_tensor",
                     "emit",

@@ -102,6 +102,7 @@ DEFAULTS: dict[str, Any] = {
     "os_name": None,
     "split_mode": None,
     "backend": None,
+    "vulkan_driver": None,
     "device_map": None,
     "override_tensor": (),
     "emit": None,

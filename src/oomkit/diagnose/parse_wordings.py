@@ -370,13 +370,12 @@ _FAMILIES_GROWTH: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?: keeps?(?: on)?| kept)? (?:grows?|grew|growing|increas(?:es|ed|ing|e)|rises|"
             r"rising|climbs?|climbing)\b"
             r"(?=.{0,80}?(?:\buntil\b|\bmaxed\b|\bcrash|\boom\b|out of memory|\bkilled\b|"
+            r"\bdie[sd]?\b|\bduring (?:training|validation|evaluation|inference|generation)\b|"
             r"\bfull\b|\bwith (?:the )?(?:iterations?|steps?|epochs?)\b|"
             r"\bwith (?:each|every) (?:iteration|step|epoch|batch|run)\b|"
             r"\bafter (?:\w{1,8}\.? )?\d{1,7}(?:-\d{1,7})? (?:iterations?|steps?|epochs?|runs)\b|"
             r"\bper (?:iteration|step|epoch|batch|run)|\bafter (?:each|every)\b|"
             r"\b(?:and|&) (?:growing|increasing)\b))|"
-            r"\b(?:memory|vram|ram)(?: usage| use| consumption)? keeps?(?: on)? "
-            r"(?:growing|increasing|rising|climbing)\b|"
             r"\bmore and more (?:gpu |cuda |video |host |system )?(?:memory|vram|ram)\b(?!-)",
             _I,
         ),
@@ -400,7 +399,7 @@ _FAMILIES_GROWTH: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ("killed",),
         re.compile(
             r"\b(?:process|training|job|program|script|python|run|trainer|worker|container|"
-            r"it|build)(?: \w{1,12}){0,2}? (?:is|was|gets?|got|being|be|been)"
+            r"it|build)(?: \w{1,12}){0,2}? (?:is|gets?|got|being|be|been)"
             r"(?: \w{1,12})? killed\b"
             r"(?! by (?:signal:? (?!killed|9\b|sigkill)|the user|me\b|ctrl|keyboard|hand))|"
             r"\b(?:always|often|sometimes|eventually|keeps? getting|kept getting) "
