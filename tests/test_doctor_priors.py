@@ -131,9 +131,9 @@ def test_priors_table_is_what_the_script_computes_from_the_development_parts() -
         if part.startswith("heldout"):
             assert re.search(rf"`{part}`[^\n]*\n?[^\n]*scored once", readme, re.IGNORECASE), part
             assert re.search(rf"`{part}`(.|\n){{0,400}}retired to development", readme), part
-    table = ROOT / "src" / "oomkit" / "diagnose" / "priors_table.py"
+    table = ROOT / "src" / "oomkit" / "data" / "cause_priors.json"
     assert table.read_text(encoding="utf-8") == mod.build(), (
-        "priors_table.py is stale: run `python benchmarks/cause_priors.py`"
+        "cause_priors.json is stale: run `python benchmarks/cause_priors.py`"
     )
 
 
