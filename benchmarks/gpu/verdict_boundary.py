@@ -229,13 +229,17 @@ def _run(case: dict[str, Any]) -> str | None:
         torch.cuda.empty_cache()
 
 
-def boundary(case: dict[str, Any], total: int, ballast: _Ballast, guess: int) -> dict[str, Any]:
-    """Smallest emulated card (STEP resolution) the case survives on."""
+def boundary(
+    case: dict[str, Any], total: int, ballast: _Ballast, guess: int, run: Any = None
+) -> dict[str, Any]:
+    """Smallest emulated card (STEP resolution) the case survives on; ``run(case)`` (default:
+    load and ``generate()``) returns None when it survives, else the error text."""
+    run = run or _run
 
     def survives(x: int) -> tuple[bool, str | None]:
         ballast.take(total - x)
         try:
-            err = _run(case)
+            err = run(case)
         finally:
             ballast.give()
         return err is None, err

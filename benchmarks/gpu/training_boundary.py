@@ -1,0 +1,266 @@
+"""GPU check of the training verdict: the smallest card each training step survives on, measured.
+
+The inference twin (``verdict_boundary.py``) showed that a run dies at its caching allocator's
+*reserved* peak plus the CUDA context, not at ``max_memory_allocated``. Training steps hold
+more short-lived tensors of many sizes (activations freed in backward, gradients, AdamW's
+``foreach`` temporaries), so the gap between allocated and what the card must hold is larger:
+the H100 training runs (``validate_training.py``) reserved 4-25% beyond allocated. This script
+measures where each training step really dies, the same way: one raw ``cudaMalloc`` outside
+PyTorch's allocator (the ballast) makes the process see a card of total ``X`` with its CUDA
+context inside it; the model is created (``to_empty``, then LoRA adapters on the GPU where the
+case is LoRA), and two training steps run (bf16 autocast over fp32 parameters for full
+fine-tuning, or a frozen bf16 base with fp32 LoRA adapters; the model's own loss from
+``labels``; ``backward``; ``AdamW(foreach=True).step()``; ``zero_grad(set_to_none=True)``), the
+first creating AdamW's states and the second the steady state. A ``torch.OutOfMemoryError``
+in either step is a death. A binary search over ``X`` (32 MiB steps) finds the boundary.
+
+    python benchmarks/gpu/training_boundary.py --out benchmarks/gpu/results/training_boundary.json
+
+oomkit's side (its device total and the smallest ``--vram`` it calls "fits" and not "does not
+fit" for the same settings) is stored per case as ``oomkit_at_run`` and recomputed from today's
+code by ``--score FILE`` and ``tests/test_gpu_training_boundary.py``. Exits 0 with a message
+where CUDA, torch or transformers is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "src"))
+
+MiB = 1 << 20
+
+#: (catalog model, config overrides, method, micro-batch, seq, gradient checkpointing); the
+#: first seven repeat the H100 validation cases (``validate_training.py``) or are their
+#: full-depth version, so the allocated peaks can be compared across the two cards
+CASES: tuple[tuple[str, dict[str, Any], str, int, int, bool], ...] = (
+    ("llama-3.1-8b", {}, "lora", 1, 2048, True),
+    ("llama-3.2-1b", {}, "full", 1, 2048, False),
+    ("llama-3.2-1b", {}, "lora", 4, 2048, False),
+    ("qwen2.5-0.5b", {}, "full", 2, 2048, True),
+    ("llama-3.1-8b", {"num_hidden_layers": 8}, "lora", 2, 4096, True),
+    ("qwen2.5-0.5b", {}, "full", 1, 1024, False),
+    ("qwen3-30b-a3b", {"num_hidden_layers": 4}, "lora", 1, 2048, True),
+    ("gemma-2-2b", {}, "full", 1, 2048, False),
+)
+
+
+def _case(index: int) -> dict[str, Any]:
+    model, overrides, method, batch, seq, ckpt = CASES[index]
+    return {
+        "model": model,
+        "overrides": overrides,
+        "method": method,
+        "batch": batch,
+        "seq": seq,
+        "grad_checkpointing": ckpt,
+    }
+
+
+def _spec(case: dict[str, Any]) -> Any:
+    from oomkit.inprocess.probe_model import load_config_dict
+    from oomkit.loaders.hf_config import parse_config
+
+    return parse_config(
+        {**load_config_dict(case["model"]), **case["overrides"]}, name=case["model"]
+    )
+
+
+def _settings(case: dict[str, Any]) -> Any:
+    from oomkit.spec.settings import TrainingSettings
+
+    return TrainingSettings(
+        method=case["method"],
+        micro_batch=case["batch"],
+        seq=case["seq"],
+        grad_checkpointing="full" if case["grad_checkpointing"] else "none",
+    )
+
+
+def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
+    """oomkit's training estimate for the case on the catalog GPU ``gpu_name`` (headless
+    Linux): its device total and the smallest card (1 MiB steps) it calls not "does not fit"
+    and "fits"."""
+    from oomkit.estimate.training import estimate_training
+    from oomkit.estimate.verdict import Platform, verdict
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.targets import hardware_for
+
+    spec, st, gpu = _spec(case), _settings(case), find_gpu(gpu_name)
+    plat = Platform(os="linux", display=False)
+
+    def level(x: int) -> str:
+        return verdict(estimate_training(spec, st, hardware_for((gpu,), vram_bytes=x)), plat).level
+
+    def first(pred: Any, lo: int, hi: int) -> int:
+        lo_m, hi_m = lo // MiB, -(-hi // MiB)
+        while lo_m < hi_m:
+            mid = (lo_m + hi_m) // 2
+            if pred(mid * MiB):
+                hi_m = mid
+            else:
+                lo_m = mid + 1
+        return lo_m * MiB
+
+    est = estimate_training(spec, st, hardware_for((gpu,)))
+    dev = est.devices[0]
+    hi = 4 * dev.total_bytes + 8 * (1 << 30)
+    return {
+        "device_total_bytes": dev.total_bytes,
+        "overhead_bytes": dev.overhead_bytes,
+        "peak_allocated_bytes": int(est.runtime_details.get("peak_allocated_bytes", 0)),
+        "smallest_not_dnf_bytes": first(lambda x: level(x) != "does_not_fit", MiB, hi),
+        "smallest_fits_bytes": first(lambda x: level(x) == "fits", MiB, hi),
+    }
+
+
+def _train(case: dict[str, Any], device: str = "cuda") -> str | None:
+    """Create the model on ``device`` and run two training steps; None when both survive, else
+    the error's first 600 characters (``device="cpu"`` is the smoke mode the tests run)."""
+    import torch
+    from verdict_boundary import _retie
+
+    from oomkit.inprocess import probe_model as pm
+
+    m = opt = ids = None
+    try:
+        cfg = {**pm.load_config_dict(case["model"]), **case["overrides"]}
+        full = case["method"] == "full"
+        with torch.device("meta"):
+            m = pm.build_from_config(cfg, dtype=torch.float32 if full else torch.bfloat16)
+        m.to_empty(device=device)
+        _retie(m)
+        with torch.no_grad():  # in place, no temporaries: values do not matter to memory,
+            for p in m.parameters():  # but MoE routing and NaN-free losses want sane ones
+                p.normal_(0.0, 0.02)
+        if not full:
+            targets = pm.lora_target_names(str(cfg.get("model_type", "")), None)
+            with torch.device(device):
+                pm.apply_lora(m, targets, rank=16, alpha=32.0, adapter_dtype=torch.float32)
+        m.train()
+        if case["grad_checkpointing"]:
+            m.activation_checkpointing_enable(
+                activation_checkpointing_kwargs={"use_reentrant": False}
+            )
+        trainable = [p for p in m.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True)
+        # ids from 1: no pad id in the batch
+        ids = torch.randint(1, int(cfg["vocab_size"]), (case["batch"], case["seq"]), device=device)
+        for _ in range(2):
+            with torch.autocast(device_type=device, dtype=torch.bfloat16):
+                loss = m(input_ids=ids, labels=ids, use_cache=False).loss
+            loss.backward()
+            del loss
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return None
+    except torch.OutOfMemoryError as e:
+        return str(e)[:600]
+    except RuntimeError as e:  # cuBLAS workspace failures surface as RuntimeError
+        text = str(e)
+        if "ALLOC_FAILED" in text or "out of memory" in text.lower():
+            return text[:600]
+        raise
+    finally:
+        del m, opt, ids
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+
+
+def measure(out: str, only: list[int] | None, budget_s: float) -> int:
+    from _suite import environment, gpu_modules
+    from verdict_boundary import STEP, _Ballast, boundary
+
+    mods = gpu_modules()
+    if mods is None:
+        return 0
+    torch, transformers = mods
+    env = environment(torch, transformers)
+    total = torch.cuda.get_device_properties(0).total_memory
+    ballast = _Ballast()
+    env["ballast"] = ballast.kind
+    env["step_bytes"] = STEP
+    env["PYTORCH_CUDA_ALLOC_CONF"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    t0 = time.monotonic()
+    results = []
+    for i in range(len(CASES)) if only is None else only:
+        if time.monotonic() - t0 > budget_s:
+            print(f"budget of {budget_s:.0f} s spent: stopping before case {i}", flush=True)
+            break
+        case = _case(i)
+        try:
+            side = oomkit_side(case)
+            warm = _train(case)  # loads kernels, creates cuBLAS workspaces
+            torch.cuda.reset_peak_memory_stats()
+            warm = _train(case)
+            case["full_card_max_allocated_bytes"] = torch.cuda.max_memory_allocated()
+            case["full_card_max_reserved_bytes"] = torch.cuda.max_memory_reserved()
+            if warm is not None:
+                case["error"] = f"dies on the whole card: {warm[:200]}"
+            else:
+                case.update(boundary(case, total, ballast, side["device_total_bytes"], _train))
+            case["oomkit_at_run"] = side
+        except Exception as e:  # a failing case is recorded, not fatal
+            case["error"] = f"{type(e).__name__}: {e}"[:500]
+        results.append(case)
+        print(json.dumps({k: v for k, v in case.items() if k != "trials"}), flush=True)
+        with open(out, "w") as f:  # after every case: a run cut short keeps what it measured
+            json.dump({"environment": env, "results": results}, f, indent=1)
+    print(f"wrote {out}")
+    return 0
+
+
+def score(path: str) -> int:
+    from _suite import read_results
+
+    doc = read_results(path, "results")
+    if doc is None:
+        return 2
+    gib = 1 << 30
+    print(f"{'case':46} {'dies <=':>9} {'lives >=':>9} {'not dnf':>9} {'fits >=':>9}  verdict")
+    for r in doc["results"]:
+        ck = " ckpt" if r["grad_checkpointing"] else ""
+        layers = r["overrides"].get("num_hidden_layers")
+        depth = f" L{layers}" if layers else ""
+        name = f"{r['model']}{depth} {r['method']} b{r['batch']} s{r['seq']}{ck}"
+        if "smallest_survived_bytes" not in r:
+            print(f"{name:46} {r.get('error', 'no boundary')}")
+            continue
+        side = oomkit_side(r)
+        died, lived = r["largest_died_bytes"], r["smallest_survived_bytes"]
+        nd, fits = side["smallest_not_dnf_bytes"], side["smallest_fits_bytes"]
+        flag = "FALSE FITS" if fits <= died else ("false dnf" if nd > lived else "ok")
+        print(
+            f"{name:46} {died / gib:9.2f} {lived / gib:9.2f} {nd / gib:9.2f} {fits / gib:9.2f}  "
+            f"{flag}"
+        )
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="training_boundary.json")
+    ap.add_argument("--score", metavar="FILE", help="print oomkit's side against a results file")
+    ap.add_argument("--only", help="comma-separated case indices (default: all)")
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no case after this")
+    args = ap.parse_args()
+    if args.score:
+        return score(args.score)
+    only = [int(x) for x in args.only.split(",")] if args.only else None
+    return measure(args.out, only, args.budget_s)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
