@@ -222,6 +222,89 @@ def measure(out: str, only: list[int] | None, budget_s: float) -> int:
     return 0
 
 
+def compact_trace(snap: dict[str, Any]) -> tuple[list[int], list[list[int]]]:
+    """The allocator history of ``torch.cuda.memory._snapshot()`` as replay events (n > 0
+    allocates a block of n bytes, the k-th allocation gets key k; n < 0 frees key -n-1 at
+    ``free_completed``) and the segments alive before it: ``[segment_bytes, block_bytes...]``
+    per segment, each block allocated before recording started (cuBLAS workspace)."""
+    keys: dict[int, int] = {}
+    events: list[int] = []
+    seen: set[int] = set()
+    made = 0
+    for e in snap["device_traces"][0]:
+        if e["action"] == "alloc":
+            keys[e["addr"]] = made
+            made += 1
+            seen.add(e["addr"])
+            events.append(int(e["size"]))
+        elif e["action"] == "free_completed":
+            k = keys.pop(e["addr"], None)
+            if k is not None:
+                events.append(-k - 1)
+    initial = [
+        [int(seg["total_size"])]
+        + [int(b["size"]) for b in seg["blocks"] if b["state"] == "active_allocated"]
+        for seg in snap["segments"]
+        if any(b["state"] == "active_allocated" and b["address"] not in seen for b in seg["blocks"])
+    ]
+    return events, initial
+
+
+def trace(out: str, only: list[int] | None) -> int:
+    """Per case, one full-card step pair with the allocator's history recorded (no stacks),
+    written compactly to ``out`` (gzip JSON) for :func:`oomkit.inprocess.probe_allocator.replay`,
+    then the case's boundary measured in the same process right after (``boundary_run``), so
+    trace and boundary start from the same allocator state."""
+    import gzip
+
+    from _suite import environment, gpu_modules
+    from verdict_boundary import _Ballast, boundary
+
+    mods = gpu_modules()
+    if mods is None:
+        return 0
+    torch, transformers = mods
+    total = torch.cuda.get_device_properties(0).total_memory
+    ballast = _Ballast()
+    cases = []
+    for i in range(len(CASES)) if only is None else only:
+        case = _case(i)
+        _train(case)  # warm, as before every boundary trial
+        torch.cuda.memory._record_memory_history(
+            enabled="all", context=None, stacks="python", max_entries=4_000_000
+        )
+        torch.cuda.reset_peak_memory_stats()
+        err = _train(case)
+        # the segments alive at the start are still there after the run's empty_cache
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        events, initial = compact_trace(snap)
+        case.update(
+            error=err,
+            max_memory_allocated_bytes=torch.cuda.max_memory_allocated(),
+            max_memory_reserved_bytes=torch.cuda.max_memory_reserved(),
+            segments_allocated=sum(
+                1 for e in snap["device_traces"][0] if e["action"] == "segment_alloc"
+            ),
+            trace_entries=len(snap["device_traces"][0]),
+            initial_segments=initial,
+            events=events,
+        )
+        if err is None:
+            b = boundary(
+                dict(case), total, ballast, oomkit_side(case)["device_total_bytes"], _train
+            )
+            b.pop("trials", None)
+            case["boundary_run"] = b
+        cases.append(case)
+        print(json.dumps({k: v for k, v in case.items() if k != "events"}), flush=True)
+    doc = {"environment": environment(torch, transformers), "cases": cases}
+    with gzip.open(out, "wt") as f:
+        json.dump(doc, f, separators=(",", ":"))
+    print(f"wrote {out}")
+    return 0
+
+
 def score(path: str) -> int:
     from _suite import read_results
 
@@ -255,10 +338,13 @@ def main() -> int:
     ap.add_argument("--score", metavar="FILE", help="print oomkit's side against a results file")
     ap.add_argument("--only", help="comma-separated case indices (default: all)")
     ap.add_argument("--budget-s", type=float, default=1e9, help="start no case after this")
+    ap.add_argument("--trace", metavar="OUT", help="record allocator traces (gzip JSON) instead")
     args = ap.parse_args()
     if args.score:
         return score(args.score)
     only = [int(x) for x in args.only.split(",")] if args.only else None
+    if args.trace:
+        return trace(args.trace, only)
     return measure(args.out, only, args.budget_s)
 
 
