@@ -1,0 +1,146 @@
+"""Golden tests on the H200 training runs: where real training steps died, and their allocator.
+
+``benchmarks/gpu/results/training_boundary_h200.json`` holds, per training step (two steps:
+AdamW's states made, then the steady state), the largest emulated card it died on and the
+smallest it survived on (``benchmarks/gpu/training_boundary.py``: a raw ``cudaMalloc`` ballast
+takes the rest of an H200). ``training_traces_h200.json.gz`` holds the CUDA caching allocator's
+own history of the same eight steps (``--trace``), each with a boundary measured in the same
+process right after. oomkit's side is recomputed here from today's code, so a change that would
+let the training verdict say "fits" on a card a real step died on fails this file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oomkit.inprocess.probe_allocator import replay
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "gpu" / "results"
+GB = 10**9
+
+
+def _script() -> Any:
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+    spec = importlib.util.spec_from_file_location(
+        "training_boundary", ROOT / "benchmarks" / "gpu" / "training_boundary.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _boundaries() -> list[dict[str, Any]]:
+    doc = json.loads((RESULTS / "training_boundary_h200.json").read_text())
+    assert "H200" in doc["environment"]["gpu"]
+    rows: list[dict[str, Any]] = doc["results"]
+    return rows
+
+
+def _traces() -> list[dict[str, Any]]:
+    doc = json.loads(gzip.decompress((RESULTS / "training_traces_h200.json.gz").read_bytes()))
+    assert "H200" in doc["environment"]["gpu"]
+    cases: list[dict[str, Any]] = doc["cases"]
+    return cases
+
+
+def _events(case: dict[str, Any]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    key = 0
+    for n in case["events"]:
+        if n > 0:
+            out.append((key, n))
+            key += 1
+        else:
+            out.append((-n - 1, -1))
+    return out
+
+
+def _name(r: dict[str, Any]) -> str:
+    layers = r["overrides"].get("num_hidden_layers")
+    return f"{r['model']}{f' L{layers}' if layers else ''} {r['method']} b{r['batch']}"
+
+
+@pytest.fixture(scope="module")
+def sides() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    mod = _script()
+    return [(r, mod.oomkit_side(r)) for r in _boundaries()]
+
+
+def test_every_step_has_a_measured_boundary() -> None:
+    rows = _boundaries()
+    assert len(rows) == 8
+    for r in rows:
+        assert r["largest_died_bytes"] < r["smallest_survived_bytes"], _name(r)
+        assert r["smallest_survived_bytes"] - r["largest_died_bytes"] <= 32 * (1 << 20)
+        assert "CUDA out of memory" in r["oom"]
+
+
+def test_boundaries_repeat_in_a_second_process() -> None:
+    """The ``--trace`` run (another process, another day's allocator state at each case's
+    start) found every boundary again to the 32 MiB step."""
+    for r, t in zip(_boundaries(), _traces(), strict=True):
+        assert (r["model"], r["method"], r["batch"]) == (t["model"], t["method"], t["batch"])
+        b = t["boundary_run"]
+        assert b["largest_died_bytes"] == r["largest_died_bytes"], _name(r)
+        assert b["smallest_survived_bytes"] == r["smallest_survived_bytes"], _name(r)
+
+
+def test_a_step_needs_more_than_its_allocated_peak() -> None:
+    """The H200 steps died on cards 1.5-17% (of ``max_memory_allocated``) above their allocated
+    peak plus one CUDA context: the caching allocator's split segments, which is what the
+    training verdict's band must cover (a flat 5% did not)."""
+    from oomkit.estimate.overhead import cuda_context_bytes
+    from oomkit.hardware.catalog import find_gpu
+
+    context, _ = cuda_context_bytes("transformers", find_gpu("h200").to_device_target())
+    extra = [
+        (r["largest_died_bytes"] - context) / r["full_card_max_allocated_bytes"] - 1
+        for r in _boundaries()
+    ]
+    assert min(extra) > 0.0
+    assert max(extra) > 0.15  # more than three times the old flat 5%
+    assert max(extra) < 0.20
+
+
+def test_training_verdict_never_says_fits_on_a_card_the_step_died_on(
+    sides: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> None:
+    for r, side in sides:
+        assert side["smallest_fits_bytes"] > r["largest_died_bytes"], _name(r)
+
+
+def test_training_estimate_matches_max_memory_allocated(
+    sides: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> None:
+    """The formula's allocated peak within 5% of the real step's on the whole card (the eight
+    are -3.4% to +4.3%: Gemma-2-2B full and Qwen2.5-0.5B b2 with checkpointing the widest)."""
+    for r, side in sides:
+        err = side["peak_allocated_bytes"] / r["full_card_max_allocated_bytes"] - 1
+        assert abs(err) < 0.05, (_name(r), err)
+
+
+def test_replay_of_the_real_trace_reproduces_the_reserved_peak() -> None:
+    """The caching-allocator model fed each step's real request sequence: five of the eight
+    steps' ``max_memory_reserved`` come out to the byte; the other three within 6% (Llama-3.2-1B
+    full +0.2%, Gemma-2-2B full -0.8%, Qwen2.5-0.5B b2 with checkpointing +5.9%: those runs made
+    fewer, larger segments than the replay, a behaviour the model does not have yet)."""
+    exact = 0
+    for c in _traces():
+        initial = [(s[0], s[1]) for s in c["initial_segments"] if len(s) == 2]
+        assert len(initial) == len(c["initial_segments"])  # one live block per segment
+        r = replay(_events(c), initial_blocks=initial)
+        assert r.allocated_peak_bytes == pytest.approx(c["max_memory_allocated_bytes"], rel=0.003)
+        real = c["max_memory_reserved_bytes"]
+        exact += r.reserved_peak_bytes == real
+        assert abs(r.reserved_peak_bytes / real - 1) < 0.06, _name(c)
+    assert exact == 5
