@@ -12,31 +12,19 @@ let the training verdict say "fits" on a card a real step died on fails this fil
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gpu_results import RESULTS, load_script, replay_events
 from oomkit.inprocess.probe_allocator import replay
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "gpu" / "results"
 GB = 10**9
 
 
 def _script() -> Any:
-    sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
-    spec = importlib.util.spec_from_file_location(
-        "training_boundary", ROOT / "benchmarks" / "gpu" / "training_boundary.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("training_boundary")
 
 
 def _boundaries() -> list[dict[str, Any]]:
@@ -54,15 +42,7 @@ def _traces() -> list[dict[str, Any]]:
 
 
 def _events(case: dict[str, Any]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    key = 0
-    for n in case["events"]:
-        if n > 0:
-            out.append((key, n))
-            key += 1
-        else:
-            out.append((-n - 1, -1))
-    return out
+    return replay_events(case)
 
 
 def _name(r: dict[str, Any]) -> str:

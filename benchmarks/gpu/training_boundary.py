@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -180,46 +178,12 @@ def _train(case: dict[str, Any], device: str = "cuda") -> str | None:
 
 
 def measure(out: str, only: list[int] | None, budget_s: float) -> int:
-    from _suite import environment, gpu_modules
-    from verdict_boundary import STEP, _Ballast, boundary
+    from verdict_boundary import measure as measure_cases
 
-    mods = gpu_modules()
-    if mods is None:
-        return 0
-    torch, transformers = mods
-    env = environment(torch, transformers)
-    total = torch.cuda.get_device_properties(0).total_memory
-    ballast = _Ballast()
-    env["ballast"] = ballast.kind
-    env["step_bytes"] = STEP
-    env["PYTORCH_CUDA_ALLOC_CONF"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
-    t0 = time.monotonic()
-    results = []
-    for i in range(len(CASES)) if only is None else only:
-        if time.monotonic() - t0 > budget_s:
-            print(f"budget of {budget_s:.0f} s spent: stopping before case {i}", flush=True)
-            break
-        case = _case(i)
-        try:
-            side = oomkit_side(case)
-            warm = _train(case)  # loads kernels, creates cuBLAS workspaces
-            torch.cuda.reset_peak_memory_stats()
-            warm = _train(case)
-            case["full_card_max_allocated_bytes"] = torch.cuda.max_memory_allocated()
-            case["full_card_max_reserved_bytes"] = torch.cuda.max_memory_reserved()
-            if warm is not None:
-                case["error"] = f"dies on the whole card: {warm[:200]}"
-            else:
-                case.update(boundary(case, total, ballast, side["device_total_bytes"], _train))
-            case["oomkit_at_run"] = side
-        except Exception as e:  # a failing case is recorded, not fatal
-            case["error"] = f"{type(e).__name__}: {e}"[:500]
-        results.append(case)
-        print(json.dumps({k: v for k, v in case.items() if k != "trials"}), flush=True)
-        with open(out, "w") as f:  # after every case: a run cut short keeps what it measured
-            json.dump({"environment": env, "results": results}, f, indent=1)
-    print(f"wrote {out}")
-    return 0
+    return measure_cases(
+        out, only, n_cases=len(CASES), case_of=_case, run=_train, side_of=oomkit_side,
+        budget_s=budget_s,
+    )  # fmt: skip
 
 
 def compact_trace(snap: dict[str, Any]) -> tuple[list[int], list[list[int]]]:
@@ -305,31 +269,17 @@ def trace(out: str, only: list[int] | None) -> int:
     return 0
 
 
-def score(path: str) -> int:
-    from _suite import read_results
+def _name(r: dict[str, Any]) -> str:
+    layers = r["overrides"].get("num_hidden_layers")
+    depth = f" L{layers}" if layers else ""
+    ck = " ckpt" if r["grad_checkpointing"] else ""
+    return f"{r['model']}{depth} {r['method']} b{r['batch']} s{r['seq']}{ck}"
 
-    doc = read_results(path, "results")
-    if doc is None:
-        return 2
-    gib = 1 << 30
-    print(f"{'case':46} {'dies <=':>9} {'lives >=':>9} {'not dnf':>9} {'fits >=':>9}  verdict")
-    for r in doc["results"]:
-        ck = " ckpt" if r["grad_checkpointing"] else ""
-        layers = r["overrides"].get("num_hidden_layers")
-        depth = f" L{layers}" if layers else ""
-        name = f"{r['model']}{depth} {r['method']} b{r['batch']} s{r['seq']}{ck}"
-        if "smallest_survived_bytes" not in r:
-            print(f"{name:46} {r.get('error', 'no boundary')}")
-            continue
-        side = oomkit_side(r)
-        died, lived = r["largest_died_bytes"], r["smallest_survived_bytes"]
-        nd, fits = side["smallest_not_dnf_bytes"], side["smallest_fits_bytes"]
-        flag = "FALSE FITS" if fits <= died else ("false dnf" if nd > lived else "ok")
-        print(
-            f"{name:46} {died / gib:9.2f} {lived / gib:9.2f} {nd / gib:9.2f} {fits / gib:9.2f}  "
-            f"{flag}"
-        )
-    return 0
+
+def score(path: str) -> int:
+    from verdict_boundary import score as score_cases
+
+    return score_cases(path, side_of=oomkit_side, name_of=_name)
 
 
 def main() -> int:

@@ -335,9 +335,23 @@ def trial(index: int, card_bytes: int) -> int:
     return 0
 
 
-def measure(out: str, only: list[int] | None = None) -> int:
+def measure(
+    out: str,
+    only: list[int] | None = None,
+    *,
+    n_cases: int = len(CASES),
+    case_of: Any = None,
+    run: Any = None,
+    side_of: Any = None,
+    budget_s: float = float("inf"),
+) -> int:
+    """Each case's boundary and oomkit's side, written to ``out`` after every case.
+    ``case_of(i)``, ``run(case)`` and ``side_of(case)`` default to this script's generate()
+    runs (``training_boundary.py`` passes its training steps); no case starts after
+    ``budget_s`` seconds."""
     from _suite import environment, gpu_modules
 
+    case_of, run, side_of = case_of or _case, run or _run, side_of or oomkit_side
     mods = gpu_modules()
     if mods is None:
         return 0
@@ -348,20 +362,24 @@ def measure(out: str, only: list[int] | None = None) -> int:
     env["ballast"] = ballast.kind
     env["step_bytes"] = STEP
     env["PYTORCH_CUDA_ALLOC_CONF"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    t0 = time.monotonic()
     results = []
-    for i in range(len(CASES)) if only is None else only:
-        case = _case(i)
+    for i in range(n_cases) if only is None else only:
+        if time.monotonic() - t0 > budget_s:
+            print(f"budget of {budget_s:.0f} s spent: stopping before case {i}", flush=True)
+            break
+        case = case_of(i)
         try:
-            side = oomkit_side(case)
-            warm = _run(case)  # loads kernels, creates cuBLAS workspaces; peak for the record
+            side = side_of(case)
+            warm = run(case)  # loads kernels, creates cuBLAS workspaces; peak for the record
             torch.cuda.reset_peak_memory_stats()
-            warm = _run(case)
+            warm = run(case)
             case["full_card_max_allocated_bytes"] = torch.cuda.max_memory_allocated()
             case["full_card_max_reserved_bytes"] = torch.cuda.max_memory_reserved()
             if warm is not None:
                 case["error"] = f"dies on the whole card: {warm[:200]}"
             else:
-                case.update(boundary(case, total, ballast, side["device_total_bytes"]))
+                case.update(boundary(case, total, ballast, side["device_total_bytes"], run))
             case["oomkit_at_run"] = side
         except Exception as e:  # a failing case is recorded, not fatal
             case["error"] = f"{type(e).__name__}: {e}"[:500]
@@ -373,25 +391,31 @@ def measure(out: str, only: list[int] | None = None) -> int:
     return 0
 
 
-def score(path: str) -> int:
+def _name(r: dict[str, Any]) -> str:
+    return f"{r['model']} b{r['batch']} p{r['prompt']} {r['attn_implementation']}"
+
+
+def score(path: str, side_of: Any = None, name_of: Any = None) -> int:
+    """oomkit's side, recomputed now, against each measured boundary of a results file."""
     from _suite import read_results
 
+    side_of, name_of = side_of or oomkit_side, name_of or _name
     doc = read_results(path, "results")
     if doc is None:
         return 2
     gib = 1 << 30
-    print(f"{'case':44} {'dies <=':>9} {'lives >=':>9} {'not dnf':>9} {'fits >=':>9}  verdict")
+    print(f"{'case':46} {'dies <=':>9} {'lives >=':>9} {'not dnf':>9} {'fits >=':>9}  verdict")
     for r in doc["results"]:
-        name = f"{r['model']} b{r['batch']} p{r['prompt']} {r['attn_implementation']}"
+        name = name_of(r)
         if "smallest_survived_bytes" not in r:
-            print(f"{name:44} {r.get('error', 'no boundary')}")
+            print(f"{name:46} {r.get('error', 'no boundary')}")
             continue
-        side = oomkit_side(r)
+        side = side_of(r)
         died, lived = r["largest_died_bytes"], r["smallest_survived_bytes"]
         nd, fits = side["smallest_not_dnf_bytes"], side["smallest_fits_bytes"]
         flag = "FALSE FITS" if fits <= died else ("false dnf" if nd > lived else "ok")
         print(
-            f"{name:44} {died / gib:9.2f} {lived / gib:9.2f} {nd / gib:9.2f} {fits / gib:9.2f}  "
+            f"{name:46} {died / gib:9.2f} {lived / gib:9.2f} {nd / gib:9.2f} {fits / gib:9.2f}  "
             f"{flag}"
         )
     return 0
