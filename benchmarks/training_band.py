@@ -153,13 +153,12 @@ def boundary_rows(path: Path = BOUNDARY, gpu: str = "h200") -> list[dict[str, An
     """
     if not path.exists():
         return []
-    from oomkit.estimate.overhead import cuda_context_bytes
-    from oomkit.hardware.targets import hardware_for
-    from oomkit.spec.hardware import DeviceTarget
-
     sys.path.insert(0, str(ROOT / "src"))
-    target: DeviceTarget = hardware_for((gpu,)).devices[0]  # type: ignore[arg-type]
-    ctx = cuda_context_bytes("training", target)[0]
+    from oomkit.estimate.overhead import cuda_context_bytes
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.targets import hardware_for
+
+    ctx = cuda_context_bytes("training", hardware_for((find_gpu(gpu),)).devices[0])[0]
     rows = []
     for r in json.loads(path.read_text())["results"]:
         alloc, survived = r.get("full_card_max_allocated_bytes"), r.get("smallest_survived_bytes")

@@ -220,6 +220,10 @@ def training_verdict(
     return dataclasses.replace(v, safe_change=change)
 
 
+def _totals_fit(est: Estimate) -> str | None:
+    return "fits" if est.fits else None
+
+
 def _apply(
     settings: TrainingSettings, levers: list[Lever]
 ) -> tuple[tuple[str, ...], TrainingSettings]:
@@ -235,10 +239,13 @@ def _apply(
 def _combination(
     settings: TrainingSettings,
     run: Callable[[TrainingSettings], Estimate | None],
-    accept: Accept,
+    accept: Accept | None = None,
 ) -> TrainingChange | None:
-    """The levers stacked in order until ``accept`` takes the step, then every lever that is
-    not needed removed again (last first): a minimal combination."""
+    """The levers stacked in order until ``accept`` takes the step (default: its totals fit,
+    as ``oomkit.diagnose.training_fixes`` asks), then every lever that is not needed removed
+    again (last first): a minimal combination."""
+    if accept is None:
+        accept = _totals_fit
     used: list[Lever] = []
     for lever in LEVERS:
         if lever(_apply(settings, used)[1]) is None:
