@@ -351,3 +351,42 @@ def test_combination_default_keeps_the_totals_rule() -> None:
     assert combo is not None
     assert combo.estimate.fits
     assert len(combo.changes) > 1
+
+
+def test_fragmentation_override_moves_the_allocator_term() -> None:
+    """``--fragmentation`` charges more in the total, so the band keeps only the rest up to the
+    largest measured gap (none when it charges that much or more)."""
+    spec = load_model("llama-3.2-1b", offline=True)
+    hw = hardware_for((find_gpu("h100-sxm"),))
+    doc = json.loads(BAND.read_text())["allocator"]["dense"]
+
+    def term(frac: float | None) -> int:
+        est = estimate_training(spec, TrainingSettings(fragmentation_fraction=frac), hw)
+        m = verdict(est, Platform(segments=("datacenter",))).margins[0]
+        return next((b for label, b in m.terms if label.startswith("caching allocator")), 0)
+
+    peak = estimate_training(spec, TrainingSettings(), hw).runtime_details["peak_allocated_bytes"]
+    assert isinstance(peak, int)
+    assert term(None) == int(peak * doc["spread"])
+    assert term(0.0) == int(peak * doc["max"])
+    assert term(0.5) == 0
+
+
+def test_platform_terms_are_inferences(capsys: pytest.CaptureFixture[str]) -> None:
+    """A consumer card may drive a display (in the band unless --display/--headless); Windows
+    reserves WDDM's share."""
+    args = ("estimate", "llama-3.2-1b", "--train", "lora", "--gpu", "rtx-4090", "--json")
+    labels = {
+        flags: [
+            t["label"]
+            for t in json.loads(_run(capsys, *args, *flags)[1])["verdict_details"]["margins"][0][
+                "band_terms"
+            ]
+        ]
+        for flags in ((), ("--headless",))
+    }
+    assert any("display" in x for x in labels[()])
+    assert not any("display" in x for x in labels[("--headless",)])
+    doc = json.loads(_run(capsys, *args, "--os", "windows")[1])
+    reserved = doc["verdict_details"]["margins"][0]["reservations"]
+    assert [r["label"] for r in reserved] == ["Windows WDDM video memory manager reservation"]

@@ -16,9 +16,9 @@ is derived. Two uses:
 * :func:`band_terms`: the verdict's training terms for one device: per category (weights,
   gradients, optimizer states: the tensors' storage, near exact; activations: the measured
   under-prediction) and the allocator's spread (the largest measured fraction less the charged
-  one, times the allocator peak), so a run needing the most seen is never "fits" on a card it
-  dies on. The platform terms (CUDA context by driver, display, WDDM) are inference's
-  (:mod:`oomkit.estimate.verdict`).
+  one, times the allocator peak; less what ``--fragmentation`` charges beyond it, when given),
+  so a run needing the most seen is never "fits" on a card it dies on. The platform terms
+  (CUDA context by driver, display, WDDM) are inference's (:mod:`oomkit.estimate.verdict`).
 """
 
 from __future__ import annotations
@@ -97,9 +97,11 @@ def band_terms(est: Estimate, d: DeviceUsage) -> list[tuple[str, int]]:
     family = est.runtime_details.get("allocator_family")
     peak = est.runtime_details.get("peak_allocated_bytes")
     if isinstance(family, str) and isinstance(peak, int):
-        spread = allocator_spread(family)
-        top = allocator_fraction(family) + spread
-        b = int(peak * spread)
+        top = allocator_fraction(family) + allocator_spread(family)
+        charged = est.settings.get("fragmentation_fraction")  # --fragmentation, when given
+        if not isinstance(charged, float | int) or isinstance(charged, bool):
+            charged = allocator_fraction(family)
+        b = int(peak * max(0.0, top - float(charged)))
         if b > 0:
             terms.append((f"{ALLOCATOR_LABEL} (up to {top:.0%} of the peak seen, {family})", b))
     return terms
