@@ -12,6 +12,7 @@ from oomkit.cli.estimate_run import render_suggestions, run_estimate
 from oomkit.cli.params import CONTEXT, SIZE
 from oomkit.cli.train_options import (
     EMIT_CHOICES,
+    ArgsCommand,
     TrainOptions,
     reject_inference_options,
     run_training,
@@ -20,8 +21,15 @@ from oomkit.cli.train_options import (
 
 __all__ = ["estimate_command", "render_suggestions"]
 
+#: the estimate options a training step uses (the rest are refused with --train); display and
+#: os_name: the verdict's platform terms
+TRAINING_PASSED: tuple[str, ...] = (
+    *("gpu", "vram", "ram", "tp", "overhead", "offline", "explain", "as_json"),
+    *("display", "os_name"),
+)
 
-@click.command("estimate")
+
+@click.command("estimate", cls=ArgsCommand)
 @click.argument("model")
 @click.option(
     "--runtime",
@@ -203,9 +211,6 @@ def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
         return run_training(
             model,
             training,
-            **{
-                k: options[k]
-                for k in ("gpu", "vram", "ram", "tp", "overhead", "offline", "explain", "as_json")
-            },
+            **{k: options[k] for k in TRAINING_PASSED},
         )
     return run_estimate(model, **options)

@@ -245,8 +245,10 @@ def _plan_training(
     offline: bool,
     as_json: bool,
 ) -> int:
-    """``plan MODEL --train ...``: the run as asked if it fits, else the changes that make it
-    fit (oomkit.planner.training), each with its per-GPU peak and launch command."""
+    """``plan MODEL --train ...``: the run as asked if the verdict calls it "fits", else the
+    changes that make it fit (oomkit.planner.training: never one the verdict calls "does not
+    fit", "fits" before "tight"; a "tight" run as asked comes after the changes that clear the
+    band), each with its verdict, per-GPU peak and launch command."""
     import dataclasses
 
     from oomkit.api import load_model
@@ -263,11 +265,23 @@ def _plan_training(
     if n_gpus > 1 and training.gpus in (1, n_gpus):
         settings = dataclasses.replace(settings, gpus=n_gpus)
     spec = load_model(model, offline=True if offline else None)
+    from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
+
+    platform = Platform(
+        segments=tuple(device_segment(d) for d in hardware.devices),
+        unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
+    )
     est = estimate_training(spec, settings, hardware)
-    if est.fits:
-        plans = [TrainingChange(changes=("as asked",), settings=settings, estimate=est)]
+    level = verdict(est, platform).level
+    asked = TrainingChange(changes=("as asked",), settings=settings, estimate=est, level=level)
+    if level in ("fits", "unknown") and est.fits is not False:
+        plans = [asked]
+    elif level == "tight":
+        clear = suggest_training_changes(spec, settings, hardware, platform=platform,
+                                         only_fits=True)  # fmt: skip
+        plans = [*clear, asked]
     else:
-        plans = suggest_training_changes(spec, settings, hardware)
+        plans = suggest_training_changes(spec, settings, hardware, platform=platform)
     launcher = "torchrun"  # the DeepSpeed/FSDP config: `oomkit estimate ... --emit deepspeed`
 
     def peak(p: TrainingChange) -> int:
@@ -283,6 +297,7 @@ def _plan_training(
                 "plans": [
                     {
                         "changes": list(p.changes),
+                        "verdict": p.level,
                         "settings": dataclasses.asdict(p.settings),
                         "peak_bytes": peak(p),
                         "peak_phase": p.estimate.runtime_details.get("peak_phase"),
@@ -303,9 +318,10 @@ def _plan_training(
         for i, p in enumerate(plans):
             head = "Plan" if i == 0 else f"Alternative {i}"
             phase = p.estimate.runtime_details.get("peak_phase")
+            tight = "; tight: within the band of real runs" if p.level == "tight" else ""
             click.echo(
                 f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
-                f"of {format_bytes(cap)} (in {phase})"
+                f"of {format_bytes(cap)} (in {phase}{tight})"
             )
             click.echo(f"  run: {emit_text(launcher, spec, p.settings)}")
             if p.settings.zero or p.settings.fsdp:

@@ -67,13 +67,19 @@ def _cpu_offload(est: Estimate) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and est.devices else 0
 
 
-def render_estimate(est: Estimate, *, explain: bool = False, verdict: Verdict | None = None) -> str:
+def render_estimate(
+    est: Estimate, *, explain: bool = False, verdict: Verdict | None = None, on: str | None = None
+) -> str:
+    """The text output; ``on``: the GPUs a training step runs on (the header names them)."""
     s = est.settings
     knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
     params_b = est.model.params / 1e9
-    lines = [
-        f"{est.model.name} ({est.model.architecture}, {params_b:.2f} B params) on {est.runtime}",
-    ]
+    head = f"{est.model.name} ({est.model.architecture}, {params_b:.2f} B params)"
+    if est.runtime == "training":
+        head += f" training on {on}" if on else " training"
+    else:
+        head += f" on {est.runtime}"
+    lines = [head]
     if knobs:
         lines.append(f"settings: {knobs}")
     gen = est.runtime_details.get("generation")

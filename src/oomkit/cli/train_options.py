@@ -25,11 +25,15 @@ from oomkit.spec.settings import (
 )
 
 __all__ = [
+    "ARGS_META",
     "INFERENCE_ONLY_OPTIONS",
+    "ArgsCommand",
     "TrainOptions",
+    "gpu_label",
     "reject_inference_options",
     "run_training",
     "training_options",
+    "typed_flag",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,6 +76,13 @@ _WHY_NOT_TRAINING: dict[str, str] = {
         "it picks an inference runtime's generation and training has no runtime generations; "
         "for torch < 1.11 autograd use --softmax-saves-input"
     ),
+}
+#: the training option an inference option's user most likely meant
+_TRAINING_COUNTERPART: dict[str, str] = {
+    "parallel": "--micro-batch N (sequences per GPU per forward; --grad-accum for more)",
+    "batch_size": "--micro-batch N (sequences per GPU per forward; --grad-accum for more)",
+    "ubatch": "--micro-batch N (sequences per GPU per forward; --grad-accum for more)",
+    "ctx": "--seq N (tokens per training sequence)",
 }
 
 #: what ``estimate --train ... --emit X`` prints (the option itself is the estimate command's)
@@ -246,7 +257,8 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                       "QLoRA of an MoE quantizes the experts before 5.0 (one nn.Linear each) "
                       "and keeps them 16-bit from 5.0 (fused 3-D parameters, bitsandbytes#1849)"),
     click.option("--fragmentation", "train_fragmentation", type=float,
-                 help="Allocator fragmentation margin as a fraction of the peak (default 0.05)"),
+                 help="Allocator fragmentation margin as a fraction of the peak (default: the "
+                      "smallest measured of the model's family, 0.0908 for dense decoders)"),
 )  # fmt: skip
 
 
@@ -275,11 +287,15 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
     if training.method is not None:
         bad = [n for n in INFERENCE_ONLY_OPTIONS if given(n)]
         if bad:
-            flag = "--" + bad[0].replace("_", "-")
+            flag = typed_flag(ctx, bad[0])
             why = _WHY_NOT_TRAINING.get(bad[0])
             if why is not None:
                 raise click.UsageError(f"{flag} cannot be used with --train: {why}")
-            raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
+            meant = _TRAINING_COUNTERPART.get(bad[0])
+            hint = f"; for training use {meant}" if meant else ""
+            raise click.UsageError(
+                f"{flag} is an inference option; it cannot be used with --train{hint}"
+            )
         lora = [n for n in ("train_lora_rank", "train_lora_targets") if given(n)]
         if lora and training.method == "full":  # full fine-tuning has no adapters to size
             flag = "--" + lora[0][len("train_") :].replace("_", "-")
@@ -295,6 +311,35 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
         raise click.UsageError(f"{flag} needs --train full|lora|qlora")
 
 
+#: ``ctx.meta`` key of the raw arguments (:class:`ArgsCommand`)
+ARGS_META = "oomkit.raw_args"
+
+
+class ArgsCommand(click.Command):
+    """A click command that keeps its raw arguments in ``ctx.meta`` (:func:`typed_flag`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[ARGS_META] = tuple(args)
+        return super().parse_args(ctx, args)
+
+
+def typed_flag(ctx: click.Context, name: str) -> str:
+    """The spelling of parameter ``name`` the user typed (``--batch`` for ``--parallel``), from
+    the raw arguments when the command kept them; else its first long name."""
+    param = next((p for p in ctx.command.params if p.name == name), None)
+    default = "--" + name.replace("_", "-")
+    if param is None:
+        return default
+    names = [*param.opts, *param.secondary_opts]
+    for arg in reversed(ctx.meta.get(ARGS_META, ())):  # the last one given is the one used
+        if arg == "--":
+            continue
+        head = str(arg).split("=", 1)[0]
+        if head in names:
+            return head
+    return next((n for n in names if n.startswith("--")), default)
+
+
 def run_training(
     model: str,
     training: TrainOptions,
@@ -307,14 +352,19 @@ def run_training(
     offline: bool,
     explain: bool,
     as_json: bool,
+    display: bool | None = None,
+    os_name: str | None = None,
 ) -> int:
-    """Estimate (or emit configs for) a training step; returns the exit code."""
+    """Estimate (or emit configs for) a training step; returns the exit code (0 fits, 4 tight,
+    3 does not fit: the verdict's, as for inference)."""
     from oomkit.api import load_model
-    from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+    from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, print_json
     from oomkit.cli.params import parse_gpu_list
     from oomkit.cli.render import render_estimate
     from oomkit.estimate.training import estimate_training
+    from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes
     from oomkit.hardware.targets import hardware_for
+    from oomkit.planner.training import training_verdict
 
     settings = training.to_settings(tp=tp, overhead_bytes=overhead)
     gpus = parse_gpu_list(gpu) if gpu is not None else ()
@@ -332,23 +382,36 @@ def run_training(
 
         click.echo(emit_text(training.emit, spec, settings))
         return EXIT_OK
+    platform = Platform(
+        os=os_name,
+        display=display,
+        segments=tuple(device_segment(d) for d in hardware.devices),
+        unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
+    )
     est = estimate_training(spec, settings, hardware)
+    v = training_verdict(spec, settings, hardware, est, platform)
     changes = []
-    if est.fits is False:
+    if v.level == "does_not_fit":
         from oomkit.planner.training import suggest_training_changes
 
-        changes = suggest_training_changes(spec, settings, hardware)
+        changes = suggest_training_changes(spec, settings, hardware, platform=platform)
     peak = max((d.total_bytes for d in est.devices), default=0)
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
-        doc = estimate_to_dict(est)
-        if est.fits is False:
+        doc: dict[str, Any] = {}
+        for key, value in estimate_to_dict(est).items():
+            doc[key] = value
+            if key == "fits":  # as inference: "fits" the totals, "verdict" with the band
+                doc["verdict"] = v.level
+                doc["verdict_details"] = v.to_dict()
+        if v.level == "does_not_fit":
             doc["suggestions"] = [
                 {
                     "changes": list(c.changes),
                     "saving_bytes": peak - max(d.total_bytes for d in c.estimate.devices),
                     "peak_bytes": max(d.total_bytes for d in c.estimate.devices),
+                    "verdict": c.level,
                 }
                 for c in changes
             ]
@@ -356,17 +419,34 @@ def run_training(
     else:
         from oomkit.units import format_bytes
 
-        click.echo(render_estimate(est, explain=explain))
+        click.echo(render_estimate(est, explain=explain, verdict=v, on=gpu_label(hardware)))
         click.echo(f"Peak in: {est.runtime_details['peak_phase']}")
-        if est.fits is False:
+        if v.level == "does_not_fit":
             if not changes:
                 click.echo("No training setting the planner knows makes it fit: more GPUs needed.")
             else:
                 click.echo("To make it fit (best first):")
             for i, c in enumerate(changes, 1):
                 new_peak = max(d.total_bytes for d in c.estimate.devices)
+                tight = " (tight: within the band of real runs)" if c.level == "tight" else ""
                 click.echo(
                     f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU "
-                    f"(saves {format_bytes(peak - new_peak)})"
+                    f"(saves {format_bytes(peak - new_peak)}){tight}"
                 )
-    return EXIT_NEGATIVE if est.fits is False else EXIT_OK
+    if v.level == "does_not_fit":
+        return EXIT_NEGATIVE
+    return EXIT_TIGHT if v.level == "tight" else EXIT_OK
+
+
+def gpu_label(hardware: Any) -> str:
+    """The GPUs of a training estimate's header ("2 x NVIDIA H100 80GB HBM3 (79.19 GiB)")."""
+    from oomkit.units import format_bytes
+
+    counts: dict[str, int] = {}
+    for target in hardware.devices:
+        cap = target.capacity_bytes
+        label = f"{target.name} ({format_bytes(cap)})" if cap else target.name
+        counts[label] = counts.get(label, 0) + 1
+    if not counts:
+        return "a GPU of unknown capacity"
+    return ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())

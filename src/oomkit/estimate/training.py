@@ -27,10 +27,18 @@ tensors on the GPU and the backward brings back one layer's saved set at a time.
 Then the per-process overhead: the CUDA context (:mod:`oomkit.estimate.overhead`), NCCL buffers
 when the job has more than one GPU (a ring communicator connects 2 peers per channel, each with
 its own ~10 MiB of protocol buffers: NVIDIA/nccl #986, #1685; 16 channels, 32 on Hopper/Blackwell
-NVLink), and the caching allocator's fragmentation margin: a fraction of the allocator peak
-(default 5%, ``TrainingSettings.fragmentation_fraction``), the usual gap between
-``max_memory_reserved`` and ``max_memory_allocated`` in training (allocations are rounded to
-512 B / 2 MiB blocks in 2 MiB or 20 MiB segments that split blocks cannot give back).
+NVLink), and the caching allocator's margin: what a run reserves beyond
+``max_memory_allocated`` (allocations are rounded to 512 B / 2 MiB blocks in 2 MiB, 20 MiB or
+request-sized segments, and under a full card the allocator frees only whole cached segments,
+so a segment split for an earlier tensor cannot serve a larger request). This estimate has no
+allocation trace to replay through the allocator model (``oomkit.inprocess.probe_allocator``
+replays the FakeTensor probe's, which needs torch), so the fraction of the allocator peak is
+measured, not modelled: the smallest gap of a real step of the model's allocator family
+(:func:`oomkit.estimate.training_band.allocator_fraction`, ``src/oomkit/data/
+training_band.json`` from ``python benchmarks/training_band.py`` over ``benchmarks/gpu/results/
+training_h100.json``: dense decoders 9.08%, the Gemma-2-2B full step; MoE 5.39%, Mixtral's LoRA
+step; encoders 4.11%, BERT's), and the spread above it is the verdict's band.
+``TrainingSettings.fragmentation_fraction`` overrides it.
 
 ``runtime_details`` reports ``peak_phase``, the three phase totals, and ``peak_allocated_bytes``
 (what ``torch.cuda.max_memory_allocated`` would show: no context, no margin).
@@ -51,6 +59,7 @@ from oomkit.estimate.training_activations import (
     layer_activations,
     loss_activations,
 )
+from oomkit.estimate.training_band import allocator_family, allocator_fraction
 from oomkit.estimate.training_compile import COMPILE_SOURCE
 from oomkit.estimate.training_sharding import (
     Term,
@@ -75,8 +84,9 @@ from oomkit.units import MiB
 
 __all__ = ["DEFAULT_FRAGMENTATION_FRACTION", "estimate_training"]
 
-#: default allocator fragmentation margin (fraction of the allocator peak); see module docstring
-DEFAULT_FRAGMENTATION_FRACTION = 0.05
+#: the measured allocator fraction of a dense decoder (the family most runs are); each model
+#: gets its own family's (:func:`_overhead`); see the module docstring
+DEFAULT_FRAGMENTATION_FRACTION = allocator_fraction("dense")
 _NCCL_BUFFER_PER_CHANNEL_PEER = 10 * MiB  # NVIDIA/nccl #1685: 10485760-byte buffers per channel
 _KORTHIKANTI = "Korthikanti et al. 2022 (arXiv 2205.05198) adapted; HF modeling_llama.py"
 _PHASE_NAMES = {"forward": "forward_end", "backward": "backward", "step": "optimizer_step"}
@@ -311,7 +321,9 @@ def _tied_embedding_grad_bytes(spec: ModelSpec, settings: TrainingSettings, st: 
     return 2 * spec.vocab_size * width * g_elem // settings.tp
 
 
-def _overhead(device: DeviceTarget, settings: TrainingSettings, peak_alloc: int) -> list[Component]:
+def _overhead(
+    device: DeviceTarget, settings: TrainingSettings, peak_alloc: int, family: str
+) -> list[Component]:
     out: list[Component] = []
     if settings.overhead_bytes is not None:
         ctx, why = settings.overhead_bytes, "user override (--overhead)"
@@ -334,15 +346,18 @@ def _overhead(device: DeviceTarget, settings: TrainingSettings, peak_alloc: int)
             )
         )
     frac = settings.fragmentation_fraction
+    measured = frac is None
     if frac is None:
-        frac = DEFAULT_FRAGMENTATION_FRACTION
+        frac = allocator_fraction(family)
     out.append(
         _comp(
             "overhead",
             "allocator fragmentation margin",
             int(peak_alloc * frac),
-            "fraction x allocator peak (reserved - allocated)",
-            "PyTorch CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp)",
+            "fraction x allocator peak (reserved - allocated)"
+            + (f"; the smallest measured of a {family} model's steps" if measured else ""),
+            "PyTorch CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp); "
+            + ("benchmarks/training_band.py" if measured else "user override (--fragmentation)"),
             {"fraction": frac},
         )
     )
@@ -378,10 +393,11 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     peak_phase = max(totals, key=lambda p: totals[p])
     peak_alloc = totals[peak_phase]
     targets = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
+    family = allocator_family(spec)
     devices = []
     for i in range(settings.gpus):
         target = targets[i % len(targets)]
-        comps = (*phases[peak_phase], *_overhead(target, settings, peak_alloc))
+        comps = (*phases[peak_phase], *_overhead(target, settings, peak_alloc, family))
         devices.append(
             DeviceUsage(
                 device=f"cuda:{i}",
@@ -410,6 +426,7 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         "peak_phase": _PHASE_NAMES[peak_phase],
         "phases": {_PHASE_NAMES[p]: v for p, v in totals.items()},
         "peak_allocated_bytes": peak_alloc,
+        "allocator_family": family,
         "engine": engine_name(settings),
         "shard_group": shard_group(settings),
         "world_size": settings.world_size,

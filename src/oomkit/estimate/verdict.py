@@ -13,7 +13,9 @@ device::
 
 The band fractions come from measured variance, not a guess: ``src/oomkit/data/
 verdict_band.json``, written by ``python benchmarks/verdict_band.py`` from the accuracy
-harness's results (largest under-prediction per runtime family and category).
+harness's results (largest under-prediction per runtime family and category). Training
+estimates (runtime ``training``) take theirs from real training steps instead, the caching
+allocator's measured spread included (:mod:`oomkit.estimate.training_band`).
 
 Platform terms (``PLATFORM_TERMS``):
 
@@ -274,6 +276,11 @@ def _device_margin(
 ) -> DeviceMargin:
     assert d.capacity_bytes is not None
     terms: list[tuple[str, int]] = []
+    if est.runtime == "training":  # measured steps (oomkit.estimate.training_band)
+        from oomkit.estimate.training_band import band_terms
+
+        fracs = {}
+        terms.extend(band_terms(est, d))
     for cat, frac in fracs.items():
         b = int(d.category_bytes(cat) * frac)
         if b > 0:
@@ -509,6 +516,10 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     plat = platform or Platform()
     fracs = band_fractions(est.runtime)
     source = str(_band_doc().get("_source", "verdict_band.json"))
+    if est.runtime == "training":
+        from oomkit.estimate.training_band import band_source
+
+        source = band_source()
     notes: list[str] = []
     if (plat.os or "").lower() == "windows":
         notes.append(

@@ -8,6 +8,13 @@ enough, the levers are stacked in that order until the step fits.
 Order: gradient checkpointing → chunked cross-entropy → 8-bit AdamW → shard the model states
 (ZeRO-3 / FSDP when there are several GPUs) → halve the micro-batch (gradient accumulation keeps
 the effective batch) → optimizer states to the CPU → LoRA → QLoRA.
+
+"Fits" is the verdict's (:mod:`oomkit.estimate.verdict`, with the training band of
+:mod:`oomkit.estimate.training_band`): a change whose verdict is "does not fit" is never
+suggested, and changes the verdict calls "fits" come before those it calls "tight" (each group
+in lever order). When every change found is "tight", the lever stack that clears the band is
+searched too and put first. :func:`training_verdict` is the verdict of a run with its "safe
+margin": the first change, in this order, that the verdict calls "fits".
 """
 
 from __future__ import annotations
@@ -18,11 +25,12 @@ from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.verdict import Platform, Verdict, verdict
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
 
-__all__ = ["TrainingChange", "suggest_training_changes"]
+__all__ = ["TrainingChange", "suggest_training_changes", "training_verdict"]
 
 Lever = Callable[[TrainingSettings], tuple[str, TrainingSettings] | None]
 
@@ -34,6 +42,8 @@ class TrainingChange:
     changes: tuple[str, ...]
     settings: TrainingSettings
     estimate: Estimate
+    #: the verdict's level for this change: "fits" or "tight"
+    level: str = "fits"
 
     @property
     def summary(self) -> str:
@@ -122,10 +132,20 @@ LEVERS: tuple[Lever, ...] = (
 )
 
 
+Accept = Callable[[Estimate], "str | None"]
+
+
 def suggest_training_changes(
-    spec: ModelSpec, settings: TrainingSettings, hardware: Hardware, *, limit: int = 3
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    hardware: Hardware,
+    *,
+    limit: int = 3,
+    platform: Platform | None = None,
+    only_fits: bool = False,
 ) -> list[TrainingChange]:
-    """Up to ``limit`` changes that make the step fit ``hardware``, least intrusive first."""
+    """Up to ``limit`` changes that make the step fit ``hardware``: "fits" before "tight",
+    least intrusive first within each (``only_fits``: the "fits" ones alone)."""
     from oomkit.estimate.training import estimate_training
 
     def run(s: TrainingSettings) -> Estimate | None:
@@ -134,19 +154,74 @@ def suggest_training_changes(
         except InvalidSettingError:  # a combination the engines refuse
             return None
 
+    def level(est: Estimate) -> str:
+        return verdict(est, platform).level
+
+    def accept_fits(est: Estimate) -> str | None:
+        lv = level(est)
+        return lv if lv == "fits" else None
+
+    def accept_any(est: Estimate) -> str | None:
+        lv = level(est)
+        return lv if lv in ("fits", "tight") else None
+
+    accept: Accept = accept_fits if only_fits else accept_any
+    out = _changes(settings, run, accept)
+    if not only_fits and out and all(c.level == "tight" for c in out):
+        clear = _combination(settings, run, accept_fits)
+        if clear is not None:
+            out.insert(0, clear)
+    out.sort(key=lambda c: c.level != "fits")  # stable: lever order within each level
+    return out[:limit]
+
+
+def _changes(
+    settings: TrainingSettings,
+    run: Callable[[TrainingSettings], Estimate | None],
+    accept: Accept,
+) -> list[TrainingChange]:
     out: list[TrainingChange] = []
     for lever in LEVERS:
         step = lever(settings)
         if step is None:
             continue
         est = run(step[1])
-        if est is not None and est.fits:
-            out.append(TrainingChange(changes=(step[0],), settings=step[1], estimate=est))
-    combo = _combination(settings, run)
+        lv = None if est is None else accept(est)
+        if est is not None and lv is not None:
+            out.append(TrainingChange(changes=(step[0],), settings=step[1], estimate=est, level=lv))
+    combo = _combination(settings, run, accept)
     if combo is not None and len(combo.changes) > 1:
         # a cheaper pair (e.g. LoRA + checkpointing) beats a single drastic lever (QLoRA)
         out.insert(min(len(out), _rank(combo, out)), combo)
-    return out[:limit]
+    return out
+
+
+def training_verdict(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    hardware: Hardware,
+    est: Estimate,
+    platform: Platform | None = None,
+) -> Verdict:
+    """The verdict of ``est`` (the estimate of ``settings``); when "tight", its safe margin is
+    the first change in :func:`suggest_training_changes`' order that the verdict calls "fits"."""
+    v = verdict(est, platform)
+    if v.level != "tight":
+        return v
+    found = suggest_training_changes(spec, settings, hardware, limit=1, platform=platform,
+                                     only_fits=True)  # fmt: skip
+    if not found:
+        return v
+    from oomkit.units import format_bytes
+
+    c = found[0]
+    peak = max(d.total_bytes for d in c.estimate.devices)
+    change = f"{c.summary}: peak {format_bytes(peak)} per GPU, clear of the band"
+    return dataclasses.replace(v, safe_change=change)
+
+
+def _totals_fit(est: Estimate) -> str | None:
+    return "fits" if est.fits else None
 
 
 def _apply(
@@ -162,30 +237,36 @@ def _apply(
 
 
 def _combination(
-    settings: TrainingSettings, run: Callable[[TrainingSettings], Estimate | None]
+    settings: TrainingSettings,
+    run: Callable[[TrainingSettings], Estimate | None],
+    accept: Accept | None = None,
 ) -> TrainingChange | None:
-    """The levers stacked in order until the step fits, then every lever that is not needed
-    removed again (last first): a minimal combination."""
+    """The levers stacked in order until ``accept`` takes the step (default: its totals fit,
+    as ``oomkit.diagnose.training_fixes`` asks), then every lever that is not needed removed
+    again (last first): a minimal combination."""
+    if accept is None:
+        accept = _totals_fit
     used: list[Lever] = []
     for lever in LEVERS:
         if lever(_apply(settings, used)[1]) is None:
             continue
         used.append(lever)
         est = run(_apply(settings, used)[1])
-        if est is not None and est.fits:
+        if est is not None and accept(est) is not None:
             break
     else:
         return None
     for lever in list(reversed(used[:-1])):
         trial = [x for x in used if x is not lever]
         est = run(_apply(settings, trial)[1])
-        if est is not None and est.fits:
+        if est is not None and accept(est) is not None:
             used = trial
     names, final = _apply(settings, used)
     est = run(final)
-    if est is None or not est.fits:
+    lv = None if est is None else accept(est)
+    if est is None or lv is None:
         return None
-    return TrainingChange(changes=names, settings=final, estimate=est)
+    return TrainingChange(changes=names, settings=final, estimate=est, level=lv)
 
 
 def _rank(combo: TrainingChange, singles: list[TrainingChange]) -> int:

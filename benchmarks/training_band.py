@@ -1,0 +1,262 @@
+"""Derive the training verdict's band and allocator fraction from real training steps.
+
+    python benchmarks/training_band.py [--h100 PATH] [--boundary PATH] [--out PATH]
+
+(defaults: benchmarks/gpu/results/training_h100.json, benchmarks/gpu/results/
+training_boundary_h200.json, src/oomkit/data/training_band.json)
+
+Input rows (:func:`h100_rows`, :func:`boundary_rows`), one per real run, each saying what the run
+needed from PyTorch's caching allocator beyond what it allocated, and how far today's estimate is
+from the measured weights/gradients/optimizer states and activations:
+
+* ``training_h100.json`` (``benchmarks/gpu/validate_training.py``): a steady-state step's
+  ``max_memory_reserved`` against its ``max_memory_allocated``. On a full card the reserved peak
+  is what a run needs: the H200 boundaries of nine ``generate()`` runs (``verdict_boundary_h200
+  .json``) died within 32 MiB of ``max_memory_reserved`` + the CUDA context, because under a full
+  card PyTorch frees only whole cached segments before it raises (``release_cached_blocks``,
+  c10/cuda/CUDACachingAllocator.cpp), so a segment split for an earlier tensor cannot serve a
+  larger request.
+* ``training_boundary_h200.json`` (``benchmarks/gpu/training_boundary.py``, when it exists): the
+  smallest emulated card each step survived on, less oomkit's CUDA context for the card: what the
+  allocator really needed. It stands in for the reserved row of the same case (a full card's
+  reserved peak bounds the need from above) and is one more row of its family.
+
+:func:`derive` (a pure function over rows) gives, per allocator family (``encoder``: no
+vocabulary-sized logits; ``dense`` decoders; ``moe`` decoders, whose expert GEMMs allocate
+buffers sized by the tokens routed to each expert, so their sizes change every layer and step):
+
+* ``fraction``: the smallest measured ``(need - allocated) / allocated``: the estimate charges it
+  (``oomkit.estimate.training``), so a run needing the least seen is never "does not fit" on a
+  card it survives on;
+* ``spread``: the largest measured fraction less that one: the verdict's allocator band term, so
+  a run needing the most seen is never "fits" on a card it dies on. A family with one row has no
+  measured spread and borrows the ``dense`` family's (the same allocator, one code path).
+
+Per estimate category (weights, gradients, optimizer, activations) the band fraction is the
+largest under-prediction ``max(0, (measured - predicted) / predicted)`` over all rows, as
+``benchmarks/verdict_band.py`` derives inference's: the states against the tensors' own storage
+(``parameter_bytes``, ``gradient_bytes``, ``optimizer_state_bytes``), the activations as the
+allocated peak less today's non-activation part of the peak phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+H100 = HERE / "gpu" / "results" / "training_h100.json"
+BOUNDARY = HERE / "gpu" / "results" / "training_boundary_h200.json"
+OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
+FAMILIES = ("encoder", "dense", "moe")
+CATEGORIES = ("weights", "gradients", "optimizer", "activations")
+#: the family a single-row family borrows its spread from
+SPREAD_FALLBACK = "dense"
+
+
+def _spec_and_settings(r: dict[str, Any]) -> tuple[Any, Any]:
+    sys.path.insert(0, str(ROOT / "src"))
+    from oomkit.inprocess.probe_model import load_config_dict
+    from oomkit.loaders.hf_config import parse_config
+    from oomkit.spec.settings import TrainingSettings
+
+    spec = parse_config({**load_config_dict(r["model"]), **r.get("overrides", {})}, name=r["model"])
+    ckpt = r.get("grad_checkpointing")
+    mode = ckpt if isinstance(ckpt, str) else ("full" if ckpt else "none")
+    settings = TrainingSettings(
+        method=r["method"], micro_batch=r["batch"], seq=r["seq"], grad_checkpointing=mode
+    )
+    return spec, settings
+
+
+def family_of(spec: Any) -> str:
+    """The allocator family of a model (see the module docstring)."""
+    if spec.is_encoder:
+        return "encoder"
+    return "moe" if spec.moe is not None else "dense"
+
+
+def predicted(r: dict[str, Any]) -> dict[str, Any]:
+    """Today's estimate for one run's settings: family, states, peak and its activations."""
+    from oomkit.estimate.training import estimate_training
+    from oomkit.estimate.training_states import model_states
+    from oomkit.spec.hardware import Hardware
+
+    spec, settings = _spec_and_settings(r)
+    est = estimate_training(spec, settings, Hardware())
+    st = model_states(spec, settings)
+    dev = est.devices[0]
+    return {
+        "family": family_of(spec),
+        "weights": st.frozen_weights_bytes + st.trainable_weights_bytes,
+        "gradients": st.gradients_bytes,
+        "optimizer": st.optimizer_bytes,
+        "peak_allocated": int(est.runtime_details["peak_allocated_bytes"]),  # type: ignore[call-overload]
+        "activations": dev.activations_bytes,
+    }
+
+
+def _case(r: dict[str, Any]) -> str:
+    layers = r.get("overrides", {}).get("num_hidden_layers")
+    lay = f"-{layers}l" if layers else ""
+    ck = "-ckpt" if r.get("grad_checkpointing") else ""
+    return f"{r['model']}{lay}-{r['method']}-b{r['batch']}-s{r['seq']}{ck}"
+
+
+def _category_pairs(m: dict[str, Any], p: dict[str, Any], allocated: int) -> dict[str, list[int]]:
+    pairs = {
+        "weights": [p["weights"], m.get("parameter_bytes")],
+        "gradients": [p["gradients"], m.get("gradient_bytes")],
+        "optimizer": [p["optimizer"], m.get("optimizer_state_bytes")],
+        "activations": [p["activations"], allocated - (p["peak_allocated"] - p["activations"])],
+    }
+    return {k: v for k, v in pairs.items() if isinstance(v[1], int) and v[0] > 0}
+
+
+def h100_rows(path: Path = H100) -> list[dict[str, Any]]:
+    """One row per H100 step: need = ``max_memory_reserved`` (see the module docstring)."""
+    if not path.exists():
+        return []
+    rows = []
+    for r in json.loads(path.read_text())["results"]:
+        m = r.get("measured") or {}
+        alloc, reserved = m.get("max_memory_allocated_bytes"), m.get("max_memory_reserved_bytes")
+        if not isinstance(alloc, int) or not isinstance(reserved, int):
+            continue
+        p = predicted(r)
+        rows.append(
+            {
+                "record": f"h100-{_case(r)}",
+                "case": _case(r),
+                "kind": "reserved",
+                "source": "training_h100.json",
+                "family": p["family"],
+                "allocated_bytes": alloc,
+                "need_bytes": reserved,
+                "categories": _category_pairs(m, p, alloc),
+            }
+        )
+    return rows
+
+
+def boundary_rows(path: Path = BOUNDARY, gpu: str = "h200") -> list[dict[str, Any]]:
+    """One row per death boundary: need = smallest survived card less oomkit's CUDA context.
+
+    The rows carry the case's training settings (``model``, ``overrides``, ``method``, ``batch``,
+    ``seq``, ``grad_checkpointing``), ``full_card_max_allocated_bytes`` and
+    ``smallest_survived_bytes`` (``benchmarks/gpu/training_boundary.py``).
+    """
+    if not path.exists():
+        return []
+    sys.path.insert(0, str(ROOT / "src"))
+    from oomkit.estimate.overhead import cuda_context_bytes
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.targets import hardware_for
+
+    ctx = cuda_context_bytes("training", hardware_for((find_gpu(gpu),)).devices[0])[0]
+    rows = []
+    for r in json.loads(path.read_text())["results"]:
+        alloc, survived = r.get("full_card_max_allocated_bytes"), r.get("smallest_survived_bytes")
+        if not isinstance(alloc, int) or not isinstance(survived, int):
+            continue
+        p = predicted(r)
+        rows.append(
+            {
+                "record": f"{gpu}-{_case(r)}",
+                "case": _case(r),
+                "kind": "boundary",
+                "source": path.name,
+                "family": p["family"],
+                "allocated_bytes": alloc,
+                "need_bytes": survived - ctx,
+                "categories": _category_pairs(r.get("measured") or {}, p, alloc),
+            }
+        )
+    return rows
+
+
+def _gap(row: dict[str, Any]) -> float:
+    need, alloc = int(row["need_bytes"]), int(row["allocated_bytes"])
+    return max(0.0, (need - alloc) / alloc)
+
+
+def _under(pred: int, meas: int) -> float:
+    return max(0.0, (meas - pred) / pred)
+
+
+def derive(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The band document's ``allocator`` and ``categories`` from rows (pure)."""
+    allocator: dict[str, Any] = {}
+    # a case's death boundary is what it needed; its full-card reserved peak only bounds that
+    bounded = {r.get("case") for r in rows if r.get("kind") == "boundary"}
+    gap_rows = [r for r in rows if r.get("kind") == "boundary" or r.get("case") not in bounded]
+    for fam in FAMILIES:
+        mine = sorted((_gap(r), r["record"]) for r in gap_rows if r["family"] == fam)
+        if not mine:
+            continue
+        lo, hi = mine[0], mine[-1]
+        allocator[fam] = {
+            "fraction": round(lo[0], 4),
+            "fraction_row": lo[1],
+            "max": round(hi[0], 4),
+            "max_row": hi[1],
+            "spread": round(hi[0] - lo[0], 4) if len(mine) > 1 else None,
+            "median": round(statistics.median(g for g, _ in mine), 4),
+            "n": len(mine),
+            "rows": {rec: round(g, 4) for g, rec in mine},
+        }
+    fallback = allocator.get(SPREAD_FALLBACK, {}).get("spread")
+    for v in allocator.values():
+        if v["spread"] is None:
+            v["spread"] = fallback if fallback is not None else 0.0
+            v["spread_from"] = SPREAD_FALLBACK
+    categories: dict[str, Any] = {}
+    for cat in CATEGORIES:
+        vals = [
+            (_under(*r["categories"][cat]), r["record"]) for r in rows if cat in r["categories"]
+        ]
+        top = max(vals, default=(0.0, None))
+        categories[cat] = {
+            "fraction": round(top[0], 4),
+            "row": top[1],
+            "median": round(statistics.median(v for v, _ in vals), 4) if vals else None,
+            "n": len(vals),
+        }
+    return {"allocator": allocator, "categories": categories}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--h100", default=str(H100))
+    ap.add_argument("--boundary", default=str(BOUNDARY))
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args()
+    rows = h100_rows(Path(args.h100)) + boundary_rows(Path(args.boundary))
+    sources = sorted({r["source"] for r in rows})
+    doc = {
+        "_source": "python benchmarks/training_band.py (from benchmarks/gpu/results/"
+        + ", ".join(sources)
+        + ")",
+        "_rule": "allocator: fraction = smallest (need - max_memory_allocated) / allocated per "
+        "family, spread = largest less smallest; categories: largest under-prediction "
+        "(measured - predicted) / predicted",
+        **derive(rows),
+    }
+    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    for fam, v in doc["allocator"].items():
+        print(
+            f"allocator {fam:8} fraction={v['fraction']:.2%} ({v['fraction_row']})  "
+            f"max={v['max']:.2%} ({v['max_row']})  spread={v['spread']:.2%}  n={v['n']}"
+        )
+    for cat, v in doc["categories"].items():
+        print(f"category  {cat:12} +{v['fraction']:.2%} ({v['row']})  n={v['n']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
