@@ -205,7 +205,8 @@ def derive(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "fraction_row": lo[1],
             "max": round(hi[0], 4),
             "max_row": hi[1],
-            "spread": round(hi[0] - lo[0], 4) if len(mine) > 1 else None,
+            # the difference of the rounded ends: fraction + spread is exactly the rounded max
+            "spread": round(round(hi[0], 4) - round(lo[0], 4), 4) if len(mine) > 1 else None,
             "median": round(statistics.median(g for g, _ in mine), 4),
             "n": len(mine),
             "rows": {rec: round(g, 4) for g, rec in mine},

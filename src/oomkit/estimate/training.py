@@ -35,9 +35,11 @@ allocation trace to replay through the allocator model (``oomkit.inprocess.probe
 replays the FakeTensor probe's, which needs torch), so the fraction of the allocator peak is
 measured, not modelled: the smallest gap of a real step of the model's allocator family
 (:func:`oomkit.estimate.training_band.allocator_fraction`, ``src/oomkit/data/
-training_band.json`` from ``python benchmarks/training_band.py`` over ``benchmarks/gpu/results/
-training_h100.json``: dense decoders 9.08%, the Gemma-2-2B full step; MoE 5.39%, Mixtral's LoRA
-step; encoders 4.11%, BERT's), and the spread above it is the verdict's band.
+training_band.json`` from ``python benchmarks/training_band.py`` over the H200 death boundaries
+of ``benchmarks/gpu/results/training_boundary_h200.json`` and the H100 steps of
+``training_h100.json``: dense decoders 1.86%, Llama-3.1-8B's LoRA step; MoE 4.60%, Mixtral's
+LoRA step; encoders 4.11%, BERT's), and the spread above it is the verdict's band (dense up to
+17.78%, MoE up to 13.11%).
 ``TrainingSettings.fragmentation_fraction`` overrides it.
 
 ``runtime_details`` reports ``peak_phase``, the three phase totals, and ``peak_allocated_bytes``
