@@ -99,6 +99,16 @@ def test_training_verdict_never_says_fits_on_a_card_the_step_died_on(
         assert side["smallest_fits_bytes"] > r["largest_died_bytes"], _name(r)
 
 
+def test_training_verdict_never_says_does_not_fit_on_a_card_the_step_survived(
+    sides: list[tuple[dict[str, Any], dict[str, Any]]],
+) -> None:
+    """The estimate charges the smallest measured allocator need of the model's family, so a
+    step that needed the least is never "does not fit" where it ran (the flat 5% it charged
+    before said so on two of these steps, by 0.49 and 0.12 GiB)."""
+    for r, side in sides:
+        assert side["smallest_not_dnf_bytes"] <= r["smallest_survived_bytes"], _name(r)
+
+
 def test_training_estimate_matches_max_memory_allocated(
     sides: list[tuple[dict[str, Any], dict[str, Any]]],
 ) -> None:
