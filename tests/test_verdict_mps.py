@@ -13,12 +13,8 @@ from pathlib import Path
 
 from oomkit.api import estimate
 from oomkit.cli.params import parse_gpu_list
-from oomkit.estimate.verdict import (
-    MPS_HIGH_WATERMARK_RATIO,
-    Platform,
-    device_unified_bytes,
-    verdict,
-)
+from oomkit.estimate.verdict import Platform, device_unified_bytes, verdict
+from oomkit.estimate.verdict_mps import MPS_HIGH_WATERMARK_RATIO
 from oomkit.hardware.catalog import find_gpu
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings

@@ -45,7 +45,7 @@ Platform terms (``PLATFORM_TERMS``):
   ``recommendedMaxWorkingSetSize`` (1.7 by default on unified memory, MPSAllocator.mm; the "max
   allowed" of "MPS backend out of memory"), letting buffers grow past the working set and the
   RAM into swap: a run over the working set but within that limit is "tight" (slow, swapping),
-  beyond it "does not fit" (:func:`_within_mps_limit`).
+  beyond it "does not fit" (:mod:`oomkit.estimate.verdict_mps`).
 * AMD APUs (Strix Halo): what the GPU may use of the unified memory is the BIOS carve-out
   (Variable Graphics Memory, at most 3/4 of RAM) plus GTT, which is half of the rest by default
   (Linux: ``amdgpu_ttm_init`` ``gtt_size = ttm_tt_pages_limit() << PAGE_SHIFT``,
@@ -109,6 +109,7 @@ from oomkit.estimate.verdict_advice import (
     int_detail,
     safe_change,
 )
+from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_windows import wddm_commit_over, wddm_commit_risk
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
@@ -144,14 +145,6 @@ METAL_NEWEST_DEFAULT_FRACTION = 0.84
 APU_UNREACHABLE_FRACTION = 0.125
 #: runtimes whose Metal buffers are ggml-metal's
 _GGML_RUNTIMES = frozenset({"llama.cpp", "ollama"})
-#: PyTorch's MPS allocator on unified memory: ``default_high_watermark_ratio`` (MPSAllocator.h,
-#: torch 2.0 to 2.3 and on): allocations are refused past this x recommendedMaxWorkingSetSize
-MPS_HIGH_WATERMARK_RATIO = 1.7
-_MPS_OVER = (
-    "over the Metal working set, within PyTorch's MPS limit (PYTORCH_MPS_HIGH_WATERMARK_RATIO "
-    "x the working set, 1.7 by default): MPS allocates it, but past the installed RAM macOS "
-    "swaps and generation slows sharply"
-)
 _METAL_OVER = (
     "over the Metal working set of macOS 13-15 (runs only where macOS allows more: macOS 26 "
     "or a raised iogpu.wired_limit_mb; else 'command buffer failed with status 5')"
@@ -341,7 +334,9 @@ def _device_margin(
         and unified is not None
         and seg == "apple"
         and est.runtime == "transformers"
-        and _within_mps_limit(d.capacity_bytes - free, d.capacity_bytes, platform)
+        and within_mps_limit(
+            d.capacity_bytes - free, d.capacity_bytes, platform.mps_high_watermark_ratio
+        )
     ):
         level = "tight"
     terms.sort(key=lambda t: -t[1])
@@ -354,22 +349,6 @@ def _device_margin(
         reservations=tuple(reservations),
         level=level,
     )
-
-
-def _within_mps_limit(used: int, working_set: int, platform: Platform) -> bool:
-    """PyTorch's MPS allocator refuses an allocation only past ``ratio x
-    recommendedMaxWorkingSetSize`` (aten/src/ATen/mps/MPSAllocator.mm ``init_allocator``:
-    ``m_max_total_allowed_size``, compared with the device's ``currentAllocatedSize`` in
-    ``alloc_buffer``; "MPS backend out of memory (... max allowed: ...)"): 1.7 by default on
-    unified memory (at most 2.0; 0 disables it). "max allowed: 163.20 GB" on an M1 Ultra 128 GB
-    (accelerate#2778) is 1.7 x its 96 GiB working set, "18.13 GB" on 16 GB Macs
-    (Langchain-Chatchat#533) 1.7 x 2/3 x 16 GiB, and that 16 GB Mac had 17.27 GB allocated when
-    it stopped: unlike ggml-metal's, MPS buffers go past the working set (and the RAM, into
-    swap) until that limit."""
-    ratio = platform.mps_high_watermark_ratio
-    if ratio is None:
-        ratio = MPS_HIGH_WATERMARK_RATIO
-    return ratio == 0 or used <= int(ratio * working_set)
 
 
 def _unified(platform: Platform, index: int) -> int | None:
@@ -609,7 +588,7 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         risks = (wddm_commit_risk(over),)
         change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"
     elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, see _device_margin
-        over_text = _MPS_OVER if est.runtime == "transformers" else _METAL_OVER
+        over_text = MPS_OVER if est.runtime == "transformers" else _METAL_OVER
         risks = (f"{format_bytes(-worst.free_bytes)} {over_text}", *risks)
     if over is not None and worst.what != WDDM_COMMIT_WHAT:
         risks = (*risks, wddm_commit_risk(over))
