@@ -186,3 +186,23 @@ def test_cli_max_memory_flag(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert rc == 2
     assert "--max-memory" in capsys.readouterr().err
+
+
+def test_plan_snippet_passes_the_caps_it_was_estimated_with() -> None:
+    import ast
+
+    from oomkit.planner.commands import _transformers_snippet
+
+    code = _transformers_snippet(
+        InferenceSettings(
+            runtime="transformers",
+            quant="int8",
+            device_map="sequential",
+            max_memory_bytes=(CAP_24000MIB, 20 * GiB),
+        ),
+        "huggyllama/llama-65b",
+    )
+    call = next(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and n.keywords)
+    kw = {k.arg: k.value for k in call.keywords}
+    assert ast.literal_eval(kw["device_map"]) == "sequential"
+    assert ast.literal_eval(kw["max_memory"]) == {0: CAP_24000MIB, 1: 20 * GiB}
