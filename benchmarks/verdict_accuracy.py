@@ -146,6 +146,11 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
         display=rec.get("display"),
         segments=tuple(g.segment for g in gpus),
         unified_bytes=tuple(device_unified_bytes(d) for d in hw.devices),
+        mps_high_watermark_ratio=(
+            float(env["PYTORCH_MPS_HIGH_WATERMARK_RATIO"])
+            if "PYTORCH_MPS_HIGH_WATERMARK_RATIO" in env
+            else None
+        ),
     )
     v = verdict(est, plat)
     m = v.tightest

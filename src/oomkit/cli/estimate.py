@@ -124,10 +124,16 @@ TRAINING_PASSED: tuple[str, ...] = (
 )
 @click.option(
     "--device-map",
-    type=click.Choice(["auto", "none"]),
+    type=click.Choice(["auto", "sequential", "none"]),
     help="transformers: auto (from_pretrained(device_map='auto'), accepting CPU offload of what "
-    "does not fit) or none (no device_map, then model.to('cuda'): all weights on the first "
-    "GPU); unset: auto placement over the GPUs, but a fit only by CPU offload does not fit",
+    "does not fit), sequential (fill each GPU to its --max-memory in turn, no balancing) or "
+    "none (no device_map, then model.to('cuda'): all weights on the first GPU); unset: auto "
+    "placement over the GPUs, but a fit only by CPU offload does not fit",
+)
+@click.option(
+    "--max-memory",
+    help="transformers: accelerate's max_memory, the weights placed per GPU: 24000MiB (every "
+    "GPU) or 0=24000MiB,1=22GiB; activations and the KV cache come on top",
 )
 @click.option(
     "--override-tensor",

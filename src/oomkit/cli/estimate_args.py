@@ -49,6 +49,7 @@ FLAG_NAMES: dict[str, str] = {
     "block_size": "--block-size",
     "overhead_bytes": "--overhead",
     "device_map": "--device-map",
+    "max_memory_bytes": "--max-memory",
     "draft_model": "--draft-model",
     "draft_quant": "--draft-quant",
     "draft_n_gpu_layers": "--draft-ngl",

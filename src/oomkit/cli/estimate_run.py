@@ -75,6 +75,7 @@ def run_estimate(
     vulkan_driver: str | None = None,
     device: str | None = None,
     prompt_logprobs: bool | None = None,
+    max_memory: str | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -91,6 +92,7 @@ def run_estimate(
     )
     from oomkit.cli.gpu_choice import choose_hardware, with_backend, with_vulkan_driver
     from oomkit.estimate.registry import normalize_runtime
+    from oomkit.spec.max_memory import parse_max_memory
 
     want_max = ctx == CTX_MAX
     if want_max:
@@ -179,6 +181,7 @@ def run_estimate(
         cpu_offload_bytes=parse_cpu_offload_gb(cpu_offload_gb),
         block_size=block_size,
         device_map=device_map,
+        max_memory_bytes=parse_max_memory(max_memory),
         draft_model=draft_model,
         draft_quant=draft_quant,
         draft_n_gpu_layers=draft_ngl,

@@ -126,6 +126,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "attn_implementation",
             "cache_implementation",
             "device_map",
+            "max_memory_bytes",
             "overhead_bytes",
         }
     ),

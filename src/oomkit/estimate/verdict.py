@@ -42,6 +42,12 @@ Platform terms (``PLATFORM_TERMS``):
   84%, measured on two machines, antirez/ds4 #893). A run over the catalog's working set but
   within ``METAL_NEWEST_DEFAULT_FRACTION`` of the RAM is "tight" with that risk named (not
   "does not fit"); beyond it, "does not fit".
+* Apple silicon (PyTorch MPS: transformers): the same working set is the capacity, but PyTorch's
+  MPS allocator refuses only past ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` x
+  ``recommendedMaxWorkingSetSize`` (1.7 by default on unified memory, MPSAllocator.mm; the "max
+  allowed" of "MPS backend out of memory"), letting buffers grow past the working set and the
+  RAM into swap: a run over the working set but within that limit is "tight" (slow, swapping),
+  beyond it "does not fit" (:mod:`oomkit.estimate.verdict_mps`).
 * AMD APUs (Strix Halo): what the GPU may use of the unified memory is the BIOS carve-out
   (Variable Graphics Memory, at most 3/4 of RAM) plus GTT, which is half of the rest by default
   (Linux: ``amdgpu_ttm_init`` ``gtt_size = ttm_tt_pages_limit() << PAGE_SHIFT``,
@@ -105,6 +111,7 @@ from oomkit.estimate.verdict_advice import (
     int_detail,
     safe_change,
 )
+from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_windows import wddm_commit_over, wddm_commit_risk
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import MiB, format_bytes
@@ -173,6 +180,9 @@ class Platform:
     #: GPU's installed RAM when its capacity is the catalog's Metal working set, an AMD APU's
     #: capacity as given; None for a discrete GPU or when unknown
     unified_bytes: tuple[int | None, ...] = ()
+    #: ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` of a transformers run on an Apple GPU (0 = no
+    #: limit); None = PyTorch's default (:data:`MPS_HIGH_WATERMARK_RATIO`)
+    mps_high_watermark_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -325,6 +335,16 @@ def _device_margin(
     ):
         # over the older working set, within what newer macOS allows: the limit is uncertain
         # (named as a risk by verdict(), not a band term: the band stays the measured one)
+        level = "tight"
+    if (
+        level == "does_not_fit"
+        and unified is not None
+        and seg == "apple"
+        and est.runtime == "transformers"
+        and within_mps_limit(
+            d.capacity_bytes - free, d.capacity_bytes, platform.mps_high_watermark_ratio
+        )
+    ):
         level = "tight"
     terms.sort(key=lambda t: -t[1])
     return DeviceMargin(
@@ -579,7 +599,8 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         risks = (wddm_commit_risk(over),)
         change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"
     elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, see _device_margin
-        risks = (f"{format_bytes(-worst.free_bytes)} {_METAL_OVER}", *risks)
+        over_text = MPS_OVER if est.runtime == "transformers" else _METAL_OVER
+        risks = (f"{format_bytes(-worst.free_bytes)} {over_text}", *risks)
     if over is not None and worst.what != WDDM_COMMIT_WHAT:
         risks = (*risks, wddm_commit_risk(over))
     return Verdict(

@@ -315,7 +315,15 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
     lines = ["import torch", "from transformers import AutoModelForCausalLM"]
     # the device map the plan was estimated with: "none" is from_pretrained, then .to("cuda")
     on_one_gpu = settings.device_map == "none"
-    kwargs = [f"{repo!r}"] if on_one_gpu else [f"{repo!r}", 'device_map="auto"']
+    placement = "sequential" if settings.device_map == "sequential" else "auto"
+    kwargs = [f"{repo!r}"] if on_one_gpu else [f"{repo!r}", f'device_map="{placement}"']
+    caps = settings.max_memory_bytes
+    if caps is not None and not on_one_gpu:  # accelerate takes bytes as ints
+        kwargs.append(
+            f"max_memory={{i: {caps[0]} for i in range(torch.cuda.device_count())}}"
+            if len(caps) == 1
+            else "max_memory={" + ", ".join(f"{i}: {b}" for i, b in enumerate(caps)) + "}"
+        )
     if quant in ("nf4", "int8", "fp4"):
         lines[1] = "from transformers import AutoModelForCausalLM, BitsAndBytesConfig"
         cfg = (

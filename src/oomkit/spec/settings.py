@@ -74,10 +74,18 @@ class InferenceSettings:
     attn_implementation: str | None = None  # transformers: "eager" | "sdpa" | "flash_attention_2"
     cache_implementation: str | None = None  # transformers: "dynamic" | "static"
     #: transformers: "auto" (from_pretrained(device_map="auto"): accelerate places modules,
-    #: offloading what does not fit to CPU) | "none" (no device_map, then
+    #: offloading what does not fit to CPU) | "sequential" (device_map="sequential", or a map
+    #: the caller computed with ``infer_auto_device_map``: each GPU filled to its max_memory in
+    #: turn, no balancing) | "none" (no device_map, then
     #: ``model.to("cuda")``: every weight on the first GPU, no offload) | None (unset: the
     #: "auto" placement, but a fit only by CPU offload is a blocker; see estimate.transformers)
     device_map: str | None = None
+    #: transformers/accelerate ``from_pretrained(max_memory={0: "24000MiB", ...})``: the bytes
+    #: of WEIGHTS accelerate may place on each GPU (activations, the KV cache and the CUDA
+    #: context come on top at ``generate()``); one value: every GPU; several: GPU i's cap in
+    #: ``Hardware.devices`` order. None = accelerate's default (free memory). See
+    #: :func:`oomkit.estimate.transformers.auto_device_map`
+    max_memory_bytes: tuple[int, ...] | None = None
     #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
     #: runtime generation (oomkit.estimate.generations); None = the newest
     runtime_version: str | None = None
@@ -151,7 +159,8 @@ class InferenceSettings:
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
         self._check_draft()
         self._check_device_ordinals()
-        check_choice("device_map", self.device_map, ("auto", "none"))
+        check_choice("device_map", self.device_map, ("auto", "sequential", "none"))
+        self._check_max_memory()
         if self.override_tensor is not None:
             ot = self.override_tensor
             if isinstance(ot, list):
@@ -186,6 +195,30 @@ class InferenceSettings:
                     setting="tensor_split",
                     value=self.tensor_split,
                 )
+
+    def _check_max_memory(self) -> None:
+        mm = self.max_memory_bytes
+        if mm is None:
+            return
+        if isinstance(mm, list):
+            mm = tuple(mm)
+            object.__setattr__(self, "max_memory_bytes", mm)
+        ok = isinstance(mm, tuple) and 0 < len(mm) <= MAX_DEVICES
+        if not ok or not all(
+            isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= MAX_BYTES for b in mm
+        ):
+            raise InvalidSettingError(
+                f"max_memory_bytes must be 1 to {MAX_DEVICES} byte counts (one per GPU, or one "
+                f"for every GPU), got {self.max_memory_bytes!r}"[:200],
+                setting="max_memory_bytes",
+                value=self.max_memory_bytes,
+            )
+        if not any(mm):
+            raise InvalidSettingError(
+                "max_memory_bytes gives no GPU any memory (every cap is 0)",
+                setting="max_memory_bytes",
+                value=self.max_memory_bytes,
+            )
 
     def _check_device_ordinals(self) -> None:
         do = self.device_ordinals
