@@ -71,9 +71,19 @@ def test_over_newer_macos_too_is_still_does_not_fit() -> None:
 
 
 def test_only_ggml_metal_runtimes_get_the_newer_macos_limit() -> None:
+    """Over the working set, ggml-metal's risk is macOS's command-buffer limit; transformers on
+    MPS has its own (PyTorch's high watermark, :mod:`oomkit.estimate.verdict_mps`), never the
+    macOS 26 wording."""
     est, plat, _ = _run("qwen3-30b-a3b", "Q4_K_M", 4096, "m4-pro-24gb", ngl=999)
+    assert "macOS 26" in verdict(est, plat).summary()
     other = dataclasses.replace(est, runtime="transformers")
-    assert verdict(other, plat).level == "does_not_fit"
+    v = verdict(other, plat)
+    assert v.level == "tight"
+    assert "MPS limit" in v.summary()
+    assert "macOS 26" not in v.summary()
+    assert verdict(other, dataclasses.replace(plat, mps_high_watermark_ratio=1.0)).level == (
+        "does_not_fit"
+    )
 
 
 def test_an_apu_capacity_given_as_its_whole_memory_carries_the_unreachable_share() -> None:
