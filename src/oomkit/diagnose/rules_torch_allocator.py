@@ -15,6 +15,7 @@ from dataclasses import replace
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
+from oomkit.diagnose.rules_siblings import siblings_on_first_gpu
 from oomkit.diagnose.rules_torch_describe import (
     _async_pool,
     _describe,
@@ -177,6 +178,9 @@ def allocator(e: OomEvent, ctx: LogContext, *, others_minor: bool = False) -> An
     if not others_minor and others >= max(x - free, 0) and others >= _OTHERS_SHARE * t:
         if p is not None and 2 * p > t and others < _MINOR_OTHERS_SHARE * t:
             return _minor_others(e, ctx, p, others)
+        siblings = siblings_on_first_gpu(e, t, others)
+        if siblings is not None:
+            return replace(siblings, explanation=base + " " + siblings.explanation)
         an = _others(e, t)
         return Analysis(
             cause=an.cause,
