@@ -27,7 +27,10 @@ def _d(name: str):  # type: ignore[no-untyped-def]
         ("oom-hip-pytorch-175431-mostly-free", "unknown"),  # 203 GiB free for a 2 MiB request
         ("oom-torch-llama-82-7b-11gb", "model_too_large"),  # tiny request, card full of tensors
         ("oom-torch-llamacookbook-898-torchtune", "batch_or_activations"),  # inductor buffer
-        ("oom-hip-autotrain-737", "other_process_holding_memory"),  # 3.37 GiB unaccounted
+        # 3.37 GiB unaccounted (17% of the card, low label: "another GPU app") beside the 16 GiB
+        # this process holds: a minor gap, this process read first, the gap named with its check
+        # (test_minor_gap_is_named_with_its_check)
+        ("oom-hip-autotrain-737", "model_too_large"),
         ("constructed-torch-new-others-wrapped", "other_process_holding_memory"),
         ("oom-llamacpppython-ollama6860-small-gpu", "multi_gpu_imbalance"),
         ("constructed-llamacpp-kv-fail", "kv_cache_or_context"),
@@ -42,6 +45,13 @@ def test_cause(name: str, cause: str) -> None:
     d = _d(name)
     assert d.cause == cause, d.explanation
     assert 0.0 < d.confidence <= 1.0
+
+
+def test_minor_gap_is_named_with_its_check() -> None:
+    d = _d("oom-hip-autotrain-737")
+    assert d.confidence < 0.5
+    assert "3.37 GiB of the card is held outside this process's allocator" in d.explanation
+    assert "oomkit gpus" in d.explanation
 
 
 def test_other_process_named_with_kill_and_saving() -> None:

@@ -66,7 +66,7 @@ def diagnose_text(
             (:mod:`oomkit.diagnose.user_phase`; any other value raises ``ValueError``).
     """
     text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
-    parsed = parse_log(text, normalized=True)
+    parsed = _with_surroundings(text, parse_log(text, normalized=True))
     settings = _with_log_version(text, settings, runtime)
     provider = estimator_fix_provider(model, settings, hardware, runtime=runtime)
     from oomkit.diagnose.training_fixes import with_training_fixes
@@ -84,6 +84,21 @@ def diagnose_text(
     )
     result = _note_training(result, text)
     return _refuse_inconsistent(_note_generation(result, settings, runtime))
+
+
+def _with_surroundings(text: str, parsed: ParsedLog) -> ParsedLog:
+    """``parsed`` with what the lines around its OOM messages state
+    (:mod:`oomkit.diagnose.paste_context`); nothing is read when no OOM was found."""
+    if not parsed.events:
+        return parsed
+    import dataclasses
+
+    from oomkit.diagnose.paste_context import read_surroundings
+
+    lines = {line.strip() for e in parsed.events for line in e.text.splitlines()}
+    around = read_surroundings(text, lines, [e.line for e in parsed.events])
+    context = dataclasses.replace(parsed.context, paste_prose=around.prose)
+    return dataclasses.replace(parsed, context=context)
 
 
 def _model_facts(

@@ -212,6 +212,8 @@ class LogContext:
     # a pasted nvidia-smi table (parse_smi): (gpu, used, total) and (gpu, pid, name, used)
     smi_memory: tuple[tuple[int, int, int], ...] = ()
     smi_processes: tuple[tuple[int, int, str, int], ...] = ()
+    # the lines around the OOM messages (paste_context.read_surroundings) -----------------------
+    paste_prose: tuple[tuple[int, str], ...] = ()  # (line, sentence) outside every OOM message
     notes: tuple[str, ...] = ()
 
     def device_buffers(self, kind: str) -> dict[str, int]:

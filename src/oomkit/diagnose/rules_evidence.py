@@ -35,6 +35,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_surroundings import stated_around
 
 __all__ = ["refine_by_evidence"]
 
@@ -79,7 +80,8 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         found = rule(result, e, ctx)
         if found is not None:
             return found
-    return result
+    # the lines around the message, after everything its own line says (rules_surroundings)
+    return stated_around(result, e, ctx) or result
 
 
 _fallback = fallback

@@ -49,6 +49,12 @@ def _others(e: OomEvent, t: int) -> Analysis:
     )
 
 
+def _share_text(part: int, whole: int) -> str:
+    """``part`` as a whole percentage of ``whole`` ("under 1%" rather than "0%")."""
+    pct = 100 * part // max(1, whole)
+    return f"{pct}%" if pct else "under 1%"
+
+
 def _describe(e: OomEvent) -> str:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
     where = "the GPU" if e.device is None else f"GPU {e.device}"
