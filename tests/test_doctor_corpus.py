@@ -75,7 +75,9 @@ def test_corpus_invariants(part: str) -> None:
             d.oom_found and d.confidence < 0.6 and not any(w in d.explanation for w in DECIDE)
         )
     heldout = part.startswith("heldout")
-    shown = unrecognised if not heldout else [f"{len(unrecognised)} record(s)"]
+    # a held-out part's recognition is a score: not even its count is printed here (a fresh
+    # part's figure must first be seen when it is scored, benchmarks/doctor_corpus.py --part P)
+    shown = unrecognised if not heldout else ["not shown for a held-out part"]
     if heldout:
         # recognition on the held-out part is a score (benchmarks/doctor_corpus.py), not a
         # rule this test may push toward: only the structural guarantees are asserted there
