@@ -318,8 +318,9 @@ def test_restore_near_misses() -> None:
 
 def test_named_processes_keep_their_cause_but_the_restore_gets_map_location() -> None:
     """The message names seven processes of ~the same size on GPU 0 while this one restores a
-    checkpoint there: other_process_holding_memory (0.85) stands, but the fixes were only
-    'Stop or move process N' x 7 (the job's own ranks); map_location now leads."""
+    checkpoint there: with consecutive PIDs they are the job's own workers (multi_gpu_imbalance),
+    with PIDs far apart other_process_holding_memory (0.85) stands; either way map_location
+    leads (the fixes were once only 'Stop or move process N' x 7)."""
     procs = " ".join(f"Process {2101 + i} has 9.80 GiB memory in use." for i in range(7))
     text = (
         '  File "train.py", line 88, in <module>\n    state = torch.load("ckpt.pt")\n'
@@ -331,10 +332,19 @@ def test_named_processes_keep_their_cause_but_the_restore_gets_map_location() ->
         "allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated."
     )
     d = diagnose_text(text)
-    assert d.cause == "other_process_holding_memory"
-    assert d.confidence == 0.85
+    # consecutive PIDs: the launcher's own workers (rules_siblings), not strangers' jobs
+    assert d.cause == "multi_gpu_imbalance"
     assert d.fixes[0].commands[0] == "torch.load(path, map_location='cpu')"
-    assert any(f.title.startswith("Stop or move process") for f in d.fixes)
+    assert "consecutive" in d.explanation
+    # the same listing with PIDs far apart: other processes, and map_location still joins
+    far = text
+    for i in range(7):
+        far = far.replace(f"Process {2101 + i} ", f"Process {2101 + 997 * i} ")
+    d2 = diagnose_text(far)
+    assert d2.cause == "other_process_holding_memory"
+    assert d2.confidence == 0.85
+    assert d2.fixes[0].commands[0] == "torch.load(path, map_location='cpu')"
+    assert any(f.title.startswith("Stop or move process") for f in d2.fixes)
     # without the restore frame, no map_location
     bare = "\n".join(line for line in text.splitlines() if "_cuda_deserialize" not in line)
     assert not any("map_location" in c for f in diagnose_text(bare).fixes for c in f.commands)

@@ -20,6 +20,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.priors import is_open
 from oomkit.diagnose.rules_diffusion import vae_decode_in_flight
+from oomkit.diagnose.rules_siblings import sibling_workers
 from oomkit.diagnose.rules_stated import (
     colocated_rollout_engine,
     fallback,
@@ -327,13 +328,18 @@ def _restored_to_saved_device(result: Analysis, e: OomEvent, ctx: LogContext) ->
     """
     if ctx.restore_frame is None:
         return None
-    if result.cause not in {"other_process_holding_memory", "unknown", "model_too_large"}:
+    # the sibling-worker reading (rules_siblings: consecutive PIDs on the first GPU) is the same
+    # job's processes: each restored its copy there, so map_location leads its fixes too
+    siblings = result.cause == "multi_gpu_imbalance" and bool(sibling_workers(e))
+    if not siblings and result.cause not in {
+        "other_process_holding_memory", "unknown", "model_too_large",
+    }:  # fmt: skip
         return None
     # a settled reading (the message names the other processes) keeps its cause; those
     # processes may be this job's own ranks restoring onto the same GPU, so map_location is
     # added to its fixes (stopping a sibling rank ends the job)
     settled = not _fallback(result)
-    if settled and result.cause != "other_process_holding_memory":
+    if settled and result.cause != "other_process_holding_memory" and not siblings:
         return None
     t, x = e.total_bytes, e.requested_bytes
     if t is None or x is None:
