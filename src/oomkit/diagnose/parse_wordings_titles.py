@@ -1,0 +1,189 @@
+"""How users word an OOM in issue titles and prose, and three runtimes' own wordings (issue 9).
+
+``parse_wordings.harvested_match`` runs these families after its own, in the generic fallback
+(``parse_extra.parse_generic``): an event only where no runtime parser found one. Fresh corpus
+parts kept missing OOMs that users reported in their own words (titles and sentences); each
+family below is a way of saying "the memory ran out" that is not tied to one thread, with the
+neighbours that must stay silent listed in ``tests/test_doctor_titles.py``:
+
+* **a memory error or shortage named as such**: "found a CUDA memory error", "GPU memory errors
+  when training", "VRAM (is) insufficient", "lack of VRAM", "RAM shortage" (not ECC / Xid
+  hardware errors, not "illegal memory access", not "lack of memory safety");
+* **a memory exceeded, filled or at 100 %**: "causing GPU RAM to be exceeded", "RAM fills up and
+  the PC freezes", "VRAM usage spikes to 100% and crashes", "memory spike causes a crash";
+* **a memory used up in an idiom**: "quickly ran through the 32GB RAM", "burns through all my
+  VRAM" (not "ran through the memory checks");
+* **a crash named with the memory pressure behind it**: "SIGABRT when loading large models
+  under GPU memory pressure" (macOS / iOS Metal: the process is aborted or jetsammed when the
+  unified memory is short), "crashes due to memory pressure";
+* **a card's size that cannot run the job**: "Not enough on 4GB vRAM", "Can't run SDXL on a
+  6GB GPU", "crashes on 12gb", "VRAM too small for the model", "only 14 GB free - not enough
+  for inference" (not "can it run on 8GB?", not "crashes on 12gb files");
+* **an allocator's exception**: "Crash due to unhandled exception from ggml_vk_allocate" (a C++
+  exception thrown out of an allocating function is its failure: the Kompute backend's
+  ``ggml_vk_allocate`` calls ``vk::Device::allocateMemory``, which throws
+  ``vk::OutOfDeviceMemoryError``; nomic-ai/llama.cpp ``ggml-kompute.cpp``), "maximum number of
+  memory allocation attempts exceeded";
+* **Romance languages with the memory's kind between**: "mémoire GPU insuffisante", "memoria de
+  GPU insuficiente", "memória de vídeo insuficiente".
+
+Runtimes' own wordings (their entries, with the files, are in
+``upstream_wordings_titles.py``): mistral.rs's automatic device mapper
+(``mistralrs-core/src/pipeline/loaders/auto_device_map.rs``: "This model does not fit on the
+devices %s, and exceeds total capacity by %dMB", "No more devices to map to. The model does not
+fit on this system.", "Model weights, activations, and runtime reservations need %.1f GiB, but
+only %.1f GiB is available within the unified-memory budget", "Primary device %s cannot fit its
+fixed model components"), and XLA's OOM dump (``openxla/xla:xla/service/buffer_assignment.cc``
+``BufferAssignment::ToVerboseString``, printed only after "Out of memory while trying to
+allocate": "BufferAssignment OOM Debugging.", "preallocated temp allocation:", "Peak buffers:",
+each buffer's "XLA Label: <opcode>"; the TPU compiler's "Largest program allocations in hbm"),
+which a paste often keeps without its first line.
+
+Every family is behind literal needles and every quantifier is bounded (linear time).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["title_match"]
+
+_I = re.IGNORECASE
+_MEM = r"(?:memory|ram|vram|video memory|gpu memory|gpu ram)"
+_SIZE = r"\d{1,4}(?:[.,]\d{1,2})? ?(?:G|GB|GiB|Go|M|MB|MiB)\b"
+
+_FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        # "found cuda memory error", "GPU memory errors during training"; not ECC / Xid
+        # (hardware), "illegal memory access", "memory error correction"
+        ("memory error",),
+        re.compile(
+            r"(?<!ecc )(?<!uncorrectable )(?<!correctable )\b(?:cuda|gpu|vram|video|device)"
+            r" memory errors?\b(?! (?:correct|detect|check|code|count|rate|injection))",
+            _I,
+        ),
+    ),
+    (
+        # a memory insufficient / short / lacking, in title form
+        ("insufficient", "sufficient", "shortage", "lack of"),
+        re.compile(
+            rf"\b(?:vram|ram|{_MEM}) (?:is |was |are |being )?(?:insufficient|not sufficient)\b|"
+            r"\b(?:vram|ram|memory) shortage\b|\bshortage of (?:\w{1,12} )?(?:vram|ram|memory)\b|"
+            r"\black of (?:gpu |video |system |free |available )?(?:vram|ram|memory)\b"
+            r"(?! (?:safety|bandwidth|management|model|layout|order))",
+            _I,
+        ),
+    ),
+    (
+        # exceeded with an auxiliary, filled up, at 100 %, a spike that ends in a crash
+        ("exceeded", "fill", "100", "spike"),
+        re.compile(
+            r"\b(?:vram|ram|memory)(?: usage| capacity| limit)? (?:is |was |to be |being |gets |"
+            r"got |has been |will be |would be )exceeded\b|"
+            r"\b(?:vram|ram|memory)(?: usage)? (?:fills|filled|filling|fill) up\b|"
+            r"\b(?:vram|ram|memory)(?: usage| use| consumption)? (?:spikes?|spiked|goes|went|"
+            r"jumps?|jumped|rises|rose|hits?|reach(?:es|ed)?|climbs?|climbed|shoots?|shot)"
+            r" (?:up )?(?:to |at )?100 ?%|"
+            r"\b(?:vram|ram|memory)(?: usage)? spik(?:es?|ed|ing)\b.{0,40}?"
+            r"\b(?:crash\w{0,3}|oom|killed|freez\w{0,3}|froze)\b",
+            _I,
+        ),
+    ),
+    (
+        # "ran through the 32GB RAM", "burns through all my VRAM"
+        ("through",),
+        re.compile(
+            r"\b(?:ran|runs?|running|burn(?:s|ed|t|ing)?|blew|blows?|blowing|chew(?:s|ed|ing)?"
+            r"|eats?|ate|eating) through (?:all )?(?:of )?(?:the |my |our )?(?:entire |whole |"
+            r"available )?(?:" + _SIZE + r" (?:of )?)?(?:gpu |system |host |video )?"
+            r"(?:memory|ram|vram)\b(?! (?:check|test|map|controller|bus|address|layout|profil))",
+            _I,
+        ),
+    ),
+    (
+        # a crash, abort or kill under / due to memory pressure
+        ("pressure",),
+        re.compile(
+            r"(?<!n't )(?<!not )(?<!never )(?<!no )\b(?:crash\w{0,4}|sigabrt|sigkill|abort\w{0,3}|"
+            r"killed|terminated|dies|died|panic\w{0,3}|jetsam\w{0,3})\b.{0,80}?"
+            r"\b(?:under|due to|because of|from) (?:heavy |high |extreme |severe )?"
+            r"(?:gpu |system |unified |vram |ram )?memory pressure\b",
+            _I,
+        ),
+    ),
+    (
+        # a card's size that cannot run the job
+        ("not enough", "can't", "cannot", "can not", "unable", "crash", "too small", "fail"),
+        re.compile(
+            r"\bnot enough (?:on|with|for|in) (?:a |an |my |the |only )?" + _SIZE + r" ?"
+            r"(?:of )?(?:v?ram|vram|memory|gpu|card|graphics card)\b|"
+            r"\b(?:can ?not|can't|cannot|unable to|fail(?:s|ed)? to) (?:run|load|generate|train|"
+            r"start|use|fine-?tune|infer|inference|launch)\b(?: [\w.-]{1,20}){0,4}? "
+            r"(?:on|with) (?:a |an |my |the |only |single )?(?:[\w-]{1,12} ){0,2}"
+            + _SIZE
+            + r"(?! ?(?:ssd|disk|hdd|file|model|dataset|download|checkpoint|weights|of (?:disk|"
+            r"storage)))|"
+            r"\bcrash(?:es|ed|ing)? (?:on|with) (?:a |an |my |only )?" + _SIZE + r""
+            r"(?! ?(?:ssd|disk|hdd|files?|models?|datasets?|downloads?|checkpoints?|weights|"
+            r"images?|videos?|of (?:disk|storage|data)))|"
+            r"\b(?:vram|gpu memory|video memory|memory|ram|card|gpu) (?:is |was )?(?:way |much |"
+            r"far )?too small (?:for|to (?:run|load|fit|hold))\b|"
+            r"\b(?:only|just) (?:~ ?|about |around )?"
+            + _SIZE
+            + r" (?:of )?(?:vram |memory |ram )?(?:free|left|"
+            r"available)\b.{0,40}?\bnot enough\b",
+            _I,
+        ),
+    ),
+    (
+        # an exception thrown out of an allocating function; a retry budget of allocations
+        ("exception", "allocation attempts", "allocation retries"),
+        re.compile(
+            r"\bexception (?:thrown )?(?:from|in|at|inside) [\w:]{0,40}(?:_allocate|_alloc|malloc|"
+            r"::allocate\w{0,8})(?:_buffer|_memory|_tensor|_device)?\b|"
+            r"\b(?:memory )?allocation (?:attempts|retries) (?:exceeded|exhausted)\b",
+            _I,
+        ),
+    ),
+    (
+        # French, Spanish, Portuguese, Italian with the memory's kind between
+        ("mémoire", "memoire", "memoria", "memória"),
+        re.compile(
+            r"\bm[ée]moire (?:de la |du |de )?(?:gpu|vid[ée]o|graphique|ram|vive|cuda) "
+            r"(?:insuffisante|satur[ée]e|pleine|[ée]puis[ée]e)\b|"
+            r"\bmem[oó]ria (?:de (?:la |)|da |del |della |di )?(?:gpu|v[íi]deo|gr[áa]fica|ram|"
+            r"cuda) (?:insuficiente|insufficiente|esaurita|agotada|esgotada|llena|cheia)\b",
+            _I,
+        ),
+    ),
+    (
+        # mistral.rs's automatic device mapper (auto_device_map.rs)
+        ("does not fit on", "unified-memory budget", "cannot fit its fixed"),
+        re.compile(
+            r"\bmodel does not fit on (?:the devices \[|this system\b)|"
+            r"\bGiB is available within the unified-memory budget\b|"
+            r"\bcannot fit its fixed model components\b",
+            _I,
+        ),
+    ),
+    (
+        # XLA's OOM dump (buffer_assignment.cc ToVerboseString) and the TPU compiler's report
+        ("peak buffers", "xla label", "preallocated temp", "largest program allocations"),
+        re.compile(
+            r"\bPeak buffers:\s{0,4}$|\bXLA Label: [a-z][\w-]{0,40}\s{0,4}$|"
+            r"\bpreallocated temp (?:allocation|fragmentation): {0,20}\d|"
+            r"\bLargest program allocations in (?:hbm|vmem)\b",
+            _I | re.M,
+        ),
+    ),
+)
+
+
+def title_match(line: str, low: str) -> re.Match[str] | None:
+    """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
+    for needles, pattern in _FAMILIES:
+        if any(n in low for n in needles):
+            m = pattern.search(line)
+            if m is not None:
+                return m
+    return None

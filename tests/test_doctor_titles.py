@@ -1,0 +1,133 @@
+"""How users word an OOM in titles and prose (oomkit.diagnose.parse_wordings_titles, issue 9).
+
+Each family is checked on several wordings that no corpus record holds, and on neighbours with the
+same words that are not an OOM (a question, a statement of use, a hardware error, a fix that says
+it no longer crashes).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from oomkit.diagnose.doctor import diagnose_text
+
+_OOM = {
+    "memory error": [
+        "But I found cuda memory error.",
+        "I keep getting a GPU memory error when training with batch 16",
+        "VRAM memory errors after a few epochs",
+    ],
+    "insufficient / shortage / lack": [
+        "VRAM insufficient when loading Qwen2-72B",
+        "[Bug] GPU memory insufficient for SDXL refiner",
+        "RAM shortage during GGUF conversion",
+        "shortage of GPU memory on the second GPU",
+        "crash from lack of VRAM on 6GB cards",
+    ],
+    "exceeded / filled / 100 %": [
+        "causing GPU RAM to be exceeded unexpectedly.",
+        "the VRAM limit was exceeded after the third image",
+        "RAM fills up and the PC freezes",
+        "VRAM usage spikes to 100% and crashes",
+        "GPU memory spikes and then the app crashes",
+    ],
+    "ran through": [
+        "quickly ran through the 32GB RAM on my Linux PC.",
+        "it burns through all my VRAM in ten steps",
+        "the conversion chewed through 64 GB of RAM",
+    ],
+    "memory pressure": [
+        "SIGABRT when loading large image models under GPU memory pressure",
+        "the app crashes due to memory pressure on an 8 GB iPad",
+        "ollama was killed because of memory pressure",
+    ],
+    "a card's size": [
+        "Not enough on 4GB vRAM",
+        "Can't run SDXL on a 6GB GPU",
+        "Cannot generate images on GTX1060 6GB (Linux Mint 21.2)",
+        "unable to load 70B with 2x 24GB",
+        "It crashes on 12gb at 54%",
+        "VRAM too small for the model",
+        "leaving only ~14 GB free - not enough for subsequent inference runs.",
+    ],
+    "allocator exception": [
+        "Crash due to unhandled exception from ggml_vk_allocate in llama_kv_cache_init",
+        "unhandled exception in ggml_backend_cpu_buffer_type_alloc_buffer",
+        "Can't find nonce with device, maximum number of memory allocation attempts exceeded",
+    ],
+    "romance languages": [
+        "Erreur : mémoire GPU insuffisante",
+        "memoria de GPU insuficiente al generar",
+        "memória de vídeo insuficiente",
+        "memoria GPU esaurita durante il training",
+    ],
+}
+
+_NOT_OOM = [
+    # hardware memory errors and access faults
+    "Xid 48: uncorrectable ECC GPU memory error",
+    "GPU memory errors detected by the ECC counters",
+    "CUDA error: an illegal memory access was encountered",
+    # the words without a shortage
+    "lack of memory safety in the parser",
+    "the test ran through the memory checks",
+    "the memory is not exceeded",
+    "make sure the VRAM is never exceeded",
+    "the cache fills up slowly",
+    "GPU utilization spikes to 100%",
+    "VRAM usage: 10 GB of 24 GB",
+    "the buffer is too small for the frame",
+    # a fix or an observation that says nothing crashed
+    "it doesn't crash under memory pressure anymore",
+    "Memory usage stays under 50%, no crash under memory pressure",
+    "I want to know the memory consumption under memory pressure",
+    # questions and sizes of files, not of memory
+    "Can it run on 8GB VRAM?",
+    "How to run 70B on a 24GB GPU",
+    "It crashes on 12gb files",
+    "can't download the 8GB model file",
+    "cannot load the model from an 8GB ssd",
+    "Unable to run on CPU",
+    # an exception that names no allocating function
+    "exception in allocate_request_id handler",
+    "we handle exceptions from the allocator gracefully",
+    # a size statement without a failure
+    "tensors larger than 2GB are saved in shards",
+]
+
+
+@pytest.mark.parametrize(
+    "text", [t for texts in _OOM.values() for t in texts], ids=lambda t: str(t)[:40]
+)
+def test_users_wording_of_an_oom_is_recognised(text: str) -> None:
+    assert diagnose_text(text).oom_found, text
+
+
+@pytest.mark.parametrize("text", _NOT_OOM, ids=lambda t: str(t)[:40])
+def test_same_words_without_a_shortage_are_not_an_oom(text: str) -> None:
+    assert not diagnose_text(text).oom_found, text
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("Arrays larger than 4 GB crashes", 4 << 30),
+        ("[XPU] allocations bigger than 4GB fail on Arc A770", 4 << 30),
+        ("Tensors larger than 2 GiB cannot be created on WebGPU", 2 << 30),
+    ],
+)
+def test_a_per_allocation_limit_in_prose_is_a_buffer_limit(text: str, limit: int) -> None:
+    d = diagnose_text(text)
+    assert d.oom_found, text
+    e = d.primary
+    assert e is not None
+    assert e.kind == "buffer_limit"
+    assert e.allowed_bytes is not None
+    assert abs(e.allowed_bytes - limit) <= limit * 0.08
+    # a limit on one buffer, not the total: free memory would not decide it
+    assert d.cause == "unknown"
+
+
+def test_ram_wording_of_a_host_shortage_is_host_ram() -> None:
+    assert diagnose_text("quickly ran through the 32GB RAM on my Linux PC.").cause == "host_ram"
+    assert diagnose_text("RAM fills up and the PC freezes").cause == "host_ram"
