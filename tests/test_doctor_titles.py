@@ -61,6 +61,34 @@ _OOM = {
         "memória de vídeo insuficiente",
         "memoria GPU esaurita durante il training",
     ],
+    "usage with its consequence": [
+        "High VRAM usage causes crash",
+        "excessive memory consumption then the container is OOM-killed",
+        "System freezes due to high RAM usage",
+        "crashes due to memory usage when batching",
+    ],
+    "windows virtual memory": [
+        "Your system is low on virtual memory",
+        "Windows - Out of Virtual Memory",
+    ],
+    "more languages": [
+        "推理时超出显存",
+        "显存超了，无法生成",
+        "内存被耗尽后进程退出",
+        "VRAMが溢れる",
+        "메모리가 모자라서 종료됩니다",
+        "no hay suficiente VRAM",
+        "pas assez de VRAM pour SDXL",
+        "zu wenig VRAM für Flux",
+        "не хватает VRAM",
+        "za mało pamięci GPU",
+        "onvoldoende geheugen",
+        "nedostatek paměti",
+        "не вистачає відеопам'яті",
+        "الذاكرة غير كافية",
+        "حافظه کافی نیست",
+        "หน่วยความจำไม่พอ",
+    ],
 }
 
 _NOT_OOM = [
@@ -93,6 +121,16 @@ _NOT_OOM = [
     "we handle exceptions from the allocator gracefully",
     # a size statement without a failure
     "tensors larger than 2GB are saved in shards",
+    # usage without a consequence, or with none
+    "high memory usage but no crash",
+    "High VRAM usage, but it doesn't crash",
+    "memory usage is high",
+    "virtual memory settings",
+    # the same words in other languages without a shortage
+    "不会超出显存",
+    "显存占用 10 GB",
+    "メモリオーバーヘッドを減らす",
+    "brak pamięci podręcznej",
 ]
 
 

@@ -178,10 +178,97 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     ),
 )
 
+# a memory usage named together with its consequence, and the same shortage in more languages
+_NOT_BEFORE = r"(?<!no )(?<!not )(?<!without )(?<!never )(?<!n't )"
+_FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        # "High VRAM usage causes crash", "System freezes due to high RAM usage"; not "high
+        # memory usage but no crash", not "memory usage is high" alone (a statement of use)
+        ("usage", "consumption", "footprint"),
+        re.compile(
+            r"\b(?:high|huge|excessive|massive|heavy|too much|increased|increasing|growing|"
+            r"abnormal|insane|enormous) (?:gpu |cuda |video |system |host |cpu )?(?:memory|vram|"
+            r"ram) (?:usage|consumption|use|footprint)\b.{0,40}?"
+            + _NOT_BEFORE
+            + r"\b(?:crash\w{0,3}|"
+            r"oom\b|oom-?killed|killed|freez\w{0,3}|froze|dies|died)|"
+            r"\b(?:crash\w{0,3}|freez\w{0,3}|froze|killed|dies|died|fail\w{0,3}|hang\w{0,3}) "
+            r"(?:due to|because of|caused by|from) (?:the |a |very )?(?:high |huge |excessive |"
+            r"massive |too much |full |increased |insane )?(?:gpu |cuda |video |system |host )?"
+            r"(?:memory|vram|ram) (?:usage|consumption)\b",
+            _I,
+        ),
+    ),
+    (
+        # Windows' virtual-memory shortage (the Resource Exhaustion Detector's dialog)
+        ("virtual memory",),
+        re.compile(
+            r"\bout of virtual memory\b|\blow on virtual memory\b|"
+            r"\blow virtual memory condition\b",
+            _I,
+        ),
+    ),
+    (
+        # Chinese beyond parse_wordings': "超出显存", "显存超了", "内存被耗尽", "显存用完了";
+        # not "不会超出显存" (will not exceed)
+        ("显存", "内存", "顯存", "內存", "記憶體"),
+        re.compile(
+            r"(?<!不会)(?<!不會)(?<!没有)(?<!沒有)(?<!不)(?:超出|超过|超過)了?(?:显存|内存|顯存|內存|"
+            r"記憶體)|"
+            r"(?:显存|内存|顯存|內存|記憶體)(?:被|已|都|又|直接|就|全|全部)?(?:超了|超限|超出了|耗尽|"
+            r"耗盡|用尽|用盡|用完了|用光|吃光|撑爆|撐爆|炸了)"
+        ),
+    ),
+    (
+        # Japanese "メモリが溢れる" (not "オーバーヘッド", overhead), Korean "메모리가 모자라"
+        ("メモリ", "vram", "메모리", "램"),
+        re.compile(
+            r"(?:メモリー?|VRAM)(?:が|の)?(?:溢れ|あふれ|オーバー(?!ヘッド)|枯渇)|"
+            r"(?:메모리|램|VRAM)(?:가|이)? ?(?:모자라|모자람|터짐|터져)",
+            _I,
+        ),
+    ),
+    (
+        # VRAM / RAM in the Romance and Germanic forms of "not enough"
+        ("vram", "ram"),
+        re.compile(
+            r"\bno hay (?:suficiente )?(?:vram|ram)\b|\b(?:vram|ram) (?:insuficiente|"
+            r"insufficiente|insuffisante)\b|\b(?:pas assez|manque|[àa] court) de (?:vram|ram)\b|"
+            r"\b(?:nicht genug|nicht gen[üu]gend|zu wenig) (?:vram|ram)\b|"
+            r"(?:не хватает|не хватило|недостаточно|нехватка) (?:vram|ram|озу)",
+            _I,
+        ),
+    ),
+    (
+        # Polish, Dutch, Czech / Slovak, Ukrainian (not Polish "pamięci podręcznej", a cache)
+        ("pamięci", "pamięć", "geheugen", "paměti", "pamäte", "пам"),
+        re.compile(
+            r"\b(?:brak|za ma[łl]o|zbyt ma[łl]o|brakuje|niewystarczaj\w{1,4} (?:ilo[śs][ćc] )?)"
+            r" ?(?:\w{1,12} )?pami[ęe]ci\b(?! podr[ęe]cznej)|\bpami[ęe][ćc] (?:jest )?"
+            r"(?:pe[łl]na|wyczerpana)\b|"
+            r"\b(?:onvoldoende|te weinig|niet genoeg) (?:\w{1,12} )?geheugen\b|"
+            r"\bgeheugen (?:is |was )?vol\b|"
+            r"\bnedostatek (?:\w{1,12} )?pam[ěe]ti\b|\bnedostatok (?:\w{1,12} )?pam[äa]te\b|"
+            r"(?:недостатньо|не вистачає|не вистачило|нестача) (?:\w{1,12} )?(?:відео)?"
+            r"пам['’ʼ]?яті",
+            _I,
+        ),
+    ),
+    (
+        # Arabic, Persian, Thai
+        ("الذاكرة", "ذاكرة", "حافظه", "หน่วยความจำ"),
+        re.compile(
+            r"(?:نفاد|نفدت|نقص) (?:في )?الذاكرة|(?:ال)?ذاكرة (?:\S{1,12} )?غير كافية|"
+            r"حافظه(?: \S{1,10})? کافی نیست|کمبود حافظه|"
+            r"หน่วยความจำ(?:ไม่พอ|ไม่เพียงพอ|เต็ม)"
+        ),
+    ),
+)
+
 
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES:
+    for needles, pattern in _FAMILIES + _FAMILIES_MORE:
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:
