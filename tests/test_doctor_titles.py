@@ -67,6 +67,25 @@ _OOM = {
         "System freezes due to high RAM usage",
         "crashes due to memory usage when batching",
     ],
+    "all of a memory with its consequence": [
+        "Loading model takes all RAM and crashes",
+        "uses 100% of RAM and freezes",
+        "GPU memory at 100% and then crash",
+    ],
+    "exhausted / explodes / none available": [
+        "GPU memory exhausted",
+        "memory usage explodes during training",
+        "no GPU memory available",
+    ],
+    "CUDA / HIP error 2": [
+        "Trying to load 70B on 24GB, got CUDA error 2",
+        "HIP error 2 on gfx1100",
+    ],
+    "size with fit / fail": [
+        "Model loading fails with 16GB RAM",
+        "Can't fit 13B on 24GB",
+        "doesn't fit into a single 80GB A100",
+    ],
     "windows virtual memory": [
         "Your system is low on virtual memory",
         "Windows - Out of Virtual Memory",
@@ -126,6 +145,20 @@ _NOT_OOM = [
     "High VRAM usage, but it doesn't crash",
     "memory usage is high",
     "virtual memory settings",
+    # a whole memory taken by design (vLLM, TF preallocate), a prediction, other CUDA codes
+    "takes all GPU memory",
+    "GPU memory usage at 100% with vLLM",
+    "takes all RAM but doesn't crash",
+    "memory will blow up",
+    "CUDA error 209",
+    "CUDA 12.2 error",
+    # sizes of storage, not memory
+    "can't fit the 8GB model on my 4GB sd card",
+    "it fails with 16GB files",
+    # gRPC's RESOURCE_EXHAUSTED for a cloud API's quota or a message size
+    "google.api_core.exceptions.ResourceExhausted: 429 RESOURCE_EXHAUSTED: Quota exceeded for "
+    "quota metric 'Generate Content API requests per minute'",
+    "grpc: RESOURCE_EXHAUSTED: grpc: received message larger than max (8653851 vs. 4194304)",
     # the same words in other languages without a shortage
     "不会超出显存",
     "显存占用 10 GB",

@@ -179,6 +179,13 @@ _GENERIC_NEGATIVE = (
     # Triton's pinned pool switched off (triton-inference-server/core pinned_memory_manager.cc)
     "driver version is insufficient",
     "no pinned memory pool",
+    # gRPC's RESOURCE_EXHAUSTED (status 8) is also a cloud API's quota or rate limit (HTTP 429)
+    # and a message above the channel's size limit: an LLM app's API call, not memory
+    "quota exceeded",
+    "exceeded quota",
+    "check quota",
+    "rate limit",
+    "received message larger than max",
 )
 # a status that says nothing was killed: cgroup memory.events / memory.oom_control counters
 # (mm/memcontrol.c; a count above zero is parse_hosts' event), Docker's State.OOMKilled false

@@ -113,7 +113,21 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     ),
     (
         # a card's size that cannot run the job
-        ("not enough", "can't", "cannot", "can not", "unable", "crash", "too small", "fail"),
+        (
+            "not enough",
+            "can't",
+            "cannot",
+            "can not",
+            "unable",
+            "crash",
+            "too small",
+            "fail",
+            "fit ",
+            "died",
+            "dies",
+            "killed",
+            "oom",
+        ),
         re.compile(
             r"\bnot enough (?:on|with|for|in) (?:a |an |my |the |only )?" + _SIZE + r" ?"
             r"(?:of )?(?:v?ram|vram|memory|gpu|card|graphics card)\b|"
@@ -128,6 +142,12 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"images?|videos?|of (?:disk|storage|data)))|"
             r"\b(?:vram|gpu memory|video memory|memory|ram|card|gpu) (?:is |was )?(?:way |much |"
             r"far )?too small (?:for|to (?:run|load|fit|hold))\b|"
+            r"\b(?:fails?|failed|failing|dies|died|killed|oom(?:s|ed)?) (?:on|with) (?:a |an |my |"
+            r"only )?" + _SIZE + r" ?(?:of )?(?:v?ram|vram|gpu|card|memory)\b|"
+            r"(?:can ?not|can't|cannot|unable to|does ?n[o']t|won't|will not) fit (?:[\w.-]{1,20} )"
+            r"{0,3}?(?:on|in|into) (?:a |an |my |the |one |single )?(?:[\w-]{1,12} )?"
+            + _SIZE
+            + r"(?! ?(?:ssd|disk|hdd|sd ?card|drive|usb|partition|file|of (?:disk|storage)))|"
             r"\b(?:only|just) (?:~ ?|about |around )?"
             + _SIZE
             + r" (?:of )?(?:vram |memory |ram )?(?:free|left|"
@@ -196,6 +216,43 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?:due to|because of|caused by|from) (?:the |a |very )?(?:high |huge |excessive |"
             r"massive |too much |full |increased |insane )?(?:gpu |cuda |video |system |host )?"
             r"(?:memory|vram|ram) (?:usage|consumption)\b",
+            _I,
+        ),
+    ),
+    (
+        # all of a memory taken, or at 100 %, with the consequence: "takes all RAM and crashes",
+        # "uses 100% of RAM and freezes", "GPU memory at 100% and then crash"; not "takes all GPU
+        # memory" alone (vLLM / TF preallocate by design)
+        ("all", "100"),
+        re.compile(
+            r"(?:\b(?:takes?|took|taking|uses?|used|using|eats?|ate|consumes?|consumed|hogs?|"
+            r"fills?|filled) (?:up )?(?:all|100 ?%) (?:of )?(?:the |my )?(?:available )?(?:gpu |"
+            r"system |video |cpu |host )?(?:memory|ram|vram)\b|"
+            r"\b(?:memory|ram|vram)(?: usage)? (?:at|is at|was at|of) 100 ?%)"
+            r".{0,40}?" + _NOT_BEFORE + r"\b(?:crash\w{0,3}|freez\w{0,3}|froze|killed|oom\b|dies|"
+            r"died|hang\w{0,3}|swap\w{0,3})",
+            _I,
+        ),
+    ),
+    (
+        # exhausted / explodes / none available, in title form: "GPU memory exhausted", "memory
+        # usage explodes" (not "memory will blow up", a prediction), "no GPU memory available"
+        ("exhausted", "explod", "available"),
+        re.compile(
+            r"\b(?:gpu |cuda |device |video |system |host |cpu )?memory exhausted\b|"
+            r"\b(?:memory|ram|vram)(?: usage| use| consumption)? (?:explodes|exploded|exploding)"
+            r"\b|"
+            r"\bno (?:free )?(?:gpu |device |video |cuda )?memory (?:is )?available\b",
+            _I,
+        ),
+    ),
+    (
+        # CUDA's and HIP's out-of-memory code by number: cudaErrorMemoryAllocation = 2
+        # (driver_types.h), CUDA_ERROR_OUT_OF_MEMORY = 2 (cuda.h), hipErrorOutOfMemory = 2
+        # (hip_runtime_api.h): "CUDA error 2 when loading"; not "CUDA error 209" or "CUDA 12.2"
+        ("cuda error", "cuda failure", "cuda status", "hip error"),
+        re.compile(
+            r"\b(?:cuda|hip) (?:error|failure|status)(?: code)?:? ?(?:=|#)? ?2\b(?![.,]?\d)",
             _I,
         ),
     ),
