@@ -70,7 +70,8 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             rf"\b(?:vram|ram|{_MEM}) (?:is |was |are |being )?(?:insufficient|not sufficient)\b|"
             r"\b(?:vram|ram|memory) shortage\b|\bshortage of (?:\w{1,12} )?(?:vram|ram|memory)\b|"
             r"\black of (?:gpu |video |system |free |available )?(?:vram|ram|memory)\b"
-            r"(?! (?:safety|bandwidth|management|model|layout|order))",
+            r"(?! (?:safety|bandwidth|management|model|layout|order|info|usage|report|display|"
+            r"detection|support|estimat))",
             _I,
         ),
     ),
@@ -323,11 +324,26 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
+# a title that names its own, other error beside a card's size ("Cannot train with 2x 24GB GPUs
+# (NCCL timeout)", "Can't run on a 16GB Mac: unsupported architecture") is that error: the size
+# families stay silent on it (the runtimes' wordings above do not need this)
+_OTHER_ERROR = re.compile(
+    r"\b(?:nccl|time ?out|timed out|segfault|segmentation|illegal|unsupported|not supported|"
+    r"import ?error|modulenotfound|no module|not found|driver|cuda version|compil\w{1,6}|"
+    r"permission|syntax|arch(?:itecture)?|installer|install(?:ation)?|dll|symbol)\b",
+    _I,
+)
+_SIZE_FAMILY = 5  # index of the card's-size family in _FAMILIES
+
+
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES + _FAMILIES_MORE:
+    for i, (needles, pattern) in enumerate(_FAMILIES + _FAMILIES_MORE):
         if any(n in low for n in needles):
             m = pattern.search(line)
-            if m is not None:
-                return m
+            if m is None:
+                continue
+            if i == _SIZE_FAMILY and _OTHER_ERROR.search(line):
+                continue
+            return m
     return None
