@@ -155,6 +155,11 @@ _NOT_OOM = [
     # sizes of storage, not memory
     "can't fit the 8GB model on my 4GB sd card",
     "it fails with 16GB files",
+    # a card's size beside another named error is that error; a missing VRAM readout
+    "Cannot train with 2x 24GB GPUs using DeepSpeed (NCCL timeout)",
+    "Can't run on 16GB Mac: unsupported architecture",
+    "Error loading model on 8GB: DLL load failed",
+    "lack of VRAM info in logs",
     # gRPC's RESOURCE_EXHAUSTED for a cloud API's quota or a message size
     "google.api_core.exceptions.ResourceExhausted: 429 RESOURCE_EXHAUSTED: Quota exceeded for "
     "quota metric 'Generate Content API requests per minute'",
