@@ -258,6 +258,17 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # status names and fatal errors of a failed allocation not covered elsewhere: CANN's
+        # ACL_ERROR_BAD_ALLOC (acl_base.h, 200000: ACL_CHECK_MALLOC_RESULT), HIP's deprecated
+        # hipErrorMemoryAllocation (= hipErrorOutOfMemory = 2, hip_runtime_api.h), CPython's
+        # Py_FatalError after a MemoryError while normalizing (Python/errors.c)
+        ("acl_error_bad_alloc", "hiperrormemoryallocation", "cannot recover from memoryerrors"),
+        re.compile(
+            r"\bACL_ERROR_BAD_ALLOC\b|\bhipErrorMemoryAllocation\b|"
+            r"Cannot recover from MemoryErrors while normalizing exceptions"
+        ),
+    ),
+    (
         # Windows' virtual-memory shortage (the Resource Exhaustion Detector's dialog)
         ("virtual memory",),
         re.compile(

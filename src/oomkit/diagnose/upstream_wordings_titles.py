@@ -1,6 +1,6 @@
 """Upstream wordings of mistral.rs's device mapper, XLA's OOM dump, ggml-vulkan's per-buffer limit,
-Triton Inference Server's pinned pool and the Kompute backend's exception (issue 9, after
-heldout14).
+Triton Inference Server's pinned pool, the Kompute backend's exception, CANN's and HIP's
+allocation status names and CPython's fatal MemoryError (issue 9, after heldout14).
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`; recognised by the generic fallback's families in
 :mod:`oomkit.diagnose.parse_wordings_titles` (mistral.rs, XLA) and the existing parsers (the rest).
@@ -108,6 +108,28 @@ TITLES: tuple[Wording, ...] = (
         "terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'\n  what():  "
         "vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
     ),
+    _w(
+        "ascend",
+        "Ascend CANN acl_base.h (ACL_ERROR_BAD_ALLOC = 200000, returned by ACL_CHECK_MALLOC_RESULT "
+        "when a host allocation returns nullptr)",
+        "ACL_ERROR_BAD_ALLOC",
+        "[ERROR] ASCENDCL(4242,python):2024-06-01-10:00:00.000.000 [Check][Malloc]Allocate "
+        "memory for [dataBuffer] failed.\naclmdlExecute failed, ret = ACL_ERROR_BAD_ALLOC",
+    ),
+    _w(
+        "hip",
+        "ROCm/HIP:include/hip/hip_runtime_api.h (hipErrorMemoryAllocation = 2, the deprecated "
+        "alias of hipErrorOutOfMemory)",
+        "hipErrorMemoryAllocation",
+        "HIP error: hipErrorMemoryAllocation at /src/backend/hip/alloc.cpp:88",
+    ),
+    _w(
+        "linux",
+        "python/cpython:Python/errors.c (_PyErr_NormalizeException: Py_FatalError)",
+        "Fatal Python error: Cannot recover from MemoryErrors while normalizing exceptions.",
+        "Fatal Python error: _PyErr_NormalizeException: Cannot recover from MemoryErrors while "
+        "normalizing exceptions.",
+    ),
 )
 
 TITLES_NEAR_MISSES: tuple[str, ...] = (
@@ -123,4 +145,8 @@ TITLES_NEAR_MISSES: tuple[str, ...] = (
     "failed to allocate pinned system memory: no pinned memory pool",
     # a Vulkan exception that is not memory
     "terminate called after throwing an instance of 'vk::IncompatibleDriverError'",
+    # the other fatal error of the same CPython function, and HIP's other deprecated alias
+    "Fatal Python error: _PyErr_NormalizeException: Cannot recover from the recursive "
+    "normalization of an exception.",
+    "HIP error: hipErrorInitializationError",
 )
