@@ -86,6 +86,18 @@ _OOM = {
         "Can't fit 13B on 24GB",
         "doesn't fit into a single 80GB A100",
     ],
+    "the shortage in other grammar": [
+        "my GPU doesn't have enough memory",
+        "there isn't enough VRAM for the 13B model",
+        "insufficient amount of memory",
+        "it exceeds my 24GB",
+        "goes beyond the available memory",
+        "consumes more than the available VRAM",
+        "it runs out of GPU during the backward pass",
+        "my RAM isn't big enough",
+        "no room left on the GPU",
+        "too little VRAM",
+    ],
     "windows virtual memory": [
         "Your system is low on virtual memory",
         "Windows - Out of Virtual Memory",
@@ -160,6 +172,15 @@ _NOT_OOM = [
     "Can't run on 16GB Mac: unsupported architecture",
     "Error loading model on 8GB: DLL load failed",
     "lack of VRAM info in logs",
+    # storage limits, cluster quotas, a disk, bandwidth, too little used
+    "exceeds the 5GB upload limit",
+    "The checkpoint exceeds the 10GB file size limit",
+    "it doesn't exceed my 24GB",
+    "we run out of GPU hours",
+    "we run out of GPUs on the cluster",
+    "OSError: [Errno 28] No space left on device",
+    "vLLM uses too little memory for the KV cache",
+    "The GPU doesn't have enough memory bandwidth",
     # gRPC's RESOURCE_EXHAUSTED for a cloud API's quota or a message size
     "google.api_core.exceptions.ResourceExhausted: 429 RESOURCE_EXHAUSTED: Quota exceeded for "
     "quota metric 'Generate Content API requests per minute'",

@@ -258,6 +258,49 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # the shortage in other grammar: "my GPU doesn't have enough memory", "there isn't enough
+        # VRAM", "insufficient amount of memory", "it exceeds my 24GB", "goes beyond the
+        # available memory", "more than the available VRAM", "runs out of GPU", "my RAM isn't big
+        # enough", "no room left on the GPU", "too little VRAM"; not "exceeds the 5GB upload
+        # limit" (a file), "run out of GPUs / GPU hours" (a cluster quota), "No space left on
+        # device" (a disk), "uses too little memory"
+        (
+            "enough",
+            "insufficient",
+            "exceed",
+            "beyond",
+            "than the",
+            "out of gpu",
+            "out of vram",
+            "room",
+            "space",
+            "too little",
+        ),
+        re.compile(
+            r"\b(?:does ?n[o']t|do ?n[o']t|did ?n[o']t|does not|do not|did not|won't) have "
+            r"(?:enough|sufficient|the) (?:free |available )?(?:gpu |video |system )?(?:memory|"
+            r"vram|ram)\b(?! (?:bandwidth|info))|"
+            r"\b(?:is ?n[o']t|is not|was ?n[o']t|was not|are ?n[o']t|are not) enough (?:free |"
+            r"available )?(?:gpu |video |system )?(?:memory|vram|ram)\b|"
+            r"\binsufficient amounts? of (?:free )?(?:gpu |video |system )?(?:memory|vram|ram)\b|"
+            r"(?<!not )(?<!n't )(?<!never )\bexceed(?:s|ed|ing)? (?:my|the|its|our|your|a) "
+            r"(?:available |total )?" + _SIZE + r"(?: (?:of )?(?:vram|ram|gpu memory|memory|"
+            r"card|gpu)\b| ?$|(?! (?:upload|file|disk|storage|quota|plan|data|download|limit)))|"
+            r"\b(?:goes|go|went|going|is|are|was) beyond (?:the |my |its )?(?:available |free |"
+            r"total )?(?:gpu |video |system )?(?:memory|vram|ram)\b|"
+            r"\bmore than (?:the |my )?(?:available|free) (?:gpu |video |system )?(?:memory|vram|"
+            r"ram)\b|"
+            r"\bruns? out of (?:gpu|vram)\b(?!s| hours| quota| credits| time)|"
+            r"\b(?:ram|vram|memory|gpu|card) (?:is ?n[o']t|is not|was ?n[o']t|was not) (?:big|"
+            r"large) enough\b|"
+            r"\b(?:not enough|no|insufficient) (?:room|space) (?:left )?(?:in|on) (?:the |my )?"
+            r"(?:vram|gpu|gpu memory|video memory|ram)\b|"
+            r"(?<!uses )(?<!using )(?<!used )\btoo little (?:free )?(?:gpu |video |system )?"
+            r"(?:memory|vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
         # status names and fatal errors of a failed allocation not covered elsewhere: CANN's
         # ACL_ERROR_BAD_ALLOC (acl_base.h, 200000: ACL_CHECK_MALLOC_RESULT), HIP's deprecated
         # hipErrorMemoryAllocation (= hipErrorOutOfMemory = 2, hip_runtime_api.h), CPython's
