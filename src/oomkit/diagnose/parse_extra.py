@@ -186,6 +186,8 @@ _GENERIC_NEGATIVE = (
     "check quota",
     "rate limit",
     "received message larger than max",
+    # kubelet starting its OOM watcher (pkg/kubelet/oom): nothing was killed
+    "oom watcher",
 )
 # a status that says nothing was killed: cgroup memory.events / memory.oom_control counters
 # (mm/memcontrol.c; a count above zero is parse_hosts' event), Docker's State.OOMKilled false

@@ -1,9 +1,11 @@
 """Upstream wordings of mistral.rs's device mapper, XLA's OOM dump, ggml-vulkan's per-buffer limit,
 Triton Inference Server's pinned pool, the Kompute backend's exception, CANN's and HIP's
-allocation status names and CPython's fatal MemoryError (issue 9, after heldout14).
+allocation status names, CPython's fatal MemoryError, and the node-level killers (kubelet's
+SystemOOM event, systemd-oomd, earlyoom) (issue 9, after heldout14).
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`; recognised by the generic fallback's families in
-:mod:`oomkit.diagnose.parse_wordings_titles` (mistral.rs, XLA) and the existing parsers (the rest).
+:mod:`oomkit.diagnose.parse_wordings_titles` (mistral.rs, XLA, the status names),
+:mod:`oomkit.diagnose.parse_hosts` (the node-level killers) and the existing parsers (the rest).
 ``TITLES_NEAR_MISSES`` are the same words where nothing failed for lack of memory.
 """
 
@@ -132,6 +134,39 @@ TITLES: tuple[Wording, ...] = (
     ),
 )
 
+# the node-level killers (parse_hosts)
+TITLES += (
+    _w(
+        "kubernetes",
+        "kubernetes/kubernetes:pkg/kubelet/oom/oom_watcher_linux.go (the SystemOOM event)",
+        '"System OOM encountered" + ", victim process: %s, pid: %d"',
+        "Warning  SystemOOM  6m57s  kubelet  System OOM encountered, victim process: python, "
+        "pid: 3419",
+    ),
+    _w(
+        "linux",
+        "systemd/systemd:src/oom/oomd-util.c (oomd_kill_by_swap_usage / the memory-used kill)",
+        "Killed %s due to memory used (%lu) / total (%lu) and swap used (%lu) / total (%lu) being "
+        "more than %.2f%%",
+        "systemd-oomd[812]: Killed /user.slice/user-1000.slice/user@1000.service/app.slice/"
+        "ollama.service due to memory used (30100000000) / total (31200000000) and swap used "
+        "(7600000000) / total (8000000000) being more than 90.00%",
+    ),
+    _w(
+        "linux",
+        "rfjakob/earlyoom:main.c (poll_loop: the SIGTERM threshold)",
+        "low memory! at or below SIGTERM limits: mem %, swap %",
+        "earlyoom[1479]: low memory! at or below SIGTERM limits: mem 10.00%, swap 10.00%",
+    ),
+    _w(
+        "linux",
+        "rfjakob/earlyoom:kill.c (kill_process)",
+        'sending %s to process %d uid %d "%s": badness %d, VmRSS %lld MiB',
+        'earlyoom[1479]: sending SIGTERM to process 211447 uid 1000 "python": badness 999, '
+        "VmRSS 6318 MiB",
+    ),
+)
+
 TITLES_NEAR_MISSES: tuple[str, ...] = (
     # mistral.rs's mapper when everything fits, and its warning for a device that holds none
     "Using automatic device mapping parameters: text[max_seq_len: 4096, max_batch_size: 1].",
@@ -149,4 +184,7 @@ TITLES_NEAR_MISSES: tuple[str, ...] = (
     "Fatal Python error: _PyErr_NormalizeException: Cannot recover from the recursive "
     "normalization of an exception.",
     "HIP error: hipErrorInitializationError",
+    # earlyoom's periodic report and kubelet starting its watcher: nothing was killed
+    "earlyoom[904]: mem avail:  7072 of  7721 MiB (91.60%), swap free: 7720 of 7720 MiB (100.00%)",
+    "I0601 10:00:00.000000    1234 kubelet.go:1500] Starting OOM watcher",
 )
