@@ -98,6 +98,21 @@ _OOM = {
         "no room left on the GPU",
         "too little VRAM",
     ],
+    "leak and kill in other languages": [
+        "内存泄漏",
+        "训练过程中显存泄漏",
+        "显存一直增长",
+        "内存占用越来越大，最后崩溃",
+        "进程被kill了",
+        "程序被系统杀死",
+        "メモリリーク",
+        "메모리 누수",
+        "fuite de mémoire",
+        "pérdida de memoria",
+        "vazamento de memória",
+        "Speicherleck",
+        "утечка памяти",
+    ],
     "windows virtual memory": [
         "Your system is low on virtual memory",
         "Windows - Out of Virtual Memory",
@@ -181,6 +196,15 @@ _NOT_OOM = [
     "OSError: [Errno 28] No space left on device",
     "vLLM uses too little memory for the KV cache",
     "The GPU doesn't have enough memory bandwidth",
+    # no leak, a fixed leak, a process killed by hand
+    "没有内存泄漏",
+    "修复了显存泄漏",
+    "进程被我kill了",
+    "メモリリークはない",
+    "메모리 누수 없음",
+    "pas de fuite de mémoire",
+    "sin fuga de memoria",
+    "нет утечки памяти",
     # gRPC's RESOURCE_EXHAUSTED for a cloud API's quota or a message size
     "google.api_core.exceptions.ResourceExhausted: 429 RESOURCE_EXHAUSTED: Quota exceeded for "
     "quota metric 'Generate Content API requests per minute'",

@@ -378,6 +378,57 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
+# The leak and the OOM killer in the languages users write titles in, as parse_wordings reads
+# them in English ("memory leak", "keeps growing", "the process gets killed"); the same guards:
+# no leak, a fixed leak, a process killed by hand stay silent
+_FAMILIES_I18N_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        ("泄漏", "泄露", "洩漏", "洩露", "增", "越来越", "越來越", "上涨", "上漲", "上升"),
+        re.compile(
+            r"(?<!没有)(?<!沒有)(?<!无)(?<!無)(?<!修复)(?<!修復)(?<!修正)(?<!解决)(?<!解決)"
+            r"(?<!修复了)(?<!修復了)(?<!解决了)(?<!解決了)"
+            r"(?:显存|内存|顯存|內存|記憶體)(?:泄漏|泄露|洩漏|洩露)|"
+            r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?(?:不断|不斷|一直|持续|持續)(?:地)?"
+            r"(?:增加|增长|增長|上涨|上漲|上升|变大|變大)|"
+            r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?越[来來]越(?:大|高|多)"
+        ),
+    ),
+    (
+        # "进程被kill了", "程序被系统杀死"; not "被我kill" (by me) or "手动" (by hand)
+        ("被",),
+        re.compile(
+            r"(?<!手动)(?<!手動)(?:进程|進程|程序|训练|訓練|任务|任務|容器|服务|服務|python|"
+            r"Python)?被(?:系统|系統|内核|內核|操作系统|OS|os)?(?:kill|Kill|KILL|杀死|杀掉|杀了|"
+            r"殺死|殺掉|强制结束|強制結束)"
+        ),
+    ),
+    (
+        # Japanese, Korean, French, Spanish, Portuguese, Italian, German, Russian "memory leak"
+        (
+            "メモリ",
+            "메모리",
+            "fuite",
+            "pérdida",
+            "perdida",
+            "fuga",
+            "vazamento",
+            "perdita",
+            "speicherle",
+            "утечк",
+        ),
+        re.compile(
+            r"メモリー?リーク(?!は(?:ない|ありません|なし))|메모리 ?누수(?! ?(?:없|수정|해결))|"
+            r"(?<!pas de )(?<!aucune )\bfuites? de m[ée]moire\b|"
+            r"(?<!sin )(?<!no hay )\b(?:p[ée]rdidas?|fugas?) de memoria\b|"
+            r"(?<!sem )\bvazamentos? de mem[oó]ria\b|\bperdit[ae] di memoria\b|"
+            r"\bSpeicherle(?:ck|cks|cke)\b|"
+            r"(?<!нет )(?<!без )утечк[аиуе] (?:видео)?памяти",
+            _I,
+        ),
+    ),
+)
+
+
 # a title that names its own, other error beside a card's size ("Cannot train with 2x 24GB GPUs
 # (NCCL timeout)", "Can't run on a 16GB Mac: unsupported architecture") is that error: the size
 # families stay silent on it (the runtimes' wordings above do not need this)
@@ -392,7 +443,7 @@ _SIZE_FAMILY = 5  # index of the card's-size family in _FAMILIES
 
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for i, (needles, pattern) in enumerate(_FAMILIES + _FAMILIES_MORE):
+    for i, (needles, pattern) in enumerate(_FAMILIES + _FAMILIES_MORE + _FAMILIES_I18N_MORE):
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is None:
