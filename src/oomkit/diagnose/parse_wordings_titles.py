@@ -65,9 +65,11 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     ),
     (
         # a memory insufficient / short / lacking, in title form
-        ("insufficient", "sufficient", "shortage", "lack of"),
+        ("insufficient", "sufficient", "shortage", "lack of", "too small"),
         re.compile(
             rf"\b(?:vram|ram|{_MEM}) (?:is |was |are |being )?(?:insufficient|not sufficient)\b|"
+            r"\b(?:vram|gpu memory|video memory|memory|ram|card|gpu) (?:is |was )?(?:way |much |"
+            r"far )?too small (?:for|to (?:run|load|fit|hold))\b|"
             r"\b(?:vram|ram|memory) shortage\b|\bshortage of (?:\w{1,12} )?(?:vram|ram|memory)\b|"
             r"\black of (?:gpu |video |system |free |available )?(?:vram|ram|memory)\b"
             r"(?! (?:safety|bandwidth|management|model|layout|order|info|usage|report|display|"
@@ -121,7 +123,6 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             "can not",
             "unable",
             "crash",
-            "too small",
             "fail",
             "fit ",
             "died",
@@ -141,8 +142,6 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"\bcrash(?:es|ed|ing)? (?:on|with) (?:a |an |my |only )?" + _SIZE + r""
             r"(?! ?(?:ssd|disk|hdd|files?|models?|datasets?|downloads?|checkpoints?|weights|"
             r"images?|videos?|of (?:disk|storage|data)))|"
-            r"\b(?:vram|gpu memory|video memory|memory|ram|card|gpu) (?:is |was )?(?:way |much |"
-            r"far )?too small (?:for|to (?:run|load|fit|hold))\b|"
             r"\b(?:fails?|failed|failing|dies|died|killed|oom(?:s|ed)?) (?:on|with) (?:a |an |my |"
             r"only )?" + _SIZE + r" ?(?:of )?(?:v?ram|vram|gpu|card|memory)\b|"
             r"(?:can ?not|can't|cannot|unable to|does ?n[o']t|won't|will not) fit (?:[\w.-]{1,20} )"
@@ -238,7 +237,7 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (
         # exhausted / explodes / none available, in title form: "GPU memory exhausted", "memory
         # usage explodes" (not "memory will blow up", a prediction), "no GPU memory available"
-        ("exhausted", "explod", "available"),
+        ("exhausted", "explod", "memory available", "memory is available"),
         re.compile(
             r"\b(?:gpu |cuda |device |video |system |host |cpu )?memory exhausted\b|"
             r"\b(?:memory|ram|vram)(?: usage| use| consumption)? (?:explodes|exploded|exploding)"
@@ -257,44 +256,85 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             _I,
         ),
     ),
+    # the shortage in other grammar: "my GPU doesn't have enough memory", "there isn't enough
+    # VRAM", "insufficient amount of memory", "it exceeds my 24GB", "goes beyond the available
+    # memory", "more than the available VRAM", "runs out of GPU", "my RAM isn't big enough", "no
+    # room left on the GPU", "too little VRAM"; not "exceeds the 5GB upload limit" (a file), "run
+    # out of GPUs / GPU hours" (a cluster quota), "No space left on device" (a disk), "uses too
+    # little memory". One small pattern per form, each behind its own words (a log's lines hold
+    # "exceed", "space" or "than the" often)
     (
-        # the shortage in other grammar: "my GPU doesn't have enough memory", "there isn't enough
-        # VRAM", "insufficient amount of memory", "it exceeds my 24GB", "goes beyond the
-        # available memory", "more than the available VRAM", "runs out of GPU", "my RAM isn't big
-        # enough", "no room left on the GPU", "too little VRAM"; not "exceeds the 5GB upload
-        # limit" (a file), "run out of GPUs / GPU hours" (a cluster quota), "No space left on
-        # device" (a disk), "uses too little memory"
-        (
-            "enough",
-            "insufficient",
-            "exceed",
-            "beyond",
-            "than the",
-            "out of gpu",
-            "out of vram",
-            "room",
-            "space",
-            "too little",
-        ),
+        ("have enough", "have sufficient", "have the"),
         re.compile(
             r"\b(?:does ?n[o']t|do ?n[o']t|did ?n[o']t|does not|do not|did not|won't) have "
             r"(?:enough|sufficient|the) (?:free |available )?(?:gpu |video |system )?(?:memory|"
-            r"vram|ram)\b(?! (?:bandwidth|info))|"
+            r"vram|ram)\b(?! (?:bandwidth|info))",
+            _I,
+        ),
+    ),
+    (
+        ("n't enough", "not enough", "nt enough"),
+        re.compile(
             r"\b(?:is ?n[o']t|is not|was ?n[o']t|was not|are ?n[o']t|are not) enough (?:free |"
-            r"available )?(?:gpu |video |system )?(?:memory|vram|ram)\b|"
-            r"\binsufficient amounts? of (?:free )?(?:gpu |video |system )?(?:memory|vram|ram)\b|"
+            r"available )?(?:gpu |video |system )?(?:memory|vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        ("insufficient amount",),
+        re.compile(
+            r"\binsufficient amounts? of (?:free )?(?:gpu |video |system )?(?:memory|vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        ("exceed",),
+        re.compile(
             r"(?<!not )(?<!n't )(?<!never )\bexceed(?:s|ed|ing)? (?:my|the|its|our|your|a) "
             r"(?:available |total )?" + _SIZE + r"(?: (?:of )?(?:vram|ram|gpu memory|memory|"
-            r"card|gpu)\b| ?$|(?! (?:upload|file|disk|storage|quota|plan|data|download|limit)))|"
+            r"card|gpu)\b| ?$|(?! (?:upload|file|disk|storage|quota|plan|data|download|limit)))",
+            _I,
+        ),
+    ),
+    (
+        ("beyond",),
+        re.compile(
             r"\b(?:goes|go|went|going|is|are|was) beyond (?:the |my |its )?(?:available |free |"
-            r"total )?(?:gpu |video |system )?(?:memory|vram|ram)\b|"
+            r"total )?(?:gpu |video |system )?(?:memory|vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        ("than the available", "than the free", "than my available", "than available", "than free"),
+        re.compile(
             r"\bmore than (?:the |my )?(?:available|free) (?:gpu |video |system )?(?:memory|vram|"
-            r"ram)\b|"
-            r"\bruns? out of (?:gpu|vram)\b(?!s| hours| quota| credits| time)|"
+            r"ram)\b",
+            _I,
+        ),
+    ),
+    (
+        ("out of gpu", "out of vram"),
+        re.compile(r"\bruns? out of (?:gpu|vram)\b(?!s| hours| quota| credits| time)", _I),
+    ),
+    (
+        ("big enough", "large enough"),
+        re.compile(
             r"\b(?:ram|vram|memory|gpu|card) (?:is ?n[o']t|is not|was ?n[o']t|was not) (?:big|"
-            r"large) enough\b|"
+            r"large) enough\b",
+            _I,
+        ),
+    ),
+    (
+        ("room", "space left", "space in", "space on"),
+        re.compile(
             r"\b(?:not enough|no|insufficient) (?:room|space) (?:left )?(?:in|on) (?:the |my )?"
-            r"(?:vram|gpu|gpu memory|video memory|ram)\b|"
+            r"(?:vram|gpu|gpu memory|video memory|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        ("too little",),
+        re.compile(
             r"(?<!uses )(?<!using )(?<!used )\btoo little (?:free )?(?:gpu |video |system )?"
             r"(?:memory|vram|ram)\b",
             _I,
@@ -438,17 +478,37 @@ _OTHER_ERROR = re.compile(
     r"permission|syntax|arch(?:itecture)?|installer|install(?:ation)?|dll|symbol)\b",
     _I,
 )
-_SIZE_FAMILY = 5  # index of the card's-size family in _FAMILIES
+_SIZE_PATTERN = _FAMILIES[5][1]  # the card's-size family
+assert "fit " in _FAMILIES[5][0]
+
+
+# a second literal test for the families whose first needles are common words ("all", "100",
+# "fail", "exceed"): the line must also hold one of these before the regex runs (a log's lines
+# hold the common words often, the pair rarely)
+_MEMORY_WORDS = ("memory", "ram", "vram")
+_CONSEQUENCES = ("crash", "oom", "kill", "freez", "froze", "dies", "died", "hang", "swap")
+_SIZE_HINT = re.compile(r"\d ?(?:[GgMm]|Go)")
+_ALSO: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("exceeded", "fill", "100", "spike"): _MEMORY_WORDS,
+    ("through",): _MEMORY_WORDS,
+    ("usage", "consumption", "footprint"): _CONSEQUENCES,
+    ("all", "100"): _CONSEQUENCES,
+}
 
 
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for i, (needles, pattern) in enumerate(_FAMILIES + _FAMILIES_MORE + _FAMILIES_I18N_MORE):
+    for needles, pattern in _FAMILIES + _FAMILIES_MORE + _FAMILIES_I18N_MORE:
         if any(n in low for n in needles):
+            also = _ALSO.get(needles, ())
+            if also and not any(n in low for n in also):
+                continue
+            if pattern is _SIZE_PATTERN and not _SIZE_HINT.search(line):
+                continue
             m = pattern.search(line)
             if m is None:
                 continue
-            if i == _SIZE_FAMILY and _OTHER_ERROR.search(line):
+            if pattern is _SIZE_PATTERN and _OTHER_ERROR.search(line):
                 continue
             return m
     return None
