@@ -1,4 +1,4 @@
-"""How users word an OOM in issue titles and prose, and three runtimes' own wordings (issue 9).
+"""How users word an OOM in issue titles and prose, and a few runtimes' own wordings (issue 9).
 
 ``parse_wordings.harvested_match`` runs these families after its own, in the generic fallback
 (``parse_extra.parse_generic``): an event only where no runtime parser found one. Fresh corpus
@@ -26,6 +26,22 @@ neighbours that must stay silent listed in ``tests/test_doctor_titles.py``:
   memory allocation attempts exceeded";
 * **Romance languages with the memory's kind between**: "mémoire GPU insuffisante", "memoria de
   GPU insuficiente", "memória de vídeo insuficiente".
+* **a memory usage with its consequence** ("High VRAM usage causes crash", "takes all RAM and
+  crashes", "GPU memory at 100% and then crash"; not the whole memory taken alone, which vLLM and
+  TF do by design), "memory exhausted", "usage explodes", "no GPU memory available", CUDA's and
+  HIP's out-of-memory code 2 by number, Windows' virtual-memory shortage;
+* **the shortage in other grammar**: "doesn't have enough memory", "isn't enough VRAM", "exceeds
+  my 24GB", "beyond the available memory", "runs out of GPU", "no room left on the GPU", "too
+  little VRAM" (not upload / file limits, GPU-hour quotas, ENOSPC, bandwidth);
+* **other languages**: Chinese (超出显存, 显存超了, 内存被耗尽, 显存泄漏, 显存一直增长,
+  进程被kill了), Japanese, Korean, Spanish / French / German / Russian with VRAM / RAM,
+  Polish, Dutch, Czech, Ukrainian, Arabic, Persian, Thai; the leak in Japanese, Korean,
+  French, Spanish, Portuguese, Italian, German and Russian, with the English guards (no leak,
+  a fixed leak, killed by hand).
+
+A size beside another named error ("Cannot train with 2x 24GB GPUs (NCCL timeout)") is that
+error. Families whose first words are common in logs ("all", "100", "exceed") also need a second
+word (a memory word, a consequence, a size) before their pattern runs.
 
 Runtimes' own wordings (their entries, with the files, are in
 ``upstream_wordings_titles.py``): mistral.rs's automatic device mapper
