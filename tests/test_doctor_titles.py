@@ -80,6 +80,8 @@ _OOM = {
     "CUDA / HIP error 2": [
         "Trying to load 70B on 24GB, got CUDA error 2",
         "HIP error 2 on gfx1100",
+        "F0601 syncedmem.cpp:71] Check failed: error == cudaSuccess (2 vs. 0)",
+        "cudaMalloc returned error 2",
     ],
     "size with fit / fail": [
         "Model loading fails with 16GB RAM",
@@ -179,6 +181,8 @@ _NOT_OOM = [
     "memory will blow up",
     "CUDA error 209",
     "CUDA 12.2 error",
+    "Check failed: error == cudaSuccess (209 vs. 0)",
+    "cudaMalloc returned error 20",
     # sizes of storage, not memory
     "can't fit the 8GB model on my 4GB sd card",
     "it fails with 16GB files",

@@ -266,9 +266,14 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         # CUDA's and HIP's out-of-memory code by number: cudaErrorMemoryAllocation = 2
         # (driver_types.h), CUDA_ERROR_OUT_OF_MEMORY = 2 (cuda.h), hipErrorOutOfMemory = 2
         # (hip_runtime_api.h): "CUDA error 2 when loading"; not "CUDA error 209" or "CUDA 12.2"
-        ("cuda error", "cuda failure", "cuda status", "hip error"),
+        # (also glog's CHECK_EQ from Caffe's CUDA_CHECK, "error == cudaSuccess (2 vs. 0)", and an
+        # allocating call's return code: "cudaMalloc returned error 2")
+        ("cuda error", "cuda failure", "cuda status", "hip error", "cudasuccess (2", "alloc"),
         re.compile(
-            r"\b(?:cuda|hip) (?:error|failure|status)(?: code)?:? ?(?:=|#)? ?2\b(?![.,]?\d)",
+            r"\b(?:cuda|hip) (?:error|failure|status)(?: code)?:? ?(?:=|#)? ?2\b(?![.,]?\d)|"
+            r"== ?cudaSuccess \(2 vs\. 0\)|"
+            r"\b(?:cuda|hip|cu)(?:Malloc|MemAlloc)\w{0,12}(?:\([^)]{0,80}\))? (?:returned|failed "
+            r"with)(?: error)?(?: code)?:? 2\b(?![.,]?\d)",
             _I,
         ),
     ),
