@@ -115,6 +115,13 @@ _OOM = {
         "Speicherleck",
         "утечка памяти",
     ],
+    "a requirement above the memory, the swap full": [
+        "it needs 20GB but I only have 12GB",
+        "requires ~40 GB of VRAM while my card has 24 GB",
+        "The model takes 14 GB but my GPU is only 8 GB",
+        "swap is full and the desktop freezes",
+        "Out of swap space?",
+    ],
     "windows virtual memory": [
         "Your system is low on virtual memory",
         "Windows - Out of Virtual Memory",
@@ -209,6 +216,10 @@ _NOT_OOM = [
     "pas de fuite de mémoire",
     "sin fuga de memoria",
     "нет утечки памяти",
+    # a requirement the memory covers; a swap that is fine
+    "needs 20GB but I have 24GB so it should fit",
+    "needs 900MB but the card has 2GB",
+    "swap is fine",
     # gRPC's RESOURCE_EXHAUSTED for a cloud API's quota or a message size
     "google.api_core.exceptions.ResourceExhausted: 429 RESOURCE_EXHAUSTED: Quota exceeded for "
     "quota metric 'Generate Content API requests per minute'",

@@ -362,6 +362,31 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # a requirement stated against a smaller memory: "needs 20GB but I only have 12GB",
+        # "requires ~40 GB of VRAM while my card has 24 GB"; not "needs 20GB and I have 24GB"
+        (" but ", " while ", " whereas "),
+        re.compile(
+            r"\b(?:needs?|requires?|required|wants?|asks? for|uses?|used|takes?|took) (?:about |"
+            r"around |~ ?|over |more than |at least )?(?P<need>" + _SIZE + r")(?: of (?:vram|ram|"
+            r"memory|gpu "
+            r"memory|video memory))?(?: (?:vram|ram))?,? (?:but|while|whereas) (?:i|my "
+            r"[\w-]{1,12}|the [\w-]{1,12}|it|we|this [\w-]{1,12}|mine|there) (?:only )?(?:have|has|"
+            r"had|got|provides?|is|are)(?: only)? (?:about |around |~ ?|just )?(?P<have>"
+            + _SIZE
+            + r")",
+            _I,
+        ),
+    ),
+    (
+        # the swap full as well (the last reserve before the OOM killer)
+        ("swap",),
+        re.compile(
+            r"\bswap(?: space| memory)? (?:is |was |gets |got |becomes )?(?:completely |totally )?"
+            r"(?:full|exhausted|used up)\b|\bout of swap(?: space)?\b",
+            _I,
+        ),
+    ),
+    (
         # status names and fatal errors of a failed allocation not covered elsewhere: CANN's
         # ACL_ERROR_BAD_ALLOC (acl_base.h, 200000: ACL_CHECK_MALLOC_RESULT), HIP's deprecated
         # hipErrorMemoryAllocation (= hipErrorOutOfMemory = 2, hip_runtime_api.h), CPython's
@@ -517,6 +542,20 @@ _ALSO: dict[tuple[str, ...], tuple[str, ...]] = {
 }
 
 
+def _mib(size: str) -> float:
+    """MiB of a size as the user wrote it ("20GB", "12 G", "800MB"); units only compared."""
+    m = re.match(r"(\d{1,4}(?:[.,]\d{1,2})?) ?([GgMm])", size)
+    if m is None:
+        return 0.0
+    value = float(m.group(1).replace(",", "."))
+    return value * 1024 if m.group(2) in "Gg" else value
+
+
+def _short(m: re.Match[str]) -> bool:
+    """A stated requirement above the stated memory (not "needs 20GB but I have 24GB")."""
+    return _mib(m.group("need")) > _mib(m.group("have"))
+
+
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
     for needles, pattern in _FAMILIES + _FAMILIES_MORE + _FAMILIES_I18N_MORE:
@@ -524,12 +563,15 @@ def title_match(line: str, low: str) -> re.Match[str] | None:
             also = _ALSO.get(needles, ())
             if also and not any(n in low for n in also):
                 continue
-            if pattern is _SIZE_PATTERN and not _SIZE_HINT.search(line):
+            sized = pattern is _SIZE_PATTERN or "need" in pattern.groupindex
+            if sized and not _SIZE_HINT.search(line):
                 continue
             m = pattern.search(line)
             if m is None:
                 continue
             if pattern is _SIZE_PATTERN and _OTHER_ERROR.search(line):
+                continue
+            if "need" in pattern.groupindex and not _short(m):
                 continue
             return m
     return None
