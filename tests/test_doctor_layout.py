@@ -52,3 +52,39 @@ def test_the_readings_are_offered_only_where_the_layout_shows() -> None:
     assert loosen_layout("x" * (200 << 10) + "   y") == ()  # a log file, not a paste
     assert loosen_layout("a   b") == ("a b",)
     assert complete_cut_tail("cudaErrorMemoryAllocation") is None
+
+
+def _boxed(message: str, width: int) -> str:
+    import textwrap
+
+    rows = textwrap.wrap(message, width)
+    top = "╭" + "─" * (width + 2) + "╮"
+    bottom = "╰" + "─" * (width + 2) + "╯"
+    return "\n".join([top, *("│ " + r.ljust(width) + " │" for r in rows), bottom])
+
+
+def test_a_message_wrapped_in_a_rich_box_keeps_its_numbers() -> None:
+    message = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 7.79 GiB of which 3.44 MiB is free. Including non-PyTorch memory, this "
+        "process has 7.78 GiB memory in use."
+    )
+    plain = diagnose_text(message)
+    for width in (48, 56, 76):
+        d = diagnose_text(_boxed(message, width))
+        assert d.primary is not None
+        assert plain.primary is not None
+        assert d.primary.requested_bytes == plain.primary.requested_bytes == 20 << 20
+        assert d.primary.free_bytes == plain.primary.free_bytes
+        assert d.cause == plain.cause
+
+
+def test_an_nvidia_smi_table_is_not_unboxed() -> None:
+    # nvidia-smi draws its table with ASCII bars: the box rule never touches it
+    from oomkit.diagnose.normalize import normalize_text
+
+    table = (
+        "|   0  NVIDIA GeForce RTX 3090      Off |   00000000:01:00.0 Off |               N/A |\n"
+        "| 30%   45C    P2           110W / 350W |   23000MiB /  24576MiB |   98%     Default |"
+    )
+    assert normalize_text(table) == table

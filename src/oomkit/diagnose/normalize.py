@@ -194,6 +194,42 @@ def _json_lines(text: str) -> str:
     return "\n".join(one(line) for line in text.split("\n"))
 
 
+# A traceback drawn in a box (rich's ``Traceback`` / ``Panel``, used by many Python CLIs): every
+# line framed by box-drawing bars, the message word-wrapped inside at the box's width. The
+# frames are removed and the wrapped lines joined again (a line is a continuation when the
+# previous one could not take its first word). Only the box-drawing bar, never ASCII "|" (the
+# column separator of nvidia-smi's tables).
+_BOXED = re.compile(r"^[ \t]{0,8}[│┃║] ?(?P<body>.{0,2000}?) ?[│┃║][ \t]{0,8}$")
+
+
+def _unbox(text: str) -> str:
+    """``text`` with box frames removed and the lines wrapped inside the box joined."""
+    lines = text.split("\n")
+    bodies: list[str | None] = []
+    framed = 0
+    for line in lines:
+        m = _BOXED.match(line) if ("│" in line or "┃" in line or "║" in line) else None
+        bodies.append(m.group("body").rstrip() if m is not None else None)
+        framed += m is not None
+    if framed < 2:
+        return text
+    width = max(len(b) for b in bodies if b is not None)
+    out: list[str] = []
+    prev: str | None = None
+    for line, body in zip(lines, bodies, strict=True):
+        if body is None:
+            out.append(line)
+            prev = None
+            continue
+        first = body.lstrip().split(" ", 1)[0]
+        if prev and first and not body[:1].isspace() and len(prev) + 1 + len(first) > width:
+            out[-1] = out[-1] + " " + body
+        else:
+            out.append(body)
+        prev = body
+    return "\n".join(out)
+
+
 def normalize_text(text: str) -> str:
     """The whole paste with JSON/``repr`` escapes and HTML entities undone (when it shows them).
 
@@ -221,6 +257,8 @@ def normalize_text(text: str) -> str:
             break
     if "&" in text and _ENTITY.search(text):
         text = html.unescape(text)
+    if "│" in text or "┃" in text or "║" in text:
+        text = _unbox(text)
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
         text = _LOG_LINE_START.sub("\n", text)
     return text
