@@ -197,6 +197,8 @@ _NOT_OOM = [
     "Cannot train with 2x 24GB GPUs using DeepSpeed (NCCL timeout)",
     "Can't run on 16GB Mac: unsupported architecture",
     "Error loading model on 8GB: DLL load failed",
+    "Unable to run on 6GB GPU because CUDA 11 is required",
+    "Fails to load GGUF on 16GB RAM: invalid magic",
     "lack of VRAM info in logs",
     # storage limits, cluster quotas, a disk, bandwidth, too little used
     "exceeds the 5GB upload limit",

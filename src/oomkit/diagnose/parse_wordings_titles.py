@@ -521,7 +521,9 @@ _FAMILIES_I18N_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 _OTHER_ERROR = re.compile(
     r"\b(?:nccl|time ?out|timed out|segfault|segmentation|illegal|unsupported|not supported|"
     r"import ?error|modulenotfound|no module|not found|driver|cuda version|compil\w{1,6}|"
-    r"permission|syntax|arch(?:itecture)?|installer|install(?:ation)?|dll|symbol)\b",
+    r"permission|syntax|arch(?:itecture)?|installer|install(?:ation)?|dll|symbol|invalid|magic|"
+    r"corrupt\w{0,4}|checksum|unrecogni[sz]ed|unknown model|tokenizer|compute capability|"
+    r"cuda ?\d{1,2}(?:\.\d)? (?:is )?required|requires cuda)\b",
     _I,
 )
 _SIZE_PATTERN = _FAMILIES[5][1]  # the card's-size family
