@@ -136,6 +136,13 @@ _OOM = {
         "pas assez de VRAM pour SDXL",
         "zu wenig VRAM für Flux",
         "не хватает VRAM",
+        "se queda sin VRAM",
+        "ficou sem VRAM",
+        "VRAM esaurita",
+        "VRAM pleine",
+        "VRAM voll",
+        "закончилась видеопамять",
+        "za mało VRAM",
         "za mało pamięci GPU",
         "onvoldoende geheugen",
         "nedostatek paměti",
@@ -231,6 +238,8 @@ _NOT_OOM = [
     "显存占用 10 GB",
     "メモリオーバーヘッドを減らす",
     "brak pamięci podręcznej",
+    "sin RAM adicional",
+    "la RAM llena de datos es normal",
 ]
 
 

@@ -427,13 +427,19 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
-        # VRAM / RAM in the Romance and Germanic forms of "not enough"
-        ("vram", "ram"),
+        # VRAM / RAM in the Romance, Germanic, Slavic forms of "not enough", "full", "ran out"
+        ("vram", "ram", "видеопамят", "память gpu"),
         re.compile(
             r"\bno hay (?:suficiente )?(?:vram|ram)\b|\b(?:vram|ram) (?:insuficiente|"
             r"insufficiente|insuffisante)\b|\b(?:pas assez|manque|[àa] court) de (?:vram|ram)\b|"
             r"\b(?:nicht genug|nicht gen[üu]gend|zu wenig) (?:vram|ram)\b|"
-            r"(?:не хватает|не хватило|недостаточно|нехватка) (?:vram|ram|озу)",
+            r"(?:не хватает|не хватило|недостаточно|нехватка) (?:vram|ram|озу)|"
+            r"\b(?:qued\w{0,6}|fic\w{0,5}|acab\w{0,5}|rimast\w{0,3}) (?:sin|sem|senza) (?:vram|ram)"
+            r"\b|\b(?:vram|ram) (?:esaurita|agotada|esgotada|llena|cheia|pleine|satur[ée]e|voll|"
+            r"[ée]puis[ée]e|piena|pe[łl]na)\b(?! (?:de|di|mit)\b)|"
+            r"\b(?:brak|za ma[łl]o|brakuje) (?:vram|ram)\b|"
+            r"(?:закончилась|кончилась|исчерпана) (?:\w{1,12} )?видеопамять|"
+            r"(?:видеопамять|память gpu|vram) (?:закончилась|кончилась|заполнена|переполнена)",
             _I,
         ),
     ),
