@@ -27,6 +27,11 @@ from oomkit.diagnose.normalize import complete_cut_tail, loosen_layout
         "Allocator ran out of mem-\nory trying to allocate 2.00GiB",
         "cudaErrorMemoryAlloc",
         "ggml_vulkan: Device memory allocation of size 2147483648 fai",
+        "ut of memory",
+        "utOfMemoryError: CUDA",
+        "OfMemoryError",
+        "RuntimeError: not enough mem",
+        "insufficient memo",
     ],
 )
 def test_a_layout_that_hides_the_words_is_read(text: str) -> None:
@@ -41,6 +46,9 @@ def test_a_layout_that_hides_the_words_is_read(text: str) -> None:
         "re-\nallocate the buffers after resize",
         "the allocation of size 5 fa",
         "memory\tusage\t10 GB",
+        "t of memory",
+        "amount of memory",
+        "put of memory",
     ],
 )
 def test_the_same_layouts_without_an_oom_stay_silent(text: str) -> None:

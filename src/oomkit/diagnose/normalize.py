@@ -31,6 +31,7 @@ from oomkit.diagnose.text import Lines
 __all__ = [
     "UNWRAP_MAX_CHARS",
     "WHOLE_TEXT_CHARS",
+    "complete_cut_head",
     "complete_cut_tail",
     "loosen_layout",
     "normalize_line",
@@ -308,7 +309,8 @@ def unwrap_word_wrapped(text: str) -> str | None:
 _CUT_TAIL = re.compile(
     r"(?:(?P<p>\b[Oo]ut of mem(?:o|or)?)|(?P<c>(?<![A-Za-z])OutOfMe(?:m|mo|mor|mory|moryE|moryEr"
     r"|moryErr|moryErro)?)|(?P<u>_OUT_OF_MEM(?:O|OR)?)|(?P<a>\bcudaErrorMemoryAlloc(?:a|at|ati"
-    r"|atio)?)|(?P<f>\ballocation of size \d{1,20} (?:fa|fai|fail|faile)))"
+    r"|atio)?)|(?P<f>\ballocation of size \d{1,20} (?:fa|fai|fail|faile))|(?P<n>\b(?:[Nn]ot enough|"
+    r"[Ii]nsufficient) mem(?:o|or)?))"
     r"(?:\.{2,3}|\u2026)?\s{0,8}$"
 )
 
@@ -339,6 +341,8 @@ def complete_cut_tail(text: str) -> str | None:
         word = "OutOfMemoryError"
     elif m.group("a"):
         word = "cudaErrorMemoryAllocation"
+    elif m.group("n"):
+        word = m.group("n").rsplit(" ", 1)[0] + " memory"
     elif m.group("f"):
         # ggml-vulkan's "Device memory allocation of size %zu failed." cut in its last word
         word = m.group("f").rsplit(" ", 1)[0] + " failed."
@@ -376,3 +380,32 @@ def loosen_layout(text: str) -> tuple[str, ...]:
         # "out-of-" + "memory" keeps its hyphen, "mem-" + "ory" loses it: try both
         out += [_HYPHEN_WRAP.sub("-", loose), _HYPHEN_WRAP.sub("", loose)]
     return tuple(out)
+
+
+# A paste cut at its start, inside the OOM word: "ut of memory. Tried to allocate ...",
+# "utOfMemoryError: CUDA out of ...", "OfMemoryError". Only the very first word of the text is
+# completed, and only from a fragment no other word ends with ("ut of memory" is only "out of
+# memory"; "t of memory" could be "amount of memory" and stays as it is).
+_CUT_HEAD = re.compile(
+    r"\A\W{0,4}(?:(?P<p>ut[ _]of[ _](?:(?:gpu|cuda|device|host|video) )?memory\b)|"
+    r"(?P<c>(?:u?tOf|Of)MemoryError\b))"
+)
+
+
+def complete_cut_head(text: str) -> str | None:
+    """The paste with a cut-off OOM word at its very start completed, or ``None``.
+
+    >>> complete_cut_head("ut of memory. Tried to allocate 2.00 GiB")
+    'out of memory. Tried to allocate 2.00 GiB'
+    >>> complete_cut_head("OfMemoryError: CUDA")
+    'OutOfMemoryError: CUDA'
+    >>> complete_cut_head("amount of memory") is None
+    True
+    """
+    body = text.lstrip()
+    m = _CUT_HEAD.match(normalize_line(body[:256]))
+    if m is None:
+        return None
+    if m.group("p"):
+        return "o" + body[m.start("p") :]
+    return "OutOfMemoryError" + body[m.end("c") :]

@@ -17,6 +17,7 @@ from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.normalize import (
+    complete_cut_head,
     complete_cut_tail,
     loosen_layout,
     normalize_lines,
@@ -135,6 +136,12 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
         if completed is not None:
             # a paste or title cut inside the OOM word ("ran out of memo")
             again = _parse(completed)
+            if again.events:
+                return again
+        head = complete_cut_head(text)
+        if head is not None:
+            # a paste cut at its start inside the OOM word ("ut of memory")
+            again = _parse(head)
             if again.events:
                 return again
         for loose in loosen_layout(text):
