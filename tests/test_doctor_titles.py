@@ -17,6 +17,12 @@ _OOM = {
         "I keep getting a GPU memory error when training with batch 16",
         "VRAM memory errors after a few epochs",
     ],
+    "a device's memory problem, or one in an allocating phase": [
+        "CUDA memory issue",
+        "GPU memory problems with batch 8",
+        "memory issue when loading the 70B model",
+        "the memory issues during loss.backward() came from keeping the graph",
+    ],
     "insufficient / shortage / lack": [
         "VRAM insufficient when loading Qwen2-72B",
         "[Bug] GPU memory insufficient for SDXL refiner",
@@ -158,6 +164,11 @@ _NOT_OOM = [
     "Xid 48: uncorrectable ECC GPU memory error",
     "GPU memory errors detected by the ECC counters",
     "CUDA error: an illegal memory access was encountered",
+    # a memory problem fixed, absent, or bare
+    "GPU memory issue fixed in v2",
+    "no GPU memory issues anymore",
+    "memory issue",
+    "memory issues in the documentation",
     # the words without a shortage
     "lack of memory safety in the parser",
     "the test ran through the memory checks",

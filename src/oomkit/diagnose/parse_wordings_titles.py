@@ -80,6 +80,22 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # a device's memory problem, or a memory problem in a phase that allocates: "CUDA memory
+        # issue", "GPU memory problems with batch 8", "the memory issues during loss.backward()";
+        # not "memory issue fixed" / "no memory issues", nor a bare "memory issue" (a leak or a
+        # usage question as often as an OOM)
+        ("memory issue", "memory problem", "vram issue", "vram problem"),
+        re.compile(
+            r"(?<!no )(?<!without )(?<!fix )(?<!fixed )(?<!fixes )"
+            r"(?:\b(?:cuda|gpu|vram|video|device) memory|\bvram) (?:issue|problem)s?\b"
+            r"(?! (?:is |was |has been |were )?(?:fixed|resolved|solved|gone))|"
+            r"(?<!no )(?<!without )\bmemory (?:issue|problem)s? (?:during|when|while|in|on|at) "
+            r"(?:the )?(?:loss\.backwards?\(\)|(?:training|backward|inference|generation|"
+            r"generating|loading|fine-?tuning|evaluation|validation|prefill|decoding)\b)",
+            _I,
+        ),
+    ),
+    (
         # a memory insufficient / short / lacking, in title form
         ("insufficient", "sufficient", "shortage", "lack of", "too small"),
         re.compile(
@@ -532,8 +548,7 @@ _OTHER_ERROR = re.compile(
     r"cuda ?\d{1,2}(?:\.\d)? (?:is )?required|requires cuda)\b",
     _I,
 )
-_SIZE_PATTERN = _FAMILIES[5][1]  # the card's-size family
-assert "fit " in _FAMILIES[5][0]
+_SIZE_PATTERN = next(p for n, p in _FAMILIES if "fit " in n)  # the card's-size family
 
 
 # a second literal test for the families whose first needles are common words ("all", "100",
