@@ -31,7 +31,9 @@ from oomkit.diagnose.text import Lines
 __all__ = [
     "UNWRAP_MAX_CHARS",
     "WHOLE_TEXT_CHARS",
+    "complete_cut_head",
     "complete_cut_tail",
+    "loosen_layout",
     "normalize_line",
     "normalize_lines",
     "normalize_text",
@@ -47,7 +49,8 @@ _ANSI = re.compile(
 )
 # no-break, figure, narrow no-break, thin, hair, en/em spaces, ideographic space, BOM/zero-width
 _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
+# zero-width characters, and the soft hyphen a web page leaves inside a word it may break
+_ZERO_WIDTH = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 # Markdown quote (possibly nested), as GitHub and forums render a quoted paste
 _QUOTE = re.compile(r"^[ \t]{0,8}(?:>[ \t]?){1,8}")
 # a log collector's prefix: 2024-05-01 12:00:00,123 ERROR [worker-1]  /  [2024-05-01T12:00:00Z]
@@ -192,6 +195,42 @@ def _json_lines(text: str) -> str:
     return "\n".join(one(line) for line in text.split("\n"))
 
 
+# A traceback drawn in a box (rich's ``Traceback`` / ``Panel``, used by many Python CLIs): every
+# line framed by box-drawing bars, the message word-wrapped inside at the box's width. The
+# frames are removed and the wrapped lines joined again (a line is a continuation when the
+# previous one could not take its first word). Only the box-drawing bar, never ASCII "|" (the
+# column separator of nvidia-smi's tables).
+_BOXED = re.compile(r"^[ \t]{0,8}[│┃║] ?(?P<body>.{0,2000}?) ?[│┃║][ \t]{0,8}$")
+
+
+def _unbox(text: str) -> str:
+    """``text`` with box frames removed and the lines wrapped inside the box joined."""
+    lines = text.split("\n")
+    bodies: list[str | None] = []
+    framed = 0
+    for line in lines:
+        m = _BOXED.match(line) if ("│" in line or "┃" in line or "║" in line) else None
+        bodies.append(m.group("body").rstrip() if m is not None else None)
+        framed += m is not None
+    if framed < 2:
+        return text
+    width = max(len(b) for b in bodies if b is not None)
+    out: list[str] = []
+    prev: str | None = None
+    for line, body in zip(lines, bodies, strict=True):
+        if body is None:
+            out.append(line)
+            prev = None
+            continue
+        first = body.lstrip().split(" ", 1)[0]
+        if prev and first and not body[:1].isspace() and len(prev) + 1 + len(first) > width:
+            out[-1] = out[-1] + " " + body
+        else:
+            out.append(body)
+        prev = body
+    return "\n".join(out)
+
+
 def normalize_text(text: str) -> str:
     """The whole paste with JSON/``repr`` escapes and HTML entities undone (when it shows them).
 
@@ -219,6 +258,8 @@ def normalize_text(text: str) -> str:
             break
     if "&" in text and _ENTITY.search(text):
         text = html.unescape(text)
+    if "│" in text or "┃" in text or "║" in text:
+        text = _unbox(text)
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
         text = _LOG_LINE_START.sub("\n", text)
     return text
@@ -267,7 +308,10 @@ def unwrap_word_wrapped(text: str) -> str | None:
 # ("out of mem", "OutOfMe", "_OUT_OF_MEM").
 _CUT_TAIL = re.compile(
     r"(?:(?P<p>\b[Oo]ut of mem(?:o|or)?)|(?P<c>(?<![A-Za-z])OutOfMe(?:m|mo|mor|mory|moryE|moryEr"
-    r"|moryErr|moryErro)?)|(?P<u>_OUT_OF_MEM(?:O|OR)?))(?:\.{2,3}|\u2026)?\s{0,8}$"
+    r"|moryErr|moryErro)?)|(?P<u>_OUT_OF_MEM(?:O|OR)?)|(?P<a>\bcudaErrorMemoryAlloc(?:a|at|ati"
+    r"|atio)?)|(?P<f>\ballocation of size \d{1,20} (?:fa|fai|fail|faile))|(?P<n>\b(?:[Nn]ot enough|"
+    r"[Ii]nsufficient) mem(?:o|or)?))"
+    r"(?:\.{2,3}|\u2026)?\s{0,8}$"
 )
 
 
@@ -278,6 +322,8 @@ def complete_cut_tail(text: str) -> str | None:
     'Allocator (GPU_0_bfc) ran out of memory'
     >>> complete_cut_tail("ray.exceptions.OutOfMe")
     'ray.exceptions.OutOfMemoryError'
+    >>> complete_cut_tail("ggml_vulkan: Device memory allocation of size 2147483648 fai")
+    'ggml_vulkan: Device memory allocation of size 2147483648 failed.'
     >>> complete_cut_tail("ran out of memory") is None
     True
     """
@@ -293,6 +339,73 @@ def complete_cut_tail(text: str) -> str | None:
         word = m.group("p")[:6] + " memory"
     elif m.group("c"):
         word = "OutOfMemoryError"
+    elif m.group("a"):
+        word = "cudaErrorMemoryAllocation"
+    elif m.group("n"):
+        word = m.group("n").rsplit(" ", 1)[0] + " memory"
+    elif m.group("f"):
+        # ggml-vulkan's "Device memory allocation of size %zu failed." cut in its last word
+        word = m.group("f").rsplit(" ", 1)[0] + " failed."
     else:
         word = "_OUT_OF_MEMORY"
     return head + sep + last[:start] + word
+
+
+# The layout of a paste can hide its words from the wordings: a justified or column-aligned copy
+# ("CUDA   out   of   memory", a tab between words), full-width Latin letters typed with a CJK
+# input method ("ＣＵＤＡ ｏｕｔ ｏｆ ｍｅｍｏｒｙ"), a word hyphenated at a line break ("out-of-" /
+# "memory", "mem-" / "ory"). These readings are tried only when the paste as given held no OOM.
+_SPACE_RUN = re.compile(r"(?<=\S)[ \t]{2,16}(?=\S)|(?<=\S)\t(?=\S)")
+_FULLWIDTH_CHAR = re.compile("[\uff01-\uff5e]")
+_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+_HYPHEN_WRAP = re.compile(r"(?<=[A-Za-z])-[ \t]{0,4}\r?\n[ \t]{0,8}(?=[a-z])")
+
+
+def loosen_layout(text: str) -> tuple[str, ...]:
+    """Other readings of a paste whose layout hides its words (none when it shows no such layout).
+
+    >>> loosen_layout("CUDA   out   of   memory")
+    ('CUDA out of memory',)
+    >>> loosen_layout("CUDA out-of-\\nmemory")
+    ('CUDA out-of-memory', 'CUDA out-ofmemory')
+    >>> loosen_layout("CUDA out of memory")
+    ()
+    """
+    if len(text) > UNWRAP_MAX_CHARS:
+        return ()
+    loose = text.translate(_FULLWIDTH) if _FULLWIDTH_CHAR.search(text) else text
+    loose = _SPACE_RUN.sub(" ", loose)
+    out = [loose] if loose != text else []
+    if "-" in loose and _HYPHEN_WRAP.search(loose):
+        # "out-of-" + "memory" keeps its hyphen, "mem-" + "ory" loses it: try both
+        out += [_HYPHEN_WRAP.sub("-", loose), _HYPHEN_WRAP.sub("", loose)]
+    return tuple(out)
+
+
+# A paste cut at its start, inside the OOM word: "ut of memory. Tried to allocate ...",
+# "utOfMemoryError: CUDA out of ...", "OfMemoryError". Only the very first word of the text is
+# completed, and only from a fragment no other word ends with ("ut of memory" is only "out of
+# memory"; "t of memory" could be "amount of memory" and stays as it is).
+_CUT_HEAD = re.compile(
+    r"\A\W{0,4}(?:(?P<p>ut[ _]of[ _](?:(?:gpu|cuda|device|host|video) )?memory\b)|"
+    r"(?P<c>(?:u?tOf|Of)MemoryError\b))"
+)
+
+
+def complete_cut_head(text: str) -> str | None:
+    """The paste with a cut-off OOM word at its very start completed, or ``None``.
+
+    >>> complete_cut_head("ut of memory. Tried to allocate 2.00 GiB")
+    'out of memory. Tried to allocate 2.00 GiB'
+    >>> complete_cut_head("OfMemoryError: CUDA")
+    'OutOfMemoryError: CUDA'
+    >>> complete_cut_head("amount of memory") is None
+    True
+    """
+    body = text.lstrip()
+    m = _CUT_HEAD.match(normalize_line(body[:256]))
+    if m is None:
+        return None
+    if m.group("p"):
+        return "o" + body[m.start("p") :]
+    return "OutOfMemoryError" + body[m.end("c") :]

@@ -17,7 +17,9 @@ from typing import Any
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
 from oomkit.diagnose.normalize import (
+    complete_cut_head,
     complete_cut_tail,
+    loosen_layout,
     normalize_lines,
     normalize_text,
     unwrap_word_wrapped,
@@ -134,6 +136,17 @@ def parse_log(text: str, *, normalized: bool = False) -> ParsedLog:
         if completed is not None:
             # a paste or title cut inside the OOM word ("ran out of memo")
             again = _parse(completed)
+            if again.events:
+                return again
+        head = complete_cut_head(text)
+        if head is not None:
+            # a paste cut at its start inside the OOM word ("ut of memory")
+            again = _parse(head)
+            if again.events:
+                return again
+        for loose in loosen_layout(text):
+            # aligned spacing, full-width letters, a hyphenated line break (normalize.py)
+            again = _parse(loose)
             if again.events:
                 return again
     return parsed

@@ -175,6 +175,19 @@ _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
     "no out of memory",
     "without out of memory",
+    # a failed allocation whose stated reason is not memory: cudaErrorInsufficientDriver's text,
+    # Triton's pinned pool switched off (triton-inference-server/core pinned_memory_manager.cc)
+    "driver version is insufficient",
+    "no pinned memory pool",
+    # gRPC's RESOURCE_EXHAUSTED (status 8) is also a cloud API's quota or rate limit (HTTP 429)
+    # and a message above the channel's size limit: an LLM app's API call, not memory
+    "quota exceeded",
+    "exceeded quota",
+    "check quota",
+    "rate limit",
+    "received message larger than max",
+    # kubelet starting its OOM watcher (pkg/kubelet/oom): nothing was killed
+    "oom watcher",
 )
 # a status that says nothing was killed: cgroup memory.events / memory.oom_control counters
 # (mm/memcontrol.c; a count above zero is parse_hosts' event), Docker's State.OOMKilled false

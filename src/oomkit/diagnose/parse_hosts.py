@@ -53,6 +53,14 @@ Each family is the reporter's own wording, cited to the file that prints it:
   ``OOMKilled``); IBM Spectrum LSF ends the job with the exit reason ``TERM_MEMLIMIT: job killed
   after reaching LSF memory usage limit.`` (closed source; the exit reasons are listed in LSF's
   "Job exit information" documentation). The limit is the job's host RAM request.
+* Node-level killers: kubelet's OOM watcher records the kernel's kills as a ``SystemOOM`` event,
+  ``System OOM encountered, victim process: <name>, pid: <pid>``
+  (``kubernetes/kubernetes:pkg/kubelet/oom/oom_watcher_linux.go``); systemd-oomd kills a whole
+  cgroup, ``Killed <cgroup> due to memory used (<n>) / total (<n>) and swap used ...``
+  (``systemd/systemd:src/oom/oomd-util.c``; its memory-pressure kill is read by the generic
+  fallback); earlyoom, ``low memory! at or below SIGTERM limits`` then ``sending SIGTERM to
+  process <pid> uid <n> "<name>": badness <n>, VmRSS <n> MiB`` (``rfjakob/earlyoom:main.c``,
+  ``kill.c``). All three are host RAM.
 * ggml's context arena (``ggml-org/ggml:src/ggml.c`` ``ggml_init``): ``GGML_ASSERT(ctx->mem_buffer
   != NULL)`` fails when the host malloc of a context (``ggml_aligned_malloc(mem_size)``) returned
   NULL: host RAM (or the Windows commit limit), whichever backend holds the tensors.
@@ -149,8 +157,34 @@ _LSF = re.compile(r"TERM_MEMLIMIT: job killed after reaching LSF memory usage li
 # ggml.c:4411: ctx->mem_buffer != NULL", current ggml "ggml.c:1685: GGML_ASSERT(ctx->mem_buffer
 # != NULL) failed"; the arena is always host RAM, whatever backend holds the tensors
 _GGML_INIT = re.compile(r"\bGGML_ASSERT\b.{0,300}?\bctx->mem_buffer != NULL\b")
+# the node-level killers: kubelet's OOM watcher reads the kernel's kills from /dev/kmsg and
+# records a SystemOOM event (kubernetes/kubernetes:pkg/kubelet/oom/oom_watcher_linux.go: "System
+# OOM encountered" + ", victim process: %s, pid: %d"); systemd-oomd kills a whole cgroup when
+# the system's memory and swap are both nearly used (systemd/systemd:src/oom/oomd-util.c: "Killed
+# %s due to memory used (%lu) / total (%lu) and swap used (%lu) / total (%lu) being more than
+# %.2f%%", newer "Marked %s for killing due to ..."); earlyoom signals the largest process when
+# available RAM and swap fall below its limits (rfjakob/earlyoom:main.c "low memory! at or below
+# SIGTERM limits: mem %, swap %", kill.c "sending SIGTERM to process %d uid %d \"%s\": badness %d,
+# VmRSS %lld MiB", newer "oom_score %d, oom_score_adj %d, VmRSS ...")
+_KUBELET_SYSTEM_OOM = re.compile(
+    r"\bSystem OOM encountered\b(?:, victim process: (?P<name>[^,\n]{1,100})(?:, pid: "
+    r"(?P<pid>\d{1,10}))?)?"
+)
+_OOMD_USED = re.compile(
+    r"(?:Killed|Marked) (?P<cg>\S{1,400}) (?:for killing )?due to memory used \((?P<used>\d{1,20})"
+    r"\) / total \((?P<total>\d{1,20})\)"
+)
+_EARLYOOM_LOW = re.compile(r"low memory! at or below SIG(?:TERM|KILL) limits")
+_EARLYOOM_KILL = re.compile(
+    r"sending SIG(?:TERM|KILL) to process (?P<pid>\d{1,10}) uid \d{1,10} \"(?P<name>[^\"\n]{0,100})"
+    r"\": (?:badness|oom_score) -?\d{1,6}(?:, oom_score_adj -?\d{1,5})?, VmRSS (?P<mib>\d{1,9}) MiB"
+)
 _PREFILTER = needles_re(
     (
+        "System OOM encountered",
+        "due to memory used (",
+        "at or below SIG",
+        "sending SIG",
         "gone over memory limit",
         "TERM_MEMLIMIT",
         "memorystatus:",
@@ -291,6 +325,57 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             n,
             stage="kv_cache",
         )
+    found = _schedulers(line, n)
+    if found is not None:
+        return found
+    return _node_killer(line, n)
+
+
+def _node_killer(line: str, n: int) -> OomEvent | None:
+    """kubelet's SystemOOM event, systemd-oomd's and earlyoom's kills (see the patterns)."""
+    m = _KUBELET_SYSTEM_OOM.search(line) if "System OOM" in line else None
+    if m is not None:
+        return _ev(
+            "kubernetes",
+            "host_oom",
+            "kubelet_system_oom",
+            line,
+            n,
+            pid=int(m["pid"]) if m["pid"] else None,
+            process_name=m["name"],
+        )
+    m = _OOMD_USED.search(line) if "due to memory used" in line else None
+    if m is not None:
+        return _ev(
+            "linux",
+            "host_oom",
+            "systemd_oomd_kill",
+            line,
+            n,
+            cgroup=True,
+            total_bytes=to_int(m["total"]),
+            process_in_use_bytes=to_int(m["used"]),
+            detail=m["cg"][-120:],
+        )
+    m = _EARLYOOM_KILL.search(line) if "sending SIG" in line else None
+    if m is not None:
+        return _ev(
+            "linux",
+            "killed",
+            "earlyoom_kill",
+            line,
+            n,
+            pid=int(m["pid"]),
+            process_name=m["name"] or None,
+            anon_rss_bytes=int(m["mib"]) << 20,
+        )
+    if "at or below SIG" in line and _EARLYOOM_LOW.search(line):
+        return _ev("linux", "host_oom", "earlyoom_low_memory", line, n)
+    return None
+
+
+def _schedulers(line: str, n: int) -> OomEvent | None:
+    """HTCondor's and LSF's memory-limit kills, ggml's host arena, MindSpore's half rule."""
     m4 = _CONDOR.search(line) if "gone over memory limit" in line else None
     if m4 is not None:
         peak = m4["peak"]

@@ -82,6 +82,17 @@ _XPU_4GB = re.compile(
     r"can NOT allocate memory block with size larger than 4GB"
     r"(?:! Tried to allocate (?P<v>\d{1,9}(?:\.\d{1,4})?) ?(?P<u>[KMGT]iB|bytes))?"
 )
+# the same per-allocation limit in a user's words (a title): "Arrays larger than 4 GB crashes",
+# "allocations bigger than 4GB fail on Arc", "buffers over 2 GB are not supported"; a size
+# statement without a failure ("tensors larger than 2GB are saved in shards") is not one
+_PROSE_LIMIT = re.compile(
+    r"\b(?:arrays?|tensors?|buffers?|allocations?|textures?|memory blocks?)(?: \w{1,12})? "
+    r"(?:(?:larger|bigger|greater) than|over|above|of more than|exceeding) "
+    r"(?P<v>\d{1,4}(?:\.\d{1,2})?) ?(?P<u>GiB|GB|G|MiB|MB)\b(?: [\w()-]{1,12}){0,2}? "
+    r"(?:crash\w{0,3}|fail\w{0,3}|error\w{0,3}|segfault\w{0,3}|abort\w{0,3}|can ?not be|"
+    r"can't be|cannot be|are not supported|aren't supported|not supported|unsupported)\b",
+    re.IGNORECASE,
+)
 _KV_PAGES = re.compile(r"The KV cache is full\. No page can be allocated")
 _PADDLE_BAD = re.compile(r"paddle::memory::allocation::BadAlloc\b")
 _PADDLE_ENFORCE = re.compile(
@@ -111,6 +122,9 @@ _NEEDLES = (
     "The KV cache is full",
     "BadAlloc",
     "allocating <= available",
+    "arger than",  # the prose limit: "larger than", "Larger than", "bigger", "greater"
+    "igger than",
+    "reater than",
 )
 _PREFILTER = needles_re(_NEEDLES)
 
@@ -211,6 +225,17 @@ def _event(line: str, n: int) -> OomEvent | None:
     found = _buffer(line, n)
     if found is not None:
         return found
+    m = _PROSE_LIMIT.search(line) if "than " in line.lower() else None
+    if m is not None:
+        return _ev(
+            "generic",
+            "buffer_limit",
+            "prose_buffer_limit",
+            line,
+            n,
+            allowed_bytes=to_bytes(m.group("v"), m.group("u"), "generic"),
+            detail="the device API's per-allocation limit",
+        )
     m = _OV_AVAILABLE.search(line) if "already occupied" in line else None
     if m is not None:
         return _ev(

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.parse_wordings_titles import title_match
+
 __all__ = ["harvested_match"]
 
 _I = re.IGNORECASE
@@ -486,4 +488,5 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
             m = pattern.search(line)
             if m is not None:
                 return m
-    return None
+    # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles)
+    return title_match(line, low)

@@ -40,12 +40,13 @@ from oomkit.diagnose.upstream_wordings_runtimes import (
     RUNTIMES_NOT_CAPACITY,
 )
 from oomkit.diagnose.upstream_wordings_stacks import FRAMEWORKS, OS, SERVING
+from oomkit.diagnose.upstream_wordings_titles import TITLES, TITLES_NEAR_MISSES
 
 __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
 #: Every harvested wording, family by family.
 WORDINGS: tuple[Wording, ...] = (
-    TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS + LIMITS + RUNTIMES
+    TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS + LIMITS + RUNTIMES + TITLES
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -102,4 +103,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *HOSTS_NEAR_MISSES,
     *LIMITS_NEAR_MISSES,
     *RUNTIMES_NEAR_MISSES,
+    *TITLES_NEAR_MISSES,
 )
