@@ -73,6 +73,7 @@ DEVELOPMENT_PARTS = (
     "heldout12",
     "heldout13",
     "heldout14",
+    "heldout15",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)

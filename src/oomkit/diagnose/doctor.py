@@ -83,7 +83,9 @@ def diagnose_text(
         shown_phase=shown,
     )
     result = _note_training(result, text)
-    return _refuse_inconsistent(_note_generation(result, settings, runtime))
+    from oomkit.diagnose.rules_apu import note_apu_aperture
+
+    return _refuse_inconsistent(note_apu_aperture(_note_generation(result, settings, runtime)))
 
 
 def _with_surroundings(text: str, parsed: ParsedLog) -> ParsedLog:

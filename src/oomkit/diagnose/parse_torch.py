@@ -78,14 +78,19 @@ def _cap(v: int | None) -> int | None:
     return None if v is None or v >= _NO_LIMIT_BYTES else v
 
 
-def _free_above_total(total: int | None, free: int | None) -> str | None:
+def _free_above_total(total: int | None, free: int | None, backend: str = "CUDA") -> str | None:
     """The contradiction when the stated free memory exceeds the device's total capacity.
 
     Both come from one ``cudaMemGetInfo`` call (``c10/cuda/CUDACachingAllocator.cpp`` formats
     them), which never reports more free than total memory; the 1% slack covers the rounding of
-    two sizes printed in different units ("1023.99 MiB" of "1.00 GiB").
+    two sizes printed in different units ("1023.99 MiB" of "1.00 GiB"). Not so on HIP: on AMD
+    APUs with unified memory ``hipMemGetInfo`` gives the VRAM aperture as the total and counts
+    GTT (system RAM the GPU maps) in the free memory (ROCm/hip#3892: total 15.49 GiB on a Strix
+    Halo; ROCm/legacy-rocm-build#6004: "hip mem_get_info total: 62.47 GiB / free: 120.00 GiB"),
+    so a HIP message with free above total is what the runtime prints there
+    (:func:`apu_free_above_total`), not an edit.
     """
-    if total is None or free is None or free <= total + total // 100:
+    if backend == "HIP" or total is None or free is None or free <= total + total // 100:
         return None
     return (
         f"{format_bytes_fine(free)} free of a {format_bytes_fine(total)} total capacity "
@@ -303,7 +308,7 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             private_pool_bytes=size_of(alloc, "pools", _RT) if alloc else None,
             reserved_unallocated_bytes=size_of(alloc, "runalloc", _RT) if alloc else None,
             ignored_sizes=_impossible(m, "req", "total", "free"),
-            inconsistent=_free_above_total(total, free),
+            inconsistent=_free_above_total(total, free, backend),
         )
     m = _OLD.search(w)
     if m is not None:
@@ -326,7 +331,9 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
             reserved_unallocated_bytes=cached,
             ignored_sizes=_impossible(m, "req", "total", "alloc", "free", "resv", "xresv"),
             inconsistent=_free_above_total(
-                _capacity(size_of(m, "total", _RT)), size_of(m, "free", _RT)
+                _capacity(size_of(m, "total", _RT)),
+                size_of(m, "free", _RT),
+                m.group("backend") or _backend_of(w),
             ),
         )
     m = _BARE.search(w)
