@@ -205,3 +205,49 @@ def test_vulkan_driver_names() -> None:
     assert vulkan_driver_limit("AMD proprietary driver") == vulkan_driver_limit("amd-proprietary")
     with pytest.raises(InvalidSettingError, match="unknown Vulkan driver 'nvk'"):
         vulkan_driver_limit("nvk")
+
+
+def test_amdvlk_refuses_the_bf16_lm_head_of_a_ud_q8_k_xl_file() -> None:
+    """kyuz0/amd-strix-halo-toolboxes (Aug 2025, llama-bench -ngl 999 -mmp 0, pp512): Kimi-Dev-72B
+    UD-Q8_K_XL (Qwen2.5-72B) dies on AMDVLK with 'Device memory allocation of size 2491416576
+    failed' and runs on RADV and ROCm. ggml-vulkan packs weights into 1 GiB buffers, so that
+    buffer is one tensor: the lm_head at 16 bits (152064 x 8192 x 2), which Unsloth keeps in
+    its UD-Q8_K_XL files; plain Q8_0 (1.23 GiB lm_head) passes AMDVLK's 2 GiB."""
+    from oomkit.estimate.llamacpp_maxalloc import vulkan_driver_limit
+
+    def run(driver: str | None, quant: str) -> Estimate:
+        s = InferenceSettings(
+            runtime="llama.cpp",
+            quant=quant,
+            ctx=512,
+            runtime_version="2025-08-09",
+            n_gpu_layers=999,
+            mmap=False,
+        )
+        lim = None if driver is None else vulkan_driver_limit(driver)
+        hw = _hw("rocm") if driver is None else _hw("vulkan", limit=lim)
+        return estimate("qwen2.5-72b", s, hw, offline=True)
+
+    dead = run("amdvlk", "UD-Q8_K_XL").blockers
+    assert len(dead) == 1
+    assert "weight tensor 'output.weight'" in dead[0]
+    assert "(2491416576 bytes)" in dead[0]  # the size the AMDVLK log says failed
+    assert run("radv", "UD-Q8_K_XL").blockers == ()
+    assert run(None, "UD-Q8_K_XL").blockers == ()
+    assert run("amdvlk", "Q8_0").blockers == ()  # llama-quantize's Q8_0 lm_head: 1323565056 B
+
+
+def test_ud_q8_k_xl_keeps_only_the_untied_lm_head_at_bf16() -> None:
+    """The retyping touches ``output.weight`` only: a tied model (gemma-3-27b) and every other
+    tensor keep llama-quantize's Q8_0."""
+    from oomkit.catalog.models import find_model
+    from oomkit.estimate.llamacpp_weights import _predicted_weights
+
+    ud, _, notes = _predicted_weights(find_model("qwen2.5-72b").spec(), "UD-Q8_K_XL")
+    q8, _, _ = _predicted_weights(find_model("qwen2.5-72b").spec(), "Q8_0")
+    diff = [(a[0].name, a[1], a[2]) for a, b in zip(ud, q8, strict=True) if a != b]
+    assert diff == [("output.weight", "BF16", 152064 * 8192 * 2)]
+    assert any("lm_head" in n for n in notes)
+    g_ud, _, _ = _predicted_weights(find_model("gemma-3-27b").spec(), "UD-Q8_K_XL")
+    g_q8, _, _ = _predicted_weights(find_model("gemma-3-27b").spec(), "Q8_0")
+    assert g_ud == g_q8

@@ -210,7 +210,41 @@ def _predicted_weights(
         from oomkit.quant.llamacpp_mix import predict_gguf_tensor_bytes
 
         rows = predict_gguf_tensor_bytes(ftype, tensors, **facts)  # type: ignore[arg-type]
+    if ud in UNSLOTH_HEAD_16BIT:
+        rows = _head_16bit(rows)
+        notes.append(
+            f"{ud}: output.weight (the lm_head) kept at BF16, as Unsloth writes it (one GPU "
+            "buffer of vocab x hidden x 2 bytes)"
+        )
     return rows, f"predicted llama-quantize {ftype} types over config-derived tensors", tuple(notes)
+
+
+#: Unsloth Dynamic quants whose files keep the untied lm_head (``output.weight``) at 16 bits.
+#: Evidence: Kimi-Dev-72B-UD-Q8_K_XL (Qwen2.5-72B: vocab 152064, hidden 8192) loaded with all
+#: layers on a Vulkan device fails "ggml_vulkan: Device memory allocation of size 2491416576
+#: failed" (kyuz0/amd-strix-halo-toolboxes benchmark/results, Aug 2025): ggml-vulkan packs
+#: weights into buffers of at most ``suballocation_block_size`` (1 GiB), so a larger buffer is
+#: one tensor, and 2491416576 = 152064 x 8192 x 2 is exactly that tensor at 16 bits (at Q8_0
+#: it would be 1323565056). The input embedding stays in a host buffer (llama.cpp keeps the
+#: input layer on the CPU), so only the GPU's lm_head is evidenced; a tied model's
+#: ``token_embd`` is left at the base mix's type. llama-bench prints such a file as Q8_0 and
+#: 78.21 GiB where pure Q8_0 is 71.95 GiB: Unsloth raises other tensors too, per model, which
+#: is not modelled.
+UNSLOTH_HEAD_16BIT = frozenset({"UD-Q8_K_XL"})
+
+
+def _head_16bit(
+    rows: tuple[tuple[TensorInfo, str, int], ...],
+) -> tuple[tuple[TensorInfo, str, int], ...]:
+    """``rows`` with ``output.weight`` retyped to BF16 (2 bytes a parameter)."""
+    from oomkit.quant.ggml_types import GGML_TYPES
+
+    return tuple(
+        (t, "BF16", GGML_TYPES["BF16"].tensor_bytes(t.n_params))
+        if t.name == "output.weight"
+        else (t, ty, n)
+        for t, ty, n in rows
+    )
 
 
 def replay_facts(spec: ModelSpec) -> dict[str, int | str]:
