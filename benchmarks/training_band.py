@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -52,8 +53,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 H100 = HERE / "gpu" / "results" / "training_h100.json"
 BOUNDARY = HERE / "gpu" / "results" / "training_boundary_h200.json"
+#: the same steps' boundaries under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_h200_expandable.json"
 OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
-FAMILIES = ("encoder", "dense", "moe")
+#: ``expandable``: any model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, where
+#: the allocator maps pages into one growing segment per stream instead of cutting blocks out of
+#: fixed segments, so what a step needs beyond its allocated peak no longer depends on how the
+#: model's tensors split segments (c10/cuda/CUDACachingAllocator.cpp ``ExpandableSegment``)
+FAMILIES = ("encoder", "dense", "moe", "expandable")
 CATEGORIES = ("weights", "gradients", "optimizer", "activations")
 #: the family a single-row family borrows its spread from
 SPREAD_FALLBACK = "dense"
@@ -137,6 +144,7 @@ def h100_rows(path: Path = H100) -> list[dict[str, Any]]:
                 "source": "training_h100.json",
                 "family": p["family"],
                 "allocated_bytes": alloc,
+                "predicted_peak_bytes": p["peak_allocated"],
                 "need_bytes": reserved,
                 "categories": _category_pairs(m, p, alloc),
             }
@@ -144,12 +152,15 @@ def h100_rows(path: Path = H100) -> list[dict[str, Any]]:
     return rows
 
 
-def boundary_rows(path: Path = BOUNDARY, gpu: str = "h200") -> list[dict[str, Any]]:
+def boundary_rows(
+    path: Path = BOUNDARY, gpu: str = "h200", family: str | None = None
+) -> list[dict[str, Any]]:
     """One row per death boundary: need = smallest survived card less oomkit's CUDA context.
 
     The rows carry the case's training settings (``model``, ``overrides``, ``method``, ``batch``,
     ``seq``, ``grad_checkpointing``), ``full_card_max_allocated_bytes`` and
-    ``smallest_survived_bytes`` (``benchmarks/gpu/training_boundary.py``).
+    ``smallest_survived_bytes`` (``benchmarks/gpu/training_boundary.py``). ``family`` overrides
+    the model's allocator family (``expandable``: the runs made with expandable segments).
     """
     if not path.exists():
         return []
@@ -165,14 +176,16 @@ def boundary_rows(path: Path = BOUNDARY, gpu: str = "h200") -> list[dict[str, An
         if not isinstance(alloc, int) or not isinstance(survived, int):
             continue
         p = predicted(r)
+        tag = f"-{family}" if family else ""
         rows.append(
             {
-                "record": f"{gpu}-{_case(r)}",
-                "case": _case(r),
+                "record": f"{gpu}{tag}-{_case(r)}",
+                "case": f"{_case(r)}{tag}",
                 "kind": "boundary",
                 "source": path.name,
-                "family": p["family"],
+                "family": family or p["family"],
                 "allocated_bytes": alloc,
+                "predicted_peak_bytes": p["peak_allocated"],
                 "need_bytes": survived - ctx,
                 "categories": _category_pairs(r.get("measured") or {}, p, alloc),
             }
@@ -181,8 +194,13 @@ def boundary_rows(path: Path = BOUNDARY, gpu: str = "h200") -> list[dict[str, An
 
 
 def _gap(row: dict[str, Any]) -> float:
-    need, alloc = int(row["need_bytes"]), int(row["allocated_bytes"])
-    return max(0.0, (need - alloc) / alloc)
+    """What the run needed beyond the estimate's allocated peak, as a fraction of that peak:
+    the fraction is charged on the estimate's peak, so it is measured against it (a peak the
+    formula over-predicts leaves less to charge, one it under-predicts more). Rows without a
+    prediction fall back to the measured allocated peak."""
+    need = int(row["need_bytes"])
+    base = int(row.get("predicted_peak_bytes") or row["allocated_bytes"])
+    return max(0.0, (need - base) / base)
 
 
 def _under(pred: int, meas: int) -> float:
@@ -200,26 +218,32 @@ def derive(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if not mine:
             continue
         lo, hi = mine[0], mine[-1]
+        # rounded outwards to 4 decimals: the charged fraction down (never "does not fit" where
+        # the least-needing run lived), the top up (never "fits" where the most-needing died)
+        low, top = math.floor(lo[0] * 1e4) / 1e4, math.ceil(hi[0] * 1e4) / 1e4
         allocator[fam] = {
-            "fraction": round(lo[0], 4),
+            "fraction": low,
             "fraction_row": lo[1],
-            "max": round(hi[0], 4),
+            "max": top,
             "max_row": hi[1],
             # the difference of the rounded ends: fraction + spread is exactly the rounded max
-            "spread": round(round(hi[0], 4) - round(lo[0], 4), 4) if len(mine) > 1 else None,
+            "spread": round(top - low, 4) if len(mine) > 1 else None,
             "median": round(statistics.median(g for g, _ in mine), 4),
             "n": len(mine),
             "rows": {rec: round(g, 4) for g, rec in mine},
         }
     fallback = allocator.get(SPREAD_FALLBACK, {}).get("spread")
     for v in allocator.values():
-        if v["spread"] is None:
+        if v["spread"] is None:  # (never the expandable family: its rows are all boundaries)
             v["spread"] = fallback if fallback is not None else 0.0
             v["spread_from"] = SPREAD_FALLBACK
     categories: dict[str, Any] = {}
+    default_rows = [r for r in rows if r["family"] != "expandable"]  # the same steps again
     for cat in CATEGORIES:
         vals = [
-            (_under(*r["categories"][cat]), r["record"]) for r in rows if cat in r["categories"]
+            (_under(*r["categories"][cat]), r["record"])
+            for r in default_rows
+            if cat in r["categories"]
         ]
         top = max(vals, default=(0.0, None))
         categories[cat] = {
@@ -235,16 +259,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--h100", default=str(H100))
     ap.add_argument("--boundary", default=str(BOUNDARY))
+    ap.add_argument("--expandable", default=str(EXPANDABLE))
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
-    rows = h100_rows(Path(args.h100)) + boundary_rows(Path(args.boundary))
+    rows = (
+        h100_rows(Path(args.h100))
+        + boundary_rows(Path(args.boundary))
+        + boundary_rows(Path(args.expandable), family="expandable")
+    )
     sources = sorted({r["source"] for r in rows})
     doc = {
         "_source": "python benchmarks/training_band.py (from benchmarks/gpu/results/"
         + ", ".join(sources)
         + ")",
-        "_rule": "allocator: fraction = smallest (need - max_memory_allocated) / allocated per "
-        "family, spread = largest less smallest; categories: largest under-prediction "
+        "_rule": "allocator: fraction = smallest (need - estimated allocated peak) / estimated "
+        "peak per family, spread = largest less smallest; categories: largest under-prediction "
         "(measured - predicted) / predicted",
         **derive(rows),
     }

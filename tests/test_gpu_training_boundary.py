@@ -109,6 +109,29 @@ def test_training_verdict_never_says_does_not_fit_on_a_card_the_step_survived(
         assert side["smallest_not_dnf_bytes"] <= r["smallest_survived_bytes"], _name(r)
 
 
+def test_expandable_segments_boundaries_and_verdict() -> None:
+    """The same ten steps under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` needed
+    0.7-4.8% beyond their allocated peak (1.9-17.8% without), and with
+    ``expandable_segments=True`` the verdict is never "fits" where such a step died nor "does
+    not fit" where it survived."""
+    mod = _script()
+    doc = json.loads((RESULTS / "training_boundary_h200_expandable.json").read_text())
+    assert doc["environment"]["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    rows = doc["results"]
+    assert len(rows) == 10
+    ctx = 734003200
+    need = [(r["smallest_survived_bytes"] - ctx) / r["full_card_max_allocated_bytes"] - 1
+            for r in rows]  # fmt: skip
+    assert min(need) > 0.0
+    assert max(need) < 0.05
+    for r, default in zip(rows, _boundaries(), strict=True):
+        assert r["expandable_segments"] is True
+        assert r["smallest_survived_bytes"] <= default["smallest_survived_bytes"], _name(r)
+        side = mod.oomkit_side(r)
+        assert side["smallest_fits_bytes"] > r["largest_died_bytes"], _name(r)
+        assert side["smallest_not_dnf_bytes"] <= r["smallest_survived_bytes"], _name(r)
+
+
 def test_training_estimate_matches_max_memory_allocated(
     sides: list[tuple[dict[str, Any], dict[str, Any]]],
 ) -> None:

@@ -66,9 +66,9 @@ def _raw() -> list[dict[str, Any]]:
 
 
 def _gap(r: dict[str, Any]) -> float:
-    m = r["measured"]
-    alloc = m["max_memory_allocated_bytes"]
-    return float((m["max_memory_reserved_bytes"] - alloc) / alloc)
+    """What the step reserved beyond today's estimated allocated peak, over that peak."""
+    peak = TB.predicted(r)["peak_allocated"]
+    return float((r["measured"]["max_memory_reserved_bytes"] - peak) / peak)
 
 
 # ---- the band function over rows ------------------------------------------------------------
@@ -84,16 +84,19 @@ def test_h100_rows_one_per_step_in_its_family() -> None:
 
 
 def test_allocator_fraction_is_the_smallest_gap_and_spread_the_rest() -> None:
+    """Gaps are measured against the estimate's own allocated peak (the fraction is charged on
+    it) and rounded outwards: the charged fraction down, the top up."""
     doc = TB.derive(TB.h100_rows(H100))
     for fam in ("dense", "moe"):
         gaps = [_gap(r) for r in _raw() if FAMILY.get(r["model"], "dense") == fam]
-        assert doc["allocator"][fam]["fraction"] == round(min(gaps), 4)
-        assert doc["allocator"][fam]["max"] == round(max(gaps), 4)
-        assert doc["allocator"][fam]["spread"] == round(max(gaps) - min(gaps), 4)
-    # the H100 runs reserved 4-25% beyond allocated, DeepSeek-V2-Lite's MoE step 108%
-    assert doc["allocator"]["dense"]["fraction"] == pytest.approx(0.0908, abs=1e-4)
-    assert doc["allocator"]["dense"]["max"] == pytest.approx(0.2459, abs=1e-4)
+        a = doc["allocator"][fam]
+        assert a["fraction"] <= min(gaps) < a["fraction"] + 1e-4
+        assert a["max"] - 1e-4 < max(gaps) <= a["max"]
+        assert a["spread"] == pytest.approx(a["max"] - a["fraction"], abs=1e-9)
+    # the H100 runs' reserved peaks: DeepSeek-V2-Lite's MoE step the largest (108% beyond its
+    # allocated peak, with the segments cached while the model was initialised on the card)
     assert doc["allocator"]["moe"]["max_row"].startswith("h100-deepseek-v2-lite")
+    assert doc["allocator"]["moe"]["max"] > 1.0
 
 
 def test_single_row_family_borrows_the_dense_spread() -> None:
@@ -115,7 +118,11 @@ def test_states_are_near_exact_and_activations_measured() -> None:
 def test_committed_band_is_derived_from_the_results() -> None:
     """``src/oomkit/data/training_band.json`` is what the script writes today."""
     doc = json.loads(BAND.read_text())
-    fresh = TB.derive(TB.h100_rows(H100) + TB.boundary_rows(TB.BOUNDARY))
+    fresh = TB.derive(
+        TB.h100_rows(H100)
+        + TB.boundary_rows(TB.BOUNDARY)
+        + TB.boundary_rows(TB.EXPANDABLE, family="expandable")
+    )
     assert doc["allocator"] == fresh["allocator"]
     assert doc["categories"] == fresh["categories"]
     assert allocator_fraction("dense") == doc["allocator"]["dense"]["fraction"]
@@ -129,7 +136,8 @@ def test_a_boundary_row_stands_in_for_its_case(tmp_path: Path) -> None:
     for r in _raw():
         m = r["measured"]
         alloc = m["max_memory_allocated_bytes"]
-        need = alloc + alloc // 10  # each case needed 10% beyond allocated, say
+        peak = TB.predicted(r)["peak_allocated"]
+        need = peak + peak // 10  # each case needed 10% beyond the estimated peak, say
         results.append(
             {
                 **{k: r[k] for k in ("model", "overrides", "method", "batch", "seq")},

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ def _case(index: int) -> dict[str, Any]:
         "batch": batch,
         "seq": seq,
         "grad_checkpointing": ckpt,
+        # the allocator's mode of this process (oomkit's side models it too)
+        "expandable_segments": "expandable_segments:True"
+        in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
     }
 
 
@@ -85,6 +89,7 @@ def _settings(case: dict[str, Any]) -> Any:
         micro_batch=case["batch"],
         seq=case["seq"],
         grad_checkpointing="full" if case["grad_checkpointing"] else "none",
+        expandable_segments=bool(case.get("expandable_segments")),
     )
 
 

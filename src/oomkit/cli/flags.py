@@ -28,6 +28,7 @@ SETTING_FLAGS: dict[str, str] = {
     "zero": "--zero",
     "grad_accum": "--grad-accum",
     "fragmentation_fraction": "--fragmentation",
+    "expandable_segments": "--expandable-segments",
     "optimizer_impl": "--optimizer-impl",
     "runtime_version": "--runtime-version",
     "tp": "--tp",

@@ -37,9 +37,10 @@ measured, not modelled: the smallest gap of a real step of the model's allocator
 (:func:`oomkit.estimate.training_band.allocator_fraction`, ``src/oomkit/data/
 training_band.json`` from ``python benchmarks/training_band.py`` over the H200 death boundaries
 of ``benchmarks/gpu/results/training_boundary_h200.json`` and the H100 steps of
-``training_h100.json``: dense decoders 1.86%, Llama-3.1-8B's LoRA step; MoE 4.60%, Mixtral's
-LoRA step; encoders 4.11%, BERT's), and the spread above it is the verdict's band (dense up to
-17.78%, MoE up to 13.11%).
+``training_h100.json``, each measured against this estimate's own allocated peak: dense decoders
+2.38%, Llama-3.1-8B's LoRA step; MoE 5.06%, Mixtral's LoRA step; encoders 2.89%, BERT's; with
+``expandable_segments`` 0.44%, any model), and the spread above it is the verdict's band (dense up
+to 15.50%, MoE up to 13.00%, expandable segments up to 4.09%).
 ``TrainingSettings.fragmentation_fraction`` overrides it.
 
 ``runtime_details`` reports ``peak_phase``, the three phase totals, and ``peak_allocated_bytes``
@@ -395,7 +396,7 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     peak_phase = max(totals, key=lambda p: totals[p])
     peak_alloc = totals[peak_phase]
     targets = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
-    family = allocator_family(spec)
+    family = allocator_family(spec, settings.expandable_segments)
     devices = []
     for i in range(settings.gpus):
         target = targets[i % len(targets)]

@@ -61,9 +61,14 @@ def band_source() -> str:
     return str(_doc().get("_source", "training_band.json"))
 
 
-def allocator_family(spec: ModelSpec) -> str:
+def allocator_family(spec: ModelSpec, expandable_segments: bool = False) -> str:
     """``encoder`` (no vocabulary-sized logits), ``moe`` (expert buffers sized by routing) or
-    ``dense``: the families whose allocator gaps were measured apart."""
+    ``dense``: the families whose allocator gaps were measured apart; ``expandable`` for any
+    model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (one growing segment per
+    stream: the gap no longer depends on how a model's tensors split fixed segments; measured
+    on the same H200 steps, ``training_boundary_h200_expandable.json``)."""
+    if expandable_segments and "expandable" in _doc()["allocator"]:
+        return "expandable"
     if spec.is_encoder:
         return "encoder"
     return "moe" if spec.moe is not None else "dense"

@@ -387,6 +387,9 @@ class TrainingSettings:
     dropout: float = 0.0  # attention/residual dropout probability of the model config
     #: allocator fragmentation margin as a fraction of the peak (None: documented default)
     fragmentation_fraction: float | None = None
+    #: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: the allocator's margin and band are
+    #: those measured with it (:mod:`oomkit.estimate.training_band`, family ``expandable``)
+    expandable_segments: bool = False
     overhead_bytes: int | None = None  # CUDA context override per GPU
     dtype: str = "bf16"  # dtype the frozen base is loaded in (LoRA) / compute copy
     grad_accum: int = 1
