@@ -74,6 +74,30 @@ _WHY_NOT_TRAINING: dict[str, str] = {
     ),
 }
 
+#: the training option that means what a user reaching for an inference option wants
+_TRAINING_INSTEAD: dict[str, str] = {
+    "parallel": "the sequences per GPU per step are --micro-batch",
+    "batch_size": "the sequences per GPU per step are --micro-batch",
+    "ubatch": "the sequences per GPU per step are --micro-batch",
+    "ctx": "the tokens per sequence are --seq",
+    "quant": "a 4-bit frozen base is --train qlora",
+    "kv_dtype": "training keeps no KV cache",
+    "cache_type_k": "training keeps no KV cache",
+    "cache_type_v": "training keeps no KV cache",
+}
+
+
+def _flag_names(ctx: click.Context, name: str) -> str:
+    """The option as the user may have typed it: every long name (``--parallel``, alias
+    ``--batch``), so an error about ``--batch`` does not name only ``--parallel``."""
+    for p in ctx.command.params:
+        if p.name == name:
+            longs = [o for o in p.opts if o.startswith("--")]
+            if longs:
+                return longs[0] + (f" (alias {', '.join(longs[1:])})" if longs[1:] else "")
+    return "--" + name.replace("_", "-")
+
+
 #: what ``estimate --train ... --emit X`` prints (the option itself is the estimate command's)
 EMIT_CHOICES = ("deepspeed", "fsdp", "torchrun", "accelerate")
 
@@ -275,11 +299,15 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
     if training.method is not None:
         bad = [n for n in INFERENCE_ONLY_OPTIONS if given(n)]
         if bad:
-            flag = "--" + bad[0].replace("_", "-")
+            flag = _flag_names(ctx, bad[0])
             why = _WHY_NOT_TRAINING.get(bad[0])
             if why is not None:
                 raise click.UsageError(f"{flag} cannot be used with --train: {why}")
-            raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
+            instead = _TRAINING_INSTEAD.get(bad[0])
+            raise click.UsageError(
+                f"{flag} is an inference option; it cannot be used with --train"
+                + (f" ({instead})" if instead else "")
+            )
         lora = [n for n in ("train_lora_rank", "train_lora_targets") if given(n)]
         if lora and training.method == "full":  # full fine-tuning has no adapters to size
             flag = "--" + lora[0][len("train_") :].replace("_", "-")
