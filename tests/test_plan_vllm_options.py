@@ -259,3 +259,24 @@ def test_estimate_names_ignored_flags_as_flags(capsys: pytest.CaptureFixture[str
     assert "sglang does not use --prompt-logprobs" in err
     _, out, _ = _run(capsys, [*argv, "--prompt-logprobs", "--offline", "--json"])
     assert "ignored by sglang: prompt_logprobs" in json.loads(out)["assumptions"]
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "sglang"])
+def test_awq_plan_names_a_prequantized_checkpoint(
+    capsys: pytest.CaptureFixture[str], runtime: str
+) -> None:
+    """AWQ is quantized offline: ``vllm serve meta-llama/Llama-3.1-70B-Instruct --quantization
+    awq`` fails at load (no quantization config in a 16-bit repo), so the plan's command names
+    a placeholder for the AWQ checkpoint, never the 16-bit repo with --quantization awq."""
+    argv = ["llama-3.1-70b", "-r", runtime, "--gpu", "2xa100-80gb", "--tp", "2", "--ctx", "131072"]
+    code, doc = _plan_json(capsys, argv)
+    assert code == 0
+    awq = [p for p in doc["plans"] if "--quantization awq" in p["command"]]
+    assert awq, [p["command"] for p in doc["plans"]]
+    for p in awq:
+        assert "<AWQ-checkpoint-of-meta-llama/Llama-3.1-70B-Instruct>" in p["command"]
+        assert " meta-llama/Llama-3.1-70B-Instruct " not in p["command"]
+        parse_command(runtime, p["command"])  # still one model argument
+    for p in doc["plans"]:
+        if "--quantization" not in p["command"] or "--quantization fp8" in p["command"]:
+            assert "<" not in p["command"]  # the 16-bit repo itself (fp8 quantizes at load)

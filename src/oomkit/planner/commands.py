@@ -190,6 +190,22 @@ def _hf_ref(model_ref: str, spec: ModelSpec) -> str:
     return repo or spec.name
 
 
+def _serving_ref(model_ref: str, spec: ModelSpec, quant: str | None) -> str:
+    """The checkpoint a vLLM/SGLang command serves, shell-quoted. AWQ and GPTQ are weights
+    quantized offline: ``--quantization awq`` on the 16-bit repo fails at load (vLLM
+    ``model_loader/weight_utils.py`` ``get_quant_config``: "Cannot find the config file for
+    awq" when the repo has no ``quantization_config`` nor quant config file), so a plan that
+    switches to one names a
+    placeholder for such a checkpoint, as Ollama's ``<tag with IQ4_XS>`` does, instead of a
+    command that cannot run. fp8 quantizes a 16-bit checkpoint at load and keeps the repo."""
+    repo = _hf_ref(model_ref, spec)
+    method = quant.lower() if quant else None
+    shipped = spec.quantization.method.lower() if spec.quantization is not None else None
+    if method in ("awq", "gptq") and shipped != method:
+        return f"<{method.upper()}-checkpoint-of-{repo}>"  # one shell word: parse_command
+    return shlex.quote(repo)
+
+
 def _ollama_tag(model_ref: str, quant: str) -> str:
     try:
         from oomkit.catalog.models import find_model
@@ -274,7 +290,7 @@ def emit_command(
         lines.append("ollama run planned")
         return "\n".join(lines)
     if runtime == "vllm":
-        parts = ["vllm", "serve", q(_hf_ref(model_ref, spec))]
+        parts = ["vllm", "serve", _serving_ref(model_ref, spec, settings.quant)]
         parts += ["--max-model-len", str(settings.ctx)]
         util = settings.gpu_memory_utilization or 0.9
         parts += ["--gpu-memory-utilization", f"{util:g}"]
@@ -295,7 +311,7 @@ def emit_command(
         return " ".join(parts)
     if runtime == "sglang":
         parts = ["python", "-m", "sglang.launch_server"]
-        parts += ["--model-path", q(_hf_ref(model_ref, spec))]
+        parts += ["--model-path", _serving_ref(model_ref, spec, settings.quant)]
         parts += ["--context-length", str(settings.ctx)]
         if settings.tp and settings.tp > 1:
             parts += ["--tp", str(settings.tp)]
