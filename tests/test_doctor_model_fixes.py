@@ -429,14 +429,23 @@ def test_cli_model_and_vram_flags(runner: CliRunner) -> None:
     assert all("qwen2.5-7b" in f["why"] for f in fixes if f.get("estimated"))
     assert any(f["title"].startswith("Offload ") for f in fixes)
     sized = [f for f in fixes if f["expected_saving_bytes"] is not None and not f["hardware"]]
-    # with a capacity (--vram) the estimate knows which make it fit: those first, then the
-    # unknown, then the not-enough ones, each by saving
+    # with a capacity (--vram) the estimate knows which make it fit: those first (the least
+    # intrusive first: of the context cuts the smallest), then the unknown, then the
+    # not-enough ones, by saving
     groups = [0 if f.get("fits") else 2 if f.get("fits") is False else 1 for f in sized]
     assert groups == sorted(groups)
     assert 0 in groups
-    for g in (0, 1, 2):
+    for g in (1, 2):
         saved = [f["expected_saving_bytes"] for f, k in zip(sized, groups, strict=True) if k == g]
         assert saved == sorted(saved, reverse=True)
+    cut_titles = ("Halve the context", "Quarter the context", "Largest context that fits")
+    ctx_cuts = [
+        int(f["title"].rsplit(" ", 1)[1])
+        for f, k in zip(sized, groups, strict=True)
+        if k == 0 and f["title"].startswith(cut_titles)
+    ]
+    assert len(ctx_cuts) >= 2
+    assert ctx_cuts == sorted(ctx_cuts, reverse=True)
     res = runner.invoke(doctor_command, ["--ctx", "32k", "--quant", "Q8_0", log], env=ENV)
     assert res.exit_code == 0
     assert "Q8_0" in res.stdout
@@ -528,3 +537,24 @@ def test_the_ggml_lines_of_an_ollama_runner_get_ollamas_fixes() -> None:
     assert "--n-cpu-moe" not in commands
     assert "oomkit's ollama estimate" in sized[0].why
     assert "Q4_K_M assumed" not in sized[0].why
+
+
+def test_fitting_llamacpp_fixes_least_intrusive_first() -> None:
+    """The Fixes header promises the fitting ones least intrusive first: a quantized KV cache,
+    then the smallest context cut ("Largest context that fits"), then halving, quartering, then
+    fewer GPU layers; by saving alone "Quarter the context" led and the largest context that
+    fits sat below "-ngl 23"."""
+    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=20 * GiB),))
+    d = diagnose_text(_text("constructed-llamacpp-kv-fail"), hardware=hw)
+    fitting = [f.title.split(":")[0] for f in d.fixes if f.fits]
+    want = [
+        "Quantize the KV cache to q8_0",
+        "Largest context that fits",
+        "Halve the context",
+        "Quarter the context",
+    ]
+    assert [t for t in fitting if t in want] == want
+    assert fitting.index("Quarter the context") < next(
+        i for i, t in enumerate(fitting) if t.startswith("Offload ")
+    )
+    _ranked(d)

@@ -214,8 +214,10 @@ def make_fix(
     supersedes: tuple[str, ...],
     skip: str = "",
     saving: int | None = None,
+    order: int | None = None,
 ) -> EstimatedFix | None:
-    """A fix from two estimates; ``None`` when the change frees nothing on the failing device."""
+    """A fix from two estimates; ``None`` when the change frees nothing on the failing device.
+    ``order`` ranks it among the fixes that fit (smaller: less intrusive, :func:`fixes.rank`)."""
     n = _saving(case, base, cand) if saving is None else saving
     if n <= 0:
         return None
@@ -245,6 +247,7 @@ def make_fix(
         expected_saving_bytes=n,
         supersedes=supersedes,
         fits=ok,  # the why says "fits" / "still short": rank() puts the fitting ones first
+        order=order,
     )
 
 
