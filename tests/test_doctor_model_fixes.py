@@ -558,3 +558,17 @@ def test_fitting_llamacpp_fixes_least_intrusive_first() -> None:
         i for i, t in enumerate(fitting) if t.startswith("Offload ")
     )
     _ranked(d)
+
+
+def test_moe_fix_on_a_build_before_n_cpu_moe_uses_override_tensor() -> None:
+    """llama-server gained --n-cpu-moe in b6089 (PR #15077, 2025-08-04): a log of build 5500
+    gets the -ot overrides that option stands for, not a flag its build rejects."""
+    text = _text("measured-iklcpp-p235-deepseek-r1-q2k-15x3090-32k-oom")
+    old = diagnose_text("build: 5500 (abc1234) with cc for x86_64\n" + text)
+    moe = next(f for f in old.fixes if f.title.startswith("Keep the experts of "))
+    n = int(moe.title.rsplit(" ", 1)[1])
+    layers = "|".join(str(i) for i in range(n))
+    assert moe.commands == (f"-ot 'blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU'",)
+    new = diagnose_text("build: 7000 (abc1234) with cc for x86_64\n" + text)
+    moe = next(f for f in new.fixes if f.title.startswith("Keep the experts of "))
+    assert moe.commands[0].startswith("--n-cpu-moe ")

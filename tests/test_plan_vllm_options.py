@@ -280,3 +280,28 @@ def test_awq_plan_names_a_prequantized_checkpoint(
     for p in doc["plans"]:
         if "--quantization" not in p["command"] or "--quantization fp8" in p["command"]:
             assert "<" not in p["command"]  # the 16-bit repo itself (fp8 quantizes at load)
+
+
+@pytest.mark.parametrize(("version", "flag"), [("b5500", "-ot"), (None, "--n-cpu-moe")])
+def test_moe_offload_flag_follows_the_build(
+    capsys: pytest.CaptureFixture[str], version: str | None, flag: str
+) -> None:
+    """--n-cpu-moe exists from llama.cpp PR #15077 (b6089, 2025-08-04): a plan for an older
+    build (--runtime-version b5500) puts the experts on the CPU with the -ot overrides that
+    option stands for, not with a flag that llama-server then rejects."""
+    argv = ["qwen3-30b-a3b", "--gpu", "rtx-4060-ti-16gb", "--ram", "32GiB", "--ctx", "32768"]
+    argv += ["--runtime-version", version] if version else []
+    code, doc = _plan_json(capsys, argv)
+    assert code == 0
+    moe = [
+        p["command"] for p in doc["plans"] if "exps=CPU" in p["command"] or "moe" in p["command"]
+    ]
+    assert moe
+    for cmd in moe:
+        flags = parse_command("llama.cpp", cmd)
+        assert flag in flags
+        if flag == "-ot":
+            assert "--n-cpu-moe" not in flags
+            (pattern,) = flags["-ot"]
+            assert pattern.startswith("blk\\.(0|1|")
+            assert pattern.endswith(")\\.ffn_(up|down|gate)_exps=CPU")

@@ -204,6 +204,13 @@ def _fa_on(case: Case) -> str:
     return " ".join(llamacpp_fa_flags(dataclasses.replace(case.settings, flash_attn=True)))
 
 
+def _cpu_moe(case: Case, n: int) -> str:
+    """``--n-cpu-moe N``, or the ``-ot`` overrides it stands for on a build before it."""
+    from oomkit.planner.commands import llamacpp_cpu_moe_flags
+
+    return " ".join(llamacpp_cpu_moe_flags(n, case.settings.runtime_version))
+
+
 def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
     if case.runtime == "ollama":
         ollama = {
@@ -218,13 +225,14 @@ def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
             "quant": (f"ollama pull <model>:<tag>-{ollama_tag_suffix(value)}",),
         }
         return ollama[knob]
+    if knob == "moe":
+        return (_cpu_moe(case, int(value)),)
     llama = {
         "ctx": (f"-c {value}",),
         "kv": (value,),
         "fa": (_fa_on(case),),
         "ub": (f"-ub {value}",),
         "ngl": (f"-ngl {value}",),
-        "moe": (f"--n-cpu-moe {value}",),
         "quant": (
             f"-m <model>-{value}.gguf",
             f"llama-quantize <model>-F16.gguf <model>-{value}.gguf {value}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 from types import MappingProxyType
 
 from oomkit.spec.model import ModelSpec
@@ -247,6 +248,35 @@ def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
     return ["-fa"] if fa else []
 
 
+#: ggml-org/llama.cpp PR #15077 ("llama : add --n-cpu-moe option", 2025-08-04, release b6089)
+_N_CPU_MOE_SINCE = date(2025, 8, 4)
+
+
+def llamacpp_cpu_moe_flags(n_cpu_moe: int, runtime_version: str | None) -> list[str]:
+    r"""The experts of the first ``n_cpu_moe`` layers on the CPU, as the build takes it.
+
+    ``--n-cpu-moe N`` exists from PR #15077 (b6089, 2025-08-04); it only adds the tensor
+    overrides ``blk\.{i}\.ffn_(up|down|gate)_exps`` -> CPU for ``i < N`` (``common/common.h``
+    ``llm_ffn_exps_block_regex``, its pattern of that day: the ``gate_up``/``chexps`` expert
+    tensors came later), so an older build gets the same overrides through
+    ``-ot``/``--override-tensor`` (PR #11397), which the newer option is a shorthand for: an
+    older llama-server rejects ``--n-cpu-moe`` ("error: invalid argument").
+
+    >>> llamacpp_cpu_moe_flags(3, None)
+    ['--n-cpu-moe', '3']
+    >>> llamacpp_cpu_moe_flags(3, "b5500")
+    ['-ot', "'blk\\.(0|1|2)\\.ffn_(up|down|gate)_exps=CPU'"]
+    """
+    if runtime_version is not None and runtime_version.strip():
+        from oomkit.estimate.generations import parse_runtime_version
+
+        when = parse_runtime_version("llama.cpp", runtime_version)
+        if isinstance(when, date) and when < _N_CPU_MOE_SINCE:
+            layers = "|".join(str(i) for i in range(n_cpu_moe))
+            return ["-ot", shlex.quote(f"blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU")]
+    return ["--n-cpu-moe", str(n_cpu_moe)]
+
+
 def emit_command(
     runtime: str,
     settings: InferenceSettings,
@@ -268,7 +298,7 @@ def emit_command(
         if settings.cache_type_k:
             parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
         if settings.n_cpu_moe:
-            parts += ["--n-cpu-moe", str(settings.n_cpu_moe)]
+            parts += llamacpp_cpu_moe_flags(settings.n_cpu_moe, settings.runtime_version)
         if settings.parallel:
             parts += ["-np", str(settings.parallel)]
         if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
