@@ -304,8 +304,10 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
             if why is not None:
                 raise click.UsageError(f"{flag} cannot be used with --train: {why}")
             instead = _TRAINING_INSTEAD.get(bad[0])
+            primary, _, aliases = flag.partition(" (alias ")
+            also = f" (also spelled {aliases.rstrip(')')})" if aliases else ""
             raise click.UsageError(
-                f"{flag} is an inference option; it cannot be used with --train"
+                f"{primary} is an inference option{also}; it cannot be used with --train"
                 + (f" ({instead})" if instead else "")
             )
         lora = [n for n in ("train_lora_rank", "train_lora_targets") if given(n)]
