@@ -119,6 +119,13 @@ def _runtime(explicit: str | None, e: OomEvent, ctx: LogContext) -> str | None:
     if e.runtime in _LOG_RUNTIME:
         return _LOG_RUNTIME[e.runtime]
     if e.runtime == "pytorch":
+        # a PyTorch OOM inside a serving engine (its scheduler or model runner raised it): the
+        # engine's fixes, not transformers' (bitsandbytes loading for a `vllm serve`). SGLang's
+        # own "Load weight end ... avail mem" line, or the engine named at the top of the log
+        if ctx.avail_after_weights_bytes is not None:
+            return "sglang"
+        if ctx.runtime_hint in ("vllm", "sglang"):
+            return ctx.runtime_hint
         return "transformers"
     return _LOG_RUNTIME.get(ctx.runtime_hint or "")
 
@@ -280,6 +287,11 @@ def model_fixes(
         return []
     rt = _runtime(runtime, e, ctx)
     if rt is None or (rt == "transformers" and model is None):
+        return []
+    if e.runtime == "pytorch" and rt in ("vllm", "sglang") and runtime is None:
+        # a PyTorch OOM inside a running engine: its start-up capacity fixes (a KV pool that
+        # must hold one request) do not size it, and transformers' (bitsandbytes loading) are
+        # not this engine's; the rules' engine fixes (utilization, CUDA graphs) stand alone
         return []
     spec = model or resolve_log_model(ctx.model_name)
     if spec is None:
