@@ -49,6 +49,7 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "-sm": 1,
                     "--n-cpu-moe": 1,
                     "-ot": 1,
+                    "-kvu": 0,
                     "--no-mmap": 0,
                 }
             ),
@@ -301,6 +302,8 @@ def emit_command(
             parts += llamacpp_cpu_moe_flags(settings.n_cpu_moe, settings.runtime_version)
         if settings.parallel:
             parts += ["-np", str(settings.parallel)]
+            if settings.kv_unified and settings.parallel > 1:
+                parts += ["-kvu"]  # the slots share the -c cells (the plan counted it so)
         if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
             parts += _draft_flags(settings, device_kind)
         return " ".join(parts)
