@@ -572,3 +572,24 @@ def test_moe_fix_on_a_build_before_n_cpu_moe_uses_override_tensor() -> None:
     new = diagnose_text("build: 7000 (abc1234) with cc for x86_64\n" + text)
     moe = next(f for f in new.fixes if f.title.startswith("Keep the experts of "))
     assert moe.commands[0].startswith("--n-cpu-moe ")
+
+
+def test_fixes_of_a_run_that_already_fits_do_not_claim_to_make_it_fit() -> None:
+    """Ollama's "unable to allocate CUDA0 buffer" with --model llama-3.1-8b on a 12 GB card:
+    the estimate of the run as logged (5.2 GiB) fits already, so no fix may claim to be the
+    one that makes it fit (they ranked first as such, the smallest micro-batch on top), and
+    each says the settings do not explain the failure."""
+    from oomkit.hardware.catalog import find_gpu
+
+    text = (
+        'time=2025-01-01T00:00:00.000Z level=ERROR source=sched.go:455 msg="error loading '
+        'llama server" error="llama runner process has terminated: error loading model: '
+        'unable to allocate CUDA0 buffer"'
+    )
+    hw = Hardware(devices=(find_gpu("rtx-3060").to_device_target(),))
+    d = diagnose_text(text, model=load_model("llama-3.1-8b"), hardware=hw)
+    est = [f for f in d.fixes if isinstance(f, EstimatedFix)]
+    assert est
+    assert all(f.fits is None for f in est)
+    assert all("do not explain the failure" in f.why for f in est)
+    _ranked(d)

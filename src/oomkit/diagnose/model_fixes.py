@@ -231,6 +231,15 @@ def make_fix(
     parts = _parts(case, base, cand, skip)
     why = lead + (f"; {parts}" if parts else "") + f"; {_totals(case, base, cand)}"
     ok = fits(case, cand)
+    if fits(case, base) is True:
+        # the run as estimated already fits: "fits" after this change says nothing, and the
+        # ranking must not put it first as if it were the remedy (Ollama "unable to allocate
+        # CUDA0 buffer" for llama-3.1-8b Q4_K_M on a 12 GB card: 5.2 GiB estimated)
+        ok = None
+        why += (
+            "; oomkit's estimate of the run as logged already fits, so these settings alone do "
+            "not explain the failure (another process on the GPU? `oomkit gpus`)"
+        )
     if ok is not None:
         d = cand.devices[case.device]
         left = (d.capacity_bytes or 0) - d.total_bytes
