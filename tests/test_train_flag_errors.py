@@ -40,3 +40,12 @@ def test_plan_train_with_ctx_points_at_seq(capsys: pytest.CaptureFixture[str]) -
     assert code == 2
     assert "--ctx is an inference option" in err
     assert "--seq" in err
+
+
+def test_tp_over_one_gpu_says_how_to_give_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--tp 2" in err
+    assert "--gpus 2" in err
+    assert main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2", "--gpus", "2"]) == 0

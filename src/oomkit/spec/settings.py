@@ -442,7 +442,8 @@ class TrainingSettings:
             )
         if self.gpus * self.nodes % self.tp:
             raise InvalidSettingError(
-                f"Invalid tp {self.tp}: it must divide the {self.gpus * self.nodes} GPUs.",
+                f"Invalid tp {self.tp}: it must divide the {self.gpus * self.nodes} GPUs "
+                f"(gpus x nodes); give the GPUs with --gpus (e.g. --gpus {self.tp}).",
                 setting="tp",
                 value=self.tp,
             )
