@@ -64,7 +64,12 @@ __all__ = ["estimate_command", "render_suggestions"]
 @click.option("--cache-type-v", "-ctv", help="KV cache type for V")
 @click.option("--kv-unified/--no-kv-unified", default=None, help="llama.cpp unified KV buffer")
 @click.option("--swa-full/--no-swa-full", default=None, help="llama.cpp full-size SWA cache")
-@click.option("--flash-attn/--no-flash-attn", "-fa", default=None, help="Flash attention")
+@click.option(
+    "--flash-attn/--no-flash-attn",
+    "-fa",
+    default=None,
+    help="Flash attention (llama-server's -fa on|off|auto is read too)",
+)
 @click.option(
     "--n-gpu-layers",
     "-ngl",
