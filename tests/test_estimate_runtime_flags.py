@@ -49,3 +49,13 @@ def test_native_spellings_estimate_the_same_run(
 ) -> None:
     base = ["estimate", "llama-3.1-8b", "-r", runtime, "--gpu", "2xl4"]
     assert _settings(capsys, [*base, *native]) == _settings(capsys, [*base, *ours])
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "sglang"])
+def test_parallel_on_a_server_names_max_num_seqs(
+    capsys: pytest.CaptureFixture[str], runtime: str
+) -> None:
+    capsys.readouterr()
+    main(["estimate", "llama-3.1-8b", "-r", runtime, "--gpu", "h100", "--batch", "64"])
+    err = capsys.readouterr().err
+    assert "does not use --parallel: ignored; concurrent sequences are --max-num-seqs" in err
