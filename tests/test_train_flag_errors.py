@@ -49,3 +49,13 @@ def test_tp_over_one_gpu_says_how_to_give_the_gpus(capsys: pytest.CaptureFixture
     assert "--tp 2" in err
     assert "--gpus 2" in err
     assert main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2", "--gpus", "2"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["--offload-params", "--offload-optimizer"])
+def test_offload_without_an_engine_names_the_flag_given(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    code = main(["estimate", "llama-3.1-8b", "--train", "full", flag])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"Error: {flag}: Invalid offload"), err
