@@ -37,3 +37,11 @@ def test_a_wrapped_torch_message_still_joins_its_lines() -> None:
     assert e.line == 1
     assert e.requested_bytes == 2 << 30
     assert e.total_bytes is not None
+
+
+def test_a_message_without_a_request_size_prints_no_question_mark() -> None:
+    from oomkit.diagnose.doctor import diagnose_text
+
+    d = diagnose_text("torch.OutOfMemoryError: CUDA out of memory.")
+    assert d.explanation.startswith("PyTorch ran out on the GPU.")
+    assert "asked for ?" not in d.explanation
