@@ -429,14 +429,23 @@ def test_cli_model_and_vram_flags(runner: CliRunner) -> None:
     assert all("qwen2.5-7b" in f["why"] for f in fixes if f.get("estimated"))
     assert any(f["title"].startswith("Offload ") for f in fixes)
     sized = [f for f in fixes if f["expected_saving_bytes"] is not None and not f["hardware"]]
-    # with a capacity (--vram) the estimate knows which make it fit: those first, then the
-    # unknown, then the not-enough ones, each by saving
+    # with a capacity (--vram) the estimate knows which make it fit: those first (the least
+    # intrusive first: of the context cuts the smallest), then the unknown, then the
+    # not-enough ones, by saving
     groups = [0 if f.get("fits") else 2 if f.get("fits") is False else 1 for f in sized]
     assert groups == sorted(groups)
     assert 0 in groups
-    for g in (0, 1, 2):
+    for g in (1, 2):
         saved = [f["expected_saving_bytes"] for f, k in zip(sized, groups, strict=True) if k == g]
         assert saved == sorted(saved, reverse=True)
+    cut_titles = ("Halve the context", "Quarter the context", "Largest context that fits")
+    ctx_cuts = [
+        int(f["title"].rsplit(" ", 1)[1])
+        for f, k in zip(sized, groups, strict=True)
+        if k == 0 and f["title"].startswith(cut_titles)
+    ]
+    assert len(ctx_cuts) >= 2
+    assert ctx_cuts == sorted(ctx_cuts, reverse=True)
     res = runner.invoke(doctor_command, ["--ctx", "32k", "--quant", "Q8_0", log], env=ENV)
     assert res.exit_code == 0
     assert "Q8_0" in res.stdout
@@ -528,3 +537,59 @@ def test_the_ggml_lines_of_an_ollama_runner_get_ollamas_fixes() -> None:
     assert "--n-cpu-moe" not in commands
     assert "oomkit's ollama estimate" in sized[0].why
     assert "Q4_K_M assumed" not in sized[0].why
+
+
+def test_fitting_llamacpp_fixes_least_intrusive_first() -> None:
+    """The Fixes header promises the fitting ones least intrusive first: a quantized KV cache,
+    then the smallest context cut ("Largest context that fits"), then halving, quartering, then
+    fewer GPU layers; by saving alone "Quarter the context" led and the largest context that
+    fits sat below "-ngl 23"."""
+    hw = Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=20 * GiB),))
+    d = diagnose_text(_text("constructed-llamacpp-kv-fail"), hardware=hw)
+    fitting = [f.title.split(":")[0] for f in d.fixes if f.fits]
+    want = [
+        "Quantize the KV cache to q8_0",
+        "Largest context that fits",
+        "Halve the context",
+        "Quarter the context",
+    ]
+    assert [t for t in fitting if t in want] == want
+    assert fitting.index("Quarter the context") < next(
+        i for i, t in enumerate(fitting) if t.startswith("Offload ")
+    )
+    _ranked(d)
+
+
+def test_moe_fix_on_a_build_before_n_cpu_moe_uses_override_tensor() -> None:
+    """llama-server gained --n-cpu-moe in b6089 (PR #15077, 2025-08-04): a log of build 5500
+    gets the -ot overrides that option stands for, not a flag its build rejects."""
+    text = _text("measured-iklcpp-p235-deepseek-r1-q2k-15x3090-32k-oom")
+    old = diagnose_text("build: 5500 (abc1234) with cc for x86_64\n" + text)
+    moe = next(f for f in old.fixes if f.title.startswith("Keep the experts of "))
+    n = int(moe.title.rsplit(" ", 1)[1])
+    layers = "|".join(str(i) for i in range(n))
+    assert moe.commands == (f"-ot 'blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU'",)
+    new = diagnose_text("build: 7000 (abc1234) with cc for x86_64\n" + text)
+    moe = next(f for f in new.fixes if f.title.startswith("Keep the experts of "))
+    assert moe.commands[0].startswith("--n-cpu-moe ")
+
+
+def test_fixes_of_a_run_that_already_fits_do_not_claim_to_make_it_fit() -> None:
+    """Ollama's "unable to allocate CUDA0 buffer" with --model llama-3.1-8b on a 12 GB card:
+    the estimate of the run as logged (5.2 GiB) fits already, so no fix may claim to be the
+    one that makes it fit (they ranked first as such, the smallest micro-batch on top), and
+    each says the settings do not explain the failure."""
+    from oomkit.hardware.catalog import find_gpu
+
+    text = (
+        'time=2025-01-01T00:00:00.000Z level=ERROR source=sched.go:455 msg="error loading '
+        'llama server" error="llama runner process has terminated: error loading model: '
+        'unable to allocate CUDA0 buffer"'
+    )
+    hw = Hardware(devices=(find_gpu("rtx-3060").to_device_target(),))
+    d = diagnose_text(text, model=load_model("llama-3.1-8b"), hardware=hw)
+    est = [f for f in d.fixes if isinstance(f, EstimatedFix)]
+    assert est
+    assert all(f.fits is None for f in est)
+    assert all("do not explain the failure" in f.why for f in est)
+    _ranked(d)

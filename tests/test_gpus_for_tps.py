@@ -34,3 +34,16 @@ def test_cli_refuses_a_non_finite_tps(value: str) -> None:
 def test_library_refuses_a_non_finite_min_tps(value: float) -> None:
     with pytest.raises(InvalidSettingError, match="min_tps must be a finite number"):
         gpus_for("llama-3.1-8b", min_tps=value, offline=True)
+
+
+def test_no_gpu_fast_enough_says_it_is_the_speed(capsys: pytest.CaptureFixture[str]) -> None:
+    """--tps above every card: the answer names the speed, not "no GPU runs llama-3.1-8b"
+    (every card from 12 GB up runs it)."""
+    from oomkit.cli import main
+
+    capsys.readouterr()
+    assert main(["gpus", "--for", "llama-3.1-8b", "--tps", "100000"]) == 3
+    err = capsys.readouterr().err
+    assert "at 100000+ tok/s decode" in err
+    assert "drop --tps" in err
+    assert main(["gpus", "--for", "llama-3.1-8b"]) == 0

@@ -259,3 +259,49 @@ def test_estimate_names_ignored_flags_as_flags(capsys: pytest.CaptureFixture[str
     assert "sglang does not use --prompt-logprobs" in err
     _, out, _ = _run(capsys, [*argv, "--prompt-logprobs", "--offline", "--json"])
     assert "ignored by sglang: prompt_logprobs" in json.loads(out)["assumptions"]
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "sglang"])
+def test_awq_plan_names_a_prequantized_checkpoint(
+    capsys: pytest.CaptureFixture[str], runtime: str
+) -> None:
+    """AWQ is quantized offline: ``vllm serve meta-llama/Llama-3.1-70B-Instruct --quantization
+    awq`` fails at load (no quantization config in a 16-bit repo), so the plan's command names
+    a placeholder for the AWQ checkpoint, never the 16-bit repo with --quantization awq."""
+    argv = ["llama-3.1-70b", "-r", runtime, "--gpu", "2xa100-80gb", "--tp", "2", "--ctx", "131072"]
+    code, doc = _plan_json(capsys, argv)
+    assert code == 0
+    awq = [p for p in doc["plans"] if "--quantization awq" in p["command"]]
+    assert awq, [p["command"] for p in doc["plans"]]
+    for p in awq:
+        assert "<AWQ-checkpoint-of-meta-llama/Llama-3.1-70B-Instruct>" in p["command"]
+        assert " meta-llama/Llama-3.1-70B-Instruct " not in p["command"]
+        parse_command(runtime, p["command"])  # still one model argument
+    for p in doc["plans"]:
+        if "--quantization" not in p["command"] or "--quantization fp8" in p["command"]:
+            assert "<" not in p["command"]  # the 16-bit repo itself (fp8 quantizes at load)
+
+
+@pytest.mark.parametrize(("version", "flag"), [("b5500", "-ot"), (None, "--n-cpu-moe")])
+def test_moe_offload_flag_follows_the_build(
+    capsys: pytest.CaptureFixture[str], version: str | None, flag: str
+) -> None:
+    """--n-cpu-moe exists from llama.cpp PR #15077 (b6089, 2025-08-04): a plan for an older
+    build (--runtime-version b5500) puts the experts on the CPU with the -ot overrides that
+    option stands for, not with a flag that llama-server then rejects."""
+    argv = ["qwen3-30b-a3b", "--gpu", "rtx-4060-ti-16gb", "--ram", "32GiB", "--ctx", "32768"]
+    argv += ["--runtime-version", version] if version else []
+    code, doc = _plan_json(capsys, argv)
+    assert code == 0
+    moe = [
+        p["command"] for p in doc["plans"] if "exps=CPU" in p["command"] or "moe" in p["command"]
+    ]
+    assert moe
+    for cmd in moe:
+        flags = parse_command("llama.cpp", cmd)
+        assert flag in flags
+        if flag == "-ot":
+            assert "--n-cpu-moe" not in flags
+            (pattern,) = flags["-ot"]
+            assert pattern.startswith("blk\\.(0|1|")
+            assert pattern.endswith(")\\.ffn_(up|down|gate)_exps=CPU")

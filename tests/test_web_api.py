@@ -466,6 +466,31 @@ def test_bad_bodies(client: TestClient, content: bytes, ctype: str, needle: str)
     _assert_clear(client.post(path, content=content, headers={"content-type": ctype}), 422, needle)
 
 
+@pytest.mark.parametrize(
+    ("path", "params", "content", "starts"),
+    [
+        # the query parameter is named, not its source ("query: ..." named no field)
+        ("/api/models", {"limit": -1}, None, "Invalid request: limit: "),
+        ("/api/gpus", {"limit": 0}, None, "Invalid request: limit: "),
+        # an unreadable body has no field: its character offset ("0: ...") is not one
+        ("/api/estimate", None, b"not json", "Invalid request: body: the body is not valid JSON"),
+    ],
+)
+def test_validation_detail_names_the_field(
+    client: TestClient,
+    path: str,
+    params: dict[str, Any] | None,
+    content: bytes | None,
+    starts: str,
+) -> None:
+    if content is None:
+        r = client.get(path, params=params)
+    else:
+        r = client.post(path, content=content, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"].startswith(starts), r.json()["detail"]
+
+
 _KEYS = ["model", "runtime", "quant", "ctx", "gpu", "vram", "tp", "parallel", "n_gpu_layers"]
 _VALUES = st.one_of(
     st.none(),

@@ -127,6 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with click.Context(group, info_name="oomkit", **group.context_settings) as ctx:
             click.echo(group.get_help(ctx))
         return 0
+    if "-fa" in args or any(a.startswith("--flash-attn") for a in args):
+        from oomkit.cli.values import llamacpp_fa_args
+
+        args = llamacpp_fa_args(args)  # llama-server's `-fa on|off|auto`
     if "--debug" in args:
         args.remove("--debug")
         import os

@@ -7,6 +7,7 @@ computed by the estimators (:mod:`oomkit.diagnose.model_fixes`).
 
 from __future__ import annotations
 
+import codecs
 import collections
 import os
 import re
@@ -31,7 +32,13 @@ from oomkit.diagnose.fixes import size_text
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["check_quant_for_log", "check_user_quant", "doctor_command", "read_log"]
+__all__ = [
+    "check_quant_for_log",
+    "check_user_quant",
+    "decode_log",
+    "doctor_command",
+    "read_log",
+]
 
 
 class _ReadError(Exception):
@@ -69,7 +76,22 @@ def _read_capped(fh: BinaryIO) -> str:
             f"the log is over {MAX_LOG_BYTES >> 20} MiB: read its first {_HEAD_BYTES >> 20} MiB "
             f"and last {kept >> 20} MiB, skipped {skipped:,} bytes in between"
         )
-    return data.decode("utf-8", errors="replace")
+    return decode_log(data)
+
+
+def decode_log(data: bytes) -> str:
+    """The log's text: UTF-8, or UTF-16 when it starts with a byte-order mark (Windows
+    PowerShell 5.1's ``>`` and ``Out-File`` write UTF-16LE with a BOM; read as UTF-8 its
+    every other byte is a NUL and no OOM message is found). Undecodable bytes are replaced.
+
+    >>> decode_log("CUDA out of memory".encode("utf-16"))
+    'CUDA out of memory'
+    >>> decode_log(codecs.BOM_UTF8 + b"ok")
+    'ok'
+    """
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def _read_capped_text(stream: TextIO) -> str:

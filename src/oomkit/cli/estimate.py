@@ -39,24 +39,53 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="llama.cpp | ollama | vllm | sglang | transformers",
 )
 @click.option(
-    "--quant", "-q", help="GGUF type (Q4_K_M, Q8_0, IQ4_XS) or bf16/fp8/int8/nf4/awq/gptq"
+    "--quant",
+    "-q",
+    "--quantization",
+    "quant",
+    help="GGUF type (Q4_K_M, Q8_0, IQ4_XS) or bf16/fp8/int8/nf4/awq/gptq",
 )
 @click.option(
     "--ctx",
     "-c",
+    # the runtimes' own spellings: llama-server --ctx-size, vLLM --max-model-len, SGLang
+    # --context-length (flags pasted from a serve command estimate that command)
+    "--ctx-size",
+    "--max-model-len",
+    "--context-length",
+    "ctx",
     type=CONTEXT,
     help="Context length (n_ctx / max_model_len), e.g. 32k; 'max': the largest that fits",
 )
 @click.option("--parallel", "--batch", "-np", "parallel", type=int, help="Parallel sequences")
 @click.option("--batch-size", "-b", type=int, help="llama.cpp logical batch (-b)")
-@click.option("--ubatch", "-ub", type=int, help="llama.cpp physical batch (-ub)")
-@click.option("--kv-dtype", help="KV cache type for K and V (f16, q8_0, q4_0, fp8, ...)")
+@click.option(
+    "--ubatch", "-ub", "--ubatch-size", "ubatch", type=int, help="llama.cpp physical batch (-ub)"
+)
+@click.option(
+    "--kv-dtype",
+    "--kv-cache-dtype",
+    "kv_dtype",
+    help="KV cache type for K and V (f16, q8_0, q4_0, fp8, ...)",
+)
 @click.option("--cache-type-k", "-ctk", help="KV cache type for K")
 @click.option("--cache-type-v", "-ctv", help="KV cache type for V")
 @click.option("--kv-unified/--no-kv-unified", default=None, help="llama.cpp unified KV buffer")
 @click.option("--swa-full/--no-swa-full", default=None, help="llama.cpp full-size SWA cache")
-@click.option("--flash-attn/--no-flash-attn", "-fa", default=None, help="Flash attention")
-@click.option("--n-gpu-layers", "-ngl", type=int, help="Layers on the GPU (default: all; -1 = all)")
+@click.option(
+    "--flash-attn/--no-flash-attn",
+    "-fa",
+    default=None,
+    help="Flash attention (llama-server's -fa on|off|auto is read too)",
+)
+@click.option(
+    "--n-gpu-layers",
+    "-ngl",
+    "--gpu-layers",
+    "n_gpu_layers",
+    type=int,
+    help="Layers on the GPU (default: all; -1 = all)",
+)
 @click.option("--n-cpu-moe", type=int, help="Keep the experts of the first N layers on the CPU")
 @click.option(
     "--gpu",
@@ -72,9 +101,23 @@ TRAINING_PASSED: tuple[str, ...] = (
     "(binary, as llama.cpp/Ollama)",
 )
 @click.option("--ram", type=SIZE, help="Host RAM with a unit (as --vram: GiB/G binary, GB decimal)")
-@click.option("--tp", type=int, help="Tensor-parallel size (vLLM/SGLang)")
+@click.option(
+    "--tp",
+    "--tensor-parallel-size",
+    "-tp",
+    "--tp-size",
+    "tp",
+    type=int,
+    help="Tensor-parallel size (vLLM/SGLang)",
+)
 @click.option("--gpu-memory-utilization", type=float, help="vLLM fraction of each GPU")
-@click.option("--max-num-seqs", type=int, help="vLLM/SGLang max concurrent sequences")
+@click.option(
+    "--max-num-seqs",
+    "--max-running-requests",
+    "max_num_seqs",
+    type=int,
+    help="vLLM/SGLang max concurrent sequences",
+)
 @click.option("--max-num-batched-tokens", type=int, help="vLLM tokens per forward step")
 @click.option("--enforce-eager/--no-enforce-eager", default=None, help="vLLM: no CUDA graphs")
 @click.option(

@@ -167,4 +167,12 @@ def warn_ignored(settings: InferenceSettings, runtime: str) -> None:
     ignored = ignored_settings(settings, runtime)
     if ignored:
         flags = ", ".join(dict.fromkeys(FLAG_NAMES.get(f, f) for f in ignored))
-        print_warning(f"{runtime} does not use {flags}: ignored")
+        # a serving user's "--batch 64" means concurrent requests: name the flag that sets them
+        # (oomkit plan writes --parallel as vLLM's --max-num-seqs / SGLang's
+        # --max-running-requests)
+        hint = (
+            "; concurrent sequences are --max-num-seqs"
+            if "parallel" in ignored and runtime in ("vllm", "sglang")
+            else ""
+        )
+        print_warning(f"{runtime} does not use {flags}: ignored{hint}")

@@ -151,7 +151,12 @@ def _gpus_for(
             )
         click.echo(f"{len(fits)} GPU model(s) run {model}", err=True)
     if not fits:
-        print_warning(f"No catalog GPU (up to 8 of one model) runs {model} entirely on the GPUs.")
+        # with --tps the GPUs that hold the model but decode slower were dropped: say so, not
+        # "no GPU runs it" (every card from a 12 GB one up runs an 8B model)
+        fast = f" at {tps:g}+ tok/s decode (drop --tps to list the slower ones)" if tps else ""
+        print_warning(
+            f"No catalog GPU (up to 8 of one model) runs {model} entirely on the GPUs{fast}."
+        )
         raise click.exceptions.Exit(EXIT_NEGATIVE)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import shlex
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +16,9 @@ from oomkit.cli.train_options import (
     training_options,
 )
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
+
+if TYPE_CHECKING:
+    from oomkit.spec.settings import TrainingSettings
 
 __all__ = ["plan_command", "render_plan"]
 
@@ -128,7 +132,13 @@ def plan_command(
     check_count_options(tp=tp, max_num_seqs=max_num_seqs)
     if training.method is not None:
         hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
-        return _plan_training(model, training, hardware, tp=tp, offline=offline, as_json=as_json)
+        where = [
+            *(f"--gpu {shlex.quote(g)}" for g in gpus),
+            *([f"--vram {_size_arg(vram)}"] if vram else []),
+        ]
+        return _plan_training(
+            model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
+        )
     _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
     _check_any_version(runtime, runtime_version)
 
@@ -236,6 +246,11 @@ def _check_vllm_options(
             )
 
 
+def _size_arg(n_bytes: int) -> str:
+    """A byte count as ``--vram`` reads it back exactly (``40GiB``, else ``N B``)."""
+    return f"{n_bytes >> 30}GiB" if n_bytes % (1 << 30) == 0 else f"{n_bytes}B"
+
+
 def _plan_training(
     model: str,
     training: TrainOptions,
@@ -244,11 +259,15 @@ def _plan_training(
     tp: int | None,
     offline: bool,
     as_json: bool,
+    where: list[str] | None = None,
 ) -> int:
     """``plan MODEL --train ...``: the run as asked if the verdict calls it "fits", else the
     changes that make it fit (oomkit.planner.training: never one the verdict calls "does not
     fit", "fits" before "tight"; a "tight" run as asked comes after the changes that clear the
-    band), each with its verdict, per-GPU peak and launch command."""
+    band), each with its verdict, per-GPU peak and launch command, and the ``oomkit estimate
+    --train`` command with the plan's flags (``check``): the launch line carries none of them
+    (LoRA, checkpointing, ZeRO are the training script's or config's), so without it "add --emit
+    deepspeed to the estimate command with these flags" named no flags."""
     import dataclasses
 
     from oomkit.api import load_model
@@ -287,6 +306,17 @@ def _plan_training(
     def peak(p: TrainingChange) -> int:
         return max((d.total_bytes for d in p.estimate.devices), default=0)
 
+    def check(s: TrainingSettings) -> str:
+        from oomkit.diagnose.training_commands import oomkit_estimate_command
+
+        extra = [f"--nodes {s.nodes}"] if s.nodes > 1 else []
+        extra += [f"--tp {s.tp}"] if s.tp > 1 else []
+        extra += ["--sp"] if s.sp else []
+        extra += ["--offload-params"] if s.offload_params else []
+        extra += ["--compile"] if s.compiled else []
+        base = oomkit_estimate_command(s, shlex.quote(model))
+        return " ".join([base, *extra, *(where or [])])
+
     if as_json:
         print_json(
             {
@@ -302,6 +332,7 @@ def _plan_training(
                         "peak_bytes": peak(p),
                         "peak_phase": p.estimate.runtime_details.get("peak_phase"),
                         "command": emit_text(launcher, spec, p.settings),
+                        "check_command": check(p.settings),
                     }
                     for p in plans
                 ],
@@ -324,9 +355,10 @@ def _plan_training(
                 f"of {format_bytes(cap)} (in {phase}{tight})"
             )
             click.echo(f"  run: {emit_text(launcher, spec, p.settings)}")
+            click.echo(f"  check: {check(p.settings)}")
             if p.settings.zero or p.settings.fsdp:
                 kind = "deepspeed" if p.settings.zero else "fsdp"
-                click.echo(f"  config: add --emit {kind} to the estimate command with these flags")
+                click.echo(f"  config: add --emit {kind} to the check command")
     return EXIT_OK if plans else EXIT_NEGATIVE
 
 

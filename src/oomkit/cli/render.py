@@ -22,7 +22,12 @@ _LABELS = {
 }
 
 
-def _device_block(d: DeviceUsage, name: str, *, explain: bool) -> list[str]:
+def _device_block(
+    d: DeviceUsage, name: str, *, explain: bool, run_fails: bool = False
+) -> list[str]:
+    """``run_fails``: the run does not fit for a reason other than this device's total (vLLM's
+    KV pool against one full request, a platform reservation): its total is then "within
+    capacity", not "fits", so the block never says "fits" above "Does not fit."."""
     lines = [f"{d.device}  {name}".rstrip()]
     for cat in CATEGORIES:
         b = d.category_bytes(cat)
@@ -31,7 +36,7 @@ def _device_block(d: DeviceUsage, name: str, *, explain: bool) -> list[str]:
     total = f"  {'total':<22}{format_bytes(d.total_bytes):>12}"
     if d.capacity_bytes is not None:
         free = d.capacity_bytes - d.total_bytes
-        verdict = "fits" if free >= 0 else "DOES NOT FIT"
+        verdict = ("within capacity" if run_fails else "fits") if free >= 0 else "DOES NOT FIT"
         total += f" of {format_bytes(d.capacity_bytes)}  {verdict}"
         total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'})"
     lines.append(total)
@@ -86,8 +91,9 @@ def render_estimate(
     if isinstance(gen, dict) and gen.get("label"):
         lines.append(f"modelled: {gen['label']}")
     lines.append("")
+    run_fails = est.fits is False or (verdict is not None and verdict.level == "does_not_fit")
     for d in est.devices:
-        lines.extend(_device_block(d, "", explain=explain))
+        lines.extend(_device_block(d, "", explain=explain, run_fails=run_fails))
     if est.host.components:
         lines.extend(_device_block(est.host, "(host RAM)", explain=explain))
     lines.append("")

@@ -83,6 +83,10 @@ _TRAINING_COUNTERPART: dict[str, str] = {
     "batch_size": "--micro-batch N (sequences per GPU per forward; --grad-accum for more)",
     "ubatch": "--micro-batch N (sequences per GPU per forward; --grad-accum for more)",
     "ctx": "--seq N (tokens per training sequence)",
+    "quant": "--train qlora (a 4-bit frozen base)",
+    "kv_dtype": "nothing: training keeps no KV cache",
+    "cache_type_k": "nothing: training keeps no KV cache",
+    "cache_type_v": "nothing: training keeps no KV cache",
 }
 
 #: what ``estimate --train ... --emit X`` prints (the option itself is the estimate command's)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from oomkit.units import parse_count, parse_size
 
-__all__ = ["CTX_MAX", "parse_context", "parse_count", "parse_size"]
+__all__ = ["CTX_MAX", "llamacpp_fa_args", "parse_context", "parse_count", "parse_size"]
 
 #: what ``--ctx max`` converts to (no real context is negative)
 CTX_MAX = -1
@@ -20,3 +20,41 @@ def parse_context(text: str) -> int:
     if text.strip().lower() == "max":
         return CTX_MAX
     return parse_count(text)
+
+
+#: llama-server's ``-fa on|off|auto`` (since b6325) as oomkit's switches; auto is the default
+_FA_VALUES = {"on": ("--flash-attn",), "off": ("--no-flash-attn",), "auto": ()}
+
+
+def llamacpp_fa_args(args: list[str]) -> list[str]:
+    """``oomkit estimate`` argv with llama-server's valued ``-fa on|off|auto`` read as the
+    ``--flash-attn``/``--no-flash-attn`` switches, so flags copied from a llama-server command
+    (as ``oomkit plan`` prints them) estimate that run instead of failing with "Got unexpected
+    extra argument (on)". Other commands and a bare ``-fa`` are unchanged.
+
+    >>> llamacpp_fa_args(["estimate", "m", "-fa", "on", "-ngl", "99"])
+    ['estimate', 'm', '--flash-attn', '-ngl', '99']
+    >>> llamacpp_fa_args(["estimate", "m", "--flash-attn=off"])
+    ['estimate', 'm', '--no-flash-attn']
+    >>> llamacpp_fa_args(["estimate", "m", "-fa", "auto"])
+    ['estimate', 'm']
+    >>> llamacpp_fa_args(["estimate", "m", "-fa", "-c", "8k"])
+    ['estimate', 'm', '-fa', '-c', '8k']
+    """
+    if not args or args[0] != "estimate":
+        return args
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        nxt = args[i + 1].lower() if i + 1 < len(args) else ""
+        if name in ("-fa", "--flash-attn") and eq and value.lower() in _FA_VALUES:
+            out.extend(_FA_VALUES[value.lower()])
+        elif a in ("-fa", "--flash-attn") and nxt in _FA_VALUES:
+            out.extend(_FA_VALUES[nxt])
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    return out

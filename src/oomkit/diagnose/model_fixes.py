@@ -119,6 +119,13 @@ def _runtime(explicit: str | None, e: OomEvent, ctx: LogContext) -> str | None:
     if e.runtime in _LOG_RUNTIME:
         return _LOG_RUNTIME[e.runtime]
     if e.runtime == "pytorch":
+        # a PyTorch OOM inside a serving engine (its scheduler or model runner raised it): the
+        # engine's fixes, not transformers' (bitsandbytes loading for a `vllm serve`). SGLang's
+        # own "Load weight end ... avail mem" line, or the engine named at the top of the log
+        if ctx.avail_after_weights_bytes is not None:
+            return "sglang"
+        if ctx.runtime_hint in ("vllm", "sglang"):
+            return ctx.runtime_hint
         return "transformers"
     return _LOG_RUNTIME.get(ctx.runtime_hint or "")
 
@@ -214,14 +221,25 @@ def make_fix(
     supersedes: tuple[str, ...],
     skip: str = "",
     saving: int | None = None,
+    order: int | None = None,
 ) -> EstimatedFix | None:
-    """A fix from two estimates; ``None`` when the change frees nothing on the failing device."""
+    """A fix from two estimates; ``None`` when the change frees nothing on the failing device.
+    ``order`` ranks it among the fixes that fit (smaller: less intrusive, :func:`fixes.rank`)."""
     n = _saving(case, base, cand) if saving is None else saving
     if n <= 0:
         return None
     parts = _parts(case, base, cand, skip)
     why = lead + (f"; {parts}" if parts else "") + f"; {_totals(case, base, cand)}"
     ok = fits(case, cand)
+    if fits(case, base) is True:
+        # the run as estimated already fits: "fits" after this change says nothing, and the
+        # ranking must not put it first as if it were the remedy (Ollama "unable to allocate
+        # CUDA0 buffer" for llama-3.1-8b Q4_K_M on a 12 GB card: 5.2 GiB estimated)
+        ok = None
+        why += (
+            "; oomkit's estimate of the run as logged already fits, so these settings alone do "
+            "not explain the failure (another process on the GPU? `oomkit gpus`)"
+        )
     if ok is not None:
         d = cand.devices[case.device]
         left = (d.capacity_bytes or 0) - d.total_bytes
@@ -245,6 +263,7 @@ def make_fix(
         expected_saving_bytes=n,
         supersedes=supersedes,
         fits=ok,  # the why says "fits" / "still short": rank() puts the fitting ones first
+        order=order,
     )
 
 
@@ -277,6 +296,11 @@ def model_fixes(
         return []
     rt = _runtime(runtime, e, ctx)
     if rt is None or (rt == "transformers" and model is None):
+        return []
+    if e.runtime == "pytorch" and rt in ("vllm", "sglang") and runtime is None:
+        # a PyTorch OOM inside a running engine: its start-up capacity fixes (a KV pool that
+        # must hold one request) do not size it, and transformers' (bitsandbytes loading) are
+        # not this engine's; the rules' engine fixes (utilization, CUDA graphs) stand alone
         return []
     spec = model or resolve_log_model(ctx.model_name)
     if spec is None:

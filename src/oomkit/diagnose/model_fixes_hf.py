@@ -30,6 +30,8 @@ from oomkit.spec.settings import InferenceSettings
 from oomkit.units import ceil_div
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from oomkit.diagnose.events import LogContext, OomEvent
     from oomkit.estimate.breakdown import Estimate
     from oomkit.estimate.vllm import VllmPlan
@@ -301,7 +303,49 @@ def vllm_fixes(
             "--quantization fp8",
             _SUP_TP,
         )
+    if not any(f.fits for f in out):
+        _pairs(plan, pool, add, s, spec, p0)
     return out
+
+
+#: the shortest --max-model-len a two-change fix proposes (below it the server is of little use)
+_MIN_PAIR_LEN = 4096
+
+
+def _pairs(
+    plan: Callable[..., VllmPlan | None],
+    pool: Callable[[VllmPlan], int | None],
+    add: Callable[[VllmPlan | None, str, str, str, tuple[str, ...]], None],
+    s: InferenceSettings,
+    spec: ModelSpec,
+    p0: VllmPlan,
+) -> None:
+    """No single change fits (Llama-3.1-70B in bf16 on one 80 GB card at 131072 tokens: fp8
+    weights leave a 4.8 GiB pool for a 20-40 GiB request): the change that frees the most KV
+    room on this GPU with the longest --max-model-len its pool then holds, as one fix."""
+    steps: list[tuple[dict[str, object], str, str]] = []
+    if not (s.cache_type_k or "auto").lower().startswith("fp8"):
+        steps.append(
+            ({"cache_type_k": "fp8", "cache_type_v": "fp8"}, "--kv-cache-dtype fp8", "fp8 KV")
+        )
+    if s.quant is None and spec.quantization is None:
+        steps.append(({"quant": "fp8"}, "--quantization fp8", "fp8 weights"))
+        if steps[0][2] == "fp8 KV":
+            both = {**steps[0][0], "quant": "fp8"}
+            steps.append((both, "--quantization fp8 --kv-cache-dtype fp8", "fp8 weights and KV"))
+    for changes, flags, what in steps:
+        p1 = plan(**changes)
+        n = None if p1 is None else _fit_len(p1, pool(p1))
+        if n is None or n < min(_MIN_PAIR_LEN, p0.max_model_len) or n >= p0.max_model_len:
+            continue
+        add(
+            plan(**changes, ctx=n),
+            f"Use {what} and a shorter context: {flags} --max-model-len {n}",
+            f"no single change fits; with {what} the pool holds one request of {n} tokens",
+            f"{flags} --max-model-len {n}",
+            (),
+        )
+        return
 
 
 # --- transformers ------------------------------------------------------------

@@ -68,6 +68,15 @@ _SUP_QUANT = (
 )
 
 
+#: among llama.cpp/Ollama fixes that fit, the least intrusive first, in the planner's lever
+#: order (README "Plan"): settings that cost nothing, a quantized KV cache, a shorter context
+#: (the smallest cut first: "Largest context that fits" before halving, halving before
+#: quartering; ``ctx`` + the percent cut), MoE experts on the CPU, fewer GPU layers, a smaller
+#: quant. Without it the fitting ones ranked by saving: "Quarter the context" came first and
+#: "Largest context that fits" after "-ngl 23".
+_ORDER = {"fa": 1, "ub": 2, "kv": 3, "ctx": 100, "moe": 300, "ngl": 400, "quant": 500}
+
+
 def _fb(n: int | None) -> str:
     return size_text(n)
 
@@ -195,6 +204,13 @@ def _fa_on(case: Case) -> str:
     return " ".join(llamacpp_fa_flags(dataclasses.replace(case.settings, flash_attn=True)))
 
 
+def _cpu_moe(case: Case, n: int) -> str:
+    """``--n-cpu-moe N``, or the ``-ot`` overrides it stands for on a build before it."""
+    from oomkit.planner.commands import llamacpp_cpu_moe_flags
+
+    return " ".join(llamacpp_cpu_moe_flags(n, case.settings.runtime_version))
+
+
 def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
     if case.runtime == "ollama":
         ollama = {
@@ -209,13 +225,14 @@ def _cmd(case: Case, knob: str, value: str) -> tuple[str, ...]:
             "quant": (f"ollama pull <model>:<tag>-{ollama_tag_suffix(value)}",),
         }
         return ollama[knob]
+    if knob == "moe":
+        return (_cpu_moe(case, int(value)),)
     llama = {
         "ctx": (f"-c {value}",),
         "kv": (value,),
         "fa": (_fa_on(case),),
         "ub": (f"-ub {value}",),
         "ngl": (f"-ngl {value}",),
-        "moe": (f"--n-cpu-moe {value}",),
         "quant": (
             f"-m <model>-{value}.gguf",
             f"llama-quantize <model>-F16.gguf <model>-{value}.gguf {value}",
@@ -256,6 +273,7 @@ def _ctx_fixes(case: Case, base: Estimate) -> list[Fix]:
             commands=_cmd(case, "ctx", str(n1)),
             supersedes=_SUP_CTX,
             skip="kv_cache",
+            order=_ORDER["ctx"] + (cur - n1) * 100 // max(cur, 1),  # the smallest cut first
         )
         out += [fix] if fix else []
     return out
@@ -293,6 +311,7 @@ def _kv_fix(case: Case, base: Estimate) -> list[Fix]:
         commands=_cmd(case, "kv", new if case.runtime == "ollama" else flags),
         supersedes=_SUP_KV,
         skip="kv_cache",
+        order=_ORDER["kv"],
     )
     return [fix] if fix else []
 
@@ -314,6 +333,7 @@ def _fa_ub_fixes(case: Case, base: Estimate) -> list[Fix]:
                     "attention scores",
                     commands=_cmd(case, "fa", "on"),
                     supersedes=_SUP_FA,
+                    order=_ORDER["fa"],
                 )
             )
     ub = _detail(base, "n_ubatch")
@@ -334,6 +354,7 @@ def _fa_ub_fixes(case: Case, base: Estimate) -> list[Fix]:
                     lead=f"the compute buffer scales with n_ubatch ({ub} -> {new})",
                     commands=_cmd(case, "ub", str(new)),
                     supersedes=_SUP_UB,
+                    order=_ORDER["ub"],
                 )
             )
     return [f for f in out if f is not None]
@@ -362,6 +383,7 @@ def _fit_fixes(case: Case, base: Estimate) -> list[Fix]:
                     f"headroom on every GPU ({flag} {cur} now; the rest run on the CPU)",
                     commands=_cmd(case, "ngl", str(best)),
                     supersedes=_SUP_NGL,
+                    order=_ORDER["ngl"],
                 )
             )
     moe = case.spec.moe is not None and case.runtime == "llama.cpp"
@@ -386,6 +408,7 @@ def _fit_fixes(case: Case, base: Estimate) -> list[Fix]:
                         f"{_fb(case.headroom_bytes)} headroom (attention and KV stay on the GPU)",
                         commands=_cmd(case, "moe", str(n_moe)),
                         supersedes=(),
+                        order=_ORDER["moe"],
                     )
                 )
     return [f for f in out if f is not None]
@@ -425,6 +448,7 @@ def _quant_fixes(case: Case, base: Estimate) -> list[Fix]:
             commands=_cmd(case, "quant", q),
             supersedes=_SUP_QUANT,
             skip="weights",
+            order=_ORDER["quant"],
         )
         out += [fix] if fix else []
         if ok is not False or found_next:

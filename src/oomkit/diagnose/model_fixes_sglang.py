@@ -100,6 +100,10 @@ def sglang_fixes(
     basis = f"(oomkit's SGLang estimate for {spec.name}; {cap_note}.)"
     out: list[Fix] = []
     target = min(length, _USEFUL_TOKENS)
+    if est0.devices[0].weights_bytes > cap * _MAX_MFS:
+        # no fraction holds the weights: a larger fraction or smaller prefill chunks cannot help
+        n_given = len(hw.devices) if hw is not None and hw.devices else 1
+        return _weights_fixes(spec, s, hardware, est0, target, n_given, basis)
     f = round(frac0 + 0.01, 2)
     while f <= _MAX_MFS and (tokens0 or 0) < target:
         est = estimate_sglang(spec, dataclasses.replace(s, mem_fraction_static=f), hardware)
@@ -154,4 +158,78 @@ def sglang_fixes(
             expected_saving_bytes=None,
         )
     )
+    return out
+
+
+def _weights_fixes(
+    spec: ModelSpec,
+    s: InferenceSettings,
+    hardware: Hardware,
+    est0: Estimate,
+    target: int,
+    n_given: int,
+    basis: str,
+) -> list[Fix]:
+    """The weights of one rank exceed what any ``--mem-fraction-static`` can hold (SGLang's
+    "Not enough memory" at start-up with, e.g., Llama-3.1-70B in bf16 on one 80 GB card): the
+    fixes that shrink the weights per GPU, each sized by the SGLang estimate until the pool
+    holds one ``target``-token request: the smallest tensor-parallel size (a hardware change
+    beyond the GPUs given), then fp8 or AWQ weights."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.sglang import estimate_sglang
+
+    w0 = est0.devices[0].weights_bytes
+    dev = hardware.devices[0]
+    out: list[Fix] = []
+    tp0 = s.tp or 1
+    for tp in (2, 4, 8, 16):
+        if tp <= tp0:
+            continue
+        try:
+            est = estimate_sglang(
+                spec, dataclasses.replace(s, tp=tp), Hardware(devices=(dev,) * tp)
+            )
+        except InvalidSettingError:  # heads not divisible by tp
+            continue
+        tokens, pool, _ = _pool(est)
+        if tokens is not None and tokens >= target:
+            w = est.devices[0].weights_bytes
+            out.append(
+                EstimatedFix(
+                    title=f"Shard the weights over {tp} GPUs: --tp {tp}",
+                    why=f"the weights take {_fb(w0)} per GPU at --tp {tp0}, more than any "
+                    f"--mem-fraction-static can hold on {_fb(dev.capacity_bytes)}; at --tp {tp} "
+                    f"they take {_fb(w)} and the KV pool holds {tokens} tokens ({_fb(pool)}) "
+                    f"{basis}",
+                    commands=(f"--tp {tp}",),
+                    expected_saving_bytes=w0 - w,
+                    hardware=tp > n_given,
+                    fits=True,
+                    supersedes=(*_SUP_MFS, *_SUP_LEN, "Shard the model"),
+                )
+            )
+            break
+    if spec.quantization is None:
+        for quant in ("fp8", "awq"):
+            try:
+                est = estimate_sglang(spec, dataclasses.replace(s, quant=quant), hardware)
+            except InvalidSettingError:
+                continue
+            tokens, pool, _ = _pool(est)
+            if tokens is None or tokens < target:
+                continue
+            w = est.devices[0].weights_bytes
+            ckpt = " (needs a pre-quantized AWQ checkpoint)" if quant == "awq" else ""
+            out.append(
+                EstimatedFix(
+                    title=f"Quantize the weights: --quantization {quant}{ckpt}",
+                    why=f"{quant} weights take {_fb(w)} per GPU instead of {_fb(w0)}; the KV "
+                    f"pool then holds {tokens} tokens ({_fb(pool)}) {basis}",
+                    commands=(f"--quantization {quant}",),
+                    expected_saving_bytes=w0 - w,
+                    fits=True,
+                    supersedes=(*_SUP_MFS, *_SUP_LEN),
+                )
+            )
+            break
     return out

@@ -446,7 +446,13 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 events.append(_async_event(w, line_no, int(m.group("dev")) if m else -1))
                 skip_until = i + 1
                 continue
-            w = window(lines, i, stop=_TAIL)
+            # (the window ends before the next line that starts another OOM message: a
+            # llama.cpp line took the numbers of a PyTorch message five lines below)
+            own = next(
+                (k for k in range(1, 10) if i + k < len(text) and "out of memory" in text[i + k]),
+                10,
+            )
+            w = window(lines, i, stop=_TAIL, max_lines=own)
             if ("out of memory." in w or w.rstrip().endswith("out of memory")) and _BARE.search(w):
                 ev = _allocator_event(w, line_no)
                 if ev is not None:

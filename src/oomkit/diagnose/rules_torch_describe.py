@@ -58,7 +58,7 @@ def _share_text(part: int, whole: int) -> str:
 def _describe(e: OomEvent) -> str:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
     where = "the GPU" if e.device is None else f"GPU {e.device}"
-    s = f"PyTorch asked for {_fb(x)} on {where}"
+    s = f"PyTorch asked for {_fb(x)} on {where}" if x is not None else f"PyTorch ran out on {where}"
     if t is not None:
         s += f" ({_fb(t)} total, {_fb(f)} free)"
     s += "."

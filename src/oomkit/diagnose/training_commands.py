@@ -136,3 +136,7 @@ def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
     if s.mixed_precision != "bf16":
         parts.append(f"--mixed-precision {s.mixed_precision}")
     return " ".join(parts)
+
+
+#: the ``oomkit estimate ... --train`` command of a setting (``oomkit plan --train`` prints it)
+oomkit_estimate_command = _oomkit_cmd

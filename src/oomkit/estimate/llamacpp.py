@@ -280,6 +280,19 @@ def estimate_llamacpp(
     ``vision_note``: say that a vision tower is not counted (:mod:`oomkit.estimate.gguf_vision`;
     Ollama, which counts its projector, passes False)."""
     est = _estimate(spec, settings, hardware, options, default_swa_full, runtime_name)[0]
+    seq, train = est.runtime_details.get("n_ctx_seq"), spec.max_position_embeddings
+    if runtime_name == "llama.cpp" and isinstance(seq, int) and train and seq > train:
+        # llama_context warns and allocates every cell; llama-server then caps each slot
+        est = dataclasses.replace(
+            est,
+            assumptions=(
+                *est.assumptions,
+                f"n_ctx_seq {seq} > the model's trained context {train}: llama.cpp allocates "
+                "the cells ('possible training context overflow'); recent llama-server builds "
+                f"cap each slot at {train} ('the slot context ... exceeds the training context "
+                "of the model - capping'), so the cells above it are never used",
+            ),
+        )
     if vision_note and spec.multimodal_params:
         from oomkit.estimate.gguf_vision import gguf_vision
 

@@ -29,6 +29,7 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
 from __future__ import annotations
 
 import dataclasses
+from datetime import date
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest
@@ -91,6 +92,13 @@ def ollama_settings(
     num_ctx = settings.ctx or default_ctx
     if settings.ctx is None:
         notes.append(f"num_ctx not given: Ollama default {default_ctx} (2048 before 0.6.4)")
+    train = spec.max_position_embeddings
+    if train and num_ctx > train and _clamps_num_ctx(settings.runtime_version):
+        notes.append(
+            f"num_ctx {num_ctx} is above the model's trained context: Ollama uses {train} "
+            "(0.9.3+ and 0.1.32, llm/server.go: 'requested context size too large for model')"
+        )
+        num_ctx = train
     parallel = settings.parallel or 1
     quant = settings.quant
     if quant is None:
@@ -325,6 +333,24 @@ def _memory_go_modelled(spec: ModelSpec, version: str | None = None) -> bool:
     if spec.model_type == "qwen2" and _version_before(version, _QWEN2_GRAPH_CASE):
         return False  # the older graph estimate of that release is not modelled
     return spec.mla is not None or spec.model_type not in _GRAPH_CASE_UNMODELLED
+
+
+#: Ollama v0.9.3 (2025-06-26), whose llm/server.go first caps num_ctx per sequence at the
+#: GGUF's context_length (PR #11175 "avoid context overflow"; NewLlamaServer on current main)
+_CLAMP_RELEASE = (0, 9, 3)
+_CLAMP_DATE = date(2025, 6, 26)
+
+
+def _clamps_num_ctx(version: str | None) -> bool:
+    """The Ollama release caps ``num_ctx`` at the model's trained context: 0.9.3+, and 0.1.32
+    alone before it (its llm/server.go of 2024-03-14 capped; PR #3988 of 0.1.33 made it a
+    warning). A date stands for the releases of that day (0.1.32's weeks are not told apart)."""
+    if version is None or not version.strip():
+        return True
+    when = parse_runtime_version("ollama", version)
+    if isinstance(when, tuple):
+        return when >= _CLAMP_RELEASE or when[:3] == (0, 1, 32)
+    return when >= _CLAMP_DATE
 
 
 def _version_before(version: str | None, release: tuple[int, ...]) -> bool:

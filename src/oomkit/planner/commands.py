@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 from types import MappingProxyType
 
 from oomkit.spec.model import ModelSpec
@@ -48,6 +49,7 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "-sm": 1,
                     "--n-cpu-moe": 1,
                     "-ot": 1,
+                    "-kvu": 0,
                     "--no-mmap": 0,
                 }
             ),
@@ -190,6 +192,22 @@ def _hf_ref(model_ref: str, spec: ModelSpec) -> str:
     return repo or spec.name
 
 
+def _serving_ref(model_ref: str, spec: ModelSpec, quant: str | None) -> str:
+    """The checkpoint a vLLM/SGLang command serves, shell-quoted. AWQ and GPTQ are weights
+    quantized offline: ``--quantization awq`` on the 16-bit repo fails at load (vLLM
+    ``model_loader/weight_utils.py`` ``get_quant_config``: "Cannot find the config file for
+    awq" when the repo has no ``quantization_config`` nor quant config file), so a plan that
+    switches to one names a
+    placeholder for such a checkpoint, as Ollama's ``<tag with IQ4_XS>`` does, instead of a
+    command that cannot run. fp8 quantizes a 16-bit checkpoint at load and keeps the repo."""
+    repo = _hf_ref(model_ref, spec)
+    method = quant.lower() if quant else None
+    shipped = spec.quantization.method.lower() if spec.quantization is not None else None
+    if method in ("awq", "gptq") and shipped != method:
+        return f"<{method.upper()}-checkpoint-of-{repo}>"  # one shell word: parse_command
+    return shlex.quote(repo)
+
+
 def _ollama_tag(model_ref: str, quant: str) -> str:
     try:
         from oomkit.catalog.models import find_model
@@ -231,6 +249,35 @@ def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
     return ["-fa"] if fa else []
 
 
+#: ggml-org/llama.cpp PR #15077 ("llama : add --n-cpu-moe option", 2025-08-04, release b6089)
+_N_CPU_MOE_SINCE = date(2025, 8, 4)
+
+
+def llamacpp_cpu_moe_flags(n_cpu_moe: int, runtime_version: str | None) -> list[str]:
+    r"""The experts of the first ``n_cpu_moe`` layers on the CPU, as the build takes it.
+
+    ``--n-cpu-moe N`` exists from PR #15077 (b6089, 2025-08-04); it only adds the tensor
+    overrides ``blk\.{i}\.ffn_(up|down|gate)_exps`` -> CPU for ``i < N`` (``common/common.h``
+    ``llm_ffn_exps_block_regex``, its pattern of that day: the ``gate_up``/``chexps`` expert
+    tensors came later), so an older build gets the same overrides through
+    ``-ot``/``--override-tensor`` (PR #11397), which the newer option is a shorthand for: an
+    older llama-server rejects ``--n-cpu-moe`` ("error: invalid argument").
+
+    >>> llamacpp_cpu_moe_flags(3, None)
+    ['--n-cpu-moe', '3']
+    >>> llamacpp_cpu_moe_flags(3, "b5500")
+    ['-ot', "'blk\\.(0|1|2)\\.ffn_(up|down|gate)_exps=CPU'"]
+    """
+    if runtime_version is not None and runtime_version.strip():
+        from oomkit.estimate.generations import parse_runtime_version
+
+        when = parse_runtime_version("llama.cpp", runtime_version)
+        if isinstance(when, date) and when < _N_CPU_MOE_SINCE:
+            layers = "|".join(str(i) for i in range(n_cpu_moe))
+            return ["-ot", shlex.quote(f"blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU")]
+    return ["--n-cpu-moe", str(n_cpu_moe)]
+
+
 def emit_command(
     runtime: str,
     settings: InferenceSettings,
@@ -252,9 +299,11 @@ def emit_command(
         if settings.cache_type_k:
             parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
         if settings.n_cpu_moe:
-            parts += ["--n-cpu-moe", str(settings.n_cpu_moe)]
+            parts += llamacpp_cpu_moe_flags(settings.n_cpu_moe, settings.runtime_version)
         if settings.parallel:
             parts += ["-np", str(settings.parallel)]
+            if settings.kv_unified and settings.parallel > 1:
+                parts += ["-kvu"]  # the slots share the -c cells (the plan counted it so)
         if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
             parts += _draft_flags(settings, device_kind)
         return " ".join(parts)
@@ -274,7 +323,7 @@ def emit_command(
         lines.append("ollama run planned")
         return "\n".join(lines)
     if runtime == "vllm":
-        parts = ["vllm", "serve", q(_hf_ref(model_ref, spec))]
+        parts = ["vllm", "serve", _serving_ref(model_ref, spec, settings.quant)]
         parts += ["--max-model-len", str(settings.ctx)]
         util = settings.gpu_memory_utilization or 0.9
         parts += ["--gpu-memory-utilization", f"{util:g}"]
@@ -295,7 +344,7 @@ def emit_command(
         return " ".join(parts)
     if runtime == "sglang":
         parts = ["python", "-m", "sglang.launch_server"]
-        parts += ["--model-path", q(_hf_ref(model_ref, spec))]
+        parts += ["--model-path", _serving_ref(model_ref, spec, settings.quant)]
         parts += ["--context-length", str(settings.ctx)]
         if settings.tp and settings.tp > 1:
             parts += ["--tp", str(settings.tp)]

@@ -165,7 +165,10 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
     else:
         out.append(f"context {cand.ctx}")
     if searcher.runtime == "llama.cpp" and req.parallel and req.parallel > 1:
-        out[-1] += f" per sequence x {req.parallel} slots (-c {cand.ctx * req.parallel})"
+        if searcher.base.kv_unified:
+            out[-1] += f" per sequence, {req.parallel} slots sharing one unified KV cache"
+        else:
+            out[-1] += f" per sequence x {req.parallel} slots (-c {cand.ctx * req.parallel})"
     n_all = searcher.n_layer + 1
     if cand.level == LEVEL_EXPERTS_CPU:
         out.append(
@@ -524,9 +527,22 @@ def suggest_changes(
         spec = load_model(model, offline=offline) if isinstance(model, str) else model
         if spec.source == "gguf":  # a .gguf file's types are fixed: its --quant was ignored
             quant = None
+    runtime = normalize_runtime(settings.runtime)
+    ctx = settings.ctx
+    if (
+        runtime == "llama.cpp"
+        and ctx is not None
+        and settings.parallel
+        and settings.parallel > 1
+        and not settings.kv_unified
+    ):
+        # estimate's --ctx is llama.cpp's -c, shared by the -np slots; the planner's context
+        # is per sequence (Candidate.apply multiplies it back): -c 131072 -np 4 asked 32768
+        # per slot, and the suggestions offered "context 69888 (asked 131072) per sequence"
+        ctx = max(1, ctx // settings.parallel)
     request = PlanRequest(
-        runtime=normalize_runtime(settings.runtime),
-        ctx=settings.ctx,
+        runtime=runtime,
+        ctx=ctx,
         parallel=settings.parallel,
         quant=quant,
     )

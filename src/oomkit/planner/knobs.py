@@ -217,8 +217,15 @@ class Candidate:
         if self.kv == FA_F16 or (not flash and self.kv in ("q8_0", "q4_0")):
             flash = True  # llama.cpp: "V cache quantization requires flash_attn"
         ctx = self.ctx
-        if base.runtime == "llama.cpp" and base.parallel and base.parallel > 1:
+        if (
+            base.runtime == "llama.cpp"
+            and base.parallel
+            and base.parallel > 1
+            and not base.kv_unified
+        ):
             # the planner's context is per sequence; llama-server's -c is shared by -np slots
+            # (split into n_ctx / n_seq per slot; with --kv-unified every slot may use all of
+            # it: llama_context n_ctx_seq = kv_unified ? n_ctx : n_ctx / n_seq_max)
             ctx = self.ctx * base.parallel
         return dataclasses.replace(
             base,

@@ -462,7 +462,8 @@ class TrainingSettings:
         if (self.offload_optimizer or self.offload_params) and not (self.zero or self.fsdp):
             raise InvalidSettingError(
                 "Invalid offload: CPU offload needs DeepSpeed ZeRO (--zero) or FSDP (--fsdp).",
-                setting="offload_optimizer",
+                # the flag the user gave (an error about --offload-params named --offload-optimizer)
+                setting="offload_optimizer" if self.offload_optimizer else "offload_params",
             )
         if self.offload_params and self.zero and self.zero < 3:
             raise InvalidSettingError(
@@ -478,7 +479,8 @@ class TrainingSettings:
             )
         if self.gpus * self.nodes % self.tp:
             raise InvalidSettingError(
-                f"Invalid tp {self.tp}: it must divide the {self.gpus * self.nodes} GPUs.",
+                f"Invalid tp {self.tp}: it must divide the {self.gpus * self.nodes} GPUs "
+                f"(gpus x nodes); give the GPUs with --gpus (e.g. --gpus {self.tp}).",
                 setting="tp",
                 value=self.tp,
             )

@@ -132,13 +132,19 @@ class BodyLimit:
             await self._response()(scope, receive, send)
 
 
+#: the first entries of a FastAPI error location name where the value came from, not the field
+_LOC_PREFIXES = frozenset({"body", "query", "path", "header", "cookie"})
+
+
 def _validation_detail(exc: RequestValidationError | ValidationError) -> str:
     parts: list[str] = []
     seen: set[str] = set()
     for err in exc.errors():
         # a union field (int or "32k") reports one error per branch: keep the first
-        # (the field itself: "body" is the route's prefix, "constrained-int" a union branch)
-        loc = next((str(p) for p in err.get("loc", ()) if p != "body"), "body")
+        # (the field itself: "body"/"query" are the route's prefixes, "constrained-int" a union
+        # branch; an unreadable JSON body's location is its character offset, not a field)
+        names = [p for p in err.get("loc", ()) if p not in _LOC_PREFIXES and isinstance(p, str)]
+        loc = names[0] if names else "body"
         if loc in seen:
             continue
         seen.add(loc)

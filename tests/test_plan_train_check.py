@@ -1,0 +1,55 @@
+"""``oomkit plan --train``: each plan carries the ``oomkit estimate --train`` command that
+reproduces its per-GPU peak. The launch line (``torchrun ... train.py``) carries none of the
+plan's changes, and "add --emit deepspeed to the estimate command with these flags" named no
+flags."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from oomkit.cli import main
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, object]]:
+    capsys.readouterr()
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ["--gpu", "rtx-4090"],
+        ["--vram", "40GiB"],
+        ["--gpu", "8xh100-sxm"],
+    ],
+)
+def test_check_command_reproduces_the_plan(
+    capsys: pytest.CaptureFixture[str], where: list[str]
+) -> None:
+    model = "llama-3.1-70b" if "8xh100-sxm" in where else "llama-3.1-8b"
+    code, doc = _json(capsys, ["plan", model, "--train", "full", *where, "--json"])
+    assert code == 0
+    plans = doc["plans"]
+    assert isinstance(plans, list)
+    assert plans
+    for p in plans:
+        argv = shlex.split(p["check_command"])
+        assert argv[:2] == ["oomkit", "estimate"]
+        assert " ".join(where) in p["check_command"]
+        code, est = _json(capsys, [*argv[1:], "--json"])
+        assert code in (0, 4), p["check_command"]  # fits (tight included)
+        peak = max(d["total_bytes"] for d in est["devices"])  # type: ignore[index]
+        assert peak == p["peak_bytes"], p["check_command"]
+
+
+def test_text_plan_prints_the_check_line(capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["plan", "llama-3.1-70b", "--train", "full", "--gpu", "8xh100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "  check: oomkit estimate llama-3.1-70b --train full" in out
+    assert "--zero 3" in out
+    assert "add --emit deepspeed to the check command" in out

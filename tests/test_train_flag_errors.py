@@ -1,0 +1,61 @@
+"""``--train`` with an inference option: the error names the flag as the user typed it and the
+training option that means what they wanted (``--batch 4`` named only ``--parallel``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from oomkit.cli import main
+
+
+@pytest.mark.parametrize(
+    ("args", "names", "instead"),
+    [
+        (("--batch", "4"), "--batch", "--micro-batch"),
+        (("-np", "4"), "--parallel", "--micro-batch"),
+        (("-b", "512"), "--batch-size", "--micro-batch"),
+        (("--ctx", "4096"), "--ctx", "--seq"),
+        (("--quant", "Q4_K_M"), "--quant", "--train qlora"),
+        (("--kv-dtype", "q8_0"), "--kv-dtype", "no KV cache"),
+    ],
+)
+def test_inference_flag_with_train_names_alias_and_counterpart(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], names: str, instead: str
+) -> None:
+    code = main(["estimate", "llama-3.1-8b", "--train", "lora", *args])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("Error: ")
+    assert names in lines[0]
+    assert "is an inference option" in lines[0]
+    assert instead in lines[0]
+
+
+def test_plan_train_with_ctx_points_at_seq(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "llama-3.1-8b", "--train", "lora", "--gpu", "rtx-4090", "-c", "8192"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--ctx is an inference option" in err
+    assert "--seq" in err
+
+
+def test_tp_over_one_gpu_says_how_to_give_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--tp 2" in err
+    assert "--gpus 2" in err
+    assert main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2", "--gpus", "2"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["--offload-params", "--offload-optimizer"])
+def test_offload_without_an_engine_names_the_flag_given(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    code = main(["estimate", "llama-3.1-8b", "--train", "full", flag])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"Error: {flag}: Invalid offload"), err
