@@ -13,6 +13,7 @@ __all__ = ["EVIDENCE"]
 
 _TG = "test:tests/test_generations.py::"
 _TV = "test:tests/test_verdict.py::"
+_TM = "test:tests/test_llamacpp_mla_kv_types.py::"
 _TP = "test:tests/test_llamacpp_pool.py::"
 _TS = "test:tests/test_sglang.py::"
 _TO = "test:tests/test_ollama_gptoss.py::"
@@ -133,7 +134,18 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "backend to process graphs which require >4 GB of memory')",
     ),
     ("llama.cpp", "2025-11-pad256"): (_TG + "test_llamacpp_streams_and_padding",),
-    ("llama.cpp", "2026-01-vless"): (_TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",),
+    ("llama.cpp", "2026-01-vless"): (
+        _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
+        _TM + "test_v_less_builds_ignore_the_v_type",
+    ),
+    ("llama.cpp", "2026-07-mla-kv-types"): (
+        _TM + "test_builds_since_pr_25871_refuse_the_pair",
+        _TM + "test_13978_b5572_keeps_a_q8_0_latent_and_an_f16_v_and_dies",
+        _TM + "test_11474_pre_mla_build_keeps_full_heads_q4_0_k_and_f16_v_and_serves",
+        "log:https://github.com/ggml-org/llama.cpp/issues/26382 (build 10216, GLM-5.2 at "
+        "-ctk q5_1: 'model does not support different K (q5_1) and V (f16) cache types'; "
+        "'-ctv was a placebo for MLA models in previous versions')",
+    ),
     ("llama.cpp", "2026-09-moe-fusion-deps"): (
         "test:tests/test_llamacpp_cuda_moe_deps.py::"
         "test_estimate_on_the_h100_before_and_after_the_change",

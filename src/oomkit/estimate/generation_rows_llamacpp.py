@@ -18,6 +18,7 @@ _OLD_LLAMACPP = {
     "flash_attn_default": False,
     "mla_cache": False,
     "mla_v_cache": True,
+    "mla_kv_types_equal": False,
     "swa_cache": False,
     "kv_streams": False,
     "n_ctx_pad_no_fa": 32,
@@ -330,6 +331,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "without --kv-unified each of -np sequences gets its own stream of n_ctx/np "
         "cells (padded per stream); SWA cells are per stream",
         mla_v_cache=True,
+        mla_kv_types_equal=False,
         n_ctx_pad_no_fa=32,
         flash_attn_default=False,
         cuda_moe_fusion_deps=False,
@@ -345,6 +347,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "-fa auto: no n_head x n_ubatch x n_ctx f32 KQ matrix in the compute buffer "
         "when the backend supports FA (before: FA off unless -fa)",
         mla_v_cache=True,
+        mla_kv_types_equal=False,
         n_ctx_pad_no_fa=32,
         cuda_moe_fusion_deps=False,
         compute_chunks=False,
@@ -364,6 +367,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "(Vulkan: no single >4 GiB compute buffer any more); one tensor larger than the "
         "device's allocation limit still fails",
         mla_v_cache=True,
+        mla_kv_types_equal=False,
         n_ctx_pad_no_fa=32,
         cuda_moe_fusion_deps=False,
     ),
@@ -376,6 +380,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "ggml-org/llama.cpp PR #16812 then PR #17046 (KV size padded to 256)",
         "KV cells padded to 256 with or without flash attention",
         mla_v_cache=True,
+        mla_kv_types_equal=False,
         cuda_moe_fusion_deps=False,
     ),
     _g(
@@ -385,7 +390,24 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "2026-01-24",
         None,
         "ggml-org/llama.cpp PR #19067 (kv-cache: support V-less cache)",
-        "MLA models keep only the K latent: about half the KV of the previous builds",
+        "MLA models keep only the K latent: about half the KV of the previous builds; "
+        "-ctv sets nothing there (V is a view of K), so a K type other than V's is accepted",
+        mla_kv_types_equal=False,
+        cuda_moe_fusion_deps=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2026-07-mla-kv-types",
+        "llama.cpp 2026-07+ (MLA: one type for K and V)",
+        # PR opened and approved 2026-07-18; build 10216 (876a43211, llama.cpp#26382 of
+        # 2026-07-31) refuses GLM-5.2 at -ctk q5_1 with V f16. Dated at the PR
+        "2026-07-18",
+        None,
+        "ggml-org/llama.cpp PR #25871 (llama : enforce the same K and V cache types for "
+        "DeepSeek V4; extended in review to every hparams.is_mla() model, whose V cache is "
+        "a view of K)",
+        "no memory change: an MLA model with -ctk other than -ctv no longer starts "
+        "('model does not support different K (...) and V (...) cache types')",
         cuda_moe_fusion_deps=False,
     ),
     _g(

@@ -14,7 +14,9 @@ Effects read by the estimators (absent key = today's behaviour):
   unless ``-fa``, so the compute buffer holds the n_ctx-wide KQ matrix), ``mla_cache`` (False:
   DeepSeek-V2/V3 cache full K/V heads, ``n_head x (qk_nope + qk_rope)`` K and
   ``n_head x v_head_dim`` V per layer and token, before PR #12801), ``mla_v_cache`` (the
-  latent is stored twice, K and V, until PR #19067),
+  latent is stored twice, K and V, until PR #19067), ``mla_kv_types_equal`` (False before
+  PR #25871, July 2026: an MLA model with a K cache type other than V's starts; before
+  PR #19067 its V cache is its own tensor of the V type, after it there is none),
   ``swa_cache`` (False: sliding-window layers cache the whole context, before PR #13194),
   ``kv_streams`` (False: one unified stream whatever ``-np``, before PR #14363),
   ``n_ctx_pad_no_fa`` (cells padding without flash attention: 32 from PR #7257 until PR #16812),
@@ -404,6 +406,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         flash_attn_default=bool(gen.effects.get("flash_attn_default", True)),
         mla_cache=bool(gen.effects.get("mla_cache", True)),
         mla_v_cache=bool(gen.effects.get("mla_v_cache", base.mla_v_cache)),
+        mla_kv_types_equal=bool(gen.effects.get("mla_kv_types_equal", True)),
         swa_cache=bool(gen.effects.get("swa_cache", True)),
         kv_streams=bool(gen.effects.get("kv_streams", True)),
         n_ctx_pad_no_fa=pad if isinstance(pad, int) else None,

@@ -335,11 +335,20 @@ def _estimate(
         default_swa_full=default_swa_full,
         options=options,
     )
-    if spec.mla is not None and params.type_k != params.type_v:
+    if (
+        spec.mla is not None
+        and params.options.mla_cache
+        and params.options.mla_kv_types_equal
+        and params.type_k != params.type_v
+    ):
+        # llama_init_from_model since PR #25871 (July 2026): is_mla() models keep V as a view
+        # of K. Older builds accepted the pair: separate K and V tensors of their own types
+        # until PR #19067, then K only (-ctv set nothing); see plan_kv
         raise InvalidSettingError(
             f"Different K and V cache types for '{spec.name}' (K {params.type_k.lower()}, "
-            f"V {params.type_v.lower()}): llama.cpp refuses them for MLA models ('model does "
-            "not support different K and V cache types'). Use one --kv-dtype for both.",
+            f"V {params.type_v.lower()}): llama.cpp refuses them for MLA models since PR "
+            "#25871 (July 2026: 'model does not support different K and V cache types'). "
+            "Use one --kv-dtype for both, or give the --runtime-version of an older build.",
             setting="cache_type_v",
             value=params.type_v.lower(),
         )

@@ -81,6 +81,9 @@ class LlamaCppOptions:
     #: runtime generation (oomkit.estimate.generations): False = builds before PR #12801 cache
     #: DeepSeek-V2/V3 as full K/V heads instead of the MLA latent
     mla_cache: bool = True
+    #: False = builds before PR #25871 (July 2026): an MLA model takes a K cache type other
+    #: than V's (-ctk q8_0 with the default f16 V); from it llama_init_from_model refuses it
+    mla_kv_types_equal: bool = True
     #: False = builds before PR #13194: sliding-window layers cache the whole context
     swa_cache: bool = True
     #: False = builds before PR #14363: one unified KV stream whatever -np
