@@ -147,12 +147,14 @@ def test_one_weight_or_kv_tensor_above_the_limit_blocks() -> None:
 
 
 def test_ollama_shares_the_llamacpp_path() -> None:
-    """Ollama's runners allocate through the same ggml (its engine: today's ggml-alloc)."""
-    hw = _hw("vulkan")
+    """Ollama's runners allocate through the same ggml (its engine: today's ggml-alloc). Ollama
+    0.12.6 caps num_ctx at the model's trained 40960 (review8), so the limit is a 2 GiB one
+    (AMDVLK's) for the 40960-token kq tensor."""
+    hw = _hw("vulkan", limit=2 * 2**30)
 
     def ollama(fa: bool) -> tuple[str, ...]:
         s = InferenceSettings(
-            runtime="ollama", quant="Q8_0", ctx=70000, runtime_version="0.12.6", flash_attn=fa
+            runtime="ollama", quant="Q8_0", ctx=40960, runtime_version="0.12.6", flash_attn=fa
         )
         return estimate(MODEL, s, hw, offline=True).blockers
 
