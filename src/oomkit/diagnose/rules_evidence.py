@@ -36,6 +36,11 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_stated_levers import (
+    comfy_loader_node,
+    mistralrs_device_map,
+    stated_batch_cut_still_fails,
+)
 from oomkit.diagnose.rules_surroundings import stated_around
 
 __all__ = ["refine_by_evidence"]
@@ -70,7 +75,10 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_kv_for_context,
         stated_dataset_accumulation,
         stated_free_memory,
+        mistralrs_device_map,
         stated_model_too_large,
+        stated_batch_cut_still_fails,
+        comfy_loader_node,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,

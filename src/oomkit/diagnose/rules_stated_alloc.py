@@ -138,11 +138,17 @@ def stated_one_gpu_of_several(result: Analysis, e: OomEvent, ctx: LogContext) ->
 # the allocator's cached-but-unusable memory named as what caused the failure; PyTorch's own hint
 # ("If reserved but unallocated memory is large try setting ...") names no cause and is in the
 # allocator's message, which its own rule reads
+# ("ooms because of memory fragmentation", "fragmentation-related CUDA OOM": the verb and the
+# compound adjective say the same causation)
 _FRAG_CAUSE = re.compile(
     r"(?i)(?:\bfragment\w*|reserved\s+but\s+unallocated)[^.\n]{0,80}?"
-    r"\b(?:caus\w*|lead\w*\s+to|result\w*\s+in|trigger\w*)\b[^.\n]{0,30}?\b(?:oom|out\s+of\s+memory)"
-    r"|\b(?:oom|out\s+of\s+memory)\b[^.\n]{0,40}?\b(?:caused\s+by|due\s+to|because\s+of)\b"
+    r"\b(?:caus\w*|lead\w*\s+to|result\w*\s+in|trigger\w*)\b[^.\n]{0,30}?"
+    r"\b(?:oom(?:s|ed|ing)?|out\s+of\s+memory)\b"
+    r"|\b(?:oom(?:s|ed|ing)?|out\s+of\s+memory)\b[^.\n]{0,40}?"
+    r"\b(?:caused\s+by|due\s+to|because\s+of)\b"
     r"[^.\n]{0,40}?(?:\bfragment\w*|reserved\s+but\s+unallocated)"
+    r"|\bfragmentation[- ](?:related|induced|caused|driven)\s+(?:\w+\s+){0,2}?"
+    r"(?:oom|out[\s-]of[\s-]memory)"
 )
 
 
@@ -352,6 +358,11 @@ _FOR_BIG_MODEL = re.compile(
     r"(?i)\b(?:not\s+enough|insufficient|no|too\s+little)\s+(?:\w+\s+)?(?:memory|ram|vram)\s+"
     r"(?:for|to\s+(?:load|run|fit))\s+(?:the\s+|a\s+|this\s+)?"
     r"(?:huge|large|big|bigger|larger|\d{1,4}(?:\.\d)?\s?b)\s+models?\b"
+    # the model itself said not to fit the device's memory (docrec14): "the full model which
+    # doesn't fit into my 24gb VRAM", "model does not fit in GPU memory"
+    r"|\bmodel\s+(?:\w+\s+)?(?:which\s+|that\s+)?(?:does\s*n[o']?t|doesn't|won't|can't|cannot"
+    r"|will\s+not|would\s+not|wouldn't)\s+fit\s+(?:in|into|on|onto)\s+(?:the\s+|my\s+|a\s+|one\s+)?"
+    r"(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?(?:gpu|vram|memory|card|device|graphics)"
 )
 
 

@@ -35,6 +35,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_stated_levers import stated_batch_cut_still_fails
 
 __all__ = ["PROSE_RULES", "stated_around"]
 
@@ -51,6 +52,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_dataset_accumulation,
     stated_free_memory,
     stated_model_too_large,
+    stated_batch_cut_still_fails,
 )
 #: how much less a sentence lines away weighs than the message's own line
 _AWAY = 0.05
