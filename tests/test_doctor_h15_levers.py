@@ -149,3 +149,30 @@ def test_a_model_said_not_to_fit_the_card() -> None:
     assert diagnose_text("CUDA out of memory: the batch does not fit in GPU memory").cause != (
         "model_too_large"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        corpus_text("h13-caffe-3136"),  # "If Python exits improperly ... out-of-memory error"
+        "When the program ends, the memory of GPU0 is released, but the other GPUs are not "
+        "released, and the next run fails with CUDA out of memory.",
+        "nohup 启动训练进程之后直接kill主进程显卡不会释放显存, 再次训练 CUDA out of memory",
+    ],
+)
+def test_memory_held_after_the_program_is_gone_is_another_process(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.cause == "other_process_holding_memory"
+    assert "fuser -v /dev/nvidia*" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # not released between runs of one process: growth, not a process left alive
+        "Unload model doesn't release memory; loading the next one gives CUDA out of memory.",
+        "CUDA out of memory: the VRAM is not released after each generation.",
+    ],
+)
+def test_memory_not_released_inside_one_process_stays_growth(text: str) -> None:
+    assert diagnose_text(text).cause == "leak_or_accumulation"

