@@ -176,3 +176,30 @@ def test_memory_held_after_the_program_is_gone_is_another_process(text: str) -> 
 )
 def test_memory_not_released_inside_one_process_stays_growth(text: str) -> None:
     assert diagnose_text(text).cause == "leak_or_accumulation"
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "h15-Model-Optimizer-2300",  # "~119.6 GiB of KV cache (...), leaving 87.8 MiB free"
+        "h14-lmdeploy-1778",  # "`--cache-max-entry-count` parameter is not working correctly"
+    ],
+)
+def test_kv_pool_named_as_what_took_the_memory(record: str) -> None:
+    d = diagnose_text(corpus_text(record))
+    assert d.cause == "kv_cache_or_context"
+    assert d.allocation == "kv_pool"
+    assert "What would decide" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # co-tenants sized the pool from a shrinking free memory: their rule answers first
+        corpus_text("h10-lmdeploy-3804"),
+        # the KV cache named without saying it took the memory
+        "CUDA out of memory while the KV cache was being filled with a long prompt batch",
+    ],
+)
+def test_kv_pool_rule_near_misses(text: str) -> None:
+    assert "KV-cache pool took the memory" not in diagnose_text(text).explanation

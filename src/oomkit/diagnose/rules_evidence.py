@@ -40,6 +40,7 @@ from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
     stated_batch_cut_still_fails,
+    stated_kv_pool_took_memory,
     stated_process_outlives_exit,
 )
 from oomkit.diagnose.rules_surroundings import stated_around
@@ -75,6 +76,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_one_gpu_of_several,
         stated_fragmentation,
         stated_kv_for_context,
+        stated_kv_pool_took_memory,
         stated_dataset_accumulation,
         stated_free_memory,
         mistralrs_device_map,

@@ -12,6 +12,8 @@ the runtime rule left the cause open:
   the failure is in placing weights, not in a node's working set.
 * :func:`stated_process_outlives_exit`: the memory stayed held after the program exited or was
   killed: a process that is still alive holds it.
+* :func:`stated_kv_pool_took_memory`: the KV-cache pool (or its sizing knob) named as what took
+  the memory: serving engines reserve it at start-up and keep it.
 * :func:`mistralrs_device_map`: mistral.rs's automatic device mapper's "This model does not fit
   on the devices [...]": the weights, unless every device reads 0 MB (a failed memory query).
 
@@ -33,6 +35,7 @@ __all__ = [
     "loader_node_in",
     "mistralrs_device_map",
     "stated_batch_cut_still_fails",
+    "stated_kv_pool_took_memory",
     "stated_process_outlives_exit",
 ]
 
@@ -339,6 +342,69 @@ def stated_process_outlives_exit(result: Analysis, e: OomEvent, ctx: LogContext)
                     "fuser -v /dev/nvidia*",
                     "nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
                     "pkill -P <parent pid>   # the workers of the killed parent",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+_KNOB = (
+    r"(?:--)?cache[-_]max[-_]entry[-_]count|kv_cache_free_gpu_mem(?:ory)?_fraction"
+    r"|free_gpu_memory_fraction"
+)
+_ANY = r"(?:[^.\n]|\.(?=\S))"  # a sentence's characters; "119.55" or "custom.py" do not end it
+# the KV pool named as what took the memory ("~119.6 GiB of KV cache (...), leaving 87.8 MiB
+# free"), or its sizing knob named as ignored or too high ("The `--cache-max-entry-count`
+# parameter is not working correctly, causing GPU RAM to be exceeded")
+_POOL_TOOK = re.compile(
+    r"(?i)\b(?:kv[ _-]?cache|kv\s+pool)\b" + _ANY + r"{0,80}?\b(?:leav\w*\s+(?:only\s+)?"
+    r"(?:~?\d[\d.,]*\s?[kmgt]i?b\s+)?(?:free|little|nothing|no\s+(?:room|memory|space))"
+    r"|reserv\w*\s+too\s+much|takes?\s+(?:up\s+)?(?:all|most|almost\s+all)|took\s+(?:up\s+)?"
+    r"(?:all|most|almost\s+all))"
+    r"|(?:" + _KNOB + r")`?\s*" + _ANY + r"{0,60}?\b(?:not\s+(?:working|respected|applied|taking"
+    r"\s+effect|take\s+effect)|ignored|too\s+high|exceed\w*|oom\w*|out\s+of\s+memory)"
+)
+
+
+def stated_kv_pool_took_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text names the KV-cache pool as what took the memory, or its sizing knob as ignored.
+
+    Mechanism. Serving engines reserve the KV cache as one pool at start-up, sized as a
+    fraction of the memory free after the weights (TensorRT-LLM's
+    ``KvCacheConfig.free_gpu_memory_fraction``, 0.9 by default; LMDeploy's
+    ``cache_max_entry_count``; vLLM's ``gpu_memory_utilization``; SGLang's
+    ``mem_fraction_static``), and never give it back. Every allocation made later outside the
+    pool (logits, sampling buffers, a deserialised ``prompt_logprobs``, a second model) gets
+    only what the fraction left. A text that says the pool took the memory ("~119.6 GiB of KV
+    cache ..., leaving 87.8 MiB free") or that the knob sizing it was ignored or set too high
+    names the allocation that starved the failing one: ``kv_cache_or_context`` at 0.45, lever
+    the pool's fraction. A co-tenant that shrank the free memory before the pool was sized
+    (``stated_cotenants``, tried first) is the competing reading.
+    """
+    if not fallback(result) or result.cause in {"kv_cache_or_context", "host_ram"}:
+        return None
+    m = _POOL_TOOK.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the KV-cache pool took the memory "
+        f"({m.group(0)!r}): serving engines reserve the pool at start-up as a fraction of the "
+        "free memory and keep it, so every later allocation outside it gets only what the "
+        "fraction left. What would decide: the same run with the pool's fraction lowered "
+        "(0.8 or less) and the engine's start-up line that reports the pool's size.",
+        fixes=(
+            generic(
+                "Give the KV-cache pool a smaller share of the GPU",
+                "what the pool reserves at start-up is not available to anything else.",
+                (
+                    "KvCacheConfig(free_gpu_memory_fraction=0.8)   # TensorRT-LLM",
+                    "--cache-max-entry-count 0.5   # LMDeploy",
+                    "--gpu-memory-utilization 0.85   # vLLM",
+                    "--mem-fraction-static 0.8   # SGLang",
                 ),
             ),
             *result.fixes,

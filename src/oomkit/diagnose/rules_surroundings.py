@@ -37,6 +37,7 @@ from oomkit.diagnose.rules_stated_alloc import (
 )
 from oomkit.diagnose.rules_stated_levers import (
     stated_batch_cut_still_fails,
+    stated_kv_pool_took_memory,
     stated_process_outlives_exit,
 )
 
@@ -53,6 +54,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_one_gpu_of_several,
     stated_fragmentation,
     stated_kv_for_context,
+    stated_kv_pool_took_memory,
     stated_dataset_accumulation,
     stated_free_memory,
     stated_model_too_large,
