@@ -203,3 +203,13 @@ def test_kv_pool_named_as_what_took_the_memory(record: str) -> None:
 )
 def test_kv_pool_rule_near_misses(text: str) -> None:
     assert "KV-cache pool took the memory" not in diagnose_text(text).explanation
+
+
+def test_a_failure_only_beyond_some_dataset_size_is_accumulation() -> None:
+    d = diagnose_text(corpus_text("h13-labelmodels-4"))  # "For a large enough training set ..."
+    assert d.cause == "leak_or_accumulation"
+    # a dataset merely called large is not a threshold
+    assert (
+        diagnose_text("CUDA out of memory when training on a large dataset").cause
+        != "leak_or_accumulation"
+    )
