@@ -213,3 +213,14 @@ def test_a_failure_only_beyond_some_dataset_size_is_accumulation() -> None:
         diagnose_text("CUDA out of memory when training on a large dataset").cause
         != "leak_or_accumulation"
     )
+
+
+def test_continuous_rising_memory_is_growth_and_loading_two_models_is_not_cotenancy() -> None:
+    text = (
+        "The way of updating training and validation loss results in the continuous rising of "
+        "gpu memory, then CUDA out of memory"
+    )
+    assert diagnose_text(text).cause == "leak_or_accumulation"
+    assert diagnose_text("CUDA out of memory after loading two models").cause != (
+        "other_process_holding_memory"
+    )

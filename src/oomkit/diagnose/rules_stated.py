@@ -53,6 +53,8 @@ _GROWTH_WORDS = re.compile(
     r"|\bkeeps?\s+(?:on\s+)?(?:growing|increasing|rising|climbing)"
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
     r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
+    r"|\bcontinu(?:ous|ously|al|ally|ing)\s+(?:ris(?:e|es|ing)|increas\w*|grow\w*)\s+(?:of\s+|in\s+)?"
+    r"(?:the\s+)?(?:gpu\s+|cuda\s+|host\s+|cpu\s+)?(?:memory|ram|vram)"
     r"|\bmore\s+and\s+more\b"
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+with\s+(?:the\s+)?"
     r"(?:iterations?|steps?|epochs?)\b"
@@ -233,13 +235,14 @@ _COTENANTS = re.compile(
     # several holders alive at once (heldout11, heldout15): "left two shard processes running
     # simultaneously", "all the models are exercised simultaneously" (also as typed,
     # "simulataneously"), "OOMs on enabling multiple TF MaskRCNN models"; one model's "instance
-    # count" (copies for concurrency) is not read
+    # count" (copies for concurrency) is not read, nor "loading two models" (one process holding
+    # both is its own resident state)
     r"|\b(?:two|three|several|multiple|many|\d{1,3})\s+(?:\w+\s+){0,2}?(?:processes|jobs"
     r"|programs|servers|shards|models)\s+(?:\w+\s+){0,2}?(?:simultaneously|concurrently"
     r"|at\s+the\s+same\s+time|in\s+parallel)\b"
     r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:\w+\s+)?models\s+(?:are\s+|were\s+)?(?:\w+\s+)?"
     r"(?:simul\w{0,4}taneous\w*|concurrently|at\s+the\s+same\s+time|at\s+once)\b"
-    r"|\b(?:enabl|load|deploy|host|serv)\w*\s+(?:multiple|several|many|two|three|\d{1,2})\s+"
+    r"|\b(?:enabl|deploy|host|serv)\w*\s+(?:multiple|several|many|two|three|\d{1,2})\s+"
     r"(?:[\w-]+\s+){0,3}?models\b(?!\s+(?:sequentially|one\s+(?:after|by)))"
 )
 
