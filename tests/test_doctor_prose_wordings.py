@@ -56,6 +56,28 @@ _OOM = (
     "Mixtral needs more GPU memory with long prompts",
     "the card lacks memory for this model",
     "my laptop lacks enough VRAM for SDXL",
+    # a sequence larger than the whole KV cache; a memory problem with a big input; a high
+    # usage with its consequence
+    "the server hangs when a single sequence is larger than the system's KV cache size",
+    "prompts longer than the KV cache capacity are dropped silently",
+    "the server has a problem with memory when the model runs with a huge batch size",
+    "memory problem with large images in the VAE",
+    "issues with GPU memory during fine-tuning",
+    "this leads to high memory usage and hanging the system",
+    "huge RAM usage and then a crash",
+    # short forms and consequences
+    "Out-of-mem on A100 with batch 32",
+    "RAM overflow when loading shards",
+    "low VRAM crash on SDXL refiner",
+    "limited VRAM causes crash at 1024px",
+    "the webui crashes because VRAM fills",
+    "VRAM filling up then OOM after 5 images",
+    "the job exceeds available GPU memory at step 10",
+    "Stuck at loading then killed",
+    "loads to 99% and gets killed",
+    # vLLM V0's scheduler
+    "Input prompt (300 tokens) + lookahead slots (4) is too long and exceeds the capacity of "
+    "block_manager",
     # other languages
     "der VRAM reicht nicht aus für Flux",
     "Speicherüberlauf auf der GPU beim Training",
@@ -119,6 +141,18 @@ _NOT_OOM = (
     "пам'яті вистачає",
     "переполнение буфера",
     "la scheda di memoria è piena",
+    # the KV cache, a memory problem, a high usage in other senses
+    "the prefix is smaller than the KV cache",
+    "a problem with memory alignment when packing structs",
+    "high memory usage and performance tips",
+    # short forms in other senses
+    "started the server and killed it",
+    "the workers and killed processes are listed",
+    "enable low VRAM mode for 4GB cards",
+    "integer overflow in the tokenizer",
+    "fills the memory with zeros before use",
+    "the archive exceeds available disk space",
+    "support for small memory devices",
     # kvcached with room left
     "[kvcached][INFO] available_size()=40 >= need_size=30",
 )

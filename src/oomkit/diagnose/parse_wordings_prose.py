@@ -27,12 +27,26 @@ that must stay silent are in ``tests/test_doctor_prose_wordings.py``:
   RAM" (the sizes compared: not "I need 8 GB of my 24 GB VRAM"), and Ollama's own
   ``model requires more system memory (%s) than is available (%s)`` (``ollama/ollama:
   llm/server.go``) quoted without its sizes, "requires more system memory than is available";
+* **a sequence larger than the whole KV cache**: "hangs when a single sequence is larger than the
+  system's KV cache size" (not "smaller than the KV cache");
+* **a memory problem with a big batch or input**: "has a problem with memory when the model runs
+  with a huge batch size", "memory problem with large images" (not "a problem with memory
+  alignment"; a bare "memory problem" stays silent, as in ``parse_wordings_titles``);
+* **a high memory usage and its consequence**: "leads to high memory usage and hanging the
+  system";
+* **short forms and consequences**: "Out-of-mem on A100", "RAM overflow", "low VRAM crash",
+  "limited VRAM causes crash", "crashes because VRAM fills", "exceeds available GPU memory",
+  "Stuck at loading then killed" (not "low VRAM mode", "fills the buffer", "exceeds the memory
+  bandwidth", "started the server and killed it");
 * **a model that needs more memory**, in a title: "Chinese alpaca need more REQ memory",
   "70B needs more GPU memory" (old llama.cpp's "not enough space in the context's memory pool"
   as users titled it); not a question ("do I need more memory?") nor a plan ("will need more
   memory for ...").
 
-Runtimes' own wordings (their entries are in ``upstream_wordings_limits.py``): kvcached's KV
+Runtimes' own wordings (their entries are in ``upstream_wordings_limits.py``): vLLM V0's
+scheduler when a prompt can never fit the KV blocks (``vllm-project/vllm:vllm/core/scheduler.py``
+``_schedule_prefills``, ``AllocStatus.NEVER``: "Input prompt (%d tokens) is too long and exceeds
+the capacity of block_manager", later with "+ lookahead slots (%d)"), and kvcached's KV
 allocator (``ovg-project/kvcached:kvcached/kv_cache_manager.py`` ``KVCacheManager.alloc``:
 ``logger.warning("available_size()=%d < need_size=%d", ...)`` and it returns ``None``: the
 elastic KV pool has fewer free blocks than the step needs).
@@ -223,6 +237,102 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"\b(?:la )?(?:mémoire|VRAM|RAM)(?: (?:vidéo|GPU|du GPU))? (?:est |était )?"
             r"(?:pleine|saturée)",
             _I,
+        ),
+    ),
+    (
+        # a sequence larger than the whole KV cache: "hangs when a single sequence is larger
+        # than the system's KV cache size", "the prompt is longer than the KV cache capacity";
+        # not "the prefix is smaller than the KV cache"
+        ("kv cache", "kv-cache", "kvcache"),
+        re.compile(
+            r"\b(?:sequences?|prompts?|inputs?|contexts?|requests?)\b.{0,60}?\b(?:is |are |gets? )?"
+            r"(?:larger|longer|bigger) than (?:the )?"
+            r"(?:system's |available |whole |total |entire )?KV[- ]?cache\b",
+            _I,
+        ),
+    ),
+    (
+        # a memory problem with a big batch or input, or in a phase that allocates: "has a
+        # problem with memory when the model runs with a huge batch size", "memory problem
+        # with large images"; not "a problem with memory alignment"
+        ("problem", "issue", "trouble"),
+        re.compile(
+            r"\b(?:problems?|issues?|troubles?) with (?:the )?(?:(?:gpu|cuda|video|vram) )?memory\b"
+            r"(?= (?:when|while|during|with|on|for|at)\b.{0,60}?\b(?:(?:huge|large|big|bigger|"
+            r"larger|high|long|longer) (?:batch|inputs?|images?|resolution|context|sequences?|"
+            r"prompts?|videos?|models?)|training|inference|loading|generation|generating|"
+            r"fine-?tuning)\b)|"
+            r"(?<!no )\bmemory (?:problem|issue|trouble)s? with (?:a |the )?(?:huge|large|big|"
+            r"bigger|larger|high|long|longer) (?:batch|inputs?|images?|resolution|context|"
+            r"sequences?|prompts?|videos?|models?)\b",
+            _I,
+        ),
+    ),
+    (
+        # a high memory usage with its consequence joined by "and": "leads to high memory
+        # usage and hanging the system", "huge RAM usage and then a crash"
+        ("usage",),
+        re.compile(
+            r"\b(?:high|excessive|huge|enormous|massive|very high|extreme) (?:(?:gpu|cpu|system|"
+            r"host|video) )?(?:memory|ram|vram) usage(?:,| and)(?: then)? (?:a |the )?"
+            r"(?:hang\w{0,3}|crash\w{0,2}|freez\w{0,3}|kill\w{0,2}|oom\w{0,2})\b",
+            _I,
+        ),
+    ),
+    (
+        # the short forms: "Out-of-mem on A100", "RAM overflow", "low VRAM crash", "limited
+        # VRAM causes crash"; not "out-of-memo", "integer overflow", "low VRAM mode"
+        ("of-mem", "overflow", "low ", "limited", "small "),
+        re.compile(
+            r"\bout-of-mem\b|\b(?:ram|vram|gpu ram) overflow(?:s|ed)?\b|"
+            r"\b(?:low|limited|insufficient|small) (?:(?:gpu|video|system) )?(?:vram|ram|memory)"
+            r"(?: (?:causes?|caused|leads? to|led to|results? in|gives?))?(?: an?| the)? "
+            r"(?:crash\w{0,2}|oom\w{0,2}|kill\w{0,2}|freez\w{0,3})\b",
+            _I,
+        ),
+    ),
+    (
+        # a memory that fills, with its consequence on the line: "the webui crashes because
+        # VRAM fills", "VRAM filling up then OOM"; not "fills the memory with zeros"
+        ("fills", "filled", "filling"),
+        re.compile(
+            r"\b(?:memory|ram|vram)(?: usage)? (?:fills|filled|filling|gets filled|is filling)"
+            r"(?: up)?\b(?=.{0,80}?\b(?:crash|oom|kill|freez|froze|hang|die[sd]?\b))|"
+            r"\b(?:crash\w{0,3}|oom\w{0,2}|kill\w{0,2}|freez\w{0,3}|hangs?|dies)\b.{0,40}?"
+            r"\b(?:because|as|when|once|after) (?:the )?(?:(?:gpu|video|system) )?"
+            r"(?:memory|ram|vram) (?:fills|filled|gets filled|is full)\b",
+            _I,
+        ),
+    ),
+    (
+        # a job that exceeds the memory there is: "exceeds available GPU memory", "exceeded
+        # the free VRAM"; not "exceeds available disk", "exceeds the memory bandwidth"
+        ("exceed",),
+        re.compile(
+            r"\bexceed(?:s|ed|ing)? (?:the |my |your )?(?:available|free|total|remaining|"
+            r"physical) (?:(?:gpu|video|system|device|host) )?(?:memory|vram|ram)\b"
+            r"(?! (?:bandwidth|budget check))",
+            _I,
+        ),
+    ),
+    (
+        # the job stops, then killed: "Stuck at loading then killed", "loads to 99% and gets
+        # killed"; not "started the server and killed it"
+        ("killed",),
+        re.compile(
+            r"\b(?:then|and|but) (?:got |gets |get |was |is |just )?killed\b"
+            r"(?! (?:it|the|my|him|her|them|all|this|that|every|process\w{0,2}|jobs?|tasks?|"
+            r"workers?|pods?|containers?|threads?|ones)\b)(?! by (?:the )?(?:user|me|hand))",
+            _I,
+        ),
+    ),
+    (
+        # vLLM V0's scheduler when a prompt can never fit the KV blocks (vllm-project/vllm:
+        # vllm/core/scheduler.py, AllocStatus.NEVER)
+        ("block_manager",),
+        re.compile(
+            r"Input prompt \(\d{1,9} tokens\)(?: \+ lookahead slots \(\d{1,6}\))? is too long "
+            r"and exceeds the capacity of block_manager"
         ),
     ),
     (
