@@ -189,3 +189,37 @@ def test_kvcached_alloc_failure_is_read_as_a_kv_pool_shortage() -> None:
         "fatal error."
     )
     assert d.oom_found
+
+
+# transport encodings a paste went through (normalize.decode_transport / _undo_transport)
+_TRANSPORTED = (
+    # UTF-8 shown as Latin-1 / cp1252 (a console or editor in the wrong code page)
+    "RuntimeError: 显存不足，请减小 batch size".encode().decode("latin-1"),
+    "メモリ不足です".encode().decode("latin-1"),
+    # a JSON dump with ensure_ascii, a repr of the UTF-8 bytes
+    '{"msg": "\\u663e\\u5b58\\u4e0d\\u8db3"}',
+    "b'\\xe6\\x98\\xbe\\xe5\\xad\\x98\\xe4\\xb8\\x8d\\xe8\\xb6\\xb3'",
+    "b'loading checkpoint shards\\nKilled'",
+    # a link's percent- or plus-encoding
+    "CUDA%20out%20of%20memory",
+    "https://github.com/x/y/issues/new?title=CUDA%20out%20of%20memory%20on%204090",
+    "train_ppo_ray%20OOM",
+    "CUDA+out+of+memory",
+)
+
+_NOT_TRANSPORTED = (
+    "price is 100% + 20% tax",
+    "a+b+c",
+    "Café résumé naïve",
+    "b'\\x00\\x01\\x02'",
+)
+
+
+@pytest.mark.parametrize("text", _TRANSPORTED)
+def test_a_transport_encoded_oom_is_recognised(text: str) -> None:
+    assert diagnose_text(text).oom_found, text
+
+
+@pytest.mark.parametrize("text", _NOT_TRANSPORTED)
+def test_text_that_only_looks_encoded_is_not_an_oom(text: str) -> None:
+    assert not diagnose_text(text).oom_found, text
