@@ -75,6 +75,15 @@ _OOM = (
     "the job exceeds available GPU memory at step 10",
     "Stuck at loading then killed",
     "loads to 99% and gets killed",
+    # PyTorch's "Tried to allocate" translated
+    "CUDA 内存不足。尝试分配 20.00 MiB（GPU 0；总容量 7.79 GiB）",
+    "2.00 GiB を割り当てようとしました",
+    "Se intentó asignar 2,00 GiB (GPU 0; 23,69 GiB de capacidad total)",
+    "Tentative d'allocation de 2,00 Gio",
+    "Versuchte 2,00 GiB zuzuweisen",
+    "tentou alocar 512,00 MiB",
+    "попытка выделить 2,00 ГиБ",
+    "2.00 GiB를 할당하려고 했습니다",
     # vLLM V0's scheduler
     "Input prompt (300 tokens) + lookahead slots (4) is too long and exceeds the capacity of "
     "block_manager",
@@ -145,6 +154,9 @@ _NOT_OOM = (
     "the prefix is smaller than the KV cache",
     "a problem with memory alignment when packing structs",
     "high memory usage and performance tips",
+    # allocation verbs without a size (assigning tasks, counting tries)
+    "尝试分配任务给 worker",
+    "Versuchte 3 Mal zuzuweisen",
     # short forms in other senses
     "started the server and killed it",
     "the workers and killed processes are listed",

@@ -38,6 +38,11 @@ that must stay silent are in ``tests/test_doctor_prose_wordings.py``:
   "limited VRAM causes crash", "crashes because VRAM fills", "exceeds available GPU memory",
   "Stuck at loading then killed" (not "low VRAM mode", "fills the buffer", "exceeds the memory
   bandwidth", "started the server and killed it");
+* **PyTorch's "Tried to allocate <size>" translated** (by a browser or a user): Chinese
+  "尝试分配 20.00 MiB", Japanese "を割り当てようとしました", Spanish "intentó asignar", French
+  "tentative d'allocation de 2,00 Gio", German "versuchte ... zuzuweisen", Portuguese "tentou
+  alocar", Russian "попытка выделить", Korean "할당하려고"; a size must follow or precede (not
+  "尝试分配任务", assigning tasks);
 * **a model that needs more memory**, in a title: "Chinese alpaca need more REQ memory",
   "70B needs more GPU memory" (old llama.cpp's "not enough space in the context's memory pool"
   as users titled it); not a question ("do I need more memory?") nor a plan ("will need more
@@ -62,6 +67,8 @@ __all__ = ["prose_match"]
 
 _I = re.IGNORECASE
 _SIZE = r"\d{1,4}(?:[.,]\d{1,2})? ?(?:G|GB|GiB|Go|M|MB|MiB)\b"
+# a size as a translation prints it (decimal comma; French Gio / Mio / Go / Mo; Cyrillic ГБ)
+_SIZE_I18N = r"\d{1,6}(?:[.,]\d{1,2})?\s?(?:[GMK]i?B|Gio|Mio|Go|Mo|G|M|ГиБ|МиБ|ГБ|МБ)(?![A-Za-z])"
 
 # the literal words of the other-language family (one of them must be on the line)
 _I18N_NEEDLES: tuple[str, ...] = (
@@ -69,6 +76,25 @@ _I18N_NEEDLES: tuple[str, ...] = (
     "bộ nhớ", "minne", "hukommelse", "muisti", "memória", "пам'ят", "памят", "piena",
     "esaurimento", "pleine", "saturée",
 )  # fmt: skip
+
+_S = _SIZE_I18N
+# PyTorch's "Tried to allocate <size>" translated (the family's comment is in _FAMILIES)
+_TRIED_I18N = re.compile(
+    "|".join(
+        (
+            rf"(?:尝试|试图|嘗試|試圖|企图|企圖)分配\s{{0,2}}{_S}",
+            rf"{_S}\s{{0,2}}(?:を|の)?\s{{0,2}}割り当てようと",
+            rf"割り当てようと(?:した|しました)\s{{0,2}}{_S}",
+            rf"\bintent(?:ó|o|aba|ando) asignar {_S}",
+            rf"\b(?:tentative d'allocation de|a tenté d'allouer|essay(?:é|ait) d'allouer) {_S}",
+            rf"\bversucht(?:e|,)? {_S} zuzuweisen",
+            rf"\btent(?:ou|ativa de|ando) alocar {_S}",
+            rf"(?:попытка|пытался|попытался|попытке) выделить {_S}",
+            rf"{_S}\s{{0,2}}(?:을|를)?\s{{0,2}}할당하려고",
+        )
+    ),
+    _I,
+)
 
 _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (
@@ -325,6 +351,25 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"workers?|pods?|containers?|threads?|ones)\b)(?! by (?:the )?(?:user|me|hand))",
             _I,
         ),
+    ),
+    (
+        # PyTorch's "Tried to allocate <size>" as a browser or a user translates it: Chinese
+        # "尝试分配 20.00 MiB", Japanese "2.00 GiB を割り当てようとしました", Spanish "se
+        # intentó asignar 2,00 GiB", French "tentative d'allocation de 2,00 Gio", German
+        # "versuchte 2,00 GiB zuzuweisen", Portuguese "tentou alocar", Russian "попытка
+        # выделить"; a size must follow (not "尝试分配任务", assigning tasks)
+        (
+            "分配",
+            "割り当て",
+            "asignar",
+            "allou",
+            "allocation de",
+            "zuzuweisen",
+            "alocar",
+            "выделить",
+            "할당",
+        ),
+        _TRIED_I18N,
     ),
     (
         # vLLM V0's scheduler when a prompt can never fit the KV blocks (vllm-project/vllm:
