@@ -387,29 +387,24 @@ _PERCENT_SPACE = re.compile(r"%(?:20|0A|0D|09)", re.IGNORECASE)
 _PLUS_WORDS = re.compile(r"\A[^\s+]{1,64}(?:\+[^\s+]{1,64}){2,}")
 
 
-def _cp1252_byte(c: str) -> int | None:
-    """The byte a cp1252 / Latin-1 reader showed as ``c`` (``None``: no single byte)."""
-    if ord(c) < 256:
-        return ord(c)
-    try:
-        return c.encode("cp1252")[0]
-    except UnicodeEncodeError:
-        return None
+def _cp1252_table() -> dict[int, int]:
+    """cp1252's characters for the bytes 0x80-0x9F, mapped back to those bytes' code points."""
+    # bytes undefined in cp1252 decode to U+FFFD here and are left out: a Latin-1 reader shows
+    # them as the C1 control characters themselves, which encode back as they are
+    shown = bytes(range(0x80, 0xA0)).decode("cp1252", errors="replace")
+    return {ord(c): 0x80 + i for i, c in enumerate(shown) if c != "\ufffd"}
+
+
+_CP1252_BACK = _cp1252_table()
 
 
 def _unmojibake_line(line: str) -> str:
     """``line`` read back as UTF-8 when it is UTF-8 shown as cp1252 / Latin-1, else unchanged."""
     if not _MOJIBAKE.search(line):
         return line
-    raw = bytearray()
-    for c in line:
-        b = _cp1252_byte(c)
-        if b is None:
-            return line
-        raw.append(b)
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
+        return line.translate(_CP1252_BACK).encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
         return line
 
 
