@@ -129,6 +129,7 @@ _NOT_OOM = (
     "to prevent memory blowup we stream the data",
     "gradient explosion after 100 steps",
     "a continuous increase in memory bandwidth across generations",
+    "the kernel's traffic exceeds the memory bandwidth of the card",
     "a steady growth of RAM prices",
     # a requirement that fits, a question, a plan
     "I need 8 GB of my 24 GB VRAM for this model",

@@ -76,7 +76,7 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?:memory|vram|ram)\b|"
             r"exceed(?:s|ed|ing)? (?:[a-z]{1,10} ){0,2}memory limit|"
             r"exceed(?:s|ed)? (?:the |its )?(?:allowed |internal |available |device |system |"
-            r"unified )?memory\b|"
+            r"unified )?memory\b(?! (?:bandwidth|clock|speed|frequency|controller|bus)\b)|"
             r"low on (?:resource: )?memory|"
             r"beyond (?:the )?'?(?:physical|virtual)'? memory limit|"
             r"at the bottom of memory\. That was not possible",
