@@ -29,6 +29,7 @@ import html
 import json
 import sys
 import textwrap
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,6 +65,11 @@ REQUIRED: dict[str, Callable[[str], str]] = {
 INFORMATIVE: dict[str, Callable[[str], str]] = {
     "wrap80": lambda t: "\n".join(textwrap.wrap(t, 80, replace_whitespace=False)),
     "one_line": lambda t: " ".join(t.split()),
+    # transport encodings (normalize.decode_transport): UTF-8 shown as Latin-1 (a console or
+    # editor in the wrong code page), a link's percent-encoding, a repr of the UTF-8 bytes
+    "mojibake": lambda t: t.encode("utf-8").decode("latin-1"),
+    "url_quoted": lambda t: urllib.parse.quote(t),
+    "bytes_repr": lambda t: repr(t.encode("utf-8")),
 }
 
 

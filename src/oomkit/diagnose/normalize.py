@@ -25,6 +25,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import urllib.parse
 
 from oomkit.diagnose.text import Lines
 
@@ -33,6 +34,7 @@ __all__ = [
     "WHOLE_TEXT_CHARS",
     "complete_cut_head",
     "complete_cut_tail",
+    "decode_transport",
     "loosen_layout",
     "normalize_line",
     "normalize_lines",
@@ -87,6 +89,10 @@ _ESCAPE = re.compile(r"\\([nrt\"'\\/])")
 _REPR_LIST = re.compile(
     r"\s{0,8}[\[(]\s{0,8}[bru]{0,2}(['\"])[^\n]*\1\s{0,8},?\s{0,8}[\])]\s{0,8}\Z"
 )
+# a Python repr of bytes (subprocess output printed as is): b'...\n...' or b"Killed"
+_REPR_BYTES = re.compile(r"\s{0,8}b(['\"])[^\n]*\1\s{0,8}\Z")
+# where a repr starts: a list/tuple bracket, or a (b/r/u-prefixed) quote
+_REPR_HEAD = re.compile(r"\s{0,8}(?:[\[(]|[bru]{0,2}['\"])")
 # what a Python repr of a list/tuple of strings leaves around the text: ['...'] ("...",)
 _REPR_WRAPPER = re.compile(
     r"\A\s{0,8}[\[(]?\s{0,8}[bru]{0,2}['\"]|['\"]\s{0,8},?\s{0,8}[\])]?\s{0,8}\Z"
@@ -241,6 +247,7 @@ def normalize_text(text: str) -> str:
     """
     if len(text) > WHOLE_TEXT_CHARS:
         return text
+    text = _undo_transport(text)
     document = _json_document(text)
     if document is not None:
         text = document
@@ -249,10 +256,10 @@ def normalize_text(text: str) -> str:
     # escapes nest (a JSON error body inside a Python repr): undo them level by level
     for level in range(_ESCAPE_LEVELS):
         escaped = len(_ESCAPED_NL.findall(text))
-        quoted = text.lstrip()[:1] in ("[", "(", "'", '"')
+        quoted = _REPR_HEAD.match(text) is not None
         if (escaped >= 2 or (escaped and quoted)) and escaped > text.count("\n"):
             text = _REPR_WRAPPER.sub("", _unescape_json(text))
-        elif level == 0 and quoted and _REPR_LIST.match(text):
+        elif level == 0 and quoted and (_REPR_LIST.match(text) or _REPR_BYTES.match(text)):
             text = _REPR_WRAPPER.sub("", text)
         else:
             break
@@ -361,6 +368,97 @@ _FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _HYPHEN_WRAP = re.compile(r"(?<=[A-Za-z])-[ \t]{0,4}\r?\n[ \t]{0,8}(?=[a-z])")
 
 
+# Encodings a paste went through on its way (tried, like the layouts, only when the paste as
+# given held no OOM): a JSON dump with ``ensure_ascii`` (Python's default) writes a Chinese
+# message as ``\\u663e\\u5b58\\u4e0d\\u8db3``; a ``repr`` of bytes writes UTF-8 as
+# ``\\xe6\\x98\\xbe``; a Windows console or an editor that reads UTF-8 as cp1252 / Latin-1
+# shows "æ˜¾å­˜ä¸è¶³" (mojibake); a link or form field percent- or plus-encodes it
+# ("CUDA%20out%20of%20memory", "CUDA+out+of+memory").
+_U_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
+_X_ESCAPE_RUN = re.compile(r"(?:\\x[0-9a-fA-F]{2}){2,4096}")
+# a UTF-8 lead byte read as one cp1252/Latin-1 character, then a continuation byte read so
+_MOJIBAKE = re.compile(
+    "[\u00c2-\u00f4][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d"
+    "\u017e\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022"
+    "\u2026\u2030\u2039\u203a\u20ac\u2122]"
+)
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_PERCENT_SPACE = re.compile(r"%(?:20|0A|0D|09)", re.IGNORECASE)
+_PLUS_WORDS = re.compile(r"\A[^\s+]{1,64}(?:\+[^\s+]{1,64}){2,}")
+
+
+def _cp1252_table() -> dict[int, int]:
+    """cp1252's characters for the bytes 0x80-0x9F, mapped back to those bytes' code points."""
+    # bytes undefined in cp1252 decode to U+FFFD here and are left out: a Latin-1 reader shows
+    # them as the C1 control characters themselves, which encode back as they are
+    shown = bytes(range(0x80, 0xA0)).decode("cp1252", errors="replace")
+    return {ord(c): 0x80 + i for i, c in enumerate(shown) if c != "\ufffd"}
+
+
+_CP1252_BACK = _cp1252_table()
+
+
+def _unmojibake_line(line: str) -> str:
+    """``line`` read back as UTF-8 when it is UTF-8 shown as cp1252 / Latin-1, else unchanged."""
+    if not _MOJIBAKE.search(line):
+        return line
+    try:
+        return line.translate(_CP1252_BACK).encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return line
+
+
+def _u_unescape(m: re.Match[str]) -> str:
+    return chr(int(m.group(0)[2:], 16))
+
+
+def _x_unescape(m: re.Match[str]) -> str:
+    try:
+        return bytes.fromhex(m.group(0).replace("\\x", "")).decode("utf-8")
+    except UnicodeDecodeError:
+        return m.group(0)
+
+
+def _undo_transport(text: str) -> str:
+    """The transport encodings that cannot be a runtime's own text, undone before parsing: a
+    paste without a single space that percent-encodes its spaces or line breaks, and lines of
+    UTF-8 shown as cp1252 / Latin-1 that read back as UTF-8 (each line whole or not at all)."""
+    if "%" in text and " " not in text and _PERCENT_SPACE.search(text[:4096]):
+        text = urllib.parse.unquote(text)
+    if _MOJIBAKE.search(text):
+        text = "\n".join(_unmojibake_line(line) for line in text.split("\n"))
+    return text
+
+
+def decode_transport(text: str) -> str | None:
+    """The paste with the encodings of its transport undone, or ``None`` when it shows none.
+
+    >>> decode_transport(r"\\u663e\\u5b58\\u4e0d\\u8db3")
+    '显存不足'
+    >>> decode_transport("CUDA%20out%20of%20memory")
+    'CUDA out of memory'
+    >>> decode_transport("æ˜¾å­˜ä¸\x8dè¶³")
+    '显存不足'
+    >>> decode_transport("CUDA out of memory") is None
+    True
+    """
+    if len(text) > UNWRAP_MAX_CHARS:
+        return None
+    out = text
+    if "\\u" in out and _U_ESCAPE.search(out):
+        out = _U_ESCAPE.sub(_u_unescape, out)
+        out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if "\\x" in out and _X_ESCAPE_RUN.search(out):
+        out = _X_ESCAPE_RUN.sub(_x_unescape, out)
+    if _MOJIBAKE.search(out):
+        out = "\n".join(_unmojibake_line(line) for line in out.split("\n"))
+    if "%" in out and len(_PERCENT.findall(out[:4096])) >= 2:
+        out = urllib.parse.unquote(out)
+    if "+" in out and " " not in out.strip() and _PLUS_WORDS.match(out.strip()):
+        out = out.replace("+", " ")
+    return out if out != text else None
+
+
 def loosen_layout(text: str) -> tuple[str, ...]:
     """Other readings of a paste whose layout hides its words (none when it shows no such layout).
 
@@ -379,6 +477,9 @@ def loosen_layout(text: str) -> tuple[str, ...]:
     if "-" in loose and _HYPHEN_WRAP.search(loose):
         # "out-of-" + "memory" keeps its hyphen, "mem-" + "ory" loses it: try both
         out += [_HYPHEN_WRAP.sub("-", loose), _HYPHEN_WRAP.sub("", loose)]
+    decoded = decode_transport(text)
+    if decoded is not None:
+        out.append(decoded)
     return tuple(out)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_titles import title_match
 
 __all__ = ["harvested_match"]
@@ -75,7 +76,7 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?:memory|vram|ram)\b|"
             r"exceed(?:s|ed|ing)? (?:[a-z]{1,10} ){0,2}memory limit|"
             r"exceed(?:s|ed)? (?:the |its )?(?:allowed |internal |available |device |system |"
-            r"unified )?memory\b|"
+            r"unified )?memory\b(?! (?:bandwidth|clock|speed|frequency|controller|bus)\b)|"
             r"low on (?:resource: )?memory|"
             r"beyond (?:the )?'?(?:physical|virtual)'? memory limit|"
             r"at the bottom of memory\. That was not possible",
@@ -185,7 +186,7 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         # "显存爆了" (the VRAM blew up), "VRAM不足" / "VRAMが足りない", "VRAM 부족"
         ("显存", "内存", "顯存", "vram"),
         re.compile(
-            r"(?:显存|内存|顯存)(?:又|直接|就)?(?:爆|炸)|"
+            r"(?:显存|内存|顯存)(?:又|直接|就)?(?:爆|炸)(?!弹|彈)|"
             r"VRAM ?(?:が|은|이)?(?:不足|不够|足りな|足りま|부족)",
             _I,
         ),
@@ -372,7 +373,8 @@ _FAMILIES_GROWTH: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?: keeps?(?: on)?| kept)? (?:grows?|grew|growing|increas(?:es|ed|ing|e)|rises|"
             r"rising|climbs?|climbing)\b"
             r"(?=.{0,80}?(?:\buntil\b|\bmaxed\b|\bcrash|\boom\b|out of memory|\bkilled\b|"
-            r"\bdie[sd]?\b|\bduring (?:training|validation|evaluation|inference|generation)\b|"
+            r"\bdie[sd]?\b|"
+            r"\bduring (?:the )?(?:training|validation|evaluation|inference|generation)\b|"
             r"\bfull\b|\bwith (?:the )?(?:iterations?|steps?|epochs?)\b|"
             r"\bwith (?:each|every) (?:iteration|step|epoch|batch|run)\b|"
             r"\bafter (?:\w{1,8}\.? )?\d{1,7}(?:-\d{1,7})? (?:iterations?|steps?|epochs?|runs)\b|"
@@ -488,5 +490,6 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
             m = pattern.search(line)
             if m is not None:
                 return m
-    # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles)
-    return title_match(line, low)
+    # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles,
+    # then parse_wordings_prose)
+    return title_match(line, low) or prose_match(line, low)

@@ -94,6 +94,23 @@ LIMITS: tuple[Wording, ...] = (
         "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.",
         "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.",
     ),
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/core/scheduler.py (Scheduler._schedule_prefills: "
+        "AllocStatus.NEVER, the prompt can never fit the KV blocks; the request is ignored)",
+        "Input prompt (%d tokens) + lookahead slots (%d) is too long and exceeds the capacity "
+        "of block_manager",
+        "WARNING 12-19 10:21:05 scheduler.py:161] Input prompt (10854 tokens) is too long and "
+        "exceeds the capacity of block_manager",
+    ),
+    _w(
+        "kvcached",
+        "ovg-project/kvcached:kvcached/kv_cache_manager.py (KVCacheManager.alloc: warns, then "
+        "returns None; the elastic KV pool has fewer free blocks than the step needs)",
+        'logger.warning("available_size()=%d < need_size=%d", ...)',
+        "[kvcached][WARNING][2025-10-25 11:17:27][kv_cache_manager.py:164] available_size()=9 < "
+        "need_size=30",
+    ),
 )
 
 LIMITS_NOT_CAPACITY: tuple[Wording, ...] = (
@@ -198,4 +215,6 @@ LIMITS_NEAR_MISSES: tuple[str, ...] = (
     "the GPU exploded after the driver update",
     "o.merge: len is greater than the maximum buffer size of 4096 bytes",
     "Warning: Buffer size (0) exceeds nothing",
+    "[kvcached][INFO] available_size()=40 >= need_size=30",
+    "Input prompt (1217 tokens) is within the capacity of block_manager",
 )
