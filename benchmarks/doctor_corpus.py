@@ -74,6 +74,8 @@ DEVELOPMENT_PARTS = (
     "heldout13",
     "heldout14",
     "heldout15",
+    "heldout16",
+    "heldout17",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
