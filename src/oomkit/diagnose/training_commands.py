@@ -26,7 +26,9 @@ def _cmds(
         return (*_torchtune_cmds(change, s, tt_model), _oomkit_cmd(s, model))
     ds = fw == "deepspeed" or s.zero
     out: list[str]
-    if change == "micro_batch":
+    if change == "expandable":
+        out = ["export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # before the launch"]
+    elif change == "micro_batch":
         if ds:
             out = [f'"train_micro_batch_size_per_gpu": {s.micro_batch}, '
                    f'"gradient_accumulation_steps": {s.grad_accum}   # DeepSpeed JSON']  # fmt: skip
@@ -77,6 +79,8 @@ def _tt_builder(tt_model: str | None, prefix: str) -> str:
 
 def _torchtune_cmds(change: str, s: TrainingSettings, tt_model: str | None) -> list[str]:
     """torchtune recipe config overrides (``tune run RECIPE --config CFG key=value``)."""
+    if change == "expandable":  # an environment variable, not a recipe key
+        return ["export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True   # before tune run"]
     if change == "micro_batch":
         accum = "" if s.optimizer_in_backward else f" gradient_accumulation_steps={s.grad_accum}"
         return [f"batch_size={s.micro_batch}{accum}   # torchtune override"]
@@ -133,6 +137,8 @@ def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
         parts.append("--offload-optimizer")
     if s.activation_offloading:
         parts.append("--activation-offloading")
+    if s.expandable_segments:
+        parts.append("--expandable-segments")
     if s.mixed_precision != "bf16":
         parts.append(f"--mixed-precision {s.mixed_precision}")
     return " ".join(parts)

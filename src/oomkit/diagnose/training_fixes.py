@@ -66,6 +66,7 @@ _MAX_GPUS_SEARCHED = 8
 # least intrusive first (the planner's lever order, oomkit.planner.training), for ranking fixes
 # that fit: no change to the model or the result first, then memory/speed trades, then methods
 _ORDER = {
+    "expandable": -1,  # an environment variable: no quality or speed cost
     "checkpointing": 0, "chunked_loss": 1, "adam8bit": 2, "zero_next": 3, "shard": 4,
     "micro_batch": 5, "offload_activations": 6, "offload": 6, "lora_rank": 7, "lora": 8,
     "qlora": 9, "more_gpus": 10,
@@ -257,6 +258,8 @@ class _Sizer:
         # the category split exists only at each run's own peak: say which phases it compares
         if parts and p0 == p1:
             why += f"; at the {_ph(p0)} peak of both: {'; '.join(parts)}"
+        elif p0 == p1:  # no tensor changes: the allocator's margin (expandable segments)
+            why += f"; at the {_ph(p0)} peak of both: the same tensors, a smaller allocator margin"
         elif parts:
             why += (f"; each at its own peak (before: {_ph(p0)}, after: {_ph(p1)}; different "
                     f"phases): {'; '.join(parts)}")  # fmt: skip
@@ -326,6 +329,7 @@ def _levers(z: _Sizer) -> list[Fix | None]:
 
     names = _lever_changes()
     titles = {
+        "expandable": "The allocator's expandable segments (PYTORCH_CUDA_ALLOC_CONF)",
         "checkpointing": "Turn on gradient (activation) checkpointing",
         "chunked_loss": "Chunked / fused cross-entropy (no full fp32 logits)",
         "adam8bit": "8-bit AdamW (bitsandbytes)",
@@ -354,6 +358,7 @@ def _lever_changes() -> dict[object, str]:
     from oomkit.planner import training as planner
 
     return {
+        planner._expandable: "expandable",
         planner._checkpointing: "checkpointing",
         planner._chunked_loss: "chunked_loss",
         planner._adam8bit: "adam8bit",
@@ -395,6 +400,7 @@ def _combination(z: _Sizer) -> list[Fix | None]:
     accum = (f"micro-batch {s.micro_batch}, no accumulation" if s.optimizer_in_backward
              else f"micro-batch {s.micro_batch} x {s.grad_accum} accumulation steps")  # fmt: skip
     short = {
+        "expandable": "expandable segments",
         "checkpointing": "gradient checkpointing",
         "chunked_loss": "fused cross-entropy" if s.loss == "fused" else "chunked cross-entropy",
         "adam8bit": "8-bit AdamW",
