@@ -440,11 +440,12 @@ def test_vllm_graphs_in_the_headroom_until_0_21() -> None:
 
 def test_vllm_sort_sampler_from_0_11_1_until_flashinfer_returns() -> None:
     """PR #26859 (after v0.11.0) made FlashInfer's top-k/top-p sampler opt-in until PR #40376:
-    0.11.1-0.20 profile ``_dummy_sampler_run`` through the PyTorch sort over [max_num_seqs,
+    0.11.1-0.16 profile ``_dummy_sampler_run`` through the PyTorch sort over [max_num_seqs,
     vocab] fp32 logits. llm-d-benchmark's H100 logs (vllm-openai:latest, Jan 2026) show a
     5.64 GiB torch peak for Qwen3-32B at 1024 sequences x 151936 vocab, where FlashInfer's
     working set is about a third: at --max-model-len 32000 the pool no longer holds a request
-    (FAILED in that table), at 16000 it does (SUCCESS, 4.45 GiB of KV)."""
+    (FAILED in that table), at 16000 it does (SUCCESS, 4.45 GiB of KV). 0.17-0.20 mask through
+    a Triton kernel instead (tests/test_vllm_triton_sampler.py)."""
     hw = hardware_for(parse_gpu_list("h100-sxm"))
     kw: dict[str, Any] = {
         "runtime": "vllm",

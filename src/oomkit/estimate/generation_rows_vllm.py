@@ -181,7 +181,7 @@ VLLM_ROWS: tuple[Row, ...] = (
     _g(
         "vllm",
         "v1-0.11.1",
-        "vLLM V1 (0.11.1-0.20)",
+        "vLLM V1 (0.11.1-0.16)",
         "2025-11-18",
         "0.11.1",
         "vllm-project/vllm PR #26859 ('Disable FlashInfer sampler by default', merged "
@@ -189,6 +189,20 @@ VLLM_ROWS: tuple[Row, ...] = (
         "the profile run's dummy sampler sorts [max_num_seqs, vocab] fp32 logits (PyTorch-"
         "native top-k/top-p, FlashInfer's opt-in): a larger torch peak, a smaller KV cache",
         vllm_engine="v1-0.11.1",
+    ),
+    _g(
+        "vllm",
+        "v1-0.17",
+        "vLLM V1 (0.17-0.20)",
+        # the 0.17.0 sdist on PyPI (uploaded 2026-03-07) carries PR #33538; 0.16.0's does not
+        "2026-03-07",
+        "0.17.0",
+        "vllm-project/vllm PR #33538 ('Triton-based Top-k and Top-p sampler kernels'): "
+        "apply_top_k_top_p calls apply_top_k_top_p_triton from 8 rows on (0.17.0, 0.17.1 "
+        "vllm/v1/sample/ops/topk_topp_sampler.py)",
+        "the profile run's dummy sampler masks [max_num_seqs, vocab] fp32 logits in place with "
+        "a Triton pivot search instead of sorting them: a smaller torch peak, a larger KV cache",
+        vllm_engine="v1-0.17",
     ),
     _g(
         "vllm",

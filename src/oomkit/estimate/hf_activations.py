@@ -20,6 +20,8 @@ from oomkit.units import ceil_div
 __all__ = [
     "FLASHINFER_SAMPLER_BYTES_PER_ENTRY",
     "SORT_SAMPLER_BYTES_PER_ENTRY",
+    "TRITON_SAMPLER_BYTES_PER_ENTRY",
+    "TRITON_SAMPLER_MIN_ROWS",
     "ForwardPeak",
     "forward_peak_bytes",
     "padded_vocab",
@@ -85,6 +87,19 @@ SORT_SAMPLER_BYTES_PER_ENTRY = 36
 #: FlashInfer path (``top_k_top_p_sampling_from_logits``: top-k masked logits, softmax probs),
 #: default in current vLLM when FlashInfer is installed: the fp32 copy + 4 + 4 B
 FLASHINFER_SAMPLER_BYTES_PER_ENTRY = 12
+#: Triton path of vLLM 0.17.0-0.20.x (PR #33538, "Triton-based Top-k and Top-p sampler
+#: kernels"; absent from the 0.16.0 sdist, present in 0.17.0's and 0.17.1's): from
+#: ``TRITON_SAMPLER_MIN_ROWS`` rows on, ``apply_top_k_top_p`` calls
+#: ``apply_top_k_top_p_triton`` (vllm/v1/sample/ops/topk_topp_sampler.py ``if HAS_TRITON and
+#: logits.shape[0] >= 8``), a pivot search that masks the fp32 logits in place, no sort. Live
+#: per entry: the fp32 copy (4 B), ``logits.softmax`` (4 B) and ``random_sample``'s
+#: ``q = torch.empty_like(probs)`` (4 B); plus the kernel's cached per-program buffer
+#: ``logits.new_empty((min(next_power_of_2(P), num_sm), vocab))`` with ``P = min(num_sm,
+#: rows)`` programs (topk_topp_triton.py): at most one fp32 row per sampled row (4 B; the SM
+#: count is not in the catalog, so the bound is taken): 16 B.
+TRITON_SAMPLER_BYTES_PER_ENTRY = 16
+#: below this many rows 0.17-0.20 still sort (``apply_top_k_top_p_pytorch``)
+TRITON_SAMPLER_MIN_ROWS = 8
 _VOCAB_PAD = 64  # vllm DEFAULT_VOCAB_PADDING_SIZE (vocab_parallel_embedding.py)
 
 
@@ -109,12 +124,20 @@ def sampler_peak_bytes(
     tp: int = 1,
     logits_elem_bytes: int = 2,
     flashinfer: bool = False,
+    triton: bool = False,
 ) -> int:
     """Sampler working set for ``n_seqs`` rows over the full vocabulary (bytes per rank).
 
     The lm_head output in the model dtype spans the padded vocabulary (gathered on every rank in
     V1, ``LogitsProcessor._gather_logits``); the fp32 copy and the sort cover ``vocab_size``.
+    ``triton``: vLLM 0.17-0.20's Triton top-k/top-p (:data:`TRITON_SAMPLER_BYTES_PER_ENTRY`)
+    from :data:`TRITON_SAMPLER_MIN_ROWS` rows on, the sort below that.
     """
-    per_entry = FLASHINFER_SAMPLER_BYTES_PER_ENTRY if flashinfer else SORT_SAMPLER_BYTES_PER_ENTRY
+    if flashinfer:
+        per_entry = FLASHINFER_SAMPLER_BYTES_PER_ENTRY
+    elif triton and n_seqs >= TRITON_SAMPLER_MIN_ROWS:
+        per_entry = TRITON_SAMPLER_BYTES_PER_ENTRY
+    else:
+        per_entry = SORT_SAMPLER_BYTES_PER_ENTRY
     model_dtype_logits = n_seqs * padded_vocab(spec.vocab_size, tp) * logits_elem_bytes
     return model_dtype_logits + n_seqs * spec.vocab_size * per_entry

@@ -240,7 +240,12 @@ def plan_vllm(
         )
     hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
     sampler = hidden + sampler_peak_bytes(
-        spec, n_seqs=rows, tp=tp, logits_elem_bytes=elem, flashinfer=eng.flashinfer_sampler
+        spec,
+        n_seqs=rows,
+        tp=tp,
+        logits_elem_bytes=elem,
+        flashinfer=eng.flashinfer_sampler,
+        triton=eng.triton_sampler,
     )
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
     vision, act, why = vision_profile(

@@ -11,7 +11,14 @@ rule of the version that printed it. Every row cites the code it models.
   (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
   turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
   (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
-* ``v1-0.11.1`` (vLLM 0.11.1-0.20.x): the ``v1-0.11`` rule with the PyTorch-native sort
+* ``v1-0.17`` (vLLM 0.17.0-0.20.x): the ``v1-0.11.1`` rule, but PR #33538 ("Triton-based
+  Top-k and Top-p sampler kernels"; in the 0.17.0 sdist of 2026-03-07, not in 0.16.0's)
+  routes ``apply_top_k_top_p`` to ``apply_top_k_top_p_triton`` from 8 rows on: no sort, so the
+  profile's dummy sampler holds ~16 B per ``max_num_seqs x vocab`` entry instead of ~38
+  (TheBuccaneer/vllm-offload-profiles at 547be90, 0.17.1 on an RTX 3090: ``total x util -
+  available KV`` minus "Model loading took" is 0.53-0.56 GiB at 256 sequences, where the sort
+  path would need 1.2-1.4 GiB for the sampler alone).
+* ``v1-0.11.1`` (vLLM 0.11.1-0.16.x): the ``v1-0.11`` rule with the PyTorch-native sort
   sampler. PR #26859 ("Disable FlashInfer sampler by default", merged 2025-10-15, after the
   v0.11.0 release) made FlashInfer's top-k/top-p kernel opt-in
   (vllm/v1/sample/ops/topk_topp_sampler.py: ``if envs.VLLM_USE_FLASHINFER_SAMPLER:`` "Users
@@ -128,6 +135,8 @@ class VllmEngine:
     #: non-torch memory (context, NCCL, workspaces) is charged at all (False: the profile peak
     #: is ``torch.cuda.max_memory_allocated()``, vLLM before 0.2.5)
     charges_non_torch: bool = True
+    #: top-k/top-p through vLLM's Triton kernel from 8 rows on (0.17-0.20, PR #33538)
+    triton_sampler: bool = False
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -162,7 +171,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         "v1-0.11.1": VllmEngine(
             name="v1-0.11.1",
             summary=(
-                "vLLM 0.11.1-0.20: as 0.11.0 with the PyTorch-native sort sampler (FlashInfer's "
+                "vLLM 0.11.1-0.16: as 0.11.0 with the PyTorch-native sort sampler (FlashInfer's "
                 "opt-in from PR #26859 until PR #40376)"
             ),
             default_util=0.92,
@@ -173,6 +182,22 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cudagraphs=False,
             hybrid_kv_groups=True,
             ceil_budget=True,
+        ),
+        "v1-0.17": VllmEngine(
+            name="v1-0.17",
+            summary=(
+                "vLLM 0.17-0.20: as 0.11.1 with the Triton top-k/top-p kernel (PR #33538) "
+                "instead of the sort from 8 rows on (FlashInfer's still opt-in until PR #40376)"
+            ),
+            default_util=0.92,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            ceil_budget=True,
+            triton_sampler=True,
         ),
         "v1-2025": VllmEngine(
             name="v1-2025",
