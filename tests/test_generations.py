@@ -81,6 +81,8 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("sglang", "2025-05-10", "frac-96g"),
         ("sglang", "0.4.8", "frac-reserved"),
         ("sglang", "0.5.4", "gpu-memory"),
+        ("transformers", "4.30.2", "eager-attention"),
+        ("transformers", "4.36.0", "full-logits"),
         ("transformers", "4.40.2", "full-logits"),
         ("transformers", "4.46", "logits-to-keep"),
     ],

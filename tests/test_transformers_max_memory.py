@@ -144,7 +144,13 @@ def test_textgen_1081_per_card_cap_is_not_fits() -> None:
         hw,
         offline=True,
     )
-    assert verdict(free, Platform()).level == "fits"
+    # (a 2023 transformers runs eager attention: the 2048-token prompt's scores are a band
+    # term, so "tight" rather than "fits"; the margin itself is what the cap took away)
+    capped, uncapped = verdict(est, Platform()).tightest, verdict(free, Platform()).tightest
+    assert capped is not None
+    assert uncapped is not None
+    assert uncapped.free_bytes > capped.free_bytes + GiB
+    assert uncapped.level != "does_not_fit"
 
 
 def test_cli_max_memory_flag(capsys: pytest.CaptureFixture[str]) -> None:

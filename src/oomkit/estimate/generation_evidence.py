@@ -341,7 +341,15 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "mm-0.90-default"): (_TS + _SG_FRAC, _TS + _SG_DEF),
     ("sglang", "mm-vit-adjusted"): (_TS + _SG_MM, _TS + _SG_DEF, _TS + _SG_VIS),
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975", _TS + _SG_DEF),
-    ("transformers", "full-logits"): (_TG + "test_transformers_full_logits_before_4_45",),
+    ("transformers", "eager-attention"): (
+        "test:tests/test_transformers_eager_release.py::"
+        "test_pre_4_36_scores_are_a_band_term_not_in_the_total",
+    ),
+    ("transformers", "full-logits"): (
+        _TG + "test_transformers_full_logits_before_4_45",
+        "test:tests/test_transformers_eager_release.py::"
+        "test_pre_4_36_scores_are_a_band_term_not_in_the_total",
+    ),
     ("transformers", "logits-to-keep"): (_TG + "test_transformers_full_logits_before_4_45",),
     ("transformers", "v5-fused-experts"): (
         "test:tests/test_fused_experts_bnb.py::test_transformers_v5_keeps_fused_experts_unquantized",

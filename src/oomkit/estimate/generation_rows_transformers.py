@@ -16,11 +16,30 @@ __all__ = ["TRANSFORMERS_ROWS"]
 TRANSFORMERS_ROWS: tuple[Row, ...] = (
     _g(
         "transformers",
-        "full-logits",
-        "transformers <4.45 (full-sequence logits)",
+        "eager-attention",
+        "transformers <4.36 (eager attention, full-sequence logits)",
         "2023-01-01",
         "4.0.0",
-        "huggingface/transformers before PR #31292",
+        "huggingface/transformers before PR #26572 (F.scaled_dot_product_attention support, "
+        "released in v4.36.0, 2023-12-11: 'In Transformers 4.36, we started adding native "
+        "support of torch.nn.functional.scaled_dot_product_attention (SDPA), enabled by "
+        "default', huggingface/transformers#28005)",
+        "no attn_implementation: the decoder layers' own attention materialises the "
+        "B x a x S x S scores and their softmax (4.30 models/llama/modeling_llama.py "
+        "LlamaAttention.forward: torch.matmul(q, k^T) / sqrt(d) + mask, softmax(dim=-1, "
+        "dtype=float32).to(q.dtype)); prefill logits for every prompt token as below",
+        full_logits=True,
+        bnb_fused_experts_unquantized=False,
+        moe_experts="loop",
+        default_attn="eager",
+    ),
+    _g(
+        "transformers",
+        "full-logits",
+        "transformers 4.36-4.44 (SDPA by default, full-sequence logits)",
+        "2023-12-11",
+        "4.36.0",
+        "huggingface/transformers PR #26572 (SDPA by default, v4.36.0); before PR #31292",
         "prefill computes logits for every prompt token and upcasts them to fp32: "
         "B x S x V x (e + 4) instead of B x V x (e + 4)",
         full_logits=True,

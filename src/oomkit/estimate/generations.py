@@ -81,7 +81,9 @@ Effects read by the estimators (absent key = today's behaviour):
   bitsandbytes' ``nn.Linear`` replacement skips, so ``load_in_4bit``/``8bit`` leaves them in the
   load dtype; bitsandbytes#1849), ``moe_experts`` (``"loop"``: a Python loop over the experts
   with each expert's tokens; ``"grouped_mm"`` from 5.0: ``grouped_mm_experts_forward`` sorts the
-  B·S·k token-expert rows and keeps four B·S·k·h buffers alive at its peak).
+  B·S·k token-expert rows and keeps four B·S·k·h buffers alive at its peak),
+  ``default_attn`` (``"eager"`` before 4.36: no ``attn_implementation`` and no SDPA path, PR
+  #26572; the prompt's B·a·S² scores are a verdict band term, ``eager_scores_bytes``).
 
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations

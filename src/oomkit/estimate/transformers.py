@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_attention import effective_attn_implementation
@@ -73,6 +73,27 @@ _BNB_FORMATS = frozenset({"int8", "nf4", "fp4", "bitsandbytes_4bit", "bitsandbyt
 def _elem(spec: ModelSpec, quant: str | None) -> int:
     q = (quant or spec.torch_dtype or "bf16").lower()
     return DTYPE_BYTES.get(q, 2) if q in ("fp32", "float32") else 2
+
+
+def _default_attn(effects: Mapping[str, object]) -> str | None:
+    """The attention a release runs when ``attn_implementation`` is not given (None: sdpa)."""
+    value = effects.get("default_attn")
+    return str(value) if value is not None else None
+
+
+def _half_activations(spec: ModelSpec, quant: str | None) -> bool:
+    """The activations are fp16 (a CUDA Half softmax input upcasts inside the kernel).
+
+    fp16 weights; or bitsandbytes on a float16 checkpoint: a loader that passes no
+    ``torch_dtype`` gets fp16 ("Overriding torch_dtype=None with `torch_dtype=torch.float16`
+    due to requirements of `bitsandbytes`", transformers 4.30 ``modeling_utils.from_pretrained``;
+    ``Bnb4BitHfQuantizer.update_torch_dtype`` today) and one that passes the config's dtype
+    gets the same, so the non-quantized modules and hidden states are fp16.
+    """
+    q = (quant or spec.torch_dtype or "").lower()
+    if q in ("fp16", "float16", "f16"):
+        return True
+    return _is_bnb(quant) and (spec.torch_dtype or "float16").lower() in ("fp16", "float16")
 
 
 def _is_bnb(quant: str | None) -> bool:
@@ -314,6 +335,13 @@ def estimate_transformers(
     attn_impl, attn_note = effective_attn_implementation(
         spec.model_type, settings.attn_implementation
     )
+    # before 4.36 no attn_implementation exists: the release's own attention is eager
+    # (generation row "eager-attention"); its scores are a band term (see below)
+    release_eager = (
+        settings.attn_implementation is None
+        and attn_impl == "sdpa"
+        and _default_attn(gen.effects) == "eager"
+    )
     if attn_note:
         notes.append(attn_note)
     layers = kv_layers(spec, kv_elem_bytes=elem, state_elem_bytes=elem)
@@ -329,9 +357,28 @@ def estimate_transformers(
         elem=elem,
         attn_impl=attn_impl,
         full_logits=full_logits,
-        half_to_float=(quant or spec.torch_dtype or "").lower() in ("fp16", "float16", "f16"),
+        half_to_float=_half_activations(spec, quant),
         moe_grouped_mm=gen.effects.get("moe_experts") == "grouped_mm",
     )
+    eager_scores = 0
+    if release_eager:
+        eager_act, _ = prefill_activation_bytes(
+            spec,
+            batch=batch,
+            seq=prompt,
+            elem=elem,
+            attn_impl="eager",
+            full_logits=full_logits,
+            half_to_float=_half_activations(spec, quant),
+        )
+        eager_scores = max(0, eager_act - act)
+        attn_impl = "eager"
+        notes.append(
+            "attention: eager — transformers before 4.36 has no SDPA path (PR #26572): a "
+            f"prompt of {prompt} tokens materialises B·a·S² scores, "
+            f"{format_bytes(eager_scores)} more per GPU at prefill; a band term of the "
+            "verdict, not in the total (it depends on the longest prompt actually sent)"
+        )
     transient = 0 if static else growth
     if not hardware.has_gpu and hardware.devices == ():
         # CPU-only target (``--gpu cpu``): from_pretrained keeps every module on the CPU, so
@@ -556,6 +603,11 @@ def estimate_transformers(
             "kv_cache_bytes_final": kv_bytes(layers, seq_len=seq_total, n_seqs=batch),
             "prefill_activation_bytes": act,
             "offloaded_to_cpu_bytes": cpu_w,
+            **(
+                {"eager_scores_bytes": {u.device: eager_scores for u in usages}}
+                if eager_scores
+                else {}
+            ),
         },
         assumptions=tuple(notes),
         blockers=blockers,

@@ -91,7 +91,10 @@ much depends on the longest prompt actually sent, so it is a band term (a prompt
 context length), not part of the device total. vLLM with prompt log-probs
 (``--prompt-logprobs``): the sampler's vocabulary-wide fp32 rows for a step of prompt tokens,
 which the profile run never allocates (``runtime_details["prompt_logprobs_bytes"]``,
-:mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason.
+:mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason. transformers
+before 4.36 (no SDPA, PR #26572): the eager attention's ``B x a x S x S`` scores and their
+fp32 softmax at prefill (``runtime_details["eager_scores_bytes"]``), quadratic in the prompt
+actually sent, likewise.
 """
 
 from __future__ import annotations
@@ -317,6 +320,9 @@ def _device_margin(
         growth = est.runtime_details.get("cuda_pool_growth_bytes")
         if isinstance(growth, Mapping) and isinstance(growth.get(d.device), int):
             terms.append((_POOL_GROWTH, int(growth[d.device])))
+        scores = est.runtime_details.get("eager_scores_bytes")
+        if isinstance(scores, Mapping) and isinstance(scores.get(d.device), int):
+            terms.append((EAGER_SCORES, int(scores[d.device])))
         logprobs = est.runtime_details.get("prompt_logprobs_bytes")
         if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
             terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))
@@ -378,6 +384,10 @@ def _ollama_reserve(est: Estimate, device: str) -> int:
     return value if isinstance(value, int) else 0
 
 
+EAGER_SCORES = (
+    "transformers' eager attention scores before 4.36 (B·a·S² and the fp32 softmax): a prompt "
+    "near the context length"
+)
 _POOL_GROWTH = (
     "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
     "GEMM of PR #3749): a prompt near the context length"
