@@ -249,7 +249,11 @@ _HOST_WORDING = re.compile(
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
     r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
     r"exceeding memory limits|ArrowMemoryError|Array buffer allocation|"
-    r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b",
+    r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b|"
+    # doccause7: "OOM (host)"; a container's exit status 137 (128 + SIGKILL, the kernel OOM
+    # killer's signal: "Status code 137 indicates OOM"); "被系统杀死" (killed by the system)
+    r"\b(?:OOM|out[ -]of[ -]memory)\s*\((?:host|CPU|RAM)\)|"
+    r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|被(?:系统|系統)?(?:杀死|殺死|杀掉|kill)",
     re.IGNORECASE,
 )
 _DEVICE_WORDING = re.compile(
