@@ -20,6 +20,8 @@ from oomkit.diagnose.rules_extra import names_host_memory
         "h17-Open-Assistant-2411",  # "Reduced max tokens ... to 1792 because of OOMs at 2048"
         "h16-lmdeploy-1272",  # "might lead to OOM if too many cache blocks are using"
         "h16-llama.cpp-11332",  # "an OOM error ... with large (e.g. 65000) context sizes"
+        "h13-vllm-289",  # "Lower max-tokens ... to 32k since 64k was causing OOM"
+        "h15-vllm-2163",  # "a single sequence is larger than the system's KV cache size"
     ],
 )
 def test_context_budget_named_as_the_cause_reads_as_kv(record: str) -> None:
@@ -109,6 +111,8 @@ def test_growth_near_misses_are_not_read(text: str) -> None:
         "h16-llm-compressor-1369",  # "OOM (host) when running AWQ"
         "h17-bugbug-3906",  # "Status code 137 indicates OOM error in the docker container."
         "h16-ChatGLM3-97",  # "加载进程在57%时仍被系统杀死" (killed by the system while loading)
+        "h14-TensorRT-LLM-186",  # "I checked `dmesg` and found that was probably because of OOM"
+        "h17-DeepSpeed-4867",  # "killed with signal -9" ... "OOM on cpu instead of gpu"
     ],
 )
 def test_host_kills_in_other_words_read_as_host_ram(record: str) -> None:
@@ -122,6 +126,11 @@ def test_host_wording_keeps_the_device_veto() -> None:
     assert not names_host_memory("CUDA OOM; the container then exited with exit code 137")
     # "137" elsewhere is not an exit status
     assert not names_host_memory("OOM at step 137")
+    # the GPU ruled out does not veto; the GPU named as what ran out still does
+    assert names_host_memory("pretty sure it is OOM on cpu instead of gpu")
+    assert not names_host_memory("OOM on the GPU while the host had RAM to spare")
+    # the GPU driver also logs to dmesg (NVRM Xid lines): not the host's OOM killer
+    assert not names_host_memory("dmesg shows NVRM: Xid 13 after the out of memory error")
 
 
 @pytest.mark.parametrize(
@@ -182,3 +191,33 @@ def test_mps_invalid_buffer_size_is_one_activation() -> None:
     assert "maxBufferLength" in d.explanation
     # other per-buffer limits (a Vulkan buffer-size validation error) stay unknown
     assert diagnose_text(corpus_text("h11-llama.cpp-11598")).cause == "unknown"
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "h17-onnxruntime-21643",  # "failed to run due to OOM and can be fixed by increase
+        # trt_max_workspace_size"
+        "h17-keras3-1539",  # "Setting the fraction to 100% can produce a RESOURCE_EXHAUSTED"
+    ],
+)
+def test_configured_cap_named_as_what_failed_is_no_memory_cause(record: str) -> None:
+    d = diagnose_text(corpus_text(record))
+    assert d.cause == "unknown"
+    assert d.confidence == pytest.approx(0.45)
+    assert "configured cap" in d.explanation
+    assert "oomkit gpus" in d.explanation
+    assert not d.open_question  # settled: no base-rate guess replaces it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Setting the memory fraction to 0.5 avoids the CUDA out of memory error.",
+        "CUDA out of memory when I increase the batch size to 64.",
+        # a stated TensorRT build OOM without a workspace statement keeps its own reading
+        corpus_text("h17-wyoming-whisper-trt-1049"),
+    ],
+)
+def test_configured_cap_near_misses_are_not_read(text: str) -> None:
+    assert "configured cap" not in diagnose_text(text).explanation

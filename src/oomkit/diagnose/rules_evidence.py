@@ -37,6 +37,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_one_gpu_of_several,
 )
 from oomkit.diagnose.rules_stated_budget import (
+    stated_configured_cap,
     stated_context_budget,
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
@@ -84,6 +85,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_kv_for_context,
         stated_kv_pool_took_memory,
         stated_context_budget,
+        stated_configured_cap,
         stated_dataset_accumulation,
         stated_free_memory,
         mistralrs_device_map,

@@ -18,9 +18,11 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.priors import is_open
 from oomkit.diagnose.rules_stated import fallback
 
 __all__ = [
+    "stated_configured_cap",
     "stated_context_budget",
     "stated_eval_fails_training_fits",
     "stated_full_weights_on_device",
@@ -30,15 +32,19 @@ _OOM = r"(?:oom(?:s|ed|ing)?|out[\s-]of[\s-]memory)"
 # the context the cache is sized for, named as what caused the OOM:
 # * "attempt allocating memory for the maximum context size and resulting in OOM errors" (a
 #   client that asks for the model's trained context);
-# * "Reduced max tokens of llama 30b to 1792 because of OOMs at 2048" (a token budget cut as the
-#   fix);
+# * "Reduced max tokens of llama 30b to 1792 because of OOMs at 2048", "Lower max-tokens ... to
+#   32k since 64k was causing OOM" (a token budget cut as the fix);
 # * "OOM if too many cache blocks are using" (the paged KV pool);
 # * "OOM ... with large (e.g. 65000) context sizes" (a context of 32k tokens or more, in digits).
 _CONTEXT_BUDGET = re.compile(
     r"(?i)\bmax(?:imum)?\s+context\s+(?:size|length|window)\b[^.\n]{0,60}?\b" + _OOM + r"\b"
     r"|\b(?:reduc|lower|decreas|cut)\w*\s+(?:the\s+)?max(?:imum)?[ _-]?(?:total[ _-]?|new[ _-]?)?"
     r"(?:tokens|context|seq(?:uence)?[ _-]?len(?:gth)?|input[ _-]?len(?:gth)?)\b[^.\n]{0,60}?"
-    r"\b(?:because\s+of|due\s+to|to\s+avoid|to\s+prevent)\s+" + _OOM + r"\b"
+    r"\b(?:because\s+of|due\s+to|to\s+avoid|to\s+prevent|since|as)\b[^.\n]{0,30}?\b" + _OOM + r"\b"
+    # a single sequence longer than the KV cache holds ("when the length of a single sequence
+    # is larger than the system's KV cache size")
+    r"|\b(?:sequence|prompt|context|input)\b[^.\n]{0,40}?\b(?:larger|longer|more)\s+than\b"
+    r"[^.\n]{0,20}?\bkv[ _-]?cache\b"
     r"|\b" + _OOM + r"\b[^.\n]{0,40}?\btoo\s+many\s+(?:kv\s+)?cache\s+blocks\b"
     r"|\b"
     + _OOM
@@ -195,4 +201,57 @@ def stated_eval_fails_training_fits(
             *result.fixes,
         ),
         open_question=False,
+    )
+
+
+# a configured cap named as what failed: a workspace the text says to enlarge ("can be fixed by
+# increase trt_max_workspace_size", "try increasing the workspace size", "Increase the workspace
+# buffer size"), or a preallocation fraction set to the whole device ("Setting the fraction to
+# 100% can produce a RESOURCE_EXHAUSTED message during CUDA initialization")
+_CONFIGURED_CAP = re.compile(
+    r"(?i)\b(?:increas|rais|enlarg|bump)\w*\s+(?:the\s+)?[`'\"]?[\w.:-]*?workspace\w*"
+    r"|\b(?:sett?(?:ing)?)\s+(?:the\s+)?(?:\w+\s+)?(?:memory\s+)?fraction\s+to\s+"
+    r"(?:100\s?%|1(?:\.0+)?\b)"
+)
+
+
+def stated_configured_cap(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text names a configured cap as what failed: no memory cause, the setting.
+
+    Mechanism. Some allocations are bounded by a setting, not by the device: TensorRT's builder
+    tries each tactic within ``setMaxWorkspaceSize`` / ``trt_max_workspace_size`` and reports
+    the ones that need more as "insufficient memory" (or "could not find any implementation"),
+    FlashInfer plans into a fixed workspace buffer, and JAX preallocates
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION`` of the device at start-up, which at 100% asks for memory
+    the CUDA context already holds. The failure then says nothing about weights, batch or
+    cache filling the GPU: the cap is the lever (raise the workspace, lower the fraction), so
+    the cause is ``unknown`` at 0.45 in this taxonomy, with the fact that decides: whether the
+    device had free memory at the time (``oomkit gpus``).
+    """
+    settled_unknown = result.cause == "unknown" and not is_open(result)
+    if not fallback(result) or result.cause == "host_ram" or settled_unknown:
+        return None
+    m = _CONFIGURED_CAP.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="unknown",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names a configured cap ({m.group(0)!r}): "
+        "a workspace or preallocation sized by a setting, not the device filling up, so no "
+        "weight, batch or cache cause is read. What would decide: whether the device had free "
+        "memory at the time (`oomkit gpus`); if so, the setting is the lever.",
+        fixes=(
+            generic(
+                "Raise the workspace (or lower the preallocated fraction)",
+                "the cap, not the device, refused the allocation.",
+                (
+                    "trt_max_workspace_size=<bytes>   # ONNX Runtime TensorRT EP",
+                    "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30)",
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION=0.9",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,  # settled: the cap is the lever, no base-rate guess replaces it
     )
