@@ -221,3 +221,15 @@ def test_configured_cap_named_as_what_failed_is_no_memory_cause(record: str) -> 
 )
 def test_configured_cap_near_misses_are_not_read(text: str) -> None:
     assert "configured cap" not in diagnose_text(text).explanation
+
+
+def test_all_loaded_into_cuda0_above_the_message_reads_as_imbalance() -> None:
+    # h17-accelerate-3655's sentence (no OOM message of its own) above PyTorch's bare message:
+    # "all are loaded into `cuda:0`, causing `cuda:0` memory to explode"
+    text = corpus_text("h17-accelerate-3655") + "\ntorch.cuda.OutOfMemoryError: CUDA out of memory."
+    d = diagnose_text(text)
+    assert d.cause == "multi_gpu_imbalance"
+    near = diagnose_text(
+        "I moved everything into RAM.\ntorch.cuda.OutOfMemoryError: CUDA out of memory."
+    )
+    assert near.cause != "multi_gpu_imbalance"

@@ -89,8 +89,8 @@ _ONE_OF_SEVERAL = re.compile(
     r"(?:idle|empty|unused|at\s+0|free)"
     r"|\b(?:everything|all)(?:\s+(?:the\s+)?(?:tensors?|weights|data|layers|memory))?\s+"
     r"(?:is\s+|goes\s+|went\s+|got\s+|gets\s+|are\s+|be\s+|were\s+)?"
-    r"(?:loaded\s+|sent\s+|put\s+|placed\s+|moved\s+|allocated\s+)?(?:on|onto|to)\s+(?:the\s+)?"
-    r"(?:gpu\s*0|cuda:0|device\s*0)\b"
+    r"(?:loaded\s+|sent\s+|put\s+|placed\s+|moved\s+|allocated\s+)?(?:on|onto|into|to)\s+(?:the\s+)?"
+    r"[`'\"]?(?:gpu\s*0|cuda:0|device\s*0)\b"
     # doccause7 (heldout17): the first rank's GPU named as the one that ran out ("running out of
     # memory on the 0-th rank GPU"); checkpoints loaded "to the default device, 'cuda:0' here,
     # for each process"; several GPUs fail where one works ("dual 12gb gpu gets CUDA OOM,
