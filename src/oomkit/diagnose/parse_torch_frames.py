@@ -83,6 +83,10 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "state['exp_avg']",
             'state["exp_avg"]',
             "in initialize_optimizer_states",
+            # the update's own source lines, where a traceback shows only the failing line
+            # (torch/optim/adam.py `_single_tensor_adam`: `exp_avg_sq.mul_(beta2).addcmul_(...)`,
+            # `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)`)
+            "exp_avg_sq.",
         ),
     ),
     (

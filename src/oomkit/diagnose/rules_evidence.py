@@ -36,6 +36,12 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_stated_budget import (
+    stated_configured_cap,
+    stated_context_budget,
+    stated_eval_fails_training_fits,
+    stated_full_weights_on_device,
+)
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -67,6 +73,7 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     for rule in (
         stated_process_outlives_exit,
         stated_growth,
+        stated_eval_fails_training_fits,
         vae_decode_in_flight,
         _restored_to_saved_device,
         _first_step_in_flight,
@@ -77,10 +84,13 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_fragmentation,
         stated_kv_for_context,
         stated_kv_pool_took_memory,
+        stated_context_budget,
+        stated_configured_cap,
         stated_dataset_accumulation,
         stated_free_memory,
         mistralrs_device_map,
         stated_model_too_large,
+        stated_full_weights_on_device,
         stated_batch_cut_still_fails,
         comfy_loader_node,
         _metal_command_buffer,

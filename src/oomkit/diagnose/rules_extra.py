@@ -249,20 +249,37 @@ _HOST_WORDING = re.compile(
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
     r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
     r"exceeding memory limits|ArrowMemoryError|Array buffer allocation|"
-    r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b",
+    r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b|"
+    # doccause7: "OOM (host)"; a container's exit status 137 (128 + SIGKILL, the kernel OOM
+    # killer's signal: "Status code 137 indicates OOM"); "被系统杀死" (killed by the system)
+    r"\b(?:OOM|out[ -]of[ -]memory)\s*\((?:host|CPU|RAM)\)|"
+    r"\b(?:OOM|out[ -]of[ -]memory)\s+on\s+(?:the\s+)?(?:cpu|host)\b|"
+    r"killed\s+with\s+signal\s*-?9\b|"
+    r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|被(?:系统|系統)?(?:杀死|殺死|杀掉|kill)|"
+    # the kernel log is where the host's OOM killer reports ("I checked `dmesg` and found that
+    # was probably because of OOM"); a GPU's own OOM is never logged there
+    r"\bdmesg\b",
     re.IGNORECASE,
 )
 _DEVICE_WORDING = re.compile(
     r"\b(?:GPU|CUDA|(?-i:cu[A-Z]\w{0,10})|HIP|ROCm|NPU|XPU|VRAM|device|Metal|MPS|Vulkan|TPU|"
-    r"hbm)\b|"
+    r"hbm|NVRM|Xid)\b|"
     r"显存|顯存",
     re.IGNORECASE,
 )
 
 
+# the device named only to be ruled out ("pretty sure is OOM on cpu instead of gpu") does not veto
+_NOT_DEVICE = re.compile(
+    r"(?i)\b(?:instead\s+of|rather\s+than|not)\s+(?:the\s+|on\s+(?:the\s+)?)?(?:gpu|vram)\b"
+)
+
+
 def names_host_memory(text: str) -> bool:
     """The wording names host RAM as what ran out (and no GPU word on the line vetoes it)."""
-    return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(text)
+    return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(
+        _NOT_DEVICE.sub("", text)
+    )
 
 
 def _generic(e: OomEvent, ctx: LogContext) -> Analysis:

