@@ -1,11 +1,15 @@
 """Upstream wordings of mistral.rs's device mapper, XLA's OOM dump, ggml-vulkan's per-buffer limit,
 Triton Inference Server's pinned pool, the Kompute backend's exception, CANN's and HIP's
 allocation status names, CPython's fatal MemoryError, and the node-level killers (kubelet's
-SystemOOM event, systemd-oomd, earlyoom) (issue 9, after heldout14).
+SystemOOM event, systemd-oomd, earlyoom) (issue 9, after heldout14); MIOpen's and MIGraphX's
+HIP allocator check, ManagedCuda's NPP images, the XLA TPU compiler's HBM report tables, ONNX
+Runtime's arena message with its number elided (after heldout16 / heldout17).
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`; recognised by the generic fallback's families in
 :mod:`oomkit.diagnose.parse_wordings_titles` (mistral.rs, XLA, the status names),
-:mod:`oomkit.diagnose.parse_hosts` (the node-level killers) and the existing parsers (the rest).
+:mod:`oomkit.diagnose.parse_hosts` (the node-level killers),
+:mod:`oomkit.diagnose.parse_wordings_damage` (those after heldout16 / heldout17, but ONNX
+Runtime's, read by :mod:`oomkit.diagnose.parse_families`) and the existing parsers (the rest).
 ``TITLES_NEAR_MISSES`` are the same words where nothing failed for lack of memory.
 """
 
@@ -134,6 +138,60 @@ TITLES: tuple[Wording, ...] = (
     ),
 )
 
+# after heldout16 / heldout17 (parse_wordings_damage)
+TITLES += (
+    _w(
+        "miopen",
+        "ROCm/MIOpen:src/hip/handlehip.cpp (Handle::Create / default_allocator: the request is "
+        "larger than hipMemGetInfo's free bytes)",
+        'MIOPEN_THROW("Memory not available to allocate buffer: " + std::to_string(sz))',
+        "MIOpen Error: /data/repo/MIOpen/src/hip/handlehip.cpp:70: Memory not available to "
+        "allocate buffer: 655360000",
+        req=655360000,
+    ),
+    _w(
+        "migraphx",
+        "ROCm/AMDMIGraphX:src/targets/gpu/hip.cpp (allocate_gpu: the same check before hipMalloc)",
+        'MIGRAPHX_THROW("Memory not available to allocate buffer: " + std::to_string(sz))',
+        "terminate called after throwing an instance of 'migraphx::exception'\n  what():  "
+        "/src/AMDMIGraphX/src/targets/gpu/hip.cpp:90: allocate_gpu: Memory not available to "
+        "allocate buffer: 4294967296",
+        req=4294967296,
+    ),
+    _w(
+        "cuda",
+        "kunzmi/managedCuda:NPP/NPPImage_8uC1.cs (and every NPPImage_*: nppiMalloc_* returned a "
+        "null device pointer)",
+        'throw new NPPException("Device allocation error", null)',
+        "Unhandled Exception: ManagedCuda.NPP.NPPException: Device allocation error\n   at "
+        "ManagedCuda.NPP.NPPImage_32fC1..ctor(Int32 nWidthPixels, Int32 nHeightPixels)",
+    ),
+    _w(
+        "tpu",
+        "XLA:TPU compiler (closed source; the RESOURCE_EXHAUSTED report after 'Ran out of memory "
+        "in memory space hbm', as jax / flax users paste it)",
+        "Total hbm usage >= %s:\n    reserved %s\n    program %s\n    arguments %s",
+        "Total hbm usage >= 17.60G:\n    reserved        528.00M \n    program          17.08G \n"
+        "    arguments       unknown size ",
+    ),
+    _w(
+        "tpu",
+        "XLA:TPU compiler (closed source; the second table of the same report)",
+        "Program hbm requirement %s:\n    global %s\n    scoped %s\n    HLO temp %s",
+        "Program hbm requirement 8.98G:\n    global           241.0K\n    scoped            "
+        "9.56M\n    HLO temp          8.97G (100.0% utilization: Unpadded (8.94G) Padded (8.94G), "
+        "0.4% fragmentation (36.60M))",
+    ),
+    _w(
+        "onnxruntime",
+        "microsoft/onnxruntime:onnxruntime/core/framework/bfc_arena.cc (BFCArena::Extend), its "
+        "last number elided by the poster",
+        "Available memory of %zu is smaller than requested bytes of %zu",
+        "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : ... Available memory of 0 is smaller than "
+        "requested bytes ...",
+    ),
+)
+
 # the node-level killers (parse_hosts)
 TITLES += (
     _w(
@@ -187,4 +245,14 @@ TITLES_NEAR_MISSES: tuple[str, ...] = (
     # earlyoom's periodic report and kubelet starting its watcher: nothing was killed
     "earlyoom[904]: mem avail:  7072 of  7721 MiB (91.60%), swap free: 7720 of 7720 MiB (100.00%)",
     "I0601 10:00:00.000000    1234 kubelet.go:1500] Starting OOM watcher",
+    # MIOpen / MIGraphX's neighbours: the query before the check failed, not the memory
+    "MIOpen Error: /data/repo/MIOpen/src/hip/handlehip.cpp:60: Failed getting available memory",
+    # ManagedCuda's other NPP exceptions
+    "ManagedCuda.NPP.NPPException: Image size error",
+    "Device allocation error handling was refactored in NPPImage",
+    # the TPU's HBM named outside the OOM report
+    "Total hbm usage is shown in the TensorBoard memory viewer",
+    "TPU v4 has 32 GiB of HBM per chip; program hbm requirement is printed at compile time",
+    # ONNX Runtime's arena telling its size, not failing
+    "onnxruntime::BFCArena::Extend Extended allocation by 1048576 bytes.",
 )
