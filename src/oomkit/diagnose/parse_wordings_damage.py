@@ -18,6 +18,11 @@ Runtimes' own wordings (entries with their files in ``upstream_wordings_titles.p
   it after "Ran out of memory in memory space hbm. Used %sG of %sG hbm. Exceeded hbm capacity by
   %s."): "Total hbm usage >= %s:" and "Program hbm requirement %s:" head the two tables of that
   report, which a paste often keeps without its first line;
+* TensorFlow's BFC allocator dump (``tensorflow/tsl:tsl/framework/bfc_allocator.cc``
+  ``AllocateRawInternal``: on failure only, "Allocator (%s) ran out of memory trying to allocate
+  %s", then ``DumpMemoryLog`` ("Bin (%zu): \tTotal Chunks: %zu, Chunks in use: %zu. ...") and
+  ``LOG(WARNING) << RenderOccupancy()``, a map of ``*`` (in use) and ``_`` (free)), kept by a
+  paste without its first line;
 * (ONNX Runtime's arena message with its last number elided, "Available memory of 0 is smaller
   than requested bytes ...", is read by ``parse_families``' own ONNX Runtime pattern.)
 
@@ -77,6 +82,15 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:Total hbm usage >= ?\d{1,5}(?:\.\d{1,3})?[KMGT]?:|"
             r"Program hbm requirement \d{1,5}(?:\.\d{1,3})?[KMGT]?:)"
+        ),
+    ),
+    (
+        # TensorFlow's BFC allocator dump, printed only after "Allocator (%s) ran out of memory
+        # trying to allocate": its occupancy map and a bin's line, the first line scrolled away
+        ("bfc_allocator", "total chunks"),
+        re.compile(
+            r"bfc_allocator\.cc:\d{1,5}\] {0,4}[*_x]{20,}\s{0,8}$|"
+            r"\bBin \(\d{1,20}\): {0,4}\t?Total Chunks: \d{1,12}, Chunks in use: \d{1,12}\."
         ),
     ),
     (

@@ -3,7 +3,8 @@ Triton Inference Server's pinned pool, the Kompute backend's exception, CANN's a
 allocation status names, CPython's fatal MemoryError, and the node-level killers (kubelet's
 SystemOOM event, systemd-oomd, earlyoom) (issue 9, after heldout14); MIOpen's and MIGraphX's
 HIP allocator check, ManagedCuda's NPP images, the XLA TPU compiler's HBM report tables, ONNX
-Runtime's arena message with its number elided (after heldout16 / heldout17).
+Runtime's arena message with its number elided, PyTorch's cudaMallocAsync fields without their
+first line, Dask's nanny restart (after heldout16 / heldout17).
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`; recognised by the generic fallback's families in
 :mod:`oomkit.diagnose.parse_wordings_titles` (mistral.rs, XLA, the status names),
@@ -15,7 +16,7 @@ Runtime's, read by :mod:`oomkit.diagnose.parse_families`) and the existing parse
 
 from __future__ import annotations
 
-from oomkit.diagnose.upstream_wordings_base import Wording
+from oomkit.diagnose.upstream_wordings_base import GIB, Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 
 __all__ = ["TITLES", "TITLES_NEAR_MISSES"]
@@ -192,6 +193,41 @@ TITLES += (
     ),
 )
 
+# TensorFlow's BFC dump without its first line (parse_wordings_damage)
+TITLES += (
+    _w(
+        "tensorflow",
+        "tensorflow/tsl:tsl/framework/bfc_allocator.cc (AllocateRawInternal on failure: "
+        "LOG(WARNING) << RenderOccupancy())",
+        "RenderOccupancy(): one '*' (in use) or '_' (free) per slice of the region",
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:479] "
+        "**************************************************************************____",
+    ),
+    _w(
+        "tensorflow",
+        "tensorflow/tsl:tsl/framework/bfc_allocator.cc (DumpMemoryLog, called on failure)",
+        'LOG(INFO) << "Bin (" << b->bin_size << "): \\tTotal Chunks: " << ... '
+        '<< ", Chunks in use: "',
+        "I tensorflow/core/common_runtime/bfc_allocator.cc:1004] Bin (256): \tTotal Chunks: 58, "
+        "Chunks in use: 57. 14.5KiB allocated for chunks. 14.2KiB in use in bin. 1.2KiB "
+        "client-requested in use in bin.",
+    ),
+)
+
+# PyTorch's cudaMallocAsync message without its first line (parse_torch)
+TITLES += (
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/cuda/CUDAMallocAsyncAllocator.cpp (mallocAsync: TORCH_CHECK_WITH("
+        "OutOfMemoryError, ...), the fields after 'would exceed allowed memory')",
+        "\\nCurrently allocated     : %s\\nRequested               : %s\\nDevice limit     "
+        "       : %s\\nFree (according to CUDA): %s",
+        "Currently allocated     : 4.86 GiB\nRequested               : 10.12 GiB\nDevice limit "
+        "           : 24.00 GiB\nFree (according to CUDA): 0 bytes",
+        req=int(10.12 * GIB),
+    ),
+)
+
 # the node-level killers (parse_hosts)
 TITLES += (
     _w(
@@ -223,6 +259,14 @@ TITLES += (
         'earlyoom[1479]: sending SIGTERM to process 211447 uid 1000 "python": badness 999, '
         "VmRSS 6318 MiB",
     ),
+    _w(
+        "dask",
+        "dask/distributed:distributed/worker_memory.py (NannyMemoryManager.memory_monitor: the "
+        "worker's RSS above memory_limit x terminate fraction)",
+        "Worker %s (pid=%s) exceeded %d%% memory budget. Restarting...",
+        "distributed.nanny.memory - WARNING - Worker tcp://127.0.0.1:40000 (pid=1234) exceeded "
+        "95% memory budget. Restarting...",
+    ),
 )
 
 TITLES_NEAR_MISSES: tuple[str, ...] = (
@@ -253,6 +297,13 @@ TITLES_NEAR_MISSES: tuple[str, ...] = (
     # the TPU's HBM named outside the OOM report
     "Total hbm usage is shown in the TensorBoard memory viewer",
     "TPU v4 has 32 GiB of HBM per chip; program hbm requirement is printed at compile time",
+    # Dask pausing a worker (nothing killed) and PyTorch's async fields quoted in prose
+    "distributed.worker.memory - WARNING - Worker is at 80% memory usage. Pausing worker.  "
+    "Process memory: 3.2 GiB -- Worker memory limit: 4.0 GiB",
+    "the render died on Free (according to CUDA): 9.62 MiB",
+    # a Markdown rule of asterisks, a bin table header without the counts
+    "**************************************************",
+    "Bin (256) holds the small chunks",
     # ONNX Runtime's arena telling its size, not failing
     "onnxruntime::BFCArena::Extend Extended allocation by 1048576 bytes.",
 )
