@@ -69,6 +69,9 @@ _NOT_OOM = (
     "检查失败：e == cudaSuccess：CUDA：无效的设备函数",
     "显存占用：10.2 GB / 24 GB",
     "模型崩溃了，输出乱码",
+    "这样显存就不会炸了",
+    "内存炸弹攻击",
+    "显存没崩，只是很慢",
     # explode / blow up without a memory, or only predicted
     "gradients explode causing NaN loss",
     "this makes the loss explode",

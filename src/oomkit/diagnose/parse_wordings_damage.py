@@ -35,7 +35,8 @@ How users damage or word it:
   recollection) and Taiwan's "記憶體不足" after ``CUDA:``, as machine translation renders
   mshadow's "Check failed: e == cudaSuccess: CUDA: out of memory";
 * **Chinese: the VRAM collapses**: "训练一会显存就崩", "显存直接崩了", "显存炸了" (显存 /
-  内存 then 崩 / 炸 within a few characters; not "显存占用" statistics);
+  内存 then 崩 / 炸 within a few characters; not "显存占用" statistics, not negated "就不会炸了",
+  prevented "防止显存炸", or "内存炸弹");
 * **a memory that explodes as a consequence**: "causing cuda:0 memory to explode", "makes the
   GPU memory explode" (the cause verb first; "memory will blow up" alone is a prediction);
 * **a memory overflow as the error reported**: "the error memory overflow reported on the
@@ -99,9 +100,13 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         re.compile(r"CUDA ?[:：] ?(?:没有记忆|沒有記憶|记忆体不足|記憶體不足)"),
     ),
     (
-        # Chinese: the VRAM / RAM collapses ("显存就崩", "显存直接炸了")
+        # Chinese: the VRAM / RAM collapses ("显存就崩", "显存直接炸了"); not negated ("这样显存就
+        # 不会炸了"), prevented ("防止显存炸") or a "memory bomb" (内存炸弹)
         ("崩", "炸"),
-        re.compile(r"(?:显存|顯存|内存|記憶體)[^\n。，,；;]{0,4}?(?:崩|炸)"),
+        re.compile(
+            r"(?<!防止)(?<!避免)(?:显存|顯存|内存|記憶體)[^\n。，,；;]{0,4}?"
+            r"(?<![不没別别])(?<!不会)(?<!不會)(?:崩|炸)(?!弹|彈)"
+        ),
     ),
     (
         # a cause verb, then a memory that explodes
