@@ -87,6 +87,7 @@ _HOST_FAMILIES = {
     "kubernetes",
     "htcondor",
     "lsf",
+    "dask",
 }
 
 

@@ -362,7 +362,11 @@ def complete_cut_tail(text: str) -> str | None:
 # ("CUDA   out   of   memory", a tab between words), full-width Latin letters typed with a CJK
 # input method ("ＣＵＤＡ ｏｕｔ ｏｆ ｍｅｍｏｒｙ"), a word hyphenated at a line break ("out-of-" /
 # "memory", "mem-" / "ory"). These readings are tried only when the paste as given held no OOM.
-_SPACE_RUN = re.compile(r"(?<=\S)[ \t]{2,16}(?=\S)|(?<=\S)\t(?=\S)")
+# (a run of no-break or other Unicode spaces too: "out of\u00a0\u00a0memory", a double space
+# that a web page or an editor turned into no-break spaces)
+_SPACE_RUN = re.compile(
+    "(?<=\\S)[ \\t\u00a0\u2000-\u200a\u202f\u205f\u3000]{2,16}(?=\\S)|(?<=\\S)\\t(?=\\S)"
+)
 _FULLWIDTH_CHAR = re.compile("[\uff01-\uff5e]")
 _FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _HYPHEN_WRAP = re.compile(r"(?<=[A-Za-z])-[ \t]{0,4}\r?\n[ \t]{0,8}(?=[a-z])")

@@ -485,6 +485,9 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
             if raw_m is None and i > 0:
                 raw_m = _MACH_SIZE.search(lines.text[i - 1])
             requested = to_int(raw_m["n"]) if raw_m else None
+        if requested is None and "req_bytes" in m.re.groupindex and m["req_bytes"]:
+            # a harvested wording that states its request in bytes (parse_wordings_damage)
+            requested = to_int(m["req_bytes"])
         return [
             _ev(
                 "generic",

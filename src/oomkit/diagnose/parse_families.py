@@ -61,10 +61,11 @@ _MLX_BUFFER = re.compile(
 # PyTorch MPS: one buffer above Metal's maxBufferLength
 _MPS_BUFFER = re.compile(r"Invalid buffer size: (?P<v>\d{1,9}(?:\.\d{1,4})?) ?(?P<u>[KMGT]?B)\b")
 _VK_HOST = re.compile(r"ErrorOutOfHostMemory|VK_ERROR_OUT_OF_HOST_MEMORY")
-# ONNX Runtime BFC arena
+# ONNX Runtime BFC arena (bfc_arena.cc BFCArena::Extend; a poster may elide the last number:
+# "... Available memory of 0 is smaller than requested bytes ...")
 _ORT = re.compile(
     r"Failed to allocate memory for requested buffer of size (?P<x>\d{1,20})|Available memory "
-    r"of (?P<a>\d{1,20}) is smaller than requested bytes of (?P<x2>\d{1,20})"
+    r"of (?P<a>\d{1,20}) is smaller than requested bytes(?: of (?P<x2>\d{1,20}))?"
 )
 # PaddlePaddle: "Out of memory error on GPU 0. Cannot allocate 1.000000GB memory on GPU 0,
 # 15.000000GB memory has been allocated and available memory is only 500.000000MB."
@@ -254,7 +255,7 @@ def _device_event(line: str, n: int) -> OomEvent | None:
             "onnxruntime_bfc_arena",
             line,
             n,
-            requested_bytes=to_int(x),
+            requested_bytes=to_int(x) if x else None,
             free_bytes=to_int(m3.group("a")) if m3.group("a") else None,
         )
     if _CT2.search(line):

@@ -151,6 +151,14 @@ _CONDOR = re.compile(
     r"(?:\. Peak usage: (?P<peak>\d{1,9}) megabytes)?"
 )
 _LSF = re.compile(r"TERM_MEMLIMIT: job killed after reaching LSF memory usage limit")
+# Dask's nanny terminating a worker above its memory limit (dask/distributed:
+# distributed/worker_memory.py NannyMemoryManager.memory_monitor, "Worker %s (pid=%s) exceeded
+# %d%% memory budget. Restarting...", older distributed/nanny.py "Worker exceeded %d%% memory
+# budget. Restarting"); not its 80 % "Pausing worker" warning, where nothing is killed
+_DASK_NANNY = re.compile(
+    r"Worker (?:\S{1,200} )?(?:\(pid=(?P<pid>\d{1,10})\) )?exceeded (?P<pct>\d{1,3})% memory "
+    r"budget\. Restarting"
+)
 # ggml's context arena (ggml-org/ggml:src/ggml.c ggml_init: ``ctx->mem_buffer = params.mem_buffer
 # ? params.mem_buffer : ggml_aligned_malloc(mem_size); GGML_ASSERT(ctx->mem_buffer != NULL);``):
 # the host malloc of a context's metadata/arena returned NULL. 2023 ggml prints "GGML_ASSERT:
@@ -187,6 +195,7 @@ _PREFILTER = needles_re(
         "sending SIG",
         "gone over memory limit",
         "TERM_MEMLIMIT",
+        "memory budget",
         "memorystatus:",
         "exceeded mem limit",
         "killed by jetsam",
@@ -375,7 +384,8 @@ def _node_killer(line: str, n: int) -> OomEvent | None:
 
 
 def _schedulers(line: str, n: int) -> OomEvent | None:
-    """HTCondor's and LSF's memory-limit kills, ggml's host arena, MindSpore's half rule."""
+    """HTCondor's, LSF's and Dask's memory-limit kills, ggml's host arena, MindSpore's half
+    rule."""
     m4 = _CONDOR.search(line) if "gone over memory limit" in line else None
     if m4 is not None:
         peak = m4["peak"]
@@ -390,6 +400,16 @@ def _schedulers(line: str, n: int) -> OomEvent | None:
         )
     if "TERM_MEMLIMIT" in line and _LSF.search(line):
         return _ev("lsf", "host_oom", "lsf_term_memlimit", line, n)
+    m5 = _DASK_NANNY.search(line) if "memory budget" in line else None
+    if m5 is not None:
+        return _ev(
+            "dask",
+            "host_oom",
+            "dask_nanny_memory_restart",
+            line,
+            n,
+            pid=int(m5["pid"]) if m5["pid"] else None,
+        )
     if "mem_buffer != NULL" in line and _GGML_INIT.search(line):
         return _ev(
             "ggml",

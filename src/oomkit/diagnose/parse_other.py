@@ -96,9 +96,11 @@ _BARE_KILLED = re.compile(
 # torch/csrc/DataLoader.cpp: "DataLoader worker (pid N) is killed by signal: <strsignal>. ";
 # SIGKILL ("Killed") is the OOM killer's signal, SIGBUS ("Bus error") a write past what the
 # shared-memory tmpfs (/dev/shm) holds: workers hand batches over in shared memory (PyTorch adds
-# "It is possible that dataloader's workers are out of shared memory"). Titles drop the pid.
+# "It is possible that dataloader's workers are out of shared memory"). Titles drop the pid;
+# a poster who hides it writes a placeholder ("(pid xxxx)", "(pid N)", "(pid ...)").
 _DATALOADER = re.compile(
-    r"DataLoader worker (?:\(pid (?P<pid>\d{1,10})\) )?is killed by signal: "
+    r"DataLoader worker (?:\(pid (?P<pid>\d{1,10}|[xXN?]{1,8}|\.{3}|<pid>)\) )?"
+    r"is killed by signal: "
     r"(?P<sig>Killed|Bus error)"
 )
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
@@ -117,8 +119,11 @@ _BASH_KILLED = re.compile(
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
 # also Go's os/exec ExitError ("exit status %d", what Ollama and Go launchers print) and the
 # container status of `docker ps` (moby container/state.go State.String: "Exited (%d) %s ago")
+# a title that words the same exit code: "exits with error -9", "exited with status -9"
 _EXIT_137 = re.compile(
-    r"exit(?:ed with)? code:? ?(?:137|-9)\b|OOMKilled|\bexit status 137\b|\bExited \(137\)"
+    r"exit(?:ed with)? code:? ?(?:137|-9)\b|"
+    r"\bexit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)[: ]{1,3}(?:137|-9)\b|"
+    r"OOMKilled|\bexit status 137\b|\bExited \(137\)"
 )
 # a compiler killed by SIGKILL while building a CUDA extension (flash-attn, xformers, vLLM with
 # MAX_JOBS parallel jobs): gcc/gcc.cc execute() "%s signal terminated program %s" with
@@ -174,6 +179,9 @@ _NEEDLES = (
     "signal terminated program",
     "due to signal 9",
     "code -9",
+    "error -9",
+    "status -9",
+    "error 137",
 )
 _PREFILTER = needles_re(_NEEDLES)
 _XLA_KEYS = (
@@ -238,7 +246,7 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
             fmt = "dataloader_killed" if m4["sig"] == "Killed" else "dataloader_bus_error"
-            pid = int(m4["pid"]) if m4["pid"] else None
+            pid = int(m4["pid"]) if m4["pid"] and m4["pid"].isdigit() else None
             return _ev("pytorch", "killed", fmt, line, n, pid=pid)
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None
     if m5 is not None:

@@ -409,6 +409,21 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if i < skip_until:
             continue
         line_no = numbers[i]
+        if "Free (according to CUDA)" in raw and not any(
+            e.format == "pytorch_cudamallocasync" for e in events
+        ):
+            # the cudaMallocAsync message without its first line (a paste that starts at its
+            # fields): c10/cuda/CUDAMallocAsyncAllocator.cpp prints these labels only there
+            # (its first field a few lines up, past a wrapper's lines between)
+            start = next(
+                (j for j in range(max(0, i - 16), i) if "Currently allocated" in text[j]),
+                max(0, i - 3),
+            )
+            w = window(lines, start, max_lines=i - start + 3)
+            if "Requested" in w and "Device limit" in w:
+                events.append(_async_event(w, numbers[start], -1))
+                skip_until = i + 1
+                continue
         if (
             "out of memory" not in raw
             and "Tried to allocate" in raw

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.parse_wordings_damage import damage_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_titles import title_match
 
@@ -491,5 +492,6 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
             if m is not None:
                 return m
     # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles,
-    # then parse_wordings_prose)
-    return title_match(line, low) or prose_match(line, low)
+    # then parse_wordings_prose), then runtimes' wordings and paste damage found later
+    # (parse_wordings_damage)
+    return title_match(line, low) or prose_match(line, low) or damage_match(line, low)

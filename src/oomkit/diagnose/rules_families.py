@@ -239,7 +239,8 @@ def _framework_alloc(e: OomEvent) -> Analysis:
     name = {"paddle": "PaddlePaddle", "cupy": "CuPy", "onnxruntime": "ONNX Runtime"}.get(
         e.runtime, e.runtime
     )
-    expl = f"{name} could not allocate {_fb(x)} on the GPU"
+    # (a paste may elide the size: "... smaller than requested bytes ...")
+    expl = f"{name} could not allocate {_fb(x) if x is not None else 'a buffer'} on the GPU"
     if a is not None:
         expl += f"; it already holds {_fb(a)}" if a else "; it holds nothing yet"
     if f is not None:

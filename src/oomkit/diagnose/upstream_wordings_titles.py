@@ -1,17 +1,22 @@
 """Upstream wordings of mistral.rs's device mapper, XLA's OOM dump, ggml-vulkan's per-buffer limit,
 Triton Inference Server's pinned pool, the Kompute backend's exception, CANN's and HIP's
 allocation status names, CPython's fatal MemoryError, and the node-level killers (kubelet's
-SystemOOM event, systemd-oomd, earlyoom) (issue 9, after heldout14).
+SystemOOM event, systemd-oomd, earlyoom) (issue 9, after heldout14); MIOpen's and MIGraphX's
+HIP allocator check, ManagedCuda's NPP images, the XLA TPU compiler's HBM report tables, ONNX
+Runtime's arena message with its number elided, PyTorch's cudaMallocAsync fields without their
+first line, Dask's nanny restart (after heldout16 / heldout17).
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`; recognised by the generic fallback's families in
 :mod:`oomkit.diagnose.parse_wordings_titles` (mistral.rs, XLA, the status names),
-:mod:`oomkit.diagnose.parse_hosts` (the node-level killers) and the existing parsers (the rest).
+:mod:`oomkit.diagnose.parse_hosts` (the node-level killers),
+:mod:`oomkit.diagnose.parse_wordings_damage` (those after heldout16 / heldout17, but ONNX
+Runtime's, read by :mod:`oomkit.diagnose.parse_families`) and the existing parsers (the rest).
 ``TITLES_NEAR_MISSES`` are the same words where nothing failed for lack of memory.
 """
 
 from __future__ import annotations
 
-from oomkit.diagnose.upstream_wordings_base import Wording
+from oomkit.diagnose.upstream_wordings_base import GIB, Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 
 __all__ = ["TITLES", "TITLES_NEAR_MISSES"]
@@ -134,6 +139,95 @@ TITLES: tuple[Wording, ...] = (
     ),
 )
 
+# after heldout16 / heldout17 (parse_wordings_damage)
+TITLES += (
+    _w(
+        "miopen",
+        "ROCm/MIOpen:src/hip/handlehip.cpp (Handle::Create / default_allocator: the request is "
+        "larger than hipMemGetInfo's free bytes)",
+        'MIOPEN_THROW("Memory not available to allocate buffer: " + std::to_string(sz))',
+        "MIOpen Error: /data/repo/MIOpen/src/hip/handlehip.cpp:70: Memory not available to "
+        "allocate buffer: 655360000",
+        req=655360000,
+    ),
+    _w(
+        "migraphx",
+        "ROCm/AMDMIGraphX:src/targets/gpu/hip.cpp (allocate_gpu: the same check before hipMalloc)",
+        'MIGRAPHX_THROW("Memory not available to allocate buffer: " + std::to_string(sz))',
+        "terminate called after throwing an instance of 'migraphx::exception'\n  what():  "
+        "/src/AMDMIGraphX/src/targets/gpu/hip.cpp:90: allocate_gpu: Memory not available to "
+        "allocate buffer: 4294967296",
+        req=4294967296,
+    ),
+    _w(
+        "cuda",
+        "kunzmi/managedCuda:NPP/NPPImage_8uC1.cs (and every NPPImage_*: nppiMalloc_* returned a "
+        "null device pointer)",
+        'throw new NPPException("Device allocation error", null)',
+        "Unhandled Exception: ManagedCuda.NPP.NPPException: Device allocation error\n   at "
+        "ManagedCuda.NPP.NPPImage_32fC1..ctor(Int32 nWidthPixels, Int32 nHeightPixels)",
+    ),
+    _w(
+        "tpu",
+        "XLA:TPU compiler (closed source; the RESOURCE_EXHAUSTED report after 'Ran out of memory "
+        "in memory space hbm', as jax / flax users paste it)",
+        "Total hbm usage >= %s:\n    reserved %s\n    program %s\n    arguments %s",
+        "Total hbm usage >= 17.60G:\n    reserved        528.00M \n    program          17.08G \n"
+        "    arguments       unknown size ",
+    ),
+    _w(
+        "tpu",
+        "XLA:TPU compiler (closed source; the second table of the same report)",
+        "Program hbm requirement %s:\n    global %s\n    scoped %s\n    HLO temp %s",
+        "Program hbm requirement 8.98G:\n    global           241.0K\n    scoped            "
+        "9.56M\n    HLO temp          8.97G (100.0% utilization: Unpadded (8.94G) Padded (8.94G), "
+        "0.4% fragmentation (36.60M))",
+    ),
+    _w(
+        "onnxruntime",
+        "microsoft/onnxruntime:onnxruntime/core/framework/bfc_arena.cc (BFCArena::Extend), its "
+        "last number elided by the poster",
+        "Available memory of %zu is smaller than requested bytes of %zu",
+        "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : ... Available memory of 0 is smaller than "
+        "requested bytes ...",
+    ),
+)
+
+# TensorFlow's BFC dump without its first line (parse_wordings_damage)
+TITLES += (
+    _w(
+        "tensorflow",
+        "tensorflow/tsl:tsl/framework/bfc_allocator.cc (AllocateRawInternal on failure: "
+        "LOG(WARNING) << RenderOccupancy())",
+        "RenderOccupancy(): one '*' (in use) or '_' (free) per slice of the region",
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:479] "
+        "**************************************************************************____",
+    ),
+    _w(
+        "tensorflow",
+        "tensorflow/tsl:tsl/framework/bfc_allocator.cc (DumpMemoryLog, called on failure)",
+        'LOG(INFO) << "Bin (" << b->bin_size << "): \\tTotal Chunks: " << ... '
+        '<< ", Chunks in use: "',
+        "I tensorflow/core/common_runtime/bfc_allocator.cc:1004] Bin (256): \tTotal Chunks: 58, "
+        "Chunks in use: 57. 14.5KiB allocated for chunks. 14.2KiB in use in bin. 1.2KiB "
+        "client-requested in use in bin.",
+    ),
+)
+
+# PyTorch's cudaMallocAsync message without its first line (parse_torch)
+TITLES += (
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/cuda/CUDAMallocAsyncAllocator.cpp (mallocAsync: TORCH_CHECK_WITH("
+        "OutOfMemoryError, ...), the fields after 'would exceed allowed memory')",
+        "\\nCurrently allocated     : %s\\nRequested               : %s\\nDevice limit     "
+        "       : %s\\nFree (according to CUDA): %s",
+        "Currently allocated     : 4.86 GiB\nRequested               : 10.12 GiB\nDevice limit "
+        "           : 24.00 GiB\nFree (according to CUDA): 0 bytes",
+        req=int(10.12 * GIB),
+    ),
+)
+
 # the node-level killers (parse_hosts)
 TITLES += (
     _w(
@@ -165,6 +259,14 @@ TITLES += (
         'earlyoom[1479]: sending SIGTERM to process 211447 uid 1000 "python": badness 999, '
         "VmRSS 6318 MiB",
     ),
+    _w(
+        "dask",
+        "dask/distributed:distributed/worker_memory.py (NannyMemoryManager.memory_monitor: the "
+        "worker's RSS above memory_limit x terminate fraction)",
+        "Worker %s (pid=%s) exceeded %d%% memory budget. Restarting...",
+        "distributed.nanny.memory - WARNING - Worker tcp://127.0.0.1:40000 (pid=1234) exceeded "
+        "95% memory budget. Restarting...",
+    ),
 )
 
 TITLES_NEAR_MISSES: tuple[str, ...] = (
@@ -187,4 +289,21 @@ TITLES_NEAR_MISSES: tuple[str, ...] = (
     # earlyoom's periodic report and kubelet starting its watcher: nothing was killed
     "earlyoom[904]: mem avail:  7072 of  7721 MiB (91.60%), swap free: 7720 of 7720 MiB (100.00%)",
     "I0601 10:00:00.000000    1234 kubelet.go:1500] Starting OOM watcher",
+    # MIOpen / MIGraphX's neighbours: the query before the check failed, not the memory
+    "MIOpen Error: /data/repo/MIOpen/src/hip/handlehip.cpp:60: Failed getting available memory",
+    # ManagedCuda's other NPP exceptions
+    "ManagedCuda.NPP.NPPException: Image size error",
+    "Device allocation error handling was refactored in NPPImage",
+    # the TPU's HBM named outside the OOM report
+    "Total hbm usage is shown in the TensorBoard memory viewer",
+    "TPU v4 has 32 GiB of HBM per chip; program hbm requirement is printed at compile time",
+    # Dask pausing a worker (nothing killed) and PyTorch's async fields quoted in prose
+    "distributed.worker.memory - WARNING - Worker is at 80% memory usage. Pausing worker.  "
+    "Process memory: 3.2 GiB -- Worker memory limit: 4.0 GiB",
+    "the render died on Free (according to CUDA): 9.62 MiB",
+    # a Markdown rule of asterisks, a bin table header without the counts
+    "**************************************************",
+    "Bin (256) holds the small chunks",
+    # ONNX Runtime's arena telling its size, not failing
+    "onnxruntime::BFCArena::Extend Extended allocation by 1048576 bytes.",
 )
