@@ -76,6 +76,7 @@ DEVELOPMENT_PARTS = (
     "heldout15",
     "heldout16",
     "heldout17",
+    "heldout18",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
