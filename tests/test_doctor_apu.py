@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from corpus_records import corpus_text
-
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.rules_apu import APU_CONFIDENCE
 

@@ -109,7 +109,8 @@ def test_only_the_edges_and_the_lines_near_a_message_are_read() -> None:
     assert read_surroundings("\n".join(far), (_BARE,), (len(far),)).prose == ()
     near = [*noise, remark, *noise[:3], _BARE, *noise]
     at = near.index(_BARE) + 1
-    assert NEAR_LINES > 4 and EDGE_LINES < 2_000
+    assert NEAR_LINES > 4
+    assert EDGE_LINES < 2_000
     s = read_surroundings("\n".join(near), (_BARE,), (at,))
     assert s.prose == ((near.index(remark) + 1, remark),)
     assert read_surroundings("\n".join(near), (_BARE,), ()).prose == ()

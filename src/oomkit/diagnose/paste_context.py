@@ -4,9 +4,9 @@ A runtime rule reads the failing message, and the prose rules (:mod:`oomkit.diag
 :mod:`oomkit.diagnose.rules_stated_alloc`) read that message's own line. Users paste more: an
 issue title above a traceback, a sentence between two log excerpts ("all tensors are sent to
 cuda:0 first"), the launcher's command line, the progress bar of the loader that was running.
-The deciding fact then sits lines away from the OOM. :func:`read_surroundings` gathers what the rules
-need from those lines. It splits the paste once (in C, linear in its size) and examines in Python
-only the lines a deciding sentence sits on in a report: the first and the last
+The deciding fact then sits lines away from the OOM. :func:`read_surroundings` gathers what the
+rules need from those lines. It splits the paste once (in C, linear in its size) and examines in
+Python only the lines a deciding sentence sits on in a report: the first and the last
 :data:`EDGE_LINES` (a title, the poster's conclusion) and the :data:`NEAR_LINES` on either side
 of every OOM message (the command, the remark just above it), so a 100 MB log costs one split
 and at most a few thousand lines of work, and keeps at most :data:`MAX_PROSE` prose lines:
