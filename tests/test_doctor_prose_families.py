@@ -7,14 +7,9 @@ import pytest
 
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.upstream_wordings_runtimes import RUNTIMES
+from recognition_cases import WRAPPERS, recognition_tests
 
-_WRAPPERS = (
-    'Traceback (most recent call last):\n  File "/app/run.py", line 12, in <module>\n'
-    "    main()\n{}",
-    "[rank0]: {}",
-    "2025-03-01 10:00:00,123 - ERROR - {}",
-    "worker-1  | {}",
-)
+_WRAPPERS = WRAPPERS
 
 # how users word an OOM in prose and titles (each family on several forms)
 _PROSE = (
@@ -92,20 +87,11 @@ _PROSE_NEAR_MISSES = (
 )
 
 
-@pytest.mark.parametrize("text", _PROSE)
-def test_prose_oom_is_recognised(text: str) -> None:
-    assert diagnose_text(text).oom_found, text
-
-
-@pytest.mark.parametrize("wrapper", _WRAPPERS)
-def test_prose_oom_is_recognised_inside_a_log(wrapper: str) -> None:
-    missed = [t for t in _PROSE if not diagnose_text(wrapper.format(t)).oom_found]
-    assert missed == []
-
-
-@pytest.mark.parametrize("text", _PROSE_NEAR_MISSES)
-def test_prose_near_misses_are_not_an_oom(text: str) -> None:
-    assert not diagnose_text(text).oom_found, text
+(
+    test_prose_oom_is_recognised,
+    test_prose_oom_is_recognised_inside_a_log,
+    test_prose_near_misses_are_not_an_oom,
+) = recognition_tests(_PROSE, _PROSE_NEAR_MISSES)
 
 
 @pytest.mark.parametrize("wrapper", _WRAPPERS)

@@ -7,14 +7,9 @@ from __future__ import annotations
 import pytest
 
 from oomkit.diagnose.doctor import diagnose_text
+from recognition_cases import WRAPPERS, recognition_tests
 
-_WRAPPERS = (
-    'Traceback (most recent call last):\n  File "/app/run.py", line 12, in <module>\n'
-    "    main()\n{}",
-    "[rank0]: {}",
-    "2025-03-01 10:00:00,123 - ERROR - {}",
-    "worker-1  | {}",
-)
+_WRAPPERS = WRAPPERS
 
 _OOM = (
     # out of a named accelerator memory (TPU / Gaudi HBM, Ascend NPU, Intel XPU)
@@ -171,20 +166,11 @@ _NOT_OOM = (
 )
 
 
-@pytest.mark.parametrize("text", _OOM)
-def test_prose_oom_is_recognised(text: str) -> None:
-    assert diagnose_text(text).oom_found, text
-
-
-@pytest.mark.parametrize("wrapper", _WRAPPERS)
-def test_prose_oom_is_recognised_inside_a_log(wrapper: str) -> None:
-    missed = [t for t in _OOM if not diagnose_text(wrapper.format(t)).oom_found]
-    assert missed == []
-
-
-@pytest.mark.parametrize("text", _NOT_OOM)
-def test_near_miss_is_not_an_oom(text: str) -> None:
-    assert not diagnose_text(text).oom_found, text
+(
+    test_prose_oom_is_recognised,
+    test_prose_oom_is_recognised_inside_a_log,
+    test_near_miss_is_not_an_oom,
+) = recognition_tests(_OOM, _NOT_OOM)
 
 
 def test_a_requirement_is_compared_with_the_memory_stated() -> None:

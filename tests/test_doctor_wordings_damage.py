@@ -5,17 +5,10 @@ negation, a fix, the same words about something else)."""
 
 from __future__ import annotations
 
-import pytest
-
 from oomkit.diagnose.doctor import diagnose_text
+from recognition_cases import WRAPPERS, recognition_tests
 
-_WRAPPERS = (
-    'Traceback (most recent call last):\n  File "/app/run.py", line 12, in <module>\n'
-    "    main()\n{}",
-    "[rank0]: {}",
-    "2025-03-01 10:00:00,123 - ERROR - {}",
-    "worker-1  | {}",
-)
+_WRAPPERS = WRAPPERS
 
 _OOM = (
     # "memory" misspelt after "out of"
@@ -98,20 +91,11 @@ _NOT_OOM = (
 )
 
 
-@pytest.mark.parametrize("text", _OOM)
-def test_damaged_or_reworded_oom_is_recognised(text: str) -> None:
-    assert diagnose_text(text).oom_found, text
-
-
-@pytest.mark.parametrize("wrapper", _WRAPPERS)
-def test_damaged_or_reworded_oom_is_recognised_inside_a_log(wrapper: str) -> None:
-    for text in _OOM:
-        assert diagnose_text(wrapper.format(text)).oom_found, (wrapper, text)
-
-
-@pytest.mark.parametrize("text", _NOT_OOM)
-def test_near_miss_is_not_an_oom(text: str) -> None:
-    assert not diagnose_text(text).oom_found, text
+(
+    test_damaged_or_reworded_oom_is_recognised,
+    test_damaged_or_reworded_oom_is_recognised_inside_a_log,
+    test_near_miss_is_not_an_oom,
+) = recognition_tests(_OOM, _NOT_OOM)
 
 
 def test_a_host_kill_worded_in_a_title_is_host_ram() -> None:

@@ -97,6 +97,8 @@ def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
     """oomkit's training estimate for the case on the catalog GPU ``gpu_name`` (headless
     Linux): its device total and the smallest card (1 MiB steps) it calls not "does not fit"
     and "fits"."""
+    from verdict_boundary import smallest_card
+
     from oomkit.estimate.training import estimate_training
     from oomkit.estimate.verdict import Platform, verdict
     from oomkit.hardware.catalog import find_gpu
@@ -108,16 +110,6 @@ def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
     def level(x: int) -> str:
         return verdict(estimate_training(spec, st, hardware_for((gpu,), vram_bytes=x)), plat).level
 
-    def first(pred: Any, lo: int, hi: int) -> int:
-        lo_m, hi_m = lo // MiB, -(-hi // MiB)
-        while lo_m < hi_m:
-            mid = (lo_m + hi_m) // 2
-            if pred(mid * MiB):
-                hi_m = mid
-            else:
-                lo_m = mid + 1
-        return lo_m * MiB
-
     est = estimate_training(spec, st, hardware_for((gpu,)))
     dev = est.devices[0]
     hi = 4 * dev.total_bytes + 8 * (1 << 30)
@@ -125,8 +117,8 @@ def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
         "device_total_bytes": dev.total_bytes,
         "overhead_bytes": dev.overhead_bytes,
         "peak_allocated_bytes": int(est.runtime_details.get("peak_allocated_bytes", 0)),
-        "smallest_not_dnf_bytes": first(lambda x: level(x) != "does_not_fit", MiB, hi),
-        "smallest_fits_bytes": first(lambda x: level(x) == "fits", MiB, hi),
+        "smallest_not_dnf_bytes": smallest_card(lambda x: level(x) != "does_not_fit", MiB, hi),
+        "smallest_fits_bytes": smallest_card(lambda x: level(x) == "fits", MiB, hi),
     }
 
 

@@ -77,6 +77,18 @@ def spec_for(model: str, overrides: dict[str, Any]) -> Any:
     return dataclasses.replace(parse_config(cfg, name=model), torch_dtype="bfloat16")
 
 
+def smallest_card(pred: Any, lo: int, hi: int) -> int:
+    """The smallest multiple of 1 MiB in [lo, hi] with ``pred`` true (``pred`` monotonic)."""
+    lo_m, hi_m = lo // MiB, -(-hi // MiB)
+    while lo_m < hi_m:
+        mid = (lo_m + hi_m) // 2
+        if pred(mid * MiB):
+            hi_m = mid
+        else:
+            lo_m = mid + 1
+    return lo_m * MiB
+
+
 def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
     """oomkit's device total and the smallest card (``--vram``, 1 MiB steps) it calls tight
     and fits for the case's settings, on the catalog GPU ``gpu_name``, headless Linux."""
@@ -94,17 +106,6 @@ def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
         est = oomkit.estimate_model(spec, st, hardware_for((gpu,), vram_bytes=x))
         return verdict(est, plat).level
 
-    def first(pred: Any, lo: int, hi: int) -> int:
-        # smallest multiple of 1 MiB in [lo, hi] with pred true (pred monotonic in x)
-        lo_m, hi_m = lo // MiB, -(-hi // MiB)
-        while lo_m < hi_m:
-            mid = (lo_m + hi_m) // 2
-            if pred(mid * MiB):
-                hi_m = mid
-            else:
-                lo_m = mid + 1
-        return lo_m * MiB
-
     est = oomkit.estimate_model(spec, st, hardware_for((gpu,)))
     dev = est.devices[0]
     hi = 4 * dev.total_bytes + 8 * (1 << 30)
@@ -114,8 +115,8 @@ def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
         "weights_bytes": dev.weights_bytes,
         "kv_cache_bytes": dev.kv_cache_bytes,
         "activations_bytes": dev.activations_bytes,
-        "smallest_not_dnf_bytes": first(lambda x: level(x) != "does_not_fit", MiB, hi),
-        "smallest_fits_bytes": first(lambda x: level(x) == "fits", MiB, hi),
+        "smallest_not_dnf_bytes": smallest_card(lambda x: level(x) != "does_not_fit", MiB, hi),
+        "smallest_fits_bytes": smallest_card(lambda x: level(x) == "fits", MiB, hi),
     }
 
 
