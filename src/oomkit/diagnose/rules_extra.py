@@ -2,11 +2,8 @@
 dispatch, SGLang memory pool, Vulkan/TVM, ROCm driver, the generic fallback, and the cross-event
 growth check (leak/accumulation) that applies to every runtime.
 
-SGLang sizes its static pool as ``total x mem_fraction_static`` (weights + KV); the KV token
-budget is ``(avail_after_weights - total x (1 - mem_fraction_static)) / bytes_per_token``
-(``model_runner.py`` ``profile_max_num_token``). A budget <= 0 therefore means the weights alone
-take more than ``mem_fraction_static`` of the card; docs/doctor-causes.md gives the order in which
-causes win.
+SGLang's memory pool is read in :mod:`oomkit.diagnose.rules_sglang`; docs/doctor-causes.md gives
+the order in which causes win.
 """
 
 from __future__ import annotations
@@ -18,12 +15,9 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.rules_ggml_pool import ggml_pool
+from oomkit.diagnose.rules_sglang import sglang_pool, sglang_runtime
 
 __all__ = ["analyze_extra", "growth_across_events", "names_host_memory"]
-
-_MAX_MFS = 0.95
-# the runtime share SGLang needs outside the static pool (activations, CUDA graphs) is ~10-15%
-_SGL_MIN_DYNAMIC = 0.10
 
 
 def _fb(n: int | None) -> str:
@@ -99,117 +93,6 @@ def _dispatch(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         ),
-    )
-
-
-def _mfs_fix(mfs: float | None, need: float | None, why: str) -> Fix:
-    if need is not None:
-        new = min(_MAX_MFS, round(need + 0.005, 2))
-        return Fix(
-            title=f"Raise --mem-fraction-static to {new:.2f}",
-            why=why,
-            commands=(f"--mem-fraction-static {new:.2f}",),
-            expected_saving_bytes=None,
-        )
-    new = min(_MAX_MFS, (mfs or 0.85) + 0.05)
-    return generic(
-        f"Raise --mem-fraction-static to {new:.2f}",
-        "the static pool (weights + KV) is total x mem_fraction_static; a larger fraction leaves "
-        "room for KV tokens after the weights (but less for activations/CUDA graphs).",
-        (f"--mem-fraction-static {new:.2f}",),
-    )
-
-
-def _sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
-    w, avail, mfs = ctx.weights_bytes, ctx.avail_after_weights_bytes, e.mem_fraction_static
-    mfs = mfs or ctx.mem_fraction_static
-    tokens = e.kv_capacity_tokens
-    total = (w + avail) if w is not None and avail is not None else None
-    share = avail / total if avail is not None and total else None
-    expl = "SGLang could not build its KV pool"
-    if tokens is not None:
-        expl += f" (profiled KV budget {tokens} tokens)"
-    expl += ": after the weights, total x mem_fraction_static leaves no room for KV tokens."
-    if w is not None and avail is not None and share is not None:
-        expl += (
-            f" The weights take {_fb(w)} per GPU and leave {_fb(avail)} ({share:.0%} of the card)."
-        )
-    need = None if share is None else 1 - share + 0.02
-    weights_full = share is not None and share < _SGL_MIN_DYNAMIC + 0.05
-    if weights_full or (tokens is not None and tokens < 0 and share is None):
-        expl += (
-            " The weights leave too little for any KV pool plus SGLang's runtime share "
-            "(~10-15%): raising mem_fraction_static cannot fix it; the weights must shrink."
-        )
-        return Analysis(
-            cause="model_too_large",
-            confidence=0.65 if weights_full else 0.5,
-            explanation=expl,
-            fixes=(
-                generic(
-                    "Load the weights quantized (fp8 / AWQ / GPTQ)",
-                    "fp8 weights take half of bf16 ones.",
-                    ("--quantization fp8", "pick an AWQ/GPTQ checkpoint"),
-                ),
-                generic(
-                    "Shard over more GPUs: --tp 2x current",
-                    "each GPU holds 1/tp of the weights.",
-                    ("--tp <2x current>",),
-                ),
-            ),
-        )
-    fixes = [
-        _mfs_fix(
-            mfs,
-            need if need is not None and need <= _MAX_MFS else None,
-            f"the weights leave {share:.0%} of the card, so the static pool needs more than "
-            f"{1 - share:.2f} of it to hold any KV token."
-            if share is not None
-            else "",
-        ),
-        generic(
-            "Cap the context and the running requests",
-            "a smaller pool suffices for fewer/shorter requests.",
-            ("--context-length 32768", "--max-running-requests 64"),
-        ),
-        generic(
-            "Store the KV cache in fp8",
-            "fp8 halves the bytes per KV token.",
-            ("--kv-cache-dtype fp8_e5m2",),
-        ),
-    ]
-    return Analysis(
-        cause="kv_cache_or_context", confidence=0.55, explanation=expl, fixes=tuple(fixes)
-    )
-
-
-def _sglang_runtime(e: OomEvent, ctx: LogContext) -> Analysis:
-    phase = "prefill" if "prefill" in (e.format or "") else "decode"
-    tok = e.prefill_tokens
-    expl = (
-        f"SGLang's KV pool ran out during {phase}"
-        + (f" (it needed {tok} more tokens)" if tok else "")
-        + ": the running requests' KV tokens fill the pool the server sized at startup."
-    )
-    fixes = [
-        generic(
-            "Fewer running requests",
-            "each running request holds its KV tokens in the pool.",
-            ("--max-running-requests 32",),
-        ),
-        generic(
-            "Smaller prefill chunks",
-            "a prefill chunk reserves KV for all its tokens at once.",
-            (f"--chunked-prefill-size {max(512, (tok or 8192) // 2)}",),
-        ),
-        generic(
-            "Lower --mem-fraction-static only if CUDA OOMs appear too; raise it otherwise",
-            "the pool is total x mem_fraction_static minus the weights.",
-            ("--mem-fraction-static 0.9",),
-        ),
-    ]
-    return Analysis(
-        cause="kv_cache_or_context", confidence=0.6, explanation=expl, fixes=tuple(fixes)
     )
 
 
@@ -574,9 +457,9 @@ def analyze_extra(e: OomEvent, ctx: LogContext) -> Analysis | None:
     if e.runtime == "transformers" and e.kind == "dispatch_offload":
         return _dispatch(e, ctx)
     if e.runtime == "sglang" and e.kind in {"kv_pool_profiled", "no_kv_pool"}:
-        return _sglang_pool(e, ctx)
+        return sglang_pool(e, ctx)
     if e.runtime == "sglang" and e.kind == "kv_pool_full":
-        return _sglang_runtime(e, ctx)
+        return sglang_runtime(e, ctx)
     if e.runtime in {"vulkan", "rocm"}:
         return _driver(e, ctx)
     if e.runtime == "generic":
