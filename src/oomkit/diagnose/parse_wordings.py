@@ -187,7 +187,8 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         # "显存爆了" (the VRAM blew up), "VRAM不足" / "VRAMが足りない", "VRAM 부족"
         ("显存", "内存", "顯存", "vram"),
         re.compile(
-            r"(?:显存|内存|顯存)(?:又|直接|就)?(?:爆|炸)(?!弹|彈)|"
+            # not prevented or avoided: "为了防止显存炸" (to keep the VRAM from blowing up)
+            r"(?<!防止)(?<!避免)(?<!以防)(?<!防)(?:显存|内存|顯存)(?:又|直接|就)?(?:爆|炸)(?!弹|彈)|"
             r"VRAM ?(?:が|은|이)?(?:不足|不够|足りな|足りま|부족)",
             _I,
         ),
@@ -361,7 +362,7 @@ _FAMILIES_GROWTH: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ("leak",),
         re.compile(
             r"(?<!\bno )(?<!not a )(?<!fix )(?<!fixes )(?<!fixed )(?<!fix a )(?<!fixes a )"
-            r"(?<!fixed a )(?<!without )(?<!without a )"
+            r"(?<!fixed a )(?<!without )(?<!without a )(?<!indicate a )(?<!indicates a )"
             r"\b(?:(?:gpu|cuda|vram|video|device|host|system) )?memory (?:is |was )?"
             r"leak(?:s|ing|ed|age)?\b",
             _I,

@@ -13,6 +13,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, floor_to, generic, size_text, util_up
 from oomkit.diagnose.parse_other import tensor_bytes
+from oomkit.diagnose.rules_shm import shm_bus_error
 from oomkit.diagnose.rules_tf import tf_driver_while_running
 
 __all__ = ["analyze_other", "analyze_serving"]
@@ -381,40 +382,6 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
     )
 
 
-def _shm_bus_error(e: OomEvent) -> Analysis:
-    """A DataLoader worker died of SIGBUS: PyTorch's workers pass every batch to the main process
-    in shared memory (``torch.multiprocessing``, file descriptors into ``/dev/shm``), and a
-    write beyond what that tmpfs holds raises SIGBUS (``torch/csrc/DataLoader.cpp``: "It is
-    possible that dataloader's workers are out of shared memory"). Docker gives containers
-    64 MiB of ``/dev/shm`` unless ``--shm-size`` / ``--ipc=host`` says otherwise."""
-    who = f"PID {e.pid}" if e.pid is not None else "a DataLoader worker"
-    return Analysis(
-        cause="host_ram",
-        confidence=0.6,
-        explanation=f"{who} died of a bus error (SIGBUS) while handing a batch over in shared "
-        "memory: /dev/shm (a RAM-backed tmpfs, 64 MiB in a default Docker container) is full. "
-        "The host RAM behind it, not the GPU, ran out; `df -h /dev/shm` and `free -h` at the "
-        "time of the failure decide between the shm limit and the machine's RAM.",
-        fixes=(
-            generic(
-                "Give the container more shared memory",
-                "workers pass each batch through /dev/shm; its size caps batch x workers.",
-                ("docker run --shm-size=8g ...  (or --ipc=host)", "df -h /dev/shm"),
-            ),
-            generic(
-                "Use fewer DataLoader workers / a smaller prefetch",
-                "each worker keeps prefetch_factor batches in shared memory.",
-                ("DataLoader(num_workers=2, prefetch_factor=2)",),
-            ),
-            generic(
-                "Share tensors through files instead of shm file descriptors",
-                "the file_system strategy avoids the descriptor limit of /dev/shm handles.",
-                ("torch.multiprocessing.set_sharing_strategy('file_system')",),
-            ),
-        ),
-    )
-
-
 def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose JAX/XLA, TensorFlow, accelerate, Linux OOM killer and Windows pagefile events."""
     if e.runtime in {"linux", "windows"} or e.kind in {"killed", "oom_killer", "host_oom"}:
@@ -436,8 +403,17 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 "of RAM"
             )
         expl += "."
+        if e.format == "dask_nanny_memory_restart":
+            # distributed/worker_memory.py: the nanny restarts a worker past 95% of its
+            # memory_limit; the machine's RAM need not be exhausted
+            who = f"worker PID {e.pid}" if e.pid is not None else "a worker"
+            expl = (
+                f"Dask's nanny restarted {who}: the worker passed 95% of its memory budget "
+                "(the worker's memory_limit, distributed.worker.memory.terminate), not "
+                "necessarily the machine's RAM."
+            )
         if e.format == "dataloader_bus_error":
-            return _shm_bus_error(e)
+            return shm_bus_error(e)
         if e.format == "windows_pagefile":
             expl = "Windows could not commit more virtual memory: the paging file is too small."
         conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(
@@ -465,6 +441,18 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         ]
+        if e.format == "dask_nanny_memory_restart":
+            fixes.insert(
+                0,
+                generic(
+                    "Give each Dask worker more memory, or its tasks smaller pieces",
+                    "the nanny restarts a worker past 95% of its own memory_limit.",
+                    (
+                        "LocalCluster(n_workers=..., memory_limit='16GB')",
+                        "df.repartition(partition_size='100MB')",
+                    ),
+                ),
+            )
         return Analysis(cause="host_ram", confidence=conf, explanation=expl, fixes=tuple(fixes))
     if e.runtime == "jax":
         x, params = e.requested_bytes, ctx.parameter_bytes
