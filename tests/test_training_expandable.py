@@ -1,0 +1,47 @@
+"""``--expandable-segments``: the allocator family measured with PYTORCH_CUDA_ALLOC_CONF=
+expandable_segments:True (benchmarks/gpu/results/training_boundary_h200_expandable.json)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oomkit.cli import main
+
+ARGS = ("estimate", "llama-3.1-8b", "--train", "lora", "--gpu", "rtx-3090", "--headless",
+        "--grad-checkpointing", "--json")  # fmt: skip
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+    code = main(list(args))
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _allocator_bytes(doc: dict[str, object]) -> int:
+    dev = doc["devices"][0]  # type: ignore[index]
+    comps = [c for c in dev["components"] if "fragmentation" in c["label"]]
+    return int(comps[0]["bytes"])
+
+
+def test_the_flag_needs_train(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "llama-3.1-8b", "--expandable-segments"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--expandable-segments needs --train" in err[0]
+
+
+def test_expandable_segments_charge_less_and_clear_a_tight_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a card where the default allocator's band makes the step tight, the safe margin is
+    the expandable segments; with them the charged margin is smaller and the step fits."""
+    code, plain = _run(capsys, *ARGS, "--vram", "21GiB")
+    assert code == 4
+    assert plain["verdict"] == "tight"
+    assert "--expandable-segments" in str(plain["verdict_details"]["safe_change"])  # type: ignore[index]
+    code, exp = _run(capsys, *ARGS, "--vram", "21GiB", "--expandable-segments")
+    assert code == 0
+    assert exp["verdict"] == "fits"
+    assert exp["settings"]["expandable_segments"] is True  # type: ignore[index]
+    assert _allocator_bytes(exp) < _allocator_bytes(plain)
