@@ -16,7 +16,8 @@ from the measured weights/gradients/optimizer states and activations:
   card PyTorch frees only whole cached segments before it raises (``release_cached_blocks``,
   c10/cuda/CUDACachingAllocator.cpp), so a segment split for an earlier tensor cannot serve a
   larger request.
-* ``training_boundary_h200.json`` (``benchmarks/gpu/training_boundary.py``, when it exists): the
+* ``training_boundary_h200.json`` and ``training_boundary_qlora_h200.json``
+  (``benchmarks/gpu/training_boundary.py``, when they exist): the
   smallest emulated card each step survived on, less oomkit's CUDA context for the card: what the
   allocator really needed. It stands in for the reserved row of the same case (a full card's
   reserved peak bounds the need from above) and is one more row of its family.
@@ -31,6 +32,13 @@ buffers sized by the tokens routed to each expert, so their sizes change every l
 * ``spread``: the largest measured fraction less that one: the verdict's allocator band term, so
   a run needing the most seen is never "fits" on a card it dies on. A family with one row has no
   measured spread and borrows the ``dense`` family's (the same allocator, one code path).
+* ``request_ratio``: a second bound on the same need, in units of the step's largest single
+  request (the estimate's ``largest_request_bytes``: fp32 loss buffers, the largest gradient,
+  the widest activation): the largest ``(need - peak x (1 + fraction)) / largest request``.
+  Memory stranded beside split segments is useless to a request larger than the pieces, so
+  the waste scales with what the step asks for at once more than with its total (the H200
+  rows: 1.7-31% of the peak, 0.2-1.8x the largest request). Both bounds hold on every row, so
+  the band takes the smaller of the two for a run.
 
 Per estimate category (weights, gradients, optimizer, activations) the band fraction is the
 largest under-prediction ``max(0, (measured - predicted) / predicted)`` over all rows, as
@@ -55,6 +63,8 @@ H100 = HERE / "gpu" / "results" / "training_h100.json"
 BOUNDARY = HERE / "gpu" / "results" / "training_boundary_h200.json"
 #: the same steps' boundaries under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_h200_expandable.json"
+#: QLoRA steps (real bitsandbytes Linear4bit + PEFT adapters, session 9) on the same H200
+QLORA = HERE / "gpu" / "results" / "training_boundary_qlora_h200.json"
 OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
 #: ``expandable``: any model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, where
 #: the allocator maps pages into one growing segment per stream instead of cutting blocks out of
@@ -76,8 +86,10 @@ def _spec_and_settings(r: dict[str, Any]) -> tuple[Any, Any]:
     ckpt = r.get("grad_checkpointing")
     mode = ckpt if isinstance(ckpt, str) else ("full" if ckpt else "none")
     settings = TrainingSettings(
-        method=r["method"], micro_batch=r["batch"], seq=r["seq"], grad_checkpointing=mode
-    )
+        method=r["method"], micro_batch=r["batch"], seq=r["seq"], grad_checkpointing=mode,
+        kbit_prep=bool(r.get("kbit_prep")),
+        lora_targets=tuple(r["lora_targets"]) if r.get("lora_targets") else None,
+    )  # fmt: skip
     return spec, settings
 
 
@@ -104,6 +116,7 @@ def predicted(r: dict[str, Any]) -> dict[str, Any]:
         "gradients": st.gradients_bytes,
         "optimizer": st.optimizer_bytes,
         "peak_allocated": int(est.runtime_details["peak_allocated_bytes"]),  # type: ignore[call-overload]
+        "largest_request": int(est.runtime_details["largest_request_bytes"]),  # type: ignore[call-overload]
         "activations": dev.activations_bytes,
     }
 
@@ -112,7 +125,9 @@ def _case(r: dict[str, Any]) -> str:
     layers = r.get("overrides", {}).get("num_hidden_layers")
     lay = f"-{layers}l" if layers else ""
     ck = "-ckpt" if r.get("grad_checkpointing") else ""
-    return f"{r['model']}{lay}-{r['method']}-b{r['batch']}-s{r['seq']}{ck}"
+    kbit = "-kbit" if r.get("kbit_prep") else ""
+    targets = "-all" if r.get("lora_targets") else ""
+    return f"{r['model']}{lay}-{r['method']}{kbit}{targets}-b{r['batch']}-s{r['seq']}{ck}"
 
 
 def _category_pairs(m: dict[str, Any], p: dict[str, Any], allocated: int) -> dict[str, list[int]]:
@@ -145,6 +160,7 @@ def h100_rows(path: Path = H100) -> list[dict[str, Any]]:
                 "family": p["family"],
                 "allocated_bytes": alloc,
                 "predicted_peak_bytes": p["peak_allocated"],
+                "largest_request_bytes": p["largest_request"],
                 "need_bytes": reserved,
                 "categories": _category_pairs(m, p, alloc),
             }
@@ -186,6 +202,7 @@ def boundary_rows(
                 "family": family or p["family"],
                 "allocated_bytes": alloc,
                 "predicted_peak_bytes": p["peak_allocated"],
+                "largest_request_bytes": p["largest_request"],
                 "need_bytes": survived - ctx,
                 "categories": _category_pairs(r.get("measured") or {}, p, alloc),
             }
@@ -201,6 +218,15 @@ def _gap(row: dict[str, Any]) -> float:
     need = int(row["need_bytes"])
     base = int(row.get("predicted_peak_bytes") or row["allocated_bytes"])
     return max(0.0, (need - base) / base)
+
+
+def _request_units(row: dict[str, Any], fraction: float) -> float:
+    """What the run needed beyond its estimated peak plus the charged ``fraction``, in units of
+    the step's largest single request (the second bound of the band: the allocator's stranded
+    pieces are measured in the size of what it failed to place)."""
+    base = int(row.get("predicted_peak_bytes") or row["allocated_bytes"])
+    beyond = int(row["need_bytes"]) - base * (1 + fraction)
+    return max(0.0, beyond / int(row["largest_request_bytes"]))
 
 
 def _under(pred: int, meas: int) -> float:
@@ -232,11 +258,26 @@ def derive(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "n": len(mine),
             "rows": {rec: round(g, 4) for g, rec in mine},
         }
+        # the second bound, in units of the step's largest request: what the run needed beyond
+        # the charged fraction, over the largest single allocation the estimate sees
+        req = [
+            (_request_units(r, low), r["record"])
+            for r in gap_rows
+            if r["family"] == fam and r.get("largest_request_bytes")
+        ]
+        if req:
+            top_req = max(req)
+            allocator[fam]["request_ratio"] = math.ceil(top_req[0] * 1e4) / 1e4
+            allocator[fam]["request_row"] = top_req[1]
     fallback = allocator.get(SPREAD_FALLBACK, {}).get("spread")
+    fallback_req = allocator.get(SPREAD_FALLBACK, {}).get("request_ratio")
     for v in allocator.values():
         if v["spread"] is None:  # (never the expandable family: its rows are all boundaries)
             v["spread"] = fallback if fallback is not None else 0.0
             v["spread_from"] = SPREAD_FALLBACK
+            if fallback_req is not None:
+                v["request_ratio"] = fallback_req
+                v["request_row"] = allocator[SPREAD_FALLBACK]["request_row"]
     categories: dict[str, Any] = {}
     default_rows = [r for r in rows if r["family"] != "expandable"]  # the same steps again
     for cat in CATEGORIES:
@@ -260,11 +301,13 @@ def main() -> int:
     ap.add_argument("--h100", default=str(H100))
     ap.add_argument("--boundary", default=str(BOUNDARY))
     ap.add_argument("--expandable", default=str(EXPANDABLE))
+    ap.add_argument("--qlora", default=str(QLORA))
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     rows = (
         h100_rows(Path(args.h100))
         + boundary_rows(Path(args.boundary))
+        + boundary_rows(Path(args.qlora))
         + boundary_rows(Path(args.expandable), family="expandable")
     )
     sources = sorted({r["source"] for r in rows})

@@ -121,6 +121,7 @@ def test_committed_band_is_derived_from_the_results() -> None:
     fresh = TB.derive(
         TB.h100_rows(H100)
         + TB.boundary_rows(TB.BOUNDARY)
+        + TB.boundary_rows(TB.QLORA)
         + TB.boundary_rows(TB.EXPANDABLE, family="expandable")
     )
     assert doc["allocator"] == fresh["allocator"]
@@ -387,11 +388,32 @@ def test_fragmentation_override_moves_the_allocator_term() -> None:
         m = verdict(est, Platform(segments=("datacenter",))).margins[0]
         return next((b for label, b in m.terms if label.startswith("caching allocator")), 0)
 
-    peak = estimate_training(spec, TrainingSettings(), hw).runtime_details["peak_allocated_bytes"]
+    details = estimate_training(spec, TrainingSettings(), hw).runtime_details
+    peak, req = details["peak_allocated_bytes"], details["largest_request_bytes"]
     assert isinstance(peak, int)
-    assert term(None) == int(peak * doc["spread"])
-    assert term(0.0) == int(peak * doc["max"])
+    assert isinstance(req, int)
+    # the smaller of the two measured bounds: a share of the peak, or the largest request
+    need = min(peak * doc["max"], peak * doc["fraction"] + doc["request_ratio"] * req)
+    assert term(None) == int(need - peak * doc["fraction"])
+    assert term(0.0) == int(need)
     assert term(0.5) == 0
+
+
+def test_request_bound_holds_on_every_measured_row() -> None:
+    """The request bound is the largest measured ratio, so no row of its family needed more."""
+    rows = (
+        TB.h100_rows(H100)
+        + TB.boundary_rows(TB.BOUNDARY)
+        + TB.boundary_rows(TB.QLORA)
+        + TB.boundary_rows(TB.EXPANDABLE, family="expandable")
+    )
+    doc = TB.derive(rows)["allocator"]
+    # a case's death boundary stands in for its full-card reserved row (derive does the same)
+    bounded = {r["case"] for r in rows if r["kind"] == "boundary"}
+    for r in (r for r in rows if r["kind"] == "boundary" or r["case"] not in bounded):
+        fam = doc[r["family"]]
+        assert TB._request_units(r, fam["fraction"]) <= fam["request_ratio"], r["record"]
+    assert doc["dense"]["request_ratio"] < 3.0  # 0.2-2.4x the largest request, not 30% of all
 
 
 def test_platform_terms_are_inferences(capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,15 +54,29 @@ CASES: tuple[tuple[str, dict[str, Any], str, int, int, bool], ...] = (
     # segments cached while the model was initialised on the card)
     ("deepseek-v2-lite", {"num_hidden_layers": 3}, "lora", 1, 2048, False),
     ("mixtral-8x7b", {"num_hidden_layers": 2}, "lora", 1, 2048, False),
+    # QLoRA (session 9): the base's nn.Linear layers become real bitsandbytes ``Linear4bit``
+    # (NF4, double quant, bf16 compute), the adapters come from real PEFT when it imports;
+    # "+kbit": PEFT's ``prepare_model_for_kbit_training`` (every fp16/bf16 parameter that is
+    # not 4-bit, i.e. embeddings, norms and the output head, upcast to fp32); "+all": LoRA
+    # on every linear ("all-linear", the QLoRA paper's recipe) instead of PEFT's default
+    ("llama-3.1-8b", {}, "qlora", 1, 2048, True),
+    ("llama-3.1-8b", {}, "qlora+kbit", 1, 2048, True),
+    ("llama-3.2-1b", {}, "qlora", 4, 2048, False),
+    ("qwen2.5-7b", {}, "qlora+all", 2, 2048, True),
+    ("qwen3-30b-a3b", {"num_hidden_layers": 4}, "qlora", 1, 2048, True),
+    ("mistral-7b-v0.3", {}, "qlora+kbit+all", 4, 2048, True),
 )
 
 
 def _case(index: int) -> dict[str, Any]:
-    model, overrides, method, batch, seq, ckpt = CASES[index]
+    model, overrides, spelled, batch, seq, ckpt = CASES[index]
+    method, *flags = spelled.split("+")
     return {
         "model": model,
         "overrides": overrides,
         "method": method,
+        **({"kbit_prep": True} if "kbit" in flags else {}),
+        **({"lora_targets": ["all-linear"]} if "all" in flags else {}),
         "batch": batch,
         "seq": seq,
         "grad_checkpointing": ckpt,
@@ -90,6 +104,8 @@ def _settings(case: dict[str, Any]) -> Any:
         seq=case["seq"],
         grad_checkpointing="full" if case["grad_checkpointing"] else "none",
         expandable_segments=bool(case.get("expandable_segments")),
+        kbit_prep=bool(case.get("kbit_prep")),
+        lora_targets=tuple(case["lora_targets"]) if case.get("lora_targets") else None,
     )
 
 
@@ -122,6 +138,89 @@ def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
     }
 
 
+def _build_qlora(cfg: dict[str, Any], case: dict[str, Any], device: str) -> Any:
+    """The model as ``from_pretrained(quantization_config=BitsAndBytesConfig(load_in_4bit=True,
+    bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=bf16),
+    torch_dtype=bf16)`` leaves it, then LoRA: every ``nn.Linear`` but the output head is a real
+    bitsandbytes ``Linear4bit`` quantized on ``device`` (transformers' ``replace_with_bnb_linear``
+    converts ``type(m) is nn.Linear`` only: fused MoE experts stay bf16), everything else bf16;
+    ``kbit_prep`` runs PEFT's ``prepare_model_for_kbit_training`` (fp32 upcast of every
+    non-4-bit fp16/bf16 parameter); the adapters (rank 16, alpha 32, fp32) come from PEFT's
+    ``get_peft_model`` when PEFT imports (its 4-bit LoRA layer clones the base output), else
+    from oomkit's ``apply_lora``. Weight values are random: memory does not depend on them."""
+    import bitsandbytes as bnb
+    import torch
+    from torch import nn
+    from verdict_boundary import _retie
+
+    from oomkit.inprocess import probe_model as pm
+
+    bf16 = torch.bfloat16
+    with torch.device("meta"):
+        m = pm.build_from_config(cfg, dtype=bf16)
+    get_head = getattr(m, "get_output_embeddings", None)
+    head = get_head() if callable(get_head) else None
+    linears = [
+        (name, mod)
+        for name, mod in m.named_modules()
+        if name and type(mod) is nn.Linear and mod is not head
+    ]
+    for name, _ in linears:  # out of the way while the rest is materialised
+        parent, _, attr = name.rpartition(".")
+        setattr(m.get_submodule(parent) if parent else m, attr, nn.Identity())
+    m.to_empty(device=device)
+    _retie(m)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(0.0, 0.02)
+    sources: dict[tuple[int, int], Any] = {}
+    for name, mod in linears:
+        shape = (mod.out_features, mod.in_features)
+        if shape not in sources:  # one bf16 source per shape, quantized into each layer
+            sources[shape] = torch.randn(shape, dtype=bf16, device=device) * 0.02
+        lin = bnb.nn.Linear4bit(
+            mod.in_features, mod.out_features, bias=mod.bias is not None, compute_dtype=bf16,
+            compress_statistics=True, quant_type="nf4", device="meta",
+        )  # fmt: skip
+        lin.weight = bnb.nn.Params4bit(
+            sources[shape].clone(), requires_grad=False, compress_statistics=True,
+            quant_type="nf4", module=lin,
+        ).to(device)  # fmt: skip
+        if mod.bias is not None:
+            lin.bias = nn.Parameter(torch.zeros(mod.out_features, dtype=bf16, device=device))
+        parent, _, attr = name.rpartition(".")
+        setattr(m.get_submodule(parent) if parent else m, attr, lin)
+    del sources
+    # transformers' bnb quantizer marks the model (``_process_model_after_weight_loading``);
+    # PEFT dispatches its 4-bit LoRA layer (lora/bnb.py, which clones the base output) on it
+    m.is_loaded_in_4bit = True
+    targets = tuple(case.get("lora_targets") or ()) or pm.lora_target_names(
+        str(cfg.get("model_type", "")), None
+    )
+    try:
+        import peft
+    except ImportError:
+        peft = None
+    if peft is not None:
+        if case.get("kbit_prep"):
+            m = peft.prepare_model_for_kbit_training(m, use_gradient_checkpointing=False)
+        conf = peft.LoraConfig(
+            r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
+            target_modules="all-linear" if "all-linear" in targets else list(targets),
+        )  # fmt: skip
+        m = peft.get_peft_model(m, conf)  # autocast_adapter_dtype: fp32 adapters
+        case["lora_impl"] = f"peft {peft.__version__}, bitsandbytes {bnb.__version__}"
+    else:
+        for p in m.parameters():
+            p.requires_grad_(False)
+            if case.get("kbit_prep") and p.dtype == bf16 and type(p).__name__ != "Params4bit":
+                p.data = p.data.float()
+        with torch.device(device):
+            pm.apply_lora(m, targets, rank=16, alpha=32.0, adapter_dtype=torch.float32)
+        case["lora_impl"] = f"oomkit apply_lora, bitsandbytes {bnb.__version__}"
+    return m
+
+
 def _train(case: dict[str, Any], device: str = "cuda") -> str | None:
     """Create the model on ``device`` and run two training steps; None when both survive, else
     the error's first 600 characters (``device="cpu"`` is the smoke mode the tests run)."""
@@ -134,14 +233,17 @@ def _train(case: dict[str, Any], device: str = "cuda") -> str | None:
     try:
         cfg = {**pm.load_config_dict(case["model"]), **case["overrides"]}
         full = case["method"] == "full"
-        with torch.device("meta"):
-            m = pm.build_from_config(cfg, dtype=torch.float32 if full else torch.bfloat16)
-        m.to_empty(device=device)
-        _retie(m)
-        with torch.no_grad():  # in place, no temporaries: values do not matter to memory,
-            for p in m.parameters():  # but MoE routing and NaN-free losses want sane ones
-                p.normal_(0.0, 0.02)
-        if not full:
+        if case["method"] == "qlora":
+            m = _build_qlora(cfg, case, device)
+        else:
+            with torch.device("meta"):
+                m = pm.build_from_config(cfg, dtype=torch.float32 if full else torch.bfloat16)
+            m.to_empty(device=device)
+            _retie(m)
+            with torch.no_grad():  # in place, no temporaries: values do not matter to memory,
+                for p in m.parameters():  # but MoE routing and NaN-free losses want sane ones
+                    p.normal_(0.0, 0.02)
+        if case["method"] == "lora":
             targets = pm.lora_target_names(str(cfg.get("model_type", "")), None)
             with torch.device(device):
                 pm.apply_lora(m, targets, rank=16, alpha=32.0, adapter_dtype=torch.float32)
@@ -274,7 +376,9 @@ def _name(r: dict[str, Any]) -> str:
     layers = r["overrides"].get("num_hidden_layers")
     depth = f" L{layers}" if layers else ""
     ck = " ckpt" if r["grad_checkpointing"] else ""
-    return f"{r['model']}{depth} {r['method']} b{r['batch']} s{r['seq']}{ck}"
+    kbit = " kbit" if r.get("kbit_prep") else ""
+    targets = " all-linear" if r.get("lora_targets") else ""
+    return f"{r['model']}{depth} {r['method']}{kbit}{targets} b{r['batch']} s{r['seq']}{ck}"
 
 
 def score(path: str) -> int:

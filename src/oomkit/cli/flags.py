@@ -29,6 +29,7 @@ SETTING_FLAGS: dict[str, str] = {
     "grad_accum": "--grad-accum",
     "fragmentation_fraction": "--fragmentation",
     "expandable_segments": "--expandable-segments",
+    "kbit_prep": "--kbit-prep",
     "optimizer_impl": "--optimizer-impl",
     "runtime_version": "--runtime-version",
     "tp": "--tp",

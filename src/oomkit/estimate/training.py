@@ -59,6 +59,7 @@ from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.training_activations import (
     LayerActivations,
     LossActivations,
+    largest_request_bytes,
     layer_activations,
     loss_activations,
 )
@@ -430,6 +431,7 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         "phases": {_PHASE_NAMES[p]: v for p, v in totals.items()},
         "peak_allocated_bytes": peak_alloc,
         "allocator_family": family,
+        "largest_request_bytes": largest_request_bytes(spec, settings, st.largest_grad_bytes),
         "engine": engine_name(settings),
         "shard_group": shard_group(settings),
         "world_size": settings.world_size,

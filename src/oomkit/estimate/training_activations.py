@@ -62,6 +62,8 @@ __all__ = [
     "LayerActivations",
     "LossActivations",
     "autocast_stream",
+    "kbit_head_cast_bytes",
+    "largest_request_bytes",
     "layer_activations",
     "loss_activations",
 ]
@@ -101,8 +103,12 @@ def autocast_stream(settings: TrainingSettings) -> bool:
     Single GPU / DDP with ``master_weights`` and mixed precision is HF Trainer's AMP: the
     embeddings and norms produce fp32, and every linear casts its input to 16 bits itself
     (autocast does not cache activation casts), so q, k and v each save their own copy of the
-    normed input. DeepSpeed and FSDP ``MixedPrecision`` run the model in 16 bits instead.
+    normed input. DeepSpeed and FSDP ``MixedPrecision`` run the model in 16 bits instead. QLoRA
+    after PEFT's ``prepare_model_for_kbit_training`` is the same stream: its fp32 embeddings
+    and norms produce fp32 hidden states, and the 4-bit linears and adapters cast them.
     """
+    if settings.kbit_prep:
+        return settings.mixed_precision != "no"
     return (
         settings.mixed_precision != "no"
         and settings.master_weights
@@ -279,6 +285,46 @@ def _mlp_per_token(
     return total
 
 
+def largest_request_bytes(spec: ModelSpec, settings: TrainingSettings, largest_grad: int) -> int:
+    """The largest single allocation a step asks PyTorch's caching allocator for (one GPU).
+
+    The allocator's waste under a memory limit is measured in these units: a request that finds
+    no free block of its size splits a new segment, and the pieces left beside earlier large
+    blocks are useless to it (c10/cuda/CUDACachingAllocator.cpp ``release_cached_blocks`` frees
+    whole unused segments only). The candidates: the loss's fp32 B·S·V buffers (the upcast, the
+    ``log_softmax`` output, its gradients; one chunk of them with a chunked loss, none fused),
+    the largest trainable tensor's gradient, and the widest per-layer activation (the MLP
+    intermediate, B·S·i in the compute dtype).
+    """
+    e = 4 if settings.mixed_precision == "no" else 2
+    tokens = settings.micro_batch * settings.seq
+    v = -(-spec.vocab_size // settings.tp)
+    if spec.is_encoder or settings.loss == "fused":
+        loss = 0
+    elif settings.loss == "chunked":
+        loss = 4 * tokens * v // CHUNKED_LOSS_CHUNKS
+    else:
+        loss = 4 * tokens * v
+    widest = max((_widest(spec, i) for i in range(len(spec.layer_types))), default=spec.hidden_size)
+    act = tokens * -(-widest // settings.tp) * e
+    return max(loss, largest_grad, act)
+
+
+def kbit_head_cast_bytes(spec: ModelSpec, settings: TrainingSettings) -> int:
+    """The 16-bit copy autocast makes of an fp32 *frozen* output head on every forward.
+
+    After ``prepare_model_for_kbit_training`` the head is fp32 and does not train: autocast
+    caches casts of leaf tensors that require grad only (aten/src/ATen/autocast_mode.cpp
+    ``cached_cast``), so ``F.linear`` gets a fresh V x h cast, which autograd saves for the
+    input gradient until the head's backward (measured on an H200: Llama-3.1-8B QLoRA b1 s2048
+    needed 3.43 GiB more allocated with the prep; fp32 embeddings/head 1.96 GiB + this 0.98
+    GiB + the fp32 stream's checkpoints 0.50 GiB).
+    """
+    if not settings.kbit_prep or settings.mixed_precision == "no" or spec.is_encoder:
+        return 0
+    return -(-spec.vocab_size // settings.tp) * spec.hidden_size * 2
+
+
 def loss_activations(spec: ModelSpec, settings: TrainingSettings) -> LossActivations:
     """Logits and cross-entropy bytes for one micro-batch (vocabulary split by TP)."""
     e = 4 if settings.mixed_precision == "no" else 2
@@ -332,8 +378,11 @@ def loss_activations(spec: ModelSpec, settings: TrainingSettings) -> LossActivat
     # Gemma2ForCausalLM.forward): the tanh output stays saved in the compute dtype
     capped = e if spec.final_logit_softcapping else 0
     cap_note = "; + B·S·V·e tanh output of the logit soft-capping kept" if capped else ""
+    head_cast = kbit_head_cast_bytes(spec, settings)
+    if head_cast:
+        cap_note += "; + V·h·e 16-bit cast of the fp32 frozen head (kbit prep), kept for backward"
     return LossActivations(
-        saved_bytes=(4 + held + capped) * bsv,
+        saved_bytes=(4 + held + capped) * bsv + head_cast,
         forward_transient_bytes=max(0, e + up - held) * bsv,
         backward_transient_bytes=8 * bsv,
         formula="4·B·S·V log_softmax output kept; + B·S·V·e logits + 4·B·S·V fp32 upcast in "

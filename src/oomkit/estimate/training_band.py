@@ -37,6 +37,7 @@ __all__ = [
     "allocator_fraction",
     "band_source",
     "band_terms",
+    "request_ratio",
 ]
 
 #: the band term of the allocator's reserved-minus-allocated spread
@@ -90,6 +91,13 @@ def allocator_spread(family: str) -> float:
     return float(_family_row(family)["spread"])
 
 
+def request_ratio(family: str) -> float | None:
+    """The largest measured need beyond the charged fraction, in units of the step's largest
+    single request (None when the band file has no such bound)."""
+    v = _family_row(family).get("request_ratio")
+    return float(v) if isinstance(v, int | float) else None
+
+
 def band_terms(est: Estimate, d: DeviceUsage) -> list[tuple[str, int]]:
     """The training band terms of device ``d`` (label, bytes), before the platform's."""
     cats: dict[str, Any] = _doc()["categories"]
@@ -106,7 +114,15 @@ def band_terms(est: Estimate, d: DeviceUsage) -> list[tuple[str, int]]:
         charged = est.settings.get("fragmentation_fraction")  # --fragmentation, when given
         if not isinstance(charged, float | int) or isinstance(charged, bool):
             charged = allocator_fraction(family)
-        b = int(peak * max(0.0, top - float(charged)))
+        need = peak * top  # the percentage bound, and the request bound when it is smaller
+        how = f"up to {top:.0%} of the peak seen"
+        ratio, req = request_ratio(family), est.runtime_details.get("largest_request_bytes")
+        if ratio is not None and isinstance(req, int) and req > 0:
+            by_request = peak * allocator_fraction(family) + ratio * req
+            if by_request < need:
+                need = by_request
+                how = f"up to {ratio:.1f}x the largest request seen"
+        b = int(max(0.0, need - peak * float(charged)))
         if b > 0:
-            terms.append((f"{ALLOCATOR_LABEL} (up to {top:.0%} of the peak seen, {family})", b))
+            terms.append((f"{ALLOCATOR_LABEL} ({how}, {family})", b))
     return terms

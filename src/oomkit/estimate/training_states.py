@@ -380,15 +380,18 @@ def model_states(spec: ModelSpec, settings: TrainingSettings) -> ModelStates:
         # transformers >= 5 fuses MoE experts into 3-D nn.Parameters that bitsandbytes'
         # Linear4bit replacement never touches (bitsandbytes#1849): they stay in ``dtype``
         fused_raw = settings.fused_experts_unquantized
+        # prepare_model_for_kbit_training upcasts every 16-bit parameter but Params4bit
+        kept = "fp32" if settings.kbit_prep else settings.dtype
         frozen = hf_weights_bytes(
-            fmt, base, dtype=settings.dtype, double_quant=True, fused_experts_unquantized=fused_raw
+            fmt, base, dtype=kept, double_quant=True, fused_experts_unquantized=fused_raw
         )
         formula["frozen"] = (
             "NF4 + double-quant absmax per 64 (bitsandbytes Linear4bit), embeddings/norms/lm_head "
-            f"in {settings.dtype}"
+            f"in {kept}"
+            + (" (prepare_model_for_kbit_training upcast)" if settings.kbit_prep else "")
             + (
                 (
-                    f"; fused MoE experts stay {settings.dtype} (transformers 5+: not nn.Linear)"
+                    f"; fused MoE experts stay {kept} (transformers 5+: not nn.Linear)"
                     if fused_raw
                     else "; MoE experts quantized too (transformers 4.x: one nn.Linear each)"
                 )

@@ -390,6 +390,12 @@ class TrainingSettings:
     #: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: the allocator's margin and band are
     #: those measured with it (:mod:`oomkit.estimate.training_band`, family ``expandable``)
     expandable_segments: bool = False
+    #: QLoRA prepared with PEFT's ``prepare_model_for_kbit_training`` (the PEFT docs' and the
+    #: QLoRA notebook's recipe): every fp16/bf16 parameter that is not 4-bit (embeddings, norms,
+    #: the output head, MoE experts transformers 5 leaves unquantized) is upcast to fp32, so the
+    #: residual stream runs in fp32 under autocast and the frozen head is cast to 16 bits on
+    #: every forward (peft/utils/other.py)
+    kbit_prep: bool = False
     overhead_bytes: int | None = None  # CUDA context override per GPU
     dtype: str = "bf16"  # dtype the frozen base is loaded in (LoRA) / compute copy
     grad_accum: int = 1
@@ -494,6 +500,12 @@ class TrainingSettings:
             raise InvalidSettingError(
                 "Invalid mixed_precision 'no' with qlora: the NF4 base dequantizes to bf16/fp16.",
                 setting="mixed_precision",
+            )
+        if self.kbit_prep and self.method != "qlora":
+            raise InvalidSettingError(
+                f"Invalid kbit_prep with method {self.method!r}: prepare_model_for_kbit_training "
+                "upcasts a 4-bit model's other parameters; use it with qlora.",
+                setting="kbit_prep",
             )
         if not 0.0 <= self.dropout < 1.0:
             raise InvalidSettingError(
