@@ -65,7 +65,17 @@ CASES: tuple[tuple[str, dict[str, Any], str, int, int, bool], ...] = (
     ("qwen2.5-7b", {}, "qlora+all", 2, 2048, True),
     ("qwen3-30b-a3b", {"num_hidden_layers": 4}, "qlora", 1, 2048, True),
     ("mistral-7b-v0.3", {}, "qlora+kbit+all", 4, 2048, True),
+    # out-of-sample check (session 9, after the band was derived from the rows above): steps no
+    # band figure was fitted on, written to their own file that training_band.py never reads
+    ("gemma-2-9b", {}, "qlora+kbit", 1, 4096, True),
+    ("llama-3.1-8b", {}, "qlora+all", 4, 1024, False),
+    ("qwen2.5-3b", {}, "lora", 8, 512, False),
+    ("phi-3-mini-4k", {}, "lora", 2, 2048, True),
+    ("qwen2.5-1.5b", {}, "full", 2, 1024, True),
+    ("qwen3-8b", {}, "qlora+kbit+all", 2, 2048, True),
 )
+#: the first index of the out-of-sample cases (``--only 16,...``; their own results file)
+HOLDOUT_FROM = 16
 
 
 def _case(index: int) -> dict[str, Any]:
