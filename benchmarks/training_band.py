@@ -65,6 +65,8 @@ BOUNDARY = HERE / "gpu" / "results" / "training_boundary_h200.json"
 EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_h200_expandable.json"
 #: QLoRA steps (real bitsandbytes Linear4bit + PEFT adapters, session 9) on the same H200
 QLORA = HERE / "gpu" / "results" / "training_boundary_qlora_h200.json"
+#: six steps scored once out of sample against the band of the files above, then folded in
+HOLDOUT = HERE / "gpu" / "results" / "training_boundary_holdout_h200.json"
 OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
 #: ``expandable``: any model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, where
 #: the allocator maps pages into one growing segment per stream instead of cutting blocks out of
@@ -302,12 +304,14 @@ def main() -> int:
     ap.add_argument("--boundary", default=str(BOUNDARY))
     ap.add_argument("--expandable", default=str(EXPANDABLE))
     ap.add_argument("--qlora", default=str(QLORA))
+    ap.add_argument("--holdout", default=str(HOLDOUT))
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     rows = (
         h100_rows(Path(args.h100))
         + boundary_rows(Path(args.boundary))
         + boundary_rows(Path(args.qlora))
+        + boundary_rows(Path(args.holdout))
         + boundary_rows(Path(args.expandable), family="expandable")
     )
     sources = sorted({r["source"] for r in rows})

@@ -36,11 +36,12 @@ replays the FakeTensor probe's, which needs torch), so the fraction of the alloc
 measured, not modelled: the smallest gap of a real step of the model's allocator family
 (:func:`oomkit.estimate.training_band.allocator_fraction`, ``src/oomkit/data/
 training_band.json`` from ``python benchmarks/training_band.py`` over the H200 death boundaries
-of ``benchmarks/gpu/results/training_boundary_h200.json`` and the H100 steps of
+of ``benchmarks/gpu/results/training_boundary_*h200.json`` and the H100 steps of
 ``training_h100.json``, each measured against this estimate's own allocated peak: dense decoders
-2.38%, Llama-3.1-8B's LoRA step; MoE 5.06%, Mixtral's LoRA step; encoders 2.89%, BERT's; with
-``expandable_segments`` 0.44%, any model), and the spread above it is the verdict's band (dense up
-to 15.50%, MoE up to 13.00%, expandable segments up to 4.09%).
+1.95%, Qwen2.5-1.5B's full step; MoE 3.51%, Qwen3-30B-A3B's QLoRA step; encoders 2.89%, BERT's;
+with ``expandable_segments`` 0.44%, any model), and the spread above it is the verdict's band:
+the smaller of a share of the peak (dense up to 33.84%, MoE up to 13.00%, expandable segments up
+to 4.09%) and a multiple of ``largest_request_bytes`` (dense up to 2.48x), both measured.
 ``TrainingSettings.fragmentation_fraction`` overrides it.
 
 ``runtime_details`` reports ``peak_phase``, the three phase totals, and ``peak_allocated_bytes``
