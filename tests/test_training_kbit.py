@@ -97,3 +97,30 @@ def test_cli_flag_and_its_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2
     assert "qlora" in err
     assert "Traceback" not in err
+
+
+def test_planner_offers_the_16_bit_cast_back_and_keeps_the_flag_in_checks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A kbit-prepped run that does not fit a 24 GiB card: casting embeddings and head back to
+    bf16 (TRL's ``peft_module_casting_to_bf16``) is offered right after the allocator setting,
+    and a plan that keeps the prep reproduces it with ``--kbit-prep`` in its check command."""
+    from oomkit.planner.training import suggest_training_changes
+
+    spec = _spec()
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.targets import hardware_for
+
+    hw = hardware_for((find_gpu("rtx-4090"),))
+    st = TrainingSettings(method="qlora", kbit_prep=True, micro_batch=1, seq=2048)
+    changes = suggest_training_changes(spec, st, hw, limit=5)
+    summaries = [c.summary for c in changes]
+    assert any("back to bf16" in s for s in summaries), summaries
+    assert all(c.settings.kbit_prep is ("back to bf16" not in c.summary) for c in changes)
+    code, out, err = _run(
+        capsys, "plan", "llama-3.1-8b", "--train", "qlora", "--kbit-prep", "--gpu", "rtx-4090"
+    )
+    assert code == 0, err
+    checks = [line for line in out.splitlines() if line.strip().startswith("check:")]
+    assert any("--kbit-prep" in c for c in checks)
+    assert any("--kbit-prep" not in c for c in checks)

@@ -137,6 +137,8 @@ def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
         parts.append("--offload-optimizer")
     if s.activation_offloading:
         parts.append("--activation-offloading")
+    if s.kbit_prep:
+        parts.append("--kbit-prep")
     if s.expandable_segments:
         parts.append("--expandable-segments")
     if s.mixed_precision != "bf16":
