@@ -177,3 +177,21 @@ def test_catalog_json_adds_the_fields() -> None:
     assert doc["cuda_total_bytes"] == 80998 * MiB
     assert doc["runtime_capacity_bytes"] == 80998 * MiB
     assert "transformers_h100.json" in doc["cuda_total_source"]
+
+
+def test_sglang_defaults_read_nvidia_smi_its_pool_the_cuda_total() -> None:
+    """SGLang sizes its default ``--mem-fraction-static`` from ``nvidia-smi --query-gpu=
+    memory.total`` (``get_nvgpu_memory_capacity``): NVML's 24564 MiB on an RTX 4090, while
+    its pool is that fraction of CUDA's memory (sglang-12496-gemma3-12b-bf16-2x4090-defaults:
+    'GPU 0 has a total capacity of 23.52 GiB'). A ``--vram`` is the user's figure for both."""
+    from oomkit.api import estimate
+    from oomkit.estimate.sglang import default_mem_fraction_static
+    from oomkit.spec.settings import InferenceSettings
+
+    st = InferenceSettings(runtime="sglang", tp=2)
+    g = find_gpu("rtx-4090")
+    est = estimate("gemma-3-12b", st, hardware_for((g, g)), offline=True)
+    assert est.devices[0].capacity_bytes == g.cuda_total_bytes
+    assert est.runtime_details["mem_fraction_static"] == default_mem_fraction_static(2, 24564 * MiB)
+    own = estimate("gemma-3-12b", st, hardware_for((g, g), vram_bytes=23 * GiB), offline=True)
+    assert own.runtime_details["mem_fraction_static"] == default_mem_fraction_static(2, 23 * GiB)
