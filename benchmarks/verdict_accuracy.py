@@ -113,7 +113,7 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     vram = parse_size(rec["vram"]) if rec.get("vram") else None
     ram = parse_size(rec["ram"]) if rec.get("ram") else None
     n = (settings.tp or 1) * (settings.pp or 1)  # one GPU per tensor x pipeline rank
-    hw = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=n)
+    hw = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=n, os=rec.get("os"))
     backend = _GGML_BACKEND_NAMES.get(rec.get("backend") or "", rec.get("backend"))
     if backend:  # e.g. llama.cpp's Vulkan build on an AMD/NVIDIA/Intel GPU
         hw = dataclasses.replace(

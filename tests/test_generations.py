@@ -470,7 +470,10 @@ def test_vllm_sort_sampler_from_0_11_1_until_flashinfer_returns() -> None:
     assert back.runtime_details["activation_peak_bytes"] == pf["activation_peak_bytes"]
     assert 5.3 * GiB < ps["activation_peak_bytes"] < 6.0 * GiB  # log: 5.64 GiB
     assert pf["available_kv_cache_bytes"] - ps["available_kv_cache_bytes"] == grown
-    assert verdict(fi, Platform()).level == "fits"
+    # at the H100's CUDA total (79.10 GiB) the FlashInfer pool still holds a request, inside
+    # the band ("fits" against NVML's 79.65 GiB); the sort's pool does not
+    assert verdict(fi, Platform()).level in ("fits", "tight")
+    assert not fi.blockers
     assert verdict(sort, Platform()).level == "does_not_fit"
     assert verdict(run("0.14.1", 16000), Platform()).level == "fits"
 

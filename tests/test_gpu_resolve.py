@@ -67,7 +67,7 @@ def test_ambiguous_default_is_printed_on_stderr(capsys: pytest.CaptureFixture[st
     code, out, err = _run(capsys, "--gpu", "a100")
     assert code == 0
     (line,) = [ln for ln in err.splitlines() if ln.startswith("GPU:")]
-    assert line.startswith("GPU: NVIDIA A100 80GB SXM4 (80.00 GiB, driver-reported total)")
+    assert line.startswith("GPU: NVIDIA A100 80GB SXM4 (79.10 GiB, CUDA-reported total (Linux))")
     assert "'a100' also matches a100-40gb-pcie, a100-40gb-sxm, a100-80gb-pcie" in line
     assert "pass the full name to choose" in line
     assert "GPU:" not in out  # stdout stays the breakdown only
@@ -78,7 +78,7 @@ def test_exact_name_prints_the_card_without_alternatives(
 ) -> None:
     code, _, err = _run(capsys, "--gpu", "4090x2")
     assert code == 0
-    assert "GPU: 2 x NVIDIA GeForce RTX 4090 (23.99 GiB, driver-reported total)" in err
+    assert "GPU: 2 x NVIDIA GeForce RTX 4090 (23.52 GiB, CUDA-reported total (Linux))" in err
     assert "also matches" not in err
 
 
@@ -235,7 +235,7 @@ def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[s
 @pytest.mark.parametrize(
     ("gpu", "basis"),
     [
-        ("rtx-4090", "driver-reported total"),
+        ("rtx-4090", "CUDA-reported total (Linux)"),  # cudaMemGetInfo: below NVML's total
         ("a100-80gb-pcie", "driver-reported total"),  # = 80 GiB, what the driver reports
         ("rx-6800-xt", "nominal; driver figure not known"),
         ("strix halo", "nominal, shared with the CPU; driver figure not known"),

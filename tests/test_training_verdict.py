@@ -302,7 +302,7 @@ def test_header_names_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
                         "2xrtx-4090")  # fmt: skip
     assert code in (0, 3, 4)
     head = out.splitlines()[0]
-    assert head.endswith("training on 2 x NVIDIA GeForce RTX 4090 (23.99 GiB)"), head
+    assert head.endswith("training on 2 x NVIDIA GeForce RTX 4090 (23.52 GiB)"), head
     assert "on training" not in head
 
 

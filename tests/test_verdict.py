@@ -206,7 +206,7 @@ def test_vllm_v1_before_0_9_1_charges_other_processes(monkeypatch: pytest.Monkey
 
 @pytest.mark.parametrize(
     ("model", "quant", "ctx"),
-    [("gemma-3-27b", "Q6_K", 11264), ("qwen2.5-32b", "Q4_K_M", 20480)],
+    [("gemma-3-27b", "Q6_K", 11264), ("qwen2.5-32b", "Q4_K_M", 18432)],
 )
 def test_safe_margin_is_safe(model: str, quant: str, ctx: int) -> None:
     """The context a tight verdict proposes is not itself tight: only the full-attention KV

@@ -19,9 +19,10 @@ from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings
 
 
-def _a10(version: str, **kw: object) -> dict[str, object]:
+def _a10(version: str, vram: int | None = None, **kw: object) -> dict[str, object]:
     s = InferenceSettings(runtime="vllm", runtime_version=version, **kw)  # type: ignore[arg-type]
-    est = estimate("gemma-2-9b", s, hardware_for([find_gpu("a10")]), offline=True)
+    hw = hardware_for([find_gpu("a10")], vram_bytes=vram)
+    est = estimate("gemma-2-9b", s, hw, offline=True)
     return {"ctx": est.settings["ctx"], "blockers": est.blockers, "notes": est.assumptions}
 
 
@@ -46,11 +47,17 @@ def test_default_length_is_4096_before_0_6_5_and_8192_from_it(
 def test_sglang1869_a10_u095_starts_at_4096_but_not_at_8192(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The 17.2 GiB of bf16 weights leave a pool of ~4.5K tokens at util 0.95 on an A10: the
-    capped 4096 fits (the run served), 0.6.5's full 8192 would not."""
+    """The 17.2 GiB of bf16 weights leave a pool of ~4.3K tokens at util 0.95 on an A10 whose
+    CUDA total is 22.20 GiB (an A10 of the record's time: h18-AutoAWQ-382, 2024-03): the capped
+    4096 fits (the run served), 0.6.5's full 8192 would not. The record's driver is not
+    stated; at the catalog's figure, the newer drivers' 21.99 GiB, 4096 no longer fits (the
+    pool holds 3632 tokens)."""
     monkeypatch.delenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", raising=False)
-    assert _a10("2024-11-01", gpu_memory_utilization=0.95)["blockers"] == ()
-    assert _a10("0.6.5", gpu_memory_utilization=0.95)["blockers"] != ()
+    then = round(22.20 * 1024) * 2**20
+    assert _a10("2024-11-01", then, gpu_memory_utilization=0.95)["blockers"] == ()
+    assert _a10("0.6.5", then, gpu_memory_utilization=0.95)["blockers"] != ()
+    (now,) = _a10("2024-11-01", gpu_memory_utilization=0.95)["blockers"]  # type: ignore[misc]
+    assert "largest that fits: 3632" in str(now)
 
 
 def test_explicit_length_above_the_window_is_refused_unless_allowed(

@@ -96,10 +96,15 @@ def test_non_kv_matches_the_0_17_1_logs_of_a_3090(
     assert old - logged > 0.7 * GiB
 
 
-def test_qwen_util_0_65_is_not_refused_on_0_17_1() -> None:
+def test_qwen_util_0_65_is_at_the_edge_on_0_17_1() -> None:
     """util 0.65 started once (0.49 GiB of KV) and was refused four minutes later (0.41 GiB
-    against 0.44 needed): an edge, so 'tight'; util 0.60 (-0.7 GiB) is refused in every
+    against 0.44 needed): an edge. At the card's CUDA total (23.54 GiB, the catalog's figure
+    since the capacity is CUDA's) the non-KV over-estimate above (0.13-0.21 GiB for these two
+    logs) puts oomkit's pool short of one request by less than that over-estimate, where the
+    sort sampler of 0.16 misses by 0.7 GiB or more; util 0.60 (-0.7 GiB) is refused in every
     generation."""
-    assert verdict(_est("qwen2.5-7b", 0.65), Platform()).level == "tight"
+    v = verdict(_est("qwen2.5-7b", 0.65), Platform())
+    (pool,) = [m for m in v.margins if m.what != "device memory"]
+    assert -0.25 * GiB < pool.free_bytes < 0.25 * GiB
     assert verdict(_est("qwen2.5-7b", 0.65, "0.16.0"), Platform()).level == "does_not_fit"
     assert verdict(_est("qwen2.5-7b", 0.60), Platform()).level == "does_not_fit"

@@ -199,7 +199,7 @@ def run_estimate(
 
         print_warning("vLLM does not run on native Windows (its docs: use WSL 2): pass --os wsl")
     choice = choose_hardware(
-        gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1)
+        gpu, vram_bytes=vram, host_ram_bytes=ram, n_devices=(tp or 1) * (pp or 1), os=os_name
     )
     hardware = with_backend(choice.hardware, backend, canonical, named=gpu is not None)
     hardware = with_vulkan_driver(hardware, vulkan_driver)

@@ -100,11 +100,13 @@ class HardwareChoice:
         return [g.describe() for g in self.gpus]
 
 
-def _basis(gpu: GpuModel) -> str:
-    from oomkit.hardware.catalog import memory_is_nominal
+def _basis(gpu: GpuModel, os: str | None = None) -> str:
+    from oomkit.hardware.catalog import memory_is_nominal, runtime_capacity_bytes
 
     if gpu.usable_memory_bytes is not None:
         return "Metal working-set limit"
+    if runtime_capacity_bytes(gpu, os=os) != gpu.memory_bytes:
+        return "CUDA-reported total (Linux)"
     if memory_is_nominal(gpu):
         shared = ", shared with the CPU" if gpu.unified_memory else ""
         return f"nominal{shared}; driver figure not known"
@@ -112,10 +114,10 @@ def _basis(gpu: GpuModel) -> str:
 
 
 def _catalog_choice(
-    text: str, vram_bytes: int | None
+    text: str, vram_bytes: int | None, os: str | None = None
 ) -> tuple[tuple[GpuModel, ...], list[GpuChoice]]:
     from oomkit.cli.params import parse_gpu_list, split_gpu_count
-    from oomkit.hardware.catalog import find_gpu, gpu_alternatives
+    from oomkit.hardware.catalog import find_gpu, gpu_alternatives, runtime_capacity_bytes
 
     gpus = parse_gpu_list(text)  # validates every part and count first
     choices: list[GpuChoice] = []
@@ -130,8 +132,10 @@ def _catalog_choice(
                 count=count,
                 key=gpu.key,
                 name=gpu.name,
-                capacity_bytes=gpu.effective_memory_bytes if vram_bytes is None else vram_bytes,
-                capacity_basis=_basis(gpu) if vram_bytes is None else "--vram",
+                capacity_bytes=(
+                    runtime_capacity_bytes(gpu, os=os) if vram_bytes is None else vram_bytes
+                ),
+                capacity_basis=_basis(gpu, os) if vram_bytes is None else "--vram",
                 alternatives=gpu_alternatives(name),
             )
         )
@@ -199,8 +203,12 @@ def choose_hardware(
     vram_bytes: int | None = None,
     host_ram_bytes: int | None = None,
     n_devices: int = 1,
+    os: str | None = None,
 ) -> HardwareChoice:
     """Resolve ``--gpu`` (catalog names, ``2x3090``, ``4090x2``, ``auto``, ``cpu``) to a target.
+
+    A catalog card's capacity is what a runtime budgets against on ``os`` (``--os``; None =
+    unknown, taken as Linux): :func:`oomkit.hardware.catalog.runtime_capacity_bytes`.
 
     Raises:
         UnknownNameError: a name is not in the catalog (``AmbiguousGpuError`` when several
@@ -235,9 +243,9 @@ def choose_hardware(
             gpus=tuple(choices),
             source="auto",
         )
-    rows, choices = _catalog_choice(gpu, vram_bytes)
+    rows, choices = _catalog_choice(gpu, vram_bytes, os)
     return HardwareChoice(
-        hardware=hardware_for(rows, vram_bytes=vram_bytes, host_ram_bytes=host_ram_bytes),
+        hardware=hardware_for(rows, vram_bytes=vram_bytes, host_ram_bytes=host_ram_bytes, os=os),
         gpus=tuple(choices),
         source="catalog",
     )

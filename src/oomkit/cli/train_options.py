@@ -395,7 +395,9 @@ def run_training(
                 f"--gpus {training.gpus} disagrees with --gpu '{gpu}' ({len(gpus)} GPUs)"
             )
         settings = dataclasses.replace(settings, gpus=len(gpus))
-    hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus)
+    hardware = hardware_for(
+        gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus, os=os_name
+    )
     spec = load_model(model, offline=True if offline else None)
     if training.emit is not None:
         from oomkit.estimate.training_emit import emit_text

@@ -293,7 +293,7 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ),
     ("vllm", "v1-0.17"): (
         "test:tests/test_vllm_triton_sampler.py::test_non_kv_matches_the_0_17_1_logs_of_a_3090",
-        "test:tests/test_vllm_triton_sampler.py::test_qwen_util_0_65_is_not_refused_on_0_17_1",
+        "test:tests/test_vllm_triton_sampler.py::test_qwen_util_0_65_is_at_the_edge_on_0_17_1",
         "log:https://github.com/TheBuccaneer/vllm-offload-profiles/blob/547be9005dd6483d21e15e32"
         "416ffab96d1a2e63/data/provenance/gpu_memory_configuration/kv_vram_qwen_gmem065_offload0"
         ".log (0.17.1, RTX 3090, util 0.65: 'Model loading took 14.25 GiB', 'Available KV cache "

@@ -205,12 +205,29 @@ def pool_below_context_note(tokens: int, ctx: int) -> str:
     )
 
 
+def _smi_total(d: DeviceTarget) -> int | None:
+    """What ``nvidia-smi --query-gpu=memory.total`` prints for ``d``, which SGLang's defaults
+    read (``get_nvgpu_memory_capacity``): a catalog card budgeted at its CUDA total reports
+    its NVML total there (:func:`oomkit.hardware.catalog.runtime_capacity_bytes`); any other
+    capacity (``--vram``, a live reading) is taken as is."""
+    if d.key is None or d.capacity_bytes is None:
+        return d.capacity_bytes
+    from oomkit.hardware.catalog import all_gpus
+
+    row = next((g for g in all_gpus() if g.key == d.key), None)
+    if row is None or d.capacity_bytes != row.cuda_total_bytes:
+        return d.capacity_bytes
+    return row.memory_bytes
+
+
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
-    caps = [d.capacity_bytes for d in devices[: tp * pp]]
+    # the defaults read nvidia-smi's memory.total (get_nvgpu_memory_capacity); the pool below
+    # is a fraction of CUDA's free memory (capacity_bytes, the CUDA total on Linux)
+    caps = [_smi_total(d) for d in devices[: tp * pp]]
     smallest = None if any(c is None for c in caps) else min(c for c in caps if c is not None)
     kind = "gpu_memory"
     if settings.runtime_version is not None:

@@ -58,6 +58,7 @@ __all__ = [
     "gpu_note",
     "memory_is_nominal",
     "normalize_gpu_name",
+    "runtime_capacity_bytes",
     "search_gpus",
 ]
 
@@ -116,6 +117,13 @@ class GpuModel:
         nvml_names: product names NVML/``nvidia-smi`` print for this model. Unlike aliases
             these may be shared (two memory sizes, one name); :func:`find_gpu_by_nvml_name`
             separates them by memory.
+        cuda_total_bytes: NVIDIA only: the total CUDA reports on Linux (``cudaMemGetInfo``,
+            what PyTorch prints as "total capacity" and vLLM as ``total_gpu_memory``), below
+            ``memory_bytes`` by the framebuffer the driver reserves; the smallest figure a
+            public Linux message shows for this card (newer drivers reserve more). ``None``
+            where no message gives it (the NVML total is then used).
+        cuda_total_source: the messages behind ``cuda_total_bytes``: their figures and the
+            record ids of the development data they come from.
     """
 
     key: str
@@ -137,6 +145,8 @@ class GpuModel:
     interconnect: str
     source: str
     nvml_names: tuple[str, ...] = ()
+    cuda_total_bytes: int | None = None
+    cuda_total_source: str | None = None
 
     @property
     def effective_memory_bytes(self) -> int:
@@ -172,20 +182,57 @@ class GpuModel:
             "interconnect": self.interconnect,
             "source": self.source,
             "nvml_names": list(self.nvml_names),
+            "cuda_total_bytes": self.cuda_total_bytes,
+            "cuda_total_source": self.cuda_total_source,
+            "runtime_capacity_bytes": runtime_capacity_bytes(self),
         }
 
-    def to_device_target(self) -> DeviceTarget:
-        """The estimator's view of one device of this model."""
+    def to_device_target(self, *, os: str | None = None) -> DeviceTarget:
+        """The estimator's view of one device of this model on ``os`` (None = unknown): its
+        capacity is :func:`runtime_capacity_bytes`."""
         return DeviceTarget(
             name=self.name,
             key=self.key,
             backend=_BACKENDS[self.vendor],
-            capacity_bytes=self.effective_memory_bytes,
+            capacity_bytes=runtime_capacity_bytes(self, os=os),
             architecture=self.architecture,
             compute_capability=self.compute_capability,
             native_dtypes=self.native_dtypes,
             unified_memory=self.unified_memory,
         )
+
+
+#: systems whose CUDA runs on the WDDM driver (WSL 2 paravirtualises the Windows host's)
+_WDDM_OS = frozenset({"windows", "wsl"})
+
+
+def runtime_capacity_bytes(gpu: GpuModel, *, os: str | None = None) -> int:
+    """The memory a runtime on ``gpu`` budgets against: the total CUDA reports.
+
+    Every runtime oomkit models reads its capacity from CUDA, not from NVML: PyTorch's caching
+    allocator and its OOM message (``cudaMemGetInfo``), vLLM's budget ``gpu_memory_utilization
+    x torch.cuda.mem_get_info()[1]``, SGLang's ``--mem-fraction-static`` of the same total,
+    llama.cpp's auto placement and Ollama's scheduler (``cudaMemGetInfo`` free/total). On Linux
+    that total is below NVML's ``memory.total`` (the catalog's ``memory_bytes``) by the
+    framebuffer the driver reserves (RTX 3090: 23.54-23.70 GiB of 24 GiB; H100 SXM 79.10-79.18
+    of 79.65 GiB), so the row's ``cuda_total_bytes`` is the capacity where a message gives it.
+    On Windows and WSL 2 (the WDDM driver) CUDA reports the NVML total (RTX 3090: "24.00 GiB
+    total capacity", RTX 4090: 23.99 GiB, h12-dain-app-33, h8-samfast-110,
+    h18-chatglm3_finetuning-13) and the OS's own reservation is the verdict's WDDM term, so
+    there the NVML total is the capacity. Apple: the Metal working set
+    (:attr:`GpuModel.effective_memory_bytes`). An unknown ``os`` takes the Linux figure, the
+    smaller one.
+
+    >>> runtime_capacity_bytes(find_gpu("rtx-3090")) // 2**20
+    24105
+    >>> runtime_capacity_bytes(find_gpu("rtx-3090"), os="windows") // 2**20
+    24576
+    """
+    if gpu.usable_memory_bytes is not None:
+        return gpu.usable_memory_bytes
+    if gpu.cuda_total_bytes is not None and (os or "").lower() not in _WDDM_OS:
+        return gpu.cuda_total_bytes
+    return gpu.memory_bytes
 
 
 _TUPLE_FIELDS = ("aliases", "native_dtypes", "nvml_names")

@@ -33,10 +33,15 @@ def hardware_for(
     vram_bytes: int | None = None,
     host_ram_bytes: int | None = None,
     n_devices: int = 1,
+    os: str | None = None,
 ) -> Hardware:
     """Build the target: catalog GPUs (``vram_bytes`` overrides their capacity), or
     ``n_devices`` anonymous GPUs of ``vram_bytes`` each. With neither, one CUDA device of
     unknown capacity (``Estimate.fits`` is then None).
+
+    A catalog GPU's capacity is what its runtime budgets against on ``os`` (None = unknown):
+    :func:`oomkit.hardware.catalog.runtime_capacity_bytes`, the CUDA total on Linux. A
+    ``vram_bytes`` the user gives is taken as is.
 
     Raises:
         InvalidSettingError: ``vram_bytes`` or ``host_ram_bytes`` of 0 (no GPU or host has no
@@ -44,7 +49,7 @@ def hardware_for(
     """
     check_memory_sizes(vram_bytes, host_ram_bytes)
     if gpus:
-        devices = tuple(g.to_device_target() for g in gpus)
+        devices = tuple(g.to_device_target(os=os) for g in gpus)
         if vram_bytes is not None:
             devices = tuple(dataclasses.replace(d, capacity_bytes=vram_bytes) for d in devices)
     else:

@@ -473,6 +473,16 @@ def plan_spec(
     )
 
 
+def _load_ref(model: str, offline: bool | None) -> ModelSpec:
+    """The spec :func:`oomkit.api.estimate` resolves ``model`` to: an Ollama-style
+    ``hf.co/org/repo:QUANT`` reference is looked up by its repo name, as there (without this,
+    the changes suggested for such a reference failed after its estimate had succeeded)."""
+    from oomkit.api import _hf_co_ref, load_model
+
+    hf = _hf_co_ref(model)
+    return load_model(hf[0] if hf is not None else model, offline=offline)
+
+
 def plan(
     model: str | ModelSpec,
     hardware: Hardware,
@@ -495,10 +505,11 @@ def plan(
         InvalidSettingError: no GPU or no GPU capacity, or a bad request value.
     """
     if isinstance(model, str):
-        from oomkit.api import load_model
+        from oomkit.api import _hf_co_ref
 
-        spec = load_model(model, offline=offline)
-        ref = model
+        hf = _hf_co_ref(model)
+        ref = hf[0] if hf is not None else model  # the commands name what was resolved
+        spec = _load_ref(ref, offline)
     else:
         spec, ref = model, model.name
     return plan_spec(spec, hardware, request, model_ref=ref, base=base, max_plans=max_plans)
@@ -522,9 +533,7 @@ def suggest_changes(
         return ()
     quant = settings.quant
     if quant is not None:
-        from oomkit.api import load_model
-
-        spec = load_model(model, offline=offline) if isinstance(model, str) else model
+        spec = _load_ref(model, offline) if isinstance(model, str) else model
         if spec.source == "gguf":  # a .gguf file's types are fixed: its --quant was ignored
             quant = None
     runtime = normalize_runtime(settings.runtime)

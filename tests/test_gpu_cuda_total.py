@@ -1,0 +1,197 @@
+"""The capacity a runtime budgets against: the total CUDA reports, not NVML's ``memory.total``.
+
+On Linux the driver keeps part of the framebuffer that ``cudaMemGetInfo`` never reports as
+total (an RTX 3090: 23.54-23.70 GiB of NVML's 24 GiB), and every runtime oomkit models budgets
+against CUDA's figure (PyTorch's allocator, vLLM ``util x torch.cuda.mem_get_info()[1]``,
+SGLang's static fraction, llama.cpp and Ollama's free/total). The catalog's ``cuda_total_bytes``
+holds the smallest such figure a public message shows for the card, each tied to the records it
+comes from; Windows/WSL (WDDM) report NVML's total and keep the verdict's WDDM reservation.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from oomkit.estimate.verdict import Platform, verdict
+from oomkit.hardware.catalog import GpuModel, all_gpus, find_gpu, runtime_capacity_bytes
+from oomkit.hardware.targets import hardware_for
+from oomkit.units import GiB, MiB, format_bytes
+
+ROOT = Path(__file__).parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+ROWS_WITH_CUDA = [g for g in all_gpus() if g.cuda_total_bytes is not None]
+_ID = re.compile(r"\b(?:h\d+|tc|sv|vllm|sglang|tf|lcpp|ollama)-[\w.+-]*\w")
+_FIGURE = re.compile(
+    r"(?:([\d.]+) GiB total capacity|total capac\w* of ([\d.]+) GiB"
+    r"|total_gpu_memory[ =(]*([\d.]+) ?GiB)"
+)
+
+
+def _development_records() -> dict[str, str]:
+    """id -> the record's text, over the development parts (the doctor corpus's development
+    parts and the verdict runs); never a fresh held-out part."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("dc", ROOT / "benchmarks" / "doctor_corpus.py")
+    assert spec is not None
+    assert spec.loader is not None
+    dc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dc)
+    files = [
+        f for p in dc.DEVELOPMENT_PARTS for f in (FIXTURES / "oom_corpus").glob(f"{p}_*.jsonl")
+    ]
+    files += sorted((FIXTURES / "verdict_runs").glob("*.jsonl"))
+    out: dict[str, str] = {}
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                out[rec["id"]] = json.dumps(rec, ensure_ascii=False).replace('\\"', '"')
+    return out
+
+
+RECORDS = _development_records()
+
+
+@pytest.mark.parametrize("gpu", ROWS_WITH_CUDA, ids=lambda g: g.key)
+def test_every_cuda_total_is_a_logged_figure_of_its_cited_records(gpu: GpuModel) -> None:
+    """No figure is guessed: every record the row cites is development data, the row's figure
+    is one that a cited record's message prints (PyTorch's 'total capacity' or vLLM's
+    total_gpu_memory, 2 decimals of GiB), and no cited record prints a smaller one."""
+    assert gpu.vendor == "nvidia"
+    assert gpu.cuda_total_source
+    ids = _ID.findall(gpu.cuda_total_source)
+    assert ids, gpu.cuda_total_source
+    missing = [i for i in ids if i not in RECORDS]
+    assert not missing
+    figures = {
+        float(next(g for g in m.groups() if g)) for i in ids for m in _FIGURE.finditer(RECORDS[i])
+    }
+    figure = round(gpu.cuda_total_bytes / GiB, 2) if gpu.cuda_total_bytes else None
+    assert figure in figures, (figure, sorted(figures))
+    # the smallest figure near the card (other cards of a multi-GPU record print their own)
+    near = {f for f in figures if gpu.memory_bytes / GiB - 1.0 <= f}
+    assert figure == min(near), sorted(near)
+
+
+@pytest.mark.parametrize("gpu", ROWS_WITH_CUDA, ids=lambda g: g.key)
+def test_the_cuda_total_is_below_the_nvml_total_by_the_driver_reserve(gpu: GpuModel) -> None:
+    """The driver reserve is 0-0.9 GiB on every card with a figure (Volta about nothing, A100
+    80GB 0.9 GiB); a larger gap would be another card or a vGPU profile, not this one."""
+    assert gpu.cuda_total_bytes is not None
+    gap = gpu.memory_bytes - gpu.cuda_total_bytes
+    assert 0 < gap <= 0.95 * GiB, format_bytes(gap)
+    assert gpu.cuda_total_bytes % MiB == 0
+
+
+def test_linux_and_unknown_os_budget_the_cuda_total_wddm_the_nvml_total() -> None:
+    """RTX 3090: PyTorch prints '23.54 GiB total capacity' on Linux (vllm-buccaneer, 2026),
+    '24.00 GiB total capacity' on Windows (h12-dain-app-33), '23.99 GiB' for a 4090 under WSL
+    (h18-chatglm3_finetuning-13): WDDM reports NVML's total, and the verdict then reserves
+    the WDDM share of it (its own term)."""
+    g = find_gpu("rtx-3090")
+    assert format_bytes(runtime_capacity_bytes(g)) == "23.54 GiB"
+    assert runtime_capacity_bytes(g, os="linux") == g.cuda_total_bytes
+    assert runtime_capacity_bytes(g, os="windows") == g.memory_bytes == 24576 * MiB
+    assert runtime_capacity_bytes(find_gpu("rtx-4090"), os="WSL") == 24564 * MiB
+    # a card no message gives keeps NVML's figure; Apple its Metal working set
+    assert runtime_capacity_bytes(find_gpu("l4")) == find_gpu("l4").memory_bytes
+    mac = find_gpu("m3-max-64gb")
+    assert runtime_capacity_bytes(mac) == mac.usable_memory_bytes
+    hw = hardware_for((g,), os="windows")
+    assert hw.devices[0].capacity_bytes == g.memory_bytes
+
+
+def test_an_explicit_vram_is_the_users_figure() -> None:
+    hw = hardware_for((find_gpu("rtx-3090"),), vram_bytes=24 * GiB)
+    assert hw.devices[0].capacity_bytes == 24 * GiB
+
+
+@pytest.mark.parametrize(
+    ("gpu", "util", "logged"),
+    [
+        # 'the current vLLM instance can use total_gpu_memory (21.99GiB) x
+        # gpu_memory_utilization (0.90) = 19.79GiB' (vllm-15360-qwen25-7b-a10g-6600)
+        ("a10g", 0.90, "19.79 GiB"),
+        # 'total_gpu_memory (139.72GiB) x gpu_memory_utilization (0.90) = 125.75GiB'
+        # (vllm-15394-opt125m-h200)
+        ("h200", 0.90, "125.75 GiB"),
+        # 'total_gpu_memory (39.38GiB) x gpu_memory_utilization (0.90) = 35.44GiB'
+        # (vllm-16378-gemma3-27b-4xa100-40gb-tp4-64k)
+        ("a100-40gb-pcie", 0.90, "35.44 GiB"),
+    ],
+)
+def test_vllm_budget_is_util_times_the_cuda_total(gpu: str, util: float, logged: str) -> None:
+    """vLLM's budget line, reproduced from the catalog card alone."""
+    cap = hardware_for((find_gpu(gpu),)).devices[0].capacity_bytes
+    assert cap is not None
+    assert format_bytes(int(cap * util)) == logged
+
+
+def test_vllm_kv_pool_shrinks_by_util_times_the_driver_reserve() -> None:
+    """The KV pool of a vLLM run is computed against the CUDA total: on an RTX 3090 at util
+    0.86 (vllm-buccaneer-qwen25-7b-3090-u086-ok, vLLM 0.17.1) the pool is 0.86 x the driver
+    reserve smaller than against NVML's 24 GiB, and within 0.15 GiB of the log's 'Available
+    KV cache memory: 5.35 GiB'."""
+    from oomkit.api import estimate
+    from oomkit.spec.settings import InferenceSettings
+
+    st = InferenceSettings(
+        runtime="vllm", quant="bf16", ctx=8192, gpu_memory_utilization=0.86,
+        runtime_version="0.17.1",
+    )  # fmt: skip
+    g = find_gpu("rtx-3090")
+    cuda = estimate("qwen2.5-7b", st, hardware_for((g,)), offline=True)
+    nvml = estimate("qwen2.5-7b", st, hardware_for((g,), os="windows"), offline=True)
+    a = cuda.runtime_details["available_kv_cache_bytes"]
+    b = nvml.runtime_details["available_kv_cache_bytes"]
+    assert isinstance(a, int)
+    assert isinstance(b, int)
+    assert abs((b - a) - 0.86 * (g.memory_bytes - (g.cuda_total_bytes or 0))) < 2 * MiB
+    assert abs(a - 5.35 * GiB) < 0.15 * GiB
+
+
+def test_a_death_at_the_cuda_total_is_not_called_fits() -> None:
+    """vllm-buccaneer-llama31-8b-3090-u070-oom: Llama-3.1-8B bf16 at util 0.70 on the RTX 3090
+    that reports 23.54 GiB was refused ('1.0 GiB KV cache is needed ... available KV cache
+    memory (0.95 GiB)'); against NVML's 24 GiB oomkit had put the pool above the 1.0 GiB."""
+    from oomkit.api import estimate
+    from oomkit.spec.settings import InferenceSettings
+
+    st = InferenceSettings(
+        runtime="vllm", quant="bf16", ctx=8192, gpu_memory_utilization=0.70,
+        runtime_version="0.17.1",
+    )  # fmt: skip
+    est = estimate("llama-3.1-8b", st, hardware_for((find_gpu("rtx-3090"),)), offline=True)
+    assert verdict(est, Platform(os="linux")).level == "does_not_fit"
+
+
+def test_catalog_json_adds_the_fields() -> None:
+    doc = find_gpu("h100").to_dict()
+    assert doc["memory_bytes"] == 81559 * MiB  # NVML's total, unchanged
+    assert doc["cuda_total_bytes"] == 80998 * MiB
+    assert doc["runtime_capacity_bytes"] == 80998 * MiB
+    assert "transformers_h100.json" in doc["cuda_total_source"]
+
+
+def test_sglang_defaults_read_nvidia_smi_its_pool_the_cuda_total() -> None:
+    """SGLang sizes its default ``--mem-fraction-static`` from ``nvidia-smi --query-gpu=
+    memory.total`` (``get_nvgpu_memory_capacity``): NVML's 24564 MiB on an RTX 4090, while
+    its pool is that fraction of CUDA's memory (sglang-12496-gemma3-12b-bf16-2x4090-defaults:
+    'GPU 0 has a total capacity of 23.52 GiB'). A ``--vram`` is the user's figure for both."""
+    from oomkit.api import estimate
+    from oomkit.estimate.sglang import default_mem_fraction_static
+    from oomkit.spec.settings import InferenceSettings
+
+    st = InferenceSettings(runtime="sglang", tp=2)
+    g = find_gpu("rtx-4090")
+    est = estimate("gemma-3-12b", st, hardware_for((g, g)), offline=True)
+    assert est.devices[0].capacity_bytes == g.cuda_total_bytes
+    assert est.runtime_details["mem_fraction_static"] == default_mem_fraction_static(2, 24564 * MiB)
+    own = estimate("gemma-3-12b", st, hardware_for((g, g), vram_bytes=23 * GiB), offline=True)
+    assert own.runtime_details["mem_fraction_static"] == default_mem_fraction_static(2, 23 * GiB)
