@@ -268,9 +268,15 @@ class LoraLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         result: torch.Tensor = self.base_layer(x)
-        x = x.to(self.lora_A.weight.dtype)
+        # PEFT casts the input to the adapter's dtype only outside autocast
+        # (``requires_conversion = not torch.is_autocast_enabled()``, tuners/lora/layer.py and
+        # bnb.py): under autocast the adapter's matmul runs in the autocast dtype on the same
+        # input the base layer saw, so no second (fp32) copy is saved for its backward
+        autocast = torch.is_autocast_enabled(x.device.type)
+        if not autocast:
+            x = x.to(self.lora_A.weight.dtype)
         adapted: torch.Tensor = self.lora_B(self.lora_A(self.lora_dropout(x)))
-        if not torch.is_autocast_enabled(x.device.type):
+        if not autocast:
             adapted = adapted.to(result.dtype)
         return result + adapted * self.scaling
 
