@@ -8,6 +8,7 @@ page file was set to 16 GB.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -17,7 +18,13 @@ from oomkit.cli import main
 from oomkit.cli.params import parse_gpu_list
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.verdict import WDDM_COMMIT_WHAT, Platform, verdict
-from oomkit.estimate.verdict_windows import WDDM_COMMIT, wddm_commit_over
+from oomkit.estimate.verdict_windows import (
+    SYSMEM_OVER,
+    WDDM_COMMIT,
+    sysmem_fallback_bytes,
+    wddm_commit_over,
+    within_sysmem_fallback,
+)
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB
@@ -108,3 +115,77 @@ def test_vllm_on_windows_is_named_not_silently_modelled(capsys: pytest.CaptureFi
     assert "vLLM does not run on native Windows" in capsys.readouterr().err
     assert main([*argv, "--os", "wsl", "--offline"]) == 0
     assert "native Windows" not in capsys.readouterr().err
+
+
+# CUDA System Memory Fallback (NVIDIA Windows driver 536.40+): a llama.cpp/Ollama CUDA run over
+# its card by less than WDDM's shared segment (half the RAM) spills instead of failing. The two
+# runs are the records' own settings; the card is given as its nominal memory (24 / 12 GiB) so
+# the over-by stays what the records show whatever the catalog's capacity becomes.
+LCPP_8760 = InferenceSettings(  # llama.cpp#8760: b3488, --no-mmap -ngl 39, ran at 1.86 tok/s
+    runtime="llama.cpp",
+    quant="IQ3_XS",
+    ctx=8196,
+    n_gpu_layers=39,
+    mmap=False,
+    runtime_version="b3488",
+)
+OLLAMA_4790 = InferenceSettings(  # ollama#4790: 0.1.41, command-r:35b, num_ctx 4096, ran
+    runtime="ollama", quant="Q4_0", ctx=4096, runtime_version="0.1.41"
+)
+_RUNS = [
+    ("mistral-large-2", LCPP_8760, "rtx-3090", 24 * GiB),
+    ("command-r-35b", OLLAMA_4790, "rtx-4070", 12 * GiB),
+]
+
+
+def _run(model: str, s: InferenceSettings, gpu: str, vram: int, ram: int | None) -> Estimate:
+    hw = hardware_for(parse_gpu_list(gpu), vram_bytes=vram, host_ram_bytes=ram)
+    return estimate(model, s, hw, offline=True)
+
+
+@pytest.mark.parametrize(("model", "settings", "gpu", "vram"), _RUNS)
+def test_sysmem_fallback_spills_instead_of_failing(
+    model: str, settings: InferenceSettings, gpu: str, vram: int
+) -> None:
+    est = _run(model, settings, gpu, vram, None)
+    plat = Platform(os="windows", segments=("consumer",))
+    win = verdict(est, plat)
+    assert win.tightest is not None
+    over = -win.tightest.free_bytes
+    assert 0 < over <= sysmem_fallback_bytes(None)  # over the card after WDDM's 512 MiB
+    assert within_sysmem_fallback(est, est.devices[0], "windows", over)
+    assert win.level == "tight"
+    assert SYSMEM_OVER in win.risks[0]
+    # a shared segment smaller than the overrun (RAM = the overrun: half of it is shared)
+    small = dataclasses.replace(est, host=dataclasses.replace(est.host, capacity_bytes=over))
+    assert not within_sysmem_fallback(small, est.devices[0], "windows", over)
+    roomy = dataclasses.replace(est, host=dataclasses.replace(est.host, capacity_bytes=2 * over))
+    assert within_sysmem_fallback(roomy, est.devices[0], "windows", over)
+    # WSL 2 keeps WDDM's reservation but is not modelled with the fallback: over, so dies
+    assert verdict(est, Platform(os="wsl", segments=("consumer",))).level == "does_not_fit"
+
+
+def test_sysmem_fallback_is_bounded_by_the_shared_segment() -> None:
+    """WDDM's shared segment is MAX(RAM / 2, 64 MB); RAM unknown: Windows 10 x64's minimum 2 GB.
+    The same 8760 run with 21 more layers on the card is several GiB over: "does not fit"."""
+    assert sysmem_fallback_bytes(None) == GiB
+    assert sysmem_fallback_bytes(64 * GiB) == 32 * GiB
+    assert sysmem_fallback_bytes(64 * 1024 * 1024) == 64 * 1024 * 1024
+    win = Platform(os="windows", segments=("consumer",))
+    more = dataclasses.replace(LCPP_8760, n_gpu_layers=60)
+    far = _run("mistral-large-2", more, "rtx-3090", 24 * GiB, None)
+    v = verdict(far, win)
+    assert v.tightest is not None
+    assert -v.tightest.free_bytes > GiB
+    assert v.level == "does_not_fit"
+
+
+def test_sysmem_fallback_is_ggml_cuda_only() -> None:
+    """Other runtimes and other backends keep "does not fit" when over the card."""
+    est = _run("mistral-large-2", LCPP_8760, "rtx-3090", 24 * GiB, None)
+    other = dataclasses.replace(est, runtime="transformers")
+    assert not within_sysmem_fallback(other, est.devices[0], "windows", GiB // 2)
+    rocm = dataclasses.replace(est.devices[0], device="rocm:0")
+    assert not within_sysmem_fallback(est, rocm, "windows", GiB // 2)
+    assert not within_sysmem_fallback(est, est.devices[0], "linux", GiB // 2)
+    assert within_sysmem_fallback(est, est.devices[0], "windows", GiB // 2)

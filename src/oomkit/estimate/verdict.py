@@ -27,7 +27,9 @@ Platform terms (``PLATFORM_TERMS``):
   MiB reserved; unknown on such a card: 512 MiB in the band; datacenter parts: none.
 * Windows (WDDM): the OS keeps part of dedicated memory for its video memory manager; 512 MiB is
   reserved. (Since driver 536.40 CUDA may spill to shared system memory instead of failing: a
-  "does not fit" on Windows can run very slowly rather than die.) WSL 2 too: its CUDA runs on
+  "does not fit" on Windows can run very slowly rather than die; a llama.cpp/Ollama CUDA run
+  over by less than WDDM's shared segment is "tight", :mod:`oomkit.estimate.verdict_windows`.)
+  WSL 2 too: its CUDA runs on
   the Windows host's WDDM driver through GPU paravirtualization (NVIDIA, "CUDA on WSL User
   Guide": GPU acceleration "in WDDM mode", not TCC; libcuda.so is the host driver's, mapped
   into the WSL 2 VM), so the same video memory manager holds the card.
@@ -116,7 +118,12 @@ from oomkit.estimate.verdict_advice import (
 )
 from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
-from oomkit.estimate.verdict_windows import wddm_commit_over, wddm_commit_risk
+from oomkit.estimate.verdict_windows import (
+    SYSMEM_OVER,
+    wddm_commit_over,
+    wddm_commit_risk,
+    within_sysmem_fallback,
+)
 from oomkit.units import MiB, format_bytes
 
 __all__ = [
@@ -352,6 +359,8 @@ def _device_margin(
         )
     ):
         level = "tight"
+    if level == "does_not_fit" and within_sysmem_fallback(est, d, platform.os, -free):
+        level = "tight"  # Windows: spills to shared system memory (verdict_windows)
     terms.sort(key=lambda t: -t[1])
     return DeviceMargin(
         device=d.device,
@@ -580,8 +589,10 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     elif worst.what == WDDM_COMMIT_WHAT and over is not None:
         risks = (wddm_commit_risk(over),)
         change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"
-    elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, see _device_margin
+    elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, Windows: _device_margin
         over_text = MPS_OVER if est.runtime == "transformers" else _METAL_OVER
+        if worst.device.startswith("cuda:"):  # Windows' System Memory Fallback
+            over_text = SYSMEM_OVER
         risks = (f"{format_bytes(-worst.free_bytes)} {over_text}", *risks)
     if over is not None and worst.what != WDDM_COMMIT_WHAT:
         risks = (*risks, wddm_commit_risk(over))

@@ -21,16 +21,52 @@ How large a page file the machine has is not known, so this never says "does not
 allocations (every device's total) plus the host part above the installed RAM make the
 verdict "tight" with the page file named. WSL 2 is left out: its ``--ram`` is the VM's, not
 the Windows host's commit limit.
+
+CUDA System Memory Fallback (:func:`within_sysmem_fallback`): from driver 536.40 (June 2023)
+NVIDIA's Windows driver lets CUDA allocations that do not fit the dedicated memory go to shared
+system memory instead of failing ("CUDA - Sysmem Fallback Policy", on under "Driver Default";
+NVIDIA support answer 5490, "System Memory Fallback for Stable Diffusion"). llama.cpp's CUDA
+build documents it as the Windows counterpart of ``GGML_CUDA_ENABLE_UNIFIED_MEMORY=1``
+(docs/build.md, CUDA "Unified Memory": "allows swapping to system RAM instead of crashing when
+the GPU VRAM is exhausted. In Windows this setting is available in the NVIDIA control panel as
+System Memory Fallback"). How much system memory a GPU may use is WDDM's shared segment,
+``MAX(TotalSystemMemory / 2, 64 MB)`` (Windows Driver Kit, "Calculating graphics memory"): a
+ggml CUDA run (llama.cpp, Ollama) over its card by less than that runs, slowly, rather than
+dying. Records: llama.cpp#8760 (b3488, RTX 3090, Windows, ``--no-mmap -ngl 39``: its logged
+CUDA0 buffers are 23941 MiB of the 24576 MiB card before the driver's own share, and it ran at
+1.86 tokens/s); ollama#4790 (0.1.41, command-r:35b on a 12 GB RTX 4070 with 64 GB RAM: loads and
+runs). The driver version and the control-panel setting are not inputs, so such a run is
+"tight" (with the spill named), never "fits"; with the RAM unknown the allowance is what the
+smallest Windows 10/11 machine has (2 GB of RAM, Windows 10 x64's minimum: 1 GiB).
+PyTorch runtimes are left out (not checked against records here; vLLM does not run natively on
+Windows).
 """
 
 from __future__ import annotations
 
-from oomkit.estimate.breakdown import Estimate
-from oomkit.units import format_bytes
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.units import GiB, MiB, format_bytes
 
-__all__ = ["WDDM_COMMIT", "wddm_commit_over", "wddm_commit_risk"]
+__all__ = [
+    "SYSMEM_OVER",
+    "WDDM_COMMIT",
+    "sysmem_fallback_bytes",
+    "wddm_commit_over",
+    "wddm_commit_risk",
+    "within_sysmem_fallback",
+]
 
 WDDM_COMMIT = "Windows commits system memory (RAM + page file) for every GPU allocation (WDDM)"
+SYSMEM_OVER = (
+    "over the card's dedicated memory: NVIDIA's Windows driver (536.40+, CUDA System Memory "
+    "Fallback on by default) puts it in shared system memory, so it runs very slowly instead "
+    "of failing (with the fallback off, or an older driver: cudaMalloc out of memory)"
+)
+#: Windows 10 x64's minimum RAM: the smallest shared segment any Windows 10/11 machine has is
+#: half of it
+WINDOWS_MIN_RAM_BYTES = 2 * GiB
+#: runtimes that allocate through ggml's CUDA backend (cudaMalloc'd buffers)
+_GGML_RUNTIMES = frozenset({"llama.cpp", "ollama"})
 
 
 def wddm_commit_over(est: Estimate, os_name: str | None) -> int | None:
@@ -53,4 +89,24 @@ def wddm_commit_risk(over: int) -> str:
     return (
         f"{WDDM_COMMIT}: {format_bytes(over)} above the installed RAM must come from the page "
         "file (a small system-managed one makes cudaMalloc fail with VRAM free, ollama#8825)"
+    )
+
+
+def sysmem_fallback_bytes(ram_bytes: int | None) -> int:
+    """WDDM's shared segment for one GPU: ``MAX(RAM / 2, 64 MB)`` (Windows Driver Kit,
+    "Calculating graphics memory"); RAM unknown: that of Windows 10 x64's minimum 2 GB."""
+    ram = WINDOWS_MIN_RAM_BYTES if ram_bytes is None else ram_bytes
+    return max(ram // 2, 64 * MiB)
+
+
+def within_sysmem_fallback(
+    est: Estimate, device: DeviceUsage, os_name: str | None, over_bytes: int
+) -> bool:
+    """Whether a ggml CUDA run ``over_bytes`` over ``device`` on native Windows would spill to
+    shared system memory (NVIDIA's System Memory Fallback) rather than fail."""
+    return (
+        (os_name or "").lower() == "windows"
+        and est.runtime in _GGML_RUNTIMES
+        and device.device.startswith("cuda:")
+        and 0 < over_bytes <= sysmem_fallback_bytes(est.host.capacity_bytes)
     )
