@@ -48,8 +48,23 @@ _OOM = (
     "I can't fit the 70B model into 48 GB",
     "I am unable to load the model with 2 A10 (24G)",
     "not able to export the video with 32GB of system memory",
+    # a memory that stays at its maximum, grows after each step, is not released, is
+    # overcommitted, or needs more than the card has
+    "my vram stays at maximum usage after an image is generated",
+    "VRAM use grows after every request to the encoder",
+    "GPU memory is not released after the job ends",
+    "memory being overcommitted breaks the quantisation on 4090s",
+    "the needed memory is too large for the 70B model",
+    "the attention matmul requires massive memory (> 100GB)",
+    "the VAE decode needs more than a 24 GB card has",
+    # batch size 1 that still fails; a card that cannot handle the work, with its size
+    "batch size set to 1 and it still fails",
+    "I can't even run a batch of 1 on a 4080",
+    "my 3090 24GB can't handle the 13B model in fp16",
     # other languages
     "模型加载到一半显存就满了",
+    "kill 主进程以后显卡不会释放显存",
+    "Turbomind 后端显存占用翻倍",
     "推理的时候显存撑不住",
     "跑到第三个epoch就爆内存",
     "VRAMが足りなくて止まる",
@@ -81,6 +96,14 @@ _NOT_OOM = (
     "Peak GPU memory: 18.2 GB at batch 8",
     "Memory usage stays at 11 GB for the whole run",
     "takes all RAM but doesn't crash",
+    # a property of the method, a release that happens, a batch of 1 that works
+    "memory usage grows linearly with the context length",
+    "the GPU memory is not released until you call empty_cache",
+    "the memory is released when the process exits",
+    "batch size 1 works fine, batch 8 is slower",
+    "set batch size to 1 to avoid errors",
+    "the server can't handle more than 10 requests per second",
+    "如何避免显存不释放",
     # negations
     "the GPU memory never fills up, the speed is the problem",
     "VRAM does not run out, it just hangs",

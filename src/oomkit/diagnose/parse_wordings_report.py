@@ -38,6 +38,11 @@ VRAM filling up ...", "no longer crashes"), feature requests ("add an option to 
 questions ("Does it run out of memory on 8 GB?"), negations ("the memory never fills up"), and
 memory named for something else (bandwidth, access faults, disk).
 
+The other languages' patterns are in :mod:`oomkit.diagnose.parse_wordings_report_i18n`.
+:func:`hypothetical` and :func:`advice_to_reader` lend this module's vetoes to the earlier
+families (``parse_wordings.harvested_match``, ``parse_extra.parse_generic``), narrowed so that
+no corpus record they recognised is lost.
+
 The event is the generic fallback's (``parse_extra.parse_generic``, kind ``oom_keyword``): its
 cause is read from the wording alone, at the generic rule's low confidence (at most 0.4), as a
 report in prose deserves. Every pattern is behind literal needles, scans one sentence at most
@@ -47,6 +52,8 @@ report in prose deserves. Every pattern is behind literal needles, scans one sen
 from __future__ import annotations
 
 import re
+
+from oomkit.diagnose.parse_wordings_report_i18n import i18n_match
 
 __all__ = ["MAX_SENTENCE", "advice_to_reader", "hypothetical", "report_match"]
 
@@ -68,7 +75,20 @@ _MEM_NOUN = re.compile(_MEM_EN + _USAGE, _I)
 
 # ---- English predicates after the noun ----------------------------------------------------
 _PRED_AFTER = re.compile(
-    r"\b(?:run(?:s|ning)? out|ran out|run dry|runs dry|"
+    r"\b(?:run(?:s|ning)? out|ran out|run dry|runs dry|over-?committed|"
+    # "my vram stay at maximum usage"
+    r"(?:stays?|stayed|remains?|remained|stuck|sits?) (?:at|on) (?:the )?(?:max(?:imum)?|100 ?%|"
+    r"peak|full)\b|"
+    # "the need memory is too large (>250GB)", "memory usage is too high"
+    r"(?:is |was |are |gets? |got )?(?:way |far |much )?too (?:large|big|high|huge)\b|"
+    # a leak: "VRAM use grows when using X", "memory keeps increasing after each epoch"
+    r"(?:keeps? |kept )?(?:grows?|growing|grew|increases?|increasing|increased|rises|rising|"
+    r"climbs?|climbing|accumulates?|accumulating|builds? up|stacks? up)(?: \w{1,12})?"
+    r" (?:when|after|each|every|over time|per|during|across|between|and never|without|"
+    r"with (?:each|every))\b|"
+    # "VRAM is not freed when X falls back", "its related memory is not freed"
+    r"(?:is |was |are |were )?(?:not|never|n't) (?:being |getting )?(?:freed|released|cleared|"
+    r"deallocated|returned|reclaimed)\b|"
     r"fill(?:s|ed|ing)?(?: up)?\b|fulled|"
     r"(?:is|was|are|were|gets?|got|becomes?|became|being|goes|went|getting|stays?|stayed|"
     r"remains?|almost|nearly|completely|totally|100 ?%) full\b|"
@@ -133,6 +153,10 @@ _PRED_BEFORE = re.compile(
     r"\b(?:uses?|used|using|takes?|took|taking|consumes?|consumed|consuming|needs?|needed|"
     r"requires?|required|allocates?|allocated|eats?|ate) (?:way |far |much )?too much "
     rf"{_CORE}|"
+    # "requires massive memory space (> 100GB)": a stated size after a huge need
+    r"\b(?:requires?|required|requiring|needs?|needed|needing|takes?|took|uses?|used) "
+    r"(?:massive|huge|enormous|insane|crazy|way too much|too much|a lot of|lots of|tons of) "
+    rf"{_CORE}(?: space| usage)? ?\(?(?:[>~≈]|over|above|more than) ?\d|"
     # "the memory error", as received: "it always gives memory error"
     r"\b(?:get|gets|got|getting|gives?|gave|giving|throws?|threw|shows?|showed|hits?|having|"
     r"raises?|raised|encounter(?:s|ed)?|see|saw|receiv(?:e|ed|ing)) (?:always |again |an? |the |"
@@ -179,6 +203,8 @@ _CRASH = re.compile(
 # "64 GB RAM"; or the memory noun itself
 _MEM_OR_SIZE = re.compile(
     r"\d{1,4} ?(?:gb?|gib)\b ?(?:of )?(?:v?ram|vram|memory|gpus?|cards?|video|graphics)\b|"
+    # a card named with its size: "L40s 48G", "RTX3090 (24G)", "4090 24GB"
+    r"\b(?:rtx ?|gtx ?|rx ?)?(?:[ahlvt]\d{1,3}s?|\d{4}(?: ?ti)?)\b[\s(]{0,2}\d{1,3} ?(?:gb?|gib)\b|"
     + _MEM_EN,
     _I,
 )
@@ -194,6 +220,33 @@ _CRASH_VETO = re.compile(
     r"gpu memory|insufficient|not enough|too)",
     _I,
 )
+# a need above what the hardware has: "which at high resolutions is more than a 24 GB card has",
+# "more than the machine has left once the model is loaded"
+_MORE_THAN_HAS = re.compile(
+    r"\bmore than (?:a|the|my|this|our|what (?:a|the|my)) (?:\d{1,4} ?gb? )?"
+    r"(?:card|gpu|machine|mac|device|system|laptop|computer|pc|node)s? ha(?:s|ve|d)\b",
+    _I,
+)
+# a card or a machine that cannot handle the work, with its memory stated: "I use L40s 48G, it
+# can not handle the original config"
+_CANT_HANDLE = re.compile(
+    r"\b(?:can ?not|can'?t|cannot|could ?n[o']t|unable to|not able to) (?:even )?"
+    r"(?:handle|cope with|hold|afford)\b",
+    _I,
+)
+# batch size 1 that still fails: users lower the batch to 1 only for memory ("batch size set as
+# 1. always get this error", "I can't even run a batch of 1")
+_BATCH_ONE = re.compile(
+    r"\bbatch(?:[ _-]?size)?\W{0,3}(?:(?:is|was|set|changed|reduced|lowered|decreased|down)"
+    r"\W{1,3}){0,2}(?:(?:as|to|of|=|:)\W{0,3})?1\b(?![.,]\d)",
+    _I,
+)
+_BATCH_ONE_FAILS = re.compile(
+    r"\b(?:error|errors|fails?|failed|failing|crash\w{0,3}|still|even|oom|can'?t|cannot|"
+    r"can not|unable)\b",
+    _I,
+)
+_BATCH_ONE_FINE = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|succeeds?|passes)\b", _I)
 _GROW_UNTIL = re.compile(
     r"\b(?:grow|increas|ris|climb|accumulat|go(?:es)? up|going up|build)\w{0,3}"
     r"(?: \w{1,20}){0,4} (?:until|till|untill) (?:it |the \w{1,15} |my \w{1,15} |we |i )?"
@@ -246,7 +299,9 @@ _OTHER_REASON = re.compile(
 # advice, docs and release notes: "if you run out ...", "to avoid filling ...", "Fixed ..."
 _ADVICE = re.compile(
     r"\b(?:if|in case|unless) (?:you|your|there|a model|the model is|models?|one)\b|"
-    r"\b(?:when|whenever) (?:you|your)\b|"
+    r"\b(?:when|whenever|until|unless|once) (?:you|your)\b|"
+    # a property of the method, not an event: "memory usage grows linearly with the context"
+    r"\b(?:linearly|quadratically|proportionally|proportional to)\b|"
     # the docs address the reader's hardware; a user addresses the maintainer's code
     r"\byour (?:model|gpu|machine|system|device|card|hardware|computer|ram|vram|memory)s?\b|"
     r"\b(?:it'?s possible|possibly|in theory|theoretically|hypothetically|you should|"
@@ -275,18 +330,6 @@ _YES_NO = re.compile(
     _I,
 )
 
-# ---- other languages -------------------------------------------------------------------------
-_CJK_MEM = r"(?:显存|顯存|内存|內存|运存|運存|显卡内存|顯示記憶體|記憶體)"
-_CJK_PRED = (
-    r"(?:不够|不夠|不足|溢出|撑不住|撐不住|扛不住|吃不消|(?:占|佔|吃|用|跑|耗|塞)(?:满|滿|光|完|尽|盡)|"
-    r"满了|滿了|爆了|爆掉|炸了|超了|超出|超过|超過|飙升|飆升|暴涨|暴漲|"
-    r"一直(?:涨|漲|增加|上升|增长|增長)|持续(?:增长|增加|上涨)|持續(?:增長|增加|上漲)|告急)"
-)
-_CJK_AFTER = re.compile(_CJK_MEM + r"(?P<gap>[^，。,.!?！？;；\s]{0,8}?)" + _CJK_PRED)
-_CJK_BEFORE = re.compile(
-    r"(?:爆|撑爆|撐爆|占满|佔滿|吃满|吃滿|耗尽|耗盡|用完|用光|塞满|塞滿)(?:了)?(?:我的|所有|全部|整个|整個)?"
-    + _CJK_MEM
-)
 _TO_READER = re.compile(
     r"\W{0,4}(?:if|when|whenever|in case|unless) you\b|"
     # the docs' fallback chain: "... then the CPU if there is still not enough RAM"
@@ -302,73 +345,15 @@ _HYPOTHETICAL = re.compile(
     r"\b(?:was|were|has been|have been|got) fixed\b|"
     r"^\W{0,4}(?:does|do|did|will|would|can|could|is|are|should|shall|might|may)\b[^?]{0,400}"
     r"\?\s*$|"
+    # Chinese advice and yes-no questions: "如何避免显存占满" (how to avoid), "是否会爆显存"
     r"(?:如何|怎么|怎樣|怎样)?(?:避免|防止)|是否|会不会|會不會|能否",
     re.IGNORECASE,
 )
-# Chinese advice and yes-no questions: "如何避免显存占满" (how to avoid), "是否会爆显存"
-_CJK_ADVICE = re.compile(r"(?:如何|怎么|怎樣|怎样)?(?:避免|防止)|是否|会不会|會不會|能否")
-_CJK_VETO = re.compile(
-    r"[不没沒未别別]|防止|避免|减少|減少|降低|节省|節省|优化|優化|如何|是否|会不会|會不會"
-)
-
-_OTHER = re.compile(
-    "|".join(
-        (
-            # Japanese
-            r"(?:メモリ|VRAM|RAM|ビデオメモリ)(?:が|は|の)?(?:全然|すぐに?|また|まだ)?"
-            r"(?:不足|足りな|足らな|いっぱい|一杯|溢れ|あふれ|オーバー(?!ヘッド)|枯渇|使い果た|パンク|限界)",
-            r"(?:メモリ|VRAM)を(?:使い果た|食い尽く|使い切)",
-            # Korean
-            r"(?:메모리|VRAM|램|RAM)(?:가|이|는|를)? ?"
-            r"(?:부족|모자라|모자람|초과|가득|넘쳐|터짐|터져|꽉)",
-            # German
-            r"\b(?:Speicher|Arbeitsspeicher|Grafikspeicher|GPU-Speicher|VRAM|RAM)"
-            r"(?: \w{1,15}){0,3}?"
-            r" (?:reicht nicht|reichte nicht|ist voll|war voll|läuft voll|lief voll|erschöpft|"
-            r"reicht (?:\w{1,10} )?nicht aus|überläuft|übergelaufen)",
-            r"\b(?:zu wenig|nicht genug|nicht genügend|Mangel an) (?:\w{1,15} )?"
-            r"(?:Speicher|Arbeitsspeicher|Grafikspeicher|VRAM|RAM)\b",
-            r"\bSpeichermangel\b|\bgeht (?:mir |der |dem \w{1,12} )?(?:\w{1,12} )?Speicher aus",
-            # French
-            r"\b(?:mémoire|VRAM|RAM)(?: [\w'éè]{1,15}){0,3}? (?:insuffisante|pleine(?! de)|saturée|"
-            r"épuisée|dépassée|déborde|explose)",
-            r"\b(?:pas assez|manque|manqué) de (?:\w{1,12} )?(?:mémoire|VRAM|RAM)\b",
-            # Spanish / Italian
-            r"\b(?:memoria|VRAM|RAM)(?: \w{1,15}){0,3}? (?:insuficiente|llena(?! de)|"
-            r"se llena(?! de)|se llenó|"
-            r"se agota|se agotó|agotada|se desborda|desbordada|no alcanza|no es suficiente|explota|"
-            r"esaurita|piena(?! di)|non basta)",
-            r"\b(?:falta de|no hay suficiente|no tengo suficiente|me quedo sin|me quedé sin|"
-            r"se queda sin|se quedó sin|quedarse sin|poca) (?:\w{1,12} )?(?:memoria|VRAM|RAM)\b",
-            # Portuguese
-            r"\b(?:memória|VRAM|RAM)(?: \w{1,15}){0,3}? (?:insuficiente|cheia(?! de)|"
-            r"esgotada|estoura|"
-            r"estourou|acaba|acabou|não é suficiente|não dá)",
-            r"\b(?:falta de|fica sem|ficou sem|não há|não tem) (?:\w{1,12} )?(?:memória|VRAM)\b",
-            # Russian / Ukrainian
-            r"(?:не хватает|не хватило|недостаточно|нехватка|закончил\w{0,3}|кончил\w{0,3}|"
-            r"переполн\w{0,6}|не вистачає) (?:\w{1,15} ){0,2}"
-            r"(?:памят\w{0,2}|видеопамят\w{0,2}|пам'ят\w{0,2}|VRAM|ОЗУ|RAM)",
-            r"(?:памят\w{0,2}|видеопамят\w{0,2}|VRAM|ОЗУ)(?: \w{1,15}){0,2}? (?:не хватает|"
-            r"не хватило|недостаточно|закончил\w{0,3}|кончил\w{0,3}|переполн\w{0,6}|забит\w{0,3})",
-        )
-    ),
-    _I,
-)
-_OTHER_VETO = re.compile(
-    r"\b(?:éviter|evitar|evitare|vermeiden|verhindern|избежать|избегать|nicht mehr|ya no|normal|"
-    r"scheda di memoria|tarjeta de memoria|carte m[ée]moire|Speicherkarte|cart[ãa]o de mem[óo]ria|"
-    r"sd[- ]?card|disco|disque|Festplatte|диск|"
-    r"não mais|plus jamais|si vous|wenn Sie|falls Sie|si usted|se você)\b|"
-    r"しないように|避ける|減らす|"
-    r"削減|節約|방지|줄이",
-    _I,
-)
-
 # the literal words that let a sentence in (one of them must be on the line)
 _NEEDLES: tuple[str, ...] = (
     "mem", "ram", "vram", "killed", "crash", "fit", "gpu", "card", "died", "dies", "froze",
     "freez", "load", "run", "train", "tune", "able to", "out at", "out after", "out on",
+    "handle", "cope", "hold", "afford", "batch", "more than",
     "out during", "out in", "out around",
     "显存", "顯存", "内存", "內存", "运存", "運存", "記憶體", "メモリ", "메모리", "램", "speicher",
     "mémoire", "memoria", "memória", "памят", "пам'ят", "озу",
@@ -425,7 +410,7 @@ def _fit_or_load(s: str) -> re.Match[str] | None:
     return None
 
 
-def _english(s: str, low: str, before: str) -> re.Match[str] | None:
+def _english(s: str, low: str, before: str, after: str) -> re.Match[str] | None:
     if _ADVICE.search(s) or _RELEASE.search(s) or _YES_NO.search(s):
         return None
     if "mem" in low or "ram" in low:
@@ -452,22 +437,24 @@ def _english(s: str, low: str, before: str) -> re.Match[str] | None:
         m = _OUT_AT_STEP.search(s)
         if m is not None:
             return m
+    if "more than" in low:
+        m = _MORE_THAN_HAS.search(s)
+        if m is not None:
+            return m
+    if "handle" in low or "cope" in low or "hold" in low or "afford" in low:
+        m = _CANT_HANDLE.search(s)
+        if m is not None and _MEM_OR_SIZE.search(s) is not None:
+            return m
+    if "batch" in low:
+        m = _BATCH_ONE.search(s)
+        if (
+            m is not None
+            and _BATCH_ONE_FAILS.search(f"{before} {s} {after}") is not None
+            and _BATCH_ONE_FINE.search(s) is None
+        ):
+            return m
     if "fit" in low or "not" in low or "n't" in low or "able to" in low:
         return _fit_or_load(s)
-    return None
-
-
-def _cjk(s: str) -> re.Match[str] | None:
-    if _CJK_VETO.search(s) and not any(
-        k in s for k in ("不够", "不夠", "不足", "撑不住", "撐不住")
-    ):
-        return None
-    for after in _CJK_AFTER.finditer(s):
-        if not _CJK_VETO.search(after.group("gap")):
-            return after
-    before = _CJK_BEFORE.search(s)
-    if before is not None and not _CJK_VETO.search(s[max(0, before.start() - 4) : before.start()]):
-        return before
     return None
 
 
@@ -491,18 +478,12 @@ def hypothetical(line: str) -> bool:
     return bool(sentences) and all(_HYPOTHETICAL.search(s) for s in sentences)
 
 
-def _sentence_match(s: str, before: str) -> re.Match[str] | None:
+def _sentence_match(s: str, before: str, after: str) -> re.Match[str] | None:
     low = s.lower()
     if not any(n in low for n in _NEEDLES):
         return None
-    m = _english(s, low, before)
-    if m is None and any(
-        k in s for k in ("显存", "顯存", "内存", "內存", "运存", "運存", "記憶體")
-    ):
-        m = _cjk(s)
-    if m is None and not _OTHER_VETO.search(s):
-        m = _OTHER.search(s)
-    return m
+    m = _english(s, low, before, after)
+    return m or i18n_match(s)
 
 
 def report_match(line: str, low: str) -> re.Match[str] | None:
@@ -510,12 +491,12 @@ def report_match(line: str, low: str) -> re.Match[str] | None:
     prose, as the match of its predicate, else ``None``."""
     if not any(n in low for n in _NEEDLES):
         return None
-    before = ""
-    for sentence in _SPLIT.split(line):
-        s = sentence.strip()[:MAX_SENTENCE]
-        if len(s) >= 8:
-            m = _sentence_match(s, before)
-            if m is not None:
-                return m
-            before = s
+    sentences = [t.strip()[:MAX_SENTENCE] for t in _SPLIT.split(line)]
+    sentences = [t for t in sentences if len(t) >= 8]
+    for k, s in enumerate(sentences):
+        before = sentences[k - 1] if k else ""
+        after = sentences[k + 1] if k + 1 < len(sentences) else ""
+        m = _sentence_match(s, before, after)
+        if m is not None:
+            return m
     return None
