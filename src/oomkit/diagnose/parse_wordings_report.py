@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_report_i18n import i18n_match
+from oomkit.diagnose.text import needles_re
 
 __all__ = ["MAX_SENTENCE", "advice_to_reader", "hypothetical", "report_match"]
 
@@ -360,7 +361,22 @@ _NEEDLES: tuple[str, ...] = (
 )  # fmt: skip
 
 
+# the words every predicate after a noun holds (a sentence with none of them is skipped)
+_PRED_WORDS = needles_re(
+    (
+        "out", "dry", "commit", "stay", "stuck", "sit", "full", "fill", "used up", "exhaust",
+        "max", "satur", "eaten", "overload", "exceed", "overflow", "explod", "blow", "blew",
+        "skyrocket", "grow", "grew", "increas", "rise", "rising", "climb", "accumul", "build",
+        "stack", "enough", "insufficient", "too ", "hit", "reach", "spik", "goes", "went",
+        "jump", "shoot", "shot", "gone", "freed", "releas", "clear", "dealloc", "return",
+        "reclaim", "large", "big", "high", "huge", "peak",
+    )
+)  # fmt: skip
+
+
 def _noun_first(s: str) -> re.Match[str] | None:
+    if not _PRED_WORDS.search(s.lower()):
+        return None
     for noun in _MEM_NOUN.finditer(s):
         if _TOPIC.search(s, max(0, noun.start() - 30), noun.start()):
             continue
@@ -375,7 +391,17 @@ def _noun_first(s: str) -> re.Match[str] | None:
     return None
 
 
+_BEFORE_WORDS = needles_re(
+    (
+        "out of", "up", "all", "whole", "entire", "full", "100", "every", "too much", "massive",
+        "huge", "enormous", "insane", "crazy", "a lot of", "lots of", "tons of", "memory error",
+    )
+)  # fmt: skip
+
+
 def _predicate_first(s: str) -> re.Match[str] | None:
+    if not _BEFORE_WORDS.search(s.lower()):
+        return None
     for m in _PRED_BEFORE.finditer(s):
         if not _BEFORE_VETO.search(s[max(0, m.start() - 30) : m.start()]):
             return m
@@ -411,8 +437,14 @@ def _fit_or_load(s: str) -> re.Match[str] | None:
 
 
 def _english(s: str, low: str, before: str, after: str) -> re.Match[str] | None:
-    if _ADVICE.search(s) or _RELEASE.search(s) or _YES_NO.search(s):
+    m = _english_families(s, low, before, after)
+    # the sentence-level vetoes, read only when a family matched (most lines match none)
+    if m is None or _ADVICE.search(s) or _RELEASE.search(s) or _YES_NO.search(s):
         return None
+    return m
+
+
+def _english_families(s: str, low: str, before: str, after: str) -> re.Match[str] | None:
     if "mem" in low or "ram" in low:
         m = _noun_first(s) or _predicate_first(s)
         if m is not None:
@@ -480,16 +512,19 @@ def hypothetical(line: str) -> bool:
 
 def _sentence_match(s: str, before: str, after: str) -> re.Match[str] | None:
     low = s.lower()
-    if not any(n in low for n in _NEEDLES):
+    if not _NEEDLES_RE.search(low):
         return None
     m = _english(s, low, before, after)
     return m or i18n_match(s)
 
 
+_NEEDLES_RE = needles_re(_NEEDLES)
+
+
 def report_match(line: str, low: str) -> re.Match[str] | None:
     """The first sentence of ``line`` (``low``: ``line.lower()``) that reports an OOM in
     prose, as the match of its predicate, else ``None``."""
-    if not any(n in low for n in _NEEDLES):
+    if not _NEEDLES_RE.search(low):
         return None
     sentences = [t.strip()[:MAX_SENTENCE] for t in _SPLIT.split(line)]
     sentences = [t for t in sentences if len(t) >= 8]

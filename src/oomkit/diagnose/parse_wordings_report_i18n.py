@@ -118,11 +118,23 @@ def _cjk(s: str) -> re.Match[str] | None:
     return None
 
 
+# the predicate words of :data:`_OTHER` (a sentence with none of them is skipped)
+_OTHER_WORDS = re.compile(
+    "不足|足りな|足らな|いっぱい|一杯|溢れ|あふれ|オーバー|枯渇|使い果|食い尽|使い切|パンク|限界|"
+    "부족|모자|초과|가득|넘쳐|터짐|터져|꽉|reicht|voll|erschöpft|überl|wenig|genug|genügend|mangel|"
+    "speicher|insuffisante|pleine|saturée|épuisée|dépassée|déborde|explose|assez|manqu|"
+    "insuficiente|llen|agot|desborda|alcanza|suficiente|esaurita|piena|basta|sin |poca|cheia|"
+    "esgotada|estour|acab|não|falta|sem |хват|недостат|нехват|кончил|переполн|забит|вистача",
+    re.IGNORECASE,
+)
+_CJK_WORDS = re.compile("显存|顯存|内存|內存|运存|運存|記憶體")
+
+
 def i18n_match(s: str) -> re.Match[str] | None:
     """The other-language OOM report in the sentence ``s``, else ``None``."""
     m = None
-    if any(k in s for k in ("显存", "顯存", "内存", "內存", "运存", "運存", "記憶體")):
+    if _CJK_WORDS.search(s):
         m = _cjk(s)
-    if m is None and not _OTHER_VETO.search(s):
+    if m is None and _OTHER_WORDS.search(s) and not _OTHER_VETO.search(s):
         m = _OTHER.search(s)
     return m
