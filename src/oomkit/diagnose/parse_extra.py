@@ -25,6 +25,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.parse_wordings import harvested_match
+from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
@@ -474,6 +475,9 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         line = lines.cleaned(i)
         low = line.lower()
         if any(neg in low for neg in _GENERIC_NEGATIVE) or _GENERIC_ZERO.search(line):
+            continue
+        if advice_to_reader(line):
+            # docs: "If you run out of VRAM, lower the batch size." (parse_wordings_report)
             continue
         w = window(lines, i, max_lines=3)
         r = _REQUEST.search(w)

@@ -22,7 +22,12 @@ Each family is the reporter's own wording, cited to the file that prints it:
   ``oom <n>`` / ``oom_kill <n>`` / ``oom_group_kill <n>``; v1 ``memory.oom_control`` prints
   ``under_oom <0|1>`` and ``oom_kill <n>``): a count above zero means the cgroup hit its limit
   and the kernel killed in it. A zero count is the normal state (see the generic fallback's
-  negatives).
+  negatives). Kernels before 4.19 named the cgroup whose limit the kill enforced, ``Task in
+  <cgroup> killed as a result of limit of <cgroup>`` (``mm/memcontrol.c``
+  ``mem_cgroup_print_oom_info``); containerd's CRI plugin logs the cgroup's OOM event it received,
+  ``TaskOOM event &TaskOOM{ContainerID:<id>,...}`` (newer: ``TaskOOM event container_id:"<id>"``;
+  ``containerd/containerd:internal/cri/server/events.go``, earlier ``pkg/cri/server/events.go``,
+  ``log.Infof("TaskOOM event %+v", e)``): the container's memory limit was hit.
 * Ray's memory monitor (``ray-project/ray:src/ray/raylet/node_manager.cc``
   ``CreateOomKillMessageDetails``): ``ray.exceptions.OutOfMemoryError: Task was killed due to the
   node running low on memory.`` and ``<n> worker(s) were killed due to the node running low on
@@ -112,6 +117,16 @@ _JETSAM_REASON = re.compile(
     r"Process (?P<name>\S{1,100}) \[(?P<pid>\d{1,10})\] killed by jetsam reason "
     r"(?P<cause>[a-z-]{1,40})"
 )
+_LOW_SWAP = re.compile(
+    r"low swap: killing largest compressed process with pid (?P<pid>\d{1,10}) "
+    r"\((?P<name>[^)\n]{0,100})\) and size (?P<mb>\d{1,9}) MB"
+)
+_MEMCG_TASK = re.compile(
+    r"Task in (?P<cg>/\S{0,300}) killed as a result of limit of (?P<limit>/\S{0,300})"
+)
+_TASK_OOM = re.compile(
+    r"TaskOOM event (?:&TaskOOM\{ContainerID:|container_id:\\?\"?)(?P<id>[0-9a-f]{6,64})"
+)
 _LMK = re.compile(
     r"Killing '(?P<name>[^'\n]{0,100})' \((?P<pid>\d{1,10})\)(?: \(tgid \d{1,10}\))?, adj"
 )
@@ -197,6 +212,9 @@ _PREFILTER = needles_re(
         "TERM_MEMLIMIT",
         "memory budget",
         "memorystatus:",
+        "low swap: killing",
+        "killed as a result of limit of",
+        "TaskOOM event",
         "exceeded mem limit",
         "killed by jetsam",
         "Killing '",
@@ -248,6 +266,19 @@ def _apple(line: str, n: int) -> OomEvent | None:
             pid=int(m2["pid"]),
             process_name=m2["name"].strip() or None,
             detail=f"per-process memory limit {m2['mb']} MB",
+        )
+    m4 = _LOW_SWAP.search(line) if "low swap: killing" in line else None
+    if m4 is not None:
+        return _ev(
+            "macos",
+            "killed",
+            "macos_low_swap_kill",
+            line,
+            n,
+            pid=int(m4["pid"]),
+            process_name=m4["name"] or None,
+            anon_rss_bytes=int(m4["mb"]) << 20,
+            detail="jetsam low-swap: the largest compressed process",
         )
     m3 = _JETSAM_REASON.search(line) if "killed by jetsam" in line else None
     if m3 is not None and m3["cause"] in JETSAM_MEMORY_CAUSES:
@@ -341,7 +372,30 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
 
 
 def _node_killer(line: str, n: int) -> OomEvent | None:
-    """kubelet's SystemOOM event, systemd-oomd's and earlyoom's kills (see the patterns)."""
+    """kubelet's SystemOOM event, systemd-oomd's and earlyoom's kills, a memory cgroup's kill
+    and containerd's OOM event (see the patterns)."""
+    m0 = _MEMCG_TASK.search(line) if "killed as a result of limit of" in line else None
+    if m0 is not None:
+        return _ev(
+            "linux",
+            "host_oom",
+            "memcg_task_killed",
+            line,
+            n,
+            cgroup=True,
+            detail=m0["limit"][-120:],
+        )
+    m0 = _TASK_OOM.search(line) if "TaskOOM event" in line else None
+    if m0 is not None:
+        return _ev(
+            "linux",
+            "host_oom",
+            "containerd_task_oom",
+            line,
+            n,
+            cgroup=True,
+            detail=f"container {m0['id'][:12]} hit its memory limit",
+        )
     m = _KUBELET_SYSTEM_OOM.search(line) if "System OOM" in line else None
     if m is not None:
         return _ev(

@@ -123,7 +123,11 @@ _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b
 _EXIT_137 = re.compile(
     r"exit(?:ed with)? code:? ?(?:137|-9)\b|"
     r"\bexit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)[: ]{1,3}(?:137|-9)\b|"
-    r"OOMKilled|\bexit status 137\b|\bExited \(137\)"
+    r"OOMKilled|\bexit status 137\b|\bExited \(137\)|"
+    # a pod's status as `kubectl get pod -o yaml|json` prints it (kubernetes/api core/v1
+    # types.go ContainerStateTerminated: ExitCode int32 `json:"exitCode"`), also KServe's
+    # lastFailureInfo: "exitCode: 137", '"exitCode": 137'
+    r"\bexitCode\W{0,2}\s{0,3}[:=]\s{0,3}137\b"
 )
 # a compiler killed by SIGKILL while building a CUDA extension (flash-attn, xformers, vLLM with
 # MAX_JOBS parallel jobs): gcc/gcc.cc execute() "%s signal terminated program %s" with
@@ -174,6 +178,7 @@ _NEEDLES = (
     "paging file",
     "code 137",
     "code: 137",
+    "exitCode",
     "status 137",
     "(137)",
     "signal terminated program",

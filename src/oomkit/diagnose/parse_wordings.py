@@ -31,6 +31,7 @@ import re
 
 from oomkit.diagnose.parse_wordings_damage import damage_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
+from oomkit.diagnose.parse_wordings_report import hypothetical, report_match
 from oomkit.diagnose.parse_wordings_titles import title_match
 
 __all__ = ["harvested_match"]
@@ -487,12 +488,21 @@ _FAMILIES_I18N: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 
 def harvested_match(line: str, low: str) -> re.Match[str] | None:
     """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``."""
+    m = _own_match(line, low)
+    # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles,
+    # then parse_wordings_prose), then runtimes' wordings and paste damage found later
+    # (parse_wordings_damage), last the grammar of a report in prose (parse_wordings_report)
+    m = m or title_match(line, low) or prose_match(line, low) or damage_match(line, low)
+    if m is not None and hypothetical(line):
+        # the wording inside advice, a release note or a yes-no question reports nothing
+        return None
+    return m or report_match(line, low)
+
+
+def _own_match(line: str, low: str) -> re.Match[str] | None:
     for needles, pattern in _FAMILIES + _FAMILIES_MORE + _FAMILIES_GROWTH + _FAMILIES_I18N:
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:
                 return m
-    # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles,
-    # then parse_wordings_prose), then runtimes' wordings and paste damage found later
-    # (parse_wordings_damage)
-    return title_match(line, low) or prose_match(line, low) or damage_match(line, low)
+    return None

@@ -191,6 +191,51 @@ HOSTS: tuple[Wording, ...] = (
         'DriverError(%s, "%s")',
         'Error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")',
     ),
+    # issue 9, docrec17: container and kernel kills still missing (heldout18's KServe record
+    # showed the pod status; the others are their siblings)
+    _w(
+        "kubernetes",
+        "kubernetes/api:core/v1/types.go (ContainerStateTerminated: ExitCode int32 "
+        '`json:"exitCode"`; KServe\'s lastFailureInfo copies it)',
+        "exitCode: %d",
+        "    lastState:\n      terminated:\n        exitCode: 137\n        reason: Error",
+    ),
+    _w(
+        "kubernetes",
+        "kubernetes/api:core/v1/types.go (ContainerStateTerminated, as kubectl -o json prints it)",
+        '"exitCode": %d',
+        '"lastState": {"terminated": {"exitCode": 137, "reason": "Error"}}',
+    ),
+    _w(
+        "macos",
+        f"{_XNU} (no_paging_space_action: the compressor's swap is full)",
+        "low swap: killing largest compressed process with pid %d (%s) and size %llu MB",
+        "kernel: low swap: killing largest compressed process with pid 29670 (python3.11) and "
+        "size 20480 MB",
+    ),
+    _w(
+        "linux",
+        "torvalds/linux:mm/memcontrol.c (mem_cgroup_print_oom_info, kernels before 4.19)",
+        "Task in %s killed as a result of limit of %s",
+        "[14808.063986] Task in /docker/34186d9bd077 killed as a result of limit of "
+        "/docker/34186d9bd077",
+    ),
+    _w(
+        "docker",
+        'containerd/containerd:internal/cri/server/events.go (log.Infof("TaskOOM event %+v", e); '
+        "earlier pkg/cri/server/events.go)",
+        "TaskOOM event %+v",
+        'containerd[2723]: level=info msg="TaskOOM event &TaskOOM{ContainerID:a38973e2086019e6'
+        '411254a3b9e2b8885929f005f4c814414739227673df7e56,XXX_unrecognized:[],}"',
+    ),
+    _w(
+        "docker",
+        "containerd/containerd:internal/cri/server/events.go (the protobuf text form of newer "
+        "releases)",
+        "TaskOOM event %+v",
+        'containerd[2723]: time="2025-05-19T18:14:43.578Z" level=info msg="TaskOOM event '
+        'container_id:\\"9192cb33411ff69d015a3577db136757f5b145064a1703efea3d0e12e8a64987\\""',
+    ),
 )
 
 #: Same words, nothing killed or failed: zero counters, idle exits, soft limits, settings.
@@ -211,4 +256,10 @@ HOSTS_NEAR_MISSES: tuple[str, ...] = (
     "tried to allocate a new session id",
     "The node had condition: [DiskPressure].",
     "Error: Metal error Failed to create metal resource: CommandQueue",
+    # a pod that ended by itself or failed for another reason; containerd's exit event
+    "    lastState:\n      terminated:\n        exitCode: 0\n        reason: Completed",
+    '"state": {"terminated": {"exitCode": 1, "reason": "Error"}}',
+    'level=info msg="TaskExit event container_id:\\"9192cb33411f\\" exit_status:0"',
+    "low swap: 2048 MB of compressed memory in use",
+    "Task in /docker/34186d9bd077 finished",
 )

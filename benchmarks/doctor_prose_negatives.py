@@ -1,0 +1,53 @@
+"""False positives of the OOM doctor on real text that mentions memory without an OOM (issue 9).
+
+The negative set, ``tests/fixtures/prose_negatives.jsonl``, is every sentence that names a memory
+(memory, RAM, VRAM, HBM, swap, 显存, 内存) in runtimes' own documentation: the Markdown docs of
+``ollama/ollama``, ``huggingface/accelerate``, ``huggingface/peft`` and
+``huggingface/text-generation-inference`` (each record's ``source`` is ``repo:path@commit``), the
+README of ``transformers`` and ``torch`` (their PyPI long descriptions), two vLLM docs pages
+(``docs/configuration/conserving_memory.md``, ``optimization.md``) and llama.cpp's server
+argument explanations (``tools/server/README.md``, the table's cells reworded as sentences). Code
+blocks, tables and headings were dropped; sentences of 25 to 400 characters were kept.
+
+``mentions_oom`` marks the sentences that name an OOM themselves ("out of memory", "OOM", "ran out
+of RAM"): docs that *talk about* the failure, reported apart. The rest (``mentions_oom`` false)
+are the near-misses: docs, benchmarks and advice that mention memory without a failure; every one
+the doctor calls an OOM is a false positive.
+
+Usage: ``python benchmarks/doctor_prose_negatives.py [--show]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.parse_wordings_report import report_match
+
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "prose_negatives.jsonl"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--show", action="store_true", help="list the sentences the doctor fires on")
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line]
+    for mentions in (False, True):
+        sub = [r for r in rows if r["mentions_oom"] is mentions]
+        fired = [r for r in sub if diagnose_text(r["text"]).oom_found]
+        prose = [r for r in sub if report_match(r["text"], r["text"].lower())]
+        what = "name an OOM (docs about the failure)" if mentions else "memory, no OOM"
+        print(
+            f"{what}: {len(sub)} sentences; doctor fires on {len(fired)} "
+            f"({100 * len(fired) / max(1, len(sub)):.1f}%); the prose-report grammar alone on "
+            f"{len(prose)}"
+        )
+        if args.show:
+            for r in fired:
+                print(f"    {r['source']}: {r['text'][:160]}")
+
+
+if __name__ == "__main__":
+    main()

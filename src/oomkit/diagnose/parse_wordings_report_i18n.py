@@ -1,0 +1,140 @@
+"""The prose-report grammar of :mod:`oomkit.diagnose.parse_wordings_report` in the other
+languages users write: Chinese (显存 / 内存 with 不够, 撑不住, 占满, 爆了, 一直涨, 翻倍, 不释放;
+"爆内存" with the verb first), Japanese (メモリ / VRAM が足りない, いっぱい, 溢れ), Korean (메모리
+부족, 초과), German (Speicher reicht nicht, ist voll, zu wenig Speicher), French (mémoire
+insuffisante, saturée, pas assez de mémoire), Spanish / Italian (memoria insuficiente, se llena,
+se agota, me quedo sin memoria; memoria esaurita), Portuguese (memória insuficiente, cheia,
+esgotada, fica sem memória) and Russian / Ukrainian (не хватает видеопамяти, память
+закончилась). Negations, advice and storage cards stay silent ("显存不会爆", "如何避免显存占满",
+"メモリオーバーヘッドを減らす", "la scheda di memoria è piena", "la RAM llena de datos es normal").
+
+Every pattern has bounded quantifiers only (linear time on a sentence).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["i18n_match"]
+
+_I = re.IGNORECASE
+
+# ---- other languages -------------------------------------------------------------------------
+_CJK_MEM = r"(?:显存|顯存|内存|內存|运存|運存|显卡内存|顯示記憶體|記憶體)"
+_CJK_PRED = (
+    r"(?:不够|不夠|不足|溢出|撑不住|撐不住|扛不住|吃不消|(?:占|佔|吃|用|跑|耗|塞)(?:满|滿|光|完|尽|盡)|"
+    r"满了|滿了|爆了|爆掉|炸了|超了|超出|超过|超過|飙升|飆升|暴涨|暴漲|"
+    r"一直(?:涨|漲|增加|上升|增长|增長)|持续(?:增长|增加|上涨)|持續(?:增長|增加|上漲)|告急|"
+    r"翻倍|翻了一倍|暴增)"
+)
+_CJK_AFTER = re.compile(_CJK_MEM + r"(?P<gap>[^，。,.!?！？;；\s]{0,8}?)" + _CJK_PRED)
+_CJK_NOT_FREED = re.compile(
+    r"(?:不会|不會|没有?|沒有?|未|无法|無法|不)(?:被)?(?:释放|釋放|回收)(?:掉)?(?:的)?"
+    + _CJK_MEM
+    + r"|"
+    + _CJK_MEM
+    + r"(?:一直|始终|始終|仍然|还是|還是)?(?:不会|不會|没有?|沒有?|未|无法|無法|不)"
+    r"(?:被)?(?:释放|釋放|回收)"
+)
+_CJK_BEFORE = re.compile(
+    r"(?:爆|撑爆|撐爆|占满|佔滿|吃满|吃滿|耗尽|耗盡|用完|用光|塞满|塞滿)(?:了)?(?:我的|所有|全部|整个|整個)?"
+    + _CJK_MEM
+)
+# Chinese advice and yes-no questions: "如何避免显存占满" (how to avoid), "是否会爆显存"
+_CJK_ADVICE = re.compile(r"(?:如何|怎么|怎樣|怎样)?(?:避免|防止)|是否|会不会|會不會|能否")
+_CJK_VETO = re.compile(
+    r"[不没沒未别別]|防止|避免|减少|減少|降低|节省|節省|优化|優化|如何|是否|会不会|會不會"
+)
+
+_OTHER = re.compile(
+    "|".join(
+        (
+            # Japanese
+            r"(?:メモリ|VRAM|RAM|ビデオメモリ)(?:が|は|の)?(?:全然|すぐに?|また|まだ)?"
+            r"(?:不足|足りな|足らな|いっぱい|一杯|溢れ|あふれ|オーバー(?!ヘッド)|枯渇|使い果た|パンク|限界)",
+            r"(?:メモリ|VRAM)を(?:使い果た|食い尽く|使い切)",
+            # Korean
+            r"(?:메모리|VRAM|램|RAM)(?:가|이|는|를)? ?"
+            r"(?:부족|모자라|모자람|초과|가득|넘쳐|터짐|터져|꽉)",
+            # German
+            r"\b(?:Speicher|Arbeitsspeicher|Grafikspeicher|GPU-Speicher|VRAM|RAM)"
+            r"(?: \w{1,15}){0,3}?"
+            r" (?:reicht nicht|reichte nicht|ist voll|war voll|läuft voll|lief voll|erschöpft|"
+            r"reicht (?:\w{1,10} )?nicht aus|überläuft|übergelaufen)",
+            r"\b(?:zu wenig|nicht genug|nicht genügend|Mangel an) (?:\w{1,15} )?"
+            r"(?:Speicher|Arbeitsspeicher|Grafikspeicher|VRAM|RAM)\b",
+            r"\bSpeichermangel\b|\bgeht (?:mir |der |dem \w{1,12} )?(?:\w{1,12} )?Speicher aus",
+            # French
+            r"\b(?:mémoire|VRAM|RAM)(?: [\w'éè]{1,15}){0,3}? (?:insuffisante|pleine(?! de)|saturée|"
+            r"épuisée|dépassée|déborde|explose)",
+            r"\b(?:pas assez|manque|manqué) de (?:\w{1,12} )?(?:mémoire|VRAM|RAM)\b",
+            # Spanish / Italian
+            r"\b(?:memoria|VRAM|RAM)(?: \w{1,15}){0,3}? (?:insuficiente|llena(?! de)|"
+            r"se llena(?! de)|se llenó|"
+            r"se agota|se agotó|agotada|se desborda|desbordada|no alcanza|no es suficiente|explota|"
+            r"esaurita|piena(?! di)|non basta)",
+            r"\b(?:falta de|no hay suficiente|no tengo suficiente|me quedo sin|me quedé sin|"
+            r"se queda sin|se quedó sin|quedarse sin|poca) (?:\w{1,12} )?(?:memoria|VRAM|RAM)\b",
+            # Portuguese
+            r"\b(?:memória|VRAM|RAM)(?: \w{1,15}){0,3}? (?:insuficiente|cheia(?! de)|"
+            r"esgotada|estoura|"
+            r"estourou|acaba|acabou|não é suficiente|não dá)",
+            r"\b(?:falta de|fica sem|ficou sem|não há|não tem) (?:\w{1,12} )?(?:memória|VRAM)\b",
+            # Russian / Ukrainian
+            r"(?:не хватает|не хватило|недостаточно|нехватка|закончил\w{0,3}|кончил\w{0,3}|"
+            r"переполн\w{0,6}|не вистачає) (?:\w{1,15} ){0,2}"
+            r"(?:памят\w{0,2}|видеопамят\w{0,2}|пам'ят\w{0,2}|VRAM|ОЗУ|RAM)",
+            r"(?:памят\w{0,2}|видеопамят\w{0,2}|VRAM|ОЗУ)(?: \w{1,15}){0,2}? (?:не хватает|"
+            r"не хватило|недостаточно|закончил\w{0,3}|кончил\w{0,3}|переполн\w{0,6}|забит\w{0,3})",
+        )
+    ),
+    _I,
+)
+_OTHER_VETO = re.compile(
+    r"\b(?:éviter|evitar|evitare|vermeiden|verhindern|избежать|избегать|nicht mehr|ya no|normal|"
+    r"scheda di memoria|tarjeta de memoria|carte m[ée]moire|Speicherkarte|cart[ãa]o de mem[óo]ria|"
+    r"sd[- ]?card|disco|disque|Festplatte|диск|"
+    r"não mais|plus jamais|si vous|wenn Sie|falls Sie|si usted|se você)\b|"
+    r"しないように|避ける|減らす|"
+    r"削減|節約|방지|줄이",
+    _I,
+)
+
+
+def _cjk(s: str) -> re.Match[str] | None:
+    not_freed = _CJK_NOT_FREED.search(s)
+    if not_freed is not None and not _CJK_ADVICE.search(s):
+        return not_freed
+    if _CJK_VETO.search(s) and not any(
+        k in s for k in ("不够", "不夠", "不足", "撑不住", "撐不住")
+    ):
+        return None
+    for after in _CJK_AFTER.finditer(s):
+        if not _CJK_VETO.search(after.group("gap")):
+            return after
+    before = _CJK_BEFORE.search(s)
+    if before is not None and not _CJK_VETO.search(s[max(0, before.start() - 4) : before.start()]):
+        return before
+    return None
+
+
+# the predicate words of :data:`_OTHER` (a sentence with none of them is skipped)
+_OTHER_WORDS = re.compile(
+    "不足|足りな|足らな|いっぱい|一杯|溢れ|あふれ|オーバー|枯渇|使い果|食い尽|使い切|パンク|限界|"
+    "부족|모자|초과|가득|넘쳐|터짐|터져|꽉|reicht|voll|erschöpft|überl|wenig|genug|genügend|mangel|"
+    "speicher|insuffisante|pleine|saturée|épuisée|dépassée|déborde|explose|assez|manqu|"
+    "insuficiente|llen|agot|desborda|alcanza|suficiente|esaurita|piena|basta|sin |poca|cheia|"
+    "esgotada|estour|acab|não|falta|sem |хват|недостат|нехват|кончил|переполн|забит|вистача",
+    re.IGNORECASE,
+)
+_CJK_WORDS = re.compile("显存|顯存|内存|內存|运存|運存|記憶體")
+
+
+def i18n_match(s: str) -> re.Match[str] | None:
+    """The other-language OOM report in the sentence ``s``, else ``None``."""
+    m = None
+    if _CJK_WORDS.search(s):
+        m = _cjk(s)
+    if m is None and _OTHER_WORDS.search(s) and not _OTHER_VETO.search(s):
+        m = _OTHER.search(s)
+    return m

@@ -1,0 +1,161 @@
+"""Issue 9 after heldout18: an OOM *report in prose* (``parse_wordings_report``), its grammar in
+several forms and languages, inside the four log wrappers, with the neighbours that must stay
+silent: docs and advice, release notes, feature requests, yes-no questions, benchmarks that
+report memory use, negations and the same words about something else."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.parse_wordings_report import report_match
+from recognition_cases import recognition_tests
+
+_OOM = (
+    # a memory noun, then its failure or limit predicate
+    "my GPU memory runs out at the second epoch",
+    "VRAM usage keeps growing until it dies",
+    "the system RAM fills up and the machine freezes",
+    "the video memory overflowed after a few batches",
+    "GPU memory explodes when I enable the refiner",
+    "RAM usage maxes out at 64 GB then the job stops",
+    "the GPU memory increases every iteration and finally overflowing",
+    "with 4k images the VRAM was not enough",
+    "unified memory hits the limit during the decode",
+    "memory usage exceeds 24 GB on the last layer",
+    # the predicate first
+    "the loader uses up all 16GB of RAM",
+    "it ran out of my 12 GB of VRAM",
+    "the conversion eats all the memory",
+    "it filled up the GPU memory in two steps",
+    "the sampler takes way too much VRAM",
+    "every time I upscale it gives a memory error",
+    # a card that fills up; a kill or a crash tied to a step or to the memory
+    "my GPU fills up and it crashes",
+    "the card is maxed out after three prompts",
+    "the process gets killed when loading the checkpoint",
+    "python was killed during quantization of layer 30",
+    "it crashes if the clip is longer than 10 s on an 8gb vram card",
+    "the app crashed with 6 GB of RAM in use",
+    # growth until death, running out at a step
+    "memory consumption climbs steadily until the worker crashes",
+    "it runs out at step 3",
+    "training runs out after epoch 2",
+    # a model that does not fit; a load that cannot happen on the stated memory
+    "the model doesn't fit on my 3090",
+    "I can't fit the 70B model into 48 GB",
+    "I am unable to load the model with 2 A10 (24G)",
+    "not able to export the video with 32GB of system memory",
+    # a memory that stays at its maximum, grows after each step, is not released, is
+    # overcommitted, or needs more than the card has
+    "my vram stays at maximum usage after an image is generated",
+    "VRAM use grows after every request to the encoder",
+    "GPU memory is not released after the job ends",
+    "the loop piles memory up on the GPU and doesn't release it",
+    "memory being overcommitted breaks the quantisation on 4090s",
+    "the needed memory is too large for the 70B model",
+    "the attention matmul requires massive memory (> 100GB)",
+    "the VAE decode needs more than a 24 GB card has",
+    # batch size 1 that still fails; a card that cannot handle the work, with its size
+    "batch size set to 1 and it still fails",
+    "I can't even run a batch of 1 on a 4080",
+    "my 3090 24GB can't handle the 13B model in fp16",
+    # other languages
+    "模型加载到一半显存就满了",
+    "kill 主进程以后显卡不会释放显存",
+    "Turbomind 后端显存占用翻倍",
+    "推理的时候显存撑不住",
+    "跑到第三个epoch就爆内存",
+    "VRAMが足りなくて止まる",
+    "GPU 메모리가 부족해서 멈춥니다",
+    "der Grafikspeicher reicht nicht für das Modell",
+    "la mémoire GPU est saturée au bout de 10 images",
+    "la memoria de la GPU se llena al cargar el modelo",
+    "a memória da placa esgotada no segundo lote",
+    "не хватает видеопамяти при загрузке модели",
+)
+
+_NOT_OOM = (
+    # docs and advice: the reader's hardware, a condition, what a setting prevents
+    "If you run out of VRAM, lower the batch size.",
+    "Use gradient checkpointing to avoid filling the GPU memory.",
+    "Models that don't fit in memory are offloaded to the CPU.",
+    "It's possible your model is so big that even a single copy won't fit in RAM.",
+    "Please note that the shared memory segment is not enough for data loaders.",
+    "Quantization reduces memory usage so that larger models fit on your GPU.",
+    # release notes and fixes
+    "SDXL no longer crashes on 8GB cards.",
+    "a memory leak that made RAM fill up was fixed in 0.3.2",
+    # feature requests and questions
+    "Add an option to limit GPU memory usage",
+    "How much VRAM does Llama 3 70B use?",
+    "Does the RAM fill up on a 16 GB card?",
+    "Will the RAM fill up if I load two models?",
+    # benchmarks and reports of use without a failure
+    "Peak GPU memory: 18.2 GB at batch 8",
+    "Memory usage stays at 11 GB for the whole run",
+    "takes all RAM but doesn't crash",
+    # a property of the method, a release that happens, a batch of 1 that works
+    "memory usage grows linearly with the context length",
+    "the GPU memory is not released until you call empty_cache",
+    "the memory is released when the process exits",
+    "the memory doesn't release until you call empty_cache",
+    "batch size 1 works fine, batch 8 is slower",
+    "set batch size to 1 to avoid errors",
+    "the server can't handle more than 10 requests per second",
+    "如何避免显存不释放",
+    # negations
+    "the GPU memory never fills up, the speed is the problem",
+    "VRAM does not run out, it just hangs",
+    # the same words about something else
+    "the memory bandwidth exceeds 1 TB/s",
+    "my SD card is full, cannot save the model",
+    "it crashes with a segfault on a 24GB GPU",
+    "the browser freezes the layers of the model",
+    "I killed the process while training",
+    "Crash on startup with 8 GB RAM: illegal instruction",
+    "the generator runs out of tokens at step 3",
+    "la RAM llena de datos es normal",
+    "显存不会爆",
+    "如何避免显存占满",
+    "メモリオーバーヘッドを減らす",
+)
+
+(
+    test_prose_report_is_recognised,
+    test_prose_reports_are_recognised_inside_a_log,
+    test_prose_near_miss_is_silent,
+) = recognition_tests(_OOM, _NOT_OOM)
+
+
+def test_a_prose_report_is_read_at_the_generic_rules_low_confidence() -> None:
+    # a sentence is weaker evidence than a runtime's message: the generic rule's confidence
+    for text in ("my GPU fills up and it crashes", "it runs out at step 3"):
+        d = diagnose_text(text)
+        assert d.oom_found
+        assert d.primary is not None
+        assert d.primary.runtime == "generic"
+        assert d.confidence <= 0.45
+
+
+def test_a_long_line_is_read_in_linear_time() -> None:
+    # no nested quantifier: a pathological line of memory words and spaces stays fast
+    line = ("memory " * 20_000) + "x"
+    started = time.perf_counter()
+    report_match(line, line.lower())
+    line2 = ("the GPU memory is " * 5_000) + "fine"
+    report_match(line2, line2.lower())
+    assert time.perf_counter() - started < 2.0
+
+
+def test_the_grammar_fires_on_no_docs_sentence_that_mentions_memory_without_an_oom() -> None:
+    # the negative set: runtimes' own docs (benchmarks/doctor_prose_negatives.py describes it)
+    path = Path(__file__).parent / "fixtures" / "prose_negatives.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    negatives = [r["text"] for r in rows if not r["mentions_oom"]]
+    assert len(negatives) >= 300
+    assert [t for t in negatives if report_match(t, t.lower())] == []
+    # and the whole doctor stays near the 3 it fired on when the set was built
+    assert sum(diagnose_text(t).oom_found for t in negatives) <= 3
