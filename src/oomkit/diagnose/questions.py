@@ -137,25 +137,26 @@ QUESTIONS: Mapping[str, QuestionSpec] = {
         ),
         QuestionSpec(
             "batch1",
-            "Does it still fail at batch size 1 (the shortest input)?",
+            "Does it still fail at batch size 1 with a short input (a small image, a short "
+            "sequence)?",
             (BATCH, MODEL),
             (
                 _c(
                     "yes",
-                    "yes, it fails even at batch size 1",
+                    "yes, it fails even at batch size 1 with a short input",
                     MODEL,
                     (BATCH,),
-                    "it still fails at batch size 1, so what stays resident (weights, optimizer "
-                    "states, a KV pool sized by the context) does not fit, not the batch's "
-                    "activations",
+                    "it still fails at batch size 1 with a short input, so what stays "
+                    "resident (weights, optimizer states, a KV pool sized by the context) does "
+                    "not fit, not the batch's activations",
                 ),
                 _c(
                     "no",
-                    "no, batch size 1 runs; larger batches fail",
+                    "no, a smaller batch or input runs",
                     BATCH,
                     (MODEL,),
-                    "batch size 1 runs, so the resident model fits and the batch's activations "
-                    "are what does not",
+                    "a smaller batch or input runs, so the resident model fits and the "
+                    "batch's activations are what does not",
                 ),
             ),
         ),
