@@ -5,11 +5,12 @@ Usage (from the repository root)::
     python benchmarks/doctor_answers.py          # figures
     python benchmarks/doctor_answers.py --show   # and every record an answer changed
 
-``tests/fixtures/oom_corpus/answers_dev.jsonl`` holds, for development records whose
-``cause_notes`` state a deciding fact, the answer the thread gives (record id, question id,
-value, and the quote of ``cause_notes`` that gives it; tests/test_doctor_answers_data.py checks
-each quote is in its record). Only development parts (``DEVELOPMENT_PARTS`` of
-``doctor_corpus.py``) are read; labels are never changed.
+``tests/fixtures/oom_corpus/answers/answers_dev.jsonl`` (a folder of its own: a file
+``<name>_<x>.jsonl`` beside the parts would be read as a corpus part) holds, for development
+records whose ``cause_notes`` state a deciding fact, the answer the thread gives (record id,
+question id, value, and the quote of ``cause_notes`` that gives it;
+tests/test_doctor_answers_data.py checks each quote is in its record). Only development parts
+(``DEVELOPMENT_PARTS`` of ``doctor_corpus.py``) are read; labels are never changed.
 
 Scored as ``doctor_corpus.py`` scores: the diagnosed cause equals ``cause_label``, on records
 whose label confidence is high or medium. Three readings:
@@ -35,7 +36,7 @@ from doctor_corpus import CORPUS, DEVELOPMENT_PARTS, load, part_files
 
 from oomkit.diagnose.doctor import diagnose_text
 
-ANSWERS = CORPUS / "answers_dev.jsonl"
+ANSWERS = CORPUS / "answers" / "answers_dev.jsonl"
 _SCORED = ("high", "medium")
 
 

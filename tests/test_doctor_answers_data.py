@@ -1,6 +1,6 @@
-"""``tests/fixtures/oom_corpus/answers_dev.jsonl``: the answers the threads give to the deciding
-question (``benchmarks/doctor_answers.py``). Every answer is a valid ``--answer``, of a record
-of a development part, with a quote that is in that record's ``cause_notes``."""
+"""``tests/fixtures/oom_corpus/answers/answers_dev.jsonl``: the answers the threads give to the
+deciding question (``benchmarks/doctor_answers.py``). Every answer is a valid ``--answer``, of a
+record of a development part, with a quote that is in that record's ``cause_notes``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from oomkit.diagnose.questions import check_answers
 
 ROOT = Path(__file__).resolve().parents[1]
-ANSWERS = ROOT / "tests" / "fixtures" / "oom_corpus" / "answers_dev.jsonl"
+ANSWERS = ROOT / "tests" / "fixtures" / "oom_corpus" / "answers" / "answers_dev.jsonl"
 
 
 def _module(name: str) -> ModuleType:
@@ -47,7 +47,7 @@ def test_every_answer_is_valid_and_quoted_from_its_development_record(
         assert set(r) == {"id", "part", "question", "value", "quote"}, r
         check_answers({r["question"]: r["value"]})
         assert r["id"] in notes, r["id"]
-        assert len(r["quote"]) >= 12, r
+        assert len(r["quote"]) >= 6, r  # a sentence, not a word (CJK quotes are short)
         assert r["quote"] in notes[r["id"]], r["id"]
         assert (r["id"], r["question"]) not in seen, r["id"]
         seen.add((r["id"], r["question"]))
