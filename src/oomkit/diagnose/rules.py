@@ -36,7 +36,8 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
 from oomkit.diagnose.priors import MODEL_ASK, is_open, with_prior
-from oomkit.diagnose.questions import AppliedAnswer, AskedQuestion, Question
+from oomkit.diagnose.question_pick import AskedQuestion
+from oomkit.diagnose.questions import AppliedAnswer, Question
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
 from oomkit.diagnose.rules_evidence import refine_by_evidence
