@@ -18,9 +18,11 @@ from oomkit.diagnose.questions import (
     ASK_BELOW,
     BATCH,
     FRAG,
+    HOST,
     KV,
     LEAK,
     MODEL,
+    MULTI,
     OTHER,
     QUESTIONS,
     AppliedAnswer,
@@ -39,7 +41,9 @@ _PAIR_QUESTION: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({KV}), "short_context"),
     (frozenset({MODEL, BATCH}), "batch1"),
 )
-#: per cause, the questions to try when the pair does not name one (in order)
+#: per cause, the questions to try when the pair does not name one (in order); host RAM and a
+#: multi-GPU split are asked only of a diagnosis that reads them (as a runner-up of a GPU reading
+#: they would replace the phase question on most CUDA messages)
 _BY_CAUSE: Mapping[str, tuple[str, ...]] = {
     BATCH: ("when", "batch1", "model_fits"),
     MODEL: ("when", "batch1", "model_fits"),
@@ -47,6 +51,8 @@ _BY_CAUSE: Mapping[str, tuple[str, ...]] = {
     OTHER: ("other_process",),
     LEAK: ("growth", "when"),
     FRAG: ("expandable",),
+    HOST: ("host_ram",),
+    MULTI: ("gpu_balance",),
     "unknown": ("when", "batch1", "other_process", "model_fits"),
 }
 

@@ -25,6 +25,8 @@ The set (docs/doctor-causes.md section 8b), one question per cause pair left ope
 * ``short_context`` (yes / no): the weights vs kv_cache_or_context.
 * ``expandable`` (yes / no): fragmentation vs memory really used
   (``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` maps segments so freed blocks merge).
+* ``host_ram`` (yes / no): system memory vs the GPU's.
+* ``gpu_balance`` (yes / no): one overloaded GPU of several (the placement) vs the whole job.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ KV = "kv_cache_or_context"
 OTHER = "other_process_holding_memory"
 LEAK = "leak_or_accumulation"
 FRAG = "fragmentation"
+HOST = "host_ram"
+MULTI = "multi_gpu_imbalance"
 #: the runtimes whose engine sizes a KV pool by the context at start-up (what a run adds)
 _POOL_RUNTIMES = frozenset(
     {"llama.cpp", "ollama", "lmstudio", "vllm", "sglang", "tgi", "tensorrt-llm", "lmdeploy"}
@@ -268,6 +272,51 @@ QUESTIONS: Mapping[str, QuestionSpec] = {
                     (BATCH, MODEL, LEAK),
                     "it runs with expandable segments, so free memory was split into blocks "
                     "too small for the request",
+                ),
+            ),
+        ),
+        QuestionSpec(
+            "host_ram",
+            "Does host RAM run out when it fails (`free -h`; dmesg shows the OOM killer)?",
+            (HOST, MODEL, BATCH),
+            (
+                _c(
+                    "yes",
+                    "yes, system RAM (or swap) is exhausted",
+                    HOST,
+                    (MODEL, BATCH, KV, LEAK, FRAG, OTHER),
+                    "host RAM runs out when it fails, so the allocation that fails is in system "
+                    "memory (loading, pinned buffers, the data pipeline), not on the GPU",
+                ),
+                _c(
+                    "no",
+                    "no, RAM has room",
+                    None,
+                    (HOST,),
+                    "host RAM has room when it fails, so the memory that runs out is the GPU's",
+                ),
+            ),
+        ),
+        QuestionSpec(
+            "gpu_balance",
+            "On a multi-GPU run: does one GPU fill up while the others have room (nvidia-smi / "
+            "`oomkit gpus` per GPU)?",
+            (MULTI, MODEL),
+            (
+                _c(
+                    "yes",
+                    "yes, one GPU is full, the others have room",
+                    MULTI,
+                    (MODEL, BATCH, KV, OTHER),
+                    "one GPU fills while the others have room, so the placement (device_map, a "
+                    "checkpoint loaded onto cuda:0, the split) overloads it",
+                ),
+                _c(
+                    "no",
+                    "no, all GPUs fill alike (or it is one GPU)",
+                    None,
+                    (MULTI,),
+                    "the GPUs fill alike, so the split is not what overflows",
                 ),
             ),
         ),
