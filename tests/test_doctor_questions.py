@@ -307,3 +307,24 @@ def test_no_prompt_when_stdout_or_stdin_is_not_a_terminal(open_log: Path) -> Non
     res = _run("-", stdin=corpus_text(OPEN))
     assert res.returncode == 0
     assert "Enter skips" not in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("record_id", "qid", "cause"),
+    [
+        # "Killed" in the report: a host-RAM reading at low confidence asks about RAM
+        ("h13-vibe-83", "host_ram", "host_ram"),
+        # a checkpoint every DDP rank loads onto cuda:0: asks whether one GPU fills alone
+        ("h11-mmengine-665", "gpu_balance", "multi_gpu_imbalance"),
+    ],
+)
+def test_host_ram_and_a_split_have_their_questions(record_id: str, qid: str, cause: str) -> None:
+    text = corpus_text(record_id)
+    d = diagnose_text(text)
+    assert d.cause == cause
+    assert d.question is not None
+    assert d.question.id == qid
+    no = diagnose_text(text, answers={qid: "no"})
+    assert no.cause not in (cause, "unknown")  # ruled out: the base rate's next cause
+    assert no.answers[0].effect == "decided"
+    assert diagnose_text(text, answers={qid: "yes"}).answers[0].effect == "confirmed"
