@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
 
@@ -38,3 +40,29 @@ def test_python_api_snippet_runs(tmp_path: Path, monkeypatch: object) -> None:
     ns: dict[str, object] = {}
     exec(compile(code, "README.md", "exec"), ns)
     assert ns["diag"] is not None
+
+
+def test_the_deciding_question_example_is_what_the_doctor_asks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's question block: the question and its numbered answers as the terminal
+    prompt prints them (tests/test_doctor_questions.py drives the prompt on a real pty), and
+    the first line of ``--answer`` re-run."""
+    import json
+
+    from oomkit.cli import main
+
+    block = next(b for b in re.findall(r"```text\n(.*?)```", README, re.S) if "One fact" in b)
+    log = "tests/fixtures/oom_logs/oom-torch-llama-82-7b-11gb.txt"
+    capsys.readouterr()
+    main(["doctor", str(ROOT / log), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    q = doc["question"]
+    assert f"Cause: {doc['cause']}  (confidence {doc['confidence']:.2f})" in block
+    assert f"One fact would decide it: {q['text']}" in block
+    for i, a in enumerate(q["answers"], 1):
+        assert f"  {i}. {a['text']}  (-> {a['leads_to']})" in block
+    assert "--answer batch1=no" in block
+    main(["doctor", str(ROOT / log), "--answer", "batch1=no"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert block.rstrip().endswith(first)

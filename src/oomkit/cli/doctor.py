@@ -29,6 +29,7 @@ from oomkit.cli.output import (
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
 from oomkit.diagnose.fixes import size_text
+from oomkit.diagnose.questions import Question
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
 
@@ -254,6 +255,20 @@ def check_user_quant(quant: str, runtime: str | None) -> None:
                 raise
 
 
+def _check_answers(
+    _ctx: click.Context, _param: click.Parameter, pairs: tuple[str, ...]
+) -> dict[str, str]:
+    """``--answer ID=VALUE`` pairs, checked (a bad id or value is a usage error, exit 2)."""
+    if not pairs:
+        return {}
+    from oomkit.diagnose.questions import parse_answer_pairs
+
+    try:
+        return parse_answer_pairs(pairs, flag="--answer")
+    except InvalidSettingError as e:
+        raise click.BadParameter(str(e).removeprefix("--answer").lstrip(": ")) from None
+
+
 @click.command("doctor")
 @click.argument("log", required=False, metavar="[LOG|-]")
 @click.option("--model", "-m", help="The model that ran (catalog name, path, .gguf or repo id)")
@@ -270,6 +285,18 @@ def check_user_quant(quant: str, runtime: str | None) -> None:
     help="When it fails, if the log does not show it: while loading, on the first "
     "batch/request, or only after steps completed (decides what the message leaves open)",
 )
+@click.option(
+    "--answer",
+    "answer_pairs",
+    multiple=True,
+    metavar="ID=VALUE",
+    callback=_check_answers,
+    help="Answer the deciding question the finding asks (repeatable): batch1=yes, "
+    "other_process=no, growth=yes, model_fits=no, short_context=yes, expandable=yes, when=load",
+)
+@click.option(
+    "--no-input", is_flag=True, help="Never ask the deciding question (even on a terminal)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
 def doctor(
     log: str | None,
@@ -280,13 +307,17 @@ def doctor(
     gpu: str | None,
     vram: int | None,
     when: str | None,
+    answer_pairs: dict[str, str],
+    no_input: bool,
     as_json: bool,
 ) -> None:
     """Diagnose an out-of-memory error: LOG is a file, `-` (stdin), or the pasted message.
 
     When the model is known (--model, or a model name in the log) the fixes are computed by the
     estimators; --runtime/--quant/--ctx/--gpu/--vram override what the log says. --when answers
-    the question a bare message leaves open (load, first step, or later).
+    the question a bare message leaves open (load, first step, or later); --answer ID=VALUE
+    answers the deciding question the finding asks, which a terminal session asks itself
+    (unless --no-input or --json, or the log comes from stdin).
 
     \b
     Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
@@ -305,7 +336,10 @@ def doctor(
         if hint:
             print_hint(hint)
         sys.exit(code)
-    d = diagnose_text(text, **facts, when=when)
+    said = answer_pairs.get("when")
+    if said is not None and when is not None and said != when:
+        raise click.UsageError(f"--when {when} and --answer when={said} disagree: give one")
+    d = diagnose_text(text, **facts, when=when, answers=answer_pairs)
     if quant is not None and runtime is None:
         try:
             check_quant_for_log(quant, d)
@@ -322,6 +356,14 @@ def doctor(
         print_json(d.to_dict())
     elif d.oom_found:
         _print_human(d)
+        if d.question is not None and not no_input and _interactive(log):
+            value = _ask(d.question)
+            if value is not None:
+                asked = {**answer_pairs, d.question.id: value}
+                d = diagnose_text(text, **facts, when=when, answers=asked)
+                click.echo("")
+                click.echo(f"With your answer (--answer {d.answers[-1].id}={value}):")
+                _print_human(d)
     else:
         click.echo("No out-of-memory message was found.")
         print_hint("Paste the full error (the line with 'out of memory' and the lines around it).")
@@ -331,6 +373,40 @@ def doctor(
         # refused: the message contradicts itself (bad input, not an answer)
         print_error(f"the message's numbers are inconsistent: {d.primary.inconsistent}")
         sys.exit(EXIT_ERROR)
+
+
+def _interactive(log: str | None) -> bool:
+    """Whether to ask: stdin and stdout are terminals and the log came from a file or an
+    argument (a log piped on stdin leaves no terminal to answer on)."""
+    if log is None or log == "-":
+        return False
+    try:
+        return bool(sys.stdin and sys.stdin.isatty() and sys.stdout and sys.stdout.isatty())
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
+def _ask(q: Question) -> str | None:
+    """Ask ``q`` once on the terminal: numbered choices, Enter (or end of input) skips."""
+    click.echo("")
+    click.echo(f"One fact would decide it: {q.text}")
+    for i, (_, text, cause) in enumerate(q.answers, 1):
+        click.echo(f"  {i}. {text}  (-> {cause})")
+    choices = f"1-{len(q.answers)}"
+    for _ in range(3):
+        click.echo(f"Answer [{choices}, Enter skips]: ", nl=False)
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+        picked = line.strip()
+        if not picked:
+            return None
+        if picked.isdigit() and 1 <= int(picked) <= len(q.answers):
+            return q.answers[int(picked) - 1][0]
+        values = [v for v, _, _ in q.answers]
+        if picked in values:
+            return picked
+        click.echo(f"Not a choice: {picked!r}; type {choices} or press Enter to skip.")
+    return None
 
 
 def check_quant_for_log(quant: str, d: Diagnosis) -> None:

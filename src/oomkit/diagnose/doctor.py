@@ -9,7 +9,7 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from oomkit.diagnose.events import LogContext, OomEvent, ParsedLog
@@ -48,6 +48,7 @@ def diagnose_text(
     hardware: Hardware | None = None,
     runtime: str | None = None,
     when: str | None = None,
+    answers: Mapping[str, str] | None = None,
 ) -> Diagnosis:
     """Parse an OOM message or log and diagnose it. Pure; never raises on arbitrary text.
 
@@ -64,7 +65,15 @@ def diagnose_text(
         runtime: the runtime, when the user states it (else the log's).
         when: when it fails, when the user says: ``load``, ``first-step`` or ``later``
             (:mod:`oomkit.diagnose.user_phase`; any other value raises ``ValueError``).
+        answers: the user's answers to the deciding question, ``{id: value}``
+            (:mod:`oomkit.diagnose.questions`; an unknown id or value raises
+            :class:`~oomkit.errors.InvalidSettingError`, ``when`` disagreeing with ``when=``
+            a ``ValueError``).
     """
+    if answers:
+        from oomkit.diagnose.questions import check_answers
+
+        answers = check_answers(answers)
     text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
     parsed = _with_surroundings(text, parse_log(text, normalized=True))
     settings = _with_log_version(text, settings, runtime)
@@ -81,6 +90,7 @@ def diagnose_text(
         training=training,
         when=when,
         shown_phase=shown,
+        answers=answers,
     )
     result = _note_training(result, text)
     from oomkit.diagnose.rules_apu import note_apu_aperture
@@ -147,6 +157,7 @@ def _refuse_inconsistent(result: Diagnosis) -> Diagnosis:
         "Paste the original message as the program printed it.",
         fixes=(),
         open_question=False,
+        question=None,
     )
 
 

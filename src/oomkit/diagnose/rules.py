@@ -26,7 +26,7 @@ diagnosis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -36,6 +36,8 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
 from oomkit.diagnose.priors import MODEL_ASK, is_open, with_prior
+from oomkit.diagnose.question_pick import AskedQuestion
+from oomkit.diagnose.questions import AppliedAnswer, Question
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
 from oomkit.diagnose.rules_evidence import refine_by_evidence
@@ -90,6 +92,10 @@ class Diagnosis:
     #: the rules left the cause open: it is the base rate's guess, or unknown when that is flat
     #: (oomkit.diagnose.priors)
     open_question: bool = False
+    #: the deciding question, when the cause is open or below 0.6 (oomkit.diagnose.questions)
+    question: Question | None = None
+    #: the user's answers the doctor re-ran with, and what each did
+    answers: tuple[AppliedAnswer, ...] = ()
 
     @property
     def oom_found(self) -> bool:
@@ -112,6 +118,8 @@ class Diagnosis:
             "notes": list(self.notes + self.context.notes),
             "allocation": self.allocation,
             "phase": self.phase,
+            "question": None if self.question is None else self.question.to_dict(),
+            "answers": [a.to_dict() for a in self.answers],
         }
 
 
@@ -310,6 +318,7 @@ def diagnose(
     training: bool = False,
     when: str | None = None,
     shown_phase: str | None = None,
+    answers: Mapping[str, str] | None = None,
 ) -> Diagnosis:
     """Diagnose parsed events. Pure: no I/O.
 
@@ -322,6 +331,8 @@ def diagnose(
         when: the user's answer to "when does it fail" (:mod:`oomkit.diagnose.user_phase`).
         shown_phase: the phase a training log shows beyond the traceback parser's
             (``optimizer_step`` from a DeepSpeed frame); ``context.frame_phase`` otherwise.
+        answers: the user's answers to deciding questions, checked
+            (:mod:`oomkit.diagnose.questions`; ``when`` is the same fact as ``when``).
 
     Returns:
         A Diagnosis; with no events, cause ``unknown``, confidence 0 and no fixes.
@@ -341,15 +352,22 @@ def diagnose(
     decided = refine_by_evidence(decided, primary, context)
     # the base rate answers only what the rules, the log facts and a pasted nvidia-smi table left
     # open (docs/doctor-causes.md section 8); growth across events still outranks it
-    smi = with_user_phase(
-        with_model_facts(
-            with_smi_table(decided, context, primary), model, primary, context, training=training
-        ),
-        when,
-        context.frame_phase or shown_phase,
+    pre = with_model_facts(
+        with_smi_table(decided, context, primary), model, primary, context, training=training
     )
+    asked = AskedQuestion(
+        pre,
+        primary,
+        context,
+        lambda a: _with_growth(with_prior(a, primary, context), evs),  # the steps after the rules
+        shown=context.frame_phase or shown_phase,
+        answers=answers,
+        when=when,
+    )
+    smi = with_user_phase(pre, asked.when, asked.shown)
     opened = is_open(smi)
-    result = _with_deciding_fact(_with_growth(with_prior(smi, primary, context), evs))
+    answered, applied = asked.last(smi)
+    result = _with_deciding_fact(answered)
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if model is not None:  # the model is known: the deciding question does not ask for it
@@ -364,6 +382,8 @@ def diagnose(
         cause=result.cause,
         confidence=result.confidence,
     )
+    # an answer that decided or confirmed the cause closes the question
+    still_open = opened and result.cause != "leak_or_accumulation" and not asked.closed(applied)
     extra: list[Fix] = []
     notes: list[str] = []
     for provider in fix_providers:
@@ -389,5 +409,7 @@ def diagnose(
         notes=tuple(notes),
         allocation=allocation_of(primary, context, result.cause),
         phase=phase_of(primary, context, result.cause == "leak_or_accumulation"),
-        open_question=opened and result.cause != "leak_or_accumulation",
+        open_question=still_open,
+        question=asked.question(result, still_open),
+        answers=asked.applied(applied),
     )

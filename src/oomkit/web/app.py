@@ -389,7 +389,18 @@ def _diagnose(body: DoctorBody, *, hub: bool) -> dict[str, Any]:
                 raise ValueError(f"vram: {e}") from None
         gpus = parse_gpu_list(body.gpu) if body.gpu is not None else ()
         facts["hardware"] = hardware_for(gpus, vram_bytes=vram)
-    d = diagnose_text(body.log, **facts, when=body.when)
+    answers: dict[str, str] = {}
+    if body.answers:
+        from oomkit.diagnose.questions import check_answers
+
+        answers = check_answers(body.answers, flag="answers")
+        said = answers.get("when")
+        if said is not None and body.when is not None and said != body.when:
+            raise errors.InvalidSettingError(
+                f"answers: when={said} disagrees with when={body.when}; give one",
+                setting="answers",
+            )
+    d = diagnose_text(body.log, **facts, when=body.when, answers=answers)
     if body.quant is not None and body.runtime is None:  # as `oomkit doctor -q` without -r
         from oomkit.cli.doctor import check_quant_for_log
 

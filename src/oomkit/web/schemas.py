@@ -122,6 +122,11 @@ class DoctorBody(_Body):
     when: Literal["load", "first-step", "later"] | None = Field(
         default=None, description="When it fails, if the log does not show it (as --when)"
     )
+    answers: Annotated[dict[Short, Short], Field(max_length=16)] | None = Field(
+        default=None,
+        description="Answers to the deciding question the finding asks, {id: value} "
+        "(as --answer ID=VALUE): the finding's question lists its id and values",
+    )
 
 
 def _annotation(param: click.Option) -> Any:

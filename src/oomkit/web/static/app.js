@@ -410,7 +410,9 @@
   const scheduleUpdate = debounce(update, 250);
 
   // -- doctor -------------------------------------------------------------------------------
-  async function diagnose() {
+  // the answers to the deciding question for the log on the page (reset by "Diagnose")
+  let doctorAnswers = {};
+  async function diagnose(answers) {
     const text = $("log").value;
     $("doctor-error").hidden = true;
     if (!text.trim()) {
@@ -418,8 +420,12 @@
       $("doctor-error").hidden = false;
       return;
     }
+    doctorAnswers = answers && typeof answers === "object" && !(answers instanceof Event) ? answers : {};
+    const opts = Object.keys(doctorAnswers).length
+      ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ log: text, answers: doctorAnswers }) }
+      : { method: "POST", headers: { "content-type": "text/plain" }, body: text };
     try {
-      const d = await api("/api/doctor", { method: "POST", headers: { "content-type": "text/plain" }, body: text });
+      const d = await api("/api/doctor", opts);
       renderDiagnosis(d);
       document.body.dataset.diagnoses = String(Number(document.body.dataset.diagnoses || 0) + 1);
     } catch (err) {
@@ -445,6 +451,8 @@
       el("p", { class: "cause", "data-cause": d.cause }, el("strong", {}, "Cause: "), d.cause,
         el("span", { class: "conf" }, ` (confidence ${Number(d.confidence).toFixed(2)})`)),
       el("p", { class: "explanation" }, d.explanation),
+      ...answeredLine(d),
+      ...questionBox(d),
       el("h3", {}, `Found ${d.events.length} OOM message(s)`),
       el("ul", { class: "events" }, ev),
       ...(d.fixes.length ? [el("h3", {}, "Fixes (those that make it fit first, least intrusive first; then by expected saving; unsized advice and hardware changes last)"),
@@ -456,6 +464,25 @@
           f.commands.length ? commandBlock(f.commands.join("\n"), `Copy commands: ${f.title}`) : null)))] : []),
       ...((d.notes || []).length ? [el("ul", { class: "notes" }, d.notes.map((n) => el("li", {}, n)))] : [])
     );
+  }
+
+  // the deciding question under the finding: one button per answer, each naming the cause the
+  // doctor gives with it; a click re-posts the log with the answer (as --answer ID=VALUE)
+  function questionBox(d) {
+    const q = d.question;
+    if (!q) return [];
+    return [el("div", { class: "question", role: "group", "aria-labelledby": "question-text", "data-question": q.id },
+      el("p", { id: "question-text" }, el("strong", {}, "One fact would decide it: "), q.text),
+      el("div", { class: "answers" }, q.answers.map((a) => el("button", {
+        type: "button", class: "answer", "data-value": a.value, title: `leads to ${a.leads_to}`,
+        onclick: () => diagnose({ ...doctorAnswers, [q.id]: a.value }),
+      }, a.text, el("span", { class: "leads" }, ` → ${a.leads_to}`)))))];
+  }
+  function answeredLine(d) {
+    const given = d.answers || [];
+    if (!given.length) return [];
+    return [el("p", { class: "answered" }, "Re-run with your answer: ",
+      given.map((a) => `${a.id}=${a.value} (${a.effect})`).join(", "))];
   }
 
   // -- start --------------------------------------------------------------------------------
@@ -477,7 +504,7 @@
     $("runtime").addEventListener("change", () => { fillQuants(); scheduleUpdate(); });
     for (const id of ["gpu", "gpu-count", "quant", "compare"]) $(id).addEventListener("change", scheduleUpdate);
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
-    $("diagnose").addEventListener("click", diagnose);
+    $("diagnose").addEventListener("click", () => diagnose());
     $("log").addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); diagnose(); }
     });

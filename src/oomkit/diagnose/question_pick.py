@@ -1,0 +1,170 @@
+"""Which deciding question a diagnosis asks, and the hook that re-runs the doctor with an answer.
+
+:mod:`oomkit.diagnose.questions` holds the set and reads the answers; this module picks the
+question for an open or low-confidence diagnosis (the pair of causes it leaves open: the
+diagnosis's cause and the base rate's runner-up) and states, for each answer, the cause the
+doctor gives with it, computed by re-running the steps after the rules
+(:class:`AskedQuestion`, used by :func:`oomkit.diagnose.rules.diagnose`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.questions import (
+    ASK_BELOW,
+    BATCH,
+    FRAG,
+    HOST,
+    KV,
+    LEAK,
+    MODEL,
+    MULTI,
+    OTHER,
+    QUESTIONS,
+    AppliedAnswer,
+    Question,
+    with_answers,
+)
+
+__all__ = ["AskedQuestion", "pick_question"]
+
+
+#: the question that separates a pair of causes (the diagnosis's and the runner-up)
+_PAIR_QUESTION: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({OTHER}), "other_process"),
+    (frozenset({FRAG}), "expandable"),
+    (frozenset({LEAK}), "growth"),
+    (frozenset({KV}), "short_context"),
+    (frozenset({MODEL, BATCH}), "batch1"),
+)
+#: per cause, the questions to try when the pair does not name one (in order); host RAM and a
+#: multi-GPU split are asked only of a diagnosis that reads them (as a runner-up of a GPU reading
+#: they would replace the phase question on most CUDA messages)
+_BY_CAUSE: Mapping[str, tuple[str, ...]] = {
+    BATCH: ("when", "batch1", "model_fits"),
+    MODEL: ("when", "batch1", "model_fits"),
+    KV: ("short_context", "model_fits"),
+    OTHER: ("other_process",),
+    LEAK: ("growth", "when"),
+    FRAG: ("expandable",),
+    HOST: ("host_ram",),
+    MULTI: ("gpu_balance",),
+    "unknown": ("when", "batch1", "other_process", "model_fits"),
+}
+
+
+def _runner_up(cause: str, e: OomEvent, ctx: LogContext) -> str | None:
+    from oomkit.diagnose.priors import base_rate, prior_key
+
+    rate = base_rate(prior_key(e, ctx))
+    if rate is None:
+        return None
+    left = [c for c, _ in rate.counts if c not in (cause, "unknown")]
+    return left[0] if left else None
+
+
+def _candidates(cause: str, e: OomEvent, ctx: LogContext) -> list[str]:
+    out: list[str] = []
+    other = _runner_up(cause, e, ctx)
+    if other is not None:
+        pair = {cause, other}
+        for need, qid in _PAIR_QUESTION:
+            if need <= pair:
+                out.append(qid)
+                break
+    out.extend(q for q in _BY_CAUSE.get(cause, ()) if q not in out)
+    return out
+
+
+def pick_question(
+    final: Analysis,
+    rerun: Callable[[str, str], str],
+    e: OomEvent,
+    ctx: LogContext,
+    answered: Mapping[str, str] | None = None,
+) -> Question | None:
+    """The question for a diagnosis left open or below :data:`ASK_BELOW`, else ``None``.
+
+    ``rerun(id, value)`` is the cause the doctor gives with that one more answer; a question is
+    asked only when its answers lead to at least two different causes (an answer that changes
+    nothing is not worth asking), and never twice (``answered``).
+    """
+    if final.confidence >= ASK_BELOW and final.open_question is not True:
+        return None
+    done = answered or {}
+    for qid in _candidates(final.cause, e, ctx):
+        if qid in done:
+            continue
+        spec = QUESTIONS[qid]
+        leads = tuple((c.value, c.text, rerun(qid, c.value)) for c in spec.choices)
+        if len({cause for _, _, cause in leads}) >= 2:
+            return Question(qid, spec.text, leads)
+    return None
+
+
+class AskedQuestion:
+    """The deciding question's hook in :func:`oomkit.diagnose.rules.diagnose`: the steps after
+    the rules (``finish``: base rate, growth), then the user's answers; re-run with one more
+    answer for the cause each answer leads to.
+
+    Raises:
+        ValueError: ``when`` and the answer ``when=`` disagree.
+    """
+
+    def __init__(
+        self,
+        pre: Analysis,
+        e: OomEvent,
+        ctx: LogContext,
+        finish: Callable[[Analysis], Analysis],
+        *,
+        shown: str | None,
+        answers: Mapping[str, str] | None,
+        when: str | None,
+    ) -> None:
+        self.pre, self.e, self.ctx, self.finish, self.shown = pre, e, ctx, finish, shown
+        self.answers = dict(answers or {})
+        said = self.answers.pop("when", None)
+        if said is not None and when is not None and said != when:
+            raise ValueError(f"--when {when} and the answer when={said} disagree; give one")
+        self.when = when or said
+
+    def last(
+        self, a: Analysis, extra: Mapping[str, str] | None = None
+    ) -> tuple[Analysis, tuple[AppliedAnswer, ...]]:
+        """``finish(a)`` read with the answers (and ``extra``)."""
+        return with_answers(self.finish(a), {**self.answers, **(extra or {})}, self.e, self.ctx)
+
+    def _phase(self, when: str | None) -> Analysis:
+        from oomkit.diagnose.user_phase import with_user_phase
+
+        return with_user_phase(self.pre, when, self.shown)
+
+    def _cause(self, qid: str, value: str) -> str:
+        if qid == "when":
+            return self.last(self._phase(value))[0].cause
+        return self.last(self._phase(self.when), {qid: value})[0].cause
+
+    def question(self, result: Analysis, opened: bool) -> Question | None:
+        """The question for the final ``result`` (``opened``: the diagnosis is open)."""
+        done = {**self.answers, **({"when": self.when} if self.when else {})}
+        final = replace(result, open_question=opened)
+        return pick_question(final, self._cause, self.e, self.ctx, done)
+
+    @staticmethod
+    def closed(applied: Sequence[AppliedAnswer]) -> bool:
+        """Whether an answer decided or confirmed the cause."""
+        return any(a.effect in ("decided", "confirmed") for a in applied)
+
+    def applied(self, applied: tuple[AppliedAnswer, ...]) -> tuple[AppliedAnswer, ...]:
+        """``applied`` with the ``when`` answer first (its effect: the cause with and without)."""
+        if self.when is None:
+            return applied
+        before = self.last(self._phase(None))[0].cause
+        after = self.last(self._phase(self.when))[0].cause
+        effect = "decided" if after != before else "consistent"
+        return (AppliedAnswer("when", self.when, effect, before), *applied)
