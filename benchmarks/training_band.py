@@ -67,6 +67,8 @@ EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_h200_expandable.json"
 QLORA = HERE / "gpu" / "results" / "training_boundary_qlora_h200.json"
 #: six steps scored once out of sample against the band of the files above, then folded in
 HOLDOUT = HERE / "gpu" / "results" / "training_boundary_holdout_h200.json"
+#: those twelve steps again with expandable segments, scored once against the first ten's band
+LATE_EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_late_h200_expandable.json"
 OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
 #: ``expandable``: any model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, where
 #: the allocator maps pages into one growing segment per stream instead of cutting blocks out of
@@ -305,6 +307,7 @@ def main() -> int:
     ap.add_argument("--expandable", default=str(EXPANDABLE))
     ap.add_argument("--qlora", default=str(QLORA))
     ap.add_argument("--holdout", default=str(HOLDOUT))
+    ap.add_argument("--late-expandable", default=str(LATE_EXPANDABLE))
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     rows = (
@@ -313,6 +316,7 @@ def main() -> int:
         + boundary_rows(Path(args.qlora))
         + boundary_rows(Path(args.holdout))
         + boundary_rows(Path(args.expandable), family="expandable")
+        + boundary_rows(Path(args.late_expandable), family="expandable")
     )
     sources = sorted({r["source"] for r in rows})
     doc = {

@@ -124,6 +124,7 @@ def test_committed_band_is_derived_from_the_results() -> None:
         + TB.boundary_rows(TB.QLORA)
         + TB.boundary_rows(TB.HOLDOUT)
         + TB.boundary_rows(TB.EXPANDABLE, family="expandable")
+        + TB.boundary_rows(TB.LATE_EXPANDABLE, family="expandable")
     )
     assert doc["allocator"] == fresh["allocator"]
     assert doc["categories"] == fresh["categories"]
@@ -408,6 +409,7 @@ def test_request_bound_holds_on_every_measured_row() -> None:
         + TB.boundary_rows(TB.QLORA)
         + TB.boundary_rows(TB.HOLDOUT)
         + TB.boundary_rows(TB.EXPANDABLE, family="expandable")
+        + TB.boundary_rows(TB.LATE_EXPANDABLE, family="expandable")
     )
     doc = TB.derive(rows)["allocator"]
     # a case's death boundary stands in for its full-card reserved row (derive does the same)

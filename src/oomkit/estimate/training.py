@@ -74,8 +74,8 @@ from oomkit.estimate.training_sharding import (
 )
 from oomkit.estimate.training_states import (
     ModelStates,
+    lora_adapted_roles,
     lora_adapter_params,
-    lora_target_roles,
     model_states,
     optimizer_layout,
     trainable_tensors,
@@ -389,7 +389,8 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     if impl != settings.attn_implementation:
         settings = replace(settings, attn_implementation=impl)
     st = model_states(spec, settings)
-    roles = None if settings.method == "full" else lora_target_roles(spec, settings.lora_targets)
+    # all-linear LoRA still freezes the norms: the explicit stems, not None ("everything trains")
+    roles = None if settings.method == "full" else lora_adapted_roles(spec, settings.lora_targets)
     acts = layer_activations(spec, settings, trainable_roles=roles)
     loss = loss_activations(spec, settings)
     terms = state_terms(spec, settings, st)

@@ -63,6 +63,7 @@ __all__ = [
     "PEFT_DEFAULT_TARGETS",
     "ModelStates",
     "OptimizerLayout",
+    "lora_adapted_roles",
     "lora_adapter_params",
     "lora_target_roles",
     "model_states",
@@ -234,6 +235,19 @@ def lora_target_roles(spec: ModelSpec, targets: Sequence[str] | None) -> frozens
     for n in names:
         out.update(_roles_for(n))
     return frozenset(out)
+
+
+def lora_adapted_roles(spec: ModelSpec, targets: Sequence[str] | None) -> frozenset[str]:
+    """The role stems whose weights get an adapter, spelled out (``all-linear`` included).
+
+    The activation model reads None as "every weight trains" (full fine-tuning: the norm
+    weights' inputs are saved too); LoRA on every linear still leaves the norms and embeddings
+    frozen, so it gets the explicit set of linear stems instead.
+    """
+    roles = lora_target_roles(spec, targets)
+    if roles is not None:
+        return roles
+    return frozenset(_stem(t) for t in model_tensors(spec) if _is_lora_target(t, None))
 
 
 def _stem(t: TensorInfo) -> str:
