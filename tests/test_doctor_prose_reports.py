@@ -9,6 +9,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse_wordings_report import report_match
 from recognition_cases import recognition_tests
@@ -159,3 +161,17 @@ def test_the_grammar_fires_on_no_docs_sentence_that_mentions_memory_without_an_o
     assert [t for t in negatives if report_match(t, t.lower())] == []
     # and the whole doctor stays near the 3 it fired on when the set was built
     assert sum(diagnose_text(t).oom_found for t in negatives) <= 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "memory usage keeps growing during warmup then stays flat",
+        "VRAM grows over the first steps and then plateaus at 14 GB",
+        "GPU memory increases during the first epoch, then stabilizes",
+    ],
+)
+def test_growth_that_settles_is_not_a_report(text: str) -> None:
+    """Memory that grows and then levels off is a warm-up (allocator caches, compiled graphs),
+    not a leak or an OOM report."""
+    assert not diagnose_text(text).oom_found, text

@@ -303,6 +303,10 @@ _ADVICE = re.compile(
     r"\b(?:when|whenever|until|unless|once) (?:you|your)\b|"
     # a property of the method, not an event: "memory usage grows linearly with the context"
     r"\b(?:linearly|quadratically|proportionally|proportional to)\b|"
+    # growth that settles is a warm-up, not a leak: "grows during warmup then stays flat"
+    r"\b(?:then|and then|but then|before it) (?:stays?|remains?|is|becomes?|gets?) "
+    r"(?:flat|stable|constant|steady)\b|\b(?:plateau(?:s|ed)?|stabili[sz](?:es|ed)|"
+    r"level(?:s|led|ed)? off|stops? (?:growing|increasing|rising))\b|"
     # the docs address the reader's hardware; a user addresses the maintainer's code
     r"\byour (?:model|gpu|machine|system|device|card|hardware|computer|ram|vram|memory)s?\b|"
     r"\b(?:it'?s possible|possibly|in theory|theoretically|hypothetically|you should|"
