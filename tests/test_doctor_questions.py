@@ -328,3 +328,16 @@ def test_host_ram_and_a_split_have_their_questions(record_id: str, qid: str, cau
     assert no.cause not in (cause, "unknown")  # ruled out: the base rate's next cause
     assert no.answers[0].effect == "decided"
     assert diagnose_text(text, answers={qid: "yes"}).answers[0].effect == "confirmed"
+
+
+def test_without_a_terminal_the_question_is_named_with_its_flag(open_log: Path) -> None:
+    """Piped or with --no-input nothing is asked, but the finding says which fact would decide
+    it and how to give it."""
+    res = _run(str(open_log))
+    doc = json.loads(_run(str(open_log), "--json").stdout)
+    q = doc["question"]
+    assert q is not None
+    values = "|".join(a["value"] for a in q["answers"])
+    assert f"What would decide it: {q['text']}" in res.stdout
+    assert f"--answer {q['id']}={values}" in res.stdout
+    assert "Enter skips" not in res.stdout

@@ -364,6 +364,13 @@ def doctor(
                 click.echo("")
                 click.echo(f"With your answer (--answer {d.answers[-1].id}={value}):")
                 _print_human(d)
+        elif d.question is not None:
+            # no terminal to ask on (piped, --no-input): say how to give the deciding fact
+            q = d.question
+            values = "|".join(v for v, _, _ in q.answers)
+            click.echo("")
+            click.echo(f"What would decide it: {q.text}")
+            click.echo(f"  Re-run with --answer {q.id}={values}.")
     else:
         click.echo("No out-of-memory message was found.")
         print_hint("Paste the full error (the line with 'out of memory' and the lines around it).")
