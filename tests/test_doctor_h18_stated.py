@@ -121,7 +121,7 @@ def test_growth_without_a_host_replay_buffer_is_not_read_as_one(text: str) -> No
     [
         "h18-spvnas-108",  # "there is not no_grad decorator arround the inference script"
         "h15-PC-NBV_pytorch-3",  # "without setting 'with torch.no_grad()', the usage ... increase"
-        "h13-efficient-segmentation-networks-5",  # "make torch.no_grad effective, avoid out of memory"
+        "h13-efficient-segmentation-networks-5",  # "make torch.no_grad effective, avoid OOM"
     ],
 )
 def test_inference_without_no_grad_keeps_the_activations(record: str) -> None:
@@ -138,6 +138,7 @@ def test_inference_without_no_grad_keeps_the_activations(record: str) -> None:
         # using no_grad and still growing names nothing missing (heldout11, a low label: leak)
         corpus_text("h11-pytorch-45334"),
         "CUDA out of memory during training; torch.no_grad() is only used in validation.",
+        "I use torch.no_grad() for inference and it still runs out of memory: CUDA out of memory",
     ],
 )
 def test_no_grad_mentions_that_name_nothing_missing(text: str) -> None:

@@ -87,7 +87,7 @@ def stated_replay_buffer(result: Analysis, e: OomEvent, ctx: LogContext) -> Anal
 # will continually increase") names nothing missing and is not read.
 _NO_GRAD = r"(?:torch\.)?(?:no_grad|inference_mode)\b"
 _GRAPH_KEPT = re.compile(
-    r"(?i)\b(?:without|not|no|missing|forg[oe]t\w*|lack\w*|add\w*|wrap\w*|put|use)\b"
+    r"(?i)\b(?:without|not|missing|forg[oe]t\w*|lack\w*|add\w*|wrap\w*)\b"
     r"[^.\n]{0,40}?"
     + _NO_GRAD
     + r"|(?:可以加|加上|加下|加个|没有加|没加|缺少)[^。\n]{0,10}?"
