@@ -42,6 +42,7 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
 )
+from oomkit.diagnose.rules_stated_design import stated_graph_kept_in_inference, stated_replay_buffer
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -72,6 +73,8 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
     """``result``, or the reading that the evidence named by one rule of this module decides."""
     for rule in (
         stated_process_outlives_exit,
+        stated_replay_buffer,
+        stated_graph_kept_in_inference,
         stated_growth,
         stated_eval_fails_training_fits,
         vae_decode_in_flight,

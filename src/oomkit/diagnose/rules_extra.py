@@ -141,7 +141,12 @@ _HOST_WORDING = re.compile(
     r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|被(?:系统|系統)?(?:杀死|殺死|杀掉|kill)|"
     # the kernel log is where the host's OOM killer reports ("I checked `dmesg` and found that
     # was probably because of OOM"); a GPU's own OOM is never logged there
-    r"\bdmesg\b",
+    r"\bdmesg\b|"
+    # doccause8 (heldout18): the computer itself named as what ran out ("the process just crashed
+    # because my desktop ran out of memory"): a machine's memory is its RAM; a card's is named
+    # as the GPU, which the veto below still reads
+    r"\b(?:desktop|computer|pc|laptop|workstation|machine)\s+(?:\w+\s+){0,2}?"
+    r"(?:ran|runs|running|run)\s+out\s+of\s+(?:memory|ram)\b",
     re.IGNORECASE,
 )
 _DEVICE_WORDING = re.compile(

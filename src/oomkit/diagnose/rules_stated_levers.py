@@ -43,9 +43,14 @@ _BATCH = r"(?:total_|train_|micro_|per_device_train_)?batch[ _-]?sizes?|\bbs\b|b
 # "even with a batch size of 1", "even at batch_size=1", "batch size set to 1 and still OOM":
 # the smallest batch fails. "with batch_size = 1" alone only states a setting (a loop that keeps
 # every step's graph fails at batch 1 too, after some steps), so "even"/"still" must say it.
+# A batch of 2 counts as the smallest too ("even with a batch size of 2"): one more sample's
+# activations, not a lever left to pull.
 _EVEN_AT_ONE = re.compile(
     r"(?i)\beven\s+(?:with|at|when\s+using|using|for)\s+(?:a\s+|the\s+)?(?:" + _BATCH + r")"
-    r"\s*(?:of|=|:|to|is|set\s+to)?\s*1\b"
+    r"\s*(?:of|=|:|to|is|set\s+to)?\s*[12]\b"
+    # Chinese: "batch_size=1，gradient_accumulation_steps调大，不起作用" (batch 1, still no use)
+    r"|\bbatch[ _-]?size\s*(?:=|:|设为|设置为|为)\s*1\b[^。\n]{0,60}?"
+    r"(?:不起作用|没有?用|无效|还是(?:会)?(?:oom|爆|报错|不行|out)|仍然|依然)"
 )
 # "modified the total_batch_size ... from 16 to 2, but I still faced the CUDA out of memory",
 # "reduced the batch size to 1 and it still OOMs": a cut batch and a failure that persists (a
@@ -58,6 +63,8 @@ _CUT_STILL = re.compile(
 )
 # the batch really was cut: "from 16 to 2", "to 1", "down to 4"
 _CUT_TO = re.compile(r"(?i)\b(?:from\s+(?P<frm>\d{1,5})\s+)?(?:down\s+)?to\s+(?P<to>\d{1,5})\b")
+# the batch set to the smallest value, "set the batch_size=1", "batch size: 1": nothing left to cut
+_SET_TO_ONE = re.compile(r"(?i)(?:" + _BATCH + r")\s*(?:=|:|of|is)?\s*1\b(?![.\d])")
 # the size of one sample stated beside it ("1024x1024 even for a batch size of 1", "a 32k
 # sequence", "max_length 8192", "4K video"): a batch-1 failure then points at that sample's
 # activations as much as at the model, so the batch statement decides nothing
@@ -65,6 +72,10 @@ _SAMPLE_SIZE = re.compile(
     r"(?i)\b\d{3,5}\s?[x×*]\s?\d{3,5}\b|\bresolution\b|\b\d{1,4}\s?k\s+(?:tokens?|context|video)"
     r"|\b(?:seq(?:uence)?[ _-]?len(?:gth)?|max[ _-]?(?:seq[ _-]?)?len(?:gth)?|context\s+length"
     r"|max_model_len|num_frames|frames)\b|\b[48]k\b"
+    # a long input named ("long audio recordings which cannot fit ... even with batch_size=1"):
+    # one such sample's activations are the competing reading
+    r"|\blong(?:er)?\s+(?:audio|recordings?|videos?|sequences?|documents?|texts?|inputs?|prompts?"
+    r"|sentences?|contexts?|clips?|utterances?)\b"
 )
 
 
@@ -95,7 +106,11 @@ def stated_batch_cut_still_fails(result: Analysis, e: OomEvent, ctx: LogContext)
         if cut is None:
             return None
         to = _CUT_TO.search(cut.group(0))
-        if to is None and not re.search(r"(?i)\b(?:reduc|lower|decreas|cut|drop)", cut.group(0)):
+        if (
+            to is None
+            and not re.search(r"(?i)\b(?:reduc|lower|decreas|cut|drop)", cut.group(0))
+            and not _SET_TO_ONE.search(cut.group(0))
+        ):
             return None  # "changed the batch size" without saying it went down
         if to is not None and to["frm"] is not None and int(to["to"]) >= int(to["frm"]):
             return None  # "from 2 to 8": the batch went up
@@ -363,6 +378,10 @@ _POOL_TOOK = re.compile(
     r"(?:~?\d[\d.,]*\s?[kmgt]i?b\s+)?(?:free|little|nothing|no\s+(?:room|memory|space))"
     r"|reserv\w*\s+too\s+much|takes?\s+(?:up\s+)?(?:all|most|almost\s+all)|took\s+(?:up\s+)?"
     r"(?:all|most|almost\s+all))"
+    # doccause8 (heldout18): the KV cache named as the allocation that ran out ("Paged
+    # attention KV cache OOM on 32GB M1 Max", "out of memory while allocating the KV cache")
+    r"|\bkv[ _-]?cache\s+(?:oom|out[\s-]of[\s-]memory)\b"
+    r"|\b(?:oom|out[\s-]of[\s-]memory)\s+(?:when|while)\s+allocat\w*\s+(?:the\s+)?kv[ _-]?cache\b"
     r"|(?:" + _KNOB + r")`?\s*" + _ANY + r"{0,60}?\b(?:not\s+(?:working|respected|applied|taking"
     r"\s+effect|take\s+effect)|ignored|too\s+high|exceed\w*|oom\w*|out\s+of\s+memory)"
 )
@@ -380,8 +399,10 @@ def stated_kv_pool_took_memory(result: Analysis, e: OomEvent, ctx: LogContext) -
     only what the fraction left. A text that says the pool took the memory ("~119.6 GiB of KV
     cache ..., leaving 87.8 MiB free") or that the knob sizing it was ignored or set too high
     names the allocation that starved the failing one: ``kv_cache_or_context`` at 0.45, lever
-    the pool's fraction. A co-tenant that shrank the free memory before the pool was sized
-    (``stated_cotenants``, tried first) is the competing reading.
+    the pool's fraction; so does a text that names the KV cache as the allocation that ran out
+    ("KV cache OOM": the pool is reserved for max_num_seqs x max_model_len, so the sequence
+    slots and the context are its levers). A co-tenant that shrank the free memory before the
+    pool was sized (``stated_cotenants``, tried first) is the competing reading.
     """
     if not fallback(result) or result.cause in {"kv_cache_or_context", "host_ram"}:
         return None

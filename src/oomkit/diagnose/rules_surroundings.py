@@ -41,6 +41,10 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
 )
+from oomkit.diagnose.rules_stated_design import (
+    stated_graph_kept_in_inference,
+    stated_replay_buffer,
+)
 from oomkit.diagnose.rules_stated_levers import (
     stated_batch_cut_still_fails,
     stated_kv_pool_took_memory,
@@ -53,6 +57,8 @@ _Rule = Callable[[Analysis, OomEvent, LogContext], "Analysis | None"]
 #: the prose rules, in the order refine_by_evidence tries them on the message's own line
 PROSE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
+    stated_replay_buffer,
+    stated_graph_kept_in_inference,
     stated_growth,
     stated_eval_fails_training_fits,
     colocated_rollout_engine,
