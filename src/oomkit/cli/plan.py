@@ -309,13 +309,8 @@ def _plan_training(
     def check(s: TrainingSettings) -> str:
         from oomkit.diagnose.training_commands import oomkit_estimate_command
 
-        extra = [f"--nodes {s.nodes}"] if s.nodes > 1 else []
-        extra += [f"--tp {s.tp}"] if s.tp > 1 else []
-        extra += ["--sp"] if s.sp else []
-        extra += ["--offload-params"] if s.offload_params else []
-        extra += ["--compile"] if s.compiled else []
         base = oomkit_estimate_command(s, shlex.quote(model))
-        return " ".join([base, *extra, *(where or [])])
+        return " ".join([base, *(where or [])])
 
     if as_json:
         print_json(
