@@ -41,6 +41,30 @@ def test_plan_train_with_ctx_points_at_seq(capsys: pytest.CaptureFixture[str]) -
     assert "--seq" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "instead"),
+    [
+        (("--headroom", "20GiB"), "--vram"),
+        (("--min-ctx", "4k"), "--seq"),
+        (("--min-quant", "Q4_K_S"), "--train qlora"),
+        (("--no-offload",), ""),
+        (("--prefer", "speed"), ""),
+    ],
+)
+def test_plan_train_refuses_the_inference_search_options(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], instead: str
+) -> None:
+    """The training planner reads none of these: `--headroom 20GiB` was answered as if the
+    default 1 GiB were kept free (a plan of 8.24 GiB on a 24 GiB card, exit 0)."""
+    code = main(["plan", "llama-3.2-1b", "--train", "lora", "--gpu", "rtx-4090", *args])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"Error: {args[0]} is an inference option"), err
+    assert instead in line
+
+
 def test_tp_over_one_gpu_says_how_to_give_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2"])
     err = capsys.readouterr().err

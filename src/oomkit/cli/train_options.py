@@ -68,6 +68,13 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "draft_cache_type_v",
     "draft_device",
     "backend",
+    # plan's inference search options: the training planner read none of them, so
+    # `plan --train --headroom 20GiB` answered as if 1 GiB were kept free
+    "headroom",
+    "min_ctx",
+    "min_quant",
+    "no_offload",
+    "prefer",
 )
 #: why an inference-only option means nothing to a training step, where "is an inference
 #: option" alone does not say it
@@ -87,6 +94,12 @@ _TRAINING_COUNTERPART: dict[str, str] = {
     "kv_dtype": "nothing: training keeps no KV cache",
     "cache_type_k": "nothing: training keeps no KV cache",
     "cache_type_v": "nothing: training keeps no KV cache",
+    "headroom": (
+        "--vram SIZE (the memory the step may use; the verdict keeps the band of real runs "
+        "free itself)"
+    ),
+    "min_ctx": "--seq N (tokens per training sequence)",
+    "min_quant": "--train qlora (a 4-bit frozen base)",
 }
 
 #: what ``estimate --train ... --emit X`` prints (the option itself is the estimate command's)
