@@ -115,3 +115,47 @@ def test_optimizer_in_backward_suggestions_never_accumulate(
     assert changes
     assert all(c.settings.grad_accum == 1 and c.settings.optimizer_in_backward for c in changes)
     assert any(c.settings.micro_batch < 4 for c in changes)
+
+
+def test_the_micro_batch_halves_until_it_fits_before_a_drastic_lever() -> None:
+    """LoRA b8 s2048 on a 24 GiB card: b4 is "tight" (0.3 GiB free) and b2 fits with 4.3 GiB
+    free, but the lever halved once and the first "fits" offer was b4 + QLoRA."""
+    spec = oomkit.load_model("llama-3.1-8b")
+    hw = _hw("rtx-4090")
+    settings = TrainingSettings(method="lora", micro_batch=8, optimizer="adamw8bit",
+                                grad_checkpointing="full", loss="chunked")  # fmt: skip
+    from oomkit.estimate.verdict import Platform, verdict
+
+    platform = Platform(display=False)
+    changes = suggest_training_changes(spec, settings, hw, platform=platform)
+    first = changes[0]
+    assert first.changes == ("micro-batch 2 x 4 accumulation steps (--micro-batch 2)",)
+    assert first.level == "fits"
+    assert (first.settings.micro_batch, first.settings.grad_accum) == (2, 4)
+    again = estimate_training(spec, first.settings, hw)  # independent re-estimate
+    assert verdict(again, platform).level == "fits"
+    half = estimate_training(spec, TrainingSettings(**{**_fields(settings), "micro_batch": 4}), hw)
+    assert verdict(half, platform).level == "tight"  # why one halving was not the answer
+
+
+def _fields(s: TrainingSettings) -> dict[str, object]:
+    import dataclasses
+
+    return {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
+
+
+def test_a_combination_with_a_micro_batch_ranks_by_its_levers() -> None:
+    """The rank of a combination came from a table of lever names made from other settings:
+    "micro-batch 4 x 2 ..." (and "FSDP FULL_SHARD") were not in it, so such a combination
+    went last, after a single QLoRA change that comes later in the lever order."""
+    from oomkit.planner.training import LEVERS, TrainingChange, _micro_batch, _qlora, _rank
+
+    spec = oomkit.load_model("llama-3.1-8b")
+    settings = TrainingSettings(method="lora", micro_batch=8)
+    step = _micro_batch(settings)
+    assert step is not None
+    est = estimate_training(spec, step[1], _hw("rtx-4090"))
+    combo = TrainingChange(changes=("gradient checkpointing (--grad-checkpointing)", step[0]),
+                           settings=step[1], estimate=est)  # fmt: skip
+    assert _rank(settings, combo, [LEVERS.index(_qlora)]) == 0
+    assert _rank(settings, combo, [LEVERS.index(_micro_batch)]) == 1

@@ -211,18 +211,28 @@ def _changes(
     accept: Accept,
 ) -> list[TrainingChange]:
     out: list[TrainingChange] = []
-    for lever in LEVERS:
+    where: list[int] = []  # each single change's position in LEVERS
+    for i, lever in enumerate(LEVERS):
         step = lever(settings)
-        if step is None:
-            continue
-        est = run(step[1])
-        lv = None if est is None else accept(est)
-        if est is not None and lv is not None:
-            out.append(TrainingChange(changes=(step[0],), settings=step[1], estimate=est, level=lv))
+        found: TrainingChange | None = None
+        while step is not None:
+            est = run(step[1])
+            lv = None if est is None else accept(est)
+            if est is not None and lv is not None and (found is None or lv == "fits"):
+                found = TrainingChange(changes=(step[0],), settings=step[1], estimate=est, level=lv)
+            if found is not None and found.level == "fits":
+                break
+            # the micro-batch halves again until one fits clear of the band (the largest
+            # "tight" one stays the offer when none does): halving once, then jumping to
+            # QLoRA, hid `--micro-batch 2` (LoRA b8 s2048 on a 24 GiB card: 4.3 GiB free)
+            step = lever(step[1]) if lever is _micro_batch else None
+        if found is not None:
+            out.append(found)
+            where.append(i)
     combo = _combination(settings, run, accept)
     if combo is not None and len(combo.changes) > 1:
         # a cheaper pair (e.g. LoRA + checkpointing) beats a single drastic lever (QLoRA)
-        out.insert(min(len(out), _rank(combo, out)), combo)
+        out.insert(min(len(out), _rank(settings, combo, where)), combo)
     return out
 
 
@@ -299,21 +309,20 @@ def _combination(
     return TrainingChange(changes=names, settings=final, estimate=est, level=lv)
 
 
-def _rank(combo: TrainingChange, singles: list[TrainingChange]) -> int:
-    """Where a combination goes among the single changes: before the first single change that
-    comes later in the lever order than every lever of the combination."""
-    order = {name: i for i, name in enumerate(_lever_names())}
-    last = max(order.get(n, len(order)) for n in combo.changes)
-    for i, c in enumerate(singles):
-        if order.get(c.changes[0], len(order)) > last:
-            return i
-    return len(singles)
-
-
-def _lever_names() -> list[str]:
-    probe = TrainingSettings(micro_batch=2, gpus=2)
-    names = []
-    for lever in LEVERS:
-        step = lever(probe) or lever(dataclasses.replace(probe, method="lora"))
-        names.append(step[0] if step is not None else "")
-    return names
+def _rank(settings: TrainingSettings, combo: TrainingChange, where: list[int]) -> int:
+    """Where a combination goes among the single changes (``where``: their positions in
+    :data:`LEVERS`): before the first single change that comes later in the lever order than
+    every lever of the combination. The levers are found by applying them to ``settings`` in
+    order, as :func:`_apply` built the combination: a name such as "micro-batch 4 x 2 ..." or
+    "FSDP FULL_SHARD" depends on the settings, so a table of names made from other settings
+    missed them and put such a combination last, after QLoRA."""
+    last = -1
+    for i, lever in enumerate(LEVERS):
+        step = lever(settings)
+        if step is not None and step[0] in combo.changes:
+            last = i
+            settings = step[1]
+    for k, i in enumerate(where):
+        if i > last:
+            return k
+    return len(where)
