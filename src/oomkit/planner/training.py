@@ -54,7 +54,7 @@ class TrainingChange:
 
 def _expandable(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     """The caching allocator's expandable segments: no quality or speed cost, and the memory a
-    step needs beyond its allocated peak fell from 1.9-17.8% to 0.7-4.8% on the H200 steps
+    step needs beyond its allocated peak fell from 1.95-33.84% to 0.44-4.09% on the H200 steps
     (``benchmarks/gpu/results/training_boundary_h200_expandable.json``)."""
     if s.expandable_segments:
         return None
