@@ -5,8 +5,8 @@ estimator (no second formula). Single changes that fit come first, in the order 
 for them (they cost nothing in quality and little in speed first); when no single change is
 enough, the levers are stacked in that order until the step fits.
 
-Order: the allocator's expandable segments (an environment variable) → QLoRA's embeddings and
-head back to 16 bits after ``prepare_model_for_kbit_training`` → gradient checkpointing →
+Order: the allocator's expandable segments (an environment variable) → QLoRA's embeddings,
+norms and head left 16-bit (no ``prepare_model_for_kbit_training``) → gradient checkpointing →
 chunked cross-entropy → 8-bit AdamW → shard the model states
 (ZeRO-3 / FSDP when there are several GPUs) → halve the micro-batch (gradient accumulation keeps
 the effective batch) → optimizer states to the CPU → LoRA → QLoRA.
@@ -65,15 +65,22 @@ def _expandable(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 
 
 def _no_kbit_upcast(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
-    """QLoRA after ``prepare_model_for_kbit_training``: cast the embeddings and the head back to
-    16 bits, as TRL does (``peft_module_casting_to_bf16``): 3.43 GiB less for Llama-3.1-8B b1
-    s2048 on the H200 (``training_boundary_qlora_h200.json``); the adapters still train in the
-    same dtype."""
+    """QLoRA without ``prepare_model_for_kbit_training``: every parameter but the 4-bit linears
+    stays 16-bit (reentrant checkpointing then needs ``model.enable_input_require_grads()``,
+    which the prep would have called): 3.43 GiB less for Llama-3.1-8B b1 s2048 on the H200
+    (``training_boundary_qlora_h200.json``); the adapters still train in the same dtype.
+
+    This is not TRL's ``peft_module_casting_to_bf16`` (which SFTTrainer runs after the prep
+    under bf16): that casts the embeddings and head back to bf16 but keeps every ``norm``
+    module fp32, and a Llama-style RMSNorm returns ``weight * x.to(input_dtype)``, fp32 again
+    with an fp32 weight, so its residual stream stays fp32: it saves the fp32 embeddings/head
+    and the head's cast, not the stream (0.50 of the 3.43 GiB above; not measured, not
+    modelled). The label says what is modelled, so it is not offered as TRL's cast."""
     if not s.kbit_prep:
         return None
     return (
-        "embeddings and head back to bf16 after prepare_model_for_kbit_training "
-        "(TRL's peft_module_casting_to_bf16; drop --kbit-prep)",
+        "embeddings, norms and head left in bf16: no prepare_model_for_kbit_training "
+        "(reentrant checkpointing then needs model.enable_input_require_grads(); drop --kbit-prep)",
         dataclasses.replace(s, kbit_prep=False),
     )
 
