@@ -65,6 +65,16 @@ def test_plan_train_refuses_the_inference_search_options(
     assert instead in line
 
 
+def test_plan_train_takes_the_search_options_at_their_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The web API sends plan's defaults (`prefer: quality`) with every body: asking for the
+    default changes nothing, so a training plan still answers."""
+    argv = ["plan", "llama-3.2-1b", "--train", "lora", "--gpu", "rtx-4090", "--prefer=quality",
+            "--headroom=1GiB"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+
+
 def test_tp_over_one_gpu_says_how_to_give_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2"])
     err = capsys.readouterr().err

@@ -76,6 +76,8 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "no_offload",
     "prefer",
 )
+#: plan's search options, refused with --train only when they differ from their defaults
+_PLAN_SEARCH_OPTIONS = frozenset({"headroom", "min_ctx", "min_quant", "no_offload", "prefer"})
 #: why an inference-only option means nothing to a training step, where "is an inference
 #: option" alone does not say it
 _WHY_NOT_TRAINING: dict[str, str] = {
@@ -317,8 +319,20 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
     def given(name: str) -> bool:
         return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
 
+    def changed(name: str) -> bool:
+        """Given with a value other than the default: the web API sends plan's defaults
+        (``prefer: quality``) with every body, and asking for the default changes nothing."""
+        if not given(name):
+            return False
+        param = next((p for p in ctx.command.params if p.name == name), None)
+        return param is None or ctx.params.get(name) != param.get_default(ctx)
+
     if training.method is not None:
-        bad = [n for n in INFERENCE_ONLY_OPTIONS if given(n)]
+        bad = [
+            n
+            for n in INFERENCE_ONLY_OPTIONS
+            if (changed(n) if n in _PLAN_SEARCH_OPTIONS else given(n))
+        ]
         if bad:
             flag = typed_flag(ctx, bad[0])
             why = _WHY_NOT_TRAINING.get(bad[0])
