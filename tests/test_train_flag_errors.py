@@ -92,3 +92,23 @@ def test_offload_without_an_engine_names_the_flag_given(
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith(f"Error: {flag}: Invalid offload"), err
+
+
+def test_estimate_train_takes_gpu_auto_as_inference_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`estimate --train --gpu auto` read "Unknown GPU 'auto'" (exit 2) while the README and
+    inference take auto as this machine's GPUs: without a visible GPU both give detection's
+    one-line error; with one, the training step is estimated on it."""
+    capsys.readouterr()
+    code_inf = main(["estimate", "llama-3.2-1b", "--gpu", "auto"])
+    err_inf = capsys.readouterr().err.strip().splitlines()
+    code = main(["estimate", "llama-3.2-1b", "--train", "lora", "--gpu", "auto"])
+    out, err = capsys.readouterr()
+    assert "Unknown GPU" not in err
+    if any("no GPU is visible" in line for line in err_inf):
+        assert code == code_inf
+        assert err.strip().splitlines()[-1] == err_inf[-1]
+    else:
+        assert code in (0, 3, 4), err
+        assert "training on" in out

@@ -414,7 +414,16 @@ def run_training(
     from oomkit.planner.training import training_verdict
 
     settings = training.to_settings(tp=tp, overhead_bytes=overhead)
-    gpus = parse_gpu_list(gpu) if gpu is not None else ()
+    auto = gpu is not None and gpu.strip().lower() == "auto"
+    if auto:
+        # this machine's GPUs with their free memory, as inference's and plan's --gpu auto
+        # (it read "Unknown GPU 'auto'" here; no GPU visible is now that one-line error)
+        from oomkit.cli.gpu_choice import choose_hardware
+
+        detected = choose_hardware("auto", vram_bytes=vram, host_ram_bytes=ram).hardware
+        gpus: tuple[Any, ...] = detected.devices
+    else:
+        gpus = parse_gpu_list(gpu) if gpu is not None else ()
     if len(gpus) > 1:
         # `--gpu 8xh100` names the GPUs of one node: they are the data-parallel world
         if training.gpus not in (1, len(gpus)):
@@ -422,7 +431,11 @@ def run_training(
                 f"--gpus {training.gpus} disagrees with --gpu '{gpu}' ({len(gpus)} GPUs)"
             )
         settings = dataclasses.replace(settings, gpus=len(gpus))
-    hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus)
+    if auto:
+        devices = detected.devices * (settings.gpus if len(gpus) == 1 else 1)
+        hardware = dataclasses.replace(detected, devices=devices)
+    else:
+        hardware = hardware_for(gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus)
     spec = load_model(model, offline=True if offline else None)
     if training.emit is not None:
         from oomkit.estimate.training_emit import emit_text
