@@ -106,3 +106,17 @@ def test_gpu_count_comes_from_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["settings"]["gpus"] == 4
     assert len(doc["devices"]) == 4
     assert main([*argv, "--gpu", "4xa100-80gb-sxm", "--gpus", "2"]) == 2
+
+
+def test_header_counts_the_gpus_one_card_name_stands_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--gpu rtx-4090 --gpus 2` printed "training on NVIDIA GeForce RTX 4090" above two
+    device sections; the header now says what `--gpu 2xrtx-4090` says."""
+    _, one, _ = run(capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "3",
+                    "--gpu", "rtx-4090", "--gpus", "2")  # fmt: skip
+    _, two, _ = run(capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "3",
+                    "--gpu", "2xrtx-4090")  # fmt: skip
+    assert one.splitlines()[0] == two.splitlines()[0]
+    assert "training on 2 x NVIDIA GeForce RTX 4090" in one.splitlines()[0]
+    assert one.count("\ncuda:") == 2

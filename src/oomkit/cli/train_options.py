@@ -479,7 +479,9 @@ def run_training(
     else:
         from oomkit.units import format_bytes
 
-        click.echo(render_estimate(est, explain=explain, verdict=v, on=gpu_label(hardware)))
+        click.echo(
+            render_estimate(est, explain=explain, verdict=v, on=gpu_label(hardware, settings.gpus))
+        )
         click.echo(f"Peak in: {est.runtime_details['peak_phase']}")
         if v.level == "does_not_fit":
             if not changes:
@@ -498,12 +500,17 @@ def run_training(
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
 
 
-def gpu_label(hardware: Any) -> str:
-    """The GPUs of a training estimate's header ("2 x NVIDIA H100 80GB HBM3 (79.19 GiB)")."""
+def gpu_label(hardware: Any, gpus: int = 1) -> str:
+    """The GPUs of a training estimate's header ("2 x NVIDIA H100 80GB HBM3 (79.19 GiB)");
+    ``gpus``: the job's GPUs per node when one card is named for all of them (``--gpu rtx-4090
+    --gpus 2`` read "training on NVIDIA GeForce RTX 4090" above two device sections)."""
     from oomkit.units import format_bytes
 
+    devices = tuple(hardware.devices)
+    if len(devices) == 1 and gpus > 1:
+        devices *= gpus
     counts: dict[str, int] = {}
-    for target in hardware.devices:
+    for target in devices:
         cap = target.capacity_bytes
         label = f"{target.name} ({format_bytes(cap)})" if cap else target.name
         counts[label] = counts.get(label, 0) + 1
