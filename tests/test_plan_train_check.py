@@ -62,3 +62,14 @@ def test_text_plan_prints_the_check_line(capsys: pytest.CaptureFixture[str]) -> 
     assert "  check: oomkit estimate llama-3.1-70b --train full" in out
     assert "--zero 3" in out
     assert "add --emit deepspeed to the check command" in out
+
+
+def test_text_plan_counts_the_jobs_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--gpu rtx-4090 --gpus 4` printed "full fine-tuning on 1 GPU(s)" above a
+    `--nproc_per_node=4` launch line: the header counts the job's GPUs (x nodes)."""
+    capsys.readouterr()
+    main(["plan", "llama-3.1-8b", "--train", "full", "--fsdp", "--gpus", "4", "--nodes", "2",
+          "--gpu", "rtx-4090"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "llama-3.1-8b: full fine-tuning on 8 GPU(s)"
+    assert "--nproc_per_node=4" in out

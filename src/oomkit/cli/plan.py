@@ -335,7 +335,8 @@ def _plan_training(
         )
     else:
         cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
-        click.echo(f"{spec.name}: {settings.method} fine-tuning on {n_gpus} GPU(s)")
+        world = settings.gpus * settings.nodes  # --gpus 4 with one card named read "on 1 GPU(s)"
+        click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
         if not plans:
             click.echo(
                 "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
