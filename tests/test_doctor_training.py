@@ -377,6 +377,12 @@ def test_fsdp_post_backward_hook_is_read_as_backward() -> None:
                          mixed_precision="fp16", optimizer="adamw8bit"),
         TrainingSettings(zero=2, gpus=4, offload_optimizer=True, method="lora",
                          lora_targets=("all-linear",), mixed_precision="no"),
+        TrainingSettings(attn_implementation="eager", optimizer_impl="forloop",
+                         fragmentation_fraction=0.2, softmax_saves_input=True),
+        TrainingSettings(zero=3, gpus=2, nodes=2, offload_params=True, compiled=True,
+                         compiled_loss=False, optimizer_impl="fused"),
+        TrainingSettings(method="qlora", fused_experts_unquantized=False, compiled=True,
+                         compiled_loss=True),
     ],
 )  # fmt: skip
 def test_printed_estimate_command_carries_every_setting(settings: TrainingSettings) -> None:

@@ -20,6 +20,15 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
 
 
 @pytest.mark.parametrize(
+    "asked",
+    [
+        [],
+        # settings no plan changes but the numbers depend on: the check command printed
+        # without them was 4.9 GiB under the plan's own peak (eager attention's S x S scores)
+        ["--attn-implementation", "eager", "--optimizer-impl", "forloop", "--fragmentation", "0.2"],
+    ],
+)
+@pytest.mark.parametrize(
     "where",
     [
         ["--gpu", "rtx-4090"],
@@ -28,10 +37,10 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
     ],
 )
 def test_check_command_reproduces_the_plan(
-    capsys: pytest.CaptureFixture[str], where: list[str]
+    capsys: pytest.CaptureFixture[str], where: list[str], asked: list[str]
 ) -> None:
     model = "llama-3.1-70b" if "8xh100-sxm" in where else "llama-3.1-8b"
-    code, doc = _json(capsys, ["plan", model, "--train", "full", *where, "--json"])
+    code, doc = _json(capsys, ["plan", model, "--train", "full", *asked, *where, "--json"])
     assert code == 0
     plans = doc["plans"]
     assert isinstance(plans, list)
@@ -53,3 +62,14 @@ def test_text_plan_prints_the_check_line(capsys: pytest.CaptureFixture[str]) -> 
     assert "  check: oomkit estimate llama-3.1-70b --train full" in out
     assert "--zero 3" in out
     assert "add --emit deepspeed to the check command" in out
+
+
+def test_text_plan_counts_the_jobs_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--gpu rtx-4090 --gpus 4` printed "full fine-tuning on 1 GPU(s)" above a
+    `--nproc_per_node=4` launch line: the header counts the job's GPUs (x nodes)."""
+    capsys.readouterr()
+    main(["plan", "llama-3.1-8b", "--train", "full", "--fsdp", "--gpus", "4", "--nodes", "2",
+          "--gpu", "rtx-4090"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "llama-3.1-8b: full fine-tuning on 8 GPU(s)"
+    assert "--nproc_per_node=4" in out

@@ -66,3 +66,22 @@ def test_the_deciding_question_example_is_what_the_doctor_asks(
     main(["doctor", str(ROOT / log), "--answer", "batch1=no"])
     first = capsys.readouterr().out.splitlines()[0]
     assert block.rstrip().endswith(first)
+
+
+def test_training_doctor_example_is_todays_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's training doctor example had drifted (50.20 GiB from a 118.60 GiB peak
+    where the doctor prints 49.99 from 118.10): its three lines are today's output."""
+    from oomkit.cli import main
+
+    block = re.search(
+        r"\$ oomkit doctor (\S+) -m (\S+) \| grep '\^  \[1-3\]\\\.'\n(.*?)```", README, re.S
+    )
+    assert block is not None
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    main(["doctor", block.group(1), "-m", block.group(2)])
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if re.match(r"^  [1-3]\.", ln)]
+    assert lines == block.group(3).strip("\n").splitlines()

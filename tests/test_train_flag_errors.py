@@ -41,6 +41,40 @@ def test_plan_train_with_ctx_points_at_seq(capsys: pytest.CaptureFixture[str]) -
     assert "--seq" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "instead"),
+    [
+        (("--headroom", "20GiB"), "--vram"),
+        (("--min-ctx", "4k"), "--seq"),
+        (("--min-quant", "Q4_K_S"), "--train qlora"),
+        (("--no-offload",), ""),
+        (("--prefer", "speed"), ""),
+    ],
+)
+def test_plan_train_refuses_the_inference_search_options(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], instead: str
+) -> None:
+    """The training planner reads none of these: `--headroom 20GiB` was answered as if the
+    default 1 GiB were kept free (a plan of 8.24 GiB on a 24 GiB card, exit 0)."""
+    code = main(["plan", "llama-3.2-1b", "--train", "lora", "--gpu", "rtx-4090", *args])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"Error: {args[0]} is an inference option"), err
+    assert instead in line
+
+
+def test_plan_train_takes_the_search_options_at_their_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The web API sends plan's defaults (`prefer: quality`) with every body: asking for the
+    default changes nothing, so a training plan still answers."""
+    argv = ["plan", "llama-3.2-1b", "--train", "lora", "--gpu", "rtx-4090", "--prefer=quality",
+            "--headroom=1GiB"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+
+
 def test_tp_over_one_gpu_says_how_to_give_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["estimate", "llama-3.1-8b", "--train", "qlora", "--tp", "2"])
     err = capsys.readouterr().err
@@ -58,3 +92,23 @@ def test_offload_without_an_engine_names_the_flag_given(
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith(f"Error: {flag}: Invalid offload"), err
+
+
+def test_estimate_train_takes_gpu_auto_as_inference_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`estimate --train --gpu auto` read "Unknown GPU 'auto'" (exit 2) while the README and
+    inference take auto as this machine's GPUs: without a visible GPU both give detection's
+    one-line error; with one, the training step is estimated on it."""
+    capsys.readouterr()
+    code_inf = main(["estimate", "llama-3.2-1b", "--gpu", "auto"])
+    err_inf = capsys.readouterr().err.strip().splitlines()
+    code = main(["estimate", "llama-3.2-1b", "--train", "lora", "--gpu", "auto"])
+    out, err = capsys.readouterr()
+    assert "Unknown GPU" not in err
+    if any("no GPU is visible" in line for line in err_inf):
+        assert code == code_inf
+        assert err.strip().splitlines()[-1] == err_inf[-1]
+    else:
+        assert code in (0, 3, 4), err
+        assert "training on" in out

@@ -106,3 +106,31 @@ def test_gpu_count_comes_from_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["settings"]["gpus"] == 4
     assert len(doc["devices"]) == 4
     assert main([*argv, "--gpu", "4xa100-80gb-sxm", "--gpus", "2"]) == 2
+
+
+def test_header_counts_the_gpus_one_card_name_stands_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--gpu rtx-4090 --gpus 2` printed "training on NVIDIA GeForce RTX 4090" above two
+    device sections; the header now says what `--gpu 2xrtx-4090` says."""
+    _, one, _ = run(capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "3",
+                    "--gpu", "rtx-4090", "--gpus", "2")  # fmt: skip
+    _, two, _ = run(capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "3",
+                    "--gpu", "2xrtx-4090")  # fmt: skip
+    assert one.splitlines()[0] == two.splitlines()[0]
+    assert "training on 2 x NVIDIA GeForce RTX 4090" in one.splitlines()[0]
+    assert one.count("\ncuda:") == 2
+
+
+@pytest.mark.parametrize(("gpu", "device"), [("m2-max-96gb", "mps:0"), ("7900xtx", "rocm:0")])
+def test_training_devices_are_named_as_inference_names_them(
+    capsys: pytest.CaptureFixture[str], gpu: str, device: str
+) -> None:
+    """A training step on a Mac or an AMD card read "44.50 GiB free on cuda:0": the devices
+    carry the backend's name, as inference's do (spec.hardware.device_label)."""
+    _, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--train", "lora", "--gpu", gpu, "--json")
+    doc = json.loads(out)
+    assert [d["device"] for d in doc["devices"] if d["device"] != "cpu"] == [device]
+    _, inf, _ = run(capsys, "estimate", "llama-3.1-8b", "--runtime", "transformers", "--gpu", gpu,
+                    "--json")  # fmt: skip
+    assert json.loads(inf)["devices"][0]["device"] == device

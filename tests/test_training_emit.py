@@ -115,3 +115,18 @@ def test_launch_commands_multi_node() -> None:
     ds = emit_launch("deepspeed", TrainingSettings(gpus=8, nodes=2, zero=3))
     assert "--num_nodes=2" in ds
     assert "--hostfile=hostfile" in ds
+
+
+@pytest.mark.parametrize("kind", ["torchrun", "accelerate"])  # "deepspeed": its JSON config
+def test_launch_line_sets_the_allocator_when_the_plan_does(kind: str) -> None:
+    """`plan --train` printed "Plan: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" over a
+    bare `torchrun ... train.py`: the launch line now carries the environment variable."""
+    from oomkit.api import load_model
+    from oomkit.estimate.training_emit import emit_text
+
+    spec = load_model("llama-3.2-1b", offline=True)
+    on = emit_text(kind, spec, TrainingSettings(expandable_segments=True, zero=2, gpus=2))
+    off = emit_text(kind, spec, TrainingSettings(zero=2, gpus=2))
+    assert on == f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True {off}"
+    argv = shlex.split(on)
+    assert argv[0] == "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"

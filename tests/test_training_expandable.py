@@ -45,3 +45,33 @@ def test_expandable_segments_charge_less_and_clear_a_tight_run(
     assert exp["verdict"] == "fits"
     assert exp["settings"]["expandable_segments"] is True  # type: ignore[index]
     assert _allocator_bytes(exp) < _allocator_bytes(plain)
+
+
+def test_the_help_states_the_measured_range_of_the_band_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The help read "0.7-4.8%% ... against 1.9-17.8%% without": click prints help as written
+    (no %-formatting), and the figures were those of an older band file."""
+    import json
+    import re
+    from importlib import resources
+
+    from oomkit.cli import main as cli_main
+
+    doc = json.loads(resources.files("oomkit").joinpath("data/training_band.json").read_text())
+    fam = doc["allocator"]
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.2f}".rstrip("0").rstrip(".")
+
+    want = (
+        f"{pct(fam['expandable']['fraction'])}-{pct(fam['expandable']['max'])}% of the allocated"
+        f" peak on an H200, against {pct(fam['dense']['fraction'])}-"
+        f"{pct(max(f['max'] for k, f in fam.items() if k != 'expandable'))}% without"
+    )
+    for cmd in ("estimate", "plan"):
+        capsys.readouterr()
+        cli_main([cmd, "--help"])
+        text = re.sub(r"-\s+", "-", re.sub(r"\s+", " ", capsys.readouterr().out))
+        assert "%%" not in text
+        assert want in text, cmd

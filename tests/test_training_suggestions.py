@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 
 import pytest
 
@@ -115,3 +117,71 @@ def test_optimizer_in_backward_suggestions_never_accumulate(
     assert changes
     assert all(c.settings.grad_accum == 1 and c.settings.optimizer_in_backward for c in changes)
     assert any(c.settings.micro_batch < 4 for c in changes)
+
+
+def test_the_micro_batch_halves_until_it_fits_before_a_drastic_lever() -> None:
+    """LoRA b8 s2048 on a 24 GiB card: b4 is not "fits" (tight, or over the card since the CUDA
+    total counts) and b2 fits, but the lever halved once and the first "fits" offer was b4 +
+    QLoRA."""
+    spec = oomkit.load_model("llama-3.1-8b")
+    hw = _hw("rtx-4090")
+    settings = TrainingSettings(method="lora", micro_batch=8, optimizer="adamw8bit",
+                                grad_checkpointing="full", loss="chunked")  # fmt: skip
+    from oomkit.estimate.verdict import Platform, verdict
+
+    platform = Platform(display=False)
+    changes = suggest_training_changes(spec, settings, hw, platform=platform)
+    first = changes[0]
+    assert first.changes == ("micro-batch 2 x 4 accumulation steps (--micro-batch 2)",)
+    assert first.level == "fits"
+    assert (first.settings.micro_batch, first.settings.grad_accum) == (2, 4)
+    again = estimate_training(spec, first.settings, hw)  # independent re-estimate
+    assert verdict(again, platform).level == "fits"
+    half = estimate_training(spec, dataclasses.replace(settings, micro_batch=4), hw)
+    # why one halving was not the answer
+    assert verdict(half, platform).level in ("tight", "does_not_fit")
+
+
+def test_a_combination_with_a_micro_batch_ranks_by_its_levers() -> None:
+    """The rank of a combination came from a table of lever names made from other settings:
+    "micro-batch 4 x 2 ..." (and "FSDP FULL_SHARD") were not in it, so such a combination
+    went last, after a single QLoRA change that comes later in the lever order."""
+    from oomkit.planner.training import (
+        LEVERS,
+        TrainingChange,
+        _checkpointing,
+        _micro_batch,
+        _qlora,
+        _rank,
+    )
+
+    spec = oomkit.load_model("llama-3.1-8b")
+    settings = TrainingSettings(method="lora", micro_batch=8)
+    est = estimate_training(spec, settings, _hw("rtx-4090"))
+
+    def change(*levers: object) -> TrainingChange:
+        return TrainingChange(changes=("x",) * len(levers), settings=settings, estimate=est,
+                              levers=tuple(LEVERS.index(lv) for lv in levers))  # fmt: skip
+
+    combo = change(_checkpointing, _micro_batch, _micro_batch)
+    assert _rank(combo, [change(_qlora)]) == 0
+    assert _rank(combo, [change(_micro_batch), change(_qlora)]) == 1
+
+
+def test_plan_halves_the_micro_batch_to_one_before_saying_nothing_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """QLoRA b4 s4096 on a 12 GiB card: the combination halved the micro-batch once and then
+    answered "nothing fits, more GPUs needed" (exit 3), though b1 with checkpointing and
+    chunked cross-entropy fits with 2.2 GiB free."""
+    argv = ["plan", "llama-3.1-8b", "--train", "qlora", "--seq", "4096", "--micro-batch", "4",
+            "--gpu", "rtx-3060", "--json"]  # fmt: skip
+    capsys.readouterr()
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    first = doc["plans"][0]
+    assert first["verdict"] == "fits"
+    assert any(c.startswith("micro-batch 1 x 4 accumulation steps") for c in first["changes"])
+    code = main(shlex.split(first["check_command"])[1:])  # the check reproduces "fits"
+    capsys.readouterr()
+    assert code == 0

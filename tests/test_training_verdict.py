@@ -438,3 +438,51 @@ def test_platform_terms_are_inferences(capsys: pytest.CaptureFixture[str]) -> No
     doc = json.loads(_run(capsys, *args, "--os", "windows")[1])
     reserved = doc["verdict_details"]["margins"][0]["reservations"]
     assert [r["label"] for r in reserved] == ["Windows WDDM video memory manager reservation"]
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "gpu"),
+    [
+        # the request bound (fp32 logits, 1002 MiB) is the smaller one
+        ("llama-3.1-8b", TrainingSettings(method="qlora", kbit_prep=True,
+                                          grad_checkpointing="full"), "rtx-4060-ti-16gb"),
+        # the share of the peak is the smaller one
+        ("llama-3.2-3b", TrainingSettings(method="qlora", micro_batch=4,
+                                          grad_checkpointing="full"), "rtx-4060-ti-16gb"),
+        # --fragmentation charges more than the family's fraction
+        ("llama-3.1-8b", TrainingSettings(method="qlora", kbit_prep=True, grad_checkpointing="full",
+                                          fragmentation_fraction=0.05), "rtx-4060-ti-16gb"),
+    ],
+)  # fmt: skip
+def test_the_allocator_terms_label_carries_the_figures_of_its_bytes(
+    model: str, settings: TrainingSettings, gpu: str
+) -> None:
+    """The band's allocator term read "up to 2.5x the largest request seen" with no size of the
+    request in the text: each figure of the label now reproduces the term's bytes."""
+    import re
+
+    from oomkit.units import format_bytes, parse_size
+
+    spec = load_model(model, offline=True)
+    est = estimate_training(spec, settings, hardware_for((find_gpu(gpu),)))
+    m = verdict(est, Platform(display=False)).margins[0]
+    label, b = next((lb, b) for lb, b in m.terms if lb.startswith("caching allocator"))
+    peak = est.runtime_details["peak_allocated_bytes"]
+    req = est.runtime_details["largest_request_bytes"]
+    assert isinstance(peak, int)
+    assert isinstance(req, int)
+    charged = re.search(r"less the ([\d.]+)% the total charges", label)
+    frac = re.match(r".*\(([\d.]+)% of the peak \+", label)
+    if x := re.search(r"up to ([\d.]+)x this step's largest single request, (.+?)[,;]", label):
+        assert x.group(2) == format_bytes(req)
+        want = float(x.group(1)) * parse_size(x.group(2))
+        if charged is not None:  # --fragmentation: the family's fraction in, the charge out
+            assert frac is not None
+            want += peak * (float(frac.group(1)) - float(charged.group(1))) / 100
+    else:
+        share = re.search(r"up to ([\d.]+)% of the (.+?) allocated peak", label)
+        assert share is not None, label
+        assert charged is not None, label
+        assert share.group(2) == format_bytes(peak)
+        want = peak * (float(share.group(1)) - float(charged.group(1))) / 100
+    assert abs(b - want) <= 0.005 * b, (label, b, want)

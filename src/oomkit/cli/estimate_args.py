@@ -73,9 +73,21 @@ def check_count_options(**values: int | None) -> None:
         "draft_n_gpu_layers": (-1, MAX_LAYERS + 1),
         "draft_ctx": (0, MAX_CTX),  # llama.cpp -cd 0 = the default
     }
+    import sys
+
+    click = sys.modules.get("click")  # the click-free estimate path must not import it
+    ctx = click.get_current_context(silent=True) if click is not None else None
     for name, value in values.items():
         lo, hi = limits.get(name, (1, MAX_TOKENS))
         flag = FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+        if ctx is not None and any(p.name == name for p in ctx.command.params):
+            from oomkit.cli.train_options import typed_flag
+
+            flag = typed_flag(ctx, name)  # as typed: `--max-model-len 0` was named "--ctx"
+        elif ctx is None:  # estimate's click-free path
+            from oomkit.cli.estimate_fast import TYPED
+
+            flag = TYPED.get(name, flag)
         check_int(flag, value, lo=lo, hi=hi, optional=True)
 
 

@@ -35,6 +35,9 @@ _COMPLETE_VAR = "_OOMKIT_COMPLETE"
 VALUE_OPTIONS: dict[str, tuple[str, Callable[[str], Any]]] = {}
 #: flag string -> (parameter name, the value it sets)
 FLAGS: dict[str, tuple[str, bool]] = {}
+#: parameter name -> the option string the last parsed argv used for it (error messages name
+#: the flag as typed: `--max-model-len 0` was reported as "--ctx")
+TYPED: dict[str, str] = {}
 
 
 def _value(name: str, convert: Callable[[str], Any], *opts: str) -> None:
@@ -116,6 +119,7 @@ def parse_estimate_args(args: Sequence[str]) -> dict[str, Any] | None:
     if not args or args[0] != "estimate" or os.environ.get(_COMPLETE_VAR):
         return None
     out = dict(DEFAULTS)
+    TYPED.clear()
     model: str | None = None
     i, n = 1, len(args)
     while i < n:
@@ -134,6 +138,7 @@ def parse_estimate_args(args: Sequence[str]) -> dict[str, Any] | None:
                 out[name] = convert(args[i])
             except Exception:  # click's message (or error) for the value, not ours
                 return None
+            TYPED[name] = arg
             i += 1
         else:
             return None

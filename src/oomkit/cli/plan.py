@@ -309,13 +309,8 @@ def _plan_training(
     def check(s: TrainingSettings) -> str:
         from oomkit.diagnose.training_commands import oomkit_estimate_command
 
-        extra = [f"--nodes {s.nodes}"] if s.nodes > 1 else []
-        extra += [f"--tp {s.tp}"] if s.tp > 1 else []
-        extra += ["--sp"] if s.sp else []
-        extra += ["--offload-params"] if s.offload_params else []
-        extra += ["--compile"] if s.compiled else []
         base = oomkit_estimate_command(s, shlex.quote(model))
-        return " ".join([base, *extra, *(where or [])])
+        return " ".join([base, *(where or [])])
 
     if as_json:
         print_json(
@@ -340,7 +335,8 @@ def _plan_training(
         )
     else:
         cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
-        click.echo(f"{spec.name}: {settings.method} fine-tuning on {n_gpus} GPU(s)")
+        world = settings.gpus * settings.nodes  # --gpus 4 with one card named read "on 1 GPU(s)"
+        click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
         if not plans:
             click.echo(
                 "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "

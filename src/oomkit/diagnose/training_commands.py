@@ -143,6 +143,28 @@ def _oomkit_cmd(s: TrainingSettings, model: str) -> str:
         parts.append("--expandable-segments")
     if s.mixed_precision != "bf16":
         parts.append(f"--mixed-precision {s.mixed_precision}")
+    # the rest change the numbers too: a check command without them did not reproduce the plan
+    # (`plan --train --attn-implementation eager` printed a check 4.9 GiB under its own peak)
+    if s.nodes > 1:
+        parts.append(f"--nodes {s.nodes}")
+    if s.tp > 1:
+        parts.append(f"--tp {s.tp}")
+    if s.sp:
+        parts.append("--sp")
+    if s.offload_params:
+        parts.append("--offload-params")
+    if s.optimizer_impl != "foreach":
+        parts.append(f"--optimizer-impl {s.optimizer_impl}")
+    if s.attn_implementation != "sdpa":
+        parts.append(f"--attn-implementation {s.attn_implementation}")
+    if s.fragmentation_fraction is not None:
+        parts.append(f"--fragmentation {s.fragmentation_fraction}")
+    if s.softmax_saves_input:
+        parts.append("--softmax-saves-input")
+    if s.compiled:
+        parts.append("--compile" if s.compiled_loss else "--compile --no-compile-loss")
+    if not s.fused_experts_unquantized:  # any 4.x release: experts quantized one by one
+        parts.append("--transformers-version 4.57")
     return " ".join(parts)
 
 

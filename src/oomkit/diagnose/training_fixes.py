@@ -385,13 +385,12 @@ def _combination(z: _Sizer) -> list[Fix | None]:
     combo = planner._combination(z.base_settings, run)
     if combo is None or len(combo.changes) < 2:
         return []
+    names = _lever_changes()
     keys: list[str] = []
-    settings = z.base_settings
-    for lever, key in _lever_changes().items():
-        step = lever(settings)  # type: ignore[operator]
-        if step is not None and step[0] in combo.changes:
+    for i in combo.levers:  # by position: a name depends on the settings it was made from
+        key = names.get(planner.LEVERS[i])
+        if key is not None and key not in keys:
             keys.append(key)
-            settings = step[1]
     s, est = combo.settings, combo.estimate
     if (printed := z.as_printed(s)) != s and (again := z.run(printed)) is not None and z.fits(
         again

@@ -81,7 +81,7 @@ from oomkit.estimate.training_states import (
     trainable_tensors,
 )
 from oomkit.estimate.training_torchao import torchao_autotune_bytes
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
@@ -406,7 +406,7 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         comps = (*phases[peak_phase], *_overhead(target, settings, peak_alloc, family))
         devices.append(
             DeviceUsage(
-                device=f"cuda:{i}",
+                device=device_label(target, i),  # mps:0 on a Mac, rocm:0 on AMD (was cuda:i)
                 components=tuple(c for c in comps if c.n_bytes > 0),
                 capacity_bytes=target.capacity_bytes,
                 details={"peak_phase": _PHASE_NAMES[peak_phase]},

@@ -114,15 +114,25 @@ def band_terms(est: Estimate, d: DeviceUsage) -> list[tuple[str, int]]:
         charged = est.settings.get("fragmentation_fraction")  # --fragmentation, when given
         if not isinstance(charged, float | int) or isinstance(charged, bool):
             charged = allocator_fraction(family)
+        from oomkit.units import format_bytes
+
+        # every figure of the label is one the user can trace: the measured bound, what it is
+        # applied to (this step's allocated peak or largest single request) and what the
+        # total already charges (it read "up to 2.5x the largest request seen": which request,
+        # and how large, was nowhere in the text)
         need = peak * top  # the percentage bound, and the request bound when it is smaller
-        how = f"up to {top:.0%} of the peak seen"
+        how = f"up to {top:.2%} of the {format_bytes(peak)} allocated peak"
         ratio, req = request_ratio(family), est.runtime_details.get("largest_request_bytes")
         if ratio is not None and isinstance(req, int) and req > 0:
             by_request = peak * allocator_fraction(family) + ratio * req
             if by_request < need:
                 need = by_request
-                how = f"up to {ratio:.1f}x the largest request seen"
+                how = f"up to {ratio:.2f}x this step's largest single request, {format_bytes(req)}"
+                if float(charged) != allocator_fraction(family):  # --fragmentation given
+                    how = f"{allocator_fraction(family):.2%} of the peak + {how}"
         b = int(max(0.0, need - peak * float(charged)))
         if b > 0:
-            terms.append((f"{ALLOCATOR_LABEL} ({how}, {family})", b))
+            if not how.startswith("up to") or "request" not in how:  # the charge is inside
+                how += f", less the {float(charged):.2%} the total charges"
+            terms.append((f"{ALLOCATOR_LABEL} ({how}; measured on {family} steps)", b))
     return terms

@@ -197,4 +197,9 @@ def emit_text(kind: str, spec: ModelSpec, settings: TrainingSettings) -> str:
     if kind == "fsdp":
         return "\n".join(_to_yaml(emit_fsdp_accelerate_config(spec, settings)))
     # our own "$MASTER_ADDR" arguments stay unquoted so the shell expands them
-    return " ".join(a if "$" in a else shlex.quote(a) for a in emit_launch(kind, settings))
+    line = " ".join(a if "$" in a else shlex.quote(a) for a in emit_launch(kind, settings))
+    if settings.expandable_segments:
+        # the one change a launch line can carry: `plan --train` printed "Plan: expandable
+        # segments" over a bare `torchrun ...` that runs without them
+        line = f"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True {line}"
+    return line

@@ -5,8 +5,8 @@ estimator (no second formula). Single changes that fit come first, in the order 
 for them (they cost nothing in quality and little in speed first); when no single change is
 enough, the levers are stacked in that order until the step fits.
 
-Order: the allocator's expandable segments (an environment variable) → QLoRA's embeddings and
-head back to 16 bits after ``prepare_model_for_kbit_training`` → gradient checkpointing →
+Order: the allocator's expandable segments (an environment variable) → QLoRA's embeddings,
+norms and head left 16-bit (no ``prepare_model_for_kbit_training``) → gradient checkpointing →
 chunked cross-entropy → 8-bit AdamW → shard the model states
 (ZeRO-3 / FSDP when there are several GPUs) → halve the micro-batch (gradient accumulation keeps
 the effective batch) → optimizer states to the CPU → LoRA → QLoRA.
@@ -46,6 +46,9 @@ class TrainingChange:
     estimate: Estimate
     #: the verdict's level for this change: "fits" or "tight"
     level: str = "fits"
+    #: the positions in :data:`LEVERS` of the levers applied, in order (the micro-batch lever
+    #: once per halving); names depend on the settings, these do not
+    levers: tuple[int, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -54,7 +57,7 @@ class TrainingChange:
 
 def _expandable(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     """The caching allocator's expandable segments: no quality or speed cost, and the memory a
-    step needs beyond its allocated peak fell from 1.9-17.8% to 0.7-4.8% on the H200 steps
+    step needs beyond its allocated peak fell from 1.95-33.84% to 0.44-4.09% on the H200 steps
     (``benchmarks/gpu/results/training_boundary_h200_expandable.json``)."""
     if s.expandable_segments:
         return None
@@ -65,15 +68,22 @@ def _expandable(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 
 
 def _no_kbit_upcast(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
-    """QLoRA after ``prepare_model_for_kbit_training``: cast the embeddings and the head back to
-    16 bits, as TRL does (``peft_module_casting_to_bf16``): 3.43 GiB less for Llama-3.1-8B b1
-    s2048 on the H200 (``training_boundary_qlora_h200.json``); the adapters still train in the
-    same dtype."""
+    """QLoRA without ``prepare_model_for_kbit_training``: every parameter but the 4-bit linears
+    stays 16-bit (reentrant checkpointing then needs ``model.enable_input_require_grads()``,
+    which the prep would have called): 3.43 GiB less for Llama-3.1-8B b1 s2048 on the H200
+    (``training_boundary_qlora_h200.json``); the adapters still train in the same dtype.
+
+    This is not TRL's ``peft_module_casting_to_bf16`` (which SFTTrainer runs after the prep
+    under bf16): that casts the embeddings and head back to bf16 but keeps every ``norm``
+    module fp32, and a Llama-style RMSNorm returns ``weight * x.to(input_dtype)``, fp32 again
+    with an fp32 weight, so its residual stream stays fp32: it saves the fp32 embeddings/head
+    and the head's cast, not the stream (0.50 of the 3.43 GiB above; not measured, not
+    modelled). The label says what is modelled, so it is not offered as TRL's cast."""
     if not s.kbit_prep:
         return None
     return (
-        "embeddings and head back to bf16 after prepare_model_for_kbit_training "
-        "(TRL's peft_module_casting_to_bf16; drop --kbit-prep)",
+        "embeddings, norms and head left in bf16: no prepare_model_for_kbit_training "
+        "(reentrant checkpointing then needs model.enable_input_require_grads(); drop --kbit-prep)",
         dataclasses.replace(s, kbit_prep=False),
     )
 
@@ -211,14 +221,24 @@ def _changes(
     accept: Accept,
 ) -> list[TrainingChange]:
     out: list[TrainingChange] = []
-    for lever in LEVERS:
+    for i, lever in enumerate(LEVERS):
         step = lever(settings)
-        if step is None:
-            continue
-        est = run(step[1])
-        lv = None if est is None else accept(est)
-        if est is not None and lv is not None:
-            out.append(TrainingChange(changes=(step[0],), settings=step[1], estimate=est, level=lv))
+        found: TrainingChange | None = None
+        while step is not None:
+            est = run(step[1])
+            lv = None if est is None else accept(est)
+            if est is not None and lv is not None and (found is None or lv == "fits"):
+                found = TrainingChange(
+                    changes=(step[0],), settings=step[1], estimate=est, level=lv, levers=(i,)
+                )
+            if found is not None and found.level == "fits":
+                break
+            # the micro-batch halves again until one fits clear of the band (the largest
+            # "tight" one stays the offer when none does): halving once, then jumping to
+            # QLoRA, hid `--micro-batch 2` (LoRA b8 s2048 on a 24 GiB card: 4.3 GiB free)
+            step = lever(step[1]) if lever is _micro_batch else None
+        if found is not None:
+            out.append(found)
     combo = _combination(settings, run, accept)
     if combo is not None and len(combo.changes) > 1:
         # a cheaper pair (e.g. LoRA + checkpointing) beats a single drastic lever (QLoRA)
@@ -258,11 +278,16 @@ def _apply(
     settings: TrainingSettings, levers: list[Lever]
 ) -> tuple[tuple[str, ...], TrainingSettings]:
     names: list[str] = []
+    last: Lever | None = None
     for lever in levers:
         step = lever(settings)
         if step is not None:
-            names.append(step[0])
+            if lever is last:  # the micro-batch halved again: one change, named by its result
+                names[-1] = step[0]
+            else:
+                names.append(step[0])
             settings = step[1]
+            last = lever
     return tuple(names), settings
 
 
@@ -272,22 +297,28 @@ def _combination(
     accept: Accept | None = None,
 ) -> TrainingChange | None:
     """The levers stacked in order until ``accept`` takes the step (default: its totals fit,
-    as ``oomkit.diagnose.training_fixes`` asks), then every lever that is not needed removed
-    again (last first): a minimal combination."""
+    as ``oomkit.diagnose.training_fixes`` asks), the micro-batch halved until it does or is 1,
+    then every lever that is not needed removed again (last first, one halving at a time): a
+    minimal combination. Halving once only made ``plan --train`` answer "nothing fits, more
+    GPUs needed" for Llama-3.1-8B QLoRA b4 s4096 on a 12 GiB card, where b1 with checkpointing
+    and chunked cross-entropy fits with 2.2 GiB free."""
     if accept is None:
         accept = _totals_fit
     used: list[Lever] = []
+    done = False
     for lever in LEVERS:
-        if lever(_apply(settings, used)[1]) is None:
-            continue
-        used.append(lever)
-        est = run(_apply(settings, used)[1])
-        if est is not None and accept(est) is not None:
+        while not done and lever(_apply(settings, used)[1]) is not None:
+            used.append(lever)
+            est = run(_apply(settings, used)[1])
+            done = est is not None and accept(est) is not None
+            if lever is not _micro_batch:
+                break
+        if done:
             break
-    else:
+    if not done:
         return None
-    for lever in list(reversed(used[:-1])):
-        trial = [x for x in used if x is not lever]
+    for i in reversed(range(len(used) - 1)):
+        trial = used[:i] + used[i + 1 :]
         est = run(_apply(settings, trial)[1])
         if est is not None and accept(est) is not None:
             used = trial
@@ -296,24 +327,22 @@ def _combination(
     lv = None if est is None else accept(est)
     if est is None or lv is None:
         return None
-    return TrainingChange(changes=names, settings=final, estimate=est, level=lv)
+    return TrainingChange(
+        changes=names,
+        settings=final,
+        estimate=est,
+        level=lv,
+        levers=tuple(LEVERS.index(x) for x in used),
+    )
 
 
 def _rank(combo: TrainingChange, singles: list[TrainingChange]) -> int:
     """Where a combination goes among the single changes: before the first single change that
-    comes later in the lever order than every lever of the combination."""
-    order = {name: i for i, name in enumerate(_lever_names())}
-    last = max(order.get(n, len(order)) for n in combo.changes)
-    for i, c in enumerate(singles):
-        if order.get(c.changes[0], len(order)) > last:
-            return i
+    comes later in the lever order than every lever of the combination (by their positions in
+    :data:`LEVERS`: a name such as "micro-batch 4 x 2 ..." or "FSDP FULL_SHARD" depends on the
+    settings, and a table of names made from other settings put such a combination last)."""
+    last = max(combo.levers, default=len(LEVERS))
+    for k, c in enumerate(singles):
+        if min(c.levers, default=len(LEVERS)) > last:
+            return k
     return len(singles)
-
-
-def _lever_names() -> list[str]:
-    probe = TrainingSettings(micro_batch=2, gpus=2)
-    names = []
-    for lever in LEVERS:
-        step = lever(probe) or lever(dataclasses.replace(probe, method="lora"))
-        names.append(step[0] if step is not None else "")
-    return names
