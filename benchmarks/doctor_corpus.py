@@ -77,6 +77,8 @@ DEVELOPMENT_PARTS = (
     "heldout16",
     "heldout17",
     "heldout18",
+    "heldout19",
+    "heldout20",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
