@@ -161,7 +161,9 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
         "only this instance's non-torch increase since init is charged: other processes "
         "on the GPU no longer shrink the KV cache; gpt-oss MXFP4 experts on Hopper use "
-        "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11",
+        "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11; "
+        "the profile samples through FlashInfer where it is installed (the vllm-openai "
+        "image; PR #15777), the sort path otherwise (pip wheel: a verdict band term)",
         vllm_engine="v1-2025",
         mxfp4_hopper="marlin",
     ),
@@ -174,7 +176,8 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
         "by default), gpu_memory_utilization 0.92",
         "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
-        "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
+        "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler where "
+        "installed (the pip wheel requires it only from PR #26443), else the sort; gpt-oss "
         "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
         vllm_engine="v1-0.11",
     ),

@@ -470,6 +470,9 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         tenants = _vllm_other_tenants(est, d.capacity_bytes)
         if tenants is not None:
             terms.append(tenants)
+    sort_extra = int_detail(rd, "sampler_sort_extra_bytes") if est.runtime == "vllm" else None
+    if sort_extra:  # 0.9.1-0.11.0: FlashInfer's sampler only where installed (vllm_sampler)
+        terms.append((SORT_SAMPLER, sort_extra))
     terms = sorted((t for t in terms if t[1] > 0), key=lambda t: -t[1])
     free = (tokens - need) * per_tok
     headroom = int_detail(rd, "kv_pool_headroom_bytes")
@@ -496,6 +499,10 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
 
 
 _POOL_WHAT = "KV pool vs one request of the full context"
+SORT_SAMPLER = (
+    "profile sampler sorting [max_num_seqs, vocab] where FlashInfer is not installed "
+    "(pip wheel; the vllm-openai image has it)"
+)
 
 
 def _sglang_cap(est: Estimate) -> str | None:
