@@ -28,6 +28,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         vllm_engine="v0-2023-allocated",
         mla_latent_kv=False,
         awq_split_k=True,
+        kv_len_check=False,
     ),
     _g(
         "vllm",
@@ -44,11 +45,12 @@ VLLM_ROWS: tuple[Row, ...] = (
         vllm_engine="v0-2023-total",
         mla_latent_kv=False,
         awq_split_k=True,
+        kv_len_check=False,
     ),
     _g(
         "vllm",
         "v0-2023-no-record-stream",
-        "vLLM V0 (0.2.6-0.3.0)",
+        "vLLM V0 (0.2.6)",
         "2023-12-17",
         "0.2.6",
         "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
@@ -56,7 +58,25 @@ VLLM_ROWS: tuple[Row, ...] = (
         "all-reduce inputs are no longer held by record_stream until the NCCL stream "
         "syncs; AWQ linears still hold 8 split-K output copies (awq_gemm; PR #2566, "
         "reviewed 2024-01-31, the day 0.3.0 was tagged, is modelled as first in 0.3.1: "
-        "dequantize + matmul at >= 256 tokens)",
+        "dequantize + matmul at >= 256 tokens); no start-up check of max_model_len "
+        "against the KV cache (a longer request hangs)",
+        vllm_engine="v0-2023-total",
+        mla_latent_kv=False,
+        nccl_record_stream=False,
+        awq_split_k=True,
+        kv_len_check=False,
+    ),
+    _g(
+        "vllm",
+        "v0-2023-len-check",
+        "vLLM V0 (0.2.7-0.3.0)",
+        "2024-01-03",
+        "0.2.7",
+        "vllm-project/vllm PR #2163 ('Raise error when max_model_len is larger than KV cache "
+        "size', 2023-12-18, after the 0.2.6 release: 'vLLM hangs when the length of a single "
+        "sequence is larger than the system's KV cache size')",
+        "LLMEngine._init_cache refuses to start when max_model_len exceeds block_size x "
+        "num_gpu_blocks; otherwise as 0.2.6",
         vllm_engine="v0-2023-total",
         mla_latent_kv=False,
         nccl_record_stream=False,

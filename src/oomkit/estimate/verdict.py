@@ -484,8 +484,9 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         free = headroom
     band = sum(b for _, b in terms)
     level = _level(free, band)
-    if est.runtime == "sglang" and level == "does_not_fit" and tokens > 0:
-        # SGLang loads and caps a request at the pool (see _sglang_cap): a limit, not a death
+    if level == "does_not_fit" and tokens > 0 and _pool_is_a_cap(est):
+        # SGLang loads and caps a request at the pool (see _sglang_cap); vLLM before 0.2.7
+        # starts and hangs on a longer request (PR #2163): a limit, not a death
         level = "tight"
     return DeviceMargin(
         device=d.device,
@@ -505,6 +506,13 @@ SORT_SAMPLER = (
 )
 
 
+def _pool_is_a_cap(est: Estimate) -> bool:
+    """A pool shorter than the context still starts (SGLang; vLLM before 0.2.7)."""
+    return est.runtime == "sglang" or (
+        est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False
+    )
+
+
 def _sglang_cap(est: Estimate) -> str | None:
     """SGLang with a token pool below the context length: the request cap it serves with.
 
@@ -516,6 +524,12 @@ def _sglang_cap(est: Estimate) -> str | None:
     "tight" with that risk named, never "does not fit" on this alone
     (:func:`oomkit.estimate.sglang.pool_below_context_note`).
     """
+    if est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False:
+        fits = int_detail(est.runtime_details, "max_model_len_that_fits")
+        return (
+            f"the KV cache holds {fits} tokens of one request: vLLM before 0.2.7 starts "
+            "anyway and a longer request hangs (no start-up check until PR #2163)"
+        )
     if est.runtime != "sglang":
         return None
     tokens = int_detail(est.runtime_details, "max_total_num_tokens")

@@ -368,6 +368,7 @@ def estimate_vllm(
     record_stream = True
     mxfp4_hopper = "triton"
     awq_split_k = False
+    len_check = True  # max_model_len checked against the KV cache at start-up (0.2.7+)
     nvls_nccl: str | None = None
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
@@ -386,6 +387,7 @@ def estimate_vllm(
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
+        len_check = bool(gen.effects.get("kv_len_check", True))
         nccl = gen.effects.get("nvls_nccl")
         nvls_nccl = nccl if isinstance(nccl, str) else None
         if gen.effects.get("gemma2_window_cap", False):
@@ -546,6 +548,13 @@ def estimate_vllm(
         blockers.append(
             "no memory left for the KV cache: vLLM fails with 'No available memory for "
             "the cache blocks'"
+        )
+    elif fits_len is not None and fits_len < p0.max_model_len and not len_check:
+        details["kv_len_check"] = False  # PR #2163 (0.2.7): before it a longer request hangs
+        notes.append(
+            f"vLLM {settings.runtime_version} does not check max_model_len against the KV "
+            f"cache at start-up (PR #2163, 0.2.7): it serves, but a request longer than "
+            f"{fits_len} tokens hangs"
         )
     elif fits_len is not None and fits_len < p0.max_model_len:
         blockers.append(
