@@ -30,7 +30,8 @@ def _est(model: str, **kw: Any) -> Estimate:
     ("runtime", "version", "key"),
     [
         ("vllm", "0.2.5", "v0-2023"),
-        ("vllm", "0.2.7", "v0-2023-no-record-stream"),
+        ("vllm", "0.2.6", "v0-2023-no-record-stream"),
+        ("vllm", "0.2.7", "v0-2023-len-check"),
         ("vllm", "0.4.2", "v0-2024-init-free"),
         # PR #9352 first shipped in 0.6.4: 0.6.3.post1's worker.py still charges init free - free
         ("vllm", "0.4.3", "v0-2024-init-free"),

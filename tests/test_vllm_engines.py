@@ -113,13 +113,18 @@ def test_every_engine_row_is_named_by_its_key() -> None:
     assert vllm_engine(" Current ").default_util == 0.92
 
 
-def test_qwen3_235b_fp8_tp4_matches_the_h200_profile_log() -> None:
+def test_qwen3_235b_fp8_tp4_matches_the_h200_profile_log(monkeypatch: pytest.MonkeyPatch) -> None:
     # vllm#21429 (V1, July 2025, Qwen3-235B-A22B-FP8, TP4, H200): "torch peak memory increase:
-    # 5.62GiB; non-torch forward increase memory: 2.04GiB; weights memory: 55.13GiB"
+    # 5.62GiB; non-torch forward increase memory: 2.04GiB; weights memory: 55.13GiB": the sort
+    # path's peak, an install without FlashInfer (the path VLLM_USE_FLASHINFER_SAMPLER=0 takes)
     qwen = find_model("Qwen/Qwen3-235B-A22B").spec()
     h200 = find_gpu("h200").to_device_target()
     s = InferenceSettings(runtime="vllm", quant="fp8", tp=4, gpu_memory_utilization=0.5)
+    image = plan_vllm(qwen, s, h200, engine="v1-2025")  # FlashInfer installed, sort possible
+    monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "0")
     p = plan_vllm(qwen, s, h200, engine="v1-2025")
+    assert p.sampler_sort_extra_bytes == 0
+    assert image.activation_bytes + image.sampler_sort_extra_bytes == p.activation_bytes
     assert abs((p.weights_bytes + p.rope_cache_bytes) / GiB - 55.13) < 0.005 * 55.13
     assert p.sampler_bytes > p.forward_bytes  # 1024 rows x 151936 through the sort sampler
     assert abs(p.activation_bytes / GiB - 5.62) < 0.02 * 5.62

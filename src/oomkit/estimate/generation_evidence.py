@@ -230,6 +230,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "run:vllm-1234-leo-hessianai7b-awq-3060-8k",
         _VLLM + "pull/2566 (awq_gemm -> awq_dequantize + torch.matmul at >= 256 tokens)",
     ),
+    ("vllm", "v0-2023-len-check"): (
+        "test:tests/test_vllm_len_check.py::test_no_start_up_length_check_before_0_2_7",
+        _VLLM + "pull/2163 ('Currently, vLLM hangs when the length of a single sequence is "
+        "larger than the system's KV cache size')",
+    ),
     ("vllm", "v0-2024-init-free"): (
         _TG + "test_vllm_before_pr_2863_charges_all_gpu_memory",
         "run:vllm-7495-gemma2-27b-2xl40-u09",

@@ -28,6 +28,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         vllm_engine="v0-2023-allocated",
         mla_latent_kv=False,
         awq_split_k=True,
+        kv_len_check=False,
     ),
     _g(
         "vllm",
@@ -44,11 +45,12 @@ VLLM_ROWS: tuple[Row, ...] = (
         vllm_engine="v0-2023-total",
         mla_latent_kv=False,
         awq_split_k=True,
+        kv_len_check=False,
     ),
     _g(
         "vllm",
         "v0-2023-no-record-stream",
-        "vLLM V0 (0.2.6-0.3.0)",
+        "vLLM V0 (0.2.6)",
         "2023-12-17",
         "0.2.6",
         "vllm-project/vllm PR #2152 (TORCH_NCCL_AVOID_RECORD_STREAMS=1, CuPy removed)",
@@ -56,7 +58,25 @@ VLLM_ROWS: tuple[Row, ...] = (
         "all-reduce inputs are no longer held by record_stream until the NCCL stream "
         "syncs; AWQ linears still hold 8 split-K output copies (awq_gemm; PR #2566, "
         "reviewed 2024-01-31, the day 0.3.0 was tagged, is modelled as first in 0.3.1: "
-        "dequantize + matmul at >= 256 tokens)",
+        "dequantize + matmul at >= 256 tokens); no start-up check of max_model_len "
+        "against the KV cache (a longer request hangs)",
+        vllm_engine="v0-2023-total",
+        mla_latent_kv=False,
+        nccl_record_stream=False,
+        awq_split_k=True,
+        kv_len_check=False,
+    ),
+    _g(
+        "vllm",
+        "v0-2023-len-check",
+        "vLLM V0 (0.2.7-0.3.0)",
+        "2024-01-03",
+        "0.2.7",
+        "vllm-project/vllm PR #2163 ('Raise error when max_model_len is larger than KV cache "
+        "size', 2023-12-18, after the 0.2.6 release: 'vLLM hangs when the length of a single "
+        "sequence is larger than the system's KV cache size')",
+        "LLMEngine._init_cache refuses to start when max_model_len exceeds block_size x "
+        "num_gpu_blocks; otherwise as 0.2.6",
         vllm_engine="v0-2023-total",
         mla_latent_kv=False,
         nccl_record_stream=False,
@@ -161,7 +181,9 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
         "only this instance's non-torch increase since init is charged: other processes "
         "on the GPU no longer shrink the KV cache; gpt-oss MXFP4 experts on Hopper use "
-        "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11",
+        "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11; "
+        "the profile samples through FlashInfer where it is installed (the vllm-openai "
+        "image; PR #15777), the sort path otherwise (pip wheel: a verdict band term)",
         vllm_engine="v1-2025",
         mxfp4_hopper="marlin",
     ),
@@ -174,7 +196,8 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
         "by default), gpu_memory_utilization 0.92",
         "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
-        "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler; gpt-oss "
+        "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler where "
+        "installed (the pip wheel requires it only from PR #26443), else the sort; gpt-oss "
         "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
         vllm_engine="v1-0.11",
     ),

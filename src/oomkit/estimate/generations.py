@@ -60,7 +60,8 @@ Effects read by the estimators (absent key = today's behaviour):
   ``nvls_nccl`` (``"2.20"`` for 0.5.0-0.6.3, torch 2.3/2.4's NCCL: NVLS buffers of the TP
   group's two communicators on an NVSwitch node with TP > 2, :mod:`oomkit.estimate.vllm_nvls`),
   ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
-  #2566; :mod:`oomkit.estimate.vllm_awq`).
+  #2566; :mod:`oomkit.estimate.vllm_awq`), ``kv_len_check`` (False before 0.2.7: no start-up
+  check of ``max_model_len`` against the KV cache, PR #2163; a longer request hangs).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
   for multimodal architectures (:func:`oomkit.estimate.sglang.multimodal_policy`)
   ``mm_fraction`` (the ``mem_fraction_static`` factor; absent: none modelled),

@@ -470,6 +470,9 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         tenants = _vllm_other_tenants(est, d.capacity_bytes)
         if tenants is not None:
             terms.append(tenants)
+    sort_extra = int_detail(rd, "sampler_sort_extra_bytes") if est.runtime == "vllm" else None
+    if sort_extra:  # 0.9.1-0.11.0: FlashInfer's sampler only where installed (vllm_sampler)
+        terms.append((SORT_SAMPLER, sort_extra))
     terms = sorted((t for t in terms if t[1] > 0), key=lambda t: -t[1])
     free = (tokens - need) * per_tok
     headroom = int_detail(rd, "kv_pool_headroom_bytes")
@@ -481,8 +484,9 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         free = headroom
     band = sum(b for _, b in terms)
     level = _level(free, band)
-    if est.runtime == "sglang" and level == "does_not_fit" and tokens > 0:
-        # SGLang loads and caps a request at the pool (see _sglang_cap): a limit, not a death
+    if level == "does_not_fit" and tokens > 0 and _pool_is_a_cap(est):
+        # SGLang loads and caps a request at the pool (see _sglang_cap); vLLM before 0.2.7
+        # starts and hangs on a longer request (PR #2163): a limit, not a death
         level = "tight"
     return DeviceMargin(
         device=d.device,
@@ -496,6 +500,17 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
 
 
 _POOL_WHAT = "KV pool vs one request of the full context"
+SORT_SAMPLER = (
+    "profile sampler sorting [max_num_seqs, vocab] where FlashInfer is not installed "
+    "(pip wheel; the vllm-openai image has it)"
+)
+
+
+def _pool_is_a_cap(est: Estimate) -> bool:
+    """A pool shorter than the context still starts (SGLang; vLLM before 0.2.7)."""
+    return est.runtime == "sglang" or (
+        est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False
+    )
 
 
 def _sglang_cap(est: Estimate) -> str | None:
@@ -509,6 +524,12 @@ def _sglang_cap(est: Estimate) -> str | None:
     "tight" with that risk named, never "does not fit" on this alone
     (:func:`oomkit.estimate.sglang.pool_below_context_note`).
     """
+    if est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False:
+        fits = int_detail(est.runtime_details, "max_model_len_that_fits")
+        return (
+            f"the KV cache holds {fits} tokens of one request: vLLM before 0.2.7 starts "
+            "anyway and a longer request hangs (no start-up check until PR #2163)"
+        )
     if est.runtime != "sglang":
         return None
     tokens = int_detail(est.runtime_details, "max_total_num_tokens")

@@ -38,7 +38,7 @@ from math import ceil
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.checks import vllm_len_cap
-from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_peak_bytes
+from oomkit.estimate.hf_activations import forward_peak_bytes
 from oomkit.estimate.hf_kv import (
     KvLayer,
     kv_bytes,
@@ -62,6 +62,7 @@ from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
+from oomkit.estimate.vllm_sampler import sampler_peaks
 from oomkit.estimate.vllm_support import (
     v0_env_engine,
     v0_env_unavailable,
@@ -99,6 +100,8 @@ class VllmPlan:
     activation_bytes: int
     forward_bytes: int
     sampler_bytes: int
+    #: the sort sampler's extra profile peak where FlashInfer may be missing (0.9.1-0.11.0)
+    sampler_sort_extra_bytes: int
     #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
     vision_bytes: int
     #: images in that profile (one per dummy sequence)
@@ -239,15 +242,13 @@ def plan_vllm(
             "(profile batch through the widest AWQ linear)"
         )
     hidden = (batched + rows) * spec.hidden_size * elem  # all hidden states + the sampled rows
-    sampler = hidden + sampler_peak_bytes(
-        spec,
-        n_seqs=rows,
-        tp=tp,
-        logits_elem_bytes=elem,
-        flashinfer=eng.flashinfer_sampler,
-        triton=eng.triton_sampler,
+    sampler, sort_sampler, why_sampler = sampler_peaks(
+        spec, eng, rows=rows, tp=tp, elem_bytes=elem, hidden_bytes=hidden
     )
+    notes.extend([why_sampler] if why_sampler else [])
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
+    # 0.9.1-0.11.0 without FlashInfer: the sort path's larger peak (verdict band)
+    sort_extra = max(0, max(fwd, sort_sampler) - act) if last_stage and sort_sampler else 0
     vision, act, why = vision_profile(
         spec, act, fwd, max_num_seqs=seqs, engine=eng.name, elem_bytes=elem, pp_rank=pp_rank
     )
@@ -325,6 +326,7 @@ def plan_vllm(
         activation_bytes=act,
         forward_bytes=fwd,
         sampler_bytes=sampler,
+        sampler_sort_extra_bytes=sort_extra,
         vision_bytes=vision,
         vision_images=vision_images(spec, max_num_seqs=seqs, engine=eng.name) if vision else 0,
         mxfp4_extra_bytes=extra,
@@ -366,6 +368,7 @@ def estimate_vllm(
     record_stream = True
     mxfp4_hopper = "triton"
     awq_split_k = False
+    len_check = True  # max_model_len checked against the KV cache at start-up (0.2.7+)
     nvls_nccl: str | None = None
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
@@ -384,6 +387,7 @@ def estimate_vllm(
         record_stream = bool(gen.effects.get("nccl_record_stream", True))
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
+        len_check = bool(gen.effects.get("kv_len_check", True))
         nccl = gen.effects.get("nvls_nccl")
         nvls_nccl = nccl if isinstance(nccl, str) else None
         if gen.effects.get("gemma2_window_cap", False):
@@ -473,6 +477,9 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
+    sort_extra = max(p.sampler_sort_extra_bytes for p in plans)
+    if sort_extra:  # 0.9.1-0.11.0: the sort sampler where FlashInfer is not installed
+        details["sampler_sort_extra_bytes"] = sort_extra
     if engine_switch is not None:
         details["engine_switch"] = engine_switch
     notes = [*support_notes, *p0.notes]
@@ -541,6 +548,13 @@ def estimate_vllm(
         blockers.append(
             "no memory left for the KV cache: vLLM fails with 'No available memory for "
             "the cache blocks'"
+        )
+    elif fits_len is not None and fits_len < p0.max_model_len and not len_check:
+        details["kv_len_check"] = False  # PR #2163 (0.2.7): before it a longer request hangs
+        notes.append(
+            f"vLLM {settings.runtime_version} does not check max_model_len against the KV "
+            f"cache at start-up (PR #2163, 0.2.7): it serves, but a request longer than "
+            f"{fits_len} tokens hangs"
         )
     elif fits_len is not None and fits_len < p0.max_model_len:
         blockers.append(

@@ -37,7 +37,9 @@ rule of the version that printed it. Every row cites the code it models.
   since v0.21.0) ... To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" (gpustack/
   runner#251). Before it the KV cache takes the whole ``total x util`` budget and the graphs
   (FULL_AND_PIECEWISE by default since 0.11.0) are captured afterwards, in the
-  ``1 - gpu_memory_utilization`` headroom.
+  ``1 - gpu_memory_utilization`` headroom. FlashInfer's sampler when it is installed (the
+  image; the pip wheel requires it only from PR #26443, after 0.11.0): the sort path's extra
+  peak goes into the verdict (:mod:`oomkit.estimate.vllm_sampler`).
 * ``v1-2025-global`` (V1 engine, vLLM 0.8.0-0.9.0): ``Worker.determine_available_memory``
   charged ``torch peak + (total - free - torch allocated)`` against ``total x util`` (the V1
   worker of PR #10528): every byte on the GPU that torch did not allocate is charged, the CUDA
@@ -50,8 +52,10 @@ rule of the version that printed it. Every row cites the code it models.
   (vllm/utils ``MemorySnapshot``: non-torch = ``total - free - torch.cuda.memory_reserved()``,
   charged as the increase since the snapshot taken in ``init_device``, so the CUDA context is
   not charged); graphs are captured afterwards in the ``1 - gpu_memory_utilization`` headroom;
-  PyTorch-native sort sampler (the 5.62 GiB torch peak logged for Qwen3-235B in vllm#21429 is
-  the sort path's working set; FlashInfer's would be a third of it).
+  FlashInfer's top-k/top-p sampler whenever FlashInfer is installed (PR #15777 until PR #26859),
+  as in the vllm-openai image; a pip install without it sorts (the 5.62 GiB torch peak logged
+  for Qwen3-235B in vllm#21429 is the sort path's working set; FlashInfer's is a third of it):
+  the difference goes into the verdict (:mod:`oomkit.estimate.vllm_sampler`).
 
 Whether the snapshot precedes the communicator init or follows it (later versions: "Now take
 memory snapshot after NCCL is initialized"), NCCL >= 2.22 connects lazily
@@ -137,6 +141,9 @@ class VllmEngine:
     charges_non_torch: bool = True
     #: top-k/top-p through vLLM's Triton kernel from 8 rows on (0.17-0.20, PR #33538)
     triton_sampler: bool = False
+    #: FlashInfer's top-k/top-p whenever FlashInfer is importable (0.9.1-0.11.0): the image
+    #: ships it, a pip install may not (:mod:`oomkit.estimate.vllm_sampler`)
+    flashinfer_if_installed: bool = False
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -167,6 +174,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cudagraphs=False,
             hybrid_kv_groups=True,
             ceil_budget=True,
+            flashinfer_if_installed=True,
         ),
         "v1-0.11.1": VllmEngine(
             name="v1-0.11.1",
@@ -206,11 +214,12 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             ),
             default_util=0.9,
             chunked_prefill=True,
-            flashinfer_sampler=False,
+            flashinfer_sampler=True,
             charges_cuda_context=False,
             reserved_peak=False,
             charges_cudagraphs=False,
             hybrid_kv_groups=True,
+            flashinfer_if_installed=True,
         ),
         "v1-2025-global": VllmEngine(
             name="v1-2025-global",
