@@ -1,0 +1,95 @@
+"""Engine builders' and sparse runtimes' allocation failures read by their status codes (issue 9,
+after heldout20).
+
+The dispatcher runs this module after ``parse_frameworks`` and before ``parse_backends``, only
+when no other parser found an event. Each family is the runtime's own message, cited from its
+source:
+
+* TensorRT's plugin and sample error macros (``NVIDIA/TensorRT:plugin/common/checkMacrosPlugin.cpp``
+  ``TRTException::log``, the same text in TensorRT 7's closed ``rtSafe`` runtime): ``<file>
+  (<line>) - <Name> Error in <function>: <status> (<message>)``. The status is the library's own
+  enum, so the code alone names an allocation failure even where the message is cut or missing:
+  ``Cuda`` 2 (``cudaErrorMemoryAllocation``, ``cuda_runtime_api.h``), ``Cudnn`` 2
+  (``CUDNN_STATUS_ALLOC_FAILED``, ``cudnn.h``), ``cuBLAS`` 3 (``CUBLAS_STATUS_ALLOC_FAILED``,
+  ``cublas_api.h``). Other codes (``Cuda Error in execute: 700``, an illegal address) are not
+  memory.
+* PowerInfer's GPU split (``SJTU-IPADS/PowerInfer:llama.cpp``, ``llm_load_sparse_model_tensors``):
+  ``GGML_ASSERT(vram_allocated_bytes < vram_capacity)`` after the buffered tensor allocator placed
+  the hot neurons' weights; from commit 9d72668 ``GGML_ASSERT_DBG(vram_allocated_bytes <=
+  vram_capacity, "vram_allocated_bytes=%ld, vram_capacity=%ld", ...)``, which prints both numbers
+  (the capacity is the ``--vram-budget`` or the device's free memory): the weights placed on the
+  GPU exceed the VRAM it may use.
+
+Every pattern is anchored on a literal and bounded: linear time on any line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.text import Lines, needles_re
+
+__all__ = ["parse_engines"]
+
+# "<Name> Error in <function>: <status>" then " (<message>)", the end of the line, or a cut
+_TRT_STATUS = re.compile(
+    r"\b(?P<lib>Cuda|CUDA|Cudnn|cuDNN|CUDNN|cuBLAS|Cublas|CUBLAS) Error in "
+    r"(?P<fn>[\w:~<>.]{1,160}): (?P<code>\d{1,4})(?![\d.])(?: ?\((?P<msg>[^)\n]{0,80})\)?)?"
+)
+#: the allocation-failure status of each library's enum
+_ALLOC_CODE = {"cuda": 2, "cudnn": 2, "cublas": 3}
+_POWERINFER = re.compile(
+    r"vram_allocated_bytes ?<=? ?vram_capacity\b|"
+    r"vram_allocated_bytes ?= ?(?P<a>\d{1,20}), ?vram_capacity ?= ?(?P<c>\d{1,20})"
+)
+_PREFILTER = needles_re((" Error in ", "vram_allocated_bytes"))
+
+
+def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=line[:600], **kw)
+
+
+def _event(line: str, n: int) -> OomEvent | None:
+    if " Error in " in line:
+        m = _TRT_STATUS.search(line)
+        if m is not None and _ALLOC_CODE[m["lib"].lower()] == int(m["code"]):
+            return _ev(
+                "cuda_error_oom" if m["lib"].lower() == "cuda" else "library_alloc_failed",
+                "trt_status_alloc_failed",
+                "tensorrt",
+                line,
+                n,
+                detail=f"{m['lib']} status {m['code']} in {m['fn']}"[:120],
+            )
+    if "vram_allocated_bytes" in line:
+        m2 = _POWERINFER.search(line)
+        if m2 is not None:
+            return _ev(
+                "gpu_alloc_failed",
+                "powerinfer_vram_capacity_assert",
+                "llama.cpp",
+                line,
+                n,
+                requested_bytes=to_int(m2["a"]) if m2["a"] else None,
+                allowed_bytes=to_int(m2["c"]) if m2["c"] else None,
+                stage="weights",
+            )
+    return None
+
+
+def parse_engines(lines: Lines) -> list[OomEvent]:
+    """Events of the families in the module docstring (every match, in log order). Never raises.
+
+    The caller runs this only when no specific parser found an event.
+    """
+    events: list[OomEvent] = []
+    for i, raw in enumerate(lines.text):
+        if not _PREFILTER.search(raw):
+            continue
+        ev = _event(raw, lines.number[i])
+        if ev is not None:
+            events.append(ev)
+    return events
