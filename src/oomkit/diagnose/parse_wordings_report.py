@@ -256,11 +256,15 @@ _BATCH_ONE_FINE = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|succeeds?
 # the shell's report of a SIGKILL (the OOM killer's) as the only output: "it just says Killed",
 # "直接显示Killed，没有其他报错"; the word as the shell prints it (capital K, nothing after it but
 # punctuation, a quote or the end), after a verb of printing
-_SAYS_KILLED = re.compile(
+_SAYS_KILLED_VERB = re.compile(
     r"(?:\b(?:just |only |simply )?(?:says?|said|shows?|showed|shown|prints?|printed|outputs?|"
     r"displays?|displayed|returns?|returned|ends? with|ended with|gives?|gave)|"
     r"显示|顯示|提示|输出|輸出|打印|出现|出現|报|報) ?(?:just |only |a |the |一个|一句|了)?"
-    r"[\"'`“「]?Killed(?:[\"'`”」]|(?=\s{0,3}(?:[,.;:!，。、；）)]|$))|"
+    r"[\"'`“「]?$"
+)
+# the word itself, matched alone (the match is the event's wording, which names the host kill)
+_SAYS_KILLED = re.compile(
+    r"(?<![A-Za-z])Killed(?:[\"'`”」]|(?=\s{0,3}(?:[,.;:!，。、；）)]|$))|"
     r"(?= and (?:then )?(?:exit|quit|stop|return|die|crash|end)))"
 )
 # a kill the user made, or another signal: "I pressed Ctrl+C and it printed Killed"
@@ -499,9 +503,11 @@ def _english_families(s: str, low: str, before: str, after: str) -> re.Match[str
         if m is not None and _MEM_NOUN.search(s):
             return m
     if "Killed" in s:
-        m = _SAYS_KILLED.search(s)
-        if m is not None and not _SAYS_KILLED_OTHER.search(s, 0, m.start()):
-            return m
+        for m in _SAYS_KILLED.finditer(s):
+            if _SAYS_KILLED_VERB.search(s[max(0, m.start() - 24) : m.start()]) and not (
+                _SAYS_KILLED_OTHER.search(s, 0, m.start())
+            ):
+                return m
     if "had to" in low:
         m = _HAD_TO_REDUCE.search(s)
         if m is not None:
