@@ -281,6 +281,24 @@ _HAD_TO_REDUCE = re.compile(
     r"(?:(?:in|into|within|under) )?(?:(?:the|my) )?(?:v?ram|vram|memory|gpu memory)\b",
     _I,
 )
+# a run that fails on the memory it states: "trying to run the model with the default container
+# configuration (with 8gb RAM) fails most of the time", "training fails with only 16 GB of VRAM"
+# (the memory itself named: RAM / VRAM / memory, not a card, whose failures have other causes)
+_SIZE_MEM = (
+    r"\d{1,4} ?(?:gb?|gib)\b (?:of )?(?:(?:system|gpu|video|host|cpu) )?(?:v?ram|vram|memory)\b"
+)
+_FAILS_ON_SIZE = re.compile(
+    r"\b(?:fails?|failed|failing)\b(?: \w{1,12}){0,3}? (?:on|with) (?:only |just |a |an |my |the )?"
+    + _SIZE_MEM
+    + r"|\b(?:with|on) (?:only |just |a |an |my |the )?"
+    + _SIZE_MEM
+    + r"\)?(?: \w{1,12}){0,2}? (?:fails?|failed)\b",
+    _I,
+)
+# a failure "to" do something other than run: "failed to download the weights"
+_FAIL_TO_OTHER = re.compile(
+    r" to (?!load|run|start|allocat|initiali|launch|generat|train|finish|complete|fit)\w", _I
+)
 _GROW_UNTIL = re.compile(
     r"\b(?:grow|increas|ris|climb|accumulat|go(?:es)? up|going up|build)\w{0,3}"
     r"(?: \w{1,20}){0,4} (?:until|till|untill) (?:it |the \w{1,15} |my \w{1,15} |we |i )?"
@@ -508,6 +526,15 @@ def _english_families(s: str, low: str, before: str, after: str) -> re.Match[str
                 _SAYS_KILLED_OTHER.search(s, 0, m.start())
             ):
                 return m
+    if "fail" in low:
+        m = _FAILS_ON_SIZE.search(s)
+        if (
+            m is not None
+            and not _OTHER_REASON.search(s, m.end())
+            and not _FAIL_TO_OTHER.match(s, m.end())
+            and not _FIT_VETO.search(s[max(0, m.start() - 60) : m.start()])
+        ):
+            return m
     if "had to" in low:
         m = _HAD_TO_REDUCE.search(s)
         if m is not None:
