@@ -19,6 +19,10 @@ source:
   vram_capacity, "vram_allocated_bytes=%ld, vram_capacity=%ld", ...)``, which prints both numbers
   (the capacity is the ``--vram-budget`` or the device's free memory): the weights placed on the
   GPU exceed the VRAM it may use.
+* MNN's CPU backend and weight decoder (``alibaba/MNN:source/backend/cpu/CPUDeconvolution.cpp``
+  ``makeResource``, ``source/core/IDSTDecoder.hpp``): ``MNN_ERROR("Alloc memory error for
+  %s\n")`` when ``onAcquireBuffer`` or an ``AutoStorage`` of host memory returned nothing (the
+  Out-of-memory-when-acquired wording of the other backends is ``parse_backends``').
 
 Every pattern is anchored on a literal and bounded: linear time on any line.
 """
@@ -45,7 +49,8 @@ _POWERINFER = re.compile(
     r"vram_allocated_bytes ?<=? ?vram_capacity\b|"
     r"vram_allocated_bytes ?= ?(?P<a>\d{1,20}), ?vram_capacity ?= ?(?P<c>\d{1,20})"
 )
-_PREFILTER = needles_re((" Error in ", "vram_allocated_bytes"))
+_MNN_ALLOC = re.compile(r"(?<![A-Za-z])Alloc memory error for (?P<what>\w[\w ]{0,60})")
+_PREFILTER = needles_re((" Error in ", "vram_allocated_bytes", "Alloc memory error for"))
 
 
 def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
@@ -76,6 +81,17 @@ def _event(line: str, n: int) -> OomEvent | None:
                 requested_bytes=to_int(m2["a"]) if m2["a"] else None,
                 allowed_bytes=to_int(m2["c"]) if m2["c"] else None,
                 stage="weights",
+            )
+    if "Alloc memory error for" in line:
+        m3 = _MNN_ALLOC.search(line)
+        if m3 is not None:
+            return _ev(
+                "host_oom",
+                "mnn_alloc_memory_error",
+                "mnn",
+                line,
+                n,
+                detail=m3["what"].strip()[:80],
             )
     return None
 

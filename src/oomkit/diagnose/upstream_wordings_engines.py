@@ -87,6 +87,19 @@ ENGINES: tuple[Wording, ...] = (
         req=25769803776,
     ),
     _w(
+        "mnn",
+        "alibaba/MNN:source/backend/cpu/CPUDeconvolution.cpp (makeResource: MNN_ERROR after "
+        "onAcquireBuffer / AutoStorage failed; source/core/IDSTDecoder.hpp the same for weights)",
+        "Alloc memory error for %s",
+        "E/MNNJNI: Alloc memory error for deconvolution",
+    ),
+    _w(
+        "mnn",
+        "alibaba/MNN:source/core/IDSTDecoder.hpp (the fp16 weights expanded back to float)",
+        "Alloc memory error for %s",
+        "Alloc memory error for extract fp16 back to float",
+    ),
+    _w(
         "jax",
         "openxla/xla:xla/service/gpu/autotuning/conv_algorithm_picker.cc (PickBestAlgorithm)",
         "Failed to determine best cudnn convolution algorithm for:\\n%s\\n\\nOriginal error: %s",
@@ -121,6 +134,9 @@ ENGINES_NEAR_MISSES: tuple[str, ...] = (
     "llm_load_tensors: allocating 8192.00 MiB on device 0",
     # PowerInfer's own budget report
     "llm_load_sparse_model_tensors: vram_capacity = 22528.00 MiB, offloaded 40/40 layers",
+    # MNN's messages that are not an allocation failing
+    "Fix: Alloc memory error message for deconvolution was unclear",
+    "CPUDeconvolution makeResource error",
     # XLA's autotuner choosing, not failing
     "I0000 conv_algorithm_picker.cc:1034] Picked best cudnn convolution algorithm for: %cudnn-conv",
 )
