@@ -19,6 +19,13 @@ source:
   vram_capacity, "vram_allocated_bytes=%ld, vram_capacity=%ld", ...)``, which prints both numbers
   (the capacity is the ``--vram-budget`` or the device's free memory): the weights placed on the
   GPU exceed the VRAM it may use.
+* TensorFlow Lite for Microcontrollers' tensor arena (``tensorflow/tflite-micro:tensorflow/lite/
+  micro/arena_allocator/single_arena_buffer_allocator.cc`` ``ResizeBuffer``: ``Failed to resize
+  buffer. Requested: %u, available %u, missing: %u``, and ``AllocatePersistentBuffer``'s ``Failed
+  to allocate tail memory. ...``; ``micro_allocator.cc`` ``CommitStaticMemoryPlan``: ``Arena size
+  is too small for all buffers. Needed %u but only %u was available.``): the arena the
+  application gave the interpreter is smaller than the model's plan (the request and what was
+  left are read, in bytes).
 * MNN's CPU backend and weight decoder (``alibaba/MNN:source/backend/cpu/CPUDeconvolution.cpp``
   ``makeResource``, ``source/core/IDSTDecoder.hpp``): ``MNN_ERROR("Alloc memory error for
   %s\n")`` when ``onAcquireBuffer`` or an ``AutoStorage`` of host memory returned nothing (the
@@ -50,7 +57,15 @@ _POWERINFER = re.compile(
     r"vram_allocated_bytes ?= ?(?P<a>\d{1,20}), ?vram_capacity ?= ?(?P<c>\d{1,20})"
 )
 _MNN_ALLOC = re.compile(r"(?<![A-Za-z])Alloc memory error for (?P<what>\w[\w ]{0,60})")
-_PREFILTER = needles_re((" Error in ", "vram_allocated_bytes", "Alloc memory error for"))
+_TFLM = re.compile(
+    r"Failed to (?:resize buffer|allocate tail memory)\. Requested: ?(?P<r>\d{1,20}), "
+    r"available:? ?(?P<a>\d{1,20})|"
+    r"Arena size is too small for all buffers\. ?Needed (?P<n>\d{1,20}) but only "
+    r"(?P<o>\d{1,20}) was available"
+)
+_PREFILTER = needles_re(
+    (" Error in ", "vram_allocated_bytes", "Alloc memory error for", "Requested: ", "Arena size")
+)
 
 
 def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
@@ -81,6 +96,19 @@ def _event(line: str, n: int) -> OomEvent | None:
                 requested_bytes=to_int(m2["a"]) if m2["a"] else None,
                 allowed_bytes=to_int(m2["c"]) if m2["c"] else None,
                 stage="weights",
+            )
+    if "Requested: " in line or "Arena size" in line:
+        m4 = _TFLM.search(line)
+        if m4 is not None:
+            return _ev(
+                "host_oom",
+                "tflm_arena_too_small",
+                "tflite-micro",
+                line,
+                n,
+                requested_bytes=to_int(m4["r"] or m4["n"]),
+                allowed_bytes=to_int(m4["a"] or m4["o"]),
+                stage="weights" if m4["n"] else None,
             )
     if "Alloc memory error for" in line:
         m3 = _MNN_ALLOC.search(line)

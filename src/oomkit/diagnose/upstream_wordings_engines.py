@@ -27,6 +27,9 @@ _GGML = (
     "(ggml_backend_cuda_buffer_type_alloc_buffer: printed only when ggml_cuda_device_malloc "
     "failed; the HIP and MUSA builds share it)"
 )
+_TFLM = (
+    "tensorflow/tflite-micro:tensorflow/lite/micro/arena_allocator/single_arena_buffer_allocator.cc"
+)
 _PI = "SJTU-IPADS/PowerInfer:llama.cpp (llm_load_sparse_model_tensors, after alloc.flush())"
 
 ENGINES: tuple[Wording, ...] = (
@@ -87,6 +90,29 @@ ENGINES: tuple[Wording, ...] = (
         req=25769803776,
     ),
     _w(
+        "tflite-micro",
+        _TFLM + " (SingleArenaBufferAllocator::ResizeBuffer)",
+        "Failed to resize buffer. Requested: %u, available %u, missing: %u",
+        "Failed to resize buffer. Requested: 1076720, available 515080, missing: 561640",
+        req=1076720,
+    ),
+    _w(
+        "tflite-micro",
+        _TFLM + " (SingleArenaBufferAllocator::AllocatePersistentBuffer)",
+        "Failed to allocate tail memory. Requested: %u, available %u, missing: %u",
+        "Failed to allocate tail memory. Requested: 816, available 8, missing: 808",
+        req=816,
+    ),
+    _w(
+        "tflite-micro",
+        "tensorflow/tflite-micro:tensorflow/lite/micro/micro_allocator.cc "
+        "(MicroAllocator::CommitStaticMemoryPlan)",
+        "Arena size is too small for all buffers. Needed %u but only %u was available.",
+        "Arena size is too small for all buffers. Needed 351408 but only 269040 was available.\n"
+        "AllocateTensors() failed",
+        req=351408,
+    ),
+    _w(
         "mnn",
         "alibaba/MNN:source/backend/cpu/CPUDeconvolution.cpp (makeResource: MNN_ERROR after "
         "onAcquireBuffer / AutoStorage failed; source/core/IDSTDecoder.hpp the same for weights)",
@@ -134,6 +160,9 @@ ENGINES_NEAR_MISSES: tuple[str, ...] = (
     "llm_load_tensors: allocating 8192.00 MiB on device 0",
     # PowerInfer's own budget report
     "llm_load_sparse_model_tensors: vram_capacity = 22528.00 MiB, offloaded 40/40 layers",
+    # TFLM's own resize of a buffer that fits; an arena report without a failure
+    "ResetTempAllocations() is not called before ResizeBuffer().",
+    "[RecordingMicroAllocator] Arena allocation total 269040 bytes",
     # MNN's messages that are not an allocation failing
     "Fix: Alloc memory error message for deconvolution was unclear",
     "CPUDeconvolution makeResource error",
