@@ -13,6 +13,13 @@ source:
   (``CUDNN_STATUS_ALLOC_FAILED``, ``cudnn.h``), ``cuBLAS`` 3 (``CUBLAS_STATUS_ALLOC_FAILED``,
   ``cublas_api.h``). Other codes (``Cuda Error in execute: 700``, an illegal address) are not
   memory.
+* TensorRT's builder when no tactic fits its workspace (closed source, ``optimizer.cpp``
+  ``computeCosts``; the wording as TensorRT prints it): TRT 7 ``Internal error: could not find any
+  implementation for node <n>, try increasing the workspace size with
+  IBuilder::setMaxWorkspaceSize()``, TRT 8.4+ ``Error Code 10: Internal Error (Could not find any
+  implementation for node <n> due to insufficient workspace. See verbose log for requested
+  sizes.)`` -- the workspace is a memory pool (since 8.4 the device's memory by default); the same
+  sentence without the workspace (an unsupported layer) is not memory.
 * PowerInfer's GPU split (``SJTU-IPADS/PowerInfer:llama.cpp``, ``llm_load_sparse_model_tensors``):
   ``GGML_ASSERT(vram_allocated_bytes < vram_capacity)`` after the buffered tensor allocator placed
   the hot neurons' weights; from commit 9d72668 ``GGML_ASSERT_DBG(vram_allocated_bytes <=
@@ -56,6 +63,10 @@ _POWERINFER = re.compile(
     r"vram_allocated_bytes ?<=? ?vram_capacity\b|"
     r"vram_allocated_bytes ?= ?(?P<a>\d{1,20}), ?vram_capacity ?= ?(?P<c>\d{1,20})"
 )
+_TRT_NO_TACTIC = re.compile(
+    r"[Cc]ould not find any implementation for node (?P<node>.{1,160}?)"
+    r"(?:, try increasing the workspace size| due to insufficient workspace)"
+)
 _MNN_ALLOC = re.compile(r"(?<![A-Za-z])Alloc memory error for (?P<what>\w[\w ]{0,60})")
 _TFLM = re.compile(
     r"Failed to (?:resize buffer|allocate tail memory)\. Requested: ?(?P<r>\d{1,20}), "
@@ -64,7 +75,14 @@ _TFLM = re.compile(
     r"(?P<o>\d{1,20}) was available"
 )
 _PREFILTER = needles_re(
-    (" Error in ", "vram_allocated_bytes", "Alloc memory error for", "Requested: ", "Arena size")
+    (
+        " Error in ",
+        "vram_allocated_bytes",
+        "Alloc memory error for",
+        "Requested: ",
+        "Arena size",
+        "any implementation for node",
+    )
 )
 
 
@@ -83,6 +101,18 @@ def _event(line: str, n: int) -> OomEvent | None:
                 line,
                 n,
                 detail=f"{m['lib']} status {m['code']} in {m['fn']}"[:120],
+            )
+    if "any implementation for node" in line:
+        m5 = _TRT_NO_TACTIC.search(line)
+        if m5 is not None:
+            return _ev(
+                "workspace_alloc_failed",
+                "trt_no_tactic_workspace",
+                "tensorrt",
+                line,
+                n,
+                stage="compile",
+                detail=m5["node"].strip()[:120],
             )
     if "vram_allocated_bytes" in line:
         m2 = _POWERINFER.search(line)

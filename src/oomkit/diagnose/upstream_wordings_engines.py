@@ -60,6 +60,25 @@ ENGINES: tuple[Wording, ...] = (
         "plugin/common/bertCommon.h (120) - cuBLAS Error in initialize: 3",
     ),
     _w(
+        "tensorrt",
+        "TensorRT 7 builder (closed source; the wording as nvinfer prints it)",
+        "Internal error: could not find any implementation for node %s, try increasing the "
+        "workspace size with IBuilder::setMaxWorkspaceSize()",
+        "[TensorRT] ERROR: Internal error: could not find any implementation for node (Unnamed "
+        "Layer* 52) [Convolution], try increasing the workspace size with "
+        "IBuilder::setMaxWorkspaceSize()",
+    ),
+    _w(
+        "tensorrt",
+        "TensorRT 8.4+ builder (closed source, optimizer.cpp computeCosts; as nvinfer prints it)",
+        "[optimizer.cpp::computeCosts::%d] Error Code 10: Internal Error (Could not find any "
+        "implementation for node %s due to insufficient workspace. See verbose log for requested "
+        "sizes.)",
+        "[TRT] [E] 10: [optimizer.cpp::computeCosts::3869] Error Code 10: Internal Error (Could "
+        "not find any implementation for node /model.24/Conv due to insufficient workspace. See "
+        "verbose log for requested sizes.)",
+    ),
+    _w(
         "ggml",
         _GGML + "; the paste cut inside the API's name",
         "%s: allocating %.2f MiB on device %d: cudaMalloc failed: %s",
@@ -156,6 +175,9 @@ ENGINES_NEAR_MISSES: tuple[str, ...] = (
     "plugin/common/bertCommon.h (120) - cuBLAS Error in gemm: 7 (CUBLAS_STATUS_INVALID_VALUE)",
     "../builder/cudnnBuilderUtils.cpp (427) - Cuda Error in findFastestTactic: 209 (no kernel "
     "image is available for execution on the device)",
+    # no tactic for a layer the builder does not support: not the workspace
+    "[TRT] [E] 10: [optimizer.cpp::computeCosts::3869] Error Code 10: Internal Error (Could not "
+    "find any implementation for node {ForeignNode[/model/Conv...]}.)",
     # a load step that states its size, not the failure line of the device buffer
     "llm_load_tensors: allocating 8192.00 MiB on device 0",
     # PowerInfer's own budget report
