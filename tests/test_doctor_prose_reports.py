@@ -77,6 +77,21 @@ _OOM = (
     "la memoria de la GPU se llena al cargar el modelo",
     "a memória da placa esgotada no segundo lote",
     "не хватает видеопамяти при загрузке модели",
+    # after heldout20: a memory eaten whole, the shell's "Killed" as the only output, a reduction
+    # made to have the memory, a batch of 1 that still raises the OOM's exception class
+    "Memory is fully eaten and training quit with errors",
+    "the host RAM was completely eaten after two epochs",
+    "直接显示Killed，没有其他报错",
+    "运行到一半提示Killed。",
+    "When I load the 13B model it just says Killed and exits.",
+    "the script prints 'Killed' and nothing else",
+    "I had to change frames from 129 to 65 to be able to have VRAM to run",
+    "we had to lower the resolution to 512 to fit in GPU memory",
+    "I get a RuntimeError. My batch size is 1 and the card has 8GB.",
+    # a run that fails on the memory it states
+    "running the model in the default container (with 8gb RAM) fails most of the time",
+    "training fails with only 16 GB of VRAM",
+    "the model with 8 GB of VRAM failed to load",
 )
 
 _NOT_OOM = (
@@ -123,6 +138,16 @@ _NOT_OOM = (
     "显存不会爆",
     "如何避免显存占满",
     "メモリオーバーヘッドを減らす",
+    # after heldout20: memory taken as expected, a Killed that is a state or the user's doing,
+    # a reduction made for something else, a batch of 1 that raises a shape error
+    "The memory is fully occupied by the model weights, as expected.",
+    "The dashboard shows Killed processes in red.",
+    "The status column shows Killed and Running pods.",
+    "I had to change the port to 8080 to get it working.",
+    "we had to lower the learning rate to get stable training",
+    "My batch size is 1 and I get a ValueError about shapes.",
+    "The CI job with 16 GB RAM failed to download the weights.",
+    "The test fails with 16 GB of memory: unsupported instruction.",
 )
 
 (

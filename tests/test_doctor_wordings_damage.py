@@ -13,6 +13,9 @@ _WRAPPERS = WRAPPERS
 _OOM = (
     # "memory" misspelt after "out of"
     "CUDA out of memeory when training with batch size 8",
+    # the status name misspelt
+    "5746 tokens job: RESSOURCE_EXHAUSTED (H100 80G, despite unified memory)",
+    "XlaRuntimeError: RESOURCE_EXHAUSED while compiling the train step",
     "RuntimeError: CUDA out of memroy. Tried to allocate",
     "GPU out of memmory on the second epoch",
     "got out of momery on a 3090",
@@ -84,6 +87,10 @@ _NOT_OOM = (
     "Does 8GB of VRAM seem to be enough?",
     "显存只有8G，够不够？",
     "显存只有8G能跑吗？",
+    # other statuses with the same shape; a quota named by the misspelt status
+    "RESOURCE_ENABLED is set for the pool",
+    "RESPONSE_EXPECTED from the server",
+    "RESSOURCE_EXHAUSTED: Quota exceeded for the project",
     # exit codes that are not SIGKILL
     "test exits with error -90",
     "the script exited with error 1",

@@ -27,6 +27,7 @@ from oomkit.diagnose.normalize import (
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_diffusion import diffusion_stage_of
+from oomkit.diagnose.parse_engines import parse_engines
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
@@ -170,6 +171,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # other frameworks' own wordings (TensorRT, MXNet, MindSpore, ONNX Runtime CUDA, ...)
         events.extend(parse_frameworks(lines))
+    if not events:
+        # TensorRT's status-code errors, PowerInfer's VRAM-capacity assert (parse_engines)
+        events.extend(parse_engines(lines))
     if not events:
         # GPU backends' one-line allocation failures (DirectML, ggml Vulkan)
         events.extend(parse_backends(lines))

@@ -65,7 +65,13 @@ _METAL_WS = re.compile(
     r"size = {0,8}(?P<req>\d{1,9}(?:\.\d{1,4})?) MiB, \( {0,8}(?P<a>\d{1,9}(?:\.\d{1,4})?) / "
     r"{0,8}(?P<t>\d{1,9}(?:\.\d{1,4})?)\)"
 )
+# XLA's autotuner (xla/service/gpu/conv_algorithm_picker.cc, PickBestAlgorithm): "Failed to
+# determine best cudnn convolution algorithm for: <hlo> Original error: ..."; TensorFlow's
+# conv kernels (tensorflow/core/kernels/conv_ops.cc): "Failed to get convolution algorithm. This
+# is probably because cuDNN failed to initialize" -- no algorithm's workspace could be had
 _CUDNN = re.compile(
+    r"Failed to determine best cudnn convolution algorithm|"
+    r"Failed to get convolution algorithm\. This is probably because cuDNN failed to initiali|"
     r"Unable to find a valid cuDNN algorithm|cuDNN isn't found \w{2,8} algo|"
     r"CUDNN_STATUS_EXECUTION_FAILED|"
     r"CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED"
@@ -102,6 +108,8 @@ _NEEDLES = (
     "leave no GPU memory for the KV cache",
     "recommended max working set size",
     "cuDNN algorithm",
+    "best cudnn convolution",
+    "get convolution algorithm",
     "cuDNN isn't found",
     "memory pool (needed",
     "maxTokensInPagedKvCache",
@@ -330,7 +338,7 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
             allocated_bytes=to_bytes(m8.group("a"), "MiB", "llama.cpp") if m8 else None,
             allowed_bytes=to_bytes(m8.group("t"), "MiB", "llama.cpp") if m8 else None,
         )
-    if "cuDNN" in line or "CUDNN_STATUS_" in line:
+    if "cuDNN" in line or "CUDNN_STATUS_" in line or "best cudnn convolution" in line:
         m9 = _CUDNN.search(line)
         if m9 is not None:
             return _ev(

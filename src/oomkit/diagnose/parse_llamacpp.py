@@ -35,6 +35,14 @@ _CUDAMALLOC = re.compile(
     r"(?P<fn>\w{1,80}): allocating (?P<mib>" + _F + r") MiB on device (?P<dev>\d{1,3}): "
     r"(?P<api>cudaMalloc|hipMalloc|musaMalloc) failed: ?(?P<err>.{0,200})"
 )
+# ggml-cuda.cu ggml_backend_cuda_buffer_type_alloc_buffer prints "%s: allocating %.2f MiB on device
+# %d: cudaMalloc failed: %s" only when the allocation failed (the HIP and MUSA builds share it), so
+# the line is the failure even when a paste is cut before the API's name ends ("... device 0:
+# cudaMall")
+_CUDAMALLOC_CUT = re.compile(
+    r"(?P<fn>\w{0,80}_buffer_type_alloc_buffer): allocating (?P<mib>" + _F + r") MiB on device "
+    r"(?P<dev>\d{1,3}):? ?(?P<tail>[A-Za-z]{0,16})\s{0,4}$"
+)
 # llama-context.cpp llama_output_reserve prints the size as "%.2f MiB", ggml-alloc.c as "%zu"
 # (the buffer-type name is ggml_backend_buft_name(): "CUDA0", "CPU", but some ggml-vulkan builds
 # name it after the device description, e.g. "AMD Radeon RX 6600 (RADV NAVI23)", spaces included)
@@ -287,6 +295,19 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
 def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
     """An event for a failure line, or None. Caller lines are merged later."""
     line_no = lines.number[i]
+    if "alloc_buffer: allocating" in line and "failed" not in line:
+        m = _CUDAMALLOC_CUT.search(line)
+        if m is not None:
+            return OomEvent(
+                runtime=_RT,
+                kind="gpu_alloc_failed",
+                format="llama.cpp_cudaMalloc",
+                line=line_no,
+                text=m.group(0)[:400],
+                device=int(m.group("dev")),
+                requested_bytes=to_bytes(m.group("mib"), "MiB", _RT),
+                detail="device malloc failed (the message is cut)",
+            )
     if "failed" in line and "lloc" in line:
         m = _CUDAMALLOC.search(line)
         if m is not None:

@@ -31,6 +31,9 @@ How users damage or word it:
 * **a typo in "memory" after "out of"**: "CUDA out of memeory", "out of memroy", "out of
   memmory" (one or two letters swapped, doubled or dropped; not "out of memo / members /
   money / mercy");
+* **a misspelt status name**: "RESSOURCE_EXHAUSTED" (French / German "ressource"),
+  "RESOURCE_EXHAUSED" (each word within two edits of ``RESOURCE_EXHAUSTED``, upper case with its
+  underscore; not "RESOURCE_EXHAUSTED" itself, which the XLA parser reads, nor "RESOURCE_ENABLED");
 * **a machine-translated CUDA status**: "CUDA:没有记忆" (word-for-word "no memory" in the sense of
   recollection) and Taiwan's "記憶體不足" after ``CUDA:``, as machine translation renders
   mshadow's "Check failed: e == cudaSuccess: CUDA: out of memory";
@@ -211,6 +214,22 @@ def _distance(a: str, b: str) -> int:
     return prev[len(b)]
 
 
+# gRPC / absl's status name (XLA, TensorFlow) typed by hand, misspelt: "RESSOURCE_EXHAUSTED" (the
+# French and German spelling), "RESOURCE_EXHAUSED", "RESOUCE_EXAUSTED"; both words within two
+# edits of the name, upper case and joined by "_" as the status is written
+_STATUS = re.compile(r"\b(?P<a>R[A-Z]{5,9})_(?P<b>E[A-Z]{6,10})\b")
+
+
+def _status_typo(line: str) -> re.Match[str] | None:
+    for m in _STATUS.finditer(line):
+        a, b = m["a"], m["b"]
+        if (a, b) != ("RESOURCE", "EXHAUSTED") and (
+            _distance(a, "RESOURCE") <= 2 and _distance(b, "EXHAUSTED") <= 2
+        ):
+            return m
+    return None
+
+
 def damage_match(line: str, low: str) -> re.Match[str] | None:
     """The first wording of this module in ``line`` (``low``: ``line.lower()``), else ``None``."""
     for needles, pattern in _FAMILIES:
@@ -218,6 +237,10 @@ def damage_match(line: str, low: str) -> re.Match[str] | None:
             m = pattern.search(line)
             if m is not None:
                 return m
+    if "_ex" in low or "ce_e" in low:
+        m = _status_typo(line)
+        if m is not None:
+            return m
     if "out of m" in low:
         for m in _OUT_OF.finditer(line):
             word = m["w"].lower()

@@ -96,6 +96,9 @@ _PRED_AFTER = re.compile(
     r"(?:is|was|are|were|gets?|got|being|getting|became|becomes) (?:completely |totally |all |"
     r"quickly |entirely |fully )?(?:used up|exhausted|maxed(?: out)?|saturated|eaten up|"
     r"filled|overloaded)|"
+    # "Memory is fully eaten" (eaten without "up" only with the adverb that makes it all)
+    r"(?:is|was|are|were|gets?|got|being|getting) (?:completely|totally|entirely|fully|all) "
+    r"eaten\b|"
     r"exceed(?:s|ed|ing)?\b(?! (?:the )?bandwidth)|overflow(?:s|ed|ing)?\b|"
     r"explod(?:es|ed|ing)|blow(?:s|n|ing)? up|blew up|skyrocket(?:s|ed|ing)?|"
     r"max(?:es|ed|ing)? out|"
@@ -244,10 +247,58 @@ _BATCH_ONE = re.compile(
 )
 _BATCH_ONE_FAILS = re.compile(
     r"\b(?:error|errors|fails?|failed|failing|crash\w{0,3}|still|even|oom|can'?t|cannot|"
-    r"can not|unable)\b",
-    _I,
+    r"can not|unable)\b|"
+    # the exception class an OOM raises, received: "I get a RuntimeError. My batch size is 1"
+    r"\b(?:get|gets|got|getting|receive[sd]?|throws?|threw|raises?|raised) (?:an? |the )?"
+    r"(?:Runtime|OutOfMemory|Memory|ResourceExhausted|Internal|XlaRuntime)Error\b"
 )
 _BATCH_ONE_FINE = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|succeeds?|passes)\b", _I)
+# the shell's report of a SIGKILL (the OOM killer's) as the only output: "it just says Killed",
+# "直接显示Killed，没有其他报错"; the word as the shell prints it (capital K, nothing after it but
+# punctuation, a quote or the end), after a verb of printing
+_SAYS_KILLED_VERB = re.compile(
+    r"(?:\b(?:just |only |simply )?(?:says?|said|shows?|showed|shown|prints?|printed|outputs?|"
+    r"displays?|displayed|returns?|returned|ends? with|ended with|gives?|gave)|"
+    r"显示|顯示|提示|输出|輸出|打印|出现|出現|报|報) ?(?:just |only |a |the |一个|一句|了)?"
+    r"[\"'`“「]?$"
+)
+# the word itself, matched alone (the match is the event's wording, which names the host kill)
+_SAYS_KILLED = re.compile(
+    r"(?<![A-Za-z])Killed(?:[\"'`”」]|(?=\s{0,3}(?:[,.;:!，。、；）)]|$))|"
+    r"(?= and (?:then )?(?:exit|quit|stop|return|die|crash|end)))"
+)
+# a kill the user made, or another signal: "I pressed Ctrl+C and it printed Killed"
+_SAYS_KILLED_OTHER = re.compile(
+    r"\b(?:I|we|you) (?:\w{1,12} )?(?:pressed|hit|killed|kill|stopped|interrupted|sent)\b|"
+    r"ctrl|signal|segment|manually",
+    _I,
+)
+# a reduction the poster had to make to have the memory: "I had to change frames from 129 to 65
+# to be able to have VRAM to run", "had to cut the resolution to 512 to fit in memory"
+_HAD_TO_REDUCE = re.compile(
+    r"\bhad to (?:reduce|lower|decrease|change|cut|drop|halve|limit|shrink|set)\b"
+    r"[^.;!?]{0,80}?\bto (?:be able to )?(?:have|get|fit|stay) (?:enough |some |the )?"
+    r"(?:(?:in|into|within|under) )?(?:(?:the|my) )?(?:v?ram|vram|memory|gpu memory)\b",
+    _I,
+)
+# a run that fails on the memory it states: "trying to run the model with the default container
+# configuration (with 8gb RAM) fails most of the time", "training fails with only 16 GB of VRAM"
+# (the memory itself named: RAM / VRAM / memory, not a card, whose failures have other causes)
+_SIZE_MEM = (
+    r"\d{1,4} ?(?:gb?|gib)\b (?:of )?(?:(?:system|gpu|video|host|cpu) )?(?:v?ram|vram|memory)\b"
+)
+_FAILS_ON_SIZE = re.compile(
+    r"\b(?:fails?|failed|failing)\b(?: \w{1,12}){0,3}? (?:on|with) (?:only |just |a |an |my |the )?"
+    + _SIZE_MEM
+    + r"|\b(?:with|on) (?:only |just |a |an |my |the )?"
+    + _SIZE_MEM
+    + r"\)?(?: \w{1,12}){0,2}? (?:fails?|failed)\b",
+    _I,
+)
+# a failure "to" do something other than run: "failed to download the weights"
+_FAIL_TO_OTHER = re.compile(
+    r" to (?!load|run|start|allocat|initiali|launch|generat|train|finish|complete|fit)\w", _I
+)
 _GROW_UNTIL = re.compile(
     r"\b(?:grow|increas|ris|climb|accumulat|go(?:es)? up|going up|build)\w{0,3}"
     r"(?: \w{1,20}){0,4} (?:until|till|untill) (?:it |the \w{1,15} |my \w{1,15} |we |i )?"
@@ -356,8 +407,8 @@ _HYPOTHETICAL = re.compile(
 )
 # the literal words that let a sentence in (one of them must be on the line)
 _NEEDLES: tuple[str, ...] = (
-    "mem", "ram", "vram", "killed", "crash", "fit", "gpu", "card", "died", "dies", "froze",
-    "freez", "load", "run", "train", "tune", "able to", "out at", "out after", "out on",
+    "mem", "ram", "vram", "killed", "had to", "crash", "fit", "gpu", "card", "died", "dies",
+    "froze", "freez", "load", "run", "train", "tune", "able to", "out at", "out after", "out on",
     "handle", "cope", "hold", "afford", "batch", "more than",
     "out during", "out in", "out around",
     "显存", "顯存", "内存", "內存", "运存", "運存", "記憶體", "メモリ", "메모리", "램", "speicher",
@@ -468,6 +519,25 @@ def _english_families(s: str, low: str, before: str, after: str) -> re.Match[str
     if "until" in low or "till" in low:
         m = _GROW_UNTIL.search(s)
         if m is not None and _MEM_NOUN.search(s):
+            return m
+    if "Killed" in s:
+        for m in _SAYS_KILLED.finditer(s):
+            if _SAYS_KILLED_VERB.search(s[max(0, m.start() - 24) : m.start()]) and not (
+                _SAYS_KILLED_OTHER.search(s, 0, m.start())
+            ):
+                return m
+    if "fail" in low:
+        m = _FAILS_ON_SIZE.search(s)
+        if (
+            m is not None
+            and not _OTHER_REASON.search(s, m.end())
+            and not _FAIL_TO_OTHER.match(s, m.end())
+            and not _FIT_VETO.search(s[max(0, m.start() - 60) : m.start()])
+        ):
+            return m
+    if "had to" in low:
+        m = _HAD_TO_REDUCE.search(s)
+        if m is not None:
             return m
     if " out " in low:
         m = _OUT_AT_STEP.search(s)

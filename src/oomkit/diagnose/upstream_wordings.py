@@ -27,6 +27,7 @@ from __future__ import annotations
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
+from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_libs import LIBS, LIBS_NOT_CAPACITY
 from oomkit.diagnose.upstream_wordings_limits import (
@@ -46,7 +47,18 @@ __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
 #: Every harvested wording, family by family.
 WORDINGS: tuple[Wording, ...] = (
-    TORCH + CUDA + GGML + SERVING + FRAMEWORKS + OS + LIBS + HOSTS + LIMITS + RUNTIMES + TITLES
+    TORCH
+    + CUDA
+    + GGML
+    + SERVING
+    + FRAMEWORKS
+    + OS
+    + LIBS
+    + HOSTS
+    + LIMITS
+    + RUNTIMES
+    + TITLES
+    + ENGINES
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -104,4 +116,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *LIMITS_NEAR_MISSES,
     *RUNTIMES_NEAR_MISSES,
     *TITLES_NEAR_MISSES,
+    *ENGINES_NEAR_MISSES,
 )

@@ -1,0 +1,169 @@
+"""Engine builders' and sparse runtimes' allocation failures read by their status codes (issue 9,
+after heldout20).
+
+The dispatcher runs this module after ``parse_frameworks`` and before ``parse_backends``, only
+when no other parser found an event. Each family is the runtime's own message, cited from its
+source:
+
+* TensorRT's plugin and sample error macros (``NVIDIA/TensorRT:plugin/common/checkMacrosPlugin.cpp``
+  ``TRTException::log``, the same text in TensorRT 7's closed ``rtSafe`` runtime): ``<file>
+  (<line>) - <Name> Error in <function>: <status> (<message>)``. The status is the library's own
+  enum, so the code alone names an allocation failure even where the message is cut or missing:
+  ``Cuda`` 2 (``cudaErrorMemoryAllocation``, ``cuda_runtime_api.h``), ``Cudnn`` 2
+  (``CUDNN_STATUS_ALLOC_FAILED``, ``cudnn.h``), ``cuBLAS`` 3 (``CUBLAS_STATUS_ALLOC_FAILED``,
+  ``cublas_api.h``). Other codes (``Cuda Error in execute: 700``, an illegal address) are not
+  memory.
+* TensorRT's builder when no tactic fits its workspace (closed source, ``optimizer.cpp``
+  ``computeCosts``; the wording as TensorRT prints it): TRT 7 ``Internal error: could not find any
+  implementation for node <n>, try increasing the workspace size with
+  IBuilder::setMaxWorkspaceSize()``, TRT 8.4+ ``Error Code 10: Internal Error (Could not find any
+  implementation for node <n> due to insufficient workspace. See verbose log for requested
+  sizes.)`` -- the workspace is a memory pool (since 8.4 the device's memory by default); the same
+  sentence without the workspace (an unsupported layer) is not memory.
+* PowerInfer's GPU split (``SJTU-IPADS/PowerInfer:llama.cpp``, ``llm_load_sparse_model_tensors``):
+  ``GGML_ASSERT(vram_allocated_bytes < vram_capacity)`` after the buffered tensor allocator placed
+  the hot neurons' weights; from commit 9d72668 ``GGML_ASSERT_DBG(vram_allocated_bytes <=
+  vram_capacity, "vram_allocated_bytes=%ld, vram_capacity=%ld", ...)``, which prints both numbers
+  (the capacity is the ``--vram-budget`` or the device's free memory): the weights placed on the
+  GPU exceed the VRAM it may use.
+* TensorFlow Lite for Microcontrollers' tensor arena (``tensorflow/tflite-micro:tensorflow/lite/
+  micro/arena_allocator/single_arena_buffer_allocator.cc`` ``ResizeBuffer``: ``Failed to resize
+  buffer. Requested: %u, available %u, missing: %u``, and ``AllocatePersistentBuffer``'s ``Failed
+  to allocate tail memory. ...``; ``micro_allocator.cc`` ``CommitStaticMemoryPlan``: ``Arena size
+  is too small for all buffers. Needed %u but only %u was available.``): the arena the
+  application gave the interpreter is smaller than the model's plan (the request and what was
+  left are read, in bytes).
+* MNN's CPU backend and weight decoder (``alibaba/MNN:source/backend/cpu/CPUDeconvolution.cpp``
+  ``makeResource``, ``source/core/IDSTDecoder.hpp``): ``MNN_ERROR("Alloc memory error for
+  %s\n")`` when ``onAcquireBuffer`` or an ``AutoStorage`` of host memory returned nothing (the
+  Out-of-memory-when-acquired wording of the other backends is ``parse_backends``').
+
+Every pattern is anchored on a literal and bounded: linear time on any line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.text import Lines, needles_re
+
+__all__ = ["parse_engines"]
+
+# "<Name> Error in <function>: <status>" then " (<message>)", the end of the line, or a cut
+_TRT_STATUS = re.compile(
+    r"\b(?P<lib>Cuda|CUDA|Cudnn|cuDNN|CUDNN|cuBLAS|Cublas|CUBLAS) Error in "
+    r"(?P<fn>[\w:~<>.]{1,160}): (?P<code>\d{1,4})(?![\d.])(?: ?\((?P<msg>[^)\n]{0,80})\)?)?"
+)
+#: the allocation-failure status of each library's enum
+_ALLOC_CODE = {"cuda": 2, "cudnn": 2, "cublas": 3}
+_POWERINFER = re.compile(
+    r"vram_allocated_bytes ?<=? ?vram_capacity\b|"
+    r"vram_allocated_bytes ?= ?(?P<a>\d{1,20}), ?vram_capacity ?= ?(?P<c>\d{1,20})"
+)
+_TRT_NO_TACTIC = re.compile(
+    r"[Cc]ould not find any implementation for node (?P<node>.{1,160}?)"
+    r"(?:, try increasing the workspace size| due to insufficient workspace)"
+)
+_MNN_ALLOC = re.compile(r"(?<![A-Za-z])Alloc memory error for (?P<what>\w[\w ]{0,60})")
+_TFLM = re.compile(
+    r"Failed to (?:resize buffer|allocate tail memory)\. Requested: ?(?P<r>\d{1,20}), "
+    r"available:? ?(?P<a>\d{1,20})|"
+    r"Arena size is too small for all buffers\. ?Needed (?P<n>\d{1,20}) but only "
+    r"(?P<o>\d{1,20}) was available"
+)
+_PREFILTER = needles_re(
+    (
+        " Error in ",
+        "vram_allocated_bytes",
+        "Alloc memory error for",
+        "Requested: ",
+        "Arena size",
+        "any implementation for node",
+    )
+)
+
+
+def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
+    return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=line[:600], **kw)
+
+
+def _event(line: str, n: int) -> OomEvent | None:
+    if " Error in " in line:
+        m = _TRT_STATUS.search(line)
+        if m is not None and _ALLOC_CODE[m["lib"].lower()] == int(m["code"]):
+            return _ev(
+                "cuda_error_oom" if m["lib"].lower() == "cuda" else "library_alloc_failed",
+                "trt_status_alloc_failed",
+                "tensorrt",
+                line,
+                n,
+                detail=f"{m['lib']} status {m['code']} in {m['fn']}"[:120],
+            )
+    if "any implementation for node" in line:
+        m5 = _TRT_NO_TACTIC.search(line)
+        if m5 is not None:
+            return _ev(
+                "workspace_alloc_failed",
+                "trt_no_tactic_workspace",
+                "tensorrt",
+                line,
+                n,
+                stage="compile",
+                detail=m5["node"].strip()[:120],
+            )
+    if "vram_allocated_bytes" in line:
+        m2 = _POWERINFER.search(line)
+        if m2 is not None:
+            return _ev(
+                "gpu_alloc_failed",
+                "powerinfer_vram_capacity_assert",
+                "llama.cpp",
+                line,
+                n,
+                requested_bytes=to_int(m2["a"]) if m2["a"] else None,
+                allowed_bytes=to_int(m2["c"]) if m2["c"] else None,
+                stage="weights",
+            )
+    if "Requested: " in line or "Arena size" in line:
+        m4 = _TFLM.search(line)
+        if m4 is not None:
+            return _ev(
+                "host_oom",
+                "tflm_arena_too_small",
+                "tflite-micro",
+                line,
+                n,
+                requested_bytes=to_int(m4["r"] or m4["n"]),
+                allowed_bytes=to_int(m4["a"] or m4["o"]),
+                stage="weights" if m4["n"] else None,
+            )
+    if "Alloc memory error for" in line:
+        m3 = _MNN_ALLOC.search(line)
+        if m3 is not None:
+            return _ev(
+                "host_oom",
+                "mnn_alloc_memory_error",
+                "mnn",
+                line,
+                n,
+                detail=m3["what"].strip()[:80],
+            )
+    return None
+
+
+def parse_engines(lines: Lines) -> list[OomEvent]:
+    """Events of the families in the module docstring (every match, in log order). Never raises.
+
+    The caller runs this only when no specific parser found an event.
+    """
+    events: list[OomEvent] = []
+    for i, raw in enumerate(lines.text):
+        if not _PREFILTER.search(raw):
+            continue
+        ev = _event(raw, lines.number[i])
+        if ev is not None:
+            events.append(ev)
+    return events
