@@ -132,6 +132,10 @@ _HOST_WORDING = re.compile(
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
     r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
     r"exceeding memory limits|ArrowMemoryError|Array buffer allocation|"
+    # doccause9 (heldout19): Android ART's Java heap (art/runtime/gc/heap.cc ThrowOutOfMemoryError:
+    # "Failed to allocate a N byte allocation with F free bytes and XMB until OOM"), an app's
+    # heap limit (dalvik.vm.heapgrowthlimit; android:largeHeap raises it), not the GPU
+    r"byte allocation with \d{1,20} free bytes|"
     r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b|"
     # doccause7: "OOM (host)"; a container's exit status 137 (128 + SIGKILL, the kernel OOM
     # killer's signal: "Status code 137 indicates OOM"); "被系统杀死" (killed by the system)
