@@ -152,3 +152,21 @@ def test_android_java_heap_is_host_memory() -> None:
 def test_a_gpu_byte_allocation_is_not_the_java_heap() -> None:
     d = diagnose_text("CUDA out of memory. Tried to allocate 20.00 MiB")
     assert d.cause != "host_ram"
+
+
+def test_lora_runs_and_full_fine_tuning_does_not() -> None:
+    # "lora method works on 1 gpu, but full parameter fine-tuning encountered OOM on 8*A100"
+    d = diagnose_text(corpus_text("h20-LlamaFactory-455"))
+    assert d.cause == "model_too_large"
+    assert "LoRA runs and full fine-tuning does not" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "full fine-tuning works but LoRA gives CUDA out of memory",  # the other order
+        "LoRA fine-tuning gives CUDA out of memory on my 24GB card",  # no comparison
+    ],
+)
+def test_other_lora_statements_are_not_read(text: str) -> None:
+    assert "LoRA runs and full fine-tuning" not in diagnose_text(text).explanation

@@ -20,7 +20,7 @@ from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.rules_stated import fallback
 from oomkit.units import GB, format_bytes, parse_size
 
-__all__ = ["stated_weights_exceed_card", "weights_over_card"]
+__all__ = ["stated_lora_fits_full_does_not", "stated_weights_exceed_card", "weights_over_card"]
 
 # "14B model", "llava 34B", "Qwen-7B", "a 70b": billions of parameters. A mixture-of-experts
 # name ("235B-A22B", "35B-A3B") or a file name ("wan21_14b_24gb.yaml") is not read: the
@@ -116,6 +116,59 @@ def stated_weights_exceed_card(result: Analysis, e: OomEvent, ctx: LogContext) -
                     "a 4-bit quantization of the same model",
                     'device_map="auto", max_memory={0: "20GiB", "cpu": "64GiB"}',
                     "the next smaller model size",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# LoRA said to run and full fine-tuning said to fail, in that order in one sentence: "lora method
+# works on 1 gpu, but full parameter fine-tuning encountered OOM on 8*A100"
+_LORA_NOT_FULL = re.compile(
+    r"(?i)\b(?:q?lora)\b[^.\n]{0,60}?\b(?:works?|worked|runs?|ran|fine|ok|fits?)\b[^.\n]{0,40}?"
+    r"\bbut\b[^.\n]{0,20}?\bfull[- ]?(?:parameters?|params?|weights?)?\s*"
+    r"(?:fine[- ]?tun\w*|finetun\w*|training|sft)\b[^.\n]{0,60}?\b(?:oom\w*|out[ -]of[ -]memory)\b"
+)
+
+
+def stated_lora_fits_full_does_not(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """The text says LoRA runs and full fine-tuning runs out of memory: ``model_too_large``.
+
+    Mechanism. LoRA and full fine-tuning of one model run the same forward and backward over the
+    same batch: the activations kept for backward are the same (the frozen base still passes
+    its gradients through), and the adapters add well under 1% of the parameters. What full
+    fine-tuning adds is a gradient and the optimizer's states for every parameter: with
+    mixed-precision Adam about 12 bytes per parameter beyond the 16-bit weights (fp32 master
+    copy and two moments), 6-8x the weights. A run that fits with LoRA and fails in full has
+    shown that this resident training state, not the batch, overflows: the levers are ZeRO
+    sharding or offload, or LoRA itself. Only that order is read ("full works but LoRA OOMs"
+    says something else).
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    m = _LORA_NOT_FULL.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says LoRA runs and full fine-tuning does "
+        f"not ({m.group(0)!r}): both keep the same activations, so what full fine-tuning adds -- "
+        "a gradient and Adam's states for every parameter, about 12 bytes each beyond the 16-bit "
+        "weights -- is what overflows. What would decide: whether it fits with ZeRO-3 and the "
+        "optimizer states offloaded.",
+        fixes=(
+            generic(
+                "Shard or offload the training state",
+                "gradients and optimizer states of every parameter do not shrink with the batch.",
+                (
+                    "deepspeed ZeRO-3 (ds_z3_config.json)",
+                    'ZeRO-3 with "offload_optimizer": {"device": "cpu"}',
+                    "LoRA / QLoRA instead of full fine-tuning",
                 ),
             ),
             *result.fixes,
