@@ -2,9 +2,11 @@
 
 :mod:`oomkit.diagnose.questions` holds the set and reads the answers; this module picks the
 question for an open or low-confidence diagnosis (the pair of causes it leaves open: the
-diagnosis's cause and the base rate's runner-up) and states, for each answer, the cause the
-doctor gives with it, computed by re-running the steps after the rules
-(:class:`AskedQuestion`, used by :func:`oomkit.diagnose.rules.diagnose`).
+diagnosis's cause and the base rate's runner-up, a hand order; then, among the questions whose
+answers change the cause, the one the data says is most likely to reveal another cause:
+:mod:`oomkit.diagnose.question_facts`) and states, for each answer, the cause the doctor gives
+with it, computed by re-running the steps after the rules (:class:`AskedQuestion`, used by
+:func:`oomkit.diagnose.rules.diagnose`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import replace
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.question_facts import fact_score, fact_table
 from oomkit.diagnose.questions import (
     ASK_BELOW,
     BATCH,
@@ -91,19 +94,48 @@ def pick_question(
 
     ``rerun(id, value)`` is the cause the doctor gives with that one more answer; a question is
     asked only when its answers lead to at least two different causes (an answer that changes
-    nothing is not worth asking), and never twice (``answered``).
+    nothing is not worth asking), and never twice (``answered``). A question is asked only where
+    the hand order (``_candidates``) has one; which one is learned (doccause9,
+    :mod:`oomkit.diagnose.question_facts`): of every question whose answers change the cause and
+    keep it among them, the one most likely to reveal another cause for this message's key.
     """
     if final.confidence >= ASK_BELOW and final.open_question is not True:
         return None
     done = answered or {}
-    for qid in _candidates(final.cause, e, ctx):
-        if qid in done:
-            continue
+    hand = [q for q in _candidates(final.cause, e, ctx) if q not in done]
+    asked: list[Question] = []
+    for qid in (*hand, *(q for q in QUESTIONS if q not in hand and q not in done)):
         spec = QUESTIONS[qid]
         leads = tuple((c.value, c.text, rerun(qid, c.value)) for c in spec.choices)
         if len({cause for _, _, cause in leads}) >= 2:
-            return Question(qid, spec.text, leads)
-    return None
+            asked.append(Question(qid, spec.text, leads))
+    if not any(q.id in hand for q in asked):
+        return None  # no question of the hand order would change the cause
+    return _most_revealing(final.cause, asked, e, ctx)
+
+
+def _most_revealing(
+    cause: str, asked: Sequence[Question], e: OomEvent, ctx: LogContext
+) -> Question:
+    """Of the questions whose answers change the cause (hand order first), the one with the
+    highest :func:`~oomkit.diagnose.question_facts.fact_score` for this message's base rate; the
+    first in hand order when none scores (no rate for the key, or no fact seen in its causes'
+    threads)."""
+    from oomkit.diagnose.priors import base_rate, prior_key
+
+    rate = base_rate(prior_key(e, ctx))
+    if rate is None:
+        return asked[0]
+    counts = dict(rate.counts)
+    table = fact_table()
+    scores = [
+        fact_score(cause, frozenset(c for _, _, c in q.answers), q.id, counts, table) for q in asked
+    ]
+    # a question decides between the cause given and another: one of its answers must keep the
+    # cause (a question all of whose answers move away would move a right cause away too)
+    keeps = [cause == "unknown" or any(c == cause for _, _, c in q.answers) for q in asked]
+    best = max(range(len(asked)), key=lambda i: (keeps[i], scores[i], -i))
+    return asked[best]
 
 
 class AskedQuestion:

@@ -50,6 +50,10 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_kv_pool_took_memory,
     stated_process_outlives_exit,
 )
+from oomkit.diagnose.rules_stated_size import (
+    stated_lora_fits_full_does_not,
+    stated_weights_exceed_card,
+)
 from oomkit.diagnose.rules_surroundings import stated_around
 
 __all__ = ["refine_by_evidence"]
@@ -93,6 +97,8 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
         stated_free_memory,
         mistralrs_device_map,
         stated_model_too_large,
+        stated_weights_exceed_card,
+        stated_lora_fits_full_does_not,
         stated_full_weights_on_device,
         stated_batch_cut_still_fails,
         comfy_loader_node,

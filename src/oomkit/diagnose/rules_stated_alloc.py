@@ -104,6 +104,11 @@ _ONE_OF_SEVERAL = re.compile(
     r"|\b(?:loads?|loaded|loading|puts?|placed|places)\s+(?:the\s+)?(?:whole\s+|entire\s+)?"
     r"model\s+only\s+(?:in|on|onto|into|to)\s+(?:one|1|a\s+single|the\s+first)\s+"
     r"(?:gpu|card|device)\b"
+    # doccause9 (heldout19/20), Chinese: "有8张卡可用，发现只占了一张卡进行推理" (8 cards, only
+    # one card used for inference); "先把模型加载到了`cuda:0`中（`cuda:0`最先满" (the model was
+    # loaded onto cuda:0 first; cuda:0 filled first)
+    r"|只(?:占|用|使用)了?(?:一|1)(?:张|块|个)(?:卡|显卡|GPU|gpu)"
+    r"|`?cuda:0`?\s*(?:最先|先)满"
 )
 
 

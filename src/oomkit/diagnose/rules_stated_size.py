@@ -1,0 +1,177 @@
+"""Prose that states the model's size and the card's: the weights' own bytes against the card.
+
+A companion of :mod:`oomkit.diagnose.rules_stated_alloc` (doccause9, written after studying the
+retired parts heldout19 and heldout20): a title or a sentence such as "Tried the v2 chat.py with
+the 14B model but still got OOM for the 24GB graphics memory" or "The I2V 14B model is too large
+and caused a memory overflow issue on my GPU (24GB)" states two numbers a numberless message
+lacks. Their product decides without any guess: the weights alone need parameters x bytes per
+parameter, and when that exceeds the one card named, nothing but a smaller, more quantized or
+offloaded model can fit. Read only where the runtime rule left the cause open
+(:func:`oomkit.diagnose.rules_stated.fallback`), at 0.5 (arithmetic, not a reading of words).
+"""
+
+from __future__ import annotations
+
+import re
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.rules_stated import fallback
+from oomkit.units import GB, format_bytes, parse_size
+
+__all__ = ["stated_lora_fits_full_does_not", "stated_weights_exceed_card", "weights_over_card"]
+
+# "14B model", "llava 34B", "Qwen-7B", "a 70b": billions of parameters. A mixture-of-experts
+# name ("235B-A22B", "35B-A3B") or a file name ("wan21_14b_24gb.yaml") is not read: the
+# lookarounds refuse a letter, digit, dot, dash or underscore on either side.
+_PARAMS = re.compile(r"(?<![\w.-])(?P<p>\d{1,3}(?:\.\d{1,2})?)\s?[bB](?![\w-])")
+# the card's memory, with a GPU word beside it: "24GB graphics memory", "my GPU (24GB)",
+# "24G显存", "8GB VRAM"; system RAM ("64G ram") is not the card.
+_CARD = re.compile(
+    r"(?i)(?<![\w.])(?P<g>\d{1,3})\s?(?P<u>gb|gib|g)\b(?:\s*\)?\s*(?:of\s+)?"
+    r"(?:gpu|vram|graphics|video\s+memory|显存|顯存|card)|(?=\s*显存))"
+    r"|\b(?:gpu|vram|card|graphics\s+card)\s*\(\s*(?P<g2>\d{1,3})\s?(?P<u2>gb|gib|g)\s*\)"
+)
+# more than one card: the weights may be split, and the per-card share is not stated
+_SEVERAL = re.compile(
+    r"(?i)\b(?:\d{1,2}|two|four|eight|dual|multiple|several)\s*(?:x|\*|×)?\s*(?:rtx\s*)?"
+    r"(?:a100|h100|a800|h800|4090|3090|v100|gpus|cards|张|卡)|\b\d{1,2}\s*(?:x|\*|×)\s*\w+"
+    r"|多卡|\d\s*(?:张|块)"
+)
+# bytes per parameter of the stated precision; 16-bit (fp16/bf16) when none is stated, the
+# default of every loader that reads a 16-bit checkpoint
+_PRECISION: tuple[tuple[re.Pattern[str], float], ...] = (
+    (re.compile(r"(?i)\b(?:fp32|float32|full\s+precision)\b"), 4.0),
+    (re.compile(r"(?i)\b(?:int8|8[ -]?bit|fp8|q8(?:_0)?|w8a8)\b"), 1.0),
+    (
+        re.compile(
+            r"(?i)\b(?:int4|4[ -]?bit|nf4|fp4|nvfp4|q4(?:_k(?:_m|_s)?|_0)?|awq|gptq|gguf|"
+            r"exl2|bnb)\b"
+        ),
+        0.5,
+    ),
+)
+_SPAN = 140  # characters: the size and the card in one sentence
+# a sentence that says a model ran ("6GB VRAM running base 5B OK but OOM with 2B-fun") states a
+# comparison (its loader offloaded it), not the size that failed: not read
+_RAN = re.compile(r"(?i)\b(?:ok|okay|works?|worked|working|fine|runs?\s+well)\b")
+
+
+def _bytes_per_param(text: str) -> float:
+    for pat, bpp in _PRECISION:
+        if pat.search(text):
+            return bpp
+    return 2.0
+
+
+def weights_over_card(text: str) -> tuple[int, int, str] | None:
+    """``(weight bytes, card bytes, quoted span)`` when one sentence states a model's size in
+    parameters and one card's memory and the weights alone exceed it; else ``None`` (several
+    cards named, no GPU word beside the memory, or the weights fit)."""
+    for sentence in re.split(r"(?<=[.!?。！？])\s+|\n", text):
+        if _SEVERAL.search(sentence) or _RAN.search(sentence):
+            continue
+        p = _PARAMS.search(sentence)
+        c = _CARD.search(sentence)
+        if p is None or c is None or abs(p.start() - c.start()) > _SPAN:
+            continue
+        # as written, through units.py: "24GB" decimal, "24G" / "24GiB" binary
+        card_bytes = parse_size(f"{c['g'] or c['g2']}{c['u'] or c['u2']}")
+        weight_bytes = int(float(p["p"]) * _bytes_per_param(sentence) * GB)
+        if weight_bytes > card_bytes:
+            lo, hi = min(p.start(), c.start()), max(p.end(), c.end())
+            return weight_bytes, card_bytes, sentence[lo:hi]
+    return None
+
+
+def stated_weights_exceed_card(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text's model size times its precision exceeds the one card it names.
+
+    Mechanism. Every loader places the weights before the first step and keeps them resident:
+    parameters x bytes per parameter (2 for the fp16/bf16 checkpoints loaders read by default,
+    1 for 8-bit, 0.5 for 4-bit, 4 for fp32) is the least the card must hold before any batch,
+    cache or context. A 14B model in 16 bit is 28 GB; on a 24 GB card it fails whatever the
+    batch, so the levers are a smaller, more quantized or offloaded model. Several cards named
+    ("8 A100s", "7块4090") are not read: the weights may be split across them.
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    found = weights_over_card(e.text)
+    if found is None:
+        return None
+    weight_bytes, card_bytes, quote = found
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.5,
+        explanation=result.explanation + f" The text states the model and the card "
+        f"({quote!r}): the weights alone are about {format_bytes(weight_bytes)}, more than the "
+        f"card's {format_bytes(card_bytes)}, before any activation or cache. What would decide: "
+        "whether a 4-bit quantization of it (a quarter of the 16-bit bytes) loads.",
+        fixes=(
+            generic(
+                "Quantize, offload or shrink the model",
+                "the 16-bit weights alone exceed the card.",
+                (
+                    "a 4-bit quantization of the same model",
+                    'device_map="auto", max_memory={0: "20GiB", "cpu": "64GiB"}',
+                    "the next smaller model size",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# LoRA said to run and full fine-tuning said to fail, in that order in one sentence: "lora method
+# works on 1 gpu, but full parameter fine-tuning encountered OOM on 8*A100"
+_LORA_NOT_FULL = re.compile(
+    r"(?i)\b(?:q?lora)\b[^.\n]{0,60}?\b(?:works?|worked|runs?|ran|fine|ok|fits?)\b[^.\n]{0,40}?"
+    r"\bbut\b[^.\n]{0,20}?\bfull[- ]?(?:parameters?|params?|weights?)?\s*"
+    r"(?:fine[- ]?tun\w*|finetun\w*|training|sft)\b[^.\n]{0,60}?\b(?:oom\w*|out[ -]of[ -]memory)\b"
+)
+
+
+def stated_lora_fits_full_does_not(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """The text says LoRA runs and full fine-tuning runs out of memory: ``model_too_large``.
+
+    Mechanism. LoRA and full fine-tuning of one model run the same forward and backward over the
+    same batch: the activations kept for backward are the same (the frozen base still passes
+    its gradients through), and the adapters add well under 1% of the parameters. What full
+    fine-tuning adds is a gradient and the optimizer's states for every parameter: with
+    mixed-precision Adam about 12 bytes per parameter beyond the 16-bit weights (fp32 master
+    copy and two moments), 6-8x the weights. A run that fits with LoRA and fails in full has
+    shown that this resident training state, not the batch, overflows: the levers are ZeRO
+    sharding or offload, or LoRA itself. Only that order is read ("full works but LoRA OOMs"
+    says something else).
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    m = _LORA_NOT_FULL.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says LoRA runs and full fine-tuning does "
+        f"not ({m.group(0)!r}): both keep the same activations, so what full fine-tuning adds -- "
+        "a gradient and Adam's states for every parameter, about 12 bytes each beyond the 16-bit "
+        "weights -- is what overflows. What would decide: whether it fits with ZeRO-3 and the "
+        "optimizer states offloaded.",
+        fixes=(
+            generic(
+                "Shard or offload the training state",
+                "gradients and optimizer states of every parameter do not shrink with the batch.",
+                (
+                    "deepspeed ZeRO-3 (ds_z3_config.json)",
+                    'ZeRO-3 with "offload_optimizer": {"device": "cpu"}',
+                    "LoRA / QLoRA instead of full fine-tuning",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
