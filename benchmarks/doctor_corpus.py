@@ -79,6 +79,7 @@ DEVELOPMENT_PARTS = (
     "heldout18",
     "heldout19",
     "heldout20",
+    "heldout21",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
