@@ -136,3 +136,20 @@ def test_nested_escapes_are_undone_level_by_level_and_entities_once() -> None:
     # an escaped entity is text the page meant to show: one level only
     assert normalize_text("a &amp;lt; b") == "a &lt; b"
     assert diagnose_text("CUDA out of memory &amp;lt;").events[0].text.endswith("&lt;")
+
+
+def test_one_line_repr_list_undoes_its_quote_escapes() -> None:
+    """``repr([line])`` escapes the apostrophe and backslashes of a one-line message: a stated
+    leak ("doesn't release the memory") must read the same inside the repr (heldout21's
+    mmsegmentation-477 turned from a leak into host RAM under the metamorphic repr_list)."""
+    from oomkit.diagnose.doctor import diagnose_text
+    from oomkit.diagnose.normalize import normalize_text
+
+    line = (
+        "it seems that the validation process doesn't release the memory it consumes, and "
+        'eventually the program crashes due to "OSError: [Errno 12] Cannot allocate memory"'
+    )
+    assert normalize_text(repr([line])) == line
+    assert normalize_text(repr([r"C:\Users\x failed"])) == r"C:\Users\x failed"
+    plain = diagnose_text(line).to_dict()["cause"]
+    assert diagnose_text(repr([line])).to_dict()["cause"] == plain

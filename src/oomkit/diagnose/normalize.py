@@ -260,7 +260,8 @@ def normalize_text(text: str) -> str:
         if (escaped >= 2 or (escaped and quoted)) and escaped > text.count("\n"):
             text = _REPR_WRAPPER.sub("", _unescape_json(text))
         elif level == 0 and quoted and (_REPR_LIST.match(text) or _REPR_BYTES.match(text)):
-            text = _REPR_WRAPPER.sub("", text)
+            # a one-line repr still escapes its quote character and backslashes ("doesn\'t")
+            text = _REPR_WRAPPER.sub("", _unescape_json(text))
         else:
             break
     if "&" in text and _ENTITY.search(text):
