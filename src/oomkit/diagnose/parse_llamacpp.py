@@ -292,35 +292,32 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
                 facts.setdefault("flags", {})[key] = value
 
 
+def _device_malloc(m: re.Match[str], line_no: int, detail: str) -> OomEvent:
+    """ggml's device-buffer allocation failure (``cudaMalloc``/``hipMalloc``... of N MiB)."""
+    return OomEvent(
+        runtime=_RT,
+        kind="gpu_alloc_failed",
+        format="llama.cpp_cudaMalloc",
+        line=line_no,
+        text=m.group(0)[:400],
+        device=int(m.group("dev")),
+        requested_bytes=to_bytes(m.group("mib"), "MiB", _RT),
+        detail=detail,
+    )
+
+
 def _failure(line: str, lines: Lines, i: int) -> OomEvent | None:
     """An event for a failure line, or None. Caller lines are merged later."""
     line_no = lines.number[i]
     if "alloc_buffer: allocating" in line and "failed" not in line:
         m = _CUDAMALLOC_CUT.search(line)
         if m is not None:
-            return OomEvent(
-                runtime=_RT,
-                kind="gpu_alloc_failed",
-                format="llama.cpp_cudaMalloc",
-                line=line_no,
-                text=m.group(0)[:400],
-                device=int(m.group("dev")),
-                requested_bytes=to_bytes(m.group("mib"), "MiB", _RT),
-                detail="device malloc failed (the message is cut)",
-            )
+            return _device_malloc(m, line_no, "device malloc failed (the message is cut)")
     if "failed" in line and "lloc" in line:
         m = _CUDAMALLOC.search(line)
         if m is not None:
-            return OomEvent(
-                runtime=_RT,
-                kind="gpu_alloc_failed",
-                format="llama.cpp_cudaMalloc",
-                line=line_no,
-                text=m.group(0)[:400],
-                device=int(m.group("dev")),
-                requested_bytes=to_bytes(m.group("mib"), "MiB", _RT),
-                detail=(m.group("api") + " failed: " + m.group("err").strip())[:200],
-            )
+            why = (m.group("api") + " failed: " + m.group("err").strip())[:200]
+            return _device_malloc(m, line_no, why)
         m = _BUF_FAIL.search(line)
         if m is not None:
             buft = m.group("buft")
