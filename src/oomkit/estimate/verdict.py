@@ -71,7 +71,7 @@ Runtime margins: vLLM and SGLang size their KV pool to the budget, so the device
 minus one request, in bytes) is compared with the band of what sizes the pool (weights,
 activation peak, non-torch). vLLM refuses to start below it; SGLang does not (it caps a
 request at the pool, ``tp_worker.py max_req_len``): a negative SGLang pool margin is "tight"
-with that cap named (:func:`_sglang_cap`).
+with that cap named (:func:`oomkit.estimate.verdict_runtime.sglang_cap`).
 
 vLLM terms that come from how a generation allocates (``oomkit.estimate.vllm_engines``):
 
@@ -110,14 +110,21 @@ from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.verdict_advice import (
-    GRAPHS_AFTER_KV,
-    OTHER_TENANTS,
     PROMPT_LOGPROBS,
     int_detail,
     safe_change,
 )
 from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
+from oomkit.estimate.verdict_runtime import (
+    EAGER_SCORES,
+    POOL_GROWTH,
+    SORT_SAMPLER,
+    pool_is_a_cap,
+    sglang_cap,
+    vllm_graph_span,
+    vllm_other_tenants,
+)
 from oomkit.estimate.verdict_windows import (
     SYSMEM_OVER,
     wddm_commit_over,
@@ -321,12 +328,12 @@ def _device_margin(
             if reserve:
                 terms.append(("Ollama's minimum free memory (fewer layers on the GPU)", reserve))
         if est.runtime == "vllm":
-            graphs = _vllm_graph_span(est)
+            graphs = vllm_graph_span(est)
             if graphs:
                 terms.append(graphs)
         growth = est.runtime_details.get("cuda_pool_growth_bytes")
         if isinstance(growth, Mapping) and isinstance(growth.get(d.device), int):
-            terms.append((_POOL_GROWTH, int(growth[d.device])))
+            terms.append((POOL_GROWTH, int(growth[d.device])))
         scores = est.runtime_details.get("eager_scores_bytes")
         if isinstance(scores, Mapping) and isinstance(scores.get(d.device), int):
             terms.append((EAGER_SCORES, int(scores[d.device])))
@@ -393,47 +400,6 @@ def _ollama_reserve(est: Estimate, device: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-EAGER_SCORES = (
-    "transformers' eager attention scores before 4.36 (B·a·S² and the fp32 softmax): a prompt "
-    "near the context length"
-)
-_POOL_GROWTH = (
-    "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
-    "GEMM of PR #3749): a prompt near the context length"
-)
-
-
-def _vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
-    """CUDA graphs captured in the ``1 - util`` headroom after the KV cache: the span of a
-    capture above the modelled pool (vLLM: "CUDA graphs can take additional 1~3 GiB")."""
-    rd = est.runtime_details
-    if rd.get("cudagraph_charged") is not False or est.settings.get("enforce_eager"):
-        return None
-    from oomkit.estimate.vllm_engines import CUDAGRAPH_POOL_MAX
-
-    modelled = int_detail(rd, "cudagraph_bytes") or 0
-    span = CUDAGRAPH_POOL_MAX - modelled
-    if span <= 0:
-        return None
-    return (f"{GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
-
-
-def _vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
-    """Generations that charge other processes' memory: what a lowered util leaves to them."""
-    rd = est.runtime_details
-    util = est.settings.get("gpu_memory_utilization")
-    default = rd.get("default_util")
-    if rd.get("charges_other_processes") is not True:
-        return None
-    if not isinstance(util, float) or not isinstance(default, float) or util >= default:
-        return None
-    label = (
-        f"{OTHER_TENANTS}, charged by this vLLM generation (util {util:.2f} "
-        f"leaves up to {format_bytes(int((default - util) * capacity))} to them)"
-    )
-    return label, int((default - util) * capacity)
-
-
 def _level(free: int, band: int) -> str:
     if free < 0:
         return "does_not_fit"
@@ -467,7 +433,7 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         )
     ]
     if est.runtime == "vllm" and d.capacity_bytes:
-        tenants = _vllm_other_tenants(est, d.capacity_bytes)
+        tenants = vllm_other_tenants(est, d.capacity_bytes)
         if tenants is not None:
             terms.append(tenants)
     sort_extra = int_detail(rd, "sampler_sort_extra_bytes") if est.runtime == "vllm" else None
@@ -484,9 +450,9 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         free = headroom
     band = sum(b for _, b in terms)
     level = _level(free, band)
-    if level == "does_not_fit" and tokens > 0 and _pool_is_a_cap(est):
-        # SGLang loads and caps a request at the pool (see _sglang_cap); vLLM before 0.2.7
-        # starts and hangs on a longer request (PR #2163): a limit, not a death
+    if level == "does_not_fit" and tokens > 0 and pool_is_a_cap(est):
+        # SGLang loads and caps a request at the pool (verdict_runtime.sglang_cap); vLLM
+        # before 0.2.7 starts and hangs on a longer request (PR #2163): a limit, not a death
         level = "tight"
     return DeviceMargin(
         device=d.device,
@@ -500,47 +466,6 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
 
 
 _POOL_WHAT = "KV pool vs one request of the full context"
-SORT_SAMPLER = (
-    "profile sampler sorting [max_num_seqs, vocab] where FlashInfer is not installed "
-    "(pip wheel; the vllm-openai image has it)"
-)
-
-
-def _pool_is_a_cap(est: Estimate) -> bool:
-    """A pool shorter than the context still starts (SGLang; vLLM before 0.2.7)."""
-    return est.runtime == "sglang" or (
-        est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False
-    )
-
-
-def _sglang_cap(est: Estimate) -> str | None:
-    """SGLang with a token pool below the context length: the request cap it serves with.
-
-    SGLang does not refuse to start: ``TpModelWorker.__init__`` (python/sglang/srt/managers/
-    tp_worker.py, v0.4.6 and the stored newest, commit 0045f98) sets ``max_req_len =
-    min(context_len - 1, max_total_num_tokens - 1)`` and asserts only that it is positive
-    ("Memory pool size is too small"); ``managers/utils.py validate_input_length`` refuses a
-    longer input with HTTP 400 (or truncates it with ``--allow-auto-truncate``). So the run is
-    "tight" with that risk named, never "does not fit" on this alone
-    (:func:`oomkit.estimate.sglang.pool_below_context_note`).
-    """
-    if est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False:
-        fits = int_detail(est.runtime_details, "max_model_len_that_fits")
-        return (
-            f"the KV cache holds {fits} tokens of one request: vLLM before 0.2.7 starts "
-            "anyway and a longer request hangs (no start-up check until PR #2163)"
-        )
-    if est.runtime != "sglang":
-        return None
-    tokens = int_detail(est.runtime_details, "max_total_num_tokens")
-    ctx = est.settings.get("ctx")
-    if tokens is None or tokens <= 0 or not isinstance(ctx, int) or tokens >= ctx:
-        return None
-    cap = min(ctx - 1, tokens - 1)
-    return (
-        f"the token pool caps a request at {cap} tokens (SGLang refuses a longer input with "
-        "HTTP 400 'Input length ... exceeds the maximum allowed length')"
-    )
 
 
 def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
@@ -603,7 +528,7 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         return Verdict(level="fits", margins=tuple(margins), band_source=source)
     worst = min(tight, key=lambda m: m.free_bytes - m.band_bytes)
     risks = tuple(f"{label} {format_bytes(b)}" for label, b in worst.terms[:3])
-    cap = _sglang_cap(est)
+    cap = sglang_cap(est)
     change = safe_change(est, worst)
     if cap is not None and worst.what == _POOL_WHAT:
         risks = (cap, *risks)

@@ -1,0 +1,107 @@
+"""Runtime-specific terms of the verdict: what a runtime's own mechanism adds near the edge.
+
+Split out of :mod:`oomkit.estimate.verdict` (pure): transformers' eager attention scores before
+4.36, llama.cpp's legacy CUDA pool, vLLM's CUDA graphs captured after the KV cache and the
+memory a lowered ``gpu_memory_utilization`` leaves to other processes, the profile sampler's
+sort where FlashInfer is missing, and the runtimes that start with a KV pool shorter than the
+context (SGLang; vLLM before 0.2.7) and cap or hang a request instead of refusing to start.
+"""
+
+from __future__ import annotations
+
+from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.verdict_advice import GRAPHS_AFTER_KV, OTHER_TENANTS, int_detail
+from oomkit.units import format_bytes
+
+__all__ = [
+    "EAGER_SCORES",
+    "POOL_GROWTH",
+    "SORT_SAMPLER",
+    "pool_is_a_cap",
+    "sglang_cap",
+    "vllm_graph_span",
+    "vllm_other_tenants",
+]
+
+EAGER_SCORES = (
+    "transformers' eager attention scores before 4.36 (B·a·S² and the fp32 softmax): a prompt "
+    "near the context length"
+)
+POOL_GROWTH = (
+    "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
+    "GEMM of PR #3749): a prompt near the context length"
+)
+
+
+def vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
+    """CUDA graphs captured in the ``1 - util`` headroom after the KV cache: the span of a
+    capture above the modelled pool (vLLM: "CUDA graphs can take additional 1~3 GiB")."""
+    rd = est.runtime_details
+    if rd.get("cudagraph_charged") is not False or est.settings.get("enforce_eager"):
+        return None
+    from oomkit.estimate.vllm_engines import CUDAGRAPH_POOL_MAX
+
+    modelled = int_detail(rd, "cudagraph_bytes") or 0
+    span = CUDAGRAPH_POOL_MAX - modelled
+    if span <= 0:
+        return None
+    return (f"{GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
+
+
+def vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
+    """Generations that charge other processes' memory: what a lowered util leaves to them."""
+    rd = est.runtime_details
+    util = est.settings.get("gpu_memory_utilization")
+    default = rd.get("default_util")
+    if rd.get("charges_other_processes") is not True:
+        return None
+    if not isinstance(util, float) or not isinstance(default, float) or util >= default:
+        return None
+    label = (
+        f"{OTHER_TENANTS}, charged by this vLLM generation (util {util:.2f} "
+        f"leaves up to {format_bytes(int((default - util) * capacity))} to them)"
+    )
+    return label, int((default - util) * capacity)
+
+
+SORT_SAMPLER = (
+    "profile sampler sorting [max_num_seqs, vocab] where FlashInfer is not installed "
+    "(pip wheel; the vllm-openai image has it)"
+)
+
+
+def pool_is_a_cap(est: Estimate) -> bool:
+    """A pool shorter than the context still starts (SGLang; vLLM before 0.2.7)."""
+    return est.runtime == "sglang" or (
+        est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False
+    )
+
+
+def sglang_cap(est: Estimate) -> str | None:
+    """SGLang with a token pool below the context length: the request cap it serves with.
+
+    SGLang does not refuse to start: ``TpModelWorker.__init__`` (python/sglang/srt/managers/
+    tp_worker.py, v0.4.6 and the stored newest, commit 0045f98) sets ``max_req_len =
+    min(context_len - 1, max_total_num_tokens - 1)`` and asserts only that it is positive
+    ("Memory pool size is too small"); ``managers/utils.py validate_input_length`` refuses a
+    longer input with HTTP 400 (or truncates it with ``--allow-auto-truncate``). So the run is
+    "tight" with that risk named, never "does not fit" on this alone
+    (:func:`oomkit.estimate.sglang.pool_below_context_note`).
+    """
+    if est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False:
+        fits = int_detail(est.runtime_details, "max_model_len_that_fits")
+        return (
+            f"the KV cache holds {fits} tokens of one request: vLLM before 0.2.7 starts "
+            "anyway and a longer request hangs (no start-up check until PR #2163)"
+        )
+    if est.runtime != "sglang":
+        return None
+    tokens = int_detail(est.runtime_details, "max_total_num_tokens")
+    ctx = est.settings.get("ctx")
+    if tokens is None or tokens <= 0 or not isinstance(ctx, int) or tokens >= ctx:
+        return None
+    cap = min(ctx - 1, tokens - 1)
+    return (
+        f"the token pool caps a request at {cap} tokens (SGLang refuses a longer input with "
+        "HTTP 400 'Input length ... exceeds the maximum allowed length')"
+    )
