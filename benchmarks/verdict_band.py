@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -61,9 +62,9 @@ RUNTIMES = {
     "transformers": (
         "transformers",
         "measured: generate() on an H100 (benchmarks/gpu/results/transformers_h100.json) and "
-        "the smallest card each of nine generate() runs survived on an H200, the caching "
-        "allocator's cached segments included (benchmarks/gpu/results/"
-        "verdict_boundary_h200.json)",
+        "the smallest card each of twenty-one generate() runs survived on (nine on an H200, "
+        "twelve held out on an H100): the caching allocator's term (benchmarks/gpu/results/"
+        "verdict_boundary_h200.json, verdict_boundary_holdout_h100.json)",
     ),
 }
 #: real-GPU transformers runs: ``benchmarks/gpu/validate_transformers.py`` results
@@ -151,50 +152,78 @@ def gpu_transformers_rows(path: Path = GPU_TRANSFORMERS) -> list[dict[str, objec
     return rows
 
 
-#: the smallest card each generate() run survives on (benchmarks/gpu/verdict_boundary.py)
-GPU_BOUNDARY = ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_h200.json"
+#: the smallest card each generate() run survives on (benchmarks/gpu/verdict_boundary.py): the
+#: nine runs the first band was derived from (H200) and twelve held-out runs (H100, scored once
+#: at 1825cbd before they were folded in)
+GPU_BOUNDARY = (
+    ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_h200.json",
+    ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout_h100.json",
+)
 
 
-def gpu_boundary_rows(path: Path = GPU_BOUNDARY) -> list[dict[str, object]]:
-    """Rows from the H200 runs' death boundaries: what each run needed beyond oomkit's weights,
-    KV cache and CUDA context on the smallest card it survived on, against oomkit's activations.
+def gpu_boundary_rows(paths: tuple[Path, ...] = GPU_BOUNDARY) -> list[dict[str, Any]]:
+    """Per measured run: what it needed beyond oomkit's device total on the smallest card it
+    survived on (``extra_bytes``), the bytes oomkit says it allocates while it runs (activations
+    and KV cache: ``during_bytes``) and the prefill's largest single request.
 
     This is what the device needs, not what PyTorch counts as allocated: PyTorch's caching
     allocator keeps segments it split for earlier requests (``max_memory_reserved`` exceeded
-    ``max_memory_allocated`` by 0.26-1.97 GB), and a request that no cached block fits needs a
+    ``max_memory_allocated`` by 0.09-2.05 GiB), and a request that no cached block fits needs a
     new segment even when the free bytes add up (the allocator frees only whole cached segments
     before it raises; ``release_cached_blocks``, c10/cuda/CUDACachingAllocator.cpp). The
     boundaries were measured in one warm process (CUDA modules and cuBLAS workspace already
     made), which a fresh process beat by 50-130 MB on the one case checked: a conservative side.
     """
-    if not path.exists():
-        return []
     import sys
 
     sys.path.insert(0, str(HERE / "gpu"))
-    from verdict_boundary import oomkit_side
+    from verdict_boundary import oomkit_side, settings_for, spec_for
 
-    rows: list[dict[str, object]] = []
-    for r in json.loads(path.read_text())["results"]:
-        if "smallest_survived_bytes" not in r:
+    import oomkit
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.targets import hardware_for
+
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        if not path.exists():
             continue
-        p = oomkit_side(r, gpu_name="h200")
-        act = p["activations_bytes"]
-        need = r["smallest_survived_bytes"] - (p["device_total_bytes"] - act)
-        rows.append(
-            {
-                "source": "gpu_h200_boundary",
-                "record": f"h200-{r['model']}-b{r['batch']}-p{r['prompt']}-"
-                f"{r['attn_implementation']}",
-                "runtime": "transformers-gpu",
-                "component": "activation_need_gpu",
-                "predicted": float(act),
-                "measured": float(need),
-                "unit": "bytes",
-                "error": (act - need) / need,
-            }
-        )
+        for r in json.loads(path.read_text())["results"]:
+            if "smallest_survived_bytes" not in r:
+                continue
+            gpu = r.get("gpu_catalog", "h200")
+            p = oomkit_side(r, gpu_name=gpu)
+            est = oomkit.estimate_model(
+                spec_for(r["model"], r["overrides"]),
+                settings_for(r["batch"], r["prompt"], r["new"], r["attn_implementation"]),
+                hardware_for((find_gpu(gpu),)),
+            )
+            rows.append(
+                {
+                    "record": f"{gpu}-{r['model']}-b{r['batch']}-p{r['prompt']}-n{r['new']}-"
+                    f"{r['attn_implementation']}",
+                    "extra_bytes": r["smallest_survived_bytes"] - p["device_total_bytes"],
+                    "during_bytes": p["activations_bytes"] + p["kv_cache_bytes"],
+                    "request_bytes": int(est.runtime_details["largest_request_bytes"]),
+                }
+            )
     return rows
+
+
+def derive_allocator(rows: list[dict[str, Any]]) -> dict[str, object] | None:
+    """The two bounds of the transformers allocator term, each the largest seen (so no measured
+    run is "fits" on a card it died on): ``share`` of the bytes allocated during the run and
+    ``request_ratio`` x the largest request; the verdict charges the smaller."""
+    if not rows:
+        return None
+    by_share = max(rows, key=lambda r: r["extra_bytes"] / r["during_bytes"])
+    by_ratio = max(rows, key=lambda r: r["extra_bytes"] / r["request_bytes"])
+    return {
+        "share": math.ceil(by_share["extra_bytes"] / by_share["during_bytes"] * 1e4) / 1e4,
+        "share_from": by_share["record"],
+        "request_ratio": math.ceil(by_ratio["extra_bytes"] / by_ratio["request_bytes"] * 100) / 100,
+        "request_ratio_from": by_ratio["record"],
+        "n": len(rows),
+    }
 
 
 CATEGORIES = ("weights", "kv_cache", "activations", "overhead")
@@ -228,20 +257,20 @@ def main() -> int:
     ap.add_argument("--accuracy", default=str(HERE / "accuracy_results.json"))
     ap.add_argument("--out", default=str(ROOT / "src/oomkit/data/verdict_band.json"))
     args = ap.parse_args()
-    rows = (
-        json.loads(Path(args.accuracy).read_text())["rows"]
-        + gpu_transformers_rows()
-        + gpu_boundary_rows()
-    )
+    rows = json.loads(Path(args.accuracy).read_text())["rows"] + gpu_transformers_rows()
     doc = {
         "_source": "python benchmarks/verdict_band.py (from benchmarks/accuracy_results.json, "
         "itself from python benchmarks/accuracy.py --json benchmarks/accuracy_results.json, "
-        "the H100 runs of benchmarks/gpu/results/transformers_h100.json and the H200 death "
-        "boundaries of benchmarks/gpu/results/verdict_boundary_h200.json)",
+        "the H100 runs of benchmarks/gpu/results/transformers_h100.json and the death "
+        "boundaries of benchmarks/gpu/results/verdict_boundary_h200.json and "
+        "verdict_boundary_holdout_h100.json)",
         "_rule": "fraction = largest under-prediction (measured - predicted) / predicted of a "
         "GPU-resident quantity, per runtime family and category",
         "runtimes": derive(rows),
     }
+    allocator = derive_allocator(gpu_boundary_rows())
+    if allocator is not None:
+        doc["runtimes"]["transformers"]["allocator"] = allocator  # type: ignore[index]
     Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
     for rt, v in doc["runtimes"].items():  # type: ignore[union-attr]
         cats = v["categories"]

@@ -356,6 +356,12 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "test_pre_4_36_scores_are_a_band_term_not_in_the_total",
     ),
     ("transformers", "logits-to-keep"): (_TG + "test_transformers_full_logits_before_4_45",),
+    ("transformers", "dynamic-sliding-window"): (
+        _TG + "test_transformers_sliding_layers_hold_the_prompt_from_4_56",
+        "log:https://github.com/huggingface/transformers/pull/40039 (DynamicSlidingWindowLayer: "
+        "'the cache stops growing after reaching the window size'; the prefill's states are "
+        "kept as a view, cache_utils.py)",
+    ),
     ("transformers", "v5-fused-experts"): (
         "test:tests/test_fused_experts_bnb.py::test_transformers_v5_keeps_fused_experts_unquantized",
     ),

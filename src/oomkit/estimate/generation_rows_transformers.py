@@ -60,6 +60,24 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "transformers",
+        "dynamic-sliding-window",
+        "transformers 4.56+ (dynamic sliding-window cache layers)",
+        "2025-08-29",
+        "4.56.0",
+        "huggingface/transformers PR #40039 (DynamicSlidingWindowLayer, released in v4.56.0; "
+        "generate() unsets the Hub's cache_implementation='hybrid' so that sliding-window "
+        "models get it by default)",
+        "a sliding layer's DynamicCache keeps the last window - 1 tokens as "
+        "full_key_states[:, :, -window + 1:], a view of the whole prefill's K/V: at the "
+        "prefill's peak every sliding layer holds the prompt (cache_utils.py "
+        "DynamicSlidingWindowLayer.update), not its window (before: the static HybridCache "
+        "of window-sized sliding layers, the Hub default of Gemma-2/3)",
+        bnb_fused_experts_unquantized=False,
+        moe_experts="loop",
+        sliding_prefill_full=True,
+    ),
+    _g(
+        "transformers",
         "v5-fused-experts",
         "transformers 5.0+ (fused MoE experts)",
         "2026-01-26",
@@ -74,5 +92,6 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "whose buffers hold every token x top-k row",
         bnb_fused_experts_unquantized=True,
         moe_experts="grouped_mm",
+        sliding_prefill_full=True,
     ),
 )

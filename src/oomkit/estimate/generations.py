@@ -84,7 +84,10 @@ Effects read by the estimators (absent key = today's behaviour):
   with each expert's tokens; ``"grouped_mm"`` from 5.0: ``grouped_mm_experts_forward`` sorts the
   B·S·k token-expert rows and keeps four B·S·k·h buffers alive at its peak),
   ``default_attn`` (``"eager"`` before 4.36: no ``attn_implementation`` and no SDPA path, PR
-  #26572; the prompt's B·a·S² scores are a verdict band term, ``eager_scores_bytes``).
+  #26572; the prompt's B·a·S² scores are a verdict band term, ``eager_scores_bytes``),
+  ``sliding_prefill_full`` (True from 4.56, PR #40039: a ``DynamicSlidingWindowLayer`` keeps a
+  view of the whole prefill's K/V, so at the prefill's peak a sliding layer holds the prompt,
+  not its window; before: the Hub default of Gemma-2/3, the static ``HybridCache``).
 
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations

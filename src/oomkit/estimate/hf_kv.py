@@ -89,13 +89,18 @@ def kv_bytes_per_token(layers: Sequence[KvLayer]) -> int:
     return sum(lay.bytes_per_token for lay in layers)
 
 
-def kv_bytes(layers: Sequence[KvLayer], *, seq_len: int, n_seqs: int = 1) -> int:
-    """Cache bytes for ``n_seqs`` sequences of ``seq_len`` tokens (sliding: min(len, window))."""
+def kv_bytes(
+    layers: Sequence[KvLayer], *, seq_len: int, n_seqs: int = 1, held_tokens: int = 0
+) -> int:
+    """Cache bytes for ``n_seqs`` sequences of ``seq_len`` tokens (sliding: min(len, window)).
+
+    ``held_tokens``: tokens a sliding layer holds whatever its window, at least (transformers'
+    ``DynamicSlidingWindowLayer`` keeps a view of the whole prefill's states: the prompt)."""
     total = 0
     for lay in layers:
         if lay.kind == "recurrent":
             total += lay.state_bytes_per_seq * n_seqs
         else:
-            tokens = seq_len if lay.window is None else min(seq_len, lay.window)
+            tokens = seq_len if lay.window is None else max(min(seq_len, lay.window), held_tokens)
             total += lay.bytes_per_token * tokens * n_seqs
     return total

@@ -56,6 +56,7 @@ from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.transformers_placement import _caps, _module_groups, auto_device_map
+from oomkit.estimate.transformers_requests import largest_request_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -258,10 +259,15 @@ def estimate_transformers(
             "verdict, not in the total (it depends on the longest prompt actually sent)"
         )
     transient = 0 if static else growth
+    # transformers 4.56+ (PR #40039): a DynamicSlidingWindowLayer keeps
+    # ``full_key_states[:, :, -window + 1:]``, a view that holds the whole prefill's K/V, so at
+    # the prefill's peak a sliding layer holds the prompt, not its window (the next step's
+    # torch.cat makes a window-sized copy and frees it)
+    held_prompt = prompt if not static and gen.effects.get("sliding_prefill_full", False) else 0
     if not hardware.has_gpu and hardware.devices == ():
         # CPU-only target (``--gpu cpu``): from_pretrained keeps every module on the CPU, so
         # weights, cache and activations all live in host RAM; no CUDA context
-        kv_all = kv_bytes(layers, seq_len=seq_total, n_seqs=batch)
+        kv_all = kv_bytes(layers, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt)
         notes.append("CPU-only target: the whole model, KV cache and activations in host RAM")
         host = DeviceUsage(
             device="cpu",
@@ -368,7 +374,7 @@ def estimate_transformers(
         # weights are streamed in one at a time and their KV cache lives there
         held = layers_on[i] | (layers_on[-1] if i == 0 else set())
         mine = tuple(lay for lay in layers if lay.layer in held)
-        kv_i = kv_bytes(mine, seq_len=seq_total, n_seqs=batch)
+        kv_i = kv_bytes(mine, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt)
         overhead, why = contexts[i]
         comps = (
             Component(
@@ -481,6 +487,16 @@ def estimate_transformers(
             "kv_cache_bytes_final": kv_bytes(layers, seq_len=seq_total, n_seqs=batch),
             "prefill_activation_bytes": act,
             "offloaded_to_cpu_bytes": cpu_w,
+            # the verdict's allocator term (oomkit.estimate.verdict_runtime)
+            "largest_request_bytes": largest_request_bytes(
+                spec,
+                batch=batch,
+                seq=prompt,
+                elem=elem,
+                attn_impl=attn_impl,
+                full_logits=full_logits,
+                moe_grouped_mm=gen.effects.get("moe_experts") == "grouped_mm",
+            ),
             **(
                 {"eager_scores_bytes": {u.device: eager_scores for u in usages}}
                 if eager_scores

@@ -122,6 +122,7 @@ from oomkit.estimate.verdict_runtime import (
     SORT_SAMPLER,
     pool_is_a_cap,
     sglang_cap,
+    transformers_allocator_term,
     vllm_graph_span,
     vllm_other_tenants,
 )
@@ -294,6 +295,13 @@ def band_fractions(runtime: str) -> dict[str, float]:
     return {cat: float(v["fraction"]) for cat, v in row["categories"].items()}
 
 
+def band_allocator(runtime: str) -> dict[str, Any] | None:
+    """The measured allocator bounds of ``runtime`` (transformers only so far), or None."""
+    row = _band_doc()["runtimes"].get(runtime) or {}
+    alloc = row.get("allocator")
+    return dict(alloc) if isinstance(alloc, Mapping) else None
+
+
 def _segment(platform: Platform, index: int) -> str | None:
     return platform.segments[index] if index < len(platform.segments) else None
 
@@ -337,6 +345,10 @@ def _device_margin(
         scores = est.runtime_details.get("eager_scores_bytes")
         if isinstance(scores, Mapping) and isinstance(scores.get(d.device), int):
             terms.append((EAGER_SCORES, int(scores[d.device])))
+        if seg != "apple":  # CUDA/HIP caching allocator (MPS has its own: verdict_mps)
+            alloc = transformers_allocator_term(est, d, band_allocator(est.runtime))
+            if alloc is not None:
+                terms.append(alloc)
         logprobs = est.runtime_details.get("prompt_logprobs_bytes")
         if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
             terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))

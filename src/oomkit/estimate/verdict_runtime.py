@@ -9,7 +9,10 @@ context (SGLang; vLLM before 0.2.7) and cap or hang a request instead of refusin
 
 from __future__ import annotations
 
-from oomkit.estimate.breakdown import Estimate
+from collections.abc import Mapping
+from typing import Any
+
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.verdict_advice import GRAPHS_AFTER_KV, OTHER_TENANTS, int_detail
 from oomkit.units import format_bytes
 
@@ -19,6 +22,7 @@ __all__ = [
     "SORT_SAMPLER",
     "pool_is_a_cap",
     "sglang_cap",
+    "transformers_allocator_term",
     "vllm_graph_span",
     "vllm_other_tenants",
 ]
@@ -31,6 +35,37 @@ POOL_GROWTH = (
     "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
     "GEMM of PR #3749): a prompt near the context length"
 )
+
+
+def transformers_allocator_term(
+    est: Estimate, d: DeviceUsage, allocator: Mapping[str, Any] | None
+) -> tuple[str, int] | None:
+    """PyTorch's caching allocator on a transformers run: what a run needed beyond oomkit's
+    total on real ``generate()`` runs, as the smaller of two measured bounds
+    (``verdict_band.json`` ``runtimes.transformers.allocator``, written by
+    ``benchmarks/verdict_band.py`` from the GPU death boundaries): ``share`` of the bytes the
+    run allocates while it runs (activations and the KV cache the layers' ``torch.cat`` makes
+    between them; the weights are allocated before, whole) and ``request_ratio`` times the
+    prefill's largest single request (:mod:`oomkit.estimate.transformers_requests`): a cached
+    segment split by a block that stays cannot serve a request larger than its free piece, and
+    under a full card only whole free segments are released (``release_cached_blocks``)."""
+    if not allocator or est.runtime != "transformers":
+        return None
+    req = int_detail(est.runtime_details, "largest_request_bytes")
+    share = float(allocator.get("share", 0.0))
+    ratio = float(allocator.get("request_ratio", 0.0))
+    during = d.activations_bytes + d.kv_cache_bytes
+    if req is None or during <= 0:
+        return None
+    b = min(int(share * during), int(ratio * req))
+    if b <= 0:
+        return None
+    which = (
+        f"{share:.0%} of activations + KV cache"
+        if int(share * during) <= int(ratio * req)
+        else f"{ratio:.2f} x the largest request, {format_bytes(req)}"
+    )
+    return (f"PyTorch's caching allocator beyond allocated (measured: {which})", b)
 
 
 def vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
