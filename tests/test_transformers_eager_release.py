@@ -65,8 +65,13 @@ def test_h2ogpt_70b_4bit_on_two_3090s_is_no_longer_fits() -> None:
     m = died.tightest
     assert m is not None
     assert m.terms[0][0] == EAGER_SCORES
-    # 4.36+ (SDPA): no scores, the same placement reads "fits"
-    assert verdict(_est("4.36.0")).level == "fits"
+    # 4.36+ (SDPA): no scores term, and a smaller band for the same placement (what is left
+    # is the measured allocator term: tight, not "fits", since session 10's H100 runs)
+    new = verdict(_est("4.36.0"))
+    assert new.level != "does_not_fit"
+    assert new.tightest is not None
+    assert all(label != EAGER_SCORES for label, _ in new.tightest.terms)
+    assert new.tightest.band_bytes < m.band_bytes
     ran = verdict(_est("4.31.0", gpus="rtx-a6000", device_map=None))
     assert ran.level == "fits"
 

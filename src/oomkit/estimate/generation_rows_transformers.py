@@ -52,11 +52,13 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "transformers 4.45+ (logits_to_keep=1)",
         "2024-09-25",
         "4.45.0",
-        "huggingface/transformers PR #31292 (num_logits_to_keep in generate)",
+        "huggingface/transformers PR #31292 (num_logits_to_keep in generate); PR #33129 "
+        "(Phi-3's cache dropped and re-prefilled at the long/short RoPE switch)",
         "only the last position's logits at prefill; DynamicCache/StaticCache "
         "(cache_implementation) as today",
         bnb_fused_experts_unquantized=False,
         moe_experts="loop",
+        phi3_rope_recompute=True,
     ),
     _g(
         "transformers",
@@ -74,6 +76,7 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "of window-sized sliding layers, the Hub default of Gemma-2/3)",
         bnb_fused_experts_unquantized=False,
         moe_experts="loop",
+        phi3_rope_recompute=True,
         sliding_prefill_full=True,
     ),
     _g(
@@ -92,6 +95,7 @@ TRANSFORMERS_ROWS: tuple[Row, ...] = (
         "whose buffers hold every token x top-k row",
         bnb_fused_experts_unquantized=True,
         moe_experts="grouped_mm",
+        phi3_rope_recompute=True,
         sliding_prefill_full=True,
     ),
 )

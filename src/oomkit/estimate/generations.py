@@ -87,7 +87,10 @@ Effects read by the estimators (absent key = today's behaviour):
   #26572; the prompt's B·a·S² scores are a verdict band term, ``eager_scores_bytes``),
   ``sliding_prefill_full`` (True from 4.56, PR #40039: a ``DynamicSlidingWindowLayer`` keeps a
   view of the whole prefill's K/V, so at the prefill's peak a sliding layer holds the prompt,
-  not its window; before: the Hub default of Gemma-2/3, the static ``HybridCache``).
+  not its window; before: the Hub default of Gemma-2/3, the static ``HybridCache``),
+  ``phi3_rope_recompute`` (True from 4.45, PR #33129: Phi-3-family models drop the cache and
+  re-prefill the whole sequence when it first crosses ``original_max_position_embeddings``,
+  with the old cache still held).
 
 llama.cpp builds are dated through :data:`LLAMACPP_BUILD_DATES` (release tags ``bNNNN``; anchors
 approximate to a few days, b5274 = 2025-05-03 from a log in the validation set): generations

@@ -116,14 +116,34 @@ def _grouped_mm_experts_bytes(spec: ModelSpec, tokens: int, elem: int) -> int:
     GEMM, its S x h output, ``weighted_out`` and the un-permuted copy ``weighted_out[inv_perm]``
     are alive with the gathered rows (4 h per row) -- four 128 MiB tensors in the H200 memory
     snapshot of Qwen3-30B-A3B at 4096 tokens (benchmarks/gpu/results/README.md). Plus the
-    router's fp32 scores (tokens x E) and a shared expert's gated MLP."""
+    router's fp32 scores (tokens x E). A shared expert runs before the routed ones (Qwen2-MoE:
+    ``shared_expert_output`` is bound first) or after them (DeepSeek-V2): either way its gated
+    MLP's intermediates (3 i_s per token) are alive beside the other side's output only
+    (tokens x h), not beside the routed experts' buffers (measured on an H100: Qwen1.5-MoE-A2.7B
+    8 layers b2 p4096, 0.71 GiB of activations; the sum of both had 0.92)."""
     assert spec.moe is not None
     e = spec.moe
     h, ie, k = spec.hidden_size, e.expert_intermediate_size, e.num_experts_per_tok
     rows = tokens * k
     live = rows * max(4 * h, h + 4 * ie, 2 * h + ie) * elem + tokens * e.num_experts * 4
     shared = e.shared_expert_intermediate_size
-    return live + (tokens * 3 * shared * elem if shared else 0)
+    if not shared:
+        return live
+    return max(live + tokens * h * elem, tokens * (3 * shared + h) * elem)
+
+
+#: model types whose prepare_inputs_for_generation re-prefills at the long/short RoPE switch
+_ROPE_RECOMPUTE_TYPES = frozenset({"phi3", "phimoe", "phi4_multimodal"})
+#: Phi3Config's default original_max_position_embeddings (configuration_phi3.py), which every
+#: released Phi-3/3.5/4 config also sets or inherits (Phi-4's config leaves it at the default)
+_PHI3_ORIGINAL_MAX = 4096
+
+
+def _rope_switch_point(spec: ModelSpec) -> int | None:
+    """The sequence length past which a Phi-3-family model re-prefills, or None."""
+    if spec.model_type not in _ROPE_RECOMPUTE_TYPES:
+        return None
+    return spec.rope_original_max_position_embeddings or _PHI3_ORIGINAL_MAX
 
 
 def prefill_activation_bytes(
@@ -239,6 +259,34 @@ def estimate_transformers(
         half_to_float=_half_activations(spec, quant),
         moe_grouped_mm=gen.effects.get("moe_experts") == "grouped_mm",
     )
+    # Phi-3/Phi-3.5/Phi-4 (phi3, phimoe, phi4_multimodal): when the sequence first crosses
+    # original_max_position_embeddings, prepare_inputs_for_generation drops the cache and the
+    # step re-prefills the whole sequence with the long RoPE factors (PR #33129, 4.45) while
+    # generate() still holds the old cache: its K/V and a prefill of orig + 1 tokens coexist
+    rope_old_tokens = 0
+    orig = _rope_switch_point(spec) if gen.effects.get("phi3_rope_recompute", False) else None
+    if orig is not None and prompt <= orig < prompt + new:
+        rope_old_tokens = orig
+        act = max(
+            act,
+            prefill_activation_bytes(
+                spec,
+                batch=batch,
+                seq=orig + 1,
+                elem=elem,
+                attn_impl=attn_impl,
+                full_logits=full_logits,
+                half_to_float=_half_activations(spec, quant),
+                moe_grouped_mm=gen.effects.get("moe_experts") == "grouped_mm",
+            )[0],
+        )
+        notes.append(
+            f"{spec.model_type}: the sequence crosses original_max_position_embeddings "
+            f"({orig}) during generation, where transformers drops the KV cache and "
+            f"re-prefills {orig + 1} tokens with the long RoPE factors while the old cache is "
+            "still held (Phi3ForCausalLM.prepare_inputs_for_generation, PR #33129): both "
+            "caches are counted"
+        )
     eager_scores = 0
     if release_eager:
         eager_act, _ = prefill_activation_bytes(
@@ -268,6 +316,8 @@ def estimate_transformers(
         # CPU-only target (``--gpu cpu``): from_pretrained keeps every module on the CPU, so
         # weights, cache and activations all live in host RAM; no CUDA context
         kv_all = kv_bytes(layers, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt)
+        if rope_old_tokens:
+            kv_all += kv_bytes(layers, seq_len=rope_old_tokens, n_seqs=batch)
         notes.append("CPU-only target: the whole model, KV cache and activations in host RAM")
         host = DeviceUsage(
             device="cpu",
@@ -375,6 +425,8 @@ def estimate_transformers(
         held = layers_on[i] | (layers_on[-1] if i == 0 else set())
         mine = tuple(lay for lay in layers if lay.layer in held)
         kv_i = kv_bytes(mine, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt)
+        if rope_old_tokens:
+            kv_i += kv_bytes(mine, seq_len=rope_old_tokens, n_seqs=batch)
         overhead, why = contexts[i]
         comps = (
             Component(
@@ -487,11 +539,13 @@ def estimate_transformers(
             "kv_cache_bytes_final": kv_bytes(layers, seq_len=seq_total, n_seqs=batch),
             "prefill_activation_bytes": act,
             "offloaded_to_cpu_bytes": cpu_w,
-            # the verdict's allocator term (oomkit.estimate.verdict_runtime)
+            # the verdict's allocator term (oomkit.estimate.verdict_runtime): one prefill, or
+            # two where the Phi-3 RoPE switch re-prefills beside the first one's segments
+            "prefills": 2 if rope_old_tokens else 1,
             "largest_request_bytes": largest_request_bytes(
                 spec,
                 batch=batch,
-                seq=prompt,
+                seq=max(prompt, rope_old_tokens + 1 if rope_old_tokens else 0),
                 elem=elem,
                 attn_impl=attn_impl,
                 full_logits=full_logits,

@@ -52,18 +52,22 @@ def transformers_allocator_term(
     if not allocator or est.runtime != "transformers":
         return None
     req = int_detail(est.runtime_details, "largest_request_bytes")
+    # a second prefill (Phi-3's RoPE switch) asks for tensors one token larger than the first
+    # one's freed blocks: neither's split segments serve the other, so the bound counts both
+    prefills = int_detail(est.runtime_details, "prefills") or 1
     share = float(allocator.get("share", 0.0))
     ratio = float(allocator.get("request_ratio", 0.0))
     during = d.activations_bytes + d.kv_cache_bytes
     if req is None or during <= 0:
         return None
-    b = min(int(share * during), int(ratio * req))
+    b = min(int(share * during), int(ratio * req) * prefills)
     if b <= 0:
         return None
     which = (
         f"{share:.0%} of activations + KV cache"
-        if int(share * during) <= int(ratio * req)
+        if int(share * during) <= int(ratio * req) * prefills
         else f"{ratio:.2f} x the largest request, {format_bytes(req)}"
+        + (f", x {prefills} prefills" if prefills > 1 else "")
     )
     return (f"PyTorch's caching allocator beyond allocated (measured: {which})", b)
 

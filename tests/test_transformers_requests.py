@@ -1,0 +1,80 @@
+"""The transformers estimate's allocator inputs: the prefill's largest request, Phi-3's
+re-prefill at the RoPE switch, and the shared expert's place in transformers 5's MoE peak.
+
+Each is checked against what was measured on an H100 in
+``tests/test_gpu_verdict_boundary.py``; here on the mechanisms' own arithmetic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oomkit import InferenceSettings
+from oomkit.api import estimate
+from oomkit.catalog.models import find_model
+from oomkit.cli.params import parse_gpu_list
+from oomkit.estimate.hf_kv import kv_bytes, kv_layers
+from oomkit.estimate.transformers_requests import largest_request_bytes
+from oomkit.estimate.verdict import verdict
+from oomkit.hardware.targets import hardware_for
+
+H100 = hardware_for(parse_gpu_list("h100-sxm"))
+
+
+def _est(model: str, **kw: Any) -> Any:
+    base: dict[str, Any] = {"runtime": "transformers", "quant": "bf16"}
+    return estimate(model, InferenceSettings(**{**base, **kw}), H100)
+
+
+def test_largest_request_is_the_widest_linear_output_of_the_prefill() -> None:
+    phi = find_model("phi-3-mini-4k").spec()  # fused gate_up_proj: 2 x 8192 wide
+    llama = find_model("llama-3.1-8b").spec()  # gate and up apart: 14336 wide
+    assert largest_request_bytes(phi, batch=8, seq=2048, elem=2, attn_impl="sdpa") == (
+        8 * 2048 * 16384 * 2
+    )
+    assert largest_request_bytes(llama, batch=1, seq=8192, elem=2, attn_impl="sdpa") == (
+        8192 * 14336 * 2
+    )
+    # eager attention's fp32 softmax of the scores wins at a long prompt
+    eager = largest_request_bytes(llama, batch=1, seq=8192, elem=2, attn_impl="eager")
+    assert eager == 32 * 8192 * 8192 * 4
+    # full-sequence logits (before 4.45) in fp32
+    full = largest_request_bytes(
+        llama, batch=1, seq=8192, elem=2, attn_impl="sdpa", full_logits=True
+    )
+    assert full == 8192 * 128256 * 4
+
+
+def test_phi3_re_prefills_beside_its_old_cache_when_crossing_the_rope_switch() -> None:
+    spec = find_model("phi-3.5-mini").spec()
+    layers = kv_layers(spec, kv_elem_bytes=2, state_elem_bytes=2)
+    crossing = _est("phi-3.5-mini", ctx=4096, parallel=4, max_new_tokens=16)
+    inside = _est("phi-3.5-mini", ctx=4000, parallel=4, max_new_tokens=16)
+    past = _est("phi-3.5-mini", ctx=4200, parallel=4, max_new_tokens=16)
+    before = _est("phi-3.5-mini", ctx=4096, parallel=4, max_new_tokens=16, runtime_version="4.44")
+    d = crossing.devices[0]
+    assert d.kv_cache_bytes == kv_bytes(layers, seq_len=4112, n_seqs=4) + kv_bytes(
+        layers, seq_len=4096, n_seqs=4
+    )
+    assert crossing.runtime_details["prefills"] == 2
+    assert any("re-prefills 4097 tokens" in n for n in crossing.assumptions)
+    for e in (inside, past, before):
+        assert e.runtime_details["prefills"] == 1
+        assert not any("re-prefills" in n for n in e.assumptions)
+    # the allocator term counts both prefills' split segments
+    m = verdict(crossing).tightest
+    assert m is not None
+    assert any("x 2 prefills" in label for label, _ in m.terms)
+
+
+def test_a_shared_expert_is_not_alive_beside_the_routed_experts_buffers() -> None:
+    """Qwen1.5-MoE-A2.7B (8 layers) b2 p4096 on an H100: 0.71 GiB of activations measured;
+    the shared expert's 3 x 5632 intermediates and the routed experts' grouped-GEMM buffers
+    summed gave 0.92 GiB (a false "does not fit" by 0.01 GiB)."""
+    e = _est("qwen1.5-moe-a2.7b", ctx=4096, parallel=2, max_new_tokens=16)
+    spec = find_model("qwen1.5-moe-a2.7b").spec()
+    tokens, h = 2 * 4096, spec.hidden_size
+    assert spec.moe is not None
+    routed = tokens * 4 * max(4 * h, h + 4 * 1408, 2 * h + 1408) * 2 + tokens * 60 * 4
+    act = e.devices[0].activations_bytes
+    assert act < 4 * tokens * h * 2 + routed + tokens * 3 * 5632 * 2  # not the sum
+    assert act >= 4 * tokens * h * 2 + routed + tokens * h * 2
