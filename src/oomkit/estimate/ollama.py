@@ -10,9 +10,12 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
   ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx * numParallel``);
 * ``OLLAMA_KV_CACHE_TYPE``: f16 (q8_0 / q4_0 need flash attention);
 * ``OLLAMA_FLASH_ATTENTION``: when unset, on for models that run on Ollama's own engine
-  (ollamarunner enables it where the GPUs support it), off on the llama runner;
+  (ollamarunner enables it where the GPUs support it), off on the llama runner until 0.13.4 and
+  llama.cpp's ``auto`` from it (:mod:`oomkit.estimate.ollama_runner`, which also says which
+  architectures 0.12-0.2x run on which runner);
 * the Ollama engine reserves its worst-case graph with ``num_parallel`` output rows
-  (runner/ollamarunner ``reserveWorstCaseGraph``), so the logits term is small;
+  (runner/ollamarunner ``reserveWorstCaseGraph``), so the logits term is small; the llama
+  runner reserves ``n_ubatch`` rows (llama.cpp's own reserve);
 * ``num_batch``: 512 (so ``n_ubatch`` 512);
 * per-GPU reserve: Ollama keeps a minimum of 457 MiB free per CUDA/ROCm GPU (512 MiB on Metal)
   plus ``OLLAMA_GPU_OVERHEAD`` (default 0) when it schedules; that is reported in
