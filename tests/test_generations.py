@@ -379,10 +379,14 @@ def test_vllm_record_stream_pinning_only_before_0_2_6() -> None:
 
 
 def test_ollama_engine_generation_uses_ollamarunner_and_flash_attention() -> None:
-    old = _est("qwen2.5-7b", runtime="ollama", ctx=8192, runtime_version="0.9.0")
-    new = _est("qwen2.5-7b", runtime="ollama", ctx=8192, runtime_version="0.12.3")
+    # qwen3 is in v0.12.3's OllamaEngineRequired (fs/ggml/ggml.go); qwen2 never was
+    old = _est("qwen3-8b", runtime="ollama", ctx=8192, runtime_version="0.9.0")
+    new = _est("qwen3-8b", runtime="ollama", ctx=8192, runtime_version="0.12.3")
     assert old.runtime_details["ollama"]["engine"] == "llama runner"
     assert new.runtime_details["ollama"]["engine"] == "ollamarunner"
+    qwen2 = _est("qwen2.5-7b", runtime="ollama", ctx=8192, runtime_version="0.12.3")
+    assert qwen2.runtime_details["ollama"]["engine"] == "llama runner"
+    assert qwen2.runtime_details["ollama"]["flash_attention"] is False
     assert old.runtime_details["ollama"]["flash_attention"] is False
     assert new.runtime_details["ollama"]["flash_attention"] is True
     # without flash attention the compute buffer holds the n_ctx-wide KQ matrix

@@ -80,7 +80,5 @@ def test_runtime_details_name_the_generation_asked_for() -> None:
     nd = new.runtime_details["ollama"]
     assert isinstance(nd, dict)
     assert (
-        nd["version_modelled"]
-        == "Ollama 0.13.2+ (Ollama engine, new memory estimates, flash-attention vision); "
-        "Ollama engine"
+        nd["version_modelled"] == "Ollama 0.30+ (llama-server for every GGUF model); llama-server"
     )

@@ -211,6 +211,16 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("ollama", "engine-0.12"): (
         _TG + "test_ollama_engine_generation_uses_ollamarunner_and_flash_attention",
     ),
+    ("ollama", "llama-runner-fa-auto-0.13.4"): (
+        "test:tests/test_ollama_runner.py::test_aifood_a40_8q_llama_runner_buffers",
+        "test:tests/test_ollama_runner.py::test_fa_auto_from_0_13_4_drops_a_quantized_kv_type",
+        "log:https://github.com/San2k/aifood/blob/d5216cdfe402ff1f3933889013a2f8a64e6bb9ca/"
+        "GPU_OPTIMIZATION_RESULTS.md (Ollama, 2026-03-02, qwen2.5:14b num_gpu 30 at 8192: "
+        "'CUDA0 model buffer: 4693 MiB, CUDA0 KV buffer: 960 MiB, CUDA0 compute buffer: 956 MiB')",
+    ),
+    ("ollama", "llama-server-0.30"): (
+        "test:tests/test_ollama.py::test_ollama_engine_reserves_few_outputs",
+    ),
     ("vllm", "v0-2023-allocated"): (
         _TG + "test_vllm_before_pr_2031_charges_only_torch_allocations",
         _VLLM + "pull/2031 (profile_num_available_blocks: peak_memory was "

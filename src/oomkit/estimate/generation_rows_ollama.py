@@ -147,6 +147,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "Ollama-engine models are laid out from their real allocations and get flash "
         "attention by default; llama-runner models keep the old estimator",
         vision_graph="image_2048",
+        engine_archs="required",
     ),
     _g(
         "ollama",
@@ -159,5 +160,38 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "as 0.12; a vision encoder's worst-case graph no longer keeps the F32 score tensor "
         "when flash attention is on",
         vision_graph="image_2048_sdpa",
+        engine_archs="required",
+    ),
+    _g(
+        "ollama",
+        "llama-runner-fa-auto-0.13.4",
+        "Ollama 0.13.4-0.2x (llama runner: flash attention auto)",
+        "2025-12-15",
+        "0.13.4",
+        "ollama/ollama PR #13052 (commit bd6c1d6b4, 'flash attn: add auto mode for llama "
+        "engine', first in release v0.13.4): NewContextParams passes LLAMA_FLASH_ATTN_TYPE_AUTO "
+        "when OLLAMA_FLASH_ATTENTION is unset",
+        "as 0.13.2; the llama runner (architectures outside OllamaEngineRequired: llama, "
+        "qwen2, mistral, gemma2, ...) gets llama.cpp's flash attention 'auto' and drops a "
+        "quantized KV cache type to f16 unless OLLAMA_FLASH_ATTENTION is set "
+        "(oomkit.estimate.ollama_runner)",
+        vision_graph="image_2048_sdpa",
+        engine_archs="required",
+        llama_runner_fa="auto",
+    ),
+    _g(
+        "ollama",
+        "llama-server-0.30",
+        "Ollama 0.30+ (llama-server for every GGUF model)",
+        "2026-06-01",
+        "0.30.0",
+        "ollama/ollama PR #16031 (commit 9db4bdbad, 'runner: Remove CGO engines, use "
+        "llama-server exclusively for GGML models', first in release v0.30.0)",
+        "upstream llama-server runs every GGUF; modelled with flash attention on and "
+        "num_parallel outputs reserved for the families of OLLAMA_ENGINE_ARCHS, as a 2026 "
+        "RTX 5070 log measures (qwen2.5:7b, 29/29 layers, compute buffer 136 MiB: not the "
+        "297 MiB of 512 f32 logit rows); the llama-server mechanism is not traced here",
+        vision_graph="image_2048_sdpa",
+        runner="llama-server",
     ),
 )

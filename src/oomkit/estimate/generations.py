@@ -48,7 +48,11 @@ Effects read by the estimators (absent key = today's behaviour):
   :mod:`oomkit.estimate.ollama_gptoss`); ``vision_graph`` (from 0.7.1 the Ollama engine
   reserves its graph with a 2048x2048 image, ``"image_2048"``; ``"image_2048_sdpa"`` from
   0.13.2, where flash attention fuses the encoder's attention;
-  :mod:`oomkit.estimate.ollama_vision_graph`).
+  :mod:`oomkit.estimate.ollama_vision_graph`); ``engine_archs`` (``"required"`` for 0.12-0.2x:
+  only ``OllamaEngineRequired`` architectures run on the Ollama engine, the rest on the llama
+  runner with llama.cpp's own output reserve and KV streams), ``llama_runner_fa`` (``"auto"``
+  from 0.13.4, PR #13052) and ``runner`` (``"llama-server"`` from 0.30.0;
+  :mod:`oomkit.estimate.ollama_runner`).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),

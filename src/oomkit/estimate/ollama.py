@@ -10,9 +10,12 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
   ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx * numParallel``);
 * ``OLLAMA_KV_CACHE_TYPE``: f16 (q8_0 / q4_0 need flash attention);
 * ``OLLAMA_FLASH_ATTENTION``: when unset, on for models that run on Ollama's own engine
-  (ollamarunner enables it where the GPUs support it), off on the llama runner;
+  (ollamarunner enables it where the GPUs support it), off on the llama runner until 0.13.4 and
+  llama.cpp's ``auto`` from it (:mod:`oomkit.estimate.ollama_runner`, which also says which
+  architectures 0.12-0.2x run on which runner);
 * the Ollama engine reserves its worst-case graph with ``num_parallel`` output rows
-  (runner/ollamarunner ``reserveWorstCaseGraph``), so the logits term is small;
+  (runner/ollamarunner ``reserveWorstCaseGraph``), so the logits term is small; the llama
+  runner reserves ``n_ubatch`` rows (llama.cpp's own reserve);
 * ``num_batch``: 512 (so ``n_ubatch`` 512);
 * per-GPU reserve: Ollama keeps a minimum of 457 MiB free per CUDA/ROCm GPU (512 MiB on Metal)
   plus ``OLLAMA_GPU_OVERHEAD`` (default 0) when it schedules; that is reported in
@@ -40,6 +43,12 @@ from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
 from oomkit.estimate.ollama_llm_go import llm_go_layers
 from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
+from oomkit.estimate.ollama_runner import (
+    OLLAMA_ENGINE_ARCHS,
+    engine_archs_required,
+    engine_required,
+    runner_attention,
+)
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -60,24 +69,6 @@ OLLAMA_VERSION_MODELLED = "0.12.x (llama.cpp runner)"
 OLLAMA_DEFAULT_NUM_CTX = 4096  # since 0.6.4; 2048 before
 OLLAMA_DEFAULT_NUM_BATCH = 512
 OLLAMA_DEFAULT_QUANT = "Q4_K_M"
-#: model families Ollama 0.12 runs on its own Go engine (ollamarunner) instead of llama.cpp's
-#: llama runner (model/models/* in the Ollama repository)
-OLLAMA_ENGINE_ARCHS: frozenset[str] = frozenset(
-    {
-        "llama",
-        "mistral",
-        "mistral3",
-        "qwen2",
-        "qwen3",
-        "qwen3_moe",
-        "gemma2",
-        "gemma3",
-        "gemma3_text",
-        "gpt_oss",
-        "llama4",
-        "llama4_text",
-    }
-)
 
 
 def ollama_settings(
@@ -105,14 +96,10 @@ def ollama_settings(
         quant = _tag_quant(spec.name) or OLLAMA_DEFAULT_QUANT
         notes.append(f"quant not given: Ollama library default {quant}")
     new_engine = _new_engine(spec, gen)
-    flash = settings.flash_attn if settings.flash_attn is not None else new_engine
-    if settings.flash_attn is None:
-        notes.append(
-            "OLLAMA_FLASH_ATTENTION not set: "
-            + ("on (the Ollama engine enables it where supported)" if new_engine else "off")
-        )
+    flash, kv, unified = runner_attention(
+        settings, gen, new_engine, _kv_cache_type(settings), notes
+    )
     batch = settings.batch_size or OLLAMA_DEFAULT_NUM_BATCH
-    kv = _kv_cache_type(settings)
     mapped = dataclasses.replace(
         settings,
         cache_type_k=kv,
@@ -121,7 +108,7 @@ def ollama_settings(
         quant=quant,
         ctx=num_ctx * parallel,
         parallel=parallel,
-        kv_unified=True if settings.kv_unified is None else settings.kv_unified,
+        kv_unified=unified if settings.kv_unified is None else settings.kv_unified,
         flash_attn=flash,
         batch_size=batch,
         ubatch=min(settings.ubatch or batch, batch),
@@ -204,8 +191,11 @@ def _llamacpp_version(version: str | None, gen: Generation | None) -> str | None
 def _modelled(spec: ModelSpec, gen: Generation | None, engine: bool = False) -> str:
     """The Ollama generation modelled (``--runtime-version``'s, else the newest) and the runner
     this model gets in it (``engine``: the Ollama engine whatever the generation says)."""
-    label = (gen or resolve_generation("ollama")).label
+    newest = gen or resolve_generation("ollama")
     runner = "Ollama engine" if engine or _new_engine(spec, gen) else "llama.cpp runner"
+    if newest.effects.get("runner") == "llama-server":
+        runner = "llama-server"
+    label = newest.label
     return f"{label}; {runner}"
 
 
@@ -227,6 +217,10 @@ def _new_engine(spec: ModelSpec, gen: Generation | None) -> bool:
         return True
     if gen is not None and "llamacpp_date" in gen.effects:
         return False
+    if engine_archs_required(
+        gen
+    ):  # 0.12-0.2x: OllamaEngineRequired (oomkit.estimate.ollama_runner)
+        return engine_required(spec)
     return spec.model_type in OLLAMA_ENGINE_ARCHS
 
 
@@ -557,7 +551,11 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         "num_ctx": (mapped.ctx or OLLAMA_DEFAULT_NUM_CTX) // (mapped.parallel or 1),
         "num_parallel": mapped.parallel,
         "kv_cache_type": (mapped.cache_type_k or "f16"),
-        "flash_attention": est.runtime_details.get("flash_attn") if gptoss else mapped.flash_attn,
+        "flash_attention": (
+            est.runtime_details.get("flash_attn")
+            if gptoss or mapped.flash_attn is None
+            else mapped.flash_attn
+        ),
         "num_batch": mapped.batch_size,
         "engine": "ollamarunner" if engine else "llama runner",
         "reserve_bytes": reserve,
