@@ -62,10 +62,9 @@ RUNTIMES = {
     "transformers": (
         "transformers",
         "measured: generate() on an H100 (benchmarks/gpu/results/transformers_h100.json) and "
-        "the smallest card each of thirty-three generate() runs survived on (nine on an H200, "
-        "two held-out sets of twelve on an H100): the caching allocator's term "
-        "(benchmarks/gpu/results/verdict_boundary_h200.json, verdict_boundary_holdout_h100.json, "
-        "verdict_boundary_holdout2_h100.json)",
+        "the smallest card each of forty-five generate() runs survived on (nine on an H200, "
+        "three held-out sets of twelve on an H100): the caching allocator's term "
+        "(benchmarks/gpu/results/verdict_boundary_h200.json, verdict_boundary_holdout*_h100.json)",
     ),
 }
 #: real-GPU transformers runs: ``benchmarks/gpu/validate_transformers.py`` results
@@ -154,12 +153,13 @@ def gpu_transformers_rows(path: Path = GPU_TRANSFORMERS) -> list[dict[str, objec
 
 
 #: the smallest card each generate() run survives on (benchmarks/gpu/verdict_boundary.py): the
-#: nine runs the first band was derived from (H200) and two sets of twelve held-out runs (H100,
-#: scored once at 1825cbd and 9b4b4a0 before each was folded in)
+#: nine runs the first band was derived from (H200) and three sets of twelve held-out runs (H100,
+#: scored once at 1825cbd, 9b4b4a0 and d9b7076 before each was folded in)
 GPU_BOUNDARY = (
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_h200.json",
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout_h100.json",
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout2_h100.json",
+    ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout3_h100.json",
 )
 
 
@@ -267,7 +267,8 @@ def main() -> int:
         "itself from python benchmarks/accuracy.py --json benchmarks/accuracy_results.json, "
         "the H100 runs of benchmarks/gpu/results/transformers_h100.json and the death "
         "boundaries of benchmarks/gpu/results/verdict_boundary_h200.json, "
-        "verdict_boundary_holdout_h100.json and verdict_boundary_holdout2_h100.json)",
+        "verdict_boundary_holdout_h100.json, verdict_boundary_holdout2_h100.json and "
+        "verdict_boundary_holdout3_h100.json)",
         "_rule": "fraction = largest under-prediction (measured - predicted) / predicted of a "
         "GPU-resident quantity, per runtime family and category",
         "runtimes": derive(rows),

@@ -243,7 +243,7 @@ def test_transformers_band_is_derived_from_its_own_gpu_runs() -> None:
     tf = doc["runtimes"]["transformers"]
     assert tf["family"] == "transformers"
     assert tf["categories"]["activations"]["n"] == 8
-    assert tf["allocator"]["n"] == 9 + 12 + 12
+    assert tf["allocator"]["n"] == 9 + 12 + 12 + 12
     assert 0.1 < band_fractions("transformers")["activations"] < 0.5
     # each bound is set by a different run: neither alone would keep both "ok"
     assert tf["allocator"]["share_from"] != tf["allocator"]["request_ratio_from"]
