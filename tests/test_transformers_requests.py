@@ -78,3 +78,22 @@ def test_a_shared_expert_is_not_alive_beside_the_routed_experts_buffers() -> Non
     act = e.devices[0].activations_bytes
     assert act < 4 * tokens * h * 2 + routed + tokens * 3 * 5632 * 2  # not the sum
     assert act >= 4 * tokens * h * 2 + routed + tokens * h * 2
+
+
+def test_a_tight_verdict_on_split_segments_proposes_expandable_segments() -> None:
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    st = InferenceSettings(runtime="transformers", quant="bf16", ctx=2048, parallel=14)
+    v = verdict(estimate("phi-3-mini-4k", st, hw))
+    assert v.level == "tight"
+    m = v.tightest
+    assert m is not None
+    assert m.terms[0][0].startswith("PyTorch's caching allocator beyond allocated")
+    assert v.safe_change is not None
+    assert v.safe_change.startswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    # where removing the allocator's term would not clear the band (0.65 GiB free against a
+    # 5.0 GiB term and 1.3 GiB of other terms), a shorter prompt is proposed instead
+    st2 = InferenceSettings(runtime="transformers", quant="bf16", ctx=2048, parallel=17)
+    v2 = verdict(estimate("phi-3-mini-4k", st2, hw))
+    assert v2.level == "tight"
+    assert v2.safe_change is not None
+    assert "expandable_segments" not in v2.safe_change

@@ -28,6 +28,8 @@ __all__ = [
 
 #: band-term labels the verdict writes and the advice reads back
 GRAPHS_AFTER_KV = "CUDA graphs captured after the KV cache"
+#: the transformers allocator term's label (oomkit.estimate.verdict_runtime)
+ALLOCATOR_SPLIT = "PyTorch's caching allocator beyond allocated"
 OTHER_TENANTS = "other processes' memory"
 PROMPT_LOGPROBS = (
     "vLLM prompt log-probs: the sampler's fp32 [prompt tokens, vocab] rows of one step, outside "
@@ -84,6 +86,15 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         return "--enforce-eager (no CUDA graphs to capture in the headroom)"
     if est.runtime == "vllm" and top == PROMPT_LOGPROBS:
         return _fewer_logprob_rows(est, m)
+    if est.runtime == "transformers" and top.startswith(ALLOCATOR_SPLIT) and need <= m.terms[0][1]:
+        # the waste of split segments is what expandable segments remove: on the H200 four
+        # generate() runs then needed within 0.15 GB of their allocated peak plus the context
+        # (benchmarks/gpu/results/README.md, "Where real runs die")
+        return (
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (one growing segment per "
+            f"stream: the {format_bytes(m.terms[0][1])} the allocator's split segments may "
+            "take beyond allocated goes)"
+        )
     d = next((x for x in est.devices if x.device == m.device), None)
     if d is None:
         return None

@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
-from oomkit.estimate.verdict_advice import GRAPHS_AFTER_KV, OTHER_TENANTS, int_detail
+from oomkit.estimate.verdict_advice import (
+    ALLOCATOR_SPLIT,
+    GRAPHS_AFTER_KV,
+    OTHER_TENANTS,
+    int_detail,
+)
 from oomkit.units import format_bytes
 
 __all__ = [
@@ -69,7 +74,7 @@ def transformers_allocator_term(
         else f"{ratio:.2f} x the largest request, {format_bytes(req)}"
         + (f", x {prefills} prefills" if prefills > 1 else "")
     )
-    return (f"PyTorch's caching allocator beyond allocated (measured: {which})", b)
+    return (f"{ALLOCATOR_SPLIT} (measured: {which})", b)
 
 
 def vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
