@@ -320,7 +320,7 @@ def resolve_generation(runtime: str, version: str | None = None) -> Generation:
     >>> resolve_generation("llama.cpp", "2024-06").key
     '2024'
     >>> resolve_generation("ollama").key
-    'vision-sdpa-0.13.2'
+    'llama-server-0.30'
     """
     rt = runtime.strip().lower()
     rt = _RUNTIME_ALIASES.get(rt, rt)
