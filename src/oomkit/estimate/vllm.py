@@ -20,7 +20,8 @@ states are still held (:func:`~oomkit.estimate.hf_activations.sampler_peak_bytes
 
 Defaults (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, OpenAI server):
 ``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 when the GPU has >= 70 GiB and its name
-does not contain "a100" (PR #17885), else 2048 and 256; V0 engines used 256 sequences and, without
+does not contain "a100" (PR #17885), else 2048 and 256 (``--llm-class``, the offline ``LLM``
+class: 16384 / 8192 tokens); V0 engines used 256 sequences and, without
 chunked prefill, ``max(max_model_len, 2048)`` batched tokens. ``block_size`` 16 (CacheConfig
 ``DEFAULT_BLOCK_SIZE``); KV dtype = model dtype (``--kv-cache-dtype auto``). vLLM downcasts
 float32 checkpoints to 16 bits by default.
@@ -55,6 +56,7 @@ from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     cudagraph_pool_bytes,
     non_torch_bytes,
+    v1_batch_defaults,
     vllm_engine,
 )
 from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
@@ -182,8 +184,8 @@ def plan_vllm(
     util = settings.gpu_memory_utilization or eng.default_util
     max_len = settings.ctx or spec.max_position_embeddings or 8192
     if eng.chunked_prefill:
-        seqs = settings.max_num_seqs or (1024 if big else 256)
-        batched = settings.max_num_batched_tokens or (8192 if big else 2048)
+        seqs, batched = v1_batch_defaults(big=big, llm_class=bool(settings.llm_class))
+        seqs, batched = settings.max_num_seqs or seqs, settings.max_num_batched_tokens or batched
     else:
         seqs = settings.max_num_seqs or 256
         chunked = max_len > _V0_CHUNKED_ABOVE and (
@@ -574,7 +576,7 @@ def estimate_vllm(
         "block_size": p0.block_size,
         "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
         "enforce_eager": bool(settings.enforce_eager),
-        **({"prompt_logprobs": True} if settings.prompt_logprobs else {}),
+        **{k: True for k in ("prompt_logprobs", "llm_class") if getattr(settings, k)},
     }
     return Estimate(
         model=model_info(spec),

@@ -107,6 +107,7 @@ __all__ = [
     "cudagraph_pool_bytes",
     "non_torch_bytes",
     "on_nvswitch",
+    "v1_batch_defaults",
     "vllm_engine",
 ]
 
@@ -386,3 +387,24 @@ def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[
 def cudagraph_pool_bytes(enforce_eager: bool) -> int:
     """Typical CUDA-graph pool per rank (0 with ``--enforce-eager``)."""
     return 0 if enforce_eager else _CUDAGRAPH
+
+
+def v1_batch_defaults(*, big: bool, llm_class: bool) -> tuple[int, int]:
+    """``(max_num_seqs, max_num_batched_tokens)`` a V1 engine takes when neither is given.
+
+    vllm/engine/arg_utils.py sets them per usage context (``_set_default_args_v1`` from the
+    v0.8.0 release, ``get_batch_defaults`` later): the offline ``vllm.LLM`` class
+    (``UsageContext.LLM_CLASS``) batches 16384 tokens on a large GPU and 8192 otherwise, the
+    OpenAI server 8192 and 2048; both 1024 sequences on a large GPU, else 256 (PR #17885,
+    which also made a large GPU ">= 70 GiB and not an A100"; 0.8.x tested "h100"/"h200" in
+    the name, which gives the same answer on the A100s and H100s of the records).
+
+    >>> v1_batch_defaults(big=False, llm_class=True), v1_batch_defaults(big=False, llm_class=False)
+    ((256, 8192), (256, 2048))
+    >>> v1_batch_defaults(big=True, llm_class=True), v1_batch_defaults(big=True, llm_class=False)
+    ((1024, 16384), (1024, 8192))
+    """
+    seqs = 1024 if big else 256
+    if llm_class:
+        return seqs, 16384 if big else 8192
+    return seqs, 8192 if big else 2048
