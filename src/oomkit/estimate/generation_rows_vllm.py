@@ -193,9 +193,8 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vLLM V1 (0.11.0)",
         "2025-10-02",
         "0.11.0",
-        "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
-        "by default), gpu_memory_utilization 0.92",
-        "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
+        "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs by default)",
+        "total x 0.9 - non-KV; CUDA graphs captured after the KV cache in the "
         "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler where "
         "installed (the pip wheel requires it only from PR #26443), else the sort; gpt-oss "
         "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
@@ -237,6 +236,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
         "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
         "(vllm/envs.py)",
+        # PR #38284 turned the estimate on and raised the default util from 0.9 to 0.92
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
         "KV budget instead of the 1 - util headroom",
         vllm_engine="current",

@@ -10,7 +10,10 @@ rule of the version that printed it. Every row cites the code it models.
   context is not charged; the CUDA-graph estimate (PR #30515, opt-in at first, "enabled
   (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
   turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
-  (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
+  (vllm/config/cache.py; PR #38284, which turned the graph estimate on for v0.21, raised it
+  from 0.9 "to preemptively address the impact"; 0.11.0-0.20 default to 0.9, as the 0.11.0
+  wheel's ``CacheConfig.gpu_memory_utilization: float = 0.9``); top-k/top-p sampling uses
+  FlashInfer when it is installed.
 * ``v1-0.17`` (vLLM 0.17.0-0.20.x): the ``v1-0.11.1`` rule, but PR #33538 ("Triton-based
   Top-k and Top-p sampler kernels"; in the 0.17.0 sdist of 2026-03-07, not in 0.16.0's)
   routes ``apply_top_k_top_p`` to ``apply_top_k_top_p_triton`` from 8 rows on: no sort, so the
@@ -164,10 +167,10 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         "v1-0.11": VllmEngine(
             name="v1-0.11",
             summary=(
-                "vLLM 0.11.0: ceil(total x 0.92) - non-KV; CUDA graphs captured afterwards "
+                "vLLM 0.11.0: total x 0.9 - non-KV; CUDA graphs captured afterwards "
                 "in the 1 - util headroom (graph estimate opt-in until 0.21); FlashInfer sampler"
             ),
-            default_util=0.92,
+            default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=True,
             charges_cuda_context=False,
@@ -183,7 +186,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
                 "vLLM 0.11.1-0.16: as 0.11.0 with the PyTorch-native sort sampler (FlashInfer's "
                 "opt-in from PR #26859 until PR #40376)"
             ),
-            default_util=0.92,
+            default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=False,
             charges_cuda_context=False,
@@ -198,7 +201,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
                 "vLLM 0.17-0.20: as 0.11.1 with the Triton top-k/top-p kernel (PR #33538) "
                 "instead of the sort from 8 rows on (FlashInfer's still opt-in until PR #40376)"
             ),
-            default_util=0.92,
+            default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=False,
             charges_cuda_context=False,
