@@ -281,6 +281,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _VLLM + "issues/23278 (0.10.1 H100, Marlin MXFP4: 'Model loading took 65.9651 GiB')",
         "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
     ),
+    ("vllm", "v1-0.10.2"): (
+        "test:tests/test_vllm_pre_ampere_v0.py::test_0_10_2_runs_v1_on_turing",
+        "test:tests/test_vllm_pre_ampere_v0.py::test_18478_2080ti_runs_v0_and_does_not_fit",
+        _VLLM + "issues/15853 ('[V1] Testla T4 cannot work for V1', 0.8.x)",
+    ),
     ("vllm", "v1-0.11"): (
         _TG + "test_vllm_current_charges_its_graph_estimate",
         _TG + "test_vllm_graphs_in_the_headroom_until_0_21",

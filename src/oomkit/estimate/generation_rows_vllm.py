@@ -171,11 +171,12 @@ VLLM_ROWS: tuple[Row, ...] = (
         "is charged: the CUDA context and the memory of other processes",
         vllm_engine="v1-2025-global",
         mxfp4_hopper="marlin",
+        v1_needs_ampere=True,
     ),
     _g(
         "vllm",
         "v1-2025",
-        "vLLM V1 (0.9.1-0.10)",
+        "vLLM V1 (0.9.1-0.10.1)",
         "2025-06-10",
         "0.9.1",
         "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
@@ -184,6 +185,22 @@ VLLM_ROWS: tuple[Row, ...] = (
         "the Marlin MoE backend (padded to 256/128) until triton_kernels ships with 0.11; "
         "the profile samples through FlashInfer where it is installed (the vllm-openai "
         "image; PR #15777), the sort path otherwise (pip wheel: a verdict band term)",
+        vllm_engine="v1-2025",
+        mxfp4_hopper="marlin",
+        v1_needs_ampere=True,
+    ),
+    _g(
+        "vllm",
+        "v1-0.10.2",
+        "vLLM V1 (0.10.2)",
+        # the 0.10.2 wheel on PyPI (files dated 2025-09-13) has no "Compute Capability < 8.0"
+        # fallback in EngineArgs._is_v1_supported_oracle; 0.10.1.1's (2025-08-20) has it
+        "2025-09-13",
+        "0.10.2",
+        "vllm-project/vllm PR #23614 ('[V1] Enable V1 for compute capability < 8.0 + FP32') "
+        "and PR #24022 ('Enable V1 FP16 inference on pre-Ampere GPUs')",
+        "as 0.9.1-0.10.1 on every GPU: Turing and Volta run the V1 engine too (before, the V1 "
+        "oracle sent compute capability < 8.0 to V0)",
         vllm_engine="v1-2025",
         mxfp4_hopper="marlin",
     ),

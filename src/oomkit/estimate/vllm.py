@@ -66,6 +66,8 @@ from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_sampler import sampler_peaks
 from oomkit.estimate.vllm_support import (
+    CAPABILITY_V0_NOTE,
+    v0_capability_engine,
     v0_env_engine,
     v0_env_unavailable,
     v0_fallback_engine,
@@ -397,8 +399,7 @@ def estimate_vllm(
             support_notes = (*support_notes, *why)
         fallback = v0_fallback_engine(spec, engine)
         if fallback is not None:
-            engine = fallback
-            mm_chunked = False
+            engine, mm_chunked = fallback, False
             engine_switch = "V0 engine (V1 has no encoder-decoder support)"
             support_notes = (
                 *support_notes,
@@ -406,11 +407,13 @@ def estimate_vllm(
                 "has no encoder-decoder support (EngineArgs._is_v1_supported_oracle falls back "
                 "to V0: max_num_seqs 256, no chunked prefill for a multimodal model)",
             )
+        cc = bool(gen.effects.get("v1_needs_ampere"))  # 0.8.0-0.10.1: V0 below Ampere
+        if (v0 := v0_capability_engine(engine, hardware.devices, v1_needs_ampere=cc)) is not None:
+            engine, mm_chunked, engine_switch = v0, False, "V0 engine (compute capability < 8.0)"
+            support_notes = (*support_notes, CAPABILITY_V0_NOTE)
         env_v0 = v0_env_engine(engine)
         if env_v0 is not None:
-            engine = env_v0
-            mm_chunked = False
-            engine_switch = "V0 engine (VLLM_USE_V1=0)"
+            engine, mm_chunked, engine_switch = env_v0, False, "V0 engine (VLLM_USE_V1=0)"
             support_notes = (
                 *support_notes,
                 f"VLLM_USE_V1=0: vLLM {settings.runtime_version} runs the V0 engine (vllm/"
@@ -486,7 +489,7 @@ def estimate_vllm(
         details["engine_switch"] = engine_switch
     notes = [*support_notes, *p0.notes]
     if settings.prompt_logprobs:
-        from oomkit.estimate.vllm_logprobs import prompt_logprobs_details
+        from oomkit.estimate.vllm_logprobs import NOTE, prompt_logprobs_details
 
         details.update(
             prompt_logprobs_details(
@@ -498,11 +501,7 @@ def estimate_vllm(
                 labels=[device_label(d, r) for r, d in enumerate(targets)],
             )
         )
-        notes.append(
-            "prompt log-probs: the sampler's [prompt tokens, vocab] tensors are outside the "
-            "profiled budget (counted in the verdict's band: a step of "
-            f"{details['prompt_logprobs_rows']} prompt tokens)"
-        )
+        notes.append(NOTE.format(rows=details["prompt_logprobs_rows"]))
     if pp > 1:
         spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
         notes.append(
