@@ -45,7 +45,7 @@ def test_lm_eval_2815_is_not_called_fits() -> None:
     assert server.runtime_details["max_num_batched_tokens"] == 2048  # vllm serve's default
     assert verdict(server, Platform(display=False)).level == "fits"
     est = _vllm("llama-3-8b", "a100-80gb-sxm", llm_class=True, **LMEVAL_2815)
-    assert est.runtime_details["engine"] == "v1-2025-global"
+    assert est.runtime_details["engine"] == "v1-0.8.0"  # 0.8.0-0.8.3
     assert est.runtime_details["max_num_batched_tokens"] == 8192
     vocab = find_model("llama-3-8b").spec().vocab_size
     # V1: one request's rows at a time, up to min(8192, max_model_len): fp16 logits, the fp32

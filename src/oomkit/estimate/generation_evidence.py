@@ -268,6 +268,13 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_vllm_before_mla_caches_deepseek_as_full_heads",
         "run:vllm-17431-qwen3-8b-a800-u04-v0",
     ),
+    ("vllm", "v1-0.8.0"): (
+        "test:tests/test_vllm_v1_seqs_1024.py::test_15457_pool_is_the_1024_row_warm_up",
+        "test:tests/test_vllm_v1_seqs_1024.py::test_opt125m_l4_log",
+        _VLLM + "issues/16342 (0.8.3 on an A100 80GB: out of memory 'when handling 1024 dummy "
+        "requests'; Qwen2.5-14B-AWQ)",
+        _VLLM + "pull/16158 ('many people have run into OOM when using V1')",
+    ),
     ("vllm", "v1-2025-global"): (
         _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
         _VLLM + "pull/14419 (util 0.2 next to a process holding 70%: 'No available memory')",

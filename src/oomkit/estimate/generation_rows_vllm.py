@@ -160,15 +160,34 @@ VLLM_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "vllm",
-        "v1-2025-global",
-        "vLLM V1 (0.8.0-0.9.0)",
+        "v1-0.8.0",
+        "vLLM V1 (0.8.0-0.8.3)",
         "2025-03-18",
         "0.8.0",
         "vllm-project/vllm v0.8.0 release (V1 engine on by default; its worker charges "
-        "total - free - torch allocated, PR #10528)",
-        "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
-        "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
-        "is charged: the CUDA context and the memory of other processes",
+        "total - free - torch allocated, PR #10528; EngineArgs._set_default_args_v1: "
+        "max_num_seqs 1024)",
+        "chunked prefill always (max_num_batched_tokens 2048/8192, 8192/16384 on H100/H200); "
+        "1024 sequences by default on every GPU, so the profile warms the sampler up on 1024 "
+        "rows; hybrid KV groups; CUDA graphs captured in the 1 - util headroom; every "
+        "non-torch byte on the GPU is charged: the CUDA context and the memory of other "
+        "processes",
+        vllm_engine="v1-0.8.0",
+        mxfp4_hopper="marlin",
+        v1_needs_ampere=True,
+    ),
+    _g(
+        "vllm",
+        "v1-2025-global",
+        "vLLM V1 (0.8.4-0.9.0)",
+        # the 0.8.4 wheel on PyPI (files dated 2025-04-14) carries PR #16158; 0.8.3's does not
+        "2025-04-14",
+        "0.8.4",
+        "vllm-project/vllm PR #16158 ('[V1] Revert the default max_num_seqs to V0 values for "
+        "most hardware', merged 2025-04-07)",
+        "as 0.8.0-0.8.3 but 256 sequences below H100/H200 (1024 on them): chunked prefill "
+        "always (max_num_batched_tokens 2048/8192); every non-torch byte on the GPU is "
+        "charged: the CUDA context and the memory of other processes",
         vllm_engine="v1-2025-global",
         mxfp4_hopper="marlin",
         v1_needs_ampere=True,

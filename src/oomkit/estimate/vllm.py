@@ -55,8 +55,8 @@ from oomkit.estimate.vllm_components import rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     cudagraph_pool_bytes,
+    engine_batch_defaults,
     non_torch_bytes,
-    v1_batch_defaults,
     vllm_engine,
 )
 from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
@@ -81,7 +81,6 @@ from oomkit.units import GiB, ceil_div
 
 __all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
 
-_BIG_GPU_BYTES = 70 * GiB
 _V0_CHUNKED_ABOVE = 32768  # V0 OpenAI server enables chunked prefill above 32K max_model_len
 _V0_MIN_BATCHED = 2048  # SchedulerConfig: max(max_model_len, 2048) without chunked prefill
 
@@ -182,11 +181,10 @@ def plan_vllm(
         raise InvalidSettingError(f"--tp must be at least 1, got {tp}", setting="tp")
     notes: list[str] = []
     cap = device.capacity_bytes
-    big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in device.name.lower()
     util = settings.gpu_memory_utilization or eng.default_util
     max_len = settings.ctx or spec.max_position_embeddings or 8192
     if eng.chunked_prefill:
-        seqs, batched = v1_batch_defaults(big=big, llm_class=bool(settings.llm_class))
+        seqs, batched = engine_batch_defaults(eng, device, llm_class=bool(settings.llm_class))
         seqs, batched = settings.max_num_seqs or seqs, settings.max_num_batched_tokens or batched
     else:
         seqs = settings.max_num_seqs or 256

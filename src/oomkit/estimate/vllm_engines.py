@@ -43,6 +43,8 @@ rule of the version that printed it. Every row cites the code it models.
   ``1 - gpu_memory_utilization`` headroom. FlashInfer's sampler when it is installed (the
   image; the pip wheel requires it only from PR #26443, after 0.11.0): the sort path's extra
   peak goes into the verdict (:mod:`oomkit.estimate.vllm_sampler`).
+* ``v1-0.8.0`` (vLLM 0.8.0-0.8.3): the ``v1-2025-global`` rule with ``max_num_seqs`` 1024 on
+  every GPU (:func:`engine_batch_defaults`; PR #16158 reverted it for 0.8.4).
 * ``v1-2025-global`` (V1 engine, vLLM 0.8.0-0.9.0): ``Worker.determine_available_memory``
   charged ``torch peak + (total - free - torch allocated)`` against ``total x util`` (the V1
   worker of PR #10528): every byte on the GPU that torch did not allocate is charged, the CUDA
@@ -108,6 +110,7 @@ __all__ = [
     "VLLM_ENGINES",
     "VllmEngine",
     "cudagraph_pool_bytes",
+    "engine_batch_defaults",
     "non_torch_bytes",
     "on_nvswitch",
     "v1_batch_defaults",
@@ -148,6 +151,10 @@ class VllmEngine:
     #: FlashInfer's top-k/top-p whenever FlashInfer is importable (0.9.1-0.11.0): the image
     #: ships it, a pip install may not (:mod:`oomkit.estimate.vllm_sampler`)
     flashinfer_if_installed: bool = False
+    #: V1's default ``max_num_seqs`` is 1024 on every GPU and its large-GPU test is "h100" or
+    #: "h200" in the device name (0.8.0-0.8.3, before PR #16158); else
+    #: :func:`engine_batch_defaults`'s later rule
+    seqs_1024_everywhere: bool = False
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -240,6 +247,23 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             hybrid_kv_groups=True,
             charges_other_processes=True,
             other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
+        ),
+        "v1-0.8.0": VllmEngine(
+            name="v1-0.8.0",
+            summary=(
+                "V1 engine 0.8.0-0.8.3: as v1-2025-global, with 1024 sequences by default on "
+                "every GPU (the profile's dummy sampler warms up 1024 rows)"
+            ),
+            default_util=0.9,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
+            charges_cuda_context=True,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            charges_other_processes=True,
+            other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
+            seqs_1024_everywhere=True,
         ),
         "v0-2025": VllmEngine(
             name="v0-2025",
@@ -411,3 +435,30 @@ def v1_batch_defaults(*, big: bool, llm_class: bool) -> tuple[int, int]:
     if llm_class:
         return seqs, 16384 if big else 8192
     return seqs, 8192 if big else 2048
+
+
+_BIG_GPU_BYTES = 70 * GiB
+
+
+def engine_batch_defaults(
+    eng: VllmEngine, device: DeviceTarget, *, llm_class: bool
+) -> tuple[int, int]:
+    """``(max_num_seqs, max_num_batched_tokens)`` a chunked-prefill (V1) ``eng`` takes on
+    ``device`` when neither is given (:func:`v1_batch_defaults`).
+
+    The large-GPU test: ">= 70 GiB and not an A100" (0.9.0+; oomkit also uses it for
+    0.8.4-0.8.5, whose "h100"/"h200"-name and ">= 70 GiB" tests agree with it on the usual
+    cards); 0.8.0-0.8.3 (``eng.seqs_1024_everywhere``) tested "h100"/"h200" in the device name
+    for the batch and set ``max_num_seqs = 1024`` on every GPU (``_set_default_args_v1`` in the
+    0.8.1-0.8.3 wheels: ``default_max_num_seqs = 1024``) until PR #16158 ("[V1] Revert the
+    default max_num_seqs to V0 values for most hardware", 0.8.4: "many people have run into OOM
+    when using V1", i.e. "CUDA out of memory occurred when warming up sampler with 1024 dummy
+    requests").
+    """
+    name = device.name.lower()
+    if eng.seqs_1024_everywhere:
+        big = "h100" in name or "h200" in name
+        return 1024, v1_batch_defaults(big=big, llm_class=llm_class)[1]
+    cap = device.capacity_bytes
+    big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in name
+    return v1_batch_defaults(big=big, llm_class=llm_class)

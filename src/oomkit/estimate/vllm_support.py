@@ -236,7 +236,7 @@ def v0_fallback_engine(spec: ModelSpec, engine: str) -> str | None:
 
 
 #: the V1-era engine rows of releases that still ship V0 (0.8.0-0.10.x)
-_V1_WITH_V0 = frozenset({"v1-2025-global", "v1-2025"})
+_V1_WITH_V0 = frozenset({"v1-0.8.0", "v1-2025-global", "v1-2025"})
 
 
 def v0_env_unavailable(engine: str) -> bool:
