@@ -179,7 +179,7 @@ def test_two_part_version_is_its_dot_zero_release(runtime: str, short: str, full
 
 
 def test_two_part_vllm_versions_pick_the_right_engine_generation() -> None:
-    assert resolve_generation("vllm", "0.8").label == "vLLM V1 (0.8.0-0.9.0)"
+    assert resolve_generation("vllm", "0.8").label == "vLLM V1 (0.8.0-0.8.3)"
     assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11.0)"
     assert resolve_generation("vllm", "0.21").label == "vLLM V1 (0.21+)"
     assert resolve_generation("vllm", "0.10").key == resolve_generation("vllm", "0.10.0").key
@@ -323,7 +323,7 @@ def test_generation_is_echoed() -> None:
     e = _est("llama-3.1-8b", runtime="vllm", ctx=8192, runtime_version="0.8.5")
     gen = e.runtime_details["generation"]
     assert isinstance(gen, dict)
-    assert gen["label"] == "vLLM V1 (0.8.0-0.9.0)"
+    assert gen["label"] == "vLLM V1 (0.8.4-0.9.0)"
     assert gen["requested"] == "0.8.5"
 
 
@@ -345,7 +345,7 @@ def test_doctor_reads_the_version_line() -> None:
     # the user's own version wins over the log's
     user = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
     notes = diagnose_text(log, settings=user).notes
-    assert any("vLLM V1 (0.8.0-0.9.0)" in n for n in notes)
+    assert any("vLLM V1 (0.8.4-0.9.0)" in n for n in notes)
 
 
 def test_vllm_before_mla_caches_deepseek_as_full_heads() -> None:

@@ -127,6 +127,13 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="vLLM: requests ask for prompt log-probs (lm-eval loglikelihood tasks); the sampler's "
     "[prompt tokens, vocab] fp32 tensors are outside the profiled budget",
 )
+@click.option(
+    "--llm-class",
+    is_flag=True,
+    default=None,
+    help="vLLM: the run uses the offline vllm.LLM class (a script, lm-eval --model vllm), "
+    "not vllm serve: V1's larger max_num_batched_tokens default for that usage context",
+)
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
 @click.option(
     "--runtime-version",

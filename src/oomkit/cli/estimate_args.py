@@ -45,6 +45,7 @@ FLAG_NAMES: dict[str, str] = {
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
     "prompt_logprobs": "--prompt-logprobs",
+    "llm_class": "--llm-class",
     "cpu_offload_bytes": "--cpu-offload-gb",
     "block_size": "--block-size",
     "overhead_bytes": "--overhead",

@@ -59,6 +59,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "max_num_batched_tokens",
     "enforce_eager",
     "prompt_logprobs",
+    "llm_class",
     "runtime_version",
     "draft_model",
     "draft_quant",

@@ -98,6 +98,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "max_num_batched_tokens",
             "enforce_eager",
             "prompt_logprobs",
+            "llm_class",
             "cpu_offload_bytes",
             "block_size",
             "overhead_bytes",

@@ -278,6 +278,13 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_vllm_before_mla_caches_deepseek_as_full_heads",
         "run:vllm-17431-qwen3-8b-a800-u04-v0",
     ),
+    ("vllm", "v1-0.8.0"): (
+        "test:tests/test_vllm_v1_seqs_1024.py::test_15457_pool_is_the_1024_row_warm_up",
+        "test:tests/test_vllm_v1_seqs_1024.py::test_opt125m_l4_log",
+        _VLLM + "issues/16342 (0.8.3 on an A100 80GB: out of memory 'when handling 1024 dummy "
+        "requests'; Qwen2.5-14B-AWQ)",
+        _VLLM + "pull/16158 ('many people have run into OOM when using V1')",
+    ),
     ("vllm", "v1-2025-global"): (
         _TV + "test_vllm_v1_before_0_9_1_charges_other_processes",
         _VLLM + "pull/14419 (util 0.2 next to a process holding 70%: 'No available memory')",
@@ -290,6 +297,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "test:tests/test_vllm_mxfp4.py::test_hopper_marlin_before_0_11_matches_the_log",
         _VLLM + "issues/23278 (0.10.1 H100, Marlin MXFP4: 'Model loading took 65.9651 GiB')",
         "run:vllm-21348-qwen3-235b-fp8-tp4-h100",
+    ),
+    ("vllm", "v1-0.10.2"): (
+        "test:tests/test_vllm_pre_ampere_v0.py::test_0_10_2_runs_v1_on_turing",
+        "test:tests/test_vllm_pre_ampere_v0.py::test_18478_2080ti_runs_v0_and_does_not_fit",
+        _VLLM + "issues/15853 ('[V1] Testla T4 cannot work for V1', 0.8.x)",
     ),
     ("vllm", "v1-0.11"): (
         _TG + "test_vllm_current_charges_its_graph_estimate",

@@ -160,22 +160,42 @@ VLLM_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "vllm",
-        "v1-2025-global",
-        "vLLM V1 (0.8.0-0.9.0)",
+        "v1-0.8.0",
+        "vLLM V1 (0.8.0-0.8.3)",
         "2025-03-18",
         "0.8.0",
         "vllm-project/vllm v0.8.0 release (V1 engine on by default; its worker charges "
-        "total - free - torch allocated, PR #10528)",
-        "chunked prefill always (max_num_batched_tokens 2048/8192); hybrid KV groups; "
-        "CUDA graphs captured in the 1 - util headroom; every non-torch byte on the GPU "
-        "is charged: the CUDA context and the memory of other processes",
+        "total - free - torch allocated, PR #10528; EngineArgs._set_default_args_v1: "
+        "max_num_seqs 1024)",
+        "chunked prefill always (max_num_batched_tokens 2048/8192, 8192/16384 on H100/H200); "
+        "1024 sequences by default on every GPU, so the profile warms the sampler up on 1024 "
+        "rows; hybrid KV groups; CUDA graphs captured in the 1 - util headroom; every "
+        "non-torch byte on the GPU is charged: the CUDA context and the memory of other "
+        "processes",
+        vllm_engine="v1-0.8.0",
+        mxfp4_hopper="marlin",
+        v1_needs_ampere=True,
+    ),
+    _g(
+        "vllm",
+        "v1-2025-global",
+        "vLLM V1 (0.8.4-0.9.0)",
+        # the 0.8.4 wheel on PyPI (files dated 2025-04-14) carries PR #16158; 0.8.3's does not
+        "2025-04-14",
+        "0.8.4",
+        "vllm-project/vllm PR #16158 ('[V1] Revert the default max_num_seqs to V0 values for "
+        "most hardware', merged 2025-04-07)",
+        "as 0.8.0-0.8.3 but 256 sequences below H100/H200 (1024 on them): chunked prefill "
+        "always (max_num_batched_tokens 2048/8192); every non-torch byte on the GPU is "
+        "charged: the CUDA context and the memory of other processes",
         vllm_engine="v1-2025-global",
         mxfp4_hopper="marlin",
+        v1_needs_ampere=True,
     ),
     _g(
         "vllm",
         "v1-2025",
-        "vLLM V1 (0.9.1-0.10)",
+        "vLLM V1 (0.9.1-0.10.1)",
         "2025-06-10",
         "0.9.1",
         "vllm-project/vllm PR #18974 (V1 memory profiling per instance), then PR #19312",
@@ -186,6 +206,22 @@ VLLM_ROWS: tuple[Row, ...] = (
         "image; PR #15777), the sort path otherwise (pip wheel: a verdict band term)",
         vllm_engine="v1-2025",
         mxfp4_hopper="marlin",
+        v1_needs_ampere=True,
+    ),
+    _g(
+        "vllm",
+        "v1-0.10.2",
+        "vLLM V1 (0.10.2)",
+        # the 0.10.2 wheel on PyPI (files dated 2025-09-13) has no "Compute Capability < 8.0"
+        # fallback in EngineArgs._is_v1_supported_oracle; 0.10.1.1's (2025-08-20) has it
+        "2025-09-13",
+        "0.10.2",
+        "vllm-project/vllm PR #23614 ('[V1] Enable V1 for compute capability < 8.0 + FP32') "
+        "and PR #24022 ('Enable V1 FP16 inference on pre-Ampere GPUs')",
+        "as 0.9.1-0.10.1 on every GPU: Turing and Volta run the V1 engine too (before, the V1 "
+        "oracle sent compute capability < 8.0 to V0)",
+        vllm_engine="v1-2025",
+        mxfp4_hopper="marlin",
     ),
     _g(
         "vllm",
@@ -193,9 +229,8 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vLLM V1 (0.11.0)",
         "2025-10-02",
         "0.11.0",
-        "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs "
-        "by default), gpu_memory_utilization 0.92",
-        "ceil(total x 0.92) - non-KV; CUDA graphs captured after the KV cache in the "
+        "vllm-project/vllm v0.11.0 release (V0 removed, FULL_AND_PIECEWISE CUDA graphs by default)",
+        "total x 0.9 - non-KV; CUDA graphs captured after the KV cache in the "
         "1 - util headroom (PR #30515's estimate opt-in); FlashInfer sampler where "
         "installed (the pip wheel requires it only from PR #26443), else the sort; gpt-oss "
         "MXFP4 experts on Hopper through triton_kernels (scales resident twice)",
@@ -237,6 +272,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
         "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
         "(vllm/envs.py)",
+        # PR #38284 turned the estimate on and raised the default util from 0.9 to 0.92
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
         "KV budget instead of the 1 - util headroom",
         vllm_engine="current",

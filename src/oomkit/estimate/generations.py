@@ -65,7 +65,9 @@ Effects read by the estimators (absent key = today's behaviour):
   group's two communicators on an NVSwitch node with TP > 2, :mod:`oomkit.estimate.vllm_nvls`),
   ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
   #2566; :mod:`oomkit.estimate.vllm_awq`), ``kv_len_check`` (False before 0.2.7: no start-up
-  check of ``max_model_len`` against the KV cache, PR #2163; a longer request hangs).
+  check of ``max_model_len`` against the KV cache, PR #2163; a longer request hangs),
+  ``v1_needs_ampere`` (True for 0.8.0-0.10.1: the V1 oracle sends compute capability < 8.0 to
+  V0 until PR #23614, :func:`oomkit.estimate.vllm_support.v0_capability_engine`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
   for multimodal architectures (:func:`oomkit.estimate.sglang.multimodal_policy`)
   ``mm_fraction`` (the ``mem_fraction_static`` factor; absent: none modelled),

@@ -20,7 +20,8 @@ states are still held (:func:`~oomkit.estimate.hf_activations.sampler_peak_bytes
 
 Defaults (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, OpenAI server):
 ``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 when the GPU has >= 70 GiB and its name
-does not contain "a100" (PR #17885), else 2048 and 256; V0 engines used 256 sequences and, without
+does not contain "a100" (PR #17885), else 2048 and 256 (``--llm-class``, the offline ``LLM``
+class: 16384 / 8192 tokens); V0 engines used 256 sequences and, without
 chunked prefill, ``max(max_model_len, 2048)`` batched tokens. ``block_size`` 16 (CacheConfig
 ``DEFAULT_BLOCK_SIZE``); KV dtype = model dtype (``--kv-cache-dtype auto``). vLLM downcasts
 float32 checkpoints to 16 bits by default.
@@ -54,6 +55,7 @@ from oomkit.estimate.vllm_components import rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     cudagraph_pool_bytes,
+    engine_batch_defaults,
     non_torch_bytes,
     vllm_engine,
 )
@@ -64,6 +66,8 @@ from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_sampler import sampler_peaks
 from oomkit.estimate.vllm_support import (
+    CAPABILITY_V0_NOTE,
+    v0_capability_engine,
     v0_env_engine,
     v0_env_unavailable,
     v0_fallback_engine,
@@ -77,7 +81,6 @@ from oomkit.units import GiB, ceil_div
 
 __all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
 
-_BIG_GPU_BYTES = 70 * GiB
 _V0_CHUNKED_ABOVE = 32768  # V0 OpenAI server enables chunked prefill above 32K max_model_len
 _V0_MIN_BATCHED = 2048  # SchedulerConfig: max(max_model_len, 2048) without chunked prefill
 
@@ -178,12 +181,11 @@ def plan_vllm(
         raise InvalidSettingError(f"--tp must be at least 1, got {tp}", setting="tp")
     notes: list[str] = []
     cap = device.capacity_bytes
-    big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in device.name.lower()
     util = settings.gpu_memory_utilization or eng.default_util
     max_len = settings.ctx or spec.max_position_embeddings or 8192
     if eng.chunked_prefill:
-        seqs = settings.max_num_seqs or (1024 if big else 256)
-        batched = settings.max_num_batched_tokens or (8192 if big else 2048)
+        seqs, batched = engine_batch_defaults(eng, device, llm_class=bool(settings.llm_class))
+        seqs, batched = settings.max_num_seqs or seqs, settings.max_num_batched_tokens or batched
     else:
         seqs = settings.max_num_seqs or 256
         chunked = max_len > _V0_CHUNKED_ABOVE and (
@@ -395,8 +397,7 @@ def estimate_vllm(
             support_notes = (*support_notes, *why)
         fallback = v0_fallback_engine(spec, engine)
         if fallback is not None:
-            engine = fallback
-            mm_chunked = False
+            engine, mm_chunked = fallback, False
             engine_switch = "V0 engine (V1 has no encoder-decoder support)"
             support_notes = (
                 *support_notes,
@@ -404,11 +405,13 @@ def estimate_vllm(
                 "has no encoder-decoder support (EngineArgs._is_v1_supported_oracle falls back "
                 "to V0: max_num_seqs 256, no chunked prefill for a multimodal model)",
             )
+        cc = bool(gen.effects.get("v1_needs_ampere"))  # 0.8.0-0.10.1: V0 below Ampere
+        if (v0 := v0_capability_engine(engine, hardware.devices, v1_needs_ampere=cc)) is not None:
+            engine, mm_chunked, engine_switch = v0, False, "V0 engine (compute capability < 8.0)"
+            support_notes = (*support_notes, CAPABILITY_V0_NOTE)
         env_v0 = v0_env_engine(engine)
         if env_v0 is not None:
-            engine = env_v0
-            mm_chunked = False
-            engine_switch = "V0 engine (VLLM_USE_V1=0)"
+            engine, mm_chunked, engine_switch = env_v0, False, "V0 engine (VLLM_USE_V1=0)"
             support_notes = (
                 *support_notes,
                 f"VLLM_USE_V1=0: vLLM {settings.runtime_version} runs the V0 engine (vllm/"
@@ -484,7 +487,7 @@ def estimate_vllm(
         details["engine_switch"] = engine_switch
     notes = [*support_notes, *p0.notes]
     if settings.prompt_logprobs:
-        from oomkit.estimate.vllm_logprobs import prompt_logprobs_details
+        from oomkit.estimate.vllm_logprobs import NOTE, prompt_logprobs_details
 
         details.update(
             prompt_logprobs_details(
@@ -496,11 +499,7 @@ def estimate_vllm(
                 labels=[device_label(d, r) for r, d in enumerate(targets)],
             )
         )
-        notes.append(
-            "prompt log-probs: the sampler's [prompt tokens, vocab] tensors are outside the "
-            "profiled budget (counted in the verdict's band: a step of "
-            f"{details['prompt_logprobs_rows']} prompt tokens)"
-        )
+        notes.append(NOTE.format(rows=details["prompt_logprobs_rows"]))
     if pp > 1:
         spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
         notes.append(
@@ -574,7 +573,7 @@ def estimate_vllm(
         "block_size": p0.block_size,
         "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
         "enforce_eager": bool(settings.enforce_eager),
-        **({"prompt_logprobs": True} if settings.prompt_logprobs else {}),
+        **{k: True for k in ("prompt_logprobs", "llm_class") if getattr(settings, k)},
     }
     return Estimate(
         model=model_info(spec),

@@ -10,7 +10,10 @@ rule of the version that printed it. Every row cites the code it models.
   context is not charged; the CUDA-graph estimate (PR #30515, opt-in at first, "enabled
   (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
   turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
-  (vllm/config/cache.py); top-k/top-p sampling uses FlashInfer when it is installed.
+  (vllm/config/cache.py; PR #38284, which turned the graph estimate on for v0.21, raised it
+  from 0.9 "to preemptively address the impact"; 0.11.0-0.20 default to 0.9, as the 0.11.0
+  wheel's ``CacheConfig.gpu_memory_utilization: float = 0.9``); top-k/top-p sampling uses
+  FlashInfer when it is installed.
 * ``v1-0.17`` (vLLM 0.17.0-0.20.x): the ``v1-0.11.1`` rule, but PR #33538 ("Triton-based
   Top-k and Top-p sampler kernels"; in the 0.17.0 sdist of 2026-03-07, not in 0.16.0's)
   routes ``apply_top_k_top_p`` to ``apply_top_k_top_p_triton`` from 8 rows on: no sort, so the
@@ -40,6 +43,8 @@ rule of the version that printed it. Every row cites the code it models.
   ``1 - gpu_memory_utilization`` headroom. FlashInfer's sampler when it is installed (the
   image; the pip wheel requires it only from PR #26443, after 0.11.0): the sort path's extra
   peak goes into the verdict (:mod:`oomkit.estimate.vllm_sampler`).
+* ``v1-0.8.0`` (vLLM 0.8.0-0.8.3): the ``v1-2025-global`` rule with ``max_num_seqs`` 1024 on
+  every GPU (:func:`engine_batch_defaults`; PR #16158 reverted it for 0.8.4).
 * ``v1-2025-global`` (V1 engine, vLLM 0.8.0-0.9.0): ``Worker.determine_available_memory``
   charged ``torch peak + (total - free - torch allocated)`` against ``total x util`` (the V1
   worker of PR #10528): every byte on the GPU that torch did not allocate is charged, the CUDA
@@ -105,8 +110,10 @@ __all__ = [
     "VLLM_ENGINES",
     "VllmEngine",
     "cudagraph_pool_bytes",
+    "engine_batch_defaults",
     "non_torch_bytes",
     "on_nvswitch",
+    "v1_batch_defaults",
     "vllm_engine",
 ]
 
@@ -144,6 +151,10 @@ class VllmEngine:
     #: FlashInfer's top-k/top-p whenever FlashInfer is importable (0.9.1-0.11.0): the image
     #: ships it, a pip install may not (:mod:`oomkit.estimate.vllm_sampler`)
     flashinfer_if_installed: bool = False
+    #: V1's default ``max_num_seqs`` is 1024 on every GPU and its large-GPU test is "h100" or
+    #: "h200" in the device name (0.8.0-0.8.3, before PR #16158); else
+    #: :func:`engine_batch_defaults`'s later rule
+    seqs_1024_everywhere: bool = False
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -163,10 +174,10 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         "v1-0.11": VllmEngine(
             name="v1-0.11",
             summary=(
-                "vLLM 0.11.0: ceil(total x 0.92) - non-KV; CUDA graphs captured afterwards "
+                "vLLM 0.11.0: total x 0.9 - non-KV; CUDA graphs captured afterwards "
                 "in the 1 - util headroom (graph estimate opt-in until 0.21); FlashInfer sampler"
             ),
-            default_util=0.92,
+            default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=True,
             charges_cuda_context=False,
@@ -182,7 +193,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
                 "vLLM 0.11.1-0.16: as 0.11.0 with the PyTorch-native sort sampler (FlashInfer's "
                 "opt-in from PR #26859 until PR #40376)"
             ),
-            default_util=0.92,
+            default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=False,
             charges_cuda_context=False,
@@ -197,7 +208,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
                 "vLLM 0.17-0.20: as 0.11.1 with the Triton top-k/top-p kernel (PR #33538) "
                 "instead of the sort from 8 rows on (FlashInfer's still opt-in until PR #40376)"
             ),
-            default_util=0.92,
+            default_util=0.9,
             chunked_prefill=True,
             flashinfer_sampler=False,
             charges_cuda_context=False,
@@ -236,6 +247,23 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             hybrid_kv_groups=True,
             charges_other_processes=True,
             other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
+        ),
+        "v1-0.8.0": VllmEngine(
+            name="v1-0.8.0",
+            summary=(
+                "V1 engine 0.8.0-0.8.3: as v1-2025-global, with 1024 sequences by default on "
+                "every GPU (the profile's dummy sampler warms up 1024 rows)"
+            ),
+            default_util=0.9,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
+            charges_cuda_context=True,
+            reserved_peak=False,
+            charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            charges_other_processes=True,
+            other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
+            seqs_1024_everywhere=True,
         ),
         "v0-2025": VllmEngine(
             name="v0-2025",
@@ -386,3 +414,51 @@ def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[
 def cudagraph_pool_bytes(enforce_eager: bool) -> int:
     """Typical CUDA-graph pool per rank (0 with ``--enforce-eager``)."""
     return 0 if enforce_eager else _CUDAGRAPH
+
+
+def v1_batch_defaults(*, big: bool, llm_class: bool) -> tuple[int, int]:
+    """``(max_num_seqs, max_num_batched_tokens)`` a V1 engine takes when neither is given.
+
+    vllm/engine/arg_utils.py sets them per usage context (``_set_default_args_v1`` from the
+    v0.8.0 release, ``get_batch_defaults`` later): the offline ``vllm.LLM`` class
+    (``UsageContext.LLM_CLASS``) batches 16384 tokens on a large GPU and 8192 otherwise, the
+    OpenAI server 8192 and 2048; both 1024 sequences on a large GPU, else 256 (PR #17885,
+    which also made a large GPU ">= 70 GiB and not an A100"; 0.8.x tested "h100"/"h200" in
+    the name, which gives the same answer on the A100s and H100s of the records).
+
+    >>> v1_batch_defaults(big=False, llm_class=True), v1_batch_defaults(big=False, llm_class=False)
+    ((256, 8192), (256, 2048))
+    >>> v1_batch_defaults(big=True, llm_class=True), v1_batch_defaults(big=True, llm_class=False)
+    ((1024, 16384), (1024, 8192))
+    """
+    seqs = 1024 if big else 256
+    if llm_class:
+        return seqs, 16384 if big else 8192
+    return seqs, 8192 if big else 2048
+
+
+_BIG_GPU_BYTES = 70 * GiB
+
+
+def engine_batch_defaults(
+    eng: VllmEngine, device: DeviceTarget, *, llm_class: bool
+) -> tuple[int, int]:
+    """``(max_num_seqs, max_num_batched_tokens)`` a chunked-prefill (V1) ``eng`` takes on
+    ``device`` when neither is given (:func:`v1_batch_defaults`).
+
+    The large-GPU test: ">= 70 GiB and not an A100" (0.9.0+; oomkit also uses it for
+    0.8.4-0.8.5, whose "h100"/"h200"-name and ">= 70 GiB" tests agree with it on the usual
+    cards); 0.8.0-0.8.3 (``eng.seqs_1024_everywhere``) tested "h100"/"h200" in the device name
+    for the batch and set ``max_num_seqs = 1024`` on every GPU (``_set_default_args_v1`` in the
+    0.8.1-0.8.3 wheels: ``default_max_num_seqs = 1024``) until PR #16158 ("[V1] Revert the
+    default max_num_seqs to V0 values for most hardware", 0.8.4: "many people have run into OOM
+    when using V1", i.e. "CUDA out of memory occurred when warming up sampler with 1024 dummy
+    requests").
+    """
+    name = device.name.lower()
+    if eng.seqs_1024_everywhere:
+        big = "h100" in name or "h200" in name
+        return 1024, v1_batch_defaults(big=big, llm_class=llm_class)[1]
+    cap = device.capacity_bytes
+    big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in name
+    return v1_batch_defaults(big=big, llm_class=llm_class)

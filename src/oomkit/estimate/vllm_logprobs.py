@@ -45,6 +45,7 @@ from oomkit.estimate.hf_weights import dtype_bytes
 from oomkit.spec.model import ModelSpec
 
 __all__ = [
+    "NOTE",
     "SOURCE",
     "prompt_logprobs_bytes",
     "prompt_logprobs_details",
@@ -56,6 +57,12 @@ SOURCE = (
     "vllm/model_executor/layers/sampler.py Sampler.forward + get_logprobs (V0); "
     "vllm/v1/worker/gpu_model_runner.py _get_prompt_logprobs_dict (V1); "
     "lm-evaluation-harness#2779"
+)
+
+#: the estimate's assumption line (``rows``: prompt tokens per step)
+NOTE = (
+    "prompt log-probs: the sampler's [prompt tokens, vocab] tensors are outside the "
+    "profiled budget (counted in the verdict's band: a step of {rows} prompt tokens)"
 )
 
 _FP32 = 4

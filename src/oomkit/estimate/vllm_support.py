@@ -60,11 +60,13 @@ import os
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 
 __all__ = [
     "VLLM_SUPPORT",
     "VllmSupport",
+    "v0_capability_engine",
     "v0_env_engine",
     "v0_env_unavailable",
     "v0_fallback_engine",
@@ -234,7 +236,7 @@ def v0_fallback_engine(spec: ModelSpec, engine: str) -> str | None:
 
 
 #: the V1-era engine rows of releases that still ship V0 (0.8.0-0.10.x)
-_V1_WITH_V0 = frozenset({"v1-2025-global", "v1-2025"})
+_V1_WITH_V0 = frozenset({"v1-0.8.0", "v1-2025-global", "v1-2025"})
 
 
 def v0_env_unavailable(engine: str) -> bool:
@@ -256,3 +258,37 @@ def v0_env_engine(engine: str) -> str | None:
     if engine not in _V1_WITH_V0 or not raw.lstrip("-").isdigit() or int(raw) != 0:
         return None
     return _V0_FALLBACK
+
+
+#: the V1 oracle's "Need at least Ampere for now (FA support required)" check
+_V1_MIN_CC_MAJOR = 8
+
+#: what the estimate says when it applies
+CAPABILITY_V0_NOTE = (
+    "compute capability < 8.0: this vLLM release runs the V0 engine (EngineArgs."
+    "_is_v1_supported_oracle: 'Compute Capability < 8.0' falls back to V0 until PR #23614, "
+    "v0.10.2): max_num_seqs 256, no chunked prefill up to 32K"
+)
+
+
+def v0_capability_engine(
+    engine: str, devices: tuple[DeviceTarget, ...], *, v1_needs_ampere: bool
+) -> str | None:
+    """The V0 engine row a V1-era ``engine`` falls back to on a pre-Ampere GPU, or None.
+
+    vLLM 0.8.0-0.10.1.1 (vllm/engine/arg_utils.py ``_is_v1_supported_oracle``, read in the
+    0.8.1, 0.9.0, 0.10.0 and 0.10.1.1 wheels): ``if current_platform.is_cuda() and
+    get_device_capability().major < 8: _raise_or_fallback(feature_name="Compute Capability <
+    8.0")`` - V0 unless ``VLLM_USE_V1=1`` was set explicitly (then it raises); vllm#15853 "[V1]
+    Tesla T4 cannot work for V1". PR #23614 ("[V1] Enable V1 for compute capability < 8.0 +
+    FP32") and PR #24022 removed the check for v0.10.2 (absent from its wheel).
+    ``v1_needs_ampere``: the release's generation row has the check.
+    """
+    if not v1_needs_ampere or engine not in _V1_WITH_V0:
+        return None
+    majors = [
+        int((d.compute_capability or "").split(".")[0])
+        for d in devices
+        if d.backend == "cuda" and (d.compute_capability or "").split(".")[0].isdigit()
+    ]
+    return _V0_FALLBACK if any(m < _V1_MIN_CC_MAJOR for m in majors) else None

@@ -67,6 +67,11 @@ class InferenceSettings:
     #: lm-evaluation-harness's loglikelihood tasks do): the sampler's [prompt tokens, vocab]
     #: fp32 tensors, outside the profiled budget (:mod:`oomkit.estimate.vllm_logprobs`)
     prompt_logprobs: bool | None = None
+    #: vLLM: the run drives the offline ``vllm.LLM`` class (a Python script,
+    #: lm-evaluation-harness ``--model vllm``) rather than ``vllm serve``: V1 engines take
+    #: ``UsageContext.LLM_CLASS``'s larger ``max_num_batched_tokens`` default
+    #: (:func:`oomkit.estimate.vllm_engines.v1_batch_defaults`); None/False = the server's
+    llm_class: bool | None = None
     cpu_offload_bytes: int | None = None  # vLLM --cpu-offload-gb (converted to bytes)
     block_size: int | None = None  # vLLM KV block size in tokens
     overhead_bytes: int | None = None  # user override of runtime overhead per GPU
@@ -128,6 +133,7 @@ class InferenceSettings:
             "mmap",
             "enforce_eager",
             "prompt_logprobs",
+            "llm_class",
         ):
             check_bool(name, getattr(self, name))
         check_int("ctx", self.ctx, lo=1, hi=MAX_CTX, optional=True)
