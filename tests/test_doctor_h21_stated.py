@@ -124,3 +124,21 @@ def test_the_gpus_memory_in_chinese_is_not_host_ram() -> None:
     # RAM named alone in Chinese stays host memory
     assert names_host_memory("训练时内存不足，被系统杀死")
     assert diagnose_text(corpus_text("h16-F5-TTS-833")).cause == "host_ram"
+
+
+def test_lightning_epoch_end_hooks_keep_every_steps_outputs() -> None:
+    # "OOM when implementing training_epoch_end" (Lightning 1.x keeps each step's outputs for it)
+    d = diagnose_text(corpus_text("h21-pytorch-lightning-15514"))
+    assert d.cause == "leak_or_accumulation"
+    assert "training_epoch_end" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "OOM in validation_step of my model",  # one step's hook, nothing kept across steps
+        "CUDA out of memory in on_train_epoch_end after saving",  # Lightning 2's hook: no outputs
+    ],
+)
+def test_other_lightning_hooks_are_not_read(text: str) -> None:
+    assert diagnose_text(text).cause != "leak_or_accumulation"

