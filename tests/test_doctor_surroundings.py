@@ -114,3 +114,44 @@ def test_only_the_edges_and_the_lines_near_a_message_are_read() -> None:
     s = read_surroundings("\n".join(near), (_BARE,), (at,))
     assert s.prose == ((near.index(remark) + 1, remark),)
     assert read_surroundings("\n".join(near), (_BARE,), ()).prose == ()
+
+
+def test_the_prose_rules_read_around_the_message_are_those_of_its_own_line() -> None:
+    # one list decides on the message's line (rules_evidence.EVIDENCE_RULES); the sentences around
+    # it are read by its prose rules, in the same order (they had drifted: two were missing)
+    from oomkit.diagnose.rules_evidence import EVIDENCE_RULES
+    from oomkit.diagnose.rules_stated import colocated_rollout_engine
+    from oomkit.diagnose.rules_surroundings import PROSE_RULES
+
+    prose = tuple(
+        r
+        for r in EVIDENCE_RULES
+        if r.__name__.startswith("stated_") or r is colocated_rollout_engine
+    )
+    assert prose == PROSE_RULES
+    assert all(r.__module__.startswith("oomkit.diagnose.rules_stated") for r in prose)
+
+
+_BARE_TRACE = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 3, in <module>\n'
+    "RuntimeError: CUDA error: out of memory"
+)
+
+
+def test_a_lora_comparison_above_a_bare_message_is_read() -> None:
+    d = diagnose_text(
+        "LoRA works on 1 gpu, but full parameter fine-tuning gives OOM on 8*A100\n" + _BARE_TRACE
+    )
+    assert d.cause == "model_too_large"
+    assert "LoRA runs and full fine-tuning does not" in d.explanation
+    assert "read from line 1 of the paste" in d.explanation
+
+
+def test_weights_over_one_card_above_a_bare_message_are_read() -> None:
+    d = diagnose_text("My 70B model in bf16 on one 80 GB card.\n" + _BARE_TRACE)
+    assert d.cause == "model_too_large"
+    assert "read from line 1 of the paste" in d.explanation
+    # near miss: several cards may split the weights, nothing is read
+    d = diagnose_text("My 70B model in bf16 on 8 80 GB cards.\n" + _BARE_TRACE)
+    assert "read from line 1 of the paste" not in d.explanation

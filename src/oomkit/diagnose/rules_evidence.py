@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
@@ -56,7 +57,7 @@ from oomkit.diagnose.rules_stated_size import (
 )
 from oomkit.diagnose.rules_surroundings import stated_around
 
-__all__ = ["refine_by_evidence"]
+__all__ = ["EVIDENCE_RULES", "refine_by_evidence"]
 
 #: n_ctx at or above this is a long context (as rules_llamacpp's runtime-failure branch reads it)
 _LONG_CTX = 8192
@@ -75,40 +76,7 @@ _METAL_CB = re.compile(
 
 def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the reading that the evidence named by one rule of this module decides."""
-    for rule in (
-        stated_process_outlives_exit,
-        stated_replay_buffer,
-        stated_graph_kept_in_inference,
-        stated_growth,
-        stated_eval_fails_training_fits,
-        vae_decode_in_flight,
-        _restored_to_saved_device,
-        _first_step_in_flight,
-        colocated_rollout_engine,
-        stated_cotenants,
-        stated_checkpoint_on_first_gpu,
-        stated_one_gpu_of_several,
-        stated_fragmentation,
-        stated_kv_for_context,
-        stated_kv_pool_took_memory,
-        stated_context_budget,
-        stated_configured_cap,
-        stated_dataset_accumulation,
-        stated_free_memory,
-        mistralrs_device_map,
-        stated_model_too_large,
-        stated_weights_exceed_card,
-        stated_lora_fits_full_does_not,
-        stated_full_weights_on_device,
-        stated_batch_cut_still_fails,
-        comfy_loader_node,
-        _metal_command_buffer,
-        _constructed_at_load,
-        _stated_long_context,
-        _bare_ggml_weights,
-        _ollama_layers_overshoot,
-        _compute_buffer_without_context,
-    ):
+    for rule in EVIDENCE_RULES:
         found = rule(result, e, ctx)
         if found is not None:
             return found
@@ -504,3 +472,44 @@ def _ollama_layers_overshoot(result: Analysis, e: OomEvent, ctx: LogContext) -> 
         ),
         open_question=False,
     )
+
+
+_Rule = Callable[[Analysis, OomEvent, LogContext], "Analysis | None"]
+#: the rules refine_by_evidence tries, in order (the first that reads something decides); its
+#: prose rules (``stated_*``, colocated_rollout_engine) are also read in the sentences around the
+#: message, in the same order: rules_surroundings.PROSE_RULES, which
+#: tests/test_doctor_surroundings.py checks against this list
+EVIDENCE_RULES: tuple[_Rule, ...] = (
+    stated_process_outlives_exit,
+    stated_replay_buffer,
+    stated_graph_kept_in_inference,
+    stated_growth,
+    stated_eval_fails_training_fits,
+    vae_decode_in_flight,
+    _restored_to_saved_device,
+    _first_step_in_flight,
+    colocated_rollout_engine,
+    stated_cotenants,
+    stated_checkpoint_on_first_gpu,
+    stated_one_gpu_of_several,
+    stated_fragmentation,
+    stated_kv_for_context,
+    stated_kv_pool_took_memory,
+    stated_context_budget,
+    stated_configured_cap,
+    stated_dataset_accumulation,
+    stated_free_memory,
+    mistralrs_device_map,
+    stated_model_too_large,
+    stated_weights_exceed_card,
+    stated_lora_fits_full_does_not,
+    stated_full_weights_on_device,
+    stated_batch_cut_still_fails,
+    comfy_loader_node,
+    _metal_command_buffer,
+    _constructed_at_load,
+    _stated_long_context,
+    _bare_ggml_weights,
+    _ollama_layers_overshoot,
+    _compute_buffer_without_context,
+)

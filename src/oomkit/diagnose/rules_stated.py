@@ -76,6 +76,14 @@ _GROWTH_WORDS = re.compile(
     r"|\b(?:grows?|grew|increas(?:es|ed|e))\s+by\s+[^.\n]{1,20}?\b(?:after|with|per|every)\s+"
     r"(?:each\s+|every\s+)?(?:epoch|iteration|step|run|batch)\b"
     r"|\b(?:not|never)\s+(?:being\s+|getting\s+|be\s+)?(?:released|freed)\b"
+    # doccause10 (heldout21): PyTorch Lightning 1.x's epoch-end hooks: with
+    # ``training_epoch_end`` / ``validation_epoch_end`` implemented, the loop keeps every step's
+    # returned outputs (tensors, on the device) until the epoch ends to pass them to the hook
+    # ("OOM when implementing training_epoch_end"); Lightning 2.0 removed them for that reason
+    r"|\b(?:training|validation|test|train|val)_epoch_end\b"
+    # doccause10 (heldout21): the contraction, "some data isn't released and memory keep growing"
+    # (the negation check below reads "n't" before "keep growing" as ruling growth out)
+    r"|\b(?:is|are|was|were|has|have)n[’']t\s+(?:been\s+|being\s+|getting\s+)?(?:released|freed)\b"
     r"|\b(?:doesn't|does\s+not|don't|do\s+not|won't|will\s+not|didn't|never)\s+"
     r"(?:release|free|give\s+back)\b"
     # the autograd graph kept alive per step (heldout12): "saving the computation graph for loss
@@ -329,6 +337,13 @@ _COTENANTS = re.compile(
     r"|\bmore\s+than\s+one\s+(?:programs?|process(?:es)?|jobs?|instances?|notebooks?"
     r"|containers?|servers?)\b"
     r"|\bgpu\s+(?:index\s+)?\d{1,2}\s+has\s+been\s+occupied\b"
+    # doccause10 (heldout21): a test suite run in parallel worker processes (pytest-xdist's
+    # ``-n N`` starts N workers; each imports torch, makes its own CUDA context on the default
+    # device, cuda:0, and keeps its models and cached blocks there): "every xdist worker
+    # auto-selects cuda:0 and stacks models onto it", "Executing tests using `N` processes"
+    r"|\bxdist\s+workers?\b|\bpytest\b[^.\n]{0,40}?\s-n\s+(?:auto|\d{1,3})\b"
+    r"|\btests?\s+(?:using|with|in|across|on)\s+[`'\"]?(?:N|\d{1,3}|multiple|several|many|parallel)"
+    r"[`'\"]?\s+(?:worker\s+)?(?:processes|workers)\b"
 )
 
 

@@ -400,6 +400,14 @@ _FOR_BIG_MODEL = re.compile(
     r"|\bmodels?\s+(?:that\s+(?:is|are)\s+|which\s+(?:is|are)\s+)?(?:bigger|larger)\s+than\s+"
     r"(?:the\s+|my\s+|your\s+|available\s+)?(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?"
     r"(?:vram|gpu|video\s+memory|memory|the\s+card)"
+    # doccause10 (heldout21): the same with the verb, "model exceeds VRAM", "a model exceeding
+    # the GPU memory"; and the failure placed at loading a model called large ("CUDA OOM errors
+    # when loading larger models"): at load nothing but the weights (and the loader's copies)
+    # is on the device
+    r"|\bmodels?\s+(?:that\s+|which\s+)?(?:exceeds?|exceeding|exceeded)\s+(?:the\s+|my\s+|your\s+"
+    r"|available\s+)?(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?(?:vram|gpu|video\s+memory|the\s+card)"
+    r"|\b(?:oom\w*|out[\s-]of[\s-]memory)\b[^.\n]{0,30}?\b(?:when|while|on)\s+loading\s+(?:the\s+|a\s+"
+    r"|some\s+)?(?:huge|large|big|bigger|larger|\d{1,4}(?:\.\d)?\s?b)\s+(?:\w+\s+)?models?\b"
 )
 
 

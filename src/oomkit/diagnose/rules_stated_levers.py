@@ -58,7 +58,9 @@ _EVEN_AT_ONE = re.compile(
 # dot inside a word, "custom_ovd.py", does not end the sentence).
 _CUT_STILL = re.compile(
     r"(?i)\b(?:reduc|lower|decreas|modifi|chang|cut|drop|set|tri)\w*\s+(?:the\s+|my\s+)?"
-    r"(?:[\w./]+\s+){0,8}?(?:" + _BATCH + r")\b(?:[^.\n]|\.(?=\S)){0,80}?\b(?:still|always|again)\b"
+    # (doccause10) the setting may be quoted as code: "I've reduced to `batch_size=1` and still"
+    r"(?:[\w./]+\s+){0,8}?[`'\"]?(?:" + _BATCH + r")\b"
+    r"(?:[^.\n]|\.(?=\S)){0,80}?\b(?:still|always|again)\b"
     r"(?:[^.\n]|\.(?=\S)){0,40}?"
     r"\b(?:oom|out[\s-]of[\s-]memory|ran\s+out|runs?\s+out|error|fail\w*|crash\w*)"
 )

@@ -38,6 +38,8 @@ _SEVERAL = re.compile(
     r"(?i)\b(?:\d{1,2}|two|four|eight|dual|multiple|several)\s*(?:x|\*|×)?\s*(?:rtx\s*)?"
     r"(?:a100|h100|a800|h800|4090|3090|v100|gpus|cards|张|卡)|\b\d{1,2}\s*(?:x|\*|×)\s*\w+"
     r"|多卡|\d\s*(?:张|块)"
+    # a count before the card's size ("8 80 GB cards", "two 24GB GPUs"): the same several cards
+    r"|\b(?:\d{1,2}|two|three|four|eight)\s+\d{1,3}\s?(?:gb|gib|g)\s+(?:\w+\s+)?(?:gpus|cards)\b"
 )
 # bytes per parameter of the stated precision; 16-bit (fp16/bf16) when none is stated, the
 # default of every loader that reads a 16-bit checkpoint

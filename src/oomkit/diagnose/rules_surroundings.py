@@ -50,11 +50,17 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_kv_pool_took_memory,
     stated_process_outlives_exit,
 )
+from oomkit.diagnose.rules_stated_size import (
+    stated_lora_fits_full_does_not,
+    stated_weights_exceed_card,
+)
 
 __all__ = ["PROSE_RULES", "stated_around"]
 
 _Rule = Callable[[Analysis, OomEvent, LogContext], "Analysis | None"]
 #: the prose rules, in the order refine_by_evidence tries them on the message's own line
+#: (tests/test_doctor_surroundings_rules.py checks that they are exactly the prose rules of
+#: rules_evidence.EVIDENCE_RULES, in its order: a rule added there is read around the message too)
 PROSE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
     stated_replay_buffer,
@@ -73,6 +79,8 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_dataset_accumulation,
     stated_free_memory,
     stated_model_too_large,
+    stated_weights_exceed_card,
+    stated_lora_fits_full_does_not,
     stated_full_weights_on_device,
     stated_batch_cut_still_fails,
 )
