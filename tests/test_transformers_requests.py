@@ -6,6 +6,7 @@ Each is checked against what was measured on an H100 in
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from oomkit import InferenceSettings
@@ -97,3 +98,29 @@ def test_a_tight_verdict_on_split_segments_proposes_expandable_segments() -> Non
     assert v2.level == "tight"
     assert v2.safe_change is not None
     assert "expandable_segments" not in v2.safe_change
+
+
+def test_a_tight_prompt_is_cut_by_what_the_prefill_frees_not_the_kv_alone() -> None:
+    # Llama-3.1-8B bf16 with a 32k prompt on a 24 GB card: 0.45 GiB free against a 5.7 GiB
+    # band whose largest term (the allocator's, 4.1 GiB) alone would not clear it, and 4.0 GiB
+    # of KV cache: the KV alone cannot free the 5.3 GiB needed, so the old rule proposed
+    # nothing. The prefill's activations (3.7 GiB) and the allocator's term shrink with the
+    # prompt too; the prompt proposed must itself be "fits" when estimated again.
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    st = InferenceSettings(runtime="transformers", quant="bf16", ctx=32768)
+    est = estimate("llama-3.1-8b", st, hw)
+    v = verdict(est)
+    assert v.level == "tight"
+    m = v.tightest
+    assert m is not None
+    assert m.band_bytes - m.free_bytes > m.terms[0][1]  # expandable segments alone: not enough
+    assert m.band_bytes - m.free_bytes > est.devices[0].kv_cache_bytes  # the KV alone: neither
+    assert v.safe_change is not None
+    assert v.safe_change.startswith("a prompt of at most ")
+    new_ctx = int(v.safe_change.split()[5])
+    assert 16384 <= new_ctx < 32768
+    again = verdict(estimate("llama-3.1-8b", dataclasses.replace(st, ctx=new_ctx), hw))
+    assert again.level == "fits"
+    # a quarter more prompt than proposed is not "fits": the cut is not wildly conservative
+    more = verdict(estimate("llama-3.1-8b", dataclasses.replace(st, ctx=new_ctx * 5 // 4), hw))
+    assert more.level != "fits"
