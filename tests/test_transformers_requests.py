@@ -124,3 +124,29 @@ def test_a_tight_prompt_is_cut_by_what_the_prefill_frees_not_the_kv_alone() -> N
     # a quarter more prompt than proposed is not "fits": the cut is not wildly conservative
     more = verdict(estimate("llama-3.1-8b", dataclasses.replace(st, ctx=new_ctx * 5 // 4), hw))
     assert more.level != "fits"
+
+
+def test_the_allocator_terms_label_names_what_its_bound_multiplies_and_its_size() -> None:
+    # "measured: 4.68 x the largest request, 896.00 MiB" did not say which request, and the
+    # share bound gave a percentage of bytes it never printed: each label now carries its base
+    from oomkit.estimate.verdict import band_allocator
+    from oomkit.units import format_bytes
+
+    alloc = band_allocator("transformers")
+    assert alloc is not None
+    ratio, share = float(alloc["request_ratio"]), float(alloc["share"])
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    est = estimate("llama-3.1-8b", InferenceSettings(runtime="transformers", ctx=32768), hw)
+    m = verdict(est).tightest
+    assert m is not None
+    label, b = m.terms[0]
+    req = est.runtime_details["largest_request_bytes"]
+    assert f"{ratio:.2f} x the prefill's largest single allocation, {format_bytes(req)}" in label
+    assert "as seen on real generate() runs" in label
+    assert b == int(ratio * req)
+    gemma = estimate("gemma-2-9b", InferenceSettings(runtime="transformers", ctx=4096), hw)
+    g = verdict(gemma).tightest
+    assert g is not None
+    d = gemma.devices[0]
+    during = d.activations_bytes + d.kv_cache_bytes
+    assert f"{share:.0%} of the {format_bytes(during)} of activations + KV cache" in g.terms[0][0]
