@@ -150,3 +150,29 @@ def test_the_allocator_terms_label_names_what_its_bound_multiplies_and_its_size(
     d = gemma.devices[0]
     during = d.activations_bytes + d.kv_cache_bytes
     assert f"{share:.0%} of the {format_bytes(during)} of activations + KV cache" in g.terms[0][0]
+
+
+def test_a_shorter_prompt_is_never_one_whose_generation_crosses_the_phi3_rope_switch() -> None:
+    # Phi-4-mini b2 with a 9000-token prompt on a 12 GB card is "tight"; cutting the prompt
+    # in proportion lands near 4000 tokens, where prompt + 256 new tokens crosses the 4096
+    # RoPE switch: transformers re-prefills beside the old cache, two prefills, not "fits".
+    # The prompt proposed ends its generation before the switch.
+    hw = hardware_for(parse_gpu_list("rtx-3060"))
+
+    def run(ctx: int) -> Any:
+        st = InferenceSettings(runtime="transformers", quant="bf16", ctx=ctx, parallel=2)
+        return estimate("phi-4-mini", st, hw)
+
+    est = run(9000)
+    switch = est.runtime_details["rope_switch_tokens"]
+    assert switch == 4096
+    v = verdict(est)
+    assert v.level == "tight"
+    assert v.safe_change is not None
+    assert v.safe_change.startswith("a prompt of at most ")
+    new_ctx = int(v.safe_change.split()[5])
+    assert new_ctx + 256 <= switch
+    assert verdict(run(new_ctx)).level == "fits"
+    crossing = run(4000)  # the region the proportional cut fell into
+    assert crossing.runtime_details["prefills"] == 2
+    assert verdict(crossing).level != "fits"

@@ -152,6 +152,12 @@ def _shorter_prompt(
         return None
     step = 256
     new_ctx = int(ctx * (1 - need / shrinks)) // step * step
+    switch = int_detail(est.runtime_details, "rope_switch_tokens")
+    if switch is not None and new_ctx <= switch < new_ctx + gen:
+        # a Phi-3-family sequence crossing its RoPE switch re-prefills beside its old cache:
+        # more memory, not less; a prompt that ends its generation before the switch frees
+        # at least what the linear cut assumes
+        new_ctx = (switch - gen) // step * step
     if new_ctx < min(256, ctx // 2):
         return None
     freed = int(freed_whole * (ctx - new_ctx) / ctx)
