@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from oomkit.catalog.models import find_model
 from oomkit.estimate.generations import resolve_generation
 from oomkit.estimate.ollama import OLLAMA_DEFAULT_NUM_CTX, estimate_ollama, ollama_settings
@@ -79,6 +81,32 @@ def test_runtime_details_name_the_generation_asked_for() -> None:
     new = estimate_ollama(spec, InferenceSettings(), hw)
     nd = new.runtime_details["ollama"]
     assert isinstance(nd, dict)
-    assert (
-        nd["version_modelled"] == "Ollama 0.30+ (llama-server for every GGUF model); llama-server"
+    assert nd["version_modelled"] == (
+        "Ollama 0.30+ (llama-server for every GGUF model); llama-3.1-8b runs on llama-server"
     )
+
+
+def test_the_modelled_line_says_which_runner_this_model_gets_apart_from_the_release(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--runtime-version 0.13.4: the release's row is about the llama runner's flash attention,
+    but Gemma 3 runs on the Ollama engine there (OllamaEngineRequired): the "modelled:" line
+    printed to the user named only the row ("llama runner: flash attention auto") while the
+    assumptions said "Ollama engine". It now names the runner this model gets, and the row's
+    range is written out (0.29, not "0.2x")."""
+    from oomkit.cli import main
+
+    def modelled(model: str, version: str) -> str:
+        args = ["estimate", model, "--runtime", "ollama", "--vram", "12GiB"]
+        assert main([*args, "--runtime-version", version]) == 0
+        out = capsys.readouterr().out
+        return next(ln for ln in out.splitlines() if ln.startswith("modelled: "))
+
+    gemma = modelled("gemma-3-12b", "0.13.4")
+    assert gemma.startswith("modelled: Ollama 0.13.4-0.29 (")
+    assert gemma.endswith("; gemma-3-12b runs on the Ollama engine")
+    llama = modelled("llama-3.1-8b", "0.13.4")
+    assert llama.endswith("; llama-3.1-8b runs on the llama.cpp runner")
+    # a default that the user's --ctx overrides is called a default, not the context modelled
+    old = modelled("llama-3.1-8b", "0.5.7")
+    assert "default num_ctx 2048" in old

@@ -31,6 +31,25 @@ def test_the_flag_needs_train(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--expandable-segments needs --train" in err[0]
 
 
+def test_the_flag_on_an_inference_run_says_why_it_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a transformers "tight" verdict proposes PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True;
+    # the user who passes the flag to check it must learn that no inference band is measured
+    # with it, not only that it "needs --train"
+    args = ["estimate", "llama-3.1-8b", "--runtime", "transformers", "--gpu", "rtx-4090"]
+    assert main([*args, "--ctx", "24064", "--json"]) == 4
+    assert (
+        "expandable_segments:True"
+        in json.loads(capsys.readouterr().out)["verdict_details"]["safe_change"]
+    )
+    assert main([*args, "--expandable-segments"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--expandable-segments needs --train" in err[0]
+    assert "for inference (generate()) no band with them is measured" in err[0]
+
+
 def test_expandable_segments_charge_less_and_clear_a_tight_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -287,3 +287,33 @@ def test_deepseek_v2_on_8_a100_overflows_to_the_cpu_as_accelerate_plans() -> Non
     assert abs(cpu - 8.99e9) < 0.1e9
     mid = [d.weights_bytes for d in est.devices[1:7]]
     assert all(abs(w - 55.61e9) < 0.1e9 for w in mid)
+
+
+def test_cli_takes_max_new_tokens_for_the_kv_of_a_long_generation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A transformers user generating 4096 tokens after an 8k prompt holds 12k tokens of KV;
+    the CLI had no way to say so (the estimator's max_new_tokens was fixed at its 256 default)."""
+    import json
+
+    from oomkit.cli import main
+    from oomkit.cli.estimate_fast import parse_estimate_args
+
+    args = ["estimate", "llama-3.1-8b", "-r", "transformers", "-g", "rtx-4090", "--ctx", "8192"]
+
+    def kv(*extra: str) -> int:
+        assert main([*args, *extra, "--json"]) in (0, 4)
+        doc = json.loads(capsys.readouterr().out)
+        return int(doc["devices"][0]["kv_cache_bytes"])
+
+    per_token = 32 * 2 * 8 * 128 * 2  # Llama-3.1-8B: layers x K,V x kv heads x head dim x bf16
+    assert kv() == (8192 + 256) * per_token
+    assert kv("--max-new-tokens", "4096") == (8192 + 4096) * per_token
+    # both the click path and the click-free fast path read it
+    parsed = parse_estimate_args([*args, "--max-new-tokens", "4096"])
+    assert parsed is not None
+    assert parsed["max_new_tokens"] == 4096
+    assert main([*args, "--max-new-tokens", "0"]) == 2  # generate() refuses max_new_tokens <= 0
+    assert "--max-new-tokens must be an integer in [1," in capsys.readouterr().err
+    assert main(["estimate", "llama-3.1-8b", "-g", "rtx-4090", "--max-new-tokens", "64"]) == 0
+    assert "llama.cpp does not use --max-new-tokens: ignored" in capsys.readouterr().err

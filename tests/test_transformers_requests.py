@@ -6,6 +6,7 @@ Each is checked against what was measured on an H100 in
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from oomkit import InferenceSettings
@@ -97,3 +98,81 @@ def test_a_tight_verdict_on_split_segments_proposes_expandable_segments() -> Non
     assert v2.level == "tight"
     assert v2.safe_change is not None
     assert "expandable_segments" not in v2.safe_change
+
+
+def test_a_tight_prompt_is_cut_by_what_the_prefill_frees_not_the_kv_alone() -> None:
+    # Llama-3.1-8B bf16 with a 32k prompt on a 24 GB card: 0.45 GiB free against a 5.7 GiB
+    # band whose largest term (the allocator's, 4.1 GiB) alone would not clear it, and 4.0 GiB
+    # of KV cache: the KV alone cannot free the 5.3 GiB needed, so the old rule proposed
+    # nothing. The prefill's activations (3.7 GiB) and the allocator's term shrink with the
+    # prompt too; the prompt proposed must itself be "fits" when estimated again.
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    st = InferenceSettings(runtime="transformers", quant="bf16", ctx=32768)
+    est = estimate("llama-3.1-8b", st, hw)
+    v = verdict(est)
+    assert v.level == "tight"
+    m = v.tightest
+    assert m is not None
+    assert m.band_bytes - m.free_bytes > m.terms[0][1]  # expandable segments alone: not enough
+    assert m.band_bytes - m.free_bytes > est.devices[0].kv_cache_bytes  # the KV alone: neither
+    assert v.safe_change is not None
+    assert v.safe_change.startswith("a prompt of at most ")
+    new_ctx = int(v.safe_change.split()[5])
+    assert 16384 <= new_ctx < 32768
+    again = verdict(estimate("llama-3.1-8b", dataclasses.replace(st, ctx=new_ctx), hw))
+    assert again.level == "fits"
+    # a quarter more prompt than proposed is not "fits": the cut is not wildly conservative
+    more = verdict(estimate("llama-3.1-8b", dataclasses.replace(st, ctx=new_ctx * 5 // 4), hw))
+    assert more.level != "fits"
+
+
+def test_the_allocator_terms_label_names_what_its_bound_multiplies_and_its_size() -> None:
+    # "measured: 4.68 x the largest request, 896.00 MiB" did not say which request, and the
+    # share bound gave a percentage of bytes it never printed: each label now carries its base
+    from oomkit.estimate.verdict import band_allocator
+    from oomkit.units import format_bytes
+
+    alloc = band_allocator("transformers")
+    assert alloc is not None
+    ratio, share = float(alloc["request_ratio"]), float(alloc["share"])
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    est = estimate("llama-3.1-8b", InferenceSettings(runtime="transformers", ctx=32768), hw)
+    m = verdict(est).tightest
+    assert m is not None
+    label, b = m.terms[0]
+    req = est.runtime_details["largest_request_bytes"]
+    assert f"{ratio:.2f} x the prefill's largest single allocation, {format_bytes(req)}" in label
+    assert "as seen on real generate() runs" in label
+    assert b == int(ratio * req)
+    gemma = estimate("gemma-2-9b", InferenceSettings(runtime="transformers", ctx=4096), hw)
+    g = verdict(gemma).tightest
+    assert g is not None
+    d = gemma.devices[0]
+    during = d.activations_bytes + d.kv_cache_bytes
+    assert f"{share:.0%} of the {format_bytes(during)} of activations + KV cache" in g.terms[0][0]
+
+
+def test_a_shorter_prompt_is_never_one_whose_generation_crosses_the_phi3_rope_switch() -> None:
+    # Phi-4-mini b2 with a 9000-token prompt on a 12 GB card is "tight"; cutting the prompt
+    # in proportion lands near 4000 tokens, where prompt + 256 new tokens crosses the 4096
+    # RoPE switch: transformers re-prefills beside the old cache, two prefills, not "fits".
+    # The prompt proposed ends its generation before the switch.
+    hw = hardware_for(parse_gpu_list("rtx-3060"))
+
+    def run(ctx: int) -> Any:
+        st = InferenceSettings(runtime="transformers", quant="bf16", ctx=ctx, parallel=2)
+        return estimate("phi-4-mini", st, hw)
+
+    est = run(9000)
+    switch = est.runtime_details["rope_switch_tokens"]
+    assert switch == 4096
+    v = verdict(est)
+    assert v.level == "tight"
+    assert v.safe_change is not None
+    assert v.safe_change.startswith("a prompt of at most ")
+    new_ctx = int(v.safe_change.split()[5])
+    assert new_ctx + 256 <= switch
+    assert verdict(run(new_ctx)).level == "fits"
+    crossing = run(4000)  # the region the proportional cut fell into
+    assert crossing.runtime_details["prefills"] == 2
+    assert verdict(crossing).level != "fits"

@@ -186,6 +186,12 @@ TRAINING_PASSED: tuple[str, ...] = (
     "GPU) or 0=24000MiB,1=22GiB; activations and the KV cache come on top",
 )
 @click.option(
+    "--max-new-tokens",
+    type=int,
+    help="transformers: generate()'s max_new_tokens, the tokens each sequence adds to the KV "
+    "cache after the --ctx prompt (default 256)",
+)
+@click.option(
     "--override-tensor",
     "-ot",
     multiple=True,

@@ -51,6 +51,7 @@ FLAG_NAMES: dict[str, str] = {
     "overhead_bytes": "--overhead",
     "device_map": "--device-map",
     "max_memory_bytes": "--max-memory",
+    "max_new_tokens": "--max-new-tokens",
     "draft_model": "--draft-model",
     "draft_quant": "--draft-quant",
     "draft_n_gpu_layers": "--draft-ngl",
@@ -73,6 +74,8 @@ def check_count_options(**values: int | None) -> None:
         "block_size": (1, 256),
         "draft_n_gpu_layers": (-1, MAX_LAYERS + 1),
         "draft_ctx": (0, MAX_CTX),  # llama.cpp -cd 0 = the default
+        # transformers' GenerationConfig.validate refuses max_new_tokens <= 0
+        "max_new_tokens": (1, MAX_CTX),
     }
     import sys
 

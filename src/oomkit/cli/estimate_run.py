@@ -77,6 +77,7 @@ def run_estimate(
     prompt_logprobs: bool | None = None,
     llm_class: bool | None = None,
     max_memory: str | None = None,
+    max_new_tokens: int | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -112,6 +113,7 @@ def run_estimate(
         block_size=block_size,
         draft_n_gpu_layers=draft_ngl,
         draft_ctx=None if draft_ctx == CTX_MAX else draft_ctx,
+        max_new_tokens=max_new_tokens,
     )
     if draft_ctx == 0:  # llama.cpp's -cd 0: "0 = loaded from model" (the default rule)
         draft_ctx = None
@@ -184,6 +186,7 @@ def run_estimate(
         block_size=block_size,
         device_map=device_map,
         max_memory_bytes=parse_max_memory(max_memory),
+        max_new_tokens=max_new_tokens,
         draft_model=draft_model,
         draft_quant=draft_quant,
         draft_n_gpu_layers=draft_ngl,

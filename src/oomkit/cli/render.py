@@ -88,7 +88,11 @@ def render_estimate(
     if knobs:
         lines.append(f"settings: {knobs}")
     gen = est.runtime_details.get("generation")
-    if isinstance(gen, dict) and gen.get("label"):
+    ollama_info = est.runtime_details.get("ollama")
+    modelled = ollama_info.get("version_modelled") if isinstance(ollama_info, dict) else None
+    if isinstance(modelled, str) and modelled:  # the release and the runner this model gets
+        lines.append(f"modelled: {modelled}")
+    elif isinstance(gen, dict) and gen.get("label"):
         lines.append(f"modelled: {gen['label']}")
     lines.append("")
     run_fails = est.fits is False or (verdict is not None and verdict.level == "does_not_fit")

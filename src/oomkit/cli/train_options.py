@@ -356,6 +356,13 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
     ]
     if train_given:
         flag = "--" + train_given[0][len("train_") :].replace("_", "-")
+        if train_given[0] == "train_expandable_segments":
+            # a transformers "tight" verdict proposes the setting: say what it means here
+            raise click.UsageError(
+                f"{flag} needs --train full|lora|qlora: expandable segments are measured for "
+                "training steps only; for inference (generate()) no band with them is measured, "
+                "so the verdict keeps the caching allocator's term"
+            )
         raise click.UsageError(f"{flag} needs --train full|lora|qlora")
 
 

@@ -17,7 +17,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-2k",
-        "Ollama <0.6.4 (llama.cpp runner, num_ctx 2048)",
+        "Ollama <0.6.4 (llama.cpp runner, default num_ctx 2048)",
         "2023-09-25",
         "0.1.0",
         "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day "
@@ -32,7 +32,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-4k",
-        "Ollama 0.6.4-0.11 (num_ctx 4096)",
+        "Ollama 0.6.4-0.11 (default num_ctx 4096)",
         "2025-04-01",
         "0.6.4",
         "ollama/ollama v0.6.4 release (default context 4096)",
@@ -165,7 +165,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-fa-auto-0.13.4",
-        "Ollama 0.13.4-0.2x (llama runner: flash attention auto)",
+        "Ollama 0.13.4-0.29 (llama runner: flash attention auto)",
         "2025-12-15",
         "0.13.4",
         "ollama/ollama PR #13052 (commit bd6c1d6b4, 'flash attn: add auto mode for llama "

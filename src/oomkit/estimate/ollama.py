@@ -77,12 +77,13 @@ def ollama_settings(
     """Translate Ollama settings into the llama.cpp settings its runner starts with."""
     gen = _generation(settings)
     engine = spec.model_type == "gpt_oss" and bool(gen and "gptoss_graph" in gen.effects)
-    notes: list[str] = [f"{_modelled(spec, gen, engine)} defaults"]
+    notes: list[str] = [f"{_modelled(spec, gen, engine)}, with its defaults"]
     default_ctx = int(gen.effects.get("num_ctx", OLLAMA_DEFAULT_NUM_CTX)) if gen else None
     default_ctx = default_ctx or OLLAMA_DEFAULT_NUM_CTX
     num_ctx = settings.ctx or default_ctx
     if settings.ctx is None:
-        notes.append(f"num_ctx not given: Ollama default {default_ctx} (2048 before 0.6.4)")
+        before = "" if default_ctx == 2048 else " (2048 before 0.6.4)"
+        notes.append(f"num_ctx not given: Ollama default {default_ctx}{before}")
     train = spec.max_position_embeddings
     if train and num_ctx > train and _clamps_num_ctx(settings.runtime_version):
         notes.append(
@@ -192,11 +193,12 @@ def _modelled(spec: ModelSpec, gen: Generation | None, engine: bool = False) -> 
     """The Ollama generation modelled (``--runtime-version``'s, else the newest) and the runner
     this model gets in it (``engine``: the Ollama engine whatever the generation says)."""
     newest = gen or resolve_generation("ollama")
-    runner = "Ollama engine" if engine or _new_engine(spec, gen) else "llama.cpp runner"
+    runner = "the Ollama engine" if engine or _new_engine(spec, gen) else "the llama.cpp runner"
     if newest.effects.get("runner") == "llama-server":
         runner = "llama-server"
-    label = newest.label
-    return f"{label}; {runner}"
+    # the row's label names what changed in that release (e.g. the llama runner's flash
+    # attention); which runner *this* model gets is said apart, or the two read as one claim
+    return f"{newest.label}; {spec.name} runs on {runner}"
 
 
 def _vendored_llamacpp(version: str | None, gen: Generation | None) -> str:

@@ -542,6 +542,9 @@ def estimate_transformers(
             # the verdict's allocator term (oomkit.estimate.verdict_runtime): one prefill, or
             # two where the Phi-3 RoPE switch re-prefills beside the first one's segments
             "prefills": 2 if rope_old_tokens else 1,
+            # the sequence length past which this release re-prefills (None: never); a shorter
+            # prompt the verdict proposes must not cross it (oomkit.estimate.verdict_advice)
+            "rope_switch_tokens": orig,
             "largest_request_bytes": largest_request_bytes(
                 spec,
                 batch=batch,

@@ -3,7 +3,8 @@
 Split from :mod:`oomkit.estimate.verdict` (which decides the level): this module only words
 the fix — vLLM's other tenants, CUDA graphs or prompt log-probs, a lower
 ``--gpu-memory-utilization`` / ``--mem-fraction-static``, a shorter context (the KV cache is
-linear in it; llama.cpp's sliding-window and recurrent caches keep their size), a q8_0 KV
+linear in it; llama.cpp's sliding-window and recurrent caches keep their size; a transformers
+prompt frees its activations and the allocator's share too), a q8_0 KV
 cache or fewer GPU layers.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.units import format_bytes
 
 if TYPE_CHECKING:
@@ -116,6 +117,8 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         if new_ctx < 1024:
             return None
         return f"{_ctx_flag(est.runtime)} {new_ctx} (the pool then holds a full request)"
+    if est.runtime == "transformers":
+        return _shorter_prompt(est, m, d, need, ctx)
     kv = d.kv_cache_bytes * _ctx_scaled_fraction(est)
     if kv <= 0:
         return None
@@ -130,6 +133,38 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         flag = "num_gpu" if est.runtime == "ollama" else "-ngl"
         return f"put fewer layers on the GPU ({flag}) to free {format_bytes(need)}"
     return None
+
+
+def _shorter_prompt(
+    est: Estimate, m: DeviceMargin, d: DeviceUsage, need: int, ctx: int
+) -> str | None:
+    """A transformers prompt short enough to clear the band. A ``generate()`` prefill's
+    activations (sdpa: linear in the prompt; eager: quadratic, so faster) and the prompt's KV
+    cache (not the ``max_new_tokens`` after it) shrink with the prompt, and so does the
+    allocator's term (a share of those bytes or a multiple of the prefill's largest request,
+    both proportional to the prompt): counting only the KV, as a llama.cpp context does, leaves
+    most "tight" runs without a change. Linear in the prompt, so never more than it frees."""
+    new_tokens = est.settings.get("max_new_tokens")
+    gen = new_tokens if isinstance(new_tokens, int) and new_tokens > 0 else 0
+    freed_whole = d.kv_cache_bytes * ctx / (ctx + gen) + d.activations_bytes
+    shrinks = freed_whole + sum(b for label, b in m.terms if label.startswith(ALLOCATOR_SPLIT))
+    if shrinks <= need:
+        return None
+    step = 256
+    new_ctx = int(ctx * (1 - need / shrinks)) // step * step
+    switch = int_detail(est.runtime_details, "rope_switch_tokens")
+    if switch is not None and new_ctx <= switch < new_ctx + gen:
+        # a Phi-3-family sequence crossing its RoPE switch re-prefills beside its old cache:
+        # more memory, not less; a prompt that ends its generation before the switch frees
+        # at least what the linear cut assumes
+        new_ctx = (switch - gen) // step * step
+    if new_ctx < min(256, ctx // 2):
+        return None
+    freed = int(freed_whole * (ctx - new_ctx) / ctx)
+    return (
+        f"a prompt of at most {new_ctx} tokens (asked {ctx}; frees about "
+        f"{format_bytes(freed)} of KV cache and activations, and the allocator's share with them)"
+    )
 
 
 def _fewer_logprob_rows(est: Estimate, m: DeviceMargin) -> str | None:
