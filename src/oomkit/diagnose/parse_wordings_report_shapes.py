@@ -1,0 +1,91 @@
+"""More sentence shapes of an out-of-memory *report in prose* (issue 9, after heldout21).
+
+Part of the grammar of :mod:`oomkit.diagnose.parse_wordings_report`, which runs
+:func:`shape_match` on a sentence last, after its own families, and then applies its
+sentence vetoes (advice, release notes, yes-no questions) to what matched here. Each shape is a
+general way users word the failure, seen in a retired corpus part but written for the family,
+not the sentence:
+
+* **a job over a memory limit**: "pytest was running over the 4GB RAM limit", "the pod went
+  over its memory limit" (the cgroup's or the scheduler's kill, told in prose; "stays under the
+  limit" and "set the limit over 4 GB" are not it);
+* **the machine translation of 显存爆了** (the VRAM burst): "Display memory burst when vae is
+  decoded", "video memory bursts"; 显存 comes out as display, video or graphics memory, 爆 as
+  burst; not the DRAM "burst length" / "burst mode" of memory hardware;
+* **a quoted "killed" message**: 'it always popup "killed" message', 'prints "killed" and exits'
+  (the shell's report of the OOM killer's SIGKILL, in any case, quoted; the capitalised bare
+  word after a verb of printing is the grammar's own family); not a kill the user made;
+* **a task that "gets kill(ed)" as the whole title**: "convertion to hf format of llama2 70b get
+  kill" (a title that ends in the kill names the OOM killer's way of ending a job; "how to get
+  killed processes restarted" and "I want it to get killed" do not end in it or are a wish).
+
+Every pattern is bounded (no nested unbounded quantifier) and runs on one sentence of at most
+``parse_wordings_report.MAX_SENTENCE`` characters (linear time).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SHAPE_NEEDLES", "shape_match"]
+
+_I = re.IGNORECASE
+
+#: literal words of the shapes that the grammar's own needles do not hold
+SHAPE_NEEDLES: tuple[str, ...] = ("kill",)
+
+_OVER_LIMIT = re.compile(
+    r"\b(?:run(?:s|ning)?|ran|go(?:es|ing)?|went|gone|is|was|are|were|gets?|got|getting|been)"
+    r" (?:way |well |slightly |just |far )?over (?:the |its |my |our |their |a |his |her )?"
+    r"(?:\d{1,4}(?:\.\d{1,2})? ?(?:[GMT]i?B|[GMT])\b ?)?(?:of )?"
+    r"(?:(?:gpu|system|host|cpu|container|pod|job|cgroup|v) ?)?(?:ram|memory|mem|vram)"
+    r" (?:limit|budget|cap|quota|allowance)s?\b",
+    _I,
+)
+_BURST = re.compile(
+    r"\b(?:display|video|graphics|gpu) memory (?:is |was |got |gets )?"
+    r"(?:bursts?|bursted|bursting)\b"
+    r"(?! (?:length|mode|size|transfers?|reads?|writes?|rate|buffer|access|chop|order)\b)",
+    _I,
+)
+_QUOTED_KILLED = re.compile(
+    r"[\"'`“‘]killed[\"'`”’] (?:message|error|output|notice|and (?:then )?(?:exits?|quits?|"
+    r"stops?|dies|ends?))\b|"
+    r"\b(?:pop(?:s|ped)? ?up|popups?|says?|said|shows?|showed|shown|prints?|printed|outputs?|"
+    r"displays?|displayed|returns?|returned|gives?|gave|ends? with|ended with)"
+    r"(?: (?:a|the|an|just|only|always|me))?(?: (?:a|the|an))? [\"'`“‘]killed[\"'`”’]",
+    _I,
+)
+# a kill the user made, or another signal
+_OTHER_KILL = re.compile(
+    r"\b(?:I|we|you) (?:\w{1,12} )?(?:pressed|hit|killed|kill|stopped|interrupted|sent)\b|"
+    r"ctrl|signal|segment|manually|by (?:the )?user",
+    _I,
+)
+_GETS_KILL = re.compile(
+    r"(?<!\bto )(?<!\bnot )(?<!n't )(?<!\bnever )"
+    r"\b(?:gets?|got|getting) kill(?:ed)?\s{0,3}[.!]{0,3}\s{0,3}$",
+    _I,
+)
+
+
+def shape_match(s: str, low: str) -> re.Match[str] | None:
+    """The first shape of this module in the sentence ``s`` (``low``: ``s.lower()``), else
+    ``None``."""
+    if " over " in low:
+        m = _OVER_LIMIT.search(s)
+        if m is not None:
+            return m
+    if "burst" in low:
+        m = _BURST.search(s)
+        if m is not None:
+            return m
+    if "killed" in low:
+        m = _QUOTED_KILLED.search(s)
+        if m is not None and _OTHER_KILL.search(s) is None:
+            return m
+    if "kill" in low:
+        m = _GETS_KILL.search(s)
+        if m is not None and _OTHER_KILL.search(s) is None:
+            return m
+    return None
