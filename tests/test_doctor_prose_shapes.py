@@ -39,6 +39,12 @@ _OOM = (
     # a size per card that is not enough
     "even 4 gpus with 20GB per gpu are not enough.",
     "24GB is still not enough for the 1024 resolution",
+    # a machine's stated memory, then a model it cannot load
+    "So laptop with 16GB of RAM now could not load 7GB model :(",
+    "with only 8 GB VRAM it fails to load the checkpoint",
+    # PyTorch's "Tried to allocate" paraphrased in Chinese (it suddenly wants to allocate 20G)
+    "突然要分配20G",
+    "推理时想分配 8.00 GiB 然后报错",
     # a runtime's "Out of CPU memory" as a message or a title
     "Out of CPU Memory during validation phase",
     "RuntimeError: Out of system memory",
@@ -64,6 +70,13 @@ _NOT_OOM = (
     "too large for the 1080 resolution preset",
     # a size that is enough
     "20GB per gpu are enough for this model",
+    # a statement about anyone's machine, a load that fails for a named reason, not a model
+    "with 16GB of RAM you cannot load models larger than 13B",
+    "with 16 GB of RAM it could not load the model because the file was corrupt",
+    "a laptop with 16GB of RAM could not load the page",
+    # a need, and tasks assigned (分配 is also to assign)
+    "模型需要分配20G给权重",
+    "要分配任务给每个worker",
     # data moved out of the host's memory
     "copy the tensor out of CPU memory into the GPU",
 )

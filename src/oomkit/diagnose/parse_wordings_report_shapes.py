@@ -15,6 +15,10 @@ not the sentence:
 * **a quoted "killed" message**: 'it always popup "killed" message', 'prints "killed" and exits'
   (the shell's report of the OOM killer's SIGKILL, in any case, quoted; the capitalised bare
   word after a verb of printing is the grammar's own family); not a kill the user made;
+* **a machine's stated memory, then a model it cannot load**: "laptop with 16GB of RAM now could
+  not load 7GB model", "with only 8 GB VRAM it fails to load the checkpoint" (the size before the
+  failure; the grammar's own family reads it after: "can't load it on 24 GB"); not one whose
+  reason is named ("... because the file is corrupt", "unsupported architecture");
 * **a task that "gets kill(ed)" as the whole title**: "convertion to hf format of llama2 70b get
   kill" (a title that ends in the kill names the OOM killer's way of ending a job; "how to get
   killed processes restarted" and "I want it to get killed" do not end in it or are a wish).
@@ -62,6 +66,20 @@ _OTHER_KILL = re.compile(
     r"ctrl|signal|segment|manually|by (?:the )?user",
     _I,
 )
+_WITH_SIZE_CANT_LOAD = re.compile(
+    r"\bwith (?:only |just |a |an )?\d{1,4}(?:\.\d{1,2})? ?(?:gb?|gib)\b (?:of )?"
+    r"(?:(?:system|gpu|video|host|cpu) )?(?:v?ram|vram|memory)\b[^.;!?]{0,40}?"
+    r"\b(?:can ?not|can'?t|could ?n[o']t|unable to|not able to|fails? to|failed to) (?:even )?"
+    r"(?:load|run) (?:a |an |the |this |my |any |that )?(?:[\w.-]{1,20} ){0,2}?"
+    r"(?:models?|checkpoints?|weights|ggufs?)\b",
+    _I,
+)
+# another reason named for the failed load
+_OTHER_REASON = re.compile(
+    r"\b(?:because|due to|unsupported|not supported|corrupt\w{0,3}|missing|error|timeout)\b", _I
+)
+# a statement about anyone's machine ("with 16 GB of RAM you cannot load 13B models")
+_GENERIC_SUBJECT = re.compile(r"\b(?:you|one|users?|people|anyone)\b", _I)
 _GETS_KILL = re.compile(
     r"(?<!\bto )(?<!\bnot )(?<!n't )(?<!\bnever )"
     r"\b(?:gets?|got|getting) kill(?:ed)?\s{0,3}[.!]{0,3}\s{0,3}$",
@@ -83,6 +101,14 @@ def shape_match(s: str, low: str) -> re.Match[str] | None:
     if "killed" in low:
         m = _QUOTED_KILLED.search(s)
         if m is not None and _OTHER_KILL.search(s) is None:
+            return m
+    if "load" in low or "run" in low:
+        m = _WITH_SIZE_CANT_LOAD.search(s)
+        if (
+            m is not None
+            and _OTHER_REASON.search(s, m.end()) is None
+            and _GENERIC_SUBJECT.search(s, m.start(), m.end()) is None
+        ):
             return m
     if "kill" in low:
         m = _GETS_KILL.search(s)
