@@ -42,6 +42,11 @@ _OOM = (
     # a machine's stated memory, then a model it cannot load
     "So laptop with 16GB of RAM now could not load 7GB model :(",
     "with only 8 GB VRAM it fails to load the checkpoint",
+    # a crash fixed by lowering a memory lever, over several sentences
+    "I ran into a crash today with the model. Maybe the context was too large. After I "
+    "reduced the context size from 128K to 64K, the model loaded.",
+    "In server mode it will crash even with context 1536. I set it to 1024 and it works",
+    "The training crashed at step 300. I lowered the batch size to 4 and it works now.",
     # PyTorch's "Tried to allocate" paraphrased in Chinese (it suddenly wants to allocate 20G)
     "突然要分配20G",
     "推理时想分配 8.00 GiB 然后报错",
@@ -74,6 +79,11 @@ _NOT_OOM = (
     "with 16GB of RAM you cannot load models larger than 13B",
     "with 16 GB of RAM it could not load the model because the file was corrupt",
     "a laptop with 16GB of RAM could not load the page",
+    # a lever changed in a release note, in advice, raised, or a crash with another cause
+    "Fixed a crash when the batch size was reduced to 1 and it works.",
+    "If it crashes, reduce the batch size to 8 and it works.",
+    "It crashed with a shape error. I set the batch size to 16 and it works.",
+    "The app crashed after the update. I set the theme to dark and it works.",
     # a need, and tasks assigned (分配 is also to assign)
     "模型需要分配20G给权重",
     "要分配任务给每个worker",
@@ -103,6 +113,7 @@ def test_the_shapes_stay_linear_on_near_matching_junk() -> None:
         '"killed" ' * 20_000 + "x",
         "video memory " * 20_000 + "burst",
         "gets kill " * 20_000 + "x",
+        "crash context " + "reduced the batch " * 20_000 + "x",
     ):
         report_match(line, line.lower())
     assert time.perf_counter() - started < 4.0

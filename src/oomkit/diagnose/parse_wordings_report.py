@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_report_i18n import i18n_match
-from oomkit.diagnose.parse_wordings_report_shapes import SHAPE_NEEDLES, shape_match
+from oomkit.diagnose.parse_wordings_report_shapes import SHAPE_NEEDLES, lever_match, shape_match
 from oomkit.diagnose.parse_wordings_report_vetoes import (
     ADVICE,
     RELEASE,
@@ -542,4 +542,5 @@ def report_match(line: str, low: str) -> re.Match[str] | None:
         m = _sentence_match(s, before, after)
         if m is not None:
             return m
-    return None
+    # a crash that lowering a memory lever made go away, told over several sentences
+    return lever_match(line, low)

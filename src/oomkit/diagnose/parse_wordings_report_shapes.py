@@ -23,6 +23,16 @@ not the sentence:
   kill" (a title that ends in the kill names the OOM killer's way of ending a job; "how to get
   killed processes restarted" and "I want it to get killed" do not end in it or are a wish).
 
+One shape reads the whole line rather than one sentence (:func:`lever_match`, run by
+``report_match`` when no sentence matched):
+
+* **a crash fixed by lowering a memory lever**: "I ran into a crash today with the gemma-4
+  model... After I reduced the context size from 128K to 64K, the model loaded", "it will crash
+  even if context is 1536. I set it to 1024 and it works" (a crash or a failure on the line, a
+  lever that sizes memory named on it, and a sentence where lowering it made the run work:
+  context, batch, resolution, max_model_len); not a release note, advice or a question, and not
+  a lever raised ("increased the batch size and it works").
+
 Every pattern is bounded (no nested unbounded quantifier) and runs on one sentence of at most
 ``parse_wordings_report.MAX_SENTENCE`` characters (linear time).
 """
@@ -31,7 +41,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SHAPE_NEEDLES", "shape_match"]
+from oomkit.diagnose.parse_wordings_report_vetoes import ADVICE, RELEASE, SPLIT, YES_NO
+
+__all__ = ["SHAPE_NEEDLES", "lever_match", "shape_match"]
 
 _I = re.IGNORECASE
 
@@ -114,4 +126,46 @@ def shape_match(s: str, low: str) -> re.Match[str] | None:
         m = _GETS_KILL.search(s)
         if m is not None and _OTHER_KILL.search(s) is None:
             return m
+    return None
+
+
+_LEVER_CRASH = re.compile(
+    r"\b(?:crash(?:es|ed|ing)?|fails?|failed|oom|died|dies|out of memory|killed)\b", _I
+)
+_LEVER = re.compile(
+    r"\b(?:context(?: size| length| window)?|ctx(?:[ _-]?size)?|n_ctx|num_ctx|contextsize|"
+    r"max_model_len|max[ _-]seq[ _-]len|batch(?:[ _-]?size)?|resolution|image size|"
+    r"ubatch|n_batch)\b",
+    _I,
+)
+# the crash named with another cause: a shape or dtype error, a segfault, an assert
+_LEVER_OTHER_CAUSE = re.compile(
+    r"\b(?:shape|dtype|mismatch|segfault|segmentation|illegal|assert\w{0,6}|nan|"
+    r"index(?:error)? out of|type ?error|value ?error|key ?error|divisible|must be)\b",
+    _I,
+)
+_LOWERED_WORKS = re.compile(
+    r"\b(?:reduc(?:ed|ing)|lower(?:ed|ing)|decreas(?:ed|ing)|cut|dropped|shrunk|halved|"
+    r"set (?:it |that |this )?(?:back )?(?:down )?to|changed? (?:it |that )?to)\b"
+    r"[^.;!?]{0,80}?\b(?:it |the model |everything |that )?(?:works|worked|loads|loaded|"
+    r"runs fine|ran fine|runs ok|starts|started|no more crash(?:es)?)\b",
+    _I,
+)
+
+
+def lever_match(line: str, low: str) -> re.Match[str] | None:
+    """A crash on ``line`` that lowering a memory lever made go away (``low``:
+    ``line.lower()``), as the match of the sentence that lowered it, else ``None``."""
+    if not ("crash" in low or "fail" in low or "oom" in low or "died" in low or "dies" in low):
+        return None
+    if _LEVER_CRASH.search(line) is None or _LEVER.search(line) is None:
+        return None
+    if _LEVER_OTHER_CAUSE.search(line) is not None:
+        return None
+    for sentence in SPLIT.split(line[:2000]):
+        s = sentence.strip()[:400]
+        m = _LOWERED_WORKS.search(s)
+        if m is None or ADVICE.search(s) or RELEASE.search(s) or YES_NO.search(s):
+            continue
+        return m
     return None
