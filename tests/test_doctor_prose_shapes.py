@@ -20,6 +20,10 @@ _OOM = (
     "Display memory burst when the VAE is decoded, 4050 6g",
     "the video memory bursts at 1024x1024",
     "graphics memory burst again on the second image",
+    # a memory spike, then the run stops
+    "I'm on a 4090 so I've got 24GB of VRAM but during Refinement it will occasionally spike "
+    "the VRAM and then everything stops.",
+    "the decoder spikes the RAM and the machine freezes",
     # a quoted "killed" message
     'it always popup "killed" message.',
     "the conversion prints 'killed' and exits",
@@ -63,6 +67,9 @@ _NOT_OOM = (
     # memory hardware's burst transfers
     "video memory burst length is 8 bytes on GDDR6",
     "GPU memory burst mode improves the bandwidth",
+    # a spike that passes, a spike of something else
+    "the first step spikes the VRAM but then it recovers",
+    "the loss spikes and then training stops early by design of the scheduler",
     # a kill the user made, a state, a wish
     "I pressed Ctrl+C and the 'killed' message appeared",
     "how to get killed processes restarted",

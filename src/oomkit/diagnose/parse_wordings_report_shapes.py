@@ -19,6 +19,10 @@ not the sentence:
   not load 7GB model", "with only 8 GB VRAM it fails to load the checkpoint" (the size before the
   failure; the grammar's own family reads it after: "can't load it on 24 GB"); not one whose
   reason is named ("... because the file is corrupt", "unsupported architecture");
+* **a memory spike, then the run stops**: "it will occasionally spike the VRAM and then
+  everything stops", "spikes the RAM and the machine freezes" (the verb first; the grammar's
+  own family reads "VRAM spikes to 100%"); not a spike that passes ("spikes the VRAM but then
+  recovers" names no stop);
 * **a task that "gets kill(ed)" as the whole title**: "convertion to hf format of llama2 70b get
   kill" (a title that ends in the kill names the OOM killer's way of ending a job; "how to get
   killed processes restarted" and "I want it to get killed" do not end in it or are a wish).
@@ -48,7 +52,7 @@ __all__ = ["SHAPE_NEEDLES", "lever_match", "shape_match"]
 _I = re.IGNORECASE
 
 #: literal words of the shapes that the grammar's own needles do not hold
-SHAPE_NEEDLES: tuple[str, ...] = ("kill",)
+SHAPE_NEEDLES: tuple[str, ...] = ("kill", "spik")
 
 _OVER_LIMIT = re.compile(
     r"\b(?:run(?:s|ning)?|ran|go(?:es|ing)?|went|gone|is|was|are|were|gets?|got|getting|been)"
@@ -70,6 +74,12 @@ _QUOTED_KILLED = re.compile(
     r"\b(?:pop(?:s|ped)? ?up|popups?|says?|said|shows?|showed|shown|prints?|printed|outputs?|"
     r"displays?|displayed|returns?|returned|gives?|gave|ends? with|ended with)"
     r"(?: (?:a|the|an|just|only|always|me))?(?: (?:a|the|an))? [\"'`“‘]killed[\"'`”’]",
+    _I,
+)
+_SPIKE_STOP = re.compile(
+    r"\bspik(?:e|es|ed|ing) (?:up )?(?:the |my |all |all the )?(?:gpu |system |video )?"
+    r"(?:v?ram|vram|memory)\b[^.;!?]{0,40}?\b(?:stops|stopped|crash(?:es|ed)?|freez(?:es|ing)|"
+    r"froze|dies|died|hangs|hung|gets? killed|ooms?)\b",
     _I,
 )
 # a kill the user made, or another signal
@@ -104,6 +114,10 @@ def shape_match(s: str, low: str) -> re.Match[str] | None:
     ``None``."""
     if " over " in low:
         m = _OVER_LIMIT.search(s)
+        if m is not None:
+            return m
+    if "spik" in low:
+        m = _SPIKE_STOP.search(s)
         if m is not None:
             return m
     if "burst" in low:
