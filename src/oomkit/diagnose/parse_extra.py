@@ -206,6 +206,17 @@ _GENERIC_ZERO = re.compile(
     r"OOMKilled\W{0,4}\s{0,4}[:=]\s{0,4}\W{0,2}false\b",
     re.IGNORECASE,
 )
+# TFLite's Java binding wraps every failed Interpreter::AllocateTensors() in "Cannot allocate memory
+# for the interpreter: <the error reporter's text>" (tensorflow/lite/java/src/main/native/
+# nativeinterpreterwrapper_jni.cc, earlier tensorflow/contrib/lite/java/...). AllocateTensors runs
+# every op's Prepare before it plans the arena, so the text after the colon is often an op that
+# rejected its shape or scale ("kernels/conv.cc:191 input->dims->size != 4 (0 != 4)", "Node 28
+# failed to prepare"): the model's error, not memory (docrec19, after heldout21)
+_TFLITE_PREPARE = re.compile(
+    r"memory for the interpreter: .{0,200}?(?:kernels/\w{1,40}\.cc:\d|failed to prepare|"
+    r"was not true)",
+    re.IGNORECASE,
+)
 _REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
 _REQUEST = re.compile(
     r"(?:allocat\w{0,6}|[cm]?alloc\b|[Rr]equest(?:ed)?|need(?:ed|s)?)(?: [A-Za-z_]{1,30}){0,4} "
@@ -483,6 +494,8 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         line = lines.cleaned(i)
         low = line.lower()
         if any(neg in low for neg in _GENERIC_NEGATIVE) or _GENERIC_ZERO.search(line):
+            continue
+        if "for the interpreter" in low and _TFLITE_PREPARE.search(line):
             continue
         if advice_to_reader(line):
             # docs: "If you run out of VRAM, lower the batch size." (parse_wordings_report)

@@ -83,6 +83,8 @@ _TRIED_I18N = re.compile(
     "|".join(
         (
             rf"(?:尝试|试图|嘗試|試圖|企图|企圖)分配\s{{0,2}}{_S}",
+            # "突然要分配20G" (it suddenly wants to allocate 20G), not "需要分配" (a need)
+            rf"(?<!需)(?<!需要)(?:要|想)分配\s{{0,2}}{_S}",
             rf"{_S}\s{{0,2}}(?:を|の)?\s{{0,2}}割り当てようと",
             rf"割り当てようと(?:した|しました)\s{{0,2}}{_S}",
             rf"\bintent(?:ó|o|aba|ando) asignar {_S}",

@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_report_i18n import i18n_match
+from oomkit.diagnose.parse_wordings_report_shapes import SHAPE_NEEDLES, lever_match, shape_match
 from oomkit.diagnose.parse_wordings_report_vetoes import (
     ADVICE,
     RELEASE,
@@ -90,9 +91,10 @@ _PRED_AFTER = re.compile(
     r"peak|full)\b|"
     # "the need memory is too large (>250GB)", "memory usage is too high"
     r"(?:is |was |are |gets? |got )?(?:way |far |much )?too (?:large|big|high|huge)\b|"
-    # a leak: "VRAM use grows when using X", "memory keeps increasing after each epoch"
+    # a leak: "VRAM use grows when using X", "memory keeps increasing after each epoch",
+    # "memory usage increases a lot after epoch 0" (up to two adverb words before the step)
     r"(?:keeps? |kept )?(?:grows?|growing|grew|increases?|increasing|increased|rises|rising|"
-    r"climbs?|climbing|accumulates?|accumulating|builds? up|stacks? up)(?: \w{1,12})?"
+    r"climbs?|climbing|accumulates?|accumulating|builds? up|stacks? up)(?: \w{1,12}){0,2}"
     r" (?:when|after|each|every|over time|per|during|across|between|and never|without|"
     r"with (?:each|every))\b|"
     # "VRAM is not freed when X falls back", "its related memory is not freed"
@@ -510,8 +512,10 @@ def _english_families(s: str, low: str, before: str, after: str) -> re.Match[str
         ):
             return m
     if "fit" in low or "not" in low or "n't" in low or "able to" in low:
-        return _fit_or_load(s)
-    return None
+        m = _fit_or_load(s)
+        if m is not None:
+            return m
+    return shape_match(s, low)
 
 
 def _sentence_match(s: str, before: str, after: str) -> re.Match[str] | None:
@@ -522,7 +526,7 @@ def _sentence_match(s: str, before: str, after: str) -> re.Match[str] | None:
     return m or i18n_match(s)
 
 
-_NEEDLES_RE = needles_re(_NEEDLES)
+_NEEDLES_RE = needles_re(_NEEDLES + SHAPE_NEEDLES)
 
 
 def report_match(line: str, low: str) -> re.Match[str] | None:
@@ -538,4 +542,5 @@ def report_match(line: str, low: str) -> re.Match[str] | None:
         m = _sentence_match(s, before, after)
         if m is not None:
             return m
-    return None
+    # a crash that lowering a memory lever made go away, told over several sentences
+    return lever_match(line, low)

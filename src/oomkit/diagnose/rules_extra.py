@@ -139,6 +139,8 @@ _HOST_WORDING = re.compile(
     # heap limit (dalvik.vm.heapgrowthlimit; android:largeHeap raises it), not the GPU
     r"byte allocation with \d{1,20} free bytes|"
     r"\b(?:CPU|host)[ -](?:OOM|out[ -]of[ -]memory)\b|"
+    # docrec19: a runtime's "Out of CPU memory" (a VkResult string for VK_ERROR_OUT_OF_HOST_MEMORY)
+    r"\bout[ -]of[ -](?:CPU|main|physical)[ -](?:memory|RAM)\b|"
     # doccause7: "OOM (host)"; a container's exit status 137 (128 + SIGKILL, the kernel OOM
     # killer's signal: "Status code 137 indicates OOM"); "被系统杀死" (killed by the system)
     r"\b(?:OOM|out[ -]of[ -]memory)\s*\((?:host|CPU|RAM)\)|"

@@ -27,7 +27,7 @@ from __future__ import annotations
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
-from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_MORE, ENGINES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_libs import LIBS, LIBS_NOT_CAPACITY
 from oomkit.diagnose.upstream_wordings_limits import (
@@ -59,6 +59,7 @@ WORDINGS: tuple[Wording, ...] = (
     + RUNTIMES
     + TITLES
     + ENGINES
+    + ENGINES_MORE
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).

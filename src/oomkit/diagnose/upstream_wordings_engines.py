@@ -14,7 +14,7 @@ from __future__ import annotations
 from oomkit.diagnose.upstream_wordings_base import MIB, Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 
-__all__ = ["ENGINES", "ENGINES_NEAR_MISSES"]
+__all__ = ["ENGINES", "ENGINES_MORE", "ENGINES_NEAR_MISSES"]
 
 _TRT = (
     "NVIDIA/TensorRT:plugin/common/checkMacrosPlugin.cpp (TRTException::log; TensorRT 7's rtSafe "
@@ -165,6 +165,49 @@ ENGINES: tuple[Wording, ...] = (
     ),
 )
 
+# docrec19 (after heldout21): the host's kind named in a runtime's own text, the Vulkan spec's
+# wording of its two allocation failures, and TFLite's Java binding around AllocateTensors()
+_VK_SPEC = (
+    "KhronosGroup/Vulkan-Docs:chapters/fundamentals.adoc (Return Codes), as VkResult-to-string "
+    "helpers print it (relgukxilef/hello-emscripten:source/utility/vulkan_resource.cpp "
+    "vulkan_error::what)"
+)
+_TFLITE_JNI = (
+    "tensorflow/tensorflow:tensorflow/lite/java/src/main/native/nativeinterpreterwrapper_jni.cc "
+    "(earlier tensorflow/contrib/lite/java/...; thrown when Interpreter::AllocateTensors() fails "
+    "and the error reporter has nothing to add)"
+)
+
+ENGINES_MORE: tuple[Wording, ...] = (
+    _w(
+        "vulkan",
+        "IronicallySerious/alimer:third_party/vgpu/vgpu_vk.cpp (_vgpu_vk_get_error_string: "
+        "VK_ERROR_OUT_OF_HOST_MEMORY)",
+        "Out of CPU memory",
+        "[vgpu] VK_CHECK failed: Out of CPU memory",
+    ),
+    _w(
+        "vulkan",
+        _VK_SPEC + ": VK_ERROR_OUT_OF_HOST_MEMORY",
+        "A host memory allocation has failed.",
+        "vulkan_error: A host memory allocation has failed.",
+    ),
+    _w(
+        "vulkan",
+        _VK_SPEC + ": VK_ERROR_OUT_OF_DEVICE_MEMORY",
+        "A device memory allocation has failed.",
+        "terminate called after throwing an instance of 'vulkan_error'\n"
+        "  what():  A device memory allocation has failed.",
+    ),
+    _w(
+        "tflite",
+        _TFLITE_JNI,
+        "Internal error: Cannot allocate memory for the interpreter",
+        "java.lang.NullPointerException: Internal error: Cannot allocate memory for the "
+        "interpreter",
+    ),
+)
+
 #: the same words where nothing failed for lack of memory
 ENGINES_NEAR_MISSES: tuple[str, ...] = (
     # other CUDA / cuDNN / cuBLAS statuses in the same TensorRT macro
@@ -190,4 +233,15 @@ ENGINES_NEAR_MISSES: tuple[str, ...] = (
     "CPUDeconvolution makeResource error",
     # XLA's autotuner choosing, not failing
     "I0000 conv_algorithm_picker.cc:1034] Picked best cudnn convolution algorithm for: %cudnn-conv",
+    # the host's memory named as a place data moves out of, not as exhausted
+    "copy the tensor out of CPU memory into the GPU buffer",
+    "Weights are streamed out of system memory layer by layer.",
+    # the Vulkan wording inside a check, not a report
+    "Check whether a device memory allocation has failed before retrying.",
+    # TFLite's AllocateTensors() failing in an op's Prepare (a shape or scale the op rejects,
+    # e.g. tensorflow/tensorflow#19982): the model's error, not memory
+    "java.lang.NullPointerException: Internal error: Cannot allocate memory for the interpreter: "
+    "tensorflow/contrib/lite/kernels/conv.cc:191 input->dims->size != 4 (0 != 4)",
+    "Cannot allocate memory for the interpreter: tensorflow/contrib/lite/kernels/conv.cc:260 "
+    "real_multiplier < 1.0 was not true.Node 28 failed to prepare.",
 )
