@@ -606,3 +606,17 @@ def test_oomkit_serve_answers_on_loopback() -> None:
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert f"http://127.0.0.1:{port}/" in err
+
+
+@pytest.mark.parametrize("name", ["llama\u202e-3.1-8b", "llama-3.1-8b\u200b", "ll\x1bama"])
+def test_model_names_with_control_or_format_characters_are_refused_and_escaped(
+    client: TestClient, name: str
+) -> None:
+    """A right-to-left override or zero-width character could make an error line read as
+    something else: refused with 4xx, and the echoed name is escaped, never raw."""
+    r = client.post("/api/estimate", json={"model": name})
+    assert 400 <= r.status_code < 500
+    detail = r.json()["detail"]
+    assert isinstance(detail, str)
+    assert all(c.isprintable() for c in detail)
+    assert "\\u" in detail or "\\x" in detail

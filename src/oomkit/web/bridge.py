@@ -49,10 +49,12 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
     from oomkit.loaders.hub import parse_hub_ref
 
     text = ref.strip()
-    if not text or len(text) > _MAX_REF or any(ord(c) < 32 for c in text):
+    if not text or len(text) > _MAX_REF or not text.isprintable():
+        # control and format characters (a right-to-left override, a zero-width space) are
+        # refused and never echoed as they are: the name comes back escaped
         raise UnknownNameError(
             kind="model",
-            name=text[:60],
+            name=ascii(text[:60])[1:-1],
             hint=f"Give a catalog name such as llama-3.1-8b (1 to {_MAX_REF} printable "
             "characters).",
         )
