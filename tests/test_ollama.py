@@ -74,7 +74,7 @@ def test_runtime_details_name_the_generation_asked_for() -> None:
     rd = old.runtime_details
     assert isinstance(rd["ollama"], dict)
     assert rd["ollama"]["version_modelled"].startswith(resolve_generation("ollama", "0.5.7").label)
-    assert rd["ollama"]["version_modelled"].startswith("Ollama <0.6.4")
+    assert rd["ollama"]["version_modelled"].startswith("Ollama 0.4.0-0.6.3")
     assert rd["ollama"]["llamacpp_vendored"] == "2025-01-06"  # 0.5.5-0.5.12 pin 46e3556 (b4419)
     assert not any("named above" in a for a in old.assumptions)
     assert any("vendored by this Ollama release: 2025-01-06" in a for a in old.assumptions)

@@ -169,6 +169,17 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ollama/ollama/issues/5136 ('memory.required.kv=4.2 GiB ... "
         "memory.graph.full=568.0 MiB memory.graph.partial=759.4 MiB')",
     ),
+    # Windows NVML lookup by CUDA index (oomkit.estimate.ollama_nvml_order)
+    ("ollama", "nvml-index-0.1.45"): (
+        "test:tests/test_ollama_nvml_order.py::test_ollama_5239_split_crossed_on_0_1_45_not_on_0_1_43",
+        "log:https://github.com/ollama/ollama/issues/5239 (0.1.45, RTX 2080 Ti listed as device 0 "
+        "ahead of the RTX 4090; 'allocating 11597' = 38 Codestral-22B Q6_K blocks; 0.1.43 loaded)",
+    ),
+    ("ollama", "nvml-uuid-0.4.0"): (
+        "test:tests/test_ollama_nvml_order.py::test_release_range_and_os",
+        "log:https://github.com/ollama/ollama/pull/7473 ('The runtime and management libraries "
+        "may not always have identical ordering, so use the device UUID')",
+    ),
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
         "run:ollama-10855-gemma3-27b-4090-1070-20k",

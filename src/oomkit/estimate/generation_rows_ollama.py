@@ -17,7 +17,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-2k",
-        "Ollama <0.6.4 (llama.cpp runner, default num_ctx 2048)",
+        "Ollama <0.1.45 (llama.cpp runner, default num_ctx 2048)",
         "2023-09-25",
         "0.1.0",
         "ollama/ollama llm/memory.go estimator + vendored llama.cpp of its day "
@@ -25,6 +25,38 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "llama runner for every model; default num_ctx 2048; flash attention off unless "
         "OLLAMA_FLASH_ATTENTION=1; vendored llama.cpp before MLA/SWA caches (DeepSeek "
         "full K/V, Gemma full SWA)",
+        num_ctx=2048,
+        flash_attention=False,
+        llamacpp_date="2025-01-15",
+    ),
+    _g(
+        "ollama",
+        "nvml-index-0.1.45",
+        "Ollama 0.1.45-0.3.x (Windows: NVML free memory by CUDA index; default num_ctx 2048)",
+        "2024-06-20",
+        "0.1.45",
+        "ollama/ollama commit 434dfe30c ('Reintroduce nvidia nvml library for windows', first "
+        "in release v0.1.45): gpu/gpu.go refreshes free memory with nvml_get_free(gpu.index), "
+        "NVML's bus-order index taken for CUDA's; commit 6fd04ca92 (same release) passes "
+        "--tensor-split from memory.go's per-GPU counts",
+        "as before, except on Windows with GPUs whose CUDA (fastest-first) and bus orders "
+        "differ: each GPU is believed to have the other's free memory, Ollama sorts them by it "
+        "and the smaller card, listed first, gets the larger share of the split "
+        "(oomkit.estimate.ollama_nvml_order)",
+        num_ctx=2048,
+        flash_attention=False,
+        llamacpp_date="2025-01-15",
+        nvml_by_index=True,
+    ),
+    _g(
+        "ollama",
+        "nvml-uuid-0.4.0",
+        "Ollama 0.4.0-0.6.3 (NVML looked up by UUID; default num_ctx 2048)",
+        "2024-11-05",
+        "0.4.0",
+        "ollama/ollama PR #7473 (commit 29ab9fa7d, 'nvidia libs have inconsistent ordering', "
+        "first in release v0.4.0): nvml_get_free takes the device UUID",
+        "as 0.1.0-0.1.44: every GPU's free memory is its own again",
         num_ctx=2048,
         flash_attention=False,
         llamacpp_date="2025-01-15",

@@ -52,7 +52,8 @@ Effects read by the estimators (absent key = today's behaviour):
   only ``OllamaEngineRequired`` architectures run on the Ollama engine, the rest on the llama
   runner with llama.cpp's own output reserve and KV streams), ``llama_runner_fa`` (``"auto"``
   from 0.13.4, PR #13052) and ``runner`` (``"llama-server"`` from 0.30.0;
-  :mod:`oomkit.estimate.ollama_runner`).
+  :mod:`oomkit.estimate.ollama_runner`); ``nvml_by_index`` (0.1.45-0.3.x: on Windows each
+  GPU's free memory is NVML's at its CUDA index, :mod:`oomkit.estimate.ollama_nvml_order`).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),
   ``mxfp4_hopper`` (``"marlin"`` before 0.11: gpt-oss experts padded for the Marlin MoE kernel;
   ``"triton"`` from 0.11, :mod:`oomkit.estimate.vllm_mxfp4`),

@@ -37,12 +37,23 @@ from datetime import date
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.generations import Generation, parse_runtime_version, resolve_generation
+from oomkit.estimate.generations import (
+    Generation,
+    generation_effect,
+    parse_runtime_version,
+    resolve_generation,
+)
 from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
 from oomkit.estimate.ollama_llm_go import llm_go_layers
-from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size, ollama_kv_bytes
+from oomkit.estimate.ollama_memory_go import (
+    OllamaLayerPlan,
+    estimate_gpu_layers,
+    graph_size,
+    ollama_kv_bytes,
+)
+from oomkit.estimate.ollama_nvml_order import crossed_gpu_order, llama_graph_partial
 from oomkit.estimate.ollama_runner import (
     OLLAMA_ENGINE_ARCHS,
     engine_archs_required,
@@ -366,6 +377,38 @@ def _kv_elem_bytes(mapped: InferenceSettings, version: str | None) -> float:
     return {"q8_0": 1.0, "q4_0": 0.5}.get((mapped.cache_type_k or "f16").lower(), 2.0)
 
 
+#: HF model types whose GGUF architecture is ``llama`` (GraphSize's ``llama`` case)
+_LLAMA_GRAPH_CASE: frozenset[str] = frozenset({"llama", "mistral"})
+
+
+def _nvml_crossed(
+    spec: ModelSpec, hardware: Hardware, version: str | None
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(runner order, believed free) when Ollama ``version`` on Windows crosses the GPUs' free
+    memory (:mod:`oomkit.estimate.ollama_nvml_order`) and memory.go's graph is modelled for
+    ``spec`` there; else None."""
+    gpus = [d for d in hardware.devices if d.backend == "cuda"]
+    if len(gpus) < 2 or len(gpus) != len(hardware.devices) or version is None:
+        return None
+    gen = resolve_generation("ollama", version)
+    if (hardware.os or "").lower() != "windows" or not generation_effect(
+        gen, "nvml_by_index", False
+    ):
+        return None
+    if not _memory_go_modelled(spec, version) and (
+        spec.model_type not in _LLAMA_GRAPH_CASE or spec.moe is not None
+    ):
+        return None
+    free = [
+        (d.capacity_bytes or 0) - cuda_context_bytes("llama.cpp", d)[0]
+        for d in gpus
+        if d.capacity_bytes is not None
+    ]
+    if len(free) != len(gpus):
+        return None
+    return crossed_gpu_order(gpus, free)
+
+
 def _memory_go_num_gpu(
     spec: ModelSpec,
     mapped: InferenceSettings,
@@ -418,7 +461,32 @@ def _memory_go_num_gpu(
         - (cuda_context_bytes("llama.cpp", d)[0] if d.backend == "cuda" else 0)
         for d in gpus
     ]
-    plan = estimate_gpu_layers(blocks, output, kv, graph, free, minimum)
+    crossed = _nvml_crossed(spec, hardware, version)
+    if crossed is not None:
+        # Windows 0.1.45-0.3.x: each GPU's free memory is the one NVML lists at its CUDA index;
+        # Ollama sorts by it and counts the blocks in that order (oomkit.estimate.ollama_nvml_order)
+        order, believed = crossed
+        llama_graph = llama_graph_partial(
+            spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH)
+        )
+        if llama_graph is not None and spec.model_type in _LLAMA_GRAPH_CASE:
+            graph = (llama_graph, llama_graph)
+        in_order = estimate_gpu_layers(blocks, output, kv, graph, believed, minimum)
+        counts = [0] * len(gpus)
+        for pos, dev in enumerate(order):
+            counts[dev] = in_order.counts[pos]
+        plan = OllamaLayerPlan(layers=in_order.layers, counts=tuple(counts))
+        notes.append(
+            "Ollama 0.1.45-0.3.x on Windows reads each GPU's free memory through NVML by its "
+            "CUDA index (bus order vs CUDA's fastest-first; fixed in 0.4.0, ollama PR #7473): "
+            "believed free "
+            + ", ".join(
+                f"{gpus[d].name} {format_bytes(b)}" for d, b in zip(order, believed, strict=True)
+            )
+            + f"; split {','.join(map(str, in_order.counts))} in that order"
+        )
+    else:
+        plan = estimate_gpu_layers(blocks, output, kv, graph, free, minimum)
     if plan.layers == 0:
         return None
     split = tuple(float(c) for c in plan.counts) if len(gpus) > 1 else None
@@ -518,7 +586,10 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     elif (
         settings.n_gpu_layers is None
         and not new_engine
-        and _memory_go_modelled(spec, settings.runtime_version)
+        and (
+            _memory_go_modelled(spec, settings.runtime_version)
+            or _nvml_crossed(spec, hardware, settings.runtime_version) is not None
+        )
     ):
         # the llama runner always lets llm/memory.go pick -ngl and --tensor-split when num_gpu
         # is unset (llm/server.go: NumGPU < 0 -> estimate.Layers), whether or not llama.cpp's

@@ -57,4 +57,4 @@ def hardware_for(
         devices = tuple(
             DeviceTarget(name=name, capacity_bytes=vram_bytes) for _ in range(max(1, n_devices))
         )
-    return Hardware(devices=devices, host_ram_bytes=host_ram_bytes)
+    return Hardware(devices=devices, host_ram_bytes=host_ram_bytes, os=os)

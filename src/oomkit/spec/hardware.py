@@ -68,6 +68,9 @@ class Hardware:
 
     devices: tuple[DeviceTarget, ...] = ()
     host_ram_bytes: int | None = None
+    #: the host OS when known ("windows", "linux", "macos"); None = unknown. Read where a
+    #: runtime's behaviour differs by OS (Ollama's Windows NVML lookup)
+    os: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.devices, list):
@@ -85,6 +88,7 @@ class Hardware:
                 value=len(self.devices),
             )
         check_int("host_ram_bytes", self.host_ram_bytes, lo=0, hi=MAX_BYTES, optional=True)
+        check_str("os", self.os)
 
     @property
     def has_gpu(self) -> bool:
