@@ -80,6 +80,8 @@ DEVELOPMENT_PARTS = (
     "heldout19",
     "heldout20",
     "heldout21",
+    "heldout22",
+    "heldout23",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
