@@ -32,28 +32,28 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
 from __future__ import annotations
 
 import dataclasses
-from datetime import date
 
 from oomkit.errors import InvalidSettingError
-from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import (
     Generation,
-    generation_effect,
     parse_runtime_version,
     resolve_generation,
 )
-from oomkit.estimate.llamacpp import estimate_llamacpp, estimate_llamacpp_breakdown
+from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
-from oomkit.estimate.ollama_llm_go import llm_go_layers
-from oomkit.estimate.ollama_memory_go import (
-    OllamaLayerPlan,
-    estimate_gpu_layers,
-    graph_size,
-    ollama_kv_bytes,
+from oomkit.estimate.ollama_layers import (
+    OLLAMA_DEFAULT_NUM_BATCH,
+    OLLAMA_DEFAULT_NUM_CTX,
+    auto_num_gpu,
+    clamps_num_ctx,
+    fits_with_reserve,
+    memory_go_modelled,
+    memory_go_num_gpu,
+    nvml_crossed,
 )
-from oomkit.estimate.ollama_nvml_order import crossed_gpu_order, llama_graph_partial
+from oomkit.estimate.ollama_llm_go import llm_go_layers
 from oomkit.estimate.ollama_runner import (
     OLLAMA_ENGINE_ARCHS,
     engine_archs_required,
@@ -64,7 +64,6 @@ from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
-from oomkit.units import format_bytes
 
 __all__ = [
     "OLLAMA_DEFAULT_NUM_BATCH",
@@ -77,8 +76,6 @@ __all__ = [
 ]
 
 OLLAMA_VERSION_MODELLED = "0.12.x (llama.cpp runner)"
-OLLAMA_DEFAULT_NUM_CTX = 4096  # since 0.6.4; 2048 before
-OLLAMA_DEFAULT_NUM_BATCH = 512
 OLLAMA_DEFAULT_QUANT = "Q4_K_M"
 
 
@@ -96,7 +93,7 @@ def ollama_settings(
         before = "" if default_ctx == 2048 else " (2048 before 0.6.4)"
         notes.append(f"num_ctx not given: Ollama default {default_ctx}{before}")
     train = spec.max_position_embeddings
-    if train and num_ctx > train and _clamps_num_ctx(settings.runtime_version):
+    if train and num_ctx > train and clamps_num_ctx(settings.runtime_version):
         notes.append(
             f"num_ctx {num_ctx} is above the model's trained context: Ollama uses {train} "
             "(0.9.3+ and 0.1.32, llm/server.go: 'requested context size too large for model')"
@@ -193,7 +190,6 @@ def _llamacpp_version(version: str | None, gen: Generation | None) -> str | None
     ``llamacpp_date``; None (today's llama.cpp) for the Ollama-engine generation."""
     if gen is None or version is None or "llamacpp_date" not in gen.effects:
         return None
-    from oomkit.estimate.generations import parse_runtime_version
     from oomkit.estimate.ollama_vendored import vendored_llamacpp_date
 
     vendored = vendored_llamacpp_date(parse_runtime_version("ollama", version))
@@ -253,273 +249,6 @@ def _tag_quant(name: str) -> str | None:
         return quant
     except Exception:  # an unknown tag simply has no default
         return None
-
-
-def _fits_with_reserve(est: Estimate, reserve: dict[str, int]) -> bool:
-    """Every GPU of known capacity holds the estimate plus Ollama's reserve."""
-    return all(
-        d.capacity_bytes is None or d.total_bytes + reserve.get(d.device, 0) <= d.capacity_bytes
-        for d in est.devices
-    )
-
-
-def _auto_num_gpu(
-    spec: ModelSpec,
-    mapped: InferenceSettings,
-    hardware: Hardware,
-    new_engine: bool,
-    reserve: dict[str, int],
-    opts: LlamaCppOptions,
-) -> tuple[int, Estimate] | None:
-    """Ollama's own choice when ``num_gpu`` is unset: the most layers that fit every GPU with
-    its reserve kept free (the scheduler assigns layers until a GPU's free memory minus the
-    minimum runs out). None when no capacity is known or nothing fits."""
-    if any(d.capacity_bytes is None for d in hardware.devices if d.backend != "cpu"):
-        return None
-
-    def run(ngl: int) -> Estimate:
-        return estimate_llamacpp(
-            spec,
-            dataclasses.replace(mapped, n_gpu_layers=ngl),
-            hardware,
-            options=opts,
-            default_swa_full=False,
-            runtime_name="llama.cpp",
-            vision_note=False,
-        )
-
-    memo: dict[int, Estimate] = {}
-
-    def at(ngl: int) -> Estimate:
-        if ngl not in memo:
-            memo[ngl] = run(ngl)
-        return memo[ngl]
-
-    # the largest layer count that fits (all n_layer + 1 did not); GPU memory grows with it
-    found = largest(0, spec.num_hidden_layers, lambda n: _fits_with_reserve(at(n), reserve))
-    return None if found is None else (found, at(found))
-
-
-#: HF model types whose GGUF architecture has its own case in ``GGML.GraphSize`` (llm/ggml.go,
-#: later fs/ggml/ggml.go: llama, gemma*, qwen2, phi2, stablelm, chatglm, mllama, gptoss,
-#: mistral3, qwen25vl, llama4) that is not modelled here; deepseek2's case is, and qwen2's
-#: from v0.1.32 on, the release that added it
-#: (:func:`oomkit.estimate.ollama_memory_go.graph_size`); every other architecture takes
-#: memory.go's own ``GQA x kv / 6`` fallback
-_GRAPH_CASE_UNMODELLED: frozenset[str] = frozenset(
-    {
-        "llama",
-        "mistral",
-        "mixtral",
-        "llama4",
-        "llama4_text",
-        "gemma",
-        "gemma2",
-        "gemma3",
-        "gemma3_text",
-        "gemma3n",
-        "phi",
-        "stablelm",
-        "chatglm",
-        "mllama",
-        "gpt_oss",
-        "mistral3",
-        "qwen2_5_vl",
-    }
-)
-
-
-#: ollama commit 12e923e15 ("update graph size estimate", 2024-04-02) added GraphSize's
-#: ``qwen2`` case; it is first in v0.1.32
-_QWEN2_GRAPH_CASE = (0, 1, 32)
-
-
-def _memory_go_modelled(spec: ModelSpec, version: str | None = None) -> bool:
-    """Whether memory.go's estimate (its KV formula and GraphSize) is modelled for ``spec``
-    under Ollama ``version`` (None: the newest)."""
-    if spec.model_type == "qwen2" and _version_before(version, _QWEN2_GRAPH_CASE):
-        return False  # the older graph estimate of that release is not modelled
-    return spec.mla is not None or spec.model_type not in _GRAPH_CASE_UNMODELLED
-
-
-#: Ollama v0.9.3 (2025-06-26), whose llm/server.go first caps num_ctx per sequence at the
-#: GGUF's context_length (PR #11175 "avoid context overflow"; NewLlamaServer on current main)
-_CLAMP_RELEASE = (0, 9, 3)
-_CLAMP_DATE = date(2025, 6, 26)
-
-
-def _clamps_num_ctx(version: str | None) -> bool:
-    """The Ollama release caps ``num_ctx`` at the model's trained context: 0.9.3+, and 0.1.32
-    alone before it (its llm/server.go of 2024-03-14 capped; PR #3988 of 0.1.33 made it a
-    warning). A date stands for the releases of that day (0.1.32's weeks are not told apart)."""
-    if version is None or not version.strip():
-        return True
-    when = parse_runtime_version("ollama", version)
-    if isinstance(when, tuple):
-        return when >= _CLAMP_RELEASE or when[:3] == (0, 1, 32)
-    return when >= _CLAMP_DATE
-
-
-def _version_before(version: str | None, release: tuple[int, ...]) -> bool:
-    """``--runtime-version`` names an Ollama release older than ``release``."""
-    if version is None or not version.strip():
-        return False
-    when = parse_runtime_version("ollama", version)
-    return isinstance(when, tuple) and when < release
-
-
-def _kv_elem_bytes(mapped: InferenceSettings, version: str | None) -> float:
-    """Bytes per KV element in memory.go's formula: f16 (2) until 0.5.0; from 0.5.0
-    (ollama#6279) ``kvCacheBytesPerElement`` of OLLAMA_KV_CACHE_TYPE, which the server only
-    passes on with flash attention (q8_0 1, q4_0 0.5)."""
-    if _version_before(version, (0, 5, 0)) or not mapped.flash_attn:
-        return 2.0
-    return {"q8_0": 1.0, "q4_0": 0.5}.get((mapped.cache_type_k or "f16").lower(), 2.0)
-
-
-#: HF model types whose GGUF architecture is ``llama`` (GraphSize's ``llama`` case)
-_LLAMA_GRAPH_CASE: frozenset[str] = frozenset({"llama", "mistral"})
-
-
-def _nvml_crossed(
-    spec: ModelSpec, hardware: Hardware, version: str | None
-) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """(runner order, believed free) when Ollama ``version`` on Windows crosses the GPUs' free
-    memory (:mod:`oomkit.estimate.ollama_nvml_order`) and memory.go's graph is modelled for
-    ``spec`` there; else None."""
-    gpus = [d for d in hardware.devices if d.backend == "cuda"]
-    if len(gpus) < 2 or len(gpus) != len(hardware.devices) or version is None:
-        return None
-    gen = resolve_generation("ollama", version)
-    if (hardware.os or "").lower() != "windows" or not generation_effect(
-        gen, "nvml_by_index", False
-    ):
-        return None
-    if not _memory_go_modelled(spec, version) and (
-        spec.model_type not in _LLAMA_GRAPH_CASE or spec.moe is not None
-    ):
-        return None
-    free = [
-        (d.capacity_bytes or 0) - cuda_context_bytes("llama.cpp", d)[0]
-        for d in gpus
-        if d.capacity_bytes is not None
-    ]
-    if len(free) != len(gpus):
-        return None
-    return crossed_gpu_order(gpus, free)
-
-
-def _memory_go_num_gpu(
-    spec: ModelSpec,
-    mapped: InferenceSettings,
-    hardware: Hardware,
-    reserve: dict[str, int],
-    notes: list[str],
-    opts: LlamaCppOptions,
-    version: str | None = None,
-) -> tuple[int, Estimate] | None:
-    """The llama runner's ``-ngl`` and ``--tensor-split`` as ``llm/memory.go`` picks them
-    (blocks counted from ``blk.0``), then what llama.cpp allocates with them (the last blocks):
-    :mod:`oomkit.estimate.ollama_memory_go`."""
-    gpus = [d for d in hardware.devices if d.backend != "cpu"]
-    if not gpus or any(d.capacity_bytes is None for d in gpus):
-        return None
-    _, bd = estimate_llamacpp_breakdown(spec, mapped, hardware)
-    # memory.go walks ``range BlockCount()``: the GGUF block_count, which counts the MTP/nextn
-    # blocks a GLM-4.5 GGUF keeps as blk.{n_layer}.. after the main ones
-    layers = [t.layer for t in bd.placement.tensors if t.layer is not None and t.layer >= 0]
-    n_block = max(spec.num_hidden_layers, max(layers, default=-1) + 1)
-    nextn = n_block - spec.num_hidden_layers
-    blocks = [0] * n_block
-    output = embd = 0
-    has_output = False
-    for t in bd.placement.tensors:
-        if t.layer is not None and t.layer >= 0:
-            blocks[t.layer] += t.n_bytes
-        elif t.name.startswith(("output.", "output_norm.")):
-            output += t.n_bytes
-            has_output = has_output or t.name.startswith("output.")
-        elif t.name.startswith("token_embd."):
-            embd += t.n_bytes
-    if not has_output:  # memoryLayerOutput: output_norm + output, else token_embd (tied)
-        output += embd
-    ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
-    kv = ollama_kv_bytes(
-        spec,
-        ctx,
-        n_block,
-        elem_bytes=_kv_elem_bytes(mapped, version),
-        embd_per_head=_version_before(version, (0, 1, 45)),
-    )
-    graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
-    minimum = max(reserve.values(), default=0)
-    # FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
-    # have to set (and release) a context", gpu/gpu_info_nvcuda.c; cudart likewise), so one
-    # context less than the card holds; ROCm reads sysfs counters
-    free = [
-        (d.capacity_bytes or 0)
-        - (cuda_context_bytes("llama.cpp", d)[0] if d.backend == "cuda" else 0)
-        for d in gpus
-    ]
-    crossed = _nvml_crossed(spec, hardware, version)
-    if crossed is not None:
-        # Windows 0.1.45-0.3.x: each GPU's free memory is the one NVML lists at its CUDA index;
-        # Ollama sorts by it and counts the blocks in that order (oomkit.estimate.ollama_nvml_order)
-        order, believed = crossed
-        llama_graph = llama_graph_partial(
-            spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH)
-        )
-        if llama_graph is not None and spec.model_type in _LLAMA_GRAPH_CASE:
-            graph = (llama_graph, llama_graph)
-        in_order = estimate_gpu_layers(blocks, output, kv, graph, believed, minimum)
-        counts = [0] * len(gpus)
-        for pos, dev in enumerate(order):
-            counts[dev] = in_order.counts[pos]
-        plan = OllamaLayerPlan(layers=in_order.layers, counts=tuple(counts))
-        notes.append(
-            "Ollama 0.1.45-0.3.x on Windows reads each GPU's free memory through NVML by its "
-            "CUDA index (bus order vs CUDA's fastest-first; fixed in 0.4.0, ollama PR #7473): "
-            "believed free "
-            + ", ".join(
-                f"{gpus[d].name} {format_bytes(b)}" for d, b in zip(order, believed, strict=True)
-            )
-            + f"; split {','.join(map(str, in_order.counts))} in that order"
-        )
-    else:
-        plan = estimate_gpu_layers(blocks, output, kv, graph, free, minimum)
-    if plan.layers == 0:
-        return None
-    split = tuple(float(c) for c in plan.counts) if len(gpus) > 1 else None
-    # llama.cpp offloads the last -ngl of its block_count blocks, the nextn ones first; the
-    # placement here counts the main blocks only (num_hidden_layers)
-    ngl = max(plan.layers - nextn, 0)
-    est = estimate_llamacpp(
-        spec,
-        dataclasses.replace(mapped, n_gpu_layers=ngl, tensor_split=split),
-        hardware,
-        options=opts,
-        default_swa_full=False,
-        runtime_name="llama.cpp",
-        vision_note=False,
-    )
-    if len(gpus) > 1:
-        notes.append(
-            "GPUs in the order Ollama lists them, which is llama.cpp's device order and split "
-            "order (ollama#8776 logs it as ROCm1, ROCm2, ROCm0: the ROCm/CUDA names may differ)"
-        )
-    if plan.layers < n_block + 1:
-        uneven = spec.moe is not None and bool(spec.moe.dense_layers)
-        notes.append(
-            f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}) "
-            f"with its own KV figure {format_bytes(kv)} (2 x n_ctx x block_count x (key_length "
-            f"+ value_length) x head_count_kv) and graph {format_bytes(max(graph))}"
-            + (
-                "; llama.cpp offloads the last blocks, whose sizes differ (leading dense blocks)"
-                if uneven
-                else ""
-            )
-        )
-    return ngl, est
 
 
 def _library_quant(name: str) -> str | None:
@@ -587,14 +316,14 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         settings.n_gpu_layers is None
         and not new_engine
         and (
-            _memory_go_modelled(spec, settings.runtime_version)
-            or _nvml_crossed(spec, hardware, settings.runtime_version) is not None
+            memory_go_modelled(spec, settings.runtime_version)
+            or nvml_crossed(spec, hardware, settings.runtime_version) is not None
         )
     ):
         # the llama runner always lets llm/memory.go pick -ngl and --tensor-split when num_gpu
         # is unset (llm/server.go: NumGPU < 0 -> estimate.Layers), whether or not llama.cpp's
         # own layout would fit: memory.go's KV and graph figures decide
-        picked = _memory_go_num_gpu(
+        picked = memory_go_num_gpu(
             spec, mapped, hardware, reserve, notes, opts, settings.runtime_version
         )
         if picked is not None:
@@ -602,8 +331,8 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 est = picked[1]  # every layer on the GPU, split as memory.go counted
             else:
                 auto = picked
-    elif settings.n_gpu_layers is None and not _fits_with_reserve(est, reserve):
-        auto = _auto_num_gpu(spec, mapped, hardware, new_engine, reserve, opts)
+    elif settings.n_gpu_layers is None and not fits_with_reserve(est, reserve):
+        auto = auto_num_gpu(spec, mapped, hardware, new_engine, reserve, opts)
     if auto is not None:
         auto_layers, est = auto
         notes.append(
