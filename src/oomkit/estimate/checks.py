@@ -128,6 +128,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cache_implementation",
             "device_map",
             "max_memory_bytes",
+            "offload_folder",
             "overhead_bytes",
         }
     ),
