@@ -553,7 +553,8 @@ def estimate_transformers(
             "kv_cache_bytes_final": kv_bytes(layers, seq_len=seq_total, n_seqs=batch),
             "prefill_activation_bytes": act,
             "offloaded_to_cpu_bytes": cpu_w,
-            "offloaded_to_disk_bytes": disk_w,
+            # only with an offload folder: every other run's details stay as they were
+            **({"offloaded_to_disk_bytes": disk_w} if settings.offload_folder else {}),
             # the verdict's allocator term (oomkit.estimate.verdict_runtime): one prefill, or
             # two where the Phi-3 RoPE switch re-prefills beside the first one's segments
             "prefills": 2 if rope_old_tokens else 1,
