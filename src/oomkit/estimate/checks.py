@@ -24,6 +24,7 @@ import os
 import re
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.llamacpp_placement import EXPERT_KINDS
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -128,6 +129,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cache_implementation",
             "device_map",
             "max_memory_bytes",
+            "offload_folder",
             "overhead_bytes",
         }
     ),
@@ -257,6 +259,7 @@ def _override_to_n_cpu_moe(
     rules = settings.override_tensor or ()
     n = spec.num_hidden_layers
     moved: set[int] = set()
+    kinds_of: dict[int, frozenset[str]] = {}
     for rule in rules:
         pattern, _, buffer = rule.rpartition("=")
         if buffer.strip().upper() != "CPU":
@@ -284,8 +287,10 @@ def _override_to_n_cpu_moe(
                     value=rule,
                 )
         for i in range(n):
-            if any(rx.search(f"blk.{i}.ffn_{k}_exps.weight") for k in ("up", "down", "gate")):
+            hit = frozenset(k for k in EXPERT_KINDS if rx.search(f"blk.{i}.ffn_{k}_exps.weight"))
+            if hit:
                 moved.add(i)
+                kinds_of[i] = kinds_of.get(i, frozenset()) | hit
     if spec.moe is None:
         return settings, f"--override-tensor: '{spec.name}' has no expert tensors; no effect"
     count = len(moved)
@@ -295,6 +300,31 @@ def _override_to_n_cpu_moe(
             f"{sorted(moved)[:8]}…; only the first N layers (as --n-cpu-moe N) are modelled",
             setting="override_tensor",
             value=rules,
+        )
+    kinds = frozenset(EXPERT_KINDS) if not moved else kinds_of[0]
+    if any(kinds_of[i] != kinds for i in moved):
+        raise InvalidSettingError(
+            "--override-tensor moves different expert tensors in different layers; only one "
+            "set of ffn_{up,down,gate}_exps per layer is modelled",
+            setting="override_tensor",
+            value=rules,
+        )
+    if kinds != frozenset(EXPERT_KINDS):
+        # e.g. ".ffn_(up|down)_exps=CPU": the gate experts stay on the GPU with their layer.
+        # The rules stay in the settings: the placement reads which kinds they move
+        if (settings.n_cpu_moe or 0) > count:
+            raise InvalidSettingError(
+                "--override-tensor moving some expert tensors with a larger --n-cpu-moe is "
+                "not modelled",
+                setting="override_tensor",
+                value=rules,
+            )
+        names = ", ".join(f"ffn_{k}_exps" for k in EXPERT_KINDS if k in kinds)
+        kept = ", ".join(f"ffn_{k}_exps" for k in EXPERT_KINDS if k not in kinds)
+        settings = dataclasses.replace(settings, n_cpu_moe=count)
+        return settings, (
+            f"--override-tensor: {names} of the first {count} layers on the CPU; {kept} stay "
+            "with their layer's device"
         )
     n_cpu_moe = max(count, settings.n_cpu_moe or 0)
     settings = dataclasses.replace(settings, n_cpu_moe=n_cpu_moe, override_tensor=None)

@@ -50,6 +50,7 @@ from oomkit.estimate.llamacpp_placement import (
     Placement,
     backend_buffer_prefix,
     cpu_matmul_weight_bytes,
+    moved_expert_kinds,
     output_head_staging_bytes,
     place_weights,
     row_shares,
@@ -367,6 +368,7 @@ def _estimate(
         tied_embeddings=_rows_summary(rows)[0],
         split_mode=settings.split_mode or "layer",
         row_split=row_shares(settings.tensor_split, settings.device_ordinals, len(gpus)),
+        cpu_expert_kinds=moved_expert_kinds(settings.override_tensor),
     )
     kv = plan_kv(spec, params)
     sh = graph_shape(params, kv)

@@ -20,6 +20,7 @@ Models ``llama_model::load_tensors`` (src/llama-model.cpp, late 2025):
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from oomkit.spec.hardware import DeviceTarget, device_label
 from oomkit.spec.model import ModelSpec, TensorInfo
 
 __all__ = [
+    "EXPERT_KINDS",
     "GGUF_ALIGNMENT",
     "REPACK_TYPES",
     "PlacedColumns",
@@ -44,6 +46,7 @@ __all__ = [
     "cpu_matmul_weight_bytes",
     "device_name",
     "layer_devices",
+    "moved_expert_kinds",
     "output_head_staging_bytes",
     "place_weights",
     "row_shares",
@@ -207,6 +210,36 @@ def _is_expert(name: str) -> bool:
     return "_exps." in name or name.endswith("_exps")
 
 
+#: the routed-expert tensors of a MoE layer (``blk.N.ffn_{kind}_exps.weight`` / ``.bias``)
+EXPERT_KINDS = ("up", "down", "gate")
+_ALL_KINDS = frozenset(EXPERT_KINDS)
+
+
+def moved_expert_kinds(rules: Sequence[str] | None) -> frozenset[str]:
+    """Which ``ffn_{kind}_exps`` the ``-ot PATTERN=CPU`` rules move (all three when no rules).
+
+    llama.cpp matches each rule's regex against every tensor name (``llama_model_loader``
+    ``tensor_buft_overrides``: ``std::regex_search(tensor_name, pattern)``), so
+    ``.ffn_(up|down)_exps=CPU`` moves the up and down experts and leaves the gate experts
+    (weight and bias) in their layer's buffer: on the GPU with ``-ngl 99``. ``--n-cpu-moe N``
+    is the rule for all three kinds (common/arg.cpp ``llm_ffn_exps_block_regex``).
+    """
+    if not rules:
+        return _ALL_KINDS
+    rxs = [re.compile(r.rpartition("=")[0]) for r in rules]
+    return frozenset(
+        k for k in EXPERT_KINDS if any(rx.search(f"blk.0.ffn_{k}_exps.weight") for rx in rxs)
+    )
+
+
+def _expert_kind(name: str) -> str | None:
+    """``up`` for ``blk.3.ffn_up_exps.weight``; None for a tensor that is not a routed expert."""
+    if not _is_expert(name):
+        return None
+    stem = name.rpartition("_exps")[0]
+    return stem.rpartition("ffn_")[2]
+
+
 def _is_output(name: str) -> bool:
     return name.startswith(("output.", "output_norm.", "output_norm_b"))
 
@@ -228,6 +261,7 @@ def place_weights(
     tied_embeddings: bool = False,
     split_mode: str = "layer",
     row_split: Sequence[float] | None = None,
+    cpu_expert_kinds: frozenset[str] = _ALL_KINDS,
 ) -> Placement:
     """Assign each (tensor, ggml type, bytes) to a buffer; sizes as ``load_tensors`` logs them.
 
@@ -261,6 +295,7 @@ def place_weights(
         tied_embeddings,
         split_mode,
         None if row_split is None else tuple(row_split),
+        cpu_expert_kinds,
     )
     hit = _PLACEMENTS.get(tensors, key)
     if hit is not None:
@@ -307,7 +342,10 @@ def place_weights(
     if n_cpu_moe > 0:  # -ot / --n-cpu-moe: experts of the first N layers stay on the CPU
         for i in compress(range(n), map(is_not_none, gis)):
             il = layers[i]
-            if il is not None and il < n_layer and il < n_cpu_moe and _is_expert(names_col[i]):
+            if il is None or il >= n_layer or il >= n_cpu_moe:
+                continue
+            kind = _expert_kind(names_col[i])
+            if kind is not None and (kind in cpu_expert_kinds or kind not in _ALL_KINDS):
                 gis[i] = None
     buffer_of: dict[int | None, str] = dict(enumerate(names))
     buffer_of[None] = cpu_buffer

@@ -55,7 +55,12 @@ from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.estimate.transformers_placement import _caps, _module_groups, auto_device_map
+from oomkit.estimate.transformers_placement import (
+    _caps,
+    _module_groups,
+    auto_device_map,
+    split_cpu_disk,
+)
 from oomkit.estimate.transformers_requests import largest_request_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -494,6 +499,15 @@ def estimate_transformers(
             f"fits only with device_map='auto' CPU offload of {format_bytes(cpu_w)} of weights "
             "(slow): pass --device-map auto to accept that",
         )
+    disk_w = 0
+    if cpu_w and settings.offload_folder:
+        # the CPU's budget is the RAM psutil reports available, at most the installed RAM
+        cpu_w, disk_w = split_cpu_disk(groups, where, hardware.host_ram_bytes)
+        if disk_w:
+            notes.append(
+                f"offload_folder: {format_bytes(disk_w)} of weights past the CPU's budget "
+                "(the RAM available when loading) are memory-mapped from disk"
+            )
     if cpu_w:
         notes.append(
             "device_map='auto' offloads the layers that do not fit to CPU RAM "
@@ -539,6 +553,8 @@ def estimate_transformers(
             "kv_cache_bytes_final": kv_bytes(layers, seq_len=seq_total, n_seqs=batch),
             "prefill_activation_bytes": act,
             "offloaded_to_cpu_bytes": cpu_w,
+            # only with an offload folder: every other run's details stay as they were
+            **({"offloaded_to_disk_bytes": disk_w} if settings.offload_folder else {}),
             # the verdict's allocator term (oomkit.estimate.verdict_runtime): one prefill, or
             # two where the Phi-3 RoPE switch re-prefills beside the first one's segments
             "prefills": 2 if rope_old_tokens else 1,

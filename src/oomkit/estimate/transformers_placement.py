@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from oomkit.spec.model import TensorInfo
 
-__all__ = ["auto_device_map"]
+__all__ = ["auto_device_map", "split_cpu_disk"]
 
 _SINGLE_GPU_FRACTION = 0.9  # accelerate get_balanced_memory, one device, max_memory not set
 _BNB_FRACTION = 0.9  # BnbHfQuantizer.adjust_max_memory
@@ -140,3 +140,35 @@ def _caps(max_memory: tuple[int, ...] | None, n_gpus: int) -> list[int] | None:
             value=max_memory,
         )
     return list(max_memory)
+
+
+def split_cpu_disk(
+    groups: Sequence[tuple[tuple[int, int], int]],
+    where: dict[tuple[int, int], int],
+    cpu_budget: int | None,
+) -> tuple[int, int]:
+    """(bytes held in CPU RAM, bytes on disk) of the groups no GPU took, with an offload folder.
+
+    accelerate's ``infer_auto_device_map`` walks the devices in order, ``get_max_memory``'s
+    GPUs, then ``"cpu"`` budgeted at ``psutil.virtual_memory().available``, then ``"disk"``
+    (``devices = list(max_memory.keys()); devices.append("disk")``, accelerate 0.10
+    utils/modeling.py): a module that does not fit the current device moves the walk on to the
+    next, so the CPU takes the offloaded modules in order while they fit its budget and every
+    later one goes to disk. transformers' ``_load_pretrained_model`` refuses a map with
+    ``"disk"`` entries unless ``offload_folder`` is given ("The current `device_map` had weights
+    offloaded to the disk. Please provide an `offload_folder` for them."); with it, those
+    weights are written there and memory-mapped back one module at a time by accelerate's
+    ``AlignDevicesHook`` (page cache, reclaimable: not a RAM allocation). ``cpu_budget``: the
+    RAM accelerate sees available; None (unknown): the CPU takes everything.
+    """
+    cpu = disk = 0
+    full = False
+    for key, sz in groups:
+        if where[key] != -1:
+            continue
+        if not full and (cpu_budget is None or cpu + sz <= cpu_budget):
+            cpu += sz
+        else:
+            full = True  # the walk has moved on to "disk": it never comes back to the CPU
+            disk += sz
+    return cpu, disk

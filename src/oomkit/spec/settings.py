@@ -91,6 +91,11 @@ class InferenceSettings:
     #: ``Hardware.devices`` order. None = accelerate's default (free memory). See
     #: :func:`oomkit.estimate.transformers.auto_device_map`
     max_memory_bytes: tuple[int, ...] | None = None
+    #: transformers ``from_pretrained(..., offload_folder=DIR)`` with a ``device_map``: the
+    #: modules accelerate cannot fit in CPU RAM go to disk (memory-mapped) instead of failing
+    #: the load; None/False = no folder (accelerate's "disk" placement is an error). See
+    #: :func:`oomkit.estimate.transformers_placement.split_cpu_disk`
+    offload_folder: bool | None = None
     #: the runtime release or date the run uses ("0.6.3", "b4500", "2024-06"): picks the
     #: runtime generation (oomkit.estimate.generations); None = the newest
     runtime_version: str | None = None
@@ -134,6 +139,7 @@ class InferenceSettings:
             "enforce_eager",
             "prompt_logprobs",
             "llm_class",
+            "offload_folder",
         ):
             check_bool(name, getattr(self, name))
         check_int("ctx", self.ctx, lo=1, hi=MAX_CTX, optional=True)
