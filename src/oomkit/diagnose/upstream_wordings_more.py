@@ -1,11 +1,12 @@
 """Upstream wordings added after heldout22/23 (issue 9, docrec20): oMLX's load guard, the DeepSpeed
-launcher's exit line, the CUDA samples' ``checkCudaErrors`` and ONNX Runtime's arena failure cut
-inside its thrower's signature.
+launcher's exit line, the CUDA samples' ``checkCudaErrors``, ONNX Runtime's arena failure cut
+inside its thrower's signature, and the AWS Neuron and Rockchip RKNN runtimes' allocation
+statuses.
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`. Recognised by ``parse_libs`` (oMLX),
 ``parse_other`` (the DeepSpeed launcher), ``parse_wordings_titles`` (the CUDA samples' status
-code) and ``parse_frameworks`` (ONNX Runtime). ``MORE_NEAR_MISSES`` are the same words where
-nothing failed for lack of memory.
+code), ``parse_frameworks`` (ONNX Runtime) and ``parse_accel`` (Neuron, RKNN).
+``MORE_NEAR_MISSES`` are the same words where nothing failed for lack of memory.
 """
 
 from __future__ import annotations
@@ -34,7 +35,34 @@ _ORT = (
     "function's signature, where pastes get cut)"
 )
 
+_NRT = (
+    "aws-neuron/aws-neuron-sdk:src/libnrt/include/nrt/nrt_status.h (NRT_RESOURCE = 4: failed to "
+    "allocate a resource for requested operation; NRT_FAIL_HOST_MEM_ALLOC = 11), as libnrt and "
+    "torch-neuronx print a failed call's status"
+)
+_RKNN = (
+    "airockchip/rknn-toolkit2:rknpu2/runtime/Linux/librknn_api/include/rknn_api.h "
+    "(RKNN_ERR_MALLOC_FAIL -4, memory malloc fail), as the rknpu2 examples print a failed call"
+)
+
 MORE: tuple[Wording, ...] = (
+    _w("neuron", _NRT, "NRT_RESOURCE in %s", "Failure: NRT_RESOURCE in nrt_tensor_allocate"),
+    _w(
+        "neuron",
+        _NRT,
+        "%s status=%d",
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  nrt_tensor_allocate status=4",
+    ),
+    _w(
+        "neuron",
+        _NRT,
+        "status=NRT_FAIL_HOST_MEM_ALLOC",
+        "2025-Jan-10 12:00:00.0000 4242:4242 ERROR  NRT:nrt_load  failed, "
+        "status=NRT_FAIL_HOST_MEM_ALLOC",
+    ),
+    _w("rknn", _RKNN, "rknn_init fail! ret=%d", "E RKNN: rknn_init fail! ret=-4"),
+    _w("rknn", _RKNN, "rknn_run fail! ret=%d", "rknn_run fail! ret=-4"),
     _w(
         "omlx",
         _OMLX,
@@ -92,6 +120,14 @@ MORE: tuple[Wording, ...] = (
 )
 
 MORE_NEAR_MISSES: tuple[str, ...] = (
+    # Neuron's other statuses: too few NeuronCores (9), a timeout (5); the enum's definition
+    "nrt_load status=9 NRT_LOAD_NOT_ENOUGH_NC",
+    "nrt_execute status=5",
+    "NRT_RESOURCE = 4,",
+    # RKNN's other codes: an invalid model (-6), a device that is not there (-3)
+    "rknn_init fail! ret=-6",
+    "rknn_init error ret=-3",
+    "rknn_query fail! ret=-40",
     # oMLX's other engine-pool errors (omlx/exceptions.py): a name, a busy load
     "Model 'Qwen3-8B' is already being loaded",
     "Model 'Qwen3-8B' not found. Available models: (none)",
