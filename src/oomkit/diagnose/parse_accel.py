@@ -1,5 +1,5 @@
-"""Non-NVIDIA accelerator runtimes' allocation failures named by their status codes (issue 9,
-docrec20, after heldout23's accelerator threads).
+"""Non-NVIDIA accelerator runtimes' allocation failures named by their status codes or names
+(issue 9, docrec20, after heldout23's accelerator threads).
 
 The dispatcher runs this module after ``parse_engines``, only when no other parser found an
 event. Each family is the runtime's own status, cited from its source; the code alone names an
@@ -16,6 +16,15 @@ allocation failure even where the paste keeps no message text:
   rknn_api.h``: ``#define RKNN_ERR_MALLOC_FAIL -4 /* memory malloc fail. */``) as its examples
   print a failed call, ``rknn_init fail! ret=-4`` / ``rknn_run error ret=-4``; other codes
   (``-6`` ``RKNN_ERR_MODEL_INVALID``, ``-3`` device unavailable) are not memory.
+* Qualcomm QNN (the QNN SDK's ``include/QNN/QnnCommon.h``: ``QNN_COMMON_ERROR_MEM_ALLOC =
+  QNN_MIN_ERROR_COMMON + 2``, i.e. 1002, which ``QnnBackend.h`` / ``QnnContext.h`` /
+  ``QnnGraph.h`` alias as ``QNN_BACKEND_ERROR_MEM_ALLOC``, ``QNN_CONTEXT_ERROR_MEM_ALLOC``, ...;
+  ``microsoft/onnxruntime``'s QNN execution provider and ``qnn-sample-app``'s ``finalizeGraphs``
+  print the name): a QNN allocation failure, by its name (the bare ``err 1002`` is too common a
+  number to read alone).
+* Moore Threads MUSA (the MUSA runtime's ``musaError`` enum, ``musaErrorMemoryAllocation = 2``,
+  the CUDA enum's twin; ``torch_musa``'s ``MUSACachingAllocator`` takes its OOM path on it and
+  ``musaGetErrorName`` prints it).
 
 Every pattern is anchored on a literal and bounded: linear time on any line.
 """
@@ -39,7 +48,9 @@ _RKNN = re.compile(
     r"(?:ret|return(?:ed)?|code)\W{0,4}-4\b(?![.\d])",
     re.IGNORECASE,
 )
-_PREFILTER = needles_re(("NRT_", "nrt_", "rknn_", "RKNN_"))
+_QNN = re.compile(r"\bQNN_(?:[A-Z]{1,12}_)?ERROR_MEM_ALLOC\b(?!\s{0,4}=)")
+_MUSA = re.compile(r"\bmusaErrorMemoryAllocation\b(?!\s{0,4}=)")
+_PREFILTER = needles_re(("NRT_", "nrt_", "rknn_", "RKNN_", "_MEM_ALLOC", "musaErrorMemoryAlloc"))
 
 
 def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
@@ -58,6 +69,10 @@ def _event(line: str, n: int) -> OomEvent | None:
             n,
             detail=f"nrt_{m['fn']}" if m["fn"] else None,
         )
+    if _QNN.search(line) is not None:
+        return _ev("gpu_alloc_failed", "qnn_mem_alloc", "qnn", line, n)
+    if _MUSA.search(line) is not None:
+        return _ev("cuda_error_oom", "musa_error_memory_allocation", "musa", line, n)
     m2 = _RKNN.search(line)
     if m2 is not None:
         return _ev(

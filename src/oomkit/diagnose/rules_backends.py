@@ -1,5 +1,5 @@
 """Causes for the wordings of ``parse_backends`` (DirectML, MNN, TensorRT-LLM CUDA checks, CANN)
-and of ``parse_accel`` (Neuron and RKNN status codes).
+and of ``parse_accel`` (Neuron, RKNN, QNN and MUSA status codes).
 
 Each message names at most the size of the one buffer that failed, so the cause is decided
 only where the wording itself says what the buffer holds (MNN's STATIC buffers are an op's
@@ -109,11 +109,12 @@ def _accel(e: OomEvent) -> Analysis:
             "loads, ran out. `free -h` during the load would confirm.",
             fixes=(_SMALLER_MODEL,),
         )
-    where = (
-        "the Neuron device's HBM (NRT_RESOURCE)"
-        if e.runtime == "neuron"
-        else "the RKNN runtime's buffers (RKNN_ERR_MALLOC_FAIL; the NPU shares the board's RAM)"
-    )
+    where = {
+        "neuron": "the Neuron device's HBM (NRT_RESOURCE)",
+        "rknn": "the RKNN runtime's buffers (RKNN_ERR_MALLOC_FAIL; the NPU shares the board's RAM)",
+        "qnn": "a Qualcomm QNN backend's context or graph (QNN_..._ERROR_MEM_ALLOC)",
+        "musa": "the Moore Threads GPU's memory (musaErrorMemoryAllocation)",
+    }.get(e.runtime, "the accelerator's memory")
     call = f" in {e.detail}" if e.detail else ""
     return Analysis(
         cause="unknown",
@@ -138,6 +139,12 @@ def analyze_backends(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _trtllm(e)
     if fmt == "cann_el0004_alloc_failed":
         return _ascend(e)
-    if fmt in {"neuron_nrt_resource", "neuron_nrt_host_alloc", "rknn_malloc_fail"}:
+    if fmt in {
+        "neuron_nrt_resource",
+        "neuron_nrt_host_alloc",
+        "rknn_malloc_fail",
+        "qnn_mem_alloc",
+        "musa_error_memory_allocation",
+    }:
         return _accel(e)
     return None

@@ -1,11 +1,11 @@
 """Upstream wordings added after heldout22/23 (issue 9, docrec20): oMLX's load guard, the DeepSpeed
 launcher's exit line, the CUDA samples' ``checkCudaErrors``, ONNX Runtime's arena failure cut
-inside its thrower's signature, and the AWS Neuron and Rockchip RKNN runtimes' allocation
-statuses.
+inside its thrower's signature, and the AWS Neuron, Rockchip RKNN, Qualcomm QNN and Moore
+Threads MUSA runtimes' allocation statuses.
 
 Part of :mod:`oomkit.diagnose.upstream_wordings`. Recognised by ``parse_libs`` (oMLX),
 ``parse_other`` (the DeepSpeed launcher), ``parse_wordings_titles`` (the CUDA samples' status
-code), ``parse_frameworks`` (ONNX Runtime) and ``parse_accel`` (Neuron, RKNN).
+code), ``parse_frameworks`` (ONNX Runtime) and ``parse_accel`` (Neuron, RKNN, QNN, MUSA).
 ``MORE_NEAR_MISSES`` are the same words where nothing failed for lack of memory.
 """
 
@@ -45,7 +45,35 @@ _RKNN = (
     "(RKNN_ERR_MALLOC_FAIL -4, memory malloc fail), as the rknpu2 examples print a failed call"
 )
 
+_QNN = (
+    "Qualcomm QNN SDK:include/QNN/QnnCommon.h (QNN_COMMON_ERROR_MEM_ALLOC = QNN_MIN_ERROR_COMMON "
+    "+ 2 = 1002; aliased per API in QnnContext.h / QnnGraph.h / QnnBackend.h), as "
+    "microsoft/onnxruntime's QNN execution provider prints a failed call"
+)
+_MUSA = (
+    "the MUSA runtime's musaError enum (musaErrorMemoryAllocation = 2, printed by "
+    "musaGetErrorName); MooreThreads/torch_musa's MUSACachingAllocator takes its OOM path on it"
+)
+
 MORE: tuple[Wording, ...] = (
+    _w(
+        "qnn",
+        _QNN,
+        "%s error %d (QNN_COMMON_ERROR_MEM_ALLOC)",
+        "QnnDsp <E> Failed to finalize graph (id: 1) with err 1002 (QNN_COMMON_ERROR_MEM_ALLOC)",
+    ),
+    _w(
+        "qnn",
+        _QNN,
+        "QNN_CONTEXT_ERROR_MEM_ALLOC",
+        "[ERROR] [Qnn] contextCreateFromBinary failed: QNN_CONTEXT_ERROR_MEM_ALLOC",
+    ),
+    _w(
+        "musa",
+        _MUSA,
+        "%s: %s (musaErrorMemoryAllocation)",
+        "RuntimeError: MUSA error: musaErrorMemoryAllocation at musa_kernels.mu:88",
+    ),
     _w("neuron", _NRT, "NRT_RESOURCE in %s", "Failure: NRT_RESOURCE in nrt_tensor_allocate"),
     _w(
         "neuron",
@@ -124,6 +152,11 @@ MORE_NEAR_MISSES: tuple[str, ...] = (
     "nrt_load status=9 NRT_LOAD_NOT_ENOUGH_NC",
     "nrt_execute status=5",
     "NRT_RESOURCE = 4,",
+    # QNN's and MUSA's enums where they are defined, other QNN errors
+    "QNN_COMMON_ERROR_MEM_ALLOC = QNN_MIN_ERROR_COMMON + 2,",
+    "QNN_GRAPH_ERROR_INVALID_ARGUMENT: graph finalize failed",
+    "musaErrorMemoryAllocation = 2,",
+    "MUSA error: musaErrorInvalidValue at kernels.mu:12",
     # RKNN's other codes: an invalid model (-6), a device that is not there (-3)
     "rknn_init fail! ret=-6",
     "rknn_init error ret=-3",
