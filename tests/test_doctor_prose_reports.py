@@ -92,6 +92,15 @@ _OOM = (
     "running the model in the default container (with 8gb RAM) fails most of the time",
     "training fails with only 16 GB of VRAM",
     "the model with 8 GB of VRAM failed to load",
+    # after heldout22/23 (docrec20): memory fully occupied, a RAM limit passed, an intensifier
+    # that is not a negation, memory use too high and the VRAM exceeded in Chinese
+    "When I use long texts, around batch size of 600, the VRAM gets fully occupied.",
+    "the GPU memory was completely occupied after the second epoch",
+    "the runtime overhead pushes the machine past its RAM limit during first inference",
+    "The container went over the memory limit by 2 GB and got restarted.",
+    "the merge is not only filling up the 64GB of system RAM, but also the page file",
+    "在第41层时，内存占用过高，直接卡掉",
+    "使用deepspeed zero2的话会超显存",
 )
 
 _NOT_OOM = (
@@ -148,6 +157,15 @@ _NOT_OOM = (
     "My batch size is 1 and I get a ValueError about shapes.",
     "The CI job with 16 GB RAM failed to download the weights.",
     "The test fails with 16 GB of memory: unsupported instruction.",
+    # after heldout22/23 (docrec20): occupied by what should hold it, occupied only in part, a
+    # limit passed in a condition or kept in advice, a setting above the RAM, a negated 超
+    "The VRAM is fully occupied by the model weights, as expected.",
+    "the GPU memory is not fully occupied, only 40%",
+    "If it goes past the memory limit, the pod is evicted.",
+    "Keep the process below the memory limit.",
+    "Set the memory limit above the RAM capacity of the node.",
+    "模型不会超显存",
+    "显存占用不会过高",
 )
 
 (

@@ -24,6 +24,7 @@ from oomkit.diagnose.normalize import (
     normalize_text,
     unwrap_word_wrapped,
 )
+from oomkit.diagnose.parse_accel import parse_accel
 from oomkit.diagnose.parse_apps import parse_apps
 from oomkit.diagnose.parse_backends import parse_backends
 from oomkit.diagnose.parse_diffusion import diffusion_stage_of
@@ -174,6 +175,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # TensorRT's status-code errors, PowerInfer's VRAM-capacity assert (parse_engines)
         events.extend(parse_engines(lines))
+    if not events:
+        # accelerators' status codes: Neuron NRT_RESOURCE, RKNN_ERR_MALLOC_FAIL (parse_accel)
+        events.extend(parse_accel(lines))
     if not events:
         # GPU backends' one-line allocation failures (DirectML, ggml Vulkan)
         events.extend(parse_backends(lines))

@@ -7,7 +7,8 @@ message, cited from its source; the numbers it states are kept so that the rules
 
 * ONNX Runtime: the BFC arena's ``Failed to allocate memory for requested buffer of size N``
   (``onnxruntime/core/framework/bfc_arena.cc``, ``BFCArena::AllocateRawInternal``) when the
-  paste cuts it after ``Failed to alloc`` (the full wording is ``parse_families``'); the CUDA
+  paste cuts it after ``Failed to alloc`` or inside the thrower's signature (``bfc_arena.cc:N void*
+  onnxruntime::BFCArena::AllocateRawInternal(``; the full wording is ``parse_families``'); the CUDA
   provider's ``CUDA failure 2: out of memory ; GPU=N ; hostname=H ; file=F ; line=L ;
   expr=<call>`` (``core/providers/cuda/cuda_call.cc``, ``CudaCall``: the call that failed is
   named in ``expr``; older releases print ``%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s;
@@ -77,7 +78,14 @@ from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 __all__ = ["parse_frameworks"]
 
 _INT = r"\d{1,20}"
-_ORT_CUT = re.compile(r"bfc_arena\.cc:\d{1,6} .{0,400}?Failed to alloc")
+# ORT_THROW prefixes its message with "file:line function-signature"; the only throw in
+# BFCArena::AllocateRawInternal is the one after Extend() failed ("We searched all bins ... This
+# means we must have run out of memory", bfc_arena.cc): a paste cut inside the signature is still
+# that failure (not FindChunkPtr's / Extend's ORT_ENFORCE, which name their own function)
+_ORT_CUT = re.compile(
+    r"bfc_arena\.cc:\d{1,6} (?:.{0,400}?Failed to alloc|"
+    r"void ?\* ?onnxruntime::BFCArena::AllocateRawInternal\()"
+)
 _ORT_CUDA = re.compile(
     r"(?P<lib>CUDA|CUBLAS|CUDNN|CUFFT|CURAND) failure (?P<code>\d{1,4}): (?P<err>[^;]{0,80}?) ?; "
     r"GPU=(?P<dev>\d{1,3}) ; hostname=[^;]{0,120}; (?:file=(?P<file>[^;]{0,300}?) ; "

@@ -52,6 +52,9 @@ library's own format, with the numbers it carries (sources cited per family):
 * oMLX's prefill memory guard (``omlx/.../scheduler.py`` / ``prefill_guard``, sizes with
   ``format_bytes`` in GB of 1024**3): ``Prefill would require ~X peak (current C + KV+SDPA P[ +
   safety S]) but [<binding> ]ceiling is L`` (``limit is L`` in early releases).
+* oMLX's load guard (``omlx/exceptions.py`` ``ModelTooLargeError``, sizes by
+  ``model_discovery.format_size``: ``%.2f`` with B/KB/MB/GB/TB steps of 1024): ``Model 'ID' (S)
+  exceeds max-model-memory (L)``: the model's estimated weights above the memory it may use.
 * wgpu (Rust; ``wgpu-core/src/device/mod.rs`` ``DeviceError::OutOfMemory``: ``Not enough memory
   left.``; older releases lower-case) and OpenGL's ``GL_OUT_OF_MEMORY`` description (``There is
   not enough memory left to execute the command.``).
@@ -159,6 +162,10 @@ _OMLX = re.compile(
     rf"(?P<p>{_GB}) ?GB[^)]{{0,60}}\))? but (?:the )?(?:\w{{1,20}} )?(?:prefill )?"
     rf"(?:ceiling|limit) is (?P<l>{_GB}) ?GB"
 )
+_OMLX_LOAD = re.compile(
+    rf"Model '[^'\n]{{1,200}}' \((?P<s>{_GB}) ?(?P<su>[KMGTP]?B)\) exceeds max-model-memory "
+    rf"\((?P<l>{_GB}) ?(?P<lu>[KMGTP]?B)\)"
+)
 _HR = r"\d{1,9}(?:\.\d{1,4})?[KMGTPE]?B?"
 _TPU_RESERVE = re.compile(
     rf"Attempting to reserve (?P<req>{_HR}) at the bottom of memory\. That was not possible\. "
@@ -234,6 +241,7 @@ _PREFILTER = needles_re(
         "ot enough memory left",
         "GL_OUT_OF_MEMORY",
         "Prefill would require",
+        "exceeds max-model-memory",
     )
 )
 
@@ -329,6 +337,11 @@ def _hr_bytes(text: str | None) -> int | None:
     return decimal_to_bytes(t, 1) if t else None
 
 
+def _omlx_size(num: str, unit: str) -> int | None:
+    """A size oMLX's ``format_size`` printed (``%.2f`` then B/KB/MB/GB/TB, steps of 1024)."""
+    return decimal_to_bytes(num, 1 << (10 * "BKMGTP".index(unit[0])))
+
+
 def _devices(w: str, n: int) -> OomEvent | None:
     m = _MLX_MAXBUF.search(w)
     if m is not None:
@@ -389,6 +402,18 @@ def _devices(w: str, n: int) -> OomEvent | None:
             total_bytes=ceiling,
             free_bytes=ceiling - cur if ceiling is not None and cur is not None else None,
             stage="prefill",
+        )
+    m = _OMLX_LOAD.search(w)
+    if m is not None:
+        return _ev(
+            "omlx",
+            "weights_capacity",
+            "omlx_model_too_large",
+            w,
+            n,
+            requested_bytes=_omlx_size(m["s"], m["su"]),
+            total_bytes=_omlx_size(m["l"], m["lu"]),
+            stage="load",
         )
     m = _WGPU.search(w)
     if m is not None:

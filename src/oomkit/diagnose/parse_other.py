@@ -119,10 +119,12 @@ _BASH_KILLED = re.compile(
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
 # also Go's os/exec ExitError ("exit status %d", what Ollama and Go launchers print) and the
 # container status of `docker ps` (moby container/state.go State.String: "Exited (%d) %s ago")
-# a title that words the same exit code: "exits with error -9", "exited with status -9"
+# a title that words the same exit code: "exits with error -9", "exited with status -9"; the
+# DeepSpeed launcher's "{cmd} exits with return code = {last_return_code}" (deepspeedai/DeepSpeed
+# deepspeed/launcher/launch.py sigkill_handler: Popen.returncode, -9 for a child ended by SIGKILL)
 _EXIT_137 = re.compile(
     r"exit(?:ed with)? code:? ?(?:137|-9)\b|"
-    r"\bexit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)[: ]{1,3}(?:137|-9)\b|"
+    r"\bexit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)[:= ]{1,3}(?:137|-9)\b|"
     r"OOMKilled|\bexit status 137\b|\bExited \(137\)|"
     # a pod's status as `kubectl get pod -o yaml|json` prints it (kubernetes/api core/v1
     # types.go ContainerStateTerminated: ExitCode int32 `json:"exitCode"`), also KServe's
@@ -184,6 +186,7 @@ _NEEDLES = (
     "signal terminated program",
     "due to signal 9",
     "code -9",
+    "code = -9",
     "error -9",
     "status -9",
     "error 137",

@@ -106,6 +106,10 @@ _PRED_AFTER = re.compile(
     r"(?:is|was|are|were|gets?|got|being|getting|became|becomes) (?:completely |totally |all |"
     r"quickly |entirely |fully )?(?:used up|exhausted|maxed(?: out)?|saturated|eaten up|"
     r"filled|overloaded)|"
+    # "the VRAM gets fully occupied" (occupied alone is also "held by another process": only
+    # with the adverb that makes it all of it, and not "occupied by" what is expected to hold it)
+    r"(?:is|was|are|were|gets?|got|being|getting|became|becomes) (?:completely|totally|fully|"
+    r"entirely|100 ?%) occupied\b(?! by\b)|"
     # "Memory is fully eaten" (eaten without "up" only with the adverb that makes it all)
     r"(?:is|was|are|were|gets?|got|being|getting) (?:completely|totally|entirely|fully|all) "
     r"eaten\b|"
@@ -172,6 +176,10 @@ _PRED_BEFORE = re.compile(
     r"(?:massive|huge|enormous|insane|crazy|way too much|too much|a lot of|lots of|tons of) "
     rf"{_CORE}(?: space| usage)? ?\(?(?:[>~≈]|over|above|more than) ?\d|"
     # "the memory error", as received: "it always gives memory error"
+    # "pushes the machine past its RAM limit", "went over the memory limit" (a budget passed)
+    r"(?P<limit>\b(?:past|over|beyond|above) (?:the|its|my|our|their|his|her|a|the machine's|"
+    r"the system's) (?:gpu |system |host |cpu |device |physical |unified )?(?:memory|ram|vram) "
+    r"(?:limit|budget|capacity|cap)\b)|"
     r"\b(?:get|gets|got|getting|gives?|gave|giving|throws?|threw|shows?|showed|hits?|having|"
     r"raises?|raised|encounter(?:s|ed)?|see|saw|receiv(?:e|ed|ing)) (?:always |again |an? |the |"
     r"this |that |same |a similar ){0,2}(?:cuda |gpu |vram |ram |system )?memory errors?\b",
@@ -179,7 +187,8 @@ _PRED_BEFORE = re.compile(
 )
 # the words just before a predicate-first match that hedge or negate it
 _BEFORE_VETO = re.compile(
-    r"(?:\b(?:not|never|no|n't|might|may|could|would|will|should|can|cannot|to|won't|"
+    # ("not only filling up the RAM, but ...": an intensifier, not a negation)
+    r"(?:\b(?:not(?! only)|never|no|n't|might|may|could|would|will|should|can|cannot|to|won't|"
     r"doesn't|don't|didn't|without|avoid|prevent|stop|stops|otherwise)\W{1,3}"
     r"(?:\w{1,12}\W{1,3}){0,1})$",
     _I,
@@ -376,7 +385,7 @@ _PRED_WORDS = needles_re(
         "skyrocket", "grow", "grew", "increas", "rise", "rising", "climb", "accumul", "build",
         "stack", "enough", "insufficient", "too ", "hit", "reach", "spik", "goes", "went",
         "jump", "shoot", "shot", "gone", "freed", "releas", "clear", "dealloc", "return",
-        "reclaim", "large", "big", "high", "huge", "peak",
+        "reclaim", "large", "big", "high", "huge", "peak", "occupied",
     )
 )  # fmt: skip
 
@@ -402,16 +411,28 @@ _BEFORE_WORDS = needles_re(
     (
         "out of", "up", "all", "whole", "entire", "full", "100", "every", "too much", "massive",
         "huge", "enormous", "insane", "crazy", "a lot of", "lots of", "tons of", "memory error",
+        " limit", "budget", "capacity", " cap",
     )
 )  # fmt: skip
+
+
+# a memory limit passed in a condition, a question or advice: "If it goes past the memory
+# limit, the pod is evicted", "How do I go beyond the memory limit?"
+_PAST_LIMIT_VETO = re.compile(
+    r"\b(?:if|when|whenever|unless|once|how|avoid|prevent|keep|stay|never|not|before|in case)\b",
+    _I,
+)
 
 
 def _predicate_first(s: str) -> re.Match[str] | None:
     if not _BEFORE_WORDS.search(s.lower()):
         return None
     for m in _PRED_BEFORE.finditer(s):
-        if not _BEFORE_VETO.search(s[max(0, m.start() - 30) : m.start()]):
-            return m
+        if _BEFORE_VETO.search(s[max(0, m.start() - 30) : m.start()]):
+            continue
+        if m.group("limit") and _PAST_LIMIT_VETO.search(s, 0, m.start()):
+            continue  # a limit passed in a condition or a question, not a report
+        return m
     return None
 
 

@@ -25,7 +25,9 @@ _CJK_PRED = (
     r"(?:不够|不夠|不足|溢出|撑不住|撐不住|扛不住|吃不消|(?:占|佔|吃|用|跑|耗|塞)(?:满|滿|光|完|尽|盡)|"
     r"满了|滿了|爆了|爆掉|炸了|超了|超出|超过|超過|飙升|飆升|暴涨|暴漲|"
     r"一直(?:涨|漲|增加|上升|增长|增長)|持续(?:增长|增加|上涨)|持續(?:增長|增加|上漲)|告急|"
-    r"翻倍|翻了一倍|暴增)"
+    r"翻倍|翻了一倍|暴增|"
+    # "内存占用过高" (memory use too high), as the English "memory usage is too high"
+    r"过高|過高|太高)"
 )
 _CJK_AFTER = re.compile(_CJK_MEM + r"(?P<gap>[^，。,.!?！？;；\s]{0,8}?)" + _CJK_PRED)
 _CJK_NOT_FREED = re.compile(
@@ -37,9 +39,13 @@ _CJK_NOT_FREED = re.compile(
     r"(?:被)?(?:释放|釋放|回收)"
 )
 _CJK_BEFORE = re.compile(
-    r"(?:爆|撑爆|撐爆|占满|佔滿|吃满|吃滿|耗尽|耗盡|用完|用光|塞满|塞滿)(?:了)?(?:我的|所有|全部|整个|整個)?"
-    + _CJK_MEM
+    # "会超显存" (goes over the VRAM), "超出内存"
+    r"(?:爆|撑爆|撐爆|占满|佔滿|吃满|吃滿|耗尽|耗盡|用完|用光|塞满|塞滿|超出|超过|超過|超)(?:了)?"
+    r"(?:我的|所有|全部|整个|整個)?" + _CJK_MEM
 )
+# "超过内存限制的请求" / "超出显存的部分": exceeding the memory as a relative clause (the docs'
+# "requests over the memory limit", "the part beyond the VRAM"), not a report
+_CJK_OVER_CLAUSE = re.compile(r"(?:限制|上限|限额|限額|容量)?的")
 # Chinese advice and yes-no questions: "如何避免显存占满" (how to avoid), "是否会爆显存"
 _CJK_ADVICE = re.compile(r"(?:如何|怎么|怎樣|怎样)?(?:避免|防止)|是否|会不会|會不會|能否")
 _CJK_VETO = re.compile(
@@ -113,7 +119,11 @@ def _cjk(s: str) -> re.Match[str] | None:
         if not _CJK_VETO.search(after.group("gap")):
             return after
     before = _CJK_BEFORE.search(s)
-    if before is not None and not _CJK_VETO.search(s[max(0, before.start() - 4) : before.start()]):
+    if (
+        before is not None
+        and not _CJK_VETO.search(s[max(0, before.start() - 4) : before.start()])
+        and not _CJK_OVER_CLAUSE.match(s, before.end())
+    ):
         return before
     return None
 

@@ -283,10 +283,13 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         # (driver_types.h), CUDA_ERROR_OUT_OF_MEMORY = 2 (cuda.h), hipErrorOutOfMemory = 2
         # (hip_runtime_api.h): "CUDA error 2 when loading"; not "CUDA error 209" or "CUDA 12.2"
         # (also glog's CHECK_EQ from Caffe's CUDA_CHECK, "error == cudaSuccess (2 vs. 0)", and an
-        # allocating call's return code: "cudaMalloc returned error 2")
+        # allocating call's return code: "cudaMalloc returned error 2"; and the CUDA samples'
+        # checkCudaErrors, NVIDIA/cuda-samples Common/helper_cuda.h check(): "CUDA error at
+        # %s:%d code=%d(%s) \"%s\"", older releases without the "(%s)" enum name)
         ("cuda error", "cuda failure", "cuda status", "hip error", "cudasuccess (2", "alloc"),
         re.compile(
             r"\b(?:cuda|hip) (?:error|failure|status)(?: code)?:? ?(?:=|#)? ?2\b(?![.,]?\d)|"
+            r"\bCUDA error at [^\n]{1,240}?:\d{1,7} code=2\b(?![.,]?\d)|"
             r"== ?cudaSuccess \(2 vs\. 0\)|"
             r"\b(?:cuda|hip|cu)(?:Malloc|MemAlloc)\w{0,12}(?:\([^)]{0,80}\))? (?:returned|failed "
             r"with)(?: error)?(?: code)?:? 2\b(?![.,]?\d)",

@@ -1,4 +1,5 @@
-"""Causes for the wordings of ``parse_backends`` (DirectML, MNN, TensorRT-LLM CUDA checks, CANN).
+"""Causes for the wordings of ``parse_backends`` (DirectML, MNN, TensorRT-LLM CUDA checks, CANN)
+and of ``parse_accel`` (Neuron, RKNN, QNN and MUSA status codes).
 
 Each message names at most the size of the one buffer that failed, so the cause is decided
 only where the wording itself says what the buffer holds (MNN's STATIC buffers are an op's
@@ -96,6 +97,36 @@ def _ascend(e: OomEvent) -> Analysis:
     )
 
 
+def _accel(e: OomEvent) -> Analysis:
+    """Neuron's NRT_RESOURCE / NRT_FAIL_HOST_MEM_ALLOC and RKNN's RKNN_ERR_MALLOC_FAIL
+    (``parse_accel``): a status code and the call that failed, no sizes."""
+    if e.format == "neuron_nrt_host_alloc":
+        return Analysis(
+            cause="host_ram",
+            confidence=0.6,
+            explanation="The Neuron runtime could not allocate host memory "
+            "(NRT_FAIL_HOST_MEM_ALLOC): the instance's RAM, which also holds the model while it "
+            "loads, ran out. `free -h` during the load would confirm.",
+            fixes=(_SMALLER_MODEL,),
+        )
+    where = {
+        "neuron": "the Neuron device's HBM (NRT_RESOURCE)",
+        "rknn": "the RKNN runtime's buffers (RKNN_ERR_MALLOC_FAIL; the NPU shares the board's RAM)",
+        "qnn": "a Qualcomm QNN backend's context or graph (QNN_..._ERROR_MEM_ALLOC)",
+        "musa": "the Moore Threads GPU's memory (musaErrorMemoryAllocation)",
+    }.get(e.runtime, "the accelerator's memory")
+    call = f" in {e.detail}" if e.detail else ""
+    return Analysis(
+        cause="unknown",
+        confidence=0.3,
+        open_question=True,
+        explanation=f"An allocation in {where} failed{call}. The status carries no sizes: "
+        "whether the weights (at load) or a step's tensors (batch, sequence length) fill it "
+        "would decide, with the device's memory before the run.",
+        fixes=(_BATCH, _SMALLER_MODEL),
+    )
+
+
 def analyze_backends(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_backends``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -108,4 +139,12 @@ def analyze_backends(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _trtllm(e)
     if fmt == "cann_el0004_alloc_failed":
         return _ascend(e)
+    if fmt in {
+        "neuron_nrt_resource",
+        "neuron_nrt_host_alloc",
+        "rknn_malloc_fail",
+        "qnn_mem_alloc",
+        "musa_error_memory_allocation",
+    }:
+        return _accel(e)
     return None

@@ -475,6 +475,33 @@ def _sizing_limits(e: OomEvent) -> Analysis:
     )
 
 
+def _omlx_load(e: OomEvent) -> Analysis:
+    """oMLX refused to load a model whose estimated weights exceed ``max-model-memory``.
+
+    ``omlx/exceptions.py`` ``ModelTooLargeError``: the engine pool compares the model's size on
+    disk (its weights) with the memory it may give models, before any allocation.
+    """
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.7,
+        explanation=f"oMLX refused to load the model: its weights ({_size(e.requested_bytes)}) "
+        f"exceed the memory oMLX may give models (max-model-memory, {_size(e.total_bytes)}). "
+        "Nothing was allocated: the model is too large for that budget.",
+        fixes=(
+            generic(
+                "A smaller or more quantized model",
+                "the weights alone are above the budget.",
+                ("a 4-bit quant of a smaller model",),
+            ),
+            generic(
+                "Raise max-model-memory only if the machine's RAM holds the model",
+                "the limit protects the Mac from swapping or freezing.",
+                ("omlx serve --max-model-memory <GB>",),
+            ),
+        ),
+    )
+
+
 def _omlx(e: OomEvent) -> Analysis:
     cur, ceiling, peak = e.allocated_bytes, e.total_bytes, e.requested_bytes
     if cur is None:
@@ -549,6 +576,8 @@ def analyze_libs(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _tpu(e)
     if fmt == "omlx_prefill_guard":
         return _omlx(e)
+    if fmt == "omlx_model_too_large":
+        return _omlx_load(e)
     if fmt in {"wgpu_out_of_memory", "opengl_out_of_memory"}:
         return Analysis(
             cause="unknown",

@@ -35,6 +35,7 @@ from oomkit.diagnose.upstream_wordings_limits import (
     LIMITS_NEAR_MISSES,
     LIMITS_NOT_CAPACITY,
 )
+from oomkit.diagnose.upstream_wordings_more import MORE, MORE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_runtimes import (
     RUNTIMES,
     RUNTIMES_NEAR_MISSES,
@@ -60,6 +61,7 @@ WORDINGS: tuple[Wording, ...] = (
     + TITLES
     + ENGINES
     + ENGINES_MORE
+    + MORE
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -118,4 +120,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *RUNTIMES_NEAR_MISSES,
     *TITLES_NEAR_MISSES,
     *ENGINES_NEAR_MISSES,
+    *MORE_NEAR_MISSES,
 )
