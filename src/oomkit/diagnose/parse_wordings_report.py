@@ -179,7 +179,9 @@ _PRED_BEFORE = re.compile(
     # "pushes the machine past its RAM limit", "went over the memory limit" (a budget passed)
     r"(?P<limit>\b(?:past|over|beyond|above) (?:the|its|my|our|their|his|her|a|the machine's|"
     r"the system's) (?:gpu |system |host |cpu |device |physical |unified )?(?:memory|ram|vram) "
-    r"(?:limit|budget|capacity|cap)\b)|"
+    # (not "the memory limit options": the limit as a modifier of another noun is the setting)
+    r"(?:limit|budget|capacity|cap)\b(?! (?:options?|settings?|values?|flags?|parameters?|"
+    r"configs?|configuration|docs?|documentation|variables?|field|knob)\b))|"
     r"\b(?:get|gets|got|getting|gives?|gave|giving|throws?|threw|shows?|showed|hits?|having|"
     r"raises?|raised|encounter(?:s|ed)?|see|saw|receiv(?:e|ed|ing)) (?:always |again |an? |the |"
     r"this |that |same |a similar ){0,2}(?:cuda |gpu |vram |ram |system )?memory errors?\b",
