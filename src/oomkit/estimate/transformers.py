@@ -569,6 +569,7 @@ def estimate_transformers(
                 attn_impl=attn_impl,
                 full_logits=full_logits,
                 moe_grouped_mm=gen.effects.get("moe_experts") == "grouped_mm",
+                tensors=tensors,
             ),
             **(
                 {"eager_scores_bytes": {u.device: eager_scores for u in usages}}

@@ -28,7 +28,9 @@ The candidates, per GPU:
 
 from __future__ import annotations
 
-from oomkit.spec.model import ModelSpec
+from collections.abc import Sequence
+
+from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.tensors import model_tensors
 
 __all__ = ["largest_request_bytes"]
@@ -37,10 +39,10 @@ __all__ = ["largest_request_bytes"]
 _NOT_WIDE = ("norm", "ffn_gate_inp")
 
 
-def _widest_linear(spec: ModelSpec) -> int:
+def _widest_linear(spec: ModelSpec, tensors: Sequence[TensorInfo] | None = None) -> int:
     """The widest 2-D weight's output features over the decoder layers (0: no tensors)."""
     widest = 0
-    for t in model_tensors(spec):
+    for t in model_tensors(spec) if tensors is None else tensors:
         if t.layer is None or len(t.shape) != 2 or any(n in t.role for n in _NOT_WIDE):
             continue
         widest = max(widest, t.shape[0])
@@ -56,10 +58,12 @@ def largest_request_bytes(
     attn_impl: str,
     full_logits: bool = False,
     moe_grouped_mm: bool = False,
+    tensors: Sequence[TensorInfo] | None = None,
 ) -> int:
-    """The largest single allocation of the prefill of ``batch`` prompts of ``seq`` tokens."""
+    """The largest single allocation of the prefill of ``batch`` prompts of ``seq`` tokens
+    (``tensors``: the model's tensor table when the caller already has it)."""
     tokens = batch * seq
-    widest = _widest_linear(spec) or max(spec.intermediate_size, spec.hidden_size)
+    widest = _widest_linear(spec, tensors) or max(spec.intermediate_size, spec.hidden_size)
     req = tokens * widest * elem
     if moe_grouped_mm and spec.moe is not None:
         moe = spec.moe
