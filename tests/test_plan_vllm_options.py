@@ -306,3 +306,20 @@ def test_moe_offload_flag_follows_the_build(
             (pattern,) = flags["-ot"]
             assert pattern.startswith("blk\\.(0|1|")
             assert pattern.endswith(")\\.ffn_(up|down|gate)_exps=CPU")
+
+
+def test_nothing_fits_when_the_release_refuses_the_asked_context(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM before 0.6.5 caps Gemma 2 at its 4096-token sliding window, so the planner's
+    "wanted" candidate (8192 tokens) is refused outright and has no estimate: the nothing-fits
+    paragraph crashed on its empty device list ("max() arg is an empty sequence") instead of
+    saying why."""
+    argv = ["gemma-2-9b", "-r", "vllm", "-g", "a10", "--gpu-memory-utilization", "0.95"]
+    argv += ["--runtime-version", "2024-11-01", "--offline"]
+    code, out, err = _run(capsys, ["estimate", *argv])
+    assert code == 3, err
+    assert "Does not fit." in out
+    code, out, err = _run(capsys, ["plan", *argv])
+    assert "max() arg" not in err
+    assert "is refused (--ctx 8192 is greater than the 4096 tokens" in out + err

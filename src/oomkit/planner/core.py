@@ -261,19 +261,12 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
     fewest = s.seqs_floor if top is not None and top > s.seqs_floor else None
     ev = s.evaluate(Candidate(worst_quant, s.kvs[-1], s.min_ctx, tp=s._tp(), max_num_seqs=fewest))
     with_fewest = f" and {SEQS_LEVER[s.runtime][1]} {fewest}" if fewest is not None else ""
-    need_gpu = max(d.total_bytes for d in ev.estimate.devices) + (
-        s.request.headroom_bytes if s.gguf else 0
-    )
     default_q = s.ladder[s.default_index]
     want = s.evaluate(Candidate(default_q, s.kvs[0], s.target_ctx, tp=s._tp()))
-    want_gpu = max(d.total_bytes for d in want.estimate.devices) + (
-        s.request.headroom_bytes if s.gguf else 0
-    )
     heads.append(
-        f"Nothing fits: {default_q} entirely on the GPU at {s.target_ctx} tokens would need "
-        f"{format_bytes(want_gpu)} per GPU, and even {worst_quant} with a {s.kvs[-1]} KV cache "
-        f"at {s.min_ctx} tokens{with_fewest} needs {format_bytes(need_gpu)} "
-        f"({ev.reason or 'fits the GPU'})."
+        f"Nothing fits: {default_q} entirely on the GPU at {s.target_ctx} tokens "
+        f"{_needs(s, want, 'would need')}, and even {worst_quant} with a {s.kvs[-1]} KV cache "
+        f"at {s.min_ctx} tokens{with_fewest} {_needs(s, ev, 'needs')}."
     )
     if s.offload_ok:
         host = s.hardware.host_ram_bytes
@@ -300,6 +293,18 @@ def _impossible(s: Searcher, result_rejected: Sequence[Evaluation]) -> str:
         f"or a smaller model (see `oomkit models --fits GPU`{also})."
     )
     return " ".join(heads)
+
+
+def _needs(s: Searcher, ev: Evaluation, verb: str) -> str:
+    """What one candidate needs per GPU and why it was rejected; a combination the runtime
+    refuses outright (e.g. a context above the release's cap) has no estimate, only its reason
+    (vLLM 2024-11 refusing Gemma 2 above 4096 tokens crashed here on an empty device list)."""
+    if not ev.estimate.devices:
+        return f"is refused ({ev.reason or 'the runtime refuses this combination'})"
+    need = max(d.total_bytes for d in ev.estimate.devices) + (
+        s.request.headroom_bytes if s.gguf else 0
+    )
+    return f"{verb} {format_bytes(need)} per GPU ({ev.reason or 'fits the GPU'})"
 
 
 _SAFE_UTIL = re.compile(r"Safe margin: --gpu-memory-utilization (\d\.\d+)")
