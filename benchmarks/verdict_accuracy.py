@@ -136,11 +136,11 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     try:
         est = estimate(rec["model"], settings, hw, offline=True)
     finally:  # the relaxed check and the record's variables are its own, not the caller's
-        for k, v in before.items():
-            if v is None:
+        for k, old in before.items():
+            if old is None:
                 del os.environ[k]
             else:
-                os.environ[k] = v
+                os.environ[k] = old
     from oomkit.estimate.verdict import device_unified_bytes
 
     plat = Platform(
