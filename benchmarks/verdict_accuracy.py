@@ -22,8 +22,10 @@ the ggml backend the run used when it is not the vendor's default, e.g. ``vulkan
 (optional: environment variables the run set that the runtime reads, e.g. ``{"VLLM_USE_V1":
 "0"}``; set for that record's estimate only),
 ``outcome`` (``oom``: died of OOM at load or on the first request; ``ok``: loaded and ran),
-``evidence`` (what the thread says). ``dev``/``dev2`` were split by thread:
-``sha1(url) % 3 == 0`` went to ``dev2``.
+``evidence`` (what the thread says), ``scope`` (optional: ``"under_load"`` marks a run that
+started and died later under a serving load, after many batches, which a start-up verdict does
+not claim; it is judged and printed but counted apart, as ``under load``, not as a death).
+``dev``/``dev2`` were split by thread: ``sha1(url) % 3 == 0`` went to ``dev2``.
 
 A death called ``fits`` is a false "fits"; a working run called ``does_not_fit`` is a false
 "does not fit"; ``tight`` is neither (the careful answer). Agreement counts ``does_not_fit`` for
@@ -134,11 +136,11 @@ def judge(rec: dict[str, Any]) -> tuple[str, str]:
     try:
         est = estimate(rec["model"], settings, hw, offline=True)
     finally:  # the relaxed check and the record's variables are its own, not the caller's
-        for k, v in before.items():
-            if v is None:
+        for k, old in before.items():
+            if old is None:
                 del os.environ[k]
             else:
-                os.environ[k] = v
+                os.environ[k] = old
     from oomkit.estimate.verdict import device_unified_bytes
 
     plat = Platform(
@@ -175,8 +177,13 @@ def score(records: list[dict[str, Any]], *, verbose: bool) -> dict[str, Any]:
             errors.append(f"{rec['id']}: {type(exc).__name__}: {exc}")
             rows[rt]["error"] += 1
             continue
-        died = rec["outcome"] == "oom"
         r = rows[rt]
+        if rec.get("scope") == "under_load":  # not a start-up outcome: shown, counted apart
+            r["under_load"] += 1
+            if verbose:
+                print(f"{rec['id']:<52} {rec['outcome']:<4} {level:<13} {detail}  (under load)")
+            continue
+        died = rec["outcome"] == "oom"
         r["n"] += 1
         r["deaths" if died else "working"] += 1
         if died and level == "fits":
@@ -218,6 +225,9 @@ def print_table(res: dict[str, Any]) -> None:
             f"{str(r.get('tight_deaths', 0)) + '/' + str(r.get('tight_working', 0)):>12}"
             f"{r.get('error', 0):>7}"
         )
+    under = res["rows"].get("ALL", {}).get("under_load", 0)
+    if under:
+        print(f"  under load (scope 'under_load', not scored): {under}")
     for e in res["errors"]:
         print("  error:", e)
 

@@ -106,3 +106,20 @@ def test_every_held_out_part_passes_its_checker(part: str) -> None:
         capture_output=True, text=True, timeout=300, check=False, env=env,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_under_load_scope_is_judged_but_not_scored(tmp_path: Path) -> None:
+    """A record marked ``"scope": "under_load"`` (a server that started and died later under
+    a serving load, heldout26's sglang#810) is judged but counted apart: it is neither a death
+    nor a false "fits" of the start-up verdict, and the checker accepts the field."""
+    mod = _scorer()
+    rec = next(r for r in _records("heldout26") if r.get("scope") == "under_load")
+    assert rec["id"] == "sglang-810-llama3-70b-fp8-8xh100-tp8-bench-oom"
+    res = mod.score([rec], verbose=False)
+    row = res["rows"]["ALL"]
+    assert row.get("under_load") == 1
+    assert row.get("deaths", 0) == 0
+    assert row.get("false_fits", 0) == 0
+    assert row.get("n", 0) == 0
+    plain = {k: v for k, v in rec.items() if k != "scope"}
+    assert mod.score([plain], verbose=False)["rows"]["ALL"]["deaths"] == 1
