@@ -51,6 +51,8 @@ def test_llmfit778_qwen25_14b_server_drops_the_staged_output_head() -> None:
     assert _compute(bench) - _compute(server) > staged
     assert any("PR #23861" in a for a in server.assumptions)
     assert not any("PR #23861" in a for a in bench.assumptions)
+    assert server.settings["llama_server"] is True  # echoed only when given
+    assert "llama_server" not in bench.settings
     # the verdict: the working run is no longer "does not fit"
     assert verdict(bench, _LINUX).level == "does_not_fit"
     assert verdict(server, _LINUX).level in ("tight", "fits")

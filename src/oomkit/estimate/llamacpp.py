@@ -588,4 +588,5 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
             if settings.device_ordinals is not None
             else {}
         ),
+        **({"llama_server": True} if settings.llama_server else {}),  # only when given
     }
