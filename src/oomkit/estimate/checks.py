@@ -67,6 +67,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "draft_cache_type_v",
             "draft_devices",
             "device_ordinals",
+            "llama_server",
         }
     ),
     "ollama": frozenset(

@@ -138,6 +138,13 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TM + "test_v_less_builds_ignore_the_v_type",
     ),
+    ("llama.cpp", "2026-06-server-outputs"): (
+        "test:tests/test_llamacpp_outputs.py::"
+        "test_llmfit778_qwen25_14b_server_drops_the_staged_output_head",
+        "test:tests/test_llamacpp_outputs.py::test_builds_before_pr_23861_keep_the_micro_batch_rows",
+        "log:https://github.com/ggml-org/llama.cpp/issues/23527 (b9272, Qwen3.6-35B-A3B at -ub "
+        "4096: capping graph_reserve's n_outputs to n_seqs saves ~3 GB of compute buffer)",
+    ),
     ("llama.cpp", "2026-07-mla-kv-types"): (
         _TM + "test_builds_since_pr_25871_refuse_the_pair",
         _TM + "test_13978_b5572_keeps_a_q8_0_latent_and_an_f16_v_and_dies",

@@ -23,6 +23,7 @@ _OLD_LLAMACPP = {
     "kv_streams": False,
     "n_ctx_pad_no_fa": 32,
     "compute_chunks": False,
+    "server_outputs": False,
 }
 
 #: Oldest first. Every row cites the change that starts it.
@@ -335,6 +336,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         n_ctx_pad_no_fa=32,
         flash_attn_default=False,
         cuda_moe_fusion_deps=False,
+        server_outputs=False,
         compute_chunks=False,
     ),
     _g(
@@ -350,6 +352,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         mla_kv_types_equal=False,
         n_ctx_pad_no_fa=32,
         cuda_moe_fusion_deps=False,
+        server_outputs=False,
         compute_chunks=False,
     ),
     _g(
@@ -370,6 +373,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         mla_kv_types_equal=False,
         n_ctx_pad_no_fa=32,
         cuda_moe_fusion_deps=False,
+        server_outputs=False,
     ),
     _g(
         "llama.cpp",
@@ -382,6 +386,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         mla_v_cache=True,
         mla_kv_types_equal=False,
         cuda_moe_fusion_deps=False,
+        server_outputs=False,
     ),
     _g(
         "llama.cpp",
@@ -392,6 +397,22 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "ggml-org/llama.cpp PR #19067 (kv-cache: support V-less cache)",
         "MLA models keep only the K latent: about half the KV of the previous builds; "
         "-ctv sets nothing there (V is a view of K), so a K type other than V's is accepted",
+        mla_kv_types_equal=False,
+        cuda_moe_fusion_deps=False,
+        server_outputs=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2026-06-server-outputs",
+        "llama.cpp 2026-06+ (llama-server reserves -np outputs)",
+        "2026-06-01",
+        None,
+        "ggml-org/llama.cpp PR #23861 (llama: limit max outputs of llama_context; "
+        "llama_context_params.n_outputs_max, set by tools/server/server-context.cpp)",
+        "llama-server only: the reserve graph holds n_parallel output rows instead of the "
+        "micro-batch's (logits n_vocab x n_ubatch f32, and an output layer left on the CPU "
+        "is no longer staged on the GPU for a 512-row matmul); llama-bench / llama-cli "
+        "keep n_outputs_max = n_batch",
         mla_kv_types_equal=False,
         cuda_moe_fusion_deps=False,
     ),

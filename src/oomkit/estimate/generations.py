@@ -27,6 +27,8 @@ Effects read by the estimators (absent key = today's behaviour):
   there is no ``-ub``), ``row_main_gpu`` (True before PR #10026: ``-sm row`` keeps every
   offloaded layer, its KV and the compute graph on the main GPU), ``cuda_moe_fusion_deps``
   (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies),
+  ``server_outputs`` (False before PR #23861, June 2026: llama-server reserves output rows for
+  the whole micro-batch like the C API; :mod:`oomkit.estimate.llamacpp_outputs`),
   ``compute_chunks`` (False before PR #15815: ggml-alloc reserves each backend's compute buffer
   as ONE buffer, which a Vulkan device's per-allocation limit caps;
   :mod:`oomkit.estimate.llamacpp_maxalloc`), ``sycl_kq_on_cpu`` (True for b4069-b4126, PR
@@ -432,6 +434,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         ubatch_split=bool(gen.effects.get("ubatch_split", True)),
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
+        server_outputs=bool(gen.effects.get("server_outputs", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),
         sycl_kq_on_cpu=bool(gen.effects.get("sycl_kq_on_cpu", False)),
         metal_views=bool(gen.effects.get("metal_views", True)),

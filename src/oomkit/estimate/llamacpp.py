@@ -40,6 +40,7 @@ from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_metal import metal_blockers, metal_scratch_compute
+from oomkit.estimate.llamacpp_outputs import server_outputs
 from oomkit.estimate.llamacpp_params import (
     BUFFER_ALIGNMENT,
     LlamaCppOptions,
@@ -336,6 +337,7 @@ def _estimate(
         default_swa_full=default_swa_full,
         options=options,
     )
+    params = server_outputs(settings, params)  # llama-server's -np output rows (PR #23861)
     if (
         spec.mla is not None
         and params.options.mla_cache
@@ -586,4 +588,5 @@ def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[s
             if settings.device_ordinals is not None
             else {}
         ),
+        **({"llama_server": True} if settings.llama_server else {}),  # only when given
     }

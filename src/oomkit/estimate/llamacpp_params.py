@@ -131,6 +131,10 @@ class LlamaCppOptions:
     #: weighted expert outputs no longer reuse the expert outputs' memory
     #: (:func:`oomkit.estimate.llamacpp_compute._keep_reduction`)
     cuda_moe_fusion_deps: bool = True
+    #: builds from PR #23861 (June 2026): llama-server caps the context's ``n_outputs_max`` at
+    #: its ``-np`` sequences, so the reserve graph sizes that many output rows
+    #: (:mod:`oomkit.estimate.llamacpp_outputs`, read only with ``settings.llama_server``)
+    server_outputs: bool = True
     #: False = builds before PR #1826 (2023-06-18): ggml-metal makes each buffer (the whole
     #: model file, KV, compute) ONE Metal buffer, refused above maxBufferLength
     #: (:mod:`oomkit.estimate.llamacpp_metal`); True: larger buffers are split into views

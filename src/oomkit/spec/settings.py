@@ -72,6 +72,11 @@ class InferenceSettings:
     #: ``UsageContext.LLM_CLASS``'s larger ``max_num_batched_tokens`` default
     #: (:func:`oomkit.estimate.vllm_engines.v1_batch_defaults`); None/False = the server's
     llm_class: bool | None = None
+    #: llama.cpp: the run is ``llama-server`` (an HTTP front end such as llmfit's bench talks to
+    #: it): from PR #23861 (June 2026) it reserves outputs for its ``-np`` sequences only, not
+    #: the whole micro-batch (:mod:`oomkit.estimate.llamacpp_outputs`); None/False = the C API
+    #: default that llama-bench / llama-cli keep (``n_outputs_max = n_batch``)
+    llama_server: bool | None = None
     cpu_offload_bytes: int | None = None  # vLLM --cpu-offload-gb (converted to bytes)
     block_size: int | None = None  # vLLM KV block size in tokens
     overhead_bytes: int | None = None  # user override of runtime overhead per GPU
@@ -139,6 +144,7 @@ class InferenceSettings:
             "enforce_eager",
             "prompt_logprobs",
             "llm_class",
+            "llama_server",
             "offload_folder",
         ):
             check_bool(name, getattr(self, name))
