@@ -361,7 +361,7 @@ def emit_command(
 
 def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
     quant = (settings.quant or "bf16").lower()
-    lines = ["import torch", "from transformers import AutoModelForCausalLM"]
+    lines = ["import torch", "from transformers import AutoModelForCausalLM, AutoTokenizer"]
     # the device map the plan was estimated with: "none" is from_pretrained, then .to("cuda")
     on_one_gpu = settings.device_map == "none"
     placement = "sequential" if settings.device_map == "sequential" else "auto"
@@ -374,7 +374,7 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
             else "max_memory={" + ", ".join(f"{i}: {b}" for i, b in enumerate(caps)) + "}"
         )
     if quant in ("nf4", "int8", "fp4"):
-        lines[1] = "from transformers import AutoModelForCausalLM, BitsAndBytesConfig"
+        lines[1] += ", BitsAndBytesConfig"
         cfg = (
             "BitsAndBytesConfig(load_in_8bit=True)"
             if quant == "int8"
@@ -385,10 +385,33 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
     else:
         dtype = _TORCH_DTYPES.get(quant, "torch.bfloat16")
         kwargs.append(f"dtype={dtype}")
+    if settings.attn_implementation:  # unset: the release's own default, as estimated
+        kwargs.append(f"attn_implementation={settings.attn_implementation!r}")
     lines.append(f"model = AutoModelForCausalLM.from_pretrained({', '.join(kwargs)})")
     if on_one_gpu:
         lines.append('model = model.to("cuda")')
+    lines.extend(_generate_lines(settings, repo))
     return "\n".join(lines)
+
+
+def _generate_lines(settings: InferenceSettings, repo: str) -> list[str]:
+    """The ``generate()`` call the plan was estimated with: ``parallel`` prompts padded to one
+    batch, each at most ``ctx`` tokens (truncated), and ``max_new_tokens`` (the estimate's
+    default 256; transformers' own GenerationConfig default is ``max_length=20``)."""
+    batch = settings.parallel or 1
+    new = settings.max_new_tokens or 256
+    limit = f", truncation=True, max_length={settings.ctx}" if settings.ctx else ""
+    tok = f'tokenizer = AutoTokenizer.from_pretrained({repo!r}, padding_side="left")'
+    lines = [tok]
+    if batch > 1:
+        lines.append("tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token")
+    each = f", each at most {settings.ctx} tokens" if settings.ctx else ""
+    lines += [
+        f'prompts = ["..."] * {batch}  # your {batch} prompt(s) of one batch{each}',
+        f'inputs = tokenizer(prompts, return_tensors="pt", padding=True{limit}).to(model.device)',
+        f"out = model.generate(**inputs, max_new_tokens={new})",
+    ]
+    return lines
 
 
 #: the torch dtype a transformers plan's weights load in, by its --quant (bf16 otherwise)
