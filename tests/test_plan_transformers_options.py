@@ -68,9 +68,10 @@ def snippet_flags(code: str) -> list[str]:
                         if isinstance(k.value, ast.Constant)
                     }
                     q = "int8" if bnb.get("load_in_8bit") else bnb["bnb_4bit_quant_type"]
-                    flags += ["--quant", q]
-                if "device_map" in kw:
-                    device_map = ast.literal_eval(kw["device_map"])
+                    flags += ["--quant", str(q)]
+                if "device_map" in kw:  # {"": 0}: every module on GPU 0, as .to("cuda")
+                    dm = ast.literal_eval(kw["device_map"])
+                    device_map = "none" if dm == {"": 0} else dm
                 caps = kw.get("max_memory")
                 if isinstance(caps, ast.DictComp):
                     flags += ["--max-memory", f"{ast.literal_eval(caps.value)}B"]
@@ -80,7 +81,8 @@ def snippet_flags(code: str) -> list[str]:
                         f"{ast.literal_eval(k)}={ast.literal_eval(v)}B" for k, v in pairs  # type: ignore[arg-type]
                     )]  # fmt: skip
                 if "attn_implementation" in kw:
-                    flags += ["--attn-implementation", ast.literal_eval(kw["attn_implementation"])]
+                    attn = ast.literal_eval(kw["attn_implementation"])
+                    flags += ["--attn-implementation", str(attn)]
             if node.func.attr == "generate":
                 flags += ["--max-new-tokens", str(ast.literal_eval(kw["max_new_tokens"]))]
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tokenizer":
@@ -122,7 +124,8 @@ def test_device_map_none_keeps_every_weight_on_the_gpu() -> None:
     assert doc["plans"][0]["settings"]["quant"] != "bf16"  # 16 GB of bf16 weights on 8 GB
     for p in doc["plans"]:
         assert p["host"]["weights_bytes"] == 0
-        assert 'model = model.to("cuda")' in p["command"]
+        bnb = p["settings"]["quant"] in ("int8", "nf4")  # bitsandbytes refuses .to()
+        assert ('device_map={"": 0}' if bnb else 'model = model.to("cuda")') in p["command"]
 
 
 @pytest.mark.parametrize(
@@ -171,7 +174,8 @@ def test_transformers_options_with_another_runtime_are_refused(args: list[str]) 
         ("llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8k", "--parallel", "8",
          "--max-new-tokens", "512"),
         ("llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8k", "--attn-implementation", "eager"),
-        ("llama-3.1-8b", "--gpu", "rtx-4060", "--ctx", "4k"),  # bitsandbytes formats
+        ("llama-3.1-8b", "--gpu", "rtx-4060", "--ctx", "4k"),  # bitsandbytes, device_map none
+        ("llama-3.1-8b", "--gpu", "rtx-4060", "--ctx", "4k", "--device-map", "auto"),
         ("llama-3.1-70b", "--gpu", "rtx-4090", "--ram", "128GiB", "--ctx", "2k",
          "--max-memory", "20GiB"),  # device_map="auto" offload under a max_memory cap
     ],

@@ -366,6 +366,11 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
     on_one_gpu = settings.device_map == "none"
     placement = "sequential" if settings.device_map == "sequential" else "auto"
     kwargs = [f"{repo!r}"] if on_one_gpu else [f"{repo!r}", f'device_map="{placement}"']
+    bnb = quant in ("nf4", "int8", "fp4")
+    if on_one_gpu and bnb:
+        # bitsandbytes models refuse .to() (8-bit; 4-bit before bnb 0.43.2) and load on the
+        # current GPU without a device_map (Bnb8BitHfQuantizer.update_device_map): say so
+        kwargs.append('device_map={"": 0}')
     caps = settings.max_memory_bytes
     if caps is not None and not on_one_gpu:  # accelerate takes bytes as ints
         kwargs.append(
@@ -373,7 +378,7 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
             if len(caps) == 1
             else "max_memory={" + ", ".join(f"{i}: {b}" for i, b in enumerate(caps)) + "}"
         )
-    if quant in ("nf4", "int8", "fp4"):
+    if bnb:
         lines[1] += ", BitsAndBytesConfig"
         cfg = (
             "BitsAndBytesConfig(load_in_8bit=True)"
@@ -388,7 +393,7 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
     if settings.attn_implementation:  # unset: the release's own default, as estimated
         kwargs.append(f"attn_implementation={settings.attn_implementation!r}")
     lines.append(f"model = AutoModelForCausalLM.from_pretrained({', '.join(kwargs)})")
-    if on_one_gpu:
+    if on_one_gpu and not bnb:
         lines.append('model = model.to("cuda")')
     lines.extend(_generate_lines(settings, repo))
     return "\n".join(lines)

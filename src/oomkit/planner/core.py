@@ -170,6 +170,11 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         if cand.attn:
             was = searcher.base.attn_implementation
             out.append(f"attn_implementation='{cand.attn}' (asked {was}: no fp32 S x S scores)")
+        if cand.device_map == "none":
+            out.append(
+                "no device_map, then model.to('cuda') (device_map='auto' keeps 10% of the GPU "
+                "and its largest layer back, and would put weights on the CPU)"
+            )
     if searcher.runtime == "llama.cpp" and req.parallel and req.parallel > 1:
         if searcher.base.kv_unified:
             out[-1] += f" per sequence, {req.parallel} slots sharing one unified KV cache"

@@ -210,6 +210,8 @@ class Candidate:
     max_num_seqs: int | None = None
     #: transformers ``attn_implementation`` set by the planner (None: the run's own)
     attn: str | None = None
+    #: transformers ``device_map`` set by the planner ("none": no device_map, ``.to("cuda")``)
+    device_map: str | None = None
 
     def apply(self, base: InferenceSettings) -> InferenceSettings:
         """``base`` with this candidate's knobs set."""
@@ -237,6 +239,7 @@ class Candidate:
             base,
             parallel=batch,
             attn_implementation=self.attn or base.attn_implementation,
+            device_map=self.device_map or base.device_map,
             flash_attn=flash,
             quant=None if self.quant == CHECKPOINT else self.quant,
             ctx=ctx,
@@ -284,7 +287,8 @@ def rank_key(
     amount = cand.offload_amount(n_layer)
     seqs = 0 if cand.max_num_seqs is None else 1
     fewer = 0 if cand.max_num_seqs is None else -cand.max_num_seqs
-    attn = int(cand.attn is not None)  # transformers eager -> sdpa: same numerics, less memory
+    # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
+    attn = int(cand.attn is not None) + int(cand.device_map is not None)
     quality = (r_q, cand.level, seqs, deficit, attn, r_kv, fewer, amount)
     if prompt_first:  # transformers: a shorter prompt drops input, a smaller batch only time
         quality = (r_q, cand.level, deficit, seqs, attn, r_kv, fewer, amount)

@@ -58,22 +58,38 @@ _SAME_SIZE = {"f32": "fp32", "fp16": "bf16", "f16": "bf16", "fp4": "nf4"}
 def level_sdpa(
     s: Searcher, quant: str, gpu: Evaluation | None, *, upgrade: bool = False
 ) -> list[Evaluation]:
-    """SDPA instead of the run's eager attention, all on the GPU: the asked prompt if it
-    fits, else the longest that does (when longer than ``gpu``'s, the eager candidate's).
-    Nothing when the run is not transformers with eager attention, eager already reaches the
-    asked prompt, or ``quant`` is an upgrade (proposed only as asked)."""
+    """The transformers moves of one format beside ``gpu`` (the plain all-on-GPU candidate):
+    SDPA instead of the run's eager attention, and ``device_map=None`` + ``.to("cuda")``
+    where ``device_map="auto"`` offloads weights that fit the one GPU whole (accelerate keeps
+    10% of its free memory and the largest layer back: ``get_balanced_memory``). Each at the
+    asked prompt if it fits, else the longest that does (when longer than ``gpu``'s). Nothing
+    for other runtimes or for an upgrade (formats above the default are proposed as asked)."""
     if s.runtime != "transformers" or upgrade:
         return []
-    if (s.base.attn_implementation or "").lower() != "eager":
-        return []
-    if gpu is not None and gpu.cand.ctx >= s.target_ctx:
-        return []
-    kv = s.kvs[0]
-    ev = s.evaluate(Candidate(quant, kv, s.target_ctx, attn="sdpa"))
+    out: list[Evaluation] = []
+    offloads = gpu is not None and gpu.estimate.host.weights_bytes > 0
+    short = gpu is None or gpu.cand.ctx < s.target_ctx or offloads
+    if short and (s.base.attn_implementation or "").lower() == "eager":
+        out += _longest(s, gpu, lambda ctx: Candidate(quant, s.kvs[0], ctx, attn="sdpa"))
+    gpus = [d for d in s.hardware.devices if d.backend != "cpu"]
+    if short and s.base.device_map == "auto" and len(gpus) == 1:
+        out += _longest(s, gpu, lambda ctx: Candidate(quant, s.kvs[0], ctx, device_map="none"))
+    return out
+
+
+def _longest(
+    s: Searcher, gpu: Evaluation | None, make: Callable[[int], Candidate]
+) -> list[Evaluation]:
+    """``make(asked prompt)`` if it fits, else the longest prompt that does when it beats
+    ``gpu`` (longer, or the same without weights on the CPU)."""
+    ev = s.evaluate(make(s.target_ctx))
     if ev.fits:
         return [ev]
-    found = s._largest_ctx(lambda ctx: Candidate(quant, kv, ctx, attn="sdpa"))
-    if found is None or not found[1].fits or (gpu is not None and found[0] <= gpu.cand.ctx):
+    found = s._largest_ctx(make)
+    if found is None or not found[1].fits:
+        return []
+    offloads = gpu is not None and gpu.estimate.host.weights_bytes > 0
+    if gpu is not None and found[0] <= gpu.cand.ctx and not offloads:
         return []
     return [found[1]]
 
