@@ -132,7 +132,9 @@ def plan_command(
 
     rt = runtime.strip().lower()
     rt = rt if rt == "any" or training.method is not None else normalize_runtime(runtime)
-    reject_inference_options(ctx_, training, inference_ok=(ATTN_PARAM,) * (rt == "transformers"))
+    reject_inference_options(
+        ctx_, training, inference_ok=(ATTN_PARAM,) * (rt in ("transformers", "any"))
+    )
     if training.method is not None and drafts.get("draft_model") is not None:
         raise click.UsageError(
             "--draft-model is an inference option; it cannot be used with --train"

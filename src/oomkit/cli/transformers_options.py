@@ -71,7 +71,7 @@ def inference_attn(ctx: click.Context, runtime: str) -> str | None:
     given: the release's own default, which the estimator resolves per model)."""
     from click.core import ParameterSource
 
-    if runtime != "transformers":
+    if runtime not in ("transformers", "any"):  # (plan --runtime any compares transformers)
         return None
     if ctx.get_parameter_source(ATTN_PARAM) in (ParameterSource.DEFAULT, None):
         return None
