@@ -203,3 +203,12 @@ def test_plan_help_lists_the_transformers_options() -> None:
     out = _oomkit("plan", "--help").stdout
     for flag in ("--device-map", "--max-memory", "--max-new-tokens", "--attn-implementation"):
         assert flag in out
+
+
+@pytest.mark.parametrize("command", ["plan", "estimate"])
+def test_transformers_inference_options_are_refused_with_train(command: str) -> None:
+    res = _oomkit(command, "llama-3.1-8b", "--train", "lora", "--gpu", "rtx-4090",
+                  "--device-map", "auto")  # fmt: skip
+    assert res.returncode == 2
+    assert "--device-map is an inference option" in res.stderr
+    assert "Traceback" not in res.stderr
