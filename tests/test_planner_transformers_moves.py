@@ -212,3 +212,24 @@ def test_estimate_cli_prints_the_safe_change_and_it_clears_the_band() -> None:
     assert json.loads(fixed.stdout)["verdict"] == "fits"
     headless = subprocess.run([*run, *args, "--headless"], capture_output=True, check=False)
     assert headless.returncode == 0
+
+
+def test_offloading_batch_becomes_a_smaller_batch_on_the_gpu() -> None:
+    """accelerate's auto map is the same at any batch, so the batch lever runs without a
+    device_map; the plan's batch is the one the estimate's safe change of the run names."""
+    hw = _hw("rtx-4080")
+    spec = find_model("qwen2.5-7b").spec()
+    req = PlanRequest(runtime="transformers", ctx=256, parallel=8, quant="bf16")
+    base = InferenceSettings(runtime="transformers", max_new_tokens=64)
+    best = plan(spec, hw, req, base=base).plans[0]
+    assert best.settings.device_map == "none"
+    assert best.estimate.host.weights_bytes == 0
+    assert best.settings.parallel is not None
+    assert best.settings.parallel < 8
+    asked = InferenceSettings(
+        runtime="transformers", quant="bf16", ctx=256, parallel=8, max_new_tokens=64
+    )
+    est = get_estimator("transformers")(spec, asked, hw)
+    change = transformers_safe_change(spec, asked, hw, _platform(hw), est)
+    assert change is not None
+    assert change.startswith(f"--batch {best.settings.parallel} ")

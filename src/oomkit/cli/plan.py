@@ -44,7 +44,14 @@ __all__ = ["plan_command", "render_plan"]
 )
 @click.option("--ctx", "-c", type=COUNT, help="Context you want (e.g. 32k)")
 @click.option("--min-ctx", type=COUNT, help="Never propose a shorter context than this")
-@click.option("--parallel", "-np", type=int, help="Concurrent sequences / users")
+@click.option(
+    "--parallel",
+    "--batch",
+    "-np",
+    "parallel",
+    type=int,
+    help="Concurrent sequences / users (transformers: the generate() batch)",
+)
 @click.option("--quant", "-q", help="Weight quant to start from (default: the best that fits)")
 @click.option("--min-quant", help="Never go below this quant (e.g. Q4_K_S)")
 @click.option("--no-offload", is_flag=True, help="Keep every layer and expert on the GPU")

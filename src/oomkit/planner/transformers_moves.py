@@ -73,7 +73,17 @@ def level_sdpa(
         out += _longest(s, gpu, lambda ctx: Candidate(quant, s.kvs[0], ctx, attn="sdpa"))
     gpus = [d for d in s.hardware.devices if d.backend != "cpu"]
     if short and s.base.device_map == "auto" and len(gpus) == 1:
-        out += _longest(s, gpu, lambda ctx: Candidate(quant, s.kvs[0], ctx, device_map="none"))
+        whole = _longest(s, gpu, lambda ctx: Candidate(quant, s.kvs[0], ctx, device_map="none"))
+        out += whole
+        batch = s.request.parallel or 1
+        if offloads and batch > 1 and not any(e.cand.ctx >= s.target_ctx for e in whole):
+            # accelerate's map does not depend on the batch: only without it does a smaller
+            # batch keep every weight on the GPU (the sequence lever runs on the plain map)
+            def make(n: int) -> Candidate:
+                return Candidate(quant, s.kvs[0], s.target_ctx, max_num_seqs=n, device_map="none")
+
+            found = s._largest(1, batch - 1, make)
+            out += [found[1]] if found is not None and found[1].fits else []
     return out
 
 
