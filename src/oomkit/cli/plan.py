@@ -407,8 +407,9 @@ def render_plan(result: object) -> str:
     asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
     if req.quant:
         asked.append(f"quant {req.quant}")
-    if req.parallel:
-        asked.append(f"{req.parallel} parallel")
+    if req.parallel:  # transformers: the generate() batch
+        hf = {p.runtime for p in result.plans} == {"transformers"} or req.runtime == "transformers"
+        asked.append(f"batch {req.parallel}" if hf else f"{req.parallel} parallel")
     lines.append("asked: " + ", ".join(asked) + f"; prefer {req.prefer}")
     lines.append("")
 
