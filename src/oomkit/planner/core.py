@@ -170,10 +170,12 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         if cand.attn:
             was = searcher.base.attn_implementation
             out.append(f"attn_implementation='{cand.attn}' (asked {was}: no fp32 S x S scores)")
-        if cand.device_map == "none":
+        if cand.device_map == "none":  # bitsandbytes refuses .to(): device_map={"": 0}
+            whole = "device_map={'': 0}" if cand.quant in ("int8", "nf4", "fp4") else None
             out.append(
-                "no device_map, then model.to('cuda') (device_map='auto' keeps 10% of the GPU "
-                "and its largest layer back, and would put weights on the CPU)"
+                f"{whole or 'no device_map, then model.to(cuda)'}: every weight on the GPU "
+                "(device_map='auto' keeps 10% of it and its largest layer back, and would put "
+                "weights on the CPU)"
             )
     if searcher.runtime == "llama.cpp" and req.parallel and req.parallel > 1:
         if searcher.base.kv_unified:
