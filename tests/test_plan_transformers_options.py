@@ -7,6 +7,7 @@ import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -183,11 +184,32 @@ def test_transformers_options_with_another_runtime_are_refused(args: list[str]) 
 def test_the_printed_snippet_estimates_to_the_plan(args: tuple[str, ...]) -> None:
     """Every plan's snippet, read back as estimate flags, estimates to the plan's memory and
     to a clear "fits" (a plan is never tight)."""
-    doc = _plan(*args)
-    gpu = args[args.index("--gpu") + 1]
+    _check_roundtrip(_plan(*args), args[0], args[args.index("--gpu") + 1])
+
+
+def test_a_gptq_checkpoint_loads_as_saved_and_estimates_to_the_plan(tmp_path: Path) -> None:
+    """A pre-quantized checkpoint (its config.json's quantization_config) is planned as it
+    ships: the snippet passes dtype="auto", no BitsAndBytesConfig, and estimates back."""
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+        "torch_dtype": "float16", "tie_word_embeddings": False, "hidden_act": "silu",
+        "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128},
+    }  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    doc = _plan(str(tmp_path), "--gpu", "rtx-4060", "--ctx", "4k", "--offline")
+    for p in doc["plans"]:
+        assert 'dtype="auto"' in p["command"]
+        assert "BitsAndBytesConfig" not in p["command"]
+    _check_roundtrip(doc, str(tmp_path), "rtx-4060", "--offline")
+
+
+def _check_roundtrip(doc: dict[str, Any], model: str, gpu: str, *extra: str) -> None:
     for p in doc["plans"]:
         flags = snippet_flags(p["command"])
-        res = _oomkit("estimate", args[0], "-r", "transformers", "--gpu", gpu, *flags, "--json")
+        res = _oomkit("estimate", model, "-r", "transformers", "--gpu", gpu, *flags, *extra,
+                      "--json")  # fmt: skip
         assert res.returncode == 0, (flags, res.stderr)
         est = json.loads(res.stdout)
         assert est["verdict"] == "fits", flags

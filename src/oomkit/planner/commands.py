@@ -387,6 +387,8 @@ def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:
             "bnb_4bit_compute_dtype=torch.bfloat16, bnb_4bit_use_double_quant=True)"
         )
         kwargs.append(f"quantization_config={cfg}")
+    elif settings.quant is None:  # a pre-quantized checkpoint (GPTQ, AWQ, fp8) loads as saved
+        kwargs.append('dtype="auto"')
     else:
         dtype = _TORCH_DTYPES.get(quant, "torch.bfloat16")
         kwargs.append(f"dtype={dtype}")
