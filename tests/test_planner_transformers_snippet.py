@@ -30,11 +30,14 @@ def test_dtype_follows_the_quant(quant: str, dtype: str) -> None:
 def test_device_map_none_loads_then_moves_to_the_gpu() -> None:
     code = _snippet(quant="bf16", device_map="none")
     assert "device_map" not in code
-    assert code.endswith('model = model.to("cuda")')
+    lines = code.splitlines()  # moved right after loading, before the generate() lines
+    load = next(i for i, line in enumerate(lines) if ".from_pretrained(" in line)
+    assert lines[load + 1] == 'model = model.to("cuda")'
+    assert lines[-1].startswith("out = model.generate(")
 
 
 @pytest.mark.parametrize("device_map", [None, "auto"])
 def test_auto_or_unset_passes_device_map_auto(device_map: str | None) -> None:
     code = _snippet(quant="bf16", device_map=device_map)
     assert 'device_map="auto"' in code
-    assert ".to(" not in code
+    assert "model.to(" not in code  # (the inputs go .to(model.device), the model stays)

@@ -18,6 +18,7 @@ from oomkit.cli.train_options import (
     run_training,
     training_options,
 )
+from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 
 __all__ = ["estimate_command", "render_suggestions"]
 
@@ -172,25 +173,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="llama.cpp --backend vulkan: the driver ggml_vulkan's device line names (radv; "
     "amdvlk = 'AMD open-source driver', amd-proprietary: both cap one buffer at 2 GiB)",
 )
-@click.option(
-    "--device-map",
-    type=click.Choice(["auto", "sequential", "none"]),
-    help="transformers: auto (from_pretrained(device_map='auto'), accepting CPU offload of what "
-    "does not fit), sequential (fill each GPU to its --max-memory in turn, no balancing) or "
-    "none (no device_map, then model.to('cuda'): all weights on the first GPU); unset: auto "
-    "placement over the GPUs, but a fit only by CPU offload does not fit",
-)
-@click.option(
-    "--max-memory",
-    help="transformers: accelerate's max_memory, the weights placed per GPU: 24000MiB (every "
-    "GPU) or 0=24000MiB,1=22GiB; activations and the KV cache come on top",
-)
-@click.option(
-    "--max-new-tokens",
-    type=int,
-    help="transformers: generate()'s max_new_tokens, the tokens each sequence adds to the KV "
-    "cache after the --ctx prompt (default 256)",
-)
+@transformers_options
 @click.option(
     "--override-tensor",
     "-ot",
@@ -261,7 +244,11 @@ def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
     Exit code 0 when it fits (or capacity is unknown), 4 when it is tight (it fits, but
     within the band real runs sit from oomkit's numbers), 3 when it does not fit.
     """
-    reject_inference_options(click.get_current_context(), training)
+    ctx = click.get_current_context()
+    from oomkit.estimate.registry import normalize_runtime
+
+    rt = normalize_runtime(options["runtime"]) if training.method is None else ""
+    reject_inference_options(ctx, training, inference_ok=(ATTN_PARAM,) * (rt == "transformers"))
     emit = options["emit"]
     if training.method is not None and emit is not None:
         if emit not in EMIT_CHOICES:
@@ -275,4 +262,4 @@ def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
             training,
             **{k: options[k] for k in TRAINING_PASSED},
         )
-    return run_estimate(model, **options)
+    return run_estimate(model, **options, attn_implementation=inference_attn(ctx, rt))

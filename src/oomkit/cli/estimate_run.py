@@ -78,12 +78,13 @@ def run_estimate(
     llm_class: bool | None = None,
     max_memory: str | None = None,
     max_new_tokens: int | None = None,
+    attn_implementation: str | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
 ) -> int:
     """Estimate memory per device for ``model`` and print it; returns the exit code."""
-    from oomkit.api import estimate
+    from oomkit.api import estimate, load_model
     from oomkit.cli.estimate_args import (
         check_count_options,
         parse_cpu_offload_gb,
@@ -187,6 +188,7 @@ def run_estimate(
         device_map=device_map,
         max_memory_bytes=parse_max_memory(max_memory),
         max_new_tokens=max_new_tokens,
+        attn_implementation=attn_implementation,
         draft_model=draft_model,
         draft_quant=draft_quant,
         draft_n_gpu_layers=draft_ngl,
@@ -221,6 +223,13 @@ def run_estimate(
     else:
         est = estimate(model, settings, hardware, offline=True if offline else None)
     v = verdict(est, platform)
+    if canonical == "transformers" and v.level == "tight" and v.safe_change is None:
+        # the display or the CUDA context decide it: no prompt frees them (planner's change)
+        from oomkit.planner.transformers_moves import transformers_safe_change
+
+        spec = load_model(model, offline=True if offline else None)
+        change = transformers_safe_change(spec, settings, hardware, platform, est)
+        v = dataclasses.replace(v, safe_change=change) if change else v
     suggestions: tuple[Plan, ...] = ()
     if est.fits is False:
         from oomkit.planner.core import suggest_changes

@@ -15,6 +15,7 @@ from oomkit.cli.train_options import (
     reject_inference_options,
     training_options,
 )
+from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 
 if TYPE_CHECKING:
@@ -43,7 +44,14 @@ __all__ = ["plan_command", "render_plan"]
 )
 @click.option("--ctx", "-c", type=COUNT, help="Context you want (e.g. 32k)")
 @click.option("--min-ctx", type=COUNT, help="Never propose a shorter context than this")
-@click.option("--parallel", "-np", type=int, help="Concurrent sequences / users")
+@click.option(
+    "--parallel",
+    "--batch",
+    "-np",
+    "parallel",
+    type=int,
+    help="Concurrent sequences / users (transformers: the generate() batch)",
+)
 @click.option("--quant", "-q", help="Weight quant to start from (default: the best that fits)")
 @click.option("--min-quant", help="Never go below this quant (e.g. Q4_K_S)")
 @click.option("--no-offload", is_flag=True, help="Keep every layer and expert on the GPU")
@@ -85,6 +93,7 @@ __all__ = ["plan_command", "render_plan"]
     type=int,
     help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
 )
+@transformers_options
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -108,6 +117,9 @@ def plan_command(
     tp: int | None,
     gpu_memory_utilization: float | None,
     max_num_seqs: int | None,
+    device_map: str | None,
+    max_memory: str | None,
+    max_new_tokens: int | None,
     offline: bool,
     as_json: bool,
     training: TrainOptions,
@@ -122,7 +134,14 @@ def plan_command(
     from oomkit.planner.core import plan
     from oomkit.planner.request import PlanRequest
 
-    reject_inference_options(click.get_current_context(), training)
+    ctx_ = click.get_current_context()
+    from oomkit.estimate.registry import normalize_runtime
+
+    rt = runtime.strip().lower()
+    rt = rt if rt == "any" or training.method is not None else normalize_runtime(runtime)
+    reject_inference_options(
+        ctx_, training, inference_ok=(ATTN_PARAM,) * (rt in ("transformers", "any"))
+    )
     if training.method is not None and drafts.get("draft_model") is not None:
         raise click.UsageError(
             "--draft-model is an inference option; it cannot be used with --train"
@@ -140,6 +159,16 @@ def plan_command(
             model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
         )
     _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
+    from oomkit.cli.transformers_options import transformers_settings
+
+    hf = transformers_settings(
+        rt,
+        device_map=device_map,
+        max_memory=max_memory,
+        max_new_tokens=max_new_tokens,
+        attn_implementation=inference_attn(ctx_, rt),
+        refuse_elsewhere=True,
+    )
     _check_any_version(runtime, runtime_version)
 
     request = PlanRequest(
@@ -154,8 +183,6 @@ def plan_command(
         prefer=prefer,
     )
     hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
-    from oomkit.estimate.registry import normalize_runtime
-
     if backend is not None:
         from oomkit.cli.gpu_choice import with_backend
 
@@ -174,6 +201,7 @@ def plan_command(
         )
         if v is not None
     }
+    serving.update(hf)
     base = (
         InferenceSettings(runtime_version=runtime_version, **draft, **serving)
         if runtime_version or draft or serving
@@ -379,8 +407,9 @@ def render_plan(result: object) -> str:
     asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
     if req.quant:
         asked.append(f"quant {req.quant}")
-    if req.parallel:
-        asked.append(f"{req.parallel} parallel")
+    if req.parallel:  # transformers: the generate() batch
+        hf = {p.runtime for p in result.plans} == {"transformers"} or req.runtime == "transformers"
+        asked.append(f"batch {req.parallel}" if hf else f"{req.parallel} parallel")
     lines.append("asked: " + ", ".join(asked) + f"; prefer {req.prefer}")
     lines.append("")
 

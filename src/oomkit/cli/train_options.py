@@ -69,6 +69,9 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "draft_cache_type_v",
     "draft_device",
     "backend",
+    "device_map",  # transformers from_pretrained / generate() options
+    "max_memory",
+    "max_new_tokens",
     # plan's inference search options: the training planner read none of them, so
     # `plan --train --headroom 20GiB` answered as if 1 GiB were kept free
     "headroom",
@@ -313,8 +316,12 @@ def training_options(fn: F) -> F:
     return out  # type: ignore[no-any-return]
 
 
-def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None:
-    """``--train`` with an inference-only option, or a training option without ``--train``."""
+def reject_inference_options(
+    ctx: click.Context, training: TrainOptions, *, inference_ok: tuple[str, ...] = ()
+) -> None:
+    """``--train`` with an inference-only option, or a training option without ``--train``
+    (``inference_ok``: training options this inference run reads too, e.g. transformers'
+    ``--attn-implementation``)."""
     from click.core import ParameterSource
 
     def given(name: str) -> bool:
@@ -352,7 +359,7 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
     train_given = [
         p.name
         for p in ctx.command.params
-        if p.name and p.name.startswith("train_") and given(p.name)
+        if p.name and p.name.startswith("train_") and given(p.name) and p.name not in inference_ok
     ]
     if train_given:
         flag = "--" + train_given[0][len("train_") :].replace("_", "-")
@@ -362,6 +369,10 @@ def reject_inference_options(ctx: click.Context, training: TrainOptions) -> None
                 f"{flag} needs --train full|lora|qlora: expandable segments are measured for "
                 "training steps only; for inference (generate()) no band with them is measured, "
                 "so the verdict keeps the caching allocator's term"
+            )
+        if train_given[0] == "train_attn_implementation":  # from_pretrained's, for inference
+            raise click.UsageError(
+                f"{flag} needs --train full|lora|qlora or --runtime transformers"
             )
         raise click.UsageError(f"{flag} needs --train full|lora|qlora")
 

@@ -164,6 +164,19 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         out.append(f"context {cand.ctx} ({whose} {searcher.target_ctx})")
     else:
         out.append(f"context {cand.ctx}")
+    if searcher.runtime == "transformers":  # the prompt, then generate()'s new tokens
+        new = ev.estimate.settings.get("max_new_tokens", 256)
+        out[-1] += f" + {new} new tokens (prompt + max_new_tokens)"
+        if cand.attn:
+            was = searcher.base.attn_implementation
+            out.append(f"attn_implementation='{cand.attn}' (asked {was}: no fp32 S x S scores)")
+        if cand.device_map == "none":  # bitsandbytes refuses .to(): device_map={"": 0}
+            whole = "device_map={'': 0}" if cand.quant in ("int8", "nf4", "fp4") else None
+            out.append(
+                f"{whole or 'no device_map, then model.to(cuda)'}: every weight on the GPU "
+                "(device_map='auto' keeps 10% of it and its largest layer back, and would put "
+                "weights on the CPU)"
+            )
     if searcher.runtime == "llama.cpp" and req.parallel and req.parallel > 1:
         if searcher.base.kv_unified:
             out[-1] += f" per sequence, {req.parallel} slots sharing one unified KV cache"
@@ -179,7 +192,12 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
     if cand.tp:
         out.append(f"tensor parallel {cand.tp}")
-    if cand.max_num_seqs is not None:
+    if cand.max_num_seqs is not None and searcher.runtime == "transformers":
+        out.append(
+            f"batch {cand.max_num_seqs} (--batch {cand.max_num_seqs}; asked {req.parallel}: "
+            "the prompts go in more generate() calls)"
+        )
+    elif cand.max_num_seqs is not None:
         flag = SEQS_LEVER[searcher.runtime][1]
         default = searcher.seqs_default.get(cand.quant)
         was = (
@@ -190,7 +208,10 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         )
     host_weights = ev.estimate.host.weights_bytes
     if searcher.runtime == "transformers" and host_weights:
-        out.append(f"{format_bytes(host_weights)} of weights on CPU (device_map='auto', slow)")
+        out.append(
+            f"{format_bytes(host_weights)} of weights on CPU (device_map='auto', slow): "
+            "accelerate moves them to the GPU layer by layer at every forward, over PCIe"
+        )
     return tuple(out)
 
 
@@ -441,6 +462,11 @@ def plan_spec(
                 # that is the answer, not "nothing fits"
                 raise InvalidSettingError(refused[0].reason or "", setting="plan")
             impossible.append(_impossible(s, missed))
+        if runtime == "transformers":
+            from oomkit.planner.transformers_moves import allocator_note
+
+            alloc = allocator_note(s)
+            notes.extend([alloc] if alloc else [])
         n_estimates += s.n_estimates
         notes.extend(n for n in s.precision_notes if n not in notes)
         host_note = (

@@ -208,6 +208,10 @@ class Candidate:
     #: vLLM ``--max-num-seqs`` / SGLang ``--max-running-requests`` lowered by the planner
     #: (None: the runtime's default, or the user's own value)
     max_num_seqs: int | None = None
+    #: transformers ``attn_implementation`` set by the planner (None: the run's own)
+    attn: str | None = None
+    #: transformers ``device_map`` set by the planner ("none": no device_map, ``.to("cuda")``)
+    device_map: str | None = None
 
     def apply(self, base: InferenceSettings) -> InferenceSettings:
         """``base`` with this candidate's knobs set."""
@@ -227,8 +231,15 @@ class Candidate:
             # (split into n_ctx / n_seq per slot; with --kv-unified every slot may use all of
             # it: llama_context n_ctx_seq = kv_unified ? n_ctx : n_ctx / n_seq_max)
             ctx = self.ctx * base.parallel
+        seqs = self.max_num_seqs
+        batch = base.parallel
+        if base.runtime == "transformers" and seqs is not None:
+            batch, seqs = seqs, None  # transformers' lever is the generate() batch
         return dataclasses.replace(
             base,
+            parallel=batch,
+            attn_implementation=self.attn or base.attn_implementation,
+            device_map=self.device_map or base.device_map,
             flash_attn=flash,
             quant=None if self.quant == CHECKPOINT else self.quant,
             ctx=ctx,
@@ -237,7 +248,7 @@ class Candidate:
             n_gpu_layers=self.n_gpu_layers,
             n_cpu_moe=self.n_cpu_moe or None,
             tp=self.tp if self.tp is not None else base.tp,
-            max_num_seqs=self.max_num_seqs if self.max_num_seqs is not None else base.max_num_seqs,
+            max_num_seqs=seqs if seqs is not None else base.max_num_seqs,
         )
 
     def offload_amount(self, n_layer: int) -> int:
@@ -256,6 +267,7 @@ def rank_key(
     kvs: Sequence[str],
     target_ctx: int,
     n_layer: int,
+    prompt_first: bool = False,
 ) -> tuple[int, ...]:
     """Sort key (smaller is better) of a fitting candidate under ``prefer``.
 
@@ -265,6 +277,7 @@ def rank_key(
     much sits on the CPU — the planner issue's order (all on GPU → quantized KV → shorter
     context → experts to CPU → partial offload → smaller quant), with a sequence cap (it costs
     throughput only) tried when the runtime's default does not fit, before a smaller quant.
+    ``prompt_first`` (transformers): the asked prompt before the asked generate() batch.
     speed: anything off the GPU last, then as quality. context: the context deficit first,
     then as quality.
     """
@@ -274,9 +287,13 @@ def rank_key(
     amount = cand.offload_amount(n_layer)
     seqs = 0 if cand.max_num_seqs is None else 1
     fewer = 0 if cand.max_num_seqs is None else -cand.max_num_seqs
-    quality = (r_q, cand.level, seqs, deficit, r_kv, fewer, amount)
+    # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
+    attn = int(cand.attn is not None) + int(cand.device_map is not None)
+    quality = (r_q, cand.level, seqs, deficit, attn, r_kv, fewer, amount)
+    if prompt_first:  # transformers: a shorter prompt drops input, a smaller batch only time
+        quality = (r_q, cand.level, deficit, seqs, attn, r_kv, fewer, amount)
     if prefer == "speed":
         return (int(cand.level > LEVEL_GPU), *quality)
     if prefer == "context":
-        return (deficit, r_q, cand.level, r_kv, seqs, fewer, amount)
+        return (deficit, r_q, cand.level, r_kv, seqs, attn, fewer, amount)
     return quality

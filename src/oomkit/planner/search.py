@@ -2,9 +2,8 @@
 
 Every candidate is checked with the runtime's own estimator (no separate formula), so a plan
 is exactly as accurate as ``oomkit estimate``. A candidate *fits* when every GPU keeps
-``headroom_bytes`` free after the estimate (vLLM/SGLang: when the estimator says the engine
-starts — they keep ``1 - gpu_memory_utilization`` free themselves) and, when host RAM is
-known, the host part fits in it.
+``headroom_bytes`` free after the estimate (vLLM/SGLang: when the engine starts, keeping
+``1 - gpu_memory_utilization`` free itself) and the host part fits in the RAM, if known.
 
 The searches over one integer knob (context, ``--n-cpu-moe``, ``-ngl``) rely on memory being
 monotone in that knob (the property tests hold the estimators to it) and use regula falsi on
@@ -36,6 +35,7 @@ from oomkit.planner.knobs import (
     rank_key,
 )
 from oomkit.planner.request import PlanRequest
+from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -60,6 +60,7 @@ _COMPARE_CTX = 8192
 SEQS_LEVER: dict[str, tuple[str, str]] = {
     "vllm": ("max_num_seqs", "--max-num-seqs"),
     "sglang": ("max_num_reqs", "--max-running-requests"),
+    "transformers": ("batch", "--batch"),  # generate()'s batch (planner.transformers_moves)
 }
 
 
@@ -192,7 +193,7 @@ class Searcher:
         self.n_estimates = 0
         #: the sequence cap the planner may lower (vLLM/SGLang), never below the asked parallel
         self.seqs_lever = runtime in SEQS_LEVER
-        self.seqs_floor = request.parallel or 1
+        self.seqs_floor = 1 if runtime == "transformers" else request.parallel or 1
         #: per quant: the sequence cap in effect when the planner leaves it alone
         self.seqs_default: dict[str, int] = {}
 
@@ -345,8 +346,7 @@ class Searcher:
         )
 
     def _gpu_fits(self, ev: Evaluation) -> bool:
-        """Fits on every GPU, engine checks included (host RAM aside): the part that is
-        monotone in context, layers on the GPU and experts on the GPU."""
+        """Fits on every GPU, engine checks included (host RAM aside): monotone in each knob."""
         return ev.fits or ev.host_only
 
     # -- one-knob searches -------------------------------------------------------------------
@@ -383,8 +383,7 @@ class Searcher:
     # -- the levels --------------------------------------------------------------------------
 
     def level_gpu(self, quant: str, *, upgrade: bool = False) -> Evaluation | None:
-        """Everything on the GPU: the asked context with the best KV type that fits, else the
-        longest context (any KV type, the better one on a tie)."""
+        """All on the GPU: the asked context with the best KV type that fits, else the longest."""
         kvs = self.kvs[:1] if upgrade else self.kvs
         smallest = Candidate(quant, kvs[-1], min(self.min_ctx, self.target_ctx), tp=self._tp())
         if not upgrade and not self._gpu_fits(self.evaluate(smallest)):
@@ -488,8 +487,7 @@ class Searcher:
 
     # -- the whole search --------------------------------------------------------------------
 
-    def _hf_offloaded(self, est: Estimate) -> int:
-        """transformers' device_map='auto' leaves what does not fit in CPU RAM."""
+    def _hf_offloaded(self, est: Estimate) -> int:  # device_map='auto' leaves it in CPU RAM
         return est.host.weights_bytes if self.runtime == "transformers" else 0
 
     def level_of(self, ev: Evaluation) -> int:
@@ -509,6 +507,7 @@ class Searcher:
             kvs=self.kvs,
             target_ctx=self.target_ctx,
             n_layer=self.n_layer,
+            prompt_first=self.runtime == "transformers",
         )
 
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
@@ -518,6 +517,7 @@ class Searcher:
         ev = self.level_gpu(quant, upgrade=upgrade)
         if ev is not None:
             out.append(ev)
+        out += level_sdpa(self, quant, ev, upgrade=upgrade)  # transformers: eager -> sdpa
         if not upgrade and (ev is None or ev.cand.ctx < self.target_ctx):
             capped = self.level_seqs(quant, beat_ctx=None if ev is None else ev.cand.ctx)
             if capped is not None:

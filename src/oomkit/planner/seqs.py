@@ -19,6 +19,8 @@ __all__ = ["level_seqs", "seqs_top"]
 def seqs_top(s: Searcher, quant: str) -> int | None:
     """The sequence cap the runtime uses when the planner leaves it alone: the user's own
     value, else the one the estimator resolved (vLLM's default depends on engine and GPU)."""
+    if s.runtime == "transformers":  # the generate() batch the user asked
+        return s.request.parallel
     if quant not in s.seqs_default:
         top = s.base.max_num_seqs
         for ctx in (s.target_ctx, s.min_ctx):  # SGLang's default falls with ctx
