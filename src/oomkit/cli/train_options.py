@@ -252,9 +252,11 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
     click.option("--lora-targets", "train_lora_targets",
                  help="LoRA target modules, e.g. q_proj,v_proj or all-linear (default: PEFT's)"),
     click.option("--offload-optimizer", "train_offload_optimizer", is_flag=True,
-                 help="Optimizer states on the CPU (ZeRO / FSDP)"),
+                 help="Optimizer states on the CPU (DeepSpeed ZeRO-Offload; FSDP: use "
+                      "--offload-params)"),
     click.option("--offload-params", "train_offload_params", is_flag=True,
-                 help="Parameters on the CPU (ZeRO-3 / FSDP)"),
+                 help="Parameters on the CPU (ZeRO-3; FSDP CPUOffload: parameters, "
+                      "gradients and the optimizer step)"),
     click.option("--chunked-loss", "train_chunked_loss", is_flag=True,
                  help="Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)"),
     click.option("--fused-loss", "train_fused_loss", is_flag=True,

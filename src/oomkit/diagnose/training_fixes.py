@@ -129,7 +129,9 @@ def training_settings_from_log(
         "fsdp": fsdp,
         "fsdp_strategy": setup.fsdp_strategy or d.fsdp_strategy,
         "gpus": gpus,
-        "offload_optimizer": bool(setup.offload_optimizer),
+        # FSDP's only CPU offload (CPUOffload(offload_params=True)) moves the parameters too
+        "offload_optimizer": bool(setup.offload_optimizer) and not fsdp,
+        "offload_params": bool(setup.offload_optimizer) and fsdp,
         "loss": setup.loss or d.loss,
         # the optimizer steps inside backward: nothing accumulates (torchtune refuses both)
         "grad_accum": 1 if in_bwd else setup.grad_accum or 1,
@@ -349,7 +351,10 @@ def _levers(z: _Sizer) -> list[Fix | None]:
         est = z.run(s)
         if est is None:
             continue
-        title = titles.get(change) or _shard_title(s)
+        if change == "offload" and s.fsdp:
+            title = "Parameters, gradients and optimizer step on the CPU (FSDP CPUOffload)"
+        else:
+            title = titles.get(change) or _shard_title(s)
         out.append(z.fix(change, title, s, est))
     return out
 
@@ -405,7 +410,9 @@ def _combination(z: _Sizer) -> list[Fix | None]:
         "adam8bit": "8-bit AdamW",
         "shard": f"{'FULL_SHARD' if s.fsdp else 'ZeRO stage 3'} over the {s.gpus * s.nodes} GPUs",
         "micro_batch": accum,
-        "offload": "optimizer states on the CPU",
+        "offload": "parameters and optimizer on the CPU"
+        if s.fsdp
+        else "optimizer states on the CPU",
         "lora": "LoRA",
         "qlora": "QLoRA",
     }

@@ -134,11 +134,20 @@ def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 
 
 def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
-    if s.offload_optimizer or s.method != "full":
+    """ZeRO-Offload's optimizer states on the CPU; under FSDP, whose only CPU offload is
+    ``CPUOffload(offload_params=True)`` (parameters, gradients and the step: the FSDP docs),
+    that one (an optimizer-only offload there changed nothing and is now refused)."""
+    if s.offload_optimizer or s.offload_params or s.method != "full":
         return None
-    zero = s.zero if (s.zero or s.fsdp) else 2
+    if s.fsdp:
+        return (
+            "parameters, gradients and optimizer step on the CPU (--offload-params, FSDP "
+            "CPUOffload)",
+            dataclasses.replace(s, offload_params=True),
+        )
+    zero = s.zero or 2
     return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", dataclasses.replace(
-        s, offload_optimizer=True, zero=zero if not s.fsdp else s.zero
+        s, offload_optimizer=True, zero=zero
     )
 
 

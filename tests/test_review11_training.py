@@ -1,0 +1,80 @@
+"""Fine-tuner findings of review11 (a new user's pass over ``estimate/plan --train``).
+
+PyTorch FSDP has one CPU offload, ``CPUOffload(offload_params=True)``, which moves the
+parameters, gradients and the optimizer step to the CPU (torch/distributed/fsdp docs); there is
+no optimizer-only offload. ``--fsdp --offload-optimizer`` used to be echoed in the settings and
+change nothing (the states stayed on the GPU): now it is refused with the flag that exists, and
+the planner's offload lever (which the doctor reuses) offers FSDP's real one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import oomkit
+from oomkit.cli import main
+from oomkit.errors import InvalidSettingError
+from oomkit.planner.training import suggest_training_changes
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.settings import TrainingSettings
+
+
+def _h100s(n: int) -> Hardware:
+    gpu = oomkit.find_gpu("h100-sxm5-80gb").to_device_target()
+    return Hardware(devices=(gpu,) * n)
+
+
+def test_fsdp_optimizer_only_offload_is_refused_naming_the_real_flag() -> None:
+    with pytest.raises(InvalidSettingError, match="offload_params"):
+        TrainingSettings(fsdp=True, gpus=2, offload_optimizer=True)
+    # FSDP's own offload is accepted, and takes the optimizer states off the GPU
+    spec = oomkit.load_model("llama-3.1-8b")
+    on = oomkit.estimate_training(
+        spec, TrainingSettings(fsdp=True, gpus=2, offload_params=True), _h100s(2)
+    )
+    off = oomkit.estimate_training(spec, TrainingSettings(fsdp=True, gpus=2), _h100s(2))
+    assert on.devices[0].total_bytes < off.devices[0].total_bytes
+    assert any(c.category == "optimizer" for c in on.host.components)
+
+
+def test_cli_fsdp_offload_optimizer_is_a_one_line_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["estimate", "llama-3.1-8b", "--train", "full", "--gpu", "2xh100-sxm5-80gb",
+                 "--fsdp", "--offload-optimizer"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("Error: Invalid --offload-optimizer with fsdp")
+    assert "--offload-params" in lines[0]
+
+
+def test_planner_offers_fsdps_own_offload() -> None:
+    spec = oomkit.load_model("llama-3.1-70b")
+    s = TrainingSettings(fsdp=True, gpus=8)
+    changes = suggest_training_changes(spec, s, _h100s(8), limit=10)
+    offload = [c for c in changes if any("CPU" in x for x in c.changes)]
+    assert offload, [c.summary for c in changes]
+    for c in offload:
+        assert c.settings.offload_params
+        assert not c.settings.offload_optimizer
+        assert "--offload-params" in c.summary
+
+
+def test_doctor_reads_an_fsdp_cpu_offload_as_offload_params() -> None:
+    from oomkit.diagnose.training_context import training_setup_from_log
+    from oomkit.diagnose.training_fixes import training_settings_from_log
+
+    log = (
+        "Distributed environment: FSDP  Backend: nccl\n"
+        "Num processes: 8\n"
+        "fsdp_sharding_strategy: FULL_SHARD\n"
+        "CPU Offload: True\n"
+        "  Instantaneous batch size per device = 2\n"
+    )
+    settings, _ = training_settings_from_log(training_setup_from_log(log))
+    assert settings.fsdp
+    assert settings.offload_params
+    assert not settings.offload_optimizer
