@@ -78,3 +78,20 @@ def test_doctor_reads_an_fsdp_cpu_offload_as_offload_params() -> None:
     assert settings.fsdp
     assert settings.offload_params
     assert not settings.offload_optimizer
+
+
+def test_planner_tries_zero2_before_zero3() -> None:
+    """DDP that does not fit on 4 x A100 80GB: ZeRO-2 (gradients and optimizer states
+    partitioned, parameters whole: no per-layer all-gather) fits, so it is the plan, not ZeRO-3
+    (stage 3 moves 1.5x the data of stages 1-2: ZeRO paper section 7)."""
+    spec = oomkit.load_model("llama-3.1-8b")
+    gpu = oomkit.find_gpu("a100-sxm4-80gb").to_device_target()
+    hw = Hardware(devices=(gpu,) * 4)
+    changes = suggest_training_changes(spec, TrainingSettings(gpus=4), hw, limit=5)
+    assert changes[0].settings.zero == 2, [c.summary for c in changes]
+    assert changes[0].level == "fits"
+    assert any(c.settings.zero == 3 for c in changes[1:])
+    # already at ZeRO-2 (or FSDP), the lever has nothing to add
+    at2 = suggest_training_changes(spec, TrainingSettings(gpus=4, zero=2, micro_batch=16), hw)
+    assert at2
+    assert not any("ZeRO-2" in c.summary for c in at2)

@@ -342,7 +342,7 @@ def _levers(z: _Sizer) -> list[Fix | None]:
     out: list[Fix | None] = []
     for lever in planner.LEVERS:
         change = names.get(lever)
-        if change is None or change == "micro_batch":
+        if change is None or change in ("micro_batch", "zero_next"):  # their own makers
             continue
         step = lever(z.base_settings)
         if step is None:
@@ -367,6 +367,7 @@ def _lever_changes() -> dict[object, str]:
         planner._checkpointing: "checkpointing",
         planner._chunked_loss: "chunked_loss",
         planner._adam8bit: "adam8bit",
+        planner._zero2: "zero_next",
         planner._shard: "shard",
         planner._micro_batch: "micro_batch",
         planner._offload: "offload",
@@ -409,6 +410,7 @@ def _combination(z: _Sizer) -> list[Fix | None]:
         "chunked_loss": "fused cross-entropy" if s.loss == "fused" else "chunked cross-entropy",
         "adam8bit": "8-bit AdamW",
         "shard": f"{'FULL_SHARD' if s.fsdp else 'ZeRO stage 3'} over the {s.gpus * s.nodes} GPUs",
+        "zero_next": f"ZeRO stage 2 over the {s.gpus * s.nodes} GPUs",
         "micro_batch": accum,
         "offload": "parameters and optimizer on the CPU"
         if s.fsdp
