@@ -101,7 +101,7 @@ def weight_tensors(
             )
             for t in spec.tensors
         )
-        return rows, f"{spec.source} header (exact tensor types and bytes)", ()
+        return rows, "gguf header (exact tensor types and bytes)", ()
     if q2k_mix is not None:
         return _legacy_q2k_weights(spec, quant, q2k_mix)
     return _predicted_weights(spec, quant)
