@@ -122,3 +122,13 @@ def test_planner_offload_switches_to_deepspeeds_cpu_adamw() -> None:
                 assert c.settings.optimizer in ("adamw", "lion"), c.summary
     assert any(opt == "adamw8bit" and "CPU AdamW" in c.summary for opt, c in found)
     assert not any(opt == "sgd" for opt, _ in found)
+
+
+def test_seq_takes_counts_as_ctx_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--ctx 32k`` worked and ``--seq 32k`` was "not a valid integer"."""
+    import json
+
+    assert main(["estimate", "llama-3.2-1b", "--train", "lora", "--seq", "32k", "--json"]) in (
+        0, 3, 4,
+    )  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["settings"]["seq"] == 32768

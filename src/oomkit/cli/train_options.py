@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from oomkit.cli.params import COUNT
 from oomkit.spec.settings import (
     FSDP_STRATEGIES,
     MIXED_PRECISION,
@@ -231,8 +232,8 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  "bf16 like torchtune)"),
     click.option("--micro-batch", "train_micro_batch", type=int, default=1, show_default=True,
                  help="Sequences per GPU per forward"),
-    click.option("--seq", "train_seq", type=int, default=2048, show_default=True,
-                 help="Tokens per sequence"),
+    click.option("--seq", "train_seq", type=COUNT, default=2048, show_default=True,
+                 help="Tokens per sequence (4096, 32k as --ctx takes them)"),
     click.option("--grad-checkpointing", "train_grad_checkpointing", is_flag=False,
                  flag_value="full", default="none",
                  type=click.Choice(("none", "full", "selective")),
