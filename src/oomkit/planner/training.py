@@ -30,7 +30,7 @@ from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.verdict import Platform, Verdict, verdict
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
-from oomkit.spec.settings import ZERO_OFFLOAD_OPTIMIZERS, TrainingSettings
+from oomkit.spec.settings import TrainingSettings
 
 __all__ = ["TrainingChange", "suggest_training_changes", "training_verdict"]
 
@@ -156,18 +156,10 @@ def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
             "CPUOffload)",
             dataclasses.replace(s, offload_params=True),
         )
-    label = "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)"
-    if s.optimizer not in ZERO_OFFLOAD_OPTIMIZERS:
-        # ZeRO-Offload steps with DeepSpeed's CPU Adam/Lion and refuses a client optimizer
-        # (ZeRORuntimeException): an Adam variant becomes its AdamW, anything else cannot
-        if "adamw" not in s.optimizer:
-            return None
-        label = (
-            "optimizer states on the CPU (--offload-optimizer --optimizer adamw, ZeRO-Offload: "
-            f"DeepSpeed's CPU AdamW instead of {s.optimizer})"
-        )
-        s = dataclasses.replace(s, optimizer="adamw")
-    return label, dataclasses.replace(s, offload_optimizer=True, zero=s.zero or 2)
+    zero = s.zero or 2
+    return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", dataclasses.replace(
+        s, offload_optimizer=True, zero=zero
+    )
 
 
 def _lora(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:

@@ -26,7 +26,6 @@ __all__ = [
     "MIXED_PRECISION",
     "OPTIMIZERS",
     "TRAIN_METHODS",
-    "ZERO_OFFLOAD_OPTIMIZERS",
     "InferenceSettings",
     "TrainingSettings",
 ]
@@ -288,9 +287,6 @@ class InferenceSettings:
 #: ``TrainingSettings.method``
 TRAIN_METHODS: tuple[str, ...] = ("full", "lora", "qlora")
 #: ``TrainingSettings.optimizer`` (torch.optim / bitsandbytes.optim / transformers names)
-#: the optimizers DeepSpeed ZeRO-Offload runs on the CPU (DeepSpeedCPUAdam in AdamW mode,
-#: DeepSpeedCPULion): deepspeed/runtime/engine.py refuses any other with the optimizer offloaded
-ZERO_OFFLOAD_OPTIMIZERS: tuple[str, ...] = ("adamw", "lion")
 OPTIMIZERS: tuple[str, ...] = (
     "adamw",
     "adamw8bit",
@@ -494,18 +490,6 @@ class TrainingSettings:
                 "offload; CPUOffload(offload_params=True) moves the parameters, gradients and "
                 "optimizer step to the CPU: use offload_params (--offload-params).",
                 setting="offload_optimizer",
-            )
-        if self.offload_optimizer and self.zero and self.optimizer not in ZERO_OFFLOAD_OPTIMIZERS:
-            # deepspeed/runtime/engine.py _configure_basic_optimizer: with the optimizer on the
-            # CPU, any client optimizer but DeepSpeedCPUAdam / DeepSpeedCPULion raises
-            raise InvalidSettingError(
-                f"Invalid optimizer {self.optimizer!r} with offload_optimizer: DeepSpeed "
-                "ZeRO-Offload steps on the CPU with its own DeepSpeedCPUAdam / DeepSpeedCPULion, "
-                "and deepspeed.initialize refuses a client optimizer (bitsandbytes, torchao, "
-                "SGD, Adafactor) with ZeRORuntimeException unless zero_force_ds_cpu_optimizer is "
-                "false; use adamw or lion.",
-                setting="optimizer",
-                value=self.optimizer,
             )
         if self.offload_params and self.zero and self.zero < 3:
             raise InvalidSettingError(
