@@ -487,6 +487,17 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
             "paged optimizer states live in CUDA unified memory: evicted to host under pressure "
             "and not counted by torch.cuda.max_memory_allocated; shown under host"
         )
+    if settings.offload_optimizer and settings.zero and settings.optimizer not in ("adamw", "lion"):
+        # deepspeed/runtime/engine.py: with the optimizer on the CPU a client optimizer other
+        # than DeepSpeedCPUAdam/CPULion raises ZeRORuntimeException unless the config says
+        # zero_force_ds_cpu_optimizer: false (HF Trainer writes it when the config names no
+        # optimizer); bitsandbytes steps on the CPU only since bitsandbytes PR #1901
+        out.append(
+            f"ZeRO-Offload with {settings.optimizer}: {settings.optimizer} steps on the CPU "
+            "(states counted in host RAM); deepspeed.initialize refuses a client optimizer "
+            "unless zero_force_ds_cpu_optimizer is false (HF Trainer sets it), and bitsandbytes "
+            "runs 8-bit optimizers on the CPU only from PR #1901 (paged ones unpaged)"
+        )
     if settings.dropout == 0:
         out.append("no dropout (modern LLM configs): no dropout masks")
     if any(t in ("mamba", "linear_attention") for t in spec.layer_types):
