@@ -119,3 +119,21 @@ def test_zero_offload_with_a_client_optimizer_says_what_it_needs() -> None:
         spec, TrainingSettings(zero=2, gpus=2, offload_optimizer=True), _h100s(2)
     )
     assert not any("zero_force_ds_cpu_optimizer" in a for a in plain.assumptions)
+
+
+def test_pre_ampere_gpus_say_what_they_cannot_run() -> None:
+    """A T4 (Turing, 7.5) has no native bf16 and cannot run FlashAttention-2 (flash-attn:
+    "FlashAttention only supports Ampere GPUs or newer"): the estimate says so; an RTX 3090
+    (Ampere, 8.6) and an fp16 run on the T4 get no note."""
+    spec = oomkit.load_model("llama-3.2-1b")
+
+    def notes(gpu: str, **kw: object) -> list[str]:
+        hw = Hardware(devices=(oomkit.find_gpu(gpu).to_device_target(),))
+        est = oomkit.estimate_training(spec, TrainingSettings(method="lora", **kw), hw)  # type: ignore[arg-type]
+        return [a for a in est.assumptions if "bf16" in a or "Ampere" in a]
+
+    t4 = notes("t4", attn_implementation="flash_attention_2")
+    assert any("no native bf16" in a and "--mixed-precision fp16" in a for a in t4)
+    assert any("flash_attention_2" in a and "7.5" in a for a in t4)
+    assert notes("t4", mixed_precision="fp16") == []
+    assert notes("rtx-3090", attn_implementation="flash_attention_2") == []
