@@ -131,3 +131,13 @@ def test_peft_adapter_beside_a_config_is_not_the_model(tmp_path: Path) -> None:
             config_only, InferenceSettings(runtime="vllm"), _gpu()
         ).model.params
     )
+
+
+def test_a_header_far_smaller_than_the_config_is_refused(tmp_path: Path) -> None:
+    """One 8-element tensor beside a Llama config was read as the model ("0.00 B params")."""
+    d = tmp_path / "tiny"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(CONFIG))
+    safetensors_numpy.save_file({"a": np.zeros((8,), np.float16)}, str(d / "model.safetensors"))
+    with pytest.raises(SourceNotFoundError, match="not this model's weights"):
+        oomkit.load_model(str(d))

@@ -114,10 +114,22 @@ def _missing(path: Path, why: str, todo: str) -> SourceNotFoundError:
 
 def _with_tensors(spec: ModelSpec, weights: tuple[Path, ...]) -> ModelSpec:
     from oomkit.loaders.safetensors import load_safetensors_tensors
+    from oomkit.spec.tensors import count_params
 
     bits = spec.quantization.bits if spec.quantization else None
     tensors = tuple(t for w in weights for t in load_safetensors_tensors(w, bits=bits))
-    return replace(spec, tensors=tensors, source="safetensors")
+    out = replace(spec, tensors=tensors, source="safetensors")
+    # a header far smaller than the config's model is some other file's (an 8-parameter
+    # header beside a Llama config was "0.00 B params"); 10x leaves room for packed formats
+    have, want = count_params(out), count_params(spec)
+    if want and have * 10 < want:
+        raise _missing(
+            weights[0],
+            f"its tensors hold {have:,} parameters where the config.json beside it describes "
+            f"{want:,}: not this model's weights (an adapter, optimizer states, another model?)",
+            "Point at the model's own checkpoint, or pass its config.json alone",
+        )
+    return out
 
 
 def _weights_in(directory: Path) -> tuple[Path, ...]:
