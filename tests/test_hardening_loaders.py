@@ -263,7 +263,12 @@ def test_symlinked_shard_counted_once(tmp_path: Path) -> None:
     ).encode()
     d = tmp_path / "linked"
     d.mkdir()
-    (d / "config.json").write_text(json.dumps(LLAMA))
+    # a config this one tensor can belong to (a header far smaller than the config's model is
+    # refused as another file's): 1 tiny layer, 32-wide
+    tiny = {**LLAMA, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 16}  # fmt: skip
+    tiny.pop("head_dim", None)
+    (d / "config.json").write_text(json.dumps(tiny))
     st = _st(d / "model.safetensors", header)
     with st.open("ab") as f:
         f.write(b"\0" * 16384)

@@ -145,6 +145,9 @@ def estimate_model(
             f"quant {settings.quant} ignored: a .gguf file runs with the tensor types its "
             "header holds",
         )
+    if spec.source == "safetensors" and runtime in ("llama.cpp", "ollama"):
+        spec, settings, note = _as_converted_gguf(spec, settings)
+        notes = (*notes, note)
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently
@@ -156,6 +159,34 @@ def estimate_model(
     if notes:
         est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
     return _with_generation(est, runtime, settings.runtime_version)
+
+
+def _as_converted_gguf(
+    spec: ModelSpec, settings: InferenceSettings
+) -> tuple[ModelSpec, InferenceSettings, str]:
+    """A safetensors checkpoint on llama.cpp/Ollama: the GGUF converted from it.
+
+    llama.cpp runs the file ``convert_hf_to_gguf.py`` (then ``llama-quantize``) writes, not the
+    checkpoint: the header's HF names are not the GGUF names llama.cpp places by (its
+    ``token_embd`` stays in host memory) and its dtypes are not the file's types. Reading the
+    header as the GGUF ignored ``--quant`` (even an unknown one) and put the embedding on the
+    GPU. The config's tensors are the ones the converter writes; the quant is the one given,
+    else the checkpoint's 16/32-bit dtype (the converter's outtype for it).
+    """
+    quant = settings.quant
+    if quant is None:
+        dtypes = {str(t.dtype).upper() for t in spec.tensors or ()}
+        quant = next((d for d in ("BF16", "F16", "F32") if d in dtypes), None)
+        if quant is not None:
+            settings = dataclasses.replace(settings, quant=quant)
+    note = (
+        f"weights: the GGUF a conversion of this checkpoint gives as {quant} "
+        "(convert_hf_to_gguf.py / llama-quantize): the safetensors header holds the "
+        "checkpoint's names and dtypes, not the GGUF's"
+        if quant is not None
+        else "weights: the checkpoint's dtypes are quantized formats a GGUF does not keep"
+    )
+    return dataclasses.replace(spec, tensors=None), settings, note
 
 
 def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estimate:

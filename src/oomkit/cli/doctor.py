@@ -11,6 +11,7 @@ import codecs
 import collections
 import os
 import re
+import stat
 import sys
 from typing import Any, BinaryIO, TextIO
 
@@ -126,9 +127,13 @@ def read_log(arg: str | None) -> str:
             raise _ReadError(
                 f"Reading the log failed for stdin (doctor -): {e}. Pass a log file instead."
             ) from e
-    if os.path.isfile(arg):
+    if os.path.exists(arg) and not os.path.isdir(arg):
+        # a file, or a pipe: `oomkit doctor <(kubectl logs POD)` passes /dev/fd/63, which was
+        # "no such file"; a device (/dev/null) is read up to the cap, never streamed forever
         try:
             with open(arg, "rb") as fh:
+                if stat.S_ISCHR(os.fstat(fh.fileno()).st_mode):
+                    return decode_log(fh.read(MAX_LOG_BYTES))
                 return _read_capped(fh)
         except OSError as e:
             raise _ReadError(

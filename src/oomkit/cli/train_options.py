@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from oomkit.cli.params import COUNT
 from oomkit.spec.settings import (
     FSDP_STRATEGIES,
     MIXED_PRECISION,
@@ -234,8 +235,8 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  "bf16 like torchtune)"),
     click.option("--micro-batch", "train_micro_batch", type=int, default=1, show_default=True,
                  help="Sequences per GPU per forward"),
-    click.option("--seq", "train_seq", type=int, default=2048, show_default=True,
-                 help="Tokens per sequence"),
+    click.option("--seq", "train_seq", type=COUNT, default=2048, show_default=True,
+                 help="Tokens per sequence (4096, 32k as --ctx takes them)"),
     click.option("--grad-checkpointing", "train_grad_checkpointing", is_flag=False,
                  flag_value="full", default="none",
                  type=click.Choice(("none", "full", "selective")),
@@ -255,9 +256,11 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
     click.option("--lora-targets", "train_lora_targets",
                  help="LoRA target modules, e.g. q_proj,v_proj or all-linear (default: PEFT's)"),
     click.option("--offload-optimizer", "train_offload_optimizer", is_flag=True,
-                 help="Optimizer states on the CPU (ZeRO / FSDP)"),
+                 help="Optimizer states on the CPU (DeepSpeed ZeRO-Offload; FSDP: use "
+                      "--offload-params)"),
     click.option("--offload-params", "train_offload_params", is_flag=True,
-                 help="Parameters on the CPU (ZeRO-3 / FSDP)"),
+                 help="Parameters on the CPU (ZeRO-3; FSDP CPUOffload: parameters, "
+                      "gradients and the optimizer step)"),
     click.option("--chunked-loss", "train_chunked_loss", is_flag=True,
                  help="Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)"),
     click.option("--fused-loss", "train_fused_loss", is_flag=True,

@@ -54,6 +54,10 @@ def _cmds(
             out = [f'"zero_optimization": {{"stage": {s.zero}}}   # DeepSpeed JSON',
                    f"accelerate launch --use_deepspeed --zero_stage {s.zero} "
                    f"--num_processes {s.gpus} train.py"]  # fmt: skip
+    elif change == "offload" and s.fsdp:  # FSDP offloads parameters, gradients and the step
+        strategy = s.fsdp_strategy.lower()
+        out = ["fsdp_offload_params: true   # accelerate config",
+               f"--fsdp \"{strategy} offload auto_wrap\"   # HF Trainer"]  # fmt: skip
     elif change == "offload":
         out = [f'"zero_optimization": {{"stage": {s.zero}, "offload_optimizer": '
                '{"device": "cpu"}}   # DeepSpeed JSON']  # fmt: skip
@@ -93,7 +97,7 @@ def _torchtune_cmds(change: str, s: TrainingSettings, tt_model: str | None) -> l
     if change == "offload_activations":
         return ["enable_activation_offloading=True   # torchtune override"]
     if change in ("shard", "zero_next", "more_gpus", "offload"):
-        extra = " fsdp_cpu_offload=True" if s.offload_optimizer else ""
+        extra = " fsdp_cpu_offload=True" if s.offload_optimizer or s.offload_params else ""
         return [f"tune run --nproc_per_node {s.gpus} full_finetune_distributed --config CONFIG"
                 f"{extra}   # torchtune FSDP recipe"]  # fmt: skip
     if change == "lora_rank":

@@ -129,7 +129,9 @@ def training_settings_from_log(
         "fsdp": fsdp,
         "fsdp_strategy": setup.fsdp_strategy or d.fsdp_strategy,
         "gpus": gpus,
-        "offload_optimizer": bool(setup.offload_optimizer),
+        # FSDP's only CPU offload (CPUOffload(offload_params=True)) moves the parameters too
+        "offload_optimizer": bool(setup.offload_optimizer) and not fsdp,
+        "offload_params": bool(setup.offload_optimizer) and fsdp,
         "loss": setup.loss or d.loss,
         # the optimizer steps inside backward: nothing accumulates (torchtune refuses both)
         "grad_accum": 1 if in_bwd else setup.grad_accum or 1,
@@ -340,7 +342,7 @@ def _levers(z: _Sizer) -> list[Fix | None]:
     out: list[Fix | None] = []
     for lever in planner.LEVERS:
         change = names.get(lever)
-        if change is None or change == "micro_batch":
+        if change is None or change in ("micro_batch", "zero_next"):  # their own makers
             continue
         step = lever(z.base_settings)
         if step is None:
@@ -349,7 +351,10 @@ def _levers(z: _Sizer) -> list[Fix | None]:
         est = z.run(s)
         if est is None:
             continue
-        title = titles.get(change) or _shard_title(s)
+        if change == "offload" and s.fsdp:
+            title = "Parameters, gradients and optimizer step on the CPU (FSDP CPUOffload)"
+        else:
+            title = titles.get(change) or _shard_title(s)
         out.append(z.fix(change, title, s, est))
     return out
 
@@ -362,6 +367,7 @@ def _lever_changes() -> dict[object, str]:
         planner._checkpointing: "checkpointing",
         planner._chunked_loss: "chunked_loss",
         planner._adam8bit: "adam8bit",
+        planner._zero2: "zero_next",
         planner._shard: "shard",
         planner._micro_batch: "micro_batch",
         planner._offload: "offload",
@@ -404,8 +410,11 @@ def _combination(z: _Sizer) -> list[Fix | None]:
         "chunked_loss": "fused cross-entropy" if s.loss == "fused" else "chunked cross-entropy",
         "adam8bit": "8-bit AdamW",
         "shard": f"{'FULL_SHARD' if s.fsdp else 'ZeRO stage 3'} over the {s.gpus * s.nodes} GPUs",
+        "zero_next": f"ZeRO stage 2 over the {s.gpus * s.nodes} GPUs",
         "micro_batch": accum,
-        "offload": "optimizer states on the CPU",
+        "offload": "parameters and optimizer on the CPU"
+        if s.fsdp
+        else "optimizer states on the CPU",
         "lora": "LoRA",
         "qlora": "QLoRA",
     }

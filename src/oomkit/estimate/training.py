@@ -442,7 +442,7 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     }
     if settings.method != "full":
         details["lora_adapted_linears"] = lora_adapter_params(spec, settings)[1]
-    assumptions = _assumptions(spec, settings, st)
+    assumptions = (*_assumptions(spec, settings, st), *_hardware_notes(settings, targets))
     if impl_note:
         assumptions = (impl_note, *assumptions)
     return Estimate(
@@ -454,6 +454,36 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         runtime_details=details,
         assumptions=assumptions,
     )
+
+
+def _hardware_notes(settings: TrainingSettings, targets: Sequence[DeviceTarget]) -> list[str]:
+    """What the GPUs cannot run as asked (the memory is the same; the run is not): bf16 on a
+    card without native bf16 (Volta/Turing: emulated, and transformers before torch's emulation
+    refused ``--bf16``: "Your setup doesn't support bf16/gpu"), FlashAttention-2 before Ampere
+    (flash-attn: "FlashAttention only supports Ampere GPUs or newer")."""
+    out: list[str] = []
+    cuda = [t for t in targets if t.backend == "cuda" and t.compute_capability]
+    no_bf16 = [t for t in targets if t.native_dtypes and "bf16" not in t.native_dtypes]
+    if settings.mixed_precision == "bf16" and no_bf16:
+        t = no_bf16[0]
+        out.append(
+            f"{t.name} has no native bf16 (compute capability {t.compute_capability or '?'}): "
+            "bf16 runs emulated, far slower, or is refused; --mixed-precision fp16 needs the "
+            "same memory"
+        )
+    old = [t for t in cuda if _capability(t.compute_capability) < (8, 0)]
+    if settings.attn_implementation == "flash_attention_2" and old:
+        out.append(
+            f"flash_attention_2 needs an Ampere or newer GPU (compute capability 8.0+); "
+            f"{old[0].name} is {old[0].compute_capability}: flash-attn refuses it, use sdpa"
+        )
+    return out
+
+
+def _capability(cc: str | None) -> tuple[int, int]:
+    """``"7.5"`` -> (7, 5); anything unreadable sorts as new (no note)."""
+    major, _, minor = (cc or "").partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and minor.isdigit() else (99, 0)
 
 
 def _setting(v: object) -> InputValue:
@@ -486,6 +516,17 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
         out.append(
             "paged optimizer states live in CUDA unified memory: evicted to host under pressure "
             "and not counted by torch.cuda.max_memory_allocated; shown under host"
+        )
+    if settings.offload_optimizer and settings.zero and settings.optimizer not in ("adamw", "lion"):
+        # deepspeed/runtime/engine.py: with the optimizer on the CPU a client optimizer other
+        # than DeepSpeedCPUAdam/CPULion raises ZeRORuntimeException unless the config says
+        # zero_force_ds_cpu_optimizer: false (HF Trainer writes it when the config names no
+        # optimizer); bitsandbytes steps on the CPU only since bitsandbytes PR #1901
+        out.append(
+            f"ZeRO-Offload with {settings.optimizer}: {settings.optimizer} steps on the CPU "
+            "(states counted in host RAM); deepspeed.initialize refuses a client optimizer "
+            "unless zero_force_ds_cpu_optimizer is false (HF Trainer sets it), and bitsandbytes "
+            "runs 8-bit optimizers on the CPU only from PR #1901 (paged ones unpaged)"
         )
     if settings.dropout == 0:
         out.append("no dropout (modern LLM configs): no dropout masks")

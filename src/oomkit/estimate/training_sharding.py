@@ -306,7 +306,16 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
         phases=grad_phases,
         on_host=host,
     )
-    _optimizer(add, st, opt, temp, settings, shard=n, on_host=host)
+    if host:
+        # CPUOffload steps on CPU parameters, and torch's optimizers pick foreach only for
+        # CUDA-like devices (torch/optim/optimizer.py _default_to_fused_or_foreach): the CPU
+        # step is the for-loop one, one tensor's temporaries, not a copy of every state
+        fused = settings.optimizer_impl == "fused"  # fused=True has a CPU kernel (torch 2.4+)
+        one = 0 if fused else _div(st.step_temporary_one_tensor_bytes, tp)
+        _optimizer(add, st, opt, one, settings, shard=n, on_host=True,
+                   impl="fused" if fused else "forloop on the CPU")  # fmt: skip
+    else:
+        _optimizer(add, st, opt, temp, settings, shard=n)
     unit_e = e if settings.mixed_precision != "no" else 4
     if lora and settings.method == "qlora":
         unit_e = 1  # NF4 storage gathered as stored (about half a byte + scales per param)
@@ -351,6 +360,7 @@ def _optimizer(
     *,
     shard: int,
     on_host: bool = False,
+    impl: str | None = None,
 ) -> None:
     fn = add
     paged = st.optimizer_paged
@@ -367,7 +377,7 @@ def _optimizer(
     if not settings.optimizer_in_backward:
         fn(
             "optimizer",
-            f"step temporaries ({settings.optimizer_impl})",
+            f"step temporaries ({impl or settings.optimizer_impl})",
             _div(temp, shard),
             "state-sized temporaries of step(): _foreach_sqrt in _multi_tensor_adamw over all "
             "tensors; one tensor at a time in a for-loop implementation",

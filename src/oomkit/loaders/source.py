@@ -114,10 +114,22 @@ def _missing(path: Path, why: str, todo: str) -> SourceNotFoundError:
 
 def _with_tensors(spec: ModelSpec, weights: tuple[Path, ...]) -> ModelSpec:
     from oomkit.loaders.safetensors import load_safetensors_tensors
+    from oomkit.spec.tensors import count_params
 
     bits = spec.quantization.bits if spec.quantization else None
     tensors = tuple(t for w in weights for t in load_safetensors_tensors(w, bits=bits))
-    return replace(spec, tensors=tensors, source="safetensors")
+    out = replace(spec, tensors=tensors, source="safetensors")
+    # a header far smaller than the config's model is some other file's (an 8-parameter
+    # header beside a Llama config was "0.00 B params"); 10x leaves room for packed formats
+    have, want = count_params(out), count_params(spec)
+    if want and have * 10 < want:
+        raise _missing(
+            weights[0],
+            f"its tensors hold {have:,} parameters where the config.json beside it describes "
+            f"{want:,}: not this model's weights (an adapter, optimizer states, another model?)",
+            "Point at the model's own checkpoint, or pass its config.json alone",
+        )
+    return out
 
 
 def _weights_in(directory: Path) -> tuple[Path, ...]:
@@ -132,9 +144,54 @@ def _weights_in(directory: Path) -> tuple[Path, ...]:
         if real not in seen:
             seen.add(real)
             files.append(p)
+    # a PEFT adapter (adapter_model.safetensors, peft/utils/constants.py) beside a config is
+    # not the model: read as the weights it made a Llama-3.1-8B directory "0.00 B params"
+    files = [p for p in files if not p.name.startswith("adapter_model")]
     # Mistral repos hold consolidated.safetensors *and* the same weights as model*.safetensors
     plain = tuple(p for p in files if not p.name.startswith("consolidated"))
-    return plain or tuple(files)
+    chosen = plain or tuple(files)
+    _check_shards(directory, chosen)
+    return chosen
+
+
+def _with_sibling_shards(path: Path) -> tuple[Path, ...]:
+    """One shard named on the command line is one part of the model: all of them (as a split
+    GGUF's first shard reads the others), each required; any other file is itself."""
+    m = _shard_re().match(path.name)
+    if m is None or int(m.group("count")) < 2:
+        return (path,)
+    count = min(int(m.group("count")), 10_000)
+    shards = tuple(
+        path.with_name(f"{m.group('prefix')}-{i:05d}-of-{m.group('count')}.safetensors")
+        for i in range(1, count + 1)
+    )
+    _check_shards(path.parent, tuple(p for p in shards if p.is_file()))
+    return shards
+
+
+@cache
+def _shard_re() -> re.Pattern[str]:
+    """A sharded safetensors checkpoint's file name (``model-00001-of-00004.safetensors``)."""
+    return re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.safetensors$")
+
+
+def _check_shards(directory: Path, files: tuple[Path, ...]) -> None:
+    """Every ``-0000k-of-0000n`` shard is there (without an index, a missing one was silently
+    left out of the weights: an interrupted download looked like a smaller model)."""
+    groups: dict[tuple[str, int], set[int]] = {}
+    for p in files:
+        if (m := _shard_re().match(p.name)) is not None:
+            key = (m.group("prefix"), int(m.group("count")))
+            groups.setdefault(key, set()).add(int(m.group("no")))
+    for (prefix, count), present in groups.items():
+        absent = [f"{prefix}-{i:05d}-of-{count:05d}.safetensors"
+                  for i in range(1, min(count, 10_000) + 1) if i not in present]  # fmt: skip
+        if absent:
+            raise _missing(
+                directory,
+                f"safetensors shard(s) {_listed(absent)} are missing",
+                "Download every shard into the same directory",
+            )
 
 
 def _load_gguf_split(path: Path) -> GgufFile:
@@ -219,7 +276,7 @@ def load_local_model(path: Path) -> ModelSpec:
                 "architecture)",
                 f"Put the model's config.json in {path.parent} or pass the config.json",
             )
-        return _with_tensors(load_config(config), (path,))  # the header is parsed once
+        return _with_tensors(load_config(config), _with_sibling_shards(path))
     if name.endswith(".json"):
         return load_config(path)
     if not path.suffix:

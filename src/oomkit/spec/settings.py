@@ -489,6 +489,14 @@ class TrainingSettings:
                 # the flag the user gave (an error about --offload-params named --offload-optimizer)
                 setting="offload_optimizer" if self.offload_optimizer else "offload_params",
             )
+        if self.offload_optimizer and self.fsdp and not self.offload_params:
+            # the estimate kept the states on the GPU, so the flag was a silent no-op
+            raise InvalidSettingError(
+                "Invalid offload_optimizer with fsdp: PyTorch FSDP has no optimizer-only "
+                "offload; CPUOffload(offload_params=True) moves the parameters, gradients and "
+                "optimizer step to the CPU: use offload_params (--offload-params).",
+                setting="offload_optimizer",
+            )
         if self.offload_params and self.zero and self.zero < 3:
             raise InvalidSettingError(
                 f"Invalid offload_params with zero {self.zero}: DeepSpeed offloads parameters "

@@ -82,12 +82,12 @@ class BodyLimit:
         self.app = app
         self.limit = limit
 
-    def _response(self) -> JSONResponse:
-        return _error(
-            413,
-            f"Request body is larger than {self.limit // (1024 * 1024)} MiB: paste only the "
-            "part of the log around the out-of-memory error.",
-        )
+    def _response(self, scope: Scope) -> JSONResponse:
+        big = f"Request body is larger than {self.limit // (1024 * 1024)} MiB"
+        if str(scope.get("path", "")).rstrip("/").endswith("/api/doctor"):
+            return _error(413, f"{big}: paste only the part of the log around the error.")
+        # an estimate or plan request is a few options: no log advice there
+        return _error(413, f"{big}: send the options as a small JSON object.")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,7 +100,7 @@ class BodyLimit:
                 except ValueError:
                     declared = self.limit + 1
                 if declared > self.limit:
-                    await self._response()(scope, receive, send)
+                    await self._response(scope)(scope, receive, send)
                     return
         seen = 0
         too_large = False
@@ -129,7 +129,7 @@ class BodyLimit:
         with contextlib.suppress(_TooLarge):
             await self.app(scope, limited_receive, tracked_send)
         if too_large and not started:
-            await self._response()(scope, receive, send)
+            await self._response(scope)(scope, receive, send)
 
 
 #: the first entries of a FastAPI error location name where the value came from, not the field

@@ -230,8 +230,13 @@
   function readState() {
     const p = new URLSearchParams(location.hash.slice(1));
     if (p.get("model")) $("model").value = p.get("model");
-    if (p.get("runtime")) $("runtime").value = p.get("runtime");
-    if (p.get("n")) $("gpu-count").value = p.get("n");
+    // a value the select does not offer (an old or edited link: runtime=bogus) would blank it
+    // and send runtime "" ("String should have at least 1 character"): keep the default
+    const pick = (id, v) => {
+      if (v && [...$(id).options].some((o) => o.value === v)) $(id).value = v;
+    };
+    pick("runtime", p.get("runtime"));
+    pick("gpu-count", p.get("n"));
     $("compare").checked = p.get("compare") === "1";
     const ctx = Number(p.get("ctx"));
     if (CTX.includes(ctx)) $("ctx").value = String(CTX.indexOf(ctx));
