@@ -85,6 +85,14 @@ __all__ = ["plan_command", "render_plan"]
     type=int,
     help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
 )
+@click.option(
+    "--llama-server/--no-llama-server",
+    "llama_server",
+    default=None,
+    help="llama.cpp: size the plan for llama-server / llama-cli (default: the commands are "
+    "llama-server's), or for llama-bench / the C API (--no-llama-server: one output row per "
+    "-ub token, as llama.cpp PR #23861 left them)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -108,6 +116,7 @@ def plan_command(
     tp: int | None,
     gpu_memory_utilization: float | None,
     max_num_seqs: int | None,
+    llama_server: bool | None,
     offline: bool,
     as_json: bool,
     training: TrainOptions,
@@ -140,6 +149,7 @@ def plan_command(
             model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
         )
     _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
+    _check_llama_server(runtime, llama_server)
     _check_any_version(runtime, runtime_version)
 
     request = PlanRequest(
@@ -171,6 +181,7 @@ def plan_command(
             ("tp", tp),
             ("gpu_memory_utilization", gpu_memory_utilization),
             ("max_num_seqs", max_num_seqs),
+            ("llama_server", llama_server),
         )
         if v is not None
     }
@@ -180,6 +191,14 @@ def plan_command(
         else None
     )
     result = plan(model, hardware, request, base=base, offline=True if offline else None)
+    if llama_server is False:
+        import dataclasses
+
+        note = (
+            "--no-llama-server: the llama.cpp memory is llama-bench's / the C API's (one output "
+            "row per -ub token); the commands keep llama-server's flags, give them to that program"
+        )
+        result = dataclasses.replace(result, notes=(*result.notes, note))
     if as_json:
         print_json(result.to_dict())
     else:
@@ -244,6 +263,23 @@ def _check_vllm_options(
                 setting=flag,
                 value=value,
             )
+
+
+def _check_llama_server(runtime: str, llama_server: bool | None) -> None:
+    """``--llama-server/--no-llama-server`` is llama.cpp's (Ollama starts its own llama-server
+    with its own settings: :mod:`oomkit.estimate.ollama`)."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.registry import normalize_runtime
+
+    rt = runtime.strip().lower()
+    if llama_server is None or rt == "any" or normalize_runtime(runtime) == "llama.cpp":
+        return
+    flag = "--llama-server" if llama_server else "--no-llama-server"
+    raise InvalidSettingError(
+        f"{flag} is a llama.cpp option; plan with --runtime llama.cpp (or any), or drop {flag}",
+        setting=flag,
+        value=llama_server,
+    )
 
 
 def _size_arg(n_bytes: int) -> str:
