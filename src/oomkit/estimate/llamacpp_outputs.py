@@ -55,7 +55,9 @@ __all__ = [
     "server_outputs",
 ]
 
-#: llama-server's slots when ``-np`` is not given ("auto"), as llamacpp_params notes
+#: llama-server's slots when ``-np`` is not given: common/arg.cpp sets ``n_parallel = -1`` (auto)
+#: for the server, and tools/server/server.cpp turns it into 4 slots with ``kv_unified`` before
+#: ``load_model`` reads it; llama-cli keeps common_params' 1 (4 rows over-count it by 3)
 SERVER_AUTO_SLOTS = 4
 #: how :func:`server_outputs`'s assumption starts (what :func:`bench_note` looks for)
 NOTE_PREFIX = "llama-server (PR #23861)"

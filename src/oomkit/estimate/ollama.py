@@ -124,6 +124,7 @@ def ollama_settings(
         ubatch=min(settings.ubatch or batch, batch),
         # the vendored llama.cpp of that Ollama release (None: today's llama.cpp)
         runtime_version=_llamacpp_version(settings.runtime_version, gen),
+        llama_server=None,  # Ollama's rows are its own (_options), not llama.cpp's switch
     )
     return mapped, notes
 
