@@ -159,3 +159,16 @@ def test_bad_uses_are_one_line_usage_errors(args: tuple[str, ...], message: str)
 def test_other_runtimes_warn_that_they_ignore_it() -> None:
     res = _oomkit("estimate", "qwen2.5-14b", "--gpu", "rtx-4090", "-r", "vllm", "--llama-server")
     assert "vllm does not use --llama-server/--no-llama-server: ignored" in res.stderr
+
+
+@pytest.mark.parametrize(("build", "server_rows"), [("b9409", False), ("b9509", True)])
+def test_builds_around_pr_23861(
+    capsys: pytest.CaptureFixture[str], build: str, server_rows: bool
+) -> None:
+    """b9409 was pinned by Ollama on 2026-05-29 (before the PR, merged 2026-06-01); b9509
+    follows build 9495 of 2026-06-03 (llama.cpp issue #24085): the anchor of generation_builds."""
+    argv = ("estimate", "qwen2.5-14b", "--gpu", "rtx-2080", "-q", "Q4_K_M", "-c", "4096")
+    old = ("-ngl", "42", "--runtime-version", build)
+    _, server = _json(capsys, *argv, *old)
+    _, bench = _json(capsys, *argv, *old, "--no-llama-server")
+    assert (_totals(server) != _totals(bench)) is server_rows

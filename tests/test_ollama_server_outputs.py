@@ -64,3 +64,10 @@ def test_num_parallel_sets_the_rows() -> None:
 
 def test_engine_families_keep_their_rows() -> None:
     assert _est("qwen2.5-7b", "0.30.4").devices == _est("qwen2.5-7b", "0.30.5").devices
+
+
+def test_ollama_ignores_the_llama_cpp_switch() -> None:
+    """Ollama starts its own llama-server: the rows are the release's, whatever the switch."""
+    for version in ("0.30.4", "0.30.5"):
+        plain = _est("deepseek-coder-v2-lite", version)
+        assert _est("deepseek-coder-v2-lite", version, llama_server=True).devices == plain.devices
