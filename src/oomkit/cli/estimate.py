@@ -162,6 +162,14 @@ TRAINING_PASSED: tuple[str, ...] = (
 )
 @click.option("--mmap/--no-mmap", default=None, help="llama.cpp: memory-map the model file")
 @click.option(
+    "--llama-server/--no-llama-server",
+    "llama_server",
+    default=None,
+    help="llama.cpp: the run is llama-server or llama-cli (default), which since PR #23861 "
+    "(June 2026) reserve output rows for their -np sequences only; --no-llama-server: "
+    "llama-bench, llama-completion or the C API (llama-cpp-python), one row per -ub token",
+)
+@click.option(
     "--backend",
     type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl"], case_sensitive=False),
     help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's, sycl on "

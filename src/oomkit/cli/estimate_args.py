@@ -36,6 +36,7 @@ FLAG_NAMES: dict[str, str] = {
     "split_mode": "--split-mode",
     "n_cpu_moe": "--n-cpu-moe",
     "mmap": "--mmap/--no-mmap",
+    "llama_server": "--llama-server/--no-llama-server",
     "override_tensor": "--override-tensor",
     "tp": "--tp",
     "pp": "--pp",

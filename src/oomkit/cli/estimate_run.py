@@ -79,6 +79,7 @@ def run_estimate(
     max_memory: str | None = None,
     max_new_tokens: int | None = None,
     attn_implementation: str | None = None,
+    llama_server: bool | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -197,8 +198,12 @@ def run_estimate(
         draft_cache_type_v=draft_cache_type_v,
         draft_devices=parse_draft_devices(draft_device),
         device_ordinals=parse_device_ordinals(device),
+        llama_server=llama_server,
     )
     warn_ignored(settings, canonical)
+    from oomkit.estimate.llamacpp_outputs import server_default
+
+    settings = server_default(settings)  # llama.cpp: llama-server unless --no-llama-server
     if (os_name or "").lower() == "windows" and canonical == "vllm":
         # vLLM's installation docs: "vLLM does not support Windows natively" (WSL 2 runs it);
         # the Windows commit-limit check (--ram) is llama.cpp/Ollama/transformers'
@@ -222,6 +227,7 @@ def run_estimate(
         est = _estimate_max_ctx(model, settings, hardware, platform, offline)
     else:
         est = estimate(model, settings, hardware, offline=True if offline else None)
+    est = _with_bench_note(model, settings, hardware, est, offline)
     v = verdict(est, platform)
     if canonical == "transformers" and v.level == "tight" and v.safe_change is None:
         # the display or the CUDA context decide it: no prompt frees them (planner's change)
@@ -266,6 +272,29 @@ def run_estimate(
     if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
         return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
+
+
+def _with_bench_note(
+    model: str, settings: InferenceSettings, hardware: Hardware, est: Estimate, offline: bool
+) -> Estimate:
+    """``est`` with what llama-bench / the C API reserve more, when it is llama-server's
+    (:func:`oomkit.estimate.llamacpp_outputs.bench_note`): the same configuration estimated
+    with ``n_outputs_max = n_batch``."""
+    from oomkit.estimate.llamacpp_outputs import NOTE_PREFIX, bench_note
+
+    if not any(a.startswith(NOTE_PREFIX) for a in est.assumptions):
+        return est
+    from oomkit.api import estimate
+
+    ctx = est.settings.get("ctx")
+    bench_settings = dataclasses.replace(
+        settings,
+        llama_server=False,
+        ctx=int(str(ctx)) if ctx and settings.ctx is None else settings.ctx,
+    )
+    bench = estimate(model, bench_settings, hardware, offline=True if offline else None)
+    note = bench_note(est, bench)
+    return est if note is None else dataclasses.replace(est, assumptions=(*est.assumptions, note))
 
 
 def _flag_names(est: Estimate) -> Estimate:

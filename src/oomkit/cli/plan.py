@@ -94,6 +94,14 @@ __all__ = ["plan_command", "render_plan"]
     help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
 )
 @transformers_options
+@click.option(
+    "--llama-server/--no-llama-server",
+    "llama_server",
+    default=None,
+    help="llama.cpp: size the plan for llama-server / llama-cli (default: the commands are "
+    "llama-server's), or for llama-bench / the C API (--no-llama-server: one output row per "
+    "-ub token, as llama.cpp PR #23861 left them)",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -120,6 +128,7 @@ def plan_command(
     device_map: str | None,
     max_memory: str | None,
     max_new_tokens: int | None,
+    llama_server: bool | None,
     offline: bool,
     as_json: bool,
     training: TrainOptions,
@@ -169,6 +178,8 @@ def plan_command(
         attn_implementation=inference_attn(ctx_, rt),
         refuse_elsewhere=True,
     )
+
+    _check_llama_server(runtime, llama_server)
     _check_any_version(runtime, runtime_version)
 
     request = PlanRequest(
@@ -198,6 +209,7 @@ def plan_command(
             ("tp", tp),
             ("gpu_memory_utilization", gpu_memory_utilization),
             ("max_num_seqs", max_num_seqs),
+            ("llama_server", llama_server),
         )
         if v is not None
     }
@@ -208,6 +220,14 @@ def plan_command(
         else None
     )
     result = plan(model, hardware, request, base=base, offline=True if offline else None)
+    if llama_server is False:
+        import dataclasses
+
+        note = (
+            "--no-llama-server: the llama.cpp memory is llama-bench's / the C API's (one output "
+            "row per -ub token); the commands keep llama-server's flags, give them to that program"
+        )
+        result = dataclasses.replace(result, notes=(*result.notes, note))
     if as_json:
         print_json(result.to_dict())
     else:
@@ -272,6 +292,23 @@ def _check_vllm_options(
                 setting=flag,
                 value=value,
             )
+
+
+def _check_llama_server(runtime: str, llama_server: bool | None) -> None:
+    """``--llama-server/--no-llama-server`` is llama.cpp's (Ollama starts its own llama-server
+    with its own settings: :mod:`oomkit.estimate.ollama`)."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.registry import normalize_runtime
+
+    rt = runtime.strip().lower()
+    if llama_server is None or rt == "any" or normalize_runtime(runtime) == "llama.cpp":
+        return
+    flag = "--llama-server" if llama_server else "--no-llama-server"
+    raise InvalidSettingError(
+        f"{flag} is a llama.cpp option; plan with --runtime llama.cpp (or any), or drop {flag}",
+        setting=flag,
+        value=llama_server,
+    )
 
 
 def _size_arg(n_bytes: int) -> str:

@@ -34,6 +34,10 @@ LLAMACPP_BUILD_DATES: tuple[tuple[int, date], ...] = (
     (6000, date(2025, 7, 27)),
     (7000, date(2025, 11, 12)),
     (8000, date(2026, 2, 20)),
+    # build 9495 (166fe2949) in llama.cpp issue #24085, filed 2026-06-03; without it b9409,
+    # which Ollama pinned on 2026-05-29 (ollama commit 9db4bdbad), read as 2026-06-17, past
+    # PR #23861 (2026-06-01)
+    (9495, date(2026, 6, 3)),
 )
 
 

@@ -20,8 +20,17 @@ weight stays on the CPU. Issue #23527's A/B (Qwen3.6-35B-A3B, ``-ub 4096``) and 
 "saves another 1.2GB of VRAM" measure the first; an RTX 2080 at ``-ngl 42`` of Qwen2.5-14B
 (llmfit PR #778, llama-server of July 2026: 8 GB card, ran) the second.
 
+``llama-cli`` is one of them since its rewrite on the server's code: tools/cli/cli.cpp holds a
+``server_context`` and starts it with ``ctx_cli.ctx_server.load_model(params)``, and
+``load_model`` is where ``params_base.n_outputs_max = server_n_outputs_max(params_base)`` is set
+(tools/server/server-context.cpp after PR #23861). What keeps one row per micro-batch token:
+llama-bench, llama-completion, llama-perplexity and every program on the C API
+(llama-cpp-python, LM Studio's engine), which leave ``n_outputs_max`` at 0.
+
 The switch is ``InferenceSettings.llama_server`` (the record or caller says the run is
-llama-server) and the build's generation (``server_outputs``, row ``2026-06-server-outputs`` of
+llama-server or llama-cli; the CLI's ``--llama-server/--no-llama-server``, on by default for
+``estimate`` and ``plan``, whose commands are llama-server's) and the build's generation
+(``server_outputs``, row ``2026-06-server-outputs`` of
 :mod:`oomkit.estimate.generation_rows_llamacpp`). A draft model is left at the micro-batch's
 rows: before PR #23988 the target context with a draft was not sized by this rule.
 """
@@ -29,11 +38,29 @@ rows: before PR #23988 the target context with a draft was not sized by this rul
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["SOURCE", "server_outputs"]
+if TYPE_CHECKING:
+    from oomkit.estimate.breakdown import Estimate
+
+__all__ = [
+    "NOTE_PREFIX",
+    "SERVER_AUTO_SLOTS",
+    "SOURCE",
+    "bench_note",
+    "server_default",
+    "server_outputs",
+]
+
+#: llama-server's slots when ``-np`` is not given: common/arg.cpp sets ``n_parallel = -1`` (auto)
+#: for the server, and tools/server/server.cpp turns it into 4 slots with ``kv_unified`` before
+#: ``load_model`` reads it; llama-cli keeps common_params' 1 (4 rows over-count it by 3)
+SERVER_AUTO_SLOTS = 4
+#: how :func:`server_outputs`'s assumption starts (what :func:`bench_note` looks for)
+NOTE_PREFIX = "llama-server (PR #23861)"
 
 SOURCE = (
     "llama.cpp PR #23861 (src/llama-context.cpp cparams.n_outputs_max; "
@@ -56,14 +83,57 @@ def server_outputs(settings: InferenceSettings, params: LlamaCppParams) -> Llama
         or settings.draft_model is not None
     ):
         return params
-    rows = min(params.n_batch, params.n_seq_max)
+    # -np not given: llama-server's "auto" is 4 slots (on one unified KV cache, which keeps the
+    # KV size: llamacpp_params' note), and server_n_outputs_max reads that n_parallel
+    seqs = params.n_seq_max if settings.parallel is not None else SERVER_AUTO_SLOTS
+    rows = min(params.n_batch, seqs)
     note = (
-        f"llama-server (PR #23861): the context reserves {rows} output row(s) for its "
-        f"{params.n_seq_max} sequence(s), not one per token of the {params.n_ubatch}-token "
-        "micro-batch"
+        f"{NOTE_PREFIX}: the context reserves {rows} output row(s) for its {seqs} "
+        f"sequence(s), not one per token of the {params.n_ubatch}-token micro-batch"
     )
     return dataclasses.replace(
         params,
         options=dataclasses.replace(opts, reserve_outputs=rows),
         assumptions=(*params.assumptions, note),
+    )
+
+
+def server_default(settings: InferenceSettings) -> InferenceSettings:
+    """``settings`` with ``llama_server=True`` for llama.cpp when the caller left it unset.
+
+    For the CLI's ``estimate`` and ``plan``, whose llama.cpp commands are ``llama-server``
+    (:func:`oomkit.planner.commands.emit_command`): the memory behind a printed command is
+    the server's, and the command fed back to ``estimate`` gives the same numbers. The library
+    default (None) stays the C API's, as llama-bench and the records without the setting run.
+    """
+    from oomkit.estimate.registry import normalize_runtime
+
+    if settings.llama_server is not None or normalize_runtime(settings.runtime) != "llama.cpp":
+        return settings
+    return dataclasses.replace(settings, llama_server=True)
+
+
+def bench_note(server: Estimate, bench: Estimate) -> str | None:
+    """What llama-bench / llama-completion / the C API reserve more than llama-server, from
+    the two estimates of one configuration (``server`` with the server's output rows,
+    ``bench`` with ``n_outputs_max = n_batch``); None when the server's rule did not apply
+    (an older build, a draft model) or nothing differs."""
+    if not any(a.startswith(NOTE_PREFIX) for a in server.assumptions):
+        return None
+    from oomkit.units import format_bytes
+
+    pairs = list(zip(server.devices, bench.devices, strict=False))
+    if not pairs:
+        return None
+    extra = max(b.total_bytes - s.total_bytes for s, b in pairs)
+    if extra <= 0:
+        return None
+    fullest = max(pairs, key=lambda p: p[1].total_bytes - p[0].total_bytes)[1].device
+    n_ubatch = bench.settings.get("ubatch")
+    return (
+        "estimated for llama-server / llama-cli: llama-bench, llama-completion and programs "
+        f"on the C API (llama-cpp-python) reserve one output row per micro-batch token "
+        f"({n_ubatch} x n_vocab f32 logits; with the output layer on the CPU its weight is "
+        f"staged on the GPU too): +{format_bytes(extra)} on {fullest}; --no-llama-server "
+        "estimates them"
     )

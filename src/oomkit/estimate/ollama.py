@@ -59,6 +59,7 @@ from oomkit.estimate.ollama_runner import (
     engine_archs_required,
     engine_required,
     runner_attention,
+    server_output_rows,
 )
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import Hardware
@@ -123,6 +124,7 @@ def ollama_settings(
         ubatch=min(settings.ubatch or batch, batch),
         # the vendored llama.cpp of that Ollama release (None: today's llama.cpp)
         runtime_version=_llamacpp_version(settings.runtime_version, gen),
+        llama_server=None,  # Ollama's rows are its own (_options), not llama.cpp's switch
     )
     return mapped, notes
 
@@ -177,8 +179,12 @@ def _options(settings: InferenceSettings, new_engine: bool) -> LlamaCppOptions:
         from oomkit.estimate.ollama_vendored import force_mmq
 
         force = force_mmq(parse_runtime_version("ollama", settings.runtime_version))
+    # llama-server from v0.30.5 (ollama_runner.server_output_rows): every GGUF reserves
+    # min(n_batch, n_parallel) rows, as the Ollama engine reserves num_parallel
+    server = server_output_rows(settings.runtime_version)
+    rows = min(settings.parallel or 1, settings.batch_size or OLLAMA_DEFAULT_NUM_BATCH)
     return LlamaCppOptions(
-        reserve_outputs=(settings.parallel or 1) if new_engine else None,
+        reserve_outputs=rows if new_engine or server else None,
         force_mmq=force,
         cuda_moe_fusion_deps=not new_engine,
     )
@@ -274,6 +280,12 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
         notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")
     opts = _options(settings, new_engine)
+    if not new_engine and opts.reserve_outputs is not None:
+        notes.append(
+            f"llama-server (llama.cpp PR #23861, in Ollama's llama.cpp from v0.30.5): the "
+            f"context reserves {opts.reserve_outputs} output row(s) (min(num_batch, "
+            "num_parallel)), not one per token of the micro-batch"
+        )
     if opts.force_mmq:
         notes.append(
             "Ollama 0.1.23-0.2.1: the Linux CUDA build set LLAMA_CUDA_FORCE_MMQ (gen_linux.sh, "

@@ -31,7 +31,9 @@ What the llama runner asks llama.cpp for (``llama/llama.go`` ``NewContextParams`
 
 from __future__ import annotations
 
-from oomkit.estimate.generations import Generation
+from datetime import date
+
+from oomkit.estimate.generations import Generation, parse_runtime_version
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
@@ -43,6 +45,7 @@ __all__ = [
     "engine_required",
     "llama_runner_fa_auto",
     "runner_attention",
+    "server_output_rows",
 ]
 
 #: model families oomkit runs on the Ollama engine's terms (flash attention on, num_parallel
@@ -94,6 +97,29 @@ OLLAMA_ENGINE_REQUIRED_HF: frozenset[str] = frozenset(
         "Llama4ForConditionalGeneration",
     }
 )
+
+
+#: ollama/ollama v0.30.5 (commit 455f57457, PR #16511, 2026-06-04) pins llama.cpp b9509 in
+#: LLAMA_CPP_VERSION, "which includes the upstream Gemma 4 12B multimodal projector fixes":
+#: llama.cpp PR #24088, merged 2026-06-03 after issue #24085 on build 9495. llama.cpp builds
+#: number master's commits in order, so b9509 also holds PR #23861 (merged 2026-06-01). v0.30.0
+#: (b9452, pinned 2026-06-01 by commit 630882621) to v0.30.4 (b9493) may predate the merge: the
+#: source does not show it, so they keep the rows of the ``llama-server-0.30`` generation
+SERVER_OUTPUTS_RELEASE = (0, 30, 5)
+SERVER_OUTPUTS_DATE = date(2026, 6, 4)
+
+
+def server_output_rows(version: str | None) -> bool:
+    """The Ollama release's llama-server reserves ``min(n_batch, n_parallel)`` output rows for
+    every GGUF (llama.cpp PR #23861's ``server_n_outputs_max``; Ollama's llm/llama_server.go
+    passes ``-np numParallel`` and ``-b``/``-ub`` of ``num_batch``): v0.30.5 and later, and
+    the newest release when none is given. A date stands for the releases of that day."""
+    if version is None or not version.strip():
+        return True
+    when = parse_runtime_version("ollama", version)
+    if isinstance(when, tuple):
+        return when >= SERVER_OUTPUTS_RELEASE
+    return when >= SERVER_OUTPUTS_DATE
 
 
 def engine_required(spec: ModelSpec) -> bool:

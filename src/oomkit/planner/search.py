@@ -22,6 +22,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp
+from oomkit.estimate.llamacpp_outputs import server_default
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 from oomkit.planner.knobs import (
@@ -149,11 +150,9 @@ class Searcher:
         self.runtime = runtime
         self.hardware = hardware
         self.request = request
-        self.base = dataclasses.replace(
-            base or InferenceSettings(),
-            runtime=runtime,
-            parallel=request.parallel,
-        )
+        plain = dataclasses.replace(base or InferenceSettings(), runtime=runtime)
+        # llama.cpp: the memory of the llama-server the plan prints (PR #23861's output rows)
+        self.base = server_default(dataclasses.replace(plain, parallel=request.parallel))
         if runtime == "transformers" and self.base.device_map is None:
             # the plan's snippet passes device_map="auto": model what it runs, so a candidate
             # that offloads is the labelled slow level (LEVEL_LAYERS_CPU), not a blocker
