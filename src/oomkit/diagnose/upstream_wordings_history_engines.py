@@ -1,0 +1,333 @@
+"""Historical OOM wordings of the inference engines and frameworks: ggml / llama.cpp, vLLM,
+Ollama, SGLang, TensorFlow, JAX / XLA, and the Hugging Face dispatch errors (issue 9; see
+:mod:`oomkit.diagnose.upstream_wordings_history`, whose docstring says how ``source`` cites the
+first and last release that printed each wording)."""
+
+from __future__ import annotations
+
+from oomkit.diagnose.upstream_wordings_base import GIB as _GIB
+from oomkit.diagnose.upstream_wordings_base import MIB as _MIB
+from oomkit.diagnose.upstream_wordings_base import Wording
+from oomkit.diagnose.upstream_wordings_base import w as _w
+
+__all__ = ["ENGINES_HISTORY", "ENGINES_HISTORY_NEAR_MISSES"]
+
+_LC = "ggml-org/llama.cpp:"
+_TF = "tensorflow/tensorflow:"
+
+GGML_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "ggml",
+        _LC + "ggml-cuda.cu@master-2023-05..b1700 (CUDA_CHECK before ggml_cuda_error)",
+        "CUDA error %d at %s:%d: %s",
+        "CUDA error 2 at /home/user/llama.cpp/ggml-cuda.cu:6301: out of memory",
+    ),
+    _w(
+        "ggml",
+        _LC + "ggml-cuda.cu@b1700..b2400 (the failing call on its own line, then GGML_ASSERT)",
+        "CUDA error: %s\n  current device: %d, in function %s at %s:%d\n  %s\nGGML_ASSERT: %s:%d: "
+        '!"CUDA error"',
+        "CUDA error: out of memory\n  current device: 0, in function ggml_cuda_pool_malloc_leg at "
+        "/llama.cpp/ggml-cuda.cu:8583\n  cudaMalloc((void **) &ptr, look_ahead_size)\n"
+        'GGML_ASSERT: /llama.cpp/ggml-cuda.cu:255: !"CUDA error"',
+    ),
+    _w(
+        "ggml",
+        _LC + "ggml.c@master-2023-03..master-2023-07 (ggml_new_tensor_impl, before "
+        "ggml_new_object)",
+        "%s: not enough space in the context's memory pool (needed %zu, available %zu)",
+        "ggml_new_tensor_impl: not enough space in the context's memory pool (needed 1073741824, "
+        "available 536870912)",
+        req=1073741824,
+    ),
+    _w(
+        "ggml",
+        _LC + "ggml.c@master-2023-04..b1050 (scratch buffers, removed with ggml-alloc)",
+        "%s: not enough space in the scratch memory pool (needed %zu, available %zu)",
+        "ggml_new_tensor_impl: not enough space in the scratch memory pool (needed 575702016, "
+        "available 536870912)",
+        req=575702016,
+    ),
+    _w(
+        "ggml",
+        _LC + "ggml-alloc.c@b1050..b1600 (ggml_allocr_alloc)",
+        "%s: not enough space in the buffer (needed %zu, largest block available %zu)",
+        "ggml_allocr_alloc: not enough space in the buffer (needed 442368, largest block "
+        'available 290848)\nGGML_ASSERT: ggml-alloc.c:116: !"not enough space in the buffer"',
+        req=442368,
+    ),
+    _w(
+        "ggml",
+        _LC + "ggml/src/ggml-alloc.c@b2900..main (ggml_dyn_tallocr_alloc)",
+        "%s: not enough space in the buffer to allocate %zu bytes, largest block available %zu "
+        "bytes",
+        "ggml_dyn_tallocr_alloc: not enough space in the buffer to allocate 4194304 bytes, "
+        "largest block available 1048576 bytes",
+        req=4194304,
+    ),
+    _w(
+        "llama.cpp",
+        _LC + "llama.cpp@b2060..b3400 (llama_model_load before per-buffer-type names)",
+        "unable to allocate backend buffer",
+        "llama_model_load: error loading model: unable to allocate backend buffer",
+    ),
+    _w(
+        "llama.cpp",
+        _LC + "llama.cpp@b1850..b4500 (llama_kv_cache_init, then the context's refusal)",
+        "%s: failed to allocate buffer for kv cache\n%s: llama_kv_cache_init() failed for "
+        "self-attention cache",
+        "llama_kv_cache_init: failed to allocate buffer for kv cache\n"
+        "llama_new_context_with_model: llama_kv_cache_init() failed for self-attention cache",
+    ),
+    _w(
+        "llama.cpp",
+        _LC + "src/llama-context.cpp@b5500..main (graph_reserve)",
+        "%s: failed to allocate compute buffers",
+        "graph_reserve: failed to allocate compute buffers",
+    ),
+    _w(
+        "ggml",
+        _LC + "ggml/src/ggml-vulkan/ggml-vulkan.cpp@b2400..main (the exception's what() below)",
+        "ggml_vulkan: Device memory allocation of size %zu failed.\nggml_vulkan: %s",
+        "ggml_vulkan: Device memory allocation of size 4294967296 failed.\nggml_vulkan: "
+        "Requested buffer size exceeds device memory allocation limit: ErrorOutOfDeviceMemory",
+        req=4294967296,
+    ),
+)
+
+VLLM_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.7.0..v0.8.4 (no estimate yet)",
+        "To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (%.2f GiB). Try increasing "
+        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (2.10 GiB). "
+        "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+        "the engine.",
+    ),
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.10.0..main (docs link appended)",
+        "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+        "initializing the engine. See %s for more details.",
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html for more details.",
+    ),
+)
+
+OLLAMA_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "ollama",
+        "ollama/ollama:llm/llama.go@v0.1.14..v0.1.20 (runner stderr folded into the error)",
+        "llama runner process no longer running: %d %s",
+        "Error: llama runner process no longer running: -1 CUDA error 2 at "
+        "/go/src/github.com/jmorganca/ollama/llm/llama.cpp/gguf/ggml-cuda.cu:6600: out of memory",
+    ),
+    _w(
+        "ollama",
+        "ollama/ollama:ml/backend.go@v0.11.0..main (ErrNoMem, the new engine's layout)",
+        "insufficient memory - required allocations: %+v",
+        "panic: insufficient memory - required allocations: {InputWeights:550502400A "
+        "CPU:{Name:CPU Weights:[0U] Cache:[0U] Graph:0U} GPUs:[{Name:CUDA0 Weights:[60561408A] "
+        "Graph:1212612608F}]}",
+    ),
+)
+
+SGLANG_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "sglang",
+        "sgl-project/sglang:python/sglang/srt/model_executor/model_runner.py@v0.4.4..main "
+        "(init_memory_pool, the value appended)",
+        "Not enough memory. Please try to increase --mem-fraction-static. Current value: %s",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current "
+        "value: self.server_args.mem_fraction_static=0.2",
+    ),
+)
+
+TF_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/framework/op_kernel.cc@v0.12.0..v1.3.0 ('of shape')",
+        "OOM when allocating tensor of shape %s and type %s",
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor of shape [3,3,256,512] and type float\n\t [[Node: conv2d/kernel/Initializer/"
+        "random_uniform/RandomUniform = RandomUniform[T=DT_INT32, dtype=DT_FLOAT]]]",
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/framework/op_kernel.cc@v1.3.0..v1.4.0 (no device nor allocator)",
+        "OOM when allocating tensor with shape%s",
+        "ResourceExhaustedError: OOM when allocating tensor with shape[32,64,224,224]\n\t "
+        '[[Node: conv1/Conv2D = Conv2D[T=DT_FLOAT, padding="SAME"]]]',
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/common_runtime/bfc_allocator.cc@v1.0.0..v2.2.0 (the failing try)",
+        "Allocator (%s) ran out of memory trying to allocate %s.  Current allocation summary "
+        "follows.",
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:273] Allocator (GPU_0_bfc) ran out of "
+        "memory trying to allocate 16.00MiB.  Current allocation summary follows.",
+        req=16 * _MIB,
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/common_runtime/bfc_allocator.cc@v2.3.0..v2.4.4 ('rounded to')",
+        "Allocator (%s) ran out of memory trying to allocate %s (rounded to %d).  Current "
+        "allocation summary follows.",
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:431] Allocator (GPU_0_bfc) ran out of "
+        "memory trying to allocate 1.00GiB (rounded to 1073741824).  Current allocation summary "
+        "follows.",
+        req=1073741824,
+    ),
+    _w(
+        "tensorflow",
+        "tensorflow/tensorflow:third_party/xla/third_party/tsl/tsl/framework/bfc_allocator.cc@"
+        "v2.5.0..main ('requested by op', the cuda_malloc_async hint)",
+        "Allocator (%s) ran out of memory trying to allocate %s (rounded to %d)requested by op "
+        "%s\nIf the cause is memory fragmentation maybe the environment variable "
+        "'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation.",
+        "W external/local_tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out "
+        "of memory trying to allocate 8.00GiB (rounded to 8589934592)requested by op MatMul\n"
+        "If the cause is memory fragmentation maybe the environment variable "
+        "'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation. \nCurrent allocation "
+        "summary follows.",
+        req=8589934592,
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/framework/op_kernel.cc@v1.14.0..main (eager op, the hint)",
+        "OOM when allocating tensor with shape%s and type %s on %s by allocator %s [Op:%s]",
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor with shape[16384,16384] and type float on /job:localhost/replica:0/task:0/"
+        "device:GPU:0 by allocator GPU_0_bfc [Op:MatMul]",
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc@"
+        "v2.5.0..v2.6.5 (no 'bytes', no 'Reported by CUDA')",
+        "%s cuMemAllocAsync failed to allocate %d: %s\n Free memory/Total memory: %d/%d",
+        "E tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc:288] "
+        "gpu_async_0 cuMemAllocAsync failed to allocate 4294967296: CUDA error: out of memory "
+        "(CUDA_ERROR_OUT_OF_MEMORY)\n Free memory/Total memory: 1258291200/8589934592",
+        req=4294967296,
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc@v2.7.0..main",
+        "%s cuMemAllocAsync failed to allocate %d bytes: %s\n Reported by CUDA: Free "
+        "memory/Total memory: %d/%d",
+        "E tensorflow/core/common_runtime/gpu/gpu_cudamallocasync_allocator.cc:288] "
+        "gpu_async_0 cuMemAllocAsync failed to allocate 4294967296 bytes: CUDA error: out of "
+        "memory (CUDA_ERROR_OUT_OF_MEMORY)\n Reported by CUDA: Free memory/Total memory: "
+        "1258291200/8589934592",
+        req=4294967296,
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/stream_executor/cuda/cuda_driver.cc@v2.0.0..v2.8.4 (GiB, was 'G')",
+        "failed to allocate %s (%d bytes) from device: %s",
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:794] failed to allocate 3.77GiB "
+        "(4046333952 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+        req=4046333952,
+    ),
+)
+
+JAX_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "jax",
+        "openxla/xla (tensorflow/compiler/xla/service/shaped_buffer / jaxlib < 0.1.60: the "
+        "'Resource exhausted:' status prefix)",
+        "Resource exhausted: Out of memory while trying to allocate %d bytes.",
+        "RuntimeError: Resource exhausted: Out of memory while trying to allocate 17179869184 "
+        "bytes.",
+        req=17179869184,
+    ),
+    _w(
+        "jax",
+        "jax-ml/jax:jax/_src/lib (jax >= 0.4.36: jax.errors.JaxRuntimeError) over openxla/xla's "
+        "human-readable size",
+        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate %s.",
+        "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+        "262.56GiB.\n  [executable_name='jit_train_step']",
+        req=int(262.56 * _GIB),
+    ),
+    _w(
+        "jax",
+        "openxla/xla:xla/pjrt/pjrt_stream_executor_client.cc@jaxlib-v0.3.0..main (replica log)",
+        "Execution of replica %d failed: %s",
+        "E1108 10:00:00.123456 4242 pjrt_stream_executor_client.cc:2985] Execution of replica 0 "
+        "failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 5242880 bytes.",
+        req=5242880,
+    ),
+    _w(
+        "jax",
+        "openxla/xla (TPU compiler, 'Resource exhausted:' before absl status names)",
+        "Resource exhausted: Ran out of memory in memory space hbm. Used %s of %s hbm. Exceeded "
+        "hbm capacity by %s.",
+        "RuntimeError: Resource exhausted: Ran out of memory in memory space hbm. Used 20.31G of "
+        "15.48G hbm. Exceeded hbm capacity by 4.83G.",
+    ),
+)
+
+HF_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "transformers",
+        "huggingface/transformers:src/transformers/modeling_utils.py@v4.26.0..v4.29.2 "
+        "('load_in_8bit_fp32_cpu_offload', renamed llm_int8_enable_fp32_cpu_offload in 4.30)",
+        "Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM "
+        "to fit the quantized model. ... set `load_in_8bit_fp32_cpu_offload=True` ...",
+        "ValueError: \n                        Some modules are dispatched on the CPU or the "
+        "disk. Make sure you have enough GPU RAM to fit\n                        the quantized "
+        "model. If you want to dispatch the model on the CPU or the disk while keeping\n"
+        "                        these modules in 32-bit, you need to set "
+        "`load_in_8bit_fp32_cpu_offload=True` and pass a custom\n                        "
+        "`device_map` to `from_pretrained`.",
+    ),
+)
+
+ENGINES_HISTORY: tuple[Wording, ...] = (
+    GGML_HISTORY
+    + VLLM_HISTORY
+    + OLLAMA_HISTORY
+    + SGLANG_HISTORY
+    + TF_HISTORY
+    + JAX_HISTORY
+    + HF_HISTORY
+)
+
+ENGINES_HISTORY_NEAR_MISSES: tuple[str, ...] = (
+    # ggml: the scheduler's first try that reserves and retries, a sizing report
+    "ggml_gallocr_needs_realloc: graph has different number of nodes",
+    "llama_kv_cache_init:      CUDA0 KV buffer size =  1024.00 MiB",
+    "llama_new_context_with_model: CUDA0 compute buffer size =   164.01 MiB",
+    # vLLM: the swap-space warning and the KV sizing report of a successful start
+    "WARNING config.py:1146] Possibly too large swap space. 16.00 GiB out of the 31.26 GiB "
+    "total CPU memory is allocated for the swap space.",
+    "INFO kv_cache_utils.py:716] GPU KV cache size: 275,632 tokens",
+    "INFO gpu_executor.py:122] # GPU blocks: 3953, # CPU blocks: 2048",
+    # Ollama: timeouts and recovery notes that are not an allocation failure
+    "Error: timed out waiting for llama runner to start - progress 0.00 - ",
+    'level=WARN source=sched.go:646 msg="gpu VRAM usage didn\'t recover within timeout"',
+    # SGLang: the pool sizing line of a healthy start
+    "Memory pool end. avail mem=12.35 GB",
+    # TensorFlow's BFC warning before a retry (bfc_allocator.cc@v1.0.0..v2.2.3, with
+    # freed_by_count from v2.2.0): the caller says it is not a failure
+    "W tensorflow/core/common_runtime/bfc_allocator.cc:217] Allocator (GPU_0_bfc) ran out of "
+    "memory trying to allocate 2.59GiB. The caller indicates that this is not a failure, but "
+    "may mean that there could be performance gains if more memory is available.",
+    "W tensorflow/core/common_runtime/bfc_allocator.cc:239] Allocator (GPU_0_bfc) ran out of "
+    "memory trying to allocate 3.46GiB with freed_by_count=0. The caller indicates that "
+    "this is not a failure, but may mean that there could be performance gains if more "
+    "memory were available.",
+    # vLLM's config check of --swap-space against host RAM (config.py@v0.1.0..v0.10.2): a
+    # refused setting, not an allocation
+    "ValueError: Too large swap space. 32.00 GiB out of the 31.26 GiB total CPU memory is "
+    "allocated for the swap space.",
+    # TensorFlow / XLA: device creation with its memory, a log of memory limits
+    "Created device /job:localhost/replica:0/task:0/device:GPU:0 with 21458 MB memory:  -> "
+    "device: 0, name: NVIDIA GeForce RTX 3090",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION=.75 XLA_PYTHON_CLIENT_PREALLOCATE=false",
+)
