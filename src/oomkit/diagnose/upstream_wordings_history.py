@@ -64,6 +64,51 @@ TORCH_HISTORY: tuple[Wording, ...] = (
         "RuntimeError: cuda runtime error (2) : out of memory at "
         "/opt/conda/conda-bld/pytorch_1524584710464/work/aten/src/THC/generic/THCStorage.cu:58",
     ),
+    # --- host RAM: TH's THAlloc and c10's CPUAllocator before alloc_cpu.cpp ("%dGB" is
+    # bytes / 2^30, truncated: "0GB" states no size)
+    _w(
+        "pytorch",
+        "pytorch/pytorch:aten/src/TH/THGeneral.cpp@v0.4.0..v1.0.1 (torch/lib/TH/THGeneral.c "
+        "from v0.1.1; THAlloc)",
+        "$ Torch: not enough memory: you tried to allocate %dGB. Buy new RAM!",
+        "RuntimeError: $ Torch: not enough memory: you tried to allocate 8GB. Buy new RAM! at "
+        "/pytorch/aten/src/TH/THGeneral.cpp:201",
+        req=8 * _GIB,
+    ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:aten/src/TH/THGeneral.cpp@v0.4.0..v1.0.1 (THRealloc)",
+        "$ Torch: not enough memory: you tried to reallocate %dGB. Buy new RAM!",
+        "RuntimeError: $ Torch: not enough memory: you tried to reallocate 12GB. Buy new RAM! at "
+        "/pytorch/aten/src/TH/THGeneral.cpp:218",
+        req=12 * _GIB,
+    ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/core/CPUAllocator.cpp@v1.0.0..v1.0.1 (caffe2's alloc_cpu)",
+        "DefaultCPUAllocator: not enough memory: you tried to allocate %dGB. Buy new RAM!",
+        "RuntimeError: [enforce fail at CPUAllocator.cpp:46] data. DefaultCPUAllocator: not "
+        "enough memory: you tried to allocate 2GB. Buy new RAM!",
+        req=2 * _GIB,
+    ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/core/CPUAllocator.cpp@v1.1.0..v1.9.1 (Windows, bytes)",
+        "DefaultCPUAllocator: not enough memory: you tried to allocate %d bytes. Buy new RAM!",
+        "RuntimeError: [enforce fail at ..\\c10\\core\\CPUAllocator.cpp:73] data. "
+        "DefaultCPUAllocator: not enough memory: you tried to allocate 9437184 bytes. Buy new "
+        "RAM!",
+        req=9437184,
+    ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/core/CPUAllocator.cpp@v1.0.0..v1.4.1 (Linux: CAFFE_ENFORCE_EQ on "
+        "posix_memalign, errno 12 = ENOMEM)",
+        "[enforce fail at CPUAllocator.cpp:%d] posix_memalign(&data, gAlignment, nbytes) == 0. "
+        "%d vs 0",
+        "RuntimeError: [enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment, "
+        "nbytes) == 0. 12 vs 0",
+    ),
     # --- THCCachingAllocator: the first message with sizes, "cached" (0.4.1 .. 1.0)
     _w(
         "pytorch",
@@ -316,6 +361,9 @@ _TORCH_NEAR_MISSES: tuple[str, ...] = (
     "|  Reserved memory | 10.50 GiB | 10.50 GiB | 10.50 GiB |        0 B |",
     "MPS allocated: 1.80 GB, other allocations: 1.74 GB, recommended max working set: 10.7 GB",
     "Setting PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations",
+    # posix_memalign's EINVAL (22), a bad alignment, is not a lack of memory
+    "RuntimeError: [enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment, "
+    "nbytes) == 0. 22 vs 0",
 )
 
 HISTORY_NEAR_MISSES: tuple[str, ...] = _TORCH_NEAR_MISSES + ENGINES_HISTORY_NEAR_MISSES

@@ -87,6 +87,15 @@ GGML_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "ggml",
+        _LC + "ggml-metal.m@master-2023-06..b1660 (GGML_METAL_LOG's 'MiB' came later; the name "
+        "padded by '%-16s')",
+        "%s: error: failed to allocate '%-16s' buffer, size = %8.2f MB",
+        "ggml_metal_add_buffer: error: failed to allocate 'data            ' buffer, size =  "
+        "8192.00 MB",
+        req=8192 * _MIB,
+    ),
+    _w(
+        "ggml",
         _LC + "ggml/src/ggml-vulkan/ggml-vulkan.cpp@b2400..main (the exception's what() below)",
         "ggml_vulkan: Device memory allocation of size %zu failed.\nggml_vulkan: %s",
         "ggml_vulkan: Device memory allocation of size 4294967296 failed.\nggml_vulkan: "
@@ -109,6 +118,27 @@ VLLM_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "vllm",
+        "vllm-project/vllm:vllm/worker/worker.py@v0.6.4..v0.7.3 (determine_num_available_blocks)",
+        "Error in memory profiling. Initial free memory %s, current free memory %s. This happens "
+        "when the GPU memory was not properly cleaned up before initializing the vLLM instance.",
+        "AssertionError: Error in memory profiling. Initial free memory 23303880704, current "
+        "free memory 24119136256. This happens when the GPU memory was not properly cleaned up "
+        "before initializing the vLLM instance.",
+    ),
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/utils.py@v0.8.0..main (memory_profiling, GiB and the container "
+        "explanation)",
+        "Error in memory profiling. Initial free memory %.1f GiB, current free memory %.1f GiB. "
+        "This happens when other processes sharing the same container release GPU memory while "
+        "vLLM is profiling during initialization.",
+        "AssertionError: Error in memory profiling. Initial free memory 70.5 GiB, current free "
+        "memory 72.1 GiB. This happens when other processes sharing the same container release "
+        "GPU memory while vLLM is profiling during initialization. To fix this, ensure "
+        "consistent GPU memory allocation or isolate vLLM in its own container.",
+    ),
+    _w(
+        "vllm",
         "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.10.0..main (docs link appended)",
         "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
         "initializing the engine. See %s for more details.",
@@ -128,6 +158,12 @@ OLLAMA_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "ollama",
+        "ollama/ollama:llm/server.go@v0.1.33..main (the runner's last stderr line as the reason)",
+        "llama runner process has terminated: %s",
+        "Error: llama runner process has terminated: cudaMalloc failed: out of memory",
+    ),
+    _w(
+        "ollama",
         "ollama/ollama:ml/backend.go@v0.11.0..main (ErrNoMem, the new engine's layout)",
         "insufficient memory - required allocations: %+v",
         "panic: insufficient memory - required allocations: {InputWeights:550502400A "
@@ -137,6 +173,13 @@ OLLAMA_HISTORY: tuple[Wording, ...] = (
 )
 
 SGLANG_HISTORY: tuple[Wording, ...] = (
+    _w(
+        "sglang",
+        "sgl-project/sglang:python/sglang/srt/managers/controller/tp_worker.py@v0.1.0..v0.1.20 "
+        "(lower case, a comma; 'Decode out of memory happened. ' since)",
+        "decode out of memory happened, #retracted_reqs: %d, #new_token_ratio: %.4f -> %.4f",
+        "decode out of memory happened, #retracted_reqs: 1, #new_token_ratio: 0.9998 -> 1.0000",
+    ),
     _w(
         "sglang",
         "sgl-project/sglang:python/sglang/srt/model_executor/model_runner.py@v0.4.4..main "
@@ -155,6 +198,14 @@ TF_HISTORY: tuple[Wording, ...] = (
         "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
         "tensor of shape [3,3,256,512] and type float\n\t [[Node: conv2d/kernel/Initializer/"
         "random_uniform/RandomUniform = RandomUniform[T=DT_INT32, dtype=DT_FLOAT]]]",
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/framework/op_kernel.cc@v1.0.0..v1.15.5 (the kernel's own log, "
+        "status name in words)",
+        "%s: Resource exhausted: OOM when allocating tensor with shape%s",
+        "W tensorflow/core/framework/op_kernel.cc:1158] Resource exhausted: OOM when allocating "
+        "tensor with shape[64,128,112,112]",
     ),
     _w(
         "tensorflow",
@@ -326,6 +377,12 @@ ENGINES_HISTORY_NEAR_MISSES: tuple[str, ...] = (
     # refused setting, not an allocation
     "ValueError: Too large swap space. 32.00 GiB out of the 31.26 GiB total CPU memory is "
     "allocated for the swap space.",
+    # TensorFlow's CPU allocator warning (cpu_allocator_impl.cc): the allocation succeeded
+    "W tensorflow/core/framework/cpu_allocator_impl.cc:80] Allocation of 1073741824 exceeds 10% "
+    "of free system memory.",
+    # ggml-backend's debug-build note before it reserves and retries
+    "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving (backend_ids_changed "
+    "= 1)",
     # TensorFlow / XLA: device creation with its memory, a log of memory limits
     "Created device /job:localhost/replica:0/task:0/device:GPU:0 with 21458 MB memory:  -> "
     "device: 0, name: NVIDIA GeForce RTX 3090",
