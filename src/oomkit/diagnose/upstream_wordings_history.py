@@ -64,6 +64,32 @@ TORCH_HISTORY: tuple[Wording, ...] = (
         "RuntimeError: cuda runtime error (2) : out of memory at "
         "/opt/conda/conda-bld/pytorch_1524584710464/work/aten/src/THC/generic/THCStorage.cu:58",
     ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:aten/src/THC/THCGeneral.cpp@v0.4.0..v1.0.1 (THCublasCheck: "
+        "CUBLAS_STATUS_ALLOC_FAILED in words)",
+        "cublas runtime error : %s at %s:%d",
+        "RuntimeError: cublas runtime error : resource allocation failed at "
+        "/pytorch/aten/src/THC/THCGeneral.cpp:228",
+    ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/cuda/CUDAException.h@v1.9.0..v2.0.1 (the 'call,so' typo)",
+        "CUDA error: %s\nCUDA kernel errors might be asynchronously reported at some other API "
+        "call,so the stacktrace below might be incorrect.",
+        "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously "
+        "reported at some other API call,so the stacktrace below might be incorrect.\nFor "
+        "debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+    ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:c10/cuda/CUDAException.h@v2.1.0..main (TORCH_USE_CUDA_DSA line)",
+        "CUDA error: %s\n...\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be "
+        "asynchronously reported at some other API call, so the stacktrace below might be "
+        "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with "
+        "`TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ),
     # --- host RAM: TH's THAlloc and c10's CPUAllocator before alloc_cpu.cpp ("%dGB" is
     # bytes / 2^30, truncated: "0GB" states no size)
     _w(
@@ -254,6 +280,20 @@ TORCH_HISTORY: tuple[Wording, ...] = (
         total=int(79.10 * _GIB),
         free=int(1.51 * _GIB),
         alloc=int(74.20 * _GIB),
+    ),
+    _w(
+        "pytorch",
+        _CCA + "v2.1.0..main (no process sentence: NVML unavailable, e.g. WSL)",
+        "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s "
+        "is free. Of the allocated memory %s is allocated by PyTorch, and %s is reserved by "
+        "PyTorch but unallocated.",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+        "total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 6.20 GiB "
+        "is allocated by PyTorch, and 500.00 MiB is reserved by PyTorch but unallocated." + _FRAG_3,
+        req=_GIB,
+        total=8 * _GIB,
+        free=0,
+        alloc=int(6.20 * _GIB),
     ),
     # --- ROCm: the same format strings hipified ("CUDA" -> "HIP")
     _w(

@@ -66,6 +66,13 @@ GGML_HISTORY: tuple[Wording, ...] = (
         req=4194304,
     ),
     _w(
+        "ggml",
+        _LC + "ggml/src/ggml-vulkan/ggml-vulkan.cpp@b2400..main (find_properties found no "
+        "memory type that fits)",
+        "ggml_vulkan: No suitable memory type found: %s",
+        "ggml_vulkan: No suitable memory type found: ErrorOutOfDeviceMemory",
+    ),
+    _w(
         "llama.cpp",
         _LC + "llama.cpp@b2060..b3400 (llama_model_load before per-buffer-type names)",
         "unable to allocate backend buffer",
@@ -216,6 +223,37 @@ TF_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "tensorflow",
+        _TF + "tensorflow/core/common_runtime/executor.cc@v1.4.0..v2.7.4 (graph mode: root errors, "
+        "the status name in words)",
+        "%d root error(s) found.\n  (%d) Resource exhausted:  OOM when allocating tensor with "
+        "shape%s ...",
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: 2 root error(s) found.\n"
+        "  (0) Resource exhausted:  OOM when allocating tensor with shape[32,512,64,64] and type "
+        "float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n\t "
+        "[[{{node model/conv2d/Conv2D}}]]",
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/core/common_runtime/executor.cc@v2.8.0..main (absl status name)",
+        "%d root error(s) found.\n  (%d) RESOURCE_EXHAUSTED:  OOM when allocating tensor with "
+        "shape%s ...",
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: 2 root error(s) found.\n"
+        "  (0) RESOURCE_EXHAUSTED:  OOM when allocating tensor with shape[32,512,64,64] and type "
+        "float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n\t "
+        "[[{{node model/conv2d/Conv2D}}]]",
+    ),
+    _w(
+        "tensorflow",
+        _TF + "tensorflow/python/eager/execute.py@v2.11.0..main ({{function_node}} prefix)",
+        "{{function_node %s}} OOM when allocating tensor with shape%s and type %s on %s by "
+        "allocator %s [Op:%s]",
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: {{function_node "
+        "__wrapped__MatMul_device_/job:localhost/replica:0/task:0/device:GPU:0}} OOM when "
+        "allocating tensor with shape[16384,16384] and type float on /job:localhost/replica:0/"
+        "task:0/device:GPU:0 by allocator GPU_0_bfc [Op:MatMul]",
+    ),
+    _w(
+        "tensorflow",
         _TF + "tensorflow/core/common_runtime/bfc_allocator.cc@v1.0.0..v2.2.0 (the failing try)",
         "Allocator (%s) ran out of memory trying to allocate %s.  Current allocation summary "
         "follows.",
@@ -304,6 +342,14 @@ JAX_HISTORY: tuple[Wording, ...] = (
         "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
         "262.56GiB.\n  [executable_name='jit_train_step']",
         req=int(262.56 * _GIB),
+    ),
+    _w(
+        "jax",
+        "openxla/xla (jaxlib < 0.1.60, 'Resource exhausted:' over the BFC's request message)",
+        "Resource exhausted: Failed to allocate request for %s (%uB) on device ordinal %d",
+        "RuntimeError: Resource exhausted: Failed to allocate request for 3.00GiB (3221225472B) "
+        "on device ordinal 0",
+        req=3221225472,
     ),
     _w(
         "jax",
