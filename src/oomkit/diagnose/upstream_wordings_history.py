@@ -11,11 +11,13 @@ and the exception's name moved (``RuntimeError`` → ``torch.cuda.OutOfMemoryErr
 ``torch.OutOfMemoryError`` (2.4)).
 
 Each entry's ``source`` cites ``repo:path@first..last`` with the first and the last release tag
-that printed the wording (``..main`` when the current source still prints it); the tags were read
-from the releases' sources (the search index's stored versions and forks of the file) and from
-pasted messages that name their release. Entries are PyTorch's here; the other runtimes are in
-:mod:`oomkit.diagnose.upstream_wordings_history_engines`. :data:`HISTORY_NEAR_MISSES` are texts
-with the same words that are not an allocation failure.
+that printed the wording (``..main`` when the current source still prints it). The repositories'
+full histories were too large to mirror here (``git log -S`` was not possible), so the wordings
+were checked against the search index's stored versions and forks of the files and against pasted
+messages that name their release; the release bounds are from that and from the release notes,
+and may be off by a release where no paste pins them. Entries are PyTorch's here; the other
+runtimes are in :mod:`oomkit.diagnose.upstream_wordings_history_engines`.
+:data:`HISTORY_NEAR_MISSES` are texts with the same words that are not an allocation failure.
 """
 
 from __future__ import annotations

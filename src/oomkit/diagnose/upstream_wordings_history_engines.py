@@ -114,14 +114,38 @@ GGML_HISTORY: tuple[Wording, ...] = (
 VLLM_HISTORY: tuple[Wording, ...] = (
     _w(
         "vllm",
-        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.7.0..v0.8.4 (no estimate yet)",
-        "To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is "
-        "needed, which is larger than the available KV cache memory (%.2f GiB). Try increasing "
+        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.7.0..v0.8.4 (no estimate yet; "
+        "'GB' for bytes / 2^30, 'GiB' from v0.8.5)",
+        "To serve at least one request with the models's max seq len (%d), (%.2f GB KV cache is "
+        "needed, which is larger than the available KV cache memory (%.2f GB). Try increasing "
         "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-        "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 "
-        "GiB KV cache is needed, which is larger than the available KV cache memory (2.10 GiB). "
+        "ValueError: To serve at least one request with the models's max seq len (32768), (2.00 "
+        "GB KV cache is needed, which is larger than the available KV cache memory (0.78 GB). "
         "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
         "the engine.",
+    ),
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.10.2..main ('models's' spelled "
+        "'model's', the engine core's process prefix)",
+        "To serve at least one request with the model's max seq len (%d), (%.2f GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (%.2f GiB). Based on the "
+        "available memory, the estimated maximum model length is %d.",
+        "(EngineCore_DP0 pid=1496252) ERROR [core.py:1195] ValueError: To serve at least one "
+        "request with the model's max seq len (32768), (17.26 GiB KV cache is needed, which is "
+        "larger than the available KV cache memory (17.2 GiB). Based on the available memory, "
+        "the estimated maximum model length is 32648. Try increasing `gpu_memory_utilization` "
+        "or decreasing `max_model_len` when initializing the engine.",
+    ),
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/v1/worker/utils.py@v0.11.0..main (the device named)",
+        "Free memory on device %s (%.2f/%.2f GiB) on startup is less than desired GPU memory "
+        "utilization (%.2f, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory "
+        "used by other processes.",
+        "(EngineCore pid=17635) ValueError: Free memory on device cuda:0 (15.32/22.04 GiB) on "
+        "startup is less than desired GPU memory utilization (0.88, 19.39 GiB). Decrease GPU "
+        "memory utilization or reduce GPU memory used by other processes.",
     ),
     _w(
         "vllm",
@@ -194,6 +218,14 @@ SGLANG_HISTORY: tuple[Wording, ...] = (
         "Not enough memory. Please try to increase --mem-fraction-static. Current value: %s",
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current "
         "value: self.server_args.mem_fraction_static=0.2",
+    ),
+    _w(
+        "sglang",
+        "sgl-project/sglang:python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py@"
+        "v0.5.0..main (the bare value)",
+        "Not enough memory. Please try to increase --mem-fraction-static. Current value: %s",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current "
+        "value: 0.82",
     ),
 )
 
@@ -405,6 +437,11 @@ ENGINES_HISTORY_NEAR_MISSES: tuple[str, ...] = (
     "total CPU memory is allocated for the swap space.",
     "INFO kv_cache_utils.py:716] GPU KV cache size: 275,632 tokens",
     "INFO gpu_executor.py:122] # GPU blocks: 3953, # CPU blocks: 2048",
+    # a vLLM plugin's profiling summary of a successful start (vllm-ascend)
+    "Free memory on device (60.89/61.27 GiB) on startup.\nDesired GPU memory utilization is "
+    "(0.9, 55.14 GiB).\nActual usage: 27.17 GiB for weights, 7.27 GiB for peak activation,\n"
+    "3.08 GiB for non-torch memory, 1.97 GiB for NPU graph memory.\nCurrent KV cache memory: "
+    "17.63 GiB.",
     # Ollama: timeouts and recovery notes that are not an allocation failure
     "Error: timed out waiting for llama runner to start - progress 0.00 - ",
     'level=WARN source=sched.go:646 msg="gpu VRAM usage didn\'t recover within timeout"',
