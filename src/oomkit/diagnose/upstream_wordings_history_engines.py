@@ -195,6 +195,27 @@ OLLAMA_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "ollama",
+        "ollama/ollama:llm/server.go@v0.1.33..v0.3.x (slog 'available' logged as raw bytes)",
+        'msg="model request too large for system" requested=%s available=%d total=%s free=%s '
+        "swap=%s",
+        'level=WARN source=server.go:235 msg="model request too large for system" '
+        'requested="12.3 GiB" available=8160829440 total="15.5 GiB" free="7.6 GiB" swap="0 B"',
+        req=int(12.3 * _GIB),
+        free=8160829440,
+    ),
+    _w(
+        "ollama",
+        "ollama/ollama:llm/server.go@v0.4.0..main (every size through format.HumanBytes2)",
+        'msg="model request too large for system" requested=%s available=%s total=%s free=%s '
+        "swap=%s",
+        'time=2026-03-25T09:45:06.861Z level=WARN source=server.go:1044 msg="model request too '
+        'large for system" requested="5.3 GiB" available="4.8 GiB" total="10.0 GiB" free="4.8 '
+        'GiB" swap="0 B"',
+        req=int(5.3 * _GIB),
+        free=int(4.8 * _GIB),
+    ),
+    _w(
+        "ollama",
         "ollama/ollama:ml/backend.go@v0.11.0..main (ErrNoMem, the new engine's layout)",
         "insufficient memory - required allocations: %+v",
         "panic: insufficient memory - required allocations: {InputWeights:550502400A "
