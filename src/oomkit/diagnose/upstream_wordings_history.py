@@ -364,6 +364,16 @@ TORCH_HISTORY: tuple[Wording, ...] = (
         "1.01 GB, max allowed: 9.07 GB). Tried to allocate 256.00 MB on private pool.",
         req=256 * _MIB,
     ),
+    _w(
+        "pytorch",
+        "pytorch/pytorch:aten/src/ATen/mps/MPSAllocator.mm@v2.x..main (binary units: 'GiB', "
+        "'KiB' where 1.12-2.x printed 'GB', 'MB')",
+        "MPS backend out of memory (MPS allocated: %s, other allocations: %s, max allowed: %s). "
+        "Tried to allocate %s on %s pool.",
+        "RuntimeError: MPS backend out of memory (MPS allocated: 42.28 GiB, other allocations: "
+        "720.00 KiB, max allowed: 42.43 GiB). Tried to allocate 384.00 MiB on shared pool.",
+        req=384 * _MIB,
+    ),
     # --- XPU: IPEX's legacy allocator before torch had an XPU one
     _w(
         "pytorch",
