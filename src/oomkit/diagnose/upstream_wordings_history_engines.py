@@ -50,6 +50,14 @@ GGML_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "ggml",
+        _LC + "ggml-backend.c@b1200..b1500 (the first backend's simple allocator)",
+        "%s: not enough space in the buffer (needed %zu, available %zu)",
+        "ggml_allocator_simple_alloc_tensor: not enough space in the buffer (needed 16777216, "
+        'available 8388608)\nGGML_ASSERT: ggml-backend.c:113: !"not enough space in the buffer"',
+        req=16777216,
+    ),
+    _w(
+        "ggml",
         _LC + "ggml-alloc.c@b1050..b1600 (ggml_allocr_alloc)",
         "%s: not enough space in the buffer (needed %zu, largest block available %zu)",
         "ggml_allocr_alloc: not enough space in the buffer (needed 442368, largest block "
@@ -76,7 +84,9 @@ GGML_HISTORY: tuple[Wording, ...] = (
         "llama.cpp",
         _LC + "llama.cpp@b2060..b3400 (llama_model_load before per-buffer-type names)",
         "unable to allocate backend buffer",
-        "llama_model_load: error loading model: unable to allocate backend buffer",
+        "llama_model_load: error loading model: unable to allocate backend buffer\n"
+        "llama_load_model_from_file: exception loading model\nterminate called after throwing "
+        "an instance of 'std::runtime_error'\n  what():  unable to allocate backend buffer",
     ),
     _w(
         "llama.cpp",
