@@ -149,6 +149,32 @@ VLLM_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "vllm",
+        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.10.0..main (no '(' before the "
+        "size, the docs link appended)",
+        "To serve at least one request with the models's max seq len (%d), %.2f GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (%.2f GiB). ... See %s for "
+        "more details.",
+        "ValueError: To serve at least one request with the models's max seq len (131072), 24.00 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (10.91 GiB). "
+        "Based on the available memory, the estimated maximum model length is 59584. Try "
+        "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+        "engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
+        "details.",
+    ),
+    _w(
+        "vllm",
+        "vllm-project/vllm:vllm/v1/core/kv_cache_utils.py@v0.11.0..main (CPU backend note)",
+        "Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU "
+        "backend) or decreasing `max_model_len` when initializing the engine.",
+        "ValueError: To serve at least one request with the models's max seq len (8192), (1.00 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (0.58 GiB). "
+        "Based on the available memory, the estimated maximum model length is 2368. Try "
+        "increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) "
+        "or decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+    ),
+    _w(
+        "vllm",
         "vllm-project/vllm:vllm/v1/worker/utils.py@v0.11.0..main (the device named)",
         "Free memory on device %s (%.2f/%.2f GiB) on startup is less than desired GPU memory "
         "utilization (%.2f, %.2f GiB). Decrease GPU memory utilization or reduce GPU memory "
@@ -185,7 +211,7 @@ VLLM_HISTORY: tuple[Wording, ...] = (
         "initializing the engine. See %s for more details.",
         "ValueError: No available memory for the cache blocks. Try increasing "
         "`gpu_memory_utilization` when initializing the engine. See "
-        "https://docs.vllm.ai/en/latest/configuration/conserving_memory.html for more details.",
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
     ),
 )
 
