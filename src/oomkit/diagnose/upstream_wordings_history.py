@@ -16,7 +16,8 @@ full histories were too large to mirror here (``git log -S`` was not possible), 
 were checked against the search index's stored versions and forks of the files and against pasted
 messages that name their release; the release bounds are from that and from the release notes,
 and may be off by a release where no paste pins them. Entries are PyTorch's here; the other
-runtimes are in :mod:`oomkit.diagnose.upstream_wordings_history_engines`.
+runtimes are in :mod:`oomkit.diagnose.upstream_wordings_history_engines` and
+:mod:`oomkit.diagnose.upstream_wordings_history_frameworks`.
 :data:`HISTORY_NEAR_MISSES` are texts with the same words that are not an allocation failure.
 """
 
@@ -29,6 +30,10 @@ from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_history_engines import (
     ENGINES_HISTORY,
     ENGINES_HISTORY_NEAR_MISSES,
+)
+from oomkit.diagnose.upstream_wordings_history_frameworks import (
+    FRAMEWORKS_HISTORY,
+    FRAMEWORKS_HISTORY_NEAR_MISSES,
 )
 
 __all__ = ["HISTORY", "HISTORY_NEAR_MISSES", "TORCH_HISTORY"]
@@ -403,7 +408,7 @@ TORCH_HISTORY: tuple[Wording, ...] = (
     ),
 )
 
-HISTORY: tuple[Wording, ...] = TORCH_HISTORY + ENGINES_HISTORY
+HISTORY: tuple[Wording, ...] = TORCH_HISTORY + ENGINES_HISTORY + FRAMEWORKS_HISTORY
 
 _TORCH_NEAR_MISSES: tuple[str, ...] = (
     # the allocator's settings and statistics printed on success
@@ -418,4 +423,6 @@ _TORCH_NEAR_MISSES: tuple[str, ...] = (
     "nbytes) == 0. 22 vs 0",
 )
 
-HISTORY_NEAR_MISSES: tuple[str, ...] = _TORCH_NEAR_MISSES + ENGINES_HISTORY_NEAR_MISSES
+HISTORY_NEAR_MISSES: tuple[str, ...] = (
+    _TORCH_NEAR_MISSES + ENGINES_HISTORY_NEAR_MISSES + FRAMEWORKS_HISTORY_NEAR_MISSES
+)
