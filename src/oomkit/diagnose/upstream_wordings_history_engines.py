@@ -292,6 +292,15 @@ ENGINES_HISTORY_NEAR_MISSES: tuple[str, ...] = (
     "ggml_gallocr_needs_realloc: graph has different number of nodes",
     "llama_kv_cache_init:      CUDA0 KV buffer size =  1024.00 MiB",
     "llama_new_context_with_model: CUDA0 compute buffer size =   164.01 MiB",
+    # llama.cpp's parameter fitting (common/arg fit, late 2025-): declining to override a user's
+    # -ngl, a successful fit, its projection, and a load error that is not memory
+    "common_fit_params: failed to fit params to free device memory: n_gpu_layers already set "
+    "by user to 99, abort",
+    "common_fit_params: successfully fit params to free device memory",
+    "common_params_fit_impl: projected to use 21388 MiB of device memory vs. 23257 MiB of free "
+    "device memory",
+    "common_fit_params: encountered an error while trying to fit params to free device memory: "
+    "failed to load model",
     # vLLM: the swap-space warning and the KV sizing report of a successful start
     "WARNING config.py:1146] Possibly too large swap space. 16.00 GiB out of the 31.26 GiB "
     "total CPU memory is allocated for the swap space.",
