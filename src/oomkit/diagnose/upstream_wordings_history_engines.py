@@ -230,6 +230,14 @@ OLLAMA_HISTORY: tuple[Wording, ...] = (
     ),
     _w(
         "ollama",
+        "ollama/ollama:llm/server.go@v0.1.33..v0.5.x (Windows: the exit status, then the "
+        "runner's error)",
+        "llama runner process has terminated: exit status %s %s",
+        "Error: llama runner process has terminated: exit status 0xc0000409 error loading "
+        "model: unable to allocate backend buffer",
+    ),
+    _w(
+        "ollama",
         "ollama/ollama:llm/server.go@v0.1.33..v0.3.x (slog 'available' logged as raw bytes)",
         'msg="model request too large for system" requested=%s available=%d total=%s free=%s '
         "swap=%s",
