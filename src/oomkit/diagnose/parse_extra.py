@@ -196,6 +196,10 @@ _GENERIC_NEGATIVE = (
     "check quota",
     "rate limit",
     "received message larger than max",
+    # SGLang's healthy start (model_runner.py: "Memory pool end. avail mem=%.2f GB")
+    "memory pool end",
+    # ggml-backend's debug-build note before it reserves and retries the graph allocation
+    "failed to allocate graph, reserving",
     # kubelet starting its OOM watcher (pkg/kubelet/oom): nothing was killed
     "oom watcher",
 )

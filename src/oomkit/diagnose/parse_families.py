@@ -99,7 +99,7 @@ _TVM_ALLOC = re.compile(r"Failed to allocate (?P<x>\d{1,20}) bytes with alignmen
 # ggml-metal (2023): "ggml_metal_add_buffer: error: failed to allocate 'data' buffer, size = X MiB"
 _METAL_ADD = re.compile(
     r"ggml_metal_add_buffer: error: failed to allocate '(?P<name>[\w ]{1,20})' buffer, size = "
-    r"(?P<mib>\d{1,9}(?:\.\d{1,4})?) MiB"
+    r" {0,8}(?P<mib>\d{1,9}(?:\.\d{1,4})?) Mi?B"  # "MB" until late 2023: size / 1024 / 1024
 )
 _METAL_WS = re.compile(
     r"recommendedMaxWorkingSetSize\s{0,4}=\s{0,4}(?P<mib>\d{1,9}(?:\.\d{1,4})?) MiB"

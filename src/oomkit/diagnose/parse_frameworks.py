@@ -144,7 +144,11 @@ _GGML_TALLOC = re.compile(
     + _INT
     + r"), (?:largest block )?available (?P<f>"
     + _INT
-    + r")\)"
+    + r")\)|not enough space in the buffer to allocate (?P<x2>"  # ggml_dyn_tallocr_alloc (2024-)
+    + _INT
+    + r") bytes, largest block available (?P<f2>"
+    + _INT
+    + r") bytes"
 )
 _GGML_POOL = re.compile(r"not enough space in the (?P<pool>context's|scratch) memory")
 _GGML_BLOCKS = re.compile(
@@ -371,8 +375,8 @@ def _ggml(line: str, n: int) -> OomEvent | None:
             "ggml_tallocr_not_enough_space",
             line,
             n,
-            requested_bytes=to_int(m["x"]),
-            free_bytes=to_int(m["f"]),
+            requested_bytes=to_int(m["x"] or m["x2"]),
+            free_bytes=to_int(m["f"] or m["f2"]),
             detail=m["t"],
         )
     m0 = _GGML_POOL.search(line)

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import BufferLine, OomEvent
+from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz
 
 __all__ = ["parse_ollama"]
@@ -32,8 +33,9 @@ _SYSMEM = re.compile(
 _TOO_LARGE = re.compile(
     r"model request too large for system\"? requested=\"?"
     + sz("req", _U)
-    + r"\"? available=\"?"
+    + r"\"? available=\"?(?:(?P<avail_b>\d{1,20})(?=[\s\"]|$)(?! ?[KMGTPB])|"  # bytes, 0.1.33-0.3
     + sz("avail", _U)
+    + ")"
 )
 
 
@@ -179,7 +181,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         line,
                         n,
                         requested_bytes=size_of(m, "req", _RT),
-                        free_bytes=size_of(m, "avail", _RT),
+                        free_bytes=size_of(m, "avail", _RT) or to_int(m.group("avail_b") or ""),
                         stage="load",
                         inconsistent=_below(m),
                     )

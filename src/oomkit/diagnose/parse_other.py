@@ -49,10 +49,14 @@ _TF = re.compile(
 )
 # TF stream_executor (cuda_driver.cc / rocm_driver.cc) at session start
 _TF_DRIVER = re.compile(
-    r"failed to allocate (?P<h>[\d.]{1,20}[KMGT]?) \((?P<n>\d{1,20}) bytes\) from device: "
+    r"failed to allocate (?P<h>[\d.]{1,20}[KMGT]?(?:iB)?) \((?P<n>\d{1,20}) bytes\) from device: "
     r"(?P<err>CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|HIP_ERROR_OutOfMemory"
     r"|hipError_t\(\d{1,5}\)|\w{1,60})"
 )
+# TF / XLA cuda_malloc_async allocator (gpu_cudamallocasync_allocator.cc): "<name> cuMemAllocAsync
+# failed to allocate N[ bytes]: <status>" then "[Reported by CUDA: ]Free memory/Total memory: F/T"
+_TF_ASYNC = re.compile(r"cuMemAllocAsync failed to allocate (?P<n>\d{1,20})(?: bytes)?\b")
+_TF_ASYNC_FT = re.compile(r"Free memory/Total memory: (?P<f>\d{1,20})/(?P<t>\d{1,20})")
 # XLA PJRT: "Failed to allocate request for 3.00GiB (3221225472B) on device ordinal 0"
 _XLA_REQ = re.compile(
     r"Failed to allocate request for \S{1,30} \((?P<n>\d{1,20})B\) on device ordinal "
@@ -161,6 +165,7 @@ _NEEDLES = (
     "CUDA_ERROR_OUT_OF_MEMORY",
     "HIP_ERROR_OutOfMemory",
     "from device:",
+    "cuMemAllocAsync failed",
     "of memory while trying",
     "Out of memory allocating",
     "Resource exhausted",
@@ -314,6 +319,23 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         requested_bytes=to_int(m0.group("n")),
                         detail=m0.group("err"),
                         stage="startup",
+                    )
+                )
+                continue
+        if "cuMemAllocAsync failed to allocate" in line:
+            m6 = _TF_ASYNC.search(line)
+            if m6 is not None:
+                ft = _TF_ASYNC_FT.search(window(lines, i, max_lines=2))
+                events.append(
+                    _ev(
+                        "tensorflow",
+                        "gpu_alloc_failed",
+                        "tf_cudamallocasync_oom",
+                        line,
+                        n,
+                        requested_bytes=to_int(m6.group("n")),
+                        free_bytes=to_int(ft.group("f")) if ft is not None else None,
+                        total_bytes=to_int(ft.group("t")) if ft is not None else None,
                     )
                 )
                 continue

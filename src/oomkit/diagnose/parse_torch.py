@@ -195,11 +195,13 @@ _ASYNC_FIELDS = {
     "free": re.compile(r"Free \(according to CUDA\) ?: ?" + sz("v")),
     "allowed": re.compile(r"memory fraction\) ?: ?" + sz("v")),
 }
-# alloc_cpu.cpp: POSIX "can't allocate memory", Windows "not enough memory"; the
-# "DefaultCPUAllocator: " prefix is missing from some builds and from pasted fragments.
+# alloc_cpu.cpp: POSIX "can't allocate memory", Windows "not enough memory"; "DefaultCPUAllocator: "
+# is missing from some builds and pasted fragments. Older: TH / CPUAllocator.cpp "%dGB. Buy new
+# RAM!" (bytes / 2^30, truncated) and CPUAllocator.cpp 1.0-1.4's posix_memalign ENOMEM (12).
 _CPU = re.compile(
-    r"(?:DefaultCPUAllocator: )?(?P<why>can't allocate memory|not enough memory)"
-    r"(?:: you tried to allocate (?P<n>\d{1,20}) bytes)?"
+    r"(?:DefaultCPUAllocator: )?(?P<why>can't allocate memory|not enough memory"
+    r"|posix_memalign\(&data, gAlignment, nbytes\) == 0\. 12 vs 0)"
+    r"(?:: you tried to (?:re)?allocate (?:(?P<n>\d{1,20}) bytes|(?P<g>\d{1,9})GB))?"
 )
 _DRIVER = re.compile(
     r"(?P<be>CUDA|HIP)(?: driver)? error: ?out of memory|cuda runtime error \(2\) : out of memory"
@@ -530,9 +532,10 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         stage="library_workspace",
                     )
                 )
-        if "DefaultCPUAllocator" in raw or "you tried to allocate" in raw:
+        if "DefaultCPUAllocator" in raw or "you tried to" in raw or "posix_memalign" in raw:
             m4 = _CPU.search(lines.cleaned(i))
             if m4 is not None:
+                gib = (int(m4.group("g") or 0) << 30) or None  # "0GB" states no size
                 events.append(
                     OomEvent(
                         runtime=_RT,
@@ -540,7 +543,7 @@ def parse_torch(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                         format="c10_cpu_allocator",
                         line=line_no,
                         text=m4.group(0),
-                        requested_bytes=to_int(m4.group("n")) if m4.group("n") else None,
+                        requested_bytes=to_int(m4.group("n")) if m4.group("n") else gib,
                         detail=m4.group("why"),
                     )
                 )
