@@ -221,9 +221,14 @@ def draw(rng: random.Random, command: str, table: list[tuple[str, str, Any]]) ->
     runtime = rng.choice(RUNTIMES)
     shown = runtime
     if train:
-        args += ["--train", rng.choice(("full", "lora", "qlora"))]
+        method = rng.choice(("full", "lora", "qlora"))
+        args += ["--train", method]
         extra = [n for n in names if n.startswith("train_") and n != "train_method"]
+        if method == "full":  # adapters' options size LoRA only
+            extra = [n for n in extra if "lora" not in n and "kbit" not in n]
         chosen = rng.sample(extra, rng.randint(1, 5))
+        if any("offload" in n for n in chosen) and not {"train_zero", "train_fsdp"} & {*chosen}:
+            args += ["--zero", "3"]  # CPU offload is ZeRO's or FSDP's
     else:
         if command == "plan" and rng.random() < 0.15:
             shown = "any"
@@ -466,7 +471,7 @@ def run_one(args: Sequence[str], stdin: str | None = None) -> str | None:
         return f"{args[0]} --json output does not parse: {e}"[:200]
     if not isinstance(doc, dict):
         return f"{args[0]} --json output is not an object"
-    return check(doc, int(code))  # type: ignore[call-overload]
+    return check(doc, int(code))
 
 
 def fuzz(n: int, seed: int, commands: Sequence[str]) -> dict[str, str]:
