@@ -176,13 +176,18 @@ def pool(name: str, param: Any, runtime: str, model: str) -> tuple[str, ...]:
         return GGUF_KV
     if name in ("ctx", "min_ctx", "draft_ctx"):
         return contexts(model)
+    if name == "emit":  # bare: the estimate's runtime; a runtime; or a training launcher
+        from oomkit.cli.train_options import EMIT_CHOICES
+
+        return ("same", *RUNTIMES, *EMIT_CHOICES)
     if name == "runtime_version":
         return tuple(versions(runtime))
     kind = param.type
     if isinstance(kind, click.Choice):
         return tuple(str(c) for c in kind.choices)
-    if isinstance(kind, click.IntRange) and kind.min is not None and kind.max is not None:
-        return tuple(str(i) for i in range(int(kind.min), int(kind.max) + 1))
+    lo, hi = getattr(kind, "min", None), getattr(kind, "max", None)
+    if isinstance(lo, int) and isinstance(hi, int) and hi - lo < 16:
+        return tuple(str(i) for i in range(lo, hi + 1))
     if kind.name == "SIZE":
         return SIZES
     if kind.name in ("integer", "integer range", "N", "N|max"):
@@ -224,6 +229,7 @@ def draw(rng: random.Random, command: str, table: list[tuple[str, str, Any]]) ->
         method = rng.choice(("full", "lora", "qlora"))
         args += ["--train", method]
         extra = [n for n in names if n.startswith("train_") and n != "train_method"]
+        extra += [n for n in ("emit",) if n in names]
         if method == "full":  # adapters' options size LoRA only
             extra = [n for n in extra if "lora" not in n and "kbit" not in n]
         chosen = rng.sample(extra, rng.randint(1, 5))
@@ -278,6 +284,30 @@ def draw(rng: random.Random, command: str, table: list[tuple[str, str, Any]]) ->
     if rng.random() < 0.85:
         args.append("--json")
     return args
+
+
+def draw_listing(rng: random.Random, command: str, table: list[tuple[str, str, Any]]) -> list[str]:
+    """``gpus --for MODEL`` or ``models --fits GPU`` with valid options (about a second each:
+    not in the default mix, ``--commands gpus,models``)."""
+    from oomkit.catalog.models import all_models
+
+    model = rng.choice([m.key for m in all_models()])
+    runtime = rng.choice(RUNTIMES)
+    if command == "gpus":
+        args = ["gpus", "--for", model]
+    else:
+        args = ["models", "--fits", gpu_specs(rng, runtime)]
+    args += ["--runtime", runtime]
+    for name, spelling, param in table:
+        if name in ("runtime", "for_model", "fits_gpu", "catalog", "search", "vram"):
+            continue
+        if getattr(param, "is_flag", False) or rng.random() < 0.5:
+            continue
+        vals = pool(name, param, runtime, model)
+        vals = tuple(v for v in vals if v != "max")
+        if vals:
+            args += [spelling, rng.choice(vals)]
+    return [*args, "--json"]
 
 
 #: OOM messages in the runtimes' own wording; {a} {b} {c} are drawn sizes
@@ -408,7 +438,45 @@ def check_doctor(doc: Mapping[str, Any], code: int) -> str | None:
     return None
 
 
-CHECKS = {"estimate": check_estimate, "plan": check_plan, "doctor": check_doctor}
+def check_listing(doc: Mapping[str, Any], code: int) -> str | None:
+    """``gpus --for`` / ``models --fits``: the generic checks only (parses, no negative size)."""
+    return None if "schema_version" in doc else "listing JSON lacks 'schema_version'"
+
+
+#: ``*_bytes`` keys that may be negative (a margin below zero, a change that adds memory)
+SIGNED = ("free", "margin", "delta", "change", "saving", "over", "diff", "available", "headroom")
+
+
+def negative_bytes(doc: object, path: str = "") -> str | None:
+    """The first ``*_bytes`` field anywhere in ``doc`` holding a negative size, as a path."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            where = f"{path}.{key}"
+            if (
+                (str(key).endswith("_bytes") or key == "bytes")
+                and isinstance(value, int)
+                and value < 0
+                and not any(w in str(key) for w in SIGNED)
+            ):
+                return f"negative {where.lstrip('.')}"
+            found = negative_bytes(value, where)
+            if found:
+                return found
+    elif isinstance(doc, list):
+        for value in doc:
+            found = negative_bytes(value, f"{path}[]")
+            if found:
+                return found
+    return None
+
+
+CHECKS = {
+    "estimate": check_estimate,
+    "plan": check_plan,
+    "doctor": check_doctor,
+    "gpus": check_listing,
+    "models": check_listing,
+}
 #: exit codes seen by :func:`run_one`
 CODES: dict[object, int] = {}
 
@@ -471,7 +539,7 @@ def run_one(args: Sequence[str], stdin: str | None = None) -> str | None:
         return f"{args[0]} --json output does not parse: {e}"[:200]
     if not isinstance(doc, dict):
         return f"{args[0]} --json output is not an object"
-    return check(doc, int(code))
+    return negative_bytes(doc) or check(doc, int(code))
 
 
 def fuzz(n: int, seed: int, commands: Sequence[str]) -> dict[str, str]:
@@ -484,6 +552,8 @@ def fuzz(n: int, seed: int, commands: Sequence[str]) -> dict[str, str]:
         stdin = None
         if command == "doctor":
             args, stdin = doctor_args(rng)
+        elif command in ("gpus", "models"):
+            args = draw_listing(rng, command, tables[command])
         else:
             args = draw(rng, command, tables[command])
         problem = run_one(args, stdin)
