@@ -38,3 +38,33 @@ def test_vllm_cpu_offload_above_the_weights_offloads_them_all(
     # the host holds what the GPUs do not: each rank's weights, not 4 x 4 GiB
     offloaded = doc["host"]["weights_bytes"]
     assert 8 << 30 < offloaded < 16 << 30
+
+
+@pytest.mark.parametrize(
+    ("line", "starts"),
+    [
+        (
+            "oomkit estimate falcon3-7b --offline --train lora --attn-implementation eager "
+            "--softmax-saves-input --fragmentation 0.1 --no-compile-loss --emit fsdp "
+            "--gpu rtx-2060 --json",
+            "compute_environment:",
+        ),
+        (
+            "oomkit estimate roberta-base --offline --train full --zero 3 --compile "
+            "--offload-params --fragmentation 0.1 --emit deepspeed --gpu arc-b580 --json",
+            "{",
+        ),
+    ],
+)
+def test_training_emit_with_json_prints_one_json_document(
+    line: str, starts: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # seeds 11, 12 and 20: --train --emit LAUNCHER --json printed the launcher's YAML/JSON
+    # config alone, not the estimate; now the config is the document's "command", as for
+    # inference's --emit
+    code, out, _ = _run(line, capsys)
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1
+    assert doc["runtime"] == "training"
+    assert doc["command"].startswith(starts)
+    assert code == {"fits": 0, "tight": 4, "does_not_fit": 3}[doc["verdict"]]
