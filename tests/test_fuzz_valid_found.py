@@ -68,3 +68,23 @@ def test_training_emit_with_json_prints_one_json_document(
     assert doc["runtime"] == "training"
     assert doc["command"].startswith(starts)
     assert code == {"fits": 0, "tight": 4, "does_not_fit": 3}[doc["verdict"]]
+
+
+def test_doctor_never_prints_a_negative_size_outside_pytorch(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # seeds 13 and 14: "this process has 1 GiB in use" with 1 GiB allocated and 20 MiB reserved
+    # read "-20.00 MiB outside PyTorch"; the figures overlap, and the doctor says so
+    import io
+
+    log = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20 MiB. GPU 0 has a total "
+        "capacity of 1 GiB of which 20 MiB is free. Including non-PyTorch memory, this process "
+        "has 1 GiB memory in use. Of the allocated memory 1 GiB is allocated by PyTorch, and 20 "
+        "MiB is reserved by PyTorch but unallocated."
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(log))
+    code, out, _ = _run("oomkit doctor -", capsys)
+    assert code == 0
+    assert "-20.00 MiB" not in out
+    assert "20.00 MiB more than it holds (the figures do not add up)" in out
