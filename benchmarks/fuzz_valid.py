@@ -33,6 +33,7 @@ import io
 import json
 import os
 import random
+import re
 import shlex
 import sys
 import traceback
@@ -406,8 +407,8 @@ def check_estimate(doc: Mapping[str, Any], code: int) -> str | None:
 
 
 def check_plan(doc: Mapping[str, Any], code: int) -> str | None:
-    """``plan --json``: exit 0 has a plan that fits, exit 3 says nothing fits; an inference
-    plan whose level is "fits" has every device inside its capacity."""
+    """``plan --json``: exit 0 has a plan, exit 3 says nothing fits; every plan proposed fits
+    (each device inside its capacity; a training plan's verdict is not "does_not_fit")."""
     for key in ("schema_version", "model", "fits", "plans"):
         if key not in doc:
             return f"plan JSON lacks '{key}'"
@@ -416,12 +417,12 @@ def check_plan(doc: Mapping[str, Any], code: int) -> str | None:
     if code == 3 and doc["fits"] is not False:
         return "plan exit 3 with fits not false"
     for p in doc["plans"]:
-        if p.get("level") != "fits":
-            continue
+        if p.get("verdict") == "does_not_fit":
+            return "plan proposes a training setup whose verdict is does_not_fit"
         for d in p.get("devices") or ():
             cap = d.get("capacity_bytes")
             if cap is not None and d.get("total_bytes", 0) > cap:
-                return "plan level fits with a device over capacity"
+                return f"plan proposes a {p.get('runtime')} setup with a device over capacity"
     return None
 
 
@@ -477,6 +478,8 @@ CHECKS = {
     "gpus": check_listing,
     "models": check_listing,
 }
+#: a size below zero in text output (sizes print as "12.3 GiB"; a deficit says "over")
+NEGATIVE_SIZE = re.compile(r"(?<![\w.-])-\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b")
 #: exit codes seen by :func:`run_one`
 CODES: dict[object, int] = {}
 
@@ -531,7 +534,10 @@ def run_one(args: Sequence[str], stdin: str | None = None) -> str | None:
     if code not in (0, 1, 2, 3, 4):
         return f"exit code {code!r}"
     check = CHECKS.get(args[0])
-    if "--json" not in args or code not in (0, 3, 4) or check is None:
+    if "--json" not in args:
+        bad = NEGATIVE_SIZE.search(out.getvalue())
+        return f"{args[0]} prints a negative size: {bad.group(0)}" if bad else None
+    if code not in (0, 3, 4) or check is None:
         return None
     try:
         doc = json.loads(out.getvalue())
