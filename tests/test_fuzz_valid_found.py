@@ -88,3 +88,32 @@ def test_doctor_never_prints_a_negative_size_outside_pytorch(
     assert code == 0
     assert "-20.00 MiB" not in out
     assert "20.00 MiB more than it holds (the figures do not add up)" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "compared", "left_out"),
+    [
+        (
+            "oomkit plan llama-7b --offline --runtime any --quant IQ3_S --min-ctx 256 "
+            "--gpu rtx-4000-ada --json",
+            {"llama.cpp", "ollama"},
+            "vllm left out: it reads no IQ3_S weights",
+        ),
+        (
+            "oomkit plan llama-7b --offline --runtime any --min-quant awq --gpu rtx-4000-ada "
+            "--json",
+            {"vllm", "sglang", "transformers"},
+            "llama.cpp left out: it reads no awq weights",
+        ),
+    ],
+)
+def test_plan_any_compares_the_runtimes_that_read_the_quant(
+    line: str, compared: set[str], left_out: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # seed 31: `plan --runtime any --quant Q5_1` (any GGUF type, and any HF format the other
+    # way) failed with "Unknown HF weight format 'q5_1'" from the vLLM search (exit 1)
+    code, out, err = _run(line, capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {p["runtime"] for p in doc["plans"]} == compared
+    assert left_out in doc["notes"]
