@@ -19,7 +19,8 @@ raised it) is printed once with a command line that reproduces it.
 Usage (from the repository root)::
 
     python benchmarks/fuzz_valid.py --n 300 --seed 1
-    python benchmarks/fuzz_valid.py --n 300 --seed 2 --commands estimate
+    python benchmarks/fuzz_valid.py --n 300 --seed 2 --commands estimate --why 10  # + refusals
+    python benchmarks/fuzz_valid.py --n 40 --seed 3 --commands gpus,models  # ~1 s a run
 
 Exit 1 when any problem is found.
 """
@@ -482,6 +483,8 @@ CHECKS = {
 NEGATIVE_SIZE = re.compile(r"(?<![\w.-])-\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b")
 #: exit codes seen by :func:`run_one`
 CODES: dict[object, int] = {}
+#: (exit code, error line with digits folded) -> count, of the runs refused with 1 or 2
+REFUSALS: dict[tuple[object, str], int] = {}
 
 
 def _site(args: Sequence[str], stdin: str | None) -> str:
@@ -529,6 +532,10 @@ def run_one(args: Sequence[str], stdin: str | None = None) -> str | None:
             return f"raised {type(e).__name__}: {e}"[:200]
     CODES[code] = CODES.get(code, 0) + 1
     text = err.getvalue()
+    if code in (1, 2):  # a refusal: which one (digits folded), for --why
+        line = next((x for x in text.splitlines() if x.startswith("Error")), "?")
+        key = (code, re.sub(r"\d+", "N", line)[:110])
+        REFUSALS[key] = REFUSALS.get(key, 0) + 1
     if "internal error" in text or "Traceback" in text:
         return _site(args, stdin)
     if code not in (0, 1, 2, 3, 4):
@@ -576,6 +583,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--commands", default="estimate,estimate,estimate,plan,doctor")
+    ap.add_argument(
+        "--why", type=int, default=0, help="also print the N most common refusals (exit 1/2)"
+    )
     a = ap.parse_args()
     commands = [c.strip() for c in a.commands.split(",") if c.strip()]
     problems = fuzz(a.n, a.seed, commands)
@@ -584,6 +594,8 @@ def main() -> int:
     codes = ", ".join(f"{k}: {v}" for k, v in sorted(CODES.items(), key=lambda kv: str(kv[0])))
     print(f"{a.n} invocations (seed {a.seed}): {len(problems)} distinct problem(s)")
     print(f"exit codes: {codes} (0 fits, 4 tight, 3 does not fit, 1 error, 2 usage error)")
+    for (code, line), count in sorted(REFUSALS.items(), key=lambda kv: -kv[1])[: a.why]:
+        print(f"  {count:4d} x exit {code}: {line}")
     return 1 if problems else 0
 
 
