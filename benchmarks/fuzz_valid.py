@@ -80,16 +80,14 @@ NAMED: Mapping[str, tuple[str, ...]] = {
     "draft_quant": ("Q4_K_M", "Q8_0", "F16"),
     "lora_targets": ("q_proj,v_proj", "all-linear", "q_proj"),
     "transformers_version": ("4.36", "4.45", "4.57", "5.0", "5.2"),
-    "train_micro_batch": ("1", "2", "8", "64"),
-    "train_seq": ("1", "512", "2048", "32768"),
-    "train_gpus": ("1", "2", "8"),
-    "train_nodes": ("1", "2"),
+    "train_micro_batch": ("1", "2", "8", "64"), "train_seq": ("1", "512", "2048", "32768"),
+    "train_gpus": ("1", "2", "8"), "train_nodes": ("1", "2"),
     "train_lora_rank": ("1", "16", "256"),
     "train_lora_targets": ("q_proj,v_proj", "all-linear"),
     "train_grad_accum": ("1", "8"),
     "train_transformers_version": ("4.45", "4.57", "5.0", "5.2"),
     "train_fragmentation": ("0", "0.1"),
-}
+}  # fmt: skip
 
 
 def options(command: str) -> list[tuple[str, str, Any]]:
@@ -472,13 +470,8 @@ def negative_bytes(doc: object, path: str = "") -> str | None:
     return None
 
 
-CHECKS = {
-    "estimate": check_estimate,
-    "plan": check_plan,
-    "doctor": check_doctor,
-    "gpus": check_listing,
-    "models": check_listing,
-}
+CHECKS = {"estimate": check_estimate, "plan": check_plan, "doctor": check_doctor,
+          "gpus": check_listing, "models": check_listing}  # fmt: skip
 #: a size below zero in text output (sizes print as "12.3 GiB"; a deficit says "over")
 NEGATIVE_SIZE = re.compile(r"(?<![\w.-])-\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)\b")
 #: exit codes seen by :func:`run_one`
