@@ -461,7 +461,7 @@ def run_training(
             gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus, os=os_name
         )
     spec = load_model(model, offline=True if offline else None)
-    if training.emit is not None:
+    if training.emit is not None and not as_json:
         from oomkit.estimate.training_emit import emit_text
 
         click.echo(emit_text(training.emit, spec, settings))
@@ -499,6 +499,10 @@ def run_training(
                 }
                 for c in changes
             ]
+        if training.emit is not None:  # stdout holds one JSON document: the config goes in it,
+            from oomkit.estimate.training_emit import emit_text  # as inference's "command"
+
+            doc["command"] = emit_text(training.emit, spec, settings)
         print_json(doc)
     else:
         from oomkit.units import format_bytes

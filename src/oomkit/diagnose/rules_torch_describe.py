@@ -72,9 +72,10 @@ def _describe(e: OomEvent) -> str:
         )
         s += f" {who} holds {_fb(p)}"
         if a is not None and r is not None:
-            s += (
-                f": {_fb(a)} allocated by PyTorch, {_fb(r)} reserved but unallocated, "
+            s += f": {_fb(a)} allocated by PyTorch, {_fb(r)} reserved but unallocated, " + (
                 f"{_fb(p - a - r)} outside PyTorch (CUDA context, libraries)"
+                if p >= a + r  # PyTorch's own figures: in use >= allocated + reserved
+                else f"together {_fb(a + r - p)} more than it holds (the figures do not add up)"
             )
         s += "."
     elif a == 0 and r == 0:

@@ -20,14 +20,13 @@ states are still held (:func:`~oomkit.estimate.hf_activations.sampler_peak_bytes
 
 Defaults (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, OpenAI server):
 ``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 when the GPU has >= 70 GiB and its name
-does not contain "a100" (PR #17885), else 2048 and 256 (``--llm-class``, the offline ``LLM``
-class: 16384 / 8192 tokens); V0 engines used 256 sequences and, without
-chunked prefill, ``max(max_model_len, 2048)`` batched tokens. ``block_size`` 16 (CacheConfig
-``DEFAULT_BLOCK_SIZE``); KV dtype = model dtype (``--kv-cache-dtype auto``). vLLM downcasts
-float32 checkpoints to 16 bits by default.
-Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``, ``--max-model-len``,
-``--max-num-seqs``, ``--max-num-batched-tokens``, ``--kv-cache-dtype``, ``--cpu-offload-gb``,
-``--enforce-eager``, ``--block-size``.
+does not contain "a100" (PR #17885), else 2048 and 256 (``--llm-class``, the offline ``LLM`` class:
+16384 / 8192 tokens); V0 engines used 256 sequences and, without chunked prefill,
+``max(max_model_len, 2048)`` batched tokens. ``block_size`` 16 (CacheConfig
+``DEFAULT_BLOCK_SIZE``); KV dtype = model dtype (``--kv-cache-dtype auto``). vLLM downcasts float32
+checkpoints to 16 bits by default. Flags: ``--tensor-parallel-size``, ``--gpu-memory-utilization``,
+``--max-model-len``, ``--max-num-seqs``, ``--max-num-batched-tokens``, ``--kv-cache-dtype``,
+``--cpu-offload-gb``, ``--enforce-eager``, ``--block-size``.
 """
 
 from __future__ import annotations
@@ -98,6 +97,7 @@ class VllmPlan:
     block_size: int
     kv_elem_bytes: int
     weights_bytes: int
+    cpu_offload_bytes: int  # part of the weights on the CPU (--cpu-offload-gb, capped)
     rope_cache_bytes: int
     #: the profile run's torch peak increase: max(forward live set, sampler)
     activation_bytes: int
@@ -195,8 +195,7 @@ def plan_vllm(
             _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
         )
     if settings.max_num_seqs and settings.max_num_batched_tokens and batched < seqs:
-        # SchedulerConfig._verify_args (vllm/config/scheduler.py): every running sequence needs
-        # at least one token of the step's budget
+        # SchedulerConfig._verify_args (vllm/config/scheduler.py): a token per running sequence
         raise InvalidSettingError(
             f"max_num_batched_tokens {batched} is below 'max_num_seqs' ({seqs}): vLLM refuses "
             "it (each running sequence needs a token of the step's budget); raise "
@@ -219,7 +218,9 @@ def plan_vllm(
     # [max_position, rotary_dim] cast to the model dtype (rotary_embedding.py)
     rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
     rope = (spec.max_position_embeddings or max_len) * rotary * elem
-    w = weights.bytes_per_rank - (settings.cpu_offload_bytes or 0)
+    # vLLM maybe_offload_to_cpu (models/utils.py) stops when no parameter is left to move
+    offload = min(settings.cpu_offload_bytes or 0, weights.bytes_per_rank)
+    w = weights.bytes_per_rank - offload
     extra, why = mxfp4_weights_extra(
         spec, settings.quant, device, hopper=mxfp4_hopper, layers=stage, tp=tp
     )
@@ -324,6 +325,7 @@ def plan_vllm(
         block_size=block,
         kv_elem_bytes=kv_elem,
         weights_bytes=w,
+        cpu_offload_bytes=offload,
         rope_cache_bytes=rope,
         activation_bytes=act,
         forward_bytes=fwd,
@@ -508,8 +510,7 @@ def estimate_vllm(
             + " (vLLM get_pp_indices); embeddings on the first stage, LM head and sampler on "
             "the last"
         )
-    # every stage must hold its own KV for max_model_len (the engine keeps the smallest
-    # block count of all workers)
+    # every stage must hold its own KV for max_model_len (the engine keeps the least blocks)
     worst = min(
         plans,
         key=lambda p: (
@@ -586,8 +587,8 @@ def estimate_vllm(
                 Component(
                     category="weights",
                     label="CPU-offloaded weights",
-                    n_bytes=(settings.cpu_offload_bytes or 0) * p0.tp,
-                    formula="--cpu-offload-gb x tp",
+                    n_bytes=sum(p.cpu_offload_bytes for p in plans),
+                    formula="sum over ranks of min(--cpu-offload-gb, the rank's weights)",
                 ),
             )
             if settings.cpu_offload_bytes

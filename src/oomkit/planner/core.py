@@ -399,6 +399,20 @@ def _hardware_notes(hardware: Hardware) -> list[str]:
     return out
 
 
+def _reads_quant(runtime: str, quant: str) -> bool:
+    """Whether ``runtime`` reads weights in ``quant`` (GGUF types for llama.cpp and Ollama,
+    HF formats for the others)."""
+    from oomkit.errors import UnknownNameError
+    from oomkit.quant.hf_formats import hf_format
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    try:
+        (llamacpp_ftype if runtime in ("llama.cpp", "ollama") else hf_format)(quant)
+    except UnknownNameError:
+        return False
+    return True
+
+
 def plan_spec(
     spec: ModelSpec,
     hardware: Hardware,
@@ -423,6 +437,14 @@ def plan_spec(
         runtimes = (normalize_runtime(request.runtime),)
     plans: list[Plan] = []
     notes: list[str] = _hardware_notes(hardware)
+    named = [q for q in (request.quant, request.min_quant) if q is not None]
+    readers = tuple(r for r in runtimes if all(_reads_quant(r, q) for q in named))
+    if len(runtimes) > 1 and readers and readers != runtimes:  # --runtime any --quant Q4_K_M
+        kinds = " / ".join(named)
+        notes += [
+            f"{r} left out: it reads no {kinds} weights" for r in runtimes if r not in readers
+        ]
+        runtimes = readers
     if base is not None and base.runtime_version:
         notes.append(
             f"memory modelled for runtime version {base.runtime_version}; the commands use "
