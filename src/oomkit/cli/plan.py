@@ -17,6 +17,7 @@ from oomkit.cli.train_options import (
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
+from oomkit.planner.speed_kernels import speed_unknown
 
 if TYPE_CHECKING:
     from oomkit.spec.settings import TrainingSettings
@@ -416,7 +417,7 @@ def render_plan(result: object) -> str:
     def speed_text(p: Plan) -> str:
         tps = None if p.speed is None else p.speed.decode_tokens_per_s
         if tps is None:
-            return ""
+            return speed_unknown(p.speed)
         return f"  ~{tps:.1f} tok/s decode" if tps < 10 else f"  ~{tps:.0f} tok/s decode"
 
     compare = len({p.runtime for p in result.plans}) > 1  # --runtime any: a command each
