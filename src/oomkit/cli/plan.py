@@ -301,7 +301,7 @@ def _plan_training(
 
     from oomkit.api import load_model
     from oomkit.estimate.training import estimate_training
-    from oomkit.estimate.training_emit import emit_text
+    from oomkit.planner.train_launch import training_launch
     from oomkit.planner.training import TrainingChange, suggest_training_changes
     from oomkit.serialize import SCHEMA_VERSION
     from oomkit.spec.hardware import Hardware
@@ -330,7 +330,15 @@ def _plan_training(
         plans = [*clear, asked]
     else:
         plans = suggest_training_changes(spec, settings, hardware, platform=platform)
-    launcher = "torchrun"  # the DeepSpeed/FSDP config: `oomkit estimate ... --emit deepspeed`
+
+    def launch_fields(s: TrainingSettings) -> dict[str, str | None]:
+        launch = training_launch(spec, s)
+        return {
+            "command": launch.command,
+            "launcher": launch.launcher,
+            "config_file": launch.config_file,
+            "config": launch.config,
+        }
 
     def peak(p: TrainingChange) -> int:
         return max((d.total_bytes for d in p.estimate.devices), default=0)
@@ -355,7 +363,7 @@ def _plan_training(
                         "settings": dataclasses.asdict(p.settings),
                         "peak_bytes": peak(p),
                         "peak_phase": p.estimate.runtime_details.get("peak_phase"),
-                        "command": emit_text(launcher, spec, p.settings),
+                        **launch_fields(p.settings),
                         "check_command": check(p.settings),
                     }
                     for p in plans
@@ -379,11 +387,12 @@ def _plan_training(
                 f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
                 f"of {format_bytes(cap)} (in {phase}{tight})"
             )
-            click.echo(f"  run: {emit_text(launcher, spec, p.settings)}")
+            launch = training_launch(spec, p.settings)
+            click.echo(f"  run: {launch.command}")
             click.echo(f"  check: {check(p.settings)}")
-            if p.settings.zero or p.settings.fsdp:
-                kind = "deepspeed" if p.settings.zero else "fsdp"
-                click.echo(f"  config: add --emit {kind} to the check command")
+            if launch.config_file and launch.config:
+                click.echo(f"  {launch.config_file}:")
+                click.echo("\n".join(f"    {x}" for x in launch.config.splitlines()))
     return EXIT_OK if plans else EXIT_NEGATIVE
 
 
