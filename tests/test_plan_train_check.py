@@ -1,7 +1,7 @@
 """``oomkit plan --train``: each plan carries the ``oomkit estimate --train`` command that
-reproduces its per-GPU peak. The launch line (``deepspeed``/``accelerate launch``/``torchrun``) carries none of the
-plan's changes, and "add --emit deepspeed to the estimate command with these flags" named no
-flags."""
+reproduces its per-GPU peak. The launch line carries only the launcher and its config (not
+LoRA or checkpointing, which are the script's), and "add --emit deepspeed to the estimate
+command with these flags" named no flags."""
 
 from __future__ import annotations
 
