@@ -399,7 +399,7 @@ def _plan_training(
 def render_plan(result: object) -> str:
     from oomkit.cli.bars import device_bar, use_color
     from oomkit.planner.core import Plan, PlanResult
-    from oomkit.units import format_bytes
+    from oomkit.units import format_bytes, format_params
 
     assert isinstance(result, PlanResult)
     color = use_color()
@@ -412,7 +412,7 @@ def render_plan(result: object) -> str:
         counts[label] = counts.get(label, 0) + 1
     gpus = ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())
     ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
-    lines = [f"{m.name} ({m.architecture}, {m.params / 1e9:.2f} B params) on {gpus}{ram}"]
+    lines = [f"{m.name} ({m.architecture}, {format_params(m.params)} params) on {gpus}{ram}"]
     req = result.request
     asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
     if req.quant:
