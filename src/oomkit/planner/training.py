@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.verdict import Platform, Verdict, verdict
+from oomkit.planner.training_host import host_overflows, host_side_changes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
@@ -228,6 +229,10 @@ def suggest_training_changes(
 
     accept: Accept = accept_fits if only_fits else accept_any
     out = _changes(settings, run, accept)
+    asked = run(settings)
+    if asked is not None and host_overflows(asked):
+        # the GPUs fit, the RAM does not: take the offload back before any GPU saving
+        out = [*host_side_changes(settings, run, accept), *out]
     if not only_fits and out and all(c.level == "tight" for c in out):
         clear = _combination(settings, run, accept_fits)
         if clear is not None:
