@@ -362,6 +362,7 @@ def _plan_training(
                         "verdict": p.level,
                         "settings": dataclasses.asdict(p.settings),
                         "peak_bytes": peak(p),
+                        "host_bytes": p.estimate.host.total_bytes,
                         "peak_phase": p.estimate.runtime_details.get("peak_phase"),
                         **launch_fields(p.settings),
                         "check_command": check(p.settings),
@@ -387,6 +388,11 @@ def _plan_training(
                 f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
                 f"of {format_bytes(cap)} (in {phase}{tight})"
             )
+            host = p.estimate.host.total_bytes
+            if host:  # CPU offload: the RAM it needs, checked only against a given --ram
+                ram = hardware.host_ram_bytes
+                of = f" of {format_bytes(ram)}" if ram else " (not checked: pass --ram SIZE)"
+                click.echo(f"  host RAM: {format_bytes(host)}{of}")
             launch = training_launch(spec, p.settings)
             click.echo(f"  run: {launch.command}")
             click.echo(f"  check: {check(p.settings)}")
