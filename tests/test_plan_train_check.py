@@ -1,7 +1,7 @@
 """``oomkit plan --train``: each plan carries the ``oomkit estimate --train`` command that
-reproduces its per-GPU peak. The launch line (``torchrun ... train.py``) carries none of the
-plan's changes, and "add --emit deepspeed to the estimate command with these flags" named no
-flags."""
+reproduces its per-GPU peak. The launch line carries only the launcher and its config (not
+LoRA or checkpointing, which are the script's), and "add --emit deepspeed to the estimate
+command with these flags" named no flags."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def test_text_plan_prints_the_check_line(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "  check: oomkit estimate llama-3.1-70b --train full" in out
     assert "--zero 3" in out
-    assert "add --emit deepspeed to the check command" in out
+    # the ZeRO-3 plan runs under the DeepSpeed launcher with its config printed (planfix)
+    assert "  run: deepspeed --num_gpus=8 train.py --deepspeed ds_config.json" in out
+    assert '"stage": 3' in out
 
 
 def test_text_plan_counts_the_jobs_gpus(capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,4 +74,5 @@ def test_text_plan_counts_the_jobs_gpus(capsys: pytest.CaptureFixture[str]) -> N
           "--gpu", "rtx-4090"])  # fmt: skip
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "llama-3.1-8b: full fine-tuning on 8 GPU(s)"
-    assert "--nproc_per_node=4" in out
+    # FSDP runs under accelerate launch: 4 GPUs x 2 nodes are 8 processes on 2 machines
+    assert "--num_processes=8 --num_machines=2" in out

@@ -36,6 +36,7 @@ __all__ = [
     "ceil_div",
     "format_bytes",
     "format_bytes_fine",
+    "format_params",
     "parse_count",
     "parse_size",
 ]
@@ -171,3 +172,18 @@ def format_bytes_fine(n_bytes: int) -> str:
     if n < MiB:
         return f"{'-' if n_bytes < 0 else ''}{n / KiB:.2f} KiB"
     return format_bytes(n_bytes)
+
+
+def format_params(n_params: float) -> str:
+    """A parameter count for display, in decimal units: billions (``B``) from 10^9, millions
+    (``M``) from 10^6, thousands (``K``) from 10^3, two decimals (a tiny test model printed as
+    ``0.00 B`` before). JSON keeps the plain integer.
+
+    >>> [format_params(n) for n in (8_030_261_248, 124_439_808, 70_144, 12)]
+    ['8.03 B', '124.44 M', '70.14 K', '12']
+    """
+    n = abs(n_params)
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n_params / scale:.2f} {unit}"
+    return f"{n_params:.0f}"

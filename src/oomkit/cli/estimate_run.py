@@ -392,6 +392,7 @@ def _suggestion_dict(est: Estimate, p: Plan) -> dict[str, object]:
         "changes": list(p.changes),
         "settings": dict(p.estimate.settings),
         "saving_bytes": _peak(est) - _peak(p.estimate),
+        "host_bytes": p.estimate.host.total_bytes,
         "command": p.command,
     }
 
@@ -402,10 +403,16 @@ def render_suggestions(est: Estimate, plans: tuple[Plan, ...]) -> str:
 
     if not plans:
         return "Nothing the planner can change makes it fit: see `oomkit plan MODEL` for why."
+    from oomkit.planner.training_host import host_overflows
+
     lines = ["To make it fit (each keeps 1 GiB free per GPU; best first):"]
+    ram = host_overflows(est)  # the GPUs fit: say what each change leaves in RAM
     for i, p in enumerate(plans, 1):
         saving = _peak(est) - _peak(p.estimate)
         saves = f"  [saves ~{format_bytes(saving)} on the fullest GPU]" if saving > 0 else ""
+        if ram:
+            host, asked = p.estimate.host.total_bytes, est.host.total_bytes
+            saves = f"  [host RAM {format_bytes(host)}, asked {format_bytes(asked)}]"
         lines.append(f"  {i}. {p.summary}{saves}")
         lines.extend(f"     {c}" for c in p.command.splitlines())
     return "\n".join(lines)

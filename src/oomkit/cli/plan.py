@@ -17,6 +17,7 @@ from oomkit.cli.train_options import (
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
+from oomkit.planner.speed_kernels import speed_unknown
 
 if TYPE_CHECKING:
     from oomkit.spec.settings import TrainingSettings
@@ -337,7 +338,7 @@ def _plan_training(
 
     from oomkit.api import load_model
     from oomkit.estimate.training import estimate_training
-    from oomkit.estimate.training_emit import emit_text
+    from oomkit.planner.train_launch import training_launch
     from oomkit.planner.training import TrainingChange, suggest_training_changes
     from oomkit.serialize import SCHEMA_VERSION
     from oomkit.spec.hardware import Hardware
@@ -366,7 +367,15 @@ def _plan_training(
         plans = [*clear, asked]
     else:
         plans = suggest_training_changes(spec, settings, hardware, platform=platform)
-    launcher = "torchrun"  # the DeepSpeed/FSDP config: `oomkit estimate ... --emit deepspeed`
+
+    def launch_fields(s: TrainingSettings) -> dict[str, str | None]:
+        launch = training_launch(spec, s)
+        return {
+            "command": launch.command,
+            "launcher": launch.launcher,
+            "config_file": launch.config_file,
+            "config": launch.config,
+        }
 
     def peak(p: TrainingChange) -> int:
         return max((d.total_bytes for d in p.estimate.devices), default=0)
@@ -390,8 +399,9 @@ def _plan_training(
                         "verdict": p.level,
                         "settings": dataclasses.asdict(p.settings),
                         "peak_bytes": peak(p),
+                        "host_bytes": p.estimate.host.total_bytes,
                         "peak_phase": p.estimate.runtime_details.get("peak_phase"),
-                        "command": emit_text(launcher, spec, p.settings),
+                        **launch_fields(p.settings),
                         "check_command": check(p.settings),
                     }
                     for p in plans
@@ -415,18 +425,24 @@ def _plan_training(
                 f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
                 f"of {format_bytes(cap)} (in {phase}{tight})"
             )
-            click.echo(f"  run: {emit_text(launcher, spec, p.settings)}")
+            host = p.estimate.host.total_bytes
+            if host:  # CPU offload: the RAM it needs, checked only against a given --ram
+                ram = hardware.host_ram_bytes
+                of = f" of {format_bytes(ram)}" if ram else " (not checked: pass --ram SIZE)"
+                click.echo(f"  host RAM: {format_bytes(host)}{of}")
+            launch = training_launch(spec, p.settings)
+            click.echo(f"  run: {launch.command}")
             click.echo(f"  check: {check(p.settings)}")
-            if p.settings.zero or p.settings.fsdp:
-                kind = "deepspeed" if p.settings.zero else "fsdp"
-                click.echo(f"  config: add --emit {kind} to the check command")
+            if launch.config_file and launch.config:
+                click.echo(f"  {launch.config_file}:")
+                click.echo("\n".join(f"    {x}" for x in launch.config.splitlines()))
     return EXIT_OK if plans else EXIT_NEGATIVE
 
 
 def render_plan(result: object) -> str:
     from oomkit.cli.bars import device_bar, use_color
     from oomkit.planner.core import Plan, PlanResult
-    from oomkit.units import format_bytes
+    from oomkit.units import format_bytes, format_params
 
     assert isinstance(result, PlanResult)
     color = use_color()
@@ -439,7 +455,7 @@ def render_plan(result: object) -> str:
         counts[label] = counts.get(label, 0) + 1
     gpus = ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())
     ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
-    lines = [f"{m.name} ({m.architecture}, {m.params / 1e9:.2f} B params) on {gpus}{ram}"]
+    lines = [f"{m.name} ({m.architecture}, {format_params(m.params)} params) on {gpus}{ram}"]
     req = result.request
     asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
     if req.quant:
@@ -453,7 +469,7 @@ def render_plan(result: object) -> str:
     def speed_text(p: Plan) -> str:
         tps = None if p.speed is None else p.speed.decode_tokens_per_s
         if tps is None:
-            return ""
+            return speed_unknown(p.speed)
         return f"  ~{tps:.1f} tok/s decode" if tps < 10 else f"  ~{tps:.0f} tok/s decode"
 
     compare = len({p.runtime for p in result.plans}) > 1  # --runtime any: a command each

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oomkit.estimate.breakdown import CATEGORIES, DeviceUsage, Estimate
-from oomkit.units import format_bytes
+from oomkit.units import format_bytes, format_params
 
 if TYPE_CHECKING:
     from oomkit.estimate.verdict import Verdict
@@ -78,8 +78,7 @@ def render_estimate(
     """The text output; ``on``: the GPUs a training step runs on (the header names them)."""
     s = est.settings
     knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
-    params_b = est.model.params / 1e9
-    head = f"{est.model.name} ({est.model.architecture}, {params_b:.2f} B params)"
+    head = f"{est.model.name} ({est.model.architecture}, {format_params(est.model.params)} params)"
     if est.runtime == "training":
         head += f" training on {on}" if on else " training"
     else:

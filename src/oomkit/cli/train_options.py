@@ -496,6 +496,7 @@ def run_training(
                     "saving_bytes": peak - max(d.total_bytes for d in c.estimate.devices),
                     "peak_bytes": max(d.total_bytes for d in c.estimate.devices),
                     "verdict": c.level,
+                    "host_bytes": c.estimate.host.total_bytes,
                 }
                 for c in changes
             ]
@@ -516,12 +517,20 @@ def run_training(
                 click.echo("No training setting the planner knows makes it fit: more GPUs needed.")
             else:
                 click.echo("To make it fit (best first):")
+            from oomkit.planner.training_host import host_overflows
+
+            ram = host_overflows(est)  # the GPUs fit: what each change does to the RAM
             for i, c in enumerate(changes, 1):
                 new_peak = max(d.total_bytes for d in c.estimate.devices)
                 tight = " (tight: within the band of real runs)" if c.level == "tight" else ""
+                saves = (
+                    f"host RAM {format_bytes(c.estimate.host.total_bytes)}, asked "
+                    f"{format_bytes(est.host.total_bytes)}"
+                    if ram
+                    else f"saves {format_bytes(peak - new_peak)}"
+                )
                 click.echo(
-                    f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU "
-                    f"(saves {format_bytes(peak - new_peak)}){tight}"
+                    f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU ({saves}){tight}"
                 )
     if v.level == "does_not_fit":
         return EXIT_NEGATIVE

@@ -30,6 +30,7 @@ from oomkit.planner.knobs import (
 from oomkit.planner.max_context import max_context
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
+from oomkit.planner.runtime_spec import runtime_spec
 from oomkit.planner.search import HOST_HEADROOM_BYTES, SEQS_LEVER, Evaluation, Searcher
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
 from oomkit.spec.hardware import Hardware
@@ -467,7 +468,7 @@ def plan_spec(
                     raise
                 notes.append(f"vllm left out: {exc}")
                 continue
-        s = Searcher(spec, runtime, hardware, request, base)
+        s = Searcher(runtime_spec(spec, runtime, notes), runtime, hardware, request, base)
         target_ctx = s.target_ctx
         found = s.search()
         per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)

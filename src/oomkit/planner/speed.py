@@ -41,6 +41,7 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import Estimate
+from oomkit.planner.speed_kernels import unmodelled_kernel
 from oomkit.planner.speed_reads import (
     LLAMACPP_RUNTIMES,
     PARALLEL_RUNTIMES,
@@ -429,6 +430,11 @@ def estimate_speed(
         )
     prefill, pp_eff, pp_text = _prefill(spec, est, reads, gpus, mean_fill=fill)
     notes.append(pp_text)
+    unmodelled = unmodelled_kernel(spec, est)
+    if unmodelled is not None:  # a bandwidth figure would contradict the kernel's source
+        decode, prefill, pp_eff = None, None, None
+        basis = f"Decode speed not modelled: {unmodelled}."
+        notes.append("speed not modelled for this weight kernel (oomkit.planner.speed_kernels)")
     return SpeedEstimate(
         decode_tokens_per_s=decode,
         prefill_tokens_per_s=prefill,

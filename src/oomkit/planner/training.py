@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.verdict import Platform, Verdict, verdict
+from oomkit.planner.training_host import host_overflows, host_side_changes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
@@ -228,10 +229,18 @@ def suggest_training_changes(
 
     accept: Accept = accept_fits if only_fits else accept_any
     out = _changes(settings, run, accept)
-    if not only_fits and out and all(c.level == "tight" for c in out):
+    asked = run(settings)
+    if asked is not None and host_overflows(asked):
+        # the GPUs fit, the RAM does not: take the offload back before any GPU saving
+        out = [*host_side_changes(settings, run, accept), *out]
+    if not only_fits and out:
+        # the stack of levers the verdict calls "fits" (host RAM included when --ram is given),
+        # ranked among the singles by its levers: checkpointing + CPU offload before QLoRA.
+        # Searched only when every single change was "tight", a 70B full fine-tune on 8 x H100
+        # was offered QLoRA first where checkpointing + offload fits at 15.7 GiB per GPU
         clear = _combination(settings, run, accept_fits)
-        if clear is not None:
-            out.insert(0, clear)
+        if clear is not None and all(c.settings != clear.settings for c in out):
+            out.insert(min(len(out), _rank(clear, out)), clear)
     out.sort(key=lambda c: c.level != "fits")  # stable: lever order within each level
     return out[:limit]
 
