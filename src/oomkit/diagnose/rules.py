@@ -53,6 +53,7 @@ from oomkit.diagnose.rules_recognise import analyze_recognised
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
+from oomkit.diagnose.rules_usage import analyze_usage
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
 from oomkit.diagnose.user_phase import with_user_phase
 
@@ -145,6 +146,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    use = analyze_usage(e, ctx)  # a memory-use report, no failed allocation (rules_usage)
+    if use is not None:
+        return use
     guard = analyze_not_memory(e, ctx)  # a size guard or a catch-all retry: no memory ran out
     if guard is not None:
         return guard
