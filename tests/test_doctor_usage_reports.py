@@ -122,3 +122,28 @@ def test_linear_time_on_long_near_miss_lines() -> None:
     ):
         usage_numbers(line)
     assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize("record", ["h22-ALMA-42", "h20-stable-diffusion-webui-forge-2464"])
+def test_runtime_memory_pressure_warnings_are_reports_not_failures(record: str) -> None:
+    # DeepSpeed's allocator cache flushes and Forge's low-VRAM warning (upstream_wordings_edge)
+    text = corpus_text(record)
+    nums = usage_numbers(text)
+    assert nums is not None
+    assert nums.family == "pressure"
+    d = diagnose_text(text)
+    assert (d.oom_found, d.cause) == (True, "unknown")
+    assert "not a failure" in d.explanation
+
+
+def test_forge_warning_reads_the_free_memory_in_mib() -> None:
+    nums = usage_numbers(corpus_text("h20-stable-diffusion-webui-forge-2464"))
+    assert nums is not None
+    assert nums.free_bytes == round(223.35 * (1 << 20))
+
+
+def test_jetson_nvmap_failure_named_in_prose_is_an_allocation_failure() -> None:
+    d = diagnose_text(corpus_text("h23-audio.cpp-12"))
+    assert [e.format for e in d.events] == ["jetson_nvmap_alloc"]
+    assert "reboot" in d.explanation  # the deciding fact: fresh boot or not
+    assert not diagnose_text("NvMapMemAllocInternalTagged: 1075072515 error 22").oom_found

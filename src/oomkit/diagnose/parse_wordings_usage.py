@@ -166,6 +166,18 @@ _FINE = re.compile(
     _I,
 )
 
+# runtimes' own memory-pressure warnings (no allocation failed for good):
+# DeepSpeed ZeRO-3 after a step in which PyTorch's caching allocator retried a failed cudaMalloc
+# after freeing its cache (deepspeedai/DeepSpeed:deepspeed/runtime/zero/stage3.py, step():
+# "%d pytorch allocator cache flushes since last step. this happens when there is high memory
+# pressure ..." from memory_stats()["num_alloc_retries"]), and Forge's sampler when the free VRAM
+# is under its 1536 MB safe value (lllyasviel/stable-diffusion-webui-forge, the sampler's
+# low-VRAM check: "[Low GPU VRAM Warning] Your current GPU free memory is %.2f MB for this
+# diffusion iteration.", free_memory / (1024.0 * 1024.0))
+_PRESSURE = re.compile(
+    r"\b(?P<n>\d{1,6}) pytorch allocator cache flushes since last step\b|"
+    r"\[Low GPU VRAM Warning\] Your current GPU free memory is (?P<f>\d{1,7}(?:\.\d{1,3})?) ?MB\b"
+)
 _NEEDLES = re.compile(
     needles_re(
         (
@@ -192,7 +204,7 @@ _FAMILY_WORDS = needles_re(
 class UsageNumbers:
     """What a memory-use report states: the family that matched and its numbers (bytes)."""
 
-    family: str  # growth | near_full | spike | excessive
+    family: str  # growth | near_full | spike | excessive | pressure
     used_bytes: int | None = None
     total_bytes: int | None = None
     free_bytes: int | None = None
@@ -273,6 +285,11 @@ def _sentence(s: str) -> UsageNumbers | None:
 
 def usage_numbers(text: str) -> UsageNumbers | None:
     """The first sentence of ``text`` that reports a memory use or growth, as its numbers."""
+    if "flushes" in text or "VRAM Warning" in text:
+        p = _PRESSURE.search(text)
+        if p is not None:
+            free = to_bytes(p["f"], "mib", "generic") if p["f"] else None
+            return UsageNumbers("pressure", free_bytes=free, unit_of_work=p["n"])
     for t in SPLIT.split(text):
         s = t.strip()[:_MAX_SENTENCE]
         if len(s) >= 8:

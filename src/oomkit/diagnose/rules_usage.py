@@ -26,7 +26,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
-from oomkit.diagnose.parse_wordings_usage import usage_numbers
+from oomkit.diagnose.parse_wordings_usage import UsageNumbers, usage_numbers
 from oomkit.units import format_bytes
 
 __all__ = ["analyze_usage"]
@@ -62,6 +62,31 @@ def _fb(n: int | None) -> str:
     return "?" if n is None else format_bytes(n)
 
 
+def _pressure(nums: UsageNumbers) -> Analysis:
+    if nums.free_bytes is not None:
+        what = (
+            f"Forge warns that only {_fb(nums.free_bytes)} of VRAM is free for this diffusion "
+            "iteration (under its 1536 MB safe value): the weights it keeps on the GPU leave "
+            "the sampler too little, and the driver may start to use shared memory"
+        )
+    else:
+        what = (
+            f"DeepSpeed counted {nums.unit_of_work} PyTorch allocator cache flush(es) in one "
+            "step: a cudaMalloc failed, the caching allocator freed its cached blocks and "
+            "retried (num_alloc_retries), so the step runs at the edge of the card"
+        )
+    return Analysis(
+        cause="unknown",
+        confidence=0.25,
+        explanation=f"No out-of-memory error is in the text: {what}. A warning of memory "
+        "pressure, not a failure; what holds the memory is not in it. What would decide: "
+        "whether the run later fails with an out-of-memory error (paste it), and what the "
+        "memory holds at the peak (weights, optimizer state, one step's activations).",
+        fixes=(_MEASURE, _SHRINK),
+        open_question=False,
+    )
+
+
 def analyze_usage(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """The reading of a ``memory_report`` event (``None`` for any other event)."""
     del ctx  # the report's own sentence is all this rule reads
@@ -87,6 +112,8 @@ def analyze_usage(e: OomEvent, ctx: LogContext) -> Analysis | None:
             fixes=(_MEASURE, _NO_ALIVE),
             open_question=False,
         )
+    if family == "pressure" and nums is not None:
+        return _pressure(nums)
     if family == "near_full" and nums is not None:
         used = (
             f"{_fb(nums.used_bytes)} used of {_fb(nums.total_bytes)}"
