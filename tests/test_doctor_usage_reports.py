@@ -147,3 +147,26 @@ def test_jetson_nvmap_failure_named_in_prose_is_an_allocation_failure() -> None:
     assert [e.format for e in d.events] == ["jetson_nvmap_alloc"]
     assert "reboot" in d.explanation  # the deciding fact: fresh boot or not
     assert not diagnose_text("NvMapMemAllocInternalTagged: 1075072515 error 22").oom_found
+
+
+@pytest.mark.parametrize(
+    ("record", "family"),
+    [
+        ("h16-mlx-1804", "near_full"),  # "(with 64 GB memory) hits 58.5 GB RAM utilization"
+        ("h21-lm-evaluation-harness-2490", "excessive"),  # "much higher than ... estimated"
+        ("h23-onnxruntime-9068", "spike"),  # "memory would quickly up to full"
+        ("h10-transformers-27834", "excessive"),  # "requiring a lot of memory"
+    ],
+)
+def test_more_corpus_shapes(record: str, family: str) -> None:
+    nums = usage_numbers(corpus_text(record))
+    assert nums is not None
+    assert nums.family == family
+
+
+def test_capacity_first_reads_both_sizes_and_a_low_share_stays_silent() -> None:
+    nums = usage_numbers("Machine 3 (with 64 GB memory) hits 58.5 GB RAM utilization")
+    assert nums is not None
+    assert (nums.used_bytes, nums.total_bytes) == (58_500_000_000, 64 * GB)
+    assert not usage_match("a server with 64 GB of RAM at 20 GB used")
+    assert not usage_match("The A100 has 80 GB of HBM2e memory")

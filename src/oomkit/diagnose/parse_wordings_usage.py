@@ -99,8 +99,10 @@ _GROWTH = re.compile(
     rf"(?: (?:by |at |of )?{_APPROX}{_size('g')})?(?: (?:larger|bigger|more|steadily|"
     rf"continuously|constantly|linearly|quickly|rapidly|slowly))?"
     rf"(?: (?:\w{{1,12}} ){{0,2}}?{_PER} (?:\w{{1,12}} ){{0,2}}?{_UNIT_OF_WORK}|"
-    # or without bound
-    r" (?:unbounded(?:ly)?|without (?:a )?(?:bound|limit)|indefinitely|forever|endlessly))|"
+    # or without bound, or a continuing rise ("the memory of `other` increased rapidly")
+    r" (?:unbounded(?:ly)?|without (?:a )?(?:bound|limit)|indefinitely|forever|endlessly)|"
+    r"(?<=rapidly)|(?<=steadily)|(?<=continuously)|(?<=constantly)|"
+    r" (?:over time|and never (?:goes|went|comes|came) (?:back )?down))|"
     # predicate first: "increasing memory usage with subsequent load attempts"
     rf"\b(?:increasing|growing|rising|accumulating|leaking) {_MEM}[^.;!?]{{0,20}}?"
     rf" {_PER} (?:\w{{1,12}} ){{0,2}}?{_UNIT_OF_WORK}",
@@ -117,6 +119,13 @@ _USED_OF = re.compile(
     rf"{_APPROX}{_size('t')}",
     _I,
 )
+_CAPACITY_FIRST = re.compile(
+    rf"\b(?:with|has|have|having|on) (?:an? |only |just )?{_APPROX}{_size('t')} (?:of )?"
+    rf"(?:(?:unified |system |gpu |video )?(?:memory|ram|v-?ram))\)?[^.;!?]{{0,40}}?"
+    r"\b(?:hits?|reach(?:es|ed)?|uses?|used|using|consum(?:es|ed|ing)|takes? up|took up|"
+    rf"occup(?:ies|ied)|at)\b (?:\w{{1,12}} )?{_APPROX}{_size('u')}",
+    _I,
+)
 _LEFT = re.compile(
     rf"\b(?:leaving|leaves|left with|with only|only) {_APPROX}{_size('f')}"
     r"(?: (?:or so |of (?:it |memory |ram |vram )?)?)?\s?(?:free|left|remaining|available)\b",
@@ -127,7 +136,9 @@ _SPIKE = re.compile(
     rf"(?P<holder>{_MEM})[^.;!?]{{0,80}}?\b(?:spik(?:es|ed|ing|e)|surg(?:es|ed|ing|e)|"
     r"jump(?:s|ed|ing)?|shoot(?:s|ing)?|shot|balloon(?:s|ed|ing)?|skyrocket(?:s|ed|ing)?|"
     r"go(?:es)? up|went up|goes all the way up|rises|rose|climbs|climbed)"
-    rf"(?: up)? (?:to|by) {_APPROX}{_size('s')}",
+    rf"(?: up)? (?:to|by) {_APPROX}{_size('s')}|"
+    rf"(?P<holder2>{_MEM})[^.;!?,]{{0,30}}?\b(?:quickly |soon |immediately |suddenly )?"
+    r"(?:go(?:es)? |went |would |shoots? |jumps? )?up to (?:the )?(?:full|max(?:imum)?|100 ?%)",
     _I,
 )
 _EXCESSIVE = re.compile(
@@ -142,6 +153,14 @@ _EXCESSIVE = re.compile(
     r"\b(?:uses?|used|using|takes?|took|consumes?|consumed|eats?|ate|needs?|requires?) "
     r"(?:a lot of|lots of|tons of|so much|this much|way more|an insane amount of|"
     r"a huge amount of|a ton of) (?:(?:gpu|video|system|host) )?(?:memory|v-?ram|ram)\b|"
+    r"\b(?:requiring|taking|consuming|eating) (?:a lot of|lots of|tons of|so much|way too much|"
+    r"a huge amount of) (?:(?:gpu|video|system|host) )?(?:memory|v-?ram|ram)\b|"
+    # a use above what was expected: "the memory used by lm_eval ... is much higher than the
+    # peak memory estimated by vllm (10GB vs 50GB)"
+    r"\b(?:memory|v-?ram|ram)(?: usage| use| consumption| used)?[^.;!?,]{0,40}?\b(?:is |was |"
+    r"are |were )?(?:much|far|way|significantly|substantially|several times|\d{1,2}x) "
+    r"(?:higher|more|larger|bigger) than (?:the |what |expected|estimated|reported|"
+    r"advertised|before|in |with |on )|"
     r"(?:显存|内存|顯存|記憶體)(?:分配|占用|佔用|使用)?(?:异常|異常)|"
     r"(?:显存|内存|顯存)(?:占用|佔用|使用)(?:率)?(?:过|太|很|非常|特别|異常|异常)(?:高|大|多)|"
     r"这么(?:高|大|多)的?(?:显存|内存)",
@@ -195,6 +214,8 @@ _FAMILY_WORDS = needles_re(
         "high", "excessive", "abnormal", "extreme", "huge", "massive", "enormous", "insane",
         "crazy", "ridiculous", "unusual", "unexpected", "unreasonable", "a lot", "lots of",
         "tons of", "so much", "this much", "way more", "amount", "ton of", "异常", "異常",
+        "than", "full", "max", "100", "hit", "reach", "rapidly", "steadily", "continuously",
+        "constantly", "over time", "never",
         "过高", "太高", "很高", "这么", "leaving", "left", "only",
     )
 )  # fmt: skip
@@ -228,6 +249,11 @@ def _near_full(s: str) -> tuple[UsageNumbers, int, int] | None:
         total = _bytes(m, "t")
         if used is not None and total and used <= total * 1.05 and used >= NEAR_FULL * total:
             return UsageNumbers("near_full", used_bytes=used, total_bytes=total), *m.span()
+    c = _CAPACITY_FIRST.search(s)
+    if c is not None:
+        used, total = _bytes(c, "u"), _bytes(c, "t")
+        if used is not None and total and NEAR_FULL * total <= used <= total * 1.05:
+            return UsageNumbers("near_full", used_bytes=used, total_bytes=total), *c.span()
     left = _LEFT.search(s)
     total_m = _TOTAL.search(s) if left is not None else None
     if left is not None and total_m is not None:
@@ -238,6 +264,12 @@ def _near_full(s: str) -> tuple[UsageNumbers, int, int] | None:
     return None
 
 
+def _unbounded(match: str) -> str:
+    low = match.lower()
+    bound = ("unbounded", "without", "indefinitely", "forever", "endlessly")
+    return "without bound" if any(w in low for w in bound) else "over time"
+
+
 def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
     g = _GROWTH.search(s)
     if g is not None and not _FINE.search(s, g.start(), g.end()):
@@ -245,7 +277,7 @@ def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
         found = UsageNumbers(
             "growth",
             growth_bytes=_bytes(g, "g"),
-            unit_of_work=unit.group(0).lower() if unit is not None else "without bound",
+            unit_of_work=unit.group(0).lower() if unit is not None else _unbounded(g.group(0)),
         )
         return found, g.start(), g.end()
     near = _near_full(s)

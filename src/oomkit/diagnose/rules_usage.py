@@ -98,7 +98,7 @@ def analyze_usage(e: OomEvent, ctx: LogContext) -> Analysis | None:
     if family == "growth":
         amount = f" by {_fb(nums.growth_bytes)}" if nums and nums.growth_bytes else ""
         unit = nums.unit_of_work if nums and nums.unit_of_work else "iteration"
-        per = "without bound" if unit == "without bound" else f"per {unit}"
+        per = unit if unit in {"without bound", "over time"} else f"per {unit}"
         return Analysis(
             cause="leak_or_accumulation",
             confidence=0.35,
