@@ -57,6 +57,8 @@ __all__ = ["UsageNumbers", "parse_usage", "usage_match", "usage_numbers"]
 
 _I = re.IGNORECASE
 _MAX_SENTENCE = 400
+#: the most lines that name a memory which :func:`parse_usage` reads in one log
+MAX_LINES = 1000
 #: the share of the capacity at or above which a stated use is a memory problem
 NEAR_FULL = 0.85
 
@@ -270,8 +272,20 @@ def _unbounded(match: str) -> str:
     return "without bound" if any(w in low for w in bound) else "over time"
 
 
+# the literal words each family needs (cheap substring tests before its regex)
+_GROWTH_WORDS = needles_re(
+    ("grow", "grew", "increas", "accumul", "leak", "ris", "rose", "climb", "creep", "up",
+     "balloon")
+)  # fmt: skip
+_SPIKE_WORDS = needles_re(
+    ("spik", "surg", "jump", "shoot", "shot", "balloon", "skyrocket", "up", "ris", "rose",
+     "climb")
+)  # fmt: skip
+
+
 def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
-    g = _GROWTH.search(s)
+    low = s.lower()
+    g = _GROWTH.search(s) if _GROWTH_WORDS.search(low) else None
     if g is not None and not _FINE.search(s, g.start(), g.end()):
         unit = re.search(_UNIT_OF_WORK, s[g.start() : g.end()], _I)
         found = UsageNumbers(
@@ -280,10 +294,10 @@ def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
             unit_of_work=unit.group(0).lower() if unit is not None else _unbounded(g.group(0)),
         )
         return found, g.start(), g.end()
-    near = _near_full(s)
+    near = _near_full(s) if any(c.isdigit() for c in s) else None
     if near is not None:
         return near
-    sp = _SPIKE.search(s)
+    sp = _SPIKE.search(s) if _SPIKE_WORDS.search(low) else None
     if sp is not None and not _FINE.search(s, sp.start(), sp.end()):
         return UsageNumbers("spike", spike_bytes=_bytes(sp, "s")), sp.start(), sp.end()
     ex = _EXCESSIVE.search(s)
@@ -338,8 +352,14 @@ def usage_match(text: str) -> bool:
 
 def parse_usage(lines: Lines) -> list[OomEvent]:
     """The first line that reports a memory use or growth, as one ``memory_report`` event (or
-    none). Never raises. The caller runs this only when no other parser found an event."""
-    for i in admitted(lines, _NEEDLES):
+    none). Never raises. The caller runs this only when no other parser found an event.
+
+    A report is a few sentences; a long log without a failure line is read in its first and
+    last :data:`MAX_LINES` // 2 lines that name a memory (a bounded cost on any log)."""
+    found_at = list(admitted(lines, _NEEDLES))
+    if len(found_at) > MAX_LINES:
+        found_at = found_at[: MAX_LINES // 2] + found_at[-(MAX_LINES // 2) :]
+    for i in found_at:
         line = lines.cleaned(i)
         found = usage_numbers(line)
         if found is None:
