@@ -25,6 +25,7 @@ from pathlib import Path
 
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse_wordings_report import report_match
+from oomkit.diagnose.parse_wordings_usage import usage_match
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "prose_negatives.jsonl"
 
@@ -38,14 +39,15 @@ def main() -> None:
         sub = [r for r in rows if r["mentions_oom"] is mentions]
         fired = [r for r in sub if diagnose_text(r["text"]).oom_found]
         prose = [r for r in sub if report_match(r["text"], r["text"].lower())]
+        usage = [r for r in sub if usage_match(r["text"])]
         what = "name an OOM (docs about the failure)" if mentions else "memory, no OOM"
         print(
             f"{what}: {len(sub)} sentences; doctor fires on {len(fired)} "
             f"({100 * len(fired) / max(1, len(sub)):.1f}%); the prose-report grammar alone on "
-            f"{len(prose)}"
+            f"{len(prose)}; the memory-use grammar alone on {len(usage)}"
         )
         if args.show:
-            for r in fired:
+            for r in fired + [r for r in usage if r not in fired]:
                 print(f"    {r['source']}: {r['text'][:160]}")
 
 

@@ -26,6 +26,13 @@ allocation failure even where the paste keeps no message text:
   the CUDA enum's twin; ``torch_musa``'s ``MUSACachingAllocator`` takes its OOM path on it and
   ``musaGetErrorName`` prints it).
 
+* NVIDIA Jetson's NvMap allocator (L4T's ``libnvrm_mem``, closed source; the CUDA driver
+  allocates device memory through it on Tegra, where the GPU shares the board's RAM): a failed
+  call prints ``NvMapMemAllocInternalTagged: <tag> error 12`` (errno 12, ``ENOMEM``; also
+  ``NvMapMemHandleAlloc: error 12``), and users name the call's failure in prose
+  ("``NvMapMemAllocInternalTagged`` failure"); other errnos (``error 22``, ``EINVAL``) are not
+  memory.
+
 Every pattern is anchored on a literal and bounded: linear time on any line.
 """
 
@@ -35,6 +42,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import on_raw, scan_events
 from oomkit.diagnose.text import Lines, needles_re
 
 __all__ = ["parse_accel"]
@@ -50,7 +58,13 @@ _RKNN = re.compile(
 )
 _QNN = re.compile(r"\bQNN_(?:[A-Z]{1,12}_)?ERROR_MEM_ALLOC\b(?!\s{0,4}=)")
 _MUSA = re.compile(r"\bmusaErrorMemoryAllocation\b(?!\s{0,4}=)")
-_PREFILTER = needles_re(("NRT_", "nrt_", "rknn_", "RKNN_", "_MEM_ALLOC", "musaErrorMemoryAlloc"))
+_NVMAP = re.compile(
+    r"\bNvMapMem(?P<fn>\w{1,40}):[^\n]{0,40}?\berror 12\b|"
+    r"\bNvMapMem(?P<fn2>\w{1,40})`?\W{0,3}(?:failure|failed|fails)\b"
+)
+_PREFILTER = needles_re(
+    ("NRT_", "nrt_", "rknn_", "RKNN_", "_MEM_ALLOC", "musaErrorMemoryAlloc", "NvMapMem")
+)
 
 
 def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
@@ -73,6 +87,16 @@ def _event(line: str, n: int) -> OomEvent | None:
         return _ev("gpu_alloc_failed", "qnn_mem_alloc", "qnn", line, n)
     if _MUSA.search(line) is not None:
         return _ev("cuda_error_oom", "musa_error_memory_allocation", "musa", line, n)
+    nv = _NVMAP.search(line) if "NvMapMem" in line else None
+    if nv is not None:
+        return _ev(
+            "gpu_alloc_failed",
+            "jetson_nvmap_alloc",
+            "jetson",
+            line,
+            n,
+            detail=f"NvMapMem{nv['fn'] or nv['fn2']}",
+        )
     m2 = _RKNN.search(line)
     if m2 is not None:
         return _ev(
@@ -86,11 +110,4 @@ def parse_accel(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no specific parser found an event.
     """
-    events: list[OomEvent] = []
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(raw, lines.number[i])
-        if ev is not None:
-            events.append(ev)
-    return events
+    return scan_events(lines, _PREFILTER, on_raw(_event))

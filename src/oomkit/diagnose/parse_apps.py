@@ -36,6 +36,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import on_cleaned, scan_events
 from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, needles_re
 
@@ -150,11 +151,4 @@ def parse_apps(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no other parser found an event.
     """
-    events: list[OomEvent] = []
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(lines.cleaned(i), lines.number[i])
-        if ev is not None:
-            events.append(ev)
-    return events
+    return scan_events(lines, _PREFILTER, on_cleaned(_event))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, needles_re
 
@@ -145,11 +146,4 @@ def parse_backends(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no other parser found an event.
     """
-    events: list[OomEvent] = []
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(lines, i, lines.cleaned(i), lines.number[i])
-        if ev is not None:
-            events.append(ev)
-    return events
+    return scan_events(lines, _PREFILTER, lambda ls, i: _event(ls, i, ls.cleaned(i), ls.number[i]))

@@ -47,6 +47,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import on_raw, scan_events
 from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, needles_re
 
@@ -159,11 +160,4 @@ def parse_engines(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no specific parser found an event.
     """
-    events: list[OomEvent] = []
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(raw, lines.number[i])
-        if ev is not None:
-            events.append(ev)
-    return events
+    return scan_events(lines, _PREFILTER, on_raw(_event))

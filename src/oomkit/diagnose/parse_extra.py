@@ -26,6 +26,7 @@ from typing import Any
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.parse_wordings import harvested_match
 from oomkit.diagnose.parse_wordings_report import advice_to_reader
+from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
@@ -472,14 +473,8 @@ def parse_extra(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     Returns:
         Events and context facts (``weights_bytes``, ``mem_fraction_static``). Never raises.
     """
-    events: list[OomEvent] = []
     facts: dict[str, Any] = {}
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(lines, i, lines.cleaned(i), facts)
-        if ev is not None:
-            events.append(ev)
+    events = scan_events(lines, _PREFILTER, lambda ls, i: _event(ls, i, ls.cleaned(i), facts))
     return events, facts
 
 

@@ -42,6 +42,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import admitted
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, sz
 
@@ -437,9 +438,7 @@ def parse_families(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
     trainer = False  # the HF Trainer's training loop has started (its bar is unlabelled)
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
+    for i in admitted(lines, _PREFILTER):
         line = lines.cleaned(i)
         if not trainer and any(m in line for m in _TRAINER_START):
             trainer = True

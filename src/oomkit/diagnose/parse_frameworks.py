@@ -72,6 +72,7 @@ from collections.abc import Callable
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import admitted
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
@@ -576,10 +577,8 @@ def parse_frameworks(lines: Lines) -> list[OomEvent]:
     """
     events: list[OomEvent] = []
     lmstudio_budget = _LMS_MAX_REPORTS
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        if '_unused"' in raw:
+    for i in admitted(lines, _PREFILTER):
+        if '_unused"' in lines.text[i]:
             # LM Studio's report reads the lines around it: a few reports per log, no more
             if lmstudio_budget:
                 lmstudio_budget -= 1

@@ -79,6 +79,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, window
 
@@ -495,11 +496,4 @@ def parse_hosts(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no specific parser found an event.
     """
-    events: list[OomEvent] = []
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(lines, i, lines.cleaned(i))
-        if ev is not None:
-            events.append(ev)
-    return events
+    return scan_events(lines, _PREFILTER, lambda ls, i: _event(ls, i, ls.cleaned(i)))

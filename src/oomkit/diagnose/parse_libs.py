@@ -88,6 +88,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.sizes import decimal_to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, window
 
@@ -530,20 +531,13 @@ def parse_libs(lines: Lines) -> list[OomEvent]:
 
     Never raises. The caller runs this only when no other parser found an event.
     """
-    events: list[OomEvent] = []
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
-        ev = _event(lines, i)
-        if ev is None:
-            continue
-        last = events[-1] if events else None
-        if (
-            last is not None
-            and last.format == ev.format
-            and last.requested_bytes == ev.requested_bytes
-            and ev.line - last.line <= 4
-        ):
-            continue  # the same wrapped message, read again from its next line
-        events.append(ev)
-    return events
+    return scan_events(lines, _PREFILTER, _event, repeat=_rewrapped)
+
+
+def _rewrapped(last: OomEvent, ev: OomEvent) -> bool:
+    """The same wrapped message, read again from its next line."""
+    return (
+        last.format == ev.format
+        and last.requested_bytes == ev.requested_bytes
+        and ev.line - last.line <= 4
+    )

@@ -55,6 +55,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import on_raw, scan_events
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re
 
@@ -277,14 +278,9 @@ def parse_limits(lines: Lines) -> list[OomEvent]:
     Never raises. A message repeated line after line (``buffer is nil`` is printed for every
     kernel that reads the missing buffer) counts once.
     """
-    events: list[OomEvent] = []
-    for i, line in enumerate(lines.text):
-        if not _PREFILTER.search(line):
-            continue
-        ev = _event(line, lines.number[i])
-        if ev is None:
-            continue
-        if events and events[-1].format == ev.format and ev.line - events[-1].line <= 4:
-            continue
-        events.append(ev)
-    return events
+    return scan_events(
+        lines,
+        _PREFILTER,
+        on_raw(_event),
+        repeat=lambda last, ev: last.format == ev.format and ev.line - last.line <= 4,
+    )

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from oomkit.diagnose.events import BufferLine, DeviceInfo, OomEvent
+from oomkit.diagnose.scan import admitted
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, has_any, needles_re
 
@@ -556,12 +557,10 @@ def parse_llamacpp(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     """
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
+    for i in admitted(lines, _PREFILTER):
         line = lines.cleaned(i)
         ev = _failure(line, lines, i)
         if ev is not None:
             events.append(ev)
-        _context(line, raw, lines.number[i], facts)
+        _context(line, lines.text[i], lines.number[i], facts)
     return _merge(events), facts

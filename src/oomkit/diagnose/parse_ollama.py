@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import BufferLine, OomEvent
+from oomkit.diagnose.scan import admitted
 from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz
 
@@ -150,9 +151,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     """
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
+    for i in admitted(lines, _PREFILTER):
         line = lines.cleaned(i)
         n = lines.number[i]
         if "system memory" in line and "requires more" in line:

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import admitted
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz, window
 
@@ -301,9 +302,7 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     """
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
+    for i in admitted(lines, _PREFILTER):
         line = lines.cleaned(i)
         n = lines.number[i]
         if "from device:" in line:

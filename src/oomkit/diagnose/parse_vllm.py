@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.scan import admitted
 from oomkit.diagnose.sizes import to_bytes, to_float, to_int
 from oomkit.diagnose.text import Lines, needles_re, window
 
@@ -339,9 +340,7 @@ def parse_vllm(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     """
     events: list[OomEvent] = []
     facts: dict[str, Any] = {}
-    for i, raw in enumerate(lines.text):
-        if not _PREFILTER.search(raw):
-            continue
+    for i in admitted(lines, _PREFILTER):
         line = lines.cleaned(i)
         ev = _event_at(lines, i, line)
         if ev is not None:

@@ -69,7 +69,10 @@ TO_READER = re.compile(
     r"\W{0,4}(?:if|when|whenever|in case|unless) you\b|"
     # the docs' fallback chain: "... then the CPU if there is still not enough RAM"
     r".{0,300}?\bif there(?:'s| is) (?:still )?not enough (?:ram|memory|vram|space)\b|"
-    r".{0,300}?\bwhen you don'?t have enough\b",
+    r".{0,300}?\bwhen you don'?t have enough\b|"
+    # a condition on the reader's machine inside the sentence: "... can cause serious problems
+    # if you'll be running low on RAM"
+    r".{0,300}?\bif you(?:'ll| will|'re| are)? (?:be )?(?:running|run) (?:low on|out of)\b",
     re.IGNORECASE,
 )
 HYPOTHETICAL = re.compile(

@@ -45,6 +45,7 @@ from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
 from oomkit.diagnose.rules_frameworks import analyze_frameworks
 from oomkit.diagnose.rules_hosts import analyze_hosts
+from oomkit.diagnose.rules_jetson import analyze_jetson
 from oomkit.diagnose.rules_libs import analyze_libs
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
 from oomkit.diagnose.rules_notmemory import analyze_not_memory
@@ -53,6 +54,7 @@ from oomkit.diagnose.rules_recognise import analyze_recognised
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
+from oomkit.diagnose.rules_usage import analyze_usage
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
 from oomkit.diagnose.user_phase import with_user_phase
 
@@ -145,6 +147,9 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
+    use = analyze_usage(e, ctx) or analyze_jetson(e, ctx)  # rules_usage, rules_jetson
+    if use is not None:
+        return use
     guard = analyze_not_memory(e, ctx)  # a size guard or a catch-all retry: no memory ran out
     if guard is not None:
         return guard

@@ -27,6 +27,7 @@ from __future__ import annotations
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
+from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_MORE, ENGINES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_history import HISTORY, HISTORY_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
@@ -64,6 +65,7 @@ WORDINGS: tuple[Wording, ...] = (
     + ENGINES_MORE
     + MORE
     + HISTORY
+    + EDGE
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -124,4 +126,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *ENGINES_NEAR_MISSES,
     *MORE_NEAR_MISSES,
     *HISTORY_NEAR_MISSES,
+    *EDGE_NEAR_MISSES,
 )

@@ -1,0 +1,68 @@
+"""The one prefilter-and-scan loop that the family parsers (``parse_*.py``) share.
+
+Every family parser reads a log the same way: a compiled alternation of the family's literal
+needles (:func:`oomkit.diagnose.text.needles_re`, one C-speed search a line) passes over the lines
+that cannot hold any of its wordings, and the family's reader runs on the lines left, in log
+order. :func:`admitted` is that loop (for the parsers that also gather facts line by line);
+:func:`scan_events` adds the common body: one event at most a line, kept in log order, with an
+optional test that drops a message read again from its next line (a hard-wrapped paste, a
+runtime that prints the same failure for every kernel).
+
+>>> import re
+>>> from oomkit.diagnose.text import split_lines
+>>> lines = split_lines("ok\\nboom: out of memory\\nboom: out of memory\\n")
+>>> [lines.number[i] for i in admitted(lines, re.compile("boom"))]
+[2, 3]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.text import Lines
+
+__all__ = ["EventAt", "admitted", "on_cleaned", "on_raw", "scan_events"]
+
+EventAt = Callable[[Lines, int], "OomEvent | None"]
+"""A family's reader: the event that line ``i`` of ``lines`` states, or ``None``."""
+
+
+def admitted(lines: Lines, prefilter: re.Pattern[str]) -> Iterator[int]:
+    """Indices of the lines in which ``prefilter`` occurs, in log order."""
+    search = prefilter.search
+    for i, raw in enumerate(lines.text):
+        if search(raw):
+            yield i
+
+
+def on_raw(read: Callable[[str, int], OomEvent | None]) -> EventAt:
+    """A reader of (the line as logged, its line number) as an :data:`EventAt`."""
+    return lambda lines, i: read(lines.text[i], lines.number[i])
+
+
+def on_cleaned(read: Callable[[str, int], OomEvent | None]) -> EventAt:
+    """A reader of (the cleaned line, its line number) as an :data:`EventAt`."""
+    return lambda lines, i: read(lines.cleaned(i), lines.number[i])
+
+
+def scan_events(
+    lines: Lines,
+    prefilter: re.Pattern[str],
+    event_at: EventAt,
+    *,
+    repeat: Callable[[OomEvent, OomEvent], bool] | None = None,
+) -> list[OomEvent]:
+    """The events ``event_at`` reads on the lines ``prefilter`` admits (log order). Never raises
+    unless ``event_at`` does.
+
+    ``repeat(last, new)`` true drops ``new``: the same failure as the event kept before it.
+    """
+    events: list[OomEvent] = []
+    for i in admitted(lines, prefilter):
+        ev = event_at(lines, i)
+        if ev is None or (repeat is not None and events and repeat(events[-1], ev)):
+            continue
+        events.append(ev)
+    return events
