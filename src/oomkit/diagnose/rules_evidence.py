@@ -44,6 +44,11 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_full_weights_on_device,
 )
 from oomkit.diagnose.rules_stated_design import stated_graph_kept_in_inference, stated_replay_buffer
+from oomkit.diagnose.rules_stated_held import (
+    stated_context_unset,
+    stated_outputs_kept_on_device,
+    stated_resident_models,
+)
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -490,14 +495,17 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     _first_step_in_flight,
     colocated_rollout_engine,
     stated_cotenants,
+    stated_resident_models,
     stated_checkpoint_on_first_gpu,
     stated_one_gpu_of_several,
     stated_fragmentation,
     stated_kv_for_context,
+    stated_context_unset,
     stated_kv_pool_took_memory,
     stated_context_budget,
     stated_configured_cap,
     stated_dataset_accumulation,
+    stated_outputs_kept_on_device,
     stated_free_memory,
     mistralrs_device_map,
     stated_model_too_large,
