@@ -129,3 +129,46 @@ def test_an_unload_that_did_not_free_is_growth() -> None:
     # the taxonomy's other side: memory the program is done with that is not given back
     d = diagnose_text("switching models does not always unload the previous one, then OOM")
     assert d.cause == "leak_or_accumulation"
+
+
+def test_a_ram_limit_passed_outranks_a_device_word() -> None:
+    # "an NPU model >10GB still loads, but the RyzenAI driver's runtime overhead pushes the
+    # machine past its RAM limit during first inference"
+    d = diagnose_text(corpus_text("h23-lemonade-3164"))
+    assert d.cause == "host_ram"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the model hits the GPU RAM limit and CUDA out of memory follows",
+        "we went over the 24GB VRAM limit: out of memory",
+    ],
+)
+def test_a_device_memory_limit_is_not_host_ram(text: str) -> None:
+    assert diagnose_text(text).cause != "host_ram"
+
+
+def test_the_kernels_page_allocation_failure_is_host_ram() -> None:
+    # the kernel's own allocator (mm/page_alloc.c warn_alloc), as pasted from dmesg on an RK3588
+    d = diagnose_text(
+        "[   86.719222] llm_demo: page allocation failure: order:0, "
+        "mode:0x40cd0(GFP_KERNEL|__GFP_COMP|__GFP_RECLAIMABLE), nodemask=(null)"
+    )
+    assert d.cause == "host_ram"
+
+
+def test_a_metal_failure_the_text_places_at_load_is_the_weights() -> None:
+    # "is a Metal OOM during local model load ... crashing after breadcrumb `model.load begin`"
+    d = diagnose_text(corpus_text("h23-osaurus-1371"))
+    assert d.cause == "model_too_large"
+    assert "model's load" in d.explanation
+
+
+def test_a_metal_failure_while_generating_keeps_the_context_reading() -> None:
+    d = diagnose_text(
+        "[METAL] Command buffer execution failed: Insufficient Memory "
+        "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory) after the model loaded, "
+        "during a long chat"
+    )
+    assert d.cause == "kv_cache_or_context"
