@@ -172,3 +172,23 @@ def test_a_metal_failure_while_generating_keeps_the_context_reading() -> None:
         "during a long chat"
     )
     assert d.cause == "kv_cache_or_context"
+
+
+def test_a_context_pool_of_llama_cpp_2023_eval_buffer_size_is_the_batch() -> None:
+    # "not enough space in the context's memory pool (needed 819402384, available 805306368)":
+    # 805306368 = 768 MiB, MEM_REQ_EVAL for 7B in llama.cpp of April-May 2023; -b 24 fixed it
+    d = diagnose_text(corpus_text("h23-Chinese-LLaMA-Alpaca-526"))
+    assert d.cause == "batch_or_activations"
+    assert "MEM_REQ_EVAL" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "h4-privategpt-921",  # available 10485760: the later metadata-only pool (10 MiB)
+        "h23-ggml-322",  # available 268435456: a ggml example's fixed 256 MiB buffer
+    ],
+)
+def test_other_context_pools_stay_settled(record: str) -> None:
+    d = diagnose_text(corpus_text(record))
+    assert d.cause == "unknown"
