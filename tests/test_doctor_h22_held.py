@@ -192,3 +192,27 @@ def test_a_context_pool_of_llama_cpp_2023_eval_buffer_size_is_the_batch() -> Non
 def test_other_context_pools_stay_settled(record: str) -> None:
     d = diagnose_text(corpus_text(record))
     assert d.cause == "unknown"
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "h23-omlx-2321",  # "Prefill context too large for available memory (... kv_len=66461"
+        "h23-tt-inference-server-2024",  # "The failure occurs at warmup stage when ISL > 32K."
+    ],
+)
+def test_the_context_said_not_to_fit(record: str) -> None:
+    d = diagnose_text(corpus_text(record))
+    assert d.cause == "kv_cache_or_context"
+    assert "context is what does not fit" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "it fails with OOM when the context > 4k tokens",  # an ordinary prompt length
+        "the prompt is too long for the model: 5000 tokens, max 4096, out of memory",
+    ],
+)
+def test_short_or_unrelated_context_limits_are_not_read(text: str) -> None:
+    assert "context is what does not fit" not in diagnose_text(text).explanation

@@ -19,7 +19,12 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.rules_stated import fallback
 
-__all__ = ["stated_context_unset", "stated_outputs_kept_on_device", "stated_resident_models"]
+__all__ = [
+    "stated_context_too_large",
+    "stated_context_unset",
+    "stated_outputs_kept_on_device",
+    "stated_resident_models",
+]
 
 _DEVICE = r"(?:the\s+)?(?:device|gpu|gpus|cuda|vram|accelerator|tpu)\b"
 # Results gathered on the device: "aggregates predictions on GPU", "accumulates the full rollout
@@ -220,6 +225,60 @@ def stated_context_unset(result: Analysis, e: OomEvent, ctx: LogContext) -> Anal
                     "--max-model-len 8192   # vLLM",
                     "-c 8192   # llama.cpp (num_ctx in Ollama)",
                 ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# The context itself said not to fit: oMLX's preflight guard ("Prefill context too large for
+# available memory (preflight safety guard, kv_len=66461, ...)"), or a context-length threshold
+# above which it fails ("The failure occurs at warmup stage when ISL > 32K"; ISL = input
+# sequence length). A threshold below 8k tokens is an ordinary prompt and is not read.
+_CONTEXT_TOO_LARGE = re.compile(
+    r"(?i)\b(?:prefill|prompt|context|input)\s+(?:context\s+)?(?:is\s+)?too\s+(?:large|long|big)\s+"
+    r"for\s+(?:the\s+)?(?:available|remaining|free)\s+memory\b"
+    r"|\b(?:isl|input\s+(?:sequence\s+)?length|context(?:\s+length)?|sequence\s+length|seq_len"
+    r"|prompt\s+length)\s*(?:>=?|exceeds?|exceeding|above|over|beyond|larger\s+than)\s*"
+    r"(?P<k>\d{1,4})\s?k\b"
+)
+#: thousand tokens: a threshold at or above this is a long context, not an ordinary prompt
+_LONG_K = 8
+
+
+def stated_context_too_large(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says the context is what does not fit: ``kv_cache_or_context``.
+
+    Mechanism. The KV cache grows linearly with the tokens in context, and a prefill's working
+    set with the tokens processed: oMLX's preflight guard predicts the peak of a request from
+    its ``kv_len`` (the current footprint + the KV bytes for kv_len tokens + one prefill chunk)
+    and refuses it when that passes its cap, telling the user to "Reduce context length";
+    serving stacks that capture or warm up per sequence length fail only above some input
+    length (Tenstorrent's warmup at ISL > 32K). A text that states the context as too large for
+    the memory, or a context threshold of 8k tokens or more above which it fails, names the
+    context as the cause: ``kv_cache_or_context`` at 0.45.
+    """
+    if not fallback(result) or result.cause in {"kv_cache_or_context", "host_ram"}:
+        return None
+    for m in _CONTEXT_TOO_LARGE.finditer(e.text):
+        if m["k"] is not None and int(m["k"]) < _LONG_K:
+            continue
+        break
+    else:
+        return None
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says the context is what does not fit "
+        f"({m.group(0).strip()!r}): the KV cache (and a prefill's working set) grows with the "
+        "tokens in context. What would decide: whether the same request passes with a shorter "
+        "context.",
+        fixes=(
+            generic(
+                "Use a shorter context",
+                "the KV cache grows linearly with the tokens kept in context.",
+                ("--max-model-len 16384", "-c 16384   # llama.cpp", "a shorter prompt"),
             ),
             *result.fixes,
         ),

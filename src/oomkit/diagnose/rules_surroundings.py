@@ -46,6 +46,7 @@ from oomkit.diagnose.rules_stated_design import (
     stated_replay_buffer,
 )
 from oomkit.diagnose.rules_stated_held import (
+    stated_context_too_large,
     stated_context_unset,
     stated_outputs_kept_on_device,
     stated_resident_models,
@@ -80,6 +81,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_fragmentation,
     stated_kv_for_context,
     stated_context_unset,
+    stated_context_too_large,
     stated_kv_pool_took_memory,
     stated_context_budget,
     stated_configured_cap,
