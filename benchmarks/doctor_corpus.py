@@ -82,6 +82,7 @@ DEVELOPMENT_PARTS = (
     "heldout21",
     "heldout22",
     "heldout23",
+    "heldout24",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
