@@ -61,6 +61,10 @@ from oomkit.estimate.transformers_placement import (
     auto_device_map,
     split_cpu_disk,
 )
+from oomkit.estimate.transformers_remote_code import (
+    REMOTE_LAST_LOGIT_SOURCE,
+    remote_code_keeps_last_logit,
+)
 from oomkit.estimate.transformers_requests import largest_request_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -254,6 +258,9 @@ def estimate_transformers(
     # the cat for K (or V) of one layer: old and new copies coexist
     growth = max((lay.bytes_per_token for lay in layers), default=0) // 2 * seq_total * batch
     full_logits = bool(gen.effects.get("full_logits", False))
+    if remote_code_keeps_last_logit(spec, release_full_logits=full_logits):
+        full_logits = False  # ChatGLM remote code: return_last_logit=True in generate
+        notes.append(f"remote code keeps the last position's logits ({REMOTE_LAST_LOGIT_SOURCE})")
     act, act_formula = prefill_activation_bytes(
         spec,
         batch=batch,
