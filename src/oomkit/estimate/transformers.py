@@ -55,6 +55,7 @@ from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail
 from oomkit.estimate.transformers_placement import (
     _caps,
     _module_groups,
@@ -583,6 +584,7 @@ def estimate_transformers(
                 if eager_scores
                 else {}
             ),
+            **mxfp4_dequant_detail(quant, tensors, usages),
         },
         assumptions=tuple(notes),
         blockers=blockers,

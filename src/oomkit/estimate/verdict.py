@@ -96,7 +96,10 @@ which the profile run never allocates (``runtime_details["prompt_logprobs_bytes"
 :mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason. transformers
 before 4.36 (no SDPA, PR #26572): the eager attention's ``B x a x S x S`` scores and their
 fp32 softmax at prefill (``runtime_details["eager_scores_bytes"]``), quadratic in the prompt
-actually sent, likewise.
+actually sent, likewise. transformers with an MXFP4 checkpoint (gpt-oss): the bytes the experts
+grow by when the quantizer dequantizes them to bf16 for want of ``kernels``/Triton >= 3.4
+(``runtime_details["mxfp4_dequant_bytes"]``, :mod:`oomkit.estimate.transformers_mxfp4`): the
+environment oomkit cannot see.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
 from oomkit.estimate.verdict_runtime import (
     EAGER_SCORES,
+    MXFP4_DEQUANT,
     POOL_GROWTH,
     SORT_SAMPLER,
     pool_is_a_cap,
@@ -349,6 +353,9 @@ def _device_margin(
             alloc = transformers_allocator_term(est, d, band_allocator(est.runtime))
             if alloc is not None:
                 terms.append(alloc)
+        mx = est.runtime_details.get("mxfp4_dequant_bytes")
+        if isinstance(mx, Mapping) and isinstance(mx.get(d.device), int) and mx[d.device]:
+            terms.append((MXFP4_DEQUANT, int(mx[d.device])))
         logprobs = est.runtime_details.get("prompt_logprobs_bytes")
         if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
             terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))

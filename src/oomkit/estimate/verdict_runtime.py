@@ -23,6 +23,7 @@ from oomkit.units import format_bytes
 
 __all__ = [
     "EAGER_SCORES",
+    "MXFP4_DEQUANT",
     "POOL_GROWTH",
     "SORT_SAMPLER",
     "pool_is_a_cap",
@@ -35,6 +36,12 @@ __all__ = [
 EAGER_SCORES = (
     "transformers' eager attention scores before 4.36 (B·a·S² and the fp32 softmax): a prompt "
     "near the context length"
+)
+#: transformers' MXFP4 checkpoints without kernels (:mod:`oomkit.estimate.transformers_mxfp4`)
+MXFP4_DEQUANT = (
+    "the MXFP4 experts dequantized to bf16 by transformers when the `kernels` package or "
+    "Triton >= 3.4 is missing (quantizer_mxfp4.py; `pip install -U kernels 'triton>=3.4'` "
+    "keeps them 4-bit)"
 )
 POOL_GROWTH = (
     "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
