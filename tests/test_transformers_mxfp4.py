@@ -53,3 +53,15 @@ def test_an_h100_holds_even_the_bf16_experts() -> None:
     hw = hardware_for(parse_gpu_list("h100-80gb"))
     est = estimate("gpt-oss-20b", InferenceSettings(**SETTINGS), hw)
     assert verdict(est, Platform(os="linux")).level == "fits"
+
+
+def test_below_compute_capability_7_5_the_bf16_experts_are_in_the_total() -> None:
+    """A V100 (7.0) fails ``gpu_is_supported``: always dequantized, so the weights are the bf16
+    model (39 GiB: accelerate offloads what 32 GiB cannot hold) and no risk term is left for it."""
+    hw = hardware_for(parse_gpu_list("v100-32gb"))
+    est = estimate("gpt-oss-20b", InferenceSettings(**SETTINGS), hw)
+    # device_map "auto": what the GPU cannot hold is offloaded to the CPU
+    assert est.devices[0].weights_bytes + est.host.weights_bytes > 35 * GiB
+    assert "mxfp4_dequant_bytes" not in est.runtime_details
+    t4 = estimate("gpt-oss-20b", InferenceSettings(**SETTINGS), hardware_for(parse_gpu_list("t4")))
+    assert t4.devices[0].weights_bytes < 14 * GiB  # 7.5: supported, the risk stays a band term

@@ -55,7 +55,7 @@ from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail
+from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail, mxfp4_effective_quant
 from oomkit.estimate.transformers_placement import (
     _caps,
     _module_groups,
@@ -223,7 +223,7 @@ def estimate_transformers(
     """Peak memory of ``generate()`` per device (see module docstring)."""
     notes: list[str] = []
     tensors = model_tensors(spec)
-    quant = settings.quant
+    quant = mxfp4_effective_quant(settings.quant, hardware)  # < sm75: dequantized to bf16
     from oomkit.estimate.generations import resolve_generation
 
     gen = resolve_generation("transformers", settings.runtime_version)

@@ -20,7 +20,9 @@ expert tensor: gpt-oss-20b's experts go from ~17 bytes per 32 values to 64.
 ``kernels`` (the Hub-kernel loader) is not a transformers dependency and Triton 3.4 only ships
 with torch 2.8+, so a plain ``pip install transformers`` on a supported GPU still dequantizes:
 oomkit cannot see the user's environment: the extra bytes are the risk of a missing package, a
-band term of the verdict (never part of the total), named with the one install that removes it
+band term of the verdict (never part of the total), named with the one install that removes it.
+Below compute capability 7.5 (V100, P100...) the dequantization is certain: the weights are
+planned in bf16 (:func:`mxfp4_effective_quant`)
 (:data:`oomkit.estimate.verdict_runtime.MXFP4_DEQUANT`; p-e-w/heretic#21: gpt-oss-20b on
 an RTX 3090, CUDA OOM at shard 2/3 of a ~13 GB checkpoint).
 """
@@ -32,11 +34,13 @@ from collections.abc import Sequence
 from oomkit.errors import UnknownNameError
 from oomkit.estimate.breakdown import DeviceUsage
 from oomkit.quant.hf_formats import hf_format, hf_weights_bytes
+from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import TensorInfo
 
 __all__ = [
     "mxfp4_dequant_detail",
     "mxfp4_dequant_extra_bytes",
+    "mxfp4_effective_quant",
 ]
 
 
@@ -65,3 +69,30 @@ def mxfp4_dequant_detail(
     if not extra or total <= 0:
         return {}
     return {"mxfp4_dequant_bytes": {u.device: extra * u.weights_bytes // total for u in usages}}
+
+
+def mxfp4_effective_quant(quant: str | None, hardware: Hardware) -> str | None:
+    """``bf16`` for an MXFP4 ``quant`` when every GPU is below compute capability 7.5
+    (``gpu_is_supported = compute_capability >= (7, 5)`` fails: always dequantized); else
+    ``quant`` unchanged."""
+    if not quant or _method(quant) != "mxfp4":
+        return quant
+    gpus = [d for d in hardware.devices if d.backend == "cuda"]
+    caps = [_capability(d.compute_capability) for d in gpus]
+    if gpus and all(c is not None and c < (7, 5) for c in caps):
+        return "bf16"
+    return quant
+
+
+def _method(quant: str) -> str | None:
+    try:
+        return hf_format(quant).method
+    except UnknownNameError:
+        return None
+
+
+def _capability(text: str | None) -> tuple[int, int] | None:
+    major, _, minor = (text or "").partition(".")
+    if not major.isdigit():
+        return None
+    return int(major), int(minor) if minor.isdigit() else 0
