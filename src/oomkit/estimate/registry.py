@@ -19,10 +19,12 @@ Estimator = Callable[[ModelSpec, InferenceSettings, Hardware], Estimate]
 #: canonical runtime name -> "module:function"
 RUNTIMES: Mapping[str, str] = MappingProxyType(
     {
-        # estimate_llamacpp, plus llama-server's draft model (-md) when one is set
-        "llama.cpp": "oomkit.estimate.llamacpp_draft:estimate_llamacpp_server",
+        # estimate_llamacpp, plus llama-server's draft model (-md) when one is set, on the
+        # managed-memory pool of a Linux APU under GGML_CUDA_ENABLE_UNIFIED_MEMORY
+        "llama.cpp": "oomkit.estimate.llamacpp_hip_managed:estimate_llamacpp_registry",
         "ollama": "oomkit.estimate.ollama:estimate_ollama",
-        "vllm": "oomkit.estimate.vllm:estimate_vllm",
+        # estimate_vllm, plus the 0.13-0.14 online-FP8 load peak (vllm_online_fp8)
+        "vllm": "oomkit.estimate.vllm_online_fp8:estimate_vllm_server",
         "sglang": "oomkit.estimate.sglang:estimate_sglang",
         "transformers": "oomkit.estimate.transformers:estimate_transformers",
     }

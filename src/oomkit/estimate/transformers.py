@@ -55,11 +55,16 @@ from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail, mxfp4_effective_quant
 from oomkit.estimate.transformers_placement import (
     _caps,
     _module_groups,
     auto_device_map,
     split_cpu_disk,
+)
+from oomkit.estimate.transformers_remote_code import (
+    REMOTE_LAST_LOGIT_SOURCE,
+    remote_code_keeps_last_logit,
 )
 from oomkit.estimate.transformers_requests import largest_request_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
@@ -218,7 +223,7 @@ def estimate_transformers(
     """Peak memory of ``generate()`` per device (see module docstring)."""
     notes: list[str] = []
     tensors = model_tensors(spec)
-    quant = settings.quant
+    quant = mxfp4_effective_quant(settings.quant, hardware)  # < sm75: dequantized to bf16
     from oomkit.estimate.generations import resolve_generation
 
     gen = resolve_generation("transformers", settings.runtime_version)
@@ -254,6 +259,9 @@ def estimate_transformers(
     # the cat for K (or V) of one layer: old and new copies coexist
     growth = max((lay.bytes_per_token for lay in layers), default=0) // 2 * seq_total * batch
     full_logits = bool(gen.effects.get("full_logits", False))
+    if remote_code_keeps_last_logit(spec, release_full_logits=full_logits):
+        full_logits = False  # ChatGLM remote code: return_last_logit=True in generate
+        notes.append(f"remote code keeps the last position's logits ({REMOTE_LAST_LOGIT_SOURCE})")
     act, act_formula = prefill_activation_bytes(
         spec,
         batch=batch,
@@ -576,6 +584,7 @@ def estimate_transformers(
                 if eager_scores
                 else {}
             ),
+            **mxfp4_dequant_detail(quant, tensors, usages),
         },
         assumptions=tuple(notes),
         blockers=blockers,

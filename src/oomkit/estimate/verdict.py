@@ -96,7 +96,10 @@ which the profile run never allocates (``runtime_details["prompt_logprobs_bytes"
 :mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason. transformers
 before 4.36 (no SDPA, PR #26572): the eager attention's ``B x a x S x S`` scores and their
 fp32 softmax at prefill (``runtime_details["eager_scores_bytes"]``), quadratic in the prompt
-actually sent, likewise.
+actually sent, likewise. transformers with an MXFP4 checkpoint (gpt-oss): the bytes the experts
+grow by when the quantizer dequantizes them to bf16 for want of ``kernels``/Triton >= 3.4
+(``runtime_details["mxfp4_dequant_bytes"]``, :mod:`oomkit.estimate.transformers_mxfp4`): the
+environment oomkit cannot see.
 """
 
 from __future__ import annotations
@@ -118,8 +121,13 @@ from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
 from oomkit.estimate.verdict_runtime import (
     EAGER_SCORES,
+    MXFP4_DEQUANT,
+    ONLINE_FP8_LOAD_CHANGE,
+    ONLINE_FP8_LOAD_RISK,
+    ONLINE_FP8_LOAD_WHAT,
     POOL_GROWTH,
     SORT_SAMPLER,
+    online_fp8_load_over,
     pool_is_a_cap,
     sglang_cap,
     transformers_allocator_term,
@@ -349,6 +357,9 @@ def _device_margin(
             alloc = transformers_allocator_term(est, d, band_allocator(est.runtime))
             if alloc is not None:
                 terms.append(alloc)
+        mx = est.runtime_details.get("mxfp4_dequant_bytes")
+        if isinstance(mx, Mapping) and isinstance(mx.get(d.device), int) and mx[d.device]:
+            terms.append((MXFP4_DEQUANT, int(mx[d.device])))
         logprobs = est.runtime_details.get("prompt_logprobs_bytes")
         if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
             terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))
@@ -535,6 +546,18 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
                 level="tight",
             )
         )
+    for dev, over_fp8 in online_fp8_load_over(est):  # vLLM 0.13-0.14, if the checkpoint is bf16
+        margins.append(
+            DeviceMargin(
+                device=dev,
+                what=ONLINE_FP8_LOAD_WHAT,
+                free_bytes=-over_fp8,
+                band_bytes=0,
+                terms=(),
+                reservations=(),
+                level="tight",
+            )
+        )
     tight = [m for m in margins if m.level == "tight"]
     if not tight:
         return Verdict(level="fits", margins=tuple(margins), band_source=source)
@@ -544,6 +567,9 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     change = safe_change(est, worst)
     if cap is not None and worst.what == _POOL_WHAT:
         risks = (cap, *risks)
+    elif worst.what == ONLINE_FP8_LOAD_WHAT:
+        risks = (f"{format_bytes(-worst.free_bytes)} {ONLINE_FP8_LOAD_RISK}",)
+        change = ONLINE_FP8_LOAD_CHANGE
     elif worst.what == WDDM_COMMIT_WHAT and over is not None:
         risks = (wddm_commit_risk(over),)
         change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"

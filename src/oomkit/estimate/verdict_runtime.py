@@ -23,8 +23,13 @@ from oomkit.units import format_bytes
 
 __all__ = [
     "EAGER_SCORES",
+    "MXFP4_DEQUANT",
+    "ONLINE_FP8_LOAD_CHANGE",
+    "ONLINE_FP8_LOAD_RISK",
+    "ONLINE_FP8_LOAD_WHAT",
     "POOL_GROWTH",
     "SORT_SAMPLER",
+    "online_fp8_load_over",
     "pool_is_a_cap",
     "sglang_cap",
     "transformers_allocator_term",
@@ -35,6 +40,12 @@ __all__ = [
 EAGER_SCORES = (
     "transformers' eager attention scores before 4.36 (B·a·S² and the fp32 softmax): a prompt "
     "near the context length"
+)
+#: transformers' MXFP4 checkpoints without kernels (:mod:`oomkit.estimate.transformers_mxfp4`)
+MXFP4_DEQUANT = (
+    "the MXFP4 experts dequantized to bf16 by transformers when the `kernels` package or "
+    "Triton >= 3.4 is missing (quantizer_mxfp4.py; `pip install -U kernels 'triton>=3.4'` "
+    "keeps them 4-bit)"
 )
 POOL_GROWTH = (
     "llama.cpp's legacy CUDA pool keeping one FP16 attention buffer per prompt step (batched "
@@ -151,3 +162,29 @@ def sglang_cap(est: Estimate) -> str | None:
         f"the token pool caps a request at {cap} tokens (SGLang refuses a longer input with "
         "HTTP 400 'Input length ... exceeds the maximum allowed length')"
     )
+
+
+ONLINE_FP8_LOAD_WHAT = "vLLM 0.13-0.14 online FP8 load peak"
+ONLINE_FP8_LOAD_RISK = (
+    "over the GPU while loading if the checkpoint is bf16 and vLLM quantizes it to FP8 "
+    "(--quantization fp8): 0.13-0.14 keep every bf16 weight beside its FP8 copy until the "
+    "load loop ends (PR #29196; PR #31914, PR #32773)"
+)
+ONLINE_FP8_LOAD_CHANGE = (
+    "a pre-quantized FP8 checkpoint, or vLLM 0.12 (which quantizes after loading, module by module)"
+)
+
+
+def online_fp8_load_over(est: Estimate) -> list[tuple[str, int]]:
+    """(device, bytes over its capacity) of the online-FP8 load peak
+    (``runtime_details["online_fp8_load_peak_bytes"]``, :mod:`oomkit.estimate.vllm_online_fp8`);
+    whether the checkpoint is bf16 is unknown, so the verdict makes these "tight"."""
+    peaks = est.runtime_details.get("online_fp8_load_peak_bytes")
+    if est.runtime != "vllm" or not isinstance(peaks, Mapping):
+        return []
+    over: list[tuple[str, int]] = []
+    for d in est.devices:
+        peak = peaks.get(d.device)
+        if isinstance(peak, int) and d.capacity_bytes is not None and peak > d.capacity_bytes:
+            over.append((d.device, peak - d.capacity_bytes))
+    return over
