@@ -175,6 +175,11 @@ _CAUSAL = re.compile(
     r"can(?![‘'’]t|not)|could|may|might|would|will|which makes?|making it)\b",
     _I,
 )
+# a requirement stated as a spec ("This model requires a lot of memory; use a 24 GB card"; a
+# title's "requires extreme amounts of memory" still reports one) and a
+# docs heading ("High memory usage and performance tips") describe, they do not report a run
+_REQUIREMENT = re.compile(r"(?:requires?|required|needs?|needed) (?:a lot of|lots of)\b", _I)
+_SPEC_OR_DOCS = re.compile(r"\b(?:tips?|tricks|guide|best practices|faq|troubleshooting)\b", _I)
 # a condition that opens the sentence: "If memory usage keeps increasing every epoch, detach
 # ..." (advice); the match must lie in that first clause ("When Jan fails to load a model, ...,
 # leading to increasing memory usage ..." reports what followed)
@@ -305,6 +310,8 @@ def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
         ex is not None
         and not _FINE.search(s[max(0, ex.start() - 20) : ex.start()])
         and not _CAUSAL.search(s)
+        and not _SPEC_OR_DOCS.search(s)
+        and not _REQUIREMENT.match(ex.group(0))
     ):
         return UsageNumbers("excessive"), ex.start(), ex.end()
     return None
