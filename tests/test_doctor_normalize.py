@@ -153,3 +153,43 @@ def test_one_line_repr_list_undoes_its_quote_escapes() -> None:
     assert normalize_text(repr([r"C:\Users\x failed"])) == r"C:\Users\x failed"
     plain = diagnose_text(line).to_dict()["cause"]
     assert diagnose_text(repr([line])).to_dict()["cause"] == plain
+
+
+@pytest.mark.parametrize(
+    ("head", "tail"),
+    [
+        ("2024-05-01 12:00:00,123 ERROR [worker-1] ", ""),
+        ("> ", ""),
+        ("[rank0]: ", ""),
+        ("\t", ""),
+        ("**", "**"),
+        ("`", "`"),
+    ],
+)
+def test_word_wrap_is_undone_inside_a_margin_every_line_shares(head: str, tail: str) -> None:
+    """heldout24's DataLoader message wrapped mid-phrase ("Bus\\nerror"): a log collector's
+    prefix, a quote or a Markdown wrapper on every line must not hide the wrap."""
+    from oomkit.diagnose.normalize import _shared_margins, unwrap_word_wrapped
+
+    text = (
+        "RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus\n"
+        "error. It is possible that dataloader's workers are out of shared\n"
+        "memory. Please try to raise your shared memory limit."
+    )
+    pasted = "\n".join(head + line + tail for line in text.split("\n"))
+    assert _shared_margins(pasted.split("\n")) == (head, tail)
+    unwrapped = unwrap_word_wrapped(pasted)
+    assert unwrapped is not None
+    assert "killed by signal: Bus error. It is possible" in unwrapped
+    assert unwrapped.startswith(head)
+
+
+def test_shared_margins_keep_words_and_colour_codes_whole() -> None:
+    from oomkit.diagnose.normalize import _shared_margins
+
+    # lines that start with the same letters share no margin: the word stays
+    assert _shared_margins(["abcdef one", "abcxyz two"]) == ("", "")
+    assert _shared_margins(["out of memory", "out of time"]) == ("out of ", "")
+    # an ANSI colour prefix is left to normalize_line, never cut in half
+    assert _shared_margins(["\x1b[31mone\x1b[0m", "\x1b[1;31mtwo\x1b[0m"]) == ("", "")
+    assert _shared_margins(["only one line"]) == ("", "")

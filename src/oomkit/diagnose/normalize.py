@@ -293,6 +293,11 @@ def unwrap_word_wrapped(text: str) -> str | None:
     if "\n" not in text or len(text) > UNWRAP_MAX_CHARS:
         return None
     lines = text.replace("\r\n", "\n").split("\n")
+    head, tail = _shared_margins(lines)
+    if head or tail:
+        # a log collector, a quote or a Markdown wrapper put the same margin on every line of
+        # the wrapped message: the wrap is in what lies between
+        lines = [line[len(head) : len(line) - len(tail)] for line in lines]
     width = max(len(line) for line in lines)
     if not _WRAP_WIDTHS[0] <= width <= _WRAP_WIDTHS[1]:
         return None
@@ -307,7 +312,30 @@ def unwrap_word_wrapped(text: str) -> str | None:
         else:
             out.append(line)
         prev = line
-    return "\n".join(out) if changed else None
+    return "\n".join(head + line + tail for line in out) if changed else None
+
+
+def _shared_margins(lines: list[str]) -> tuple[str, str]:
+    """The prefix and suffix every line of a multi-line paste shares (a timestamp and level, a
+    ``> `` quote, ``[rank0]:``, a tab, ``**``/backticks), cut back to a non-word boundary so
+    that a word the lines happen to start or end with stays; ``("", "")`` when there is none."""
+    if len(lines) < 2 or any(not line for line in lines):
+        return "", ""
+    first = lines[0]
+    n = min(len(line) for line in lines)
+    i = 0
+    while i < n and all(line[i] == first[i] for line in lines):
+        i += 1
+    while i > 0 and first[i - 1].isalnum():
+        i -= 1
+    j = 0
+    while j < n - i and all(line[len(line) - 1 - j] == first[len(first) - 1 - j] for line in lines):
+        j += 1
+    while j > 0 and first[len(first) - j].isalnum():
+        j -= 1
+    head, tail = first[:i], first[len(first) - j :] if j else ""
+    # an ANSI colour code is read per line later (normalize_line): never cut one in half
+    return ("", "") if "\x1b" in head + tail else (head, tail)
 
 
 # A paste or an issue title cut at a character limit ends inside the OOM word itself: "Allocator
