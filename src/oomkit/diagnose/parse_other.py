@@ -135,6 +135,8 @@ _EXIT_137 = re.compile(
     r"(?<![A-Za-z0-9_])exit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)"
     r"[:= ]{1,3}(?:137|-9)\b|"
     r"OOMKilled|\bexit status 137\b|\bExited \(137\)|"
+    # the same return code in Chinese: "返回错误码-9", "退出码 137"
+    r"(?:返回|退出)(?:错误|状态|返回)?码\s{0,2}[:：=]?\s{0,2}(?:137|-9)(?!\d)|"
     # a pod's status as `kubectl get pod -o yaml|json` prints it (kubernetes/api core/v1
     # types.go ContainerStateTerminated: ExitCode int32 `json:"exitCode"`), also KServe's
     # lastFailureInfo: "exitCode: 137", '"exitCode": 137'
@@ -200,6 +202,7 @@ _NEEDLES = (
     "error -9",
     "status -9",
     "error 137",
+    "码",
 )
 _PREFILTER = needles_re(_NEEDLES)
 _XLA_KEYS = (
