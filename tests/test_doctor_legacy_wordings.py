@@ -73,6 +73,13 @@ def test_heldout24_usage_reports(record: str, family: str) -> None:
     assert diagnose_text(text).oom_found
 
 
+def test_memory_still_occupied_after_the_run_is_a_report() -> None:
+    d = diagnose_text(corpus_text("h24-mxnet-17837"))
+    assert d.oom_found
+    assert not diagnose_text("Is the GPU memory still occupied after the script exits?").oom_found
+    assert not diagnose_text("The seat is still occupied.").oom_found
+
+
 def test_deepspeed_host_line_reads_used_and_total() -> None:
     nums = usage_numbers("CPU Virtual Memory:  used = 29.71 GB, percent = 95.3%")
     assert nums is not None
