@@ -33,6 +33,7 @@ from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
 from oomkit.diagnose.parse_frameworks import parse_frameworks
 from oomkit.diagnose.parse_hosts import parse_hosts
+from oomkit.diagnose.parse_legacy import parse_legacy
 from oomkit.diagnose.parse_libs import parse_libs
 from oomkit.diagnose.parse_limits import parse_limits
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
@@ -191,6 +192,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # per-buffer limits (Metal, Vulkan, OpenCL, Intel XPU), TVM's paged KV cache, Paddle
         events.extend(parse_limits(lines))
+    if not events:
+        # pre-2020 frameworks (Theano, darknet, Caffe2 checks), ENOMEM, tcmalloc (parse_legacy)
+        events.extend(parse_legacy(lines))
     if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))

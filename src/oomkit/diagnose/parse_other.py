@@ -106,7 +106,9 @@ _BARE_KILLED = re.compile(
 _DATALOADER = re.compile(
     r"DataLoader worker (?:\(pid (?P<pid>\d{1,10}|[xXN?]{1,8}|\.{3}|<pid>)\) )?"
     r"is killed by signal: "
-    r"(?P<sig>Killed|Bus error)"
+    # "Bus" at the end of a line: a paste hard-wrapped inside "Bus error" (no other signal
+    # name starts with it)
+    r"(?P<sig>Killed|Bus error|Bus(?=\s{0,4}$))"
 )
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
@@ -129,8 +131,12 @@ _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b
 # deepspeed/launcher/launch.py sigkill_handler: Popen.returncode, -9 for a child ended by SIGKILL)
 _EXIT_137 = re.compile(
     r"exit(?:ed with)? code:? ?(?:137|-9)\b|"
-    r"\bexit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)[:= ]{1,3}(?:137|-9)\b|"
+    # (no \\b before "exit": a CJK title runs the word on, "训练出现exits with return code = -9")
+    r"(?<![A-Za-z0-9_])exit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)"
+    r"[:= ]{1,3}(?:137|-9)\b|"
     r"OOMKilled|\bexit status 137\b|\bExited \(137\)|"
+    # the same return code in Chinese: "返回错误码-9", "退出码 137"
+    r"(?:返回|退出)(?:错误|状态|返回)?码\s{0,2}[:：=]?\s{0,2}(?:137|-9)(?!\d)|"
     # a pod's status as `kubectl get pod -o yaml|json` prints it (kubernetes/api core/v1
     # types.go ContainerStateTerminated: ExitCode int32 `json:"exitCode"`), also KServe's
     # lastFailureInfo: "exitCode: 137", '"exitCode": 137'
@@ -196,6 +202,7 @@ _NEEDLES = (
     "error -9",
     "status -9",
     "error 137",
+    "码",
 )
 _PREFILTER = needles_re(_NEEDLES)
 _XLA_KEYS = (

@@ -100,6 +100,8 @@ _PRED_AFTER = re.compile(
     # "VRAM is not freed when X falls back", "its related memory is not freed"
     r"(?:is |was |are |were )?(?:not|never|\w{1,6}n't) (?:being |getting )?"
     r"(?:free[ds]?|release[ds]?|clear(?:ed|s)?|deallocated?|return(?:ed|s)?|reclaim(?:ed|s)?)\b|"
+    # "the gpu memory is still occupied by the process" after the program finished (heldout24)
+    r"(?:is |was |are |were |remains? )still (?:being )?occupied\b|"
     r"fill(?:s|ed|ing)?(?: up)?\b|fulled|"
     r"(?:is|was|are|were|gets?|got|becomes?|became|being|goes|went|getting|stays?|stayed|"
     r"remains?|almost|nearly|completely|totally|100 ?%) full\b|"

@@ -34,7 +34,11 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"\b(?:crash\w{0,3}|freez\w{0,3}|froze|killed|dies|died|fail\w{0,3}|hang\w{0,3}) "
             r"(?:due to|because of|caused by|from) (?:the |a |very )?(?:high |huge |excessive |"
             r"massive |too much |full |increased |insane )?(?:gpu |cuda |video |system |host )?"
-            r"(?:memory|vram|ram) (?:usage|consumption)\b",
+            r"(?:memory|vram|ram) (?:usage|consumption)\b|"
+            # "killed on local machine due to over consumption of RAM"
+            r"\b(?:crash\w{0,3}|killed|dies|died) [^.;!?]{0,30}?(?:due to|because of|caused by) "
+            r"(?:the |an? )?(?:over[- ]?consumption|overuse|excessive use) of (?:the )?"
+            r"(?:gpu |cuda |video |system |host )?(?:memory|vram|ram)\b",
             _I,
         ),
     ),

@@ -145,7 +145,9 @@ _SPIKE = re.compile(
 )
 _EXCESSIVE = re.compile(
     r"\b(?:high|excessive|abnormal|extreme|huge|massive|enormous|insane|crazy|ridiculous|"
-    r"unusual|unexpected(?:ly high)?|abnormally high|very high|extremely high|unreasonable)"
+    r"unusual|unexpected(?:ly high)?|abnormally high|very high|extremely high|unreasonable|"
+    # one device holding more than the others ("the DataParallel imbalanced memory usage")
+    r"imbalanced|unbalanced|uneven)"
     r"(?: amounts? of)? (?:(?:gpu|cuda|video|graphics|device|system|host|cpu) )?"
     r"(?:memory|v-?ram|ram)(?: (?:usage|use|consumption|footprint|utili[sz]ation|occupancy|"
     r"allocation))\b|"
@@ -162,7 +164,7 @@ _EXCESSIVE = re.compile(
     r"\b(?:memory|v-?ram|ram)(?: usage| use| consumption| used)?[^.;!?,]{0,40}?\b(?:is |was |"
     r"are |were )?(?:much|far|way|significantly|substantially|several times|\d{1,2}x) "
     r"(?:higher|more|larger|bigger) than (?:the |what |expected|estimated|reported|"
-    r"advertised|before|in |with |on )|"
+    r"advertised|before|in |with |on |(?:all |the )?other (?:gpus?|cards?|devices?|ranks?)\b)|"
     r"(?:显存|内存|顯存|記憶體)(?:分配|占用|佔用|使用)?(?:异常|異常)|"
     r"(?:显存|内存|顯存)(?:占用|佔用|使用)(?:率)?(?:过|太|很|非常|特别|異常|异常)(?:高|大|多)|"
     r"这么(?:高|大|多)的?(?:显存|内存)",
@@ -204,6 +206,22 @@ _PRESSURE = re.compile(
     r"\b(?P<n>\d{1,6}) pytorch allocator cache flushes since last step\b|"
     r"\[Low GPU VRAM Warning\] Your current GPU free memory is (?P<f>\d{1,7}(?:\.\d{1,3})?) ?MB\b"
 )
+# DeepSpeed's see_memory_usage (deepspeedai/DeepSpeed:deepspeed/runtime/utils.py): psutil's
+# virtual_memory(), used_GB = round((total - available) / 1024**3, 2), printed "CPU Virtual
+# Memory:  used = {used_GB} GB, percent = {vm_stats.percent}%" (percent of the total): the host
+# RAM near full before ZeRO-3 places its fp32 partitions / offloaded states there
+_DS_CPU_VM = re.compile(
+    r"CPU Virtual Memory:\s{1,4}used = (?P<u>\d{1,6}(?:\.\d{1,2})?) GB, percent = "
+    r"(?P<p>\d{1,3}(?:\.\d{1,2})?)%"
+)
+# growth told in Chinese: "KV cache usage持续升高", "显存一直在增加", "内存不断上涨"; not
+# "显存没有持续增长" (a negation before the verb)
+_GROWTH_ZH = re.compile(
+    r"(?:显存|内存|顯存|記憶體|(?:kv ?)?cache(?: usage)?|缓存)[^，。,.!?！？;；]{0,12}?"
+    r"(?<!不)(?<!没有)(?<!没)(?:持续|一直|不断|逐渐|慢慢|缓慢|逐步)(?:在|地)?"
+    r"(?:升高|增长|增加|上涨|上升|变大|增大|累积|积累)",
+    _I,
+)
 _NEEDLES = re.compile(
     needles_re(
         (
@@ -224,6 +242,7 @@ _FAMILY_WORDS = needles_re(
         "than", "full", "max", "100", "hit", "reach", "rapidly", "steadily", "continuously",
         "constantly", "over time", "never",
         "过高", "太高", "很高", "这么", "leaving", "left", "only",
+        "持续", "一直", "不断", "逐渐", "慢慢", "缓慢", "逐步", "balanced", "uneven",
     )
 )  # fmt: skip
 
@@ -299,6 +318,9 @@ def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
             unit_of_work=unit.group(0).lower() if unit is not None else _unbounded(g.group(0)),
         )
         return found, g.start(), g.end()
+    z = _GROWTH_ZH.search(s)
+    if z is not None:
+        return UsageNumbers("growth", unit_of_work="over time"), z.start(), z.end()
     near = _near_full(s) if any(c.isdigit() for c in s) else None
     if near is not None:
         return near
@@ -343,6 +365,12 @@ def usage_numbers(text: str) -> UsageNumbers | None:
         if p is not None:
             free = to_bytes(p["f"], "mib", "generic") if p["f"] else None
             return UsageNumbers("pressure", free_bytes=free, unit_of_work=p["n"])
+    if "CPU Virtual Memory" in text:
+        v = _DS_CPU_VM.search(text)
+        if v is not None and float(v["p"]) >= 100 * NEAR_FULL:
+            used = round(float(v["u"]) * (1 << 30))
+            total = round(used * 100 / float(v["p"]))
+            return UsageNumbers("near_full", used_bytes=used, total_bytes=total)
     for t in SPLIT.split(text):
         s = t.strip()[:_MAX_SENTENCE]
         if len(s) >= 8:

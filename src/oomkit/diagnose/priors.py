@@ -102,6 +102,10 @@ FAMILIES: Mapping[str, str] = {
     "tt-metal": "gpu_framework",
     "wgpu": "gpu_framework",
     "opengl": "gpu_framework",
+    # pre-2020 frameworks' own device allocators (parse_legacy)
+    "theano": "gpu_framework",
+    "darknet": "gpu_framework",
+    "caffe2": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",
     "jax": "tf_xla",
@@ -129,6 +133,7 @@ FAMILIES: Mapping[str, str] = {
     "linux": "host",
     "windows": "host",
     "safetensors": "host",
+    "imageio": "host",
 }
 _ANY = "*"
 #: backoff order: (family?, phase?, evidence?) kept at each level, most specific first

@@ -31,6 +31,7 @@ from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_MORE, ENGINES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_history import HISTORY, HISTORY_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_legacy import LEGACY, LEGACY_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_libs import LIBS, LIBS_NOT_CAPACITY
 from oomkit.diagnose.upstream_wordings_limits import (
     LIMITS,
@@ -66,6 +67,7 @@ WORDINGS: tuple[Wording, ...] = (
     + MORE
     + HISTORY
     + EDGE
+    + LEGACY
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -127,4 +129,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *MORE_NEAR_MISSES,
     *HISTORY_NEAR_MISSES,
     *EDGE_NEAR_MISSES,
+    *LEGACY_NEAR_MISSES,
 )
