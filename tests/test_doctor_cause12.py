@@ -26,6 +26,8 @@ from oomkit.diagnose.rules_extra import names_host_memory
         ("h24-FFB6D-35", "multi_gpu_imbalance"),
         ("h24-singleshotpose-52", "multi_gpu_imbalance"),
         ("h24-apex-756", "multi_gpu_imbalance"),
+        # the GPU memory said to keep slowly growing, the run failing only when run long
+        ("h24-ColossalAI-3342", "leak_or_accumulation"),
     ],
 )
 def test_corpus_text_cause(record: str, cause: str) -> None:
@@ -62,3 +64,15 @@ def test_host_wordings_and_their_near_misses() -> None:
 )
 def test_near_misses_keep_their_reading(text: str) -> None:
     assert diagnose_text(text).cause not in {"model_too_large", "multi_gpu_imbalance"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the memory said to stay steady, or a large model named: no growth is stated
+        "32G显存会爆，显存一直很稳定",
+        "训练中显存不稳定，模型很大 32G显存会爆",
+    ],
+)
+def test_chinese_growth_near_misses(text: str) -> None:
+    assert diagnose_text(text).cause != "leak_or_accumulation"
