@@ -83,6 +83,7 @@ DEVELOPMENT_PARTS = (
     "heldout22",
     "heldout23",
     "heldout24",
+    "heldout25",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
