@@ -28,6 +28,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from oomkit.estimate.boundary import largest
 from oomkit.planner.knobs import Candidate
 
 if TYPE_CHECKING:
@@ -154,19 +155,6 @@ def _clears(
     return est if verdict(est, platform).level == "fits" else None
 
 
-def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    """Largest n in [lo, hi] with ``ok(n)`` (memory grows with n: bisection)."""
-    if hi < lo or not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _free_text(est: Estimate, platform: Platform) -> str:
     from oomkit.estimate.verdict import verdict
     from oomkit.units import format_bytes
@@ -224,19 +212,19 @@ def _safe_change(
         return _clears(spec, dataclasses.replace(settings, **changes), hardware, platform)  # type: ignore[arg-type]
 
     if batch > 1:
-        n = _largest(1, batch - 1, lambda b: at(parallel=b) is not None)
+        n = largest(1, batch - 1, lambda b: at(parallel=b) is not None)
         if n is not None:
             done = at(parallel=n)
             assert done is not None
             return f"--batch {n} (asked {batch}; {_free_text(done, platform)})"
     if isinstance(ctx, int) and ctx > 256:
-        k = _largest(1, (ctx - 1) // 256, lambda i: at(ctx=i * 256) is not None)
+        k = largest(1, (ctx - 1) // 256, lambda i: at(ctx=i * 256) is not None)
         if k is not None and k * 256 >= ctx // 2:
             done = at(ctx=k * 256)
             assert done is not None
             return f"--ctx {k * 256} (prompt tokens, asked {ctx}; {_free_text(done, platform)})"
     if new_tokens > 16:
-        n = _largest(1, new_tokens - 1, lambda t: at(max_new_tokens=t) is not None)
+        n = largest(1, new_tokens - 1, lambda t: at(max_new_tokens=t) is not None)
         if n is not None and n >= new_tokens // 2:
             done = at(max_new_tokens=n)
             assert done is not None
