@@ -1,0 +1,50 @@
+"""The held-out checker keys GitHub and forum threads so a reused thread is refused."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_PATH = Path(__file__).parent / "fixtures" / "oom_corpus" / "check_new_threads.py"
+_spec = importlib.util.spec_from_file_location("check_new_threads", _PATH)
+assert _spec is not None
+assert _spec.loader is not None
+check_new_threads = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_new_threads)
+
+
+def test_github_issue_and_pull_share_a_key() -> None:
+    key = check_new_threads.thread_key
+    assert key("https://github.com/ggerganov/llama.cpp/issues/12") == ("ggml-org/llama.cpp", 12)
+    assert key("https://github.com/ggml-org/llama.cpp/pull/12") == ("ggml-org/llama.cpp", 12)
+
+
+def test_discourse_topic_with_and_without_slug_and_post() -> None:
+    key = check_new_threads.thread_key
+    want = ("discuss.pytorch.org", 55592)
+    assert key("https://discuss.pytorch.org/t/training-on-multi-gpus-out-of-memory/55592/2") == want
+    assert key("https://discuss.pytorch.org/t/training-on-multi-gpus-out-of-memory/55592") == want
+    # a bare /t/<topic>/<post> is not read as slug <topic> and topic <post>
+    assert key("https://discuss.pytorch.org/t/55592/2") == want
+    hf = ("discuss.huggingface.co", 4242)
+    assert key("https://discuss.huggingface.co/t/oom-on-a100/4242") == hf
+
+
+def test_stack_exchange_and_reddit() -> None:
+    key = check_new_threads.thread_key
+    assert key("https://stackoverflow.com/questions/59129812/how-to-avoid") == (
+        "stackoverflow.com",
+        59129812,
+    )
+    assert key("https://www.reddit.com/r/LocalLLaMA/comments/1abcde/title/") == (
+        "reddit.com",
+        int("1abcde", 36),
+    )
+    assert key("https://example.com/blog/oom") is None
+
+
+def test_forum_threads_named_anywhere_count_as_known() -> None:
+    keys = check_new_threads._all_keys(
+        "see https://discuss.pytorch.org/t/slug/101/3 and https://stackoverflow.com/q/7"
+    )
+    assert keys == [("discuss.pytorch.org", 101), ("stackoverflow.com", 7)]
