@@ -18,8 +18,8 @@ _TOP = {
     "rejected", "impossible", "notes", "n_estimates",
 }  # fmt: skip
 _PLAN = {
-    "runtime", "settings", "level", "changes", "margin_bytes", "command", "devices", "host",
-    "runtime_details", "speed", "quality",
+    "runtime", "settings", "level", "changes", "margin_bytes", "command", "prepare", "devices",
+    "host", "runtime_details", "speed", "quality",
 }  # fmt: skip
 
 

@@ -255,7 +255,8 @@ def run_estimate(
         if est.fits is False:
             out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
         if emit is not None:
-            out["command"] = _emit(emit, model, est, settings, offline)
+            out["command"], prepare = _emit(emit, model, est, settings, offline)
+            out["prepare"] = list(prepare)
         out["hardware"] = choice.to_dict()
         print_json(out)
     else:
@@ -267,8 +268,12 @@ def run_estimate(
         if est.fits is False:
             echo(render_suggestions(est, suggestions))
         if emit is not None:
+            command, prepare = _emit(emit, model, est, settings, offline)
+            if prepare:
+                echo("first (llama.cpp's tools make the .gguf the command runs):")
+                echo("\n".join(prepare))
             echo("run:")
-            echo(_emit(emit, model, est, settings, offline))
+            echo(command)
     if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
         return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
@@ -348,12 +353,13 @@ def _estimate_max_ctx(
 
 def _emit(
     runtime: str, model: str, est: Estimate, settings: InferenceSettings, offline: bool
-) -> str:
+) -> tuple[str, tuple[str, ...]]:
     """The command for the estimated configuration: the settings as estimated (defaults
-    resolved), in ``runtime``'s flags (``same``: the estimated runtime)."""
+    resolved), in ``runtime``'s flags (``same``: the estimated runtime), and the lines to run
+    before it (converting a checkpoint directory for llama.cpp / Ollama)."""
     from oomkit.api import load_model
     from oomkit.estimate.registry import normalize_runtime
-    from oomkit.planner.commands import emit_command
+    from oomkit.planner.commands import emit_command, prepare_lines
 
     target = est.runtime if runtime == "same" else normalize_runtime(runtime)
     s = est.settings
@@ -380,7 +386,10 @@ def _emit(
             f"estimate, not its memory; run `oomkit estimate -r {target}` for {target}'s numbers"
         )
     kind = est.devices[0].device.split(":")[0] if est.devices else "cuda"
-    return emit_command(target, resolved, spec, model, device_kind=kind)
+    return (
+        emit_command(target, resolved, spec, model, device_kind=kind),
+        prepare_lines(target, resolved, spec, model),
+    )
 
 
 def _peak(est: Estimate) -> int:

@@ -500,6 +500,9 @@ def render_plan(result: object) -> str:
                     f"  quality: {q.name} KLD {q.kld:.3f} vs 16-bit{ppl} "
                     f"(published, {q.model_measured_on})"
                 )
+            if p.prepare:
+                lines.append("  first (llama.cpp's tools make the .gguf this plan runs):")
+                lines.extend(f"    {c}" for c in p.prepare)
             lines.append("  run:")
             lines.extend(f"    {c}" for c in p.command.splitlines())
             lines.append("")

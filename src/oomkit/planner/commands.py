@@ -13,10 +13,18 @@ from dataclasses import dataclass
 from datetime import date
 from types import MappingProxyType
 
+from oomkit.planner.prepare import OLLAMA_QUANTIZE_TYPES, prepare_checkpoint
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["FLAG_TABLES", "FlagTable", "emit_command", "llamacpp_fa_flags", "parse_command"]
+__all__ = [
+    "FLAG_TABLES",
+    "FlagTable",
+    "emit_command",
+    "llamacpp_fa_flags",
+    "parse_command",
+    "prepare_lines",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +146,9 @@ def parse_command(runtime: str, command: str) -> dict[str, list[str]]:
 def _gguf_name(model_ref: str, spec: ModelSpec, quant: str) -> str:
     if model_ref.lower().endswith(".gguf"):
         return model_ref
+    prep = prepare_checkpoint("llama.cpp", model_ref, spec.source, quant, spec.torch_dtype)
+    if prep is not None:  # a checkpoint directory: the file prepare_lines() writes
+        return prep.target
     base = spec.name.rsplit("/", 1)[-1]
     return f"{base}-{quant}.gguf"
 
@@ -308,7 +319,12 @@ def emit_command(
             parts += _draft_flags(settings, device_kind)
         return " ".join(parts)
     if runtime == "ollama":
-        tag = _ollama_tag(model_ref, settings.quant or "Q4_K_M")
+        quant = settings.quant or "Q4_K_M"
+        prep = prepare_checkpoint("ollama", model_ref, spec.source, quant, spec.torch_dtype)
+        tag = _ollama_tag(model_ref, quant) if prep is None else prep.target
+        create = "ollama create planned -f Modelfile"
+        if prep is not None and not prep.lines and quant.upper() in OLLAMA_QUANTIZE_TYPES:
+            create += f" --quantize {quant.upper()}"  # Ollama quantizes the import itself
         env = ["OLLAMA_FLASH_ATTENTION=1"]
         if settings.cache_type_k and settings.cache_type_k != "f16":
             env.append(f"OLLAMA_KV_CACHE_TYPE={settings.cache_type_k}")
@@ -319,7 +335,7 @@ def emit_command(
         if settings.n_gpu_layers is not None:
             modelfile.append(f"PARAMETER num_gpu {settings.n_gpu_layers}")
         body = "\\n".join(modelfile)
-        lines.append(f"printf '{body}\\n' > Modelfile && ollama create planned -f Modelfile")
+        lines.append(f"printf '{body}\\n' > Modelfile && {create}")
         lines.append("ollama run planned")
         return "\n".join(lines)
     if runtime == "vllm":
@@ -357,6 +373,17 @@ def emit_command(
             parts += ["--max-running-requests", str(seqs)]
         return " ".join(parts)
     return _transformers_snippet(settings, _hf_ref(model_ref, spec))
+
+
+def prepare_lines(
+    runtime: str, settings: InferenceSettings, spec: ModelSpec, model_ref: str
+) -> tuple[str, ...]:
+    """Shell lines to run before :func:`emit_command`'s command: converting (and quantizing) a
+    Hugging Face checkpoint directory for llama.cpp or Ollama (``planner/prepare.py``); empty
+    when the model is a ``.gguf``, a catalog name or a runtime that loads the directory."""
+    quant = settings.quant or "Q4_K_M"
+    prep = prepare_checkpoint(runtime, model_ref, spec.source, quant, spec.torch_dtype)
+    return () if prep is None else prep.lines
 
 
 def _transformers_snippet(settings: InferenceSettings, repo: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
-from oomkit.planner.commands import emit_command
+from oomkit.planner.commands import emit_command, prepare_lines
 from oomkit.planner.impossible import impossible as impossible_text
 from oomkit.planner.knobs import (
     CHECKPOINT,
@@ -65,6 +65,8 @@ class Plan:
     command: str
     speed: SpeedEstimate | None = None
     quality: QuantQuality | None = None
+    #: shell lines to run before ``command`` (converting a checkpoint directory to GGUF)
+    prepare: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -112,6 +114,7 @@ class PlanResult:
                 "changes": list(p.changes),
                 "margin_bytes": p.margin_bytes,
                 "command": p.command,
+                "prepare": list(p.prepare),
                 "devices": est["devices"],
                 "host": est["host"],
                 "runtime_details": est["runtime_details"],
@@ -243,6 +246,7 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         margin_bytes=ev.margin_bytes,
         changes=describe(ev, s),
         command=emit_command(s.runtime, settings, s.spec, model_ref),
+        prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
         speed=_speed(s.spec, ev.estimate, s.hardware, settings),
         quality=_quality(ev.cand.quant),
     )
