@@ -353,7 +353,7 @@
           title: `${fmtBytes(p.margin_bytes)} beyond the ${fmtBytes(doc.request.headroom_bytes)} kept free` },
           free === null ? "—" : fmtBytes(free)),
         speed,
-        el("td", { class: "cmd-cell", "data-label": "Command" }, commandBlock(p.command, `Copy command for ${i === 0 ? "the plan" : "alternative " + i}`)));
+        el("td", { class: "cmd-cell", "data-label": "Command" }, commandBlock([...(p.prepare || []), p.command].join("\n"), `Copy command for ${i === 0 ? "the plan" : "alternative " + i}`)));
     });
     $("plan-table").tBodies[0].replaceChildren(...rows);
     $("plan-table").hidden = !rows.length;
