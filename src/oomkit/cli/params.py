@@ -135,11 +135,13 @@ def hardware_from_options(
     ram: int | None,
     quiet: bool = False,
     n_devices: int | None = None,
+    os: str | None = None,
 ) -> Hardware:
     """The target of a command with repeatable ``--gpu`` values (catalog names, ``2x3090``,
     ``auto`` for the GPUs in this machine), ``--vram`` and ``--ram``; the resolved GPUs are
     named on stderr unless ``quiet``. ``n_devices`` (``--tp``): how many ``--vram`` GPUs
-    when no ``--gpu`` names them.
+    when no ``--gpu`` names them. ``os`` (``--os``): what a catalog card's runtime capacity
+    is on that system (Windows' WDDM reserve).
 
     Raises:
         InvalidSettingError: no GPU named and no ``--vram``.
@@ -155,13 +157,13 @@ def hardware_from_options(
         )
     if not gpus:
         return choose_hardware(
-            None, vram_bytes=vram, host_ram_bytes=ram, n_devices=n_devices or 1
+            None, vram_bytes=vram, host_ram_bytes=ram, n_devices=n_devices or 1, os=os
         ).hardware
     devices: list[DeviceTarget] = []
     for value in gpus:
-        choice = choose_hardware(value, vram_bytes=vram, host_ram_bytes=ram)
+        choice = choose_hardware(value, vram_bytes=vram, host_ram_bytes=ram, os=os)
         devices.extend(choice.hardware.devices)
         if not quiet:
             for line in choice.describe():
                 click.echo(line, err=True)
-    return Hardware(devices=tuple(devices), host_ram_bytes=ram)
+    return Hardware(devices=tuple(devices), host_ram_bytes=ram, os=os)

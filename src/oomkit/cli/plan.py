@@ -103,6 +103,19 @@ __all__ = ["plan_command", "render_plan"]
     "llama-server's), or for llama-bench / the C API (--no-llama-server: one output row per "
     "-ub token, as llama.cpp PR #23861 left them)",
 )
+@click.option(
+    "--display/--headless",
+    "display",
+    default=None,
+    help="A display is attached to the GPU (default: unknown; counted in the band every plan "
+    "must clear, as estimate's)",
+)
+@click.option(
+    "--os",
+    "os_name",
+    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    help="Operating system (windows: WDDM reserves GPU memory), as estimate's --os",
+)
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -130,6 +143,8 @@ def plan_command(
     max_memory: str | None,
     max_new_tokens: int | None,
     llama_server: bool | None,
+    display: bool | None,
+    os_name: str | None,
     offline: bool,
     as_json: bool,
     training: TrainOptions,
@@ -193,8 +208,12 @@ def plan_command(
         no_offload=no_offload,
         headroom_bytes=headroom,
         prefer=prefer,
+        display=display,
     )
-    hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
+    os_name = os_name.lower() if os_name else None
+    hardware = hardware_from_options(
+        gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp, os=os_name
+    )
     if backend is not None:
         from oomkit.cli.gpu_choice import with_backend
 

@@ -35,6 +35,9 @@ class PlanRequest:
         headroom_bytes: memory each GPU keeps free beyond the estimate.
         prefer: ``quality`` (best quant, then least intrusive change), ``speed`` (everything
             on the GPU first), ``context`` (the longest context first).
+        display: a display is attached to the GPU(s) (True), known headless (False), or
+            unknown (None: counted in the verdict's band as ``estimate`` does); a plan must
+            clear that band, so this decides how much a desktop card keeps free.
     """
 
     runtime: str = "llama.cpp"
@@ -47,6 +50,7 @@ class PlanRequest:
     headroom_bytes: int = DEFAULT_HEADROOM_BYTES
     prefer: str = "quality"
     ctx_step: int = CTX_STEP
+    display: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("ctx", "min_ctx", "parallel"):

@@ -184,6 +184,8 @@ class Searcher:
         self.offload_ok = not request.no_offload and self.gguf
         self._memo: dict[Candidate, Evaluation] = {}
         self.platform = Platform(
+            os=hardware.os,
+            display=request.display,
             segments=tuple(device_segment(d) for d in gpus),
             unified_bytes=tuple(device_unified_bytes(d) for d in gpus),
         )
