@@ -51,7 +51,9 @@ def test_split_by_thread_and_schema(part: str) -> None:
     for r in _records(part):
         assert set(r) >= REQUIRED, r["id"]
         url = str(r["url"])
-        assert url.startswith("https://github.com/"), r["id"]
+        # a GitHub source, a forum thread the held-out checkers key (Discourse, Stack Exchange,
+        # Reddit: tests/fixtures/oom_corpus/check_new_threads.py FORUM_PATTERNS) or a blog page
+        assert url.startswith("https://"), r["id"]
         if part in ("dev", "dev2"):  # the first split, by thread (dev2 was its held-out part)
             third = int(hashlib.sha1(url.encode()).hexdigest(), 16) % 3 == 0
             assert ("dev2" if third else "dev") == part, r["id"]
