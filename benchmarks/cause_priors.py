@@ -51,17 +51,40 @@ def labelled(parts: Iterable[str]) -> list[dict[str, Any]]:
     ]
 
 
-def count(records: Iterable[dict[str, Any]]) -> Counts:
-    """Cause counts per table key (every backoff level of every record's key)."""
-    table: defaultdict[str, Counter[str]] = defaultdict(Counter)
+#: one labelled record's table keys (every backoff level) and its cause label
+Keyed = tuple[tuple[str, ...], str]
+
+
+def keyed(records: Iterable[dict[str, Any]]) -> list[Keyed]:
+    """The table keys and label of every recognised record (unrecognised ones have no key).
+
+    A record's key does not depend on the table: the primary event and the log's context are
+    settled before the base rate is consulted (``rules.diagnose``), so one diagnosis per record
+    serves every table built from it (``loo`` reuses them instead of diagnosing each part's
+    records once per left-out part).
+    """
+    out: list[Keyed] = []
     for rec in records:
         d = diagnose_text(rec.get("text", ""))
         if d.primary is None:
             continue  # not recognised: no key to look it up by
         key = prior_key(d.primary, d.context)
-        for level in LEVELS:
-            table[key.at(level)][rec["cause_label"]] += 1
+        out.append((tuple(key.at(level) for level in LEVELS), rec["cause_label"]))
+    return out
+
+
+def tabulate(items: Iterable[Keyed]) -> Counts:
+    """Cause counts per table key, from records' keys and labels."""
+    table: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    for keys, label in items:
+        for k in keys:
+            table[k][label] += 1
     return {k: dict(sorted(v.items())) for k, v in sorted(table.items())}
+
+
+def count(records: Iterable[dict[str, Any]]) -> Counts:
+    """Cause counts per table key (every backoff level of every record's key)."""
+    return tabulate(keyed(records))
 
 
 def render(table: Counts, parts: Iterable[str], n_records: int) -> str:
@@ -95,9 +118,9 @@ def build(parts: Iterable[str] = DEVELOPMENT_PARTS) -> str:
 def loo() -> list[str]:
     """Leave-one-part-out: each part scored with the table built without it."""
     out = []
+    keys = {part: keyed(labelled([part])) for part in DEVELOPMENT_PARTS}
     for part in DEVELOPMENT_PARTS:
-        rest = [p for p in DEVELOPMENT_PARTS if p != part]
-        table = count(labelled(rest))
+        table = tabulate(k for p in DEVELOPMENT_PARTS if p != part for k in keys[p])
         records = load(part_files(part))
         with override_table(table):
             rows = score_records(records)["rows"]

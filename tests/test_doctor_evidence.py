@@ -283,6 +283,32 @@ def test_near_misses_of_stated_growth_keep_their_reading() -> None:
     assert diagnose_text(big).cause == "batch_or_activations"
 
 
+def test_growth_along_a_named_counter_is_accumulation() -> None:
+    from corpus_records import corpus_text
+
+    # "the GPU memory increasing with training iterations and eventually overflowing": growth
+    # along the run's own counter, with a word between the verb's preposition and the counter
+    d = diagnose_text(corpus_text("h18-3d-gaussian-splatting-5"))
+    assert d.cause == "leak_or_accumulation"
+    assert "'increasing with training iterations'" in d.explanation
+    for text in (
+        "CUDA out of memory: memory usage grows over the training epochs",
+        "CUDA out of memory, GPU memory rises across steps",
+    ):
+        assert diagnose_text(text).cause == "leak_or_accumulation", text
+
+
+def test_growth_with_the_input_size_is_not_accumulation() -> None:
+    # one step's activations grow with the input's size: that is no growth across steps
+    for text in (
+        "CUDA out of memory: memory increases with the number of denoising steps",
+        "CUDA out of memory: activation memory grows with the sequence length",
+        "CUDA out of memory: memory grows with the batch size",
+        "CUDA out of memory: memory increases with larger images",
+    ):
+        assert diagnose_text(text).cause != "leak_or_accumulation", text
+
+
 # --- torch.load restoring onto the saved device (rules_evidence._restored_to_saved_device) ---
 
 _RESUME = "h2-transformerlm-21-resume-8gpu"  # 8 workers torch.load(optimizer_path) on 8x K80

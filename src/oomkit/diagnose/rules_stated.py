@@ -69,8 +69,13 @@ _GROWTH_WORDS = re.compile(
     r"|\bcontinu(?:ous|ously|al|ally|ing)\s+(?:ris(?:e|es|ing)|increas\w*|grow\w*)\s+(?:of\s+|in\s+)?"
     r"(?:the\s+)?(?:gpu\s+|cuda\s+|host\s+|cpu\s+)?(?:memory|ram|vram)"
     r"|\bmore\s+and\s+more\b"
-    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+with\s+(?:the\s+)?"
-    r"(?:iterations?|steps?|epochs?)\b"
+    # growth along the run's own counter, with up to two words naming which counter (doccause13,
+    # from the even heldout parts: "increasing with training iterations", "grows over the
+    # training epochs", "rises across steps"); "the number / size / length of ..." is the
+    # input's size (one step's activations), not growth, and is not read
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+(?:with|over|across)\s+"
+    r"(?:the\s+|each\s+|every\s+)?(?:(?!(?:number|size|length|amount)\b)[a-z]+\s+){0,2}?"
+    r"(?:iterations?|steps?|epochs?|runs)\b"
     r"|\b(?:after|with)\s+(?:each|every)\s+(?:epoch|iteration|step|run)\b[^.\n]{0,40}?"
     r"\bmemory\b[^.\n]{0,20}?\b(?:grows?|grew|increas\w{0,3}|ris(?:es|ing))"
     r"|\b(?:grows?|grew|increas(?:es|ed|e))\s+by\s+[^.\n]{1,20}?\b(?:after|with|per|every)\s+"
