@@ -57,6 +57,7 @@ from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
 from oomkit.estimate.sglang_multimodal import MultimodalPolicy, multimodal_policy, sglang_effects
+from oomkit.estimate.sglang_outside import dated_chunked_prefill_size, outside_pool
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -290,6 +291,13 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     tokens: int | None = None
     reqs: int | None = None
     prefill: int | None = None  # one-forward prefill peak when chunked prefill is off
+    outside: dict[str, int] | None = None  # chunk + graph logits vs the rest (sglang_outside)
+    # --chunked-prefill-size (settings.max_num_batched_tokens) or the generation's default;
+    # not modelled for the oldest row (no chunked prefill before v0.3) or when it is off
+    chunk = settings.max_num_batched_tokens or dated_chunked_prefill_size(
+        kind, smallest, sglang_batch_defaults(smallest, tp)[0]
+    )
+    check_outside = mm.chunked_prefill is True and eff.get("mm_chunked_off") != "not_modelled"
     blockers: list[str] = []
     for rank in range(tp * pp):
         weights, layers, cell = stages[rank // tp]
@@ -320,6 +328,22 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             reserve = max(0, free0 - int(free0 * frac) - req_pool - graph_tables)
             if mm.chunked_prefill is False and prefill is None:
                 prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
+            if check_outside and outside is None:
+                out = outside_pool(
+                    spec,
+                    chunk=chunk,
+                    tokens=tokens,
+                    graph_bs=None if settings.enforce_eager else graph_bs,
+                    elem=elem,
+                    tp=tp,
+                )
+                outside = {
+                    "chunk_tokens": out.chunk_tokens,
+                    "prefill_chunk_bytes": out.prefill_chunk_bytes,
+                    "graph_logits_bytes": out.graph_logits_bytes,
+                    "need_bytes": out.total_bytes,
+                    "rest_bytes": reserve,
+                }
             if prefill is not None and prefill > reserve:
                 blockers.append(
                     f"chunked prefill is off for this multimodal model in this SGLang: one "
@@ -458,6 +482,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 if tables
                 else {}
             ),
+            **({"outside_pool": outside} if outside is not None else {}),
             **(
                 {
                     "multimodal": {

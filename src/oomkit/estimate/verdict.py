@@ -122,14 +122,11 @@ from oomkit.estimate.verdict_platform import device_segment, device_unified_byte
 from oomkit.estimate.verdict_runtime import (
     EAGER_SCORES,
     MXFP4_DEQUANT,
-    ONLINE_FP8_LOAD_CHANGE,
-    ONLINE_FP8_LOAD_RISK,
-    ONLINE_FP8_LOAD_WHAT,
     POOL_GROWTH,
     SORT_SAMPLER,
-    online_fp8_load_over,
     pool_is_a_cap,
     sglang_cap,
+    tight_overs,
     transformers_allocator_term,
     vllm_graph_span,
     vllm_other_tenants,
@@ -546,12 +543,14 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
                 level="tight",
             )
         )
-    for dev, over_fp8 in online_fp8_load_over(est):  # vLLM 0.13-0.14, if the checkpoint is bf16
+    # vLLM 0.13-0.14 online FP8 (if the checkpoint is bf16); SGLang outside its static fraction
+    soft_overs = {(dev, what): (risk, chg) for dev, _, what, risk, chg in tight_overs(est)}
+    for dev, over_b, what, _, _ in tight_overs(est):
         margins.append(
             DeviceMargin(
                 device=dev,
-                what=ONLINE_FP8_LOAD_WHAT,
-                free_bytes=-over_fp8,
+                what=what,
+                free_bytes=-over_b,
                 band_bytes=0,
                 terms=(),
                 reservations=(),
@@ -567,9 +566,9 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     change = safe_change(est, worst)
     if cap is not None and worst.what == _POOL_WHAT:
         risks = (cap, *risks)
-    elif worst.what == ONLINE_FP8_LOAD_WHAT:
-        risks = (f"{format_bytes(-worst.free_bytes)} {ONLINE_FP8_LOAD_RISK}",)
-        change = ONLINE_FP8_LOAD_CHANGE
+    elif (worst.device, worst.what) in soft_overs:
+        risk, change = soft_overs[(worst.device, worst.what)]
+        risks = (f"{format_bytes(-worst.free_bytes)} {risk}",)
     elif worst.what == WDDM_COMMIT_WHAT and over is not None:
         risks = (wddm_commit_risk(over),)
         change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"

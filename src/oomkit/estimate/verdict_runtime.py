@@ -28,10 +28,13 @@ __all__ = [
     "ONLINE_FP8_LOAD_RISK",
     "ONLINE_FP8_LOAD_WHAT",
     "POOL_GROWTH",
+    "SGLANG_OUTSIDE_WHAT",
     "SORT_SAMPLER",
     "online_fp8_load_over",
     "pool_is_a_cap",
     "sglang_cap",
+    "sglang_outside_over",
+    "tight_overs",
     "transformers_allocator_term",
     "vllm_graph_span",
     "vllm_other_tenants",
@@ -188,3 +191,44 @@ def online_fp8_load_over(est: Estimate) -> list[tuple[str, int]]:
         if isinstance(peak, int) and d.capacity_bytes is not None and peak > d.capacity_bytes:
             over.append((d.device, peak - d.capacity_bytes))
     return over
+
+
+SGLANG_OUTSIDE_WHAT = "SGLang memory outside mem_fraction_static"
+SGLANG_OUTSIDE_RISK = (
+    "over what 1 - mem_fraction_static leaves after the req_to_token pool: one prefill chunk's "
+    "activations and the CUDA-graph decode logits (sglang_outside) do not fit there, so the "
+    "first long prefill or the graph capture dies of CUDA OOM"
+)
+
+
+def sglang_outside_over(est: Estimate) -> list[tuple[str, int, str]]:
+    """(device, bytes over, safe change) where SGLang's outside-pool need exceeds the rest
+    (``runtime_details["outside_pool"]``, :mod:`oomkit.estimate.sglang_outside`)."""
+    info = est.runtime_details.get("outside_pool")
+    if est.runtime != "sglang" or not isinstance(info, Mapping) or not est.devices:
+        return []
+    need, rest = int_detail(info, "need_bytes"), int_detail(info, "rest_bytes")
+    frac, cap = est.settings.get("mem_fraction_static"), est.devices[0].capacity_bytes
+    if need is None or rest is None or need <= rest or not isinstance(frac, float) or not cap:
+        return []
+    safe = max(0.0, frac - (need - rest) / cap - 0.01)
+    change = (
+        f"--mem-fraction-static {safe:.2f} or lower, or a smaller --chunked-prefill-size "
+        f"(now {info.get('chunk_tokens')}) / --cuda-graph-max-bs, or --disable-cuda-graph"
+    )
+    return [(est.devices[0].device, need - rest, change)]
+
+
+def tight_overs(est: Estimate) -> list[tuple[str, int, str, str, str]]:
+    """(device, bytes over, what, risk, safe change) of the limits that make a verdict "tight"
+    rather than "does not fit": whether they strike depends on an input oomkit is not given
+    (the checkpoint's dtype; the longest prompt sent)."""
+    out = [
+        (dev, over, ONLINE_FP8_LOAD_WHAT, ONLINE_FP8_LOAD_RISK, ONLINE_FP8_LOAD_CHANGE)
+        for dev, over in online_fp8_load_over(est)
+    ]
+    out += [
+        (dev, over, SGLANG_OUTSIDE_WHAT, SGLANG_OUTSIDE_RISK, chg)
+        for dev, over, chg in sglang_outside_over(est)
+    ]
+    return out
