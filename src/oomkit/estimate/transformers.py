@@ -55,6 +55,7 @@ from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.torch_blocks import weights_blocks_component
 from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail, mxfp4_effective_quant
 from oomkit.estimate.transformers_placement import (
     _caps,
@@ -449,6 +450,7 @@ def estimate_transformers(
                 formula=plan.formula,
                 source="accelerate infer_auto_device_map",
             ),
+            weights_blocks_component(spec, quant, gen.effects, tensors, sizes, where, i, d.backend),
             Component(
                 category="weights",
                 label="CPU-offloaded layer streamed in",
