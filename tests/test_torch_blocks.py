@@ -2,7 +2,8 @@
 
 Rules (c10/cuda/CUDACachingAllocator.cpp): requests rounded to 512 B; a new segment is 2 MiB
 (<= 1 MiB), 20 MiB (< 10 MiB) or the request rounded up to 2 MiB; a cached rest is reused
-best-fit; a large-pool block is split only when MORE than 1 MiB would remain.
+best-fit; a large-pool block is split only when MORE than 1 MiB would remain (else the request
+holds the whole block: that rest is the slack counted).
 
 The real run: DeepSeek-Coder-V2#30 (heldout13, `tf-dscv2-30-*`), DeepSeek-V2 bf16 on 8x A100
 80GB with the 2024 remote code, whose routed experts are one ``nn.Linear`` each
@@ -17,7 +18,7 @@ from pathlib import Path
 from oomkit.api import estimate
 from oomkit.cli.params import parse_gpu_list
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.torch_blocks import allocation_units, reserved_bytes
+from oomkit.estimate.torch_blocks import allocation_units, held_slack_bytes
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.model import TensorInfo
 from oomkit.spec.settings import InferenceSettings
@@ -28,25 +29,27 @@ RUNS = Path(__file__).parent / "fixtures" / "verdict_runs" / "heldout13.jsonl"
 
 
 def test_large_request_keeps_whole_segment_when_at_most_1mib_left() -> None:
-    assert reserved_bytes([15 * MiB]) == 16 * MiB  # rest 1 MiB: not split, kept whole
-    assert reserved_bytes([15 * MiB] * 4) == 64 * MiB
-    assert reserved_bytes([32 * MiB]) == 32 * MiB  # already a multiple of 2 MiB
-    # 14.5 MiB: segment 16 MiB, rest 1.5 MiB split off and cached; a later 1.5 MiB request
-    # is served from it (best fit), no new segment
-    assert reserved_bytes([14 * MiB + MiB // 2, MiB + MiB // 2]) == 16 * MiB
+    assert held_slack_bytes([15 * MiB]) == MiB  # rest 1 MiB: not split, kept whole
+    assert held_slack_bytes([15 * MiB] * 4) == 4 * MiB
+    assert held_slack_bytes([32 * MiB]) == 0  # already a multiple of 2 MiB
+    # 14.5 MiB: segment 16 MiB, rest 1.5 MiB split off and cached (free, not counted); a
+    # later 1.5 MiB request is served from it exactly
+    assert held_slack_bytes([14 * MiB + MiB // 2, MiB + MiB // 2]) == 0
+    # 9.5 MiB twice from one 20 MiB segment: the second leaves 1 MiB, kept whole
+    assert held_slack_bytes([9 * MiB + MiB // 2] * 2) == MiB
 
 
-def test_mid_requests_share_20mib_segments() -> None:
-    # 3 MiB requests (Qwen3-30B-A3B's 2048 x 768 bf16 experts): six per 20 MiB segment, the
-    # 2 MiB rest fits no seventh
-    assert reserved_bytes([3 * MiB] * 6) == 20 * MiB
-    assert reserved_bytes([3 * MiB] * 7) == 40 * MiB
+def test_mid_requests_split_20mib_segments() -> None:
+    # 5.5 MiB (DeepSeek-V2-Lite's 2048 x 1408 bf16 experts): rests of 14.5, 9 and 3.5 MiB are
+    # all split off; the 3.5 MiB rest is free for later requests, not held
+    assert held_slack_bytes([11 * MiB // 2] * 3) == 0
+    assert held_slack_bytes([3 * MiB] * 7) == 0
 
 
-def test_small_requests_pack_2mib_segments() -> None:
-    assert reserved_bytes([600 * 1024] * 3) == 2 * MiB
-    assert reserved_bytes([600 * 1024] * 4) == 4 * MiB
-    assert reserved_bytes([100]) == 2 * MiB  # rounded to 512 B, in a 2 MiB segment
+def test_small_requests_round_to_512_bytes() -> None:
+    assert held_slack_bytes([600 * 1024] * 4) == 0
+    assert held_slack_bytes([100]) == 412
+    assert held_slack_bytes([MiB - 100]) == 100  # the rest of its 2 MiB segment is split off
 
 
 def test_stacked_experts_are_one_request_each_in_the_loop_generation() -> None:
