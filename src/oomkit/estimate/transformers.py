@@ -66,6 +66,7 @@ from oomkit.estimate.transformers_placement import (
 from oomkit.estimate.transformers_remote_code import (
     REMOTE_LAST_LOGIT_SOURCE,
     remote_code_keeps_last_logit,
+    remote_rope_cache_bytes,
 )
 from oomkit.estimate.transformers_requests import largest_request_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
@@ -394,7 +395,11 @@ def estimate_transformers(
         None if d.capacity_bytes is None else d.capacity_bytes - ctx
         for d, (ctx, _) in zip(gpus, contexts, strict=True)
     ]
-    groups = _module_groups(tensors, sizes)
+    # DeepSeek-V2's remote code: per-layer RoPE cache buffers, placed with their layer
+    rope_buf = remote_rope_cache_bytes(spec, release_full_logits=full_logits, elem=elem)
+    if rope_buf:
+        notes.append(f"remote code: RoPE cos/sin buffers, {format_bytes(rope_buf)} per layer")
+    groups = [(k, sz + (rope_buf if k[0] == 1 else 0)) for k, sz in _module_groups(tensors, sizes)]
     fmt = (quant or (spec.quantization.method if spec.quantization else "") or "").lower()
     device_map = settings.device_map or "auto"  # unset: auto placement, offload not accepted
     if device_map == "none":
