@@ -149,8 +149,10 @@ def weights_blocks_component(
         [s for s, on in zip(sizes, on_device, strict=True) if on],
         per_expert=per_expert,
     )
+    # "overhead": the allocator's, not parameter bytes (weights_bytes stays numel x size, as
+    # the H100 runs' parameter_bytes); PyTorch's allocated_bytes stat counts it (whole blocks)
     return Component(
-        category="weights",
+        category="overhead",
         label="caching allocator rounding of the weights",
         n_bytes=held_slack_bytes(units),
         formula=(
