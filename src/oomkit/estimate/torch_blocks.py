@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from oomkit.estimate.breakdown import Component
 from oomkit.estimate.hf_weights import PLAIN_DTYPES
@@ -105,6 +106,11 @@ def held_slack_bytes(requests: Iterable[int]) -> int:
     return slack
 
 
+@lru_cache(maxsize=512)
+def _held(units: tuple[int, ...]) -> int:
+    return held_slack_bytes(units)
+
+
 def allocation_units(
     tensors: Sequence[TensorInfo], sizes: Sequence[int], *, per_expert: bool
 ) -> list[int]:
@@ -144,17 +150,23 @@ def weights_blocks_component(
     per_expert = (
         effects.get("moe_experts") == "loop" and spec.model_type not in FUSED_EXPERT_FAMILIES
     )
-    units = allocation_units(
-        [t for t, on in zip(tensors, on_device, strict=True) if on],
-        [s for s, on in zip(sizes, on_device, strict=True) if on],
-        per_expert=per_expert,
+    # simulated per top-level module (a layer's parameters are loaded together, and the
+    # repeated layers of a model then cost one simulation: _held is cached)
+    mine: dict[tuple[int, int], tuple[list[TensorInfo], list[int]]] = {}
+    for t, sz, hit in zip(tensors, sizes, on_device, strict=True):
+        if hit:
+            ts, ss = mine.setdefault(group_key(t), ([], []))
+            ts.append(t)
+            ss.append(sz)
+    held = sum(
+        _held(tuple(allocation_units(ts, ss, per_expert=per_expert))) for ts, ss in mine.values()
     )
     # "overhead": the allocator's, not parameter bytes (weights_bytes stays numel x size, as
     # the H100 runs' parameter_bytes); PyTorch's allocated_bytes stat counts it (whole blocks)
     return Component(
         category="overhead",
         label="caching allocator rounding of the weights",
-        n_bytes=held_slack_bytes(units),
+        n_bytes=held,
         formula=(
             "blocks held for one allocation per parameter"
             + (" (one per routed expert matrix)" if per_expert else "")
