@@ -97,12 +97,15 @@ def predict_transformers(r: dict[str, Any]) -> dict[str, int]:
         hardware_for((find_gpu_by_nvml_name("NVIDIA H100 80GB HBM3", 85017493504),)),
     )
     dev = est.devices[0]
+    # outside PyTorch: the CUDA context only; the caching allocator's rounding of the weights
+    # (an "overhead" component, oomkit.estimate.torch_blocks) is inside torch's allocated bytes
+    context = sum(c.n_bytes for c in dev.components if c.label == "CUDA context")
     return {
         "weights_bytes": dev.weights_bytes,
         "kv_cache_bytes": dev.kv_cache_bytes,
         "activations_bytes": dev.activations_bytes,
         "device_total_bytes": dev.total_bytes,
-        "torch_bytes": dev.total_bytes - dev.overhead_bytes,
+        "torch_bytes": dev.total_bytes - context,
     }
 
 

@@ -650,6 +650,24 @@ def test_llamacpp_metal_one_buffer_until_pr_1826() -> None:
     assert not cuda.blockers
 
 
+def test_llamacpp_metal_max_buffer_on_macos_14() -> None:
+    """macOS 14 reports maxBufferLength as 9/16 of the installed memory (meta-llama/llama#964:
+    20736 MiB views on a 36 GB M3 Pro). philipturner's LLaMA-30B Q4_0 run on a 32 GB M1 Max
+    under "macOS 14 Developer Beta" (llama.cpp PR #1642, build 623, heldout12 lcpp-1642-*): the
+    17.09 GiB 'data' buffer is under 18 GiB there, over macOS 13's 16 GiB."""
+    from oomkit.estimate.llamacpp_metal import macos_major, metal_max_buffer_bytes
+
+    dev = hardware_for(parse_gpu_list("m1-max-32gb")).devices[0]
+    assert metal_max_buffer_bytes(dev, "macos-14") == 18 * 2**30
+    assert metal_max_buffer_bytes(dev, "macos") == metal_max_buffer_bytes(dev) == 16 * 2**30
+    assert macos_major("macOS 13.4") == 13
+    s = InferenceSettings(runtime="llama.cpp", quant="Q4_0", ctx=2048, runtime_version="b623")
+    on13 = estimate("llama-33b", s, hardware_for(parse_gpu_list("m1-max-32gb")))
+    on14 = estimate("llama-33b", s, hardware_for(parse_gpu_list("m1-max-32gb"), os="macos-14"))
+    assert any("maxBufferLength" in b for b in on13.blockers)
+    assert not on14.blockers
+
+
 def test_llamacpp_metal_scratch_buffers_until_pr_2325() -> None:
     """llama-cpp-python#438 (2023-06-30): LLaMA-13B q5_1 (9763717120 bytes) on a 16 GB M2 Pro,
     whose Metal working set is 10.67 GiB. The weights and the 400 MiB KV cache fit it, but

@@ -56,3 +56,46 @@ def test_rule_by_model_type() -> None:
     chatglm = dataclasses.replace(glm, model_type="chatglm")
     assert remote_code_keeps_last_logit(chatglm, release_full_logits=False)
     assert not remote_code_keeps_last_logit(load_model("llama-3.1-8b"), release_full_logits=True)
+
+
+def test_deepseek_v2_remote_code_rope_buffers_per_layer() -> None:
+    """DeepSeek-V2's Hub modeling_deepseek.py: every attention layer's own rotary embedding
+    registers cos_cached and sin_cached of max_position_embeddings x qk_rope_head_dim in the
+    default dtype: 2 x 163840 x 64 x 2 B = 40 MiB per layer in bf16; native transformers (no
+    per-layer caches) only after the full-logits releases."""
+    from oomkit.estimate.transformers_remote_code import remote_rope_cache_bytes
+
+    spec = load_model("deepseek-v2", offline=True)
+    assert spec.max_position_embeddings == 163840
+    assert remote_rope_cache_bytes(spec, release_full_logits=True, elem=2) == 40 * 2**20
+    assert remote_rope_cache_bytes(spec, release_full_logits=False, elem=2) == 0
+    glm = load_model("glm-4-9b", offline=True)
+    assert remote_rope_cache_bytes(glm, release_full_logits=True, elem=2) == 0
+
+
+def test_deepseek_coder_v2_8xa100_death_is_not_fits() -> None:
+    """DeepSeek-Coder-V2#30 (heldout13, tf-dscv2-30-*): died in dispatch_model ->
+    attach_align_device_hook_on_blocks, where the buffers move to their GPUs. GPU 7's ten MoE
+    layers: 400 MiB of RoPE buffers and 4.69 GiB of 16 MiB segments for 15 MiB experts
+    (oomkit.estimate.torch_blocks) on top of accelerate's raw-byte plan."""
+    import json
+    from pathlib import Path
+
+    from oomkit.estimate.verdict import Platform, verdict
+
+    runs = Path(__file__).parent / "fixtures" / "verdict_runs" / "heldout13.jsonl"
+    rec = next(
+        json.loads(ln)
+        for ln in runs.read_text().splitlines()
+        if ln.strip() and json.loads(ln)["id"].startswith("tf-dscv2-30-")
+    )
+    settings = InferenceSettings(
+        runtime="transformers",
+        quant=rec["quant"],
+        ctx=rec["ctx"],
+        runtime_version=rec["date"],
+        **rec["settings"],
+    )
+    est = estimate(rec["model"], settings, hardware_for(parse_gpu_list(rec["gpu"])), offline=True)
+    assert any("RoPE cos/sin buffers" in n for n in est.assumptions)
+    assert verdict(est, Platform()).level != "fits"

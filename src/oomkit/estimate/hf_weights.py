@@ -20,6 +20,7 @@ from oomkit.units import ceil_div
 
 __all__ = [
     "DTYPE_BYTES",
+    "PLAIN_DTYPES",
     "WeightsPlan",
     "dtype_bytes",
     "model_info",
@@ -64,6 +65,7 @@ _PLAIN = frozenset(
         "auto",
     }
 )
+PLAIN_DTYPES = _PLAIN
 
 
 def model_info(spec: ModelSpec) -> ModelInfo:

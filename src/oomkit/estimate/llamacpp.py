@@ -539,6 +539,7 @@ def _estimate(
                 _rows_summary(rows)[1],
                 kv_by_dev,
                 compute,
+                os=hardware.os,
             )
         ),
     )

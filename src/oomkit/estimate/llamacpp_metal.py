@@ -24,12 +24,14 @@ installed memory (0.75 x recommendedMaxWorkingSetSize: 20736 MiB of 36 GB above;
 48 GB M4 Pro, exo-explore/exo#1048), and the macOS 14 developer beta shipped on 2023-06-05,
 inside this window: philipturner ran LLaMA-30B Q4_0 (a 17.09 GiB ``data`` buffer) with build
 623 on a 32 GB M1 Max under "macOS 14 Developer Beta" (llama.cpp PR #1642, 2023-06-06), which
-the 18 GiB limit of macOS 14 holds. The OS release is not an input of the estimate, so macOS
+the 18 GiB limit of macOS 14 holds. The 9/16 applies only where the run's OS is stated as
+macOS 14 or later (``Hardware.os`` such as ``"macos-14"``, :func:`macos_major`); unstated, macOS
 13's half is kept (the 32 GB Macs of llama.cpp#1815 and PR #1826's thread died at 17-18 GB).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from oomkit.spec.hardware import DeviceTarget, device_label
@@ -37,6 +39,8 @@ from oomkit.units import format_bytes
 
 __all__ = [
     "METAL_MAX_BUFFER_FRACTION",
+    "METAL_MAX_BUFFER_FRACTION_14",
+    "macos_major",
     "metal_blockers",
     "metal_max_buffer_bytes",
     "metal_scratch_compute",
@@ -46,6 +50,9 @@ __all__ = [
 
 #: maxBufferLength as a fraction of the installed memory (PR #1706 thread; #1815; lcpp-py#438)
 METAL_MAX_BUFFER_FRACTION = 0.5
+#: macOS 14+: 9/16 of the installed memory (meta-llama/llama#964: 20736 MiB views on a 36 GB M3
+#: Pro; exo-explore/exo#1048: "~27 GB" on a 48 GB M4 Pro)
+METAL_MAX_BUFFER_FRACTION_14 = 9 / 16
 #: the page the buffers are rounded up to (``getpagesize()`` on Apple silicon: 16 KiB)
 _PAGE = 16384
 
@@ -55,12 +62,26 @@ SOURCE = (
 )
 
 
-def metal_max_buffer_bytes(dev: DeviceTarget) -> int | None:
-    """``maxBufferLength`` of an Apple GPU from the catalog: half its installed memory; None for
-    other devices or an Apple device the catalog does not know.
+def macos_major(os: str | None) -> int | None:
+    """The macOS major release an OS string names (``"macos-14"``, ``"macOS 14.2"``), else None.
+
+    >>> macos_major("macOS 14 beta"), macos_major("macos"), macos_major("linux")
+    (14, None, None)
+    """
+    m = re.match(r"\s*mac\s*os\s*[-_ ]?\s*(\d+)", (os or "").lower())
+    return int(m.group(1)) if m else None
+
+
+def metal_max_buffer_bytes(dev: DeviceTarget, os: str | None = None) -> int | None:
+    """``maxBufferLength`` of an Apple GPU from the catalog: half its installed memory, 9/16 on
+    a stated macOS 14 or later; None for other devices or an Apple device the catalog does not
+    know.
 
     >>> metal_max_buffer_bytes(DeviceTarget(name="M2 Pro", key="m2-pro-16gb", backend="metal"))
     8589934592
+    >>> metal_max_buffer_bytes(DeviceTarget(name="M2 Pro", key="m2-pro-16gb", backend="metal"),
+    ...     "macos-14")
+    9663676416
     """
     if dev.backend != "metal" or dev.key is None:
         return None
@@ -69,7 +90,10 @@ def metal_max_buffer_bytes(dev: DeviceTarget) -> int | None:
     g = find_gpu(dev.key)
     if g.vendor != "apple":
         return None
-    return int(g.memory_bytes * METAL_MAX_BUFFER_FRACTION)
+    newer = (macos_major(os) or 0) >= 14
+    return int(
+        g.memory_bytes * (METAL_MAX_BUFFER_FRACTION_14 if newer else METAL_MAX_BUFFER_FRACTION)
+    )
 
 
 def _aligned(n: int) -> int:
@@ -82,6 +106,7 @@ def metal_single_buffer_blockers(
     file_bytes: int,
     offloaded: Sequence[bool],
     buffers: Mapping[str, Sequence[tuple[str, int]]],
+    os: str | None = None,
 ) -> list[str]:
     """Blockers of a build before PR #1826: a Metal buffer larger than ``maxBufferLength``.
 
@@ -90,8 +115,9 @@ def metal_single_buffer_blockers(
     as (name, bytes), e.g. the KV cache and the compute buffer.
     """
     out: list[str] = []
+    share = "9/16 of" if (macos_major(os) or 0) >= 14 else "half"
     for gi, g in enumerate(gpus):
-        limit = metal_max_buffer_bytes(g)
+        limit = metal_max_buffer_bytes(g, os)
         if limit is None or not offloaded[gi]:
             continue
         rows = [("data", file_bytes), *buffers.get(names[gi], ())]
@@ -107,7 +133,7 @@ def metal_single_buffer_blockers(
             out.append(
                 f"{names[gi]}: the Metal '{what}' buffer of {format_bytes(n)} ({n} bytes) is "
                 f"larger than the device's maxBufferLength {format_bytes(limit)} ({limit} "
-                "bytes, half the installed memory): builds before llama.cpp PR #1826 make it "
+                f"bytes, {share} the installed memory): builds before llama.cpp PR #1826 make it "
                 "ONE Metal buffer and fail 'ggml_metal_add_buffer: buffer ... is larger than "
                 f"buffer maximum'; fix: {fix}"
             )
@@ -178,6 +204,7 @@ def metal_blockers(
     file_bytes: int,
     kv_by_dev: Mapping[str, int],
     compute: Mapping[str, int],
+    os: str | None = None,
 ) -> list[str]:
     """:func:`metal_single_buffer_blockers` for an estimate: ``views`` False (builds before PR
     #1826); ``devices`` = (GPUs, their buffer names, each repeating layer's device label);
@@ -191,4 +218,4 @@ def metal_blockers(
         names[i]: (("kv", kv_by_dev.get(lab, 0)), ("compute", compute.get(names[i], 0)))
         for i, lab in enumerate(labels)
     }
-    return metal_single_buffer_blockers(gpus, names, file_bytes, offloaded, others)
+    return metal_single_buffer_blockers(gpus, names, file_bytes, offloaded, others, os)

@@ -55,6 +55,7 @@ from oomkit.estimate.hf_attention import effective_attn_implementation
 from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.estimate.torch_blocks import weights_blocks_component
 from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail, mxfp4_effective_quant
 from oomkit.estimate.transformers_placement import (
     _caps,
@@ -65,6 +66,7 @@ from oomkit.estimate.transformers_placement import (
 from oomkit.estimate.transformers_remote_code import (
     REMOTE_LAST_LOGIT_SOURCE,
     remote_code_keeps_last_logit,
+    remote_rope_cache_bytes,
 )
 from oomkit.estimate.transformers_requests import largest_request_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
@@ -393,7 +395,11 @@ def estimate_transformers(
         None if d.capacity_bytes is None else d.capacity_bytes - ctx
         for d, (ctx, _) in zip(gpus, contexts, strict=True)
     ]
-    groups = _module_groups(tensors, sizes)
+    # DeepSeek-V2's remote code: per-layer RoPE cache buffers, placed with their layer
+    rope_buf = remote_rope_cache_bytes(spec, release_full_logits=full_logits, elem=elem)
+    if rope_buf:
+        notes.append(f"remote code: RoPE cos/sin buffers, {format_bytes(rope_buf)} per layer")
+    groups = [(k, sz + (rope_buf if k[0] == 1 else 0)) for k, sz in _module_groups(tensors, sizes)]
     fmt = (quant or (spec.quantization.method if spec.quantization else "") or "").lower()
     device_map = settings.device_map or "auto"  # unset: auto placement, offload not accepted
     if device_map == "none":
@@ -449,6 +455,7 @@ def estimate_transformers(
                 formula=plan.formula,
                 source="accelerate infer_auto_device_map",
             ),
+            weights_blocks_component(spec, quant, gen.effects, tensors, sizes, where, i, d.backend),
             Component(
                 category="weights",
                 label="CPU-offloaded layer streamed in",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from oomkit.spec.model import TensorInfo
 
-__all__ = ["auto_device_map", "split_cpu_disk"]
+__all__ = ["auto_device_map", "group_key", "split_cpu_disk"]
 
 _SINGLE_GPU_FRACTION = 0.9  # accelerate get_balanced_memory, one device, max_memory not set
 _BNB_FRACTION = 0.9  # BnbHfQuantizer.adjust_max_memory
@@ -28,16 +28,19 @@ def _module_groups(
     """Bytes per top-level module in accelerate's order: embeddings, layers, norm, lm_head."""
     groups: dict[tuple[int, int], int] = defaultdict(int)
     for t, sz in zip(tensors, sizes, strict=True):
-        if t.layer is not None:
-            key = (1, t.layer)
-        elif t.role.startswith(("token_embd", "pos_embd", "token_types")):
-            key = (0, 0)
-        elif t.role.startswith("output."):
-            key = (3, 0)
-        else:
-            key = (2, 0)
-        groups[key] += sz
+        groups[group_key(t)] += sz
     return sorted(groups.items())
+
+
+def group_key(t: TensorInfo) -> tuple[int, int]:
+    """The top-level module group a tensor belongs to (the keys of :func:`auto_device_map`)."""
+    if t.layer is not None:
+        return (1, t.layer)
+    if t.role.startswith(("token_embd", "pos_embd", "token_types")):
+        return (0, 0)
+    if t.role.startswith("output."):
+        return (3, 0)
+    return (2, 0)
 
 
 def auto_device_map(
