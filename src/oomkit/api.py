@@ -94,6 +94,9 @@ def estimate_model(
             setting="settings",
         )
     runtime = normalize_runtime(settings.runtime)
+    kobold_note = _koboldcpp_note(settings)
+    if kobold_note is not None:  # koboldcpp keeps flash attention opt-in (see the helper)
+        settings = dataclasses.replace(settings, flash_attn=False)
     if runtime != settings.runtime:
         settings = dataclasses.replace(settings, runtime=runtime)
     if isinstance(model, os.PathLike):
@@ -148,6 +151,8 @@ def estimate_model(
     if spec.source == "safetensors" and runtime in ("llama.cpp", "ollama"):
         spec, settings, note = _as_converted_gguf(spec, settings)
         notes = (*notes, note)
+    if kobold_note is not None:
+        notes = (*notes, kobold_note)
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently
@@ -215,3 +220,18 @@ def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estima
 #: ``oomkit.estimate`` is the estimators' subpackage, so the top-level name is
 #: ``oomkit.estimate_model``; inside the library both names work.
 estimate = estimate_model
+
+
+def _koboldcpp_note(settings: InferenceSettings) -> str | None:
+    """koboldcpp bundles llama.cpp (``-r koboldcpp`` runs llama.cpp's estimator) but keeps
+    flash attention opt-in: its ``koboldcpp.py`` declares ``--flashattention`` with
+    ``action='store_true'`` (1.77 and 1.102 alike; the launcher's "Use FlashAttention" box starts
+    unticked), where llama-server's ``-fa`` defaults to ``auto`` (on) since PR #15434. Without
+    flash attention the compute buffer holds the n_ctx x n_ubatch x n_head attention scores.
+    The note when that default applies, else None."""
+    if settings.runtime.strip().lower() != "koboldcpp" or settings.flash_attn is not None:
+        return None
+    return (
+        "flash attention off: koboldcpp's default (--flashattention / 'Use FlashAttention' is "
+        "opt-in); pass --flash-attn if you enabled it"
+    )
