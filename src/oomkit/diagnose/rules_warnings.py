@@ -1,0 +1,102 @@
+"""What a runtime's memory-pressure warning says, and ExLlamaV2's page shortfall (issue 9).
+
+:mod:`oomkit.diagnose.parse_wordings_warnings` reads the warnings users paste alone: TensorFlow's
+BFC retry warning ("... ran out of memory trying to allocate 2.15GiB. The caller indicates that
+this is not a failure ..."), gperftools' ``tcmalloc: large alloc N bytes == 0x...`` and
+TensorFlow's "Allocation of N exceeds 10% of system memory". None of them is a failed
+allocation, so the cause stays ``unknown`` at low confidence, the stated size is repeated, and the
+explanation names the fact that would decide (the error that followed, the memory at the peak).
+
+ExLlamaV2's "Job requires N pages (only M available) and cannot be enqueued" is a failure: the
+request (prompt plus ``max_new_tokens``) needs more KV-cache pages than the whole paged cache
+holds (``turboderp/exllamav2:exllamav2/generator/dynamic.py``), so it is the cache size
+(``cache_size`` / ``max_seq_len``) against the request: ``kv_cache_or_context``.
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.events import LogContext, OomEvent
+from oomkit.diagnose.fixes import Fix, generic
+from oomkit.diagnose.parse_wordings_warnings import WARNING_FORMATS
+from oomkit.units import format_bytes
+
+__all__ = ["analyze_warning"]
+
+_PASTE = generic(
+    "Paste the error that ended the run, if any",
+    "a warning is not the failure: the line that stopped the run names the allocation that "
+    "failed and its numbers.",
+    ("oomkit doctor < full_log.txt",),
+)
+_SHRINK = generic(
+    "Shrink the batch/input, or the data kept in memory",
+    "the levers that lower what one step or one load holds.",
+    ("batch_size //= 2", "load the data lazily (a generator / tf.data) instead of all at once"),
+)
+_TF_GROWTH = generic(
+    "Let TensorFlow take GPU memory as it needs it, or cap it",
+    "by default TF maps nearly all GPU memory at start; growth or a limit makes other users "
+    "and the retry warnings visible.",
+    ("tf.config.experimental.set_memory_growth(gpu, True)",),
+)
+_EXL_CACHE = generic(
+    "Give the paged cache more tokens, or ask for fewer",
+    "the job needs more pages than the cache holds: raise the cache size (VRAM permitting) or "
+    "lower the prompt / max_new_tokens.",
+    (
+        "ExLlamaV2Cache(model, max_seq_len=16384)  # or tabbyAPI cache_size",
+        "max_new_tokens smaller; trim the prompt",
+    ),
+)
+
+
+def _size(n: int | None) -> str:
+    return "an unstated size" if n is None else format_bytes(n)
+
+
+def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The reading of a warning or ExLlamaV2 page event (``None`` for any other event)."""
+    del ctx  # the warning's own line is all this rule reads
+    if e.format == "exllamav2_job_pages":
+        tokens = f" ({e.kv_capacity_tokens} tokens)" if e.kv_capacity_tokens else ""
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.7,
+            explanation=f"ExLlamaV2's dynamic generator refused a job that {e.detail}: the "
+            f"request (prompt plus max_new_tokens) needs more KV-cache pages than the whole "
+            f"paged cache holds{tokens}. The cache size, not free VRAM, is the limit here.",
+            fixes=(_EXL_CACHE,),
+            open_question=False,
+        )
+    if e.format not in WARNING_FORMATS:
+        return None
+    size = _size(e.requested_bytes)
+    if e.format == "tf_bfc_retry_warning":
+        what = (
+            f"TensorFlow's BFC allocator could not serve {size} from its pool and the caller "
+            "retried (it says this is not a failure): the GPU pool is near its limit"
+        )
+        fixes: tuple[Fix, ...] = (_PASTE, _SHRINK, _TF_GROWTH)
+    elif e.format == "tcmalloc_large_alloc":
+        what = (
+            f"tcmalloc reports one host allocation of {size} that succeeded (it reports every "
+            "allocation over its threshold, 1 GiB by default): a large load into host RAM, "
+            "which a later step or the OS OOM killer may not survive"
+        )
+        fixes = (_PASTE, _SHRINK)
+    else:
+        what = (
+            f"TensorFlow's CPU allocator warns that one host allocation of {size} is over 10% "
+            "of the system memory; it succeeded"
+        )
+        fixes = (_PASTE, _SHRINK)
+    return Analysis(
+        cause="unknown",
+        confidence=0.2,
+        explanation=f"No out-of-memory error is in the text: {what}. A warning of memory "
+        "pressure, not a failure. What would decide: the error that ended the run (paste it), "
+        "and what the memory holds at the peak (the data loaded, the batch, the model).",
+        fixes=fixes,
+        open_question=False,
+    )
