@@ -96,3 +96,19 @@ def test_linear_time_on_near_matching_junk() -> None:
         "Job requires 1 pages (only " * 20_000,
     ):
         diagnose_text(junk)
+
+
+def test_jan_check_over_the_usable_vram() -> None:
+    d = diagnose_text(corpus_text("h18-jan-7881"))
+    (e,) = d.events
+    assert (e.runtime, e.requested_bytes, e.total_bytes) == ("jan", 4207141728, 1073741824)
+    assert d.cause == "model_too_large"
+
+
+def test_jan_check_that_fits_stays_silent() -> None:
+    text = (
+        "[INFO] isModelSupported: Total memory requirement: 4207141728 for model.gguf; Got "
+        "kvCacheSize: 1207959552 from BE\n"
+        "[INFO] Total VRAM reported/calculated (in bytes): 25769803776"
+    )
+    assert not diagnose_text(text).oom_found

@@ -32,6 +32,16 @@ And one runtime's failure that states its shortfall in pages, not bytes:
   is {max_pages} * {page_size} = {max_total_tokens} tokens"``): the request needs more KV-cache
   pages than the whole paged cache holds; read as a ``kv_cache`` event with the cache's tokens.
 
+And one app's pre-flight check, logged before the load fails:
+
+* **Jan's model-support check** (``janhq/jan:src-tauri/plugins/tauri-plugin-llamacpp/src/gguf/
+  commands.rs`` ``is_model_supported``): it logs ``"isModelSupported: Total memory requirement:
+  {} for {}; Got kvCacheSize: {} from BE"`` (the GGUF file's size plus the KV-cache estimate at
+  the context) and ``"Total VRAM reported/calculated (in bytes): {}"``, then calls the model
+  Green only when the requirement fits the VRAM less ``RESERVE_BYTES = 2288490189``; above it,
+  the model is split with the CPU or refused. Read as a ``memory_report``
+  (``detail="does_not_fit"``) where the requirement is over that usable VRAM, with both sizes.
+
 Every pattern is behind literal needles and has only bounded quantifiers (linear time).
 """
 
@@ -47,11 +57,27 @@ from oomkit.diagnose.text import Lines, needles_re
 __all__ = ["WARNING_FORMATS", "parse_warnings"]
 
 #: the ``format`` of each warning event (read by :mod:`oomkit.diagnose.rules_warnings`)
-WARNING_FORMATS = ("tf_bfc_retry_warning", "tcmalloc_large_alloc", "tf_cpu_large_alloc")
+WARNING_FORMATS = (
+    "tf_bfc_retry_warning",
+    "tcmalloc_large_alloc",
+    "tf_cpu_large_alloc",
+    "jan_model_support_check",
+)
+#: Jan's headroom below the VRAM before a model counts as fitting (``RESERVE_BYTES``, commands.rs)
+JAN_RESERVE_BYTES = 2288490189
 
 _I = re.IGNORECASE
 _NEEDLES = re.compile(
-    needles_re(("trying to allocate", "large alloc", "exceeds 10%", "cannot be enqueued")).pattern,
+    needles_re(
+        (
+            "trying to allocate",
+            "large alloc",
+            "exceeds 10%",
+            "cannot be enqueued",
+            "Total memory requirement",
+            "Total VRAM reported",
+        )
+    ).pattern,
     _I,
 )
 _BFC = re.compile(
@@ -71,6 +97,11 @@ _EXL_PAGES = re.compile(
     r"be enqueued(?:\. Total cache allocated is \d{1,9} \* (?P<page>\d{1,6}) = "
     r"(?P<tokens>\d{1,12}) tokens)?"
 )
+_JAN_REQ = re.compile(
+    r"isModelSupported: Total memory requirement: (?P<req>\d{1,20})\b"
+    r"(?:[^;]{0,400}; Got kvCacheSize: (?P<kv>\d{1,20}))?"
+)
+_JAN_VRAM = re.compile(r"Total VRAM reported/calculated \(in bytes\): (?P<v>\d{1,20})")
 #: the most admitted lines read (a log of repeated reports keeps a bounded cost)
 _MAX_LINES = 400
 
@@ -92,6 +123,7 @@ def parse_warnings(lines: Lines) -> list[OomEvent]:
     """The first runtime memory-pressure warning (the largest tcmalloc report), or an ExLlamaV2
     page shortfall, as one event (or none). Never raises."""
     tcm: OomEvent | None = None
+    jan_req: tuple[int, int, str] | None = None  # (requirement, line number, line)
     for k, i in enumerate(admitted(lines, _NEEDLES)):
         if k >= _MAX_LINES:
             break
@@ -111,6 +143,27 @@ def parse_warnings(lines: Lines) -> list[OomEvent]:
                         stage="kv_cache",
                         kv_capacity_tokens=tokens,
                         detail=f"needs {e['need']} pages, {e['have']} available",
+                    )
+                ]
+        if "isModelSupported" in line:
+            j = _JAN_REQ.search(line)
+            req = to_int(j["req"]) if j is not None else None
+            if req is not None:
+                jan_req = (req, n, line)
+        if jan_req is not None and "Total VRAM reported" in line:
+            v = _JAN_VRAM.search(line)
+            vram = to_int(v["v"]) if v is not None else None
+            if vram is not None and jan_req[0] > vram - JAN_RESERVE_BYTES:
+                return [
+                    OomEvent(
+                        runtime="jan",
+                        kind="memory_report",
+                        format="jan_model_support_check",
+                        line=jan_req[1],
+                        text=(jan_req[2] + "\n" + line)[:600],
+                        requested_bytes=jan_req[0],
+                        total_bytes=vram,
+                        detail="does_not_fit",
                     )
                 ]
         low = line.lower()

@@ -18,7 +18,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
-from oomkit.diagnose.parse_wordings_warnings import WARNING_FORMATS
+from oomkit.diagnose.parse_wordings_warnings import JAN_RESERVE_BYTES, WARNING_FORMATS
 from oomkit.units import format_bytes
 
 __all__ = ["analyze_warning"]
@@ -40,6 +40,16 @@ _TF_GROWTH = generic(
     "and the retry warnings visible.",
     ("tf.config.experimental.set_memory_growth(gpu, True)",),
 )
+_SMALLER = generic(
+    "Pick a smaller quantization or model, or a shorter context",
+    "the requirement is the file plus the KV cache at the context: both shrink.",
+    ("a Q4_K_M / Q3 GGUF of the same model", "ctx_size 4096"),
+)
+_CPU = generic(
+    "Run it on the CPU backend when the GPU is this small",
+    "with little VRAM, the system RAM is the memory that can hold the model.",
+    ("Settings > Llama.cpp > backend: CPU (or -ngl 0)",),
+)
 _EXL_CACHE = generic(
     "Give the paged cache more tokens, or ask for fewer",
     "the job needs more pages than the cache holds: raise the cache size (VRAM permitting) or "
@@ -53,6 +63,23 @@ _EXL_CACHE = generic(
 
 def _size(n: int | None) -> str:
     return "an unstated size" if n is None else format_bytes(n)
+
+
+def _jan(e: OomEvent) -> Analysis:
+    req, vram = e.requested_bytes or 0, e.total_bytes or 0
+    usable = max(0, vram - JAN_RESERVE_BYTES)
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.5,
+        explanation=f"Jan's pre-load check: the model needs {format_bytes(req)} (the GGUF file "
+        f"plus the KV cache at the context) and the GPU has {format_bytes(vram)}, of which Jan "
+        f"counts {format_bytes(usable)} as usable (it keeps "
+        f"{format_bytes(JAN_RESERVE_BYTES)} back): the model does not fit in VRAM, so it must be "
+        "split with the CPU (slow) or refused. What would decide whether it runs at all: the "
+        "system RAM beside the VRAM (the requirement must fit RAM + VRAM less the reserve).",
+        fixes=(_SMALLER, _CPU),
+        open_question=False,
+    )
 
 
 def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -71,6 +98,8 @@ def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
         )
     if e.format not in WARNING_FORMATS:
         return None
+    if e.format == "jan_model_support_check":
+        return _jan(e)
     size = _size(e.requested_bytes)
     if e.format == "tf_bfc_retry_warning":
         what = (
