@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_damage import damage_match
+from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_report import hypothetical, report_match
 from oomkit.diagnose.parse_wordings_titles import title_match
@@ -527,6 +528,8 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
     # then parse_wordings_prose), then runtimes' wordings and paste damage found later
     # (parse_wordings_damage), last the grammar of a report in prose (parse_wordings_report)
     m = m or title_match(line, low) or prose_match(line, low) or damage_match(line, low)
+    # plain "it did not fit" wordings without an OOM keyword (parse_wordings_plain)
+    m = m or plain_match(line, low)
     if m is not None and hypothetical(line):
         # the wording inside advice, a release note or a yes-no question reports nothing
         return None
