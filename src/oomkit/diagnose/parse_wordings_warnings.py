@@ -24,6 +24,13 @@ what the warning states; :mod:`oomkit.diagnose.rules_warnings` says what each on
   cpu_allocator_impl.cc``, ``CPUAllocator::AllocateRaw``: "Allocation of %d exceeds 10%% of
   [free] system memory."): one host allocation over a tenth of the RAM, which succeeded.
 
+* **TensorRT's builder workspace warning** (NVIDIA TensorRT, closed source; the builder logs it
+  when tactics need more scratch memory than the workspace limit set by
+  ``IBuilderConfig::setMaxWorkspaceSize`` / ``setMemoryPoolLimit(MemoryPoolType::kWORKSPACE)``):
+  "Some tactics do not have sufficient workspace memory to run. Increasing workspace size may
+  increase performance, please check verbose output." The engine still builds, without those
+  tactics.
+
 And one runtime's failure that states its shortfall in pages, not bytes:
 
 * **ExLlamaV2's dynamic generator** (``turboderp/exllamav2:exllamav2/generator/dynamic.py``,
@@ -62,6 +69,7 @@ WARNING_FORMATS = (
     "tcmalloc_large_alloc",
     "tf_cpu_large_alloc",
     "jan_model_support_check",
+    "tensorrt_workspace_warning",
 )
 #: Jan's headroom below the VRAM before a model counts as fitting (``RESERVE_BYTES``, commands.rs)
 JAN_RESERVE_BYTES = 2288490189
@@ -76,6 +84,7 @@ _NEEDLES = re.compile(
             "cannot be enqueued",
             "Total memory requirement",
             "Total VRAM reported",
+            "sufficient workspace memory",
         )
     ).pattern,
     _I,
@@ -92,6 +101,7 @@ _TCMALLOC = re.compile(
     _I,
 )
 _TF_CPU = re.compile(r"Allocation of (?P<n>\d{1,20}) exceeds 10% of (?:free )?system memory")
+_TRT_WORKSPACE = re.compile(r"(?:Some )?tactics do not have sufficient workspace memory to run", _I)
 _EXL_PAGES = re.compile(
     r"Job requires (?P<need>\d{1,9}) pages \(only (?P<have>\d{1,9}) available\) and cannot "
     r"be enqueued(?:\. Total cache allocated is \d{1,9} \* (?P<page>\d{1,6}) = "
@@ -107,7 +117,9 @@ _MAX_LINES = 400
 
 
 def _pressure(fmt: str, text: str, n: int, requested: int | None) -> OomEvent:
-    runtime = "tcmalloc" if fmt == "tcmalloc_large_alloc" else "tensorflow"
+    runtime = {"tcmalloc_large_alloc": "tcmalloc", "tensorrt_workspace_warning": "tensorrt"}.get(
+        fmt, "tensorflow"
+    )
     return OomEvent(
         runtime=runtime,
         kind="memory_report",
@@ -167,6 +179,8 @@ def parse_warnings(lines: Lines) -> list[OomEvent]:
                     )
                 ]
         low = line.lower()
+        if "workspace memory" in low and _TRT_WORKSPACE.search(line) is not None:
+            return [_pressure("tensorrt_workspace_warning", line, n, None)]
         if "trying to allocate" in low:
             b = _BFC.search(line)
             nxt = lines.cleaned(i + 1).lower() if i + 1 < len(lines.text) else ""

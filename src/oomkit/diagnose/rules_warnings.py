@@ -50,6 +50,14 @@ _CPU = generic(
     "with little VRAM, the system RAM is the memory that can hold the model.",
     ("Settings > Llama.cpp > backend: CPU (or -ngl 0)",),
 )
+_TRT_WORKSPACE = generic(
+    "Raise the builder's workspace limit if the GPU has room",
+    "only the tactics' scratch space is capped; a larger pool lets the builder try them.",
+    (
+        "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30)",
+        "trtexec --memPoolSize=workspace:4096",
+    ),
+)
 _EXL_CACHE = generic(
     "Give the paged cache more tokens, or ask for fewer",
     "the job needs more pages than the cache holds: raise the cache size (VRAM permitting) or "
@@ -107,6 +115,14 @@ def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
             "retried (it says this is not a failure): the GPU pool is near its limit"
         )
         fixes: tuple[Fix, ...] = (_PASTE, _SHRINK, _TF_GROWTH)
+    elif e.format == "tensorrt_workspace_warning":
+        what = (
+            "TensorRT's builder skipped tactics that need more scratch memory than its "
+            "workspace limit; the engine still builds, perhaps slower. The limit is the "
+            "builder's setting (setMemoryPoolLimit(kWORKSPACE) / --memPoolSize=workspace:N), "
+            "not the GPU running out"
+        )
+        fixes = (_TRT_WORKSPACE, _PASTE)
     elif e.format == "tcmalloc_large_alloc":
         what = (
             f"tcmalloc reports one host allocation of {size} that succeeded (it reports every "
