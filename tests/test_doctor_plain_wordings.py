@@ -29,6 +29,10 @@ POSITIVES = [
     "Flux dev is too large for my 8GB card",
     # a bigger card as the way out, said by the user
     "I don't know if I'm doing anything wrong or it's just that I need a better gpu.",
+    # an attempt to allocate something called huge, with its size
+    "which causes MLX to attempt allocating a very large attention matrix (~37 GB) as a single "
+    "Metal buffer during prefill.",
+    "it attempts to allocate a huge 40GB tensor",
     # PyTorch's own OOM advice, applied without effect
     "我修改了max_split_size_mb也不行，加了--batch-size参数也不行，报同样错。",
     "I set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True but it didn't help",
@@ -49,6 +53,8 @@ NEAR_MISSES = [
     "By default, TensorFlow maps nearly all of the GPU memory of all GPUs visible to the process.",
     "The memory pool holds allocated blocks without freeing as much as possible.",
     "I used all the memory tricks from the wiki and it runs fine now.",
+    "On the first call it tries to allocate a large workspace of 256 MB reused by later calls.",
+    "The allocator attempts to allocate a very large block (2 GB) at startup.",
 ]
 
 
@@ -70,10 +76,13 @@ def test_the_sizes_a_need_and_a_capacity_state() -> None:
     assert (e.requested_bytes, e.total_bytes) == (26 * 10**9, 24 * 10**9)
     (e,) = diagnose_text("Opens up by using 52GIG of RAM - I only have 32gb").events
     assert (e.requested_bytes, e.total_bytes) == (52 * 10**9, 32 * 10**9)
+    (e,) = diagnose_text("it attempts to allocate a huge 40GB tensor").events
+    assert e.requested_bytes == 40 * 10**9
 
 
 @pytest.mark.parametrize(
-    "rid", ["h18-SyncTalk-226", "h18-pyannote-audio-1109", "h20-HunyuanVideo-62"]
+    "rid",
+    ["h18-SyncTalk-226", "h18-pyannote-audio-1109", "h20-HunyuanVideo-62", "h22-exo-1048"],
 )
 def test_corpus_records_of_the_even_parts(rid: str) -> None:
     assert diagnose_text(corpus_text(rid)).oom_found, rid

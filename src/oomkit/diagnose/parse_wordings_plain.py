@@ -22,6 +22,9 @@ and the wordings named in issue 9; the neighbours that must stay silent are in
   screen");
 * **a bigger card as the way out, said by the user**: "I need a better GPU", "we would need a
   bigger card" (first person; not "you need a better GPU", not "... to run it faster");
+* **an attempt to allocate something called huge, with its size**: "causes MLX to attempt
+  allocating a very large attention matrix (~37 GB)", "it tries to allocate a huge 40GB tensor"
+  (the size is read); not an allocator's design ("allocates a large block (2 GB) up front");
 * **PyTorch's own OOM advice, applied without effect**: PyTorch's CUDA OOM message ends "If
   reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:
   True to avoid fragmentation" (older: "try setting max_split_size_mb";
@@ -104,6 +107,17 @@ _BETTER_GPU = re.compile(
 )
 _SPEED = re.compile(r"\b(?:fast\w{0,3}|speed\w{0,3}|quick\w{0,3}|slow\w{0,3}|real-?time)\b", _I)
 
+# ---- an attempt to allocate something called huge, with its size ----------------------------
+_HUGE_ATTEMPT = re.compile(
+    r"\b(?:attempts?|attempting|attempted|tries|tried|trying)(?: to)? allocat(?:e|ing) "
+    # an excess, not a size class: "a very large matrix", "a huge tensor"; not "a large workspace"
+    r"(?:a |an |the )?(?:(?:very|extremely|really|insanely|ridiculously) large|"
+    r"(?:very |extremely |really )?(?:huge|massive|enormous|gigantic|giant))\b[^.;]{0,60}?[(~≈ ]"
+    + _SZ.format("need"),
+    _I,
+)
+_AT_START = re.compile(r"\bat start(?:up)?\b|\bup ?front\b|\bto reduce\b", _I)
+
 # ---- PyTorch's own OOM advice, applied without effect ----------------------------------------
 _ALLOC_CONF = r"(?:max_split_size_mb|expandable_segments|pytorch_cuda_alloc_conf)"
 _NO_EFFECT = (
@@ -138,6 +152,8 @@ def plain_sizes(m: re.Match[str]) -> tuple[int | None, int | None]:
     """(needed, capacity) in bytes that a :func:`plain_match` match states, else ``None``s."""
     if m.re is _NEED_HAVE:
         return _bytes(m, "need"), _bytes(m, "have", default_unit=m["need_u"])
+    if m.re is _HUGE_ATTEMPT:
+        return _bytes(m, "need"), None
     if m.re is _TOO_BIG_FOR and m["cap"]:
         return None, _bytes(m, "cap")
     return None, None
@@ -178,6 +194,10 @@ def _plain(line: str, low: str) -> re.Match[str] | None:
         b = _BETTER_GPU.search(line)
         if b is not None and not _SPEED.search(line):
             return b
+    if "allocat" in low:
+        h = _HUGE_ATTEMPT.search(line)
+        if h is not None and not _BY_DESIGN.search(line) and not _AT_START.search(line):
+            return h
     if "max_split" in low or "expandable_seg" in low or "alloc_conf" in low:
         c = _CONF_NO_EFFECT.search(line)
         if c is not None:
