@@ -10,16 +10,16 @@ and the wordings named in issue 9; the neighbours that must stay silent are in
 * **a memory taken whole**: "which takes all the RAM", "eats up all my VRAM", "consumes all of
   the system memory", "used up all the GPU memory" (a consuming verb, then *all* of a memory);
   not "maps nearly all of the GPU memory", not "used all the memory tricks" (the memory as a
-  modifier), and not where the sentence says it is by design ("by
-  default", "pre-allocates", "reserves", "so that", "in order to": a serving engine's KV cache
-  fills the VRAM on purpose);
+  modifier), not where no harm is said ("takes all RAM but doesn't crash"), and not where the
+  sentence says it is by design ("by default", "pre-allocates", "reserves", "so that", "in
+  order to": a serving engine's KV cache fills the VRAM on purpose);
 * **a stated need above a stated capacity**: "needs 26 GB but I have 24", "Opens up by using
   52GIG of RAM - I only have 32gb", "requires 14 GB while I only have 8 GB of VRAM": a verb of
   need or use with a size, then "I / we (only) have" a size, fired only where the need is larger
   (the sizes are compared, so "needs 14 GB and I have 24 GB" stays silent);
 * **too big for the user's card**: "model too big for my 3060", "too large for my 8GB GPU", "too
-  big for my VRAM" (the object is a memory, a card or a GPU model number; not "too big for my
-  screen");
+  big for my VRAM" (the user's own: "my" / "our"; the object is a memory, a card or a GPU model
+  number; not "too big for my screen", not "too large for the 1080 resolution preset");
 * **a bigger card as the way out, said by the user**: "I need a better GPU", "we would need a
   bigger card" (first person; not "you need a better GPU", not "... to run it faster");
 * **an attempt to allocate something called huge, with its size**: "causes MLX to attempt
@@ -68,6 +68,13 @@ _TAKES_ALL = re.compile(
     r"efficien\w{1,5}|features?|modes?|flags?)\b)",
     _I,
 )
+# the memory taken with no harm said: "takes all RAM but doesn't crash", "... and runs fine"
+_HARMLESS = re.compile(
+    r"\b(?:does ?n[o']t|did ?n[o']t|never|not|no|without) (?:crash\w{0,3}|fail\w{0,3}|oom\w{0,3}|"
+    r"freez\w{1,3}|problems?|issues?)\b|\b(?:runs?|works?|ran|worked) (?:fine|ok|okay|well)\b|"
+    r"\bstill (?:works?|runs?)\b",
+    _I,
+)
 _TAKES_ALL_WORDS = ("all the", "all my", "all of", "all our", "all ram", "all vram", "all memory")
 _BY_DESIGN = re.compile(
     r"\bby default\b|\bpre-?allocat\w{0,5}|\breserv\w{0,5}|\bso that\b|\bin order to\b|"
@@ -91,7 +98,7 @@ _NEED_WORDS = ("have", "got")
 
 # ---- too big for the user's card -------------------------------------------------------------
 _TOO_BIG_FOR = re.compile(
-    r"\btoo (?:big|large|heavy|huge) for (?:my|our|an?|the) (?:(?P<cap>\d{1,3}) ?(?P<cap_u>gb) )?"
+    r"\btoo (?:big|large|heavy|huge) for (?:my|our) (?:(?P<cap>\d{1,3}) ?(?P<cap_u>gb) )?"
     r"(?:(?:nvidia |geforce |amd |radeon |intel |apple )?(?:rtx ?|gtx ?|rx ?|arc ?|m\d )?"
     r"\d{3,4}(?: ?ti| super| xt)?\b|gpus?\b|cards?\b|graphics card\b|vram\b|v-ram\b|ram\b|"
     r"memory\b|mac\b|laptop\b|machine\b)",
@@ -180,7 +187,7 @@ def plain_match(line: str, low: str) -> re.Match[str] | None:
 def _plain(line: str, low: str) -> re.Match[str] | None:
     if any(w in low for w in _TAKES_ALL_WORDS):
         m = _TAKES_ALL.search(line)
-        if m is not None and not _BY_DESIGN.search(line):
+        if m is not None and not _BY_DESIGN.search(line) and not _HARMLESS.search(line):
             return m
     if any(w in low for w in _NEED_WORDS) and any(c.isdigit() for c in line):
         for n in _NEED_HAVE.finditer(line):
