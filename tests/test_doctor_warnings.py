@@ -125,3 +125,20 @@ def test_tensorrt_workspace_warning_is_the_builder_limit() -> None:
 def test_dml_hresult_cut_by_a_space_is_e_outofmemory() -> None:
     assert diagnose_text(corpus_text("h20-diffusers-791")).oom_found
     assert not diagnose_text("Exception(3) 80070057 The parameter is incorrect.").oom_found
+
+
+def test_forge_plan_with_a_negative_remainder_does_not_fit() -> None:
+    d = diagnose_text(corpus_text("h13-sd-webui-forge-classic-565"))
+    (e,) = d.events
+    assert e.free_bytes == round(7160.79 * (1 << 20))
+    assert e.requested_bytes == round(22706.06 * (1 << 20)) + round(1419.20 * (1 << 20))
+    assert d.cause == "model_too_large"
+
+
+def test_forge_plan_with_room_left_stays_silent() -> None:
+    text = (
+        "[Memory Management] Target: IntegratedAutoencoderKL, Free GPU: 8238.74 MB, Model "
+        "Require: 159.87 MB, Previously Loaded: 0.00 MB, Inference Require: 2038.40 MB, "
+        "Remaining: 6040.47 MB, Moving model(s) has taken 0.36 seconds"
+    )
+    assert not diagnose_text(text).oom_found

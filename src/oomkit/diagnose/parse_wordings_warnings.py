@@ -31,6 +31,14 @@ what the warning states; :mod:`oomkit.diagnose.rules_warnings` says what each on
   increase performance, please check verbose output." The engine still builds, without those
   tactics.
 
+* **Forge's model-load plan** (``lllyasviel/stable-diffusion-webui-forge:backend/
+  memory_management.py`` ``load_models_gpu``: ``estimated_remaining_memory = current_free_mem -
+  model_require - memory_for_inference``, printed "[Memory Management] Target: %s, Free GPU: %.2f
+  MB, Model Require: %.2f MB, Previously Loaded: %.2f MB, Inference Require: %.2f MB, Remaining:
+  %.2f MB, "; below zero Forge switches to LOW_VRAM and keeps part of the model in CPU memory,
+  "CPU Swap Loaded"): read only where Remaining is negative, with the free VRAM and what the
+  model plus the inference need (``detail="does_not_fit"``; Forge's "MB" is bytes / 2**20).
+
 And one runtime's failure that states its shortfall in pages, not bytes:
 
 * **ExLlamaV2's dynamic generator** (``turboderp/exllamav2:exllamav2/generator/dynamic.py``,
@@ -70,6 +78,7 @@ WARNING_FORMATS = (
     "tf_cpu_large_alloc",
     "jan_model_support_check",
     "tensorrt_workspace_warning",
+    "forge_memory_plan",
 )
 #: Jan's headroom below the VRAM before a model counts as fitting (``RESERVE_BYTES``, commands.rs)
 JAN_RESERVE_BYTES = 2288490189
@@ -85,6 +94,7 @@ _NEEDLES = re.compile(
             "Total memory requirement",
             "Total VRAM reported",
             "sufficient workspace memory",
+            "[Memory Management] Target:",
         )
     ).pattern,
     _I,
@@ -102,6 +112,13 @@ _TCMALLOC = re.compile(
 )
 _TF_CPU = re.compile(r"Allocation of (?P<n>\d{1,20}) exceeds 10% of (?:free )?system memory")
 _TRT_WORKSPACE = re.compile(r"(?:Some )?tactics do not have sufficient workspace memory to run", _I)
+_F = r"(?P<{0}>-?\d{{1,9}}(?:\.\d{{1,2}})?) ?MB"
+_FORGE = re.compile(
+    r"\[Memory Management\] Target: [^,]{1,80}, Free GPU: " + _F.format("free") + r", "
+    r"(?:Model )?Require(?:d)?: " + _F.format("model") + r", Previous(?:ly Loaded)?: "
+    r"-?\d{1,9}(?:\.\d{1,2})? ?MB, Inference(?: Require)?: " + _F.format("inf") + r", "
+    r"Remaining: " + _F.format("left")
+)
 _EXL_PAGES = re.compile(
     r"Job requires (?P<need>\d{1,9}) pages \(only (?P<have>\d{1,9}) available\) and cannot "
     r"be enqueued(?:\. Total cache allocated is \d{1,9} \* (?P<page>\d{1,6}) = "
@@ -175,6 +192,23 @@ def parse_warnings(lines: Lines) -> list[OomEvent]:
                         text=(jan_req[2] + "\n" + line)[:600],
                         requested_bytes=jan_req[0],
                         total_bytes=vram,
+                        detail="does_not_fit",
+                    )
+                ]
+        if "[Memory Management]" in line:
+            f = _FORGE.search(line)
+            if f is not None and f["left"].startswith("-"):
+                need = to_bytes(f["model"], "mib", "generic")
+                inf = to_bytes(f["inf"], "mib", "generic")
+                return [
+                    OomEvent(
+                        runtime="forge",
+                        kind="memory_report",
+                        format="forge_memory_plan",
+                        line=n,
+                        text=line[:600],
+                        requested_bytes=None if need is None or inf is None else need + inf,
+                        free_bytes=to_bytes(f["free"], "mib", "generic"),
                         detail="does_not_fit",
                     )
                 ]

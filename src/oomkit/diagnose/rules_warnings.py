@@ -58,6 +58,11 @@ _TRT_WORKSPACE = generic(
         "trtexec --memPoolSize=workspace:4096",
     ),
 )
+_SMALLER_CKPT = generic(
+    "Load a smaller or quantized checkpoint (fp8 / NF4 / GGUF Q4-Q8)",
+    "the weights are what does not fit the free VRAM.",
+    ("flux1-dev-fp8.safetensors or a Q4_K_S / Q8_0 GGUF", "--always-offload-from-vram"),
+)
 _EXL_CACHE = generic(
     "Give the paged cache more tokens, or ask for fewer",
     "the job needs more pages than the cache holds: raise the cache size (VRAM permitting) or "
@@ -90,6 +95,21 @@ def _jan(e: OomEvent) -> Analysis:
     )
 
 
+def _forge(e: OomEvent) -> Analysis:
+    need, free = e.requested_bytes, e.free_bytes
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=f"Forge's load plan: the model plus one inference need {_size(need)} and "
+        f"the GPU has {_size(free)} free, so Forge keeps part of the model in CPU memory "
+        "('CPU Swap Loaded', LOW_VRAM): no error, but every step moves weights over PCIe. What "
+        "would decide: the model's size against the card (a quantized checkpoint fits where "
+        "the full one does not) and what else holds VRAM.",
+        fixes=(_SMALLER_CKPT, _PASTE),
+        open_question=False,
+    )
+
+
 def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """The reading of a warning or ExLlamaV2 page event (``None`` for any other event)."""
     del ctx  # the warning's own line is all this rule reads
@@ -108,6 +128,8 @@ def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return None
     if e.format == "jan_model_support_check":
         return _jan(e)
+    if e.format == "forge_memory_plan":
+        return _forge(e)
     size = _size(e.requested_bytes)
     if e.format == "tf_bfc_retry_warning":
         what = (
