@@ -3,9 +3,13 @@
 :mod:`oomkit.diagnose.parse_wordings_warnings` reads the warnings users paste alone: TensorFlow's
 BFC retry warning ("... ran out of memory trying to allocate 2.15GiB. The caller indicates that
 this is not a failure ..."), gperftools' ``tcmalloc: large alloc N bytes == 0x...`` and
-TensorFlow's "Allocation of N exceeds 10% of system memory". None of them is a failed
-allocation, so the cause stays ``unknown`` at low confidence, the stated size is repeated, and the
-explanation names the fact that would decide (the error that followed, the memory at the peak).
+TensorFlow's "Allocation of N exceeds 10% of system memory", and TensorRT's builder workspace
+warning. None of them is a failed allocation, so the confidence stays low, the stated size is
+repeated, and the explanation names the fact that would decide (the error that followed, the
+memory at the peak). The host-allocation reports (tcmalloc, TF's CPU allocator) name the host
+RAM as the memory under pressure (``host_ram``, 0.3); the BFC and TensorRT warnings leave the
+cause ``unknown`` (0.2). Jan's pre-load check and Forge's load plan state a need above the free
+VRAM: ``model_too_large`` at 0.5 / 0.45, with both sizes.
 
 ExLlamaV2's "Job requires N pages (only M available) and cannot be enqueued" is a failure: the
 request (prompt plus ``max_new_tokens``) needs more KV-cache pages than the whole paged cache
@@ -158,9 +162,12 @@ def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
             "of the system memory; it succeeded"
         )
         fixes = (_PASTE, _SHRINK)
+    # tcmalloc and TF's CPU allocator report host allocations: the only memory the warning is
+    # about is the host RAM (read at low confidence: the allocation itself succeeded)
+    host = e.format in {"tcmalloc_large_alloc", "tf_cpu_large_alloc"}
     return Analysis(
-        cause="unknown",
-        confidence=0.2,
+        cause="host_ram" if host else "unknown",
+        confidence=0.3 if host else 0.2,
         explanation=f"No out-of-memory error is in the text: {what}. A warning of memory "
         "pressure, not a failure. What would decide: the error that ended the run (paste it), "
         "and what the memory holds at the peak (the data loaded, the batch, the model).",
