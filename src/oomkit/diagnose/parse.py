@@ -45,6 +45,7 @@ from oomkit.diagnose.parse_torch import parse_torch
 from oomkit.diagnose.parse_torch_frames import frames_of
 from oomkit.diagnose.parse_vllm import parse_vllm
 from oomkit.diagnose.parse_wordings_usage import parse_usage
+from oomkit.diagnose.parse_wordings_warnings import parse_warnings
 from oomkit.diagnose.text import Lines, split_lines
 
 __all__ = ["PARSERS", "parse_log"]
@@ -198,6 +199,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))
+    if not events:
+        # runtimes' memory-pressure warnings pasted alone, ExLlamaV2's page shortfall
+        events.extend(parse_warnings(lines))
     if not events:
         # a memory-use or growth report without a failure line (parse_wordings_usage)
         events.extend(parse_usage(lines))

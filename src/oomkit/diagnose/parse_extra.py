@@ -25,6 +25,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.parse_wordings import harvested_match
+from oomkit.diagnose.parse_wordings_plain import plain_sizes
 from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.sizes import to_bytes, to_int
@@ -150,7 +151,9 @@ _GENERIC = re.compile(
     r"(?<![A-Za-z0-9_])OOM(?:s|ing|ed|'d|[ _-]?kill(?:ed|er)?)?(?![A-Za-z]|_score|_adj|_control)|"
     r"exhaust(?:ed|ing|s)? (?:the |all )?(?:\w{1,12} ){0,2}memory|"
     r"(?:fail(?:ed|ing|s)?|faled|faild|failled|unable) to al{1,2}ocate|爆显存|炸显存|显存溢出|"
-    r"ran out of memory|not enough (?:free )?space in|memory pool|"
+    # (a bare "memory pool" was an alternative until docrec23: it fired on docs such as CuPy's
+    # "The memory pool holds allocated blocks ..." and recognised no development record alone)
+    r"ran out of memory|not enough (?:free )?space in|"
     r"exceeds? (?:the )?(?:available |device |gpu )?memory"
     r"(?! (?:bandwidth|clock|speed|frequency|controller|bus)\b)|memory (?:limit|budget) exceeded|"
     r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
@@ -512,6 +515,9 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         if requested is None and "req_bytes" in m.re.groupindex and m["req_bytes"]:
             # a harvested wording that states its request in bytes (parse_wordings_damage)
             requested = to_int(m["req_bytes"])
+        # a plain "needs 26 GB but I have 24" / "too big for my 8GB GPU" (parse_wordings_plain)
+        needed, capacity = plain_sizes(m)
+        requested = requested if requested is not None else needed
         return [
             _ev(
                 "generic",
@@ -520,6 +526,7 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
                 line,
                 lines.number[i],
                 requested_bytes=requested,
+                total_bytes=capacity,
                 detail=m.group(0),
             )
         ]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_damage import damage_match
+from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_report import hypothetical, report_match
 from oomkit.diagnose.parse_wordings_titles import title_match
@@ -231,6 +232,15 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"\btid\([0-9A-Fa-f]{1,8}\) 8007000E\b|"
             r"\b(?:hr|hresult|error|code|failed with)\s{0,2}[:=]?\s{0,2}0x8007000E\b",
             _I,
+        ),
+    ),
+    (
+        # the same WIL line with paste damage (docrec23, heldout20): the code cut by a space and
+        # moved before the tid ("Exception(1) 800 7000E to enough memory resources tid(4790)"):
+        # the HRESULT right after WIL's "Exception(%d)", one stray space allowed inside it
+        ("exception(",),
+        re.compile(
+            r"\bException\(\d{1,4}\)\s{1,3}(?=[0-9A-Fa-f ]{8,9}\b)8 ?0 ?0 ?7 ?0 ?0 ?0 ?E\b", _I
         ),
     ),
     (
@@ -527,6 +537,8 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
     # then parse_wordings_prose), then runtimes' wordings and paste damage found later
     # (parse_wordings_damage), last the grammar of a report in prose (parse_wordings_report)
     m = m or title_match(line, low) or prose_match(line, low) or damage_match(line, low)
+    # plain "it did not fit" wordings without an OOM keyword (parse_wordings_plain)
+    m = m or plain_match(line, low)
     if m is not None and hypothetical(line):
         # the wording inside advice, a release note or a yes-no question reports nothing
         return None

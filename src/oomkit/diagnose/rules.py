@@ -55,6 +55,7 @@ from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
 from oomkit.diagnose.rules_usage import analyze_usage
+from oomkit.diagnose.rules_warnings import analyze_warning
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
 from oomkit.diagnose.user_phase import with_user_phase
 
@@ -147,7 +148,8 @@ def _primary(events: Sequence[OomEvent]) -> OomEvent | None:
 
 
 def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
-    use = analyze_usage(e, ctx) or analyze_jetson(e, ctx)  # rules_usage, rules_jetson
+    # rules_warnings, rules_usage, rules_jetson
+    use = analyze_warning(e, ctx) or analyze_usage(e, ctx) or analyze_jetson(e, ctx)
     if use is not None:
         return use
     guard = analyze_not_memory(e, ctx)  # a size guard or a catch-all retry: no memory ran out

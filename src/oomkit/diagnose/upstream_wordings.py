@@ -46,6 +46,7 @@ from oomkit.diagnose.upstream_wordings_runtimes import (
 )
 from oomkit.diagnose.upstream_wordings_stacks import FRAMEWORKS, OS, SERVING
 from oomkit.diagnose.upstream_wordings_titles import TITLES, TITLES_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_warnings import WARNINGS, WARNINGS_NEAR_MISSES
 
 __all__ = ["NEAR_MISSES", "NOT_CAPACITY", "WORDINGS", "Wording"]
 
@@ -68,6 +69,7 @@ WORDINGS: tuple[Wording, ...] = (
     + HISTORY
     + EDGE
     + LEGACY
+    + WARNINGS
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -130,4 +132,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *HISTORY_NEAR_MISSES,
     *EDGE_NEAR_MISSES,
     *LEGACY_NEAR_MISSES,
+    *WARNINGS_NEAR_MISSES,
 )

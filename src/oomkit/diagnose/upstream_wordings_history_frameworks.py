@@ -204,18 +204,8 @@ HF_HISTORY: tuple[Wording, ...] = (
 FRAMEWORKS_HISTORY: tuple[Wording, ...] = TF_HISTORY + JAX_HISTORY + HF_HISTORY
 
 FRAMEWORKS_HISTORY_NEAR_MISSES: tuple[str, ...] = (
-    # TensorFlow's BFC warning before a retry (bfc_allocator.cc@v1.0.0..v2.2.3, with
-    # freed_by_count from v2.2.0): the caller says it is not a failure
-    "W tensorflow/core/common_runtime/bfc_allocator.cc:217] Allocator (GPU_0_bfc) ran out of "
-    "memory trying to allocate 2.59GiB. The caller indicates that this is not a failure, but "
-    "may mean that there could be performance gains if more memory is available.",
-    "W tensorflow/core/common_runtime/bfc_allocator.cc:239] Allocator (GPU_0_bfc) ran out of "
-    "memory trying to allocate 3.46GiB with freed_by_count=0. The caller indicates that "
-    "this is not a failure, but may mean that there could be performance gains if more "
-    "memory were available.",
-    # TensorFlow's CPU allocator warning (cpu_allocator_impl.cc): the allocation succeeded
-    "W tensorflow/core/framework/cpu_allocator_impl.cc:80] Allocation of 1073741824 exceeds 10% "
-    "of free system memory.",
+    # (TensorFlow's BFC retry warning and CPU allocator warning are memory-pressure reports
+    # since docrec23: parse_wordings_warnings, tests/test_doctor_warnings.py)
     # TensorFlow / XLA: device creation with its memory, a log of memory limits
     "Created device /job:localhost/replica:0/task:0/device:GPU:0 with 21458 MB memory:  -> "
     "device: 0, name: NVIDIA GeForce RTX 3090",
