@@ -84,6 +84,8 @@ DEVELOPMENT_PARTS = (
     "heldout23",
     "heldout24",
     "heldout25",
+    "heldout26",
+    "heldout27",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
