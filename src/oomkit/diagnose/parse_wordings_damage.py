@@ -65,6 +65,8 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.text import needles_gate
+
 __all__ = ["damage_match"]
 
 _I = re.IGNORECASE
@@ -199,6 +201,9 @@ _NOT_MEMORY = frozenset(
 )
 
 
+_GATE = needles_gate(_FAMILIES)  # a line holding no family's needle tries none
+
+
 def _distance(a: str, b: str) -> int:
     """Optimal-string-alignment edit distance (insertions, deletions, substitutions, swaps)."""
     prev2: list[int] = []
@@ -232,7 +237,7 @@ def _status_typo(line: str) -> re.Match[str] | None:
 
 def damage_match(line: str, low: str) -> re.Match[str] | None:
     """The first wording of this module in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES:
+    for needles, pattern in _FAMILIES if _GATE.search(low) else ():
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:

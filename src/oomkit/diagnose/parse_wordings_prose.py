@@ -63,6 +63,8 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.text import needles_gate
+
 __all__ = ["prose_match"]
 
 _I = re.IGNORECASE
@@ -397,6 +399,9 @@ _NEED_OF = re.compile(
 )
 
 
+_GATE = needles_gate(_FAMILIES)  # a line holding no family's needle tries none
+
+
 def _mib(size: str) -> float:
     """MiB of a size as the user wrote it ("33.6 GB", "800MB"); only compared, never reported."""
     m = re.match(r"(\d{1,4}(?:[.,]\d{1,2})?) ?([GgMm])", size)
@@ -408,7 +413,7 @@ def _mib(size: str) -> float:
 
 def prose_match(line: str, low: str) -> re.Match[str] | None:
     """The first prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES:
+    for needles, pattern in _FAMILIES if _GATE.search(low) else ():
         if any(n in low for n in needles):
             m = pattern.search(line)
             if m is not None:

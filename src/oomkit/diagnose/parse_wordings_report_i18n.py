@@ -138,6 +138,17 @@ _OTHER_WORDS = re.compile(
     re.IGNORECASE,
 )
 _CJK_WORDS = re.compile("显存|顯存|内存|內存|运存|運存|記憶體")
+# the same words matched case-sensitively in a lower-cased ASCII sentence: for ASCII text this
+# finds exactly what the IGNORECASE alternation finds, ~12x faster (sre's IGNORECASE alternation
+# costs ~90 us on a 100-character log line); a non-ASCII sentence keeps the IGNORECASE search
+assert "\\" not in _OTHER_WORDS.pattern
+_OTHER_WORDS_LOW = re.compile(_OTHER_WORDS.pattern.lower())
+
+
+def _other_words(s: str) -> bool:
+    if s.isascii():
+        return _OTHER_WORDS_LOW.search(s.lower()) is not None
+    return _OTHER_WORDS.search(s) is not None
 
 
 def i18n_match(s: str) -> re.Match[str] | None:
@@ -145,6 +156,6 @@ def i18n_match(s: str) -> re.Match[str] | None:
     m = None
     if _CJK_WORDS.search(s):
         m = _cjk(s)
-    if m is None and _OTHER_WORDS.search(s) and not _OTHER_VETO.search(s):
+    if m is None and _other_words(s) and not _OTHER_VETO.search(s):
         m = _OTHER.search(s)
     return m

@@ -63,6 +63,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_titles_more import FAMILIES_I18N_MORE, FAMILIES_MORE, SIZE
+from oomkit.diagnose.text import needles_gate
 
 __all__ = ["title_match"]
 
@@ -274,9 +275,15 @@ def _short(m: re.Match[str]) -> bool:
     return _mib(m.group("need")) > _mib(m.group("have"))
 
 
+_ALL = _FAMILIES + FAMILIES_MORE + FAMILIES_I18N_MORE
+_GATE = needles_gate(_ALL)  # a line holding no family's needle tries none
+
+
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES + FAMILIES_MORE + FAMILIES_I18N_MORE:
+    if _GATE.search(low) is None:
+        return None
+    for needles, pattern in _ALL:
         if any(n in low for n in needles):
             also = _ALSO.get(needles, ())
             if also and not any(n in low for n in also):

@@ -126,6 +126,15 @@ def needles_re(needles: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(n) for n in needles))
 
 
+def needles_gate(families: Sequence[tuple[Sequence[str], object]]) -> re.Pattern[str]:
+    """One alternation of every needle of ``families`` (``(needles, pattern)`` pairs): a line in
+    which it finds nothing holds no family's needle, so a loop that tries a family only when
+    one of its needles occurs would try none. Longest needles first; an empty family list gives
+    a pattern that never matches."""
+    needles = sorted({n for ns, _ in families for n in ns}, key=len, reverse=True)
+    return needles_re(needles) if needles else re.compile(r"(?!)")
+
+
 def has_any(line: str, needles: Sequence[str]) -> bool:
     """True if any needle occurs in ``line`` (plain substring tests, run in C)."""
     return any(n in line for n in needles)
