@@ -18,6 +18,7 @@ from oomkit.cli.train_options import (
     run_training,
     training_options,
 )
+from oomkit.cli.lora_options import lora_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 
 __all__ = ["estimate_command", "render_suggestions"]
@@ -135,6 +136,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="vLLM: the run uses the offline vllm.LLM class (a script, lm-eval --model vllm), "
     "not vllm serve: V1's larger max_num_batched_tokens default for that usage context",
 )
+@lora_options
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
 @click.option(
     "--runtime-version",

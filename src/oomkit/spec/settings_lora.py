@@ -59,7 +59,7 @@ def check_lora_settings(s: InferenceSettings) -> None:
             )
     if s.max_cpu_loras is not None and s.max_cpu_loras < (s.max_loras or 1):
         raise InvalidSettingError(
-            f"max_cpu_loras ({s.max_cpu_loras}) must be >= max_loras ({s.max_loras or 1}) "
+            f"max_cpu_loras ({s.max_cpu_loras}) must be >= 'max_loras' ({s.max_loras or 1}) "
             "(vLLM LoRAConfig)",
             setting="max_cpu_loras",
             value=s.max_cpu_loras,
@@ -68,7 +68,7 @@ def check_lora_settings(s: InferenceSettings) -> None:
         for name in _LORA_FIELDS:
             if getattr(s, name) is not None:
                 raise InvalidSettingError(
-                    f"{name} is set but enable_lora is not: add --enable-lora (vLLM ignores "
+                    f"{name} is set but 'enable_lora' is not: add it (vLLM ignores "
                     "the LoRA options without it) or drop the option",
                     setting=name,
                     value=None,
