@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from oomkit.cli.estimate_run import render_suggestions, run_estimate
+from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, SIZE
 from oomkit.cli.train_options import (
     EMIT_CHOICES,
@@ -18,7 +19,6 @@ from oomkit.cli.train_options import (
     run_training,
     training_options,
 )
-from oomkit.cli.lora_options import lora_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 
 __all__ = ["estimate_command", "render_suggestions"]

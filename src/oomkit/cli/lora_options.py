@@ -45,8 +45,7 @@ _OPTIONS = (
     click.option(
         "--max-lora-rank",
         type=int,
-        help="vLLM: largest adapter rank, one of 1, 8, 16, 32, 64, 128, 256, 320, 512 "
-        "(default 16)",
+        help="vLLM: largest adapter rank, one of 1, 8, 16, 32, 64, 128, 256, 320, 512 (default 16)",
     ),
     click.option(
         "--max-cpu-loras",

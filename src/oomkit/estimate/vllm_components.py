@@ -76,7 +76,9 @@ def weight_extras(spec: ModelSpec, p: VllmPlan) -> tuple[Component, ...]:
     return tuple(out)
 
 
-def estimate_settings(settings: InferenceSettings, p0: VllmPlan, pp: int) -> dict[str, object]:
+def estimate_settings(
+    settings: InferenceSettings, p0: VllmPlan, pp: int
+) -> dict[str, int | float | str | bool | None]:
     """The settings the estimate reports: the ones given and vLLM's defaults it resolved."""
     lora = p0.lora
     return {
