@@ -93,10 +93,14 @@ def release_has(
     return engine in engines
 
 
-def _linear(*, loras: int, rank: int, in_features: int, slices: tuple[int, ...], elem: int) -> int:
-    """A and B stacks of one wrapped linear: per slice ``loras x rank x in`` + ``loras x out x
-    rank`` (``rank`` here is the stored rank of A, ``slices`` the stored output rows of B)."""
-    return sum(loras * (rank * in_features + out * rank) for out in slices) * elem
+def _linear(
+    *, loras: int, rank: int, in_features: int, slices: tuple[int, ...], elem: int, a_rank: int = 0
+) -> int:
+    """A and B stacks of one wrapped linear: per slice ``loras x a_rank x in`` (A; ``a_rank``
+    defaults to ``rank``, fully sharded column layers store ``rank / tp``) + ``loras x out x
+    rank`` (B, whose rank is never sharded), ``slices`` the stored output rows of B."""
+    a_rank = a_rank or rank
+    return sum(loras * (a_rank * in_features + out * rank) for out in slices) * elem
 
 
 def dense_lora_bytes(
@@ -127,7 +131,9 @@ def dense_lora_bytes(
         # QKVParallelLinear: num_kv_heads = max(1, total_kv / tp) (replicated below tp)
         kv = max(1, kv_heads[0] // tp) * spec.head_dim
         qkv = (q // tp, kv, kv)
-        total += _linear(loras=loras, rank=col_rank, in_features=h, slices=qkv, elem=elem)
+        total += _linear(
+            loras=loras, rank=rank, a_rank=col_rank, in_features=h, slices=qkv, elem=elem
+        )
         total += _linear(loras=loras, rank=rank, in_features=q // tp, slices=(row_out,), elem=elem)
         if moe is not None and layer not in moe.dense_layers:
             inter = moe.shared_expert_intermediate_size  # the shared expert is a dense MLP
@@ -135,7 +141,9 @@ def dense_lora_bytes(
             inter = spec.intermediate_size
         if inter:
             up = (inter // tp,) * (2 if spec.mlp_gated else 1)
-            total += _linear(loras=loras, rank=col_rank, in_features=h, slices=up, elem=elem)
+            total += _linear(
+                loras=loras, rank=rank, a_rank=col_rank, in_features=h, slices=up, elem=elem
+            )
             total += _linear(
                 loras=loras, rank=rank, in_features=inter // tp, slices=(row_out,), elem=elem
             )
