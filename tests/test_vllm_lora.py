@@ -301,3 +301,15 @@ def test_the_a30_lora_death_is_no_longer_fits() -> None:
     loading = p.weights_bytes + p.rope_cache_bytes  # the "Model loading took" figure
     assert 7.5 * GiB < loading < 7.68 * GiB  # 7.57 GiB: 0.11 GiB short of the log
     assert p.cudagraph_bytes == 1 * GiB < 4.79 * GiB <= CUDAGRAPH_POOL_MAX * 2
+
+
+def test_v0_keeps_chunked_prefill_off_with_lora() -> None:
+    """V0 EngineArgs turned chunked prefill on above 32K only 'and not self.enable_lora'
+    (0.5-0.10): with LoRA the profile batch is the whole max_model_len (vllm#11251's 40000)."""
+    llama = find_model("llama-3.1-8b").spec()
+    v100 = DeviceTarget(name="Tesla V100-SXM2-16GB", capacity_bytes=16 * GiB)
+    base = {"runtime": "vllm", "ctx": 40000, "tp": 2}
+    plain = plan_vllm(llama, InferenceSettings(**base), v100, engine="v0-2024")  # type: ignore[arg-type]
+    lora = plan_vllm(llama, InferenceSettings(**base, enable_lora=True), v100, engine="v0-2024")  # type: ignore[arg-type]
+    assert plain.max_num_batched_tokens == 2048
+    assert lora.max_num_batched_tokens == 40000

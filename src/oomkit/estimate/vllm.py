@@ -191,9 +191,9 @@ def plan_vllm(
         seqs, batched = settings.max_num_seqs or seqs, settings.max_num_batched_tokens or batched
     else:
         seqs = settings.max_num_seqs or 256
-        chunked = max_len > _V0_CHUNKED_ABOVE and (
-            v0_multimodal_chunked or spec.vision_tower is None
-        )
+        # EngineArgs (0.5-0.10 V0): no default chunked prefill "and not self.enable_lora"
+        chunked = max_len > _V0_CHUNKED_ABOVE and not settings.enable_lora
+        chunked = chunked and (v0_multimodal_chunked or spec.vision_tower is None)
         batched = settings.max_num_batched_tokens or (
             _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
         )
