@@ -12,7 +12,8 @@ model's shapes and cites the code it models (vllm-project/vllm, read at the 0.11
   Column-parallel layers (qkv_proj: 3 slices q/k/v; gate_up_proj: 2) keep the whole input and
   their output shard; row-parallel ones (o_proj, down_proj) keep their input shard and the whole
   output. ``fully_sharded_loras`` shards the column A's rank and the row B's output by ``tp``.
-* fused MoE experts (vllm/lora/layers/fused_moe.py ``FusedMoEWithLoRA``, PR #21229, vLLM 0.11.1+):
+* fused MoE experts (vllm/lora/layers/fused_moe.py ``FusedMoEWithLoRA``, PR #21229, discussed
+  as merged in October 2025, after 0.11.0; huggingface/trl#4584 dates it to 0.11.2):
   ``w13`` A ``(max_loras, experts, rank, hidden)`` and B ``(max_loras, experts, inter/tp, rank)``
   per gate/up slice, ``w2`` A ``(max_loras, experts, rank, inter/tp)`` and B ``(max_loras,
   experts, hidden, rank)``. Earlier releases had no expert LoRA (PR #20932: "we do not support
@@ -69,7 +70,7 @@ __all__ = [
 LORA_EXTRA_VOCAB = 256
 #: vLLM releases that changed the LoRA memory (engine rows without a release: newest first)
 _SPECIALIZE_FROM = (0, 11, 1)  # PR #25914 merged after the v0.11.0 tag
-_MOE_LORA_FROM = (0, 11, 1)  # PR #21229 FusedMoE LoRA
+_MOE_LORA_FROM = (0, 11, 1)  # PR #21229 FusedMoE LoRA (after the v0.11.0 tag)
 _NO_EXTRA_VOCAB_FROM = (0, 12, 0)  # lora_extra_vocab_size removed
 #: engine generations (:data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`) wholly after 0.11.0
 _ENGINES_AFTER_0110 = ("v1-0.11.1", "v1-0.17", "current")
