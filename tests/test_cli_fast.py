@@ -74,6 +74,7 @@ def test_table_matches_the_click_command() -> None:
                     "device_map",
                     "override_tensor",
                     "emit",
+                    "lora_dtype",
                 ), opt
                 continue
             seen.add(opt)

@@ -109,6 +109,21 @@ ESTIMATES = [
             *("--device-map", "auto"),
         ],
     ),
+    (  # vLLM LoRA slots: the body's keys are the CLI's options (issue #13)
+        {
+            "model": "qwen3-4b",
+            "runtime": "vllm",
+            "gpu": "a30",
+            "ctx": 4096,
+            "enable_lora": True,
+            "max_loras": 2,
+            "max_lora_rank": 32,
+        },
+        [
+            *("qwen3-4b", "-r", "vllm", "--gpu", "a30", "--ctx", "4096"),
+            *("--enable-lora", "--max-loras", "2", "--max-lora-rank", "32"),
+        ],
+    ),
 ]
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from oomkit.cli.estimate_run import render_suggestions, run_estimate
+from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, SIZE
 from oomkit.cli.train_options import (
     EMIT_CHOICES,
@@ -135,6 +136,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="vLLM: the run uses the offline vllm.LLM class (a script, lm-eval --model vllm), "
     "not vllm serve: V1's larger max_num_batched_tokens default for that usage context",
 )
+@lora_options
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
 @click.option(
     "--runtime-version",

@@ -85,12 +85,22 @@ _value("draft_device", str, "--device-draft", "-devd")
 _value("device", str, "--device", "-dev")
 _value("max_memory", str, "--max-memory")
 _value("max_new_tokens", int, "--max-new-tokens")
+_value("max_loras", int, "--max-loras")
+_value("max_lora_rank", int, "--max-lora-rank")
+_value("max_cpu_loras", int, "--max-cpu-loras")
 _flag("kv_unified", ("--kv-unified",), ("--no-kv-unified",))
 _flag("swa_full", ("--swa-full",), ("--no-swa-full",))
 _flag("flash_attn", ("--flash-attn", "-fa"), ("--no-flash-attn",))
 _flag("enforce_eager", ("--enforce-eager",), ("--no-enforce-eager",))
 _flag("prompt_logprobs", ("--prompt-logprobs",))
 _flag("llm_class", ("--llm-class",))
+_flag("enable_lora", ("--enable-lora",))
+_flag("fully_sharded_loras", ("--fully-sharded-loras",))
+_flag(
+    "cudagraph_specialize_lora",
+    ("--cudagraph-specialize-lora",),
+    ("--no-cudagraph-specialize-lora",),
+)
 _flag("display", ("--display",), ("--headless",))
 _flag("mmap", ("--mmap",), ("--no-mmap",))
 _flag("llama_server", ("--llama-server",), ("--no-llama-server",))
@@ -113,6 +123,7 @@ DEFAULTS: dict[str, Any] = {
     "device_map": None,
     "override_tensor": (),
     "emit": None,
+    "lora_dtype": None,
 }
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from oomkit.cli.draft_options import draft_options
+from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
 from oomkit.cli.train_options import (
@@ -95,6 +96,7 @@ __all__ = ["plan_command", "render_plan"]
     help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
 )
 @transformers_options
+@lora_options
 @click.option(
     "--llama-server/--no-llama-server",
     "llama_server",
@@ -184,6 +186,16 @@ def plan_command(
             model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
         )
     _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
+    lora = lora_settings(drafts)  # the LoRA options arrive with the draft ones (**drafts)
+    drafts = {k: v for k, v in drafts.items() if k not in LORA_FLAGS}
+    if lora and rt not in ("vllm", "any"):
+        flag = LORA_FLAGS[next(iter(lora))]
+        from oomkit.errors import InvalidSettingError
+
+        raise InvalidSettingError(
+            f"{flag} is a vLLM option; plan with --runtime vllm (or any), or drop {flag}",
+            setting=flag,
+        )
     from oomkit.cli.transformers_options import transformers_settings
 
     hf = transformers_settings(
@@ -234,6 +246,7 @@ def plan_command(
         if v is not None
     }
     serving.update(hf)
+    serving.update(lora)
     base = (
         InferenceSettings(runtime_version=runtime_version, **draft, **serving)
         if runtime_version or draft or serving

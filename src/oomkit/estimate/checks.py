@@ -104,6 +104,15 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "cpu_offload_bytes",
             "block_size",
             "overhead_bytes",
+            # --enable-lora and its slots (oomkit.estimate.vllm_lora); max_cpu_loras is the
+            # host-side adapter cache: validated against max_loras, no GPU bytes
+            "enable_lora",
+            "max_loras",
+            "max_lora_rank",
+            "max_cpu_loras",
+            "fully_sharded_loras",
+            "lora_dtype",
+            "cudagraph_specialize_lora",
         }
     ),
     "sglang": frozenset(

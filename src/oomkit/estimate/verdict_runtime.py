@@ -102,10 +102,14 @@ def vllm_graph_span(est: Estimate) -> tuple[str, int] | None:
     from oomkit.estimate.vllm_engines import CUDAGRAPH_POOL_MAX
 
     modelled = int_detail(rd, "cudagraph_bytes") or 0
-    span = CUDAGRAPH_POOL_MAX - modelled
+    # --enable-lora with cudagraph_specialize_lora captures every size twice (PR #25914):
+    # twice the graphs, so twice the range a capture can take (oomkit.estimate.vllm_lora)
+    sets = int_detail(rd, "cudagraph_sets") or 1
+    span = CUDAGRAPH_POOL_MAX * sets - modelled
     if span <= 0:
         return None
-    return (f"{GRAPHS_AFTER_KV} (vLLM: 1~3 GiB per GPU)", span)
+    why = "vLLM: 1~3 GiB per GPU" + (f", x {sets} LoRA-specialized sets" if sets > 1 else "")
+    return (f"{GRAPHS_AFTER_KV} ({why})", span)
 
 
 def vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:

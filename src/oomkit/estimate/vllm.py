@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from oomkit.errors import InvalidSettingError
-from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.checks import vllm_len_cap
 from oomkit.estimate.hf_activations import forward_peak_bytes
 from oomkit.estimate.hf_kv import (
@@ -50,7 +50,7 @@ from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
-from oomkit.estimate.vllm_components import rank_components
+from oomkit.estimate.vllm_components import estimate_settings, host_usage, rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     cudagraph_pool_bytes,
@@ -59,6 +59,7 @@ from oomkit.estimate.vllm_engines import (
     vllm_engine,
 )
 from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
+from oomkit.estimate.vllm_lora import LoraPlan, lora_details, settings_lora_plan
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
@@ -135,6 +136,8 @@ class VllmPlan:
     max_model_len_that_fits: int | None
     layers: tuple[KvLayer, ...]
     notes: tuple[str, ...]
+    #: ``--enable-lora``: the adapter slots (part of ``weights_bytes``), graph sets
+    lora: LoraPlan | None = None
 
 
 def plan_vllm(
@@ -188,9 +191,9 @@ def plan_vllm(
         seqs, batched = settings.max_num_seqs or seqs, settings.max_num_batched_tokens or batched
     else:
         seqs = settings.max_num_seqs or 256
-        chunked = max_len > _V0_CHUNKED_ABOVE and (
-            v0_multimodal_chunked or spec.vision_tower is None
-        )
+        # EngineArgs (0.5-0.10 V0): no default chunked prefill "and not self.enable_lora"
+        chunked = max_len > _V0_CHUNKED_ABOVE and not settings.enable_lora
+        chunked = chunked and (v0_multimodal_chunked or spec.vision_tower is None)
         batched = settings.max_num_batched_tokens or (
             _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
         )
@@ -277,6 +280,13 @@ def plan_vllm(
                 f"TP-{tp} group's two communicators (charged to the KV budget)"
             )
     graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
+    lora = settings_lora_plan(
+        spec, settings, eng.name, stage, pp_rank == 0, elem, batched, seqs, tp
+    )
+    if lora is not None:  # loaded in load_model; the shrink buffer in the profile forward
+        w, fwd, graphs = w + lora.load_bytes, fwd + lora.profile_bytes, graphs * lora.graph_sets
+        act = max(act, fwd)
+        notes.extend(lora.notes)
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
     kv_spec = spec
     if spec.mla is not None and not mla_latent_kv:
@@ -353,6 +363,7 @@ def plan_vllm(
         max_model_len_that_fits=fits_len,
         layers=layers,
         notes=tuple(notes),
+        lora=lora,
     )
 
 
@@ -482,6 +493,8 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
+    if p0.lora is not None:
+        details.update(lora_details(p0.lora))
     sort_extra = max(p.sampler_sort_extra_bytes for p in plans)
     if sort_extra:  # 0.9.1-0.11.0: the sort sampler where FlashInfer is not installed
         details["sampler_sort_extra_bytes"] = sort_extra
@@ -561,39 +574,12 @@ def estimate_vllm(
             f"max_model_len {p0.max_model_len} needs more KV than the pool holds; vLLM "
             f"refuses to start (largest that fits: {fits_len})"
         )
-    est_settings = {
-        "runtime": "vllm",
-        "quant": settings.quant,
-        "ctx": p0.max_model_len,
-        "tp": p0.tp,
-        **({"pp": pp} if pp > 1 else {}),
-        "gpu_memory_utilization": p0.util,
-        "max_num_seqs": p0.max_num_seqs,
-        "kv_dtype": settings.cache_type_k or "auto",
-        "max_num_batched_tokens": p0.max_num_batched_tokens,
-        "block_size": p0.block_size,
-        "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
-        "enforce_eager": bool(settings.enforce_eager),
-        **{k: True for k in ("prompt_logprobs", "llm_class") if getattr(settings, k)},
-    }
     return Estimate(
         model=model_info(spec),
         runtime="vllm",
-        settings=est_settings,
+        settings=estimate_settings(settings, p0, pp),
         devices=tuple(usages),
-        host=DeviceUsage(
-            device="cpu",
-            components=(
-                Component(
-                    category="weights",
-                    label="CPU-offloaded weights",
-                    n_bytes=sum(p.cpu_offload_bytes for p in plans),
-                    formula="sum over ranks of min(--cpu-offload-gb, the rank's weights)",
-                ),
-            )
-            if settings.cpu_offload_bytes
-            else (),
-        ),
+        host=host_usage(settings, plans),
         runtime_details=details,
         assumptions=tuple(notes),
         blockers=tuple(blockers),

@@ -8,10 +8,13 @@ formula (:mod:`oomkit.estimate.vllm_mm`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from oomkit.estimate.breakdown import Component
+from oomkit.estimate.breakdown import Component, DeviceUsage
+from oomkit.estimate.vllm_lora import lora_components
 from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
 
 if TYPE_CHECKING:
     from oomkit.estimate.vllm import VllmPlan
@@ -21,6 +24,8 @@ __all__ = [
     "V0_RUNNER",
     "V0_WORKER",
     "VISION_FORMULA",
+    "estimate_settings",
+    "host_usage",
     "vision_inputs",
     "weight_extras",
 ]
@@ -66,7 +71,53 @@ def weight_extras(spec: ModelSpec, p: VllmPlan) -> tuple[Component, ...]:
                 else "vllm/model_executor/models (vision tower)",
             )
         )
+    if p.lora is not None:
+        out.extend(lora_components(p.lora, p.tp))
     return tuple(out)
+
+
+def estimate_settings(
+    settings: InferenceSettings, p0: VllmPlan, pp: int
+) -> dict[str, int | float | str | bool | None]:
+    """The settings the estimate reports: the ones given and vLLM's defaults it resolved."""
+    lora = p0.lora
+    return {
+        "runtime": "vllm",
+        "quant": settings.quant,
+        "ctx": p0.max_model_len,
+        "tp": p0.tp,
+        **({"pp": pp} if pp > 1 else {}),
+        "gpu_memory_utilization": p0.util,
+        "max_num_seqs": p0.max_num_seqs,
+        "kv_dtype": settings.cache_type_k or "auto",
+        "max_num_batched_tokens": p0.max_num_batched_tokens,
+        "block_size": p0.block_size,
+        "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
+        "enforce_eager": bool(settings.enforce_eager),
+        **{k: True for k in ("prompt_logprobs", "llm_class") if getattr(settings, k)},
+        **(
+            {"enable_lora": True, "max_loras": lora.max_loras, "max_lora_rank": lora.max_lora_rank}
+            if lora is not None
+            else {}
+        ),
+    }
+
+
+def host_usage(settings: InferenceSettings, plans: Sequence[VllmPlan]) -> DeviceUsage:
+    """The CPU side: the weights ``--cpu-offload-gb`` moved there, summed over the ranks."""
+    return DeviceUsage(
+        device="cpu",
+        components=(
+            Component(
+                category="weights",
+                label="CPU-offloaded weights",
+                n_bytes=sum(p.cpu_offload_bytes for p in plans),
+                formula="sum over ranks of min(--cpu-offload-gb, the rank's weights)",
+            ),
+        )
+        if settings.cpu_offload_bytes
+        else (),
+    )
 
 
 def vision_inputs(spec: ModelSpec, p: VllmPlan) -> dict[str, int]:
@@ -92,7 +143,10 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
         Component(
             category="weights",
             label="weights",
-            n_bytes=p.weights_bytes - p.mxfp4_extra_bytes - p.vision_weights_bytes,
+            n_bytes=p.weights_bytes
+            - p.mxfp4_extra_bytes
+            - p.vision_weights_bytes
+            - (p.lora.load_bytes if p.lora is not None else 0),
             formula="checkpoint tensors per rank"
             + (" (text model)" if p.vision_weights_bytes else ""),
             inputs={"tp": p.tp},
@@ -162,7 +216,13 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
             label="CUDA graphs",
             n_bytes=p.cudagraph_bytes,
             formula=(
-                "typical capture pool (0 with --enforce-eager); "
+                "typical capture pool (0 with --enforce-eager)"
+                + (
+                    f" x {p.lora.graph_sets} (cudagraph_specialize_lora: with and without LoRA)"
+                    if p.lora is not None and p.lora.graph_sets > 1
+                    else ""
+                )
+                + "; "
                 + (
                     "subtracted from the KV budget (profile_cudagraph_memory)"
                     if p.cudagraph_charged

@@ -83,6 +83,14 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--max-num-seqs": 1,
                     "--cpu-offload-gb": 1,
                     "--enforce-eager": 0,
+                    # LoRA (vllm/config/lora.py LoRAConfig through EngineArgs)
+                    "--enable-lora": 0,
+                    "--max-loras": 1,
+                    "--max-lora-rank": 1,
+                    "--max-cpu-loras": 1,
+                    "--fully-sharded-loras": 0,
+                    "--lora-dtype": 1,
+                    "--compilation-config": 1,
                 }
             ),
         ),
@@ -357,6 +365,8 @@ def emit_command(
             parts += ["--quantization", settings.quant]
         if settings.max_num_seqs or settings.parallel:
             parts += ["--max-num-seqs", str(settings.max_num_seqs or settings.parallel)]
+        if settings.enable_lora:
+            parts += _vllm_lora_flags(settings)
         return " ".join(parts)
     if runtime == "sglang":
         parts = ["python", "-m", "sglang.launch_server"]
@@ -456,3 +466,23 @@ _TORCH_DTYPES = {
     "f32": "torch.float32",
     "bf16": "torch.bfloat16",
 }
+
+
+def _vllm_lora_flags(settings: InferenceSettings) -> list[str]:
+    """``vllm serve``'s LoRA flags for the slots the estimate sized (oomkit.estimate.vllm_lora);
+    ``cudagraph_specialize_lora`` is a compilation-config key, not a flag of its own."""
+    parts = ["--enable-lora"]
+    for flag, value in (
+        ("--max-loras", settings.max_loras),
+        ("--max-lora-rank", settings.max_lora_rank),
+        ("--max-cpu-loras", settings.max_cpu_loras),
+        ("--lora-dtype", settings.lora_dtype),
+    ):
+        if value is not None:
+            parts += [flag, str(value)]
+    if settings.fully_sharded_loras:
+        parts += ["--fully-sharded-loras"]
+    if settings.cudagraph_specialize_lora is not None:
+        on = "true" if settings.cudagraph_specialize_lora else "false"
+        parts += ["--compilation-config", shlex.quote(f'{{"cudagraph_specialize_lora": {on}}}')]
+    return parts

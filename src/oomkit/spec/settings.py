@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.spec.settings_lora import check_lora_settings
 from oomkit.validate import (
     MAX_BYTES,
     MAX_CTX,
@@ -77,6 +78,16 @@ class InferenceSettings:
     #: the whole micro-batch (:mod:`oomkit.estimate.llamacpp_outputs`); None/False = the C API
     #: default that llama-bench / llama-cli keep (``n_outputs_max = n_batch``)
     llama_server: bool | None = None
+    #: vLLM ``--enable-lora``: every LoRA-capable layer gets ``max_loras`` slots of
+    #: ``max_lora_rank`` (vllm/config/lora.py ``LoRAConfig``; :mod:`oomkit.estimate.vllm_lora`)
+    enable_lora: bool | None = None
+    max_loras: int | None = None  # --max-loras; None = vLLM's 1
+    max_lora_rank: int | None = None  # --max-lora-rank; None = 16
+    max_cpu_loras: int | None = None  # --max-cpu-loras (CPU cache; must be >= max_loras)
+    fully_sharded_loras: bool | None = None  # --fully-sharded-loras
+    lora_dtype: str | None = None  # --lora-dtype auto | float16 | bfloat16
+    #: ``compilation_config.cudagraph_specialize_lora``; None = the release's default
+    cudagraph_specialize_lora: bool | None = None
     cpu_offload_bytes: int | None = None  # vLLM --cpu-offload-gb (converted to bytes)
     block_size: int | None = None  # vLLM KV block size in tokens
     overhead_bytes: int | None = None  # user override of runtime overhead per GPU
@@ -174,6 +185,7 @@ class InferenceSettings:
                     value=self.block_size,
                 )
         check_int("max_new_tokens", self.max_new_tokens, lo=0, hi=MAX_CTX, optional=True)
+        check_lora_settings(self)
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
         self._check_draft()
         self._check_device_ordinals()
