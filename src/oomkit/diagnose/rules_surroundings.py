@@ -34,6 +34,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_kv_for_context,
     stated_model_too_large,
     stated_one_gpu_of_several,
+    stated_reload_on_several_gpus,
 )
 from oomkit.diagnose.rules_stated_budget import (
     stated_configured_cap,
@@ -78,6 +79,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_resident_models,
     stated_checkpoint_on_first_gpu,
     stated_one_gpu_of_several,
+    stated_reload_on_several_gpus,
     stated_fragmentation,
     stated_kv_for_context,
     stated_context_unset,
