@@ -116,7 +116,8 @@ def stated_reload_on_several_gpus(
     """
     if not fallback(result) or result.cause in {"multi_gpu_imbalance", "host_ram"}:
         return None
-    for sentence in re.split(r"(?<=[.!?])\s+|\n", e.text):
+    # sentences, with a pasted text's wrapped lines joined (a title wraps anywhere)
+    for sentence in re.split(r"(?<=[.!?])\s+", e.text.replace("\n", " ")):
         load = _RELOAD.search(sentence)
         several = _SEVERAL_GPUS.search(sentence) if load else None
         if load is None or several is None:
