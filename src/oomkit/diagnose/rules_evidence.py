@@ -36,6 +36,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_kv_for_context,
     stated_model_too_large,
     stated_one_gpu_of_several,
+    stated_reload_on_several_gpus,
 )
 from oomkit.diagnose.rules_stated_budget import (
     stated_configured_cap,
@@ -535,12 +536,13 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     vae_decode_in_flight,
     _restored_to_saved_device,
     _first_step_in_flight,
+    stated_fragmentation,
     colocated_rollout_engine,
     stated_cotenants,
     stated_resident_models,
     stated_checkpoint_on_first_gpu,
     stated_one_gpu_of_several,
-    stated_fragmentation,
+    stated_reload_on_several_gpus,
     stated_kv_for_context,
     stated_context_unset,
     stated_context_too_large,

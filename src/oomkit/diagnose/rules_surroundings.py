@@ -34,6 +34,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_kv_for_context,
     stated_model_too_large,
     stated_one_gpu_of_several,
+    stated_reload_on_several_gpus,
 )
 from oomkit.diagnose.rules_stated_budget import (
     stated_configured_cap,
@@ -73,12 +74,13 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_graph_kept_in_inference,
     stated_growth,
     stated_eval_fails_training_fits,
+    stated_fragmentation,
     colocated_rollout_engine,
     stated_cotenants,
     stated_resident_models,
     stated_checkpoint_on_first_gpu,
     stated_one_gpu_of_several,
-    stated_fragmentation,
+    stated_reload_on_several_gpus,
     stated_kv_for_context,
     stated_context_unset,
     stated_context_too_large,

@@ -34,19 +34,26 @@ def _mps(e: OomEvent) -> Analysis:
             fixes=(*_batch_fixes(e, x - max(0, w - a - (o or 0))), wm),
         )
     if o is not None and o > a:
+        # "other allocations" is ``current_allocated_size() - m_total_allocated_memory``, where
+        # current_allocated_size() is ``[m_device currentAllocatedSize]``: the Metal memory of
+        # *this* process's device object ("there are implicit allocations from MPS backend, so we
+        # need to query the 'device'", aten/src/ATen/mps/MPSAllocator.h; the message is built in
+        # MPSAllocator.mm). Other apps are not in it: it is the MPS backend's own implicit
+        # buffers (MPSGraph temporaries and caches) beside PyTorch's pool, which grow with an
+        # op's working set or with a graph cache that is never trimmed. One message cannot tell
+        # which, so the cause stays open (doccause14: h26-discuss.huggingface.co-175777, a leak,
+        # and h5-comfyui-9308, a batch, were both read as other processes before).
         return Analysis(
-            cause="other_process_holding_memory",
-            confidence=0.35,
+            cause="unknown",
+            confidence=0.3,
             explanation=base + f" Metal memory outside PyTorch's pool ({_fb(o)}) is larger "
-            f"than PyTorch's own ({_fb(a)}): other apps/frameworks or non-tensor allocations.",
-            fixes=(
-                generic(
-                    "Close other GPU-heavy apps",
-                    "on unified memory every app shares the same working set.",
-                    ("Activity Monitor > GPU/Memory",),
-                ),
-                wm,
-            ),
+            f"than PyTorch's own ({_fb(a)}). That figure counts this process only (the MPS "
+            "backend's own buffers: MPSGraph temporaries and caches), not other apps. What "
+            "would decide: whether 'other allocations' grows from step to step (a cache or "
+            "tensors kept alive: accumulation) or is the same at the first step (this batch's "
+            "working set: a smaller batch or resolution).",
+            fixes=(*_batch_fixes(e, None), wm),
+            open_question=True,
         )
     if a >= 0.8 * w:
         return Analysis(
