@@ -89,7 +89,7 @@ _NOT_FAILED = re.compile(
 # ---- no headroom left for the KV cache -------------------------------------------------------
 _NO_HEADROOM = re.compile(
     r"\b(?:without|does ?n[o']t leave|did ?n[o']t leave|do ?n[o']t leave|not leaving|"
-    r"leaves? no|left no|leaving no|not enough|insufficient|too little)"
+    r"leaves? no|left no|leaving no|not enough|insufficient)"
     r" (?:enough |sufficient |any )?(?:gpu |vram |free |device )?"
     r"(?:memory|headroom|room|vram|space)(?: left)?"
     r" for (?:the )?(?:non-?[- ]?)?kv[- _]?cache\b",
@@ -146,9 +146,8 @@ def _edits(a: str, b: str) -> int:
 def strain_match(line: str, low: str) -> re.Match[str] | None:
     """The first "memory ran short" wording of these families in ``line`` (``low`` is
     ``line.lower()``), else ``None``."""
-    # an abbreviation's dots do not end the sentence ("allocation (e.g. X) fails ...")
-    line = line[:_MAX_LINE].replace("e.g.", "e_g_").replace("i.e.", "i_e_")
-    low = low[:_MAX_LINE]
+    if len(line) > _MAX_LINE:
+        line, low = line[:_MAX_LINE], low[:_MAX_LINE]
     if any(w in low for w in _CLIMB_WORDS):
         for c in _CLIMB.finditer(line):
             between = c["between"] if c["between"] is not None else c["between2"]
@@ -159,7 +158,8 @@ def strain_match(line: str, low: str) -> re.Match[str] | None:
         if m is not None:
             return m
     if "alloc" in low and "fail" in low:
-        m = _FAILS_FREE.search(line)
+        # an abbreviation's dots do not end the sentence ("allocation (e.g. X) fails ...")
+        m = _FAILS_FREE.search(line.replace("e.g.", "e_g_").replace("i.e.", "i_e_"))
         if m is not None:
             return m
     if "not en" in low:
