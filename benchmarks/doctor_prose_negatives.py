@@ -26,6 +26,7 @@ from pathlib import Path
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_report import report_match
+from oomkit.diagnose.parse_wordings_strain import strain_match
 from oomkit.diagnose.parse_wordings_usage import usage_match
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "prose_negatives.jsonl"
@@ -42,15 +43,16 @@ def main() -> None:
         prose = [r for r in sub if report_match(r["text"], r["text"].lower())]
         usage = [r for r in sub if usage_match(r["text"])]
         plain = [r for r in sub if plain_match(r["text"], r["text"].lower())]
+        strain = [r for r in sub if strain_match(r["text"], r["text"].lower())]
         what = "name an OOM (docs about the failure)" if mentions else "memory, no OOM"
         print(
             f"{what}: {len(sub)} sentences; doctor fires on {len(fired)} "
             f"({100 * len(fired) / max(1, len(sub)):.1f}%); the prose-report grammar alone on "
             f"{len(prose)}; the memory-use grammar alone on {len(usage)}; the plain-wording "
-            f"grammar alone on {len(plain)}"
+            f"grammar alone on {len(plain)}; the strain grammar alone on {len(strain)}"
         )
         if args.show:
-            for r in fired + [r for r in usage + plain if r not in fired]:
+            for r in fired + [r for r in usage + plain + strain if r not in fired]:
                 print(f"    {r['source']}: {r['text'][:160]}")
 
 

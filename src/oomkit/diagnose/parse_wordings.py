@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.parse_wordings_codes import code_match
 from oomkit.diagnose.parse_wordings_damage import damage_match
 from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_report import hypothetical, report_match
+from oomkit.diagnose.parse_wordings_strain import strain_match
 from oomkit.diagnose.parse_wordings_titles import title_match
 from oomkit.diagnose.text import needles_gate
 
@@ -540,6 +542,9 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
     m = m or title_match(line, low) or prose_match(line, low) or damage_match(line, low)
     # plain "it did not fit" wordings without an OOM keyword (parse_wordings_plain)
     m = m or plain_match(line, low)
+    # runtime codes of a failed allocation (parse_wordings_codes), then serving threads' wordings
+    # of a memory that ran short (parse_wordings_strain)
+    m = m or code_match(line, low) or strain_match(line, low)
     if m is not None and hypothetical(line):
         # the wording inside advice, a release note or a yes-no question reports nothing
         return None

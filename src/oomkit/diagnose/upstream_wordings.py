@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
+from oomkit.diagnose.upstream_wordings_codes import CODES, CODES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
 from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_MORE, ENGINES_NEAR_MISSES
@@ -70,6 +71,7 @@ WORDINGS: tuple[Wording, ...] = (
     + EDGE
     + LEGACY
     + WARNINGS
+    + CODES
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -133,4 +135,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *EDGE_NEAR_MISSES,
     *LEGACY_NEAR_MISSES,
     *WARNINGS_NEAR_MISSES,
+    *CODES_NEAR_MISSES,
 )
