@@ -86,6 +86,7 @@ DEVELOPMENT_PARTS = (
     "heldout25",
     "heldout26",
     "heldout27",
+    "heldout28",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
