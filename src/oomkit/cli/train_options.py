@@ -24,6 +24,7 @@ from oomkit.spec.settings import (
     TRAIN_METHODS,
     TrainingSettings,
 )
+from oomkit.spec.settings_lora import LORA_FIELDS
 
 __all__ = [
     "ARGS_META",
@@ -61,13 +62,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "enforce_eager",
     "prompt_logprobs",
     "llm_class",
-    "enable_lora",
-    "max_loras",
-    "max_lora_rank",
-    "max_cpu_loras",
-    "fully_sharded_loras",
-    "lora_dtype",
-    "cudagraph_specialize_lora",
+    *LORA_FIELDS,
     "runtime_version",
     "draft_model",
     "draft_quant",

@@ -28,6 +28,7 @@ from oomkit.estimate.llamacpp_placement import EXPERT_KINDS
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
+from oomkit.spec.settings_lora import LORA_FIELDS
 
 __all__ = [
     "RUNTIME_SETTINGS",
@@ -106,13 +107,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "overhead_bytes",
             # --enable-lora and its slots (oomkit.estimate.vllm_lora); max_cpu_loras is the
             # host-side adapter cache: validated against max_loras, no GPU bytes
-            "enable_lora",
-            "max_loras",
-            "max_lora_rank",
-            "max_cpu_loras",
-            "fully_sharded_loras",
-            "lora_dtype",
-            "cudagraph_specialize_lora",
+            *LORA_FIELDS,
         }
     ),
     "sglang": frozenset(

@@ -16,7 +16,14 @@ from oomkit.validate import MAX_TOKENS, check_bool, check_choice, check_int
 if TYPE_CHECKING:
     from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["LORA_DTYPES", "LORA_RANKS", "MAX_LORAS", "check_lora_settings"]
+__all__ = [
+    "LORA_DTYPES",
+    "LORA_FIELDS",
+    "LORA_RANKS",
+    "LORA_SLOT_FIELDS",
+    "MAX_LORAS",
+    "check_lora_settings",
+]
 
 #: vllm/config/lora.py ``MaxLoRARanks``
 LORA_RANKS: tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -25,7 +32,8 @@ LORA_DTYPES: tuple[str, ...] = ("auto", "float16", "bfloat16")
 #: adapters in one batch: vLLM has no upper bound, but every slot is preallocated on the GPU
 #: in every LoRA layer; a larger count is a typo, not a run
 MAX_LORAS = 4096
-_LORA_FIELDS = (
+#: the settings that only mean something with ``enable_lora`` (set without it: an error)
+LORA_SLOT_FIELDS = (
     "max_loras",
     "max_lora_rank",
     "max_cpu_loras",
@@ -33,6 +41,8 @@ _LORA_FIELDS = (
     "lora_dtype",
     "cudagraph_specialize_lora",
 )
+#: every LoRA setting (``InferenceSettings`` field names), for the lists that name them all
+LORA_FIELDS = ("enable_lora", *LORA_SLOT_FIELDS)
 
 
 def check_lora_settings(s: InferenceSettings) -> None:
@@ -65,7 +75,7 @@ def check_lora_settings(s: InferenceSettings) -> None:
             value=s.max_cpu_loras,
         )
     if not s.enable_lora:
-        for name in _LORA_FIELDS:
+        for name in LORA_SLOT_FIELDS:
             if getattr(s, name) is not None:
                 raise InvalidSettingError(
                     f"{name} is set but 'enable_lora' is not: add it (vLLM ignores "
