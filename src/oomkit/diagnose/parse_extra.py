@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.parse_wordings import harvested_match
+from oomkit.diagnose.parse_wordings import PROSE_HEAD, PROSE_TAIL, harvested_match
 from oomkit.diagnose.parse_wordings_plain import plain_sizes
 from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.scan import scan_events
@@ -484,13 +484,16 @@ def parse_extra(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
 def parse_generic(lines: Lines) -> list[OomEvent]:
     """Fallback: the first line with out-of-memory wording (and what it states), when no parser
     recognised anything. At most one event; ``runtime`` is ``generic``."""
+    n = len(lines.text)
     for i, raw in enumerate(lines.text):
         low = raw.lower()
         # cheap literal prefilter (str.__contains__ runs in C)
         m = _GENERIC.search(raw) if any(k in low for k in _GENERIC_KEYS) else None
         if m is None:
-            # wordings harvested from the runtimes' own sources (parse_wordings.py)
-            m = harvested_match(raw, low)
+            # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
+            # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)
+            prose = i < PROSE_HEAD or i >= n - PROSE_TAIL
+            m = harvested_match(raw, low, prose=prose)
         if m is None:
             continue
         line = lines.cleaned(i)

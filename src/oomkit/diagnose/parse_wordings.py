@@ -38,7 +38,7 @@ from oomkit.diagnose.parse_wordings_strain import strain_match
 from oomkit.diagnose.parse_wordings_titles import title_match
 from oomkit.diagnose.text import needles_gate
 
-__all__ = ["harvested_match"]
+__all__ = ["PROSE_HEAD", "PROSE_TAIL", "harvested_match"]
 
 _I = re.IGNORECASE
 
@@ -533,9 +533,15 @@ _FAMILIES_I18N: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
-def harvested_match(line: str, low: str) -> re.Match[str] | None:
-    """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``."""
+def harvested_match(line: str, low: str, *, prose: bool = True) -> re.Match[str] | None:
+    """The first harvested OOM wording in ``line`` (``low`` is ``line.lower()``), else ``None``.
+    ``prose=False`` reads only the runtimes' own wordings, paste damage and runtime codes: the
+    grammars of how a person words an OOM (titles, prose, plain wordings, a report) are skipped
+    (the middle of a long machine log, see :data:`PROSE_HEAD`)."""
     m = _own_match(line, low)
+    if not prose:
+        m = m or damage_match(line, low) or code_match(line, low)
+        return None if m is not None and hypothetical(line) else m
     # how users word an OOM in titles and prose, and a few runtimes' own (parse_wordings_titles,
     # then parse_wordings_prose), then runtimes' wordings and paste damage found later
     # (parse_wordings_damage), last the grammar of a report in prose (parse_wordings_report)
@@ -550,6 +556,13 @@ def harvested_match(line: str, low: str) -> re.Match[str] | None:
         return None
     return m or report_match(line, low)
 
+
+#: a person's words (a title, a question, a report) sit at the head or the tail of what they
+#: paste; in the middle of a long machine log (a training run's 10,000 step lines) the generic
+#: fallback reads only the runtimes' own wordings, so a 100 MB log with no OOM stays within the
+#: doctor's time budget (benchmarks/bench_doctor.py "training log, no OOM")
+PROSE_HEAD = 500
+PROSE_TAIL = 2000
 
 _OWN = _FAMILIES + _FAMILIES_MORE + _FAMILIES_GROWTH + _FAMILIES_I18N
 #: any needle of any family: a line holding none tries no family (one C-speed search, where the
