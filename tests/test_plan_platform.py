@@ -54,3 +54,17 @@ def test_windows_budgets_the_wddm_capacity() -> None:
     windows = _best("--os", "windows", "--display")
     # WDDM reports a different usable total than Linux's CUDA total; the plan follows it
     assert linux["devices"][0]["capacity_bytes"] != windows["devices"][0]["capacity_bytes"]
+
+
+def test_bad_platform_input_is_refused_in_one_line() -> None:
+    import pytest
+
+    from oomkit.errors import InvalidSettingError
+
+    with pytest.raises(InvalidSettingError, match="'display' must be True, False or None"):
+        PlanRequest(display="yes")  # type: ignore[arg-type]
+    cmd = [sys.executable, "-m", "oomkit", "plan", "llama-3.1-8b", "-g", "rtx-3060"]
+    res = subprocess.run([*cmd, "--os", "beos"], capture_output=True, text=True, check=False)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert "--os" in res.stderr

@@ -99,3 +99,9 @@ class PlanRequest:
                 setting="ctx_step",
                 value=self.ctx_step,
             )
+        if self.display is not None and not isinstance(self.display, bool):
+            raise InvalidSettingError(
+                f"'display' must be True, False or None (unknown), got {self.display!r}",
+                setting="display",
+                value=str(self.display),
+            )
