@@ -233,3 +233,21 @@ def test_offloading_batch_becomes_a_smaller_batch_on_the_gpu() -> None:
     change = transformers_safe_change(spec, asked, hw, _platform(hw), est)
     assert change is not None
     assert change.startswith(f"--batch {best.settings.parallel} ")
+
+
+def test_rejected_lines_say_where_the_weights_sit_and_never_repeat() -> None:
+    """A transformers run on device_map="auto" and its device_map=None move are two different
+    candidates: each rejected line says which (the part accelerate put on the CPU, or every
+    weight on the GPU), and no two lines of the "Does not fit" list read the same."""
+    hw = _hw("rtx-3060")
+    spec = find_model("llama-3.1-8b").spec()
+    result = plan(spec, hw, PlanRequest(runtime="transformers", ctx=8192))
+    lines = [(r.description, r.reason) for r in result.rejected]
+    assert len(lines) == len(set(lines))
+    texts = [d for d, _ in lines]
+    assert any('of weights on CPU (device_map="auto")' in t for t in texts)
+    assert any('all layers on GPU (device_map=None + .to("cuda"))' in t for t in texts)
+    for r in result.rejected:
+        if "of weights on CPU" in r.description:
+            # the figure is the estimate's own host weights, printed in one module's format
+            assert r.description.split(", ")[3].split(" of weights")[0].endswith(("MiB", "GiB"))

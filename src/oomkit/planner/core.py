@@ -272,10 +272,27 @@ def _diverse(found: Sequence[Evaluation], limit: int, target_ctx: int) -> list[E
 
 
 def _reject_text(ev: Evaluation, s: Searcher) -> str:
-    bits = [ev.cand.quant, f"ctx {ev.cand.ctx}", f"KV {ev.cand.kv}", "all layers on GPU"]
+    bits = [ev.cand.quant, f"ctx {ev.cand.ctx}", f"KV {ev.cand.kv}", _placement(ev, s)]
+    if ev.cand.attn is not None:
+        bits.append(f'attn_implementation="{ev.cand.attn}"')
     if ev.cand.max_num_seqs is not None:
         bits.append(f"{SEQS_LEVER[s.runtime][1]} {ev.cand.max_num_seqs}")
     return ", ".join(bits)
+
+
+def _placement(ev: Evaluation, s: Searcher) -> str:
+    """Where the weights of a rejected candidate sit: all on the GPU(s), or, for a
+    transformers run left on ``device_map="auto"``, the part accelerate put on the CPU."""
+    if s.runtime != "transformers":
+        return "all layers on GPU"
+    if ev.cand.device_map == "none":
+        return 'all layers on GPU (device_map=None + .to("cuda"))'
+    on_cpu = ev.estimate.host.weights_bytes
+    auto = (s.base.device_map if s.base is not None else None) == "auto"
+    if on_cpu > 0:
+        where = 'device_map="auto"' if auto else "device_map"
+        return f"{format_bytes(on_cpu)} of weights on CPU ({where})"
+    return 'all layers on GPU (device_map="auto")' if auto else "all layers on GPU"
 
 
 def _hardware_notes(hardware: Hardware) -> list[str]:
@@ -379,10 +396,10 @@ def plan_spec(
         found = s.search()
         per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)
         plans.extend(_to_plan(ev, s, ref) for ev in per_runtime)
-        rejected.extend(
-            Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
-            for ev in s.rejected()
-        )
+        for ev in s.rejected():
+            miss = Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
+            if miss not in rejected:  # two probes that read the same are one line
+                rejected.append(miss)
         if not found:
             missed = s.rejected()
             refused = [ev for ev in missed if ev.reason and not ev.estimate.devices]
