@@ -72,7 +72,9 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         # a title that opens with the kill and the activity: "[BUG]Killed while packing model"
         ("killed",),
         re.compile(
-            r"^\s{0,8}(?:\[[^\]\n]{1,30}\]\s{0,4}|[\w .-]{1,30}: ){0,2}(?:process |job |it )?"
+            # (after a tag, a rank prefix, a logger's or a compose service's prefix)
+            r"^\s{0,8}(?:\[[^\]\n]{1,30}\]:?\s{0,4}|[\w .,:-]{1,40}?(?::|\s\||\s-)\s{1,4}){0,2}"
+            r"(?:process |job |it )?"
             r"(?:got |gets |was |is )?killed (?:while|when|during|after|at the end of|"
             r"in the middle of|on|at) (?:the |a |an |my )?\w",
             _I,

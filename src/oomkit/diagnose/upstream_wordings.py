@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
+from oomkit.diagnose.parse_wordings_kills import KILLS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_codes import CODES, CODES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
 from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
@@ -136,4 +137,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *LEGACY_NEAR_MISSES,
     *WARNINGS_NEAR_MISSES,
     *CODES_NEAR_MISSES,
+    *KILLS_NEAR_MISSES,
 )
