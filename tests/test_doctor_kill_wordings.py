@@ -65,9 +65,7 @@ def test_a_bare_killed_before_a_code_fence_and_a_comment_still_counts() -> None:
 def test_a_bare_killed_the_program_kept_running_after_is_not_an_oom() -> None:
     # the shell reports the end of the job: output of the same program after it means the
     # program printed the word itself
-    log = (
-        "Killed\nRestarting the server\nLoading model weights\nModel loaded, serving on port 8000"
-    )
+    log = "Killed\nRestarting the server\nLoading model weights\nModel loaded, serving on port 8000"
     assert not diagnose_text(log).oom_found
 
 

@@ -113,7 +113,8 @@ _ALLOC_OTHER = re.compile(
     _I,
 )
 _KILL_OTHER = re.compile(
-    r"\bkill(?:ed|s)?\b.{0,100}?(?:\bby (?:the )?(?:scheduler|slurm|user|supervisor|admin\w{0,8})\b|"
+    r"\bkill(?:ed|s)?\b.{0,100}?"
+    r"(?:\bby (?:the )?(?:scheduler|slurm|user|supervisor|admin\w{0,8})\b|"
     r"\btime ?limit|\bwall ?time|\btime ?out|\btimed out\b|\bpreempt\w{0,6}|\bctrl[-+ ]?c\b|"
     r"\bsigterm\b|\bsigint\b|\bsignal:? (?:15|2)\b|\bkeyboard\b|\bdeadline\b)|"
     r"(?:\bpreempt\w{0,6}|\bctrl[-+ ]?c\b|\btime ?limit|\btime ?out|\bsigterm\b|\bsigint\b)"
@@ -168,7 +169,7 @@ KILLS_NEAR_MISSES = (
     "python train.py was killed by SIGTERM from the scheduler",
     "convert.py killed the old cache files before the run",
     "Killed the old containers before upgrading.",
-    "The dashboard lists each job as \"Running\" or \"Killed\" state.",
+    'The dashboard lists each job as "Running" or "Killed" state.',
     "Process finished with exit code 130 (interrupted by signal 2: SIGINT)",
     "The allocation fails with an invalid argument.",
     "cudaMalloc failed: invalid argument",

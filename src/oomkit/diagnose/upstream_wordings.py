@@ -24,9 +24,9 @@ same words that no runtime prints on an allocation failure; the doctor must not 
 
 from __future__ import annotations
 
+from oomkit.diagnose.parse_wordings_kills import KILLS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
-from oomkit.diagnose.parse_wordings_kills import KILLS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_codes import CODES, CODES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
 from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
