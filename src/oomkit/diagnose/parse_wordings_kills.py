@@ -100,6 +100,8 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"[Rr]eturn(?:s|ed)?|[Ss]ays?|[Ss]aid)"
             r"(?: (?:a|an|the|just|only|simply|me))?(?: error| message)?:? "
             r"[\"'`]?(?:Killed|KILLED)\b(?! (?:processes|jobs|tasks|workers|state|status)\b)"
+            # a list of states ("shows Killed and Running pods"), not the shell's report
+            r"(?! ?(?:and|or)\b| ?[,/&])"
         ),
     ),
 )
@@ -170,6 +172,7 @@ KILLS_NEAR_MISSES = (
     "convert.py killed the old cache files before the run",
     "Killed the old containers before upgrading.",
     'The dashboard lists each job as "Running" or "Killed" state.',
+    "The status column shows Killed and Running pods.",
     "Process finished with exit code 130 (interrupted by signal 2: SIGINT)",
     "The allocation fails with an invalid argument.",
     "cudaMalloc failed: invalid argument",
