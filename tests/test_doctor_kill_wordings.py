@@ -208,3 +208,15 @@ _RUNTIME_FORMATS = (
 @pytest.mark.parametrize(("text", "fmt"), _RUNTIME_FORMATS)
 def test_runtime_formats_are_read_by_their_own_parser(text: str, fmt: str) -> None:
     assert fmt in {e.format for e in parse_log(text).events}, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "vmmem is using all memory and WSL crashes",
+        "VmmemWSL takes 15 GB and the training runs out of memory",
+    ],
+)
+def test_wsl_vmmem_is_host_ram(text: str) -> None:
+    # WSL 2's VM is the Windows process "vmmem" / "VmmemWSL": its memory is the host's RAM
+    assert diagnose_text(text).cause == "host_ram", text
