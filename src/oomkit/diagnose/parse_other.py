@@ -98,7 +98,7 @@ _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
 # lands right after the bar's last frame: "0:02:25Killed", "100%|####| 3/3Killed" (a digit, a
 # percent sign or a bar glyph before it; never a letter)
 _BARE_KILLED = re.compile(
-    r"(?:^|[\s\]|:>\d%/\u2500-\u259f])(?:\*{2,3}|`{1,3})?[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?"
+    r"(?:^|[\s\]|:>\d%\u2500-\u259f])(?:\*{2,3}|`{1,3})?[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?"
     r"(?:\*{2,3}|`{1,3})?\s{0,8}$"
 )
 # what may follow the shell's "Killed" in a paste: the shell has reported the end of the job, so
