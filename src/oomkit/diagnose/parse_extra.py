@@ -25,6 +25,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.parse_wordings import PROSE_HEAD, PROSE_TAIL, harvested_match
+from oomkit.diagnose.parse_wordings_kills import not_memory_reason
 from oomkit.diagnose.parse_wordings_plain import plain_sizes
 from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.scan import scan_events
@@ -501,6 +502,9 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         if any(neg in low for neg in _GENERIC_NEGATIVE) or _GENERIC_ZERO.search(line):
             continue
         if "for the interpreter" in low and _TFLITE_PREPARE.search(line):
+            continue
+        if not_memory_reason(line, m.group(0)):
+            # "cudaMalloc failed: invalid argument", "killed by the scheduler (time limit)"
             continue
         if advice_to_reader(line):
             # docs: "If you run out of VRAM, lower the batch size." (parse_wordings_report)

@@ -94,10 +94,18 @@ _KILLED_OLD = re.compile(r"^Killed process (?P<pid>\d{1,10}) \((?P<comm>[^)]{0,6
 _INVOKED = re.compile(r"(?P<comm>\S{1,64}) invoked oom-killer:")
 # (also quoted in prose, as users report it: I got this message -> "Killed".)
 # (also inside Markdown bold or inline code: "**Killed**", "`Killed`", after a rank prefix)
+# A progress bar (tqdm, rich) redraws its line with "\r" and no newline, so the shell's "Killed\n"
+# lands right after the bar's last frame: "0:02:25Killed", "100%|####| 3/3Killed" (a digit, a
+# percent sign or a bar glyph before it; never a letter)
 _BARE_KILLED = re.compile(
-    r"(?:^|[\s\]|:>])(?:\*{2,3}|`{1,3})?[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?"
+    r"(?:^|[\s\]|:>\d%\u2500-\u259f])(?:\*{2,3}|`{1,3})?[\"'\u201c]?Killed(?:[\"'\u201d][.!]?)?"
     r"(?:\*{2,3}|`{1,3})?\s{0,8}$"
 )
+# what may follow the shell's "Killed" in a paste: the shell has reported the end of the job, so
+# after it come only blank lines, a code fence, a prompt or the poster's own words, never the
+# killed program's own output going on ("Killed" then "Restarting the server", "Loading model
+# weights", "serving on port 8000" is a program that printed the word and kept running)
+_AFTER_KILLED_MAX = 2
 # torch/csrc/DataLoader.cpp: "DataLoader worker (pid N) is killed by signal: <strsignal>. ";
 # SIGKILL ("Killed") is the OOM killer's signal, SIGBUS ("Bus error") a write past what the
 # shared-memory tmpfs (/dev/shm) holds: workers hand batches over in shared memory (PyTorch adds
@@ -217,6 +225,19 @@ def _ev(runtime: str, kind: str, fmt: str, text: str, n: int, **kw: Any) -> OomE
     return OomEvent(runtime=runtime, kind=kind, format=fmt, line=n, text=text[:800], **kw)
 
 
+def _job_ended(lines: Lines, i: int) -> bool:
+    """At most :data:`_AFTER_KILLED_MAX` lines of text (not blank, not a code fence) follow line
+    ``i``: the paste ends with the shell's report, as it does when the job was killed."""
+    after = 0
+    for later in lines.text[i + 1 : i + 2 + _AFTER_KILLED_MAX * 4]:
+        t = later.strip()
+        if t and not t.startswith(("```", "~~~")):
+            after += 1
+            if after > _AFTER_KILLED_MAX:
+                return False
+    return True
+
+
 def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m = _KILL.search(line)
     if m is not None:
@@ -275,7 +296,9 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m6 = _BASH_KILLED.search(line) if "Killed" in line else None
     if m6 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m6.group("pid")))
-    if ("Killed" in line[-20:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed":
+    if (
+        ("Killed" in line[-20:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed"
+    ) and _job_ended(lines, i):
         # the shell's "Killed" (SIGKILL, the OOM killer's signal), also as a lone lower-case line
         return _ev("linux", "killed", "linux_killed", line[-300:], n)
     m7 = _BUILD_KILLED.search(line) if ("signal terminated" in line or "signal 9" in line) else None

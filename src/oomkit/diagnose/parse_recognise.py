@@ -67,7 +67,8 @@ so these families never displace a richer event:
   whisperX on CPU or while loading).
 * SYCL / Level Zero (Intel GPUs, llama.cpp SYCL, IPEX): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``
   / ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` (Unified Runtime error 39) and
-  ``..._OUT_OF_HOST_MEMORY`` (38).
+  ``..._OUT_OF_HOST_MEMORY`` (38); the Plugin Interface's ``PI_ERROR_OUT_OF_RESOURCES`` (-5, what
+  a device allocation failure maps to) and ``PI_ERROR_OUT_OF_HOST_MEMORY`` (-6).
 
 Every pattern is a literal or a bounded repetition: linear time on any line.
 """
@@ -127,7 +128,15 @@ _TORCH_ALLOC_WARN = re.compile(
 )
 _PYCUDA = re.compile(r"MemoryError: (?P<call>cu\w{1,40}) failed: out of memory")
 _CT2_HOST = re.compile(r"\b(?:mkl_malloc|aligned_alloc): failed to allocate memory")
-_UR = re.compile(r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY")
+# SYCL's older Plugin Interface names the same two failures (intel/llvm
+# sycl/plugins/unified_runtime/pi2ur.hpp ur2piResult: UR_RESULT_ERROR_OUT_OF_HOST_MEMORY ->
+# PI_ERROR_OUT_OF_HOST_MEMORY (-6); UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, _OUT_OF_RESOURCES and
+# _OBJECT_ALLOCATION_FAILURE -> PI_ERROR_OUT_OF_RESOURCES (-5)), printed by the SYCL runtime as
+# "Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_RESOURCES)" (IPEX, llama.cpp SYCL)
+_UR = re.compile(
+    r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_(?P<where>DEVICE|HOST)_MEMORY|"
+    r"PI_ERROR_OUT_OF_(?P<pi>HOST_MEMORY|RESOURCES)\b"
+)
 _PREFILTER = needles_re(
     (
         "llama runner exited",
@@ -268,7 +277,7 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev("ctranslate2", "host_alloc_failed", "ctranslate2_cpu_alloc", line, n)
     m4 = _UR.search(line)
     if m4 is not None:
-        host = m4["where"] == "HOST"
+        host = m4["where"] == "HOST" or m4["pi"] == "HOST_MEMORY"
         return _ev(
             "sycl",
             "host_alloc_failed" if host else "gpu_alloc_failed",

@@ -31,6 +31,7 @@ import re
 
 from oomkit.diagnose.parse_wordings_codes import code_match
 from oomkit.diagnose.parse_wordings_damage import damage_match
+from oomkit.diagnose.parse_wordings_kills import kill_match
 from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_report import hypothetical, report_match
@@ -546,6 +547,8 @@ def harvested_match(line: str, low: str, *, prose: bool = True) -> re.Match[str]
     # then parse_wordings_prose), then runtimes' wordings and paste damage found later
     # (parse_wordings_damage), last the grammar of a report in prose (parse_wordings_report)
     m = m or title_match(line, low) or prose_match(line, low) or damage_match(line, low)
+    # a process the kernel killed, as posters quote the shell's "Killed" (parse_wordings_kills)
+    m = m or kill_match(line, low)
     # plain "it did not fit" wordings without an OOM keyword (parse_wordings_plain)
     m = m or plain_match(line, low)
     # runtime codes of a failed allocation (parse_wordings_codes), then serving threads' wordings

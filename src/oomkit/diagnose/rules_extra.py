@@ -147,6 +147,10 @@ _HOST_WORDING = re.compile(
     r"\b(?:OOM|out[ -]of[ -]memory)\s+on\s+(?:the\s+)?(?:cpu|host)\b|"
     r"killed\s+with\s+signal\s*-?9\b|"
     r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|被(?:系统|系統)?(?:杀死|殺死|杀掉|kill)|"
+    # docrec25: WSL 2's virtual machine shows in Windows' Task Manager as the process "vmmem"
+    # ("VmmemWSL" since 2022); its memory is the host's RAM, capped by .wslconfig's
+    # [wsl2] memory= (Microsoft's WSL docs, "Advanced settings configuration in WSL")
+    r"\bvmmem(?:wsl)?\b|"
     # doccause12 (heldout24): OpenCV's ``cv::OutOfMemoryError`` is fastMalloc's failure
     # (core/src/alloc.cpp: ``static void* OutOfMemoryError(size_t size)`` raises StsNoMem
     # "Failed to allocate N bytes" when posix_memalign/malloc returns NULL: host memory; a

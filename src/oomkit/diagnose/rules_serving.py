@@ -416,8 +416,17 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
             return shm_bus_error(e)
         if e.format == "windows_pagefile":
             expl = "Windows could not commit more virtual memory: the paging file is too small."
+        if e.format == "linux_killed":
+            # bash/zsh print "Killed" for any SIGKILL (strsignal(SIGKILL)); the kernel's OOM
+            # killer (mm/oom_kill.c) is the usual sender of an unasked one, but `kill -9`, a
+            # supervisor or a container runtime send the same signal: the kernel log decides
+            expl += (
+                " The shell prints Killed for any SIGKILL; the kernel's OOM killer is the usual "
+                "sender, and the kernel log decides: `sudo dmesg -T | grep -iE 'killed "
+                "process|out of memory'` (or `journalctl -k`) shows whether it sent this one."
+            )
         conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(
-            e.kind, 0.7 if e.format != "exit_137" else 0.55
+            e.kind, 0.55 if e.format in ("exit_137", "linux_killed") else 0.7
         )
         fixes = [
             Fix(

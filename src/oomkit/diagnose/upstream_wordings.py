@@ -24,6 +24,7 @@ same words that no runtime prints on an allocation failure; the doctor must not 
 
 from __future__ import annotations
 
+from oomkit.diagnose.parse_wordings_kills import KILLS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_codes import CODES, CODES_NEAR_MISSES
@@ -136,4 +137,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *LEGACY_NEAR_MISSES,
     *WARNINGS_NEAR_MISSES,
     *CODES_NEAR_MISSES,
+    *KILLS_NEAR_MISSES,
 )
