@@ -50,6 +50,7 @@ def _est(version: str, **kw: Any) -> Estimate:
     ("version", "engine", "util", "charged", "triton", "flashinfer"),
     [
         ("0.17.1", "v1-0.17", 0.9, False, True, False),
+        ("0.18.0", "v1-0.17", 0.9, False, True, False),
         ("0.19.1", "v1-0.17", 0.9, False, True, False),
         ("0.20.0", "v1-0.20", 0.92, True, True, False),
         ("0.20.2", "v1-0.20", 0.92, True, True, False),
@@ -57,8 +58,15 @@ def _est(version: str, **kw: Any) -> Estimate:
     ],
 )
 def test_release_rows(
-    version: str, engine: str, util: float, charged: bool, triton: bool, flashinfer: bool
+    version: str,
+    engine: str,
+    util: float,
+    charged: bool,
+    triton: bool,
+    flashinfer: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", raising=False)
     assert resolve_generation("vllm", version).effects["vllm_engine"] == engine
     eng = vllm_engine(engine)
     assert (eng.default_util, eng.charges_cudagraphs) == (util, charged)
@@ -67,7 +75,9 @@ def test_release_rows(
     assert (rd["engine"], rd["cudagraph_charged"]) == (engine, charged)
 
 
-def test_0_20_takes_the_graphs_out_of_a_0_92_budget_with_0_19s_sampler() -> None:
+def test_0_20_takes_the_graphs_out_of_a_0_92_budget_with_0_19s_sampler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """0.19.1 -> 0.20.0: the budget grows from ceil(total x 0.9) to ceil(total x 0.92) and loses
     the graph estimate; the profile peak is the same Triton sampler's. 0.20 -> 0.21: the same
     budget and graphs, only the sampler's working set differs (FlashInfer)."""
@@ -77,7 +87,8 @@ def test_0_20_takes_the_graphs_out_of_a_0_92_budget_with_0_19s_sampler() -> None
     cap = H100.devices[0].capacity_bytes
     assert cap is not None
     graphs = rb["cudagraph_bytes"]
-    assert isinstance(graphs, int) and graphs > 0
+    assert isinstance(graphs, int)
+    assert graphs > 0
     budget = math.ceil(cap * 0.92) - math.ceil(cap * 0.9)
     grown = int(rb["available_kv_cache_bytes"]) - int(ra["available_kv_cache_bytes"])  # type: ignore[call-overload]
     assert grown == budget - graphs
@@ -104,10 +115,14 @@ def _terms(v: Verdict) -> list[str]:
     return [label for m in v.margins for label, _ in m.terms]
 
 
-def test_151b_lora_run_on_0_19_1_only_logged_its_graph_estimate() -> None:
+def test_151b_lora_run_on_0_19_1_only_logged_its_graph_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The 151B run (0.19.1) captured its LoRA-specialised graphs (PIECEWISE=102, FULL=70)
     after the KV cache, in the 1 - util headroom: the verdict names that term. On 0.20.0 the
-    same settings charge the graph estimate to the budget and the term goes."""
+    same settings charge the graph estimate to the budget and the term goes. The safe change
+    is the one the 0.19.1 log itself prints: set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1."""
+    monkeypatch.delenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", raising=False)
     old, new = _lora_151b("0.19.1"), _lora_151b("0.20.0")
     ro, rn = old.runtime_details, new.runtime_details
     assert (ro["engine"], rn["engine"]) == ("v1-0.17", "v1-0.20")
@@ -117,3 +132,35 @@ def test_151b_lora_run_on_0_19_1_only_logged_its_graph_estimate() -> None:
     assert v_old.level != "fits"
     assert any("CUDA graphs captured after the KV cache" in t for t in _terms(v_old))
     assert not any("CUDA graphs captured after the KV cache" in t for t in _terms(v_new))
+    assert v_old.safe_change is not None
+    assert v_old.safe_change.startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1")
+    assert "--enforce-eager" in v_old.safe_change
+
+
+@pytest.mark.parametrize(
+    ("version", "env", "charged"),
+    [
+        ("0.17.1", "1", False),  # no profile_cudagraph_memory in 0.17.0's gpu_worker.py
+        ("0.18.0", "1", True),
+        ("0.19.1", "1", True),
+        ("0.19.1", "yes", False),  # vLLM would raise on int("yes"); not an integer: the default
+        ("0.20.0", "0", False),
+        ("0.21.0", "0", False),
+        ("0.21.0", "1", True),
+    ],
+)
+def test_the_variable_switches_the_estimate_where_the_release_profiles_graphs(
+    version: str, env: str, charged: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.18.0-0.19.1 subtract ``cudagraph_memory_estimate`` only with the variable set to 1,
+    0.20+ unless it is 0 (vllm/envs.py ``bool(int(os.getenv(...)))``, gpu_worker.py
+    ``cudagraph_memory_estimate_applied``): the KV pool gives up exactly the graph pool."""
+    monkeypatch.delenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", raising=False)
+    default = _est(version).runtime_details
+    monkeypatch.setenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", env)
+    rd = _est(version).runtime_details
+    assert rd["cudagraph_charged"] is charged
+    graphs = int(rd["cudagraph_bytes"])  # type: ignore[call-overload]
+    moved = int(default["available_kv_cache_bytes"]) - int(rd["available_kv_cache_bytes"])  # type: ignore[call-overload]
+    assert moved == (int(charged) - int(bool(default["cudagraph_charged"]))) * graphs
+    assert ("graph_estimate_env" in rd) is (not charged and version >= "0.18")

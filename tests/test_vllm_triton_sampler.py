@@ -69,7 +69,7 @@ def _non_kv_bytes(est: Any) -> int:
         ("0.16.0", "v1-0.11.1"),
         ("0.17.0", "v1-0.17"),
         ("0.17.1", "v1-0.17"),
-        ("0.19.1", "v1-0.17"),
+        ("0.19.1", "v1-0.18"),
         ("0.20.2", "v1-0.20"),  # the Triton sampler still, with the graph estimate charged
     ],
 )

@@ -259,11 +259,27 @@ VLLM_ROWS: tuple[Row, ...] = (
         "apply_top_k_top_p calls apply_top_k_top_p_triton from 8 rows on (0.17.0, 0.17.1 "
         "vllm/v1/sample/ops/topk_topp_sampler.py)",
         "the profile run's dummy sampler masks [max_num_seqs, vocab] fp32 logits in place with "
-        "a Triton pivot search instead of sorting them: a smaller torch peak, a larger KV cache; "
-        "0.18-0.19 run PR #30515's CUDA-graph profiling before sizing the KV cache but only log "
-        "its estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 0): the graphs are "
-        "still captured afterwards in the 1 - util headroom",
+        "a Triton pivot search instead of sorting them: a smaller torch peak, a larger KV cache",
         vllm_engine="v1-0.17",
+    ),
+    _g(
+        "vllm",
+        "v1-0.18",
+        "vLLM V1 (0.18-0.19)",
+        # the 0.18.0 sdist on PyPI (uploaded 2026-03-20); 0.17.0's gpu_worker.py has no
+        # profile_cudagraph_memory
+        "2026-03-20",
+        "0.18.0",
+        "vllm-project/vllm PR #30515 ('[UX][Startup] Account for CUDA graphs during memory "
+        "profiling'): determine_available_memory runs profile_cudagraph_memory inside "
+        "memory_profiling (0.18.0-0.19.1 gpu_worker.py), its estimate applied only with "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (envs.py default '0')",
+        "as 0.17: the estimate is only logged ('Estimated CUDA graph memory: X GiB total', 'To "
+        "try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1') and the graphs are captured "
+        "after the KV cache in the 1 - util headroom; with the variable set to 1 they come out of "
+        "the KV budget instead",
+        vllm_engine="v1-0.17",
+        graph_profiling=True,
     ),
     _g(
         "vllm",
@@ -273,13 +289,15 @@ VLLM_ROWS: tuple[Row, ...] = (
         "2026-04-27",
         "0.20.0",
         "vllm-project/vllm PR #38284 ('[Startup][UX] Enable CUDAGraph memory profiling by "
-        "default'): in the 0.20.0 sdist vllm/envs.py reads VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "
-        "with default '1' and vllm/config/cache.py defaults gpu_memory_utilization to 0.92 "
+        "default'): in the 0.20.0 sdist vllm/envs.py reads "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS with default '1' and vllm/config/cache.py "
+        "defaults gpu_memory_utilization to 0.92 "
         "(0.19.1: '0' and 0.9), though its messages say 'default since v0.21.0'",
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the KV budget "
         "instead of the 1 - util headroom; top-k/top-p still through the Triton kernel "
         "(FlashInfer's sampler opt-in until 0.21.0)",
         vllm_engine="v1-0.20",
+        graph_profiling=True,
     ),
     _g(
         "vllm",
@@ -295,5 +313,6 @@ VLLM_ROWS: tuple[Row, ...] = (
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate, as 0.20; the profile's dummy "
         "sampler goes through FlashInfer's top-k/top-p kernel where it is installed",
         vllm_engine="current",
+        graph_profiling=True,
     ),
 )

@@ -110,6 +110,7 @@ The V0 engines (``v0-*``) are also selected by the V1 flag being off in 0.7-0.9.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -126,6 +127,7 @@ __all__ = [
     "VllmEngine",
     "cudagraph_pool_bytes",
     "engine_batch_defaults",
+    "graph_estimate_charged",
     "non_torch_bytes",
     "on_nvswitch",
     "v1_batch_defaults",
@@ -176,7 +178,9 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
     {
         "current": VllmEngine(
             name="current",
-            summary="vLLM 0.21+: ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler",
+            summary=(
+                "vLLM 0.21+: ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler"
+            ),
             default_util=0.92,
             chunked_prefill=True,
             flashinfer_sampler=True,
@@ -493,3 +497,19 @@ def engine_batch_defaults(
     cap = device.capacity_bytes
     big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in name
     return v1_batch_defaults(big=big, llm_class=llm_class)
+
+
+def graph_estimate_charged(eng: VllmEngine, *, profiles_graphs: bool) -> bool:
+    """Whether ``eng`` takes its CUDA-graph estimate out of the KV budget.
+
+    Releases that run PR #30515's ``profile_cudagraph_memory`` (0.18.0 on: ``profiles_graphs``)
+    read ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` as ``bool(int(...))`` (vllm/envs.py; default
+    "0" in 0.18.0-0.19.1, "1" from 0.20.0) and subtract the estimate only when it is true
+    (vllm/v1/worker/gpu_worker.py ``cudagraph_memory_estimate_applied``); 0.18-0.19 log "To try it
+    now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1", 0.20+ "To disable, set ...=0". Unset or
+    not an integer: the release's default (``eng.charges_cudagraphs``).
+    """
+    raw = os.environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "").strip()
+    if not profiles_graphs or not raw.lstrip("-").isdigit():
+        return eng.charges_cudagraphs
+    return int(raw) != 0
