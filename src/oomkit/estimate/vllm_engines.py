@@ -33,7 +33,10 @@ rule of the version that printed it. Every row cites the code it models.
   vllm/envs.py), so the estimate is only logged ("In v0.19, CUDA graph memory profiling will
   be enabled by default ... To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"),
   and the torch peak charged is read before that capture (``profile_torch_peak``, 0.19.1
-  gpu_worker.py): the budget rule is 0.17.0's (0.17.0 has no graph profiling at all).
+  gpu_worker.py): the budget rule is 0.17.0's (0.17.0 has no graph profiling at all). The
+  generation table's ``v1-0.18`` row (0.18.0-0.19.x) runs this engine with the
+  ``graph_profiling`` effect: there the variable set to 1 charges the estimate
+  (:func:`graph_estimate_charged`).
 * ``v1-0.11.1`` (vLLM 0.11.1-0.16.x): the ``v1-0.11`` rule with the PyTorch-native sort
   sampler. PR #26859 ("Disable FlashInfer sampler by default", merged 2025-10-15, after the
   v0.11.0 release) made FlashInfer's top-k/top-p kernel opt-in
