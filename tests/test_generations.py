@@ -422,7 +422,7 @@ def test_every_generation_has_evidence_that_resolves() -> None:
 
 
 def test_vllm_current_charges_its_graph_estimate() -> None:
-    """PR #30515 (default from 0.21.0): the CUDA-graph estimate is subtracted from
+    """PR #30515 (default from 0.20.0, PR #38284): the CUDA-graph estimate is subtracted from
     ceil(total x 0.92); 0.9.1-0.10 captured graphs afterwards in the headroom of total x 0.9."""
     kw: dict[str, Any] = {"runtime": "vllm", "ctx": 8192}
     old = _est("llama-3.1-8b", runtime_version="0.10.1", **kw)
@@ -439,9 +439,9 @@ def test_vllm_current_charges_its_graph_estimate() -> None:
 
 
 def test_vllm_graphs_in_the_headroom_until_0_21() -> None:
-    """0.11-0.20 size the KV cache to the whole ceil(total x util) budget and capture the graphs
-    afterwards in the 1 - util headroom; 0.21 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by
-    default) takes them out of the KV budget. vllm#33155: gpt-oss-120b on one H100 at util 0.97
+    """0.11-0.19 size the KV cache to the whole ceil(total x util) budget and capture the graphs
+    afterwards in the 1 - util headroom; 0.20+ (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by
+    default) take them out of the KV budget. vllm#33155: gpt-oss-120b on one H100 at util 0.97
     died on 0.14.1: 2.4 GiB of headroom against a capture vLLM puts at 1~3 GiB."""
     hw = hardware_for(parse_gpu_list("h100-sxm"))
     kw: dict[str, Any] = {

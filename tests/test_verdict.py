@@ -175,10 +175,10 @@ def test_vllm_graphs_captured_after_the_kv_cache_widen_the_device_band() -> None
     assert "--enforce-eager" in graphs.safe_change
     assert eager.level == "fits"
     assert not any("CUDA graphs" in t for t in _terms(eager))
-    # 0.11-0.20 still capture in the headroom (the estimate was opt-in until 0.21)
+    # 0.11-0.19 still capture in the headroom (the estimate was opt-in until 0.20.0)
     mid = verdict(_vllm("qwen3-30b-a3b", "4xa10", **{**kw, "runtime_version": "0.14.1"}))
     assert any("CUDA graphs captured after" in t for t in _terms(mid))
-    # vLLM 0.21+ charges its graph estimate to the budget: no such term
+    # vLLM 0.20+ charges its graph estimate to the budget: no such term
     now = verdict(_vllm("qwen3-30b-a3b", "4xa10", **{**kw, "runtime_version": "0.21.0"}))
     assert not any("CUDA graphs captured after" in t for t in _terms(now))
 

@@ -25,6 +25,7 @@ from oomkit.estimate.hf_activations import (
     sampler_peak_bytes,
 )
 from oomkit.estimate.verdict import Platform, verdict
+from oomkit.estimate.vllm_engines import vllm_engine
 from oomkit.hardware.targets import hardware_for
 from oomkit.spec.settings import InferenceSettings
 
@@ -64,10 +65,18 @@ def _non_kv_bytes(est: Any) -> int:
 
 @pytest.mark.parametrize(
     ("version", "key"),
-    [("0.16.0", "v1-0.11.1"), ("0.17.0", "v1-0.17"), ("0.17.1", "v1-0.17"), ("0.20.2", "v1-0.17")],
+    [
+        ("0.16.0", "v1-0.11.1"),
+        ("0.17.0", "v1-0.17"),
+        ("0.17.1", "v1-0.17"),
+        ("0.19.1", "v1-0.18"),
+        ("0.20.2", "v1-0.20"),  # the Triton sampler still, with the graph estimate charged
+    ],
 )
 def test_triton_sampler_generation_starts_at_0_17_0(version: str, key: str) -> None:
-    assert resolve_generation("vllm", version).key == key
+    gen = resolve_generation("vllm", version)
+    assert gen.key == key
+    assert vllm_engine(str(gen.effects["vllm_engine"])).triton_sampler == (version != "0.16.0")
 
 
 def test_triton_working_set_per_entry_and_the_sort_below_8_rows() -> None:

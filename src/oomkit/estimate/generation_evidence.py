@@ -344,8 +344,30 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         ".log (0.17.1, RTX 3090, util 0.65: 'Model loading took 14.25 GiB', 'Available KV cache "
         "memory: 0.49 GiB')",
     ),
+    ("vllm", "v1-0.18"): (
+        "test:tests/test_vllm_graph_estimate_0_20.py::"
+        "test_the_variable_switches_the_estimate_where_the_release_profiles_graphs",
+        "test:tests/test_vllm_graph_estimate_0_20.py::"
+        "test_151b_lora_run_on_0_19_1_only_logged_its_graph_estimate",
+        "log:https://github.com/Panteaforoutan/151B_SP26_Competition_/blob/b30c3a2c86a3ef1566ffb78f"
+        "9927d70e4aa0475e/vllm_error.log (0.19.1: 'Profiling CUDA graph memory: PIECEWISE=102 "
+        "(largest=512), FULL=70 (largest=256)', 'Estimated CUDA graph memory: 4.79 GiB total', "
+        "'Available KV cache memory: 0.85 GiB', then OOM capturing the graphs)",
+    ),
+    ("vllm", "v1-0.20"): (
+        "test:tests/test_vllm_graph_estimate_0_20.py::test_release_rows",
+        "test:tests/test_vllm_graph_estimate_0_20.py::"
+        "test_0_20_takes_the_graphs_out_of_a_0_92_budget_with_0_19s_sampler",
+        "test:tests/test_vllm_graph_estimate_0_20.py::"
+        "test_151b_lora_run_on_0_19_1_only_logged_its_graph_estimate",
+        "log:https://github.com/Panteaforoutan/151B_SP26_Competition_/blob/b30c3a2c86a3ef1566ffb78f"
+        "9927d70e4aa0475e/vllm_error.log (0.19.1: 'Estimated CUDA graph memory: 4.79 GiB total', "
+        "'In v0.19, CUDA graph memory profiling will be enabled by default ... To try it now, set "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1': logged, not charged, before 0.20.0)",
+    ),
     ("vllm", "current"): (
         _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
+        "test:tests/test_vllm_graph_estimate_0_20.py::test_release_rows",
         "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
         "0.36 GiB total' charged to the budget: 'CUDA graph memory profiling is enabled "
         "(default since v0.21.0)')",

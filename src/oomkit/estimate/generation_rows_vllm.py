@@ -251,7 +251,7 @@ VLLM_ROWS: tuple[Row, ...] = (
     _g(
         "vllm",
         "v1-0.17",
-        "vLLM V1 (0.17-0.20)",
+        "vLLM V1 (0.17-0.19)",
         # the 0.17.0 sdist on PyPI (uploaded 2026-03-07) carries PR #33538; 0.16.0's does not
         "2026-03-07",
         "0.17.0",
@@ -264,17 +264,55 @@ VLLM_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "vllm",
+        "v1-0.18",
+        "vLLM V1 (0.18-0.19)",
+        # the 0.18.0 sdist on PyPI (uploaded 2026-03-20); 0.17.0's gpu_worker.py has no
+        # profile_cudagraph_memory
+        "2026-03-20",
+        "0.18.0",
+        "vllm-project/vllm PR #30515 ('[UX][Startup] Account for CUDA graphs during memory "
+        "profiling'): determine_available_memory runs profile_cudagraph_memory inside "
+        "memory_profiling (0.18.0-0.19.1 gpu_worker.py), its estimate applied only with "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (envs.py default '0')",
+        "as 0.17: the estimate is only logged ('Estimated CUDA graph memory: X GiB total', 'To "
+        "try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1') and the graphs are captured "
+        "after the KV cache in the 1 - util headroom; with the variable set to 1 they come out of "
+        "the KV budget instead",
+        vllm_engine="v1-0.17",
+        graph_profiling=True,
+    ),
+    _g(
+        "vllm",
+        "v1-0.20",
+        "vLLM V1 (0.20)",
+        # the 0.20.0 sdist on PyPI (uploaded 2026-04-27); 0.19.1's (2026-04-18) still has "0"
+        "2026-04-27",
+        "0.20.0",
+        "vllm-project/vllm PR #38284 ('[Startup][UX] Enable CUDAGraph memory profiling by "
+        "default'): in the 0.20.0 sdist vllm/envs.py reads "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS with default '1' and vllm/config/cache.py "
+        "defaults gpu_memory_utilization to 0.92 "
+        "(0.19.1: '0' and 0.9), though its messages say 'default since v0.21.0'",
+        "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the KV budget "
+        "instead of the 1 - util headroom; top-k/top-p still through the Triton kernel "
+        "(FlashInfer's sampler opt-in until 0.21.0)",
+        vllm_engine="v1-0.20",
+        graph_profiling=True,
+    ),
+    _g(
+        "vllm",
         "current",
         "vLLM V1 (0.21+)",
-        # v0.21.0: after v0.20.0 (PyPI by 2026-04-29), before v0.22.1 (2026-06-05)
+        # the 0.21.0 sdist on PyPI (uploaded 2026-05-15)
         "2026-05-15",
         "0.21.0",
-        "vllm-project/vllm PR #30515 (profile_cudagraph_memory); "
-        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default as of v0.21.0 "
-        "(vllm/envs.py)",
-        # PR #38284 turned the estimate on and raised the default util from 0.9 to 0.92
-        "ceil(total x 0.92) - non-KV - CUDA-graph estimate: the graphs come out of the "
-        "KV budget instead of the 1 - util headroom",
+        "vllm-project/vllm PR #40376 ('Enable FlashInfer top-k/top-p sampler by default'): "
+        "the 0.21.0 sdist's vllm/envs.py reads VLLM_USE_FLASHINFER_SAMPLER as '... else True' "
+        "(0.20.x: else None); the CUDA-graph estimate of PR #30515 charged as in 0.20",
+        # PR #38284 turned the estimate on and raised the default util from 0.9 to 0.92 (0.20.0)
+        "ceil(total x 0.92) - non-KV - CUDA-graph estimate, as 0.20; the profile's dummy "
+        "sampler goes through FlashInfer's top-k/top-p kernel where it is installed",
         vllm_engine="current",
+        graph_profiling=True,
     ),
 )

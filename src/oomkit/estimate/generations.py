@@ -70,7 +70,10 @@ Effects read by the estimators (absent key = today's behaviour):
   #2566; :mod:`oomkit.estimate.vllm_awq`), ``kv_len_check`` (False before 0.2.7: no start-up
   check of ``max_model_len`` against the KV cache, PR #2163; a longer request hangs),
   ``v1_needs_ampere`` (True for 0.8.0-0.10.1: the V1 oracle sends compute capability < 8.0 to
-  V0 until PR #23614, :func:`oomkit.estimate.vllm_support.v0_capability_engine`).
+  V0 until PR #23614, :func:`oomkit.estimate.vllm_support.v0_capability_engine`),
+  ``graph_profiling`` (True from 0.18.0: PR #30515's ``profile_cudagraph_memory`` runs, so
+  ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` switches the estimate on or off,
+  :func:`oomkit.estimate.vllm_engines.graph_estimate_charged`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
   for multimodal architectures (:func:`oomkit.estimate.sglang.multimodal_policy`)
   ``mm_fraction`` (the ``mem_fraction_static`` factor; absent: none modelled),

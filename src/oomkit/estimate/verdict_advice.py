@@ -84,6 +84,12 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     if est.runtime == "vllm" and top.startswith(OTHER_TENANTS) and isinstance(fix, str) and fix:
         return fix
     if est.runtime == "vllm" and top.startswith(GRAPHS_AFTER_KV):
+        env = est.runtime_details.get("graph_estimate_env")
+        if isinstance(env, str):  # 0.18+: what vLLM's own start-up line suggests
+            return (
+                f"{env} (vLLM takes its CUDA-graph estimate out of the KV cache instead of "
+                "capturing in the headroom) or --enforce-eager"
+            )
         return "--enforce-eager (no CUDA graphs to capture in the headroom)"
     if est.runtime == "vllm" and top == PROMPT_LOGPROBS:
         return _fewer_logprob_rows(est, m)

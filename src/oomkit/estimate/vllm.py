@@ -55,6 +55,7 @@ from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     cudagraph_pool_bytes,
     engine_batch_defaults,
+    graph_estimate_charged,
     non_torch_bytes,
     vllm_engine,
 )
@@ -153,6 +154,7 @@ def plan_vllm(
     v0_multimodal_chunked: bool = True,
     awq_split_k: bool = False,
     nvls_nccl: str | None = None,
+    charge_graphs: bool | None = None,
 ) -> VllmPlan:
     """The numbers vLLM logs at startup, for one rank (pure).
 
@@ -176,9 +178,11 @@ def plan_vllm(
     (``"2.20"`` for vLLM 0.5.0-0.6.3, :mod:`oomkit.estimate.vllm_nvls`); None: not modelled.
     ``pp_rank``: the pipeline stage (``settings.pp`` stages, :mod:`oomkit.estimate.pipeline`):
     its layers' weights and KV, the embeddings on the first stage, the LM head and the sampler
-    on the last.
+    on the last. ``charge_graphs``: the CUDA-graph estimate is (not) subtracted from the KV budget
+    whatever the engine's default (:func:`~oomkit.estimate.vllm_engines.graph_estimate_charged`).
     """
     eng = vllm_engine(engine)
+    charged = eng.charges_cudagraphs if charge_graphs is None else charge_graphs
     tp = settings.tp or 1
     if tp < 1:
         raise InvalidSettingError(f"--tp must be at least 1, got {tp}", setting="tp")
@@ -309,7 +313,7 @@ def plan_vllm(
     if cap is not None:
         budget = ceil(cap * util) if eng.ceil_budget else int(cap * util)
         pool = budget - w - rope - act - pinned - non_torch
-        if eng.charges_cudagraphs:
+        if charged:
             pool -= graphs
         b = kv_blocks(layers, pool, block=block, max_len=max_len, batched=batched, eng=eng)
         if b is not None:
@@ -350,7 +354,7 @@ def plan_vllm(
         non_torch_bytes=non_torch,
         non_torch_why=nt_why,
         cudagraph_bytes=graphs,
-        cudagraph_charged=eng.charges_cudagraphs,
+        cudagraph_charged=charged,
         charges_other_processes=eng.charges_other_processes,
         other_processes_fix=eng.other_processes_fix,
         default_util=eng.default_util,
@@ -388,6 +392,7 @@ def estimate_vllm(
     mm_chunked = True
     support_notes: tuple[str, ...] = ()
     engine_switch: str | None = None  # the release's generation runs another engine row
+    profiles_graphs = engine == DEFAULT_ENGINE  # PR #30515's graph profiling (0.18.0 on)
     if engine == DEFAULT_ENGINE:
         # a release that cannot load the model is refused; without a version, a model the
         # newest vLLM dropped is modelled on the last release that loads it
@@ -403,6 +408,7 @@ def estimate_vllm(
         mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
         len_check = bool(gen.effects.get("kv_len_check", True))
+        profiles_graphs = bool(gen.effects.get("graph_profiling", False))
         nccl = gen.effects.get("nvls_nccl")
         nvls_nccl = nccl if isinstance(nccl, str) else None
         if gen.effects.get("gemma2_window_cap", False):
@@ -456,6 +462,9 @@ def estimate_vllm(
             awq_split_k=awq_split_k,
             nvls_nccl=nvls_nccl,
             v0_multimodal_chunked=mm_chunked,
+            charge_graphs=graph_estimate_charged(
+                vllm_engine(engine), profiles_graphs=profiles_graphs
+            ),
         )
         for rank, d in enumerate(targets)
     ]
@@ -493,6 +502,8 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
+    if profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
+        details["graph_estimate_env"] = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"
     if p0.lora is not None:
         details.update(lora_details(p0.lora))
     sort_extra = max(p.sampler_sort_extra_bytes for p in plans)

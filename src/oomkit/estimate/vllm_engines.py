@@ -3,24 +3,40 @@
 vLLM changed its profiling rule several times; a logged figure can only be checked against the
 rule of the version that printed it. Every row cites the code it models.
 
-* ``current`` (vllm main, 2026): ``Worker.determine_available_memory`` (vllm/v1/worker/
+* ``current`` (vLLM 0.21+): ``Worker.determine_available_memory`` (vllm/v1/worker/
   gpu_worker.py): ``available = requested_memory - non_kv_cache_memory -
   cudagraph_memory_estimate_applied`` with ``requested_memory = ceil(total x
   gpu_memory_utilization)``; the init snapshot is taken after NCCL is initialised, so the CUDA
-  context is not charged; the CUDA-graph estimate (PR #30515, opt-in at first, "enabled
-  (default since v0.21.0)" in the startup log; ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0``
-  turns it off) is charged to the budget; ``gpu_memory_utilization`` defaults to 0.92
-  (vllm/config/cache.py; PR #38284, which turned the graph estimate on for v0.21, raised it
-  from 0.9 "to preemptively address the impact"; 0.11.0-0.20 default to 0.9, as the 0.11.0
-  wheel's ``CacheConfig.gpu_memory_utilization: float = 0.9``); top-k/top-p sampling uses
-  FlashInfer when it is installed.
-* ``v1-0.17`` (vLLM 0.17.0-0.20.x): the ``v1-0.11.1`` rule, but PR #33538 ("Triton-based
+  context is not charged; the CUDA-graph estimate (PR #30515) is charged to the budget
+  (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`` turns it off); ``gpu_memory_utilization``
+  defaults to 0.92; top-k/top-p sampling uses FlashInfer when it is installed (PR #40376: the
+  0.21.0 sdist's vllm/envs.py reads ``VLLM_USE_FLASHINFER_SAMPLER`` as ``... else True``).
+* ``v1-0.20`` (vLLM 0.20.0-0.20.x): the ``current`` budget with the ``v1-0.17`` sampler. The
+  0.20.0 sdist on PyPI (uploaded 2026-04-27; 0.20.1 and 0.20.2 alike) already has PR #38284:
+  vllm/envs.py ``os.getenv("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1")`` and
+  vllm/config/cache.py ``gpu_memory_utilization: float = Field(default=0.92, ...)`` (PR #38284
+  raised it from 0.9 "to preemptively address the impact"), although its comments and its
+  startup line say "enabled (default since v0.21.0)" (a 0.20.2 log prints that line with the
+  estimate charged). ``VLLM_USE_FLASHINFER_SAMPLER`` still reads ``... else None`` (opt-in),
+  so top-k/top-p go through the Triton kernel as in 0.17-0.19.
+* ``v1-0.17`` (vLLM 0.17.0-0.19.x): the ``v1-0.11.1`` rule, but PR #33538 ("Triton-based
   Top-k and Top-p sampler kernels"; in the 0.17.0 sdist of 2026-03-07, not in 0.16.0's)
   routes ``apply_top_k_top_p`` to ``apply_top_k_top_p_triton`` from 8 rows on: no sort, so the
   profile's dummy sampler holds ~16 B per ``max_num_seqs x vocab`` entry instead of ~38
   (TheBuccaneer/vllm-offload-profiles at 547be90, 0.17.1 on an RTX 3090: ``total x util -
   available KV`` minus "Model loading took" is 0.53-0.56 GiB at 256 sequences, where the sort
   path would need 1.2-1.4 GiB for the sampler alone).
+  0.18.0 and 0.19.x run PR #30515's ``profile_cudagraph_memory`` inside
+  ``memory_profiling`` (a dummy capture over a ``max_cudagraph_capture_size``-block KV cache:
+  "Profiling CUDA graph memory: ...", "Estimated CUDA graph memory: X GiB total"), but
+  ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to "0" (0.18.0, 0.19.0 and 0.19.1
+  vllm/envs.py), so the estimate is only logged ("In v0.19, CUDA graph memory profiling will
+  be enabled by default ... To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"),
+  and the torch peak charged is read before that capture (``profile_torch_peak``, 0.19.1
+  gpu_worker.py): the budget rule is 0.17.0's (0.17.0 has no graph profiling at all). The
+  generation table's ``v1-0.18`` row (0.18.0-0.19.x) runs this engine with the
+  ``graph_profiling`` effect: there the variable set to 1 charges the estimate
+  (:func:`graph_estimate_charged`).
 * ``v1-0.11.1`` (vLLM 0.11.1-0.16.x): the ``v1-0.11`` rule with the PyTorch-native sort
   sampler. PR #26859 ("Disable FlashInfer sampler by default", merged 2025-10-15, after the
   v0.11.0 release) made FlashInfer's top-k/top-p kernel opt-in
@@ -33,10 +49,12 @@ rule of the version that printed it. Every row cites the code it models.
   empirical-vllm-memory-results.md at 4f4d449) show a peak activation of 4.76-5.64 GiB for
   dense models from Qwen3-0.6B to Llama-3.3-70B, ~38 B per ``max_num_seqs x vocab`` entry.
 * ``v1-0.11`` (vLLM 0.11.0): the same rule without the CUDA-graph estimate. PR #30515
-  (merged by 0.17: a 0.17.0rc1 log in its thread runs with it "not enabled") added
-  ``profile_cudagraph_memory`` behind ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, default 0;
-  vllm/envs.py on main says "Enabled by default as of v0.21.0" (quoted in PR #41099's review,
-  2026-04-28), and 0.2x startup logs print "CUDA graph memory profiling is enabled (default
+  (first in the 0.18.0 sdist: 0.17.0's gpu_worker.py has no ``profile_cudagraph_memory``; a
+  0.17.0rc1 log in its thread runs with it "not enabled") added ``profile_cudagraph_memory``
+  behind ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``, default 0 until 0.20.0 (``v1-0.20``);
+  vllm/envs.py says "Enabled by default as of v0.21.0" (quoted in PR #41099's review,
+  2026-04-28, and in the 0.20.0 sdist, whose default is already "1"), and 0.2x startup logs
+  print "CUDA graph memory profiling is enabled (default
   since v0.21.0) ... To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" (gpustack/
   runner#251). Before it the KV cache takes the whole ``total x util`` budget and the graphs
   (FULL_AND_PIECEWISE by default since 0.11.0) are captured afterwards, in the
@@ -95,6 +113,7 @@ The V0 engines (``v0-*``) are also selected by the V1 flag being off in 0.7-0.9.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -111,6 +130,7 @@ __all__ = [
     "VllmEngine",
     "cudagraph_pool_bytes",
     "engine_batch_defaults",
+    "graph_estimate_charged",
     "non_torch_bytes",
     "on_nvswitch",
     "v1_batch_defaults",
@@ -161,7 +181,9 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
     {
         "current": VllmEngine(
             name="current",
-            summary="vLLM main (2026): ceil(total x 0.92) - non-KV - CUDA-graph estimate",
+            summary=(
+                "vLLM 0.21+: ceil(total x 0.92) - non-KV - CUDA-graph estimate; FlashInfer sampler"
+            ),
             default_util=0.92,
             chunked_prefill=True,
             flashinfer_sampler=True,
@@ -175,7 +197,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             name="v1-0.11",
             summary=(
                 "vLLM 0.11.0: total x 0.9 - non-KV; CUDA graphs captured afterwards "
-                "in the 1 - util headroom (graph estimate opt-in until 0.21); FlashInfer sampler"
+                "in the 1 - util headroom (graph estimate opt-in until 0.20); FlashInfer sampler"
             ),
             default_util=0.9,
             chunked_prefill=True,
@@ -205,7 +227,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
         "v1-0.17": VllmEngine(
             name="v1-0.17",
             summary=(
-                "vLLM 0.17-0.20: as 0.11.1 with the Triton top-k/top-p kernel (PR #33538) "
+                "vLLM 0.17-0.19: as 0.11.1 with the Triton top-k/top-p kernel (PR #33538) "
                 "instead of the sort from 8 rows on (FlashInfer's still opt-in until PR #40376)"
             ),
             default_util=0.9,
@@ -214,6 +236,22 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cuda_context=False,
             reserved_peak=False,
             charges_cudagraphs=False,
+            hybrid_kv_groups=True,
+            ceil_budget=True,
+            triton_sampler=True,
+        ),
+        "v1-0.20": VllmEngine(
+            name="v1-0.20",
+            summary=(
+                "vLLM 0.20: ceil(total x 0.92) - non-KV - CUDA-graph estimate (PR #38284 in the "
+                "0.20.0 release); Triton top-k/top-p sampler (FlashInfer's opt-in until 0.21)"
+            ),
+            default_util=0.92,
+            chunked_prefill=True,
+            flashinfer_sampler=False,
+            charges_cuda_context=False,
+            reserved_peak=False,
+            charges_cudagraphs=True,
             hybrid_kv_groups=True,
             ceil_budget=True,
             triton_sampler=True,
@@ -462,3 +500,19 @@ def engine_batch_defaults(
     cap = device.capacity_bytes
     big = cap is not None and cap >= _BIG_GPU_BYTES and "a100" not in name
     return v1_batch_defaults(big=big, llm_class=llm_class)
+
+
+def graph_estimate_charged(eng: VllmEngine, *, profiles_graphs: bool) -> bool:
+    """Whether ``eng`` takes its CUDA-graph estimate out of the KV budget.
+
+    Releases that run PR #30515's ``profile_cudagraph_memory`` (0.18.0 on: ``profiles_graphs``)
+    read ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` as ``bool(int(...))`` (vllm/envs.py; default
+    "0" in 0.18.0-0.19.1, "1" from 0.20.0) and subtract the estimate only when it is true
+    (vllm/v1/worker/gpu_worker.py ``cudagraph_memory_estimate_applied``); 0.18-0.19 log "To try it
+    now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1", 0.20+ "To disable, set ...=0". Unset or
+    not an integer: the release's default (``eng.charges_cudagraphs``).
+    """
+    raw = os.environ.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "").strip()
+    if not profiles_graphs or not raw.lstrip("-").isdigit():
+        return eng.charges_cudagraphs
+    return int(raw) != 0

@@ -73,8 +73,8 @@ _SPECIALIZE_FROM = (0, 11, 1)  # PR #25914 merged after the v0.11.0 tag
 _MOE_LORA_FROM = (0, 11, 1)  # PR #21229 FusedMoE LoRA (after the v0.11.0 tag)
 _NO_EXTRA_VOCAB_FROM = (0, 12, 0)  # lora_extra_vocab_size removed
 #: engine generations (:data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`) wholly after 0.11.0
-_ENGINES_AFTER_0110 = ("v1-0.11.1", "v1-0.17", "current")
-_ENGINES_AFTER_012 = ("v1-0.17", "current")
+_ENGINES_AFTER_0110 = ("v1-0.11.1", "v1-0.17", "v1-0.20", "current")
+_ENGINES_AFTER_012 = ("v1-0.17", "v1-0.20", "current")
 _LORA_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "fp16": 2, "bf16": 2}
 
 
