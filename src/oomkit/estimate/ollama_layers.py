@@ -42,6 +42,7 @@ __all__ = [
     "auto_num_gpu",
     "clamps_num_ctx",
     "fits_with_reserve",
+    "memory_go_graph",
     "memory_go_inputs",
     "memory_go_modelled",
     "memory_go_num_gpu",
@@ -179,6 +180,21 @@ def _kv_elem_bytes(mapped: InferenceSettings, version: str | None) -> float:
 _LLAMA_GRAPH_CASE: frozenset[str] = frozenset({"llama", "mistral"})
 
 
+#: ollama commit e873841cb ("deepseek v2 graph", 2024-06-18) added GraphSize's ``deepseek2``
+#: case; it is first in v0.1.45 (before it DeepSeek-V2 took the ``GQA x kv / 6`` fallback)
+_DEEPSEEK2_GRAPH_CASE = (0, 1, 45)
+
+
+def memory_go_graph(
+    spec: ModelSpec, ctx: int, batch: int, kv: int, version: str | None
+) -> tuple[int, int]:
+    """``GraphSize`` (partial, full) of the Ollama release ``version``
+    (:func:`oomkit.estimate.ollama_memory_go.graph_size`)."""
+    return graph_size(
+        spec, ctx, batch, kv, deepseek2_case=not _version_before(version, _DEEPSEEK2_GRAPH_CASE)
+    )
+
+
 def nvml_crossed(
     spec: ModelSpec, hardware: Hardware, version: str | None
 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -282,7 +298,9 @@ def memory_go_num_gpu(
     inputs = memory_go_inputs(spec, mapped, hardware, version)
     blocks, output, kv, nextn = inputs.blocks, inputs.output, inputs.kv, inputs.nextn
     ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
-    graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
+    graph = memory_go_graph(
+        spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv, version
+    )
     minimum = max(reserve.values(), default=0)
     free = ollama_free_memory(gpus)
     crossed = nvml_crossed(spec, hardware, version)

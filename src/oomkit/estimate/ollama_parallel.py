@@ -38,11 +38,12 @@ from oomkit.estimate.ollama_layers import (
     OLLAMA_DEFAULT_NUM_BATCH,
     OLLAMA_DEFAULT_NUM_CTX,
     fits_with_reserve,
+    memory_go_graph,
     memory_go_inputs,
     memory_go_modelled,
     ollama_free_memory,
 )
-from oomkit.estimate.ollama_memory_go import estimate_gpu_layers, graph_size
+from oomkit.estimate.ollama_memory_go import estimate_gpu_layers
 from oomkit.estimate.ollama_nvml_order import llama_graph_partial
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget, Hardware
@@ -121,7 +122,7 @@ def _fits_all_layers(
     if memory_go_modelled(spec, version) or llama_dense:
         inputs = memory_go_inputs(spec, mapped, hardware, version)
         graph = (
-            graph_size(spec, ctx, batch, inputs.kv)
+            memory_go_graph(spec, ctx, batch, inputs.kv, version)
             if memory_go_modelled(spec, version)
             else _llama_graph(spec, ctx, batch, version)
         )
