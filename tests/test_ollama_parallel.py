@@ -123,3 +123,13 @@ def test_multimodal_kept_at_one_before_041() -> None:
     s = dataclasses.replace(s, runtime_version="0.6.5")
     assert estimate("gemma-3-12b", s, hw, offline=True).settings["parallel"] == 4
     assert estimate("llama-3.2-11b-vision", s, hw, offline=True).settings["parallel"] == 1
+
+
+def test_vision_weights_count_toward_the_full_fit() -> None:
+    # gemma3:4b on a 4 GB laptop RTX 3050 (0.7.1, num_ctx 1024): Ollama's own partial offload,
+    # so no full fit at 2; memory.go puts the F16 vision weights on the first GPU
+    rec = _record("heldout6", "ollama-10884-gemma3-4b-q4km-3050laptop4gb-1k")
+    parallel, ctx, notes = _estimate_unset(rec)
+    assert (parallel, ctx) == (1, rec["ctx"])
+    assert any("no full fit with 2" in a for a in notes)
+

@@ -59,6 +59,7 @@ AUTO_PARALLEL: tuple[tuple[tuple[int, ...], date, int], ...] = (
     ((0, 6, 7), date(2025, 4, 30), 2),  # fe5b9bb21, v0.6.7
     ((0, 9, 7), date(2025, 7, 30), 1),  # 20c3266e9 (PR #11330), v0.9.7-rc0; v0.10.0 2025-07-30
 )
+_F16 = 2
 #: v0.4.1: only mllama keeps num_parallel 1 (before it, every model with a projector)
 _MLLAMA_ONLY = ((0, 4, 1), date(2024, 11, 8))
 
@@ -106,6 +107,13 @@ def _llama_graph(spec: ModelSpec, ctx: int, batch: int, version: str | None) -> 
     return partial, full
 
 
+def _memory_go_fit(spec: ModelSpec, version: str | None) -> bool:
+    """Whether memory.go's own count is modelled for ``spec``: its GraphSize case (or the
+    fallback) per :func:`memory_go_modelled`, or the dense ``llama`` case here."""
+    llama_dense = spec.model_type in ("llama", "mistral") and spec.moe is None
+    return memory_go_modelled(spec, version) or llama_dense
+
+
 def _fits_all_layers(
     spec: ModelSpec,
     mapped: InferenceSettings,
@@ -118,8 +126,7 @@ def _fits_all_layers(
     minimum = max(cuda_context_bytes("ollama", d)[0] for d in gpus)
     ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
     batch = min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH)
-    llama_dense = spec.model_type in ("llama", "mistral") and spec.moe is None
-    if memory_go_modelled(spec, version) or llama_dense:
+    if _memory_go_fit(spec, version):
         inputs = memory_go_inputs(spec, mapped, hardware, version)
         graph = (
             memory_go_graph(spec, ctx, batch, inputs.kv, version)
@@ -148,6 +155,11 @@ def _fits_all_layers(
         u.device: cuda_context_bytes("ollama", d)[0]
         for u, d in zip(est.devices, gpus, strict=False)
     }
+    if est.devices and spec.multimodal_params > 0:
+        # memory.go puts the vision weights on the first GPU (llamaEngineProjectorWeights /
+        # VisionGraphSize's v.* tensors, F16); its vision graph is not counted here
+        first = est.devices[0].device
+        reserve[first] = reserve.get(first, 0) + spec.multimodal_params * _F16
     return fits_with_reserve(est, reserve)
 
 
@@ -187,12 +199,18 @@ def auto_parallel(
     ]
     if len(gpus) > 1:
         tries += [(p, tuple(gpus)) for p in (p_auto, 1)]
+    how = (
+        "llm/memory.go's estimate"
+        if _memory_go_fit(spec, version)
+        else "llama.cpp's layout with Ollama's reserve (memory.go's GraphSize case for "
+        f"{spec.model_type} is not modelled)"
+    )
     for p, devs in tries:
         sub = dataclasses.replace(hardware, devices=devs)
         if _fits_all_layers(spec, mapped_at(p), sub, opts, version):
             where = devs[0].name if len(devs) == 1 else f"all {len(devs)} GPUs"
             return p, (
-                f"{head}: every layer fits {where} with num_parallel {p} by llm/memory.go's "
-                f"estimate, so the context is num_ctx x {p}"
+                f"{head}: every layer fits {where} with num_parallel {p} by {how}, so the "
+                f"context is num_ctx x {p}"
             )
     return 1, f"{head}: no full fit with {p_auto}, so num_parallel 1 (partial offload)"
