@@ -94,6 +94,7 @@ def estimate_model(
             setting="settings",
         )
     runtime = normalize_runtime(settings.runtime)
+    original_runtime = settings.runtime
     kobold_note = _koboldcpp_note(settings)
     if kobold_note is not None:  # koboldcpp keeps flash attention opt-in (see the helper)
         settings = dataclasses.replace(settings, flash_attn=False)
@@ -153,6 +154,9 @@ def estimate_model(
         notes = (*notes, note)
     if kobold_note is not None:
         notes = (*notes, kobold_note)
+    lms_note = _lmstudio_note(settings, original_runtime)
+    if lms_note is not None:
+        notes = (*notes, lms_note)
     est = get_estimator(runtime)(spec, settings, hardware)
     # the loader's own assumptions (e.g. an unknown architecture read as Llama) are part of
     # the answer; estimators that do not copy them would drop them silently
@@ -234,4 +238,37 @@ def _koboldcpp_note(settings: InferenceSettings) -> str | None:
     return (
         "flash attention off: koboldcpp's default (--flashattention / 'Use FlashAttention' is "
         "opt-in); pass --flash-attn if you enabled it"
+    )
+
+
+#: llama.cpp's ``-fa auto`` default (PR #15434): the generation row ``2025-08-fa-auto``
+_FA_AUTO_SINCE = "2025-08-30"
+
+
+def _lmstudio_note(settings: InferenceSettings, runtime: str) -> str | None:
+    """LM Studio (``-r lmstudio``) runs llama.cpp with its own load settings. Its flash attention
+    setting defaults to Auto, passed on as llama.cpp's ``auto``: LM Studio 0.4.0 with the CUDA 12
+    runtime 1.104.2 logs "Flash Attention was auto, set to disabled" (lmstudio-bug-tracker #1454,
+    2026-01-30) and 0.4.14 with the Vulkan runtime 2.15.0 loads with "Flash Attention set to
+    Auto" untouched (#1943); 0.3.31 (runtimes 1.57.0, 2025-11-11) already had it on for a model
+    without saved settings (#1215). Before, it was an opt-in "experimental" toggle (lmstudio-js
+    PR #463 "Flash Attention is no longer experimental", 2025-11-03), off like llama.cpp's own
+    default before ``-fa auto``: a ``--runtime-version`` before 2025-08-30 (llama.cpp's
+    generation) models it off. The note when the user gave no ``--flash-attn``, else None."""
+    if runtime.strip().lower() != "lmstudio" or settings.flash_attn is not None:
+        return None
+    version = (settings.runtime_version or "").strip()
+    if version:
+        from oomkit.estimate.generations import parse_runtime_version
+
+        when = parse_runtime_version("llama.cpp", version)
+        if str(when) < _FA_AUTO_SINCE:
+            return (
+                "flash attention off: LM Studio kept it an opt-in toggle before llama.cpp's "
+                "-fa auto (pass --flash-attn if you enabled it)"
+            )
+    return (
+        "flash attention 'auto': LM Studio's default (its llama.cpp engine passes Auto; on by "
+        "default from 0.3.31, lmstudio-bug-tracker #1215/#1454); pass --no-flash-attn if you "
+        "turned it off"
     )

@@ -6,8 +6,10 @@ Ollama decides the settings, llama.cpp allocates the buffers, so the buffers com
 
 * ``num_ctx``: 4096 (the default since Ollama 0.6.4; 2048 in older releases;
   ``OLLAMA_CONTEXT_LENGTH`` or the Modelfile/API ``num_ctx`` override it);
-* ``OLLAMA_NUM_PARALLEL``: 1; with N parallel requests Ollama creates a context of
-  ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx * numParallel``);
+* ``OLLAMA_NUM_PARALLEL``: 1 (0.10.0+ and before 0.2.0); with N parallel requests Ollama
+  creates a context of ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx *
+  numParallel``); unset in 0.2.0-0.9.x the scheduler picks 4 (2 from 0.6.7) when every layer
+  still fits (:mod:`oomkit.estimate.ollama_parallel`);
 * ``OLLAMA_KV_CACHE_TYPE``: f16 (q8_0 / q4_0 need flash attention);
 * ``OLLAMA_FLASH_ATTENTION``: when unset, on for models that run on Ollama's own engine
   (ollamarunner enables it where the GPUs support it), off on the llama runner until 0.13.4 and
@@ -54,6 +56,7 @@ from oomkit.estimate.ollama_layers import (
     nvml_crossed,
 )
 from oomkit.estimate.ollama_llm_go import llm_go_layers
+from oomkit.estimate.ollama_parallel import auto_parallel
 from oomkit.estimate.ollama_runner import (
     OLLAMA_ENGINE_ARCHS,
     engine_archs_required,
@@ -273,9 +276,20 @@ def _library_quant(name: str) -> str | None:
 def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Per-device memory of ``spec`` served by Ollama with ``settings`` on ``hardware``."""
     check_gptoss_release(spec, settings.runtime_version)
-    mapped, notes = ollama_settings(spec, settings)
     gen = _generation(settings)
     new_engine = _new_engine(spec, gen)
+    chosen = auto_parallel(
+        spec,
+        settings,
+        hardware,
+        lambda p: ollama_settings(spec, dataclasses.replace(settings, parallel=p))[0],
+        _options(settings, new_engine),
+    )
+    if chosen is not None:  # 0.2.0-0.9.x: the scheduler's num_parallel (ollama_parallel)
+        settings = dataclasses.replace(settings, parallel=chosen[0])
+    mapped, notes = ollama_settings(spec, settings)
+    if chosen is not None:
+        notes.append(chosen[1])
     if new_engine:
         # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
         notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")

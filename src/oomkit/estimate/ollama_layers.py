@@ -30,7 +30,7 @@ from oomkit.estimate.ollama_memory_go import (
 )
 from oomkit.estimate.ollama_nvml_order import crossed_gpu_order, llama_graph_partial
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.spec.hardware import Hardware
+from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import format_bytes
@@ -38,12 +38,16 @@ from oomkit.units import format_bytes
 __all__ = [
     "OLLAMA_DEFAULT_NUM_BATCH",
     "OLLAMA_DEFAULT_NUM_CTX",
+    "MemoryGoInputs",
     "auto_num_gpu",
     "clamps_num_ctx",
     "fits_with_reserve",
+    "memory_go_graph",
+    "memory_go_inputs",
     "memory_go_modelled",
     "memory_go_num_gpu",
     "nvml_crossed",
+    "ollama_free_memory",
 ]
 
 OLLAMA_DEFAULT_NUM_CTX = 4096  # since 0.6.4; 2048 before
@@ -176,6 +180,21 @@ def _kv_elem_bytes(mapped: InferenceSettings, version: str | None) -> float:
 _LLAMA_GRAPH_CASE: frozenset[str] = frozenset({"llama", "mistral"})
 
 
+#: ollama commit e873841cb ("deepseek v2 graph", 2024-06-18) added GraphSize's ``deepseek2``
+#: case; it is first in v0.1.45 (before it DeepSeek-V2 took the ``GQA x kv / 6`` fallback)
+_DEEPSEEK2_GRAPH_CASE = (0, 1, 45)
+
+
+def memory_go_graph(
+    spec: ModelSpec, ctx: int, batch: int, kv: int, version: str | None
+) -> tuple[int, int]:
+    """``GraphSize`` (partial, full) of the Ollama release ``version``
+    (:func:`oomkit.estimate.ollama_memory_go.graph_size`)."""
+    return graph_size(
+        spec, ctx, batch, kv, deepseek2_case=not _version_before(version, _DEEPSEEK2_GRAPH_CASE)
+    )
+
+
 def nvml_crossed(
     spec: ModelSpec, hardware: Hardware, version: str | None
 ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -204,6 +223,63 @@ def nvml_crossed(
     return crossed_gpu_order(gpus, free)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class MemoryGoInputs:
+    """What ``EstimateGPULayers`` counts: the tensors of each block (``blk.0 ..``, the GGUF
+    ``block_count``, MTP/nextn blocks included), the output layer, its own KV figure."""
+
+    blocks: tuple[int, ...]
+    output: int
+    kv: int
+    nextn: int  # blocks past num_hidden_layers (GLM-4.5's MTP blocks)
+
+
+def memory_go_inputs(
+    spec: ModelSpec, mapped: InferenceSettings, hardware: Hardware, version: str | None
+) -> MemoryGoInputs:
+    """The blocks, output layer and KV of ``llm/memory.go`` for the llama runner's settings
+    ``mapped`` (its ``ctx`` is num_ctx x num_parallel)."""
+    _, bd = estimate_llamacpp_breakdown(spec, mapped, hardware)
+    # memory.go walks ``range BlockCount()``: the GGUF block_count, which counts the MTP/nextn
+    # blocks a GLM-4.5 GGUF keeps as blk.{n_layer}.. after the main ones
+    layers = [t.layer for t in bd.placement.tensors if t.layer is not None and t.layer >= 0]
+    n_block = max(spec.num_hidden_layers, max(layers, default=-1) + 1)
+    blocks = [0] * n_block
+    output = embd = 0
+    has_output = False
+    for t in bd.placement.tensors:
+        if t.layer is not None and t.layer >= 0:
+            blocks[t.layer] += t.n_bytes
+        elif t.name.startswith(("output.", "output_norm.")):
+            output += t.n_bytes
+            has_output = has_output or t.name.startswith("output.")
+        elif t.name.startswith("token_embd."):
+            embd += t.n_bytes
+    if not has_output:  # memoryLayerOutput: output_norm + output, else token_embd (tied)
+        output += embd
+    kv = ollama_kv_bytes(
+        spec,
+        mapped.ctx or OLLAMA_DEFAULT_NUM_CTX,
+        n_block,
+        elem_bytes=_kv_elem_bytes(mapped, version),
+        embd_per_head=_version_before(version, (0, 1, 45)),
+    )
+    return MemoryGoInputs(
+        blocks=tuple(blocks), output=output, kv=kv, nextn=n_block - spec.num_hidden_layers
+    )
+
+
+def ollama_free_memory(gpus: list[DeviceTarget]) -> list[int]:
+    """FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
+    have to set (and release) a context", gpu/gpu_info_nvcuda.c; cudart likewise), so one
+    context less than the card holds; ROCm reads sysfs counters."""
+    return [
+        (d.capacity_bytes or 0)
+        - (cuda_context_bytes("llama.cpp", d)[0] if d.backend == "cuda" else 0)
+        for d in gpus
+    ]
+
+
 def memory_go_num_gpu(
     spec: ModelSpec,
     mapped: InferenceSettings,
@@ -219,43 +295,14 @@ def memory_go_num_gpu(
     gpus = [d for d in hardware.devices if d.backend != "cpu"]
     if not gpus or any(d.capacity_bytes is None for d in gpus):
         return None
-    _, bd = estimate_llamacpp_breakdown(spec, mapped, hardware)
-    # memory.go walks ``range BlockCount()``: the GGUF block_count, which counts the MTP/nextn
-    # blocks a GLM-4.5 GGUF keeps as blk.{n_layer}.. after the main ones
-    layers = [t.layer for t in bd.placement.tensors if t.layer is not None and t.layer >= 0]
-    n_block = max(spec.num_hidden_layers, max(layers, default=-1) + 1)
-    nextn = n_block - spec.num_hidden_layers
-    blocks = [0] * n_block
-    output = embd = 0
-    has_output = False
-    for t in bd.placement.tensors:
-        if t.layer is not None and t.layer >= 0:
-            blocks[t.layer] += t.n_bytes
-        elif t.name.startswith(("output.", "output_norm.")):
-            output += t.n_bytes
-            has_output = has_output or t.name.startswith("output.")
-        elif t.name.startswith("token_embd."):
-            embd += t.n_bytes
-    if not has_output:  # memoryLayerOutput: output_norm + output, else token_embd (tied)
-        output += embd
+    inputs = memory_go_inputs(spec, mapped, hardware, version)
+    blocks, output, kv, nextn = inputs.blocks, inputs.output, inputs.kv, inputs.nextn
     ctx = mapped.ctx or OLLAMA_DEFAULT_NUM_CTX
-    kv = ollama_kv_bytes(
-        spec,
-        ctx,
-        n_block,
-        elem_bytes=_kv_elem_bytes(mapped, version),
-        embd_per_head=_version_before(version, (0, 1, 45)),
+    graph = memory_go_graph(
+        spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv, version
     )
-    graph = graph_size(spec, ctx, min(ctx, mapped.batch_size or OLLAMA_DEFAULT_NUM_BATCH), kv)
     minimum = max(reserve.values(), default=0)
-    # FreeMemory as Ollama reads it: on CUDA through a context of its own ("To get memory we
-    # have to set (and release) a context", gpu/gpu_info_nvcuda.c; cudart likewise), so one
-    # context less than the card holds; ROCm reads sysfs counters
-    free = [
-        (d.capacity_bytes or 0)
-        - (cuda_context_bytes("llama.cpp", d)[0] if d.backend == "cuda" else 0)
-        for d in gpus
-    ]
+    free = ollama_free_memory(gpus)
     crossed = nvml_crossed(spec, hardware, version)
     if crossed is not None:
         # Windows 0.1.45-0.3.x: each GPU's free memory is the one NVML lists at its CUDA index;
@@ -302,7 +349,7 @@ def memory_go_num_gpu(
             "GPUs in the order Ollama lists them, which is llama.cpp's device order and split "
             "order (ollama#8776 logs it as ROCm1, ROCm2, ROCm0: the ROCm/CUDA names may differ)"
         )
-    if plan.layers < n_block + 1:
+    if plan.layers < len(blocks) + 1:
         uneven = spec.moe is not None and bool(spec.moe.dense_layers)
         notes.append(
             f"llm/memory.go counted blocks from blk.0 (split {','.join(map(str, plan.counts))}) "

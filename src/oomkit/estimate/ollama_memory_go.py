@@ -70,10 +70,13 @@ def ollama_kv_bytes(
     return int(n_ctx * blocks * (k + v) * heads * elem_bytes)
 
 
-def graph_size(spec: ModelSpec, n_ctx: int, batch: int, kv: int) -> tuple[int, int]:
+def graph_size(
+    spec: ModelSpec, n_ctx: int, batch: int, kv: int, *, deepseek2_case: bool = True
+) -> tuple[int, int]:
     """(partial, full) offload graph of ``GGML.GraphSize`` (llm/ggml.go): the ``deepseek2``
     and ``qwen2`` cases; other architectures use ``memory.go``'s fallback ``GQA x kv / 6`` for
-    both.
+    both. ``deepseek2_case`` False: a release before the ``deepseek2`` case (ollama commit
+    e873841cb "deepseek v2 graph", 2024-06-18, first in v0.1.45), which took the fallback.
 
     ``qwen2`` (Qwen2 / Qwen2.5 dense; ollama commit 12e923e15 "update graph size estimate",
     2024-04-02, first in v0.1.32; unchanged through v0.12, e.g. llm/ggml.go lines 465-474 of
@@ -95,7 +98,7 @@ def graph_size(spec: ModelSpec, n_ctx: int, batch: int, kv: int) -> tuple[int, i
             4 * (batch * (1 + 2 * emb + n_ctx * (1 + heads)) + emb * (1 + n_ctx)),
         )
         return partial, full
-    if spec.mla is not None:
+    if spec.mla is not None and deepseek2_case:
         full = max(
             4 * batch * (3 * emb + vocab),
             4 * batch * (3 * emb + 2 + n_ctx * (1 + heads_kv) + 2 * k * heads_kv),
