@@ -1,0 +1,62 @@
+"""doccause15: facts the text states that the rules ignored (heldout26-28 studied, retired).
+
+Every text here is synthetic, written in the wording users and pull requests use (not a copy of
+a corpus record); each rule is tested with a near miss it must leave alone.
+"""
+
+from __future__ import annotations
+
+from oomkit.diagnose.doctor import diagnose_text
+
+
+def test_completed_steps_with_a_size_setting_is_the_larger_input() -> None:
+    for text in (
+        "With --max-duration 200 the recipe runs out of memory after a few batches of training.",
+        "Using a batch size of 32 it trains fine and then hits CUDA OOM after 40 iterations.",
+        "My sequence length is 16k and I get OOM after several steps with deepspeed zero2.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "batch_or_activations", text
+        assert "padded to its longest" in d.explanation
+
+
+def test_stated_growth_or_no_setting_stays_accumulation() -> None:
+    for text in (
+        # growth stated: accumulation, whatever setting is named
+        "With batch size 8 the GPU memory keeps growing and it runs out of memory after 300 steps.",
+        # completed steps, no size setting
+        "CUDA out of memory after 12 epochs of training.",
+    ):
+        assert diagnose_text(text).cause == "leak_or_accumulation", text
+
+
+def test_fragmentation_stated_in_other_words() -> None:
+    for text in (
+        # churn fragments memory until an allocation fails (e.g. inside the clause)
+        "Repeated offload and reload fragments the address space until a big allocation "
+        "(e.g. the optimizer reload) fails with OOM.",
+        # the unused share of the cache said to be large
+        "Reserved but unallocated memory was very high before the step, then CUDA OOM.",
+        # releasing the cache as what keeps the run alive
+        "Call torch.cuda.empty_cache() between phases so that it doesn't run out of memory.",
+        # memory held by PyTorch's cache that another allocator needs
+        "NCCL init fails with out of memory: pages held by the PyTorch caching allocator are "
+        "not visible to cuMemCreate.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "fragmentation", text
+        assert "expandable_segments" in d.explanation
+
+
+def test_pytorch_hint_is_not_a_statement_of_fragmentation() -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a "
+        "total capacity of 8.00 GiB of which 0 bytes is free. Of the allocated memory 7.10 GiB "
+        "is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but unallocated. If "
+        "reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+    )
+    assert diagnose_text(text).cause != "fragmentation"
+    # empty_cache that did not help is not the purpose clause
+    tried = "I tried torch.cuda.empty_cache() but it still runs out of memory."
+    assert diagnose_text(tried).cause != "fragmentation"
