@@ -60,3 +60,44 @@ def test_pytorch_hint_is_not_a_statement_of_fragmentation() -> None:
     # empty_cache that did not help is not the purpose clause
     tried = "I tried torch.cuda.empty_cache() but it still runs out of memory."
     assert diagnose_text(tried).cause != "fragmentation"
+
+
+def test_model_conversion_or_export_runs_out_of_host_ram() -> None:
+    for text in (
+        "The checkpoint conversion process eats all the memory and dies for the 70B model.",
+        "python convert_hf_to_gguf.py hits OOM while writing the last shard.",
+        "Exporting the 13B model to ONNX runs out of memory on my workstation.",
+        "The memory is used up by the converting process and then it is gone.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "host_ram", text
+        assert "conversion or export" in d.explanation, text
+        assert any("--use-temp-file" in c for f in d.fixes for c in f.commands)
+
+
+def test_conversion_on_the_gpu_or_of_an_image_is_not_read() -> None:
+    # the GPU named: the device's memory
+    gpu = "CUDA out of memory when exporting the model to ONNX on the GPU."
+    assert diagnose_text(gpu).cause != "host_ram"
+    # converting a picture is not a model conversion
+    image = "It runs out of memory when I convert a 4000x4000 picture with scale 2."
+    assert "conversion or export" not in diagnose_text(image).explanation
+
+
+def test_unified_memory_machine_is_host_ram() -> None:
+    for text in (
+        "Out of memory loading a 70B GGUF on the DGX Spark, the whole box freezes.",
+        "On a Jetson Orin Nano the detector runs out of memory after the camera starts.",
+        "Ollama runner crashed with out of memory on my Mac mini with 16 GB.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "host_ram", text
+        assert "unified-memory machine" in d.explanation
+
+
+def test_unified_memory_leaves_a_stated_kv_cache_or_growth_alone() -> None:
+    growth = "On my MacBook Pro the memory keeps growing until it runs out of memory."
+    assert diagnose_text(growth).cause == "leak_or_accumulation"
+    # a discrete GPU named with no unified-memory word stays open
+    discrete = "Out of memory on an RTX 4090 while generating."
+    assert "unified-memory" not in diagnose_text(discrete).explanation

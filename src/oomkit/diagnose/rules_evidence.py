@@ -51,6 +51,7 @@ from oomkit.diagnose.rules_stated_held import (
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
+from oomkit.diagnose.rules_stated_host import stated_conversion_on_host, stated_unified_memory
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -558,6 +559,8 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_lora_fits_full_does_not,
     stated_full_weights_on_device,
     stated_batch_cut_still_fails,
+    stated_conversion_on_host,
+    stated_unified_memory,
     comfy_loader_node,
     _metal_command_buffer,
     _constructed_at_load,
