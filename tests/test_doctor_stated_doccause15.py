@@ -101,3 +101,35 @@ def test_unified_memory_leaves_a_stated_kv_cache_or_growth_alone() -> None:
     # a discrete GPU named with no unified-memory word stays open
     discrete = "Out of memory on an RTX 4090 while generating."
     assert "unified-memory" not in diagnose_text(discrete).explanation
+
+
+def test_full_training_state_over_one_card_is_model_too_large() -> None:
+    from oomkit.diagnose.rules_stated_size import training_state_over_card
+
+    # 13B x 16 bytes = 208 GB of training state on an 80 GB card, the model name run together
+    text = "Trying to fine-tune the 13B model on one 80GH100 gives not enough GPU memory."
+    d = diagnose_text(text)
+    assert d.cause == "model_too_large"
+    assert "16 bytes per parameter" in d.explanation
+    assert training_state_over_card(text) is not None
+    # LoRA, offload, several cards or a model that fits are not read
+    for other in (
+        "Trying to fine-tune the 13B model with LoRA on one 80GB H100 gives OOM.",
+        "Training the 7B model with ZeRO-3 offload on a 40GB A100 runs out of memory.",
+        "Training the 7B model on 8x 80GB H100 runs out of memory.",
+        "Training the 1B model on a 24GB GPU runs out of memory.",
+    ):
+        assert training_state_over_card(other) is None, other
+
+
+def test_model_bytes_over_the_card_beats_its_own_models_loaded_together() -> None:
+    text = (
+        "Large model (~9.5 GB total) OOMs on 8 GB GPU during Pipeline::init() because all "
+        "three models were loaded simultaneously: encoder (2.1 GB) + unet (6.0 GB)."
+    )
+    d = diagnose_text(text)
+    assert d.cause == "model_too_large"
+    assert "device is shared" not in d.explanation
+    # several servers sharing the card are still co-tenants
+    shared = "OOM: two processes were running simultaneously on the same GPU."
+    assert diagnose_text(shared).cause == "other_process_holding_memory"

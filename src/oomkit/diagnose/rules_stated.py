@@ -412,9 +412,12 @@ _COTENANTS = re.compile(
     # count" (copies for concurrency) is not read, nor "loading two models" (one process holding
     # both is its own resident state)
     r"|\b(?:two|three|several|multiple|many|\d{1,3})\s+(?:\w+\s+){0,2}?(?:processes|jobs"
-    r"|programs|servers|shards|models)\s+(?:\w+\s+){0,2}?(?:simultaneously|concurrently"
+    r"|programs|servers|shards|models)\s+(?!(?:were\s+|are\s+)?load\w*\s)(?:\w+\s+){0,2}?"
+    r"(?:simultaneously|concurrently"
     r"|at\s+the\s+same\s+time|in\s+parallel)\b"
-    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:\w+\s+)?models\s+(?:are\s+|were\s+)?(?:\w+\s+)?"
+    # (doccause15) not "all four models were loaded simultaneously": one process loading its
+    # own pipeline's models holds them as its resident state, as "loading two models" above
+    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:\w+\s+)?models\s+(?:are\s+|were\s+)?(?!load\w*\s)(?:\w+\s+)?"
     r"(?:simul\w{0,4}taneous\w*|concurrently|at\s+the\s+same\s+time|at\s+once)\b"
     r"|\b(?:enabl|deploy|host|serv)\w*\s+(?:multiple|several|many|two|three|\d{1,2})\s+"
     r"(?:[\w-]+\s+){0,3}?models\b(?!\s+(?:sequentially|one\s+(?:after|by)))"
