@@ -133,3 +133,18 @@ def test_model_bytes_over_the_card_beats_its_own_models_loaded_together() -> Non
     # several servers sharing the card are still co-tenants
     shared = "OOM: two processes were running simultaneously on the same GPU."
     assert diagnose_text(shared).cause == "other_process_holding_memory"
+
+
+def test_tpu_smem_is_the_page_table_not_hbm() -> None:
+    text = (
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent "
+        "error. Ran out of memory in memory space smem. Used 1.02M of 1.00M smem. Exceeded smem "
+        "capacity by 20.0K."
+    )
+    d = diagnose_text(text)
+    assert d.primary is not None and d.primary.kind == "xla_smem"
+    assert d.cause == "kv_cache_or_context"
+    assert any("--max-model-len" in c for f in d.fixes for c in f.commands)
+    # HBM stays the compiled program's memory
+    hbm = text.replace("smem", "hbm").replace("1.02M of 1.00M", "20.4G of 15.7G")
+    assert diagnose_text(hbm).primary.kind == "xla_compile_oom"  # type: ignore[union-attr]
