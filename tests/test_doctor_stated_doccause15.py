@@ -142,7 +142,8 @@ def test_tpu_smem_is_the_page_table_not_hbm() -> None:
         "capacity by 20.0K."
     )
     d = diagnose_text(text)
-    assert d.primary is not None and d.primary.kind == "xla_smem"
+    assert d.primary is not None
+    assert d.primary.kind == "xla_smem"
     assert d.cause == "kv_cache_or_context"
     assert any("--max-model-len" in c for f in d.fixes for c in f.commands)
     # HBM stays the compiled program's memory
