@@ -149,3 +149,18 @@ def test_tpu_smem_is_the_page_table_not_hbm() -> None:
     # HBM stays the compiled program's memory
     hbm = text.replace("smem", "hbm").replace("1.02M of 1.00M", "20.4G of 15.7G")
     assert diagnose_text(hbm).primary.kind == "xla_compile_oom"  # type: ignore[union-attr]
+
+
+def test_logits_for_every_token_are_the_batch_not_a_leak() -> None:
+    for text in (
+        "Memory leak in the server when gather_context_logits is enabled, OOM after 200 requests.",
+        "OOM with prompt_logprobs=20 on long prompts.",
+        "The trainer materializes the full [B, S, V] logits for the loss and runs out of memory.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "batch_or_activations", text
+        assert "logits kept for every token" in d.explanation
+    # a kernel named ..._logits is not a request for logits; the KV pool named decides
+    assert "logits kept" not in diagnose_text("CUDA OOM in fp8_paged_mqa_logits").explanation
+    kv = "The KV cache took 120 GiB and prompt_logprobs then OOMs."
+    assert "logits kept" not in diagnose_text(kv).explanation

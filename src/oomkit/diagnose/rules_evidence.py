@@ -44,7 +44,11 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
 )
-from oomkit.diagnose.rules_stated_design import stated_graph_kept_in_inference, stated_replay_buffer
+from oomkit.diagnose.rules_stated_design import (
+    stated_full_logits,
+    stated_graph_kept_in_inference,
+    stated_replay_buffer,
+)
 from oomkit.diagnose.rules_stated_held import (
     stated_context_too_large,
     stated_context_unset,
@@ -532,6 +536,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
     stated_replay_buffer,
     stated_graph_kept_in_inference,
+    stated_full_logits,
     stated_growth,
     stated_eval_fails_training_fits,
     vae_decode_in_flight,

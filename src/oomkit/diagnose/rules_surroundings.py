@@ -43,6 +43,7 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_full_weights_on_device,
 )
 from oomkit.diagnose.rules_stated_design import (
+    stated_full_logits,
     stated_graph_kept_in_inference,
     stated_replay_buffer,
 )
@@ -73,6 +74,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
     stated_replay_buffer,
     stated_graph_kept_in_inference,
+    stated_full_logits,
     stated_growth,
     stated_eval_fails_training_fits,
     stated_fragmentation,
