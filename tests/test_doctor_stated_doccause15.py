@@ -164,3 +164,12 @@ def test_logits_for_every_token_are_the_batch_not_a_leak() -> None:
     assert "logits kept" not in diagnose_text("CUDA OOM in fp8_paged_mqa_logits").explanation
     kv = "The KV cache took 120 GiB and prompt_logprobs then OOMs."
     assert "logits kept" not in diagnose_text(kv).explanation
+
+
+def test_cuda_unified_memory_or_a_named_working_set_is_not_the_machine() -> None:
+    # CUDA's managed memory on a discrete GPU is an allocation kind, not a unified-memory machine
+    managed = "RESOURCE_EXHAUSTED on an A100 80G, despite unified memory and the jax flag"
+    assert "unified-memory machine" not in diagnose_text(managed).explanation
+    # the VAE decode named on a Mac is the working set's lever
+    vae = "Mac Studio M2 Ultra 192gb - VAE decode node - out of memory after sampling"
+    assert "unified-memory machine" not in diagnose_text(vae).explanation

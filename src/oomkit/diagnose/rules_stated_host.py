@@ -20,6 +20,7 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.priors import is_open
 from oomkit.diagnose.rules_extra import names_device_memory
 from oomkit.diagnose.rules_stated import fallback
 
@@ -88,11 +89,21 @@ def stated_conversion_on_host(result: Analysis, e: OomEvent, ctx: LogContext) ->
 
 
 # machines whose GPU has no memory of its own: NVIDIA Jetson and DGX Spark (GB10), Apple silicon
-# Macs, AMD Strix Halo (Ryzen AI Max), or the memory itself called unified
+# Macs, AMD Strix Halo (Ryzen AI Max). Not the words "unified memory" alone: CUDA's Unified
+# Memory (cudaMallocManaged, TF_FORCE_UNIFIED_MEMORY on AlphaFold's discrete GPUs) is a kind of
+# allocation, not a machine without device memory.
 _UNIFIED = re.compile(
-    r"(?i)\bunified[ -]memory\b|\bdgx[ -]?spark\b|\bgb10\b|\bjetson\b|\bstrix[ -]?halo\b"
+    r"(?i)\bdgx[ -]?spark\b|\bgb10\b|\bjetson\b|\bstrix[ -]?halo\b"
     r"|\bryzen\s+ai\s+max\b|\bapple\s+silicon\b|\bmac\s?(?:book(?:\s+(?:pro|air))?|\s?mini|\s?studio)\b"
     r"|\bm[1-5]\s+(?:pro|max|ultra)\b"
+)
+
+
+# the text names what grew with the input (a VAE decode, a long prefill, the KV cache, the batch):
+# that working set is the lever even where it lives in RAM
+_WORKING_SET = re.compile(
+    r"(?i)\b(?:vae|decod\w*|prefill\w*|kv[ _-]?cache|context|batch\w*|resolution"
+    r"|\d{1,4}\s?k[- ]tokens?)\b"
 )
 
 
@@ -107,13 +118,15 @@ def stated_unified_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
     What runs out there is the machine's RAM, shared with the OS, page cache and every other
     process, and the levers are the host's (close other programs, add swap, a smaller or more
     quantized model, raise the GPU's share of RAM on macOS): ``host_ram`` at 0.4, decided by
-    ``free -h`` / Activity Monitor at the failure. Applied last among the prose rules, only where
-    the runtime rule left the cause open: a text that names the KV cache or a growth decides first.
+    ``free -h`` / Activity Monitor at the failure. Applied last among the prose rules, only to
+    an open or ``unknown`` reading (a runtime rule's own guess stays), and not when the text names
+    a working set that grows with the input (a VAE decode, a prefill, the KV cache or context,
+    the batch): that is the lever even in RAM.
     """
-    if not fallback(result) or result.cause in {"host_ram", "leak_or_accumulation"}:
-        return None
+    if not (is_open(result) or result.cause == "unknown"):
+        return None  # a runtime rule's own reading (even a low one) is not replaced
     m = _UNIFIED.search(e.text)
-    if m is None:
+    if m is None or _WORKING_SET.search(e.text):
         return None
     return Analysis(
         cause="host_ram",
