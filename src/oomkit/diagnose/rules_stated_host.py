@@ -27,17 +27,19 @@ from oomkit.diagnose.rules_stated import fallback
 __all__ = ["stated_conversion_on_host", "stated_unified_memory"]
 
 # what was converted must be a model ("model conversion", "converting the checkpoint", "export
-# to ONNX", a converter script by name); converting an image or a video is not read
+# to ONNX", a converter script by name; "convertion", a common misspelling, too); converting an
+# image or a video is not read
 _MODEL_NOUN = (
     r"(?:model|checkpoint|weights?|state[_ ]dict|gguf|ggml|onnx|safetensors|tensorrt|trt|coreml"
     r"|core\s+ml|openvino|tflite|megatron|hf|\d{1,3}(?:\.\d)?\s?[bB])"
 )
 _CONVERSION = re.compile(
-    r"(?i)\b" + _MODEL_NOUN + r"\s+(?:conversion|converter|export(?:er|ing)?)\b"
-    r"|\b(?:conversion|converting|converter|exporting|export)\s+(?:process|script|step|tool|job)\b"
-    r"|\b(?:conver(?:t|ts|ted|ting|sion)|export(?:s|ed|ing)?)\s+(?:of\s+)?(?:the\s+|a\s+|my\s+|this\s+)?"
+    r"(?i)\b" + _MODEL_NOUN + r"\s+(?:conversion|convertion|converter|export(?:er|ing)?)\b"
+    r"|\b(?:conversion|convertion|converting|converter|exporting|export)\s+"
+    r"(?:process|script|step|tool|job)\b"
+    r"|\b(?:conver(?:t|ts|ted|ting|sion|tion)|export(?:s|ed|ing)?)\s+(?:of\s+)?(?:the\s+|a\s+|my\s+|this\s+)?"
     r"(?:[\w.-]+\s+){0,3}?" + _MODEL_NOUN + r"\b"
-    r"|\b(?:conver(?:t|ts|ted|ting|sion)|export(?:s|ed|ing)?)\b[^.\n]{0,30}?\bto\s+(?:gguf|ggml|onnx"
+    r"|\b(?:conver(?:t|ts|ted|ting|sion|tion)|export(?:s|ed|ing)?)\b[^.\n]{0,30}?\bto\s+(?:gguf|ggml|onnx"
     r"|tensorrt|trt|coreml|core\s+ml|openvino|tflite|ct2|ctranslate2|safetensors|mlx)\b"
     r"|\bconvert[\w-]*\.py\b|\bconvert_(?:hf_to_gguf|checkpoint|llama\w*)\b"
     r"|\bct2-\w+-converter\b|\btorch\.onnx\.export\b|\boptimum-cli\s+export\b"
