@@ -68,7 +68,7 @@ def test_model_conversion_or_export_runs_out_of_host_ram() -> None:
         "python convert_hf_to_gguf.py hits OOM while writing the last shard.",
         "Exporting the 13B model to ONNX runs out of memory on my workstation.",
         "The memory is used up by the converting process and then it is gone.",
-        "convertion of the 65b checkpoint to hf format gets killed",
+        "convertion of the 65b checkpoint to hf format hits OOM",
     ):
         d = diagnose_text(text)
         assert d.cause == "host_ram", text
