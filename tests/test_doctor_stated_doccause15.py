@@ -174,3 +174,15 @@ def test_cuda_unified_memory_or_a_named_working_set_is_not_the_machine() -> None
     # the VAE decode named on a Mac is the working set's lever
     vae = "Mac Studio M2 Ultra 192gb - VAE decode node - out of memory after sampling"
     assert "unified-memory machine" not in diagnose_text(vae).explanation
+
+
+def test_context_said_too_large_or_no_room_for_the_kv_cache() -> None:
+    for text in (
+        "The server crashed with OOM, I guess the context was way too large for this card.",
+        "The app runs out of memory: there is not enough room for the KV cache after the load.",
+    ):
+        d = diagnose_text(text)
+        assert d.cause == "kv_cache_or_context", text
+    # a context merely named is not read
+    plain = "The server crashed with OOM, context 4096."
+    assert diagnose_text(plain).cause != "kv_cache_or_context"
