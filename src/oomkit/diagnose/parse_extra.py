@@ -404,10 +404,12 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
     if "Ran out of memory in memory space" in line:
         m11 = _HBM.search(line)
         if m11 is not None:
+            # (doccause15) SMEM, the TensorCore's scalar memory, is not the device's HBM
+            smem = m11.group("space") == "smem"
             return _ev(
                 "jax",
-                "xla_compile_oom",
-                "xla_tpu_hbm",
+                "xla_smem" if smem else "xla_compile_oom",
+                "xla_tpu_smem" if smem else "xla_tpu_hbm",
                 line,
                 n,
                 requested_bytes=to_bytes(m11.group("u"), m11.group("uu") + "iB", "jax"),

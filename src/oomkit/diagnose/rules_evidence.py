@@ -44,13 +44,18 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
 )
-from oomkit.diagnose.rules_stated_design import stated_graph_kept_in_inference, stated_replay_buffer
+from oomkit.diagnose.rules_stated_design import (
+    stated_full_logits,
+    stated_graph_kept_in_inference,
+    stated_replay_buffer,
+)
 from oomkit.diagnose.rules_stated_held import (
     stated_context_too_large,
     stated_context_unset,
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
+from oomkit.diagnose.rules_stated_host import stated_conversion_on_host, stated_unified_memory
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -531,6 +536,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
     stated_replay_buffer,
     stated_graph_kept_in_inference,
+    stated_full_logits,
     stated_growth,
     stated_eval_fails_training_fits,
     vae_decode_in_flight,
@@ -558,6 +564,8 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_lora_fits_full_does_not,
     stated_full_weights_on_device,
     stated_batch_cut_still_fails,
+    stated_conversion_on_host,
+    stated_unified_memory,
     comfy_loader_node,
     _metal_command_buffer,
     _constructed_at_load,

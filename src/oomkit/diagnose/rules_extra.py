@@ -17,7 +17,7 @@ from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.rules_ggml_pool import ggml_pool
 from oomkit.diagnose.rules_sglang import sglang_pool, sglang_runtime
 
-__all__ = ["analyze_extra", "growth_across_events", "names_host_memory"]
+__all__ = ["analyze_extra", "growth_across_events", "names_device_memory", "names_host_memory"]
 
 
 def _fb(n: int | None) -> str:
@@ -207,6 +207,11 @@ def names_host_memory(text: str) -> bool:
     return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(
         _NOT_DEVICE.sub("", text)
     )
+
+
+def names_device_memory(text: str) -> bool:
+    """The wording names a GPU/accelerator (other than to rule it out: "on cpu instead of gpu")."""
+    return bool(_DEVICE_WORDING.search(_NOT_DEVICE.sub("", text)))
 
 
 def _generic(e: OomEvent, ctx: LogContext) -> Analysis:

@@ -43,6 +43,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.rules_limits import analyze_limits
+from oomkit.diagnose.rules_tpu import tpu_smem
 
 __all__ = ["analyze_families", "decide_by_log_facts"]
 
@@ -435,6 +436,8 @@ def analyze_families(e: OomEvent, ctx: LogContext) -> Analysis | None:
         )
     if e.kind == "metal_buffer_failed":
         return _metal_buffer(e, ctx)
+    if e.kind == "xla_smem":
+        return tpu_smem(e)
     if e.kind == "xla_vmem":
         return Analysis(
             cause="unknown",

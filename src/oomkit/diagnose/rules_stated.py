@@ -127,20 +127,44 @@ _GROWTH_WORDS = re.compile(
 _NEGATED = re.compile(r"(?i)\b(?:no|not|without|never)\b|n't\b")
 
 
+# (doccause15) the input's size named as a setting beside the completed steps: "If I use
+# max-duration = 50, error will occur after some batches", "a batch size like 16 ... after 10
+# iterations", "the context length is large(32k) ... OOM after some iterations"
+_SIZE_SETTING = re.compile(
+    r"(?i)\bbatch[ _-]?size\s*(?:like|of|=|:|is|at)?\s*\d{1,5}\b"
+    r"|\bmax[-_ ]?(?:duration|len(?:gth)?|tokens|frames|seq(?:uence)?[-_ ]?len(?:gth)?"
+    r"|(?:source|target|prompt)[-_ ]?len(?:gth)?)\s*(?:=|:|of|is)?\s*\d{1,7}"
+    r"|\bcutoff[-_ ]?len\s*(?:=|:|of|is)?\s*\d{1,7}"
+    r"|\b(?:context|sequence|seq|input)[ _-]?(?:length|len|size)\b[^.\n\d]{0,16}?\d{1,7}\s?k?\b"
+)
+
+
+def _stated_size_setting(text: str) -> str | None:
+    """The words of ``text`` that name the input's size as a setting, or ``None``."""
+    m = _SIZE_SETTING.search(text)
+    return None if m is None else m.group(0)
+
+
 def _stated_growth_text(text: str) -> str | None:
     """The words of ``text`` that state growth or completed steps, or ``None``."""
+    return _stated_growth_match(text)[0]
+
+
+def _stated_growth_match(text: str) -> tuple[str | None, bool]:
+    """The words that state growth or completed steps, and whether they state growth itself
+    (``True``: "memory leak", "keeps increasing") rather than only completed steps."""
     for m in _GROWTH_WORDS.finditer(text):
         if _NEGATED.search(text[max(0, m.start() - 24) : m.start()]):
             continue  # "not a memory leak", "no leak": the text rules growth out
-        return m.group(0)
+        return m.group(0), True
     for m in _AFTER_STEPS.finditer(text):
         n = m["n"]
         if n is not None:
             done = int(n) if m["prep"].lower() == "after" else int(n) - 1
             if done < (_STEPS_DONE if m["unit"].lower().startswith(_STEP_UNITS) else 1):
                 continue
-        return m.group(0)
-    return None
+        return m.group(0), False
+    return None, False
 
 
 def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -165,9 +189,13 @@ def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | 
         return None
     if not fallback(result) and not (result.cause == "host_ram" and result.confidence < 0.5):
         return None
-    words = _stated_growth_text(e.text)
+    words, growth = _stated_growth_match(e.text)
     if words is None:
         return None
+    if not growth:
+        setting = _stated_size_setting(e.text)
+        if setting is not None:
+            return _later_larger_input(result, words, setting)
     return Analysis(
         cause="leak_or_accumulation",
         confidence=0.5,
@@ -185,6 +213,44 @@ def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | 
                     "total_loss += loss.item()",
                     "history.append(out.detach().cpu())",
                     "del model; gc.collect(); torch.cuda.empty_cache()",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def _later_larger_input(result: Analysis, words: str, setting: str) -> Analysis:
+    """Completed steps and a stated input-size setting: a later, larger input, not growth.
+
+    Mechanism. When steps only *completed* (no growth is stated) and the same text names the
+    setting that bounds each batch's size (``batch_size``, icefall/Lhotse's ``max-duration``,
+    the total seconds of audio per batch of ``DynamicBucketingSampler``; LLaMA-Factory's
+    ``cutoff_len``, a context length), the steps differ in size: sequences and utterances vary
+    in length and each batch is padded to its longest, so activation memory follows the largest
+    batch drawn so far, and the first one past the memory fails at a later step while resident
+    memory stays flat. This is the competing reading :func:`stated_growth` names ("a later,
+    larger input"); the setting named beside the failure decides it for
+    ``batch_or_activations`` at 0.45, with that setting as the lever. Stated growth ("memory
+    keeps increasing", "leak") still reads as accumulation.
+    """
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.45,
+        explanation=result.explanation + f" The text says steps completed ({words!r}) and "
+        f"names the input's size setting ({setting!r}): batches differ in length and each is "
+        "padded to its longest, so the failing step is the first batch large enough, not memory "
+        "that grew. What would decide: torch.cuda.max_memory_allocated() per step rising with "
+        "the batch's longest sample (a larger input) or steadily (accumulation).",
+        fixes=(
+            generic(
+                "Lower the size setting that bounds the largest batch",
+                "the largest batch, not the average one, must fit.",
+                (
+                    "batch_size //= 2",
+                    "--max-duration 25   # icefall / Lhotse: seconds of audio per batch",
+                    "cutoff_len: 8192   # LLaMA-Factory: the longest sequence kept",
                 ),
             ),
             *result.fixes,
@@ -346,9 +412,12 @@ _COTENANTS = re.compile(
     # count" (copies for concurrency) is not read, nor "loading two models" (one process holding
     # both is its own resident state)
     r"|\b(?:two|three|several|multiple|many|\d{1,3})\s+(?:\w+\s+){0,2}?(?:processes|jobs"
-    r"|programs|servers|shards|models)\s+(?:\w+\s+){0,2}?(?:simultaneously|concurrently"
+    r"|programs|servers|shards|models)\s+(?!(?:were\s+|are\s+)?load\w*\s)(?:\w+\s+){0,2}?"
+    r"(?:simultaneously|concurrently"
     r"|at\s+the\s+same\s+time|in\s+parallel)\b"
-    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:\w+\s+)?models\s+(?:are\s+|were\s+)?(?:\w+\s+)?"
+    # (doccause15) not "all four models were loaded simultaneously": one process loading its
+    # own pipeline's models holds them as its resident state, as "loading two models" above
+    r"|\ball\s+(?:of\s+)?(?:the\s+)?(?:\w+\s+)?models\s+(?:are\s+|were\s+)?(?!load\w*\s)(?:\w+\s+)?"
     r"(?:simul\w{0,4}taneous\w*|concurrently|at\s+the\s+same\s+time|at\s+once)\b"
     r"|\b(?:enabl|deploy|host|serv)\w*\s+(?:multiple|several|many|two|three|\d{1,2})\s+"
     r"(?:[\w-]+\s+){0,3}?models\b(?!\s+(?:sequentially|one\s+(?:after|by)))"

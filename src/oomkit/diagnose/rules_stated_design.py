@@ -9,6 +9,9 @@ left the cause open:
 * :func:`stated_graph_kept_in_inference`: inference run without ``torch.no_grad()`` (named as
   missing, or as the fix): autograd keeps every layer's activations for a backward pass that
   never comes, so the activations, not the model, are the lever.
+* :func:`stated_full_logits`: logits or log-probs kept for every token (doccause15): batch x
+  tokens x vocabulary, freed when the request or step ends, so a "leak" across requests is the
+  batch's size.
 
 Each rule states its mechanism in its docstring; docs/doctor-causes.md section "Evidence around
 the message" lists them.
@@ -23,7 +26,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.rules_stated import fallback
 
-__all__ = ["stated_graph_kept_in_inference", "stated_replay_buffer"]
+__all__ = ["stated_full_logits", "stated_graph_kept_in_inference", "stated_replay_buffer"]
 
 # "the problem seem to come from replay buffer, which is always growing", "experience replay",
 # "the replay memory"
@@ -141,6 +144,67 @@ def stated_graph_kept_in_inference(
                 (
                     "with torch.no_grad():\n    out = model(x)",
                     "@torch.inference_mode()\ndef predict(x): ...",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# (doccause15) logits or log-probabilities asked for every token: the serving engines' flags
+# (TensorRT-LLM ``gather_all_token_logits`` / ``gather_context_logits``, ``return_context_logits``
+# / ``return_generation_logits``; vLLM ``prompt_logprobs``; SGLang ``return_logprob``), logits
+# said to be full ("the full [B, S, V] logits") or computed without chunking. A kernel whose name
+# ends in ``_logits`` (``fp8_paged_mqa_logits``) is not read: ``\b`` does not split ``_logits``.
+_FULL_LOGITS = re.compile(
+    r"(?i)\b(?:gather_(?:all_token|context|generation)_logits|return_(?:context|generation)_logits"
+    r"|prompt_logprobs|return_logprobs?)\b"
+    r"|\b(?:full|all|entire|whole)\s+(?:\[?\s*B\s*,\s*S\s*,\s*V\s*\]?\s+)?(?:token\s+)?"
+    r"(?:logits|log[- ]?probs?)\b"
+    r"|\b(?:logits|logprobs?|log[- ]?probs?)\s+(?:for|of)\s+(?:every|all|each)\s+(?:the\s+)?"
+    r"(?:tokens?|positions?)\b"
+    r"|\bno\s+chunking\s+for\s+(?:the\s+)?(?:logits|logprobs?)\b"
+)
+
+
+_KV_POOL = re.compile(r"(?i)\bkv[ _-]?cache\b")
+
+
+def stated_full_logits(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """Logits kept for every token: ``batch_or_activations``, even when the title says "leak".
+
+    Mechanism. A logits tensor is tokens x vocabulary: with a 150k vocabulary one token's row is
+    about 300 KB in 16 bit (600 KB in fp32), so a 300-token prompt's context logits are about 90
+    MB per request, and an engine that keeps them for every request in flight
+    (``gather_all_token_logits`` in TensorRT-LLM, ``prompt_logprobs`` in vLLM) or a trainer that
+    materialises the full [batch, sequence, vocabulary] tensor for its loss or log-probs holds
+    memory that scales with batch x tokens x vocabulary. It is released when the request or step
+    ends, so what looks like a leak across requests is the batch's size: ``batch_or_activations``
+    at 0.45 (before :func:`oomkit.diagnose.rules_stated.stated_growth`), fixed by fewer requests
+    at once, not gathering all logits, or chunked log-prob computation.
+    """
+    if not fallback(result) or result.cause in {"batch_or_activations", "host_ram"}:
+        return None
+    m = _FULL_LOGITS.search(e.text)
+    if m is None or _KV_POOL.search(e.text):
+        return None  # the KV pool named as what took the memory decides (its own rules)
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names logits kept for every token "
+        f"({m.group(0)!r}): tokens x vocabulary per sequence (about 300 KB per token at a 150k "
+        "vocabulary in 16 bit), for every request or sequence in the batch, freed when it ends. "
+        "What would decide: whether memory falls back between requests/steps (the batch's "
+        "logits) or keeps rising with them (a leak).",
+        fixes=(
+            generic(
+                "Keep fewer logits alive",
+                "full logits scale with batch x tokens x vocabulary.",
+                (
+                    "do not request all-token logits / prompt_logprobs unless needed",
+                    "--max_batch_size 64   # TensorRT-LLM: fewer requests' logits at once",
+                    "compute log-probs in chunks (logprob_chunk_size)",
                 ),
             ),
             *result.fixes,

@@ -242,6 +242,13 @@ _CONTEXT_TOO_LARGE = re.compile(
     r"|\b(?:isl|input\s+(?:sequence\s+)?length|context(?:\s+length)?|sequence\s+length|seq_len"
     r"|prompt\s+length)\s*(?:>=?|exceeds?|exceeding|above|over|beyond|larger\s+than)\s*"
     r"(?P<k>\d{1,4})\s?k\b"
+    # (doccause15) the context itself said to be too large ("Maybe the context was too large",
+    # "the ctx size is way too big"), or the memory said to lack room for the KV cache ("loading
+    # a model without enough headroom for the KV cache")
+    r"|\b(?:context|ctx)(?:\s+(?:length|size|window))?\s+(?:was|is|were|being|gets?|got)\s+"
+    r"(?:\w+\s+)?(?:too|very)\s+(?:large|long|big|high)\b"
+    r"|\b(?:enough|no|insufficient)\s+(?:headroom|room|space|memory|vram|ram)\s+(?:left\s+)?for\s+"
+    r"(?:the\s+)?kv[ _-]?cache\b"
 )
 #: thousand tokens: a threshold at or above this is a long context, not an ordinary prompt
 _LONG_K = 8

@@ -20,7 +20,13 @@ from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.rules_stated import fallback
 from oomkit.units import GB, format_bytes, parse_size
 
-__all__ = ["stated_lora_fits_full_does_not", "stated_weights_exceed_card", "weights_over_card"]
+__all__ = [
+    "TRAINING_BYTES_PER_PARAM",
+    "stated_lora_fits_full_does_not",
+    "stated_weights_exceed_card",
+    "training_state_over_card",
+    "weights_over_card",
+]
 
 # "14B model", "llava 34B", "Qwen-7B", "a 70b": billions of parameters. A mixture-of-experts
 # name ("235B-A22B", "35B-A3B") or a file name ("wan21_14b_24gb.yaml") is not read: the
@@ -28,9 +34,15 @@ __all__ = ["stated_lora_fits_full_does_not", "stated_weights_exceed_card", "weig
 _PARAMS = re.compile(r"(?<![\w.-])(?P<p>\d{1,3}(?:\.\d{1,2})?)\s?[bB](?![\w-])")
 # the card's memory, with a GPU word beside it: "24GB graphics memory", "my GPU (24GB)",
 # "24G显存", "8GB VRAM"; system RAM ("64G ram") is not the card.
+# (doccause15) or a data-centre / desktop GPU's model name right after the size: "40G A100",
+# "80GB H100", "24GB 4090" (also run together as typed, "40GA100")
+_GPU_MODEL = (
+    r"(?:a100|h100|h800|a800|h200|v100|a6000|a40|l40s?|rtx\s*\d{4}|[2345]0[6-9]0(?:\s*ti)?)"
+)
 _CARD = re.compile(
-    r"(?i)(?<![\w.])(?P<g>\d{1,3})\s?(?P<u>gb|gib|g)\b(?:\s*\)?\s*(?:of\s+)?"
+    r"(?i)(?<![\w.])(?P<g>\d{1,3})\s?(?P<u>gb|gib|g)(?:\b(?:\s*\)?\s*(?:of\s+)?"
     r"(?:gpu|vram|graphics|video\s+memory|显存|顯存|card)|(?=\s*显存))"
+    r"|\s?(?=" + _GPU_MODEL + r"\b))"
     r"|\b(?:gpu|vram|card|graphics\s+card)\s*\(\s*(?P<g2>\d{1,3})\s?(?P<u2>gb|gib|g)\s*\)"
 )
 # more than one card: the weights may be split, and the per-card share is not stated
@@ -57,7 +69,8 @@ _PRECISION: tuple[tuple[re.Pattern[str], float], ...] = (
 _SPAN = 140  # characters: the size and the card in one sentence
 # a sentence that says a model ran ("6GB VRAM running base 5B OK but OOM with 2B-fun") states a
 # comparison (its loader offloaded it), not the size that failed: not read
-_RAN = re.compile(r"(?i)\b(?:ok|okay|works?|worked|working|fine|runs?\s+well)\b")
+# ("fine-tune" is not "fine": doccause15)
+_RAN = re.compile(r"(?i)\b(?:ok|okay|works?|worked|working|fine(?![- ]?tun)|runs?\s+well)\b")
 
 
 def _bytes_per_param(text: str) -> float:
@@ -67,23 +80,77 @@ def _bytes_per_param(text: str) -> float:
     return 2.0
 
 
+# (doccause15) the model's size stated in bytes: "Medium model (~5.8 GB total) OOMs on 4 GB GPU"
+_MODEL_BYTES = re.compile(
+    r"(?i)\bmodels?\s*\(\s*~?\s*(?P<s>\d{1,3}(?:\.\d{1,2})?)\s?(?P<u>gb|gib|g)\b"
+    r"|(?<![\w.])~?(?P<s2>\d{1,3}(?:\.\d{1,2})?)\s?(?P<u2>gb|gib|g)\s+(?:of\s+)?(?:weights|model)\b"
+)
+# full training said (not LoRA/QLoRA, not offloaded or sharded, not inference)
+_TRAINING = re.compile(r"(?i)\b(?:train(?:ing)?|fine[- ]?tun\w*|finetun\w*|pre-?train\w*|sft)\b")
+_NOT_FULL_TRAINING = re.compile(
+    r"(?i)\b(?:q?lora|peft|adapters?|offload\w*|zero[- _]?3|fsdp|freez\w*|frozen|infer\w*"
+    r"|generat\w*|serv\w*|quantiz\w*|int4|4[- ]?bit|8[- ]?bit)\b"
+)
+#: bytes per parameter of mixed-precision Adam training: fp16 weights and gradients (2 + 2),
+#: fp32 master weights, momentum and variance (4 + 4 + 4) -- ZeRO (Rajbhandari et al., 2020),
+#: section 3.1: "16Psi bytes" for a model of Psi parameters
+TRAINING_BYTES_PER_PARAM = 16
+
+
+def _sentences(text: str) -> list[str]:
+    return re.split(r"(?<=[.!?。！？])\s+|\n", text)
+
+
 def weights_over_card(text: str) -> tuple[int, int, str] | None:
-    """``(weight bytes, card bytes, quoted span)`` when one sentence states a model's size in
-    parameters and one card's memory and the weights alone exceed it; else ``None`` (several
-    cards named, no GPU word beside the memory, or the weights fit)."""
-    for sentence in re.split(r"(?<=[.!?。！？])\s+|\n", text):
+    """``(weight bytes, card bytes, quoted span)`` when one sentence states a model's size (in
+    parameters, or in bytes) and one card's memory and the weights alone exceed it; else
+    ``None`` (several cards named, no GPU word beside the memory, or the weights fit)."""
+    for sentence in _sentences(text):
         if _SEVERAL.search(sentence) or _RAN.search(sentence):
+            continue
+        c = _CARD.search(sentence)
+        if c is None:
+            continue
+        # as written, through units.py: "24GB" decimal, "24G" / "24GiB" binary
+        card_bytes = parse_size(f"{c['g'] or c['g2']}{c['u'] or c['u2']}")
+        p = _PARAMS.search(sentence)
+        if p is not None and abs(p.start() - c.start()) <= _SPAN:
+            weight_bytes = int(float(p["p"]) * _bytes_per_param(sentence) * GB)
+            start, end = p.start(), p.end()
+        else:
+            b = next((m for m in _MODEL_BYTES.finditer(sentence) if m.end() <= c.start()), None)
+            if b is None or c.start() - b.start() > _SPAN:
+                continue
+            weight_bytes = parse_size(f"{b['s'] or b['s2']}{b['u'] or b['u2']}")
+            start, end = b.start(), b.end()
+        if weight_bytes > card_bytes:
+            lo, hi = min(start, c.start()), max(end, c.end())
+            return weight_bytes, card_bytes, sentence[lo:hi]
+    return None
+
+
+def training_state_over_card(text: str) -> tuple[int, int, str] | None:
+    """``(training-state bytes, card bytes, quoted span)`` when one sentence says a model of a
+    stated size is fully trained on one card whose memory is below parameters x
+    :data:`TRAINING_BYTES_PER_PARAM`; else ``None`` (LoRA, offload, sharding, inference or a
+    precision named, several cards, or it fits)."""
+    for sentence in _sentences(text):
+        if (
+            _SEVERAL.search(sentence)
+            or _RAN.search(sentence)
+            or not _TRAINING.search(sentence)
+            or _NOT_FULL_TRAINING.search(sentence)
+        ):
             continue
         p = _PARAMS.search(sentence)
         c = _CARD.search(sentence)
         if p is None or c is None or abs(p.start() - c.start()) > _SPAN:
             continue
-        # as written, through units.py: "24GB" decimal, "24G" / "24GiB" binary
         card_bytes = parse_size(f"{c['g'] or c['g2']}{c['u'] or c['u2']}")
-        weight_bytes = int(float(p["p"]) * _bytes_per_param(sentence) * GB)
-        if weight_bytes > card_bytes:
+        state_bytes = int(float(p["p"]) * TRAINING_BYTES_PER_PARAM * GB)
+        if state_bytes > card_bytes:
             lo, hi = min(p.start(), c.start()), max(p.end(), c.end())
-            return weight_bytes, card_bytes, sentence[lo:hi]
+            return state_bytes, card_bytes, sentence[lo:hi]
     return None
 
 
@@ -101,7 +168,7 @@ def stated_weights_exceed_card(result: Analysis, e: OomEvent, ctx: LogContext) -
         return None
     found = weights_over_card(e.text)
     if found is None:
-        return None
+        return _training_state_exceeds_card(result, e)
     weight_bytes, card_bytes, quote = found
     return Analysis(
         cause="model_too_large",
@@ -118,6 +185,46 @@ def stated_weights_exceed_card(result: Analysis, e: OomEvent, ctx: LogContext) -
                     "a 4-bit quantization of the same model",
                     'device_map="auto", max_memory={0: "20GiB", "cpu": "64GiB"}',
                     "the next smaller model size",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def _training_state_exceeds_card(result: Analysis, e: OomEvent) -> Analysis | None:
+    """Full training of a stated model size on one card smaller than its training state.
+
+    Mechanism. Training with Adam in mixed precision keeps, for every parameter, the 16-bit
+    weight and gradient and the fp32 master weight, momentum and variance: 16 bytes per
+    parameter (ZeRO, Rajbhandari et al. 2020, section 3.1), resident from the first optimizer
+    step and independent of the batch. "Train the 7B model on a 40G A100" needs about 112 GB of
+    training state before any activation, so only sharding (ZeRO-3/FSDP over several cards),
+    offloading the optimizer states, or LoRA/QLoRA make it fit: ``model_too_large`` at 0.45
+    (below the 16-bit weights' own arithmetic: 8-bit optimizers and other precisions lower the
+    figure). A sentence that names LoRA, offload, sharding, a precision or inference is not read.
+    """
+    found = training_state_over_card(e.text)
+    if found is None:
+        return None
+    state_bytes, card_bytes, quote = found
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        explanation=result.explanation + f" The text states full training of the model on one "
+        f"card ({quote!r}): mixed-precision Adam keeps about 16 bytes per parameter (weights, "
+        f"gradients, fp32 master copy and two moments), about {format_bytes(state_bytes)}, "
+        f"more than the card's {format_bytes(card_bytes)}, whatever the batch. What would "
+        "decide: whether it fits with LoRA, or with ZeRO-3 and the optimizer states offloaded.",
+        fixes=(
+            generic(
+                "Shard or offload the training state, or train adapters only",
+                "16 bytes per parameter do not shrink with the batch.",
+                (
+                    "LoRA / QLoRA instead of full fine-tuning",
+                    'deepspeed ZeRO-3 with "offload_optimizer": {"device": "cpu"}',
+                    "bitsandbytes 8-bit Adam (optim=adamw_bnb_8bit)",
                 ),
             ),
             *result.fixes,

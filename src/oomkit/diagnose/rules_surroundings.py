@@ -43,6 +43,7 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_full_weights_on_device,
 )
 from oomkit.diagnose.rules_stated_design import (
+    stated_full_logits,
     stated_graph_kept_in_inference,
     stated_replay_buffer,
 )
@@ -52,6 +53,7 @@ from oomkit.diagnose.rules_stated_held import (
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
+from oomkit.diagnose.rules_stated_host import stated_conversion_on_host, stated_unified_memory
 from oomkit.diagnose.rules_stated_levers import (
     stated_batch_cut_still_fails,
     stated_kv_pool_took_memory,
@@ -72,6 +74,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_process_outlives_exit,
     stated_replay_buffer,
     stated_graph_kept_in_inference,
+    stated_full_logits,
     stated_growth,
     stated_eval_fails_training_fits,
     stated_fragmentation,
@@ -95,6 +98,8 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_lora_fits_full_does_not,
     stated_full_weights_on_device,
     stated_batch_cut_still_fails,
+    stated_conversion_on_host,
+    stated_unified_memory,
 )
 #: how much less a sentence lines away weighs than the message's own line
 _AWAY = 0.05

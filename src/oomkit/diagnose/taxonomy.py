@@ -109,7 +109,7 @@ def allocation_of(e: OomEvent, ctx: LogContext, cause: str) -> str:
         return "pinned_host"
     if e.runtime == "llama.cpp" and e.stage == "runtime":
         return "compute_buffer"  # at run time ggml allocates only graph/compute buffers
-    if e.runtime == "jax" and e.kind in {"xla_oom", "xla_compile_oom", "xla_vmem"}:
+    if e.runtime == "jax" and e.kind in {"xla_oom", "xla_compile_oom", "xla_vmem", "xla_smem"}:
         return "compute_buffer"  # the compiled program's buffers and temporaries
     if e.kind in _KIND_ALLOC:
         return _KIND_ALLOC[e.kind]
