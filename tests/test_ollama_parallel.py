@@ -132,4 +132,3 @@ def test_vision_weights_count_toward_the_full_fit() -> None:
     parallel, ctx, notes = _estimate_unset(rec)
     assert (parallel, ctx) == (1, rec["ctx"])
     assert any("no full fit with 2" in a for a in notes)
-
