@@ -36,9 +36,12 @@ def _est(model: str, **kw: Any) -> Estimate:
         # PR #9352 first shipped in 0.6.4: 0.6.3.post1's worker.py still charges init free - free
         ("vllm", "0.4.3", "v0-2024-init-free"),
         ("vllm", "0.5.0", "v0-2024-nccl-2.20"),
-        ("vllm", "0.6.3", "v0-2024-nccl-2.20"),
-        ("vllm", "0.6.3.post1", "v0-2024-nccl-2.20"),
-        ("vllm", "2024-11-01", "v0-2024-nccl-2.20"),
+        ("vllm", "0.5.2", "v0-2024-nccl-2.20"),
+        # PR #6666 (chunked prefill by default above 32K) is first in the 0.5.3 sdist
+        ("vllm", "0.5.3", "v0-2024-long-chunked"),
+        ("vllm", "0.6.3", "v0-2024-long-chunked"),
+        ("vllm", "0.6.3.post1", "v0-2024-long-chunked"),
+        ("vllm", "2024-11-01", "v0-2024-long-chunked"),
         ("vllm", "0.6.4", "v0-2024"),
         ("vllm", "2024-11-15", "v0-2024"),
         ("vllm", "v0.6.6.post1", "v0-2025"),
@@ -341,7 +344,7 @@ def test_doctor_reads_the_version_line() -> None:
         "total capacity of 23.64 GiB of which 1.2 GiB is free."
     )
     assert (
-        "modelled: vLLM V0 (0.5.0-0.6.3, NCCL 2.20) (runtime version 0.6.3)"
+        "modelled: vLLM V0 (0.5.3-0.6.3, NCCL 2.20) (runtime version 0.6.3)"
         in diagnose_text(log).notes
     )
     # the user's own version wins over the log's
@@ -401,8 +404,8 @@ def test_every_generation_has_evidence_that_resolves() -> None:
     root = Path(__file__).parents[1]
     runs = {
         json.loads(ln)["id"]
-        # heldout9, heldout13: scored once, then retired to development
-        for part in ("dev", "dev2", "heldout9", "heldout13")
+        # heldout9, heldout13, heldout33: scored once, then retired to development
+        for part in ("dev", "dev2", "heldout9", "heldout13", "heldout33")
         for ln in (root / "tests/fixtures/verdict_runs" / f"{part}.jsonl").read_text().splitlines()
         if ln.strip()
     }

@@ -282,6 +282,15 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         _VLLM + "issues/11251 (same 2x V100 and command: 'about 3000' GPU blocks on 0.6.3.post1, "
         "'about 5000' on 0.6.4.post1, which first ships PR #9352)",
     ),
+    ("vllm", "v0-2024-long-chunked"): (
+        "test:tests/test_vllm_long_context_chunked.py::"
+        "test_0_5_2_profiles_the_whole_length_and_0_5_3_a_chunk",
+        _VLLM + "pull/6666 ('enables chunked prefill by default for long context (>32K) models, "
+        "to avoid possible OOM errors during the initial memory profiling')",
+        "test:tests/test_vllm_long_context_chunked.py::"
+        "test_capybara_200k_on_2x4090_dies_in_2023_and_8192_starts",
+        "run:hf-thebloke-nous-capybara34b-awq-fastchat-vllm-2x4090-tp2-200k-oom",
+    ),
     ("vllm", "v0-2024"): (
         _TG + "test_vllm_generations_change_the_kv_pool",
         _VLLM + "issues/10517 (0.6.4: non_torch_memory 0.35 GiB, the CUDA context included)",

@@ -29,6 +29,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         mla_latent_kv=False,
         awq_split_k=True,
         kv_len_check=False,
+        long_context_chunked=False,
     ),
     _g(
         "vllm",
@@ -46,6 +47,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         mla_latent_kv=False,
         awq_split_k=True,
         kv_len_check=False,
+        long_context_chunked=False,
     ),
     _g(
         "vllm",
@@ -65,6 +67,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         nccl_record_stream=False,
         awq_split_k=True,
         kv_len_check=False,
+        long_context_chunked=False,
     ),
     _g(
         "vllm",
@@ -81,6 +84,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         mla_latent_kv=False,
         nccl_record_stream=False,
         awq_split_k=True,
+        long_context_chunked=False,
     ),
     _g(
         "vllm",
@@ -98,11 +102,12 @@ VLLM_ROWS: tuple[Row, ...] = (
         nccl_record_stream=False,
         # Gemma 2 (loads from 0.5.1, PR #5908) is capped to its 4096 window until 0.6.5
         gemma2_window_cap=True,
+        long_context_chunked=False,
     ),
     _g(
         "vllm",
         "v0-2024-nccl-2.20",
-        "vLLM V0 (0.5.0-0.6.3, NCCL 2.20)",
+        "vLLM V0 (0.5.0-0.5.2, NCCL 2.20)",
         "2024-06-11",
         "0.5.0",
         "vllm-project/vllm v0.5.0 release (torch 2.3.0, whose wheel requires "
@@ -112,6 +117,25 @@ VLLM_ROWS: tuple[Row, ...] = (
         "group's two NCCL communicators binds NCCL 2.20's NVLS buffers (2 x channels x "
         "6 MiB x GPUs), charged to the KV budget; Gemma 2 capped to its 4096-token "
         "sliding window",
+        vllm_engine="v0-2023",
+        mla_latent_kv=False,
+        nccl_record_stream=False,
+        gemma2_window_cap=True,
+        nvls_nccl="2.20",
+        long_context_chunked=False,
+    ),
+    _g(
+        "vllm",
+        "v0-2024-long-chunked",
+        "vLLM V0 (0.5.3-0.6.3, NCCL 2.20)",
+        "2024-07-23",
+        "0.5.3",
+        "vllm-project/vllm PR #6666 ('Enable chunked prefill by default for long context "
+        "models', merged 2024-07-23; EngineArgs.create_engine_config of the 0.5.3 sdist: "
+        "use_long_context = max_model_len > 32768; 0.5.2's has no such default)",
+        "above 32K max_model_len chunked prefill is on by default (no LoRA, prompt adapter, "
+        "speculative model, sliding window or prefix caching): the profile batch is 2048 "
+        "tokens instead of max(max_model_len, 2048); otherwise as 0.5.0-0.5.2",
         vllm_engine="v0-2023",
         mla_latent_kv=False,
         nccl_record_stream=False,

@@ -69,6 +69,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``awq_split_k`` (True before 0.3.1: ``awq_gemm``'s 8 split-K output copies at any batch, PR
   #2566; :mod:`oomkit.estimate.vllm_awq`), ``kv_len_check`` (False before 0.2.7: no start-up
   check of ``max_model_len`` against the KV cache, PR #2163; a longer request hangs),
+  ``long_context_chunked`` (False before 0.5.3: V0 never turns chunked prefill on by itself,
+  so above 32K the profile batch is the whole ``max_model_len``, PR #6666;
+  :func:`oomkit.estimate.vllm_engines.v0_full_profile_batch`),
   ``v1_needs_ampere`` (True for 0.8.0-0.10.1: the V1 oracle sends compute capability < 8.0 to
   V0 until PR #23614, :func:`oomkit.estimate.vllm_support.v0_capability_engine`),
   ``graph_profiling`` (True from 0.18.0: PR #30515's ``profile_cudagraph_memory`` runs, so

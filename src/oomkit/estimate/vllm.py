@@ -57,6 +57,7 @@ from oomkit.estimate.vllm_engines import (
     engine_batch_defaults,
     graph_estimate_charged,
     non_torch_bytes,
+    v0_full_profile_batch,
     vllm_engine,
 )
 from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
@@ -409,6 +410,8 @@ def estimate_vllm(
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
         len_check = bool(gen.effects.get("kv_len_check", True))
         profiles_graphs = bool(gen.effects.get("graph_profiling", False))
+        if not gen.effects.get("long_context_chunked", True):  # before PR #6666 (0.5.3)
+            settings = v0_full_profile_batch(spec, settings)
         nccl = gen.effects.get("nvls_nccl")
         nvls_nccl = nccl if isinstance(nccl, str) else None
         if gen.effects.get("gemma2_window_cap", False):

@@ -113,6 +113,7 @@ The V0 engines (``v0-*``) are also selected by the V1 flag being off in 0.7-0.9.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -121,6 +122,8 @@ from types import MappingProxyType
 from oomkit.errors import UnknownNameError, close_matches
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.spec.hardware import DeviceTarget
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB, MiB
 
 __all__ = [
@@ -516,3 +519,17 @@ def graph_estimate_charged(eng: VllmEngine, *, profiles_graphs: bool) -> bool:
     if not profiles_graphs or not raw.lstrip("-").isdigit():
         return eng.charges_cudagraphs
     return int(raw) != 0
+
+
+def v0_full_profile_batch(spec: ModelSpec, settings: InferenceSettings) -> InferenceSettings:
+    """``settings`` with V0's profile batch before chunked prefill was a default.
+
+    Before PR #6666 (vLLM 0.5.3) ``EngineArgs`` never turned chunked prefill on by itself, so
+    ``SchedulerConfig`` set ``max_num_batched_tokens = max(max_model_len, 2048)`` at every
+    length (0.2.x-0.5.2 ``vllm/config.py``) and the profile run pushed that many tokens
+    through the model: a 200K-token model profiles 200K tokens. A value the user set is kept.
+    """
+    if settings.max_num_batched_tokens is not None:
+        return settings
+    max_len = settings.ctx or spec.max_position_embeddings or 8192
+    return dataclasses.replace(settings, max_num_batched_tokens=max(max_len, 2048))
