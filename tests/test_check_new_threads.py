@@ -48,3 +48,17 @@ def test_forum_threads_named_anywhere_count_as_known() -> None:
         "see https://discuss.pytorch.org/t/slug/101/3 and https://stackoverflow.com/q/7"
     )
     assert keys == [("discuss.pytorch.org", 101), ("stackoverflow.com", 7)]
+
+
+def test_hugging_face_discussions_are_keyed_by_their_repository() -> None:
+    key = check_new_threads.thread_key
+    want = ("huggingface.co/thebloke/mixtral-8x7b-instruct-v0.1-awq", 2)
+    url = "https://huggingface.co/TheBloke/Mixtral-8x7B-Instruct-v0.1-AWQ/discussions/2"
+    assert key(url) == want
+    assert key(url + "#x") == want
+    # another model's discussion 2 is another thread; a Space keeps its prefix
+    assert key("https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/discussions/2") != want
+    assert key("https://huggingface.co/spaces/org/demo/discussions/7") == (
+        "huggingface.co/spaces/org/demo",
+        7,
+    )
