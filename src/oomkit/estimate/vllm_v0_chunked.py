@@ -166,6 +166,8 @@ def v0_batched_tokens(
     )
     if not why:
         return V0_MIN_BATCHED, ()
+    if why == ("a multimodal model",) and not multimodal:
+        return whole, ()  # the caller's V0-fallback note already says so
     note = (
         f"V0 keeps chunked prefill off above 32K for {', '.join(why)} (EngineArgs."
         f"create_engine_config, PR #6666's conditions): the profile batch is the whole "
