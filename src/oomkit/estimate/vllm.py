@@ -75,6 +75,7 @@ from oomkit.estimate.vllm_support import (
     v0_fallback_engine,
     vllm_model_version,
 )
+from oomkit.estimate.vllm_v0_chunked import v0_batched_tokens
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -82,9 +83,6 @@ from oomkit.spec.tensors import model_tensors
 from oomkit.units import GiB, ceil_div
 
 __all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
-
-_V0_CHUNKED_ABOVE = 32768  # V0 OpenAI server enables chunked prefill above 32K max_model_len
-_V0_MIN_BATCHED = 2048  # SchedulerConfig: max(max_model_len, 2048) without chunked prefill
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,7 +170,7 @@ def plan_vllm(
     ``v0_multimodal_chunked=False``: the V0 fallback of 0.8-0.10 never turns chunked prefill
     on for a multimodal model ("Chunked prefill not supported for Multimodal or MLA in V0",
     ``EngineArgs._set_default_args_v0``), so its batch is ``max(max_model_len, 2048)`` even
-    above 32K.
+    above 32K; the other conditions by release: :mod:`oomkit.estimate.vllm_v0_chunked`.
     ``awq_split_k=True``: vLLM before PR #2566 ran every AWQ linear through ``awq_gemm`` and its
     8 split-K output copies (:mod:`oomkit.estimate.vllm_awq`).
     ``nvls_nccl``: the NCCL release whose NVLS buffers a TP > 2 group on an NVSwitch node holds
@@ -196,12 +194,10 @@ def plan_vllm(
         seqs, batched = settings.max_num_seqs or seqs, settings.max_num_batched_tokens or batched
     else:
         seqs = settings.max_num_seqs or 256
-        # EngineArgs (0.5-0.10 V0): no default chunked prefill "and not self.enable_lora"
-        chunked = max_len > _V0_CHUNKED_ABOVE and not settings.enable_lora
-        chunked = chunked and (v0_multimodal_chunked or spec.vision_tower is None)
-        batched = settings.max_num_batched_tokens or (
-            _V0_MIN_BATCHED if chunked else max(max_len, _V0_MIN_BATCHED)
+        batched, why_whole = v0_batched_tokens(
+            spec, settings, max_len, backend=device.backend, multimodal=v0_multimodal_chunked
         )
+        notes.extend(why_whole)
     if settings.max_num_seqs and settings.max_num_batched_tokens and batched < seqs:
         # SchedulerConfig._verify_args (vllm/config/scheduler.py): a token per running sequence
         raise InvalidSettingError(

@@ -13,11 +13,21 @@ only holds the output (and one dequantized weight).
 The profile run pushes ``max_num_batched_tokens`` tokens through every linear, so the peak
 gains ``8 x tokens x N x 2`` bytes for the widest AWQ output ``N`` of a layer: the merged
 ``gate_up_proj`` (``2 x intermediate / tp``) of a dense model, or, for a quantized Mixtral,
-one expert's ``w1``/``w3`` at full width: vLLM of that date loaded quantized Mixtral as
-``QuantMixtralForCausalLM`` (model_executor/models/mixtral_quant.py: "Special handling for
-quantized Mixtral" in model_loader.py), whose experts are ``ReplicatedLinear`` MLPs split
-across ranks by expert (``np.array_split(range(num_experts), tp_size)[rank]``), each run
-over every token.
+one expert's ``w1``/``w3`` at full width: vLLM 0.2.5-0.2.7 ran every Mixtral checkpoint
+through model_executor/models/mixtral.py's ``MixtralMoE`` loop, and from 0.3.0 a quantized one
+as ``QuantMixtralForCausalLM`` (mixtral_quant.py, the same loop; "Special handling for
+quantized Mixtral" in model_loader.py): the experts are ``ReplicatedLinear`` MLPs split across
+ranks by expert (``np.array_split(range(num_experts), tp_size)[rank]``), each run over every
+token (``expert_layer(hidden_states).mul_(expert_weights)``, the routing only weighting the
+sum). In that loop ``w1_out = act_fn(w1_out)`` is alive while ``w3``'s split-K buffer is: the
+allocated peak is the stream, the running sum, the previous expert's output, two ``T x i``
+outputs and one split-K buffer (9.75 GiB at 32768 tokens for Mixtral-8x7B); the ``fused_moe``
+workspaces that
+:func:`~oomkit.estimate.hf_activations.forward_peak_bytes` adds (5.75 GiB) are not in this
+code, but the caching allocator's reserve, which the 0.2.5-0.3.0 profile charges (``total -
+free``), is larger than the allocated peak (6487 blocks on 2x A100-80GB at util 0.5, TP 2,
+vllm#2382: about 21.7 GiB charged per rank above the weights, non-torch memory included, where
+this sum gives 10.6), so the sum is kept as a lower bound of what that profile charges.
 """
 
 from __future__ import annotations
