@@ -51,6 +51,13 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ggml-org/llama.cpp/pull/2807 (LLaMA-v2-70B Q2_K '27.11 GiB' "
         "-> '27.27 GiB')",
     ),
+    ("llama.cpp", "2024-01-moe-kquants"): (
+        "test:tests/test_llamacpp_moe_legacy_mix.py::test_december_2023_mixtral_files",
+        "test:tests/test_llamacpp_moe_legacy_mix.py::"
+        "test_after_pr_4872_the_m_mixes_bump_half_of_ffn_down",
+        "log:https://github.com/ggml-org/llama.cpp/pull/4872 (Mixtral-8x7B: 'Q2_K (Master)' "
+        "14.57 GiB, 'Q3_K_M (Master)' 18.96 GiB -> 20.93 GiB)",
+    ),
     ("llama.cpp", "2024-01-q2k-2bit"): (
         _TG + "test_llamacpp_q2k_file_is_the_mix_of_its_day",
         "log:https://github.com/ggml-org/llama.cpp/pull/5060 ('Old Q2_K 27.11' GiB; 'Q2_K has "

@@ -48,6 +48,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         metal_views=False,
         metal_scratch=True,
         q2k_mix="k-quants-2023-06",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -65,6 +66,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="none",
         metal_scratch=True,
         q2k_mix="k-quants-2023-06",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -83,6 +85,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         ubatch_split=False,
         cublas_pool="none",
         q2k_mix="k-quants-2023-06",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -101,6 +104,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         ubatch_split=False,
         cublas_pool="none",
         q2k_mix="3bit-2023-08",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -115,6 +119,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         ubatch_split=False,
         cublas_pool="none",
         q2k_mix="3bit-2023-08",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -131,6 +136,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="none",
         attn_pool="all",
         q2k_mix="3bit-2023-08",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -150,6 +156,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         all_logits=True,
         attn_pool="all",
         q2k_mix="3bit-2023-08",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -169,6 +176,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         all_logits=True,
         attn_pool="tensor_cores",
         q2k_mix="3bit-2023-08",
+        moe_mix="pre-4872",
     ),
     _g(
         "llama.cpp",
@@ -179,6 +187,26 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "ggml-org/llama.cpp PR #4682 (fix tensor core logic for Pascal and HIP)",
         "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
         "weight copies",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="tensor_cores",
+        all_logits=True,
+        q2k_mix="3bit-2023-08",
+        moe_mix="pre-4872",
+    ),
+    _g(
+        "llama.cpp",
+        "2024-01-moe-kquants",
+        "llama.cpp 2024-01 (k-quant mixes reach MoE experts)",
+        "2024-01-11",
+        None,
+        "ggml-org/llama.cpp PR #4872 ('Restore intended k-quants quantization mixes for MoE "
+        "models', 2024-01-11: before it 'QX_K_M being mostly equivalent to QX_K_S'), with "
+        "PR #4906 (attn_output Q5_K on 8-expert models, 2024-01-13) and PR #4927 (ffn_down "
+        "chosen per layer, 2024-01-14)",
+        "a predicted k-quant MoE file gets today's ffn_down bumps: Mixtral-8x7B Q4_K_M "
+        "28.4 GB, not the 26.44 GB of the December 2023 files",
         **_OLD_LLAMACPP,
         row_main_gpu=True,
         ubatch_split=False,

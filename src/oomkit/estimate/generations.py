@@ -40,7 +40,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``metal_scratch`` (True before PR #2325, 2023-07-22: the Metal compute memory is the fixed
   ``eval``/``scr0``/``scr1`` buffers sized by model type), ``q2k_mix`` (a Q2_K file is
   llama-quantize's mix of the day: ``"k-quants-2023-06"`` from PR #1684, ``"3bit-2023-08"``
-  from PR #2707, mostly Q3_K, until January 2024; :mod:`oomkit.quant.llamacpp_q2k_legacy`).
+  from PR #2707, mostly Q3_K, until January 2024; :mod:`oomkit.quant.llamacpp_q2k_legacy`),
+  ``moe_mix`` (``"pre-4872"`` before PR #4872, 2024-01-11: a k-quant MoE file keeps every
+  expert matrix at the file type's default type; :mod:`oomkit.quant.llamacpp_moe_legacy`).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies, for releases after the per-release table of
   :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
@@ -446,4 +448,5 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         metal_views=bool(gen.effects.get("metal_views", True)),
         metal_scratch=bool(gen.effects.get("metal_scratch", False)),
         q2k_mix=str(gen.effects["q2k_mix"]) if "q2k_mix" in gen.effects else None,
+        moe_mix=str(gen.effects["moe_mix"]) if "moe_mix" in gen.effects else None,
     )

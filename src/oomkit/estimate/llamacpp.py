@@ -355,7 +355,9 @@ def _estimate(
             setting="cache_type_v",
             value=params.type_v.lower(),
         )
-    rows, w_source, w_notes = weight_tensors(spec, settings.quant, params.options.q2k_mix)
+    rows, w_source, w_notes = weight_tensors(
+        spec, settings.quant, params.options.q2k_mix, params.options.moe_mix
+    )
     names = [backend_buffer_prefix(g, i) for i, g in enumerate(gpus)]
     if settings.split_mode == "none" and gpus:
         gpus = gpus[:1]

@@ -145,6 +145,9 @@ class LlamaCppOptions:
     #: a 2023 Q2_K mix (:mod:`oomkit.quant.llamacpp_q2k_legacy`): ``"k-quants-2023-06"``
     #: before PR #2707 (Aug 2023), ``"3bit-2023-08"`` until January 2024; None: today's
     q2k_mix: str | None = None
+    #: ``"pre-4872"``: a k-quant MoE file as llama-quantize mixed it before PR #4872
+    #: (:mod:`oomkit.quant.llamacpp_moe_legacy`); None: today's
+    moe_mix: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -77,7 +77,7 @@ def _header_rows(table: TensorTable) -> WeightRows | None:
 
 
 def weight_tensors(
-    spec: ModelSpec, quant: str | None, q2k_mix: str | None = None
+    spec: ModelSpec, quant: str | None, q2k_mix: str | None = None, moe_mix: str | None = None
 ) -> tuple[Sequence[WeightRow], str, tuple[str, ...]]:
     """(tensor, ggml type, bytes) in file order, where they came from, and assumptions.
 
@@ -86,6 +86,8 @@ def weight_tensors(
     :class:`TensorTable` gives a :class:`WeightRows` (columns); otherwise a tuple.
     ``q2k_mix``: a predicted Q2_K file is the 2023 mix of that name
     (:mod:`oomkit.quant.llamacpp_q2k_legacy`; the llama.cpp generation's ``q2k_mix``).
+    ``moe_mix``: a predicted k-quant MoE file is the mix of that name
+    (:mod:`oomkit.quant.llamacpp_moe_legacy`; the generation's ``moe_mix``).
     """
     if isinstance(spec.tensors, TensorTable) and len(spec.tensors):
         header = _header_rows(spec.tensors)
@@ -102,9 +104,40 @@ def weight_tensors(
             for t in spec.tensors
         )
         return rows, "gguf header (exact tensor types and bytes)", ()
+    if moe_mix is not None:
+        return _legacy_moe_weights(spec, quant, q2k_mix, moe_mix)
     if q2k_mix is not None:
         return _legacy_q2k_weights(spec, quant, q2k_mix)
     return _predicted_weights(spec, quant)
+
+
+@lru_cache(maxsize=64)
+def _legacy_moe_weights(
+    spec: ModelSpec, quant: str | None, q2k_mix: str | None, mix: str
+) -> tuple[tuple[tuple[TensorInfo, str, int], ...], str, tuple[str, ...]]:
+    """The Q2_K/today's prediction, re-typed to a pre-#4872 MoE mix for a k-quant MoE file."""
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+    from oomkit.quant.llamacpp_moe_legacy import legacy_moe_rows
+
+    if q2k_mix is not None:
+        rows, source, notes = _legacy_q2k_weights(spec, quant, q2k_mix)
+    else:
+        rows, source, notes = _predicted_weights(spec, quant)
+    if quant is None:
+        return rows, source, notes
+    ft = llamacpp_ftype(quant)
+    facts = replay_facts(spec)
+    old = legacy_moe_rows(
+        rows, ftype=ft.name, default_type=ft.default_type, n_expert=int(facts["n_expert"])
+    )
+    if old == rows:
+        return rows, source, notes
+    note = (
+        f"{ft.name} of a MoE model as llama-quantize mixed it before PR #4872 (2024-01-11, {mix}): "
+        "every expert matrix at the file type's default type, no ffn_down bumps; a newer file "
+        "is larger"
+    )
+    return old, source, (*notes, note)
 
 
 @lru_cache(maxsize=64)
