@@ -173,4 +173,8 @@ EXITS_NEAR_MISSES = (
     "Set memory=8GB in .wslconfig to limit how much RAM WSL 2 takes.",
     "It works without memory=8GB in .wslconfig too.",
     "How do I set memory=16GB in the .wslconfig file?",
+    # the parsers' neighbours touched with these families (parse_other, parse_families)
+    "RuntimeError: DataLoader worker (pid 25902) is killed by signal: Segmentation fault.",
+    "RuntimeError: DataLoader worker (pid 25902) is killed by signal: Interrupt.",
+    "Pass an `offload_folder` if some submodules should be offloaded to disk.",
 )
