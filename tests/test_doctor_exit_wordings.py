@@ -46,7 +46,8 @@ def test_ollama_exit_minus_one_reads_host_ram_low_with_the_deciding_fact() -> No
     d = diagnose_text("Error: llama runner process no longer running: -1 ")
     assert d.cause == "host_ram"
     assert d.confidence == pytest.approx(0.3)
-    assert "signal: killed" in d.explanation and "dmesg" in d.explanation
+    assert "signal: killed" in d.explanation
+    assert "dmesg" in d.explanation
 
 
 def test_ollama_exit_minus_one_in_the_middle_of_a_long_log() -> None:
@@ -104,7 +105,8 @@ def test_dataloader_terminated_names_the_signals_that_decide() -> None:
     d = diagnose_text(
         "RuntimeError: DataLoader worker (pid 31877) is killed by signal: Terminated."
     )
-    assert "Segmentation fault" in d.explanation and "Bus error" in d.explanation
+    assert "Segmentation fault" in d.explanation
+    assert "Bus error" in d.explanation
 
 
 def test_accelerate_offload_folder_is_the_disk_offload_verdict() -> None:

@@ -31,8 +31,8 @@ from oomkit.diagnose.upstream_wordings_base import w as _w
 from oomkit.diagnose.upstream_wordings_codes import CODES, CODES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
 from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
-from oomkit.diagnose.upstream_wordings_exits import EXITS
 from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_MORE, ENGINES_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_exits import EXITS
 from oomkit.diagnose.upstream_wordings_history import HISTORY, HISTORY_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_legacy import LEGACY, LEGACY_NEAR_MISSES
