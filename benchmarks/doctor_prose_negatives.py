@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.parse_wordings_exits import exit_match
 from oomkit.diagnose.parse_wordings_kills import kill_match
 from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_report import report_match
@@ -46,16 +47,17 @@ def main() -> None:
         plain = [r for r in sub if plain_match(r["text"], r["text"].lower())]
         strain = [r for r in sub if strain_match(r["text"], r["text"].lower())]
         kills = [r for r in sub if kill_match(r["text"], r["text"].lower())]
+        exits = [r for r in sub if exit_match(r["text"], r["text"].lower())]
         what = "name an OOM (docs about the failure)" if mentions else "memory, no OOM"
         print(
             f"{what}: {len(sub)} sentences; doctor fires on {len(fired)} "
             f"({100 * len(fired) / max(1, len(sub)):.1f}%); the prose-report grammar alone on "
             f"{len(prose)}; the memory-use grammar alone on {len(usage)}; the plain-wording "
             f"grammar alone on {len(plain)}; the strain grammar alone on {len(strain)}; the kill "
-            f"grammar alone on {len(kills)}"
+            f"grammar alone on {len(kills)}; the exit grammar alone on {len(exits)}"
         )
         if args.show:
-            for r in fired + [r for r in usage + plain + strain + kills if r not in fired]:
+            for r in fired + [r for r in usage + plain + strain + kills + exits if r not in fired]:
                 print(f"    {r['source']}: {r['text'][:160]}")
 
 

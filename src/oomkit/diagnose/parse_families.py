@@ -136,7 +136,13 @@ _LMS = re.compile(
     re.IGNORECASE,
 )
 _LMS_NEED = re.compile(r"requires approximately (?P<v>NaN|\d{1,9}(?:\.\d{1,4})?) ?(?P<u>GB|GiB)?")
-_DISK_OFFLOAD = re.compile(r"`?device_map`? had weights offloaded to the disk")
+# accelerate/utils/modeling.py load_checkpoint_in_model raises the same verdict in its own words
+# (docrec26): "At least one of the model submodule will be offloaded to disk, please pass along
+# an `offload_folder`." (device_map put a submodule on "disk": GPU and CPU budgets were full)
+_DISK_OFFLOAD = re.compile(
+    r"`?device_map`? had weights offloaded to the disk|"
+    r"submodule will be offloaded to disk, please pass along an `?offload_folder"
+)
 _IMBALANCE = "There is an imbalance between your GPUs"
 _ALLOC_LIMIT = re.compile(
     r"exceeds (?:the )?device (?:memory allocation|buffer size|max(?:imum)? buffer) (?:size )?"
@@ -170,6 +176,7 @@ _NEEDLES = (
     "Unable to allocate",
     "resources",
     "offloaded to the disk",
+    "offloaded to disk, please pass",
     _IMBALANCE,
     "limit",
 )

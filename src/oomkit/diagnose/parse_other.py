@@ -113,10 +113,13 @@ _AFTER_KILLED_MAX = 2
 # a poster who hides it writes a placeholder ("(pid xxxx)", "(pid N)", "(pid ...)").
 _DATALOADER = re.compile(
     r"DataLoader worker (?:\(pid (?P<pid>\d{1,10}|[xXN?]{1,8}|\.{3}|<pid>)\) )?"
-    r"is killed by signal: "
+    r"is killed by signal(?::? (?P<sig>Killed|Bus error|Terminated|"
     # "Bus" at the end of a line: a paste hard-wrapped inside "Bus error" (no other signal
     # name starts with it)
-    r"(?P<sig>Killed|Bus error|Bus(?=\s{0,4}$))"
+    r"Bus(?=\s{0,4}$))|"
+    # (docrec26) a title that stops before the signal's name: "DataLoader worker (pid xxx) is
+    # killed by signal" (Killed, Bus error or Segmentation fault: the name decides)
+    r"(?=[\s.:`'\"]{0,4}$))"
 )
 # zsh job control: "[1]    14875 killed     python main.py" (SIGKILL, the OOM killer's signal)
 _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\s{1,12}\S")
@@ -287,7 +290,10 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     if "is killed by signal" in line:
         m4 = _DATALOADER.search(line)
         if m4 is not None:
-            fmt = "dataloader_killed" if m4["sig"] == "Killed" else "dataloader_bus_error"
+            # SIGTERM ("Terminated") and a signal the paste does not name: dataloader_signal
+            sig = m4["sig"]
+            fmt = "dataloader_bus_error" if sig and sig.startswith("Bus") else "dataloader_signal"
+            fmt = "dataloader_killed" if sig == "Killed" else fmt
             pid = int(m4["pid"]) if m4["pid"] and m4["pid"].isdigit() else None
             return _ev("pytorch", "killed", fmt, line, n, pid=pid)
     m5 = _ZSH_KILLED.search(line) if "killed" in line else None

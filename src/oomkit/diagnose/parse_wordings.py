@@ -31,6 +31,7 @@ import re
 
 from oomkit.diagnose.parse_wordings_codes import code_match
 from oomkit.diagnose.parse_wordings_damage import damage_match
+from oomkit.diagnose.parse_wordings_exits import exit_match
 from oomkit.diagnose.parse_wordings_kills import kill_match
 from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
@@ -539,7 +540,11 @@ def harvested_match(line: str, low: str, *, prose: bool = True) -> re.Match[str]
     ``prose=False`` reads only the runtimes' own wordings, paste damage and runtime codes: the
     grammars of how a person words an OOM (titles, prose, plain wordings, a report) are skipped
     (the middle of a long machine log, see :data:`PROSE_HEAD`)."""
+    # a runtime's own death line (parse_wordings_exits): Ollama's "no longer running: -1" reads
+    # like a change that ended a failure to hypothetical(), so it is returned before that veto
     m = _own_match(line, low)
+    if m is None and (own := exit_match(line, low, prose=False)) is not None:
+        return own
     if not prose:
         m = m or damage_match(line, low) or code_match(line, low)
         return None if m is not None and hypothetical(line) else m
@@ -554,6 +559,8 @@ def harvested_match(line: str, low: str, *, prose: bool = True) -> re.Match[str]
     # runtime codes of a failed allocation (parse_wordings_codes), then serving threads' wordings
     # of a memory that ran short (parse_wordings_strain)
     m = m or code_match(line, low) or strain_match(line, low)
+    # verdicts without the usual words: RAM named short, more RAM ended it (parse_wordings_exits)
+    m = m or exit_match(line, low)
     if m is not None and hypothetical(line):
         # the wording inside advice, a release note or a yes-no question reports nothing
         return None

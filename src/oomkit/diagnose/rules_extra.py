@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.parse_wordings_exits import exit_reading
 from oomkit.diagnose.rules_ggml_pool import ggml_pool
 from oomkit.diagnose.rules_sglang import sglang_pool, sglang_runtime
 
@@ -219,7 +220,12 @@ def _generic(e: OomEvent, ctx: LogContext) -> Analysis:
     phase = ctx.frame_phase
     cause, conf = "unknown", 0.15
     why = " No parser knows this message's format, so only its wording is read."
-    if names_host_memory(e.text):
+    reading = exit_reading(e.detail or "")
+    if reading is not None:
+        # a runtime's death or a verdict without the usual words (parse_wordings_exits)
+        cause, conf, more = reading
+        why += more
+    elif names_host_memory(e.text):
         cause, conf = "host_ram", 0.4
         why += (
             " Its wording names host memory (RAM / the process killed for it), not the GPU's:"

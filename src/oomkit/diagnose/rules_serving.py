@@ -403,6 +403,16 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 "of RAM"
             )
         expl += "."
+        if e.format == "dataloader_signal":
+            # torch/csrc/DataLoader.cpp prints strsignal(): SIGTERM is "Terminated" (earlyoom,
+            # a pod eviction, but also a scheduler's time limit or a launcher stopping ranks)
+            expl = (
+                "A DataLoader worker was ended by a signal other than the OOM killer's SIGKILL "
+                "(or one the paste does not name); host RAM is the usual reason when workers "
+                "multiply the dataset's copies. Which signal and who sent it decides: `Killed` "
+                "(the OOM killer), `Bus error` (/dev/shm), `Terminated` (earlyoom, an eviction, "
+                "or a scheduler's time limit: its log), `Segmentation fault` (a crash, not memory)."
+            )
         if e.format == "dask_nanny_memory_restart":
             # distributed/worker_memory.py: the nanny restarts a worker past 95% of its
             # memory_limit; the machine's RAM need not be exhausted
@@ -428,6 +438,7 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
         conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(
             e.kind, 0.55 if e.format in ("exit_137", "linux_killed") else 0.7
         )
+        conf = 0.35 if e.format == "dataloader_signal" else conf
         fixes = [
             Fix(
                 title="Give the job more RAM (swap, pagefile or container limit)",

@@ -24,6 +24,7 @@ same words that no runtime prints on an allocation failure; the doctor must not 
 
 from __future__ import annotations
 
+from oomkit.diagnose.parse_wordings_exits import EXITS_NEAR_MISSES
 from oomkit.diagnose.parse_wordings_kills import KILLS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_base import Wording
 from oomkit.diagnose.upstream_wordings_base import w as _w
@@ -31,6 +32,7 @@ from oomkit.diagnose.upstream_wordings_codes import CODES, CODES_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_devices import CUDA, GGML, TORCH
 from oomkit.diagnose.upstream_wordings_edge import EDGE, EDGE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_engines import ENGINES, ENGINES_MORE, ENGINES_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_exits import EXITS
 from oomkit.diagnose.upstream_wordings_history import HISTORY, HISTORY_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_hosts import HOSTS, HOSTS_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_legacy import LEGACY, LEGACY_NEAR_MISSES
@@ -73,6 +75,7 @@ WORDINGS: tuple[Wording, ...] = (
     + LEGACY
     + WARNINGS
     + CODES
+    + EXITS
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -138,4 +141,5 @@ NEAR_MISSES: tuple[str, ...] = (
     *WARNINGS_NEAR_MISSES,
     *CODES_NEAR_MISSES,
     *KILLS_NEAR_MISSES,
+    *EXITS_NEAR_MISSES,
 )
