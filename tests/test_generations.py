@@ -59,7 +59,9 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("llama.cpp", "2023-10-29", "2023-10-cublas"),
         ("llama.cpp", "b1428", "2023-10-batched-attn"),
         ("llama.cpp", "2023-11-15", "2023-11-batched-attn-tc"),
-        ("llama.cpp", "2024-01-15", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-01-10", "2023-12-tensor-cores"),
+        ("llama.cpp", "2024-01-11", "2024-01-moe-kquants"),
+        ("llama.cpp", "2024-01-15", "2024-01-sched"),
         ("llama.cpp", "2024-02-23", "2024-01-q2k-2bit"),
         ("llama.cpp", "2023-06-12", "2023-06-metal-one-buffer"),
         ("llama.cpp", "2023-06-30", "2023-06-metal-views"),
@@ -737,11 +739,12 @@ def test_llamacpp_q2k_file_is_the_mix_of_its_day() -> None:
     assert legacy_q2k_type("k-quants-2023-06", "ffn_up", arch="llama", n_layer=32, n_gqa=1) == (
         "Q2_K"
     )
-    # other file types and MoE models are not re-typed
+    # other file types are not re-typed; a MoE file of 2023 is the pre-#4872 mix instead
+    # (tests/test_llamacpp_moe_legacy_mix.py: PR #4872's 'Q2_K (Master)' 14.57 GiB)
     assert file_bytes("llama-2-70b", "2023-12-14", "Q4_K_M") == file_bytes(
         "llama-2-70b", "2024-02-01", "Q4_K_M"
     )
-    assert file_bytes("mixtral-8x7b", "2023-12-14") == file_bytes("mixtral-8x7b", "2024-02-01")
+    assert round(file_bytes("mixtral-8x7b", "2023-12-14") / GiB, 2) == 14.57
     # the run itself: over the Metal working set with the file of its day (never "fits")
     run = estimate(
         "llama-2-70b",

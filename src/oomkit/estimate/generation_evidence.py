@@ -58,6 +58,12 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ggml-org/llama.cpp/pull/4872 (Mixtral-8x7B: 'Q2_K (Master)' "
         "14.57 GiB, 'Q3_K_M (Master)' 18.96 GiB -> 20.93 GiB)",
     ),
+    ("llama.cpp", "2024-01-sched"): (
+        "test:tests/test_llamacpp_sched_staging.py::test_staging_starts_with_the_scheduler",
+        "test:tests/test_llamacpp_sched_staging.py::"
+        "test_december_2023_mixtral_at_30_layers_on_a_3090_is_no_longer_gigabytes_over",
+        "log:https://github.com/ggml-org/llama.cpp/pull/4766 (llama : ggml-backend integration)",
+    ),
     ("llama.cpp", "2024-01-q2k-2bit"): (
         _TG + "test_llamacpp_q2k_file_is_the_mix_of_its_day",
         "log:https://github.com/ggml-org/llama.cpp/pull/5060 ('Old Q2_K 27.11' GiB; 'Q2_K has "

@@ -49,6 +49,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         metal_scratch=True,
         q2k_mix="k-quants-2023-06",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -67,6 +68,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         metal_scratch=True,
         q2k_mix="k-quants-2023-06",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -86,6 +88,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="none",
         q2k_mix="k-quants-2023-06",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -105,6 +108,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="none",
         q2k_mix="3bit-2023-08",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -120,6 +124,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cublas_pool="none",
         q2k_mix="3bit-2023-08",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -137,6 +142,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         attn_pool="all",
         q2k_mix="3bit-2023-08",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -157,6 +163,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         attn_pool="all",
         q2k_mix="3bit-2023-08",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -177,6 +184,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         attn_pool="tensor_cores",
         q2k_mix="3bit-2023-08",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -194,6 +202,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         all_logits=True,
         q2k_mix="3bit-2023-08",
         moe_mix="pre-4872",
+        sched_staging=False,
     ),
     _g(
         "llama.cpp",
@@ -207,6 +216,26 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "chosen per layer, 2024-01-14)",
         "a predicted k-quant MoE file gets today's ffn_down bumps: Mixtral-8x7B Q4_K_M "
         "28.4 GB, not the 26.44 GB of the December 2023 files",
+        **_OLD_LLAMACPP,
+        row_main_gpu=True,
+        ubatch_split=False,
+        cublas_pool="tensor_cores",
+        all_logits=True,
+        q2k_mix="3bit-2023-08",
+        sched_staging=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2024-01-sched",
+        "llama.cpp 2024-01 (ggml_backend_sched: CPU weights staged in the compute buffer)",
+        "2024-01-12",
+        None,
+        "ggml-org/llama.cpp PR #4766 ('llama : ggml-backend integration', 2024-01-12: the CUDA "
+        "backend under ggml_backend_sched)",
+        "under partial offload the main GPU's compute buffer holds copies of one CPU layer's "
+        "weights (and of the output head when the output layer stays on the CPU) for the "
+        "large-batch matmuls the scheduler sends to it; before, ggml-cuda copied one weight "
+        "tensor at a time into its memory pool",
         **_OLD_LLAMACPP,
         row_main_gpu=True,
         ubatch_split=False,

@@ -41,6 +41,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``eval``/``scr0``/``scr1`` buffers sized by model type), ``q2k_mix`` (a Q2_K file is
   llama-quantize's mix of the day: ``"k-quants-2023-06"`` from PR #1684, ``"3bit-2023-08"``
   from PR #2707, mostly Q3_K, until January 2024; :mod:`oomkit.quant.llamacpp_q2k_legacy`),
+  ``sched_staging`` (False before PR #4766, 2024-01-12: no ``ggml_backend_sched``, so a partial
+  offload's large-batch matmuls over CPU weights copy one tensor at a time into ggml-cuda's pool
+  instead of staging a CPU layer and the output head in the main GPU's compute buffer),
   ``moe_mix`` (``"pre-4872"`` before PR #4872, 2024-01-11: a k-quant MoE file keeps every
   expert matrix at the file type's default type; :mod:`oomkit.quant.llamacpp_moe_legacy`).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
@@ -442,6 +445,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         ubatch_split=bool(gen.effects.get("ubatch_split", True)),
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
+        sched_staging=bool(gen.effects.get("sched_staging", True)),
         server_outputs=bool(gen.effects.get("server_outputs", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),
         sycl_kq_on_cpu=bool(gen.effects.get("sycl_kq_on_cpu", False)),

@@ -230,7 +230,8 @@ def _compute_buffers(
         )
         if n_copies > 1:
             size += (n_copies - 1) * inputs
-        if gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
+        staged = params.options.sched_staging  # ggml_backend_sched from PR #4766 (2024-01-12)
+        if staged and gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
             staging = cpu_matmul_weight_bytes(placement, cpu_layers)
             size += staging
             notes.append(
@@ -238,7 +239,8 @@ def _compute_buffers(
                 "(op_offload of large-batch matmuls)"
             )
         if (
-            gi == first_gpu
+            staged
+            and gi == first_gpu
             and out_gi is None
             and (layers or cpu_layers)
             and g.backend in GGML_CUDA_BACKENDS

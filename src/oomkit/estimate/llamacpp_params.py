@@ -131,6 +131,10 @@ class LlamaCppOptions:
     #: weighted expert outputs no longer reuse the expert outputs' memory
     #: (:func:`oomkit.estimate.llamacpp_compute._keep_reduction`)
     cuda_moe_fusion_deps: bool = True
+    #: builds from PR #4766 (2024-01-12, ggml_backend_sched): a CPU weight's large-batch matmul
+    #: runs on the main GPU from a copy in the scheduler's compute buffer (one CPU layer's
+    #: weights, the output head); before, ggml-cuda copied one tensor at a time into its pool
+    sched_staging: bool = True
     #: builds from PR #23861 (June 2026): llama-server caps the context's ``n_outputs_max`` at
     #: its ``-np`` sequences, so the reserve graph sizes that many output rows
     #: (:mod:`oomkit.estimate.llamacpp_outputs`, read only with ``settings.llama_server``)
