@@ -194,3 +194,38 @@ def test_training_keyword_lines_as_before() -> None:
     many = "".join(f"step {k} batch_size=8 lora\n" for k in range(2_000)) + "x\n" * 200_000
     for t in (few, many):
         assert training_context._relevant_lines(t) == _plain_relevant_lines(t)
+
+
+def test_surrounding_lines_as_a_full_split_gives_them() -> None:
+    from oomkit.diagnose import paste_context
+
+    rng = random.Random(3)
+    for _ in range(60):
+        n = rng.choice((5, 300, 5_000, 40_000))
+        parts = [rng.choice(("", "a", "x" * rng.randint(0, 900), "\r", "b c")) for _ in range(n)]
+        t = "\n".join(parts)
+        lines = t.split("\n")
+        events = [rng.randint(1, len(lines)) for _ in range(rng.randint(0, 5))]
+        wanted = paste_context._candidates(len(lines), events)
+        got = list(paste_context._lines_at(t, wanted, 601))
+        assert got == [(i, lines[i][:601]) for i in wanted]
+    # a dense run of newlines far from the next wanted line (the block count and its halving)
+    t = "\n" * 300_000 + "last line"
+    assert list(paste_context._lines_at(t, [0, 299_990, 300_000], 601)) == [
+        (0, ""),
+        (299_990, ""),
+        (300_000, "last line"),
+    ]
+
+
+class _NoSplit(str):
+    def split(self, *args: object, **kwargs: object) -> list[str]:
+        raise AssertionError("the whole log was split into its lines")
+
+
+def test_surroundings_do_not_split_a_huge_log() -> None:
+    from oomkit.diagnose.paste_context import read_surroundings
+
+    log = _NoSplit("Why does my run fail after an hour of training?\n" + "step 1\n" * 50_000)
+    prose = read_surroundings(log, (), [25_000]).prose
+    assert prose[0] == (1, "Why does my run fail after an hour of training?")
