@@ -351,6 +351,9 @@ _CUT_TAIL = re.compile(
 )
 
 
+_TAIL_PROBE = 4096
+
+
 def complete_cut_tail(text: str) -> str | None:
     """The paste with a cut-off OOM word at its very end completed, or ``None``.
 
@@ -363,13 +366,19 @@ def complete_cut_tail(text: str) -> str | None:
     >>> complete_cut_tail("ran out of memory") is None
     True
     """
-    body = text.rstrip()
-    head, sep, last = body.rpartition("\n")
+    # the end of the paste without trailing blanks, found without copying a 100 MB log
+    tail = text[-_TAIL_PROBE:].rstrip()
+    end = len(text) - min(len(text), _TAIL_PROBE) + len(tail)
+    if not tail and end > 0:
+        end = len(text.rstrip())  # a long blank run at the end: strip it in full
+    nl = text.rfind("\n", max(0, end - 4096), end)
     # the last line as the parsers see it (ANSI colour, Markdown emphasis, odd spaces undone)
-    last = normalize_line(last[-4096:]).rstrip()
+    last = normalize_line(text[nl + 1 if nl >= 0 else max(0, end - 4096) : end]).rstrip()
     m = _CUT_TAIL.search(last[-64:])
     if m is None:
         return None
+    head, sep, last = text[:end].rpartition("\n")
+    last = normalize_line(last[-4096:]).rstrip()
     start = len(last) - len(last[-64:]) + m.start()
     if m.group("p"):
         word = m.group("p")[:6] + " memory"

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from oomkit.diagnose.text import clean
@@ -119,6 +119,47 @@ def _candidates(n_lines: int, event_lines: Collection[int]) -> list[int]:
     return sorted(keep)
 
 
+#: a jump over more lines than this counts newlines in blocks (C) instead of finding each one
+_WALK_LINES = 32
+_BLOCK = 1 << 16
+
+
+def _lines_at(text: str, indexes: list[int], width: int) -> Iterator[tuple[int, str]]:
+    """``(i, text.split("\\n")[i][:width])`` for the sorted ``indexes``, without splitting the
+    whole text: a long gap between two wanted lines is crossed by counting newlines in blocks,
+    a short one by finding them one by one."""
+    at, pos = 0, 0  # line ``at`` starts at ``pos``
+    for index in indexes:
+        gap = index - at
+        if gap > _WALK_LINES:
+            pos, gap = _skip_newlines(text, pos, gap), 0
+        for _ in range(gap):
+            pos = text.find("\n", pos) + 1
+        at = index
+        end = text.find("\n", pos, pos + width)
+        yield index, text[pos : end if end >= 0 else pos + width]
+
+
+def _skip_newlines(text: str, pos: int, k: int) -> int:
+    """The start of the line after the ``k``-th newline from ``pos`` (the text holds it)."""
+    while True:  # whole blocks first
+        c = text.count("\n", pos, pos + _BLOCK)
+        if c >= k:
+            break
+        k, pos = k - c, pos + _BLOCK
+    lo, hi = pos, pos + _BLOCK  # the k-th newline is in [lo, hi): halve the span
+    while hi - lo > 256:
+        mid = (lo + hi) // 2
+        c = text.count("\n", lo, mid)
+        if c >= k:
+            hi = mid
+        else:
+            k, lo = k - c, mid
+    for _ in range(k):
+        lo = text.find("\n", lo) + 1
+    return lo
+
+
 def read_surroundings(
     text: str, message_lines: Collection[str] = (), event_lines: Collection[int] = ()
 ) -> Surroundings:
@@ -136,12 +177,11 @@ def read_surroundings(
             last :data:`EDGE_LINES` of the paste.
     """
     skip = frozenset(_bare(m) for m in message_lines)
-    lines = text.split("\n")  # one pass in C; only the candidate lines are examined in Python
     half = MAX_PROSE // 2
     head: list[tuple[int, str]] = []
     tail: deque[tuple[int, str]] = deque(maxlen=half)
-    for index in _candidates(len(lines), event_lines):
-        line = lines[index][: _MAX_LINE + 1]  # longer is no sentence: never copy a huge line
+    n_lines = text.count("\n") + 1  # in C; a 100 MB log is never split into its lines
+    for index, line in _lines_at(text, _candidates(n_lines, event_lines), _MAX_LINE + 1):
         bare = _bare(line)
         if not _is_prose(bare) or bare in skip or line.strip() in skip:
             continue

@@ -348,6 +348,8 @@ def _relevant_lines(text: str) -> str:
             end = low.find("\n", i)
             i = low.find(kw, end) if end >= 0 else -1
             hits += 1
+        if i < 0:
+            continue  # every hit was found going forward: the backward search adds none
         i, hits = low.rfind(kw), 0
         while i >= 0 and hits < _HITS_PER_KEYWORD:
             start = low.rfind("\n", 0, i) + 1

@@ -1,0 +1,231 @@
+"""The doctor's speed machinery answers exactly as the plain code it replaced (issue 9: 100 MB
+in <= 2 s with margin, benchmarks/bench_doctor.py): the prefix-tree needle gates, the keyword
+windows of a huge log, the version banners, the cut-tail probe and the training-log keyword
+lines. Each test compares with the plain version kept here, or counts the scans a huge log
+costs."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from oomkit.diagnose import normalize, text, training_context, version
+from oomkit.diagnose.normalize import complete_cut_tail, normalize_line
+from oomkit.diagnose.text import needles_gate, needles_re, split_lines
+
+
+def _plain_alternation(needles: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(n) for n in needles))
+
+
+def test_needles_re_admits_the_same_lines_as_a_plain_alternation() -> None:
+    rng = random.Random(9)
+    alphabet = "aAbc .-_(|)*?\\\n9存"
+    for _ in range(400):
+        needles = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in "abcde"]
+        tree, plain = needles_re(needles), _plain_alternation(needles)
+        for _ in range(30):
+            line = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+            assert (tree.search(line) is None) == (plain.search(line) is None), (needles, line)
+
+
+def test_needles_re_is_a_prefix_tree() -> None:
+    # "alloc" is in every line "allocate" is in: the shorter needle ends the branch
+    pattern = needles_re(["allocate", "alloc", "Killed", "Kill", "mem"]).pattern
+    assert pattern.count("alloc") == 1
+    assert "allocate" not in pattern
+    assert pattern.count("Kill") == 1
+    assert needles_re([]).search("anything") is not None  # as the empty alternation
+    assert needles_gate([]).search("anything") is None
+
+
+def test_real_gates_admit_the_same_lines_as_plain_alternations() -> None:
+    from oomkit.diagnose.parse_extra import _NEEDLES as extra
+    from oomkit.diagnose.parse_llamacpp import _NEEDLES as llamacpp
+    from oomkit.diagnose.parse_ollama import _NEEDLES as ollama
+    from oomkit.diagnose.parse_other import _NEEDLES as other
+
+    lines = [
+        "CUDA out of memory. Tried to allocate 2.00 GiB",
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1024.00 MiB on device 0",
+        "2024-05-01 12:00:00 INFO trainer.py:123 epoch 1 step 100 loss 0.1234",
+        'msg="offload to cuda" memory.required.full="5.6 G"',
+        "Out of memory: Killed process 12 (python)",
+        "nothing at all",
+    ]
+    for needles in (list(extra), list(llamacpp), list(ollama), list(other)):
+        tree, plain = needles_re(needles), _plain_alternation(needles)
+        for line in lines:
+            assert (tree.search(line) is None) == (plain.search(line) is None), line
+
+
+class _Counted(str):
+    """A log that counts the scans made on it with find/rfind."""
+
+    scans = 0
+
+    def find(self, *args: object) -> int:
+        type(self).scans += 1
+        return super().find(*args)  # type: ignore[arg-type]
+
+    def rfind(self, *args: object) -> int:
+        type(self).scans += 1
+        return super().rfind(*args)  # type: ignore[arg-type]
+
+
+def test_an_absent_keyword_costs_one_scan_of_a_huge_log() -> None:
+    # 20 MB holding no anchor keyword: before, every keyword scanned the middle twice
+    log = _Counted("step 1 loss 0.5\n" * (20 << 16))
+    _Counted.scans = 0
+    spans = text._windows(log, 0, len(log))
+    assert spans == []
+    assert _Counted.scans == len(text._ANCHORS)
+
+
+def test_windows_still_take_the_first_and_the_last_few() -> None:
+    filler = "x" * 10_000 + "\n"
+    log = filler * 50 + "".join(f"CUDA out of memory {k}\n" + filler * 3 for k in range(40))
+    log += filler * 50
+    spans = text._windows(log, 0, len(log))
+    first = log.find("out of memory 0")
+    last = log.find("out of memory 39")
+    assert any(s <= first < e for s, e in spans)
+    assert any(s <= last < e for s, e in spans)
+    middle = log.find("out of memory 20")
+    assert not any(s <= middle < e for s, e in spans)  # 16 from each end, not all 40
+    # and a huge log's split still finds the OOM in the middle
+    big = "step 1 loss 0.5\n" * 400_000 + "CUDA out of memory in the middle\n" + filler * 200
+    assert any("in the middle" in t for t in split_lines(big).text)
+
+
+def _plain_cut_tail_last(t: str) -> str:
+    body = t.rstrip()
+    return normalize_line(body.rpartition("\n")[2][-4096:]).rstrip()
+
+
+def test_complete_cut_tail_as_the_full_copy_did() -> None:
+    cases = [
+        "",
+        "   \n\t ",
+        "ran out of memo",
+        "ok\nAllocator (GPU_0_bfc) ran out of memo\n\n   ",
+        "x" * 9000 + " ran out of memo",
+        "head\n" + "x" * 9000 + " ran out of memo" + " " * 5000,
+        "head\nran out of memo" + " \n" * 3000,
+        "a\n" + "y" * 4095 + "\nran out of memo",
+        "ray.exceptions.OutOfMe",
+        "ggml_vulkan: Device memory allocation of size 2147483648 fai\r\n",
+    ]
+    for t in cases:
+        got = complete_cut_tail(t)
+        last = _plain_cut_tail_last(t)
+        found = normalize._CUT_TAIL.search(last[-64:]) is not None
+        assert (got is not None) == found, t[-80:]
+        if got is not None:
+            assert got.startswith(t.rstrip().rpartition("\n")[0])
+
+
+class _NoFullStrip(str):
+    def rstrip(self, *args: object) -> str:
+        raise AssertionError("the whole log was copied to strip its end")
+
+
+def test_complete_cut_tail_does_not_copy_a_huge_log() -> None:
+    log = _NoFullStrip("step 1 loss 0.5\n" * 100_000)
+    assert complete_cut_tail(log) is None
+
+
+def _plain_version(t: str) -> tuple[str, str] | None:
+    if len(t) > version._HEAD + version._TAIL:
+        t = t[: version._HEAD] + "\n" + t[-version._TAIL :]
+    for runtime, pattern, _ in version._PATTERNS:
+        m = pattern.search(t)
+        if m:
+            v = m.group(1)
+            return runtime, f"b{v}" if runtime == "llama.cpp" else v
+    return None
+
+
+def test_version_literals_skip_only_patterns_that_cannot_match() -> None:
+    cases = [
+        "INFO 10-14 vLLM API server version 0.6.3\n",
+        "Initializing a V1 LLM engine (v0.8.5) with config",
+        "VLLM version 0.4.2",
+        "OLLAMA VERSION IS 0.5.7",
+        'time=x level=INFO msg="Listening on 127.0.0.1:11434 (version 0.12.3)"',
+        "SGLang==0.4.6",
+        "\u017fglang==0.4.6",  # long s: re.IGNORECASE reads it as "s" (non-ASCII: pattern runs)
+        "`transformers` version: 4.40.2",
+        "transformers==4.41.0",
+        "main: build: 4500 (abc1234) with cc",
+        "x\nversion: 4501 (abc1234)",
+        "nothing here",
+        "\u212aV cache vllm 0.1.2",  # Kelvin sign before an ASCII banner
+    ]
+    for t in cases:
+        assert version.runtime_version_from_log(t) == _plain_version(t), t
+
+
+def _plain_relevant_lines(t: str) -> str:
+    low = t.lower()
+    starts: set[int] = set()
+    for kw in training_context._KEYWORDS:
+        i, hits = low.find(kw), 0
+        while i >= 0 and hits < training_context._HITS_PER_KEYWORD:
+            starts.add(low.rfind("\n", 0, i) + 1)
+            end = low.find("\n", i)
+            i = low.find(kw, end) if end >= 0 else -1
+            hits += 1
+        i, hits = low.rfind(kw), 0
+        while i >= 0 and hits < training_context._HITS_PER_KEYWORD:
+            start = low.rfind("\n", 0, i) + 1
+            starts.add(start)
+            i = low.rfind(kw, 0, start) if start > 0 else -1
+            hits += 1
+    out = []
+    for start in sorted(starts):
+        end = t.find("\n", start)
+        out.append(t[start : end if end >= 0 else len(t)])
+    return "\n".join(out)
+
+
+def test_training_keyword_lines_as_before() -> None:
+    few = "per_device_train_batch_size=4\n" + "step 1 loss 0.5\n" * 30_000 + "lora r=8\n"
+    many = "".join(f"step {k} batch_size=8 lora\n" for k in range(2_000)) + "x\n" * 200_000
+    for t in (few, many):
+        assert training_context._relevant_lines(t) == _plain_relevant_lines(t)
+
+
+def test_surrounding_lines_as_a_full_split_gives_them() -> None:
+    from oomkit.diagnose import paste_context
+
+    rng = random.Random(3)
+    for _ in range(60):
+        n = rng.choice((5, 300, 5_000, 40_000))
+        parts = [rng.choice(("", "a", "x" * rng.randint(0, 900), "\r", "b c")) for _ in range(n)]
+        t = "\n".join(parts)
+        lines = t.split("\n")
+        events = [rng.randint(1, len(lines)) for _ in range(rng.randint(0, 5))]
+        wanted = paste_context._candidates(len(lines), events)
+        got = list(paste_context._lines_at(t, wanted, 601))
+        assert got == [(i, lines[i][:601]) for i in wanted]
+    # a dense run of newlines far from the next wanted line (the block count and its halving)
+    t = "\n" * 300_000 + "last line"
+    assert list(paste_context._lines_at(t, [0, 299_990, 300_000], 601)) == [
+        (0, ""),
+        (299_990, ""),
+        (300_000, "last line"),
+    ]
+
+
+class _NoSplit(str):
+    def split(self, *args: object, **kwargs: object) -> list[str]:
+        raise AssertionError("the whole log was split into its lines")
+
+
+def test_surroundings_do_not_split_a_huge_log() -> None:
+    from oomkit.diagnose.paste_context import read_surroundings
+
+    log = _NoSplit("Why does my run fail after an hour of training?\n" + "step 1\n" * 50_000)
+    prose = read_surroundings(log, (), [25_000]).prose
+    assert prose[0] == (1, "Why does my run fail after an hour of training?")
