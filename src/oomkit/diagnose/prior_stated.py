@@ -8,7 +8,9 @@ still say what the run was doing when it failed:
 * ``load``: loading the model or its weights ("when loading the model", "fails to load",
   ``from_pretrained``, "load shards", 模型加载). Loaders materialise a checkpoint before the
   first step (``torch.load`` and safetensors read into host RAM, then ``.to(device)`` copies), so
-  what fails there is what stays resident, in host RAM or on the device.
+  what fails there is what stays resident, in host RAM or on the device. ``load_device`` where
+  the words name the device it was loading onto (GPU, VRAM, CUDA, HBM, a card): the device's
+  memory, not the host's, ran out.
 * ``training``: a training or fine-tuning run (train, fine-tune, SFT, LoRA, epoch, backward,
   optimizer, DreamBooth, GRPO/PPO/DPO): the step holds weights, gradients, optimizer states and
   the activations kept for backward.
@@ -18,8 +20,10 @@ still say what the run was doing when it failed:
 Neither a traceback nor a stage is overruled: :func:`stated_phase` reads words only where the
 phase is ``unknown``. Words naming both training and inference state nothing (``""``).
 
->>> stated_phase("OOM when loading the model on a 3090")
+>>> stated_phase("The app fails to load the model: not enough memory")
 'load'
+>>> stated_phase("OOM when loading the model on a 3090")
+'load_device'
 >>> stated_phase("OOM while fine-tuning Llama-2-7b with LoRA")
 'training'
 >>> stated_phase("CUDA out of memory during inference with a long prompt")
@@ -35,7 +39,7 @@ import re
 __all__ = ["STATED_PHASES", "stated_phase"]
 
 #: the values of :func:`stated_phase` besides ``""`` (nothing stated)
-STATED_PHASES = ("load", "training", "inference")
+STATED_PHASES = ("load", "load_device", "training", "inference")
 
 # the model or its weights being loaded (not a "load test", a "workload" or a "download": \b
 # and the lookahead keep those out)
@@ -59,10 +63,19 @@ _INFERENCE = re.compile(
 )
 
 
+# the words name the device the load was filling: a GPU, its memory, its runtime, a card
+_DEVICE = re.compile(
+    r"(?i)\b(?:gpus?|vram|cuda\w*|hbm\d?|rocm|hip|metal|mps|xpu|npu|tpu|device|cards?"
+    r"|(?:rtx|gtx)\s*\d{3,4}\w*|[ahlvt]\d{1,3}0?(?:-\d+g)?|\d{4}\s*ti|[34]0[5-9]0(?:\s*ti)?"
+    r"|50[6-9]0|tensor\s+parallel\w*)\b|显存|显卡"
+)
+
+
 def stated_phase(text: str) -> str:
-    """The phase ``text``'s words state: ``load``, ``training``, ``inference``, or ``""``."""
+    """The phase ``text``'s words state: ``load`` (``load_device`` where the words name the
+    device it was loading onto), ``training``, ``inference``, or ``""``."""
     if _LOAD.search(text):
-        return "load"
+        return "load_device" if _DEVICE.search(text) else "load"
     training = _TRAINING.search(text) is not None
     inference = _INFERENCE.search(text) is not None
     if training == inference:

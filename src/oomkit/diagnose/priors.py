@@ -149,13 +149,15 @@ LEVELS: tuple[tuple[bool, bool, bool, bool], ...] = (
     (True, False, False, False),
 )
 #: the stated phases whose records get a table key of their own (the first level of
-#: :data:`LEVELS`): those whose split gained out of sample (``cause_priors.py --loo``, doccause16).
-#: A stated load: 1287 -> 1291 of 1896 (heldout11, 14, 20 +1, heldout24 +2, heldout21 -1); the
-#: rules already read what a stated load decides on a GPU (rules_stated*), so the records left
-#: to the rate are mostly loads that ran out of host RAM (the loaders read a checkpoint into RAM
-#: before moving it). Training and inference words changed no answer (0 of 1896): in either,
-#: batch/activations leads by far (open prose: training 49 vs model 17; inference 41 vs KV 6);
-#: they still choose the deciding question (:func:`deciding_question`).
+#: :data:`LEVELS`): those whose split gained out of sample (``cause_priors.py --loo``, doccause16):
+#: a load whose words name no device (``load``): 1287 -> 1291 of 1896 (heldout11, 14, 20, 24
+#: +1 each, no part lower). The rules already read what a stated load decides on a GPU
+#: (rules_stated*), so the load prose left to the rate is mostly a load that ran out of host RAM:
+#: ``torch.load`` and safetensors read a checkpoint into RAM before ``.to(device)`` copies it
+#: (``gpu_framework|unknown|no_numbers|load``: host RAM 12, KV 5 of 21). Not split (no gain or a
+#: loss): a load naming the device (``load_device``: 1287 -> 1286; with ``load``: 1290),
+#: training and inference words (1287 -> 1287: batch/activations leads in both, open prose
+#: training 49 vs model 17, inference 41 vs KV 6). Those still choose the deciding question.
 FINE_STATED: tuple[str, ...] = ("load",)
 #: records a key needs before its rate is used (else the next, coarser level)
 MIN_RECORDS = 8
@@ -400,7 +402,9 @@ _ANY_QUESTION = "the full message (sizes), the phase it failed in, and `oomkit g
 # The question when the phase is only stated in words (prior_stated): the lever of that phase,
 # and the fact the words leave out (a stated training run: the first step or later ones)
 _STATED_QUESTION = {
-    "load": _PHASE_QUESTION["load"],
+    "load": "does host RAM run out while it loads (`free -h`, dmesg's OOM killer), and does "
+    "the model alone fit the card (`oomkit estimate MODEL`)?",
+    "load_device": _PHASE_QUESTION["load"],
     "training": "does it still fail at batch size 1, on the first step or only after some "
     "(tell the doctor: --when first-step|later), and does the model's training state fit "
     "(`oomkit estimate MODEL`)?",
