@@ -157,6 +157,8 @@ LEVELS: tuple[tuple[bool, bool, bool, bool], ...] = (
 #: +1 each, no part lower). The rules already read what a stated load decides on a GPU
 #: (rules_stated*), so the load prose left to the rate is mostly a load that ran out of host RAM:
 #: ``torch.load`` and safetensors read a checkpoint into RAM before ``.to(device)`` copies it
+#: (transformers/diffusers ``modeling_utils.load_state_dict``: ``torch.load(checkpoint_file,
+#: map_location="cpu")``, ``safetensors.torch.load_file(checkpoint_file, device="cpu")``)
 #: (``gpu_framework|unknown|no_numbers|load``: host RAM 12, KV 5 of 21). Not split (no gain or a
 #: loss): a load naming the device (``load_device``: 1287 -> 1286; with ``load``: 1290),
 #: training and inference words (1287 -> 1287: batch/activations leads in both, open prose
