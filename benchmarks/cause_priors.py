@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from doctor_corpus import DEVELOPMENT_PARTS, load, part_files, score_records
 
 from oomkit.diagnose.doctor import diagnose_text
-from oomkit.diagnose.priors import LEVELS, override_table, prior_key
+from oomkit.diagnose.priors import override_table, prior_key
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "src" / "oomkit" / "data" / "cause_priors.json"
@@ -69,7 +69,7 @@ def keyed(records: Iterable[dict[str, Any]]) -> list[Keyed]:
         if d.primary is None:
             continue  # not recognised: no key to look it up by
         key = prior_key(d.primary, d.context)
-        out.append((tuple(key.at(level) for level in LEVELS), rec["cause_label"]))
+        out.append((key.table_keys(), rec["cause_label"]))
     return out
 
 
