@@ -87,6 +87,8 @@ DEVELOPMENT_PARTS = (
     "heldout26",
     "heldout27",
     "heldout28",
+    "heldout29",
+    "heldout30",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
