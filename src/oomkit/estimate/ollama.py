@@ -42,7 +42,6 @@ from oomkit.estimate.generations import (
     parse_runtime_version,
     resolve_generation,
 )
-from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
 from oomkit.estimate.ollama_gptoss import check_gptoss_release, gptoss_for_ollama
 from oomkit.estimate.ollama_layers import (
@@ -56,7 +55,7 @@ from oomkit.estimate.ollama_layers import (
     nvml_crossed,
 )
 from oomkit.estimate.ollama_llm_go import llm_go_layers
-from oomkit.estimate.ollama_parallel import auto_parallel
+from oomkit.estimate.ollama_parallel import auto_parallel, ollama_llamacpp_layout
 from oomkit.estimate.ollama_runner import (
     OLLAMA_ENGINE_ARCHS,
     engine_archs_required,
@@ -308,15 +307,7 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         )
     # the context a process really uses is llama.cpp's; Ollama's larger per-GPU minimum is a
     # scheduling reserve it keeps free, reported in runtime_details
-    est = estimate_llamacpp(
-        spec,
-        mapped,
-        hardware,
-        options=opts,
-        default_swa_full=False,
-        runtime_name="llama.cpp",
-        vision_note=False,
-    )
+    est = ollama_llamacpp_layout(spec, mapped, hardware, opts)
     reserve: dict[str, int] = {}
     for i, dev in enumerate(d for d in hardware.devices if d.backend != "cpu"):
         reserve[est.devices[i].device] = cuda_context_bytes("ollama", dev)[0]

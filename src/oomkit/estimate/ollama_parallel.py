@@ -31,6 +31,7 @@ import dataclasses
 from collections.abc import Callable
 from datetime import date
 
+from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import parse_runtime_version
 from oomkit.estimate.llamacpp import estimate_llamacpp
 from oomkit.estimate.llamacpp_params import LlamaCppOptions
@@ -50,7 +51,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["AUTO_PARALLEL", "auto_parallel", "default_parallel"]
+__all__ = ["AUTO_PARALLEL", "auto_parallel", "default_parallel", "ollama_llamacpp_layout"]
 
 #: (first release, its date, defaultParallel from then on); before the first row and from the
 #: last one OLLAMA_NUM_PARALLEL defaults to 1 and the scheduler chooses nothing
@@ -138,15 +139,7 @@ def _fits_all_layers(
         )
         want = len(inputs.blocks) + 1 if mapped.n_gpu_layers is None else mapped.n_gpu_layers
         return plan.layers > 0 and plan.layers >= want
-    est = estimate_llamacpp(
-        spec,
-        mapped,
-        hardware,
-        options=opts,
-        default_swa_full=False,
-        runtime_name="llama.cpp",
-        vision_note=False,
-    )
+    est = ollama_llamacpp_layout(spec, mapped, hardware, opts)
     on_gpu = est.runtime_details.get("offloaded_layers")
     every = f"{spec.num_hidden_layers + 1}/{spec.num_hidden_layers + 1}"
     if mapped.n_gpu_layers is None and on_gpu != every:
@@ -214,3 +207,19 @@ def auto_parallel(
                 f"context is num_ctx x {p}"
             )
     return 1, f"{head}: no full fit with {p_auto}, so num_parallel 1 (partial offload)"
+
+
+def ollama_llamacpp_layout(
+    spec: ModelSpec, mapped: InferenceSettings, hardware: Hardware, opts: LlamaCppOptions
+) -> Estimate:
+    """llama.cpp's own layout of the runner Ollama starts: its options, no SWA-full default
+    (Ollama passes none), named as llama.cpp, without the vision note Ollama words itself."""
+    return estimate_llamacpp(
+        spec,
+        mapped,
+        hardware,
+        options=opts,
+        default_swa_full=False,
+        runtime_name="llama.cpp",
+        vision_note=False,
+    )
