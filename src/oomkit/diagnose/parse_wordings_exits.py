@@ -20,6 +20,10 @@ Each family is read from the runtime's own source or documentation:
 * **host RAM named short in prose**: "It's due to insufficient RAM", the misspelt "insuficient
   memory", "the process was terminated by the system" beside a memory word (iOS jetsam and
   Android's low-memory killer end an app without a message of their own).
+* **a notebook kernel that died** (docrec27): Jupyter's "The kernel appears to have died. It will
+  restart automatically." and VS Code Jupyter's "The Kernel crashed while executing code in the
+  the current cell or a previous cell." A kernel process that ends without a Python traceback was
+  ended by a signal, as Ollama's -1: host RAM at low confidence, ``dmesg`` decides.
 * **a failure that more RAM ended**: "It was indeed a memory issue ... went smoothly after
   upgrading the DRAM to 64GB"; "the only working one is with memory=22GB in .wslconfig" (WSL 2's
   VM gets a share of the host's RAM, set by ``[wsl2] memory=`` in ``.wslconfig``, Microsoft's
