@@ -144,12 +144,17 @@ _PREFILTER = needles_re(_NEEDLES)
 
 # Generic fallback: out-of-memory wording of any runtime (case-insensitive, literal alternation).
 _GENERIC = re.compile(
+    # (docrec27) 显存 comes out of translation as video, graphics or display memory (see
+    # parse_wordings_report_shapes); "mem" is memory's short form in titles ("server outofmem",
+    # "GPU out of mem when ..."; not "out of mem0", "out of mem-mapped storage")
     r"out[ _-]?of[ _-]?(?:the[ _-]?)?"
-    r"(?:device[ _-]?|gpu[ _-]?|cuda[ _-]?|host[ _-]?|video[ _-]?|v)?"
-    r"(?:memory|memoy|memroy|memmory|ram\b)|"
+    r"(?:device[ _-]?|gpu[ _-]?|cuda[ _-]?|host[ _-]?|video[ _-]?|graphics[ _-]?|display[ _-]?|v)?"
+    r"(?:memory|memoy|memroy|memmory|ram\b|mem(?![\w-]))|"
     # OOM, OOMs, OOMing, OOMed, OOM'd, OOMKilled (Kubernetes), OOM followed by CJK text
     # (not the kernel's oom_score_adj / cgroup v1 oom_control settings)
-    r"(?<![A-Za-z0-9_])OOM(?:s|ing|ed|'d|[ _-]?kill(?:ed|er)?)?(?![A-Za-z]|_score|_adj|_control)|"
+    # (nor the compound adjectives that say there is none: "OOM-free", "OOM-safe", "OOM-proof")
+    r"(?<![A-Za-z0-9_])OOM(?:s|ing|ed|'d|[ _-]?kill(?:ed|er)?)?"
+    r"(?![A-Za-z]|_score|_adj|_control|-(?:free|safe|proof)\b)|"
     r"exhaust(?:ed|ing|s)? (?:the |all )?(?:\w{1,12} ){0,2}memory|"
     r"(?:fail(?:ed|ing|s)?|faled|faild|failled|unable) to al{1,2}ocate|爆显存|炸显存|显存溢出|"
     # (a bare "memory pool" was an alternative until docrec23: it fired on docs such as CuPy's
@@ -159,8 +164,13 @@ _GENERIC = re.compile(
     r"(?! (?:bandwidth|clock|speed|frequency|controller|bus)\b)|memory (?:limit|budget) exceeded|"
     r"no (?:free |available )?(?:gpu )?memory left|(?:more|enough) memory than|"
     r"Error in memory profiling|"
-    r"(?:in|un)sufficient (?:gpu |device |system |host |video )?(?:memory|vram|resources)|"
-    r"not enough (?:gpu |device |system |host |video )?(?:memory|vram|ram)\b|"
+    r"(?:in|un)sufficient (?:gpu |device |system |host |video |graphics |display )?"
+    r"(?:memory|vram|resources)|"
+    r"not enough (?:gpu |device |system |host |video |graphics |display )?(?:memory|vram|ram)\b|"
+    # "No enough memory" is a runtime's own wording too: Spark's generated aggregation code
+    # (HashAggregateExec: OutOfMemoryError("No enough memory for aggregation")), PlaidML's
+    # scheduler ("No enough memory for the current schedule: required %1%, available %2%")
+    r"\bno enough (?:gpu |device |system |host |video |graphics |display )?(?:memory|vram|ram)\b|"
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
@@ -172,6 +182,10 @@ _GENERIC_KEYS = (
     "memory",
     "memoy",
     "memroy",
+    "of mem",
+    "of_mem",
+    "of-mem",
+    "ofmem",
     "oom",
     "显存",
     "alocate",

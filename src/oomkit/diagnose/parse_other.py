@@ -151,7 +151,20 @@ _EXIT_137 = re.compile(
     # a pod's status as `kubectl get pod -o yaml|json` prints it (kubernetes/api core/v1
     # types.go ContainerStateTerminated: ExitCode int32 `json:"exitCode"`), also KServe's
     # lastFailureInfo: "exitCode: 137", '"exitCode": 137'
-    r"\bexitCode\W{0,2}\s{0,3}[:=]\s{0,3}137\b"
+    r"\bexitCode\W{0,2}\s{0,3}[:=]\s{0,3}137\b|"
+    # (docrec27) 137 is 128 + SIGKILL whatever verb reports it: Docker Compose's "exited with
+    # code 137", "finished / failed / crashed with code 137", "returned code 137", a supervisor's
+    # "return code 137" or "status code 137" (not "line 137", not "code 1370")
+    r"\b(?i:with|return(?:ed|s)?|status) (?:exit |return |error )?code:? ?137(?!\d)(?![.,]\d)"
+)
+# PyTorch's DataLoader sentences about a worker's SIGBUS quoted without the line they end
+# (torch/csrc/DataLoader.cpp): handler_SIGBUS's "This might be caused by insufficient shared
+# memory (shm)." and _error_if_any_worker_fails' "It is possible that dataloader's workers are
+# out of shared memory. Please try to raise your shared memory limit."
+_DATALOADER_SHM = re.compile(
+    r"\bcaused by insufficient shared memory \(shm\)|"
+    r"\b(?:dataloader'?s? )?workers are out of shared memory\b",
+    re.IGNORECASE,
 )
 # a compiler killed by SIGKILL while building a CUDA extension (flash-attn, xformers, vLLM with
 # MAX_JOBS parallel jobs): gcc/gcc.cc execute() "%s signal terminated program %s" with
@@ -214,6 +227,7 @@ _NEEDLES = (
     "status -9",
     "error 137",
     "码",
+    "shared memory",
 )
 _PREFILTER = needles_re(_NEEDLES)
 _XLA_KEYS = (
@@ -283,9 +297,12 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
             return _ev(
                 "linux", "oom_killer", "linux_oom_killer", line, n, process_name=m3.group("comm")
             )
-    if "Unexpected bus error encountered in worker" in line:
+    if "Unexpected bus error encountered in worker" in line or (
+        "shared memory" in line and _DATALOADER_SHM.search(line)
+    ):
         # torch/csrc/DataLoader.cpp handler_SIGBUS: "ERROR: Unexpected bus error encountered in
-        # worker. This might be caused by insufficient shared memory (shm)."
+        # worker. This might be caused by insufficient shared memory (shm)."; its second
+        # sentence, or the one _error_if_any_worker_fails adds after a SIGBUS, quoted alone
         return _ev("pytorch", "killed", "dataloader_bus_error", line, n)
     if "is killed by signal" in line:
         m4 = _DATALOADER.search(line)

@@ -419,7 +419,9 @@ _FAMILIES_GROWTH: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ("grow", "grew", "increas", "rise", "rising", "climb", "more and more"),
         re.compile(
             r"\b(?:memory|vram|ram)(?: usage| use| consumption| footprint)?"
-            r"(?: keeps?(?: on)?| kept)? (?:grows?|grew|growing|increas(?:es|ed|ing|e)|rises|"
+            # (docrec27) "will continue to rise until": "continue to" persists as "keeps" does
+            r"(?: keeps?(?: on)?| kept| (?:will |would )?continu(?:es|ed|e) to)?"
+            r" (?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|e)|rose|"
             r"rising|climbs?|climbing)\b"
             r"(?=.{0,80}?(?:\buntil\b|\bmaxed\b|\bcrash|\boom\b|out of memory|\bkilled\b|"
             r"\bdie[sd]?\b|"

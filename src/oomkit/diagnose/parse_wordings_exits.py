@@ -20,6 +20,10 @@ Each family is read from the runtime's own source or documentation:
 * **host RAM named short in prose**: "It's due to insufficient RAM", the misspelt "insuficient
   memory", "the process was terminated by the system" beside a memory word (iOS jetsam and
   Android's low-memory killer end an app without a message of their own).
+* **a notebook kernel that died** (docrec27): Jupyter's "The kernel appears to have died. It will
+  restart automatically." and VS Code Jupyter's "The Kernel crashed while executing code in the
+  the current cell or a previous cell." A kernel process that ends without a Python traceback was
+  ended by a signal, as Ollama's -1: host RAM at low confidence, ``dmesg`` decides.
 * **a failure that more RAM ended**: "It was indeed a memory issue ... went smoothly after
   upgrading the DRAM to 64GB"; "the only working one is with memory=22GB in .wslconfig" (WSL 2's
   VM gets a share of the host's RAM, set by ``[wsl2] memory=`` in ``.wslconfig``, Microsoft's
@@ -74,12 +78,27 @@ _WSLCONFIG = re.compile(
     r"memory\s?=\s?\d{1,4}\s?GB\b[^.\n]{0,20}?\.?wslconfig\b",
     _I,
 )
+# a notebook kernel that died without a Python traceback (docrec27): Jupyter Notebook's
+# "Kernel Restarting" dialog, "The kernel appears to have died. It will restart automatically."
+# (IPython / Jupyter Notebook's notification area; JupyterLab's session context: "The kernel
+# for {path} appears to have died"), and VS Code's "The Kernel crashed while executing code in
+# the the current cell or a previous cell." (microsoft/vscode-jupyter
+# src/platform/common/utils/localize.ts, kernelCrashedDueToCodeInCurrentOrPreviousCell; "the
+# the" as it ships)
+_KERNEL_DIED = re.compile(
+    r"(?<!if the )(?<!when the )(?<!whenever the )\bkernel (?:"
+    r"(?:for \S{1,200} )?appears to have died\b|"
+    r"crashed while executing code in (?:the )?(?:the )?current cell\b)",
+    _I,
+)
 _HOST_NAMED = re.compile(r"\b(?:d?ram|system|host|cpu|physical|main)\b", _I)
 # how a person words it: read at the head and tail of a paste only (parse_wordings.PROSE_HEAD)
 _PROSE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (("insuficient", "insufficient", "by the system"), _RAM_SHORT),
     (("memory issue", "memory problem", "ram issue", "ram problem"), _MORE_RAM_FIXED),
     (("wslconfig",), _WSLCONFIG),
+    # read with the prose: "If the kernel appears to have died, restart it" is advice
+    (("appears to have died", "kernel crashed while"), _KERNEL_DIED),
 )
 _OWN_GATE = needles_gate(_OWN)
 _PROSE_GATE = needles_gate(_PROSE)
@@ -143,6 +162,16 @@ def exit_reading(detail: str) -> tuple[str, float, str] | None:
             " 90% of one GPU: the weight size against the GPU's size decides (weights near it:"
             " a smaller quantization; well under it: a smaller prefill_chunk_size).",
         )
+    if _KERNEL_DIED.search(detail):
+        return (
+            "host_ram",
+            0.3,
+            " The notebook's kernel process died without a Python traceback: a signal ended it."
+            " The kernel's OOM killer (SIGKILL) is the usual sender when the data or the model"
+            " outgrow RAM or a container's limit, but a native crash (SIGSEGV, an access"
+            " violation) reads the same. `dmesg -T | grep -i 'killed process'` (or the Jupyter"
+            " log's last lines) decides.",
+        )
     if _MORE_RAM_FIXED.search(detail) or _WSLCONFIG.search(detail):
         return (
             "host_ram",
@@ -177,4 +206,10 @@ EXITS_NEAR_MISSES = (
     "RuntimeError: DataLoader worker (pid 25902) is killed by signal: Segmentation fault.",
     "RuntimeError: DataLoader worker (pid 25902) is killed by signal: Interrupt.",
     "Pass an `offload_folder` if some submodules should be offloaded to disk.",
+    # docrec27's neighbours (a notebook kernel, exit 137 by other verbs, PyTorch's shm sentences)
+    "If the kernel appears to have died, restart it from the Kernel menu.",
+    "Restart the kernel to clear the variables before running the cell again.",
+    "The container exited with code 0 after the job finished.",
+    "Process finished with code 1370 entries written.",
+    "Set --shm-size=8g so that the DataLoader workers have room in shared memory.",
 )
