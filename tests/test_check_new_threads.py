@@ -62,3 +62,13 @@ def test_hugging_face_discussions_are_keyed_by_their_repository() -> None:
         "huggingface.co/spaces/org/demo",
         7,
     )
+
+
+def test_arxiv_paper_is_one_source_whatever_the_version_or_format() -> None:
+    key = check_new_threads.thread_key
+    want = ("arxiv.org", 240202750)
+    assert key("https://arxiv.org/abs/2402.02750") == want
+    assert key("https://arxiv.org/abs/2402.02750v2") == want
+    assert key("https://arxiv.org/html/2402.02750v2#S4") == want
+    assert key("https://arxiv.org/pdf/2402.02750v1") == want
+    assert key("https://arxiv.org/abs/2402.02751") != want
