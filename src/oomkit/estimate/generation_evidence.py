@@ -99,6 +99,11 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2024-03-outputs"): (
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
     ),
+    ("llama.cpp", "2024-04-moe-one-mul-mat-id"): (
+        "test:tests/test_llamacpp_legacy_scratch.py::test_moe_slot_loop_until_pr_6505",
+        "log:https://github.com/ggml-org/llama.cpp/issues/4381 (Mixtral-8x7B, n_ctx 512, 22/33 "
+        "layers, 2023-12-13: 'VRAM scratch buffer: 114.54 MiB', the per-slot graph's size)",
+    ),
     ("llama.cpp", "2024-06-mmq"): (
         _TP + "test_cublas_pool_only_between_pr_3776_and_pr_8075",
         _TP + "test_v100_keeps_cublas_for_64_token_batches_after_pr_8075",

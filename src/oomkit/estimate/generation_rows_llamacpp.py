@@ -42,6 +42,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "whatever the working set; the compute memory is the fixed eval + scr0 + scr1 "
         "buffers by model size (2 GiB for a 13B, 2.25 GiB for a 30B), each a Metal buffer",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
@@ -62,6 +63,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "Metal: a model file above maxBufferLength loads as several views (each overlapping "
         "the next by the largest tensor); the working set is the limit",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
@@ -83,6 +85,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "modelled from the graph again (approximately: scratch buffers stayed until ggml-alloc "
         "reached Metal in PR #2627, 2023-08-17)",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
@@ -103,6 +106,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "a Q2_K file is Q3_K but for attn_q/attn_k (Q2_K): LLaMA-v2-70B 27.27 GiB, not the "
         "23.71 GiB of the January 2024 mix (PR #5060)",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
@@ -119,6 +123,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "ggml-org/llama.cpp PR #2912 (mul_mat_q on by default)",
         "quantized prompt matmuls in MMQ kernels: no dequantized weights in the pool",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
@@ -136,6 +141,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "KQ and KQV over all heads in one FP16 GEMM whose buffers come from the legacy "
         "CUDA pool, which keeps one larger buffer per prompt step",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="none",
@@ -156,6 +162,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "in the CUDA pool, which keeps the high-water mark (Pascal too: the tensor-core "
         "test was a compile-time macro); the output matrix runs over every prompt token",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="all",
@@ -177,6 +184,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "Pascal and older attend per head again; Volta+ keep the batched GEMM and its "
         "growing legacy-pool buffers",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="all",
@@ -196,6 +204,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "GPUs below compute capability 7.0 go back to MMQ: only Volta and newer pool FP16 "
         "weight copies",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="tensor_cores",
@@ -217,6 +226,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "a predicted k-quant MoE file gets today's ffn_down bumps: Mixtral-8x7B Q4_K_M "
         "28.4 GB, not the 26.44 GB of the December 2023 files",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="tensor_cores",
@@ -237,6 +247,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "large-batch matmuls the scheduler sends to it; before, ggml-cuda copied one weight "
         "tensor at a time into its memory pool",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="tensor_cores",
@@ -256,6 +267,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "a Q2_K file is today's 2-bit mix (Q3_K only for attn_v/attn_output/ffn_down): "
         "LLaMA-v2-70B 23.71 GiB",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="tensor_cores",
@@ -272,6 +284,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
         "the compute buffer follow -b no more",
         **_OLD_LLAMACPP,
+        moe_slot_loop=True,
         row_main_gpu=True,
         cublas_pool="tensor_cores",
         all_logits=True,
@@ -285,6 +298,23 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "ggml-org/llama.cpp PR #6122 (commit 557410b: greatly reduce output buffer "
         "memory usage, skip unused logits)",
         "the output matrix multiplies only the tokens whose logits are wanted",
+        **_OLD_LLAMACPP,
+        moe_slot_loop=True,
+        row_main_gpu=True,
+        cublas_pool="tensor_cores",
+    ),
+    _g(
+        "llama.cpp",
+        "2024-04-moe-one-mul-mat-id",
+        "llama.cpp 2024-04 (all experts in one mul_mat_id)",
+        "2024-04-18",
+        None,
+        "ggml-org/llama.cpp PR #6505 ('ggml : group all experts in a single ggml_mul_mat_id'; "
+        "the per-slot loop is in the llama.cpp of llama-cpp-python 0.2.62, 2024-04-18, and gone "
+        "in 0.2.63, 2024-04-20)",
+        "a MoE layer's up/gate/down are one mul_mat_id over all n_expert_used slots "
+        "(n_ff x n_expert_used x n_tokens): the compute buffer holds every slot's expert "
+        "activations at once, not one slot's (Mixtral-8x7B, 512 tokens: ~115 -> ~190 MiB)",
         **_OLD_LLAMACPP,
         row_main_gpu=True,
         cublas_pool="tensor_cores",

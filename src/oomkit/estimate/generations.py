@@ -45,7 +45,9 @@ Effects read by the estimators (absent key = today's behaviour):
   offload's large-batch matmuls over CPU weights copy one tensor at a time into ggml-cuda's pool
   instead of staging a CPU layer and the output head in the main GPU's compute buffer),
   ``moe_mix`` (``"pre-4872"`` before PR #4872, 2024-01-11: a k-quant MoE file keeps every
-  expert matrix at the file type's default type; :mod:`oomkit.quant.llamacpp_moe_legacy`).
+  expert matrix at the file type's default type; :mod:`oomkit.quant.llamacpp_moe_legacy`),
+  ``moe_slot_loop`` (True before PR #6505, April 2024: the MoE graph runs one mul_mat_id per
+  selected-expert slot, so the compute buffer holds one slot's expert activations at a time).
 * Ollama: ``num_ctx`` default, ``flash_attention`` default, ``llamacpp_date`` (the date of the
   vendored llama.cpp whose generation applies, for releases after the per-release table of
   :mod:`oomkit.estimate.ollama_vendored`, which dates the pin of 0.1.0-0.6.5; present: the
@@ -453,4 +455,5 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         metal_scratch=bool(gen.effects.get("metal_scratch", False)),
         q2k_mix=str(gen.effects["q2k_mix"]) if "q2k_mix" in gen.effects else None,
         moe_mix=str(gen.effects["moe_mix"]) if "moe_mix" in gen.effects else None,
+        moe_slot_loop=bool(gen.effects.get("moe_slot_loop", False)),
     )

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from oomkit._gcpause import gc_paused
 from oomkit.errors import InvalidSettingError
@@ -37,6 +36,7 @@ from oomkit.estimate.llamacpp_compute import (
     output_buffer_bytes,
 )
 from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
+from oomkit.estimate.llamacpp_graph_bytes import graph_bytes, graph_bytes_inputs, legacy_scratch
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_metal import metal_blockers, metal_scratch_compute
@@ -57,7 +57,6 @@ from oomkit.estimate.llamacpp_placement import (
     row_shares,
 )
 from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool_notes
-from oomkit.estimate.llamacpp_stack import stack_compute_bytes
 from oomkit.estimate.llamacpp_sycl import sycl_kq_on_cpu_compute
 from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -152,37 +151,6 @@ def _dev_name(dev: DeviceTarget, index: int) -> str:
     return device_label(dev, index)
 
 
-# The planner and the doctor re-estimate one model many times with the same graph shape (only
-# the quant or the layer split changes): the allocator simulation of one (sub-)graph depends
-# only on these arguments, all frozen, so it is computed once.
-@lru_cache(maxsize=1024)
-def _graph_bytes_inputs(
-    spec: ModelSpec,
-    sh: GraphShape,
-    layers: tuple[int, ...] | None,
-    with_input: bool,
-    with_output: bool,
-    alignment: int,
-) -> tuple[int, int]:
-    """(compute buffer bytes, bytes of the graph's inputs) of one reserve (sub-)graph."""
-    if layers is None:
-        return stack_compute_bytes(spec, sh, alignment=alignment)
-    return stack_compute_bytes(
-        spec, sh, layers=layers, with_input=with_input, with_output=with_output, alignment=alignment
-    )
-
-
-def _graph_bytes(
-    spec: ModelSpec,
-    sh: GraphShape,
-    layers: tuple[int, ...] | None,
-    with_input: bool,
-    with_output: bool,
-    alignment: int,
-) -> int:
-    return _graph_bytes_inputs(spec, sh, layers, with_input, with_output, alignment)[0]
-
-
 def _compute_buffers(
     spec: ModelSpec,
     params: LlamaCppParams,
@@ -203,7 +171,7 @@ def _compute_buffers(
     if gpus and not all(g.unified_memory for g in gpus):
         host_name = f"{names[0].rstrip('0123456789')}_Host"
     if not gpus:
-        out["CPU"] = _graph_bytes(spec, sh, None, True, True, BUFFER_ALIGNMENT["cpu"])
+        out["CPU"] = graph_bytes(spec, sh, None, True, True, BUFFER_ALIGNMENT["cpu"])
         where["CPU"] = "cpu"
         return out, where, notes
     gpu_layers: dict[int, list[int]] = {}
@@ -219,17 +187,25 @@ def _compute_buffers(
     if n_copies > 1:
         notes.append("pipeline parallelism: scheduler inputs kept in 4 copies")
     first_gpu = min(gpu_layers) if gpu_layers else 0
+    legacy = legacy_scratch(spec, sh, gpus, gpu_layers)
     for gi, g in enumerate(gpus):
         layers = gpu_layers.get(gi, [])
         with_output = out_gi == gi
         if not layers and not with_output and not (gi == 0 and cpu_layers):
             continue
         gsh = backend_graph_shape(sh, params, g.backend) if spec.moe is not None else sh
-        size, inputs = _graph_bytes_inputs(
+        size, inputs = graph_bytes_inputs(
             spec, gsh, tuple(layers), False, with_output, BUFFER_ALIGNMENT.get(g.backend, 128)
         )
         if n_copies > 1:
             size += (n_copies - 1) * inputs
+        if legacy is not None and gi == 0:
+            size = legacy
+            notes.append(
+                "builds before ggml_backend_sched (PR #4766): the main GPU's 'VRAM scratch "
+                "buffer' is the whole graph's measured compute buffer, CPU layers and the "
+                "output head included"
+            )
         staged = params.options.sched_staging  # ggml_backend_sched from PR #4766 (2024-01-12)
         if staged and gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
             staging = cpu_matmul_weight_bytes(placement, cpu_layers)
@@ -257,8 +233,11 @@ def _compute_buffers(
         out[names[gi]] = size
         where[names[gi]] = _dev_name(g, gi)
     # host side: graph inputs and the embedding lookup, plus the CPU layers' sub-graph
-    if cpu_layers:
-        host = _graph_bytes(
+    if legacy is not None:  # ctx->buf_alloc: the same whole-graph measure, in RAM
+        host = graph_bytes(spec, sh, None, True, True, BUFFER_ALIGNMENT["cpu"])
+        cpu_layers = []
+    elif cpu_layers:
+        host = graph_bytes(
             spec, sh, tuple(cpu_layers), True, out_gi is None, BUFFER_ALIGNMENT["cpu"]
         )
     else:
@@ -340,6 +319,22 @@ def _estimate(
         options=options,
     )
     params = server_outputs(settings, params)  # llama-server's -np output rows (PR #23861)
+    split_notes: list[str] = []
+    if (
+        not params.options.sched_staging
+        and len(gpus) > 1
+        and settings.split_mode in (None, "layer")
+    ):
+        # Before PR #4766 (2024-01-12) there was no layer split: llm_load_tensors gave every
+        # offloaded matrix llama_backend_offload_split = GGML_BACKEND_GPU_SPLIT (rows over the
+        # GPUs by tensor_split) and llama_kv_cache_init put each offloaded layer's K/V on the
+        # main GPU (ggml_cuda_assign_buffers_no_scratch): llama.cpp of llama-cpp-python
+        # 0.2.24, vendor/llama.cpp/llama.cpp lines 3015-3025 and 1607-1614
+        settings = dataclasses.replace(settings, split_mode="row")
+        split_notes.append(
+            "several GPUs before PR #4766: matrices split by rows over the GPUs, the KV cache "
+            "and the compute scratch on the main GPU (the build had no layer split)"
+        )
     if (
         spec.mla is not None
         and params.options.mla_cache
@@ -381,6 +376,7 @@ def _estimate(
     compute, compute_where, c_notes = _compute_buffers(
         spec, params, sh, placement, gpus, names, settings.split_mode or "layer"
     )
+    c_notes = [*split_notes, *c_notes]
     if params.options.metal_scratch:  # builds before PR #2325 (2023-07-22)
         compute, m_notes = metal_scratch_compute(n_layer, gpus, names, compute)
         c_notes = [*c_notes, *m_notes]

@@ -24,15 +24,10 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import eq
 
-from oomkit.estimate.llamacpp_cuda_fusion import (
-    GGML_CUDA_BACKENDS,
-    keep_reduction,
-    keep_topk_moe,
-    reduction_fuses,
-    topk_moe_fuses,
-)
+from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
 from oomkit.estimate.llamacpp_galloc import GraphSim, simulate_gallocr
 from oomkit.estimate.llamacpp_kv import KvPlan
+from oomkit.estimate.llamacpp_moe_graph import F32, I32, moe_graph
 from oomkit.estimate.llamacpp_params import LlamaCppParams
 from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec, TensorInfo
 from oomkit.spec.tensor_table import TensorTable
@@ -46,9 +41,7 @@ __all__ = [
     "output_buffer_bytes",
 ]
 
-F32 = 4
 F16 = 2
-I32 = 4
 I64 = 8
 #: GGML_KQ_MASK_PAD (ggml.h): mask rows are not padded (1) in late-2025 ggml (a 1-token
 #: reserve graph shows a 1-row mask); older builds padded them to 64 (32 before that)
@@ -75,6 +68,11 @@ class GraphShape:
     #: the graph runs on the CUDA backend, whose graph_optimize keeps the tensors of its fused
     #: MoE kernels alive longer (:mod:`oomkit.estimate.llamacpp_cuda_fusion`)
     moe_fusion_deps: bool = False
+    #: builds before PR #6505: one mul_mat_id per selected-expert slot (:func:`_moe_slot_loop`)
+    moe_slot_loop: bool = False
+    #: builds before PR #4766 (ggml_backend_sched, 2024-01-12): one measure allocator over the
+    #: whole graph (:func:`build_graph`: ``inp_embd`` is an ordinary node, no ``inp_out_ids``)
+    legacy_alloc: bool = False
 
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
@@ -88,9 +86,12 @@ def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
         n_kv_swa=kv.swa_cells,
         flash_attn=params.flash_attn,
         mask_f16=params.options.kq_mask_f16,
-        set_rows=params.options.set_rows,
+        # builds before PR #4766 stored K/V with ggml_cpy into cache views (llm_build_kv_store)
+        set_rows=params.options.set_rows and params.options.sched_staging,
         k_rot=params.type_k not in _PLAIN_KV,
         v_rot=params.type_v not in _PLAIN_KV,
+        moe_slot_loop=params.options.moe_slot_loop,
+        legacy_alloc=not params.options.sched_staging,
     )
 
 
@@ -116,7 +117,7 @@ def build_graph(
     with_output: bool = True,
 ) -> GraphSim:
     """The reserve graph of ``layers`` (all by default) as a list of sized tensors."""
-    g = GraphSim()
+    g = GraphSim(reuse_view_parents=sh.legacy_alloc)
     T = sh.n_tokens
     E = spec.hidden_size
     layer_ids = list(range(spec.num_hidden_layers)) if layers is None else list(layers)
@@ -140,7 +141,10 @@ def build_graph(
         spec.layer_types[i] == LAYER_SLIDING for i in layer_ids
     )
     mask_swa = g.inp("kq_mask_swa", _mask_bytes(sh.n_kv_swa or 0, sh, mb)) if has_swa else None
-    out_ids = g.inp("inp_out_ids", sh.n_outputs * I32) if with_output else None
+    # builds before PR #4766 had no inp_out_ids (every token's logits, PR #6122 came later)
+    out_ids = (
+        g.inp("inp_out_ids", sh.n_outputs * I32) if with_output and not sh.legacy_alloc else None
+    )
     rot_k = rot_v = None
     if has_attn and spec.mla is None:
         if sh.k_rot:
@@ -168,7 +172,10 @@ def build_graph(
     # n_embd x n_tokens short when inp_embd is freed after the first layer.
     # On a GPU the embedding arrives as the scheduler's copy of a CPU result (an ordinary split
     # input, freed after its last use), which reproduces the GPU logs (RTX 3070, A6000, RTX 5070).
-    if with_input:
+    # Before PR #4766 the measure allocator (ggml_allocr, ggml-alloc.c of llama-cpp-python
+    # 0.2.24, ggml_tallocr_alloc_graph_impl) knew no graph inputs or outputs: get_rows(tok_embd,
+    # inp_tokens) was freed after its last consumer like any node.
+    if with_input and not sh.legacy_alloc:
         g.nodes[cur].is_input = True
         g.nodes[cur].is_output = True
     inp_l = cur
@@ -195,7 +202,7 @@ def build_graph(
         ffn_inp = g.op("ffn_inp", E * n_rows * F32, x, inp_sa, inplace=True)
         y = g.op("ffn_norm", E * n_rows * F32, ffn_inp, inplace=True)
         y = g.op("ffn_norm_w", E * n_rows * F32, y, inplace=True)
-        y = _ffn(g, spec, il, y, n_rows, sh.moe_fusion_deps)
+        y = _ffn(g, spec, il, y, n_rows, sh)
         if spec.model_type in _RESIDUAL_FIRST:  # add(residual, cur): reuses the residual
             inp_l = g.op("l_out", E * n_rows * F32, ffn_inp, y, inplace=True)
         else:  # add(cur, ffn_inp): reuses the FFN output
@@ -431,26 +438,36 @@ def _has_tensor(spec: ModelSpec, role: str, *, rows: int | None = None) -> bool:
     return spec.model_type in _FUSED_ARCHS
 
 
-def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int, fusion_deps: bool) -> int:
+def _ffn(g: GraphSim, spec: ModelSpec, il: int, x: int, T: int, sh: GraphShape) -> int:
     E = spec.hidden_size
     moe = spec.moe
     if moe is not None and moe.num_experts > 0 and il not in moe.dense_layers:
-        out = _moe(g, spec, x, T, fusion_deps)
+        out = moe_graph(g, spec, x, T, sh.moe_fusion_deps, slot_loop=sh.moe_slot_loop)
         sff = moe.shared_expert_intermediate_size
         if sff:
-            sh_out = _dense_ffn(g, spec, x, sff, T)
+            sh_out = _dense_ffn(g, spec, x, sff, T, sh.legacy_alloc)
             out = g.op("ffn_moe_out_shexp", E * T * F32, out, sh_out, inplace=True)
         return out
     ff = spec.intermediate_size
     if moe is not None and moe.num_experts == 0 and moe.shared_expert_intermediate_size:
         ff = moe.shared_expert_intermediate_size
-    return _dense_ffn(g, spec, x, ff, T)
+    return _dense_ffn(g, spec, x, ff, T, sh.legacy_alloc)
 
 
-def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int) -> int:
-    """build_ffn: gate and up projections, fused GLU (ggml_swiglu_split/geglu), down."""
+def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int, legacy: bool) -> int:
+    """build_ffn: gate and up projections, fused GLU (ggml_swiglu_split/geglu), down.
+
+    ``legacy`` (builds before PR #4766): ``llm_build_ffn`` of llama-cpp-python 0.2.24's
+    llama.cpp, line 3996) ran ``ggml_silu`` on the gate and ``ggml_mul(cur, tmp)`` with
+    the up projection, both ops ggml-alloc runs in place, and the DFS order of
+    ``ggml_build_forward_expand`` puts gate and silu before up."""
     E = spec.hidden_size
-    if spec.mlp_gated and _has_tensor(spec, "ffn_up.weight", rows=2 * ff):
+    if legacy and spec.mlp_gated and not _has_tensor(spec, "ffn_up.weight", rows=2 * ff):
+        gate = g.op("ffn_gate", ff * T * F32, x)
+        gate = g.op("ffn_silu", ff * T * F32, gate, inplace=True)
+        up = g.op("ffn_up", ff * T * F32, x)
+        h = g.op("ffn_gate_par", ff * T * F32, gate, up, inplace=True)
+    elif spec.mlp_gated and _has_tensor(spec, "ffn_up.weight", rows=2 * ff):
         # fused gate+up projection, GLU over its two halves (ggml_swiglu)
         up = g.op("ffn_up", 2 * ff * T * F32, x)
         h = g.op("ffn_glu", ff * T * F32, up)
@@ -465,64 +482,6 @@ def _dense_ffn(g: GraphSim, spec: ModelSpec, x: int, ff: int, T: int) -> int:
     if _post_norms(spec):
         out = g.op("ffn_post_norm", E * T * F32, out, inplace=True)
         out = g.op("ffn_post_norm_w", E * T * F32, out, inplace=True)
-    return out
-
-
-#: builders that normalise the selected experts' weights (``norm_w``: GGUF
-#: ``expert_weights_norm``; DeepSeek-V2's ``norm_topk_prob`` is false, so it does not)
-_NORM_W = frozenset({"mixtral", "qwen3_moe", "qwen2_moe"})
-
-
-def _moe(g: GraphSim, spec: ModelSpec, x: int, T: int, fusion_deps: bool = False) -> int:
-    """build_moe_ffn: router, top-k, expert matmuls (mul_mat_id), weighting, sum over experts.
-
-    Nodes in the order ``ggml_build_forward_expand`` puts them (src/llama-graph.cpp
-    build_moe_ffn: the reshapes are views). ``fusion_deps``: the CUDA backend's allocation
-    dependencies for its fused MoE kernels (:mod:`oomkit.estimate.llamacpp_cuda_fusion`).
-    """
-    moe = spec.moe
-    assert moe is not None
-    E = spec.hidden_size
-    n_exp, n_used, ff = moe.num_experts, moe.num_experts_per_tok, moe.expert_intermediate_size
-    logits = g.op("ffn_moe_logits", n_exp * T * F32, x)
-    if moe.router_bias:
-        logits = g.op("ffn_moe_logits_b", n_exp * T * F32, logits, inplace=True)
-    first = len(g.nodes)  # the gating op: where ggml-cuda's top-k MoE fusion starts
-    probs = g.op("ffn_moe_probs", n_exp * T * F32, logits, inplace=True)
-    probs_3d = g.view(probs, "probs_3d")
-    argsort = g.op("ffn_moe_argsort", n_exp * T * I32, probs)
-    selected = g.view(argsort, "ffn_moe_topk")
-    # routing weights are gathered right after top-k (build_moe_ffn expands them first)
-    weights = g.op("ffn_moe_weights", n_used * T * F32, probs_3d, selected)
-    if spec.model_type == "gpt_oss":  # softmax over the selected experts' logits
-        weights = g.op("ffn_moe_weights_softmax", n_used * T * F32, weights, inplace=True)
-    elif spec.model_type in _NORM_W:
-        # the 2d/3d reshapes around the division are left out: ggml-alloc lets the DIV reuse
-        # get_rows' memory through its single reshape, which the simulation does not follow
-        wsum = g.op("ffn_moe_weights_sum", T * F32, weights)
-        wsum = g.op("ffn_moe_weights_sum_clamped", T * F32, wsum, inplace=True)
-        weights = g.op("ffn_moe_weights_norm", n_used * T * F32, weights, wsum, inplace=True)
-    if fusion_deps and topk_moe_fuses(spec):
-        keep_topk_moe(g, first)
-    x3 = g.view(x, "cur_3d")
-    gate = g.op("ffn_moe_gate", ff * n_used * T * F32, x3, selected)
-    up = g.op("ffn_moe_up", ff * n_used * T * F32, x3, selected)
-    if moe.expert_bias:
-        gate = g.op("ffn_moe_gate_b", ff * n_used * T * F32, gate, selected, inplace=True)
-        up = g.op("ffn_moe_up_b", ff * n_used * T * F32, up, selected, inplace=True)
-    h = g.op("ffn_moe_glu", ff * n_used * T * F32, gate, up)
-    experts = g.op("ffn_moe_down", E * n_used * T * F32, h, selected)
-    if moe.expert_bias:
-        experts = g.op("ffn_moe_down_b", E * n_used * T * F32, experts, selected, inplace=True)
-    weighted = g.op("ffn_moe_weighted", E * n_used * T * F32, experts, weights, inplace=True)
-    views = [g.view(weighted, f"expert_{i}") for i in range(n_used)]
-    out = views[0]
-    for i in range(1, n_used):
-        out = g.op("ffn_moe_out", E * T * F32, out, views[i], inplace=True)
-    if fusion_deps and reduction_fuses(n_used):
-        keep_reduction(g, experts, weights)
-    if n_used == 1:
-        out = g.op("ffn_moe_out_cont", E * T * F32, out)
     return out
 
 

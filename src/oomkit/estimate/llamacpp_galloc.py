@@ -51,6 +51,11 @@ class GraphSim:
     layer_starts: list[int] = field(default_factory=list)
     #: tensors to keep alive until the next node added is computed (:meth:`keep_until_next`)
     pending_keep: list[int] = field(default_factory=list)
+    #: the allocator of builds before PR #4766 (ggml-alloc.c of llama-cpp-python 0.2.24,
+    #: ``allocate_node``): an in-place op may reuse memory through a view parent whose source
+    #: has no other consumer and that one view (``view_src_hn->n_views == 1 &&
+    #: n_children == 0``, offset 0: the graph's reshapes)
+    reuse_view_parents: bool = False
 
     def add(self, node: Node) -> int:
         self.nodes.append(node)
@@ -196,7 +201,23 @@ def simulate_gallocr(
                     continue
                 if pn.view_src is not None:
                     # ggml_gallocr_is_own(parent) is false for a view (views are never
-                    # allocated themselves), so ggml never reuses memory through a view parent
+                    # allocated themselves), so ggml never reuses memory through a view parent;
+                    # the allocator before PR #4766 did (GraphSim.reuse_view_parents)
+                    vs = pn.view_src
+                    if (
+                        graph.reuse_view_parents
+                        and n_children[p] == 1
+                        and n_views[p] == 0
+                        and n_views[vs] == 1
+                        and n_children[vs] == 0
+                        and allocated[vs]
+                        and nodes[vs].size == nd.size
+                        and not nodes[vs].is_output
+                    ):
+                        offset[i] = offset[vs]
+                        owner[i] = owner[vs]
+                        allocated[vs] = False
+                        return
                     continue
                 if pn.size != nd.size or not allocated[p]:
                     continue

@@ -152,6 +152,10 @@ class LlamaCppOptions:
     #: ``"pre-4872"``: a k-quant MoE file as llama-quantize mixed it before PR #4872
     #: (:mod:`oomkit.quant.llamacpp_moe_legacy`); None: today's
     moe_mix: str | None = None
+    #: True = builds before PR #6505 (April 2024, "group all experts in a single
+    #: ggml_mul_mat_id"): the MoE graph loops over the ``n_expert_used`` slots, one
+    #: ``n_ff x n_tokens`` up/gate/down per slot (:func:`oomkit.estimate.llamacpp_compute._moe`)
+    moe_slot_loop: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
