@@ -88,7 +88,10 @@ __all__ = ["plan_command", "render_plan"]
 @click.option(
     "--gpu-memory-utilization",
     type=float,
-    help="vLLM fraction of each GPU, in (0, 1] (default: vLLM's, lowered where the margin is thin)",
+    help=(
+        "vLLM fraction of each GPU, in (0, 1] (default: vLLM's, lowered where the margin is "
+        "thin, raised where the KV pool is short and the GPU has room outside it)"
+    ),
 )
 @click.option(
     "--max-num-seqs",
