@@ -12,6 +12,7 @@ from oomkit.validate import MAX_CTX, MAX_DEVICES, MAX_LAYERS, MAX_TOKENS, check_
 __all__ = [
     "FLAG_NAMES",
     "check_count_options",
+    "check_hf_runtime_quant",
     "parse_cpu_offload_gb",
     "parse_device_ordinals",
     "parse_draft_devices",
@@ -69,6 +70,40 @@ FLAG_NAMES: dict[str, str] = {
     "draft_devices": "--device-draft",
     "device_ordinals": "--device",
 }
+
+
+#: runtimes that load Hugging Face checkpoints: their --quant is an HF weight format
+_HF_RUNTIMES = ("vllm", "sglang", "transformers")
+
+
+def check_hf_runtime_quant(runtime: str, quant: str | None) -> None:
+    """A GGUF file type (``Q4_K_M``) asked of vLLM, SGLang or transformers is a usage error
+    naming the input, not an "unknown HF weight format": oomkit models GGUF quants for
+    llama.cpp and the runtimes built on it (Ollama, LM Studio). (vLLM can load a single-file
+    GGUF, ``vllm/model_executor/model_loader/gguf_loader.py``; oomkit has no measured run of
+    that path to size it against, so it is not modelled.)"""
+    if quant is None or runtime not in _HF_RUNTIMES:
+        return
+    from oomkit.errors import UnknownNameError
+    from oomkit.quant.hf_formats import hf_format
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    try:
+        hf_format(quant)
+        return
+    except UnknownNameError:
+        pass
+    try:
+        ftype = llamacpp_ftype(quant)
+    except UnknownNameError:
+        return  # neither: the estimator's own "unknown format" error lists the valid ones
+    raise InvalidSettingError(
+        f"--quant {quant}: {ftype.name} is a GGUF (llama.cpp) quantization; oomkit models "
+        f"GGUF quants for llama.cpp, Ollama and LM Studio, not {runtime}. Use -r llama.cpp or "
+        "-r ollama, or an HF format for this runtime (e.g. awq, gptq, fp8, bf16)",
+        setting="--quant",
+        value=quant,
+    )
 
 
 def check_count_options(**values: int | None) -> None:

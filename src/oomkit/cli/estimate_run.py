@@ -95,6 +95,7 @@ def run_estimate(
     from oomkit.api import estimate, load_model
     from oomkit.cli.estimate_args import (
         check_count_options,
+        check_hf_runtime_quant,
         parse_cpu_offload_gb,
         parse_device_ordinals,
         parse_draft_devices,
@@ -150,6 +151,7 @@ def run_estimate(
             setting="--gpu-memory-utilization",
         )
     canonical = normalize_runtime(runtime)
+    check_hf_runtime_quant(canonical, quant)
     if emit is not None and emit != "same":
         if emit.strip().lower() in ("deepspeed", "fsdp", "torchrun", "accelerate"):
             raise InvalidSettingError(

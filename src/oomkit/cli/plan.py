@@ -88,7 +88,10 @@ __all__ = ["plan_command", "render_plan"]
 @click.option(
     "--gpu-memory-utilization",
     type=float,
-    help="vLLM fraction of each GPU, in (0, 1] (default: vLLM's, lowered where the margin is thin)",
+    help=(
+        "vLLM fraction of each GPU, in (0, 1] (default: vLLM's, lowered where the margin is "
+        "thin, raised where the KV pool is short and the GPU has room outside it)"
+    ),
 )
 @click.option(
     "--max-num-seqs",
@@ -186,6 +189,10 @@ def plan_command(
             model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
         )
     _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
+    if rt != "any":
+        from oomkit.cli.estimate_args import check_hf_runtime_quant
+
+        check_hf_runtime_quant(rt, quant)
     lora = lora_settings(drafts)  # the LoRA options arrive with the draft ones (**drafts)
     drafts = {k: v for k, v in drafts.items() if k not in LORA_FLAGS}
     if lora and rt not in ("vllm", "any"):

@@ -23,11 +23,20 @@ _LABELS = {
 
 
 def _device_block(
-    d: DeviceUsage, name: str, *, explain: bool, run_fails: bool = False
+    d: DeviceUsage,
+    name: str,
+    *,
+    explain: bool,
+    run_fails: bool = False,
+    static_fraction: float | None = None,
 ) -> list[str]:
     """``run_fails``: the run does not fit for a reason other than this device's total (vLLM's
     KV pool against one full request, a platform reservation): its total is then "within
-    capacity", not "fits", so the block never says "fits" above "Does not fit."."""
+    capacity", not "fits", so the block never says "fits" above "Does not fit.".
+    ``static_fraction``: SGLang's ``mem_fraction_static``; its device total is the whole GPU by
+    construction (weights + KV pool fill the static fraction, the rest is kept for activations
+    and CUDA graphs: ``oomkit.estimate.sglang``), so the block says the GPU is claimed by
+    design instead of "0 free"; the free figure is the verdict's pool margin, stated once."""
     lines = [f"{d.device}  {name}".rstrip()]
     for cat in CATEGORIES:
         b = d.category_bytes(cat)
@@ -38,7 +47,13 @@ def _device_block(
         free = d.capacity_bytes - d.total_bytes
         verdict = ("within capacity" if run_fails else "fits") if free >= 0 else "DOES NOT FIT"
         total += f" of {format_bytes(d.capacity_bytes)}  {verdict}"
-        total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'})"
+        if static_fraction is not None and free >= 0:
+            total += (
+                f" (claimed by design: mem_fraction_static {static_fraction:g} for weights + "
+                "KV pool, the rest for activations and CUDA graphs)"
+            )
+        else:
+            total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'})"
     lines.append(total)
     if d.capacity_bytes:
         from oomkit.cli.bars import device_bar, use_color
@@ -95,8 +110,12 @@ def render_estimate(
         lines.append(f"modelled: {gen['label']}")
     lines.append("")
     run_fails = est.fits is False or (verdict is not None and verdict.level == "does_not_fit")
+    frac = est.runtime_details.get("mem_fraction_static") if est.runtime == "sglang" else None
+    static = frac if isinstance(frac, float) else None
     for d in est.devices:
-        lines.extend(_device_block(d, "", explain=explain, run_fails=run_fails))
+        lines.extend(
+            _device_block(d, "", explain=explain, run_fails=run_fails, static_fraction=static)
+        )
     if est.host.components:
         lines.extend(_device_block(est.host, "(host RAM)", explain=explain))
     lines.append("")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 from types import MappingProxyType
 
+from oomkit.planner.ollama_tags import OllamaFrom, ollama_from
 from oomkit.planner.prepare import OLLAMA_QUANTIZE_TYPES, prepare_checkpoint
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -217,7 +218,7 @@ def _serving_ref(model_ref: str, spec: ModelSpec, quant: str | None) -> str:
     ``model_loader/weight_utils.py`` ``get_quant_config``: "Cannot find the config file for
     awq" when the repo has no ``quantization_config`` nor quant config file), so a plan that
     switches to one names a
-    placeholder for such a checkpoint, as Ollama's ``<tag with IQ4_XS>`` does, instead of a
+    placeholder for such a checkpoint, as Ollama's ``${OLLAMA_TAG:?...}`` does, instead of a
     command that cannot run. fp8 quantizes a 16-bit checkpoint at load and keeps the repo."""
     repo = _hf_ref(model_ref, spec)
     method = quant.lower() if quant else None
@@ -225,28 +226,6 @@ def _serving_ref(model_ref: str, spec: ModelSpec, quant: str | None) -> str:
     if method in ("awq", "gptq") and shipped != method:
         return f"<{method.upper()}-checkpoint-of-{repo}>"  # one shell word: parse_command
     return shlex.quote(repo)
-
-
-def _ollama_tag(model_ref: str, quant: str) -> str:
-    try:
-        from oomkit.catalog.models import find_model
-
-        tags = find_model(model_ref).ollama_tags
-    except Exception:  # not in the catalog: Ollama pulls GGUFs straight from the Hub
-        tags = {}
-    from oomkit.quant.llamacpp_ftypes import FTYPE_ALIASES
-
-    def canonical(name: str) -> str:
-        # the catalog's tag says MXFP4 where the planner names the file type MXFP4_MOE
-        return FTYPE_ALIASES.get(name.upper(), name.upper())
-
-    for tag, tag_quant in tags.items():
-        if canonical(tag_quant) == canonical(quant):
-            return tag
-    base = next(iter(tags), None)
-    if base is not None:
-        return f"{base.split(':', 1)[0]}:<tag with {quant}>"
-    return f"hf.co/<user>/<repo>-GGUF:{quant}"
 
 
 def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
@@ -329,7 +308,7 @@ def emit_command(
     if runtime == "ollama":
         quant = settings.quant or "Q4_K_M"
         prep = prepare_checkpoint("ollama", model_ref, spec.source, quant, spec.torch_dtype)
-        tag = _ollama_tag(model_ref, quant) if prep is None else prep.target
+        source = ollama_from(model_ref, quant) if prep is None else OllamaFrom(prep.target)
         create = "ollama create planned -f Modelfile"
         if prep is not None and not prep.lines and quant.upper() in OLLAMA_QUANTIZE_TYPES:
             create += f" --quantize {quant.upper()}"  # Ollama quantizes the import itself
@@ -339,11 +318,16 @@ def emit_command(
         if settings.parallel:
             env.append(f"OLLAMA_NUM_PARALLEL={settings.parallel}")
         lines = [" ".join([*env, "ollama", "serve"])]
-        modelfile = [f"FROM {tag}", f"PARAMETER num_ctx {settings.ctx}"]
+        # a placeholder goes outside the quotes, where the shell expands it or stops loudly
+        known = source.note is None
+        modelfile = [f"FROM {source.value if known else '%s'}", f"PARAMETER num_ctx {settings.ctx}"]
         if settings.n_gpu_layers is not None:
             modelfile.append(f"PARAMETER num_gpu {settings.n_gpu_layers}")
         body = "\\n".join(modelfile)
-        lines.append(f"printf '{body}\\n' > Modelfile && {create}")
+        arg = "" if known else f' "{source.value}"'
+        if not known:
+            lines.append(f"# {source.note}")
+        lines.append(f"printf '{body}\\n'{arg} > Modelfile && {create}")
         lines.append("ollama run planned")
         return "\n".join(lines)
     if runtime == "vllm":

@@ -32,6 +32,7 @@ from oomkit.planner.request import PlanRequest
 from oomkit.planner.runtime_spec import runtime_spec
 from oomkit.planner.search import HOST_HEADROOM_BYTES, SEQS_LEVER, Evaluation, Searcher
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
+from oomkit.planner.vllm_util import raised_util_note
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -209,6 +210,9 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
         out.append(
             f"at most {cand.max_num_seqs} concurrent sequences ({flag} {cand.max_num_seqs}{was})"
         )
+    raised = raised_util_note(ev.estimate) if searcher.base.gpu_memory_utilization is None else None
+    if raised is not None and searcher.runtime == "vllm":
+        out.append(raised)
     host_weights = ev.estimate.host.weights_bytes
     if searcher.runtime == "transformers" and host_weights:
         out.append(

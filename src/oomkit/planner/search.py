@@ -37,6 +37,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.transformers_moves import level_sdpa
+from oomkit.planner.vllm_util import raise_vllm_util
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -240,7 +241,7 @@ class Searcher:
             self._memo[cand] = ev
             return ev
         if self.runtime == "vllm" and self.base.gpu_memory_utilization is None:
-            est = self._clear_band(settings, est)
+            est = raise_vllm_util(self, settings, self._clear_band(settings, est))
         ev = self._judge(cand, est)
         self._memo[cand] = ev
         return ev
@@ -258,9 +259,8 @@ class Searcher:
         )
 
     def _clear_band(self, settings: InferenceSettings, est: Estimate) -> Estimate:
-        """vLLM fills ``gpu_memory_utilization`` of each GPU by design; when what it leaves
-        free is within the variance band, lower the utilisation just enough (the knob vLLM's
-        own docs point to) and re-estimate: the KV pool shrinks, the process stays safe."""
+        """vLLM fills ``gpu_memory_utilization`` of each GPU by design; when what it leaves free
+        is within the variance band, lower it just enough and re-estimate (the pool shrinks)."""
         util = est.settings.get("gpu_memory_utilization")
         if not isinstance(util, float):
             return est
