@@ -7,7 +7,9 @@ each rule is tested with a near miss it must leave alone.
 from __future__ import annotations
 
 from oomkit.diagnose.doctor import diagnose_text
+from oomkit.diagnose.events import LogContext
 from oomkit.diagnose.prior_stated import stated_phase
+from oomkit.diagnose.priors import prior_key
 
 
 def test_growth_request_after_request_is_accumulation() -> None:
@@ -38,3 +40,50 @@ def test_a_card_counted_in_the_plural_names_the_device() -> None:
     assert stated_phase("Cannot load the checkpoint on 8 H100s: out of memory") == "load_device"
     # no card named: a load whose device the words leave open
     assert stated_phase("It fails to load the model: killed, out of memory") == "load"
+
+
+# PyTorch >= 2.1's caching allocator (c10/cuda/CUDACachingAllocator.cpp) writes "Tried to
+# allocate %s. GPU %d has a total capacity of %s of which %s is free. ..." (2.1: "capacty")
+_CUT_HEAD = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 300.00 MiB. "
+
+
+def test_a_cut_allocator_message_keeps_capacity_and_free() -> None:
+    for text in (
+        _CUT_HEAD + "GPU 1 has a total capacity of 23.65 GiB of which 41.06 MiB is free",
+        _CUT_HEAD + "GPU 1 has a total capacty of 23.65 GiB of which 41.06 MiB is free",
+    ):
+        d = diagnose_text(text)
+        e = d.primary
+        assert e is not None, text
+        assert e.format == "pytorch_partial"
+        assert e.requested_bytes == 300 * 2**20
+        assert e.device == 1
+        assert e.total_bytes is not None
+        assert abs(e.total_bytes - 23.65 * 2**30) < 2**20
+        assert e.free_bytes is not None
+        assert abs(e.free_bytes - 41.06 * 2**20) < 2**10
+        assert prior_key(e, d.context).evidence == "small_request"
+
+
+def test_a_cut_message_reads_only_what_survived() -> None:
+    # cut inside the free figure: the capacity alone
+    e = diagnose_text(_CUT_HEAD + "GPU 0 has a total capacity of 8.00 GiB of which 0 by").primary
+    assert e is not None
+    assert e.total_bytes == 8 * 2**30
+    assert e.free_bytes is None
+    # a large request against the capacity is the request itself
+    big = "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 23.65 GiB"
+    e = diagnose_text(big).primary
+    assert e is not None
+    assert prior_key(e, LogContext()).evidence == "large_request"
+    # free above the capacity is not a device's state: dropped
+    odd = _CUT_HEAD + "GPU 0 has a total capacity of 8.00 GiB of which 9.00 GiB is free"
+    e = diagnose_text(odd).primary
+    assert e is not None
+    assert e.total_bytes == 8 * 2**30
+    assert e.free_bytes is None
+    # the head alone: the request only, as before
+    e = diagnose_text("CUDA out of memory. Tried to allocate 2.00 GiB").primary
+    assert e is not None
+    assert e.total_bytes is None
+    assert e.requested_bytes == 2 * 2**30
