@@ -87,3 +87,23 @@ def test_a_cut_message_reads_only_what_survived() -> None:
     assert e is not None
     assert e.total_bytes is None
     assert e.requested_bytes == 2 * 2**30
+
+
+def test_memory_that_continues_to_rise_or_grows_after_an_epoch() -> None:
+    for text in (
+        "CUDA out of memory. While the job runs the GPU memory continues to grow.",
+        "Killed: the RAM usage continued to rise until the OOM killer stepped in.",
+        "CUDA OOM in the third epoch: memory usage increases sharply after each epoch.",
+        "Out of memory: the VRAM grows after the first epoch and never comes back down.",
+    ):
+        assert diagnose_text(text).cause == "leak_or_accumulation", text
+
+
+def test_rising_time_or_memory_after_the_first_step_is_not_growth() -> None:
+    for text in (
+        # time, not memory (the clause boundary keeps "out of memory:" apart)
+        "CUDA out of memory: the training time continues to increase.",
+        # the optimizer states arrive with the first optimizer.step(), by design
+        "CUDA out of memory: memory increases after the first step.",
+    ):
+        assert diagnose_text(text).cause != "leak_or_accumulation", text

