@@ -26,6 +26,8 @@ from dataclasses import replace
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent, OtherProcess
+from oomkit.diagnose.parse_torch_cut import BARE as _BARE
+from oomkit.diagnose.parse_torch_cut import partial_event
 from oomkit.diagnose.parse_torch_frames import _frames
 from oomkit.diagnose.sizes import to_int
 from oomkit.diagnose.text import Lines, has_any, sz, window
@@ -151,12 +153,6 @@ _OLD = re.compile(
     + r" allowed; )?"
     + sz("resv")
     + r" (?P<resv_kind>reserved in total by Py[Tt]orch|cached)\)?)?))?"
-)
-# (a paste may end right after "CUDA out of memory", without the period)
-_BARE = re.compile(
-    r"(?P<backend>CUDA|HIP|XPU|MUSA|NPU|MLU) out of memory(?:\.(?: Tried to allocate "
-    + sz("req")
-    + r")?|\s{0,4}$)"
 )
 # a pasted fragment that starts at the request (no prefix, no numbers after it); MPS's second
 # line "Tried to allocate N on shared pool" belongs to the MPS message before it
@@ -338,17 +334,9 @@ def _allocator_event(w: str, line: int) -> OomEvent | None:
                 m.group("backend") or _backend_of(w),
             ),
         )
-    m = _BARE.search(w)
-    if m is None:  # pragma: no cover - the only caller matched _BARE on this text already
+    if _BARE.search(w) is None:  # pragma: no cover - the only caller matched _BARE already
         return None
-    return OomEvent(
-        runtime=_RT,
-        kind=m.group("backend").lower() + "_oom",
-        format="pytorch_partial",
-        line=line,
-        text=w[m.start() : m.start() + 1200],
-        requested_bytes=size_of(m, "req", _RT) if m.group("req") else None,
-    )
+    return partial_event(w, line)  # cut short: the request, and capacity/free if they survived
 
 
 def _mps_event(w: str, line: int) -> OomEvent:

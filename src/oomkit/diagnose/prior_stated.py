@@ -24,6 +24,8 @@ phase is ``unknown``. Words naming both training and inference state nothing (``
 'load'
 >>> stated_phase("OOM when loading the model on a 3090")
 'load_device'
+>>> stated_phase("I'm trying to load this on to two 3090s and it is OOMing")
+'load_device'
 >>> stated_phase("OOM while fine-tuning Llama-2-7b with LoRA")
 'training'
 >>> stated_phase("CUDA out of memory during inference with a long prompt")
@@ -63,11 +65,13 @@ _INFERENCE = re.compile(
 )
 
 
-# the words name the device the load was filling: a GPU, its memory, its runtime, a card
+# the words name the device the load was filling: a GPU, its memory, its runtime, a card; a
+# card model counted in the plural ("load this on to two 3090s", "8 A100s", doccause17) names
+# the device as surely as the singular
 _DEVICE = re.compile(
     r"(?i)\b(?:gpus?|vram|cuda\w*|hbm\d?|rocm|hip|metal|mps|xpu|npu|tpu|device|cards?"
-    r"|(?:rtx|gtx)\s*\d{3,4}\w*|[ahlvt]\d{1,3}0?(?:-\d+g)?|\d{4}\s*ti|[34]0[5-9]0(?:\s*ti)?"
-    r"|50[6-9]0|tensor\s+parallel\w*)\b|显存|显卡"
+    r"|(?:rtx|gtx)\s*\d{3,4}\w*|[ahlvt]\d{1,3}0?(?:-\d+g)?s?|\d{4}\s*tis?|[34]0[5-9]0(?:\s*ti)?s?"
+    r"|50[6-9]0s?|tensor\s+parallel\w*)\b|显存|显卡"
 )
 
 
