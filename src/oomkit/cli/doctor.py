@@ -128,7 +128,7 @@ def _utf16_without_bom(block: bytes) -> str | None:
 
 
 def binary_share(block: bytes) -> float | None:
-    """The share of ``block`` that is bytes no text log holds (NUL runs left out); None when it
+    r"""The share of ``block`` that is bytes no text log holds (NUL runs left out); None when it
     is text. ``block`` is the input's first :data:`SNIFF_BYTES`.
 
     >>> binary_share(b"CUDA out of memory\r\n\x1b[0m") is None
