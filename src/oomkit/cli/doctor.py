@@ -134,7 +134,7 @@ def binary_share(block: bytes) -> float | None:
     >>> binary_share(b"CUDA out of memory\r\n\x1b[0m") is None
     True
     >>> round(binary_share(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00") or 0, 2)
-    0.83
+    0.82
     """
     body = _NUL_RUN.sub(b"", block)
     if not body:
