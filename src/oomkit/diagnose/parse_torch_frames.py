@@ -207,8 +207,10 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             continue
         if "arm" in raw and has_any(raw, _WARMUP):
             found.setdefault("warmup", clean(raw)[:300])
-        if ("profile" in raw or "dummy" in raw or "determine_" in raw) and has_any(
-            raw, VLLM_PROFILE_RUN
+        if (
+            ("profile" in raw or "dummy" in raw or "determine_" in raw)
+            and ('File "' in raw or "(" in raw)  # a frame or its source line, not a log line
+            and has_any(raw, VLLM_PROFILE_RUN)
         ):
             found.setdefault("warmup", clean(raw)[:300])
         if has_any(raw, _SERVING):
