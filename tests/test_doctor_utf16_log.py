@@ -49,3 +49,55 @@ def test_plain_utf8_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[s
     log.write_bytes(MESSAGE.encode("utf-8"))
     assert main(["doctor", str(log), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["events"][0]["line"] == 4
+
+
+# --- binary input (review 14): an executable was "diagnosed" (its `obstack_alloc_failed_handler`
+# symbol matched the OOM keyword) with exit 0; it is refused as not a text log, exit 2
+
+
+def _elf_like() -> bytes:
+    """A synthetic executable: an ELF header, a zero-padded table of small integers, and a
+    symbol-name string table holding an allocation-failure name."""
+    header = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00\x00\x00" + bytes(40)
+    table = b"".join(bytes([i % 7, 0, 0, 0, i % 3, 0x12, 0, 0]) for i in range(600))
+    strings = b"\x00".join([b"malloc", b"obstack_alloc_failed_handler", b"out of memory"])
+    return header + table + strings + bytes(200)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [_elf_like(), bytes(range(256)) * 40, bytes(10000)],
+    ids=["executable", "all-byte-values", "zeros"],
+)
+def test_doctor_refuses_binary_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
+    path = tmp_path / "junk.bin"
+    path.write_bytes(data)
+    with pytest.raises(SystemExit) as exit_info:  # an error leaves through sys.exit
+        main(["doctor", str(path)])
+    code = exit_info.value.code
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert f"'{path}' is not a text log" in line
+
+
+def test_doctor_reads_utf16_without_bom(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # NULs at every other byte: UTF-16 text (a tool that writes no byte-order mark), not binary
+    for encoding in ("utf-16-le", "utf-16-be"):
+        log = tmp_path / "train.log"
+        log.write_bytes(MESSAGE.encode(encoding))
+        assert main(["doctor", str(log), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["events"][0]["line"] == 4
+
+
+def test_doctor_reads_a_log_with_a_zero_filled_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a log whose unflushed writes were lost in a hard reboot holds a run of NULs: still text
+    log = tmp_path / "train.log"
+    log.write_bytes(b"step 1 loss 2.3\n" + bytes(4096) + MESSAGE.encode())
+    assert main(["doctor", str(log), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cause"] == "other_process_holding_memory"

@@ -1,8 +1,9 @@
 """``oomkit doctor [LOG|-]``: read an OOM message or log, say what happened and what to change.
 
 Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the file could not be read
-or a named model/GPU is unknown. With ``--model`` (or a model name in the log) the fixes are
-computed by the estimators (:mod:`oomkit.diagnose.model_fixes`).
+or a named model/GPU is unknown, 2 a bad option value or a binary input (not a text log). With
+``--model`` (or a model name in the log) the fixes are computed by the estimators
+(:mod:`oomkit.diagnose.model_fixes`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import click
 from oomkit.cli.output import (
     EXIT_ERROR,
     EXIT_NEGATIVE,
+    EXIT_USAGE,
     error_exit_code,
     print_error,
     print_hint,
@@ -44,7 +46,18 @@ __all__ = [
 
 
 class _ReadError(Exception):
-    pass
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _not_text(name: str, e: NotTextError) -> _ReadError:
+    """The one-line refusal of a binary input (bad input: exit 2)."""
+    return _ReadError(
+        f"'{name}' is not a text log: {e}. Pass the log itself (the file the program's output "
+        "was redirected to), or paste the error message in quotes.",
+        EXIT_USAGE,
+    )
 
 
 #: the doctor keeps at most this much of its input: the first _HEAD_BYTES (start-up lines: model,
@@ -81,18 +94,84 @@ def _read_capped(fh: BinaryIO) -> str:
     return decode_log(data)
 
 
+#: how much of the input decides "text or binary": git's FIRST_FEW_BYTES (xdiff-interface.c,
+#: ``buffer_is_binary``), the block git and `file` look at
+SNIFF_BYTES = 8000
+#: the control bytes a text log never holds: C0 controls and DEL, less the ones `file` counts as
+#: text (src/encodings.c ``text_chars``: BEL BS HT LF VT FF CR ESC; ESC starts ANSI colours)
+_NON_TEXT = bytes(
+    b for b in range(256) if (b < 0x20 and b not in b"\a\b\t\n\v\f\r\x1b") or b == 0x7F
+)
+#: a run of NULs is a zero-filled block (a log whose last writes were lost in a crash or hard
+#: reboot), not binary content: it is left out of the count
+_NUL_RUN = re.compile(rb"\x00{32,}")
+#: binary when over this share of the rest is non-text bytes: text has none, while machine code,
+#: compressed and random data have ~11% (28 of 256 byte values) or more
+_BINARY_SHARE = 0.05
+
+
+class NotTextError(ValueError):
+    """The input is binary (an executable, an archive, a checkpoint), not a text log."""
+
+
+def _utf16_without_bom(block: bytes) -> str | None:
+    """``utf-16-le``/``utf-16-be`` when every other byte of ``block`` is a NUL and the others
+    are not (ASCII text written as UTF-16 without a byte-order mark), else None."""
+    odd, even = block[1::2], block[0::2]
+    if len(odd) < 8:
+        return None
+    if odd.count(0) >= 0.9 * len(odd) and even.count(0) <= 0.1 * len(even):
+        return "utf-16-le"
+    if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.1 * len(odd):
+        return "utf-16-be"
+    return None
+
+
+def binary_share(block: bytes) -> float | None:
+    r"""The share of ``block`` that is bytes no text log holds (NUL runs left out); None when it
+    is text. ``block`` is the input's first :data:`SNIFF_BYTES`.
+
+    >>> binary_share(b"CUDA out of memory\r\n\x1b[0m") is None
+    True
+    >>> round(binary_share(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00>\x00\x01\x00") or 0, 2)
+    0.82
+    """
+    body = _NUL_RUN.sub(b"", block)
+    if not body:
+        return 1.0 if block else None
+    bad = len(body) - len(body.translate(None, _NON_TEXT))
+    share = bad / len(body)
+    return share if share > _BINARY_SHARE else None
+
+
 def decode_log(data: bytes) -> str:
     """The log's text: UTF-8, or UTF-16 when it starts with a byte-order mark (Windows
     PowerShell 5.1's ``>`` and ``Out-File`` write UTF-16LE with a BOM; read as UTF-8 its
-    every other byte is a NUL and no OOM message is found). Undecodable bytes are replaced.
+    every other byte is a NUL and no OOM message is found) or, without one, when every other
+    byte of its start is a NUL. Undecodable bytes are replaced.
+
+    Raises:
+        NotTextError: the first :data:`SNIFF_BYTES` are binary (:func:`binary_share`).
 
     >>> decode_log("CUDA out of memory".encode("utf-16"))
+    'CUDA out of memory'
+    >>> decode_log("CUDA out of memory".encode("utf-16-le"))
     'CUDA out of memory'
     >>> decode_log(codecs.BOM_UTF8 + b"ok")
     'ok'
     """
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16", errors="replace")
+    block = data[:SNIFF_BYTES]
+    utf16 = _utf16_without_bom(block)
+    if utf16 is not None:
+        return data.decode(utf16, errors="replace")
+    share = binary_share(block)
+    if share is not None:
+        raise NotTextError(
+            f"{share:.0%} of its first {len(block):,} bytes are control bytes (NUL and others) "
+            "that no text log holds"
+        )
     return data.decode("utf-8-sig", errors="replace")
 
 
@@ -123,6 +202,8 @@ def read_log(arg: str | None) -> str:
             if hasattr(stream, "buffer"):
                 return _read_capped(stream.buffer)
             return _read_capped_text(stream)
+        except NotTextError as e:
+            raise _not_text("stdin", e) from None
         except (OSError, ValueError) as e:
             raise _ReadError(
                 f"Reading the log failed for stdin (doctor -): {e}. Pass a log file instead."
@@ -135,6 +216,8 @@ def read_log(arg: str | None) -> str:
                 if stat.S_ISCHR(os.fstat(fh.fileno()).st_mode):
                     return decode_log(fh.read(MAX_LOG_BYTES))
                 return _read_capped(fh)
+        except NotTextError as e:
+            raise _not_text(arg, e) from None
         except OSError as e:
             raise _ReadError(
                 f"Reading the log failed for '{arg}' ({e.strerror or e}): the file is not "
@@ -327,14 +410,15 @@ def doctor(
     \b
     Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
                 or the message's numbers contradict each other, 2 a bad option value (an
-                unknown --runtime or --gpu), 3 no OOM message was found.
+                unknown --runtime or --gpu) or a binary input (not a text log), 3 no OOM
+                message was found.
     """
     try:
         text = read_log(log)
         facts = _user_facts(model, runtime, quant, ctx, gpu, vram)
     except _ReadError as e:
         print_error(str(e))
-        sys.exit(EXIT_ERROR)
+        sys.exit(e.code)
     except (OomkitError, ValueError) as e:
         code, hint = error_exit_code(e)
         print_error(str(e))

@@ -86,6 +86,11 @@ class Case:
     device: int  # index of the failing GPU in ``hardware.devices``
     headroom_bytes: int
     basis: str  # what the numbers rest on, for every ``why``
+    #: the log's stated compute buffer over the estimate's, on the failing device (a llama.cpp /
+    #: Ollama failed compute-buffer allocation: the log is the ground truth for that run); every
+    #: estimate's compute/activations there are scaled by it, keeping the model's dependence on
+    #: n_ubatch and n_ctx (:func:`oomkit.diagnose.model_fixes_llamacpp.compute_scale`)
+    compute_scale: float | None = None
 
 
 def _fb(n: int | None) -> str:
@@ -141,7 +146,19 @@ def estimate_case(
     """One estimate of ``settings`` on the case's hardware (public API, so tests can redo it)."""
     from oomkit.api import estimate
 
-    return estimate(spec or case.spec, settings, case.hardware)
+    est = estimate(spec or case.spec, settings, case.hardware)
+    if case.compute_scale is None or case.device >= len(est.devices):
+        return est
+    d = est.devices[case.device]
+    scaled = tuple(
+        dataclasses.replace(c, n_bytes=round(c.n_bytes * case.compute_scale))
+        if c.category == "activations"
+        else c
+        for c in d.components
+    )
+    devices = list(est.devices)
+    devices[case.device] = dataclasses.replace(d, components=scaled)
+    return dataclasses.replace(est, devices=tuple(devices))
 
 
 def try_estimate(

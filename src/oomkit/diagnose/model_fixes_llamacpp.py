@@ -510,10 +510,38 @@ def llamacpp_fixes(
         basis="",
     )
     merged, notes = _calibrate(case, e, ctx)
+    case = dataclasses.replace(case, settings=merged)
+    scale, note = compute_scale(case, e)
     case = dataclasses.replace(
-        case, settings=merged, basis=_basis(rt, spec, merged, cap + "".join(notes))
+        case, compute_scale=scale, basis=_basis(rt, spec, merged, cap + "".join(notes) + note)
     )
     return _all_fixes(case)
+
+
+def compute_scale(case: Case, e: OomEvent) -> tuple[float | None, str]:
+    """The log's failed compute-buffer allocation over the estimate's compute on that device,
+    and the note that says so; ``(None, "")`` when the log states none or the two agree.
+
+    ggml's graph allocator sizes the whole compute buffer of a backend by measuring the worst-
+    case graph and then allocates it in one call (ggml/src/ggml-alloc.c ``ggml_gallocr_reserve_n``
+    -> ``ggml_backend_buft_alloc_buffer``: "failed to allocate CUDA0 buffer of size N";
+    llama.cpp src/llama-context.cpp then "failed to allocate compute buffers"), so the failed
+    size is that run's compute buffer: the estimate's compute is scaled to it (as
+    :func:`_calibrate` scales n_ctx to the logged KV) instead of its own figure deciding
+    whether the run "already fits".
+    """
+    if e.stage != "compute" or not e.requested_bytes or e.device not in (None, case.device):
+        return None, ""
+    base = try_estimate(case, case.settings)
+    if base is None or case.device >= len(base.devices):
+        return None, ""
+    est = base.devices[case.device].activations_bytes
+    if est <= 0 or abs(e.requested_bytes - est) <= est // 7:
+        return None, ""
+    return e.requested_bytes / est, (
+        f"; compute buffer {_fb(e.requested_bytes)} as the log's failed allocation states "
+        f"(the estimate's {_fb(est)} scaled to it)"
+    )
 
 
 def _calibrate(case: Case, e: OomEvent, ctx: LogContext) -> tuple[InferenceSettings, list[str]]:

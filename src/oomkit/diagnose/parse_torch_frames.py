@@ -9,7 +9,7 @@ from typing import Any
 
 from oomkit.diagnose.text import Lines, clean, has_any
 
-__all__ = ["frames_of"]
+__all__ = ["VLLM_PROFILE_RUN", "frames_of"]
 
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
 _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -134,6 +134,24 @@ _GRAPH_CAPTURE = (
     "Capture CUDA graph",
     "capture_model",
     "cudagraph_trees",
+    # vLLM V1 gpu_model_runner.py `_capture_cudagraphs` (under `capture_model`), and
+    # gpu_worker.py `profile_cudagraph_memory` (0.18+, PR #30515: graphs captured to measure
+    # them inside `determine_available_memory`): a frame of either is graph capture
+    "_capture_cudagraphs",
+    "profile_cudagraph_memory",
+)
+#: vLLM's memory profile at start-up, before the KV cache is sized and before graphs are
+#: captured (vllm/v1/worker/gpu_worker.py `determine_available_memory` -> gpu_model_runner.py
+#: `profile_run` -> `_dummy_run(max_num_tokens)` + `_dummy_sampler_run`; V0 worker/worker.py
+#: `determine_num_available_blocks` -> model_runner.py `profile_run`; graphs come later, in
+#: `compile_or_warm_up_model` -> `capture_model`): a frame of it places the OOM in the profile
+#: run's dummy batch, which is phase "warmup"
+VLLM_PROFILE_RUN = (
+    "profile_run",
+    "_dummy_run",
+    "_dummy_sampler_run",
+    "determine_available_memory",
+    "determine_num_available_blocks",
 )
 
 
@@ -184,10 +202,16 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
         if _loading_bar(raw):
             found["model_load"] = clean(raw)[:300]  # the latest unfinished load bar
             continue
-        if "apture" in raw and has_any(raw, _GRAPH_CAPTURE):
+        if ("apture" in raw or "profile_cudagraph" in raw) and has_any(raw, _GRAPH_CAPTURE):
             found.setdefault("cuda_graph_capture", clean(raw)[:300])
             continue
         if "arm" in raw and has_any(raw, _WARMUP):
+            found.setdefault("warmup", clean(raw)[:300])
+        if (
+            ("profile" in raw or "dummy" in raw or "determine_" in raw)
+            and ('File "' in raw or "(" in raw)  # a frame or its source line, not a log line
+            and has_any(raw, VLLM_PROFILE_RUN)
+        ):
             found.setdefault("warmup", clean(raw)[:300])
         if has_any(raw, _SERVING):
             found.setdefault("serving_step", clean(raw)[:300])

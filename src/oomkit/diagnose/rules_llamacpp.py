@@ -126,42 +126,64 @@ def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fi
     return out
 
 
+def _ollama_runner(ctx: LogContext) -> bool:
+    """The ggml lines are an Ollama runner's (its server.go offload line or runner error in the
+    same log), as :func:`oomkit.diagnose.model_fixes.log_runtime` decides: fixes in Ollama's
+    terms, since its runner takes no llama.cpp flags."""
+    return bool(
+        ctx.ollama_runner or ctx.ollama_available_bytes or ctx.ollama_layers_model is not None
+    )
+
+
 def _compute_fixes(e: OomEvent, ctx: LogContext, compute: int | None) -> list[Fix]:
     out: list[Fix] = []
     ub = ctx.n_ubatch or 512
+    ollama = _ollama_runner(ctx)
     if compute:
         new_ub = max(32, ub // 2)
+        # Ollama's n_ubatch is num_batch (llama/llama.go NewContextParams:
+        # `params.n_ubatch = C.uint(batchSize)`; n_batch is batchSize x numSeqMax)
+        flag = f"num_batch {new_ub}" if ollama else f"-ub {new_ub}"
         out.append(
             Fix(
-                title=f"Halve the micro-batch: -ub {new_ub}",
+                title=f"Halve the micro-batch: {flag}",
                 why=f"the compute buffer ({_fb(compute)} at n_ubatch={ub}"
                 + ("" if ctx.n_ubatch else ", the default; the log does not print it")
                 + ") scales about linearly "
-                f"with -ub, so -ub {new_ub} saves about {_fb(compute - compute * new_ub // ub)}.",
-                commands=(f"-ub {new_ub} -b {max(new_ub, (ctx.n_batch or 2048) // 2)}",),
+                f"with it, so {flag} saves about {_fb(compute - compute * new_ub // ub)}.",
+                commands=(
+                    f"/set parameter num_batch {new_ub}",
+                    f'"options": {{"num_batch": {new_ub}}}',
+                )
+                if ollama
+                else (f"-ub {new_ub} -b {max(new_ub, (ctx.n_batch or 2048) // 2)}",),
                 expected_saving_bytes=compute - compute * new_ub // ub,
             )
         )
+    # Ollama turns flash attention on server-wide with OLLAMA_FLASH_ATTENTION=1 (envconfig
+    # config.go `FlashAttention`); llama.cpp with -fa on (a bare -fa before b6343)
+    fa_title = "Enable flash attention: " + ("OLLAMA_FLASH_ATTENTION=1" if ollama else "-fa on")
+    fa_commands = ("OLLAMA_FLASH_ATTENTION=1 ollama serve",) if ollama else ("-fa on",)
+    fa_builds = "" if ollama else "; builds before b6343, Aug 2025, take a bare -fa"
     if ctx.flash_attn is False:
         out.append(
             Fix(
-                title="Enable flash attention: -fa on",
+                title=fa_title,
                 why="the log shows flash_attn = 0: the compute buffer then holds the n_ctx x "
                 "n_ubatch attention scores, which flash attention never materialises (the log "
-                "does not give the numbers to size the saving; builds before b6343, Aug 2025, "
-                "take a bare -fa).",
-                commands=("-fa on", "OLLAMA_FLASH_ATTENTION=1"),
+                f"does not give the numbers to size the saving{fa_builds}).",
+                commands=fa_commands,
                 expected_saving_bytes=None,
             )
         )
     elif ctx.flash_attn is None:
         out.append(
             generic(
-                "Enable flash attention: -fa on",
+                fa_title,
                 "without flash attention the compute buffer holds the n_ctx x n_ubatch attention "
-                "scores; with it that term disappears (builds before b6343, Aug 2025, take a "
-                "bare -fa).",
-                ("-fa on", "OLLAMA_FLASH_ATTENTION=1"),
+                f"scores; with it that term disappears{fa_builds.replace(';', ' (', 1)}"
+                + (")." if fa_builds else "."),
+                fa_commands,
             )
         )
     if ctx.pipeline_copies and ctx.pipeline_copies > 1 and compute:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
+from oomkit.diagnose.parse_torch_frames import VLLM_PROFILE_RUN
 from oomkit.diagnose.rules_siblings import siblings_on_first_gpu
 from oomkit.diagnose.rules_torch_describe import (
     _async_pool,
@@ -31,8 +32,10 @@ from oomkit.diagnose.rules_torch_fixes import (
     _graph_fixes,
     _model_fixes,
     _unaccounted_fix,
+    _vllm_profile_fixes,
 )
 from oomkit.diagnose.rules_torch_small import _SMALL_CARD, _held_text, _small_card
+from oomkit.diagnose.text import has_any
 from oomkit.units import GiB, MiB
 
 __all__ = ["allocator"]
@@ -392,6 +395,18 @@ def allocator(
                     ("ExLlamaV2Cache_Q4(model)", "--kv-cache-dtype fp8"),
                 ),
             ),
+        )
+    if phase == "warmup" and has_any(ctx.frame_text or "", VLLM_PROFILE_RUN):
+        return Analysis(
+            cause="batch_or_activations",
+            confidence=0.6,
+            explanation=base + tail + f" It failed in vLLM's memory profile at start-up "
+            f"({ctx.frame_text}): the weights were loaded and the profile run pushes one dummy "
+            "batch of max_num_batched_tokens tokens (and a sampler pass over max_num_seqs "
+            "rows) through the model before the KV cache is sized; its activations do not fit "
+            "next to the weights. CUDA graphs are captured later (compile_or_warm_up_model), so "
+            "--enforce-eager does not change this step.",
+            fixes=_vllm_profile_fixes(),
         )
     if phase == "warmup":
         return Analysis(

@@ -120,6 +120,27 @@ def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
     )
 
 
+def _vllm_profile_fixes() -> tuple[Fix, ...]:
+    """The levers of vLLM's profile batch (vllm/v1/worker/gpu_model_runner.py ``profile_run``
+    -> ``_dummy_run(self.max_num_tokens)`` + ``_dummy_sampler_run``; V0 model_runner.py
+    ``profile_run``: ``max_num_seqs`` sequences, ``max_num_batched_tokens`` tokens in all, which
+    without chunked prefill is ``max(max_model_len, 2048)``, :mod:`oomkit.estimate.vllm`)."""
+    return (
+        generic(
+            "Profile (and serve) a smaller batch: fewer batched tokens and sequences",
+            "the profile run's dummy batch is max_num_batched_tokens tokens (activations linear "
+            "in them; chunked prefill splits longer prompts) and its sampler pass holds logits "
+            "for max_num_seqs rows; without chunked prefill (V0 engines, some multimodal models) "
+            "the batch is max(max_model_len, 2048) tokens, so there the context is the lever.",
+            (
+                "--max-num-batched-tokens 2048   # vLLM",
+                "--max-num-seqs 64   # vLLM",
+                "--max-model-len 8192   # vLLM without chunked prefill",
+            ),
+        ),
+    )
+
+
 def _unaccounted_fix(e: OomEvent, unaccounted: int) -> Fix:
     """Stop what holds the card outside this process's allocator (T6)."""
     return Fix(
