@@ -1,0 +1,282 @@
+"""What a training OOM's own numbers say about the run the doctor sizes.
+
+The training fixes (:mod:`oomkit.diagnose.training_fixes`) rebuild the run from what the log
+states and fill the rest with the estimator's defaults (full fine-tuning, AdamW, no gradient
+checkpointing, micro-batch 1 x 2048). A PyTorch message also states what the process held when
+it failed, and a progress bar how many steps it had completed; those rule setups out:
+
+* the model states that stay resident between steps (weights, the optimizer's states once a step
+  ran: the estimate's ``forward_end`` phase less its activations) cannot exceed what PyTorch had
+  allocated at the failure (``N GiB is allocated by PyTorch``);
+* every phase the log shows completed must have fit the card: the failing step's forward when it
+  failed in the backward (and its backward when it failed in the step), and, once a step
+  completed, the optimizer step (its size does not depend on the batch).
+
+:func:`consistent_settings` keeps the assumed run when it passes, else tries the unstated facts
+in order of departure from it (LoRA, then QLoRA for an unstated method; gradient checkpointing
+when unstated; 8-bit AdamW for an unstated optimizer) and returns the first that passes, with
+the sentence that says why; the fixes are then sized from that run and say so.
+
+:func:`logits_match` reads the failing request: an exact multiple of the vocabulary is the
+logits (or their gradient) of ``tokens = micro-batch x sequence``. transformers computes the
+causal-LM loss in fp32 over every position and the whole vocabulary: ``logits = logits.float()``
+in ``ForCausalLMLoss`` (``src/transformers/loss/loss_utils.py``, since v4.46; before that in each
+model's ``forward``, e.g. ``modeling_llama.py`` ``logits = logits.float()`` v4.36-v4.45), and
+its backward holds fp32 B·S·V gradients (``log_softmax`` backward). PyTorch prints sizes with two
+decimals (``c10/cuda/CUDACachingAllocator.cpp`` ``format_size``), so the match allows half the
+last printed digit; the token count must be a multiple of 128 (padded or packed batches of a
+``max_length``/``block_size``), which leaves at most one candidate in that window.
+
+Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from oomkit.diagnose.fixes import size_text
+from oomkit.units import GiB, KiB, MiB
+
+if TYPE_CHECKING:
+    from oomkit.diagnose.events import OomEvent
+    from oomkit.diagnose.training_context import TrainingLogSetup
+    from oomkit.estimate.breakdown import Estimate
+    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.model import ModelSpec
+    from oomkit.spec.settings import TrainingSettings
+
+__all__ = [
+    "LogitsMatch",
+    "Observed",
+    "ObservedRun",
+    "consistent_settings",
+    "logits_match",
+    "observed_run",
+    "resident_bytes",
+]
+
+_TOKEN_MULTIPLE = 128
+
+
+@dataclass(frozen=True, slots=True)
+class LogitsMatch:
+    """The failing request is a B·S·V logits tensor: ``tokens`` = B·S, ``elem`` bytes each."""
+
+    tokens: int
+    elem: int  # 4: fp32 (the loss upcast and its gradient); 2: bf16/fp16
+    micro_batch: int
+    seq: int
+
+    def describe(self, vocab: int) -> str:
+        kind = "fp32" if self.elem == 4 else "16-bit"
+        return (f"the {kind} logits (or their gradient) of {self.tokens} tokens x the "
+                f"{vocab}-token vocabulary (micro-batch {self.micro_batch} x sequence "
+                f"{self.seq})")  # fmt: skip
+
+
+def _print_tolerance(n: int) -> int:
+    """Half the last digit PyTorch prints for ``n`` bytes (``%.2f`` in KiB/MiB/GiB)."""
+    unit = GiB if n >= GiB else MiB if n >= MiB else KiB
+    return unit // 200
+
+
+def logits_match(
+    requested: int | None, vocab: int | None, setup: TrainingLogSetup, default_seq: int
+) -> LogitsMatch | None:
+    """The logits tensor ``requested`` bytes is (fp32 first), or None (see the module docs).
+
+    The micro-batch and sequence come from the log when it states them (and must agree with the
+    token count), else the sequence is ``default_seq`` when it divides the count.
+    """
+    if not requested or not vocab or vocab < 1000:
+        return None
+    tol = _print_tolerance(requested)
+    for elem in (4, 2):
+        per_token = vocab * elem
+        lo, hi = -(-(requested - tol) // per_token), (requested + tol) // per_token
+        found = [t for t in range(max(1, lo), hi + 1) if t % _TOKEN_MULTIPLE == 0]
+        if len(found) != 1:
+            continue
+        t = found[0]
+        mb, seq = setup.micro_batch, setup.seq
+        if mb and seq:
+            if mb * seq != t:
+                continue
+        elif seq:
+            if t % seq:
+                continue
+            mb = t // seq
+        elif mb:
+            if t % mb:
+                continue
+            seq = t // mb
+        else:
+            seq = default_seq if t % default_seq == 0 else t
+            mb = t // seq
+        return LogitsMatch(tokens=t, elem=elem, micro_batch=mb, seq=seq)
+    return None
+
+
+def resident_bytes(est: Estimate, steps_done: bool) -> int:
+    """What stays allocated between steps: the forward phase's states (its activations aside);
+    without a completed step the optimizer has no states yet."""
+    cats = est.runtime_details.get("phase_categories")
+    fwd = cats.get("forward_end") if isinstance(cats, dict) else None
+    if not isinstance(fwd, dict):
+        return 0
+    out = sum(int(v) for k, v in fwd.items() if k != "activations")
+    return out - (0 if steps_done else int(fwd.get("optimizer", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What the message and the progress say the process held and completed."""
+
+    allocated: int | None  # allocated by PyTorch at the failure
+    capacity: int | None
+    phase: str | None  # the failing phase (forward | backward | optimizer_step)
+    steps_done: bool  # a completed step shown before the OOM
+
+    @classmethod
+    def of(cls, e: OomEvent, phase: str | None, completed_steps: int | None) -> Observed:
+        return cls(e.allocated_bytes, e.total_bytes, phase, bool(completed_steps))
+
+    def rules_out(self, est: Estimate) -> str | None:
+        """Why the log rules the estimated run out, or None when it is consistent."""
+        resident = resident_bytes(est, self.steps_done)
+        if self.allocated is not None and resident > self.allocated:
+            held = "after completed steps " if self.steps_done else ""
+            return (f"its weights and optimizer states alone would be {size_text(resident)}, "
+                    f"but PyTorch had {size_text(self.allocated)} allocated {held}when it "
+                    f"failed")  # fmt: skip
+        phases = est.runtime_details.get("phases")
+        if self.capacity is None or not isinstance(phases, dict):
+            return None
+        done = {"backward": ("forward_end",), "optimizer_step": ("forward_end", "backward")}.get(
+            self.phase or "", ()
+        )
+        if self.steps_done:
+            done = (*done, "optimizer_step")
+        for key in done:
+            need = phases.get(key)
+            if isinstance(need, int) and need > self.capacity:
+                return (f"its {key.replace('_', ' ').replace(' end', '')} would need "
+                        f"{size_text(need)} on the {size_text(self.capacity)} GPU, yet the log "
+                        f"shows that phase completed")  # fmt: skip
+        return None
+
+
+def _candidates(
+    base: TrainingSettings, setup: TrainingLogSetup, assumed: tuple[str, ...]
+) -> list[tuple[TrainingSettings, tuple[str, ...]]]:
+    """Runs that differ from ``base`` only in facts the log does not state, least change first,
+    each with the facts it changed (for the sentence)."""
+    stated = " ".join(assumed)
+    methods = ["full", "lora", "qlora"] if setup.method is None and "method" in stated else [None]
+    gcs = ["none", "full"] if "gradient checkpointing" in stated else [None]
+    opts = ["adamw", "adamw8bit"] if setup.optimizer is None and base.optimizer == "adamw" else [
+        None
+    ]  # fmt: skip
+    out = []
+    for method, gc, opt in itertools.product(methods, gcs, opts):
+        s = base
+        changed: list[str] = []
+        if method not in (None, base.method):
+            s = dataclasses.replace(s, method=method)
+            changed.append("QLoRA (4-bit base)" if method == "qlora" else "LoRA")
+        if gc not in (None, base.grad_checkpointing):
+            s = dataclasses.replace(s, grad_checkpointing=gc)
+            changed.append("gradient checkpointing")
+        if opt not in (None, base.optimizer):
+            s = dataclasses.replace(s, optimizer=opt)
+            changed.append("8-bit AdamW")
+        if changed:
+            out.append((s, tuple(changed)))
+    return out
+
+
+def consistent_settings(
+    base: TrainingSettings,
+    setup: TrainingLogSetup,
+    assumed: tuple[str, ...],
+    observed: Observed,
+    run: Callable[[TrainingSettings], Estimate | None],
+) -> tuple[TrainingSettings, str | None]:
+    """``base`` when the log's numbers allow it, else the first unstated-fact variant they allow.
+
+    Returns:
+        The run to size and, when it is not ``base``, the sentence that says why (the log's
+        numbers that rule ``base`` out and what was inferred, or that nothing tried fits them).
+    """
+    est = run(base)
+    why = observed.rules_out(est) if est is not None else None
+    if why is None:
+        return base, None
+    lead = f"the log rules out the assumed run ({base.method} fine-tuning, {base.optimizer}): {why}"
+    for s, changed in _candidates(base, setup, assumed):
+        e2 = run(s)
+        if e2 is not None and observed.rules_out(e2) is None:
+            return s, (f"{lead}; sized for the least different run its numbers allow: "
+                       f"{' + '.join(changed)} (inferred, not stated in the log)")  # fmt: skip
+    return base, f"{lead}; no run oomkit tried fits the log's numbers, treat these sizes as rough"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedRun:
+    """The run to size, the facts still assumed, and what the log's numbers decided."""
+
+    settings: TrainingSettings
+    assumed: tuple[str, ...]
+    #: why the assumed run was replaced (or could not be), for every fix's basis; None: kept
+    note: str | None
+    logits: LogitsMatch | None
+    #: the log's shortfall (requested - free): a fix of an inferred run is judged against it
+    shortfall: int | None
+
+
+def observed_run(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    setup: TrainingLogSetup,
+    assumed: tuple[str, ...],
+    e: OomEvent,
+    hw: Hardware,
+    completed_steps: int | None,
+) -> ObservedRun:
+    """``settings`` checked against the log's numbers (see the module docstring)."""
+    from oomkit.errors import OomkitError
+    from oomkit.estimate.training import estimate_training
+
+    def run(s: TrainingSettings) -> Estimate | None:
+        try:
+            return estimate_training(spec, s, hw)
+        except (OomkitError, ValueError):
+            return None
+
+    logits = logits_match(e.requested_bytes, spec.vocab_size, setup, settings.seq)
+    if logits is not None and (setup.micro_batch is None or setup.seq is None):
+        settings = dataclasses.replace(settings, micro_batch=logits.micro_batch, seq=logits.seq)
+        assumed = tuple(a for a in assumed if not a.startswith(("micro-batch", "sequence")))
+        assumed = (*assumed, f"micro-batch {logits.micro_batch} x sequence {logits.seq} "
+                   f"(from the failing request: the logits of {logits.tokens} tokens)")  # fmt: skip
+    observed = Observed.of(e, setup.phase, completed_steps)
+    chosen, note = consistent_settings(settings, setup, assumed, observed, run)
+    if chosen is not settings:
+        method_set = chosen.method != settings.method
+        assumed = tuple(
+            a for a in assumed
+            if not (method_set and a.startswith("method"))
+            and not (chosen.grad_checkpointing != settings.grad_checkpointing
+                     and a.startswith("gradient checkpointing"))
+            and not (chosen.optimizer != settings.optimizer and a.startswith("optimizer"))
+        )  # fmt: skip
+        if method_set:
+            assumed = (*assumed, f"LoRA rank {chosen.lora_rank}", "LoRA targets: PEFT's defaults")
+    shortfall = None
+    if note is not None and e.requested_bytes is not None and e.free_bytes is not None:
+        shortfall = max(0, e.requested_bytes - e.free_bytes)
+    return ObservedRun(chosen, assumed, note, logits, shortfall)
