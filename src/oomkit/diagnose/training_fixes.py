@@ -261,7 +261,7 @@ class _Sizer:
         cats0 = self.base.runtime_details.get("phase_categories")
         cats1 = est.runtime_details.get("phase_categories")
         if p0 != p1 and isinstance(cats0, dict) and isinstance(cats1, dict):
-            key = self.failed_key or p0  # compare in one phase: a cross-phase split misleads
+            key = p1  # one phase for both: a split across phases misleads (weights "grow")
         for cat, label in (
             ("weights", "weights"),
             ("gradients", "gradients"),
@@ -281,9 +281,11 @@ class _Sizer:
             why += f"; at the {_ph(p0)} peak of both: {'; '.join(parts)}"
         elif p0 == p1:  # no tensor changes: the allocator's margin (expandable segments)
             why += f"; at the {_ph(p0)} peak of both: the same tensors, a smaller allocator margin"
-        elif parts:  # e.g. 8-bit AdamW changes no weights, whichever phase peaks
-            why += (f"; the peak moves (before: {_ph(p0)}, after: {_ph(p1)}; different phases); "
-                    f"by category in the {_ph(key)} of both: {'; '.join(parts)}")  # fmt: skip
+        else:  # e.g. 8-bit AdamW changes no weights, whichever phase peaks
+            why += f"; the peak moves (before: {_ph(p0)}, after: {_ph(p1)}; different phases)"
+            if parts:
+                where = f"in the {_ph(key)} of both" if key != p0 else "each at its own peak"
+                why += f"; by category {where}: {'; '.join(parts)}"
         why += self._same_phase(est, p0)
         ok = self.fits(est)
         ob = self.observed
@@ -355,8 +357,10 @@ def _micro_batch(z: _Sizer) -> list[Fix | None]:
                  f"optimizer steps in backward): the effective batch shrinks "
                  f"{s.micro_batch // mb}x")  # fmt: skip
     else:
+        b0, b1 = s.micro_batch * s.grad_accum, new.micro_batch * new.grad_accum
+        eff = "same effective batch" if b0 == b1 else f"effective batch {b0} -> {b1}"
         title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
-                 f"{new.grad_accum} (same effective batch)")  # fmt: skip
+                 f"{new.grad_accum} ({eff})")  # fmt: skip
     return [z.fix("micro_batch", title, new, est)]
 
 

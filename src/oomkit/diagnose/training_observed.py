@@ -24,8 +24,10 @@ in ``ForCausalLMLoss`` (``src/transformers/loss/loss_utils.py``, since v4.46; be
 model's ``forward``, e.g. ``modeling_llama.py`` ``logits = logits.float()`` v4.36-v4.45), and
 its backward holds fp32 B·S·V gradients (``log_softmax`` backward). PyTorch prints sizes with two
 decimals (``c10/cuda/CUDACachingAllocator.cpp`` ``format_size``), so the match allows half the
-last printed digit; the token count must be a multiple of 128 (padded or packed batches of a
-``max_length``/``block_size``), which leaves at most one candidate in that window.
+last printed digit; the token count must split into the micro-batch and sequence the log states,
+else into at most 16 sequences of a power-of-two length (padded or packed to a ``max_length`` /
+``block_size``), and be the only such count in that window: a request near a multiple of the
+vocabulary by chance is not named.
 
 Pure: values in, values out.
 """
@@ -59,7 +61,7 @@ __all__ = [
     "resident_bytes",
 ]
 
-_TOKEN_MULTIPLE = 128
+_MAX_MICRO_BATCH = 16  # an unstated micro-batch read off a request: at most this
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +86,30 @@ def _print_tolerance(n: int) -> int:
     return unit // 200
 
 
+def _split(t: int, mb: int | None, seq: int | None, default_seq: int) -> tuple[int, int] | None:
+    """(micro-batch, sequence) for ``t`` tokens: the stated facts must agree; an unstated
+    sequence is a power of two of at least 128 (``default_seq`` when it divides) and an
+    unstated micro-batch at most :data:`_MAX_MICRO_BATCH`."""
+    if mb and seq:
+        return (mb, seq) if mb * seq == t else None
+    if seq:
+        return (t // seq, seq) if t % seq == 0 and t // seq <= _MAX_MICRO_BATCH else None
+    if mb:
+        s = t // mb
+        return (mb, s) if t % mb == 0 and s >= 128 and s & (s - 1) == 0 else None
+    for s in (default_seq, *(1 << k for k in range(15, 6, -1))):
+        if s >= 128 and s & (s - 1) == 0 and t % s == 0 and t // s <= _MAX_MICRO_BATCH:
+            return t // s, s
+    return None
+
+
 def logits_match(
     requested: int | None, vocab: int | None, setup: TrainingLogSetup, default_seq: int
 ) -> LogitsMatch | None:
     """The logits tensor ``requested`` bytes is (fp32 first), or None (see the module docs).
 
-    The micro-batch and sequence come from the log when it states them (and must agree with the
-    token count), else the sequence is ``default_seq`` when it divides the count.
+    The token count must split into a micro-batch and a sequence the log allows
+    (:func:`_split`), and be the only such count within the printed precision.
     """
     if not requested or not vocab or vocab < 1000:
         return None
@@ -98,38 +117,26 @@ def logits_match(
     for elem in (4, 2):
         per_token = vocab * elem
         lo, hi = -(-(requested - tol) // per_token), (requested + tol) // per_token
-        found = [t for t in range(max(1, lo), hi + 1) if t % _TOKEN_MULTIPLE == 0]
-        if len(found) != 1:
-            continue
-        t = found[0]
-        mb, seq = setup.micro_batch, setup.seq
-        if mb and seq:
-            if mb * seq != t:
-                continue
-        elif seq:
-            if t % seq:
-                continue
-            mb = t // seq
-        elif mb:
-            if t % mb:
-                continue
-            seq = t // mb
-        else:
-            seq = default_seq if t % default_seq == 0 else t
-            mb = t // seq
-        return LogitsMatch(tokens=t, elem=elem, micro_batch=mb, seq=seq)
+        found = [
+            (t, split)
+            for t in range(max(1, lo), hi + 1)
+            if (split := _split(t, setup.micro_batch, setup.seq, default_seq)) is not None
+        ]
+        if len(found) == 1:
+            t, (mb, seq) = found[0]
+            return LogitsMatch(tokens=t, elem=elem, micro_batch=mb, seq=seq)
     return None
 
 
 def resident_bytes(est: Estimate, steps_done: bool) -> int:
-    """What stays allocated between steps: the forward phase's states (its activations aside);
-    without a completed step the optimizer has no states yet."""
+    """What stays allocated between steps: the weights and (once a step ran) the optimizer's
+    states, each at its smallest over the phases (the 16-bit compute copy of fp32 weights lives
+    only from the forward to the backward, the step's temporaries only in the step)."""
     cats = est.runtime_details.get("phase_categories")
-    fwd = cats.get("forward_end") if isinstance(cats, dict) else None
-    if not isinstance(fwd, dict):
+    if not isinstance(cats, dict) or not cats:
         return 0
-    out = sum(int(v) for k, v in fwd.items() if k != "activations")
-    return out - (0 if steps_done else int(fwd.get("optimizer", 0)))
+    keep = ("weights", "optimizer") if steps_done else ("weights",)
+    return sum(min(int(c.get(k, 0)) for c in cats.values()) for k in keep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +147,21 @@ class Observed:
     capacity: int | None
     phase: str | None  # the failing phase (forward | backward | optimizer_step)
     steps_done: bool  # a completed step shown before the OOM
+    #: the failing step's micro-batch x sequence is known (stated, or read off the logits):
+    #: only then can its completed phases, which scale with it, rule a run out
+    tokens_known: bool = False
 
     @classmethod
-    def of(cls, e: OomEvent, phase: str | None, completed_steps: int | None) -> Observed:
-        return cls(e.allocated_bytes, e.total_bytes, phase, bool(completed_steps))
+    def of(
+        cls, e: OomEvent, phase: str | None, completed_steps: int | None, tokens_known: bool
+    ) -> Observed:
+        return cls(e.allocated_bytes, e.total_bytes, phase, bool(completed_steps), tokens_known)
 
-    def rules_out(self, est: Estimate) -> str | None:
-        """Why the log rules the estimated run out, or None when it is consistent."""
+    def rules_out(self, est: Estimate, *, phases_too: bool = True) -> str | None:
+        """Why the log rules the estimated run out, or None when it is consistent.
+
+        ``phases_too=False`` checks only the resident states (parameter counts times bytes,
+        exact); the completed phases depend on the activation model as well."""
         resident = resident_bytes(est, self.steps_done)
         if self.allocated is not None and resident > self.allocated:
             held = "after completed steps " if self.steps_done else ""
@@ -154,11 +169,14 @@ class Observed:
                     f"but PyTorch had {size_text(self.allocated)} allocated {held}when it "
                     f"failed")  # fmt: skip
         phases = est.runtime_details.get("phases")
-        if self.capacity is None or not isinstance(phases, dict):
+        if not phases_too or self.capacity is None or not isinstance(phases, dict):
             return None
-        done = {"backward": ("forward_end",), "optimizer_step": ("forward_end", "backward")}.get(
-            self.phase or "", ()
-        )
+        done: tuple[str, ...] = ()
+        if self.tokens_known:
+            done = {
+                "backward": ("forward_end",),
+                "optimizer_step": ("forward_end", "backward"),
+            }.get(self.phase or "", ())
         if self.steps_done:
             done = (*done, "optimizer_step")
         for key in done:
@@ -171,13 +189,13 @@ class Observed:
 
 
 def _candidates(
-    base: TrainingSettings, setup: TrainingLogSetup, assumed: tuple[str, ...]
+    base: TrainingSettings, setup: TrainingLogSetup, assumed: tuple[str, ...], tokens: bool
 ) -> list[tuple[TrainingSettings, tuple[str, ...]]]:
     """Runs that differ from ``base`` only in facts the log does not state, least change first,
     each with the facts it changed (for the sentence)."""
     stated = " ".join(assumed)
     methods = ["full", "lora", "qlora"] if setup.method is None and "method" in stated else [None]
-    gcs = ["none", "full"] if "gradient checkpointing" in stated else [None]
+    gcs = ["none", "full"] if tokens and "gradient checkpointing" in stated else [None]
     opts = ["adamw", "adamw8bit"] if setup.optimizer is None and base.optimizer == "adamw" else [
         None
     ]  # fmt: skip
@@ -213,15 +231,19 @@ def consistent_settings(
         numbers that rule ``base`` out and what was inferred, or that nothing tried fits them).
     """
     est = run(base)
-    why = observed.rules_out(est) if est is not None else None
+    # the resident states decide whether the assumed run is out; the completed phases (which
+    # rest on the activation model too) only choose among the runs that replace it
+    why = observed.rules_out(est, phases_too=False) if est is not None else None
     if why is None:
         return base, None
     lead = f"the log rules out the assumed run ({base.method} fine-tuning, {base.optimizer}): {why}"
-    for s, changed in _candidates(base, setup, assumed):
-        e2 = run(s)
-        if e2 is not None and observed.rules_out(e2) is None:
-            return s, (f"{lead}; sized for the least different run its numbers allow: "
-                       f"{' + '.join(changed)} (inferred, not stated in the log)")  # fmt: skip
+    runs = [(s, changed, run(s)) for s, changed in _candidates(base, setup, assumed,
+                                                               observed.tokens_known)]  # fmt: skip
+    for phases_too in (True, False):
+        for s, changed, e2 in runs:
+            if e2 is not None and observed.rules_out(e2, phases_too=phases_too) is None:
+                return s, (f"{lead}; sized for the least different run its numbers allow: "
+                           f"{' + '.join(changed)} (inferred, not stated in the log)")  # fmt: skip
     return base, f"{lead}; no run oomkit tried fits the log's numbers, treat these sizes as rough"
 
 
@@ -263,7 +285,8 @@ def observed_run(
         assumed = tuple(a for a in assumed if not a.startswith(("micro-batch", "sequence")))
         assumed = (*assumed, f"micro-batch {logits.micro_batch} x sequence {logits.seq} "
                    f"(from the failing request: the logits of {logits.tokens} tokens)")  # fmt: skip
-    observed = Observed.of(e, setup.phase, completed_steps)
+    tokens = logits is not None or (setup.micro_batch is not None and setup.seq is not None)
+    observed = Observed.of(e, setup.phase, completed_steps, tokens)
     chosen, note = consistent_settings(settings, setup, assumed, observed, run)
     if chosen is not settings:
         method_set = chosen.method != settings.method
