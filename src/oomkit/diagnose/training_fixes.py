@@ -43,7 +43,7 @@ from oomkit.diagnose.training_fixes_more import (
     offload_activations_fix,
     zero_next_fix,
 )
-from oomkit.diagnose.training_observed import ObservedRun, observed_run
+from oomkit.diagnose.training_observed import ObservedRun, logged_a_step, observed_run
 
 if TYPE_CHECKING:
     from oomkit.diagnose.events import OomEvent
@@ -564,7 +564,7 @@ def with_training_fixes(
         if spec is None:
             return []
         ref = setup.model_name if model is None and setup.model_name else spec.name
-        steps = finding.context.completed_steps
+        steps = finding.context.completed_steps or (1 if logged_a_step(text) else None)
         return training_fixes(spec, setup, e, hardware, model_ref=ref, completed_steps=steps)
 
     return training_or_inference

@@ -20,8 +20,9 @@ the sentence that says why; the fixes are then sized from that run and say so.
 :func:`logits_match` reads the failing request: an exact multiple of the vocabulary is the
 logits (or their gradient) of ``tokens = micro-batch x sequence``. transformers computes the
 causal-LM loss in fp32 over every position and the whole vocabulary: ``logits = logits.float()``
-in ``ForCausalLMLoss`` (``src/transformers/loss/loss_utils.py``, since v4.46; before that in each
-model's ``forward``, e.g. ``modeling_llama.py`` ``logits = logits.float()`` v4.36-v4.45), and
+in ``ForCausalLMLoss`` (``src/transformers/loss/loss_utils.py``, "Upcast to float if we need to
+compute the loss", read at v4.47.0; earlier ``DefaultCrossEntropyLoss`` in ``loss_utils.py``, and
+before that in each model's ``forward``, ``modeling_llama.py`` ``logits = logits.float()``), and
 its backward holds fp32 B·S·V gradients (``log_softmax`` backward). PyTorch prints sizes with two
 decimals (``c10/cuda/CUDACachingAllocator.cpp`` ``format_size``), so the match allows half the
 last printed digit; the token count must split into the micro-batch and sequence the log states,
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -56,11 +58,15 @@ __all__ = [
     "Observed",
     "ObservedRun",
     "consistent_settings",
+    "logged_a_step",
     "logits_match",
     "observed_run",
     "resident_bytes",
 ]
 
+# HF Trainer's log line (Trainer._maybe_log_save_evaluate -> self.log(logs)): printed after
+# `logging_steps` optimizer steps, so a step completed: {'loss': 1.81, 'grad_norm': ..., 'epoch': }
+_TRAINER_LOGS = re.compile(r"\{'loss': [-\d.e]+, '(?:grad_norm|learning_rate)': ")
 _MAX_MICRO_BATCH = 16  # an unstated micro-batch read off a request: at most this
 
 
@@ -78,6 +84,11 @@ class LogitsMatch:
         return (f"the {kind} logits (or their gradient) of {self.tokens} tokens x the "
                 f"{vocab}-token vocabulary (micro-batch {self.micro_batch} x sequence "
                 f"{self.seq})")  # fmt: skip
+
+
+def logged_a_step(text: str) -> bool:
+    """True when ``text`` holds an HF Trainer loss log line: at least one step completed."""
+    return _TRAINER_LOGS.search(text) is not None
 
 
 def _print_tolerance(n: int) -> int:
