@@ -37,6 +37,13 @@ from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.diagnose.model_fixes import HEADROOM_BYTES, EstimatedFix, resolve_log_model
 from oomkit.diagnose.training_commands import _cmds, _oomkit_cmd
 from oomkit.diagnose.training_context import TrainingLogSetup, training_setup_from_log
+from oomkit.diagnose.training_fixes_more import (
+    lora_rank_fix,
+    more_gpus_fix,
+    offload_activations_fix,
+    zero_next_fix,
+)
+from oomkit.diagnose.training_observed import ObservedRun, logged_a_step, observed_run
 
 if TYPE_CHECKING:
     from oomkit.diagnose.events import OomEvent
@@ -62,7 +69,6 @@ _SUPERSEDES: dict[str, tuple[str, ...]] = {
     "adam8bit": ("Spread or offload the model", "Use an 8-bit or paged optimizer"),
     "offload": ("Spread or offload the model",),
 }
-_MAX_GPUS_SEARCHED = 8
 # least intrusive first (the planner's lever order, oomkit.planner.training), for ranking fixes
 # that fit: no change to the model or the result first, then memory/speed trades, then methods
 _ORDER = {
@@ -170,12 +176,13 @@ class _Sizer:
     def __init__(
         self, spec: ModelSpec, base: TrainingSettings, hw: Hardware, assumed: Sequence[str],
         framework: str | None, model_ref: str, failed_phase: str | None = None,
-        tt_model: str | None = None,
+        tt_model: str | None = None, observed: ObservedRun | None = None,
     ) -> None:  # fmt: skip
         from oomkit.estimate.training import estimate_training
 
         self.spec, self.base_settings, self.hw = spec, base, hw
         self.framework, self.model_ref, self.tt_model = framework, model_ref, tt_model
+        self.observed = observed
         self.base = estimate_training(spec, base, hw)
         basis = f"oomkit's training estimate for {spec.name}"
         phases = self.base.runtime_details.get("phases")
@@ -188,6 +195,8 @@ class _Sizer:
                           f"at {_fb(phases[key])} allocated there")  # fmt: skip
         if assumed:
             basis += f"; not in the log, assumed: {', '.join(assumed)}"
+        if observed is not None and observed.note:
+            basis += f"; {observed.note}"
         self.basis = f"({basis})"
         # rule fixes the log already answers: batch 1 cannot be cut, bf16/fp16 is already on
         stated = " ".join(assumed)
@@ -196,6 +205,9 @@ class _Sizer:
               else ()),
             *(("Run in bf16/fp16",) if base.mixed_precision != "no" and "precision" not in stated
               else ()),
+            # the log's numbers say checkpointing is already on (training_observed)
+            *(("Recompute activations",) if observed is not None and observed.note
+              and base.grad_checkpointing == "full" else ()),
         )  # fmt: skip
 
     def run(self, s: TrainingSettings, hw: Hardware | None = None) -> Estimate | None:
@@ -245,14 +257,21 @@ class _Sizer:
             return None
         p0 = self.base.runtime_details.get("peak_phase", "?")
         p1 = est.runtime_details.get("peak_phase", "?")
-        parts = []
+        parts, key = [], p0
+        cats0 = self.base.runtime_details.get("phase_categories")
+        cats1 = est.runtime_details.get("phase_categories")
+        if p0 != p1 and isinstance(cats0, dict) and isinstance(cats1, dict):
+            key = p1  # one phase for both: a split across phases misleads (weights "grow")
         for cat, label in (
             ("weights", "weights"),
             ("gradients", "gradients"),
             ("optimizer", "optimizer states"),
             ("activations", "activations"),
         ):
-            a, b = d0.category_bytes(cat), d1.category_bytes(cat)
+            if key != p0 or p0 != p1:
+                a, b = cats0[key].get(cat, 0), cats1[key].get(cat, 0)  # type: ignore[index]
+            else:
+                a, b = d0.category_bytes(cat), d1.category_bytes(cat)
             if a != b:
                 parts.append(f"{label} {_fb(a)} -> {_fb(b)}")
         why = (f"per-GPU peak {_fb(d0.total_bytes)} ({p0}) -> {_fb(d1.total_bytes)} ({p1}), "
@@ -262,11 +281,21 @@ class _Sizer:
             why += f"; at the {_ph(p0)} peak of both: {'; '.join(parts)}"
         elif p0 == p1:  # no tensor changes: the allocator's margin (expandable segments)
             why += f"; at the {_ph(p0)} peak of both: the same tensors, a smaller allocator margin"
-        elif parts:
-            why += (f"; each at its own peak (before: {_ph(p0)}, after: {_ph(p1)}; different "
-                    f"phases): {'; '.join(parts)}")  # fmt: skip
+        else:  # e.g. 8-bit AdamW changes no weights, whichever phase peaks
+            why += f"; the peak moves (before: {_ph(p0)}, after: {_ph(p1)}; different phases)"
+            if parts:
+                where = f"in the {_ph(key)} of both" if key != p0 else "each at its own peak"
+                why += f"; by category {where}: {'; '.join(parts)}"
         why += self._same_phase(est, p0)
         ok = self.fits(est)
+        ob = self.observed
+        if ob is not None and ob.shortfall is not None and ob.note is not None:
+            # an inferred run: judged by what the log lacked, not by the estimate's own fit
+            freed = self._freed_where_failed(est)
+            if freed is not None:
+                ok = freed >= ob.shortfall
+                why += (f"; the log lacked {_fb(ob.shortfall)} where it failed and this frees "
+                        f"{_fb(freed)} there")  # fmt: skip
         if ok is not None:
             left = (d1.capacity_bytes or 0) - d1.total_bytes
             cap = _fb(d1.capacity_bytes)
@@ -289,6 +318,14 @@ class _Sizer:
             order=_ORDER.get(change),
             supersedes=(*_SUPERSEDES.get(change, ()), *self.moot),
         )
+
+    def _freed_where_failed(self, est: Estimate) -> int | None:
+        ph0 = self.base.runtime_details.get("phases")
+        ph1 = est.runtime_details.get("phases")
+        key = self.failed_key
+        if key is None or not (isinstance(ph0, dict) and isinstance(ph1, dict)):
+            return None
+        return int(ph0[key]) - int(ph1.get(key, 0))
 
 
 def _micro_batch(z: _Sizer) -> list[Fix | None]:
@@ -320,8 +357,10 @@ def _micro_batch(z: _Sizer) -> list[Fix | None]:
                  f"optimizer steps in backward): the effective batch shrinks "
                  f"{s.micro_batch // mb}x")  # fmt: skip
     else:
+        b0, b1 = s.micro_batch * s.grad_accum, new.micro_batch * new.grad_accum
+        eff = "same effective batch" if b0 == b1 else f"effective batch {b0} -> {b1}"
         title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
-                 f"{new.grad_accum} (same effective batch)")  # fmt: skip
+                 f"{new.grad_accum} ({eff})")  # fmt: skip
     return [z.fix("micro_batch", title, new, est)]
 
 
@@ -355,7 +394,13 @@ def _levers(z: _Sizer) -> list[Fix | None]:
             title = "Parameters, gradients and optimizer step on the CPU (FSDP CPUOffload)"
         else:
             title = titles.get(change) or _shard_title(s)
-        out.append(z.fix(change, title, s, est))
+        fix = z.fix(change, title, s, est)
+        lg = z.observed.logits if z.observed is not None else None
+        if change == "chunked_loss" and lg is not None and fix is not None:
+            # the failing request is the logits: the loss over the vocabulary is the lever
+            fix = dataclasses.replace(fix, order=-2, title=f"{fix.title}; the failing request "
+                                      f"is {lg.describe(z.spec.vocab_size)}")  # fmt: skip
+        out.append(fix)
     return out
 
 
@@ -441,66 +486,6 @@ def _shard_title(s: TrainingSettings) -> str:
            f"(DeepSpeed ZeRO stage {s.zero})"  # fmt: skip
 
 
-def _zero_next(z: _Sizer) -> list[Fix | None]:
-    """ZeRO stage +1 below 3 (stage 3 is the planner's shard lever) on the job's GPUs."""
-    s = z.base_settings
-    if s.fsdp or s.gpus * s.nodes < 2 or s.zero >= 2:
-        return []
-    new = dataclasses.replace(s, zero=s.zero + 1 if s.zero else 2)
-    est = z.run(new)
-    if est is None:
-        return []
-    title = f"DeepSpeed ZeRO stage {s.zero} -> {new.zero}: partition gradients and optimizer " \
-            f"states over the {s.gpus * s.nodes} GPUs"  # fmt: skip
-    return [z.fix("zero_next", title, new, est)]
-
-
-def _offload_activations(z: _Sizer) -> list[Fix | None]:
-    """torchtune's activation offloading (a torchtune recipe option)."""
-    s = z.base_settings
-    if z.framework != "torchtune" or s.activation_offloading:
-        return []
-    new = dataclasses.replace(s, activation_offloading=True)
-    est = z.run(new)
-    if est is None:
-        return []
-    return [z.fix("offload_activations", "Offload saved activations to host memory", new, est)]
-
-
-def _lora_rank(z: _Sizer) -> list[Fix | None]:
-    s = z.base_settings
-    if s.method == "full" or s.lora_rank <= 8:
-        return []
-    new = dataclasses.replace(s, lora_rank=max(8, s.lora_rank // 4))
-    est = z.run(new)
-    if est is None:
-        return []
-    return [z.fix("lora_rank", f"LoRA rank {s.lora_rank} -> {new.lora_rank}", new, est)]
-
-
-def _more_gpus(z: _Sizer) -> list[Fix | None]:
-    """Hardware change: the fewest GPUs (2, 4, 8) whose ZeRO-3 split fits, full fine-tuning."""
-    from oomkit.spec.hardware import Hardware
-
-    s = z.base_settings
-    if s.gpus * s.nodes > 1 or s.method != "full" or z.fits(z.base) is None:
-        return []
-    target = z.hw.devices[0]
-    n = 2
-    while n <= _MAX_GPUS_SEARCHED:
-        if z.framework == "torchtune":  # torchtune's distributed recipes shard with FSDP
-            new = dataclasses.replace(s, gpus=n, fsdp=True, fsdp_strategy="FULL_SHARD")
-        else:
-            new = dataclasses.replace(s, gpus=n, zero=3, fsdp=False)
-        est = z.run(new, Hardware(devices=(target,) * n))
-        if est is not None and z.fits(est):
-            how = "FSDP FULL_SHARD" if new.fsdp else "ZeRO-3"
-            title = f"Hardware change: {how} over {n} GPUs like this one"
-            return [z.fix("more_gpus", title, new, est, hardware=True)]
-        n *= 2
-    return []
-
-
 def training_fixes(
     spec: ModelSpec,
     setup: TrainingLogSetup,
@@ -508,6 +493,7 @@ def training_fixes(
     hardware: Hardware | None = None,
     *,
     model_ref: str | None = None,
+    completed_steps: int | None = None,
 ) -> list[Fix]:
     """Estimator-sized fixes for a training OOM (see the module docstring); pure.
 
@@ -518,6 +504,8 @@ def training_fixes(
             is not given).
         hardware: the user's GPUs (``doctor --gpu/--vram``), else the message's.
         model_ref: the model name for the ``oomkit estimate`` commands (default ``spec.name``).
+        completed_steps: steps the log shows completed before the OOM (the run is checked
+            against the message's numbers: :mod:`oomkit.diagnose.training_observed`).
 
     Returns:
         Fixes with ``expected_saving_bytes`` from two training estimates; empty when the log's
@@ -529,13 +517,15 @@ def training_fixes(
         from oomkit.estimate.hf_weights import model_info
 
         settings, assumed = training_settings_from_log(setup, model_info(spec).params)
-        z = _Sizer(spec, settings, _hardware(e, settings, hardware), assumed, setup.framework,
-                   model_ref or spec.name, setup.phase, setup.torchtune_model)  # fmt: skip
+        hw = _hardware(e, settings, hardware)
+        ob = observed_run(spec, settings, setup, assumed, e, hw, completed_steps)
+        z = _Sizer(spec, ob.settings, hw, ob.assumed, setup.framework, model_ref or spec.name,
+                   setup.phase, setup.torchtune_model, ob)  # fmt: skip
     except (OomkitError, ValueError):
         return []
     found: list[Fix | None] = []
-    makers = (_micro_batch, _levers, _zero_next, _offload_activations, _lora_rank, _combination,
-              _more_gpus)  # fmt: skip
+    makers = (_micro_batch, _levers, zero_next_fix, offload_activations_fix, lora_rank_fix,
+              _combination, more_gpus_fix)  # fmt: skip
     for make in makers:
         found.extend(make(z))
     return [f for f in found if f is not None]
@@ -574,6 +564,7 @@ def with_training_fixes(
         if spec is None:
             return []
         ref = setup.model_name if model is None and setup.model_name else spec.name
-        return training_fixes(spec, setup, e, hardware, model_ref=ref)
+        steps = finding.context.completed_steps or (1 if logged_a_step(text) else None)
+        return training_fixes(spec, setup, e, hardware, model_ref=ref, completed_steps=steps)
 
     return training_or_inference

@@ -274,6 +274,13 @@ def _phase_components(
     return out
 
 
+def _by_category(comps: Sequence[Component]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in comps:
+        out[c.category] = out.get(c.category, 0) + c.n_bytes
+    return out
+
+
 def _in_backward_step(
     spec: ModelSpec, settings: TrainingSettings, st: ModelStates, saved: Component
 ) -> list[Component]:
@@ -431,6 +438,9 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     details: dict[str, object] = {
         "peak_phase": _PHASE_NAMES[peak_phase],
         "phases": {_PHASE_NAMES[p]: v for p, v in totals.items()},
+        # each phase's allocation by category (weights, gradients, optimizer, activations):
+        # a change compared across two runs in the same phase (the doctor's fixes)
+        "phase_categories": {_PHASE_NAMES[p]: _by_category(c) for p, c in phases.items()},
         "peak_allocated_bytes": peak_alloc,
         "allocator_family": family,
         "largest_request_bytes": largest_request_bytes(spec, settings, st.largest_grad_bytes),
