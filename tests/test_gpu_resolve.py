@@ -236,10 +236,11 @@ def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[s
     ("gpu", "basis"),
     [
         ("rtx-4090", "CUDA-reported total (Linux)"),  # cudaMemGetInfo: below NVML's total
-        ("p40", "driver-reported total"),  # Pascal: no measured figure, no modelled class
-        # no message gives its CUDA total: NVML's less its class's smallest measured reserve
+        ("a100-80gb-pcie", "driver-reported total"),  # = 80 GiB, what the driver reports
+        # no message gives its CUDA total: NVML's less the smallest reserve measured on its
+        # class (Hopper over 48 GiB: H100 SXM, H100 NVL, H200)
         (
-            "a100-80gb-pcie",
+            "h100-pcie",
             "modelled CUDA total (Linux): driver total less the smallest measured reserve",
         ),
         ("rx-6800-xt", "nominal; driver figure not known"),

@@ -274,12 +274,13 @@ def _reserve_floor(gpu: GpuModel) -> ReserveFloor | None:
 
 
 def modelled_cuda_total_bytes(gpu: GpuModel) -> int | None:
-    """NVML's total less the smallest driver reserve measured on ``gpu``'s class (same size
-    band, Turing or later, at least three measured cards), for a card no message gives a
-    CUDA total for; ``None`` where there is no such class or the card has a measured figure.
+    """NVML's total less the smallest driver reserve measured on ``gpu``'s class (same
+    architecture, Turing or later, same size band, at least three measured cards), for a
+    card no message gives a CUDA total for; ``None`` where there is no such class or the card
+    has a measured figure.
 
     >>> modelled_cuda_total_bytes(find_gpu("rtx-4070-ti-super")) // 2**20
-    16066
+    16067
     >>> modelled_cuda_total_bytes(find_gpu("rtx-4090")) is None
     True
     """

@@ -11,11 +11,11 @@ framebuffer and with the driver (RTX 3090: 0.30-0.46 GiB over 2022-2026), and Pa
 keep almost nothing (12-92 MiB on the six measured cards).
 
 So a card without a figure takes, as a lower bound, the smallest reserve measured on the
-cards of its class: Turing or later (the architectures whose measured reserves are 0.2-0.9
-GiB) and the same size band of NVML total. A band needs at least :data:`MIN_MEASURED` measured
-cards; a card outside every band, or of an older architecture, keeps NVML's total. The
-modelled total is an upper bound on what CUDA reports, so it never budgets below a measured
-card of the class.
+cards of its class: the same architecture (one driver and firmware memory layout; Turing or
+later, whose measured reserves are 0.2-0.9 GiB) and the same size band of NVML total. A class
+needs at least :data:`MIN_MEASURED` measured cards; a card of a class with fewer, outside
+every band, or of an older architecture, keeps NVML's total. The modelled total is an upper
+bound on what CUDA reports for the class, so it never budgets below a measured card of it.
 """
 
 from __future__ import annotations
@@ -49,11 +49,13 @@ class ReserveFloor:
         reserve_bytes: NVML total less CUDA total, the smallest over ``measured``.
         measured: keys of the class's cards with a measured CUDA total.
         band_mib: the size band (above, up to] of NVML's total, in MiB; ``None`` unbounded.
+        architecture: the class's architecture.
     """
 
     reserve_bytes: int
     measured: tuple[str, ...]
     band_mib: tuple[int, int | None]
+    architecture: str
 
 
 def size_band(memory_bytes: int) -> tuple[int, int | None] | None:
@@ -96,12 +98,15 @@ def reserve_floor(
     rows = sorted(
         (total - cuda, key)
         for key, arch, total, cuda in measured
-        if arch in MODELLED_ARCHITECTURES and size_band(total) == band
+        if arch == architecture and size_band(total) == band
     )
     if len(rows) < MIN_MEASURED or band is None:
         return None
     return ReserveFloor(
-        reserve_bytes=rows[0][0], measured=tuple(sorted(k for _, k in rows)), band_mib=band
+        reserve_bytes=rows[0][0],
+        measured=tuple(sorted(k for _, k in rows)),
+        band_mib=band,
+        architecture=architecture,
     )
 
 
@@ -111,6 +116,6 @@ def describe_floor(floor: ReserveFloor) -> str:
     band = f"{low // 1024}-{high // 1024} GiB" if high is not None else f"over {low // 1024} GiB"
     return (
         f"modelled: NVML total less {floor.reserve_bytes // MiB} MiB, the smallest driver "
-        f"reserve measured on the {len(floor.measured)} Turing-or-later cards of {band} "
+        f"reserve measured on the {len(floor.measured)} {floor.architecture} cards of {band} "
         f"({', '.join(floor.measured)})"
     )
