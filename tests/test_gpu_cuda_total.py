@@ -26,7 +26,9 @@ from oomkit.units import GiB, MiB, format_bytes
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 ROWS_WITH_CUDA = [g for g in all_gpus() if g.cuda_total_bytes is not None]
-_ID = re.compile(r"\b(?:h\d+|tc|sv|vllm|sglang|tf|lcpp|ollama)-[\w.+-]*\w")
+_ID = re.compile(r"\b(?:h\d+|tc|sv|vllm|sglang|tf|lcpp|ollama|log|hf)-[\w.+-]*\w")
+#: a public thread outside the development data, its message quoted in the source
+_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|discussions)/\d+")
 _FIGURE = re.compile(
     r"(?:([\d.]+) GiB total capacity|total capac\w* of ([\d.]+) GiB"
     r"|total_gpu_memory[ =(]*([\d.]+) ?GiB)"
@@ -66,12 +68,12 @@ def test_every_cuda_total_is_a_logged_figure_of_its_cited_records(gpu: GpuModel)
     assert gpu.vendor == "nvidia"
     assert gpu.cuda_total_source
     ids = _ID.findall(gpu.cuda_total_source)
-    assert ids, gpu.cuda_total_source
+    urls = _URL.findall(gpu.cuda_total_source)
+    assert ids or urls, gpu.cuda_total_source
     missing = [i for i in ids if i not in RECORDS]
     assert not missing
-    figures = {
-        float(next(g for g in m.groups() if g)) for i in ids for m in _FIGURE.finditer(RECORDS[i])
-    }
+    texts = [RECORDS[i] for i in ids] + ([gpu.cuda_total_source] if urls else [])
+    figures = {float(next(g for g in m.groups() if g)) for t in texts for m in _FIGURE.finditer(t)}
     figure = round(gpu.cuda_total_bytes / GiB, 2) if gpu.cuda_total_bytes else None
     assert figure in figures, (figure, sorted(figures))
     # the smallest figure near the card (other cards of a multi-GPU record print their own)
@@ -99,8 +101,8 @@ def test_linux_and_unknown_os_budget_the_cuda_total_wddm_the_nvml_total() -> Non
     assert runtime_capacity_bytes(g, os="linux") == g.cuda_total_bytes
     assert runtime_capacity_bytes(g, os="windows") == g.memory_bytes == 24576 * MiB
     assert runtime_capacity_bytes(find_gpu("rtx-4090"), os="WSL") == 24564 * MiB
-    # a card no message gives keeps NVML's figure; Apple its Metal working set
-    assert runtime_capacity_bytes(find_gpu("l4")) == find_gpu("l4").memory_bytes
+    # a card no message gives and no class models keeps NVML's figure; Apple its working set
+    assert runtime_capacity_bytes(find_gpu("p40")) == find_gpu("p40").memory_bytes
     mac = find_gpu("m3-max-64gb")
     assert runtime_capacity_bytes(mac) == mac.usable_memory_bytes
     hw = hardware_for((g,), os="windows")
@@ -195,3 +197,105 @@ def test_sglang_defaults_read_nvidia_smi_its_pool_the_cuda_total() -> None:
     assert est.runtime_details["mem_fraction_static"] == default_mem_fraction_static(2, 24564 * MiB)
     own = estimate("gemma-3-12b", st, hardware_for((g, g), vram_bytes=23 * GiB), offline=True)
     assert own.runtime_details["mem_fraction_static"] == default_mem_fraction_static(2, 23 * GiB)
+
+
+# -- the modelled CUDA total of a card no message gives (oomkit.hardware.reserve) ------------
+
+
+def test_a_measured_card_prints_its_measured_total() -> None:
+    """RTX A4000: 'GPU 0 has a total capacity of 15.61 GiB' on Linux (DengKaiCQ/VGGT-Long#6),
+    not NVML's 15.99 GiB nor a modelled figure; no modelled fields on a measured row."""
+    from oomkit.cli.gpu_choice import _basis
+
+    g = find_gpu("rtx-a4000")
+    assert format_bytes(runtime_capacity_bytes(g)) == "15.61 GiB"
+    assert _basis(g) == "CUDA-reported total (Linux)"
+    doc = g.to_dict()
+    assert doc["modelled_cuda_total_bytes"] is None
+    assert doc["modelled_cuda_total_source"] is None
+    assert "VGGT-Long/issues/6" in doc["cuda_total_source"]
+
+
+def test_a_modelled_card_is_labelled_modelled() -> None:
+    """RTX 4070 Ti SUPER (16 GB Ada, no public Linux message): NVML's 16376 MiB less the
+    smallest reserve measured on the 12-16 GiB Ada cards (RTX 4080's 15.69 GiB: 309 MiB), and
+    the printed capacity and the JSON say modelled."""
+    from oomkit.cli.gpu_choice import _basis
+    from oomkit.hardware.catalog import modelled_cuda_total_bytes
+
+    g = find_gpu("rtx-4070-ti-super")
+    assert g.cuda_total_bytes is None
+    assert modelled_cuda_total_bytes(g) == 16376 * MiB - (
+        find_gpu("rtx-4080").memory_bytes - (find_gpu("rtx-4080").cuda_total_bytes or 0)
+    )
+    assert runtime_capacity_bytes(g) == modelled_cuda_total_bytes(g)
+    assert runtime_capacity_bytes(g, os="windows") == g.memory_bytes  # WDDM: NVML's total
+    assert _basis(g).startswith("modelled CUDA total (Linux)")
+    doc = g.to_dict()
+    assert doc["cuda_total_bytes"] is None  # the field stays what a message printed
+    assert doc["modelled_cuda_total_bytes"] == doc["runtime_capacity_bytes"]
+    assert doc["modelled_cuda_total_source"].startswith("modelled: NVML total less 309 MiB")
+    assert "rtx-4080" in doc["modelled_cuda_total_source"]
+
+
+def test_the_a6000_reserve_nvidia_smi_shows_is_the_gap_pytorch_prints() -> None:
+    """The mechanism: nvidia-smi -q on an RTX A6000 shows 'Total 49140 MiB, Reserved 569 MiB,
+    Free 48571 MiB' (ObrienlabsDev/machine-learning), and PyTorch prints 47.43 GiB total
+    capacity for the card on Linux (h17-GeoTransformer-119): Total - Reserved, to the 0.01 GiB
+    of the message."""
+    g = find_gpu("rtx-a6000")
+    assert g.memory_bytes == 49140 * MiB
+    assert g.cuda_total_bytes is not None
+    assert abs((49140 - 569) * MiB - g.cuda_total_bytes) <= 0.005 * GiB
+
+
+def test_modelled_only_where_a_class_has_three_measured_cards() -> None:
+    """A class is one architecture and size band with three measured cards: Pascal and Volta
+    keep almost nothing (no class), Turing has no band with three measured cards (Titan RTX),
+    Ampere over 48 GiB only the A100 80GB SXM, Ada 10-12 GiB only the 4070 Ti; nominal and
+    unified-memory rows are not modelled."""
+    from oomkit.hardware.catalog import memory_is_nominal, modelled_cuda_total_bytes
+    from oomkit.hardware.reserve import MIN_MEASURED, reserve_floor
+
+    for key in (
+        "p40", "p100-16gb-pcie", "v100-16gb-pcie", "rtx-2060", "dgx-spark", "titan-rtx",
+        "a100-80gb-pcie", "rtx-4070",
+    ):  # fmt: skip
+        assert modelled_cuda_total_bytes(find_gpu(key)) is None, key
+    measured = [
+        (g.key, g.architecture, g.memory_bytes, g.cuda_total_bytes)
+        for g in all_gpus()
+        if g.cuda_total_bytes is not None
+    ]
+    modelled = [g for g in all_gpus() if modelled_cuda_total_bytes(g) is not None]
+    assert len(modelled) >= 10
+    for g in modelled:
+        floor = reserve_floor(g.architecture, g.vendor, g.memory_bytes, measured)
+        assert floor is not None
+        assert len(floor.measured) >= MIN_MEASURED
+        assert all(find_gpu(k).architecture == g.architecture for k in floor.measured)
+        assert not memory_is_nominal(g)
+        assert not g.unified_memory
+        assert 0 < g.memory_bytes - (modelled_cuda_total_bytes(g) or 0) <= 0.95 * GiB
+
+
+def test_leave_one_out_the_model_never_undershoots_by_a_quarter_gib() -> None:
+    """Each measured card, modelled from the other cards of its class: the
+    modelled total is what the card would be budgeted at with no message. It overshoots (the
+    floor is the class's smallest reserve) and undershoots only where the card holds its
+    class's smallest reserve; by how much is the figure the report gives."""
+    from oomkit.hardware.reserve import reserve_floor
+
+    rows = [g for g in all_gpus() if g.cuda_total_bytes is not None]
+    errors = []
+    for g in rows:
+        others = [
+            (o.key, o.architecture, o.memory_bytes, o.cuda_total_bytes or 0)
+            for o in rows
+            if o.key != g.key
+        ]
+        floor = reserve_floor(g.architecture, g.vendor, g.memory_bytes, others)
+        if floor is not None:
+            errors.append((g.memory_bytes - floor.reserve_bytes) - (g.cuda_total_bytes or 0))
+    assert len(errors) >= 9
+    assert min(errors) > -0.25 * GiB  # never budgets far below what a card really reports

@@ -237,6 +237,12 @@ def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[s
     [
         ("rtx-4090", "CUDA-reported total (Linux)"),  # cudaMemGetInfo: below NVML's total
         ("a100-80gb-pcie", "driver-reported total"),  # = 80 GiB, what the driver reports
+        # no message gives its CUDA total: NVML's less the smallest reserve measured on its
+        # class (Hopper over 48 GiB: H100 SXM, H100 NVL, H200)
+        (
+            "h100-pcie",
+            "modelled CUDA total (Linux): driver total less the smallest measured reserve",
+        ),
         ("rx-6800-xt", "nominal; driver figure not known"),
         ("strix halo", "nominal, shared with the CPU; driver figure not known"),
         ("m3-max-64gb", "Metal working-set limit"),

@@ -32,6 +32,14 @@ def _hw(gpu: str) -> Hardware:
     return Hardware(devices=(oomkit.find_gpu(gpu).to_device_target(),))
 
 
+def _hw_nvml(gpu: str) -> Hardware:
+    """``gpu`` budgeted at NVML's total (``--vram``; the RTX 4080's CUDA total is 15.69 GiB,
+    these display-bound cases are built on its 16376 MiB)."""
+    row = oomkit.find_gpu(gpu)
+    target = dataclasses.replace(row.to_device_target(), capacity_bytes=row.memory_bytes)
+    return Hardware(devices=(target,))
+
+
 def _platform(hw: Hardware) -> Platform:
     return Platform(
         segments=tuple(device_segment(d) for d in hw.devices),
@@ -169,7 +177,7 @@ def test_display_bound_tight_run_gets_a_computed_change(
     model: str, gpu: str, settings: dict[str, object], flag: str
 ) -> None:
     spec = find_model(model).spec()
-    hw = _hw(gpu)
+    hw = _hw_nvml(gpu)
     s = InferenceSettings(runtime="transformers", **settings)  # type: ignore[arg-type]
     pf = _platform(hw)
     est = get_estimator("transformers")(spec, s, hw)
@@ -197,7 +205,7 @@ def test_display_bound_tight_run_gets_a_computed_change(
 
 def test_estimate_cli_prints_the_safe_change_and_it_clears_the_band() -> None:
     args = ["llama-3.1-8b", "-r", "transformers", "--quant", "bf16", "--ctx", "512",
-            "--max-new-tokens", "64", "--gpu", "rtx-4080"]  # fmt: skip
+            "--max-new-tokens", "64", "--gpu", "rtx-4080", "--vram", "16376MiB"]  # fmt: skip
     run = [sys.executable, "-m", "oomkit", "estimate"]
     res = subprocess.run([*run, *args, "--json"], capture_output=True, text=True, check=False)
     assert res.returncode == 4  # tight
@@ -217,7 +225,7 @@ def test_estimate_cli_prints_the_safe_change_and_it_clears_the_band() -> None:
 def test_offloading_batch_becomes_a_smaller_batch_on_the_gpu() -> None:
     """accelerate's auto map is the same at any batch, so the batch lever runs without a
     device_map; the plan's batch is the one the estimate's safe change of the run names."""
-    hw = _hw("rtx-4080")
+    hw = _hw_nvml("rtx-4080")
     spec = find_model("qwen2.5-7b").spec()
     req = PlanRequest(runtime="transformers", ctx=256, parallel=8, quant="bf16")
     base = InferenceSettings(runtime="transformers", max_new_tokens=64)

@@ -106,6 +106,8 @@ def _basis(gpu: GpuModel, os: str | None = None) -> str:
     if gpu.usable_memory_bytes is not None:
         return "Metal working-set limit"
     if runtime_capacity_bytes(gpu, os=os) != gpu.memory_bytes:
+        if gpu.cuda_total_bytes is None:  # oomkit.hardware.reserve: no message gives it
+            return "modelled CUDA total (Linux): driver total less the smallest measured reserve"
         return "CUDA-reported total (Linux)"
     if memory_is_nominal(gpu):
         shared = ", shared with the CPU" if gpu.unified_memory else ""

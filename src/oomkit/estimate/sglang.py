@@ -213,10 +213,10 @@ def _smi_total(d: DeviceTarget) -> int | None:
     capacity (``--vram``, a live reading) is taken as is."""
     if d.key is None or d.capacity_bytes is None:
         return d.capacity_bytes
-    from oomkit.hardware.catalog import all_gpus
+    from oomkit.hardware.catalog import all_gpus, linux_cuda_total_bytes
 
     row = next((g for g in all_gpus() if g.key == d.key), None)
-    if row is None or d.capacity_bytes != row.cuda_total_bytes:
+    if row is None or d.capacity_bytes != linux_cuda_total_bytes(row):
         return d.capacity_bytes
     return row.memory_bytes
 

@@ -45,6 +45,8 @@ from oomkit.units import GiB, format_bytes
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from oomkit.hardware.reserve import ReserveFloor
+
 __all__ = [
     "DTYPES",
     "SEGMENTS",
@@ -56,7 +58,10 @@ __all__ = [
     "find_gpu_by_nvml_name",
     "gpu_alternatives",
     "gpu_note",
+    "linux_cuda_total_bytes",
     "memory_is_nominal",
+    "modelled_cuda_total_bytes",
+    "modelled_cuda_total_source",
     "normalize_gpu_name",
     "runtime_capacity_bytes",
     "search_gpus",
@@ -184,6 +189,8 @@ class GpuModel:
             "nvml_names": list(self.nvml_names),
             "cuda_total_bytes": self.cuda_total_bytes,
             "cuda_total_source": self.cuda_total_source,
+            "modelled_cuda_total_bytes": modelled_cuda_total_bytes(self),
+            "modelled_cuda_total_source": modelled_cuda_total_source(self),
             "runtime_capacity_bytes": runtime_capacity_bytes(self),
         }
 
@@ -230,9 +237,64 @@ def runtime_capacity_bytes(gpu: GpuModel, *, os: str | None = None) -> int:
     """
     if gpu.usable_memory_bytes is not None:
         return gpu.usable_memory_bytes
-    if gpu.cuda_total_bytes is not None and (os or "").lower() not in _WDDM_OS:
-        return gpu.cuda_total_bytes
+    linux = linux_cuda_total_bytes(gpu)
+    if linux is not None and (os or "").lower() not in _WDDM_OS:
+        return linux
     return gpu.memory_bytes
+
+
+def linux_cuda_total_bytes(gpu: GpuModel) -> int | None:
+    """The total CUDA reports for ``gpu`` on Linux: the measured ``cuda_total_bytes``, else
+    the modelled one (:func:`modelled_cuda_total_bytes`), else ``None``."""
+    if gpu.cuda_total_bytes is not None:
+        return gpu.cuda_total_bytes
+    return modelled_cuda_total_bytes(gpu)
+
+
+@cache
+def _reserve_floor(gpu: GpuModel) -> ReserveFloor | None:
+    """The driver-reserve floor of ``gpu``'s class (:mod:`oomkit.hardware.reserve`); ``None``
+    for a measured card, a nominal memory figure, unified memory or a Jetson module."""
+    from oomkit.hardware.reserve import reserve_floor
+
+    if (
+        gpu.cuda_total_bytes is not None
+        or gpu.usable_memory_bytes is not None
+        or gpu.unified_memory
+        or gpu.segment == "embedded"
+        or memory_is_nominal(gpu)
+    ):
+        return None
+    measured = tuple(
+        (g.key, g.architecture, g.memory_bytes, g.cuda_total_bytes)
+        for g in all_gpus()
+        if g.cuda_total_bytes is not None
+    )
+    return reserve_floor(gpu.architecture, gpu.vendor, gpu.memory_bytes, measured)
+
+
+def modelled_cuda_total_bytes(gpu: GpuModel) -> int | None:
+    """NVML's total less the smallest driver reserve measured on ``gpu``'s class (same
+    architecture, Turing or later, same size band, at least three measured cards), for a
+    card no message gives a CUDA total for; ``None`` where there is no such class or the card
+    has a measured figure.
+
+    >>> modelled_cuda_total_bytes(find_gpu("rtx-4070-ti-super")) // 2**20
+    16067
+    >>> modelled_cuda_total_bytes(find_gpu("rtx-4090")) is None
+    True
+    """
+    floor = _reserve_floor(gpu)
+    return None if floor is None else gpu.memory_bytes - floor.reserve_bytes
+
+
+def modelled_cuda_total_source(gpu: GpuModel) -> str | None:
+    """How :func:`modelled_cuda_total_bytes` was modelled for ``gpu``: the rule and the
+    measured cards behind it; ``None`` where it is not modelled."""
+    from oomkit.hardware.reserve import describe_floor
+
+    floor = _reserve_floor(gpu)
+    return None if floor is None else describe_floor(floor)
 
 
 _TUPLE_FIELDS = ("aliases", "native_dtypes", "nvml_names")
