@@ -13,8 +13,12 @@ lists the candidates, it does not write the catalog. Set aside by hand on readin
 card is not certain (h18-nerf_pl-61 an "RTX 2070 mobile", h5-indextts-301 an "RTX 4080 12GB",
 h17-OCRFlux-64 "L40-class", h15-FBGEMM-3763 "A10G-class"), and figures equal to the NVML total
 on records that do not state the OS (RTX 2060, 3060 Ti, 3080 Ti, 4070: what WDDM reports; those
-rows keep the NVML total). ``tests/test_gpu_cuda_total.py`` checks every catalog figure
-against the records it cites.
+rows keep the NVML total, or the modelled figure of oomkit.hardware.reserve where their class
+has one), h17-OCRFlux-64's 44.35 GiB, and two public threads outside the data: Qwen3-VL#2097's
+44.40 GiB on a "single L40" (L40S-like; the L40 keeps 44.53) and MTVCrafter#21's 44.43 GiB on
+an RTX 6000 Ada with ECC on (nvidia-smi 46068 MiB; the row is ECC off). Three cards cite public
+threads with the message quoted (RTX A4000, L4, A30). ``tests/test_gpu_cuda_total.py`` checks
+every catalog figure against the records or quoted threads it cites.
 """
 
 from __future__ import annotations
