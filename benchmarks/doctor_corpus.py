@@ -89,6 +89,7 @@ DEVELOPMENT_PARTS = (
     "heldout28",
     "heldout29",
     "heldout30",
+    "heldout31",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
