@@ -511,36 +511,47 @@ def llamacpp_fixes(
     )
     merged, notes = _calibrate(case, e, ctx)
     case = dataclasses.replace(case, settings=merged)
-    scale, note = compute_scale(case, e)
+    scale, note = compute_scale(case, e, ctx)
     case = dataclasses.replace(
         case, compute_scale=scale, basis=_basis(rt, spec, merged, cap + "".join(notes) + note)
     )
     return _all_fixes(case)
 
 
-def compute_scale(case: Case, e: OomEvent) -> tuple[float | None, str]:
-    """The log's failed compute-buffer allocation over the estimate's compute on that device,
-    and the note that says so; ``(None, "")`` when the log states none or the two agree.
+def compute_scale(
+    case: Case, e: OomEvent, ctx: LogContext | None = None
+) -> tuple[float | None, str]:
+    """The run's logged compute buffer over the estimate's compute on that device, and the note
+    that says so; ``(None, "")`` when the log states none or the two agree.
 
     ggml's graph allocator sizes the whole compute buffer of a backend by measuring the worst-
     case graph and then allocates it in one call (ggml/src/ggml-alloc.c ``ggml_gallocr_reserve_n``
     -> ``ggml_backend_buft_alloc_buffer``: "failed to allocate CUDA0 buffer of size N";
-    llama.cpp src/llama-context.cpp then "failed to allocate compute buffers"), so the failed
-    size is that run's compute buffer: the estimate's compute is scaled to it (as
-    :func:`_calibrate` scales n_ctx to the logged KV) instead of its own figure deciding
-    whether the run "already fits".
+    llama.cpp src/llama-context.cpp then "failed to allocate compute buffers"), so a failed
+    size is that run's compute buffer. When that allocation succeeded, llama.cpp prints the
+    same measured size (src/llama-context.cpp: "%10s compute buffer size = %8.2f MiB" per
+    backend buffer type) and an OOM that comes later (a decode-time cudaMalloc, a cuBLAS
+    workspace) happens with that buffer resident. Either way the estimate's compute is scaled
+    to the logged figure (as :func:`_calibrate` scales n_ctx to the logged KV) instead of its
+    own figure sizing the micro-batch and flash-attention fixes.
     """
-    if e.stage != "compute" or not e.requested_bytes or e.device not in (None, case.device):
+    measured, what = 0, ""
+    if e.stage == "compute" and e.requested_bytes and e.device in (None, case.device):
+        measured, what = e.requested_bytes, "the log's failed allocation states"
+    elif ctx is not None and case.device < len(case.hardware.devices):
+        name = case.hardware.devices[case.device].name
+        measured = ctx.device_buffers("compute").get(name, 0)
+        what = f"the log's {name} compute buffer line states"
+    if measured <= 0:
         return None, ""
     base = try_estimate(case, case.settings)
     if base is None or case.device >= len(base.devices):
         return None, ""
     est = base.devices[case.device].activations_bytes
-    if est <= 0 or abs(e.requested_bytes - est) <= est // 7:
+    if est <= 0 or abs(measured - est) <= est // 7:
         return None, ""
-    return e.requested_bytes / est, (
-        f"; compute buffer {_fb(e.requested_bytes)} as the log's failed allocation states "
-        f"(the estimate's {_fb(est)} scaled to it)"
+    return measured / est, (
+        f"; compute buffer {_fb(measured)} as {what} (the estimate's {_fb(est)} scaled to it)"
     )
 
 
