@@ -5,6 +5,11 @@ halving -ub was said to save 153 MiB of a 2307 MiB buffer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from oomkit.cli.doctor import doctor_command
 from oomkit.diagnose.doctor import diagnose_text
 
 _HEAD = (
@@ -56,3 +61,16 @@ def test_another_devices_line_does_not_size_this_one() -> None:
     why, saving = _ub(_log(" 2307.00", name="CUDA1"))
     assert "compute buffer line states" not in why
     assert saving < 400 * 2**20
+
+
+def test_flags_are_printed_as_flags_not_shell_commands(tmp_path: Path) -> None:
+    # "$ -nkvo" read as a shell command (review 14): flags go on the user's own command line,
+    # an Ollama /set in `ollama run`'s prompt, real commands keep the shell prompt
+    log = tmp_path / "llama.log"
+    log.write_text(_log(" 2307.00"), encoding="utf-8")
+    out = CliRunner().invoke(doctor_command, [str(log)]).output
+    lines = [line.strip() for line in out.splitlines()]
+    assert "add to your command line: -ub 256" in lines
+    assert ">>> /set parameter num_ctx 8192   # Ollama" in lines
+    assert any(line.startswith("$ OLLAMA_FLASH_ATTENTION=1") for line in lines)
+    assert not any(line.startswith("$ -") or line.startswith("$ /set") for line in lines)

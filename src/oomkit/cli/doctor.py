@@ -270,7 +270,17 @@ def _print_human(d: Diagnosis) -> None:
             out(f"  {i}. {f.title}{saving}{kind}")
             out(f"     {f.why}")
             for c in f.commands:
-                out(f"       $ {c}")
+                out(f"       {_prompt(c)}{c}")
+
+
+def _prompt(command: str) -> str:
+    """What to print before a fix's command: flags alone are added to the user's own command
+    line (not a shell command to run), an Ollama ``/set`` goes in ``ollama run``'s prompt."""
+    if command.startswith("-"):
+        return "add to your command line: "
+    if command.startswith("/set "):
+        return ">>> "
+    return "$ "
 
 
 def _user_facts(
