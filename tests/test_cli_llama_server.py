@@ -172,3 +172,19 @@ def test_builds_around_pr_23861(
     _, server = _json(capsys, *argv, *old)
     _, bench = _json(capsys, *argv, *old, "--no-llama-server")
     assert (_totals(server) != _totals(bench)) is server_rows
+
+
+@pytest.mark.parametrize("app", ["lmstudio", "koboldcpp"])
+def test_llamacpp_apps_on_the_c_api_are_not_sized_as_llama_server(
+    capsys: pytest.CaptureFixture[str], app: str
+) -> None:
+    # LM Studio's llama.cpp engine and koboldcpp's server call the C API, which leaves
+    # n_outputs_max at 0 (one row per micro-batch token): review 15 saw -r lmstudio sized with
+    # llama-server's 4 rows and told to pass --no-llama-server for "C-API programs"
+    args = ["estimate", "gemma-3-12b", "-q", "Q4_K_M", "--gpu", "rtx-4080", "--ctx", "16k"]
+    _, app_doc = _json(capsys, *args, "-r", app)
+    _, c_api = _json(capsys, *args, "-r", app, "--no-llama-server")
+    _, forced = _json(capsys, *args, "-r", app, "--llama-server")  # asked for, it applies
+    assert _totals(app_doc) == _totals(c_api)
+    assert _totals(forced)[0][1] < _totals(c_api)[0][1]
+    assert not any("PR #23861" in a for a in app_doc["assumptions"])

@@ -59,6 +59,9 @@ __all__ = [
 #: for the server, and tools/server/server.cpp turns it into 4 slots with ``kv_unified`` before
 #: ``load_model`` reads it; llama-cli keeps common_params' 1 (4 rows over-count it by 3)
 SERVER_AUTO_SLOTS = 4
+#: runtime names for llama.cpp apps whose engine is a C-API program, not llama-server: LM Studio's
+#: llama.cpp engine and koboldcpp's own server (gpttype_adapter.cpp) leave ``n_outputs_max`` at 0
+C_API_APPS = frozenset({"lmstudio", "koboldcpp"})
 #: how :func:`server_outputs`'s assumption starts (what :func:`bench_note` looks for)
 NOTE_PREFIX = "llama-server (PR #23861)"
 
@@ -104,12 +107,15 @@ def server_default(settings: InferenceSettings) -> InferenceSettings:
     For the CLI's ``estimate`` and ``plan``, whose llama.cpp commands are ``llama-server``
     (:func:`oomkit.planner.commands.emit_command`): the memory behind a printed command is
     the server's, and the command fed back to ``estimate`` gives the same numbers. The library
-    default (None) stays the C API's, as llama-bench and the records without the setting run.
+    default (None) stays the C API's, as llama-bench and the records without the setting run,
+    and so does ``-r lmstudio``/``-r koboldcpp`` (:data:`C_API_APPS`).
     """
     from oomkit.estimate.registry import normalize_runtime
 
     if settings.llama_server is not None or normalize_runtime(settings.runtime) != "llama.cpp":
         return settings
+    if settings.runtime.strip().lower() in C_API_APPS:
+        return settings  # their engines run on the C API: one row per micro-batch token
     return dataclasses.replace(settings, llama_server=True)
 
 
