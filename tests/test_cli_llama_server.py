@@ -188,3 +188,9 @@ def test_llamacpp_apps_on_the_c_api_are_not_sized_as_llama_server(
     assert _totals(app_doc) == _totals(c_api)
     assert _totals(forced)[0][1] < _totals(c_api)[0][1]
     assert not any("PR #23861" in a for a in app_doc["assumptions"])
+
+
+def test_the_quant_is_echoed_as_llama_quantize_names_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # review 15: `-q q4_k_m` was echoed as quant=q4_k_m
+    _, doc = _json(capsys, "estimate", "llama-3.1-8b", "-q", "q4_k_m", "--gpu", "rtx-4080")
+    assert doc["settings"]["quant"] == "Q4_K_M"

@@ -562,9 +562,22 @@ def _buf_for(dev: str, all_devs: Sequence[tuple[str, DeviceTarget, str]]) -> str
     return "CPU"
 
 
+def _quant_echo(quant: str | None) -> str | None:
+    """The file type as llama-quantize names it (``q4_k_m`` -> ``Q4_K_M``), else as given."""
+    if quant is None:
+        return None
+    from oomkit.errors import UnknownNameError
+    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
+
+    try:
+        return llamacpp_ftype(quant).name
+    except UnknownNameError:
+        return quant
+
+
 def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[str, InputValue]:
     return {
-        "quant": settings.quant,
+        "quant": _quant_echo(settings.quant),
         "ctx": params.n_ctx_requested,
         "parallel": params.n_seq_max,
         "batch_size": params.n_batch,
