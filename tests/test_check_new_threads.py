@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 _PATH = Path(__file__).parent / "fixtures" / "oom_corpus" / "check_new_threads.py"
 _spec = importlib.util.spec_from_file_location("check_new_threads", _PATH)
@@ -11,6 +12,21 @@ assert _spec is not None
 assert _spec.loader is not None
 check_new_threads = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_new_threads)
+
+
+def _check_heldout3() -> Any:
+    import sys
+
+    folder = Path(__file__).parent / "fixtures" / "verdict_runs"
+    for extra in (folder, _PATH.parent):
+        if str(extra) not in sys.path:
+            sys.path.insert(0, str(extra))
+    spec = importlib.util.spec_from_file_location("check_heldout3", folder / "check_heldout3.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_github_issue_and_pull_share_a_key() -> None:
@@ -72,3 +88,20 @@ def test_arxiv_paper_is_one_source_whatever_the_version_or_format() -> None:
     assert key("https://arxiv.org/html/2402.02750v2#S4") == want
     assert key("https://arxiv.org/pdf/2402.02750v1") == want
     assert key("https://arxiv.org/abs/2402.02751") != want
+
+
+def test_hacker_news_items_are_keyed_by_their_id() -> None:
+    # the id sits in the query string, which the verdict checker's bare-URL key strips: every
+    # item read as one source (colver38)
+    key = check_new_threads.thread_key
+    assert key("https://news.ycombinator.com/item?id=39123456") == (
+        "news.ycombinator.com",
+        39123456,
+    )
+    assert key("https://news.ycombinator.com/item?id=39123457") != key(
+        "https://news.ycombinator.com/item?id=39123456"
+    )
+    thread = _check_heldout3().thread
+    assert thread("https://news.ycombinator.com/item?id=1") != thread(
+        "https://news.ycombinator.com/item?id=2"
+    )
