@@ -30,6 +30,7 @@ __all__ = [
     "llamacpp_flash_off",
     "quant_ladder",
     "rank_key",
+    "upgrade_kvs",
 ]
 
 LEVEL_GPU = 0
@@ -109,6 +110,25 @@ def kv_ladder(runtime: str, *, flash_off: bool = False) -> tuple[str, ...]:
     if flash_off and runtime == "llama.cpp":
         return (kvs[0], FA_F16, *kvs[1:])
     return kvs
+
+
+#: the most compact KV cache type a quant *above* the default (an upgrade, proposed only all on
+#: the GPU at the asked context) may use. llama.cpp PR #7412 (JohannesGaessler's table,
+#: LLaMA-3-8B F16 weights, WikiText-2): a q8_0 K and V cache has KLD 0.000980 vs the F16
+#: model, 0.000189 with an f16 cache: +0.0008, below every step between the ladder's weight
+#: types (data/quant_quality.json: Q8_0 0.0014, Q6_K 0.0055, Q5_K_M 0.0108, Q5_K_S 0.0166,
+#: Q4_K_M 0.0313), so Q6_K with a q8_0 cache beats Q5_K_M with f16 and the quant ranks first.
+#: A q4_0 cache is left to the default quant and below (there it comes before a shorter
+#: context, the planner's order); vLLM/SGLang upgrades keep the checkpoint's own KV dtype.
+_UPGRADE_KV_FLOOR: dict[str, str] = {"llama.cpp": "q8_0", "ollama": "q8_0"}
+
+
+def upgrade_kvs(runtime: str, kvs: Sequence[str]) -> tuple[str, ...]:
+    """The KV types an upgrade quant may use, best first (see ``_UPGRADE_KV_FLOOR``)."""
+    floor = _UPGRADE_KV_FLOOR.get(runtime)
+    if floor is None or floor not in kvs:
+        return tuple(kvs[:1])
+    return tuple(kvs[: list(kvs).index(floor) + 1])
 
 
 def llamacpp_flash_off(settings: InferenceSettings) -> bool:

@@ -1,0 +1,47 @@
+"""Planner defects from the session-15 new-user review: the quant x KV grid, the asked context
+kept in the request, ``models --fits`` and ``plan`` agreeing, llama.cpp flags, Windows commands."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from oomkit.cli import main
+from oomkit.planner.knobs import kv_ladder, upgrade_kvs
+
+QWEN_4080 = ["qwen3-14b", "--gpu", "rtx-4080", "--os", "windows"]
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str], rc: int = 0) -> dict[str, Any]:
+    assert main([*argv, "--json"]) == rc
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_upgrade_kv_types_stop_at_q8_0() -> None:
+    assert upgrade_kvs("llama.cpp", kv_ladder("llama.cpp")) == ("f16", "q8_0")
+    assert upgrade_kvs("llama.cpp", kv_ladder("llama.cpp", flash_off=True)) == (
+        "f16",
+        "f16+fa",
+        "q8_0",
+    )
+    assert upgrade_kvs("vllm", kv_ladder("vllm")) == ("auto",)
+
+
+def test_plan_tries_a_better_quant_with_a_q8_0_kv_cache(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Q6_K with a q8_0 cache fits a 4080 at 40960 (estimate says "Fits"): the plan must not
+    fall back to Q4_K_M because it only tried Q6_K with an f16 cache."""
+    doc = _json(capsys, ["plan", *QWEN_4080, "--ctx", "40960"])
+    best = doc["plans"][0]["settings"]
+    assert (best["quant"], best["cache_type_k"], best["ctx"]) == ("Q6_K", "q8_0", 40960)
+    argv = ["estimate", "qwen3-14b", "--gpu", "rtx-4080", "--os", "windows", "-q", "Q6_K"]
+    est = _json(capsys, [*argv, "-ctk", "q8_0", "-ctv", "q8_0", "--ctx", "40960"])
+    assert est["fits"] is True
+    # no plan proposes an upgrade quant with a q4_0 cache (its quality cost is the default's)
+    for p in doc["plans"]:
+        if p["settings"]["quant"] in ("Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S"):
+            assert p["settings"]["cache_type_k"] in (None, "f16", "q8_0")
