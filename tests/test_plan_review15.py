@@ -45,3 +45,31 @@ def test_plan_tries_a_better_quant_with_a_q8_0_kv_cache(
     for p in doc["plans"]:
         if p["settings"]["quant"] in ("Q8_0", "Q6_K", "Q5_K_M", "Q5_K_S"):
             assert p["settings"]["cache_type_k"] in (None, "f16", "q8_0")
+
+
+def test_models_fits_and_plan_pick_the_same_quant_and_kv(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One search decides both: ``models --fits`` used to compare only Q8_0/Q6_K/Q5_K_M/Q4_K_M
+    with an f16 cache (Q4_K_M, 13.42 GiB) while ``plan`` found Q5_K_S (14.51 GiB)."""
+    fits = _json(capsys, ["models", "--fits", "rtx-4080", "--ctx", "32k", "qwen3-14b"])
+    row = next(m for m in fits["models"] if m["model"] == "qwen3-14b")
+    best = _json(capsys, ["plan", "qwen3-14b", "--gpu", "rtx-4080", "--ctx", "32k"])["plans"][0]
+    settings = best["settings"]
+    assert (row["quant"], row["kv"]) == (settings["quant"], settings["cache_type_k"])
+    assert row["gpu_bytes"] == best["devices"][0]["total_bytes"]
+
+
+def test_models_fits_leaves_out_models_trained_for_a_shorter_context(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _json(capsys, ["models", "--fits", "rtx-4080", "--ctx", "32k"])
+    listed = {m["model"]: m for m in doc["models"]}
+    assert not {"gpt-neox-20b", "roberta-base", "bert-base-uncased"} & set(listed)
+    assert all(m["max_ctx"] >= 32768 for m in listed.values())
+    why = {m["model"]: m["reason"] for m in doc["not_fitting"]}
+    assert why["gpt-neox-20b"].startswith("trained context 2048 tokens")
+    # an encoder (BERT family, 512 positions) generates nothing: no decode speed
+    enc = _json(capsys, ["models", "--fits", "rtx-4080", "--ctx", "512", "bert"])["models"]
+    assert enc
+    assert all(m["decode_tokens_per_s"] is None for m in enc)

@@ -140,13 +140,18 @@ def _fits(
         for m in rows:
             d = m.to_dict()
             tps = f"~{d['decode_tokens_per_s']:5.0f} tok/s" if d["decode_tokens_per_s"] else ""
+            quant = m.quant if m.kv in ("f16", "auto") else f"{m.quant} KV {m.kv}"
             click.echo(
-                f"{m.key:<36} {m.params / 1e9:7.2f} B  {m.quant:<8} "
+                f"{m.key:<36} {m.params / 1e9:7.2f} B  {quant:<14} "
                 f"{format_bytes(d['gpu_bytes']):>11}  max ctx {m.max_ctx:>7}  {tps}"
             )
         note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
-        if report.not_fitting:
-            note += f"; {len(report.not_fitting)} do not fit (--json gives each one's reason)"
+        short = [m for m in report.not_fitting if m.reason.startswith("trained context")]
+        if short:
+            note += f"; {len(short)} trained for a shorter context than asked"
+        if len(report.not_fitting) > len(short):
+            n = len(report.not_fitting) - len(short)
+            note += f"; {n} do not fit (--json gives each one's reason)"
         click.echo(f"{len(rows)} model(s) fit{note}", err=True)
         for miss in report.unsupported:
             click.echo(f"  unsupported: {miss.key}: {miss.reason}", err=True)
