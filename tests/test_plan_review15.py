@@ -73,3 +73,16 @@ def test_models_fits_leaves_out_models_trained_for_a_shorter_context(
     enc = _json(capsys, ["models", "--fits", "rtx-4080", "--ctx", "512", "bert"])["models"]
     assert enc
     assert all(m["decode_tokens_per_s"] is None for m in enc)
+
+
+def test_plan_keeps_the_asked_context_and_says_the_trained_one_caps_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _json(capsys, ["plan", *QWEN_4080, "--ctx", "64k"])
+    assert doc["request"]["ctx"] == 65536  # the user's request, as asked
+    assert doc["target_ctx"] == 40960
+    assert any("trained context 40960" in n for n in doc["notes"])
+    assert main(["plan", *QWEN_4080, "--ctx", "64k"]) == 0
+    out = capsys.readouterr().out
+    assert "asked: runtime llama.cpp, context 65536 (capped at 40960)" in out
+    assert "trained context 40960 (max_position_embeddings)" in out

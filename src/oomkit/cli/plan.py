@@ -496,7 +496,9 @@ def render_plan(result: object) -> str:
     ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
     lines = [f"{m.name} ({m.architecture}, {format_params(m.params)} params) on {gpus}{ram}"]
     req = result.request
-    asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
+    capped = req.ctx is not None and req.ctx > result.target_ctx  # the trained context caps it
+    ctx_text = f"{req.ctx} (capped at {result.target_ctx})" if capped else str(result.target_ctx)
+    asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
     if req.quant:
         asked.append(f"quant {req.quant}")
     if req.parallel:  # transformers: the generate() batch

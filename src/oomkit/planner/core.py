@@ -378,6 +378,13 @@ def plan_spec(
             f"memory modelled for runtime version {base.runtime_version}; the commands use "
             "today's flags (see oomkit.planner.commands.FLAG_TABLES for the version each describes)"
         )
+    trained = spec.max_position_embeddings
+    if request.ctx is not None and trained and request.ctx > trained:
+        # as estimate says it: llama-server caps each slot at the training context
+        notes.append(
+            f"context {request.ctx} is above the model's trained context {trained} "
+            f"(max_position_embeddings): the plans aim for {trained}"
+        )
     rejected: list[Rejected] = []
     impossible: list[str] = []
     n_estimates = 0
