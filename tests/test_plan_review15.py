@@ -86,3 +86,47 @@ def test_plan_keeps_the_asked_context_and_says_the_trained_one_caps_it(
     out = capsys.readouterr().out
     assert "asked: runtime llama.cpp, context 65536 (capped at 40960)" in out
     assert "trained context 40960 (max_position_embeddings)" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "kv"),
+    [(["-ctk", "q8_0"], "q8_0"), (["-ctk", "q4_0", "-ctv", "q4_0"], "q4_0"),
+     (["--kv-dtype", "f16", "-fa", "on"], "f16")],
+)  # fmt: skip
+def test_plan_reads_llama_cpp_kv_and_fa_flags(
+    capsys: pytest.CaptureFixture[str], flags: list[str], kv: str
+) -> None:
+    """``-ctk q8_0`` was read as ``-c tk`` ("cannot read count 'tk'"): it pins the KV type."""
+    doc = _json(capsys, ["plan", *QWEN_4080, "--ctx", "40960", *flags])
+    assert doc["request"]["kv"] == kv
+    assert {p["settings"]["cache_type_k"] for p in doc["plans"]} == {kv}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", *QWEN_4080, "-ngl", "999"],
+        ["plan", *QWEN_4080, "-ctk", "q8_0", "-ctv", "f16"],
+        ["plan", *QWEN_4080, "--kv-dtype", "fp8"],
+        ["models", "--fits", "rtx-4080", "-ngl", "99"],
+        ["models", "--fits", "rtx-4080", "-fa", "on"],
+        ["models", "qwen3", "--os", "windows"],
+    ],
+)
+def test_flags_a_plan_cannot_take_are_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.startswith("Error:")]
+    assert len(lines) == 1
+    assert "cannot read count" not in err
+    assert "No such option" not in err
+
+
+def test_models_fits_takes_os_like_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["models", "--fits", "rtx-4080", "--ctx", "32k", "qwen3-14b"]
+    linux = _json(capsys, [*argv, "--os", "linux"])
+    windows = _json(capsys, [*argv, "--os", "windows"])
+    assert linux["gpu"] == windows["gpu"]
+    assert windows["models"][0]["quant"] == "Q6_K"

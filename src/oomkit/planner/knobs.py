@@ -103,10 +103,20 @@ _KV_TYPES: dict[str, tuple[str, ...]] = {
 FA_F16 = "f16+fa"
 
 
-def kv_ladder(runtime: str, *, flash_off: bool = False) -> tuple[str, ...]:
+def kv_ladder(
+    runtime: str, *, flash_off: bool = False, pinned: str | None = None
+) -> tuple[str, ...]:
     """KV cache types ``runtime`` accepts, best first (with :data:`FA_F16` after f16 when a
-    llama.cpp run has flash attention off)."""
+    llama.cpp run has flash attention off); only ``pinned`` when the user named one."""
     kvs = _KV_TYPES[runtime]
+    if pinned is not None:
+        if pinned.strip().lower() not in kvs:
+            raise InvalidSettingError(
+                f"KV cache type {pinned!r}: the planner uses {', '.join(kvs)} for {runtime}",
+                setting="kv",
+                value=pinned,
+            )
+        return (pinned.strip().lower(),)
     if flash_off and runtime == "llama.cpp":
         return (kvs[0], FA_F16, *kvs[1:])
     return kvs

@@ -228,6 +228,7 @@ def fits_report(
     ctx: int | None = None,
     headroom_bytes: int = DEFAULT_HEADROOM_BYTES,
     query: str | None = None,
+    kv: str | None = None,
 ) -> FitsReport:
     """Every catalog model (matching ``query``): those that run entirely on ``hardware`` at
     ``ctx`` (largest first), those that do not (with the shortfall), and those the runtime
@@ -235,10 +236,10 @@ def fits_report(
 
     ``ctx`` None means :data:`FITS_DEFAULT_CTX` (4096) for every runtime (a model trained
     for fewer positions, e.g. GPT-NeoX-20B's 2048 or BERT's 512, is in ``not_fitting`` with
-    that reason, asked or default), as ``oomkit models --fits`` documents: not
-    vLLM's/transformers' own default (the model's whole context), which would drop e.g. a
-    128k-context 8B model from a 24 GB GPU that runs it well at 4096 (``max_ctx`` still
-    reports the longest context that fits).
+    that reason, asked or default); ``kv`` pins the KV cache type (``--kv-dtype``), as
+    ``oomkit models --fits`` documents: not vLLM's/transformers' own default (the model's
+    whole context), which would drop e.g. a 128k-context 8B model from a 24 GB GPU that runs
+    it well at 4096 (``max_ctx`` still reports the longest context that fits).
     """
     from oomkit.catalog.models import search_models
 
@@ -247,7 +248,9 @@ def fits_report(
     unsupported: list[ModelMiss] = []
     if ctx is None:
         ctx = FITS_DEFAULT_CTX
-    request = PlanRequest(runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes)
+    request = PlanRequest(
+        runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes, kv=kv
+    )
     for entry in search_models(query):
         try:
             spec = entry.spec()

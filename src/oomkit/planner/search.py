@@ -159,9 +159,8 @@ class Searcher:
             self.base = dataclasses.replace(self.base, device_map="auto")
         self.estimator = get_estimator(runtime)
         self.n_layer = spec.num_hidden_layers
-        self.kvs = kv_ladder(
-            runtime, flash_off=runtime == "llama.cpp" and llamacpp_flash_off(self.base)
-        )
+        flash_off = runtime == "llama.cpp" and llamacpp_flash_off(self.base)
+        self.kvs = kv_ladder(runtime, flash_off=flash_off, pinned=request.kv)
         self.ladder, self.default_index = quant_ladder(
             runtime, spec, request.quant, request.min_quant
         )
