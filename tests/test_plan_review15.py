@@ -130,3 +130,24 @@ def test_models_fits_takes_os_like_plan(capsys: pytest.CaptureFixture[str]) -> N
     windows = _json(capsys, [*argv, "--os", "windows"])
     assert linux["gpu"] == windows["gpu"]
     assert windows["models"][0]["quant"] == "Q6_K"
+
+
+def test_windows_ollama_lines_are_powershell(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--os windows`` printed ``OLLAMA_FLASH_ATTENTION=1 ... ollama serve`` and ``printf ...
+    > Modelfile``, which PowerShell cannot run."""
+    argv = ["plan", "llama-3.1-8b", "-r", "ollama", "--gpu", "rtx-4080", "--ctx", "32k"]
+    win = _json(capsys, [*argv, "--os", "windows"])["plans"][0]["command"]
+    assert '$env:OLLAMA_FLASH_ATTENTION="1"; ' in win
+    assert "Set-Content -Path Modelfile -Value " in win
+    assert "`nPARAMETER num_ctx 32768" in win
+    assert "printf" not in win
+    assert "&&" not in win
+    linux = _json(capsys, [*argv, "--os", "linux"])["plans"][0]["command"]
+    assert linux.startswith("OLLAMA_FLASH_ATTENTION=1 ")
+    assert "printf 'FROM " in linux
+    # an unknown tag stops loudly in PowerShell too, as ${OLLAMA_TAG:?...} does in sh
+    unknown = _json(capsys, ["plan", *QWEN_4080, "-r", "ollama", "--ctx", "32k"])
+    lines = unknown["plans"][0]["command"]
+    if "OLLAMA_TAG" in lines:
+        assert "if (-not $env:OLLAMA_TAG) { throw " in lines
+        assert "FROM $env:OLLAMA_TAG`n" in lines

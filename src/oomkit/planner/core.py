@@ -249,7 +249,7 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         level=s.level_of(ev),
         margin_bytes=ev.margin_bytes,
         changes=describe(ev, s),
-        command=emit_command(s.runtime, settings, s.spec, model_ref),
+        command=emit_command(s.runtime, settings, s.spec, model_ref, os=s.hardware.os),
         prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
         speed=_speed(s.spec, ev.estimate, s.hardware, settings),
         quality=_quality(ev.cand.quant),
