@@ -151,3 +151,23 @@ def test_windows_ollama_lines_are_powershell(capsys: pytest.CaptureFixture[str])
     if "OLLAMA_TAG" in lines:
         assert "if (-not $env:OLLAMA_TAG) { throw " in lines
         assert "FROM $env:OLLAMA_TAG`n" in lines
+
+
+def test_plan_drops_alternatives_worse_on_every_axis(capsys: pytest.CaptureFixture[str]) -> None:
+    """Q4_K_M with 40/41 layers on the GPU (~27 tok/s, f16 KV) next to Q4_K_M all on the GPU
+    with a q8_0 cache (~46 tok/s) at the same context offers nothing: it is gone."""
+    from oomkit.planner.dominated import drop_dominated
+
+    doc = _json(capsys, ["plan", *QWEN_4080, "--ctx", "40960", "-q", "Q4_K_M"])
+    best = doc["plans"][0]
+    assert (best["settings"]["quant"], best["level"]) == ("Q4_K_M", 0)
+    for alt in doc["plans"][1:]:
+        same = alt["settings"]["quant"] == "Q4_K_M" and alt["settings"]["ctx"] == 40960
+        assert not (same and alt["level"] > 0)
+    from oomkit.cli.gpu_choice import choose_hardware
+    from oomkit.planner.core import plan
+    from oomkit.planner.request import PlanRequest
+
+    hw = choose_hardware("rtx-3060").hardware
+    result = plan("llama-3.1-8b", hw, PlanRequest(ctx=131072), offline=True)
+    assert drop_dominated(list(result.plans)) == list(result.plans)  # idempotent on a result

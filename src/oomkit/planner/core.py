@@ -19,6 +19,7 @@ from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.planner.commands import emit_command, prepare_lines
+from oomkit.planner.dominated import drop_dominated
 from oomkit.planner.impossible import impossible as impossible_text
 from oomkit.planner.knobs import (
     CHECKPOINT,
@@ -406,7 +407,7 @@ def plan_spec(
         target_ctx = s.target_ctx
         found = s.search()
         per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)
-        plans.extend(_to_plan(ev, s, ref) for ev in per_runtime)
+        plans.extend(drop_dominated([_to_plan(ev, s, ref) for ev in per_runtime]))
         for ev in s.rejected():
             miss = Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
             if miss not in rejected:  # two probes that read the same are one line
