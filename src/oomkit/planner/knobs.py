@@ -307,6 +307,10 @@ def rank_key(
     much sits on the CPU — the planner issue's order (all on GPU → quantized KV → shorter
     context → experts to CPU → partial offload → smaller quant), with a sequence cap (it costs
     throughput only) tried when the runtime's default does not fit, before a smaller quant.
+    So at one quant a q4_0 cache at the asked context (or nearer it) ranks above q8_0 at a
+    shorter one: the context is what the user asked for, the cache type the planner's knob
+    (review 15 saw mistral-small-24b get q4_0 at 22272 where q8_0 fits 11776, by design).
+    Quants above the default come with f16 or q8_0 only (:func:`upgrade_kvs`).
     ``prompt_first`` (transformers): the asked prompt before the asked generate() batch.
     speed: anything off the GPU last, then as quality. context: the context deficit first,
     then as quality.
