@@ -52,6 +52,7 @@ SETTING_FLAGS: dict[str, str] = {
     "cache_type_k": "-ctk/--kv-dtype",
     "cache_type_v": "-ctv/--kv-dtype",
     "min_tps": "--tps",
+    "kv": "--kv-dtype",
     # TrainingSettings fields named in its own errors ("Invalid mixed_precision 'no' ...")
     "mixed_precision": "--mixed-precision",
     "sp": "--sp",

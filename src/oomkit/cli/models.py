@@ -8,6 +8,7 @@ import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE
+from oomkit.cli.plan_flags import kv_options, ngl_option, pinned_kv, refuse_ngl
 from oomkit.serialize import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -52,6 +53,15 @@ def reject_without(ctx: click.Context, names: tuple[str, ...], needs: str) -> No
     show_default=True,
     help="With --fits: largest model, fastest decode, or longest context first",
 )
+@click.option(
+    "--os",
+    "os_name",
+    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    help="With --fits: operating system (windows: WDDM reserves GPU memory), as plan's --os",
+)
+@kv_options
+@ngl_option
+@click.option("--flash-attn/--no-flash-attn", "-fa", default=None, hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 def models_command(
     query: str | None,
@@ -61,6 +71,12 @@ def models_command(
     ctx: int | None,
     runtime: str,
     sort: str,
+    os_name: str | None,
+    kv_dtype: str | None,
+    cache_type_k: str | None,
+    cache_type_v: str | None,
+    n_gpu_layers: str | None,
+    flash_attn: bool | None,
     as_json: bool,
 ) -> int:
     """List or search the embedded model catalog (works offline). Exit 3 if nothing matches.
@@ -70,9 +86,20 @@ def models_command(
     """
     from oomkit.catalog.models import search_models
 
+    refuse_ngl(n_gpu_layers, "models --fits")
+    if flash_attn is not None:
+        raise click.UsageError(
+            "-fa is not a models option: --fits plans llama.cpp's default (flash attention "
+            "auto, on where supported); check a run without it with oomkit plan/estimate -fa off"
+        )
     if fits_gpu is not None:
-        return _fits(fits_gpu, search or query, vram, ctx, runtime, sort, as_json)
-    reject_without(click.get_current_context(), ("vram", "ctx", "runtime", "sort"), "--fits GPU")
+        kv = pinned_kv(kv_dtype, cache_type_k, cache_type_v)
+        where = (vram, os_name.lower() if os_name else None, kv)
+        return _fits(fits_gpu, search or query, where, ctx, runtime, sort, as_json)
+    if os_name is not None:
+        raise click.UsageError("--os is used with --fits GPU: add --fits GPU, or drop --os")
+    names = ("vram", "ctx", "runtime", "sort", "kv_dtype", "cache_type_k", "cache_type_v")
+    reject_without(click.get_current_context(), names, "--fits GPU")
 
     hits = search_models(search or query)
     if as_json:
@@ -103,7 +130,7 @@ def models_command(
 def _fits(
     gpu: str,
     query: str | None,
-    vram: int | None,
+    where: tuple[int | None, str | None, str | None],
     ctx: int | None,
     runtime: str,
     sort: str,
@@ -117,8 +144,9 @@ def _fits(
 
     runtime_key = normalize_runtime(runtime)  # a misspelt --runtime fails before any output
     PlanRequest(runtime=runtime_key, ctx=ctx)  # and so does an out-of-range --ctx
-    hardware = hardware_from_options((gpu,), vram=vram, ram=None, quiet=as_json)
-    report = fits_report(hardware, runtime=runtime_key, ctx=ctx, query=query)
+    vram, os_name, kv = where
+    hardware = hardware_from_options((gpu,), vram=vram, ram=None, quiet=as_json, os=os_name)
+    report = fits_report(hardware, runtime=runtime_key, ctx=ctx, query=query, kv=kv)
     rows, skipped = report.fits, len(report.unsupported)
     if sort == "speed":
         rows.sort(key=lambda m: -(m.to_dict()["decode_tokens_per_s"] or 0.0))
@@ -140,13 +168,18 @@ def _fits(
         for m in rows:
             d = m.to_dict()
             tps = f"~{d['decode_tokens_per_s']:5.0f} tok/s" if d["decode_tokens_per_s"] else ""
+            quant = m.quant if m.kv in ("f16", "auto") else f"{m.quant} KV {m.kv}"
             click.echo(
-                f"{m.key:<36} {m.params / 1e9:7.2f} B  {m.quant:<8} "
+                f"{m.key:<36} {m.params / 1e9:7.2f} B  {quant:<14} "
                 f"{format_bytes(d['gpu_bytes']):>11}  max ctx {m.max_ctx:>7}  {tps}"
             )
         note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
-        if report.not_fitting:
-            note += f"; {len(report.not_fitting)} do not fit (--json gives each one's reason)"
+        short = [m for m in report.not_fitting if m.reason.startswith("trained context")]
+        if short:
+            note += f"; {len(short)} trained for a shorter context than asked"
+        if len(report.not_fitting) > len(short):
+            n = len(report.not_fitting) - len(short)
+            note += f"; {n} do not fit (--json gives each one's reason)"
         click.echo(f"{len(rows)} model(s) fit{note}", err=True)
         for miss in report.unsupported:
             click.echo(f"  unsupported: {miss.key}: {miss.reason}", err=True)

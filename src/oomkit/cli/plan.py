@@ -11,6 +11,7 @@ from oomkit.cli.draft_options import draft_options
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
+from oomkit.cli.plan_flags import kv_options, ngl_option, pinned_kv, refuse_ngl
 from oomkit.cli.train_options import (
     TrainOptions,
     reject_inference_options,
@@ -121,6 +122,14 @@ __all__ = ["plan_command", "render_plan"]
     type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
     help="Operating system (windows: WDDM reserves GPU memory), as estimate's --os",
 )
+@click.option(
+    "--flash-attn/--no-flash-attn",
+    "-fa",
+    default=None,
+    help="llama.cpp: the run's flash attention (-fa on|off is read too)",
+)
+@kv_options
+@ngl_option
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -193,6 +202,9 @@ def plan_command(
         from oomkit.cli.estimate_args import check_hf_runtime_quant
 
         check_hf_runtime_quant(rt, quant)
+    refuse_ngl(drafts.pop("n_gpu_layers"), "plan")
+    kv = pinned_kv(drafts.pop("kv_dtype"), drafts.pop("cache_type_k"), drafts.pop("cache_type_v"))
+    flash_attn = drafts.pop("flash_attn")
     lora = lora_settings(drafts)  # the LoRA options arrive with the draft ones (**drafts)
     drafts = {k: v for k, v in drafts.items() if k not in LORA_FLAGS}
     if lora and rt not in ("vllm", "any"):
@@ -228,6 +240,7 @@ def plan_command(
         headroom_bytes=headroom,
         prefer=prefer,
         display=display,
+        kv=kv,
     )
     os_name = os_name.lower() if os_name else None
     hardware = hardware_from_options(
@@ -249,6 +262,7 @@ def plan_command(
             ("gpu_memory_utilization", gpu_memory_utilization),
             ("max_num_seqs", max_num_seqs),
             ("llama_server", llama_server),
+            ("flash_attn", flash_attn),
         )
         if v is not None
     }
@@ -496,7 +510,9 @@ def render_plan(result: object) -> str:
     ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
     lines = [f"{m.name} ({m.architecture}, {format_params(m.params)} params) on {gpus}{ram}"]
     req = result.request
-    asked = [f"runtime {req.runtime}", f"context {result.target_ctx}"]
+    capped = req.ctx is not None and req.ctx > result.target_ctx  # the trained context caps it
+    ctx_text = f"{req.ctx} (capped at {result.target_ctx})" if capped else str(result.target_ctx)
+    asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
     if req.quant:
         asked.append(f"quant {req.quant}")
     if req.parallel:  # transformers: the generate() batch

@@ -27,10 +27,11 @@ _FA_VALUES = {"on": ("--flash-attn",), "off": ("--no-flash-attn",), "auto": ()}
 
 
 def llamacpp_fa_args(args: list[str]) -> list[str]:
-    """``oomkit estimate`` argv with llama-server's valued ``-fa on|off|auto`` read as the
-    ``--flash-attn``/``--no-flash-attn`` switches, so flags copied from a llama-server command
-    (as ``oomkit plan`` prints them) estimate that run instead of failing with "Got unexpected
-    extra argument (on)". Other commands and a bare ``-fa`` are unchanged.
+    """``oomkit estimate`` / ``plan`` / ``models`` argv with llama-server's valued ``-fa
+    on|off|auto`` read as the ``--flash-attn``/``--no-flash-attn`` switches, so flags copied
+    from a llama-server command (as ``oomkit plan`` prints them) estimate that run instead of
+    failing with "Got unexpected extra argument (on)". Other commands and a bare ``-fa`` are
+    unchanged.
 
     >>> llamacpp_fa_args(["estimate", "m", "-fa", "on", "-ngl", "99"])
     ['estimate', 'm', '--flash-attn', '-ngl', '99']
@@ -41,7 +42,7 @@ def llamacpp_fa_args(args: list[str]) -> list[str]:
     >>> llamacpp_fa_args(["estimate", "m", "-fa", "-c", "8k"])
     ['estimate', 'm', '-fa', '-c', '8k']
     """
-    if not args or args[0] != "estimate":
+    if not args or args[0] not in ("estimate", "plan", "models"):
         return args
     out: list[str] = []
     i = 0

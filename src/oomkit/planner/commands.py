@@ -284,9 +284,11 @@ def emit_command(
     *,
     n_layer_total: int | None = None,
     device_kind: str = "cuda",
+    os: str | None = None,
 ) -> str:
     """The command (or, for Ollama and transformers, the few lines) that runs ``settings``;
-    ``device_kind`` (``cuda``, ``rocm``, ``vulkan``, ``mps``) names ggml's devices."""
+    ``device_kind`` (``cuda``, ``rocm``, ``vulkan``, ``mps``) names ggml's devices; ``os``
+    ``windows``: Ollama's lines in PowerShell (``$env:`` variables, ``Set-Content``)."""
     q = shlex.quote
     if runtime == "llama.cpp":
         parts = ["llama-server", "-m", q(_gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
@@ -323,6 +325,8 @@ def emit_command(
         modelfile = [f"FROM {source.value if known else '%s'}", f"PARAMETER num_ctx {settings.ctx}"]
         if settings.n_gpu_layers is not None:
             modelfile.append(f"PARAMETER num_gpu {settings.n_gpu_layers}")
+        if os == "windows":
+            return "\n".join(_ollama_powershell(env, modelfile, source, create))
         body = "\\n".join(modelfile)
         arg = "" if known else f' "{source.value}"'
         if not known:
@@ -367,6 +371,28 @@ def emit_command(
             parts += ["--max-running-requests", str(seqs)]
         return " ".join(parts)
     return _transformers_snippet(settings, _hf_ref(model_ref, spec))
+
+
+def _ollama_powershell(
+    env: list[str], modelfile: list[str], source: OllamaFrom, create: str
+) -> list[str]:
+    """Ollama's lines for Windows PowerShell. Ollama inherits the environment it starts in
+    (docs/faq.md, "Setting environment variables on Windows": quit the taskbar app, set the
+    variables, start Ollama again), so ``$env:`` values set in this session reach the ``ollama
+    serve`` started from it; ``;`` joins commands (Windows PowerShell 5.1 has no ``&&``) and
+    the Modelfile is written with ``Set-Content``, a backtick-n between its lines."""
+    pairs = (e.split("=", 1) for e in env)
+    out = ["# quit Ollama in the taskbar first: the server started here reads these variables"]
+    out.append("; ".join(f'$env:{k}="{v}"' for k, v in pairs) + "; ollama serve")
+    body = "`n".join(modelfile)
+    if source.note is not None:  # an unknown tag: stop loudly unless OLLAMA_TAG is set
+        why = source.value.removeprefix("${OLLAMA_TAG:?").removesuffix("}")
+        out.append(f"# {source.note}")
+        out.append(f'if (-not $env:OLLAMA_TAG) {{ throw "{why}" }}')
+        body = body.replace("%s", "$env:OLLAMA_TAG")
+    out.append(f'Set-Content -Path Modelfile -Value "{body}"; {create}')
+    out.append("ollama run planned")
+    return out
 
 
 def prepare_lines(

@@ -19,6 +19,7 @@ from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.planner.commands import emit_command, prepare_lines
+from oomkit.planner.dominated import drop_dominated
 from oomkit.planner.impossible import impossible as impossible_text
 from oomkit.planner.knobs import (
     CHECKPOINT,
@@ -249,7 +250,7 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         level=s.level_of(ev),
         margin_bytes=ev.margin_bytes,
         changes=describe(ev, s),
-        command=emit_command(s.runtime, settings, s.spec, model_ref),
+        command=emit_command(s.runtime, settings, s.spec, model_ref, os=s.hardware.os),
         prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
         speed=_speed(s.spec, ev.estimate, s.hardware, settings),
         quality=_quality(ev.cand.quant),
@@ -378,6 +379,13 @@ def plan_spec(
             f"memory modelled for runtime version {base.runtime_version}; the commands use "
             "today's flags (see oomkit.planner.commands.FLAG_TABLES for the version each describes)"
         )
+    trained = spec.max_position_embeddings
+    if request.ctx is not None and trained and request.ctx > trained:
+        # as estimate says it: llama-server caps each slot at the training context
+        notes.append(
+            f"context {request.ctx} is above the model's trained context {trained} "
+            f"(max_position_embeddings): the plans aim for {trained}"
+        )
     rejected: list[Rejected] = []
     impossible: list[str] = []
     n_estimates = 0
@@ -399,7 +407,7 @@ def plan_spec(
         target_ctx = s.target_ctx
         found = s.search()
         per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)
-        plans.extend(_to_plan(ev, s, ref) for ev in per_runtime)
+        plans.extend(drop_dominated([_to_plan(ev, s, ref) for ev in per_runtime]))
         for ev in s.rejected():
             miss = Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
             if miss not in rejected:  # two probes that read the same are one line

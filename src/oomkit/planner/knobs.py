@@ -30,6 +30,7 @@ __all__ = [
     "llamacpp_flash_off",
     "quant_ladder",
     "rank_key",
+    "upgrade_kvs",
 ]
 
 LEVEL_GPU = 0
@@ -102,13 +103,42 @@ _KV_TYPES: dict[str, tuple[str, ...]] = {
 FA_F16 = "f16+fa"
 
 
-def kv_ladder(runtime: str, *, flash_off: bool = False) -> tuple[str, ...]:
+def kv_ladder(
+    runtime: str, *, flash_off: bool = False, pinned: str | None = None
+) -> tuple[str, ...]:
     """KV cache types ``runtime`` accepts, best first (with :data:`FA_F16` after f16 when a
-    llama.cpp run has flash attention off)."""
+    llama.cpp run has flash attention off); only ``pinned`` when the user named one."""
     kvs = _KV_TYPES[runtime]
+    if pinned is not None:
+        if pinned.strip().lower() not in kvs:
+            raise InvalidSettingError(
+                f"KV cache type {pinned!r}: the planner uses {', '.join(kvs)} for {runtime}",
+                setting="kv",
+                value=pinned,
+            )
+        return (pinned.strip().lower(),)
     if flash_off and runtime == "llama.cpp":
         return (kvs[0], FA_F16, *kvs[1:])
     return kvs
+
+
+#: the most compact KV cache type a quant *above* the default (an upgrade, proposed only all on
+#: the GPU at the asked context) may use. llama.cpp PR #7412 (JohannesGaessler's table,
+#: LLaMA-3-8B F16 weights, WikiText-2): a q8_0 K and V cache has KLD 0.000980 vs the F16
+#: model, 0.000189 with an f16 cache: +0.0008, below every step between the ladder's weight
+#: types (data/quant_quality.json: Q8_0 0.0014, Q6_K 0.0055, Q5_K_M 0.0108, Q5_K_S 0.0166,
+#: Q4_K_M 0.0313), so Q6_K with a q8_0 cache beats Q5_K_M with f16 and the quant ranks first.
+#: A q4_0 cache is left to the default quant and below (there it comes before a shorter
+#: context, the planner's order); vLLM/SGLang upgrades keep the checkpoint's own KV dtype.
+_UPGRADE_KV_FLOOR: dict[str, str] = {"llama.cpp": "q8_0", "ollama": "q8_0"}
+
+
+def upgrade_kvs(runtime: str, kvs: Sequence[str]) -> tuple[str, ...]:
+    """The KV types an upgrade quant may use, best first (see ``_UPGRADE_KV_FLOOR``)."""
+    floor = _UPGRADE_KV_FLOOR.get(runtime)
+    if floor is None or floor not in kvs:
+        return tuple(kvs[:1])
+    return tuple(kvs[: list(kvs).index(floor) + 1])
 
 
 def llamacpp_flash_off(settings: InferenceSettings) -> bool:
@@ -277,6 +307,10 @@ def rank_key(
     much sits on the CPU — the planner issue's order (all on GPU → quantized KV → shorter
     context → experts to CPU → partial offload → smaller quant), with a sequence cap (it costs
     throughput only) tried when the runtime's default does not fit, before a smaller quant.
+    So at one quant a q4_0 cache at the asked context (or nearer it) ranks above q8_0 at a
+    shorter one: the context is what the user asked for, the cache type the planner's knob
+    (review 15 saw mistral-small-24b get q4_0 at 22272 where q8_0 fits 11776, by design).
+    Quants above the default come with f16 or q8_0 only (:func:`upgrade_kvs`).
     ``prompt_first`` (transformers): the asked prompt before the asked generate() batch.
     speed: anything off the GPU last, then as quality. context: the context deficit first,
     then as quality.

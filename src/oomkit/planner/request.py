@@ -35,6 +35,7 @@ class PlanRequest:
         headroom_bytes: memory each GPU keeps free beyond the estimate.
         prefer: ``quality`` (best quant, then least intrusive change), ``speed`` (everything
             on the GPU first), ``context`` (the longest context first).
+        kv: a KV cache type the planner must use (f16, q8_0, q4_0; vLLM auto, fp8).
         display: a display is attached to the GPU(s) (True), known headless (False), or
             unknown (None: counted in the verdict's band as ``estimate`` does); a plan must
             clear that band, so this decides how much a desktop card keeps free.
@@ -51,6 +52,8 @@ class PlanRequest:
     prefer: str = "quality"
     ctx_step: int = CTX_STEP
     display: bool | None = None
+    #: the KV cache type the user pinned (``--kv-dtype`` / ``-ctk``; None: the planner chooses)
+    kv: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("ctx", "min_ctx", "parallel"):

@@ -15,7 +15,7 @@ from typing import Any
 
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate
-from oomkit.planner.knobs import CHECKPOINT, Candidate
+from oomkit.planner.knobs import CHECKPOINT, Candidate, upgrade_kvs
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PlanRequest
 from oomkit.planner.search import Evaluation, Searcher
 from oomkit.spec.hardware import Hardware
@@ -32,9 +32,6 @@ __all__ = [
     "models_that_fit",
 ]
 
-#: the quants a shopper compares (GGUF): near-lossless down to the common default Q4_K_M
-#: (below it quality drops fast; ``oomkit plan`` goes further for one model)
-_SHOP_GGUF = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M")
 #: vLLM/SGLang/transformers: a pre-quantized checkpoint (gpt-oss's native MXFP4 experts,
 #: DeepSeek-V3's block FP8) runs as it is, so its own format comes first; the planner's ladder
 #: holds only that entry for such a model (:func:`oomkit.planner.knobs.quant_ladder`)
@@ -57,12 +54,15 @@ class ModelFit:
     max_ctx: int
     estimate: Estimate
     speed: Any = None
+    #: the KV cache type the fit uses (llama.cpp/Ollama "f16", "q8_0", "q4_0"; vLLM "auto")
+    kv: str = "f16"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.key,
             "params": self.params,
             "quant": self.quant,
+            "kv": self.kv,
             "ctx": self.ctx,
             "max_ctx": self.max_ctx,
             "gpu_bytes": max((d.total_bytes for d in self.estimate.devices), default=0),
@@ -135,10 +135,10 @@ _CPU_INPUTS = ("token_embd", "position_embd", "token_types", "per_layer_token_em
 def _shop(searcher: Searcher, params: int | None) -> tuple[Evaluation | None, str]:
     """(the best shop quant that runs entirely on the GPUs at the target context, or None;
     why the last quant tried does not fit, "" when one fits)."""
-    shop: tuple[str, ...] = _SHOP_GGUF if searcher.gguf else _SHOP_HF
-    native = searcher.ladder[searcher.default_index]
-    if searcher.gguf and native not in shop:
-        shop = (*shop, native)  # gpt-oss: its GGUFs keep the MXFP4 experts (MXFP4_MOE)
+    # GGUF: the planner's own ladder down to its default start (Q8_0 ... Q5_K_S, Q4_K_M; the
+    # file's own types for a .gguf, MXFP4_MOE for gpt-oss), each with the KV types the planner
+    # allows it at the asked context (knobs.upgrade_kvs), so `plan` and `models --fits` agree
+    shop = searcher.ladder[: searcher.default_index + 1] if searcher.gguf else _SHOP_HF
     cap = sum(d.capacity_bytes or 0 for d in searcher.hardware.devices)
     why = ""
     tried: list[str] = []
@@ -154,7 +154,9 @@ def _shop(searcher: Searcher, params: int | None) -> tuple[Evaluation | None, st
         if bound > cap:
             why = f"{q} weights alone need at least {_fmt(bound)}, the GPUs have {_fmt(cap)}"
             continue
-        ev = searcher.level_gpu(q, upgrade=True)
+        upgrade = searcher.gguf and searcher.ladder.index(q) < searcher.default_index
+        kvs = upgrade_kvs(searcher.runtime, searcher.kvs) if upgrade else searcher.kvs
+        ev = searcher.level_gpu(q, upgrade=True, kvs=kvs if searcher.gguf else ())
         if ev is not None:
             return ev, ""
         miss = searcher.evaluate(
@@ -226,15 +228,18 @@ def fits_report(
     ctx: int | None = None,
     headroom_bytes: int = DEFAULT_HEADROOM_BYTES,
     query: str | None = None,
+    kv: str | None = None,
 ) -> FitsReport:
     """Every catalog model (matching ``query``): those that run entirely on ``hardware`` at
     ``ctx`` (largest first), those that do not (with the shortfall), and those the runtime
     cannot run (with the error) — each model in exactly one list.
 
-    ``ctx`` None means :data:`FITS_DEFAULT_CTX` (4096, at most the model's own maximum) for
-    every runtime, as ``oomkit models --fits`` documents: not vLLM's/transformers' own default
-    (the model's whole context), which would drop e.g. a 128k-context 8B model from a 24 GB
-    GPU that runs it well at 4096 (``max_ctx`` still reports the longest context that fits).
+    ``ctx`` None means :data:`FITS_DEFAULT_CTX` (4096) for every runtime (a model trained
+    for fewer positions, e.g. GPT-NeoX-20B's 2048 or BERT's 512, is in ``not_fitting`` with
+    that reason, asked or default); ``kv`` pins the KV cache type (``--kv-dtype``), as
+    ``oomkit models --fits`` documents: not vLLM's/transformers' own default (the model's
+    whole context), which would drop e.g. a 128k-context 8B model from a 24 GB GPU that runs
+    it well at 4096 (``max_ctx`` still reports the longest context that fits).
     """
     from oomkit.catalog.models import search_models
 
@@ -243,10 +248,17 @@ def fits_report(
     unsupported: list[ModelMiss] = []
     if ctx is None:
         ctx = FITS_DEFAULT_CTX
-    request = PlanRequest(runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes)
+    request = PlanRequest(
+        runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes, kv=kv
+    )
     for entry in search_models(query):
         try:
             spec = entry.spec()
+            trained = spec.max_position_embeddings
+            if trained and trained < ctx:
+                # the planner would aim at min(ctx, trained): not a fit at the asked context
+                not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx)))
+                continue
             s = Searcher(spec, runtime, hardware, request)
             ev, why = _shop(s, entry.params)
         except OomkitError as exc:
@@ -264,11 +276,20 @@ def fits_report(
                 ctx=ev.cand.ctx,
                 max_ctx=max_ctx,
                 estimate=ev.estimate,
-                speed=_speed(spec, ev.estimate, hardware),
+                # an encoder (BERT family) generates no tokens: no decode speed
+                speed=None if spec.is_encoder else _speed(spec, ev.estimate, hardware),
+                kv=ev.cand.kv,
             )
         )
     out.sort(key=lambda m: (-m.params, m.key))
     return FitsReport(fits=out, not_fitting=not_fitting, unsupported=unsupported)
+
+
+def _short_ctx(trained: int, asked: int) -> str:
+    return (
+        f"trained context {trained} tokens (max_position_embeddings): the asked {asked} "
+        "needs a model trained for at least that many"
+    )
 
 
 def _max_ctx(s: Searcher, ev: Evaluation) -> int:

@@ -34,6 +34,7 @@ from oomkit.planner.knobs import (
     llamacpp_flash_off,
     quant_ladder,
     rank_key,
+    upgrade_kvs,
 )
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.transformers_moves import level_sdpa
@@ -82,10 +83,8 @@ class Evaluation:
     host_only: bool = False
 
 
-def _at_ctx(
-    make: Callable[[str, int, int], Candidate], kv: str, amount: int, ctx: int
-) -> Candidate:
-    return make(kv, ctx, amount)
+def _at_ctx(make: Callable[[str, int, int], Candidate], kv: str, n: int, ctx: int) -> Candidate:
+    return make(kv, ctx, n)
 
 
 #: RAM the operating system keeps when layers or experts run on the CPU (an assumption, stated
@@ -160,9 +159,8 @@ class Searcher:
             self.base = dataclasses.replace(self.base, device_map="auto")
         self.estimator = get_estimator(runtime)
         self.n_layer = spec.num_hidden_layers
-        self.kvs = kv_ladder(
-            runtime, flash_off=runtime == "llama.cpp" and llamacpp_flash_off(self.base)
-        )
+        flash_off = runtime == "llama.cpp" and llamacpp_flash_off(self.base)
+        self.kvs = kv_ladder(runtime, flash_off=flash_off, pinned=request.kv)
         self.ladder, self.default_index = quant_ladder(
             runtime, spec, request.quant, request.min_quant
         )
@@ -281,12 +279,8 @@ class Searcher:
         return self.estimator(self.spec, lowered, self.hardware)
 
     def _judge(self, cand: Candidate, est: Estimate) -> Evaluation:
-        engine_reserves = not self.gguf  # vLLM/SGLang/transformers: their own utilisation
-        headroom = (
-            0
-            if engine_reserves and self.runtime != "transformers"
-            else (self.request.headroom_bytes)
-        )
+        # vLLM/SGLang keep their own (1 - utilisation) free; transformers and GGUF the headroom
+        headroom = 0 if self.runtime in ("vllm", "sglang") else self.request.headroom_bytes
         margin: int | None = None
         short: list[str] = []
         for dev in est.devices:
@@ -383,12 +377,15 @@ class Searcher:
 
     # -- the levels --------------------------------------------------------------------------
 
-    def level_gpu(self, quant: str, *, upgrade: bool = False) -> Evaluation | None:
-        """All on the GPU: the asked context with the best KV type that fits, else the longest."""
-        kvs = self.kvs[:1] if upgrade else self.kvs
-        smallest = Candidate(quant, kvs[-1], min(self.min_ctx, self.target_ctx), tp=self._tp())
-        if not upgrade and not self._gpu_fits(self.evaluate(smallest)):
-            return None  # not even the most compact KV at the shortest context
+    def level_gpu(
+        self, quant: str, *, upgrade: bool = False, kvs: tuple[str, ...] = ()
+    ) -> Evaluation | None:
+        """All on the GPU: the asked context with the best KV type that fits, else the longest.
+        An upgrade: the asked context only, with ``kvs`` (default: the best KV type alone)."""
+        kvs = kvs or (self.kvs[:1] if upgrade else self.kvs)
+        low = self.target_ctx if upgrade else min(self.min_ctx, self.target_ctx)
+        if not self._gpu_fits(self.evaluate(Candidate(quant, kvs[-1], low, tp=self._tp()))):
+            return None  # not even the most compact KV at the shortest context: prune
         for kv in kvs:
             ev = self.evaluate(Candidate(quant, kv, self.target_ctx, tp=self._tp()))
             if ev.fits:
@@ -515,7 +512,8 @@ class Searcher:
         """The best fitting candidate of each level for one quant."""
         upgrade = self.ladder.index(quant) < self.default_index
         out: list[Evaluation] = []
-        ev = self.level_gpu(quant, upgrade=upgrade)
+        kvs = upgrade_kvs(self.runtime, self.kvs) if upgrade else ()
+        ev = self.level_gpu(quant, upgrade=upgrade, kvs=kvs)
         if ev is not None:
             out.append(ev)
         out += level_sdpa(self, quant, ev, upgrade=upgrade)  # transformers: eager -> sdpa
