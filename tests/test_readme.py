@@ -85,3 +85,17 @@ def test_training_doctor_example_is_todays_output(
     out = capsys.readouterr().out
     lines = [ln for ln in out.splitlines() if re.match(r"^  [1-3]\.", ln)]
     assert lines == block.group(3).strip("\n").splitlines()
+
+
+def test_plan_example_is_todays_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's plan example had drifted (34 layers, 21.92 GiB where plan printed 35 and
+    22.23): every line it shows before its "..." is today's output."""
+    from oomkit.cli import main
+
+    block = re.search(r"```text\n\$ oomkit plan (.*?)\n(.*?)\n\.\.\.\n```", README, re.S)
+    assert block is not None
+    capsys.readouterr()
+    main(["plan", *block.group(1).split()])
+    out = capsys.readouterr().out.splitlines()
+    shown = block.group(2).splitlines()
+    assert out[: len(shown)] == shown
