@@ -96,6 +96,7 @@ def test_plan_example_is_todays_output(capsys: pytest.CaptureFixture[str]) -> No
     assert block is not None
     capsys.readouterr()
     main(["plan", *block.group(1).split()])
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out = captured.err.splitlines() + captured.out.splitlines()  # the GPU line is on stderr
     shown = block.group(2).splitlines()
     assert out[: len(shown)] == shown
