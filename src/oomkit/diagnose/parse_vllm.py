@@ -87,7 +87,8 @@ _CONC = re.compile(
 )
 _ARGS = re.compile(
     r"(?P<k>max_model_len|max_seq_len|tensor_parallel_size|gpu_memory_utilization|"
-    r"--max-model-len|--tensor-parallel-size|-tp|--gpu-memory-utilization|mem_fraction_static)"
+    r"--max-model-len|--tensor-parallel-size|-tp|--gpu-memory-utilization|mem_fraction_static|"
+    r"max_num_batched_tokens|max_num_seqs|--max-num-batched-tokens|--max-num-seqs)"
     r"[= ](?P<v>" + _F + r")\b"
 )
 _SGL_NOMEM = re.compile(
@@ -128,6 +129,10 @@ _NEEDLES = (
     "--tensor-parallel-size",
     "--gpu-memory-utilization",
     "mem_fraction_static",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "--max-num-batched-tokens",
+    "--max-num-seqs",
     "Not enough memory",
     "Not enought memory",
     "KV cache pool is full",
@@ -203,6 +208,12 @@ def _context(line: str, facts: dict[str, Any]) -> None:
             facts["tensor_parallel_size"] = to_int(v)
         elif k == "mem_fraction_static":
             facts["mem_fraction_static"] = to_float(v)
+        elif k in {"max_num_batched_tokens", "--max-num-batched-tokens"}:
+            # the engine's stated batch ("Chunked prefill is enabled with
+            # max_num_batched_tokens=2048.", vllm/config.py SchedulerConfig) sizes its fixes
+            facts["max_num_batched_tokens"] = to_int(v)
+        elif k in {"max_num_seqs", "--max-num-seqs"}:
+            facts["max_num_seqs"] = to_int(v)
         else:
             facts["gpu_memory_utilization"] = to_float(v)
 
