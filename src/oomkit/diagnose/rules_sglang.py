@@ -12,11 +12,12 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 
-__all__ = ["sglang_pool", "sglang_runtime"]
+__all__ = ["MIN_DYNAMIC_SHARE", "sglang_pool", "sglang_runtime"]
 
 _MAX_MFS = 0.95
-# the runtime share SGLang needs outside the static pool (activations, CUDA graphs) is ~10-15%
-_SGL_MIN_DYNAMIC = 0.10
+#: share of the card SGLang's non-static rest must keep for activations and CUDA graphs (the
+#: floor oomkit's SGLang fixes keep; the estimate sizes the rest's terms: ``sglang_outside``)
+MIN_DYNAMIC_SHARE = 0.05
 
 
 def _fb(n: int | None) -> str:
@@ -56,11 +57,23 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
             f" The weights take {_fb(w)} per GPU and leave {_fb(avail)} ({share:.0%} of the card)."
         )
     need = None if share is None else 1 - share + 0.02
-    weights_full = share is not None and share < _SGL_MIN_DYNAMIC + 0.05
+    # SGLang's pool is rest = avail - total x (1 - mem_fraction_static) (model_runner.py
+    # profile_max_num_token): any fraction above the weights' share (1 - share) leaves a pool;
+    # only one that must exceed _MAX_MFS, leaving under MIN_DYNAMIC_SHARE outside it for
+    # activations and CUDA graphs, cannot be the fix
+    weights_full = share is not None and need is not None and need > _MAX_MFS
+    if total is not None and avail is not None and mfs is not None and not weights_full:
+        rest = avail - int(total * (1 - mfs))
+        expl += (
+            f" SGLang's pool is avail - total x (1 - mem_fraction_static) = {_fb(avail)} - "
+            f"{_fb(total)} x {1 - mfs:.2f} = {_fb(rest)} at {mfs:.2f}; any fraction above "
+            f"{1 - (share or 0):.2f} leaves a pool."
+        )
     if weights_full or (tokens is not None and tokens < 0 and share is None):
         expl += (
-            " The weights leave too little for any KV pool plus SGLang's runtime share "
-            "(~10-15%): raising mem_fraction_static cannot fix it; the weights must shrink."
+            " The weights leave too little for any KV pool plus the share SGLang needs outside "
+            f"mem_fraction_static (at least {MIN_DYNAMIC_SHARE:.0%} of the card for activations "
+            "and CUDA graphs): raising mem_fraction_static cannot fix it; the weights must shrink."
         )
         return Analysis(
             cause="model_too_large",
