@@ -93,3 +93,30 @@ def test_stated_batch_is_reduced_never_raised() -> None:
     assert n is not None
     assert n < 2048
     assert any("(2048 -> 1024)" in f["why"] for f in d["fixes"])
+
+
+def test_without_model_the_utilization_raise_the_error_names_ranks_first() -> None:
+    # vllm1.log: 8.00 GiB needed, 5.12 GiB available, weights 61.04 GiB at 0.90, no GPU total:
+    # the budget holds at least weights + pool, so the GPU is at least (61.04 + 5.12) / 0.90
+    # and a raise sized on that bound is enough on the real (larger) card
+    d = _doctor("vllm1")
+    first = d["fixes"][0]
+    assert first["title"].startswith("Raise --gpu-memory-utilization to ")
+    new = float(first["title"].rsplit(" ", 1)[1])
+    gib = 1 << 30
+    floor = (d["context"]["weights_bytes"] + 5.12 * gib) / 0.9
+    assert 0.9 + (8.00 - 5.12) * gib / floor <= new < 0.9 + (8.00 - 5.12) * gib / floor + 0.01
+    assert (1 - new) * floor >= 3.5 * gib  # the graphs captured after the budget still fit
+    assert first["fits"] is True
+
+
+def test_no_blocks_without_model_states_the_logs_settings() -> None:
+    text = (LOGS / "constructed-review15-vllm2.txt").read_text(encoding="utf-8")
+    d = _doctor("vllm2", stdin=text)
+    assert "no profiling numbers" not in d["explanation"]
+    for fact in ("tensor_parallel_size 2", "gpu_memory_utilization 0.90", "max_model_len 131072"):
+        assert fact in d["explanation"]
+    assert "adds no block" in d["explanation"]
+    cmds = [c for f in d["fixes"] for c in f["commands"]]
+    assert "--quantization awq" not in cmds  # a bf16 checkpoint: AWQ needs an AWQ checkpoint
+    assert any("pre-quantized checkpoint" in f["why"] for f in d["fixes"])
