@@ -51,7 +51,7 @@ def test_raising_the_fraction_is_sized_from_sglangs_arithmetic(with_model: bool)
         d = diagnose_text(text)  # the model and TP size come from SGLang's ServerArgs line
     assert d.context.tensor_parallel_size == 2
     assert "cannot fix it" not in d.explanation
-    assert d.cause != "model_too_large"
+    assert "Raising mem_fraction_static above 0.86 fixes it" in d.explanation
     first = d.fixes[0]
     assert first.title.startswith("Raise --mem-fraction-static to ")
     frac = float(first.title.rsplit(" ", 1)[1])

@@ -17,9 +17,10 @@ __all__ = ["vllm_kv", "vllm_no_blocks"]
 _BLOCK = 16  # vLLM default block size (tokens)
 _MAX_UTIL = 0.98
 #: what must stay outside vLLM's budget when the utilization is raised: the CUDA graphs captured
-#: after the KV cache ("1~3 GiB per GPU", oomkit.estimate.vllm_engines.CUDAGRAPH_POOL_MAX, the
-#: planner's ceiling in planner/vllm_util.py) and the CUDA context (~0.5 GiB)
-_OUTSIDE_MIN = 3 * 1024**3 + 512 * 1024**2
+#: after the KV cache (typically 0.3-0.7 GiB, oomkit.estimate.vllm_engines._CUDAGRAPH; vLLM warns
+#: "1~3 GiB per GPU", the planner's verdict band in planner/vllm_util.py carries that span) and
+#: the CUDA context (~0.5 GiB)
+_OUTSIDE_MIN = 1024**3
 
 
 def _fb(n: int | None) -> str:
