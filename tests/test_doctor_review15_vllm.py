@@ -120,3 +120,18 @@ def test_no_blocks_without_model_states_the_logs_settings() -> None:
     cmds = [c for f in d["fixes"] for c in f["commands"]]
     assert "--quantization awq" not in cmds  # a bf16 checkpoint: AWQ needs an AWQ checkpoint
     assert any("pre-quantized checkpoint" in f["why"] for f in d["fixes"])
+
+
+def test_modelled_generation_is_a_note_not_a_warning() -> None:
+    r = CliRunner().invoke(doctor_command, [str(LOGS / "constructed-review15-vllm2.txt")])
+    assert r.exit_code == 0, r.output
+    assert "Note: modelled: vLLM V0" in r.stderr
+    assert "Warning: modelled" not in r.stderr
+
+
+def test_traceback_source_line_is_not_a_message() -> None:
+    d = _doctor("vllm2")
+    text = (LOGS / "constructed-review15-vllm2.txt").read_text(encoding="utf-8").splitlines()
+    lines = [e["line"] for e in d["events"]]
+    assert all(not text[n - 1].strip().startswith("raise ") for n in lines), lines
+    assert len(lines) == 3

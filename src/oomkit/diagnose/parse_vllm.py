@@ -91,6 +91,9 @@ _ARGS = re.compile(
     r"max_num_batched_tokens|max_num_seqs|--max-num-batched-tokens|--max-num-seqs)"
     r"[= ](?P<v>" + _F + r")\b"
 )
+# a traceback echoes the raising source line: `raise ValueError("No available memory for the
+# cache blocks. "` (vllm/worker/worker.py raise_if_cache_size_invalid) is the message's code
+_SOURCE_RAISE = re.compile(r"\s{0,40}raise \w{1,40}\(\s{0,4}[\"']")
 _SGL_NOMEM = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static\.?"
     r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
@@ -262,7 +265,11 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
     # vllm/worker/worker.py raise_if_cache_size_invalid (and V1 kv_cache_utils): "No available
     # memory for the cache blocks. Try increasing `gpu_memory_utilization` ..."; pastes and
     # wrappers re-case it, so the test ignores case
-    if "cache blocks" in line and "no available memory for the cache blocks" in line.lower():
+    if (
+        "cache blocks" in line
+        and "no available memory for the cache blocks" in line.lower()
+        and _SOURCE_RAISE.match(line) is None  # the traceback's source line, not a message
+    ):
         return _vllm_event("no_kv_blocks", "vllm_no_cache_blocks", line, n, stage="startup")
     if "on startup is less than" in line:
         m3 = _STARTUP.search(window(lines, i, max_lines=2))
