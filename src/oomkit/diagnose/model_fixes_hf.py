@@ -54,8 +54,10 @@ _SUP_HALF = ("Run in bf16/fp16",)
 #: among vLLM fixes that fit, the least intrusive first: a setting of the serve command before
 #: one that costs speed (graphs, batch), then the weights' precision and more GPUs
 _VLLM_ORDER = {
-    "--max-model-len": 1,
-    "--gpu-memory-utilization": 2,
+    # the remedy vLLM's own KV errors name first ("Try increasing `gpu_memory_utilization` or
+    # decreasing `max_model_len`", v1/core/kv_cache_utils.py), and the request stays whole
+    "--gpu-memory-utilization": 1,
+    "--max-model-len": 2,
     "--kv-cache-dtype": 3,
     "--max-num-seqs": 4,
     "--max-num-batched-tokens": 5,
