@@ -135,3 +135,14 @@ def test_traceback_source_line_is_not_a_message() -> None:
     lines = [e["line"] for e in d["events"]]
     assert all(not text[n - 1].strip().startswith("raise ") for n in lines), lines
     assert len(lines) == 3
+
+
+def test_a_flattened_paste_that_goes_on_to_the_message_is_still_recognised() -> None:
+    from oomkit.diagnose.doctor import diagnose_text
+
+    d = diagnose_text(
+        'raise ValueError("No available memory for the cache blocks. " ValueError: No available '
+        "memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+        "the engine."
+    )
+    assert [e.format for e in d.events] == ["vllm_no_cache_blocks"]

@@ -93,7 +93,11 @@ _ARGS = re.compile(
 )
 # a traceback echoes the raising source line: `raise ValueError("No available memory for the
 # cache blocks. "` (vllm/worker/worker.py raise_if_cache_size_invalid) is the message's code
-_SOURCE_RAISE = re.compile(r"\s{0,40}raise \w{1,40}\(\s{0,4}[\"']")
+# (the whole line is the statement: a paste flattened onto one line that goes on to the
+# message itself is still the message)
+_SOURCE_RAISE = re.compile(
+    r"\s{0,40}raise \w{1,40}\(\s{0,4}[\"'][^\"']{0,200}[\"']\s{0,4}\)?\s{0,4}$"
+)
 _SGL_NOMEM = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static\.?"
     r"(?: Current value: mem_fraction_static=(?P<mfs>" + _F + "))?"
