@@ -133,13 +133,33 @@ def test_multi_gpu_compute_buffer_is_not_imbalance_when_large() -> None:
 
 
 def test_sglang_weights_fill_the_card() -> None:
+    # 2.9% of the card left: a pool needs a fraction above 0.97, leaving under
+    # MIN_DYNAMIC_SHARE outside it for activations and CUDA graphs
+    d = diagnose_text(
+        "Load weight end. quant=fp8, avail mem=4.00 GB, mem usage=133.90 GB.\n"
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.88."
+    )
+    assert d.cause == "model_too_large"
+    assert "cannot fix it" in d.explanation
+    assert not d.fixes[0].hardware
+
+
+def test_sglang_weights_at_89_percent_raise_the_fraction() -> None:
+    # review 15: SGLang's pool is avail - total x (1 - mem_fraction_static) (model_runner.py
+    # profile_max_num_token); with 8.9% of the card left, 0.94 leaves a pool and 6% outside it
+    # (sgl-project fix in the corpus record sv-sglang-inferencex-2128: raise to >= 0.9113)
     d = diagnose_text(
         "Load weight end. quant=fp8, avail mem=12.25 GB, mem usage=125.65 GB.\n"
         "ValueError: Loaded weights leave no GPU memory for the KV cache under "
         "--mem-fraction-static=0.88."
     )
-    assert d.cause == "model_too_large"
+    assert d.cause == "model_too_large"  # the weights are 91% of the card: the model's size
+    assert "cannot fix it" not in d.explanation
+    assert "Raising mem_fraction_static above 0.91 fixes it" in d.explanation
+    assert d.fixes[0].title == "Raise --mem-fraction-static to 0.94"
     assert not d.fixes[0].hardware
+    assert MIN_DYNAMIC_SHARE <= 1 - 0.94
 
 
 def test_sglang_fraction_fix_is_the_smallest_that_fits() -> None:

@@ -342,8 +342,9 @@ def test_vllm_fixes_are_kv_slack_differences() -> None:
     assert "the smallest utilization (from 0.90) whose pool holds the request" in util.why
     _ranked(d)
     # a 670 MiB shortfall: the serve settings that cover it lead, not fp8 weights (6.5 GiB
-    # freed, first by saving alone); the merged rule fixes keep the estimate's "fits"
-    assert [f.title for f in d.fixes[:2]] == [short.title, util.title]
+    # freed, first by saving alone); the merged rule fixes keep the estimate's "fits". The
+    # utilization first: vLLM's error names it first and the request stays whole (review 15)
+    assert [f.title for f in d.fixes[:2]] == [util.title, short.title]
     assert short.fits is True
     assert util.fits is True
     weights = _fix(d, "Quantize the weights to fp8: --quantization fp8")

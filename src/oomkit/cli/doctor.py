@@ -450,7 +450,7 @@ def doctor(
             sys.exit(code)
     for note in d.notes:
         # what the doctor read from the log is information, not a warning
-        (print_note if note.startswith("log shows:") else print_warning)(note)
+        (print_note if note.startswith(("log shows:", "modelled:")) else print_warning)(note)
     if as_json:
         print_json(d.to_dict())
     elif d.oom_found:

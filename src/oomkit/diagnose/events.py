@@ -177,6 +177,8 @@ class LogContext:
     max_model_len: int | None = None
     max_concurrency: float | None = None
     tensor_parallel_size: int | None = None
+    max_num_batched_tokens: int | None = None  # vLLM, as the log states it
+    max_num_seqs: int | None = None
     mem_fraction_static: float | None = None
     avail_after_weights_bytes: int | None = None  # SGLang "Load weight end ... avail mem=X GB"
     # Ollama estimator (its own prediction, not a measurement) --------------------------------

@@ -22,6 +22,7 @@ from oomkit.diagnose.model_fixes import (
     Case,
     EstimatedFix,
     estimate_case,
+    largest,
     make_fix,
     try_estimate,
 )
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["transformers_fixes", "vllm_fixes"]
 
 _MAX_UTIL = 0.98
+#: the shortest --max-model-len a shorter-context fix proposes when the pool must be searched
+_MIN_LEN = 256
 _SUP_LEN = ("Serve a shorter context",)
 _SUP_FP8 = ("Store the KV cache in fp8",)
 _SUP_UTIL = ("Raise --gpu-memory-utilization", "Grow the KV pool")
@@ -51,8 +54,10 @@ _SUP_HALF = ("Run in bf16/fp16",)
 #: among vLLM fixes that fit, the least intrusive first: a setting of the serve command before
 #: one that costs speed (graphs, batch), then the weights' precision and more GPUs
 _VLLM_ORDER = {
-    "--max-model-len": 1,
-    "--gpu-memory-utilization": 2,
+    # the remedy vLLM's own KV errors name first ("Try increasing `gpu_memory_utilization` or
+    # decreasing `max_model_len`", v1/core/kv_cache_utils.py), and the request stays whole
+    "--gpu-memory-utilization": 1,
+    "--max-model-len": 2,
     "--kv-cache-dtype": 3,
     "--max-num-seqs": 4,
     "--max-num-batched-tokens": 5,
@@ -105,12 +110,14 @@ def _fit_len(p: VllmPlan, pool: int | None) -> int | None:
 
 
 def _logged_tokens(e: OomEvent, ctx: LogContext, block: int) -> int | None:
-    """The KV capacity in tokens vLLM stated (message, ``# GPU blocks`` x block size)."""
+    """The KV capacity in tokens vLLM stated (message, ``# GPU blocks`` x block size; ``#
+    GPU blocks: 0`` is a pool of less than one block, V0 ``determine_num_available_blocks``
+    flooring a budget with no room left, and is kept as 0)."""
     if e.kv_capacity_tokens:
         return e.kv_capacity_tokens
     if ctx.kv_cache_tokens:
         return ctx.kv_cache_tokens
-    return ctx.num_gpu_blocks * block if ctx.num_gpu_blocks else None
+    return ctx.num_gpu_blocks * block if ctx.num_gpu_blocks is not None else None
 
 
 def _observed_pool(e: OomEvent, ctx: LogContext, p: VllmPlan) -> tuple[int | None, str]:
@@ -118,6 +125,8 @@ def _observed_pool(e: OomEvent, ctx: LogContext, p: VllmPlan) -> tuple[int | Non
     if e.available_kv_bytes is not None:
         return e.available_kv_bytes, "the available KV memory vLLM reported"
     tokens = _logged_tokens(e, ctx, p.block_size)
+    if tokens == 0:
+        return 0, "the 0 GPU blocks vLLM reported"
     if tokens and p.bytes_per_token:
         return tokens * p.bytes_per_token, f"the {tokens} KV tokens vLLM reported"
     if ctx.kv_cache_bytes is not None:
@@ -125,25 +134,35 @@ def _observed_pool(e: OomEvent, ctx: LogContext, p: VllmPlan) -> tuple[int | Non
     return None, ""
 
 
+def _release_plan(spec: ModelSpec, s: InferenceSettings, dev: DeviceTarget) -> VllmPlan:
+    """``plan_vllm`` under the release ``s.runtime_version`` names (the log's, or the user's):
+    its engine row's defaults (vLLM 0.6.3: ``max_num_seqs`` 256 and a 2048-token profile batch
+    with chunked prefill on above 32K, ``EngineArgs.create_engine_config`` / ``SchedulerConfig``
+    of that release) and whether its CUDA graphs are charged to the KV budget, exactly as
+    :func:`oomkit.estimate.vllm.estimate_vllm` models that release."""
+    from oomkit.estimate.vllm_release import release_rules
+
+    hw = Hardware(devices=(dev,) * max(1, s.tp or 1))
+    return release_rules(spec, s, hw).plan(spec, dev)
+
+
 def _vllm_device(
     spec: ModelSpec, s: InferenceSettings, e: OomEvent, ctx: LogContext, hw: Hardware | None
 ) -> tuple[DeviceTarget, str]:
-    from oomkit.estimate.vllm import plan_vllm
-
     if hw is not None and hw.devices:
         return hw.devices[0], "capacity given"
     total = ctx.total_gpu_memory_bytes or e.total_bytes
     if total:
         return DeviceTarget(name="GPU", capacity_bytes=total), f"GPU total {_fb(total)} (log)"
     dev = DeviceTarget(name="GPU (capacity unknown)")
-    p = plan_vllm(spec, s, dev)
+    p = _release_plan(spec, s, dev)
     pool, what = _observed_pool(e, ctx, p)
     if pool is None:
         return dev, "capacity not in the log"
     for _ in range(2):  # defaults (max_num_seqs...) depend on the capacity: settle them
         util = p.util
         dev = DeviceTarget(name="GPU", capacity_bytes=ceil((pool + _used(p)) / util))
-        p = plan_vllm(spec, s, dev)
+        p = _release_plan(spec, s, dev)
     return dev, f"GPU capacity inferred as {_fb(dev.capacity_bytes)} from {what} ({_fb(pool)})"
 
 
@@ -152,7 +171,6 @@ def vllm_fixes(
 ) -> list[Fix]:
     """vLLM fixes ranked later by KV slack gained per GPU (see the module docstring)."""
     from oomkit.errors import OomkitError
-    from oomkit.estimate.vllm import plan_vllm
 
     s = dataclasses.replace(
         user,
@@ -161,17 +179,21 @@ def vllm_fixes(
         or e.gpu_memory_utilization
         or ctx.gpu_memory_utilization,
         tp=user.tp or ctx.tensor_parallel_size,
+        # the batch the log states is the one the engine profiled (vLLM 0.8.5: "Chunked
+        # prefill is enabled with max_num_batched_tokens=2048.")
+        max_num_batched_tokens=user.max_num_batched_tokens or ctx.max_num_batched_tokens,
+        max_num_seqs=user.max_num_seqs or ctx.max_num_seqs,
     )
     dev, cap = _vllm_device(spec, s, e, ctx, hw)
     basis = f"(oomkit's vLLM estimate for {spec.name}, {s.quant or 'checkpoint dtype'}; {cap}.)"
 
     def plan(**changes: object) -> VllmPlan | None:
         try:
-            return plan_vllm(spec, dataclasses.replace(s, **changes), dev)  # type: ignore[arg-type]
+            return _release_plan(spec, dataclasses.replace(s, **changes), dev)  # type: ignore[arg-type]
         except (OomkitError, ValueError):
             return None
 
-    p0 = plan_vllm(spec, s, dev)  # a bad setting is reported, not hidden
+    p0 = _release_plan(spec, s, dev)  # a bad setting is reported, not hidden
     observed, what = _observed_pool(e, ctx, p0)
     offset = 0
     if observed is not None and p0.kv_pool_bytes is not None and observed != p0.kv_pool_bytes:
@@ -230,6 +252,21 @@ def vllm_fixes(
     tokens = _logged_tokens(e, ctx, p0.block_size)
     logged = e.estimated_max_model_len or (tokens // p0.block_size * p0.block_size if tokens else 0)
     fit_len = logged or _fit_len(p0, pool0)
+    if fit_len is not None and 0 < fit_len < p0.max_model_len:
+        p_fit = plan(ctx=fit_len)
+        if p_fit is not None and pool(p_fit) is not None and slack(p_fit) < 0:
+            # V0 without chunked prefill profiles max(max_model_len, 2048) tokens (vLLM 0.6.3
+            # SchedulerConfig; chunked prefill only above 32K, PR #6666): a shorter context
+            # drops below 32K and profiles a bigger batch, so the pool shrinks with it. The
+            # longest length whose own plan holds one request, in whole blocks
+            b = p0.block_size
+
+            def holds(n: int) -> bool:
+                p1 = plan(ctx=n * b)
+                return p1 is not None and slack(p1) >= 0
+
+            blocks = largest(1, fit_len // b, holds)
+            fit_len = blocks * b if blocks is not None and blocks * b >= _MIN_LEN else None
     if fit_len is not None and 0 < fit_len < p0.max_model_len:
         add(
             plan(ctx=fit_len),

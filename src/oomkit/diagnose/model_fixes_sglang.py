@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.diagnose.model_fixes import EstimatedFix
+from oomkit.diagnose.rules_sglang import MIN_DYNAMIC_SHARE
 from oomkit.spec.hardware import DeviceTarget, Hardware
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MIN_DYNAMIC_SHARE", "sglang_fixes"]
 
-#: share of the card SGLang's non-static rest must keep for activations and CUDA graphs
-MIN_DYNAMIC_SHARE = 0.05
 _MAX_MFS = 0.95
 #: a pool that holds one request of this many tokens (or the context length, if shorter) is the
 #: target of the sized fraction: SGLang starts with any positive pool, but a pool smaller than
@@ -58,6 +57,97 @@ def _hardware(ctx: LogContext, hw: Hardware | None) -> tuple[Hardware, str] | No
         Hardware(devices=(DeviceTarget(name="GPU", capacity_bytes=cap),)),
         f"GPU capacity inferred as {_fb(cap)} from SGLang's 'avail mem' + 'mem usage'",
     )
+
+
+def _tp_from_weights(est_weights: int, logged: int | None) -> int | None:
+    """The tensor-parallel size a log without SGLang's ``ServerArgs`` line ran at: each rank
+    loads 1/tp of the weights, so the "mem usage" of "Load weight end" against the estimate at
+    --tp 1 names it (within 25%); None when it is 1 or no power of two matches."""
+    if not logged:
+        return None
+    ratio = est_weights / logged
+    for tp in (2, 4, 8, 16):
+        if abs(ratio - tp) <= 0.25 * tp:
+            return tp
+    return None
+
+
+def _log_split(ctx: LogContext) -> tuple[int | None, int | None]:
+    """(weights per GPU, SGLang's ``total_gpu_memory``) from its "Load weight end ... avail
+    mem=X GB, mem usage=Y GB" line: ``total`` is the free memory measured before the weights
+    load (``min_per_gpu_memory``), so it is X + Y; (None, None) when the log lacks the line."""
+    w, avail = ctx.weights_bytes, ctx.avail_after_weights_bytes
+    if w is None or avail is None:
+        return None, None
+    return w, w + avail
+
+
+def _log_tokens(ctx: LogContext, frac: float, cell: int) -> int | None:
+    """SGLang's own pool at ``frac`` from the log's numbers: ``rest_memory = available -
+    total x (1 - mem_fraction_static)``, ``max_num_token = rest x 2^30 // cell_size``
+    (python/sglang/srt/model_executor/model_runner.py ``profile_max_num_token``, v0.4.x;
+    ``model_runner_kv_cache_mixin.py`` / ``profile_available_bytes`` in newer releases)."""
+    w, total = _log_split(ctx)
+    if w is None or total is None or not cell:
+        return None
+    rest = (total - w) - int(total * (1 - frac))
+    return max(0, rest) // cell
+
+
+def _sized_fraction(
+    spec: ModelSpec,
+    s: InferenceSettings,
+    hardware: Hardware,
+    ctx: LogContext,
+    frac0: float,
+    length: int,
+    tokens0: int | None,
+    basis: str,
+) -> Fix | None:
+    """The smallest ``--mem-fraction-static`` (in hundredths, up to :data:`_MAX_MFS`) whose
+    pool holds one request of the context length (else one of :data:`_USEFUL_TOKENS`), with
+    the rest outside the fraction still holding what oomkit's SGLang estimate puts there (one
+    prefill chunk's activations + the CUDA-graph logits, ``outside_pool``) and at least
+    :data:`MIN_DYNAMIC_SHARE` of the card. The tokens are SGLang's own arithmetic on the log's
+    numbers when it has them (:func:`_log_tokens`), else the estimate's."""
+    from oomkit.estimate.sglang import estimate_sglang
+
+    cap = hardware.devices[0].capacity_bytes or 0
+    for target in dict.fromkeys((length, min(length, _USEFUL_TOKENS))):
+        if (tokens0 or 0) >= target:
+            return None
+        f = round(frac0 + 0.01, 2)
+        while f <= _MAX_MFS:
+            est = estimate_sglang(spec, dataclasses.replace(s, mem_fraction_static=f), hardware)
+            tokens, pool, rest = _pool(est)
+            cell = est.runtime_details.get("cell_size_bytes")
+            cell_b = cell if isinstance(cell, int) else 0
+            logged = _log_tokens(ctx, f, cell_b)
+            if logged is not None:
+                tokens, pool = logged, logged * cell_b
+            outside = est.runtime_details.get("outside_pool")
+            need_out = outside.get("need_bytes", 0) if isinstance(outside, dict) else 0
+            room = rest >= MIN_DYNAMIC_SHARE * cap and rest >= (need_out or 0)
+            if not room:
+                break  # a larger fraction leaves even less outside it
+            if tokens is not None and tokens >= target:
+                what = "one full-context" if target == length else f"one {target}-token"
+                src = "SGLang's arithmetic on the log's numbers" if logged is not None else ""
+                return EstimatedFix(
+                    title=f"Raise --mem-fraction-static to {f:.2f}",
+                    why=f"the smallest fraction (from {frac0:.2f}) whose KV pool holds "
+                    f"{what} request ({length} tokens of context): {tokens} tokens, "
+                    f"{_fb(pool)}{' (' + src + ')' if src else ''}, while {_fb(rest)} stays "
+                    f"outside it for activations and CUDA graphs (needs "
+                    f"{_fb(max(int(MIN_DYNAMIC_SHARE * cap), need_out or 0))}) {basis}",
+                    commands=(f"--mem-fraction-static {f:.2f}",),
+                    expected_saving_bytes=max(1, pool - (tokens0 or 0) * cell_b),
+                    supersedes=_SUP_MFS,
+                    fits=True,
+                    order=1,
+                )
+            f = round(f + 0.01, 2)
+    return None
 
 
 def _pool(est: Estimate) -> tuple[int | None, int, int]:
@@ -91,37 +181,32 @@ def sglang_fixes(
         ctx=user.ctx or ctx.max_model_len,
     )
     est0 = estimate_sglang(spec, s, hardware)
+    tp_w = _tp_from_weights(est0.devices[0].weights_bytes, ctx.weights_bytes) if not s.tp else None
+    if tp_w is not None:
+        s = dataclasses.replace(s, tp=tp_w)
+        est0 = estimate_sglang(spec, s, hardware)
     frac_v, ctx_v = est0.settings["mem_fraction_static"], est0.settings["ctx"]
     if not isinstance(frac_v, float) or not isinstance(ctx_v, int):
         return []
     frac0, length = frac_v, ctx_v
     cap = hardware.devices[0].capacity_bytes or 0
-    tokens0, pool0, _ = _pool(est0)
+    tokens0, _, _ = _pool(est0)
+    cell0 = est0.runtime_details.get("cell_size_bytes")
+    logged0 = _log_tokens(ctx, frac0, cell0) if isinstance(cell0, int) else None
+    if logged0 is not None:  # the run the log shows: SGLang's own arithmetic on its numbers
+        tokens0 = logged0
     basis = f"(oomkit's SGLang estimate for {spec.name}; {cap_note}.)"
     out: list[Fix] = []
     target = min(length, _USEFUL_TOKENS)
-    if est0.devices[0].weights_bytes > cap * _MAX_MFS:
+    w_log, total_log = _log_split(ctx)
+    weights = w_log if w_log is not None else est0.devices[0].weights_bytes
+    if weights > (total_log or cap) * _MAX_MFS:
         # no fraction holds the weights: a larger fraction or smaller prefill chunks cannot help
         n_given = len(hw.devices) if hw is not None and hw.devices else 1
         return _weights_fixes(spec, s, hardware, est0, target, n_given, basis)
-    f = round(frac0 + 0.01, 2)
-    while f <= _MAX_MFS and (tokens0 or 0) < target:
-        est = estimate_sglang(spec, dataclasses.replace(s, mem_fraction_static=f), hardware)
-        tokens, pool, rest = _pool(est)
-        if tokens is not None and tokens >= target and rest >= MIN_DYNAMIC_SHARE * cap:
-            out.append(
-                EstimatedFix(
-                    title=f"Raise --mem-fraction-static to {f:.2f}",
-                    why=f"the smallest fraction (from {frac0:.2f}) whose KV pool holds one "
-                    f"{target}-token request: {tokens} tokens, {_fb(pool)}, while "
-                    f"{_fb(rest)} stays for activations and CUDA graphs {basis}",
-                    commands=(f"--mem-fraction-static {f:.2f}",),
-                    expected_saving_bytes=max(0, pool - pool0),
-                    supersedes=_SUP_MFS,
-                )
-            )
-            break
-        f = round(f + 0.01, 2)
+    mfs = _sized_fraction(spec, s, hardware, ctx, frac0, length, tokens0, basis)
+    if mfs is not None:
+        out.append(mfs)
     cell = est0.runtime_details.get("cell_size_bytes")
     if tokens0 is not None and tokens0 < length and isinstance(cell, int) and cell:
         fit = tokens0 // 256 * 256
@@ -202,7 +287,8 @@ def _weights_fixes(
                     f"they take {_fb(w)} and the KV pool holds {tokens} tokens ({_fb(pool)}) "
                     f"{basis}",
                     commands=(f"--tp {tp}",),
-                    expected_saving_bytes=w0 - w,
+                    # per GPU, what the per-device estimate frees: never more than the card
+                    expected_saving_bytes=min(w0 - w, dev.capacity_bytes or w0 - w),
                     hardware=tp > n_given,
                     fits=True,
                     supersedes=(*_SUP_MFS, *_SUP_LEN, "Shard the model"),
@@ -226,7 +312,7 @@ def _weights_fixes(
                     why=f"{quant} weights take {_fb(w)} per GPU instead of {_fb(w0)}; the KV "
                     f"pool then holds {tokens} tokens ({_fb(pool)}) {basis}",
                     commands=(f"--quantization {quant}",),
-                    expected_saving_bytes=w0 - w,
+                    expected_saving_bytes=min(w0 - w, dev.capacity_bytes or w0 - w),
                     fits=True,
                     supersedes=(*_SUP_MFS, *_SUP_LEN),
                 )

@@ -106,6 +106,10 @@ _GGML_POOL = re.compile(
 # beam_width (%d) * tokensPerBlock (%d) * maxBlocksPerSeq (%d))"; older releases print no count
 _TRT_KV = re.compile(r"maxTokensInPagedKvCache(?: \(\d{1,12}\))? must be large enough")
 _SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4})\b")
+# SGLang's start-up ``server_args=ServerArgs(model_path='...', ..., tp_size=2, ...)`` line
+# (python/sglang/srt/server_args.py dataclass repr): the model and TP size its pool was sized for
+_SGL_ARGS_MODEL = re.compile(r"\bmodel_path='(?P<v>[^'\s]{1,200})'")
+_SGL_ARGS_TP = re.compile(r"[(, ]tp_size=(?P<v>\d{1,3})\b")
 _NEEDLES = (
     "AlignedAllo",
     "leave no GPU memory for the KV cache",
@@ -484,6 +488,12 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
         m6 = _SGL_MFS.search(line)
         if m6 is not None:
             facts.setdefault("mem_fraction_static", float(m6.group("v")))
+        if "ServerArgs(" in line:
+            m7, m8 = _SGL_ARGS_MODEL.search(line), _SGL_ARGS_TP.search(line)
+            if m7 is not None:
+                facts.setdefault("model_name", m7.group("v"))
+            if m8 is not None:
+                facts.setdefault("tensor_parallel_size", int(m8.group("v")))
     return None
 
 

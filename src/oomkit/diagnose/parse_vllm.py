@@ -87,8 +87,16 @@ _CONC = re.compile(
 )
 _ARGS = re.compile(
     r"(?P<k>max_model_len|max_seq_len|tensor_parallel_size|gpu_memory_utilization|"
-    r"--max-model-len|--tensor-parallel-size|-tp|--gpu-memory-utilization|mem_fraction_static)"
+    r"--max-model-len|--tensor-parallel-size|-tp|--gpu-memory-utilization|mem_fraction_static|"
+    r"max_num_batched_tokens|max_num_seqs|--max-num-batched-tokens|--max-num-seqs)"
     r"[= ](?P<v>" + _F + r")\b"
+)
+# a traceback echoes the raising source line: `raise ValueError("No available memory for the
+# cache blocks. "` (vllm/worker/worker.py raise_if_cache_size_invalid) is the message's code
+# (the whole line is the statement: a paste flattened onto one line that goes on to the
+# message itself is still the message)
+_SOURCE_RAISE = re.compile(
+    r"\s{0,40}raise \w{1,40}\(\s{0,4}[\"'][^\"']{0,200}[\"']\s{0,4}\)?\s{0,4}$"
 )
 _SGL_NOMEM = re.compile(
     r"Not enought? memory\. Please try to increase --mem-fraction-static\.?"
@@ -128,6 +136,10 @@ _NEEDLES = (
     "--tensor-parallel-size",
     "--gpu-memory-utilization",
     "mem_fraction_static",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "--max-num-batched-tokens",
+    "--max-num-seqs",
     "Not enough memory",
     "Not enought memory",
     "KV cache pool is full",
@@ -203,6 +215,12 @@ def _context(line: str, facts: dict[str, Any]) -> None:
             facts["tensor_parallel_size"] = to_int(v)
         elif k == "mem_fraction_static":
             facts["mem_fraction_static"] = to_float(v)
+        elif k in {"max_num_batched_tokens", "--max-num-batched-tokens"}:
+            # the engine's stated batch ("Chunked prefill is enabled with
+            # max_num_batched_tokens=2048.", vllm/config.py SchedulerConfig) sizes its fixes
+            facts["max_num_batched_tokens"] = to_int(v)
+        elif k in {"max_num_seqs", "--max-num-seqs"}:
+            facts["max_num_seqs"] = to_int(v)
         else:
             facts["gpu_memory_utilization"] = to_float(v)
 
@@ -251,7 +269,11 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
     # vllm/worker/worker.py raise_if_cache_size_invalid (and V1 kv_cache_utils): "No available
     # memory for the cache blocks. Try increasing `gpu_memory_utilization` ..."; pastes and
     # wrappers re-case it, so the test ignores case
-    if "cache blocks" in line and "no available memory for the cache blocks" in line.lower():
+    if (
+        "cache blocks" in line
+        and "no available memory for the cache blocks" in line.lower()
+        and _SOURCE_RAISE.match(line) is None  # the traceback's source line, not a message
+    ):
         return _vllm_event("no_kv_blocks", "vllm_no_cache_blocks", line, n, stage="startup")
     if "on startup is less than" in line:
         m3 = _STARTUP.search(window(lines, i, max_lines=2))

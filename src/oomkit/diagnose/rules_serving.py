@@ -11,239 +11,25 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, floor_to, generic, size_text, util_up
+from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.parse_other import tensor_bytes
 from oomkit.diagnose.rules_shm import shm_bus_error
 from oomkit.diagnose.rules_tf import tf_driver_while_running
+from oomkit.diagnose.rules_vllm_kv import vllm_kv, vllm_no_blocks
 
 __all__ = ["analyze_other", "analyze_serving"]
-
-_BLOCK = 16  # vLLM default block size (tokens)
-_MAX_UTIL = 0.98
 
 
 def _fb(n: int | None) -> str:
     return size_text(n)
 
 
-def _util_fix(ctx: LogContext, extra: int, why: str) -> Fix | None:
-    util, total = ctx.gpu_memory_utilization, ctx.total_gpu_memory_bytes
-    if util is None or not total:
-        return None
-    new = util_up(util + extra / total)
-    if new > _MAX_UTIL:
-        return None
-    return Fix(
-        title=f"Raise --gpu-memory-utilization to {new:.2f}",
-        why=why + f" {_fb(extra)} more of the {_fb(total)} GPU is {util:.2f} -> {new:.2f}.",
-        commands=(f"--gpu-memory-utilization {new:.2f}",),
-        expected_saving_bytes=extra,
-    )
-
-
-def _vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
-    mml = e.max_model_len
-    fixes: list[Fix] = []
-    if e.needed_kv_bytes is not None and e.available_kv_bytes is not None and mml:
-        need, avail = e.needed_kv_bytes, e.available_kv_bytes
-        fit = e.estimated_max_model_len or (
-            floor_to(mml * max(avail, 0) // need, _BLOCK) if need > 0 else None
-        )
-        expl = (
-            f"vLLM needs {_fb(need)} of KV cache for one request of max_model_len={mml} but only "
-            f"{_fb(avail)} is left after weights and activations (short by {_fb(need - avail)})."
-        )
-        if fit:
-            fixes.append(
-                Fix(
-                    title=f"Serve a shorter context: --max-model-len {fit}",
-                    why=f"KV is linear in length: {mml} x {_fb(avail)}/{_fb(need)} ~ {fit} tokens"
-                    + (" (vLLM's own estimate)." if e.estimated_max_model_len else "."),
-                    commands=(f"--max-model-len {fit}",),
-                    expected_saving_bytes=need - avail,
-                )
-            )
-        if need // 2 <= avail:
-            fixes.append(
-                Fix(
-                    title="Store the KV cache in fp8: --kv-cache-dtype fp8",
-                    why=f"fp8 halves the KV need to {_fb(need // 2)}, which fits in {_fb(avail)}.",
-                    commands=("--kv-cache-dtype fp8",),
-                    expected_saving_bytes=need - need // 2,
-                )
-            )
-        u = _util_fix(ctx, need - avail, "the KV pool is what is left of the budget;")
-        if u is not None:
-            fixes.append(u)
-        short = need - avail
-    else:
-        cap = e.kv_capacity_tokens
-        held = f"the {cap} tokens" if cap else "what"
-        expl = f"max_model_len={mml} needs more KV cache than {held} vLLM could allocate"
-        short = None
-        if cap and mml:
-            expl += f" ({100 * cap // mml}% of it)."
-            fixes.append(
-                Fix(
-                    title=f"Serve a shorter context: --max-model-len {floor_to(cap, _BLOCK)}",
-                    why=f"the KV pool holds {cap} tokens; a request of at most that length fits.",
-                    commands=(f"--max-model-len {floor_to(cap, _BLOCK)}",),
-                    expected_saving_bytes=(ctx.kv_cache_bytes * (mml - cap) // cap)
-                    if ctx.kv_cache_bytes
-                    else None,
-                )
-            )
-            u = None
-            if ctx.kv_cache_bytes and ctx.kv_cache_bytes > 0:
-                short = ctx.kv_cache_bytes * (mml - cap) // cap
-                u = _util_fix(
-                    ctx, short, f"each token of KV takes {_fb(ctx.kv_cache_bytes // cap)};"
-                )
-            if u is not None:
-                fixes.append(u)
-            elif mml > cap:
-                grow = mml / cap
-                fixes.append(
-                    Fix(
-                        title=f"Grow the KV pool {grow:.2f}x: raise --gpu-memory-utilization",
-                        why=f"the pool must hold {mml} tokens instead of {cap}; it is what is "
-                        "left of total x gpu_memory_utilization after weights and activations, "
-                        "so raise the utilization until it grows by that factor (the log does "
-                        "not give the profiling numbers to compute the exact value).",
-                        commands=("--gpu-memory-utilization 0.95",),
-                        expected_saving_bytes=None,
-                    )
-                )
-        else:
-            expl += " (the quoted message lost the pool's size)."
-            fixes.extend(
-                (
-                    generic(
-                        f"Serve a shorter context: --max-model-len {mml // 2 if mml else 8192}",
-                        "the KV pool must hold one request of max_model_len tokens; the start-up "
-                        "log's KV cache size says how many tokens it holds.",
-                        (f"--max-model-len {mml // 2 if mml else 8192}",),
-                    ),
-                    generic(
-                        "Grow the KV pool: raise --gpu-memory-utilization",
-                        "the pool is what is left of total x gpu_memory_utilization after the "
-                        "weights and activations.",
-                        ("--gpu-memory-utilization 0.95",),
-                    ),
-                )
-            )
-    fixes.append(
-        generic(
-            "Shard the model: more tensor parallelism",
-            "each extra GPU takes its share of the weights, leaving more room for KV.",
-            ("--tensor-parallel-size <2x current>",),
-        )
-    )
-    return Analysis(
-        cause="kv_cache_or_context",
-        confidence=0.9,
-        explanation=expl
-        + (
-            f" Raising the budget by {_fb(short)} or shortening the context fixes it."
-            if short
-            else ""
-        ),
-        fixes=tuple(fixes),
-    )
-
-
-def _vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
-    w, nt, act, _kv = (
-        ctx.weights_bytes,
-        ctx.non_torch_bytes,
-        ctx.activation_peak_bytes,
-        ctx.kv_cache_bytes,
-    )
-    util, total = ctx.gpu_memory_utilization, ctx.total_gpu_memory_bytes
-    if w is not None and util is not None and total:
-        budget = int(total * util)
-        used = w + (nt or 0) + (act or 0)
-        expl = (
-            f"vLLM's budget is {_fb(total)} x {util:.2f} = {_fb(budget)}; weights {_fb(w)} + "
-            f"non-torch {_fb(nt)} + activation peak {_fb(act)} = {_fb(used)}, "
-            + (
-                f"leaving {_fb(budget - used)} for the KV cache."
-                if budget >= used
-                else f"{_fb(used - budget)} over the budget before any KV cache (vLLM logs it "
-                f"as {_fb(budget - used)} for the KV cache)."
-            )
-        )
-        fixes: list[Fix] = []
-        need_util = util_up(used / total + 0.05)
-        if need_util <= _MAX_UTIL:
-            fixes.append(
-                Fix(
-                    title=f"Raise --gpu-memory-utilization to {need_util:.2f}",
-                    why=f"({_fb(used)} + ~5% for KV) / {_fb(total)}.",
-                    commands=(f"--gpu-memory-utilization {need_util:.2f}",),
-                    expected_saving_bytes=used - budget + int(0.05 * total),
-                )
-            )
-        if act:
-            fixes.append(
-                Fix(
-                    title="Shrink the profiling batch: --max-num-batched-tokens 2048",
-                    why=f"the activation peak ({_fb(act)}) is measured with max_num_batched_tokens "
-                    "tokens in one forward pass; fewer tokens, smaller peak.",
-                    commands=("--max-num-batched-tokens 2048 --max-num-seqs 64",),
-                    expected_saving_bytes=act // 2,
-                )
-            )
-        fixes.append(
-            generic(
-                "Quantize or offload the weights",
-                "AWQ/GPTQ/fp8 weights or CPU offload free the weights' share.",
-                ("--quantization fp8", "--cpu-offload-gb 4"),
-            )
-        )
-        cause = (
-            "model_too_large" if w >= budget * 0.8 or w >= (act or 0) else "batch_or_activations"
-        )
-        return Analysis(cause=cause, confidence=0.75, explanation=expl, fixes=tuple(fixes))
-    # KV pool = utilization x total - (weights + non-torch + activation peak): without the
-    # profiling line any of the three (or a co-tenant shrinking what is free) can be the one that
-    # left nothing, so the weights reading is a guess at the confidence of an undecided cause
-    return Analysis(
-        cause="model_too_large",
-        confidence=0.35,
-        explanation="vLLM found no memory left for KV cache blocks after loading the weights and "
-        "profiling activations (the log excerpt has no profiling numbers). What would decide: "
-        "the profiling line before it (model weights, activation peak, non-torch memory against "
-        "gpu_memory_utilization x total): weights near the budget mean the model, a large "
-        "activation peak means the profiling batch (--max-num-seqs, --max-num-batched-tokens; "
-        "vLLM V1 profiles 1024 sequences by default), and `oomkit gpus` shows a co-tenant.",
-        fixes=(
-            generic(
-                "Raise --gpu-memory-utilization or quantize/offload the model",
-                "the KV pool is the residual of utilization x total after weights.",
-                ("--gpu-memory-utilization 0.95", "--quantization awq", "--cpu-offload-gb 4"),
-            ),
-            generic(
-                "Profile a smaller batch",
-                "the activation peak subtracted from the budget is measured at max_num_seqs "
-                "sequences / max_num_batched_tokens tokens in one forward pass.",
-                ("--max-num-seqs 256", "--max-num-batched-tokens 2048"),
-            ),
-            generic(
-                "Check for other processes on the GPU",
-                "vLLM's budget is a share of total memory; a co-tenant shrinks the residual.",
-                ("nvidia-smi",),
-            ),
-        ),
-    )
-
-
 def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose vLLM / SGLang / TGI / TensorRT-LLM errors."""
     if e.kind == "kv_capacity":
-        return _vllm_kv(e, ctx)
+        return vllm_kv(e, ctx)
     if e.kind == "no_kv_blocks":
-        return _vllm_no_blocks(e, ctx)
+        return vllm_no_blocks(e, ctx)
     if e.kind == "startup_free_memory":
         f, t, want, u = (
             e.free_bytes or 0,

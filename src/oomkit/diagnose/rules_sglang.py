@@ -12,10 +12,14 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 
-__all__ = ["sglang_pool", "sglang_runtime"]
+__all__ = ["MIN_DYNAMIC_SHARE", "sglang_pool", "sglang_runtime"]
 
 _MAX_MFS = 0.95
-# the runtime share SGLang needs outside the static pool (activations, CUDA graphs) is ~10-15%
+#: share of the card SGLang's non-static rest must keep for activations and CUDA graphs (the
+#: floor oomkit's SGLang fixes keep; the estimate sizes the rest's terms: ``sglang_outside``)
+MIN_DYNAMIC_SHARE = 0.05
+# the runtime share SGLang's defaults keep outside the static pool (activations, CUDA graphs) is
+# ~10-15%: weights that leave less than that are the cause label's "model too large"
 _SGL_MIN_DYNAMIC = 0.10
 
 
@@ -56,28 +60,63 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
             f" The weights take {_fb(w)} per GPU and leave {_fb(avail)} ({share:.0%} of the card)."
         )
     need = None if share is None else 1 - share + 0.02
+    # SGLang's pool is rest = avail - total x (1 - mem_fraction_static) (model_runner.py
+    # profile_max_num_token): any fraction above the weights' share (1 - share) leaves a pool.
+    # Raising it cannot be the fix only where that fraction exceeds _MAX_MFS (under
+    # MIN_DYNAMIC_SHARE would stay outside it for activations and CUDA graphs) or the run
+    # already used one at least that large (then the log's numbers do not explain the failure)
+    raisable = need is not None and need <= _MAX_MFS and (mfs is None or mfs < need)
+    if total is not None and avail is not None and mfs is not None and raisable:
+        rest = avail - int(total * (1 - mfs))
+        expl += (
+            f" SGLang's pool is avail - total x (1 - mem_fraction_static) = {_fb(avail)} - "
+            f"{_fb(total)} x {1 - mfs:.2f} = {_fb(rest)} at {mfs:.2f}; any fraction above "
+            f"{1 - (share or 0):.2f} leaves a pool."
+        )
+    # the cause: weights that take all but ~10-15% of the card are the model's size (the
+    # fraction must then be raised past SGLang's defaults), whatever the fix
     weights_full = share is not None and share < _SGL_MIN_DYNAMIC + 0.05
     if weights_full or (tokens is not None and tokens < 0 and share is None):
+        shrink = (
+            generic(
+                "Load the weights quantized (fp8 / AWQ / GPTQ)",
+                "fp8 weights take half of bf16 ones.",
+                ("--quantization fp8", "pick an AWQ/GPTQ checkpoint"),
+            ),
+            generic(
+                "Shard over more GPUs: --tp 2x current",
+                "each GPU holds 1/tp of the weights.",
+                ("--tp <2x current>",),
+            ),
+        )
+        if raisable and need is not None and share is not None:
+            expl += (
+                f" Raising mem_fraction_static above {1 - share:.2f} fixes it while at least "
+                f"{MIN_DYNAMIC_SHARE:.0%} of the card stays outside it for activations and CUDA "
+                "graphs; else the weights must shrink."
+            )
+            raise_fix = _mfs_fix(
+                mfs,
+                need,
+                f"the weights leave {share:.0%} of the card, so the static pool needs more than "
+                f"{1 - share:.2f} of it to hold any KV token.",
+            )
+            return Analysis(
+                cause="model_too_large",
+                confidence=0.65,
+                explanation=expl,
+                fixes=(raise_fix, *shrink),
+            )
         expl += (
-            " The weights leave too little for any KV pool plus SGLang's runtime share "
-            "(~10-15%): raising mem_fraction_static cannot fix it; the weights must shrink."
+            " The weights leave too little for any KV pool plus the share SGLang needs outside "
+            f"mem_fraction_static (at least {MIN_DYNAMIC_SHARE:.0%} of the card for activations "
+            "and CUDA graphs): raising mem_fraction_static cannot fix it; the weights must shrink."
         )
         return Analysis(
             cause="model_too_large",
             confidence=0.65 if weights_full else 0.5,
             explanation=expl,
-            fixes=(
-                generic(
-                    "Load the weights quantized (fp8 / AWQ / GPTQ)",
-                    "fp8 weights take half of bf16 ones.",
-                    ("--quantization fp8", "pick an AWQ/GPTQ checkpoint"),
-                ),
-                generic(
-                    "Shard over more GPUs: --tp 2x current",
-                    "each GPU holds 1/tp of the weights.",
-                    ("--tp <2x current>",),
-                ),
-            ),
+            fixes=shrink,
         )
     fixes = [
         _mfs_fix(

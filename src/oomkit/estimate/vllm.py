@@ -55,26 +55,16 @@ from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     cudagraph_pool_bytes,
     engine_batch_defaults,
-    graph_estimate_charged,
     non_torch_bytes,
-    v0_full_profile_batch,
     vllm_engine,
 )
-from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
 from oomkit.estimate.vllm_lora import LoraPlan, lora_details, settings_lora_plan
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
+from oomkit.estimate.vllm_release import release_rules
 from oomkit.estimate.vllm_sampler import sampler_peaks
-from oomkit.estimate.vllm_support import (
-    CAPABILITY_V0_NOTE,
-    v0_capability_engine,
-    v0_env_engine,
-    v0_env_unavailable,
-    v0_fallback_engine,
-    vllm_model_version,
-)
 from oomkit.estimate.vllm_v0_chunked import v0_batched_tokens
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -380,93 +370,15 @@ def estimate_vllm(
     ``settings.runtime_version`` (a vLLM release or a date) picks the engine generation through
     :func:`oomkit.estimate.generations.resolve_generation` when ``engine`` is the default.
     """
-    mla_latent = True
-    record_stream = True
-    mxfp4_hopper = "triton"
-    awq_split_k = False
-    len_check = True  # max_model_len checked against the KV cache at start-up (0.2.7+)
-    nvls_nccl: str | None = None
-    mm_chunked = True
-    support_notes: tuple[str, ...] = ()
-    engine_switch: str | None = None  # the release's generation runs another engine row
-    profiles_graphs = engine == DEFAULT_ENGINE  # PR #30515's graph profiling (0.18.0 on)
-    if engine == DEFAULT_ENGINE:
-        # a release that cannot load the model is refused; without a version, a model the
-        # newest vLLM dropped is modelled on the last release that loads it
-        version, support_notes = vllm_model_version(spec, settings.runtime_version)
-        settings = dataclasses.replace(settings, runtime_version=version)
-    if settings.runtime_version is not None and engine == DEFAULT_ENGINE:
-        from oomkit.estimate.generations import resolve_generation
-
-        gen = resolve_generation("vllm", settings.runtime_version)
-        engine = str(gen.effects["vllm_engine"])
-        mla_latent = bool(gen.effects.get("mla_latent_kv", True))
-        record_stream = bool(gen.effects.get("nccl_record_stream", True))
-        mxfp4_hopper = str(gen.effects.get("mxfp4_hopper", "triton"))
-        awq_split_k = bool(gen.effects.get("awq_split_k", False))
-        len_check = bool(gen.effects.get("kv_len_check", True))
-        profiles_graphs = bool(gen.effects.get("graph_profiling", False))
-        if not gen.effects.get("long_context_chunked", True):  # before PR #6666 (0.5.3)
-            settings = v0_full_profile_batch(spec, settings)
-        nccl = gen.effects.get("nvls_nccl")
-        nvls_nccl = nccl if isinstance(nccl, str) else None
-        if gen.effects.get("gemma2_window_cap", False):
-            settings, why = gemma2_window_ctx(spec, settings)
-            support_notes = (*support_notes, *why)
-        fallback = v0_fallback_engine(spec, engine)
-        if fallback is not None:
-            engine, mm_chunked = fallback, False
-            engine_switch = "V0 engine (V1 has no encoder-decoder support)"
-            support_notes = (
-                *support_notes,
-                f"vLLM {settings.runtime_version} runs {spec.architecture} on the V0 engine: V1 "
-                "has no encoder-decoder support (EngineArgs._is_v1_supported_oracle falls back "
-                "to V0: max_num_seqs 256, no chunked prefill for a multimodal model)",
-            )
-        cc = bool(gen.effects.get("v1_needs_ampere"))  # 0.8.0-0.10.1: V0 below Ampere
-        if (v0 := v0_capability_engine(engine, hardware.devices, v1_needs_ampere=cc)) is not None:
-            engine, mm_chunked, engine_switch = v0, False, "V0 engine (compute capability < 8.0)"
-            support_notes = (*support_notes, CAPABILITY_V0_NOTE)
-        env_v0 = v0_env_engine(engine)
-        if env_v0 is not None:
-            engine, mm_chunked, engine_switch = env_v0, False, "V0 engine (VLLM_USE_V1=0)"
-            support_notes = (
-                *support_notes,
-                f"VLLM_USE_V1=0: vLLM {settings.runtime_version} runs the V0 engine (vllm/"
-                "envs.py; EngineArgs._set_default_args_v0: max_num_seqs 256, chunked prefill "
-                "only above 32K and never for a multimodal model)",
-            )
-    if v0_env_unavailable(engine):
-        release = f"vLLM {settings.runtime_version}" if settings.runtime_version else "current vLLM"
-        support_notes = (
-            *support_notes,
-            f"VLLM_USE_V1=0 ignored: {release} has no V0 engine (removed in 0.11.0); "
-            "modelled as V1",
-        )
+    rules = release_rules(spec, settings, hardware, engine)
+    settings, engine = rules.settings, rules.engine
+    support_notes, engine_switch = rules.support_notes, rules.engine_switch
     tp = settings.tp or 1
     pp = settings.pp or 1
     devices = hardware.devices or (DeviceTarget(name="GPU (capacity unknown)"),)
     # rank r = pp_rank x tp + tp_rank, as vLLM lays out its world
     targets = [devices[i] if i < len(devices) else devices[0] for i in range(tp * pp)]
-    plans = [
-        plan_vllm(
-            spec,
-            settings,
-            d,
-            engine=engine,
-            mla_latent_kv=mla_latent,
-            nccl_record_stream=record_stream,
-            pp_rank=rank // tp,
-            mxfp4_hopper=mxfp4_hopper,
-            awq_split_k=awq_split_k,
-            nvls_nccl=nvls_nccl,
-            v0_multimodal_chunked=mm_chunked,
-            charge_graphs=graph_estimate_charged(
-                vllm_engine(engine), profiles_graphs=profiles_graphs
-            ),
-        )
-        for rank, d in enumerate(targets)
-    ]
+    plans = [rules.plan(spec, d, pp_rank=rank // tp) for rank, d in enumerate(targets)]
     usages = []
     src = "vllm/v1/worker/gpu_worker.py determine_available_memory"
     for rank, (d, p) in enumerate(zip(targets, plans, strict=True)):
@@ -501,7 +413,7 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
-    if profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
+    if rules.profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
         details["graph_estimate_env"] = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"
     if p0.lora is not None:
         details.update(lora_details(p0.lora))
@@ -572,7 +484,7 @@ def estimate_vllm(
             "no memory left for the KV cache: vLLM fails with 'No available memory for "
             "the cache blocks'"
         )
-    elif fits_len is not None and fits_len < p0.max_model_len and not len_check:
+    elif fits_len is not None and fits_len < p0.max_model_len and not rules.len_check:
         details["kv_len_check"] = False  # PR #2163 (0.2.7): before it a longer request hangs
         notes.append(
             f"vLLM {settings.runtime_version} does not check max_model_len against the KV "
