@@ -57,6 +57,8 @@ __all__ = [
 
 #: prose lines kept (half from the top of the paste, half from the bottom)
 MAX_PROSE = 64
+#: CJK characters that make a line a sentence (about two or three words' worth)
+MIN_CJK = 6
 #: lines read at the top and at the bottom of the paste (a title, the poster's conclusion)
 EDGE_LINES = 256
 #: lines read on either side of each OOM message (the command, the remark just above it)
@@ -73,6 +75,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # a logger's bracketed tag left after the timestamp and level: "[worker-1] ", "[main] "
 _TAG = re.compile(r"^\[[A-Za-z][\w.:/-]{0,40}\]\s*")
 _WORD = re.compile(r"[A-Za-z]{2,}")
+# (doccause18) a sentence written in Chinese, Japanese or Korean has no Latin words to count:
+# its ideographs / syllables stand in for them ("我的显卡只有8G跑不起来" beside the message)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 # traceback frames and code, log lines (timestamp, level, [tag]) and tables are not prose
 _NOT_PROSE = re.compile(
     r"""^\s*(?:File\s+"|Traceback\b|at\s+[\w.$<>]+\(|\w+(?:\.\w+)*Error\b|\w+Exception\b"""
@@ -106,7 +111,7 @@ def _is_prose(s: str) -> bool:
         return False
     if _NOT_PROSE.match(s) or _CODE.search(s):
         return False
-    return len(_WORD.findall(s)) >= MIN_WORDS
+    return len(_WORD.findall(s)) >= MIN_WORDS or len(_CJK.findall(s)) >= MIN_CJK
 
 
 def _candidates(n_lines: int, event_lines: Collection[int]) -> list[int]:

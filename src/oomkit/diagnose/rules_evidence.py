@@ -64,6 +64,7 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_process_outlives_exit,
 )
 from oomkit.diagnose.rules_stated_size import (
+    stated_card_cannot_run,
     stated_lora_fits_full_does_not,
     stated_weights_exceed_card,
 )
@@ -561,6 +562,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     mistralrs_device_map,
     stated_model_too_large,
     stated_weights_exceed_card,
+    stated_card_cannot_run,
     stated_lora_fits_full_does_not,
     stated_full_weights_on_device,
     stated_batch_cut_still_fails,

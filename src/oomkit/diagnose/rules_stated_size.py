@@ -22,6 +22,8 @@ from oomkit.units import GB, format_bytes, parse_size
 
 __all__ = [
     "TRAINING_BYTES_PER_PARAM",
+    "card_cannot_run",
+    "stated_card_cannot_run",
     "stated_lora_fits_full_does_not",
     "stated_weights_exceed_card",
     "training_state_over_card",
@@ -278,6 +280,113 @@ def stated_lora_fits_full_does_not(
                     "deepspeed ZeRO-3 (ds_z3_config.json)",
                     'ZeRO-3 with "offload_optimizer": {"device": "cpu"}',
                     "LoRA / QLoRA instead of full fine-tuning",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+# (doccause18) "the card of N GB cannot run it": the poster's own statement that the job does
+# not start on one card of a stated size. Chinese issue titles and bodies say it as the size,
+# a GPU word and a "cannot get it running" verb ("12g的显存跑不起来", "L20卡 43g显存跑不了推理",
+# "我的GPU只有8G是运行不了的"); English as the verb, then the card ("can't run it on my 8GB
+# GPU"). The size must sit beside a GPU word: "16G内存的电脑" (a 16 GB computer, its RAM) is not
+# the card.
+def _size(n: int) -> str:
+    """The card's size as written ("12g", "8 GB", "24GiB"), groups ``g<n>``/``u<n>``; a CJK
+    character may touch it ("我12g的显存"), a letter or digit may not."""
+    return rf"(?<![\d.A-Za-z])(?P<g{n}>\d{{1,3}}(?:\.\d)?)\s?(?P<u{n}>gb|gib|g)(?![a-z])"
+
+
+_GPU_AFTER = r"\s*(?:的)?\s*(?:显存|顯存|显卡|顯卡|vram|gpu|graphics\s+card|video\s+card|card)"
+_GPU_BEFORE = r"(?:gpu|显卡|顯卡|显存|顯存|vram|卡)\s*(?:只有|仅有|僅有|才|就)\s*"
+_CANNOT_ZH = (
+    r"(?:都|也|还是|還是)?(?:跑不起来|跑不起來|跑不起|跑不了|跑不动|跑不動|运行不了|運行不了"
+    r"|运行不起来|运行不动|带不动|帶不動)"
+)
+_CANNOT_EN = (
+    r"\b(?:can'?t|cannot|can\s+not|unable\s+to|not\s+able\s+to|won'?t|doesn'?t|does\s+not"
+    r"|couldn'?t|could\s+not)\s+(?:even\s+)?(?:run|start|launch)\b"
+)
+_CARD_CANNOT_RUN = re.compile(
+    r"(?i)(?:" + _GPU_BEFORE + _size(1) + r"|" + _size(2) + _GPU_AFTER + r")"
+    r"[^，,。.!?！？\n]{0,8}?"
+    + _CANNOT_ZH
+    + r"|"
+    + _CANNOT_EN
+    + r"(?:\s+(?:it|this|that|them|the\s+(?:model|demo|app)|this\s+model))?"
+    r"\s+(?:on|with)\s+(?:(?:my|a|an|one|single|the)\s+)?(?:[\w-]+\s+){0,2}?"
+    + _size(3)
+    + _GPU_AFTER
+)
+
+# the input's size or count named in the same sentence ("1024x1024", "batch size 8", "100
+# frames"): then it is that input that does not run on the card, the batch's reading
+_INPUT_NAMED = re.compile(
+    r"(?i)\b\d{3,4}\s?[x×*]\s?\d{3,4}\b|\bbatch[ _-]?size\b|\bbs\s*="
+    r"|\b\d+\s*(?:frames|images|steps)\b|分辨率|批次|帧"
+)
+
+
+#: traceback phases that run after the weights were placed (parse_torch_frames)
+_PAST_PLACEMENT = frozenset({"forward", "backward", "generate", "serving_step"})
+
+
+def card_cannot_run(text: str) -> tuple[int, str] | None:
+    """``(card bytes, quoted words)`` when one sentence says the job cannot run on one card of a
+    stated size; else ``None`` (several cards, an input's size named, no GPU word beside it)."""
+    for sentence in _sentences(text):
+        m = _CARD_CANNOT_RUN.search(sentence)
+        if m is None or _SEVERAL.search(sentence) or _INPUT_NAMED.search(sentence):
+            continue
+        n = next(k for k in (1, 2, 3) if m[f"g{k}"] is not None)
+        # as written, through units.py: "12GB" decimal, "12G" / "12GiB" binary
+        return parse_size(f"{m[f'g{n}']}{m[f'u{n}']}"), m.group(0).strip()
+    return None
+
+
+def stated_card_cannot_run(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The text says the job cannot run at all on the one card it names: ``model_too_large``.
+
+    Mechanism. A run places its resident part first -- the weights (and, training, gradients and
+    optimizer states), plus the runtime's fixed overhead at its default settings -- and only then
+    processes inputs. A poster who says the job "cannot run" on a card of N GB (no setting
+    raised, no steps completed) reports that it fails at that first placement: what stays
+    resident at the defaults exceeds the card, whatever the input. At 0.4, below the stated
+    weights arithmetic (0.5): the model's size is not stated, and the competing reading -- the
+    default batch or resolution's activations alone exceed the card -- is decided by whether it
+    runs at batch 1 / the smallest input, or with the weights in 16 or fewer bits. Several cards,
+    or an input size named in the sentence (a resolution, a batch size, a frame count), are not
+    read; RAM ("16G内存的电脑") is not a card. Nor is it read over a traceback that places the
+    failure in a forward/backward pass, a generate loop or a serving step: the weights were
+    placed by then.
+    """
+    if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
+        return None
+    if ctx.frame_phase in _PAST_PLACEMENT:
+        return None
+    found = card_cannot_run(e.text)
+    if found is None:
+        return None
+    card_bytes, quote = found
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.4,
+        explanation=result.explanation + f" The text says the job cannot run on one card of "
+        f"{format_bytes(card_bytes)} ({quote!r}): it fails when the resident part (the weights, "
+        "the runtime's fixed buffers at their defaults) is placed, before any input counts. What "
+        "would decide: whether it runs at batch 1 / the smallest input, or with the weights in "
+        "16 or fewer bits (`oomkit estimate MODEL` for the weights against the card).",
+        fixes=(
+            generic(
+                "Load the weights in fewer bits, or offload part of the model",
+                "the resident part at the defaults exceeds the card.",
+                (
+                    "model.half()   # or torch_dtype=torch.float16 in from_pretrained",
+                    "a 4-bit/8-bit quantization of the same model",
+                    'device_map="auto", max_memory={0: "7GiB", "cpu": "32GiB"}',
                 ),
             ),
             *result.fixes,
