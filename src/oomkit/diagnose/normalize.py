@@ -13,7 +13,8 @@ Every step is a no-op on text that does not show the distortion, and linear in t
 
 * :func:`normalize_text` (the whole paste, up to :data:`WHOLE_TEXT_CHARS`): JSON/``repr``
   escapes when the text carries more literal ``\\n`` than real line breaks; HTML entities when it
-  has any of the common ones.
+  has any of the common ones; glibc's translated memory messages back in English
+  (:mod:`oomkit.diagnose.normalize_locale`).
 * :func:`normalize_line` (every physical line, any log size): ANSI escape sequences removed,
   Unicode space characters made ASCII spaces, a Markdown quote prefix removed, Markdown bold or
   inline code around the whole line removed (``**Killed**``), and a log collector's
@@ -27,6 +28,7 @@ import json
 import re
 import urllib.parse
 
+from oomkit.diagnose.normalize_locale import delocalize
 from oomkit.diagnose.text import Lines
 
 __all__ = [
@@ -276,7 +278,8 @@ def normalize_text(text: str) -> str:
         text = _unbox(text)
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
         text = _LOG_LINE_START.sub("\n", text)
-    return text
+    # the C library's memory messages in the user's language (normalize_locale)
+    return delocalize(text)
 
 
 #: the widths a paste is word-wrapped at (an e-mail client's 72, a terminal's 80, a forum's 120)
