@@ -378,6 +378,8 @@ _NEEDLES: tuple[str, ...] = (
     "out during", "out in", "out around",
     "显存", "顯存", "内存", "內存", "运存", "運存", "記憶體", "メモリ", "메모리", "램", "speicher",
     "mémoire", "memoria", "memória", "памят", "пам'ят", "озу",
+    # (docrec28) swap and the paging file (parse_wordings_report_i18n), Ukrainian "пам’ять"
+    "交换空间", "交換空間", "交换分区", "交換分區", "页面文件", "頁面檔", "пам’ят",
 )  # fmt: skip
 
 
