@@ -85,3 +85,27 @@ def test_other_language_oom_reports_are_recognised(text: str) -> None:
     assert i18n_match(text) is not None
     d = diagnose_text(text)
     assert d.oom_found
+
+
+# non-native English (docrec28): "enough" misspelt, "out of memory" without its "of" after the
+# device or the verb; negatives first (a page swapped out, a value read out)
+@pytest.mark.parametrize(
+    "text",
+    ["we swap out memory pages to disk", "read out memory values from the register"],
+)
+def test_out_memory_as_a_phrasal_verb_is_silent(text: str) -> None:
+    assert not diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Error when try to load model - no enaugh memory",
+        "not enought memory on GPU",
+        "请问一下为什么会out memory？",
+        "CUDA out memory when training",
+        "it ran out memory at step 3",
+    ],
+)
+def test_non_native_spellings_of_the_oom_words(text: str) -> None:
+    assert diagnose_text(text).oom_found
