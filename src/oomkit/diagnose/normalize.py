@@ -128,6 +128,9 @@ def normalize_line(line: str) -> str:
         m = _STAMP.match(line)
         if m is not None and m.end() >= 19:
             line = line[m.end() :]
+            if line[:1] in _QUOTE_LEAD and (m := _QUOTE.match(line)) is not None:
+                # a collector's stamp before a quoted paste
+                line = line[m.end() :]
     return line
 
 
