@@ -57,9 +57,10 @@ _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _ZERO_WIDTH = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 # Markdown quote (possibly nested), as GitHub and forums render a quoted paste; a terminal
 # Markdown renderer draws the quote as a left block bar and a space instead of "> " (rich's
-# markdown.py BlockQuote "\u258c ", glamour-style and Ink renderers "\u258e "), and a quoted paste
-# copied from the terminal keeps the bar on every line (docrec28, heldout31's vLLM KV-cache error
-# split over "\u258e "-quoted lines); a bar with no space after it is a progress bar's glyph
+# markdown.py BlockQuote "\u258c "; TUI renderers' renderQuote `const bar = "\u258e "`), and a
+# quoted paste copied from the terminal keeps the bar on every line (docrec28, heldout31's vLLM
+# KV-cache error split over "\u258e "-quoted lines); a bar with no space after it is a progress
+# bar's glyph
 _QUOTE = re.compile(r"^[ \t]{0,8}(?:(?:>|[\u258c-\u258f] )[ \t]?){1,8}")
 _QUOTE_LEAD = ">\u258c\u258d\u258e\u258f"
 # a log collector's prefix: 2024-05-01 12:00:00,123 ERROR [worker-1]  /  [2024-05-01T12:00:00Z]
