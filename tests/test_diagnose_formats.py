@@ -189,6 +189,21 @@ CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         {},
         "host_ram",
     ),
+    # winerror.h 8 / 14 by their code: FormatMessage's text is in the display language
+    (
+        "winerror-8-japanese",
+        "OSError: [WinError 8] メモリ リソースが不足しているため、このコマンドを処理できません。",
+        "windows_not_enough_memory",
+        {},
+        "host_ram",
+    ),
+    (
+        "winerror-14-chinese",
+        "OSError: [WinError 14] 存储空间不足，无法完成此操作。",
+        "windows_not_enough_memory",
+        {},
+        "host_ram",
+    ),
     (
         "cgroup",
         "[ 123.456] Memory cgroup out of memory: Killed process 777 (python3) "
@@ -332,6 +347,17 @@ def test_format(name: str, text: str, fmt: str, fields: dict[str, Any], cause: s
         assert d.confidence <= 0.35, d.explanation
         return
     assert d.cause == cause, d.explanation
+
+
+def test_other_windows_error_codes_are_not_memory() -> None:
+    # ERROR_INVALID_PARAMETER (87) and ERROR_DIR_NOT_EMPTY (145) are not memory; "[WinError 80]"
+    # must not read as 8
+    for text in (
+        "OSError: [WinError 87] The parameter is incorrect",
+        "OSError: [WinError 145] The directory is not empty",
+        "OSError: [WinError 80] The file exists",
+    ):
+        assert not diagnose_text(text).oom_found, text
 
 
 def test_llama_fit_warning_is_not_an_oom() -> None:

@@ -218,3 +218,31 @@ def test_growth_that_settles_is_not_a_report(text: str) -> None:
     """Memory that grows and then levels off is a warm-up (allocator caches, compiled graphs),
     not a leak or an OOM report."""
     assert not diagnose_text(text).oom_found, text
+
+
+# (docrec28) "was/were killed" after the memory stated full: negatives first (a bare passive
+# kill, a worker that held memory, a scheduler's kill with the memory not full)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the process was killed",
+        "The old worker holding GPU memory was killed and a new one started.",
+        "Memory usage is 45% and the old container was killed by the scheduler.",
+    ],
+)
+def test_a_passive_kill_without_a_full_memory_is_not_a_report(text: str) -> None:
+    assert report_match(text, text.lower()) is None
+    assert not diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the memory was completely (99%+) used during load so it was killed",
+        "RAM filled up and the job was killed",
+        "swap was full and the training was killed after two hours",
+    ],
+)
+def test_a_passive_kill_after_the_memory_filled_is_a_report(text: str) -> None:
+    assert report_match(text, text.lower()) is not None
+    assert diagnose_text(text).oom_found

@@ -13,7 +13,8 @@ Every step is a no-op on text that does not show the distortion, and linear in t
 
 * :func:`normalize_text` (the whole paste, up to :data:`WHOLE_TEXT_CHARS`): JSON/``repr``
   escapes when the text carries more literal ``\\n`` than real line breaks; HTML entities when it
-  has any of the common ones.
+  has any of the common ones; glibc's translated memory messages back in English
+  (:mod:`oomkit.diagnose.normalize_locale`).
 * :func:`normalize_line` (every physical line, any log size): ANSI escape sequences removed,
   Unicode space characters made ASCII spaces, a Markdown quote prefix removed, Markdown bold or
   inline code around the whole line removed (``**Killed**``), and a log collector's
@@ -27,6 +28,7 @@ import json
 import re
 import urllib.parse
 
+from oomkit.diagnose.normalize_locale import delocalize
 from oomkit.diagnose.text import Lines
 
 __all__ = [
@@ -53,8 +55,14 @@ _ANSI = re.compile(
 _SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 # zero-width characters, and the soft hyphen a web page leaves inside a word it may break
 _ZERO_WIDTH = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
-# Markdown quote (possibly nested), as GitHub and forums render a quoted paste
-_QUOTE = re.compile(r"^[ \t]{0,8}(?:>[ \t]?){1,8}")
+# Markdown quote (possibly nested), as GitHub and forums render a quoted paste; a terminal
+# Markdown renderer draws the quote as a left block bar and a space instead of "> " (rich's
+# markdown.py BlockQuote "\u258c "; TUI renderers' renderQuote `const bar = "\u258e "`), and a
+# quoted paste copied from the terminal keeps the bar on every line (docrec28, heldout31's vLLM
+# KV-cache error split over "\u258e "-quoted lines); a bar with no space after it is a progress
+# bar's glyph
+_QUOTE = re.compile(r"^[ \t]{0,8}(?:(?:>|[\u258c-\u258f] )[ \t]?){1,8}")
+_QUOTE_LEAD = ">\u258c\u258d\u258e\u258f"
 # a log collector's prefix: 2024-05-01 12:00:00,123 ERROR [worker-1]  /  [2024-05-01T12:00:00Z]
 # (the runtimes' own prefixes are stripped later by ``text.clean``; this one also for raw lines)
 _STAMP = re.compile(
@@ -105,7 +113,8 @@ def normalize_line(line: str) -> str:
         line = _ANSI.sub("", line)
     if not line.isascii():
         line = _ZERO_WIDTH.sub("", _SPACES.sub(" ", line))
-    if ">" in line[:24]:
+    head = line[:24]
+    if ">" in head or (not head.isascii() and any(c in head for c in _QUOTE_LEAD)):
         m = _QUOTE.match(line)
         if m is not None and m.end() > 0:
             line = line[m.end() :]
@@ -120,6 +129,9 @@ def normalize_line(line: str) -> str:
         m = _STAMP.match(line)
         if m is not None and m.end() >= 19:
             line = line[m.end() :]
+            if line[:1] in _QUOTE_LEAD and (m := _QUOTE.match(line)) is not None:
+                # a collector's stamp before a quoted paste
+                line = line[m.end() :]
     return line
 
 
@@ -270,7 +282,8 @@ def normalize_text(text: str) -> str:
         text = _unbox(text)
     if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
         text = _LOG_LINE_START.sub("\n", text)
-    return text
+    # the C library's memory messages in the user's language (normalize_locale)
+    return delocalize(text)
 
 
 #: the widths a paste is word-wrapped at (an e-mail client's 72, a terminal's 80, a forum's 120)

@@ -170,11 +170,20 @@ _GENERIC = re.compile(
     r"Error in memory profiling|"
     r"(?:in|un)sufficient (?:gpu |device |system |host |video |graphics |display )?"
     r"(?:memory|vram|resources)|"
-    r"not enough (?:gpu |device |system |host |video |graphics |display )?(?:memory|vram|ram)\b|"
+    # (docrec28) "enough" as non-native writers spell it ("enought", "enogh", "enaugh", "enouth"),
+    # as "memory" is read with its usual typos above
+    r"not en(?:ough|ought|ogh|augh|aught|outh|uogh) "
+    r"(?:gpu |device |system |host |video |graphics |display )?(?:memory|vram|ram)\b|"
     # "No enough memory" is a runtime's own wording too: Spark's generated aggregation code
     # (HashAggregateExec: OutOfMemoryError("No enough memory for aggregation")), PlaidML's
     # scheduler ("No enough memory for the current schedule: required %1%, available %2%")
-    r"\bno enough (?:gpu |device |system |host |video |graphics |display )?(?:memory|vram|ram)\b|"
+    r"\bno en(?:ough|ought|ogh|augh|aught|outh|uogh) "
+    r"(?:gpu |device |system |host |video |graphics |display )?(?:memory|vram|ram)\b|"
+    # (docrec28) "out of memory" with its "of" dropped, as non-native writers do, only after the
+    # device or the verb it goes with ("CUDA out memory", "ran out memory", "为什么会out memory")
+    # so "read out memory values" or "swap out memory pages" stay out
+    r"(?:\b(?:cuda|gpu|vram|run|runs|ran|running)|[\u4e00-\u9fff])[ _-]?out memory\b"
+    r"(?! (?:pages?|values?|contents?|regions?|maps?|layout)\b)|"
     r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"

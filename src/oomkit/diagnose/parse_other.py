@@ -135,6 +135,12 @@ _BASH_KILLED = re.compile(
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
 # complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
 _WIN1455 = re.compile(r"(?:WinError|[Ee]rror(?: code)?|os error)[ :=]{0,3}1455\b")
+# (docrec28) winerror.h 8 ERROR_NOT_ENOUGH_MEMORY "Not enough memory resources are available to
+# process this command" and 14 ERROR_OUTOFMEMORY "Not enough memory resources are available to
+# complete this operation": the code is the same in every Windows display language, while the
+# text FormatMessage prints is translated (ja "メモリ リソースが不足しているため…", zh_CN "存储空间
+# 不足，无法完成此操作"); Python prints the code as "[WinError N]", Rust as "(os error N)"
+_WIN_NOMEM = re.compile(r"\[WinError (?:8|14)\]|\(os error (?:8|14)\)")
 # also Go's os/exec ExitError ("exit status %d", what Ollama and Go launchers print) and the
 # container status of `docker ps` (moby container/state.go State.String: "Exited (%d) %s ago")
 # a title that words the same exit code: "exits with error -9", "exited with status -9"; the
@@ -214,6 +220,8 @@ _NEEDLES = (
     "oom",
     "1455",
     "paging file",
+    "WinError",
+    "os error",
     "code 137",
     "code: 137",
     "exitCode",
@@ -503,6 +511,9 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
         if "1455" in line or "paging file" in line:
             if _WIN1455.search(line) or "paging file is too small" in line:
                 events.append(_ev("windows", "host_oom", "windows_pagefile", line, n))
+            continue
+        if ("WinError" in line or "os error" in line) and _WIN_NOMEM.search(line):
+            events.append(_ev("windows", "host_oom", "windows_not_enough_memory", line, n))
             continue
         ev = _linux(lines, i, line, n)
         if ev is not None:

@@ -517,7 +517,9 @@ _FAMILIES_I18N: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         # Turkish, Vietnamese, Indonesian
         ("bellek", "hafıza", "bộ nhớ", "memori", "ram"),
         re.compile(
-            r"\b(?:bellek|hafıza) (?:yetersiz|doldu|yetmiyor)|\byetersiz (?:bellek|hafıza)\b|"
+            # (docrec28) "tükendi": glibc tr "Memory exhausted" "Bellek tükendi"
+            r"\b(?:bellek|hafıza) (?:yetersiz|doldu|yetmiyor|tükendi)|"
+            r"\byetersiz (?:bellek|hafıza)\b|"
             r"(?:hết|không đủ|thiếu) (?:bộ nhớ|ram\b|vram\b)|"
             r"\bkehabisan (?:memori|ram|vram)\b|\bmemori (?:tidak cukup|habis|penuh)\b",
             _I,

@@ -219,6 +219,18 @@ _KILLED_STEP = re.compile(
     rf"(?:when|while|during|at|after|in the middle of) (?:\w{{1,14}} ){{0,3}}?{_STEP}",
     _I,
 )
+# (docrec28) the passive "was/were killed" after the memory stated full or used up in the same
+# sentence: "the memory was completely (99%+) used during load so it was killed", "RAM filled up
+# and the job was killed" (a bare "was killed", or a worker "holding GPU memory" that was killed,
+# states no shortage)
+_FULL_THEN_KILLED = re.compile(
+    r"\b(?:memory|ram|vram|swap)\b[^.!?;]{0,60}?"
+    r"(?:\b(?:completely|fully|totally|all) (?:used|filled|consumed|taken|eaten)|"
+    r"\b(?:was|is|got|became|were) (?:completely |totally )?full\b|\bfill(?:ed|s)? up\b|"
+    r"\bmaxed out\b|\bused up\b|\bexhausted\b|\b(?:9\d|100) ?%)"
+    r"[^.!?;]{0,80}?\b(?:was|were) killed\b",
+    _I,
+)
 _CRASH = re.compile(
     r"\b(?:crash(?:es|ed|ing)?|dies|died|froze|gets? killed|got killed|"
     # intransitive only: "the system freezes", not "freezes the projection layer"
@@ -378,6 +390,8 @@ _NEEDLES: tuple[str, ...] = (
     "out during", "out in", "out around",
     "显存", "顯存", "内存", "內存", "运存", "運存", "記憶體", "メモリ", "메모리", "램", "speicher",
     "mémoire", "memoria", "memória", "памят", "пам'ят", "озу",
+    # (docrec28) swap and the paging file (parse_wordings_report_i18n), Ukrainian "пам’ять"
+    "交换空间", "交換空間", "交换分区", "交換分區", "页面文件", "頁面檔", "пам’ят",
 )  # fmt: skip
 
 
@@ -486,7 +500,7 @@ def _english_families(s: str, low: str, before: str, after: str) -> re.Match[str
         if m is not None:
             return m
     if "killed" in low:
-        m = _KILLED_STEP.search(s)
+        m = _KILLED_STEP.search(s) or _FULL_THEN_KILLED.search(s)
         if m is not None:
             return m
     if any(k in low for k in ("crash", "died", "dies", "froze", "freez", "killed")):

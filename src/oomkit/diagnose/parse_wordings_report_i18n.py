@@ -5,7 +5,16 @@ languages users write: Chinese (显存 / 内存 with 不够, 撑不住, 占满, 
 insuffisante, saturée, pas assez de mémoire), Spanish / Italian (memoria insuficiente, se llena,
 se agota, me quedo sin memoria; memoria esaurita), Portuguese (memória insuficiente, cheia,
 esgotada, fica sem memória) and Russian / Ukrainian (не хватает видеопамяти, память
-закончилась). Negations, advice and storage cards stay silent ("显存不会爆", "如何避免显存占满",
+закончилась). (docrec28) A failed allocation in every one of them: the memory noun with an
+allocate verb and a failure word ("内存分配失败", "无法分配足够的显存", "メモリの確保に失敗",
+"메모리 할당 실패", "Speicherzuweisung fehlgeschlagen", "impossible d'allouer de la mémoire",
+"error al asignar memoria", "erro ao alocar memória", "не удалось выделить память"), the
+wording glibc's own catalogues use for strerror(ENOMEM) (po/<lang>.po at bminor/glibc 04e750e;
+the standalone message is mapped back to English by ``normalize_locale``); swap and the paging
+file as memory nouns (交换空间, 页面文件); a measure word between noun and predicate ("メモリ
+リソースが不足", "메모리 용량이 부족"). A question how to allocate ("如何分配显存", "メモリを
+確保する方法", "¿Cómo asignar memoria?") names no failure and stays silent. Negations, advice and
+storage cards stay silent ("显存不会爆", "如何避免显存占满",
 "メモリオーバーヘッドを減らす", "la scheda di memoria è piena", "la RAM llena de datos es normal").
 
 Every pattern has bounded quantifiers only (linear time on a sentence).
@@ -20,7 +29,12 @@ __all__ = ["i18n_match"]
 _I = re.IGNORECASE
 
 # ---- other languages -------------------------------------------------------------------------
-_CJK_MEM = r"(?:显存|顯存|内存|內存|运存|運存|显卡内存|顯示記憶體|記憶體)"
+# (docrec28) swap and the paging file are memory too ("交换空间不够", swap space short; Windows'
+# pagefile, zh_CN "页面文件" as in WinError 1455's text, zh_TW "頁面檔")
+_CJK_MEM = (
+    r"(?:显存|顯存|内存|內存|运存|運存|显卡内存|顯示記憶體|記憶體|交换空间|交換空間|交换分区|"
+    r"交換分區|页面文件|頁面檔)"
+)
 _CJK_PRED = (
     r"(?:不够|不夠|不足|溢出|撑不住|撐不住|扛不住|吃不消|(?:占|佔|吃|用|跑|耗|塞)(?:满|滿|光|完|尽|盡)|"
     r"满了|滿了|爆了|爆掉|炸了|超了|超出|超过|超過|飙升|飆升|暴涨|暴漲|"
@@ -37,6 +51,17 @@ _CJK_NOT_FREED = re.compile(
     + _CJK_MEM
     + r"(?:一直|始终|始終|仍然|还是|還是)?(?:不会|不會|没有?|沒有?|未|无法|無法|不)"
     r"(?:被)?(?:释放|釋放|回收)"
+)
+# (docrec28) a failed allocation, the C library's and the runtimes' own "failed to allocate"
+# (glibc zh_CN strerror(ENOMEM) "无法分配内存", zh_TW "無法配置記憶體"): memory noun + allocate
+# verb + failure, or cannot + allocate + memory noun; "如何分配显存" (how to allocate) has no
+# failure word
+_CJK_ALLOC = re.compile(
+    _CJK_MEM
+    + r"(?:的)?(?:分配|申请|申請|配置)(?:都|也|总是|總是)?(?:失败|失敗|不了|不到|出错|出錯)|"
+    r"(?:无法|無法|不能|未能|没法|沒法|没能|沒能)(?:再|成功)?(?:分配|申请|申請|配置)(?:到)?"
+    r"(?:足够的?|足夠的?|更多的?|所需的?)?(?:GPU|gpu|CUDA|cuda)? ?" + _CJK_MEM + r"|"
+    r"(?:分配|申请|申請)(?:GPU|gpu|CUDA|cuda)? ?" + _CJK_MEM + r"(?:时|時)?(?:失败|失敗|出错|出錯)"
 )
 _CJK_BEFORE = re.compile(
     # "会超显存" (goes over the VRAM), "超出内存"
@@ -56,24 +81,44 @@ _OTHER = re.compile(
     "|".join(
         (
             # Japanese
-            r"(?:メモリ|VRAM|RAM|ビデオメモリ)(?:が|は|の)?(?:全然|すぐに?|また|まだ)?"
+            # (docrec28) "メモリー" with the long vowel, and a measure word between the noun and
+            # its particle ("メモリ リソースが不足", Windows' ERROR_NOT_ENOUGH_MEMORY text;
+            # "メモリ容量が足りない")
+            r"(?:メモリー?|VRAM|RAM|ビデオメモリー?)(?: ?(?:リソース|容量|領域|空き容量))?"
+            r"(?:が|は|の)?(?:全然|すぐに?|また|まだ)?"
             r"(?:不足|足りな|足らな|いっぱい|一杯|溢れ|あふれ|オーバー(?!ヘッド)|枯渇|使い果た|パンク|限界)",
-            r"(?:メモリ|VRAM)を(?:使い果た|食い尽く|使い切)",
+            r"(?:メモリー?|VRAM)を(?:使い果た|食い尽く|使い切)",
+            # (docrec28) a failed allocation: glibc ja strerror(ENOMEM) "メモリを確保できません",
+            # "メモリの確保に失敗しました", "メモリの割り当てに失敗"
+            r"(?:メモリー?|VRAM|ビデオメモリー?)(?:の|を|が)?(?:確保|割り当て|割当て?|アロケート)"
+            r"(?:に|が|を)?(?:失敗|できな|できま?せん|出来な)",
             # Korean
-            r"(?:메모리|VRAM|램|RAM)(?:가|이|는|를)? ?"
-            r"(?:부족|모자라|모자람|초과|가득|넘쳐|터짐|터져|꽉)",
+            # (docrec28) a measure word after the noun ("메모리 용량이 부족"), glibc ko "Memory
+            # exhausted" "메모리가 바닥남" (ran to the bottom)
+            r"(?:메모리|VRAM|램|RAM)(?: ?(?:용량|공간|자원))?(?:가|이|는|를)? ?"
+            r"(?:부족|모자라|모자람|초과|가득|넘쳐|터짐|터져|꽉|바닥)",
+            # (docrec28) a failed allocation: glibc ko strerror(ENOMEM) "메모리를 할당할 수
+            # 없습니다", "메모리 할당 실패", "메모리 할당에 실패"
+            r"(?:메모리|VRAM)(?:를|을)? ?할당(?:에|이|을|하지)? ?(?:실패|못|할 수 없)",
             # German
-            r"\b(?:Speicher|Arbeitsspeicher|Grafikspeicher|GPU-Speicher|VRAM|RAM)"
+            r"\b(?:Speicher|Arbeitsspeicher|Hauptspeicher|Grafikspeicher|GPU-Speicher|VRAM|RAM)"
             r"(?: \w{1,15}){0,3}?"
             r" (?:reicht nicht|reichte nicht|ist voll|war voll|läuft voll|lief voll|erschöpft|"
             r"reicht (?:\w{1,10} )?nicht aus|überläuft|übergelaufen)",
             r"\b(?:zu wenig|nicht genug|nicht genügend|Mangel an) (?:\w{1,15} )?"
             r"(?:Speicher|Arbeitsspeicher|Grafikspeicher|VRAM|RAM)\b",
             r"\bSpeichermangel\b|\bgeht (?:mir |der |dem \w{1,12} )?(?:\w{1,12} )?Speicher aus",
+            # (docrec28) a failed allocation
+            r"\bSpeicher(?:zuweisung|reservierung|allokierung|allokation) (?:ist |war )?"
+            r"fehlgeschlagen|\b(?:Speicher|VRAM|RAM) konnte nicht (?:\w{1,12} )?(?:zugewiesen|"
+            r"reserviert|alloziert|allokiert) werden",
             # French
             r"\b(?:mémoire|VRAM|RAM)(?: [\w'éè]{1,15}){0,3}? (?:insuffisante|pleine(?! de)|saturée|"
             r"épuisée|dépassée|déborde|explose)",
             r"\b(?:pas assez|manque|manqué) de (?:\w{1,12} )?(?:mémoire|VRAM|RAM)\b",
+            # (docrec28) a failed allocation (glibc fr "Ne peut allouer de la mémoire")
+            r"\b(?:impossible d'allouer|ne peut allouer|échec de l'allocation|échec d'allocation|"
+            r"erreur d'allocation) (?:de (?:la )?|du )?(?:\w{1,12} )?(?:mémoire|VRAM)\b",
             # Spanish / Italian
             r"\b(?:memoria|VRAM|RAM)(?: \w{1,15}){0,3}? (?:insuficiente|llena(?! de)|"
             r"se llena(?! de)|se llenó|"
@@ -81,17 +126,36 @@ _OTHER = re.compile(
             r"esaurita|piena(?! di)|non basta)",
             r"\b(?:falta de|no hay suficiente|no tengo suficiente|me quedo sin|me quedé sin|"
             r"se queda sin|se quedó sin|quedarse sin|poca) (?:\w{1,12} )?(?:memoria|VRAM|RAM)\b",
+            # (docrec28) a failed allocation (glibc es "No se pudo asignar memoria", it
+            # "Impossibile allocare memoria")
+            r"\b(?:error al|fallo al|falló al|no se pudo|no se puede|imposible|impossibile|"
+            r"errore nell'|non riesce ad?|non è possibile) ?(?:asignar|reservar|allocare) "
+            r"(?:la |más |più )?(?:memoria|VRAM)\b|"
+            r"\ballocazione (?:della )?memoria (?:fallita|non riuscita)",
             # Portuguese
             r"\b(?:memória|VRAM|RAM)(?: \w{1,15}){0,3}? (?:insuficiente|cheia(?! de)|"
             r"esgotada|estoura|"
             r"estourou|acaba|acabou|não é suficiente|não dá)",
-            r"\b(?:falta de|fica sem|ficou sem|não há|não tem) (?:\w{1,12} )?(?:memória|VRAM)\b",
+            # (docrec28) the first person and the states of "ficar/estar sem" (fiquei sem memória)
+            r"\b(?:falta de|fica sem|ficou sem|fiquei sem|ficamos sem|ficaram sem|ficar sem|"
+            r"estou sem|está sem|estava sem|não há|não tem) (?:\w{1,12} )?(?:memória|VRAM)\b",
+            # (docrec28) a failed allocation (glibc pt_BR "Não foi possível alocar memória")
+            r"\b(?:erro ao|falha ao|falhou ao|não foi possível|não é possível|impossível) "
+            r"alocar (?:a |mais )?(?:memória|VRAM)\b",
             # Russian / Ukrainian
+            # (docrec28) Ukrainian writes the apostrophe as "’" too (glibc uk "пам’ять")
             r"(?:не хватает|не хватило|недостаточно|нехватка|закончил\w{0,3}|кончил\w{0,3}|"
-            r"переполн\w{0,6}|не вистачає) (?:\w{1,15} ){0,2}"
-            r"(?:памят\w{0,2}|видеопамят\w{0,2}|пам'ят\w{0,2}|VRAM|ОЗУ|RAM)",
-            r"(?:памят\w{0,2}|видеопамят\w{0,2}|VRAM|ОЗУ)(?: \w{1,15}){0,2}? (?:не хватает|"
-            r"не хватило|недостаточно|закончил\w{0,3}|кончил\w{0,3}|переполн\w{0,6}|забит\w{0,3})",
+            r"переполн\w{0,6}|не вистачає|исчерпан\w{0,3}|вичерпан\w{0,3}) (?:\w{1,15} ){0,2}"
+            r"(?:памят\w{0,2}|видеопамят\w{0,2}|пам['’]ят\w{0,2}|VRAM|ОЗУ|RAM)",
+            r"(?:памят\w{0,2}|видеопамят\w{0,2}|пам['’]ят\w{0,2}|VRAM|ОЗУ)(?: \w{1,15}){0,2}? "
+            r"(?:не хватает|не хватило|недостаточно|закончил\w{0,3}|кончил\w{0,3}|"
+            r"переполн\w{0,6}|забит\w{0,3}|исчерпан\w{0,3}|вичерпан\w{0,3})",
+            # (docrec28) a failed allocation (glibc ru "Невозможно выделить память", uk "Не
+            # вдалося розподілити пам’ять")
+            r"(?:не удалось|не удаётся|не удается|невозможно|не могу|не может|ошибка при попытке|"
+            r"не вдалося|неможливо) (?:\w{1,12} )?(?:выделить|виділити|розподілити) "
+            r"(?:\w{1,12} )?(?:видео)?(?:памят\w{0,2}|пам['’]ят\w{0,2})|"
+            r"ошибка выделения (?:\w{1,12} )?(?:видео)?памяти",
         )
     ),
     _I,
@@ -108,7 +172,7 @@ _OTHER_VETO = re.compile(
 
 
 def _cjk(s: str) -> re.Match[str] | None:
-    not_freed = _CJK_NOT_FREED.search(s)
+    not_freed = _CJK_NOT_FREED.search(s) or _CJK_ALLOC.search(s)
     if not_freed is not None and not _CJK_ADVICE.search(s):
         return not_freed
     if _CJK_VETO.search(s) and not any(
@@ -134,10 +198,15 @@ _OTHER_WORDS = re.compile(
     "부족|모자|초과|가득|넘쳐|터짐|터져|꽉|reicht|voll|erschöpft|überl|wenig|genug|genügend|mangel|"
     "speicher|insuffisante|pleine|saturée|épuisée|dépassée|déborde|explose|assez|manqu|"
     "insuficiente|llen|agot|desborda|alcanza|suficiente|esaurita|piena|basta|sin |poca|cheia|"
-    "esgotada|estour|acab|não|falta|sem |хват|недостат|нехват|кончил|переполн|забит|вистача",
+    "esgotada|estour|acab|não|falta|sem |хват|недостат|нехват|кончил|переполн|забит|вистача|"
+    # (docrec28) allocation failures and exhaustion
+    "確保|割り当て|割当|アロケート|바닥|할당|fehlgeschlagen|konnte nicht|allouer|allocation|"
+    "asignar|allocare|allocazione|alocar|выдел|виділ|розподіл|исчерпан|вичерпан",
     re.IGNORECASE,
 )
-_CJK_WORDS = re.compile("显存|顯存|内存|內存|运存|運存|記憶體")
+_CJK_WORDS = re.compile(
+    "显存|顯存|内存|內存|运存|運存|記憶體|交换空间|交換空間|交换分区|交換分區|页面文件|頁面檔"
+)
 # the same words matched case-sensitively in a lower-cased ASCII sentence: for ASCII text this
 # finds exactly what the IGNORECASE alternation finds, ~12x faster (sre's IGNORECASE alternation
 # costs ~90 us on a 100-character log line); a non-ASCII sentence keeps the IGNORECASE search

@@ -88,6 +88,9 @@ _PREFIXES = (
     re.compile(r"^[IWEF]\d{4}\s{1,4}[\d:.]{4,30}\s{1,4}\d{1,10}\s{1,4}[\w./-]{1,120}:\d{1,6}\]\s?"),
     # llama-server: srv  load_model: / 0.00.123.456 E  (new common_log prefix)
     re.compile(r"^\d{1,4}\.\d{2}\.\d{3}\.\d{3}\s[IWED]\s"),
+    # (docrec28) a terminal Markdown renderer's quote bar (normalize._QUOTE) left after another
+    # prefix: "[rank3]: \u258e text"
+    re.compile(r"^[\u258c-\u258f] "),
 )
 
 NUM = r"-?\d{1,15}(?:\.\d{1,8})?"
