@@ -570,9 +570,11 @@ def _quant_echo(quant: str | None) -> str | None:
     from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
 
     try:
-        return llamacpp_ftype(quant).name
+        name = llamacpp_ftype(quant).name
     except UnknownNameError:
         return quant
+    # only the spelling's case: an alias (MXFP4, UD-Q4_K_XL) stays what the user named
+    return name if name == quant.strip().upper() else quant
 
 
 def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[str, InputValue]:
