@@ -27,6 +27,7 @@ from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
     LEVEL_LAYERS_CPU,
 )
+from oomkit.planner.lmstudio import command_target
 from oomkit.planner.max_context import max_context
 from oomkit.planner.ollama_tags import ollama_plan_quants
 from oomkit.planner.quality import QuantQuality, quant_quality
@@ -251,7 +252,13 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         level=s.level_of(ev),
         margin_bytes=ev.margin_bytes,
         changes=describe(ev, s),
-        command=emit_command(s.runtime, settings, s.spec, model_ref, os=s.hardware.os),
+        command=emit_command(
+            command_target(s.request.runtime, s.runtime),
+            settings,
+            s.spec,
+            model_ref,
+            os=s.hardware.os,
+        ),
         prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
         speed=_speed(s.spec, ev.estimate, s.hardware, settings),
         quality=_quality(ev.cand.quant),
