@@ -153,3 +153,66 @@ def test_cli_plan_for_an_unpublished_quant_says_what_to_replan(
     assert "# qwen3:8b is published as Q4_K_M, Q8_0, F16 only, not Q6_K" in command
     assert "--quant Q4_K_M (qwen3:8b)" in command
     assert '"${OLLAMA_TAG:?set OLLAMA_TAG to a qwen3 tag serving Q6_K}"' in command
+
+
+def test_plan_without_quant_keeps_to_published_quants(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # qwen3:8b publishes Q4_K_M, Q8_0 and F16 only; at 32k on a 12 GB card the unrestricted
+    # search picked Q6_K (q8_0 cache) and printed the ${OLLAMA_TAG:?...} placeholder
+    code = main(
+        ["plan", "qwen3-8b", "--gpu", "rtx-3060", "-r", "ollama", "--ctx", "32768", "--json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    plans = doc["plans"]
+    first = plans[0]
+    assert first["settings"]["quant"] in ("Q4_K_M", "Q8_0")
+    assert "OLLAMA_TAG" not in first["command"], first["command"]
+    assert "printf 'FROM qwen3:8b" in first["command"]
+    assert all(p["settings"]["quant"] in ("Q4_K_M", "Q8_0") for p in plans)
+    assert any("the Ollama library publishes" in n for n in doc["notes"])
+
+
+def test_plan_any_keeps_the_ollama_leg_to_published_quants(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["plan", "qwen3-8b", "--gpu", "rtx-3060", "-r", "any", "--ctx", "32768", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    ollama = [p for p in json.loads(out)["plans"] if p["runtime"] == "ollama"]
+    assert ollama
+    assert "OLLAMA_TAG" not in ollama[0]["command"]
+
+
+def test_plan_of_an_unknown_family_keeps_the_unrestricted_search(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # granite3.3 is not in the table: nothing is known to be missing, Q8_0 is planned and
+    # its FROM stays the placeholder with the note saying where to find a tag
+    assert "granite3.3" not in library_families()
+    doc = _plan(capsys, "granite-3.3-8b", "--gpu", "rtx-3060")
+    plans, notes = doc["plans"], doc["notes"]
+    assert isinstance(plans, list)
+    assert isinstance(notes, list)
+    assert plans[0]["settings"]["quant"] == "Q8_0"
+    assert "${OLLAMA_TAG:?set OLLAMA_TAG to a granite3.3 tag serving Q8_0}" in plans[0]["command"]
+    assert not any("the Ollama library publishes" in n for n in notes)
+
+
+def test_published_quants_limit_the_ladder_and_keep_the_default() -> None:
+    import oomkit
+    from oomkit.planner.knobs import quant_ladder
+
+    spec = oomkit.load_model("qwen3-8b")
+    full, default = quant_ladder("ollama", spec, None, None)
+    assert full[default] == "Q4_K_M"
+    assert "Q6_K" in full
+    ladder, index = quant_ladder("ollama", spec, None, None, ("Q4_K_M", "Q8_0", "F16"))
+    assert ladder == ("Q8_0", "Q4_K_M")
+    assert ladder[index] == "Q4_K_M"
+    # a pinned quant is the user's: no limit
+    assert quant_ladder("ollama", spec, "Q6_K", None, ("Q4_K_M",))[0][0] == "Q6_K"
+    # --min-quant cuts the full ladder first (Q6_K floor: Q8_0 is what is published above it)
+    assert quant_ladder("ollama", spec, None, "Q6_K", ("Q4_K_M", "Q8_0"))[0] == ("Q8_0",)

@@ -376,8 +376,11 @@ def _emit(
     from oomkit.api import load_model
     from oomkit.estimate.registry import normalize_runtime
     from oomkit.planner.commands import emit_command, prepare_lines
+    from oomkit.planner.lmstudio import command_target
 
     target = est.runtime if runtime == "same" else normalize_runtime(runtime)
+    # -r lmstudio / --emit lmstudio: llama.cpp's memory, LM Studio's `lms load` line
+    program = command_target(settings.runtime if runtime == "same" else runtime, target)
     s = est.settings
     resolved = dataclasses.replace(
         settings,
@@ -403,7 +406,7 @@ def _emit(
         )
     kind = est.devices[0].device.split(":")[0] if est.devices else "cuda"
     return (
-        emit_command(target, resolved, spec, model, device_kind=kind),
+        emit_command(program, resolved, spec, model, device_kind=kind),
         prepare_lines(target, resolved, spec, model),
     )
 

@@ -63,6 +63,12 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                 }
             ),
         ),
+        "lmstudio": FlagTable(
+            program="lms load",
+            version="lms 0.0.4x (LM Studio 0.3/0.4; the [path] argument, then the flags)",
+            source="lmstudio-ai/lms src/subcommands/load.ts loadCommand",
+            flags=MappingProxyType({"--context-length": 1, "--gpu": 1}),
+        ),
         "ollama": FlagTable(
             program="ollama",
             version="Ollama 0.12.x",
@@ -128,14 +134,16 @@ def parse_command(runtime: str, command: str) -> dict[str, list[str]]:
         ValueError: the program, a flag or a value count does not match the table.
     """
     table = FLAG_TABLES[runtime]
+    if runtime == "lmstudio":  # comment and import lines first: the load line is the last
+        command = command.rsplit("\n", 1)[-1]
     argv = shlex.split(command)
     prog = shlex.split(table.program)
     if argv[: len(prog)] != prog:
         raise ValueError(f"command does not start with '{table.program}': {command}")
     rest = argv[len(prog) :]
-    if runtime == "vllm":
+    if runtime in ("vllm", "lmstudio"):
         if not rest or rest[0].startswith("-"):
-            raise ValueError("vllm serve needs the model as its first argument")
+            raise ValueError(f"{table.program} needs the model as its first argument")
         rest = rest[1:]
     out: dict[str, list[str]] = {}
     i = 0
@@ -290,6 +298,13 @@ def emit_command(
     ``device_kind`` (``cuda``, ``rocm``, ``vulkan``, ``mps``) names ggml's devices; ``os``
     ``windows``: Ollama's lines in PowerShell (``$env:`` variables, ``Set-Content``)."""
     q = shlex.quote
+    if runtime == "lmstudio":  # -r lmstudio: sized as llama.cpp, loaded with LM Studio's lms
+        from oomkit.planner.knobs import llamacpp_flash_off
+        from oomkit.planner.lmstudio import lmstudio_command
+
+        gguf = _gguf_name(model_ref, spec, settings.quant or "Q4_K_M")
+        n_all = n_layer_total or spec.num_hidden_layers + 1
+        return lmstudio_command(settings, gguf, n_all, not llamacpp_flash_off(settings))
     if runtime == "llama.cpp":
         parts = ["llama-server", "-m", q(_gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
         parts += ["-c", str(settings.ctx)]

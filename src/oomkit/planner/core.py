@@ -27,7 +27,9 @@ from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
     LEVEL_LAYERS_CPU,
 )
+from oomkit.planner.lmstudio import command_target
 from oomkit.planner.max_context import max_context
+from oomkit.planner.ollama_tags import ollama_plan_quants
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.runtime_spec import runtime_spec
@@ -250,7 +252,13 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         level=s.level_of(ev),
         margin_bytes=ev.margin_bytes,
         changes=describe(ev, s),
-        command=emit_command(s.runtime, settings, s.spec, model_ref, os=s.hardware.os),
+        command=emit_command(
+            command_target(s.request.runtime, s.runtime),
+            settings,
+            s.spec,
+            model_ref,
+            os=s.hardware.os,
+        ),
         prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
         speed=_speed(s.spec, ev.estimate, s.hardware, settings),
         quality=_quality(ev.cand.quant),
@@ -403,11 +411,27 @@ def plan_spec(
                     raise
                 notes.append(f"vllm left out: {exc}")
                 continue
-        s = Searcher(runtime_spec(spec, runtime, notes), runtime, hardware, request, base)
-        target_ctx = s.target_ctx
+        rspec = runtime_spec(spec, runtime, notes)
+        published = ollama_plan_quants(runtime, rspec, request.quant, request.min_quant, ref)
+        s = Searcher(rspec, runtime, hardware, request, base, published)
         found = s.search()
+        if published is not None and not found:  # no published quant fits: plan the others
+            n_estimates += s.n_estimates
+            s = Searcher(rspec, runtime, hardware, request, base)
+            found = s.search()
+        elif published is not None:
+            listed = ", ".join(q for q in s.ladder)
+            notes.append(
+                f"ollama: weights limited to the quantizations the Ollama library publishes for "
+                f"this model ({listed}), so `ollama pull` finds the tag; pass --quant to plan "
+                "another one (it then needs an imported GGUF)"
+            )
+        target_ctx = s.target_ctx
         per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)
-        plans.extend(drop_dominated([_to_plan(ev, s, ref) for ev in per_runtime]))
+        made = [_to_plan(ev, s, ref) for ev in per_runtime]
+        kept = drop_dominated(made)
+        plans.extend(kept)
+        shown = [ev for ev, p in zip(per_runtime, made, strict=True) if any(p is k for k in kept)]
         for ev in s.rejected():
             miss = Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
             if miss not in rejected:  # two probes that read the same are one line
@@ -431,12 +455,13 @@ def plan_spec(
             f"plans that run layers or experts on the CPU leave "
             f"{format_bytes(HOST_HEADROOM_BYTES)} of RAM for the system"
         )
-        offloads = any(ev.cand.level and ev.estimate.host.total_bytes for ev in found[:max_plans])
+        # (the plans shown: a dominated offload plan that was dropped needs no RAM note)
+        offloads = any(ev.cand.level and ev.estimate.host.total_bytes for ev in shown)
         if offloads and host_note not in notes:
             notes.append(host_note)
         if offloads and hardware.host_ram_bytes is None:
             # with no --ram the offload plans are not checked against the host at all
-            most = max(ev.estimate.host.total_bytes for ev in found[:max_plans])
+            most = max(ev.estimate.host.total_bytes for ev in shown)
             ram_note = (
                 f"--ram not given: the plans that offload assume the host has up to "
                 f"{format_bytes(most)} of RAM for them; pass --ram SIZE to plan within yours"

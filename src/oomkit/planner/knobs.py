@@ -10,7 +10,7 @@ shortening the context stays at level 0) → MoE experts on the CPU → partial 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
@@ -194,12 +194,19 @@ def _below(name: str) -> tuple[str, ...]:
 
 
 def quant_ladder(
-    runtime: str, spec: ModelSpec, start: str | None, min_quant: str | None
+    runtime: str,
+    spec: ModelSpec,
+    start: str | None,
+    min_quant: str | None,
+    published: Collection[str] | None = None,
 ) -> tuple[tuple[str, ...], int]:
     """(quants to try best first, index of the first one the user would accept by default).
 
     Entries before the index are *upgrades*: proposed only when they fit on the GPU at the
-    asked context with the default KV cache.
+    asked context with the default KV cache. ``published`` (Ollama, no ``--quant``): the
+    quantizations the model's library family publishes (:func:`~oomkit.planner.ollama_tags.
+    published_quants`); only those are tried, so the plan's ``FROM`` is a tag ``ollama pull``
+    finds (qwen3:8b has Q4_K_M, Q8_0 and F16 only: a Q6_K plan would need an imported GGUF).
     """
     if runtime in ("llama.cpp", "ollama"):
         ladder, default = _gguf_ladder(start, spec)
@@ -209,6 +216,11 @@ def quant_ladder(
             floor = llamacpp_ftype(min_quant).name
             if floor in ladder:
                 ladder = ladder[: ladder.index(floor) + 1]
+        if published is not None and start is None:
+            kept = tuple(q for q in ladder if q in published)
+            if kept:  # (none published on the ladder: the search stays as it was)
+                default = sum(1 for q in ladder[:default] if q in published)
+                ladder = kept
         return ladder, min(default, len(ladder) - 1)
     formats = _HF_RUNTIME_FORMATS[runtime]
     if start is not None:

@@ -24,9 +24,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["OllamaFrom", "library_families", "ollama_from"]
+if TYPE_CHECKING:
+    from oomkit.spec.model import ModelSpec
+
+__all__ = [
+    "OllamaFrom",
+    "library_families",
+    "ollama_from",
+    "ollama_plan_quants",
+    "published_quants",
+]
 
 #: the quant at the end of a library tag (``-q4_K_M``, ``-fp16``), as Ollama spells it
 _TAG_QUANT = re.compile(r"-(q\d\w*|fp16|bf16)$", re.IGNORECASE)
@@ -114,6 +123,52 @@ def _published(tags: Mapping[str, str]) -> tuple[str, str, Mapping[str, str]] | 
     return None
 
 
+def _catalog_tags(model_ref: str) -> dict[str, str]:
+    try:
+        from oomkit.catalog.models import find_model
+
+        return dict(find_model(model_ref).ollama_tags)
+    except Exception:  # not in the catalog: Ollama pulls GGUFs straight from the Hub
+        return {}
+
+
+def published_quants(model_ref: str) -> tuple[str, ...] | None:
+    """The quantizations (llama.cpp file-type names) the Ollama library publishes for
+    ``model_ref``, or None when its family is not in the table (nothing is known to be
+    missing): what :func:`ollama_from` turns into a real tag.
+
+    >>> published_quants("qwen3-8b")
+    ('Q4_K_M', 'Q8_0', 'F16')
+    >>> published_quants("granite-3.3-8b") is None
+    True
+    """
+    known = _published(_catalog_tags(model_ref))
+    return None if known is None else tuple(known[2])
+
+
+def ollama_plan_quants(
+    runtime: str, spec: ModelSpec, quant: str | None, min_quant: str | None, model_ref: str
+) -> tuple[str, ...] | None:
+    """The quantizations an Ollama plan of ``model_ref`` is limited to: those its library
+    family publishes (:func:`published_quants`), when the user pinned no ``--quant``, the
+    command pulls a library tag (not a converted checkpoint directory nor a .gguf file) and the
+    limit removes something from the planner's ladder; None otherwise (the search stays
+    unrestricted, and a plan off the table gets the placeholder and its note)."""
+    from oomkit.planner.knobs import quant_ladder
+    from oomkit.planner.prepare import is_local_checkpoint
+
+    if runtime != "ollama" or quant is not None or spec.source == "gguf":
+        return None
+    if is_local_checkpoint(model_ref, spec.source):
+        return None
+    published = published_quants(model_ref)
+    if published is None:
+        return None
+    full = quant_ladder(runtime, spec, None, min_quant)[0]
+    kept = quant_ladder(runtime, spec, None, min_quant, published)[0]
+    return published if kept != full else None
+
+
 def ollama_from(model_ref: str, quant: str) -> OllamaFrom:
     """The library tag serving ``quant`` of ``model_ref``, or a ``${VAR:?...}`` placeholder.
 
@@ -126,12 +181,7 @@ def ollama_from(model_ref: str, quant: str) -> OllamaFrom:
     >>> ollama_from("gemma-3-12b", "Q6_K").value
     '${OLLAMA_TAG:?set OLLAMA_TAG to a gemma3 tag serving Q6_K}'
     """
-    try:
-        from oomkit.catalog.models import find_model
-
-        tags = dict(find_model(model_ref).ollama_tags)
-    except Exception:  # not in the catalog: Ollama pulls GGUFs straight from the Hub
-        tags = {}
+    tags = _catalog_tags(model_ref)
     wanted = _canonical(quant)
     for tag, tag_quant in tags.items():
         if _canonical(tag_quant) == wanted:

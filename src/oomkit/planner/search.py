@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
@@ -133,6 +133,7 @@ class Searcher:
         hardware: Hardware,
         request: PlanRequest,
         base: InferenceSettings | None = None,
+        published: Collection[str] | None = None,
     ) -> None:
         gpus = [d for d in hardware.devices if d.backend != "cpu"]
         if not gpus:
@@ -162,7 +163,7 @@ class Searcher:
         flash_off = runtime == "llama.cpp" and llamacpp_flash_off(self.base)
         self.kvs = kv_ladder(runtime, flash_off=flash_off, pinned=request.kv)
         self.ladder, self.default_index = quant_ladder(
-            runtime, spec, request.quant, request.min_quant
+            runtime, spec, request.quant, request.min_quant, published
         )
         if request.quant and request.min_quant and runtime in _GGUF_RUNTIMES:
             from oomkit.planner.quality import quality_rank_key
