@@ -36,18 +36,24 @@ def test_plan_lmstudio_prints_lms_load(capsys: pytest.CaptureFixture[str]) -> No
     assert set(flags) == {"--context-length", "--gpu"}  # no made-up flags
 
 
-def test_plan_lmstudio_sizes_as_llama_cpp_did(capsys: pytest.CaptureFixture[str]) -> None:
-    # only the command text differs from the llama.cpp plan of the same request
+def test_plan_lmstudio_sizes_as_the_c_api(capsys: pytest.CaptureFixture[str]) -> None:
+    # LM Studio's engine is a C-API program (estimate.llamacpp_outputs.C_API_APPS): the plan is
+    # llama.cpp's under --no-llama-server (one output row per micro-batch token), not the
+    # server's n_parallel rows, and only the command text differs
     args = ("qwen3-8b", "--gpu", "rtx-3060", "--ctx", "8192")
     lms = _plan(capsys, *args, "-r", "lmstudio")["plans"]
-    ref = _plan(capsys, *args, "-r", "llama.cpp")["plans"]
+    ref = _plan(capsys, *args, "-r", "llama.cpp", "--no-llama-server")["plans"]
+    server = _plan(capsys, *args, "-r", "llama.cpp")["plans"]
     assert isinstance(lms, list)
     assert isinstance(ref, list)
+    assert isinstance(server, list)
     assert [p.pop("command").splitlines()[-1].split()[:2] for p in lms] == [["lms", "load"]] * len(
         lms
     )
-    assert all(p.pop("command").startswith("llama-server ") for p in ref)
+    for p in (*ref, *server):
+        p.pop("command")
     assert lms == ref
+    assert lms != server
 
 
 def test_quantized_cache_is_named_as_a_load_setting(capsys: pytest.CaptureFixture[str]) -> None:

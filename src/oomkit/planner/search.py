@@ -22,7 +22,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp
-from oomkit.estimate.llamacpp_outputs import server_default
+from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 from oomkit.planner.knobs import (
@@ -74,8 +74,7 @@ class Evaluation:
     cand: Candidate
     estimate: Estimate
     fits: bool
-    #: smallest free memory left on any GPU after the estimate and the headroom (negative:
-    #: short by that much)
+    #: least free memory on any GPU after the estimate and headroom (negative: short by that)
     margin_bytes: int
     #: why it does not fit: needed vs available per device ("" when it fits)
     reason: str
@@ -152,8 +151,10 @@ class Searcher:
         self.hardware = hardware
         self.request = request
         plain = dataclasses.replace(base or InferenceSettings(), runtime=runtime)
-        # llama.cpp: the memory of the llama-server the plan prints (PR #23861's output rows)
-        self.base = server_default(dataclasses.replace(plain, parallel=request.parallel))
+        plain = dataclasses.replace(plain, parallel=request.parallel)
+        # llama.cpp: llama-server's memory (PR #23861), LM Studio/koboldcpp the C API's
+        c_api = (request.runtime or "").strip().lower() in C_API_APPS
+        self.base = plain if c_api else server_default(plain)
         if runtime == "transformers" and self.base.device_map is None:
             # the plan's snippet passes device_map="auto": model what it runs, so a candidate
             # that offloads is the labelled slow level (LEVEL_LAYERS_CPU), not a blocker
