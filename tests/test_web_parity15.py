@@ -197,3 +197,100 @@ def test_the_cli_keeps_its_flags(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _cli(capsys, ["estimate", "llama-3.1-8b", "--vram", "0B"])
     assert code == 2
     assert "Error: --vram 0: a GPU or host with no memory" in out
+
+
+# -- the page's fields are the CLI's values ----------------------------------------------------
+
+
+def _page_options() -> dict[str, list[str]]:
+    from html.parser import HTMLParser
+
+    out: dict[str, list[str]] = {}
+
+    class _Selects(HTMLParser):
+        current: str | None = None
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            if tag == "select":
+                self.current = a.get("id")
+                out[str(self.current)] = []
+            elif tag == "option" and self.current is not None:
+                out[self.current].append(str(a.get("value")))
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "select":
+                self.current = None
+
+    html = (Path(__file__).parents[1] / "src/oomkit/web/static/index.html").read_text()
+    _Selects().feed(html)
+    return out
+
+
+def test_page_fields_offer_the_clis_values() -> None:
+    from oomkit.estimate.llamacpp_params import KV_CACHE_TYPES
+    from oomkit.estimate.registry import normalize_runtime
+
+    options = _page_options()
+    os_param = command_options("estimate")["os"]
+    assert isinstance(os_param.type, click.Choice)
+    assert sorted(v for v in options["os"] if v) == sorted(os_param.type.choices)
+    assert command_options("plan")["os"].type.choices == os_param.type.choices
+    for kv in ("ctk", "ctv"):
+        assert sorted(v for v in options[kv] if v) == sorted(KV_CACHE_TYPES)
+        assert options[kv][0] == ""  # not sent: the runtime's default
+    assert {"lmstudio", "koboldcpp", "llama.cpp", "ollama", "vllm"} <= set(options["runtime"])
+    for rt in options["runtime"]:
+        normalize_runtime(rt)  # every runtime the page offers, the CLI takes
+
+
+@pytest.mark.parametrize(
+    ("body", "argv"),
+    [
+        (
+            {"runtime": "lmstudio", "os": "windows", "ram": "16GiB"},
+            ["-r", "lmstudio", "--os", "windows", "--ram", "16GiB"],
+        ),
+        (
+            {"runtime": "koboldcpp", "cache_type_k": "q8_0", "cache_type_v": "q4_0"},
+            ["-r", "koboldcpp", "-ctk", "q8_0", "-ctv", "q4_0"],
+        ),
+        (
+            {"runtime": "koboldcpp", "cache_type_v": "q4_0", "flash_attn": True},
+            ["-r", "koboldcpp", "-ctv", "q4_0", "-fa", "on"],
+        ),
+    ],
+)
+def test_llamacpp_family_fields_are_the_clis(
+    client: TestClient, capsys: pytest.CaptureFixture[str], body: dict[str, Any], argv: list[str]
+) -> None:
+    base = ["llama-3.1-8b", "--gpu", "rtx-4060-ti-16gb", "--ctx", "32768"]
+    r = client.post(
+        "/api/estimate",
+        json={"model": "llama-3.1-8b", "gpu": "rtx-4060-ti-16gb", "ctx": 32768, **body},
+    )
+    code, out = _cli(capsys, ["estimate", *base, *argv, "--json"])
+    if "Error:" in out:  # refused the same way, named by field on the page
+        assert r.status_code == 422
+        cli_error = out.split("Error: ", 1)[1].split("\n")[0]
+        assert "--" not in r.json()["detail"]
+        assert r.json()["detail"].replace("'", "") == (
+            cli_error.replace("'", "")
+            .replace("--kv-dtype", "kv_dtype")
+            .replace("-ctv", "cache_type_v")
+            .replace("--flash-attn", "flash_attn")
+        )
+        return
+    assert r.status_code == 200, r.text
+    assert code in (0, 3), out
+    assert r.json()["devices"] == json.loads(out)["devices"]
+    assert r.json()["host"] == json.loads(out)["host"]
+    if "os" in body:
+        p = client.post(
+            "/api/plan", json={"model": "llama-3.1-8b", "gpu": "rtx-4060-ti-16gb", **body}
+        )
+        assert p.status_code == 200, p.text
+        _, plan_out = _cli(
+            capsys, ["plan", "llama-3.1-8b", "--gpu", "rtx-4060-ti-16gb", *argv, "--json"]
+        )
+        assert p.json()["plans"] == json.loads(plan_out)["plans"]

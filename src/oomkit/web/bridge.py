@@ -117,7 +117,7 @@ def command_options(command: str) -> dict[str, click.Option]:
 
 
 #: a command-line flag mentioned in a message: ``--vram``, ``-ctk`` (not ``llama-server``, ``-5``)
-_FLAG = re.compile(r"(?<![\w/.-])'?(-{1,2}[A-Za-z][\w-]*)(?![\w-])'?")
+_FLAG = re.compile(r"(?<![\w.-])'?(-{1,2}[A-Za-z][\w-]*)(?![\w-])'?")
 
 
 def field_names(message: str, command: str, keys: Collection[str] | None = None) -> str:
