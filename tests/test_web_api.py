@@ -416,7 +416,8 @@ def test_bad_estimate_input_is_a_clear_4xx(
 @pytest.mark.parametrize(
     ("body", "status", "needle"),
     [
-        ({"model": "llama-3.1-8b"}, 422, "--gpu"),  # the planner needs a GPU or --vram
+        # the planner needs a GPU or a memory size: named by the request's fields, not flags
+        ({"model": "llama-3.1-8b"}, 422, "'gpu' NAME"),
         (
             {"model": "llama-3.1-8b", "gpu": "rtx-4090", "ctx": 4096, "min_ctx": 8192},
             422,

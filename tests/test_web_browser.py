@@ -11,6 +11,7 @@ Chromium comes from Debian (``apt-get install chromium``, as ``.ci/run`` does), 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -397,18 +398,125 @@ def server_with_gpus() -> Iterator[str]:
     thread.join(timeout=20)
 
 
+def _all_devices(page: Page) -> list[tuple[str, int, int]]:
+    """(device, total, capacity) of every GPU bar on the page."""
+    return [
+        (
+            str(d.get_attribute("data-device")),
+            int(str(d.locator(".total").get_attribute("data-total-bytes"))),
+            int(str(d.get_attribute("data-capacity-bytes"))),
+        )
+        for d in page.locator("#bars .device").all()
+    ]
+
+
+def _cli_devices(doc: dict[str, Any]) -> list[tuple[str, int, int]]:
+    return [
+        (d["device"], d["total_bytes"], d["capacity_bytes"])
+        for d in doc["devices"]
+        if d["capacity_bytes"]
+    ]
+
+
 def test_my_gpus_are_offered_first(
     server_with_gpus: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from oomkit.cli.gpus import use_backend
+
     page = browser.new_page(viewport={"width": 1200, "height": 1000})
     page.goto(server_with_gpus + "/")
     _wait_render(page, 0)
     groups = page.eval_on_selector_all("#gpu optgroup", "gs => gs.map(g => g.label)")
     assert groups == ["My GPUs", "Catalog"]
-    assert page.input_value("#gpu") == "live:0"
+    # this machine's GPUs, all of them: `oomkit estimate --gpu auto` (count, free memory each)
+    assert page.input_value("#gpu") == "auto"
+    assert page.is_disabled("#gpu-count")
     assert "RTX 4090" in page.inner_text("#gpu optgroup[label='My GPUs'] option")
-    # the live RTX 4090 is the catalog's rtx-4090: same numbers as `oomkit estimate --gpu`
-    expected = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8192"])
-    assert _device_numbers(page) == _cli_numbers(expected)
+    spec = importlib.util.spec_from_file_location(
+        "web_gpu_replay", ROOT / "tests" / "web_gpu_replay.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(replay)
+    use_backend(replay.ReplayBackend)
+    try:
+        auto = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", "auto", "--ctx", "8192"])
+        gpus = cli_json(capsys, ["gpus"])["gpus"]
+    finally:
+        use_backend(None)
+    assert len(_cli_devices(auto)) == 2
+    assert _all_devices(page) == _cli_devices(auto)
+    assert [c for _, _, c in _all_devices(page)] == [g["memory_free_bytes"] for g in gpus]
     page.screenshot(path=str(artifacts / "web-my-gpus.png"), full_page=True)
+
+    # one of them: its free memory now (as --gpu auto budgets it), the catalog card's numbers
+    n = _renders(page)
+    page.select_option("#gpu", "live:1")
+    _wait_render(page, n)
+    assert page.is_disabled("#gpu-count")
+    free = gpus[1]["memory_free_bytes"]
+    one = cli_json(
+        capsys,
+        ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--vram", f"{free}B", "--ctx", "8192"],
+    )
+    assert _all_devices(page) == _cli_devices(one)
+    assert _all_devices(page)[0][2] == free
+    page.close()
+
+
+def test_windows_16gb_lmstudio_run_is_the_clis(
+    server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OS, host RAM, -ctk/-ctv and LM Studio on the page: the CLI's numbers for that run."""
+    page = browser.new_page(viewport={"width": 1200, "height": 1100})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu={GPU}&ctx=32768")
+    _wait_render(page, 0)
+    for field in ("os", "ram", "ctk", "ctv"):
+        assert page.locator(f"label[for='{field}']").count() == 1
+    n = _renders(page)
+    page.select_option("#runtime", "lmstudio")
+    page.select_option("#os", "windows")
+    page.fill("#ram", "16GiB")
+    page.select_option("#ctk", "q8_0")
+    page.select_option("#ctv", "q8_0")
+    _wait_render(page, n)
+    page.wait_for_function("document.querySelector('#bars .host') !== null", timeout=TIMEOUT_MS)
+    argv = ["estimate", "llama-3.1-8b", "--gpu", GPU, "--ctx", "32768", "-r", "lmstudio"]
+    argv += ["--os", "windows", "--ram", "16GiB", "-ctk", "q8_0", "-ctv", "q8_0"]
+    expected = cli_json(capsys, argv)
+    assert _all_devices(page) == _cli_devices(expected)
+    assert _device_numbers(page) == _cli_numbers(expected)
+    plain = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", GPU, "--ctx", "32768"])
+    assert _all_devices(page) != _cli_devices(plain)  # the fields changed the answer
+    host = page.locator("#bars .host")
+    assert int(str(host.get_attribute("data-total-bytes"))) == expected["host"]["total_bytes"]
+    assert "os=windows" in page.url
+    assert "ctk=q8_0" in page.url
+    page.screenshot(path=str(artifacts / "web-windows-lmstudio.png"), full_page=True)
+
+    # a reload keeps the fields (the URL has them)
+    page.reload()
+    _wait_render(page, 0)
+    assert page.input_value("#os") == "windows"
+    assert page.input_value("#ram") == "16GiB"
+    assert page.input_value("#ctv") == "q8_0"
+    assert _all_devices(page) == _cli_devices(expected)
+
+    # the KV types are llama.cpp's: hidden for vLLM (and not sent)
+    n = _renders(page)
+    page.select_option("#runtime", "vllm")
+    _wait_render(page, n)
+    assert page.is_hidden("#ctk")
+
+    # a bad value: the server's one-line error names the field, not a flag
+    n = _renders(page)
+    page.fill("#ram", "lots")
+    _wait_render(page, n)
+    detail = page.inner_text("#fit-error")
+    assert "'ram'" in detail
+    assert "--ram" not in detail
+    assert not errors
     page.close()

@@ -62,9 +62,9 @@ def test_vram_sizes_the_fixes_as_the_cli_does(client: TestClient) -> None:
     [
         ({"quant": "Q9"}, 404, "Unknown llama.cpp file type 'Q9'"),
         ({"runtime": "vllm", "quant": "Q4_K_M"}, 404, "Unknown HF weight format 'Q4_K_M'"),
-        ({"vram": 0}, 422, "--vram 0: a GPU or host with no memory"),
+        ({"vram": 0}, 422, "'vram' 0: a GPU or host with no memory"),
         ({"vram": "nanGiB"}, 400, "vram: cannot read size 'nanGiB'"),
-        ({"ctx": 0}, 422, "Invalid request: ctx: Input should be greater than or equal to 1"),
+        ({"ctx": 0}, 422, "'ctx' must be an integer in [1, 268435456], got 0"),
     ],
 )
 def test_bad_facts_are_one_line_errors(

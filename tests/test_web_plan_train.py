@@ -34,4 +34,4 @@ def test_training_plan_refuses_a_headroom(client: TestClient) -> None:
     body = {"model": "llama-3.2-1b", "gpu": "rtx-4090", "train": "lora", "headroom": "20GiB"}
     r = client.post("/api/plan", json=body)
     assert 400 <= r.status_code < 500, r.text
-    assert r.json()["detail"].startswith("--headroom is an inference option")
+    assert r.json()["detail"].startswith("'headroom' is an inference option")

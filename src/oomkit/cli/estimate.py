@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from oomkit.cli.estimate_run import render_suggestions, run_estimate
+from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, SIZE
 from oomkit.cli.train_options import (
@@ -173,7 +174,7 @@ TRAINING_PASSED: tuple[str, ...] = (
 )
 @click.option(
     "--backend",
-    type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl"], case_sensitive=False),
+    type=click.Choice(BACKEND_CHOICES, case_sensitive=False),
     help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's, sycl on "
     "Intel; vulkan runs on NVIDIA, AMD and Intel GPUs and has a per-buffer allocation limit)",
 )

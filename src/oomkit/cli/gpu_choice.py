@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from oomkit.hardware.catalog import GpuModel
     from oomkit.hardware.live import GpuStatus
 
-__all__ = ["GpuChoice", "HardwareChoice", "choose_hardware"]
+__all__ = ["BACKEND_CHOICES", "GpuChoice", "HardwareChoice", "choose_hardware"]
 
 _BACKEND_BY_CLASS = {
     "NvmlBackend": "cuda",
@@ -256,6 +256,10 @@ def choose_hardware(
 #: ``--backend`` values: the ggml backends llama.cpp is built with whose memory oomkit models
 #: (buffer names, alignment, context, the Vulkan per-buffer limit); SYCL is not modelled
 LLAMACPP_BACKENDS = ("cuda", "rocm", "metal", "vulkan")
+#: every ``--backend`` value the CLI takes (``estimate`` and ``plan``; the web API's bodies
+#: check against this too): the modelled ones, and ``sycl`` (Intel GPUs' own backend, read as
+#: the device's native ``xpu``)
+BACKEND_CHOICES = (*LLAMACPP_BACKENDS, "sycl")
 #: the backend a detected or catalog device runs natively -> the ``--backend`` values it can
 #: take: Vulkan runs on NVIDIA, AMD and Intel GPUs (ggml-vulkan), CUDA only on NVIDIA, HIP only
 #: on AMD, Metal only on Apple GPUs (llama.cpp docs/build.md)
@@ -291,7 +295,7 @@ def with_backend(
         backend = "xpu"
     if backend not in (*LLAMACPP_BACKENDS, "xpu"):
         raise InvalidSettingError(
-            f"--backend must be one of {', '.join(LLAMACPP_BACKENDS)}, got {backend!r}",
+            f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {shown!r}",
             setting="--backend",
         )
     if runtime != "llama.cpp":

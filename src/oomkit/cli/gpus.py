@@ -6,10 +6,11 @@ outputs through a fake backend this way; an embedding app can hand in its own).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import click
@@ -28,7 +29,7 @@ from oomkit.hardware.live import GpuBackend, GpuStatus, default_backend, detect_
 from oomkit.hardware.procinfo import ProcReader
 from oomkit.units import format_bytes
 
-__all__ = ["BackendFactory", "gpus_command", "live_snapshot", "use_backend"]
+__all__ = ["BackendFactory", "backend_in_use", "gpus_command", "live_snapshot", "use_backend"]
 
 #: Builds the backend ``oomkit gpus`` reads; raises :class:`HardwareError` when there is none.
 BackendFactory = Callable[[], GpuBackend]
@@ -54,6 +55,19 @@ def use_backend(factory: BackendFactory | None, procs: ProcReader | None = None)
     """
     _SOURCE.factory = factory if factory is not None else default_backend
     _SOURCE.procs = procs
+
+
+@contextlib.contextmanager
+def backend_in_use(factory: BackendFactory | None) -> Iterator[None]:
+    """:func:`use_backend` for a ``with`` block, then the source that was in use before
+    (``oomkit serve`` runs ``--gpu auto`` on the GPUs its page lists); ``None``: unchanged."""
+    before = (_SOURCE.factory, _SOURCE.procs)
+    if factory is not None:
+        _SOURCE.factory = factory
+    try:
+        yield
+    finally:
+        _SOURCE.factory, _SOURCE.procs = before
 
 
 def _age(age_s: float | None) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from oomkit.cli.draft_options import draft_options
+from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
@@ -78,7 +79,7 @@ __all__ = ["plan_command", "render_plan"]
 )
 @click.option(
     "--backend",
-    type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl"], case_sensitive=False),
+    type=click.Choice(BACKEND_CHOICES, case_sensitive=False),
     help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's)",
 )
 @click.option(

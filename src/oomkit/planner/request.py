@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
 from oomkit.units import GiB
+from oomkit.validate import MAX_CTX, check_int
 
 __all__ = ["DEFAULT_HEADROOM_BYTES", "PREFERENCES", "PlanRequest"]
 
@@ -15,7 +16,6 @@ DEFAULT_HEADROOM_BYTES = 1 * GiB
 PREFERENCES = ("quality", "speed", "context")
 #: ctx values the planner proposes are multiples of this (llama.cpp pads n_ctx to 256)
 CTX_STEP = 256
-_MAX_CTX = 1 << 24  # 16M tokens: above every published context window
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,12 +64,8 @@ class PlanRequest:
                 raise InvalidSettingError(
                     f"'{name}' must be a whole number, got {value!r}", setting=name, value=value
                 )
-            if not 1 <= value <= _MAX_CTX:
-                raise InvalidSettingError(
-                    f"'{name}' must be between 1 and {_MAX_CTX}, got {value}",
-                    setting=name,
-                    value=value,
-                )
+            # the one ceiling (and wording) of a token count, as `oomkit estimate --ctx`
+            check_int(name, value, lo=1, hi=MAX_CTX)
         if self.ctx is not None and self.min_ctx is not None and self.min_ctx > self.ctx:
             raise InvalidSettingError(
                 f"'min_ctx' ({self.min_ctx}) is larger than 'ctx' ({self.ctx})",

@@ -36,6 +36,7 @@ from oomkit.web.bridge import (
     cli_argv,
     command_options,
     run_cli_json,
+    with_field_names,
 )
 from oomkit.web.schemas import DoctorBody, EstimateBody, PlanBody, cli_body_model
 
@@ -258,7 +259,13 @@ def create_app(
                 options[key] = f"{value}B"
         if not hub:
             options["offline"] = True
-        _code, doc, warnings = run_cli_json(cli_argv(command, [model], options))
+        try:
+            _code, doc, warnings = run_cli_json(
+                cli_argv(command, [model], options), gpu_backend=gpu_backend
+            )
+        except (errors.OomkitError, CliRejected, ValueError) as e:
+            # the CLI's message names its flags (--vram 0: ...); the request has fields
+            raise with_field_names(e, command) from e
         if warnings:  # the body stays exactly the CLI's JSON; its stderr warnings ride along
             response.headers["X-Oomkit-Warnings"] = json.dumps(warnings)
         return doc
@@ -309,7 +316,10 @@ def create_app(
         else:
             body = DoctorBody(log=raw.decode("utf-8", errors="replace"))
         # parsing a 2 MiB log takes a while: off the event loop, like the sync endpoints
-        return await run_in_threadpool(_diagnose, body, hub=hub)
+        try:
+            return await run_in_threadpool(_diagnose, body, hub=hub)
+        except (errors.OomkitError, ValueError) as e:  # as /api/estimate: fields, not flags
+            raise with_field_names(e, "doctor", DoctorBody.model_fields) from e
 
     @app.get("/api/models", summary="oomkit models --json")
     def models(

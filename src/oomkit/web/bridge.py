@@ -16,16 +16,28 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from oomkit.errors import SourceNotFoundError, UnknownNameError
+from oomkit.errors import InvalidSettingError, SourceNotFoundError, UnknownNameError
 
-__all__ = ["CliRejected", "check_model_ref", "cli_argv", "command_options", "run_cli_json"]
+if TYPE_CHECKING:
+    from oomkit.hardware.live import GpuBackend
+
+__all__ = [
+    "CliRejected",
+    "check_model_ref",
+    "cli_argv",
+    "command_options",
+    "field_names",
+    "run_cli_json",
+    "with_field_names",
+]
 
 _LOCK = threading.Lock()
 _MAX_REF = 200
@@ -104,6 +116,59 @@ def command_options(command: str) -> dict[str, click.Option]:
     return out
 
 
+#: a command-line flag mentioned in a message: ``--vram``, ``-ctk`` (not ``llama-server``, ``-5``)
+_FLAG = re.compile(r"(?<![\w.-])'?(-{1,2}[A-Za-z][\w-]*)(?![\w-])'?")
+
+
+def field_names(message: str, command: str, keys: Collection[str] | None = None) -> str:
+    """``message`` with each flag of ``oomkit COMMAND`` named by its request key instead.
+
+    The CLI's errors name what the user typed (``--vram 0: ...``, ``Invalid value for
+    '--os'``); a request to the web API or a form on the page has no flags, so its answer names
+    the field (``'vram' 0: ...``). ``keys``: only these request keys (the doctor's body has a few
+    of its command's options); other flags are left as they are.
+
+    >>> field_names("--vram 0: a GPU or host with no memory runs nothing", "estimate")
+    "'vram' 0: a GPU or host with no memory runs nothing"
+    >>> field_names("Invalid value for '--os': 'plan9' is not one of 'linux'", "plan")
+    "Invalid value for 'os': 'plan9' is not one of 'linux'"
+    >>> field_names("use -r llama.cpp (llama-server -ngl 99)", "estimate")
+    "use 'runtime' llama.cpp (llama-server 'n_gpu_layers' 99)"
+    """
+    by_flag: dict[str, str] = {}
+    for key, param in command_options(command).items():
+        if keys is None or key in keys:
+            by_flag.update((opt, key) for opt in (*param.opts, *param.secondary_opts))
+    out = _FLAG.sub(
+        lambda m: f"'{by_flag[m.group(1)]}'" if m.group(1) in by_flag else m.group(0), message
+    )
+    # click names an option by all its flags: "'--ctx' / '-c'" -> "'ctx' / 'ctx'" -> "'ctx'"
+    return re.sub(r"'(\w+)'(?: / '\1')+", r"'\1'", out)
+
+
+def with_field_names(
+    exc: BaseException, command: str, keys: Collection[str] | None = None
+) -> BaseException:
+    """``exc`` (same type, same attributes) with :func:`field_names` applied to its message;
+    ``exc`` itself when no flag is named or its type composes its own message."""
+    if isinstance(exc, InvalidSettingError):
+        # a library keyword first gets the CLI's flag ('ctx' -> --ctx), as `oomkit` prints it,
+        # so the planner's and the estimate's range errors read the same here too
+        from oomkit.cli.flags import SETTING_FLAGS, with_flag_names
+
+        exc = with_flag_names(exc, SETTING_FLAGS)
+    text = str(exc)
+    new = field_names(text, command, keys)
+    if new == text or type(exc).__str__ is not BaseException.__str__ or len(exc.args) != 1:
+        return exc
+    out = type(exc).__new__(type(exc))
+    out.__dict__.update(exc.__dict__)
+    out.args = (new,)
+    if isinstance(out, InvalidSettingError):  # the setting is the field too
+        out.setting = field_names(out.setting, command, keys)
+    return out
+
+
 def _long(opts: Sequence[str]) -> str:
     return next(o for o in opts if o.startswith("--"))
 
@@ -148,8 +213,14 @@ def cli_argv(command: str, positional: Sequence[str], options: Mapping[str, Any]
     return [*argv, "--", *positional]
 
 
-def run_cli_json(argv: Sequence[str]) -> tuple[int, dict[str, Any], list[str]]:
+def run_cli_json(
+    argv: Sequence[str], *, gpu_backend: Callable[[], GpuBackend] | None = None
+) -> tuple[int, dict[str, Any], list[str]]:
     """Run ``oomkit ARGV`` (which must include ``--json``) in-process.
+
+    ``gpu_backend``: where ``--gpu auto`` reads this machine's GPUs (as
+    :func:`oomkit.cli.gpus.use_backend`; ``None``: the CLI's own detection), so the page's
+    "My GPUs" and the estimate for them come from one source.
 
     Returns:
         (exit code, the JSON document it printed, its ``Warning:`` lines).
@@ -159,9 +230,15 @@ def run_cli_json(argv: Sequence[str]) -> tuple[int, dict[str, Any], list[str]]:
         OomkitError, ValueError, OSError: as the command raises them (the app maps them).
     """
     from oomkit.cli import cli
+    from oomkit.cli.gpus import backend_in_use
 
     out, err = io.StringIO(), io.StringIO()
-    with _LOCK, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        _LOCK,
+        backend_in_use(gpu_backend),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             rv = cli.main(args=list(argv), prog_name="oomkit", standalone_mode=False)
         except click.UsageError as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,6 +22,9 @@ from pydantic import (
     StrictStr,
     create_model,
 )
+from pydantic_core import PydanticCustomError
+
+from oomkit.cli.gpu_choice import BACKEND_CHOICES
 
 if TYPE_CHECKING:
     import click
@@ -30,12 +34,16 @@ __all__ = ["DoctorBody", "EstimateBody", "PlanBody", "cli_body_model"]
 #: CLI options that are not request keys: the API always answers JSON, offline unless --hub
 NOT_IN_BODY = frozenset({"json", "explain", "offline"})
 
-_MAX_COUNT = 1 << 24  # the planner's ceiling for ctx (16M tokens)
+#: vLLM's --max-num-batched-tokens ceiling here (16M tokens per step)
+_MAX_BATCHED = 1 << 24
 
 Name = Annotated[StrictStr, Field(min_length=1, max_length=200)]
 Short = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+#: a token count (ctx, min_ctx): its form only. The range is the CLI's (one ceiling, one
+#: wording for the page and the command line: ``oomkit.validate.MAX_CTX``, checked where the
+#: CLI checks it), so an int and the same count with a unit ("20M") get the same answer
 Count = (
-    Annotated[StrictInt, Field(ge=1, le=_MAX_COUNT)]
+    StrictInt
     | Annotated[
         StrictStr, Field(min_length=1, max_length=16, pattern=r"^\s*\d+(\.\d+)?\s*[kKmM]?\s*$")
     ]
@@ -45,6 +53,29 @@ Size = (
     | Annotated[StrictStr, Field(min_length=1, max_length=24)]
 )
 Small = Annotated[StrictInt, Field(ge=1, le=1 << 20)]
+
+
+def _backend(value: str) -> str:
+    """A ``--backend`` value, as click's case-insensitive choice reads it."""
+    key = value.lower()
+    if key not in BACKEND_CHOICES:
+        raise PydanticCustomError(
+            "backend",
+            "Input should be one of {choices}",
+            {"choices": ", ".join(BACKEND_CHOICES)},
+        )
+    return key
+
+
+#: llama.cpp's ggml backend: the values ``oomkit estimate/plan --backend`` take (one list)
+Backend = Annotated[
+    Short,
+    AfterValidator(_backend),
+    Field(
+        description="llama.cpp's ggml backend (default: the GPU vendor's)",
+        json_schema_extra={"enum": list(BACKEND_CHOICES)},
+    ),
+]
 
 
 class _Body(BaseModel):
@@ -75,12 +106,10 @@ class EstimateBody(_Body):
     tp: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
     gpu_memory_utilization: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1)] | None = None
     max_num_seqs: Small | None = None
-    max_num_batched_tokens: Annotated[StrictInt, Field(ge=1, le=_MAX_COUNT)] | None = None
+    max_num_batched_tokens: Annotated[StrictInt, Field(ge=1, le=_MAX_BATCHED)] | None = None
     enforce_eager: StrictBool | None = None
     overhead: Size | None = None
-    backend: Literal["cuda", "rocm", "metal", "vulkan"] | None = Field(
-        None, description="llama.cpp's ggml backend (default: the GPU vendor's)"
-    )
+    backend: Backend | None = None
 
 
 class PlanBody(_Body):
@@ -101,7 +130,7 @@ class PlanBody(_Body):
     no_offload: StrictBool = False
     headroom: Size | None = None
     prefer: Literal["quality", "speed", "context"] = "quality"
-    backend: Literal["cuda", "rocm", "metal", "vulkan"] | None = None
+    backend: Backend | None = None
     tp: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
     gpu_memory_utilization: Annotated[StrictFloat | StrictInt, Field(gt=0, le=1)] | None = None
     max_num_seqs: Small | None = None

@@ -11,6 +11,9 @@
     vllm: ["bf16", "fp8", "awq", "gptq", "int8"],
     transformers: ["bf16", "int8", "nf4", "fp8", "awq", "gptq"],
   };
+  // llama.cpp and the apps built on it (LM Studio, koboldcpp: `-r lmstudio` in the CLI): GGUF
+  // quants, and the -ctk/-ctv KV cache types
+  const LLAMA_FAMILY = ["llama.cpp", "lmstudio", "koboldcpp"];
   const $ = (id) => document.getElementById(id);
 
   // -- formatting: the same rule as oomkit.units.format_bytes (binary, 2 decimals) --------
@@ -140,13 +143,14 @@
   let liveGpus = [];
   function fillQuants() {
     const rt = $("runtime").value;
-    const list = rt === "llama.cpp" || rt === "ollama" ? QUANTS.gguf : rt === "transformers" ? QUANTS.transformers : QUANTS.vllm;
+    const list = LLAMA_FAMILY.includes(rt) || rt === "ollama" ? QUANTS.gguf : rt === "transformers" ? QUANTS.transformers : QUANTS.vllm;
     const prev = $("quant").value;
     $("quant").replaceChildren(
       el("option", { value: "" }, "model default"),
       ...list.map((q) => el("option", { value: q }, q))
     );
     if (list.includes(prev)) $("quant").value = prev;
+    for (const f of document.querySelectorAll(".kv-field")) f.hidden = !LLAMA_FAMILY.includes(rt);
   }
   function ctxValue() {
     return CTX[Number($("ctx").value)];
@@ -161,9 +165,14 @@
     liveGpus = doc.live || [];
     const groups = [];
     if (liveGpus.length) {
+      // "auto" is `oomkit estimate --gpu auto`: every GPU here, each with its free memory now
+      const names = [...new Set(liveGpus.map((g) => g.name))].join(" + ");
+      const free = liveGpus.reduce((a, g) => a + g.memory_free_bytes, 0);
       groups.push(
         el("optgroup", { label: "My GPUs" },
-          liveGpus.map((g) => el("option", { value: `live:${g.index}` }, `GPU ${g.index}: ${g.name} (${fmtBytes(g.memory_total_bytes)})`)))
+          el("option", { value: "auto" }, `All ${liveGpus.length}: ${names} (${fmtBytes(free)} free now)`),
+          liveGpus.map((g) => el("option", { value: `live:${g.index}` },
+            `GPU ${g.index}: ${g.name} (${fmtBytes(g.memory_free_bytes)} free of ${fmtBytes(g.memory_total_bytes)})`)))
       );
     }
     groups.push(
@@ -173,8 +182,17 @@
     );
     $("gpu").replaceChildren(...groups);
     const keys = doc.gpus.map((g) => g.key);
-    $("gpu").value = wanted && (keys.includes(wanted) || wanted.startsWith("live:")) ? wanted
-      : liveGpus.length ? "live:0" : keys.includes("rtx-4090") ? "rtx-4090" : keys[0];
+    const offered = [...$("gpu").options].map((o) => o.value);
+    $("gpu").value = wanted && offered.includes(wanted) ? wanted
+      : liveGpus.length ? "auto" : keys.includes("rtx-4090") ? "rtx-4090" : keys[0];
+    countForGpu();
+  }
+  // this machine's GPUs come as they are: the count is theirs, not a choice
+  function countForGpu() {
+    const v = $("gpu").value;
+    const live = v === "auto" || v.startsWith("live:");
+    $("gpu-count").disabled = live;
+    if (live) $("gpu-count").value = "1";
   }
   const suggestModels = debounce(async () => {
     const q = $("model").value.trim();
@@ -198,20 +216,33 @@
   }
   function hardwareBody() {
     const v = $("gpu").value;
-    const n = Number($("gpu-count").value);
+    // all of this machine's GPUs: the server reads them as `--gpu auto` does (count, free memory)
+    if (v === "auto") return { gpu: "auto", n: liveGpus.length };
     if (v.startsWith("live:")) {
-      // a live GPU the catalog knows is sent by its key (bandwidth, architecture); else by size
+      // one of them: its free memory now, as `--gpu auto` budgets it (gpu_choice.live_targets);
+      // a card the catalog knows is named too (architecture, bandwidth)
       const g = liveGpus.find((x) => `live:${x.index}` === v);
-      if (g.catalog_key) return { gpu: n > 1 ? `${n}x${g.catalog_key}` : g.catalog_key, n };
-      return { vram: g.memory_total_bytes, n };
+      return { gpu: g.catalog_key || undefined, vram: g.memory_free_bytes, n: 1 };
     }
+    const n = Number($("gpu-count").value);
     return { gpu: n > 1 ? `${n}x${v}` : v, n };
   }
   function requestBodies() {
     const hw = hardwareBody();
-    const common = { model: $("model").value.trim(), runtime: $("runtime").value, ctx: ctxValue() };
+    // --os and --ram: both commands take them; the server checks them as the CLI does
+    const common = {
+      model: $("model").value.trim(), runtime: $("runtime").value, ctx: ctxValue(),
+      os: $("os").value || undefined, ram: $("ram").value.trim() || undefined,
+    };
     const quant = $("quant").value || undefined;
     const est = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
+    if (LLAMA_FAMILY.includes(common.runtime)) {
+      // -ctk/-ctv: `oomkit estimate` takes them; `oomkit plan` picks the KV type itself
+      est.cache_type_k = $("ctk").value || undefined;
+      est.cache_type_v = $("ctv").value || undefined;
+      // -fa on|off (llama-server's values); "default" sends nothing: the runtime's own default
+      if ($("fa").value) est.flash_attn = $("fa").value === "on";
+    }
     // vLLM/SGLang use several GPUs through tensor parallelism; llama.cpp splits layers itself
     if (hw.n > 1 && ["vllm", "sglang"].includes(common.runtime)) est.tp = hw.n;
     const plan = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
@@ -224,6 +255,7 @@
       model: $("model").value.trim(), gpu: $("gpu").value, n: $("gpu-count").value,
       runtime: $("runtime").value, quant: $("quant").value, ctx: String(ctxValue()),
     });
+    for (const id of ["os", "ram", "ctk", "ctv", "fa"]) if ($(id).value.trim()) p.set(id, $(id).value.trim());
     if ($("compare").checked) p.set("compare", "1");
     history.replaceState(null, "", `#${p}`);
   }
@@ -237,6 +269,11 @@
     };
     pick("runtime", p.get("runtime"));
     pick("gpu-count", p.get("n"));
+    pick("os", p.get("os"));
+    pick("ctk", p.get("ctk"));
+    pick("ctv", p.get("ctv"));
+    pick("fa", p.get("fa"));
+    if (p.get("ram")) $("ram").value = p.get("ram");
     $("compare").checked = p.get("compare") === "1";
     const ctx = Number(p.get("ctx"));
     if (CTX.includes(ctx)) $("ctx").value = String(CTX.indexOf(ctx));
@@ -283,7 +320,7 @@
     const parts = el("ul", { class: "parts" },
       SEGMENTS.filter(([, , get]) => get(d)).map(([cls, label, get]) =>
         el("li", { "data-part": cls, "data-bytes": String(get(d)) }, el("span", { class: `sw ${cls}` }), `${label} ${fmtBytes(get(d))}`)));
-    return el("div", { class: "device", "data-device": d.device }, head, bar, parts);
+    return el("div", { class: "device", "data-device": d.device, "data-capacity-bytes": cap ? String(cap) : null }, head, bar, parts);
   }
   function verdictText(doc) {
     const m = doc.model.name;
@@ -507,7 +544,9 @@
     $("model").addEventListener("change", () => { if ($("model").value.trim() !== lastModel) scheduleUpdate(); });
     $("model").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); update(); } });
     $("runtime").addEventListener("change", () => { fillQuants(); scheduleUpdate(); });
-    for (const id of ["gpu", "gpu-count", "quant", "compare"]) $(id).addEventListener("change", scheduleUpdate);
+    $("gpu").addEventListener("change", countForGpu);
+    for (const id of ["gpu", "gpu-count", "quant", "compare", "os", "ctk", "ctv", "fa"]) $(id).addEventListener("change", scheduleUpdate);
+    $("ram").addEventListener("input", scheduleUpdate);
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
     $("diagnose").addEventListener("click", () => diagnose());
     $("log").addEventListener("keydown", (ev) => {
