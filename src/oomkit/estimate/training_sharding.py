@@ -10,8 +10,10 @@ Sources modelled:
   ranks.
 * DeepSpeed ``runtime/zero/stage_1_and_2.py``: with ``contiguous_gradients`` (default True)
   ``backward()`` allocates ``ipg_buffer`` of ``reduce_bucket_size`` elements (two with
-  ``overlap_comm``) for the gradient reduction (stage 3: ``__ipg_bucket_flat_buffer`` of the same
-  size); the step converts the gradient partition to fp32.
+  ``overlap_comm``) for the gradient reduction (stage 3: the IPG bucket of the same size); stage 2
+  copies each reduced gradient into ``grads_in_partition`` (``copy_grads_in_partition``: one
+  buffer of the whole partition, allocated at the first reduction, freed by
+  ``_release_ipg_buffers`` in ``step()``); the step converts the gradient partition to fp32.
 * DeepSpeed ``runtime/zero/stage3.py`` (checked at v0.19.5-27, edaa722; the same since v0.6.0,
   PR #1453), ``_setup_for_real_optimizer``: ``grad_partitions_flat_buffer = torch.zeros(sum of
   partition_numel, dtype=gradient_accumulation_dtype, device=self.device)`` holds every 16-bit
@@ -72,6 +74,7 @@ __all__ = [
 ALL_PHASES: frozenset[str] = frozenset({"forward", "backward", "step"})
 _FWD_BWD: frozenset[str] = frozenset({"forward", "backward"})
 _STEP: frozenset[str] = frozenset({"step"})
+_BWD_STEP: frozenset[str] = frozenset({"backward", "step"})
 _ZERO_SRC = "ZeRO (Rajbhandari et al. 2020) Fig. 1; deepspeed/runtime/zero/stage_1_and_2.py"
 _Z3_SRC = "deepspeed/runtime/zero/stage3.py estimate_zero3_model_states_mem_needs"
 _Z3_STEP_SRC = (
@@ -290,13 +293,17 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
                 on_host=off,
             )
         else:
+            # stage 2 (contiguous_gradients): copy_grads_in_partition allocates the whole
+            # grads_in_partition buffer at the first reduction in backward; step() frees it
+            # (_release_ipg_buffers). Stage 1: autograd's .grad, produced along backward.
             add(
                 "gradients",
                 f"16-bit gradients{' (partition)' if z >= 2 else ''}",
                 _div(grads, g_div),
-                f"{st.formula['gradients']} / {g_div}",
+                f"{st.formula['gradients']} / {g_div}"
+                + (", whole from the first reduction in backward" if z == 2 else ""),
                 _ZERO_SRC,
-                phases=grad_phases,
+                phases=grad_phases if z == 1 or accum else _BWD_STEP,
             )
         if n > 1:  # stage_1_and_2.backward() allocates it; stage3 once at optimizer setup
             add(
