@@ -121,6 +121,9 @@ def test_stage2_partition_buffer_is_whole_from_backward() -> None:
     assert g.phases == {"backward", "step"}
     acc = _one(_terms("llama-3.1-8b", zero=2, gpus=4, grad_accum=4), "16-bit gradients")
     assert acc.phases == ALL_PHASES
+    # cpu_offload: copy_grads_in_partition returns first (gradients go to the CPU fp32 buffer)
+    off = _terms("llama-3.1-8b", zero=2, gpus=4, offload_optimizer=True)
+    assert _one(off, "16-bit gradients (partition)").phases == {"step"}
 
 
 def test_emitted_config_names_the_sub_group_size_the_estimate_used() -> None:

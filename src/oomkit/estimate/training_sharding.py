@@ -295,7 +295,8 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
         else:
             # stage 2 (contiguous_gradients): copy_grads_in_partition allocates the whole
             # grads_in_partition buffer at the first reduction in backward; step() frees it
-            # (_release_ipg_buffers). Stage 1: autograd's .grad, produced along backward.
+            # (_release_ipg_buffers). With cpu_offload it returns first (the gradients go to the
+            # CPU fp32 buffer). Stage 1: autograd's .grad, produced along backward.
             add(
                 "gradients",
                 f"16-bit gradients{' (partition)' if z >= 2 else ''}",
@@ -303,7 +304,7 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
                 f"{st.formula['gradients']} / {g_div}"
                 + (", whole from the first reduction in backward" if z == 2 else ""),
                 _ZERO_SRC,
-                phases=grad_phases if z == 1 or accum else _BWD_STEP,
+                phases=_BWD_STEP if z == 2 and not (accum or off) else grad_phases,
             )
         if n > 1:  # stage_1_and_2.backward() allocates it; stage3 once at optimizer setup
             add(
