@@ -27,6 +27,10 @@ FSDP = ("llama-3.1-70b", "--train", "full", "--fsdp", "--gpus", "8", "--gpu", "h
 
 def _check_deepspeed(s: dict[str, Any], command: str, config: str) -> None:
     argv = shlex.split(command)
+    # a plan with expandable segments carries the allocator setting in front (emit_text)
+    env = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    assert (argv[0] == env) == s["expandable_segments"]
+    argv = argv[1:] if argv[0] == env else argv
     assert argv[:2] == ["deepspeed", f"--num_gpus={s['gpus']}"]
     assert argv[argv.index("--deepspeed") + 1] == "ds_config.json"
     cfg = json.loads(config)

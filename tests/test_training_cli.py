@@ -78,25 +78,51 @@ def test_usage_errors_are_one_line(
     assert "Traceback" not in err
 
 
+def _after(out: str, heading: str) -> str:
+    """What --emit printed: the lines after its heading, which follows the estimate."""
+    head, sep, tail = out.partition(f"\n{heading}\n")
+    assert sep, out
+    assert "Peak in: " in head  # the estimate comes first ("Also print", as inference's --emit)
+    return tail
+
+
 def test_emit_deepspeed_and_fsdp(capsys: pytest.CaptureFixture[str]) -> None:
+    """--emit with --train printed only the config although its help says "Also print" and
+    inference's --emit prints the estimate and the command: now the estimate, then the config."""
     code, out, _ = run(
         capsys, "estimate", "llama-3.1-8b", "--train", "full", "--zero", "2", "--gpus", "4",
         "--emit", "deepspeed",
     )  # fmt: skip
     assert code == 0
-    assert json.loads(out)["zero_optimization"]["stage"] == 2
+    assert out.startswith("llama-3.1-8b (LlamaForCausalLM")
+    assert json.loads(_after(out, "ds_config.json:"))["zero_optimization"]["stage"] == 2
     code, out, _ = run(
         capsys, "estimate", "llama-3.1-8b", "--train", "full", "--fsdp", "SHARD_GRAD_OP",
         "--gpus", "4", "--emit", "fsdp",
     )  # fmt: skip
     assert code == 0
-    assert yaml.safe_load(out)["fsdp_config"]["fsdp_sharding_strategy"] == "SHARD_GRAD_OP"
+    doc = yaml.safe_load(_after(out, "fsdp_config.yaml:"))
+    assert doc["fsdp_config"]["fsdp_sharding_strategy"] == "SHARD_GRAD_OP"
     code, out, _ = run(
         capsys, "estimate", "llama-3.1-8b", "--train", "lora", "--gpus", "2", "--nodes", "2",
         "--emit", "torchrun",
     )  # fmt: skip
     assert code == 0
-    assert out.startswith("torchrun --nnodes=2 --nproc_per_node=2")
+    assert _after(out, "run:").startswith("torchrun --nnodes=2 --nproc_per_node=2")
+
+
+def test_emit_keeps_the_verdict_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    """The config printed after a "does not fit" estimate: exit 3 as without --emit (it was
+    0 whatever the estimate said), and the config still follows the suggestions."""
+    argv = ("estimate", "llama-3.1-70b", "--train", "full", "--zero", "3", "--gpu", "2xh100")
+    code, plain, _ = run(capsys, *argv)
+    assert code == 3
+    code, out, _ = run(capsys, *argv, "--emit", "deepspeed")
+    assert code == 3
+    assert out.startswith(plain)
+    zero = json.loads(_after(out, "ds_config.json:"))["zero_optimization"]
+    assert zero["stage"] == 3
+    assert zero["sub_group_size"] == 1_000_000_000
 
 
 def test_gpu_count_comes_from_gpu(capsys: pytest.CaptureFixture[str]) -> None:

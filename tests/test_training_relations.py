@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from oomkit.api import load_model
 from oomkit.estimate.training import estimate_training
 from oomkit.estimate.training_activations import autocast_stream, layer_activations
-from oomkit.estimate.training_states import lora_target_roles
+from oomkit.estimate.training_states import lora_target_roles, model_states
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
@@ -68,7 +68,14 @@ def test_zero_stages_never_increase_per_gpu_memory(
     spec = spec_of(name)
     s = dataclasses.replace(s, gpus=gpus, method="full")
     ddp, z1, z2, z3 = (total(spec, dataclasses.replace(s, zero=z)) for z in (0, 1, 2, 3))
-    assert z3 <= z2 <= z1 <= ddp
+    assert z3 <= z2
+    assert z1 <= ddp
+    # stage 2 allocates its whole 16-bit gradient partition (grads_in_partition, 2P/N) at the
+    # first reduction in backward, where stage 1's autograd gradients have only begun: while
+    # activations dominate, stage 2 can hold up to that buffer more than stage 1 (and the
+    # allocator fragmentation margin, a fraction (1.95%) of the peak, on it)
+    grads = model_states(spec, dataclasses.replace(s, zero=2)).gradients_bytes
+    assert z2 <= z1 + 1.02 * -(-grads // gpus)
 
 
 @settings(max_examples=40, deadline=None)

@@ -245,7 +245,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     default=None,
     metavar="[RUNTIME]",
     help="Also print the command that runs this configuration (llama.cpp, ollama, vllm, ...); "
-    "with --train: deepspeed | fsdp | torchrun | accelerate",
+    "with --train, after the estimate: deepspeed | fsdp (the config) | torchrun | accelerate",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @training_options

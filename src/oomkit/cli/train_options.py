@@ -3,7 +3,7 @@
 ``training_options`` adds the options to a click command and hands them to it as one
 ``training`` argument (a :class:`TrainOptions`); ``run_training`` builds
 :class:`~oomkit.spec.settings.TrainingSettings`, runs the training estimator and prints the
-result (or a config with ``--emit``).
+result (and, with ``--emit``, a config or launch command after it).
 """
 
 from __future__ import annotations
@@ -463,11 +463,6 @@ def run_training(
             gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus, os=os_name
         )
     spec = load_model(model, offline=True if offline else None)
-    if training.emit is not None and not as_json:
-        from oomkit.estimate.training_emit import emit_text
-
-        click.echo(emit_text(training.emit, spec, settings))
-        return EXIT_OK
     platform = Platform(
         os=os_name,
         display=display,
@@ -534,6 +529,11 @@ def run_training(
                 click.echo(
                     f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU ({saves}){tight}"
                 )
+        if training.emit is not None:  # "Also print": the estimate, then what --emit names
+            from oomkit.estimate.training_emit import emit_heading, emit_text
+
+            click.echo(emit_heading(training.emit))
+            click.echo(emit_text(training.emit, spec, settings))
     if v.level == "does_not_fit":
         return EXIT_NEGATIVE
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK

@@ -12,7 +12,8 @@
 * :func:`emit_launch` — ``torchrun`` / ``accelerate launch`` / ``deepspeed`` argv for
   ``gpus`` per node x ``nodes``.
 
-Pure: no I/O. ``emit_text`` is what ``oomkit estimate --train ... --emit`` prints.
+Pure: no I/O. ``oomkit estimate --train ... --emit`` prints the estimate, then
+``emit_heading`` and ``emit_text`` (with ``--json``, ``emit_text`` goes in ``"command"``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "TRAIN_SCRIPT",
     "emit_deepspeed_config",
     "emit_fsdp_accelerate_config",
+    "emit_heading",
     "emit_launch",
     "emit_text",
 ]
@@ -58,6 +60,8 @@ def emit_deepspeed_config(spec: ModelSpec, settings: TrainingSettings) -> dict[s
         zero["stage3_max_live_parameters"] = 1_000_000_000
         zero["stage3_max_reuse_distance"] = 1_000_000_000
         zero["stage3_gather_16bit_weights_on_model_save"] = True
+        # the estimate's step upcasts one sub-group of this many elements at a time
+        zero["sub_group_size"] = b["stage3_sub_group_size"]
     if settings.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if settings.offload_params:
@@ -188,6 +192,16 @@ def emit_launch(kind: str, settings: TrainingSettings) -> list[str]:
             argv += ["--multi_gpu"]
         return [*argv, TRAIN_SCRIPT]
     raise ValueError(f"unknown launcher '{kind}'")
+
+
+def emit_heading(kind: str) -> str:
+    """The line ``estimate --train ... --emit KIND`` prints between the estimate and
+    :func:`emit_text` (as inference's ``run:``): the file a config goes in, or ``run:``."""
+    if kind == "deepspeed":
+        return f"{DEEPSPEED_CONFIG_FILE}:"
+    if kind == "fsdp":
+        return f"{FSDP_CONFIG_FILE}:"
+    return "run:"
 
 
 def emit_text(kind: str, spec: ModelSpec, settings: TrainingSettings) -> str:

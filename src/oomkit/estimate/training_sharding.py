@@ -10,8 +10,25 @@ Sources modelled:
   ranks.
 * DeepSpeed ``runtime/zero/stage_1_and_2.py``: with ``contiguous_gradients`` (default True)
   ``backward()`` allocates ``ipg_buffer`` of ``reduce_bucket_size`` elements (two with
-  ``overlap_comm``) for the gradient reduction (stage 3: ``__ipg_bucket_flat_buffer`` of the same
-  size); the step converts the gradient partition to fp32.
+  ``overlap_comm``) for the gradient reduction (stage 3: the IPG bucket of the same size); stage 2
+  copies each reduced gradient into ``grads_in_partition`` (``copy_grads_in_partition``: one
+  buffer of the whole partition, allocated at the first reduction, freed by
+  ``_release_ipg_buffers`` in ``step()``); the step converts the gradient partition to fp32.
+* DeepSpeed ``runtime/zero/stage3.py`` (checked at v0.19.5-27, edaa722; the same since v0.6.0,
+  PR #1453), ``_setup_for_real_optimizer``: ``grad_partitions_flat_buffer = torch.zeros(sum of
+  partition_numel, dtype=gradient_accumulation_dtype, device=self.device)`` holds every 16-bit
+  gradient partition from optimizer setup on (all phases; on the CPU with ``offload_optimizer``,
+  ``self.device`` is ``cpu``), and the IPG bucket (``torch.empty(reduce_bucket_size)`` per
+  communication dtype, ``contiguous_gradients``) is allocated there too and reused, never freed.
+  ``step()`` walks the optimizer sub-groups (``_create_fp16_sub_groups``: parameters of a param
+  group packed until ``sub_group_size`` elements, ``stage3_sub_group_size`` default 1e9 in
+  ``runtime/zero/config.py``): ``_prepare_fp32_grad_for_sub_group`` upcasts ONE sub-group's
+  gradients (``self.flatten(averaged_gradients[i]).to(fp32)``: a flattened 16-bit copy and the
+  fp32 one) and ``_release_sub_group`` sets that fp32 grad to None before the next (since v0.3.13,
+  PR #834). DeepSpeed's own ``estimate_zero3_model_states_mem_needs`` counts
+  ``18 * total_params / total_gpus`` + ``4 * largest_layer_params`` (16 bytes of 16-bit params
+  and grads, fp32 master and Adam moments, + 2 without a stated term); this module counts 16 P/N
+  + (4 + e) x the largest sub-group at the step.
 * DeepSpeed ``runtime/zero/stage3.py`` ``estimate_zero3_model_states_mem_needs``:
   ``largest_layer_memory = 4 * largest_layer_params`` (16-bit params and grads of the largest
   module gathered at once), plus the prefetch bucket (``stage3_prefetch_bucket_size``).
@@ -35,11 +52,11 @@ Sources modelled:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from oomkit.estimate.breakdown import InputValue
-from oomkit.estimate.training_states import ModelStates
+from oomkit.estimate.training_states import ModelStates, trainable_tensors
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
@@ -51,13 +68,26 @@ __all__ = [
     "engine_name",
     "shard_group",
     "state_terms",
+    "zero3_largest_sub_group",
 ]
 
 ALL_PHASES: frozenset[str] = frozenset({"forward", "backward", "step"})
 _FWD_BWD: frozenset[str] = frozenset({"forward", "backward"})
 _STEP: frozenset[str] = frozenset({"step"})
+_BWD_STEP: frozenset[str] = frozenset({"backward", "step"})
 _ZERO_SRC = "ZeRO (Rajbhandari et al. 2020) Fig. 1; deepspeed/runtime/zero/stage_1_and_2.py"
 _Z3_SRC = "deepspeed/runtime/zero/stage3.py estimate_zero3_model_states_mem_needs"
+_Z3_STEP_SRC = (
+    "deepspeed/runtime/zero/stage3.py step(): _prepare_fp32_grad_for_sub_group / "
+    "_release_sub_group, one sub-group at a time (v0.3.13+)"
+)
+_Z3_BUF_SRC = (
+    "deepspeed/runtime/zero/stage3.py _setup_for_real_optimizer: grad_partitions_flat_buffer "
+    "(v0.6.0+) and the IPG bucket, allocated once"
+)
+#: DeepSpeed's ``stage3_sub_group_size`` default (runtime/zero/config.py
+#: ``sub_group_size: int = Field(pp_int(1e9))``); HF Trainer has no "auto" for it
+STAGE3_SUB_GROUP_SIZE = 1_000_000_000
 _FSDP_SRC = "PyTorch FSDP docs (ShardingStrategy, BackwardPrefetch); torch/distributed/fsdp"
 
 
@@ -103,6 +133,7 @@ def deepspeed_buckets(spec: ModelSpec) -> dict[str, int]:
         "reduce_bucket_size": h * h,
         "stage3_prefetch_bucket_size": int(0.9 * h * h),
         "stage3_param_persistence_threshold": 10 * h,
+        "stage3_sub_group_size": STAGE3_SUB_GROUP_SIZE,
     }
 
 
@@ -123,6 +154,28 @@ def _module_params(spec: ModelSpec) -> tuple[int, int, int]:
 
 def _div(x: int, n: int) -> int:
     return -(-x // n)
+
+
+def zero3_largest_sub_group(
+    partitions: Sequence[int], sub_group_size: int = STAGE3_SUB_GROUP_SIZE
+) -> int:
+    """Elements of the largest ZeRO-3 optimizer sub-group of one rank.
+
+    ``partitions``: each trainable parameter's partition (``partition_numel``, ``ceil(numel /
+    N)``) in parameter order. As ``DeepSpeedZeroOptimizer_Stage3._create_fp16_sub_groups``: a
+    group not over ``sub_group_size`` is one sub-group; else parameters are packed until the
+    running count reaches ``sub_group_size`` (so a sub-group may pass it by its last
+    parameter's partition).
+    """
+    total = sum(partitions)
+    if sub_group_size <= 0 or sub_group_size >= total:
+        return total
+    largest = run = 0
+    for numel in partitions:
+        run += numel
+        if run >= sub_group_size:
+            largest, run = max(largest, run), 0
+    return max(largest, run)
 
 
 def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -> list[Term]:
@@ -229,24 +282,39 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
             on_host=host_w,
         )
         g_div = n if z >= 2 else 1
-        add(
-            "gradients",
-            f"16-bit gradients{' (partition)' if z >= 2 else ''}",
-            _div(grads, g_div),
-            f"{st.formula['gradients']} / {g_div}",
-            _ZERO_SRC,
-            phases=grad_phases,
-        )
-        if n > 1:  # stage_1_and_2.backward() allocates it for stages 1-2; stage3 its own
+        off = settings.offload_optimizer
+        if z == 3:  # one flat buffer from optimizer setup on, on self.device (cpu if offloaded)
             add(
                 "gradients",
-                "reduce bucket (ipg_buffer)",
+                "16-bit gradient partition buffer (grad_partitions_flat_buffer)",
+                _div(grads, n),
+                f"{st.formula['gradients']} / {n}, resident all step",
+                _Z3_BUF_SRC,
+                on_host=off,
+            )
+        else:
+            # stage 2 (contiguous_gradients): copy_grads_in_partition allocates the whole
+            # grads_in_partition buffer at the first reduction in backward; step() frees it
+            # (_release_ipg_buffers). With cpu_offload it returns first (the gradients go to the
+            # CPU fp32 buffer). Stage 1: autograd's .grad, produced along backward.
+            add(
+                "gradients",
+                f"16-bit gradients{' (partition)' if z >= 2 else ''}",
+                _div(grads, g_div),
+                f"{st.formula['gradients']} / {g_div}"
+                + (", whole from the first reduction in backward" if z == 2 else ""),
+                _ZERO_SRC,
+                phases=_BWD_STEP if z == 2 and not (accum or off) else grad_phases,
+            )
+        if n > 1:  # stage_1_and_2.backward() allocates it; stage3 once at optimizer setup
+            add(
+                "gradients",
+                "reduce bucket (ipg_buffer)" if z < 3 else "reduce bucket (IPG bucket buffer)",
                 buckets["reduce_bucket_size"] * e,
                 "reduce_bucket_size x e (contiguous_gradients)",
-                _ZERO_SRC,
-                phases=frozenset({"backward"}),
+                _ZERO_SRC if z < 3 else _Z3_BUF_SRC,
+                phases=frozenset({"backward"}) if z < 3 else ALL_PHASES,
             )
-        off = settings.offload_optimizer
         add(
             "optimizer",
             "fp32 master weights (partition)",
@@ -256,15 +324,28 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
             on_host=off,
         )
         _optimizer(add, st, opt, 0, settings, shard=n, on_host=off)
-        add(
-            "optimizer",
-            "fp32 gradient partition at step",
-            _div(fp32_grad, n),
-            f"4P / {n}",
-            _ZERO_SRC,
-            phases=_STEP,
-            on_host=off,
-        )
+        if z == 3 and not off and fp32_grad:
+            sub = _z3_sub_group(spec, settings, n, buckets["stage3_sub_group_size"])
+            add(
+                "optimizer",
+                "fp32 gradient of one optimizer sub-group at step",
+                sub * (4 + e),
+                f"largest sub-group x (4 fp32 grad + {e} flattened 16-bit copy during the upcast)",
+                _Z3_STEP_SRC,
+                phases=_STEP,
+                inputs={**inputs, "sub_group_elements": sub,
+                        "stage3_sub_group_size": buckets["stage3_sub_group_size"]},
+            )  # fmt: skip
+        else:  # stage_1_and_2 upcasts a param group's whole partition; offload: fp32 on the CPU
+            add(
+                "optimizer",
+                "fp32 gradient partition at step",
+                _div(fp32_grad, n),
+                f"4P / {n}",
+                _ZERO_SRC,
+                phases=_STEP,
+                on_host=off,
+            )
         if z == 3:
             pe = (1 if lora else 2) * largest * e
             add(
@@ -346,6 +427,19 @@ def state_terms(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) ->
         phases=frozenset({"backward"}),
     )
     return terms
+
+
+def _z3_sub_group(spec: ModelSpec, settings: TrainingSettings, n: int, size: int) -> int:
+    """Largest ZeRO-3 sub-group on one rank over HF Trainer's two param groups (weight decay:
+    matrices; none: biases and norms, ``Trainer.get_decay_parameter_names``)."""
+    tp = settings.tp
+    parts = [
+        (len(t.shape) > 1, _div(_div(t.n_params, tp), n)) for t in trainable_tensors(spec, settings)
+    ]
+    return max(
+        zero3_largest_sub_group([p for d, p in parts if d], size),
+        zero3_largest_sub_group([p for d, p in parts if not d], size),
+    )
 
 
 _Add = Callable[..., None]
