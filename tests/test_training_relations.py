@@ -72,10 +72,14 @@ def test_zero_stages_never_increase_per_gpu_memory(
     assert z1 <= ddp
     # stage 2 allocates its whole 16-bit gradient partition (grads_in_partition, 2P/N) at the
     # first reduction in backward, where stage 1's autograd gradients have only begun: while
-    # activations dominate, stage 2 can hold up to that buffer more than stage 1 (and the
-    # allocator fragmentation margin, a fraction (1.95%) of the peak, on it)
+    # activations dominate, stage 2 can hold up to that buffer more than stage 1, and the
+    # allocator fragmentation margin, a fraction of the peak (1.95% to 3.5% by the peak's
+    # make-up; the estimate's own fraction is read back), on it
     grads = model_states(spec, dataclasses.replace(s, zero=2)).gradients_bytes
-    assert z2 <= z1 + 1.02 * -(-grads // gpus)
+    dev = estimate_training(spec, dataclasses.replace(s, zero=2), HW).devices[0]
+    margin = sum(c.n_bytes for c in dev.components if "fragmentation" in c.label)
+    frac = margin / max(1, dev.total_bytes - margin)
+    assert z2 <= z1 + (1 + frac) * -(-grads // gpus) + 2**20
 
 
 @settings(max_examples=40, deadline=None)
