@@ -181,6 +181,8 @@ class LogContext:
     max_num_seqs: int | None = None
     mem_fraction_static: float | None = None
     avail_after_weights_bytes: int | None = None  # SGLang "Load weight end ... avail mem=X GB"
+    vllm_engine: str | None = None  # "V0" / "V1", as the log's engine line or release says
+    vllm_version: str | None = None  # "0.6.3.post1"
     # Ollama estimator (its own prediction, not a measurement) --------------------------------
     ollama_available_bytes: tuple[int, ...] = ()
     ollama_required_full_bytes: int | None = None

@@ -18,6 +18,7 @@ from typing import Any
 from oomkit.units import MiB, TiB, format_bytes_fine
 
 __all__ = [
+    "GENERIC_CONTEXT_CAP",
     "KV_TYPE_BYTES",
     "Fix",
     "floor_to",
@@ -25,6 +26,7 @@ __all__ = [
     "kv_type_ratio",
     "mib",
     "rank",
+    "shorter_context",
     "size_text",
     "util_up",
 ]
@@ -115,6 +117,29 @@ def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
         ),
     )
     return tuple(sized) + tuple(f for f in unique if f.expected_saving_bytes is None) + tuple(hw)
+
+
+#: the context a generic "cap the context" fix suggests when the log states none
+GENERIC_CONTEXT_CAP = 32768
+_MIN_CONTEXT_CAP = 2048
+
+
+def shorter_context(current: int | None) -> int | None:
+    """The ``--context-length`` a generic fix suggests: :data:`GENERIC_CONTEXT_CAP` when the
+    log states no context, else one below the stated one (never equal or above it: that is no
+    change), half of it down to 2048 tokens; None when the stated context is already shorter.
+
+    >>> shorter_context(None), shorter_context(131072), shorter_context(32768)
+    (32768, 32768, 16384)
+    >>> shorter_context(3000) is None
+    True
+    """
+    if current is None:
+        return GENERIC_CONTEXT_CAP
+    if current > GENERIC_CONTEXT_CAP:
+        return GENERIC_CONTEXT_CAP
+    half = floor_to(current // 2, 256)
+    return half if half >= _MIN_CONTEXT_CAP else None
 
 
 def floor_to(value: int, multiple: int) -> int:

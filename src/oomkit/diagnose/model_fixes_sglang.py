@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from oomkit.diagnose.fixes import Fix, size_text
+from oomkit.diagnose.fixes import Fix, shorter_context, size_text
 from oomkit.diagnose.model_fixes import EstimatedFix
-from oomkit.diagnose.rules_sglang import MIN_DYNAMIC_SHARE
+from oomkit.diagnose.rules_sglang import MIN_DYNAMIC_SHARE, log_pool_bytes, log_split
 from oomkit.spec.hardware import DeviceTarget, Hardware
 
 if TYPE_CHECKING:
@@ -72,25 +72,13 @@ def _tp_from_weights(est_weights: int, logged: int | None) -> int | None:
     return None
 
 
-def _log_split(ctx: LogContext) -> tuple[int | None, int | None]:
-    """(weights per GPU, SGLang's ``total_gpu_memory``) from its "Load weight end ... avail
-    mem=X GB, mem usage=Y GB" line: ``total`` is the free memory measured before the weights
-    load (``min_per_gpu_memory``), so it is X + Y; (None, None) when the log lacks the line."""
-    w, avail = ctx.weights_bytes, ctx.avail_after_weights_bytes
-    if w is None or avail is None:
-        return None, None
-    return w, w + avail
-
-
 def _log_tokens(ctx: LogContext, frac: float, cell: int) -> int | None:
-    """SGLang's own pool at ``frac`` from the log's numbers: ``rest_memory = available -
-    total x (1 - mem_fraction_static)``, ``max_num_token = rest x 2^30 // cell_size``
-    (python/sglang/srt/model_executor/model_runner.py ``profile_max_num_token``, v0.4.x;
-    ``model_runner_kv_cache_mixin.py`` / ``profile_available_bytes`` in newer releases)."""
-    w, total = _log_split(ctx)
-    if w is None or total is None or not cell:
+    """SGLang's own pool at ``frac`` from the log's numbers, in tokens: ``max_num_token = rest
+    x 2^30 // cell_size`` on the pool bytes of :func:`~oomkit.diagnose.rules_sglang.log_pool_bytes`
+    (python/sglang/srt/model_executor/model_runner.py ``profile_max_num_token``, v0.4.x)."""
+    rest = log_pool_bytes(ctx, frac)
+    if rest is None or not cell:
         return None
-    rest = (total - w) - int(total * (1 - frac))
     return max(0, rest) // cell
 
 
@@ -198,7 +186,7 @@ def sglang_fixes(
     basis = f"(oomkit's SGLang estimate for {spec.name}; {cap_note}.)"
     out: list[Fix] = []
     target = min(length, _USEFUL_TOKENS)
-    w_log, total_log = _log_split(ctx)
+    w_log, total_log = log_split(ctx)
     weights = w_log if w_log is not None else est0.devices[0].weights_bytes
     if weights > (total_log or cap) * _MAX_MFS:
         # no fraction holds the weights: a larger fraction or smaller prefill chunks cannot help
@@ -230,9 +218,17 @@ def sglang_fixes(
                 f"concurrent requests fill it and SGLang retracts or fails {basis}",
                 commands=(f"--max-running-requests {n}",),
                 expected_saving_bytes=None,
+                # the sized form of the rules' "cap the context and the running requests": one
+                # full-context request fits, so no shorter context is needed
+                supersedes=_SUP_LEN,
             )
         )
     chunk, _ = sglang_batch_defaults(cap or None, s.tp or 1)
+    # the rules' generic context cap (fixes.shorter_context of the stated context) is no change
+    # when the model's own context is no longer: drop it even where no sized length fix exists
+    generic_cap = shorter_context(ctx.max_model_len)
+    stale = generic_cap is None or generic_cap >= length
+    replaced = any(_SUP_LEN[0] in getattr(f, "supersedes", ()) for f in out)
     out.append(
         EstimatedFix(
             title=f"Smaller prefill chunks: --chunked-prefill-size {chunk // 2}",
@@ -241,6 +237,7 @@ def sglang_fixes(
             f"{basis}",
             commands=(f"--chunked-prefill-size {chunk // 2}",),
             expected_saving_bytes=None,
+            supersedes=_SUP_LEN if stale and not replaced else (),
         )
     )
     return out

@@ -125,11 +125,16 @@ _MESSAGE = re.compile(f"(?<!\\w)(?:{_alternation(ENOMEM_TRANSLATIONS)})(?!\\w)")
 # "%" or a bar glyph) or after bash's "line N: PID " prefix (the line prefix is translated too:
 # parse_other._BASH_KILLED lists bash's own po/*.po words)
 _KILLED_WORD = f"(?P<word>{_alternation(KILLED_TRANSLATIONS)})"
+# (docfix15) bash's CJK prefixes end "번:" (ko), "行:" (ja), "行：" / "列：" (zh_CN / zh_TW; a
+# full-width colon with no space after it); bash's interactive job report
+# "[1]+  <signal>   <command>" (jobs.c pretty_print_job) is the third place
 _KILLED = re.compile(
     r"(?m)(?:(?:^[ \t]{0,8}|(?<=[\d\]|%\u2500-\u259f]))"
     + _KILLED_WORD
-    + r"[ \t]{0,8}$|(?<=\d:)[ \t]{1,8}\d{1,10} "
+    + r"[ \t]{0,8}$|(?<=[\d\ubc88\u884c\u5217][:\uff1a])[ \t]{0,8}\d{1,10} "
     + _KILLED_WORD.replace("?P<word>", "?P<word2>")
+    + r"(?=[ \t]{1,40}\S)|^[ \t]{0,8}\[\d{1,4}\][+\- ][ \t]{0,8}(?:\d{1,10}[ \t]{1,8})?"
+    + _KILLED_WORD.replace("?P<word>", "?P<word3>")
     + r"(?=[ \t]{1,40}\S))"
 )
 # a cheap gate for ASCII text: the ASCII translations themselves (a text with a non-ASCII
@@ -140,7 +145,7 @@ _ASCII_GATE = re.compile(
 
 
 def _killed(m: re.Match[str]) -> str:
-    name = "word" if m.group("word") is not None else "word2"
+    name = next(g for g in ("word", "word2", "word3") if m.group(g) is not None)
     whole, at = m.group(0), m.start()
     return whole[: m.start(name) - at] + "Killed" + whole[m.end(name) - at :]
 

@@ -110,6 +110,7 @@ _SGL_MFS = re.compile(r"mem[_-]fraction[_-]static[= ](?P<v>0?\.\d{1,4}|1\.0{0,4}
 # (python/sglang/srt/server_args.py dataclass repr): the model and TP size its pool was sized for
 _SGL_ARGS_MODEL = re.compile(r"\bmodel_path='(?P<v>[^'\s]{1,200})'")
 _SGL_ARGS_TP = re.compile(r"[(, ]tp_size=(?P<v>\d{1,3})\b")
+_SGL_ARGS_CTX = re.compile(r"[(, ]context_length=(?P<v>\d{1,9})\b")  # None: the model's own
 _NEEDLES = (
     "AlignedAllo",
     "leave no GPU memory for the KV cache",
@@ -503,6 +504,9 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 facts.setdefault("model_name", m7.group("v"))
             if m8 is not None:
                 facts.setdefault("tensor_parallel_size", int(m8.group("v")))
+            m9 = _SGL_ARGS_CTX.search(line)
+            if m9 is not None:
+                facts.setdefault("max_model_len", int(m9.group("v")))
     return None
 
 

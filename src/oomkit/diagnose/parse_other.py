@@ -127,10 +127,21 @@ _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\
 # 318 Killed   python train.py" (SIGKILL, the OOM killer's signal; the command follows). bash
 # translates the "line %d" prefix (error.c, po/*.po: de Zeile, fr ligne, it riga, es línea,
 # pt linha, nl regel, pl linia, sv rad, ru строка) while the signal name often stays English
+# (docfix15) bash's po/*.po "%s: line %d: " in CJK (jobs.c notify_of_job_status): ko "%s: 줄 %d: "
+# (older ko.po "행 %d번: "), ja "%s: %d 行: ", zh_CN "%s: 第 %d 行：", zh_TW "%s: 第 %d 列：" (a
+# full-width colon and no space: "%5ld" pads the pid, so a 5-digit pid follows it directly)
 _BASH_KILLED = re.compile(
-    r"(?:line|Zeile|ligne|riga|l\u00ednea|linha|regel|linia|rad|"
-    r"\u0441\u0442\u0440\u043e\u043a\u0430) "
-    r"\d{1,7}:\s{1,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S"
+    r"(?:(?:line|Zeile|ligne|riga|l\u00ednea|linha|regel|linia|rad|"
+    r"\u0441\u0442\u0440\u043e\u043a\u0430|\uc904) \d{1,7}|\ud589 \d{1,7}\ubc88|"
+    r"\d{1,7} \u884c|\u7b2c \d{1,7} [\u884c\u5217])[:\uff1a]"
+    r"\s{0,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S"
+)
+# (docfix15) bash's interactive job report (jobs.c pretty_print_job "[%d]%c " then
+# print_pipeline: the pid with ``jobs -l``, the signal's name padded to LONGEST_SIGNAL_DESC, the
+# command): "[1]+  Killed                  python train.py"; "Done", "Stopped", "Terminated" are
+# other endings, not a kill
+_BASH_JOB_KILLED = re.compile(
+    r"^\s{0,8}\[\d{1,4}\][+\- ](?:\s{0,8}(?P<pid>\d{1,10}))?\s{1,8}Killed\s{1,40}\S"
 )
 # winerror.h 1455 ERROR_COMMITMENT_LIMIT "The paging file is too small for this operation to
 # complete": Python prints "[WinError 1455]", C/C++ runtimes "error 1455" / "error code 1455"
@@ -327,6 +338,10 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
     m6 = _BASH_KILLED.search(line) if "Killed" in line else None
     if m6 is not None:
         return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=int(m6.group("pid")))
+    m6 = _BASH_JOB_KILLED.search(line) if "Killed" in line and "[" in line else None
+    if m6 is not None:
+        pid = int(m6["pid"]) if m6["pid"] else None
+        return _ev("linux", "killed", "linux_killed", line[-300:], n, pid=pid)
     if (
         ("Killed" in line[-20:] and _BARE_KILLED.search(line[-40:])) or line.strip() == "killed"
     ) and _job_ended(lines, i):

@@ -91,6 +91,20 @@ _ARGS = re.compile(
     r"max_num_batched_tokens|max_num_seqs|--max-num-batched-tokens|--max-num-seqs)"
     r"[= ](?P<v>" + _F + r")\b"
 )
+# the model a vLLM start-up log names: the api_server's ``args: Namespace(model='...', ...)``
+# (argparse repr, 0.2-0.8), the engine's ``Initializing an LLM engine (v0.6.3.post1) with config:
+# model='...'`` (V0 vllm/engine/llm_engine.py) / ``Initializing a V1 LLM engine (v0.8.5) with
+# config: model='...'`` (vllm/v1/engine/core.py), and 0.9+'s ``non-default args: {'model_tag':
+# '...', 'model': '...'}`` (vllm/entrypoints/utils.py log_non_default_args); not
+# ``served_model_name=`` / ``tokenizer=``
+_MODEL = re.compile(r"(?:(?<![\w'])model=|'model(?:_tag)?': )'(?P<v>[^'\s]{1,200})'")
+_MODEL_LINES = ("Namespace(", "with config:", "non-default args:")
+# which engine the log's release ran: the engine line says it; a bare API-server version only
+# below 0.7 (V1 first shipped, opt-in, in 0.7.0) or from 0.11 (V0 removed)
+_ENGINE = re.compile(r"Initializing an? (?P<v1>V1 )?LLM engine \(v(?P<ver>\d+\.\d+[\w.+-]{0,30})\)")
+_SERVER_VER = re.compile(
+    r"vLLM API server version v?(?P<ver>(?P<maj>\d+)\.(?P<min>\d+)[\w.+-]{0,30})"
+)
 # a traceback echoes the raising source line: `raise ValueError("No available memory for the
 # cache blocks. "` (vllm/worker/worker.py raise_if_cache_size_invalid) is the message's code
 # (the whole line is the statement: a paste flattened onto one line that goes on to the
@@ -146,6 +160,10 @@ _NEEDLES = (
     "TensorRT-LLM",
     "insufficient GPU memory",
     "KV cache size",
+    "model='",
+    "'model",
+    "LLM engine (v",
+    "API server version",
 )
 _PREFILTER = needles_re(_NEEDLES)
 
@@ -178,7 +196,28 @@ def _profiling(line: str, facts: dict[str, Any]) -> None:
             facts[key] = to_bytes(v, "GiB", "vllm")
 
 
+def _engine(line: str, facts: dict[str, Any]) -> None:
+    """The model and the engine generation (``V0``/``V1``) a vLLM start-up log names."""
+    if any(k in line for k in _MODEL_LINES):
+        m = _MODEL.search(line)
+        if m is not None:
+            facts.setdefault("model_name", m.group("v"))
+    m = _ENGINE.search(line)
+    if m is not None:
+        facts["vllm_engine"] = "V1" if m.group("v1") else "V0"
+        facts["vllm_version"] = m.group("ver")
+        return
+    s = _SERVER_VER.search(line)
+    if s is not None:
+        facts.setdefault("vllm_version", s.group("ver"))
+        minor = (int(s.group("maj")), int(s.group("min")))
+        if minor < (0, 7) or minor >= (0, 11):
+            facts.setdefault("vllm_engine", "V0" if minor < (0, 7) else "V1")
+
+
 def _context(line: str, facts: dict[str, Any]) -> None:
+    if "model" in line or "version" in line:
+        _engine(line, facts)
     if "GiB" in line or "GB" in line:
         _profiling(line, facts)
         m = _WEIGHTS.search(line)

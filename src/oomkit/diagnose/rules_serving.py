@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
 from oomkit.diagnose.parse_other import tensor_bytes
 from oomkit.diagnose.rules_shm import shm_bus_error
 from oomkit.diagnose.rules_tf import tf_driver_while_running
@@ -115,7 +115,14 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
                 generic(
                     "Shorter context / fp8 KV",
                     "KV per token halves with fp8.",
-                    ("--context-length 32768", "--kv-cache-dtype fp8_e5m2"),
+                    (
+                        *(
+                            (f"--context-length {cap}",)
+                            if (cap := shorter_context(ctx.max_model_len))
+                            else ()
+                        ),
+                        "--kv-cache-dtype fp8_e5m2",
+                    ),
                 ),
             ),
         )

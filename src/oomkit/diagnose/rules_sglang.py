@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
 
-__all__ = ["MIN_DYNAMIC_SHARE", "sglang_pool", "sglang_runtime"]
+__all__ = ["MIN_DYNAMIC_SHARE", "log_pool_bytes", "log_split", "sglang_pool", "sglang_runtime"]
 
 _MAX_MFS = 0.95
 #: share of the card SGLang's non-static rest must keep for activations and CUDA graphs (the
@@ -27,16 +27,69 @@ def _fb(n: int | None) -> str:
     return size_text(n)
 
 
-def _mfs_fix(mfs: float | None, need: float | None, why: str) -> Fix:
-    if need is not None:
-        new = min(_MAX_MFS, round(need + 0.005, 2))
-        return Fix(
-            title=f"Raise --mem-fraction-static to {new:.2f}",
-            why=why,
-            commands=(f"--mem-fraction-static {new:.2f}",),
-            expected_saving_bytes=None,
-        )
+def log_split(ctx: LogContext) -> tuple[int | None, int | None]:
+    """(weights per GPU, SGLang's ``total_gpu_memory``) from its "Load weight end ... avail
+    mem=X GB, mem usage=Y GB" line: ``total`` is the free memory measured before the weights
+    load (``min_per_gpu_memory``), so it is X + Y; (None, None) when the log lacks the line."""
+    w, avail = ctx.weights_bytes, ctx.avail_after_weights_bytes
+    if w is None or avail is None:
+        return None, None
+    return w, w + avail
+
+
+def log_pool_bytes(ctx: LogContext, frac: float) -> int | None:
+    """SGLang's own KV pool at ``frac`` from the log's numbers, in bytes (negative: none):
+    ``rest_memory = available - total x (1 - mem_fraction_static)``
+    (python/sglang/srt/model_executor/model_runner.py ``profile_max_num_token``, v0.4.x;
+    ``model_runner_kv_cache_mixin.py`` / ``profile_available_bytes`` in newer releases)."""
+    w, total = log_split(ctx)
+    if w is None or total is None:
+        return None
+    return (total - w) - int(total * (1 - frac))
+
+
+def _sized_mfs(ctx: LogContext, mfs: float | None) -> Fix | None:
+    """Without the model (no bytes per KV token) the fraction is sized by SGLang's own pool
+    arithmetic on the log's numbers (:func:`log_pool_bytes`): the smallest hundredth above the
+    run's fraction whose pool is positive (SGLang starts), while at least
+    :data:`MIN_DYNAMIC_SHARE` of the card stays outside it; the why states the pool there and
+    at the largest such fraction, since the model's KV per token (``-m``) sizes the tokens."""
+    _, total = log_split(ctx)
+    if total is None or total <= 0:
+        return None
+    top = round(1 - MIN_DYNAMIC_SHARE, 2)
+    f = round(int((mfs or 0.0) * 100) / 100 + 0.01, 2)
+    while f <= top:
+        pool = log_pool_bytes(ctx, f)
+        if pool is not None and pool > 0:
+            best = log_pool_bytes(ctx, top) or pool
+            return Fix(
+                title=f"Raise --mem-fraction-static to {f:.2f}",
+                why=f"SGLang's KV pool is avail - total x (1 - mem_fraction_static): "
+                f"{_fb(pool)} at {f:.2f}, the smallest fraction that leaves one, and "
+                f"{_fb(best)} at {top:.2f}, the largest that keeps {MIN_DYNAMIC_SHARE:.0%} of "
+                f"the card ({_fb(int(total * MIN_DYNAMIC_SHARE))}) outside it for activations "
+                "and CUDA graphs; how many tokens that is depends on the model's KV per token "
+                "(name it with -m to size the fraction for one full-context request).",
+                commands=(f"--mem-fraction-static {f:.2f}",),
+                expected_saving_bytes=None,
+            )
+        f = round(f + 0.01, 2)
+    return None
+
+
+def _mfs_fix(mfs: float | None, ctx: LogContext) -> Fix | None:
+    """The fraction raise: sized on the log's numbers (:func:`_sized_mfs`), else SGLang's
+    description of the fraction with a step of 0.05; none at or above the largest fraction
+    that keeps :data:`MIN_DYNAMIC_SHARE` outside the pool (never the run's own value or less)."""
+    now = log_pool_bytes(ctx, mfs) if mfs is not None else None
+    if log_split(ctx)[1] is not None and (now is None or now <= 0):
+        return _sized_mfs(ctx, mfs)
+    # no log numbers, or they leave a pool at the run's own fraction (SGLang measured its total
+    # on another rank or before another process): a step, not a size
     new = min(_MAX_MFS, (mfs or 0.85) + 0.05)
+    if mfs is not None and new <= mfs:
+        return None
     return generic(
         f"Raise --mem-fraction-static to {new:.2f}",
         "the static pool (weights + KV) is total x mem_fraction_static; a larger fraction leaves "
@@ -59,13 +112,13 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
         expl += (
             f" The weights take {_fb(w)} per GPU and leave {_fb(avail)} ({share:.0%} of the card)."
         )
-    need = None if share is None else 1 - share + 0.02
     # SGLang's pool is rest = avail - total x (1 - mem_fraction_static) (model_runner.py
     # profile_max_num_token): any fraction above the weights' share (1 - share) leaves a pool.
     # Raising it cannot be the fix only where that fraction exceeds _MAX_MFS (under
     # MIN_DYNAMIC_SHARE would stay outside it for activations and CUDA graphs) or the run
     # already used one at least that large (then the log's numbers do not explain the failure)
-    raisable = need is not None and need <= _MAX_MFS and (mfs is None or mfs < need)
+    raise_fix = _mfs_fix(mfs, ctx)
+    raisable = share is not None and raise_fix is not None
     if total is not None and avail is not None and mfs is not None and raisable:
         rest = avail - int(total * (1 - mfs))
         expl += (
@@ -89,17 +142,11 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
                 ("--tp <2x current>",),
             ),
         )
-        if raisable and need is not None and share is not None:
+        if raisable and raise_fix is not None and share is not None:
             expl += (
                 f" Raising mem_fraction_static above {1 - share:.2f} fixes it while at least "
                 f"{MIN_DYNAMIC_SHARE:.0%} of the card stays outside it for activations and CUDA "
                 "graphs; else the weights must shrink."
-            )
-            raise_fix = _mfs_fix(
-                mfs,
-                need,
-                f"the weights leave {share:.0%} of the card, so the static pool needs more than "
-                f"{1 - share:.2f} of it to hold any KV token.",
             )
             return Analysis(
                 cause="model_too_large",
@@ -118,20 +165,16 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
             explanation=expl,
             fixes=shrink,
         )
-    fixes = [
-        _mfs_fix(
-            mfs,
-            need if need is not None and need <= _MAX_MFS else None,
-            f"the weights leave {share:.0%} of the card, so the static pool needs more than "
-            f"{1 - share:.2f} of it to hold any KV token."
-            if share is not None
-            else "",
-        ),
+    fixes = [] if raise_fix is None else [raise_fix]
+    cap = shorter_context(ctx.max_model_len)
+    fixes.append(
         generic(
             "Cap the context and the running requests",
             "a smaller pool suffices for fewer/shorter requests.",
-            ("--context-length 32768", "--max-running-requests 64"),
-        ),
+            (*((f"--context-length {cap}",) if cap else ()), "--max-running-requests 64"),
+        )
+    )
+    fixes += [
         generic(
             "Store the KV cache in fp8",
             "fp8 halves the bytes per KV token.",

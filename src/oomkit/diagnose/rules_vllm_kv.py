@@ -90,6 +90,31 @@ def _stated(ctx: LogContext) -> str:
     return out
 
 
+def _profile_batch(ctx: LogContext) -> str:
+    """How many sequences the profile run the log's engine generation pushes by default.
+
+    V0 (``worker.py determine_num_available_blocks`` -> ``model_runner.profile_run``, 0.6.3:
+    ``max_num_seqs`` dummy sequences sharing ``max_num_batched_tokens``): SchedulerConfig's 256
+    sequences and ``max(max_model_len, 2048)`` tokens, 2048 once chunked prefill is on (0.5.3+
+    turns it on above 32K, PR #6666; :mod:`oomkit.estimate.vllm_v0_chunked`). V1: 1024 sequences
+    on a >= 70 GiB GPU other than an A100 (every GPU in 0.8.0-0.8.3), else 256
+    (:func:`oomkit.estimate.vllm_engines.v1_batch_defaults`, PR #16158).
+    """
+    release = f" {ctx.vllm_version}" if ctx.vllm_version else ""
+    if ctx.vllm_engine == "V0":
+        return (
+            f"this log's vLLM V0{release} profiles max_num_seqs sequences, 256 by default, "
+            "sharing max_num_batched_tokens tokens, max(max_model_len, 2048) by default or "
+            "2048 with chunked prefill, which V0 turns on above a 32K context"
+        )
+    if ctx.vllm_engine == "V1":
+        return (
+            f"this log's vLLM V1{release} profiles max_num_seqs sequences, 1024 by default "
+            "on a >= 70 GiB GPU other than an A100 (every GPU in 0.8.0-0.8.3), else 256"
+        )
+    return "vLLM V1 profiles 1024 sequences by default on a large GPU, V0 and smaller GPUs 256"
+
+
 def vllm_kv(e: OomEvent, ctx: LogContext) -> Analysis:
     mml = e.max_model_len
     fixes: list[Fix] = []
@@ -274,7 +299,8 @@ def vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
         "the profiling line before it (model weights, activation peak, non-torch memory against "
         "gpu_memory_utilization x total): weights near the budget mean the model, a large "
         "activation peak means the profiling batch (--max-num-seqs, --max-num-batched-tokens; "
-        "vLLM V1 profiles 1024 sequences by default), and `oomkit gpus` shows a co-tenant.",
+        + _profile_batch(ctx)
+        + "), and `oomkit gpus` shows a co-tenant.",
         fixes=(
             generic(
                 "Raise --gpu-memory-utilization or quantize/offload the model",
@@ -288,7 +314,11 @@ def vllm_no_blocks(e: OomEvent, ctx: LogContext) -> Analysis:
                 "Profile a smaller batch",
                 "the activation peak subtracted from the budget is measured at max_num_seqs "
                 "sequences / max_num_batched_tokens tokens in one forward pass.",
-                ("--max-num-seqs 256", "--max-num-batched-tokens 2048"),
+                # 256 is V0's default (no change there): half of it
+                (
+                    f"--max-num-seqs {128 if ctx.vllm_engine == 'V0' else 256}",
+                    "--max-num-batched-tokens 2048",
+                ),
             ),
             generic(
                 "Check for other processes on the GPU",
