@@ -90,6 +90,7 @@ DEVELOPMENT_PARTS = (
     "heldout29",
     "heldout30",
     "heldout31",
+    "heldout32",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
