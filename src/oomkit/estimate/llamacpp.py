@@ -60,6 +60,7 @@ from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool
 from oomkit.estimate.llamacpp_sycl import sycl_kq_on_cpu_compute
 from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
+from oomkit.quant.llamacpp_ftypes import ftype_case
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -562,24 +563,9 @@ def _buf_for(dev: str, all_devs: Sequence[tuple[str, DeviceTarget, str]]) -> str
     return "CPU"
 
 
-def _quant_echo(quant: str | None) -> str | None:
-    """The file type as llama-quantize names it (``q4_k_m`` -> ``Q4_K_M``), else as given."""
-    if quant is None:
-        return None
-    from oomkit.errors import UnknownNameError
-    from oomkit.quant.llamacpp_ftypes import llamacpp_ftype
-
-    try:
-        name = llamacpp_ftype(quant).name
-    except UnknownNameError:
-        return quant
-    # only the spelling's case: an alias (MXFP4, UD-Q4_K_XL) stays what the user named
-    return name if name == quant.strip().upper() else quant
-
-
 def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[str, InputValue]:
     return {
-        "quant": _quant_echo(settings.quant),
+        "quant": ftype_case(settings.quant),  # q4_k_m -> Q4_K_M
         "ctx": params.n_ctx_requested,
         "parallel": params.n_seq_max,
         "batch_size": params.n_batch,

@@ -28,6 +28,7 @@ __all__ = [
     "LLAMACPP_FTYPES",
     "UNSLOTH_DYNAMIC",
     "LlamaCppFtype",
+    "ftype_case",
     "llamacpp_ftype",
 ]
 
@@ -135,6 +136,19 @@ FTYPE_ALIASES: Mapping[str, str] = MappingProxyType(_build_aliases())
 _BY_ID: Mapping[int, LlamaCppFtype] = MappingProxyType(
     {f.ftype_id: f for f in LLAMACPP_FTYPES.values()}
 )
+
+
+def ftype_case(name: str | None) -> str | None:
+    """``name`` in llama-quantize's case when it is a file type in another case (``q4_k_m`` ->
+    ``Q4_K_M``); anything else (an alias such as ``MXFP4``, an HF format) as given.
+
+    >>> ftype_case("q4_k_m"), ftype_case("MXFP4"), ftype_case("awq"), ftype_case(None)
+    ('Q4_K_M', 'MXFP4', 'awq', None)
+    """
+    if name is None:
+        return None
+    upper = name.strip().upper()
+    return upper if upper in LLAMACPP_FTYPES else name
 
 
 def llamacpp_ftype(name: str) -> LlamaCppFtype:
