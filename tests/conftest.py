@@ -12,8 +12,10 @@ copies are reset too.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -52,3 +54,16 @@ def _hermetic_hf_env(monkeypatch: pytest.MonkeyPatch, _empty_hf_home: Path) -> N
         monkeypatch.setattr(
             constants, "HF_STORED_TOKENS_PATH", str(_empty_hf_home / "stored_tokens"), raising=False
         )
+
+
+@pytest.fixture(scope="session")
+def gpu_replay() -> ModuleType:
+    """The NVML replay backend (tests/web_gpu_replay.py: real nvidia-smi/NVML output, no driver)."""
+    spec = importlib.util.spec_from_file_location(
+        "web_gpu_replay", Path(__file__).parent / "web_gpu_replay.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

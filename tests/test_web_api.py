@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -237,21 +238,12 @@ def test_catalog_searches_equal_cli(client: TestClient, capsys: pytest.CaptureFi
     assert len(client.get("/api/models", params={"q": "", "limit": 5}).json()["models"]) == 5
 
 
-def _replay() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("web_gpu_replay", HERE / "web_gpu_replay.py")
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_live_gpus_equal_cli_gpus_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_live_gpus_equal_cli_gpus_json(
+    capsys: pytest.CaptureFixture[str], gpu_replay: ModuleType
+) -> None:
     from oomkit.cli.gpus import use_backend
 
-    replay = _replay()
+    replay = gpu_replay
     with TestClient(create_app(gpu_backend=replay.ReplayBackend)) as c:
         doc = c.get("/api/gpus", params={"q": "4090"}).json()
     use_backend(replay.ReplayBackend)

@@ -10,9 +10,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import click
@@ -27,15 +27,6 @@ from oomkit.web.bridge import command_options
 from oomkit.web.schemas import EstimateBody, PlanBody
 
 HERE = Path(__file__).parent
-
-
-def _replay() -> Any:
-    spec = importlib.util.spec_from_file_location("web_gpu_replay", HERE / "web_gpu_replay.py")
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +86,11 @@ def test_unknown_backend_lists_the_cli_values(client: TestClient) -> None:
 
 @pytest.mark.parametrize("runtime", ["llama.cpp", "vllm"])
 def test_gpu_auto_uses_the_listed_gpus_count_and_free_memory(
-    runtime: str, capsys: pytest.CaptureFixture[str]
+    runtime: str, capsys: pytest.CaptureFixture[str], gpu_replay: ModuleType
 ) -> None:
     from oomkit.cli.gpus import use_backend
 
-    replay = _replay()
+    replay = gpu_replay
     body: dict[str, Any] = {"model": "llama-3.1-8b", "gpu": "auto", "ctx": 32768}
     argv = ["estimate", "llama-3.1-8b", "--gpu", "auto", "--ctx", "32768"]
     if runtime == "vllm":
