@@ -26,8 +26,6 @@ from oomkit.web.app import create_app
 from oomkit.web.bridge import command_options
 from oomkit.web.schemas import EstimateBody, PlanBody
 
-HERE = Path(__file__).parent
-
 
 @pytest.fixture(scope="module")
 def client() -> TestClient:
