@@ -135,6 +135,7 @@ from oomkit.estimate.verdict_windows import (
     SYSMEM_OVER,
     wddm_commit_over,
     wddm_commit_risk,
+    windows_hip_apu_overs,
     within_sysmem_fallback,
 )
 from oomkit.units import MiB, format_bytes
@@ -544,8 +545,9 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
             )
         )
     # vLLM 0.13-0.14 online FP8 (if the checkpoint is bf16); SGLang outside its static fraction
-    soft_overs = {(dev, what): (risk, chg) for dev, _, what, risk, chg in tight_overs(est)}
-    for dev, over_b, what, _, _ in tight_overs(est):
+    overs = [*tight_overs(est), *windows_hip_apu_overs(est, plat.os, plat.unified_bytes)]
+    soft_overs = {(dev, what): (risk, chg) for dev, _, what, risk, chg in overs}
+    for dev, over_b, what, _, _ in overs:
         margins.append(
             DeviceMargin(
                 device=dev,

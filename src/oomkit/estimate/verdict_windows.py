@@ -40,6 +40,19 @@ runs). The driver version and the control-panel setting are not inputs, so such 
 smallest Windows 10/11 machine has (2 GB of RAM, Windows 10 x64's minimum: 1 GiB).
 PyTorch runtimes are left out (not checked against records here; vLLM does not run natively on
 Windows).
+
+HIP on an integrated Radeon under Windows (:func:`windows_hip_apu_overs`): AMD's Windows HIP
+runtime does not place large allocations in the BIOS carve-out the driver reports as dedicated
+memory. ROCm/legacy-rocm-build#5940 (AMD, ROCm 7.12 preview, Ryzen AI Max+ 395 with 96 GB of
+VRAM set in the BIOS): "if current VRAM allocation < 32GB allocate in VRAM else allocate in
+shared memory" (measured: 16 + 16 + 16 GB -> 32 GB VRAM, 16 GB shared); shared memory is WDDM's
+shared segment, half of the RAM Windows still sees. ROCm/rocm-systems#1786 (HIP SDK 6.4, same
+chip): a single ``hipMalloc`` of 64 GiB or more fails on Windows and succeeds on Linux.
+ROCm/TheRock#1957: gpt-oss-120b (-ngl 999, 96 GB carve-out, 32 GB RAM) fails "to allocate ROCm0
+buffers" on ROCm 7.9/7.10 Windows builds and loads on the Vulkan build of the same llama.cpp.
+Which HIP release the user has (and whether its fix landed: #1786 is "fix submitted") is not an
+input, so a Windows HIP run on an APU with more than 32 GiB on the device is "tight" (never
+"fits"), with the Vulkan build named as the change; Linux (KFD/TTM) is not affected.
 """
 
 from __future__ import annotations
@@ -53,6 +66,7 @@ __all__ = [
     "sysmem_fallback_bytes",
     "wddm_commit_over",
     "wddm_commit_risk",
+    "windows_hip_apu_overs",
     "within_sysmem_fallback",
 ]
 
@@ -65,6 +79,20 @@ SYSMEM_OVER = (
 #: Windows 10 x64's minimum RAM: the smallest shared segment any Windows 10/11 machine has is
 #: half of it
 WINDOWS_MIN_RAM_BYTES = 2 * GiB
+#: what Windows HIP keeps in an APU's carve-out before it allocates in shared memory
+#: (ROCm/legacy-rocm-build#5940)
+WINDOWS_HIP_CARVEOUT_FIRST = 32 * GiB
+WINDOWS_HIP_APU_WHAT = "Windows HIP on an integrated Radeon: carve-out used beyond 32 GiB"
+WINDOWS_HIP_APU_RISK = (
+    "on the device beyond the 32 GiB that Windows HIP places in the carve-out: later "
+    "allocations go to shared memory (half the RAM Windows sees; ROCm legacy-rocm-build#5940) "
+    "and single hipMalloc calls of 64 GiB or more fail in HIP SDK 6.4 (rocm-systems#1786)"
+)
+WINDOWS_HIP_APU_CHANGE = (
+    "run the Vulkan build of the same runtime (llama.cpp's Vulkan release; Ollama 0.12.11+: "
+    "OLLAMA_VULKAN=1), which loaded where ROCm failed (ROCm/TheRock#1957), or keep the "
+    "device under 32 GiB"
+)
 #: runtimes that allocate through ggml's CUDA backend (cudaMalloc'd buffers)
 _GGML_RUNTIMES = frozenset({"llama.cpp", "ollama"})
 
@@ -110,3 +138,25 @@ def within_sysmem_fallback(
         and device.device.startswith("cuda:")
         and 0 < over_bytes <= sysmem_fallback_bytes(est.host.capacity_bytes)
     )
+
+
+def windows_hip_apu_overs(
+    est: Estimate, os_name: str | None, unified_bytes: tuple[int | None, ...]
+) -> list[tuple[str, int, str, str, str]]:
+    """(device, bytes over, what, risk, safe change) of each HIP device of an APU (a device
+    with unified memory) on native Windows whose total passes
+    :data:`WINDOWS_HIP_CARVEOUT_FIRST`: the shape of
+    :func:`oomkit.estimate.verdict_runtime.tight_overs`."""
+    if (os_name or "").lower() != "windows":
+        return []
+    out = []
+    for i, d in enumerate(est.devices):
+        unified = unified_bytes[i] if i < len(unified_bytes) else None
+        if unified is None or not d.device.startswith("rocm:"):
+            continue
+        over = d.total_bytes - WINDOWS_HIP_CARVEOUT_FIRST
+        if over > 0:
+            out.append(
+                (d.device, over, WINDOWS_HIP_APU_WHAT, WINDOWS_HIP_APU_RISK, WINDOWS_HIP_APU_CHANGE)
+            )
+    return out
