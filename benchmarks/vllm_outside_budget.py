@@ -22,10 +22,13 @@ cache; V1 0.21+, graph memory profiled inside the budget), tensor parallelism (1
 eager vs graphs. The rule for a measured term (issue #13: "the band from measured variance"):
 a class gets one only from working runs' readings of at least ``MIN_SOURCES`` independent
 sources (distinct threads or repositories), taken as the largest ``beyond`` among them; a
-death's own reading is shown, never used. The script prints the table and, per class, whether
-the readings support a term and how it compares with the band's present term. It writes nothing
-into ``src/``: at the readings of this commit no class supports a term above the present one
-(see the printed verdict and tests/fixtures/verdict_runs/README.md, verff32).
+death's own reading is shown, never used; so is a working run's reading marked ``not_for_term``
+(its reason printed): one whose settings sit outside the class on the axis the out-of-profile
+memory scales with (vllm#26833's ``max_num_seqs`` 2048, vllmread16). The script prints the
+table and, per class, whether the readings support a term and how it compares with the band's
+present term. It writes nothing into ``src/``: at the readings of this commit no class supports
+a term above the present one (see the printed verdict and tests/fixtures/verdict_runs/README.md,
+verff32, vllmread16).
 """
 
 from __future__ import annotations
@@ -135,7 +138,14 @@ def row(r: dict[str, Any], recs: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "band_term_gib": (span[1] if span else 0) / GiB,
         "approx": bool(r.get("approx")),
         "outcome": r["outcome"],
+        "not_for_term": r.get("not_for_term"),
     }
+
+
+def term_source(x: dict[str, Any]) -> bool:
+    """A working run's reading that may set its class's term (a death's, or one marked
+    ``not_for_term``, is shown, never used)."""
+    return x["outcome"] == "ok" and not x.get("not_for_term")
 
 
 def class_key(x: dict[str, Any]) -> str:
@@ -155,11 +165,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for x in rows:
         c = classes.setdefault(class_key(x), {"readings": [], "sources": set()})
         c["readings"].append(x["id"])
-        if x["outcome"] == "ok":
+        if term_source(x):
             c["sources"].add(source_key(x["source"]))
     out: dict[str, Any] = {}
     for key, c in sorted(classes.items()):
-        ok = [x for x in rows if class_key(x) == key and x["outcome"] == "ok"]
+        ok = [x for x in rows if class_key(x) == key and term_source(x)]
         largest = max(ok, key=lambda x: x["beyond_gib"], default=None)
         above = [x for x in ok if x["beyond_gib"] > x["band_term_gib"]]
         out[key] = {
@@ -196,7 +206,11 @@ def main() -> int:
             f"{x['used_gib']:>8.2f}{x['overshoot_gib']:>+7.2f}{x['modelled_gib']:>6.2f}"
             f"{x['beyond_gib']:>+7.2f}{x['band_term_gib']:>6.2f}  {x['outcome']}"
             + ("  ~" if x["approx"] else "")
+            + ("  (not a term source)" if x["not_for_term"] else "")
         )
+    for x in rows:
+        if x["not_for_term"]:
+            print(f"not a term source {x['id']}: {x['not_for_term']}")
     for r in doc["readings"]:
         if r.get("excluded"):
             print(f"excluded {r['id']}: {r['excluded']}")

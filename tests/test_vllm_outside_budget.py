@@ -79,9 +79,12 @@ def test_no_class_has_three_independent_sources_above_the_band(
     summary = mod.summarise(rows)
     assert not any(s["supports_term"] for s in summary.values())
     tp = summary["V1 graphs after KV, TP>1, graphs"]
-    # two sources above the present term (26833 and the 8x H200 Scout), one of them at 13 GiB
-    assert tp["above_band_sources"] == 2
-    assert tp["largest_from"] == "vllm-26833-u080"
+    # one term source above the present term (the 8x H200 Scout, +3.64 GiB): 26833's 13 GiB at
+    # max_num_seqs 2048 is shown, never used (vllmread16)
+    assert tp["above_band_sources"] == 1
+    assert tp["working_sources"] == 1
+    assert tp["largest_from"] == "fuhengwu-scout-8xh200"
+    assert tp["largest_beyond_gib"] == pytest.approx(3.64, abs=0.02)
 
 
 def test_a_death_reading_is_shown_never_used(
@@ -94,15 +97,65 @@ def test_a_death_reading_is_shown_never_used(
     assert all(s["largest_beyond_gib"] != 99.0 for s in summary.values())
 
 
-def test_the_nearest_class_needs_one_more_source(
+def test_the_nearest_classes_need_two_more_sources(
     mod: ModuleType, rows: list[dict[str, object]]
 ) -> None:
     summary = mod.summarise(rows)
-    assert min(s["sources_needed"] for s in summary.values()) == 1
-    nearest = [k for k, s in summary.items() if s["sources_needed"] == 1]
-    assert nearest == ["V1 graphs after KV, TP>1, graphs"]
+    assert min(s["sources_needed"] for s in summary.values()) == 2
+    nearest = sorted(k for k, s in summary.items() if s["sources_needed"] == 2)
+    assert nearest == [
+        "V0, TP>1, graphs",
+        "V1 graphs after KV, TP>1, graphs",
+        "V1 graphs in budget, TP1, graphs",
+        "V1 graphs in budget, TP>1, graphs",
+    ]
     # V0 TP>1 graphs: PR #2031's 5.8 GiB is the only source above the 2.5 GiB term
-    assert summary["V0, TP>1, graphs"]["sources_needed"] == 2
+    assert summary["V0, TP>1, graphs"]["largest_from"] == "vllm-2031-llama2-70b-tp4"
+
+
+def test_26833_is_shown_but_sets_no_term(mod: ModuleType, rows: list[dict[str, object]]) -> None:
+    # vllm#26833's u0.8 run served with max_num_seqs 2048 on a 201,088-token vocabulary: V1's
+    # profile samples those rows with no penalties and no logprobs (_dummy_sampler_run), so what a
+    # served request's penalties/logprobs allocate per row lives in the headroom and scales with
+    # max_num_seqs x vocab; the reading is tabulated, never a term's source
+    x = next(r for r in rows if r["id"] == "vllm-26833-u080")
+    assert x["outcome"] == "ok"
+    reason = x["not_for_term"]
+    assert isinstance(reason, str)
+    assert "max_num_seqs 2048" in reason
+    assert "_dummy_sampler_run" in reason
+    assert not mod.term_source(x)
+    summary = mod.summarise(rows)["V1 graphs after KV, TP>1, graphs"]
+    assert summary["largest_beyond_gib"] < 13.0
+    assert "vllm-26833-u080" not in summary["above_band_term"]
+    # without the mark it would be the class's largest beyond again
+    unmarked = [{**r, "not_for_term": None} if r["id"] == x["id"] else r for r in rows]
+    again = mod.summarise(unmarked)["V1 graphs after KV, TP>1, graphs"]
+    assert again["largest_from"] == "vllm-26833-u080"
+    assert again["above_band_sources"] == 2
+
+
+def test_a_not_for_term_reading_never_completes_a_class(mod: ModuleType) -> None:
+    key = "V1 graphs after KV, TP>1, graphs"
+    third = {**_synthetic(1, 1, 30.0)[0], "id": "big", "source": "https://github.com/o/r/issues/7"}
+    rows = [*_synthetic(2, 1, 4.0), {**third, "not_for_term": "max_num_seqs 8x the default"}]
+    s = mod.summarise(rows)[key]
+    assert s["working_sources"] == 2
+    assert not s["supports_term"]
+    assert s["largest_beyond_gib"] == 5.0
+    # the same reading unmarked is the third source and the class's term
+    s3 = mod.summarise([*_synthetic(2, 1, 4.0), third])[key]
+    assert s3["supports_term"]
+    assert s3["largest_beyond_gib"] == 30.0
+
+
+def test_every_not_for_term_reading_is_a_working_run_with_a_reason(mod: ModuleType) -> None:
+    doc = json.loads(mod.DATA.read_text())
+    marked = [r for r in doc["readings"] if "not_for_term" in r]
+    assert [r["id"] for r in marked] == ["vllm-26833-u080"]
+    for r in marked:
+        assert r["outcome"] == "ok"
+        assert len(r["not_for_term"]) > 40
 
 
 def _synthetic(
@@ -172,4 +225,6 @@ def test_an_excluded_reading_is_never_tabulated(
     doc = json.loads(mod.DATA.read_text())
     excluded = {r["id"] for r in doc["readings"] if r.get("excluded")}
     assert "vllm-51590-gptoss120b-tp8-pro4500" in excluded
+    # club-3090 #127 (V1 0.21+, TP=4, 3090s at util 0.92): its model is not in the catalog
+    assert "club3090-127-tp4-3090" in excluded
     assert not excluded & {r["id"] for r in rows}
