@@ -44,3 +44,21 @@ def test_the_check_starts_with_the_0_2_7_row() -> None:
     assert resolve_generation("vllm", "0.2.6").effects.get("kv_len_check") is False
     assert resolve_generation("vllm", "0.2.7").effects.get("kv_len_check", True) is True
     assert resolve_generation("vllm", "0.2.0").effects.get("kv_len_check") is False
+
+
+def test_v0_sliding_window_layers_count_at_full_length_in_the_longest_that_fits() -> None:
+    # V0 allocates every layer alike (no hybrid manager): Mistral-7B-v0.1's 4096-token window
+    # does not shorten a request's blocks, so the longest max_model_len is the pool over the
+    # full per-token bytes (it had read 4194304, "the pool holds more", for a pool 1.5 GiB
+    # short of one 32768-token request)
+    s = InferenceSettings(runtime="vllm", quant="bf16", ctx=32768, runtime_version="0.3.0")
+    est = estimate("mistral-7b-v0.1", s, hardware_for(parse_gpu_list("a10"), n_devices=1))
+    per_token = 32 * 2 * 8 * 128 * 2  # layers x (K, V) x KV heads x head_dim x bf16
+    assert est.runtime_details["kv_bytes_per_token_per_rank"] == per_token
+    pool = est.runtime_details["available_kv_cache_bytes"]
+    assert isinstance(pool, int)
+    fits = est.runtime_details["max_model_len_that_fits"]
+    assert fits == pool // (per_token * 16) * 16  # whole 16-token blocks
+    assert fits == est.runtime_details["kv_cache_tokens"]
+    assert fits < 32768
+    assert any("max_model_len 32768" in b for b in est.blockers)

@@ -103,10 +103,11 @@ def _slack(p: VllmPlan) -> int:
 def _fit_len(p: VllmPlan, pool: int | None) -> int | None:
     """Longest max_model_len whose blocks fit ``pool`` (vLLM ``check_enough_kv_cache_memory``)."""
     from oomkit.estimate.vllm import max_len_that_fits
+    from oomkit.estimate.vllm_engines import vllm_engine
 
     if pool is None:
         return None
-    return max_len_that_fits(p.layers, pool, p.max_model_len, p.block_size)
+    return max_len_that_fits(p.layers, pool, p.max_model_len, p.block_size, vllm_engine(p.engine))
 
 
 def _logged_tokens(e: OomEvent, ctx: LogContext, block: int) -> int | None:

@@ -306,7 +306,7 @@ def plan_vllm(
         if b is not None:
             conc = b.num_blocks / max(1, b.blocks_per_request)
         search_len, cap_note = vllm_len_cap(spec, max_len)
-        fits_len = max_len_that_fits(layers, max(0, pool), search_len, block)
+        fits_len = max_len_that_fits(layers, max(0, pool), search_len, block, eng)
         if cap_note is not None and fits_len == search_len:
             notes.append(cap_note)
     if any(lay.kind == "sliding" for lay in layers) and not eng.hybrid_kv_groups:

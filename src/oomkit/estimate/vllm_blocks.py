@@ -12,7 +12,7 @@ plan_vllm`.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token
 from oomkit.estimate.vllm_engines import VllmEngine
@@ -21,9 +21,19 @@ from oomkit.units import ceil_div
 __all__ = ["KvBlocks", "kv_blocks", "max_len_that_fits"]
 
 
-def max_len_that_fits(layers: tuple[KvLayer, ...], pool: int, limit: int, block: int) -> int:
+def max_len_that_fits(
+    layers: tuple[KvLayer, ...], pool: int, limit: int, block: int, eng: VllmEngine
+) -> int:
     """Largest max_model_len whose blocks fit (``check_enough_kv_cache_memory``: every layer
-    needs ``cdiv(max_model_len, block_size)`` pages, sliding layers up to their window)."""
+    needs ``cdiv(max_model_len, block_size)`` pages). Sliding layers need pages only up to their
+    window where the hybrid manager groups them (:func:`kv_blocks`); elsewhere (V0, and V1
+    without the grouping) every layer is allocated alike, at full length, as :func:`kv_blocks`
+    counts them."""
+    if not (eng.hybrid_kv_groups and _hybrid_groups(layers) is not None):
+        layers = tuple(
+            replace(lay, kind="full", window=None) if lay.kind == "sliding" else lay
+            for lay in layers
+        )
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
