@@ -19,6 +19,7 @@ from oomkit.cli.train_options import (
     training_options,
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
+from oomkit.planner.quality import kv_quality_text
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 from oomkit.planner.speed_kernels import speed_unknown
 
@@ -550,12 +551,16 @@ def render_plan(result: object) -> str:
                     host += f" of {format_bytes(hw.host_ram_bytes)} RAM"
                 lines.append(host)
             q = p.quality
+            kv_cost = kv_quality_text(p.settings.cache_type_k)
             if q is not None and q.kld is not None:
                 ppl = "" if q.ppl_increase_pct is None else f", +{q.ppl_increase_pct:.1f}% ppl"
+                kv_part = "" if kv_cost is None else f"; {kv_cost}"
                 lines.append(
                     f"  quality: {q.name} KLD {q.kld:.3f} vs 16-bit{ppl} "
-                    f"(published, {q.model_measured_on})"
+                    f"(published, {q.model_measured_on}){kv_part}"
                 )
+            elif kv_cost is not None:
+                lines.append(f"  quality: {kv_cost}")
             if p.prepare:
                 lines.append("  first (llama.cpp's tools make the .gguf this plan runs):")
                 lines.extend(f"    {c}" for c in p.prepare)
