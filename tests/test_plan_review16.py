@@ -3,12 +3,17 @@ cache's cost on the quality line, ``-ngl`` as a constraint, Gemma 3's projector 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+import oomkit
 from oomkit.cli import main
+from oomkit.planner.commands import emit_command, parse_command
+from oomkit.planner.koboldcpp import KOBOLDCPP_QUANTKV
 from oomkit.planner.quality import KV_KLD_INCREASE, kv_quality_text
+from oomkit.spec.settings import InferenceSettings
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -53,3 +58,102 @@ def test_plan_quality_line_is_silent_on_an_f16_cache(capsys: pytest.CaptureFixtu
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.strip().startswith("quality:"))
     assert "KV " not in line
+
+
+# -- 1. koboldcpp's own command ----------------------------------------------------------------
+
+
+def _first_command(doc: dict[str, object]) -> str:
+    plans = doc["plans"]
+    assert isinstance(plans, list)
+    command = plans[0]["command"]
+    assert isinstance(command, str)
+    return command
+
+
+def test_plan_koboldcpp_prints_koboldcpp_py(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("qwen3-14b", "--gpu", "rtx-4080", "--ctx", "32768", "-r", "koboldcpp")
+    command = _first_command(_plan(capsys, *args))
+    assert "llama-server" not in command
+    run = command.splitlines()[-1]
+    assert run.startswith("python koboldcpp.py --model qwen3-14b-"), command
+    flags = parse_command("koboldcpp", command)
+    assert flags["--contextsize"] == ["32768"]
+    assert flags["--gpulayers"] == ["41"]  # 40 blocks + output: every layer
+    assert "--usecublas" in flags  # an NVIDIA card
+    # the plan chose a q8_0 cache (planfix15): --quantkv 1, which needs --flashattention
+    assert flags["--quantkv"] == ["1"]
+    assert "--flashattention" in flags
+
+
+def test_plan_koboldcpp_on_windows_and_amd(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("qwen3-8b", "--ctx", "8192", "-r", "koboldcpp")
+    win = _first_command(_plan(capsys, *base, "--gpu", "rtx-3060", "--os", "windows"))
+    assert win.splitlines()[-1].startswith("koboldcpp.exe --model ")
+    assert "--usecublas" in parse_command("koboldcpp", win)
+    amd = _first_command(_plan(capsys, *base, "--gpu", "rx-7900-xtx"))
+    assert "koboldcpp_hipblas" in amd.splitlines()[0]  # --usecublas runs the hipBLAS library
+    vk = _first_command(_plan(capsys, *base, "--gpu", "rx-7900-xtx", "--backend", "vulkan"))
+    assert "--usevulkan" in parse_command("koboldcpp", vk)
+
+
+def test_plan_llamacpp_still_prints_llama_server(capsys: pytest.CaptureFixture[str]) -> None:
+    command = _first_command(_plan(capsys, "qwen3-8b", "--gpu", "rtx-3060", "--ctx", "8192"))
+    assert command.startswith("llama-server ")
+
+
+def test_koboldcpp_command_flags_and_limits() -> None:
+    spec = oomkit.load_model("qwen3-30b-a3b")
+    s = InferenceSettings(
+        runtime="llama.cpp",
+        quant="Q4_K_M",
+        ctx=16384,
+        n_gpu_layers=30,
+        tensor_split=(3.0, 1.0),
+        batch_size=1024,
+        ubatch=1024,
+        cache_type_k="q4_0",
+        cache_type_v="q4_0",
+        n_cpu_moe=4,
+        parallel=2,
+        flash_attn=False,
+    )
+    cmd = emit_command("koboldcpp", s, spec, "qwen3-30b-a3b")
+    flags = parse_command("koboldcpp", cmd)
+    assert flags["--gpulayers"] == ["30"]
+    assert flags["--tensor_split"] == ["3", "1"]
+    assert flags["--blasbatchsize"] == ["1024"]
+    assert flags["--quantkv"] == ["2"]
+    assert "--flashattention" in flags  # koboldcpp exits without it when --quantkv > 0
+    comments = [x for x in cmd.splitlines() if x.startswith("#")]
+    assert any("--n-cpu-moe" in c for c in comments)
+    assert any("2 parallel sequences" in c for c in comments)
+    # a K/V type --quantkv cannot say, and a batch its choices lack: a comment, no flag
+    odd = dataclasses.replace(
+        s, cache_type_k="q5_1", cache_type_v="q5_1", batch_size=768, ubatch=768
+    )
+    cmd = emit_command("koboldcpp", odd, spec, "qwen3-30b-a3b")
+    flags = parse_command("koboldcpp", cmd)
+    assert "--quantkv" not in flags
+    assert "--blasbatchsize" not in flags
+    assert "--flashattention" not in flags
+    assert "q5_1" in cmd
+    assert KOBOLDCPP_QUANTKV == {"f16": 0, "q8_0": 1, "q4_0": 2}
+    with pytest.raises(ValueError, match=r"not a python koboldcpp\.py flag"):
+        parse_command("koboldcpp", "python koboldcpp.py --model x.gguf -ngl 3")
+
+
+def test_estimate_emit_koboldcpp_keeps_its_flash_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # estimate -r koboldcpp models flash attention off (opt-in there): the command must not
+    # turn it on behind the estimate's back
+    base = ("estimate", "qwen3-8b", "--gpu", "rtx-3060", "--ctx", "8192", "-r", "koboldcpp")
+    code, out, err = _run(capsys, *base, "--emit")
+    assert code == 0, err
+    run = out.rstrip().splitlines()[-1]
+    assert run.startswith("python koboldcpp.py ")
+    assert "--flashattention" not in run
+    code, out, err = _run(capsys, *base, "-fa", "on", "--emit")
+    assert code == 0, err
+    assert "--flashattention" in out.rstrip().splitlines()[-1]

@@ -257,6 +257,7 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
             settings,
             s.spec,
             model_ref,
+            device_kind=next((d.backend for d in s.hardware.devices if d.backend != "cpu"), "cuda"),
             os=s.hardware.os,
         ),
         prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
