@@ -10,6 +10,7 @@ import pytest
 
 import oomkit
 from oomkit.cli import main
+from oomkit.errors import InvalidSettingError
 from oomkit.planner.commands import emit_command, parse_command
 from oomkit.planner.koboldcpp import KOBOLDCPP_QUANTKV
 from oomkit.planner.quality import KV_KLD_INCREASE, kv_quality_text
@@ -157,3 +158,83 @@ def test_estimate_emit_koboldcpp_keeps_its_flash_default(
     code, out, err = _run(capsys, *base, "-fa", "on", "--emit")
     assert code == 0, err
     assert "--flashattention" in out.rstrip().splitlines()[-1]
+
+
+# -- 3. -ngl N as a constraint on the search ---------------------------------------------------
+
+QWEN_4080 = ("qwen3-14b", "--gpu", "rtx-4080", "--ctx", "32768")
+
+
+def test_plan_ngl_fixes_the_split(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _plan(capsys, *QWEN_4080, "-ngl", "30")
+    plans = doc["plans"]
+    assert isinstance(plans, list)
+    assert plans
+    for p in plans:  # every plan, alternatives included, has exactly 30 layers on the GPU
+        assert p["settings"]["n_gpu_layers"] == 30
+        assert parse_command("llama.cpp", p["command"])["-ngl"] == ["30"]
+    assert plans[0]["settings"]["ctx"] == 32768
+    assert doc["request"]["n_gpu_layers"] == 30
+    # the long spelling, and Ollama's num_gpu, and koboldcpp's --gpulayers
+    ollama = _plan(capsys, *QWEN_4080, "--n-gpu-layers", "20", "-r", "ollama")["plans"]
+    assert isinstance(ollama, list)
+    assert "PARAMETER num_gpu 20" in ollama[0]["command"]
+    kobold = _first_command(_plan(capsys, *QWEN_4080, "-ngl", "20", "-r", "koboldcpp"))
+    assert parse_command("koboldcpp", kobold)["--gpulayers"] == ["20"]
+
+
+def test_plan_ngl_above_the_layers_means_all(capsys: pytest.CaptureFixture[str]) -> None:
+    free = _plan(capsys, *QWEN_4080)
+    fixed = _plan(capsys, *QWEN_4080, "-ngl", "999")
+    free_plans, fixed_plans = free["plans"], fixed["plans"]
+    assert isinstance(free_plans, list)
+    assert isinstance(fixed_plans, list)
+    assert fixed_plans[0]["settings"] == free_plans[0]["settings"]  # all 41 on the GPU
+    notes = fixed["notes"]
+    assert isinstance(notes, list)
+    assert any("-ngl 999 is above the model's 40 layers + output" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["-ngl", "-1"], "0 or more"),
+        (["-ngl", "lots"], "0 or more"),
+        (["-ngl", "30", "-r", "vllm"], "vllm has no GPU layer count"),
+        (["-ngl", "30", "-r", "transformers"], "transformers has no GPU layer count"),
+        (["-ngl", "20", "--no-offload"], "--no-offload forbids it"),
+    ],
+)
+def test_plan_ngl_refusals_are_one_line(
+    capsys: pytest.CaptureFixture[str], extra: list[str], says: str
+) -> None:
+    code, _, err = _run(capsys, "plan", *QWEN_4080, *extra)
+    assert code == 2
+    lines = [x for x in err.splitlines() if x.startswith("Error:")]
+    assert len(lines) == 1
+    assert says in lines[0]
+
+
+def test_plan_ngl_with_runtime_any_keeps_the_layer_split_runtimes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _plan(capsys, *QWEN_4080, "-ngl", "20", "-r", "any")
+    plans = doc["plans"]
+    assert isinstance(plans, list)
+    assert {p["runtime"] for p in plans} <= {"llama.cpp", "ollama"}
+    notes = doc["notes"]
+    assert isinstance(notes, list)
+    assert any(n.startswith("vllm, sglang, transformers left out: -ngl") for n in notes)
+
+
+def test_plan_request_checks_ngl() -> None:
+    with pytest.raises(InvalidSettingError, match="n_gpu_layers"):
+        oomkit.PlanRequest(n_gpu_layers=-1)
+    with pytest.raises(InvalidSettingError, match="n_gpu_layers"):
+        oomkit.PlanRequest(n_gpu_layers=True)
+
+
+def test_models_fits_still_refuses_ngl(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "models", "--fits", "rtx-4080", "-ngl", "30")
+    assert code == 2
+    assert "oomkit plan MODEL -ngl 30" in err

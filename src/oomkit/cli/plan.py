@@ -12,7 +12,7 @@ from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
-from oomkit.cli.plan_flags import kv_options, ngl_option, pinned_kv, refuse_ngl
+from oomkit.cli.plan_flags import kv_options, pinned_kv, plan_ngl, plan_ngl_option
 from oomkit.cli.train_options import (
     TrainOptions,
     reject_inference_options,
@@ -131,7 +131,7 @@ __all__ = ["plan_command", "render_plan"]
     help="llama.cpp: the run's flash attention (-fa on|off is read too)",
 )
 @kv_options
-@ngl_option
+@plan_ngl_option
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -204,7 +204,7 @@ def plan_command(
         from oomkit.cli.estimate_args import check_hf_runtime_quant
 
         check_hf_runtime_quant(rt, quant)
-    refuse_ngl(drafts.pop("n_gpu_layers"), "plan")
+    ngl = plan_ngl(drafts.pop("n_gpu_layers"))
     kv = pinned_kv(drafts.pop("kv_dtype"), drafts.pop("cache_type_k"), drafts.pop("cache_type_v"))
     flash_attn = drafts.pop("flash_attn")
     lora = lora_settings(drafts)  # the LoRA options arrive with the draft ones (**drafts)
@@ -243,6 +243,7 @@ def plan_command(
         prefer=prefer,
         display=display,
         kv=kv,
+        n_gpu_layers=ngl,
     )
     os_name = os_name.lower() if os_name else None
     hardware = hardware_from_options(
