@@ -11,6 +11,7 @@ import pytest
 import oomkit
 from oomkit.cli import main
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.ollama_vision_graph import gemma3_vision, worst_case_graph_bytes
 from oomkit.planner.commands import emit_command, parse_command
 from oomkit.planner.koboldcpp import KOBOLDCPP_QUANTKV
 from oomkit.planner.quality import KV_KLD_INCREASE, kv_quality_text
@@ -238,3 +239,68 @@ def test_models_fits_still_refuses_ngl(capsys: pytest.CaptureFixture[str]) -> No
     code, _, err = _run(capsys, "models", "--fits", "rtx-4080", "-ngl", "30")
     assert code == 2
     assert "oomkit plan MODEL -ngl 30" in err
+
+
+# -- 4. Gemma 3's vision tower under Ollama ----------------------------------------------------
+
+
+def _vision_bytes(devices: list[dict[str, object]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in devices:
+        comps = d["components"]
+        assert isinstance(comps, list)
+        for c in comps:
+            if str(c["label"]).startswith("vision "):
+                out[str(c["label"])] = int(c["bytes"])
+    return out
+
+
+def test_gemma3_tower_and_worst_case_graph() -> None:
+    spec = oomkit.load_model("gemma-3-12b")
+    tower = gemma3_vision(spec)
+    assert tower is not None
+    assert (tower.hidden_size, tower.num_heads, tower.image_size, tower.patch_size) == (
+        1152,
+        16,
+        896,
+        14,
+    )
+    assert tower.params == spec.multimodal_params > 400_000_000
+    # 4096 patches: F32 scores 4 x 4096^2 x 16, the image 4 x 3 x 896^2, 4 hidden states
+    unfused = worst_case_graph_bytes(tower, fused_attention=False)
+    assert unfused == 4 * 4096**2 * 16 + 4 * 3 * 896**2 + 16 * 4096 * 1152
+    # Ollama's own VisionGraphSize (fs/ggml/ggml.go, case "gemma3"): 4 x (896^2 x 3 +
+    # 1152 x 14 + 4096^2 x 16) = 1,083,440,640; the modelled buffer is within 7% of it
+    assert 1.0 < unfused / 1_083_440_640 < 1.07
+    assert worst_case_graph_bytes(tower, fused_attention=True) < unfused // 10
+    assert gemma3_vision(oomkit.load_model("gemma-3-1b")) is None  # text only
+    assert gemma3_vision(oomkit.load_model("qwen3-8b")) is None
+
+
+def test_estimate_ollama_counts_gemma3_vision_on_the_output_gpu(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ("estimate", "gemma-3-12b", "--gpu", "rtx-4090", "--ctx", "8192", "-r", "ollama")
+    code, out, err = _run(capsys, *base, "-ngl", "49", "--runtime-version", "0.12.0", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    vision = _vision_bytes(doc["devices"])
+    assert vision["vision encoder + projector (v.*, mm.*, F16)"] == 2 * 421_290_864
+    assert vision["vision worst-case graph (2048x2048 image)"] == 1_158_873_088  # unfused
+    assert any("Gemma 3 vision encoder" in a for a in doc["assumptions"])
+    # the output layer on the CPU: the tower goes with it, and the note says so
+    code, out, err = _run(capsys, *base, "-ngl", "30", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert _vision_bytes(doc["devices"]) == {}
+    assert any("loads it with the output layer" in a for a in doc["assumptions"])
+
+
+def test_plan_ollama_counts_gemma3_vision(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("gemma-3-12b", "--gpu", "rtx-3060", "--ctx", "16384", "-r", "ollama")
+    plans = _plan(capsys, *args)["plans"]
+    assert isinstance(plans, list)
+    first = plans[0]
+    assert first["level"] == 0  # every layer on the GPU: the tower is there too
+    devices = first["devices"]
+    assert "vision encoder + projector (v.*, mm.*, F16)" in _vision_bytes(devices)
