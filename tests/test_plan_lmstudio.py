@@ -108,6 +108,6 @@ def test_estimate_emit_lmstudio(capsys: pytest.CaptureFixture[str]) -> None:
 def test_command_target_keeps_other_runtimes() -> None:
     assert command_target("lmstudio", "llama.cpp") == "lmstudio"
     assert command_target("LMStudio", "llama.cpp") == "lmstudio"
-    assert command_target("koboldcpp", "llama.cpp") == "llama.cpp"
+    assert command_target("koboldcpp", "llama.cpp") == "koboldcpp"  # its own emitter (planleft16)
     assert command_target("any", "ollama") == "ollama"
     assert command_target("lmstudio", "vllm") == "vllm"

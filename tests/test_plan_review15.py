@@ -105,7 +105,7 @@ def test_plan_reads_llama_cpp_kv_and_fa_flags(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["plan", *QWEN_4080, "-ngl", "999"],
+        ["plan", *QWEN_4080, "-ngl", "-1"],  # a constraint since planleft16: only N < 0 is refused
         ["plan", *QWEN_4080, "-ctk", "q8_0", "-ctv", "f16"],
         ["plan", *QWEN_4080, "--kv-dtype", "fp8"],
         ["models", "--fits", "rtx-4080", "-ngl", "99"],

@@ -391,6 +391,9 @@ def _emit(
     util = s.get("gpu_memory_utilization")
     if isinstance(util, float) and settings.gpu_memory_utilization is None:
         resolved = dataclasses.replace(resolved, gpu_memory_utilization=util)
+    fa = s.get("flash_attn")
+    if program == "koboldcpp" and isinstance(fa, bool) and settings.flash_attn is None:
+        resolved = dataclasses.replace(resolved, flash_attn=fa)  # its opt-in default, as estimated
     spec = load_model(model, offline=True if offline else None)
     if target != est.runtime:
         # only what both runtimes share carries over (context, parallel sequences); a GGUF

@@ -12,13 +12,14 @@ from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
-from oomkit.cli.plan_flags import kv_options, ngl_option, pinned_kv, refuse_ngl
+from oomkit.cli.plan_flags import kv_options, pinned_kv, plan_ngl, plan_ngl_option
 from oomkit.cli.train_options import (
     TrainOptions,
     reject_inference_options,
     training_options,
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
+from oomkit.planner.quality import kv_quality_text
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 from oomkit.planner.speed_kernels import speed_unknown
 
@@ -130,7 +131,7 @@ __all__ = ["plan_command", "render_plan"]
     help="llama.cpp: the run's flash attention (-fa on|off is read too)",
 )
 @kv_options
-@ngl_option
+@plan_ngl_option
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
@@ -203,7 +204,7 @@ def plan_command(
         from oomkit.cli.estimate_args import check_hf_runtime_quant
 
         check_hf_runtime_quant(rt, quant)
-    refuse_ngl(drafts.pop("n_gpu_layers"), "plan")
+    ngl = plan_ngl(drafts.pop("n_gpu_layers"))
     kv = pinned_kv(drafts.pop("kv_dtype"), drafts.pop("cache_type_k"), drafts.pop("cache_type_v"))
     flash_attn = drafts.pop("flash_attn")
     lora = lora_settings(drafts)  # the LoRA options arrive with the draft ones (**drafts)
@@ -242,6 +243,7 @@ def plan_command(
         prefer=prefer,
         display=display,
         kv=kv,
+        n_gpu_layers=ngl,
     )
     os_name = os_name.lower() if os_name else None
     hardware = hardware_from_options(
@@ -550,12 +552,16 @@ def render_plan(result: object) -> str:
                     host += f" of {format_bytes(hw.host_ram_bytes)} RAM"
                 lines.append(host)
             q = p.quality
+            kv_cost = kv_quality_text(p.settings.cache_type_k)
             if q is not None and q.kld is not None:
                 ppl = "" if q.ppl_increase_pct is None else f", +{q.ppl_increase_pct:.1f}% ppl"
+                kv_part = "" if kv_cost is None else f"; {kv_cost}"
                 lines.append(
                     f"  quality: {q.name} KLD {q.kld:.3f} vs 16-bit{ppl} "
-                    f"(published, {q.model_measured_on})"
+                    f"(published, {q.model_measured_on}){kv_part}"
                 )
+            elif kv_cost is not None:
+                lines.append(f"  quality: {kv_cost}")
             if p.prepare:
                 lines.append("  first (llama.cpp's tools make the .gguf this plan runs):")
                 lines.extend(f"    {c}" for c in p.prepare)

@@ -8,8 +8,9 @@ q8_0`` as ``-c tk`` ("cannot read count 'tk'") and ``-ngl 99`` as ``-n``. Here:
   planner's candidates quantize both alike);
 * ``-fa on|off`` / ``--flash-attn`` / ``--no-flash-attn``: the run's flash attention (``plan``;
   the plan may still name turning it on as a change, "flash attention on (-fa)");
-* ``-ngl`` is refused in one line: the planner chooses the layers on the GPU (``--no-offload``
-  keeps all of them there); ``estimate -ngl N`` checks one split.
+* ``-ngl N`` on ``plan`` fixes the layers on the GPU (llama.cpp/Ollama: :mod:`oomkit.planner.ngl`),
+  the planner then chooses the rest; ``models --fits`` refuses it in one line (it lists models
+  that run with every layer on the GPU).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["kv_options", "ngl_option", "pinned_kv", "refuse_ngl"]
+__all__ = ["kv_options", "ngl_option", "pinned_kv", "plan_ngl", "plan_ngl_option", "refuse_ngl"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,15 +38,43 @@ def kv_options(f: F) -> F:
 
 
 def ngl_option(f: F) -> F:
-    """``-ngl`` read only to refuse it clearly (see :func:`refuse_ngl`)."""
+    """``-ngl`` read only to refuse it clearly (``models --fits``: :func:`refuse_ngl`)."""
     return click.option(
         "--n-gpu-layers",
         "-ngl",
         "--gpu-layers",
         "n_gpu_layers",
         hidden=True,
-        help="Refused: the planner chooses the layers on the GPU",
+        help="Refused: models --fits lists models with every layer on the GPU",
     )(f)
+
+
+def plan_ngl_option(f: F) -> F:
+    """``plan -ngl N``: a constraint on the planner's search (:func:`plan_ngl`)."""
+    return click.option(
+        "--n-gpu-layers",
+        "-ngl",
+        "--gpu-layers",
+        "n_gpu_layers",
+        metavar="N",
+        help="Keep exactly N layers on the GPU (llama.cpp/Ollama; 999: all) and plan the rest",
+    )(f)
+
+
+def plan_ngl(value: str | None) -> int | None:
+    """``plan -ngl N``'s layer count: a whole number, 0 or more (one-line error otherwise)."""
+    if value is None:
+        return None
+    try:
+        n = int(value.strip())
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise click.UsageError(
+            f"-ngl {value}: give the number of layers to keep on the GPU, 0 or more (999 or any "
+            "number above the model's layers: all of them, as llama.cpp reads it)"
+        )
+    return n
 
 
 def pinned_kv(kv_dtype: str | None, ctk: str | None, ctv: str | None) -> str | None:
@@ -62,12 +91,7 @@ def pinned_kv(kv_dtype: str | None, ctk: str | None, ctv: str | None) -> str | N
 def refuse_ngl(n_gpu_layers: str | None, command: str) -> None:
     if n_gpu_layers is None:
         return
-    why = (
-        "it lists models that run with every layer on the GPU"
-        if command.startswith("models")
-        else "the planner chooses the layers on the GPU (--no-offload keeps every layer there)"
-    )
     raise click.UsageError(
-        f"-ngl is not a {command} option: {why}; check one split with oomkit estimate "
-        f"-ngl {n_gpu_layers}"
+        f"-ngl is not a {command} option: it lists models that run with every layer on the GPU; "
+        f"plan one model at a split with oomkit plan MODEL -ngl {n_gpu_layers}"
     )

@@ -13,7 +13,9 @@ A checkpoint's vision encoder (``ModelSpec.multimodal_params``) is not part of t
   (``EstimateGPULayers``) puts the projector's weights on the first GPU
   (``gpuZeroOverhead := projectorWeights + projectorGraph``): oomkit counts the weights there
   (``multimodal_params x 2`` bytes). The projector's graph and the cross-attention layers' image
-  KV are not counted, and the output says so.
+  KV are not counted, and the output says so. Gemma 3 on the Ollama engine (0.7.1+) holds its
+  SigLIP tower in the model's GGUF and loads it with the output layer:
+  :mod:`oomkit.estimate.ollama_vision_graph` counts its weights and worst-case graph there.
 """
 
 from __future__ import annotations
@@ -58,6 +60,18 @@ def gguf_vision(spec: ModelSpec, est: Estimate, runtime: str) -> Estimate:
             devices=(*devices, *est.devices[1:]),
             assumptions=(*est.assumptions, note),
         )
+    counted = any(
+        c.label.startswith("vision encoder + projector") for d in est.devices for c in d.components
+    )
+    if runtime == "ollama" and counted:  # Gemma 3 on the Ollama engine: ollama_vision_graph
+        return est
+    if runtime == "ollama" and spec.architecture == "Gemma3ForConditionalGeneration":
+        note = (
+            f"Gemma 3 vision encoder ({size}): Ollama loads it with the output layer "
+            "(oomkit.estimate.ollama_vision_graph), counted when num_gpu (-ngl) includes that "
+            "layer; here it is on the CPU or num_gpu is unset (Ollama's own layout)"
+        )
+        return dataclasses.replace(est, assumptions=(*est.assumptions, note))
     if runtime == "llama.cpp" and mllama:
         note = (
             "upstream llama.cpp has no mllama architecture (only Ollama's runner loads Llama "

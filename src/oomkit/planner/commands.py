@@ -33,7 +33,7 @@ class FlagTable:
     program: str  # the argv[0..k] prefix, e.g. "llama-server" or "python -m sglang.launch_server"
     version: str  # the release whose parser the table was read from
     source: str
-    flags: Mapping[str, int]  # flag -> number of values it takes (0: a switch)
+    flags: Mapping[str, int]  # flag -> number of values it takes (0: a switch, -1: one or more)
 
 
 FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
@@ -68,6 +68,25 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
             version="lms 0.0.4x (LM Studio 0.3/0.4; the [path] argument, then the flags)",
             source="lmstudio-ai/lms src/subcommands/load.ts loadCommand",
             flags=MappingProxyType({"--context-length": 1, "--gpu": 1}),
+        ),
+        "koboldcpp": FlagTable(
+            program="python koboldcpp.py",  # koboldcpp.exe on Windows (parse_command reads both)
+            version="koboldcpp 1.76 (koboldcpp.py at 2da346a; planner/koboldcpp.py cites lines)",
+            source="LostRuins/koboldcpp koboldcpp.py parser.add_argument",
+            flags=MappingProxyType(
+                {
+                    "--model": 1,
+                    "--usecublas": 0,
+                    "--usevulkan": 0,
+                    "--contextsize": 1,
+                    "--gpulayers": 1,
+                    "--tensor_split": -1,  # nargs='+': one value per GPU
+                    "--blasbatchsize": 1,
+                    "--nommap": 0,
+                    "--flashattention": 0,
+                    "--quantkv": 1,
+                }
+            ),
         ),
         "ollama": FlagTable(
             program="ollama",
@@ -134,9 +153,11 @@ def parse_command(runtime: str, command: str) -> dict[str, list[str]]:
         ValueError: the program, a flag or a value count does not match the table.
     """
     table = FLAG_TABLES[runtime]
-    if runtime == "lmstudio":  # comment and import lines first: the load line is the last
+    if runtime in ("lmstudio", "koboldcpp"):  # comment (and import) lines first: then the run
         command = command.rsplit("\n", 1)[-1]
     argv = shlex.split(command)
+    if runtime == "koboldcpp" and argv[:1] == ["koboldcpp.exe"]:  # the Windows build
+        argv = ["python", "koboldcpp.py", *argv[1:]]
     prog = shlex.split(table.program)
     if argv[: len(prog)] != prog:
         raise ValueError(f"command does not start with '{table.program}': {command}")
@@ -152,6 +173,11 @@ def parse_command(runtime: str, command: str) -> dict[str, list[str]]:
         if flag not in table.flags:
             raise ValueError(f"'{flag}' is not a {table.program} flag ({table.version})")
         n = table.flags[flag]
+        if n < 0:  # argparse nargs='+': every value up to the next flag
+            n = next(
+                (j for j, v in enumerate(rest[i + 1 :]) if v.startswith("--")), len(rest) - i - 1
+            )
+            n = max(n, 1)
         values = rest[i + 1 : i + 1 + n]
         if len(values) != n or any(v.startswith("--") for v in values):
             raise ValueError(f"'{flag}' takes {n} value(s) in {table.program}")
@@ -305,6 +331,14 @@ def emit_command(
         gguf = _gguf_name(model_ref, spec, settings.quant or "Q4_K_M")
         n_all = n_layer_total or spec.num_hidden_layers + 1
         return lmstudio_command(settings, gguf, n_all, not llamacpp_flash_off(settings))
+    if runtime == "koboldcpp":  # -r koboldcpp: sized as llama.cpp, started as koboldcpp.py
+        from oomkit.planner.knobs import llamacpp_flash_off
+        from oomkit.planner.koboldcpp import koboldcpp_command
+
+        gguf = _gguf_name(model_ref, spec, settings.quant or "Q4_K_M")
+        n_all = n_layer_total or spec.num_hidden_layers + 1
+        flash = not llamacpp_flash_off(settings)
+        return koboldcpp_command(settings, gguf, n_all, flash, device_kind=device_kind, os=os)
     if runtime == "llama.cpp":
         parts = ["llama-server", "-m", q(_gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
         parts += ["-c", str(settings.ctx)]

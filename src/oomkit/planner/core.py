@@ -29,6 +29,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.lmstudio import command_target
 from oomkit.planner.max_context import max_context
+from oomkit.planner.ngl import LAYER_SPLIT_RUNTIMES
 from oomkit.planner.ollama_tags import ollama_plan_quants
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
@@ -257,6 +258,7 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
             settings,
             s.spec,
             model_ref,
+            device_kind=next((d.backend for d in s.hardware.devices if d.backend != "cpu"), "cuda"),
             os=s.hardware.os,
         ),
         prepare=prepare_lines(s.runtime, settings, s.spec, model_ref),
@@ -297,7 +299,8 @@ def _placement(ev: Evaluation, s: Searcher) -> str:
     """Where the weights of a rejected candidate sit: all on the GPU(s), or, for a
     transformers run left on ``device_map="auto"``, the part accelerate put on the CPU."""
     if s.runtime != "transformers":
-        return "all layers on GPU"
+        n = ev.cand.n_gpu_layers  # -ngl N's fixed split, or all
+        return "all layers on GPU" if n is None else f"{n}/{s.n_layer + 1} layers on GPU"
     if ev.cand.device_map == "none":
         return 'all layers on GPU (device_map=None + .to("cuda"))'
     on_cpu = ev.estimate.host.weights_bytes
@@ -374,6 +377,10 @@ def plan_spec(
         runtimes = (normalize_runtime(request.runtime),)
     plans: list[Plan] = []
     notes: list[str] = _hardware_notes(hardware)
+    if request.n_gpu_layers is not None and len(runtimes) > 1:  # -ngl N: layer-split runtimes
+        out = ", ".join(r for r in runtimes if r not in LAYER_SPLIT_RUNTIMES)
+        notes += [f"{out} left out: -ngl fixes a layer count, which they have not"] if out else []
+        runtimes = tuple(r for r in runtimes if r in LAYER_SPLIT_RUNTIMES)
     named = [q for q in (request.quant, request.min_quant) if q is not None]
     readers = tuple(r for r in runtimes if all(_reads_quant(r, q) for q in named))
     if len(runtimes) > 1 and readers and readers != runtimes:  # --runtime any --quant Q4_K_M

@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
@@ -28,6 +29,7 @@ __all__ = [
     "Candidate",
     "kv_ladder",
     "llamacpp_flash_off",
+    "native_precisions",
     "quant_ladder",
     "rank_key",
     "upgrade_kvs",
@@ -343,3 +345,24 @@ def rank_key(
     if prefer == "context":
         return (deficit, r_q, cand.level, r_kv, seqs, attn, fewer, amount)
     return quality
+
+
+def native_precisions(
+    ladder: tuple[str, ...], gpus: Sequence[DeviceTarget], notes: list[str]
+) -> tuple[str, ...]:
+    """Hardware-aware formats: bf16 from Ampere (fp16 before: vLLM and transformers cast a
+    bf16 checkpoint to fp16 on compute capability < 8.0), fp8 only where the GPU computes
+    it natively (Ada, Hopper, Blackwell, MI300); what changed is appended to ``notes``."""
+    known = [d for d in gpus if d.native_dtypes]  # anonymous --vram GPUs: no filter
+    if not known:
+        return ladder
+    out: list[str] = []
+    for q in ladder:
+        if q == "bf16" and not all("bf16" in d.native_dtypes for d in known):
+            notes.append("no native bf16 on this GPU: fp16 weights")
+            q = "fp16"
+        if q == "fp8" and not all("fp8" in d.native_dtypes for d in known):
+            notes.append("no native fp8 on this GPU: fp8 weights not proposed")
+            continue
+        out.append(q)
+    return tuple(out) or ladder

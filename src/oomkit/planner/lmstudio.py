@@ -34,10 +34,16 @@ LMSTUDIO_NAMES = frozenset({"lmstudio"})
 
 
 def command_target(raw: str | None, runtime: str) -> str:
-    """The command emitter's target: ``lmstudio`` for a llama.cpp plan asked as
-    ``-r lmstudio``, else ``runtime`` (the normalized name the estimate used)."""
-    if runtime == "llama.cpp" and raw is not None and raw.strip().lower() in LMSTUDIO_NAMES:
+    """The command emitter's target: ``lmstudio`` / ``koboldcpp`` for a llama.cpp plan asked
+    as ``-r lmstudio`` / ``-r koboldcpp``, else ``runtime`` (the normalized name the estimate
+    used)."""
+    from oomkit.planner.koboldcpp import KOBOLDCPP_NAMES
+
+    name = "" if raw is None else raw.strip().lower()
+    if runtime == "llama.cpp" and name in LMSTUDIO_NAMES:
         return "lmstudio"
+    if runtime == "llama.cpp" and name in KOBOLDCPP_NAMES:
+        return "koboldcpp"
     return runtime
 
 

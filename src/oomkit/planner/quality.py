@@ -41,7 +41,15 @@ from typing import Any
 
 from oomkit.quant.formats import quant_format
 
-__all__ = ["RANK_BASES", "QuantQuality", "quality_rank_key", "quality_table", "quant_quality"]
+__all__ = [
+    "KV_KLD_INCREASE",
+    "RANK_BASES",
+    "QuantQuality",
+    "kv_quality_text",
+    "quality_rank_key",
+    "quality_table",
+    "quant_quality",
+]
 
 #: how a rank key was obtained, best first
 RANK_BASES: tuple[str, ...] = ("kld", "ppl", "bits")
@@ -191,3 +199,30 @@ def quality_rank_key(name: str) -> float:
         UnknownNameError: ``name`` is not a format oomkit knows.
     """
     return quant_quality(name).rank_key
+
+
+#: KL divergence a quantized K and V cache adds, from llama.cpp PR #7412 ("CUDA: quantized KV
+#: cache demo", JohannesGaessler's table of 2024-05-20, LLaMA-3-8B F16 weights, WikiText-2,
+#: ``llama-perplexity --kl-divergence``): f16/q8_0/q8_0 has KLD 0.000980 vs the F16 model,
+#: f16/f16/f16 0.000189, so a q8_0 cache adds 0.000791. oomkit holds no q4_0 row of that
+#: table (the part read ends at q5_1), so a q4_0 cache is named without a figure.
+KV_KLD_INCREASE: dict[str, float] = {"q8_0": 0.000980 - 0.000189}
+_KV_SOURCE = "llama.cpp PR #7412, LLaMA-3-8B"
+
+
+def kv_quality_text(cache_type: str | None) -> str | None:
+    """The KV cache's part of the plan's quality line: its type and published cost, or None
+    for a 16-bit cache (no cost).
+
+    >>> kv_quality_text("q8_0")
+    'KV q8_0 +0.0008 KLD (llama.cpp PR #7412, LLaMA-3-8B)'
+    >>> kv_quality_text("f16") is None
+    True
+    """
+    kv = (cache_type or "f16").strip().lower()
+    if kv in ("f16", "bf16", "f32", "auto", "f16+fa"):
+        return None
+    cost = KV_KLD_INCREASE.get(kv)
+    if cost is not None:
+        return f"KV {kv} +{cost:.4f} KLD ({_KV_SOURCE})"
+    return f"KV {kv}: a further quality cost (no published figure held by oomkit)"

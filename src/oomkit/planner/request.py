@@ -54,8 +54,13 @@ class PlanRequest:
     display: bool | None = None
     #: the KV cache type the user pinned (``--kv-dtype`` / ``-ctk``; None: the planner chooses)
     kv: str | None = None
+    #: layers every plan keeps on the GPU (``-ngl N``, llama.cpp/Ollama; above the model's
+    #: layers + output it means all of them, as llama.cpp reads it; None: the planner chooses)
+    n_gpu_layers: int | None = None
 
     def __post_init__(self) -> None:
+        if self.n_gpu_layers is not None:
+            check_int("n_gpu_layers", self.n_gpu_layers, lo=0, hi=1 << 20)
         for name in ("ctx", "min_ctx", "parallel"):
             value = getattr(self, name)
             if value is None:

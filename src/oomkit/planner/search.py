@@ -32,10 +32,12 @@ from oomkit.planner.knobs import (
     Candidate,
     kv_ladder,
     llamacpp_flash_off,
+    native_precisions,
     quant_ladder,
     rank_key,
     upgrade_kvs,
 )
+from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import raise_vllm_util
@@ -177,7 +179,8 @@ class Searcher:
                 )
         self.precision_notes: list[str] = []
         if runtime not in _GGUF_RUNTIMES and request.quant is None:
-            self.ladder = self._native_precisions(gpus)
+            self.ladder = native_precisions(self.ladder, gpus, self.precision_notes)
+        self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
         self.target_ctx = default_target_ctx(runtime, spec, request)
         self.min_ctx = _min_ctx(request, self.target_ctx)
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
@@ -198,24 +201,6 @@ class Searcher:
         self.seqs_floor = 1 if runtime == "transformers" else request.parallel or 1
         #: per quant: the sequence cap in effect when the planner leaves it alone
         self.seqs_default: dict[str, int] = {}
-
-    def _native_precisions(self, gpus: list[DeviceTarget]) -> tuple[str, ...]:
-        """Hardware-aware formats: bf16 from Ampere (fp16 before: vLLM and transformers cast a
-        bf16 checkpoint to fp16 on compute capability < 8.0), fp8 only where the GPU computes
-        it natively (Ada, Hopper, Blackwell, MI300)."""
-        known = [d for d in gpus if d.native_dtypes]  # anonymous --vram GPUs: no filter
-        if not known:
-            return self.ladder
-        out: list[str] = []
-        for q in self.ladder:
-            if q == "bf16" and not all("bf16" in d.native_dtypes for d in known):
-                self.precision_notes.append("no native bf16 on this GPU: fp16 weights")
-                q = "fp16"
-            if q == "fp8" and not all("fp8" in d.native_dtypes for d in known):
-                self.precision_notes.append("no native fp8 on this GPU: fp8 weights not proposed")
-                continue
-            out.append(q)
-        return tuple(out) or self.ladder
 
     # -- evaluation --------------------------------------------------------------------------
 
@@ -384,6 +369,8 @@ class Searcher:
     ) -> Evaluation | None:
         """All on the GPU: the asked context with the best KV type that fits, else the longest.
         An upgrade: the asked context only, with ``kvs`` (default: the best KV type alone)."""
+        if self.fixed_ngl is not None and self.fixed_ngl <= self.n_layer:
+            return None  # -ngl N leaves layers on the CPU: no all-on-the-GPU plan
         kvs = kvs or (self.kvs[:1] if upgrade else self.kvs)
         low = self.target_ctx if upgrade else min(self.min_ctx, self.target_ctx)
         if not self._gpu_fits(self.evaluate(Candidate(quant, kvs[-1], low, tp=self._tp()))):
@@ -513,6 +500,8 @@ class Searcher:
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
         """The best fitting candidate of each level for one quant."""
         upgrade = self.ladder.index(quant) < self.default_index
+        if self.fixed_ngl is not None:  # -ngl N: only plans with N layers on the GPU
+            return fixed_candidates(self, quant, upgrade=upgrade)
         out: list[Evaluation] = []
         kvs = upgrade_kvs(self.runtime, self.kvs) if upgrade else ()
         ev = self.level_gpu(quant, upgrade=upgrade, kvs=kvs)
@@ -586,7 +575,7 @@ class Searcher:
             e
             for e in self._memo.values()
             if not e.fits
-            and e.cand.level == LEVEL_GPU
+            and (e.cand.level == LEVEL_GPU or fixed_split(e.cand, self.fixed_ngl))
             and self.ladder.index(e.cand.quant) >= self.default_index
             and e.cand.max_num_seqs in (None, self.seqs_floor)  # not every probe of the cap
         ]
