@@ -112,5 +112,5 @@ def test_the_doctor_says_when_the_batch_changes_in_backward() -> None:
     z = _FakeSizer(base, 3)
     (fix,) = _micro_batch(z)  # type: ignore[arg-type]
     assert fix is not None
-    assert "effective batch shrinks" in fix.title
+    assert "the effective batch shrinks 4 -> 3" in fix.title  # it said "shrinks 1x"
     assert dataclasses.replace(base, micro_batch=3) == z.settings

@@ -370,7 +370,7 @@ def _micro_batch(z: _Sizer) -> list[Fix | None]:
     if in_bwd:
         title = (f"Micro-batch {s.micro_batch} -> {mb}, no gradient accumulation (the "
                  f"optimizer steps in backward): the effective batch shrinks "
-                 f"{s.micro_batch // mb}x")  # fmt: skip
+                 f"{s.micro_batch * s.gpus * s.nodes} -> {mb * s.gpus * s.nodes}")  # fmt: skip
         return [z.fix("micro_batch", title, new, est)]
     world = s.gpus * s.nodes
     b0 = s.micro_batch * s.grad_accum * world

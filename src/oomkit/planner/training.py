@@ -141,7 +141,8 @@ def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
         # optimizer_in_bwd with gradient_accumulation_steps > 1): a smaller batch, no make-up
         mb = s.micro_batch // 2
         return (
-            f"micro-batch {mb}, no accumulation: the effective batch halves (--micro-batch {mb})",
+            f"micro-batch {mb}, no accumulation: the effective batch changes "
+            f"{s.micro_batch * s.gpus * s.nodes} -> {mb * s.gpus * s.nodes} (--micro-batch {mb})",
             dataclasses.replace(s, micro_batch=mb),
         )
     d = next_divisor(s.micro_batch, s.grad_accum)
