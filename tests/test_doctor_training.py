@@ -200,20 +200,30 @@ def test_trainer_backward_oom_fixes_are_estimate_differences() -> None:
         assert {"title", "why", "commands", "expected_saving_bytes"} <= set(f)
 
 
-def test_micro_batch_is_the_largest_that_fits() -> None:
+def test_micro_batch_is_the_largest_divisor_that_fits() -> None:
+    """16 x 8 accumulation: the largest micro-batch that fits AND divides the 128 sequences,
+    with the accumulation that keeps them (a non-divisor such as 9 fits too but would change
+    the effective batch: it is said, not offered)."""
     doc = doctor_json(
         "--model", "llama-3.1-8b",
         TORCHTUNE.replace("batch_size: 4", "batch_size: 16") + BACKWARD_FRAMES + H100_OOM,
     )  # fmt: skip
     mb = next(f for f in estimated(doc) if f["title"].startswith("Micro-batch 16 -> "))
     new = int(mb["title"].split("-> ")[1].split(",")[0])
+    accum = int(mb["title"].split("accumulation ")[1].split(" -> ")[1].split(" ")[0])
+    assert "(effective batch 128 kept)" in mb["title"], mb["title"]
+    assert new * accum == 16 * 8
     cmd = next(c for c in mb["commands"] if c.startswith("oomkit estimate "))
-    assert f"batch_size={new} gradient_accumulation_steps=" in mb["commands"][0]  # torchtune
+    assert f"batch_size={new} gradient_accumulation_steps={accum}" in mb["commands"][0]
     cap = 94.99 * 2**30
     headroom = 512 * 2**20
     assert estimate_total(cmd) + headroom <= cap
-    above = cmd.replace(f"--micro-batch {new} ", f"--micro-batch {new + 1} ")
-    assert new == 15 or estimate_total(above) + headroom > cap
+    for bigger in (d for d in range(new + 1, 16) if 128 % d == 0):
+        above = cmd.replace(f"--micro-batch {new} ", f"--micro-batch {bigger} ").replace(
+            f"--grad-accum {accum} ", f"--grad-accum {128 // bigger} "
+        )
+        assert estimate_total(above) + headroom > cap
+    assert "does not divide the 128 sequences" in mb["why"]
 
 
 def test_zero_on_the_jobs_gpus_is_not_a_hardware_change() -> None:

@@ -86,7 +86,7 @@ def _blocks(text: str) -> list[tuple[str, str, str]]:
             continue
         run = line.removeprefix("  run: ")
         j = i + 1
-        while j < len(lines) and lines[j].startswith("  check: "):
+        while j < len(lines) and lines[j].startswith(("  check: ", "  set: ")):
             j += 1
         name, body = "", []
         if j < len(lines) and lines[j].startswith("  ") and lines[j].endswith(":"):

@@ -132,7 +132,10 @@ def test_the_micro_batch_halves_until_it_fits_before_a_drastic_lever() -> None:
     platform = Platform(display=False)
     changes = suggest_training_changes(spec, settings, hw, platform=platform)
     first = changes[0]
-    assert first.changes == ("micro-batch 2 x 4 accumulation steps (--micro-batch 2)",)
+    assert first.changes == (
+        "micro-batch 2 x 4 accumulation steps, effective batch 8 kept "
+        "(--micro-batch 2 --grad-accum 4)",
+    )
     assert first.level == "fits"
     assert (first.settings.micro_batch, first.settings.grad_accum) == (2, 4)
     again = estimate_training(spec, first.settings, hw)  # independent re-estimate

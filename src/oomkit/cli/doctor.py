@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Sequence
 from typing import Any, BinaryIO, TextIO
 
 import click
@@ -31,7 +32,7 @@ from oomkit.cli.output import (
 )
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
-from oomkit.diagnose.fixes import size_text
+from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.diagnose.questions import Question
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.spec.settings import InferenceSettings
@@ -260,6 +261,10 @@ def _print_human(d: Diagnosis) -> None:
         out("")
         # the order of oomkit.diagnose.fixes.rank
         out(FIXES_HEADER + ":")
+        basis = _shared_basis(d.fixes)
+        if basis:  # once, not after every sized fix (--json keeps it in each "why")
+            said = basis[1:-1] if basis.endswith(")") else basis[1:]
+            out(f"  Every fix sized below rests on {said.rstrip('.')}.")
         for i, f in enumerate(d.fixes, 1):
             saving = (
                 f"  [saves ~{_size(f.expected_saving_bytes)}]"
@@ -268,9 +273,22 @@ def _print_human(d: Diagnosis) -> None:
             )
             kind = "  (generic)" if f.generic else ""
             out(f"  {i}. {f.title}{saving}{kind}")
-            out(f"     {f.why}")
+            why = f.why[: -len(basis)].rstrip() if basis and f.why.endswith(basis) else f.why
+            out(f"     {why}")
             for c in f.commands:
                 out(f"       {_prompt(c)}{c}")
+
+
+def _shared_basis(fixes: Sequence[Fix]) -> str:
+    """The ``(oomkit's ... estimate for ...; not in the log, assumed: ...)`` paragraph that ends
+    every sized fix's ``why`` when two or more share it (else ""): printed once above them. A
+    QLoRA log's five training fixes printed the same assumptions five times."""
+    mark = "(oomkit's "
+    tails = [f.why[f.why.rfind(mark) :] for f in fixes if mark in f.why]
+    if len(tails) < 2:
+        return ""
+    common = max(set(tails), key=tails.count)
+    return common if tails.count(common) >= 2 else ""
 
 
 def _prompt(command: str) -> str:

@@ -395,6 +395,7 @@ def _plan_training(
     from oomkit.api import load_model
     from oomkit.estimate.training import estimate_training
     from oomkit.planner.train_launch import training_launch
+    from oomkit.planner.trainer_names import trainer_options
     from oomkit.planner.training import TrainingChange, suggest_training_changes
     from oomkit.serialize import SCHEMA_VERSION
     from oomkit.spec.hardware import Hardware
@@ -458,6 +459,7 @@ def _plan_training(
                         "host_bytes": p.estimate.host.total_bytes,
                         "peak_phase": p.estimate.runtime_details.get("peak_phase"),
                         **launch_fields(p.settings),
+                        "trainer_options": list(trainer_options(p.settings)),
                         "check_command": check(p.settings),
                     }
                     for p in plans
@@ -488,6 +490,8 @@ def _plan_training(
                 click.echo(f"  host RAM: {format_bytes(host)}{of}")
             launch = training_launch(spec, p.settings)
             click.echo(f"  run: {launch.command}")
+            for line in trainer_options(p.settings):  # the levers as the trainer spells them
+                click.echo(f"  set: {line}")
             click.echo(f"  check: {check(p.settings)}")
             if launch.config_file and launch.config:
                 click.echo(f"  {launch.config_file}:")

@@ -469,6 +469,8 @@ def run_training(
         segments=tuple(device_segment(d) for d in hardware.devices),
         unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
     )
+    from oomkit.planner.trainer_names import trainer_options
+
     est = estimate_training(spec, settings, hardware)
     v = training_verdict(spec, settings, hardware, est, platform)
     changes = []
@@ -494,6 +496,7 @@ def run_training(
                     "peak_bytes": max(d.total_bytes for d in c.estimate.devices),
                     "verdict": c.level,
                     "host_bytes": c.estimate.host.total_bytes,
+                    "trainer_options": list(trainer_options(c.settings)),
                 }
                 for c in changes
             ]
@@ -529,6 +532,8 @@ def run_training(
                 click.echo(
                     f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU ({saves}){tight}"
                 )
+                for line in trainer_options(c.settings):  # as the trainer spells the levers
+                    click.echo(f"     set: {line}")
         if training.emit is not None:  # "Also print": the estimate, then what --emit names
             from oomkit.estimate.training_emit import emit_heading, emit_text
 

@@ -329,39 +329,65 @@ class _Sizer:
 
 
 def _micro_batch(z: _Sizer) -> list[Fix | None]:
+    """The largest smaller micro-batch that fits AND divides ``micro-batch x accumulation``,
+    with the accumulation that restores the effective batch (4 x 1 -> 2 x 2, not 4 x 1 -> 3 x 1:
+    :mod:`oomkit.planner.effective_batch`); a torchtune step in backward cannot accumulate, so
+    there the largest that fits, as a smaller effective batch."""
+    from oomkit.diagnose.model_fixes import largest
+    from oomkit.planner.effective_batch import accumulation_for, smaller_divisors
+
     s = z.base_settings
     if s.micro_batch < 2:
         return []
+    in_bwd = s.optimizer_in_backward  # the step runs in backward: nothing can accumulate
 
     def with_mb(mb: int) -> TrainingSettings:
-        if s.optimizer_in_backward:  # the step runs in backward: nothing can accumulate
+        accum = accumulation_for(s.micro_batch, s.grad_accum, mb)
+        if in_bwd or accum is None:
             return dataclasses.replace(s, micro_batch=mb)
-        accum = max(1, s.grad_accum * s.micro_batch // mb)
         return dataclasses.replace(s, micro_batch=mb, grad_accum=accum)
 
     def ok(mb: int) -> bool:
         est = z.run(with_mb(mb))
         return est is not None and z.fits(est) is True
 
-    from oomkit.diagnose.model_fixes import largest
-
     known = z.fits(z.base) is not None
-    best = largest(1, s.micro_batch - 1, ok) if known else None
-    mb = best if best is not None else (1 if known else max(1, s.micro_batch // 2))
+    # ascending, so the search over their positions finds the largest divisor that fits
+    divs = list(reversed(smaller_divisors(s.micro_batch, 1 if in_bwd else s.grad_accum)))
+    if in_bwd:
+        divs = list(range(1, s.micro_batch))
+    i = largest(0, len(divs) - 1, lambda k: ok(divs[k])) if known else None
+    if i is not None:
+        mb = divs[i]
+    elif known:
+        mb = 1  # nothing fits alone: the smallest, named "not enough alone"
+    else:  # no capacity to check against: the divisor nearest half
+        mb = max((d for d in divs if 2 * d <= s.micro_batch), default=1)
     new = with_mb(mb)
     est = z.run(new)
     if est is None:
         return []
-    if s.optimizer_in_backward:
+    if in_bwd:
         title = (f"Micro-batch {s.micro_batch} -> {mb}, no gradient accumulation (the "
                  f"optimizer steps in backward): the effective batch shrinks "
-                 f"{s.micro_batch // mb}x")  # fmt: skip
-    else:
-        b0, b1 = s.micro_batch * s.grad_accum, new.micro_batch * new.grad_accum
-        eff = "same effective batch" if b0 == b1 else f"effective batch {b0} -> {b1}"
-        title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
-                 f"{new.grad_accum} ({eff})")  # fmt: skip
-    return [z.fix("micro_batch", title, new, est)]
+                 f"{s.micro_batch * s.gpus * s.nodes} -> {mb * s.gpus * s.nodes}")  # fmt: skip
+        return [z.fix("micro_batch", title, new, est)]
+    world = s.gpus * s.nodes
+    b0 = s.micro_batch * s.grad_accum * world
+    b1 = new.micro_batch * new.grad_accum * world
+    eff = f"effective batch {b0} kept" if b0 == b1 else f"the effective batch changes: {b0} -> {b1}"
+    title = (f"Micro-batch {s.micro_batch} -> {mb}, gradient accumulation {s.grad_accum} -> "
+             f"{new.grad_accum} ({eff})")  # fmt: skip
+    fix = z.fix("micro_batch", title, new, est)
+    # a larger micro-batch that fits but does not divide: said, not offered (it changes the batch)
+    above = largest(mb + 1, s.micro_batch - 1, ok) if known and mb + 1 < s.micro_batch else None
+    if fix is not None and above is not None:
+        per = "per GPU " if world > 1 else ""
+        fix = dataclasses.replace(fix, why=f"micro-batch {above} would fit too, but it does not "
+                                  f"divide the {s.micro_batch * s.grad_accum} sequences {per}per "
+                                  f"step, so no accumulation keeps the effective batch; "
+                                  f"{fix.why}")  # fmt: skip
+    return [fix]
 
 
 def _levers(z: _Sizer) -> list[Fix | None]:

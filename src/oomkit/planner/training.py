@@ -8,8 +8,8 @@ enough, the levers are stacked in that order until the step fits.
 Order: the allocator's expandable segments (an environment variable) → QLoRA's embeddings,
 norms and head left 16-bit (no ``prepare_model_for_kbit_training``) → gradient checkpointing →
 chunked cross-entropy → 8-bit AdamW → shard the model states
-(ZeRO-2, then ZeRO-3 / FSDP when there are several GPUs) → halve the micro-batch (gradient
-accumulation keeps the effective batch) → optimizer states to the CPU → LoRA → QLoRA.
+(ZeRO-2, then ZeRO-3 / FSDP when there are several GPUs) → a smaller micro-batch that divides
+the effective batch (gradient accumulation keeps it) → optimizer states to the CPU → LoRA → QLoRA.
 
 "Fits" is the verdict's (:mod:`oomkit.estimate.verdict`, with the training band of
 :mod:`oomkit.estimate.training_band`): a change whose verdict is "does not fit" is never
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.verdict import Platform, Verdict, verdict
+from oomkit.planner.effective_batch import accumulation_for, next_divisor
 from oomkit.planner.training_host import host_overflows, host_side_changes
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -129,19 +130,29 @@ def _shard(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 
 
 def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """The next smaller micro-batch that keeps ``micro-batch x accumulation`` (the divisor
+    rule, :mod:`oomkit.planner.effective_batch`); applied again until a step fits, it stops at
+    the largest divisor that fits. Halving did not keep it: 3 x 2 -> 1 x 4 trained on 4
+    sequences per step where the user asked for 6."""
     if s.micro_batch < 2:
         return None
-    mb = s.micro_batch // 2
     if s.optimizer_in_backward:
         # the step runs inside backward, so nothing can accumulate (torchtune refuses
         # optimizer_in_bwd with gradient_accumulation_steps > 1): a smaller batch, no make-up
+        mb = s.micro_batch // 2
         return (
-            f"micro-batch {mb}, no accumulation: the effective batch halves (--micro-batch {mb})",
+            f"micro-batch {mb}, no accumulation: the effective batch changes "
+            f"{s.micro_batch * s.gpus * s.nodes} -> {mb * s.gpus * s.nodes} (--micro-batch {mb})",
             dataclasses.replace(s, micro_batch=mb),
         )
+    d = next_divisor(s.micro_batch, s.grad_accum)
+    accum = accumulation_for(s.micro_batch, s.grad_accum, d) if d is not None else None
+    if d is None or accum is None:
+        return None
     return (
-        f"micro-batch {mb} x {s.grad_accum * 2} accumulation steps (--micro-batch {mb})",
-        dataclasses.replace(s, micro_batch=mb, grad_accum=s.grad_accum * 2),
+        f"micro-batch {d} x {accum} accumulation steps, effective batch "
+        f"{d * accum * s.gpus * s.nodes} kept (--micro-batch {d} --grad-accum {accum})",
+        dataclasses.replace(s, micro_batch=d, grad_accum=accum),
     )
 
 
@@ -263,7 +274,8 @@ def _changes(
                 )
             if found is not None and found.level == "fits":
                 break
-            # the micro-batch halves again until one fits clear of the band (the largest
+            # the micro-batch steps down again (the next divisor of the effective batch)
+            # until one fits clear of the band (the largest
             # "tight" one stays the offer when none does): halving once, then jumping to
             # QLoRA, hid `--micro-batch 2` (LoRA b8 s2048 on a 24 GiB card: 4.3 GiB free)
             step = lever(step[1]) if lever is _micro_batch else None
@@ -312,7 +324,7 @@ def _apply(
     for lever in levers:
         step = lever(settings)
         if step is not None:
-            if lever is last:  # the micro-batch halved again: one change, named by its result
+            if lever is last:  # the micro-batch stepped down again: one change, named by its result
                 names[-1] = step[0]
             else:
                 names.append(step[0])
@@ -327,8 +339,9 @@ def _combination(
     accept: Accept | None = None,
 ) -> TrainingChange | None:
     """The levers stacked in order until ``accept`` takes the step (default: its totals fit,
-    as ``oomkit.diagnose.training_fixes`` asks), the micro-batch halved until it does or is 1,
-    then every lever that is not needed removed again (last first, one halving at a time): a
+    as ``oomkit.diagnose.training_fixes`` asks), the micro-batch stepped down (divisors of the
+    effective batch) until it does or is 1, then every lever that is not needed removed again
+    (last first, one step at a time): a
     minimal combination. Halving once only made ``plan --train`` answer "nothing fits, more
     GPUs needed" for Llama-3.1-8B QLoRA b4 s4096 on a 12 GiB card, where b1 with checkpointing
     and chunked cross-entropy fits with 2.2 GiB free."""
