@@ -33,7 +33,13 @@ __all__ = [
 # "14B model", "llava 34B", "Qwen-7B", "a 70b": billions of parameters. A mixture-of-experts
 # name ("235B-A22B", "35B-A3B") or a file name ("wan21_14b_24gb.yaml") is not read: the
 # lookarounds refuse a letter, digit, dot, dash or underscore on either side.
-_PARAMS = re.compile(r"(?<![\w.-])(?P<p>\d{1,3}(?:\.\d{1,2})?)\s?[bB](?![\w-])")
+# (doccause19) a hyphen after a name's letters (or its version digit) is the model name's own
+# ("vicuna-7b", "Qwen-7B", "llama-2-13b"): read; a range ("7-13B") is not, and the lookahead
+# still refuses "235B-A22B" ("A22B" has a letter before it).
+_PARAMS = re.compile(
+    r"(?:(?<=[A-Za-z]-)|(?<=[A-Za-z]-\d-)|(?<![\w.-]))"
+    r"(?P<p>\d{1,3}(?:\.\d{1,2})?)\s?[bB](?![\w-])"
+)
 # the card's memory, with a GPU word beside it: "24GB graphics memory", "my GPU (24GB)",
 # "24G显存", "8GB VRAM"; system RAM ("64G ram") is not the card.
 # (doccause15) or a data-centre / desktop GPU's model name right after the size: "40G A100",
