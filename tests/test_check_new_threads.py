@@ -105,3 +105,26 @@ def test_hacker_news_items_are_keyed_by_their_id() -> None:
     assert thread("https://news.ycombinator.com/item?id=1") != thread(
         "https://news.ycombinator.com/item?id=2"
     )
+
+
+def test_non_english_article_hosts_are_keyed_by_their_ids() -> None:
+    key = check_new_threads.thread_key
+    assert key("https://blog.csdn.net/some_user/article/details/131234567") == (
+        "blog.csdn.net",
+        131234567,
+    )
+    assert key("https://zhuanlan.zhihu.com/p/667123456") == ("zhuanlan.zhihu.com", 667123456)
+    assert key("https://www.zhihu.com/question/612345678/answer/3123456789") == (
+        "zhihu.com",
+        612345678,
+    )
+    assert key("https://habr.com/ru/articles/812345/") == ("habr.com", 812345)
+    assert key("https://habr.com/ru/companies/x/articles/812345/") == ("habr.com", 812345)
+    assert key("https://qiita.com/user/items/0123456789abcdef0123") == (
+        "qiita.com",
+        int("0123456789abcdef0123", 16),
+    )
+    assert key("https://note.com/user/n/n1a2b3c4d5e6f") == ("note.com", int("1a2b3c4d5e6f", 16))
+    # the same CSDN article named in another file is a used source
+    keys = check_new_threads._all_keys("see https://blog.csdn.net/u/article/details/42 for it")
+    assert ("blog.csdn.net", 42) in keys
