@@ -50,12 +50,14 @@ def test_gemma3_without_context_length_sizes_req_to_token_for_1m() -> None:
     rows = {c.label: c.n_bytes for c in est.devices[0].components}  # type: ignore[attr-defined]
     # init_memory_pool: ReqToTokenPool(size=max_num_reqs + 1, max_context_len=context_len + 4)
     assert rows["req_to_token pool"] == 2049 * (1048576 + 4) * 4
+    assert any(a.startswith("no --context-length: SGLang derives 1048576") for a in est.assumptions)  # type: ignore[attr-defined]
     # 8 GiB against 0.164 x 39 GiB left outside the static fraction: the KV pool's allocation
     # dies at start-up (sglang#12496's trace: init_memory_pool -> MHATokenToKVPool)
     assert verdict(est).level == "does_not_fit"  # type: ignore[arg-type]
     # an explicit --context-length keeps the old arithmetic (and fits)
     short = _sglang("gemma-3-4b", "a100-40gb-sxm", ctx=131072, runtime_version="0.4.4.post1")
     assert short.settings["ctx"] == 131072  # type: ignore[attr-defined]
+    assert not any("SGLang derives" in a for a in short.assumptions)  # type: ignore[attr-defined]
     assert verdict(short).level != "does_not_fit"  # type: ignore[arg-type]
 
 

@@ -476,6 +476,17 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             DeviceUsage(device=device_label(d, rank), components=comps, capacity_bytes=cap)
         )
     pool_note: tuple[str, ...] = ()
+    if (
+        settings.ctx is None
+        and spec.max_position_embeddings
+        and ctx != spec.max_position_embeddings
+    ):
+        pool_note = (
+            f"no --context-length: SGLang derives {ctx} tokens (max_position_embeddings "
+            f"{spec.max_position_embeddings} x the {spec.rope_scaling_type} rope_scaling factor, "
+            "get_context_length), which sizes the req_to_token pool; pass --context-length to "
+            "shrink it",
+        )
     if tokens is not None and tokens > 0:
         # managers/tp_worker.py (v0.4.6 and the stored newest): max_req_len = min(context_len
         # - 1, max_total_num_tokens - 1), max_req_input_len = max_req_len - 5, and only
@@ -487,7 +498,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 "'Memory pool size is too small'"
             )
         elif tokens < ctx:
-            pool_note = (pool_below_context_note(tokens, ctx),)
+            pool_note = (*pool_note, pool_below_context_note(tokens, ctx))
     return Estimate(
         model=model_info(spec),
         runtime="sglang",
