@@ -404,8 +404,13 @@ def check_run(
             else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
         )
         allow = os.environ.get(env, "").lower() in ("1", "true")
-        # vLLM's own limit where the spec holds the rope_scaling factor (vllm_max_model_len)
+        # vLLM's own limit where the spec holds the rope_scaling factor (vllm_max_model_len);
+        # SGLang's derived context_length (get_context_length: x the factor unless llama3/YaRN)
         longest = vllm_max_model_len(spec) if runtime == "vllm" else None
+        if runtime == "sglang":
+            from oomkit.estimate.sglang import sglang_context_len
+
+            longest = sglang_context_len(spec)
         what = f"max_position_embeddings ({limit})"
         if longest is not None and longest > limit:
             what = f"maximum ({longest}: max_position_embeddings x the rope_scaling factor)"

@@ -73,6 +73,7 @@ __all__ = [
     "multimodal_policy",
     "pool_below_context_note",
     "sglang_batch_defaults",
+    "sglang_context_len",
 ]
 
 #: NCCL communicator buffers created by ``init_torch_distributed`` before ``free0`` is read:
@@ -206,6 +207,40 @@ def pool_below_context_note(tokens: int, ctx: int) -> str:
     )
 
 
+def sglang_context_len(spec: ModelSpec) -> int | None:
+    """SGLang's default context length when ``--context-length`` is not given.
+
+    ``ModelConfig`` takes ``get_context_length(hf_text_config)`` (python/sglang/srt/
+    hf_transformers_utils.py, v0.4.4.post3 l.117-134, v0.4.9.post3 l.186-203; utils/
+    hf_transformers_utils.py in v0.5.5.post3 l.330-347): ``max_position_embeddings`` x the
+    ``rope_scaling`` ``factor``, except for ``rope_type`` "llama3" or a ``rope_scaling`` carrying
+    ``original_max_position_embeddings`` (YaRN), whose length already is the scaled one. So
+    Gemma 3 (``linear``, factor 8 over 131072) defaults to 1048576 tokens, which sizes the
+    ``ReqToTokenPool`` (``max_num_reqs x (context_len + 4)`` int32: 8 GiB at 2048 requests) and
+    the attention backends' CUDA-graph tables (0.5.5.post3 configs/model_config.py l.285-314:
+    "the derived context_length may differ from max_position_embeddings"; sgl-project/sglang
+    PR #4840: Gemma 3 4B had 0.07 GB left after its memory pool at 0.65 without a
+    ``--context-length``). None when the config gives no length.
+
+    >>> from oomkit.catalog.models import find_model
+    >>> sglang_context_len(find_model("gemma-3-12b").spec())
+    1048576
+    >>> sglang_context_len(find_model("llama-3.1-8b").spec())
+    131072
+    """
+    n = spec.max_position_embeddings
+    if not n:
+        return None
+    factor = spec.rope_scaling_factor
+    if (
+        factor is None
+        or spec.rope_scaling_type == "llama3"
+        or spec.rope_original_max_position_embeddings is not None
+    ):
+        return n
+    return int(factor * n)
+
+
 def _smi_total(d: DeviceTarget) -> int | None:
     """What ``nvidia-smi --query-gpu=memory.total`` prints for ``d``, which SGLang's defaults
     read (``get_nvgpu_memory_capacity``): a catalog card budgeted at its CUDA total reports
@@ -244,7 +279,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     mm = multimodal_policy(spec, settings.runtime_version)
     # CUDA-graph tables of the fa3 backend (chunked-attention models): sglang_graph_tables
     eff = sglang_effects(settings.runtime_version)
-    ctx = settings.ctx or spec.max_position_embeddings or 8192
+    ctx = settings.ctx or sglang_context_len(spec) or 8192
     graph_bs = graph_max_bs(eff, smallest, sglang_batch_defaults(smallest, tp)[1])
     tables = (
         None
@@ -441,6 +476,17 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             DeviceUsage(device=device_label(d, rank), components=comps, capacity_bytes=cap)
         )
     pool_note: tuple[str, ...] = ()
+    if (
+        settings.ctx is None
+        and spec.max_position_embeddings
+        and ctx != spec.max_position_embeddings
+    ):
+        pool_note = (
+            f"no --context-length: SGLang derives {ctx} tokens (max_position_embeddings "
+            f"{spec.max_position_embeddings} x the {spec.rope_scaling_type} rope_scaling factor, "
+            "get_context_length), which sizes the req_to_token pool; pass --context-length to "
+            "shrink it",
+        )
     if tokens is not None and tokens > 0:
         # managers/tp_worker.py (v0.4.6 and the stored newest): max_req_len = min(context_len
         # - 1, max_total_num_tokens - 1), max_req_input_len = max_req_len - 5, and only
@@ -452,7 +498,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 "'Memory pool size is too small'"
             )
         elif tokens < ctx:
-            pool_note = (pool_below_context_note(tokens, ctx),)
+            pool_note = (*pool_note, pool_below_context_note(tokens, ctx))
     return Estimate(
         model=model_info(spec),
         runtime="sglang",
