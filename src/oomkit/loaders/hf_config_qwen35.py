@@ -54,7 +54,10 @@ def qwen3_5_vision_params(f: Fields) -> int:
     h = v.integer("hidden_size")
     inter = v.integer("intermediate_size")
     depth = v.integer("depth")
-    patch, t_patch = v.integer("patch_size", default=16), v.integer("temporal_patch_size", default=2)
+    patch, t_patch = (
+        v.integer("patch_size", default=16),
+        v.integer("temporal_patch_size", default=2),
+    )
     channels = v.integer("in_channels", default=3)
     merged = h * v.integer("spatial_merge_size", default=2) ** 2
     out = v.integer("out_hidden_size")
