@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from oomkit.catalog.models import find_model
+from oomkit.catalog.models import find_model, ollama_default_quant
 from oomkit.cli import main
 from oomkit.estimate.llamacpp import gguf_arch
 from oomkit.loaders.hf_config import parse_config
@@ -130,9 +130,11 @@ def test_hybrid_stack_and_llamacpp_tensors() -> None:
     assert dense.intermediate_size == 3584
 
 
-def test_hf_repo_ids_resolve() -> None:
+def test_hf_repo_ids_and_ollama_tags_resolve() -> None:
     assert find_model("Qwen/Qwen3.5-35B-A3B").key == "qwen3.5-35b-a3b"
     assert find_model("Qwen/Qwen3.5-0.8B").key == "qwen3.5-0.8b"
+    assert find_model("qwen3.5:35b").key == "qwen3.5-35b-a3b"
+    assert ollama_default_quant("qwen3.5:35b") == "Q4_K_M"
 
 
 @pytest.mark.parametrize("runtime", ["llamacpp", "vllm", "ollama", "transformers"])
