@@ -87,6 +87,11 @@ _GGUF_ARCH: Mapping[str, str] = {
     "qwen3_moe": "qwen3moe",
     "qwen2_moe": "qwen2moe",
     "qwen3_next": "qwen3next",
+    # llama.cpp llama-arch.cpp LLM_ARCH_QWEN35 "qwen35", LLM_ARCH_QWEN35MOE "qwen35moe"
+    "qwen3_5": "qwen35",
+    "qwen3_5_text": "qwen35",
+    "qwen3_5_moe": "qwen35moe",
+    "qwen3_5_moe_text": "qwen35moe",
     "deepseek_v2": "deepseek2",
     "deepseek_v3": "deepseek2",
     "kimi_k2": "deepseek2",

@@ -13,6 +13,7 @@ from math import ceil
 from typing import Any
 
 from oomkit.loaders.hf_config_fields import Fields, parse_quantization
+from oomkit.loaders.hf_config_qwen35 import qwen3_5
 from oomkit.spec.model import (
     LAYER_FULL,
     LAYER_LINEAR,
@@ -22,7 +23,13 @@ from oomkit.spec.model import (
     RecurrentSpec,
 )
 
-__all__ = ["ADAPTERS", "gemma3_vision_params", "llama4_vision_params"]
+__all__ = [
+    "ADAPTERS",
+    "finish",
+    "gated_delta_kw",
+    "gemma3_vision_params",
+    "llama4_vision_params",
+]
 
 
 def _kw(f: Fields) -> dict[str, Any]:
@@ -175,6 +182,20 @@ def _qwen3_next(f: Fields, source: str) -> ModelSpec:
     from oomkit.loaders.hf_config_families import _qwen_moe
 
     kw = _kw(f)
+    gated_delta_kw(f, kw)
+    kw["moe"] = _qwen_moe(f, kw, shared=True)
+    return _finish(f, kw, source)
+
+
+def finish(f: Fields, kw: dict[str, Any], source: str) -> ModelSpec:
+    """The ModelSpec from decoder keyword arguments (``source`` and the notes added)."""
+    return _finish(f, kw, source)
+
+
+def gated_delta_kw(f: Fields, kw: dict[str, Any]) -> None:
+    """Set the Qwen3-Next / Qwen3.5 hybrid fields in ``kw``: q/k norms, the layer pattern
+    (``layer_types``, else every ``full_attention_interval``-th layer is full attention) and
+    the gated-delta-net recurrent state."""
     n = kw["num_hidden_layers"]
     kw["qk_norm"] = True
     kw["sliding_window"] = None
@@ -204,8 +225,6 @@ def _qwen3_next(f: Fields, source: str) -> ModelSpec:
         ssm_state_elements=k_dim * d_inner,
         conv_bias=False,
     )
-    kw["moe"] = _qwen_moe(f, kw, shared=True)
-    return _finish(f, kw, source)
 
 
 def _gpt2(f: Fields, source: str) -> ModelSpec:
@@ -380,6 +399,10 @@ ADAPTERS: dict[str, Callable[[Fields, str], ModelSpec]] = {
     "Mamba2ForCausalLM": _mamba2,
     "GraniteMoeHybridForCausalLM": _granite_hybrid,
     "Qwen3NextForCausalLM": _qwen3_next,
+    "Qwen3_5ForConditionalGeneration": qwen3_5,
+    "Qwen3_5MoeForConditionalGeneration": qwen3_5,
+    "Qwen3_5ForCausalLM": qwen3_5,
+    "Qwen3_5MoeForCausalLM": qwen3_5,
     "GPT2LMHeadModel": _gpt2,
     "GPTNeoXForCausalLM": _gpt_neox,
     "OPTForCausalLM": _opt,

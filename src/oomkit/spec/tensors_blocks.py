@@ -129,6 +129,17 @@ _STYLES: dict[str, _Style] = {
     "GPTNeoXForCausalLM": _Style(fused_qkv=True),
     "FalconForCausalLM": _Style(fused_qkv=True, ffn_norm=None),
     "Qwen3NextForCausalLM": _Style(ffn_norm="post_attention_norm", q_gate=True),
+    # llama.cpp src/models/qwen35.cpp load_arch_tensors: the same block layout as qwen3next
+    # (attn_post_norm, attn_q of 2 x n_head x head_dim), ssm_alpha/ssm_beta instead of ssm_ba
+    **{
+        arch: _Style(ffn_norm="post_attention_norm", q_gate=True)
+        for arch in (
+            "Qwen3_5ForConditionalGeneration",
+            "Qwen3_5ForCausalLM",
+            "Qwen3_5MoeForConditionalGeneration",
+            "Qwen3_5MoeForCausalLM",
+        )
+    },
 }
 # OPT and BERT are laid out like this too; their extra tensors come from ModelSpec fields.
 

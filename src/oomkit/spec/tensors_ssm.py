@@ -68,6 +68,12 @@ def gated_delta_net(b: Builder, spec: ModelSpec, i: int) -> None:
     b.add("ssm_conv1d.weight", (conv_dim, rec.d_conv), i)  # no bias in Qwen3-Next
     b.add("ssm_dt.bias", (rec.n_heads,), i)
     b.add("ssm_a", (rec.n_heads,), i)
-    b.add("ssm_ba.weight", (2 * rec.n_heads, hidden), i)
+    if spec.architecture.startswith("Qwen3_5"):
+        # llama.cpp src/models/qwen35.cpp load_arch_tensors: HF Qwen3.5 keeps in_proj_b and
+        # in_proj_a apart (ssm_beta, ssm_alpha [n_v_heads, H] each) where Qwen3-Next fuses them
+        b.add("ssm_beta.weight", (rec.n_heads, hidden), i)
+        b.add("ssm_alpha.weight", (rec.n_heads, hidden), i)
+    else:
+        b.add("ssm_ba.weight", (2 * rec.n_heads, hidden), i)
     b.add("ssm_norm.weight", (rec.head_dim,), i)
     b.add("ssm_out.weight", (hidden, value_dim), i)
