@@ -150,6 +150,16 @@ def _killed(m: re.Match[str]) -> str:
     return whole[: m.start(name) - at] + "Killed" + whole[m.end(name) - at :]
 
 
+# (docrec30) the pinyin input method's homophone of 显存 (xiǎncún, video memory): 现存 (xiàncún,
+# "existing"), typed where VRAM is meant: "出现现存溢出", "报现存不够", "16G现存", "GPU现存有16G".
+# Read as 显存 only beside what VRAM takes: a size or a GPU before it, an overflow / shortage /
+# blow-up after it (not "现存的问题", the existing problems)
+_IME_VRAM = re.compile(
+    r"(?:(?<=[GgMm])|(?<=[GgMm][Bb])|(?<=以上)|(?<=GPU)|(?<=gpu)|(?<=显卡)|(?<=顯卡))现存|"
+    r"现存(?=溢出|不够|不夠|不足|爆|耗尽|占满|OOM|oom)"
+)
+
+
 def delocalize(text: str) -> str:
     """``text`` with glibc's translated memory messages put back in English (see the module
     docstring); unchanged when it holds none.
@@ -162,8 +172,12 @@ def delocalize(text: str) -> str:
     '直接把无法分配内存的问题'
     >>> delocalize("o processo foi Morto ontem")
     'o processo foi Morto ontem'
+    >>> delocalize("bs=1也出现现存溢出; 现存的问题")
+    'bs=1也出现显存溢出; 现存的问题'
     """
     if text.isascii() and _ASCII_GATE.search(text) is None:
         return text
     text = _MESSAGE.sub("Cannot allocate memory", text)
+    if "现存" in text:
+        text = _IME_VRAM.sub("显存", text)
     return _KILLED.sub(_killed, text)

@@ -20,6 +20,11 @@ source:
   implementation for node <n> due to insufficient workspace. See verbose log for requested
   sizes.)`` -- the workspace is a memory pool (since 8.4 the device's memory by default); the same
   sentence without the workspace (an unsupported layer) is not memory.
+* TensorRT's Myelin compiler status (closed source; the builder prints ``Error Code 1: Myelin
+  (<status> : <message>)`` with Myelin's own status name, as in ``myelinVersionMismatch :
+  Compiled against cuBLAS ...``, NVIDIA/TensorRT issues): ``myelinExceededMemBudget : Exceeded
+  memory budget``, the fused graph needs more than the builder's memory budget (its workspace /
+  memory-pool limit); the status name alone decides where the message is cut ("... : Exceed").
 * PowerInfer's GPU split (``SJTU-IPADS/PowerInfer:llama.cpp``, ``llm_load_sparse_model_tensors``):
   ``GGML_ASSERT(vram_allocated_bytes < vram_capacity)`` after the buffered tensor allocator placed
   the hot neurons' weights; from commit 9d72668 ``GGML_ASSERT_DBG(vram_allocated_bytes <=
@@ -68,6 +73,7 @@ _TRT_NO_TACTIC = re.compile(
     r"[Cc]ould not find any implementation for node (?P<node>.{1,160}?)"
     r"(?:, try increasing the workspace size| due to insufficient workspace)"
 )
+_MYELIN_BUDGET = re.compile(r"\bmyelinExceededMemBudget\b")
 _MNN_ALLOC = re.compile(r"(?<![A-Za-z])Alloc memory error for (?P<what>\w[\w ]{0,60})")
 _TFLM = re.compile(
     r"Failed to (?:resize buffer|allocate tail memory)\. Requested: ?(?P<r>\d{1,20}), "
@@ -83,6 +89,7 @@ _PREFILTER = needles_re(
         "Requested: ",
         "Arena size",
         "any implementation for node",
+        "myelinExceededMemBudget",
     )
 )
 
@@ -115,6 +122,16 @@ def _event(line: str, n: int) -> OomEvent | None:
                 stage="compile",
                 detail=m5["node"].strip()[:120],
             )
+    if "myelinExceededMemBudget" in line and _MYELIN_BUDGET.search(line) is not None:
+        return _ev(
+            "workspace_alloc_failed",
+            "trt_myelin_mem_budget",
+            "tensorrt",
+            line,
+            n,
+            stage="compile",
+            detail="Myelin: exceeded the builder's memory budget",
+        )
     if "vram_allocated_bytes" in line:
         m2 = _POWERINFER.search(line)
         if m2 is not None:

@@ -92,9 +92,16 @@ _CTX_FAIL = re.compile(r"failed to create (?:a )?(?:llama[_ ])?context\b", re.IG
 _MAMBA = re.compile(
     r"max_num_seqs \((?P<n>\d{1,9})\) exceeds available Mamba cache blocks \((?P<b>\d{1,12})\)"
 )
+# ComfyUI's log endpoint (``api_server/routes/internal/internal_routes.py`` ``get_logs``: ``"".join(
+# l["t"] + " - " + l["m"] ...)``, one ISO-timestamped entry per ``write``) joins entries without a
+# newline, so the cut message may run on into the next entry's "<ISO timestamp> - "; custom nodes
+# print the exception after their own "Error during inference:" style prefix; the next entry's
+# timestamp right after the cut text is itself the sign (whatever came before it)
 _COMFY_CUT = re.compile(
-    r"(?:!!! Exception during processing ?!!!|OutOfMemoryError:|Exception Message:\*{0,2}) "
-    r"{0,4}Allocation on device\s{0,8}$"
+    r"(?:!!! Exception during processing ?!!!|OutOfMemoryError:|Exception Message:\*{0,2}|"
+    r"\b(?:[Ee]rror|[Ee]xception|[Ff]ailed)\b[\w ]{0,40}:) "
+    r"{0,4}Allocation on device\s{0,8}$|"
+    r"\bAllocation on device\s{1,8}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d"
 )
 _COMFY_GOT = "Got an OOM, unloading all loaded models"
 _COMFY_VAE = re.compile(

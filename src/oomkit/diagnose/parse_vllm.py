@@ -4,7 +4,11 @@ vLLM errors: V1 ``check_enough_kv_cache_memory`` (``vllm/v1/core/kv_cache_utils.
 ``model's`` and older ``models's`` spelling), V0 ``raise_if_cache_size_invalid`` (``The model's max
 seq len (X) is larger than the maximum number of tokens that can be stored in KV cache (Y)``), ``No
 available memory for the cache blocks``, the startup guard ``Free memory on device (F/T GiB) on
-startup is less than desired GPU memory utilization (U, X GiB)``, the sampler warm-up OOM. Profiling
+startup is less than desired GPU memory utilization (U, X GiB)``, the sampler warm-up OOM, V0's
+scheduler aborting when a preempted sequence group cannot be swapped out (``vllm/core/scheduler.py``
+``_swap_out``: ``Aborted due to the lack of CPU swap space. Please increase the swap space to avoid
+this error.``: the GPU KV blocks ran out, and so did the ``--swap-space`` GiB of CPU blocks that
+preemption by swapping, used for beam search and n > 1, moves them to). Profiling
 lines (V0 one-line and tabular forms, ``Memory profiling results: k=v``, V1 ``Available KV cache
 memory``, ``GPU KV cache size: N tokens``, ``# GPU blocks``, ``Model loading took X GiB``); vLLM's
 "GB" in "Loading model weights took X GB" is GiB (it divides by 2**30).
@@ -49,6 +53,7 @@ _V0_KV = re.compile(
     r"max seq len \((?P<mml>\d{1,9})\) is larger than the max\w{0,4} number of tokens that can "
     r"be stored in KV cache(?: \((?P<cap>\d{1,12})\))?"
 )
+_V0_SWAP = re.compile(r"Aborted due to the lack of CPU swap space\b")
 _STARTUP = re.compile(
     r"(?i:free) memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>"
     + _F
@@ -157,6 +162,7 @@ _NEEDLES = (
     "Not enough memory",
     "Not enought memory",
     "KV cache pool is full",
+    "lack of CPU swap space",
     "TensorRT-LLM",
     "insufficient GPU memory",
     "KV cache size",
@@ -366,6 +372,8 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
             text=line[:600],
             stage="runtime",
         )
+    if "lack of CPU swap space" in line and _V0_SWAP.search(line) is not None:
+        return _vllm_event("kv_swap_exhausted", "vllm_v0_swap_space", line, n, stage="runtime")
     if "TensorRT-LLM" in line and "out of memory" in line and "[ERROR]" in line:
         return OomEvent(
             runtime="tensorrt-llm",

@@ -29,6 +29,14 @@ that must stay silent are in ``tests/test_doctor_prose_wordings.py``:
   llm/server.go``) quoted without its sizes, "requires more system memory than is available";
 * **a sequence larger than the whole KV cache**: "hangs when a single sequence is larger than the
   system's KV cache size" (not "smaller than the KV cache");
+* **a memory that keeps getting bigger** (the verb form): "cuda memory usage becomes bigger and
+  bigger", "the memory was keeping getting larger" (not "memory gets larger with the batch");
+* **an explosion verb with the memory as object**: "explodes the 24GB of memory", "blows up gpu1
+  vram" (not "the GPU exploded", "avoid blowing up memory");
+* **a program that cannot get enough memory**: "does not allocate enough GPU memory for the KV
+  cache", "I haven't enough VRAM", "CUDA report me that i haven't enough free space" (not
+  "enough memory bandwidth", "not enough space on the disk"); **a buffer allocation error** in a
+  title (not "buffer allocation error handling");
 * **a memory problem with a big batch or input**: "has a problem with memory when the model runs
   with a huge batch size", "memory problem with large images" (not "a problem with memory
   alignment"; a bare "memory problem" stays silent, as in ``parse_wordings_titles``);
@@ -374,6 +382,65 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             "할당",
         ),
         _TRIED_I18N,
+    ),
+    (
+        # (docrec30) a memory that keeps getting bigger, the verb form of "the continuous rising
+        # of gpu memory" (a leak report, as "keeps growing" is): "cuda memory usage becomes
+        # bigger and bigger", "the GPU memory will become higher and higher", "the memory was
+        # keeping getting larger"; the comparative doubled or kept, not "memory gets larger with
+        # the batch size"
+        ("bigger", "higher", "larger", "greater"),
+        re.compile(
+            r"\b(?:memory|vram|ram)(?: (?:usage|use|consumption|footprint|occupation|occupancy))?"
+            r"(?: (?:will|would|is|was|are|were|just|also|always|then|seems to|starts? to)){0,2}"
+            r" (?:(?:becom(?:e|es|ing)|became|gets?|getting|got|grows?|growing|grew|goes|going|"
+            r"went) (?P<cmp>bigger|higher|larger|greater) and (?P=cmp)\b|"
+            r"(?:keeps?|kept|keeping) (?:on )?getting (?:bigger|higher|larger|greater)\b)",
+            _I,
+        ),
+    ),
+    (
+        # (docrec30) a verb of explosion with the memory as its object, the verb form of "memory
+        # explosion": "explodes the 24GB of memory in a 4090", "then blows up gpu1 vram"; not
+        # "the GPU exploded", "to avoid blowing up memory"
+        ("explod", "blow", "blew"),
+        re.compile(
+            r"(?<!to )(?<!not )(?<!n't )(?<!avoid )(?<!avoids )(?<!without )(?<!prevent )"
+            r"(?<!never )\b(?:explod(?:es|ed|ing)|blow(?:s|ing)? up|blew up) (?:the |my |all "
+            r"(?:the |of the )?)?(?:\d{1,4}(?:\.\d{1,2})? ?(?:GB|G|GiB) (?:of )?)?"
+            r"(?:(?:gpu ?\d{0,2}|cuda|video|host|system|device) )?(?:memory|vram|ram)\b",
+            _I,
+        ),
+    ),
+    (
+        # (docrec30) a program that cannot get enough memory: "the generated config does not
+        # allocate enough GPU memory for the KV cache", "couldn't reserve enough VRAM"; not
+        # "enough memory bandwidth"
+        ("enough",),
+        re.compile(
+            r"(?:\b(?:does not|doesn'?t|did not|didn'?t|cannot|can'?t|could not|couldn'?t|unable "
+            r"to|failed to|fails to) (?:allocate|reserve|obtain|get|find)|\b(?:haven'?t|hasn'?t)"
+            r"(?: got)?) enough (?:free |available )?(?:(?:gpu|cuda|video|device|host|system) )?"
+            r"(?:memory|vram|ram)\b(?! (?:bandwidth|info|information)\b)|"
+            # CUDA's "out of memory" retold as space: "CUDA report me that i haven't enough free
+            # space to complete the operation" (not "not enough space on the disk")
+            r"\b(?:cuda|gpu|vram)\b[^.!?\n]{0,80}?\b(?:haven'?t|hasn'?t|have not|has not|"
+            r"don'?t have|doesn'?t have|not) (?:got )?enough (?:free )?space\b"
+            r"(?! (?:on|in|for) (?:the |my )?(?:disk|drive|ssd|hdd|partition|volume|folder|"
+            r"directory|dataset|checkpoint|cache|download))",
+            _I,
+        ),
+    ),
+    (
+        # (docrec30) a buffer's allocation that failed, as users title llama.cpp's / Ollama's
+        # "failed to allocate buffer": "Buffer Allocation Error Without Manual Context Trim"; not
+        # "buffer allocation error handling"
+        ("buffer allocation",),
+        re.compile(
+            r"\bbuffer allocation (?:error|errors|fail(?:s|ed|ure|ures)?)\b"
+            r"(?! (?:handling|handler|is handled|path|code|test))",
+            _I,
+        ),
     ),
     (
         # vLLM V0's scheduler when a prompt can never fit the KV blocks (vllm-project/vllm:

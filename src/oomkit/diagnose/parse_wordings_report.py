@@ -100,6 +100,8 @@ _PRED_AFTER = re.compile(
     # "VRAM is not freed when X falls back", "its related memory is not freed"
     r"(?:is |was |are |were )?(?:not|never|\w{1,6}n't) (?:being |getting )?"
     r"(?:free[ds]?|release[ds]?|clear(?:ed|s)?|deallocated?|return(?:ed|s)?|reclaim(?:ed|s)?)\b|"
+    # (docrec30) "30mb of gpu memory which could not be released" after every backward
+    r"(?:that |which )?(?:could|can|would)(?: ?not|n't) be (?:freed|released|reclaimed)\b|"
     # "the gpu memory is still occupied by the process" after the program finished (heldout24)
     r"(?:is |was |are |were |remains? )still (?:being )?occupied\b|"
     r"fill(?:s|ed|ing)?(?: up)?\b|fulled|"
@@ -162,8 +164,11 @@ _PRED_BEFORE = re.compile(
     r"\b(?:(?:uses?|used|using|takes?|took|taking|consumes?|consumed|consuming|sucks?|sucked) up|"
     r"eats?|ate|eating|fill(?:s|ed|ing)?|fulled|max(?:es|ed|ing)|"
     r"exhausts?|exhausted|exhausting|devours?|devoured|chews?|chewed|blows? through|"
-    r"blew through) (?:up )?(?:all|the whole|the entire|the full|100 ?%|"
-    rf"every (?:bit|byte)|almost all|nearly all)(?: of)? {_AMOUNT}{_SIZE_OF}{_CORE}|"
+    # (docrec30) "pumps all the RAM", "saturates all of the VRAM"
+    r"blew through|pumps?|pumped|pumping|saturates?|saturated|saturating) (?:up )?"
+    r"(?:all|the whole|the entire|the full|100 ?%|"
+    rf"every (?:bit|byte)|almost all|nearly all)(?: of)? {_AMOUNT}{_SIZE_OF}{_CORE}"
+    r"(?! (?:bandwidth|bus|controller|channels?|speed|clock)\b)|"
     # "fulled the GPU memory", "filled up my VRAM", "maxes out the RAM"
     r"\b(?:fulled|filled up|fills up|filling up|maxe[sd] out|maxing out|used up|uses up|"
     r"eats up|ate up|eating up|blows up|blew up|blowing up|overflows|overflowed|overflowing|"

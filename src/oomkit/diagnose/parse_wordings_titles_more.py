@@ -305,6 +305,15 @@ _FAMILIES_I18N_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
+        # (docrec30) bash's "Killed" quoted inside CJK prose as what appeared: "运行解冻后的epoch会
+        # 出现killed的现象" (the phenomenon "killed" appears), "终端显示Killed", "报killed"; not
+        # "我kill了进程" (an active kill: no shown / appeared before it)
+        ("kill",),
+        re.compile(
+            r"(?:出现|出現|显示|顯示|提示|报错|報錯|报|報|遇到)\s?[\"'“「]?(?:killed|Killed|KILLED)(?![A-Za-z])"
+        ),
+    ),
+    (
         # Japanese, Korean, French, Spanish, Portuguese, Italian, German, Russian "memory leak"
         (
             "メモリ",

@@ -88,6 +88,29 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
+    if e.kind == "kv_swap_exhausted":
+        # vllm/core/scheduler.py _swap_out: preemption by swapping (beam search, n > 1) found no
+        # free CPU block in the --swap-space pool: the GPU KV blocks were full first
+        return Analysis(
+            cause="kv_cache_or_context",
+            confidence=0.5,
+            explanation="vLLM's scheduler aborted: the GPU KV cache was full, so it preempted a "
+            "sequence group by swapping its KV blocks to CPU, and the CPU swap space "
+            "(--swap-space GiB per GPU) had no room left either.",
+            fixes=(
+                generic(
+                    "Fewer concurrent sequences",
+                    "each running sequence (every beam / every one of n samples) holds KV "
+                    "blocks; fewer at once means no preemption.",
+                    ("--max-num-seqs 64",),
+                ),
+                generic(
+                    "More CPU swap space",
+                    "the swap pool is --swap-space GiB of host RAM per GPU (default 4).",
+                    ("--swap-space 16",),
+                ),
+            ),
+        )
     if e.runtime == "sglang":
         mfs = e.mem_fraction_static or ctx.mem_fraction_static
         new = f"{min(0.95, mfs + 0.05):.2f}" if mfs else "0.9"

@@ -53,6 +53,15 @@ TORCH: tuple[Wording, ...] = (
         "memory)",
     ),
     _w(
+        "comfyui",
+        _PT + "c10/cuda/CUDAMallocAsyncAllocator.cpp (the device index printed as a char cuts the "
+        "text) read through ComfyUI's log endpoint (api_server/routes/internal/internal_routes.py "
+        "get_logs joins '<ISO time> - <write>' entries without a newline; docrec30)",
+        "Allocation on device %d would exceed allowed memory. (out of memory)",
+        "2025-03-24T17:01:07.440479 - Error during inference: Allocation on device "
+        "2025-03-24T17:01:07.440479 - ",
+    ),
+    _w(
         "pytorch",
         _PT + "c10/core/impl/alloc_cpu.cpp",
         "DefaultCPUAllocator: can't allocate memory: you tried to allocate %d bytes. Error code "

@@ -79,6 +79,16 @@ ENGINES: tuple[Wording, ...] = (
         "verbose log for requested sizes.)",
     ),
     _w(
+        "tensorrt",
+        "TensorRT's Myelin compiler status (closed source; printed as 'Error Code 1: Myelin "
+        "(<status> : <message>)' like myelinVersionMismatch, NVIDIA/TensorRT issues); the paste "
+        "cut after the status name (docrec30)",
+        "[codeGenerator.cpp::compileGraph::%d] Error Code 1: Myelin (myelinExceededMemBudget : "
+        "Exceeded memory budget ...)",
+        "[E] [TRT] 1: [codeGenerator.cpp::compileGraph::476] Error Code 1: Myelin "
+        "(myelinExceededMemBudget : Exceed",
+    ),
+    _w(
         "ggml",
         _GGML + "; the paste cut inside the API's name",
         "%s: allocating %.2f MiB on device %d: cudaMalloc failed: %s",
@@ -210,6 +220,8 @@ ENGINES_MORE: tuple[Wording, ...] = (
 
 #: the same words where nothing failed for lack of memory
 ENGINES_NEAR_MISSES: tuple[str, ...] = (
+    "[graphContext.h::MyelinGraphContext::26] Error Code 1: Myelin (myelinVersionMismatch : "
+    "Compiled against cuBLAS 11.3.0.0 but running against cuBLAS 11.2.1.0.)",
     # other CUDA / cuDNN / cuBLAS statuses in the same TensorRT macro
     "../rtSafe/safeRuntime.cpp (25) - Cuda Error in execute: 700 (an illegal memory access was "
     "encountered)",

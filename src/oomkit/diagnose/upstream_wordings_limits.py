@@ -104,6 +104,17 @@ LIMITS: tuple[Wording, ...] = (
         "exceeds the capacity of block_manager",
     ),
     _w(
+        "vllm",
+        "vllm-project/vllm:vllm/core/scheduler.py (Scheduler._swap_out: preemption by swapping "
+        "found no free CPU block in the --swap-space pool; raised through the engine, docrec30)",
+        "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid "
+        "this error.",
+        "ValueError: a python exception was caught while processing the async generator: "
+        "MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the "
+        "original error: RuntimeError('Aborted due to the lack of CPU swap space. Please "
+        "increase the swap space to avoid this error.').",
+    ),
+    _w(
         "kvcached",
         "ovg-project/kvcached:kvcached/kv_cache_manager.py (KVCacheManager.alloc: warns, then "
         "returns None; the elastic KV pool has fewer free blocks than the step needs)",
@@ -217,4 +228,5 @@ LIMITS_NEAR_MISSES: tuple[str, ...] = (
     "Warning: Buffer size (0) exceeds nothing",
     "[kvcached][INFO] available_size()=40 >= need_size=30",
     "Input prompt (1217 tokens) is within the capacity of block_manager",
+    "INFO 04-08 11:37:49 cache_engine.py:104] CPU swap space: 4.00 GiB, # CPU blocks: 2048",
 )
