@@ -111,9 +111,11 @@ def test_vllm_on_windows_is_named_not_silently_modelled(capsys: pytest.CaptureFi
     """vLLM has no native Windows build: --os windows with vLLM was answered "fits" without a
     word (and --ram's commit check does not apply to it); the user is told to model WSL 2."""
     argv = ["estimate", "llama-3.1-8b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "8k"]
-    assert main([*argv, "--os", "windows", "--offline"]) == 0
+    # 0 fits / 4 tight: the level is the band's (V1's penalty/log-probs term, vllm_penalties,
+    # tips this 4090 with a display to "tight"); the warning is what this test is about
+    assert main([*argv, "--os", "windows", "--offline"]) in (0, 4)
     assert "vLLM does not run on native Windows" in capsys.readouterr().err
-    assert main([*argv, "--os", "wsl", "--offline"]) == 0
+    assert main([*argv, "--os", "wsl", "--offline"]) in (0, 4)
     assert "native Windows" not in capsys.readouterr().err
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "ForwardPeak",
     "forward_peak_bytes",
     "padded_vocab",
+    "sampler_bytes_per_entry",
     "sampler_peak_bytes",
 ]
 
@@ -117,6 +118,19 @@ def padded_vocab(vocab_size: int, tp: int = 1) -> int:
     return ceil_div(vocab_size, _VOCAB_PAD) * _VOCAB_PAD
 
 
+def sampler_bytes_per_entry(n_seqs: int, *, flashinfer: bool, triton: bool) -> int:
+    """Bytes per row per vocabulary entry of the top-k/top-p path (the fp32 copy included).
+
+    >>> sampler_bytes_per_entry(1024, flashinfer=True, triton=False)
+    12
+    """
+    if flashinfer:
+        return FLASHINFER_SAMPLER_BYTES_PER_ENTRY
+    if triton and n_seqs >= TRITON_SAMPLER_MIN_ROWS:
+        return TRITON_SAMPLER_BYTES_PER_ENTRY
+    return SORT_SAMPLER_BYTES_PER_ENTRY
+
+
 def sampler_peak_bytes(
     spec: ModelSpec,
     *,
@@ -133,11 +147,6 @@ def sampler_peak_bytes(
     ``triton``: vLLM 0.17-0.20's Triton top-k/top-p (:data:`TRITON_SAMPLER_BYTES_PER_ENTRY`)
     from :data:`TRITON_SAMPLER_MIN_ROWS` rows on, the sort below that.
     """
-    if flashinfer:
-        per_entry = FLASHINFER_SAMPLER_BYTES_PER_ENTRY
-    elif triton and n_seqs >= TRITON_SAMPLER_MIN_ROWS:
-        per_entry = TRITON_SAMPLER_BYTES_PER_ENTRY
-    else:
-        per_entry = SORT_SAMPLER_BYTES_PER_ENTRY
+    per_entry = sampler_bytes_per_entry(n_seqs, flashinfer=flashinfer, triton=triton)
     model_dtype_logits = n_seqs * padded_vocab(spec.vocab_size, tp) * logits_elem_bytes
     return model_dtype_logits + n_seqs * spec.vocab_size * per_entry

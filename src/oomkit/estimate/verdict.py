@@ -93,7 +93,8 @@ much depends on the longest prompt actually sent, so it is a band term (a prompt
 context length), not part of the device total. vLLM with prompt log-probs
 (``--prompt-logprobs``): the sampler's vocabulary-wide fp32 rows for a step of prompt tokens,
 which the profile run never allocates (``runtime_details["prompt_logprobs_bytes"]``,
-:mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason. transformers
+:mod:`oomkit.estimate.vllm_logprobs`), are a band term for the same reason, as are V1's penalty
+counts and log-probs the dummy sampler skips (:mod:`oomkit.estimate.vllm_penalties`). transformers
 before 4.36 (no SDPA, PR #26572): the eager attention's ``B x a x S x S`` scores and their
 fp32 softmax at prefill (``runtime_details["eager_scores_bytes"]``), quadratic in the prompt
 actually sent, likewise. transformers with an MXFP4 checkpoint (gpt-oss): the bytes the experts
@@ -112,11 +113,7 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
-from oomkit.estimate.verdict_advice import (
-    PROMPT_LOGPROBS,
-    int_detail,
-    safe_change,
-)
+from oomkit.estimate.verdict_advice import int_detail, safe_change
 from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
 from oomkit.estimate.verdict_runtime import (
@@ -124,6 +121,7 @@ from oomkit.estimate.verdict_runtime import (
     MXFP4_DEQUANT,
     POOL_GROWTH,
     SORT_SAMPLER,
+    VLLM_ASKED_TERMS,
     pool_is_a_cap,
     sglang_cap,
     tight_overs,
@@ -358,9 +356,10 @@ def _device_margin(
         mx = est.runtime_details.get("mxfp4_dequant_bytes")
         if isinstance(mx, Mapping) and isinstance(mx.get(d.device), int) and mx[d.device]:
             terms.append((MXFP4_DEQUANT, int(mx[d.device])))
-        logprobs = est.runtime_details.get("prompt_logprobs_bytes")
-        if isinstance(logprobs, Mapping) and isinstance(logprobs.get(d.device), int):
-            terms.append((PROMPT_LOGPROBS, int(logprobs[d.device])))
+        for key, label in VLLM_ASKED_TERMS:  # vLLM sampler tensors only some requests ask for
+            asked = est.runtime_details.get(key)
+            if isinstance(asked, Mapping) and isinstance(asked.get(d.device), int):
+                terms.append((label, int(asked[d.device])))
     unified = _unified(platform, index) if gpu else None
     if unified is not None and seg != "apple":
         terms.append((_APU_SHARE, int(unified * APU_UNREACHABLE_FRACTION)))

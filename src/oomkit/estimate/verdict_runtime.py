@@ -3,8 +3,9 @@
 Split out of :mod:`oomkit.estimate.verdict` (pure): transformers' eager attention scores before
 4.36, llama.cpp's legacy CUDA pool, vLLM's CUDA graphs captured after the KV cache and the
 memory a lowered ``gpu_memory_utilization`` leaves to other processes, the profile sampler's
-sort where FlashInfer is missing, and the runtimes that start with a KV pool shorter than the
-context (SGLang; vLLM before 0.2.7) and cap or hang a request instead of refusing to start.
+sort where FlashInfer is missing, V1's penalties and log-probs the profile never samples, and
+the runtimes that start with a KV pool shorter than the context (SGLang; vLLM before 0.2.7) and
+cap or hang a request instead of refusing to start.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from oomkit.estimate.verdict_advice import (
     ALLOCATOR_SPLIT,
     GRAPHS_AFTER_KV,
     OTHER_TENANTS,
+    PROMPT_LOGPROBS,
     int_detail,
 )
+from oomkit.estimate.vllm_penalties import WHAT as PENALTIES_WHAT
 from oomkit.units import format_bytes
 
 __all__ = [
@@ -28,8 +31,10 @@ __all__ = [
     "ONLINE_FP8_LOAD_RISK",
     "ONLINE_FP8_LOAD_WHAT",
     "POOL_GROWTH",
+    "SAMPLER_REQUESTS",
     "SGLANG_OUTSIDE_WHAT",
     "SORT_SAMPLER",
+    "VLLM_ASKED_TERMS",
     "online_fp8_load_over",
     "pool_is_a_cap",
     "sglang_cap",
@@ -127,6 +132,15 @@ def vllm_other_tenants(est: Estimate, capacity: int) -> tuple[str, int] | None:
     )
     return label, int((default - util) * capacity)
 
+
+#: V1 penalties / log-probs a served request can ask for (:mod:`oomkit.estimate.vllm_penalties`)
+SAMPLER_REQUESTS = PENALTIES_WHAT
+#: vLLM's per-device ``runtime_details`` of sampler tensors only some requests ask for, and
+#: their band-term labels
+VLLM_ASKED_TERMS = (
+    ("prompt_logprobs_bytes", PROMPT_LOGPROBS),
+    ("sampler_request_bytes", SAMPLER_REQUESTS),
+)
 
 SORT_SAMPLER = (
     "profile sampler sorting [max_num_seqs, vocab] where FlashInfer is not installed "

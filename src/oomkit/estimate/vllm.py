@@ -38,7 +38,7 @@ from math import ceil
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.checks import vllm_len_cap
-from oomkit.estimate.hf_activations import forward_peak_bytes
+from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_bytes_per_entry
 from oomkit.estimate.hf_kv import (
     KvLayer,
     kv_bytes,
@@ -63,8 +63,9 @@ from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
+from oomkit.estimate.vllm_penalties import request_sampler_extra_bytes
 from oomkit.estimate.vllm_release import release_rules
-from oomkit.estimate.vllm_sampler import sampler_peaks
+from oomkit.estimate.vllm_sampler import sampler_path, sampler_peaks
 from oomkit.estimate.vllm_v0_chunked import v0_batched_tokens
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -96,6 +97,9 @@ class VllmPlan:
     sampler_bytes: int
     #: the sort sampler's extra profile peak where FlashInfer may be missing (0.9.1-0.11.0)
     sampler_sort_extra_bytes: int
+    #: a served step's penalties/log-probs over the profiled sampler peak (V1, last stage;
+    #: :mod:`oomkit.estimate.vllm_penalties`): outside the budget, in the verdict's band
+    sampler_request_extra_bytes: int
     #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
     vision_bytes: int
     #: images in that profile (one per dummy sequence)
@@ -278,6 +282,13 @@ def plan_vllm(
         w, fwd, graphs = w + lora.load_bytes, fwd + lora.profile_bytes, graphs * lora.graph_sets
         act = max(act, fwd)
         notes.extend(lora.notes)
+    served = 0
+    if last_stage and not eng.name.startswith("v0"):  # V1 samples on every TP rank
+        per = sampler_bytes_per_entry(
+            rows, flashinfer=sampler_path(eng).flashinfer, triton=eng.triton_sampler
+        )
+        asked = request_sampler_extra_bytes(spec, rows=rows, profiled_per_entry=per)
+        served = max(0, sampler + asked - act)
     kv_elem = kv_elem_bytes(settings.cache_type_k, elem)
     kv_spec = spec
     if spec.mla is not None and not mla_latent_kv:
@@ -332,6 +343,7 @@ def plan_vllm(
         forward_bytes=fwd,
         sampler_bytes=sampler,
         sampler_sort_extra_bytes=sort_extra,
+        sampler_request_extra_bytes=served,
         vision_bytes=vision,
         vision_images=vision_images(spec, max_num_seqs=seqs, engine=eng.name) if vision else 0,
         mxfp4_extra_bytes=extra,
@@ -420,6 +432,13 @@ def estimate_vllm(
     sort_extra = max(p.sampler_sort_extra_bytes for p in plans)
     if sort_extra:  # 0.9.1-0.11.0: the sort sampler where FlashInfer is not installed
         details["sampler_sort_extra_bytes"] = sort_extra
+    served = {
+        device_label(d, r): p.sampler_request_extra_bytes
+        for r, (d, p) in enumerate(zip(targets, plans, strict=True))
+        if p.sampler_request_extra_bytes
+    }
+    if served:  # V1: penalties / log-probs the profile never samples (vllm_penalties)
+        details["sampler_request_bytes"] = served
     if engine_switch is not None:
         details["engine_switch"] = engine_switch
     notes = [*support_notes, *p0.notes]
