@@ -29,8 +29,9 @@ Per rank the peak up to 0.12 is the rank's share of the bf16 model:
 
 The detail is made only for a model whose checkpoint is not quantized (``spec.quantization`` is
 None: the named checkpoint is bf16, so ``--quantization fp8`` quantizes it online); a peak over a
-GPU is then a blocker (the load dies before serving: "does not fit"), whose fix never names a
-release that loads the bf16 weights whole (0.12 and older) or beside their FP8 copies (0.13-0.14).
+GPU makes the verdict "tight" (records name the base model for FP8 checkpoints too), and its fix
+never names a release that loads the bf16 weights whole (0.12 and older) or beside their FP8
+copies (0.13-0.14).
 Only releases named as numbers are modelled; a date, no version and 0.15+ are not.
 """
 
@@ -119,25 +120,16 @@ def online_fp8_load_detail(
 def estimate_vllm_server(
     spec: ModelSpec, settings: InferenceSettings, hardware: Hardware
 ) -> Estimate:
-    """:func:`oomkit.estimate.vllm.estimate_vllm` plus the online-FP8 load peak up to 0.14: a
-    blocker where it exceeds a GPU."""
+    """:func:`oomkit.estimate.vllm.estimate_vllm` plus the online-FP8 load peak up to 0.14."""
     from oomkit.estimate.vllm import estimate_vllm
 
     est = estimate_vllm(spec, settings, hardware)
     extra = online_fp8_load_detail(spec, settings, est.devices)
     if not extra:
         return est
-    peaks = extra["online_fp8_load_peak_bytes"]
-    blockers = [
-        online_fp8_blocker(settings.runtime_version, u.device, peaks[u.device], u.capacity_bytes)
-        for u in est.devices
-        if u.capacity_bytes is not None and peaks.get(u.device, 0) > u.capacity_bytes
-    ]
-    return dataclasses.replace(
-        est,
-        runtime_details={**est.runtime_details, **extra},
-        blockers=(*est.blockers, *blockers[:1]),
-    )
+    # not a blocker: the records name the base model for FP8 checkpoints too (verdict tally:
+    # 7 false "does not fit" with one), so the verdict makes a peak over the GPU "tight"
+    return dataclasses.replace(est, runtime_details={**est.runtime_details, **extra})
 
 
 def online_fp8_blocker(version: str | None, device: str, peak: int, capacity: int) -> str:
