@@ -50,8 +50,10 @@ def test_plan_lmstudio_sizes_as_the_c_api(capsys: pytest.CaptureFixture[str]) ->
     assert [p.pop("command").splitlines()[-1].split()[:2] for p in lms] == [["lms", "load"]] * len(
         lms
     )
+    assert {p.pop("launcher") for p in lms} == {"lmstudio"}  # the header names LM Studio
     for p in (*ref, *server):
         p.pop("command")
+        assert p.pop("launcher") == "llama.cpp"
     assert lms == ref
     assert lms != server
 

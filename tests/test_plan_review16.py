@@ -128,7 +128,8 @@ def test_koboldcpp_command_flags_and_limits() -> None:
     assert flags["--quantkv"] == ["2"]
     assert "--flashattention" in flags  # koboldcpp exits without it when --quantkv > 0
     comments = [x for x in cmd.splitlines() if x.startswith("#")]
-    assert any("--n-cpu-moe" in c for c in comments)
+    assert flags["--moecpu"] == ["4"]  # koboldcpp 1.97+ (planner/koboldcpp.py)
+    assert any("koboldcpp 1.97 or newer" in c for c in comments)
     assert any("2 parallel sequences" in c for c in comments)
     # a K/V type --quantkv cannot say, and a batch its choices lack: a comment, no flag
     odd = dataclasses.replace(

@@ -537,7 +537,7 @@ def render_plan(result: object) -> str:
     compare = len({p.runtime for p in result.plans}) > 1  # --runtime any: a command each
     for i, p in enumerate(result.plans):
         head = "Plan" if i == 0 else f"Alternative {i}"
-        lines.append(f"{head} [{p.runtime}]: {p.summary}{speed_text(p)}")
+        lines.append(f"{head} [{p.launcher or p.runtime}]: {p.summary}{speed_text(p)}")
         if i > 0 and compare:
             lines.extend(f"    {c}" for c in p.command.splitlines())
         if i == 0:
@@ -576,7 +576,9 @@ def render_plan(result: object) -> str:
         lines.append("")
     if result.rejected:
         lines.append("Does not fit:")
-        lines.extend(f"  x [{r.runtime}] {r.description}: {r.reason}" for r in result.rejected)
+        lines.extend(
+            f"  x [{r.launcher or r.runtime}] {r.description}: {r.reason}" for r in result.rejected
+        )
     if result.impossible:
         lines.append("")
         lines.append(result.impossible)

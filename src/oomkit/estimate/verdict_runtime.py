@@ -185,14 +185,16 @@ def sglang_cap(est: Estimate) -> str | None:
     )
 
 
-ONLINE_FP8_LOAD_WHAT = "vLLM 0.13-0.14 online FP8 load peak"
+ONLINE_FP8_LOAD_WHAT = "vLLM online FP8 load peak (0.14 and older)"
 ONLINE_FP8_LOAD_RISK = (
     "over the GPU while loading if the checkpoint is bf16 and vLLM quantizes it to FP8 "
-    "(--quantization fp8): 0.13-0.14 keep every bf16 weight beside its FP8 copy until the "
-    "load loop ends (PR #29196; PR #31914, PR #32773)"
+    "(--quantization fp8): 0.12 and older load the whole bf16 model first (docs: 'you need "
+    "enough memory to load the whole model'); 0.13-0.14 keep every bf16 weight beside its FP8 "
+    "copy until the load loop ends (PR #29196; PR #31914, PR #32773)"
 )
 ONLINE_FP8_LOAD_CHANGE = (
-    "a pre-quantized FP8 checkpoint, or vLLM 0.12 (which quantizes after loading, module by module)"
+    "a pre-quantized FP8 checkpoint, more GPUs (--tensor-parallel-size), or vLLM 0.15 or newer "
+    "(quantizes each layer as it loads, PR #32773)"
 )
 
 

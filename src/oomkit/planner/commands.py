@@ -85,6 +85,8 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--nommap": 0,
                     "--flashattention": 0,
                     "--quantkv": 1,
+                    "--moecpu": 1,  # 1.97+ (planner/koboldcpp.py)
+                    "--overridetensors": 1,
                 }
             ),
         ),

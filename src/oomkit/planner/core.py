@@ -72,6 +72,8 @@ class Plan:
     quality: QuantQuality | None = None
     #: shell lines to run before ``command`` (converting a checkpoint directory to GGUF)
     prepare: tuple[str, ...] = ()
+    #: the runtime asked for, whose command this is (koboldcpp, lmstudio: sized as llama.cpp)
+    launcher: str = ""
 
     @property
     def summary(self) -> str:
@@ -85,6 +87,7 @@ class Rejected:
     runtime: str
     description: str
     reason: str
+    launcher: str = ""  # as Plan.launcher
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +117,7 @@ class PlanResult:
             est = estimate_to_dict(p.estimate)
             return {
                 "runtime": p.runtime,
+                "launcher": p.launcher or p.runtime,
                 "settings": est["settings"],
                 "level": p.level,
                 "changes": list(p.changes),
@@ -192,9 +196,11 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
             out[-1] += f" per sequence x {req.parallel} slots (-c {cand.ctx * req.parallel})"
     n_all = searcher.n_layer + 1
     if cand.level == LEVEL_EXPERTS_CPU:
+        kobold = command_target(req.runtime, searcher.runtime) == "koboldcpp"
+        flag = "--moecpu" if kobold else "--n-cpu-moe"
         out.append(
             f"experts of the first {cand.n_cpu_moe}/{searcher.n_layer} layers on CPU "
-            f"(--n-cpu-moe {cand.n_cpu_moe})"
+            f"({flag} {cand.n_cpu_moe})"
         )
     elif cand.level == LEVEL_LAYERS_CPU and cand.n_gpu_layers is not None:
         out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
@@ -253,6 +259,7 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
         level=s.level_of(ev),
         margin_bytes=ev.margin_bytes,
         changes=describe(ev, s),
+        launcher=command_target(s.request.runtime, s.runtime),
         command=emit_command(
             command_target(s.request.runtime, s.runtime),
             settings,
@@ -440,7 +447,12 @@ def plan_spec(
         plans.extend(kept)
         shown = [ev for ev, p in zip(per_runtime, made, strict=True) if any(p is k for k in kept)]
         for ev in s.rejected():
-            miss = Rejected(runtime=runtime, description=_reject_text(ev, s), reason=ev.reason)
+            miss = Rejected(
+                runtime=runtime,
+                description=_reject_text(ev, s),
+                reason=ev.reason,
+                launcher=command_target(request.runtime, runtime),
+            )
             if miss not in rejected:  # two probes that read the same are one line
                 rejected.append(miss)
         if not found:

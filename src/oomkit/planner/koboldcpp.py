@@ -22,9 +22,20 @@ koboldcpp.py`` (``koboldcpp.exe`` on Windows) with flags of its own. Read from L
   inputs.quant_v``); it "requires Flash Attention": koboldcpp exits with "Using --quantkv
   requires --flashattention" otherwise (line 3870), so a quantized cache always comes with it.
 
-Settings the plan uses that this parser has no flag for (experts on the CPU, parallel slots, a
-draft model, a K/V type other than f16/q8_0/q4_0) get one comment line each, as the LM Studio
-emitter does; ``#`` starts a comment in PowerShell too.
+Experts on the CPU (llama.cpp ``--n-cpu-moe N``) are ``--moecpu N``: absent from 1.76/1.77
+(2da346a, 94a5a27), added in koboldcpp 1.97 (release notes: "Allow MoE layers to be easily kept
+on CPU with --moecpu (layercount) flag"), read at 1.102 (commit 000115dd, ``advparser.add_argument(
+"--moecpu","--n-cpu-moe","-ncmoe", ..., help="Keep the Mixture of Experts (MoE) weights of the
+first N layers in the CPU ...", nargs='?', const=999, type=int, default=0)``; ``load_model``
+passes ``inputs.moecpu = min(moecpu, 200)`` to the bundled llama.cpp, which adds the same
+``blk.i.ffn_(up|down|gate)_exps`` -> CPU overrides as llama-server's option). Rules that move only
+some expert tensors (``-ot 'ffn_(up|down)_exps=CPU'``, kept in ``settings.override_tensor``) go
+through ``--overridetensors``/``-ot`` (same file: "tensor_name_regex_pattern=buffer_type, same as
+in llama.cpp", passed through as one string), comma-joined as llama.cpp's ``-ot`` takes them.
+
+Settings the plan uses that this parser has no flag for (parallel slots, a draft model, a K/V
+type other than f16/q8_0/q4_0) get one comment line each, as the LM Studio emitter does; ``#``
+starts a comment in PowerShell too.
 """
 
 from __future__ import annotations
@@ -33,7 +44,13 @@ import shlex
 
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["KOBOLDCPP_NAMES", "KOBOLDCPP_QUANTKV", "koboldcpp_command"]
+__all__ = [
+    "KOBOLDCPP_NAMES",
+    "KOBOLDCPP_QUANTKV",
+    "MOECPU_SINCE",
+    "koboldcpp_command",
+    "koboldcpp_cpu_moe_flags",
+]
 
 #: the ``--runtime`` names whose commands are koboldcpp's (sized as llama.cpp)
 KOBOLDCPP_NAMES = frozenset({"koboldcpp"})
@@ -42,6 +59,24 @@ KOBOLDCPP_NAMES = frozenset({"koboldcpp"})
 KOBOLDCPP_QUANTKV = {"f16": 0, "q8_0": 1, "q4_0": 2}
 _BLAS_BATCH_SIZES = (-1, 32, 64, 128, 256, 512, 1024, 2048)
 _MAX_CONTEXT = 262144  # check_range(int, 256, 262144)
+#: the koboldcpp release that added ``--moecpu`` (and whose ``--overridetensors`` it sits beside)
+MOECPU_SINCE = "1.97"
+_MOECPU_MAX = 200  # load_model: inputs.moecpu = (200 if args.moecpu > 200 else args.moecpu)
+
+
+def koboldcpp_cpu_moe_flags(n_cpu_moe: int, override_tensor: tuple[str, ...] | None) -> list[str]:
+    """koboldcpp's flags that keep the experts of the first ``n_cpu_moe`` layers on the CPU:
+    ``--moecpu N``, or ``--overridetensors RULES`` when ``override_tensor`` moves only some of
+    each layer's expert tensors (what ``--moecpu`` would not reproduce).
+
+    >>> koboldcpp_cpu_moe_flags(32, None)
+    ['--moecpu', '32']
+    >>> koboldcpp_cpu_moe_flags(4, ("ffn_(up|down)_exps=CPU", "ffn_norm_exps=CPU"))
+    ['--overridetensors', "'ffn_(up|down)_exps=CPU,ffn_norm_exps=CPU'"]
+    """
+    if override_tensor:
+        return ["--overridetensors", shlex.quote(",".join(override_tensor))]
+    return ["--moecpu", str(min(n_cpu_moe, _MOECPU_MAX))]
 
 
 def koboldcpp_command(
@@ -106,10 +141,11 @@ def koboldcpp_command(
             "run the llama-server plan (-r llama.cpp) for this cache"
         )
     if settings.n_cpu_moe:
+        parts += koboldcpp_cpu_moe_flags(settings.n_cpu_moe, settings.override_tensor)
         notes.append(
-            f"# experts of the first {settings.n_cpu_moe} layers on the CPU (llama.cpp "
-            "--n-cpu-moe): no flag in koboldcpp.py 1.76's parser; run the llama-server plan "
-            "(-r llama.cpp) or check your release's --help"
+            f"# experts of the first {settings.n_cpu_moe} layers on the CPU: "
+            f"{'--overridetensors' if settings.override_tensor else '--moecpu'} needs "
+            f"koboldcpp {MOECPU_SINCE} or newer (older parsers refuse it)"
         )
     if settings.parallel and settings.parallel > 1:
         notes.append(

@@ -383,7 +383,7 @@
       speed.hidden = !anySpeed;
       return el("tr", { "data-plan": String(i) },
         el("th", { scope: "row" }, i === 0 ? "Plan" : `Alt ${i}`),
-        el("td", { "data-label": "Runtime" }, p.runtime),
+        el("td", { "data-label": "Runtime" }, p.launcher || p.runtime),
         el("td", { "data-label": "What changes" }, p.changes.length ? p.changes.join(", ") : "as asked"),
         el("td", { "data-label": "Peak GPU", "data-bytes": String(peak) }, fmtBytes(peak)),
         el("td", { "data-label": "Free", "data-bytes": free === null ? null : String(free),
@@ -397,7 +397,7 @@
     const rej = doc.rejected || [];
     $("rejected").replaceChildren(
       ...(rej.length ? [el("h3", {}, "Does not fit"), el("ul", { class: "rejected" },
-        rej.map((r) => el("li", {}, el("strong", {}, `[${r.runtime}] ${r.description}: `), r.reason)))] : []),
+        rej.map((r) => el("li", {}, el("strong", {}, `[${r.launcher || r.runtime}] ${r.description}: `), r.reason)))] : []),
       ...(doc.impossible ? [el("p", { class: "impossible" }, doc.impossible)] : [])
     );
   }
