@@ -55,10 +55,12 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
 
     Raises:
         SourceNotFoundError: ``ref`` is a path (or an existing file/directory).
-        UnknownNameError: not in the catalog (and not a Hub id, or Hub look-ups are off).
+        UnknownNameError: not in the catalog (and not a Hub id, or Hub look-ups are off);
+            InvalidModelNameError (a subclass) for an ``org/name`` that is no repo id.
     """
     from oomkit.catalog.models import find_model
     from oomkit.loaders.hub import parse_hub_ref
+    from oomkit.loaders.source import invalid_repo_id
 
     text = ref.strip()
     if not text or len(text) > _MAX_REF or not text.isprintable():
@@ -82,7 +84,7 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
         )
     try:
         find_model(text)
-    except UnknownNameError:
+    except UnknownNameError as unknown:
         if hub and parse_hub_ref(text) is not None and not text.startswith(("http:", "https:")):
             return text
         if parse_hub_ref(text) is not None:
@@ -92,7 +94,8 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
                 hint="It is not in the catalog, and Hub look-ups are off on this server: "
                 "start it with `oomkit serve --hub`, or pick a catalog model.",
             ) from None
-        raise
+        # the CLI's message for an org/name that is no repo id (oomkit.loaders.source)
+        raise invalid_repo_id(text, unknown) or unknown from None
     return text
 
 
