@@ -313,8 +313,9 @@ def create_app(
                 body = DoctorBody.model_validate_json(raw)
             except ValidationError as e:
                 raise RequestValidationError(e.errors()) from e
+            _check_text(body.log)
         else:
-            body = DoctorBody(log=raw.decode("utf-8", errors="replace"))
+            body = DoctorBody(log=_text_log(raw))
         # parsing a 2 MiB log takes a while: off the event loop, like the sync endpoints
         try:
             return await run_in_threadpool(_diagnose, body, hub=hub)
@@ -357,6 +358,40 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
+
+
+def _not_text(e: ValueError) -> errors.InvalidSettingError:
+    return errors.InvalidSettingError(
+        f"'log' is not a text log: {e}. Paste the log itself (the program's output), not a "
+        "binary file.",
+        setting="log",
+    )
+
+
+def _text_log(raw: bytes) -> str:
+    """A ``text/plain`` body read as ``oomkit doctor LOG`` reads a file (UTF-8, or UTF-16 with
+    or without a byte-order mark).
+
+    Raises:
+        InvalidSettingError: it is binary (an executable, an archive), as the CLI refuses it.
+    """
+    from oomkit.cli.doctor import NotTextError, decode_log
+
+    try:
+        return decode_log(raw)
+    except NotTextError as e:
+        raise _not_text(e) from None
+
+
+def _check_text(log: str) -> None:
+    """The CLI's binary check on a JSON ``log``: one byte a character, so the control
+    characters (JSON escapes them, ``\\u0000``) count as the bytes of a file do."""
+    from oomkit.cli.doctor import SNIFF_BYTES, NotTextError, decode_log
+
+    try:
+        decode_log(log[:SNIFF_BYTES].encode("latin-1", errors="replace"))
+    except NotTextError as e:
+        raise _not_text(e) from None
 
 
 def _diagnose(body: DoctorBody, *, hub: bool) -> dict[str, Any]:
