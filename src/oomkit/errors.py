@@ -162,8 +162,7 @@ class InvalidModelNameError(UnknownNameError):
         super().__init__(kind="model", name=name, suggestions=suggestions)
         self.problem = problem
         msg = (
-            f"model '{name}': not in the catalog and not a valid Hugging Face repo id "
-            f"({problem})."
+            f"model '{name}': not in the catalog and not a valid Hugging Face repo id ({problem})."
         )
         if suggestions:
             msg += " Did you mean " + ", ".join(f"'{s}'" for s in suggestions) + "?"

@@ -34,7 +34,7 @@ from oomkit.web.bridge import (
     CliRejected,
     check_model_ref,
     cli_argv,
-    command_options,
+    option_keys,
     run_cli_json,
     with_field_names,
 )
@@ -244,17 +244,18 @@ def create_app(
     def _cli(command: str, body: EstimateBody | PlanBody, response: Response) -> dict[str, Any]:
         model = check_model_ref(body.model, hub=hub)
         options = body.model_dump(exclude={"model"})
-        if isinstance(options.get("draft_model"), str):  # read like MODEL: no server paths
-            options["draft_model"] = check_model_ref(options["draft_model"], hub=hub)
+        keys = option_keys(command)
+        for key, value in options.items():  # read like MODEL: no server paths (any alias)
+            if isinstance(value, str) and key in keys and keys[key][0].name == "draft_model":
+                options[key] = check_model_ref(value, hub=hub)
         if "runtime" not in body.model_fields_set:
             # the CLI's own default: passing it would read as an explicit --runtime, which
             # `--train` refuses (an inference option)
             options.pop("runtime", None)
         if isinstance(body, PlanBody) and isinstance(options.get("gpu"), str):
             options["gpu"] = [options["gpu"]]
-        params = command_options(command)
         for key, value in options.items():  # a size as a number of bytes: the CLI wants a unit
-            size = key in params and params[key].type.name == "SIZE"
+            size = key in keys and keys[key][0].type.name == "SIZE"
             if size and isinstance(value, int) and not isinstance(value, bool):
                 options[key] = f"{value}B"
         if not hub:
