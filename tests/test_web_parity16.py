@@ -126,6 +126,10 @@ def test_cli_names_close_catalog_models_and_the_rule(capsys: pytest.CaptureFixtu
     assert "nothing after '@'" in err
     # a well-formed id is still looked up (offline: not cached, exit 1), a bare name is unknown
     assert _cli(capsys, ["estimate", "org/name", "--offline"])[0] == 1
+    for page in (f"https://huggingface.co/{NON_ASCII}", f"hf.co/{NON_ASCII}:Q4_K_M"):
+        code, _, err = _cli(capsys, ["estimate", page, "--offline"])
+        assert code == 2
+        assert err.startswith(f"Error: model '{page}': not in the catalog and not a valid")
     code, _, err = _cli(capsys, ["estimate", "通义千问", "--offline"])
     assert code == 1
     assert "Unknown model '通义千问'" in err

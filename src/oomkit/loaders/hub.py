@@ -55,6 +55,7 @@ __all__ = [
     "HubRef",
     "hub_cache_dir",
     "hub_endpoint",
+    "hub_page_ref",
     "is_offline",
     "load_hub_model",
     "parse_hub_ref",
@@ -106,14 +107,23 @@ def parse_hub_ref(ref: str) -> HubRef | None:
     >>> parse_hub_ref("llama-3.1-8b") is None
     True
     """
-    text = ref.strip()
-    url = _URL_RE.match(text)
-    if url is not None:
-        text = url.group("repo") + (f"@{url.group('rev')}" if url.group("rev") else "")
+    text = hub_page_ref(ref) or ref.strip()
     repo, at, revision = text.partition("@")
     if repo_id_problem(repo) is not None or (at and not revision):
         return None
     return HubRef(repo_id=repo, revision=revision or None)
+
+
+def hub_page_ref(url: str) -> str | None:
+    """``org/name[@rev]`` as a model page URL spells it, checked or not; None for another text.
+
+    >>> hub_page_ref("https://huggingface.co/Qwen/Qwen3-8B/tree/v1")
+    'Qwen/Qwen3-8B@v1'
+    """
+    m = _URL_RE.match(url.strip())
+    if m is None:
+        return None
+    return m.group("repo") + (f"@{m.group('rev')}" if m.group("rev") else "")
 
 
 def repo_id_problem(repo: str) -> str | None:

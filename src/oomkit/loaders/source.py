@@ -314,9 +314,14 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     if text and path.exists():
         return load_local_model(path)
     if text.startswith(("http://", "https://")):
-        from oomkit.loaders.hub import load_hub_model, parse_hub_ref
+        from oomkit.loaders.hub import hub_page_ref, load_hub_model, parse_hub_ref
 
         hub_ref = parse_hub_ref(text)
+        page = hub_page_ref(text)
+        if hub_ref is None and page is not None:  # a model page whose repo id is malformed
+            bad = invalid_repo_id(page, UnknownNameError(kind="model", name=text), shown=text)
+            if bad is not None:
+                raise bad
         if hub_ref is None:
             raise SourceNotFoundError(
                 f"Resolving model failed for '{text}' (URL): only Hugging Face model pages "
@@ -345,9 +350,12 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     raise invalid_repo_id(text, unknown) or unknown
 
 
-def invalid_repo_id(text: str, unknown: UnknownNameError) -> InvalidModelNameError | None:
+def invalid_repo_id(
+    text: str, unknown: UnknownNameError, *, shown: str | None = None
+) -> InvalidModelNameError | None:
     """The error for a name with a '/' (read as ``org/name[@rev]``) that is no Hub repo id,
-    before any request is made; None for a name without one (``unknown`` says it all)."""
+    before any request is made; None for a name without one (``unknown`` says it all).
+    ``shown``: the input as given, when ``text`` was taken from it (a model page URL)."""
     from oomkit.loaders.hub import repo_id_problem
 
     repo, at, revision = text.partition("@")
@@ -358,5 +366,6 @@ def invalid_repo_id(text: str, unknown: UnknownNameError) -> InvalidModelNameErr
         problem = "nothing after '@': give a branch, tag or commit, or drop the '@'"
     if problem is None:
         return None
-    name = text if text.isprintable() else ascii(text)[1:-1]
+    name = text if shown is None else shown
+    name = name if name.isprintable() else ascii(name)[1:-1]
     return InvalidModelNameError(name=name, problem=problem, suggestions=unknown.suggestions)
