@@ -323,13 +323,17 @@ def test_size_in_bytes_equals_cli_size_with_unit(
 @pytest.mark.parametrize(("command", "base"), [("estimate", "EstimateBody"), ("plan", "PlanBody")])
 def test_every_cli_option_is_a_body_key(command: str, base: str) -> None:
     from oomkit.web import schemas
-    from oomkit.web.bridge import command_options
+    from oomkit.web.bridge import command_options, option_keys
 
     options = set(command_options(command)) - schemas.NOT_IN_BODY
     hand_written = set(getattr(schemas, base).model_fields) - {"model"}
     assert hand_written <= options, hand_written - options  # no typo in the hand-written body
     derived = schemas.cli_body_model("Derived", getattr(schemas, base), command)
-    assert set(derived.model_fields) - {"model"} == options
+    # every long option, aliases and --no- forms included (--max-model-len: max_model_len)
+    params = [p for k, p in command_options(command).items() if k in options]
+    every = {k for k, (p, _, _) in option_keys(command).items() if p in params}
+    assert {"batch", "kv_cache_dtype", "no_flash_attn"} <= every
+    assert set(derived.model_fields) - {"model"} == every
 
 
 def test_options_the_bodies_do_not_list_are_typed_from_click() -> None:

@@ -50,7 +50,8 @@ def _hf_co_ref(ref: str) -> tuple[str, str | None] | None:
     # pattern's IGNORECASE): a plain name skips compiling the pattern (~0.2 ms)
     if ".co/" not in ref.lower():
         return None
-    m = re.match(_HF_CO, ref.strip(), re.IGNORECASE)
+    # ASCII: a repo id is (huggingface_hub validate_repo_id); another name is no hf.co ref
+    m = re.match(_HF_CO, ref.strip(), re.IGNORECASE | re.ASCII)
     if m is None:
         return None
     quant = m.group("quant")

@@ -33,6 +33,7 @@ __all__ = [
     "GatedRepoError",
     "GgufFormatError",
     "HardwareError",
+    "InvalidModelNameError",
     "InvalidModelSpecError",
     "InvalidSettingError",
     "MissingDependencyError",
@@ -148,6 +149,25 @@ class UnknownNameError(OomkitError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class InvalidModelNameError(UnknownNameError):
+    """A model name the catalog does not know that is no well-formed Hub repo id either.
+
+    Caught before any Hub request (a non-ASCII id would fail inside ``http.client``); the
+    CLI answers it as a usage error (exit 2), the web API as an unknown model (404).
+    """
+
+    def __init__(self, *, name: str, problem: str, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(kind="model", name=name, suggestions=suggestions)
+        self.problem = problem
+        msg = (
+            f"model '{name}': not in the catalog and not a valid Hugging Face repo id ({problem})."
+        )
+        if suggestions:
+            msg += " Did you mean " + ", ".join(f"'{s}'" for s in suggestions) + "?"
+        msg += " Run 'oomkit models --search <text>' to search the catalog."
+        self.args = (msg,)
 
 
 class InvalidSettingError(OomkitError, ValueError):

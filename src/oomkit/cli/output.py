@@ -44,6 +44,8 @@ _ERROR_TABLE: tuple[tuple[type[BaseException], int, str | None], ...] = (
     ),
     (errors.GatedRepoError, EXIT_ERROR, None),
     (errors.SourceNotFoundError, EXIT_ERROR, None),
+    # a malformed model name (no catalog name, no Hub repo id): a usage error, as a bad flag
+    (errors.InvalidModelNameError, EXIT_USAGE, None),
     (errors.UnknownNameError, EXIT_ERROR, None),
     (errors.FormatError, EXIT_ERROR, None),
     (errors.UnsupportedModelError, EXIT_ERROR, None),

@@ -55,9 +55,11 @@ __all__ = [
     "HubRef",
     "hub_cache_dir",
     "hub_endpoint",
+    "hub_page_ref",
     "is_offline",
     "load_hub_model",
     "parse_hub_ref",
+    "repo_id_problem",
 ]
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -71,7 +73,11 @@ MAX_API_BODY_BYTES = 16 << 20
 MAX_REMOTE_FILES = 10_000
 _CHUNK = 1 << 16
 _MAX_PARALLEL_SHARDS = 8
-_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+#: a part of a Hub repo id (huggingface_hub utils/_validators.py ``validate_repo_id``:
+#: ``REPO_ID_REGEX`` is ``\b[\w\-.]{1,96}\b`` compiled with ``re.ASCII``, "[a-zA-Z0-9] or '-',
+#: '_', '.'", and it refuses "--", ".." and a trailing ".git")
+_REPO_PART_MAX = 96
+_REPO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 # https://huggingface.co/org/name[/tree/rev | /blob/rev/...] (also hf.co)
 _URL_RE = re.compile(
     r"^https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<repo>[^/@\s]+/[^/@\s]+)"
@@ -101,14 +107,58 @@ def parse_hub_ref(ref: str) -> HubRef | None:
     >>> parse_hub_ref("llama-3.1-8b") is None
     True
     """
-    text = ref.strip()
-    url = _URL_RE.match(text)
-    if url is not None:
-        text = url.group("repo") + (f"@{url.group('rev')}" if url.group("rev") else "")
+    text = hub_page_ref(ref) or ref.strip()
     repo, at, revision = text.partition("@")
-    if not _REPO_RE.match(repo) or (at and not revision) or ".." in repo:
+    if repo_id_problem(repo) is not None or (at and not revision):
         return None
     return HubRef(repo_id=repo, revision=revision or None)
+
+
+def hub_page_ref(url: str) -> str | None:
+    """``org/name[@rev]`` as a model page URL spells it, checked or not; None for another text.
+
+    >>> hub_page_ref("https://huggingface.co/Qwen/Qwen3-8B/tree/v1")
+    'Qwen/Qwen3-8B@v1'
+    """
+    m = _URL_RE.match(url.strip())
+    if m is None:
+        return None
+    return m.group("repo") + (f"@{m.group('rev')}" if m.group("rev") else "")
+
+
+def repo_id_problem(repo: str) -> str | None:
+    """Why ``repo`` is not a Hub repo id ``org/name``; None when it is one.
+
+    The rules of ``huggingface_hub.utils.validate_repo_id`` (ASCII letters, digits, '-', '_',
+    '.'; 1 to 96 of them a part, starting and ending with a letter, digit or '_'; no '--',
+    '..' or trailing '.git'), with the namespace required: a bare name is a catalog name.
+    Checked before any request: ``http.client`` cannot even send a non-ASCII path.
+
+    >>> repo_id_problem("Qwen/Qwen3-8B") is None
+    True
+    >>> repo_id_problem("Qwen/通义千问")
+    "letters, digits, '-', '_', '.' only, not '通', '义', '千', '问'"
+    """
+    parts = repo.split("/")
+    if len(parts) != 2:
+        return "a repo id is org/name, with one '/'"
+    bad = [c for c in dict.fromkeys(repo) if c != "/" and c not in _REPO_CHARS]
+    if bad:
+        shown = ", ".join(repr(c) if c.isprintable() else ascii(c) for c in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        return f"letters, digits, '-', '_', '.' only, not {shown}{more}"
+    for part in parts:
+        if not part:
+            return "a repo id is org/name; neither part may be empty"
+        if len(part) > _REPO_PART_MAX:
+            return f"at most {_REPO_PART_MAX} characters a part, not {len(part)}"
+        if part[0] in "-." or part[-1] in "-.":
+            return "a part cannot start or end with '-' or '.'"
+    if "--" in repo or ".." in repo:
+        return "no '--' or '..'"
+    if repo.endswith(".git"):
+        return "it cannot end in '.git'"
+    return None
 
 
 def is_offline(offline: bool | None = None) -> bool:

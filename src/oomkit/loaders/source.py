@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oomkit.errors import SourceNotFoundError, UnknownNameError
+from oomkit.errors import InvalidModelNameError, SourceNotFoundError, UnknownNameError
 
 if TYPE_CHECKING:
     from oomkit.loaders.gguf import GgufFile
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # The file readers (gguf, safetensors, hf_config) and the Hub client are imported by the
 # functions that use them: a catalog name, the common case, needs none of them.
 
-__all__ = ["load_local_model", "resolve_model"]
+__all__ = ["invalid_repo_id", "load_local_model", "resolve_model"]
 
 _INDEX = "model.safetensors.index.json"
 _PATH_SUFFIXES = (".gguf", ".safetensors", ".json")
@@ -314,9 +314,14 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     if text and path.exists():
         return load_local_model(path)
     if text.startswith(("http://", "https://")):
-        from oomkit.loaders.hub import load_hub_model, parse_hub_ref
+        from oomkit.loaders.hub import hub_page_ref, load_hub_model, parse_hub_ref
 
         hub_ref = parse_hub_ref(text)
+        page = hub_page_ref(text)
+        if hub_ref is None and page is not None:  # a model page whose repo id is malformed
+            bad = invalid_repo_id(page, UnknownNameError(kind="model", name=text), shown=text)
+            if bad is not None:
+                raise bad
         if hub_ref is None:
             raise SourceNotFoundError(
                 f"Resolving model failed for '{text}' (URL): only Hugging Face model pages "
@@ -342,4 +347,25 @@ def resolve_model(ref: str, *, offline: bool | None = None) -> ModelSpec:
     hub_ref = parse_hub_ref(text)
     if hub_ref is not None:
         return load_hub_model(str(hub_ref), offline=offline)
-    raise unknown
+    raise invalid_repo_id(text, unknown) or unknown
+
+
+def invalid_repo_id(
+    text: str, unknown: UnknownNameError, *, shown: str | None = None
+) -> InvalidModelNameError | None:
+    """The error for a name with a '/' (read as ``org/name[@rev]``) that is no Hub repo id,
+    before any request is made; None for a name without one (``unknown`` says it all).
+    ``shown``: the input as given, when ``text`` was taken from it (a model page URL)."""
+    from oomkit.loaders.hub import repo_id_problem
+
+    repo, at, revision = text.partition("@")
+    if "/" not in repo:
+        return None
+    problem = repo_id_problem(repo)
+    if problem is None and at and not revision:
+        problem = "nothing after '@': give a branch, tag or commit, or drop the '@'"
+    if problem is None:
+        return None
+    name = text if shown is None else shown
+    name = name if name.isprintable() else ascii(name)[1:-1]
+    return InvalidModelNameError(name=name, problem=problem, suggestions=unknown.suggestions)

@@ -34,7 +34,7 @@ from oomkit.web.bridge import (
     CliRejected,
     check_model_ref,
     cli_argv,
-    command_options,
+    option_keys,
     run_cli_json,
     with_field_names,
 )
@@ -244,17 +244,18 @@ def create_app(
     def _cli(command: str, body: EstimateBody | PlanBody, response: Response) -> dict[str, Any]:
         model = check_model_ref(body.model, hub=hub)
         options = body.model_dump(exclude={"model"})
-        if isinstance(options.get("draft_model"), str):  # read like MODEL: no server paths
-            options["draft_model"] = check_model_ref(options["draft_model"], hub=hub)
+        keys = option_keys(command)
+        for key, value in options.items():  # read like MODEL: no server paths (any alias)
+            if isinstance(value, str) and key in keys and keys[key][0].name == "draft_model":
+                options[key] = check_model_ref(value, hub=hub)
         if "runtime" not in body.model_fields_set:
             # the CLI's own default: passing it would read as an explicit --runtime, which
             # `--train` refuses (an inference option)
             options.pop("runtime", None)
         if isinstance(body, PlanBody) and isinstance(options.get("gpu"), str):
             options["gpu"] = [options["gpu"]]
-        params = command_options(command)
         for key, value in options.items():  # a size as a number of bytes: the CLI wants a unit
-            size = key in params and params[key].type.name == "SIZE"
+            size = key in keys and keys[key][0].type.name == "SIZE"
             if size and isinstance(value, int) and not isinstance(value, bool):
                 options[key] = f"{value}B"
         if not hub:
@@ -313,8 +314,9 @@ def create_app(
                 body = DoctorBody.model_validate_json(raw)
             except ValidationError as e:
                 raise RequestValidationError(e.errors()) from e
+            _check_text(body.log)
         else:
-            body = DoctorBody(log=raw.decode("utf-8", errors="replace"))
+            body = DoctorBody(log=_text_log(raw))
         # parsing a 2 MiB log takes a while: off the event loop, like the sync endpoints
         try:
             return await run_in_threadpool(_diagnose, body, hub=hub)
@@ -357,6 +359,40 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
+
+
+def _not_text(e: ValueError) -> errors.InvalidSettingError:
+    return errors.InvalidSettingError(
+        f"'log' is not a text log: {e}. Paste the log itself (the program's output), not a "
+        "binary file.",
+        setting="log",
+    )
+
+
+def _text_log(raw: bytes) -> str:
+    """A ``text/plain`` body read as ``oomkit doctor LOG`` reads a file (UTF-8, or UTF-16 with
+    or without a byte-order mark).
+
+    Raises:
+        InvalidSettingError: it is binary (an executable, an archive), as the CLI refuses it.
+    """
+    from oomkit.cli.doctor import NotTextError, decode_log
+
+    try:
+        return decode_log(raw)
+    except NotTextError as e:
+        raise _not_text(e) from None
+
+
+def _check_text(log: str) -> None:
+    """The CLI's binary check on a JSON ``log``: one byte a character, so the control
+    characters (JSON escapes them, ``\\u0000``) count as the bytes of a file do."""
+    from oomkit.cli.doctor import SNIFF_BYTES, NotTextError, decode_log
+
+    try:
+        decode_log(log[:SNIFF_BYTES].encode("latin-1", errors="replace"))
+    except NotTextError as e:
+        raise _not_text(e) from None
 
 
 def _diagnose(body: DoctorBody, *, hub: bool) -> dict[str, Any]:

@@ -35,6 +35,7 @@ __all__ = [
     "cli_argv",
     "command_options",
     "field_names",
+    "option_keys",
     "run_cli_json",
     "with_field_names",
 ]
@@ -55,10 +56,12 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
 
     Raises:
         SourceNotFoundError: ``ref`` is a path (or an existing file/directory).
-        UnknownNameError: not in the catalog (and not a Hub id, or Hub look-ups are off).
+        UnknownNameError: not in the catalog (and not a Hub id, or Hub look-ups are off);
+            InvalidModelNameError (a subclass) for an ``org/name`` that is no repo id.
     """
     from oomkit.catalog.models import find_model
     from oomkit.loaders.hub import parse_hub_ref
+    from oomkit.loaders.source import invalid_repo_id
 
     text = ref.strip()
     if not text or len(text) > _MAX_REF or not text.isprintable():
@@ -82,7 +85,7 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
         )
     try:
         find_model(text)
-    except UnknownNameError:
+    except UnknownNameError as unknown:
         if hub and parse_hub_ref(text) is not None and not text.startswith(("http:", "https:")):
             return text
         if parse_hub_ref(text) is not None:
@@ -92,7 +95,8 @@ def check_model_ref(ref: str, *, hub: bool) -> str:
                 hint="It is not in the catalog, and Hub look-ups are off on this server: "
                 "start it with `oomkit serve --hub`, or pick a catalog model.",
             ) from None
-        raise
+        # the CLI's message for an org/name that is no repo id (oomkit.loaders.source)
+        raise invalid_repo_id(text, unknown) or unknown from None
     return text
 
 
@@ -113,6 +117,28 @@ def command_options(command: str) -> dict[str, click.Option]:
             longs = [o for o in param.opts if o.startswith("--")]
             if longs:
                 out[longs[0][2:].replace("-", "_")] = param
+    return out
+
+
+def option_keys(command: str) -> dict[str, tuple[click.Option, str, bool]]:
+    """Every long option of ``oomkit COMMAND`` by body key: (option, its flag, negated).
+
+    The first long option names the option (:func:`command_options`); its aliases (``ctx``'s
+    ``--max-model-len``, ``--context-length``) and a flag's ``--no-...`` form are keys too, as
+    the command line takes them all. ``negated``: the key is the flag's secondary form.
+
+    >>> keys = option_keys("estimate")
+    >>> keys["max_model_len"][0] is keys["ctx"][0], keys["max_model_len"][1]
+    (True, '--max-model-len')
+    >>> keys["no_flash_attn"][1:]
+    ('--no-flash-attn', True)
+    """
+    out: dict[str, tuple[click.Option, str, bool]] = {}
+    for param in command_options(command).values():
+        for negated, opts in ((False, param.opts), (True, param.secondary_opts)):
+            for opt in opts:
+                if opt.startswith("--"):
+                    out.setdefault(opt[2:].replace("-", "_"), (param, opt, negated))
     return out
 
 
@@ -174,7 +200,8 @@ def _long(opts: Sequence[str]) -> str:
 
 
 def cli_argv(command: str, positional: Sequence[str], options: Mapping[str, Any]) -> list[str]:
-    """argv of ``oomkit COMMAND ... --json`` for snake_case ``options`` (``None`` left out).
+    """argv of ``oomkit COMMAND ... --json`` for snake_case ``options`` (``None`` left out):
+    any long option's key (:func:`option_keys`), passed as that very flag.
 
     A boolean is the option's flag when true; when false, the ``--no-...`` (secondary) flag
     if the option has one, else nothing. A list repeats the option; every other value is
@@ -188,21 +215,24 @@ def cli_argv(command: str, positional: Sequence[str], options: Mapping[str, Any]
     ['plan', '--ctx=8192', '--gpu=rtx-4090', '--no-offload', '--json', '--', 'llama-3.1-8b']
     >>> cli_argv("estimate", ["m"], {"flash_attn": False})
     ['estimate', '--no-flash-attn', '--json', '--', 'm']
+    >>> cli_argv("estimate", ["m"], {"max_model_len": 32768})
+    ['estimate', '--max-model-len=32768', '--json', '--', 'm']
     """
-    known = command_options(command)
+    known = option_keys(command)
     argv = [command]
     for key, value in options.items():
         if value is None or key == "json":
             continue
-        param = known.get(key)
-        if param is None:
+        if key not in known:
             raise CliRejected(f"'{key}' is not an option of `oomkit {command}`")
-        flag = _long(param.opts)
+        param, flag, negated = known[key]
         if param.is_flag:
             if not isinstance(value, bool):
                 raise CliRejected(f"'{key}' is a flag: give true or false, not {value!r}")
             if value:
                 argv.append(flag)
+            elif negated:  # no_flash_attn: false is --flash-attn
+                argv.append(_long(param.opts))
             elif param.secondary_opts:
                 argv.append(_long(param.secondary_opts))
         elif isinstance(value, (list, tuple)):

@@ -21,7 +21,9 @@ from pydantic import (
     StrictInt,
     StrictStr,
     create_model,
+    model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
@@ -178,19 +180,66 @@ def _annotation(param: click.Option) -> Any:
     return base | None
 
 
+def _optional(field: FieldInfo) -> Any:
+    """A hand-written field's type and constraints, as an optional alias field's type."""
+    annotation: Any = field.annotation
+    if field.metadata:
+        annotation = Annotated.__class_getitem__((annotation, *field.metadata))  # type: ignore[attr-defined]
+    return annotation | None
+
+
+def _one_key_an_option(groups: dict[str, tuple[str, ...]]) -> Any:
+    """An after-validator: two keys of one option (``ctx`` and ``max_model_len``) are refused,
+    as the command line would silently keep the last one."""
+
+    def check(body: _Body) -> _Body:
+        for keys in groups.values():
+            given = [k for k in keys if k in body.model_fields_set and getattr(body, k) is not None]
+            if len(given) > 1:
+                raise PydanticCustomError(
+                    "one_key_an_option",
+                    "{keys} name one option: give one of them",
+                    {"keys": " and ".join(f"'{k}'" for k in given)},
+                )
+        return body
+
+    return model_validator(mode="after")(check)
+
+
 def cli_body_model(name: str, base: type[_Body], command: str) -> type[_Body]:
     """``base`` plus a field for every other long option of ``oomkit COMMAND``.
 
     The hand-written fields carry ranges and descriptions; an option the command gains later
     (another runtime knob) is accepted without editing this module, typed from click's type.
+    An alias (``max_model_len`` for ``ctx``, as ``--max-model-len``) takes the type and the
+    ranges of the field it names; a flag's ``--no-...`` form (``no_flash_attn``) is a boolean.
     """
-    from oomkit.web.bridge import command_options
+    from oomkit.web.bridge import option_keys
 
     extra: dict[str, Any] = {}
-    for key, param in command_options(command).items():
-        if key in NOT_IN_BODY or key in base.model_fields:
+    groups: dict[str, tuple[str, ...]] = {}
+    for key, (param, flag, negated) in option_keys(command).items():
+        canonical = _long(param.opts)[2:].replace("-", "_")
+        if canonical in NOT_IN_BODY:
             continue
-        extra[key] = (_annotation(param), Field(None, description=param.help))
+        groups[canonical] = (*groups.get(canonical, ()), key)
+        if key in base.model_fields:
+            continue
+        if negated:
+            annotation: Any = StrictBool | None
+            about: str | None = f"{flag}: true is {canonical} false"
+        elif key != canonical and canonical in base.model_fields:
+            annotation = _optional(base.model_fields[canonical])
+            about = f"{flag}: another name of {canonical}"
+        else:
+            annotation = _annotation(param)
+            about = param.help if key == canonical else f"{flag}: another name of {canonical}"
+        extra[key] = (annotation, Field(None, description=about))
     if not extra:
         return base
-    return create_model(name, __base__=base, **extra)
+    validators = {"_one_key_an_option": _one_key_an_option(groups)}
+    return create_model(name, __base__=base, __validators__=validators, **extra)
+
+
+def _long(opts: list[str]) -> str:
+    return next(o for o in opts if o.startswith("--"))
