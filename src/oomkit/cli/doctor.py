@@ -298,6 +298,12 @@ def _prompt(command: str) -> str:
         return "add to your command line: "
     if command.startswith("/set "):
         return ">>> "
+    if command.startswith("$env:"):
+        return "PS> "
+    if command.startswith("PARAMETER "):
+        return "Modelfile: "
+    if command.startswith('"options"'):
+        return "API request: "
     return "$ "
 
 
@@ -411,6 +417,13 @@ def _check_answers(
     "other_process=no, growth=yes, model_fits=no, short_context=yes, expandable=yes, when=load",
 )
 @click.option(
+    "--os",
+    "os_name",
+    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    help="Operating system, if the log does not show it (windows: environment variables in "
+    "PowerShell), as plan's --os",
+)
+@click.option(
     "--no-input", is_flag=True, help="Never ask the deciding question (even on a terminal)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema_version 1).")
@@ -424,6 +437,7 @@ def doctor(
     vram: int | None,
     when: str | None,
     answer_pairs: dict[str, str],
+    os_name: str | None,
     no_input: bool,
     as_json: bool,
 ) -> None:
@@ -444,6 +458,8 @@ def doctor(
     try:
         text = read_log(log)
         facts = _user_facts(model, runtime, quant, ctx, gpu, vram)
+        if os_name is not None:
+            facts["os"] = os_name.lower()
     except _ReadError as e:
         print_error(str(e))
         sys.exit(e.code)

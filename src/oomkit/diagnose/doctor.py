@@ -9,6 +9,7 @@ False
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,7 @@ def diagnose_text(
     runtime: str | None = None,
     when: str | None = None,
     answers: Mapping[str, str] | None = None,
+    os: str | None = None,
 ) -> Diagnosis:
     """Parse an OOM message or log and diagnose it. Pure; never raises on arbitrary text.
 
@@ -69,6 +71,9 @@ def diagnose_text(
             (:mod:`oomkit.diagnose.questions`; an unknown id or value raises
             :class:`~oomkit.errors.InvalidSettingError`, ``when`` disagreeing with ``when=``
             a ``ValueError``).
+        os: the operating system, when the user states it (``linux``, ``windows``, ``macos``,
+            ``wsl``; else the one the log shows): an Ollama environment variable is written
+            for its shell (PowerShell on Windows).
     """
     if answers:
         from oomkit.diagnose.questions import check_answers
@@ -76,6 +81,11 @@ def diagnose_text(
         answers = check_answers(answers)
     text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
     parsed = _with_surroundings(text, parse_log(text, normalized=True))
+    if os is not None:
+        import dataclasses
+
+        context = dataclasses.replace(parsed.context, host_os=os.strip().lower())
+        parsed = dataclasses.replace(parsed, context=context)
     settings = _with_log_version(text, settings, runtime)
     provider = estimator_fix_provider(model, settings, hardware, runtime=runtime)
     from oomkit.diagnose.training_fixes import with_training_fixes
@@ -95,7 +105,33 @@ def diagnose_text(
     result = _note_training(result, text)
     from oomkit.diagnose.rules_apu import note_apu_aperture
 
-    return _refuse_inconsistent(note_apu_aperture(_note_generation(result, settings, runtime)))
+    result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)))
+    return _refuse_inconsistent(result)
+
+
+#: ``OLLAMA_X=v [OLLAMA_Y=w ...] ollama serve``: a POSIX shell's per-command assignments
+_ENV_SERVE = re.compile(r"(?:OLLAMA_\w{1,40}=\S{1,40} ){1,6}ollama serve")
+
+
+def _for_shell(result: Diagnosis) -> Diagnosis:
+    """Ollama's environment variables in PowerShell's form when the log (or ``os=``) shows
+    Windows (:func:`oomkit.planner.commands.ollama_serve_line`, the planner's emitter): a
+    POSIX ``OLLAMA_X=1 ollama serve`` sets nothing in PowerShell."""
+    if result.context.host_os != "windows" or not result.fixes:
+        return result
+    import dataclasses
+
+    from oomkit.planner.commands import ollama_serve_line
+
+    def shell(c: str) -> str:
+        if _ENV_SERVE.fullmatch(c) is None:
+            return c
+        return ollama_serve_line(c.split()[:-2], "windows")
+
+    fixes = tuple(
+        dataclasses.replace(f, commands=tuple(shell(c) for c in f.commands)) for f in result.fixes
+    )
+    return dataclasses.replace(result, fixes=fixes)
 
 
 def _with_surroundings(text: str, parsed: ParsedLog) -> ParsedLog:

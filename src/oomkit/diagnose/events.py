@@ -191,9 +191,13 @@ class LogContext:
     ollama_graph_full_bytes: int | None = None
     ollama_graph_partial_bytes: int | None = None
     ollama_weights_total_bytes: int | None = None
+    ollama_weights_repeating_bytes: int | None = None  # memory.weights.repeating (blocks)
     ollama_layers_model: int | None = None
     ollama_layers_offload: int | None = None
     ollama_runner: bool | None = None  # an Ollama runner's error was forwarded (it fit the layers)
+    #: the OS the log shows (``windows``: a drive-letter path, an ``.exe``, an MSVC build), or
+    #: the one ``doctor --os`` states; picks the shell an environment-variable fix is written in
+    host_os: str | None = None
     system_total_bytes: int | None = None
     system_free_bytes: int | None = None
     # PyTorch / training ------------------------------------------------------------------------

@@ -136,9 +136,10 @@ def _llama_hardware(e: OomEvent, ctx: LogContext) -> tuple[Hardware, int, str]:
     devices: list[DeviceTarget] = []
     where: list[str] = []
     for i in range(n):
-        info = next(
-            (d for d in ctx.devices if d.name in (f"{prefix}{i}", f"Device {i}", f"CUDA{i}")), None
-        )
+        same = [d for d in ctx.devices if d.name in (f"{prefix}{i}", f"Device {i}", f"CUDA{i}")]
+        # ggml_cuda_init's "Device 0: <name>" line states no free memory; the loader's
+        # "using device CUDA0 (...) - 7101 MiB free" line does: the one with free memory wins
+        info = next((d for d in same if d.free_bytes is not None), same[0] if same else None)
         backend = _BACKEND.get(prefix.lower(), "cuda")
         dev = DeviceTarget(name=f"{prefix}{i}", backend=backend, unified_memory=backend == "metal")
         row = find_gpu_by_nvml_name(info.description) if info and info.description else None

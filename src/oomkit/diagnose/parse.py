@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
@@ -103,6 +104,20 @@ def _merge_facts(all_facts: list[dict[str, Any]]) -> dict[str, Any]:
         if key in _CONTEXT_FIELDS and key not in merged:
             merged[key] = value
     return merged
+
+
+#: what only a Windows log prints: a drive-letter path under a Windows folder (Ollama's
+#: ``cmd="C:\\Users\\...\\ollama_llama_server.exe"``), an ``.exe``, llama.cpp's build line
+#: ``build: 4520 (a1649cc1) with MSVC 19.42`` (common/build-info)
+_WINDOWS = re.compile(
+    r"(?<![\w])[A-Za-z]:\\{1,2}(?:Users|Program Files|ProgramData|Windows)\\|\.exe\b|with MSVC \d"
+)
+
+
+def _host_os(lines: Lines) -> str | None:
+    """``windows`` when the head of the log shows it, else None (not stated)."""
+    head = "\n".join(lines.text[:400])
+    return "windows" if _WINDOWS.search(head) else None
 
 
 def _hint(lines: Lines) -> str | None:
@@ -223,4 +238,6 @@ def _parse(text: str) -> ParsedLog:
     if notes:
         merged["notes"] = tuple(notes)
     merged.setdefault("runtime_hint", _hint(lines))
+    if events:
+        merged.setdefault("host_os", _host_os(lines))
     return ParsedLog(events=tuple(events), context=LogContext(**merged))

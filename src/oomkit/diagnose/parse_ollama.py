@@ -118,6 +118,7 @@ _OFFLOAD_KEYS = {
     "memory.graph.full": "ollama_graph_full_bytes",
     "memory.graph.partial": "ollama_graph_partial_bytes",
     "memory.weights.total": "ollama_weights_total_bytes",
+    "memory.weights.repeating": "ollama_weights_repeating_bytes",
 }
 
 
@@ -190,6 +191,8 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             m = _TERMINATED.search(line)
             if m is not None:
                 why = (m.group("why") or "").strip()
+                if why.endswith('"') and line[: m.start()].endswith('"'):
+                    why = why[:-1].rstrip()  # the closing quote of a logfmt value (error="...")
                 low = why.lower()
                 if "signal: killed" in low or "exit status 137" in low:
                     kind = "killed"

@@ -182,7 +182,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     if e.runtime == "pytorch" and e.kind != "killed":
         return analyze_torch(e, ctx)
     if e.runtime == "llama.cpp":
-        return analyze_llamacpp(e, ctx)
+        from oomkit.diagnose.rules_ollama_runner import ollama_runner_reading
+
+        return ollama_runner_reading(e, ctx, analyze_llamacpp(e, ctx))
     if e.runtime == "ollama":
         if e.kind in {"host_oom", "killed", "runner_terminated"}:
             return analyze_ollama(e, ctx)

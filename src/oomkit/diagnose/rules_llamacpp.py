@@ -11,6 +11,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
+from oomkit.diagnose.model_fixes import HEADROOM_BYTES
 
 __all__ = ["analyze_llamacpp", "analyze_ollama", "kv_fixes"]
 
@@ -60,7 +61,35 @@ def kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fix
     return _kv_fixes(ctx, kv, shortfall)
 
 
-def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fix]:
+def _compute_reserve(ctx: LogContext, compute_failed: bool) -> tuple[int, str]:
+    """Room a context that fits must leave after its KV cache, and the words for it.
+
+    llama.cpp allocates the compute buffer right after the KV cache (src/llama-context.cpp:
+    the ``llama_context`` constructor reserves the worst-case graph with
+    ``ggml_backend_sched_reserve`` -> ``ggml_gallocr_reserve_n``), and without flash attention
+    it grows with n_ctx (the n_ctx x n_ubatch x n_head f32 KQ scores). When the compute buffer
+    is what failed, its request (at the failing n_ctx, so at least the one at a shorter context)
+    is already in the shortfall; when the KV cache failed, the log stops before the compute
+    buffer. Either way the doctor's headroom (:data:`~oomkit.diagnose.model_fixes.HEADROOM_BYTES`,
+    the margin the estimator-sized fixes keep) is left on top; in the second case it is all the
+    room kept for the compute buffer.
+    """
+    if compute_failed:
+        return HEADROOM_BYTES, (
+            f"the compute buffer's request is in that shortfall, with {_fb(HEADROOM_BYTES)} "
+            "headroom kept on top"
+        )
+    return HEADROOM_BYTES, (
+        f"{_fb(HEADROOM_BYTES)} is kept for the compute buffer llama.cpp allocates after the "
+        "KV cache (the log stops before it"
+        + ("; without flash attention it grows with n_ctx" if ctx.flash_attn is not True else "")
+        + ")"
+    )
+
+
+def _kv_fixes(
+    ctx: LogContext, kv: int | None, shortfall: int | None, compute_failed: bool = False
+) -> list[Fix]:
     out: list[Fix] = []
     n_ctx = ctx.n_ctx
     if n_ctx and kv:
@@ -75,16 +104,22 @@ def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fi
                 expected_saving_bytes=saving,
             )
         )
-        if shortfall and 0 < shortfall < kv:
-            fit = (n_ctx * (kv - shortfall) // kv) // 256 * 256
+        reserve, kept = _compute_reserve(ctx, compute_failed)
+        if shortfall and 0 < shortfall + reserve < kv:
+            fit = (n_ctx * (kv - shortfall - reserve) // kv) // 256 * 256
             if fit >= 256:
                 out.append(
                     Fix(
                         title=f"Largest context that fits: -c {fit}",
                         why=f"the device is short by {_fb(shortfall)}; KV per token is "
-                        f"{_fb(kv // n_ctx)}, so n_ctx <= {fit} (multiple of 256) fits.",
+                        f"{_fb(kv // n_ctx)}, and {kept}, so n_ctx <= {fit} (multiple of 256) "
+                        "fits.",
                         commands=(f"-c {fit}",),
                         expected_saving_bytes=kv - kv * fit // n_ctx,
+                        # sized to fit with the headroom: it ranks before the fixes not known
+                        # to fit (fixes.rank; docs/doctor-causes.md §5)
+                        fits=True,
+                        order=100 + (n_ctx - fit) * 100 // n_ctx,
                     )
                 )
     elif n_ctx:
@@ -118,7 +153,13 @@ def _kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fi
         out.append(
             Fix(
                 title="Keep the KV cache in host RAM: -nkvo",
-                why=f"moves the {_fb(kv)} KV cache off the GPU (slower decoding).",
+                why=f"moves the {_fb(kv)} KV cache off the GPU (slower decoding: every token "
+                "reads it over PCIe); the compute buffer stays on the GPU"
+                + (
+                    ", and without flash attention it grows with n_ctx."
+                    if ctx.flash_attn is False
+                    else "."
+                ),
                 commands=("-nkvo",),
                 expected_saving_bytes=kv,
             )
@@ -488,7 +529,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             fixes=tuple(
                 split
                 + (_compute_fixes(e, ctx, req) if stage == "compute" else [])
-                + _kv_fixes(ctx, kv, shortfall)
+                + _kv_fixes(ctx, kv, shortfall, compute_failed=stage == "compute")
             ),
         )
     multi_note = (
@@ -527,7 +568,9 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             + copies
             + multi_note,
             fixes=tuple(
-                _compute_fixes(e, ctx, e.requested_bytes) + _kv_fixes(ctx, kv, shortfall) + split
+                _compute_fixes(e, ctx, e.requested_bytes)
+                + _kv_fixes(ctx, kv, shortfall, compute_failed=True)
+                + split
             ),
         )
     # runtime failures during compute (CUDA abort, Metal command buffer)

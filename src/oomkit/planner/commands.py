@@ -8,7 +8,7 @@ version whose argument parser it was read from; the tests parse every emitted co
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from types import MappingProxyType
@@ -23,6 +23,7 @@ __all__ = [
     "FlagTable",
     "emit_command",
     "llamacpp_fa_flags",
+    "ollama_serve_line",
     "parse_command",
     "prepare_lines",
 ]
@@ -424,6 +425,17 @@ def emit_command(
     return _transformers_snippet(settings, _hf_ref(model_ref, spec))
 
 
+def ollama_serve_line(env: Sequence[str], os: str | None = None) -> str:
+    """``ollama serve`` started with the ``NAME=value`` variables ``env``: a POSIX shell's
+    ``A=1 B=2 ollama serve``, or on ``windows`` PowerShell's ``$env:A="1"; $env:B="2"; ollama
+    serve`` (PowerShell has no per-command assignment; ``;`` because Windows PowerShell 5.1 has
+    no ``&&``)."""
+    if os != "windows":
+        return " ".join([*env, "ollama", "serve"])
+    pairs = (e.split("=", 1) for e in env)
+    return "; ".join(f'$env:{k}="{v}"' for k, v in pairs) + "; ollama serve"
+
+
 def _ollama_powershell(
     env: list[str], modelfile: list[str], source: OllamaFrom, create: str
 ) -> list[str]:
@@ -432,9 +444,8 @@ def _ollama_powershell(
     variables, start Ollama again), so ``$env:`` values set in this session reach the ``ollama
     serve`` started from it; ``;`` joins commands (Windows PowerShell 5.1 has no ``&&``) and
     the Modelfile is written with ``Set-Content``, a backtick-n between its lines."""
-    pairs = (e.split("=", 1) for e in env)
     out = ["# quit Ollama in the taskbar first: the server started here reads these variables"]
-    out.append("; ".join(f'$env:{k}="{v}"' for k, v in pairs) + "; ollama serve")
+    out.append(ollama_serve_line(env, "windows"))
     body = "`n".join(modelfile)
     if source.note is not None:  # an unknown tag: stop loudly unless OLLAMA_TAG is set
         why = source.value.removeprefix("${OLLAMA_TAG:?").removesuffix("}")
