@@ -111,4 +111,3 @@ def ollama_uma_overs(
         if spill > 0 and over > 0:
             out.append((d.device, over, OLLAMA_UMA_WHAT, OLLAMA_UMA_RISK, OLLAMA_UMA_CHANGE))
     return out
-
