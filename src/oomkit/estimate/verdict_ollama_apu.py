@@ -21,8 +21,11 @@ model goes to the CPU, where it must fit in the same RAM plus swap.
 
 ollama#14116 (Ryzen AI Max+ 395, 96 GB carve-out, v0.16.0-rocm in Docker): llama3.1:70b refused
 with "model requires more system memory (92.5 GiB) than is available (38.1 GiB)" while
-gpt-oss:120b (65 GB) ran. 92.5 GiB is the llama runner's own accounting with the iGPU at about
-30 GiB free (the OS's RAM): 18 blocks of ~1.5 GiB on the GPU, the rest on the CPU.
+gpt-oss:120b (65 GB) ran. No carve-out-sized free report gives that: with ~96 GiB free (nearly)
+every block fits and ``cpuSize`` is a few GiB. With the iGPU at ~29 GiB free (the OS's RAM)
+the llama runner's accounting (``GraphSize``: blocks of 0.48 GiB weights + f16 KV) leaves
+92 GiB on the CPU at 262144 KV cells (18 of 80 blocks on the GPU) and ~51 GiB at 131072:
+refused either way; gpt-oss:120b (~63 GiB) leaves ~34 GiB, within RAM + swap (38.1 GiB).
 
 oomkit cannot see which report the iGPU gives, nor the swap: the check is "tight", never "does
 not fit", when under the fallback (GPU at most the host RAM, no swap) the CPU part would pass
