@@ -58,6 +58,7 @@ Platform terms (``PLATFORM_TERMS``):
   refuses past it with -ENOSPC; Windows gives a GPU half of system RAM as shared memory). So at
   least 1/8 of a capacity given as the whole unified memory is out of the GPU's reach unless
   ``ttm.pages_limit`` is raised: that 1/8 is in the band (``APU_UNREACHABLE_FRACTION``).
+  Ollama on Linux may see only the OS's free RAM as the iGPU's: :mod:`.verdict_ollama_apu`.
 * Windows commit limit: WDDM backs every GPU allocation with system commit (RAM + page file),
   so GPU totals plus the host part above the installed RAM (``--ram``) need the page file: a
   "tight" margin of its own, never "does not fit" (:mod:`oomkit.estimate.verdict_windows`,
@@ -115,6 +116,7 @@ from typing import Any
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.verdict_advice import int_detail, safe_change
 from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
+from oomkit.estimate.verdict_ollama_apu import ollama_uma_overs
 from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
 from oomkit.estimate.verdict_runtime import (
     EAGER_SCORES,
@@ -545,6 +547,7 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         )
     # vLLM 0.13-0.14 online FP8 (if the checkpoint is bf16); SGLang outside its static fraction
     overs = [*tight_overs(est), *windows_hip_apu_overs(est, plat.os, plat.unified_bytes)]
+    overs += ollama_uma_overs(est, plat.os, plat.unified_bytes)  # Linux APU: verdict_ollama_apu
     soft_overs = {(dev, what): (risk, chg) for dev, _, what, risk, chg in overs}
     for dev, over_b, what, _, _ in overs:
         margins.append(
