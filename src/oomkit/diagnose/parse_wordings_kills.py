@@ -40,7 +40,7 @@ import re
 
 from oomkit.diagnose.text import needles_gate
 
-__all__ = ["KILLS_NEAR_MISSES", "kill_match", "not_memory_reason"]
+__all__ = ["KILLS_NEAR_MISSES", "KILL_NOT_MEMORY", "kill_match", "not_memory_reason"]
 
 _I = re.IGNORECASE
 
@@ -114,7 +114,18 @@ _ALLOC_OTHER = re.compile(
     r"configuration argument)\b|\bEINVAL\b|\b(?:cuda|hip)ErrorInvalid\w{1,30}",
     _I,
 )
-_KILL_OTHER = re.compile(
+# (doccause20) the poster as the sender: "I killed the process myself", "we had to kill it",
+# "killed it manually"; not "I keep getting killed" (the poster's run is what was killed)
+_BY_USER = (
+    r"\b(?:I|we)(?:'ve|'d| have| had)?\s+(?:(?!(?:get|gets|got|getting|keeps?|kept|be|been|"
+    r"being|was|were|am|is|are)\b)\w{1,12}\s+){0,2}?kill(?:ed|ing)?\b"
+    r"|\bkill(?:ed|ing)?\s+(?:it|them|(?:the|my|our|that|this)\s+\w{1,20}(?:\s+\w{1,20})?)\s+"
+    r"(?:myself|ourselves|manually|by\s+hand)\b|\bmanually\s+kill(?:ed|ing)?\b"
+)
+#: a kill whose stated sender or reason is not the OOM killer (the user, a scheduler, a time
+#: limit, SIGTERM/SIGINT); also read by the host-RAM reading, ``rules_extra.names_host_memory``
+KILL_NOT_MEMORY = re.compile(
+    _BY_USER + r"|"
     r"\bkill(?:ed|s)?\b.{0,100}?"
     r"(?:\bby (?:the )?(?:scheduler|slurm|user|supervisor|admin\w{0,8})\b|"
     r"\btime ?limit|\bwall ?time|\btime ?out|\btimed out\b|\bpreempt\w{0,6}|\bctrl[-+ ]?c\b|"
@@ -123,6 +134,7 @@ _KILL_OTHER = re.compile(
     r".{0,80}?\bkill(?:ed|s)?\b",
     _I,
 )
+_KILL_OTHER = KILL_NOT_MEMORY
 _MEMORY_NAMED = re.compile(
     r"out[ _-]?of[ _-]?(?:\w{1,8}[ _-])?memory|(?<![A-Za-z])OOM|insufficient|not enough|exhaust|"
     r"\b(?:memory|ram|vram)\b|显存|内存",

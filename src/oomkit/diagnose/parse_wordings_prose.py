@@ -73,9 +73,23 @@ import re
 
 from oomkit.diagnose.text import needles_gate
 
-__all__ = ["prose_match"]
+__all__ = ["MEMORY_GETS_BIGGER", "prose_match"]
 
 _I = re.IGNORECASE
+
+#: (docrec30) a memory that keeps getting bigger, the verb form of "the continuous rising of gpu
+#: memory" (a leak report, as "keeps growing" is): "cuda memory usage becomes bigger and bigger",
+#: "the GPU memory will become higher and higher", "the memory was keeping getting larger"; the
+#: comparative doubled or kept, not "memory gets larger with the batch size". The growth reading
+#: of the cause rules (``rules_stated.stated_growth``) reads the same pattern (doccause20).
+MEMORY_GETS_BIGGER = re.compile(
+    r"\b(?:memory|vram|ram)(?: (?:usage|use|consumption|footprint|occupation|occupancy))?"
+    r"(?: (?:will|would|is|was|are|were|just|also|always|then|seems to|starts? to)){0,2}"
+    r" (?:(?:becom(?:e|es|ing)|became|gets?|getting|got|grows?|growing|grew|goes|going|"
+    r"went) (?P<cmp>bigger|higher|larger|greater) and (?P=cmp)\b|"
+    r"(?:keeps?|kept|keeping) (?:on )?getting (?:bigger|higher|larger|greater)\b)",
+    _I,
+)
 _SIZE = r"\d{1,4}(?:[.,]\d{1,2})? ?(?:G|GB|GiB|Go|M|MB|MiB)\b"
 # a size as a translation prints it (decimal comma; French Gio / Mio / Go / Mo; Cyrillic ГБ)
 _SIZE_I18N = r"\d{1,6}(?:[.,]\d{1,2})?\s?(?:[GMK]i?B|Gio|Mio|Go|Mo|G|M|ГиБ|МиБ|ГБ|МБ)(?![A-Za-z])"
@@ -384,20 +398,9 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         _TRIED_I18N,
     ),
     (
-        # (docrec30) a memory that keeps getting bigger, the verb form of "the continuous rising
-        # of gpu memory" (a leak report, as "keeps growing" is): "cuda memory usage becomes
-        # bigger and bigger", "the GPU memory will become higher and higher", "the memory was
-        # keeping getting larger"; the comparative doubled or kept, not "memory gets larger with
-        # the batch size"
+        # (docrec30) a memory that keeps getting bigger (MEMORY_GETS_BIGGER)
         ("bigger", "higher", "larger", "greater"),
-        re.compile(
-            r"\b(?:memory|vram|ram)(?: (?:usage|use|consumption|footprint|occupation|occupancy))?"
-            r"(?: (?:will|would|is|was|are|were|just|also|always|then|seems to|starts? to)){0,2}"
-            r" (?:(?:becom(?:e|es|ing)|became|gets?|getting|got|grows?|growing|grew|goes|going|"
-            r"went) (?P<cmp>bigger|higher|larger|greater) and (?P=cmp)\b|"
-            r"(?:keeps?|kept|keeping) (?:on )?getting (?:bigger|higher|larger|greater)\b)",
-            _I,
-        ),
+        MEMORY_GETS_BIGGER,
     ),
     (
         # (docrec30) a verb of explosion with the memory as its object, the verb form of "memory

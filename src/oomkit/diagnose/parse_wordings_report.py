@@ -65,9 +65,12 @@ from oomkit.diagnose.parse_wordings_report_vetoes import (
 )
 from oomkit.diagnose.text import needles_re
 
-__all__ = ["MAX_SENTENCE", "advice_to_reader", "hypothetical", "report_match"]
+__all__ = ["CANNOT_BE_FREED", "MAX_SENTENCE", "advice_to_reader", "hypothetical", "report_match"]
 
 _I = re.IGNORECASE
+#: (docrec30) memory that cannot be given back: "could not be released", "can't be freed" (the
+#: growth reading, ``rules_stated.stated_growth``, reads the same words; doccause20)
+CANNOT_BE_FREED = r"(?:could|can|would)(?: ?not|n't) be (?:freed|released|reclaimed)\b"
 #: the longest sentence read (a longer one is cut: prose reports are short)
 MAX_SENTENCE = 400
 
@@ -101,7 +104,7 @@ _PRED_AFTER = re.compile(
     r"(?:is |was |are |were )?(?:not|never|\w{1,6}n't) (?:being |getting )?"
     r"(?:free[ds]?|release[ds]?|clear(?:ed|s)?|deallocated?|return(?:ed|s)?|reclaim(?:ed|s)?)\b|"
     # (docrec30) "30mb of gpu memory which could not be released" after every backward
-    r"(?:that |which )?(?:could|can|would)(?: ?not|n't) be (?:freed|released|reclaimed)\b|"
+    r"(?:that |which )?" + CANNOT_BE_FREED + "|"
     # "the gpu memory is still occupied by the process" after the program finished (heldout24)
     r"(?:is |was |are |were |remains? )still (?:being )?occupied\b|"
     r"fill(?:s|ed|ing)?(?: up)?\b|fulled|"

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FAMILIES_I18N_MORE", "FAMILIES_MORE", "SIZE"]
+__all__ = [
+    "CJK_KILLED_BY_SYSTEM",
+    "CJK_MEMORY_RISING",
+    "CJK_SHOWN_KILLED",
+    "FAMILIES_I18N_MORE",
+    "FAMILIES_MORE",
+    "SIZE",
+]
 
 _I = re.IGNORECASE
 #: a stated size as titles write it ("24GB", "16 Go", "8.5 GiB")
@@ -280,6 +287,30 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
+#: memory said to keep rising in Chinese: "显存占用不断增加" (keeps increasing), "内存越来越大"
+#: (bigger and bigger); the growth reading of the cause rules (``rules_stated.stated_growth``)
+#: reads the same pattern (doccause20)
+CJK_MEMORY_RISING = (
+    r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?(?:不断|不斷|一直|持续|持續)(?:地)?"
+    r"(?:增加|增长|增長|上涨|上漲|上升|变大|變大)|"
+    r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?越[来來]越(?:大|高|多)"
+)
+#: "进程被kill了", "程序被系统杀死"; not "被我kill" (by me) or "手动" (by hand); the host-RAM
+#: reading (``rules_extra.names_host_memory``) reads the same pattern (doccause20)
+CJK_KILLED_BY_SYSTEM = re.compile(
+    r"(?<!手动)(?<!手動)(?:进程|進程|程序|训练|訓練|任务|任務|容器|服务|服務|python|"
+    r"Python)?被(?:系统|系統|内核|內核|操作系统|OS|os)?(?:kill|Kill|KILL|杀死|杀掉|杀了|"
+    r"殺死|殺掉|强制结束|強制結束)"
+)
+#: (docrec30) bash's "Killed" quoted inside CJK prose as what appeared: "运行解冻后的epoch会出现
+#: killed的现象" (the phenomenon "killed" appears), "终端显示Killed", "报killed"; not "我kill了进程"
+#: (an active kill: no shown / appeared before it); read for host RAM by
+#: ``rules_extra.names_host_memory`` too (doccause20)
+CJK_SHOWN_KILLED = re.compile(
+    r"(?:出现|出現|显示|顯示|提示|报错|報錯|报|報|遇到)\s?[\"'“「]?(?:killed|Killed|KILLED)"
+    r"(?![A-Za-z])"
+)
+
 # The leak and the OOM killer in the languages users write titles in, as parse_wordings reads
 # them in English ("memory leak", "keeps growing", "the process gets killed"); the same guards:
 # no leak, a fixed leak, a process killed by hand stay silent
@@ -289,29 +320,20 @@ _FAMILIES_I18N_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         re.compile(
             r"(?<!没有)(?<!沒有)(?<!无)(?<!無)(?<!修复)(?<!修復)(?<!修正)(?<!解决)(?<!解決)"
             r"(?<!修复了)(?<!修復了)(?<!解决了)(?<!解決了)"
-            r"(?:显存|内存|顯存|內存|記憶體)(?:泄漏|泄露|洩漏|洩露)|"
-            r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?(?:不断|不斷|一直|持续|持續)(?:地)?"
-            r"(?:增加|增长|增長|上涨|上漲|上升|变大|變大)|"
-            r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?越[来來]越(?:大|高|多)"
+            r"(?:显存|内存|顯存|內存|記憶體)(?:泄漏|泄露|洩漏|洩露)|" + CJK_MEMORY_RISING
         ),
     ),
     (
         # "进程被kill了", "程序被系统杀死"; not "被我kill" (by me) or "手动" (by hand)
         ("被",),
-        re.compile(
-            r"(?<!手动)(?<!手動)(?:进程|進程|程序|训练|訓練|任务|任務|容器|服务|服務|python|"
-            r"Python)?被(?:系统|系統|内核|內核|操作系统|OS|os)?(?:kill|Kill|KILL|杀死|杀掉|杀了|"
-            r"殺死|殺掉|强制结束|強制結束)"
-        ),
+        CJK_KILLED_BY_SYSTEM,
     ),
     (
         # (docrec30) bash's "Killed" quoted inside CJK prose as what appeared: "运行解冻后的epoch会
         # 出现killed的现象" (the phenomenon "killed" appears), "终端显示Killed", "报killed"; not
         # "我kill了进程" (an active kill: no shown / appeared before it)
         ("kill",),
-        re.compile(
-            r"(?:出现|出現|显示|顯示|提示|报错|報錯|报|報|遇到)\s?[\"'“「]?(?:killed|Killed|KILLED)(?![A-Za-z])"
-        ),
+        CJK_SHOWN_KILLED,
     ),
     (
         # Japanese, Korean, French, Spanish, Portuguese, Italian, German, Russian "memory leak"

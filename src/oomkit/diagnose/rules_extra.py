@@ -15,6 +15,8 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.parse_wordings_exits import exit_reading
+from oomkit.diagnose.parse_wordings_kills import KILL_NOT_MEMORY
+from oomkit.diagnose.parse_wordings_titles_more import CJK_KILLED_BY_SYSTEM, CJK_SHOWN_KILLED
 from oomkit.diagnose.rules_ggml_pool import ggml_pool
 from oomkit.diagnose.rules_sglang import sglang_pool, sglang_runtime
 
@@ -152,7 +154,14 @@ _HOST_WORDING = re.compile(
     r"\b(?:OOM|out[ -]of[ -]memory)\s*\((?:host|CPU|RAM)\)|"
     r"\b(?:OOM|out[ -]of[ -]memory)\s+on\s+(?:the\s+)?(?:cpu|host)\b|"
     r"killed\s+with\s+signal\s*-?9\b|"
-    r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|被(?:系统|系統)?(?:杀死|殺死|杀掉|kill)|"
+    r"\b(?:exit|status|return)\s+code\s*:?\s*137\b|"
+    # doccause20: the kills recognition reads in Chinese prose (one pattern each, shared with
+    # parse_wordings_titles_more): "进程被系统kill了", and bash's "Killed" quoted as what
+    # appeared, "运行解冻后的epoch会出现killed的现象" (docrec30), where \b cannot see the word's end
+    + CJK_KILLED_BY_SYSTEM.pattern
+    + "|"
+    + CJK_SHOWN_KILLED.pattern
+    + "|"
     # docrec25: WSL 2's virtual machine shows in Windows' Task Manager as the process "vmmem"
     # ("VmmemWSL" since 2022); its memory is the host's RAM, capped by .wslconfig's
     # [wsl2] memory= (Microsoft's WSL docs, "Advanced settings configuration in WSL")
@@ -206,10 +215,19 @@ _HOST_OVER_DEVICE = re.compile(
 )
 
 
+#: the kill words inside such a statement (only they are dropped, not the words around them)
+_KILL_WORD = re.compile(r"(?i)kill(?:ed|s|ing)?\b")
+
+
 def names_host_memory(text: str) -> bool:
     """The wording names host RAM as what ran out (and no GPU word on the line vetoes it)."""
     if _HOST_OVER_DEVICE.search(text):
         return True
+    # a kill by the user, a scheduler or a signal that is not the OOM killer's names no memory
+    # ("I killed the process myself", "killed by the scheduler at the time limit": the same
+    # senders recognition vetoes, parse_wordings_kills.not_memory_reason)
+    if "kill" in text.lower():
+        text = KILL_NOT_MEMORY.sub(lambda m: _KILL_WORD.sub(" ", m.group(0)), text)
     return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(
         _NOT_DEVICE.sub("", text)
     )

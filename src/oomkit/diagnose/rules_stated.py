@@ -16,6 +16,9 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.parse_wordings_prose import MEMORY_GETS_BIGGER
+from oomkit.diagnose.parse_wordings_report import CANNOT_BE_FREED
+from oomkit.diagnose.parse_wordings_titles_more import CJK_MEMORY_RISING
 from oomkit.diagnose.priors import is_open
 
 __all__ = ["colocated_rollout_engine", "fallback", "stated_cotenants", "stated_growth"]
@@ -140,6 +143,11 @@ _GROWTH_WORDS = re.compile(
     r"|aren't|never)\s+(?:have\s+been\s+|be\s+|been\s+|being\s+|get\s+)?garbage[\s-]collected\b"
     r"|メモリ(?:ー)?リーク|메모리\s?누수|fuga\s+de\s+memoria|fuite\s+de\s+m[ée]moire"
     r"|Speicherleck|утечк\w\s+памяти"
+    # doccause20: the growth forms recognition reads (one pattern each, shared with
+    # parse_wordings_*), so a text recognised for growth feeds the same growth evidence as its
+    # older sibling "keeps growing": a memory that "becomes higher and higher" / "keeps getting
+    # larger" (docrec30), memory that "could not be released" (docrec30), "显存越来越大"
+    r"|" + MEMORY_GETS_BIGGER.pattern + r"|\b" + CANNOT_BE_FREED + r"|" + CJK_MEMORY_RISING
 )
 
 
