@@ -91,6 +91,8 @@ DEVELOPMENT_PARTS = (
     "heldout30",
     "heldout31",
     "heldout32",
+    "heldout33",
+    "heldout34",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
