@@ -37,7 +37,6 @@ an APU, the host RAM known (``--ram``: on an APU the RAM the OS sees beside the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date
 
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import parse_runtime_version
@@ -52,8 +51,8 @@ __all__ = [
 
 #: (release, tag date): the first with ggml's UMA MemAvailable override (v0.13.2), the first
 #: without llm/server.go's system-memory check (v0.30.0)
-_FIRST = ((0, 13, 2), date(2025, 12, 7))
-_UNTIL = ((0, 30, 0), date(2026, 6, 1))
+_FIRST = ((0, 13, 2), (2025, 12, 7))
+_UNTIL = ((0, 30, 0), (2026, 6, 1))
 
 OLLAMA_UMA_WHAT = "Ollama's system-memory check if the iGPU reports only the OS's free RAM"
 OLLAMA_UMA_RISK = (
@@ -83,7 +82,10 @@ def ollama_uma_applies(runtime_version: object, os_name: str | None) -> bool:
     when = parse_runtime_version("ollama", runtime_version)
     if isinstance(when, tuple):
         return _FIRST[0] <= when < _UNTIL[0]
-    return _FIRST[1] <= when < _UNTIL[1]
+    # a date: compared as (year, month, day), so that the estimate's command path does not
+    # import datetime (tests/test_import_boundaries.py)
+    day = (when.year, when.month, when.day)
+    return _FIRST[1] <= day < _UNTIL[1]
 
 
 def ollama_uma_overs(
