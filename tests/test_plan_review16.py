@@ -94,7 +94,8 @@ def test_plan_koboldcpp_on_windows_and_amd(capsys: pytest.CaptureFixture[str]) -
     assert win.splitlines()[-1].startswith("koboldcpp.exe --model ")
     assert "--usecublas" in parse_command("koboldcpp", win)
     amd = _first_command(_plan(capsys, *base, "--gpu", "rx-7900-xtx"))
-    assert "koboldcpp_hipblas" in amd.splitlines()[0]  # --usecublas runs the hipBLAS library
+    # after the release line: --usecublas runs the hipBLAS library
+    assert "koboldcpp_hipblas" in amd.splitlines()[1]
     vk = _first_command(_plan(capsys, *base, "--gpu", "rx-7900-xtx", "--backend", "vulkan"))
     assert "--usevulkan" in parse_command("koboldcpp", vk)
 

@@ -21,6 +21,7 @@ from oomkit.cli.train_options import (
     training_options,
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
+from oomkit.cli.values import CTX_FLAGS, TP_FLAGS
 
 __all__ = ["estimate_command", "render_suggestions"]
 
@@ -49,13 +50,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="GGUF type (Q4_K_M, Q8_0, IQ4_XS) or bf16/fp8/int8/nf4/awq/gptq",
 )
 @click.option(
-    "--ctx",
-    "-c",
-    # the runtimes' own spellings: llama-server --ctx-size, vLLM --max-model-len, SGLang
-    # --context-length (flags pasted from a serve command estimate that command)
-    "--ctx-size",
-    "--max-model-len",
-    "--context-length",
+    *CTX_FLAGS,  # with the runtimes' own spellings (values.CTX_FLAGS)
     "ctx",
     type=CONTEXT,
     help="Context length (n_ctx / max_model_len), e.g. 32k; 'max': the largest that fits",
@@ -105,10 +100,7 @@ TRAINING_PASSED: tuple[str, ...] = (
 )
 @click.option("--ram", type=SIZE, help="Host RAM with a unit (as --vram: GiB/G binary, GB decimal)")
 @click.option(
-    "--tp",
-    "--tensor-parallel-size",
-    "-tp",
-    "--tp-size",
+    *TP_FLAGS,
     "tp",
     type=int,
     help="Tensor-parallel size (vLLM/SGLang)",

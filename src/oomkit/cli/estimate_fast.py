@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oomkit.cli.values import parse_context, parse_size
+from oomkit.cli.values import CTX_FLAGS, TP_FLAGS, parse_context, parse_size
 
 __all__ = ["DEFAULTS", "FLAGS", "VALUE_OPTIONS", "parse_estimate_args", "run_fast"]
 
@@ -52,7 +52,7 @@ def _flag(name: str, on: tuple[str, ...], off: tuple[str, ...] = ()) -> None:
 
 _value("runtime", str, "--runtime", "-r")
 _value("quant", str, "--quant", "-q", "--quantization")
-_value("ctx", parse_context, "--ctx", "-c", "--ctx-size", "--max-model-len", "--context-length")
+_value("ctx", parse_context, *CTX_FLAGS)
 _value("parallel", int, "--parallel", "--batch", "-np")
 _value("batch_size", int, "--batch-size", "-b")
 _value("ubatch", int, "--ubatch", "-ub", "--ubatch-size")
@@ -64,7 +64,7 @@ _value("n_cpu_moe", int, "--n-cpu-moe")
 _value("gpu", str, "--gpu", "-g")
 _value("vram", parse_size, "--vram")
 _value("ram", parse_size, "--ram")
-_value("tp", int, "--tp", "--tensor-parallel-size", "-tp", "--tp-size")
+_value("tp", int, *TP_FLAGS)
 _value("gpu_memory_utilization", float, "--gpu-memory-utilization")
 _value("max_num_seqs", int, "--max-num-seqs", "--max-running-requests")
 _value("max_num_batched_tokens", int, "--max-num-batched-tokens")

@@ -9,6 +9,7 @@ import click
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.cli.plan_flags import kv_options, ngl_option, pinned_kv, refuse_ngl
+from oomkit.cli.values import CTX_FLAGS
 from oomkit.serialize import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -44,7 +45,12 @@ def reject_without(ctx: click.Context, names: tuple[str, ...], needs: str) -> No
 @click.option("--search", "search", help="Text to search for (same as QUERY)")
 @click.option("--fits", "fits_gpu", metavar="GPU", help="Only models that run entirely on GPU")
 @click.option("--vram", type=SIZE, help="With --fits: memory per GPU instead of the catalog's")
-@click.option("--ctx", "-c", type=COUNT, help="With --fits: context to fit (default 4096)")
+@click.option(
+    *CTX_FLAGS,  # --ctx-size, --max-model-len, --context-length too, as estimate's and plan's
+    "ctx",
+    type=COUNT,
+    help="With --fits: context to fit (default 4096)",
+)
 @click.option("--runtime", "-r", default="llama.cpp", show_default=True, help="With --fits")
 @click.option(
     "--sort",

@@ -12,13 +12,23 @@ from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE, hardware_from_options
-from oomkit.cli.plan_flags import kv_options, pinned_kv, plan_ngl, plan_ngl_option
+from oomkit.cli.plan_flags import (
+    check_llama_server,
+    check_serving_options,
+    kv_options,
+    pinned_kv,
+    plan_ngl,
+    plan_ngl_option,
+)
 from oomkit.cli.train_options import (
+    ArgsCommand,
     TrainOptions,
     reject_inference_options,
     training_options,
+    typed_flag,
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
+from oomkit.cli.values import CTX_FLAGS, TP_FLAGS
 from oomkit.planner.quality import kv_quality_text
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 from oomkit.planner.speed_kernels import speed_unknown
@@ -29,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["plan_command", "render_plan"]
 
 
-@click.command("plan")
+@click.command("plan", cls=ArgsCommand)  # keeps argv: errors name a flag as typed
 @click.argument("model")
 @click.option(
     "--gpu",
@@ -47,7 +57,12 @@ __all__ = ["plan_command", "render_plan"]
     show_default=True,
     help="llama.cpp | ollama | vllm | sglang | transformers | any (compare)",
 )
-@click.option("--ctx", "-c", type=COUNT, help="Context you want (e.g. 32k)")
+@click.option(
+    *CTX_FLAGS,  # --ctx-size, --max-model-len, --context-length too, as estimate's
+    "ctx",
+    type=COUNT,
+    help="Context you want (e.g. 32k)",
+)
 @click.option("--min-ctx", type=COUNT, help="Never propose a shorter context than this")
 @click.option(
     "--parallel",
@@ -84,7 +99,8 @@ __all__ = ["plan_command", "render_plan"]
     help="llama.cpp: the ggml backend it was built with (default: the GPU vendor's)",
 )
 @click.option(
-    "--tp",
+    *TP_FLAGS,  # --tensor-parallel-size, -tp, --tp-size too, as estimate's
+    "tp",
     type=int,
     help="vLLM/SGLang tensor-parallel size (default: the most GPUs the attention heads divide)",
 )
@@ -189,7 +205,7 @@ def plan_command(
         )
     from oomkit.cli.estimate_args import check_count_options
 
-    check_count_options(tp=tp, max_num_seqs=max_num_seqs)
+    check_count_options(ctx=ctx, tp=tp, max_num_seqs=max_num_seqs)  # named as typed
     if training.method is not None:
         hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
         where = [
@@ -199,7 +215,7 @@ def plan_command(
         return _plan_training(
             model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
         )
-    _check_vllm_options(runtime, tp, gpu_memory_utilization, max_num_seqs)
+    check_serving_options(runtime, tp, gpu_memory_utilization, max_num_seqs, typed_flag(ctx_, "tp"))
     if rt != "any":
         from oomkit.cli.estimate_args import check_hf_runtime_quant
 
@@ -228,7 +244,7 @@ def plan_command(
         refuse_elsewhere=True,
     )
 
-    _check_llama_server(runtime, llama_server)
+    check_llama_server(runtime, llama_server)
     _check_any_version(runtime, runtime_version)
 
     request = PlanRequest(
@@ -317,55 +333,6 @@ def _check_any_version(runtime: str, version: str | None) -> None:
             setting="--runtime-version",
             value=version,
         )
-
-
-def _check_vllm_options(
-    runtime: str, tp: int | None, util: float | None, max_num_seqs: int | None
-) -> None:
-    """The serving flags ``plan`` shares with ``estimate``: ranges, and the runtimes that
-    have them (``--tp``/``--max-num-seqs``: vLLM and SGLang; ``--gpu-memory-utilization``:
-    vLLM, whose ``EngineArgs`` takes a fraction in (0, 1])."""
-    from oomkit.errors import InvalidSettingError
-    from oomkit.estimate.registry import normalize_runtime
-
-    if util is not None and not 0 < util <= 1:  # (NaN fails both comparisons)
-        raise InvalidSettingError(
-            f"--gpu-memory-utilization must be in (0, 1], got {util}",
-            setting="--gpu-memory-utilization",
-            value=util,
-        )
-    rt = runtime.strip().lower()
-    rt = rt if rt == "any" else normalize_runtime(runtime)
-    for flag, value, runtimes in (
-        ("--tp", tp, ("vllm", "sglang")),
-        ("--max-num-seqs", max_num_seqs, ("vllm", "sglang")),
-        ("--gpu-memory-utilization", util, ("vllm",)),
-    ):
-        if value is not None and rt not in (*runtimes, "any"):
-            names = " and ".join("vLLM" if r == "vllm" else "SGLang" for r in runtimes)
-            raise InvalidSettingError(
-                f"{flag} is a {names} option; plan with --runtime "
-                f"{' or '.join(runtimes)} (or any), or drop {flag}",
-                setting=flag,
-                value=value,
-            )
-
-
-def _check_llama_server(runtime: str, llama_server: bool | None) -> None:
-    """``--llama-server/--no-llama-server`` is llama.cpp's (Ollama starts its own llama-server
-    with its own settings: :mod:`oomkit.estimate.ollama`)."""
-    from oomkit.errors import InvalidSettingError
-    from oomkit.estimate.registry import normalize_runtime
-
-    rt = runtime.strip().lower()
-    if llama_server is None or rt == "any" or normalize_runtime(runtime) == "llama.cpp":
-        return
-    flag = "--llama-server" if llama_server else "--no-llama-server"
-    raise InvalidSettingError(
-        f"{flag} is a llama.cpp option; plan with --runtime llama.cpp (or any), or drop {flag}",
-        setting=flag,
-        value=llama_server,
-    )
 
 
 def _size_arg(n_bytes: int) -> str:

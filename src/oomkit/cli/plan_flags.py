@@ -11,6 +11,9 @@ q8_0`` as ``-c tk`` ("cannot read count 'tk'") and ``-ngl 99`` as ``-n``. Here:
 * ``-ngl N`` on ``plan`` fixes the layers on the GPU (llama.cpp/Ollama: :mod:`oomkit.planner.ngl`),
   the planner then chooses the rest; ``models --fits`` refuses it in one line (it lists models
   that run with every layer on the GPU).
+
+And the runtime checks of ``plan``'s serving flags (:func:`check_serving_options`,
+:func:`check_llama_server`): a flag given with a runtime that has none is refused in one line.
 """
 
 from __future__ import annotations
@@ -20,7 +23,16 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["kv_options", "ngl_option", "pinned_kv", "plan_ngl", "plan_ngl_option", "refuse_ngl"]
+__all__ = [
+    "check_llama_server",
+    "check_serving_options",
+    "kv_options",
+    "ngl_option",
+    "pinned_kv",
+    "plan_ngl",
+    "plan_ngl_option",
+    "refuse_ngl",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,4 +106,57 @@ def refuse_ngl(n_gpu_layers: str | None, command: str) -> None:
     raise click.UsageError(
         f"-ngl is not a {command} option: it lists models that run with every layer on the GPU; "
         f"plan one model at a split with oomkit plan MODEL -ngl {n_gpu_layers}"
+    )
+
+
+def check_serving_options(
+    runtime: str,
+    tp: int | None,
+    util: float | None,
+    max_num_seqs: int | None,
+    tp_flag: str = "--tp",
+) -> None:
+    """The serving flags ``plan`` shares with ``estimate``: ranges, and the runtimes that
+    have them (``--tp``/``--max-num-seqs``: vLLM and SGLang; ``--gpu-memory-utilization``:
+    vLLM, whose ``EngineArgs`` takes a fraction in (0, 1])."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.registry import normalize_runtime
+
+    if util is not None and not 0 < util <= 1:  # (NaN fails both comparisons)
+        raise InvalidSettingError(
+            f"--gpu-memory-utilization must be in (0, 1], got {util}",
+            setting="--gpu-memory-utilization",
+            value=util,
+        )
+    rt = runtime.strip().lower()
+    rt = rt if rt == "any" else normalize_runtime(runtime)
+    for flag, value, runtimes in (
+        (tp_flag, tp, ("vllm", "sglang")),  # as typed (--tensor-parallel-size)
+        ("--max-num-seqs", max_num_seqs, ("vllm", "sglang")),
+        ("--gpu-memory-utilization", util, ("vllm",)),
+    ):
+        if value is not None and rt not in (*runtimes, "any"):
+            names = " and ".join("vLLM" if r == "vllm" else "SGLang" for r in runtimes)
+            raise InvalidSettingError(
+                f"{flag} is a {names} option; plan with --runtime "
+                f"{' or '.join(runtimes)} (or any), or drop {flag}",
+                setting=flag,
+                value=value,
+            )
+
+
+def check_llama_server(runtime: str, llama_server: bool | None) -> None:
+    """``--llama-server/--no-llama-server`` is llama.cpp's (Ollama starts its own llama-server
+    with its own settings: :mod:`oomkit.estimate.ollama`)."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.registry import normalize_runtime
+
+    rt = runtime.strip().lower()
+    if llama_server is None or rt == "any" or normalize_runtime(runtime) == "llama.cpp":
+        return
+    flag = "--llama-server" if llama_server else "--no-llama-server"
+    raise InvalidSettingError(
+        f"{flag} is a llama.cpp option; plan with --runtime llama.cpp (or any), or drop {flag}",
+        setting=flag,
+        value=llama_server,
     )

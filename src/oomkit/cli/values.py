@@ -5,7 +5,25 @@ from __future__ import annotations
 
 from oomkit.units import parse_count, parse_size
 
-__all__ = ["CTX_MAX", "llamacpp_fa_args", "parse_context", "parse_count", "parse_size"]
+__all__ = [
+    "CTX_FLAGS",
+    "CTX_MAX",
+    "TP_FLAGS",
+    "llamacpp_fa_args",
+    "parse_context",
+    "parse_count",
+    "parse_size",
+]
+
+#: the context option's spellings on ``estimate``, ``plan`` and ``models --fits``: oomkit's, and
+#: the runtimes' own (llama-server ``--ctx-size``, vLLM ``--max-model-len``, SGLang
+#: ``--context-length``), so a flag pasted from a serve command means that command's context.
+#: One tuple for every command (and the click-free ``estimate_fast`` table, and through the
+#: click commands the web API's body keys), so the spellings cannot drift apart.
+CTX_FLAGS = ("--ctx", "-c", "--ctx-size", "--max-model-len", "--context-length")
+#: the tensor-parallel option's spellings (vLLM ``--tensor-parallel-size``/``-tp``, SGLang
+#: ``--tp-size``) on ``estimate`` and ``plan``, as :data:`CTX_FLAGS`
+TP_FLAGS = ("--tp", "--tensor-parallel-size", "-tp", "--tp-size")
 
 #: what ``--ctx max`` converts to (no real context is negative)
 CTX_MAX = -1

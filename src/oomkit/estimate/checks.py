@@ -34,6 +34,7 @@ __all__ = [
     "RUNTIME_SETTINGS",
     "check_run",
     "check_tp",
+    "expert_rules_settings",
     "ignored_settings",
     "vllm_len_cap",
     "vllm_max_model_len",
@@ -334,6 +335,20 @@ def _override_to_n_cpu_moe(
     n_cpu_moe = max(count, settings.n_cpu_moe or 0)
     settings = dataclasses.replace(settings, n_cpu_moe=n_cpu_moe, override_tensor=None)
     return settings, f"--override-tensor: expert tensors of the first {count} layers on the CPU"
+
+
+def expert_rules_settings(spec: ModelSpec, settings: InferenceSettings) -> InferenceSettings:
+    """``settings`` with their ``-ot PATTERN=CPU`` rules as the estimate reads them (what a
+    printed command must then start): rules that move whole layers' experts become
+    ``n_cpu_moe`` (``override_tensor`` None); rules that move only some expert tensors stay,
+    with ``n_cpu_moe`` the layers they reach. Unchanged without rules.
+
+    Raises:
+        InvalidSettingError: rules the placement model does not cover (as :func:`check_run`).
+    """
+    if not settings.override_tensor:
+        return settings
+    return _override_to_n_cpu_moe(spec, settings)[0]
 
 
 def check_run(

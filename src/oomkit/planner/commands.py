@@ -72,7 +72,7 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
         ),
         "koboldcpp": FlagTable(
             program="python koboldcpp.py",  # koboldcpp.exe on Windows (parse_command reads both)
-            version="koboldcpp 1.76 (koboldcpp.py at 2da346a; planner/koboldcpp.py cites lines)",
+            version="koboldcpp 1.102 (koboldcpp.py at 000115dd; planner/koboldcpp.py cites it)",
             source="LostRuins/koboldcpp koboldcpp.py parser.add_argument",
             flags=MappingProxyType(
                 {
@@ -82,8 +82,9 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--contextsize": 1,
                     "--gpulayers": 1,
                     "--tensor_split": -1,  # nargs='+': one value per GPU
-                    "--blasbatchsize": 1,
-                    "--nommap": 0,
+                    "--blasbatchsize": 1,  # 1.102: an alias of --batchsize
+                    "--usemmap": 0,  # 1.102: mmap is off unless given
+                    "--nommap": 0,  # hidden and deprecated in 1.102 (argparse.SUPPRESS)
                     "--flashattention": 0,
                     "--quantkv": 1,
                     "--moecpu": 1,  # 1.97+ (planner/koboldcpp.py)
@@ -288,8 +289,14 @@ def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
 _N_CPU_MOE_SINCE = date(2025, 8, 4)
 
 
-def llamacpp_cpu_moe_flags(n_cpu_moe: int, runtime_version: str | None) -> list[str]:
+def llamacpp_cpu_moe_flags(
+    n_cpu_moe: int, runtime_version: str | None, override_tensor: Sequence[str] | None = None
+) -> list[str]:
     r"""The experts of the first ``n_cpu_moe`` layers on the CPU, as the build takes it.
+
+    ``override_tensor`` rules that move only some expert tensors of each layer are printed
+    as themselves, ``-ot 'RULES'`` (:func:`oomkit.planner.cpu_experts.partial_expert_rules`,
+    shared with koboldcpp's ``--overridetensors``): ``--n-cpu-moe`` would move all three.
 
     ``--n-cpu-moe N`` exists from PR #15077 (b6089, 2025-08-04); it only adds the tensor
     overrides ``blk\.{i}\.ffn_(up|down|gate)_exps`` -> CPU for ``i < N`` (``common/common.h``
@@ -302,7 +309,14 @@ def llamacpp_cpu_moe_flags(n_cpu_moe: int, runtime_version: str | None) -> list[
     ['--n-cpu-moe', '3']
     >>> llamacpp_cpu_moe_flags(3, "b5500")
     ['-ot', "'blk\\.(0|1|2)\\.ffn_(up|down|gate)_exps=CPU'"]
+    >>> llamacpp_cpu_moe_flags(48, None, ("ffn_(up|down)_exps=CPU",))
+    ['-ot', "'ffn_(up|down)_exps=CPU'"]
     """
+    from oomkit.planner.cpu_experts import partial_expert_rules
+
+    rules = partial_expert_rules(override_tensor)
+    if rules is not None:
+        return ["-ot", shlex.quote(rules)]
     if runtime_version is not None and runtime_version.strip():
         from oomkit.estimate.generations import parse_runtime_version
 
@@ -327,6 +341,10 @@ def emit_command(
     ``device_kind`` (``cuda``, ``rocm``, ``vulkan``, ``mps``) names ggml's devices; ``os``
     ``windows``: Ollama's lines in PowerShell (``$env:`` variables, ``Set-Content``)."""
     q = shlex.quote
+    if runtime in ("llama.cpp", "koboldcpp", "lmstudio"):  # -ot rules as they were estimated
+        from oomkit.planner.cpu_experts import command_expert_settings
+
+        settings = command_expert_settings(spec, settings)
     if runtime == "lmstudio":  # -r lmstudio: sized as llama.cpp, loaded with LM Studio's lms
         from oomkit.planner.knobs import llamacpp_flash_off
         from oomkit.planner.lmstudio import lmstudio_command
@@ -351,7 +369,9 @@ def emit_command(
         if settings.cache_type_k:
             parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
         if settings.n_cpu_moe:
-            parts += llamacpp_cpu_moe_flags(settings.n_cpu_moe, settings.runtime_version)
+            parts += llamacpp_cpu_moe_flags(
+                settings.n_cpu_moe, settings.runtime_version, settings.override_tensor
+            )
         if settings.parallel:
             parts += ["-np", str(settings.parallel)]
             if settings.kv_unified and settings.parallel > 1:
