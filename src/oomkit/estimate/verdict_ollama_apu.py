@@ -40,6 +40,7 @@ from collections.abc import Mapping
 
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.generations import parse_runtime_version
+from oomkit.estimate.verdict_platform import apu_rocm_devices
 
 __all__ = [
     "OLLAMA_UMA_CHANGE",
@@ -107,10 +108,7 @@ def ollama_uma_overs(
     if ram is None:
         return []
     out = []
-    for i, d in enumerate(est.devices):
-        unified = unified_bytes[i] if i < len(unified_bytes) else None
-        if unified is None or not d.device.startswith("rocm:"):
-            continue
+    for d in apu_rocm_devices(est, unified_bytes):
         spill = d.total_bytes - ram  # what the GPU could not take at "free = the host RAM"
         over = spill + est.host.total_bytes - ram
         if spill > 0 and over > 0:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.spec.hardware import DeviceTarget
 
-__all__ = ["device_segment", "device_unified_bytes"]
+__all__ = ["apu_rocm_devices", "device_segment", "device_unified_bytes"]
 
 
 def device_segment(d: DeviceTarget) -> str | None:
@@ -33,3 +36,14 @@ def device_unified_bytes(d: DeviceTarget) -> int | None:
         ok = g.usable_memory_bytes is not None and d.capacity_bytes == g.usable_memory_bytes
         return g.memory_bytes if ok else None
     return d.capacity_bytes if g.vendor == "amd" else None
+
+
+def apu_rocm_devices(est: Estimate, unified_bytes: tuple[int | None, ...]) -> Iterator[DeviceUsage]:
+    """The HIP (ROCm) devices of ``est`` that share memory with the CPU (an AMD APU: the
+    platform's ``unified_bytes`` entry is set), in device order: what the Windows HIP and the
+    Ollama iGPU rules (:mod:`oomkit.estimate.verdict_windows`,
+    :mod:`oomkit.estimate.verdict_ollama_apu`) look at."""
+    for i, d in enumerate(est.devices):
+        unified = unified_bytes[i] if i < len(unified_bytes) else None
+        if unified is not None and d.device.startswith("rocm:"):
+            yield d

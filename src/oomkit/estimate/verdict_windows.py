@@ -149,11 +149,10 @@ def windows_hip_apu_overs(
     :func:`oomkit.estimate.verdict_runtime.tight_overs`."""
     if (os_name or "").lower() != "windows":
         return []
+    from oomkit.estimate.verdict_platform import apu_rocm_devices
+
     out = []
-    for i, d in enumerate(est.devices):
-        unified = unified_bytes[i] if i < len(unified_bytes) else None
-        if unified is None or not d.device.startswith("rocm:"):
-            continue
+    for d in apu_rocm_devices(est, unified_bytes):
         over = d.total_bytes - WINDOWS_HIP_CARVEOUT_FIRST
         if over > 0:
             out.append(
