@@ -100,6 +100,13 @@ def test_cli_prints_ollama_forms_with_their_prompts() -> None:
     assert "$ OLLAMA_GPU_OVERHEAD=2684354560 ollama serve" in res.output
 
 
+def test_an_unknown_os_is_a_one_line_usage_error() -> None:
+    res = CliRunner().invoke(doctor_command, [str(LOG), "--no-input", "--os", "beos"], env=ENV)
+    assert res.exit_code == 2
+    assert "Invalid value for '--os': 'beos' is not one of" in res.output
+    assert "Traceback" not in res.output
+
+
 def test_a_llamacpp_build_with_msvc_gets_powershell_for_its_ollama_line() -> None:
     log = LOG.parent / "constructed-review16-llamacpp-kv-laptop.txt"
     d = diagnose_text(log.read_text(encoding="utf-8"))  # "build: 4520 ... with MSVC 19.42"

@@ -31,6 +31,7 @@ from oomkit.cli.output import (
     print_warning,
 )
 from oomkit.cli.params import COUNT, SIZE
+from oomkit.cli.values import OS_CHOICES
 from oomkit.diagnose.doctor import Diagnosis, diagnose_text
 from oomkit.diagnose.fixes import Fix, size_text
 from oomkit.diagnose.questions import Question
@@ -419,7 +420,7 @@ def _check_answers(
 @click.option(
     "--os",
     "os_name",
-    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    type=click.Choice(OS_CHOICES, case_sensitive=False),
     help="Operating system, if the log does not show it (windows: environment variables in "
     "PowerShell), as plan's --os",
 )

@@ -21,7 +21,7 @@ from oomkit.cli.train_options import (
     training_options,
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
-from oomkit.cli.values import CTX_FLAGS, TP_FLAGS
+from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
 
 __all__ = ["estimate_command", "render_suggestions"]
 
@@ -144,7 +144,7 @@ TRAINING_PASSED: tuple[str, ...] = (
 @click.option(
     "--os",
     "os_name",
-    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    type=click.Choice(OS_CHOICES, case_sensitive=False),
     help="Operating system (windows: WDDM reserves GPU memory, and with --ram GPU allocations "
     "count against RAM + page file)",
 )

@@ -9,7 +9,7 @@ import click
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.params import COUNT, SIZE
 from oomkit.cli.plan_flags import kv_options, ngl_option, pinned_kv, refuse_ngl
-from oomkit.cli.values import CTX_FLAGS
+from oomkit.cli.values import CTX_FLAGS, OS_CHOICES
 from oomkit.serialize import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def reject_without(ctx: click.Context, names: tuple[str, ...], needs: str) -> No
 @click.option(
     "--os",
     "os_name",
-    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    type=click.Choice(OS_CHOICES, case_sensitive=False),
     help="With --fits: operating system (windows: WDDM reserves GPU memory), as plan's --os",
 )
 @kv_options

@@ -28,7 +28,7 @@ from oomkit.cli.train_options import (
     typed_flag,
 )
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
-from oomkit.cli.values import CTX_FLAGS, TP_FLAGS
+from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
 from oomkit.planner.quality import kv_quality_text
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 from oomkit.planner.speed_kernels import speed_unknown
@@ -137,7 +137,7 @@ __all__ = ["plan_command", "render_plan"]
 @click.option(
     "--os",
     "os_name",
-    type=click.Choice(["linux", "windows", "macos", "wsl"], case_sensitive=False),
+    type=click.Choice(OS_CHOICES, case_sensitive=False),
     help="Operating system (windows: WDDM reserves GPU memory), as estimate's --os",
 )
 @click.option(

@@ -8,6 +8,7 @@ from oomkit.units import parse_count, parse_size
 __all__ = [
     "CTX_FLAGS",
     "CTX_MAX",
+    "OS_CHOICES",
     "TP_FLAGS",
     "llamacpp_fa_args",
     "parse_context",
@@ -24,6 +25,9 @@ CTX_FLAGS = ("--ctx", "-c", "--ctx-size", "--max-model-len", "--context-length")
 #: the tensor-parallel option's spellings (vLLM ``--tensor-parallel-size``/``-tp``, SGLang
 #: ``--tp-size``) on ``estimate`` and ``plan``, as :data:`CTX_FLAGS`
 TP_FLAGS = ("--tp", "--tensor-parallel-size", "-tp", "--tp-size")
+
+#: the ``--os`` values of ``estimate``, ``plan``, ``models`` and ``doctor`` (one list for all)
+OS_CHOICES = ("linux", "windows", "macos", "wsl")
 
 #: what ``--ctx max`` converts to (no real context is negative)
 CTX_MAX = -1

@@ -101,23 +101,34 @@ class PixtralVision:
         return self.num_layers * layer + patch_conv + d + merger + projector
 
 
-def pixtral_vision(spec: ModelSpec) -> PixtralVision | None:
-    """The Pixtral tower of a catalog Mistral 3 model (None for anything else)."""
-    if spec.architecture != "Mistral3ForConditionalGeneration" or spec.source != "catalog":
-        return None
+def _catalog_vision_config(spec: ModelSpec) -> Mapping[str, object] | None:
+    """The ``vision_config`` of ``spec``'s catalog entry (None: not a catalog name, or none)."""
     try:
         from oomkit.catalog.models import find_model
 
         config = find_model(spec.name).config
-    except Exception:  # not a catalog name: the tower is not known
+    except Exception:  # not a catalog name
         return None
     vision = config.get("vision_config") if isinstance(config, Mapping) else None
-    if not isinstance(vision, Mapping) or vision.get("model_type") != "pixtral":
+    return vision if isinstance(vision, Mapping) else None
+
+
+def _positive(vision: Mapping[str, object], key: str, default: int) -> int:
+    """A positive int field of a vision config, or ``default``."""
+    value = vision.get(key, default)
+    return value if isinstance(value, int) and value > 0 else default
+
+
+def pixtral_vision(spec: ModelSpec) -> PixtralVision | None:
+    """The Pixtral tower of a catalog Mistral 3 model (None for anything else)."""
+    if spec.architecture != "Mistral3ForConditionalGeneration" or spec.source != "catalog":
+        return None
+    vision = _catalog_vision_config(spec)
+    if vision is None or vision.get("model_type") != "pixtral":  # not a catalog tower
         return None
 
     def num(key: str, default: int) -> int:
-        value = vision.get(key, default)
-        return value if isinstance(value, int) and value > 0 else default
+        return _positive(vision, key, default)
 
     return PixtralVision(
         hidden_size=num("hidden_size", 1024),
@@ -148,19 +159,11 @@ def gemma3_vision(spec: ModelSpec) -> Gemma3Vision | None:
     """The SigLIP tower of a Gemma 3 model with a vision tower (None for anything else)."""
     if spec.architecture != "Gemma3ForConditionalGeneration" or spec.multimodal_params <= 0:
         return None
-    vision: Mapping[str, object] = {}
-    try:
-        from oomkit.catalog.models import find_model
-
-        config = find_model(spec.name).config
-        found = config.get("vision_config") if isinstance(config, Mapping) else None
-        vision = found if isinstance(found, Mapping) else {}
-    except Exception:  # not a catalog name: Gemma3Config's SigLIP defaults (all sizes share them)
-        pass
+    # not a catalog name: Gemma3Config's SigLIP defaults (all sizes share them)
+    vision = _catalog_vision_config(spec) or {}
 
     def num(key: str, default: int) -> int:
-        value = vision.get(key, default)
-        return value if isinstance(value, int) and value > 0 else default
+        return _positive(vision, key, default)
 
     return Gemma3Vision(
         hidden_size=num("hidden_size", 1152),
