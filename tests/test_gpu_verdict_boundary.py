@@ -148,7 +148,7 @@ def test_smallest_limit_refuses_what_a_replay_cannot_serve() -> None:
 HOLDOUTS = (
     ("verdict_boundary_holdout_h100.json", "HOLDOUT_FROM", "HOLDOUT2_FROM", 0.04),
     ("verdict_boundary_holdout2_h100.json", "HOLDOUT2_FROM", "HOLDOUT3_FROM", 0.04),
-    ("verdict_boundary_holdout3_h100.json", "HOLDOUT3_FROM", None, 0.025),
+    ("verdict_boundary_holdout3_h100.json", "HOLDOUT3_FROM", "HOLDOUT4_FROM", 0.025),
 )
 
 

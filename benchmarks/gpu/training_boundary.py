@@ -73,9 +73,21 @@ CASES: tuple[tuple[str, dict[str, Any], str, int, int, bool], ...] = (
     ("phi-3-mini-4k", {}, "lora", 2, 2048, True),
     ("qwen2.5-1.5b", {}, "full", 2, 1024, True),
     ("qwen3-8b", {}, "qlora+kbit+all", 2, 2048, True),
+    # second out-of-sample set (session 17, chosen before any was run or estimated; an H100,
+    # no bitsandbytes carried, so LoRA and full only): Qwen3's QK norms with checkpointing,
+    # OLMo 2 and Mistral without it, Gemma 3's 262k vocabulary in full fine-tuning,
+    # SmolLM2's full MHA, Granite
+    ("qwen3-4b", {}, "lora", 4, 2048, True),
+    ("olmo-2-7b", {}, "lora", 2, 2048, False),
+    ("gemma-3-1b", {}, "full", 2, 2048, False),
+    ("mistral-7b-v0.3", {}, "lora", 1, 4096, False),
+    ("smollm2-1.7b", {}, "full", 4, 1024, True),
+    ("granite-3.3-8b", {}, "lora", 2, 2048, True),
 )
 #: the first index of the out-of-sample cases (``--only 16,...``; their own results file)
 HOLDOUT_FROM = 16
+#: the second out-of-sample set (session 17; ``--only 22,...``; its own results file)
+HOLDOUT2_FROM = 22
 
 
 def _case(index: int) -> dict[str, Any]:
@@ -119,10 +131,12 @@ def _settings(case: dict[str, Any]) -> Any:
     )
 
 
-def oomkit_side(case: dict[str, Any], gpu_name: str = "h200") -> dict[str, Any]:
-    """oomkit's training estimate for the case on the catalog GPU ``gpu_name`` (headless
-    Linux): its device total and the smallest card (1 MiB steps) it calls not "does not fit"
+def oomkit_side(case: dict[str, Any], gpu_name: str | None = None) -> dict[str, Any]:
+    """oomkit's training estimate for the case on the catalog GPU ``gpu_name`` (default: the
+    case's ``gpu_catalog``, which the H200 runs of sessions 7-9 lack: the H200), headless
+    Linux: its device total and the smallest card (1 MiB steps) it calls not "does not fit"
     and "fits"."""
+    gpu_name = gpu_name or case.get("gpu_catalog", "h200")
     from verdict_boundary import smallest_card
 
     from oomkit.estimate.training import estimate_training

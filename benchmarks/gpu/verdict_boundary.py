@@ -95,6 +95,24 @@ CASES: tuple[tuple[str, dict[str, Any], int, int, int, str], ...] = (
     ("phi-4", {}, 1, 8192, 16, "sdpa"),
     ("deepseek-v2-lite", {"num_hidden_layers": 12}, 2, 2048, 16, "sdpa"),
     ("phi-4-mini", {}, 2, 4050, 120, "sdpa"),
+    # fourth held-out set (session 17, chosen before any was run or estimated; scored once):
+    # architectures no earlier set ran (Cohere2's sliding hybrid with a 256k vocabulary,
+    # OLMo 2's full-width QK norms, Granite, StarCoder2's sliding window with biases and a
+    # plain MLP, GLM-4, Falcon's multi-query parallel block, GPT-2's Conv1D with learned
+    # positions, Qwen2-MoE with 64 experts), SmolLM2's full MHA with 64 sequences, Yi eager,
+    # a 24B dense model, each within its max_position_embeddings
+    ("command-r7b", {}, 1, 8176, 16, "sdpa"),
+    ("olmo-2-7b", {}, 4, 4000, 16, "sdpa"),
+    ("granite-3.3-8b", {}, 8, 2048, 32, "sdpa"),
+    ("starcoder2-7b", {}, 2, 8192, 16, "sdpa"),
+    ("glm-4-9b", {}, 1, 16384, 16, "sdpa"),
+    ("falcon-7b", {}, 4, 2000, 16, "sdpa"),
+    ("qwen3-14b", {}, 2, 8192, 16, "sdpa"),
+    ("smollm2-1.7b", {}, 64, 512, 64, "sdpa"),
+    ("yi-1.5-9b", {}, 4, 4000, 16, "eager"),
+    ("mistral-small-24b", {}, 1, 8192, 16, "sdpa"),
+    ("gpt2-xl", {}, 16, 960, 64, "eager"),
+    ("qwen2-57b-a14b", {"num_hidden_layers": 6}, 2, 4096, 16, "sdpa"),
 )
 
 #: cases from this index on were chosen after the band was derived and are scored once
@@ -103,6 +121,8 @@ HOLDOUT_FROM = 9
 HOLDOUT2_FROM = 21
 #: the third: chosen before the band was re-derived over the 33 runs before it
 HOLDOUT3_FROM = 33
+#: the fourth (session 17): chosen before any of them was run or estimated
+HOLDOUT4_FROM = 45
 
 #: the catalog GPU whose name ``torch.cuda.get_device_name`` reports (the CUDA context and
 #: the capacity label depend on it; the emulated card's size is the ballast's doing)
