@@ -129,9 +129,11 @@ def main() -> int:
         if args.only and r["model"] not in args.only.split(","):
             continue
         ov = dict(r["overrides"])
-        full = int({**load_config_dict(r["model"]), **ov}["num_hidden_layers"])
+        cfg = {**load_config_dict(r["model"]), **ov}
+        key = "num_hidden_layers" if "num_hidden_layers" in cfg else "n_layer"  # GPT-2
+        full = int(cfg[key])
         n = min(args.layers, full) if args.layers else full
-        ov["num_hidden_layers"] = n
+        ov[key] = n
         ev = trace_generate(
             r["model"], ov, batch=r["batch"], prompt=r["prompt"], new=r["new"],
             attn=r["attn_implementation"],
