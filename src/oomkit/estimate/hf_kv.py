@@ -104,3 +104,26 @@ def kv_bytes(
             tokens = seq_len if lay.window is None else max(min(seq_len, lay.window), held_tokens)
             total += lay.bytes_per_token * tokens * n_seqs
     return total
+
+
+def decode_regrow_bytes(
+    layers: Sequence[KvLayer], prompt: int, new: int, n_seqs: int, held_tokens: int = 0
+) -> int:
+    """The prefill's K/V blocks that a ``DynamicCache`` re-requests one token larger at the
+    first decode step (0 when ``generate()`` makes no decode step: ``new < 2``).
+
+    transformers' ``DynamicLayer.update`` grows each layer's keys and values by
+    ``torch.cat([self.keys, key_states], dim=-2)`` (``cache_utils.py``): a new tensor of
+    ``prompt + 1`` tokens, after which the prompt-sized one is freed. PyTorch's caching
+    allocator serves a request only from a free block at least as large (``get_free_block``,
+    best fit, c10/cuda/CUDACachingAllocator.cpp), so a freed prefill block serves none of the
+    next layers' one-token-larger requests unless it merges with free neighbours
+    (``try_merge_blocks``); where the prefill placed it between blocks that stay (other
+    layers' K/V, in segments split for the prefill's activations), it stays a hole that
+    ``release_cached_blocks`` cannot return to CUDA (only whole free segments are released),
+    and the new copies need new segments. These blocks are what can be stranded so: at most
+    this many bytes (recurrent state is updated in place, not grown)."""
+    if new < 2:
+        return 0
+    grown = [lay for lay in layers if lay.kind != "recurrent"]
+    return kv_bytes(grown, seq_len=prompt, n_seqs=n_seqs, held_tokens=held_tokens)

@@ -52,7 +52,7 @@ from collections.abc import Mapping
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_attention import effective_attn_implementation
-from oomkit.estimate.hf_kv import kv_bytes, kv_layers
+from oomkit.estimate.hf_kv import decode_regrow_bytes, kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
@@ -570,9 +570,11 @@ def estimate_transformers(
             "offloaded_to_cpu_bytes": cpu_w,
             # only with an offload folder: every other run's details stay as they were
             **({"offloaded_to_disk_bytes": disk_w} if settings.offload_folder else {}),
-            # the verdict's allocator term (oomkit.estimate.verdict_runtime): one prefill, or
-            # two where the Phi-3 RoPE switch re-prefills beside the first one's segments
+            # the verdict's allocator term (oomkit.estimate.verdict_runtime): one prefill (two
+            # where Phi-3's RoPE switch re-prefills), the K/V a DynamicCache's decode re-requests
             "prefills": 2 if rope_old_tokens else 1,
+            "decode_regrow_bytes": decode_regrow_bytes(layers, prompt, new, batch, held_prompt)
+            * (not static),
             # the sequence length past which this release re-prefills (None: never); a shorter
             # prompt the verdict proposes must not cross it (oomkit.estimate.verdict_advice)
             "rope_switch_tokens": orig,

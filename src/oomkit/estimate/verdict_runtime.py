@@ -84,14 +84,23 @@ def transformers_allocator_term(
     during = d.activations_bytes + d.kv_cache_bytes
     if req is None or during <= 0:
         return None
-    b = min(int(share * during), int(ratio * req) * prefills)
+    # the first decode step re-requests every layer's K/V one token larger; the prefill's
+    # blocks it frees serve none of those requests and, pinned between blocks that stay, are
+    # not released on the OOM retry (oomkit.estimate.hf_kv.decode_regrow_bytes): a bound of
+    # the allocator's own rules, not a measured share (this device's part of the cache)
+    regrow = min(int_detail(est.runtime_details, "decode_regrow_bytes") or 0, d.kv_cache_bytes)
+    by_request = int(ratio * req) * prefills
+    b = min(int(share * during), max(by_request, regrow))
     if b <= 0:
         return None
     # each bound names what it multiplies and its size, and that it is the most seen on real
     # runs (verdict_band.json): "4.68 x the largest request" alone did not say which request
     which = (
         f"{share:.0%} of the {format_bytes(during)} of activations + KV cache"
-        if int(share * during) <= int(ratio * req) * prefills
+        if int(share * during) <= max(by_request, regrow)
+        else f"the prefill's {format_bytes(regrow)} of K/V, re-requested one token larger at "
+        "the first decode step"
+        if regrow > by_request
         else f"{ratio:.2f} x the prefill's largest single allocation, {format_bytes(req)}"
         + (f", x {prefills} prefills" if prefills > 1 else "")
     )
