@@ -15,6 +15,7 @@ from oomkit.estimate.hf_attention_bytes import (
     sdpa_runs_math,
 )
 from oomkit.spec.model import ModelSpec
+from oomkit.spec.tensors_blocks import has_fused_gate_up
 
 __all__ = ["decode_step_bytes", "grouped_mm_experts_bytes", "prefill_activation_bytes"]
 
@@ -93,7 +94,13 @@ def prefill_activation_bytes(
         if spec.moe and not spec.moe.dense_layers
         else (spec.intermediate_size)
     )
-    mlp = b * s * i * (3 if spec.mlp_gated else 2) * elem
+    # a fused ``gate_up_proj`` (Phi3MLP, Glm4MLP: ``up_states = self.gate_up_proj(x)``;
+    # ``gate, up_states = up_states.chunk(2, dim=-1)``; ``up_states = up_states *
+    # self.activation_fn(gate)``, transformers 5.24 models/phi3/modeling_phi3.py lines 59-62)
+    # keeps the 2i-wide output alive (``gate`` is a view of it) beside act(gate) and the
+    # product: 4i, where separate gate/up linears free the gate after act_fn: 3i
+    widths = (4 if has_fused_gate_up(spec) else 3) if spec.mlp_gated else 2
+    mlp = b * s * i * widths * elem
     if moe_grouped_mm and spec.moe is not None:
         mlp = max(mlp, grouped_mm_experts_bytes(spec, b * s, elem))
     logits = b * (s if full_logits else 1) * spec.vocab_size * (elem + 4)
