@@ -109,7 +109,8 @@ def test_dynamic_cache_growth_is_one_tensor_of_one_layer() -> None:
     diff = dyn.devices[0].activations_bytes - static.devices[0].activations_bytes
     # the prefill's peak holds the prompt's KV only: the 48 new tokens' K and V of 32 layers
     # (8 heads x 128 x bf16) are not beside it, where a StaticCache holds all 2048 from the start
-    assert diff == -48 * 32 * 2 * 8 * 128 * 2
+    # (the dynamic cache's torch.cat copy of one layer's K, 2048 tokens, on top)
+    assert diff == -48 * 32 * 2 * 8 * 128 * 2 + 8 * 128 * 2 * 2048
     # a short prompt and a long generation: the peak is a decode step, the final cache + one
     # layer's K copied by torch.cat (8 heads x 128 x bf16 x 4016 tokens) + the step's logits
     long = estimate_transformers(

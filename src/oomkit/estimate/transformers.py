@@ -139,7 +139,10 @@ def _beside_final_kv(prefill: int, new_kv: int, decode: int) -> int:
     """Activations counted on top of the final KV cache: the prefill's peak coexists with the
     prompt's KV only (``DynamicLayer.update`` grows each layer by ``torch.cat`` as tokens come,
     transformers/cache_utils.py), so the ``new_kv`` bytes of the generated tokens' KV are not
-    beside it; the decode steps' peak is the final cache + one step (``decode``). Measured on an
+    beside it; the decode steps' peak is the final cache + one step (``decode``). The caller adds
+    one layer's K or V copied by ``torch.cat`` to either (the H100 runs of
+    ``benchmarks/gpu/results/transformers_h100.json`` are 2% short of their allocated activations
+    without it at the prefill too). Measured on an
     H100: SmolLM2-1.7B b64 p512 n64, where the 64 new tokens' KV (0.75 GiB) was counted on top
     of the prefill's activations and oomkit was +7.6% of max_memory_allocated."""
     return max(prefill - new_kv, decode)
@@ -292,7 +295,7 @@ def estimate_transformers(
                 Component(
                     category="activations",
                     label="prefill peak + cache growth",
-                    n_bytes=_beside_final_kv(act, kv_all - kv_prompt(layers), step + transient),
+                    n_bytes=_beside_final_kv(act, kv_all - kv_prompt(layers), step) + transient,
                     formula=act_formula,
                     inputs={"attn_implementation": attn_impl},
                     source="transformers/models/llama/modeling_llama.py",
@@ -383,7 +386,7 @@ def estimate_transformers(
         kv_i = kv_bytes(mine, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt)
         if rope_old_tokens:
             kv_i += kv_bytes(mine, seq_len=rope_old_tokens, n_seqs=batch)
-        act_i = _beside_final_kv(act, kv_i - kv_prompt(mine), step + (transient if mine else 0))
+        act_i = _beside_final_kv(act, kv_i - kv_prompt(mine), step) + (transient if mine else 0)
         overhead, why = contexts[i]
         comps = (
             Component(
