@@ -12,6 +12,7 @@ from oomkit.estimate.transformers import (
     estimate_transformers,
     prefill_activation_bytes,
 )
+from oomkit.estimate.transformers_prefill import decode_step_bytes
 from oomkit.estimate.verdict import verdict
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
@@ -106,7 +107,17 @@ def test_dynamic_cache_growth_is_one_tensor_of_one_layer() -> None:
         hw,
     )
     diff = dyn.devices[0].activations_bytes - static.devices[0].activations_bytes
-    assert diff == 8 * 128 * 2 * 2048  # K of one layer: 8 heads x 128 x bf16 x 2048 tokens
+    # the prefill's peak holds the prompt's KV only: the 48 new tokens' K and V of 32 layers
+    # (8 heads x 128 x bf16) are not beside it, where a StaticCache holds all 2048 from the start
+    # (the dynamic cache's torch.cat copy of one layer's K, 2048 tokens, on top)
+    assert diff == -48 * 32 * 2 * 8 * 128 * 2 + 8 * 128 * 2 * 2048
+    # a short prompt and a long generation: the peak is a decode step, the final cache + one
+    # layer's K copied by torch.cat (8 heads x 128 x bf16 x 4016 tokens) + the step's logits
+    long = estimate_transformers(
+        LLAMA8, InferenceSettings(runtime="transformers", ctx=16, max_new_tokens=4000), hw
+    )
+    step = decode_step_bytes(LLAMA8, batch=1, elem=2)
+    assert long.devices[0].activations_bytes == 8 * 128 * 2 * 4016 + step
 
 
 def _tf(quant: str, hw: Hardware, device_map: str | None, spec: ModelSpec = LLAMA8) -> Estimate:

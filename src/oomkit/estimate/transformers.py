@@ -48,11 +48,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_attention import effective_attn_implementation
-from oomkit.estimate.hf_kv import decode_regrow_bytes, kv_bytes, kv_layers
+from oomkit.estimate.hf_kv import KvLayer, decode_regrow_bytes, kv_bytes, kv_layers
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
@@ -63,6 +63,7 @@ from oomkit.estimate.transformers_placement import (
     auto_device_map,
     split_cpu_disk,
 )
+from oomkit.estimate.transformers_prefill import decode_step_bytes, prefill_activation_bytes
 from oomkit.estimate.transformers_remote_code import (
     REMOTE_LAST_LOGIT_SOURCE,
     remote_code_keeps_last_logit,
@@ -120,30 +121,6 @@ def _is_bnb(quant: str | None) -> bool:
         return False
 
 
-def _grouped_mm_experts_bytes(spec: ModelSpec, tokens: int, elem: int) -> int:
-    """Live set of transformers 5's ``grouped_mm_experts_forward`` (integrations/moe.py) for
-    ``tokens`` tokens: the S = tokens x top-k rows gathered in expert order
-    (``selected_hidden_states_g``, S x h) stay bound to the end; the gate/up GEMM's S x 2i_e
-    output and the gated S x i_e product sit beside them (h + 4 i_e per row); after the down
-    GEMM, its S x h output, ``weighted_out`` and the un-permuted copy ``weighted_out[inv_perm]``
-    are alive with the gathered rows (4 h per row) -- four 128 MiB tensors in the H200 memory
-    snapshot of Qwen3-30B-A3B at 4096 tokens (benchmarks/gpu/results/README.md). Plus the
-    router's fp32 scores (tokens x E). A shared expert runs before the routed ones (Qwen2-MoE:
-    ``shared_expert_output`` is bound first) or after them (DeepSeek-V2): either way its gated
-    MLP's intermediates (3 i_s per token) are alive beside the other side's output only
-    (tokens x h), not beside the routed experts' buffers (measured on an H100: Qwen1.5-MoE-A2.7B
-    8 layers b2 p4096, 0.71 GiB of activations; the sum of both had 0.92)."""
-    assert spec.moe is not None
-    e = spec.moe
-    h, ie, k = spec.hidden_size, e.expert_intermediate_size, e.num_experts_per_tok
-    rows = tokens * k
-    live = rows * max(4 * h, h + 4 * ie, 2 * h + ie) * elem + tokens * e.num_experts * 4
-    shared = e.shared_expert_intermediate_size
-    if not shared:
-        return live
-    return max(live + tokens * h * elem, tokens * (3 * shared + h) * elem)
-
-
 #: model types whose prepare_inputs_for_generation re-prefills at the long/short RoPE switch
 _ROPE_RECOMPUTE_TYPES = frozenset({"phi3", "phimoe", "phi4_multimodal"})
 #: Phi3Config's default original_max_position_embeddings (configuration_phi3.py), which every
@@ -158,65 +135,17 @@ def _rope_switch_point(spec: ModelSpec) -> int | None:
     return spec.rope_original_max_position_embeddings or _PHI3_ORIGINAL_MAX
 
 
-def prefill_activation_bytes(
-    spec: ModelSpec,
-    *,
-    batch: int,
-    seq: int,
-    elem: int,
-    attn_impl: str,
-    full_logits: bool = False,
-    half_to_float: bool = False,
-    moe_grouped_mm: bool = False,
-) -> tuple[int, str]:
-    """Largest live set of one decoder layer at prefill, plus the step's logits (bytes).
-
-    ``full_logits``: transformers before 4.45 (PR #31292) computed logits for every prompt
-    position and upcast them to fp32 (B x S x V x (e + 4)).
-    ``half_to_float``: fp16 weights, whose eager softmax upcasts inside the kernel (no fp32
-    copy of the scores).
-    """
-    b, s, h = batch, seq, spec.hidden_size
-    # hidden-size tensors alive while a decoder layer after the first runs its MLP: the model's
-    # ``inputs_embeds`` (LlamaModel.forward keeps the name bound through the layer loop), the
-    # layer's input (the loop variable ``hidden_states`` of the caller), the post-attention
-    # residual sum and the normed MLP input: a CUDA memory snapshot of generate() on an H100
-    # (Llama-3.2-1B, transformers 5.24) shows these four at the peak (benchmarks/gpu/results/
-    # README.md); the first layer's input is the embedding itself
-    stream = (4 if spec.num_hidden_layers > 1 else 3) * b * s * h * elem
-    q = spec.num_attention_heads * spec.head_dim
-    kvd = spec.num_key_value_heads * (spec.head_dim + spec.v_head_dim)
-    attn = b * s * (q + kvd + q) * elem
-    if attn_impl == "eager":
-        # ``softmax(w, dim=-1, dtype=float32).to(q.dtype)`` with the scores ``w`` still bound:
-        # ATen's softmax converts a bf16 input to fp32 first (``input_.toType(dtype)``; only a
-        # CUDA Half input takes ``_softmax(half_to_float=True)``, aten/src/ATen/native/
-        # SoftMax.cpp), so w (e) + the fp32 copy + the fp32 output are alive together, as the
-        # H100 snapshot shows (two 512 MiB fp32 tensors and the 256 MiB bf16 scores for
-        # Llama-3.2-1B at 2048 tokens); then the cast back (e) beside w and the output; + mask
-        per_score = max(elem + 8, 2 * elem + 4) if half_to_float is False else 2 * elem + 4
-        attn += b * spec.num_attention_heads * s * s * per_score + b * s * s * elem
-    i = (
-        spec.moe.expert_intermediate_size
-        if spec.moe and not spec.moe.dense_layers
-        else (spec.intermediate_size)
-    )
-    mlp = b * s * i * (3 if spec.mlp_gated else 2) * elem
-    if moe_grouped_mm and spec.moe is not None:
-        mlp = max(mlp, _grouped_mm_experts_bytes(spec, b * s, elem))
-    logits = b * (s if full_logits else 1) * spec.vocab_size * (elem + 4)
-    layer_peak = stream + max(attn, mlp)
-    mlp_text = "MLP B·S·3i·e"
-    if moe_grouped_mm and spec.moe is not None:
-        # transformers 5's grouped_mm experts: what --explain printed was the dense MLP only
-        mlp_text = "MoE grouped_mm B·S·k·max(4h, h+4i_e, 2h+i_e)·e + router B·S·E·4" + (
-            " + shared expert B·S·3i_s·e" if spec.moe.shared_expert_intermediate_size else ""
-        )
-    formula = (
-        f"4·B·S·h·e + max(attention{' with B·a·S² scores' if attn_impl == 'eager' else ''}, "
-        f"{mlp_text}); logits B·" + ("S·" if full_logits else "") + "V·(e+4) after the last layer"
-    )
-    return max(layer_peak, b * h * elem + logits), formula
+def _beside_final_kv(prefill: int, new_kv: int, decode: int) -> int:
+    """Activations counted on top of the final KV cache: the prefill's peak coexists with the
+    prompt's KV only (``DynamicLayer.update`` grows each layer by ``torch.cat`` as tokens come,
+    transformers/cache_utils.py), so the ``new_kv`` bytes of the generated tokens' KV are not
+    beside it; the decode steps' peak is the final cache + one step (``decode``). The caller adds
+    one layer's K or V copied by ``torch.cat`` to either (the H100 runs of
+    ``benchmarks/gpu/results/transformers_h100.json`` are 2% short of their allocated activations
+    without it at the prefill too). Measured on an
+    H100: SmolLM2-1.7B b64 p512 n64, where the 64 new tokens' KV (0.75 GiB) was counted on top
+    of the prefill's activations and oomkit was +7.6% of max_memory_allocated."""
+    return max(prefill - new_kv, decode)
 
 
 def estimate_transformers(
@@ -327,6 +256,17 @@ def estimate_transformers(
     # the prefill's peak a sliding layer holds the prompt, not its window (the next step's
     # torch.cat makes a window-sized copy and frees it)
     held_prompt = prompt if not static and gen.effects.get("sliding_prefill_full", False) else 0
+    step = decode_step_bytes(spec, batch=batch, elem=elem)
+
+    def kv_prompt(lays: Sequence[KvLayer]) -> int:
+        """The cache at the prefill's peak: the prompt's tokens (a StaticCache and the Phi-3
+        re-prefill hold everything from the start)"""
+        if static or rope_old_tokens:
+            return kv_bytes(lays, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt) + (
+                kv_bytes(lays, seq_len=rope_old_tokens, n_seqs=batch) if rope_old_tokens else 0
+            )
+        return kv_bytes(lays, seq_len=prompt, n_seqs=batch, held_tokens=held_prompt)
+
     if not hardware.has_gpu and hardware.devices == ():
         # CPU-only target (``--gpu cpu``): from_pretrained keeps every module on the CPU, so
         # weights, cache and activations all live in host RAM; no CUDA context
@@ -355,7 +295,7 @@ def estimate_transformers(
                 Component(
                     category="activations",
                     label="prefill peak + cache growth",
-                    n_bytes=act + transient,
+                    n_bytes=_beside_final_kv(act, kv_all - kv_prompt(layers), step) + transient,
                     formula=act_formula,
                     inputs={"attn_implementation": attn_impl},
                     source="transformers/models/llama/modeling_llama.py",
@@ -446,6 +386,7 @@ def estimate_transformers(
         kv_i = kv_bytes(mine, seq_len=seq_total, n_seqs=batch, held_tokens=held_prompt)
         if rope_old_tokens:
             kv_i += kv_bytes(mine, seq_len=rope_old_tokens, n_seqs=batch)
+        act_i = _beside_final_kv(act, kv_i - kv_prompt(mine), step) + (transient if mine else 0)
         overhead, why = contexts[i]
         comps = (
             Component(
@@ -474,9 +415,10 @@ def estimate_transformers(
             Component(
                 category="activations",
                 label="prefill peak + cache growth",
-                n_bytes=act + (transient if mine else 0),
+                n_bytes=act_i,
                 formula=act_formula
-                + ("; + one layer's K or V copied by torch.cat" if transient else ""),
+                + ("; + one layer's K or V copied by torch.cat" if transient else "")
+                + "; the prefill holds the prompt's KV only, the new tokens' KV comes at decode",
                 inputs={"attn_implementation": attn_impl},
                 source="transformers/models/llama/modeling_llama.py",
             ),

@@ -21,7 +21,12 @@ The candidates, per GPU:
   projection (``models/*/modeling_*.py``: each ``nn.Linear`` output is one allocation);
 * transformers 5's grouped-GEMM experts: the gate-up output of every token x top-k row
   (``integrations/moe.py`` ``grouped_mm_experts_forward``), ``B x S x k x 2 i_e x e``;
-* eager attention: the fp32 softmax of the scores, ``B x a x S x S x 4``;
+* eager attention: the fp32 softmax of the scores, ``B x a x S x S x 4`` (``B x a x S x S x e``
+  for the families whose softmax runs in the model dtype, GPT-2 and the others
+  :data:`oomkit.estimate.hf_attention_bytes.EAGER_SCORES_IN_DTYPE` lists);
+* SDPA's math fallback (Falcon's unexpanded multi-query heads,
+  :func:`oomkit.estimate.hf_attention_bytes.sdpa_runs_math`): the fp32 scores and softmax,
+  ``B x a x S x S x 4``;
 * the logits, upcast to fp32: ``B x V x 4`` (``logits_to_keep=1``, 4.45+), ``B x S x V x 4``
   before.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from oomkit.estimate.hf_attention_bytes import eager_scores_in_dtype, sdpa_runs_math
 from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.tensors import model_tensors
 
@@ -68,7 +74,10 @@ def largest_request_bytes(
     if moe_grouped_mm and spec.moe is not None:
         moe = spec.moe
         req = max(req, tokens * moe.num_experts_per_tok * 2 * moe.expert_intermediate_size * elem)
+    scores = batch * spec.num_attention_heads * seq * seq
     if attn_impl == "eager":
-        req = max(req, batch * spec.num_attention_heads * seq * seq * 4)
+        req = max(req, scores * (elem if eager_scores_in_dtype(spec) else 4))
+    elif attn_impl == "sdpa" and sdpa_runs_math(spec):
+        req = max(req, scores * 4)
     req = max(req, batch * (seq if full_logits else 1) * spec.vocab_size * 4)
     return req

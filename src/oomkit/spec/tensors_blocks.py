@@ -25,6 +25,7 @@ __all__ = [
     "Builder",
     "build_layout",
     "decoder_layer",
+    "has_fused_gate_up",
 ]
 
 #: GGUF tensors that are not model parameters (rope tables written by the converter).
@@ -146,6 +147,11 @@ _STYLES: dict[str, _Style] = {
 
 def _style(spec: ModelSpec) -> _Style:
     return _STYLES.get(spec.architecture, _LLAMA)
+
+
+def has_fused_gate_up(spec: ModelSpec) -> bool:
+    """The MLP's gate and up projections are one ``gate_up_proj`` linear (Phi-3, GLM, GLM-4)."""
+    return _style(spec).fused_gate_up
 
 
 def build_layout(spec: ModelSpec) -> tuple[TensorInfo, ...]:
