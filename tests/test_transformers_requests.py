@@ -148,7 +148,11 @@ def test_the_allocator_terms_label_names_what_its_bound_multiplies_and_its_size(
     assert alloc is not None
     ratio, share = float(alloc["request_ratio"]), float(alloc["share"])
     hw = hardware_for(parse_gpu_list("rtx-4090"))
-    est = estimate("llama-3.1-8b", InferenceSettings(runtime="transformers", ctx=32768), hw)
+    # one new token: no decode step re-requests the K/V (decode_regrow_bytes is 0), so the
+    # request bound is the larger one
+    one = InferenceSettings(runtime="transformers", ctx=32768, max_new_tokens=1)
+    est = estimate("llama-3.1-8b", one, hw)
+    assert est.runtime_details["decode_regrow_bytes"] == 0
     m = verdict(est).tightest
     assert m is not None
     label, b = m.terms[0]
@@ -156,7 +160,15 @@ def test_the_allocator_terms_label_names_what_its_bound_multiplies_and_its_size(
     assert f"{ratio:.2f} x the prefill's largest single allocation, {format_bytes(req)}" in label
     assert "as seen on real generate() runs" in label
     assert b == int(ratio * req)
-    gemma = estimate("gemma-2-9b", InferenceSettings(runtime="transformers", ctx=4096), hw)
+    # with the default new tokens the first decode step re-requests the prompt's 4 GiB of K/V
+    many = verdict(
+        estimate("llama-3.1-8b", InferenceSettings(runtime="transformers", ctx=32768), hw)
+    )
+    assert many.tightest is not None
+    assert "of K/V, re-requested one token larger" in many.tightest.terms[0][0]
+    # eager attention at 8k: the fp32 scores are the request, so the share bound is smaller
+    eager = InferenceSettings(runtime="transformers", ctx=8192, attn_implementation="eager")
+    gemma = estimate("gemma-2-2b", eager, hw)
     g = verdict(gemma).tightest
     assert g is not None
     d = gemma.devices[0]
