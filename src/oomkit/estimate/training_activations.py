@@ -62,9 +62,11 @@ from oomkit.estimate.training_compile import (
 from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
+from oomkit.spec.tensors_blocks import block_norms
 
 __all__ = [
     "CHUNKED_LOSS_CHUNKS",
+    "FP32_SCALE_NORMS",
     "LayerActivations",
     "LossActivations",
     "autocast_stream",
@@ -73,6 +75,13 @@ __all__ = [
     "layer_activations",
     "loss_activations",
 ]
+
+#: ``model_type``s whose RMSNorm multiplies by its weight in fp32 before casting back
+#: (transformers modeling_gemma*.py ``output * (1.0 + self.weight.float())``, PR #29402;
+#: modeling_olmo2.py / modeling_olmo3.py ``(self.weight * hidden_states).to(input_dtype)``)
+FP32_SCALE_NORMS: frozenset[str] = frozenset(
+    {"gemma", "gemma2", "gemma3", "gemma3_text", "olmo2", "olmo3"}
+)
 
 #: torchtune ``CEWithChunkedOutputLoss(num_output_chunks=8)``
 CHUNKED_LOSS_CHUNKS = 8
@@ -154,7 +163,8 @@ def layer_activations(
     # distinct from the norm's output) when the norm weight trains (full fine-tuning); torch's
     # native layer_norm recomputes the normalised input from the saved mean and rstd instead
     rms = spec.norm_type == "rms"
-    norm_weight_input = stream_e * h if trainable_roles is None and rms else 0
+    full = trainable_roles is None
+    norm_weight_input = stream_e * h if full and rms else 0
     compiled = settings.compiled
     if compiled and rms:
         norm_weight_input = 0  # the pre-scale normalised tensor is recomputed (fused kernel)
@@ -164,6 +174,30 @@ def layer_activations(
             return compiled_rms_norm_bytes(h, stream_e, e, output_saved)
         return _norm(h, e, output_saved, copies)
 
+    bn = block_norms(spec)
+    # Gemma's and OLMo 2's RMSNorm scale in fp32 and cast after (``output * (1.0 +
+    # self.weight.float())``, ``(self.weight * hidden_states).to(input_dtype)``): the
+    # normalised tensor the weight gradient needs is fp32, not the input dtype
+    scale_e = 4 if spec.model_type in FP32_SCALE_NORMS else 0
+    if norm_weight_input and scale_e:
+        norm_weight_input = scale_e * h
+
+    def pre_norm(exists: bool, output_saved: bool, copies: int) -> int:
+        if exists:
+            return norm(output_saved, copies) + norm_weight_input
+        # no norm before the sublayer (OLMo 2): its linears take the residual stream itself,
+        # saved in the compute dtype (one cast per linear under AMP) when one of them trains
+        return copies * e * h if output_saved else 0
+
+    # a post-norm on a sublayer's output (its input is the o_proj/down_proj output, compute
+    # dtype) keeps the fp32 upcast (``pow`` and ``mul``) and, when its weight trains, the
+    # normalised input of the weight multiply (transformers modeling_gemma3.py Gemma3RMSNorm,
+    # modeling_olmo2.py Olmo2RMSNorm, modeling_glm4.py Glm4RMSNorm)
+    post_weight = (scale_e or e) * h if full and rms else 0
+    post_norm = (e * h if compiled and rms else 4 * h + post_weight) * (
+        int(bn.post_attn) + int(bn.post_ffn)
+    )
+
     out: list[LayerActivations] = []
     for i, kind in enumerate(spec.layer_types):
         # per-token bytes: "rep" replicated across TP ranks (/sp_div), "split" divided by t
@@ -171,8 +205,8 @@ def layer_activations(
         split = 0
         eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
         qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
-        rep += norm(trains(*qkv_roles), 1 if fused_qkv or not amp else 3)
-        rep += norm_weight_input
+        rep += pre_norm(bn.pre_attn, trains(*qkv_roles), 1 if fused_qkv or not amp else 3)
+        rep += post_norm if kind not in (LAYER_MAMBA, LAYER_LINEAR) else 0
         if kind in (LAYER_MAMBA, LAYER_LINEAR):
             rec = spec.recurrent
             d_inner = rec.d_inner if rec is not None else 2 * h
@@ -186,6 +220,8 @@ def layer_activations(
             # integrations/sdpa_attention.py use_gqa_in_sdpa, torch >= 2.5) and FA2 takes GQA
             kv_saved = a if settings.attn_implementation == "eager" else kv
             split += (a * d + kv_saved * (d + dv) + a * dv) * e + a * 4  # q k v out lse
+            if bn.qk is not None:
+                split += _qk_norm_bytes(a * d + kv * d, e, scale_e, full, compiled)
             if trains("attn_output"):
                 split += a * dv * e  # o_proj input (transpose(1, 2).contiguous() copy)
             if spec.mla is not None:
@@ -211,8 +247,8 @@ def layer_activations(
         if spec.intermediate_size or spec.moe is not None:
             if not spec.parallel_attn:
                 gated_copies = 2 if (amp and spec.mlp_gated) else 1
-                rep += norm(trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
-                rep += norm_weight_input
+                mlp_in = trains("ffn_gate", "ffn_up", "ffn_gate_inp")
+                rep += pre_norm(bn.pre_ffn, mlp_in, gated_copies)
             split += _mlp_per_token(spec, i, e, trainable_roles, compiled=compiled)
         if drop:
             rep += 2 * h  # residual dropout masks (bool)
@@ -237,6 +273,22 @@ def layer_activations(
             )
         )
     return tuple(out)
+
+
+def _qk_norm_bytes(width: int, e: int, scale_e: int, weight_trains: bool, compiled: bool) -> int:
+    """Per-token bytes the q and k norms keep over ``width`` = q + k elements (per head: Qwen3,
+    Gemma 3; over the full projections: OLMo 2 ``q_norm``/``k_norm`` before the head split).
+
+    The norm's input is the projection's output in the compute dtype; RMSNorm upcasts it
+    (``hidden_states.to(torch.float32)``) and ``pow``/``mul`` save the fp32 copy (4 bytes per
+    element). When the norm weight trains (full fine-tuning) the weight multiply also saves the
+    normalised tensor: fp32 where the norm scales in fp32 (Gemma, OLMo 2), else in the input's
+    dtype (Qwen3's ``self.weight * hidden_states.to(input_dtype)``). Under ``torch.compile``
+    the fused norm keeps its input only.
+    """
+    if compiled:
+        return e * width
+    return 4 * width + ((scale_e or e) * width if weight_trains else 0)
 
 
 def _widest(spec: ModelSpec, i: int) -> int:
