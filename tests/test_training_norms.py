@@ -91,7 +91,10 @@ def test_gemma3_full_layer_bytes_from_the_source_shapes() -> None:
         + norm + 2 * 2 * h  # pre_feedforward_layernorm; gate and up each cast the stream
         + norm  # post_feedforward_layernorm
         + (4 + 4) * (a * d + kv * d)  # per-head q_norm/k_norm, weight trains, fp32 scale
-        + 2 * (a * d + kv * d + kv * d + a * d) + 4 * a  # SDPA q k v out + logsumexp
+        # SDPA q, k, v, out + logsumexp; layer 0 is a sliding layer (window 512 < 2048): its
+        # mask is materialised, so no enable_gqa and repeat_kv runs; the fp32 RoPE output k
+        # (an fp32 stream) is cast to bf16 from the expanded view: a dense copy of all heads
+        + 2 * (a * d + a * d + kv * d + a * d) + 4 * a
         + 2 * a * d  # o_proj input
         + 4 * i * 2  # GeGLU: gate, GELU output, up, product (down_proj trains)
     )  # fmt: skip
@@ -121,7 +124,7 @@ def _holdout2_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def test_holdout2_allocated_peaks_within_1_5_percent() -> None:
+def test_holdout2_allocated_peaks_within_1_25_percent() -> None:
     """The six H100 steps of the second out-of-sample set: oomkit's allocated peak against
     ``max_memory_allocated`` (before the norms: OLMo 2 LoRA -10.4%, Gemma-3-1B full -8.9%)."""
     sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
@@ -136,7 +139,7 @@ def test_holdout2_allocated_peaks_within_1_5_percent() -> None:
         peak = est.runtime_details["peak_allocated_bytes"]
         assert isinstance(peak, int)
         errors[f"{r['model']} {r['method']}"] = peak / r["full_card_max_allocated_bytes"] - 1
-    assert all(abs(e) <= 0.015 for e in errors.values()), errors
+    assert all(abs(e) <= 0.0125 for e in errors.values()), errors
     assert abs(errors["olmo-2-7b lora"]) <= 0.01, errors
 
 
@@ -162,3 +165,22 @@ def test_probe_agrees_per_layer_on_olmo2_and_gemma3() -> None:
         probe_layer = peaks[1][0] - peaks[0][0]
         formula_layer = peaks[1][1] - peaks[0][1]
         assert formula_layer == pytest.approx(probe_layer, rel=0.03), name
+
+
+def test_sdpa_with_a_sliding_mask_saves_repeated_kv() -> None:
+    """Mistral-7B-v0.1 (window 4096, 8 KV heads of 32): at seq 4096 the sliding mask is
+    materialised (transformers masking_utils ``_ignore_causal_mask_sdpa``), SDPA gets no
+    ``enable_gqa`` (integrations/sdpa_attention.py ``use_gqa_in_sdpa``) and saves the copies
+    ``repeat_kv`` made of k and v; at 2048 the mask is skipped and k, v stay at 8 heads."""
+    spec = _spec("mistral-7b-v0.1")
+    a, kv, d = spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim
+    assert (a, kv) == (32, 8)
+    roles = lora_target_roles(spec, None)
+
+    def per_token(seq: int, attn: str = "sdpa") -> int:
+        st = TrainingSettings(method="lora", micro_batch=1, seq=seq, attn_implementation=attn)
+        return layer_activations(spec, st, trainable_roles=roles)[0].saved_bytes // seq
+
+    assert per_token(4096) - per_token(2048) == 2 * (a - kv) * d * 2
+    assert per_token(4096, "flash_attention_2") == per_token(2048, "flash_attention_2")
+    assert per_token(2048, "flash_attention_2") == per_token(2048)

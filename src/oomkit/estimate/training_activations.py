@@ -18,11 +18,12 @@ fp16 with dropout. oomkit counts the tensors autograd really saves in a modern d
   LoRA adapter on it: ``lora_A`` saves the same input); a frozen linear saves only its weight;
 * fused attention (SDPA flash/efficient backends, FlashAttention-2) saves q, k, v, the output and
   an fp32 logsumexp per head: no ``s²`` term; k and v stay at KV heads (HF passes
-  ``enable_gqa=True`` to SDPA on torch >= 2.5; FlashAttention-2 takes GQA natively), while eager
-  attention runs ``repeat_kv`` first. Eager attention saves the fp32 softmax output and its
-  16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term; on torch < 1.11
-  (``softmax_saves_input``) the softmax node also held its input, the masked scores in the
-  stream dtype (pytorch/pytorch#64000, fixed in 1.11 by #65242);
+  ``enable_gqa=True`` to SDPA on torch >= 2.5 when there is no mask; FlashAttention-2 takes GQA
+  natively), while eager attention, and SDPA on a sliding layer whose mask is materialised,
+  run ``repeat_kv`` first (:func:`_kv_heads_saved`). Eager attention saves the fp32 softmax
+  output and its 16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term; on
+  torch < 1.11 (``softmax_saves_input``) the softmax node also held its input, the masked
+  scores in the stream dtype (pytorch/pytorch#64000, fixed in 1.11 by #65242);
 * SwiGLU MLP: gate output (SiLU input), SiLU output and up output (``mul`` inputs), and the
   product when ``down_proj`` trains: 3-4 x i x e. A GELU MLP saves fc1 output (+ GELU output);
 * dropout masks (1 byte per element) only when dropout > 0 (two residual dropouts; attention-prob
@@ -65,7 +66,7 @@ from oomkit.estimate.training_compile import (
     compiled_loss_bytes,
     compiled_rms_norm_bytes,
 )
-from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, ModelSpec
+from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
 from oomkit.spec.tensors_blocks import block_norms
@@ -224,8 +225,8 @@ def layer_activations(
             kv = spec.kv_heads(i)
             # eager runs repeat_kv before the matmuls; SDPA gets enable_gqa=True (HF
             # integrations/sdpa_attention.py use_gqa_in_sdpa, torch >= 2.5) and FA2 takes GQA
-            kv_saved = a if settings.attn_implementation == "eager" else kv
-            split += (a * d + kv_saved * (d + dv) + a * dv) * e + a * 4  # q k v out lse
+            k_saved, v_saved = _kv_heads_saved(spec, settings, kind, kv, amp=amp)
+            split += (a * d + k_saved * d + v_saved * dv + a * dv) * e + a * 4  # q k v out lse
             if bn.qk is not None:
                 split += _qk_norm_bytes(a * d + kv * d, e, scale_e, full, compiled)
             if trains("attn_output"):
@@ -295,6 +296,33 @@ def _qk_norm_bytes(width: int, e: int, scale_e: int, weight_trains: bool, compil
     if compiled:
         return e * width
     return 4 * width + ((scale_e or e) * width if weight_trains else 0)
+
+
+def _kv_heads_saved(
+    spec: ModelSpec, settings: TrainingSettings, kind: str, kv: int, *, amp: bool
+) -> tuple[int, int]:
+    """Heads of k and of v that attention saves for backward (q and the output have all ``a``).
+
+    Eager attention runs ``repeat_kv`` first. SDPA gets ``enable_gqa=True`` on CUDA only without
+    a mask (transformers integrations/sdpa_attention.py ``use_gqa_in_sdpa``: ``attention_mask
+    is None``); a sliding layer whose sequence reaches its window always gets a materialised mask
+    (masking_utils.py ``_ignore_causal_mask_sdpa``: ``kv_length >= local_attention_size``), so
+    ``repeat_kv`` runs: with several KV heads its ``reshape`` copies k and v to all heads; with
+    one it is a stride-0 view, but under AMP with an fp32 stream RoPE's k is fp32 (``cos``
+    follows the hidden states' dtype) and autocast's bf16 cast of the expanded view is a dense
+    copy. FlashAttention-2 takes GQA natively.
+    """
+    a = spec.num_attention_heads
+    impl = settings.attn_implementation
+    if impl == "eager":
+        return a, a
+    window = spec.sliding_window
+    masked = impl == "sdpa" and kind == LAYER_SLIDING and window and settings.seq >= window
+    if not masked or kv >= a:
+        return kv, kv
+    if kv > 1:
+        return a, a
+    return (a if amp else kv), kv
 
 
 def _widest(spec: ModelSpec, i: int) -> int:
