@@ -7,16 +7,23 @@ fp16 with dropout. oomkit counts the tensors autograd really saves in a modern d
 
 * RMSNorm (``hidden_states.to(torch.float32)``; ``pow`` and ``mul`` save the fp32 input: 4h), the
   normalised input of ``self.weight * x`` (e·h) when the norm weight trains, and the norm's output
-  (e·h) when the next linear saves it (its weight or a LoRA adapter on it trains);
+  (e·h) when the next linear saves it (its weight or a LoRA adapter on it trains). Every norm
+  the block really has counts (:func:`oomkit.spec.tensors_blocks.block_norms`): post-norms on
+  the sublayer outputs (Gemma 2/3 and GLM-4 "sandwich", OLMo 2 post-only: a block without
+  input norms feeds its linears the residual stream itself), and q/k norms keep the fp32 upcast
+  of the whole q and k (per head: Qwen3, Gemma 3; full width: OLMo 2). Gemma and OLMo 2 scale by
+  the weight in fp32, so a trained norm weight keeps an fp32 normalised copy (measured on an
+  H100: OLMo 2 7B LoRA and Gemma-3-1B full were 10.4% and 8.9% above the two-pre-norm count);
 * a linear layer saves its *input* only when its weight needs a gradient (full fine-tuning, or a
   LoRA adapter on it: ``lora_A`` saves the same input); a frozen linear saves only its weight;
 * fused attention (SDPA flash/efficient backends, FlashAttention-2) saves q, k, v, the output and
   an fp32 logsumexp per head: no ``s²`` term; k and v stay at KV heads (HF passes
-  ``enable_gqa=True`` to SDPA on torch >= 2.5; FlashAttention-2 takes GQA natively), while eager
-  attention runs ``repeat_kv`` first. Eager attention saves the fp32 softmax output and its
-  16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term; on torch < 1.11
-  (``softmax_saves_input``) the softmax node also held its input, the masked scores in the
-  stream dtype (pytorch/pytorch#64000, fixed in 1.11 by #65242);
+  ``enable_gqa=True`` to SDPA on torch >= 2.5 when there is no mask; FlashAttention-2 takes GQA
+  natively), while eager attention, and SDPA on a sliding layer whose mask is materialised,
+  run ``repeat_kv`` first (:func:`_kv_heads_saved`). Eager attention saves the fp32 softmax
+  output and its 16-bit copy (a·s·(4 + e) per token) — the Korthikanti ``5as/h`` term; on
+  torch < 1.11 (``softmax_saves_input``) the softmax node also held its input, the masked
+  scores in the stream dtype (pytorch/pytorch#64000, fixed in 1.11 by #65242);
 * SwiGLU MLP: gate output (SiLU input), SiLU output and up output (``mul`` inputs), and the
   product when ``down_proj`` trains: 3-4 x i x e. A GELU MLP saves fc1 output (+ GELU output);
 * dropout masks (1 byte per element) only when dropout > 0 (two residual dropouts; attention-prob
@@ -59,12 +66,14 @@ from oomkit.estimate.training_compile import (
     compiled_loss_bytes,
     compiled_rms_norm_bytes,
 )
-from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, ModelSpec
+from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
+from oomkit.spec.tensors_blocks import block_norms
 
 __all__ = [
     "CHUNKED_LOSS_CHUNKS",
+    "FP32_SCALE_NORMS",
     "LayerActivations",
     "LossActivations",
     "autocast_stream",
@@ -73,6 +82,13 @@ __all__ = [
     "layer_activations",
     "loss_activations",
 ]
+
+#: ``model_type``s whose RMSNorm multiplies by its weight in fp32 before casting back
+#: (transformers modeling_gemma*.py ``output * (1.0 + self.weight.float())``, PR #29402;
+#: modeling_olmo2.py / modeling_olmo3.py ``(self.weight * hidden_states).to(input_dtype)``)
+FP32_SCALE_NORMS: frozenset[str] = frozenset(
+    {"gemma", "gemma2", "gemma3", "gemma3_text", "olmo2", "olmo3"}
+)
 
 #: torchtune ``CEWithChunkedOutputLoss(num_output_chunks=8)``
 CHUNKED_LOSS_CHUNKS = 8
@@ -154,7 +170,8 @@ def layer_activations(
     # distinct from the norm's output) when the norm weight trains (full fine-tuning); torch's
     # native layer_norm recomputes the normalised input from the saved mean and rstd instead
     rms = spec.norm_type == "rms"
-    norm_weight_input = stream_e * h if trainable_roles is None and rms else 0
+    full = trainable_roles is None
+    norm_weight_input = stream_e * h if full and rms else 0
     compiled = settings.compiled
     if compiled and rms:
         norm_weight_input = 0  # the pre-scale normalised tensor is recomputed (fused kernel)
@@ -164,6 +181,30 @@ def layer_activations(
             return compiled_rms_norm_bytes(h, stream_e, e, output_saved)
         return _norm(h, e, output_saved, copies)
 
+    bn = block_norms(spec)
+    # Gemma's and OLMo 2's RMSNorm scale in fp32 and cast after (``output * (1.0 +
+    # self.weight.float())``, ``(self.weight * hidden_states).to(input_dtype)``): the
+    # normalised tensor the weight gradient needs is fp32, not the input dtype
+    scale_e = 4 if spec.model_type in FP32_SCALE_NORMS else 0
+    if norm_weight_input and scale_e:
+        norm_weight_input = scale_e * h
+
+    def pre_norm(exists: bool, output_saved: bool, copies: int) -> int:
+        if exists:
+            return norm(output_saved, copies) + norm_weight_input
+        # no norm before the sublayer (OLMo 2): its linears take the residual stream itself,
+        # saved in the compute dtype (one cast per linear under AMP) when one of them trains
+        return copies * e * h if output_saved else 0
+
+    # a post-norm on a sublayer's output (its input is the o_proj/down_proj output, compute
+    # dtype) keeps the fp32 upcast (``pow`` and ``mul``) and, when its weight trains, the
+    # normalised input of the weight multiply (transformers modeling_gemma3.py Gemma3RMSNorm,
+    # modeling_olmo2.py Olmo2RMSNorm, modeling_glm4.py Glm4RMSNorm)
+    post_weight = (scale_e or e) * h if full and rms else 0
+    post_norm = (e * h if compiled and rms else 4 * h + post_weight) * (
+        int(bn.post_attn) + int(bn.post_ffn)
+    )
+
     out: list[LayerActivations] = []
     for i, kind in enumerate(spec.layer_types):
         # per-token bytes: "rep" replicated across TP ranks (/sp_div), "split" divided by t
@@ -171,8 +212,8 @@ def layer_activations(
         split = 0
         eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
         qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
-        rep += norm(trains(*qkv_roles), 1 if fused_qkv or not amp else 3)
-        rep += norm_weight_input
+        rep += pre_norm(bn.pre_attn, trains(*qkv_roles), 1 if fused_qkv or not amp else 3)
+        rep += post_norm if kind not in (LAYER_MAMBA, LAYER_LINEAR) else 0
         if kind in (LAYER_MAMBA, LAYER_LINEAR):
             rec = spec.recurrent
             d_inner = rec.d_inner if rec is not None else 2 * h
@@ -184,8 +225,10 @@ def layer_activations(
             kv = spec.kv_heads(i)
             # eager runs repeat_kv before the matmuls; SDPA gets enable_gqa=True (HF
             # integrations/sdpa_attention.py use_gqa_in_sdpa, torch >= 2.5) and FA2 takes GQA
-            kv_saved = a if settings.attn_implementation == "eager" else kv
-            split += (a * d + kv_saved * (d + dv) + a * dv) * e + a * 4  # q k v out lse
+            k_saved, v_saved = _kv_heads_saved(spec, settings, kind, kv, amp=amp)
+            split += (a * d + k_saved * d + v_saved * dv + a * dv) * e + a * 4  # q k v out lse
+            if bn.qk is not None:
+                split += _qk_norm_bytes(a * d + kv * d, e, scale_e, full, compiled)
             if trains("attn_output"):
                 split += a * dv * e  # o_proj input (transpose(1, 2).contiguous() copy)
             if spec.mla is not None:
@@ -211,8 +254,8 @@ def layer_activations(
         if spec.intermediate_size or spec.moe is not None:
             if not spec.parallel_attn:
                 gated_copies = 2 if (amp and spec.mlp_gated) else 1
-                rep += norm(trains("ffn_gate", "ffn_up", "ffn_gate_inp"), gated_copies)
-                rep += norm_weight_input
+                mlp_in = trains("ffn_gate", "ffn_up", "ffn_gate_inp")
+                rep += pre_norm(bn.pre_ffn, mlp_in, gated_copies)
             split += _mlp_per_token(spec, i, e, trainable_roles, compiled=compiled)
         if drop:
             rep += 2 * h  # residual dropout masks (bool)
@@ -237,6 +280,49 @@ def layer_activations(
             )
         )
     return tuple(out)
+
+
+def _qk_norm_bytes(width: int, e: int, scale_e: int, weight_trains: bool, compiled: bool) -> int:
+    """Per-token bytes the q and k norms keep over ``width`` = q + k elements (per head: Qwen3,
+    Gemma 3; over the full projections: OLMo 2 ``q_norm``/``k_norm`` before the head split).
+
+    The norm's input is the projection's output in the compute dtype; RMSNorm upcasts it
+    (``hidden_states.to(torch.float32)``) and ``pow``/``mul`` save the fp32 copy (4 bytes per
+    element). When the norm weight trains (full fine-tuning) the weight multiply also saves the
+    normalised tensor: fp32 where the norm scales in fp32 (Gemma, OLMo 2), else in the input's
+    dtype (Qwen3's ``self.weight * hidden_states.to(input_dtype)``). Under ``torch.compile``
+    the fused norm keeps its input only.
+    """
+    if compiled:
+        return e * width
+    return 4 * width + ((scale_e or e) * width if weight_trains else 0)
+
+
+def _kv_heads_saved(
+    spec: ModelSpec, settings: TrainingSettings, kind: str, kv: int, *, amp: bool
+) -> tuple[int, int]:
+    """Heads of k and of v that attention saves for backward (q and the output have all ``a``).
+
+    Eager attention runs ``repeat_kv`` first. SDPA gets ``enable_gqa=True`` on CUDA only without
+    a mask (transformers integrations/sdpa_attention.py ``use_gqa_in_sdpa``: ``attention_mask
+    is None``); a sliding layer whose sequence reaches its window always gets a materialised mask
+    (masking_utils.py ``_ignore_causal_mask_sdpa``: ``kv_length >= local_attention_size``), so
+    ``repeat_kv`` runs: with several KV heads its ``reshape`` copies k and v to all heads; with
+    one it is a stride-0 view, but under AMP with an fp32 stream RoPE's k is fp32 (``cos``
+    follows the hidden states' dtype) and autocast's bf16 cast of the expanded view is a dense
+    copy. FlashAttention-2 takes GQA natively.
+    """
+    a = spec.num_attention_heads
+    impl = settings.attn_implementation
+    if impl == "eager":
+        return a, a
+    window = spec.sliding_window
+    masked = impl == "sdpa" and kind == LAYER_SLIDING and window and settings.seq >= window
+    if not masked or kv >= a:
+        return kv, kv
+    if kv > 1:
+        return a, a
+    return (a if amp else kv), kv
 
 
 def _widest(spec: ModelSpec, i: int) -> int:

@@ -22,7 +22,9 @@ from oomkit.spec.tensors_ssm import gated_delta_net, mamba_mixer
 __all__ = [
     "NON_PARAMETER_ROLES",
     "NON_PARAMETER_SUFFIXES",
+    "BlockNorms",
     "Builder",
+    "block_norms",
     "build_layout",
     "decoder_layer",
     "has_fused_gate_up",
@@ -152,6 +154,36 @@ def _style(spec: ModelSpec) -> _Style:
 def has_fused_gate_up(spec: ModelSpec) -> bool:
     """The MLP's gate and up projections are one ``gate_up_proj`` linear (Phi-3, GLM, GLM-4)."""
     return _style(spec).fused_gate_up
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockNorms:
+    """Which norms one decoder block of ``spec`` applies (the layout :func:`decoder_layer` adds).
+
+    ``pre_attn``/``pre_ffn``: norms on the sublayer inputs (Llama); ``post_attn``/``post_ffn``:
+    norms on the sublayer outputs before the residual add (Gemma 2/3 and GLM-4 have both kinds,
+    the "sandwich"; OLMo 2 only the post ones); ``qk``: ``"head"`` (RMSNorm over each head's
+    ``head_dim``: Qwen3, Gemma 3), ``"full"`` (over all heads' q and k: OLMo 2, OLMoE),
+    ``"matrix"`` (Cohere), or None without q/k norms.
+    """
+
+    pre_attn: bool
+    pre_ffn: bool
+    post_attn: bool
+    post_ffn: bool
+    qk: str | None
+
+
+def block_norms(spec: ModelSpec) -> BlockNorms:
+    """The norm layout of a decoder block of ``spec`` (see :class:`BlockNorms`)."""
+    st = _style(spec)
+    return BlockNorms(
+        pre_attn=st.attn_norm,
+        pre_ffn=st.ffn_norm is not None and not spec.parallel_attn,
+        post_attn=st.post_attn_norm,
+        post_ffn=st.post_ffn_norm,
+        qk=st.qk_norm if spec.qk_norm else None,
+    )
 
 
 def build_layout(spec: ModelSpec) -> tuple[TensorInfo, ...]:
