@@ -69,6 +69,8 @@ QLORA = HERE / "gpu" / "results" / "training_boundary_qlora_h200.json"
 HOLDOUT = HERE / "gpu" / "results" / "training_boundary_holdout_h200.json"
 #: those twelve steps again with expandable segments, scored once against the first ten's band
 LATE_EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_late_h200_expandable.json"
+#: six steps on an H100 (session 17), scored once at 17f0642, then folded in
+HOLDOUT2 = HERE / "gpu" / "results" / "training_boundary_holdout2_h100.json"
 OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
 #: ``expandable``: any model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, where
 #: the allocator maps pages into one growing segment per stream instead of cutting blocks out of
@@ -181,6 +183,8 @@ def boundary_rows(
     ``seq``, ``grad_checkpointing``), ``full_card_max_allocated_bytes`` and
     ``smallest_survived_bytes`` (``benchmarks/gpu/training_boundary.py``). ``family`` overrides
     the model's allocator family (``expandable``: the runs made with expandable segments).
+    A row's ``gpu_catalog`` (the H100 files write it) names its GPU; ``gpu`` is the default
+    (the H200 files of sessions 7-9 lack it).
     """
     if not path.exists():
         return []
@@ -189,17 +193,18 @@ def boundary_rows(
     from oomkit.hardware.catalog import find_gpu
     from oomkit.hardware.targets import hardware_for
 
-    ctx = cuda_context_bytes("training", hardware_for((find_gpu(gpu),)).devices[0])[0]
     rows = []
     for r in json.loads(path.read_text())["results"]:
         alloc, survived = r.get("full_card_max_allocated_bytes"), r.get("smallest_survived_bytes")
         if not isinstance(alloc, int) or not isinstance(survived, int):
             continue
+        name = str(r.get("gpu_catalog") or gpu)
+        ctx = cuda_context_bytes("training", hardware_for((find_gpu(name),)).devices[0])[0]
         p = predicted(r)
         tag = f"-{family}" if family else ""
         rows.append(
             {
-                "record": f"{gpu}{tag}-{_case(r)}",
+                "record": f"{name}{tag}-{_case(r)}",
                 "case": f"{_case(r)}{tag}",
                 "kind": "boundary",
                 "source": path.name,
@@ -308,6 +313,7 @@ def main() -> int:
     ap.add_argument("--qlora", default=str(QLORA))
     ap.add_argument("--holdout", default=str(HOLDOUT))
     ap.add_argument("--late-expandable", default=str(LATE_EXPANDABLE))
+    ap.add_argument("--holdout2", default=str(HOLDOUT2))
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     rows = (
@@ -315,6 +321,7 @@ def main() -> int:
         + boundary_rows(Path(args.boundary))
         + boundary_rows(Path(args.qlora))
         + boundary_rows(Path(args.holdout))
+        + boundary_rows(Path(args.holdout2))
         + boundary_rows(Path(args.expandable), family="expandable")
         + boundary_rows(Path(args.late_expandable), family="expandable")
     )

@@ -239,3 +239,25 @@ def test_out_of_sample_steps_hold_after_folding_in() -> None:
         assert side["smallest_not_dnf_bytes"] <= r["smallest_survived_bytes"], _name(r)
         err = side["peak_allocated_bytes"] / r["full_card_max_allocated_bytes"] - 1
         assert abs(err) < 0.10, (_name(r), err)
+
+
+def test_second_out_of_sample_set_holds_on_the_h100_after_folding_in() -> None:
+    """Six steps on an H100 (session 17), scored once at 17f0642 (0 false "fits", 1 false "does
+    not fit": SmolLM2 full b4 ckpt needed 0.4% beyond its allocated peak, less than the dense
+    fraction charged then; OLMo 2 LoRA -10.4% and Gemma-3-1B full -8.9% allocated), then folded
+    into the band: all six hold, priced on the H100's catalog entry, and the allocated peak is
+    within 1.5% (the norms a block has: OLMo 2's post-norms and full-width q/k norms, Gemma's
+    sandwich)."""
+    mod = _script()
+    doc = json.loads((RESULTS / "training_boundary_holdout2_h100.json").read_text())
+    assert "H100" in doc["environment"]["gpu"]
+    rows = doc["results"]
+    assert len(rows) == len(range(mod.HOLDOUT2_FROM, mod.HOLDOUT3_FROM)) == 6
+    for r in rows:
+        assert r["gpu_catalog"] == "h100-sxm"
+        assert r["smallest_survived_bytes"] - r["largest_died_bytes"] <= 32 * (1 << 20)
+        side = mod.oomkit_side(r)
+        assert side["smallest_fits_bytes"] > r["largest_died_bytes"], _name(r)
+        assert side["smallest_not_dnf_bytes"] <= r["smallest_survived_bytes"], _name(r)
+        err = side["peak_allocated_bytes"] / r["full_card_max_allocated_bytes"] - 1
+        assert abs(err) < 0.015, (_name(r), err)
