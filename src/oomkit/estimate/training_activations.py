@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oomkit.estimate.hf_attention_bytes import sdpa_runs_math
 from oomkit.estimate.training_compile import (
     compiled_gated_mlp_bytes,
     compiled_loss_bytes,
@@ -165,6 +166,11 @@ def layer_activations(
         return _trains(trainable_roles, roles)
 
     eager = settings.attn_implementation == "eager"
+    # Falcon's multi-query SDPA call runs PyTorch's math backend on CUDA (no enable_gqa, K/V not
+    # expanded: oomkit.estimate.hf_attention_bytes.sdpa_runs_math), a composite of autograd ops
+    # on fp32 copies (attention.cpp _scaled_dot_product_attention_math): ``_safe_softmax``
+    # saves its fp32 result (derivatives.yaml), the one tensor ``attn @ v`` saves too
+    math = settings.attn_implementation == "sdpa" and sdpa_runs_math(spec)
     fused_qkv = any(t.role.startswith("attn_qkv") for t in model_tensors(spec))
     # HF RMSNorm's ``self.weight * hidden_states.to(input_dtype)`` saves its input (a tensor
     # distinct from the norm's output) when the norm weight trains (full fine-tuning); torch's
@@ -236,7 +242,13 @@ def layer_activations(
                 rep += _norm(mla.kv_lora_rank, e, True) + (
                     _norm(mla.q_lora_rank, e, True) if mla.q_lora_rank else 0
                 )
-            if settings.attn_implementation == "eager":
+            if math:
+                s = settings.seq
+                # the scores per token, and the fp32 q (upcast and scaled) with K and V
+                # upcast and broadcast to every head by the batched matmuls
+                eager_sq += a * s * 4
+                split += 2 * a * d * 4 + a * d * 4 + a * dv * 4
+            elif settings.attn_implementation == "eager":
                 # HF eager_attention_forward: sliding layers are masked, still S x S
                 s = settings.seq
                 eager_sq += a * s * (4 + e) + (a * s if drop else 0)
@@ -267,6 +279,8 @@ def layer_activations(
         # plus the fp32 grad of the norm input
         widest = max(_widest(spec, i), h)
         eager_grads = 3 * spec.num_attention_heads * settings.seq * e if eager else 0
+        if math:  # the score gradients are fp32 on the math backend
+            eager_grads = 3 * spec.num_attention_heads * settings.seq * 4
         working = tokens * (
             (2 * widest * e + eager_grads) // t + (4 * h + 2 * h * stream_e) // sp_div
         )
