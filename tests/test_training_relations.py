@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oomkit.api import load_model
+from oomkit.estimate.hf_attention_bytes import sdpa_runs_math
 from oomkit.estimate.training import estimate_training
 from oomkit.estimate.training_activations import autocast_stream, layer_activations
 from oomkit.estimate.training_states import lora_target_roles, model_states
@@ -151,7 +152,11 @@ def test_fused_attention_and_fused_loss_never_need_more(name: str, s: TrainingSe
     spec = spec_of(name)
     eager = total(spec, dataclasses.replace(s, attn_implementation="eager"))
     sdpa = total(spec, dataclasses.replace(s, attn_implementation="sdpa"))
-    assert sdpa <= eager
+    # except where "sdpa" is not fused: Falcon's multi-query call runs the math backend on
+    # fp32 copies (oomkit.estimate.hf_attention_bytes.sdpa_runs_math), which its own eager
+    # path, scores in the stream dtype, undercuts
+    if not sdpa_runs_math(spec):
+        assert sdpa <= eager
     std = total(spec, dataclasses.replace(s, loss="standard"))
     chunked = total(spec, dataclasses.replace(s, loss="chunked"))
     fused = total(spec, dataclasses.replace(s, loss="fused"))

@@ -297,7 +297,7 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
     click.option("--expandable-segments", "train_expandable_segments", is_flag=True,
                  help="The run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the "
                       "allocator's margin and band are those measured with it (0.44-4.88% "
-                      "of the allocated peak on an H200, against 1.95-33.84% without)"),
+                      "of the allocated peak on an H200, against 0.59-33.84% without)"),
     click.option("--kbit-prep", "train_kbit_prep", is_flag=True,
                  help="QLoRA prepared with PEFT's prepare_model_for_kbit_training (the PEFT "
                       "docs' recipe): embeddings, norms and the head are upcast to fp32, the "
