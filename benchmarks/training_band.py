@@ -71,6 +71,9 @@ HOLDOUT = HERE / "gpu" / "results" / "training_boundary_holdout_h200.json"
 LATE_EXPANDABLE = HERE / "gpu" / "results" / "training_boundary_late_h200_expandable.json"
 #: six steps on an H100 (session 17), scored once at 17f0642, then folded in
 HOLDOUT2 = HERE / "gpu" / "results" / "training_boundary_holdout2_h100.json"
+#: three more H100 steps (session 17), scored once at c84e3a0, then folded in (Falcon-7B died
+#: on the whole card: no boundary, no row)
+HOLDOUT3 = HERE / "gpu" / "results" / "training_boundary_holdout3_h100.json"
 OUT = ROOT / "src" / "oomkit" / "data" / "training_band.json"
 #: ``expandable``: any model under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``, where
 #: the allocator maps pages into one growing segment per stream instead of cutting blocks out of
@@ -314,6 +317,7 @@ def main() -> int:
     ap.add_argument("--holdout", default=str(HOLDOUT))
     ap.add_argument("--late-expandable", default=str(LATE_EXPANDABLE))
     ap.add_argument("--holdout2", default=str(HOLDOUT2))
+    ap.add_argument("--holdout3", default=str(HOLDOUT3))
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     rows = (
@@ -322,6 +326,7 @@ def main() -> int:
         + boundary_rows(Path(args.qlora))
         + boundary_rows(Path(args.holdout))
         + boundary_rows(Path(args.holdout2))
+        + boundary_rows(Path(args.holdout3))
         + boundary_rows(Path(args.expandable), family="expandable")
         + boundary_rows(Path(args.late_expandable), family="expandable")
     )

@@ -156,14 +156,16 @@ def gpu_transformers_rows(path: Path = GPU_TRANSFORMERS) -> list[dict[str, objec
 
 
 #: the smallest card each generate() run survives on (benchmarks/gpu/verdict_boundary.py): the
-#: nine runs the first band was derived from (H200) and four sets of twelve held-out runs (H100,
-#: scored once at 1825cbd, 9b4b4a0, d9b7076 and 17f0642 before each was folded in)
+#: nine runs the first band was derived from (H200), four sets of twelve held-out runs and one of
+#: seven (H100, scored once at 1825cbd, 9b4b4a0, d9b7076, 17f0642 and c84e3a0 before each was
+#: folded in)
 GPU_BOUNDARY = (
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_h200.json",
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout_h100.json",
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout2_h100.json",
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout3_h100.json",
     ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout4_h100.json",
+    ROOT / "benchmarks" / "gpu" / "results" / "verdict_boundary_holdout5_h100.json",
 )
 
 
@@ -281,7 +283,8 @@ def main() -> int:
         "the H100 runs of benchmarks/gpu/results/transformers_h100.json and the death "
         "boundaries of benchmarks/gpu/results/verdict_boundary_h200.json, "
         "verdict_boundary_holdout_h100.json, verdict_boundary_holdout2_h100.json, "
-        "verdict_boundary_holdout3_h100.json and verdict_boundary_holdout4_h100.json)",
+        "verdict_boundary_holdout3_h100.json, verdict_boundary_holdout4_h100.json and "
+        "verdict_boundary_holdout5_h100.json)",
         "_rule": "fraction = largest under-prediction (measured - predicted) / predicted of a "
         "GPU-resident quantity, per runtime family and category",
         "runtimes": derive(rows),
