@@ -51,6 +51,9 @@ _OOM = (
     "Process finished with exit code -1073741801 (0xC0000017)",
     "The instruction at 0x7ff6 raised STATUS_NO_MEMORY",
     "worker exited with code 3221225495",
+    # kubectl describe pod: a terminated container's exit code, capitalised and aligned
+    "    State:          Terminated\n      Reason:       Error\n      Exit Code:    137",
+    "Exit code 137",
     # Chinese overflow with words between, in one sentence
     "跑到第三个 epoch 显存就会溢出",
     "显存一开始是够的，但是验证的时候溢出了",
@@ -73,6 +76,8 @@ _NOT_OOM = (
     "GPUStack computes the allocatable VRAM of each GPU from its total minus what instances claim.",
     "Process finished with exit code -1073741819 (0xC0000005)",
     "allocated 3221225495 bytes for the arena",
+    "    State:          Terminated\n      Reason:       Completed\n      Exit Code:    0",
+    "Exit code 1370",
     # Chinese: no overflow, a number's overflow, a negation, a big card, a need, a share,
     # a full memory without a crash
     "训练时显存占用稳定，没有溢出，loss 也正常下降。",

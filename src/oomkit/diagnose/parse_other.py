@@ -158,7 +158,10 @@ _WIN_NOMEM = re.compile(r"\[WinError (?:8|14)\]|\(os error (?:8|14)\)")
 # DeepSpeed launcher's "{cmd} exits with return code = {last_return_code}" (deepspeedai/DeepSpeed
 # deepspeed/launcher/launch.py sigkill_handler: Popen.returncode, -9 for a child ended by SIGKILL)
 _EXIT_137 = re.compile(
-    r"exit(?:ed with)? code:? ?(?:137|-9)\b|"
+    # (docrec31) also capitalised and column-aligned: `kubectl describe pod` prints a terminated
+    # container's "Exit Code:\t%d" (kubernetes/kubectl pkg/describe/describe.go
+    # describeContainerState), tabs that the terminal turns into spaces: "Exit Code:    137"
+    r"(?i:exit)(?:ed with)? (?i:code):?[ \t]{0,12}(?:137|-9)\b|"
     # (no \\b before "exit": a CJK title runs the word on, "训练出现exits with return code = -9")
     r"(?<![A-Za-z0-9_])exit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)"
     r"[:= ]{1,3}(?:137|-9)\b|"
@@ -235,6 +238,9 @@ _NEEDLES = (
     "os error",
     "code 137",
     "code: 137",
+    "Exit Code",
+    "Exit code",
+    "exit code",
     "exitCode",
     "status 137",
     "(137)",
