@@ -537,9 +537,18 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             events.append(_ev("windows", "host_oom", "windows_not_enough_memory", line, n))
             continue
         ev = _linux(lines, i, line, n)
-        if ev is not None:
+        if ev is not None and not _same_death(events, ev):
             events.append(ev)
     return events, facts
+
+
+def _same_death(events: list[OomEvent], ev: OomEvent) -> bool:
+    """``kubectl describe`` states one container's death twice: "Reason: OOMKilled" then, a line
+    below, "Exit Code: 137"; the second is the same event (docrec31)."""
+    if ev.format != "exit_137" or not events:
+        return False
+    last = events[-1]
+    return last.format == "exit_137" and last.detail == "OOMKilled" and ev.line - last.line <= 3
 
 
 def tensor_bytes(shape: tuple[int, ...], dtype: str | None) -> int | None:
