@@ -43,6 +43,28 @@ source:
   %s\n")`` when ``onAcquireBuffer`` or an ``AutoStorage`` of host memory returned nothing (the
   Out-of-memory-when-acquired wording of the other backends is ``parse_backends``').
 
+* TensorRT's builder when a plugin's scratch need is above the workspace pool (closed source;
+  the wording as TensorRT 8.6+ prints it through ``IBuilder::buildSerializedNetwork``, e.g.
+  NVIDIA/TensorRT-LLM#2688): ``Internal error: plugin node <n> requires <N> bytes of scratch
+  space, but only <M> is available. Try increasing the workspace size with
+  IBuilderConfig::setMemoryPoolLimit().`` The request and the pool are read, in bytes.
+* TensorRT-LLM's paged KV block pool (``NVIDIA/TensorRT-LLM:cpp/tensorrt_llm/batch_manager/
+  kvCacheManager.cpp`` ``BlockManager::getFreeBlock``: ``TLLM_CHECK_WITH_INFO(hasFreeBlocks(),
+  "Can't allocate new blocks. No free blocks left.")``): a running sequence needed one more KV
+  block and the pool (``kv_cache_free_gpu_mem_fraction`` of the memory left after the engine)
+  had none.
+* GPUStack's resource-fit scheduler (``gpustack/gpustack:gpustack/policies/candidate_selectors/
+  vllm_resource_fit_selector.py``, the logger name it prints; the messages as its tests expect
+  them, ``tests/policies/candidate_selectors``): ``- The model requires approximately <R> GiB of
+  VRAM ...`` then ``- The current available GPU only has <A> GiB allocatable VRAM (<P>%).`` or
+  ``... each GPU needs <U>% of allocatable VRAM``: the scheduler found no GPU whose allocatable
+  VRAM (its total minus what other instances claim) holds the model at the vLLM utilization. The
+  three sizes and the two shares are read from the lines around the one that fails.
+* Windows' ``STATUS_NO_MEMORY`` (``ntstatus.h``: ``0xC0000017``, "{Not Enough Quota} Not enough
+  virtual memory or paging file quota is available to complete the specified operation"), as a
+  process exit code (``-1073741801`` signed, ``3221225495`` unsigned) or by name: the process could
+  not commit host memory. ``0xC0000005`` (an access violation) is not memory.
+
 Every pattern is anchored on a literal and bounded: linear time on any line.
 """
 
@@ -52,8 +74,8 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.scan import on_raw, scan_events
-from oomkit.diagnose.sizes import to_int
+from oomkit.diagnose.scan import scan_events
+from oomkit.diagnose.sizes import to_bytes, to_float, to_int
 from oomkit.diagnose.text import Lines, needles_re
 
 __all__ = ["parse_engines"]
@@ -81,6 +103,24 @@ _TFLM = re.compile(
     r"Arena size is too small for all buffers\. ?Needed (?P<n>\d{1,20}) but only "
     r"(?P<o>\d{1,20}) was available"
 )
+_TRT_SCRATCH = re.compile(
+    r"requires (?P<r>\d{1,20}) bytes of scratch space, but only (?P<a>\d{1,20}) (?:bytes )?is "
+    r"available"
+)
+_TRTLLM_NO_BLOCKS = re.compile(r"Can(?:'|no)t allocate new blocks\. ?No free blocks left")
+_GPUSTACK_FAIL = re.compile(
+    r"only has (?P<a>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM"
+    r"(?: \((?P<ap>\d{1,3}(?:\.\d{1,2})?)%\))?|"
+    r"each GPU needs (?P<u>\d{1,3}(?:\.\d{1,2})?)% of allocatable VRAM"
+)
+_GPUSTACK_NEEDS = re.compile(
+    r"The model requires approximately (?P<r>\d{1,6}(?:\.\d{1,3})?) GiB of VRAM"
+)
+# the decimal forms only as a code (a size of 3221225495 bytes is not a status)
+_NT_NO_MEMORY = re.compile(
+    r"\b0x[Cc]0000017\b|\bSTATUS_NO_MEMORY\b|"
+    r"(?i:code|status|returned|exited with)\W{0,4}(?:-1073741801|3221225495)\b"
+)
 _PREFILTER = needles_re(
     (
         " Error in ",
@@ -90,6 +130,13 @@ _PREFILTER = needles_re(
         "Arena size",
         "any implementation for node",
         "myelinExceededMemBudget",
+        "bytes of scratch space",
+        "No free blocks left",
+        "allocatable VRAM",
+        "0000017",
+        "1073741801",
+        "3221225495",
+        "STATUS_NO_MEMORY",
     )
 )
 
@@ -169,7 +216,61 @@ def _event(line: str, n: int) -> OomEvent | None:
                 n,
                 detail=m3["what"].strip()[:80],
             )
+    if "bytes of scratch space" in line:
+        m6 = _TRT_SCRATCH.search(line)
+        if m6 is not None:
+            return _ev(
+                "workspace_alloc_failed",
+                "trt_scratch_space",
+                "tensorrt",
+                line,
+                n,
+                stage="compile",
+                requested_bytes=to_int(m6["r"]),
+                allowed_bytes=to_int(m6["a"]),
+            )
+    if "No free blocks left" in line and _TRTLLM_NO_BLOCKS.search(line) is not None:
+        return _ev("kv_blocks_exhausted", "trtllm_kv_no_free_blocks", "tensorrt-llm", line, n)
+    if (
+        "0000017" in line or "1073741801" in line or "3221225495" in line or "NO_MEMORY" in line
+    ) and (_NT_NO_MEMORY.search(line) is not None):
+        return _ev("host_oom", "windows_status_no_memory", "windows", line, n)
     return None
+
+
+def _gpustack(lines: Lines, i: int) -> OomEvent | None:
+    """GPUStack's resource-fit failure, with the sizes of the lines around it (module docstring)."""
+    line = lines.text[i]
+    if "allocatable VRAM" not in line or _GPUSTACK_FAIL.search(line) is None:
+        return None
+    near = "\n".join(lines.text[max(0, i - 3) : i + 3])
+    avail = share = util = None
+    for m in _GPUSTACK_FAIL.finditer(near):
+        avail = avail or m["a"]
+        share = share or m["ap"]
+        util = util or m["u"]
+    need = _GPUSTACK_NEEDS.search(near)
+    return OomEvent(
+        runtime="gpustack",
+        kind="scheduler_no_fit",
+        format="gpustack_resource_fit",
+        line=lines.number[i],
+        text=line[:600],
+        stage="weights",
+        requested_bytes=to_bytes(need["r"], "GiB", "gpustack") if need else None,
+        free_bytes=to_bytes(avail, "GiB", "gpustack") if avail else None,
+        gpu_memory_utilization=(to_float(util) or 0) / 100 if util else None,
+        detail=f"allocatable {share}% of the GPU" if share else None,
+    )
+
+
+def _at(lines: Lines, i: int) -> OomEvent | None:
+    return _event(lines.text[i], lines.number[i]) or _gpustack(lines, i)
+
+
+def _same(last: OomEvent, new: OomEvent) -> bool:
+    # GPUStack states one failure in two or three lines (needs %, only has ... allocatable)
+    return last.format == new.format == "gpustack_resource_fit" and new.line - last.line <= 3
 
 
 def parse_engines(lines: Lines) -> list[OomEvent]:
@@ -177,4 +278,4 @@ def parse_engines(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no specific parser found an event.
     """
-    return scan_events(lines, _PREFILTER, on_raw(_event))
+    return scan_events(lines, _PREFILTER, _at, repeat=_same)

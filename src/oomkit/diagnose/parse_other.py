@@ -158,7 +158,10 @@ _WIN_NOMEM = re.compile(r"\[WinError (?:8|14)\]|\(os error (?:8|14)\)")
 # DeepSpeed launcher's "{cmd} exits with return code = {last_return_code}" (deepspeedai/DeepSpeed
 # deepspeed/launcher/launch.py sigkill_handler: Popen.returncode, -9 for a child ended by SIGKILL)
 _EXIT_137 = re.compile(
-    r"exit(?:ed with)? code:? ?(?:137|-9)\b|"
+    # (docrec31) also capitalised and column-aligned: `kubectl describe pod` prints a terminated
+    # container's "Exit Code:\t%d" (kubernetes/kubectl pkg/describe/describe.go
+    # describeContainerState), tabs that the terminal turns into spaces: "Exit Code:    137"
+    r"(?i:exit)(?:ed with)? (?i:code):?[ \t]{0,12}(?:137|-9)\b|"
     # (no \\b before "exit": a CJK title runs the word on, "训练出现exits with return code = -9")
     r"(?<![A-Za-z0-9_])exit(?:s|ed)? with (?:an? )?(?:error|status|return code|exit code)"
     r"[:= ]{1,3}(?:137|-9)\b|"
@@ -235,6 +238,9 @@ _NEEDLES = (
     "os error",
     "code 137",
     "code: 137",
+    "Exit Code",
+    "Exit code",
+    "exit code",
     "exitCode",
     "status 137",
     "(137)",
@@ -531,9 +537,18 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             events.append(_ev("windows", "host_oom", "windows_not_enough_memory", line, n))
             continue
         ev = _linux(lines, i, line, n)
-        if ev is not None:
+        if ev is not None and not _same_death(events, ev):
             events.append(ev)
     return events, facts
+
+
+def _same_death(events: list[OomEvent], ev: OomEvent) -> bool:
+    """``kubectl describe`` states one container's death twice: "Reason: OOMKilled" then, a line
+    below, "Exit Code: 137"; the second is the same event (docrec31)."""
+    if ev.format != "exit_137" or not events:
+        return False
+    last = events[-1]
+    return last.format == "exit_137" and last.detail == "OOMKilled" and ev.line - last.line <= 3
 
 
 def tensor_bytes(shape: tuple[int, ...], dtype: str | None) -> int | None:

@@ -102,6 +102,11 @@ _I18N_NEEDLES: tuple[str, ...] = (
 )  # fmt: skip
 
 _S = _SIZE_I18N
+# (docrec31) a crash, a hang or a kill in Chinese: the consequence a full memory must name
+_CRASH_ZH = (
+    "崩溃", "崩潰", "崩了", "挂了", "掛了", "死机", "死機", "卡死", "闪退", "閃退", "中断", "中斷",
+    "被杀", "被殺",
+)  # fmt: skip
 # PyTorch's "Tried to allocate <size>" translated (the family's comment is in _FAMILIES)
 _TRIED_I18N = re.compile(
     "|".join(
@@ -246,6 +251,43 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?:\w{1,12} )?(?:process\w{0,2}|training|job|run|program|script|python\d?|app\w{0,9}|"
             r"server|workers?|container|model|inference)\b)",
             _I,
+        ),
+    ),
+    (
+        # (docrec31) Chinese overflow with words between, in the same sentence: "显存会溢出",
+        # "显存应该是有空余的，但是不到1个epoch溢出中断训练"; not negated ("没有溢出", "不会溢出"),
+        # prevented ("防止溢出"), nor a number's overflow (数值 / 梯度 / 整数 / 精度 / 栈 / 上溢出).
+        # Gated on 溢出; the lookahead first, so the negations are tested only before an 溢出
+        ("溢出",),
+        re.compile(
+            r"(?:显存|内存|顯存|內存)[^。.!?！？;；\n]{0,24}?(?=溢出)(?<!不)(?<!没)(?<!沒)(?<!未)"
+            r"(?<!不会)(?<!不會)(?<!没有)(?<!沒有)(?<!无)(?<!無)(?<!防止)(?<!避免)(?<!数值)"
+            r"(?<!數值)(?<!梯度)(?<!整数)(?<!整數)(?<!精度)(?<!数据)(?<!數據)(?<!栈)(?<!棧)"
+            r"(?<!缓冲区)(?<!上)(?<!下)溢出"
+        ),
+    ),
+    (
+        # (docrec31) Chinese "exceeds the memory" with the verb before it: "多卡会超显存",
+        # "导致超过板卡的显存挂了"; not negated ("不超显存"), not "超大显存" (a big card), not a
+        # need with a size ("需要超过24G的显存") nor a share ("超过显存的一半")
+        ("超",),
+        re.compile(
+            r"(?<!不)(?<!没)(?<!沒)(?<!未)(?<!不会)(?<!不會)(?<!没有)(?<!沒有)"
+            r"(?:超过|超出|超過|超)了?"
+            r"(?:[^\s\d，。,.;；!?！？的]{1,4}的)?(?:显存|顯存|内存|內存)"
+            r"(?!的?(?:一半|\d|百分|%|大小|容量的))"
+        ),
+    ),
+    (
+        # (docrec31) Chinese "the memory is fully taken" with its consequence: "内存（RAM）被完全
+        # 占用，进而引发程序进程崩溃"; not without the crash ("显存被完全占用" is also vLLM's
+        # preallocation), not negated ("没有被完全占用"). Gated on the crash words
+        _CRASH_ZH,
+        re.compile(
+            r"(?:显存|内存|顯存|內存)[^。.!?！？;；\n被]{0,12}?"
+            r"(?=被|完全|全部|全都|占|佔|耗|用完|吃光)(?<!不)(?<!没)(?<!沒)(?<!未)被?"
+            r"(?:完全|全部|全都)?(?:占用|占满|佔用|佔滿|耗尽|耗盡|用完|吃光)"
+            r"[^。.!?！？;；\n]{0,16}?(?:" + "|".join(_CRASH_ZH) + ")"
         ),
     ),
     (

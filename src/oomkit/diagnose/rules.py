@@ -40,6 +40,7 @@ from oomkit.diagnose.question_pick import AskedQuestion
 from oomkit.diagnose.questions import AppliedAnswer, Question
 from oomkit.diagnose.rules_apps import analyze_apps
 from oomkit.diagnose.rules_backends import analyze_backends
+from oomkit.diagnose.rules_engines import analyze_engines
 from oomkit.diagnose.rules_evidence import refine_by_evidence
 from oomkit.diagnose.rules_extra import analyze_extra, growth_across_events
 from oomkit.diagnose.rules_families import analyze_families, decide_by_log_facts
@@ -158,6 +159,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     hst = analyze_hosts(e, ctx)
     if hst is not None:
         return hst
+    eng = analyze_engines(e, ctx)  # TensorRT scratch, TensorRT-LLM KV blocks, GPUStack
+    if eng is not None:
+        return eng
     frm = analyze_frameworks(e, ctx)
     if frm is not None:
         return frm
