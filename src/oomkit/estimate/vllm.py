@@ -425,7 +425,10 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
-    if rules.profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
+    if rules.model_runner_v2:  # 0.22-0.28: V2's estimate is 0; the V1 runner measures it
+        details["model_runner_v2"] = True
+        details["graph_estimate_env"] = "VLLM_USE_V2_MODEL_RUNNER=0"
+    elif rules.profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
         details["graph_estimate_env"] = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"
     if p0.lora is not None:
         details.update(lora_details(p0.lora))
