@@ -365,7 +365,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         # the 0.23.0 sdist on PyPI (uploaded 2026-06-13)
         "2026-06-13",
         "0.23.0",
-        "vllm-project/vllm 0.23.0 sdist vllm/config/vllm.py lines 69-75: "
+        "vllm-project/vllm v0.23.0 release (sdist vllm/config/vllm.py lines 69-75): "
         "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {'LlamaForCausalLM', 'MistralForCausalLM', "
         "'Qwen3ForCausalLM'} (not MoE, not quantized); gpu/model_runner.py line 660 "
         "profile_cudagraph_memory still returns 0",
@@ -384,7 +384,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         # the 0.24.0 sdist on PyPI (uploaded 2026-06-30)
         "2026-06-30",
         "0.24.0",
-        "vllm-project/vllm 0.24.0 sdist vllm/config/vllm.py lines 68-76: DeepseekV2, "
+        "vllm-project/vllm v0.24.0 release (sdist vllm/config/vllm.py lines 68-76): DeepseekV2, "
         "Qwen2Moe and GraniteMoe join the V2 list and _is_default_v2_model_runner_model "
         "drops its MoE / quantization test",
         "as 0.23, also for quantized checkpoints of the listed models and the three MoE "
@@ -418,7 +418,7 @@ VLLM_ROWS: tuple[Row, ...] = (
         # the 0.29.0 sdist on PyPI (uploaded 2026-09-09)
         "2026-09-09",
         "0.29.0",
-        "vllm-project/vllm 0.29.0 sdist vllm/v1/worker/gpu/model_runner.py line 896: Model "
+        "vllm-project/vllm v0.29.0 release (sdist vllm/v1/worker/gpu/model_runner.py line 896): Model "
         "Runner V2's profile_cudagraph_memory returns _profile_cudagraph_memory(self) "
         "(a measured estimate) instead of 0",
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate on either model runner, as 0.21",

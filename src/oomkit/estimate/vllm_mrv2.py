@@ -84,7 +84,7 @@ def runs_model_runner_v2(spec: ModelSpec, settings: InferenceSettings, rule: str
     runner measures its graphs, or before 0.22) runs ``spec`` on Model Runner V2 with its
     placeholder CUDA-graph estimate of 0.
 
-    >>> from oomkit.catalog import find_model
+    >>> from oomkit.catalog.models import find_model
     >>> from oomkit.spec.settings import InferenceSettings
     >>> s = InferenceSettings(runtime="vllm")
     >>> runs_model_runner_v2(find_model("llama-3-8b").spec(), s, "qwen3")
