@@ -110,11 +110,14 @@ def test_0_23_gives_the_graph_estimate_to_the_kv_cache() -> None:
         True,
     )
     graphs = rn["cudagraph_bytes"]
-    assert isinstance(graphs, int) and graphs > 0
+    assert isinstance(graphs, int)
+    assert graphs > 0
     kv_old, kv_new = ro["available_kv_cache_bytes"], rn["available_kv_cache_bytes"]
-    assert isinstance(kv_old, int) and isinstance(kv_new, int)
+    assert isinstance(kv_old, int)
+    assert isinstance(kv_new, int)
     assert kv_new - kv_old == graphs
-    assert rn.get("model_runner_v2") is True and "model_runner_v2" not in ro
+    assert rn.get("model_runner_v2") is True
+    assert "model_runner_v2" not in ro
     assert any("Model Runner V2" in a for a in new.assumptions)
 
 

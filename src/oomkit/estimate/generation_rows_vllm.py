@@ -418,8 +418,8 @@ VLLM_ROWS: tuple[Row, ...] = (
         # the 0.29.0 sdist on PyPI (uploaded 2026-09-09)
         "2026-09-09",
         "0.29.0",
-        "vllm-project/vllm v0.29.0 release (sdist vllm/v1/worker/gpu/model_runner.py line 896): Model "
-        "Runner V2's profile_cudagraph_memory returns _profile_cudagraph_memory(self) "
+        "vllm-project/vllm v0.29.0 release (sdist vllm/v1/worker/gpu/model_runner.py line "
+        "896): Model Runner V2's profile_cudagraph_memory returns _profile_cudagraph_memory(self) "
         "(a measured estimate) instead of 0",
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate on either model runner, as 0.21",
         vllm_engine="current",
