@@ -159,3 +159,61 @@ def test_cli_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     argv[argv.index("0.23.0")] = "0.22.0"
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "fits"
+
+
+def _gemma_embed(version: str, *, pooling: bool) -> Estimate:
+    s = InferenceSettings(
+        runtime="vllm",
+        quant="bf16",
+        ctx=2048,
+        runtime_version=version,
+        llm_class=True,
+        pooling=pooling,
+    )
+    return estimate("gemma-2-9b", s, hardware_for(parse_gpu_list("l4")), offline=True)
+
+
+def test_a_pooling_model_keeps_the_v1_runner_and_runs_no_sampler() -> None:
+    """``_is_default_v2_model_runner_model`` is for ``runner_type == "generate"``; the V1
+    runner's ``profile_run`` calls ``_dummy_pooler_run`` for a pooling model, not
+    ``_dummy_sampler_run`` (0.25.1 vllm/v1/worker/gpu_model_runner.py)."""
+    gen, pool = _gemma_embed("2026-07-21", pooling=False), _gemma_embed("2026-07-21", pooling=True)
+    assert gen.runtime_details.get("model_runner_v2") is True
+    assert "model_runner_v2" not in pool.runtime_details
+    assert pool.runtime_details["cudagraph_charged"] is True
+    assert "sampler_request_bytes" not in pool.runtime_details
+    # the profile peak is the forward's (no [rows, vocab] logits): smaller than the sampler's
+    act_gen = gen.runtime_details["activation_peak_bytes"]
+    act_pool = pool.runtime_details["activation_peak_bytes"]
+    assert isinstance(act_gen, int)
+    assert isinstance(act_pool, int)
+    assert act_pool < act_gen
+    spec = find_model("gemma-2-9b").spec()
+    s = InferenceSettings(runtime="vllm", pooling=True)
+    assert runs_model_runner_v2(spec, s, "dense") is False
+
+
+@pytest.mark.parametrize(
+    ("rid", "level"),
+    [
+        ("vllm-pr20144-l4-gemma2-9b-embed-8192-oom", "does_not_fit"),
+        ("vllm-pr20144-l4-gemma2-9b-embed-2048-ok", "tight"),
+        # PR #49351: vLLM had 0.64 GiB of KV, oomkit 1.57 (a ~0.9 GiB gap not yet modelled)
+        ("vllm-pr49351-l4-gemma2-9b-embed-2048-oom", "fits"),
+        ("vllm-pr49351-l4-gemma2-9b-embed-512-ok", "fits"),
+    ],
+)
+def test_the_embedding_records(rid: str, level: str) -> None:
+    va = _scorer()
+    (rec,) = [r for r in va.load("heldout45") if r["id"] == rid]
+    assert rec["settings"]["pooling"] is True
+    assert va.judge(rec)[0] == level
+
+
+def test_cli_pooling_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "gemma-2-9b", "-r", "vllm", "--runtime-version", "0.25.1", "-q", "bf16"]
+    argv += ["--ctx", "2048", "--gpu", "l4", "--llm-class", "--pooling", "--json", "--offline"]
+    main(argv)
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["pooling"] is True
+    assert out["runtime_details"]["cudagraph_charged"] is True

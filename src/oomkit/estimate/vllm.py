@@ -246,6 +246,8 @@ def plan_vllm(
     sampler, sort_sampler, why_sampler = sampler_peaks(
         spec, eng, rows=rows, tp=tp, elem_bytes=elem, hidden_bytes=hidden
     )
+    if settings.pooling:  # profile_run: _dummy_pooler_run, not _dummy_sampler_run (0.25.1 l. 6354)
+        sampler, sort_sampler, why_sampler = hidden, 0, None
     notes.extend([why_sampler] if why_sampler else [])
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
     # 0.9.1-0.11.0 without FlashInfer: the sort path's larger peak (verdict band)
@@ -283,7 +285,7 @@ def plan_vllm(
         act = max(act, fwd)
         notes.extend(lora.notes)
     served = 0
-    if last_stage and not eng.name.startswith("v0"):  # V1 samples on every TP rank
+    if last_stage and not eng.name.startswith("v0") and not settings.pooling:  # V1: every TP rank
         per = sampler_bytes_per_entry(
             rows, flashinfer=sampler_path(eng).flashinfer, triton=eng.triton_sampler
         )

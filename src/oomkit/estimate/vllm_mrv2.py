@@ -28,8 +28,7 @@ Which models run V2 by default is ``VllmConfig.use_v2_model_runner`` (vllm/confi
 * 0.25.0-0.28.x (PR #44443 'Enable by default for all dense models'): every model that is
   not hybrid and not attention-free and is either listed (the three MoE above) or not MoE.
 
-Every model oomkit plans is a generative one (no pooling runner), so ``runner_type`` is
-"generate" here.
+A pooling model (``settings.pooling``: ``runner_type == "pooling"``) keeps the V1 runner.
 """
 
 from __future__ import annotations
@@ -92,7 +91,7 @@ def runs_model_runner_v2(spec: ModelSpec, settings: InferenceSettings, rule: str
     >>> runs_model_runner_v2(find_model("llama-3-8b").spec(), s, "llama")
     True
     """
-    if rule is None:
+    if rule is None or settings.pooling:  # _is_default_v2_model_runner_model: "generate" only
         return False
     choice = _env_choice()
     if choice is not None:
