@@ -50,7 +50,7 @@ def _est(model: str, **kw: Any) -> Estimate:
         ("vllm", "2025-12", "v1-0.11.1"),
         ("vllm", "0.14.1", "v1-0.11.1"),
         ("vllm", "0.11.0", "v1-0.11"),
-        ("vllm", "0.21.0", "current"),
+        ("vllm", "0.21.0", "v1-0.21"),
         ("llama.cpp", "2024-06", "2024"),
         ("llama.cpp", "b4500", "2024-11-sycl-revert"),
         ("llama.cpp", "b3900", "2024-06-mmq"),
@@ -188,7 +188,7 @@ def test_two_part_version_is_its_dot_zero_release(runtime: str, short: str, full
 def test_two_part_vllm_versions_pick_the_right_engine_generation() -> None:
     assert resolve_generation("vllm", "0.8").label == "vLLM V1 (0.8.0-0.8.3)"
     assert resolve_generation("vllm", "0.11").label == "vLLM V1 (0.11.0)"
-    assert resolve_generation("vllm", "0.21").label == "vLLM V1 (0.21+)"
+    assert resolve_generation("vllm", "0.21").label == "vLLM V1 (0.21)"
     assert resolve_generation("vllm", "0.10").key == resolve_generation("vllm", "0.10.0").key
     assert resolve_generation("vllm", "0.10").key != resolve_generation("vllm", "0.11").key
 

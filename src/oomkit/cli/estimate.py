@@ -129,6 +129,13 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="vLLM: the run uses the offline vllm.LLM class (a script, lm-eval --model vllm), "
     "not vllm serve: V1's larger max_num_batched_tokens default for that usage context",
 )
+@click.option(
+    "--pooling",
+    is_flag=True,
+    default=None,
+    help="vLLM: an embedding/pooling model (LLM.embed, --runner pooling): no sampler in the "
+    "profile run, never Model Runner V2's default",
+)
 @lora_options
 @click.option("--overhead", type=SIZE, help="Runtime overhead per GPU (overrides the default)")
 @click.option(

@@ -48,6 +48,7 @@ FLAG_NAMES: dict[str, str] = {
     "enforce_eager": "--enforce-eager",
     "prompt_logprobs": "--prompt-logprobs",
     "llm_class": "--llm-class",
+    "pooling": "--pooling",
     "enable_lora": "--enable-lora",
     "max_loras": "--max-loras",
     "max_lora_rank": "--max-lora-rank",

@@ -94,6 +94,7 @@ _flag("flash_attn", ("--flash-attn", "-fa"), ("--no-flash-attn",))
 _flag("enforce_eager", ("--enforce-eager",), ("--no-enforce-eager",))
 _flag("prompt_logprobs", ("--prompt-logprobs",))
 _flag("llm_class", ("--llm-class",))
+_flag("pooling", ("--pooling",))
 _flag("enable_lora", ("--enable-lora",))
 _flag("fully_sharded_loras", ("--fully-sharded-loras",))
 _flag(

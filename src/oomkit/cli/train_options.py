@@ -62,6 +62,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "enforce_eager",
     "prompt_logprobs",
     "llm_class",
+    "pooling",
     *LORA_FIELDS,
     "runtime_version",
     "draft_model",

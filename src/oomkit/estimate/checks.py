@@ -103,6 +103,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "enforce_eager",
             "prompt_logprobs",
             "llm_class",
+            "pooling",
             "cpu_offload_bytes",
             "block_size",
             "overhead_bytes",

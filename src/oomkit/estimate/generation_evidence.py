@@ -392,13 +392,34 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "'In v0.19, CUDA graph memory profiling will be enabled by default ... To try it now, set "
         "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1': logged, not charged, before 0.20.0)",
     ),
-    ("vllm", "current"): (
+    ("vllm", "v1-0.21"): (
         _TG + "test_vllm_graphs_in_the_headroom_until_0_21",
         "test:tests/test_vllm_graph_estimate_0_20.py::test_release_rows",
         "log:https://github.com/gpustack/runner/pull/251 ('Estimated CUDA graph memory: "
         "0.36 GiB total' charged to the budget: 'CUDA graph memory profiling is enabled "
         "(default since v0.21.0)')",
         _VLLM + "pull/41099 (review of vllm/envs.py: 'Enabled by default as of v0.21.0')",
+    ),
+    ("vllm", "v1-0.22"): (
+        "test:tests/test_vllm_mrv2.py::test_which_models_run_v2",
+        "test:tests/test_vllm_mrv2.py::test_release_rows",
+    ),
+    ("vllm", "v1-0.23"): (
+        "test:tests/test_vllm_mrv2.py::test_0_23_gives_the_graph_estimate_to_the_kv_cache",
+        "test:tests/test_vllm_mrv2.py::test_the_djl_serving_records",
+        "log:https://github.com/deepjavalibrary/djl-serving/pull/3055 ('vLLM 0.23 reserves "
+        "~0.78 GiB more KV cache than 0.22 (15.41 -> 16.19 GiB on this llama-3-8b / TP=4 "
+        "config)', then OOM capturing 35 FULL graphs on 22.04 GiB L4s)",
+    ),
+    ("vllm", "v1-0.24"): ("test:tests/test_vllm_mrv2.py::test_which_models_run_v2",),
+    ("vllm", "v1-0.25"): (
+        "test:tests/test_vllm_mrv2.py::test_which_models_run_v2",
+        _VLLM + "issues/49224 ('Model Runner V2 (now default for dense models) skips CUDA "
+        "graph memory reservation - profile_cudagraph_memory() returns 0')",
+    ),
+    ("vllm", "current"): (
+        "test:tests/test_vllm_mrv2.py::test_0_23_gives_the_graph_estimate_to_the_kv_cache",
+        "test:tests/test_vllm_mrv2.py::test_release_rows",
     ),
     ("sglang", "tp-table"): (_TG + "test_sglang_tp_table_before_pr_10975", _TS + _SG_MM),
     ("sglang", "mm-0.95"): (_TS + _SG_MM,),

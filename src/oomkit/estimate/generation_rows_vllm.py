@@ -325,8 +325,8 @@ VLLM_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "vllm",
-        "current",
-        "vLLM V1 (0.21+)",
+        "v1-0.21",
+        "vLLM V1 (0.21)",
         # the 0.21.0 sdist on PyPI (uploaded 2026-05-15)
         "2026-05-15",
         "0.21.0",
@@ -336,6 +336,92 @@ VLLM_ROWS: tuple[Row, ...] = (
         # PR #38284 turned the estimate on and raised the default util from 0.9 to 0.92 (0.20.0)
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate, as 0.20; the profile's dummy "
         "sampler goes through FlashInfer's top-k/top-p kernel where it is installed",
+        vllm_engine="current",
+        graph_profiling=True,
+    ),
+    _g(
+        "vllm",
+        "v1-0.22",
+        "vLLM V1 (0.22)",
+        # the 0.22.0 sdist on PyPI (uploaded 2026-05-29); 0.21.0's vllm/config/vllm.py has no
+        # DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
+        "2026-05-29",
+        "0.22.0",
+        "vllm-project/vllm PR #39337 ('Oracle for model runner v2 - qwen3 dense model by "
+        "default'): the 0.22.0 sdist's vllm/config/vllm.py line 69 "
+        "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {'Qwen3ForCausalLM'}; Model Runner V2's "
+        "profile_cudagraph_memory returns 0 (vllm/v1/worker/gpu/model_runner.py line 620)",
+        "as 0.21, except a dense unquantized Qwen3ForCausalLM: Model Runner V2 estimates its "
+        "CUDA graphs at 0, so the KV cache takes the whole util budget and the graphs are "
+        "captured after it in the 1 - util headroom",
+        vllm_engine="current",
+        graph_profiling=True,
+        mrv2_default="qwen3",
+    ),
+    _g(
+        "vllm",
+        "v1-0.23",
+        "vLLM V1 (0.23)",
+        # the 0.23.0 sdist on PyPI (uploaded 2026-06-13)
+        "2026-06-13",
+        "0.23.0",
+        "vllm-project/vllm v0.23.0 release (sdist vllm/config/vllm.py lines 69-75): "
+        "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {'LlamaForCausalLM', 'MistralForCausalLM', "
+        "'Qwen3ForCausalLM'} (not MoE, not quantized); gpu/model_runner.py line 660 "
+        "profile_cudagraph_memory still returns 0",
+        "as 0.22 for dense unquantized Llama and Mistral too: no CUDA-graph reservation, "
+        "a larger KV cache, the graphs in the 1 - util headroom (djl-serving PR #3055: "
+        "Llama-3-8B TP=4 on L4 '15.41 -> 16.19 GiB' of KV from 0.22 to 0.23, then OOM "
+        "capturing 35 FULL graphs)",
+        vllm_engine="current",
+        graph_profiling=True,
+        mrv2_default="llama",
+    ),
+    _g(
+        "vllm",
+        "v1-0.24",
+        "vLLM V1 (0.24)",
+        # the 0.24.0 sdist on PyPI (uploaded 2026-06-30)
+        "2026-06-30",
+        "0.24.0",
+        "vllm-project/vllm v0.24.0 release (sdist vllm/config/vllm.py lines 68-76): DeepseekV2, "
+        "Qwen2Moe and GraniteMoe join the V2 list and _is_default_v2_model_runner_model "
+        "drops its MoE / quantization test",
+        "as 0.23, also for quantized checkpoints of the listed models and the three MoE "
+        "architectures: no CUDA-graph reservation",
+        vllm_engine="current",
+        graph_profiling=True,
+        mrv2_default="listed",
+    ),
+    _g(
+        "vllm",
+        "v1-0.25",
+        "vLLM V1 (0.25-0.28)",
+        # the 0.25.0 sdist on PyPI (uploaded 2026-07-11)
+        "2026-07-11",
+        "0.25.0",
+        "vllm-project/vllm PR #44443 ('[ModelRunner V2] Enable by default for all dense "
+        "models', merged 2026-07-02): _is_default_v2_model_runner_model returns listed or "
+        "not model_config.is_moe, hybrid and attention-free models excluded (0.25.0-0.28.0 "
+        "sdists); issue #49224 ('Model Runner V2 (now default for dense models) skips CUDA "
+        "graph memory reservation')",
+        "every dense generative model (and the listed MoE) runs Model Runner V2: its CUDA "
+        "graphs come out of the 1 - util headroom, not the KV budget",
+        vllm_engine="current",
+        graph_profiling=True,
+        mrv2_default="dense",
+    ),
+    _g(
+        "vllm",
+        "current",
+        "vLLM V1 (0.29+)",
+        # the 0.29.0 sdist on PyPI (uploaded 2026-09-09)
+        "2026-09-09",
+        "0.29.0",
+        "vllm-project/vllm v0.29.0 release (sdist vllm/v1/worker/gpu/model_runner.py line "
+        "896): Model Runner V2's profile_cudagraph_memory returns _profile_cudagraph_memory(self) "
+        "(a measured estimate) instead of 0",
+        "ceil(total x 0.92) - non-KV - CUDA-graph estimate on either model runner, as 0.21",
         vllm_engine="current",
         graph_profiling=True,
     ),

@@ -83,7 +83,10 @@ Effects read by the estimators (absent key = today's behaviour):
   V0 until PR #23614, :func:`oomkit.estimate.vllm_support.v0_capability_engine`),
   ``graph_profiling`` (True from 0.18.0: PR #30515's ``profile_cudagraph_memory`` runs, so
   ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` switches the estimate on or off,
-  :func:`oomkit.estimate.vllm_engines.graph_estimate_charged`).
+  :func:`oomkit.estimate.vllm_engines.graph_estimate_charged`),
+  ``mrv2_default`` (0.22-0.28: which models run Model Runner V2 by default, whose CUDA-graph
+  estimate is 0, so the graphs go to the ``1 - util`` headroom: ``"qwen3"``, ``"llama"``,
+  ``"listed"``, ``"dense"``; :mod:`oomkit.estimate.vllm_mrv2`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
   for multimodal architectures (:func:`oomkit.estimate.sglang.multimodal_policy`)
   ``mm_fraction`` (the ``mem_fraction_static`` factor; absent: none modelled),

@@ -246,6 +246,8 @@ def plan_vllm(
     sampler, sort_sampler, why_sampler = sampler_peaks(
         spec, eng, rows=rows, tp=tp, elem_bytes=elem, hidden_bytes=hidden
     )
+    if settings.pooling:  # profile_run: _dummy_pooler_run, not _dummy_sampler_run (0.25.1 l. 6354)
+        sampler, sort_sampler, why_sampler = hidden, 0, None
     notes.extend([why_sampler] if why_sampler else [])
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
     # 0.9.1-0.11.0 without FlashInfer: the sort path's larger peak (verdict band)
@@ -283,7 +285,7 @@ def plan_vllm(
         act = max(act, fwd)
         notes.extend(lora.notes)
     served = 0
-    if last_stage and not eng.name.startswith("v0"):  # V1 samples on every TP rank
+    if last_stage and not eng.name.startswith("v0") and not settings.pooling:  # V1: every TP rank
         per = sampler_bytes_per_entry(
             rows, flashinfer=sampler_path(eng).flashinfer, triton=eng.triton_sampler
         )
@@ -425,7 +427,10 @@ def estimate_vllm(
         "engine": p0.engine,
         "available_kv_cache_bytes": p0.kv_pool_bytes,
     }
-    if rules.profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
+    if rules.model_runner_v2:  # 0.22-0.28: V2's estimate is 0; the V1 runner measures it
+        details["model_runner_v2"] = True
+        details["graph_estimate_env"] = "VLLM_USE_V2_MODEL_RUNNER=0"
+    elif rules.profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
         details["graph_estimate_env"] = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"
     if p0.lora is not None:
         details.update(lora_details(p0.lora))

@@ -94,7 +94,7 @@ def estimate_settings(
         "block_size": p0.block_size,
         "cpu_offload_bytes": settings.cpu_offload_bytes or 0,
         "enforce_eager": bool(settings.enforce_eager),
-        **{k: True for k in ("prompt_logprobs", "llm_class") if getattr(settings, k)},
+        **{k: True for k in ("prompt_logprobs", "llm_class", "pooling") if getattr(settings, k)},
         **(
             {"enable_lora": True, "max_loras": lora.max_loras, "max_lora_rank": lora.max_lora_rank}
             if lora is not None

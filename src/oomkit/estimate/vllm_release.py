@@ -24,6 +24,7 @@ from oomkit.estimate.vllm_engines import (
     vllm_engine,
 )
 from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
+from oomkit.estimate.vllm_mrv2 import mrv2_note, runs_model_runner_v2
 from oomkit.estimate.vllm_support import (
     CAPABILITY_V0_NOTE,
     v0_capability_engine,
@@ -58,6 +59,8 @@ class ReleaseRules:
     len_check: bool = True
     #: PR #30515's graph profiling (0.18.0 on)
     profiles_graphs: bool = False
+    #: 0.22-0.28: the model runs Model Runner V2, whose graph estimate is 0 (vllm_mrv2)
+    model_runner_v2: bool = False
     support_notes: tuple[str, ...] = ()
     #: the release's generation runs another engine row (why)
     engine_switch: str | None = None
@@ -78,7 +81,8 @@ class ReleaseRules:
             awq_split_k=self.awq_split_k,
             nvls_nccl=self.nvls_nccl,
             v0_multimodal_chunked=self.v0_multimodal_chunked,
-            charge_graphs=graph_estimate_charged(
+            charge_graphs=not self.model_runner_v2
+            and graph_estimate_charged(
                 vllm_engine(self.engine), profiles_graphs=self.profiles_graphs
             ),
         )
@@ -99,6 +103,7 @@ def release_rules(
     support_notes: tuple[str, ...] = ()
     engine_switch: str | None = None
     profiles_graphs = engine == DEFAULT_ENGINE
+    mrv2 = False
     if engine == DEFAULT_ENGINE:
         # a release that cannot load the model is refused; without a version, a model the
         # newest vLLM dropped is modelled on the last release that loads it
@@ -115,6 +120,10 @@ def release_rules(
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
         len_check = bool(gen.effects.get("kv_len_check", True))
         profiles_graphs = bool(gen.effects.get("graph_profiling", False))
+        rule = gen.effects.get("mrv2_default")
+        if isinstance(rule, str) and runs_model_runner_v2(spec, settings, rule):
+            mrv2 = True
+            support_notes = (*support_notes, mrv2_note(settings.runtime_version))
         if not gen.effects.get("long_context_chunked", True):  # before PR #6666 (0.5.3)
             settings = v0_full_profile_batch(spec, settings)
         nccl = gen.effects.get("nvls_nccl")
@@ -163,6 +172,7 @@ def release_rules(
         v0_multimodal_chunked=mm_chunked,
         len_check=len_check,
         profiles_graphs=profiles_graphs,
+        model_runner_v2=mrv2,
         support_notes=support_notes,
         engine_switch=engine_switch,
     )

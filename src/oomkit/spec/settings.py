@@ -73,6 +73,11 @@ class InferenceSettings:
     #: ``UsageContext.LLM_CLASS``'s larger ``max_num_batched_tokens`` default
     #: (:func:`oomkit.estimate.vllm_engines.v1_batch_defaults`); None/False = the server's
     llm_class: bool | None = None
+    #: vLLM: the model runs the pooling runner (an embedding/classify/reward model, ``LLM.embed``):
+    #: the profile run calls ``_dummy_pooler_run``, not ``_dummy_sampler_run``
+    #: (vllm/v1/worker/gpu_model_runner.py ``profile_run``), and Model Runner V2's defaults
+    #: (0.22-0.28) cover generative models only (``runner_type == "generate"``)
+    pooling: bool | None = None
     #: llama.cpp: the run is ``llama-server`` (an HTTP front end such as llmfit's bench talks to
     #: it): from PR #23861 (June 2026) it reserves outputs for its ``-np`` sequences only, not
     #: the whole micro-batch (:mod:`oomkit.estimate.llamacpp_outputs`); None/False = the C API
@@ -155,6 +160,7 @@ class InferenceSettings:
             "enforce_eager",
             "prompt_logprobs",
             "llm_class",
+            "pooling",
             "llama_server",
             "offload_folder",
         ):
