@@ -56,6 +56,7 @@ from oomkit.estimate.hf_kv import KvLayer, decode_regrow_bytes, kv_bytes, kv_lay
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
+from oomkit.estimate.transformers_layouts import cache_spec, position_limit_blocker
 from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail, mxfp4_effective_quant
 from oomkit.estimate.transformers_placement import (
     _caps,
@@ -184,7 +185,9 @@ def estimate_transformers(
     )
     if attn_note:
         notes.append(attn_note)
-    layers = kv_layers(spec, kv_elem_bytes=elem, state_elem_bytes=elem)
+    # the heads transformers' DynamicCache stores (Falcon's new decoder architecture: every
+    # query head, oomkit.estimate.transformers_layouts)
+    layers = kv_layers(cache_spec(spec), kv_elem_bytes=elem, state_elem_bytes=elem)
     seq_total = prompt + new
     static = (settings.cache_implementation or "dynamic").lower() == "static"
     # the cat for K (or V) of one layer: old and new copies coexist
@@ -456,6 +459,9 @@ def estimate_transformers(
             f"fits only with device_map='auto' CPU offload of {format_bytes(cpu_w)} of weights "
             "(slow): pass --device-map auto to accept that",
         )
+    past_table = position_limit_blocker(spec, prompt, new)
+    if past_table:
+        blockers = (*blockers, past_table)
     disk_w = 0
     if cpu_w and settings.offload_folder:
         # the CPU's budget is the RAM psutil reports available, at most the installed RAM

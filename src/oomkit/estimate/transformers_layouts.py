@@ -1,0 +1,66 @@
+"""Where transformers' model code departs from what the config says: the K/V heads a
+``DynamicCache`` really stores, and the positions a learned position table can index.
+
+* Falcon with ``new_decoder_architecture`` (Falcon-40B/180B, Falcon2-11B): ``FalconAttention
+  ._split_heads`` broadcasts K and V to every query head (``key = torch.broadcast_to(key,
+  query.shape)``) and ``forward`` reshapes them with ``num_kv_heads = self.num_heads if
+  self.new_decoder_architecture else self.num_kv_heads`` before ``layer_past.update``
+  (transformers ``models/falcon/modeling_falcon.py``, 5.24 lines 254-261 and 313-328; the same
+  lines since Falcon entered transformers in 4.33). The ``reshape`` of the transposed
+  broadcast view cannot be a view, so it copies, and ``DynamicLayer.update`` stores the result
+  and ``torch.cat``s the next tokens onto it (``cache_utils.py``): the cache holds
+  ``num_attention_heads`` heads per layer, not ``num_kv_heads`` (x16 for Falcon-40B). vLLM,
+  SGLang and llama.cpp store ``num_kv_heads`` (their own layouts), so this is for the
+  transformers KV path only.
+* Learned absolute position embeddings (GPT-2 ``wpe``, ``models/gpt2/modeling_gpt2.py``
+  ``position_embeds = self.wpe(position_ids)``; OPT ``OPTLearnedPositionalEmbedding``, whose
+  table has ``max_position_embeddings + 2`` rows for ``position_ids + self.offset`` with offset
+  2): a position past the table is an out-of-range ``nn.Embedding`` index, an ``IndexError``
+  on the CPU and a device-side assert on CUDA, never an OOM; the tokenizer warns "Running this
+  sequence through the model will result in indexing errors"
+  (``tokenization_utils_base._eventual_warn_about_too_long_sequence``). ``generate()`` does
+  not stop at the table. RoPE/ALiBi models run past ``max_position_embeddings`` (quality
+  degrades, memory does not refuse): no limit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from oomkit.spec.model import ModelSpec
+
+__all__ = ["cache_spec", "learned_position_limit", "position_limit_blocker"]
+
+#: rows of the learned table no position id reaches (OPT's offset: ``OPTLearnedPositionalEmbedding``
+#: ``self.offset = 2``, ``super().forward(position_ids + self.offset)``)
+_POSITION_OFFSET = {"opt": 2}
+
+
+def cache_spec(spec: ModelSpec) -> ModelSpec:
+    """``spec`` with the K/V heads transformers' ``DynamicCache`` stores per layer (Falcon's
+    new decoder architecture broadcasts K/V to every query head before the cache update)."""
+    if spec.model_type == "falcon" and spec.new_decoder_architecture:
+        return dataclasses.replace(
+            spec, num_key_value_heads=spec.num_attention_heads, kv_heads_per_layer=None
+        )
+    return spec
+
+
+def learned_position_limit(spec: ModelSpec) -> int | None:
+    """Positions a decoder's learned absolute position table can index (None: no such table)."""
+    if spec.is_encoder or not spec.position_embedding_rows:
+        return None
+    return spec.position_embedding_rows - _POSITION_OFFSET.get(spec.model_type, 0)
+
+
+def position_limit_blocker(spec: ModelSpec, prompt: int, new: int) -> str | None:
+    """The refusal for a sequence of ``prompt + new`` tokens past the learned table, or None."""
+    limit = learned_position_limit(spec)
+    if limit is None or prompt + new <= limit:
+        return None
+    return (
+        f"{spec.model_type} has a learned position table of {limit} positions "
+        f"(n_positions/max_position_embeddings): a sequence of {prompt} prompt + {new} new "
+        f"tokens indexes past it (IndexError, or a CUDA device-side assert), whatever the "
+        f"memory; keep ctx + max_new_tokens <= {limit}"
+    )

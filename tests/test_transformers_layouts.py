@@ -1,0 +1,92 @@
+"""transformers' model-code layouts (``oomkit.estimate.transformers_layouts``): Falcon's new
+decoder architecture caches K/V broadcast to every query head; learned position tables
+(GPT-2, OPT) refuse sequences past their rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from oomkit.catalog.models import find_model
+from oomkit.estimate.hf_kv import kv_bytes, kv_layers
+from oomkit.estimate.transformers import estimate_transformers
+from oomkit.estimate.transformers_layouts import (
+    cache_spec,
+    learned_position_limit,
+    position_limit_blocker,
+)
+from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.settings import InferenceSettings
+from oomkit.units import GiB
+
+A100 = DeviceTarget(name="A100 80GB", capacity_bytes=80 * GiB)
+
+
+def _kv(est_devices: object) -> int:
+    return sum(
+        c.n_bytes
+        for d in est_devices  # type: ignore[attr-defined]
+        for c in d.components
+        if c.category == "kv_cache"
+    )
+
+
+def test_falcon_new_decoder_architecture_caches_every_query_head() -> None:
+    falcon40 = find_model("falcon-40b").spec()
+    assert (falcon40.num_attention_heads, falcon40.num_key_value_heads) == (128, 8)
+    stored = cache_spec(falcon40)
+    assert stored.num_key_value_heads == 128
+    # 60 layers x 128 heads x (64 + 64) x 2 bytes x 16,640 tokens = 30.47 GiB (16x the 8 heads)
+    tokens = 16384 + 256
+    full = kv_bytes(kv_layers(stored, kv_elem_bytes=2, state_elem_bytes=2), seq_len=tokens)
+    assert full == 60 * 128 * 128 * 2 * tokens
+    assert full == 16 * kv_bytes(
+        kv_layers(falcon40, kv_elem_bytes=2, state_elem_bytes=2), seq_len=tokens
+    )
+    # Falcon-7B (multi-query, old layout) caches its one K/V head as the config says
+    falcon7 = find_model("falcon-7b").spec()
+    assert cache_spec(falcon7) is falcon7
+
+
+def test_falcon_40b_estimate_charges_the_broadcast_cache() -> None:
+    falcon40 = find_model("falcon-40b").spec()
+    est = estimate_transformers(
+        falcon40,
+        InferenceSettings(runtime="transformers", ctx=16384),
+        Hardware(devices=(A100, A100)),
+    )
+    assert est.runtime_details["kv_cache_bytes_final"] == 60 * 128 * 128 * 2 * (16384 + 256)
+    assert _kv(est.devices) > 29 * GiB  # was 1.90 GiB (8 heads)
+
+
+def test_learned_position_tables() -> None:
+    gpt2 = find_model("gpt2-xl").spec()
+    opt = find_model("opt-1.3b").spec()
+    assert learned_position_limit(gpt2) == 1024  # n_positions
+    assert learned_position_limit(opt) == 2048  # 2050 rows, offset 2
+    assert learned_position_limit(find_model("llama-3.1-8b").spec()) is None  # RoPE
+    assert learned_position_limit(find_model("bert-base-uncased").spec()) is None  # encoder
+    assert position_limit_blocker(gpt2, 768, 256) is None
+    assert position_limit_blocker(gpt2, 769, 256) is not None
+    assert position_limit_blocker(opt, 1792, 256) is None
+
+
+def test_cli_refuses_gpt2_past_its_position_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli import main
+
+    args = ["estimate", "gpt2-xl", "-r", "transformers", "--gpu", "rtx-4090", "--offline"]
+    assert main([*args, "--ctx", "8k"]) == 3
+    out = capsys.readouterr().out
+    assert "Does not fit." in out
+    assert "learned position table of 1024 positions" in out
+    assert main([*args, "--ctx", "768"]) == 0
+    assert "Fits." in capsys.readouterr().out
+
+
+def test_ctx_max_stops_at_the_position_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli import main
+
+    args = ["estimate", "gpt2-xl", "-r", "transformers", "--gpu", "rtx-4090", "--offline"]
+    assert main([*args, "--ctx", "max"]) == 0
+    out = capsys.readouterr().out
+    assert "ctx=768," in out  # 1024 positions - 256 new tokens
+    assert "--ctx max: 768" in out
