@@ -12,10 +12,12 @@ from oomkit.estimate.transformers import estimate_transformers
 from oomkit.estimate.transformers_layouts import (
     cache_spec,
     learned_position_limit,
+    load_dtype,
     position_limit_blocker,
 )
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.settings import InferenceSettings
+from oomkit.spec.tensors import model_tensors
 from oomkit.units import GiB
 
 A100 = DeviceTarget(name="A100 80GB", capacity_bytes=80 * GiB)
@@ -90,3 +92,35 @@ def test_ctx_max_stops_at_the_position_table(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "ctx=768," in out  # 1024 positions - 256 new tokens
     assert "--ctx max: 768" in out
+
+
+def test_config_without_dtype_loads_float32(capsys: pytest.CaptureFixture[str]) -> None:
+    """GPT-2's config.json has no torch_dtype: transformers loads float32 (no dtype: the torch
+    default; dtype='auto': the checkpoint's float32 weights), 4 bytes a parameter."""
+    from oomkit.cli import main
+
+    gpt2 = find_model("gpt2-xl").spec()
+    assert gpt2.torch_dtype is None
+    tensors = model_tensors(gpt2)
+    quant, note = load_dtype(gpt2, tensors, None)
+    assert quant == "fp32"
+    assert note is not None
+    assert load_dtype(gpt2, tensors, "bf16") == ("bf16", None)  # asked for: kept
+    llama = find_model("llama-3.1-8b").spec()  # config says bfloat16
+    assert load_dtype(llama, model_tensors(llama), None) == (None, None)
+    args = ["estimate", "gpt2-xl", "-r", "transformers", "--gpu", "rtx-4090", "--offline"]
+    assert main([*args, "--ctx", "768"]) == 0
+    out = capsys.readouterr().out
+    assert "quant=fp32" in out
+    assert "weights                   5.80 GiB" in out  # 1,557,611,200 x 4 bytes
+    assert "the config has no dtype: float32 weights" in out
+    # the label of a release's MoE change is not a dense model's
+    assert "modelled: transformers 5.0+\n" in out
+
+
+def test_moe_models_keep_the_moe_generation_label(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli import main
+
+    args = ["estimate", "mixtral-8x7b", "-r", "transformers", "--gpu", "h100", "--offline"]
+    main([*args, "--ctx", "512"])
+    assert "modelled: transformers 5.0+ (fused MoE experts)" in capsys.readouterr().out

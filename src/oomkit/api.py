@@ -168,7 +168,7 @@ def estimate_model(
     )
     if notes:
         est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
-    return _with_generation(est, runtime, settings.runtime_version)
+    return _with_generation(est, runtime, settings.runtime_version, moe=spec.is_moe)
 
 
 def _as_converted_gguf(
@@ -199,13 +199,22 @@ def _as_converted_gguf(
     return dataclasses.replace(spec, tensors=None), settings, note
 
 
-def _with_generation(est: Estimate, runtime: str, version: str | None) -> Estimate:
-    """Echo the runtime generation modelled in ``runtime_details["generation"]``."""
+def _with_generation(
+    est: Estimate, runtime: str, version: str | None, *, moe: bool = True
+) -> Estimate:
+    """Echo the runtime generation modelled in ``runtime_details["generation"]``.
+
+    A dense model's label drops a parenthetical that names MoE ("transformers 5.0+ (fused MoE
+    experts)" reads "transformers 5.0+"): the release is the same, what it changed is not
+    this model's."""
     from oomkit.estimate.generations import generation_details, predates_generations
 
     gen = generation_details(runtime, version)
     if gen is None:
         return est
+    label = gen.get("label")
+    if not moe and label and label.endswith(")") and "MoE" in label.rpartition(" (")[2]:
+        gen = {**gen, "label": label.rpartition(" (")[0]}
     if predates_generations(runtime, version):
         note = (
             f"runtime version {version} predates every modelled {runtime} release: "

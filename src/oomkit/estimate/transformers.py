@@ -56,7 +56,11 @@ from oomkit.estimate.hf_kv import KvLayer, decode_regrow_bytes, kv_bytes, kv_lay
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
-from oomkit.estimate.transformers_layouts import cache_spec, position_limit_blocker
+from oomkit.estimate.transformers_layouts import (
+    cache_spec,
+    load_dtype,
+    position_limit_blocker,
+)
 from oomkit.estimate.transformers_mxfp4 import mxfp4_dequant_detail, mxfp4_effective_quant
 from oomkit.estimate.transformers_placement import (
     _caps,
@@ -156,6 +160,9 @@ def estimate_transformers(
     notes: list[str] = []
     tensors = model_tensors(spec)
     quant = mxfp4_effective_quant(settings.quant, hardware)  # < sm75: dequantized to bf16
+    quant, dtype_note = load_dtype(spec, tensors, quant)  # a config with no dtype: float32
+    if dtype_note:
+        notes.append(dtype_note)
     from oomkit.estimate.generations import resolve_generation
 
     gen = resolve_generation("transformers", settings.runtime_version)

@@ -1,5 +1,14 @@
-"""Where transformers' model code departs from what the config says: the K/V heads a
-``DynamicCache`` really stores, and the positions a learned position table can index.
+"""Where transformers' model code departs from what the config says: the dtype it loads a
+config without one in, the K/V heads a ``DynamicCache`` really stores, and the positions a
+learned position table can index.
+
+* A config with no ``torch_dtype``/``dtype`` (GPT-2's): ``from_pretrained`` without ``dtype``
+  loads ``torch.get_default_dtype()``, float32 (``modeling_utils._get_dtype``, the default
+  before transformers 5); ``dtype="auto"`` (the default since 5.0, PR #42805, and what
+  ``--emit`` writes) reads the config's dtype and, without one, the checkpoint's first
+  floating weight (``get_state_dict_dtype``). Without a checkpoint header to read, that
+  dtype is assumed float32 (both rules agree for a float32 checkpoint; the assumption is
+  printed), never the bf16 a config-less guess elsewhere takes.
 
 * Falcon with ``new_decoder_architecture`` (Falcon-40B/180B, Falcon2-11B): ``FalconAttention
   ._split_heads`` broadcasts K and V to every query head (``key = torch.broadcast_to(key,
@@ -26,14 +35,33 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
-from oomkit.spec.model import ModelSpec
+from oomkit.spec.model import ModelSpec, TensorInfo
 
-__all__ = ["cache_spec", "learned_position_limit", "position_limit_blocker"]
+__all__ = ["cache_spec", "learned_position_limit", "load_dtype", "position_limit_blocker"]
 
 #: rows of the learned table no position id reaches (OPT's offset: ``OPTLearnedPositionalEmbedding``
 #: ``self.offset = 2``, ``super().forward(position_ids + self.offset)``)
 _POSITION_OFFSET = {"opt": 2}
+
+
+def load_dtype(
+    spec: ModelSpec, tensors: Sequence[TensorInfo], quant: str | None
+) -> tuple[str | None, str | None]:
+    """The ``quant`` transformers loads with and the assumption to print (None: none made).
+
+    Only a config with neither ``torch_dtype`` nor ``quantization_config``, whose tensors have no
+    header bytes (a checkpoint header already says its dtype), and no ``quant`` asked for."""
+    if quant or spec.torch_dtype or spec.quantization is not None:
+        return quant, None
+    if tensors and all(t.n_bytes is not None for t in tensors):
+        return quant, None
+    return "fp32", (
+        "the config has no dtype: float32 weights (transformers < 5 loads "
+        "torch.get_default_dtype() without dtype=; dtype='auto', the default since 5.0, takes "
+        "the checkpoint's first floating weight dtype: pass -q if it is not float32)"
+    )
 
 
 def cache_spec(spec: ModelSpec) -> ModelSpec:
