@@ -11,6 +11,8 @@ from oomkit.estimate.hf_kv import kv_bytes, kv_layers
 from oomkit.estimate.transformers import estimate_transformers
 from oomkit.estimate.transformers_layouts import (
     cache_spec,
+    ctx_cap,
+    generated_tokens,
     learned_position_limit,
     load_dtype,
     position_limit_blocker,
@@ -67,9 +69,19 @@ def test_learned_position_tables() -> None:
     assert learned_position_limit(opt) == 2048  # 2050 rows, offset 2
     assert learned_position_limit(find_model("llama-3.1-8b").spec()) is None  # RoPE
     assert learned_position_limit(find_model("bert-base-uncased").spec()) is None  # encoder
-    assert position_limit_blocker(gpt2, 768, 256) is None
-    assert position_limit_blocker(gpt2, 769, 256) is not None
-    assert position_limit_blocker(opt, 1792, 256) is None
+    # N new tokens feed N - 1 back: positions up to prompt + N - 2
+    assert position_limit_blocker(gpt2, 769, 256) is None
+    assert position_limit_blocker(gpt2, 770, 256) is not None
+    assert position_limit_blocker(gpt2, 1024, 1) is None
+    assert position_limit_blocker(gpt2, 1025, 1) is not None
+    assert position_limit_blocker(opt, 1793, 256) is None
+    # an unset max_new_tokens is cut to what the table leaves; an asked-for one is kept
+    assert generated_tokens(gpt2, 1024, None, 256)[0] == 1
+    assert generated_tokens(gpt2, 900, None, 256)[0] == 125
+    assert generated_tokens(gpt2, 512, None, 256) == (256, None)
+    assert generated_tokens(gpt2, 1024, 256, 256) == (256, None)
+    assert ctx_cap(gpt2, None) == 769
+    assert ctx_cap(find_model("llama-3.1-8b").spec(), None) is None
 
 
 def test_cli_refuses_gpt2_past_its_position_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,8 +92,13 @@ def test_cli_refuses_gpt2_past_its_position_table(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "Does not fit." in out
     assert "learned position table of 1024 positions" in out
-    assert main([*args, "--ctx", "768"]) == 0
-    assert "Fits." in capsys.readouterr().out
+    assert main([*args, "--ctx", "1k", "--max-new-tokens", "256"]) == 3
+    assert "index past it" in capsys.readouterr().out
+    assert main([*args, "--ctx", "1k"]) == 0  # unset: one new token, said
+    out = capsys.readouterr().out
+    assert "Fits." in out
+    assert "max_new_tokens=1," in out
+    assert "max_new_tokens unset: gpt2's learned position table has 1024 positions" in out
 
 
 def test_ctx_max_stops_at_the_position_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +107,7 @@ def test_ctx_max_stops_at_the_position_table(capsys: pytest.CaptureFixture[str])
     args = ["estimate", "gpt2-xl", "-r", "transformers", "--gpu", "rtx-4090", "--offline"]
     assert main([*args, "--ctx", "max"]) == 0
     out = capsys.readouterr().out
-    assert "ctx=768," in out  # 1024 positions - 256 new tokens
+    assert "ctx=768, max_new_tokens=256," in out  # 1024 positions + 1 - 256 new, x256
     assert "--ctx max: 768" in out
 
 

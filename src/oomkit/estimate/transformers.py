@@ -57,7 +57,9 @@ from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
 from oomkit.estimate.transformers_layouts import (
+    DEFAULT_NEW_TOKENS,
     cache_spec,
+    generated_tokens,
     load_dtype,
     position_limit_blocker,
 )
@@ -83,7 +85,7 @@ from oomkit.units import format_bytes
 
 __all__ = ["auto_device_map", "estimate_transformers", "prefill_activation_bytes"]
 
-_DEFAULT_NEW = 256
+_DEFAULT_NEW = DEFAULT_NEW_TOKENS
 _BNB_FORMATS = frozenset({"int8", "nf4", "fp4", "bitsandbytes_4bit", "bitsandbytes_8bit", "bnb"})
 
 
@@ -179,7 +181,9 @@ def estimate_transformers(
     elem = _elem(spec, quant)
     batch = settings.parallel or 1
     prompt = settings.ctx or 1024
-    new = settings.max_new_tokens or _DEFAULT_NEW
+    new, new_note = generated_tokens(spec, prompt, settings.max_new_tokens, _DEFAULT_NEW)
+    if new_note:
+        notes.append(new_note)
     attn_impl, attn_note = effective_attn_implementation(
         spec.model_type, settings.attn_implementation
     )

@@ -28,8 +28,13 @@ learned position table can index.
   on the CPU and a device-side assert on CUDA, never an OOM; the tokenizer warns "Running this
   sequence through the model will result in indexing errors"
   (``tokenization_utils_base._eventual_warn_about_too_long_sequence``). ``generate()`` does
-  not stop at the table. RoPE/ALiBi models run past ``max_position_embeddings`` (quality
-  degrades, memory does not refuse): no limit here.
+  not stop at the table. ``max_new_tokens`` N after a prompt of P feeds N - 1 tokens back
+  (the last one is sampled, never embedded), at positions up to P + N - 2: the run needs
+  P + N <= rows + 1. A prompt past the table, or an asked-for N past it, is refused (a
+  blocker); an unset N (oomkit's default 256) is cut to what the table leaves, with a note,
+  as front ends that fit the prompt and the generation into the model's context do. RoPE/ALiBi
+  models run past ``max_position_embeddings`` (quality degrades, memory does not refuse): no
+  limit here.
 """
 
 from __future__ import annotations
@@ -39,7 +44,19 @@ from collections.abc import Sequence
 
 from oomkit.spec.model import ModelSpec, TensorInfo
 
-__all__ = ["cache_spec", "learned_position_limit", "load_dtype", "position_limit_blocker"]
+__all__ = [
+    "DEFAULT_NEW_TOKENS",
+    "cache_spec",
+    "ctx_cap",
+    "generated_tokens",
+    "learned_position_limit",
+    "load_dtype",
+    "position_limit_blocker",
+]
+
+#: ``max_new_tokens`` when unset (oomkit's assumption, not transformers': ``generate()``'s own
+#: default is ``max_length=20`` in all)
+DEFAULT_NEW_TOKENS = 256
 
 #: rows of the learned table no position id reaches (OPT's offset: ``OPTLearnedPositionalEmbedding``
 #: ``self.offset = 2``, ``super().forward(position_ids + self.offset)``)
@@ -81,14 +98,41 @@ def learned_position_limit(spec: ModelSpec) -> int | None:
     return spec.position_embedding_rows - _POSITION_OFFSET.get(spec.model_type, 0)
 
 
-def position_limit_blocker(spec: ModelSpec, prompt: int, new: int) -> str | None:
-    """The refusal for a sequence of ``prompt + new`` tokens past the learned table, or None."""
+def generated_tokens(
+    spec: ModelSpec, prompt: int, asked: int | None, default: int
+) -> tuple[int, str | None]:
+    """``max_new_tokens`` to model and the note saying it was cut (None: not cut).
+
+    Only an unset count is cut, to the tokens a learned position table leaves after the prompt
+    (at least 1: the prefill's own logits need no further position)."""
     limit = learned_position_limit(spec)
-    if limit is None or prompt + new <= limit:
+    if asked is not None or limit is None or prompt + default <= limit + 1:
+        return asked or default, None
+    new = max(1, limit + 1 - prompt)
+    return new, (
+        f"max_new_tokens unset: {spec.model_type}'s learned position table has {limit} "
+        f"positions, so {new} new token(s) after a {prompt}-token prompt, not the default "
+        f"{default} (more would index past it)"
+    )
+
+
+def position_limit_blocker(spec: ModelSpec, prompt: int, new: int) -> str | None:
+    """The refusal for ``prompt`` tokens and ``new`` generated past the learned table, or None
+    (``new`` - 1 generated tokens are fed back: positions up to prompt + new - 2)."""
+    limit = learned_position_limit(spec)
+    if limit is None or (prompt <= limit and prompt + new <= limit + 1):
         return None
     return (
         f"{spec.model_type} has a learned position table of {limit} positions "
-        f"(n_positions/max_position_embeddings): a sequence of {prompt} prompt + {new} new "
-        f"tokens indexes past it (IndexError, or a CUDA device-side assert), whatever the "
-        f"memory; keep ctx + max_new_tokens <= {limit}"
+        f"(n_positions/max_position_embeddings): {prompt} prompt + {new} new tokens index past "
+        f"it (IndexError, or a CUDA device-side assert), whatever the memory; keep "
+        f"ctx + max_new_tokens <= {limit + 1}"
     )
+
+
+def ctx_cap(
+    spec: ModelSpec, max_new_tokens: int | None, default: int = DEFAULT_NEW_TOKENS
+) -> int | None:
+    """The longest prompt ``--ctx max`` may pick: the table less the generated tokens."""
+    limit = learned_position_limit(spec)
+    return None if limit is None else max(1, limit + 1 - (max_new_tokens or default))

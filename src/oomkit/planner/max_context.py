@@ -64,6 +64,11 @@ def max_context(
 
     estimator = get_estimator(normalize_runtime(settings.runtime))
     top = spec.max_position_embeddings or 131072
+    if normalize_runtime(settings.runtime) == "transformers":
+        # a learned position table (GPT-2, OPT) holds the prompt and the generated tokens
+        from oomkit.estimate.transformers_layouts import ctx_cap
+
+        top = min(top, ctx_cap(spec, settings.max_new_tokens) or top)
     hi = max(1, top // step)
 
     def run(k: int) -> Estimate:
