@@ -99,6 +99,8 @@ def test_cli_refuses_gpt2_past_its_position_table(capsys: pytest.CaptureFixture[
     assert "Fits." in out
     assert "max_new_tokens=1," in out
     assert "max_new_tokens unset: gpt2's learned position table has 1024 positions" in out
+    assert main([*args, "--ctx", "1k", "--emit"]) == 0  # the command generates what was priced
+    assert "model.generate(**inputs, max_new_tokens=1)" in capsys.readouterr().out
 
 
 def test_ctx_max_stops_at_the_position_table(capsys: pytest.CaptureFixture[str]) -> None:

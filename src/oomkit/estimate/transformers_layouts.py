@@ -103,10 +103,11 @@ def generated_tokens(
 ) -> tuple[int, str | None]:
     """``max_new_tokens`` to model and the note saying it was cut (None: not cut).
 
-    Only an unset count is cut, to the tokens a learned position table leaves after the prompt
-    (at least 1: the prefill's own logits need no further position)."""
+    Only an unset count after a prompt the table holds is cut, to the tokens it leaves (at
+    least 1: the prefill's own logits need no further position); a longer prompt is refused
+    (:func:`position_limit_blocker`)."""
     limit = learned_position_limit(spec)
-    if asked is not None or limit is None or prompt + default <= limit + 1:
+    if asked is not None or limit is None or prompt > limit or prompt + default <= limit + 1:
         return asked or default, None
     new = max(1, limit + 1 - prompt)
     return new, (

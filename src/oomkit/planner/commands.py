@@ -442,6 +442,14 @@ def emit_command(
             seqs = settings.max_num_seqs or settings.parallel
             parts += ["--max-running-requests", str(seqs)]
         return " ".join(parts)
+    if settings.max_new_tokens is None and settings.ctx:
+        # the generated tokens the estimate took: what a learned position table leaves
+        from dataclasses import replace
+
+        from oomkit.estimate.transformers_layouts import DEFAULT_NEW_TOKENS, generated_tokens
+
+        new, cut = generated_tokens(spec, settings.ctx, None, DEFAULT_NEW_TOKENS)
+        settings = replace(settings, max_new_tokens=new) if cut else settings
     return _transformers_snippet(settings, _hf_ref(model_ref, spec))
 
 
