@@ -370,7 +370,7 @@ def reject_inference_options(
     if train_given:
         flag = "--" + train_given[0][len("train_") :].replace("_", "-")
         if train_given[0] == "train_expandable_segments":
-            # a transformers "tight" verdict proposes the setting: say what it means here
+            # the planner's transformers note names the setting: say why it is not priced here
             raise click.UsageError(
                 f"{flag} needs --train full|lora|qlora: expandable segments are measured for "
                 "training steps only; for inference (generate()) no band with them is measured, "
