@@ -93,7 +93,11 @@ def test_a_shared_expert_is_not_alive_beside_the_routed_experts_buffers() -> Non
     assert prefill >= 4 * tokens * h * 2 + routed + tokens * h * 2
 
 
-def test_a_tight_verdict_on_split_segments_proposes_expandable_segments() -> None:
+def test_a_tight_verdict_on_split_segments_proposes_a_priced_change() -> None:
+    # expandable segments would remove the allocator's term, but no band of generate() runs
+    # with it is measured (the estimate could not check "clear of the band", --expandable-
+    # segments is a training flag, --emit does not set it) and PyTorch ignores it on Windows:
+    # the safe change is one the estimator prices, a shorter prompt
     hw = hardware_for(parse_gpu_list("rtx-4090"))
     st = InferenceSettings(runtime="transformers", quant="bf16", ctx=2048, parallel=14)
     v = verdict(estimate("phi-3-mini-4k", st, hw))
@@ -102,7 +106,7 @@ def test_a_tight_verdict_on_split_segments_proposes_expandable_segments() -> Non
     assert m is not None
     assert m.terms[0][0].startswith("PyTorch's caching allocator beyond allocated")
     assert v.safe_change is not None
-    assert v.safe_change.startswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    assert "expandable_segments" not in v.safe_change
     # where removing the allocator's term would not clear the band (0.65 GiB free against a
     # 5.0 GiB term and 1.3 GiB of other terms), a shorter prompt is proposed instead
     st2 = InferenceSettings(runtime="transformers", quant="bf16", ctx=2048, parallel=17)

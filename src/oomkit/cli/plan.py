@@ -207,13 +207,24 @@ def plan_command(
 
     check_count_options(ctx=ctx, tp=tp, max_num_seqs=max_num_seqs)  # named as typed
     if training.method is not None:
-        hardware = hardware_from_options(gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp)
+        os_name = os_name.lower() if os_name else None
+        hardware = hardware_from_options(
+            gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp, os=os_name
+        )
         where = [
             *(f"--gpu {shlex.quote(g)}" for g in gpus),
             *([f"--vram {_size_arg(vram)}"] if vram else []),
+            *([f"--os {os_name}"] if os_name else []),
         ]
         return _plan_training(
-            model, training, hardware, tp=tp, offline=offline, as_json=as_json, where=where
+            model,
+            training,
+            hardware,
+            tp=tp,
+            offline=offline,
+            as_json=as_json,
+            where=where,
+            os_name=os_name,
         )
     check_serving_options(runtime, tp, gpu_memory_utilization, max_num_seqs, typed_flag(ctx_, "tp"))
     if rt != "any":
@@ -349,6 +360,7 @@ def _plan_training(
     offline: bool,
     as_json: bool,
     where: list[str] | None = None,
+    os_name: str | None = None,
 ) -> int:
     """``plan MODEL --train ...``: the run as asked if the verdict calls it "fits", else the
     changes that make it fit (oomkit.planner.training: never one the verdict calls "does not
@@ -363,13 +375,19 @@ def _plan_training(
     from oomkit.estimate.training import estimate_training
     from oomkit.planner.train_launch import training_launch
     from oomkit.planner.trainer_names import trainer_options
-    from oomkit.planner.training import TrainingChange, suggest_training_changes
+    from oomkit.planner.training import (
+        TrainingChange,
+        platform_allocator,
+        suggest_training_changes,
+    )
     from oomkit.serialize import SCHEMA_VERSION
     from oomkit.spec.hardware import Hardware
     from oomkit.units import format_bytes
 
     assert isinstance(hardware, Hardware)
     settings = training.to_settings(tp=tp, overhead_bytes=None)
+    # Windows: PyTorch ignores expandable_segments (no lever, priced with the default allocator)
+    settings, alloc_note = platform_allocator(settings, os_name)
     n_gpus = len([d for d in hardware.devices if d.backend != "cpu"])
     if n_gpus > 1 and training.gpus in (1, n_gpus):
         settings = dataclasses.replace(settings, gpus=n_gpus)
@@ -377,6 +395,7 @@ def _plan_training(
     from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 
     platform = Platform(
+        os=os_name,
         segments=tuple(device_segment(d) for d in hardware.devices),
         unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
     )
@@ -417,6 +436,7 @@ def _plan_training(
                 "model": spec.name,
                 "training": True,
                 "fits": bool(plans),
+                **({"notes": [alloc_note]} if alloc_note else {}),
                 "plans": [
                     {
                         "changes": list(p.changes),
@@ -437,6 +457,8 @@ def _plan_training(
         cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
         world = settings.gpus * settings.nodes  # --gpus 4 with one card named read "on 1 GPU(s)"
         click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
+        if alloc_note:
+            click.echo(f"Note: {alloc_note}.")
         if not plans:
             click.echo(
                 "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "

@@ -29,6 +29,7 @@ def _device_block(
     explain: bool,
     run_fails: bool = False,
     static_fraction: float | None = None,
+    reservations: tuple[tuple[str, int], ...] = (),
 ) -> list[str]:
     """``run_fails``: the run does not fit for a reason other than this device's total (vLLM's
     KV pool against one full request, a platform reservation): its total is then "within
@@ -36,7 +37,11 @@ def _device_block(
     ``static_fraction``: SGLang's ``mem_fraction_static``; its device total is the whole GPU by
     construction (weights + KV pool fill the static fraction, the rest is kept for activations
     and CUDA graphs: ``oomkit.estimate.sglang``), so the block says the GPU is claimed by
-    design instead of "0 free"; the free figure is the verdict's pool margin, stated once."""
+    design instead of "0 free"; the free figure is the verdict's pool margin, stated once.
+    ``reservations``: the verdict's platform reservations on this device (Windows' WDDM
+    reservation, an attached display): the free figure is the verdict's, net of them, and
+    names them (the table said "5.05 GiB free" above the verdict's "4.55 GiB free" on Windows).
+    """
     lines = [f"{d.device}  {name}".rstrip()]
     for cat in CATEGORIES:
         b = d.category_bytes(cat)
@@ -44,16 +49,21 @@ def _device_block(
             lines.append(f"  {_LABELS[cat]:<22}{format_bytes(b):>12}")
     total = f"  {'total':<22}{format_bytes(d.total_bytes):>12}"
     if d.capacity_bytes is not None:
-        free = d.capacity_bytes - d.total_bytes
-        verdict = ("within capacity" if run_fails else "fits") if free >= 0 else "DOES NOT FIT"
+        reserved = sum(b for _, b in reservations)
+        free = d.capacity_bytes - d.total_bytes - reserved
+        fits = d.capacity_bytes >= d.total_bytes  # the totals decide the word, as est.fits
+        verdict = ("within capacity" if run_fails else "fits") if fits else "DOES NOT FIT"
         total += f" of {format_bytes(d.capacity_bytes)}  {verdict}"
-        if static_fraction is not None and free >= 0:
+        if static_fraction is not None and fits:
             total += (
                 f" (claimed by design: mem_fraction_static {static_fraction:g} for weights + "
                 "KV pool, the rest for activations and CUDA graphs)"
             )
         else:
-            total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'})"
+            after = ""
+            if reserved:
+                after = " after " + ", ".join(f"{k} {format_bytes(b)}" for k, b in reservations)
+            total += f" ({format_bytes(abs(free))} {'free' if free >= 0 else 'over'}{after})"
     lines.append(total)
     if d.capacity_bytes:
         from oomkit.cli.bars import device_bar, use_color
@@ -112,9 +122,21 @@ def render_estimate(
     run_fails = est.fits is False or (verdict is not None and verdict.level == "does_not_fit")
     frac = est.runtime_details.get("mem_fraction_static") if est.runtime == "sglang" else None
     static = frac if isinstance(frac, float) else None
+    reserved = {
+        m.device: m.reservations
+        for m in (verdict.margins if verdict is not None else ())
+        if m.what == "device memory" and m.reservations
+    }
     for d in est.devices:
         lines.extend(
-            _device_block(d, "", explain=explain, run_fails=run_fails, static_fraction=static)
+            _device_block(
+                d,
+                "",
+                explain=explain,
+                run_fails=run_fails,
+                static_fraction=static,
+                reservations=reserved.get(d.device, ()),
+            )
         )
     if est.host.components:
         lines.extend(_device_block(est.host, "(host RAM)", explain=explain))

@@ -370,7 +370,7 @@ def reject_inference_options(
     if train_given:
         flag = "--" + train_given[0][len("train_") :].replace("_", "-")
         if train_given[0] == "train_expandable_segments":
-            # a transformers "tight" verdict proposes the setting: say what it means here
+            # the planner's transformers note names the setting: say why it is not priced here
             raise click.UsageError(
                 f"{flag} needs --train full|lora|qlora: expandable segments are measured for "
                 "training steps only; for inference (generate()) no band with them is measured, "
@@ -436,9 +436,11 @@ def run_training(
     from oomkit.estimate.training import estimate_training
     from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes
     from oomkit.hardware.targets import hardware_for
-    from oomkit.planner.training import training_verdict
+    from oomkit.planner.training import platform_allocator, training_verdict
 
     settings = training.to_settings(tp=tp, overhead_bytes=overhead)
+    # Windows: PyTorch ignores expandable_segments; priced with the default allocator
+    settings, alloc_note = platform_allocator(settings, os_name)
     auto = gpu is not None and gpu.strip().lower() == "auto"
     if auto:
         # this machine's GPUs with their free memory, as inference's and plan's --gpu auto
@@ -488,7 +490,8 @@ def run_training(
             doc[key] = value
             if key == "fits":  # as inference: "fits" the totals, "verdict" with the band
                 doc["verdict"] = v.level
-                doc["verdict_details"] = v.to_dict()
+                notes = (alloc_note, *v.notes) if alloc_note else v.notes
+                doc["verdict_details"] = dataclasses.replace(v, notes=notes).to_dict()
         if v.level == "does_not_fit":
             doc["suggestions"] = [
                 {
@@ -512,6 +515,8 @@ def run_training(
         click.echo(
             render_estimate(est, explain=explain, verdict=v, on=gpu_label(hardware, settings.gpus))
         )
+        if alloc_note:
+            click.echo(f"Note: {alloc_note}.")
         click.echo(f"Peak in: {est.runtime_details['peak_phase']}")
         if v.level == "does_not_fit":
             if not changes:

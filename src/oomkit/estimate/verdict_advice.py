@@ -23,6 +23,7 @@ __all__ = [
     "GRAPHS_AFTER_KV",
     "OTHER_TENANTS",
     "PROMPT_LOGPROBS",
+    "allocator_split_decides",
     "int_detail",
     "safe_change",
 ]
@@ -73,6 +74,17 @@ def _ctx_scaled_fraction(est: Estimate) -> float:
     return scaled / total if total else 1.0
 
 
+def allocator_split_decides(est: Estimate, m: DeviceMargin) -> int | None:
+    """The bytes of the transformers allocator's split-segment term when it is the largest
+    band term and alone covers what the run lacks to clear the band (None otherwise): what
+    ``expandable_segments:True`` would remove, unmeasured for ``generate()``."""
+    need = m.band_bytes - m.free_bytes
+    if est.runtime != "transformers" or need <= 0 or not m.terms:
+        return None
+    label, b = m.terms[0]
+    return b if label.startswith(ALLOCATOR_SPLIT) and need <= b else None
+
+
 def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
     """The one change that clears the band on the tightest margin (KV is linear in context)."""
     need = m.band_bytes - m.free_bytes
@@ -93,15 +105,13 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
         return "--enforce-eager (no CUDA graphs to capture in the headroom)"
     if est.runtime == "vllm" and top == PROMPT_LOGPROBS:
         return _fewer_logprob_rows(est, m)
-    if est.runtime == "transformers" and top.startswith(ALLOCATOR_SPLIT) and need <= m.terms[0][1]:
-        # the waste of split segments is what expandable segments remove: on the H200 four
-        # generate() runs then needed within 0.15 GB of their allocated peak plus the context
-        # (benchmarks/gpu/results/README.md, "Where real runs die")
-        return (
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (one growing segment per "
-            f"stream: the {format_bytes(m.terms[0][1])} the allocator's split segments may "
-            "take beyond allocated goes)"
-        )
+    # No expandable_segments here although it removes the allocator's split-segment term
+    # (c10/cuda/CUDACachingAllocator.cpp, ExpandableSegment: one growing mapping per stream,
+    # freed pages unmapped): no band of generate() runs with it is measured, so "clear of the
+    # band" could not be checked, and PyTorch ignores it on Windows (c10/cuda/CMakeLists.txt
+    # defines PYTORCH_C10_DRIVER_API_SUPPORTED only if(NOT WIN32)). The safe change is one the
+    # estimator re-prices (a shorter prompt below); the planner names the variable as an
+    # unmeasured note (oomkit.planner.transformers_moves.allocator_note).
     d = next((x for x in est.devices if x.device == m.device), None)
     if d is None:
         return None

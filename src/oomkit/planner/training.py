@@ -34,7 +34,21 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
 
-__all__ = ["TrainingChange", "suggest_training_changes", "training_verdict"]
+__all__ = [
+    "EXPANDABLE_UNSUPPORTED_OS",
+    "TrainingChange",
+    "platform_allocator",
+    "suggest_training_changes",
+    "training_verdict",
+]
+
+#: the ``--os`` values whose PyTorch builds ignore ``expandable_segments:True``: c10/cuda's
+#: CMakeLists.txt defines ``PYTORCH_C10_DRIVER_API_SUPPORTED`` only ``if(NOT WIN32)``, and
+#: without it ``CUDAAllocatorConfig::expandable_segments()`` (c10/cuda/CUDAAllocatorConfig.h)
+#: warns "expandable_segments not supported on this platform" and returns false: the default
+#: allocator runs (the warning from a Windows wheel, "C:\actions-runner\...\c10/cuda/
+#: CUDAAllocatorConfig.h:28": ladaapp/lada#51; pytorch/pytorch#122057)
+EXPANDABLE_UNSUPPORTED_OS = frozenset({"windows"})
 
 Lever = Callable[[TrainingSettings], tuple[str, TrainingSettings] | None]
 
@@ -67,6 +81,27 @@ def _expandable(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (--expandable-segments)",
         dataclasses.replace(s, expandable_segments=True),
     )
+
+
+def platform_allocator(
+    settings: TrainingSettings, os_name: str | None
+) -> tuple[TrainingSettings, str | None]:
+    """``settings`` as the allocator runs them on ``os_name``: on Windows PyTorch ignores
+    ``expandable_segments:True`` (:data:`EXPANDABLE_UNSUPPORTED_OS`), so the step is priced with
+    the default allocator, and the one-line note says why (None: nothing changed)."""
+    if not settings.expandable_segments or (os_name or "").lower() not in EXPANDABLE_UNSUPPORTED_OS:
+        return settings, None
+    note = (
+        "--expandable-segments ignored on Windows: PyTorch's Windows builds lack the CUDA driver "
+        'API it needs (c10 warns "expandable_segments not supported on this platform" and keeps '
+        "the default allocator), so this is priced with the default allocator"
+    )
+    return dataclasses.replace(settings, expandable_segments=False), note
+
+
+def _no_expandable(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """:func:`_expandable` where PyTorch ignores it (:data:`EXPANDABLE_UNSUPPORTED_OS`)."""
+    return None
 
 
 def _no_kbit_upcast(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
@@ -208,6 +243,14 @@ LEVERS: tuple[Lever, ...] = (
 Accept = Callable[[Estimate], "str | None"]
 
 
+def _levers(platform: Platform | None) -> tuple[Lever, ...]:
+    """:data:`LEVERS` on ``platform``: no expandable segments where PyTorch ignores them
+    (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`); positions unchanged."""
+    if platform is None or (platform.os or "").lower() not in EXPANDABLE_UNSUPPORTED_OS:
+        return LEVERS
+    return tuple(_no_expandable if x is _expandable else x for x in LEVERS)
+
+
 def suggest_training_changes(
     spec: ModelSpec,
     settings: TrainingSettings,
@@ -239,7 +282,8 @@ def suggest_training_changes(
         return lv if lv in ("fits", "tight") else None
 
     accept: Accept = accept_fits if only_fits else accept_any
-    out = _changes(settings, run, accept)
+    levers = _levers(platform)
+    out = _changes(settings, run, accept, levers)
     asked = run(settings)
     if asked is not None and host_overflows(asked):
         # the GPUs fit, the RAM does not: take the offload back before any GPU saving
@@ -249,7 +293,7 @@ def suggest_training_changes(
         # ranked among the singles by its levers: checkpointing + CPU offload before QLoRA.
         # Searched only when every single change was "tight", a 70B full fine-tune on 8 x H100
         # was offered QLoRA first where checkpointing + offload fits at 15.7 GiB per GPU
-        clear = _combination(settings, run, accept_fits)
+        clear = _combination(settings, run, accept_fits, levers)
         if clear is not None and all(c.settings != clear.settings for c in out):
             out.insert(min(len(out), _rank(clear, out)), clear)
     out.sort(key=lambda c: c.level != "fits")  # stable: lever order within each level
@@ -260,9 +304,10 @@ def _changes(
     settings: TrainingSettings,
     run: Callable[[TrainingSettings], Estimate | None],
     accept: Accept,
+    levers: tuple[Lever, ...] = LEVERS,
 ) -> list[TrainingChange]:
     out: list[TrainingChange] = []
-    for i, lever in enumerate(LEVERS):
+    for i, lever in enumerate(levers):
         step = lever(settings)
         found: TrainingChange | None = None
         while step is not None:
@@ -281,7 +326,7 @@ def _changes(
             step = lever(step[1]) if lever is _micro_batch else None
         if found is not None:
             out.append(found)
-    combo = _combination(settings, run, accept)
+    combo = _combination(settings, run, accept, levers)
     if combo is not None and len(combo.changes) > 1:
         # a cheaper pair (e.g. LoRA + checkpointing) beats a single drastic lever (QLoRA)
         out.insert(min(len(out), _rank(combo, out)), combo)
@@ -337,6 +382,7 @@ def _combination(
     settings: TrainingSettings,
     run: Callable[[TrainingSettings], Estimate | None],
     accept: Accept | None = None,
+    levers: tuple[Lever, ...] = LEVERS,
 ) -> TrainingChange | None:
     """The levers stacked in order until ``accept`` takes the step (default: its totals fit,
     as ``oomkit.diagnose.training_fixes`` asks), the micro-batch stepped down (divisors of the
@@ -349,7 +395,7 @@ def _combination(
         accept = _totals_fit
     used: list[Lever] = []
     done = False
-    for lever in LEVERS:
+    for lever in levers:
         while not done and lever(_apply(settings, used)[1]) is not None:
             used.append(lever)
             est = run(_apply(settings, used)[1])
@@ -375,7 +421,7 @@ def _combination(
         settings=final,
         estimate=est,
         level=lv,
-        levers=tuple(LEVERS.index(x) for x in used),
+        levers=tuple(levers.index(x) for x in used),
     )
 
 

@@ -14,7 +14,8 @@ format (the quant ladder) and the prompt (the context search):
 * ``device_map="auto"`` with ``max_memory``: accelerate's offload to CPU RAM, modelled by the
   estimator (a plan that offloads is the layers-on-CPU level, with its decode speed);
 * ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` when the caching allocator's split
-  segments are what keeps the asked run inside the band (:func:`allocator_note`).
+  segments are what keeps the asked run inside the band (:func:`allocator_note`: a note, not
+  a plan; not on Windows, where PyTorch ignores it).
 
 :func:`transformers_safe_change` computes, for a "tight" transformers run whose verdict names
 no change (the desktop display or the CUDA context spread decide it: no prompt length frees
@@ -107,23 +108,32 @@ def _longest(
 
 def allocator_note(s: Searcher) -> str | None:
     """The asked run (best format, asked prompt and batch, all on the GPU) when only the
-    caching allocator's split segments keep it inside the band: the verdict's own safe change
-    is then ``expandable_segments`` (:func:`oomkit.estimate.verdict_advice.safe_change`).
-    No band of ``generate()`` runs with it is measured, so the planner does not count it as a
-    fit; it says what to set and what it removes."""
+    caching allocator's split segments keep it inside the band
+    (:func:`oomkit.estimate.verdict_advice.allocator_split_decides`): ``expandable_segments``
+    removes them, but no band of ``generate()`` runs with it is measured, so neither the
+    planner nor the verdict counts it as a fit (nor offers it as the safe change); it says what
+    to set and what it removes. Never on Windows, where PyTorch ignores it
+    (:data:`oomkit.planner.training.EXPANDABLE_UNSUPPORTED_OS`)."""
     from oomkit.estimate.verdict import verdict
+    from oomkit.estimate.verdict_advice import allocator_split_decides
+    from oomkit.planner.training import EXPANDABLE_UNSUPPORTED_OS
+    from oomkit.units import format_bytes
 
+    if (s.platform.os or "").lower() in EXPANDABLE_UNSUPPORTED_OS:
+        return None
     ev = s.evaluate(Candidate(s.ladder[0], s.kvs[0], s.target_ctx))
     if ev.fits or not ev.estimate.devices:
         return None
     v = verdict(ev.estimate, s.platform)
-    if v.level != "tight" or not (v.safe_change or "").startswith(EXPANDABLE_SEGMENTS):
+    m = v.tightest
+    split = None if v.level != "tight" or m is None else allocator_split_decides(ev.estimate, m)
+    if split is None:
         return None
-    gone = (v.safe_change or "").removeprefix(EXPANDABLE_SEGMENTS).strip()
     return (
         f"{ev.cand.quant} at the asked {s.target_ctx}-token prompt is tight only by PyTorch's "
         f"caching allocator: with {EXPANDABLE_SEGMENTS} set before torch starts "
-        f"(os.environ or the shell) {gone}; "
+        f"(os.environ or the shell) the {format_bytes(split)} its split segments may take "
+        "beyond allocated goes; "
         "no band of generate() runs with it is measured, so the plans above do without it"
     )
 
