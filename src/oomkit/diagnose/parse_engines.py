@@ -111,7 +111,10 @@ _TRTLLM_NO_BLOCKS = re.compile(r"Can(?:'|no)t allocate new blocks\. ?No free blo
 _GPUSTACK_FAIL = re.compile(
     r"only has (?P<a>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM"
     r"(?: \((?P<ap>\d{1,3}(?:\.\d{1,2})?)%\))?|"
-    r"each GPU needs (?P<u>\d{1,3}(?:\.\d{1,2})?)% of allocatable VRAM"
+    r"each GPU needs (?P<u>\d{1,3}(?:\.\d{1,2})?)% of allocatable VRAM|"
+    r"largest available worker has (?P<w>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM, "
+    r"(?P<s>\d{1,3})/(?P<t>\d{1,3}) of GPUs meet the VRAM utilization ratio, providing "
+    r"(?P<p>\d{1,6}(?:\.\d{1,3})?) GiB"
 )
 _GPUSTACK_NEEDS = re.compile(
     r"The model requires approximately (?P<r>\d{1,6}(?:\.\d{1,3})?) GiB of VRAM"
@@ -244,12 +247,19 @@ def _gpustack(lines: Lines, i: int) -> OomEvent | None:
     if "allocatable VRAM" not in line or _GPUSTACK_FAIL.search(line) is None:
         return None
     near = "\n".join(lines.text[max(0, i - 3) : i + 3])
-    avail = share = util = None
+    avail = share = util = worker = None
     for m in _GPUSTACK_FAIL.finditer(near):
-        avail = avail or m["a"]
+        # the largest worker's line: what its GPUs that meet the ratio provide (allocatable x
+        # utilization x met/total, vllm_resource_fit_selector.py's effective_vram) is what the
+        # claim is compared with; the GPUs that miss the ratio are partly held by others
+        avail = avail or m["a"] or m["p"]
         share = share or m["ap"]
         util = util or m["u"]
+        worker = worker or (m["w"] and (m["s"], m["t"], m["w"]))
     need = _GPUSTACK_NEEDS.search(near)
+    detail = f"allocatable {share}% of the GPU" if share else None
+    if worker:
+        detail = f"{worker[0]}/{worker[1]} GPUs meet the ratio on a {worker[2]} GiB worker"
     return OomEvent(
         runtime="gpustack",
         kind="scheduler_no_fit",
@@ -260,7 +270,7 @@ def _gpustack(lines: Lines, i: int) -> OomEvent | None:
         requested_bytes=to_bytes(need["r"], "GiB", "gpustack") if need else None,
         free_bytes=to_bytes(avail, "GiB", "gpustack") if avail else None,
         gpu_memory_utilization=(to_float(util) or 0) / 100 if util else None,
-        detail=f"allocatable {share}% of the GPU" if share else None,
+        detail=detail,
     )
 
 

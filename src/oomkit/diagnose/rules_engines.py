@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import generic, size_text
+from oomkit.diagnose.fixes import Fix, generic, size_text
 
 __all__ = ["analyze_engines"]
 
@@ -89,30 +89,87 @@ def _pct(text: str | None) -> float | None:
         return None
 
 
+def _gpustack_big(need: int, avail: int, util: float | None) -> Analysis:
+    """The claim is above what the largest worker provides at the utilization: the model.
+
+    GPUStack's vLLM selector (``gpustack/policies/candidate_selectors/
+    vllm_resource_fit_selector.py``) states the claim, then ``all GPUs combined need to provide
+    at least <claim / gpu_memory_utilization>`` and what the largest worker provides:
+    ``allocatable x gpu_memory_utilization x (GPUs that meet the ratio / GPUs)``. So a lower
+    utilization raises the need (72.99 -> 82.11 GiB for a 65.69 GiB claim at 0.9 -> 0.8); a
+    higher one helps only while the claim fits the worker's whole allocatable VRAM.
+    """
+    whole = int(avail / util) if util else None  # the worker's allocatable VRAM
+    fixes = [
+        Fix(
+            title="Serve a smaller or quantized model",
+            why=f"GPUStack's claim of {size_text(need)} is above the {size_text(avail)} the "
+            "largest worker provides; 4-bit (AWQ/GPTQ) weights are about a quarter of bf16's.",
+            commands=("pick a 4-bit (AWQ/GPTQ) build of the model, or a smaller model",),
+            expected_saving_bytes=None,
+        ),
+        Fix(
+            title="Spread the model over more GPUs or workers",
+            why=f"the claim of {size_text(need)} needs GPUs that together provide it at the "
+            "utilization; GPUStack tries several workers when distributed inference is on.",
+            commands=("enable distributed inference across workers, or add a GPU",),
+            expected_saving_bytes=None,
+            hardware=True,
+        ),
+    ]
+    if whole is not None and util is not None and need < 0.95 * whole:
+        up = min(0.95, need / whole + 0.01)
+        fixes.insert(
+            0,
+            Fix(
+                title="Raise --gpu-memory-utilization (never lower it: that raises the need)",
+                why=f"GPUStack needs claim / utilization: {size_text(need)} / {up:.2f} fits the "
+                f"worker's {size_text(whole)} allocatable VRAM.",
+                commands=(f"--gpu-memory-utilization={up:.2f}",),
+                expected_saving_bytes=int(whole * up) - avail,
+                fits=True,
+            ),
+        )
+    lower = (
+        f" Lowering --gpu-memory-utilization raises the need (claim / utilization), and even "
+        f"1.0 would give only {size_text(whole)}."
+        if whole is not None and need > whole
+        else ""
+    )
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.8,
+        explanation=f"GPUStack estimates the model claims {size_text(need)} of VRAM and the "
+        f"largest worker provides {size_text(avail)} at the vLLM utilization (its allocatable "
+        "VRAM x --gpu-memory-utilization, over the GPUs that meet that share): the model does "
+        f"not fit the GPUs it may use.{lower}",
+        fixes=tuple(fixes),
+    )
+
+
 def _gpustack(e: OomEvent) -> Analysis:
     share = _pct(e.detail)
     util = e.gpu_memory_utilization
     need, avail = e.requested_bytes, e.free_bytes
+    met = e.detail.split()[0].split("/") if e.detail and "GPUs meet" in e.detail else None
+    held = (share is not None and util is not None and share < 100 * util) or (
+        met is not None and met[0] != met[1]
+    )
+    if not held and need is not None and avail is not None and need > avail:
+        return _gpustack_big(need, avail, util)
     lower = (
         f"--gpu-memory-utilization={min(share / 100 - 0.02, 0.9):.2f}"
         if share is not None
-        else "--gpu-memory-utilization=0.8"
+        else None
     )
-    held = share is not None and util is not None and share < 100 * util
-    big = need is not None and avail is not None and need > avail
-    cause = "other_process_holding_memory" if held else "model_too_large" if big else "unknown"
     if held:
         why = (
             f"GPUStack's scheduler needs {100 * util:.0f}% of each GPU's VRAM to be allocatable "
             f"(the vLLM --gpu-memory-utilization) and the GPU has only {share:g}%: the rest is "
             "claimed by another model instance or process on it. Run `oomkit gpus` to see who."
             if util is not None and share is not None
-            else ""
-        )
-    elif big:
-        why = (
-            f"GPUStack estimates the model needs {size_text(need)} of VRAM and no GPU has more "
-            f"than {size_text(avail)} allocatable: the model does not fit the GPUs it may use."
+            else "GPUStack's scheduler found GPUs whose allocatable share is below the vLLM "
+            "--gpu-memory-utilization: another model instance or process holds part of them."
         )
     else:
         why = (
@@ -120,24 +177,26 @@ def _gpustack(e: OomEvent) -> Analysis:
             "other instances claim) holds the model at the vLLM utilization; the allocatable "
             "share against --gpu-memory-utilization decides whether another instance holds it."
         )
+    free = generic(
+        "Free the GPU, or pick one no other instance uses",
+        "GPUStack subtracts other instances' claims from a GPU's allocatable VRAM.",
+        ("stop or move the other model instance", "select the GPU manually"),
+    )
+    share_fix = (
+        generic(
+            "Ask vLLM for a share of the GPU that is still allocatable",
+            "the scheduler compares --gpu-memory-utilization with each GPU's allocatable share.",
+            (lower,),
+        )
+        if lower is not None
+        else None
+    )
     return Analysis(
-        cause=cause,
-        confidence=0.65 if cause != "unknown" else 0.4,
-        open_question=cause == "unknown",
+        cause="other_process_holding_memory" if held else "unknown",
+        confidence=0.65 if held else 0.4,
+        open_question=not held,
         explanation=why,
-        fixes=(
-            generic(
-                "Ask vLLM for a share of the GPU that is still allocatable",
-                "the scheduler compares --gpu-memory-utilization with each GPU's allocatable "
-                "share.",
-                (lower,),
-            ),
-            generic(
-                "Free the GPU, or pick one no other instance uses",
-                "GPUStack subtracts other instances' claims from a GPU's allocatable VRAM.",
-                ("stop or move the other model instance", "select the GPU manually"),
-            ),
-        ),
+        fixes=(share_fix, free) if share_fix is not None else (free,),
     )
 
 
