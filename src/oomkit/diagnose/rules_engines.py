@@ -25,58 +25,153 @@ from oomkit.diagnose.fixes import Fix, generic, size_text
 __all__ = ["analyze_engines"]
 
 
+def _set_pool(pool: int) -> bool:
+    """A pool the user (or the framework) set: a power of two bytes, the idiom of every
+    ``setMemoryPoolLimit(1 << N)`` / Paddle's ``workspace_size=1 << 30`` default. TensorRT's own
+    default is the device's total global memory (``IBuilderConfig::setMemoryPoolLimit``: "the
+    default size of kWORKSPACE is the total global memory of the device"), never a power of two."""
+    return pool > 0 and pool & (pool - 1) == 0
+
+
 def _trt_scratch(e: OomEvent) -> Analysis:
-    need = size_text(e.requested_bytes) if e.requested_bytes else "more"
-    pool = f" of {size_text(e.allowed_bytes)}" if e.allowed_bytes else ""
-    return Analysis(
-        cause="unknown",
-        confidence=0.5,
-        open_question=False,
-        explanation=f"TensorRT's builder needs {need} of scratch space for one plugin but the "
-        f"workspace pool{pool} has less. A plugin's workspace is sized from the build's maximum "
-        "shapes (TensorRT-LLM's attention plugin: max batch size x max input length), so when "
-        "the pool already is the GPU's memory the lever is a smaller maximum shape, not a "
-        "larger pool.",
-        fixes=(
-            generic(
-                "Build for smaller maximum shapes",
-                "the plugin's scratch grows with max_batch_size x max_input_len (max_num_tokens).",
-                ("trtllm-build --max_batch_size 8 --max_input_len 2048 --max_num_tokens 8192",),
+    need, pool = e.requested_bytes, e.allowed_bytes
+    shapes = Fix(
+        title="Build for smaller maximum shapes",
+        why="the plugin's scratch grows with the build's maximum shapes (TensorRT-LLM: "
+        "max_batch_size x max_input_len, max_num_tokens; an ONNX model: the optimisation "
+        "profile's max shape)"
+        + (f"; {size_text(need)} against a {size_text(pool)} pool." if need and pool else "."),
+        commands=("trtllm-build --max_batch_size 8 --max_input_len 2048 --max_num_tokens 8192",),
+        expected_saving_bytes=None,
+    )
+    if need is None or pool is None:
+        return Analysis(
+            cause="unknown",
+            confidence=0.5,
+            open_question=False,
+            explanation="TensorRT's builder needs more scratch space for one plugin than the "
+            "workspace pool has. A plugin's workspace is sized from the build's maximum shapes "
+            "(TensorRT-LLM's attention plugin: max batch size x max input length).",
+            fixes=(
+                shapes,
+                generic(
+                    "Raise the workspace pool only up to the free GPU memory",
+                    "the pool cannot be larger than what the device has free while building.",
+                    ("config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, <free bytes>)",),
+                ),
             ),
-            generic(
-                "Raise the workspace pool only up to the free GPU memory",
-                "the pool cannot be larger than what the device has free while building.",
-                ("config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, <free bytes>)",),
-            ),
+        )
+    shift = (need - 1).bit_length()
+    new = 1 << shift  # the next power of two at or above the need
+    raise_pool = Fix(
+        title="Raise the workspace pool to the plugin's need",
+        why=f"the plugin needs {size_text(need)} and the pool is {size_text(pool)}; "
+        f"{size_text(new)} holds it (the pool can grow up to the GPU's free memory).",
+        commands=(
+            f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 1 << {shift})",
+            f"config.enable_tensorrt_engine(workspace_size=1 << {shift})  # Paddle Inference",
+            f"trtexec --onnx=model.onnx --memPoolSize=workspace:{max(1, new >> 20)}M",
         ),
+        expected_saving_bytes=None,  # a larger pool frees nothing: it lets the build proceed
+    )
+    small = _set_pool(pool)
+    return Analysis(
+        cause="batch_or_activations",
+        confidence=0.7 if small else 0.6,
+        explanation=f"TensorRT's builder needs {size_text(need)} of scratch space for one plugin "
+        f"but the workspace pool is {size_text(pool)}. A plugin's workspace is sized from the "
+        "build's maximum shapes (TensorRT-LLM's attention plugin: max batch size x max input "
+        "length). "
+        + (
+            f"A pool of exactly {size_text(pool)} is a set limit (TensorRT's default is the "
+            "device's whole memory): raise it to the need first."
+            if small
+            else "A pool that is not a set limit is already what the device has, so the lever "
+            "is a smaller maximum shape, not a larger pool."
+        ),
+        fixes=(raise_pool, shapes) if small else (shapes,),
     )
 
 
-def _trtllm_blocks() -> Analysis:
-    return Analysis(
-        cause="kv_cache_or_context",
-        confidence=0.6,
-        explanation="TensorRT-LLM's paged KV cache had no free block for a running sequence's "
-        "next tokens: the sequences in flight hold more tokens than the block pool, which is "
-        "kv_cache_free_gpu_mem_fraction of the memory the engine leaves free. An engine built "
-        "for a larger max_batch_size keeps larger runtime buffers and so leaves a smaller pool.",
-        fixes=(
+def _trtllm_blocks(e: OomEvent) -> Analysis:
+    """The KV block pool ran dry; sized from the KV manager's start-up lines when the log has them
+    (``kvCacheManager.cpp``: the pool is ``free_gpu_memory_fraction`` x the memory available
+    after the engine, "Allocated <K> GiB for max tokens in paged KV cache (<N>)"; one sequence
+    holds at most pages-per-sequence x tokens-per-block tokens)."""
+    pool, free = e.available_kv_bytes, e.free_bytes
+    tokens, seq = e.kv_capacity_tokens, e.max_model_len
+    fraction = pool / free if pool and free else None
+    fixes: list[Fix] = []
+    if tokens and seq:
+        full = max(1, tokens // seq)
+        fixes.append(
+            Fix(
+                title=f"Cap the sequences in flight at {full}",
+                why=f"the pool holds {tokens} tokens; a sequence may grow to {seq} tokens "
+                f"({tokens} / {seq} = {full} full-length sequences), and each running sequence "
+                "keeps its blocks until it finishes.",
+                commands=(f"--max_batch_size {full}",),
+                expected_saving_bytes=None,
+            )
+        )
+    else:
+        fixes.append(
             generic(
-                "Fewer sequences in flight, or an engine built for a smaller max batch",
+                "Fewer sequences in flight",
                 "each running sequence holds its blocks until it finishes.",
-                ("--max_batch_size 32", "trtllm-build --max_batch_size 64 --max_num_tokens 8192"),
-            ),
+                ("--max_batch_size 32",),
+            )
+        )
+    if fraction is not None and free is not None and fraction < 0.94:
+        up = 0.95
+        fixes.append(
+            Fix(
+                title=f"Give the KV pool a larger share of free memory ({fraction:.2f} -> {up})",
+                why=f"the pool is {fraction:.2f} of the {size_text(free)} the engine leaves "
+                f"free; {up} adds {size_text(int((up - fraction) * free))}.",
+                commands=(
+                    f"kv_cache_config: {{free_gpu_memory_fraction: {up}}}   # LLM API / "
+                    "trtllm-serve --extra_llm_api_options",
+                    f"--kv_cache_free_gpu_mem_fraction {up}   # examples/run.py",
+                ),
+                # more pool, not less use: unsized, after the cap that makes it fit
+                expected_saving_bytes=None,
+            )
+        )
+    elif fraction is None:
+        fixes.append(
             generic(
                 "Give the KV pool a larger share of free memory",
-                "the pool is that fraction of the memory left after the engine's buffers.",
-                ("kv_cache_free_gpu_mem_fraction: 0.9",),
-            ),
-            generic(
-                "Schedule with GUARANTEED_NO_EVICT",
-                "it admits a request only when its full length of blocks can be reserved.",
-                ("--capacity_scheduler_policy GUARANTEED_NO_EVICT",),
-            ),
-        ),
+                "the pool is that fraction of the memory left after the engine's buffers "
+                "(0.9 by default).",
+                ("kv_cache_config: {free_gpu_memory_fraction: 0.95}",),
+            )
+        )
+    fixes.append(
+        generic(
+            "Schedule with GUARANTEED_NO_EVICT",
+            "it admits a request only when its full length of blocks can be reserved.",
+            ("--capacity_scheduler_policy GUARANTEED_NO_EVICT",),
+        )
+    )
+    sized = (
+        f" The pool is {size_text(pool)} ({tokens} tokens), {fraction:.2f} of the "
+        f"{size_text(free)} the engine left free"
+        + (
+            "; that share is already near its ceiling, so fewer or shorter sequences are the lever."
+            if fraction >= 0.94
+            else "."
+        )
+        if pool and free and fraction is not None
+        else ""
+    )
+    return Analysis(
+        cause="kv_cache_or_context",
+        confidence=0.7 if sized else 0.6,
+        explanation="TensorRT-LLM's paged KV cache had no free block for a running sequence's "
+        "next tokens: the sequences in flight hold more tokens than the block pool, which is "
+        "kv_cache_free_gpu_mem_fraction of the memory the engine leaves free." + sized,
+        fixes=tuple(fixes),
     )
 
 
@@ -206,7 +301,7 @@ def analyze_engines(e: OomEvent, ctx: LogContext) -> Analysis | None:
     if e.format == "trt_scratch_space":
         return _trt_scratch(e)
     if e.format == "trtllm_kv_no_free_blocks":
-        return _trtllm_blocks()
+        return _trtllm_blocks(e)
     if e.format == "gpustack_resource_fit":
         return _gpustack(e)
     return None
