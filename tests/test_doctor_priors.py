@@ -190,7 +190,8 @@ def test_bare_message_gets_the_base_rate_at_low_confidence() -> None:
     assert d.confidence < 0.5
     assert "similar reports oomkit has labelled" in d.explanation
     # the table's key and counts are internal: never in what the user reads
-    assert "with key" not in d.explanation and "batch_or_activations 10" not in d.explanation
+    assert "with key" not in d.explanation
+    assert "batch_or_activations 10" not in d.explanation
     assert "What would decide" in d.explanation
     assert d.fixes[0].title.startswith("Halve the batch")
     with override_table({}):  # no rate: the rules' answer stays
