@@ -136,8 +136,14 @@ def test_trt_scratch_set_pool_is_raised_first_and_shown_as_python() -> None:
 
 def test_trt_scratch_pool_of_the_device_keeps_the_shapes_lever() -> None:
     d = diagnose_text(TRT_BIG)
-    assert d.cause == "batch_or_activations"
+    # a build-time request above the device: no run-time cause (the corpus labels agree), but
+    # the sizes are read and stated, and nothing says the message lacks them
+    assert d.cause == "unknown"
+    assert "44.42 GiB" in d.explanation
+    assert "would decide the cause" not in d.explanation
+    assert not d.open_question
     assert d.fixes[0].title == "Build for smaller maximum shapes"
+    assert not d.fixes[0].generic
     assert not any("set_memory_pool_limit" in c for c in _commands(d))
 
 

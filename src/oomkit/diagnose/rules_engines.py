@@ -75,21 +75,33 @@ def _trt_scratch(e: OomEvent) -> Analysis:
         expected_saving_bytes=None,  # a larger pool frees nothing: it lets the build proceed
     )
     small = _set_pool(pool)
+    if not small:
+        # the pool is what the device had: a build-time request for more scratch than the GPU
+        # holds. No model ran and nothing stays resident, so no run-time cause applies (the
+        # corpus labels, h11-tensorrt-llm-352 and h33-TensorRT-LLM-2688, say unknown too); the
+        # lever is the build's maximum shapes, stated with the sizes
+        return Analysis(
+            cause="unknown",
+            confidence=0.5,
+            open_question=False,
+            explanation=f"TensorRT's builder needs {size_text(need)} of scratch space for one "
+            f"plugin but the workspace pool is {size_text(pool)}, about what the GPU had free "
+            "(TensorRT's default pool is the device's memory; this one is not a set limit). "
+            "The plugin's scratch is sized from the build's maximum shapes (TensorRT-LLM's "
+            "attention plugin: max batch size x max input length): the engine's build settings "
+            "ask for more than the GPU holds, before any model runs, so none of the run-time "
+            "causes applies and a larger pool cannot help; smaller maximum shapes do.",
+            fixes=(shapes,),
+        )
     return Analysis(
         cause="batch_or_activations",
-        confidence=0.7 if small else 0.6,
+        confidence=0.6,
         explanation=f"TensorRT's builder needs {size_text(need)} of scratch space for one plugin "
         f"but the workspace pool is {size_text(pool)}. A plugin's workspace is sized from the "
-        "build's maximum shapes (TensorRT-LLM's attention plugin: max batch size x max input "
-        "length). "
-        + (
-            f"A pool of exactly {size_text(pool)} is a set limit (TensorRT's default is the "
-            "device's whole memory): raise it to the need first."
-            if small
-            else "A pool that is not a set limit is already what the device has, so the lever "
-            "is a smaller maximum shape, not a larger pool."
-        ),
-        fixes=(raise_pool, shapes) if small else (shapes,),
+        "build's maximum shapes (its working memory for the largest batch), and a pool of "
+        f"exactly {size_text(pool)} is a set limit (TensorRT's default is the device's whole "
+        "memory): raise it to the need first.",
+        fixes=(raise_pool, shapes),
     )
 
 
