@@ -102,7 +102,10 @@ def test_trt_scratch_reads_both_sizes_and_names_the_build_shapes() -> None:
     d = diagnose_text(_TRT_SCRATCH)
     e = d.events[0]
     assert (e.runtime, e.requested_bytes, e.allowed_bytes) == ("tensorrt", 8 << 30, 4 << 30)
-    assert d.cause == "unknown"
+    # a 4 GiB pool is a set limit (a power of two; TensorRT's default is the device's memory):
+    # raising it comes first, the build's shapes next (revfix17c)
+    assert d.cause == "batch_or_activations"
+    assert d.fixes[0].title.startswith("Raise the workspace pool")
     assert "max_batch_size" in " ".join(c for f in d.fixes for c in f.commands)
 
 

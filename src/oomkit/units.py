@@ -37,6 +37,7 @@ __all__ = [
     "format_bytes",
     "format_bytes_fine",
     "format_params",
+    "k8s_quantity",
     "parse_count",
     "parse_size",
 ]
@@ -157,6 +158,17 @@ def format_bytes(n_bytes: int) -> str:
     if n >= GiB:
         return f"{sign}{n / GiB:.2f} GiB"
     return f"{sign}{n / MiB:.2f} MiB"
+
+
+def k8s_quantity(n_bytes: int) -> str:
+    """A Kubernetes resource quantity with a binary suffix, rounded up to whole Gi (or Mi).
+
+    >>> k8s_quantity(32 << 30), k8s_quantity(600 << 20)
+    ('32Gi', '600Mi')
+    """
+    if n_bytes >= GiB:
+        return f"{ceil_div(n_bytes, GiB)}Gi"
+    return f"{ceil_div(n_bytes, MiB)}Mi"
 
 
 def format_bytes_fine(n_bytes: int) -> str:

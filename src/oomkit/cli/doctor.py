@@ -305,7 +305,22 @@ def _prompt(command: str) -> str:
         return "Modelfile: "
     if command.startswith('"options"'):
         return "API request: "
+    if _PYTHON.match(command):
+        return "Python: "
+    if _CONFIG_KEY.match(command):
+        return "config: "
     return "$ "
+
+
+#: a Python statement, not a shell command: a call on a dotted name (``config.set_...(``), an
+#: augmented or spaced assignment (``batch_size //= 2``, ``x = f()``), an import or ``del``.
+#: A shell line never starts so: its first word is a program (``trtllm-build --x``, ``free -h``)
+#: and an environment prefix has no spaces around ``=`` (``PYTORCH_CUDA_ALLOC_CONF=... python``).
+_PYTHON = re.compile(
+    r"(?:import |from [\w.]+ import |del |with )|[A-Za-z_][\w.]*(?:\(|\[| ?(?://|\+|-|\*)?= )"
+)
+#: a YAML or config-file key (``kv_cache_free_gpu_mem_fraction: 0.9``)
+_CONFIG_KEY = re.compile(r"[a-z_][a-z0-9_.]*: \S")
 
 
 def _user_facts(

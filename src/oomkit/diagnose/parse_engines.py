@@ -71,6 +71,7 @@ Every pattern is anchored on a literal and bounded: linear time on any line.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
@@ -108,10 +109,26 @@ _TRT_SCRATCH = re.compile(
     r"available"
 )
 _TRTLLM_NO_BLOCKS = re.compile(r"Can(?:'|no)t allocate new blocks\. ?No free blocks left")
+# the KV manager's start-up lines (kvCacheManager.cpp: "Memory usage when calculating max tokens
+# in paged kv cache: total: %0.2f GiB, available: %0.2f GiB", "Max KV cache pages per sequence:
+# %d", "Number of tokens per block: %d.", "[MemUsageChange] Allocated %0.2f GiB for max tokens in
+# paged KV cache (%d).")
+_TRTLLM_KV_LINES = re.compile(
+    r"max tokens in paged kv cache: total: (?P<t>\d{1,5}(?:\.\d{1,2})?) GiB, available: "
+    r"(?P<a>\d{1,5}(?:\.\d{1,2})?) GiB|"
+    r"Allocated (?P<k>\d{1,5}(?:\.\d{1,2})?) GiB for max tokens in paged KV cache "
+    r"\((?P<n>\d{1,12})\)|"
+    r"Max KV cache pages per sequence: (?P<p>\d{1,9})|Number of tokens per block: (?P<b>\d{1,6})"
+)
+#: how far before the failure the start-up lines are read (a serving log runs long)
+_TRTLLM_LOOKBACK = 5000
 _GPUSTACK_FAIL = re.compile(
     r"only has (?P<a>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM"
     r"(?: \((?P<ap>\d{1,3}(?:\.\d{1,2})?)%\))?|"
-    r"each GPU needs (?P<u>\d{1,3}(?:\.\d{1,2})?)% of allocatable VRAM"
+    r"each GPU needs (?P<u>\d{1,3}(?:\.\d{1,2})?)% of allocatable VRAM|"
+    r"largest available worker has (?P<w>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM, "
+    r"(?P<s>\d{1,3})/(?P<t>\d{1,3}) of GPUs meet the VRAM utilization ratio, providing "
+    r"(?P<p>\d{1,6}(?:\.\d{1,3})?) GiB"
 )
 _GPUSTACK_NEEDS = re.compile(
     r"The model requires approximately (?P<r>\d{1,6}(?:\.\d{1,3})?) GiB of VRAM"
@@ -244,12 +261,19 @@ def _gpustack(lines: Lines, i: int) -> OomEvent | None:
     if "allocatable VRAM" not in line or _GPUSTACK_FAIL.search(line) is None:
         return None
     near = "\n".join(lines.text[max(0, i - 3) : i + 3])
-    avail = share = util = None
+    avail = share = util = worker = None
     for m in _GPUSTACK_FAIL.finditer(near):
-        avail = avail or m["a"]
+        # the largest worker's line: what its GPUs that meet the ratio provide (allocatable x
+        # utilization x met/total, vllm_resource_fit_selector.py's effective_vram) is what the
+        # claim is compared with; the GPUs that miss the ratio are partly held by others
+        avail = avail or m["a"] or m["p"]
         share = share or m["ap"]
         util = util or m["u"]
+        worker = worker or (m["w"] and (m["s"], m["t"], m["w"]))
     need = _GPUSTACK_NEEDS.search(near)
+    detail = f"allocatable {share}% of the GPU" if share else None
+    if worker:
+        detail = f"{worker[0]}/{worker[1]} GPUs meet the ratio on a {worker[2]} GiB worker"
     return OomEvent(
         runtime="gpustack",
         kind="scheduler_no_fit",
@@ -260,12 +284,44 @@ def _gpustack(lines: Lines, i: int) -> OomEvent | None:
         requested_bytes=to_bytes(need["r"], "GiB", "gpustack") if need else None,
         free_bytes=to_bytes(avail, "GiB", "gpustack") if avail else None,
         gpu_memory_utilization=(to_float(util) or 0) / 100 if util else None,
-        detail=f"allocatable {share}% of the GPU" if share else None,
+        detail=detail,
+    )
+
+
+def _trtllm_pool(lines: Lines, i: int, e: OomEvent) -> OomEvent:
+    """The KV pool's sizes from the start-up lines before the failure (the latest of each)."""
+    got: dict[str, str] = {}
+    for line in reversed(lines.text[max(0, i - _TRTLLM_LOOKBACK) : i]):
+        if "KV" not in line and "kv cache" not in line and "per block" not in line:
+            continue
+        m = _TRTLLM_KV_LINES.search(line)
+        if m is not None:
+            for k, v in m.groupdict().items():
+                if v is not None:
+                    got.setdefault(k, v)
+
+    def gib(k: str) -> int | None:
+        return to_bytes(got[k], "GiB", "tensorrt-llm") if k in got else None
+
+    def num(k: str) -> int | None:
+        return to_int(got[k]) if k in got else None
+
+    pages, block = num("p"), num("b")
+    return replace(
+        e,
+        total_bytes=gib("t"),
+        free_bytes=gib("a"),
+        available_kv_bytes=gib("k"),
+        kv_capacity_tokens=num("n"),
+        max_model_len=pages * block if pages and block else None,
     )
 
 
 def _at(lines: Lines, i: int) -> OomEvent | None:
-    return _event(lines.text[i], lines.number[i]) or _gpustack(lines, i)
+    e = _event(lines.text[i], lines.number[i])
+    if e is not None and e.format == "trtllm_kv_no_free_blocks":
+        return _trtllm_pool(lines, i, e)
+    return e or _gpustack(lines, i)
 
 
 def _same(last: OomEvent, new: OomEvent) -> bool:

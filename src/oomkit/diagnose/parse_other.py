@@ -369,9 +369,39 @@ def _linux(lines: Lines, i: int, line: str, n: int) -> OomEvent | None:
         # Docker's State.OOMKilled / the kubelet's Reason OOMKilled: the kernel's OOM killer,
         # not any SIGKILL
         oom_killed = "OOMKilled" in line
+        limit = _pod_memory_limit(lines, i) if oom_killed else None
         return _ev(
-            "linux", "killed", "exit_137", line, n, detail="OOMKilled" if oom_killed else None
+            "linux",
+            "killed",
+            "exit_137",
+            line,
+            n,
+            detail="OOMKilled" if oom_killed else None,
+            allowed_bytes=limit,
+            cgroup=True if limit else None,
         )
+    return None
+
+
+# ``kubectl describe pod``'s container block (kubectl/pkg/describe describeContainerResource):
+# "    Limits:" then one "      <resource>:  <quantity>" line per resource
+_LIMITS_HEAD = re.compile(r"^\s{0,12}Limits:\s*$")
+_LIMIT_MEMORY = re.compile(
+    r"^\s{0,16}memory:\s{1,20}(?P<v>\d{1,9}(?:\.\d{1,3})?)(?P<u>[KMGT]i)?\s*$"
+)
+
+
+def _pod_memory_limit(lines: Lines, i: int) -> int | None:
+    """The container's ``resources.limits.memory`` that ``kubectl describe pod`` prints below its
+    OOMKilled state (the same container's block: the next ``Limits:`` within 20 lines)."""
+    text = lines.text
+    for j in range(i + 1, min(len(text), i + 20)):
+        if _LIMITS_HEAD.match(text[j]):
+            for k in range(j + 1, min(len(text), j + 4)):
+                m = _LIMIT_MEMORY.match(text[k])
+                if m is not None:
+                    return to_bytes(m["v"], m["u"] or "b", "kubernetes")
+            return None
     return None
 
 

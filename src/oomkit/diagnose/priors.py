@@ -466,8 +466,10 @@ _CAUSE_FIX: Mapping[str, Fix] = {
 
 
 def _describe(rate: BaseRate) -> str:
-    parts = ", ".join(f"{c} {n}" for c, n in rate.counts[:4])
-    return f"{rate.records} labelled development reports with key {rate.key} ({parts})"
+    """The reports a rate counts, in words: the table's key and counts are internal (a user
+    read "host_ram 4 vs batch_or_activations 3" as noise); `cause_priors.py` prints them."""
+    del rate
+    return "similar reports oomkit has labelled"
 
 
 def _leaders(rate: BaseRate) -> tuple[str, ...]:
@@ -507,13 +509,13 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     if rate.cause is None:
         leaders = _leaders(rate)
         cause = result.cause if result.cause in leaders else "unknown"
-        tie = " vs ".join(f"{c} {n}" for c, n in rate.counts if c in leaders)
+        tie = " and ".join(c.replace("_", " ") for c, _ in rate.counts if c in leaders)
         return replace(
             result,
             cause=cause,
             confidence=min(result.confidence, 0.35 if cause != "unknown" else 0.2),
             explanation=head + f" The base rate does not decide either: among "
-            f"{_describe(rate)} the leading causes are level ({tie})"
+            f"{_describe(rate)}, {tie} are about equally common"
             + (
                 f", so the rule's reading {cause} stays, at low confidence."
                 if cause != "unknown"
@@ -553,8 +555,8 @@ def _confirmed_guess(
         cause=cause,
         confidence=round(min(0.35, 0.1 + 0.4 * share), 2),
         explanation=head + f" The base rate of this kind of message is level: among "
-        f"{_describe(rate)} no cause leads by half a standard error; {cause} is counted most "
-        f"there, and the coarser rate of {_describe(coarser)} favours it. Best guess: "
+        f"{_describe(rate)} no cause clearly leads; {cause} is the most common there, and "
+        f"among a broader group of {_describe(coarser)} it leads. Best guess: "
         f"{cause}, low confidence. What would decide: {question}",
         fixes=fixes,
         open_question=False,

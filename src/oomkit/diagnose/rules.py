@@ -274,8 +274,17 @@ _DECIDE_WORDS = ("decide", "oomkit gpus", "confirm", "would ", "instead")
 _LOW_CONFIDENCE = 0.6
 
 
-def _with_deciding_fact(result: Analysis) -> Analysis:
+def _with_deciding_fact(result: Analysis, primary: OomEvent | None = None) -> Analysis:
     if result.confidence >= _LOW_CONFIDENCE or any(w in result.explanation for w in _DECIDE_WORDS):
+        return result
+    if (
+        result.cause == "unknown"
+        and primary is not None
+        and primary.requested_bytes is not None
+        and (primary.allowed_bytes or primary.free_bytes or primary.total_bytes)
+    ):
+        # "the full message (with sizes) would decide" is false where the sizes were read
+        # (review 17: a TensorRT scratch message with both sizes)
         return result
     fact = _DECIDING_FACT.get(result.cause)
     if fact is None:
@@ -380,7 +389,7 @@ def diagnose(
     smi = with_user_phase(pre, asked.when, asked.shown)
     opened = is_open(smi)
     answered, applied = asked.last(smi)
-    result = _with_deciding_fact(answered)
+    result = _with_deciding_fact(answered, primary)
     others = [e for e in evs if e is not primary]
     explanation = result.explanation
     if model is not None:  # the model is known: the deciding question does not ask for it

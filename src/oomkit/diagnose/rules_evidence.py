@@ -63,6 +63,7 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_kv_pool_took_memory,
     stated_process_outlives_exit,
 )
+from oomkit.diagnose.rules_stated_load import stated_load_need_over_available
 from oomkit.diagnose.rules_stated_size import (
     stated_card_cannot_run,
     stated_lora_fits_full_does_not,
@@ -561,6 +562,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_free_memory,
     mistralrs_device_map,
     stated_model_too_large,
+    stated_load_need_over_available,
     stated_weights_exceed_card,
     stated_card_cannot_run,
     stated_lora_fits_full_does_not,

@@ -14,8 +14,55 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.units import k8s_quantity
 
-__all__ = ["analyze_hosts"]
+__all__ = ["analyze_hosts", "pod_oomkilled"]
+
+
+def pod_oomkilled(e: OomEvent) -> Analysis:
+    """A Kubernetes container the kernel killed at its memory limit (``kubectl describe pod``:
+    ``Reason: OOMKilled``, ``Exit Code: 137``, ``Limits: memory: <q>``).
+
+    The kubelet sets the container cgroup's ``memory.max`` to ``resources.limits.memory``
+    (kubernetes pkg/kubelet/cm ``ResourceConfigForPod``) and the kernel's cgroup OOM killer ends
+    the container when its RAM crosses it: host RAM of that pod, settled by the reason itself.
+    The levers are the limit and the process's own RAM; swap files and pagefiles are not (a
+    Linux pod; the kubelet runs pods without swap by default).
+    """
+    limit = e.allowed_bytes
+    assert limit is not None
+    more = limit * 2
+    return Analysis(
+        cause="host_ram",
+        confidence=0.9,
+        explanation=f"Kubernetes ended the container with OOMKilled (exit code 137): its RAM "
+        f"crossed the pod's resources.limits.memory of {k8s_quantity(limit)} "
+        f"({size_text(limit)}), the memory cgroup the kubelet set, so the kernel's OOM killer "
+        "ended it. It is the container's host RAM, not the GPU's memory.",
+        fixes=(
+            Fix(
+                title=f"Raise the container's memory limit above {k8s_quantity(limit)}",
+                why=f"the container used all of its {k8s_quantity(limit)}; twice that "
+                f"({k8s_quantity(more)}) leaves room for loading (the node must have it free).",
+                commands=(
+                    f"resources: {{limits: {{memory: {k8s_quantity(more)}}}, requests: "
+                    f"{{memory: {k8s_quantity(more)}}}}}   # the pod spec's container",
+                    f"kubectl set resources deployment/<name> -c <container> "
+                    f"--limits=memory={k8s_quantity(more)} --requests=memory={k8s_quantity(more)}",
+                ),
+                expected_saving_bytes=None,
+            ),
+            generic(
+                "Use less RAM inside the container",
+                "weights loaded through a full copy in RAM, or several workers each holding one, "
+                "cross the limit first; mmap'd safetensors and streamed loading do not.",
+                (
+                    "from_pretrained(name, low_cpu_mem_usage=True, device_map='auto', "
+                    "torch_dtype='auto')",
+                ),
+            ),
+        ),
+    )
 
 
 def _openvino_kv() -> Analysis:

@@ -13,6 +13,7 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
 from oomkit.diagnose.parse_other import tensor_bytes
+from oomkit.diagnose.rules_hosts import pod_oomkilled
 from oomkit.diagnose.rules_shm import shm_bus_error
 from oomkit.diagnose.rules_tf import tf_driver_while_running
 from oomkit.diagnose.rules_vllm_kv import vllm_kv, vllm_no_blocks
@@ -201,6 +202,8 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
 def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
     """Diagnose JAX/XLA, TensorFlow, accelerate, Linux OOM killer and Windows pagefile events."""
     if e.runtime in {"linux", "windows"} or e.kind in {"killed", "oom_killer", "host_oom"}:
+        if e.format == "exit_137" and e.detail == "OOMKilled" and e.allowed_bytes:
+            return pod_oomkilled(e)
         rss = e.anon_rss_bytes
         expl = "The operating system ran out of host RAM"
         if e.pid is not None:
