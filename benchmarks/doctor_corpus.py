@@ -93,6 +93,7 @@ DEVELOPMENT_PARTS = (
     "heldout32",
     "heldout33",
     "heldout34",
+    "heldout35",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)

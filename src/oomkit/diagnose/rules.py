@@ -284,8 +284,14 @@ def _with_deciding_fact(result: Analysis, primary: OomEvent | None = None) -> An
         and (primary.allowed_bytes or primary.free_bytes or primary.total_bytes)
     ):
         # "the full message (with sizes) would decide" is false where the sizes were read
-        # (review 17: a TensorRT scratch message with both sizes)
-        return result
+        # (review 17: a TensorRT scratch message with both sizes): what decides is the setting
+        # that sized the failing pool, which the message does not name
+        return replace(
+            result,
+            explanation=result.explanation.rstrip()
+            + " What would decide it is not in the message: the setting that capped this "
+            "memory (a pool or workspace size, a MIG slice, a per-process or cgroup limit).",
+        )
     fact = _DECIDING_FACT.get(result.cause)
     if fact is None:
         return result
