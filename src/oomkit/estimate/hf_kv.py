@@ -156,6 +156,7 @@ def decode_regrow_block_bytes(
 #: (10 MiB) takes a kLargeBuffer (20 MiB) segment, a larger one its size rounded up to
 #: kRoundLarge (2 MiB): no segment is larger than the largest request so rounded
 _LARGE_BUFFER = 20 << 20
+_MIN_LARGE_ALLOC = 10 << 20
 _ROUND_LARGE = 2 << 20
 
 
@@ -183,4 +184,11 @@ def regrow_stranded_bytes(regrow: int, block: int, grown: int, largest_request: 
     if m < 2:
         return regrow
     num, den = (1, 2) if m == 2 else (2, 3)
-    return min(regrow, -(-regrow * num * max(grown, block) // (den * block)))
+    grown = max(grown, block)
+    # the decode's own new segments: a request under kMinLargeAlloc shares a 20 MiB one with
+    # the next (k per segment), a larger one takes its size rounded up to 2 MiB; the rest of
+    # each is a run shorter than a request too
+    size = _LARGE_BUFFER if grown < _MIN_LARGE_ALLOC else -(-grown // _ROUND_LARGE) * _ROUND_LARGE
+    k = max(1, size // grown)
+    slack = -(-(size - k * grown) // k)
+    return min(regrow, -(-regrow * num * grown // (den * block)) + (regrow // block) * slack)
