@@ -174,3 +174,22 @@ def test_the_tight_span_narrows_where_the_kv_is_large() -> None:
         r, side = _side(model)
         assert r["largest_died_bytes"] < side["smallest_fits_bytes"] < (before - 2) * GiB
         assert side["smallest_not_dnf_bytes"] <= r["smallest_survived_bytes"]
+
+
+def test_the_label_names_the_request_bound_and_the_stranded_kv() -> None:
+    import oomkit
+    from oomkit.estimate.verdict import verdict
+    from oomkit.hardware.catalog import find_gpu
+    from oomkit.hardware.targets import hardware_for
+
+    mod = load_script("verdict_boundary")
+    est = oomkit.estimate_model(
+        mod.spec_for("llama-2-7b", {}),
+        mod.settings_for(8, 2000, 32, "sdpa"),
+        hardware_for((find_gpu("h100-sxm"),)),
+    )
+    m = verdict(est).tightest
+    assert m is not None
+    label = m.terms[0][0]
+    assert "x the prefill's largest single allocation" in label
+    assert "of the prefill's 7.81 GiB of K/V left stranded when the first decode step" in label
