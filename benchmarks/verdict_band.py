@@ -188,6 +188,7 @@ def gpu_boundary_rows(paths: tuple[Path, ...] = GPU_BOUNDARY) -> list[dict[str, 
     from verdict_boundary import oomkit_side, settings_for, spec_for
 
     import oomkit
+    from oomkit.estimate.hf_kv import regrow_stranded_bytes
     from oomkit.hardware.catalog import find_gpu
     from oomkit.hardware.targets import hardware_for
 
@@ -205,6 +206,9 @@ def gpu_boundary_rows(paths: tuple[Path, ...] = GPU_BOUNDARY) -> list[dict[str, 
                 settings_for(r["batch"], r["prompt"], r["new"], r["attn_implementation"]),
                 hardware_for((find_gpu(gpu),)),
             )
+            regrow = min(
+                int(est.runtime_details.get("decode_regrow_bytes", 0) or 0), p["kv_cache_bytes"]
+            )
             rows.append(
                 {
                     "record": f"{gpu}-{r['model']}-b{r['batch']}-p{r['prompt']}-n{r['new']}-"
@@ -216,9 +220,14 @@ def gpu_boundary_rows(paths: tuple[Path, ...] = GPU_BOUNDARY) -> list[dict[str, 
                     * int(est.runtime_details.get("prefills", 1)),
                     # the decode's K/V regrowth bound (oomkit.estimate.hf_kv.decode_regrow_bytes,
                     # capped at the device's KV cache as the verdict caps it)
-                    "regrow_bytes": min(
-                        int(est.runtime_details.get("decode_regrow_bytes", 0) or 0),
-                        p["kv_cache_bytes"],
+                    "regrow_bytes": regrow,
+                    # what the allocator's rules let the freed K/V strand beyond the prefill's
+                    # own stranding (hf_kv.regrow_stranded_bytes)
+                    "stranded_bytes": regrow_stranded_bytes(
+                        regrow,
+                        int(est.runtime_details.get("decode_regrow_block_bytes", 0) or 0),
+                        int(est.runtime_details.get("decode_regrow_grown_bytes", 0) or 0),
+                        int(est.runtime_details["largest_request_bytes"]),
                     ),
                 }
             )
@@ -229,13 +238,17 @@ def derive_allocator(rows: list[dict[str, Any]]) -> dict[str, object] | None:
     """The two bounds of the transformers allocator term, each the largest seen (so no measured
     run is "fits" on a card it died on): ``share`` of the bytes allocated during the run and
     ``request_ratio`` x the largest request; the verdict charges the smaller of the share and
-    the larger of the request bound and the decode's K/V regrowth (a bound of the allocator's
-    rules, not fitted), so the ratio is the largest over the runs the regrowth does not cover."""
+    the decode's bound, itself the smaller of two bounds of the allocator's rules: the larger
+    of the request bound and the decode's whole K/V regrowth, and the request bound plus what
+    the freed K/V can strand beyond the prefill's own stranding (``stranded_bytes``). So the
+    ratio is the largest needed by a run the regrowth does not cover, and by any run beyond
+    its ``stranded_bytes``."""
     if not rows:
         return None
     by_share = max(rows, key=lambda r: r["extra_bytes"] / r["during_bytes"])
     uncovered = [r for r in rows if r["extra_bytes"] > r.get("regrow_bytes", 0)] or rows
-    by_ratio = max(uncovered, key=lambda r: r["extra_bytes"] / r["request_bytes"])
+    beyond = [{**r, "extra_bytes": r["extra_bytes"] - r.get("stranded_bytes", 0)} for r in rows]
+    by_ratio = max([*uncovered, *beyond], key=lambda r: r["extra_bytes"] / r["request_bytes"])
     return {
         "share": math.ceil(by_share["extra_bytes"] / by_share["during_bytes"] * 1e4) / 1e4,
         "share_from": by_share["record"],

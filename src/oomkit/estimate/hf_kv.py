@@ -17,7 +17,16 @@ from oomkit.estimate.hf_weights import dtype_bytes
 from oomkit.spec.model import LAYER_SLIDING, ModelSpec
 from oomkit.units import ceil_div
 
-__all__ = ["KvLayer", "kv_bytes", "kv_bytes_per_token", "kv_elem_bytes", "kv_layers"]
+__all__ = [
+    "KvLayer",
+    "decode_regrow_block_bytes",
+    "decode_regrow_bytes",
+    "kv_bytes",
+    "kv_bytes_per_token",
+    "kv_elem_bytes",
+    "kv_layers",
+    "regrow_stranded_bytes",
+]
 
 
 def kv_elem_bytes(cache_dtype: str | None, model_elem_bytes: int) -> int:
@@ -127,3 +136,59 @@ def decode_regrow_bytes(
         return 0
     grown = [lay for lay in layers if lay.kind != "recurrent"]
     return kv_bytes(grown, seq_len=prompt, n_seqs=n_seqs, held_tokens=held_tokens)
+
+
+def decode_regrow_block_bytes(
+    layers: Sequence[KvLayer], prompt: int, n_seqs: int, held_tokens: int = 0
+) -> int:
+    """The smallest K or V block the prefill leaves in a ``DynamicCache`` (half a layer's
+    K/V at ``prompt`` tokens; 0 when no layer grows): the unit :func:`regrow_stranded_bytes`
+    packs into segments. At ``prompt + 1`` it is the decode's smallest request."""
+    sizes = [
+        kv_bytes([lay], seq_len=prompt, n_seqs=n_seqs, held_tokens=held_tokens) // 2
+        for lay in layers
+        if lay.kind != "recurrent"
+    ]
+    return min((s for s in sizes if s > 0), default=0)
+
+
+#: c10/cuda/CUDACachingAllocator.cpp ``get_allocation_size``: a request under kMinLargeAlloc
+#: (10 MiB) takes a kLargeBuffer (20 MiB) segment, a larger one its size rounded up to
+#: kRoundLarge (2 MiB): no segment is larger than the largest request so rounded
+_LARGE_BUFFER = 20 << 20
+_MIN_LARGE_ALLOC = 10 << 20
+_ROUND_LARGE = 2 << 20
+
+
+def regrow_stranded_bytes(regrow: int, block: int, grown: int, largest_request: int) -> int:
+    """Of the ``regrow`` bytes of K/V the first decode step re-requests one token larger, the
+    most that can stand stranded when a request finds no free block (``block``: the smallest
+    prefill K or V block, ``grown``: the same block one token larger, the smallest request).
+
+    The prefill carves its K/V blocks (each at least ``block``) out of segments it split for
+    its activations (``get_allocation_size``: none larger than the largest request rounded up
+    to 2 MiB, or 20 MiB), so a segment has room for at most ``m = segment // block`` of them.
+    When a decode request finds no free block (``get_free_block``: best fit, any free block at
+    least as large serves it) every free run is shorter than ``grown``; freed neighbours have
+    merged (``try_merge_blocks``), so free runs are separated by live blocks (K/V, each at least
+    ``block``), and a segment with no live block is whole, which ``release_cached_blocks``
+    returns to CUDA before the OOM. Of a segment's m blocks' room, free runs and live blocks
+    alternate: at most ceil(m/2) runs, each under ``grown``, strand; ceil(m/2)/m is 1/2 at
+    m = 2 and at most 2/3 (m = 3) above: this bound, scaled by grown/block. With room for less
+    than two blocks the segment's other tenant is not a K/V block: no bound is claimed (the
+    whole ``regrow``). Beyond it stays the remainder the prefill already stranded there."""
+    if regrow <= 0 or block <= 0:
+        return max(regrow, 0)
+    segment = max(-(-largest_request // _ROUND_LARGE) * _ROUND_LARGE, _LARGE_BUFFER)
+    m = segment // block
+    if m < 2:
+        return regrow
+    num, den = (1, 2) if m == 2 else (2, 3)
+    grown = max(grown, block)
+    # the decode's own new segments: a request under kMinLargeAlloc shares a 20 MiB one with
+    # the next (k per segment), a larger one takes its size rounded up to 2 MiB; the rest of
+    # each is a run shorter than a request too
+    size = _LARGE_BUFFER if grown < _MIN_LARGE_ALLOC else -(-grown // _ROUND_LARGE) * _ROUND_LARGE
+    k = max(1, size // grown)
+    slack = -(-(size - k * grown) // k)
+    return min(regrow, -(-regrow * num * grown // (den * block)) + (regrow // block) * slack)

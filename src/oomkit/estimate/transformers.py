@@ -52,7 +52,13 @@ from collections.abc import Mapping, Sequence
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_attention import effective_attn_implementation
-from oomkit.estimate.hf_kv import KvLayer, decode_regrow_bytes, kv_bytes, kv_layers
+from oomkit.estimate.hf_kv import (
+    KvLayer,
+    decode_regrow_block_bytes,
+    decode_regrow_bytes,
+    kv_bytes,
+    kv_layers,
+)
 from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
@@ -534,6 +540,14 @@ def estimate_transformers(
             "prefills": 2 if rope_old_tokens else 1,
             "decode_regrow_bytes": decode_regrow_bytes(layers, prompt, new, batch, held_prompt)
             * (not static),
+            # the smallest K/V block at the prompt and one token later: how many a segment
+            # holds and the decode's smallest request (hf_kv.regrow_stranded_bytes)
+            "decode_regrow_block_bytes": decode_regrow_block_bytes(
+                layers, prompt, batch, held_prompt
+            ),
+            "decode_regrow_grown_bytes": decode_regrow_block_bytes(
+                layers, prompt + 1, batch, held_prompt
+            ),
             # the sequence length past which this release re-prefills (None: never); a shorter
             # prompt the verdict proposes must not cross it (oomkit.estimate.verdict_advice)
             "rope_switch_tokens": orig,
