@@ -70,7 +70,7 @@ def test_windows_never_offers_expandable_segments(capsys: pytest.CaptureFixture[
 def test_windows_transformers_safe_change_is_not_expandable_segments(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = ["estimate", "olmo-2-7b", "-r", "transformers", "--ctx", "8k", "--gpu", "rtx-4090",
+    args = ["estimate", "olmo-2-7b", "-r", "transformers", "--ctx", "10k", "--gpu", "rtx-4090",
             "--offline", "--json"]  # fmt: skip
     for os_name in ("windows", "linux"):
         code, doc = _json(capsys, *args, "--os", os_name)

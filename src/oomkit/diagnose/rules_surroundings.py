@@ -59,6 +59,7 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_kv_pool_took_memory,
     stated_process_outlives_exit,
 )
+from oomkit.diagnose.rules_stated_load import stated_load_need_over_available
 from oomkit.diagnose.rules_stated_size import (
     stated_card_cannot_run,
     stated_lora_fits_full_does_not,
@@ -95,6 +96,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_outputs_kept_on_device,
     stated_free_memory,
     stated_model_too_large,
+    stated_load_need_over_available,
     stated_weights_exceed_card,
     stated_card_cannot_run,
     stated_lora_fits_full_does_not,
