@@ -29,6 +29,7 @@ from oomkit.diagnose.parse_wordings_kills import not_memory_reason
 from oomkit.diagnose.parse_wordings_plain import plain_sizes
 from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.scan import scan_events
+from oomkit.diagnose.scan_middle import generic_lines
 from oomkit.diagnose.sizes import to_bytes, to_int
 from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
@@ -214,6 +215,7 @@ _GENERIC_KEYS = (
     "sigkill",
     "signal",
 )
+_GENERIC_GATE = needles_re(_GENERIC_KEYS)
 _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
     "no out of memory",
@@ -525,10 +527,12 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     """Fallback: the first line with out-of-memory wording (and what it states), when no parser
     recognised anything. At most one event; ``runtime`` is ``generic``."""
     n = len(lines.text)
-    for i, raw in enumerate(lines.text):
+    # the middle of a long log: only the lines holding a needle of what is read there
+    for i in generic_lines(lines, PROSE_HEAD, PROSE_TAIL, _GENERIC_KEYS):
+        raw = lines.text[i]
         low = raw.lower()
-        # cheap literal prefilter (str.__contains__ runs in C)
-        m = _GENERIC.search(raw) if any(k in low for k in _GENERIC_KEYS) else None
+        # cheap literal prefilter (one C-speed search)
+        m = _GENERIC.search(raw) if _GENERIC_GATE.search(low) else None
         if m is None:
             # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
             # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)

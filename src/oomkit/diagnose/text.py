@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from oomkit.diagnose.sizes import to_bytes
@@ -149,7 +150,20 @@ def needles_re(needles: Sequence[str]) -> re.Pattern[str]:
         node[""] = {}  # a needle ends here
     if "" in trie:
         return re.compile("")  # an empty needle occurs in every line
-    return re.compile(_trie_re(trie))
+    pattern = re.compile(_trie_re(trie))
+    if not any("\n" in n for n in needles):
+        _LITERAL_GATES.add(pattern)
+    return pattern
+
+
+#: the :func:`needles_re` patterns of needles without a newline: a match of one lies inside one
+#: line, so :func:`oomkit.diagnose.scan.admitted` may search the lines joined by newlines
+_LITERAL_GATES: set[re.Pattern[str]] = set()
+
+
+def literal_gate(pattern: re.Pattern[str]) -> bool:
+    """True if ``pattern`` came from :func:`needles_re` and no needle holds a newline."""
+    return pattern in _LITERAL_GATES
 
 
 def _trie_re(node: dict[str, dict[str, Any]]) -> str:
@@ -241,6 +255,21 @@ class Lines:
     number: tuple[int, ...]
     skipped_chars: int = 0
     _cleaned: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+    _joined: list[tuple[str, tuple[int, ...]] | None] = field(
+        default_factory=list, repr=False, compare=False
+    )
+
+    def joined(self) -> tuple[str, tuple[int, ...]] | None:
+        """The lines joined by newlines and the offset of each in it (computed once), or
+        ``None`` when a line holds a newline itself (the offsets would not name its line)."""
+        if not self._joined:
+            joined = "\n".join(self.text)
+            if joined.count("\n") != max(0, len(self.text) - 1):
+                self._joined.append(None)
+            else:
+                starts = (0, *accumulate(len(t) + 1 for t in self.text[:-1]))
+                self._joined.append((joined, starts))
+        return self._joined[0]
 
     def cleaned(self, i: int) -> str:
         """``clean(text[i])``, computed once per line (several parsers read the same lines)."""
