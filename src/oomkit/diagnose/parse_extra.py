@@ -216,6 +216,7 @@ _GENERIC_KEYS = (
     "signal",
 )
 _GENERIC_GATE = needles_re(_GENERIC_KEYS)
+_PASSED_MEMO = 4096  # distinct lines parse_generic remembers having passed over
 _GENERIC_NEGATIVE = (
     "not a failure",  # TF BFC warning: "The caller indicates that this is not a failure"
     "no out of memory",
@@ -527,16 +528,24 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     """Fallback: the first line with out-of-memory wording (and what it states), when no parser
     recognised anything. At most one event; ``runtime`` is ``generic``."""
     n = len(lines.text)
+    # a line passed over depends on its text and ``prose`` only: a repeat of it is passed over
+    # unread (a hostile log of one near-miss line 200,000 times; bounded memo, docperf17)
+    passed: set[tuple[bool, str]] = set()
     # the middle of a long log: only the lines holding a needle of what is read there
     for i in generic_lines(lines, PROSE_HEAD, PROSE_TAIL, _GENERIC_KEYS):
         raw = lines.text[i]
+        # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
+        # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)
+        prose = i < PROSE_HEAD or i >= n - PROSE_TAIL
+        if (prose, raw) in passed:
+            continue
+        if len(passed) >= _PASSED_MEMO:
+            passed.clear()
+        passed.add((prose, raw))
         low = raw.lower()
         # cheap literal prefilter (one C-speed search)
         m = _GENERIC.search(raw) if _GENERIC_GATE.search(low) else None
         if m is None:
-            # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
-            # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)
-            prose = i < PROSE_HEAD or i >= n - PROSE_TAIL
             m = harvested_match(raw, low, prose=prose)
         if m is None:
             continue
