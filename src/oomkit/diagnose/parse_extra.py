@@ -537,10 +537,10 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
         # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)
         prose = i < PROSE_HEAD or i >= n - PROSE_TAIL
-        if (prose, raw) in passed:
-            continue
         if len(passed) >= _PASSED_MEMO:
             passed.clear()
+        if (prose, raw) in passed:
+            continue
         passed.add((prose, raw))
         low = raw.lower()
         # cheap literal prefilter (one C-speed search)
