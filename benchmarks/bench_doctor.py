@@ -6,7 +6,9 @@ Usage:
 
 Logs: one huge line without newlines; many near-miss lines (OOM keywords, broken numbers); long
 digit runs; ordinary noise with one real OOM message at the very end (which must be found); a
-healthy training log with no OOM at all (nothing may be found).
+healthy training log with no OOM at all (nothing may be found); the CJK and English memory words
+of the prose grammars repeated on every line, on distinct lines and on one huge line (docperf17).
+``--mb 4`` times the largest log read in full (text.FULL_SCAN_CHARS), the worst per byte.
 """
 
 from __future__ import annotations
@@ -69,12 +71,74 @@ def training_log(n: int) -> str:
     return line * (n // len(line))
 
 
+#: the memory words of the Chinese, Japanese and Korean grammars (parse_wordings_prose,
+#: parse_wordings_report_i18n, parse_wordings _FAMILIES_I18N) and of the generic fallback
+_CJK_WORDS = (
+    "显存",
+    "内存",
+    "显卡",
+    "爆",
+    "溢出",
+    "超过",
+    "不足",
+    "OOM",
+    "顯存",
+    "メモリ",
+    "메모리",
+)
+
+
+def _repeat(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def cjk_word_lines(n: int) -> str:
+    """One CJK memory word and a comma a line: every line passes the word gates of ~130
+    families (docperf17: 750 s per 100 MB read in full before)."""
+    return _repeat("显存，\n", n)
+
+
+def cjk_distinct_lines(n: int) -> str:
+    """Each CJK word on a line of its own with a counter: no two lines alike (no memo helps)."""
+    out, size, k = [], 0, 0
+    while size < n:
+        line = f"{_CJK_WORDS[k % len(_CJK_WORDS)]}，{k}\n"
+        out.append(line)
+        size += len(line)
+        k += 1
+    return "".join(out)[:n]
+
+
+def cjk_one_line(n: int) -> str:
+    return _repeat("".join(_CJK_WORDS), n)
+
+
+def cjk_mixed_lines(n: int) -> str:
+    """A real OOM wording with CJK words on every line (every line is an event)."""
+    return _repeat("CUDA out of memory 显存 溢出 超过\n", n)
+
+
+def prose_words(n: int) -> str:
+    """The English prose grammars' words, repeated on lines that state no OOM."""
+    return _repeat("memory out of VRAM ram GPU memory out of\n", n)
+
+
+def prose_near_miss(n: int) -> str:
+    return _repeat("I ran out of patience, my GPU has 24 GB VRAM and memory is fine, not OOM\n", n)
+
+
 CASES: dict[str, Callable[[int], str]] = {
     "one huge line": huge_line,
     "near-miss lines": near_miss,
     "long digit runs": digits,
     "noise + real OOM at the end": noise_then_oom,
     "training log, no OOM": training_log,
+    "CJK word a line": cjk_word_lines,
+    "CJK words, distinct lines": cjk_distinct_lines,
+    "CJK words, one line": cjk_one_line,
+    "CJK + OOM wording a line": cjk_mixed_lines,
+    "prose words a line": prose_words,
+    "prose near-miss lines": prose_near_miss,
 }
 
 
@@ -116,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         dt, cpu, d = time_case_cpu(make, n)
         worst = max(worst, dt)
         print(
-            f"{name:28} {args.mb} MB: {dt:6.2f} s (cpu {cpu:5.2f} s)  events={len(d.events)} "
-            f"cause={d.cause}"
+            f"{name:28} {args.mb} MB: {dt:6.2f} s (cpu {cpu:5.2f} s, {cpu * 100 / args.mb:7.2f} "
+            f"s/100 MB)  events={len(d.events)} cause={d.cause}"
         )
         if make is noise_then_oom and d.cause != "other_process_holding_memory":
             print("  the real OOM at the end was missed")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
+
 from oomkit.diagnose import normalize, text, training_context, version
 from oomkit.diagnose.normalize import complete_cut_tail, normalize_line
 from oomkit.diagnose.text import needles_gate, needles_re, split_lines
@@ -229,3 +231,171 @@ def test_surroundings_do_not_split_a_huge_log() -> None:
     log = _NoSplit("Why does my run fail after an hour of training?\n" + "step 1\n" * 50_000)
     prose = read_surroundings(log, (), [25_000]).prose
     assert prose[0] == (1, "Why does my run fail after an hour of training?")
+
+
+# --- docperf17: hostile logs of CJK / prose memory words (benchmarks/bench_doctor.py) ---------
+
+
+def _plain_present(sets: list[tuple[str, ...]], low: str) -> tuple[int, ...]:
+    return tuple(i for i, ns in enumerate(sets) if any(n in low for n in ns))
+
+
+def test_family_index_names_the_families_any_would_try() -> None:
+    rng = random.Random(17)
+    alphabet = "aAbc .-_(|)*?\\\n9存显内"
+    for _ in range(1500):
+        sets = [
+            tuple("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5))) for _ in "ab")
+            for _ in range(rng.randint(1, 8))
+        ]
+        index = text.FamilyIndex(sets)
+        for _ in range(20):
+            low = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+            assert index.present(low) == _plain_present(sets, low), (sets, low)
+
+
+def _real_lines() -> list[str]:
+    from corpus_records import _texts
+
+    lines = [ln for t in _texts().values() for ln in t.splitlines()]
+    lines += [
+        "显存，",
+        "爆显存了",
+        "显存不足",
+        "顯存滿了",
+        "メモリが足りない",
+        "메모리 부족",
+        "OOM了",
+    ]
+    return lines
+
+
+def test_real_families_are_tried_as_before() -> None:
+    from oomkit.diagnose import (
+        parse_wordings,
+        parse_wordings_damage,
+        parse_wordings_prose,
+        parse_wordings_titles,
+    )
+
+    families = [
+        (parse_wordings._OWN_INDEX, parse_wordings._OWN),
+        (parse_wordings_prose._INDEX, parse_wordings_prose._FAMILIES),
+        (parse_wordings_damage._INDEX, parse_wordings_damage._FAMILIES),
+        (parse_wordings_titles._INDEX, parse_wordings_titles._ALL),
+    ]
+    for line in _real_lines():
+        low = line.lower()
+        for index, fams in families:
+            assert index.present(low) == _plain_present([ns for ns, _ in fams], low), line
+
+
+def test_admitted_on_the_joined_lines_as_line_by_line() -> None:
+    from oomkit.diagnose.scan import admitted
+
+    rng = random.Random(5)
+    words = ["out of memory", "显存", "alloc", "x", "", "İ", "\r", "a\u2028b", "memory"]
+    for _ in range(300):
+        t = "\n".join(" ".join(rng.choice(words) for _ in range(3)) for _ in range(40))
+        lines = split_lines(t)
+        needles = rng.sample(["out of mem", "显存", "alloc", "İ", "mem", "\u2028"], 3)
+        gate = needles_re(needles)
+        assert text.literal_gate(gate)
+        plain = [i for i, raw in enumerate(lines.text) if gate.search(raw)]
+        assert list(admitted(lines, gate)) == plain
+    assert not text.literal_gate(re.compile("out of memory"))  # not from needles_re: per line
+
+
+def test_the_middle_gate_holds_every_middle_wording() -> None:
+    # a line of the middle of a long log that the gate passes over would have matched nothing
+    from oomkit.diagnose.parse_extra import _GENERIC_KEYS
+    from oomkit.diagnose.parse_wordings import harvested_match
+    from oomkit.diagnose.scan_middle import MIDDLE_NEEDLES
+
+    gate = needles_re([*MIDDLE_NEEDLES, *_GENERIC_KEYS])
+    read = 0
+    for line in _real_lines():
+        low = line.lower()
+        if gate.search(low) is None:
+            assert harvested_match(line, low, prose=False) is None, line
+            assert not any(k in low for k in _GENERIC_KEYS), line
+        elif harvested_match(line, low, prose=False) is not None:
+            read += 1
+    assert read > 100  # the corpus's machine lines are read in the middle
+
+
+def test_generic_fallback_finds_what_every_line_read_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomkit.diagnose import parse_extra
+    from oomkit.diagnose.parse_extra import parse_generic
+    from oomkit.diagnose.parse_wordings import PROSE_HEAD, PROSE_TAIL
+
+    prose_only = "my gpu keeps running out of vram when I train"  # a person's wording
+    filler = ["显存，", "x", "step 1 loss 0.5", "I ran out of patience, memory is fine"]
+    logs = [
+        # the same prose line in the middle (not read there) and again in the tail (read)
+        "\n".join([*filler * 300, prose_only, *filler * 600, prose_only, *["ok"] * 10]),
+        # a machine wording in the middle after thousands of repeats of near-misses
+        "\n".join([*filler * 2000, "RuntimeError: CUDA out of memory.", *filler * 2000]),
+        "\n".join(f"显存，{k}" for k in range(PROSE_HEAD + PROSE_TAIL + 3000)),
+        "\n".join(["İ显存 OOM"] * 3000),  # lowering changes the length: every line is read
+    ]
+    got = [parse_generic(split_lines(t)) for t in logs]
+    # as before docperf17: every line read, nothing remembered
+    monkeypatch.setattr(parse_extra, "_PASSED_MEMO", 0)
+    monkeypatch.setattr(parse_extra, "generic_lines", lambda ls, *_: iter(range(len(ls.text))))
+    assert got == [parse_generic(split_lines(t)) for t in logs]
+    assert any(got)
+
+
+def test_normalize_lines_memo_as_every_line_normalized() -> None:
+    from oomkit.diagnose.text import Lines
+
+    rng = random.Random(2)
+    pool = ["> 显存\u3000不足", "\x1b[31mCUDA out of memory\x1b[0m", "**OOM**", "x", "a\u200bb"]
+    raw = [rng.choice(pool) + str(rng.randint(0, 3)) for _ in range(3000)]
+    raw += [f"line {k}\u00a0" for k in range(normalize._MEMO_LINES + 500)] + raw[:100]
+    lines = Lines(text=tuple(raw), number=tuple(range(1, len(raw) + 1)))
+    got = normalize.normalize_lines(lines)
+    assert got.text == tuple(normalize_line(t) for t in raw)
+
+
+def _cpu(t: str) -> float:
+    import time
+
+    from oomkit.diagnose.doctor import diagnose_text
+
+    c0 = time.process_time()
+    diagnose_text(t)
+    return time.process_time() - c0
+
+
+def test_hostile_memory_words_cost_a_few_plain_logs() -> None:
+    # docperf17: "显存，" a line cost ~8x a healthy training log of the same size with no OOM
+    # (bench_doctor.training_log, which the generic fallback reads in full too): the ~130
+    # wording families' any() on every line holding "显存" and each parser's per-line loop;
+    # now <= 2.5x for every input below. A ratio, not a time, so a slow CI machine does not
+    # flake; the bound is generous.
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_doctor.py"
+    spec = importlib.util.spec_from_file_location("bench_doctor_speed", path)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    n = 1_000_000
+    _cpu(bench._REAL)  # lazy imports and compiled patterns are not the plain log's time
+    plain = min(_cpu(bench.training_log(n)) for _ in range(2))
+    for make in (
+        bench.cjk_word_lines,
+        bench.cjk_distinct_lines,
+        bench.cjk_one_line,
+        bench.cjk_mixed_lines,
+        bench.prose_words,
+        bench.prose_near_miss,
+    ):
+        t = make(n)
+        ratio = _cpu(t) / plain
+        assert ratio <= 5.0, (make.__name__, round(ratio, 1))

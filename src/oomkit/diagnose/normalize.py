@@ -135,9 +135,23 @@ def normalize_line(line: str) -> str:
     return line
 
 
+_MEMO_LINES = 4096
+
+
 def normalize_lines(lines: Lines) -> Lines:
     """``lines`` with every line normalized (the same object when none changes)."""
-    text = tuple(normalize_line(t) for t in lines.text)
+    # a line repeated (a progress bar, a hostile log of one line 200,000 times) is normalized
+    # once: the memo is bounded so that a log of distinct lines costs no memory (docperf17)
+    memo: dict[str, str] = {}
+    out: list[str] = []
+    for t in lines.text:
+        n = memo.get(t)
+        if n is None:
+            if len(memo) >= _MEMO_LINES:
+                memo.clear()
+            n = memo[t] = normalize_line(t)
+        out.append(n)
+    text = tuple(out)
     if text == lines.text:
         return lines
     return Lines(text=text, number=lines.number, skipped_chars=lines.skipped_chars)

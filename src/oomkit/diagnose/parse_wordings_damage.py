@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 
-from oomkit.diagnose.text import needles_gate
+from oomkit.diagnose.text import FamilyIndex, needles_gate
 
 __all__ = ["damage_match"]
 
@@ -202,6 +202,7 @@ _NOT_MEMORY = frozenset(
 
 
 _GATE = needles_gate(_FAMILIES)  # a line holding no family's needle tries none
+_INDEX = FamilyIndex([needles for needles, _ in _FAMILIES])  # those it holds, in one findall
 
 
 def _distance(a: str, b: str) -> int:
@@ -237,11 +238,10 @@ def _status_typo(line: str) -> re.Match[str] | None:
 
 def damage_match(line: str, low: str) -> re.Match[str] | None:
     """The first wording of this module in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES if _GATE.search(low) else ():
-        if any(n in low for n in needles):
-            m = pattern.search(line)
-            if m is not None:
-                return m
+    for i in _INDEX.present(low) if _GATE.search(low) else ():
+        m = _FAMILIES[i][1].search(line)
+        if m is not None:
+            return m
     if "_ex" in low or "ce_e" in low:
         m = _status_typo(line)
         if m is not None:

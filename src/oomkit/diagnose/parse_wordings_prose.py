@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import re
 
-from oomkit.diagnose.text import needles_gate
+from oomkit.diagnose.text import FamilyIndex, needles_gate
 
 __all__ = ["MEMORY_GETS_BIGGER", "prose_match"]
 
@@ -512,6 +512,7 @@ _NEED_OF = re.compile(
 
 
 _GATE = needles_gate(_FAMILIES)  # a line holding no family's needle tries none
+_INDEX = FamilyIndex([needles for needles, _ in _FAMILIES])  # those it holds, in one findall
 
 
 def _mib(size: str) -> float:
@@ -525,11 +526,10 @@ def _mib(size: str) -> float:
 
 def prose_match(line: str, low: str) -> re.Match[str] | None:
     """The first prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
-    for needles, pattern in _FAMILIES if _GATE.search(low) else ():
-        if any(n in low for n in needles):
-            m = pattern.search(line)
-            if m is not None:
-                return m
+    for i in _INDEX.present(low) if _GATE.search(low) else ():
+        m = _FAMILIES[i][1].search(line)
+        if m is not None:
+            return m
     if "need" in low:
         m = _NEED_OF.search(line)
         if m is not None and _mib(m.group("need")) > _mib(m.group("have")):

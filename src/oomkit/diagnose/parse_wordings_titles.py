@@ -63,7 +63,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.parse_wordings_titles_more import FAMILIES_I18N_MORE, FAMILIES_MORE, SIZE
-from oomkit.diagnose.text import needles_gate
+from oomkit.diagnose.text import FamilyIndex, needles_gate
 
 __all__ = ["title_match"]
 
@@ -277,26 +277,27 @@ def _short(m: re.Match[str]) -> bool:
 
 _ALL = _FAMILIES + FAMILIES_MORE + FAMILIES_I18N_MORE
 _GATE = needles_gate(_ALL)  # a line holding no family's needle tries none
+_INDEX = FamilyIndex([needles for needles, _ in _ALL])  # those it holds, in one findall
 
 
 def title_match(line: str, low: str) -> re.Match[str] | None:
     """The first title/prose OOM wording in ``line`` (``low``: ``line.lower()``), else ``None``."""
     if _GATE.search(low) is None:
         return None
-    for needles, pattern in _ALL:
-        if any(n in low for n in needles):
-            also = _ALSO.get(needles, ())
-            if also and not any(n in low for n in also):
-                continue
-            sized = pattern is _SIZE_PATTERN or "need" in pattern.groupindex
-            if sized and not _SIZE_HINT.search(line):
-                continue
-            m = pattern.search(line)
-            if m is None:
-                continue
-            if pattern is _SIZE_PATTERN and _OTHER_ERROR.search(line):
-                continue
-            if "need" in pattern.groupindex and not _short(m):
-                continue
-            return m
+    for i in _INDEX.present(low):
+        needles, pattern = _ALL[i]
+        also = _ALSO.get(needles, ())
+        if also and not any(n in low for n in also):
+            continue
+        sized = pattern is _SIZE_PATTERN or "need" in pattern.groupindex
+        if sized and not _SIZE_HINT.search(line):
+            continue
+        m = pattern.search(line)
+        if m is None:
+            continue
+        if pattern is _SIZE_PATTERN and _OTHER_ERROR.search(line):
+            continue
+        if "need" in pattern.groupindex and not _short(m):
+            continue
+        return m
     return None

@@ -18,10 +18,11 @@ runtime that prints the same failure for every kernel).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.text import Lines
+from oomkit.diagnose.text import Lines, literal_gate
 
 __all__ = ["EventAt", "admitted", "on_cleaned", "on_raw", "scan_events"]
 
@@ -30,11 +31,28 @@ EventAt = Callable[[Lines, int], "OomEvent | None"]
 
 
 def admitted(lines: Lines, prefilter: re.Pattern[str]) -> Iterator[int]:
-    """Indices of the lines in which ``prefilter`` occurs, in log order."""
+    """Indices of the lines in which ``prefilter`` occurs, in log order.
+
+    A literal gate (:func:`oomkit.diagnose.text.literal_gate`) searches the lines joined by
+    newlines: one C-speed search per admitted line instead of a Python step per line (~20
+    parsers each walked every line: a log of 500,000 short lines paid 2 s in these loops).
+    A needle without a newline matches inside one line, so the lines are the same."""
     search = prefilter.search
-    for i, raw in enumerate(lines.text):
-        if search(raw):
-            yield i
+    joined = lines.joined() if literal_gate(prefilter) else None
+    if joined is None:
+        for i, raw in enumerate(lines.text):
+            if search(raw):
+                yield i
+        return
+    text, starts = joined
+    n = len(starts)
+    pos = 0
+    while (m := search(text, pos)) is not None:
+        i = bisect_right(starts, m.start()) - 1
+        yield i
+        if i + 1 >= n:
+            return
+        pos = starts[i + 1]
 
 
 def on_raw(read: Callable[[str, int], OomEvent | None]) -> EventAt:
