@@ -196,3 +196,24 @@ def test_cli_estimate_command_imports_no_introspection_modules() -> None:
     assert "oomkit.cli.estimate_fast" in mods
     loaded = {m for m in NOT_ON_COMMAND_PATH if m in mods}
     assert not loaded, loaded
+
+
+def test_every_dataclass_has_a_docstring() -> None:
+    """``oomkit._codecache`` keeps ``inspect`` (with ``ast``, ``dis``, ``tokenize``) off the
+    command path only while every dataclass has a docstring (3.10/3.11 ``dataclasses`` calls
+    ``inspect.signature`` to write one): ``hf_kv.KvLayer`` had none and pulled them in once
+    the verdict imported ``hf_kv`` (session 17's CI dry run)."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "oomkit"
+    missing = []
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef) or ast.get_docstring(node):
+                continue
+            for d in node.decorator_list:
+                f = d.func if isinstance(d, ast.Call) else d
+                if isinstance(f, ast.Name) and f.id == "dataclass":
+                    missing.append(f"{path.relative_to(src)}:{node.name}")
+    assert not missing, missing

@@ -38,6 +38,8 @@ _log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class _Source:
+    """Where `oomkit gpus` reads devices and processes from (tests swap it)."""
+
     factory: BackendFactory
     procs: ProcReader | None
 

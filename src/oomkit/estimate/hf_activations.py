@@ -34,6 +34,8 @@ _MOE_CHUNK = 64 * 1024
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ForwardPeak:
+    """A layer's largest live set in bytes, the formula that gives it and the block that sets it."""
+
     n_bytes: int
     formula: str
     block: str  # which block sets the peak: "mlp" | "attention" | "moe"

@@ -47,6 +47,9 @@ def kv_elem_bytes(cache_dtype: str | None, model_elem_bytes: int) -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KvLayer:
+    """One layer's cache: its kind and bytes per token (per TP rank), a sliding window's
+    tokens, a recurrent layer's state per sequence."""
+
     layer: int
     kind: str  # "full" | "sliding" | "mla" | "recurrent"
     bytes_per_token: int  # per TP rank

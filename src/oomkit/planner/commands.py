@@ -31,6 +31,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class FlagTable:
+    """The flags one runtime program accepts, read from one release's argument parser."""
+
     program: str  # the argv[0..k] prefix, e.g. "llama-server" or "python -m sglang.launch_server"
     version: str  # the release whose parser the table was read from
     source: str
