@@ -67,3 +67,16 @@ def gpu_replay() -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def verdict_scorer() -> ModuleType:
+    """benchmarks/verdict_accuracy.py as a module (``load(part)``, ``judge(record)``)."""
+    path = Path(__file__).parents[1] / "benchmarks" / "verdict_accuracy.py"
+    spec = importlib.util.spec_from_file_location("verdict_accuracy", path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("verdict_accuracy", mod)
+    spec.loader.exec_module(mod)
+    return mod

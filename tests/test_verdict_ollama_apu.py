@@ -9,10 +9,9 @@ ollama/ollama#14116 (Ryzen AI Max+ 395, 96 GB carve-out, v0.16.0-rocm): llama3.1
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -96,18 +95,6 @@ def test_llama31_70b_is_tight_with_the_fact_named() -> None:
     assert v.safe_change == OLLAMA_UMA_CHANGE
 
 
-def _scorer():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "verdict_accuracy", ROOT / "benchmarks" / "verdict_accuracy.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("verdict_accuracy", mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize(
     ("rid", "level"),
     [
@@ -115,8 +102,8 @@ def _scorer():  # type: ignore[no-untyped-def]
         ("ollama-14116-strixhalo96-ollama016rocm-gptoss120b-ok", "tight"),
     ],
 )
-def test_the_two_records(rid: str, level: str) -> None:
-    va = _scorer()
+def test_the_two_records(rid: str, level: str, verdict_scorer: ModuleType) -> None:
+    va = verdict_scorer
     (rec,) = [r for r in va.load("heldout41") if r["id"] == rid]
     assert va.judge(rec)[0] == level
 

@@ -14,11 +14,9 @@ after it; 128 sequences (19 graphs, 0.44 GiB) passed on 0.23.1.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import pytest
 
@@ -121,18 +119,6 @@ def test_0_23_gives_the_graph_estimate_to_the_kv_cache() -> None:
     assert any("Model Runner V2" in a for a in new.assumptions)
 
 
-def _scorer() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "verdict_accuracy", ROOT / "benchmarks" / "verdict_accuracy.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("verdict_accuracy", mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize(
     ("rid", "level"),
     [
@@ -142,8 +128,8 @@ def _scorer() -> Any:
         ("vllm-djl3055-4xl4-llama3-8b-tp4-lmi27-v0231-b128-ok", "tight"),
     ],
 )
-def test_the_djl_serving_records(rid: str, level: str) -> None:
-    va = _scorer()
+def test_the_djl_serving_records(rid: str, level: str, verdict_scorer: ModuleType) -> None:
+    va = verdict_scorer
     (rec,) = [r for r in va.load("heldout44") if r["id"] == rid]
     assert va.judge(rec)[0] == level
 
@@ -203,8 +189,8 @@ def test_a_pooling_model_keeps_the_v1_runner_and_runs_no_sampler() -> None:
         ("vllm-pr49351-l4-gemma2-9b-embed-512-ok", "fits"),
     ],
 )
-def test_the_embedding_records(rid: str, level: str) -> None:
-    va = _scorer()
+def test_the_embedding_records(rid: str, level: str, verdict_scorer: ModuleType) -> None:
+    va = verdict_scorer
     (rec,) = [r for r in va.load("heldout45") if r["id"] == rid]
     assert rec["settings"]["pooling"] is True
     assert va.judge(rec)[0] == level
