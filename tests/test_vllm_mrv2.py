@@ -203,3 +203,18 @@ def test_cli_pooling_flag(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["pooling"] is True
     assert out["runtime_details"]["cudagraph_charged"] is True
+
+
+def test_pooling_is_validated_and_ignored_where_it_means_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The public dataclass refuses a non-bool ``pooling`` in one line; runtimes without a
+    pooling runner say they ignore ``--pooling`` (as for other runtime-specific options)."""
+    from oomkit.cli import main
+    from oomkit.errors import InvalidSettingError
+
+    with pytest.raises(InvalidSettingError, match="pooling must be true or false"):
+        InferenceSettings(runtime="vllm", pooling="yes")  # type: ignore[arg-type]
+    argv = ["estimate", "gemma-2-9b", "-r", "llamacpp", "--pooling", "--gpu", "l4", "--offline"]
+    assert main(argv) == 0
+    assert "llama.cpp does not use --pooling: ignored" in capsys.readouterr().err
