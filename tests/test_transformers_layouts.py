@@ -143,3 +143,65 @@ def test_moe_models_keep_the_moe_generation_label(capsys: pytest.CaptureFixture[
     args = ["estimate", "mixtral-8x7b", "-r", "transformers", "--gpu", "h100", "--offline"]
     main([*args, "--ctx", "512"])
     assert "modelled: transformers 5.0+ (fused MoE experts)" in capsys.readouterr().out
+
+
+def test_training_past_the_table_is_the_inference_blocker() -> None:
+    """Training GPT-2/OPT on a sequence past the learned table: the same refusal (the same
+    wording) as inference past it, at the table's length and not one token before."""
+    from oomkit.estimate.training import estimate_training
+    from oomkit.estimate.transformers_layouts import training_position_blocker
+    from oomkit.spec.settings import TrainingSettings
+
+    gpt2 = find_model("gpt2").spec()
+    opt = find_model("opt-125m").spec()
+    hw = Hardware(devices=(A100,))
+    assert training_position_blocker(gpt2, 1024) is None
+    assert training_position_blocker(opt, 2048) is None  # 2050 rows less OPT's offset of 2
+    assert training_position_blocker(find_model("llama-3.1-8b").spec(), 10**6) is None
+    at_table = estimate_training(gpt2, TrainingSettings(method="full", seq=1024), hw)
+    assert at_table.blockers == ()
+    assert at_table.fits
+    past = estimate_training(gpt2, TrainingSettings(method="full", seq=1025), hw)
+    assert past.fits is False
+    (why,) = past.blockers
+    inference = position_limit_blocker(gpt2, 1025, 1)
+    assert inference is not None
+    same = (
+        "gpt2 has a learned position table of 1024 positions (n_positions/max_position_embeddings)"
+    )
+    assert why.startswith(same)
+    assert inference.startswith(same)
+    assert "index" in why
+    assert "past it (IndexError, or a CUDA device-side assert)" in why
+    assert why.endswith("keep seq <= 1024")
+    opt_past = estimate_training(opt, TrainingSettings(method="lora", seq=2049), hw)
+    assert opt_past.blockers
+    assert "2048 positions" in opt_past.blockers[0]
+
+
+def test_training_planner_never_proposes_a_sequence_past_the_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No training lever changes the sequence, so none lifts the blocker: the planner proposes
+    nothing for GPT-2 at 2048 tokens and says why (not "more GPUs"), and its plans at the
+    table's length keep that length."""
+    from oomkit.cli import main
+    from oomkit.planner.training import suggest_training_changes
+    from oomkit.spec.settings import TrainingSettings
+
+    gpt2 = find_model("gpt2-xl").spec()
+    small = Hardware(devices=(DeviceTarget(name="small", capacity_bytes=8 * GiB),))
+    settings = TrainingSettings(method="full", seq=2048)
+    assert suggest_training_changes(gpt2, settings, small) == []
+    ok = suggest_training_changes(gpt2, TrainingSettings(method="full", seq=1024), small)
+    assert ok
+    assert all(c.settings.seq == 1024 for c in ok)
+    args = ["gpt2", "--train", "full", "--gpu", "rtx-4090", "--offline"]
+    main(["plan", *args, "--seq", "2048"])
+    out = capsys.readouterr().out
+    assert "Nothing fits: gpt2 has a learned position table of 1024 positions" in out
+    assert "more GPUs" not in out
+    assert main(["estimate", *args, "--seq", "2048"]) == 3
+    out = capsys.readouterr().out
+    assert "a 2048-token training sequence indexes past it" in out
+    assert "more GPUs" not in out

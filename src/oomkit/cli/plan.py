@@ -459,7 +459,9 @@ def _plan_training(
         click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
         if alloc_note:
             click.echo(f"Note: {alloc_note}.")
-        if not plans:
+        if not plans and est.blockers:  # not memory: no lever and no GPU lifts it
+            click.echo(f"Nothing fits: {est.blockers[0]}.")
+        elif not plans:
             click.echo(
                 "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
                 f"{format_bytes(cap)}; more GPUs (--gpus/--nodes) are needed."

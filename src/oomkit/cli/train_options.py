@@ -519,7 +519,9 @@ def run_training(
             click.echo(f"Note: {alloc_note}.")
         click.echo(f"Peak in: {est.runtime_details['peak_phase']}")
         if v.level == "does_not_fit":
-            if not changes:
+            if not changes and est.blockers:  # not memory: no lever and no GPU lifts it
+                click.echo("No training setting the planner knows makes it fit: see above.")
+            elif not changes:
                 click.echo("No training setting the planner knows makes it fit: more GPUs needed.")
             else:
                 click.echo("To make it fit (best first):")

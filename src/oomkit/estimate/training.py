@@ -81,6 +81,7 @@ from oomkit.estimate.training_states import (
     trainable_tensors,
 )
 from oomkit.estimate.training_torchao import torchao_autotune_bytes
+from oomkit.estimate.transformers_layouts import training_position_blocker
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import TrainingSettings
@@ -455,6 +456,8 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     assumptions = (*_assumptions(spec, settings, st), *_hardware_notes(settings, targets))
     if impl_note:
         assumptions = (impl_note, *assumptions)
+    # a sequence past a learned position table (GPT-2, OPT) fails at the first forward
+    past_table = training_position_blocker(spec, settings.seq)
     return Estimate(
         model=model_info(spec),
         runtime="training",
@@ -463,6 +466,7 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         host=host,
         runtime_details=details,
         assumptions=assumptions,
+        blockers=(past_table,) if past_table else (),
     )
 
 

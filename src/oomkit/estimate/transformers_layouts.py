@@ -52,6 +52,7 @@ __all__ = [
     "learned_position_limit",
     "load_dtype",
     "position_limit_blocker",
+    "training_position_blocker",
 ]
 
 #: ``max_new_tokens`` when unset (oomkit's assumption, not transformers': ``generate()``'s own
@@ -123,11 +124,32 @@ def position_limit_blocker(spec: ModelSpec, prompt: int, new: int) -> str | None
     limit = learned_position_limit(spec)
     if limit is None or (prompt <= limit and prompt + new <= limit + 1):
         return None
+    return _past_table(
+        spec, limit, f"{prompt} prompt + {new} new tokens", f"ctx + max_new_tokens <= {limit + 1}"
+    )
+
+
+def training_position_blocker(spec: ModelSpec, seq: int) -> str | None:
+    """The refusal for a training sequence of ``seq`` tokens past the learned table, or None.
+
+    A training step embeds every position of the sequence at once (GPT-2: position ids from
+    ``cache_position``, ``0 .. seq - 1``; OPT: ``cumsum(attention_mask) - 1`` plus its offset 2):
+    ``seq`` may be the table's length and no more.
+    The same out-of-range ``nn.Embedding`` index as inference past the table, at the first
+    forward, whatever the memory."""
+    limit = learned_position_limit(spec)
+    if limit is None or seq <= limit:
+        return None
+    return _past_table(spec, limit, f"a {seq}-token training sequence", f"seq <= {limit}")
+
+
+def _past_table(spec: ModelSpec, limit: int, what: str, keep: str) -> str:
+    """One wording for inference and training past the learned table."""
+    verb = "indexes" if what.startswith("a ") else "index"
     return (
         f"{spec.model_type} has a learned position table of {limit} positions "
-        f"(n_positions/max_position_embeddings): {prompt} prompt + {new} new tokens index past "
-        f"it (IndexError, or a CUDA device-side assert), whatever the memory; keep "
-        f"ctx + max_new_tokens <= {limit + 1}"
+        f"(n_positions/max_position_embeddings): {what} {verb} past "
+        f"it (IndexError, or a CUDA device-side assert), whatever the memory; keep {keep}"
     )
 
 

@@ -41,19 +41,10 @@ def decoder_kwargs(
         "num_hidden_layers", "n_layer", "num_layers", "n_layers", default=d.get("num_hidden_layers")
     )
     hidden = f.integer("hidden_size", "n_embd", "d_model", default=d.get("hidden_size"))
-    heads = f.integer(
-        "num_attention_heads",
-        "n_head",
-        "num_heads",
-        "n_heads",
-        default=d.get("num_attention_heads"),
-    )
-    kv = f.integer(
-        "num_key_value_heads",
-        "num_kv_heads",
-        "n_kv_heads",
-        default=d.get("num_key_value_heads", heads),
-    )
+    head_keys = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+    heads = f.integer(*head_keys, default=d.get("num_attention_heads"))
+    kv_keys = ("num_key_value_heads", "num_kv_heads", "n_kv_heads")
+    kv = f.integer(*kv_keys, default=d.get("num_key_value_heads", heads))
     explicit_hd = f.opt_int("head_dim") or d.get("head_dim")
     head_dim = explicit_hd if explicit_hd else (hidden // heads if heads else 0)
     sliding = f.opt_int("sliding_window") or d.get("sliding_window")
@@ -297,10 +288,18 @@ def _cohere(f: Fields, source: str) -> ModelSpec:
 
 
 def _olmo2(f: Fields, source: str) -> ModelSpec:
-    """OLMo-2: no pre-norms; post-attention/post-MLP RMSNorms; q/k RMSNorm over all heads."""
+    """OLMo 2 and 3: no pre-norms; post-attention/post-MLP RMSNorms; q/k RMSNorm over all heads.
+    OLMo 3 (transformers configuration_olmo3.py) adds a window (4096 when absent) on layer i
+    unless (i + 1) % 4 == 0, or on its ``layer_types``; a null window attends in full."""
     kw = decoder_kwargs(f)
     kw["qk_norm"] = True
     kw["attention_bias"] = kw["attention_out_bias"] = f.flag("attention_bias", default=False)
+    if f.architecture == "Olmo3ForCausalLM":
+        kw["sliding_window"] = kw["sliding_window"] or (
+            None if f.present("sliding_window") else 4096
+        )
+        if kw["sliding_window"]:
+            kw["layer_types"] = _layer_types_or(f, kw, _pattern(kw["num_hidden_layers"], 4))
     return _finish(f, kw, source)
 
 
@@ -524,6 +523,7 @@ def _adapters() -> dict[str, Adapter]:
         "CohereForCausalLM": _cohere,
         "Cohere2ForCausalLM": _cohere,
         "Olmo2ForCausalLM": _olmo2,
+        "Olmo3ForCausalLM": _olmo2,
         "GlmForCausalLM": _glm,
         "Glm4ForCausalLM": _glm,
         "Phi3ForCausalLM": _phi3,
@@ -587,6 +587,7 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "falcon_mamba": "FalconMambaForCausalLM",
     "mamba2": "Mamba2ForCausalLM",
     "olmo2": "Olmo2ForCausalLM",
+    "olmo3": "Olmo3ForCausalLM",
     "llama4": "Llama4ForConditionalGeneration",
     "llama4_text": "Llama4ForCausalLM",
     "internlm2": "InternLM2ForCausalLM",

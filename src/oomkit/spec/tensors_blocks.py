@@ -109,6 +109,10 @@ class _Style:
 
 
 _LLAMA = _Style()
+#: OLMo 2/3: post-norms only, q/k RMSNorm over all heads (modeling_olmo2.py, modeling_olmo3.py)
+_OLMO2 = _Style(
+    attn_norm=False, post_attn_norm=True, ffn_norm=None, post_ffn_norm=True, qk_norm="full"
+)
 _STYLES: dict[str, _Style] = {
     "Gemma2ForCausalLM": _Style(post_attn_norm=True, post_ffn_norm=True, output_always_tied=True),
     "Gemma3ForCausalLM": _Style(post_attn_norm=True, post_ffn_norm=True, output_always_tied=True),
@@ -116,9 +120,8 @@ _STYLES: dict[str, _Style] = {
         post_attn_norm=True, post_ffn_norm=True, output_always_tied=True
     ),
     "GemmaForCausalLM": _Style(output_always_tied=True),
-    "Olmo2ForCausalLM": _Style(
-        attn_norm=False, post_attn_norm=True, ffn_norm=None, post_ffn_norm=True, qk_norm="full"
-    ),
+    "Olmo2ForCausalLM": _OLMO2,
+    "Olmo3ForCausalLM": _OLMO2,  # modeling_olmo3.py: OLMo 2's block (sliding layers aside)
     "OlmoeForCausalLM": _Style(qk_norm="full"),
     "CohereForCausalLM": _Style(ffn_norm=None, qk_norm="matrix"),
     "Cohere2ForCausalLM": _Style(ffn_norm=None),
