@@ -46,7 +46,7 @@ from oomkit.estimate.hf_kv import (
     kv_elem_bytes,
     kv_layers,
 )
-from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
+from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
@@ -528,7 +528,7 @@ def estimate_vllm(
     return Estimate(
         model=model_info(spec),
         runtime="vllm",
-        settings=estimate_settings(settings, p0, pp),
+        settings=estimate_settings(settings, p0, pp, weights_format(spec, settings.quant)),
         devices=tuple(usages),
         host=host_usage(settings, plans),
         runtime_details=details,
