@@ -51,7 +51,8 @@ def test_tp_error_lists_only_sizes_every_check_accepts(
         code, _, err = _run(capsys, [*argv, "--tp", str(tp), "--gpu", f"{tp}xa100-40gb"])
         assert code in (0, 3), err  # accepted: an estimate, fitting or not
     code, _, err = _run(capsys, [*argv, "--tp", "5", "--gpu", "5xa100-40gb"])
-    assert code == 2 and "8 KV heads" in err
+    assert code == 2
+    assert "8 KV heads" in err
     assert _valid_listed(err) == listed  # one rule, one list in every message
 
 
@@ -65,14 +66,15 @@ def test_tp_error_lists_only_sizes_every_check_accepts(
 def test_tp_rule_has_the_mlp_and_vocab_divides(model: str, tp: int, why: str) -> None:
     spec = find_model(model).spec()
     refusal = tp_refusal(spec, tp)
-    assert refusal is not None and why in refusal
+    assert refusal is not None
+    assert why in refusal
     assert tp not in valid_tp_sizes(spec)
 
 
 def test_planner_picks_a_tp_the_rule_accepts(capsys: pytest.CaptureFixture[str]) -> None:
     # 6 GPUs for qwen2.5-1.5b: 6 divides the heads and replicates the KV heads, but not the
     # MLP (8960 % 6); 3 neither (3 > 2 KV heads, 3 % 2): the plan shards over 2
-    code, doc = _json(
+    _code, doc = _json(
         capsys, ["plan", "qwen2.5-1.5b", "-r", "vllm", "--gpu", "6xrtx-4090", "--offline"]
     )
     assert doc["plans"], doc
@@ -86,13 +88,14 @@ def test_planner_picks_a_tp_the_rule_accepts(capsys: pytest.CaptureFixture[str])
 
 def test_plan_takes_pooling_as_estimate_does(capsys: pytest.CaptureFixture[str]) -> None:
     base = ["plan", "qwen3-8b", "-r", "vllm", "--gpu", "l4", "--offline"]
-    code, with_pool = _json(capsys, [*base, "--pooling"])
+    _, with_pool = _json(capsys, [*base, "--pooling"])
     _, without = _json(capsys, base)
     # the pooler's profile run holds no logits: a larger KV pool, a longer context at bf16
     assert with_pool["plans"][0]["settings"].get("pooling") is True
     assert with_pool != without
     code, _, err = _run(capsys, ["plan", "qwen3-8b", "--gpu", "l4", "--pooling", "--offline"])
-    assert code == 2 and "--pooling is a vLLM option" in err
+    assert code == 2
+    assert "--pooling is a vLLM option" in err
 
 
 def test_estimate_pooling_says_what_changed(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +104,8 @@ def test_estimate_pooling_says_what_changed(capsys: pytest.CaptureFixture[str]) 
     )
     assert code in (0, 3), err
     note = next(ln for ln in out.splitlines() if ln.strip().startswith("- --pooling:"))
-    assert "pools hidden states" in note and "instead of sampling" in note
+    assert "pools hidden states" in note
+    assert "instead of sampling" in note
 
 
 # -- 3. settings.quant is the type priced ------------------------------------------------------
