@@ -94,7 +94,7 @@ def test_sglang_takes_tp_and_seqs(capsys: pytest.CaptureFixture[str]) -> None:
         (["-r", "vllm", "--gpu-memory-utilization", "nan"], "got nan"),
         (["-r", "vllm", "--gpu-memory-utilization", "-0.5"], "in (0, 1]"),
         (["-r", "vllm", "--tp", "0"], "--tp"),
-        (["-r", "vllm", "--tp", "3", "--gpu", "4xrtx-4090"], "heads (32) divisible"),
+        (["-r", "vllm", "--tp", "3", "--gpu", "4xrtx-4090"], "heads (32) must be divisible"),
         (["-r", "vllm", "--tp", "4", "--gpu", "2xrtx-4090"], "needs 4 GPUs"),
         (["-r", "vllm", "--max-num-seqs", "0"], "--max-num-seqs"),
         (["--tp", "2"], "--tp is a vLLM and SGLang option"),

@@ -48,4 +48,4 @@ def test_sglang_override_variable_makes_it_a_note() -> None:
 def test_an_error_naming_its_flag_is_not_prefixed_again() -> None:
     res = _estimate("--runtime", "vllm", "--tp", "3", "--gpu", "4xh100-sxm5")
     assert res.returncode == 2
-    assert res.stderr.startswith("Error: --tp 3: vllm needs the attention heads")
+    assert res.stderr.startswith("Error: --tp 3: vllm refuses it (the attention heads")

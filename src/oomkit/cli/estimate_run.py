@@ -359,6 +359,9 @@ def _estimate_max_ctx(
             est, assumptions=(*est.assumptions, f"--ctx max: not even 256 tokens fit{clear}")
         )
     n, est = found
+    # the search ran the estimator alone; the answer goes through the API as --ctx N does, so
+    # it keeps what the API adds (the "modelled:" generation, check_run's and the loader's notes)
+    est = estimate(spec, dataclasses.replace(settings, ctx=n), hardware)
     if verdict(est, platform).level == "tight":  # a margin no context changes (max_context)
         note = f"--ctx max: {n} is the largest context that fits (x256"
         tail = "; what keeps it tight is the same at any context"

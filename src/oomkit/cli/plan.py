@@ -117,6 +117,12 @@ __all__ = ["plan_command", "render_plan"]
     type=int,
     help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
 )
+@click.option(
+    "--pooling",
+    is_flag=True,
+    default=None,
+    help="vLLM: an embedding/pooling model (LLM.embed, --runner pooling), as estimate's",
+)
 @transformers_options
 @lora_options
 @click.option(
@@ -171,6 +177,7 @@ def plan_command(
     tp: int | None,
     gpu_memory_utilization: float | None,
     max_num_seqs: int | None,
+    pooling: bool | None,
     device_map: str | None,
     max_memory: str | None,
     max_new_tokens: int | None,
@@ -226,7 +233,9 @@ def plan_command(
             where=where,
             os_name=os_name,
         )
-    check_serving_options(runtime, tp, gpu_memory_utilization, max_num_seqs, typed_flag(ctx_, "tp"))
+    check_serving_options(
+        runtime, tp, gpu_memory_utilization, max_num_seqs, typed_flag(ctx_, "tp"), pooling
+    )
     if rt != "any":
         from oomkit.cli.estimate_args import check_hf_runtime_quant
 
@@ -291,6 +300,7 @@ def plan_command(
             ("tp", tp),
             ("gpu_memory_utilization", gpu_memory_utilization),
             ("max_num_seqs", max_num_seqs),
+            ("pooling", pooling),
             ("llama_server", llama_server),
             ("flash_attn", flash_attn),
         )

@@ -115,10 +115,12 @@ def check_serving_options(
     util: float | None,
     max_num_seqs: int | None,
     tp_flag: str = "--tp",
+    pooling: bool | None = None,
 ) -> None:
     """The serving flags ``plan`` shares with ``estimate``: ranges, and the runtimes that
     have them (``--tp``/``--max-num-seqs``: vLLM and SGLang; ``--gpu-memory-utilization``:
-    vLLM, whose ``EngineArgs`` takes a fraction in (0, 1])."""
+    vLLM, whose ``EngineArgs`` takes a fraction in (0, 1]; ``--pooling``: vLLM's pooling
+    runner)."""
     from oomkit.errors import InvalidSettingError
     from oomkit.estimate.registry import normalize_runtime
 
@@ -134,6 +136,7 @@ def check_serving_options(
         (tp_flag, tp, ("vllm", "sglang")),  # as typed (--tensor-parallel-size)
         ("--max-num-seqs", max_num_seqs, ("vllm", "sglang")),
         ("--gpu-memory-utilization", util, ("vllm",)),
+        ("--pooling", pooling or None, ("vllm",)),
     ):
         if value is not None and rt not in (*runtimes, "any"):
             names = " and ".join("vLLM" if r == "vllm" else "SGLang" for r in runtimes)

@@ -36,6 +36,8 @@ __all__ = [
     "check_tp",
     "expert_rules_settings",
     "ignored_settings",
+    "tp_refusal",
+    "valid_tp_sizes",
     "vllm_len_cap",
     "vllm_max_model_len",
 ]
@@ -159,25 +161,63 @@ def ignored_settings(settings: InferenceSettings, runtime: str) -> tuple[str, ..
     return tuple(out)
 
 
-def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
+#: vLLM ``DEFAULT_VOCAB_PADDING_SIZE``: ``VocabParallelEmbedding``/``ParallelLMHead`` pad the
+#: vocabulary to a multiple of it, then ``divide()`` the padded size by the TP size
+#: (vllm/model_executor/layers/vocab_parallel_embedding.py ``pad_vocab_size``,
+#: ``vocab_range_from_global_vocab_size``); SGLang's copy of the layer pads the same way
+_VOCAB_PAD = 64
+
+
+def tp_refusal(spec: ModelSpec, tp: int) -> str | None:
+    """Why vLLM/SGLang would refuse tensor-parallel size ``tp`` for ``spec`` (None: accepted).
+
+    The one rule behind every TP check (``check_tp``, ``check_run``, the planner's search and
+    the "valid sizes" list), each clause a start-up check of vLLM's:
+
+    * attention heads: ``ModelConfig.verify_with_parallel_config`` (vllm/config/model.py)
+      raises "Total number of attention heads (N) must be divisible by tensor parallel size";
+    * KV heads: ``QKVParallelLinear.__init__`` (vllm/model_executor/layers/linear.py)
+      ``divide(total_num_kv_heads, tp)`` when tp < KV heads, else replicates them with
+      ``divide(tp, total_num_kv_heads)`` (``divide`` asserts exact division);
+    * MLP: ``MergedColumnParallelLinear``/``RowParallelLinear`` ``divide()`` the dense
+      ``intermediate_size`` by tp;
+    * vocabulary: the embedding and LM head ``divide()`` the vocabulary padded to 64 by tp.
+
+    MLA (one latent KV head) and per-layer KV head counts skip the KV clause; MoE models skip
+    the dense-MLP clause (their experts are split by ``FusedMoE``, not ``divide()``).
+    """
     heads = spec.num_attention_heads
     if tp == 1 or heads == 0:
-        return
+        return None
     if heads % tp:
-        ok = [t for t in range(1, min(heads, 64) + 1) if heads % t == 0]
-        raise InvalidSettingError(
-            f"--tp {tp}: {runtime} needs the attention heads ({heads}) divisible by the "
-            f"tensor-parallel size; valid sizes: {', '.join(map(str, ok))}",
-            setting="tp",
-            value=tp,
-        )
-    if spec.mla is not None or spec.kv_heads_per_layer is not None:
-        return
+        return f"the attention heads ({heads}) must be divisible by the tensor-parallel size"
     kv = spec.num_key_value_heads
-    if kv and (kv % tp if tp <= kv else tp % kv):
+    uniform_kv = spec.mla is None and spec.kv_heads_per_layer is None and kv
+    if uniform_kv and (kv % tp if tp <= kv else tp % kv):
+        return (
+            f"the {kv} KV heads are split across ranks (tp divides {kv}) or replicated "
+            f"(tp a multiple of {kv})"
+        )
+    if spec.moe is None and spec.intermediate_size and spec.intermediate_size % tp:
+        return f"the MLP's intermediate size ({spec.intermediate_size}) must divide by tp"
+    padded = -(-spec.vocab_size // _VOCAB_PAD) * _VOCAB_PAD
+    if padded and padded % tp:
+        return f"the vocabulary padded to {padded} rows must divide by tp"
+    return None
+
+
+def valid_tp_sizes(spec: ModelSpec, limit: int = 64) -> list[int]:
+    """Every tensor-parallel size up to ``limit`` that :func:`tp_refusal` accepts."""
+    top = min(spec.num_attention_heads or 1, limit)
+    return [t for t in range(1, top + 1) if tp_refusal(spec, t) is None]
+
+
+def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
+    why = tp_refusal(spec, tp)
+    if why is not None:
+        ok = ", ".join(map(str, valid_tp_sizes(spec)))
         raise InvalidSettingError(
-            f"--tp {tp}: {runtime} splits the {kv} KV heads across ranks (or replicates them), "
-            f"so tp must divide {kv} or be a multiple of it",
+            f"--tp {tp}: {runtime} refuses it ({why}); valid sizes: {ok}",
             setting="tp",
             value=tp,
         )

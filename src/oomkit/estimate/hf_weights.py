@@ -26,6 +26,7 @@ __all__ = [
     "model_info",
     "plan_weights",
     "shard_fraction",
+    "weights_format",
 ]
 
 #: element sizes of unquantized dtypes (names as users and configs write them)
@@ -142,6 +143,18 @@ class WeightsPlan:
     assumptions: tuple[str, ...] = ()
 
 
+def weights_format(spec: ModelSpec, quant: str | None) -> str:
+    """The weight format vLLM/SGLang load (and :func:`plan_weights` prices): the ``--quant``
+    given, else the checkpoint's ``quantization_config`` method, else its ``torch_dtype``
+    (vLLM ``ModelConfig._verify_quantization`` / ``dtype="auto"``). The estimate's
+    ``settings.quant`` reports it, so the JSON and the text name what was priced."""
+    if quant is not None and quant.strip():
+        return quant
+    if spec.quantization is not None:
+        return spec.quantization.method.lower()
+    return (spec.torch_dtype or "bf16").lower()
+
+
 def plan_weights(
     spec: ModelSpec,
     tensors: Sequence[TensorInfo],
@@ -160,9 +173,8 @@ def plan_weights(
     fmt = (quant or "").strip().lower() or None
     have_bytes = all(t.n_bytes is not None for t in tensors) and fmt is None
     if not have_bytes and fmt is None:
-        fmt = (spec.torch_dtype or "bf16").lower()
+        fmt = weights_format(spec, None)
         if spec.quantization is not None:
-            fmt = spec.quantization.method.lower()
             notes.append(f"weights sized from the checkpoint's quantization_config ({fmt})")
         else:
             notes.append(f"weights in the config's dtype ({fmt})")

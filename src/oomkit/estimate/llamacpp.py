@@ -58,7 +58,7 @@ from oomkit.estimate.llamacpp_placement import (
 )
 from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool_notes
 from oomkit.estimate.llamacpp_sycl import sycl_kq_on_cpu_compute
-from oomkit.estimate.llamacpp_weights import _rows_summary, weight_tensors
+from oomkit.estimate.llamacpp_weights import _rows_summary, priced_ftype, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.quant.llamacpp_ftypes import ftype_case
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
@@ -532,7 +532,7 @@ def _estimate(
             source=spec.source,
         ),
         runtime=runtime_name,
-        settings=_settings_map(settings, params),
+        settings=_settings_map(settings, params, priced_ftype(spec, w_source)),
         devices=tuple(devices),
         host=host,
         runtime_details=rd,
@@ -562,15 +562,14 @@ def _estimate(
 
 
 def _buf_for(dev: str, all_devs: Sequence[tuple[str, DeviceTarget, str]]) -> str:
-    for d, _, b in all_devs:
-        if d == dev:
-            return b
-    return "CPU"
+    return next((b for d, _, b in all_devs if d == dev), "CPU")
 
 
-def _settings_map(settings: InferenceSettings, params: LlamaCppParams) -> dict[str, InputValue]:
+def _settings_map(
+    settings: InferenceSettings, params: LlamaCppParams, priced: str | None
+) -> dict[str, InputValue]:
     return {
-        "quant": ftype_case(settings.quant),  # q4_k_m -> Q4_K_M
+        "quant": ftype_case(settings.quant or priced),  # q4_k_m -> Q4_K_M; none given: priced
         "ctx": params.n_ctx_requested,
         "parallel": params.n_seq_max,
         "batch_size": params.n_batch,

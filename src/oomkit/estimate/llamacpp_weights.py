@@ -19,7 +19,7 @@ from oomkit.spec.model import ModelSpec, TensorInfo
 from oomkit.spec.tensor_table import TensorTable
 from oomkit.spec.tensors import is_parameter, is_parameter_role
 
-__all__ = ["WeightRows", "replay_facts", "weight_tensors"]
+__all__ = ["WeightRows", "assumed_ftype", "priced_ftype", "replay_facts", "weight_tensors"]
 
 #: one row of a weights table: the tensor, its ggml type name (upper case), its exact bytes
 WeightRow = tuple[TensorInfo, str, int]
@@ -177,6 +177,21 @@ def _legacy_q2k_weights(
 _PREDICTIONS = [0]
 
 
+def assumed_ftype(spec: ModelSpec) -> str:
+    """The GGUF file type priced when no quant is given: MXFP4_MOE for a checkpoint released in
+    MXFP4 (gpt-oss: the GGUF everyone runs keeps the experts in MXFP4), else Q4_K_M (the most
+    common file type). The estimate's ``settings.quant`` reports it (JSON and text alike)."""
+    q = spec.quantization
+    return "MXFP4_MOE" if q is not None and q.method == "mxfp4" else "Q4_K_M"
+
+
+def priced_ftype(spec: ModelSpec, source: str) -> str | None:
+    """The file type to report when no quant was given: :func:`assumed_ftype` when the weights
+    were predicted (``source`` from :func:`weight_tensors`), None when a GGUF header gave each
+    tensor's exact type (the file's own mix)."""
+    return None if source.startswith("gguf header") else assumed_ftype(spec)
+
+
 # The doctor re-estimates one model tens of times (binary searches over -ngl, -c, --n-cpu-moe),
 # and llama-quantize's per-tensor choice depends only on the spec and the file type: predict
 # it once per (spec, quant). Both are frozen; the result is an immutable tuple.
@@ -190,16 +205,14 @@ def _predicted_weights(
 
     notes: list[str] = []
     ftype = quant
-    if ftype is None and spec.quantization is not None and spec.quantization.method == "mxfp4":
-        # released in MXFP4 (gpt-oss): the GGUF everyone runs keeps the experts in MXFP4
-        ftype = "MXFP4_MOE"
+    if ftype is None:
+        ftype = assumed_ftype(spec)
         notes.append(
             "no quant given: the checkpoint is MXFP4, assumed MXFP4_MOE (experts stay "
             "MXFP4, as convert_hf_to_gguf.py writes them)"
+            if ftype == "MXFP4_MOE"
+            else "no quant given: assumed Q4_K_M (the most common GGUF file type)"
         )
-    elif ftype is None:
-        ftype = "Q4_K_M"
-        notes.append("no quant given: assumed Q4_K_M (the most common GGUF file type)")
     canonical = llamacpp_ftype(ftype).name  # one alias table: "fp16" -> F16, "mxfp4" -> MXFP4_MOE
     ud = ftype.strip().upper()
     if not ud.startswith("UD-") and ud.endswith("_K_XL"):

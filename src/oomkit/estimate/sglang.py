@@ -52,7 +52,7 @@ from __future__ import annotations
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_activations import forward_peak_bytes
 from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
-from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
+from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
@@ -504,7 +504,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         runtime="sglang",
         settings={
             "runtime": "sglang",
-            "quant": settings.quant,
+            "quant": weights_format(spec, settings.quant),  # what was priced
             "ctx": ctx,
             "tp": tp,
             **({"pp": pp} if pp > 1 else {}),

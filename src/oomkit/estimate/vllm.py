@@ -46,7 +46,7 @@ from oomkit.estimate.hf_kv import (
     kv_elem_bytes,
     kv_layers,
 )
-from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights
+from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
@@ -71,7 +71,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
-from oomkit.units import GiB, ceil_div
+from oomkit.units import GiB, ceil_div, format_bytes
 
 __all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
 
@@ -247,7 +247,12 @@ def plan_vllm(
         spec, eng, rows=rows, tp=tp, elem_bytes=elem, hidden_bytes=hidden
     )
     if settings.pooling:  # profile_run: _dummy_pooler_run, not _dummy_sampler_run (0.25.1 l. 6354)
-        sampler, sort_sampler, why_sampler = hidden, 0, None
+        why_sampler = (
+            f"--pooling: the profile run pools hidden states ({format_bytes(hidden)}) instead of "
+            f"sampling ({format_bytes(sampler)} of logits/sampler peak), and no per-request "
+            "sampler headroom is held (vLLM gpu_model_runner _dummy_pooler_run)"
+        )
+        sampler, sort_sampler = hidden, 0
     notes.extend([why_sampler] if why_sampler else [])
     act = max(fwd, sampler) if last_stage else fwd  # only the last stage samples
     # 0.9.1-0.11.0 without FlashInfer: the sort path's larger peak (verdict band)
@@ -523,7 +528,7 @@ def estimate_vllm(
     return Estimate(
         model=model_info(spec),
         runtime="vllm",
-        settings=estimate_settings(settings, p0, pp),
+        settings=estimate_settings(settings, p0, pp, weights_format(spec, settings.quant)),
         devices=tuple(usages),
         host=host_usage(settings, plans),
         runtime_details=details,

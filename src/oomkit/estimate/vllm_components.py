@@ -77,13 +77,14 @@ def weight_extras(spec: ModelSpec, p: VllmPlan) -> tuple[Component, ...]:
 
 
 def estimate_settings(
-    settings: InferenceSettings, p0: VllmPlan, pp: int
+    settings: InferenceSettings, p0: VllmPlan, pp: int, quant: str | None = None
 ) -> dict[str, int | float | str | bool | None]:
-    """The settings the estimate reports: the ones given and vLLM's defaults it resolved."""
+    """The settings the estimate reports: the ones given and vLLM's defaults it resolved
+    (``quant``: the weight format priced, :func:`oomkit.estimate.hf_weights.weights_format`)."""
     lora = p0.lora
     return {
         "runtime": "vllm",
-        "quant": settings.quant,
+        "quant": quant or settings.quant,
         "ctx": p0.max_model_len,
         "tp": p0.tp,
         **({"pp": pp} if pp > 1 else {}),

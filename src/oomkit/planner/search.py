@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.checks import check_tp
+from oomkit.estimate.checks import check_tp, tp_refusal
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
@@ -447,9 +447,9 @@ class Searcher:
         return Candidate(quant, kv, ctx, tp=self._tp())
 
     def _tp(self) -> int | None:
-        """vLLM/SGLang tensor parallel size: the largest count of the GPUs that the heads
-        divide (vLLM ModelConfig.verify_with_parallel_config: attention heads % tp == 0; KV
-        heads divisible by tp, or tp a multiple of them when the KV heads are replicated)."""
+        """vLLM/SGLang tensor parallel size: the largest count dividing the GPUs that the
+        runtime accepts (:func:`oomkit.estimate.checks.tp_refusal`, the rule ``--tp`` is
+        checked by: heads, KV heads, intermediate size, padded vocabulary)."""
         if self.gguf or self.runtime == "transformers":
             # (transformers' device_map="auto" splits the layers over the GPUs: no TP size)
             return None
@@ -457,17 +457,15 @@ class Searcher:
         if self.base.tp is not None:  # the user's --tp, as the runtime checks it at start-up
             check_tp(self.spec, self.base.tp, n, self.runtime)
             return self.base.tp
-        heads = self.spec.num_attention_heads
-        kv = self.spec.num_key_value_heads
         for tp in range(n, 0, -1):
-            if n % tp or heads % tp:
+            if n % tp:
                 continue
-            if kv % tp == 0 or (tp > kv and tp % kv == 0):
+            if tp_refusal(self.spec, tp) is None:
                 note_tp = tp < n and not any("tensor parallel" in x for x in self.precision_notes)
                 if note_tp:
                     self.precision_notes.append(
-                        f"tensor parallel {tp} of {n} GPUs: the model's {heads} attention / "
-                        f"{kv} KV heads do not divide by {n}"
+                        f"tensor parallel {tp} of {n} GPUs: tp {n} is refused "
+                        f"({tp_refusal(self.spec, n)})"
                     )
                 return tp if tp > 1 else None
         return None
