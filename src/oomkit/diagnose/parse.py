@@ -41,6 +41,7 @@ from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
 from oomkit.diagnose.parse_recognise import parse_recognise
+from oomkit.diagnose.parse_shm import parse_shm
 from oomkit.diagnose.parse_smi import parse_smi
 from oomkit.diagnose.parse_torch import parse_torch
 from oomkit.diagnose.parse_torch_frames import frames_of
@@ -208,6 +209,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # per-buffer limits (Metal, Vulkan, OpenCL, Intel XPU), TVM's paged KV cache, Paddle
         events.extend(parse_limits(lines))
+    if not events:
+        # a full /dev/shm: PyTorch's shared tensors, NCCL's segments (ENOSPC; parse_shm)
+        events.extend(parse_shm(lines))
     if not events:
         # pre-2020 frameworks (Theano, darknet, Caffe2 checks), ENOMEM, tcmalloc (parse_legacy)
         events.extend(parse_legacy(lines))

@@ -186,7 +186,7 @@ _GENERIC = re.compile(
     # so "read out memory values" or "swap out memory pages" stay out
     r"(?:\b(?:cuda|gpu|vram|run|runs|ran|running)|[\u4e00-\u9fff])[ _-]?out memory\b"
     r"(?! (?:pages?|values?|contents?|regions?|maps?|layout)\b)|"
-    r"cannot allocate memory|memory allocation (?:failed|error)|failed to allocate|"
+    r"can ?not allocate memory|memory allocation (?:failed|error)|failed to allocate|"
     r"unable to allocate|resource[ _]?exhausted|alloc(?:ation)?_failed|ERROR_OUT_OF|"
     r"\bMemoryError\b|std::bad_alloc|malloc(?:Async|Managed|Host)? failed|SIGKILL|"
     r"signal:? 9\b|signal:? killed",
@@ -251,10 +251,11 @@ _GENERIC_ZERO = re.compile(
 # nativeinterpreterwrapper_jni.cc, earlier tensorflow/contrib/lite/java/...). AllocateTensors runs
 # every op's Prepare before it plans the arena, so the text after the colon is often an op that
 # rejected its shape or scale ("kernels/conv.cc:191 input->dims->size != 4 (0 != 4)", "Node 28
-# failed to prepare"): the model's error, not memory (docrec19, after heldout21)
+# failed to prepare"): the model's error, not memory (docrec19). contrib/lite's run() spells it "Can
+# not allocate memory for the given inputs: %s" (docrec32: so the keyword reads "can ?not")
 _TFLITE_PREPARE = re.compile(
-    r"memory for the interpreter: .{0,200}?(?:kernels/\w{1,40}\.cc:\d|failed to prepare|"
-    r"was not true)",
+    r"memory for the (?:interpreter|given inputs): .{0,200}?(?:kernels/\w{1,40}\.cc:\d|"
+    r"failed to prepare|was not true)",
     re.IGNORECASE,
 )
 _REQ_UNITS = "bytes|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B"
@@ -553,7 +554,7 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         low = line.lower()
         if any(neg in low for neg in _GENERIC_NEGATIVE) or _GENERIC_ZERO.search(line):
             continue
-        if "for the interpreter" in low and _TFLITE_PREPARE.search(line):
+        if "memory for the " in low and _TFLITE_PREPARE.search(line):
             continue
         if not_memory_reason(line, m.group(0)):
             # "cudaMalloc failed: invalid argument", "killed by the scheduler (time limit)"

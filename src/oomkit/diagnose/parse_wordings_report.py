@@ -193,8 +193,12 @@ _PRED_BEFORE = re.compile(
     r"(?:limit|budget|capacity|cap)\b(?! (?:options?|settings?|values?|flags?|parameters?|"
     r"configs?|configuration|docs?|documentation|variables?|field|knob)\b))|"
     r"\b(?:get|gets|got|getting|gives?|gave|giving|throws?|threw|shows?|showed|hits?|having|"
-    r"raises?|raised|encounter(?:s|ed)?|see|saw|receiv(?:e|ed|ing)) (?:always |again |an? |the |"
-    r"this |that |same |a similar ){0,2}(?:cuda |gpu |vram |ram |system )?memory errors?\b",
+    r"raises?|raised|encounter(?:s|ed)?|see|saw|receiv(?:e|ed|ing)|(?:aborts?|aborted|"
+    # (docrec32) the run ends on it: "it'll abort with a vram error on load"
+    r"crashes|crashed|fails|failed|dies|died|errors out|errored out|stops|stopped) with) "
+    r"(?:always |again |an? |the |this |that |same |a similar ){0,2}"
+    r"(?:(?:cuda |gpu |vram |ram |system )?memory|(?:gpu )?vram) errors?\b"
+    r"(?! ?(?:handl|disabl|enabl|check|count|correct|detect|inject|test|report|log|code|rate))",
     _I,
 )
 # the words just before a predicate-first match that hedge or negate it
@@ -437,7 +441,7 @@ _BEFORE_WORDS = needles_re(
     (
         "out of", "up", "all", "whole", "entire", "full", "100", "every", "too much", "massive",
         "huge", "enormous", "insane", "crazy", "a lot of", "lots of", "tons of", "memory error",
-        " limit", "budget", "capacity", " cap",
+        " limit", "budget", "capacity", " cap", "vram error",
     )
 )  # fmt: skip
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.parse_wordings_mixed import native_noun
+
 __all__ = ["i18n_match"]
 
 _I = re.IGNORECASE
@@ -222,6 +224,15 @@ def _other_words(s: str) -> bool:
 
 def i18n_match(s: str) -> re.Match[str] | None:
     """The other-language OOM report in the sentence ``s``, else ``None``."""
+    m = _i18n(s)
+    if m is None:
+        # "cuda memory가 부족하다": the English noun in a CJK sentence (parse_wordings_mixed)
+        native = native_noun(s)
+        m = _i18n(native) if native is not None else None
+    return m
+
+
+def _i18n(s: str) -> re.Match[str] | None:
     m = None
     if _CJK_WORDS.search(s):
         m = _cjk(s)

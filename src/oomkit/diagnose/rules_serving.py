@@ -14,7 +14,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
 from oomkit.diagnose.parse_other import tensor_bytes
 from oomkit.diagnose.rules_hosts import pod_oomkilled
-from oomkit.diagnose.rules_shm import shm_bus_error
+from oomkit.diagnose.rules_shm import shm_bus_error, shm_full
 from oomkit.diagnose.rules_tf import tf_driver_while_running
 from oomkit.diagnose.rules_vllm_kv import vllm_kv, vllm_no_blocks
 
@@ -243,6 +243,8 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
             )
         if e.format == "dataloader_bus_error":
             return shm_bus_error(e)
+        if e.format == "shm_full":
+            return shm_full(e)
         if e.format == "windows_pagefile":
             expl = "Windows could not commit more virtual memory: the paging file is too small."
         if e.format == "linux_killed":
