@@ -188,6 +188,8 @@ def dropout_note(spec: ModelSpec, settings: TrainingSettings) -> str:
         else:
             where = f"none kept ({impl} regenerates it from the Philox seed)"
         counted.append(f"attention probabilities (p={d.attention:g}): {where}")
+    if settings.grad_checkpointing == "full":  # a layer's masks exist while it recomputes
+        counted.append("the layers' masks regenerated with each checkpointed layer's recompute")
     return f"dropout ({origin}), 1-byte bool masks saved for backward: " + "; ".join(counted)
 
 
