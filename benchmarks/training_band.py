@@ -89,9 +89,15 @@ def _spec_and_settings(r: dict[str, Any]) -> tuple[Any, Any]:
     sys.path.insert(0, str(ROOT / "src"))
     from oomkit.inprocess.probe_model import load_config_dict
     from oomkit.loaders.hf_config import parse_config
+    from oomkit.loaders.hf_config_dropout import DROPOUT_KEYS
     from oomkit.spec.settings import TrainingSettings
 
-    spec = parse_config({**load_config_dict(r["model"]), **r.get("overrides", {})}, name=r["model"])
+    cfg = {**load_config_dict(r["model"]), **r.get("overrides", {})}
+    if not r.get("catalog_dropout_keys"):
+        # recorded before the catalog copied the dropout keys (session 18): the run's config
+        # lacked them and transformers' defaults applied (gpu/training_boundary.py run_config)
+        cfg = {k: v for k, v in cfg.items() if k not in DROPOUT_KEYS or k in r.get("overrides", {})}
+    spec = parse_config(cfg, name=r["model"])
     ckpt = r.get("grad_checkpointing")
     mode = ckpt if isinstance(ckpt, str) else ("full" if ckpt else "none")
     settings = TrainingSettings(

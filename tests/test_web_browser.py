@@ -520,3 +520,44 @@ def test_windows_16gb_lmstudio_run_is_the_clis(
     assert "--ram" not in detail
     assert not errors
     page.close()
+
+
+def test_gpu_label_is_the_estimates_capacity_and_context_stops_at_the_models(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the dropdown read "RTX 4090 (23.99 GiB)" (NVML's total) while the verdict said "of 23.52
+    # GiB" (the CUDA total the estimate budgets against); the slider went to 512k for a 128k
+    # model and past GPT-2's 1024-row position table
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu=rtx-4090&ctx=8192")
+    _wait_render(page, 0)
+    expected = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8192"])
+    cap = expected["devices"][0]["capacity_bytes"]
+    label = page.locator("#gpu option[value='rtx-4090']").inner_text()
+    assert label == "RTX 4090 (23.52 GiB usable of 23.99 GiB)"
+    assert cap == 25253904384  # 23.52 GiB
+    assert "of 23.52 GiB" in page.inner_text("#verdict")
+    # Windows: CUDA reports the NVML total under WDDM, and so does the label
+    n = _renders(page)
+    page.select_option("#os", "windows")
+    _wait_render(page, n)
+    assert page.locator("#gpu option[value='rtx-4090']").inner_text() == "RTX 4090 (23.99 GiB)"
+    win = cli_json(capsys, ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "8192",
+                            "--os", "windows"])  # fmt: skip
+    assert win["devices"][0]["capacity_bytes"] == 25757220864
+    # llama-3.1-8b: 131072 (max_position_embeddings, llama3 rope already scaled)
+    assert page.get_attribute("#ctx", "max") == "6"
+    page.focus("#ctx")
+    page.keyboard.press("End")
+    assert page.inner_text("#ctx-out") == "128k"
+    # GPT-2: a learned position table of 1024 rows, a link asking 8k is bounded to it
+    page.goto(f"{server}/#model=gpt2&gpu=rtx-4090&ctx=8192")
+    page.reload()
+    _wait_render(page, 0)
+    assert page.get_attribute("#ctx", "max") == "0"
+    assert page.inner_text("#ctx-out") == "1k"
+    assert "1,024 tokens" in page.inner_text("#verdict")
+    assert errors == []
+    page.close()

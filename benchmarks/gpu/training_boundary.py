@@ -104,6 +104,7 @@ def _case(index: int) -> dict[str, Any]:
     return {
         "model": model,
         "overrides": overrides,
+        "catalog_dropout_keys": True,  # the catalog's config carries the dropout keys
         "method": method,
         **({"kbit_prep": True} if "kbit" in flags else {}),
         **({"lora_targets": ["all-linear"]} if "all" in flags else {}),
@@ -116,13 +117,27 @@ def _case(index: int) -> dict[str, Any]:
     }
 
 
-def _spec(case: dict[str, Any]) -> Any:
+def run_config(case: dict[str, Any]) -> dict[str, Any]:
+    """The ``config.json`` a run built its model from: the catalog's, with the case's overrides.
+
+    The catalog copies the dropout keys since session 18 (``catalog_dropout_keys`` in the
+    record); a run recorded before built its model from a config without them, so transformers'
+    configuration defaults applied (PhiConfig ``resid_pdrop`` 0.0, BertConfig 0.1): those keys
+    are left out again to rebuild what ran.
+    """
     from oomkit.inprocess.probe_model import load_config_dict
+    from oomkit.loaders.hf_config_dropout import DROPOUT_KEYS
+
+    cfg = {**load_config_dict(case["model"]), **case["overrides"]}
+    if not case.get("catalog_dropout_keys"):
+        cfg = {k: v for k, v in cfg.items() if k not in DROPOUT_KEYS or k in case["overrides"]}
+    return cfg
+
+
+def _spec(case: dict[str, Any]) -> Any:
     from oomkit.loaders.hf_config import parse_config
 
-    return parse_config(
-        {**load_config_dict(case["model"]), **case["overrides"]}, name=case["model"]
-    )
+    return parse_config(run_config(case), name=case["model"])
 
 
 def _settings(case: dict[str, Any]) -> Any:

@@ -171,6 +171,7 @@ def run_case(
     return {
         "model": model,
         "overrides": overrides,
+        "catalog_dropout_keys": True,  # the catalog's config carries the dropout keys
         "method": method,
         "batch": batch,
         "seq": seq,

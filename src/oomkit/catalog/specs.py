@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from oomkit.catalog.models import DATA_DIR, CatalogEntry, _name_index, _thaw
 from oomkit.spec.model import (
+    DropoutSpec,
     MlaSpec,
     ModelSpec,
     MoESpec,
@@ -55,6 +56,7 @@ _SCHEMA = 1
 #: the code a stored spec comes from (paths under oomkit/): editing any of them stales the table
 _SOURCES = (
     "loaders/hf_config.py",
+    "loaders/hf_config_dropout.py",
     "loaders/hf_config_fields.py",
     "loaders/hf_config_families.py",
     "loaders/hf_config_hybrid.py",
@@ -97,7 +99,15 @@ _ALPHABET = (
 #: the dataclasses a catalog spec is made of (``tensors`` is always None for the catalog)
 _TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
-    for cls in (ModelSpec, MoESpec, MlaSpec, QuantizationSpec, RecurrentSpec, VisionTowerSpec)
+    for cls in (
+        ModelSpec,
+        MoESpec,
+        MlaSpec,
+        QuantizationSpec,
+        RecurrentSpec,
+        VisionTowerSpec,
+        DropoutSpec,
+    )
 }
 
 

@@ -158,6 +158,8 @@ class TrainOptions:
     transformers_version: str | None = None
     #: the estimate command's ``--emit`` when --train is given: a config or launch command
     emit: str | None = None
+    #: every dropout of the architecture at this p (None: the model config's own values)
+    dropout: float | None = None
 
     def to_settings(self, *, tp: int | None, overhead_bytes: int | None) -> TrainingSettings:
         """Build validated settings (raises InvalidSettingError with a one-line message)."""
@@ -190,6 +192,7 @@ class TrainOptions:
             loss=loss,
             optimizer_in_backward=self.optimizer_in_backward,
             attn_implementation=self.attn_implementation,
+            dropout=self.dropout,
             fragmentation_fraction=self.fragmentation,
             expandable_segments=self.expandable_segments,
             kbit_prep=self.kbit_prep,
@@ -273,6 +276,11 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
     click.option("--attn-implementation", "train_attn_implementation",
                  type=click.Choice(("sdpa", "flash_attention_2", "eager")), default="sdpa",
                  show_default=True, help="Attention kernel"),
+    click.option("--dropout", "train_dropout",
+                 type=click.FloatRange(0.0, 1.0, max_open=True),
+                 help="Dropout p of every dropout the architecture has (embedding, attention, "
+                      "residual; default: the model config's, e.g. GPT-2 0.1): each saves a "
+                      "1-byte mask per element for backward"),
     click.option("--grad-accum", "train_grad_accum", type=int, default=1, show_default=True,
                  help="Gradient accumulation steps"),
     click.option("--activation-offloading", "train_activation_offloading", is_flag=True,

@@ -60,9 +60,11 @@ from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.training_activations import (
     LayerActivations,
     LossActivations,
+    dropout_note,
     largest_request_bytes,
     layer_activations,
     loss_activations,
+    training_dropout,
 )
 from oomkit.estimate.training_band import allocator_family, allocator_fraction
 from oomkit.estimate.training_compile import COMPILE_SOURCE
@@ -392,7 +394,14 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     Raises:
         InvalidSettingError: LoRA targets that do not exist in the model.
     """
-    echoed = settings
+    # the echo names the dropout the step runs (the config's largest p when not overridden)
+    drop = training_dropout(spec, settings)
+    echoed = replace(
+        settings,
+        dropout=max((drop.embedding, drop.attention, *drop.residual))
+        if settings.dropout is None
+        else settings.dropout,
+    )
     impl, impl_note = effective_attn_implementation(spec.model_type, settings.attn_implementation)
     if impl != settings.attn_implementation:
         settings = replace(settings, attn_implementation=impl)
@@ -542,8 +551,7 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
             "unless zero_force_ds_cpu_optimizer is false (HF Trainer sets it), and bitsandbytes "
             "runs 8-bit optimizers on the CPU only from PR #1901 (paged ones unpaged)"
         )
-    if settings.dropout == 0:
-        out.append("no dropout (modern LLM configs): no dropout masks")
+    out.append(dropout_note(spec, settings))
     if any(t in ("mamba", "linear_attention") for t in spec.layer_types):
         out.append("SSM / linear-attention layer activations approximated as 4 x d_inner")
     if settings.tp > 1:

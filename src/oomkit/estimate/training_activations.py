@@ -26,8 +26,20 @@ fp16 with dropout. oomkit counts the tensors autograd really saves in a modern d
   scores in the stream dtype (pytorch/pytorch#64000, fixed in 1.11 by #65242);
 * SwiGLU MLP: gate output (SiLU input), SiLU output and up output (``mul`` inputs), and the
   product when ``down_proj`` trains: 3-4 x i x e. A GELU MLP saves fc1 output (+ GELU output);
-* dropout masks (1 byte per element) only when dropout > 0 (two residual dropouts; attention-prob
-  dropout only in eager attention — fused kernels regenerate the mask from the RNG seed);
+* dropout masks (1 byte per element) where the config's dropout is > 0
+  (:func:`training_dropout`; placed per architecture by
+  :mod:`oomkit.loaders.hf_config_dropout`): ``nn.Dropout``/``F.dropout`` in training mode run
+  ``native_dropout`` on CUDA, which returns ``(output, mask)`` with a bool mask and saves only
+  the mask for backward (aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable``;
+  tools/autograd/derivatives.yaml ``native_dropout: native_dropout_backward(grad, result1,
+  ...)``): one per residual-branch dropout of a layer, one for the embeddings (full
+  fine-tuning: a frozen embedding's output needs no gradient), and on the attention
+  probabilities in eager attention (``a·s`` per token). SDPA's flash and memory-efficient
+  kernels regenerate the attention mask from the Philox seed and offset they save
+  (aten/src/ATen/native/transformers/cuda/attention.cu, ``philox_seed``/``philox_offset``
+  outputs), so they keep nothing more; the math backend (``_scaled_dot_product_attention_math``
+  in attention.cpp: ``at::dropout(attn, dropout_p, true)``) keeps the mask and the fp32
+  dropped probabilities ``attn @ v`` saves;
 * MoE (HF Mixtral/Qwen-MoE loop): router fp32 softmax (4·E), each token's hidden state gathered
   per chosen expert (k·h·e) and each expert's MLP on it, the weighted expert outputs (k·h·e);
 * tensor parallelism splits the attention heads and ``i`` (Megatron column/row parallel); norms
@@ -67,7 +79,8 @@ from oomkit.estimate.training_compile import (
     compiled_loss_bytes,
     compiled_rms_norm_bytes,
 )
-from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec
+from oomkit.loaders.hf_config_dropout import dropout_everywhere
+from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, DropoutSpec, ModelSpec
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
 from oomkit.spec.tensors_blocks import block_norms
@@ -78,10 +91,12 @@ __all__ = [
     "LayerActivations",
     "LossActivations",
     "autocast_stream",
+    "dropout_note",
     "kbit_head_cast_bytes",
     "largest_request_bytes",
     "layer_activations",
     "loss_activations",
+    "training_dropout",
 ]
 
 #: ``model_type``s whose RMSNorm multiplies by its weight in fp32 before casting back
@@ -141,6 +156,57 @@ def autocast_stream(settings: TrainingSettings) -> bool:
     )
 
 
+def training_dropout(spec: ModelSpec, settings: TrainingSettings) -> DropoutSpec:
+    """The dropouts active in the training step: the config's (``ModelSpec.dropout``), or every
+    dropout the architecture has at ``settings.dropout`` when that is given (``--dropout``)."""
+    if settings.dropout is None:
+        return spec.dropout or DropoutSpec()
+    return dropout_everywhere(
+        spec.model_type, parallel_attn=spec.parallel_attn, p=float(settings.dropout)
+    )
+
+
+def dropout_note(spec: ModelSpec, settings: TrainingSettings) -> str:
+    """The assumption line: which dropouts the step runs and which masks were counted."""
+    d = training_dropout(spec, settings)
+    origin = "config" if settings.dropout is None else f"--dropout {settings.dropout:g}"
+    if not d.any:
+        return f"no dropout ({origin}: every p = 0): no dropout masks"
+    counted: list[str] = []
+    resid = [p for p in d.residual if p > 0]
+    if resid:
+        counted.append(f"{len(resid)} residual per layer (p={max(resid):g})")
+    if d.embedding > 0:
+        full = settings.method == "full"
+        counted.append(f"embeddings (p={d.embedding:g})" + ("" if full else ": frozen, none"))
+    if d.attention > 0:
+        impl = settings.attn_implementation
+        if impl == "eager":
+            where = "a heads x seq x seq mask per layer (eager)"
+        elif impl == "sdpa" and sdpa_runs_math(spec):
+            where = "mask and fp32 probabilities per layer (SDPA math backend)"
+        else:
+            where = f"none kept ({impl} regenerates it from the Philox seed)"
+        counted.append(f"attention probabilities (p={d.attention:g}): {where}")
+    if settings.grad_checkpointing == "full":  # a layer's masks exist while it recomputes
+        counted.append("the layers' masks regenerated with each checkpointed layer's recompute")
+    return f"dropout ({origin}), 1-byte bool masks saved for backward: " + "; ".join(counted)
+
+
+def embedding_dropout_bytes(
+    spec: ModelSpec, settings: TrainingSettings, *, trainable_roles: frozenset[str] | None
+) -> int:
+    """The embedding dropout's bool mask (GPT-2 ``self.drop``, ``embd_pdrop``): saved only when
+    the embedding output needs a gradient (its weight trains: full fine-tuning), outside every
+    checkpointed layer; replicated across tensor-parallel ranks unless sequence parallel."""
+    if training_dropout(spec, settings).embedding <= 0:
+        return 0
+    if trainable_roles is not None and "token_embd" not in trainable_roles:
+        return 0
+    sp_div = settings.tp if settings.sp else 1
+    return settings.micro_batch * settings.seq * spec.hidden_size // sp_div
+
+
 def layer_activations(
     spec: ModelSpec, settings: TrainingSettings, *, trainable_roles: frozenset[str] | None
 ) -> tuple[LayerActivations, ...]:
@@ -160,7 +226,12 @@ def layer_activations(
     t = settings.tp
     sp_div = t if settings.sp else 1
     h = spec.hidden_size
-    drop = settings.dropout > 0
+    dropout = training_dropout(spec, settings)
+    attn_drop = dropout.attention > 0
+    # bool masks of the residual-branch dropouts (GPT-2 resid_dropout after attention and after
+    # the MLP; OPT's F.dropout after self_attn and fc2), 1 byte per element of the stream
+    resid_masks = sum(1 for p in dropout.residual if p > 0)
+    emb_mask = embedding_dropout_bytes(spec, settings, trainable_roles=trainable_roles)
 
     def trains(*roles: str) -> bool:
         return _trains(trainable_roles, roles)
@@ -248,10 +319,12 @@ def layer_activations(
                 # upcast and broadcast to every head by the batched matmuls
                 eager_sq += a * s * 4
                 split += 2 * a * d * 4 + a * d * 4 + a * dv * 4
+                if attn_drop:  # at::dropout's bool mask and fp32 output (attn @ v saves it)
+                    eager_sq += a * s * (1 + 4)
             elif settings.attn_implementation == "eager":
                 # HF eager_attention_forward: sliding layers are masked, still S x S
                 s = settings.seq
-                eager_sq += a * s * (4 + e) + (a * s if drop else 0)
+                eager_sq += a * s * (4 + e) + (a * s if attn_drop else 0)
                 if spec.attn_logit_softcapping:
                     # Gemma-2 eager_attention_forward: ``tanh(w / cap) * cap`` keeps the tanh
                     # output (compute dtype) for backward (transformers modeling_gemma2.py)
@@ -269,12 +342,13 @@ def layer_activations(
                 mlp_in = trains("ffn_gate", "ffn_up", "ffn_gate_inp")
                 rep += pre_norm(bn.pre_ffn, mlp_in, gated_copies)
             split += _mlp_per_token(spec, i, e, trainable_roles, compiled=compiled)
-        if drop:
-            rep += 2 * h  # residual dropout masks (bool)
+        rep += resid_masks * h  # residual dropout masks (bool)
         per_token_saved = rep // sp_div + split // t + eager_sq // t
-        saved = tokens * per_token_saved
-        ckpt = tokens * h * stream_e // sp_div
-        selective = tokens * (rep // sp_div + split // t)
+        # the embedding dropout's mask lives outside the layers: counted with layer 0
+        first = emb_mask if i == 0 else 0
+        saved = tokens * per_token_saved + first
+        ckpt = tokens * h * stream_e // sp_div + first
+        selective = tokens * (rep // sp_div + split // t) + first
         # backward: gradient of the widest intermediate (MLP) and of the stream, in e bytes,
         # plus the fp32 grad of the norm input
         widest = max(_widest(spec, i), h)

@@ -15,6 +15,7 @@ has the standard keys is read as a Llama-like decoder, with a note in ``assumpti
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from oomkit.errors import ConfigFormatError, SourceNotFoundError
+from oomkit.loaders.hf_config_dropout import config_dropout
 from oomkit.loaders.hf_config_families import ADAPTERS, MODEL_TYPE_ARCHITECTURES, generic_decoder
 from oomkit.loaders.hf_config_fields import Fields
 from oomkit.spec.model import ModelSpec
@@ -72,7 +74,7 @@ def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config"
     fields = Fields(config, name=name, architecture=arch)
     adapter = ADAPTERS.get(arch) or generic_decoder
     try:
-        return adapter(fields, source)
+        spec = adapter(fields, source)
     except (ArithmeticError, TypeError, KeyError, IndexError, AttributeError) as e:
         # a value combination no real config has (0 heads, a list where a number belongs...)
         raise ConfigFormatError(
@@ -80,6 +82,16 @@ def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config"
             f"({type(e).__name__}: {e}). Pass the model's original config.json.",
             path=name,
         ) from e
+    # the config's dropouts (transformers applies them in training mode; the keys and their
+    # configuration defaults per architecture: oomkit.loaders.hf_config_dropout)
+    text = config.get("text_config")
+    drop = config_dropout(
+        text if isinstance(text, Mapping) and spec.model_type == text.get("model_type") else config,
+        model_type=spec.model_type,
+        parallel_attn=spec.parallel_attn,
+        name=name,
+    )
+    return spec if drop is None else dataclasses.replace(spec, dropout=drop)
 
 
 def load_config(path: str | os.PathLike[str]) -> ModelSpec:

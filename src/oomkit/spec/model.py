@@ -49,6 +49,7 @@ __all__ = [
     "LAYER_LINEAR",
     "LAYER_MAMBA",
     "LAYER_SLIDING",
+    "DropoutSpec",
     "MlaSpec",
     "MoESpec",
     "ModelSpec",
@@ -246,6 +247,39 @@ class VisionTowerSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DropoutSpec:
+    """Dropout probabilities of the model's config, placed as its transformers modeling file
+    applies them in training mode (:mod:`oomkit.loaders.hf_config_dropout`).
+
+    ``embedding``: once on the embeddings (GPT-2 ``embd_pdrop``); ``attention``: on the
+    attention probabilities (``attn_pdrop``/``attention_dropout``); ``residual``: one entry per
+    dropout on a residual branch of every layer (GPT-2: after attention and after the MLP).
+    """
+
+    embedding: float = 0.0
+    attention: float = 0.0
+    residual: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, p in (
+            ("embedding", self.embedding),
+            ("attention", self.attention),
+            *(("residual", r) for r in self.residual),
+        ):
+            if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p < 1.0:
+                raise InvalidModelSpecError(
+                    f"Invalid {name} dropout {p!r}: a probability in [0, 1).",
+                    setting=f"dropout.{name}",
+                    value=p,
+                )
+
+    @property
+    def any(self) -> bool:
+        """Whether any dropout is active (p > 0) in training mode."""
+        return self.embedding > 0 or self.attention > 0 or any(r > 0 for r in self.residual)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSpec:
     """Architecture facts of one model. Dimensions copy HF config.json names."""
 
@@ -318,6 +352,8 @@ class ModelSpec:
     #: logits; None without. Eager attention then keeps the ``tanh`` output for backward
     attn_logit_softcapping: float | None = None
     final_logit_softcapping: float | None = None
+    #: dropout of the config in training mode (None: the architecture has none, or all p = 0)
+    dropout: DropoutSpec | None = None
 
     def __post_init__(self) -> None:
         self._validate_dims()

@@ -420,7 +420,10 @@ class TrainingSettings:
     #: cross-entropy keep the input logits and a logsumexp, no fp32 log-probs
     compiled_loss: bool = False
     attn_implementation: str = "sdpa"  # "sdpa" | "flash_attention_2" | "eager"
-    dropout: float = 0.0  # attention/residual dropout probability of the model config
+    #: dropout probability applied to every dropout the architecture has (embedding,
+    #: attention probabilities, residual branches): None = the model config's own values
+    #: (``ModelSpec.dropout``), 0 = none (a config edited to drop them)
+    dropout: float | None = None
     #: allocator fragmentation margin as a fraction of the peak (None: documented default)
     fragmentation_fraction: float | None = None
     #: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: the allocator's margin and band are
@@ -457,7 +460,9 @@ class TrainingSettings:
                      "activation_offloading", "compiled", "compiled_loss",
                      "fused_experts_unquantized"):  # fmt: skip
             check_bool(name, getattr(self, name), optional=False)
-        if not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool):
+        if self.dropout is not None and (
+            not isinstance(self.dropout, int | float) or isinstance(self.dropout, bool)
+        ):
             raise InvalidSettingError(
                 f"Invalid dropout {self.dropout!r}: a probability in [0, 1).", setting="dropout"
             )
@@ -551,7 +556,7 @@ class TrainingSettings:
                 "upcasts a 4-bit model's other parameters; use it with qlora.",
                 setting="kbit_prep",
             )
-        if not 0.0 <= self.dropout < 1.0:
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise InvalidSettingError(
                 f"Invalid dropout {self.dropout}: it must be in [0, 1).",
                 setting="dropout",

@@ -340,14 +340,23 @@ def create_app(
         """Search the GPU catalog; ``live`` lists this machine's GPUs when a driver answers."""
         from oomkit.hardware.catalog import search_gpus
 
-        rows = search_gpus(q or None)
+        rows = search_gpus(q or None)[:limit]
         live_gpus, live_error = live.get()
         return {
             "schema_version": 1,
-            "gpus": [r.to_dict() for r in rows[:limit]],
+            "gpus": [r.to_dict() for r in rows],
             "live": live_gpus,
             "live_error": live_error,
+            # what the estimate budgets against per OS (the page's labels): the CUDA total on
+            # Linux, the NVML total under WDDM (hardware.catalog.runtime_capacity_bytes)
+            "capacity_bytes_by_os": {r.key: _capacities(r) for r in rows},
         }
+
+    @app.get("/api/context", summary="the longest context a catalog model takes")
+    def context(model: str = Query(..., min_length=1, max_length=200)) -> dict[str, Any]:
+        """``max_context``: the model's longest context (None when oomkit cannot tell: not a
+        catalog name), bounding the page's context slider."""
+        return {"schema_version": 1, "model": model, "max_context": _max_context(model)}
 
     @app.get("/api/health", include_in_schema=False)
     def health() -> dict[str, Any]:
@@ -359,6 +368,35 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     return app
+
+
+def _capacities(gpu: Any) -> dict[str, int]:
+    """The capacity the estimate gives ``gpu`` for each OS the page offers ("" = not said)."""
+    from oomkit.hardware.catalog import runtime_capacity_bytes
+
+    return {o: runtime_capacity_bytes(gpu, os=o or None) for o in _PAGE_OS}
+
+
+#: the page's OS choices ("" = not said: the Linux figure)
+_PAGE_OS = ("", "linux", "windows", "wsl", "macos")
+
+
+def _max_context(model: str) -> int | None:
+    """A catalog model's longest context: ``max_position_embeddings`` (times a rope_scaling
+    factor vLLM applies: estimate.checks.vllm_max_model_len), never past a learned absolute
+    position table (GPT-2 ``n_positions``, OPT ``max_position_embeddings``), which has no row
+    for a later position; None for a name the catalog lacks."""
+    from oomkit.catalog.models import find_model
+    from oomkit.estimate.checks import vllm_max_model_len
+
+    try:
+        spec = find_model(model).spec()
+    except errors.OomkitError:
+        return None
+    longest = vllm_max_model_len(spec) or spec.max_position_embeddings
+    if spec.position_embedding_rows and spec.max_position_embeddings:
+        longest = min(longest or spec.max_position_embeddings, spec.max_position_embeddings)
+    return longest
 
 
 def _not_text(e: ValueError) -> errors.InvalidSettingError:

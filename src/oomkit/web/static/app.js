@@ -152,8 +152,40 @@
     if (list.includes(prev)) $("quant").value = prev;
     for (const f of document.querySelectorAll(".kv-field")) f.hidden = !LLAMA_FAMILY.includes(rt);
   }
+  // the slider's stops: CTX up to the model's longest context (and that length itself, e.g.
+  // GPT-2's 1024-row position table or Qwen3's 40960), from /api/context
+  let stops = CTX.slice();
+  let wantedCtx = null; // a context asked for (the URL) before the model's bound is known
+  const maxCtxOf = new Map();
   function ctxValue() {
-    return CTX[Number($("ctx").value)];
+    return stops[Number($("ctx").value)];
+  }
+  function setStops(maxCtx) {
+    const cur = wantedCtx || ctxValue();
+    const next = CTX.filter((n) => !maxCtx || n <= maxCtx);
+    if (maxCtx && (!next.length || next[next.length - 1] < maxCtx)) next.push(maxCtx);
+    const changed = next.join() !== stops.join();
+    stops = next;
+    $("ctx").max = String(stops.length - 1);
+    // the asked context, else the longest stop below it, else the shortest
+    const below = stops.filter((n) => n <= cur).length - 1;
+    $("ctx").value = String(Math.max(0, stops.includes(cur) ? stops.indexOf(cur) : below));
+    wantedCtx = null;
+    showCtx();
+    return changed;
+  }
+  // the model's longest context (null: not a catalog name, any stop goes)
+  async function boundCtx() {
+    const m = $("model").value.trim();
+    if (!m) return false;
+    if (!maxCtxOf.has(m)) {
+      try {
+        maxCtxOf.set(m, (await api(`/api/context?model=${encodeURIComponent(m)}`)).max_context);
+      } catch (e) {
+        maxCtxOf.set(m, null);
+      }
+    }
+    return setStops(maxCtxOf.get(m));
   }
   function showCtx() {
     const n = ctxValue();
@@ -178,14 +210,32 @@
     groups.push(
       el("optgroup", { label: "Catalog" },
         doc.gpus.map((g) => el("option", { value: g.key },
-          `${g.name.replace(/^NVIDIA (GeForce )?/, "")} (${fmtBytes(g.memory_bytes)})`)))
+          gpuLabel(g, (doc.capacity_bytes_by_os || {})[g.key]))))
     );
+    catalogGpus = doc;
     $("gpu").replaceChildren(...groups);
     const keys = doc.gpus.map((g) => g.key);
     const offered = [...$("gpu").options].map((o) => o.value);
     $("gpu").value = wanted && offered.includes(wanted) ? wanted
       : liveGpus.length ? "auto" : keys.includes("rtx-4090") ? "rtx-4090" : keys[0];
     countForGpu();
+  }
+  // a catalog GPU's label shows the capacity the estimate budgets against on the chosen OS
+  // (the CUDA total on Linux: 23.52 GiB for an RTX 4090), with the card's nominal memory
+  let catalogGpus = null;
+  function gpuLabel(g, caps) {
+    const name = g.name.replace(/^NVIDIA (GeForce )?/, "");
+    const cap = caps ? caps[$("os").value] ?? caps[""] : g.memory_bytes;
+    return cap === g.memory_bytes ? `${name} (${fmtBytes(cap)})`
+      : `${name} (${fmtBytes(cap)} usable of ${fmtBytes(g.memory_bytes)})`;
+  }
+  function relabelGpus() {
+    if (!catalogGpus) return;
+    const caps = catalogGpus.capacity_bytes_by_os || {};
+    for (const g of catalogGpus.gpus) {
+      const o = $("gpu").querySelector(`option[value="${CSS.escape(g.key)}"]`);
+      if (o) o.textContent = gpuLabel(g, caps[g.key]);
+    }
   }
   // this machine's GPUs come as they are: the count is theirs, not a choice
   function countForGpu() {
@@ -277,6 +327,7 @@
     $("compare").checked = p.get("compare") === "1";
     const ctx = Number(p.get("ctx"));
     if (CTX.includes(ctx)) $("ctx").value = String(CTX.indexOf(ctx));
+    if (Number.isInteger(ctx) && ctx > 0) wantedCtx = ctx; // bounded by the model's own below
     return { gpu: p.get("gpu"), quant: p.get("quant") };
   }
 
@@ -405,6 +456,7 @@
   let inflight = null;
   let seq = 0;
   async function update() {
+    await boundCtx();
     saveState();
     const { est, plan } = requestBodies();
     if (!est.model) return;
@@ -548,6 +600,7 @@
     for (const id of ["gpu", "gpu-count", "quant", "compare", "os", "ctk", "ctv", "fa"]) $(id).addEventListener("change", scheduleUpdate);
     $("ram").addEventListener("input", scheduleUpdate);
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
+    $("os").addEventListener("change", relabelGpus);
     $("diagnose").addEventListener("click", () => diagnose());
     $("log").addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); diagnose(); }
