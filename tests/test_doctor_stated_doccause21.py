@@ -70,3 +70,42 @@ def test_outputs_saved_on_the_device_are_kept_outputs() -> None:
     # saving the model's weights is not a loop's outputs
     d2 = diagnose_text("CUDA out of memory when the model is saved in GPU memory format")
     assert d2.cause != "leak_or_accumulation"
+
+
+# --- the context setting named as raised, and llama.cpp's `-c 0` --------------------------------
+
+CONTEXT_RAISED = (
+    "CUDA out of memory after increasing num_ctx to 32768",
+    "Switching from a high `num_ctx` to a model with a low `num_ctx` causes cuda out of memory",
+    "OOM when I raise the context length in LM Studio",
+    "llama-server -c 0 -ngl 99 crashes with out of memory",
+    "running with --ctx-size=0 gives an OOM at load",
+)
+
+
+@pytest.mark.parametrize("text", CONTEXT_RAISED)
+def test_raised_context_setting_reads_as_the_kv_cache(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.cause == "kv_cache_or_context", d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # another clause, or the larger context said to work
+        "a larger context length works; CUDA out of memory at batch 64",
+        "a larger context length works fine but CUDA out of memory at batch 64",
+        # `-c 0.5` is not a context of 0; a raised batch is not the context
+        "OOM with -c 0.5 temperature",
+        "CUDA out of memory after increasing the batch size to 64",
+    ],
+)
+def test_other_settings_are_not_the_context(text: str) -> None:
+    assert diagnose_text(text).cause != "kv_cache_or_context"
+
+
+@pytest.mark.parametrize("record_id", ["h34-ollama-1871", "h35-Bonsai-demo-124"])
+def test_development_records_read_as_the_context(record_id: str) -> None:
+    d = diagnose_text(corpus_text(record_id))
+    assert d.cause == "kv_cache_or_context", d.explanation
+    assert "What would decide" in d.explanation
