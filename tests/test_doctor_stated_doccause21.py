@@ -109,3 +109,37 @@ def test_development_records_read_as_the_context(record_id: str) -> None:
     d = diagnose_text(corpus_text(record_id))
     assert d.cause == "kv_cache_or_context", d.explanation
     assert "What would decide" in d.explanation
+
+
+# --- the smallest batch said to fail too, in Chinese ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "训练会报CUDA out of memory，batch_size和num_workers都设置为1，仍然报显存溢出",
+        "我这边bs=1的情况下也出现显存溢出的情况",
+        "batch size设为1还是爆显存",
+    ],
+)
+def test_batch_of_one_that_still_overflows_is_the_resident_state(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.cause == "model_too_large", d.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "batch_size设置为16，仍然报显存溢出",  # not the smallest batch
+        "bs=1的时候没有溢出，bs=8就爆显存了",  # batch 1 passes
+        "abs=1 也出现显存溢出",  # not a batch
+    ],
+)
+def test_other_batch_statements_are_not_the_smallest_batch(text: str) -> None:
+    assert diagnose_text(text).cause != "model_too_large"
+
+
+@pytest.mark.parametrize("record_id", ["h32-AtSpeed-3", "h33-DB-151"])
+def test_development_records_read_as_the_resident_state(record_id: str) -> None:
+    d = diagnose_text(corpus_text(record_id))
+    assert d.cause == "model_too_large", d.explanation
