@@ -416,3 +416,32 @@ def test_mindspore_share_of_the_device_decides() -> None:
     assert d.primary.runtime == "mindspore"
     # a small request with the device held by the pool: the resident state, left open
     assert d.open_question
+
+
+_GENERIC_DECIDER = "What would decide it is not in the message"
+
+
+def test_trt_scratch_rule_carries_its_own_deciding_fact() -> None:
+    # the builder's scratch request with its size (heldout9's tensorrt-2682 wording): the rule
+    # knows what decides (a lower workspace limit, smaller build shapes), so the generic
+    # "the setting that capped this memory" sentence is not appended
+    d = diagnose_text(
+        "[W] [TRT] Requested amount of GPU memory (4294967296 bytes) could not be allocated. "
+        "There may not be enough free memory for allocation to succeed.\n"
+        "[W] [TRT] Skipping tactic 3 due to insufficient memory on requested size of "
+        "4294967296 detected for tactic 0x0000000000000004."
+    )
+    assert d.cause == "unknown"
+    assert "smaller build shapes" in d.explanation
+    assert _GENERIC_DECIDER not in d.explanation
+
+
+def test_low_confidence_unknown_with_sizes_gets_the_generic_deciding_sentence() -> None:
+    # a small request with plenty free (T3, nanoGPT's report in heldout13): the sizes were
+    # read, so "the full message would decide" would be false; the cap that is not in the
+    # message decides
+    d = diagnose_text(corpus_text("h13-nanogpt-88"))
+    assert d.cause == "unknown"
+    assert d.confidence < 0.6
+    assert _GENERIC_DECIDER in d.explanation
+    assert "the setting that capped this memory" in d.explanation

