@@ -98,6 +98,19 @@ def test_plan_takes_pooling_as_estimate_does(capsys: pytest.CaptureFixture[str])
     assert "--pooling is a vLLM option" in err
 
 
+def test_plan_pooling_command_runs_the_pooling_runner(capsys: pytest.CaptureFixture[str]) -> None:
+    """The emitted ``vllm serve`` line must start the runner the estimate priced (vLLM PR #21470:
+    ``--runner pooling`` replaced ``--task embed``); a generative plan never carries it."""
+    from oomkit.planner.commands import parse_command
+
+    base = ["plan", "qwen3-8b", "-r", "vllm", "--gpu", "l4", "--offline"]
+    _, with_pool = _json(capsys, [*base, "--pooling"])
+    _, without = _json(capsys, base)
+    cmd = with_pool["plans"][0]["command"]
+    assert parse_command("vllm", cmd)["--runner"] == ["pooling"]
+    assert "--runner" not in parse_command("vllm", without["plans"][0]["command"])
+
+
 def test_estimate_pooling_says_what_changed(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(
         capsys, ["estimate", "qwen3-8b", "-r", "vllm", "--gpu", "l4", "--pooling", "--offline"]

@@ -123,6 +123,8 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--fully-sharded-loras": 0,
                     "--lora-dtype": 1,
                     "--compilation-config": 1,
+                    # vLLM 0.10+ (PR #21470 replaced --task embed): pooling models
+                    "--runner": 1,
                 }
             ),
         ),
@@ -421,6 +423,8 @@ def emit_command(
             parts += ["--cpu-offload-gb", f"{settings.cpu_offload_bytes / (1 << 30):g}"]
         if settings.enforce_eager:
             parts += ["--enforce-eager"]
+        if settings.pooling:  # the estimate priced the pooler's profile run, not the sampler's
+            parts += ["--runner", "pooling"]
         if settings.cache_type_k and settings.cache_type_k != "auto":
             parts += ["--kv-cache-dtype", settings.cache_type_k]
         if settings.quant in ("fp8", "awq", "gptq"):
