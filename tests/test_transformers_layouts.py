@@ -205,3 +205,35 @@ def test_training_planner_never_proposes_a_sequence_past_the_table(
     out = capsys.readouterr().out
     assert "a 2048-token training sequence indexes past it" in out
     assert "more GPUs" not in out
+
+
+def test_training_seq_not_given_defaults_to_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--seq`` not given: 2048 tokens, or a shorter learned table (GPT-2 1024, OPT 2048) with a
+    note; given, it is kept (past the table: the blocker above). A bare ``plan gpt2 --train full``
+    used to answer "Nothing fits" for the default 2048."""
+    import json
+
+    from oomkit.cli import main
+    from oomkit.estimate.transformers_layouts import default_training_seq
+
+    gpt2 = find_model("gpt2").spec()
+    assert default_training_seq(gpt2, None)[0] == 1024
+    assert default_training_seq(gpt2, None)[1] is not None
+    assert default_training_seq(gpt2, 512) == (512, None)
+    assert default_training_seq(gpt2, 2048) == (2048, None)
+    llama = find_model("llama-3.1-8b").spec()
+    assert default_training_seq(llama, None) == (2048, None)
+    args = ["gpt2", "--train", "full", "--gpu", "rtx-4090", "--offline"]
+    assert main(["plan", *args]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing fits" not in out
+    assert "--seq not given: 1024 tokens" in out
+    assert "--seq 1024" in out  # the check: command reproduces the plan
+    assert main(["estimate", *args, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["seq"] == 1024
+    assert any("--seq not given" in n for n in doc["verdict_details"]["notes"])
+    main(
+        ["estimate", "llama-3.1-8b", "--train", "lora", "--gpu", "rtx-4090", "--offline", "--json"]
+    )
+    assert json.loads(capsys.readouterr().out)["settings"]["seq"] == 2048

@@ -382,6 +382,7 @@ def _plan_training(
     import dataclasses
 
     from oomkit.api import load_model
+    from oomkit.cli.train_options import seq_for_model
     from oomkit.estimate.training import estimate_training
     from oomkit.planner.train_launch import training_launch
     from oomkit.planner.trainer_names import trainer_options
@@ -402,6 +403,7 @@ def _plan_training(
     if n_gpus > 1 and training.gpus in (1, n_gpus):
         settings = dataclasses.replace(settings, gpus=n_gpus)
     spec = load_model(model, offline=True if offline else None)
+    settings, alloc_note = seq_for_model(settings, spec, training, alloc_note)
     from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 
     platform = Platform(

@@ -126,7 +126,7 @@ class TrainOptions:
     mixed_precision: str
     master_weights: bool
     micro_batch: int
-    seq: int
+    seq: int | None
     grad_checkpointing: str
     zero: int
     fsdp: str | None
@@ -176,7 +176,7 @@ class TrainOptions:
             mixed_precision=self.mixed_precision,
             master_weights=self.master_weights,
             micro_batch=self.micro_batch,
-            seq=self.seq,
+            seq=self.seq if self.seq is not None else 2048,  # the model's: seq_for_model
             grad_checkpointing=self.grad_checkpointing,
             zero=self.zero,
             fsdp=self.fsdp is not None,
@@ -204,6 +204,20 @@ class TrainOptions:
             compiled_loss=self.compile and not self.no_compile_loss,
             fused_experts_unquantized=_fused_experts_unquantized(self.transformers_version),
         )
+
+
+def seq_for_model(
+    settings: TrainingSettings, spec: Any, training: TrainOptions, note: str | None
+) -> tuple[TrainingSettings, str | None]:
+    """The settings with the model's default ``--seq`` (GPT-2: its 1024-position table) when
+    ``--seq`` was not given, and ``note`` joined with the note saying so."""
+    from oomkit.estimate.transformers_layouts import default_training_seq
+
+    seq, seq_note = default_training_seq(spec, training.seq)
+    if seq == settings.seq:
+        return settings, note
+    notes = "; ".join(n for n in (note, seq_note) if n) or None
+    return dataclasses.replace(settings, seq=seq), notes
 
 
 def _fused_experts_unquantized(version: str | None) -> bool:
@@ -241,8 +255,9 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  "bf16 like torchtune)"),
     click.option("--micro-batch", "train_micro_batch", type=int, default=1, show_default=True,
                  help="Sequences per GPU per forward"),
-    click.option("--seq", "train_seq", type=COUNT, default=2048, show_default=True,
-                 help="Tokens per sequence (4096, 32k as --ctx takes them)"),
+    click.option("--seq", "train_seq", type=COUNT, default=None,
+                 help="Tokens per sequence (4096, 32k as --ctx takes them) [default: 2048, or "
+                 "a shorter learned position table: GPT-2 1024]"),
     click.option("--grad-checkpointing", "train_grad_checkpointing", is_flag=False,
                  flag_value="full", default="none",
                  type=click.Choice(("none", "full", "selective")),
@@ -474,6 +489,7 @@ def run_training(
             gpus, vram_bytes=vram, host_ram_bytes=ram, n_devices=settings.gpus, os=os_name
         )
     spec = load_model(model, offline=True if offline else None)
+    settings, alloc_note = seq_for_model(settings, spec, training, alloc_note)
     platform = Platform(
         os=os_name,
         display=display,

@@ -143,6 +143,28 @@ def training_position_blocker(spec: ModelSpec, seq: int) -> str | None:
     return _past_table(spec, limit, f"a {seq}-token training sequence", f"seq <= {limit}")
 
 
+#: ``--seq`` when not given (training)
+DEFAULT_TRAIN_SEQ = 2048
+
+
+def default_training_seq(spec: ModelSpec, asked: int | None) -> tuple[int, str | None]:
+    """The training sequence to price and the note saying it was chosen (None: no note).
+
+    ``asked`` is the user's ``--seq`` (None: not given): kept as given (a length past the table
+    is then the blocker of :func:`training_position_blocker`). Not given: 2048 tokens, or the
+    learned position table when it is shorter (GPT-2: 1024), so a bare ``plan gpt2 --train full``
+    plans a step the model can run instead of answering "Nothing fits"."""
+    if asked is not None:
+        return asked, None
+    limit = learned_position_limit(spec)
+    if limit is None or limit >= DEFAULT_TRAIN_SEQ:
+        return DEFAULT_TRAIN_SEQ, None
+    return limit, (
+        f"--seq not given: {limit} tokens, {spec.model_type}'s learned position table "
+        f"(the default {DEFAULT_TRAIN_SEQ} would index past it)"
+    )
+
+
 def _past_table(spec: ModelSpec, limit: int, what: str, keep: str) -> str:
     """One wording for inference and training past the learned table."""
     verb = "indexes" if what.startswith("a ") else "index"
