@@ -163,3 +163,56 @@ def test_real_record_is_recognised_without_contradiction(rid: str) -> None:
     assert d.oom_found
     assert contradictions(d) == []
     assert not hardware_top_fix(d)
+
+
+# docperf18: an absurd figure (above 2^60 bytes, negative, not a number) in these wordings was a
+# reason to miss the TensorRT message and to drop a TensorRT-LLM KV figure silently; as the
+# PyTorch parser does (parse_torch.size_of, _impossible), the message is recognised, the figure
+# refused and named in the finding
+@pytest.mark.parametrize(
+    ("need", "pool", "named"),
+    [
+        ("1" + "0" * 30, "4294967296", "1" + "0" * 30 + " bytes of scratch space"),
+        ("-5", "4294967296", "-5 bytes of scratch space"),
+        ("nan", "4294967296", "nan bytes of scratch space"),
+        ("0", "4294967296", "0 bytes of scratch space"),
+        ("8589934592", "1e30", "1e30 bytes available"),
+    ],
+)
+def test_trt_scratch_refuses_an_absurd_size_and_says_so(need: str, pool: str, named: str) -> None:
+    d = diagnose_text(_TRT_SCRATCH.replace("8589934592", need, 1).replace("4294967296", pool, 1))
+    e = d.events[0]
+    assert (e.runtime, e.format) == ("tensorrt", "trt_scratch_space")
+    assert e.ignored_sizes == named
+    assert (e.requested_bytes is None) == (need != "8589934592")
+    assert (e.allowed_bytes is None) == (pool != "4294967296")
+    assert f"The log states {named}: not a believable figure" in d.explanation
+    assert d.cause == "unknown"  # no size to compare: the build's shapes, no run-time cause
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "named"),
+    [
+        ("79.15 GiB", "1" + "0" * 30 + " GiB", "total_bytes", "1" + "0" * 30 + " GiB total"),
+        ("63.42 GiB", "-3.00 GiB", "free_bytes", "-3.00 GiB available"),
+        ("57.09 GiB", "nan GiB", "available_kv_bytes", "nan GiB for the KV cache"),
+        ("(97472)", "(-97472)", "kv_capacity_tokens", "-97472 tokens in the KV cache"),
+        ("sequence: 64", "sequence: " + "9" * 26, "max_model_len", None),
+    ],
+)
+def test_trtllm_kv_refuses_an_absurd_figure_and_says_so(
+    old: str, new: str, field: str, named: str | None
+) -> None:
+    from test_doctor_revfix17c import TRTLLM_KV
+
+    plain = diagnose_text(TRTLLM_KV).events[0]
+    assert plain.ignored_sizes is None
+    d = diagnose_text(TRTLLM_KV.replace(old, new, 1))
+    e = d.events[0]
+    assert (e.runtime, e.format) == ("tensorrt-llm", "trtllm_kv_no_free_blocks")
+    assert getattr(plain, field) is not None
+    assert getattr(e, field) is None
+    named = named or "9" * 26 + " KV cache pages per sequence"
+    assert e.ignored_sizes == named
+    assert f"The log states {named}: not a believable figure" in d.explanation
+    assert d.cause == "kv_cache_or_context"

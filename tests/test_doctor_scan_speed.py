@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any
 
 import pytest
 
@@ -399,3 +400,94 @@ def test_hostile_memory_words_cost_a_few_plain_logs() -> None:
         t = make(n)
         ratio = _cpu(t) / plain
         assert ratio <= 5.0, (make.__name__, round(ratio, 1))
+
+
+def _bench() -> object:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_doctor.py"
+    spec = importlib.util.spec_from_file_location("bench_doctor_ends", path)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_an_oom_on_every_line_costs_about_a_plain_log() -> None:
+    # docperf18: a log whose every line is an OOM that parse_frameworks reads (the bench's
+    # "CJK + OOM wording a line", 2.2 s per 100 MB) built an event a line before the dispatcher
+    # kept 200: 2.2-2.3x the healthy training log of the same size; 1.4-1.5x once only the
+    # first 50 and last 150 are built and the middle is counted (read_ends). A ratio, not a time.
+    bench: Any = _bench()
+    n = 1_000_000
+    _cpu(bench._REAL)
+    plain = min(_cpu(bench.training_log(n)) for _ in range(2))
+    t = bench.cjk_mixed_lines(n)
+    ratio = min(_cpu(t) for _ in range(2)) / plain
+    assert ratio <= 1.85, round(ratio, 2)
+
+
+def test_the_middle_of_an_oom_log_is_counted_not_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the mechanism behind the ratio above, counted: 20,000 lines of one OOM wording read once
+    # each before; now the 200 kept and one more for the middle (the same text, one outcome)
+    from oomkit.diagnose import parse_frameworks
+    from oomkit.diagnose.parse import parse_log
+
+    reads = []
+    real = parse_frameworks._event
+
+    def counted(lines: text.Lines, i: int) -> Any:
+        reads.append(i)
+        return real(lines, i)
+
+    monkeypatch.setattr(parse_frameworks, "_event", counted)
+    log = parse_log("[BMRT] bm_alloc_gmem failed, dev_id = 0, size = 0x40000000\n" * 20_000)
+    assert len(log.events) == 200
+    assert log.context.notes == ("19800 events in the middle of the log were left out",)
+    assert [e.line for e in log.events] == [*range(1, 51), *range(19_851, 20_001)]
+    assert len(reads) <= 202
+
+
+def _every_event(lines: text.Lines) -> tuple[list[Any], int]:
+    """What the dispatcher kept before read_ends: every event built, then the ends."""
+    from oomkit.diagnose.parse_frameworks import parse_frameworks
+
+    found = parse_frameworks(lines)
+    if len(found) <= 200:
+        return found, 0
+    return found[:50] + found[-150:], len(found) - 200
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_read_ends_keeps_the_ends_that_every_event_gives(seed: int) -> None:
+    # lines that read their neighbours (Caffe's wrapped check, vllm-metal's window, old
+    # PyTorch's fragment, LM Studio's report and its budget of 16) among repeated and distinct
+    # OOM lines and noise, on both sides of the cap
+    from oomkit.diagnose.parse_frameworks import frameworks_ends
+
+    rng = random.Random(seed)
+    pool = [
+        "CUDA out of memory 显存",
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB",
+        "F0101 syncedmem.cpp:56] Check failed: error == cudaSuccess",
+        "(2 vs. 0)  out of memory",
+        "(GPU 0; 7.79 GiB total capacity; 6.1 GiB already allocated; 2.06 MiB free; 6.9 GiB "
+        "reserved in total by PyTorch)",
+        "llama-server reported out-of-memory",
+        '{"ram_unused": 100, "vram_unused": 5} out of memory',
+        "Not enough Metal memory for the KV cache",
+        "bm_alloc_gmem failed, dev_id = 0, size = 0x100",
+        "INFO step 12 loss 1.0",
+        "",
+    ]
+    for size in (30, 250, 900):
+        body = [
+            rng.choice(pool) + (f" {rng.randrange(9)}" if rng.random() < 0.3 else "")
+            for _ in range(size)
+        ]
+        lines = split_lines("\n".join(body))
+        assert frameworks_ends(lines, head=50, tail=150) == _every_event(lines)

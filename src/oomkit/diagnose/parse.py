@@ -32,7 +32,7 @@ from oomkit.diagnose.parse_diffusion import diffusion_stage_of
 from oomkit.diagnose.parse_engines import parse_engines
 from oomkit.diagnose.parse_extra import parse_extra, parse_generic
 from oomkit.diagnose.parse_families import parse_families
-from oomkit.diagnose.parse_frameworks import parse_frameworks
+from oomkit.diagnose.parse_frameworks import frameworks_ends
 from oomkit.diagnose.parse_hosts import parse_hosts
 from oomkit.diagnose.parse_legacy import parse_legacy
 from oomkit.diagnose.parse_libs import parse_libs
@@ -67,6 +67,7 @@ PARSERS: tuple[Parser, ...] = (
 )
 
 _MAX_EVENTS = 200
+_HEAD_EVENTS = 50  # of them the first; the rest the last
 _CONTEXT_FIELDS = frozenset(f.name for f in fields(LogContext))
 _LIST_FIELDS = frozenset(
     {"buffers", "devices", "deepspeed_allocated_bytes", "smi_memory", "smi_processes"}
@@ -177,6 +178,7 @@ def _parse(text: str) -> ParsedLog:
     """One pass of :func:`parse_log` over normalized text."""
     lines = normalize_lines(split_lines(text))
     events: list[OomEvent] = []
+    unbuilt = 0  # events counted but not built (the middle of a log: parse_frameworks)
     all_facts: list[dict[str, Any]] = []
     for parser in PARSERS:
         found, facts = parser(lines)
@@ -190,7 +192,8 @@ def _parse(text: str) -> ParsedLog:
         events.extend(parse_hosts(lines))
     if not events:
         # other frameworks' own wordings (TensorRT, MXNet, MindSpore, ONNX Runtime CUDA, ...)
-        events.extend(parse_frameworks(lines))
+        found, unbuilt = frameworks_ends(lines, head=_HEAD_EVENTS, tail=_MAX_EVENTS - _HEAD_EVENTS)
+        events.extend(found)
     if not events:
         # TensorRT's status-code errors, PowerInfer's VRAM-capacity assert (parse_engines)
         events.extend(parse_engines(lines))
@@ -226,9 +229,10 @@ def _parse(text: str) -> ParsedLog:
         events.extend(parse_usage(lines))
     events.sort(key=lambda e: e.line)
     notes: list[str] = []
-    if len(events) > _MAX_EVENTS:
-        notes.append(f"{len(events) - _MAX_EVENTS} events in the middle of the log were left out")
-        events = events[:50] + events[-(_MAX_EVENTS - 50) :]
+    if len(events) + unbuilt > _MAX_EVENTS:
+        left_out = len(events) + unbuilt - _MAX_EVENTS
+        notes.append(f"{left_out} events in the middle of the log were left out")
+        events = events[:_HEAD_EVENTS] + events[-(_MAX_EVENTS - _HEAD_EVENTS) :]
     if lines.skipped_chars:
         notes.append(
             f"log is large: {lines.skipped_chars} characters away from OOM keywords were skipped"

@@ -78,6 +78,7 @@ from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.sizes import to_bytes, to_float, to_int
 from oomkit.diagnose.text import Lines, needles_re
+from oomkit.validate import MAX_BYTES
 
 __all__ = ["parse_engines"]
 
@@ -104,8 +105,10 @@ _TFLM = re.compile(
     r"Arena size is too small for all buffers\. ?Needed (?P<n>\d{1,20}) but only "
     r"(?P<o>\d{1,20}) was available"
 )
+# the figures as any token (docperf18): one no builder prints ("-5", "nan", 10^30) is refused
+# after the match (_stated), not a reason to miss the message
 _TRT_SCRATCH = re.compile(
-    r"requires (?P<r>\d{1,20}) bytes of scratch space, but only (?P<a>\d{1,20}) (?:bytes )?is "
+    r"requires (?P<r>\S{1,40}) bytes of scratch space, but only (?P<a>\S{1,40}) (?:bytes )?is "
     r"available"
 )
 _TRTLLM_NO_BLOCKS = re.compile(r"Can(?:'|no)t allocate new blocks\. ?No free blocks left")
@@ -113,13 +116,23 @@ _TRTLLM_NO_BLOCKS = re.compile(r"Can(?:'|no)t allocate new blocks\. ?No free blo
 # in paged kv cache: total: %0.2f GiB, available: %0.2f GiB", "Max KV cache pages per sequence:
 # %d", "Number of tokens per block: %d.", "[MemUsageChange] Allocated %0.2f GiB for max tokens in
 # paged KV cache (%d).")
+# (the figures as any word: an absurd one is refused and named, _trtllm_pool)
 _TRTLLM_KV_LINES = re.compile(
-    r"max tokens in paged kv cache: total: (?P<t>\d{1,5}(?:\.\d{1,2})?) GiB, available: "
-    r"(?P<a>\d{1,5}(?:\.\d{1,2})?) GiB|"
-    r"Allocated (?P<k>\d{1,5}(?:\.\d{1,2})?) GiB for max tokens in paged KV cache "
-    r"\((?P<n>\d{1,12})\)|"
-    r"Max KV cache pages per sequence: (?P<p>\d{1,9})|Number of tokens per block: (?P<b>\d{1,6})"
+    r"max tokens in paged kv cache: total: (?P<t>-?[\w.]{1,40}) GiB, available: "
+    r"(?P<a>-?[\w.]{1,40}) GiB|"
+    r"Allocated (?P<k>-?[\w.]{1,40}) GiB for max tokens in paged KV cache "
+    r"\((?P<n>-?[\w.]{1,40})\)|"
+    r"Max KV cache pages per sequence: (?P<p>-?\w{1,40})|"
+    r"Number of tokens per block: (?P<b>-?\w{1,40})"
 )
+_KV_NAMES = {
+    "t": "total",
+    "a": "available",
+    "k": "for the KV cache",
+    "n": "tokens in the KV cache",
+    "p": "KV cache pages per sequence",
+    "b": "tokens per block",
+}
 #: how far before the failure the start-up lines are read (a serving log runs long)
 _TRTLLM_LOOKBACK = 5000
 _GPUSTACK_FAIL = re.compile(
@@ -156,6 +169,13 @@ _PREFILTER = needles_re(
         "STATUS_NO_MEMORY",
     )
 )
+
+
+def _stated(v: int | None, *, zero: bool = True) -> int | None:
+    """A stated count that can be one: not negative, not above MAX_BYTES (no device holds an
+    EiB), not zero where ``zero`` is false (a 0-byte request never fails), as parse_torch's
+    ``size_of``; ``None`` otherwise (and for text that is no number)."""
+    return v if v is not None and 0 <= v <= MAX_BYTES and (zero or v) else None
 
 
 def _ev(kind: str, fmt: str, runtime: str, line: str, n: int, **kw: Any) -> OomEvent:
@@ -236,6 +256,9 @@ def _event(line: str, n: int) -> OomEvent | None:
     if "bytes of scratch space" in line:
         m6 = _TRT_SCRATCH.search(line)
         if m6 is not None:
+            need, pool = _stated(to_int(m6["r"]), zero=False), _stated(to_int(m6["a"]))
+            bad = [f"{m6['r']} bytes of scratch space"] if need is None else []
+            bad += [f"{m6['a']} bytes available"] if pool is None else []
             return _ev(
                 "workspace_alloc_failed",
                 "trt_scratch_space",
@@ -243,8 +266,9 @@ def _event(line: str, n: int) -> OomEvent | None:
                 line,
                 n,
                 stage="compile",
-                requested_bytes=to_int(m6["r"]),
-                allowed_bytes=to_int(m6["a"]),
+                requested_bytes=need,
+                allowed_bytes=pool,
+                ignored_sizes=", ".join(bad) or None,
             )
     if "No free blocks left" in line and _TRTLLM_NO_BLOCKS.search(line) is not None:
         return _ev("kv_blocks_exhausted", "trtllm_kv_no_free_blocks", "tensorrt-llm", line, n)
@@ -300,20 +324,29 @@ def _trtllm_pool(lines: Lines, i: int, e: OomEvent) -> OomEvent:
                 if v is not None:
                     got.setdefault(k, v)
 
+    bad: list[str] = []
+
+    def stated(k: str, v: int | None, unit: str) -> int | None:
+        if k in got and _stated(v) is None:
+            bad.append(f"{got[k]}{unit} {_KV_NAMES[k]}")  # an absurd figure: named, not used
+        return _stated(v)
+
     def gib(k: str) -> int | None:
-        return to_bytes(got[k], "GiB", "tensorrt-llm") if k in got else None
+        return stated(k, to_bytes(got[k], "GiB", "tensorrt-llm") if k in got else None, " GiB")
 
     def num(k: str) -> int | None:
-        return to_int(got[k]) if k in got else None
+        return stated(k, to_int(got[k]) if k in got else None, "")
 
-    pages, block = num("p"), num("b")
+    total, free, pool = gib("t"), gib("a"), gib("k")
+    tokens, pages, block = num("n"), num("p"), num("b")
     return replace(
         e,
-        total_bytes=gib("t"),
-        free_bytes=gib("a"),
-        available_kv_bytes=gib("k"),
-        kv_capacity_tokens=num("n"),
+        total_bytes=total,
+        free_bytes=free,
+        available_kv_bytes=pool,
+        kv_capacity_tokens=tokens,
         max_model_len=pages * block if pages and block else None,
+        ignored_sizes=", ".join(bad) or None,
     )
 
 

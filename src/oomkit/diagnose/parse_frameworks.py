@@ -72,9 +72,9 @@ from collections.abc import Callable
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.scan import admitted
+from oomkit.diagnose.scan import admitted, read_ends
 from oomkit.diagnose.sizes import to_bytes, to_int
-from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
+from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz, window
 
 __all__ = ["parse_frameworks"]
 
@@ -575,18 +575,26 @@ def parse_frameworks(lines: Lines) -> list[OomEvent]:
 
     The caller runs this only when no specific parser found an event.
     """
-    events: list[OomEvent] = []
-    lmstudio_budget = _LMS_MAX_REPORTS
-    for i in admitted(lines, _PREFILTER):
+    return frameworks_ends(lines, head=len(lines.text), tail=0)[0]
+
+
+#: a line that reads the lines around it (Caffe, vllm-metal, old PyTorch, LM Studio)
+_NEIGHBOURS = ("syncedmem", "Metal", "(GPU", '_unused"')
+
+
+def frameworks_ends(lines: Lines, *, head: int, tail: int) -> tuple[list[OomEvent], int]:
+    """:func:`parse_frameworks`' first ``head`` and last ``tail`` events and the number of the
+    others (:func:`oomkit.diagnose.scan.read_ends`: the dispatcher keeps 200)."""
+    idx = list(admitted(lines, _PREFILTER))
+    lms = [i for i in idx if '_unused"' in lines.text[i]]  # LM Studio: the first few reports
+    read_lms = set(lms[:_LMS_MAX_REPORTS])
+
+    def read(i: int) -> OomEvent | None:
         if '_unused"' in lines.text[i]:
-            # LM Studio's report reads the lines around it: a few reports per log, no more
-            if lmstudio_budget:
-                lmstudio_budget -= 1
-                ev = _lmstudio(lines, i, lines.number[i])
-                if ev is not None:
-                    events.append(ev)
-            continue
-        ev = _event(lines, i)
-        if ev is not None:
-            events.append(ev)
-    return events
+            return _lmstudio(lines, i, lines.number[i]) if i in read_lms else None
+        return _event(lines, i)
+
+    def key(i: int) -> str | None:  # what an event depends on but its line number
+        return None if has_any(lines.text[i], _NEIGHBOURS) else lines.text[i]
+
+    return read_ends(idx, read, head=head, tail=tail, key=key)

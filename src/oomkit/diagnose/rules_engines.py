@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
@@ -310,10 +312,12 @@ def _gpustack(e: OomEvent) -> Analysis:
 def analyze_engines(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the formats in the module docstring, else ``None``."""
     del ctx  # these messages carry what decides them
-    if e.format == "trt_scratch_space":
-        return _trt_scratch(e)
-    if e.format == "trtllm_kv_no_free_blocks":
-        return _trtllm_blocks(e)
+    if e.format in ("trt_scratch_space", "trtllm_kv_no_free_blocks"):
+        a = _trt_scratch(e) if e.format == "trt_scratch_space" else _trtllm_blocks(e)
+        if e.ignored_sizes:  # as rules_torch_allocator says of an absurd PyTorch size
+            why = f" (The log states {e.ignored_sizes}: not a believable figure, no runtime "
+            a = replace(a, explanation=a.explanation + why + "prints it; it is ignored.)")
+        return a
     if e.format == "gpustack_resource_fit":
         return _gpustack(e)
     return None

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.text import Lines, literal_gate
 
-__all__ = ["EventAt", "admitted", "on_cleaned", "on_raw", "scan_events"]
+__all__ = ["EventAt", "admitted", "on_cleaned", "on_raw", "read_ends", "scan_events"]
 
 EventAt = Callable[[Lines, int], "OomEvent | None"]
 """A family's reader: the event that line ``i`` of ``lines`` states, or ``None``."""
@@ -84,3 +84,50 @@ def scan_events(
             continue
         events.append(ev)
     return events
+
+
+_SEEN_MAX = 4096  # distinct lines whose outcome read_ends remembers in the middle of a log
+
+
+def read_ends(
+    idx: Sequence[int],
+    read: Callable[[int], OomEvent | None],
+    *,
+    head: int,
+    tail: int,
+    key: Callable[[int], str | None],
+) -> tuple[list[OomEvent], int]:
+    """The events ``read`` finds on the lines ``idx`` (log order): the first ``head`` and the
+    last ``tail`` of them, and how many others there are (counted, not kept).
+
+    ``read`` must depend on its line alone (no state carried from line to line), so the ends
+    can be read from either side: a log whose every line is an OOM built an event a line
+    before the dispatcher kept 200 of them (docperf18: 2.2 s per 100 MB). In the middle a line
+    is only counted, and ``key(i)``, when not ``None``, names what ``read(i)`` depends on but
+    the line number (its text): a line seen before is counted without being read again.
+    """
+    events: list[OomEvent] = []
+    f = 0
+    while f < len(idx) and len(events) < head:
+        ev = read(idx[f])
+        f += 1
+        if ev is not None:
+            events.append(ev)
+    last: list[OomEvent] = []
+    b = len(idx)
+    while b > f and len(last) < tail:
+        b -= 1
+        ev = read(idx[b])
+        if ev is not None:
+            last.append(ev)
+    seen: dict[str, bool] = {}
+    middle = 0
+    for i in idx[f:b]:
+        k = key(i)
+        hit = seen.get(k) if k is not None else None
+        if hit is None:
+            hit = read(i) is not None
+            if k is not None and len(seen) < _SEEN_MAX:
+                seen[k] = hit
+        middle += hit
+    return events + last[::-1], middle
