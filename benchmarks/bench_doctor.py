@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     diagnose_text(_REAL)  # the lazy imports are not the first case's time
     for name, make in CASES.items():
         dt, cpu, d = time_case_cpu(make, n)
-        worst = max(worst, dt)
+        # the limit is on this process's CPU time per 100 MB: wall time on a machine shared with
+        # other work measures the other work too (the figure is the same on an idle machine)
+        worst = max(worst, cpu * 100 / args.mb)
         print(
             f"{name:28} {args.mb} MB: {dt:6.2f} s (cpu {cpu:5.2f} s, {cpu * 100 / args.mb:7.2f} "
             f"s/100 MB)  events={len(d.events)} cause={d.cause}"
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         if make is training_log and d.events:
             print("  a healthy training log was read as an OOM")
             return 1
-    print(f"worst {worst:.2f} s (limit {args.limit_s} s)")
+    print(f"worst {worst:.2f} CPU s per 100 MB (limit {args.limit_s} s)")
     return 0 if worst <= args.limit_s else 1
 
 
