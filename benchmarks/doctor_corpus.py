@@ -94,6 +94,9 @@ DEVELOPMENT_PARTS = (
     "heldout33",
     "heldout34",
     "heldout35",
+    "heldout36",
+    "heldout37",
+    "heldout38",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
