@@ -385,8 +385,11 @@ def estimate_llamacpp_server(
     estimate_llamacpp`, plus the draft model when ``settings.draft_model`` is set (Ollama and
     the oracle call ``estimate_llamacpp`` itself and never see a draft)."""
     from oomkit.estimate.llamacpp import estimate_llamacpp, llamacpp_view
+    from oomkit.estimate.llamacpp_fit import fit_enabled, fitted_estimate
     from oomkit.estimate.llamacpp_params import LlamaCppOptions, resolve_llamacpp_params
 
+    if fit_enabled(settings):  # --fit of builds from PR #16653: -c/-ngl the user left unset
+        return fitted_estimate(spec, settings, lambda s: estimate_llamacpp(spec, s, hardware))
     est = estimate_llamacpp(spec, settings, hardware)
     if settings.draft_model is None:
         return est
