@@ -46,6 +46,7 @@ __all__ = [
     "FIT_TARGET_BYTES",
     "fit_enabled",
     "fitted_estimate",
+    "plan_note",
 ]
 
 #: common_params.fit_params_target: 1024 MiB kept free per device (``-fitt``)
@@ -213,3 +214,20 @@ def _fit_layers(
         else:
             hi = mid - 1
     return best, f"offloads {lo} of {n_layer + 1} layers to {keep}"
+
+
+def plan_note(spec: ModelSpec, settings: InferenceSettings) -> str | None:
+    """What a plan's llama-server command means under ``--fit`` (``plan``, ``models --fits``):
+    it passes ``-c`` and ``-ngl``, so the fit leaves both; None when the build has no fit or
+    the plan is not llama-server's."""
+    if not settings.llama_server or not fit_enabled(
+        dataclasses.replace(settings, ctx=None, n_gpu_layers=None)
+    ):
+        return None
+    trained = spec.max_position_embeddings
+    own = f"the model's {trained} tokens" if trained else "the model's trained context"
+    return (
+        "the llama-server commands pass -c and -ngl, so llama.cpp's --fit (on by default since "
+        f"{FIT_PR}) keeps the planned context and layers; without -c it would start from {own} "
+        "and lower the context, then the layers, until 1 GiB stays free per GPU"
+    )
