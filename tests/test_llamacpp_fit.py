@@ -148,3 +148,33 @@ def test_cli_estimate_reports_the_fitted_context(capsys: pytest.CaptureFixture[s
     assert "parallel=4" in out
     assert "kv_unified=True" in out
     assert "1 sequence" not in out
+
+
+def test_verdict_fits_at_the_fitted_values() -> None:
+    # llama.cpp measures its own buffers and fits -c to them: oomkit's band of error on those
+    # buffers is absorbed, so a fitted run "fits" even within the band (it was "tight" under the
+    # 4096 default's reading, or would be at 1 GiB free against a wider band)
+    from oomkit.estimate.verdict import verdict
+
+    hw = hardware_for(parse_gpu_list("rtx-4090"))
+    est = _est("llama-3.1-8b", hw, llama_server=True, flash_attn=False)
+    v = verdict(est)
+    assert v.level == "fits"
+    m = v.tightest
+    assert m is not None
+    assert FIT_TARGET_BYTES <= m.free_bytes < m.band_bytes
+    assert "--fit" in v.summary()
+    # 0 layers and still over the target: no fit to lean on, the usual verdict
+    tiny = _est("llama-3.1-8b", hardware_for(parse_gpu_list("rtx-3060"), vram_bytes=1 << 30))
+    assert "llamacpp_fit" not in tiny.runtime_details
+    assert verdict(tiny).level != "fits"
+
+
+def test_short_trained_context_goes_straight_to_layers() -> None:
+    # n_ctx_train <= the 4096 minimum: "no change" to the context, then fewer layers
+    est = _est("llama-2-13b", llama_server=True)  # Llama-2 13B, 4096 trained, RTX 3060
+    assert est.settings["ctx"] == 4096
+    ngl = est.settings["n_gpu_layers"]
+    assert isinstance(ngl, int)
+    assert 0 < ngl < 41
+    assert "keeps 4096 and offloads" in _note(est, "n_ctx not given")

@@ -41,6 +41,7 @@ from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
 __all__ = [
+    "FIT_DETAIL",
     "FIT_MIN_CTX",
     "FIT_PR",
     "FIT_TARGET_BYTES",
@@ -56,6 +57,10 @@ FIT_MIN_CTX = 4096
 #: common_params_fit_impl: "round down context for CUDA backend", 256 per stream
 _CTX_ALIGN = 256
 FIT_PR = "PR #16653"
+#: ``Estimate.runtime_details`` key of a run whose -c/-ngl llama.cpp's fit chose and whose
+#: projection keeps the target free: llama.cpp measures its own buffers, so the verdict's band
+#: (oomkit's error on them) is absorbed by the fit (:func:`oomkit.estimate.verdict.verdict`)
+FIT_DETAIL = "llamacpp_fit"
 
 Estimator = Callable[[InferenceSettings], Estimate]
 
@@ -102,8 +107,19 @@ def _fits(est: Estimate) -> bool:
     return all(used <= target for used, target in _budget(est))
 
 
-def _with_note(est: Estimate, note: str) -> Estimate:
-    return dataclasses.replace(est, assumptions=(note, *est.assumptions))
+def _with_note(est: Estimate, note: str, fitted: bool) -> Estimate:
+    """``est`` with the fit's assumption first and, when the fit succeeded (``fitted``: what
+    common_fit_params reports as "successfully fit params to free device memory"), the
+    :data:`FIT_DETAIL` of what it chose."""
+    details = dict(est.runtime_details)
+    if est.devices and fitted:
+        details[FIT_DETAIL] = {
+            "n_ctx": est.settings.get("ctx"),
+            "n_gpu_layers": est.settings.get("n_gpu_layers"),
+            "n_cpu_moe": est.settings.get("n_cpu_moe"),
+            "target_bytes_per_device": FIT_TARGET_BYTES,
+        }
+    return dataclasses.replace(est, assumptions=(note, *est.assumptions), runtime_details=details)
 
 
 def _ctx_note(settings: InferenceSettings, n_ctx_train: int, what: str) -> str:
@@ -136,16 +152,14 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
     if not full.devices or _fits(full):
         if ctx_auto:
             what = f"leaves it: {gib} stays free on every GPU" if full.devices else "(CPU only)"
-            return _with_note(full, _ctx_note(settings, n_ctx_max, what))
+            return _with_note(full, _ctx_note(settings, n_ctx_max, what), True)
         return full
     # step 2: lower an automatic context, linearly between its full and minimum totals
     ctx = settings.ctx
-    if ctx_auto:
-        if n_ctx_max <= n_ctx_min:
-            return _with_note(
-                full,
-                _ctx_note(settings, n_ctx_max, f"cannot lower it below its {FIT_MIN_CTX} minimum"),
-            )
+    if ctx_auto and n_ctx_max <= n_ctx_min:
+        ctx = n_ctx_max  # "default model context size is ... <= the min. context size"
+        at_min = full
+    elif ctx_auto:
         at_min = estimate(dataclasses.replace(settings, ctx=n_ctx_min))
         used_full = sum(u for u, _ in _budget(full))
         used_min = sum(u for u, _ in _budget(at_min))
@@ -159,30 +173,32 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
             note = f"lowers it to {ctx} to keep {gib} free on {first}"
             if len(full.devices) > 1:
                 note += " (the layer re-split over several GPUs that follows is not modelled)"
-            return _with_note(fitted, _ctx_note(settings, n_ctx_max, note))
+            one = len(full.devices) == 1  # several: upstream re-splits the layers next
+            return _with_note(fitted, _ctx_note(settings, n_ctx_max, note), one or _fits(fitted))
+    sets = f"keeps {ctx}" if ctx == n_ctx_max else f"lowers it to its {ctx} minimum"
+    if ctx_auto:
         user = _placed_by_user(settings)
         if user is not None or len(full.devices) != 1:
             why = user or "several GPUs: their layer split is not modelled"
             return _with_note(
                 at_min,
-                _ctx_note(
-                    settings, n_ctx_max, f"lowers it to its {ctx} minimum; layers unchanged: {why}"
-                ),
+                _ctx_note(settings, n_ctx_max, f"{sets}; layers unchanged: {why}"),
+                False,
             )
     elif len(full.devices) != 1 or _placed_by_user(settings) is not None:
         return full
     # step 3: fewer layers (or, for a MoE model, experts in system memory) at that context
-    fitted, how = _fit_layers(spec, dataclasses.replace(settings, ctx=ctx), estimate)
+    fitted, how, ok = _fit_layers(spec, dataclasses.replace(settings, ctx=ctx), estimate)
     if ctx_auto:
-        note = _ctx_note(settings, n_ctx_max, f"lowers it to its {ctx} minimum and {how}")
+        note = _ctx_note(settings, n_ctx_max, f"{sets} and {how}")
     else:
         note = f"-ngl not given: `--fit` (on by default, {FIT_PR}) {how}"
-    return _with_note(fitted, note)
+    return _with_note(fitted, note, ok)
 
 
 def _fit_layers(
     spec: ModelSpec, settings: InferenceSettings, estimate: Estimator
-) -> tuple[Estimate, str]:
+) -> tuple[Estimate, str, bool]:
     """The most layers (dense) or the fewest CPU expert layers (MoE) that keep the target
     free on the one GPU, by bisection over oomkit's estimate (upstream: false position over
     its own measurement; the answer is the same largest count that fits)."""
@@ -200,12 +216,13 @@ def _fit_layers(
                     hi, best = mid, trial
                 else:
                     lo = mid + 1
-            return best, f"keeps the experts of {hi} of {n_layer} layers in system memory to {keep}"
+            what = f"keeps the experts of {hi} of {n_layer} layers in system memory to {keep}"
+            return best, what, True
         settings = dataclasses.replace(settings, n_cpu_moe=n_layer)
     lo, hi = 0, n_layer + 1  # -ngl counts the output layer too
     best = estimate(dataclasses.replace(settings, n_gpu_layers=0))
     if not _fits(best):
-        return best, f"offloads 0 layers and still cannot {keep} ('failed to fit')"
+        return best, f"offloads 0 layers and still cannot {keep}", False
     while hi > lo:
         mid = (lo + hi + 1) // 2
         trial = estimate(dataclasses.replace(settings, n_gpu_layers=mid))
@@ -213,7 +230,7 @@ def _fit_layers(
             lo, best = mid, trial
         else:
             hi = mid - 1
-    return best, f"offloads {lo} of {n_layer + 1} layers to {keep}"
+    return best, f"offloads {lo} of {n_layer + 1} layers to {keep}", True
 
 
 def plan_note(spec: ModelSpec, settings: InferenceSettings) -> str | None:
