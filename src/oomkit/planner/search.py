@@ -22,8 +22,8 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp
-from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.llamacpp_fit import plan_note
+from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 from oomkit.planner.knobs import (
