@@ -107,7 +107,14 @@ def test_moe_experts_leave_the_gpu_before_layers() -> None:
 def test_c_api_programs_do_not_fit() -> None:
     # llama-bench / llama-cpp-python (--no-llama-server), LM Studio and koboldcpp: no
     # common_init_from_params, so no --fit and no -np auto
-    for kw in ({"llama_server": False}, {"runtime": "lmstudio"}, {"runtime": "koboldcpp"}):
+    # (the library's llama_server=None is the C API's too, as for the output rows)
+    cases: tuple[dict[str, Any], ...] = (
+        {"llama_server": False},
+        {},
+        {"runtime": "lmstudio"},
+        {"runtime": "koboldcpp"},
+    )
+    for kw in cases:
         est = _est("llama-3.1-8b", **kw)
         assert (est.settings["ctx"], est.settings["parallel"]) == (4096, 1), kw
         assert not any("--fit" in a for a in est.assumptions)
@@ -148,6 +155,12 @@ def test_cli_estimate_reports_the_fitted_context(capsys: pytest.CaptureFixture[s
     assert "parallel=4" in out
     assert "kv_unified=True" in out
     assert "1 sequence" not in out
+    # the README's sentence on --fit quotes this run
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "lowers it to 47872 to keep 1 GiB free on cuda:0" in out
+    assert "`llama-3.1-8b --gpu rtx-3060`: 47872 tokens" in readme
 
 
 def test_verdict_fits_at_the_fitted_values() -> None:
@@ -165,7 +178,9 @@ def test_verdict_fits_at_the_fitted_values() -> None:
     assert FIT_TARGET_BYTES <= m.free_bytes < m.band_bytes
     assert "--fit" in v.summary()
     # 0 layers and still over the target: no fit to lean on, the usual verdict
-    tiny = _est("llama-3.1-8b", hardware_for(parse_gpu_list("rtx-3060"), vram_bytes=1 << 30))
+    tiny_hw = hardware_for(parse_gpu_list("rtx-3060"), vram_bytes=1 << 30)
+    tiny = _est("llama-3.1-8b", tiny_hw, llama_server=True)
+    assert "offloads 0 layers and still cannot" in _note(tiny, "n_ctx not given")
     assert "llamacpp_fit" not in tiny.runtime_details
     assert verdict(tiny).level != "fits"
 

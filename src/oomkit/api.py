@@ -155,12 +155,6 @@ def estimate_model(
         notes = (*notes, note)
     if kobold_note is not None:
         notes = (*notes, kobold_note)
-    from oomkit.estimate.llamacpp_outputs import C_API_APPS
-
-    if original_runtime.strip().lower() in C_API_APPS and settings.llama_server is None:
-        # LM Studio's and koboldcpp's engines are C-API programs: no llama-server output rows,
-        # no -np auto slots and no --fit (common_init_from_params is llama.cpp's own tools')
-        settings = dataclasses.replace(settings, llama_server=False)
     lms_note = _lmstudio_note(settings, original_runtime)
     if lms_note is not None:
         notes = (*notes, lms_note)

@@ -66,11 +66,12 @@ Estimator = Callable[[InferenceSettings], Estimate]
 
 
 def fit_enabled(settings: InferenceSettings) -> bool:
-    """Whether the run's llama.cpp fits unset parameters: a common-based tool (not
-    ``--no-llama-server``, which :func:`oomkit.api.estimate` also sets for LM Studio and
+    """Whether the run's llama.cpp fits unset parameters: llama-server / llama-cli
+    (``settings.llama_server``, the CLI's default; the library's None stays the C API's, as
+    for the output rows of :mod:`oomkit.estimate.llamacpp_outputs`, and so do LM Studio and
     koboldcpp) of a build from PR #16653 on, with something left unset (the context or
     ``-ngl``) and no draft model (its memory is not replayed)."""
-    if settings.llama_server is False or settings.draft_model is not None:
+    if not settings.llama_server or settings.draft_model is not None:
         return False
     if settings.ctx is not None and _placed_by_user(settings) is not None:
         return False
