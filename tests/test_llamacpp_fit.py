@@ -12,6 +12,7 @@ from oomkit.cli.params import parse_gpu_list
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.llamacpp_fit import FIT_MIN_CTX, FIT_TARGET_BYTES
 from oomkit.hardware.targets import hardware_for
+from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
 
 RTX3060 = hardware_for(parse_gpu_list("rtx-3060"))
@@ -193,3 +194,20 @@ def test_short_trained_context_goes_straight_to_layers() -> None:
     assert isinstance(ngl, int)
     assert 0 < ngl < 41
     assert "keeps 4096 and offloads" in _note(est, "n_ctx not given")
+
+
+def test_without_a_gpu_the_context_is_fitted_to_system_memory() -> None:
+    # common_params_fit_impl with no device: the host's total memory less the target, context
+    # only ("unable to fit model into system memory by reducing context" below the minimum)
+    def cpu(ram: int) -> Estimate:
+        hw = Hardware(devices=(), host_ram_bytes=ram << 30)  # --gpu cpu --ram RAM
+        return _est("llama-3.1-8b", hw, llama_server=True)
+
+    roomy, small, tiny = cpu(16), cpu(8), cpu(4)
+    ctx16, ctx8 = roomy.settings["ctx"], small.settings["ctx"]
+    assert isinstance(ctx16, int)
+    assert isinstance(ctx8, int)
+    assert 131072 > ctx16 > ctx8 > FIT_MIN_CTX
+    assert roomy.host.total_bytes <= (16 << 30) - FIT_TARGET_BYTES
+    assert tiny.settings["ctx"] == FIT_MIN_CTX
+    assert "no GPU" in _note(tiny, "n_ctx not given")

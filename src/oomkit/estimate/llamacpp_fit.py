@@ -96,7 +96,11 @@ def _placed_by_user(settings: InferenceSettings) -> str | None:
 
 
 def _budget(est: Estimate) -> list[tuple[int, int]]:
-    """(projected use, target use) per device that has a capacity."""
+    """(projected use, target use) per device that has a capacity; without a GPU the host's
+    (common_params_fit_impl with no device fits to system memory), when ``--ram`` gave it."""
+    if not est.devices:
+        cap = est.host.capacity_bytes
+        return [] if cap is None else [(est.host.total_bytes, cap - FIT_TARGET_BYTES)]
     return [
         (d.total_bytes, d.capacity_bytes - FIT_TARGET_BYTES)
         for d in est.devices
@@ -150,9 +154,12 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
     full = estimate(base)
     gib = "1 GiB"
     first = full.devices[0].device if full.devices else "the host"
-    if not full.devices or _fits(full):
+    if _fits(full):
         if ctx_auto:
-            what = f"leaves it: {gib} stays free on every GPU" if full.devices else "(CPU only)"
+            what = f"leaves it: {gib} stays free on every GPU"
+            if not full.devices:
+                where = "system memory" if _budget(full) else "system memory (give --ram)"
+                what = f"leaves it if {gib} of {where} stays free (no GPU)"
             return _with_note(full, _ctx_note(settings, n_ctx_max, what), True)
         return full
     # step 2: lower an automatic context, linearly between its full and minimum totals
@@ -181,6 +188,8 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
         user = _placed_by_user(settings)
         if user is not None or len(full.devices) != 1:
             why = user or "several GPUs: their layer split is not modelled"
+            if not full.devices:  # "unable to fit model into system memory by reducing context"
+                why = f"no GPU, and {gib} of system memory cannot be kept free"
             return _with_note(
                 at_min,
                 _ctx_note(settings, n_ctx_max, f"{sets}; layers unchanged: {why}"),
