@@ -83,9 +83,9 @@ def test_human_output_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_does_not_fit_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys, "estimate", "llama-3.1-70b", "--quant", "Q8_0", "--ctx", "8192", "--gpu", "rtx-4090"
-    )
+    # -ngl 99: every layer (without it llama.cpp's --fit offloads layers until it fits)
+    args = ("llama-3.1-70b", "--quant", "Q8_0", "--ctx", "8192", "--gpu", "rtx-4090", "-ngl", "99")
+    code, out, _ = run(capsys, "estimate", *args)
     assert code == 3
     assert "DOES NOT FIT" in out
 
@@ -214,11 +214,11 @@ def test_mxfp4_checkpoint_defaults_to_mxfp4_moe(capsys: pytest.CaptureFixture[st
 
 def test_cpu_only_backend(capsys: pytest.CaptureFixture[str]) -> None:
     # a machine without a GPU (llama.cpp CPU backend): everything lands in host RAM
-    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "--json")
+    code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "-c", "4096", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["devices"] == []
-    assert doc["host"]["kv_cache_bytes"] == 512 << 20  # default -c 4096
+    assert doc["host"]["kv_cache_bytes"] == 512 << 20  # -c 4096
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "cpu", "--ram", "4GiB")
     assert code == 3
     assert "DOES NOT FIT" in out

@@ -349,7 +349,9 @@ def test_cli_plan_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[st
 
 
 def test_cli_estimate_suggests_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    # -ngl 99: all layers asked for (without it llama.cpp's --fit offloads layers until it fits)
     argv = ["estimate", "llama-3.1-70b", "-q", "Q4_K_M", "-c", "32k", "--gpu", "rtx-4090"]
+    argv += ["-ngl", "99"]
     assert main(argv) == 3
     out = capsys.readouterr().out
     assert "To make it fit" in out

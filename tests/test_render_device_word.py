@@ -34,6 +34,7 @@ def test_a_fitting_run_still_says_fits(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_an_over_full_device_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _run(capsys, "estimate", "llama-3.1-70b", "--gpu", "rtx-4090")
+    # -ngl 99: every layer (without it llama.cpp's --fit moves layers off until it fits)
+    code, out = _run(capsys, "estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-ngl", "99")
     assert code == 3
     assert "DOES NOT FIT (" in out

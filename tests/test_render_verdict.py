@@ -88,6 +88,7 @@ def test_platform_reservations_over_the_edge_are_said_in_the_text(
     room: exit 3 under WSL 2, so the text must not say "Fits."; native Windows lets the driver
     spill the overrun to shared system memory (CUDA System Memory Fallback): "tight", named."""
     args = ["estimate", "llama-3.1-8b", "-q", "Q4_K_M", "--gpu", "rtx-3060", "--ctx", "53248"]
+    args += ["-ngl", "99"]  # every layer (without -ngl llama.cpp's --fit would offload some)
     code = main([*args, "--os", "wsl", "--display", "--offline"])
     text = capsys.readouterr().out
     assert code == 3

@@ -16,6 +16,7 @@ from oomkit.planner.commands import parse_command
 def _suggestions(capsys: pytest.CaptureFixture[str], *extra: str) -> list[dict[str, object]]:
     capsys.readouterr()
     argv = ["estimate", "gemma-3-27b", "--gpu", "rtx-4090", "--ctx", "131072", "--parallel", "4"]
+    argv += ["-ngl", "99"]  # every layer (without -ngl llama.cpp's --fit would offload some)
     assert main([*argv, *extra, "--json"]) == 3
     doc = json.loads(capsys.readouterr().out)
     out = doc["suggestions"]

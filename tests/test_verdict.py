@@ -128,7 +128,12 @@ def test_vllm_pool_margin_is_checked() -> None:
             4,
             "tight",
         ),
-        (["qwen2.5-32b", "-q", "Q4_K_M", "-c", "24000", "-g", "rtx-4090"], 3, "does_not_fit"),
+        # -ngl 99: every layer (without it llama.cpp's --fit moves layers off until it fits)
+        (
+            ["qwen2.5-32b", "-q", "Q4_K_M", "-c", "24000", "-g", "rtx-4090", "-ngl", "99"],
+            3,
+            "does_not_fit",
+        ),
     ],
 )
 def test_cli_exit_codes_and_json(

@@ -114,7 +114,7 @@ def test_planner_platform_sees_unified_memory() -> None:
 
 def test_cli_reports_the_mac_run_as_tight_with_exit_4(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["estimate", "qwen3-30b-a3b", "-r", "llama.cpp", "--quant", "Q4_K_M", "--ctx", "4096"]
-    args += ["--gpu", "m4-pro-24gb", "--offline"]
+    args += ["--gpu", "m4-pro-24gb", "--offline", "-ngl", "99"]  # every layer: no --fit offload
     assert main([*args, "--json"]) == 4  # the tight exit code; 3 before (does not fit)
     doc = json.loads(capsys.readouterr().out)
     assert doc["fits"] is False  # the totals are over the catalog's working set
@@ -126,4 +126,4 @@ def test_cli_reports_the_mac_run_as_tight_with_exit_4(capsys: pytest.CaptureFixt
     assert "\nDoes not fit." not in text
     # 70B Q4_0 on a 32 GB M2 Pro is over newer macOS's limit too: still exit 3
     big = ["estimate", "llama-2-70b", "-r", "llama.cpp", "--quant", "Q4_0", "--ctx", "512"]
-    assert main([*big, "--gpu", "m2-pro-32gb", "--offline"]) == 3
+    assert main([*big, "--gpu", "m2-pro-32gb", "--offline", "-ngl", "99"]) == 3

@@ -309,11 +309,24 @@ def _with_bench_note(
         return est
     from oomkit.api import estimate
 
-    ctx = est.settings.get("ctx")
+    def resolved(name: str, given: int | None) -> int | None:
+        # what the server's estimate resolved (its --fit context and layers, its -np auto
+        # slots): the bench estimate differs from it in the output rows only
+        value = est.settings.get(name)
+        return int(str(value)) if given is None and isinstance(value, int) else given
+
     bench_settings = dataclasses.replace(
         settings,
         llama_server=False,
-        ctx=int(str(ctx)) if ctx and settings.ctx is None else settings.ctx,
+        ctx=resolved("ctx", settings.ctx),
+        n_gpu_layers=resolved("n_gpu_layers", settings.n_gpu_layers),
+        n_cpu_moe=resolved("n_cpu_moe", settings.n_cpu_moe),
+        parallel=resolved("parallel", settings.parallel),
+        kv_unified=(
+            bool(est.settings.get("kv_unified"))
+            if settings.kv_unified is None
+            else settings.kv_unified
+        ),
     )
     bench = estimate(model, bench_settings, hardware, offline=True if offline else None)
     note = bench_note(est, bench)

@@ -151,7 +151,19 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ggml-org/llama.cpp/pull/15815 ('This allows eg. the Vulkan "
         "backend to process graphs which require >4 GB of memory')",
     ),
+    ("llama.cpp", "2025-11-server-slots"): (
+        "test:tests/test_llamacpp_fit.py::test_server_auto_slots_from_pr_16736",
+        "log:https://github.com/ggml-org/llama.cpp/issues/17300 (b7079: 'initializing "
+        "slots, n_slots = 4' without -np)",
+    ),
     ("llama.cpp", "2025-11-pad256"): (_TG + "test_llamacpp_streams_and_padding",),
+    ("llama.cpp", "2025-12-fit"): (
+        "test:tests/test_llamacpp_fit.py::test_fit_lowers_the_trained_context_to_keep_1_gib",
+        "test:tests/test_llamacpp_fit.py::test_builds_before_pr_16653_keep_4096",
+        "log:https://github.com/ggml-org/llama.cpp/pull/16653 (build 7003: "
+        "'llama_params_fit_impl: projected to use 410593 MiB of device memory vs. 97017 MiB "
+        "of free device memory')",
+    ),
     ("llama.cpp", "2026-01-vless"): (
         _TG + "test_llamacpp_pre_mla_deepseek_caches_full_kv",
         _TM + "test_v_less_builds_ignore_the_v_type",

@@ -24,6 +24,8 @@ _OLD_LLAMACPP = {
     "n_ctx_pad_no_fa": 32,
     "compute_chunks": False,
     "server_outputs": False,
+    "fit_params": False,
+    "server_auto_slots": False,
 }
 
 #: Oldest first. Every row cites the change that starts it.
@@ -425,6 +427,8 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cuda_moe_fusion_deps=False,
         server_outputs=False,
         compute_chunks=False,
+        fit_params=False,
+        server_auto_slots=False,
     ),
     _g(
         "llama.cpp",
@@ -441,6 +445,8 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         cuda_moe_fusion_deps=False,
         server_outputs=False,
         compute_chunks=False,
+        fit_params=False,
+        server_auto_slots=False,
     ),
     _g(
         "llama.cpp",
@@ -461,6 +467,29 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         n_ctx_pad_no_fa=32,
         cuda_moe_fusion_deps=False,
         server_outputs=False,
+        fit_params=False,
+        server_auto_slots=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2025-11-server-slots",
+        "llama.cpp 2025-11 (llama-server: 4 slots on a unified KV cache)",
+        # PR opened 2025-10-23; its review discussion r2483744206 is of about 2025-11-01 and
+        # build 7079 (issue #17300, 2025-11-16) starts 4 slots. Dated at that discussion
+        "2025-11-01",
+        None,
+        "ggml-org/llama.cpp PR #16736 (server : support unified cache across slots; "
+        "tools/server/server.cpp: 'n_parallel is set to auto, using n_parallel = 4 and "
+        "kv_unified = true'; -np default -1, PR #17997's help text)",
+        "llama-server without -np: 4 slots on one unified cache of n_ctx cells (the KV of "
+        "one sequence for full-attention layers; sliding-window layers keep 4 x n_swa cells, "
+        "recurrent models 4 states); llama-cli and the C API keep one sequence",
+        mla_v_cache=True,
+        mla_kv_types_equal=False,
+        n_ctx_pad_no_fa=32,
+        cuda_moe_fusion_deps=False,
+        server_outputs=False,
+        fit_params=False,
     ),
     _g(
         "llama.cpp",
@@ -470,6 +499,27 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         None,
         "ggml-org/llama.cpp PR #16812 then PR #17046 (KV size padded to 256)",
         "KV cells padded to 256 with or without flash attention",
+        mla_v_cache=True,
+        mla_kv_types_equal=False,
+        cuda_moe_fusion_deps=False,
+        server_outputs=False,
+        fit_params=False,
+    ),
+    _g(
+        "llama.cpp",
+        "2025-12-fit",
+        "llama.cpp 2025-12+ (--fit: unset -c/-ngl fitted to free memory)",
+        # PR #18070 of 2025-12-15 fixes the already merged PR; issue #18097 of 2025-12-16
+        # names build 7437 and the fit commit b1f3a6e5d as its first bad commit
+        "2025-12-15",
+        None,
+        "ggml-org/llama.cpp PR #16653 (llama_params_fit, today common_fit_params in "
+        "common/fit.cpp; -fit on by default, -fitt 1024 MiB, -fitc 4096; common_params.n_ctx "
+        "0 = the model's trained context)",
+        "llama-server/llama-cli: with -c unset the context is the model's trained context, "
+        "lowered (not below 4096) until 1 GiB stays free per device; with -ngl unset too, "
+        "layers (MoE: expert tensors first) leave the GPU until it does "
+        "(:mod:`oomkit.estimate.llamacpp_fit`); before: -c 4096 and every layer",
         mla_v_cache=True,
         mla_kv_types_equal=False,
         cuda_moe_fusion_deps=False,

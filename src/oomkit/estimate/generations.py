@@ -27,6 +27,11 @@ Effects read by the estimators (absent key = today's behaviour):
   there is no ``-ub``), ``row_main_gpu`` (True before PR #10026: ``-sm row`` keeps every
   offloaded layer, its KV and the compute graph on the main GPU), ``cuda_moe_fusion_deps``
   (False before PR #25952: the CUDA backend's MoE fusions add no allocation dependencies),
+  ``server_auto_slots`` (False before PR #16736, about 2025-11-01: llama-server without
+  ``-np`` runs one sequence; from it 4 slots on a unified KV cache),
+  ``fit_params`` (False before PR #16653, Dec 2025: no ``--fit``, ``-c`` 4096 and every layer
+  when unset; from it the trained context and layers are fitted to free memory,
+  :mod:`oomkit.estimate.llamacpp_fit`),
   ``server_outputs`` (False before PR #23861, June 2026: llama-server reserves output rows for
   the whole micro-batch like the C API; :mod:`oomkit.estimate.llamacpp_outputs`),
   ``compute_chunks`` (False before PR #15815: ggml-alloc reserves each backend's compute buffer
@@ -452,6 +457,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
         sched_staging=bool(gen.effects.get("sched_staging", True)),
         server_outputs=bool(gen.effects.get("server_outputs", True)),
+        server_auto_slots=bool(gen.effects.get("server_auto_slots", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),
         sycl_kq_on_cpu=bool(gen.effects.get("sycl_kq_on_cpu", False)),
         metal_views=bool(gen.effects.get("metal_views", True)),

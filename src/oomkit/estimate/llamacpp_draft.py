@@ -47,7 +47,13 @@ if TYPE_CHECKING:
     from oomkit.spec.hardware import Hardware
     from oomkit.spec.model import ModelSpec
 
-__all__ = ["DraftPlan", "estimate_llamacpp_server", "plan_draft", "with_draft"]
+__all__ = [
+    "DraftPlan",
+    "estimate_llamacpp_planned",
+    "estimate_llamacpp_server",
+    "plan_draft",
+    "with_draft",
+]
 
 SRC_SERVER = (
     "llama.cpp tools/server/server.cpp server_context::load_model (params_dft = params_base) "
@@ -378,15 +384,28 @@ def with_draft(
     )
 
 
-def estimate_llamacpp_server(
+def estimate_llamacpp_planned(
     spec: ModelSpec, settings: InferenceSettings, hardware: Hardware
 ) -> Estimate:
+    """:func:`estimate_llamacpp_server` for a plan's settings: its command passes ``-c`` and
+    ``-ngl``, so no ``--fit`` (``get_estimator(..., planned=True)``)."""
+    return estimate_llamacpp_server(spec, settings, hardware, fit=False)
+
+
+def estimate_llamacpp_server(
+    spec: ModelSpec, settings: InferenceSettings, hardware: Hardware, *, fit: bool = True
+) -> Estimate:
     """The ``llama.cpp`` estimator of the registry: :func:`~oomkit.estimate.llamacpp.
-    estimate_llamacpp`, plus the draft model when ``settings.draft_model`` is set (Ollama and
-    the oracle call ``estimate_llamacpp`` itself and never see a draft)."""
+    estimate_llamacpp` at the context and layers llama.cpp's ``--fit`` picks when they are
+    unset (``fit``; :mod:`oomkit.estimate.llamacpp_fit`), plus the draft model when
+    ``settings.draft_model`` is set (Ollama and the oracle call ``estimate_llamacpp`` itself
+    and never see a draft)."""
     from oomkit.estimate.llamacpp import estimate_llamacpp, llamacpp_view
+    from oomkit.estimate.llamacpp_fit import fit_enabled, fitted_estimate
     from oomkit.estimate.llamacpp_params import LlamaCppOptions, resolve_llamacpp_params
 
+    if fit and fit_enabled(settings):  # --fit of builds from PR #16653: -c/-ngl the user left unset
+        return fitted_estimate(spec, settings, lambda s: estimate_llamacpp(spec, s, hardware))
     est = estimate_llamacpp(spec, settings, hardware)
     if settings.draft_model is None:
         return est

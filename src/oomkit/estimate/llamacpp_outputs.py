@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from oomkit.estimate.llamacpp_params import LlamaCppParams
+from oomkit.estimate.llamacpp_params import SERVER_AUTO_SLOTS, LlamaCppParams
 from oomkit.spec.settings import InferenceSettings
 
 if TYPE_CHECKING:
@@ -55,10 +55,6 @@ __all__ = [
     "server_outputs",
 ]
 
-#: llama-server's slots when ``-np`` is not given: common/arg.cpp sets ``n_parallel = -1`` (auto)
-#: for the server, and tools/server/server.cpp turns it into 4 slots with ``kv_unified`` before
-#: ``load_model`` reads it; llama-cli keeps common_params' 1 (4 rows over-count it by 3)
-SERVER_AUTO_SLOTS = 4
 #: runtime names for llama.cpp apps whose engine is a C-API program, not llama-server: LM Studio's
 #: llama.cpp engine and koboldcpp's own server (gpttype_adapter.cpp) leave ``n_outputs_max`` at 0
 C_API_APPS = frozenset({"lmstudio", "koboldcpp"})
@@ -86,9 +82,10 @@ def server_outputs(settings: InferenceSettings, params: LlamaCppParams) -> Llama
         or settings.draft_model is not None
     ):
         return params
-    # -np not given: llama-server's "auto" is 4 slots (on one unified KV cache, which keeps the
-    # KV size: llamacpp_params' note), and server_n_outputs_max reads that n_parallel
-    seqs = params.n_seq_max if settings.parallel is not None else SERVER_AUTO_SLOTS
+    # -np not given: resolve_llamacpp_params already gave llama-server's "auto" 4 slots (on one
+    # unified KV cache), and server_n_outputs_max reads that n_parallel; llama-cli keeps
+    # common_params' 1 (4 rows over-count it by 3)
+    seqs = params.n_seq_max
     rows = min(params.n_batch, seqs)
     note = (
         f"{NOTE_PREFIX}: the context reserves {rows} output row(s) for its {seqs} "

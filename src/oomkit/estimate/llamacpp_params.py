@@ -26,13 +26,18 @@ __all__ = [
     "KV_CACHE_TYPES",
     "MATRIX_ROW_PADDING",
     "N_CTX_PAD",
+    "SERVER_AUTO_SLOTS",
     "LlamaCppOptions",
     "LlamaCppParams",
     "backend_alloc_bytes",
     "resolve_llamacpp_params",
 ]
 
-DEFAULT_N_CTX = 4096  # common_params.n_ctx (common/common.h)
+#: common_params.n_ctx (common/common.h) before PR #16653 (Dec 2025), which made it 0 (the
+#: model's trained context, then lowered by --fit: :mod:`oomkit.estimate.llamacpp_fit`)
+DEFAULT_N_CTX = 4096
+#: llama-server's slots when ``-np`` is not given (tools/server/server.cpp, PR #16736)
+SERVER_AUTO_SLOTS = 4
 DEFAULT_N_BATCH = 2048  # common_params.n_batch
 DEFAULT_N_UBATCH = 512  # common_params.n_ubatch
 #: builds before PR #6017 (b2413, 2024-03-13) had one batch size: ``gpt_params.n_batch = 512``
@@ -139,6 +144,10 @@ class LlamaCppOptions:
     #: its ``-np`` sequences, so the reserve graph sizes that many output rows
     #: (:mod:`oomkit.estimate.llamacpp_outputs`, read only with ``settings.llama_server``)
     server_outputs: bool = True
+    #: False = builds before PR #16736 (about 2025-11-01): llama-server without ``-np`` runs
+    #: common_params' one sequence; from it ``-np`` defaults to -1 (auto) and
+    #: tools/server/server.cpp turns that into 4 slots with ``kv_unified = true``
+    server_auto_slots: bool = True
     #: False = builds before PR #1826 (2023-06-18): ggml-metal makes each buffer (the whole
     #: model file, KV, compute) ONE Metal buffer, refused above maxBufferLength
     #: (:mod:`oomkit.estimate.llamacpp_metal`); True: larger buffers are split into views
@@ -224,10 +233,23 @@ def resolve_llamacpp_params(
             value=n_ctx_req,
         )
     n_seq = settings.parallel or 1
-    if settings.parallel is None:
+    auto_slots = settings.parallel is None and bool(settings.llama_server)
+    if auto_slots and opts.server_auto_slots:
+        # tools/server/server.cpp (PR #16736): "n_parallel is set to auto, using n_parallel = 4
+        # and kv_unified = true" when -np is not given (common/arg.cpp: -np default -1)
+        n_seq = SERVER_AUTO_SLOTS
         notes.append(
-            "parallel not given: 1 sequence (C API default; recent llama-server defaults to 4 "
-            "slots sharing one unified KV cache of n_ctx cells, which keeps the KV size)"
+            f"parallel not given: llama-server's -np auto, {SERVER_AUTO_SLOTS} slots sharing one "
+            "unified KV cache of n_ctx cells (PR #16736; the KV size of one sequence)"
+        )
+    elif settings.parallel is None:
+        notes.append(
+            "parallel not given: 1 sequence (common_params.n_parallel; llama-server of this "
+            "build too)"
+            if auto_slots
+            else "parallel not given: 1 sequence (common_params.n_parallel and the C API's "
+            "default; llama-server since PR #16736 runs 4 slots on a unified KV cache of the "
+            "same size: --llama-server)"
         )
     if opts.ubatch_split:
         n_batch = settings.batch_size or DEFAULT_N_BATCH
@@ -241,7 +263,11 @@ def resolve_llamacpp_params(
                 f"ubatch {settings.ubatch} ignored: -ub arrived with PR #6017 (b2413, "
                 f"2024-03-13); a prompt step of this build is -b {n_batch} tokens"
             )
-    kv_unified = bool(settings.kv_unified) or not opts.kv_streams
+    kv_unified = (
+        bool(settings.kv_unified)
+        or not opts.kv_streams
+        or (auto_slots and opts.server_auto_slots and settings.kv_unified is None)
+    )
     n_stream = 1 if kv_unified else n_seq
     fa_auto = settings.flash_attn is None and opts.flash_attn_default
     pad = N_CTX_PAD

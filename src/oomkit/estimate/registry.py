@@ -63,8 +63,16 @@ def normalize_runtime(name: str) -> str:
     return key
 
 
-def get_estimator(name: str) -> Estimator:
-    """The estimator function of runtime ``name`` (imported on first use)."""
+def get_estimator(name: str, *, planned: bool = False) -> Estimator:
+    """The estimator function of runtime ``name`` (imported on first use).
+
+    ``planned``: the settings are a plan's, whose llama.cpp command passes ``-c`` and ``-ngl``
+    (``-ngl 99`` for "all layers"), so llama.cpp's ``--fit`` changes neither
+    (:mod:`oomkit.estimate.llamacpp_fit`): a layer count left unset means all layers."""
+    if planned and normalize_runtime(name) == "llama.cpp":
+        from oomkit.estimate.llamacpp_draft import estimate_llamacpp_planned
+
+        return estimate_llamacpp_planned
     target = RUNTIMES[normalize_runtime(name)]
     module_name, _, func = target.partition(":")
     module = importlib.import_module(module_name)

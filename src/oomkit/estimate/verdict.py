@@ -114,6 +114,7 @@ from importlib import resources
 from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.estimate.llamacpp_fit import FIT_DETAIL
 from oomkit.estimate.verdict_advice import int_detail, safe_change
 from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_ollama_apu import ollama_uma_overs
@@ -270,6 +271,8 @@ class Verdict:
         band = format_bytes(m.band_bytes)
         free = format_bytes(m.free_bytes)
         where = m.device if m.what == "device memory" else f"{m.device} ({m.what})"
+        if self.level == "fits" and m.free_bytes < m.band_bytes:  # llama.cpp's --fit
+            return f"Fits. {free} free on {where}: llama.cpp's --fit sized -c/-ngl to it."
         if self.level == "fits":
             # a serving engine sizes its KV pool to fill the GPU: its margin is the pool's
             return f"Fits. {free} free on {where}, beyond the ±{band} band of real runs."
@@ -368,6 +371,8 @@ def _device_margin(
     free = d.capacity_bytes - d.total_bytes - sum(b for _, b in reservations)
     band = sum(b for _, b in terms)
     level = _level(free, band)
+    if level == "tight" and gpu and est.runtime_details.get(FIT_DETAIL):
+        level = "fits"  # --fit sized -c/-ngl from its own measurement (llamacpp_fit)
     if (
         level == "does_not_fit"
         and unified is not None

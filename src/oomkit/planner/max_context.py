@@ -62,7 +62,8 @@ def max_context(
     """
     from oomkit.estimate.registry import get_estimator
 
-    estimator = get_estimator(normalize_runtime(settings.runtime))
+    # the answer is a -c to pass with every layer as given: no --fit behind it
+    estimator = get_estimator(normalize_runtime(settings.runtime), planned=True)
     top = spec.max_position_embeddings or 131072
     if normalize_runtime(settings.runtime) == "transformers":
         # a learned position table (GPT-2, OPT) holds the prompt and the generated tokens

@@ -22,6 +22,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp, tp_refusal
+from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
@@ -161,7 +162,8 @@ class Searcher:
             # the plan's snippet passes device_map="auto": model what it runs, so a candidate
             # that offloads is the labelled slow level (LEVEL_LAYERS_CPU), not a blocker
             self.base = dataclasses.replace(self.base, device_map="auto")
-        self.estimator = get_estimator(runtime)
+        # the plan's commands pass -c and -ngl: llama.cpp's --fit leaves them as planned
+        self.estimator = get_estimator(runtime, planned=True)
         self.n_layer = spec.num_hidden_layers
         flash_off = runtime == "llama.cpp" and llamacpp_flash_off(self.base)
         self.kvs = kv_ladder(runtime, flash_off=flash_off, pinned=request.kv)
@@ -178,6 +180,8 @@ class Searcher:
                     setting="min_quant",
                 )
         self.precision_notes: list[str] = []
+        if runtime == "llama.cpp":  # its commands pass -c/-ngl: what --fit does with them
+            self.precision_notes.extend(n for n in [plan_note(spec, self.base)] if n)
         if runtime not in _GGUF_RUNTIMES and request.quant is None:
             self.ladder = native_precisions(self.ladder, gpus, self.precision_notes)
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
