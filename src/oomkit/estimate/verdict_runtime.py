@@ -22,10 +22,6 @@ from oomkit.estimate.verdict_advice import (
     PROMPT_LOGPROBS,
     int_detail,
 )
-from oomkit.estimate.vllm_compiled_pooling import CHANGE as POOLING_CHANGE
-from oomkit.estimate.vllm_compiled_pooling import RISK as POOLING_RISK
-from oomkit.estimate.vllm_compiled_pooling import WHAT as POOLING_WHAT
-from oomkit.estimate.vllm_compiled_pooling import compiled_pooling_over
 from oomkit.estimate.vllm_penalties import WHAT as PENALTIES_WHAT
 from oomkit.units import format_bytes
 
@@ -272,8 +268,7 @@ def sglang_outside_over(est: Estimate) -> list[tuple[str, int, str]]:
 def tight_overs(est: Estimate) -> list[tuple[str, int, str, str, str]]:
     """(device, bytes over, what, risk, safe change) of the limits that make a verdict "tight"
     rather than "does not fit": whether they strike depends on an input oomkit is not given
-    (the checkpoint's dtype; the longest prompt sent; the PyTorch build a compiled vLLM pooling
-    model runs on)."""
+    (the checkpoint's dtype; the longest prompt sent)."""
     out = [
         (dev, over, ONLINE_FP8_LOAD_WHAT, ONLINE_FP8_LOAD_RISK, ONLINE_FP8_LOAD_CHANGE)
         for dev, over in online_fp8_load_over(est)
@@ -281,9 +276,5 @@ def tight_overs(est: Estimate) -> list[tuple[str, int, str, str, str]]:
     out += [
         (dev, over, SGLANG_OUTSIDE_WHAT, SGLANG_OUTSIDE_RISK, chg)
         for dev, over, chg in sglang_outside_over(est)
-    ]
-    out += [  # vLLM 0.25+: a compiled pooling model (vllm_compiled_pooling)
-        (dev, room, POOLING_WHAT, POOLING_RISK, POOLING_CHANGE)
-        for dev, room in compiled_pooling_over(est)
     ]
     return out

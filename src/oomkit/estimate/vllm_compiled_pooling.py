@@ -35,27 +35,29 @@ an amount no source explains and that moved with the PyTorch release:
 A year earlier (PR #20144, June 2025) the compiled 8192-token profile of that model matched
 oomkit's rows (1.63 GiB of KV against the log's 1.64), so the excess is dated, not a constant of
 the model. oomkit does not know the PyTorch build or whether the compile excess strikes at a
-given size, so a compiled pooling model on these releases (the generation rows'
-``compiled_pooling_unmodelled`` effect: 0.25.0 on, and current vLLM) is "tight", never "fits",
-with the fact named; eager runs (``--enforce-eager``) are left to the model.
+given size, so on these releases (the generation rows' ``compiled_pooling_unmodelled``
+effect: 0.25.0 on, and current vLLM) a compiled pooling model's KV pool margin carries a band
+term of the whole KV pool (the charge took all of it in #49672): "tight", never "fits", with the
+fact named and ``--enforce-eager`` as the safe change; eager runs are left to the model. No
+constant is fitted to the logs: the figures above are only quoted.
 """
 
 from __future__ import annotations
 
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.verdict_advice import int_detail
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["CHANGE", "DETAIL", "NOTE", "RISK", "WHAT", "compiled_pooling", "compiled_pooling_over"]
+__all__ = ["CHANGE", "DETAIL", "LABEL", "NOTE", "compiled_pooling", "pool_terms"]
 
 #: runtime_details key: the run is a compiled pooling model on a release the rule covers
 DETAIL = "compiled_pooling_profile"
-WHAT = "KV headroom vs vLLM's compiled pooling profile"
-RISK = (
-    "of KV headroom left to a profile oomkit does not model: a pooling model under vLLM's "
-    "torch.compile (VLLM_COMPILE) charges more than its eager forward (vLLM #49672 / PR #49749: "
-    "Gemma-2-9B embedding at 2048 tokens on an L4 had 1.21 GiB of KV, then -0.45 GiB after the "
-    "PyTorch 2.13 upgrade, where the eager forward leaves 2.7 GiB)"
+#: the pool margin's band term: the unmodelled charge may take up to the whole KV budget (it
+#: took all of it and 0.45 GiB more in #49672)
+LABEL = (
+    "a pooling model's torch.compile (VLLM_COMPILE) profile oomkit does not model, up to the "
+    "whole KV pool (vLLM #49672 / PR #49749: Gemma-2-9B embedding at 2048 tokens on an L4 "
+    "had 1.21 GiB of KV, then -0.45 GiB after the PyTorch 2.13 upgrade, where the eager "
+    "forward leaves 2.7 GiB)"
 )
 CHANGE = (
     "--enforce-eager (no torch.compile: vLLM #49672 failed in the VLLM_COMPILE variant only) "
@@ -84,14 +86,14 @@ def compiled_pooling(settings: InferenceSettings, *, unmodelled: bool) -> bool:
     return bool(unmodelled and settings.pooling and not settings.enforce_eager)
 
 
-def compiled_pooling_over(est: Estimate) -> list[tuple[str, int]]:
-    """(device, KV headroom) of a compiled pooling run (``runtime_details[DETAIL]``): the
-    headroom vLLM's start-up check has against the unmodelled compile charge. Nothing when the
-    pool is already short (the verdict says so) or the headroom is unknown."""
-    rd = est.runtime_details
-    if est.runtime != "vllm" or not rd.get(DETAIL) or not est.devices:
-        return []
-    headroom = int_detail(rd, "kv_pool_headroom_bytes")
-    if headroom is None or headroom <= 0:
-        return []
-    return [(est.devices[0].device, headroom)]
+def pool_terms(est: Estimate, terms: list[tuple[str, int]], free: int) -> list[tuple[str, int]]:
+    """The KV pool margin's band terms, with :data:`LABEL` at the whole KV pool for a compiled
+    pooling run (``runtime_details[DETAIL]``): the pool exceeds the headroom ``free`` by one
+    request's KV, so the margin is "tight" whatever the other terms. Unchanged when the pool is
+    already short (the verdict says so) or unknown."""
+    pool = est.runtime_details.get("available_kv_cache_bytes")
+    if est.runtime != "vllm" or not est.runtime_details.get(DETAIL) or free <= 0:
+        return terms
+    if not isinstance(pool, int) or isinstance(pool, bool) or pool <= 0:
+        return terms
+    return sorted([*terms, (LABEL, pool)], key=lambda t: -t[1])
