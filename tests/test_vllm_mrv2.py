@@ -184,9 +184,10 @@ def test_a_pooling_model_keeps_the_v1_runner_and_runs_no_sampler() -> None:
     [
         ("vllm-pr20144-l4-gemma2-9b-embed-8192-oom", "does_not_fit"),
         ("vllm-pr20144-l4-gemma2-9b-embed-2048-ok", "tight"),
-        # PR #49351: vLLM had 0.64 GiB of KV, oomkit 1.57 (a ~0.9 GiB gap not yet modelled)
-        ("vllm-pr49351-l4-gemma2-9b-embed-2048-oom", "fits"),
-        ("vllm-pr49351-l4-gemma2-9b-embed-512-ok", "fits"),
+        # PR #49351: vLLM had 0.64 GiB of KV, oomkit 1.57: a compiled pooling model on 0.25+
+        # is at best tight (oomkit.estimate.vllm_compiled_pooling)
+        ("vllm-pr49351-l4-gemma2-9b-embed-2048-oom", "tight"),
+        ("vllm-pr49351-l4-gemma2-9b-embed-512-ok", "tight"),
     ],
 )
 def test_the_embedding_records(rid: str, level: str, verdict_scorer: ModuleType) -> None:

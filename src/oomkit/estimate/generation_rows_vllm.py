@@ -410,6 +410,9 @@ VLLM_ROWS: tuple[Row, ...] = (
         vllm_engine="current",
         graph_profiling=True,
         mrv2_default="dense",
+        # vLLM #49672 / PR #49749 (2026-07-24): a compiled pooling model's profile charges
+        # more than its eager forward (vllm_compiled_pooling)
+        compiled_pooling_unmodelled=True,
     ),
     _g(
         "vllm",
@@ -424,5 +427,6 @@ VLLM_ROWS: tuple[Row, ...] = (
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate on either model runner, as 0.21",
         vllm_engine="current",
         graph_profiling=True,
+        compiled_pooling_unmodelled=True,  # the 0.29.0-0.33.0 test keeps util 0.98 (PR #49749)
     ),
 )

@@ -91,7 +91,10 @@ Effects read by the estimators (absent key = today's behaviour):
   :func:`oomkit.estimate.vllm_engines.graph_estimate_charged`),
   ``mrv2_default`` (0.22-0.28: which models run Model Runner V2 by default, whose CUDA-graph
   estimate is 0, so the graphs go to the ``1 - util`` headroom: ``"qwen3"``, ``"llama"``,
-  ``"listed"``, ``"dense"``; :mod:`oomkit.estimate.vllm_mrv2`).
+  ``"listed"``, ``"dense"``; :mod:`oomkit.estimate.vllm_mrv2`),
+  ``compiled_pooling_unmodelled`` (True from 0.25.0: a pooling model under torch.compile
+  profiles more than its eager forward, vLLM #49672 / PR #49749; the verdict is at best
+  "tight", :mod:`oomkit.estimate.vllm_compiled_pooling`).
 * SGLang: ``mem_fraction`` (``"tp_table"``: SGLang <= 0.4 TP table; ``"gpu_memory"``: PR #10975);
   for multimodal architectures (:func:`oomkit.estimate.sglang.multimodal_policy`)
   ``mm_fraction`` (the ``mem_fraction_static`` factor; absent: none modelled),

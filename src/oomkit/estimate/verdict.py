@@ -139,6 +139,7 @@ from oomkit.estimate.verdict_windows import (
     windows_hip_apu_overs,
     within_sysmem_fallback,
 )
+from oomkit.estimate.vllm_compiled_pooling import pool_terms
 from oomkit.units import MiB, format_bytes
 
 __all__ = [
@@ -475,6 +476,7 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         # a request's sliding layers need only their window; V1 checks bytes
         # (check_enough_kv_cache_memory: max_memory_usage_bytes summed over the layers)
         free = headroom
+    terms = pool_terms(est, terms, free)  # vLLM 0.25+: a compiled pooling model
     band = sum(b for _, b in terms)
     level = _level(free, band)
     if level == "does_not_fit" and tokens > 0 and pool_is_a_cap(est):

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.estimate.vllm_compiled_pooling import CHANGE as POOLING_CHANGE
+from oomkit.estimate.vllm_compiled_pooling import LABEL as POOLING_LABEL
 from oomkit.units import format_bytes
 
 if TYPE_CHECKING:
@@ -103,6 +105,8 @@ def safe_change(est: Estimate, m: DeviceMargin) -> str | None:
                 "capturing in the headroom) or --enforce-eager"
             )
         return "--enforce-eager (no CUDA graphs to capture in the headroom)"
+    if est.runtime == "vllm" and top == POOLING_LABEL:  # vllm_compiled_pooling
+        return POOLING_CHANGE
     if est.runtime == "vllm" and top == PROMPT_LOGPROBS:
         return _fewer_logprob_rows(est, m)
     # No expandable_segments here although it removes the allocator's split-segment term

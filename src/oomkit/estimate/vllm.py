@@ -50,6 +50,8 @@ from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, we
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
+from oomkit.estimate.vllm_compiled_pooling import DETAIL as COMPILED_POOLING
+from oomkit.estimate.vllm_compiled_pooling import NOTE as COMPILED_POOLING_NOTE
 from oomkit.estimate.vllm_components import estimate_settings, host_usage, rank_components
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
@@ -437,6 +439,9 @@ def estimate_vllm(
         details["graph_estimate_env"] = "VLLM_USE_V2_MODEL_RUNNER=0"
     elif rules.profiles_graphs and not p0.cudagraph_charged:  # 0.18-0.19, or ...=0 from 0.20
         details["graph_estimate_env"] = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1"
+    if rules.compiled_pooling:  # 0.25+: the compiled pooling profile (vllm_compiled_pooling)
+        details[COMPILED_POOLING] = True
+        support_notes = (*support_notes, COMPILED_POOLING_NOTE)
     if p0.lora is not None:
         details.update(lora_details(p0.lora))
     sort_extra = max(p.sampler_sort_extra_bytes for p in plans)

@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from oomkit.estimate.vllm_compiled_pooling import compiled_pooling
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
     graph_estimate_charged,
@@ -61,6 +62,8 @@ class ReleaseRules:
     profiles_graphs: bool = False
     #: 0.22-0.28: the model runs Model Runner V2, whose graph estimate is 0 (vllm_mrv2)
     model_runner_v2: bool = False
+    #: 0.25.0 on: a compiled pooling model's profile is not modelled (vllm_compiled_pooling)
+    compiled_pooling: bool = False
     support_notes: tuple[str, ...] = ()
     #: the release's generation runs another engine row (why)
     engine_switch: str | None = None
@@ -104,6 +107,7 @@ def release_rules(
     engine_switch: str | None = None
     profiles_graphs = engine == DEFAULT_ENGINE
     mrv2 = False
+    compiled_pool = engine == DEFAULT_ENGINE  # current vLLM (no version): the 0.29+ row's rule
     if engine == DEFAULT_ENGINE:
         # a release that cannot load the model is refused; without a version, a model the
         # newest vLLM dropped is modelled on the last release that loads it
@@ -120,6 +124,7 @@ def release_rules(
         awq_split_k = bool(gen.effects.get("awq_split_k", False))
         len_check = bool(gen.effects.get("kv_len_check", True))
         profiles_graphs = bool(gen.effects.get("graph_profiling", False))
+        compiled_pool = bool(gen.effects.get("compiled_pooling_unmodelled", False))
         rule = gen.effects.get("mrv2_default")
         if isinstance(rule, str) and runs_model_runner_v2(spec, settings, rule):
             mrv2 = True
@@ -173,6 +178,7 @@ def release_rules(
         len_check=len_check,
         profiles_graphs=profiles_graphs,
         model_runner_v2=mrv2,
+        compiled_pooling=compiled_pooling(settings, unmodelled=compiled_pool),
         support_notes=support_notes,
         engine_switch=engine_switch,
     )
