@@ -28,7 +28,14 @@ def test_catalog_draft_is_estimated(client: TestClient) -> None:
     assert doc["runtime_details"]["draft"]["model"] == "qwen2.5-0.5b"
     # qwen2.5-0.5b: 24 layers x 2 KV heads x 64 x (K + V) x 2 bytes per cell, 8192 cells
     cuda0 = doc["runtime_details"]["draft"]["devices"]["cuda:0"]
-    assert cuda0["draft KV cache"] == 24 * 2 * 64 * 2 * 2 * 8192
+    # llama-server's -np auto: 4 slots on one unified cache, and init() gives each slot its own
+    # draft context of n_ctx_seq (= n_ctx when unified) cells (oomkit.estimate.llamacpp_draft)
+    assert cuda0["draft KV cache"] == 4 * 24 * 2 * 64 * 2 * 2 * 8192
+    r = client.post("/api/estimate", json={**body, "draft_ngl": 99, "draft_quant": "Q8_0",
+                                           "parallel": 1})  # fmt: skip
+    assert r.status_code == 200, r.text
+    one = r.json()["runtime_details"]["draft"]["devices"]["cuda:0"]
+    assert one["draft KV cache"] == 24 * 2 * 64 * 2 * 2 * 8192
 
 
 @pytest.mark.parametrize("ref", ["/etc/passwd", "../x/draft.gguf", "draft.gguf"])

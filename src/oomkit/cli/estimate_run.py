@@ -365,6 +365,20 @@ def _estimate_max_ctx(
     found = max_context(spec, settings, hardware, platform=platform)
     from oomkit.estimate.verdict import verdict
 
+    if settings.n_gpu_layers is None:
+        # the search placed the layers as a plan does (llama.cpp: every layer, --fit off); the
+        # answer keeps that placement, or --fit would move layers to the CPU at 256 tokens and
+        # call "fits" what the search found does not
+        from oomkit.estimate.registry import get_estimator, normalize_runtime
+
+        probe = found[1] if found is not None else None
+        if probe is None:
+            planned = get_estimator(normalize_runtime(settings.runtime), planned=True)
+            probe = planned(spec, dataclasses.replace(settings, ctx=256), hardware)
+        ngl = probe.settings.get("n_gpu_layers")
+        if isinstance(ngl, int):
+            settings = dataclasses.replace(settings, n_gpu_layers=ngl)
+
     if found is None:
         est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
         clear = " clear of the variance band" if verdict(est, platform).level == "tight" else ""

@@ -301,6 +301,7 @@ def plan_command(
             ("gpu_memory_utilization", gpu_memory_utilization),
             ("max_num_seqs", max_num_seqs),
             ("pooling", pooling),
+            ("enforce_eager", True if pooling else None),
             ("llama_server", llama_server),
             ("flash_attn", flash_attn),
         )
@@ -314,9 +315,12 @@ def plan_command(
         else None
     )
     result = plan(model, hardware, request, base=base, offline=True if offline else None)
-    if llama_server is False:
-        import dataclasses
+    import dataclasses
 
+    if pooling:  # a compiled pooling profile is not modelled (estimate/vllm_compiled_pooling.py)
+        note = "--pooling: planned with --enforce-eager (vLLM PR #49749: unmodelled compile)"
+        result = dataclasses.replace(result, notes=(*result.notes, note))
+    if llama_server is False:
         note = (
             "--no-llama-server: the llama.cpp memory is llama-bench's / the C API's (one output "
             "row per -ub token); the commands keep llama-server's flags, give them to that program"
