@@ -135,7 +135,8 @@ _HOST_WORDING = re.compile(
     # partition/file; vLLM's --swap-space is CPU memory too): short swap is a host shortage
     r"\bswap(?:[ _-]?space|[ _-]?file|\s+partition)\b|\bout\s+of\s+swap\b|"
     r"交换空间|交換空間|交换分区|交換分區|页面文件|頁面檔|"
-    r"\bheap\b|oom-?kill|(?<![A-Za-z])killed\b|SIGKILL|signal:? 9\b|"
+    # (docpost18: "killed" may run into a CJK clause, "模型加载Killed了", where \b sees no end)
+    r"\bheap\b|oom-?kill|(?<![A-Za-z])killed(?![A-Za-z0-9_])|SIGKILL|signal:? 9\b|"
     r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
     r"can't allocate region|memory allocation of \d{1,20} bytes|(?<!OutOf)MemoryError|"
     r"(?:java\.lang|ray\.exceptions)\.OutOfMemoryError|GC overhead limit|内存|記憶體|"
