@@ -130,3 +130,91 @@ def test_development_records(record_id: str, cause: str) -> None:
     d = diagnose_text(corpus_text(record_id))
     assert d.oom_found
     assert d.cause == cause, d.explanation
+
+
+# --- second round: the model, the save, the optimizer step, another process, pinned host -------
+
+
+@pytest.mark.parametrize(
+    ("text", "cause", "fix"),
+    [
+        (
+            "CUDA out of memory because the transformer is too large to fit on the GPUs",
+            "model_too_large",
+            "Use a smaller or more quantized model",
+        ),
+        (
+            "It gave OOM error while attempting to transfer the model on GPU.",
+            "model_too_large",
+            "Use a smaller or more quantized model",
+        ),
+        (
+            "It trains fine. When saving the checkpoint, it encounters with OOM sometimes.",
+            "model_too_large",
+            "Save without gathering the full model on the GPU",
+        ),
+        (
+            "after backward it is at 61 GB and during the step function it goes out of memory.",
+            "model_too_large",
+            "Shrink or offload the optimizer state",
+        ),
+        (
+            "CUDA out of memory when another process (trainer) uses 12.7GB of the GPU",
+            "other_process_holding_memory",
+            None,
+        ),
+        (
+            "cudaHostRegister failed with cudaErrorMemoryAllocation",
+            "host_ram",
+            "Pin less host memory",
+        ),
+        (
+            "A single registration of 512 GiB fails with cudaErrorMemoryAllocation, so the "
+            "offload buffer never gets pinned.",
+            "host_ram",
+            "Pin less host memory",
+        ),
+        ("OOM异常，自动kill程序了", "host_ram", None),
+    ],
+)
+def test_stated_phase_and_holder(text: str, cause: str, fix: str | None) -> None:
+    d = diagnose_text(text)
+    assert d.cause == cause, d.explanation
+    if fix is not None:
+        assert d.fixes[0].title == fix
+
+
+@pytest.mark.parametrize(
+    ("text", "not_cause"),
+    [
+        ("CUDA out of memory: the batch is too large to fit on the GPU", "model_too_large"),
+        ("OOM while moving the inputs to the GPU", "model_too_large"),
+        ("CUDA out of memory when saving activations for backward", "model_too_large"),
+        ("CUDA out of memory after saving the checkpoint, at the next epoch", "model_too_large"),
+        ("CUDA out of memory while saving memory with gradient checkpointing", "model_too_large"),
+        ("OOM: reduce the step size of the scheduler", "model_too_large"),
+        (
+            "CUDA out of memory; another process uses the results of this one",
+            "other_process_holding_memory",
+        ),
+        ("CUDA out of memory. cudaMalloc failed with cudaErrorMemoryAllocation", "host_ram"),
+    ],
+)
+def test_stated_phase_near_misses(text: str, not_cause: str) -> None:
+    assert diagnose_text(text).cause != not_cause
+
+
+@pytest.mark.parametrize(
+    ("record_id", "cause"),
+    [
+        ("h36-RWKV-Runner-185", "host_ram"),
+        ("h38-vllm-51080", "host_ram"),
+        ("h38-OpenRLHF-698", "model_too_large"),
+        ("h38-LLaVA-155", "model_too_large"),
+        ("h38-Bagel-116", "model_too_large"),
+        ("h38-vdn-minimax-h3-7", "model_too_large"),
+    ],
+)
+def test_development_records_second_round(record_id: str, cause: str) -> None:
+    d = diagnose_text(corpus_text(record_id))
+    assert d.cause == cause, d.explanation

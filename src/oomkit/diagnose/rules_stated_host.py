@@ -6,7 +6,11 @@ it names no host-memory word that :func:`oomkit.diagnose.rules_extra.names_host_
 * a model **conversion or export** ran out ("the model conversion process consumes 282GB of
   memory", "the memory is used up by the converting process"): :func:`stated_conversion_on_host`;
 * the machine has **unified memory** (Jetson, DGX Spark / GB10, Apple silicon Macs, Strix Halo),
-  where the GPU's allocations are system RAM: :func:`stated_unified_memory`.
+  where the GPU's allocations are system RAM: :func:`stated_unified_memory`;
+* (docpost18) a **pinned host** allocation or registration failed (``cudaHostRegister``,
+  ``cudaHostAlloc``, Ascend's ``aclrtHostRegister``; "a single registration of 512 GiB fails
+  with cudaErrorMemoryAllocation"): CUDA reports it with the device's enum, but the pages are
+  the host's (``rules_extra.PINNED_HOST``): :func:`stated_pinned_host`.
 
 Both apply only where the runtime rule left the cause open
 (:func:`oomkit.diagnose.rules_stated.fallback`), after the prose rules that name an allocation
@@ -21,10 +25,10 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.priors import is_open
-from oomkit.diagnose.rules_extra import names_device_memory
+from oomkit.diagnose.rules_extra import PINNED_HOST, names_device_memory
 from oomkit.diagnose.rules_stated import fallback
 
-__all__ = ["stated_conversion_on_host", "stated_unified_memory"]
+__all__ = ["stated_conversion_on_host", "stated_pinned_host", "stated_unified_memory"]
 
 # what was converted must be a model ("model conversion", "converting the checkpoint", "export
 # to ONNX", a converter script by name; "convertion", a common misspelling, too); converting an
@@ -146,6 +150,46 @@ def stated_unified_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
                     "close other programs and containers; add swap",
                     "a smaller or more quantized model",
                     "sudo sysctl iogpu.wired_limit_mb=<MiB>   # macOS: the GPU's share of RAM",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def stated_pinned_host(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A pinned (page-locked) host allocation or registration failed: ``host_ram``.
+
+    Mechanism. ``cudaHostAlloc`` / ``cudaMallocHost`` allocate and ``cudaHostRegister`` locks
+    host pages for DMA; a CPU KV-cache offload (vLLM's OffloadingConnector ``cpu_bytes_to_use``,
+    LMCache's ``max_local_cpu_size``, one buffer per TP rank) pins its whole region at start-up.
+    CUDA reports a failure there as ``cudaErrorMemoryAllocation``, the device's enum, but what
+    ran out is the host's lockable RAM or the driver's per-call limit (vLLM PR #51081: register
+    in chunks of at most 64 GiB). ``host_ram`` at 0.45; what would decide: whether a smaller
+    offload region (or one registered in chunks) starts.
+    """
+    del ctx
+    if not fallback(result) or result.cause == "host_ram":
+        return None
+    m = PINNED_HOST.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="host_ram",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names a pinned host allocation "
+        f"({m.group(0)!r}): those pages are the host's, locked for DMA, whatever CUDA's error "
+        "enum says. What would decide: whether a smaller CPU offload region (or one registered "
+        "in chunks) starts.",
+        fixes=(
+            generic(
+                "Pin less host memory",
+                "each engine (each TP rank) pins its own CPU offload region at start-up.",
+                (
+                    "vLLM OffloadingConnector: a smaller cpu_bytes_to_use",
+                    "LMCache: max_local_cpu_size per engine x TP ranks under host RAM",
+                    "vLLM: a smaller --swap-space",
                 ),
             ),
             *result.fixes,
