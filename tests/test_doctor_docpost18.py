@@ -218,3 +218,8 @@ def test_stated_phase_near_misses(text: str, not_cause: str) -> None:
 def test_development_records_second_round(record_id: str, cause: str) -> None:
     d = diagnose_text(corpus_text(record_id))
     assert d.cause == cause, d.explanation
+
+
+def test_save_on_one_gpu_by_a_missing_device_setting_is_not_the_model() -> None:
+    d = diagnose_text("Out-of-memory when saving the checkpoint w/o setting device id")
+    assert d.cause != "model_too_large"

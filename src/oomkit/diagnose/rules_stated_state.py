@@ -18,7 +18,8 @@ something the batch does not size, so "halve the batch" cannot help there:
 
 Both read ``model_too_large`` at 0.45, only where the runtime rule left the cause open
 (:func:`oomkit.diagnose.rules_stated.fallback`) and in the OOM's own sentence. Not read: saving
-memory, activations or a graph, "after saving" (a later phase), a learning-rate "step size".
+memory, activations or a graph, "after saving" (a later phase), a learning-rate "step size", a
+save placed on one GPU by a missing device setting ("w/o setting device id": the first GPU's).
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ _SAVE_RE = re.compile(
     # PyTorch FSDP's _full_post_state_dict_hook, when the clone of a gathered tensor fails
     + r"|Failed to clone\(\) tensor with name \S{1,200}[^\n]{0,400}?\bout of memory"
 )
+# the save placed on one device by a missing device setting ("when saving the checkpoint w/o
+# setting device id": every rank's tensors land on cuda:0) is the first GPU's, not the model's
+# (rules_stated_alloc.stated_checkpoint_on_first_gpu)
+_PLACEMENT = re.compile(
+    r"(?i)\bdevice[ _-]?ids?\b|\bcuda:0\b|\bmap_location\b|\bset_device\b|\blocal_rank\b"
+    r"|\b(?:first|same|one)\s+gpu\b|\bgpu\s?0\b"
+)
 _STEP_RE = re.compile(
     r"(?i)\b" + _OOM + _SENT + r"(?:" + _STEP + r")|(?:" + _STEP + r")" + _SENT + r"\b"
     r"(?:goes\s+|went\s+|runs?\s+|ran\s+)?" + _OOM
@@ -71,7 +79,7 @@ def stated_training_state_phase(result: Analysis, e: OomEvent, ctx: LogContext) 
     if not fallback(result) or result.cause in {"model_too_large", "host_ram"}:
         return None
     m = _SAVE_RE.search(e.text)
-    if m is not None:
+    if m is not None and not _PLACEMENT.search(e.text):
         return Analysis(
             cause="model_too_large",
             confidence=0.45,
