@@ -48,6 +48,14 @@ so these families never displace a richer event:
   ResourceExhaustedError`` / ``tf.errors.ResourceExhaustedError`` (the status an op kernel
   returns when its output cannot be allocated), when the paste lost the ``OOM when allocating``
   line.
+* TensorFlow's list of the tensors a step held when it ran out (``report_tensor_allocations_upon_
+  oom``): ``StepStatsCollector::ReportAllocsOnResourceExhausted``
+  (``tensorflow/core/common_runtime/step_stats_collector.cc``, appended to the OOM status by
+  ``executor.cc`` when the status is ``RESOURCE_EXHAUSTED``) prints one ``  <size> from <node>``
+  line per large tensor and ends with ``  Remaining <N> nodes with <size>``
+  (``strings::HumanReadableNumBytes``: ``5.32GiB``), when the paste keeps only that tail. The
+  trailer is read only after a ``<size> from <node>`` line (a cluster's "Remaining 4 nodes with
+  80GB GPUs" is not it).
 * AMD's amdgpu command submission: Mesa RADV ``radv/amdgpu: Not enough memory for command
   submission.`` (``src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c``: the submit ioctl returned
   ``-ENOMEM`` and RADV reports ``VK_ERROR_OUT_OF_HOST_MEMORY``), and the kernel's ``*ERROR* Not
@@ -124,6 +132,13 @@ _VK_LIMIT = re.compile(
     r"Requested buffer size exceeds device (?:memory allocation|buffer size) limit", re.IGNORECASE
 )
 _TF_EXHAUSTED = re.compile(r"(?:errors_impl|errors)\.ResourceExhaustedError\b")
+# step_stats_collector.cc ReportAllocsOnResourceExhausted: "  4.27MiB from model/decoder/add" ...
+# "  Remaining 41046 nodes with 5.32GiB" (HumanReadableNumBytes: B, KiB, MiB, GiB, TiB)
+_TF_HRB = r"\d{1,6}(?:\.\d{1,2})?(?:[KMGTP]iB|B)"
+_TF_REMAINING = re.compile(
+    r"^\s{0,8}Remaining (?P<n>\d{1,9}) nodes with (?P<b>" + _TF_HRB + r")\s*$"
+)
+_TF_FROM = re.compile(r"^\s{0,8}" + _TF_HRB + r" from \S{1,300}\s*$")
 # (the kernel's DRM_ERROR / drm_err print "[drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* ..." /
 # "amdgpu 0000:03:00.0: [drm] *ERROR* ..." in dmesg)
 _AMDGPU_CS = re.compile(
@@ -158,6 +173,7 @@ _PREFILTER = needles_re(
         "use lower resolution",
         "buffer size exceeds",
         "ResourceExhaustedError",
+        "nodes with",
         "CUDA runtime error: out of memory",
         "for command submission",
         "failed with OOM on device",
@@ -255,6 +271,16 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
         return _ev("llama.cpp", "alloc_limit", "vulkan_max_allocation_size", line, n)
     if "ResourceExhaustedError" in line and _TF_EXHAUSTED.search(line):
         return _ev("tensorflow", "resource_exhausted", "tf_resource_exhausted_class", line, n)
+    m7 = _TF_REMAINING.search(line) if "nodes with" in line else None
+    if m7 is not None and any(_TF_FROM.search(lines.cleaned(j)) for j in range(max(0, i - 8), i)):
+        return _ev(
+            "tensorflow",
+            "resource_exhausted",
+            "tf_oom_tensor_report",
+            line,
+            n,
+            detail=f"{m7['n']} more tensors hold {m7['b']}",
+        )
     if "for command submission" in line and _AMDGPU_CS.search(line):
         return _ev("vulkan", "host_alloc_failed", "amdgpu_cs_enomem", line, n)
     m5 = _TORCH_ALLOC_WARN.search(line) if "failed with OOM" in line else None

@@ -18,6 +18,10 @@ word the same report in titles and prose, where the line is quoted rather than p
   "Killed."', "Both stopped (Killed) without any error message", "halts with an error ``4441
   Killed`` message" (bash's ``PID Killed`` form); not a lower-case "killed" (the prose
   grammar's, ``parse_wordings_prose``) nor a "Killed" state or status column;
+* **the shell's word run into a Chinese sentence** (docpost18, heldout36: "推理时模型加载Killed了",
+  the model load got Killed): CJK text has no spaces, so the word sits between Han characters and
+  is followed by the perfective 了 / 啦 / 掉 (it happened); not a user's own kill in the clause
+  ("我把进程Killed了", "手动Killed了") nor a state ("状态为Killed");
 * **a verb of showing before the word**: "the quantization prompts KILLED at the end", "it
   displays Killed after loading" (not "displays killed processes").
 
@@ -102,6 +106,15 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
             r"[\"'`]?(?:Killed|KILLED)\b(?! (?:processes|jobs|tasks|workers|state|status)\b)"
             # a list of states ("shows Killed and Running pods"), not the shell's report
             r"(?! ?(?:and|or)\b| ?[,/&])"
+        ),
+    ),
+    (
+        # the shell's word run into a Chinese clause, then the perfective: "模型加载Killed了"; the
+        # clause holds no agent of the kill (我 "I", 把 the object marker, 手动 "manually")
+        ("killed",),
+        re.compile(
+            r"(?:^|[\s，。,.!?！？；;:：])(?:(?!我|把|手动)[^\s，。,.!?！？；;:：]){0,24}?"
+            r"[\u4e00-\u9fff] ?(?:Killed|KILLED|killed) ?(?:了|啦|掉)"
         ),
     ),
 )
@@ -190,4 +203,7 @@ KILLS_NEAR_MISSES = (
     "cudaMalloc failed: invalid argument",
     "Allocation failed: invalid argument (EINVAL)",
     "hipMalloc failed with hipErrorInvalidValue",
+    "我把旧进程Killed了，然后重启",
+    "手动Killed了进程",
+    "任务状态为Killed。",
 )

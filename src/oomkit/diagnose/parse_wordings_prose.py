@@ -36,7 +36,10 @@ that must stay silent are in ``tests/test_doctor_prose_wordings.py``:
 * **a program that cannot get enough memory**: "does not allocate enough GPU memory for the KV
   cache", "I haven't enough VRAM", "CUDA report me that i haven't enough free space" (not
   "enough memory bandwidth", "not enough space on the disk"); **a buffer allocation error** in a
-  title (not "buffer allocation error handling");
+  title (not "buffer allocation error handling"); **a cause that fails the allocations**, the
+  transitive verb (docpost18, heldout37: "a large context window which fails GPU memory
+  allocations"; not "handles failing memory allocations", "never fails memory allocations", a
+  test that fails them on purpose);
 * **a memory problem with a big batch or input**: "has a problem with memory when the model runs
   with a huge batch size", "memory problem with large images" (not "a problem with memory
   alignment"; a bare "memory problem" stays silent, as in ``parse_wordings_titles``);
@@ -484,6 +487,21 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         re.compile(
             r"\bbuffer allocation (?:error|errors|fail(?:s|ed|ure|ures)?)\b"
             r"(?! (?:handling|handler|is handled|path|code|test))",
+            _I,
+        ),
+    ),
+    (
+        # (docpost18) the transitive verb, a cause that fails the allocations: "a large context
+        # window which fails GPU memory allocations"; not handled, simulated, injected or
+        # negated failures ("handles failing memory allocations", "never fails memory
+        # allocations", "fails memory allocations on purpose to test the fallback")
+        ("allocation",),
+        re.compile(
+            r"(?<!never )(?<!not )(?<!n't )(?<!handle )(?<!handles )(?<!handling )(?<!simulate )"
+            r"(?<!simulates )(?<!inject )(?<!injects )(?<!test )(?<!tests )"
+            r"\b(?:fails|failed|failing) (?:the |all |its |some |many )?"
+            r"(?:(?:gpu|cuda|vram|video|device|host|system) )?memory allocations?\b"
+            r"(?! (?:on purpose|deliberately|intentionally|for testing|to test)\b)",
             _I,
         ),
     ),

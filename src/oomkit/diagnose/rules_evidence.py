@@ -55,7 +55,11 @@ from oomkit.diagnose.rules_stated_held import (
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
-from oomkit.diagnose.rules_stated_host import stated_conversion_on_host, stated_unified_memory
+from oomkit.diagnose.rules_stated_host import (
+    stated_conversion_on_host,
+    stated_pinned_host,
+    stated_unified_memory,
+)
 from oomkit.diagnose.rules_stated_levers import (
     comfy_loader_node,
     mistralrs_device_map,
@@ -69,6 +73,7 @@ from oomkit.diagnose.rules_stated_size import (
     stated_lora_fits_full_does_not,
     stated_weights_exceed_card,
 )
+from oomkit.diagnose.rules_stated_state import stated_training_state_phase
 from oomkit.diagnose.rules_surroundings import stated_around
 
 __all__ = ["EVIDENCE_RULES", "refine_by_evidence"]
@@ -562,6 +567,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_free_memory,
     mistralrs_device_map,
     stated_model_too_large,
+    stated_training_state_phase,
     stated_load_need_over_available,
     stated_weights_exceed_card,
     stated_card_cannot_run,
@@ -570,6 +576,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_batch_cut_still_fails,
     stated_conversion_on_host,
     stated_unified_memory,
+    stated_pinned_host,
     comfy_loader_node,
     _metal_command_buffer,
     _constructed_at_load,

@@ -20,7 +20,13 @@ from oomkit.diagnose.parse_wordings_titles_more import CJK_KILLED_BY_SYSTEM, CJK
 from oomkit.diagnose.rules_ggml_pool import ggml_pool
 from oomkit.diagnose.rules_sglang import sglang_pool, sglang_runtime
 
-__all__ = ["analyze_extra", "growth_across_events", "names_device_memory", "names_host_memory"]
+__all__ = [
+    "PINNED_HOST",
+    "analyze_extra",
+    "growth_across_events",
+    "names_device_memory",
+    "names_host_memory",
+]
 
 
 def _fb(n: int | None) -> str:
@@ -135,7 +141,8 @@ _HOST_WORDING = re.compile(
     # partition/file; vLLM's --swap-space is CPU memory too): short swap is a host shortage
     r"\bswap(?:[ _-]?space|[ _-]?file|\s+partition)\b|\bout\s+of\s+swap\b|"
     r"交换空间|交換空間|交换分区|交換分區|页面文件|頁面檔|"
-    r"\bheap\b|oom-?kill|(?<![A-Za-z])killed\b|SIGKILL|signal:? 9\b|"
+    # (docpost18: "killed" may run into a CJK clause, "模型加载Killed了", where \b sees no end)
+    r"\bheap\b|oom-?kill|(?<![A-Za-z])killed(?![A-Za-z0-9_])|SIGKILL|signal:? 9\b|"
     r"exitcode\s{0,4}: -9|job killed|low on (?:resource: )?memory|bad allocation|bad_alloc|"
     r"can't allocate region|memory allocation of \d{1,20} bytes|(?<!OutOf)MemoryError|"
     r"(?:java\.lang|ray\.exceptions)\.OutOfMemoryError|GC overhead limit|内存|記憶體|"
@@ -208,10 +215,25 @@ _NOT_DEVICE = re.compile(
 # report per-task GPU usage *to* the kernel's OOM killer), and the machine's RAM limit said to
 # be passed ("the runtime overhead pushes the machine past its RAM limit", "over the 4GB RAM
 # limit"; "GPU RAM limit" stays the device's)
+# docpost18 (heldout38): pinned (page-locked) host memory, whose failure CUDA reports with the
+# device's enum: cudaHostRegister / cudaHostAlloc / cudaMallocHost (and Ascend's aclrtMallocHost /
+# aclrtHostRegister) lock host pages, so cudaErrorMemoryAllocation there is the host's RAM or the
+# driver's per-call pinning limit (vLLM PR #51081 registers the CPU KV-offload region in 64 GiB
+# chunks for it), not the GPU's
+PINNED_HOST = re.compile(
+    r"\b(?:cudaHost(?:Register|Alloc)|cudaMallocHost|aclrtMallocHost|aclrtHostRegister)\b"
+    r"|(?i:\bpinned\s+(?:host\s+)?memory\s+(?:allocation|registration)\s+fail"
+    r"|\bregistration\b[^.\n]{0,80}?\bcudaErrorMemoryAllocation\b"
+    r"|\bcudaErrorMemoryAllocation\b[^.\n]{0,120}?\b(?:pinned|page-locked)\b)"
+)
 _HOST_OVER_DEVICE = re.compile(
     r"\bpage allocation failure: order:\s?\d"
     r"|(?i:\b(?:past|over|beyond|exceed\w*|hit\w*|reach\w*)\s+(?:its|the|their|my|our|a)\s+"
     r"(?:\d{1,4}\s?[GM]i?B\s+)?(?:system\s+)?RAM\s+limit)"
+    + r"|"
+    + PINNED_HOST.pattern
+    # the OOM killer as the implied agent: "OOM异常，自动kill程序了" (killed automatically)
+    + r"|(?i:\bOOM[^。\n]{0,20}?自动\s?kill)"
 )
 
 

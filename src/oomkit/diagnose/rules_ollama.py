@@ -51,7 +51,21 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
                 expected_saving_bytes=short,
             ),
             _smaller_model(req, avail),
-            *_kv_fixes(ctx, ctx.ollama_required_kv_bytes, None),
+            # docpost18 (heldout37/38: Zed, Continue and Roo Code send the model's whole
+            # context): Ollama's requirement counts the KV cache for num_ctx x
+            # OLLAMA_NUM_PARALLEL (llm/memory.go EstimateGPULayers), so a client's large num_ctx
+            # is what grows it; Continue's docs (PR #11864) give reducing contextLength as the fix
+            *(
+                _kv_fixes(ctx, ctx.ollama_required_kv_bytes, None)
+                or [
+                    generic(
+                        "Load with a shorter context (num_ctx)",
+                        "the requirement includes the KV cache for num_ctx x parallel requests; "
+                        "clients (Zed, Continue, Roo Code) may ask for the model's maximum.",
+                        ("/set parameter num_ctx 8192", "OLLAMA_NUM_PARALLEL=1"),
+                    )
+                ]
+            ),
         ]
         return Analysis(cause="host_ram", confidence=0.9, explanation=expl, fixes=tuple(fixes))
     if e.kind == "killed":

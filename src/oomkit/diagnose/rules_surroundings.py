@@ -53,7 +53,11 @@ from oomkit.diagnose.rules_stated_held import (
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
-from oomkit.diagnose.rules_stated_host import stated_conversion_on_host, stated_unified_memory
+from oomkit.diagnose.rules_stated_host import (
+    stated_conversion_on_host,
+    stated_pinned_host,
+    stated_unified_memory,
+)
 from oomkit.diagnose.rules_stated_levers import (
     stated_batch_cut_still_fails,
     stated_kv_pool_took_memory,
@@ -65,6 +69,7 @@ from oomkit.diagnose.rules_stated_size import (
     stated_lora_fits_full_does_not,
     stated_weights_exceed_card,
 )
+from oomkit.diagnose.rules_stated_state import stated_training_state_phase
 
 __all__ = ["PROSE_RULES", "stated_around"]
 
@@ -96,6 +101,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_outputs_kept_on_device,
     stated_free_memory,
     stated_model_too_large,
+    stated_training_state_phase,
     stated_load_need_over_available,
     stated_weights_exceed_card,
     stated_card_cannot_run,
@@ -104,6 +110,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_batch_cut_still_fails,
     stated_conversion_on_host,
     stated_unified_memory,
+    stated_pinned_host,
 )
 #: how much less a sentence lines away weighs than the message's own line
 _AWAY = 0.05
