@@ -97,6 +97,8 @@ DEVELOPMENT_PARTS = (
     "heldout36",
     "heldout37",
     "heldout38",
+    "heldout39",
+    "heldout40",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
