@@ -211,3 +211,60 @@ def test_without_a_gpu_the_context_is_fitted_to_system_memory() -> None:
     assert roomy.host.total_bytes <= (16 << 30) - FIT_TARGET_BYTES
     assert tiny.settings["ctx"] == FIT_MIN_CTX
     assert "no GPU" in _note(tiny, "n_ctx not given")
+
+
+def test_several_gpus_fill_layers_from_the_last_device(capsys: pytest.CaptureFixture[str]) -> None:
+    # the reviewer's case: Llama-3.1-70B Q8_0 on 2x RTX 3090 was "Does not fit" ("their layer
+    # split is not modelled") while common_params_fit_impl goes on to step 3 on several GPUs:
+    # it fills layers back to front and writes the counts to tensor_split (common/fit.cpp)
+    code = main(["estimate", "llama-3.1-70b", "-q", "Q8_0", "--gpu", "2xrtx-3090"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "Does not fit" not in out
+    assert "not modelled" not in out
+    assert "filled from the last GPU" in out
+    hw = hardware_for(parse_gpu_list("2xrtx-3090"))
+    est = _est("llama-3.1-70b", hw, quant="Q8_0", llama_server=True)
+    ngl, split = est.settings["n_gpu_layers"], est.settings["tensor_split"]
+    assert isinstance(ngl, int)
+    assert 0 < ngl < 81
+    assert isinstance(split, str)
+    assert sum(float(x) for x in split.split(",")) == ngl
+    for d in est.devices:
+        assert d.capacity_bytes is not None
+        assert d.capacity_bytes - d.total_bytes >= FIT_TARGET_BYTES
+    # -ngl given: "n_gpu_layers already set by user", the context stays at its minimum
+    fixed = _est("llama-3.1-70b", hw, quant="Q8_0", llama_server=True, n_gpu_layers=81)
+    assert "already set by user" in _note(fixed, "n_ctx not given")
+
+
+def test_several_gpus_keep_the_extra_context_margin() -> None:
+    # the 2x RTX 3090 Q4_K_M case kept 940 MiB free on cuda:0 under a note promising 1 GiB:
+    # upstream's multi-device context fit subtracts (nd + 1) * model_per_layer / 2 more (dense)
+    # and then re-splits the layers so that every device keeps its target
+    from oomkit.estimate.llamacpp_fit import _several_gpus_margin
+    from oomkit.loaders.source import resolve_model
+
+    hw = hardware_for(parse_gpu_list("2xrtx-3090"))
+    est = _est("llama-3.1-70b", hw, llama_server=True)
+    ctx = est.settings["ctx"]
+    assert isinstance(ctx, int)
+    assert FIT_MIN_CTX < ctx < 131072
+    for d in est.devices:
+        assert d.capacity_bytes is not None
+        assert d.capacity_bytes - d.total_bytes >= FIT_TARGET_BYTES
+    spec = resolve_model("llama-3.1-70b")
+    weights = sum(d.weights_bytes for d in est.devices)
+    assert _several_gpus_margin(spec, est) == 3 * (weights // 80) // 2
+
+
+def test_single_gpu_overshoot_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    # common_params_fit_impl returns right after its linear interpolation on one device, without
+    # measuring at the context it picked: when the line overshoots, the note must say so
+    # rather than promise the 1 GiB the numbers contradict
+    code = main(["estimate", "llama-4-scout", "--gpu", "h100-sxm5-80gb"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "to keep 1 GiB free" not in out
+    assert "overshoots here" in out
+    assert "would fail at load" in out

@@ -27,8 +27,13 @@ loaded from model", common/arg.cpp), ``fit_params = true`` (``-fit on|off``),
 This module replays steps 1-3 with oomkit's own estimate in place of llama.cpp's measurement
 (:func:`fitted_estimate`). A MoE model's expert overflow is modelled as ``--n-cpu-moe``: the
 same number of layers' experts in system memory (upstream keeps the front layers whole and
-spills the back ones; the bytes are the same up to one layer). Several GPUs get step 2 only
-(upstream then re-balances the layer split; not modelled, said in the assumption).
+spills the back ones; the bytes are the same up to one layer). On several GPUs step 2 keeps
+upstream's extra margin of ``(nd + 1) * model_per_layer / (dense ? 2 : 6)`` and step 3 always
+follows: a dense model's layers are filled from the last GPU back (their counts written to
+``tensor_split``, as upstream does); a MoE model's experts leave by ``--n-cpu-moe`` over the
+default split (upstream's MoE layer fill over several GPUs is not replayed: said in the note).
+On one GPU upstream returns right after the interpolation without measuring again: where the
+line overshoots, the note says so.
 """
 
 from __future__ import annotations
@@ -122,6 +127,7 @@ def _with_note(est: Estimate, note: str, fitted: bool) -> Estimate:
             "n_ctx": est.settings.get("ctx"),
             "n_gpu_layers": est.settings.get("n_gpu_layers"),
             "n_cpu_moe": est.settings.get("n_cpu_moe"),
+            "tensor_split": est.settings.get("tensor_split"),
             "target_bytes_per_device": FIT_TARGET_BYTES,
         }
     return dataclasses.replace(est, assumptions=(note, *est.assumptions), runtime_details=details)
@@ -153,13 +159,17 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
     base = dataclasses.replace(settings, ctx=n_ctx_max) if ctx_auto else settings
     full = estimate(base)
     gib = "1 GiB"
+    nd = len(full.devices)
     first = full.devices[0].device if full.devices else "the host"
     if _fits(full):
         if ctx_auto:
             what = f"leaves it: {gib} stays free on every GPU"
             if not full.devices:
-                where = "system memory" if _budget(full) else "system memory (give --ram)"
-                what = f"leaves it if {gib} of {where} stays free (no GPU)"
+                what = "leaves it"
+                if _budget(full):
+                    what += f" while {gib} of system memory stays free (no GPU)"
+            elif not _budget(full):  # no capacity known: nothing to say about the margin
+                what = "leaves it when it fits (no GPU memory given to check)"
             return _with_note(full, _ctx_note(settings, n_ctx_max, what), True)
         return full
     # step 2: lower an automatic context, linearly between its full and minimum totals
@@ -171,39 +181,117 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
         at_min = estimate(dataclasses.replace(settings, ctx=n_ctx_min))
         used_full = sum(u for u, _ in _budget(full))
         used_min = sum(u for u, _ in _budget(at_min))
-        target = sum(t for _, t in _budget(full))
+        target = sum(t for _, t in _budget(full)) - _several_gpus_margin(spec, full)
         ctx = n_ctx_min
         if target > used_min and used_full > used_min:
             ctx += (n_ctx_max - n_ctx_min) * (target - used_min) // (used_full - used_min)
             align = _CTX_ALIGN * n_streams
             ctx = max(ctx - ctx % align, n_ctx_min)
             fitted = estimate(dataclasses.replace(settings, ctx=ctx))
-            note = f"lowers it to {ctx} to keep {gib} free on {first}"
-            if len(full.devices) > 1:
-                note += " (the layer re-split over several GPUs that follows is not modelled)"
-            one = len(full.devices) == 1  # several: upstream re-splits the layers next
-            return _with_note(fitted, _ctx_note(settings, n_ctx_max, note), one or _fits(fitted))
-    sets = f"keeps {ctx}" if ctx == n_ctx_max else f"lowers it to its {ctx} minimum"
-    if ctx_auto:
-        user = _placed_by_user(settings)
-        if user is not None or len(full.devices) != 1:
-            why = user or "several GPUs: their layer split is not modelled"
-            if not full.devices:  # "unable to fit model into system memory by reducing context"
-                why = f"no GPU, and {gib} of system memory cannot be kept free"
-            return _with_note(
-                at_min,
-                _ctx_note(settings, n_ctx_max, f"{sets}; layers unchanged: {why}"),
-                False,
-            )
-    elif len(full.devices) != 1 or _placed_by_user(settings) is not None:
-        return full
+            if nd <= 1:
+                # "entire model can be fit by reducing context": common_params_fit_impl returns
+                # right after the interpolation, without measuring at the context it picked
+                # (common/fit.cpp, `if (nd <= 1) { ... return; }`)
+                if _fits(fitted):
+                    note = f"lowers it to {ctx} to keep {gib} free on {first}"
+                else:
+                    note = (
+                        f"lowers it to {ctx} by its linear fit between the {n_ctx_max} and "
+                        f"{n_ctx_min}-token totals, which overshoots here (llama.cpp does not "
+                        "measure again at the context it picks): the run would fail at load"
+                    )
+                return _with_note(fitted, _ctx_note(settings, n_ctx_max, note), _fits(fitted))
+            at_min = fitted  # several GPUs: "should be fit across devices", layers next
+    sets = f"keeps {ctx}" if ctx == n_ctx_max else f"lowers it to {ctx}"
+    if ctx == n_ctx_min and ctx != n_ctx_max:
+        sets = f"lowers it to its {ctx} minimum"
+    if not ctx_auto:
+        at_min = full
+    user = _placed_by_user(settings) or (_split_by_user(settings) if nd > 1 else None)
+    if user is not None or nd == 0:
+        if not ctx_auto:
+            return full
+        why = user or f"no GPU, and {gib} of system memory cannot be kept free"
+        # "unable to fit model into system memory by reducing context" / "... already set by user"
+        return _with_note(
+            at_min, _ctx_note(settings, n_ctx_max, f"{sets}; layers unchanged: {why}"), False
+        )
     # step 3: fewer layers (or, for a MoE model, experts in system memory) at that context
-    fitted, how, ok = _fit_layers(spec, dataclasses.replace(settings, ctx=ctx), estimate)
+    ctx_settings = dataclasses.replace(settings, ctx=ctx)
+    if nd > 1 and spec.moe is None:
+        fitted, how, ok = _fill_back_to_front(spec, ctx_settings, estimate, nd)
+    else:
+        fitted, how, ok = _fit_layers(spec, ctx_settings, estimate)
+        if nd > 1:  # upstream: dense-only layers back to front, then whole ones front to back
+            how += " (over several GPUs, oomkit's even split stands in for its MoE layer fill)"
     if ctx_auto:
         note = _ctx_note(settings, n_ctx_max, f"{sets} and {how}")
     else:
         note = f"-ngl not given: `--fit` (on by default, {FIT_PR}) {how}"
     return _with_note(fitted, note, ok)
+
+
+def _several_gpus_margin(spec: ModelSpec, est: Estimate) -> int:
+    """The extra memory common_params_fit_impl keeps free when it fits the context over
+    several devices (common/fit.cpp: "for dense models only whole layers can be assigned to
+    devices ... on average we expect a waste of 0.5 layers/tensors per device":
+    ``sum_used_target -= (nd + 1) * model_per_layer / (hp_nex == 0 ? 2 : 6)`` with
+    ``model_per_layer = sum_projected_model / min(n_gpu_layers, hp_ngl)``); 0 on one device."""
+    nd = len(est.devices)
+    if nd <= 1 or spec.num_hidden_layers <= 0:
+        return 0
+    model_per_layer = sum(d.weights_bytes for d in est.devices) // spec.num_hidden_layers
+    return (nd + 1) * model_per_layer // (6 if spec.moe is not None else 2)
+
+
+def _split_by_user(settings: InferenceSettings) -> str | None:
+    """Several GPUs: the other aborts of step 3 (common/fit.cpp: "model_params::tensor_split
+    already set by user", "changing weight allocation for LLAMA_SPLIT_MODE_ROW not
+    implemented")."""
+    if settings.tensor_split is not None:
+        return "-ts was given ('tensor_split already set by user')"
+    if settings.split_mode == "row":
+        return "-sm row ('changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented')"
+    return None
+
+
+def _fill_back_to_front(
+    spec: ModelSpec, settings: InferenceSettings, estimate: Estimator, nd: int
+) -> tuple[Estimate, str, bool]:
+    """Step 3 of a dense model on several GPUs (common/fit.cpp "filling dense layers
+    back-to-front"): from the last device to the first, each gets the most of the layers not
+    yet assigned that keep its target free (upstream by false position, here by bisection;
+    the same largest count); the split is written as layer counts to ``tensor_split`` and
+    the front layers left over stay in system memory."""
+    n_total = spec.num_hidden_layers + 1  # -ngl counts the output layer too
+    counts = [0] * nd
+
+    def run(c: list[int]) -> Estimate:
+        if not any(c):
+            return estimate(dataclasses.replace(settings, n_gpu_layers=0))
+        split = tuple(float(x) for x in c)
+        return estimate(dataclasses.replace(settings, n_gpu_layers=sum(c), tensor_split=split))
+
+    def fits_on(est: Estimate, i: int) -> bool:
+        d = est.devices[i]
+        return d.capacity_bytes is None or d.total_bytes <= d.capacity_bytes - FIT_TARGET_BYTES
+
+    for i in reversed(range(nd)):
+        lo, hi = 0, n_total - sum(counts[i + 1 :])
+        while hi > lo:
+            mid = (lo + hi + 1) // 2
+            if fits_on(run([*counts[:i], mid, *counts[i + 1 :]]), i):
+                lo = mid
+            else:
+                hi = mid - 1
+        counts[i] = lo
+    best = run(counts)
+    keep = f"keep {FIT_TARGET_BYTES >> 30} GiB free"
+    split = "+".join(str(c) for c in counts)
+    how = (
+        f"offloads {sum(counts)} of {n_total} layers ({split}, filled from the last GPU) to {keep}"
+    )
+    return best, how, _fits(best)
 
 
 def _fit_layers(
