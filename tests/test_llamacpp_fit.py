@@ -268,3 +268,44 @@ def test_single_gpu_overshoot_is_said(capsys: pytest.CaptureFixture[str]) -> Non
     assert "to keep 1 GiB free" not in out
     assert "overshoots here" in out
     assert "would fail at load" in out
+
+
+def test_system_memory_left_by_the_fit_is_named_when_unknown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # common_params_fit_impl weighs the host's memory only without a GPU: with -ngl 20 on an
+    # RTX 4090 it keeps 131072 tokens and ~60 GiB in system memory; with no --ram the note
+    # must say that memory was not checked, and with --ram the verdict weighs it
+    code = main(["estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-ngl", "20"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "system memory is not checked (llama.cpp's fit weighs GPU memory only)" in out
+    assert "give --ram SIZE" in out
+    code = main(["estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-ngl", "20", "--ram", "32GiB"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "system memory is not checked" not in out
+    # a unified-memory Mac: the host's share comes out of the same memory as the GPU's
+    main(["estimate", "llama-3.1-70b", "--gpu", "m1-16gb"])
+    out = capsys.readouterr().out
+    assert "from the same unified memory" in out
+
+
+def test_no_gpu_capacity_claims_no_margin(capsys: pytest.CaptureFixture[str]) -> None:
+    # no GPU memory known: the note must not claim the 1 GiB kept free on every GPU
+    main(["estimate", "llama-3.1-8b", "--ram", "16GiB"])
+    out = capsys.readouterr().out
+    assert "1 GiB stays free" not in out
+    assert "no GPU memory was given" in out
+
+
+def test_ctx_max_says_which_layers_it_assumes(capsys: pytest.CaptureFixture[str]) -> None:
+    # --ctx max searches with every layer on the GPU (no --fit behind its -c): a 70B on one
+    # RTX 4090 has no context then, while fewer layers would run; the note says so
+    code = main(["estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "--ctx", "max"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "not even 256 tokens fit with 81 layers on the GPU (every one" in out
+    assert "pass -ngl N or see `oomkit plan`" in out
+    main(["estimate", "llama-3.1-8b", "--gpu", "rtx-3060", "--ctx", "max", "-ngl", "20"])
+    assert "with -ngl 20 as given" in capsys.readouterr().out

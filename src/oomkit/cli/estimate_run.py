@@ -365,6 +365,10 @@ def _estimate_max_ctx(
     found = max_context(spec, settings, hardware, platform=platform)
     from oomkit.estimate.verdict import verdict
 
+    layers = ""  # which layers the answer assumes (llama.cpp): every one, or the given -ngl
+    hint = ""
+    if isinstance(settings.n_gpu_layers, int):
+        layers = f" with -ngl {settings.n_gpu_layers} as given"
     if settings.n_gpu_layers is None:
         # the search placed the layers as a plan does (llama.cpp: every layer, --fit off); the
         # answer keeps that placement, or --fit would move layers to the CPU at 256 tokens and
@@ -378,12 +382,18 @@ def _estimate_max_ctx(
         ngl = probe.settings.get("n_gpu_layers")
         if isinstance(ngl, int):
             settings = dataclasses.replace(settings, n_gpu_layers=ngl)
+            layers = f" with {ngl} layers on the GPU (every one, as a plan places them"
+            hint = "; fewer layers leave room for more context: pass -ngl N or see `oomkit plan`)"
 
     if found is None:
         est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
         clear = " clear of the variance band" if verdict(est, platform).level == "tight" else ""
         return dataclasses.replace(
-            est, assumptions=(*est.assumptions, f"--ctx max: not even 256 tokens fit{clear}")
+            est,
+            assumptions=(
+                *est.assumptions,
+                f"--ctx max: not even 256 tokens fit{clear}{layers}{hint}",
+            ),
         )
     n, est = found
     # the search ran the estimator alone; the answer goes through the API as --ctx N does, so
@@ -395,7 +405,10 @@ def _estimate_max_ctx(
     else:
         note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
         tail = ""
+    if hint and n >= (spec.max_position_embeddings or n + 1):
+        hint = ")"  # the model's whole context: nothing to gain from fewer layers
     note += (", up to the model's maximum)" if spec.max_position_embeddings else ")") + tail
+    note += layers + hint
     return dataclasses.replace(est, assumptions=(note, *est.assumptions))
 
 

@@ -405,7 +405,10 @@ def estimate_llamacpp_server(
     from oomkit.estimate.llamacpp_params import LlamaCppOptions, resolve_llamacpp_params
 
     if fit and fit_enabled(settings):  # --fit of builds from PR #16653: -c/-ngl the user left unset
-        return fitted_estimate(spec, settings, lambda s: estimate_llamacpp(spec, s, hardware))
+        unified = any(d.unified_memory for d in hardware.devices)
+        return fitted_estimate(
+            spec, settings, lambda s: estimate_llamacpp(spec, s, hardware), unified=unified
+        )
     est = estimate_llamacpp(spec, settings, hardware)
     if settings.draft_model is None:
         return est

@@ -141,12 +141,45 @@ def _ctx_note(settings: InferenceSettings, n_ctx_train: int, what: str) -> str:
     )
 
 
-def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Estimator) -> Estimate:
+def fitted_estimate(
+    spec: ModelSpec, settings: InferenceSettings, estimate: Estimator, *, unified: bool = False
+) -> Estimate:
     """The estimate at the context/layers llama.cpp's fit picks for ``settings``.
 
     ``estimate`` is the plain estimator (settings -> Estimate); ``spec`` gives the trained
-    context (``max_position_embeddings``). Call only when :func:`fit_enabled` is true.
+    context (``max_position_embeddings``); ``unified``: the GPU shares the host's memory
+    (Apple silicon). Call only when :func:`fit_enabled` is true.
     """
+    return _host_unchecked(_fitted(spec, settings, estimate), unified)
+
+
+def _host_unchecked(est: Estimate, unified: bool) -> Estimate:
+    """``est`` with a word on system memory where the fit chose for GPUs and the host's size
+    is unknown: with a GPU, common_params_fit_impl weighs device memory only (the host's
+    ``dmds.back()`` enters the fit only when there is no device, common/fit.cpp), so what it
+    leaves in system memory is never checked by llama.cpp, and oomkit checks it only against
+    a known ``--ram`` (the verdict's host margin)."""
+    if not est.devices or est.host.capacity_bytes is not None or not est.assumptions:
+        return est
+    if not est.assumptions[0].startswith(("n_ctx not given", "-ngl not given")):
+        return est
+    host = est.host.total_bytes
+    if host < FIT_TARGET_BYTES:
+        return est
+    from oomkit.units import format_bytes
+
+    note = (
+        f"; system memory is not checked (llama.cpp's fit weighs GPU memory only): this run "
+        f"needs {format_bytes(host)} of it"
+    )
+    if unified:
+        gpu = sum(d.total_bytes for d in est.devices)
+        note += f" besides the GPU's {format_bytes(gpu)}, from the same unified memory"
+    note += ": give --ram SIZE to check it"
+    return dataclasses.replace(est, assumptions=(est.assumptions[0] + note, *est.assumptions[1:]))
+
+
+def _fitted(spec: ModelSpec, settings: InferenceSettings, estimate: Estimator) -> Estimate:
     n_ctx_train = spec.max_position_embeddings or 0
     ctx_auto = settings.ctx is None
     if ctx_auto and n_ctx_train <= 0:
@@ -169,7 +202,10 @@ def fitted_estimate(spec: ModelSpec, settings: InferenceSettings, estimate: Esti
                 if _budget(full):
                     what += f" while {gib} of system memory stays free (no GPU)"
             elif not _budget(full):  # no capacity known: nothing to say about the margin
-                what = "leaves it when it fits (no GPU memory given to check)"
+                what = (
+                    "would lower it where it does not fit the GPU's free memory; no GPU memory "
+                    "was given, so the full context is estimated (pass --gpu or --vram)"
+                )
             return _with_note(full, _ctx_note(settings, n_ctx_max, what), True)
         return full
     # step 2: lower an automatic context, linearly between its full and minimum totals
