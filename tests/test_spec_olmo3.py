@@ -108,3 +108,36 @@ def test_olmo3_defaults_and_training_layout_are_olmo2s() -> None:
         for a in layer_activations(olmo2, s, trainable_roles=None)
     ]
     assert a3 == a2
+
+
+def test_llamacpp_keeps_olmo3_sliding_layers() -> None:
+    # convert_hf_to_gguf.py converts Olmo3ForCausalLM as OLMo 2 (GGUF arch olmo2) with its
+    # window, and llama.cpp's LLM_ARCH_OLMO2 then runs SWA with set_swa_pattern(4): the KV of
+    # three layers in four stays at the window; before, every layer was counted full
+    from oomkit.estimate.llamacpp import estimate_llamacpp, llamacpp_view
+    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.settings import InferenceSettings
+
+    config = {
+        "architectures": ["Olmo3ForCausalLM"],
+        "model_type": "olmo3",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 100278,
+        "max_position_embeddings": 65536,
+        "sliding_window": 4096,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+    }
+    spec = parse_config(config, name="olmo3-7b")
+    view = llamacpp_view(spec)
+    assert view.layer_types.count(LAYER_SLIDING) == 24
+    assert view.layer_types.count(LAYER_FULL) == 8
+    est = estimate_llamacpp(spec, InferenceSettings(runtime="llama.cpp", ctx=65536), Hardware())
+    kv = sum(d.kv_cache_bytes for d in (*est.devices, est.host))
+    # f16 K+V: 8 full layers x 65536 cells + 24 sliding layers x ~(4096 + ubatch) cells
+    per_cell = 2 * 32 * 128 * 2
+    assert 8 * 65536 * per_cell <= kv < (8 * 65536 + 24 * 8192) * per_cell

@@ -119,6 +119,8 @@ SWA_ARCHS: frozenset[str] = frozenset(
         "llama4_text",
         "exaone4",
         "smallthinker",
+        "olmo2",  # OLMo 3's GGUF arch: LLM_ARCH_OLMO2 + window -> set_swa_pattern(4) (gguf_spec)
+        "olmo3",
     }
 )
 

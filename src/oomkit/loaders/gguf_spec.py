@@ -70,6 +70,11 @@ SWA_PERIODS: Mapping[str, int] = {
     "gemma3n": 5,
     "cohere2": 4,
     "gpt-oss": 2,
+    # OLMo 3: convert_hf_to_gguf.py registers Olmo3ForCausalLM as Olmo2Model (arch olmo2) and
+    # writes its window; src/llama-model.cpp LLM_ARCH_OLMO2, with a window in the GGUF: swa_type
+    # STANDARD and set_swa_pattern(4), every 4th layer full as OLMo 3's layer_types (OLMo 2 has
+    # no window: all full)
+    "olmo2": 4,
 }
 
 _MAMBA_ARCHS = frozenset({"mamba", "mamba2"})
