@@ -6,11 +6,15 @@ settings.quant has one spelling (CLI end to end, real catalog models and config 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from oomkit.cli import main
+from oomkit.errors import ConfigFormatError
+from oomkit.loaders.hf_config import parse_config
+from oomkit.validate import MAX_CTX, key_limit
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
@@ -57,3 +61,47 @@ def test_eager_pooling_estimate_adds_no_eager_change(capsys: pytest.CaptureFixtu
     assert doc["suggestions"]
     for s in doc["suggestions"]:
         assert not any(c.startswith("--enforce-eager") for c in s["changes"])
+
+
+# -- 2. a config's absurd context is named by the key the file has, and the file ----------------
+
+_GPT2 = {
+    "architectures": ["GPT2LMHeadModel"],
+    "model_type": "gpt2",
+    "n_ctx": 1024,
+    "n_embd": 768,
+    "n_head": 12,
+    "n_layer": 12,
+    "n_positions": 1 << 30,
+    "vocab_size": 50257,
+}
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "vllm", "transformers"])
+def test_absurd_n_positions_is_named_by_its_key_and_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, runtime: str
+) -> None:
+    (tmp_path / "big").mkdir()
+    cfg = tmp_path / "big" / "config.json"
+    cfg.write_text(json.dumps(_GPT2))
+    code, _, err = _run(capsys, ["estimate", str(tmp_path / "big"), "-r", runtime, "-g", "l4"])
+    assert code == 1  # a bad file (EXIT_ERROR), not a bad flag (2)
+    assert "--ctx" not in err
+    assert "'n_positions' is 1073741824" in err
+    assert "max_position_embeddings" not in err
+    assert str(cfg) in err
+
+
+def test_a_context_key_has_the_ctx_bound() -> None:
+    for key in ("max_position_embeddings", "n_positions", "seq_length", "llama.context_length"):
+        assert key_limit(key) == MAX_CTX
+    with pytest.raises(ConfigFormatError, match="'max_position_embeddings' is 1073741824"):
+        parse_config({**_GPT2, "max_position_embeddings": 1 << 30}, name="x")
+    assert parse_config({**_GPT2, "n_positions": MAX_CTX}, name="x").max_position_embeddings
+
+
+def test_a_real_gpt2_config_still_loads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({**_GPT2, "n_positions": 1024}))
+    code, doc = _json(capsys, ["estimate", str(tmp_path), "-g", "l4", "-r", "vllm", "--offline"])
+    assert code == 0
+    assert doc["settings"]["ctx"] == 1024
