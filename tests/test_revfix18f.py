@@ -105,3 +105,36 @@ def test_a_real_gpt2_config_still_loads(capsys: pytest.CaptureFixture[str], tmp_
     code, doc = _json(capsys, ["estimate", str(tmp_path), "-g", "l4", "-r", "vllm", "--offline"])
     assert code == 0
     assert doc["settings"]["ctx"] == 1024
+
+
+# -- 3. a --tp refusal lists only sizes the GPUs given can run ----------------------------------
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+@pytest.mark.parametrize(
+    ("gpus", "extra", "listed"),
+    [
+        ("4xrtx-4090", [], "valid sizes on the 4 GPUs given: 1, 2, 4"),
+        ("8xrtx-4090", [], "valid sizes on the 8 GPUs given: 1, 2, 4, 8"),
+        ("rtx-4090", [], "valid sizes on the 1 GPU given: 1"),
+    ],
+)
+def test_tp_refusal_caps_the_sizes_at_the_gpus_given(
+    capsys: pytest.CaptureFixture[str], command: str, gpus: str, extra: list[str], listed: str
+) -> None:
+    argv = [command, "llama-3.1-8b", "-r", "vllm", "--tp", "3", "--gpu", gpus, *extra]
+    code, _, err = _run(capsys, [*argv, "--offline"])
+    assert code == 2
+    assert err.rstrip().endswith(listed), err
+
+
+def test_tp_refusal_with_pp_and_with_vram(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "llama-3.1-8b", "-r", "vllm", "--tp", "3", "--offline"]
+    _, _, err = _run(capsys, [*argv, "--pp", "2", "--gpu", "8xrtx-4090"])
+    assert err.rstrip().endswith("valid sizes on the 8 GPUs given with --pp 2: 1, 2, 4"), err
+    # --vram takes the GPU count from --tp: no count was named, every size the model allows
+    _, _, err = _run(capsys, [*argv, "--vram", "24GiB"])
+    assert err.rstrip().endswith("valid sizes: 1, 2, 4, 8, 16, 32"), err
+    # no --tp: the GPUs named are the count (vLLM would need --tp 3 for all three)
+    _, _, err = _run(capsys, [*argv[:4], "--gpu", "3xrtx-4090", "--offline"])
+    assert err.rstrip().endswith("valid sizes on the 3 GPUs given: 1, 2"), err
