@@ -138,3 +138,29 @@ def test_tp_refusal_with_pp_and_with_vram(capsys: pytest.CaptureFixture[str]) ->
     # no --tp: the GPUs named are the count (vLLM would need --tp 3 for all three)
     _, _, err = _run(capsys, [*argv[:4], "--gpu", "3xrtx-4090", "--offline"])
     assert err.rstrip().endswith("valid sizes on the 3 GPUs given: 1, 2"), err
+
+
+# -- 4. settings.quant: one spelling per type, --quant's (DESIGN.md) ------------------------------
+
+
+@pytest.mark.parametrize("runtime", ["vllm", "sglang", "transformers"])
+@pytest.mark.parametrize(
+    ("model", "quants", "name"),
+    [
+        ("llama-3.1-8b", ([], ["-q", "bf16"], ["-q", "bfloat16"], ["-q", "BF16"]), "bf16"),
+        ("pythia-70m", ([], ["-q", "fp16"], ["-q", "float16"], ["-q", "FP16"]), "fp16"),
+    ],
+)
+def test_settings_quant_has_one_spelling(
+    capsys: pytest.CaptureFixture[str],
+    runtime: str,
+    model: str,
+    quants: tuple[list[str], ...],
+    name: str,
+) -> None:
+    seen = set()
+    for q in quants:
+        argv = ["estimate", model, "-r", runtime, "--gpu", "a100-40gb-pcie", *q, "--offline"]
+        _, doc = _json(capsys, argv)
+        seen.add(doc["settings"]["quant"])
+    assert seen == {name}  # the config's torch_dtype ("bfloat16", "float16") as --quant spells it
