@@ -150,6 +150,8 @@ def _gguf(path: Path, kv: dict[str, int], *, n_layers: int = 2, dim: int = 8) ->
         ({"llama.block_count": 2**40}, "block_count"),
         ({"llama.attention.head_count": 0}, "num_attention_heads"),
         ({"llama.attention.head_count_kv": 4}, "num_key_value_heads"),
+        # the default --ctx: named by its key, not as a --ctx never typed (revfix18f)
+        ({"llama.context_length": 2**30}, "llama.context_length"),
     ],
     ids=repr,
 )

@@ -130,9 +130,9 @@ def test_estimate_pooling_says_what_changed(capsys: pytest.CaptureFixture[str]) 
         (["llama-3.1-8b", "--gpu", "rtx-3060"], "Q4_K_M"),  # llama.cpp's assumed file type
         (["gpt-oss-20b", "--gpu", "rtx-3060"], "MXFP4_MOE"),  # an MXFP4 checkpoint
         (["llama-3.1-8b", "-r", "ollama", "--gpu", "rtx-3060"], "Q4_K_M"),
-        (["llama-3.1-8b", "-r", "vllm", "--gpu", "a100-40gb-pcie"], "bfloat16"),  # config dtype
-        (["llama-3.1-8b", "-r", "sglang", "--gpu", "a100-40gb-pcie"], "bfloat16"),
-        (["llama-3.1-8b", "-r", "transformers", "--gpu", "a100-40gb-pcie"], "bfloat16"),
+        (["llama-3.1-8b", "-r", "vllm", "--gpu", "a100-40gb-pcie"], "bf16"),  # config dtype
+        (["llama-3.1-8b", "-r", "sglang", "--gpu", "a100-40gb-pcie"], "bf16"),
+        (["llama-3.1-8b", "-r", "transformers", "--gpu", "a100-40gb-pcie"], "bf16"),
         (["llama-3.1-8b", "-r", "vllm", "-q", "fp8", "--gpu", "a100-40gb-pcie"], "fp8"),
     ],
 )

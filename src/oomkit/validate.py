@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from oomkit.errors import InvalidSettingError
 
 __all__ = [
+    "CONTEXT_KEYS",
     "MAX_BYTES",
     "MAX_CTX",
     "MAX_DEVICES",
@@ -57,6 +58,22 @@ MAX_BYTES = 1 << 60
 MAX_OTHER = 1 << 40
 
 
+#: a model's context length: HF config.json keys (GPT-2's ``n_positions``, ChatGLM's
+#: ``seq_length``, MPT's ``max_seq_len``) and GGUF's ``{arch}.context_length``. It becomes the
+#: default --ctx / max_model_len, so it has --ctx's bound: a file over it is refused by its key,
+#: not as a --ctx the user never typed
+CONTEXT_KEYS = frozenset(
+    (
+        "max_position_embeddings",
+        "n_positions",
+        "max_sequence_length",
+        "seq_length",
+        "max_seq_len",
+        "context_length",
+    )
+)
+
+
 def key_limit(key: str) -> int:
     """Largest value accepted for a config.json / GGUF integer key, chosen by its name.
 
@@ -64,6 +81,8 @@ def key_limit(key: str) -> int:
     above any real model (e.g. ``num_hidden_layers`` <= 100000, ``num_experts`` <= 65536).
     """
     k = key.lower().rsplit(".", 1)[-1] if "." in key else key.lower()
+    if k in CONTEXT_KEYS:
+        return MAX_CTX  # the default context: the same bound as --ctx (settings.py)
     if any(w in k for w in ("size", "dim", "rank", "window", "chunk", "length", "embd")):
         if "context" in k:
             return MAX_OTHER

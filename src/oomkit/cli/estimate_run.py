@@ -256,9 +256,7 @@ def run_estimate(
         v = dataclasses.replace(v, safe_change=change) if change else v
     suggestions: tuple[Plan, ...] = ()
     if est.fits is False:
-        from oomkit.planner.core import suggest_changes
-
-        suggestions = suggest_changes(model, settings, hardware, offline=True if offline else None)
+        suggestions = _suggest(model, settings, hardware, est, offline)
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
@@ -457,6 +455,25 @@ def _emit(
         emit_command(program, resolved, spec, model, device_kind=kind),
         prepare_lines(target, resolved, spec, model),
     )
+
+
+def _suggest(
+    model: str, settings: InferenceSettings, hardware: Hardware, est: Estimate, offline: bool
+) -> tuple[Plan, ...]:
+    """The changes that make it fit, searched by ``plan``'s rule: a compiled pooling run (vLLM
+    #49672 / PR #49749, estimate/vllm_compiled_pooling.py) is at best tight, so the search runs
+    eager as ``plan --pooling`` does (cli/plan.py) and names ``--enforce-eager`` as a change."""
+    from oomkit.estimate.vllm_compiled_pooling import DETAIL
+    from oomkit.planner.core import suggest_changes
+
+    eager = bool(est.runtime_details.get(DETAIL))
+    if eager:
+        settings = dataclasses.replace(settings, enforce_eager=True)
+    plans = suggest_changes(model, settings, hardware, offline=True if offline else None)
+    if not eager:
+        return plans
+    flag = "--enforce-eager (no torch.compile: its pooling profile is not modelled)"
+    return tuple(dataclasses.replace(p, changes=(flag, *p.changes)) for p in plans)
 
 
 def _peak(est: Estimate) -> int:

@@ -212,12 +212,18 @@ def valid_tp_sizes(spec: ModelSpec, limit: int = 64) -> list[int]:
     return [t for t in range(1, top + 1) if tp_refusal(spec, t) is None]
 
 
-def _tp_divides(spec: ModelSpec, tp: int, runtime: str) -> None:
+def _tp_divides(spec: ModelSpec, tp: int, runtime: str, gpus: int = 0, pp: int = 1) -> None:
+    """``tp`` as :func:`tp_refusal` checks it; the sizes listed stop at ``gpus // pp`` when the
+    GPUs were counted (``--gpu 4xNAME``: one GPU per rank, tp x pp ranks, so a larger size
+    cannot run there; 0: no count named, as ``--vram`` with the count taken from ``--tp``)."""
     why = tp_refusal(spec, tp)
     if why is not None:
-        ok = ", ".join(map(str, valid_tp_sizes(spec)))
+        sizes = valid_tp_sizes(spec, max(1, gpus // pp)) if gpus else valid_tp_sizes(spec)
+        where = f" on the {gpus} GPU{'s' * (gpus > 1)} given" if gpus else ""
+        where += f" with --pp {pp}" if gpus and pp > 1 else ""
         raise InvalidSettingError(
-            f"--tp {tp}: {runtime} refuses it ({why}); valid sizes: {ok}",
+            f"--tp {tp}: {runtime} refuses it ({why}); valid sizes{where}: "
+            + ", ".join(map(str, sizes)),
             setting="tp",
             value=tp,
         )
@@ -284,7 +290,8 @@ def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
     Raises:
         InvalidSettingError: the runtime would refuse it, or the target has too few GPUs.
     """
-    _tp_divides(spec, tp, runtime)
+    # (the count caps the sizes listed unless --tp made it: --vram names one GPU per rank)
+    _tp_divides(spec, tp, runtime, n_gpus if n_gpus != tp else 0)
     if n_gpus and tp > n_gpus:
         raise InvalidSettingError(
             f"--tp {tp} needs {tp} GPUs but the target has {n_gpus}; name them all "
@@ -434,15 +441,17 @@ def check_run(
     if tp is None and n_gpus > 1 and pp == 1:
         # `vllm serve` defaults to --tensor-parallel-size 1 (one GPU); naming several GPUs
         # says the user means to use them, so oomkit shards across all of them and says so
-        _tp_divides(spec, n_gpus, runtime)
+        _tp_divides(spec, n_gpus, runtime, n_gpus)
         tp = n_gpus
         settings = dataclasses.replace(settings, tp=tp)
         notes.append(
             f"{n_gpus} GPUs named and no --tp: assumed --tp {n_gpus} ({name}'s own default is "
             "--tensor-parallel-size 1, one GPU)"
         )
+    # the GPUs' count caps the sizes listed, unless --tp made it (--vram: one GPU per rank)
+    counted = n_gpus if settings.tp is None or n_gpus != settings.tp * pp else 0
     tp = tp or 1
-    _tp_divides(spec, tp, runtime)
+    _tp_divides(spec, tp, runtime, counted, pp)
     if n_gpus and tp * pp > n_gpus:
         raise InvalidSettingError(
             f"--tp {tp} x --pp {pp} needs {tp * pp} GPUs but the target has {n_gpus}; name "

@@ -23,6 +23,7 @@ __all__ = [
     "PLAIN_DTYPES",
     "WeightsPlan",
     "dtype_bytes",
+    "format_name",
     "model_info",
     "plan_weights",
     "shard_fraction",
@@ -149,10 +150,29 @@ def weights_format(spec: ModelSpec, quant: str | None) -> str:
     (vLLM ``ModelConfig._verify_quantization`` / ``dtype="auto"``). The estimate's
     ``settings.quant`` reports it, so the JSON and the text name what was priced."""
     if quant is not None and quant.strip():
-        return quant
+        return format_name(quant)
     if spec.quantization is not None:
-        return spec.quantization.method.lower()
-    return (spec.torch_dtype or "bf16").lower()
+        return format_name(spec.quantization.method)
+    return format_name(spec.torch_dtype or "bf16")
+
+
+def format_name(name: str) -> str:
+    """One spelling per weight format: ``--quant``'s (../shared/DESIGN.md: ``fp32 fp16 bf16
+    fp8 int8 nf4 fp4 awq gptq mxfp4``) for a config dtype (``"bfloat16"``), an alias or a
+    ``--quant`` given in another case, so ``settings.quant`` names one type one way whether
+    ``--quant`` was passed or not; a name :func:`~oomkit.quant.hf_formats.hf_format` does not
+    know (``compressed-tensors``) is kept, lower-cased.
+
+    >>> format_name("bfloat16"), format_name("BF16"), format_name("float16")
+    ('bf16', 'bf16', 'fp16')
+    """
+    from oomkit.quant.hf_formats import hf_format
+
+    key = name.strip().lower()
+    try:
+        return hf_format(key).name
+    except UnknownNameError:
+        return key
 
 
 def plan_weights(

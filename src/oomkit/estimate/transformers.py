@@ -59,7 +59,7 @@ from oomkit.estimate.hf_kv import (
     kv_bytes,
     kv_layers,
 )
-from oomkit.estimate.hf_weights import DTYPE_BYTES, model_info, plan_weights
+from oomkit.estimate.hf_weights import DTYPE_BYTES, format_name, model_info, plan_weights
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.torch_blocks import weights_blocks_component
 from oomkit.estimate.transformers_layouts import (
@@ -328,7 +328,7 @@ def estimate_transformers(
             runtime="transformers",
             settings={
                 "runtime": "transformers",
-                "quant": quant or spec.torch_dtype,
+                "quant": format_name(quant or spec.torch_dtype or "") or None,
                 "ctx": prompt,
                 "max_new_tokens": new,
                 "batch": batch,
@@ -506,7 +506,7 @@ def estimate_transformers(
         runtime="transformers",
         settings={
             "runtime": "transformers",
-            "quant": quant or spec.torch_dtype,
+            "quant": format_name(quant or spec.torch_dtype or "") or None,
             "ctx": prompt,
             "max_new_tokens": new,
             "batch": batch,

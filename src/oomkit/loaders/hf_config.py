@@ -49,13 +49,16 @@ def _architecture(config: Mapping[str, Any]) -> str:
     return str(model_type) if isinstance(model_type, str) else "unknown"
 
 
-def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config") -> ModelSpec:
+def parse_config(
+    config: Mapping[str, Any], *, name: str, source: str = "config", path: str | None = None
+) -> ModelSpec:
     """Build a :class:`ModelSpec` from a parsed ``config.json`` (pure; no I/O).
 
     Args:
         config: the JSON object; minimal configs holding only the needed keys are fine.
         name: the model's name, used in the spec and in error messages.
         source: provenance stored in ``ModelSpec.source`` (``"config"``, ``"catalog"``, ``"hub"``).
+        path: the file read, named in a bad or missing key's error (a local config.json).
 
     Returns:
         The spec; ``tensors`` is None (use :func:`oomkit.spec.tensors.derive_tensors`).
@@ -71,7 +74,7 @@ def parse_config(config: Mapping[str, Any], *, name: str, source: str = "config"
             path=name,
         )
     arch = _architecture(config)
-    fields = Fields(config, name=name, architecture=arch)
+    fields = Fields(config, name=name, architecture=arch, path=path)
     adapter = ADAPTERS.get(arch) or generic_decoder
     try:
         spec = adapter(fields, source)
@@ -146,4 +149,4 @@ def parse_config_text(text: str, *, name: str, path: str) -> ModelSpec:
             path=path,
             offset=e.pos,
         ) from e
-    return parse_config(data, name=name, source="config")
+    return parse_config(data, name=name, source="config", path=path)

@@ -39,8 +39,12 @@ class Fields:
     config itself.
     """
 
-    def __init__(self, config: Mapping[str, Any], *, name: str, architecture: str) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], *, name: str, architecture: str, path: str | None = None
+    ) -> None:
         self.top = config
+        #: the file read (a local config.json), named in errors; None: the catalog, the Hub
+        self.path = path
         nested = config.get("text_config")
         self.text: Mapping[str, Any] = nested if isinstance(nested, Mapping) else config
         self.name = name
@@ -49,12 +53,18 @@ class Fields:
 
     def raw(self, *keys: str) -> Any:
         """First present, non-null value among ``keys`` (text section, then top level)."""
+        return self.found(*keys)[1]
+
+    def found(self, *keys: str) -> tuple[str, Any]:
+        """The key :meth:`raw` read and its value (``keys[0]`` and ``_MISSING`` when none is
+        present): an error names the key the file has (GPT-2's ``n_positions``), not the first
+        alias asked for."""
         for section in (self.text, self.top):
             for key in keys:
                 value = section.get(key, _MISSING)
                 if value is not _MISSING and value is not None:
-                    return value
-        return _MISSING
+                    return key, value
+        return keys[0], _MISSING
 
     def has(self, *keys: str) -> bool:
         return self.raw(*keys) is not _MISSING
@@ -65,34 +75,40 @@ class Fields:
 
     def _bad(self, key: str, value: object, want: str) -> ConfigFormatError:
         return ConfigFormatError(
-            f"Cannot read config.json for '{self.name}' ({self.architecture}): '{key}' is "
-            f"{value!r}, expected {want}. Fix the value or pass the model's original config.json.",
-            path=self.name,
+            f"Cannot read {self._where}: '{key}' is {value!r}, expected {want}. Fix the value "
+            "or pass the model's original config.json.",
+            path=self.path or self.name,
             key=key,
         )
 
+    @property
+    def _where(self) -> str:
+        if self.path is None:
+            return f"config.json for '{self.name}' ({self.architecture})"
+        return f"'{self.path}' ({self.name}, {self.architecture})"
+
     def integer(self, *keys: str, default: int | None = None) -> int:
         """An integer field; the first key names the field in the error when all are missing."""
-        value = self.raw(*keys)
+        key, value = self.found(*keys)
         if value is _MISSING:
             if default is not None:
                 return default
             raise UnsupportedModelError(
-                f"Cannot model '{self.name}' ({self.architecture}): config.json has no "
-                f"'{keys[0]}'. Pass the model's original config.json, or a GGUF/safetensors "
+                f"Cannot model '{self.name}' ({self.architecture}): {self.path or 'config.json'} "
+                f"has no '{keys[0]}'. Pass the model's original config.json, or a GGUF/safetensors "
                 "file whose header holds the shapes.",
                 architecture=self.architecture,
                 feature=keys[0],
             )
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._bad(keys[0], value, "an integer")
+            raise self._bad(key, value, "an integer")
         if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
-            raise self._bad(keys[0], value, "an integer")
+            raise self._bad(key, value, "an integer")
         if value < 0:
-            raise self._bad(keys[0], value, "a non-negative integer")
-        hi = key_limit(keys[0])
+            raise self._bad(key, value, "a non-negative integer")
+        hi = key_limit(key)
         if value > hi:
-            raise self._bad(keys[0], value, f"an integer of at most {hi}")
+            raise self._bad(key, value, f"an integer of at most {hi}")
         return int(value)
 
     def opt_int(self, *keys: str) -> int | None:
@@ -110,19 +126,19 @@ class Fields:
         return float(value)
 
     def flag(self, *keys: str, default: bool) -> bool:
-        value = self.raw(*keys)
+        key, value = self.found(*keys)
         if value is _MISSING:
             return default
         if not isinstance(value, bool):
-            raise self._bad(keys[0], value, "true or false")
+            raise self._bad(key, value, "true or false")
         return value
 
     def string(self, *keys: str) -> str | None:
-        value = self.raw(*keys)
+        key, value = self.found(*keys)
         if value is _MISSING:
             return None
         if not isinstance(value, str):
-            raise self._bad(keys[0], value, "a string")
+            raise self._bad(key, value, "a string")
         return value
 
     def int_list(self, key: str) -> tuple[int, ...] | None:

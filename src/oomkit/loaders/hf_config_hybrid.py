@@ -244,7 +244,7 @@ def _kw_with(f: Fields, *, intermediate: int) -> dict[str, Any]:
     shim = dict(f.top)
     if shim.get("intermediate_size") is None:
         shim["intermediate_size"] = intermediate
-    return _kw(Fields(shim, name=f.name, architecture=f.architecture))
+    return _kw(Fields(shim, name=f.name, architecture=f.architecture, path=f.path))
 
 
 def _biased_layernorm() -> dict[str, Any]:
@@ -347,7 +347,7 @@ def gemma3_vision_params(f: Fields, text_hidden: int) -> int:
     if not isinstance(vc, Mapping):
         f.note("No vision_config: the vision tower is not counted.")
         return 0
-    v = Fields(vc, name=f.name, architecture=f.architecture)
+    v = Fields(vc, name=f.name, architecture=f.architecture, path=f.path)
     d = v.integer("hidden_size", default=1152)
     inter = v.integer("intermediate_size", default=4304)
     layers = v.integer("num_hidden_layers", default=27)
@@ -376,7 +376,7 @@ def llama4_vision_params(f: Fields, text_hidden: int) -> int:
     if not isinstance(vc, Mapping):
         f.note("No vision_config: the vision encoder is not counted.")
         return 0
-    v = Fields(vc, name=f.name, architecture=f.architecture)
+    v = Fields(vc, name=f.name, architecture=f.architecture, path=f.path)
     d = v.integer("hidden_size", default=768)
     inter = v.integer("intermediate_size", default=5632)
     layers = v.integer("num_hidden_layers", default=34)

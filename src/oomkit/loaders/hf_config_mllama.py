@@ -48,7 +48,7 @@ def mllama_vision(f: Fields, text_hidden: int) -> tuple[int, VisionTowerSpec | N
     if not isinstance(vc, Mapping):
         f.note("No vision_config: the Mllama vision encoder is not counted.")
         return 0, None
-    v = Fields(vc, name=f.name, architecture=f.architecture)
+    v = Fields(vc, name=f.name, architecture=f.architecture, path=f.path)
     d = v.integer("hidden_size", default=1280)
     inter = v.integer("intermediate_size", default=5120)
     local = v.integer("num_hidden_layers", default=32)

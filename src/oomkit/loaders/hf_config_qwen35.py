@@ -50,7 +50,7 @@ def qwen3_5_vision_params(f: Fields) -> int:
     if not isinstance(vc, Mapping):
         f.note("No vision_config: the vision tower is not counted.")
         return 0
-    v = Fields(vc, name=f.name, architecture=f.architecture)
+    v = Fields(vc, name=f.name, architecture=f.architecture, path=f.path)
     h = v.integer("hidden_size")
     inter = v.integer("intermediate_size")
     depth = v.integer("depth")

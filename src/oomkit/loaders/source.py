@@ -98,7 +98,7 @@ def _load_stream(path: Path) -> ModelSpec:
                 f"Cannot parse config.json from '{path}': {str(e)[:200]}. Pass valid JSON.",
                 path=str(path),
             ) from e
-        return parse_config(doc, name=name, source="config")
+        return parse_config(doc, name=name, source="config", path=str(path))
     raise _missing(
         path,
         "not a config.json (JSON object) or a GGUF file",
