@@ -21,7 +21,14 @@ from collections.abc import Mapping
 
 from oomkit.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB
 
-__all__ = ["RUNTIME_UNITS", "decimal_to_bytes", "to_bytes", "to_float", "to_int"]
+__all__ = [
+    "RUNTIME_UNITS",
+    "decimal_to_bytes",
+    "stated_request",
+    "to_bytes",
+    "to_float",
+    "to_int",
+]
 
 _IEC: dict[str, int] = {
     "b": 1,
@@ -130,3 +137,22 @@ def to_float(text: str) -> float | None:
         return float(t)
     except ValueError:
         return None
+
+
+#: no device holds an EiB (as oomkit.validate.MAX_BYTES and parse_engines' ``_stated``)
+_MAX_REQUEST = 1 << 60
+
+
+def stated_request(text: str, what: str = "bytes requested") -> tuple[int | None, str | None]:
+    """A stated byte request and, when it is no believable figure, the words that name it.
+
+    revfix18e: a request of 0, none, or above 1 EiB is refused (``(None, "<text> <what>")``) so
+    that the rules name it instead of sizing fixes by it: TensorRT prints its request as a
+    ``size_t`` (``Requested amount of GPU memory (N bytes) could not be allocated``), so a
+    negative size computed upstream reads as about 2**64 ("18446744065119617024 bytes" is
+    -8 GiB wrapped), the same refusal as parse_engines' scratch-space form (docperf18).
+    """
+    x = to_int(text)
+    if x is None or not 0 < x <= _MAX_REQUEST:
+        return None, f"{text} {what}"
+    return x, None

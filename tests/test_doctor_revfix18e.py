@@ -1,0 +1,71 @@
+"""A reviewer's doctor logs (revfix18e), each in its runtime's real format, through
+``diagnose_text`` and the CLI.
+
+* TensorRT's ``Requested amount of GPU memory (N bytes)`` with N near 2**64 (a negative size
+  printed as a ``size_t``): refused and named, never printed as a size.
+* vLLM's ``_allocate_kv_cache`` raising a numberless ``CUDA error: out of memory``: the first fix
+  is the KV pool's share (``--gpu-memory-utilization``), not a training lever.
+"""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from oomkit.cli.doctor import doctor_command
+from oomkit.diagnose.doctor import diagnose_text
+
+ENV = {"NO_COLOR": "1", "COLUMNS": "200"}
+
+TRT_WRAPPED = (
+    "[03/12/2024-10:11:12] [TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda "
+    "Runtime (out of memory)\n"
+    "[03/12/2024-10:11:12] [TRT] [W] Requested amount of GPU memory (18446744065119617024 bytes) "
+    "could not be allocated. There may not be enough free memory for allocation to succeed.\n"
+    "[03/12/2024-10:11:12] [TRT] [E] 2: [executionContext.cpp::ExecutionContext::410] Error Code "
+    "2: OutOfMemory (no further information)\n"
+)
+VLLM_KV_ALLOC = (
+    "INFO 05-10 10:00:00 gpu_executor.py:122] # GPU blocks: 2760, # CPU blocks: 2048\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/cache_engine.py", line 88, in '
+    "_allocate_kv_cache\n"
+    "    torch.zeros(kv_cache_shape,\n"
+    "RuntimeError: CUDA error: out of memory\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\n"
+)
+
+
+def _cli(text: str, *args: str) -> str:
+    r = CliRunner().invoke(doctor_command, ["-", *args], input=text, env=ENV)
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_trt_request_near_two_to_the_64_is_refused_and_named() -> None:
+    d = diagnose_text(TRT_WRAPPED)
+    e = next(e for e in d.events if e.format == "trt_requested_gpu_memory")
+    assert e.requested_bytes is None
+    assert e.ignored_sizes == "18446744065119617024 bytes requested"
+    assert "not a believable figure" in d.explanation
+    assert "negative size printed unsigned" in d.explanation
+    out = _cli(TRT_WRAPPED)
+    assert "17179869176" not in out  # never printed as GiB
+    assert "18446744065119617024 bytes requested" in out
+
+
+def test_trt_request_of_a_real_size_is_still_read() -> None:
+    text = TRT_WRAPPED.replace("18446744065119617024", "4294967296")
+    e = next(e for e in diagnose_text(text).events if e.format == "trt_requested_gpu_memory")
+    assert (e.requested_bytes, e.ignored_sizes) == (4294967296, None)
+
+
+def test_vllm_kv_cache_allocation_gets_the_pools_share_first() -> None:
+    d = diagnose_text(VLLM_KV_ALLOC)
+    assert d.cause == "kv_cache_or_context"
+    assert d.fixes[0].commands[0] == "--gpu-memory-utilization 0.8"
+    cmds = " ".join(c for f in d.fixes for c in f.commands)
+    assert "gradient_checkpointing" not in cmds
+    assert "from_pretrained" not in cmds  # no transformers loader for a vLLM engine
+    out = _cli(VLLM_KV_ALLOC)
+    assert "1. Give vLLM's KV pool a smaller share of the GPU" in out
