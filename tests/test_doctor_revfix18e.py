@@ -5,6 +5,9 @@
   printed as a ``size_t``): refused and named, never printed as a size.
 * vLLM's ``_allocate_kv_cache`` raising a numberless ``CUDA error: out of memory``: the first fix
   is the KV pool's share (``--gpu-memory-utilization``), not a training lever.
+* An OOM whose traceback is the trainer's ``_save_checkpoint`` -> ``FSDP.optim_state_dict``
+  gather: the save's state gather (``model_too_large``), never "failed in the forward" or "cut
+  the batch".
 """
 
 from __future__ import annotations
@@ -33,6 +36,31 @@ VLLM_KV_ALLOC = (
     "RuntimeError: CUDA error: out of memory\n"
     "CUDA kernel errors might be asynchronously reported at some other API call, so the "
     "stacktrace below might be incorrect.\n"
+)
+
+# transformers Trainer + FSDP: the full optimizer state dict gathered at the save
+FSDP_SAVE = (
+    "{'loss': 1.2345, 'learning_rate': 1.9e-05, 'epoch': 0.5}\n"
+    "Saving model checkpoint to ./out/checkpoint-1000\n"
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/train.py", line 210, in <module>\n'
+    "    trainer.train()\n"
+    '  File "/usr/local/lib/python3.10/site-packages/transformers/trainer.py", line 2291, in '
+    "_inner_training_loop\n"
+    "    self._maybe_log_save_evaluate(tr_loss, grad_norm, model, trial, epoch)\n"
+    '  File "/usr/local/lib/python3.10/site-packages/transformers/trainer.py", line 2815, in '
+    "_save_checkpoint\n"
+    "    self._save_optimizer_and_scheduler(output_dir)\n"
+    '  File "/usr/local/lib/python3.10/site-packages/transformers/trainer.py", line 2925, in '
+    "_save_optimizer_and_scheduler\n"
+    "    optim_state_dict = FSDP.optim_state_dict(self.model, self.optimizer)\n"
+    '  File "/usr/local/lib/python3.10/site-packages/torch/distributed/fsdp/_optim_utils.py", '
+    "line 1421, in _gather_all_orig_param_state\n"
+    "    gathered_state = _allgather_orig_param_states(\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process "
+    "has 77.91 GiB memory in use. Of the allocated memory 70.12 GiB is allocated by PyTorch, and "
+    "6.28 GiB is reserved by PyTorch but unallocated.\n"
 )
 
 
@@ -69,3 +97,23 @@ def test_vllm_kv_cache_allocation_gets_the_pools_share_first() -> None:
     assert "from_pretrained" not in cmds  # no transformers loader for a vLLM engine
     out = _cli(VLLM_KV_ALLOC)
     assert "1. Give vLLM's KV pool a smaller share of the GPU" in out
+
+
+def test_oom_in_the_checkpoint_saves_frames_is_the_saves_gather() -> None:
+    d = diagnose_text(FSDP_SAVE)
+    assert d.context.frame_phase == "checkpoint_save"
+    assert d.cause == "model_too_large"
+    assert d.fixes[0].title == "Save without gathering the full model on the GPU"
+    assert not any("batch" in f.title.lower() for f in d.fixes[:1])
+    out = _cli(FSDP_SAVE)
+    assert "failed in the forward" not in out
+    assert "Cut the batch size" not in out
+    assert "SHARDED_STATE_DICT" in out
+
+
+def test_a_training_step_traceback_is_not_a_save() -> None:
+    text = FSDP_SAVE.replace("_save_checkpoint", "training_step").replace(
+        "_save_optimizer_and_scheduler", "compute_loss"
+    )
+    text = text.replace("in _gather_all_orig_param_state", "in forward")
+    assert diagnose_text(text).context.frame_phase != "checkpoint_save"

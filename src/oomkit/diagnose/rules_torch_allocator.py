@@ -17,6 +17,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.parse_torch_frames import VLLM_PROFILE_RUN
 from oomkit.diagnose.rules_siblings import siblings_on_first_gpu
+from oomkit.diagnose.rules_stated_state import save_phase
 from oomkit.diagnose.rules_torch_describe import (
     _async_pool,
     _describe,
@@ -450,6 +451,8 @@ def allocator(
             "headroom left for activations, the sampler and CUDA graphs.",
             fixes=_graph_fixes(e, short),
         )
+    if phase == "checkpoint_save":  # revfix18e: the save's gather, not the batch
+        return save_phase(base + tail, ctx.frame_text)
     if phase == "serving_step":
         return Analysis(
             cause="batch_or_activations",

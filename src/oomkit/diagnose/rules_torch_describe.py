@@ -170,6 +170,7 @@ _PHASE_ONLY = {
     "warmup": ("batch_or_activations", 0.45),
     "serving_step": ("batch_or_activations", 0.4),
     "optimizer_step": ("model_too_large", 0.35),
+    "checkpoint_save": ("model_too_large", 0.45),  # revfix18e: the save's gather
     "generate": ("kv_cache_or_context", 0.3),
 }
 
