@@ -117,3 +117,17 @@ def test_a_training_step_traceback_is_not_a_save() -> None:
     )
     text = text.replace("in _gather_all_orig_param_state", "in forward")
     assert diagnose_text(text).context.frame_phase != "checkpoint_save"
+
+
+def test_trt_tactic_skip_warnings_are_not_an_oom() -> None:
+    # TensorRT's builder skips a tactic whose scratch does not fit and builds on ([W])
+    text = (
+        "[TRT] [W] Tactic Device request: 17592186044415MB Available: 6030MB. Device memory is "
+        "insufficient to use tactic.\n"
+        "[TRT] [W] Skipping tactic 3 due to insufficient memory on requested size of "
+        "18446744073709551615 detected for tactic 0x0000000000000004.\n"
+    )
+    assert diagnose_text(text).events == ()
+    r = CliRunner().invoke(doctor_command, ["-"], input=text, env=ENV)
+    assert r.exit_code == 3  # the CLI's "no OOM found"
+    assert "No out-of-memory message was found" in r.output

@@ -239,6 +239,10 @@ _GENERIC_NEGATIVE = (
     "failed to allocate graph, reserving",
     # kubelet starting its OOM watcher (pkg/kubelet/oom): nothing was killed
     "oom watcher",
+    # revfix18e: TensorRT's builder warnings ([W]) that skip one tactic and build on ("Device
+    # memory is insufficient to use tactic.", "Skipping tactic 3 due to insufficient memory")
+    "insufficient to use tactic",
+    "skipping tactic",
 )
 # a status that says nothing was killed: cgroup memory.events / memory.oom_control counters
 # (mm/memcontrol.c; a count above zero is parse_hosts' event), Docker's State.OOMKilled false
