@@ -131,3 +131,39 @@ def test_trt_tactic_skip_warnings_are_not_an_oom() -> None:
     r = CliRunner().invoke(doctor_command, ["-"], input=text, env=ENV)
     assert r.exit_code == 3  # the CLI's "no OOM found"
     assert "No out-of-memory message was found" in r.output
+
+
+VLLM_CTX = (
+    "vllm serve Qwen/Qwen2.5-72B-Instruct --tensor-parallel-size 4 --max-model-len 131072\n"
+    "...\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total "
+    "capacity of 79.19 GiB of which 2.91 GiB is free. Including non-PyTorch memory, this process "
+    "has 76.27 GiB memory in use. Of the allocated memory 74.80 GiB is allocated by PyTorch, and "
+    "811.25 MiB is reserved by PyTorch but unallocated.\n"
+)
+CTX_SAID = (
+    "The OOM goes away when I lower max_model_len to 32768, so the context length is what runs "
+    "out of memory.\n"
+)
+
+
+def test_a_vllm_server_never_gets_training_fixes_for_a_large_request() -> None:
+    d = diagnose_text(VLLM_CTX)
+    cmds = " ".join(c for f in d.fixes for c in f.commands)
+    assert "gradient_checkpointing" not in cmds
+    assert "batch_size" not in cmds
+    assert "--max-num-batched-tokens 2048   # vLLM" in d.fixes[0].commands
+
+
+def test_the_context_named_by_the_posters_experiment_decides() -> None:
+    d = diagnose_text(VLLM_CTX + CTX_SAID)
+    assert d.cause == "kv_cache_or_context"
+    assert d.fixes[0].commands[0] == "--max-model-len 32768"
+    out = _cli(VLLM_CTX + CTX_SAID)
+    assert "Cut the batch size" not in out
+    assert "gradient_checkpointing_enable" not in out
+
+
+def test_a_batch_experiment_is_not_the_context() -> None:
+    said = "The OOM goes away when I lower the batch size; max_model_len stays at 131072.\n"
+    assert diagnose_text(VLLM_CTX + said).cause != "kv_cache_or_context"

@@ -34,6 +34,7 @@ from oomkit.diagnose.rules_torch_fixes import (
     _model_fixes,
     _unaccounted_fix,
     _vllm_profile_fixes,
+    server_batch_fixes,
 )
 from oomkit.diagnose.rules_torch_small import _SMALL_CARD, _held_text, _small_card
 from oomkit.diagnose.text import has_any
@@ -517,7 +518,7 @@ def allocator(
             explanation=base + tail + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
             "is larger than a weight tensor of common models: a large activation (batch, "
             "sequence length or resolution).",
-            fixes=tuple(_batch_fixes(e, short)),
+            fixes=server_batch_fixes(ctx.runtime_hint) or tuple(_batch_fixes(e, short)),
         )
     if t <= _SMALL_CARD and phase not in {"forward", "backward"}:
         return _small_card(e, base + tail + spill, x, t, held, held_known, free)
