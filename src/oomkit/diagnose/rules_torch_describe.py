@@ -171,10 +171,20 @@ _PHASE_ONLY = {
     "serving_step": ("batch_or_activations", 0.4),
     "optimizer_step": ("model_too_large", 0.35),
     "checkpoint_save": ("model_too_large", 0.45),  # revfix18e: the save's gather
+    "pin_memory": ("host_ram", 0.45),  # revfix18e: the DataLoader's pinned host pages
     "generate": ("kv_cache_or_context", 0.3),
 }
 
 
+#: revfix18e: the DataLoader pins each batch in its pin-memory thread (page-locked host RAM,
+#: cudaHostAlloc); every worker's prefetched batches wait there, so the levers are the pinning
+#: and the batches in flight (num_workers x prefetch_factor)
+_UNPIN = generic(
+    "Pin less host memory in the DataLoader",
+    "the pin-memory thread copies every prefetched batch into page-locked host RAM; turning "
+    "pinning off, or fewer workers and prefetched batches, leaves less of it locked.",
+    ("DataLoader(..., pin_memory=False)", "DataLoader(..., num_workers=2, prefetch_factor=2)"),
+)
 _HOLDERS = generic(
     "Check what else holds the GPU",
     "a pool sized from the free memory fails when something took memory after it was measured.",
@@ -236,6 +246,8 @@ def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
             fixes=(
                 (*_kv_alloc_fixes(ctx.frame_text or ""), _HOLDERS)
                 if phase == "kv_cache_alloc"
+                else (_UNPIN,)
+                if phase == "pin_memory"
                 else fixes
                 if cause != "model_too_large"
                 else tuple(_model_fixes()) + fixes[:1]
