@@ -167,3 +167,32 @@ def test_the_context_named_by_the_posters_experiment_decides() -> None:
 def test_a_batch_experiment_is_not_the_context() -> None:
     said = "The OOM goes away when I lower the batch size; max_model_len stays at 131072.\n"
     assert diagnose_text(VLLM_CTX + said).cause != "kv_cache_or_context"
+
+
+# a Chinese report of a DeepSpeed full fine-tune killed while saving (DeepSpeed engine.py's
+# save_checkpoint log line, then the shell's "Killed")
+ZH_SAVE = (
+    "用 deepspeed 跑 qwen2.5-7b 全参微调，8卡A100，每次跑到保存checkpoint的时候进程就被Killed了，"
+    "日志最后一行就是：\n"
+    "[2024-05-01 12:00:00,000] [INFO] [engine.py:3000:save_checkpoint] Saving model checkpoint\n"
+    "Killed\n"
+    "内存是256G，请问怎么解决？\n"
+)
+
+
+def test_a_host_kill_at_the_save_gets_the_saves_fixes_and_no_windows_line() -> None:
+    d = diagnose_text(ZH_SAVE)
+    assert d.cause == "host_ram"
+    cmds = [c for f in d.fixes for c in f.commands]
+    assert any("stage3_gather_16bit_weights_on_model_save" in c for c in cmds)
+    assert not any("low_cpu_mem_usage" in c for c in cmds)
+    assert not any("Windows" in c for c in cmds)  # a Linux shell's "Killed"
+    out = _cli(ZH_SAVE)
+    assert "save_only_model=True" in out
+
+
+def test_a_host_kill_elsewhere_keeps_the_load_fix() -> None:
+    d = diagnose_text("python train.py\nKilled\n")
+    cmds = [c for f in d.fixes for c in f.commands]
+    assert any("low_cpu_mem_usage" in c for c in cmds)
+    assert not any("Windows" in c for c in cmds)
