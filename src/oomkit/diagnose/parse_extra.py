@@ -30,7 +30,7 @@ from oomkit.diagnose.parse_wordings_plain import plain_sizes
 from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.scan_middle import generic_lines
-from oomkit.diagnose.sizes import to_bytes, to_int
+from oomkit.diagnose.sizes import absurd_tactic_request, to_bytes, to_int
 from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz, window
 
 __all__ = ["parse_extra", "parse_generic"]
@@ -555,6 +555,8 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
         line = lines.cleaned(i)
         low = line.lower()
         if any(neg in low for neg in _GENERIC_NEGATIVE) or _GENERIC_ZERO.search(line):
+            continue
+        if "tactic" in low and absurd_tactic_request(line):  # revfix18e: no real shortage
             continue
         if "memory for the " in low and _TFLITE_PREPARE.search(line):
             continue

@@ -73,7 +73,7 @@ from typing import Any
 
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.scan import admitted, read_ends
-from oomkit.diagnose.sizes import to_bytes, to_int
+from oomkit.diagnose.sizes import stated_request, to_bytes, to_int
 from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz, window
 
 __all__ = ["parse_frameworks"]
@@ -268,15 +268,16 @@ def _ort(line: str, n: int) -> OomEvent | None:
 def _tensorrt(line: str, n: int) -> OomEvent | None:
     m = _TRT_REQ.search(line)
     if m is not None:
+        x, bad = stated_request(m["x"])  # an absurd figure (~2**64) is refused and named
         return _ev(
             "tensorrt",
             "workspace_alloc_failed" if m["gpu"] else "weights_alloc_failed",
             "trt_requested_gpu_memory" if m["gpu"] else "trt_requested_memory",
             line,
             n,
-            requested_bytes=to_int(m["x"]),
-            # the builder times tactics while it builds the engine (before any inference)
-            stage="compile" if m["gpu"] else "weights",
+            requested_bytes=x,
+            ignored_sizes=bad,
+            stage="compile" if m["gpu"] else "weights",  # tactics are timed in the build
         )
     if _TRT_WEIGHTS.search(line):
         return _ev(
@@ -382,8 +383,7 @@ def _ggml(line: str, n: int) -> OomEvent | None:
         )
     m0 = _GGML_POOL.search(line)
     if m0 is not None:
-        # the wording of parse_extra's ggml_memory_pool, cut before "(needed N, available M)"
-        # or before " pool" (ggml_new_tensor_impl's scratch buffer)
+        # parse_extra's ggml_memory_pool cut before "(needed N, available M)" or " pool" (scratch)
         pool = "context" if m0["pool"] == "context's" else "scratch"
         return _ev(
             "llama.cpp", "ggml_pool_exhausted", "ggml_memory_pool", line, n, buffer_name=pool

@@ -1,6 +1,7 @@
 """Where in the run a PyTorch OOM happened, from the traceback frames and log lines around it
-(model load, KV-cache allocation, forward/backward, optimizer step, serving loop, warmup, CUDA-graph
-capture), for :mod:`oomkit.diagnose.parse_torch`."""
+(DataLoader pin-memory thread, checkpoint save, model load, KV-cache allocation,
+forward/backward, optimizer step, serving loop, warmup, CUDA-graph capture), for
+:mod:`oomkit.diagnose.parse_torch`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,35 @@ __all__ = ["VLLM_PROFILE_RUN", "frames_of"]
 
 # Traceback phases, most specific first. Each entry: phase and substrings of traceback lines.
 _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        # revfix18e: the DataLoader's pin-memory thread (torch/utils/data/_utils/pin_memory.py
+        # `_pin_memory_loop` -> `do_one_step` -> `pin_memory(data, device)` ->
+        # `data.pin_memory(device)`): page-locked host memory from cudaHostAlloc, whose failure
+        # CUDA reports as its device enum ("CUDA error: out of memory")
+        "pin_memory",
+        ("in _pin_memory_loop", "in pin_memory", ".pin_memory(device)"),
+    ),
+    (
+        # revfix18e: saving a checkpoint gathers what the steps held sharded: transformers
+        # trainer.py `_save_checkpoint` -> `_save_optimizer_and_scheduler` ->
+        # `FSDP.optim_state_dict` (torch/distributed/fsdp/_optim_utils.py
+        # `_gather_all_orig_param_state` / `_allgather_orig_param_states` all-gather every
+        # unsharded optimizer state), `state_dict` under FULL_STATE_DICT
+        # (`_full_post_state_dict_hook`), DeepSpeed engine.py `save_16bit_model` ->
+        # `_zero3_consolidated_16bit_state_dict`; a save's frames outrank the loop's around it
+        "checkpoint_save",
+        (
+            "in _save_checkpoint",
+            "in save_checkpoint",
+            "in _save_optimizer_and_scheduler",
+            "in optim_state_dict",
+            "in _gather_all_orig_param_state",
+            "in _allgather_orig_param_states",
+            "in _full_post_state_dict_hook",
+            "in save_16bit_model",
+            "in _zero3_consolidated_16bit_state_dict",
+        ),
+    ),
     (
         # allocating the KV cache (ExLlamaV2Cache, vLLM _allocate_kv_cache, HF StaticCache), and
         # the source lines of the token-pool managers that preallocate one K and one V tensor per
@@ -225,8 +255,8 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
         for phase, needles in _PHASES:
             if phase not in found and has_any(raw, needles):
                 found[phase] = clean(raw)[:300]
-    order = (*(p for p, _ in _PHASES[:2]), "cuda_graph_capture", "warmup")
-    for phase in (*order, *(p for p, _ in _PHASES[2:])):
+    order = (*(p for p, _ in _PHASES[:4]), "cuda_graph_capture", "warmup")
+    for phase in (*order, *(p for p, _ in _PHASES[4:])):
         if phase in found:
             facts["frame_phase"] = phase
             facts["frame_text"] = found[phase]

@@ -39,6 +39,7 @@ from oomkit.diagnose.rules_stated_alloc import (
     stated_reload_on_several_gpus,
 )
 from oomkit.diagnose.rules_stated_budget import (
+    context_experiment,
     stated_configured_cap,
     stated_context_budget,
     stated_eval_fails_training_fits,
@@ -560,6 +561,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_context_unset,
     stated_context_too_large,
     stated_kv_pool_took_memory,
+    context_experiment,
     stated_context_budget,
     stated_configured_cap,
     stated_dataset_accumulation,

@@ -9,6 +9,8 @@ Caffe, ggml-cuda's cudaMalloc, PyTorch's cut wordings) return ``None`` here and 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
@@ -483,6 +485,18 @@ def _autobatch(e: OomEvent) -> Analysis:
     )
 
 
+def _absurd(stated: str) -> str:
+    """The sentence that names a refused figure (revfix18e); a value near 2**64 is a negative
+    size printed unsigned (TensorRT logs the request as a ``size_t``)."""
+    wrapped = " (near 2**64: a negative size printed unsigned, an overflow upstream)"
+    digits = stated.split(" ", 1)[0]
+    near = digits.isdigit() and len(digits) >= 19 and int(digits) > (1 << 63)
+    return (
+        f" (The log states {stated}{wrapped if near else ''}: not a believable figure, no device "
+        "holds it; it is ignored.)"
+    )
+
+
 def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the wordings of ``parse_frameworks``, or ``None`` for other events."""
     del ctx  # these messages are read on their own
@@ -491,10 +505,14 @@ def analyze_frameworks(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _ort_cuda(e)
     if e.runtime == "tensorrt":
         if e.kind == "workspace_alloc_failed":
-            return _trt_workspace(e)
-        if e.kind == "weights_alloc_failed":
-            return _trt_weights(e)
-        return _trt_cuda(e)
+            a = _trt_workspace(e)
+        elif e.kind == "weights_alloc_failed":
+            a = _trt_weights(e)
+        else:
+            return _trt_cuda(e)
+        if e.ignored_sizes:  # as rules_engines says of an absurd scratch-space figure
+            a = replace(a, explanation=a.explanation + _absurd(e.ignored_sizes))
+        return a
     if e.runtime == "mxnet" and fmt.startswith("mxnet_") and fmt != "mxnet_cublas":
         return _mxnet(e)
     if fmt == "paddle_cpu_alloc_failed":

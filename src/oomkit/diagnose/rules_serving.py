@@ -9,6 +9,8 @@ avail`` GiB is closed by ``max_model_len x avail / need`` or by raising the util
 
 from __future__ import annotations
 
+import re
+
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
@@ -256,6 +258,9 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 "sender, and the kernel log decides: `sudo dmesg -T | grep -iE 'killed "
                 "process|out of memory'` (or `journalctl -k`) shows whether it sent this one."
             )
+        linux = ctx.host_os != "windows" and (
+            e.format in {"linux_killed", "exit_137"} or e.kind == "oom_killer"
+        )
         conf = {"oom_killer": 0.9, "host_oom": 0.85}.get(
             e.kind, 0.55 if e.format in ("exit_137", "linux_killed") else 0.7
         )
@@ -268,7 +273,12 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                     "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && "
                     "sudo mkswap /swapfile && sudo swapon /swapfile",
                     "docker run --memory=<more> ...",
-                    "System > Advanced > Performance > Virtual memory (Windows)",
+                    # revfix18e: the pagefile only where the log is not Linux's own kill
+                    *(
+                        ()
+                        if linux
+                        else ("System > Advanced > Performance > Virtual memory (Windows)",)
+                    ),
                 ),
                 expected_saving_bytes=rss,
             ),
@@ -282,6 +292,8 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         ]
+        if _saving(e, ctx):
+            fixes[1:] = [_HOST_SAVE_FIX]  # the save's own gather, not a load or the workers
         if e.format == "dask_nanny_memory_restart":
             fixes.insert(
                 0,
@@ -416,3 +428,32 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
         explanation=f"Unrecognised event {e.kind}.",
         fixes=(),
     )
+
+
+# revfix18e: the text places the host kill at a checkpoint save ("Saving model checkpoint",
+# DeepSpeed engine.py `save_checkpoint`, "保存checkpoint的时候" / "保存模型时")
+_SAVE_WORDS = re.compile(
+    r"(?i)\bsav(?:e|ing)[ _](?:the\s+)?(?:model[ _])?(?:checkpoint|ckpt)|\bsave_16bit_model\b"
+    r"|保存\s*(?:checkpoint|ckpt|模型|权重)"
+)
+#: DeepSpeed ZeRO-3 gathers the full 16-bit weights for the save
+#: (``stage3_gather_16bit_weights_on_model_save``, runtime/engine.py
+#: ``_zero3_consolidated_16bit_state_dict``) and each rank also writes its optimizer partition;
+#: transformers' ``save_only_model`` skips the optimizer states, and a sharded save lets
+#: ``zero_to_fp32.py`` consolidate offline, on a machine with the RAM for it
+_HOST_SAVE_FIX = generic(
+    "Save without gathering the full model in host RAM",
+    "a ZeRO-3 save gathers a 16-bit copy of every weight and each rank writes its optimizer "
+    "shard; saving the shards and consolidating offline keeps the save's RAM per rank.",
+    (
+        'deepspeed config: "stage3_gather_16bit_weights_on_model_save": false',
+        "TrainingArguments(save_only_model=True)",
+        "python zero_to_fp32.py <checkpoint_dir> <output_dir>   # offline",
+    ),
+)
+
+
+def _saving(e: OomEvent, ctx: LogContext) -> bool:
+    """The kill is placed at a checkpoint save by the message, the traceback or the paste."""
+    words = (e.text, ctx.frame_text or "", *(sentence for _, sentence in ctx.paste_prose))
+    return ctx.frame_phase == "checkpoint_save" or any(_SAVE_WORDS.search(w) for w in words)

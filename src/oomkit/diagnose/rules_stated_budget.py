@@ -22,6 +22,7 @@ from oomkit.diagnose.priors import is_open
 from oomkit.diagnose.rules_stated import fallback
 
 __all__ = [
+    "context_experiment",
     "stated_configured_cap",
     "stated_context_budget",
     "stated_eval_fails_training_fits",
@@ -164,6 +165,83 @@ def stated_context_budget(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
             open_question=False,
         )
     return None
+
+
+# revfix18e: the poster's own experiment with the context setting: "The OOM goes away when I
+# lower max_model_len to 32768", "lowering --max-model-len to 32k fixes the OOM"
+_CTX_SETTING = (
+    r"[`'\"]?(?:--?)?(?:max[-_ ]model[-_ ]len|num_ctx|n_ctx|ctx[-_ ]size|max[-_ ]seq[-_ ]len"
+    r"|context\s+(?:length|size|window))\b"
+)
+_LOWERED = r"(?:lower|reduc|decreas|cut|shrink|halv)\w*\s+(?:the\s+)?"
+_EXPERIMENT = re.compile(
+    r"(?i)\b" + _OOM + r"\b[^.\n]{0,20}?\b(?:(?:goes|go|went)\s+away|disappear\w*|vanish\w*"
+    r"|stops?\b|stopped|is\s+gone|no\s+longer\s+happens?)"
+)
+_TO_N = re.compile(r"(?i)\bto\s+(?P<n>[1-9]\d{3,6})\b")
+_EXPERIMENT_CTX = re.compile(
+    r"(?i)\b(?:when|if|after|once|by|with)\s+(?:I\s+|we\s+)?"
+    + _LOWERED
+    + _CTX_SETTING
+    + r"|\b"
+    + _LOWERED
+    + _CTX_SETTING
+    + r"[^.\n]{0,30}?\b(?:fix(?:es|ed)?|solves?|solved"
+    r"|avoids?|avoided)\s+(?:the\s+|it|this)"
+)
+
+
+def context_experiment(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
+    """The poster lowered the context setting and the OOM went away: ``kv_cache_or_context``.
+
+    Mechanism. The context setting sizes what a serving engine reserves per sequence: vLLM
+    checks at start-up that the KV pool holds one ``max_model_len`` sequence
+    (``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory``) and, without chunked
+    prefill, profiles a ``max(max_model_len, 2048)``-token batch; llama.cpp and Ollama allocate
+    the KV cache for the whole ``n_ctx`` / ``num_ctx`` at load. An experiment in which only
+    that setting changed and the OOM followed it decides more than the size of the request
+    that failed (which reads ``batch_or_activations`` at 0.55 from the tensor's size alone):
+    ``kv_cache_or_context`` at 0.55, over that reading and over open ones only. The statement is
+    read on the message's line and on the sentences of the paste around it
+    (``LogContext.paste_prose``), since a poster states it apart from the log.
+    """
+    if result.cause in {"kv_cache_or_context", "host_ram"}:
+        return None
+    if not (fallback(result) or (result.cause == "batch_or_activations" and result.confidence
+                                 <= _SIZE_READING)):  # fmt: skip
+        return None
+    for words in (e.text, *(sentence for _, sentence in ctx.paste_prose)):
+        for clause in re.split(r"(?<=[.;!?])\s+", words):
+            m = _EXPERIMENT.search(clause)
+            c = _EXPERIMENT_CTX.search(clause)
+            if c is None or (m is None and "fix" not in c.group(0).lower()
+                             and "solv" not in c.group(0).lower()
+                             and "avoid" not in c.group(0).lower()):  # fmt: skip
+                continue
+            to = _TO_N.search(clause, c.start())
+            n = to["n"] if to is not None else "8192"  # the one the poster says works
+            return Analysis(
+                cause="kv_cache_or_context",
+                confidence=0.55,
+                explanation=result.explanation + f" The text says the OOM follows the context "
+                f"setting ({clause.strip()[:160]!r}): what it sizes (the KV cache a sequence "
+                "needs, the profile batch without chunked prefill) is what did not fit. What "
+                "would decide: the largest context that starts, and whether it fits the "
+                "requests the server must take.",
+                fixes=(
+                    generic(
+                        "Serve the context that fits, set explicitly",
+                        "the engine reserves for the configured context, used or not.",
+                        (f"--max-model-len {n}", f"-c {n}", f"num_ctx {n}"),
+                    ),
+                    *result.fixes,
+                ),
+                open_question=False,
+            )
+    return None
+
+
+_SIZE_READING = 0.55  # rules_torch_allocator's reading of one large request by its size alone
 
 
 # the full-size weights placed on the device, said to be what ran out:

@@ -31,7 +31,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.rules_stated import fallback
 
-__all__ = ["stated_training_state_phase"]
+__all__ = ["SAVE_FIX", "save_phase", "stated_training_state_phase"]
 
 _OOM = r"(?:oom(?:s|ed|ing)?|out[\s-]of[\s-]memory)"
 _SENT = r"[^.;\n]{0,80}?"
@@ -73,6 +73,36 @@ _STEP_RE = re.compile(
 )
 
 
+SAVE_FIX = generic(
+    "Save without gathering the full model on the GPU",
+    "FSDP's FULL_STATE_DICT (and its full optimizer state dict) all-gathers every parameter "
+    "before it is written; DeepSpeed ZeRO-3 gathers a 16-bit copy.",
+    (
+        "FullStateDictConfig(offload_to_cpu=True, rank0_only=True)",
+        "StateDictType.SHARDED_STATE_DICT",
+        'fsdp_config: {"state_dict_type": "SHARDED_STATE_DICT"}   # transformers/accelerate',
+        "deepspeed: zero_optimization.stage3_gather_16bit_weights_on_model_save = false",
+    ),
+)
+
+
+def save_phase(base: str, frame: str | None) -> Analysis:
+    """revfix18e: a traceback whose frames place the OOM in the checkpoint save
+    (``LogContext.frame_phase == "checkpoint_save"``, parse_torch_frames): the gather of the
+    full (optimizer) state, which no training step held at once, is what failed. The batch does
+    not size it, so it outranks the request-size reading; ``model_too_large`` at 0.55, as a
+    traceback in ``optimizer.step()``."""
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.55,
+        explanation=base + f" The traceback places it in the checkpoint save ({frame}): saving "
+        "gathers the full (optimizer) state that the training steps held sharded, and the batch "
+        "does not size it. What would decide: whether a sharded save (or a CPU-offloaded, "
+        "rank-0-only gather) completes.",
+        fixes=(SAVE_FIX,),
+    )
+
+
 def stated_training_state_phase(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
     """The OOM placed at the checkpoint save or the optimizer step: ``model_too_large``."""
     del ctx
@@ -87,17 +117,7 @@ def stated_training_state_phase(result: Analysis, e: OomEvent, ctx: LogContext) 
             " a full state dict gathers every parameter, unsharded, on the GPU, which the "
             "training steps never held at once. What would decide: whether a sharded save (or a "
             "CPU-offloaded, rank-0-only gather) completes.",
-            fixes=(
-                generic(
-                    "Save without gathering the full model on the GPU",
-                    "FSDP's FULL_STATE_DICT all-gathers every parameter before it is written.",
-                    (
-                        "FullStateDictConfig(offload_to_cpu=True, rank0_only=True)",
-                        "StateDictType.SHARDED_STATE_DICT",
-                    ),
-                ),
-                *result.fixes,
-            ),
+            fixes=(SAVE_FIX, *result.fixes),
             open_question=False,
         )
     m = _STEP_RE.search(e.text)

@@ -17,6 +17,7 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.parse_torch_frames import VLLM_PROFILE_RUN
 from oomkit.diagnose.rules_siblings import siblings_on_first_gpu
+from oomkit.diagnose.rules_stated_state import save_phase
 from oomkit.diagnose.rules_torch_describe import (
     _async_pool,
     _describe,
@@ -33,6 +34,7 @@ from oomkit.diagnose.rules_torch_fixes import (
     _model_fixes,
     _unaccounted_fix,
     _vllm_profile_fixes,
+    server_batch_fixes,
 )
 from oomkit.diagnose.rules_torch_small import _SMALL_CARD, _held_text, _small_card
 from oomkit.diagnose.text import has_any
@@ -450,6 +452,8 @@ def allocator(
             "headroom left for activations, the sampler and CUDA graphs.",
             fixes=_graph_fixes(e, short),
         )
+    if phase == "checkpoint_save":  # revfix18e: the save's gather, not the batch
+        return save_phase(base + tail, ctx.frame_text)
     if phase == "serving_step":
         return Analysis(
             cause="batch_or_activations",
@@ -514,7 +518,7 @@ def allocator(
             explanation=base + tail + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
             "is larger than a weight tensor of common models: a large activation (batch, "
             "sequence length or resolution).",
-            fixes=tuple(_batch_fixes(e, short)),
+            fixes=server_batch_fixes(ctx.runtime_hint) or tuple(_batch_fixes(e, short)),
         )
     if t <= _SMALL_CARD and phase not in {"forward", "backward"}:
         return _small_card(e, base + tail + spill, x, t, held, held_known, free)

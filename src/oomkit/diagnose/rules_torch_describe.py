@@ -170,8 +170,65 @@ _PHASE_ONLY = {
     "warmup": ("batch_or_activations", 0.45),
     "serving_step": ("batch_or_activations", 0.4),
     "optimizer_step": ("model_too_large", 0.35),
+    "checkpoint_save": ("model_too_large", 0.45),  # revfix18e: the save's gather
+    "pin_memory": ("host_ram", 0.45),  # revfix18e: the DataLoader's pinned host pages
     "generate": ("kv_cache_or_context", 0.3),
 }
+
+
+#: revfix18e: the DataLoader pins each batch in its pin-memory thread (page-locked host RAM,
+#: cudaHostAlloc); every worker's prefetched batches wait there, so the levers are the pinning
+#: and the batches in flight (num_workers x prefetch_factor)
+_UNPIN = generic(
+    "Pin less host memory in the DataLoader",
+    "the pin-memory thread copies every prefetched batch into page-locked host RAM; turning "
+    "pinning off, or fewer workers and prefetched batches, leaves less of it locked.",
+    ("DataLoader(..., pin_memory=False)", "DataLoader(..., num_workers=2, prefetch_factor=2)"),
+)
+_HOLDERS = generic(
+    "Check what else holds the GPU",
+    "a pool sized from the free memory fails when something took memory after it was measured.",
+    ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
+)
+
+
+def _kv_alloc_fixes(frame: str) -> tuple[Fix, ...]:
+    """The first fixes of a numberless OOM in the KV cache's allocation: the runtime's own lever
+    (revfix18e: a traceback in ``_allocate_kv_cache`` got gradient checkpointing first).
+
+    vLLM sizes its block pool at start-up as ``total * gpu_memory_utilization`` minus the
+    profiled weights and activation peak (``vllm/worker/worker.py``
+    ``determine_num_available_blocks``; V1 ``gpu_worker.py`` ``determine_available_memory``),
+    then allocates it in one ``torch.zeros`` per layer (``worker/cache_engine.py``
+    ``_allocate_kv_cache``): a failure there means the share was more than the device had free
+    by then (another process, memory outside PyTorch), so the share is the lever, not the
+    context. SGLang sizes its pool by ``--mem-fraction-static`` (``mem_cache/memory_pool.py``);
+    transformers' ``StaticCache`` by ``max_cache_len`` and the batch.
+    """
+    if "vllm" in frame:
+        return (
+            generic(
+                "Give vLLM's KV pool a smaller share of the GPU",
+                "the block pool is sized as gpu_memory_utilization of the card minus weights and "
+                "activations; its allocation found less free than the profile assumed.",
+                ("--gpu-memory-utilization 0.8", "--num-gpu-blocks-override 2048"),
+            ),
+        )
+    if "sglang" in frame or "_buffer = " in frame:
+        return (
+            generic(
+                "Give the KV pool a smaller share of the GPU",
+                "the token pool is preallocated as --mem-fraction-static of the card.",
+                ("--mem-fraction-static 0.8",),
+            ),
+        )
+    return (
+        generic(
+            "Allocate the cache for fewer tokens",
+            "a static cache is allocated for max_cache_len x batch at once.",
+            ("max_cache_len=4096", "model.generate(..., max_new_tokens=256)"),
+        ),
+    )
 
 
 def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
@@ -186,7 +243,15 @@ def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
             explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
             f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
             "`oomkit gpus` (other processes) would confirm it.",
-            fixes=fixes if cause != "model_too_large" else tuple(_model_fixes()) + fixes[:1],
+            fixes=(
+                (*_kv_alloc_fixes(ctx.frame_text or ""), _HOLDERS)
+                if phase == "kv_cache_alloc"
+                else (_UNPIN,)
+                if phase == "pin_memory"
+                else fixes
+                if cause != "model_too_large"
+                else tuple(_model_fixes()) + fixes[:1]
+            ),
         )
     x = e.requested_bytes
     if x is not None and x >= _STATED_LARGE and phase not in {"model_load", "optimizer_step"}:

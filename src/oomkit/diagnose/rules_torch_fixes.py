@@ -153,3 +153,32 @@ def _unaccounted_fix(e: OomEvent, unaccounted: int) -> Fix:
         ),
         expected_saving_bytes=unaccounted,
     )
+
+
+def server_batch_fixes(runtime: str | None) -> tuple[Fix, ...]:
+    """A serving engine's own batch levers, or ``()`` for any other runtime (revfix18e: a
+    ``vllm serve`` log got "batch_size //= 2" and ``gradient_checkpointing_enable()``).
+
+    A server has no batch_size argument and no backward: its step's activations are sized by
+    the tokens it batches, ``--max-num-batched-tokens`` / ``--max-num-seqs`` in vLLM (and
+    ``max_model_len`` where chunked prefill is off, :func:`_vllm_profile_fixes`),
+    ``--chunked-prefill-size`` / ``--max-running-requests`` in SGLang
+    (``server_args.py``), ``--max-batch-prefill-tokens`` in TGI (``launcher/src/main.rs``),
+    ``--max_num_tokens`` / ``--max_batch_size`` in TensorRT-LLM (``trtllm-serve``).
+    """
+    if runtime == "vllm":
+        return _vllm_profile_fixes()
+    flags = {
+        "sglang": ("--chunked-prefill-size 2048", "--max-running-requests 32"),
+        "tgi": ("--max-batch-prefill-tokens 2048", "--max-batch-total-tokens 16384"),
+        "tensorrt-llm": ("--max_num_tokens 2048", "--max_batch_size 8"),
+    }.get(runtime or "")
+    if flags is None:
+        return ()
+    return (
+        generic(
+            "Serve smaller batches: fewer batched tokens and requests",
+            "a server's step activations are linear in the tokens it batches at once.",
+            flags,
+        ),
+    )

@@ -17,11 +17,20 @@ True
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from oomkit.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB
 
-__all__ = ["RUNTIME_UNITS", "decimal_to_bytes", "to_bytes", "to_float", "to_int"]
+__all__ = [
+    "RUNTIME_UNITS",
+    "absurd_tactic_request",
+    "decimal_to_bytes",
+    "stated_request",
+    "to_bytes",
+    "to_float",
+    "to_int",
+]
 
 _IEC: dict[str, int] = {
     "b": 1,
@@ -130,3 +139,46 @@ def to_float(text: str) -> float | None:
         return float(t)
     except ValueError:
         return None
+
+
+#: no device holds an EiB (as oomkit.validate.MAX_BYTES and parse_engines' ``_stated``)
+_MAX_REQUEST = 1 << 60
+
+
+def stated_request(text: str, what: str = "bytes requested") -> tuple[int | None, str | None]:
+    """A stated byte request and, when it is no believable figure, the words that name it.
+
+    revfix18e: a request of 0, none, or above 1 EiB is refused (``(None, "<text> <what>")``) so
+    that the rules name it instead of sizing fixes by it: TensorRT prints its request as a
+    ``size_t`` (``Requested amount of GPU memory (N bytes) could not be allocated``), so a
+    negative size computed upstream reads as about 2**64 ("18446744065119617024 bytes" is
+    -8 GiB wrapped), the same refusal as parse_engines' scratch-space form (docperf18).
+    """
+    x = to_int(text)
+    if x is None or not 0 < x <= _MAX_REQUEST:
+        return None, f"{text} {what}"
+    return x, None
+
+
+# TensorRT's builder warnings when it skips one tactic and builds on ([W]): "Tactic Device
+# request: 17592186044415MB Available: 6030MB. Device memory is insufficient to use tactic.",
+# "Skipping tactic 3 due to insufficient memory on requested size of 18446744073709551615"
+_TACTIC_REQUEST = re.compile(
+    r"Tactic Device request: (?P<mb>\d{1,24}) ?MB|requested size of (?P<b>\d{1,24}) detected"
+)
+
+
+def absurd_tactic_request(line: str) -> bool:
+    """A TensorRT tactic-skip warning whose request no device holds: not an out-of-memory.
+
+    revfix18e: the skip itself is a non-fatal builder warning (the build goes on with another
+    tactic); a real-size request that does not fit still marks a device short of memory (the
+    corpus' TensorRT-LLM and Jetson reports), but a request above 1 EiB (``SIZE_MAX``,
+    18446744073709551615 bytes = 17592186044415 MiB: a tactic whose workspace query returned
+    -1) is no shortage at all, and the warning alone is then no OOM.
+    """
+    m = _TACTIC_REQUEST.search(line)
+    if m is None:
+        return False
+    n = to_int(m["mb"] or m["b"])
+    return n is not None and n * (MiB if m["mb"] else 1) > _MAX_REQUEST

@@ -255,6 +255,8 @@ def _phase(text: str, frame_phase: str | None) -> tuple[str | None, str | None]:
         hits = [i for n in needles if (i := text.find(n)) >= 0]
         if hits:
             found[phase] = _line_of(text, min(hits))
+    if frame_phase == "checkpoint_save":  # revfix18e: a save's frames outrank the loop's
+        return frame_phase, None
     if frame_phase in ("backward", "optimizer_step"):
         return frame_phase, found.get(frame_phase)
     for phase in ("optimizer_step", "backward"):
