@@ -496,7 +496,9 @@ def test_ollama_plan_for_gpt_oss_names_its_library_tag() -> None:
     "args",
     [
         ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--tensor-split", "1,1", "--quant", "Q8_0"],
-        ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--quant", "Q8_0", "--device", "1,0"],
+        # -ngl 99: every layer, or llama.cpp's --fit (PR #16653) offloads until it fits
+        ["llama-3.1-70b", "--gpu", "2xrtx-4090", "--quant", "Q8_0", "--device", "1,0",
+         "-ngl", "99"],
         ["gpt-oss-120b", "-r", "ollama", "--runtime-version", "0.11.3", "--gpu", "2xrtx-4090",
          "--n-gpu-layers", "30"],
     ],
