@@ -196,3 +196,26 @@ def test_a_host_kill_elsewhere_keeps_the_load_fix() -> None:
     cmds = [c for f in d.fixes for c in f.commands]
     assert any("low_cpu_mem_usage" in c for c in cmds)
     assert not any("Windows" in c for c in cmds)
+
+
+PIN_MEMORY = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/site-packages/torch/utils/data/_utils/pin_memory.py", line 55, '
+    "in _pin_memory_loop\n"
+    "    do_one_step()\n"
+    '  File "/usr/lib/python3.10/site-packages/torch/utils/data/_utils/pin_memory.py", line 73, '
+    "in pin_memory\n"
+    "    return data.pin_memory(device)\n"
+    "RuntimeError: CUDA error: out of memory\n"
+)
+
+
+def test_the_pin_memory_thread_is_pinned_host_memory() -> None:
+    """The DataLoader's pin-memory thread pins host pages (torch/utils/data/_utils/pin_memory.py):
+    the cause is host RAM and the allocation that failed is pinned host memory, not a device
+    activation (taxonomy._FRAME_ALLOC)."""
+    d = diagnose_text(PIN_MEMORY)
+    assert d.cause == "host_ram"
+    assert d.allocation == "pinned_host"
+    cmds = " ".join(c for f in d.fixes for c in f.commands)
+    assert "pin_memory=False" in cmds

@@ -55,6 +55,9 @@ _FRAME_ALLOC = {
     "warmup": "activations_forward",
     "serving_step": "activations_forward",
     "generate": "kv_pool",
+    # the DataLoader's pin-memory thread (torch/utils/data/_utils/pin_memory.py): page-locked
+    # host pages, not device memory (revfix18e's phase)
+    "pin_memory": "pinned_host",
 }
 _KIND_ALLOC = {
     "cpu_oom": "host_ram",
