@@ -130,3 +130,26 @@ def test_cli_dropout_needs_training(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["estimate", "gpt2", "--dropout", "0.1", "--gpu", "rtx-4090"])
     assert rc != 0
     assert "--dropout needs --train" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["1", "-0.1", "abc", "nan"])
+def test_cli_dropout_out_of_range_is_one_usage_line(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from oomkit.cli import main
+
+    rc = main(["estimate", "gpt2", "--train", "full", "--gpu", "rtx-4090", f"--dropout={bad}"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "dropout" in err  # click's range check names --dropout; NaN reaches TrainingSettings
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.1, float("nan"), "x"])
+def test_training_settings_refuse_a_dropout_that_is_no_probability(bad: object) -> None:
+    from oomkit.errors import InvalidSettingError
+    from oomkit.spec.settings import TrainingSettings
+
+    with pytest.raises(InvalidSettingError, match="dropout"):
+        TrainingSettings(method="full", dropout=bad)  # type: ignore[arg-type]
