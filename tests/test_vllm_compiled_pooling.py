@@ -130,3 +130,21 @@ def test_cli_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--enforce-eager" in out["verdict_details"]["safe_change"]
     main([*argv, "--enforce-eager"])
     assert json.loads(capsys.readouterr().out)["verdict"] == "fits"
+
+
+def test_plan_pooling_runs_eager_only_where_the_rule_covers_the_release(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``plan --pooling`` plans eager on releases whose compiled pooling profile is unmodelled
+    (0.25+, and the newest when no version is given); on 0.24 the compiled profile is modelled
+    and the plan keeps vLLM's default."""
+    from oomkit.estimate.vllm_compiled_pooling import PLAN_NOTE
+
+    base = ["plan", "qwen3-8b", "-r", "vllm", "--gpu", "l4", "--pooling", "--offline", "--json"]
+    for version, eager in ((None, True), ("0.29.0", True), ("0.24.0", False)):
+        argv = base if version is None else [*base, "--runtime-version", version]
+        capsys.readouterr()
+        main(argv)
+        doc = json.loads(capsys.readouterr().out)
+        assert ("--enforce-eager" in doc["plans"][0]["command"]) is eager, version
+        assert (PLAN_NOTE in doc.get("notes", [])) is eager, version

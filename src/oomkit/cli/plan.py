@@ -291,6 +291,7 @@ def plan_command(
         rt = runtime if runtime.strip().lower() == "any" else normalize_runtime(runtime)
         hardware = with_backend(hardware, backend, rt, named=bool(gpus))
     from oomkit.cli.draft_options import draft_settings
+    from oomkit.estimate.vllm_compiled_pooling import PLAN_NOTE, unmodelled_at
     from oomkit.spec.settings import InferenceSettings
 
     draft = draft_settings(runtime if runtime == "any" else normalize_runtime(runtime), {**drafts})
@@ -301,7 +302,7 @@ def plan_command(
             ("gpu_memory_utilization", gpu_memory_utilization),
             ("max_num_seqs", max_num_seqs),
             ("pooling", pooling),
-            ("enforce_eager", True if pooling else None),
+            ("enforce_eager", True if pooling and unmodelled_at(runtime_version) else None),
             ("llama_server", llama_server),
             ("flash_attn", flash_attn),
         )
@@ -317,9 +318,8 @@ def plan_command(
     result = plan(model, hardware, request, base=base, offline=True if offline else None)
     import dataclasses
 
-    if pooling:  # a compiled pooling profile is not modelled (estimate/vllm_compiled_pooling.py)
-        note = "--pooling: planned with --enforce-eager (vLLM PR #49749: unmodelled compile)"
-        result = dataclasses.replace(result, notes=(*result.notes, note))
+    if serving.get("enforce_eager"):  # a compiled pooling profile is not modelled
+        result = dataclasses.replace(result, notes=(*result.notes, PLAN_NOTE))
     if llama_server is False:
         note = (
             "--no-llama-server: the llama.cpp memory is llama-bench's / the C API's (one output "

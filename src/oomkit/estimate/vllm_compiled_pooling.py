@@ -47,7 +47,16 @@ from __future__ import annotations
 from oomkit.estimate.breakdown import Estimate
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["CHANGE", "DETAIL", "LABEL", "NOTE", "compiled_pooling", "pool_terms"]
+__all__ = [
+    "CHANGE",
+    "DETAIL",
+    "LABEL",
+    "NOTE",
+    "PLAN_NOTE",
+    "compiled_pooling",
+    "pool_terms",
+    "unmodelled_at",
+]
 
 #: runtime_details key: the run is a compiled pooling model on a release the rule covers
 DETAIL = "compiled_pooling_profile"
@@ -69,6 +78,9 @@ NOTE = (
     "that moved with the PyTorch build (vLLM #49672, PR #49749), so the verdict is at best tight"
 )
 
+#: plan's note when it plans a pooling model eager because the rule covers the release
+PLAN_NOTE = "--pooling: planned with --enforce-eager (vLLM PR #49749: unmodelled compile)"
+
 
 def compiled_pooling(settings: InferenceSettings, *, unmodelled: bool) -> bool:
     """Whether the rule applies: a pooling model (``settings.pooling``), compiled (not
@@ -84,6 +96,21 @@ def compiled_pooling(settings: InferenceSettings, *, unmodelled: bool) -> bool:
     False
     """
     return bool(unmodelled and settings.pooling and not settings.enforce_eager)
+
+
+def unmodelled_at(version: str | None) -> bool:
+    """Whether the vLLM release ``version`` (None: the newest) is one this rule covers: its
+    generation row's ``compiled_pooling_unmodelled`` (as :func:`release_rules` reads it).
+
+    >>> unmodelled_at(None), unmodelled_at("0.29.0"), unmodelled_at("0.24.0")
+    (True, True, False)
+    """
+    if version is None:
+        return True
+    from oomkit.estimate.generations import resolve_generation
+
+    gen = resolve_generation("vllm", version)
+    return bool(gen.effects.get("compiled_pooling_unmodelled", False))
 
 
 def pool_terms(est: Estimate, terms: list[tuple[str, int]], free: int) -> list[tuple[str, int]]:
