@@ -124,3 +124,17 @@ def test_a_full_dev_shm_is_host_shared_memory(text: str, who: str) -> None:
     assert not hardware_top_fix(d)
     if who == "nccl":
         assert any("NCCL_SHM_DISABLE=1" in f.commands for f in d.fixes)
+
+
+def test_an_absurd_nccl_segment_size_is_recognised_but_not_echoed() -> None:
+    """A segment size past any host (2**60 bytes, oomkit.validate.MAX_BYTES) is refused as a
+    figure; the message is still NCCL's full /dev/shm. A real size is still read."""
+    line = (
+        "node1:1:2 [0] misc/shmutils.cc:91 NCCL WARN Error while creating shared memory segment "
+        "/dev/shm/nccl-8Bv3Aa (size {}), error: No space left on device (28)"
+    )
+    absurd = diagnose_text(line.format("99999999999999999999"))
+    assert [e.format for e in absurd.events] == ["shm_full"]
+    assert absurd.events[0].requested_bytes is None
+    assert absurd.cause == "host_ram"
+    assert diagnose_text(line.format("9637888")).events[0].requested_bytes == 9637888

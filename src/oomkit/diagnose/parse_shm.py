@@ -25,6 +25,7 @@ import re
 from oomkit.diagnose.events import OomEvent
 from oomkit.diagnose.scan import on_cleaned, scan_events
 from oomkit.diagnose.text import Lines, needles_re
+from oomkit.validate import MAX_BYTES
 
 __all__ = ["parse_shm"]
 
@@ -43,28 +44,23 @@ _NEEDLES = needles_re(("No space left on device", "Cannot allocate memory"))
 
 def _event(line: str, n: int) -> OomEvent | None:
     m = _TORCH.search(line)
-    if m is not None:
-        return OomEvent(
-            runtime="linux",
-            kind="host_alloc_failed",
-            format="shm_full",
-            line=n,
-            text=line[:800],
-            detail="pytorch",
-        )
-    m = _NCCL.search(line)
-    if m is not None:
-        size = m["size"]
-        return OomEvent(
-            runtime="linux",
-            kind="host_alloc_failed",
-            format="shm_full",
-            line=n,
-            text=line[:800],
-            detail="nccl",
-            requested_bytes=int(size) if size else None,
-        )
-    return None
+    detail, size = "pytorch", None
+    if m is None:
+        m = _NCCL.search(line)
+        if m is None:
+            return None
+        detail, size = "nccl", m["size"]
+        if size and int(size) > MAX_BYTES:  # no segment is that large: refuse the figure
+            size = None
+    return OomEvent(
+        runtime="linux",
+        kind="host_alloc_failed",
+        format="shm_full",
+        line=n,
+        text=line[:800],
+        detail=detail,
+        requested_bytes=int(size) if size else None,
+    )
 
 
 def parse_shm(lines: Lines) -> list[OomEvent]:
