@@ -39,8 +39,10 @@ line overshoots, the note says so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
+from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -115,6 +117,11 @@ def _budget(est: Estimate) -> list[tuple[int, int]]:
 
 def _fits(est: Estimate) -> bool:
     return all(used <= target for used, target in _budget(est))
+
+
+def _margin(est: Estimate) -> int:
+    """Bytes below the target on the tightest device (negative when over): steers the search."""
+    return min((target - used for used, target in _budget(est)), default=0)
 
 
 def _with_note(est: Estimate, note: str, fitted: bool) -> Estimate:
@@ -296,9 +303,9 @@ def _fill_back_to_front(
 ) -> tuple[Estimate, str, bool]:
     """Step 3 of a dense model on several GPUs (common/fit.cpp "filling dense layers
     back-to-front"): from the last device to the first, each gets the most of the layers not
-    yet assigned that keep its target free (upstream by false position, here by bisection;
-    the same largest count); the split is written as layer counts to ``tensor_split`` and
-    the front layers left over stay in system memory."""
+    yet assigned that keep its target free (upstream by false position, here by oomkit's
+    boundary search, largest_by_margin: the same largest count); the split is written as
+    layer counts to ``tensor_split`` and the front layers left over stay in system memory."""
     n_total = spec.num_hidden_layers + 1  # -ngl counts the output layer too
     counts = [0] * nd
 
@@ -308,19 +315,28 @@ def _fill_back_to_front(
         split = tuple(float(x) for x in c)
         return estimate(dataclasses.replace(settings, n_gpu_layers=sum(c), tensor_split=split))
 
-    def fits_on(est: Estimate, i: int) -> bool:
+    def room(est: Estimate, i: int) -> int:
+        """Bytes below the target on device ``i`` (negative when over; no capacity: room)."""
         d = est.devices[i]
-        return d.capacity_bytes is None or d.total_bytes <= d.capacity_bytes - FIT_TARGET_BYTES
+        cap = d.capacity_bytes
+        return FIT_TARGET_BYTES if cap is None else cap - FIT_TARGET_BYTES - d.total_bytes
+
+    def has_room(est: Estimate, i: int) -> bool:
+        return room(est, i) >= 0
+
+    def on(i: int, m: int) -> Estimate:
+        """Device ``i`` with ``m`` layers, the later devices as already filled."""
+        return run([*counts[:i], m, *counts[i + 1 :]])
 
     for i in reversed(range(nd)):
-        lo, hi = 0, n_total - sum(counts[i + 1 :])
-        while hi > lo:
-            mid = (lo + hi + 1) // 2
-            if fits_on(run([*counts[:i], mid, *counts[i + 1 :]]), i):
-                lo = mid
-            else:
-                hi = mid - 1
-        counts[i] = lo
+        found = largest_by_margin(
+            0,
+            n_total - sum(counts[i + 1 :]),
+            functools.partial(on, i),
+            functools.partial(has_room, i=i),
+            functools.partial(room, i=i),
+        )
+        counts[i] = 0 if found is None else found[0]
     best = run(counts)
     keep = f"keep {FIT_TARGET_BYTES >> 30} GiB free"
     split = "+".join(str(c) for c in counts)
@@ -334,8 +350,8 @@ def _fit_layers(
     spec: ModelSpec, settings: InferenceSettings, estimate: Estimator
 ) -> tuple[Estimate, str, bool]:
     """The most layers (dense) or the fewest CPU expert layers (MoE) that keep the target
-    free on the one GPU, by bisection over oomkit's estimate (upstream: false position over
-    its own measurement; the answer is the same largest count that fits)."""
+    free on the one GPU, by oomkit's boundary search over its estimate (upstream: false
+    position over its own measurement; the answer is the same largest count that fits)."""
     n_layer = spec.num_hidden_layers
     keep = f"keep {FIT_TARGET_BYTES >> 30} GiB free"
     if spec.moe is not None:
@@ -353,18 +369,15 @@ def _fit_layers(
             what = f"keeps the experts of {hi} of {n_layer} layers in system memory to {keep}"
             return best, what, True
         settings = dataclasses.replace(settings, n_cpu_moe=n_layer)
-    lo, hi = 0, n_layer + 1  # -ngl counts the output layer too
-    best = estimate(dataclasses.replace(settings, n_gpu_layers=0))
-    if not _fits(best):
-        return best, f"offloads 0 layers and still cannot {keep}", False
-    while hi > lo:
-        mid = (lo + hi + 1) // 2
-        trial = estimate(dataclasses.replace(settings, n_gpu_layers=mid))
-        if _fits(trial):
-            lo, best = mid, trial
-        else:
-            hi = mid - 1
-    return best, f"offloads {lo} of {n_layer + 1} layers to {keep}", True
+
+    def at(n: int) -> Estimate:
+        return estimate(dataclasses.replace(settings, n_gpu_layers=n))
+
+    found = largest_by_margin(0, n_layer + 1, at, _fits, _margin)  # -ngl counts the output layer
+    if found is None:
+        return at(0), f"offloads 0 layers and still cannot {keep}", False
+    n, best = found
+    return best, f"offloads {n} of {n_layer + 1} layers to {keep}", True
 
 
 def plan_note(spec: ModelSpec, settings: InferenceSettings) -> str | None:
