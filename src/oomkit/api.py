@@ -99,6 +99,10 @@ def estimate_model(
     kobold_note = _koboldcpp_note(settings)
     if kobold_note is not None:  # koboldcpp keeps flash attention opt-in (see the helper)
         settings = dataclasses.replace(settings, flash_attn=False)
+    from oomkit.estimate.llamacpp_python import llama_cpp_python_defaults
+
+    # -r llama-cpp-python: Llama(...)'s n_ctx/n_batch 512 where the run leaves them unset
+    settings, python_note = llama_cpp_python_defaults(settings)
     if runtime != settings.runtime:
         settings = dataclasses.replace(settings, runtime=runtime)
     if isinstance(model, os.PathLike):
@@ -155,6 +159,8 @@ def estimate_model(
         notes = (*notes, note)
     if kobold_note is not None:
         notes = (*notes, kobold_note)
+    if python_note is not None:
+        notes = (*notes, python_note)
     lms_note = _lmstudio_note(settings, original_runtime)
     if lms_note is not None:
         notes = (*notes, lms_note)

@@ -56,8 +56,9 @@ __all__ = [
 ]
 
 #: runtime names for llama.cpp apps whose engine is a C-API program, not llama-server: LM Studio's
-#: llama.cpp engine and koboldcpp's own server (gpttype_adapter.cpp) leave ``n_outputs_max`` at 0
-C_API_APPS = frozenset({"lmstudio", "koboldcpp"})
+#: llama.cpp engine, koboldcpp's own server (gpttype_adapter.cpp) and llama-cpp-python's
+#: ``Llama`` leave ``n_outputs_max`` at 0
+C_API_APPS = frozenset({"lmstudio", "koboldcpp", "llama-cpp-python", "llama_cpp_python"})
 #: how :func:`server_outputs`'s assumption starts (what :func:`bench_note` looks for)
 NOTE_PREFIX = "llama-server (PR #23861)"
 

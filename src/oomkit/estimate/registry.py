@@ -38,6 +38,9 @@ _ALIASES: Mapping[str, str] = MappingProxyType(
         "llama-server": "llama.cpp",
         "lmstudio": "llama.cpp",
         "koboldcpp": "llama.cpp",
+        # the Python binding on the C API, with Llama(...)'s defaults (estimate/llamacpp_python.py)
+        "llama-cpp-python": "llama.cpp",
+        "llama_cpp_python": "llama.cpp",
         "hf": "transformers",
         "huggingface": "transformers",
         "sgl": "sglang",
