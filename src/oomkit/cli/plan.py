@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from oomkit.cli.args_command import ArgsCommand, typed_flag
 from oomkit.cli.draft_options import draft_options
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
@@ -20,13 +21,7 @@ from oomkit.cli.plan_flags import (
     plan_ngl,
     plan_ngl_option,
 )
-from oomkit.cli.train_options import (
-    ArgsCommand,
-    TrainOptions,
-    reject_inference_options,
-    training_options,
-    typed_flag,
-)
+from oomkit.cli.train_options import TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
@@ -194,6 +189,7 @@ def plan_command(
     from oomkit.planner.request import PlanRequest
 
     ctx_ = click.get_current_context()
+    from oomkit.cli.option_scope import reject_inference_options
     from oomkit.estimate.registry import normalize_runtime
 
     rt = runtime.strip().lower()

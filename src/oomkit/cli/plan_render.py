@@ -10,7 +10,7 @@ __all__ = ["render_plan"]
 
 
 def render_plan(result: object) -> str:
-    from oomkit.cli.bars import device_bar, use_color
+    from oomkit.cli.bars import device_bar, device_list, use_color
     from oomkit.planner.core import Plan, PlanResult
     from oomkit.units import format_bytes, format_params
 
@@ -18,12 +18,7 @@ def render_plan(result: object) -> str:
     color = use_color()
     m = result.model
     hw = result.hardware
-    counts: dict[str, int] = {}
-    for target in hw.devices:  # "2 x NVIDIA GeForce RTX 3090 (24.00 GiB)", not the name twice
-        cap = target.capacity_bytes
-        label = f"{target.name} ({format_bytes(cap)})" if cap else target.name
-        counts[label] = counts.get(label, 0) + 1
-    gpus = ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())
+    gpus = device_list(hw.devices)
     ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
     lines = [f"{m.name} ({m.architecture}, {format_params(m.params)} params) on {gpus}{ram}"]
     req = result.request
