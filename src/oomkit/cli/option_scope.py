@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from oomkit.cli.args_command import typed_flag
+from oomkit.cli.draft_options import DRAFT_PARAMS
 from oomkit.spec.settings_lora import LORA_FIELDS
 
 if TYPE_CHECKING:
@@ -41,13 +42,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "pooling",
     *LORA_FIELDS,
     "runtime_version",
-    "draft_model",
-    "draft_quant",
-    "draft_ngl",
-    "draft_ctx",
-    "draft_cache_type_k",
-    "draft_cache_type_v",
-    "draft_device",
+    *DRAFT_PARAMS,
     "backend",
     "device_map",  # transformers from_pretrained / generate() options
     "max_memory",
