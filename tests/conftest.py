@@ -80,3 +80,18 @@ def verdict_scorer() -> ModuleType:
     sys.modules.setdefault("verdict_accuracy", mod)
     spec.loader.exec_module(mod)
     return mod
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``oomkit ARGV`` in this process: its exit code, stdout and stderr.
+
+    What was printed before the call and not yet read is dropped first, so ``out`` and ``err``
+    are this command's alone. A test module imports it (``from conftest import run_cli``;
+    ``tests`` is on ``pythonpath``).
+    """
+    from oomkit.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from oomkit.api import estimate_model
-from oomkit.cli import main
 from oomkit.cli.gpus import use_backend
 from oomkit.cli.params import parse_gpu_list
 from oomkit.errors import HardwareError, UnknownNameError
@@ -57,14 +57,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "nvidia_smi"
 EST = ["estimate", "llama-3.1-8b", "--quant", "Q4_K_M", "--ctx", "4096"]
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main([*EST, *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_ambiguous_default_is_printed_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "--gpu", "a100")
+    code, out, err = run_cli(capsys, *EST, "--gpu", "a100")
     assert code == 0
     (line,) = [ln for ln in err.splitlines() if ln.startswith("GPU:")]
     assert line.startswith("GPU: NVIDIA A100 80GB SXM4 (79.10 GiB, CUDA-reported total (Linux))")
@@ -76,14 +70,14 @@ def test_ambiguous_default_is_printed_on_stderr(capsys: pytest.CaptureFixture[st
 def test_exact_name_prints_the_card_without_alternatives(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, _, err = _run(capsys, "--gpu", "4090x2")
+    code, _, err = run_cli(capsys, *EST, "--gpu", "4090x2")
     assert code == 0
     assert "GPU: 2 x NVIDIA GeForce RTX 4090 (23.52 GiB, CUDA-reported total (Linux))" in err
     assert "also matches" not in err
 
 
 def test_json_has_a_hardware_object(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "--gpu", "rtx-4060-ti", "--json")
+    code, out, err = run_cli(capsys, *EST, "--gpu", "rtx-4060-ti", "--json")
     assert code == 0
     assert err == ""
     doc = json.loads(out)
@@ -107,7 +101,7 @@ def test_json_has_a_hardware_object(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_truly_ambiguous_name_lists_the_candidates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "--gpu", "a100 sxm4")
+    code, out, err = run_cli(capsys, *EST, "--gpu", "a100 sxm4")
     assert code == 2  # an ambiguous --gpu is a usage error, like an unknown one
     assert out == ""
     assert err.count("\n") == 1
@@ -157,7 +151,7 @@ def test_auto_uses_free_memory_of_each_device(
     }
     use_backend(lambda: smi.NvidiaSmiBackend(runner=lambda argv: replies[tuple(argv)]), no_procs)
     try:
-        code, out, err = _run(capsys, "--gpu", "auto", "--json")
+        code, out, err = run_cli(capsys, *EST, "--gpu", "auto", "--json")
     finally:
         use_backend(None)
     assert code == 0, err
@@ -175,7 +169,7 @@ def test_auto_on_amd_is_rocm(capsys: pytest.CaptureFixture[str], no_procs: ProcF
     text = (FIXTURES / "rocm_smi_json_marimo_9237.json").read_text(encoding="utf-8")
     use_backend(lambda: smi.RocmSmiBackend(runner=lambda argv: text), no_procs)
     try:
-        code, out, err = _run(capsys, "--gpu", "auto")
+        code, out, err = run_cli(capsys, *EST, "--gpu", "auto")
     finally:
         use_backend(None)
     assert code == 0, err
@@ -190,7 +184,7 @@ def test_auto_without_a_gpu_is_one_line_exit_1(capsys: pytest.CaptureFixture[str
 
     use_backend(none_here)
     try:
-        code, out, err = _run(capsys, "--gpu", "auto")
+        code, out, err = run_cli(capsys, *EST, "--gpu", "auto")
     finally:
         use_backend(None)
     assert code == 1
@@ -225,7 +219,7 @@ def test_device_ids_name_the_vendor_backend(runtime: str, gpu: str, prefix: str)
 
 
 def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "--gpu", "cpu", "--json")
+    code, out, _ = run_cli(capsys, *EST, "--gpu", "cpu", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["hardware"] == {"source": "cpu", "gpus": [], "devices": []}
@@ -251,7 +245,7 @@ def test_cpu_only_says_so_in_the_hardware_object(capsys: pytest.CaptureFixture[s
 def test_the_printed_capacity_says_what_it_is(
     capsys: pytest.CaptureFixture[str], gpu: str, basis: str
 ) -> None:
-    code, _, err = _run(capsys, "--gpu", gpu)
+    code, _, err = run_cli(capsys, *EST, "--gpu", gpu)
     assert code in (0, 3)
     (line,) = [ln for ln in err.splitlines() if ln.startswith("GPU:")]
     assert f", {basis})" in line

@@ -12,20 +12,14 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from oomkit import DeviceTarget, Hardware, InferenceSettings
 from oomkit.api import estimate_model, load_model
-from oomkit.cli import main
 from oomkit.errors import InvalidModelSpecError, InvalidSettingError, OomkitError
 from oomkit.spec.model import ModelSpec, MoESpec
 from oomkit.spec.settings import TrainingSettings
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _one_line(err: str) -> str:
@@ -71,7 +65,7 @@ CLI_REFUSED: list[tuple[list[str], tuple[str, ...]]] = [
 def test_cli_refuses(
     capsys: pytest.CaptureFixture[str], argv: list[str], words: tuple[str, ...]
 ) -> None:
-    code, out, err = _run(capsys, "estimate", "llama-3.1-8b", "--offline", *argv)
+    code, out, err = run_cli(capsys, "estimate", "llama-3.1-8b", "--offline", *argv)
     line = _one_line(err)
     assert code == 2, err
     assert out == ""
@@ -83,7 +77,7 @@ def test_vllm_long_ctx_allowed_by_env(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--runtime", "vllm", "--ctx", "256k", "--json"
     )
     assert code in (0, 3), err
@@ -93,17 +87,19 @@ def test_vllm_long_ctx_allowed_by_env(
 
 
 def test_ngl_minus_one_is_all_layers(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys, "estimate", "llama-3.1-8b", "-ngl", "-1", "--gpu", "rtx-4090", "--json"
     )
-    all_code, all_out, _ = _run(capsys, "estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--json")
+    all_code, all_out, _ = run_cli(
+        capsys, "estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--json"
+    )
     assert code == all_code == 0
     assert json.loads(out)["devices"] == json.loads(all_out)["devices"]
     assert json.loads(out)["settings"]["n_gpu_layers"] == 33  # 32 blocks + output layer
 
 
 def test_two_gpus_on_vllm_without_tp_uses_both(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--runtime", "vllm", "--gpu", "2xa100-80gb", "--json"
     )
     assert code == 0, err
@@ -123,7 +119,7 @@ def test_two_gpus_on_vllm_without_tp_uses_both(capsys: pytest.CaptureFixture[str
     ],
 )
 def test_ignored_flags_warn(capsys: pytest.CaptureFixture[str], argv: list[str], flag: str) -> None:
-    code, out, err = _run(capsys, "estimate", "llama-3.1-8b", *argv, "--json")
+    code, out, err = run_cli(capsys, "estimate", "llama-3.1-8b", *argv, "--json")
     assert code in (0, 3), err
     assert err.startswith("Warning: ")
     assert flag in err
@@ -132,20 +128,20 @@ def test_ignored_flags_warn(capsys: pytest.CaptureFixture[str], argv: list[str],
 
 
 def test_new_flags_reach_settings_echo(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--gpu", "2xrtx-4090", "-ts", "3,1", "-sm", "row",
         "--no-mmap", "--json",
     )  # fmt: skip
     assert code == 0, err
     s = json.loads(out)["settings"]
     assert (s["tensor_split"], s["split_mode"], s["mmap"]) == ("3,1", "row", False)
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--runtime", "vllm", "--gpu", "rtx-4090",
         "--cpu-offload-gb", "4", "--block-size", "32", "--ctx", "8k", "--json",
     )  # fmt: skip
     s = json.loads(out)["settings"]
     assert (s["cpu_offload_bytes"], s["block_size"]) == (4 << 30, 32)
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--runtime", "sglang", "--gpu", "a100-80gb",
         "--mem-fraction-static", "0.5", "--json",
     )  # fmt: skip
@@ -154,24 +150,24 @@ def test_new_flags_reach_settings_echo(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_override_tensor_exps_cpu_is_n_cpu_moe(capsys: pytest.CaptureFixture[str]) -> None:
     base = ["estimate", "qwen3-30b-a3b", "--gpu", "rtx-4090", "--json"]
-    _, ot_out, _ = _run(capsys, *base, "-ot", "exps=CPU")
-    _, moe_out, _ = _run(capsys, *base, "--n-cpu-moe", "48")
+    _, ot_out, _ = run_cli(capsys, *base, "-ot", "exps=CPU")
+    _, moe_out, _ = run_cli(capsys, *base, "--n-cpu-moe", "48")
     ot, moe = json.loads(ot_out), json.loads(moe_out)
     assert ot["settings"]["n_cpu_moe"] == 48
     assert ot["devices"] == moe["devices"]
-    _, first3, _ = _run(capsys, *base, "-ot", r"blk\.(0|1|2)\.ffn_.*_exps=CPU")
+    _, first3, _ = run_cli(capsys, *base, "-ot", r"blk\.(0|1|2)\.ffn_.*_exps=CPU")
     assert json.loads(first3)["settings"]["n_cpu_moe"] == 3
 
 
 def test_transformers_cpu_only_uses_host_ram(capsys: pytest.CaptureFixture[str]) -> None:
     base = ["estimate", "llama-3.1-8b", "--runtime", "transformers", "--gpu", "cpu", "--json"]
-    code, out, _ = _run(capsys, *base, "--ram", "15GiB")
+    code, out, _ = run_cli(capsys, *base, "--ram", "15GiB")
     doc = json.loads(out)
     assert code == 3
     assert doc["fits"] is False
     assert doc["devices"] == []
     assert doc["host"]["total_bytes"] > 15 * 2**30
-    code, out, _ = _run(capsys, *base, "--ram", "32GiB")
+    code, out, _ = run_cli(capsys, *base, "--ram", "32GiB")
     assert code == 0
     assert json.loads(out)["fits"] is True
 

@@ -14,6 +14,7 @@ from functools import cache
 
 import pytest
 
+from conftest import run_cli
 from oomkit.catalog.models import find_model
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
@@ -93,30 +94,22 @@ def test_bad_device_ordinals_are_refused(bad: tuple[object, ...]) -> None:
         InferenceSettings(device_ordinals=bad)  # type: ignore[arg-type]
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from oomkit.cli import main
-
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_device_flag_reaches_the_row_split(capsys: pytest.CaptureFixture[str]) -> None:
     common = ("estimate", "llama-3.1-8b", "-q", "Q8_0", "-c", "16384", "-g", "2xrtx-3090")
     row = ("-sm", "row", "-ts", "0,1,1", "--runtime-version", "b5172", "--json", "--offline")
-    code, out, err = _run(capsys, *common, *row, "--device", "CUDA2,CUDA1")
+    code, out, err = run_cli(capsys, *common, *row, "--device", "CUDA2,CUDA1")
     assert code in (0, 4), err
     doc = json.loads(out)
     assert doc["settings"]["device_ordinals"] == "2,1"
     model = doc["runtime_details"]["buffers"]["model"]
     assert model["CUDA_Split:0"] == model["CUDA_Split:1"] > 0
-    code, out, err = _run(capsys, *common, *row)
+    code, out, err = run_cli(capsys, *common, *row)
     assert json.loads(out)["runtime_details"]["buffers"]["model"].get("CUDA_Split:0", 0) == 0
 
 
 @pytest.mark.parametrize("bad", ["1,1", "CUDA", "x"])
 def test_cli_bad_device_is_a_usage_error(capsys: pytest.CaptureFixture[str], bad: str) -> None:
-    code, _out, err = _run(capsys, "estimate", "llama-3.2-1b", "--device", bad, "--offline")
+    code, _out, err = run_cli(capsys, "estimate", "llama-3.2-1b", "--device", bad, "--offline")
     assert code == 2, err
     assert err.startswith("Error: --device must be"), err
     assert "Traceback" not in err

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from oomkit.api import estimate
-from oomkit.cli import main
 from oomkit.cli.params import parse_gpu_list
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
@@ -211,16 +211,10 @@ def test_plan_draft_is_a_copy_of_the_main_params() -> None:
 # --- CLI ----------------------------------------------------------------------------------
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_json_adds_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
     common = ("estimate", MAIN, "-q", "Q4_K_M", "-c", "8192", "--gpu", "rtx-4090", "--json")
-    code0, out0, _ = _run(capsys, *common, "--offline")
-    code, out, err = _run(capsys, *common, "-md", DRAFT, "-ngld", "99", "-np", "2", "--offline")
+    code0, out0, _ = run_cli(capsys, *common, "--offline")
+    code, out, err = run_cli(capsys, *common, "-md", DRAFT, "-ngld", "99", "-np", "2", "--offline")
     assert (code0, code) == (0, 0), err
     before, after = json.loads(out0), json.loads(out)
     kv0, kv1 = before["devices"][0]["kv_cache_bytes"], after["devices"][0]["kv_cache_bytes"]
@@ -245,7 +239,7 @@ def test_cli_json_adds_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_usage_errors(
     capsys: pytest.CaptureFixture[str], args: tuple[str, ...], needle: str
 ) -> None:
-    code, _out, err = _run(capsys, "estimate", MAIN, *args, "--offline")
+    code, _out, err = run_cli(capsys, "estimate", MAIN, *args, "--offline")
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2, err
     assert lines[0].startswith("Error: "), lines
@@ -254,13 +248,13 @@ def test_cli_usage_errors(
 
 
 def test_cli_warns_other_runtimes(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _out, err = _run(capsys, "estimate", MAIN, "-r", "vllm", "-md", DRAFT, "--offline")
+    code, _out, err = run_cli(capsys, "estimate", MAIN, "-r", "vllm", "-md", DRAFT, "--offline")
     assert code in (0, 3, 4)
     assert "vllm does not use --draft-model" in err
 
 
 def test_cli_emit_carries_the_draft_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", MAIN, "-c", "16k", "--gpu", "rtx-4090", "-md", "qwen2.5-0.5b",
         "--draft-quant", "Q8_0", "-cd", "4096", "-ctkd", "q8_0", "--emit", "--offline",
     )  # fmt: skip
@@ -270,7 +264,7 @@ def test_cli_emit_carries_the_draft_flags(capsys: pytest.CaptureFixture[str]) ->
     # -ngld only when given: unset, the build's own default is what the estimate modelled
     assert "-md qwen2.5-0.5b-Q8_0.gguf -cd 4096 -ctkd q8_0" in run_line
     assert "-ngld" not in run_line
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "estimate", MAIN, "-g", "2xrx-7900-xtx", "-md", "qwen2.5-0.5b", "-ngld", "12",
         "-devd", "1", "--emit", "--offline",
     )  # fmt: skip
@@ -281,7 +275,7 @@ def test_cli_emit_carries_the_draft_flags(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_cli_offline_hub_draft_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _out, err = _run(capsys, "estimate", MAIN, "-md", "someorg/no-such-draft", "--offline")
+    code, _out, err = run_cli(capsys, "estimate", MAIN, "-md", "someorg/no-such-draft", "--offline")
     assert code == 1
     assert err.startswith("Error: ")
     assert "someorg/no-such-draft" in err.splitlines()[0]
@@ -291,8 +285,8 @@ def test_cli_offline_hub_draft_is_one_line_error(capsys: pytest.CaptureFixture[s
 def test_cli_draft_ctx_zero_is_llamacpps_default(capsys: pytest.CaptureFixture[str]) -> None:
     """llama.cpp's ``-cd 0`` means "the default" (not an error): the same estimate as no -cd."""
     base = ("estimate", MAIN, "-md", "qwen2.5-0.5b", "--json", "--offline")
-    code0, out0, err0 = _run(capsys, *base, "-cd", "0")
-    code1, out1, _ = _run(capsys, *base)
+    code0, out0, err0 = run_cli(capsys, *base, "-cd", "0")
+    code1, out1, _ = run_cli(capsys, *base)
     assert code0 == 0, err0
     assert code1 == 0
     assert out0 == out1

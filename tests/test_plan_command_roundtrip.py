@@ -9,14 +9,7 @@ import shlex
 
 import pytest
 
-from oomkit.cli import main
-
-
-def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(argv)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
+from conftest import run_cli
 
 
 @pytest.mark.parametrize(
@@ -26,8 +19,8 @@ def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str,
 def test_plan_flags_estimate_as_planned(
     capsys: pytest.CaptureFixture[str], model: str, gpu: str, ctx: str
 ) -> None:
-    code, out, _ = _run(
-        capsys, ["plan", model, "--gpu", gpu, "--ram", "32GiB", "-c", ctx, "--json"]
+    code, out, _ = run_cli(
+        capsys, "plan", model, "--gpu", gpu, "--ram", "32GiB", "-c", ctx, "--json"
     )
     assert code == 0
     for p in json.loads(out)["plans"]:
@@ -36,9 +29,8 @@ def test_plan_flags_estimate_as_planned(
         flags = argv[3:]  # after `llama-server -m FILE`
         assert "-fa" in flags
         quant = p["settings"]["quant"]
-        code, out, err = _run(
-            capsys,
-            ["estimate", model, "--gpu", gpu, "--ram", "32GiB", "-q", quant, *flags, "--json"],
+        code, out, err = run_cli(
+            capsys, "estimate", model, "--gpu", gpu, "--ram", "32GiB", "-q", quant, *flags, "--json"
         )
         assert code in (0, 4), (p["command"], err)
         est = json.loads(out)
@@ -49,8 +41,8 @@ def test_plan_flags_estimate_as_planned(
 @pytest.mark.parametrize(("value", "expected"), [("on", True), ("off", False), ("auto", True)])
 def test_fa_value_forms(capsys: pytest.CaptureFixture[str], value: str, expected: bool) -> None:
     for form in (["-fa", value], [f"--flash-attn={value}"]):
-        code, out, err = _run(
-            capsys, ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", *form, "--json"]
+        code, out, err = run_cli(
+            capsys, "estimate", "llama-3.1-8b", "--gpu", "rtx-4090", *form, "--json"
         )
         assert code == 0, err
         assert json.loads(out)["settings"]["flash_attn"] is expected

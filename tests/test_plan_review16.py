@@ -9,7 +9,7 @@ import json
 import pytest
 
 import oomkit
-from oomkit.cli import main
+from conftest import run_cli
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.ollama_vision_graph import gemma3_vision, worst_case_graph_bytes
 from oomkit.planner.commands import emit_command, parse_command
@@ -18,14 +18,8 @@ from oomkit.planner.quality import KV_KLD_INCREASE, kv_quality_text
 from oomkit.spec.settings import InferenceSettings
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _plan(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
-    code, out, err = _run(capsys, "plan", *args, "--json")
+    code, out, err = run_cli(capsys, "plan", *args, "--json")
     assert code == 0, err
     doc: dict[str, object] = json.loads(out)
     return doc
@@ -48,7 +42,7 @@ def test_kv_cost_is_pr7412s_q8_0_row() -> None:
 
 def test_plan_quality_line_names_a_q8_0_cache(capsys: pytest.CaptureFixture[str]) -> None:
     # qwen3-14b at 32k on a 16 GB card: the plan picks a q8_0 cache (planfix15)
-    code, out, err = _run(capsys, "plan", "qwen3-14b", "--gpu", "rtx-4080", "--ctx", "32768")
+    code, out, err = run_cli(capsys, "plan", "qwen3-14b", "--gpu", "rtx-4080", "--ctx", "32768")
     assert code == 0, err
     assert "-ctk q8_0" in out
     line = next(x for x in out.splitlines() if x.strip().startswith("quality:"))
@@ -56,7 +50,7 @@ def test_plan_quality_line_names_a_q8_0_cache(capsys: pytest.CaptureFixture[str]
 
 
 def test_plan_quality_line_is_silent_on_an_f16_cache(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "plan", "qwen3-8b", "--gpu", "rtx-4090", "--ctx", "8192")
+    code, out, err = run_cli(capsys, "plan", "qwen3-8b", "--gpu", "rtx-4090", "--ctx", "8192")
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.strip().startswith("quality:"))
     assert "KV " not in line
@@ -153,12 +147,12 @@ def test_estimate_emit_koboldcpp_keeps_its_flash_default(
     # estimate -r koboldcpp models flash attention off (opt-in there): the command must not
     # turn it on behind the estimate's back
     base = ("estimate", "qwen3-8b", "--gpu", "rtx-3060", "--ctx", "8192", "-r", "koboldcpp")
-    code, out, err = _run(capsys, *base, "--emit")
+    code, out, err = run_cli(capsys, *base, "--emit")
     assert code == 0, err
     run = out.rstrip().splitlines()[-1]
     assert run.startswith("python koboldcpp.py ")
     assert "--flashattention" not in run
-    code, out, err = _run(capsys, *base, "-fa", "on", "--emit")
+    code, out, err = run_cli(capsys, *base, "-fa", "on", "--emit")
     assert code == 0, err
     assert "--flashattention" in out.rstrip().splitlines()[-1]
 
@@ -211,7 +205,7 @@ def test_plan_ngl_above_the_layers_means_all(capsys: pytest.CaptureFixture[str])
 def test_plan_ngl_refusals_are_one_line(
     capsys: pytest.CaptureFixture[str], extra: list[str], says: str
 ) -> None:
-    code, _, err = _run(capsys, "plan", *QWEN_4080, *extra)
+    code, _, err = run_cli(capsys, "plan", *QWEN_4080, *extra)
     assert code == 2
     lines = [x for x in err.splitlines() if x.startswith("Error:")]
     assert len(lines) == 1
@@ -238,7 +232,7 @@ def test_plan_request_checks_ngl() -> None:
 
 
 def test_models_fits_still_refuses_ngl(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "models", "--fits", "rtx-4080", "-ngl", "30")
+    code, _, err = run_cli(capsys, "models", "--fits", "rtx-4080", "-ngl", "30")
     assert code == 2
     assert "oomkit plan MODEL -ngl 30" in err
 
@@ -283,7 +277,7 @@ def test_estimate_ollama_counts_gemma3_vision_on_the_output_gpu(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     base = ("estimate", "gemma-3-12b", "--gpu", "rtx-4090", "--ctx", "8192", "-r", "ollama")
-    code, out, err = _run(capsys, *base, "-ngl", "49", "--runtime-version", "0.12.0", "--json")
+    code, out, err = run_cli(capsys, *base, "-ngl", "49", "--runtime-version", "0.12.0", "--json")
     assert code == 0, err
     doc = json.loads(out)
     vision = _vision_bytes(doc["devices"])
@@ -291,7 +285,7 @@ def test_estimate_ollama_counts_gemma3_vision_on_the_output_gpu(
     assert vision["vision worst-case graph (2048x2048 image)"] == 1_158_873_088  # unfused
     assert any("Gemma 3 vision encoder" in a for a in doc["assumptions"])
     # the output layer on the CPU: the tower goes with it, and the note says so
-    code, out, err = _run(capsys, *base, "-ngl", "30", "--json")
+    code, out, err = run_cli(capsys, *base, "-ngl", "30", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert _vision_bytes(doc["devices"]) == {}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import oomkit
-from oomkit.cli import main
+from conftest import run_cli
 from oomkit.planner.commands import parse_command
 from oomkit.planner.core import plan
 from oomkit.planner.request import PlanRequest
@@ -17,15 +17,8 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.settings import InferenceSettings
 
 
-def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(argv)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 def _plan_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any]:
-    code, out, _ = _run(capsys, ["plan", *argv, "--offline", "--json"])
+    code, out, _ = run_cli(capsys, "plan", *argv, "--offline", "--json")
     return code, json.loads(out)
 
 
@@ -108,7 +101,7 @@ def test_bad_serving_flags_are_one_line_usage_errors(
     argv = ["plan", "llama-3.1-8b", "--offline", *extra]
     if "--gpu" not in extra:
         argv += ["--gpu", "rtx-4090"]
-    code, out, err = _run(capsys, argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 2, err
     assert out == ""
     lines = [ln for ln in err.splitlines() if ln.startswith("Error:")]
@@ -132,7 +125,7 @@ def test_training_plan_takes_tp(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _plan_json(capsys, [*argv, "--tp", "2"])
     assert code in (0, 3)
     assert all(p["settings"]["tp"] == 2 for p in doc["plans"])
-    code, _, err = _run(capsys, ["plan", *argv, "--gpu-memory-utilization", "0.8", "--offline"])
+    code, _, err = run_cli(capsys, "plan", *argv, "--gpu-memory-utilization", "0.8", "--offline")
     assert code == 2
     assert "--gpu-memory-utilization" in err
 
@@ -168,7 +161,7 @@ def test_estimate_suggestions_keep_the_asked_parallelism(
     """The suggested vllm serve runs what was estimated: the asked --tp x --pp (not TP over
     all GPUs, which with --pp 2 needed 8 of the 4), --cpu-offload-gb and --enforce-eager."""
     argv = ["estimate", "qwen3-next-80b-a3b", "-r", "vllm", "--tp", "2", "--pp", "2"]
-    code, out, _ = _run(capsys, [*argv, "--gpu", "4xa100-40gb", "--offline", "--json"])
+    code, out, _ = run_cli(capsys, *argv, "--gpu", "4xa100-40gb", "--offline", "--json")
     doc = json.loads(out)
     assert code == 3
     assert doc["suggestions"]
@@ -178,7 +171,7 @@ def test_estimate_suggestions_keep_the_asked_parallelism(
         assert flags["--pipeline-parallel-size"] == ["2"]
     argv = ["estimate", "llama-3.1-70b", "-r", "vllm", "--gpu", "2xrtx-4090", "--tp", "2"]
     argv += ["--cpu-offload-gb", "10", "--enforce-eager", "--ctx", "8192", "--offline", "--json"]
-    code, out, _ = _run(capsys, argv)
+    code, out, _ = run_cli(capsys, *argv)
     doc = json.loads(out)
     assert doc["suggestions"]
     for s in doc["suggestions"]:
@@ -194,7 +187,7 @@ def test_any_runtime_refuses_one_runtimes_release_number(
     """--runtime any with a release number: it was read as llama.cpp's (an error about llama.cpp
     the user did not name) or as vLLM's, Ollama's and SGLang's 0.6.3 at once."""
     argv = ["plan", "llama-3.1-8b", "-r", "any", "--gpu", "rtx-4090", "--offline"]
-    code, _, err = _run(capsys, [*argv, "--runtime-version", version])
+    code, _, err = run_cli(capsys, *argv, "--runtime-version", version)
     assert code == 2
     assert "with --runtime any" in err
     assert "for llama.cpp" not in err
@@ -232,7 +225,7 @@ def test_ctx_max_is_not_cut_by_a_margin_no_context_changes(
     KV cache) is the same at every max_model_len: --ctx max answered "not even 256 tokens fit"
     at ctx 256 with a tight verdict; the context is not what limits it."""
     argv = ["estimate", "gemma-3-4b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "max"]
-    code, out, _ = _run(capsys, [*argv, "--runtime-version", "0.9.0", "--offline", "--json"])
+    code, out, _ = run_cli(capsys, *argv, "--runtime-version", "0.9.0", "--offline", "--json")
     doc = json.loads(out)
     assert code == 4
     assert doc["verdict"] == "tight"
@@ -240,9 +233,8 @@ def test_ctx_max_is_not_cut_by_a_margin_no_context_changes(
     assert any("what keeps it tight is the same at any context" in a for a in doc["assumptions"])
     # a margin that a shorter context does change still limits it (llama.cpp, Q8_0 on 8 GiB
     # given as --vram: an RTX 4060's CUDA total, 7.75 GiB, no longer holds it at 256 tokens)
-    code, out, _ = _run(
-        capsys,
-        ["estimate", "llama-3.1-8b", "--vram", "8GiB", "-q", "Q8_0", "--ctx", "max", "--json"],
+    code, out, _ = run_cli(
+        capsys, "estimate", "llama-3.1-8b", "--vram", "8GiB", "-q", "Q8_0", "--ctx", "max", "--json"
     )
     doc = json.loads(out)
     assert doc["settings"]["ctx"] == 256
@@ -253,12 +245,12 @@ def test_estimate_names_ignored_flags_as_flags(capsys: pytest.CaptureFixture[str
     """The human output's assumption said "ignored by sglang: prompt_logprobs" (a settings
     field) beside the warning's --prompt-logprobs; --json keeps the library's field names."""
     argv = ["estimate", "llama-3.1-8b", "-r", "sglang", "--gpu", "rtx-4090", "--ctx", "8k"]
-    code, out, err = _run(capsys, [*argv, "--prompt-logprobs", "--offline"])
+    code, out, err = run_cli(capsys, *argv, "--prompt-logprobs", "--offline")
     assert code == 0
     assert "ignored by sglang: --prompt-logprobs" in out
     assert "prompt_logprobs" not in out
     assert "sglang does not use --prompt-logprobs" in err
-    _, out, _ = _run(capsys, [*argv, "--prompt-logprobs", "--offline", "--json"])
+    _, out, _ = run_cli(capsys, *argv, "--prompt-logprobs", "--offline", "--json")
     assert "ignored by sglang: prompt_logprobs" in json.loads(out)["assumptions"]
 
 
@@ -317,9 +309,9 @@ def test_nothing_fits_when_the_release_refuses_the_asked_context(
     saying why."""
     argv = ["gemma-2-9b", "-r", "vllm", "-g", "a10", "--gpu-memory-utilization", "0.95"]
     argv += ["--runtime-version", "2024-11-01", "--offline"]
-    code, out, err = _run(capsys, ["estimate", *argv])
+    code, out, err = run_cli(capsys, "estimate", *argv)
     assert code == 3, err
     assert "Does not fit." in out
-    code, out, err = _run(capsys, ["plan", *argv])
+    code, out, err = run_cli(capsys, "plan", *argv)
     assert "max() arg" not in err
     assert "is refused (--ctx 8192 is greater than the 4096 tokens" in out + err

@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from oomkit.cli import main
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    capsys.readouterr()
-    code = main(list(args))
-    return code, capsys.readouterr().out
+from conftest import run_cli
 
 
 def test_kv_pool_refusal_is_not_called_fits(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _run(capsys, "estimate", "llama-3.1-8b", "-r", "vllm", "--gpu", "rtx-4090")
+    code, out, _ = run_cli(capsys, "estimate", "llama-3.1-8b", "-r", "vllm", "--gpu", "rtx-4090")
     assert code == 3
     assert "Does not fit." in out
     totals = [ln for ln in out.splitlines() if ln.strip().startswith("total ")]
@@ -25,7 +19,7 @@ def test_kv_pool_refusal_is_not_called_fits(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_a_fitting_run_still_says_fits(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _run(
+    code, out, _ = run_cli(
         capsys, "estimate", "llama-3.1-8b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "16384"
     )
     assert code == 0
@@ -35,6 +29,6 @@ def test_a_fitting_run_still_says_fits(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_an_over_full_device_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     # -ngl 99: every layer (without it llama.cpp's --fit moves layers off until it fits)
-    code, out = _run(capsys, "estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-ngl", "99")
+    code, out, _ = run_cli(capsys, "estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-ngl", "99")
     assert code == 3
     assert "DOES NOT FIT (" in out

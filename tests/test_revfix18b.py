@@ -10,20 +10,13 @@ from typing import Any
 
 import pytest
 
+from conftest import run_cli
 from oomkit.catalog.models import find_model
-from oomkit.cli import main
 from oomkit.estimate.checks import tp_refusal, valid_tp_sizes
 
 
-def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(argv)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any]:
-    code, out, err = _run(capsys, [*argv, "--json"])
+    code, out, err = run_cli(capsys, *argv, "--json")
     assert out, err
     return code, json.loads(out)
 
@@ -43,14 +36,14 @@ def test_tp_error_lists_only_sizes_every_check_accepts(
     # qwen2.5-14b: 40 attention heads, 8 KV heads: 5, 10, 20 divide the heads but neither
     # divide 8 nor are multiples of it (QKVParallelLinear's divide() fails)
     argv = ["estimate", "qwen2.5-14b", "-r", "vllm", "--offline"]
-    code, _, err = _run(capsys, [*argv, "--tp", "3", "--gpu", "3xa100-40gb"])
+    code, _, err = run_cli(capsys, *argv, "--tp", "3", "--gpu", "3xa100-40gb")
     assert code == 2
     listed = _valid_listed(err)
     assert listed == [1, 2, 4, 8]
     for tp in listed:
-        code, _, err = _run(capsys, [*argv, "--tp", str(tp), "--gpu", f"{tp}xa100-40gb"])
+        code, _, err = run_cli(capsys, *argv, "--tp", str(tp), "--gpu", f"{tp}xa100-40gb")
         assert code in (0, 3), err  # accepted: an estimate, fitting or not
-    code, _, err = _run(capsys, [*argv, "--tp", "5", "--gpu", "5xa100-40gb"])
+    code, _, err = run_cli(capsys, *argv, "--tp", "5", "--gpu", "5xa100-40gb")
     assert code == 2
     assert "8 KV heads" in err
     assert _valid_listed(err) == listed  # one rule, one list in every message
@@ -93,7 +86,7 @@ def test_plan_takes_pooling_as_estimate_does(capsys: pytest.CaptureFixture[str])
     # the pooler's profile run holds no logits: a larger KV pool, a longer context at bf16
     assert with_pool["plans"][0]["settings"].get("pooling") is True
     assert with_pool != without
-    code, _, err = _run(capsys, ["plan", "qwen3-8b", "--gpu", "l4", "--pooling", "--offline"])
+    code, _, err = run_cli(capsys, "plan", "qwen3-8b", "--gpu", "l4", "--pooling", "--offline")
     assert code == 2
     assert "--pooling is a vLLM option" in err
 
@@ -112,8 +105,8 @@ def test_plan_pooling_command_runs_the_pooling_runner(capsys: pytest.CaptureFixt
 
 
 def test_estimate_pooling_says_what_changed(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(
-        capsys, ["estimate", "qwen3-8b", "-r", "vllm", "--gpu", "l4", "--pooling", "--offline"]
+    code, out, err = run_cli(
+        capsys, "estimate", "qwen3-8b", "-r", "vllm", "--gpu", "l4", "--pooling", "--offline"
     )
     assert code in (0, 3), err
     note = next(ln for ln in out.splitlines() if ln.strip().startswith("- --pooling:"))
@@ -141,7 +134,7 @@ def test_settings_quant_is_the_type_priced_in_json_and_text(
 ) -> None:
     _, doc = _json(capsys, ["estimate", *argv, "--offline"])
     assert doc["settings"]["quant"] == quant
-    _, out, _ = _run(capsys, ["estimate", *argv, "--offline"])
+    _, out, _ = run_cli(capsys, "estimate", *argv, "--offline")
     line = next(ln for ln in out.splitlines() if ln.startswith("settings:"))
     assert f"quant={quant}," in line
 
@@ -159,8 +152,8 @@ def test_settings_quant_is_the_type_priced_in_json_and_text(
 def test_ctx_max_keeps_the_modelled_line(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    _, out_max, _ = _run(capsys, ["estimate", *argv, "--ctx", "max", "--offline"])
-    _, out_n, _ = _run(capsys, ["estimate", *argv, "--ctx", "4096", "--offline"])
+    _, out_max, _ = run_cli(capsys, "estimate", *argv, "--ctx", "max", "--offline")
+    _, out_n, _ = run_cli(capsys, "estimate", *argv, "--ctx", "4096", "--offline")
     modelled = [ln for ln in out_n.splitlines() if ln.startswith("modelled:")]
     assert modelled
     assert [ln for ln in out_max.splitlines() if ln.startswith("modelled:")] == modelled

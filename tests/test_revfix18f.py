@@ -11,21 +11,14 @@ from typing import Any
 
 import pytest
 
-from oomkit.cli import main
+from conftest import run_cli
 from oomkit.errors import ConfigFormatError
 from oomkit.loaders.hf_config import parse_config
 from oomkit.validate import MAX_CTX, key_limit
 
 
-def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(argv)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any]:
-    code, out, err = _run(capsys, [*argv, "--json"])
+    code, out, err = run_cli(capsys, *argv, "--json")
     assert out, err
     return code, json.loads(out)
 
@@ -49,7 +42,7 @@ def test_pooling_estimate_suggests_what_plan_finds(capsys: pytest.CaptureFixture
     assert pcode == 0
     assert plan["plans"]
     assert first["settings"]["ctx"] == plan["plans"][0]["settings"]["ctx"]
-    _, out, _ = _run(capsys, ["estimate", *_POOL])
+    _, out, _ = run_cli(capsys, "estimate", *_POOL)
     assert "Nothing the planner can change" not in out
     assert "1. --enforce-eager" in out
 
@@ -84,7 +77,7 @@ def test_absurd_n_positions_is_named_by_its_key_and_file(
     (tmp_path / "big").mkdir()
     cfg = tmp_path / "big" / "config.json"
     cfg.write_text(json.dumps(_GPT2))
-    code, _, err = _run(capsys, ["estimate", str(tmp_path / "big"), "-r", runtime, "-g", "l4"])
+    code, _, err = run_cli(capsys, "estimate", str(tmp_path / "big"), "-r", runtime, "-g", "l4")
     assert code == 1  # a bad file (EXIT_ERROR), not a bad flag (2)
     assert "--ctx" not in err
     assert "'n_positions' is 1073741824" in err
@@ -123,20 +116,20 @@ def test_tp_refusal_caps_the_sizes_at_the_gpus_given(
     capsys: pytest.CaptureFixture[str], command: str, gpus: str, extra: list[str], listed: str
 ) -> None:
     argv = [command, "llama-3.1-8b", "-r", "vllm", "--tp", "3", "--gpu", gpus, *extra]
-    code, _, err = _run(capsys, [*argv, "--offline"])
+    code, _, err = run_cli(capsys, *argv, "--offline")
     assert code == 2
     assert err.rstrip().endswith(listed), err
 
 
 def test_tp_refusal_with_pp_and_with_vram(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["estimate", "llama-3.1-8b", "-r", "vllm", "--tp", "3", "--offline"]
-    _, _, err = _run(capsys, [*argv, "--pp", "2", "--gpu", "8xrtx-4090"])
+    _, _, err = run_cli(capsys, *argv, "--pp", "2", "--gpu", "8xrtx-4090")
     assert err.rstrip().endswith("valid sizes on the 8 GPUs given with --pp 2: 1, 2, 4"), err
     # --vram takes the GPU count from --tp: no count was named, every size the model allows
-    _, _, err = _run(capsys, [*argv, "--vram", "24GiB"])
+    _, _, err = run_cli(capsys, *argv, "--vram", "24GiB")
     assert err.rstrip().endswith("valid sizes: 1, 2, 4, 8, 16, 32"), err
     # no --tp: the GPUs named are the count (vLLM would need --tp 3 for all three)
-    _, _, err = _run(capsys, [*argv[:4], "--gpu", "3xrtx-4090", "--offline"])
+    _, _, err = run_cli(capsys, *argv[:4], "--gpu", "3xrtx-4090", "--offline")
     assert err.rstrip().endswith("valid sizes on the 3 GPUs given: 1, 2"), err
 
 

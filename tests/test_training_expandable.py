@@ -7,15 +7,11 @@ import json
 
 import pytest
 
+from conftest import run_cli
 from oomkit.cli import main
 
 ARGS = ("estimate", "llama-3.1-8b", "--train", "lora", "--gpu", "rtx-3090", "--headless",
         "--grad-checkpointing", "--json")  # fmt: skip
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
-    code = main(list(args))
-    return code, json.loads(capsys.readouterr().out)
 
 
 def _allocator_bytes(doc: dict[str, object]) -> int:
@@ -55,11 +51,13 @@ def test_expandable_segments_charge_less_and_clear_a_tight_run(
 ) -> None:
     """On a card where the default allocator's band makes the step tight, the safe margin is
     the expandable segments; with them the charged margin is smaller and the step fits."""
-    code, plain = _run(capsys, *ARGS, "--vram", "21GiB")
+    code, out, _ = run_cli(capsys, *ARGS, "--vram", "21GiB")
+    plain = json.loads(out)
     assert code == 4
     assert plain["verdict"] == "tight"
     assert "--expandable-segments" in str(plain["verdict_details"]["safe_change"])  # type: ignore[index]
-    code, exp = _run(capsys, *ARGS, "--vram", "21GiB", "--expandable-segments")
+    code, out, _ = run_cli(capsys, *ARGS, "--vram", "21GiB", "--expandable-segments")
+    exp = json.loads(out)
     assert code == 0
     assert exp["verdict"] == "fits"
     assert exp["settings"]["expandable_segments"] is True  # type: ignore[index]

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from oomkit.cli import main
+from conftest import run_cli
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.training import estimate_training
 from oomkit.estimate.training_activations import kbit_head_cast_bytes
@@ -75,25 +75,19 @@ def test_more_context_never_needs_less_with_the_prep() -> None:
     assert peaks == sorted(peaks)
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_flag_and_its_errors(capsys: pytest.CaptureFixture[str]) -> None:
     base = ("estimate", "llama-3.1-8b", "--train", "qlora", "--gpu", "rtx-4090", "--json")
-    code, out, err = _run(capsys, *base)
+    code, out, err = run_cli(capsys, *base)
     assert code in (0, 4), err  # fits or tight
     plain = json.loads(out)
-    code, out, err = _run(capsys, *base, "--kbit-prep")
+    code, out, err = run_cli(capsys, *base, "--kbit-prep")
     assert code in (0, 3, 4), err
     prepped = json.loads(out)
     assert prepped["devices"][0]["total_bytes"] > plain["devices"][0]["total_bytes"]
-    code, out, err = _run(capsys, "estimate", "llama-3.1-8b", "--kbit-prep")
+    code, out, err = run_cli(capsys, "estimate", "llama-3.1-8b", "--kbit-prep")
     assert code == 2
     assert "--kbit-prep needs --train" in err
-    code, out, err = _run(capsys, "estimate", "llama-3.1-8b", "--train", "lora", "--kbit-prep")
+    code, out, err = run_cli(capsys, "estimate", "llama-3.1-8b", "--train", "lora", "--kbit-prep")
     assert code == 2
     assert "qlora" in err
     assert "Traceback" not in err
@@ -121,7 +115,7 @@ def test_planner_offers_the_16_bit_cast_back_and_keeps_the_flag_in_checks(
     assert any(cast in s for s in summaries), summaries
     assert all(c.settings.kbit_prep is (cast not in c.summary) for c in changes)
     assert not any("peft_module_casting_to_bf16" in s for s in summaries)
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "plan", "llama-3.1-8b", "--train", "qlora", "--kbit-prep", "--gpu", "rtx-4090"
     )
     assert code == 0, err

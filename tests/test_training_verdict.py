@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import run_cli
 from oomkit.api import load_model
-from oomkit.cli import main
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.training import estimate_training
 from oomkit.estimate.training_band import allocator_fraction
@@ -233,14 +233,8 @@ def test_more_micro_batch_never_toward_fits(model: str, method: str, card_gib: i
 # ---- the CLI --------------------------------------------------------------------------------
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _band_and_total(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, int]:
-    code, out, _ = _run(capsys, *args, "--vram", "1000GiB", "--json")
+    code, out, _ = run_cli(capsys, *args, "--vram", "1000GiB", "--json")
     assert code == 0
     doc = json.loads(out)
     assert doc["verdict"] == "fits"
@@ -260,7 +254,7 @@ def test_cli_three_levels_exit_codes_and_json(capsys: pytest.CaptureFixture[str]
         (total - 64 * MiB, 3, "does_not_fit"),
     )
     for card, code, level in cases:
-        got, out, err = _run(capsys, *ARGS, "--vram", f"{card // MiB}MiB", "--json")
+        got, out, err = run_cli(capsys, *ARGS, "--vram", f"{card // MiB}MiB", "--json")
         doc = json.loads(out)
         assert (got, doc["verdict"]) == (code, level), err
         assert list(doc)[list(doc).index("fits") + 1] == "verdict"  # inference's layout
@@ -276,7 +270,7 @@ def test_cli_three_levels_exit_codes_and_json(capsys: pytest.CaptureFixture[str]
 
 def test_cli_tight_text_names_risks_and_safe_change(capsys: pytest.CaptureFixture[str]) -> None:
     total, band = _band_and_total(capsys, *ARGS)
-    code, out, _ = _run(capsys, *ARGS, "--vram", f"{(total + band // 2) // MiB}MiB")
+    code, out, _ = run_cli(capsys, *ARGS, "--vram", f"{(total + band // 2) // MiB}MiB")
     assert code == 4
     line = next(x for x in out.splitlines() if x.startswith("Tight:"))
     assert "could push it over: caching allocator's reserved beyond allocated" in line
@@ -301,7 +295,7 @@ def test_tight_safe_change_is_a_ranked_lever_that_fits() -> None:
 
 
 def test_header_names_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "estimate", "llama-3.2-1b", "--train", "lora", "--gpu",
+    code, out, _ = run_cli(capsys, "estimate", "llama-3.2-1b", "--train", "lora", "--gpu",
                         "2xrtx-4090")  # fmt: skip
     assert code in (0, 3, 4)
     head = out.splitlines()[0]
@@ -322,7 +316,7 @@ def test_header_names_the_gpus(capsys: pytest.CaptureFixture[str]) -> None:
 def test_inference_option_names_what_was_typed(
     capsys: pytest.CaptureFixture[str], typed: tuple[str, ...], meant: str
 ) -> None:
-    code, out, err = _run(capsys, "estimate", "llama-3.1-8b", "--train", "lora", *typed)
+    code, out, err = run_cli(capsys, "estimate", "llama-3.1-8b", "--train", "lora", *typed)
     assert code == 2
     assert out == ""
     flag = typed[0].split("=")[0]
@@ -353,8 +347,10 @@ def test_plan_tight_as_asked_comes_after_a_change_that_fits(
 ) -> None:
     total, band = _band_and_total(capsys, *ARGS)
     card = f"{(total + band // 2) // MiB}MiB"
-    code, out, err = _run(capsys, "plan", "llama-3.2-1b", "--train", "full", "--micro-batch", "2",
-                          "--seq", "2048", "--gpu", "h100", "--vram", card, "--json")  # fmt: skip
+    code, out, err = run_cli(
+        capsys, "plan", "llama-3.2-1b", "--train", "full", "--micro-batch", "2", "--seq", "2048",
+        "--gpu", "h100", "--vram", card, "--json",
+    )  # fmt: skip
     assert code == 0, err
     plans = json.loads(out)["plans"]
     assert plans[0]["verdict"] == "fits"
@@ -433,7 +429,7 @@ def test_platform_terms_are_inferences(capsys: pytest.CaptureFixture[str]) -> No
     labels = {
         flags: [
             t["label"]
-            for t in json.loads(_run(capsys, *args, *flags)[1])["verdict_details"]["margins"][0][
+            for t in json.loads(run_cli(capsys, *args, *flags)[1])["verdict_details"]["margins"][0][
                 "band_terms"
             ]
         ]
@@ -441,7 +437,7 @@ def test_platform_terms_are_inferences(capsys: pytest.CaptureFixture[str]) -> No
     }
     assert any("display" in x for x in labels[()])
     assert not any("display" in x for x in labels[("--headless",)])
-    doc = json.loads(_run(capsys, *args, "--os", "windows")[1])
+    doc = json.loads(run_cli(capsys, *args, "--os", "windows")[1])
     reserved = doc["verdict_details"]["margins"][0]["reservations"]
     assert [r["label"] for r in reserved] == ["Windows WDDM video memory manager reservation"]
 

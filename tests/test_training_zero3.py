@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import run_cli
 from oomkit.api import load_model
-from oomkit.cli import main
 from oomkit.estimate.training_emit import emit_deepspeed_config
 from oomkit.estimate.training_sharding import (
     ALL_PHASES,
@@ -133,11 +133,6 @@ def test_emitted_config_names_the_sub_group_size_the_estimate_used() -> None:
     assert "sub_group_size" not in cfg2["zero_optimization"]  # stage 3 only (Infinity tiling)
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().out
-
-
 def test_review_commands(capsys: pytest.CaptureFixture[str]) -> None:
     """The two review commands: the step line names one sub-group, the backward peak carries the
     resident 16-bit gradient partition."""
@@ -145,14 +140,14 @@ def test_review_commands(capsys: pytest.CaptureFixture[str]) -> None:
     s = TrainingSettings(method="full", zero=3, gpus=2)
     parts = [-(-t.n_params // 2) for t in trainable_tensors(spec, s) if len(t.shape) > 1]
     want = format_bytes(6 * _greedy(parts, SUB))
-    code, out = _run(
+    code, out, _ = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--train", "full", "--gpu", "2xh100", "--zero", "3",
         "--micro-batch", "1", "--seq", "2048", "--grad-checkpointing", "full", "--explain",
     )  # fmt: skip
     assert f"    - fp32 gradient of one optimizer sub-group at step: {want} = " in out
     assert "fp32 gradient partition at step" not in out
     assert code == 0  # was 4 (Tight, 77.55 GiB)
-    code, out = _run(
+    code, out, _ = run_cli(
         capsys, "estimate", "llama-3.1-8b", "--train", "full", "--gpu", "8xh100", "--zero", "3",
         "--micro-batch", "4", "--seq", "4096", "--grad-checkpointing", "full", "--json",
     )  # fmt: skip

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 
 from oomkit.estimate.breakdown import DeviceUsage
+from oomkit.spec.hardware import DeviceTarget
 from oomkit.units import format_bytes
 
-__all__ = ["device_bar", "use_color"]
+__all__ = ["device_bar", "device_list", "use_color"]
 
 _CATS = (
     ("weights", "W", "34"),  # blue
@@ -55,3 +57,14 @@ def device_bar(
     if over:
         suffix += f"  OVER by {format_bytes(d.total_bytes - cap)}"
     return f"[{text}]{suffix}"
+
+
+def device_list(devices: Iterable[DeviceTarget]) -> str:
+    """The devices as a header names them, each kind once with its count and capacity:
+    "2 x NVIDIA GeForce RTX 3090 (24.00 GiB)", not the name twice ("" for none)."""
+    counts: dict[str, int] = {}
+    for target in devices:
+        cap = target.capacity_bytes
+        label = f"{target.name} ({format_bytes(cap)})" if cap else target.name
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())

@@ -8,18 +8,12 @@ from typing import Any
 
 import click
 
+from oomkit.cli.args_command import ArgsCommand
 from oomkit.cli.estimate_run import render_suggestions, run_estimate
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, SIZE
-from oomkit.cli.train_options import (
-    EMIT_CHOICES,
-    ArgsCommand,
-    TrainOptions,
-    reject_inference_options,
-    run_training,
-    training_options,
-)
+from oomkit.cli.train_options import EMIT_CHOICES, TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
 
@@ -255,6 +249,7 @@ def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
     within the band real runs sit from oomkit's numbers), 3 when it does not fit.
     """
     ctx = click.get_current_context()
+    from oomkit.cli.option_scope import reject_inference_options
     from oomkit.estimate.registry import normalize_runtime
 
     rt = normalize_runtime(options["runtime"]) if training.method is None else ""
@@ -267,6 +262,8 @@ def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
             )
         training = dataclasses.replace(training, emit=emit)
     if training.method is not None:
+        from oomkit.cli.train_run import run_training
+
         return run_training(
             model,
             training,

@@ -129,7 +129,7 @@ def check_count_options(**values: int | None) -> None:
         lo, hi = limits.get(name, (1, MAX_TOKENS))
         flag = FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
         if ctx is not None and any(p.name == name for p in ctx.command.params):
-            from oomkit.cli.train_options import typed_flag
+            from oomkit.cli.args_command import typed_flag
 
             flag = typed_flag(ctx, name)  # as typed: `--max-model-len 0` was named "--ctx"
         elif ctx is None:  # estimate's click-free path

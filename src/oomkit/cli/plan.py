@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from oomkit.cli.args_command import ArgsCommand, typed_flag
 from oomkit.cli.draft_options import draft_options
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
@@ -20,23 +21,12 @@ from oomkit.cli.plan_flags import (
     plan_ngl,
     plan_ngl_option,
 )
-from oomkit.cli.train_options import (
-    ArgsCommand,
-    TrainOptions,
-    reject_inference_options,
-    training_options,
-    typed_flag,
-)
+from oomkit.cli.train_options import TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
-from oomkit.planner.quality import kv_quality_text
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
-from oomkit.planner.speed_kernels import speed_unknown
 
-if TYPE_CHECKING:
-    from oomkit.spec.settings import TrainingSettings
-
-__all__ = ["plan_command", "render_plan"]
+__all__ = ["plan_command"]
 
 
 @click.command("plan", cls=ArgsCommand)  # keeps argv: errors name a flag as typed
@@ -199,6 +189,7 @@ def plan_command(
     from oomkit.planner.request import PlanRequest
 
     ctx_ = click.get_current_context()
+    from oomkit.cli.option_scope import reject_inference_options
     from oomkit.estimate.registry import normalize_runtime
 
     rt = runtime.strip().lower()
@@ -214,16 +205,18 @@ def plan_command(
 
     check_count_options(ctx=ctx, tp=tp, max_num_seqs=max_num_seqs)  # named as typed
     if training.method is not None:
+        from oomkit.cli.plan_training import plan_training, size_arg
+
         os_name = os_name.lower() if os_name else None
         hardware = hardware_from_options(
             gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp, os=os_name
         )
         where = [
             *(f"--gpu {shlex.quote(g)}" for g in gpus),
-            *([f"--vram {_size_arg(vram)}"] if vram else []),
+            *([f"--vram {size_arg(vram)}"] if vram else []),
             *([f"--os {os_name}"] if os_name else []),
         ]
-        return _plan_training(
+        return plan_training(
             model,
             training,
             hardware,
@@ -329,6 +322,8 @@ def plan_command(
     if as_json:
         print_json(result.to_dict())
     else:
+        from oomkit.cli.plan_render import render_plan
+
         click.echo(render_plan(result))
     return EXIT_OK if result.fits else EXIT_NEGATIVE
 
@@ -358,243 +353,3 @@ def _check_any_version(runtime: str, version: str | None) -> None:
             setting="--runtime-version",
             value=version,
         )
-
-
-def _size_arg(n_bytes: int) -> str:
-    """A byte count as ``--vram`` reads it back exactly (``40GiB``, else ``N B``)."""
-    return f"{n_bytes >> 30}GiB" if n_bytes % (1 << 30) == 0 else f"{n_bytes}B"
-
-
-def _plan_training(
-    model: str,
-    training: TrainOptions,
-    hardware: object,
-    *,
-    tp: int | None,
-    offline: bool,
-    as_json: bool,
-    where: list[str] | None = None,
-    os_name: str | None = None,
-) -> int:
-    """``plan MODEL --train ...``: the run as asked if the verdict calls it "fits", else the
-    changes that make it fit (oomkit.planner.training: never one the verdict calls "does not
-    fit", "fits" before "tight"; a "tight" run as asked comes after the changes that clear the
-    band), each with its verdict, per-GPU peak and launch command, and the ``oomkit estimate
-    --train`` command with the plan's flags (``check``): the launch line carries none of them
-    (LoRA, checkpointing, ZeRO are the training script's or config's), so without it "add --emit
-    deepspeed to the estimate command with these flags" named no flags."""
-    import dataclasses
-
-    from oomkit.api import load_model
-    from oomkit.cli.train_options import seq_for_model
-    from oomkit.estimate.training import estimate_training
-    from oomkit.planner.train_launch import training_launch
-    from oomkit.planner.trainer_names import trainer_options
-    from oomkit.planner.training import (
-        TrainingChange,
-        platform_allocator,
-        suggest_training_changes,
-    )
-    from oomkit.serialize import SCHEMA_VERSION
-    from oomkit.spec.hardware import Hardware
-    from oomkit.units import format_bytes
-
-    assert isinstance(hardware, Hardware)
-    settings = training.to_settings(tp=tp, overhead_bytes=None)
-    # Windows: PyTorch ignores expandable_segments (no lever, priced with the default allocator)
-    settings, alloc_note = platform_allocator(settings, os_name)
-    n_gpus = len([d for d in hardware.devices if d.backend != "cpu"])
-    if n_gpus > 1 and training.gpus in (1, n_gpus):
-        settings = dataclasses.replace(settings, gpus=n_gpus)
-    spec = load_model(model, offline=True if offline else None)
-    settings, alloc_note = seq_for_model(settings, spec, training, alloc_note)
-    from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
-
-    platform = Platform(
-        os=os_name,
-        segments=tuple(device_segment(d) for d in hardware.devices),
-        unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
-    )
-    est = estimate_training(spec, settings, hardware)
-    level = verdict(est, platform).level
-    asked = TrainingChange(changes=("as asked",), settings=settings, estimate=est, level=level)
-    if level in ("fits", "unknown") and est.fits is not False:
-        plans = [asked]
-    elif level == "tight":
-        clear = suggest_training_changes(spec, settings, hardware, platform=platform,
-                                         only_fits=True)  # fmt: skip
-        plans = [*clear, asked]
-    else:
-        plans = suggest_training_changes(spec, settings, hardware, platform=platform)
-
-    def launch_fields(s: TrainingSettings) -> dict[str, str | None]:
-        launch = training_launch(spec, s)
-        return {
-            "command": launch.command,
-            "launcher": launch.launcher,
-            "config_file": launch.config_file,
-            "config": launch.config,
-        }
-
-    def peak(p: TrainingChange) -> int:
-        return max((d.total_bytes for d in p.estimate.devices), default=0)
-
-    def check(s: TrainingSettings) -> str:
-        from oomkit.diagnose.training_commands import oomkit_estimate_command
-
-        base = oomkit_estimate_command(s, shlex.quote(model))
-        return " ".join([base, *(where or [])])
-
-    if as_json:
-        print_json(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "model": spec.name,
-                "training": True,
-                "fits": bool(plans),
-                **({"notes": [alloc_note]} if alloc_note else {}),
-                "plans": [
-                    {
-                        "changes": list(p.changes),
-                        "verdict": p.level,
-                        "settings": dataclasses.asdict(p.settings),
-                        "peak_bytes": peak(p),
-                        "host_bytes": p.estimate.host.total_bytes,
-                        "peak_phase": p.estimate.runtime_details.get("peak_phase"),
-                        **launch_fields(p.settings),
-                        "trainer_options": list(trainer_options(p.settings)),
-                        "check_command": check(p.settings),
-                    }
-                    for p in plans
-                ],
-            }
-        )
-    else:
-        cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
-        world = settings.gpus * settings.nodes  # --gpus 4 with one card named read "on 1 GPU(s)"
-        click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
-        if alloc_note:
-            click.echo(f"Note: {alloc_note}.")
-        if not plans and est.blockers:  # not memory: no lever and no GPU lifts it
-            click.echo(f"Nothing fits: {est.blockers[0]}.")
-        elif not plans:
-            click.echo(
-                "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
-                f"{format_bytes(cap)}; more GPUs (--gpus/--nodes) are needed."
-            )
-        for i, p in enumerate(plans):
-            head = "Plan" if i == 0 else f"Alternative {i}"
-            phase = p.estimate.runtime_details.get("peak_phase")
-            tight = "; tight: within the band of real runs" if p.level == "tight" else ""
-            click.echo(
-                f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
-                f"of {format_bytes(cap)} (in {phase}{tight})"
-            )
-            host = p.estimate.host.total_bytes
-            if host:  # CPU offload: the RAM it needs, checked only against a given --ram
-                ram = hardware.host_ram_bytes
-                of = f" of {format_bytes(ram)}" if ram else " (not checked: pass --ram SIZE)"
-                click.echo(f"  host RAM: {format_bytes(host)}{of}")
-            launch = training_launch(spec, p.settings)
-            click.echo(f"  run: {launch.command}")
-            for line in trainer_options(p.settings):  # the levers as the trainer spells them
-                click.echo(f"  set: {line}")
-            click.echo(f"  check: {check(p.settings)}")
-            if launch.config_file and launch.config:
-                click.echo(f"  {launch.config_file}:")
-                click.echo("\n".join(f"    {x}" for x in launch.config.splitlines()))
-    return EXIT_OK if plans else EXIT_NEGATIVE
-
-
-def render_plan(result: object) -> str:
-    from oomkit.cli.bars import device_bar, use_color
-    from oomkit.planner.core import Plan, PlanResult
-    from oomkit.units import format_bytes, format_params
-
-    assert isinstance(result, PlanResult)
-    color = use_color()
-    m = result.model
-    hw = result.hardware
-    counts: dict[str, int] = {}
-    for target in hw.devices:  # "2 x NVIDIA GeForce RTX 3090 (24.00 GiB)", not the name twice
-        cap = target.capacity_bytes
-        label = f"{target.name} ({format_bytes(cap)})" if cap else target.name
-        counts[label] = counts.get(label, 0) + 1
-    gpus = ", ".join(f"{n} x {label}" if n > 1 else label for label, n in counts.items())
-    ram = f" + {format_bytes(hw.host_ram_bytes)} RAM" if hw.host_ram_bytes else ""
-    lines = [f"{m.name} ({m.architecture}, {format_params(m.params)} params) on {gpus}{ram}"]
-    req = result.request
-    capped = req.ctx is not None and req.ctx > result.target_ctx  # the trained context caps it
-    ctx_text = f"{req.ctx} (capped at {result.target_ctx})" if capped else str(result.target_ctx)
-    asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
-    if req.quant:
-        asked.append(f"quant {req.quant}")
-    if req.parallel:  # transformers: the generate() batch
-        hf = {p.runtime for p in result.plans} == {"transformers"} or req.runtime == "transformers"
-        asked.append(f"batch {req.parallel}" if hf else f"{req.parallel} parallel")
-    lines.append("asked: " + ", ".join(asked) + f"; prefer {req.prefer}")
-    lines.append("")
-
-    def speed_text(p: Plan) -> str:
-        tps = None if p.speed is None else p.speed.decode_tokens_per_s
-        if tps is None:
-            return speed_unknown(p.speed)
-        return f"  ~{tps:.1f} tok/s decode" if tps < 10 else f"  ~{tps:.0f} tok/s decode"
-
-    compare = len({p.runtime for p in result.plans}) > 1  # --runtime any: a command each
-    for i, p in enumerate(result.plans):
-        head = "Plan" if i == 0 else f"Alternative {i}"
-        lines.append(f"{head} [{p.launcher or p.runtime}]: {p.summary}{speed_text(p)}")
-        if i > 0 and compare:
-            lines.extend(f"    {c}" for c in p.command.splitlines())
-        if i == 0:
-            for d in p.estimate.devices:
-                bar = device_bar(
-                    d,
-                    headroom_bytes=req.headroom_bytes
-                    if p.runtime in ("llama.cpp", "ollama")
-                    else 0,
-                    color=color,
-                )
-                lines.append(f"  {d.device:<7} {bar}")
-            if p.estimate.host.total_bytes:
-                host = f"  {'host':<7} {format_bytes(p.estimate.host.total_bytes)}"
-                if hw.host_ram_bytes:
-                    host += f" of {format_bytes(hw.host_ram_bytes)} RAM"
-                lines.append(host)
-            q = p.quality
-            kv_cost = kv_quality_text(p.settings.cache_type_k)
-            if q is not None and q.kld is not None:
-                ppl = "" if q.ppl_increase_pct is None else f", +{q.ppl_increase_pct:.1f}% ppl"
-                kv_part = "" if kv_cost is None else f"; {kv_cost}"
-                lines.append(
-                    f"  quality: {q.name} KLD {q.kld:.3f} vs 16-bit{ppl} "
-                    f"(published, {q.model_measured_on}){kv_part}"
-                )
-            elif kv_cost is not None:
-                lines.append(f"  quality: {kv_cost}")
-            if p.prepare:
-                lines.append("  first (llama.cpp's tools make the .gguf this plan runs):")
-                lines.extend(f"    {c}" for c in p.prepare)
-            lines.append("  run:")
-            lines.extend(f"    {c}" for c in p.command.splitlines())
-            lines.append("")
-    if result.plans and len(result.plans) > 1:
-        lines.append("")
-    if result.rejected:
-        lines.append("Does not fit:")
-        lines.extend(
-            f"  x [{r.launcher or r.runtime}] {r.description}: {r.reason}" for r in result.rejected
-        )
-    if result.impossible:
-        lines.append("")
-        lines.append(result.impossible)
-    if result.notes:
-        lines.append("Notes:")
-        lines.extend(f"  - {n}" for n in result.notes)
-    lines.append(
-        "W weights, K KV cache, C compute, O overhead, | headroom kept free"
-        if result.plans and not color
-        else ""
-    )
-    return "\n".join(line for line in lines).rstrip() + "\n"

@@ -12,31 +12,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.planner.commands import emit_command, prepare_lines
+from oomkit.planner.describe import describe, reject_text
 from oomkit.planner.dominated import drop_dominated
 from oomkit.planner.impossible import impossible as impossible_text
-from oomkit.planner.knobs import (
-    CHECKPOINT,
-    FA_F16,
-    LEVEL_EXPERTS_CPU,
-    LEVEL_LAYERS_CPU,
-)
 from oomkit.planner.lmstudio import command_target
 from oomkit.planner.max_context import max_context
 from oomkit.planner.ngl import LAYER_SPLIT_RUNTIMES
 from oomkit.planner.ollama_tags import ollama_plan_quants
+from oomkit.planner.plan_result import Plan, PlanResult, Rejected
 from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.runtime_spec import runtime_spec
-from oomkit.planner.search import HOST_HEADROOM_BYTES, SEQS_LEVER, Evaluation, Searcher
+from oomkit.planner.search import HOST_HEADROOM_BYTES, Evaluation, Searcher
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
-from oomkit.planner.vllm_util import raised_util_note
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -52,184 +45,8 @@ __all__ = [
     "suggest_changes",
 ]
 
-SCHEMA_VERSION = 1
 #: runtimes ``--runtime any`` compares (vLLM/SGLang only where they run: CUDA or ROCm)
 _ANY = ("llama.cpp", "ollama", "vllm", "sglang", "transformers")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Plan:
-    """One fitting configuration, its estimate, what changed, and how to run it."""
-
-    runtime: str
-    settings: InferenceSettings
-    estimate: Estimate
-    level: int
-    margin_bytes: int
-    changes: tuple[str, ...]
-    command: str
-    speed: SpeedEstimate | None = None
-    quality: QuantQuality | None = None
-    #: shell lines to run before ``command`` (converting a checkpoint directory to GGUF)
-    prepare: tuple[str, ...] = ()
-    #: the runtime asked for, whose command this is (koboldcpp, lmstudio: sized as llama.cpp)
-    launcher: str = ""
-
-    @property
-    def summary(self) -> str:
-        return ", ".join(self.changes) if self.changes else "as asked"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rejected:
-    """An alternative that does not fit, and why (needed vs available per device)."""
-
-    runtime: str
-    description: str
-    reason: str
-    launcher: str = ""  # as Plan.launcher
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlanResult:
-    """The answer of :func:`plan`: plans best first (empty when nothing fits)."""
-
-    model: ModelInfo
-    request: PlanRequest
-    hardware: Hardware
-    target_ctx: int
-    plans: tuple[Plan, ...]
-    rejected: tuple[Rejected, ...]
-    #: one paragraph when nothing fits: what would be needed
-    impossible: str | None = None
-    n_estimates: int = 0
-    #: what the planner took into account about the hardware (precision, Apple memory)
-    notes: tuple[str, ...] = ()
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.plans)
-
-    def to_dict(self) -> dict[str, Any]:
-        from oomkit.serialize import estimate_to_dict
-
-        def plan_dict(p: Plan) -> dict[str, Any]:
-            est = estimate_to_dict(p.estimate)
-            return {
-                "runtime": p.runtime,
-                "launcher": p.launcher or p.runtime,
-                "settings": est["settings"],
-                "level": p.level,
-                "changes": list(p.changes),
-                "margin_bytes": p.margin_bytes,
-                "command": p.command,
-                "prepare": list(p.prepare),
-                "devices": est["devices"],
-                "host": est["host"],
-                "runtime_details": est["runtime_details"],
-                "speed": None if p.speed is None else p.speed.to_dict(),
-                "quality": None if p.quality is None else dataclasses.asdict(p.quality),
-            }
-
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "model": dataclasses.asdict(self.model),
-            "request": dataclasses.asdict(self.request),
-            "hardware": {
-                "devices": [
-                    {"name": d.name, "key": d.key, "capacity_bytes": d.capacity_bytes}
-                    for d in self.hardware.devices
-                ],
-                "host_ram_bytes": self.hardware.host_ram_bytes,
-            },
-            "target_ctx": self.target_ctx,
-            "fits": self.fits,
-            "plans": [plan_dict(p) for p in self.plans],
-            "rejected": [dataclasses.asdict(r) for r in self.rejected],
-            "impossible": self.impossible,
-            "notes": list(self.notes),
-            "n_estimates": self.n_estimates,
-        }
-
-
-def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
-    """What a candidate changes, in the user's terms."""
-    cand = ev.cand
-    req = searcher.request
-    out: list[str] = []
-    if req.quant is None or cand.quant.lower() != req.quant.lower():
-        asked = f" (asked {req.quant})" if req.quant else ""
-        prequant = cand.quant in ("awq", "gptq")
-        kind = f" (needs a pre-quantized {cand.quant.upper()} checkpoint)" if prequant else ""
-        as_is = cand.quant == CHECKPOINT and searcher.spec.source == "gguf"
-        out.append(
-            "weights as in the .gguf file" if as_is else f"weights {cand.quant}{asked}{kind}"
-        )
-    if cand.kv == FA_F16:
-        out.append("flash attention on (-fa)")
-    elif cand.kv not in ("f16", "auto"):
-        out.append(f"KV cache {cand.kv}")
-        if FA_F16 in searcher.kvs:  # the run has it off; a quantized V cache needs it
-            out.append("flash attention on (-fa; a quantized V cache needs it)")
-    if cand.ctx < searcher.target_ctx:
-        whose = "asked" if req.ctx is not None else "default"
-        out.append(f"context {cand.ctx} ({whose} {searcher.target_ctx})")
-    else:
-        out.append(f"context {cand.ctx}")
-    if searcher.runtime == "transformers":  # the prompt, then generate()'s new tokens
-        new = ev.estimate.settings.get("max_new_tokens", 256)
-        out[-1] += f" + {new} new tokens (prompt + max_new_tokens)"
-        if cand.attn:
-            was = searcher.base.attn_implementation
-            out.append(f"attn_implementation='{cand.attn}' (asked {was}: no fp32 S x S scores)")
-        if cand.device_map == "none":  # bitsandbytes refuses .to(): device_map={"": 0}
-            whole = "device_map={'': 0}" if cand.quant in ("int8", "nf4", "fp4") else None
-            out.append(
-                f"{whole or 'no device_map, then model.to(cuda)'}: every weight on the GPU "
-                "(device_map='auto' keeps 10% of it and its largest layer back, and would put "
-                "weights on the CPU)"
-            )
-    if searcher.runtime == "llama.cpp" and req.parallel and req.parallel > 1:
-        if searcher.base.kv_unified:
-            out[-1] += f" per sequence, {req.parallel} slots sharing one unified KV cache"
-        else:
-            out[-1] += f" per sequence x {req.parallel} slots (-c {cand.ctx * req.parallel})"
-    n_all = searcher.n_layer + 1
-    if cand.level == LEVEL_EXPERTS_CPU:
-        kobold = command_target(req.runtime, searcher.runtime) == "koboldcpp"
-        flag = "--moecpu" if kobold else "--n-cpu-moe"
-        out.append(
-            f"experts of the first {cand.n_cpu_moe}/{searcher.n_layer} layers on CPU "
-            f"({flag} {cand.n_cpu_moe})"
-        )
-    elif cand.level == LEVEL_LAYERS_CPU and cand.n_gpu_layers is not None:
-        out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")
-    if cand.tp:
-        out.append(f"tensor parallel {cand.tp}")
-    if cand.max_num_seqs is not None and searcher.runtime == "transformers":
-        out.append(
-            f"batch {cand.max_num_seqs} (--batch {cand.max_num_seqs}; asked {req.parallel}: "
-            "the prompts go in more generate() calls)"
-        )
-    elif cand.max_num_seqs is not None:
-        flag = SEQS_LEVER[searcher.runtime][1]
-        default = searcher.seqs_default.get(cand.quant)
-        was = (
-            f"; {'asked' if searcher.base.max_num_seqs else 'default'} {default}" if default else ""
-        )
-        out.append(
-            f"at most {cand.max_num_seqs} concurrent sequences ({flag} {cand.max_num_seqs}{was})"
-        )
-    raised = raised_util_note(ev.estimate) if searcher.base.gpu_memory_utilization is None else None
-    if raised is not None and searcher.runtime == "vllm":
-        out.append(raised)
-    host_weights = ev.estimate.host.weights_bytes
-    if searcher.runtime == "transformers" and host_weights:
-        out.append(
-            f"{format_bytes(host_weights)} of weights on CPU (device_map='auto', slow): "
-            "accelerate moves them to the GPU layer by layer at every forward, over PCIe"
-        )
-    return tuple(out)
 
 
 def _speed(
@@ -291,31 +108,6 @@ def _diverse(found: Sequence[Evaluation], limit: int, target_ctx: int) -> list[E
             picked.append(ev)
     order = {id(ev): i for i, ev in enumerate(found)}
     return sorted(picked[:limit], key=lambda ev: order[id(ev)])
-
-
-def _reject_text(ev: Evaluation, s: Searcher) -> str:
-    bits = [ev.cand.quant, f"ctx {ev.cand.ctx}", f"KV {ev.cand.kv}", _placement(ev, s)]
-    if ev.cand.attn is not None:
-        bits.append(f'attn_implementation="{ev.cand.attn}"')
-    if ev.cand.max_num_seqs is not None:
-        bits.append(f"{SEQS_LEVER[s.runtime][1]} {ev.cand.max_num_seqs}")
-    return ", ".join(bits)
-
-
-def _placement(ev: Evaluation, s: Searcher) -> str:
-    """Where the weights of a rejected candidate sit: all on the GPU(s), or, for a
-    transformers run left on ``device_map="auto"``, the part accelerate put on the CPU."""
-    if s.runtime != "transformers":
-        n = ev.cand.n_gpu_layers  # -ngl N's fixed split, or all
-        return "all layers on GPU" if n is None else f"{n}/{s.n_layer + 1} layers on GPU"
-    if ev.cand.device_map == "none":
-        return 'all layers on GPU (device_map=None + .to("cuda"))'
-    on_cpu = ev.estimate.host.weights_bytes
-    auto = (s.base.device_map if s.base is not None else None) == "auto"
-    if on_cpu > 0:
-        where = 'device_map="auto"' if auto else "device_map"
-        return f"{format_bytes(on_cpu)} of weights on CPU ({where})"
-    return 'all layers on GPU (device_map="auto")' if auto else "all layers on GPU"
 
 
 def _hardware_notes(hardware: Hardware) -> list[str]:
@@ -449,7 +241,7 @@ def plan_spec(
         for ev in s.rejected():
             miss = Rejected(
                 runtime=runtime,
-                description=_reject_text(ev, s),
+                description=reject_text(ev, s),
                 reason=ev.reason,
                 launcher=command_target(request.runtime, runtime),
             )

@@ -1,0 +1,164 @@
+"""``oomkit plan MODEL --train ...``: the training run as asked or the changes that make it
+fit, each with its verdict, per-GPU peak, launch command and the estimate command that checks
+it."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+import click
+
+from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
+from oomkit.cli.train_options import TrainOptions, seq_for_model
+
+if TYPE_CHECKING:
+    from oomkit.spec.settings import TrainingSettings
+
+__all__ = ["plan_training", "size_arg"]
+
+
+def size_arg(n_bytes: int) -> str:
+    """A byte count as ``--vram`` reads it back exactly (``40GiB``, else ``N B``)."""
+    return f"{n_bytes >> 30}GiB" if n_bytes % (1 << 30) == 0 else f"{n_bytes}B"
+
+
+def plan_training(
+    model: str,
+    training: TrainOptions,
+    hardware: object,
+    *,
+    tp: int | None,
+    offline: bool,
+    as_json: bool,
+    where: list[str] | None = None,
+    os_name: str | None = None,
+) -> int:
+    """``plan MODEL --train ...``: the run as asked if the verdict calls it "fits", else the
+    changes that make it fit (oomkit.planner.training: never one the verdict calls "does not
+    fit", "fits" before "tight"; a "tight" run as asked comes after the changes that clear the
+    band), each with its verdict, per-GPU peak and launch command, and the ``oomkit estimate
+    --train`` command with the plan's flags (``check``): the launch line carries none of them
+    (LoRA, checkpointing, ZeRO are the training script's or config's), so without it "add --emit
+    deepspeed to the estimate command with these flags" named no flags."""
+    import dataclasses
+
+    from oomkit.api import load_model
+    from oomkit.estimate.training import estimate_training
+    from oomkit.planner.train_launch import training_launch
+    from oomkit.planner.trainer_names import trainer_options
+    from oomkit.planner.training import (
+        TrainingChange,
+        platform_allocator,
+        suggest_training_changes,
+    )
+    from oomkit.serialize import SCHEMA_VERSION
+    from oomkit.spec.hardware import Hardware
+    from oomkit.units import format_bytes
+
+    assert isinstance(hardware, Hardware)
+    settings = training.to_settings(tp=tp, overhead_bytes=None)
+    # Windows: PyTorch ignores expandable_segments (no lever, priced with the default allocator)
+    settings, alloc_note = platform_allocator(settings, os_name)
+    n_gpus = len([d for d in hardware.devices if d.backend != "cpu"])
+    if n_gpus > 1 and training.gpus in (1, n_gpus):
+        settings = dataclasses.replace(settings, gpus=n_gpus)
+    spec = load_model(model, offline=True if offline else None)
+    settings, alloc_note = seq_for_model(settings, spec, training, alloc_note)
+    from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
+
+    platform = Platform(
+        os=os_name,
+        segments=tuple(device_segment(d) for d in hardware.devices),
+        unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
+    )
+    est = estimate_training(spec, settings, hardware)
+    level = verdict(est, platform).level
+    asked = TrainingChange(changes=("as asked",), settings=settings, estimate=est, level=level)
+    if level in ("fits", "unknown") and est.fits is not False:
+        plans = [asked]
+    elif level == "tight":
+        clear = suggest_training_changes(
+            spec, settings, hardware, platform=platform, only_fits=True
+        )
+        plans = [*clear, asked]
+    else:
+        plans = suggest_training_changes(spec, settings, hardware, platform=platform)
+
+    def launch_fields(s: TrainingSettings) -> dict[str, str | None]:
+        launch = training_launch(spec, s)
+        return {
+            "command": launch.command,
+            "launcher": launch.launcher,
+            "config_file": launch.config_file,
+            "config": launch.config,
+        }
+
+    def peak(p: TrainingChange) -> int:
+        return max((d.total_bytes for d in p.estimate.devices), default=0)
+
+    def check(s: TrainingSettings) -> str:
+        from oomkit.diagnose.training_commands import oomkit_estimate_command
+
+        base = oomkit_estimate_command(s, shlex.quote(model))
+        return " ".join([base, *(where or [])])
+
+    if as_json:
+        print_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "model": spec.name,
+                "training": True,
+                "fits": bool(plans),
+                **({"notes": [alloc_note]} if alloc_note else {}),
+                "plans": [
+                    {
+                        "changes": list(p.changes),
+                        "verdict": p.level,
+                        "settings": dataclasses.asdict(p.settings),
+                        "peak_bytes": peak(p),
+                        "host_bytes": p.estimate.host.total_bytes,
+                        "peak_phase": p.estimate.runtime_details.get("peak_phase"),
+                        **launch_fields(p.settings),
+                        "trainer_options": list(trainer_options(p.settings)),
+                        "check_command": check(p.settings),
+                    }
+                    for p in plans
+                ],
+            }
+        )
+    else:
+        cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
+        world = settings.gpus * settings.nodes  # --gpus 4 with one card named read "on 1 GPU(s)"
+        click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
+        if alloc_note:
+            click.echo(f"Note: {alloc_note}.")
+        if not plans and est.blockers:  # not memory: no lever and no GPU lifts it
+            click.echo(f"Nothing fits: {est.blockers[0]}.")
+        elif not plans:
+            click.echo(
+                "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
+                f"{format_bytes(cap)}; more GPUs (--gpus/--nodes) are needed."
+            )
+        for i, p in enumerate(plans):
+            head = "Plan" if i == 0 else f"Alternative {i}"
+            phase = p.estimate.runtime_details.get("peak_phase")
+            tight = "; tight: within the band of real runs" if p.level == "tight" else ""
+            click.echo(
+                f"{head}: {' + '.join(p.changes)}: peak {format_bytes(peak(p))} per GPU "
+                f"of {format_bytes(cap)} (in {phase}{tight})"
+            )
+            host = p.estimate.host.total_bytes
+            if host:  # CPU offload: the RAM it needs, checked only against a given --ram
+                ram = hardware.host_ram_bytes
+                of = f" of {format_bytes(ram)}" if ram else " (not checked: pass --ram SIZE)"
+                click.echo(f"  host RAM: {format_bytes(host)}{of}")
+            launch = training_launch(spec, p.settings)
+            click.echo(f"  run: {launch.command}")
+            for line in trainer_options(p.settings):  # the levers as the trainer spells them
+                click.echo(f"  set: {line}")
+            click.echo(f"  check: {check(p.settings)}")
+            if launch.config_file and launch.config:
+                click.echo(f"  {launch.config_file}:")
+                click.echo("\n".join(f"    {x}" for x in launch.config.splitlines()))
+    return EXIT_OK if plans else EXIT_NEGATIVE

@@ -1,0 +1,154 @@
+"""llama-server's command line for a planned configuration: the ``.gguf`` it loads, flash
+attention and MoE experts on the CPU as the build reads them, and the draft model's flags.
+
+The lines are checked against ``FLAG_TABLES["llama.cpp"]`` (:mod:`oomkit.planner.flag_tables`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from datetime import date
+
+from oomkit.planner.prepare import prepare_checkpoint
+from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["gguf_name", "llamacpp_command", "llamacpp_cpu_moe_flags", "llamacpp_fa_flags"]
+
+
+def llamacpp_command(
+    settings: InferenceSettings, spec: ModelSpec, model_ref: str, device_kind: str = "cuda"
+) -> str:
+    """The ``llama-server`` line that runs ``settings`` (``device_kind`` names ggml's devices)."""
+    q = shlex.quote
+    parts = ["llama-server", "-m", q(gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
+    parts += ["-c", str(settings.ctx)]
+    ngl = settings.n_gpu_layers
+    parts += ["-ngl", str(99 if ngl is None else ngl)]
+    parts += llamacpp_fa_flags(settings)
+    if settings.cache_type_k:
+        parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
+    if settings.n_cpu_moe:
+        parts += llamacpp_cpu_moe_flags(
+            settings.n_cpu_moe, settings.runtime_version, settings.override_tensor
+        )
+    if settings.parallel:
+        parts += ["-np", str(settings.parallel)]
+        if settings.kv_unified and settings.parallel > 1:
+            parts += ["-kvu"]  # the slots share the -c cells (the plan counted it so)
+    if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
+        parts += _draft_flags(settings, device_kind)
+    return " ".join(parts)
+
+
+def gguf_name(model_ref: str, spec: ModelSpec, quant: str) -> str:
+    """The ``.gguf`` file a llama.cpp-family command loads: the file given, the one
+    :func:`oomkit.planner.commands.prepare_lines` writes from a checkpoint directory, or
+    ``NAME-QUANT.gguf`` for a catalog name."""
+    if model_ref.lower().endswith(".gguf"):
+        return model_ref
+    prep = prepare_checkpoint("llama.cpp", model_ref, spec.source, quant, spec.torch_dtype)
+    if prep is not None:  # a checkpoint directory: the file prepare_lines() writes
+        return prep.target
+    base = spec.name.rsplit("/", 1)[-1]
+    return f"{base}-{quant}.gguf"
+
+
+#: oomkit's device kind -> the prefix of ggml's device names that ``--device-draft`` takes
+_GGML_DEVICE_PREFIX = {
+    "cuda": "CUDA",
+    "rocm": "ROCm",
+    "vulkan": "Vulkan",
+    "mps": "MTL",
+    "metal": "MTL",
+}
+
+
+def _draft_flags(settings: InferenceSettings, device_kind: str = "cuda") -> list[str]:
+    """llama-server's draft-model flags: ``-md`` (a catalog name becomes ``NAME-QUANT.gguf``
+    as the main model's does), ``-ngld`` (only when given: unset, llama.cpp's own default for
+    the build applies, which is what the estimate modelled), ``-cd``, ``-ctkd``/``-ctvd``,
+    ``-devd`` (ggml's device names: ``CUDA1``, ``ROCm1``, ``Vulkan1``, ``MTL0``)."""
+    ref = str(settings.draft_model)
+    name = (
+        ref if ref.lower().endswith(".gguf") else f"{ref}-{settings.draft_quant or 'Q4_K_M'}.gguf"
+    )
+    parts = ["-md", shlex.quote(name)]
+    ngl = settings.draft_n_gpu_layers
+    if ngl is not None:
+        parts += ["-ngld", str(99 if ngl < 0 else ngl)]
+    if settings.draft_ctx:
+        parts += ["-cd", str(settings.draft_ctx)]
+    if settings.draft_cache_type_k:
+        parts += ["-ctkd", settings.draft_cache_type_k]
+    if settings.draft_cache_type_v:
+        parts += ["-ctvd", settings.draft_cache_type_v]
+    if settings.draft_devices:
+        prefix = _GGML_DEVICE_PREFIX.get(device_kind, device_kind.upper())
+        # -devd names backend devices: GPU i of the target is backend index device_ordinals[i]
+        order = settings.device_ordinals or ()
+        names = (f"{prefix}{order[i] if i < len(order) else i}" for i in settings.draft_devices)
+        parts += ["-devd", ",".join(names)]
+    return parts
+
+
+def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
+    """``-fa`` as the build of ``settings.runtime_version`` reads it, for the flash attention
+    the estimate used.
+
+    Builds since PR #15434 (2025-08-30, b6343: "the type of flash attention is changed from
+    bool to string") take ``-fa on|off|auto`` and default to auto (oomkit: on); older builds
+    take a bare ``-fa`` and run without flash attention unless it is given (the generation's
+    ``flash_attn_default``).
+    """
+    from oomkit.estimate.generations import generation_effect, resolve_generation
+
+    gen = resolve_generation("llama.cpp", settings.runtime_version)
+    valued = bool(generation_effect(gen, "flash_attn_default", True))
+    fa = valued if settings.flash_attn is None else settings.flash_attn
+    if valued:
+        return ["-fa", "on" if fa else "off"]
+    return ["-fa"] if fa else []
+
+
+#: ggml-org/llama.cpp PR #15077 ("llama : add --n-cpu-moe option", 2025-08-04, release b6089)
+_N_CPU_MOE_SINCE = date(2025, 8, 4)
+
+
+def llamacpp_cpu_moe_flags(
+    n_cpu_moe: int, runtime_version: str | None, override_tensor: Sequence[str] | None = None
+) -> list[str]:
+    r"""The experts of the first ``n_cpu_moe`` layers on the CPU, as the build takes it.
+
+    ``override_tensor`` rules that move only some expert tensors of each layer are printed
+    as themselves, ``-ot 'RULES'`` (:func:`oomkit.planner.cpu_experts.partial_expert_rules`,
+    shared with koboldcpp's ``--overridetensors``): ``--n-cpu-moe`` would move all three.
+
+    ``--n-cpu-moe N`` exists from PR #15077 (b6089, 2025-08-04); it only adds the tensor
+    overrides ``blk\.{i}\.ffn_(up|down|gate)_exps`` -> CPU for ``i < N`` (``common/common.h``
+    ``llm_ffn_exps_block_regex``, its pattern of that day: the ``gate_up``/``chexps`` expert
+    tensors came later), so an older build gets the same overrides through
+    ``-ot``/``--override-tensor`` (PR #11397), which the newer option is a shorthand for: an
+    older llama-server rejects ``--n-cpu-moe`` ("error: invalid argument").
+
+    >>> llamacpp_cpu_moe_flags(3, None)
+    ['--n-cpu-moe', '3']
+    >>> llamacpp_cpu_moe_flags(3, "b5500")
+    ['-ot', "'blk\\.(0|1|2)\\.ffn_(up|down|gate)_exps=CPU'"]
+    >>> llamacpp_cpu_moe_flags(48, None, ("ffn_(up|down)_exps=CPU",))
+    ['-ot', "'ffn_(up|down)_exps=CPU'"]
+    """
+    from oomkit.planner.cpu_experts import partial_expert_rules
+
+    rules = partial_expert_rules(override_tensor)
+    if rules is not None:
+        return ["-ot", shlex.quote(rules)]
+    if runtime_version is not None and runtime_version.strip():
+        from oomkit.estimate.generations import parse_runtime_version
+
+        when = parse_runtime_version("llama.cpp", runtime_version)
+        if isinstance(when, date) and when < _N_CPU_MOE_SINCE:
+            layers = "|".join(str(i) for i in range(n_cpu_moe))
+            return ["-ot", shlex.quote(f"blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU")]
+    return ["--n-cpu-moe", str(n_cpu_moe)]

@@ -1,0 +1,114 @@
+"""What :func:`oomkit.plan` answers: one fitting configuration (:class:`Plan`), one that does
+not fit (:class:`Rejected`), and the whole answer (:class:`PlanResult`) with its JSON form."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from oomkit.estimate.breakdown import Estimate, ModelInfo
+from oomkit.planner.quality import QuantQuality
+from oomkit.planner.request import PlanRequest
+from oomkit.planner.speed import SpeedEstimate
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.settings import InferenceSettings
+
+__all__ = ["SCHEMA_VERSION", "Plan", "PlanResult", "Rejected"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """One fitting configuration, its estimate, what changed, and how to run it."""
+
+    runtime: str
+    settings: InferenceSettings
+    estimate: Estimate
+    level: int
+    margin_bytes: int
+    changes: tuple[str, ...]
+    command: str
+    speed: SpeedEstimate | None = None
+    quality: QuantQuality | None = None
+    #: shell lines to run before ``command`` (converting a checkpoint directory to GGUF)
+    prepare: tuple[str, ...] = ()
+    #: the runtime asked for, whose command this is (koboldcpp, lmstudio: sized as llama.cpp)
+    launcher: str = ""
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(self.changes) if self.changes else "as asked"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejected:
+    """An alternative that does not fit, and why (needed vs available per device)."""
+
+    runtime: str
+    description: str
+    reason: str
+    launcher: str = ""  # as Plan.launcher
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult:
+    """The answer of :func:`plan`: plans best first (empty when nothing fits)."""
+
+    model: ModelInfo
+    request: PlanRequest
+    hardware: Hardware
+    target_ctx: int
+    plans: tuple[Plan, ...]
+    rejected: tuple[Rejected, ...]
+    #: one paragraph when nothing fits: what would be needed
+    impossible: str | None = None
+    n_estimates: int = 0
+    #: what the planner took into account about the hardware (precision, Apple memory)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.plans)
+
+    def to_dict(self) -> dict[str, Any]:
+        from oomkit.serialize import estimate_to_dict
+
+        def plan_dict(p: Plan) -> dict[str, Any]:
+            est = estimate_to_dict(p.estimate)
+            return {
+                "runtime": p.runtime,
+                "launcher": p.launcher or p.runtime,
+                "settings": est["settings"],
+                "level": p.level,
+                "changes": list(p.changes),
+                "margin_bytes": p.margin_bytes,
+                "command": p.command,
+                "prepare": list(p.prepare),
+                "devices": est["devices"],
+                "host": est["host"],
+                "runtime_details": est["runtime_details"],
+                "speed": None if p.speed is None else p.speed.to_dict(),
+                "quality": None if p.quality is None else dataclasses.asdict(p.quality),
+            }
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "model": dataclasses.asdict(self.model),
+            "request": dataclasses.asdict(self.request),
+            "hardware": {
+                "devices": [
+                    {"name": d.name, "key": d.key, "capacity_bytes": d.capacity_bytes}
+                    for d in self.hardware.devices
+                ],
+                "host_ram_bytes": self.hardware.host_ram_bytes,
+            },
+            "target_ctx": self.target_ctx,
+            "fits": self.fits,
+            "plans": [plan_dict(p) for p in self.plans],
+            "rejected": [dataclasses.asdict(r) for r in self.rejected],
+            "impossible": self.impossible,
+            "notes": list(self.notes),
+            "n_estimates": self.n_estimates,
+        }
