@@ -10,11 +10,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
-from oomkit.estimate.llamacpp_python import N_BATCH, N_CTX, llama_cpp_python_defaults
+from oomkit.estimate.llamacpp_python import (
+    N_BATCH,
+    N_CTX,
+    binding_version,
+    llama_cpp_python_defaults,
+)
+from oomkit.estimate.llamacpp_python_versions import VENDORED_LLAMACPP, vendored_llamacpp
 from oomkit.estimate.registry import normalize_runtime
 from oomkit.spec.settings import InferenceSettings
 
@@ -66,11 +73,118 @@ def test_given_values_are_kept() -> None:
 def test_library_names() -> None:
     for name in ("llama-cpp-python", "llama_cpp_python", "LLAMA-CPP-PYTHON"):
         assert normalize_runtime(name) == "llama.cpp"
-        filled, note = llama_cpp_python_defaults(InferenceSettings(runtime=name))
+        filled, notes = llama_cpp_python_defaults(InferenceSettings(runtime=name))
         assert (filled.ctx, filled.batch_size) == (N_CTX, N_BATCH)
-        assert note is not None
+        assert (filled.n_gpu_layers, filled.flash_attn) == (0, False)
+        assert notes
         assert server_default(filled).llama_server is None
     assert "llama-cpp-python" in C_API_APPS
-    plain, note = llama_cpp_python_defaults(InferenceSettings(runtime="llama.cpp"))
-    assert note is None
-    assert (plain.ctx, plain.batch_size) == (None, None)
+    plain, notes = llama_cpp_python_defaults(InferenceSettings(runtime="llama.cpp"))
+    assert notes == ()
+    assert plain == InferenceSettings(runtime="llama.cpp")
+
+
+# -- Llama(...)'s other defaults: n_gpu_layers=0, flash_attn=False (llama_cpp/llama.py l.65, l.95)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "oomkit", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+def test_default_llama_places_no_layer_on_the_gpu() -> None:
+    ask = ["llama-3.1-8b", "--quant", "Q4_K_M", "--gpu", "rtx-3060", "--json"]
+    res = _cli("estimate", *ask, "-r", "llama-cpp-python")
+    doc = json.loads(res.stdout)
+    assert doc["settings"]["n_gpu_layers"] == 0
+    assert doc["settings"]["flash_attn"] is False
+    gpu, cpu = doc["devices"][0], doc["host"]
+    assert gpu["weights_bytes"] == 0  # every layer on the CPU
+    assert gpu["kv_cache_bytes"] == 0
+    assert gpu["activations_bytes"] > 0  # the compute buffer a CUDA build still allocates
+    assert cpu["weights_bytes"] > 4 * 2**30
+    notes = doc["assumptions"]
+    assert any(a.startswith("n_gpu_layers not given: 0 (Llama's default)") for a in notes)
+    assert any(a.startswith("flash_attn not given: False") for a in notes)
+    assert not any("flash attention 'auto'" in a for a in notes)
+    # the same run as llama.cpp's C API with -ngl 0 and flash attention off
+    same = _cli(
+        "estimate",
+        *ask,
+        "-ngl",
+        "0",
+        "--no-flash-attn",
+        "-c",
+        "512",
+        "-b",
+        "512",
+        "--no-llama-server",
+    )
+    assert [d["total_bytes"] for d in doc["devices"]] == [
+        d["total_bytes"] for d in json.loads(same.stdout)["devices"]
+    ]
+
+
+def test_given_layers_and_flash_are_kept() -> None:
+    ask = ["llama-3.1-8b", "--quant", "Q4_K_M", "--gpu", "rtx-3060", "--json"]
+    doc = json.loads(_cli("estimate", *ask, "-r", "llama-cpp-python", "-ngl", "99", "-fa").stdout)
+    assert (doc["settings"]["n_gpu_layers"], doc["settings"]["flash_attn"]) == (99, True)
+    assert doc["devices"][0]["weights_bytes"] > 4 * 2**30
+    assert not any("not given: 0" in a or "flash_attn not given" in a for a in doc["assumptions"])
+
+
+# -- --runtime-version takes the binding's release (vendor/llama.cpp at the tag)
+
+
+def test_binding_version_names_the_vendored_llamacpp() -> None:
+    res = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.3.16")
+    assert res.returncode == 0, res.stderr
+    assert "modelled: llama-cpp-python 0.3.16 (vendors llama.cpp 4227c9be4 of 2025-08-14)" in (
+        res.stdout
+    )
+    doc = json.loads(
+        _cli(
+            "estimate",
+            "llama-3.1-8b",
+            "-r",
+            "llama-cpp-python",
+            "--runtime-version",
+            "0.3.16",
+            "--json",
+        ).stdout
+    )
+    assert doc["settings"]["runtime_version"] == "0.3.16"
+    assert doc["runtime_details"]["llama_cpp_python"]["llama_cpp_commit"] == "4227c9be4"
+    assert doc["runtime_details"]["generation"]["since"] <= "2025-08-14"
+
+
+def test_no_version_models_the_newest_binding_not_a_newer_llamacpp() -> None:
+    newest, commit, when = VENDORED_LLAMACPP[-1]
+    res = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python")
+    line = next(x for x in res.stdout.splitlines() if x.startswith("modelled:"))
+    assert f"llama-cpp-python {'.'.join(map(str, newest))} (vendors llama.cpp {commit}" in line
+    plain = _cli("estimate", "llama-3.1-8b", "-r", "llama.cpp").stdout
+    assert next(x for x in plain.splitlines() if x.startswith("modelled:")) not in line
+    assert when.isoformat() in line
+
+
+def test_unlisted_binding_versions() -> None:
+    old = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.2.90")
+    assert old.returncode == 2
+    assert "llama-cpp-python: releases 0.3.0 to" in old.stderr
+    new = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.9.1")
+    assert new.returncode == 0, new.stderr
+    assert "newer than the releases listed" in new.stdout
+    # a llama.cpp build still reads as one
+    build = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "b6000")
+    assert build.returncode == 0, build.stderr
+
+
+def test_version_table_is_the_tags_submodule() -> None:
+    assert binding_version("0.3.16") == (0, 3, 16)
+    assert vendored_llamacpp((0, 3, 35)) == ("4df29be4f", date(2026, 8, 16))
+    assert vendored_llamacpp((0, 3, 9)) == ("8733e0cf6", date(2025, 5, 8))
+    versions = [v for v, _, _ in VENDORED_LLAMACPP]
+    assert versions == sorted(versions)
+    dates = [d for _, _, d in VENDORED_LLAMACPP]
+    assert dates == sorted(dates)

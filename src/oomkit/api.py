@@ -99,10 +99,12 @@ def estimate_model(
     kobold_note = _koboldcpp_note(settings)
     if kobold_note is not None:  # koboldcpp keeps flash attention opt-in (see the helper)
         settings = dataclasses.replace(settings, flash_attn=False)
-    from oomkit.estimate.llamacpp_python import llama_cpp_python_defaults
+    from oomkit.estimate.llamacpp_python import llama_cpp_python_defaults, with_binding_generation
 
-    # -r llama-cpp-python: Llama(...)'s n_ctx/n_batch 512 where the run leaves them unset
-    settings, python_note = llama_cpp_python_defaults(settings)
+    # -r llama-cpp-python: Llama(...)'s defaults (n_ctx/n_batch 512, n_gpu_layers 0, flash_attn
+    # False) where the run leaves them unset; --runtime-version as the binding's release
+    asked_version = settings.runtime_version
+    settings, python_notes = llama_cpp_python_defaults(settings)
     if runtime != settings.runtime:
         settings = dataclasses.replace(settings, runtime=runtime)
     if isinstance(model, os.PathLike):
@@ -159,8 +161,7 @@ def estimate_model(
         notes = (*notes, note)
     if kobold_note is not None:
         notes = (*notes, kobold_note)
-    if python_note is not None:
-        notes = (*notes, python_note)
+    notes = (*notes, *python_notes)
     lms_note = _lmstudio_note(settings, original_runtime)
     if lms_note is not None:
         notes = (*notes, lms_note)
@@ -174,7 +175,8 @@ def estimate_model(
     )
     if notes:
         est = dataclasses.replace(est, assumptions=(*est.assumptions, *notes))
-    return _with_generation(est, runtime, settings.runtime_version, moe=spec.is_moe)
+    est = _with_generation(est, runtime, settings.runtime_version, moe=spec.is_moe)
+    return with_binding_generation(est, original_runtime, asked_version)
 
 
 def _as_converted_gguf(
