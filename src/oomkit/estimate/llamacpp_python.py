@@ -40,6 +40,7 @@ __all__ = [
     "N_BATCH",
     "N_CTX",
     "N_GPU_LAYERS",
+    "binding_plan_base",
     "binding_version",
     "is_binding",
     "llama_cpp_python_defaults",
@@ -167,6 +168,15 @@ def llama_cpp_python_defaults(
         runtime_version=version,
     )
     return out, tuple(notes)
+
+
+def binding_plan_base(settings: InferenceSettings) -> InferenceSettings:
+    """A plan's base settings for ``-r llama-cpp-python``: ``Llama(...)``'s ``n_batch`` 512
+    where none is set and ``--runtime-version`` read as the binding's release. The plan's call
+    passes ``n_ctx``, ``n_gpu_layers`` and ``flash_attn`` itself, so those stay the plan's."""
+    version, _ = _vendored(settings.runtime_version)
+    batch = N_BATCH if settings.batch_size is None else settings.batch_size
+    return dataclasses.replace(settings, batch_size=batch, runtime_version=version)
 
 
 def with_binding_generation(est: Estimate, runtime: str, runtime_version: str | None) -> Estimate:

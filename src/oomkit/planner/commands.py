@@ -2,7 +2,8 @@
 
 :func:`emit_command` hands each runtime to the module that writes its lines:
 :mod:`~oomkit.planner.commands_llamacpp` (llama-server), :mod:`~oomkit.planner.lmstudio`,
-:mod:`~oomkit.planner.koboldcpp`, :mod:`~oomkit.planner.commands_ollama`,
+:mod:`~oomkit.planner.koboldcpp`, :mod:`~oomkit.planner.commands_llamacpp_python`
+(``Llama(...)``), :mod:`~oomkit.planner.commands_ollama`,
 :mod:`~oomkit.planner.commands_serving` (vLLM, SGLang) and
 :mod:`~oomkit.planner.commands_transformers`. The flag tables and :func:`parse_command`, which
 the tests check every emitted command with, are in :mod:`~oomkit.planner.flag_tables`.
@@ -58,7 +59,7 @@ def emit_command(
     """The command (or, for Ollama and transformers, the few lines) that runs ``settings``;
     ``device_kind`` (``cuda``, ``rocm``, ``vulkan``, ``mps``) names ggml's devices; ``os``
     ``windows``: Ollama's lines in PowerShell (``$env:`` variables, ``Set-Content``)."""
-    if runtime in ("llama.cpp", "koboldcpp", "lmstudio"):  # -ot rules as they were estimated
+    if runtime in ("llama.cpp", "koboldcpp", "lmstudio", "llama-cpp-python"):  # -ot as estimated
         from oomkit.planner.cpu_experts import command_expert_settings
 
         settings = command_expert_settings(spec, settings)
@@ -77,6 +78,13 @@ def emit_command(
         n_all = n_layer_total or spec.num_hidden_layers + 1
         flash = not llamacpp_flash_off(settings)
         return koboldcpp_command(settings, gguf, n_all, flash, device_kind=device_kind, os=os)
+    if runtime == "llama-cpp-python":  # sized as llama.cpp on the C API, loaded with Llama(...)
+        from oomkit.planner.commands_llamacpp_python import llama_cpp_python_command
+        from oomkit.planner.knobs import llamacpp_flash_off
+
+        gguf = gguf_name(model_ref, spec, settings.quant or "Q4_K_M")
+        n_all = n_layer_total or spec.num_hidden_layers + 1
+        return llama_cpp_python_command(settings, gguf, n_all, not llamacpp_flash_off(settings))
     if runtime == "llama.cpp":
         return llamacpp_command(settings, spec, model_ref, device_kind)
     if runtime == "ollama":

@@ -34,12 +34,15 @@ LMSTUDIO_NAMES = frozenset({"lmstudio"})
 
 
 def command_target(raw: str | None, runtime: str) -> str:
-    """The command emitter's target: ``lmstudio`` / ``koboldcpp`` for a llama.cpp plan asked
-    as ``-r lmstudio`` / ``-r koboldcpp``, else ``runtime`` (the normalized name the estimate
-    used)."""
+    """The command emitter's target: ``lmstudio`` / ``koboldcpp`` / ``llama-cpp-python`` for a
+    llama.cpp plan asked as ``-r lmstudio`` / ``-r koboldcpp`` / ``-r llama-cpp-python``, else
+    ``runtime`` (the normalized name the estimate used)."""
+    from oomkit.estimate.llamacpp_python import NAMES as LLAMA_CPP_PYTHON_NAMES
     from oomkit.planner.koboldcpp import KOBOLDCPP_NAMES
 
     name = "" if raw is None else raw.strip().lower()
+    if runtime == "llama.cpp" and name in LLAMA_CPP_PYTHON_NAMES:
+        return "llama-cpp-python"
     if runtime == "llama.cpp" and name in LMSTUDIO_NAMES:
         return "lmstudio"
     if runtime == "llama.cpp" and name in KOBOLDCPP_NAMES:

@@ -24,6 +24,8 @@ from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp, tp_refusal
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
+from oomkit.estimate.llamacpp_python import N_CTX as LLAMA_N_CTX
+from oomkit.estimate.llamacpp_python import binding_plan_base, is_binding
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 from oomkit.planner.knobs import (
@@ -114,6 +116,8 @@ def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> i
         # vLLM/SGLang/transformers default max_model_len is the model's own maximum
         return model_max or 8192
     default = _DEFAULT_CTX[runtime]
+    if runtime == "llama.cpp" and is_binding(request.runtime):
+        default = LLAMA_N_CTX  # Llama(n_ctx=512), as estimate -r llama-cpp-python models
     return min(default, model_max) if model_max else default
 
 
@@ -158,6 +162,8 @@ class Searcher:
         # llama.cpp: llama-server's memory (PR #23861), LM Studio/koboldcpp the C API's
         c_api = (request.runtime or "").strip().lower() in C_API_APPS
         self.base = plain if c_api else server_default(plain)
+        if is_binding(request.runtime):  # Llama(...)'s n_batch, --runtime-version its release
+            self.base = binding_plan_base(self.base)
         if runtime == "transformers" and self.base.device_map is None:
             # the plan's snippet passes device_map="auto": model what it runs, so a candidate
             # that offloads is the labelled slow level (LEVEL_LAYERS_CPU), not a blocker
