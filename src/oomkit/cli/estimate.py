@@ -16,6 +16,7 @@ from oomkit.cli.params import CONTEXT, SIZE
 from oomkit.cli.train_options import EMIT_CHOICES, TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
+from oomkit.estimate.registry import RUNTIMES_HELP
 
 __all__ = ["estimate_command", "render_suggestions"]
 
@@ -34,7 +35,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     "-r",
     default="llama.cpp",
     show_default=True,
-    help="llama.cpp | ollama | vllm | sglang | transformers",
+    help=RUNTIMES_HELP,
 )
 @click.option(
     "--quant",

@@ -24,6 +24,7 @@ from oomkit.cli.plan_flags import (
 from oomkit.cli.train_options import TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
+from oomkit.estimate.registry import RUNTIMES_HELP
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 
 __all__ = ["plan_command"]
@@ -45,7 +46,7 @@ __all__ = ["plan_command"]
     "-r",
     default="llama.cpp",
     show_default=True,
-    help="llama.cpp | ollama | vllm | sglang | transformers | any (compare)",
+    help=RUNTIMES_HELP + " | any (compare)",
 )
 @click.option(
     *CTX_FLAGS,  # --ctx-size, --max-model-len, --context-length too, as estimate's

@@ -201,5 +201,7 @@ def with_binding_generation(est: Estimate, runtime: str, runtime_version: str | 
         label = f"llama-cpp-python {binding['version']} ({vendored}): {gen.get('label')}"
         details["generation"] = {**gen, "label": label, "requested": runtime_version}
     details["llama_cpp_python"] = {k: v for k, v in binding.items() if k != "why"}
-    settings = {**est.settings, "runtime_version": runtime_version}
+    settings = {k: v for k, v in est.settings.items() if k != "runtime_version"}
+    if runtime_version is not None:  # the release asked, not the date it was modelled as
+        settings["runtime_version"] = runtime_version
     return dataclasses.replace(est, runtime_details=details, settings=settings)

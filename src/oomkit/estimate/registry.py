@@ -12,7 +12,7 @@ from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["RUNTIMES", "Estimator", "get_estimator", "normalize_runtime"]
+__all__ = ["RUNTIMES", "RUNTIMES_HELP", "Estimator", "get_estimator", "normalize_runtime"]
 
 Estimator = Callable[[ModelSpec, InferenceSettings, Hardware], Estimate]
 
@@ -48,6 +48,22 @@ _ALIASES: Mapping[str, str] = MappingProxyType(
 )
 
 
+#: the aliases an error and ``--help`` name: the programs sized as another runtime (LM Studio,
+#: koboldcpp and llama-cpp-python run llama.cpp), not every spelling of one name
+_SHOWN_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "llama.cpp": ("llamacpp", "lmstudio", "koboldcpp", "llama-cpp-python"),
+        "transformers": ("hf",),
+    }
+)
+
+#: the runtime list as the CLI's ``--help`` and the unknown-runtime error show it
+RUNTIMES_HELP = " | ".join(
+    f"{rt} (also: {', '.join(_SHOWN_ALIASES[rt])})" if rt in _SHOWN_ALIASES else rt
+    for rt in RUNTIMES
+)
+
+
 def normalize_runtime(name: str) -> str:
     """Canonical runtime name (``llamacpp`` -> ``llama.cpp``).
 
@@ -61,7 +77,7 @@ def normalize_runtime(name: str) -> str:
             kind="runtime",
             name=name,
             suggestions=close_matches(name, (*RUNTIMES, *_ALIASES)),
-            hint="Supported: " + ", ".join(RUNTIMES) + ".",
+            hint="Supported: " + RUNTIMES_HELP.replace(" | ", ", ") + ".",
         )
     return key
 

@@ -11,9 +11,9 @@
     vllm: ["bf16", "fp8", "awq", "gptq", "int8"],
     transformers: ["bf16", "int8", "nf4", "fp8", "awq", "gptq"],
   };
-  // llama.cpp and the apps built on it (LM Studio, koboldcpp: `-r lmstudio` in the CLI): GGUF
-  // quants, and the -ctk/-ctv KV cache types
-  const LLAMA_FAMILY = ["llama.cpp", "lmstudio", "koboldcpp"];
+  // llama.cpp and the apps built on it (LM Studio, koboldcpp, the llama-cpp-python binding:
+  // `-r lmstudio` in the CLI): GGUF quants, and the -ctk/-ctv KV cache types
+  const LLAMA_FAMILY = ["llama.cpp", "lmstudio", "koboldcpp", "llama-cpp-python"];
   const $ = (id) => document.getElementById(id);
 
   // -- formatting: the same rule as oomkit.units.format_bytes (binary, 2 decimals) --------
