@@ -63,3 +63,18 @@ def test_call_keywords() -> None:
     many = llama_cpp_python_command(InferenceSettings(ctx=4096, parallel=4), "m.gguf", 33, False)
     assert many.startswith("# 4 parallel sequences: Llama(...) has no keyword")
     assert "n_gpu_layers=-1)" in many
+
+
+def test_estimate_emit_is_the_call_estimated() -> None:
+    # estimate's --emit same: Llama's own n_gpu_layers=0 / flash_attn=False, as estimated
+    cmd = [sys.executable, "-m", "oomkit", "estimate", "llama-3.1-8b", "--gpu", "rtx-3060"]
+    res = subprocess.run(
+        [*cmd, "-r", "llama-cpp-python", "--emit", "same"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    run = res.stdout.split("run:\n", 1)[1]
+    assert 'Llama(model_path="llama-3.1-8b-Q4_K_M.gguf", n_ctx=512, n_gpu_layers=0)' in run
+    assert "llama-server" not in run

@@ -435,8 +435,12 @@ def _emit(
     if isinstance(util, float) and settings.gpu_memory_utilization is None:
         resolved = dataclasses.replace(resolved, gpu_memory_utilization=util)
     fa = s.get("flash_attn")
-    if program == "koboldcpp" and isinstance(fa, bool) and settings.flash_attn is None:
+    opt_in = ("koboldcpp", "llama-cpp-python")  # flash attention off unless asked
+    if program in opt_in and isinstance(fa, bool) and settings.flash_attn is None:
         resolved = dataclasses.replace(resolved, flash_attn=fa)  # its opt-in default, as estimated
+    ngl = s.get("n_gpu_layers")
+    if program == "llama-cpp-python" and isinstance(ngl, int) and settings.n_gpu_layers is None:
+        resolved = dataclasses.replace(resolved, n_gpu_layers=ngl)  # Llama(n_gpu_layers=0)
     spec = load_model(model, offline=True if offline else None)
     if target != est.runtime:
         # only what both runtimes share carries over (context, parallel sequences); a GGUF
