@@ -1,0 +1,92 @@
+"""Review 19 (revfix19c): serving plans, the CLI and the web API."""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import run_cli
+
+import oomkit
+from oomkit.planner.core import plan
+from oomkit.planner.knobs import fp8_marlin_ok
+from oomkit.planner.request import PlanRequest
+from oomkit.spec.hardware import Hardware
+from oomkit.spec.settings import InferenceSettings
+
+
+def _hw(key: str) -> Hardware:
+    return Hardware(devices=(oomkit.find_gpu(key).to_device_target(),))
+
+
+# -- 1. vLLM fp8 weights on Ampere run weight-only through FP8 Marlin (vLLM PR #5975) ---------
+
+
+def test_vllm_plan_proposes_fp8_marlin_on_ampere(capsys: pytest.CaptureFixture[str]) -> None:
+    """The reviewer's command: a bf16 checkpoint quantized online, no placeholder AWQ repo."""
+    code, out, _ = run_cli(
+        capsys, "plan", "qwen3-14b", "--gpu", "rtx-3090", "-r", "vllm", "--ctx", "16k"
+    )
+    assert code == 0
+    assert "Plan [vllm]: weights fp8" in out
+    assert "vllm serve Qwen/Qwen3-14B " in out
+    assert "--quantization fp8" in out
+    assert "weight-only (W8A16, FP8 Marlin" in out
+    assert "fp8 weights not proposed" not in out
+    # priced as the estimate prices --quant fp8 on the same card
+    code, est, _ = run_cli(
+        capsys, "estimate", "qwen3-14b", "--gpu", "rtx-3090", "-r", "vllm", "--ctx", "16k",
+        "--quant", "fp8",
+    )  # fmt: skip
+    assert code == 0
+    total = next(ln for ln in est.splitlines() if ln.strip().startswith("total")).split()[1:3]
+    plan_bar = next(ln for ln in out.splitlines() if ln.strip().startswith("cuda:0"))
+    assert " ".join(total) in plan_bar
+
+
+def test_fp8_marlin_floor_and_releases() -> None:
+    a100 = [oomkit.find_gpu("a100-40gb").to_device_target()]
+    t4 = [oomkit.find_gpu("t4").to_device_target()]
+    assert fp8_marlin_ok("vllm", a100, moe=False, version=None)
+    assert not fp8_marlin_ok("vllm", t4, moe=False, version=None)  # SM 7.5 < 8.0
+    assert not fp8_marlin_ok("sglang", a100, moe=False, version=None)
+    assert not fp8_marlin_ok("vllm", a100, moe=False, version="0.5.0")
+    assert fp8_marlin_ok("vllm", a100, moe=False, version="0.5.1")
+    assert not fp8_marlin_ok("vllm", a100, moe=True, version="0.8.5")  # MoE: PR #16850
+    assert fp8_marlin_ok("vllm", a100, moe=True, version="0.9.0")
+
+
+def test_moe_before_fp8_marlin_moe_says_why() -> None:
+    req = PlanRequest(runtime="vllm", ctx=16384)
+    base = InferenceSettings(runtime="vllm", runtime_version="0.8.5")
+    r = plan("qwen3-30b-a3b", _hw("a100-40gb"), req, base=base)
+    assert all(p.settings.quant != "fp8" for p in r.plans)
+    assert any("0.8.5 has no FP8 Marlin for MoE layers" in n for n in r.notes)
+
+
+# -- 2. --ctx max on plan and on the web API ---------------------------------------------------
+
+
+def test_plan_ctx_max(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was "cannot read count 'max'": the plan aims for the model's whole context."""
+    code, out, err = run_cli(
+        capsys, "plan", "qwen3-30b-a3b", "-r", "vllm", "--gpu", "a100-40gb", "--ctx", "max"
+    )
+    assert code == 0, err
+    assert "--ctx max: aiming for the model's whole context (40960)" in out
+    assert "--max-model-len 40960" in out
+
+
+def test_api_accepts_ctx_max() -> None:
+    from fastapi.testclient import TestClient
+
+    from oomkit.web.app import create_app
+
+    client = TestClient(create_app())
+    body = {"model": "qwen3-30b-a3b", "runtime": "vllm", "gpu": "a100-40gb", "ctx": "max"}
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    assert any(a.startswith("--ctx max:") for a in r.json()["assumptions"])
+    r = client.post("/api/plan", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["plans"][0]["settings"]["ctx"] == 40960
+    r = client.post("/api/doctor", json={"log": "CUDA out of memory", "ctx": "max"})
+    assert r.status_code == 422  # doctor reads a run's context: 'max' names none
