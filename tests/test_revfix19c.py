@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tests.conftest import run_cli
 
@@ -90,3 +92,32 @@ def test_api_accepts_ctx_max() -> None:
     assert r.json()["plans"][0]["settings"]["ctx"] == 40960
     r = client.post("/api/doctor", json={"log": "CUDA out of memory", "ctx": "max"})
     assert r.status_code == 422  # doctor reads a run's context: 'max' names none
+
+
+# -- 3. the KV pool's spare is not free card memory (SGLang and vLLM, one wording) ------------
+
+
+def test_sglang_verdict_names_the_pool_spare(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was 'Fits. 5.60 GiB free on cuda:0 (KV pool vs ...)' under a full 79.10/79.10 bar."""
+    argv = ("estimate", "qwen3-30b-a3b", "-r", "sglang", "--gpu", "h100-sxm", "--ctx", "32k")
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("Fits."))
+    assert "GiB free on cuda:0" not in line
+    assert "cuda:0's KV pool holds " in line
+    assert "more than one request of the full context needs" in line
+    assert "not free card memory" in line
+    code, out, _ = run_cli(capsys, *argv, "--json")
+    margin = json.loads(out)["verdict_details"]["margins"][0]
+    assert margin["spare_tokens"] > 0
+
+
+def test_vllm_pool_margin_uses_the_same_words() -> None:
+    from oomkit.estimate.verdict_runtime import free_phrase
+
+    what = "KV pool vs one request of the full context"
+    assert free_phrase(what, "cuda:0", 1 << 30, 8192) == (
+        "cuda:0's KV pool holds 8192 tokens (1.00 GiB) more than one request of the full "
+        "context needs (the pool fills its share of the card by design: not free card memory)"
+    )
+    assert free_phrase("device memory", "cuda:0", 1 << 30, None) == "1.00 GiB free on cuda:0"
