@@ -121,3 +121,29 @@ def test_vllm_pool_margin_uses_the_same_words() -> None:
         "context needs (the pool fills its share of the card by design: not free card memory)"
     )
     assert free_phrase("device memory", "cuda:0", 1 << 30, None) == "1.00 GiB free on cuda:0"
+
+
+# -- 4. Ollama 0.30+: one engine named (llama-server), not the Ollama engine as well ----------
+
+
+def test_ollama_030_assumptions_name_llama_server_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ("estimate", "llama-3.1-70b", "--gpu", "rtx-3060", "-r", "ollama", "--ctx", "32k")
+    code, out, _ = run_cli(capsys, *argv)
+    assert code in (0, 4)  # fits or tight: the wording is what is checked
+    assert "runs on llama-server" in out
+    assert "ollamarunner" not in out
+    assert "the Ollama engine enables it" not in out
+    assert "on (llama-server as Ollama 0.30+ starts it" in out
+    # 0.30.0-0.30.4: still llama-server's words
+    code, out, _ = run_cli(capsys, *argv, "--runtime-version", "0.30.2")
+    assert "ollamarunner" not in out
+    assert "llama-server (Ollama 0.30.0-0.30.4): num_parallel output rows" in out
+    # 0.12.x: the Ollama engine runs gemma3, and its wording stays
+    code, out, _ = run_cli(
+        capsys, "estimate", "gemma-3-12b", "--gpu", "rtx-3060", "-r", "ollama",
+        "--runtime-version", "0.12.6",
+    )  # fmt: skip
+    assert "runs on the Ollama engine" in out
+    assert "Ollama engine (ollamarunner): worst-case graph" in out
