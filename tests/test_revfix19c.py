@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from tests.conftest import run_cli
@@ -147,3 +148,38 @@ def test_ollama_030_assumptions_name_llama_server_only(
     )  # fmt: skip
     assert "runs on the Ollama engine" in out
     assert "Ollama engine (ollamarunner): worst-case graph" in out
+
+
+# -- 5. `oomkit --help`'s exit codes are README's "Exit codes" section -----------------------
+
+
+def _words(text: str) -> str:
+    return " ".join(text.replace("`", "").replace("*", "").split())
+
+
+def test_help_exit_codes_match_the_readme(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = _words(readme.split("## Exit codes", 1)[1].split("\n#", 1)[0])
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0
+    helped = _words(out.split("Exit codes", 1)[1].split("Options:", 1)[0])
+    for item in (
+        "0 success (it fits / a diagnosis was made)",
+        "1 error (bad input file, unknown model or quant, offline)",
+        "2 usage error (a bad option value, an unknown --gpu or --runtime)",
+        "3 a valid negative answer (does not fit, nothing fits (plan, models --fits, gpus --for),"
+        " nothing matches, no OOM in the log)",
+        "4 estimate only: tight",
+        "it fits, but the free memory on some GPU is inside the band real runs sit from "
+        "oomkit's numbers",
+    ):
+        assert item in helped, item
+        assert item in section, item
+
+
+def test_exit_codes_as_documented(capsys: pytest.CaptureFixture[str]) -> None:
+    est = ("estimate", "--gpu", "rtx-4090")
+    assert run_cli(capsys, *est, "no-such-model-xyz", "--offline")[0] == 1
+    assert run_cli(capsys, *est, "llama-3.1-8b", "-q", "Q9_Z")[0] == 1
+    assert run_cli(capsys, "estimate", "llama-3.1-8b", "--gpu", "rtx-9999")[0] == 2
+    assert run_cli(capsys, *est, "llama-3.1-8b", "-r", "nosuchruntime")[0] == 2
