@@ -260,8 +260,10 @@ def test_awq_plan_names_a_prequantized_checkpoint(
 ) -> None:
     """AWQ is quantized offline: ``vllm serve meta-llama/Llama-3.1-70B-Instruct --quantization
     awq`` fails at load (no quantization config in a 16-bit repo), so the plan's command names
-    a placeholder for the AWQ checkpoint, never the 16-bit repo with --quantization awq."""
+    a placeholder for the AWQ checkpoint, never the 16-bit repo with --quantization awq.
+    (``--quant awq``: on A100s vLLM's fp8 now ranks first, run weight-only by FP8 Marlin.)"""
     argv = ["llama-3.1-70b", "-r", runtime, "--gpu", "2xa100-80gb", "--tp", "2", "--ctx", "131072"]
+    argv += ["--quant", "awq"]
     code, doc = _plan_json(capsys, argv)
     assert code == 0
     awq = [p for p in doc["plans"] if "--quantization awq" in p["command"]]

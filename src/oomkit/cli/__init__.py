@@ -2,7 +2,8 @@
 
 Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown model
 or quant, offline), 2 usage error (a bad option value, an unknown ``--gpu`` or ``--runtime``), 3
-a valid negative answer (does not fit, no OOM found).
+a valid negative answer (does not fit, no OOM found), 4 ``estimate`` only: tight (README "Exit
+codes"; ``oomkit --help`` says the same).
 
 Start-up: the click group (``cli``, in ``oomkit.cli.group``) is built on first use. ``main``
 first offers argv to ``estimate_fast``, which runs ``oomkit estimate MODEL [options]`` written

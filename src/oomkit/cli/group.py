@@ -88,7 +88,12 @@ def cli() -> None:
       oomkit gpus                      (the GPUs here; oomkit gpus --catalog for all)
 
     \b
-    Exit codes: 0 fits / diagnosed, 1 error, 2 usage error,
-                3 does not fit / nothing fits / no OOM found in the log,
-                4 tight (estimate: fits, but within the variance of real runs).
+    Exit codes (README "Exit codes"):
+      0 success (it fits / a diagnosis was made)
+      1 error (bad input file, unknown model or quant, offline)
+      2 usage error (a bad option value, an unknown --gpu or --runtime)
+      3 a valid negative answer (does not fit, nothing fits (plan, models --fits, gpus --for),
+        nothing matches, no OOM in the log)
+      4 estimate only: tight (it fits, but the free memory on some GPU is inside the band
+        real runs sit from oomkit's numbers)
     """

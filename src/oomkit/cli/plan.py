@@ -12,7 +12,7 @@ from oomkit.cli.draft_options import draft_options
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import LORA_FLAGS, lora_options, lora_settings
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
-from oomkit.cli.params import COUNT, SIZE, hardware_from_options
+from oomkit.cli.params import CONTEXT, COUNT, CTX_MAX, SIZE, hardware_from_options
 from oomkit.cli.plan_flags import (
     check_llama_server,
     check_serving_options,
@@ -51,8 +51,8 @@ __all__ = ["plan_command"]
 @click.option(
     *CTX_FLAGS,  # --ctx-size, --max-model-len, --context-length too, as estimate's
     "ctx",
-    type=COUNT,
-    help="Context you want (e.g. 32k)",
+    type=CONTEXT,
+    help="Context you want (e.g. 32k), or 'max': the largest each plan fits",
 )
 @click.option("--min-ctx", type=COUNT, help="Never propose a shorter context than this")
 @click.option(
@@ -204,6 +204,8 @@ def plan_command(
         )
     from oomkit.cli.estimate_args import check_count_options
 
+    ctx_max = ctx == CTX_MAX
+    ctx = None if ctx_max else ctx
     check_count_options(ctx=ctx, tp=tp, max_num_seqs=max_num_seqs)  # named as typed
     if training.method is not None:
         from oomkit.cli.plan_training import plan_training, size_arg
@@ -274,6 +276,7 @@ def plan_command(
         display=display,
         kv=kv,
         n_gpu_layers=ngl,
+        ctx_max=ctx_max,
     )
     os_name = os_name.lower() if os_name else None
     hardware = hardware_from_options(

@@ -61,6 +61,7 @@ from oomkit.estimate.ollama_runner import (
     engine_archs_required,
     engine_required,
     runner_attention,
+    runs_llama_server,
     server_output_rows,
 )
 from oomkit.estimate.overhead import cuda_context_bytes
@@ -289,11 +290,17 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     mapped, notes = ollama_settings(spec, settings)
     if chosen is not None:
         notes.append(chosen[1])
-    if new_engine:
+    server = runs_llama_server(gen)  # 0.30+: llama-server only, no ollamarunner to name
+    if new_engine and not server:
         # runner/ollamarunner reserveWorstCaseGraph: batch.Outputs = Empty(I32, s.parallel)
         notes.append("Ollama engine (ollamarunner): worst-case graph reserves num_parallel outputs")
     opts = _options(settings, new_engine)
-    if not new_engine and opts.reserve_outputs is not None:
+    if new_engine and server and not server_output_rows(settings.runtime_version):
+        notes.append(
+            "llama-server (Ollama 0.30.0-0.30.4): num_parallel output rows reserved for this "
+            "family, as a 2026 log measures (generation llama-server-0.30)"
+        )
+    elif (server or not new_engine) and opts.reserve_outputs is not None:
         notes.append(
             f"llama-server (llama.cpp PR #23861, in Ollama's llama.cpp from v0.30.5): the "
             f"context reserves {opts.reserve_outputs} output row(s) (min(num_batch, "

@@ -45,6 +45,7 @@ __all__ = [
     "engine_required",
     "llama_runner_fa_auto",
     "runner_attention",
+    "runs_llama_server",
     "server_output_rows",
 ]
 
@@ -140,6 +141,16 @@ def llama_runner_fa_auto(gen: Generation | None) -> bool:
     return gen is not None and gen.effects.get("llama_runner_fa") == "auto"
 
 
+def runs_llama_server(gen: Generation | None) -> bool:
+    """The release ``gen`` (None: the newest) runs every GGUF on upstream llama-server (0.30+,
+    ollama PR #16031 'use llama-server exclusively for GGML models'): no Ollama engine, no
+    llama runner; the families of :data:`OLLAMA_ENGINE_ARCHS` keep that engine's terms only as
+    the measured llama-server memory they match (the ``llama-server-0.30`` generation row)."""
+    from oomkit.estimate.generations import resolve_generation
+
+    return (gen or resolve_generation("ollama")).effects.get("runner") == "llama-server"
+
+
 def runner_attention(
     settings: InferenceSettings,
     gen: Generation | None,
@@ -161,7 +172,10 @@ def runner_attention(
         notes.append(
             "OLLAMA_FLASH_ATTENTION not set: "
             + (
-                "on (the Ollama engine enables it where supported)"
+                "on (llama-server as Ollama 0.30+ starts it for this family, as a 2026 log "
+                "measures)"
+                if new_engine and runs_llama_server(gen)
+                else "on (the Ollama engine enables it where supported)"
                 if new_engine
                 else "'auto' on the llama runner (0.13.4+, ollama PR #13052)"
                 if fa_auto

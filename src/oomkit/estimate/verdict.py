@@ -125,6 +125,7 @@ from oomkit.estimate.verdict_runtime import (
     POOL_GROWTH,
     SORT_SAMPLER,
     VLLM_ASKED_TERMS,
+    free_phrase,
     pool_is_a_cap,
     sglang_cap,
     tight_overs,
@@ -222,6 +223,7 @@ class DeviceMargin:
     terms: tuple[tuple[str, int], ...]  # band terms, largest first
     reservations: tuple[tuple[str, int], ...]
     level: str
+    spare_tokens: int | None = None  # a KV pool margin: tokens beyond one full-context request
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,6 +234,7 @@ class DeviceMargin:
             "band_terms": [{"label": k, "bytes": v} for k, v in self.terms],
             "reservations": [{"label": k, "bytes": v} for k, v in self.reservations],
             "level": self.level,
+            "spare_tokens": self.spare_tokens,
         }
 
 
@@ -270,19 +273,15 @@ class Verdict:
         if self.level == "does_not_fit":
             return "Does not fit."
         band = format_bytes(m.band_bytes)
-        free = format_bytes(m.free_bytes)
-        where = m.device if m.what == "device memory" else f"{m.device} ({m.what})"
+        said = free_phrase(m.what, m.device, m.free_bytes, m.spare_tokens)
         if self.level == "fits" and m.free_bytes < m.band_bytes:  # llama.cpp's --fit
-            return f"Fits. {free} free on {where}: llama.cpp's --fit sized -c/-ngl to it."
+            return f"Fits. {said}: llama.cpp's --fit sized -c/-ngl to it."
         if self.level == "fits":
-            # a serving engine sizes its KV pool to fill the GPU: its margin is the pool's
-            return f"Fits. {free} free on {where}, beyond the ±{band} band of real runs."
+            return f"Fits. {said}, beyond the ±{band} band of real runs."
         if m.free_bytes < 0:  # over a limit the runtime/OS does not enforce as a death
-            line = f"Tight: {format_bytes(-m.free_bytes)} over on {where}"
+            line = f"Tight: {said}"
         else:
-            line = f"Tight: {free} free on {m.device}, within the ±{band} band of real runs"
-            if m.what != "device memory":
-                line += f" ({m.what})"
+            line = f"Tight: {said}, within the ±{band} band of real runs"
         if self.risks:
             lead = "; what decides it: " if m.free_bytes < 0 else "; could push it over: "
             line += lead + ", ".join(self.risks)
@@ -491,6 +490,7 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         terms=tuple(terms),
         reservations=(),
         level=level,
+        spare_tokens=tokens - need if groups == 1 else None,
     )
 
 

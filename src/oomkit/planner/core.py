@@ -152,6 +152,27 @@ def _reads_quant(runtime: str, quant: str) -> bool:
     return True
 
 
+def _resolve_ctx_max(spec: ModelSpec, request: PlanRequest) -> tuple[PlanRequest, list[str]]:
+    """``--ctx max``: the model's whole context as the target, any context down to one step as
+    the floor; the search's ``_largest_ctx`` (a binary search on the step grid, as ``estimate
+    --ctx max``'s :func:`~oomkit.planner.max_context.max_context`) finds each plan's largest."""
+    top = spec.max_position_embeddings
+    if not top:
+        raise InvalidSettingError(
+            f"--ctx max: {spec.name} names no maximum context (max_position_embeddings); "
+            "pass --ctx N",
+            setting="ctx",
+            value="max",
+        )
+    floor = request.min_ctx if request.min_ctx is not None else min(top, request.ctx_step)
+    resolved = dataclasses.replace(request, ctx=top, min_ctx=floor, ctx_max=False)
+    note = (
+        f"--ctx max: aiming for the model's whole context ({top}); each plan runs the largest "
+        f"context its settings fit (x{request.ctx_step}, not below {floor})"
+    )
+    return resolved, [note]
+
+
 def plan_spec(
     spec: ModelSpec,
     hardware: Hardware,
@@ -164,6 +185,9 @@ def plan_spec(
     """Plan for a resolved :class:`ModelSpec` (see :func:`plan`)."""
     request = request or PlanRequest()
     ref = model_ref or spec.name
+    ctx_note: list[str] = []
+    if request.ctx_max:
+        request, ctx_note = _resolve_ctx_max(spec, request)
     runtimes: tuple[str, ...]
     if request.runtime.strip().lower() == "any":
         gpu_backends = {d.backend for d in hardware.devices}
@@ -175,7 +199,7 @@ def plan_spec(
     else:
         runtimes = (normalize_runtime(request.runtime),)
     plans: list[Plan] = []
-    notes: list[str] = _hardware_notes(hardware)
+    notes: list[str] = [*ctx_note, *_hardware_notes(hardware)]
     if request.n_gpu_layers is not None and len(runtimes) > 1:  # -ngl N: layer-split runtimes
         out = ", ".join(r for r in runtimes if r not in LAYER_SPLIT_RUNTIMES)
         notes += [f"{out} left out: -ngl fixes a layer count, which they have not"] if out else []

@@ -27,6 +27,7 @@ __all__ = [
     "LEVEL_GPU",
     "LEVEL_LAYERS_CPU",
     "Candidate",
+    "fp8_marlin_ok",
     "kv_ladder",
     "llamacpp_flash_off",
     "native_precisions",
@@ -347,12 +348,65 @@ def rank_key(
     return quality
 
 
+#: vLLM runs ``--quantization fp8`` on CUDA GPUs without native FP8 as weight-only W8A16
+#: through FP8 Marlin (vllm-project/vllm PR #5975, first in v0.5.1: "Enables FP8 quantization
+#: on ... SM 8.0 and 8.7, Ampere"): ``utils/marlin_utils_fp8.py`` ``is_fp8_marlin_supported``
+#: is ``current_platform.has_device_capability(80)`` and ``fp8.py`` ``Fp8Config.
+#: get_min_capability`` returns 80. ``prepare_fp8_layer_for_marlin`` repacks the FP8 weight
+#: into int32 words (the same bytes) with per-channel scales, so the estimate's 1 byte/param
+#: fp8 weights price it. MoE layers followed in PR #16850 (Marlin in ``Fp8MoEMethod``,
+#: fixed by PR #18026, 2025-05, first in v0.9.0); before it the Triton fused-MoE kernel needed
+#: SM 8.9 (vllm#7322: "There is not currently a workaround for this").
+_FP8_MARLIN_CC = (8, 0)
+_FP8_MARLIN_DENSE = (0, 5, 1)
+_FP8_MARLIN_MOE = (0, 9, 0)
+
+
+def _capability(device: DeviceTarget) -> tuple[int, int] | None:
+    cc = (device.compute_capability or "").strip()
+    major, _, minor = cc.partition(".")
+    if not (major.isdigit() and (minor or "0").isdigit()):
+        return None
+    return int(major), int(minor or "0")
+
+
+def fp8_marlin_ok(
+    runtime: str, gpus: Sequence[DeviceTarget], *, moe: bool, version: str | None
+) -> bool:
+    """Whether vLLM runs ``--quantization fp8`` weight-only on every one of ``gpus`` (NVIDIA,
+    compute capability 8.0+, without native FP8), at release ``version`` (None or a date: the
+    newest)."""
+    if runtime != "vllm" or not gpus:
+        return False
+    for d in gpus:
+        cc = _capability(d)
+        if d.backend != "cuda" or cc is None or cc < _FP8_MARLIN_CC:
+            return False
+    if version and version.strip():
+        from oomkit.estimate.generations import parse_runtime_version
+
+        try:
+            when = parse_runtime_version("vllm", version)
+        except InvalidSettingError:
+            return True
+        if isinstance(when, tuple):
+            return when >= (_FP8_MARLIN_MOE if moe else _FP8_MARLIN_DENSE)
+    return True
+
+
 def native_precisions(
-    ladder: tuple[str, ...], gpus: Sequence[DeviceTarget], notes: list[str]
+    ladder: tuple[str, ...],
+    gpus: Sequence[DeviceTarget],
+    notes: list[str],
+    *,
+    runtime: str = "",
+    moe: bool = False,
+    version: str | None = None,
 ) -> tuple[str, ...]:
     """Hardware-aware formats: bf16 from Ampere (fp16 before: vLLM and transformers cast a
     bf16 checkpoint to fp16 on compute capability < 8.0), fp8 only where the GPU computes
-    it natively (Ada, Hopper, Blackwell, MI300); what changed is appended to ``notes``."""
+    it natively (Ada, Hopper, Blackwell, MI300) or, for vLLM, where FP8 Marlin runs it
+    weight-only (:func:`fp8_marlin_ok`); what changed is appended to ``notes``."""
     known = [d for d in gpus if d.native_dtypes]  # anonymous --vram GPUs: no filter
     if not known:
         return ladder
@@ -362,7 +416,21 @@ def native_precisions(
             notes.append("no native bf16 on this GPU: fp16 weights")
             q = "fp16"
         if q == "fp8" and not all("fp8" in d.native_dtypes for d in known):
-            notes.append("no native fp8 on this GPU: fp8 weights not proposed")
-            continue
+            if fp8_marlin_ok(runtime, known, moe=moe, version=version):
+                notes.append(
+                    "no native fp8 on this GPU: fp8 weights run weight-only (W8A16, FP8 Marlin;"
+                    " activations stay 16-bit)"
+                )
+            elif fp8_marlin_ok(runtime, known, moe=moe, version=None):
+                first = ".".join(map(str, _FP8_MARLIN_MOE if moe else _FP8_MARLIN_DENSE))
+                what = "MoE layers" if moe else "weights"
+                notes.append(
+                    f"no native fp8 on this GPU: fp8 weights not proposed (vLLM {version} has no"
+                    f" FP8 Marlin for {what}; {first}+ runs them weight-only)"
+                )
+                continue
+            else:
+                notes.append("no native fp8 on this GPU: fp8 weights not proposed")
+                continue
         out.append(q)
     return tuple(out) or ladder

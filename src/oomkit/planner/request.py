@@ -35,6 +35,9 @@ class PlanRequest:
         headroom_bytes: memory each GPU keeps free beyond the estimate.
         prefer: ``quality`` (best quant, then least intrusive change), ``speed`` (everything
             on the GPU first), ``context`` (the longest context first).
+        ctx_max: ``--ctx max``: aim for the model's whole context and propose each plan at the
+            largest context its settings fit (``ctx`` must be None; ``min_ctx`` defaults to
+            one ``ctx_step``).
         kv: a KV cache type the planner must use (f16, q8_0, q4_0; vLLM auto, fp8).
         display: a display is attached to the GPU(s) (True), known headless (False), or
             unknown (None: counted in the verdict's band as ``estimate`` does); a plan must
@@ -57,8 +60,13 @@ class PlanRequest:
     #: layers every plan keeps on the GPU (``-ngl N``, llama.cpp/Ollama; above the model's
     #: layers + output it means all of them, as llama.cpp reads it; None: the planner chooses)
     n_gpu_layers: int | None = None
+    ctx_max: bool = False
 
     def __post_init__(self) -> None:
+        if self.ctx_max and self.ctx is not None:
+            raise InvalidSettingError(
+                f"'ctx' ({self.ctx}) and ctx max ask two contexts: give one", setting="ctx"
+            )
         if self.n_gpu_layers is not None:
             check_int("n_gpu_layers", self.n_gpu_layers, lo=0, hi=1 << 20)
         for name in ("ctx", "min_ctx", "parallel"):

@@ -189,7 +189,14 @@ class Searcher:
         if runtime == "llama.cpp":  # its commands pass -c/-ngl: what --fit does with them
             self.precision_notes.extend(n for n in [plan_note(spec, self.base)] if n)
         if runtime not in _GGUF_RUNTIMES and request.quant is None:
-            self.ladder = native_precisions(self.ladder, gpus, self.precision_notes)
+            self.ladder = native_precisions(
+                self.ladder,
+                gpus,
+                self.precision_notes,
+                runtime=runtime,
+                moe=spec.moe is not None and spec.moe.num_experts > 0,
+                version=self.base.runtime_version,
+            )
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
         self.target_ctx = default_target_ctx(runtime, spec, request)
         self.min_ctx = _min_ctx(request, self.target_ctx)

@@ -50,6 +50,8 @@ Count = (
         StrictStr, Field(min_length=1, max_length=16, pattern=r"^\s*\d+(\.\d+)?\s*[kKmM]?\s*$")
     ]
 )
+#: a context (estimate's and plan's ``ctx``): a count, or ``"max"`` as ``--ctx max`` takes it
+Context = Count | Annotated[StrictStr, Field(pattern=r"^\s*[mM][aA][xX]\s*$")]
 Size = (
     Annotated[StrictInt, Field(ge=0, le=1 << 50)]
     | Annotated[StrictStr, Field(min_length=1, max_length=24)]
@@ -90,7 +92,7 @@ class EstimateBody(_Body):
     model: Name = Field(description="Catalog name (see /api/models), or a Hub id with --hub")
     runtime: Short = Field("llama.cpp", description="llama.cpp | ollama | vllm | sglang | ...")
     quant: Short | None = Field(None, description="Q4_K_M, Q8_0, bf16, fp8, awq, ...")
-    ctx: Count | None = Field(None, description="Context length: 8192 or '32k'")
+    ctx: Context | None = Field(None, description="Context length: 8192, '32k' or 'max'")
     parallel: Small | None = None
     batch_size: Small | None = None
     ubatch: Small | None = None
@@ -124,7 +126,7 @@ class PlanBody(_Body):
     vram: Size | None = None
     ram: Size | None = None
     runtime: Short = "llama.cpp"
-    ctx: Count | None = None
+    ctx: Context | None = None
     min_ctx: Count | None = None
     parallel: Small | None = None
     quant: Short | None = None
