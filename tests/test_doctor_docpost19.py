@@ -83,3 +83,127 @@ def test_chinese_growth_near_misses_stay_silent(text: str) -> None:
 )
 def test_heldout39_records_are_recognised(rid: str) -> None:
     assert diagnose_text(corpus_text(rid)).oom_found
+
+
+# ---- gap 1: a serving engine's forward / numberless OOM gets the engine's own levers ---------
+
+_VLLM_TB = (
+    "INFO 05-01 10:00:00 api_server.py:100] vLLM API server version 0.6.3\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/site-packages/vllm/worker/model_runner.py", line 1600, in '
+    "execute_model\n"
+    "    hidden_or_intermediate_states = model_executable(\n"
+    '  File "/usr/lib/python3/site-packages/vllm/model_executor/models/llama.py", line 500, in '
+    "forward\n"
+    "    hidden_states = self.model(input_ids, positions, kv_caches,\n"
+)
+_NUMBERED = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 224.00 MiB. GPU 0 has a "
+    "total capacity of 23.56 GiB of which 100.50 MiB is free. Including non-PyTorch memory, "
+    "this process has 23.45 GiB memory in use. Of the allocated memory 22.90 GiB is allocated "
+    "by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.\n"
+)
+_TRAINING_WORDS = ("gradient_checkpointing", "batch_size //", "batch_size = ")
+
+
+def _commands(text: str) -> str:
+    return " ".join(c for f in diagnose_text(text).fixes for c in f.commands)
+
+
+@pytest.mark.parametrize(
+    ("engine_path", "flag"),
+    [
+        ("vllm/worker/model_runner.py", "--max-num-batched-tokens"),
+        ("sglang/srt/model_executor/model_runner.py", "--chunked-prefill-size"),
+        ("text_generation_server/models/flash_causal_lm.py", "--max-batch-prefill-tokens"),
+        ("tensorrt_llm/_torch/pyexecutor/model_engine.py", "--max_num_tokens"),
+    ],
+)
+@pytest.mark.parametrize("message", [_NUMBERED, "torch.OutOfMemoryError: CUDA out of memory.\n"])
+def test_engine_forward_oom_gets_engine_levers(engine_path: str, flag: str, message: str) -> None:
+    text = _VLLM_TB.replace("vllm/worker/model_runner.py", engine_path)
+    if "vllm" not in engine_path:
+        text = text.replace("vllm/model_executor/models", engine_path.rsplit("/", 1)[0])
+        text = text.replace("vLLM API server version 0.6.3", "server started")
+    cmds = _commands(text + message)
+    assert flag in cmds
+    assert not any(w in cmds for w in _TRAINING_WORDS), cmds
+
+
+def test_llamacpp_and_ollama_logs_get_their_levers_in_the_base_rate_guess() -> None:
+    llama = (
+        "llama_model_loader: loaded meta data with 30 key-value pairs\n"
+        "main: server is listening on http://127.0.0.1:8080\n"
+        "srv  update_slots: id  0 | task 5 | the request failed: out of memory\n"
+    )
+    ollama = (
+        'time=2025-01-01T00:00:00 level=INFO source=server.go:100 msg="starting llama server"\n'
+        "ollama run qwen: it ran out of memory while answering\n"
+    )
+    assert diagnose_text(llama).fixes[0].commands[0].startswith("-ub ")
+    assert "OLLAMA_NUM_PARALLEL=1" in diagnose_text(ollama).fixes[0].commands[0]
+
+
+def test_training_forward_keeps_training_levers() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/transformers/trainer.py", line 3000, in '
+        "training_step\n"
+        "    loss = self.compute_loss(model, inputs)\n"
+        '  File "/usr/lib/python3/site-packages/transformers/models/llama/modeling_llama.py", '
+        "line 500, in forward\n"
+        "    hidden_states = self.model(input_ids)\n" + _NUMBERED
+    )
+    assert "gradient_checkpointing_enable" in _commands(text)
+
+
+# ---- gaps 2 and 3: the checkpoint-save allocation; the save's and pin-memory's deciding fact --
+
+_SAVE_TB = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/site-packages/transformers/trainer.py", line 2750, in '
+    "_save_checkpoint\n"
+    "    self._save_optimizer_and_scheduler(output_dir)\n"
+    '  File "/usr/lib/python3/site-packages/torch/distributed/fsdp/_optim_utils.py", line 1600, '
+    "in _gather_all_orig_param_state\n"
+    "    gathered = _allgather_orig_param_states(fsdp_param_info, input_states)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # fragmentation numbers: the cause rule reads the allocator, the allocation is the save's
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.15 GiB of which 1.20 GiB is free. Including non-PyTorch memory, "
+        "this process has 77.90 GiB memory in use. Of the allocated memory 40.10 GiB is "
+        "allocated by PyTorch, and 36.50 GiB is reserved by PyTorch but unallocated.\n",
+        "torch.OutOfMemoryError: CUDA out of memory.\n",
+    ],
+)
+def test_checkpoint_save_allocation_is_the_gathered_weights(message: str) -> None:
+    d = diagnose_text(_SAVE_TB + message)
+    assert d.allocation == "weights_load"
+    assert d.phase == "loop_later_iteration"
+
+
+def test_checkpoint_save_names_its_deciding_fact() -> None:
+    d = diagnose_text(_SAVE_TB + "torch.OutOfMemoryError: CUDA out of memory.\n")
+    assert "what would decide: whether the training steps before the save ran" in d.explanation
+
+
+def test_pin_memory_names_its_deciding_fact() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/torch/utils/data/_utils/pin_memory.py", line 53, '
+        "in _pin_memory_loop\n"
+        "    do_one_step()\n"
+        '  File "/usr/lib/python3/site-packages/torch/utils/data/_utils/pin_memory.py", line 30, '
+        "in do_one_step\n"
+        "    data = pin_memory(data, device)\n"
+        "RuntimeError: CUDA error: out of memory\n"
+    )
+    d = diagnose_text(text)
+    assert d.allocation == "pinned_host"
+    assert "DataLoader(pin_memory=False)" in d.explanation
+    assert "ulimit -l" in d.explanation
