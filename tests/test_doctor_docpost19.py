@@ -207,3 +207,44 @@ def test_pin_memory_names_its_deciding_fact() -> None:
     assert d.allocation == "pinned_host"
     assert "DataLoader(pin_memory=False)" in d.explanation
     assert "ulimit -l" in d.explanation
+
+
+# ---- cause: growth per conversation turn or request of a transformers chat is the history ----
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "每次对话显存占用都会增加几百Mb，请问除了重启程序有别的解决办法吗？",
+        "chatglm2-6b 本地部署api请求,显存越来越大",
+        "In my chat app GPU memory keeps growing with every conversation turn until CUDA out of "
+        "memory.",
+    ],
+)
+def test_growth_per_turn_of_a_transformers_chat_is_the_context(text: str) -> None:
+    d = diagnose_text(text)
+    assert d.cause == "kv_cache_or_context", d.explanation
+    assert "history" in " ".join(c for f in d.fixes for c in f.commands)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a preallocating engine: its pool does not grow with the context
+        "vLLM: GPU memory keeps growing with each request until CUDA out of memory.",
+        "sglang 服务每次请求显存越来越大，最后OOM",
+        # growth across training steps, no conversation
+        "GPU memory keeps growing every epoch until CUDA out of memory.",
+        # requests to a server that is not a chat: independent requests, growth is accumulation
+        "Memory consumption climbs steadily at ~0.1GB per request until CUDA out of memory.",
+    ],
+)
+def test_growth_without_a_transformers_chat_stays_growth(text: str) -> None:
+    assert diagnose_text(text).cause != "kv_cache_or_context"
+
+
+@pytest.mark.parametrize(
+    "rid", ["h39-ChatGLM-6B-71", "h39-ChatGLM3-101", "h39-ChatGLM2-6B-546", "h39-ChatGLM3-108"]
+)
+def test_heldout39_chat_growth_records_read_the_history(rid: str) -> None:
+    assert diagnose_text(corpus_text(rid)).cause == "kv_cache_or_context"
