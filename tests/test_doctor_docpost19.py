@@ -248,3 +248,33 @@ def test_growth_without_a_transformers_chat_stays_growth(text: str) -> None:
 )
 def test_heldout39_chat_growth_records_read_the_history(rid: str) -> None:
     assert diagnose_text(corpus_text(rid)).cause == "kv_cache_or_context"
+
+
+# ---- cause: completed steps stated in Chinese ("十几个epoch之后") are the growth reading's -------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "一开始还能好好训练的，大概十几个epoch之后就显存溢出",
+        "训练3个epoch后显存溢出",
+        "跑了几轮之后显存溢出",
+    ],
+)
+def test_chinese_completed_steps_read_as_accumulation(text: str) -> None:
+    assert diagnose_text(text).cause == "leak_or_accumulation"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "跑了1步之后显存溢出",  # one step: the optimizer's states are allocated by the first
+        "刚开始训练就显存溢出",  # no completed step
+    ],
+)
+def test_chinese_first_step_is_not_accumulation(text: str) -> None:
+    assert diagnose_text(text).cause != "leak_or_accumulation"
+
+
+def test_heldout39_bert_vits2_reads_completed_epochs() -> None:
+    assert diagnose_text(corpus_text("h39-Bert-VITS2-225")).cause == "leak_or_accumulation"
