@@ -278,3 +278,27 @@ def test_chinese_first_step_is_not_accumulation(text: str) -> None:
 
 def test_heldout39_bert_vits2_reads_completed_epochs() -> None:
     assert diagnose_text(corpus_text("h39-Bert-VITS2-225")).cause == "leak_or_accumulation"
+
+
+# ---- cause: a larger context stated to fail and a smaller one to fit is the context ----------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "For example with vllm Mistral 7b with 32k context doesn't fit on a single 24GB GPU. "
+        "Whereas with 8k context it does.",
+        "Qwen 14B with 64k context does not fit on a single 24GB GPU; with 16k context it works.",
+    ],
+)
+def test_larger_context_fails_smaller_fits_is_the_context(text: str) -> None:
+    assert diagnose_text(text).cause == "kv_cache_or_context"
+
+
+def test_the_smaller_context_failing_states_no_experiment() -> None:
+    text = "Llama 8B with 8k context doesn't fit on my 12GB GPU, but with 32k context it works."
+    assert diagnose_text(text).cause != "kv_cache_or_context"
+
+
+def test_heldout40_sglang_context_contrast() -> None:
+    assert diagnose_text(corpus_text("h40-sglang-159")).cause == "kv_cache_or_context"
