@@ -33,6 +33,7 @@ from oomkit.diagnose.parse_wordings_codes import code_match
 from oomkit.diagnose.parse_wordings_damage import damage_match
 from oomkit.diagnose.parse_wordings_exits import exit_match
 from oomkit.diagnose.parse_wordings_kills import kill_match
+from oomkit.diagnose.parse_wordings_korean import negated_after
 from oomkit.diagnose.parse_wordings_plain import plain_match
 from oomkit.diagnose.parse_wordings_prose import prose_match
 from oomkit.diagnose.parse_wordings_report import hypothetical, report_match
@@ -568,7 +569,9 @@ def harvested_match(line: str, low: str, *, prose: bool = True) -> re.Match[str]
     if m is not None and hypothetical(line):
         # the wording inside advice, a release note or a yes-no question reports nothing
         return None
-    return m or report_match(line, low)
+    m = m or report_match(line, low)
+    # (docpost19) a Korean predicate negated after it: 메모리가 부족하지 않습니다
+    return None if m is not None and negated_after(line, m) else m
 
 
 #: a person's words (a title, a question, a report) sit at the head or the tail of what they

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from oomkit.diagnose.parse_wordings_korean import KO_SHORT_PREDICATE, negated_after
 from oomkit.diagnose.parse_wordings_mixed import native_noun
 
 __all__ = ["i18n_match"]
@@ -97,8 +98,9 @@ _OTHER = re.compile(
             # Korean
             # (docrec28) a measure word after the noun ("메모리 용량이 부족"), glibc ko "Memory
             # exhausted" "메모리가 바닥남" (ran to the bottom)
+            # (docpost19) the stem's last syllable in each conjugated form (모자란다, 모자랐다)
             r"(?:메모리|VRAM|램|RAM)(?: ?(?:용량|공간|자원))?(?:가|이|는|를)? ?"
-            r"(?:부족|모자라|모자람|초과|가득|넘쳐|터짐|터져|꽉|바닥)",
+            + KO_SHORT_PREDICATE,
             # (docrec28) a failed allocation: glibc ko strerror(ENOMEM) "메모리를 할당할 수
             # 없습니다", "메모리 할당 실패", "메모리 할당에 실패"
             r"(?:메모리|VRAM)(?:를|을)? ?할당(?:에|이|을|하지)? ?(?:실패|못|할 수 없)",
@@ -197,7 +199,7 @@ def _cjk(s: str) -> re.Match[str] | None:
 # the predicate words of :data:`_OTHER` (a sentence with none of them is skipped)
 _OTHER_WORDS = re.compile(
     "不足|足りな|足らな|いっぱい|一杯|溢れ|あふれ|オーバー|枯渇|使い果|食い尽|使い切|パンク|限界|"
-    "부족|모자|초과|가득|넘쳐|터짐|터져|꽉|reicht|voll|erschöpft|überl|wenig|genug|genügend|mangel|"
+    "부족|모자|초과|가득|넘|터|꽉|reicht|voll|erschöpft|überl|wenig|genug|genügend|mangel|"
     "speicher|insuffisante|pleine|saturée|épuisée|dépassée|déborde|explose|assez|manqu|"
     "insuficiente|llen|agot|desborda|alcanza|suficiente|esaurita|piena|basta|sin |poca|cheia|"
     "esgotada|estour|acab|não|falta|sem |хват|недостат|нехват|кончил|переполн|забит|вистача|"
@@ -225,11 +227,13 @@ def _other_words(s: str) -> bool:
 def i18n_match(s: str) -> re.Match[str] | None:
     """The other-language OOM report in the sentence ``s``, else ``None``."""
     m = _i18n(s)
-    if m is None:
-        # "cuda memory가 부족하다": the English noun in a CJK sentence (parse_wordings_mixed)
-        native = native_noun(s)
-        m = _i18n(native) if native is not None else None
-    return m
+    if m is not None:
+        # (docpost19) a Korean predicate negated after it: 메모리가 부족하지 않습니다
+        return None if negated_after(s, m) else m
+    # "cuda memory가 부족하다": the English noun in a CJK sentence (parse_wordings_mixed)
+    native = native_noun(s)
+    m = _i18n(native) if native is not None else None
+    return None if m is None or native is None or negated_after(native, m) else m
 
 
 def _i18n(s: str) -> re.Match[str] | None:

@@ -290,10 +290,17 @@ _FAMILIES_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 #: memory said to keep rising in Chinese: "显存占用不断增加" (keeps increasing), "内存越来越大"
 #: (bigger and bigger); the growth reading of the cause rules (``rules_stated.stated_growth``)
 #: reads the same pattern (doccause20)
+#: (docpost19) also a parenthesis after the noun ("显存（单个模型）越用越大"), the verb between
+#: 越…越 ("越用越大", the more it is used the larger), accumulating growth ("显存累积增长"), and
+#: growth told per turn or request ("每次对话显存占用都会增加几百Mb"); a negation ("显存没有越用越
+#: 大", "都不会增加") or a quantity reached ("累积到16G") does not match
 CJK_MEMORY_RISING = (
-    r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?(?:不断|不斷|一直|持续|持續)(?:地)?"
-    r"(?:增加|增长|增長|上涨|上漲|上升|变大|變大)|"
-    r"(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?越[来來]越(?:大|高|多)"
+    r"(?:显存|内存|顯存|內存)(?:[（(][^）)\n]{1,12}[）)])?(?:占用|佔用|使用)?"
+    r"(?:(?:不断|不斷|一直|持续|持續|累积|累積|逐渐|逐漸|逐步)(?:地)?"
+    r"(?:增加|增长|增長|上涨|上漲|上升|变大|變大|增大)|越[来來用跑聊训訓]越(?:大|高|多))|"
+    r"每(?:次|轮|輪)(?:对话|對話|问答|問答|请求|請求|推理|调用|調用|提问|提問|迭代)"
+    r"[^，。,.!?！？\n]{0,6}?(?:显存|内存|顯存|內存)(?:占用|佔用|使用)?(?:都|也)?(?:会|會)?"
+    r"(?:增加|增长|增長|上涨|上漲|变大|變大|增大)"
 )
 #: "进程被kill了", "程序被系统杀死"; not "被我kill" (by me) or "手动" (by hand); the host-RAM
 #: reading (``rules_extra.names_host_memory``) reads the same pattern (doccause20)
@@ -316,7 +323,7 @@ CJK_SHOWN_KILLED = re.compile(
 # no leak, a fixed leak, a process killed by hand stay silent
 _FAMILIES_I18N_MORE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (
-        ("泄漏", "泄露", "洩漏", "洩露", "增", "越来越", "越來越", "上涨", "上漲", "上升"),
+        ("泄漏", "泄露", "洩漏", "洩露", "增", "越", "上涨", "上漲", "上升"),
         re.compile(
             r"(?<!没有)(?<!沒有)(?<!无)(?<!無)(?<!修复)(?<!修復)(?<!修正)(?<!解决)(?<!解決)"
             r"(?<!修复了)(?<!修復了)(?<!解决了)(?<!解決了)"

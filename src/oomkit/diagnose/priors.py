@@ -47,6 +47,7 @@ from functools import lru_cache
 from importlib import resources
 
 from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.engine_levers import engine_lead
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.prior_stated import stated_phase
@@ -505,7 +506,7 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
             open_question=False,
         )
     if rate.cause is None and rate.confirmed_by is not None and result.cause not in _leaders(rate):
-        return _confirmed_guess(result, rate, rate.confirmed_by, head, question)
+        return _confirmed_guess(result, rate, rate.confirmed_by, head, question, (e, ctx))
     if rate.cause is None:
         leaders = _leaders(rate)
         cause = result.cause if result.cause in leaders else "unknown"
@@ -526,7 +527,7 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         )
     cause = rate.cause
     fixes = result.fixes
-    lead = _CAUSE_FIX.get(cause)
+    lead = engine_lead(cause, e, ctx) or _CAUSE_FIX.get(cause)
     if lead is not None and all(f.title != lead.title for f in fixes):
         fixes = (lead, *fixes)
     return Analysis(
@@ -540,14 +541,19 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
 
 
 def _confirmed_guess(
-    result: Analysis, rate: BaseRate, coarser: BaseRate, head: str, question: str
+    result: Analysis,
+    rate: BaseRate,
+    coarser: BaseRate,
+    head: str,
+    question: str,
+    where: tuple[OomEvent, LogContext],
 ) -> Analysis:
     """The guess of a flat rate that a coarser decisive rate confirms (:func:`base_rate`):
     lower than a decisive rate's (0.1 + 0.4 x its share at the flat key, at most 0.35)."""
     assert coarser.cause is not None
     cause = coarser.cause
     fixes = result.fixes
-    lead = _CAUSE_FIX.get(cause)
+    lead = engine_lead(cause, *where) or _CAUSE_FIX.get(cause)
     if lead is not None and all(f.title != lead.title for f in fixes):
         fixes = (lead, *fixes)
     share = dict(rate.counts)[cause] / max(1, rate.records)

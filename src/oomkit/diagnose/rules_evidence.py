@@ -45,6 +45,7 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
 )
+from oomkit.diagnose.rules_stated_contrast import stated_context_contrast
 from oomkit.diagnose.rules_stated_design import (
     stated_full_logits,
     stated_graph_kept_in_inference,
@@ -56,6 +57,7 @@ from oomkit.diagnose.rules_stated_held import (
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
+from oomkit.diagnose.rules_stated_history import stated_chat_history
 from oomkit.diagnose.rules_stated_host import (
     stated_conversion_on_host,
     stated_pinned_host,
@@ -545,6 +547,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_replay_buffer,
     stated_graph_kept_in_inference,
     stated_full_logits,
+    stated_chat_history,
     stated_growth,
     stated_eval_fails_training_fits,
     vae_decode_in_flight,
@@ -563,6 +566,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_kv_pool_took_memory,
     context_experiment,
     stated_context_budget,
+    stated_context_contrast,
     stated_configured_cap,
     stated_dataset_accumulation,
     stated_outputs_kept_on_device,

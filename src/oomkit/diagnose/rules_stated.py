@@ -20,6 +20,7 @@ from oomkit.diagnose.parse_wordings_prose import MEMORY_GETS_BIGGER
 from oomkit.diagnose.parse_wordings_report import CANNOT_BE_FREED
 from oomkit.diagnose.parse_wordings_titles_more import CJK_MEMORY_RISING
 from oomkit.diagnose.priors import is_open
+from oomkit.diagnose.stated_steps_zh import steps_done_zh
 
 __all__ = ["colocated_rollout_engine", "fallback", "stated_cotenants", "stated_growth"]
 
@@ -210,7 +211,8 @@ def _stated_growth_match(text: str) -> tuple[str | None, bool]:
             if done < (_STEPS_DONE if m["unit"].lower().startswith(_STEP_UNITS) else 1):
                 continue
         return m.group(0), False
-    return None, False
+    zh = steps_done_zh(text)  # (docpost19) "十几个epoch之后就显存溢出"
+    return zh, False
 
 
 def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.engine_levers import engine_batch_fixes
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.parse_torch_frames import VLLM_PROFILE_RUN
@@ -34,7 +35,6 @@ from oomkit.diagnose.rules_torch_fixes import (
     _model_fixes,
     _unaccounted_fix,
     _vllm_profile_fixes,
-    server_batch_fixes,
 )
 from oomkit.diagnose.rules_torch_small import _SMALL_CARD, _held_text, _small_card
 from oomkit.diagnose.text import has_any
@@ -471,7 +471,7 @@ def allocator(
             confidence=0.6,
             explanation=base + tail + f" The failing allocation is an activation/gradient in "
             f"the {phase} pass ({ctx.frame_text}).",
-            fixes=tuple(_batch_fixes(e, short) + _model_fixes()[:1]),
+            fixes=engine_batch_fixes(e, ctx) or tuple(_batch_fixes(e, short) + _model_fixes()[:1]),
         )
     if phase == "optimizer_step":
         return Analysis(
@@ -518,7 +518,7 @@ def allocator(
             explanation=base + tail + f" One request of {_fb(x)} ({100 * x // t}% of the card) "
             "is larger than a weight tensor of common models: a large activation (batch, "
             "sequence length or resolution).",
-            fixes=server_batch_fixes(ctx.runtime_hint) or tuple(_batch_fixes(e, short)),
+            fixes=engine_batch_fixes(e, ctx) or tuple(_batch_fixes(e, short)),
         )
     if t <= _SMALL_CARD and phase not in {"forward", "backward"}:
         return _small_card(e, base + tail + spill, x, t, held, held_known, free)

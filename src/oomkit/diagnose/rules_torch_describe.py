@@ -5,6 +5,7 @@ card (other processes the message lists; the cudaMallocAsync pool), for
 from __future__ import annotations
 
 from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.engine_levers import engine_batch_fixes
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.rules_torch_fixes import _batch_fixes, _fb, _model_fixes
@@ -176,6 +177,19 @@ _PHASE_ONLY = {
 }
 
 
+#: (docpost19) the deciding fact of the phases whose allocation is not the batch's: the save's
+#: gather (a sharded save sizes it per rank; steps that ran before it show the batch fit) and
+#: the pin-memory thread's page-locked host pages (pinning off moves the batch to pageable RAM;
+#: the host's free RAM and its locked-memory limit bound cudaHostAlloc)
+_PHASE_DECIDES = {
+    "checkpoint_save": "what would decide: whether the training steps before the save ran, "
+    "and whether a sharded save (SHARDED_STATE_DICT, or a rank-0 CPU-offloaded gather) "
+    "completes.",
+    "pin_memory": "what would decide: whether it passes with DataLoader(pin_memory=False), and "
+    "the host's free RAM (`free -h`) and locked-memory limit (`ulimit -l`).",
+}
+
+
 #: revfix18e: the DataLoader pins each batch in its pin-memory thread (page-locked host RAM,
 #: cudaHostAlloc); every worker's prefetched batches wait there, so the levers are the pinning
 #: and the batches in flight (num_workers x prefetch_factor)
@@ -233,7 +247,9 @@ def _kv_alloc_fixes(frame: str) -> tuple[Fix, ...]:
 
 def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
     """A message without sizes: the traceback's phase is the only evidence left."""
-    fixes = tuple(_batch_fixes(e, None) + _model_fixes())
+    # (docpost19) a serving engine's own batch levers, not batch_size and checkpointing
+    engine = engine_batch_fixes(e, ctx)
+    fixes = (*engine, _HOLDERS) if engine else tuple(_batch_fixes(e, None) + _model_fixes())
     phase = ctx.frame_phase
     if phase in _PHASE_ONLY:
         cause, conf = _PHASE_ONLY[phase]
@@ -241,8 +257,11 @@ def _numberless(e: OomEvent, ctx: LogContext, expl: str) -> Analysis:
             cause=cause,
             confidence=conf,
             explanation=expl + f" The traceback places it in {phase.replace('_', ' ')} "
-            f"({ctx.frame_text}), which is the only evidence; the full message (sizes) and "
-            "`oomkit gpus` (other processes) would confirm it.",
+            f"({ctx.frame_text}), which is the only evidence; "
+            + _PHASE_DECIDES.get(
+                phase,
+                "the full message (sizes) and `oomkit gpus` (other processes) would confirm it.",
+            ),
             fixes=(
                 (*_kv_alloc_fixes(ctx.frame_text or ""), _HOLDERS)
                 if phase == "kv_cache_alloc"

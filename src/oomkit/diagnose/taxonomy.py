@@ -58,6 +58,12 @@ _FRAME_ALLOC = {
     # the DataLoader's pin-memory thread (torch/utils/data/_utils/pin_memory.py): page-locked
     # host pages, not device memory (revfix18e's phase)
     "pin_memory": "pinned_host",
+    # (docpost19) the checkpoint save (revfix18e's phase, parse_torch_frames): the save gathers
+    # the full, unsharded weights (FSDP FULL_STATE_DICT `_full_post_state_dict_hook`, DeepSpeed
+    # `_zero3_consolidated_16bit_state_dict`) and states onto one device: the whole model at
+    # once, as a load places it; the corpus' GPU save records are labelled weights_load (the
+    # FULL_STATE_DICT gather, a save after training: 2 of the 3 with an allocation label)
+    "checkpoint_save": "weights_load",
 }
 _KIND_ALLOC = {
     "cpu_oom": "host_ram",
@@ -93,6 +99,9 @@ _FRAME_PHASE = {
     "cuda_graph_capture": "warmup",
     "warmup": "warmup",
     "serving_step": "inference",
+    # (docpost19) a save runs after training steps completed (the corpus' save records are
+    # labelled loop_later_iteration, 4 of 4)
+    "checkpoint_save": "loop_later_iteration",
 }
 _STAGE_PHASE = {
     "weights": "load",
