@@ -42,6 +42,7 @@ from oomkit.diagnose.rules_stated_budget import (
     stated_eval_fails_training_fits,
     stated_full_weights_on_device,
 )
+from oomkit.diagnose.rules_stated_chat import stated_conversation_growth
 from oomkit.diagnose.rules_stated_design import (
     stated_full_logits,
     stated_graph_kept_in_inference,
@@ -82,6 +83,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_replay_buffer,
     stated_graph_kept_in_inference,
     stated_full_logits,
+    stated_conversation_growth,
     stated_growth,
     stated_eval_fails_training_fits,
     stated_fragmentation,
