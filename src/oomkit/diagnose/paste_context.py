@@ -186,12 +186,51 @@ def read_surroundings(
     head: list[tuple[int, str]] = []
     tail: deque[tuple[int, str]] = deque(maxlen=half)
     n_lines = text.count("\n") + 1  # in C; a 100 MB log is never split into its lines
+    prev: tuple[int, str] | None = None
     for index, line in _lines_at(text, _candidates(n_lines, event_lines), _MAX_LINE + 1):
         bare = _bare(line)
-        if not _is_prose(bare) or bare in skip or line.strip() in skip:
-            continue
-        if len(head) < half:
-            head.append((index + 1, bare))
-        else:
-            tail.append((index + 1, bare))
+        # (doccause22) a sentence hard-wrapped over two lines (an issue body copied at 72-80
+        # columns, a commit message): "... when another process (apr-train)" / "uses 12.7GB of
+        # the RTX 4090's 24GB." Neither half states the fact; joined, the line before (even the
+        # message's own line) and its continuation are read as one sentence
+        joined = _continued(prev, index, bare)
+        prev = (index, bare)
+        for no, sentence in (*(() if joined is None else ((index - 1, joined),)), (index, bare)):
+            if (
+                not _is_prose(sentence)
+                or sentence in skip
+                or (no == index and line.strip() in skip)
+            ):
+                continue
+            if len(head) < half:
+                head.append((no + 1, sentence))
+            else:
+                tail.append((no + 1, sentence))
     return Surroundings(prose=(*head, *tail))
+
+
+#: a hard wrap breaks at the last space before the column (72-80 for issue bodies and commit
+#: messages), so a wrapped line is at least this long; a short line ("step 17 loss 0.25") ended
+#: where its writer ended it
+_WRAPPED_MIN = 50
+# a line that ends a sentence or a clause: the next one starts anew
+_ENDS = (".", "!", "?", ":", ";", "。", "！", "？", "：", "；")
+
+
+def _continued(prev: tuple[int, str] | None, index: int, bare: str) -> str | None:
+    """The sentence ``prev`` starts and line ``index`` continues, joined; ``None`` when the lines
+    are not adjacent, the first ends a sentence, or the second starts one (a capital, a digit,
+    a symbol): only a lower-case word continues a wrapped sentence."""
+    if prev is None or prev[0] != index - 1 or not bare or not prev[1]:
+        return None
+    first = prev[1]
+    if len(first) < _WRAPPED_MIN or first.endswith(_ENDS):
+        return None
+    if not bare[0].islower() or not bare[0].isascii():
+        return None
+    # neither half is a frame, an exception line ("torch.OutOfMemoryError: ..." starts
+    # lower-case) or a log line; the joined sentence must still read as prose (_is_prose)
+    if any(_NOT_PROSE.match(x) for x in (first, bare)):
+        return None
+    joined = f"{first} {bare}"
+    return joined if len(joined) <= _MAX_LINE else None

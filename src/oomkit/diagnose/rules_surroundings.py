@@ -54,7 +54,7 @@ from oomkit.diagnose.rules_stated_held import (
     stated_outputs_kept_on_device,
     stated_resident_models,
 )
-from oomkit.diagnose.rules_stated_history import stated_chat_history
+from oomkit.diagnose.rules_stated_history import stated_chat_history, stated_conversation_growth
 from oomkit.diagnose.rules_stated_host import (
     stated_conversion_on_host,
     stated_pinned_host,
@@ -85,6 +85,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_graph_kept_in_inference,
     stated_full_logits,
     stated_chat_history,
+    stated_conversation_growth,
     stated_growth,
     stated_eval_fails_training_fits,
     stated_fragmentation,
