@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from oomkit.cli.train_options import TrainOptions, seq_for_model
+from oomkit.cli.train_options import TrainOptions, check_gpu_count, seq_for_model
 
 __all__ = ["gpu_label", "run_training"]
 
@@ -55,10 +55,7 @@ def run_training(
         gpus = parse_gpu_list(gpu) if gpu is not None else ()
     if len(gpus) > 1:
         # `--gpu 8xh100` names the GPUs of one node: they are the data-parallel world
-        if training.gpus not in (1, len(gpus)):
-            raise click.UsageError(
-                f"--gpus {training.gpus} disagrees with --gpu '{gpu}' ({len(gpus)} GPUs)"
-            )
+        check_gpu_count(training.gpus, len(gpus), gpu or "")
         settings = dataclasses.replace(settings, gpus=len(gpus))
     if auto:
         devices = detected.devices * (settings.gpus if len(gpus) == 1 else 1)
