@@ -7,6 +7,7 @@ of their own, as ``--json`` does."""
 from __future__ import annotations
 
 import pytest
+
 from conftest import run_cli
 
 
@@ -19,3 +20,23 @@ def test_gpus_that_disagree_with_the_named_gpus_are_refused_by_both(
     assert code == 2
     assert "--gpus 8 disagrees with --gpu '4xa100-80gb' (4 GPUs)" in err
     assert "deepspeed" not in out
+
+
+def test_text_shows_the_foreach_temporaries_apart_from_the_optimizer_states(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    argv = ("estimate", "llama-3.1-8b", "--train", "full", "--gpu", "a100-80gb-sxm", "--offline")
+    _, doc, _ = run_cli(capsys, *argv, "--json")
+    comps = json.loads(doc)["devices"][0]["components"]
+    temps = sum(c["bytes"] for c in comps if c["label"] == "step temporaries (foreach)")
+    states = sum(c["bytes"] for c in comps if c["category"] == "optimizer") - temps
+    assert temps > 0
+    from oomkit.units import format_bytes
+
+    for extra in ((), ("--explain",)):
+        _, out, _ = run_cli(capsys, *argv, *extra)
+        lines = [x.split() for x in out.splitlines()]
+        assert ["optimizer", "state", *format_bytes(states).split()] in lines
+        assert ["step", "temporaries", *format_bytes(temps).split()] in lines
