@@ -5,6 +5,7 @@ fit, fit) and, with ``--emit``, a config or launch command after it."""
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from typing import Any
 
 import click
@@ -121,8 +122,12 @@ def run_training(
         if v.level == "does_not_fit":
             if not changes and est.blockers:  # not memory: no lever and no GPU lifts it
                 click.echo("No training setting the planner knows makes it fit: see above.")
-            elif not changes:
-                click.echo("No training setting the planner knows makes it fit: more GPUs needed.")
+            elif not changes:  # more GPUs only where sharding lowers the peak, else a shorter --seq
+                from oomkit.cli.plan_training import nothing_fits_lines
+
+                where = [f"--gpu {shlex.quote(gpu)}"] if gpu else []
+                for line in nothing_fits_lines(spec, settings, hardware, platform, model, where):
+                    click.echo(line)
             else:
                 click.echo("To make it fit (best first):")
             from oomkit.planner.training_host import host_overflows
