@@ -100,14 +100,16 @@ def test_names_exist_in_the_installed_transformers() -> None:
 
 
 def test_plan_train_prints_the_trainer_spelling() -> None:
-    argv = ["plan", "qwen2.5-7b", "--train", "qlora", "--micro-batch", "4", "--seq", "4096",
+    # micro-batch 16: Liger's fused cross-entropy (review 19) made b4 fit without a smaller one
+    argv = ["plan", "qwen2.5-7b", "--train", "qlora", "--micro-batch", "16", "--seq", "4096",
             "--gpu", "rtx-4090"]  # fmt: skip
     res = CliRunner().invoke(main, argv, env=ENV)
     assert res.exit_code == 0, res.output
     plan = res.stdout.split("Alternative 1")[0]
-    assert "micro-batch 2 x 2 accumulation steps, effective batch 4 kept" in plan
-    assert ("  set: TrainingArguments(per_device_train_batch_size=2, "
+    assert "micro-batch 8 x 2 accumulation steps, effective batch 16 kept" in plan
+    assert ("  set: TrainingArguments(per_device_train_batch_size=8, "
             "gradient_accumulation_steps=2, gradient_checkpointing=True") in plan  # fmt: skip
+    assert "use_liger_kernel=True" in plan
     assert '  set: BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", ' in plan
     assert "  set: LoraConfig(r=16)" in plan
     doc = json.loads(CliRunner().invoke(main, [*argv, "--json"], env=ENV).stdout)

@@ -214,6 +214,10 @@ def plan_command(
         hardware = hardware_from_options(
             gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp, os=os_name
         )
+        from oomkit.cli.train_options import check_gpu_count
+
+        named = len([d for d in hardware.devices if d.backend != "cpu"])
+        check_gpu_count(training.gpus, named, ", ".join(gpus))  # as estimate --train
         where = [
             *(f"--gpu {shlex.quote(g)}" for g in gpus),
             *([f"--vram {size_arg(vram)}"] if vram else []),

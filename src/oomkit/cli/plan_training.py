@@ -13,14 +13,83 @@ from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.train_options import TrainOptions, seq_for_model
 
 if TYPE_CHECKING:
+    from oomkit.estimate.verdict import Platform
+    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.model import ModelSpec
     from oomkit.spec.settings import TrainingSettings
 
-__all__ = ["plan_training", "size_arg"]
+__all__ = ["nothing_fits_lines", "plan_training", "size_arg"]
 
 
 def size_arg(n_bytes: int) -> str:
     """A byte count as ``--vram`` reads it back exactly (``40GiB``, else ``N B``)."""
     return f"{n_bytes >> 30}GiB" if n_bytes % (1 << 30) == 0 else f"{n_bytes}B"
+
+
+def nothing_fits_lines(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    hardware: Hardware,
+    platform: Platform | None,
+    model: str | None = None,
+    where: list[str] | None = None,
+) -> list[str]:
+    """What to say when no training lever fits (:mod:`oomkit.planner.training_floor`): more
+    GPUs only where ZeRO-3 / FSDP sharding brings the per-GPU peak under the GPU, else the
+    largest ``--seq`` that fits with every lever; ``model``: the ``check:`` command is added."""
+    from oomkit.errors import InvalidSettingError
+    from oomkit.estimate.breakdown import Estimate
+    from oomkit.estimate.training import estimate_training
+    from oomkit.estimate.verdict import verdict
+    from oomkit.planner.training import TrainingChange, plan_levers
+    from oomkit.planner.training_floor import nothing_fits
+    from oomkit.units import format_bytes
+
+    def peak_of(c: TrainingChange) -> int:
+        return max((d.total_bytes for d in c.estimate.devices), default=0)
+
+    def run(s: TrainingSettings) -> Estimate | None:
+        try:
+            return estimate_training(spec, s, hardware)
+        except InvalidSettingError:  # a combination the engines refuse
+            return None
+
+    def accept(est: Estimate) -> str | None:
+        # clear of the band: the advice after "nothing fits" is a setting to run, not a gamble
+        level = verdict(est, platform).level
+        return level if level == "fits" else None
+
+    cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
+    found = nothing_fits(settings, lambda s: plan_levers(s, platform), run, accept)
+    head = (
+        "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
+        f"{format_bytes(cap)}"
+    )
+    if found.sharded is not None:
+        c = found.sharded
+        lines = [
+            f"{head} on {settings.gpus * settings.nodes} GPU(s); more GPUs lower it only by "
+            f"sharding the states and gradients (plain DDP keeps a full replica on every GPU, "
+            f"and each GPU its own activations): on {c.settings.gpus * c.settings.nodes} GPUs "
+            f"(--gpus {c.settings.gpus}), {c.summary}: peak {format_bytes(peak_of(c))} per GPU."
+        ]
+    elif found.seq is not None:
+        c = found.seq
+        lines = [
+            f"{head}, and more GPUs would not: ZeRO-3 / FSDP shard the parameters, gradients and "
+            "optimizer states, not a sequence's activations (plain DDP replicates everything). "
+            f"The largest --seq that fits is {c.settings.seq}: {c.summary}: peak "
+            f"{format_bytes(peak_of(c))} per GPU."
+        ]
+    else:
+        return [f"{head}, nor does a shorter --seq or more GPUs."]
+    s = c.settings
+    if model is not None:
+        from oomkit.diagnose.training_commands import oomkit_estimate_command
+
+        check = " ".join([oomkit_estimate_command(s, shlex.quote(model)), *(where or [])])
+        lines.append(f"  check: {check}")
+    return lines
 
 
 def plan_training(
@@ -103,6 +172,10 @@ def plan_training(
         base = oomkit_estimate_command(s, shlex.quote(model))
         return " ".join([base, *(where or [])])
 
+    nothing: list[str] = []
+    if not plans and not est.blockers:  # memory: whether more GPUs or a shorter --seq would fit
+        nothing = nothing_fits_lines(spec, settings, hardware, platform, model, where)
+    check_line = nothing[1].removeprefix("  check: ") if len(nothing) > 1 else None
     if as_json:
         print_json(
             {
@@ -110,6 +183,11 @@ def plan_training(
                 "model": spec.name,
                 "training": True,
                 "fits": bool(plans),
+                **(
+                    {"nothing_fits": {"message": nothing[0], "check_command": check_line}}
+                    if nothing
+                    else {}
+                ),
                 **({"notes": [alloc_note]} if alloc_note else {}),
                 "plans": [
                     {
@@ -135,11 +213,8 @@ def plan_training(
             click.echo(f"Note: {alloc_note}.")
         if not plans and est.blockers:  # not memory: no lever and no GPU lifts it
             click.echo(f"Nothing fits: {est.blockers[0]}.")
-        elif not plans:
-            click.echo(
-                "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
-                f"{format_bytes(cap)}; more GPUs (--gpus/--nodes) are needed."
-            )
+        for line in nothing:
+            click.echo(line)
         for i, p in enumerate(plans):
             head = "Plan" if i == 0 else f"Alternative {i}"
             phase = p.estimate.runtime_details.get("peak_phase")

@@ -43,10 +43,17 @@ def _device_block(
     names them (the table said "5.05 GiB free" above the verdict's "4.55 GiB free" on Windows).
     """
     lines = [f"{d.device}  {name}".rstrip()]
+    # a training step's optimizer temporaries (torch/optim/adamw.py _multi_tensor_adamw's
+    # _foreach_sqrt over every state; ZeRO's step on the largest partition) on their own line,
+    # as --json has them (their own component): folded in, "optimizer state 89.75 GiB" read as
+    # states where 29.92 GiB of it were the foreach temporaries that a fused step does not take
+    temps = sum(c.n_bytes for c in d.components if _step_temporary(c.category, c.label))
     for cat in CATEGORIES:
-        b = d.category_bytes(cat)
+        b = d.category_bytes(cat) - (temps if cat == "optimizer" else 0)
         if b:
             lines.append(f"  {_LABELS[cat]:<22}{format_bytes(b):>12}")
+        if cat == "optimizer" and temps:
+            lines.append(f"  {'step temporaries':<22}{format_bytes(temps):>12}")
     total = f"  {'total':<22}{format_bytes(d.total_bytes):>12}"
     if d.capacity_bytes is not None:
         reserved = sum(b for _, b in reservations)
@@ -72,6 +79,12 @@ def _device_block(
     if explain:
         lines.extend(f"    - {c.explain()}" for c in d.components)
     return lines
+
+
+def _step_temporary(category: str, label: str) -> bool:
+    """The optimizer step's temporaries (``oomkit.estimate.training_sharding`` and
+    ``oomkit.estimate.training``: "step temporaries (foreach)", "step temporaries of ...")."""
+    return category == "optimizer" and label.startswith("step temporaries")
 
 
 def _does_not_fit_lines(verdict: Verdict) -> list[str]:

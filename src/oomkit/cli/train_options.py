@@ -32,6 +32,7 @@ __all__ = [
     "EMIT_CHOICES",
     "ArgsCommand",
     "TrainOptions",
+    "check_gpu_count",
     "seq_for_model",
     "training_options",
     "typed_flag",
@@ -132,6 +133,16 @@ class TrainOptions:
             compiled_loss=self.compile and not self.no_compile_loss,
             fused_experts_unquantized=_fused_experts_unquantized(self.transformers_version),
         )
+
+
+def check_gpu_count(gpus: int, named: int, gpu: str) -> None:
+    """``--gpus N`` against the GPUs ``--gpu`` names (``8xh100``: one node of 8, the
+    data-parallel world): N must be 1 (the default) or that count, else the one-line usage
+    error (exit 2). One check for ``estimate --train`` and ``plan --train`` (and the web API,
+    which runs them): ``plan`` took ``--gpu 4xa100-80gb --gpus 8`` and printed a launch for 8
+    GPUs priced on 4, where ``estimate`` refused it."""
+    if named > 1 and gpus not in (1, named):
+        raise click.UsageError(f"--gpus {gpus} disagrees with --gpu '{gpu}' ({named} GPUs)")
 
 
 def seq_for_model(

@@ -5,11 +5,12 @@ fit, fit) and, with ``--emit``, a config or launch command after it."""
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from typing import Any
 
 import click
 
-from oomkit.cli.train_options import TrainOptions, seq_for_model
+from oomkit.cli.train_options import TrainOptions, check_gpu_count, seq_for_model
 
 __all__ = ["gpu_label", "run_training"]
 
@@ -55,10 +56,7 @@ def run_training(
         gpus = parse_gpu_list(gpu) if gpu is not None else ()
     if len(gpus) > 1:
         # `--gpu 8xh100` names the GPUs of one node: they are the data-parallel world
-        if training.gpus not in (1, len(gpus)):
-            raise click.UsageError(
-                f"--gpus {training.gpus} disagrees with --gpu '{gpu}' ({len(gpus)} GPUs)"
-            )
+        check_gpu_count(training.gpus, len(gpus), gpu or "")
         settings = dataclasses.replace(settings, gpus=len(gpus))
     if auto:
         devices = detected.devices * (settings.gpus if len(gpus) == 1 else 1)
@@ -124,8 +122,12 @@ def run_training(
         if v.level == "does_not_fit":
             if not changes and est.blockers:  # not memory: no lever and no GPU lifts it
                 click.echo("No training setting the planner knows makes it fit: see above.")
-            elif not changes:
-                click.echo("No training setting the planner knows makes it fit: more GPUs needed.")
+            elif not changes:  # more GPUs only where sharding lowers the peak, else a shorter --seq
+                from oomkit.cli.plan_training import nothing_fits_lines
+
+                where = [f"--gpu {shlex.quote(gpu)}"] if gpu else []
+                for line in nothing_fits_lines(spec, settings, hardware, platform, model, where):
+                    click.echo(line)
             else:
                 click.echo("To make it fit (best first):")
             from oomkit.planner.training_host import host_overflows

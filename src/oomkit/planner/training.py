@@ -5,9 +5,11 @@ estimator (no second formula). Single changes that fit come first, in the order 
 for them (they cost nothing in quality and little in speed first); when no single change is
 enough, the levers are stacked in that order until the step fits.
 
-Order: the allocator's expandable segments (an environment variable) → QLoRA's embeddings,
-norms and head left 16-bit (no ``prepare_model_for_kbit_training``) → gradient checkpointing →
-chunked cross-entropy → 8-bit AdamW → shard the model states
+Order (:func:`plan_levers`): the allocator's expandable segments (an environment variable) →
+PyTorch's fused AdamW step (no foreach temporaries) → QLoRA's embeddings, norms and head left
+16-bit (no ``prepare_model_for_kbit_training``) → gradient checkpointing → the trainer's loss
+lever (the HF Trainer: Liger's fused linear cross-entropy, ``use_liger_kernel=True``; torchtune:
+its chunked cross-entropy) → 8-bit AdamW → shard the model states
 (ZeRO-2, then ZeRO-3 / FSDP when there are several GPUs) → a smaller micro-batch that divides
 the effective batch (gradient accumulation keeps it) → optimizer states to the CPU → LoRA → QLoRA.
 
@@ -37,6 +39,7 @@ from oomkit.spec.settings import TrainingSettings
 __all__ = [
     "EXPANDABLE_UNSUPPORTED_OS",
     "TrainingChange",
+    "plan_levers",
     "platform_allocator",
     "suggest_training_changes",
     "training_verdict",
@@ -62,7 +65,8 @@ class TrainingChange:
     estimate: Estimate
     #: the verdict's level for this change: "fits" or "tight"
     level: str = "fits"
-    #: the positions in :data:`LEVERS` of the levers applied, in order (the micro-batch lever
+    #: the positions in the levers searched (:func:`plan_levers`, the doctor's :data:`LEVERS`)
+    #: of the levers applied, in order (the micro-batch lever
     #: once per halving); names depend on the settings, these do not
     levers: tuple[int, ...] = ()
 
@@ -137,6 +141,54 @@ def _chunked_loss(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     if s.loss != "standard":
         return None
     return "chunked cross-entropy (--chunked-loss)", dataclasses.replace(s, loss="chunked")
+
+
+def _fused_loss(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """The HF Trainer's loss lever: Liger's fused linear cross-entropy
+    (``TrainingArguments(use_liger_kernel=True)``, transformers ``training_args.py``
+    ``use_liger_kernel``; ``LigerFusedLinearCrossEntropyLoss`` in liger-kernel
+    ``src/liger_kernel/transformers/model/llama.py``): the logits are never materialised. The
+    Trainer has no chunked cross-entropy, so :func:`_chunked_loss` (torchtune's
+    ``CEWithChunkedOutputLoss``) is not its lever: the planner tried only that one, and answered
+    "nothing fits, more GPUs" for Llama-3.1-8B QLoRA s8192 on a 12 GB card where
+    ``--fused-loss`` with checkpointing fits."""
+    if s.loss == "fused":
+        return None
+    return (
+        "Liger's fused linear cross-entropy: no full logits (use_liger_kernel=True; --fused-loss)",
+        dataclasses.replace(s, loss="fused"),
+    )
+
+
+def _torchtune_chunked_loss(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """:func:`_chunked_loss` for a torchtune run (the planner's ``optimizer_in_backward`` runs
+    are torchtune's, :mod:`oomkit.planner.trainer_names`): named as torchtune takes it."""
+    step = _chunked_loss(s)
+    if step is None:
+        return None
+    return (
+        "chunked cross-entropy: torchtune's CEWithChunkedOutputLoss (--chunked-loss)",
+        step[1],
+    )
+
+
+def _fused_step(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """PyTorch's fused AdamW step (``torch.optim.AdamW(fused=True)``; the HF Trainer's
+    ``optim="adamw_torch_fused"``, transformers ``OptimizerNames.ADAMW_TORCH_FUSED``): one
+    kernel per parameter group, so none of the foreach step's state-sized temporaries
+    (``_multi_tensor_adamw``'s ``_foreach_sqrt`` over every ``exp_avg_sq``, torch/optim/adamw.py;
+    :mod:`oomkit.estimate.training_states`). Same update, no quality cost. DeepSpeed (ZeRO)
+    steps with its own optimizer, and torchtune's in-backward step is per parameter: neither
+    has the temporaries."""
+    if s.optimizer != "adamw" or s.optimizer_impl != "foreach" or s.zero:
+        return None
+    if s.optimizer_in_backward:
+        return None
+    return (
+        'fused AdamW step: no foreach temporaries (optim="adamw_torch_fused"; '
+        "--optimizer-impl fused)",
+        dataclasses.replace(s, optimizer_impl="fused"),
+    )
 
 
 def _adam8bit(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
@@ -243,12 +295,22 @@ LEVERS: tuple[Lever, ...] = (
 Accept = Callable[[Estimate], "str | None"]
 
 
-def _levers(platform: Platform | None) -> tuple[Lever, ...]:
-    """:data:`LEVERS` on ``platform``: no expandable segments where PyTorch ignores them
-    (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`); positions unchanged."""
-    if platform is None or (platform.os or "").lower() not in EXPANDABLE_UNSUPPORTED_OS:
-        return LEVERS
-    return tuple(_no_expandable if x is _expandable else x for x in LEVERS)
+def plan_levers(settings: TrainingSettings, platform: Platform | None = None) -> tuple[Lever, ...]:
+    """The planner's levers for a run of ``settings`` on ``platform``: :data:`LEVERS` (the
+    doctor's, by position) with the fused AdamW step after the allocator, and the loss lever of
+    the trainer that runs it: Liger's fused cross-entropy for the HF Trainer, torchtune's
+    chunked one for a torchtune run (``optimizer_in_backward``); no expandable segments where
+    PyTorch ignores them (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`)."""
+    torchtune = settings.optimizer_in_backward
+    loss = _torchtune_chunked_loss if torchtune else _fused_loss
+    windows = platform is not None and (platform.os or "").lower() in EXPANDABLE_UNSUPPORTED_OS
+    out: list[Lever] = []
+    for x in LEVERS:
+        if x is _expandable:
+            out += [_no_expandable if windows else _expandable, _fused_step]
+        else:
+            out.append(loss if x is _chunked_loss else x)
+    return tuple(out)
 
 
 def suggest_training_changes(
@@ -282,7 +344,7 @@ def suggest_training_changes(
         return lv if lv in ("fits", "tight") else None
 
     accept: Accept = accept_fits if only_fits else accept_any
-    levers = _levers(platform)
+    levers = plan_levers(settings, platform)
     out = _changes(settings, run, accept, levers)
     asked = run(settings)
     if asked is not None and host_overflows(asked):
@@ -425,13 +487,16 @@ def _combination(
     )
 
 
+_NO_LEVER = 1 << 20  # a change with no lever ranks after every lever
+
+
 def _rank(combo: TrainingChange, singles: list[TrainingChange]) -> int:
     """Where a combination goes among the single changes: before the first single change that
     comes later in the lever order than every lever of the combination (by their positions in
     :data:`LEVERS`: a name such as "micro-batch 4 x 2 ..." or "FSDP FULL_SHARD" depends on the
     settings, and a table of names made from other settings put such a combination last)."""
-    last = max(combo.levers, default=len(LEVERS))
+    last = max(combo.levers, default=_NO_LEVER)
     for k, c in enumerate(singles):
-        if min(c.levers, default=len(LEVERS)) > last:
+        if min(c.levers, default=_NO_LEVER) > last:
             return k
     return len(singles)
