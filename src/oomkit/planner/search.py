@@ -24,7 +24,6 @@ from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp, tp_refusal
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
-from oomkit.estimate.llamacpp_python import N_CTX as LLAMA_N_CTX
 from oomkit.estimate.llamacpp_python import binding_plan_base, is_binding
 from oomkit.estimate.registry import get_estimator
 from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
@@ -42,6 +41,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.request import PlanRequest
+from oomkit.planner.target_ctx import default_target_ctx, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import raise_vllm_util
 from oomkit.spec.hardware import DeviceTarget, Hardware
@@ -52,13 +52,6 @@ from oomkit.units import format_bytes
 __all__ = ["Evaluation", "Searcher", "default_target_ctx"]
 
 _GGUF_RUNTIMES = ("llama.cpp", "ollama")
-#: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` since 0.6.4
-_DEFAULT_CTX = {"llama.cpp": 4096, "ollama": 4096}
-#: when the user names no ``--min-ctx``, the planner never cuts the context below a quarter of
-#: what was asked, nor below this (unless less was asked)
-_MIN_CTX_FLOOR = 2048
-#: the common target of ``--runtime any`` when no context is asked (runtimes' defaults differ)
-_COMPARE_CTX = 8192
 #: runtimes with a concurrent-sequence cap the planner may lower, the estimate's
 #: ``runtime_details`` key holding the value in effect, and the flag: vLLM ``--max-num-seqs``
 #: (the V0 profile run builds that many dummy sequences, Mllama one image each: vllm#9445
@@ -102,31 +95,6 @@ def _unified_total(gpus: list[DeviceTarget]) -> int | None:
 
     keys = [d.key for d in gpus if d.key]
     return find_gpu(keys[0]).memory_bytes if keys else None
-
-
-def default_target_ctx(runtime: str, spec: ModelSpec, request: PlanRequest) -> int:
-    """The context the plan aims for: the asked one (at most the model's maximum), else the
-    runtime's default; ``--runtime any`` gives every runtime the same target."""
-    model_max = spec.max_position_embeddings
-    if request.ctx is not None:
-        return min(request.ctx, model_max) if model_max else request.ctx
-    if request.runtime.strip().lower() == "any" and request.prefer != "context":
-        return min(_COMPARE_CTX, model_max) if model_max else _COMPARE_CTX
-    if request.prefer == "context" or runtime not in _DEFAULT_CTX:
-        # vLLM/SGLang/transformers default max_model_len is the model's own maximum
-        return model_max or 8192
-    default = _DEFAULT_CTX[runtime]
-    if runtime == "llama.cpp" and is_binding(request.runtime):
-        default = LLAMA_N_CTX  # Llama(n_ctx=512), as estimate -r llama-cpp-python models
-    return min(default, model_max) if model_max else default
-
-
-def _min_ctx(request: PlanRequest, target: int) -> int:
-    if request.min_ctx is not None:
-        return min(request.min_ctx, target)
-    if request.ctx is None:  # no context asked: any useful one will do
-        return min(target, _MIN_CTX_FLOOR)
-    return min(target, max(_MIN_CTX_FLOOR, target // 4))
 
 
 class Searcher:
@@ -199,7 +167,7 @@ class Searcher:
             )
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
         self.target_ctx = default_target_ctx(runtime, spec, request)
-        self.min_ctx = _min_ctx(request, self.target_ctx)
+        self.min_ctx = min_ctx(request, self.target_ctx)
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
