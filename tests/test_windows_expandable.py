@@ -52,7 +52,7 @@ def test_windows_never_offers_expandable_segments(capsys: pytest.CaptureFixture[
     assert win["verdict"] == "tight"
     change = str(win["verdict_details"]["safe_change"])  # type: ignore[index]
     assert "expandable" not in change
-    assert "--chunked-loss" in change
+    assert "--fused-loss" in change  # the HF Trainer's own loss lever (Liger), revfix19b
     # plan --train on Windows: no expandable plan, the OS's capacity, --os in the check line
     plan = ["plan", "llama-3.1-8b", "--train", "lora", "--grad-checkpointing", "--gpu",
             "rtx-4090", "--offline"]  # fmt: skip

@@ -279,7 +279,7 @@ class Verdict:
         if self.level == "fits":
             return f"Fits. {said}, beyond the ±{band} band of real runs."
         if m.free_bytes < 0:  # over a limit the runtime/OS does not enforce as a death
-            line = f"Tight: {said}"
+            line = f"Tight: the totals above fit, but {said}"
         else:
             line = f"Tight: {said}, within the ±{band} band of real runs"
         if self.risks:
