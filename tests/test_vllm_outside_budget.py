@@ -39,7 +39,8 @@ def test_every_reading_has_a_source_and_a_development_record(mod: ModuleType) ->
     # heldout44-45 since session 17, heldout46-50 since session 18 (each scored once, then
     # retired); a fresh part never is
     assert {"heldout35", "heldout40", "heldout45", "heldout46", "heldout50"} <= set(mod.DEV_PARTS)
-    assert "heldout51" not in mod.DEV_PARTS
+    assert "heldout53" in mod.DEV_PARTS
+    assert "heldout54" not in mod.DEV_PARTS
     for r in doc["readings"]:
         assert r["url"].startswith("https://")
         assert r["quote"]
