@@ -234,6 +234,15 @@ def read_log(arg: str | None) -> str:
     )
 
 
+def _empty_input(arg: str | None) -> str:
+    """The one line for an empty (or whitespace-only) input, naming it."""
+    if arg is None or arg == "-":
+        return "stdin: no input (pipe the log in: `cat LOG | oomkit doctor -`)"
+    if os.path.exists(arg) and not os.path.isdir(arg):
+        return f"{arg}: the file is empty (pass the log the program's output went to)"
+    return "the message is empty: paste the error in quotes, or pass a log file"
+
+
 def _size(n: int | None) -> str:
     return size_text(n)
 
@@ -293,34 +302,10 @@ def _shared_basis(fixes: Sequence[Fix]) -> str:
 
 
 def _prompt(command: str) -> str:
-    """What to print before a fix's command: flags alone are added to the user's own command
-    line (not a shell command to run), an Ollama ``/set`` goes in ``ollama run``'s prompt."""
-    if command.startswith("-"):
-        return "add to your command line: "
-    if command.startswith("/set "):
-        return ">>> "
-    if command.startswith("$env:"):
-        return "PS> "
-    if command.startswith("PARAMETER "):
-        return "Modelfile: "
-    if command.startswith('"options"'):
-        return "API request: "
-    if _PYTHON.match(command):
-        return "Python: "
-    if _CONFIG_KEY.match(command):
-        return "config: "
-    return "$ "
+    """What to print before a fix's command (:func:`oomkit.diagnose.shell_lines.prompt`)."""
+    from oomkit.diagnose.shell_lines import prompt
 
-
-#: a Python statement, not a shell command: a call on a dotted name (``config.set_...(``), an
-#: augmented or spaced assignment (``batch_size //= 2``, ``x = f()``), an import or ``del``.
-#: A shell line never starts so: its first word is a program (``trtllm-build --x``, ``free -h``)
-#: and an environment prefix has no spaces around ``=`` (``PYTORCH_CUDA_ALLOC_CONF=... python``).
-_PYTHON = re.compile(
-    r"(?:import |from [\w.]+ import |del |with )|[A-Za-z_][\w.]*(?:\(|\[| ?(?://|\+|-|\*)?= )"
-)
-#: a YAML or config-file key (``kv_cache_free_gpu_mem_fraction: 0.9``)
-_CONFIG_KEY = re.compile(r"[a-z_][a-z0-9_.]*: \S")
+    return prompt(command)
 
 
 def _user_facts(
@@ -473,6 +458,8 @@ def doctor(
     """
     try:
         text = read_log(log)
+        if not text.strip():  # nothing to diagnose is a usage error, not "no OOM found"
+            raise _ReadError(_empty_input(log), EXIT_USAGE)
         facts = _user_facts(model, runtime, quant, ctx, gpu, vram)
         if os_name is not None:
             facts["os"] = os_name.lower()
