@@ -47,12 +47,15 @@ _SETTING = re.compile(r"(?=[\w.]*[a-z.])[A-Za-z_][\w.]*=\S")
 #: this set is prose. ``<command>``-style placeholders name the user's own program.
 EXECUTABLES = frozenset(
     {
-        "adb", "bm-smi", "cat", "cmake", "ct2-transformers-converter", "df", "dmesg", "docker",
-        "export", "free", "fuser", "git", "grep", "kill", "kubectl", "llama-cli",
-        "llama-server", "lmdeploy", "lms", "make", "mlc_llm", "mlx_lm.convert", "mlx_lm.server",
-        "nvidia-smi", "ollama", "omlx", "oomkit", "pip", "pkill", "python", "python3",
-        "rocm-smi", "set", "sudo", "tegrastats", "torchrun", "trtexec", "trtllm-build", "vllm",
-        "vulkaninfo", "yolo",
+        "accelerate", "adb", "bm-smi", "cat", "cmake", "conda", "ct2-transformers-converter",
+        "df", "dmesg", "docker", "echo", "export", "free", "fuser", "git", "grep", "hf",
+        "huggingface-cli", "journalctl", "kill", "kubectl", "llama-bench", "llama-cli",
+        "llama-quantize", "llama-server", "lmdeploy", "lms", "ls", "make", "mlc_llm",
+        "mlx_lm.convert", "mlx_lm.generate", "mlx_lm.server", "nvidia-smi", "ollama", "omlx",
+        "oomkit", "pip", "pip3", "pkill", "python", "python3", "rocm-smi", "set", "sudo",
+        "swapon", "sysctl", "systemctl", "tegrastats", "text-generation-launcher", "torchrun",
+        "trtexec", "trtllm-build", "tune", "ulimit", "uv", "vllm", "vulkaninfo", "watch",
+        "xpu-smi", "yolo",
     }
 )  # fmt: skip
 
