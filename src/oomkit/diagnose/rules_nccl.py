@@ -24,7 +24,17 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic, size_text
 
-__all__ = ["analyze_nccl"]
+__all__ = ["ROOM_FIX", "analyze_nccl"]
+
+#: the framework's own share is the lever when the card was full of this job (the base-rate
+#: guess's lead fix for an NCCL event: engine_levers.engine_lead)
+ROOM_FIX = generic(
+    "Leave room on the card for NCCL",
+    "a smaller batch (a fixed batch size instead of an automatic one that fills the card), the "
+    "process group set up before the model fills the card, or a smaller reservation (vLLM: a "
+    "lower --gpu-memory-utilization; SGLang: a lower --mem-fraction-static).",
+    (),
+)
 
 
 def analyze_nccl(e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -60,19 +70,14 @@ def analyze_nccl(e: OomEvent, ctx: LogContext) -> Analysis | None:
                 "NCCL's buffers are NCCL_BUFFSIZE (4 MiB default) per channel and peer.",
                 ("NCCL_BUFFSIZE=1048576 NCCL_MAX_NCHANNELS=8 <your launch command>",),
             ),
-            generic(
-                "Leave room on the card for NCCL",
-                "set up the process group before the model fills the card, or reserve less "
-                "(vLLM: a lower --gpu-memory-utilization; SGLang: a lower --mem-fraction-static).",
-                (),
-            ),
+            ROOM_FIX,
             generic(
                 "Check for another process on the card",
                 "a job left over on the same GPU takes what NCCL needs.",
                 ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
             ),
         ),
-        # the deciding facts are named above (nvidia-smi, NCCL's ALLOC debug): the base rate of
-        # PyTorch-style reports (batch, host RAM) says nothing about NCCL's buffers
-        open_question=False,
+        # what filled the card is open: the base rate of CUDA-level errors under a framework
+        # (priors: nccl is a gpu_framework runtime) gives the best guess, the question decides
+        open_question=True,
     )
