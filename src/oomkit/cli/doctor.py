@@ -1,7 +1,8 @@
 """``oomkit doctor [LOG|-]``: read an OOM message or log, say what happened and what to change.
 
 Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the file could not be read
-or a named model/GPU is unknown, 2 a bad option value or a binary input (not a text log). With
+or a named model/GPU is unknown, 2 a bad option value, a binary input (not a text log) or an
+empty one. With
 ``--model`` (or a model name in the log) the fixes are computed by the estimators
 (:mod:`oomkit.diagnose.model_fixes`).
 """
@@ -453,8 +454,8 @@ def doctor(
     \b
     Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
                 or the message's numbers contradict each other, 2 a bad option value (an
-                unknown --runtime or --gpu) or a binary input (not a text log), 3 no OOM
-                message was found.
+                unknown --runtime or --gpu), a binary input (not a text log) or an empty
+                one, 3 no OOM message was found.
     """
     try:
         text = read_log(log)
