@@ -123,7 +123,7 @@ def test_a_full_dev_shm_is_host_shared_memory(text: str, who: str) -> None:
     assert not contradictions(d)
     assert not hardware_top_fix(d)
     if who == "nccl":
-        assert any("NCCL_SHM_DISABLE=1" in f.commands for f in d.fixes)
+        assert any("export NCCL_SHM_DISABLE=1" in f.commands for f in d.fixes)
 
 
 def test_an_absurd_nccl_segment_size_is_recognised_but_not_echoed() -> None:

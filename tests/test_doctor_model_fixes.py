@@ -55,9 +55,13 @@ def _ranked(d: Diagnosis) -> None:
     assert groups == sorted(groups)
     fitting = [(f.order or 0, -(f.expected_saving_bytes or 0)) for f in sized if f.fits]
     assert fitting == sorted(fitting)
-    for g in (1, 2):
-        saved = [f.expected_saving_bytes or 0 for f, k in zip(sized, groups, strict=True) if k == g]
-        assert saved == sorted(saved, reverse=True)
+    for g in (1, 2):  # by saving, a lever with a large speed cost (Fix.slow) after the others
+        saved = [
+            (f.slow, -(f.expected_saving_bytes or 0))
+            for f, k in zip(sized, groups, strict=True)
+            if k == g
+        ]
+        assert saved == sorted(saved)
     unsized_at = [i for i, f in enumerate(soft) if f.expected_saving_bytes is None]
     assert all(i >= len(sized) for i in unsized_at)  # unknown savings come last
 

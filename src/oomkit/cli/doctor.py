@@ -1,7 +1,8 @@
 """``oomkit doctor [LOG|-]``: read an OOM message or log, say what happened and what to change.
 
 Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the file could not be read
-or a named model/GPU is unknown, 2 a bad option value or a binary input (not a text log). With
+or a named model/GPU is unknown, 2 a bad option value, a binary input (not a text log) or an
+empty one. With
 ``--model`` (or a model name in the log) the fixes are computed by the estimators
 (:mod:`oomkit.diagnose.model_fixes`).
 """
@@ -234,6 +235,15 @@ def read_log(arg: str | None) -> str:
     )
 
 
+def _empty_input(arg: str | None) -> str:
+    """The one line for an empty (or whitespace-only) input, naming it."""
+    if arg is None or arg == "-":
+        return "stdin: no input (pipe the log in: `cat LOG | oomkit doctor -`)"
+    if os.path.exists(arg) and not os.path.isdir(arg):
+        return f"{arg}: the file is empty (pass the log the program's output went to)"
+    return "the message is empty: paste the error in quotes, or pass a log file"
+
+
 def _size(n: int | None) -> str:
     return size_text(n)
 
@@ -293,34 +303,10 @@ def _shared_basis(fixes: Sequence[Fix]) -> str:
 
 
 def _prompt(command: str) -> str:
-    """What to print before a fix's command: flags alone are added to the user's own command
-    line (not a shell command to run), an Ollama ``/set`` goes in ``ollama run``'s prompt."""
-    if command.startswith("-"):
-        return "add to your command line: "
-    if command.startswith("/set "):
-        return ">>> "
-    if command.startswith("$env:"):
-        return "PS> "
-    if command.startswith("PARAMETER "):
-        return "Modelfile: "
-    if command.startswith('"options"'):
-        return "API request: "
-    if _PYTHON.match(command):
-        return "Python: "
-    if _CONFIG_KEY.match(command):
-        return "config: "
-    return "$ "
+    """What to print before a fix's command (:func:`oomkit.diagnose.shell_lines.prompt`)."""
+    from oomkit.diagnose.shell_lines import prompt
 
-
-#: a Python statement, not a shell command: a call on a dotted name (``config.set_...(``), an
-#: augmented or spaced assignment (``batch_size //= 2``, ``x = f()``), an import or ``del``.
-#: A shell line never starts so: its first word is a program (``trtllm-build --x``, ``free -h``)
-#: and an environment prefix has no spaces around ``=`` (``PYTORCH_CUDA_ALLOC_CONF=... python``).
-_PYTHON = re.compile(
-    r"(?:import |from [\w.]+ import |del |with )|[A-Za-z_][\w.]*(?:\(|\[| ?(?://|\+|-|\*)?= )"
-)
-#: a YAML or config-file key (``kv_cache_free_gpu_mem_fraction: 0.9``)
-_CONFIG_KEY = re.compile(r"[a-z_][a-z0-9_.]*: \S")
+    return prompt(command)
 
 
 def _user_facts(
@@ -468,11 +454,13 @@ def doctor(
     \b
     Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
                 or the message's numbers contradict each other, 2 a bad option value (an
-                unknown --runtime or --gpu) or a binary input (not a text log), 3 no OOM
-                message was found.
+                unknown --runtime or --gpu), a binary input (not a text log) or an empty
+                one, 3 no OOM message was found.
     """
     try:
         text = read_log(log)
+        if not text.strip():  # nothing to diagnose is a usage error, not "no OOM found"
+            raise _ReadError(_empty_input(log), EXIT_USAGE)
         facts = _user_facts(model, runtime, quant, ctx, gpu, vram)
         if os_name is not None:
             facts["os"] = os_name.lower()

@@ -117,9 +117,14 @@ def _for_shell(result: Diagnosis) -> Diagnosis:
     """Ollama's environment variables in PowerShell's form when the log (or ``os=``) shows
     Windows (:func:`oomkit.planner.commands.ollama_serve_line`, the planner's emitter): a
     POSIX ``OLLAMA_X=1 ollama serve`` sets nothing in PowerShell."""
+    import dataclasses
+
+    from oomkit.diagnose.shell_lines import shell_ready
+
+    if result.fixes:
+        result = dataclasses.replace(result, fixes=shell_ready(result.fixes))
     if result.context.host_os != "windows" or not result.fixes:
         return result
-    import dataclasses
 
     from oomkit.planner.commands import ollama_serve_line
 

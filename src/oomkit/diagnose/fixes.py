@@ -66,6 +66,9 @@ class Fix:
     fits: bool | None = None
     #: among fixes that fit, the smaller ``order`` (a less intrusive change) ranks first
     order: int | None = None
+    #: the change costs much speed (llama.cpp ``-nkvo``: every decoded token reads the KV cache
+    #: over PCIe): it ranks after the sized fixes that cost none, whatever it saves
+    slow: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape of the doctor contract (``title, why, commands, expected_saving_bytes``)."""
@@ -77,6 +80,7 @@ class Fix:
             "generic": self.generic,
             "hardware": self.hardware,
             **({"fits": self.fits} if self.fits is not None else {}),
+            **({"slow": True} if self.slow else {}),
         }
 
 
@@ -95,7 +99,8 @@ def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
     """Fixes by expected saving, largest first; unsized fixes keep their order, after sized ones;
     hardware changes come last whatever they would save (the user can apply the others now).
     Sized fixes the estimate says make the run fit come first (the least intrusive first, by
-    ``order``), those that are not enough alone after the ones not known either way.
+    ``order``), those that are not enough alone after the ones not known either way; within
+    each, a fix with a large speed cost (``slow``) after those without.
 
     Duplicate titles keep the first occurrence.
     """
@@ -112,6 +117,7 @@ def rank(fixes: Iterable[Fix]) -> tuple[Fix, ...]:
         (f for f in unique if f.expected_saving_bytes is not None),
         key=lambda f: (
             0 if f.fits else 2 if f.fits is False else 1,  # makes it fit, unknown, not enough
+            f.slow,
             f.order if f.fits and f.order is not None else 0,
             -(f.expected_saving_bytes or 0),
         ),

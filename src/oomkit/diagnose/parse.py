@@ -213,6 +213,11 @@ def _parse(text: str) -> ParsedLog:
         # per-buffer limits (Metal, Vulkan, OpenCL, Intel XPU), TVM's paged KV cache, Paddle
         events.extend(parse_limits(lines))
     if not events:
+        # NCCL's CUDACHECK "Cuda failure 2 'out of memory'", its calloc line (parse_nccl)
+        from oomkit.diagnose.parse_nccl import parse_nccl
+
+        events.extend(parse_nccl(lines))
+    if not events:
         # a full /dev/shm: PyTorch's shared tensors, NCCL's segments (ENOSPC; parse_shm)
         events.extend(parse_shm(lines))
     if not events:

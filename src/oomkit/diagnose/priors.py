@@ -86,6 +86,7 @@ FAMILIES: Mapping[str, str] = {
     "ultralytics": "pytorch",
     # other frameworks' device allocators and CUDA-level errors outside any caching allocator
     "cuda": "gpu_framework",
+    "nccl": "gpu_framework",  # NCCL's CUDACHECK under torch.distributed (parse_nccl)
     "cudnn": "gpu_framework",
     "ctranslate2": "gpu_framework",
     "cupy": "gpu_framework",

@@ -71,6 +71,8 @@ def _runner_up(cause: str, e: OomEvent, ctx: LogContext) -> str | None:
 
 
 def _candidates(cause: str, e: OomEvent, ctx: LogContext) -> list[str]:
+    if e.runtime == "nccl":  # NCCL's buffers fail on a card already full: whose (rules_nccl)
+        return ["other_process"]
     out: list[str] = []
     other = _runner_up(cause, e, ctx)
     if other is not None:
@@ -104,7 +106,8 @@ def pick_question(
     done = answered or {}
     hand = [q for q in _candidates(final.cause, e, ctx) if q not in done]
     asked: list[Question] = []
-    for qid in (*hand, *(q for q in QUESTIONS if q not in hand and q not in done)):
+    rest = () if e.runtime == "nccl" else (q for q in QUESTIONS if q not in hand and q not in done)
+    for qid in (*hand, *rest):
         spec = QUESTIONS[qid]
         leads = tuple((c.value, c.text, rerun(qid, c.value)) for c in spec.choices)
         if len({cause for _, _, cause in leads}) >= 2:

@@ -311,7 +311,6 @@ def _gpustack(e: OomEvent) -> Analysis:
 
 def analyze_engines(e: OomEvent, ctx: LogContext) -> Analysis | None:
     """Analysis for the formats in the module docstring, else ``None``."""
-    del ctx  # these messages carry what decides them
     if e.format in ("trt_scratch_space", "trtllm_kv_no_free_blocks"):
         a = _trt_scratch(e) if e.format == "trt_scratch_space" else _trtllm_blocks(e)
         if e.ignored_sizes:  # as rules_torch_allocator says of an absurd PyTorch size
@@ -320,4 +319,8 @@ def analyze_engines(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return a
     if e.format == "gpustack_resource_fit":
         return _gpustack(e)
+    if e.format == "nccl_cuda_oom":  # NCCL's communicator buffers (rules_nccl)
+        from oomkit.diagnose.rules_nccl import analyze_nccl
+
+        return analyze_nccl(e, ctx)
     return None

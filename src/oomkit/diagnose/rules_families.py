@@ -541,27 +541,9 @@ def decide_by_log_facts(
             ),
         )
     if ctx.allocation_limit:
-        return Analysis(
-            cause="unknown",
-            confidence=0.6,
-            explanation=result.explanation + " But the driver says the request exceeds its "
-            f"per-allocation limit ({ctx.allocation_limit[:160]}): one buffer is larger than the "
-            "device allows in a single allocation (Vulkan maxMemoryAllocationSize / "
-            "maxBufferSize), which is not a lack of total memory.",
-            fixes=(
-                generic(
-                    "Make the single buffer smaller",
-                    "compute buffers scale with the micro-batch; weight buffers with the split.",
-                    ("-ub 256 -b 512", "update llama.cpp (newer builds split weight buffers)"),
-                ),
-                generic(
-                    "Use another backend for this device",
-                    "the CUDA/ROCm backends have no Vulkan per-allocation limit.",
-                    ("a CUDA / ROCm build of llama.cpp",),
-                ),
-                *result.fixes,
-            ),
-        )
+        from oomkit.diagnose.vulkan_limit import allocation_limit_analysis
+
+        return allocation_limit_analysis(result, ctx, primary)
     if ctx.imbalance_warning:
         weak = _EXCLUDE.search(ctx.imbalance_warning)
         gpu = f"GPU {weak.group(1)}" if weak else "the weaker GPU"

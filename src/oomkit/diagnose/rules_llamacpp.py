@@ -91,7 +91,7 @@ def _kv_fixes(
     ctx: LogContext, kv: int | None, shortfall: int | None, compute_failed: bool = False
 ) -> list[Fix]:
     out: list[Fix] = []
-    n_ctx = ctx.n_ctx
+    n_ctx, ollama = ctx.n_ctx, _ollama_runner(ctx)  # Ollama's forms only in an Ollama log
     if n_ctx and kv:
         half = max(256, n_ctx // 2 // 256 * 256)
         saving = kv - kv * half // n_ctx
@@ -100,7 +100,7 @@ def _kv_fixes(
                 title=f"Halve the context: -c {half}",
                 why=f"the KV cache ({_fb(kv)} at n_ctx={n_ctx}) is linear in n_ctx, so -c {half} "
                 f"frees {_fb(saving)}.",
-                commands=(f"-c {half}", f"/set parameter num_ctx {half}   # Ollama"),
+                commands=(f"-c {half}", *[f"/set parameter num_ctx {half}   # Ollama"] * ollama),
                 expected_saving_bytes=saving,
             )
         )
@@ -144,7 +144,7 @@ def _kv_fixes(
                 f"{_fb(kv)} becomes {_fb(int(kv * ratio))} (V quantization needs flash attention).",
                 commands=(
                     "-fa on -ctk q8_0 -ctv q8_0",
-                    "OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve",
+                    *["OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve"] * ollama,
                 ),
                 expected_saving_bytes=saving,
             )
@@ -162,6 +162,7 @@ def _kv_fixes(
                 ),
                 commands=("-nkvo",),
                 expected_saving_bytes=kv,
+                slow=True,  # ranks after the context and cache-type levers (fixes.rank)
             )
         )
     return out

@@ -19,6 +19,7 @@ from oomkit.diagnose.rules_hosts import pod_oomkilled
 from oomkit.diagnose.rules_shm import shm_bus_error, shm_full
 from oomkit.diagnose.rules_tf import tf_driver_while_running
 from oomkit.diagnose.rules_vllm_kv import vllm_kv, vllm_no_blocks
+from oomkit.diagnose.swap_fix import swap_command, swap_gib
 
 __all__ = ["analyze_other", "analyze_serving"]
 
@@ -265,13 +266,16 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
             e.kind, 0.55 if e.format in ("exit_137", "linux_killed") else 0.7
         )
         conf = 0.35 if e.format == "dataloader_signal" else conf
+        gib = swap_gib(rss, 32)  # swap as large as what it held (swap_fix)
         fixes = [
             Fix(
                 title="Give the job more RAM (swap, pagefile or container limit)",
-                why=f"the killed process held {_fb(rss)}." if rss else "host RAM was exhausted.",
+                why=f"the killed process held {_fb(rss)}; a {gib} GiB swapfile lets it grow as "
+                "much again (the log does not say how much more it needed)."
+                if rss
+                else "host RAM was exhausted.",
                 commands=(
-                    "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && "
-                    "sudo mkswap /swapfile && sudo swapon /swapfile",
+                    swap_command(gib),
                     "docker run --memory=<more> ...",
                     # revfix18e: the pagefile only where the log is not Linux's own kill
                     *(
@@ -280,7 +284,7 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                         else ("System > Advanced > Performance > Virtual memory (Windows)",)
                     ),
                 ),
-                expected_saving_bytes=rss,
+                expected_saving_bytes=gib << 30 if rss else None,  # the room the swap adds
             ),
             generic(
                 "Load models without a full copy in RAM",

@@ -24,6 +24,7 @@ from oomkit.diagnose.rules_torch_fixes import (
     _fb,
 )
 from oomkit.diagnose.rules_torch_mps import _mps
+from oomkit.diagnose.swap_fix import swap_command, swap_gib
 from oomkit.units import GiB
 
 __all__ = ["analyze_torch"]
@@ -83,11 +84,11 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
             fixes=(
                 Fix(
                     title="Free or add host RAM (or swap / pagefile)",
-                    why=f"the failing host allocation is {_fb(e.requested_bytes)}.",
+                    why=f"the failing host allocation is {_fb(e.requested_bytes)}; the "
+                    "swapfile below holds it (swap_fix).",
                     commands=(
                         "free -h",
-                        "sudo fallocate -l 16G /swapfile && sudo mkswap "
-                        "/swapfile && sudo swapon /swapfile",
+                        swap_command(swap_gib(e.requested_bytes, 16), chmod=False),
                     ),
                     expected_saving_bytes=e.requested_bytes,
                 ),

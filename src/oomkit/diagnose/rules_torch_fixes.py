@@ -49,11 +49,13 @@ def _batch_fixes(e: OomEvent, need: int | None) -> list[Fix]:
         out.append(
             Fix(
                 title=f"Cut the batch size / input size by at least {factor}x",
-                why=f"the failing tensor needs {_fb(x)} but only {_fb(x - need)} can be found; "
-                "activation tensors scale linearly with batch and sequence length (and with "
-                "pixels for images).",
+                why=f"the failing tensor needs {_fb(x)} but only {_fb(x - need)} can be found "
+                f"(it needs ~{_fb(need)} more); activation tensors scale linearly with batch and "
+                f"sequence length (and with pixels for images), so {factor}x smaller frees "
+                f"{_fb(x - x // factor)} of it.",
                 commands=(f"batch_size = max(1, batch_size // {factor})",),
-                expected_saving_bytes=need,
+                # what the cut frees (the tensor shrinks to x / factor), not the shortfall
+                expected_saving_bytes=x - x // factor,
             )
         )
     out.append(
