@@ -71,7 +71,10 @@ def test_doctor_still_reads_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("args", "valid"),
     [
-        (["--runtime", "nope"], "llama.cpp, ollama, vllm, sglang, transformers"),
+        (
+            ["--runtime", "nope"],
+            "llama.cpp (also: llamacpp, lmstudio, koboldcpp, llama-cpp-python), ollama, vllm",
+        ),
         (["--quant", "Q9_K"], "Q4_K_M"),
         (["--quant", "Q9_K"], "IQ4_XS"),
         (["--runtime", "vllm", "--quant", "zz"], "Valid formats: fp32, fp16, bf16"),
