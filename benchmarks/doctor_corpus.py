@@ -99,6 +99,8 @@ DEVELOPMENT_PARTS = (
     "heldout38",
     "heldout39",
     "heldout40",
+    "heldout41",
+    "heldout42",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
