@@ -300,11 +300,8 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "llama.cpp 2024-03 (one offloaded weight per scheduler split)",
         "2024-03-18",
         None,
-        "ggml-org/llama.cpp PR #6083 ('backend : offload large batches to GPU', 2024-03-18; "
-        "ggml commit 952fb4c)",
-        "under partial offload the scheduler starts a new split at each CPU weight it sends "
-        "to the GPU, so the main GPU's compute buffer holds one weight copy at a time (and a "
-        "CPU layer's K/V cache views for its attention), not a whole CPU layer",
+        "ggml-org/llama.cpp PR #6083 ('backend : offload large batches to GPU', 2024-03-18)",
+        "the main GPU holds one offloaded CPU weight at a time (a split each), not a CPU layer",
         **_OLD_LLAMACPP,
         moe_slot_loop=True,
         row_main_gpu=True,
