@@ -250,9 +250,11 @@ def test_several_gpus_keep_the_extra_context_margin() -> None:
     ctx = est.settings["ctx"]
     assert isinstance(ctx, int)
     assert FIT_MIN_CTX < ctx < 131072
+    # each device is filled at a partial offload (no pipeline parallelism); the final full
+    # offload adds the scheduler's pipeline-parallel input copies (n_copies 4), a few tens of MiB
     for d in est.devices:
         assert d.capacity_bytes is not None
-        assert d.capacity_bytes - d.total_bytes >= FIT_TARGET_BYTES
+        assert d.capacity_bytes - d.total_bytes >= FIT_TARGET_BYTES - 32 * 2**20
     spec = resolve_model("llama-3.1-70b")
     weights = sum(d.weights_bytes for d in est.devices)
     assert _several_gpus_margin(spec, est) == 3 * (weights // 80) // 2

@@ -96,6 +96,15 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "2024-03-ubatch"): (
         _TP + "test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx",
     ),
+    ("llama.cpp", "2024-03-offload-splits"): (
+        "test:tests/test_llamacpp_offload_splits.py::test_one_weight_copy_per_split_from_pr_6083",
+        "test:tests/test_llamacpp_offload_splits.py::"
+        "test_r1_udiq1s_8_layers_on_a_3090_at_8k_is_not_over",
+        "log:https://github.com/ggml-org/llama.cpp/pull/6083 ('backend : offload large batches "
+        "to GPU': a new split at each offloaded weight)",
+        "log:https://github.com/ggml-org/llama.cpp/issues/11474 (DeepSeek-R1 UD-IQ1_S, 8/62 "
+        "layers on an RTX 3090, n_ctx 8192, -ctk q4_0: ran, 3.28 tokens/s)",
+    ),
     ("llama.cpp", "2024-03-outputs"): (
         _TP + "test_xinference_1036_yi34b_pool_holds_the_output_matrix",
     ),

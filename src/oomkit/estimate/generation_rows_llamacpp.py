@@ -253,6 +253,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="tensor_cores",
+        offload_op_splits=False,
         all_logits=True,
         q2k_mix="3bit-2023-08",
     ),
@@ -273,6 +274,7 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         row_main_gpu=True,
         ubatch_split=False,
         cublas_pool="tensor_cores",
+        offload_op_splits=False,
         all_logits=True,
     ),
     _g(
@@ -285,6 +287,21 @@ LLAMACPP_ROWS: tuple[Row, ...] = (
         "a prompt step is n_ubatch tokens (-ub, 512) out of a logical -b 2048 batch; "
         "before, it was -b tokens (512 by default): the pool's dequantized matmuls and "
         "the compute buffer follow -b no more",
+        **_OLD_LLAMACPP,
+        moe_slot_loop=True,
+        row_main_gpu=True,
+        cublas_pool="tensor_cores",
+        offload_op_splits=False,
+        all_logits=True,
+    ),
+    _g(
+        "llama.cpp",
+        "2024-03-offload-splits",
+        "llama.cpp 2024-03 (one offloaded weight per scheduler split)",
+        "2024-03-18",
+        None,
+        "ggml-org/llama.cpp PR #6083 ('backend : offload large batches to GPU', 2024-03-18)",
+        "the main GPU holds one offloaded CPU weight at a time (a split each), not a CPU layer",
         **_OLD_LLAMACPP,
         moe_slot_loop=True,
         row_main_gpu=True,

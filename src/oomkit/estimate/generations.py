@@ -49,6 +49,9 @@ Effects read by the estimators (absent key = today's behaviour):
   ``sched_staging`` (False before PR #4766, 2024-01-12: no ``ggml_backend_sched``, so a partial
   offload's large-batch matmuls over CPU weights copy one tensor at a time into ggml-cuda's pool
   instead of staging a CPU layer and the output head in the main GPU's compute buffer),
+  ``offload_op_splits`` (False before PR #6083, 2024-03-18: the scheduler did not yet start a
+  split at each offloaded CPU weight, so the main GPU is charged a whole CPU layer's weights;
+  from it one weight copy at a time, :mod:`oomkit.estimate.llamacpp_offload_splits`),
   ``moe_mix`` (``"pre-4872"`` before PR #4872, 2024-01-11: a k-quant MoE file keeps every
   expert matrix at the file type's default type; :mod:`oomkit.quant.llamacpp_moe_legacy`),
   ``moe_slot_loop`` (True before PR #6505, April 2024: the MoE graph runs one mul_mat_id per
@@ -459,6 +462,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         row_main_gpu=bool(gen.effects.get("row_main_gpu", False)),
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
         sched_staging=bool(gen.effects.get("sched_staging", True)),
+        offload_op_splits=bool(gen.effects.get("offload_op_splits", True)),
         server_outputs=bool(gen.effects.get("server_outputs", True)),
         server_auto_slots=bool(gen.effects.get("server_auto_slots", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),

@@ -40,6 +40,7 @@ from oomkit.estimate.llamacpp_graph_bytes import graph_bytes, graph_bytes_inputs
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_metal import metal_blockers, metal_scratch_compute
+from oomkit.estimate.llamacpp_offload_splits import staged_compute_bytes
 from oomkit.estimate.llamacpp_outputs import server_outputs
 from oomkit.estimate.llamacpp_params import (
     BUFFER_ALIGNMENT,
@@ -50,7 +51,6 @@ from oomkit.estimate.llamacpp_params import (
 from oomkit.estimate.llamacpp_placement import (
     Placement,
     backend_buffer_prefix,
-    cpu_matmul_weight_bytes,
     moved_expert_kinds,
     output_head_staging_bytes,
     place_weights,
@@ -216,12 +216,9 @@ def _compute_buffers(
             )
         staged = params.options.sched_staging  # ggml_backend_sched from PR #4766 (2024-01-12)
         if staged and gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
-            staging = cpu_matmul_weight_bytes(placement, cpu_layers)
-            size += staging
-            notes.append(
-                "partial offload: the main GPU also stages one CPU layer's weights "
-                "(op_offload of large-batch matmuls)"
-            )
+            # one weight copy per split from PR #6083 (llamacpp_offload_splits)
+            size, note = staged_compute_bytes(size, spec, params, placement, cpu_layers, g)
+            notes.append(note)
         if (
             staged
             and gi == first_gpu

@@ -140,6 +140,10 @@ class LlamaCppOptions:
     #: runs on the main GPU from a copy in the scheduler's compute buffer (one CPU layer's
     #: weights, the output head); before, ggml-cuda copied one tensor at a time into its pool
     sched_staging: bool = True
+    #: builds from PR #6083 (2024-03-18, 'backend : offload large batches to GPU'): the
+    #: scheduler starts a split at each offloaded weight, so the main GPU holds one weight copy
+    #: at a time (:mod:`oomkit.estimate.llamacpp_offload_splits`)
+    offload_op_splits: bool = True
     #: builds from PR #23861 (June 2026): llama-server caps the context's ``n_outputs_max`` at
     #: its ``-np`` sequences, so the reserve graph sizes that many output rows
     #: (:mod:`oomkit.estimate.llamacpp_outputs`, read only with ``settings.llama_server``)
