@@ -31,7 +31,6 @@ from collections.abc import Mapping
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.llamacpp_python_versions import VENDORED_LLAMACPP, vendored_llamacpp
 from oomkit.spec.settings import InferenceSettings
 
 __all__ = [
@@ -76,6 +75,10 @@ def binding_version(text: str | None) -> tuple[int, int, int] | None:
 def _vendored(text: str | None) -> tuple[str | None, dict[str, str] | None]:
     """The llama.cpp ``--runtime-version`` to model for the binding's ``text`` and what the
     ``modelled:`` line says (None: ``text`` is a llama.cpp build or date, left as it is)."""
+    # the release table imports datetime: loaded only for a llama-cpp-python run, off the
+    # estimate command's start-up path (tests/test_import_boundaries.py)
+    from oomkit.estimate.llamacpp_python_versions import VENDORED_LLAMACPP, vendored_llamacpp
+
     newest, commit, when = VENDORED_LLAMACPP[-1]
     newest_text = ".".join(map(str, newest))
     if text is None or not text.strip():
