@@ -299,8 +299,14 @@ def _generic(e: OomEvent, ctx: LogContext) -> Analysis:
             ),
             generic(
                 "Shrink the batch/context, or load a smaller/quantized model",
-                "the two levers that cover most out-of-memory failures.",
-                ("batch_size //= 2", "-c / --max-model-len smaller", "4-bit quantization"),
+                "the two levers that cover most out-of-memory failures "
+                "(N: a shorter context than now).",
+                (
+                    "batch_size //= 2",
+                    "-c <N>   # llama.cpp",
+                    "--max-model-len <N>   # vLLM",
+                    "4-bit quantization",
+                ),
             ),
         ),
     )

@@ -44,11 +44,14 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
         fixes = [
             Fix(
                 title="Free system RAM (close apps, unload other models)",
-                why=f"Ollama needs {_fb(short)} more available RAM."
+                why=f"Ollama needs ~{_fb(short)} more available RAM; what closing apps or "
+                "unloading models frees depends on what they hold (ollama ps lists the models)."
                 if short
                 else "other loaded models and apps hold the RAM Ollama needs.",
                 commands=("ollama ps", "ollama stop <other model>", "OLLAMA_MAX_LOADED_MODELS=1"),
-                expected_saving_bytes=short,
+                # the shortfall is what it NEEDS, not what this fix frees (revfix19d's rule:
+                # a saves figure is what the fix frees): unknown here
+                expected_saving_bytes=None,
             ),
             _smaller_model(req, avail),
             # docpost18 (heldout37/38: Zed, Continue and Roo Code send the model's whole

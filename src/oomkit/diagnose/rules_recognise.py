@@ -172,7 +172,7 @@ def _bfc(e: OomEvent) -> Analysis:
             generic(
                 "Halve the batch size",
                 "activations are linear in the batch.",
-                ("model.fit(..., batch_size=<half>)",),
+                ("model.fit(..., batch_size=batch_size // 2)",),
             ),
             generic(
                 "Let TensorFlow grow its memory instead of reserving it",
@@ -351,7 +351,7 @@ def _tf_exhausted() -> Analysis:
             generic(
                 "Halve the batch size",
                 "a step's activations are linear in the batch.",
-                ("model.fit(..., batch_size=<half>)",),
+                ("model.fit(..., batch_size=batch_size // 2)",),
             ),
             generic(
                 "Let TensorFlow grow its memory instead of reserving it",

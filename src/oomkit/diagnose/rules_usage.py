@@ -53,8 +53,13 @@ _NO_ALIVE = generic(
 )
 _SHRINK = generic(
     "Shrink the batch/context, or load a smaller/quantized model",
-    "the levers that lower the level a run holds.",
-    ("batch_size //= 2", "-c / --max-model-len smaller", "4-bit quantization"),
+    "the levers that lower the level a run holds (N: a shorter context than now).",
+    (
+        "batch_size //= 2",
+        "-c <N>   # llama.cpp",
+        "--max-model-len <N>   # vLLM",
+        "4-bit quantization",
+    ),
 )
 
 

@@ -21,6 +21,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from oomkit.diagnose.prompt_lines import line_ok, placeholders
+
 if TYPE_CHECKING:
     from oomkit.diagnose.fixes import Fix
 
@@ -110,17 +112,33 @@ def _as_shell(command: str) -> str | None:
     return None
 
 
+def _as_prompted(command: str) -> tuple[str | None, tuple[str, ...]]:
+    """``command`` as its prompt promises (worded placeholders written ``<N>``, what N stands
+    for), or None for prose (:mod:`oomkit.diagnose.prompt_lines`)."""
+    kind = prompt(command)
+    if kind == "$ ":
+        return _as_shell(command), ()
+    line, said = (command, ()) if kind == "Python: " else placeholders(command)
+    if kind == ">>> ":  # the REPL takes no comment: every word after the name is the value
+        line = line.split("#", 1)[0].rstrip()
+    return (line, said) if line_ok(kind, line) else (None, ())
+
+
 def _fix_ready(fix: Fix) -> Fix:
     kept: list[str] = []
     prose: list[str] = []
+    notes: list[str] = []
     for c in fix.commands:
-        shell = _as_shell(c)
-        (kept if shell is not None else prose).append(shell if shell is not None else c)
-    if not prose and kept == list(fix.commands):
+        line, said = _as_prompted(c)
+        (kept if line is not None else prose).append(line if line is not None else c)
+        notes += [n for n in said if n not in notes]
+    if not prose and not notes and kept == list(fix.commands):
         return fix
     why = fix.why
-    if prose:
-        said = f" What to change: {'; '.join(p.strip() for p in prose)}."
+    if prose or notes:
+        said = (f" What to change: {'; '.join(p.strip() for p in prose)}." if prose else "") + (
+            f" ({'; '.join(notes)}.)" if notes else ""
+        )
         cut = why.find(" (oomkit's ")  # the shared basis stays last (cli/doctor.py prints it once)
         why = f"{why.rstrip()}{said}" if cut < 0 else f"{why[:cut].rstrip()}{said}{why[cut:]}"
     return dataclasses.replace(fix, why=why, commands=tuple(kept))
