@@ -122,7 +122,10 @@ def _for_shell(result: Diagnosis) -> Diagnosis:
     from oomkit.diagnose.shell_lines import shell_ready
 
     if result.fixes:
-        result = dataclasses.replace(result, fixes=shell_ready(result.fixes))
+        from oomkit.diagnose.runtime_lines import route
+
+        fixes = shell_ready(route(result.fixes, result.primary, result.context))
+        result = dataclasses.replace(result, fixes=fixes)
     if result.context.host_os != "windows" or not result.fixes:
         return result
 

@@ -52,7 +52,8 @@ def placeholders(line: str) -> tuple[str, tuple[str, ...]]:
         name = next(names, None)
         if name is None:
             return m.group(0)
-        said.append(f"{name}: {m.group(1).strip()}")
+        if len(m.group(1).strip()) > 1:  # ``<n>`` says nothing more than ``<N>``
+            said.append(f"{name}: {m.group(1).strip()}")
         return f"<{name}>"
 
     return _PLACEHOLDER.sub(sub, line), tuple(said)

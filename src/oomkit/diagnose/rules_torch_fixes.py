@@ -41,11 +41,42 @@ def _frag_fix(e: OomEvent, r: int) -> Fix:
     )
 
 
+#: PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp ``get_allocation_size``): a
+#: request under kMinLargeAlloc (10 MiB) that no cached block serves needs a new segment of
+#: kSmallBuffer (2 MiB, requests up to 1 MiB) or kLargeBuffer (20 MiB); a larger one its size
+#: rounded up to kRoundLarge (2 MiB). Under 10 MiB usable no request over 1 MiB gets memory.
+_MIN_LARGE_ALLOC = 10 << 20
+_ROUND_LARGE = 2 << 20
+
+
+def _largest_fitting(usable: int) -> int:
+    """The largest tensor a new segment can give in ``usable`` bytes (0 under 10 MiB: only
+    requests up to 1 MiB would, and a step's activations are larger)."""
+    return usable // _ROUND_LARGE * _ROUND_LARGE if usable >= _MIN_LARGE_ALLOC else 0
+
+
+def _batch_one_not_enough(x: int, usable: int, need: int) -> Fix:
+    return Fix(
+        title="Batch 1 is not enough: recompute activations or shorten the input",
+        why=f"the failing tensor needs {_fb(x)} but only {_fb(max(0, usable))} can be found (it "
+        f"needs ~{_fb(need)} more): under 10 MiB the allocator cannot give any request over "
+        "1 MiB a new segment (CUDACachingAllocator get_allocation_size), so no batch cut makes "
+        "room; what is already held (weights, optimizer state, stored activations) must shrink: "
+        "checkpointing frees the stored activations, a shorter sequence (or smaller image) "
+        "shrinks every one.",
+        commands=("model.gradient_checkpointing_enable()   # transformers", "max_length //= 2"),
+        expected_saving_bytes=None,
+    )
+
+
 def _batch_fixes(e: OomEvent, need: int | None) -> list[Fix]:
     out: list[Fix] = []
     x = e.requested_bytes
     if x is not None and need is not None and need > 0:
-        factor = -(-x // max(1, x - need))
+        largest = _largest_fitting(x - need)
+        if largest == 0:
+            return [_batch_one_not_enough(x, x - need, need), *_batch_fixes(e, None)[2:]]
+        factor = -(-x // largest)
         out.append(
             Fix(
                 title=f"Cut the batch size / input size by at least {factor}x",

@@ -129,9 +129,11 @@ def _fix_ready(fix: Fix) -> Fix:
     prose: list[str] = []
     notes: list[str] = []
     for c in fix.commands:
-        line, said = _as_prompted(c)
+        line, meant = _as_prompted(c)
         (kept if line is not None else prose).append(line if line is not None else c)
-        notes += [n for n in said if n not in notes]
+        named = {n.split(":", 1)[0] for n in notes}  # what N stands for is said once
+        notes += [n for n in meant if n.split(":", 1)[0] not in named]
+    kept = list(dict.fromkeys(kept))  # two forms may have become the same line
     if not prose and not notes and kept == list(fix.commands):
         return fix
     why = fix.why
