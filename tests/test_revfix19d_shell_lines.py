@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.prompt_lines import line_ok
+from oomkit.diagnose.runtime_lines import is_ollama_line, llamacpp_only, log_family
 from oomkit.diagnose.shell_lines import is_shell_line, prompt, shell_ready
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,19 +22,35 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from doctor_corpus import DEVELOPMENT_PARTS, load, part_files  # noqa: E402
 
 
-def test_every_dollar_line_over_the_development_corpus_is_a_shell_command() -> None:
-    bad: set[str] = set()
-    seen = 0
+def test_every_line_over_the_development_corpus_is_what_its_prompt_promises() -> None:
+    """revfix19e: every prompt kind, not only ``$``: flags with values or ``<N>``, Python that
+    parses, settings, an ``ollama run`` REPL command (prompt_lines.py); and every line in the
+    terms of the log's runtime (runtime_lines.py): no llama.cpp-only flag on an Ollama record,
+    no Ollama line on a llama.cpp one."""
+    bad: set[tuple[str, str]] = set()
+    wrong_runtime: set[tuple[str, str]] = set()
+    seen: Counter[str] = Counter()
     for part in DEVELOPMENT_PARTS:
         for rec in load(part_files(part)):
-            for f in diagnose_text(rec.get("text", "")).fixes:
+            d = diagnose_text(rec.get("text", ""))
+            family = log_family(d.primary, d.context)
+            for f in d.fixes:
                 for c in f.commands:
-                    if prompt(c) == "$ ":
-                        seen += 1
-                        if not is_shell_line(c):
-                            bad.add(c)
-    assert seen > 1000
+                    kind = prompt(c)
+                    seen[kind] += 1
+                    if not (is_shell_line(c) if kind == "$ " else line_ok(kind, c)):
+                        bad.add((kind, c))
+                    if (family == "ollama" and llamacpp_only(c)) or (
+                        family == "llama.cpp" and is_ollama_line(c)
+                    ):
+                        wrong_runtime.add((rec["id"], c))
+    assert seen["$ "] > 1000
+    assert seen["add to your command line: "] > 1000
+    assert seen["Python: "] > 1000
+    assert seen["setting: "] > 100
+    assert seen[">>> "] > 50
     assert not bad, sorted(bad)
+    assert not wrong_runtime, sorted(wrong_runtime)
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,8 @@ def _to_ollama(line: str) -> list[str]:
         elif flag in ("-ngl", "--n-gpu-layers", "--gpu-layers") and value:
             out.append(f"/set parameter num_gpu {value}")
         elif flag in ("-ub", "--ubatch-size") and value:
-            # the runner sets n_batch and n_ubatch from num_batch (llama/llama.go NewContextParams)
+            # n_ubatch = num_batch, n_batch = num_batch x num_parallel (ollama llama/llama.go
+            # NewContextParams)
             out.append(f"/set parameter num_batch {value}")
         elif flag in ("-mg", "--main-gpu") and value:
             out.append(f"/set parameter main_gpu {value}")
