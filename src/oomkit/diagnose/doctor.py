@@ -105,7 +105,7 @@ def diagnose_text(
     result = _note_training(result, text)
     from oomkit.diagnose.rules_apu import note_apu_aperture
 
-    result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)))
+    result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)), runtime)
     return _refuse_inconsistent(result)
 
 
@@ -113,7 +113,7 @@ def diagnose_text(
 _ENV_SERVE = re.compile(r"(?:OLLAMA_\w{1,40}=\S{1,40} ){1,6}ollama serve")
 
 
-def _for_shell(result: Diagnosis) -> Diagnosis:
+def _for_shell(result: Diagnosis, runtime: str | None = None) -> Diagnosis:
     """Ollama's environment variables in PowerShell's form when the log (or ``os=``) shows
     Windows (:func:`oomkit.planner.commands.ollama_serve_line`, the planner's emitter): a
     POSIX ``OLLAMA_X=1 ollama serve`` sets nothing in PowerShell."""
@@ -124,7 +124,7 @@ def _for_shell(result: Diagnosis) -> Diagnosis:
     if result.fixes:
         from oomkit.diagnose.runtime_lines import route
 
-        fixes = shell_ready(route(result.fixes, result.primary, result.context))
+        fixes = shell_ready(route(result.fixes, result.primary, result.context, runtime))
         result = dataclasses.replace(result, fixes=fixes)
     if result.context.host_os != "windows" or not result.fixes:
         return result

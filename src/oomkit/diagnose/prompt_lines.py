@@ -64,8 +64,8 @@ def _code(line: str) -> str:
 
 
 def _flags_ok(line: str) -> bool:
-    try:
-        words = shlex.split(_code(line))
+    try:  # quotes kept: a quoted word is one literal value (``-ot 'blk\\.(0|1)...=CPU'``)
+        words = shlex.split(_code(line), posix=False)
     except ValueError:
         return False
     if not words or not words[0].startswith("-"):
@@ -75,7 +75,8 @@ def _flags_ok(line: str) -> bool:
         if _FLAG.fullmatch(w):
             after_flag = "=" not in w
             continue
-        if not after_flag or w.lower() in _PROSE_WORDS or not _VALUE.fullmatch(w):
+        quoted = len(w) > 1 and w[0] in "'\"" and w[-1] == w[0]
+        if not after_flag or w.lower() in _PROSE_WORDS or not (quoted or _VALUE.fullmatch(w)):
             return False
         after_flag = False
     return True

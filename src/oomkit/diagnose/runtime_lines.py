@@ -53,11 +53,15 @@ def llamacpp_only(line: str) -> bool:
     return bool(flags) and line.startswith("-") and all(f in _LLAMACPP_FLAGS for f in flags)
 
 
-def log_family(e: OomEvent | None, ctx: LogContext) -> str | None:
+def log_family(e: OomEvent | None, ctx: LogContext, stated: str | None = None) -> str | None:
     """``ollama`` for an Ollama log (its runner's lines or its own errors), ``llama.cpp`` for a
-    plain llama.cpp one, else None (other runtimes' lines are left as they are)."""
+    plain llama.cpp one, else None (other runtimes' lines are left as they are). A runtime the
+    user states (``doctor --runtime``) wins over the log's."""
     from oomkit.diagnose.rules_ollama_runner import is_ollama_runner
 
+    if stated is not None:
+        said = stated.strip().lower().replace("_", "").replace("-", "").replace(".", "")
+        return {"ollama": "ollama", "llamacpp": "llama.cpp"}.get(said)
     runtime = e.runtime if e is not None else None
     if is_ollama_runner(ctx) or runtime == "ollama":
         return "ollama"
@@ -127,9 +131,11 @@ def _route_fix(fix: Fix, family: str) -> Fix | None:
     return dataclasses.replace(fix, commands=tuple(lines))
 
 
-def route(fixes: Sequence[Fix], e: OomEvent | None, ctx: LogContext) -> tuple[Fix, ...]:
+def route(
+    fixes: Sequence[Fix], e: OomEvent | None, ctx: LogContext, stated: str | None = None
+) -> tuple[Fix, ...]:
     """``fixes`` with every line in the terms of the log's runtime (module doc)."""
-    family = log_family(e, ctx)
+    family = log_family(e, ctx, stated)
     if family is None:
         return tuple(fixes)
     routed = (_route_fix(f, family) for f in fixes)
