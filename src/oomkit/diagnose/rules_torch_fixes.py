@@ -60,8 +60,10 @@ def _batch_one_not_enough(x: int, usable: int, need: int) -> Fix:
         title="Batch 1 is not enough: recompute activations or shorten the input",
         why=f"the failing tensor needs {_fb(x)} but only {_fb(max(0, usable))} can be found (it "
         f"needs ~{_fb(need)} more): under 10 MiB the allocator cannot give any request over "
-        "1 MiB a new segment (CUDACachingAllocator get_allocation_size), so no batch cut makes "
-        "room; what is already held (weights, optimizer state, stored activations) must shrink: "
+        "1 MiB a new segment (CUDACachingAllocator get_allocation_size), so a batch cut makes "
+        "room only where a cached block happens to fit it, and the step's other activations "
+        "meet the same wall; what is already held (weights, optimizer state, stored "
+        "activations) must shrink: "
         "checkpointing frees the stored activations, a shorter sequence (or smaller image) "
         "shrinks every one.",
         commands=("model.gradient_checkpointing_enable()   # transformers", "max_length //= 2"),
