@@ -127,3 +127,14 @@ def test_ollama_free_ram_says_what_it_needs_not_a_saving() -> None:
     fix = next(f for f in diagnose_text(text).fixes if f.title.startswith("Free system RAM"))
     assert fix.expected_saving_bytes is None
     assert "needs ~" in fix.why
+
+
+def test_a_bare_ollama_parameter_is_the_repl_command_that_sets_it() -> None:
+    from oomkit.diagnose.events import LogContext
+    from oomkit.diagnose.runtime_lines import route
+
+    fixes = [generic("t", "why.", ("-c 8192   # llama.cpp", "num_ctx 8192   # Ollama"))]
+    (fix,) = route(fixes, None, LogContext())
+    assert fix.commands == ("-c 8192   # llama.cpp", "/set parameter num_ctx 8192")
+    (ollama,) = route(fixes, None, LogContext(ollama_runner=True))
+    assert ollama.commands == ("/set parameter num_ctx 8192",)

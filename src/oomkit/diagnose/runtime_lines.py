@@ -8,7 +8,8 @@ environment ``envconfig/config.go``: ``OLLAMA_FLASH_ATTENTION``, ``OLLAMA_KV_CAC
 ``ollama run`` REPL, Modelfile or request ``options`` either. :func:`route` rewrites a fix's
 lines for the log's runtime: a llama.cpp flag with an Ollama equivalent becomes it, one without
 (``-nkvo``: Ollama's runner always offloads the KV cache with the layers; ``--fit``; ``-ts``) is
-dropped, and the other way round. A fix left with no line in the log's terms is dropped.
+dropped, and the other way round. A fix left with no line in the log's terms is dropped. A
+bare Ollama parameter (``num_ctx 8192``) is written as the REPL command that sets it.
 """
 
 from __future__ import annotations
@@ -114,9 +115,19 @@ def _to_llamacpp(line: str) -> list[str]:
     return [f"{_AS_FLAG[m.group(1)]} {m.group(2)}"] if m else []
 
 
-def _route_fix(fix: Fix, family: str) -> Fix | None:
+#: a bare Ollama parameter (``num_ctx 8192   # Ollama``): api/types.go's option names, which
+#: the ``ollama run`` REPL sets as ``/set parameter NAME VALUE`` (cmd/interactive.go)
+_BARE_PARAMETER = re.compile(r"(num_ctx|num_gpu|num_batch|main_gpu) (\d+|<[^<>]+>)(?:\s+#.*)?")
+
+
+def _as_repl(line: str) -> str:
+    m = _BARE_PARAMETER.fullmatch(line)
+    return f"/set parameter {m.group(1)} {m.group(2)}" if m else line
+
+
+def _route_fix(fix: Fix, family: str | None) -> Fix | None:
     lines: list[str] = []
-    for c in fix.commands:
+    for c in map(_as_repl, fix.commands):
         if family == "ollama" and llamacpp_only(c):
             lines += _to_ollama(c)
         elif family == "llama.cpp" and is_ollama_line(c):
@@ -136,7 +147,5 @@ def route(
 ) -> tuple[Fix, ...]:
     """``fixes`` with every line in the terms of the log's runtime (module doc)."""
     family = log_family(e, ctx, stated)
-    if family is None:
-        return tuple(fixes)
     routed = (_route_fix(f, family) for f in fixes)
     return tuple(f for f in routed if f is not None)
