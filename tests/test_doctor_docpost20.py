@@ -137,3 +137,23 @@ def test_heldout42_kohya_pagefile_record() -> None:
     d = diagnose_text(corpus_text("h42-kohya_ss-48"))
     assert d.oom_found
     assert d.cause == "host_ram"
+
+
+def test_oom_right_after_moving_a_model_to_the_gpu_is_its_weights() -> None:
+    d = diagnose_text(
+        "[INFO] Moving text encoder 1 to cuda from cpu\n[ERROR] CUDA driver error: out of memory"
+    )
+    assert d.cause == "model_too_large"
+    assert d.allocation == "weights_load"
+
+
+def test_a_move_line_far_before_the_oom_says_nothing() -> None:
+    d = diagnose_text(
+        "Moving model to cuda\nstep 1 loss 2.3\nstep 2 loss 2.2\nstep 3 loss 2.1\n"
+        "CUDA error: out of memory"
+    )
+    assert d.cause != "model_too_large"
+
+
+def test_heldout42_simpletuner_text_encoder_move() -> None:
+    assert diagnose_text(corpus_text("h42-SimpleTuner-3070")).cause == "model_too_large"
