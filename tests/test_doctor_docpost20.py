@@ -157,3 +157,48 @@ def test_a_move_line_far_before_the_oom_says_nothing() -> None:
 
 def test_heldout42_simpletuner_text_encoder_move() -> None:
     assert diagnose_text(corpus_text("h42-SimpleTuner-3070")).cause == "model_too_large"
+
+
+_FIT = (
+    "llama_params_fit_impl: projected to use 18414 MiB of device memory vs. 15020 MiB of free "
+    "device memory\n"
+    "llama_params_fit_impl: cannot meet free memory target of 1024 MiB, need to reduce device "
+    "memory by 4418 MiB\n"
+    "llama_params_fit_impl: context size set by user to 32768 -> no change\n"
+    "llama_params_fit: failed to fit params to free device memory: n_gpu_layers already set by "
+    "user to 100, abort"
+)
+
+
+def test_llamacpp_fit_projection_above_free_memory_is_recognised() -> None:
+    d = diagnose_text(_FIT)
+    assert d.oom_found
+    ev = next(e for e in d.events if e.format == "llama.cpp_fit_shortfall")
+    assert ev.requested_bytes == 18414 * 2**20
+    assert ev.free_bytes == 15020 * 2**20
+    titles = " ".join(f.title for f in d.fixes)
+    assert "-c" in titles
+    assert "-ngl" in titles
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # under the free memory: only the 1024 MiB margin is missed, the load goes on
+        "llama_params_fit_impl: projected to use 926 MiB of device memory vs. 1906 MiB of free "
+        "device memory\nllama_params_fit_impl: cannot meet free memory target of 1024 MiB, need "
+        "to reduce device memory by 43 MiB",
+        "common_params_fit_impl: projected to use 21388 MiB of device memory vs. 23257 MiB of "
+        "free device memory",
+        "common_fit_params: failed to fit params to free device memory: n_gpu_layers already set "
+        "by user to 99, abort",
+    ],
+)
+def test_llamacpp_fit_within_free_memory_stays_silent(text: str) -> None:
+    assert not diagnose_text(text).oom_found
+
+
+def test_heldout42_llamacpp_rocm_fit_record() -> None:
+    d = diagnose_text(corpus_text("h42-llamacpp-rocm-79"))
+    assert d.oom_found
+    assert any(e.runtime == "llama.cpp" for e in d.events)
