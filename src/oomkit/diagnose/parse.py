@@ -38,6 +38,7 @@ from oomkit.diagnose.parse_legacy import parse_legacy
 from oomkit.diagnose.parse_libs import parse_libs
 from oomkit.diagnose.parse_limits import parse_limits
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
+from oomkit.diagnose.parse_llamacpp_fit import parse_llamacpp_fit
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
 from oomkit.diagnose.parse_recognise import parse_recognise
@@ -58,6 +59,7 @@ Parser = Callable[[Lines], tuple[list[OomEvent], dict[str, Any]]]
 PARSERS: tuple[Parser, ...] = (
     parse_torch,
     parse_llamacpp,
+    parse_llamacpp_fit,
     parse_ollama,
     parse_vllm,
     parse_other,

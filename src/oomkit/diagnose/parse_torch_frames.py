@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from oomkit.diagnose.parse_load_moves import moved_to_device
 from oomkit.diagnose.text import Lines, clean, has_any
 
 __all__ = ["VLLM_PROFILE_RUN", "frames_of"]
@@ -261,7 +262,7 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             facts["frame_phase"] = phase
             facts["frame_text"] = found[phase]
             return
-    ctor = _constructor_frame(lines)
+    ctor = _constructor_frame(lines) or moved_to_device(lines.text)
     if ctor is not None:
         facts["frame_phase"] = "model_load"
         facts["frame_text"] = ctor

@@ -54,16 +54,19 @@ _V0_KV = re.compile(
     r"be stored in KV cache(?: \((?P<cap>\d{1,12})\))?"
 )
 _V0_SWAP = re.compile(r"Aborted due to the lack of CPU swap space\b")
+# vllm/v1/worker/utils.py request_memory prints "(%.2f/%.2f GiB)" and "(%.2f, %.2f GiB)"; a
+# paste retyped or passed through a CJK input method loses the ASCII spaces around the brackets
+# and numbers ("(0.75/14.57GiB) ... utilization(0.4,5.83GiB)"): the words decide, not the spaces
 _STARTUP = re.compile(
-    r"(?i:free) memory on device(?: (?P<dev>\S{1,20}))? \((?P<free>"
+    r"(?i:free) memory on device(?: (?P<dev>[^\s(]{1,20}))? ?\((?P<free>"
     + _F
     + r")/(?P<total>"
     + _F
-    + r") GiB\) on startup is less than desired GPU memory utilization \((?P<util>"
+    + r") ?GiB\) on startup is less than desired GPU memory utilization ?\((?P<util>"
     + _F
-    + r"), (?P<want>"
+    + r"), ?(?P<want>"
     + _F
-    + r") GiB\)"
+    + r") ?GiB\)"
 )
 _SAMPLER = re.compile(r"warming up sampler with (?P<n>\d{1,7}) dummy requests")
 _PROF_V0 = re.compile(

@@ -78,6 +78,25 @@ _WSLCONFIG = re.compile(
     r"memory\s?=\s?\d{1,4}\s?GB\b[^.\n]{0,20}?\.?wslconfig\b",
     _I,
 )
+# (docpost20, heldout42) Windows' page file said to be used up or too small: the system commit
+# limit is RAM plus the page files, and an allocation whose commit cannot be met fails (WinError
+# 1455, "The paging file is too small for this operation to complete"; Microsoft Learn,
+# "Introduction to the page file": "system commit limit = physical memory + all page files");
+# a swap file or swap space the same on Linux. "Had manual page file of 16GB, used all of it, set
+# to 32GB, still wasn't enough" is the host's memory running out, told without an OOM word.
+# A negation before the verb ("never ran out", "didn't fill up") or a purpose ("so it never
+# gets used up") stays silent.
+_PAGEFILE_SHORT = re.compile(
+    r"\b(?:page ?file|paging file|swap ?file|swap space|virtual memory)\b"
+    r"(?:(?!never\b|so (?:that )?(?:it|they)\b|avoid|prevent)[^.\n?]){0,60}?"
+    r"(?<!never )(?<!not )(?<!n't )"
+    # the verbs intransitive ("used all of it", "ran out."; not "filled up the disk")
+    r"\b(?:(?:used (?:all|up)(?: of it)?|ran out|filled up|maxed out)"
+    r"(?=\s*(?:[,.;:!)]|$|and\b|again\b|completely\b|too\b))|(?:got |was )?"
+    r"exhausted\b|(?:still )?(?:was ?n[o']?t|is ?n[o']?t|not) (?:big |large )?enough\b"
+    r"(?! to\b)|(?:was|is) (?:still )?too small\b)",
+    _I,
+)
 # a notebook kernel that died without a Python traceback (docrec27): Jupyter Notebook's
 # "Kernel Restarting" dialog, "The kernel appears to have died. It will restart automatically."
 # (IPython / Jupyter Notebook's notification area; JupyterLab's session context: "The kernel
@@ -97,6 +116,7 @@ _PROSE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (("insuficient", "insufficient", "by the system"), _RAM_SHORT),
     (("memory issue", "memory problem", "ram issue", "ram problem"), _MORE_RAM_FIXED),
     (("wslconfig",), _WSLCONFIG),
+    (("page file", "pagefile", "paging file", "swap", "virtual memory"), _PAGEFILE_SHORT),
     # read with the prose: "If the kernel appears to have died, restart it" is advice
     (("appears to have died", "kernel crashed while"), _KERNEL_DIED),
 )
@@ -179,6 +199,15 @@ def exit_reading(detail: str) -> tuple[str, float, str] | None:
             " More RAM (a larger machine or WSL 2's [wsl2] memory= in .wslconfig) is what ended"
             " the failure: the job needs more host RAM than it had.",
         )
+    if _PAGEFILE_SHORT.search(detail):
+        return (
+            "host_ram",
+            0.45,
+            " The page file (or swap) was used up: the host's commit limit (RAM plus page file)"
+            " ran out, not the GPU's memory. More RAM, a larger page file, or a smaller model /"
+            " fewer workers loaded at once fixes it; Task Manager's Committed figure (or"
+            " `free -h` on Linux) at the failure confirms it.",
+        )
     m2 = _RAM_SHORT.search(detail)
     if m2 is not None and _HOST_NAMED.search(m2.group(0)):
         return ("host_ram", 0.4, " Its wording names host RAM as what ran short.")
@@ -212,4 +241,13 @@ EXITS_NEAR_MISSES = (
     "The container exited with code 0 after the job finished.",
     "Process finished with code 1370 entries written.",
     "Set --shm-size=8g so that the DataLoader workers have room in shared memory.",
+    # docpost20's neighbours (the page file or swap named, nothing used up)
+    "The page file was enough after I set it to 32GB.",
+    "The page file never ran out, it was the GPU.",
+    "Is the page file big enough for a 13B model?",
+    "The swap file isn't large enough to matter here.",
+    "The virtual memory settings were changed, nothing else.",
+    "The swap space filled up the disk partition I gave it, so I moved it.",
+    "The swap file used up all the free disk space on C:.",
+    "Set the pagefile to 32GB so it never gets used up.",
 )

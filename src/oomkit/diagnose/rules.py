@@ -35,6 +35,7 @@ from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
 from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
+from oomkit.diagnose.parse_llamacpp_fit import FIT_FORMAT
 from oomkit.diagnose.priors import MODEL_ASK, is_open, with_prior
 from oomkit.diagnose.question_pick import AskedQuestion
 from oomkit.diagnose.questions import AppliedAnswer, Question
@@ -49,6 +50,7 @@ from oomkit.diagnose.rules_hosts import analyze_hosts
 from oomkit.diagnose.rules_jetson import analyze_jetson
 from oomkit.diagnose.rules_libs import analyze_libs
 from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
+from oomkit.diagnose.rules_llamacpp_fit import fit_shortfall
 from oomkit.diagnose.rules_notmemory import analyze_not_memory
 from oomkit.diagnose.rules_ollama import analyze_ollama
 from oomkit.diagnose.rules_recognise import analyze_recognised
@@ -185,6 +187,8 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
         return extra
     if e.runtime == "pytorch" and e.kind != "killed":
         return analyze_torch(e, ctx)
+    if e.format == FIT_FORMAT:
+        return fit_shortfall(e, ctx)
     if e.runtime == "llama.cpp":
         from oomkit.diagnose.rules_ollama_runner import ollama_runner_reading
 

@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 
 from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.container_memory import CONTAINER_MEMORY
+from oomkit.diagnose.device_ruled_out import NOT_DEVICE
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
 from oomkit.diagnose.parse_wordings_exits import exit_reading
@@ -202,10 +204,9 @@ _DEVICE_WORDING = re.compile(
 )
 
 
-# the device named only to be ruled out ("pretty sure is OOM on cpu instead of gpu") does not veto
-_NOT_DEVICE = re.compile(
-    r"(?i)\b(?:instead\s+of|rather\s+than|not)\s+(?:the\s+|on\s+(?:the\s+)?)?(?:gpu|vram)\b"
-)
+# the device named only to be ruled out ("pretty sure is OOM on cpu instead of gpu", "显存没问题")
+# does not veto (device_ruled_out)
+_NOT_DEVICE = NOT_DEVICE
 
 
 # (doccause11, heldout23) host memory named so that a device word beside it cannot be the memory
@@ -250,9 +251,8 @@ def names_host_memory(text: str) -> bool:
     # senders recognition vetoes, parse_wordings_kills.not_memory_reason)
     if "kill" in text.lower():
         text = KILL_NOT_MEMORY.sub(lambda m: _KILL_WORD.sub(" ", m.group(0)), text)
-    return bool(_HOST_WORDING.search(text)) and not _DEVICE_WORDING.search(
-        _NOT_DEVICE.sub("", text)
-    )
+    host = _HOST_WORDING.search(text) or CONTAINER_MEMORY.search(text)
+    return bool(host) and not _DEVICE_WORDING.search(_NOT_DEVICE.sub("", text))
 
 
 def names_device_memory(text: str) -> bool:
