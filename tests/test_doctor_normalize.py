@@ -193,3 +193,31 @@ def test_shared_margins_keep_words_and_colour_codes_whole() -> None:
     # an ANSI colour prefix is left to normalize_line, never cut in half
     assert _shared_margins(["\x1b[31mone\x1b[0m", "\x1b[1;31mtwo\x1b[0m"]) == ("", "")
     assert _shared_margins(["only one line"]) == ("", "")
+
+
+# A llama.cpp log squashed onto one line (h42-amd-strix-halo-toolboxes-65: a GitHub issue's
+# paste): the KV-cache failure printed after the allocation failure names the stage. The
+# re-broken lines must not depend on what surrounds the squashed line: a trailing newline (a
+# file or stdin), non-breaking spaces, or a JSON log line's level beside the message.
+_SQUASHED = (
+    "Loading model... \\ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3048.00 MiB on "
+    "device 0: cudaMalloc failed: out of memory alloc_tensor_range: failed to allocate ROCm0 "
+    "buffer of size 3196059648 llama_init_from_model: failed to initialize the context: failed "
+    "to allocate buffer for kv cache common_init_result: failed to create context with model "
+    "'models/qwen3-coder-30B-A3B/BF16/Qwen3-Coder-30B-A3B-Instruct-BF16-00001-of-00002.gguf'"
+)
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        _SQUASHED,
+        _SQUASHED + "\n",
+        "\n\n" + _SQUASHED + "\n",
+        _SQUASHED.replace(" ", "\u00a0"),
+        json.dumps({"level": "error", "msg": _SQUASHED}),
+    ],
+    ids=["bare", "trailing-newline", "blank-lines", "nbsp", "json-line"],
+)
+def test_a_squashed_llamacpp_line_is_re_broken_whatever_surrounds_it(paste: str) -> None:
+    assert diagnose_text(paste).cause == "kv_cache_or_context"

@@ -73,12 +73,11 @@ _STAMP = re.compile(
     r"(?:(?:[ \t]{0,4}[-|][ \t]{1,4}[\w.\[\]:-]{1,80}){0,3}[ \t]{0,4}[-|][ \t]{1,4})?"
 )
 # A log whose line breaks were lost (a chat or form that collapses them, a one-line title):
-# break it again before the tokens that start a runtime's log lines. Only for long text with
-# fewer than one line break per _ONE_LINE_CHARS characters; a break goes only where a space is.
+# break it again before the tokens that start a runtime's log lines, in each line of at least
+# _ONE_LINE_MIN characters; a break goes only where a space is.
 _ONE_LINE_MIN = 400
-_ONE_LINE_CHARS = 1000
 _LOG_LINE_START = re.compile(
-    r"(?<=\S) {1,8}(?=(?:llama_[a-z_]{2,40}:|ggml_[a-z_]{2,40}:|llm_load_[a-z_]{2,40}:|"
+    r"(?<=\S)[ \u00a0]{1,8}(?=(?:llama_[a-z_]{2,40}:|ggml_[a-z_]{2,40}:|llm_load_[a-z_]{2,40}:|"
     r"print_info:|load_tensors:|llama_model_load|common_init_from_params:|srv {1,4}\w|"
     r"slot {1,4}\w|main: |time=\d|Traceback \(most recent call last\):|File \"|"
     r"\[rank\d{1,5}\]:|(?:INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |"
@@ -294,8 +293,13 @@ def normalize_text(text: str) -> str:
         text = html.unescape(text)
     if "│" in text or "┃" in text or "║" in text:
         text = _unbox(text)
-    if len(text) >= _ONE_LINE_MIN and text.count("\n") * _ONE_LINE_CHARS < len(text):
-        text = _LOG_LINE_START.sub("\n", text)
+    # a squashed log is one long line (or a few), wherever it sits in the paste: a trailing
+    # newline, or the level a JSON log line carries beside it, must not keep it squashed
+    if len(text) >= _ONE_LINE_MIN:
+        text = "\n".join(
+            _LOG_LINE_START.sub("\n", line) if len(line) >= _ONE_LINE_MIN else line
+            for line in text.split("\n")
+        )
     # the C library's memory messages in the user's language (normalize_locale)
     return delocalize(text)
 
