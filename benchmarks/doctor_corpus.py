@@ -101,6 +101,8 @@ DEVELOPMENT_PARTS = (
     "heldout40",
     "heldout41",
     "heldout42",
+    "heldout43",
+    "heldout44",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
