@@ -158,6 +158,14 @@ def test_binding_version_names_the_vendored_llamacpp() -> None:
     assert doc["runtime_details"]["generation"]["since"] <= "2025-08-14"
 
 
+def test_a_0_2_release_models_its_vendored_llamacpp() -> None:
+    res = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.2.90")
+    assert res.returncode == 0, res.stderr
+    assert "modelled: llama-cpp-python 0.2.90 (vendors llama.cpp 1d1ccce67 of 2024-08-29)" in (
+        res.stdout
+    )
+
+
 def test_no_version_models_the_newest_binding_not_a_newer_llamacpp() -> None:
     newest, commit, when = VENDORED_LLAMACPP[-1]
     res = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python")
@@ -169,12 +177,20 @@ def test_no_version_models_the_newest_binding_not_a_newer_llamacpp() -> None:
 
 
 def test_unlisted_binding_versions() -> None:
-    old = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.2.90")
+    # 0.2.29 defaults offload_kqv=False (llama_cpp/llama.py of v0.2.29): refused, not modelled
+    old = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.2.29")
     assert old.returncode == 2
-    assert "llama-cpp-python: releases 0.3.0 to" in old.stderr
+    assert "llama-cpp-python: releases 0.2.30 to" in old.stderr
+    assert "offload_kqv=False" in old.stderr
     new = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "0.9.1")
     assert new.returncode == 0, new.stderr
     assert "newer than the releases listed" in new.stdout
+    # any version-shaped value is the binding's release, never "llama.cpp has no release numbers"
+    for text in ("1.0", "9.9"):
+        res = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", text)
+        assert res.returncode == 0, res.stderr
+        assert "modelled as the newest llama.cpp" in res.stdout
+        assert "llama.cpp has no release numbers" not in res.stdout + res.stderr
     # a llama.cpp build still reads as one
     build = _cli("estimate", "llama-3.1-8b", "-r", "llama-cpp-python", "--runtime-version", "b6000")
     assert build.returncode == 0, build.stderr
@@ -184,6 +200,11 @@ def test_version_table_is_the_tags_submodule() -> None:
     assert binding_version("0.3.16") == (0, 3, 16)
     assert vendored_llamacpp((0, 3, 35)) == ("4df29be4f", date(2026, 8, 16))
     assert vendored_llamacpp((0, 3, 9)) == ("8733e0cf6", date(2025, 5, 8))
+    # git ls-tree v0.2.90 vendor/llama.cpp; git log -1 --format=%cs v0.2.90 -- vendor/llama.cpp
+    assert vendored_llamacpp((0, 2, 90)) == ("1d1ccce67", date(2024, 8, 29))
+    assert vendored_llamacpp((0, 2, 30)) == ("57e2a7a52", date(2024, 1, 18))
+    assert vendored_llamacpp((0, 2, 29)) is None
+    assert binding_version("1.0") == (1, 0, 0)
     versions = [v for v, _, _ in VENDORED_LLAMACPP]
     assert versions == sorted(versions)
     dates = [d for _, _, d in VENDORED_LLAMACPP]

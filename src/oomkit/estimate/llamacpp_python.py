@@ -2,7 +2,8 @@
 
 The Python binding runs llama.cpp on the C API (no llama-server, no ``common_params``), and its
 ``Llama.__init__`` has its own defaults (llama_cpp/llama.py of abetlen/llama-cpp-python, l.65-116
-of v0.3.35, 2026-08-17; the same values in every 0.3.x tag, v0.3.0-v0.3.35):
+of v0.3.35, 2026-08-17; the same values in every tag v0.2.30-v0.3.35, where ``flash_attn`` is
+absent before v0.2.68 and ``type_k``/``type_v`` before v0.2.58: llama.cpp's defaults then):
 
 * ``n_gpu_layers: int = 0`` (l.65): no layer on the GPU; ``-1`` means all
   (``0x7FFFFFFF if n_gpu_layers == -1``, l.228-229). A CUDA build still allocates its compute
@@ -53,8 +54,12 @@ N_BATCH = 512  # Llama(n_batch=512); n_ubatch=512 is llama.cpp's -ub default alr
 N_GPU_LAYERS = 0  # Llama(n_gpu_layers=0)
 FLASH_ATTN = False  # Llama(flash_attn=False)
 
-#: a binding release as pip prints it (0.3.16), with an optional wheel/local suffix
-_VERSION_RE = re.compile(r"^v?(0)\.(\d+)\.(\d+)(?:[-+][0-9a-z.]+)?$")
+#: a binding release as pip prints it (0.3.16), with an optional wheel/local suffix; any
+#: version-shaped value (``1.0``, ``0.2.90``) is read as the binding's, never as a llama.cpp
+#: build (llama.cpp has builds and dates, not dotted versions)
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9a-z.]+)?$")
+#: a "version" whose major number is this or larger is a date written with dots (2024.06)
+_DATE_LIKE_MAJOR = 100
 
 
 def is_binding(runtime: str | None) -> bool:
@@ -65,11 +70,15 @@ def is_binding(runtime: str | None) -> bool:
 def binding_version(text: str | None) -> tuple[int, int, int] | None:
     """A llama-cpp-python release read from ``text`` (None: not one, e.g. a llama.cpp build).
 
-    >>> binding_version("0.3.16"), binding_version("v0.3.35-cu124"), binding_version("b4500")
-    ((0, 3, 16), (0, 3, 35), None)
+    >>> binding_version("0.3.16"), binding_version("v0.3.35-cu124"), binding_version("1.0")
+    ((0, 3, 16), (0, 3, 35), (1, 0, 0))
+    >>> binding_version("b4500"), binding_version("2024-06-15")
+    (None, None)
     """
     m = _VERSION_RE.match((text or "").strip().lower())
-    return None if m is None else (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
 def _vendored(text: str | None) -> tuple[str | None, dict[str, str] | None]:
@@ -100,18 +109,23 @@ def _vendored(text: str | None) -> tuple[str | None, dict[str, str] | None]:
             "llama_cpp_date": found[1].isoformat(),
             "why": "",
         }
-    if version > newest:
+    if newest < version and version[0] < _DATE_LIKE_MAJOR:
         return None, {
             "version": label,
             "llama_cpp_commit": "",
             "llama_cpp_date": "",
-            "why": f"newer than the releases listed (to {newest_text}): the newest llama.cpp",
+            "why": f"newer than the releases listed (to {newest_text}): modelled as the "
+            "newest llama.cpp",
         }
-    oldest = ".".join(map(str, VENDORED_LLAMACPP[0][0]))
+    oldest_version = VENDORED_LLAMACPP[0][0]
+    oldest = ".".join(map(str, oldest_version))
+    why = ""
+    if version < oldest_version:  # llamacpp_python_versions' docstring: Llama's defaults differ
+        why = " (older ones default offload_kqv=False or predate it: the KV cache on the CPU)"
     raise InvalidSettingError(
         f"Invalid --runtime-version {text!r} for llama-cpp-python: releases {oldest} to "
-        f"{newest_text} are listed; for another, give the llama.cpp build or date it vendors "
-        "(b4500, 2024-06-15)",
+        f"{newest_text} are listed{why}; for another, give the llama.cpp build or date it "
+        "vendors (b4500, 2024-06-15)",
         setting="runtime_version",
         value=text,
     )
