@@ -52,3 +52,27 @@ def test_user_utilization_is_never_raised(capsys: pytest.CaptureFixture[str]) ->
     for p in _plans(capsys, [*ARGS, "--gpu-memory-utilization", "0.9"]):
         assert isinstance(p["settings"], dict)
         assert p["settings"].get("gpu_memory_utilization") in (None, 0.9)
+
+
+def test_lowered_util_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 19: the V0 plan proposed 0.81 and a shorter context than the 'largest that fits'
+    at 0.9 in its rejected list, without saying why: at 0.9 what vLLM 0.5.4 leaves free is
+    within the band of the CUDA graphs it captures after the KV cache (outside its budget)."""
+    argv = ["llama-3.1-8b", "--gpu", "rtx-3090", "-r", "vllm", "--runtime-version", "0.5.4"]
+    best: dict[str, Any] = _plans(capsys, argv)[0]
+    util = best["settings"]["gpu_memory_utilization"]
+    assert util < 0.9
+    assert f"--gpu-memory-utilization {util:g}" in best["command"]
+    note = next(c for c in best["changes"] if c.startswith(f"--gpu-memory-utilization {util:g}"))
+    assert "default 0.9; lowered because at 0.9" in note
+    assert "CUDA graphs captured after the KV cache" in note
+    # the same note in the text the user reads
+    capsys.readouterr()
+    assert main(["plan", *argv]) == 0
+    assert "lowered because at 0.9" in capsys.readouterr().out
+
+
+def test_default_util_plan_has_no_lowered_note(capsys: pytest.CaptureFixture[str]) -> None:
+    for p in _plans(capsys, ["llama-3.1-8b", "--gpu", "h100-sxm", "-r", "vllm", "--ctx", "32k"]):
+        assert isinstance(p["changes"], list)
+        assert not any("lowered because" in str(c) for c in p["changes"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from oomkit.planner.knobs import CHECKPOINT, FA_F16, LEVEL_EXPERTS_CPU, LEVEL_LAYERS_CPU
 from oomkit.planner.lmstudio import command_target
 from oomkit.planner.search import SEQS_LEVER, Evaluation, Searcher
-from oomkit.planner.vllm_util import raised_util_note
+from oomkit.planner.vllm_util import lowered_util_note, raised_util_note
 from oomkit.units import format_bytes
 
 __all__ = ["describe", "reject_text"]
@@ -83,6 +83,11 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
     raised = raised_util_note(ev.estimate) if searcher.base.gpu_memory_utilization is None else None
     if raised is not None and searcher.runtime == "vllm":
         out.append(raised)
+    lowered = (
+        lowered_util_note(ev.estimate) if searcher.base.gpu_memory_utilization is None else None
+    )
+    if lowered is not None and searcher.runtime == "vllm":
+        out.append(lowered)
     host_weights = ev.estimate.host.weights_bytes
     if searcher.runtime == "transformers" and host_weights:
         out.append(

@@ -43,7 +43,7 @@ from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.target_ctx import default_target_ctx, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
-from oomkit.planner.vllm_util import raise_vllm_util
+from oomkit.planner.vllm_util import lower_vllm_util, raise_vllm_util
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -211,7 +211,7 @@ class Searcher:
             self._memo[cand] = ev
             return ev
         if self.runtime == "vllm" and self.base.gpu_memory_utilization is None:
-            est = raise_vllm_util(self, settings, self._clear_band(settings, est))
+            est = raise_vllm_util(self, settings, lower_vllm_util(self, settings, est))
         ev = self._judge(cand, est)
         self._memo[cand] = ev
         return ev
@@ -227,28 +227,6 @@ class Searcher:
             devices=(),
             host=DeviceUsage(device="cpu"),
         )
-
-    def _clear_band(self, settings: InferenceSettings, est: Estimate) -> Estimate:
-        """vLLM fills ``gpu_memory_utilization`` of each GPU by design; when what it leaves free
-        is within the variance band, lower it just enough and re-estimate (the pool shrinks)."""
-        util = est.settings.get("gpu_memory_utilization")
-        if not isinstance(util, float):
-            return est
-        need = 0.0
-        for m in verdict(est, self.platform).margins:
-            d = next((x for x in est.devices if x.device == m.device), None)
-            if m.what != "device memory" or m.level != "tight" or d is None:
-                continue
-            if d.capacity_bytes:
-                need = max(need, (m.band_bytes - m.free_bytes) / d.capacity_bytes)
-        if need <= 0:
-            return est
-        new = int((util - need) * 100) / 100  # floor to the hundredth
-        if new < 0.5:
-            return est
-        self.n_estimates += 1
-        lowered = dataclasses.replace(settings, gpu_memory_utilization=new)
-        return self.estimator(self.spec, lowered, self.hardware)
 
     def _judge(self, cand: Candidate, est: Estimate) -> Evaluation:
         # vLLM/SGLang keep their own (1 - utilisation) free; transformers and GGUF the headroom

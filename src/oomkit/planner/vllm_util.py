@@ -1,4 +1,14 @@
-"""Raising vLLM's ``--gpu-memory-utilization`` as a planner lever.
+"""Raising and lowering vLLM's ``--gpu-memory-utilization`` as a planner lever.
+
+Lowering: vLLM fills ``gpu_memory_utilization`` of each GPU by design, and what it allocates
+outside that budget is not in its own accounting: on V0 (0.5.x-0.6.x) the CUDA graphs are
+captured after the KV cache is allocated (``Worker.initialize_cache`` then ``_warm_up_model``
+-> ``capture_model``, vllm/worker/worker.py; the log says "This process usually takes ...
+CUDA graph ... 1~3 GiB per GPU"), with the non-torch memory and a display's share. When the
+memory that leaves free is within the verdict's variance band, the planner lowers the
+utilization just enough to clear it (never proposing a "tight" run); the plan says so, and
+why, in its notes (:func:`lowered_util_note`), since a lower budget shrinks the KV pool and so
+the context the plan can offer.
 
 When ``max_model_len`` needs more KV than the pool holds, vLLM refuses to start and its own
 error names two ways out: "Try increasing `gpu_memory_utilization` or decreasing
@@ -26,9 +36,58 @@ from oomkit.spec.settings import InferenceSettings
 if TYPE_CHECKING:
     from oomkit.planner.search import Searcher
 
-__all__ = ["raise_vllm_util", "raised_util_note"]
+__all__ = ["lower_vllm_util", "lowered_util_note", "raise_vllm_util", "raised_util_note"]
 
 _DEVICE = "device memory"
+#: runtime_details key: the utilization the planner lowered from and the band terms it cleared
+LOWERED = "util_lowered"
+
+
+def lower_vllm_util(s: Searcher, settings: InferenceSettings, est: Estimate) -> Estimate:
+    """When what vLLM leaves free of its ``gpu_memory_utilization`` is within the variance band
+    ("tight"), ``est`` re-estimated at the utilization lowered just enough (the pool shrinks),
+    its ``runtime_details`` saying what it was lowered from and what band it clears."""
+    util = est.settings.get("gpu_memory_utilization")
+    if not isinstance(util, float):
+        return est
+    need = 0.0
+    terms: list[str] = []
+    for m in verdict(est, s.platform).margins:
+        d = next((x for x in est.devices if x.device == m.device), None)
+        if m.what != _DEVICE or m.level != "tight" or d is None:
+            continue
+        if d.capacity_bytes:
+            need = max(need, (m.band_bytes - m.free_bytes) / d.capacity_bytes)
+            terms.extend(name for name, _ in m.terms if name not in terms)
+    if need <= 0:
+        return est
+    new = int((util - need) * 100) / 100  # floor to the hundredth
+    if new < 0.5:
+        return est
+    s.n_estimates += 1
+    lowered = s.estimator(
+        s.spec, dataclasses.replace(settings, gpu_memory_utilization=new), s.hardware
+    )
+    details = {**lowered.runtime_details, LOWERED: {"from": util, "band": terms[:3]}}
+    return dataclasses.replace(lowered, runtime_details=details)
+
+
+def lowered_util_note(est: Estimate) -> str | None:
+    """The plan's line saying why it lowered the utilization (None when it did not)."""
+    util = est.settings.get("gpu_memory_utilization")
+    lowered = est.runtime_details.get(LOWERED)
+    if not isinstance(util, float) or not isinstance(lowered, dict):
+        return None
+    was = lowered.get("from")
+    if not isinstance(was, float) or util >= was:
+        return None
+    band = lowered.get("band")
+    what = f" ({band[0]}, the largest)" if isinstance(band, list) and band else ""
+    return (
+        f"--gpu-memory-utilization {util:g} (default {was:g}; lowered because at {was:g} what "
+        f"vLLM leaves free is within the band of what it allocates outside its budget{what}: a "
+        f"smaller KV pool, so a shorter context than the 'largest that fits' at {was:g})"
+    )
 
 
 def _util_bounds(est: Estimate, platform: Platform) -> tuple[float, float] | None:
