@@ -24,6 +24,7 @@ import re
 from functools import cache
 
 __all__ = [
+    "CONTEXT_FORMS",
     "GB",
     "KB",
     "MB",
@@ -37,6 +38,7 @@ __all__ = [
     "format_bytes",
     "format_bytes_fine",
     "format_params",
+    "is_context_max",
     "k8s_quantity",
     "parse_count",
     "parse_size",
@@ -149,6 +151,25 @@ def parse_count(text: str) -> int:
             raise ValueError(f"cannot read count '{text}': a count must be a whole number")
         value += int(frac) * mult // (10 ** len(frac))
     return value
+
+
+#: what a context (``--ctx`` of estimate and plan, the web's ``ctx``) may be: one wording for
+#: the command line's error and the web's 422
+CONTEXT_FORMS = "an integer such as 8192 or 32k, or max (the largest context that fits)"
+
+
+def is_context_max(text: str) -> bool:
+    """``text`` is a context's ``max``; raises ``ValueError`` (naming ``max`` with the counts
+    :data:`CONTEXT_FORMS` lists) when it is neither ``max`` nor readable as a count.
+
+    >>> is_context_max(" MAX "), is_context_max("32k")
+    (True, False)
+    """
+    if text.strip().lower() == "max":
+        return True
+    if _count_re().match(text) is None:
+        raise ValueError(f"cannot read context '{text}': expected {CONTEXT_FORMS}")
+    return False
 
 
 def format_bytes(n_bytes: int) -> str:

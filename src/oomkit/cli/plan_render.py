@@ -24,6 +24,8 @@ def render_plan(result: object) -> str:
     req = result.request
     capped = req.ctx is not None and req.ctx > result.target_ctx  # the trained context caps it
     ctx_text = f"{req.ctx} (capped at {result.target_ctx})" if capped else str(result.target_ctx)
+    if req.ctx_from_max:  # --ctx max: say so, not the model's maximum it aims for
+        ctx_text = f"max (the model's {result.target_ctx})"
     asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
     if req.quant:
         asked.append(f"quant {req.quant}")

@@ -3,7 +3,7 @@ click-free ``estimate`` path (``estimate_fast``) both convert through these func
 
 from __future__ import annotations
 
-from oomkit.units import parse_count, parse_size
+from oomkit.units import is_context_max, parse_count, parse_size
 
 __all__ = [
     "CTX_FLAGS",
@@ -39,7 +39,7 @@ def parse_context(text: str) -> int:
     Raises:
         ValueError: not a count.
     """
-    if text.strip().lower() == "max":
+    if is_context_max(text):  # names max in its error (units.CONTEXT_FORMS)
         return CTX_MAX
     return parse_count(text)
 

@@ -165,7 +165,9 @@ def _resolve_ctx_max(spec: ModelSpec, request: PlanRequest) -> tuple[PlanRequest
             value="max",
         )
     floor = request.min_ctx if request.min_ctx is not None else min(top, request.ctx_step)
-    resolved = dataclasses.replace(request, ctx=top, min_ctx=floor, ctx_max=False)
+    resolved = dataclasses.replace(
+        request, ctx=top, min_ctx=floor, ctx_max=False, ctx_from_max=True
+    )
     note = (
         f"--ctx max: aiming for the model's whole context ({top}); each plan runs the largest "
         f"context its settings fit (x{request.ctx_step}, not below {floor})"

@@ -33,6 +33,8 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
             out.append("flash attention on (-fa; a quantized V cache needs it)")
     if cand.ctx < searcher.target_ctx:
         whose = "asked" if req.ctx is not None else "default"
+        if req.ctx_from_max:  # --ctx max: the largest this plan's settings fit
+            whose = "the largest that fits; asked max, the model's"
         out.append(f"context {cand.ctx} ({whose} {searcher.target_ctx})")
     else:
         out.append(f"context {cand.ctx}")

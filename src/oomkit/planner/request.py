@@ -61,6 +61,9 @@ class PlanRequest:
     #: layers + output it means all of them, as llama.cpp reads it; None: the planner chooses)
     n_gpu_layers: int | None = None
     ctx_max: bool = False
+    #: ``ctx`` is ``--ctx max`` resolved to the model's whole context (set by the planner, not
+    #: the caller): the plan's text says "max" was asked, not the number it resolved to
+    ctx_from_max: bool = False
 
     def __post_init__(self) -> None:
         if self.ctx_max and self.ctx is not None:

@@ -27,6 +27,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
+from oomkit.units import CONTEXT_FORMS, is_context_max
 
 if TYPE_CHECKING:
     import click
@@ -50,8 +51,25 @@ Count = (
         StrictStr, Field(min_length=1, max_length=16, pattern=r"^\s*\d+(\.\d+)?\s*[kKmM]?\s*$")
     ]
 )
+
+
+def _context(value: int | str) -> int | str:
+    """A ``ctx`` as ``--ctx`` reads it; a string that is neither a count nor ``max`` gets the
+    command line's wording (:data:`oomkit.units.CONTEXT_FORMS`), not a union's first error."""
+    if isinstance(value, str):
+        try:
+            is_context_max(value)
+        except ValueError:
+            raise PydanticCustomError(
+                "ctx", "Input should be {forms}", {"forms": CONTEXT_FORMS}
+            ) from None
+    return value
+
+
 #: a context (estimate's and plan's ``ctx``): a count, or ``"max"`` as ``--ctx max`` takes it
-Context = Count | Annotated[StrictStr, Field(pattern=r"^\s*[mM][aA][xX]\s*$")]
+Context = Annotated[
+    StrictInt | Annotated[StrictStr, Field(min_length=1, max_length=16)], AfterValidator(_context)
+]
 Size = (
     Annotated[StrictInt, Field(ge=0, le=1 << 50)]
     | Annotated[StrictStr, Field(min_length=1, max_length=24)]
