@@ -24,8 +24,8 @@ import pytest
 from oomkit.cli import estimate_fast
 from oomkit.cli.estimate import estimate_command
 from oomkit.cli.estimate_fast import DEFAULTS, FLAGS, VALUE_OPTIONS, parse_estimate_args
-from oomkit.cli.params import CONTEXT, SIZE
-from oomkit.cli.values import parse_context, parse_size
+from oomkit.cli.params import CONTEXT, COUNT, SIZE
+from oomkit.cli.values import parse_context, parse_count, parse_size
 
 SRC = str(Path(__file__).parents[1] / "src")
 
@@ -58,6 +58,8 @@ def test_table_matches_the_click_command() -> None:
                     assert convert is parse_size, opt
                 elif p.type is CONTEXT:
                     assert convert is parse_context, opt
+                elif p.type is COUNT:
+                    assert convert is parse_count, opt
                 else:
                     assert convert is _CONVERTERS[type(p.type).__name__], opt
             elif opt in FLAGS:

@@ -66,3 +66,19 @@ def test_web_error_names_max() -> None:
         assert "valid integer" not in detail
         ok = client.post(path, json={**body, "ctx": "max"})
         assert ok.status_code == 200, ok.text
+
+
+def test_draft_ctx_is_a_count_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """--draft-ctx has no 'largest that fits' (the draft's context follows the main one): its
+    error is the count's, on the click path and on the fast --json path alike."""
+    from oomkit.cli import main
+
+    for extra in ((), ("--json",)):
+        code = main(
+            ["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--model-draft", "llama-3.2-1b",
+             "--draft-ctx", "max", *extra]
+        )  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2
+        assert "cannot read count 'max'" in err
+        assert "or max" not in err

@@ -12,7 +12,7 @@ from oomkit.cli.args_command import ArgsCommand
 from oomkit.cli.estimate_run import render_suggestions, run_estimate
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import lora_options
-from oomkit.cli.params import CONTEXT, SIZE
+from oomkit.cli.params import CONTEXT, COUNT, SIZE
 from oomkit.cli.train_options import EMIT_CHOICES, TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
@@ -212,7 +212,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     "--ctx-size-draft",
     "-cd",
     "draft_ctx",
-    type=CONTEXT,
+    type=COUNT,
     help="Draft context per slot (-cd; default: the main context per slot)",
 )
 @click.option("--cache-type-k-draft", "-ctkd", "draft_cache_type_k", help="Draft KV type for K")

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from oomkit.cli.values import CTX_FLAGS, TP_FLAGS, parse_context, parse_size
+from oomkit.cli.values import CTX_FLAGS, TP_FLAGS, parse_context, parse_count, parse_size
 
 __all__ = ["DEFAULTS", "FLAGS", "VALUE_OPTIONS", "parse_estimate_args", "run_fast"]
 
@@ -78,7 +78,7 @@ _value("block_size", int, "--block-size")
 _value("draft_model", str, "--draft-model", "--model-draft", "-md")
 _value("draft_quant", str, "--draft-quant")
 _value("draft_ngl", int, "--draft-ngl", "--gpu-layers-draft", "-ngld")
-_value("draft_ctx", parse_context, "--draft-ctx", "--ctx-size-draft", "-cd")
+_value("draft_ctx", parse_count, "--draft-ctx", "--ctx-size-draft", "-cd")  # no max
 _value("draft_cache_type_k", str, "--cache-type-k-draft", "-ctkd")
 _value("draft_cache_type_v", str, "--cache-type-v-draft", "-ctvd")
 _value("draft_device", str, "--device-draft", "-devd")

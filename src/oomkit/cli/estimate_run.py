@@ -142,10 +142,6 @@ def run_estimate(
             f"{orphan} needs --draft-model (llama.cpp -md): name the draft model or drop it",
             setting=orphan,
         )
-    if draft_ctx == CTX_MAX:
-        raise InvalidSettingError(
-            "--draft-ctx takes a token count (e.g. 4096 or 4k), not 'max'", setting="--draft-ctx"
-        )
     if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
         raise InvalidSettingError(
             f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}",
