@@ -11,6 +11,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
+from oomkit.diagnose.kv_context import half_context_unknown
 from oomkit.diagnose.model_fixes import HEADROOM_BYTES
 
 __all__ = ["analyze_llamacpp", "analyze_ollama", "kv_fixes"]
@@ -131,6 +132,8 @@ def _kv_fixes(
                 (f"-c {half}",),
             )
         )
+    else:
+        out.append(half_context_unknown(kv, ollama))
     ratio = kv_type_ratio(ctx.type_k or "f16", "q8_0")
     if kv and ratio is not None and ratio < 1:
         saving = kv - int(kv * ratio)
@@ -543,8 +546,11 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="kv_cache_or_context",
             confidence=0.75 if multi else 0.8,
-            explanation=base + f" The KV cache ({_fb(e.requested_bytes)}) does not fit next to "
-            "the weights." + multi_note,
+            explanation=base
+            + " The KV cache"
+            + (f" ({_fb(e.requested_bytes)})" if e.requested_bytes else "")
+            + " does not fit next to the weights."
+            + multi_note,
             fixes=tuple(_kv_fixes(ctx, e.requested_bytes or kv, shortfall) + split),
         )
     if stage == "compute":
