@@ -1,10 +1,12 @@
-"""The context lever of a llama.cpp / Ollama KV-cache failure whose log prints no n_ctx."""
+"""The context levers of a llama.cpp / Ollama KV-cache failure (rules_llamacpp._kv_fixes)."""
 
 from __future__ import annotations
 
+from oomkit.diagnose.events import LogContext
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.model_fixes import HEADROOM_BYTES
 
-__all__ = ["half_context_unknown"]
+__all__ = ["compute_reserve", "half_context_unknown"]
 
 
 def half_context_unknown(kv: int | None, ollama: bool) -> Fix:
@@ -34,4 +36,30 @@ def half_context_unknown(kv: int | None, ollama: bool) -> Fix:
         f"{size_text(kv - kv // 2)}.",
         commands=cmds,
         expected_saving_bytes=kv - kv // 2,
+    )
+
+
+def compute_reserve(ctx: LogContext, compute_failed: bool) -> tuple[int, str]:
+    """Room a context that fits must leave after its KV cache, and the words for it.
+
+    llama.cpp allocates the compute buffer right after the KV cache (src/llama-context.cpp:
+    the ``llama_context`` constructor reserves the worst-case graph with
+    ``ggml_backend_sched_reserve`` -> ``ggml_gallocr_reserve_n``), and without flash attention
+    it grows with n_ctx (the n_ctx x n_ubatch x n_head f32 KQ scores). When the compute buffer
+    is what failed, its request (at the failing n_ctx, so at least the one at a shorter context)
+    is already in the shortfall; when the KV cache failed, the log stops before the compute
+    buffer. Either way the doctor's headroom (:data:`~oomkit.diagnose.model_fixes.HEADROOM_BYTES`,
+    the margin the estimator-sized fixes keep) is left on top; in the second case it is all the
+    room kept for the compute buffer.
+    """
+    if compute_failed:
+        return HEADROOM_BYTES, (
+            f"the compute buffer's request is in that shortfall, with {size_text(HEADROOM_BYTES)} "
+            "headroom kept on top"
+        )
+    return HEADROOM_BYTES, (
+        f"{size_text(HEADROOM_BYTES)} is kept for the compute buffer llama.cpp allocates after the "
+        "KV cache (the log stops before it"
+        + ("; without flash attention it grows with n_ctx" if ctx.flash_attn is not True else "")
+        + ")"
     )
