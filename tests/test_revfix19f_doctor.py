@@ -103,3 +103,42 @@ def test_every_llamacpp_or_ollama_kv_finding_in_the_corpus_offers_a_context_fix(
                 missing.append((rec["id"], [f.title for f in d.fixes]))
     assert seen > 40
     assert not missing, missing
+
+
+_NCCL = (
+    "include/alloc.h:125 NCCL WARN Cuda failure 2 'out of memory'\n"
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.20.5\n"
+    "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+    "Last error:\n"
+    "Cuda failure 2 'out of memory'\n"
+)
+
+
+def test_nccl_headline_question_and_first_fix_agree(tmp_path: Path) -> None:
+    out = _doctor(tmp_path, _NCCL)
+    head, fixes = out.split("Fixes", 1)
+    assert head.startswith("Cause: unknown")
+    assert "batch_or_activations" not in out
+    assert head.count("What would decide:") == 1
+    assert "NCCL_DEBUG_SUBSYS=ALLOC" in head
+    assert "batch size 1" not in out
+    assert "1. Turn off NVLink SHARP buffers" in fixes
+    assert "Halve the batch" not in fixes
+    assert "--answer other_process=yes|no" in fixes
+
+
+def test_one_deciding_sentence_per_finding_over_the_development_corpus() -> None:
+    """A rule that settles the cause on top of another's result, and the base-rate guess on top
+    of a rule that named its deciding fact, leave one "What would decide:" sentence."""
+    seen, twice = 0, []
+    for part in DEVELOPMENT_PARTS:
+        for rec in load(part_files(part)):
+            d = diagnose_text(rec.get("text", ""))
+            n = d.explanation.count("What would decide:")
+            seen += n
+            if n > 1:
+                twice.append(rec["id"])
+    assert seen > 500
+    assert not twice, twice
