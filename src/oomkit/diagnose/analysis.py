@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from oomkit.diagnose.fixes import Fix
 
-__all__ = ["CAUSES", "Analysis"]
+__all__ = ["CAUSES", "DECIDER", "Analysis", "without_decider"]
 
 #: Every cause the doctor can report (DESIGN.md doctor contract).
 CAUSES = (
@@ -20,6 +20,19 @@ CAUSES = (
     "multi_gpu_imbalance",
     "unknown",
 )
+
+#: the sentence that names the fact deciding the cause: one per finding (revfix19f)
+DECIDER = " What would decide:"
+
+
+def without_decider(explanation: str) -> str:
+    """``explanation`` up to its "What would decide:" sentence: a rule that reads the cause
+    anew on top of another's result asks its own question, not the superseded one too.
+
+    >>> without_decider("Usage is high. What would decide: the peak. (1 related message.)")
+    'Usage is high.'
+    """
+    return explanation.split(DECIDER, 1)[0]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -89,9 +89,5 @@ def engine_lead(cause: str, e: OomEvent, ctx: LogContext) -> Fix | None:
     (:mod:`oomkit.diagnose.priors`: "Halve the batch size" otherwise), else ``None``."""
     if cause != "batch_or_activations":
         return None
-    if e.runtime == "nccl":  # NCCL's buffers need room the job's batch took (rules_nccl)
-        from oomkit.diagnose.rules_nccl import ROOM_FIX
-
-        return ROOM_FIX
     fixes = engine_batch_fixes(e, ctx)
     return fixes[0] if fixes else None

@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
-from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.analysis import DECIDER, Analysis
 from oomkit.diagnose.engine_levers import engine_lead
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic
@@ -493,7 +493,9 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         return result
     key = prior_key(e, ctx)
     rate = base_rate(key)
-    question = deciding_question(key)
+    # one deciding sentence per finding: a rule that named the fact deciding between its
+    # readings keeps it (it is about this evidence; the rate's question is generic)
+    decide = "" if DECIDER in result.explanation else f"{DECIDER} {deciding_question(key)}"
     was = "unknown" if result.cause == "unknown" else f"{result.cause} (its fallback guess)"
     head = (
         result.explanation + " Neither the numbers nor the phase decide the cause "
@@ -502,12 +504,11 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     if rate is None:
         return replace(
             result,
-            explanation=head + f" No base rate exists for this kind of message. What would "
-            f"decide: {question}",
+            explanation=head + f" No base rate exists for this kind of message.{decide}",
             open_question=False,
         )
     if rate.cause is None and rate.confirmed_by is not None and result.cause not in _leaders(rate):
-        return _confirmed_guess(result, rate, rate.confirmed_by, head, question, (e, ctx))
+        return _confirmed_guess(result, rate, rate.confirmed_by, head, decide, (e, ctx))
     if rate.cause is None:
         leaders = _leaders(rate)
         cause = result.cause if result.cause in leaders else "unknown"
@@ -523,7 +524,7 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
                 if cause != "unknown"
                 else "."
             )
-            + f" What would decide: {question}",
+            + decide,
             open_question=False,
         )
     cause = rate.cause
@@ -535,7 +536,7 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         cause=cause,
         confidence=round(min(0.45, 0.15 + 0.4 * rate.share), 2),
         explanation=head + f" Best guess by base rate: {cause}, the most common cause among "
-        f"{_describe(rate)}; low confidence. What would decide: {question}",
+        f"{_describe(rate)}; low confidence.{decide}",
         fixes=fixes,
         open_question=False,
     )
@@ -546,7 +547,7 @@ def _confirmed_guess(
     rate: BaseRate,
     coarser: BaseRate,
     head: str,
-    question: str,
+    decide: str,
     where: tuple[OomEvent, LogContext],
 ) -> Analysis:
     """The guess of a flat rate that a coarser decisive rate confirms (:func:`base_rate`):
@@ -564,7 +565,7 @@ def _confirmed_guess(
         explanation=head + f" The base rate of this kind of message is level: among "
         f"{_describe(rate)} no cause clearly leads; {cause} is the most common there, and "
         f"among a broader group of {_describe(coarser)} it leads. Best guess: "
-        f"{cause}, low confidence. What would decide: {question}",
+        f"{cause}, low confidence.{decide}",
         fixes=fixes,
         open_question=False,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
-from oomkit.diagnose.model_fixes import HEADROOM_BYTES
+from oomkit.diagnose.kv_context import compute_reserve, half_context_unknown
 
 __all__ = ["analyze_llamacpp", "analyze_ollama", "kv_fixes"]
 
@@ -61,37 +61,19 @@ def kv_fixes(ctx: LogContext, kv: int | None, shortfall: int | None) -> list[Fix
     return _kv_fixes(ctx, kv, shortfall)
 
 
-def _compute_reserve(ctx: LogContext, compute_failed: bool) -> tuple[int, str]:
-    """Room a context that fits must leave after its KV cache, and the words for it.
-
-    llama.cpp allocates the compute buffer right after the KV cache (src/llama-context.cpp:
-    the ``llama_context`` constructor reserves the worst-case graph with
-    ``ggml_backend_sched_reserve`` -> ``ggml_gallocr_reserve_n``), and without flash attention
-    it grows with n_ctx (the n_ctx x n_ubatch x n_head f32 KQ scores). When the compute buffer
-    is what failed, its request (at the failing n_ctx, so at least the one at a shorter context)
-    is already in the shortfall; when the KV cache failed, the log stops before the compute
-    buffer. Either way the doctor's headroom (:data:`~oomkit.diagnose.model_fixes.HEADROOM_BYTES`,
-    the margin the estimator-sized fixes keep) is left on top; in the second case it is all the
-    room kept for the compute buffer.
-    """
-    if compute_failed:
-        return HEADROOM_BYTES, (
-            f"the compute buffer's request is in that shortfall, with {_fb(HEADROOM_BYTES)} "
-            "headroom kept on top"
-        )
-    return HEADROOM_BYTES, (
-        f"{_fb(HEADROOM_BYTES)} is kept for the compute buffer llama.cpp allocates after the "
-        "KV cache (the log stops before it"
-        + ("; without flash attention it grows with n_ctx" if ctx.flash_attn is not True else "")
-        + ")"
-    )
-
-
 def _kv_fixes(
-    ctx: LogContext, kv: int | None, shortfall: int | None, compute_failed: bool = False
+    ctx: LogContext,
+    kv: int | None,
+    shortfall: int | None,
+    compute_failed: bool = False,
+    *,
+    ollama: bool | None = None,  # Ollama's own errors (rules_ollama) say True
+    unsized: bool = True,  # False: the caller has its own lever when neither size is known
 ) -> list[Fix]:
     out: list[Fix] = []
-    n_ctx, ollama = ctx.n_ctx, _ollama_runner(ctx)  # Ollama's forms only in an Ollama log
+    n_ctx = ctx.n_ctx
+    if ollama is None:
+        ollama = _ollama_runner(ctx)  # Ollama's forms only in an Ollama log
     if n_ctx and kv:
         half = max(256, n_ctx // 2 // 256 * 256)
         saving = kv - kv * half // n_ctx
@@ -104,7 +86,7 @@ def _kv_fixes(
                 expected_saving_bytes=saving,
             )
         )
-        reserve, kept = _compute_reserve(ctx, compute_failed)
+        reserve, kept = compute_reserve(ctx, compute_failed)
         if shortfall and 0 < shortfall + reserve < kv:
             fit = (n_ctx * (kv - shortfall - reserve) // kv) // 256 * 256
             if fit >= 256:
@@ -131,6 +113,8 @@ def _kv_fixes(
                 (f"-c {half}",),
             )
         )
+    elif kv or unsized:
+        out.append(half_context_unknown(kv, ollama))
     ratio = kv_type_ratio(ctx.type_k or "f16", "q8_0")
     if kv and ratio is not None and ratio < 1:
         saving = kv - int(kv * ratio)
@@ -543,8 +527,11 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="kv_cache_or_context",
             confidence=0.75 if multi else 0.8,
-            explanation=base + f" The KV cache ({_fb(e.requested_bytes)}) does not fit next to "
-            "the weights." + multi_note,
+            explanation=base
+            + " The KV cache"
+            + (f" ({_fb(e.requested_bytes)})" if e.requested_bytes else "")
+            + " does not fit next to the weights."
+            + multi_note,
             fixes=tuple(_kv_fixes(ctx, e.requested_bytes or kv, shortfall) + split),
         )
     if stage == "compute":

@@ -24,11 +24,10 @@ from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic, size_text
 
-__all__ = ["ROOM_FIX", "analyze_nccl"]
+__all__ = ["analyze_nccl"]
 
-#: the framework's own share is the lever when the card was full of this job (the base-rate
-#: guess's lead fix for an NCCL event: engine_levers.engine_lead)
-ROOM_FIX = generic(
+#: the framework's own share is the lever when the card was full of this job
+_ROOM_FIX = generic(
     "Leave room on the card for NCCL",
     "a smaller batch (a fixed batch size instead of an automatic one that fills the card), the "
     "process group set up before the model fills the card, or a smaller reservation (vLLM: a "
@@ -55,8 +54,9 @@ def analyze_nccl(e: OomEvent, ctx: LogContext) -> Analysis | None:
         "channel and peer, NVLink SHARP buffers on NVSwitch systems) when the communicator is set "
         "up or a collective first runs, after the framework has taken its share of the card: "
         "the card was already nearly full, from the framework's own pool (PyTorch's cache, "
-        "vLLM's gpu_memory_utilization) or another process. What would decide: nvidia-smi at "
-        "the failure (another process, or this one holding the card) and NCCL_DEBUG=INFO "
+        "an automatic batch size, vLLM's gpu_memory_utilization) or another process. The log "
+        "does not say which, so the cause stays unknown. What would decide: nvidia-smi at the "
+        "failure (another process, or this one holding the card) and NCCL_DEBUG=INFO "
         "NCCL_DEBUG_SUBSYS=ALLOC (which NCCL allocation failed, and its size).",
         fixes=(
             generic(
@@ -70,14 +70,17 @@ def analyze_nccl(e: OomEvent, ctx: LogContext) -> Analysis | None:
                 "NCCL's buffers are NCCL_BUFFSIZE (4 MiB default) per channel and peer.",
                 ("NCCL_BUFFSIZE=1048576 NCCL_MAX_NCHANNELS=8 <your launch command>",),
             ),
-            ROOM_FIX,
+            _ROOM_FIX,
             generic(
                 "Check for another process on the card",
                 "a job left over on the same GPU takes what NCCL needs.",
                 ("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
             ),
         ),
-        # what filled the card is open: the base rate of CUDA-level errors under a framework
-        # (priors: nccl is a gpu_framework runtime) gives the best guess, the question decides
-        open_question=True,
+        # settled as unknown: what NCCL's arithmetic supports is its own buffers failing on a
+        # full card, not what filled it. The base rate of CUDA-level errors under a framework
+        # (priors: nccl is a gpu_framework runtime) guessed batch_or_activations with the
+        # batch's question and fix under NCCL's levers (a headline that contradicted them); of
+        # the development corpus' 8 NCCL records 7 are labelled unknown (revfix19f)
+        open_question=False,
     )

@@ -59,7 +59,7 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
             # OLLAMA_NUM_PARALLEL (llm/memory.go EstimateGPULayers), so a client's large num_ctx
             # is what grows it; Continue's docs (PR #11864) give reducing contextLength as the fix
             *(
-                _kv_fixes(ctx, ctx.ollama_required_kv_bytes, None)
+                _kv_fixes(ctx, ctx.ollama_required_kv_bytes, None, ollama=True, unsized=False)
                 or [
                     generic(
                         "Load with a shorter context (num_ctx)",
@@ -108,7 +108,9 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
             "num_gpu is the number of layers Ollama offloads; fewer layers need less VRAM.",
             ("/set parameter num_gpu <fewer>", '"options": {"num_gpu": <fewer>}'),
         ),
-        *_kv_fixes(ctx, kv_planned or ctx.ollama_required_kv_bytes, None),
+        *_kv_fixes(
+            ctx, kv_planned or ctx.ollama_required_kv_bytes, None, ollama=True, unsized=False
+        ),
         generic(
             "Reserve headroom for the estimate's error",
             "OLLAMA_GPU_OVERHEAD (bytes) makes the scheduler leave memory free per GPU.",
@@ -129,7 +131,13 @@ def analyze_ollama(e: OomEvent, ctx: LogContext) -> Analysis:
             "confirm it.",
             fixes=(
                 *(
-                    _kv_fixes(ctx, kv_planned or ctx.ollama_required_kv_bytes, None)
+                    _kv_fixes(
+                        ctx,
+                        kv_planned or ctx.ollama_required_kv_bytes,
+                        None,
+                        ollama=True,
+                        unsized=False,
+                    )
                     or [
                         generic(
                             "Load with a shorter context",

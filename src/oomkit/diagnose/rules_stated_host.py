@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.analysis import Analysis, without_decider
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.priors import is_open
@@ -73,7 +73,8 @@ def stated_conversion_on_host(result: Analysis, e: OomEvent, ctx: LogContext) ->
     return Analysis(
         cause="host_ram",
         confidence=0.45,
-        explanation=result.explanation + f" The text places the failure in a model conversion "
+        explanation=without_decider(result.explanation)
+        + f" The text places the failure in a model conversion "
         f"or export ({m.group(0)!r}): converters load the whole checkpoint into host memory and "
         "build the converted copy beside it, on the CPU. What would decide: `free -h` during the "
         "conversion and `dmesg | grep -i oom` after it (the kernel's OOM killer).",
