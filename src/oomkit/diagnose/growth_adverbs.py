@@ -1,0 +1,34 @@
+"""Memory growth told with its pace before the verb (docpost21, from the retired heldout44).
+
+``rules_stated._GROWTH_WORDS`` reads growth with the adverb after the verb ("grows steadily",
+"increases over time") and "keeps increasing"; a report as often puts the pace first: "vram
+usage gradually increasing each run until OOM" (llama.cpp issue 23446), "the memory usage will
+continuously increase until an OOM occurs" (SGLang issue 9365). The subject must be memory
+(memory, RAM, VRAM): "gradually increase the batch size" is a lever, not growth. Growth per
+run or request without "with" ("increasing each run") is the same statement as "with each run"
+(rules_stated): what one run or request needs is freed when it ends, so memory that rises run
+after run is state kept past it.
+
+Every quantifier is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["PACE_FIRST_GROWTH"]
+
+_VERB = r"(?:increas(?:e|es|ed|ing)|grow(?:s|n|ing)?|grew|ris(?:e|es|ing)|climb(?:s|ed|ing)?)"
+
+# between the subject and the verb: no sentence break and no negation ("memory does not
+# gradually increase" rules growth out; rules_stated's own negation check reads only before the
+# match)
+_GAP = r"(?:(?!\bnot\b|n't\b|\bnever\b|\bno\b)[^.,;:\n])"
+
+#: memory as the subject, then a pace adverb before the verb, or the verb per run / request
+PACE_FIRST_GROWTH = re.compile(
+    r"(?i)\b(?:memory|ram|vram)\b" + _GAP + r"{0,40}?\b(?:gradually|steadily|slowly|continuously"
+    r"|constantly|progressively|incrementally)\s+" + _VERB + r"\b"
+    r"|\b(?:memory|ram|vram)\b" + _GAP + r"{0,30}?\b" + _VERB + r"\s+(?:on\s+)?(?:each|every)\s+"
+    r"(?:run|iteration|epoch|request|generation|call|query|prompt|turn)\b"
+)
