@@ -132,3 +132,35 @@ def test_the_4090_is_its_driver_total() -> None:
     found = named_card("Out of memory on RTX 4090")
     assert found is not None
     assert found[0] == 24564 * 2**20
+
+
+# ---- cause: the context named as the requests' or the KV cache's allocation named ------------
+
+
+@pytest.mark.parametrize("record", ["h44-vllm-mlx-455", "h44-ik_llama.cpp-731"])
+def test_heldout44_context_records(record: str) -> None:
+    assert diagnose_text(corpus_text(record)).cause == "kv_cache_or_context"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "long-context requests cause CUDA OOM on the server",
+        "the KV cache allocation failed with out of memory",
+    ],
+)
+def test_context_named(text: str) -> None:
+    assert diagnose_text(text).cause == "kv_cache_or_context"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a long training sequence is its activations
+        "long-context training causes OOM",
+        # the KV cache ruled out
+        "the KV cache allocation did not fail, the OOM came from the vision encoder",
+    ],
+)
+def test_context_named_near_misses(text: str) -> None:
+    assert diagnose_text(text).cause != "kv_cache_or_context"

