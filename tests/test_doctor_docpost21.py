@@ -164,3 +164,35 @@ def test_context_named(text: str) -> None:
 )
 def test_context_named_near_misses(text: str) -> None:
     assert diagnose_text(text).cause != "kv_cache_or_context"
+
+
+# ---- recognition and cause: a duration as the condition ("if you run it long enough") --------
+
+
+def test_heldout44_turboquant_long_enough() -> None:
+    d = diagnose_text(corpus_text("h44-llama-cpp-turboquant-232"))
+    assert d.oom_found
+    assert d.cause == "leak_or_accumulation"
+
+
+def test_left_running_long_enough() -> None:
+    text = "If you leave the server running long enough, it gets OOM killed"
+    assert diagnose_text(text).cause == "leak_or_accumulation"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # advice to the reader stays silent
+        "If you run out of VRAM, lower the batch size.",
+        # a size, not a duration: still advice
+        "If you use a long enough context, you will get an OOM",
+    ],
+)
+def test_long_enough_near_misses(text: str) -> None:
+    assert not diagnose_text(text).oom_found
+
+
+def test_context_not_long_enough_is_not_growth() -> None:
+    text = "I ran it with a context that is not long enough and got OOM"
+    assert diagnose_text(text).cause != "leak_or_accumulation"

@@ -9,6 +9,11 @@ run or request without "with" ("increasing each run") is the same statement as "
 (rules_stated): what one run or request needs is freed when it ends, so memory that rises run
 after run is state kept past it.
 
+A run said to fail once it runs "long enough" ("if you run any model ... for long enough ...
+it will overflow and hit an OOM error at some point", llama-cpp-turboquant issue 232) is the
+English of "跑久了就爆" (rules_stated): what one step needs fit at the start, so time alone
+brought the failure.
+
 Every quantifier is bounded.
 """
 
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PACE_FIRST_GROWTH"]
+__all__ = ["LONG_RUN", "PACE_FIRST_GROWTH"]
 
 _VERB = r"(?:increas(?:e|es|ed|ing)|grow(?:s|n|ing)?|grew|ris(?:e|es|ing)|climb(?:s|ed|ing)?)"
 
@@ -31,4 +36,11 @@ PACE_FIRST_GROWTH = re.compile(
     r"|constantly|progressively|incrementally)\s+" + _VERB + r"\b"
     r"|\b(?:memory|ram|vram)\b" + _GAP + r"{0,30}?\b" + _VERB + r"\s+(?:on\s+)?(?:each|every)\s+"
     r"(?:run|iteration|epoch|request|generation|call|query|prompt|turn)\b"
+)
+
+#: a run, a use or a server left running "long enough" (not "the context is not long enough")
+LONG_RUN = re.compile(
+    r"(?i)\b(?:run|runs|running|ran|use|using|used|leave|left|keep|kept)\b[^.\n]{0,80}?"
+    # an adverb of time, not a size: "a long enough context" is not read
+    r"(?<!not )(?<!n't )(?<!\ba )(?<!\ban )(?<!\bthe )\b(?:for\s+)?long\s+enough\b"
 )

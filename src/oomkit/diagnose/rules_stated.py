@@ -16,7 +16,7 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
-from oomkit.diagnose.growth_adverbs import PACE_FIRST_GROWTH
+from oomkit.diagnose.growth_adverbs import LONG_RUN, PACE_FIRST_GROWTH
 from oomkit.diagnose.parse_wordings_prose import MEMORY_GETS_BIGGER
 from oomkit.diagnose.parse_wordings_report import CANNOT_BE_FREED
 from oomkit.diagnose.parse_wordings_titles_more import CJK_MEMORY_RISING
@@ -177,6 +177,9 @@ _GROWTH_WORDS = re.compile(
     # docpost21: the pace before the verb, "vram usage gradually increasing each run"
     + r"|"
     + PACE_FIRST_GROWTH.pattern.removeprefix("(?i)")
+    # docpost21: a run that fails once it runs "long enough"
+    + r"|"
+    + LONG_RUN.pattern.removeprefix("(?i)")
 )
 
 
