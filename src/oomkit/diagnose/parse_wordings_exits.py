@@ -61,7 +61,8 @@ _OWN: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 _RAM_SHORT = re.compile(
-    r"\binsuf{1,2}icient (?:system |host |cpu |physical |main )?(?:d?ram|memory)\b|"
+    # (docpost21, heldout43) the qualifier also in parentheses: "due to insufficient (cpu) RAM"
+    r"\binsuf{1,2}icient (?:\(?(?:system|host|cpu|physical|main)\)? )?(?:d?ram|memory)\b|"
     r"\b(?:memory|ram)\b.{0,80}?\b(?:killed|terminated) by the system\b|"
     r"\b(?:killed|terminated) by the system\b.{0,80}?\b(?:memory|ram)\b",
     _I,

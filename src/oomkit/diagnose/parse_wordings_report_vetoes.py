@@ -65,8 +65,14 @@ YES_NO = re.compile(
     _I,
 )
 
+# (docpost21) a condition that is a duration, "if you run it (for) long enough" (not "a long
+# enough context", a size): the failure comes with time, a reproduction rather than advice
+_NOT_A_DURATION = r"(?![^.\n]{0,120}?(?<!\ba )(?<!\ban )\blong enough\b)"
+
 TO_READER = re.compile(
-    r"\W{0,4}(?:if|when|whenever|in case|unless) you\b|"
+    # not a duration as the condition (docpost21; HYPOTHETICAL below): "if you run it for long
+    # enough, it will hit an OOM" is a reproduction
+    r"\W{0,4}(?:if|when|whenever|in case|unless) you\b" + _NOT_A_DURATION + r"|"
     # the docs' fallback chain: "... then the CPU if there is still not enough RAM"
     r".{0,300}?\bif there(?:'s| is) (?:still )?not enough (?:ram|memory|vram|space)\b|"
     r".{0,300}?\bwhen you don'?t have enough\b|"
@@ -76,7 +82,11 @@ TO_READER = re.compile(
     re.IGNORECASE,
 )
 HYPOTHETICAL = re.compile(
-    r"^\W{0,4}(?:if|when|whenever|in case|unless) you\b|\bto (?:avoid|prevent)\b|"
+    # (docpost21, heldout44) not a duration as the condition: "if you run any model ... for long
+    # enough ..., it will overflow and hit an OOM error at some point" states that time alone
+    # brings the failure (a reproduction, as "跑久了就爆"), not advice for a reader's setting
+    r"^\W{0,4}(?:if|when|whenever|in case|unless) you\b" + _NOT_A_DURATION + r"|"
+    r"\bto (?:avoid|prevent)\b|"
     r"\bhow (?:to|do I|can I) (?:avoid|prevent|reduce|limit)\b|\bno longer\b|"
     r"\b(?:that|which) (?:usually |typically |often |otherwise )?(?:do|does|did|would|will)"
     r"(?: not|n't) fit\b|\bsuch as when\b|"

