@@ -232,7 +232,7 @@ def test_cli_json_adds_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
         (("--draft-ctx", "1024"), "--draft-ctx needs --draft-model"),
         (("-md", DRAFT, "-devd", "x"), "--device-draft must be"),
         (("-md", DRAFT, "-ngld", "-5"), "--draft-ngl"),
-        (("-md", DRAFT, "-cd", "max"), "--draft-ctx takes a token count"),
+        (("-md", DRAFT, "-cd", "max"), "cannot read count 'max'"),
         (("-md", DRAFT, "-devd", "1", "--gpu", "rtx-4090"), "-devd 1"),
     ],
 )
