@@ -58,6 +58,7 @@ OLLAMA_METAL_NO_MMAP = ((0, 1, 40), (0, 30, 0))
 #: the Ollama release date of v0.1.40 and of v0.30.0's llama-server switch, for dated versions
 _OLLAMA_NO_MMAP_DATES = ("2024-05-31", "2026-06-01")
 
+_PREFIX = "unified memory:"
 NOTE = "Metal partial offload: no CPU weight staged (ggml-metal's offload_op refuses it)"
 
 
@@ -113,7 +114,7 @@ def unified_ram_blocker(est: Estimate, hardware: Hardware) -> str | None:
     if cpu == 0 or gpu + cpu <= ram:
         return None
     return (
-        f"unified memory: the Metal buffers ({format_bytes(gpu)}) and the CPU layers' weights "
+        f"{_PREFIX} the Metal buffers ({format_bytes(gpu)}) and the CPU layers' weights "
         f"read in without mmap ({format_bytes(cpu)}) need {format_bytes(gpu + cpu)}, more than "
         f"the Mac's {format_bytes(ram)} of RAM: macOS kills the process (ollama#7255)"
     )
@@ -124,6 +125,6 @@ def with_unified_ram_blocker(est: Estimate, hardware: Hardware, *, no_mmap: bool
     if not no_mmap:
         return est
     why = unified_ram_blocker(est, hardware)
-    if why is None or why in est.blockers:
+    if why is None or any(b.startswith(_PREFIX) for b in est.blockers):
         return est
     return dataclasses.replace(est, blockers=(*est.blockers, why))
