@@ -87,8 +87,23 @@ def test_largest_cpu_weight_is_one_expert_tensor() -> None:
     assert largest == 256 * 7168 * 2048 // 256 * 84
 
 
-def test_metal_keeps_the_whole_layer() -> None:
-    # ggml-metal's offload_op returns false: the split model is for discrete CUDA/ROCm GPUs only
+def test_metal_stages_nothing_before_pr_15995_then_splits() -> None:
+    # ggml-metal's offload_op: NULL / "return false" until llama.cpp PR #15995 (2025-09-20), then
+    # MUL_MAT with a batch >= 32 (ggml-metal.cpp line 618 at ggml f05196c): llamacpp_unified
+    from oomkit.estimate.llamacpp import estimate_llamacpp
+    from oomkit.estimate.llamacpp_params import LlamaCppOptions
+    from oomkit.estimate.llamacpp_unified import NOTE as METAL_NOTE
+
     kw: dict[str, object] = {"quant": "Q4_K_M", "ctx": 2048, "n_gpu_layers": 18}
-    est = _run("llama-3.1-70b", "m1-16gb", "2024-10-18", **kw)
-    assert SPLIT_NOTE not in est.assumptions
+    assert METAL_NOTE in _run("llama-3.1-70b", "m1-16gb", "2024-10-18", **kw).assumptions
+    assert SPLIT_NOTE in _run("llama-3.1-70b", "m1-16gb", "2025-10-01", **kw).assumptions
+    # the same (today's) build with ggml-metal's offload_op refusing or accepting the matmuls
+    s = InferenceSettings(runtime="llama.cpp", **kw)  # type: ignore[arg-type]
+    hw = hardware_for(parse_gpu_list("m1-16gb"), n_devices=1)
+    spec = load_model("llama-3.1-70b")
+    off = estimate_llamacpp(spec, s, hw, options=LlamaCppOptions(metal_op_offload=False))
+    on = estimate_llamacpp(spec, s, hw, options=LlamaCppOptions())
+    assert WHOLE_LAYER_NOTE not in off.assumptions
+    assert SPLIT_NOTE in on.assumptions
+    # the split holds a CPU layer's K/V views or its largest weight copy on top of the graph
+    assert _compute(off) < _compute(on)

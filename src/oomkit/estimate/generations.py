@@ -441,6 +441,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
     import dataclasses
 
     from oomkit.estimate.llamacpp_params import LlamaCppOptions
+    from oomkit.estimate.llamacpp_unified import metal_op_offload
 
     gen = resolve_generation("llama.cpp", version)
     base = options if isinstance(options, LlamaCppOptions) else LlamaCppOptions()
@@ -463,6 +464,7 @@ def llamacpp_options(version: str | None, options: object | None) -> object | No
         cuda_moe_fusion_deps=bool(gen.effects.get("cuda_moe_fusion_deps", True)),
         sched_staging=bool(gen.effects.get("sched_staging", True)),
         offload_op_splits=bool(gen.effects.get("offload_op_splits", True)),
+        metal_op_offload=metal_op_offload(version),
         server_outputs=bool(gen.effects.get("server_outputs", True)),
         server_auto_slots=bool(gen.effects.get("server_auto_slots", True)),
         compute_chunks=bool(gen.effects.get("compute_chunks", True)),

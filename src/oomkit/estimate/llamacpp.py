@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from oomkit._gcpause import gc_paused
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate, InputValue, ModelInfo
+from oomkit.estimate.llamacpp_buffers import compute_buffers
 from oomkit.estimate.llamacpp_components import (
     _compute_component,
     _kv_components,
@@ -30,20 +31,14 @@ from oomkit.estimate.llamacpp_components import (
 )
 from oomkit.estimate.llamacpp_compute import (
     GraphShape,
-    backend_graph_shape,
     graph_shape,
-    host_compute_bytes,
     output_buffer_bytes,
 )
-from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
-from oomkit.estimate.llamacpp_graph_bytes import graph_bytes, graph_bytes_inputs, legacy_scratch
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_maxalloc import device_blockers
 from oomkit.estimate.llamacpp_metal import metal_blockers, metal_scratch_compute
-from oomkit.estimate.llamacpp_offload_splits import staged_compute_bytes
 from oomkit.estimate.llamacpp_outputs import server_outputs
 from oomkit.estimate.llamacpp_params import (
-    BUFFER_ALIGNMENT,
     LlamaCppOptions,
     LlamaCppParams,
     resolve_llamacpp_params,
@@ -52,12 +47,12 @@ from oomkit.estimate.llamacpp_placement import (
     Placement,
     backend_buffer_prefix,
     moved_expert_kinds,
-    output_head_staging_bytes,
     place_weights,
     row_shares,
 )
 from oomkit.estimate.llamacpp_pool import attn_pool_growth, pool_component, pool_notes
 from oomkit.estimate.llamacpp_sycl import sycl_kq_on_cpu_compute
+from oomkit.estimate.llamacpp_unified import with_unified_ram_blocker
 from oomkit.estimate.llamacpp_weights import _rows_summary, priced_ftype, weight_tensors
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.quant.llamacpp_ftypes import ftype_case
@@ -76,9 +71,6 @@ __all__ = [
 ]
 
 SRC_OUTPUT = "llama.cpp src/llama-context.cpp llama_context::output_reserve"
-#: op_offload: the scheduler sends CPU-weight matmuls of big batches to the GPU
-#: (ggml-backend.cpp ggml_backend_sched, ``min_batch_size`` of the CUDA backend's offload_op)
-OP_OFFLOAD_MIN_BATCH = 32
 
 #: HF model_type -> GGUF general.architecture where they differ
 _GGUF_ARCH: Mapping[str, str] = {
@@ -157,99 +149,6 @@ def _gpus(hardware: Hardware) -> tuple[DeviceTarget, ...]:
 
 def _dev_name(dev: DeviceTarget, index: int) -> str:
     return device_label(dev, index)
-
-
-def _compute_buffers(
-    spec: ModelSpec,
-    params: LlamaCppParams,
-    sh: GraphShape,
-    placement: Placement,
-    gpus: Sequence[DeviceTarget],
-    names: Sequence[str],
-    split_mode: str = "layer",
-) -> tuple[dict[str, int], dict[str, str], list[str]]:
-    """Compute buffer per backend buffer name; notes on what was modelled. Pipeline copies only
-    with ``-sm layer`` (llama-context.cpp ``pipeline_parallel``: ``LLAMA_SPLIT_MODE_LAYER``)."""
-    notes: list[str] = []
-    out: dict[str, int] = {}
-    where: dict[str, str] = {}
-    n_layer = spec.num_hidden_layers
-    cpu_layers = [i for i, d in enumerate(placement.layer_device) if d == "cpu"]
-    host_name = "CPU"
-    if gpus and not all(g.unified_memory for g in gpus):
-        host_name = f"{names[0].rstrip('0123456789')}_Host"
-    if not gpus:
-        out["CPU"] = graph_bytes(spec, sh, None, True, True, BUFFER_ALIGNMENT["cpu"])
-        where["CPU"] = "cpu"
-        return out, where, notes
-    gpu_layers: dict[int, list[int]] = {}
-    for il, d in enumerate(placement.layer_device):
-        if d != "cpu":
-            gpu_layers.setdefault(int(d.split(":")[1]), []).append(il)
-    out_dev = placement.output_device
-    out_gi = None if out_dev == "cpu" else int(out_dev.split(":")[1])
-    multi = len(gpu_layers) > 1
-    # pipeline parallelism: several GPUs, everything offloaded (llama_context: n_copies = 4)
-    full = placement.n_offloaded == n_layer + 1
-    n_copies = 4 if multi and full and split_mode == "layer" else 1
-    if n_copies > 1:
-        notes.append("pipeline parallelism: scheduler inputs kept in 4 copies")
-    first_gpu = min(gpu_layers) if gpu_layers else 0
-    legacy = legacy_scratch(spec, sh, gpus, gpu_layers)
-    for gi, g in enumerate(gpus):
-        layers = gpu_layers.get(gi, [])
-        with_output = out_gi == gi
-        if not layers and not with_output and not (gi == 0 and cpu_layers):
-            continue
-        gsh = backend_graph_shape(sh, params, g.backend) if spec.moe is not None else sh
-        size, inputs = graph_bytes_inputs(
-            spec, gsh, tuple(layers), False, with_output, BUFFER_ALIGNMENT.get(g.backend, 128)
-        )
-        if n_copies > 1:
-            size += (n_copies - 1) * inputs
-        if legacy is not None and gi == 0:
-            size = legacy
-            notes.append(
-                "builds before ggml_backend_sched (PR #4766): the main GPU's 'VRAM scratch "
-                "buffer' is the whole graph's measured compute buffer, CPU layers and the "
-                "output head included"
-            )
-        staged = params.options.sched_staging  # ggml_backend_sched from PR #4766 (2024-01-12)
-        if staged and gi == first_gpu and cpu_layers and sh.n_tokens >= OP_OFFLOAD_MIN_BATCH:
-            # one weight copy per split from PR #6083 (llamacpp_offload_splits)
-            size, note = staged_compute_bytes(size, spec, params, placement, cpu_layers, g)
-            notes.append(note)
-        if (
-            staged
-            and gi == first_gpu
-            and out_gi is None
-            and (layers or cpu_layers)
-            and g.backend in GGML_CUDA_BACKENDS
-            and not g.unified_memory
-            and sh.n_outputs >= OP_OFFLOAD_MIN_BATCH
-        ):
-            head = output_head_staging_bytes(spec, placement, sh.n_outputs)
-            if head > size:
-                size = head
-                notes.append(
-                    "output layer on the CPU: the main GPU runs its large-batch matmul "
-                    "(op_offload), holding a copy of the output weight and the logits"
-                )
-        out[names[gi]] = size
-        where[names[gi]] = _dev_name(g, gi)
-    # host side: graph inputs and the embedding lookup, plus the CPU layers' sub-graph
-    if legacy is not None:  # ctx->buf_alloc: the same whole-graph measure, in RAM
-        host = graph_bytes(spec, sh, None, True, True, BUFFER_ALIGNMENT["cpu"])
-        cpu_layers = []
-    elif cpu_layers:
-        host = graph_bytes(
-            spec, sh, tuple(cpu_layers), True, out_gi is None, BUFFER_ALIGNMENT["cpu"]
-        )
-    else:
-        host = host_compute_bytes(spec, sh)
-    out[host_name] = host * (n_copies if n_copies > 1 else 1) if not cpu_layers else host
-    where[host_name] = "cpu"
-    return out, where, notes
 
 
 @gc_paused
@@ -378,7 +277,7 @@ def _estimate(
     )
     kv = plan_kv(spec, params)
     sh = graph_shape(params, kv)
-    compute, compute_where, c_notes = _compute_buffers(
+    compute, compute_where, c_notes = compute_buffers(
         spec, params, sh, placement, gpus, names, settings.split_mode or "layer"
     )
     c_notes = [*split_notes, *c_notes]
@@ -548,6 +447,7 @@ def _estimate(
             )
         ),
     )
+    est = with_unified_ram_blocker(est, hardware, no_mmap=not params.mmap)  # Apple silicon
     bd = LlamaCppBreakdown(
         params=params,
         placement=placement,

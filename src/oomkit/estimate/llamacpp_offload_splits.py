@@ -29,6 +29,7 @@ from oomkit.estimate.llamacpp_cuda_fusion import GGML_CUDA_BACKENDS
 from oomkit.estimate.llamacpp_kv import KvPlan, plan_kv
 from oomkit.estimate.llamacpp_params import LlamaCppParams
 from oomkit.estimate.llamacpp_placement import Placement, cpu_matmul_weight_bytes
+from oomkit.estimate.llamacpp_unified import NOTE as METAL_NOTE
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 
@@ -85,12 +86,17 @@ def staged_compute_bytes(
 ) -> tuple[int, str]:
     """(the main GPU's compute buffer, the assumption) under partial offload with a large batch.
 
-    On a discrete CUDA/ROCm GPU from PR #6083 on (``offload_op_splits``):
-    :func:`offload_split_bytes`. Elsewhere (other backends, whose ``offload_op`` this does not
-    model; builds between PR #4766 and PR #6083) the graph plus one whole CPU layer's weights.
+    On a discrete CUDA/ROCm GPU from PR #6083 on (``offload_op_splits``), and on Metal from
+    llama.cpp PR #15995 on (``metal_op_offload``): :func:`offload_split_bytes`. On Metal before
+    it, ggml-metal's ``offload_op`` refuses every op (:mod:`oomkit.estimate.llamacpp_unified`):
+    the graph alone. Elsewhere (other backends, whose ``offload_op`` this does not model;
+    builds between PR #4766 and PR #6083) the graph plus one whole CPU layer's weights.
     """
+    metal = gpu.backend == "metal"
+    if metal and not params.options.metal_op_offload:
+        return graph_bytes, METAL_NOTE
     cuda = gpu.backend in GGML_CUDA_BACKENDS and not gpu.unified_memory
-    if params.options.offload_op_splits and cuda:
+    if params.options.offload_op_splits and (cuda or metal):
         kv = plan_kv(spec, params)
         return offload_split_bytes(graph_bytes, placement, kv, layers), SPLIT_NOTE
     return graph_bytes + cpu_matmul_weight_bytes(placement, layers), WHOLE_LAYER_NOTE

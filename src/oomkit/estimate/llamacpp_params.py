@@ -144,6 +144,10 @@ class LlamaCppOptions:
     #: scheduler starts a split at each offloaded weight, so the main GPU holds one weight copy
     #: at a time (:mod:`oomkit.estimate.llamacpp_offload_splits`)
     offload_op_splits: bool = True
+    #: builds from llama.cpp PR #15995 (2025-09-20): ggml-metal's ``offload_op`` accepts
+    #: large-batch matmuls, so a Metal partial offload stages CPU weights as CUDA does; before,
+    #: it refused every op (:mod:`oomkit.estimate.llamacpp_unified`)
+    metal_op_offload: bool = True
     #: builds from PR #23861 (June 2026): llama-server caps the context's ``n_outputs_max`` at
     #: its ``-np`` sequences, so the reserve graph sizes that many output rows
     #: (:mod:`oomkit.estimate.llamacpp_outputs`, read only with ``settings.llama_server``)

@@ -416,4 +416,18 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         from oomkit.estimate.gguf_vision import gguf_vision
 
         est = gguf_vision(spec, est, "ollama")
-    return est
+    return _metal_partial_no_mmap(est, settings, hardware)
+
+
+def _metal_partial_no_mmap(est: Estimate, settings: InferenceSettings, hw: Hardware) -> Estimate:
+    """Ollama 0.1.40-0.29.x load a Metal partial offload with ``--no-mmap`` (llm/server.go,
+    "mmap has issues with partial offloading on metal"): the CPU weights are read into the RAM
+    the Metal buffers share (:mod:`oomkit.estimate.llamacpp_unified`)."""
+    from oomkit.estimate.llamacpp_unified import ollama_metal_no_mmap, with_unified_ram_blocker
+
+    done = str(est.runtime_details.get("offloaded_layers", "0/0")).split("/")
+    partial = 0 < int(done[0]) < int(done[1])
+    metal = any(d.backend == "metal" for d in hw.devices)
+    if not (metal and partial and ollama_metal_no_mmap(settings.runtime_version)):
+        return est
+    return with_unified_ram_blocker(est, hw, no_mmap=True)
