@@ -175,8 +175,8 @@ def flag_available(runtime: str, key: str, version: str | None) -> bool:
     False
     >>> flag_available("llama.cpp", "flash_attn", None)
     True
-    >>> flag_available("ollama", "cache_type", "0.3.0"), flag_available("ollama", "cache_type", "0.5.0")
-    (False, True)
+    >>> [flag_available("ollama", "cache_type", v) for v in ("0.3.0", "0.5.0")]
+    [False, True]
     """
     if version is None or not version.strip() or runtime not in _TABLES:
         return True
@@ -242,3 +242,39 @@ def check_flag_eras(settings: InferenceSettings, runtime: str) -> None:
     if settings.override_tensor or settings.n_cpu_moe:
         # --n-cpu-moe before PR #15077 is printed as the -ot rules it stands for
         need("override_tensor", "override_tensor", settings.override_tensor or settings.n_cpu_moe)
+
+
+def era_kvs(
+    runtime: str, kvs: tuple[str, ...], version: str | None, *, server: bool = True
+) -> tuple[str, ...]:
+    """The planner's KV levers ``kvs`` (``f16``, ``f16+fa``, ``q8_0``, ...) that ``runtime``
+    ``version`` can express: a quantized cache needs ``-ctk``/``-ctv`` (llama-server: PR
+    #5684) and a quantized V its flash attention (PR #5021; the planner quantizes K and V
+    alike), ``f16+fa`` needs ``-fa``; Ollama's need OLLAMA_KV_CACHE_TYPE (v0.5.0). ``f16``
+    and ``auto`` are always there.
+
+    Raises:
+        InvalidSettingError: none is left (a pinned ``--kv`` the release does not have).
+
+    >>> era_kvs("llama.cpp", ("f16", "f16+fa", "q8_0", "q4_0"), "b1500")
+    ('f16',)
+    >>> era_kvs("ollama", ("f16", "q8_0", "q4_0"), "0.4.7")
+    ('f16',)
+    """
+    if runtime not in _TABLES or version is None or not version.strip():
+        return kvs
+    need: dict[str, tuple[str, ...]] = {}
+    if runtime == "ollama":
+        quantized: tuple[str, ...] = ("cache_type",)
+    else:
+        quantized = ("cache_type", "quantized_v", *(("server_cache_type",) if server else ()))
+        need["f16+fa"] = ("flash_attn",)
+    out = []
+    for kv in kvs:
+        keys = need.get(kv, quantized if _quantized(kv) and kv != "f16+fa" else ())
+        missing = [k for k in keys if not flag_available(runtime, k, version)]
+        if not missing:
+            out.append(kv)
+        elif len(kvs) == 1:
+            _refuse(runtime, missing[0], version, "kv", kv)
+    return tuple(out)
