@@ -50,7 +50,7 @@ def test_every_row_cites_its_source() -> None:
         assert row.what
         assert row.flag
         assert row.source.startswith(("PR #", "ollama "))
-    assert [r.release for r in OLLAMA_FLAG_ERAS] == [(0, 1, 39), (0, 5, 0)]
+    assert [r.release for r in OLLAMA_FLAG_ERAS] == [(0, 1, 39), (0, 5, 0), (0, 1, 33)]
 
 
 def test_llamacpp_b1500_plan_has_no_fa_nor_quantized_kv(
@@ -162,3 +162,23 @@ def test_llamacpp_command_binary() -> None:
     assert llamacpp_command(old, spec, "llama-2-13b").startswith("server -m ")
     new = InferenceSettings(ctx=4096, quant="Q4_K_M")
     assert llamacpp_command(new, spec, "llama-2-13b").startswith("llama-server -m ")
+
+
+def test_ollama_parallel_before_0_1_33(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("llama-3.1-8b", "-r", "ollama", "--gpu", "rtx-3060", "--ctx", "8k", "--parallel", "4")
+    for command in ("estimate", "plan"):
+        assert main([command, *base, "--runtime-version", "0.1.30"]) == 2
+        err = capsys.readouterr().err
+        assert "OLLAMA_NUM_PARALLEL" in err
+        assert "v0.1.33" in err
+    doc = _plan(capsys, *base, "--runtime-version", "0.1.33")
+    first = _commands(doc)[0]
+    assert "OLLAMA_NUM_PARALLEL=4 ollama serve" in first
+    assert "OLLAMA_FLASH_ATTENTION" not in first  # v0.1.39
+
+
+def test_plan_refuses_a_pinned_kv_the_build_lacks(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("llama-2-13b", "--gpu", "rtx-3060", "--ctx", "4k", "--kv-dtype", "q8_0")
+    assert main(["plan", *args, "--runtime-version", "b1500"]) == 2
+    err = capsys.readouterr().err
+    assert "PR #4312" in err

@@ -33,6 +33,8 @@ Sources (llama.cpp: the PR threads on github.com/ggml-org/llama.cpp; Ollama: ``g
   (#4580, 2024-05-22; envconfig since 4cc3be303, #4608), first in v0.1.39 (2024-05-28): the
   runner passed ``--flash-attn`` from e15307fdf (#4120, 2024-05-21, also first in v0.1.39),
   so no earlier release has flash attention at all.
+* Ollama ``OLLAMA_NUM_PARALLEL``: commit 34b9db5af "Request and model concurrency"
+  (2024-03-30), first in v0.1.33 (2024-05-02).
 * Ollama ``OLLAMA_KV_CACHE_TYPE``: commit 1bdab9fdb "llm: introduce k/v context quantization
   (vRAM improvements)" (#6279, 2024-12-04), first in v0.5.0 (2024-12-04; v0.4.8-rc0 only).
 """
@@ -155,6 +157,14 @@ OLLAMA_FLAG_ERAS: tuple[FlagEra, ...] = (
         "quantized K/V cache (q8_0, q4_0)",
         release=(0, 5, 0),
     ),
+    FlagEra(
+        "parallel",
+        "OLLAMA_NUM_PARALLEL",
+        date(2024, 5, 2),
+        "ollama 34b9db5af (Request and model concurrency)",
+        "parallel requests per loaded model",
+        release=(0, 1, 33),
+    ),
 )
 
 _TABLES = {"llama.cpp": LLAMACPP_FLAG_ERAS, "ollama": OLLAMA_FLAG_ERAS}
@@ -229,6 +239,8 @@ def check_flag_eras(settings: InferenceSettings, runtime: str) -> None:
             need("flash_attn", "flash_attn", True)
         if _quantized(settings.cache_type_k) or _quantized(settings.cache_type_v):
             need("cache_type", "cache_type_k", settings.cache_type_k or settings.cache_type_v)
+        if settings.parallel and settings.parallel > 1:
+            need("parallel", "parallel", settings.parallel)
         return
     if _quantized(settings.cache_type_k) or _quantized(settings.cache_type_v):
         kv = settings.cache_type_k or settings.cache_type_v

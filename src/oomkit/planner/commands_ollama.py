@@ -27,13 +27,14 @@ def ollama_command(
     from oomkit.estimate.flag_eras import flag_available
 
     version = settings.runtime_version
-    # OLLAMA_FLASH_ATTENTION from v0.1.39, OLLAMA_KV_CACHE_TYPE from v0.5.0 (flag_eras)
+    # OLLAMA_FLASH_ATTENTION from v0.1.39, OLLAMA_KV_CACHE_TYPE from v0.5.0,
+    # OLLAMA_NUM_PARALLEL from v0.1.33 (oomkit.estimate.flag_eras)
     fa = flag_available("ollama", "flash_attn", version)
     env = ["OLLAMA_FLASH_ATTENTION=1"] if fa else []
     kv = settings.cache_type_k
     if kv and kv != "f16" and flag_available("ollama", "cache_type", version):
         env.append(f"OLLAMA_KV_CACHE_TYPE={settings.cache_type_k}")
-    if settings.parallel:
+    if settings.parallel and flag_available("ollama", "parallel", version):
         env.append(f"OLLAMA_NUM_PARALLEL={settings.parallel}")
     # a placeholder goes outside the quotes, where the shell expands it or stops loudly
     known = source.note is None

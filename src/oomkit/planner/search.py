@@ -22,7 +22,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp, tp_refusal
-from oomkit.estimate.flag_eras import era_kvs, flag_available
+from oomkit.estimate.flag_eras import check_flag_eras, era_kvs, flag_available
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.llamacpp_python import binding_plan_base, is_binding
@@ -142,6 +142,7 @@ class Searcher:
         self.n_layer = spec.num_hidden_layers
         flash_off = runtime == "llama.cpp" and llamacpp_flash_off(self.base)
         self.kvs = kv_ladder(runtime, flash_off=flash_off, pinned=request.kv)
+        check_flag_eras(self.base, runtime)  # what the user pinned must exist in that release
         # only the levers the --runtime-version has (-ctk/-ctv, -fa, OLLAMA_KV_CACHE_TYPE)
         self.kvs = era_kvs(
             runtime, self.kvs, self.base.runtime_version, server=self.base.llama_server is not False
