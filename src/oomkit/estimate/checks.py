@@ -407,6 +407,9 @@ def check_run(
     Raises:
         InvalidSettingError: the runtime would refuse this configuration (one line, the rule).
     """
+    from oomkit.estimate.flag_eras import check_flag_eras
+
+    check_flag_eras(settings, runtime)  # a flag newer than the --runtime-version asked
     notes: list[str] = []
     if runtime == "llama.cpp" and settings.override_tensor:
         settings, note = _override_to_n_cpu_moe(spec, settings)

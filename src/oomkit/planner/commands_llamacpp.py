@@ -20,9 +20,14 @@ __all__ = ["gguf_name", "llamacpp_command", "llamacpp_cpu_moe_flags", "llamacpp_
 def llamacpp_command(
     settings: InferenceSettings, spec: ModelSpec, model_ref: str, device_kind: str = "cuda"
 ) -> str:
-    """The ``llama-server`` line that runs ``settings`` (``device_kind`` names ggml's devices)."""
+    """The ``llama-server`` line that runs ``settings`` (``device_kind`` names ggml's devices),
+    spelled as the build of ``settings.runtime_version`` takes it
+    (:mod:`oomkit.estimate.flag_eras`)."""
     q = shlex.quote
-    parts = ["llama-server", "-m", q(gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
+    from oomkit.estimate.flag_eras import llamacpp_server_binary
+
+    binary = llamacpp_server_binary(settings.runtime_version)  # `server` before PR #7809
+    parts = [binary, "-m", q(gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
     parts += ["-c", str(settings.ctx)]
     ngl = settings.n_gpu_layers
     parts += ["-ngl", str(99 if ngl is None else ngl)]

@@ -24,10 +24,17 @@ def ollama_command(
     create = "ollama create planned -f Modelfile"
     if prep is not None and not prep.lines and quant.upper() in OLLAMA_QUANTIZE_TYPES:
         create += f" --quantize {quant.upper()}"  # Ollama quantizes the import itself
-    env = ["OLLAMA_FLASH_ATTENTION=1"]
-    if settings.cache_type_k and settings.cache_type_k != "f16":
+    from oomkit.estimate.flag_eras import flag_available
+
+    version = settings.runtime_version
+    # OLLAMA_FLASH_ATTENTION from v0.1.39, OLLAMA_KV_CACHE_TYPE from v0.5.0,
+    # OLLAMA_NUM_PARALLEL from v0.1.33 (oomkit.estimate.flag_eras)
+    fa = flag_available("ollama", "flash_attn", version)
+    env = ["OLLAMA_FLASH_ATTENTION=1"] if fa else []
+    kv = settings.cache_type_k
+    if kv and kv != "f16" and flag_available("ollama", "cache_type", version):
         env.append(f"OLLAMA_KV_CACHE_TYPE={settings.cache_type_k}")
-    if settings.parallel:
+    if settings.parallel and flag_available("ollama", "parallel", version):
         env.append(f"OLLAMA_NUM_PARALLEL={settings.parallel}")
     # a placeholder goes outside the quotes, where the shell expands it or stops loudly
     known = source.note is None
@@ -54,7 +61,7 @@ def ollama_serve_line(env: Sequence[str], os: str | None = None) -> str:
     if os != "windows":
         return " ".join([*env, "ollama", "serve"])
     pairs = (e.split("=", 1) for e in env)
-    return "; ".join(f'$env:{k}="{v}"' for k, v in pairs) + "; ollama serve"
+    return "; ".join([*(f'$env:{k}="{v}"' for k, v in pairs), "ollama serve"])
 
 
 def _ollama_powershell(

@@ -216,7 +216,8 @@ def plan_spec(
         runtimes = readers
     if base is not None and base.runtime_version:
         notes.append(
-            f"memory modelled for runtime version {base.runtime_version}; the commands use "
+            f"memory modelled for runtime version {base.runtime_version}; llama.cpp and "
+            "Ollama commands use that release's flags (oomkit.estimate.flag_eras), the others "
             "today's flags (see oomkit.planner.commands.FLAG_TABLES for the version each describes)"
         )
     trained = spec.max_position_embeddings

@@ -22,6 +22,7 @@ from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.checks import check_tp, tp_refusal
+from oomkit.estimate.flag_eras import check_flag_eras, era_kvs, flag_available
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.llamacpp_python import binding_plan_base, is_binding
@@ -141,6 +142,11 @@ class Searcher:
         self.n_layer = spec.num_hidden_layers
         flash_off = runtime == "llama.cpp" and llamacpp_flash_off(self.base)
         self.kvs = kv_ladder(runtime, flash_off=flash_off, pinned=request.kv)
+        check_flag_eras(self.base, runtime)  # what the user pinned must exist in that release
+        # only the levers the --runtime-version has (-ctk/-ctv, -fa, OLLAMA_KV_CACHE_TYPE)
+        self.kvs = era_kvs(
+            runtime, self.kvs, self.base.runtime_version, server=self.base.llama_server is not False
+        )
         self.ladder, self.default_index = quant_ladder(
             runtime, spec, request.quant, request.min_quant, published
         )
@@ -477,7 +483,10 @@ class Searcher:
             return out
         # experts on the CPU are llama.cpp's --n-cpu-moe / -ot; Ollama has no such option (its
         # Modelfile/API PARAMETERs offer num_gpu, whole layers, only: api/types.go Runner)
-        if self.is_moe and self.runtime != "ollama":
+        # before -ot (PR #11397) experts cannot leave the GPU alone: whole layers (-ngl) only
+        version = self.base.runtime_version if self.runtime == "llama.cpp" else None
+        experts_ok = flag_available("llama.cpp", "override_tensor", version)
+        if self.is_moe and self.runtime != "ollama" and experts_ok:
             ev = self.level_offload(quant, LEVEL_EXPERTS_CPU)
             if ev is not None:
                 out.append(ev)
