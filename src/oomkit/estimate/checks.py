@@ -407,9 +407,12 @@ def check_run(
     Raises:
         InvalidSettingError: the runtime would refuse this configuration (one line, the rule).
     """
-    from oomkit.estimate.flag_eras import check_flag_eras
+    if settings.runtime_version is not None:
+        # a flag newer than the --runtime-version asked; the table (and its ``datetime``) is
+        # loaded only when a version is given, off the default command's start-up path
+        from oomkit.estimate.flag_eras import check_flag_eras
 
-    check_flag_eras(settings, runtime)  # a flag newer than the --runtime-version asked
+        check_flag_eras(settings, runtime)
     notes: list[str] = []
     if runtime == "llama.cpp" and settings.override_tensor:
         settings, note = _override_to_n_cpu_moe(spec, settings)

@@ -12,18 +12,23 @@ Sources (llama.cpp: the PR threads on github.com/ggml-org/llama.cpp; Ollama: ``g
 ``git tag --contains`` in github.com/ollama/ollama):
 
 * ``-ctk``/``-ctv`` (``--cache-type-k/v``): PR #4312 "llama : support quantum K cache" (opened
-  2023-12-03, on top of #4309 "per-layer KV cache"), in ``common/common.cpp`` for ``main``:
+  2023-12-03, on top of #4309 "per-layer KV cache"; it reached master inside #4309, commit
+  bcc0eb4, 2023-12-07: ggml-org/ci's run of that commit), in ``common/common.cpp`` for ``main``:
   its description: ``-ctv`` "(not implemented yet)", V cache quantization left for later.
   llama.cpp's ``server`` parsed its own arguments until PR #5684 "server: add KV cache
-  quantization options" (opened 2024-02-23) added them there.
-* ``-fa``/``--flash-attn``: PR #5021 "ggml : add Flash Attention" (commit 9c67c27, 2024-04-30);
+  quantization options" (opened 2024-02-23; the 2024-02-25 merge date is read from the thread,
+  not from a commit: the one date of this table not checked against a commit) added them there.
+* ``-fa``/``--flash-attn``: PR #5021 "ggml : add Flash Attention" (commit 9c67c27, 2024-04-30:
+  ggml-org/ci's run of that commit);
   it also made a quantized V cache possible: ``llama_new_context_with_model`` refuses one
   without flash attention ("V cache quantization requires flash_attn").
 * ``-ub``: PR #6017 (b2413, 2024-03-13; :mod:`oomkit.estimate.llamacpp_params` notes it).
 * ``llama-server``: PR #7809 "build: rename main -> llama-cli, server -> llama-server"
-  (2024-06-12); before it the binary was ``server`` (examples/server).
+  (commit 1c641e6, 2024-06-12 UTC: ggml-org/ci's run of that commit); before it the binary was
+  ``server`` (examples/server).
 * ``-ot``/``--override-tensor``: PR #11397 "llama : add option to override model tensor
-  buffers" (2025-04-02; llama-bench got ``--override-tensors`` in PR #12922 that April).
+  buffers" (commit e0e912f, 2025-04-02; llama-bench got ``--override-tensors`` in PR #12922
+  that April).
 * ``--n-cpu-moe``/``--cpu-moe``: PR #15077 (b6089, 2025-08-04), a shorthand for ``-ot`` rules
   (:func:`oomkit.planner.commands_llamacpp.llamacpp_cpu_moe_flags` prints ``-ot`` before it).
 * ``-fa on|off|auto``: PR #15434 (2025-08-30); before it a bare ``-fa`` switch
