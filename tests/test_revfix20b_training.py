@@ -90,3 +90,71 @@ def test_fsdp_cpu_offload_8bit_is_priced_on_the_cpu_and_not_offered() -> None:
     plain = TrainingSettings(fsdp=True, gpus=2, offload_params=True, seq=32768)
     for c in suggest_training_changes(spec, plain, hw, limit=5):
         assert c.settings.optimizer == "adamw", c.summary
+
+
+def test_largest_seq_is_capped_at_the_models_maximum(capsys: pytest.CaptureFixture[str]) -> None:
+    """2. ``estimate --train full --seq 10000000`` on an H100 said "The largest --seq that fits
+    is 141056" for Llama-3.1-8B, whose max_position_embeddings is 131072: the answer is the
+    model's maximum, and it says memory is not the limit."""
+    for cmd in ("estimate", "plan"):
+        main([cmd, "llama-3.1-8b", "--gpu", "h100-sxm5-80gb", "--train", "full", "--seq",
+              "10000000"])  # fmt: skip
+        out = capsys.readouterr().out
+        assert "The largest --seq that fits is 131072 (the model's maximum: " in out, out
+        assert "max_position_embeddings" in out
+        assert "memory would allow 141056)" in out
+        assert "--seq 131072 " in out  # the check command runs the capped length
+
+
+def test_model_max_seq_follows_the_config_and_rope_scaling() -> None:
+    from oomkit.planner.seq_cap import model_max_seq
+
+    cap = model_max_seq(oomkit.load_model("llama-3.1-8b"))  # llama3 rope: already scaled
+    assert cap is not None
+    assert cap.tokens == 131072
+    spec = dataclasses.replace(
+        oomkit.load_model("llama-3.2-1b"),
+        max_position_embeddings=32768,
+        rope_scaling_type="yarn",
+        rope_scaling_factor=4.0,
+        rope_original_max_position_embeddings=32768,
+    )
+    yarn = model_max_seq(spec)
+    assert yarn is not None
+    assert yarn.tokens == 131072
+    assert "original_max_position_embeddings x rope_scaling factor 4 (yarn)" in yarn.source
+
+
+def test_ctx_max_says_when_the_model_maximum_is_the_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Inference ``--ctx max`` on an H100: Llama-3.2-1B's 131072 is the model's maximum, not
+    what memory allows; the note says so."""
+    main(["estimate", "llama-3.2-1b", "--gpu", "h100-sxm5-80gb", "--ctx", "max", "--runtime",
+          "vllm"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert "--ctx max: 131072 (the model's maximum: max_position_embeddings" in out
+    assert "memory would allow" in out
+
+
+def test_tp_on_too_few_gpus_names_the_gpus_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """3. ``--tp 3`` on one H100 was refused for "heads must be divisible by 3": the first
+    thing to fix is the two missing GPUs (the divisibility is then checked on the GPUs named)."""
+    for rt in ("vllm", "sglang"):
+        for cmd in ("estimate", "plan"):
+            rc = main([cmd, "llama-3.1-8b", "--gpu", "h100-sxm5-80gb", "--tp", "3", "--runtime",
+                       rt])  # fmt: skip
+            err = capsys.readouterr().err
+            assert rc != 0
+            assert "--tp 3 needs 3 GPUs but the target has 1" in err, (cmd, rt, err)
+            assert "divisible" not in err
+    # with the GPUs named, the heads are what is wrong
+    main(["estimate", "llama-3.1-8b", "--gpu", "4xh100-sxm5-80gb", "--tp", "3", "--runtime",
+          "vllm"])  # fmt: skip
+    assert "divisible by the tensor-parallel size" in capsys.readouterr().err
+    # training: the GPUs first as well
+    rc = main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm5-80gb", "--tp", "3", "--train",
+               "full"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc != 0
+    assert "it must divide the 1 GPUs" in err

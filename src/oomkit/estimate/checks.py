@@ -290,8 +290,8 @@ def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
     Raises:
         InvalidSettingError: the runtime would refuse it, or the target has too few GPUs.
     """
-    # (the count caps the sizes listed unless --tp made it: --vram names one GPU per rank)
-    _tp_divides(spec, tp, runtime, n_gpus if n_gpus != tp else 0)
+    # the GPU count first: on one GPU "--tp 3" is refused for the two GPUs missing, not for
+    # the heads (what the user fixes first; the divisibility is checked on the GPUs named)
     if n_gpus and tp > n_gpus:
         raise InvalidSettingError(
             f"--tp {tp} needs {tp} GPUs but the target has {n_gpus}; name them all "
@@ -299,6 +299,8 @@ def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
             setting="tp",
             value=tp,
         )
+    # (the count caps the sizes listed unless --tp made it: --vram names one GPU per rank)
+    _tp_divides(spec, tp, runtime, n_gpus if n_gpus != tp else 0)
 
 
 def _override_to_n_cpu_moe(
@@ -451,14 +453,15 @@ def check_run(
     # the GPUs' count caps the sizes listed, unless --tp made it (--vram: one GPU per rank)
     counted = n_gpus if settings.tp is None or n_gpus != settings.tp * pp else 0
     tp = tp or 1
-    _tp_divides(spec, tp, runtime, counted, pp)
-    if n_gpus and tp * pp > n_gpus:
+    if n_gpus and tp * pp > n_gpus:  # before the divisibility (check_tp)
+        ranks = f"--tp {tp} x --pp {pp}" if pp > 1 else f"--tp {tp}"
         raise InvalidSettingError(
-            f"--tp {tp} x --pp {pp} needs {tp * pp} GPUs but the target has {n_gpus}; name "
+            f"{ranks} needs {tp * pp} GPUs but the target has {n_gpus}; name "
             f"them all (e.g. --gpu {tp * pp}x<name>) or lower --tp",
             setting="tp",
             value=tp,
         )
+    _tp_divides(spec, tp, runtime, counted, pp)
     limit = spec.max_position_embeddings
     if settings.ctx is not None and limit and settings.ctx > limit:
         # vLLM _get_and_verify_max_len; SGLang ModelConfig: "User-specified context_length (X)
