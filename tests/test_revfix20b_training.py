@@ -139,15 +139,16 @@ def test_ctx_max_says_when_the_model_maximum_is_the_limit(
 
 def test_tp_on_too_few_gpus_names_the_gpus_first(capsys: pytest.CaptureFixture[str]) -> None:
     """3. ``--tp 3`` on one H100 was refused for "heads must be divisible by 3": the first
-    thing to fix is the two missing GPUs (the divisibility is then checked on the GPUs named)."""
+    thing to fix is the two missing GPUs, said first (the heads' refusal follows it)."""
     for rt in ("vllm", "sglang"):
         for cmd in ("estimate", "plan"):
             rc = main([cmd, "llama-3.1-8b", "--gpu", "h100-sxm5-80gb", "--tp", "3", "--runtime",
                        rt])  # fmt: skip
             err = capsys.readouterr().err
             assert rc != 0
+            # the count first, then (same line) that 3 would be refused on 3 GPUs as well
             assert "--tp 3 needs 3 GPUs but the target has 1" in err, (cmd, rt, err)
-            assert "divisible" not in err
+            assert err.index("needs 3 GPUs") < err.index("divisible")
     # with the GPUs named, the heads are what is wrong
     main(["estimate", "llama-3.1-8b", "--gpu", "4xh100-sxm5-80gb", "--tp", "3", "--runtime",
           "vllm"])  # fmt: skip
