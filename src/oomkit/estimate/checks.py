@@ -295,7 +295,10 @@ def _too_few_gpus(spec: ModelSpec, tp: int, pp: int, n_gpus: int, runtime: str) 
     why = tp_refusal(spec, tp)
     if why is not None:
         sizes = ", ".join(map(str, valid_tp_sizes(spec, max(1, n_gpus // pp))))
-        msg += f"; {runtime} refuses --tp {tp} anyway ({why}): valid sizes on {n_gpus}: {sizes}"
+        where = f"the {n_gpus} GPU{'s' * (n_gpus > 1)} given" + (
+            f" with --pp {pp}" if pp > 1 else ""
+        )
+        msg += f"; {runtime} refuses --tp {tp} anyway ({why}): valid sizes on {where}: {sizes}"
     raise InvalidSettingError(msg, setting="tp", value=tp)
 
 
