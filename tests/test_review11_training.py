@@ -109,8 +109,8 @@ def test_seq_takes_counts_as_ctx_does(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_zero_offload_with_a_client_optimizer_says_what_it_needs() -> None:
     """ZeRO-Offload steps on the CPU: with a client optimizer (bitsandbytes 8-bit) DeepSpeed
-    raises unless zero_force_ds_cpu_optimizer is false, and bitsandbytes needs CPU kernels
-    (PR #1901): the estimate keeps the combination (HF Trainer runs it) and says so."""
+    raises unless zero_force_ds_cpu_optimizer is false, and the HF Trainer's accelerate swaps
+    it for DeepSpeedCPUAdam: the estimate prices that one and says so (revfix20b)."""
     spec = oomkit.load_model("llama-3.1-8b")
     s = TrainingSettings(zero=2, gpus=2, offload_optimizer=True, optimizer="adamw8bit")
     est = oomkit.estimate_training(spec, s, _h100s(2))

@@ -399,9 +399,19 @@ def _estimate_max_ctx(
     else:
         note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
         tail = ""
-    if hint and n >= (spec.max_position_embeddings or n + 1):
+    from oomkit.planner.seq_cap import capped_words, model_max_seq
+
+    longest = model_max_seq(spec)
+    if hint and longest is not None and n >= longest.tokens:
         hint = ")"  # the model's whole context: nothing to gain from fewer layers
-    note += (", up to the model's maximum)" if spec.max_position_embeddings else ")") + tail
+    if longest is not None and n >= longest.tokens:
+        # the cap, not memory, decided: say so, and how far memory would go
+        end = 8 * longest.tokens
+        past = max_context(spec, settings, hardware, platform=platform, top=end)
+        more = past[0] if past is not None and past[0] > longest.tokens else None
+        words = capped_words(longest, more, searched_to=end - end % 256)
+        note = note.replace(f"{n} is", f"{words} is", 1)
+    note += (", up to the model's maximum)" if longest is not None else ")") + tail
     note += layers + hint
     return dataclasses.replace(est, assumptions=(note, *est.assumptions))
 

@@ -41,6 +41,7 @@ def nothing_fits_lines(
     from oomkit.estimate.breakdown import Estimate
     from oomkit.estimate.training import estimate_training
     from oomkit.estimate.verdict import verdict
+    from oomkit.planner.seq_cap import capped_words, model_max_seq
     from oomkit.planner.training import TrainingChange, plan_levers
     from oomkit.planner.training_floor import nothing_fits
     from oomkit.units import format_bytes
@@ -60,7 +61,9 @@ def nothing_fits_lines(
         return level if level == "fits" else None
 
     cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
-    found = nothing_fits(settings, lambda s: plan_levers(s, platform), run, accept)
+    longest = model_max_seq(spec)
+    found = nothing_fits(settings, lambda s: plan_levers(s, platform), run, accept,
+                         longest.tokens if longest else None)  # fmt: skip
     head = (
         "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
         f"{format_bytes(cap)}"
@@ -75,10 +78,15 @@ def nothing_fits_lines(
         ]
     elif found.seq is not None:
         c = found.seq
+        seq = (
+            capped_words(longest, found.memory_seq)
+            if longest is not None and found.memory_seq is not None
+            else str(c.settings.seq)
+        )
         lines = [
             f"{head}, and more GPUs would not: ZeRO-3 / FSDP shard the parameters, gradients and "
             "optimizer states, not a sequence's activations (plain DDP replicates everything). "
-            f"The largest --seq that fits is {c.settings.seq}: {c.summary}: peak "
+            f"The largest --seq that fits is {seq}: {c.summary}: peak "
             f"{format_bytes(peak_of(c))} per GPU."
         ]
     else:

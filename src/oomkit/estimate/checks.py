@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from typing import NoReturn
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.llamacpp_placement import EXPERT_KINDS
@@ -283,6 +284,24 @@ def vllm_len_cap(spec: ModelSpec, max_len: int) -> tuple[int, str | None]:
     )
 
 
+def _too_few_gpus(spec: ModelSpec, tp: int, pp: int, n_gpus: int, runtime: str) -> NoReturn:
+    """Refuse ``tp x pp`` ranks on ``n_gpus`` GPUs: the count first (what the user fixes
+    first), and when the size is refused at any count too, that in the same line."""
+    ranks = f"--tp {tp} x --pp {pp}" if pp > 1 else f"--tp {tp}"
+    msg = (
+        f"{ranks} needs {tp * pp} GPUs but the target has {n_gpus}; name them all "
+        f"(e.g. --gpu {tp * pp}x<name>) or lower --tp"
+    )
+    why = tp_refusal(spec, tp)
+    if why is not None:
+        sizes = ", ".join(map(str, valid_tp_sizes(spec, max(1, n_gpus // pp))))
+        where = f"the {n_gpus} GPU{'s' * (n_gpus > 1)} given" + (
+            f" with --pp {pp}" if pp > 1 else ""
+        )
+        msg += f"; {runtime} refuses --tp {tp} anyway ({why}): valid sizes on {where}: {sizes}"
+    raise InvalidSettingError(msg, setting="tp", value=tp)
+
+
 def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
     """An explicit ``--tp`` as vLLM/SGLang check it at start-up (heads divisible by it) and
     the ranks it needs (one GPU each; oomkit never invents GPUs the user did not name).
@@ -290,15 +309,12 @@ def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
     Raises:
         InvalidSettingError: the runtime would refuse it, or the target has too few GPUs.
     """
+    # the GPU count first: on one GPU "--tp 3" is refused for the two GPUs missing, not for
+    # the heads (what the user fixes first; the divisibility is checked on the GPUs named)
+    if n_gpus and tp > n_gpus:
+        _too_few_gpus(spec, tp, 1, n_gpus, runtime)
     # (the count caps the sizes listed unless --tp made it: --vram names one GPU per rank)
     _tp_divides(spec, tp, runtime, n_gpus if n_gpus != tp else 0)
-    if n_gpus and tp > n_gpus:
-        raise InvalidSettingError(
-            f"--tp {tp} needs {tp} GPUs but the target has {n_gpus}; name them all "
-            f"(e.g. --gpu {tp}x<name>) or lower --tp",
-            setting="tp",
-            value=tp,
-        )
 
 
 def _override_to_n_cpu_moe(
@@ -457,14 +473,9 @@ def check_run(
     # the GPUs' count caps the sizes listed, unless --tp made it (--vram: one GPU per rank)
     counted = n_gpus if settings.tp is None or n_gpus != settings.tp * pp else 0
     tp = tp or 1
+    if n_gpus and tp * pp > n_gpus:  # before the divisibility (check_tp)
+        _too_few_gpus(spec, tp, pp, n_gpus, runtime)
     _tp_divides(spec, tp, runtime, counted, pp)
-    if n_gpus and tp * pp > n_gpus:
-        raise InvalidSettingError(
-            f"--tp {tp} x --pp {pp} needs {tp * pp} GPUs but the target has {n_gpus}; name "
-            f"them all (e.g. --gpu {tp * pp}x<name>) or lower --tp",
-            setting="tp",
-            value=tp,
-        )
     limit = spec.max_position_embeddings
     if settings.ctx is not None and limit and settings.ctx > limit:
         # vLLM _get_and_verify_max_len; SGLang ModelConfig: "User-specified context_length (X)

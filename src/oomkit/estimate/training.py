@@ -68,6 +68,11 @@ from oomkit.estimate.training_activations import (
 )
 from oomkit.estimate.training_band import allocator_family, allocator_fraction
 from oomkit.estimate.training_compile import COMPILE_SOURCE
+from oomkit.estimate.training_offload_optim import (
+    fsdp_offload_note,
+    zero_offload_note,
+    zero_offload_optimizer,
+)
 from oomkit.estimate.training_sharding import (
     Term,
     engine_name,
@@ -405,6 +410,12 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     impl, impl_note = effective_attn_implementation(spec.model_type, settings.attn_implementation)
     if impl != settings.attn_implementation:
         settings = replace(settings, attn_implementation=impl)
+    # ZeRO-Offload steps with DeepSpeed's CPU optimizer: the HF Trainer's accelerate swaps a
+    # bitsandbytes/paged/SGD optimizer for DeepSpeedCPUAdam (training_offload_optim)
+    offload_opt = zero_offload_optimizer(settings)
+    offload_note = zero_offload_note(settings.optimizer) if offload_opt else None
+    if offload_opt is not None:
+        settings = replace(settings, optimizer=offload_opt)
     st = model_states(spec, settings)
     # all-linear LoRA still freezes the norms: the explicit stems, not None ("everything trains")
     roles = None if settings.method == "full" else lora_adapted_roles(spec, settings.lora_targets)
@@ -465,6 +476,8 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
     assumptions = (*_assumptions(spec, settings, st), *_hardware_notes(settings, targets))
     if impl_note:
         assumptions = (impl_note, *assumptions)
+    if offload_note:
+        assumptions = (offload_note, *assumptions)
     # a sequence past a learned position table (GPT-2, OPT) fails at the first forward
     past_table = training_position_blocker(spec, settings.seq)
     return Estimate(
@@ -540,17 +553,9 @@ def _assumptions(spec: ModelSpec, settings: TrainingSettings, st: ModelStates) -
             "paged optimizer states live in CUDA unified memory: evicted to host under pressure "
             "and not counted by torch.cuda.max_memory_allocated; shown under host"
         )
-    if settings.offload_optimizer and settings.zero and settings.optimizer not in ("adamw", "lion"):
-        # deepspeed/runtime/engine.py: with the optimizer on the CPU a client optimizer other
-        # than DeepSpeedCPUAdam/CPULion raises ZeRORuntimeException unless the config says
-        # zero_force_ds_cpu_optimizer: false (HF Trainer writes it when the config names no
-        # optimizer); bitsandbytes steps on the CPU only since bitsandbytes PR #1901
-        out.append(
-            f"ZeRO-Offload with {settings.optimizer}: {settings.optimizer} steps on the CPU "
-            "(states counted in host RAM); deepspeed.initialize refuses a client optimizer "
-            "unless zero_force_ds_cpu_optimizer is false (HF Trainer sets it), and bitsandbytes "
-            "runs 8-bit optimizers on the CPU only from PR #1901 (paged ones unpaged)"
-        )
+    fsdp_note = fsdp_offload_note(settings)
+    if fsdp_note:
+        out.append(fsdp_note)
     out.append(dropout_note(spec, settings))
     if any(t in ("mamba", "linear_attention") for t in spec.layer_types):
         out.append("SSM / linear-attention layer activations approximated as 4 x d_inner")

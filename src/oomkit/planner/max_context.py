@@ -16,6 +16,7 @@ from oomkit.estimate.boundary import largest
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.registry import normalize_runtime
 from oomkit.estimate.verdict import WDDM_COMMIT_WHAT, Platform, verdict
+from oomkit.planner.seq_cap import model_max_seq
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -52,10 +53,14 @@ def max_context(
     *,
     platform: Platform | None = None,
     step: int = 256,
+    top: int | None = None,
 ) -> tuple[int, Estimate] | None:
     """The largest context (a multiple of ``step``, up to the model's maximum) whose verdict
     is "fits" — clear of the measured variance band, not merely "tight"; None when not even
-    ``step`` tokens do. Every other setting is kept as it is.
+    ``step`` tokens do. Every other setting is kept as it is. The model's maximum is its
+    trained one (:func:`oomkit.planner.seq_cap.model_max_seq`: ``max_position_embeddings``,
+    scaled by a stretching ``rope_scaling``; 131072 when the config states none); ``top``
+    searches up to another length instead (what memory would allow past that maximum).
 
     Raises:
         InvalidSettingError: no GPU capacity (or host RAM for a CPU-only target) is known.
@@ -64,7 +69,9 @@ def max_context(
 
     # the answer is a -c to pass with every layer as given: no --fit behind it
     estimator = get_estimator(normalize_runtime(settings.runtime), planned=True)
-    top = spec.max_position_embeddings or 131072
+    if top is None:
+        cap = model_max_seq(spec)
+        top = cap.tokens if cap is not None else 131072
     if normalize_runtime(settings.runtime) == "transformers":
         # a learned position table (GPT-2, OPT) holds the prompt and the generated tokens
         from oomkit.estimate.transformers_layouts import ctx_cap

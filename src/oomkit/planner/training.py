@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.training_offload_optim import zero_offload_optimizer
 from oomkit.estimate.verdict import Platform, Verdict, verdict
 from oomkit.planner.effective_batch import accumulation_for, next_divisor
 from oomkit.planner.training_host import host_overflows, host_side_changes
@@ -192,7 +193,10 @@ def _fused_step(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 
 
 def _adam8bit(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
-    if s.optimizer not in ("adamw", "paged_adamw"):
+    """8-bit AdamW states: a GPU lever only while the states are on the GPU. Under ZeRO-Offload
+    the HF Trainer's accelerate swaps it for DeepSpeedCPUAdam, and FSDP CPU offload steps it on
+    the CPU (:mod:`oomkit.estimate.training_offload_optim`): no GPU saving either way."""
+    if s.optimizer not in ("adamw", "paged_adamw") or s.offload_optimizer or s.offload_params:
         return None
     return "8-bit AdamW (--optimizer adamw8bit)", dataclasses.replace(s, optimizer="adamw8bit")
 
@@ -256,9 +260,18 @@ def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
             dataclasses.replace(s, offload_params=True),
         )
     zero = s.zero or 2
-    return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", dataclasses.replace(
-        s, offload_optimizer=True, zero=zero
-    )
+    step = dataclasses.replace(s, offload_optimizer=True, zero=zero)
+    kept = zero_offload_optimizer(step)
+    if kept is not None:
+        # ZeRO-Offload steps with DeepSpeedCPUAdam (accelerate swaps a client optimizer such as
+        # bitsandbytes' 8-bit AdamW for it; raw DeepSpeed refuses one): the plan names the
+        # optimizer that runs, not one the offload path replaces or refuses
+        return (
+            f"optimizer states on the CPU (--offload-optimizer, ZeRO-Offload), with DeepSpeed's "
+            f"CPU AdamW in place of {s.optimizer} (--optimizer {kept})",
+            dataclasses.replace(step, optimizer=kept, optimizer_impl="foreach"),
+        )
+    return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", step
 
 
 def _lora(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:

@@ -37,6 +37,9 @@ class NothingFits:
 
     sharded: TrainingChange | None = None
     seq: TrainingChange | None = None
+    #: the longest sequence memory allows when ``seq`` was capped at the model's maximum
+    #: (``max_seq``: :func:`oomkit.planner.seq_cap.model_max_seq`), None when it was not
+    memory_seq: int | None = None
 
 
 def nothing_fits(
@@ -44,10 +47,13 @@ def nothing_fits(
     levers: Callable[[TrainingSettings], tuple[Lever, ...]],
     run: Callable[[TrainingSettings], Estimate | None],
     accept: Callable[[Estimate], str | None],
+    max_seq: int | None = None,
 ) -> NothingFits:
     """``levers(s)``: the planner's levers for ``s`` (:func:`oomkit.planner.training.plan_levers`);
     ``run``: the estimate (None: refused); ``accept``: the verdict's level when it takes it. Each
-    answer is the planner's own minimal stack (:func:`oomkit.planner.training._combination`)."""
+    answer is the planner's own minimal stack (:func:`oomkit.planner.training._combination`).
+    ``max_seq``: the model's longest sequence; a longer answer is capped at it, and what memory
+    would allow is kept in ``memory_seq``."""
 
     def stack(s: TrainingSettings) -> TrainingChange | None:
         return _combination(s, run, accept, levers(s))
@@ -60,7 +66,24 @@ def nothing_fits(
         if found is not None and (found.settings.zero or found.settings.fsdp):
             # the world fits because it shards (a DDP replica per GPU lowers nothing)
             return NothingFits(sharded=found)
-    lo, hi = 0, -(-settings.seq // _SEQ_STEP)  # in _SEQ_STEP tokens: no stack fits at hi
+    best = _longest(settings, stack, -(-settings.seq // _SEQ_STEP))
+    if best is None or max_seq is None or best.settings.seq <= max_seq:
+        return NothingFits(seq=best)
+    # memory allows more than the model was trained for: the answer is the model's maximum
+    at_cap = stack(dataclasses.replace(settings, seq=max_seq))
+    if at_cap is None:  # not monotone at the edge: the longest multiple below the cap
+        at_cap = _longest(settings, stack, max_seq // _SEQ_STEP + 1)
+    return NothingFits(seq=at_cap, memory_seq=best.settings.seq)
+
+
+def _longest(
+    settings: TrainingSettings,
+    stack: Callable[[TrainingSettings], TrainingChange | None],
+    hi: int,
+) -> TrainingChange | None:
+    """The minimal stack at the longest multiple of ``_SEQ_STEP`` below ``hi`` steps that fits
+    (``hi``: a length no stack fits, or past the range searched)."""
+    lo = 0
     best: TrainingChange | None = None
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -69,4 +92,4 @@ def nothing_fits(
             lo, best = mid, found
         else:
             hi = mid
-    return NothingFits(seq=best)
+    return best
