@@ -73,14 +73,20 @@ def test_zero_stages_never_increase_per_gpu_memory(
     assert z1 <= ddp
     # stage 2 allocates its whole 16-bit gradient partition (grads_in_partition, 2P/N) at the
     # first reduction in backward, where stage 1's autograd gradients have only begun: while
-    # activations dominate, stage 2 can hold up to that buffer more than stage 1, and the
-    # allocator fragmentation margin, a fraction of the peak (1.95% to 3.5% by the peak's
-    # make-up; the estimate's own fraction is read back), on it
+    # activations dominate, stage 2 can hold up to that buffer more than stage 1 before the
+    # allocator fragmentation margin. The margin is a fraction of the peak by the peak's
+    # make-up (1.95% to 3.51%), so the buffer shifts the fraction a little and the margins of
+    # the two stages are compared by that bound, not by one stage's fraction (Hypothesis found
+    # mixtral-8x7b at 2 GPUs 2 MB past a bound that reused stage 2's fraction for both)
     grads = model_states(spec, dataclasses.replace(s, zero=2)).gradients_bytes
-    dev = estimate_training(spec, dataclasses.replace(s, zero=2), HW).devices[0]
-    margin = sum(c.n_bytes for c in dev.components if "fragmentation" in c.label)
-    frac = margin / max(1, dev.total_bytes - margin)
-    assert z2 <= z1 + (1 + frac) * -(-grads // gpus) + 2**20
+
+    def margin(zero: int) -> int:
+        dev = estimate_training(spec, dataclasses.replace(s, zero=zero), HW).devices[0]
+        return sum(c.n_bytes for c in dev.components if "fragmentation" in c.label)
+
+    m1, m2 = margin(1), margin(2)
+    assert z2 - m2 <= z1 - m1 + -(-grads // gpus) + 2**20
+    assert m2 <= 0.0352 * (z2 - m2) + 2**20
 
 
 @settings(max_examples=40, deadline=None)
