@@ -27,6 +27,10 @@ def llamacpp_command(
     ngl = settings.n_gpu_layers
     parts += ["-ngl", str(99 if ngl is None else ngl)]
     parts += llamacpp_fa_flags(settings)
+    if settings.split_mode is not None:  # pinned by plan -sm / -ts (common/arg.cpp)
+        parts += ["-sm", settings.split_mode]
+    if settings.tensor_split:
+        parts += ["-ts", ",".join(f"{x:g}" for x in settings.tensor_split)]
     if settings.cache_type_k:
         parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
     if settings.n_cpu_moe:
