@@ -164,3 +164,15 @@ def test_plan_refuses_a_pinned_setting_the_runtime_lacks(
     code, _, err = _run(capsys, "plan", "llama-3.1-8b", "-r", "any", "-pp", "2", "--offline")
     assert code == 2
     assert "-pp pins one runtime's setting" in err
+
+
+def test_plan_json_carries_what_the_command_sets(capsys: pytest.CaptureFixture[str]) -> None:
+    p = _plan(capsys, "-g", "rtx-4090")
+    assert " -ngl 99 " in p["command"]
+    assert p["command_settings"]["n_gpu_layers"] == 99  # as written ("every layer")
+    assert p["settings"]["n_gpu_layers"] == 33  # the estimate's: 32 layers + output
+    p = _plan(capsys, "-g", "rtx-4090", "-ngl", "20")
+    assert " -ngl 20 " in p["command"]
+    assert p["command_settings"]["n_gpu_layers"] == p["settings"]["n_gpu_layers"] == 20
+    p = _plan(capsys, "-r", "sglang", "-g", "2xrtx-4090", "--pp-size", "2", "--enforce-eager")
+    assert (p["command_settings"]["pp"], p["command_settings"]["enforce_eager"]) == (2, True)
