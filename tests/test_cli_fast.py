@@ -25,6 +25,7 @@ from oomkit.cli import estimate_fast
 from oomkit.cli.estimate import estimate_command
 from oomkit.cli.estimate_fast import DEFAULTS, FLAGS, VALUE_OPTIONS, parse_estimate_args
 from oomkit.cli.params import CONTEXT, COUNT, SIZE
+from oomkit.cli.runtime_flags import UNMODELLED
 from oomkit.cli.values import parse_context, parse_count, parse_size
 
 SRC = str(Path(__file__).parents[1] / "src")
@@ -77,6 +78,10 @@ def test_table_matches_the_click_command() -> None:
                     "override_tensor",
                     "emit",
                     "lora_dtype",
+                    # refused in one line by click (runtime_flags.UNMODELLED)
+                    "data_parallel_size",
+                    "expert_parallel_size",
+                    "enable_expert_parallel",
                 ), opt
                 continue
             seen.add(opt)
@@ -91,7 +96,13 @@ def _click_parse(argv: list[str]) -> dict[str, Any] | None:
     except (click.UsageError, click.exceptions.Exit):
         return None
     params = {k: v for k, v in ctx.params.items() if not k.startswith("train_")}
-    return params
+    for name in UNMODELLED:  # refused in the command's body when given (never by the fast path)
+        params.pop(name)
+    flagged = params.pop("model_flag")  # -m MODEL: the command resolves it (resolve_model)
+    if flagged is not None and params["model"] not in (None, flagged):
+        return None
+    params["model"] = params["model"] if params["model"] is not None else flagged
+    return None if params["model"] is None else params
 
 
 def test_defaults_are_clicks() -> None:

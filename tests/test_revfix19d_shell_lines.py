@@ -115,11 +115,13 @@ def _doctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
 
 
 @pytest.mark.parametrize("content", ["", "  \n\t\n"])
-def test_an_empty_file_is_a_usage_error_naming_it(tmp_path: Path, content: str) -> None:
+def test_an_empty_file_is_an_error_naming_it(tmp_path: Path, content: str) -> None:
+    # a given FILE that cannot be used exits 1 (DESIGN.md: "1 error (unreadable file, bad
+    # input, offline)"), as a missing one does; 2 is kept for no input at all (below)
     log = tmp_path / "train.log"
     log.write_text(content)
     r = _doctor(str(log))
-    assert r.returncode == 2
+    assert r.returncode == 1
     assert f"{log}: the file is empty" in r.stderr
     assert "No out-of-memory" not in r.stdout
 

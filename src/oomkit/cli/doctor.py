@@ -1,8 +1,9 @@
 """``oomkit doctor [LOG|-]``: read an OOM message or log, say what happened and what to change.
 
-Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the file could not be read
-or a named model/GPU is unknown, 2 a bad option value, a binary input (not a text log) or an
-empty one. With
+Exit codes: 0 an OOM was diagnosed, 3 no OOM found in the text, 1 the input could not be used
+(a LOG file missing, unreadable, empty or binary; a binary stdin) or a named model/GPU is
+unknown, 2 a bad option value or no input at all (nothing piped, an empty message), as
+DESIGN.md's "1 error (unreadable file, bad input, offline); 2 usage error". With
 ``--model`` (or a model name in the log) the fixes are computed by the estimators
 (:mod:`oomkit.diagnose.model_fixes`).
 """
@@ -55,11 +56,11 @@ class _ReadError(Exception):
 
 
 def _not_text(name: str, e: NotTextError) -> _ReadError:
-    """The one-line refusal of a binary input (bad input: exit 2)."""
+    """The one-line refusal of a binary input (a bad input file: exit 1, as DESIGN.md's
+    "1 error (unreadable file, bad input, offline)")."""
     return _ReadError(
         f"'{name}' is not a text log: {e}. Pass the log itself (the file the program's output "
-        "was redirected to), or paste the error message in quotes.",
-        EXIT_USAGE,
+        "was redirected to), or paste the error message in quotes."
     )
 
 
@@ -233,6 +234,11 @@ def read_log(arg: str | None) -> str:
         f"Reading the log failed for '{arg}' (doctor LOG): {reason}. Pass a log file, `-` for "
         "stdin, or the message itself in quotes."
     )
+
+
+def _is_file(arg: str | None) -> bool:
+    """``arg`` names a file (not stdin, not a pasted message)."""
+    return arg not in (None, "-") and os.path.isfile(str(arg))
 
 
 def _empty_input(arg: str | None) -> str:
@@ -452,15 +458,16 @@ def doctor(
     (unless --no-input or --json, or the log comes from stdin).
 
     \b
-    Exit codes: 0 an OOM was diagnosed, 1 the file could not be read, a name is unknown
-                or the message's numbers contradict each other, 2 a bad option value (an
-                unknown --runtime or --gpu), a binary input (not a text log) or an empty
-                one, 3 no OOM message was found.
+    Exit codes: 0 an OOM was diagnosed, 1 the input could not be used (a LOG file
+                missing, unreadable, empty or binary), a name is unknown or the message's
+                numbers contradict each other, 2 a bad option value (an unknown --runtime
+                or --gpu) or no input at all (nothing piped), 3 no OOM message was found.
     """
     try:
         text = read_log(log)
-        if not text.strip():  # nothing to diagnose is a usage error, not "no OOM found"
-            raise _ReadError(_empty_input(log), EXIT_USAGE)
+        if not text.strip():  # not "no OOM found": an empty FILE is a bad input (exit 1),
+            # no input at all (nothing piped, an empty message) a usage error (exit 2)
+            raise _ReadError(_empty_input(log), EXIT_ERROR if _is_file(log) else EXIT_USAGE)
         facts = _user_facts(model, runtime, quant, ctx, gpu, vram)
         if os_name is not None:
             facts["os"] = os_name.lower()

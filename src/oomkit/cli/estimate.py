@@ -13,6 +13,7 @@ from oomkit.cli.estimate_run import render_suggestions, run_estimate
 from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, COUNT, SIZE
+from oomkit.cli.runtime_flags import PP_FLAGS, SEQS_FLAGS, model_option, unmodelled_options
 from oomkit.cli.train_options import EMIT_CHOICES, TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
@@ -29,7 +30,8 @@ TRAINING_PASSED: tuple[str, ...] = (
 
 
 @click.command("estimate", cls=ArgsCommand)
-@click.argument("model")
+@click.argument("model", required=False)
+@model_option
 @click.option(
     "--runtime",
     "-r",
@@ -102,8 +104,7 @@ TRAINING_PASSED: tuple[str, ...] = (
 )
 @click.option("--gpu-memory-utilization", type=float, help="vLLM fraction of each GPU")
 @click.option(
-    "--max-num-seqs",
-    "--max-running-requests",
+    *SEQS_FLAGS,
     "max_num_seqs",
     type=int,
     help="vLLM/SGLang max concurrent sequences",
@@ -185,7 +186,10 @@ TRAINING_PASSED: tuple[str, ...] = (
     multiple=True,
     help="llama.cpp PATTERN=BUFFER, e.g. exps=CPU (expert tensors on the CPU)",
 )
-@click.option("--pp", type=int, help="Pipeline-parallel size (vLLM/SGLang; GPUs = tp x pp)")
+@click.option(
+    *PP_FLAGS, "pp", type=int, help="Pipeline-parallel size (vLLM/SGLang; GPUs = tp x pp)"
+)
+@unmodelled_options
 @click.option("--mem-fraction-static", type=float, help="SGLang fraction of each GPU, (0, 1]")
 @click.option(
     "--cpu-offload-gb", type=float, help="vLLM weights offloaded per GPU, in GiB (as vLLM)"
@@ -243,7 +247,7 @@ TRAINING_PASSED: tuple[str, ...] = (
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @training_options
-def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
+def estimate_command(model: str | None, training: TrainOptions, **options: Any) -> int:
     """Estimate memory per device for MODEL (catalog name, path, .gguf or repo id).
 
     Exit code 0 when it fits (or capacity is unknown), 4 when it is tight (it fits, but
@@ -251,6 +255,10 @@ def estimate_command(model: str, training: TrainOptions, **options: Any) -> int:
     """
     ctx = click.get_current_context()
     from oomkit.cli.option_scope import reject_inference_options
+    from oomkit.cli.runtime_flags import refuse_unmodelled, resolve_model
+
+    model = resolve_model(model, options.pop("model_flag"))
+    refuse_unmodelled(ctx, options)
     from oomkit.estimate.registry import normalize_runtime
 
     rt = normalize_runtime(options["runtime"]) if training.method is None else ""

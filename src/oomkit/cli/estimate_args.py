@@ -236,3 +236,34 @@ def warn_ignored(settings: InferenceSettings, runtime: str) -> None:
             else ""
         )
         print_warning(f"{runtime} does not use {flags}: ignored{hint}")
+
+
+def context_product_error(
+    err: InvalidSettingError, ctx: int | None, parallel: int | None
+) -> InvalidSettingError:
+    """``err`` re-worded when the context it rejects is one the runtime derived, not the
+    user's ``--ctx``: llama.cpp's ``-c`` (and Ollama's ``OLLAMA_CONTEXT_LENGTH``) is shared by
+    the ``-np`` sequences, so a run without ``--ctx`` asks for the model's context per sequence
+    times ``--parallel`` (``llama_context``: ``n_ctx_seq = n_ctx / n_seq_max``). Naming
+    ``--ctx``, which the user never gave, hid the input that was wrong.
+    """
+    value = err.value
+    if (
+        err.setting != "ctx"
+        or not isinstance(value, int)
+        or not parallel
+        or parallel < 2
+        or value == ctx
+        or value % parallel
+    ):
+        return err
+    per_seq = value // parallel
+    given = f"--ctx {ctx}" if ctx is not None else f"the context ({per_seq})"
+    out = InvalidSettingError(
+        f"--parallel {parallel} x {given} per sequence = {value} tokens, above "
+        f"the {MAX_CTX} one context can hold: give a smaller --parallel or a shorter --ctx",
+        setting="--parallel",
+        value=parallel,
+    )
+    out.__cause__ = err
+    return out

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from oomkit.cli.runtime_flags import MODEL_FLAGS, PP_FLAGS, SEQS_FLAGS
 from oomkit.cli.values import CTX_FLAGS, TP_FLAGS, parse_context, parse_count, parse_size
 
 __all__ = ["DEFAULTS", "FLAGS", "VALUE_OPTIONS", "parse_estimate_args", "run_fast"]
@@ -50,6 +51,7 @@ def _flag(name: str, on: tuple[str, ...], off: tuple[str, ...] = ()) -> None:
     FLAGS.update({o: (name, False) for o in off})
 
 
+_value("model_flag", str, *MODEL_FLAGS)  # -m x.gguf: the MODEL (runtime_flags)
 _value("runtime", str, "--runtime", "-r")
 _value("quant", str, "--quant", "-q", "--quantization")
 _value("ctx", parse_context, *CTX_FLAGS)
@@ -66,12 +68,12 @@ _value("vram", parse_size, "--vram")
 _value("ram", parse_size, "--ram")
 _value("tp", int, *TP_FLAGS)
 _value("gpu_memory_utilization", float, "--gpu-memory-utilization")
-_value("max_num_seqs", int, "--max-num-seqs", "--max-running-requests")
+_value("max_num_seqs", int, *SEQS_FLAGS)
 _value("max_num_batched_tokens", int, "--max-num-batched-tokens")
 _value("overhead", parse_size, "--overhead")
 _value("runtime_version", str, "--runtime-version")
 _value("tensor_split", str, "--tensor-split", "-ts")
-_value("pp", int, "--pp")
+_value("pp", int, *PP_FLAGS)
 _value("mem_fraction_static", float, "--mem-fraction-static")
 _value("cpu_offload_gb", float, "--cpu-offload-gb")
 _value("block_size", int, "--block-size")
@@ -126,6 +128,7 @@ DEFAULTS: dict[str, Any] = {
     "emit": None,
     "lora_dtype": None,
 }
+del DEFAULTS["model_flag"]  # not run_estimate's: -m is the MODEL (parse_estimate_args)
 
 
 def parse_estimate_args(args: Sequence[str]) -> dict[str, Any] | None:
@@ -157,6 +160,10 @@ def parse_estimate_args(args: Sequence[str]) -> dict[str, Any] | None:
             i += 1
         else:
             return None
+    flagged = out.pop("model_flag", None)
+    if flagged is not None and model is not None and flagged != model:
+        return None  # click: "two models given"
+    model = model if model is not None else flagged
     if model is None:
         return None
     out["model"] = model

@@ -240,7 +240,12 @@ def run_estimate(
     if want_max:
         est = _estimate_max_ctx(model, settings, hardware, platform, offline)
     else:
-        est = estimate(model, settings, hardware, offline=True if offline else None)
+        try:
+            est = estimate(model, settings, hardware, offline=True if offline else None)
+        except InvalidSettingError as e:  # a context --parallel made, not --ctx
+            from oomkit.cli.estimate_args import context_product_error
+
+            raise context_product_error(e, ctx, parallel) from e
     est = _with_bench_note(model, settings, hardware, est, offline)
     v = verdict(est, platform)
     if canonical == "transformers" and v.level == "tight" and v.safe_change is None:

@@ -21,9 +21,12 @@ from oomkit.cli.plan_flags import (
     plan_ngl,
     plan_ngl_option,
 )
+from oomkit.cli.plan_pinned import pinned_options
+from oomkit.cli.runtime_flags import SEQS_FLAGS
 from oomkit.cli.train_options import TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.registry import RUNTIMES_HELP
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PREFERENCES
 
@@ -31,7 +34,7 @@ __all__ = ["plan_command"]
 
 
 @click.command("plan", cls=ArgsCommand)  # keeps argv: errors name a flag as typed
-@click.argument("model")
+@click.argument("model", required=False)
 @click.option(
     "--gpu",
     "-g",
@@ -104,7 +107,8 @@ __all__ = ["plan_command"]
     ),
 )
 @click.option(
-    "--max-num-seqs",
+    *SEQS_FLAGS,  # SGLang's --max-running-requests too
+    "max_num_seqs",
     type=int,
     help="vLLM/SGLang max concurrent sequences (the plan lowers it only as a named change)",
 )
@@ -148,9 +152,10 @@ __all__ = ["plan_command"]
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
+@pinned_options
 @training_options
 def plan_command(
-    model: str,
+    model: str | None,
     gpus: tuple[str, ...],
     vram: int | None,
     ram: int | None,
@@ -191,6 +196,10 @@ def plan_command(
 
     ctx_ = click.get_current_context()
     from oomkit.cli.option_scope import reject_inference_options
+    from oomkit.cli.runtime_flags import refuse_unmodelled, resolve_model
+
+    model = resolve_model(model, drafts.pop("model_flag"))
+    refuse_unmodelled(ctx_, drafts)
     from oomkit.estimate.registry import normalize_runtime
 
     rt = runtime.strip().lower()
@@ -202,6 +211,12 @@ def plan_command(
         raise click.UsageError(
             "--draft-model is an inference option; it cannot be used with --train"
         )
+    from oomkit.cli.plan_pinned import PINNED, pinned_settings
+
+    pinned_given = [k for k in PINNED if drafts.get(k) is not None]
+    if training.method is not None and pinned_given:
+        flag = typed_flag(ctx_, pinned_given[0])
+        raise click.UsageError(f"{flag} is an inference option; it cannot be used with --train")
     from oomkit.cli.estimate_args import check_count_options
 
     ctx_max = ctx == CTX_MAX
@@ -236,6 +251,7 @@ def plan_command(
     check_serving_options(
         runtime, tp, gpu_memory_utilization, max_num_seqs, typed_flag(ctx_, "tp"), pooling
     )
+    pinned = pinned_settings(ctx_, runtime, drafts)  # -sm, -ts, --pp, ... kept as given
     if rt != "any":
         from oomkit.cli.estimate_args import check_hf_runtime_quant
 
@@ -247,8 +263,6 @@ def plan_command(
     drafts = {k: v for k, v in drafts.items() if k not in LORA_FLAGS}
     if lora and rt not in ("vllm", "any"):
         flag = LORA_FLAGS[next(iter(lora))]
-        from oomkit.errors import InvalidSettingError
-
         raise InvalidSettingError(
             f"{flag} is a vLLM option; plan with --runtime vllm (or any), or drop {flag}",
             setting=flag,
@@ -283,8 +297,9 @@ def plan_command(
         ctx_max=ctx_max,
     )
     os_name = os_name.lower() if os_name else None
+    pp = pinned.get("pp")
     hardware = hardware_from_options(
-        gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp, os=os_name
+        gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp and tp * (pp or 1), os=os_name
     )
     if backend is not None:
         from oomkit.cli.gpu_choice import with_backend
@@ -309,6 +324,7 @@ def plan_command(
         )
         if v is not None
     }
+    serving.update(pinned)
     serving.update(hf)
     serving.update(lora)
     base = (
@@ -316,7 +332,12 @@ def plan_command(
         if runtime_version or draft or serving
         else None
     )
-    result = plan(model, hardware, request, base=base, offline=True if offline else None)
+    try:
+        result = plan(model, hardware, request, base=base, offline=True if offline else None)
+    except InvalidSettingError as e:  # a context --parallel made, not --ctx
+        from oomkit.cli.estimate_args import context_product_error
+
+        raise context_product_error(e, ctx, parallel) from e
     import dataclasses
 
     if serving.get("enforce_eager"):  # a compiled pooling profile is not modelled

@@ -14,7 +14,24 @@ from oomkit.planner.prepare import prepare_checkpoint
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["gguf_name", "llamacpp_command", "llamacpp_cpu_moe_flags", "llamacpp_fa_flags"]
+__all__ = [
+    "ALL_LAYERS",
+    "command_ngl",
+    "gguf_name",
+    "llamacpp_command",
+    "llamacpp_cpu_moe_flags",
+    "llamacpp_fa_flags",
+]
+
+#: the ``-ngl`` a command writes for "every layer": llama.cpp clamps it to the model's layers + 1
+#: (``llama_model::load_tensors``: ``i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0)``)
+ALL_LAYERS = 99
+
+
+def command_ngl(settings: InferenceSettings) -> int:
+    """The ``-ngl`` value :func:`llamacpp_command` writes (``ALL_LAYERS`` when unset)."""
+    ngl = settings.n_gpu_layers
+    return ALL_LAYERS if ngl is None else ngl
 
 
 def llamacpp_command(
@@ -29,9 +46,12 @@ def llamacpp_command(
     binary = llamacpp_server_binary(settings.runtime_version)  # `server` before PR #7809
     parts = [binary, "-m", q(gguf_name(model_ref, spec, settings.quant or "Q4_K_M"))]
     parts += ["-c", str(settings.ctx)]
-    ngl = settings.n_gpu_layers
-    parts += ["-ngl", str(99 if ngl is None else ngl)]
+    parts += ["-ngl", str(command_ngl(settings))]
     parts += llamacpp_fa_flags(settings)
+    if settings.split_mode is not None:  # pinned by plan -sm / -ts (common/arg.cpp)
+        parts += ["-sm", settings.split_mode]
+    if settings.tensor_split:
+        parts += ["-ts", ",".join(f"{x:g}" for x in settings.tensor_split)]
     if settings.cache_type_k:
         parts += ["-ctk", settings.cache_type_k, "-ctv", settings.cache_type_v or "f16"]
     if settings.n_cpu_moe:

@@ -40,6 +40,8 @@ def vllm_command(settings: InferenceSettings, spec: ModelSpec, model_ref: str) -
         parts += ["--quantization", settings.quant]
     if settings.max_num_seqs or settings.parallel:
         parts += ["--max-num-seqs", str(settings.max_num_seqs or settings.parallel)]
+    if settings.max_num_batched_tokens:  # pinned by plan --max-num-batched-tokens
+        parts += ["--max-num-batched-tokens", str(settings.max_num_batched_tokens)]
     if settings.enable_lora:
         parts += _vllm_lora_flags(settings)
     return " ".join(parts)
@@ -52,6 +54,14 @@ def sglang_command(settings: InferenceSettings, spec: ModelSpec, model_ref: str)
     parts += ["--context-length", str(settings.ctx)]
     if settings.tp and settings.tp > 1:
         parts += ["--tp", str(settings.tp)]
+    # pinned by plan (--pp-size, --mem-fraction-static, --enforce-eager): SGLang server_args.py
+    # "--pipeline-parallel-size"/"--pp-size", "--mem-fraction-static", "--disable-cuda-graph"
+    if settings.pp and settings.pp > 1:
+        parts += ["--pp-size", str(settings.pp)]
+    if settings.mem_fraction_static is not None:
+        parts += ["--mem-fraction-static", f"{settings.mem_fraction_static:g}"]
+    if settings.enforce_eager:
+        parts += ["--disable-cuda-graph"]
     if settings.cache_type_k and settings.cache_type_k != "auto":
         parts += ["--kv-cache-dtype", _SGLANG_FP8_KV]
     if settings.quant in ("fp8", "awq", "gptq"):

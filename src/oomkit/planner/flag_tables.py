@@ -99,6 +99,7 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--kv-cache-dtype": 1,
                     "--quantization": 1,
                     "--max-num-seqs": 1,
+                    "--max-num-batched-tokens": 1,
                     "--cpu-offload-gb": 1,
                     "--enforce-eager": 0,
                     # LoRA (vllm/config/lora.py LoRAConfig through EngineArgs)
@@ -124,6 +125,8 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--context-length": 1,
                     "--mem-fraction-static": 1,
                     "--tp": 1,
+                    "--pp-size": 1,
+                    "--disable-cuda-graph": 0,
                     "--kv-cache-dtype": 1,
                     "--quantization": 1,
                     "--max-running-requests": 1,

@@ -81,6 +81,7 @@ class PlanResult:
                 "runtime": p.runtime,
                 "launcher": p.launcher or p.runtime,
                 "settings": est["settings"],
+                "command_settings": command_settings(p),
                 "level": p.level,
                 "changes": list(p.changes),
                 "margin_bytes": p.margin_bytes,
@@ -112,3 +113,22 @@ class PlanResult:
             "notes": list(self.notes),
             "n_estimates": self.n_estimates,
         }
+
+
+def command_settings(p: Plan) -> dict[str, Any]:
+    """The plan JSON's ``command_settings``: the settings the plan fixed (pinned by the user
+    or chosen by the search) that ``p.command`` writes, with ``-ngl`` as written; defaults the
+    command leaves to the runtime or writes from them (``-fa on``) are in ``settings`` beside
+    it, the estimate's, every default resolved. So llama-server's ``-ngl 99`` ("every layer",
+    clamped by llama.cpp to the model's layers + 1) is ``n_gpu_layers: 99`` here and the
+    resolved ``n_gpu_layers: 33`` (Llama-3.1-8B's 32 + output) in ``settings``."""
+    out = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in dataclasses.asdict(p.settings).items()
+        if v is not None and k != "runtime"
+    }
+    if (p.launcher or p.runtime) in ("llama.cpp",):
+        from oomkit.planner.commands_llamacpp import command_ngl
+
+        out["n_gpu_layers"] = command_ngl(p.settings)
+    return out

@@ -423,6 +423,10 @@ class Searcher:
             # (transformers' device_map="auto" splits the layers over the GPUs: no TP size)
             return None
         n = len([d for d in self.hardware.devices if d.backend != "cpu"])
+        if self.base.pp and self.base.pp > 1 and self.base.tp is None:
+            # a pinned --pp: each of the pp stages gets n / pp GPUs (vLLM's world size is
+            # tp x pp, ParallelConfig.world_size); the estimate refuses tp x pp > GPUs
+            n = max(1, n // self.base.pp)
         if self.base.tp is not None:  # the user's --tp, as the runtime checks it at start-up
             check_tp(self.spec, self.base.tp, n, self.runtime)
             return self.base.tp

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["DoctorBody", "EstimateBody", "PlanBody", "cli_body_model"]
 
 #: CLI options that are not request keys: the API always answers JSON, offline unless --hub
-NOT_IN_BODY = frozenset({"json", "explain", "offline"})
+#: (``model``: the ``-m/--model`` option of estimate/plan is the body's own ``model`` field)
+NOT_IN_BODY = frozenset({"json", "explain", "offline", "model"})
 
 #: vLLM's --max-num-batched-tokens ceiling here (16M tokens per step)
 _MAX_BATCHED = 1 << 24
