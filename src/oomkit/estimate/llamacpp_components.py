@@ -77,14 +77,19 @@ def _kv_components(
 def _compute_component(
     n_bytes: int, sh: GraphShape, params: LlamaCppParams, spec: ModelSpec
 ) -> Component:
+    rows = params.options.reserve_outputs
+    # llama-server from PR #23861 reserves min(n_batch, n_seq_max) output rows
+    # (llamacpp_outputs.server_outputs); the C API and older builds one per micro-batch token
+    outputs = "n_outputs = n_tokens" if rows is None else f"n_outputs = {rows} (the server's)"
     return Component(
         category="activations",
         label="compute buffer",
         n_bytes=n_bytes,
         formula="peak (high-water mark) of ggml-alloc over the reserve graph's tensors "
-        "(n_tokens = n_ubatch, n_outputs = n_tokens, full KV)",
+        f"(n_tokens = n_ubatch, {outputs}, full KV)",
         inputs={
             "n_tokens": sh.n_tokens,
+            "n_outputs": sh.n_tokens if rows is None else rows,
             "n_kv": sh.n_kv,
             "flash_attn": sh.flash_attn,
             "n_vocab": spec.vocab_size,
