@@ -3,12 +3,19 @@ Lua, JavaScript), and a stated micro-batch caps the batch cut."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from oomkit.diagnose.doctor import diagnose_text
 from oomkit.diagnose.fixes import generic
 from oomkit.diagnose.prompt_lines import line_ok
 from oomkit.diagnose.shell_lines import prompt, shell_ready
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+from doctor_corpus import load, part_files  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -61,3 +68,63 @@ def test_prose_in_a_config_line_moves_into_the_text() -> None:
     )
     assert fix.commands == ()
     assert "mlc-chat-config" in fix.why
+
+
+def _record(part: str, rid: str) -> str:
+    return next(r["text"] for r in load(part_files(part)) if r.get("id") == rid)
+
+
+def _batch_lines(text: str) -> list[str]:
+    return [c for f in diagnose_text(text).fixes for c in f.commands if "batch_size" in c]
+
+
+@pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        ("I use batch size 8 and it fails", 8),
+        ("--per_device_train_batch_size 4", 4),
+        ("micro_batch_size: 2", 2),
+        ("bs=16", 16),
+        ("reduced batch size from 32 to 8", 8),
+        ("  Instantaneous batch size per device = 6", 6),
+        ("max_batch_size 64", None),
+        ("eval_batch_size=32", None),
+        ("global batch size 256", None),
+        ("batch size: 8192 tokens", None),
+    ],
+)
+def test_the_stated_micro_batch(text: str, stated: int | None) -> None:
+    from oomkit.diagnose.batch_stated import stated_batch
+
+    assert stated_batch(text) == stated
+
+
+def test_a_stated_batch_of_one_is_not_halved() -> None:
+    # main printed "batch_size //= 2" to a poster who had "reduce[d] batch size to 1"
+    text = _record("heldout12", "h12-svoice-86")
+    assert not [c for c in _batch_lines(text) if "//" in c]
+    assert any(
+        c.startswith("max_length //= 2") for f in diagnose_text(text).fixes for c in f.commands
+    )
+
+
+def test_the_cut_is_sized_from_the_stated_batch() -> None:
+    # DeepLabv3: "batch size 8"; main printed "batch_size //= 2"
+    assert "batch_size = 4   # stated 8" in _batch_lines(
+        _record("heldout21", "h21-DeepLabv3.pytorch-16")
+    )
+
+
+def test_a_factor_over_the_stated_batch_stops_at_one() -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total "
+        "capacity of 23.64 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+        "process has 22.57 GiB memory in use. Of the allocated memory 21.90 GiB is allocated by "
+        "PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.\n"
+        "I train with batch size 4."
+    )
+    lines = _batch_lines(text)
+    assert lines
+    assert all(c.startswith("batch_size = ") for c in lines), lines
+    assert all(int(c.split("=")[1].split()[0]) < 4 for c in lines), lines
+    assert "batch_size = 1   # stated 4" in lines
