@@ -15,7 +15,7 @@ from oomkit.diagnose.shell_lines import prompt, shell_ready
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from doctor_corpus import load, part_files  # noqa: E402
+from doctor_corpus import load, part_files
 
 
 @pytest.mark.parametrize(
