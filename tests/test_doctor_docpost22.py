@@ -128,3 +128,56 @@ def test_a_factor_over_the_stated_batch_stops_at_one() -> None:
     assert all(c.startswith("batch_size = ") for c in lines), lines
     assert all(int(c.split("=")[1].split()[0]) < 4 for c in lines), lines
     assert "batch_size = 1   # stated 4" in lines
+
+
+def test_gpustack_zero_allocatable_across_zero_gpus_is_recognised_not_a_shortage() -> None:
+    # custom_backend_resource_fit_selector.py:309 (gpustack@47277d79); main found no OOM here
+    d = diagnose_text(_record("heldout44", "h44-gpustack-5207"))
+    assert d.oom_found
+    assert d.cause == "unknown"
+    assert "0 GPUs" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The largest available worker has 31.5 GiB allocatable VRAM.",  # vllm selector :601
+        "The largest available worker has 40.00 GiB allocatable VRAM across 2 GPUs.",  # :309
+    ],
+)
+def test_gpustack_largest_worker_forms_without_the_ratio(line: str) -> None:
+    text = f"- The model requires approximately 65.69 GiB of VRAM.\n- {line}"
+    d = diagnose_text(text)
+    assert d.oom_found
+    assert d.primary is not None
+    assert d.primary.format == "gpustack_resource_fit"
+    assert d.cause == "model_too_large"
+
+
+def test_a_refusal_that_only_the_reserve_tips_over_stays_open() -> None:
+    d = diagnose_text(_record("heldout44", "h44-splash-13"))
+    assert d.oom_found
+    assert d.cause == "unknown"
+    assert d.open_question
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        ("Error: model requires 18.2 GiB, but only 12.0 GiB is available", "model_too_large"),
+        (
+            "loading needs 9 GB plus 2 GB reserved for the system, but only 8 GB are free",
+            "host_ram",
+        ),
+    ],
+)
+def test_the_preload_refusal_family(text: str, cause: str) -> None:
+    d = diagnose_text(text)
+    assert d.primary is not None
+    assert d.primary.format == "preload_admission"
+    assert d.cause == cause
+
+
+def test_a_described_shortage_is_not_a_refusal() -> None:
+    text = "A 7B model needs 4 GB, but only 2 GB is available to the iGPU by default."
+    assert not diagnose_text(text).oom_found
