@@ -181,3 +181,23 @@ def test_the_preload_refusal_family(text: str, cause: str) -> None:
 def test_a_described_shortage_is_not_a_refusal() -> None:
     text = "A 7B model needs 4 GB, but only 2 GB is available to the iGPU by default."
     assert not diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "amdgpu: Not enough memory for command submission.",  # radeonsi's winsys
+        "radeon: Not enough memory for command submission.",  # r600's winsys
+        "`Not enough memory for command submission!` / `amdgpu_vm_validate() failed`",  # kernel
+        "radv/amdgpu: Not enough memory for command submission.",
+    ],
+)
+def test_the_command_submission_family_is_the_amdgpu_enomem(line: str) -> None:
+    d = diagnose_text(line)
+    assert d.primary is not None
+    assert d.primary.format == "amdgpu_cs_enomem"
+
+
+def test_the_command_submission_words_in_prose_are_not_the_message() -> None:
+    text = "RADV prints its winsys tag before every command submission warning it writes to stderr."
+    assert not diagnose_text(text).oom_found
