@@ -201,3 +201,31 @@ def test_the_command_submission_family_is_the_amdgpu_enomem(line: str) -> None:
 def test_the_command_submission_words_in_prose_are_not_the_message() -> None:
     text = "RADV prints its winsys tag before every command submission warning it writes to stderr."
     assert not diagnose_text(text).oom_found
+
+
+_BARE_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "It loads everything onto the first GPU although I have four.",
+        'I use device_map="auto" but it does not spread the model, so one card fills up.',
+        "There is uneven memory across the GPUs when I run it on two cards.",
+        "多卡时，显存不太均匀，0号卡特别高，容易oom",
+    ],
+)
+def test_one_gpu_of_several_said_in_more_ways(prose: str) -> None:
+    assert diagnose_text(f"{prose}\n{_BARE_OOM}").cause == "multi_gpu_imbalance"
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "I am training on 8 GPUs.",
+        "device_map='auto' spreads the layers across all visible GPUs.",
+        "With device_map='balanced' the memory is balanced across the GPUs.",
+    ],
+)
+def test_several_gpus_named_without_a_placement_is_not_imbalance(prose: str) -> None:
+    assert diagnose_text(f"{prose}\n{_BARE_OOM}").cause != "multi_gpu_imbalance"
