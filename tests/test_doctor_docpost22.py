@@ -229,3 +229,32 @@ def test_one_gpu_of_several_said_in_more_ways(prose: str) -> None:
 )
 def test_several_gpus_named_without_a_placement_is_not_imbalance(prose: str) -> None:
     assert diagnose_text(f"{prose}\n{_BARE_OOM}").cause != "multi_gpu_imbalance"
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "It works the first time, but when I run the cell again in the notebook I get OOM.",
+        "The second time I run it in the same script, it fails.",
+        "After loading a second model in the same process it runs out of memory.",
+        "第二次运行就显存溢出",
+    ],
+)
+def test_a_job_run_again_in_one_process_reads_as_accumulation(prose: str) -> None:
+    d = diagnose_text(f"{prose}\n{_BARE_OOM}")
+    assert d.cause == "leak_or_accumulation"
+    assert "memory_allocated() higher when the second run starts" in d.explanation
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        # h16-mmdetection-4450's shape: the first attempt failed too (separate runs, too big)
+        "At the first time, out of memory is reported at the second epoch. At the second time, "
+        "out of memory is reported at the fifth epoch.",
+        "The second run works fine, only the first fails.",
+        "I added a second GPU and the second time it still fails.",
+    ],
+)
+def test_not_a_rerun_in_one_process(prose: str) -> None:
+    assert diagnose_text(f"{prose}\n{_BARE_OOM}").cause != "leak_or_accumulation"
