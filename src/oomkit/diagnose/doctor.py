@@ -103,6 +103,9 @@ def diagnose_text(
         answers=answers,
     )
     result = _note_training(result, text)
+    from oomkit.diagnose.batch_stated import cap_batch_cuts
+
+    result = cap_batch_cuts(result, text)  # the cut sized from the stated micro-batch
     from oomkit.diagnose.rules_apu import note_apu_aperture
 
     result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)), runtime)

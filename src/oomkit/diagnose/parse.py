@@ -41,6 +41,7 @@ from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_llamacpp_fit import parse_llamacpp_fit
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
+from oomkit.diagnose.parse_preload import parse_preload
 from oomkit.diagnose.parse_recognise import parse_recognise
 from oomkit.diagnose.parse_shm import parse_shm
 from oomkit.diagnose.parse_smi import parse_smi
@@ -199,6 +200,9 @@ def _parse(text: str) -> ParsedLog:
     if not events:
         # TensorRT's status-code errors, PowerInfer's VRAM-capacity assert (parse_engines)
         events.extend(parse_engines(lines))
+    if not events:
+        # loaders' and deployers' refusals before any allocation (parse_preload)
+        events.extend(parse_preload(lines))
     if not events:
         # accelerators' status codes: Neuron NRT_RESOURCE, RKNN_ERR_MALLOC_FAIL (parse_accel)
         events.extend(parse_accel(lines))

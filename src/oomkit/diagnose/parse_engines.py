@@ -141,7 +141,12 @@ _GPUSTACK_FAIL = re.compile(
     r"each GPU needs (?P<u>\d{1,3}(?:\.\d{1,2})?)% of allocatable VRAM|"
     r"largest available worker has (?P<w>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM, "
     r"(?P<s>\d{1,3})/(?P<t>\d{1,3}) of GPUs meet the VRAM utilization ratio, providing "
-    r"(?P<p>\d{1,6}(?:\.\d{1,3})?) GiB"
+    r"(?P<p>\d{1,6}(?:\.\d{1,3})?) GiB|"
+    # docpost22: the same diagnostic without the ratio (vllm_resource_fit_selector.py:601 when
+    # the utilization is 0, sglang_resource_fit_selector.py:651) or with the worker's GPU count
+    # (custom_backend_resource_fit_selector.py:309; gpustack@47277d79)
+    r"largest available worker has (?P<w0>\d{1,6}(?:\.\d{1,3})?) GiB allocatable VRAM"
+    r"(?: across (?P<g>\d{1,4}) GPUs)?\."
 )
 _GPUSTACK_NEEDS = re.compile(
     r"The model requires approximately (?P<r>\d{1,6}(?:\.\d{1,3})?) GiB of VRAM"
@@ -285,12 +290,13 @@ def _gpustack(lines: Lines, i: int) -> OomEvent | None:
     if "allocatable VRAM" not in line or _GPUSTACK_FAIL.search(line) is None:
         return None
     near = "\n".join(lines.text[max(0, i - 3) : i + 3])
-    avail = share = util = worker = None
+    avail = share = util = worker = gpus = None
     for m in _GPUSTACK_FAIL.finditer(near):
+        gpus = gpus or m["g"]
         # the largest worker's line: what its GPUs that meet the ratio provide (allocatable x
         # utilization x met/total, vllm_resource_fit_selector.py's effective_vram) is what the
         # claim is compared with; the GPUs that miss the ratio are partly held by others
-        avail = avail or m["a"] or m["p"]
+        avail = avail or m["a"] or m["p"] or m["w0"]
         share = share or m["ap"]
         util = util or m["u"]
         worker = worker or (m["w"] and (m["s"], m["t"], m["w"]))
@@ -298,6 +304,10 @@ def _gpustack(lines: Lines, i: int) -> OomEvent | None:
     detail = f"allocatable {share}% of the GPU" if share else None
     if worker:
         detail = f"{worker[0]}/{worker[1]} GPUs meet the ratio on a {worker[2]} GiB worker"
+    if gpus == "0" or (avail is not None and to_float(avail) == 0):
+        # "0.0 GiB allocatable VRAM across 0 GPUs": the scheduler counted no GPU at all (the
+        # guard custom_backend_resource_fit_selector.py:303-306 added against this very text)
+        detail = f"no allocatable VRAM: {avail} GiB across {gpus or 'the'} GPUs"
     return OomEvent(
         runtime="gpustack",
         kind="scheduler_no_fit",

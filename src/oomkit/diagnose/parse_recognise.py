@@ -60,7 +60,9 @@ so these families never displace a richer event:
   submission.`` (``src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c``: the submit ioctl returned
   ``-ENOMEM`` and RADV reports ``VK_ERROR_OUT_OF_HOST_MEMORY``), and the kernel's ``*ERROR* Not
   enough memory for command submission!`` in dmesg (``drivers/gpu/drm/amd/amdgpu/amdgpu_cs.c``
-  ``amdgpu_cs_ioctl``, when ``amdgpu_cs_parser_bos`` cannot validate the submission's buffers).
+  ``amdgpu_cs_ioctl``, when ``amdgpu_cs_parser_bos`` cannot validate the submission's buffers);
+  also the other Mesa winsys tags (radeonsi ``amdgpu:``, r600 ``radeon:``) and the kernel's line
+  quoted alone (``Not enough memory for command submission!``).
 * PyTorch's caching allocator warning (``c10/cuda/CUDACachingAllocator.cpp`` ``alloc_block``:
   ``LOG(WARNING) << "memory allocation failed with OOM on device " << device << " while trying to
   allocate " << size << " bytes (free: " << free << ", total: " << total << ")."``), printed when
@@ -142,7 +144,14 @@ _TF_FROM = re.compile(r"^\s{0,8}" + _TF_HRB + r" from \S{1,300}\s*$")
 # (the kernel's DRM_ERROR / drm_err print "[drm:amdgpu_cs_ioctl [amdgpu]] *ERROR* ..." /
 # "amdgpu 0000:03:00.0: [drm] *ERROR* ..." in dmesg)
 _AMDGPU_CS = re.compile(
-    r"(?:radv/amdgpu: |amdgpu\S{0,20} |\*ERROR\* )Not enough memory for command submission"
+    r"(?:radv/amdgpu: |amdgpu\S{0,20} |\*ERROR\* )Not enough memory for command submission|"
+    # docpost22: the other Mesa winsys tags and the kernel's bare line. radeonsi's
+    # "amdgpu: Not enough memory for command submission." (src/gallium/winsys/amdgpu/drm/
+    # amdgpu_cs.c), r600's "radeon: ..." (src/gallium/winsys/radeon/drm/radeon_drm_cs.c), RADV's
+    # "radv/amdgpu: ..." (src/amd/vulkan/winsys/amdgpu/radv_amdgpu_cs.c radv_amdgpu_cs_submit,
+    # bminor/mesa-mesa@00abc931: -ENOMEM -> VK_ERROR_OUT_OF_HOST_MEMORY), the kernel's
+    # DRM_ERROR/drm_err("Not enough memory for command submission!\n") quoted alone
+    r"(?:\b[\w/]{1,30}: |^\W{0,3})Not enough memory for command submission[.!]"
 )
 _TORCH_ALLOC_WARN = re.compile(
     r"memory allocation failed with OOM on device (?P<d>\d{1,3}) while trying to allocate "

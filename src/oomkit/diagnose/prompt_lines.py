@@ -25,6 +25,8 @@ import ast
 import re
 import shlex
 
+from oomkit.diagnose.script_lines import script_line_ok
+
 __all__ = ["line_ok", "placeholders"]
 
 #: a placeholder in words: ``<fewer layers>``; ``<N>`` (and ``<M>``) are the written form
@@ -115,8 +117,12 @@ def _setting_ok(line: str) -> bool:
 def line_ok(prompt: str, line: str) -> bool:
     """Whether ``line``, printed after ``prompt``, is what that prompt promises (module doc).
     ``$`` lines are :func:`oomkit.diagnose.shell_lines.is_shell_line`'s; a kind this module does
-    not hold (``config:``) passes."""
+    holds nothing else (:mod:`oomkit.diagnose.script_lines` holds ``config:``, ``Lua:`` and
+    ``JavaScript:``)."""
     kind = prompt.strip()
+    scripted = script_line_ok(kind, line)
+    if scripted is not None:
+        return scripted
     if kind == "add to your command line:":
         return _flags_ok(line)
     if kind == "Python:":

@@ -53,6 +53,7 @@ from oomkit.diagnose.rules_llamacpp import analyze_llamacpp
 from oomkit.diagnose.rules_llamacpp_fit import fit_shortfall
 from oomkit.diagnose.rules_notmemory import analyze_not_memory
 from oomkit.diagnose.rules_ollama import analyze_ollama
+from oomkit.diagnose.rules_preload import analyze_preload
 from oomkit.diagnose.rules_recognise import analyze_recognised
 from oomkit.diagnose.rules_serving import analyze_other, analyze_serving
 from oomkit.diagnose.rules_smi import with_smi_table
@@ -164,6 +165,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     eng = analyze_engines(e, ctx)  # TensorRT scratch, TensorRT-LLM KV blocks, GPUStack
     if eng is not None:
         return eng
+    pre = analyze_preload(e)  # a loader's refusal before any allocation (rules_preload)
+    if pre is not None:
+        return pre
     frm = analyze_frameworks(e, ctx)
     if frm is not None:
         return frm

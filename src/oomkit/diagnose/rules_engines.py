@@ -256,7 +256,38 @@ def _gpustack_big(need: int, avail: int, util: float | None) -> Analysis:
     )
 
 
+def _gpustack_none(e: OomEvent) -> Analysis:
+    """The scheduler counted no allocatable VRAM at all (``0.0 GiB ... across 0 GPUs``): no GPU
+    of the worker entered the count (not detected, filtered out by the backend or the GPU
+    selector, or every GPU fully claimed), so nothing says the model is too large; GPUStack
+    itself guards this diagnostic since (custom_backend_resource_fit_selector.py:303-306: it
+    "would report '0.0 GiB across 0 GPUs' and mask the more relevant single-GPU diagnostic")."""
+    return Analysis(
+        cause="unknown",
+        confidence=0.4,
+        open_question=True,
+        explanation=f"GPUStack's scheduler counted {e.detail}: it compared the model's claim "
+        "with no GPU at all, so this is not a measured shortage. Either the worker's GPUs are "
+        "not seen (not detected, filtered out by the backend or a manual GPU selection) or other "
+        "instances claim all of them; the worker's GPU list in the GPUStack UI tells which.",
+        fixes=(
+            generic(
+                "Check that the worker reports its GPUs",
+                "a worker whose GPUs are not detected offers 0 GiB to every model.",
+                ("nvidia-smi",),
+            ),
+            generic(
+                "Free the GPU, or pick one no other instance uses",
+                "GPUStack subtracts other instances' claims from a GPU's allocatable VRAM.",
+                ("stop or move the other model instance", "select the GPU manually"),
+            ),
+        ),
+    )
+
+
 def _gpustack(e: OomEvent) -> Analysis:
+    if e.detail and e.detail.startswith("no allocatable VRAM"):
+        return _gpustack_none(e)
     share = _pct(e.detail)
     util = e.gpu_memory_utilization
     need, avail = e.requested_bytes, e.free_bytes

@@ -71,6 +71,7 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_process_outlives_exit,
 )
 from oomkit.diagnose.rules_stated_load import stated_load_need_over_available
+from oomkit.diagnose.rules_stated_rerun import stated_rerun
 from oomkit.diagnose.rules_stated_size import (
     stated_card_cannot_run,
     stated_lora_fits_full_does_not,
@@ -550,6 +551,7 @@ EVIDENCE_RULES: tuple[_Rule, ...] = (
     stated_chat_history,
     stated_conversation_growth,
     stated_growth,
+    stated_rerun,
     stated_eval_fails_training_fits,
     vae_decode_in_flight,
     _restored_to_saved_device,

@@ -251,12 +251,12 @@ def _not_capacity(e: OomEvent) -> Analysis:
                 (
                     "Keep each tensor under the texture limit",
                     "split the tensor (e.g. an embedding table) or use smaller images.",
-                    ("tf.split(t, 4)",),
+                    ("tf.split(t, 4)   // TensorFlow.js",),
                 ),
                 (
                     "Use a back end without the limit",
                     "WASM/CPU (or tfjs-node) have no texture size limit.",
-                    ("await tf.setBackend('wasm')",),
+                    ("await tf.setBackend('wasm')   // TensorFlow.js",),
                 ),
             ),
         )
@@ -271,8 +271,8 @@ def _not_capacity(e: OomEvent) -> Analysis:
                     "Dispose tensors and let tfjs free textures",
                     "undisposed tensors keep their textures; tf.tidy frees intermediates.",
                     (
-                        "tf.tidy(() => model.predict(x))",
-                        "tf.env().set('WEBGL_DELETE_TEXTURE_THRESHOLD', 0)",
+                        "tf.tidy(() => model.predict(x))   // TensorFlow.js",
+                        "tf.env().set('WEBGL_DELETE_TEXTURE_THRESHOLD', 0)   // TensorFlow.js",
                     ),
                 ),
             ),

@@ -67,7 +67,7 @@ def _paged_kv(e: OomEvent) -> Analysis:
             generic(
                 "Shorten the prompt, or give the cache a longer window",
                 "the cache holds context_window_size tokens; a larger window needs more memory.",
-                ('"context_window_size": <larger> (mlc-chat-config / engine config)',),
+                ('"context_window_size": <larger>   # mlc-chat-config.json / engine config',),
             ),
             generic(
                 "Use a sliding window",

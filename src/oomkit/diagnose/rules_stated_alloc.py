@@ -14,6 +14,7 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.placement_words import ONE_OF_SEVERAL_MORE
 from oomkit.diagnose.rules_stated import fallback
 
 __all__ = [
@@ -212,7 +213,7 @@ def stated_one_gpu_of_several(result: Analysis, e: OomEvent, ctx: LogContext) ->
     """
     if not fallback(result) or result.cause in {"multi_gpu_imbalance", "host_ram"}:
         return None
-    m = _ONE_OF_SEVERAL.search(e.text)
+    m = _ONE_OF_SEVERAL.search(e.text) or ONE_OF_SEVERAL_MORE.search(e.text)
     if m is None:
         return None
     return Analysis(

@@ -81,7 +81,9 @@ SAVE_FIX = generic(
         "FullStateDictConfig(offload_to_cpu=True, rank0_only=True)",
         "StateDictType.SHARDED_STATE_DICT",
         'fsdp_config: {"state_dict_type": "SHARDED_STATE_DICT"}   # transformers/accelerate',
-        "deepspeed: zero_optimization.stage3_gather_16bit_weights_on_model_save = false",
+        # a DeepSpeed config JSON member (the ``config:`` prompt: oomkit.diagnose.script_lines)
+        '"zero_optimization": {"stage3_gather_16bit_weights_on_model_save": false}'
+        "   # DeepSpeed config",
     ),
 )
 
@@ -136,7 +138,8 @@ def stated_training_state_phase(result: Analysis, e: OomEvent, ctx: LogContext) 
                 "the moments (8 bytes a parameter) are allocated at the first step.",
                 (
                     "bnb.optim.AdamW8bit",
-                    'deepspeed: zero_optimization.offload_optimizer.device = "cpu"',
+                    '"zero_optimization": {"offload_optimizer": {"device": "cpu"}}'
+                    "   # DeepSpeed config",
                     "LoRA instead of full fine-tuning",
                 ),
             ),

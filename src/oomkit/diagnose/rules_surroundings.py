@@ -66,6 +66,7 @@ from oomkit.diagnose.rules_stated_levers import (
     stated_process_outlives_exit,
 )
 from oomkit.diagnose.rules_stated_load import stated_load_need_over_available
+from oomkit.diagnose.rules_stated_rerun import stated_rerun
 from oomkit.diagnose.rules_stated_size import (
     stated_card_cannot_run,
     stated_lora_fits_full_does_not,
@@ -87,6 +88,7 @@ PROSE_RULES: tuple[_Rule, ...] = (
     stated_chat_history,
     stated_conversation_growth,
     stated_growth,
+    stated_rerun,
     stated_eval_fails_training_fits,
     stated_fragmentation,
     colocated_rollout_engine,

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from oomkit.diagnose.prompt_lines import line_ok, placeholders
+from oomkit.diagnose.script_lines import script_kind
 
 if TYPE_CHECKING:
     from oomkit.diagnose.fixes import Fix
@@ -66,6 +67,9 @@ def prompt(command: str) -> str:
     """What to print before a fix's command: flags alone are added to the user's own command
     line (not a shell command to run), an Ollama ``/set`` goes in ``ollama run``'s prompt, a
     setting or Python statement is labelled so; ``$ `` only before a shell line."""
+    scripted = script_kind(command)  # a Lua or TensorFlow.js line: its own prompt
+    if scripted is not None:
+        return scripted
     if command.startswith("-"):
         return "add to your command line: "
     if command.startswith("/set "):
@@ -112,13 +116,17 @@ def _as_shell(command: str) -> str | None:
     return None
 
 
+#: the kinds whose ``<`` and ``>`` are code (comparison, an arrow function), never a placeholder
+_CODE = ("Python: ", "JavaScript: ")
+
+
 def _as_prompted(command: str) -> tuple[str | None, tuple[str, ...]]:
     """``command`` as its prompt promises (worded placeholders written ``<N>``, what N stands
     for), or None for prose (:mod:`oomkit.diagnose.prompt_lines`)."""
     kind = prompt(command)
     if kind == "$ ":
         return _as_shell(command), ()
-    line, said = (command, ()) if kind == "Python: " else placeholders(command)
+    line, said = (command, ()) if kind in _CODE else placeholders(command)
     if kind == ">>> ":  # the REPL takes no comment: every word after the name is the value
         line = line.split("#", 1)[0].rstrip()
     return (line, said) if line_ok(kind, line) else (None, ())

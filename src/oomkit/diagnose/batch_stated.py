@@ -1,0 +1,101 @@
+"""A batch cut sized from the batch the paste states (pure; issue #9, docpost22).
+
+The PyTorch rules size a batch cut as a factor (``batch_size = max(1, batch_size // 4)``,
+:func:`oomkit.diagnose.rules_torch_fixes._batch_fixes`) or halve it (``batch_size //= 2``); a few
+rules print a fixed value (``batch_size=4``, ``batch_size: 8``). When the log or the poster states
+the micro-batch that failed (``Instantaneous batch size per device = 8``,
+``--per_device_train_batch_size 4``, ``micro_batch_size: 2``, "batch size 8", "bs=16"), the cut
+is written as the number it leads to, and never to a value at or above the stated batch:
+
+* a stated batch B >= 2 and a factor F: ``batch_size = max(1, B // F)``; where F > B even batch 1
+  is not enough by the batch alone (the activations scale with the batch: 1/B of them stay), and
+  the fix says so and names the input size as the other lever;
+* a fixed value N >= B is lowered to ``max(1, B // 2)``;
+* a stated batch of 1: nothing is left to cut, so the batch-cut line becomes the input-size cut
+  (sequence length / image size scale the same activations).
+
+Several stated values ("from 32 to 8", "tried 8, 4, 2"): the last is the one that ran last.
+``max_batch_size``, ``eval_batch_size``, ``total``/``global``/``effective`` batch sizes are other
+quantities (a server's capacity, the evaluation loop, micro-batch x accumulation x GPUs) and are
+not read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from oomkit.diagnose.fixes import Fix
+from oomkit.diagnose.rules import Diagnosis
+
+__all__ = ["cap_batch_cuts", "stated_batch"]
+
+#: a micro-batch stated in prose or on a command line; a qualifier before it (``max_``, ``eval``,
+#: ``total``, ``global``, ``effective``, ``train_batch_size`` totals) names another quantity
+_STATED = re.compile(
+    r"(?<![\w.-])(?<!max_)(?<!eval_)(?<!total_)(?<!global_)(?<!total )(?<!global )"
+    r"(?<!effective )(?<!max )"
+    r"(?:(?:--)?per_device_train_batch_size|(?:--)?micro_batch_size|(?:--)?batch[_-]size|"
+    r"batch size|bs)"
+    r"(?:\s*[=:]\s*|\s+(?:of\s+|is\s+|was\s+|to\s+|set to\s+|=\s*)?)"
+    r"(?:from\s+\d{1,4}\s+to\s+)?"  # "from 32 to 8": the batch that ran last
+    r"(\d{1,4})(?!\d|[.,]\d|\s*(?:x|\*|GB|GiB|MB|MiB|tokens|k\b))",
+    re.IGNORECASE,
+)
+#: the batch-cut lines: a factor, a halving, a fixed value
+_FACTOR = re.compile(r"(\w*batch_size) = max\(1, \1 // (\d+)\)")
+_HALVE = re.compile(r"(\w*batch_size) //= 2")
+_FIXED = re.compile(r"\b(batch_size)(=|: )(\d+)\b")
+
+
+def stated_batch(text: str) -> int | None:
+    """The micro-batch the log's training setup or the poster states (module doc), or None."""
+    from oomkit.diagnose.training_context import training_setup_from_log
+
+    setup = training_setup_from_log(text).micro_batch
+    if setup is not None and setup > 0:
+        return setup
+    found = [int(m.group(1)) for m in _STATED.finditer(text)]
+    found = [n for n in found if n > 0]
+    return found[-1] if found else None
+
+
+def _capped(fix: Fix, b: int) -> Fix:
+    cmds: list[str] = []
+    notes: list[str] = []
+    for c in fix.commands:
+        m = _FACTOR.fullmatch(c) or _HALVE.fullmatch(c)
+        f = m is not None and (int(m.group(2)) if m.re is _FACTOR else 2)
+        if m is not None and b == 1:
+            cmds.append("max_length //= 2   # the batch is already 1: shorten the input")
+            notes.append("the stated batch is already 1, so the input size (sequence length, "
+                         "image size) is what is left to cut")  # fmt: skip
+        elif m is not None and int(f) > b:
+            cmds.append(f"{m.group(1)} = 1   # stated {b}")
+            notes.append(f"the stated batch is {b}, under the {int(f)}x cut: batch 1 keeps 1/{b} "
+                         "of the activations, so shorten the input (sequence length, image "
+                         "size) too")  # fmt: skip
+        elif m is not None:
+            cmds.append(f"{m.group(1)} = {max(1, b // int(f))}   # stated {b}")
+        else:
+            fixed = _FIXED.search(c)
+            if fixed is not None and int(fixed.group(3)) >= b > 1:
+                new = f"{fixed.group(1)}{fixed.group(2)}{max(1, b // 2)}"
+                c = c[: fixed.start()] + new + c[fixed.end() :]
+                notes.append(f"half the stated batch of {b}")
+            cmds.append(c)
+    if cmds == list(fix.commands):
+        return fix
+    why = fix.why if not notes else f"{fix.why.rstrip()} ({'; '.join(dict.fromkeys(notes))}.)"
+    return dataclasses.replace(fix, commands=tuple(dict.fromkeys(cmds)), why=why)
+
+
+def cap_batch_cuts(result: Diagnosis, text: str) -> Diagnosis:
+    """``result`` with each batch-cut line sized from the stated batch (module doc)."""
+    if not result.fixes:
+        return result
+    b = stated_batch(text)
+    if b is None:
+        return result
+    fixes = tuple(_capped(f, b) for f in result.fixes)
+    return result if fixes == result.fixes else dataclasses.replace(result, fixes=fixes)
