@@ -103,6 +103,9 @@ DEVELOPMENT_PARTS = (
     "heldout42",
     "heldout43",
     "heldout44",
+    "heldout45",
+    "heldout46",
+    "heldout47",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
