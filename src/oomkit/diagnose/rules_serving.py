@@ -418,11 +418,18 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
             confidence=0.6,
             explanation="accelerate's batch-size search reached zero: even batch size 1 runs out "
             "of memory, so what is resident (weights, optimizer states) does not fit.",
+            # what the user can do on the GPUs they have comes first; sharding needs more GPUs
+            # than a one-process search shows, so it is the hardware change, last (issue #9)
             fixes=(
                 generic(
-                    "Quantize, use LoRA, or shard the model",
-                    "the batch is already minimal.",
-                    ("load_in_4bit=True", "peft LoRA", "FSDP / DeepSpeed ZeRO-3"),
+                    "Quantize the weights or train LoRA adapters",
+                    "the batch is already minimal: shrink what is resident instead.",
+                    ("load_in_4bit=True", "peft LoRA"),
+                ),
+                generic(
+                    "Shard the model over more GPUs",
+                    "when the model must stay in 16 bits and fully trained.",
+                    ("FSDP / DeepSpeed ZeRO-3",),
                 ),
             ),
         )
