@@ -2,8 +2,9 @@
 
 Oldest first; every row cites the change that starts it: MoE k-quants, the backend scheduler,
 Q2_K's 2-bit mix, micro-batches, offload splits, the output buffer, one MUL_MAT_ID per MoE
-layer, MMQ by default again, the backend-registry loader and SYCL's KQ placement. Gathered by :mod:`oomkit.estimate.generation_rows_llamacpp`;
-the row layout is :data:`oomkit.estimate.generation_row.Row`.
+layer, MMQ by default again, the backend-registry loader and SYCL's KQ placement. Gathered by
+:mod:`oomkit.estimate.generation_rows_llamacpp`; the row layout is
+:data:`oomkit.estimate.generation_row.Row`.
 """
 
 from __future__ import annotations
