@@ -19,8 +19,8 @@ from oomkit.loaders.hf_config_decoder import (
     sliding_pattern,
 )
 from oomkit.loaders.hf_config_fields import Fields
-from oomkit.loaders.hf_config_llama import llama_layers
-from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, MoESpec
+from oomkit.loaders.hf_config_llama import llama_layers, mixtral_moe
+from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec
 
 __all__ = ["ADAPTERS"]
 
@@ -137,11 +137,7 @@ def _phimoe(f: Fields, source: str) -> ModelSpec:
     kw = llama_layers(f, decoder_kwargs(f))
     bias = f.flag("attention_bias", default=False)
     kw.update(attention_bias=bias, attention_out_bias=bias, norm_type="layer")
-    kw["moe"] = MoESpec(
-        num_experts=f.integer("num_local_experts"),
-        num_experts_per_tok=f.integer("num_experts_per_tok"),
-        expert_intermediate_size=kw["intermediate_size"],
-    )
+    kw["moe"] = mixtral_moe(f, kw)
     return finish(f, kw, source)
 
 

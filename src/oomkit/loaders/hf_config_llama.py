@@ -22,7 +22,7 @@ from oomkit.loaders.hf_config_fields import Fields
 from oomkit.loaders.hf_config_moe import deepseek_moe
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, MoESpec
 
-__all__ = ["ADAPTERS", "generic_decoder", "llama_layers", "qwen_moe"]
+__all__ = ["ADAPTERS", "generic_decoder", "llama_layers", "mixtral_moe", "qwen_moe"]
 
 
 def generic_decoder(f: Fields, source: str) -> ModelSpec:
@@ -58,13 +58,19 @@ def _llama(f: Fields, source: str) -> ModelSpec:
     return finish(f, llama_layers(f, kw), source)
 
 
-def _mixtral(f: Fields, source: str) -> ModelSpec:
-    kw = llama_layers(f, decoder_kwargs(f))
-    kw["moe"] = MoESpec(
+def mixtral_moe(f: Fields, kw: dict[str, Any]) -> MoESpec:
+    """Mixtral-style experts (Mixtral, Phi-3.5-MoE): ``num_local_experts`` of
+    ``intermediate_size``, no shared expert."""
+    return MoESpec(
         num_experts=f.integer("num_local_experts"),
         num_experts_per_tok=f.integer("num_experts_per_tok"),
         expert_intermediate_size=kw["intermediate_size"],
     )
+
+
+def _mixtral(f: Fields, source: str) -> ModelSpec:
+    kw = llama_layers(f, decoder_kwargs(f))
+    kw["moe"] = mixtral_moe(f, kw)
     return finish(f, kw, source)
 
 
