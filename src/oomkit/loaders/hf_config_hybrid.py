@@ -20,7 +20,6 @@ from oomkit.spec.model import (
     LAYER_LINEAR,
     LAYER_MAMBA,
     ModelSpec,
-    MoESpec,
     RecurrentSpec,
 )
 
@@ -161,13 +160,9 @@ def _granite_hybrid(f: Fields, source: str) -> ModelSpec:
     if n_experts == 0:  # dense (granite-4.0-h-micro): the "shared" MLP is the only MLP
         kw["intermediate_size"] = shared
         return finish(f, kw, source)
-    kw["moe"] = MoESpec(
-        num_experts=n_experts,
-        num_experts_per_tok=f.integer("num_experts_per_tok"),
-        expert_intermediate_size=kw["intermediate_size"],
-        num_shared_experts=1 if shared else 0,
-        shared_expert_intermediate_size=shared,
-    )
+    from oomkit.loaders.hf_config_llama import granite_moe
+
+    kw["moe"] = granite_moe(f, kw)
     return finish(f, kw, source)
 
 

@@ -22,7 +22,7 @@ from oomkit.loaders.hf_config_fields import Fields
 from oomkit.loaders.hf_config_moe import deepseek_moe
 from oomkit.spec.model import LAYER_FULL, LAYER_SLIDING, ModelSpec, MoESpec
 
-__all__ = ["ADAPTERS", "generic_decoder", "llama_layers", "mixtral_moe", "qwen_moe"]
+__all__ = ["ADAPTERS", "generic_decoder", "granite_moe", "llama_layers", "mixtral_moe", "qwen_moe"]
 
 
 def generic_decoder(f: Fields, source: str) -> ModelSpec:
@@ -78,15 +78,21 @@ def _granite_moe(f: Fields, source: str) -> ModelSpec:
     """Granite-3 MoE (``GraniteMoeForCausalLM``; ``GraniteMoeSharedForCausalLM`` adds a shared
     expert of ``shared_intermediate_size``): Llama attention, experts of ``intermediate_size``."""
     kw = llama_layers(f, decoder_kwargs(f))
+    kw["moe"] = granite_moe(f, kw)
+    return finish(f, kw, source)
+
+
+def granite_moe(f: Fields, kw: dict[str, Any]) -> MoESpec:
+    """Granite's experts (Granite-3 MoE, Granite-4.0-H): ``num_local_experts`` of
+    ``intermediate_size``, one shared expert of ``shared_intermediate_size`` when it is set."""
     shared = f.integer("shared_intermediate_size", default=0)
-    kw["moe"] = MoESpec(
+    return MoESpec(
         num_experts=f.integer("num_local_experts"),
         num_experts_per_tok=f.integer("num_experts_per_tok"),
         expert_intermediate_size=kw["intermediate_size"],
         num_shared_experts=1 if shared else 0,
         shared_expert_intermediate_size=shared,
     )
-    return finish(f, kw, source)
 
 
 def _olmoe(f: Fields, source: str) -> ModelSpec:
