@@ -15,57 +15,16 @@ The band fractions come from measured variance, not a guess: ``src/oomkit/data/
 verdict_band.json``, written by ``python benchmarks/verdict_band.py`` from the accuracy
 harness's results (largest under-prediction per runtime family and category). Training
 estimates (runtime ``training``) take theirs from real training steps instead, the caching
-allocator's measured spread included (:mod:`oomkit.estimate.training_band`).
+allocator's measured spread included (:mod:`oomkit.estimate.training_band`). Both are read by
+:mod:`oomkit.estimate.verdict_band`.
 
-Platform terms (``PLATFORM_TERMS``):
-
-* CUDA context by driver: contexts of 250-600 MiB are observed with lazy module loading
-  (pytorch #107667, #109888; InvokeAI #9413: 256 MiB on an RTX 3090; Hopper 0.5-0.7 GiB), while
-  oomkit charges 300-400 MiB: the 300 MiB spread is in the band of every CUDA/ROCm device.
-* A display on the GPU: the desktop session (Xorg/Wayland compositor, dwm.exe, browser surfaces)
-  holds 0.2-1 GiB of a consumer/workstation/laptop card. Known attached (``display=True``): 512
-  MiB reserved; unknown on such a card: 512 MiB in the band; datacenter parts: none.
-* Windows (WDDM): the OS keeps part of dedicated memory for its video memory manager; 512 MiB is
-  reserved. (Since driver 536.40 CUDA may spill to shared system memory instead of failing: a
-  "does not fit" on Windows can run very slowly rather than die; a llama.cpp/Ollama CUDA run
-  over by less than WDDM's shared segment is "tight", :mod:`oomkit.estimate.verdict_windows`.)
-  WSL 2 too: its CUDA runs on
-  the Windows host's WDDM driver through GPU paravirtualization (NVIDIA, "CUDA on WSL User
-  Guide": GPU acceleration "in WDDM mode", not TCC; libcuda.so is the host driver's, mapped
-  into the WSL 2 VM), so the same video memory manager holds the card.
-* Apple silicon (ggml-metal: llama.cpp, Ollama): the capacity is the catalog's Metal working
-  set (``recommendedMaxWorkingSetSize``: 2/3 of RAM up to 32 GB, 3/4 above, as macOS 13-15
-  report it). Going over it is not refused by ggml-metal (``ggml_metal_log_allocated_size``
-  only warns "current allocated size is greater than the recommended max working set size",
-  ggml/src/ggml-metal, every build since 2023) but by macOS when a command buffer runs
-  (``kIOGPUCommandBufferCallbackErrorOutOfMemory``, "command buffer failed with status 5":
-  ollama #434, antirez/ds4 #890/#909), and that limit is not one number: it follows
-  ``iogpu.wired_limit_mb`` and newer macOS defaults to more (macOS 26: 107.52 GiB of 128 GiB,
-  84%, measured on two machines, antirez/ds4 #893). A run over the catalog's working set but
-  within ``METAL_NEWEST_DEFAULT_FRACTION`` of the RAM is "tight" with that risk named (not
-  "does not fit"); beyond it, "does not fit".
-* Apple silicon (PyTorch MPS: transformers): the same working set is the capacity, but PyTorch's
-  MPS allocator refuses only past ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` x
-  ``recommendedMaxWorkingSetSize`` (1.7 by default on unified memory, MPSAllocator.mm; the "max
-  allowed" of "MPS backend out of memory"), letting buffers grow past the working set and the
-  RAM into swap: a run over the working set but within that limit is "tight" (slow, swapping),
-  beyond it "does not fit" (:mod:`oomkit.estimate.verdict_mps`).
-* AMD APUs (Strix Halo): what the GPU may use of the unified memory is the BIOS carve-out
-  (Variable Graphics Memory, at most 3/4 of RAM) plus GTT, which is half of the rest by default
-  (Linux: ``amdgpu_ttm_init`` ``gtt_size = ttm_tt_pages_limit() << PAGE_SHIFT``,
-  drivers/gpu/drm/amd/amdgpu/amdgpu_ttm.c since v6.1, with TTM's default ``pages_limit`` half
-  of system RAM, drivers/gpu/drm/ttm/ttm_device.c ``ttm_global_init``; ``amdgpu_gtt_mgr.c``
-  refuses past it with -ENOSPC; Windows gives a GPU half of system RAM as shared memory). So at
-  least 1/8 of a capacity given as the whole unified memory is out of the GPU's reach unless
-  ``ttm.pages_limit`` is raised: that 1/8 is in the band (``APU_UNREACHABLE_FRACTION``).
-  Ollama on Linux may see only the OS's free RAM as the iGPU's: :mod:`.verdict_ollama_apu`.
-* Windows commit limit: WDDM backs every GPU allocation with system commit (RAM + page file),
-  so GPU totals plus the host part above the installed RAM (``--ram``) need the page file: a
-  "tight" margin of its own, never "does not fit" (:mod:`oomkit.estimate.verdict_windows`,
-  ollama#8825).
-* Ollama: its scheduler keeps ``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus
-  ``OLLAMA_GPU_OVERHEAD`` (envconfig, default 0) free per GPU: inside that, Ollama does not die
-  but puts fewer layers on the GPU, so it counts toward "tight".
+Platform terms (``PLATFORM_TERMS``: the CUDA context spread, a display, WDDM, the Metal and
+MPS working sets, AMD APUs, the Windows commit limit) and their sources are in
+:mod:`oomkit.estimate.verdict_platform`. Ollama: its scheduler keeps
+``GpuInfo.MinimumMemory`` (457 MiB CUDA/ROCm, 512 MiB Metal) plus ``OLLAMA_GPU_OVERHEAD``
+(envconfig, default 0) free per GPU: inside that, Ollama does not die but puts fewer layers on
+the GPU, so it counts toward "tight". The one-line wording of a verdict is
+:mod:`oomkit.estimate.verdict_summary`.
 
 Runtime margins: vLLM and SGLang size their KV pool to the budget, so the device total always
 "fits"; their risk is the pool holding one ``max_model_len`` request. That margin (pool tokens
@@ -106,26 +65,35 @@ environment oomkit cannot see.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from typing import Any
 
 from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.llamacpp_fit import FIT_DETAIL
 from oomkit.estimate.verdict_advice import int_detail, safe_change
+from oomkit.estimate.verdict_band import band_allocator, band_doc, band_fractions
 from oomkit.estimate.verdict_mps import MPS_OVER, within_mps_limit
 from oomkit.estimate.verdict_ollama_apu import ollama_uma_overs
-from oomkit.estimate.verdict_platform import device_segment, device_unified_bytes
+from oomkit.estimate.verdict_platform import (
+    APU_SHARE,
+    APU_UNREACHABLE_FRACTION,
+    DISPLAY_SEGMENTS,
+    METAL_NEWEST_DEFAULT_FRACTION,
+    METAL_OVER,
+    PLATFORM_TERMS,
+    WDDM_OS,
+    Platform,
+    device_segment,
+    device_unified_bytes,
+    platform_term,
+    segment_at,
+    unified_at,
+)
 from oomkit.estimate.verdict_runtime import (
     EAGER_SCORES,
     MXFP4_DEQUANT,
     POOL_GROWTH,
     SORT_SAMPLER,
     VLLM_ASKED_TERMS,
-    free_phrase,
     pool_is_a_cap,
     sglang_cap,
     tight_overs,
@@ -133,6 +101,7 @@ from oomkit.estimate.verdict_runtime import (
     vllm_graph_span,
     vllm_other_tenants,
 )
+from oomkit.estimate.verdict_types import LEVELS, DeviceMargin, Verdict
 from oomkit.estimate.verdict_windows import (
     SYSMEM_OVER,
     wddm_commit_over,
@@ -141,7 +110,7 @@ from oomkit.estimate.verdict_windows import (
     within_sysmem_fallback,
 )
 from oomkit.estimate.vllm_compiled_pooling import pool_terms
-from oomkit.units import MiB, format_bytes
+from oomkit.units import format_bytes
 
 __all__ = [
     "APU_UNREACHABLE_FRACTION",
@@ -152,167 +121,23 @@ __all__ = [
     "DeviceMargin",
     "Platform",
     "Verdict",
+    "band_allocator",
     "band_fractions",
     "device_segment",
     "device_unified_bytes",
     "verdict",
 ]
 
-LEVELS: tuple[str, ...] = ("fits", "tight", "does_not_fit", "unknown")
-
-#: name -> (bytes, why); see the module docstring for the sources
-PLATFORM_TERMS: Mapping[str, tuple[int, str]] = {
-    "cuda_context_spread": (300 * MiB, "CUDA context by driver/architecture (250-600 MiB seen)"),
-    "display": (512 * MiB, "desktop display/compositor on this GPU (0.2-1 GiB)"),
-    "windows_wddm": (512 * MiB, "Windows WDDM video memory manager reservation"),
-}
-#: the largest default Metal working set measured, as a fraction of RAM: macOS 26.x reports
-#: 107.52 GiB on 128 GiB Macs (M5 Max and a second chip generation, antirez/ds4 #893)
-METAL_NEWEST_DEFAULT_FRACTION = 0.84
-#: the least share of an APU's unified memory its GPU cannot reach by default: carve-out at
-#: most 3/4 of RAM (AMD Variable Graphics Memory: 96 of 128 GB), GTT half of the rest (TTM)
-APU_UNREACHABLE_FRACTION = 0.125
-#: runtimes whose Metal buffers are ggml-metal's
-_GGML_RUNTIMES = frozenset({"llama.cpp", "ollama"})
-_METAL_OVER = (
-    "over the Metal working set of macOS 13-15 (runs only where macOS allows more: macOS 26 "
-    "or a raised iogpu.wired_limit_mb; else 'command buffer failed with status 5')"
-)
-_APU_SHARE = (
-    "APU: the GPU reaches only its carve-out + GTT (half of the rest by default; raise "
-    "ttm.pages_limit)"
-)
 #: the margin of :mod:`oomkit.estimate.verdict_windows` (device "host")
 WDDM_COMMIT_WHAT = "Windows commit limit (RAM + page file) vs GPU allocations"
-_DISPLAY_SEGMENTS = frozenset({"consumer", "laptop", "workstation"})
-#: systems whose CUDA runs on the WDDM driver (WSL 2: the Windows host's, paravirtualized)
-_WDDM_OS = frozenset({"windows", "wsl"})
+#: runtimes whose Metal buffers are ggml-metal's
+_GGML_RUNTIMES = frozenset({"llama.cpp", "ollama"})
 _CATEGORY_LABELS = {
     "weights": "weights",
     "kv_cache": "KV cache",
     "activations": "compute/activation buffers",
     "overhead": "runtime non-torch/overhead",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Platform:
-    """What the estimate cannot know about the machine (None = unknown)."""
-
-    os: str | None = None  # "linux" | "windows" | "macos" | "wsl"
-    display: bool | None = None  # a display is attached to the GPU(s)
-    segments: tuple[str | None, ...] = ()  # GPU catalog segment per device
-    ollama_gpu_overhead_bytes: int = 0  # OLLAMA_GPU_OVERHEAD
-    #: per device: the memory it shares with the CPU (:func:`device_unified_bytes`): an Apple
-    #: GPU's installed RAM when its capacity is the catalog's Metal working set, an AMD APU's
-    #: capacity as given; None for a discrete GPU or when unknown
-    unified_bytes: tuple[int | None, ...] = ()
-    #: ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` of a transformers run on an Apple GPU (0 = no
-    #: limit); None = PyTorch's default (:data:`MPS_HIGH_WATERMARK_RATIO`)
-    mps_high_watermark_ratio: float | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeviceMargin:
-    """One device (or one runtime margin) checked against its band."""
-
-    device: str
-    what: str  # "device memory" | "KV pool vs one max_model_len request"
-    free_bytes: int
-    band_bytes: int
-    terms: tuple[tuple[str, int], ...]  # band terms, largest first
-    reservations: tuple[tuple[str, int], ...]
-    level: str
-    spare_tokens: int | None = None  # a KV pool margin: tokens beyond one full-context request
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "device": self.device,
-            "what": self.what,
-            "free_bytes": self.free_bytes,
-            "band_bytes": self.band_bytes,
-            "band_terms": [{"label": k, "bytes": v} for k, v in self.terms],
-            "reservations": [{"label": k, "bytes": v} for k, v in self.reservations],
-            "level": self.level,
-            "spare_tokens": self.spare_tokens,
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
-    """The answer: level, margins, the band, what could push it over, and a safe change."""
-
-    level: str
-    margins: tuple[DeviceMargin, ...]
-    band_source: str
-    risks: tuple[str, ...] = ()
-    safe_change: str | None = None
-    notes: tuple[str, ...] = ()
-
-    @property
-    def tightest(self) -> DeviceMargin | None:
-        if not self.margins:
-            return None
-        return min(self.margins, key=lambda m: m.free_bytes - m.band_bytes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "level": self.level,
-            "margins": [m.to_dict() for m in self.margins],
-            "band_source": self.band_source,
-            "risks": list(self.risks),
-            "safe_change": self.safe_change,
-            "notes": list(self.notes),
-        }
-
-    def summary(self) -> str:
-        """One line for the text output."""
-        m = self.tightest
-        if self.level == "unknown" or m is None:
-            return "Capacity unknown: pass --gpu NAME or --vram SIZE to check the fit."
-        if self.level == "does_not_fit":
-            return "Does not fit."
-        band = format_bytes(m.band_bytes)
-        said = free_phrase(m.what, m.device, m.free_bytes, m.spare_tokens)
-        if self.level == "fits" and m.free_bytes < m.band_bytes:  # llama.cpp's --fit
-            return f"Fits. {said}: llama.cpp's --fit sized -c/-ngl to it."
-        if self.level == "fits":
-            return f"Fits. {said}, beyond the ±{band} band of real runs."
-        if m.free_bytes < 0:  # over a limit the runtime/OS does not enforce as a death
-            line = f"Tight: the totals above fit, but {said}"
-        else:
-            line = f"Tight: {said}, within the ±{band} band of real runs"
-        if self.risks:
-            lead = "; what decides it: " if m.free_bytes < 0 else "; could push it over: "
-            line += lead + ", ".join(self.risks)
-        if self.safe_change:
-            line += f". Safe margin: {self.safe_change}"
-        return line + "."
-
-
-@lru_cache(maxsize=1)
-def _band_doc() -> dict[str, Any]:
-    text = resources.files("oomkit").joinpath("data/verdict_band.json").read_text()
-    doc: dict[str, Any] = json.loads(text)
-    return doc
-
-
-def band_fractions(runtime: str) -> dict[str, float]:
-    """Measured under-prediction fraction per category for ``runtime`` (0 when unmeasured)."""
-    rts = _band_doc()["runtimes"]
-    row = rts.get(runtime) or rts.get("llama.cpp")
-    return {cat: float(v["fraction"]) for cat, v in row["categories"].items()}
-
-
-def band_allocator(runtime: str) -> dict[str, Any] | None:
-    """The measured allocator bounds of ``runtime`` (transformers only so far), or None."""
-    row = _band_doc()["runtimes"].get(runtime) or {}
-    alloc = row.get("allocator")
-    return dict(alloc) if isinstance(alloc, Mapping) else None
-
-
-def _segment(platform: Platform, index: int) -> str | None:
-    return platform.segments[index] if index < len(platform.segments) else None
 
 
 def _device_margin(
@@ -331,15 +156,15 @@ def _device_margin(
             terms.append((f"{_CATEGORY_LABELS.get(cat, cat)} (+{frac:.1%} seen)", b))
     reservations: list[tuple[str, int]] = []
     gpu = d.device != "cpu"
-    seg = _segment(platform, index)
+    seg = segment_at(platform, index)
     if gpu:
-        terms.append(_term("cuda_context_spread"))
+        terms.append(platform_term("cuda_context_spread"))
         if platform.display:
-            reservations.append(_term("display"))
-        elif platform.display is None and (seg is None or seg in _DISPLAY_SEGMENTS):
-            terms.append(_term("display"))
-        if (platform.os or "").lower() in _WDDM_OS:
-            reservations.append(_term("windows_wddm"))
+            reservations.append(platform_term("display"))
+        elif platform.display is None and (seg is None or seg in DISPLAY_SEGMENTS):
+            terms.append(platform_term("display"))
+        if (platform.os or "").lower() in WDDM_OS:
+            reservations.append(platform_term("windows_wddm"))
         if est.runtime == "ollama":
             reserve = _ollama_reserve(est, d.device) + platform.ollama_gpu_overhead_bytes
             if reserve:
@@ -365,9 +190,9 @@ def _device_margin(
             asked = est.runtime_details.get(key)
             if isinstance(asked, Mapping) and isinstance(asked.get(d.device), int):
                 terms.append((label, int(asked[d.device])))
-    unified = _unified(platform, index) if gpu else None
+    unified = unified_at(platform, index) if gpu else None
     if unified is not None and seg != "apple":
-        terms.append((_APU_SHARE, int(unified * APU_UNREACHABLE_FRACTION)))
+        terms.append((APU_SHARE, int(unified * APU_UNREACHABLE_FRACTION)))
     free = d.capacity_bytes - d.total_bytes - sum(b for _, b in reservations)
     band = sum(b for _, b in terms)
     level = _level(free, band)
@@ -405,15 +230,6 @@ def _device_margin(
         reservations=tuple(reservations),
         level=level,
     )
-
-
-def _unified(platform: Platform, index: int) -> int | None:
-    return platform.unified_bytes[index] if index < len(platform.unified_bytes) else None
-
-
-def _term(name: str) -> tuple[str, int]:
-    b, why = PLATFORM_TERMS[name]
-    return why, b
 
 
 def _ollama_reserve(est: Estimate, device: str) -> int:
@@ -501,7 +317,7 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     """Three-level verdict for ``est`` on ``platform`` (pure; see the module docstring)."""
     plat = platform or Platform()
     fracs = band_fractions(est.runtime)
-    source = str(_band_doc().get("_source", "verdict_band.json"))
+    source = str(band_doc().get("_source", "verdict_band.json"))
     if est.runtime == "training":
         from oomkit.estimate.training_band import band_source
 
@@ -584,7 +400,7 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         risks = (wddm_commit_risk(over),)
         change = f"a page file of at least {format_bytes(over)} beyond what Windows already commits"
     elif worst.what == "device memory" and worst.free_bytes < 0:  # Apple, Windows: _device_margin
-        over_text = MPS_OVER if est.runtime == "transformers" else _METAL_OVER
+        over_text = MPS_OVER if est.runtime == "transformers" else METAL_OVER
         if worst.device.startswith("cuda:"):  # Windows' System Memory Fallback
             over_text = SYSMEM_OVER
         risks = (f"{format_bytes(-worst.free_bytes)} {over_text}", *risks)

@@ -19,7 +19,7 @@ from oomkit.estimate.vllm_compiled_pooling import LABEL as POOLING_LABEL
 from oomkit.units import format_bytes
 
 if TYPE_CHECKING:
-    from oomkit.estimate.verdict import DeviceMargin
+    from oomkit.estimate.verdict_types import DeviceMargin
 
 __all__ = [
     "GRAPHS_AFTER_KV",

@@ -22,6 +22,7 @@ from oomkit.estimate.verdict_advice import (
     PROMPT_LOGPROBS,
     int_detail,
 )
+from oomkit.estimate.verdict_summary import free_phrase  # re-exported (it lived here)
 from oomkit.estimate.vllm_penalties import WHAT as PENALTIES_WHAT
 from oomkit.units import format_bytes
 
@@ -279,21 +280,3 @@ def tight_overs(est: Estimate) -> list[tuple[str, int, str, str, str]]:
         for dev, over, chg in sglang_outside_over(est)
     ]
     return out
-
-
-def free_phrase(what: str, device: str, free_bytes: int, spare_tokens: int | None) -> str:
-    """The verdict's words for a margin's free bytes. A KV pool margin (vLLM, SGLang) is not
-    free card memory: the engine sizes its pool to fill ``gpu_memory_utilization`` (vLLM) or
-    ``mem_fraction_static`` (SGLang), so its spare is what the pool holds beyond one request of
-    the full context; one wording for both engines."""
-    where = device if what == "device memory" else f"{device} ({what})"
-    if free_bytes < 0:  # over a limit the runtime/OS does not enforce as a death
-        return f"{format_bytes(-free_bytes)} over on {where}"
-    free = format_bytes(free_bytes)
-    if what.startswith("KV pool"):
-        held = f"{spare_tokens} tokens ({free})" if spare_tokens is not None else free
-        return (
-            f"{device}'s KV pool holds {held} more than one request of the full context needs"
-            " (the pool fills its share of the card by design: not free card memory)"
-        )
-    return f"{free} free on {where}"

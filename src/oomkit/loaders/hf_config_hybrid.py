@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from math import ceil
 from typing import Any
 
+from oomkit.loaders.hf_config_decoder import finish
 from oomkit.loaders.hf_config_fields import Fields, parse_quantization
 from oomkit.loaders.hf_config_qwen35 import qwen3_5
 from oomkit.spec.model import (
@@ -19,7 +20,6 @@ from oomkit.spec.model import (
     LAYER_LINEAR,
     LAYER_MAMBA,
     ModelSpec,
-    MoESpec,
     RecurrentSpec,
 )
 
@@ -33,15 +33,9 @@ __all__ = [
 
 
 def _kw(f: Fields) -> dict[str, Any]:
-    from oomkit.loaders.hf_config_families import decoder_kwargs
+    from oomkit.loaders.hf_config_decoder import decoder_kwargs
 
     return decoder_kwargs(f)
-
-
-def _finish(f: Fields, kw: dict[str, Any], source: str) -> ModelSpec:
-    kw["source"] = source
-    kw["assumptions"] = tuple(f.assumptions)
-    return ModelSpec(**kw)
 
 
 def _recurrent_kw(f: Fields, hidden: int) -> dict[str, Any]:
@@ -114,7 +108,7 @@ def _mamba(f: Fields, source: str) -> ModelSpec:
         conv_bias=f.flag("use_conv_bias", default=True),
         proj_bias=f.flag("use_bias", default=False),
     )
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def _mamba2(f: Fields, source: str) -> ModelSpec:
@@ -135,7 +129,7 @@ def _mamba2(f: Fields, source: str) -> ModelSpec:
         conv_bias=f.flag("use_conv_bias", default=True),
         proj_bias=f.flag("use_bias", default=False),
     )
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def _granite_hybrid(f: Fields, source: str) -> ModelSpec:
@@ -165,31 +159,22 @@ def _granite_hybrid(f: Fields, source: str) -> ModelSpec:
     shared = f.integer("shared_intermediate_size", default=0)
     if n_experts == 0:  # dense (granite-4.0-h-micro): the "shared" MLP is the only MLP
         kw["intermediate_size"] = shared
-        return _finish(f, kw, source)
-    kw["moe"] = MoESpec(
-        num_experts=n_experts,
-        num_experts_per_tok=f.integer("num_experts_per_tok"),
-        expert_intermediate_size=kw["intermediate_size"],
-        num_shared_experts=1 if shared else 0,
-        shared_expert_intermediate_size=shared,
-    )
-    return _finish(f, kw, source)
+        return finish(f, kw, source)
+    from oomkit.loaders.hf_config_llama import granite_moe
+
+    kw["moe"] = granite_moe(f, kw)
+    return finish(f, kw, source)
 
 
 def _qwen3_next(f: Fields, source: str) -> ModelSpec:
     """Qwen3-Next: 3 gated-delta-net layers : 1 gated full-attention layer
     (``full_attention_interval``), high-sparsity MoE with a gated shared expert."""
-    from oomkit.loaders.hf_config_families import _qwen_moe
+    from oomkit.loaders.hf_config_llama import qwen_moe
 
     kw = _kw(f)
     gated_delta_kw(f, kw)
-    kw["moe"] = _qwen_moe(f, kw, shared=True)
-    return _finish(f, kw, source)
-
-
-def finish(f: Fields, kw: dict[str, Any], source: str) -> ModelSpec:
-    """The ModelSpec from decoder keyword arguments (``source`` and the notes added)."""
-    return _finish(f, kw, source)
+    kw["moe"] = qwen_moe(f, kw, shared=True)
+    return finish(f, kw, source)
 
 
 def gated_delta_kw(f: Fields, kw: dict[str, Any]) -> None:
@@ -236,7 +221,7 @@ def _gpt2(f: Fields, source: str) -> ModelSpec:
     kw["tie_word_embeddings"] = f.flag("tie_word_embeddings", default=True)
     kw["position_embedding_rows"] = f.integer("n_positions", "max_position_embeddings")
     kw.update(_biased_layernorm())
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def _kw_with(f: Fields, *, intermediate: int) -> dict[str, Any]:
@@ -264,7 +249,7 @@ def _gpt_neox(f: Fields, source: str) -> ModelSpec:
     bias = f.flag("attention_bias", default=True)
     kw.update(attention_bias=bias, attention_out_bias=bias)
     kw["parallel_attn"] = False  # both LayerNorms exist even with use_parallel_residual
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def _opt(f: Fields, source: str) -> ModelSpec:
@@ -283,7 +268,7 @@ def _opt(f: Fields, source: str) -> ModelSpec:
         "_remove_final_layer_norm", default=False
     )
     f.note("llama.cpp has no OPT architecture: tensor names follow the GGUF convention by analogy.")
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def _falcon(f: Fields, source: str) -> ModelSpec:
@@ -315,7 +300,7 @@ def _falcon(f: Fields, source: str) -> ModelSpec:
     )
     if f.flag("alibi", default=False):
         f.note("Falcon with ALiBi (falcon-rw) is read with the standard Falcon layout.")
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def _bert(f: Fields, source: str) -> ModelSpec:
@@ -332,7 +317,7 @@ def _bert(f: Fields, source: str) -> ModelSpec:
     f.note(
         "Encoder layout as llama.cpp's BERT arch: the pooler and masked-LM head are not counted."
     )
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 def gemma3_vision_params(f: Fields, text_hidden: int) -> int:

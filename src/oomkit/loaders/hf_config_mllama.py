@@ -80,16 +80,17 @@ def mllama_vision(f: Fields, text_hidden: int) -> tuple[int, VisionTowerSpec | N
 
 def _mllama(f: Fields, source: str) -> ModelSpec:
     """Llama 3.2 Vision: the Llama text stack (cross-attention layers included) + the tiled ViT."""
-    from oomkit.loaders.hf_config_families import _finish, _llama_layers, decoder_kwargs
+    from oomkit.loaders.hf_config_decoder import decoder_kwargs, finish
+    from oomkit.loaders.hf_config_llama import llama_layers
 
-    kw = _llama_layers(f, decoder_kwargs(f))
+    kw = llama_layers(f, decoder_kwargs(f))
     params, tower = mllama_vision(f, kw["hidden_size"])
     kw.update(multimodal_params=params, vision_tower=tower)
     f.note(
         "Mllama cross-attention layers are counted as self-attention layers of the same shape "
         "(q/k/v/o + MLP)."
     )
-    return _finish(f, kw, source)
+    return finish(f, kw, source)
 
 
 ADAPTERS: dict[str, Callable[[Fields, str], ModelSpec]] = {

@@ -21,15 +21,16 @@ __all__ = ["qwen3_5", "qwen3_5_vision_params"]
 
 def qwen3_5(f: Fields, source: str) -> ModelSpec:
     """Qwen3_5ForConditionalGeneration / Qwen3_5MoeForConditionalGeneration (and *ForCausalLM)."""
-    from oomkit.loaders.hf_config_families import _qwen_moe, decoder_kwargs
-    from oomkit.loaders.hf_config_hybrid import finish, gated_delta_kw
+    from oomkit.loaders.hf_config_decoder import decoder_kwargs, finish
+    from oomkit.loaders.hf_config_hybrid import gated_delta_kw
+    from oomkit.loaders.hf_config_llama import qwen_moe
 
     is_moe = f.architecture.startswith("Qwen3_5Moe")
     defaults = {"intermediate_size": f.integer("moe_intermediate_size")} if is_moe else None
     kw = decoder_kwargs(f, defaults=defaults)
     gated_delta_kw(f, kw)
     if is_moe:
-        kw["moe"] = _qwen_moe(f, kw, shared=True)
+        kw["moe"] = qwen_moe(f, kw, shared=True)
     if f.architecture.endswith("ForConditionalGeneration"):
         kw["multimodal_params"] = qwen3_5_vision_params(f)
     return finish(f, kw, source)
