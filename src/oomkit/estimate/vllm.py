@@ -53,9 +53,9 @@ from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
 from oomkit.estimate.vllm_compiled_pooling import DETAIL as COMPILED_POOLING
 from oomkit.estimate.vllm_compiled_pooling import NOTE as COMPILED_POOLING_NOTE
 from oomkit.estimate.vllm_components import estimate_settings, host_usage, rank_components
+from oomkit.estimate.vllm_cudagraph import cudagraph_bytes
 from oomkit.estimate.vllm_engines import (
     DEFAULT_ENGINE,
-    cudagraph_pool_bytes,
     engine_batch_defaults,
     non_torch_bytes,
     vllm_engine,
@@ -283,7 +283,17 @@ def plan_vllm(
                 f"NCCL {nvls_nccl} NVLink SHARP buffers: {nvls / GiB:.2f} GiB per GPU for the "
                 f"TP-{tp} group's two communicators (charged to the KV budget)"
             )
-    graphs = cudagraph_pool_bytes(bool(settings.enforce_eager))
+    graphs = 0
+    if not settings.enforce_eager:  # what this generation captures (vllm_cudagraph)
+        graphs, _ = cudagraph_bytes(
+            spec,
+            eng.name,
+            layers=len(stage),
+            max_num_seqs=seqs,
+            max_num_batched_tokens=batched,
+            elem_bytes=elem,
+            tp=tp,
+        )
     lora = settings_lora_plan(
         spec, settings, eng.name, stage, pp_rank == 0, elem, batched, seqs, tp
     )

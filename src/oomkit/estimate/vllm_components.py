@@ -217,7 +217,8 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
             label="CUDA graphs",
             n_bytes=p.cudagraph_bytes,
             formula=(
-                "typical capture pool (0 with --enforce-eager)"
+                "captured sizes x layers x per-layer graph memory + the largest size's pool "
+                "(vllm_cudagraph; 0 with --enforce-eager)"
                 + (
                     f" x {p.lora.graph_sets} (cudagraph_specialize_lora: with and without LoRA)"
                     if p.lora is not None and p.lora.graph_sets > 1

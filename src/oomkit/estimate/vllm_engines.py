@@ -131,7 +131,6 @@ __all__ = [
     "DEFAULT_ENGINE",
     "VLLM_ENGINES",
     "VllmEngine",
-    "cudagraph_pool_bytes",
     "engine_batch_defaults",
     "graph_estimate_charged",
     "non_torch_bytes",
@@ -400,18 +399,15 @@ _NCCL_NVSWITCH = 1792 * MiB
 #: Extra per rank with TP elsewhere (PCIe or NVLink bridge): NCCL ring buffers for two peers
 #: and vLLM's custom all-reduce buffers (``CustomAllreduce``: 8 MiB + IPC handles).
 _NCCL_OTHER = 128 * MiB
-#: CUDA-graph pool (piecewise graphs for ~67 capture sizes of a dense model): 0.3-0.7 GiB in
-#: vLLM's "Graph capturing finished in N secs, took X GiB" lines and "Estimated CUDA graph
-#: memory: 0.36 GiB total" (gpustack/runner#251, vLLM 0.27); 0 with --enforce-eager.
-_CUDAGRAPH = 512 * MiB
 #: What a capture can really take per GPU. vLLM's own warning before capturing (V0
 #: vllm/worker/model_runner.py ``capture_model``, 0.2.6 to the last V0 release): "CUDA graphs can
 #: take additional 1~3 GiB memory per GPU. If you are running out of memory, consider decreasing
 #: `gpu_memory_utilization` or enforcing eager mode." Engines that capture AFTER sizing the KV
-#: cache (every one but ``current``) have only the ``1 - util`` headroom for it: the span above
-#: the typical pool is real variance, carried by the verdict's band (graphs of MoE models with
-#: TP, FlashInfer's per-size decode buffers and NCCL captured without the custom all-reduce sit
-#: at the top of it: vllm#17469, vllm#2856, vllm#7495).
+#: cache (every one but ``current``) have only the ``1 - util`` headroom for it: the span
+#: above the modelled pool (:mod:`oomkit.estimate.vllm_cudagraph`) is real variance, carried
+#: by the verdict's band (graphs of MoE models with TP, FlashInfer's per-size decode buffers
+#: and NCCL captured without the custom all-reduce sit at the top of it: vllm#17469,
+#: vllm#2856, vllm#7495).
 CUDAGRAPH_POOL_MAX = 3 * GiB
 
 
@@ -450,11 +446,6 @@ def non_torch_bytes(engine: VllmEngine, device: DeviceTarget, tp: int) -> tuple[
             n_bytes += _NCCL_OTHER
             why += "; + NCCL ring and custom all-reduce buffers"
     return n_bytes, why
-
-
-def cudagraph_pool_bytes(enforce_eager: bool) -> int:
-    """Typical CUDA-graph pool per rank (0 with ``--enforce-eager``)."""
-    return 0 if enforce_eager else _CUDAGRAPH
 
 
 def v1_batch_defaults(*, big: bool, llm_class: bool) -> tuple[int, int]:
