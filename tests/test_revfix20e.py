@@ -118,3 +118,61 @@ def test_old_build_json_and_summary_describe_the_command(
     _, text, _ = _run(capsys, *MIXTRAL, "--runtime-version", "b6000")
     assert "(--n-cpu-moe" not in text
     assert "layers on CPU (-ot rules)" in text
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_training_tp_the_heads_cannot_split_refused(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # Llama-3.1-8B: 32 heads, 8 KV heads; Megatron-Core divide(num_attention_heads, tp)
+    code, _, err = _run(
+        capsys, command, "llama-3.1-8b", "--train", "full", "--tp", "3", "--gpus", "3",
+        "-g", "3xa100-80gb", "--offline",
+    )  # fmt: skip
+    assert code == 2
+    assert "attention heads (32) must be divisible" in err
+    assert "valid sizes on the 3 GPUs: 1" in err
+
+
+def test_training_tp_not_dividing_the_gpus_suggests_no_bad_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = _run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "full", "--tp", "3", "--gpus", "4",
+        "-g", "4xa100-80gb", "--offline",
+    )  # fmt: skip
+    assert code == 2
+    assert "--gpus 3" not in err
+    assert "(1, 2, 4;" in err
+
+
+def test_training_tp_the_heads_split_still_estimates(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "estimate", "llama-3.1-8b", "--train", "full", "--tp", "2", "--gpus", "4",
+        "-g", "4xa100-80gb", "--offline",
+    )  # fmt: skip
+    assert code in (0, 3)
+    assert "tp=2" in out
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_training_seq_past_the_trained_maximum_noted(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # Llama-3.1-8B: max_position_embeddings 131072 (rope llama3: already the scaled length)
+    argv = ("llama-3.1-8b", "--train", "lora", "-g", "h200", "--grad-checkpointing", "--offline")
+    _, out, _ = _run(capsys, command, *argv, "--seq", "262144")
+    assert "--seq 262144 is 2.0x the model's trained maximum (131072" in out
+    _, out, _ = _run(capsys, command, *argv, "--seq", "131072")
+    assert "trained maximum" not in out
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_training_seq_max_refused_with_what_to_give(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, _, err = _run(
+        capsys, command, "llama-3.1-8b", "--train", "lora", "--seq", "max", "-g", "h200"
+    )
+    assert code == 2
+    assert "training takes a length: give one (--seq 8192" in err
