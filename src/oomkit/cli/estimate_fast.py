@@ -152,6 +152,8 @@ def parse_estimate_args(args: Sequence[str]) -> dict[str, Any] | None:
             out[name] = flag
         elif arg in VALUE_OPTIONS and i < n:
             name, convert = VALUE_OPTIONS[arg]
+            if name == "model_flag" and out.get(name, args[i]) != args[i]:
+                return None  # -m a -m b: click refuses the two models (resolve_model)
             try:
                 out[name] = convert(args[i])
             except Exception:  # click's message (or error) for the value, not ours

@@ -64,8 +64,26 @@ class _Context(_Count):
             self.fail(str(e), param, ctx)
 
 
+class _TrainSeq(_Count):
+    """A training ``--seq``: a token count; ``max`` (read by ``--ctx``) refused in a line
+    that says what to give: a training step has one length, and ``plan --train`` already
+    names the largest ``--seq`` that fits when the asked one does not."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, str) and value.strip().lower() == "max":
+            self.fail(
+                "'max' is --ctx's (inference); training takes a length: give one (--seq 8192, "
+                "32k). When it does not fit, `oomkit plan --train` names the largest --seq "
+                "that fits, capped at the model's trained maximum",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 SIZE = _Size()
 COUNT = _Count()
+TRAIN_SEQ = _TrainSeq()
 CONTEXT = _Context()
 
 # "2x3090" / "2xrtx-3090" (count first) and "4090x2" / "4090 * 2" (count last); compiled on

@@ -299,7 +299,12 @@ def plan_command(
     os_name = os_name.lower() if os_name else None
     pp = pinned.get("pp")
     hardware = hardware_from_options(
-        gpus, vram=vram, ram=ram, quiet=as_json, n_devices=tp and tp * (pp or 1), os=os_name
+        gpus,
+        vram=vram,
+        ram=ram,
+        quiet=as_json,
+        n_devices=(tp or 1) * (pp or 1) if tp or pp else None,
+        os=os_name,
     )
     if backend is not None:
         from oomkit.cli.gpu_choice import with_backend
@@ -340,7 +345,8 @@ def plan_command(
         raise context_product_error(e, ctx, parallel) from e
     import dataclasses
 
-    if serving.get("enforce_eager"):  # a compiled pooling profile is not modelled
+    if pooling and serving.get("enforce_eager"):  # a compiled pooling profile: not modelled
+        # (only with --pooling: a pinned --enforce-eager alone is the user's, no note)
         result = dataclasses.replace(result, notes=(*result.notes, PLAN_NOTE))
     if llama_server is False:
         note = (

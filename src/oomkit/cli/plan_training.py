@@ -184,6 +184,10 @@ def plan_training(
     if not plans and not est.blockers:  # memory: whether more GPUs or a shorter --seq would fit
         nothing = nothing_fits_lines(spec, settings, hardware, platform, model, where)
     check_line = nothing[1].removeprefix("  check: ") if len(nothing) > 1 else None
+    from oomkit.estimate.training_seq import past_max_note
+
+    # a --seq past the model's trained maximum: planned as asked, and said
+    notes = [n for n in (alloc_note, past_max_note(spec, settings.seq)) if n]
     if as_json:
         print_json(
             {
@@ -196,7 +200,7 @@ def plan_training(
                     if nothing
                     else {}
                 ),
-                **({"notes": [alloc_note]} if alloc_note else {}),
+                **({"notes": notes} if notes else {}),
                 "plans": [
                     {
                         "changes": list(p.changes),
@@ -217,8 +221,8 @@ def plan_training(
         cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
         world = settings.gpus * settings.nodes  # --gpus 4 with one card named read "on 1 GPU(s)"
         click.echo(f"{spec.name}: {settings.method} fine-tuning on {world} GPU(s)")
-        if alloc_note:
-            click.echo(f"Note: {alloc_note}.")
+        for note in notes:
+            click.echo(f"Note: {note}.")
         if not plans and est.blockers:  # not memory: no lever and no GPU lifts it
             click.echo(f"Nothing fits: {est.blockers[0]}.")
         for line in nothing:

@@ -77,6 +77,7 @@ def model_option(f: F) -> F:
         *MODEL_FLAGS,
         "model_flag",
         metavar="MODEL",
+        multiple=True,  # given twice is read, to refuse two different models (resolve_model)
         help="The model, as the MODEL argument (llama.cpp -m, vLLM --model, SGLang "
         "--model-path), so a server's command line can be pasted",
     )(f)
@@ -94,19 +95,24 @@ def unmodelled_options(f: F) -> F:
     return f
 
 
-def resolve_model(model: str | None, model_flag: str | None) -> str:
-    """The one model named by the MODEL argument and ``-m``; a usage error when neither or
-    two different ones are given."""
+def resolve_model(model: str | None, model_flag: str | tuple[str, ...] | None) -> str:
+    """The one model named by the MODEL argument and ``-m`` (given once or more); a usage
+    error when none or two different ones are given (``-m a -m b`` too: click would keep
+    the last silently)."""
     import click
 
-    if model is not None and model_flag is not None and model != model_flag:
+    flags = (model_flag,) if isinstance(model_flag, str) else tuple(model_flag or ())
+    named = ([model] if model is not None else []) + list(flags)
+    distinct = list(dict.fromkeys(named))
+    if len(distinct) > 1:
+        first, second = distinct[:2]
+        where = "MODEL" if model is not None else "-m/--model"
         raise click.UsageError(
-            f"two models given: MODEL {model!r} and -m/--model {model_flag!r}; give one"
+            f"two models given: {where} {first!r} and -m/--model {second!r}; give one"
         )
-    chosen = model if model is not None else model_flag
-    if chosen is None:
+    if not distinct:
         raise click.UsageError("Missing argument 'MODEL' (or -m/--model PATH).")
-    return chosen
+    return distinct[0]
 
 
 def refuse_unmodelled(ctx: click.Context, options: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from oomkit.cli.args_command import ARGS_META, ArgsCommand, typed_flag
-from oomkit.cli.params import COUNT
+from oomkit.cli.params import TRAIN_SEQ
 from oomkit.spec.settings import (
     FSDP_STRATEGIES,
     MIXED_PRECISION,
@@ -194,7 +194,7 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  "bf16 like torchtune)"),
     click.option("--micro-batch", "train_micro_batch", type=int, default=1, show_default=True,
                  help="Sequences per GPU per forward"),
-    click.option("--seq", "train_seq", type=COUNT, default=None,
+    click.option("--seq", "train_seq", type=TRAIN_SEQ, default=None,
                  help="Tokens per sequence (4096, 32k as --ctx takes them) [default: 2048, or "
                  "a shorter learned position table: GPT-2 1024]"),
     click.option("--grad-checkpointing", "train_grad_checkpointing", is_flag=False,

@@ -288,9 +288,11 @@ def _too_few_gpus(spec: ModelSpec, tp: int, pp: int, n_gpus: int, runtime: str) 
     """Refuse ``tp x pp`` ranks on ``n_gpus`` GPUs: the count first (what the user fixes
     first), and when the size is refused at any count too, that in the same line."""
     ranks = f"--tp {tp} x --pp {pp}" if pp > 1 else f"--tp {tp}"
+    # the lever that exceeds: --pp alone when --tp is 1, the product when both are set
+    lever = "--tp" if pp == 1 else "--pp" if tp == 1 else "--tp x --pp"
     msg = (
         f"{ranks} needs {tp * pp} GPUs but the target has {n_gpus}; name them all "
-        f"(e.g. --gpu {tp * pp}x<name>) or lower --tp"
+        f"(e.g. --gpu {tp * pp}x<name>) or lower {lever}"
     )
     why = tp_refusal(spec, tp)
     if why is not None:
@@ -300,6 +302,18 @@ def _too_few_gpus(spec: ModelSpec, tp: int, pp: int, n_gpus: int, runtime: str) 
         )
         msg += f"; {runtime} refuses --tp {tp} anyway ({why}): valid sizes on {where}: {sizes}"
     raise InvalidSettingError(msg, setting="tp", value=tp)
+
+
+def check_ranks(spec: ModelSpec, tp: int, pp: int, n_gpus: int, runtime: str) -> None:
+    """A pinned ``--tp x --pp`` against the GPUs named, as :func:`check_run` checks it for the
+    estimate (vLLM's world size is ``tp x pp``, ``ParallelConfig.world_size``; one GPU per
+    rank, never invented): the one check estimate and plan share.
+
+    Raises:
+        InvalidSettingError: the target has fewer GPUs than ``tp x pp``.
+    """
+    if n_gpus and tp * pp > n_gpus:
+        _too_few_gpus(spec, tp, pp, n_gpus, runtime)
 
 
 def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
@@ -473,8 +487,7 @@ def check_run(
     # the GPUs' count caps the sizes listed, unless --tp made it (--vram: one GPU per rank)
     counted = n_gpus if settings.tp is None or n_gpus != settings.tp * pp else 0
     tp = tp or 1
-    if n_gpus and tp * pp > n_gpus:  # before the divisibility (check_tp)
-        _too_few_gpus(spec, tp, pp, n_gpus, runtime)
+    check_ranks(spec, tp, pp, n_gpus, runtime)  # before the divisibility (check_tp)
     _tp_divides(spec, tp, runtime, counted, pp)
     limit = spec.max_position_embeddings
     if settings.ctx is not None and limit and settings.ctx > limit:

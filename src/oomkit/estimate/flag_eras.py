@@ -192,16 +192,30 @@ def flag_available(runtime: str, key: str, version: str | None) -> bool:
     True
     >>> [flag_available("ollama", "cache_type", v) for v in ("0.3.0", "0.5.0")]
     [False, True]
+    >>> [flag_available("llama.cpp", "n_cpu_moe", v) for v in ("b6088", "b6089", "2025-08-04")]
+    [False, True, True]
     """
     if version is None or not version.strip() or runtime not in _TABLES:
         return True
     from oomkit.estimate.generations import parse_runtime_version
 
     row = flag_era(runtime, key)
+    build = _build_number(version) if runtime == "llama.cpp" else None
+    if build is not None and row.build is not None:
+        # a build against the row's first build: build numbers are exact, their interpolated
+        # dates (generation_builds.build_date) are not (b6088's date fell after #15077's merge)
+        return build >= row.build
     when = parse_runtime_version(runtime, version)
     if isinstance(when, tuple):
         return row.release is None or when >= row.release
     return when >= row.since
+
+
+def _build_number(version: str) -> int | None:
+    """The llama.cpp build of ``b6089`` (or ``6089`` as ``--version`` prints it); None for a
+    date."""
+    value = version.strip().lower().removeprefix("b")
+    return int(value) if value.isdigit() and len(value) <= 6 else None
 
 
 def llamacpp_server_binary(version: str | None) -> str:

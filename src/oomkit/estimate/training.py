@@ -397,8 +397,12 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         whose ``host`` holds offloaded and paged states.
 
     Raises:
-        InvalidSettingError: LoRA targets that do not exist in the model.
+        InvalidSettingError: LoRA targets that do not exist in the model, or a ``tp`` its
+            heads cannot be split by (:mod:`oomkit.estimate.training_tp`).
     """
+    from oomkit.estimate.training_tp import check_training_tp
+
+    check_training_tp(spec, settings.tp, settings.gpus * settings.nodes)  # heads split by tp
     # the echo names the dropout the step runs (the config's largest p when not overridden)
     drop = training_dropout(spec, settings)
     echoed = replace(
@@ -478,6 +482,11 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         assumptions = (impl_note, *assumptions)
     if offload_note:
         assumptions = (offload_note, *assumptions)
+    from oomkit.estimate.training_seq import past_max_note
+
+    past_max = past_max_note(spec, settings.seq)  # RoPE: runs, untrained positions
+    if past_max:
+        assumptions = (past_max, *assumptions)
     # a sequence past a learned position table (GPT-2, OPT) fails at the first forward
     past_table = training_position_blocker(spec, settings.seq)
     return Estimate(

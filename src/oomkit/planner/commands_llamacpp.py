@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from datetime import date
 
 from oomkit.planner.prepare import prepare_checkpoint
 from oomkit.spec.model import ModelSpec
@@ -21,6 +20,7 @@ __all__ = [
     "llamacpp_command",
     "llamacpp_cpu_moe_flags",
     "llamacpp_fa_flags",
+    "n_cpu_moe_spelled",
 ]
 
 #: the ``-ngl`` a command writes for "every layer": llama.cpp clamps it to the model's layers + 1
@@ -137,8 +137,16 @@ def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
     return ["-fa"] if fa else []
 
 
-#: ggml-org/llama.cpp PR #15077 ("llama : add --n-cpu-moe option", 2025-08-04, release b6089)
-_N_CPU_MOE_SINCE = date(2025, 8, 4)
+def n_cpu_moe_spelled(runtime_version: str | None) -> bool:
+    """Whether the build takes ``--n-cpu-moe`` (ggml-org/llama.cpp PR #15077, first in b6089:
+    :mod:`oomkit.estimate.flag_eras`, a build compared as a build number, a date as a date).
+
+    >>> [n_cpu_moe_spelled(v) for v in (None, "b6088", "b6089", "2025-08-03")]
+    [True, False, True, False]
+    """
+    from oomkit.estimate.flag_eras import flag_available
+
+    return flag_available("llama.cpp", "n_cpu_moe", runtime_version)
 
 
 def llamacpp_cpu_moe_flags(
@@ -169,11 +177,7 @@ def llamacpp_cpu_moe_flags(
     rules = partial_expert_rules(override_tensor)
     if rules is not None:
         return ["-ot", shlex.quote(rules)]
-    if runtime_version is not None and runtime_version.strip():
-        from oomkit.estimate.generations import parse_runtime_version
-
-        when = parse_runtime_version("llama.cpp", runtime_version)
-        if isinstance(when, date) and when < _N_CPU_MOE_SINCE:
-            layers = "|".join(str(i) for i in range(n_cpu_moe))
-            return ["-ot", shlex.quote(f"blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU")]
+    if not n_cpu_moe_spelled(runtime_version):
+        layers = "|".join(str(i) for i in range(n_cpu_moe))
+        return ["-ot", shlex.quote(f"blk\\.({layers})\\.ffn_(up|down|gate)_exps=CPU")]
     return ["--n-cpu-moe", str(n_cpu_moe)]

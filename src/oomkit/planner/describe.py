@@ -58,11 +58,16 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
             out[-1] += f" per sequence x {req.parallel} slots (-c {cand.ctx * req.parallel})"
     n_all = searcher.n_layer + 1
     if cand.level == LEVEL_EXPERTS_CPU:
-        kobold = command_target(req.runtime, searcher.runtime) == "koboldcpp"
-        flag = "--moecpu" if kobold else "--n-cpu-moe"
+        target = command_target(req.runtime, searcher.runtime)
+        flag = f"--moecpu {cand.n_cpu_moe}" if target == "koboldcpp" else None
+        if flag is None:
+            from oomkit.planner.commands_llamacpp import n_cpu_moe_spelled
+
+            # a build before PR #15077 is given the -ot rules (llamacpp_cpu_moe_flags)
+            spelled = target != "llama.cpp" or n_cpu_moe_spelled(searcher.base.runtime_version)
+            flag = f"--n-cpu-moe {cand.n_cpu_moe}" if spelled else "-ot rules"
         out.append(
-            f"experts of the first {cand.n_cpu_moe}/{searcher.n_layer} layers on CPU "
-            f"({flag} {cand.n_cpu_moe})"
+            f"experts of the first {cand.n_cpu_moe}/{searcher.n_layer} layers on CPU ({flag})"
         )
     elif cand.level == LEVEL_LAYERS_CPU and cand.n_gpu_layers is not None:
         out.append(f"{cand.n_gpu_layers}/{n_all} layers on GPU")

@@ -127,8 +127,23 @@ def command_settings(p: Plan) -> dict[str, Any]:
         for k, v in dataclasses.asdict(p.settings).items()
         if v is not None and k != "runtime"
     }
+    # the release is the user's (or the newest): the command does not set it; it stays in
+    # ``settings`` beside this
+    out.pop("runtime_version", None)
     if (p.launcher or p.runtime) in ("llama.cpp",):
-        from oomkit.planner.commands_llamacpp import command_ngl
+        from oomkit.planner.commands_llamacpp import (
+            command_ngl,
+            llamacpp_cpu_moe_flags,
+            n_cpu_moe_spelled,
+        )
 
         out["n_gpu_layers"] = command_ngl(p.settings)
+        n_cpu_moe = p.settings.n_cpu_moe
+        if n_cpu_moe and not n_cpu_moe_spelled(p.settings.runtime_version):
+            # a build before PR #15077 gets the -ot rules --n-cpu-moe stands for, as printed
+            import shlex
+
+            flags = llamacpp_cpu_moe_flags(n_cpu_moe, p.settings.runtime_version)
+            del out["n_cpu_moe"]
+            out["override_tensor"] = shlex.split(flags[1])
     return out

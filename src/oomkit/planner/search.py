@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.checks import check_tp, tp_refusal
+from oomkit.estimate.checks import check_ranks, check_tp, tp_refusal
 from oomkit.estimate.flag_eras import check_flag_eras, era_kvs, flag_available
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
@@ -423,6 +423,10 @@ class Searcher:
             # (transformers' device_map="auto" splits the layers over the GPUs: no TP size)
             return None
         n = len([d for d in self.hardware.devices if d.backend != "cpu"])
+        if self.base.pp and self.base.pp > 1:
+            # a pinned --pp (with or without --tp) against the GPUs named, as the estimate
+            # checks it: never more ranks than GPUs
+            check_ranks(self.spec, self.base.tp or 1, self.base.pp, n, self.runtime)
         if self.base.pp and self.base.pp > 1 and self.base.tp is None:
             # a pinned --pp: each of the pp stages gets n / pp GPUs (vLLM's world size is
             # tp x pp, ParallelConfig.world_size); the estimate refuses tp x pp > GPUs

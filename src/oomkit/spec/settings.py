@@ -532,10 +532,17 @@ class TrainingSettings:
                 "group; set tp > 1.",
                 setting="sp",
             )
-        if self.gpus * self.nodes % self.tp:
+        if (n := self.gpus * self.nodes) % self.tp:
+            # not "--gpus {tp}": that count may be one the heads refuse (training_tp)
+            divisors = ", ".join(str(t) for t in range(1, n + 1) if n % t == 0)
+            fix = (
+                f"give the GPUs with --gpus (e.g. --gpus {self.tp})"
+                if self.tp > n
+                else f"give a --tp that divides them ({divisors}; the model's attention heads "
+                "must divide by it too)"
+            )
             raise InvalidSettingError(
-                f"Invalid tp {self.tp}: it must divide the {self.gpus * self.nodes} GPUs "
-                f"(gpus x nodes); give the GPUs with --gpus (e.g. --gpus {self.tp}).",
+                f"Invalid tp {self.tp}: it must divide the {n} GPUs (gpus x nodes); {fix}.",
                 setting="tp",
                 value=self.tp,
             )
