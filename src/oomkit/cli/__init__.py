@@ -1,7 +1,8 @@
 """``oomkit`` command line: one thin module per command, errors mapped to exit codes here.
 
 Exit codes: 0 success (it fits / a diagnosis was made), 1 error (bad input file, unknown model
-or quant, offline), 2 usage error (a bad option value, an unknown ``--gpu`` or ``--runtime``), 3
+or quant, offline), 2 usage error (a bad option value, an unknown ``--gpu`` or ``--runtime``, no
+input at all), 3
 a valid negative answer (does not fit, no OOM found), 4 ``estimate`` only: tight (README "Exit
 codes"; ``oomkit --help`` says the same).
 

@@ -91,7 +91,8 @@ def cli() -> None:
     Exit codes (README "Exit codes"):
       0 success (it fits / a diagnosis was made)
       1 error (bad input file, unknown model or quant, offline)
-      2 usage error (a bad option value, an unknown --gpu or --runtime)
+      2 usage error (a bad option value, an unknown --gpu or --runtime, no input at all:
+        no file and nothing piped)
       3 a valid negative answer (does not fit, nothing fits (plan, models --fits, gpus --for),
         nothing matches, no OOM in the log)
       4 estimate only: tight (it fits, but the free memory on some GPU is inside the band

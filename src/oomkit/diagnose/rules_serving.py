@@ -457,7 +457,7 @@ _HOST_SAVE_FIX = generic(
     "a ZeRO-3 save gathers a 16-bit copy of every weight and each rank writes its optimizer "
     "shard; saving the shards and consolidating offline keeps the save's RAM per rank.",
     (
-        'deepspeed config: "stage3_gather_16bit_weights_on_model_save": false',
+        '"stage3_gather_16bit_weights_on_model_save": false   # zero_optimization (DeepSpeed)',
         "TrainingArguments(save_only_model=True)",
         "python zero_to_fp32.py <checkpoint_dir> <output_dir>   # offline",
     ),

@@ -17,7 +17,7 @@ __all__ = ["vllm_kv", "vllm_no_blocks"]
 _BLOCK = 16  # vLLM default block size (tokens)
 _MAX_UTIL = 0.98
 #: what must stay outside vLLM's budget when the utilization is raised: the CUDA graphs captured
-#: after the KV cache (typically 0.3-0.7 GiB, oomkit.estimate.vllm_engines._CUDAGRAPH; vLLM warns
+#: after the KV cache (typically 0.2-1.9 GiB, oomkit.estimate.vllm_cudagraph; vLLM warns
 #: "1~3 GiB per GPU", the planner's verdict band in planner/vllm_util.py carries that span) and
 #: the CUDA context (~0.5 GiB)
 _OUTSIDE_MIN = 1024**3

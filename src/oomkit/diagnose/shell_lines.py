@@ -38,7 +38,7 @@ _PYTHON = re.compile(
     r"|[A-Za-z_][\w.]*(?:\(|\[| ?(?://|\+|-|\*)?= )|\w+(?:, \w+)+ = "
 )
 #: a YAML or config-file key (``kv_cache_free_gpu_mem_fraction: 0.9``, ``"num_gpu": 19``,
-#: ``deepspeed config: "stage3_...": false``)
+#: ``"stage3_...": false``)
 _CONFIG_KEY = re.compile(r"[a-z_][a-z0-9_.]*(?: config)?: \S|\"\w+\": \S")
 #: an environment assignment as a shell reads it: ``NAME=value`` with no spaces
 _ENV = re.compile(r"[A-Z_][A-Z0-9_]*=\S*")
