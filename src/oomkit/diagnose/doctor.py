@@ -125,9 +125,11 @@ def _for_shell(result: Diagnosis, runtime: str | None = None) -> Diagnosis:
     from oomkit.diagnose.shell_lines import shell_ready
 
     if result.fixes:
+        from oomkit.diagnose.device_commands import device_of, on_device
         from oomkit.diagnose.runtime_lines import route
 
-        fixes = shell_ready(route(result.fixes, result.primary, result.context, runtime))
+        fixes = route(result.fixes, result.primary, result.context, runtime)
+        fixes = shell_ready(on_device(fixes, device_of(result.primary)))
         result = dataclasses.replace(result, fixes=fixes)
     if result.context.host_os != "windows" or not result.fixes:
         return result
