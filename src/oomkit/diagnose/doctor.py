@@ -81,6 +81,9 @@ def diagnose_text(
         answers = check_answers(answers)
     text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
     parsed = _with_surroundings(text, parse_log(text, normalized=True))
+    from oomkit.diagnose.pipeline_retry import drop_retried, note_recovered
+
+    parsed = drop_retried(text, parsed)  # llama.cpp's pipelined attempt, retried and failed again
     if os is not None:
         import dataclasses
 
@@ -106,6 +109,7 @@ def diagnose_text(
     from oomkit.diagnose.batch_stated import cap_batch_cuts
 
     result = cap_batch_cuts(result, text)  # the cut sized from the stated micro-batch
+    result = note_recovered(result, text)  # llama.cpp went on without pipeline parallelism
     from oomkit.diagnose.rules_apu import note_apu_aperture
 
     result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)), runtime)
