@@ -41,18 +41,23 @@ _GGML = frozenset({"llama.cpp", "ggml", "ollama"})
 
 def retry_lines(text: str) -> tuple[int, ...]:
     """The 1-based lines of ``text`` holding llama.cpp's retry warning."""
-    out: list[int] = []
+    return tuple(line for line, _ in _retries(text))
+
+
+def _retries(text: str) -> list[tuple[int, int]]:
+    """(1-based line, offset) of each retry warning in ``text``."""
+    out: list[tuple[int, int]] = []
     pos, line = 0, 1
     while (i := text.find(_RETRY, pos)) >= 0:
         line += text.count("\n", pos, i)
-        out.append(line)
+        out.append((line, i))
         pos = i
         nl = text.find("\n", i)
         if nl < 0:
             break
         line += 1
         pos = nl + 1
-    return tuple(out)
+    return out
 
 
 def _retried(e: OomEvent, retries: tuple[int, ...], events: tuple[OomEvent, ...]) -> bool:
@@ -80,19 +85,17 @@ def note_recovered(result: Diagnosis, text: str) -> Diagnosis:
     (module doc)."""
     if _RETRY not in text or not result.events or result.primary is None:
         return result
-    retries = retry_lines(text)
     last = max(e.line for e in result.events)
-    after = [r for r in retries if r > last]
+    after = [(r, i) for r, i in _retries(text) if r > last]
     if not after or result.primary.runtime not in _GGML:
         return result
     e = result.primary
-    rest = text.split("\n")[after[0] :]
-    started = any(s in line for line in rest for s in _STARTED)
+    started = any(text.find(s, after[0][1]) >= 0 for s in _STARTED)
     dev = e.buffer_name or (f"CUDA{e.device}" if e.device is not None else "the GPU")
     head = (
         f"The load recovered: with pipeline parallelism on, llama.cpp could not allocate the "
         f"{size_text(e.requested_bytes)} compute buffer on {dev}; it retried without pipeline "
-        f"parallelism (line {after[0]}: one copy of the compute buffer instead of n_copies, "
+        f"parallelism (line {after[0][0]}: one copy of the compute buffer instead of n_copies, "
         "GGML_SCHED_MAX_COPIES, 4 by default) and "
         + ("went on to start (the log shows the model initialising after it)" if started
            else "no later error follows in the log")
@@ -100,7 +103,7 @@ def note_recovered(result: Diagnosis, text: str) -> Diagnosis:
         "the GPUs). The fixes below make the pipelined compute buffer fit, to get pipeline "
         "parallelism back. What failed first: "
     )  # fmt: skip
-    note = f"log shows: llama.cpp retried without pipeline parallelism (line {after[0]})"
+    note = f"log shows: llama.cpp retried without pipeline parallelism (line {after[0][0]})"
     return dataclasses.replace(
         result, explanation=head + result.explanation, notes=(*result.notes, note)
     )
