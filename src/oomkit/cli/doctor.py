@@ -11,7 +11,6 @@ DESIGN.md's "1 error (unreadable file, bad input, offline); 2 usage error". With
 from __future__ import annotations
 
 import codecs
-import collections
 import os
 import re
 import stat
@@ -21,6 +20,7 @@ from typing import Any, BinaryIO, TextIO
 
 import click
 
+from oomkit.cli.log_cap import read_head_tail, utf16_without_bom
 from oomkit.cli.output import (
     EXIT_ERROR,
     EXIT_NEGATIVE,
@@ -78,18 +78,9 @@ FIXES_HEADER = (
 
 
 def _read_capped(fh: BinaryIO) -> str:
-    """Stream ``fh``: keep its head and tail within :data:`MAX_LOG_BYTES`, note what was skipped."""
-    head = fh.read(_HEAD_BYTES)
-    tail: collections.deque[bytes] = collections.deque()
-    kept = skipped = 0
-    limit = MAX_LOG_BYTES - _HEAD_BYTES
-    while chunk := fh.read(_CHUNK):
-        tail.append(chunk)
-        kept += len(chunk)
-        while kept > limit and len(tail) > 1:
-            skipped += len(tail[0])
-            kept -= len(tail.popleft())
-    data = head + b"".join(tail)
+    """Stream ``fh``: keep its head and tail within :data:`MAX_LOG_BYTES`, note what was skipped
+    (its lines counted: a line number is the file's, :func:`oomkit.cli.log_cap.read_head_tail`)."""
+    data, kept, skipped = read_head_tail(fh, MAX_LOG_BYTES, _HEAD_BYTES, _CHUNK)
     if skipped:
         print_warning(
             f"the log is over {MAX_LOG_BYTES >> 20} MiB: read its first {_HEAD_BYTES >> 20} MiB "
@@ -116,19 +107,6 @@ _BINARY_SHARE = 0.05
 
 class NotTextError(ValueError):
     """The input is binary (an executable, an archive, a checkpoint), not a text log."""
-
-
-def _utf16_without_bom(block: bytes) -> str | None:
-    """``utf-16-le``/``utf-16-be`` when every other byte of ``block`` is a NUL and the others
-    are not (ASCII text written as UTF-16 without a byte-order mark), else None."""
-    odd, even = block[1::2], block[0::2]
-    if len(odd) < 8:
-        return None
-    if odd.count(0) >= 0.9 * len(odd) and even.count(0) <= 0.1 * len(even):
-        return "utf-16-le"
-    if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.1 * len(odd):
-        return "utf-16-be"
-    return None
 
 
 def binary_share(block: bytes) -> float | None:
@@ -167,7 +145,7 @@ def decode_log(data: bytes) -> str:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16", errors="replace")
     block = data[:SNIFF_BYTES]
-    utf16 = _utf16_without_bom(block)
+    utf16 = utf16_without_bom(block)
     if utf16 is not None:
         return data.decode(utf16, errors="replace")
     share = binary_share(block)

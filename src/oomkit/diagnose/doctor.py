@@ -81,6 +81,9 @@ def diagnose_text(
         answers = check_answers(answers)
     text = normalize_text(text)  # the paste as the runtime printed it (JSON/HTML escapes)
     parsed = _with_surroundings(text, parse_log(text, normalized=True))
+    from oomkit.diagnose.pipeline_retry import drop_retried, note_recovered
+
+    parsed = drop_retried(text, parsed)  # llama.cpp's pipelined attempt, retried and failed again
     if os is not None:
         import dataclasses
 
@@ -106,6 +109,7 @@ def diagnose_text(
     from oomkit.diagnose.batch_stated import cap_batch_cuts
 
     result = cap_batch_cuts(result, text)  # the cut sized from the stated micro-batch
+    result = note_recovered(result, text)  # llama.cpp went on without pipeline parallelism
     from oomkit.diagnose.rules_apu import note_apu_aperture
 
     result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)), runtime)
@@ -125,9 +129,11 @@ def _for_shell(result: Diagnosis, runtime: str | None = None) -> Diagnosis:
     from oomkit.diagnose.shell_lines import shell_ready
 
     if result.fixes:
+        from oomkit.diagnose.device_commands import device_of, on_device
         from oomkit.diagnose.runtime_lines import route
 
-        fixes = shell_ready(route(result.fixes, result.primary, result.context, runtime))
+        fixes = route(result.fixes, result.primary, result.context, runtime)
+        fixes = shell_ready(on_device(fixes, device_of(result.primary)))
         result = dataclasses.replace(result, fixes=fixes)
     if result.context.host_os != "windows" or not result.fixes:
         return result

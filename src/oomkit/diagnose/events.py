@@ -164,6 +164,7 @@ class LogContext:
     tensor_split: str | None = None
     kv_self_bytes: int | None = None
     devices: tuple[DeviceInfo, ...] = ()
+    gpus_found: int | None = None  # ggml_cuda_init: "found N CUDA devices" (ROCm too)
     buffers: tuple[BufferLine, ...] = ()
     # vLLM / SGLang / TRT-LLM ---------------------------------------------------------------
     gpu_memory_utilization: float | None = None

@@ -120,6 +120,9 @@ _NAME = re.compile(r"general\.name\s{1,40}(?:str\s{1,40})?=\s{0,10}(?P<v>.{1,160
 _FTYPE = re.compile(r"(?:file type|model ftype)\s{0,30}=\s{0,10}(?P<v>.{1,80})")
 _FSIZE = re.compile(r"(?:file size|model size)\s{0,30}=\s{0,10}(?P<v>" + _F + r") GiB")
 _PIPE = re.compile(r"pipeline parallelism enabled \(n_copies=(?P<n>\d{1,3})\)")
+#: ggml/src/ggml-cuda/ggml-cuda.cu ggml_cuda_init: "%s: found %d " GGML_CUDA_NAME " devices" (CUDA,
+#: ROCm on HIP, MUSA; newer builds add "(Total VRAM: N MiB)"): how many GPUs the process sees
+_FOUND = re.compile(r"ggml_cuda_init: found (?P<n>\d{1,3}) (?:CUDA|ROCm|MUSA) devices")
 _FLAGS = re.compile(
     r"(?:^|\s)(?P<flag>-c|--ctx-size|-ngl|--n-gpu-layers|--gpu-layers|-ub|--ubatch-size|-b|"
     r"--batch-size|-np|--parallel|-ts|--tensor-split|-ctk|--cache-type-k|-ctv|--cache-type-v)"
@@ -167,6 +170,7 @@ _NEEDLES = (
     "type",
     "size",
     "pipeline parallelism",
+    "ggml_cuda_init: found",
     " -",
     "failed",
     "kv cache",
@@ -281,6 +285,10 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
         m = _FSIZE.search(line)
         if m is not None:
             facts["model_file_bytes"] = to_bytes(m.group("v"), "GiB", _RT)
+    if "ggml_cuda_init: found" in line:
+        m = _FOUND.search(line)
+        if m is not None:
+            facts["gpus_found"] = int(m.group("n"))
     if "pipeline parallelism" in line:
         m = _PIPE.search(line)
         if m is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, kv_type_ratio, mib, size_text
+from oomkit.diagnose.gpu_count import devices_phrase, listed_gpus
 from oomkit.diagnose.kv_context import compute_reserve, half_context_unknown
 
 __all__ = ["analyze_llamacpp", "analyze_ollama", "kv_fixes"]
@@ -254,12 +255,16 @@ def _split_fix(e: OomEvent, ctx: LogContext, gpus: set[str]) -> Fix:
             commands=(f"-ts {ts}",),
             expected_saving_bytes=saving,
         )
-    n = max(len(gpus), (e.device or 0) + 1)
-    shares = ["1"] * n
-    if e.device is not None and e.device < n:
+    n = listed_gpus(ctx)  # the count the log lists, never one guessed from the index (gpu_count)
+    if n is not None and e.device is not None and e.device < n:
+        shares = ["1"] * n
         shares[e.device] = "0.5"
+    else:
+        shares = [f"<one share per GPU, {_dev_name(e)}'s half the others'>"]
     return Fix(
-        title=f"Give {_dev_name(e)} a smaller share: -ts {','.join(shares)}",
+        title=f"Give {_dev_name(e)} a smaller share: -ts {','.join(shares)}"
+        if n is not None
+        else f"Give {_dev_name(e)} a smaller tensor-split share (-ts)",
         why=f"the failure is on {_dev_name(e)} only; lowering its tensor-split share moves layers "
         "to the other devices (or drop the small GPU with CUDA_VISIBLE_DEVICES).",
         commands=(f"-ts {','.join(shares)}", "--main-gpu 0"),
@@ -407,7 +412,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     )
     # on several devices only this device's own KV buffer frees memory here
     kv = kv_dev if multi else (kv_dev or kv_total or ctx.kv_self_bytes)
-    n_dev = max(len(gpus), (e.device or 0) + 1)
+    on_all = devices_phrase(ctx)  # "all 3 devices", or no count when the log lists none
     if (
         e.requested_bytes is not None
         and free_at_load is not None
@@ -503,7 +508,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
         return Analysis(
             cause="multi_gpu_imbalance",
             confidence=0.6 if over_share else 0.5,
-            explanation=base + f" The weights loaded on all {n_dev} devices, but {dev} has no "
+            explanation=base + f" The weights loaded on {on_all}, but {dev} has no "
             f"room left for a {'small ' if small else ''}{stage.replace('_', ' ')} buffer"
             + (
                 ": the split put more weights on it than its share of the free memory."
@@ -518,7 +523,7 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             ),
         )
     multi_note = (
-        f" The weights loaded on all {n_dev} devices; the buffer that failed is sized by the "
+        f" The weights loaded on {on_all}; the buffer that failed is sized by the "
         "context/batch settings, so those are the lever (a different -ts only moves it)."
         if multi
         else ""
