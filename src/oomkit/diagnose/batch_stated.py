@@ -33,7 +33,9 @@ __all__ = ["cap_batch_cuts", "stated_batch"]
 #: a micro-batch stated in prose or on a command line; a qualifier before it (``max_``, ``eval``,
 #: ``total``, ``global``, ``effective``, ``train_batch_size`` totals) names another quantity
 _STATED = re.compile(
-    r"(?<![\w.-])(?<!max_)(?<!eval_)(?<!total_)(?<!global_)(?<!total )(?<!global )"
+    # the lookahead first: every alternative starts with -, p, m or b, so the eight lookbehinds
+    # run only there, not at every position of a 100 MB log (bench_doctor: 5.2 -> 1.3 CPU s)
+    r"(?=[-pmb])(?<![\w.-])(?<!max_)(?<!eval_)(?<!total_)(?<!global_)(?<!total )(?<!global )"
     r"(?<!effective )(?<!max )"
     r"(?:(?:--)?per_device_train_batch_size|(?:--)?micro_batch_size|(?:--)?batch[_-]size|"
     r"batch size|bs)"
@@ -42,6 +44,12 @@ _STATED = re.compile(
     r"(\d{1,4})(?!\d|[.,]\d|\s*(?:x|\*|GB|GiB|MB|MiB|tokens|k\b))",
     re.IGNORECASE,
 )
+#: the spellings the regex can start a match with, found by ``str.find`` (memchr speed) before
+#: the regex scans the text: a 100 MB log with none of them skips it (``text.lower()`` was itself
+#: 0.5 s on 25 MB of CJK text)
+_GATE = ("batch", "Batch", "BATCH", "bs", "BS", "Bs")
+#: how much of a huge paste's head and tail is read for a stated batch (1 MiB each)
+_EDGE = 1 << 20
 #: the batch-cut lines: a factor, a halving, a fixed value
 _FACTOR = re.compile(r"(\w*batch_size) = max\(1, \1 // (\d+)\)")
 _HALVE = re.compile(r"(\w*batch_size) //= 2")
@@ -55,6 +63,12 @@ def stated_batch(text: str) -> int | None:
     setup = training_setup_from_log(text).micro_batch
     if setup is not None and setup > 0:
         return setup
+    # the poster's sentence and the launch line sit at the paste's head or beside the OOM at its
+    # end: the middle of a huge log is the run's own output, read elsewhere (training_setup)
+    if len(text) > 2 * _EDGE:
+        text = text[:_EDGE] + "\n" + text[-_EDGE:]
+    if not any(w in text for w in _GATE):  # a C-speed gate before the regex's scan
+        return None
     found = [int(m.group(1)) for m in _STATED.finditer(text)]
     found = [n for n in found if n > 0]
     return found[-1] if found else None
