@@ -58,3 +58,29 @@ def test_fa_spelling_uses_the_flag_table() -> None:
         "-fa",
         "off",
     ]
+
+
+def test_ollama_metal_partial_offload_echoes_no_mmap() -> None:
+    # Ollama 0.1.40-0.29.x start a Metal partial offload with --no-mmap (llm/server.go)
+    base = ("llama-3.1-70b", "-q", "Q4_K_M", "-r", "ollama", "-g", "m4-16gb")
+    cmd = [sys.executable, "-m", "oomkit", "estimate", *base]
+    old = subprocess.run(
+        [*cmd, "--runtime-version", "0.3.13"], capture_output=True, text=True, check=False
+    )
+    assert "mmap=False" in old.stdout
+    assert "without mmap" in old.stdout
+    new = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert "mmap=True" in new.stdout
+
+
+def test_8gb_apple_silicon_and_vram_metal_for_ollama() -> None:
+    from oomkit.hardware.catalog import find_gpu
+
+    for chip in ("m1", "m2", "m3"):
+        gpu = find_gpu(f"{chip}-8gb")
+        assert gpu.memory_bytes == 8 * 2**30
+        assert gpu.usable_memory_bytes == 8 * 2**30 * 2 // 3  # 2/3 of RAM up to 32 GB
+    out = _cli("-r", "ollama", "--vram", "8GiB", "--backend", "metal")
+    assert out.returncode == 0, out.stderr
+    assert "of 8.00 GiB" in out.stdout
+    assert _cli("-r", "vllm", "--vram", "8GiB", "--backend", "cuda").returncode != 0
