@@ -16,6 +16,7 @@ import pytest
 
 from oomkit.api import estimate
 from oomkit.cli.params import parse_gpu_list
+from oomkit.errors import InvalidSettingError
 from oomkit.estimate.breakdown import Estimate
 from oomkit.estimate.verdict import Platform, verdict
 from oomkit.hardware.targets import hardware_for
@@ -145,9 +146,9 @@ def test_physical_batch_was_b_before_pr_6017_and_never_exceeds_n_ctx(tiny: Path)
     old = _est(tiny, "rtx-3090", "2024-02-01", batch=1024)
     assert _pool(old) == _pool_tokens(*out, 1024)
     assert old.runtime_details["n_ubatch"] == old.runtime_details["n_batch"] == 1024
-    ignored = _est(tiny, "rtx-3090", "2024-02-01", batch=1024, ubatch=256)
-    assert _pool(ignored) == _pool_tokens(*out, 1024)
-    assert any("-ub arrived with PR #6017" in a for a in ignored.assumptions)
+    # a build before PR #6017 parsed no -ub ("error: unknown argument"): refused, as -fa is
+    with pytest.raises(InvalidSettingError, match="PR #6017"):
+        _est(tiny, "rtx-3090", "2024-02-01", batch=1024, ubatch=256)
     assert _pool(_est(tiny, "rtx-3090", "2024-02-01")) == _pool_tokens(*out, 512)  # -b 512
     # PR #6017 (2024-03-13) .. PR #6122: -b 1024 is a logical batch of 512-token micro-batches
     assert _pool(_est(tiny, "rtx-3090", "2024-03-20", batch=1024)) == _pool_tokens(*out, 512)

@@ -104,7 +104,13 @@ def estimate_model(
     # -r llama-cpp-python: Llama(...)'s defaults (n_ctx/n_batch 512, n_gpu_layers 0, flash_attn
     # False) where the run leaves them unset; --runtime-version as the binding's release
     asked_version = settings.runtime_version
+    from oomkit.estimate.frontend_versions import binding_flag_eras, check_frontend_version
+
+    check_frontend_version(original_runtime, asked_version)  # KoboldCpp/LM Studio's own numbers
     settings, python_notes = llama_cpp_python_defaults(settings)
+    if asked_version and original_runtime in ("llama-cpp-python", "llama_cpp_python"):
+        # a flag the vendored llama.cpp lacks, refused in the binding's terms
+        binding_flag_eras(settings, asked_version)
     if runtime != settings.runtime:
         settings = dataclasses.replace(settings, runtime=runtime)
     if isinstance(model, os.PathLike):

@@ -298,7 +298,10 @@ def with_backend(
             f"--backend must be one of {', '.join(BACKEND_CHOICES)}, got {shown!r}",
             setting="--backend",
         )
-    if runtime != "llama.cpp":
+    # --vram alone names no vendor: for Ollama, --backend metal/cuda/rocm says which GPU it is
+    # (Ollama's runner then uses that vendor's ggml backend, as it does on a named GPU)
+    vendor_named = runtime == "ollama" and not named and backend in ("metal", "cuda", "rocm")
+    if runtime != "llama.cpp" and not vendor_named:
         raise InvalidSettingError(
             f"--backend selects llama.cpp's ggml backend; {runtime} runs the backend of the "
             "GPU's vendor (drop --backend, or use --runtime llama.cpp)",

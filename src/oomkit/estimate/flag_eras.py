@@ -19,19 +19,28 @@ Sources (llama.cpp: the PR threads on github.com/ggml-org/llama.cpp; Ollama: ``g
   quantization options" (opened 2024-02-23; the 2024-02-25 merge date is read from the thread,
   not from a commit: the one date of this table not checked against a commit) added them there.
 * ``-fa``/``--flash-attn``: PR #5021 "ggml : add Flash Attention" (commit 9c67c27, 2024-04-30:
-  ggml-org/ci's run of that commit);
+  ggml-org/ci's run of that commit), build 2771: ``main: build = 2771 (9c67c277)`` in that run's
+  log (ggml-org/ci ``llama.cpp/9c/67c2773d.../ggml-3-arm64-cpu/open_llama_3b_v2-tg-f16.log``;
+  the build number is the commit count the ``bNNNN`` release tags carry);
   it also made a quantized V cache possible: ``llama_new_context_with_model`` refuses one
   without flash attention ("V cache quantization requires flash_attn").
 * ``-ub``: PR #6017 (b2413, 2024-03-13; :mod:`oomkit.estimate.llamacpp_params` notes it).
 * ``llama-server``: PR #7809 "build: rename main -> llama-cli, server -> llama-server"
-  (commit 1c641e6, 2024-06-12 UTC: ggml-org/ci's run of that commit); before it the binary was
+  (commit 1c641e6, 2024-06-12 UTC: ggml-org/ci's run of that commit), build 3142:
+  ``main: build = 3142 (1c641e6a)`` printed by ``./bin/llama-cli`` in that run (ggml-org/ci
+  ``llama.cpp/1c/641e6aac.../ggml-2-x86-cpu/pythia_1_4b-tg-f16.log``); before it the binary was
   ``server`` (examples/server).
 * ``-ot``/``--override-tensor``: PR #11397 "llama : add option to override model tensor
   buffers" (commit e0e912f, 2025-04-02; llama-bench got ``--override-tensors`` in PR #12922
-  that April).
+  that April). Its first build is not pinned: no ggml-org/ci run or release page of e0e912f
+  is stored (a third-party table says b5028, not checked), so builds compare by date.
 * ``--n-cpu-moe``/``--cpu-moe``: PR #15077 (b6089, 2025-08-04), a shorthand for ``-ot`` rules
   (:func:`oomkit.planner.commands_llamacpp.llamacpp_cpu_moe_flags` prints ``-ot`` before it).
-* ``-fa on|off|auto``: PR #15434 (2025-08-30); before it a bare ``-fa`` switch
+* ``-fa on|off|auto``: PR #15434 (2025-08-30); before it a bare ``-fa`` switch. Its first
+  build is not pinned here: mybigday/llama.node PR #102 ("sync llama.cpp to b6327", 2025-08-31)
+  already replaces ``flash_attn`` with ``flash_attn_type`` (auto|on|off), so it is b6327 or
+  earlier (the b6343 once written in planner/commands_llamacpp.py was too late); no stored
+  record maps the merge commit to its tag, so builds are compared through their dates
   (:func:`oomkit.planner.commands_llamacpp.llamacpp_fa_flags`, the generation's
   ``flash_attn_default``).
 * Ollama ``OLLAMA_FLASH_ATTENTION``: commit 38255d2af "Use flash attention flag for now"
@@ -106,6 +115,7 @@ LLAMACPP_FLAG_ERAS: tuple[FlagEra, ...] = (
         date(2024, 4, 30),
         "PR #5021",
         "flash attention (a bare switch until PR #15434)",
+        2771,
     ),
     FlagEra(
         "quantized_v",
@@ -113,6 +123,7 @@ LLAMACPP_FLAG_ERAS: tuple[FlagEra, ...] = (
         date(2024, 4, 30),
         "PR #5021",
         "V cache quantization (requires flash attention)",
+        2771,
     ),
     FlagEra(
         "llama_server",
@@ -120,6 +131,7 @@ LLAMACPP_FLAG_ERAS: tuple[FlagEra, ...] = (
         date(2024, 6, 12),
         "PR #7809",
         "binaries renamed with the llama- prefix",
+        3142,
     ),
     FlagEra(
         "override_tensor",
@@ -268,6 +280,10 @@ def check_flag_eras(settings: InferenceSettings, runtime: str) -> None:
             need("server_cache_type", "cache_type_k", kv)
     if settings.flash_attn:
         need("flash_attn", "flash_attn", True)
+    if settings.ubatch is not None:
+        # before PR #6017 the argument loop knew no -ub: gpt_params_parse / the server's
+        # server_params_parse answer "error: unknown argument: -ub" and exit 1
+        need("ubatch", "ubatch", settings.ubatch)
     if _quantized(settings.cache_type_v):
         need("quantized_v", "cache_type_v", settings.cache_type_v)
     if settings.override_tensor or settings.n_cpu_moe:

@@ -430,4 +430,6 @@ def _metal_partial_no_mmap(est: Estimate, settings: InferenceSettings, hw: Hardw
     metal = any(d.backend == "metal" for d in hw.devices)
     if not (metal and partial and ollama_metal_no_mmap(settings.runtime_version)):
         return est
+    # the settings echo says what the runner was started with: --no-mmap
+    est = dataclasses.replace(est, settings={**est.settings, "mmap": False})
     return with_unified_ram_blocker(est, hw, no_mmap=True)

@@ -122,15 +122,18 @@ def llamacpp_fa_flags(settings: InferenceSettings) -> list[str]:
     """``-fa`` as the build of ``settings.runtime_version`` reads it, for the flash attention
     the estimate used.
 
-    Builds since PR #15434 (2025-08-30, b6343: "the type of flash attention is changed from
-    bool to string") take ``-fa on|off|auto`` and default to auto (oomkit: on); older builds
-    take a bare ``-fa`` and run without flash attention unless it is given (the generation's
-    ``flash_attn_default``).
-    """
-    from oomkit.estimate.generations import generation_effect, resolve_generation
+    Builds since PR #15434 (2025-08-30: "the type of flash attention is changed from bool to
+    string"; :mod:`oomkit.estimate.flag_eras`' ``fa_valued`` row, the table the refusals use)
+    take ``-fa on|off|auto`` and default to auto (oomkit: on); older builds take a bare ``-fa``
+    and run without flash attention unless it is given.
 
-    gen = resolve_generation("llama.cpp", settings.runtime_version)
-    valued = bool(generation_effect(gen, "flash_attn_default", True))
+    >>> from oomkit.spec.settings import InferenceSettings as S
+    >>> [llamacpp_fa_flags(S(runtime_version=v, flash_attn=True)) for v in ("b5000", None)]
+    [['-fa'], ['-fa', 'on']]
+    """
+    from oomkit.estimate.flag_eras import flag_available
+
+    valued = flag_available("llama.cpp", "fa_valued", settings.runtime_version)
     fa = valued if settings.flash_attn is None else settings.flash_attn
     if valued:
         return ["-fa", "on" if fa else "off"]

@@ -29,7 +29,7 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
     {
         "llama.cpp": FlagTable(
             program="llama-server",
-            version="llama.cpp b7000+ (late 2025; -fa takes on|off|auto since b6325)",
+            version="llama.cpp b7000+ (late 2025; -fa takes on|off|auto since PR #15434)",
             source="llama.cpp common/arg.cpp common_params_parser_init",
             flags=MappingProxyType(
                 {
