@@ -53,7 +53,9 @@ def test_table_matches_the_click_command() -> None:
                 name, convert = VALUE_OPTIONS[opt]
                 assert name == p.name, opt
                 assert not p.is_flag, opt
-                assert not p.multiple, opt
+                # -m/--model collects every value so two different models are refused; the
+                # fast path takes one and hands a second, different one to click
+                assert not p.multiple or p.name == "model_flag", opt
                 assert p.nargs == 1, opt
                 if p.type is SIZE:
                     assert convert is parse_size, opt
@@ -98,7 +100,10 @@ def _click_parse(argv: list[str]) -> dict[str, Any] | None:
     params = {k: v for k, v in ctx.params.items() if not k.startswith("train_")}
     for name in UNMODELLED:  # refused in the command's body when given (never by the fast path)
         params.pop(name)
-    flagged = params.pop("model_flag")  # -m MODEL: the command resolves it (resolve_model)
+    flags = set(params.pop("model_flag") or ())  # -m MODEL: the command resolves it
+    if len(flags) > 1:  # two different -m models: resolve_model refuses them
+        return None
+    flagged = next(iter(flags), None)
     if flagged is not None and params["model"] not in (None, flagged):
         return None
     params["model"] = params["model"] if params["model"] is not None else flagged
