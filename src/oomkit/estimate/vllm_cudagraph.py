@@ -46,7 +46,10 @@ on V1 engine"; 0.11.1 l. 255-275, AITER off unless ``VLLM_ROCM_USE_AITER=1``), w
 declares ``AttentionCGSupport.ALWAYS`` (0.11.1 vllm/v1/attention/backends/triton_attn.py l. 70),
 so 0.11.1 keeps FULL_AND_PIECEWISE (vllm/config/vllm.py l. 462-470; no downgrade in
 gpu_model_runner.py ``_check_and_update_cudagraph_mode``), and 0.8.5 V1 captures PIECEWISE
-graphs (vllm/config.py l. 3885-3899, sizes l. 4032-4046) as on CUDA.
+graphs (vllm/config.py l. 3885-3899, sizes l. 4032-4046) as on CUDA. The custom all-reduce is
+off below MI300 (rocm.py ``use_custom_allreduce``: gfx94/gfx95 only; 0.8.5 vllm/config.py l.
+1802, 0.11.1 vllm/config/parallel.py l. 639), so TP's all-reduces are RCCL kernel nodes inside
+the graphs: their arguments are in :data:`HIP_KERNARG_PER_LAYER`.
 """
 
 from __future__ import annotations
