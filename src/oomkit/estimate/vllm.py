@@ -293,6 +293,7 @@ def plan_vllm(
             max_num_batched_tokens=batched,
             elem_bytes=elem,
             tp=tp,
+            hip=device.backend == "rocm",
         )
     lora = settings_lora_plan(
         spec, settings, eng.name, stage, pp_rank == 0, elem, batched, seqs, tp

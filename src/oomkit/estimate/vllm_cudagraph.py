@@ -31,6 +31,25 @@ size's working set, then every further graph adds a roughly constant amount ("Us
 MiB per graph for driver overhead"): the instantiated graph's kernel nodes, so it grows with
 the layers the graph spans. Here: the largest capture's one-layer live set (the pool, reused
 by every smaller size captured after it) + ``layer_graphs x`` :data:`PER_LAYER_GRAPH`.
+
+On ROCm (``hip=True``) the per-node driver cost is not CUDA's: HIP's ``hipGraphInstantiate``
+(ROCm/clr hipamd/src/hip_graph_internal.cpp, ``GraphExec::CaptureAQLPackets``) pre-forms the AQL
+packets and allocates ONE kernel-argument pool per instantiated graph, ``sum of the kernel
+nodes' kernarg sizes + kKernArgChunkSize`` (``constexpr uint32_t kKernArgChunkSize = 128 * Ki``),
+in VRAM when the BAR is large (``GraphKernelArgManager::AllocGraphKernargPool``:
+``deviceLocalAlloc``, else pinned host memory). So a graph costs 128 KiB + its kernel arguments
+(:data:`HIP_GRAPH_POOL`, :data:`HIP_KERNARG_PER_LAYER`): a PIECEWISE capture (``layers + 1``
+graphs per size) pays 128 KiB per piece, a FULL or V0 graph once per size. What the graphs are
+does not change on ROCm: vLLM 0.8.5 V1 and 0.11.1 on an MI100 (gfx908) use the Triton backend
+(vllm/platforms/rocm.py ``get_attn_backend_cls``: 0.8.5 l. 174-177 "Using Triton Attention backend
+on V1 engine"; 0.11.1 l. 255-275, AITER off unless ``VLLM_ROCM_USE_AITER=1``), whose builder
+declares ``AttentionCGSupport.ALWAYS`` (0.11.1 vllm/v1/attention/backends/triton_attn.py l. 70),
+so 0.11.1 keeps FULL_AND_PIECEWISE (vllm/config/vllm.py l. 462-470; no downgrade in
+gpu_model_runner.py ``_check_and_update_cudagraph_mode``), and 0.8.5 V1 captures PIECEWISE
+graphs (vllm/config.py l. 3885-3899, sizes l. 4032-4046) as on CUDA. The custom all-reduce is
+off below MI300 (rocm.py ``use_custom_allreduce``: gfx94/gfx95 only; 0.8.5 vllm/config.py l.
+1802, 0.11.1 vllm/config/parallel.py l. 639), so TP's all-reduces are RCCL kernel nodes inside
+the graphs: their arguments are in :data:`HIP_KERNARG_PER_LAYER`.
 """
 
 from __future__ import annotations
@@ -39,7 +58,15 @@ from oomkit.estimate.hf_activations import forward_peak_bytes
 from oomkit.spec.model import ModelSpec
 from oomkit.units import KiB
 
-__all__ = ["PER_LAYER_GRAPH", "capture_sizes", "cudagraph_bytes", "layer_graphs"]
+__all__ = [
+    "HIP_GRAPH_POOL",
+    "HIP_KERNARG_PER_LAYER",
+    "PER_LAYER_GRAPH",
+    "capture_sizes",
+    "cudagraph_bytes",
+    "graph_execs",
+    "layer_graphs",
+]
 
 #: Memory per layer per captured size. The median (215 KiB) of the development logs' "Graph
 #: capturing finished in N secs, took X GiB" and "Estimated CUDA graph memory" figures, less
@@ -49,6 +76,16 @@ __all__ = ["PER_LAYER_GRAPH", "capture_sizes", "cudagraph_bytes", "layer_graphs"
 #: kernels per layer) and NCCL captured in the graph (TP without the custom all-reduce) sit
 #: above it: that span is in the verdict band (``CUDAGRAPH_POOL_MAX``).
 PER_LAYER_GRAPH = 216 * KiB
+
+#: ROCm: the kernel-argument pool every instantiated HIP graph allocates on top of its kernels'
+#: arguments (ROCm/clr hipamd/src/hip_graph_internal.cpp ``kKernArgChunkSize = 128 * Ki``, "Add
+#: a larger initial pool to accomodate for any updates to kernel args").
+HIP_GRAPH_POOL = 128 * KiB
+#: ROCm: one decoder layer's kernel arguments in a graph's pool (``GetKerArgSize`` of each
+#: kernel node): ~15-25 kernels (norms, GEMMs, RoPE, activation, MoE routing, RCCL all-reduces
+#: under TP), each its explicit arguments + 256 B of hidden arguments (code object v5): < 1 KiB
+#: each; 16 KiB bounds it.
+HIP_KERNARG_PER_LAYER = 16 * KiB
 
 _V0 = ("v0-2023-allocated", "v0-2023-total", "v0-2023", "v0-2024", "v0-2025")
 _PIECEWISE_ONLY = ("v1-2025-global", "v1-0.8.0", "v1-2025")
@@ -96,6 +133,24 @@ def layer_graphs(
     return n * layers, max(sizes, default=0)
 
 
+def graph_execs(engine: str, *, layers: int, max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    """How many graphs one rank instantiates: one per size for V0 and FULL graphs, ``layers +
+    1`` per size for PIECEWISE (torch.compile splits at each attention op).
+
+    >>> graph_execs("v0-2023", layers=32, max_num_seqs=256, max_num_batched_tokens=4096)
+    35
+    >>> graph_execs("v1-0.11.1", layers=64, max_num_seqs=256, max_num_batched_tokens=2048)
+    3350
+    """
+    sizes = capture_sizes(
+        engine, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens
+    )
+    if engine in _V0:
+        return len(sizes)
+    full = 0 if engine in _PIECEWISE_ONLY else sum(1 for s in sizes if s <= max_num_seqs)
+    return len(sizes) * (layers + 1) + full
+
+
 def cudagraph_bytes(
     spec: ModelSpec,
     engine: str,
@@ -105,8 +160,9 @@ def cudagraph_bytes(
     max_num_batched_tokens: int,
     elem_bytes: int,
     tp: int,
+    hip: bool = False,
 ) -> tuple[int, str]:
-    """CUDA-graph memory of one rank: (bytes, how it was counted)."""
+    """CUDA-graph memory of one rank: (bytes, how it was counted); ``hip``: a ROCm build."""
     n, largest = layer_graphs(
         engine,
         layers=layers,
@@ -115,6 +171,19 @@ def cudagraph_bytes(
     )
     pool = forward_peak_bytes(spec, tokens=largest, elem_bytes=elem_bytes, tp=tp).n_bytes
     graphs = n // max(1, layers)
+    if hip:
+        execs = graph_execs(
+            engine,
+            layers=layers,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens,
+        )
+        why = (
+            f"HIP: {execs} graphs x {HIP_GRAPH_POOL // KiB} KiB kernarg pool + {graphs} sizes "
+            f"x {layers} layers x {HIP_KERNARG_PER_LAYER // KiB} KiB + the pool of the largest "
+            f"({largest} tokens)"
+        )
+        return execs * HIP_GRAPH_POOL + n * HIP_KERNARG_PER_LAYER + pool, why
     why = (
         f"{graphs} captured sizes x {layers} layers x {PER_LAYER_GRAPH // KiB} KiB "
         f"+ the pool of the largest ({largest} tokens)"
