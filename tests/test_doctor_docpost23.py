@@ -139,3 +139,22 @@ def test_wordings_read_as_host_ram(text: str, cause: str) -> None:
 )
 def test_near_misses_stay_silent(text: str) -> None:
     assert not diagnose_text(text).oom_found
+
+
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        # the GPU ruled out in English, as device_ruled_out reads it in Chinese (显存没问题)
+        ("the process extract-mesh always be killed, the gpu memery is enough.", "host_ram"),
+        ("python train.py got Killed, the VRAM is fine.", "host_ram"),
+        # a shortage keeps the device's veto
+        ("the process was killed, the gpu memory is not enough.", "batch_or_activations"),
+    ],
+)
+def test_gpu_memory_said_enough_does_not_veto_a_kill(text: str, cause: str) -> None:
+    assert diagnose_text(text).cause == cause
+
+
+def test_retired_sdfstudio_kill_reads_host_ram() -> None:
+    r = _record("heldout47", "h47-sdfstudio-99")
+    assert diagnose_text(str(r["text"])).cause == "host_ram"
