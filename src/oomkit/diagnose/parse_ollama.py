@@ -58,7 +58,10 @@ def _below(m: re.Match[str]) -> str | None:
 _TERMINATED = re.compile(
     r"(?P<who>llama runner|llama-server) process has terminated(?:: (?P<why>.{0,300}))?"
 )
-_LAYOUT = re.compile(r"memory layout cannot be allocated(?: with num_gpu = (?P<n>-?\d{1,5}))?")
+# llm/server.go: errors.New("memory layout cannot be allocated") and fmt.Errorf("memory layout
+# cannot be allocated with num_gpu = %v", ...); Go's errors are lower-case, an issue title or a
+# sentence capitalises the first word ("Memory layout cannot be allocated"; docpost23)
+_LAYOUT = re.compile(r"[Mm]emory layout cannot be allocated(?: with num_gpu = (?P<n>-?\d{1,5}))?")
 _KV = re.compile(
     r"(?P<k>(?:memory|layers|projector)\.[A-Za-z_.]{1,40})=(?:\"(?P<q>[^\"]{0,300})\"|(?P<u>\S{1,60}))"
 )
@@ -76,7 +79,7 @@ _LAYOUT_KINDS = {"model weights": "model", "kv cache": "KV", "compute graph": "c
 _NEEDLES = (
     "system memory",
     "process has terminated",
-    "memory layout",
+    "emory layout",
     "insufficient memory",
     "unexpectedly stopped",
     "memory.",
@@ -205,7 +208,7 @@ def parse_ollama(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 )
                 facts["ollama_runner"] = True  # Ollama chose this runner's GPU layer count
                 continue
-        if "memory layout cannot be allocated" in line:
+        if "emory layout cannot be allocated" in line:
             m = _LAYOUT.search(line)
             num = m.group("n") if m else None
             events.append(

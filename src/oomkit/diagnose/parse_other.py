@@ -129,11 +129,13 @@ _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\
 # pt linha, nl regel, pl linia, sv rad, ru строка) while the signal name often stays English
 # (docfix15) bash's po/*.po "%s: line %d: " in CJK (jobs.c notify_of_job_status): ko "%s: 줄 %d: "
 # (older ko.po "행 %d번: "), ja "%s: %d 行: ", zh_CN "%s: 第 %d 行：", zh_TW "%s: 第 %d 列：" (a
-# full-width colon and no space: "%5ld" pads the pid, so a 5-digit pid follows it directly)
+# full-width colon and no space: "%5ld" pads the pid, so a 5-digit pid follows it directly);
+# (docpost23) a space before the colon ("line 155 : 1126 Killed"): French typography spaces
+# it ("%s : ligne %d : "), and pastes retyped by hand do
 _BASH_KILLED = re.compile(
     r"(?:(?:line|Zeile|ligne|riga|l\u00ednea|linha|regel|linia|rad|"
     r"\u0441\u0442\u0440\u043e\u043a\u0430|\uc904) \d{1,7}|\ud589 \d{1,7}\ubc88|"
-    r"\d{1,7} \u884c|\u7b2c \d{1,7} [\u884c\u5217])[:\uff1a]"
+    r"\d{1,7} \u884c|\u7b2c \d{1,7} [\u884c\u5217]) ?[:\uff1a]"
     r"\s{0,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S"
 )
 # (docfix15) bash's interactive job report (jobs.c pretty_print_job "[%d]%c " then

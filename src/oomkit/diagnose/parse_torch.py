@@ -212,7 +212,16 @@ _LIB = re.compile(
 )
 # other libraries' allocators that quote the CUDA error (XGBoost's caching allocator, RAPIDS
 # RMM): their own wording names the library and its numbers (``parse_libs``)
-_OTHER_LIBS = ("Memory allocation error on worker", "rmm/mr/", "RMM failure", "rmm::")
+_OTHER_LIBS = (
+    "Memory allocation error on worker",
+    "rmm/mr/",
+    "RMM failure",
+    "rmm::",
+    # thrust's and CuPy's "<name>: <string>" (parse_libs; docpost23)
+    " failed: cudaErrorMemoryAllocation",
+    "bad_alloc: cudaErrorMemoryAllocation",
+    "CUDARuntimeError: cudaErrorMemoryAllocation",
+)
 _DEVICE_IN_TEXT = re.compile(r"(?:cuda|device)[: ](?P<dev>\d{1,3})\b")
 
 

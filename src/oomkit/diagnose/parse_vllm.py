@@ -68,6 +68,13 @@ _STARTUP = re.compile(
     + _F
     + r") ?GiB\)"
 )
+# (docpost23, heldout46) the guard quoted with its numbers elided: "ValueError: Free memory on
+# device ... less than desired" (the head and the tail of request_memory's message around an
+# ellipsis; no numbers to read)
+_STARTUP_ELIDED = re.compile(
+    r"\b(?i:free) memory on device\b.{0,40}?(?:\.{3}|\u2026)\s{0,8}(?:on startup )?(?:is )?"
+    r"less than desired\b"
+)
 _SAMPLER = re.compile(r"warming up sampler with (?P<n>\d{1,7}) dummy requests")
 _PROF_V0 = re.compile(
     r"model weights take (?P<w>"
@@ -144,6 +151,7 @@ _NEEDLES = (
     "max seq len",
     "cache blocks",
     "on startup is less than",
+    "emory on device",
     "warming up sampler",
     "GiB",
     "GB",
@@ -337,6 +345,12 @@ def _event_at(lines: Lines, i: int, line: str) -> OomEvent | None:
                 gpu_memory_utilization=to_float(m3.group("util")),
                 stage="startup",
             )
+    if "emory on device" in line:
+        m3e = _STARTUP_ELIDED.search(window(lines, i, max_lines=2))
+        if m3e is not None:
+            return _vllm_event(
+                "startup_free_memory", "vllm_startup_free_memory", m3e.group(0), n, stage="startup"
+            )
     if "warming up sampler" in line:
         m4 = _SAMPLER.search(line)
         if m4 is not None:
@@ -420,7 +434,9 @@ def parse_vllm(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
             continue
         _context(line, facts)
         kv, blocks = facts.get("kv_cache_bytes"), facts.get("num_gpu_blocks")
-        if ((kv is not None and kv < 0) or blocks == 0) and not any(
+        # v1/core/kv_cache_utils.py check_enough_kv_cache_memory raises "No available memory for
+        # the cache blocks" when available_memory <= 0: a profile that printed 0.0 GiB is it too
+        if ((kv is not None and kv <= 0) or blocks == 0) and not any(
             e.kind == "no_kv_blocks" for e in events
         ):
             events.append(

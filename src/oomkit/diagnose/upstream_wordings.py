@@ -43,6 +43,7 @@ from oomkit.diagnose.upstream_wordings_limits import (
     LIMITS_NOT_CAPACITY,
 )
 from oomkit.diagnose.upstream_wordings_more import MORE, MORE_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_native import NATIVE, NATIVE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_runtimes import (
     RUNTIMES,
     RUNTIMES_NEAR_MISSES,
@@ -73,6 +74,7 @@ WORDINGS: tuple[Wording, ...] = (
     + HISTORY
     + EDGE
     + LEGACY
+    + NATIVE
     + WARNINGS
     + CODES
     + EXITS
@@ -138,6 +140,7 @@ NEAR_MISSES: tuple[str, ...] = (
     *HISTORY_NEAR_MISSES,
     *EDGE_NEAR_MISSES,
     *LEGACY_NEAR_MISSES,
+    *NATIVE_NEAR_MISSES,
     *WARNINGS_NEAR_MISSES,
     *CODES_NEAR_MISSES,
     *KILLS_NEAR_MISSES,
