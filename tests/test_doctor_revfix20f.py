@@ -4,6 +4,7 @@ for a refusal, radeonsi's rejected command submission with -ENOMEM)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from oomkit.diagnose.doctor import diagnose_text
-from oomkit.diagnose.placement_fixes import gpus_stated
+from oomkit.diagnose.placement_fixes import gpus_stated, split_fix
 from oomkit.diagnose.prompt_lines import line_ok
 from oomkit.diagnose.shell_lines import prompt
 
@@ -48,7 +49,8 @@ def test_gpustack_share_left_by_its_own_reserve_is_not_another_process() -> None
     out = _cli(_record("heldout34", "h34-gpustack-3745"))
     assert out.startswith("Cause: unknown")
     assert "other_process" not in out
-    assert "default reserve" in out and "allocated list" in out
+    assert "default reserve" in out
+    assert "allocated list" in out
     assert "--system-reserved" in out
 
 
@@ -89,27 +91,30 @@ def test_placement_fix_for_transformers_on_four_gpus() -> None:
     assert "Cause: multi_gpu_imbalance" in out
     fix1 = out.split("  1. ", 1)[1].split("  2. ", 1)[0]
     assert "--tensor-parallel-size" not in fix1
-    assert 'device_map="auto"' not in out and "device_map='auto'" not in out
+    assert 'device_map="auto"' not in out
+    assert "device_map='auto'" not in out
     assert 'max_memory = {0: "<N>GiB", 1: "<N>GiB", 2: "<N>GiB", 3: "<N>GiB"}' in fix1
     assert 'device_map="balanced_low_0"' in fix1
     assert "CUDA_VISIBLE_DEVICES=0,1" not in out
 
 
 def test_placement_fix_for_vllm_keeps_its_flag_and_the_count() -> None:
-    text = (
-        "I have 4 GPUs but only one GPU is used.\n"
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.\n"
-        "  File \"/usr/lib/python3/site-packages/vllm/worker/worker.py\", line 1, in load_model"
-    )
-    d = diagnose_text(text)
-    if d.primary is not None and d.primary.runtime == "vllm":
-        cmds = " ".join(d.fixes[0].commands)
-        assert "--tensor-parallel-size 4" in cmds and "CUDA_VISIBLE_DEVICES=0,1,2,3" in cmds
+    e = diagnose_text(_BARE).events[0]
+    fix = split_fix(dataclasses.replace(e, runtime="vllm"), "I have 4 GPUs, only one is used")
+    assert fix.commands == ("--tensor-parallel-size 4", "CUDA_VISIBLE_DEVICES=0,1,2,3")
+    three = split_fix(dataclasses.replace(e, runtime="vllm"), "3 GPUs")
+    assert three.commands[0] == "--tensor-parallel-size 2"  # a power of two within the three
 
 
 @pytest.mark.parametrize(
     ("text", "n"),
-    [("4x 3090", 4), ("two RTX 4090 cards", 2), ("8张卡可用", 8), ("--num-gpus 2", 2), ("one GPU", None)],
+    [
+        ("4x 3090", 4),
+        ("two RTX 4090 cards", 2),
+        ("8张卡可用", 8),
+        ("--num-gpus 2", 2),
+        ("one GPU", None),
+    ],
 )
 def test_gpus_stated(text: str, n: int | None) -> None:
     assert gpus_stated(text) == n
@@ -130,7 +135,8 @@ def test_a_config_batch_gets_a_config_cut(stated: str, line: str) -> None:
     d = diagnose_text(f"{stated}\n{_BARE}")
     cmds = [c for f in d.fixes for c in f.commands]
     assert line in cmds, cmds
-    assert prompt(line) == "config: " and line_ok("config: ", line)
+    assert prompt(line) == "config: "
+    assert line_ok("config: ", line)
     assert not any(c.startswith("batch_size = ") for c in cmds)
 
 
@@ -143,7 +149,8 @@ def test_a_batch_in_prose_stays_python() -> None:
 def test_a_scheduler_refusal_has_no_base_rate_sentence() -> None:
     d = diagnose_text(_record("heldout44", "h44-gpustack-5207"))
     assert d.cause == "unknown"
-    assert "equally common" not in d.explanation and "base rate" not in d.explanation
+    assert "equally common" not in d.explanation
+    assert "base rate" not in d.explanation
 
 
 # 6. radeonsi's rejected command submission is memory only with -12 (ENOMEM)
@@ -156,7 +163,8 @@ def test_a_scheduler_refusal_has_no_base_rate_sentence() -> None:
 )
 def test_the_rejected_submission_with_enomem_is_recognised(line: str) -> None:
     d = diagnose_text(line)
-    assert d.primary is not None and d.primary.format == "amdgpu_cs_enomem"
+    assert d.primary is not None
+    assert d.primary.format == "amdgpu_cs_enomem"
 
 
 @pytest.mark.parametrize(

@@ -43,8 +43,8 @@ _STATED = re.compile(
     re.IGNORECASE,
 )
 #: the micro-batch stated as a config-file member: a YAML ``key: value`` line or a JSON
-#: ``"key": value`` member, under the keys of DeepSpeed's config (``train_micro_batch_size_per_gpu``,
-#: deepspeed/runtime/constants.py TRAIN_MICRO_BATCH_SIZE_PER_GPU), axolotl's YAML
+#: ``"key": value`` member, under the keys of DeepSpeed's config
+#: (``train_micro_batch_size_per_gpu``, deepspeed/runtime/constants.py), axolotl's YAML
 #: (``micro_batch_size``) and LLaMA-Factory's / the HF Trainer's YAML
 #: (``per_device_train_batch_size``): the cut goes in the same file as the same member
 #: (``config: train_micro_batch_size_per_gpu: 4``), not as a Python assignment (revfix20f)

@@ -71,7 +71,8 @@ def split_fix(e: OomEvent, text: str) -> Fix:
     used = {m.group(1).lower() for m in _DEVICE_MAP.finditer(text)}
     budget = ", ".join(f'{i}: "<N>GiB"' for i in range(n or 2))
     cmds = [
-        f'model = AutoModelForCausalLM.from_pretrained(name, device_map="{v}", max_memory=max_memory)'
+        "model = AutoModelForCausalLM.from_pretrained("
+        f'name, device_map="{v}", max_memory=max_memory)'
         for v in ("balanced_low_0", "balanced")
         if v not in used
     ][:1]

@@ -60,7 +60,8 @@ _NOT = re.compile(
     # "already on the first run", "from the first run on": the first attempt failed too
     r"|\b" + _FAILS + r"\s+(?:already\s+|even\s+)?(?:(?:on|at|in|during|from)\s+)?(?:the\s+)?"
     r"(?:very\s+)?" + _FIRST + r"\b"
-    r"|\b(?:already|even)\s+(?:(?:on|at|in|during|from)\s+)?(?:the\s+)?(?:very\s+)?" + _FIRST
+    r"|\b(?:already|even)\s+(?:(?:on|at|in|during|from)\s+)?(?:the\s+)?(?:very\s+)?"
+    + _FIRST
     + r"\b"
     # every attempt fails alike: "both times", "every/each time", "the same error (again)"
     r"|\bboth\s+(?:times|runs|attempts)\b|\b(?:every|each)\s+(?:single\s+)?(?:time|run|attempt)\b"
