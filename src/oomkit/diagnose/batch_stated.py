@@ -28,7 +28,7 @@ import re
 from oomkit.diagnose.fixes import Fix
 from oomkit.diagnose.rules import Diagnosis
 
-__all__ = ["cap_batch_cuts", "stated_batch"]
+__all__ = ["cap_batch_cuts", "stated_batch", "stated_member"]
 
 #: a micro-batch stated in prose or on a command line; a qualifier before it (``max_``, ``eval``,
 #: ``total``, ``global``, ``effective``, ``train_batch_size`` totals) names another quantity
@@ -50,6 +50,16 @@ _STATED = re.compile(
 _GATE = ("batch", "Batch", "BATCH", "bs", "BS", "Bs")
 #: how much of a huge paste's head and tail is read for a stated batch (1 MiB each)
 _EDGE = 1 << 20
+#: the micro-batch stated as a config-file member: a YAML ``key: value`` line or a JSON
+#: ``"key": value`` member, under the keys of DeepSpeed's config
+#: (``train_micro_batch_size_per_gpu``, deepspeed/runtime/constants.py), axolotl's YAML
+#: (``micro_batch_size``) and LLaMA-Factory's / the HF Trainer's YAML
+#: (``per_device_train_batch_size``): the cut goes in the same file as the same member
+#: (``config: train_micro_batch_size_per_gpu: 4``), not as a Python assignment (revfix20f)
+_CONFIG_MEMBER = re.compile(
+    r"(?m)(?:^[ \t-]*|[{,]\s*)(\"?)(train_micro_batch_size_per_gpu|micro_batch_size|"
+    r"per_device_train_batch_size)\1\s*:\s*(\d{1,4})\b"
+)
 #: the batch-cut lines: a factor, a halving, a fixed value
 _FACTOR = re.compile(r"(\w*batch_size) = max\(1, \1 // (\d+)\)")
 _HALVE = re.compile(r"(\w*batch_size) //= 2")
@@ -74,7 +84,21 @@ def stated_batch(text: str) -> int | None:
     return found[-1] if found else None
 
 
-def _capped(fix: Fix, b: int) -> Fix:
+def stated_member(text: str, b: int) -> str | None:
+    """How the stated batch ``b`` is written when the text states it as a config member
+    (:data:`_CONFIG_MEMBER`): ``"key": {}`` for JSON, ``key: {}`` for YAML; else None."""
+    found = [m for m in _CONFIG_MEMBER.finditer(text) if int(m.group(3)) == b]
+    if not found:
+        return None
+    quote, key = found[-1].group(1), found[-1].group(2)
+    return f'"{key}": {{}}' if quote else f"{key}: {{}}"
+
+
+def _cut_line(name: str, n: int, b: int, member: str | None) -> str:
+    return (member.format(n) if member else f"{name} = {n}") + f"   # stated {b}"
+
+
+def _capped(fix: Fix, b: int, member: str | None = None) -> Fix:
     cmds: list[str] = []
     notes: list[str] = []
     for c in fix.commands:
@@ -85,12 +109,12 @@ def _capped(fix: Fix, b: int) -> Fix:
             notes.append("the stated batch is already 1, so the input size (sequence length, "
                          "image size) is what is left to cut")  # fmt: skip
         elif m is not None and int(f) > b:
-            cmds.append(f"{m.group(1)} = 1   # stated {b}")
+            cmds.append(_cut_line(m.group(1), 1, b, member))
             notes.append(f"the stated batch is {b}, under the {int(f)}x cut: batch 1 keeps 1/{b} "
                          "of the activations, so shorten the input (sequence length, image "
                          "size) too")  # fmt: skip
         elif m is not None:
-            cmds.append(f"{m.group(1)} = {max(1, b // int(f))}   # stated {b}")
+            cmds.append(_cut_line(m.group(1), max(1, b // int(f)), b, member))
         else:
             fixed = _FIXED.search(c)
             if fixed is not None and int(fixed.group(3)) >= b > 1:
@@ -111,5 +135,6 @@ def cap_batch_cuts(result: Diagnosis, text: str) -> Diagnosis:
     b = stated_batch(text)
     if b is None:
         return result
-    fixes = tuple(_capped(f, b) for f in result.fixes)
+    member = stated_member(text, b)
+    fixes = tuple(_capped(f, b, member) for f in result.fixes)
     return result if fixes == result.fixes else dataclasses.replace(result, fixes=fixes)

@@ -152,6 +152,13 @@ _AMDGPU_CS = re.compile(
     # bminor/mesa-mesa@00abc931: -ENOMEM -> VK_ERROR_OUT_OF_HOST_MEMORY), the kernel's
     # DRM_ERROR/drm_err("Not enough memory for command submission!\n") quoted alone
     r"(?:\b[\w/]{1,30}: |^\W{0,3})Not enough memory for command submission[.!]"
+    # revfix20f: radeonsi's C++ winsys (src/gallium/winsys/amdgpu/drm/amdgpu_cs.cpp,
+    # amdgpu_cs_submit_ib) dropped the -ENOMEM branch: a userspace ``out_of_memory`` sets
+    # r = -ENOMEM and the one remaining message prints it, "amdgpu: The CS has been rejected, see
+    # dmesg for more information (%i)." and later "amdgpu: The CS has been rejected (%i)."; only
+    # -12 (ENOMEM) is memory: -22, -19, -62 ... are invalid, lost device, timeout
+    r"|\b(?:radv/)?amdgpu: The CS has been rejected(?:, see dmesg for more information)? "
+    r"\((?:-12|-ENOMEM)\)"
 )
 _TORCH_ALLOC_WARN = re.compile(
     r"memory allocation failed with OOM on device (?P<d>\d{1,3}) while trying to allocate "
@@ -185,6 +192,7 @@ _PREFILTER = needles_re(
         "nodes with",
         "CUDA runtime error: out of memory",
         "for command submission",
+        "CS has been rejected",
         "failed with OOM on device",
         "MemoryError: cu",
         "alloc: failed to allocate memory",
@@ -290,7 +298,9 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             n,
             detail=f"{m7['n']} more tensors hold {m7['b']}",
         )
-    if "for command submission" in line and _AMDGPU_CS.search(line):
+    if ("for command submission" in line or "CS has been rejected" in line) and _AMDGPU_CS.search(
+        line
+    ):
         return _ev("vulkan", "host_alloc_failed", "amdgpu_cs_enomem", line, n)
     m5 = _TORCH_ALLOC_WARN.search(line) if "failed with OOM" in line else None
     if m5 is not None:

@@ -484,6 +484,13 @@ def _leaders(rate: BaseRate) -> tuple[str, ...]:
     return tuple(c for c, n in rate.counts if n_top - n < MIN_LEAD_Z * math.sqrt(max(1, n_top + n)))
 
 
+#: a scheduler's or loader's refusal before any allocation (GPUStack's resource-fit selector,
+#: a loader's "needs N, but only M available" admission check): the rates count causes of
+#: allocations that failed, which say nothing about a request compared and refused up front;
+#: the rule's own reading and deciding question stand alone (revfix20f)
+_REFUSALS = frozenset({"scheduler_no_fit", "preload_refusal"})
+
+
 def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the base-rate guess when the rule left the cause open.
 
@@ -493,7 +500,7 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
       stays, at most 0.35, and the explanation names the tie.
     * Otherwise (flat, or no rate for this family): ``unknown``, saying what would decide.
     """
-    if not is_open(result):
+    if not is_open(result) or e.kind in _REFUSALS:
         return result
     key = prior_key(e, ctx)
     rate = base_rate(key)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.gpustack_reserve import reserve_only
 
 __all__ = ["analyze_engines"]
 
@@ -297,6 +298,9 @@ def _gpustack(e: OomEvent) -> Analysis:
     )
     if not held and need is not None and avail is not None and need > avail:
         return _gpustack_big(need, avail, util)
+    reserve = reserve_only(avail, share, util)  # the share GPUStack's own reserve takes
+    if reserve is not None:
+        return reserve
     lower = (
         f"--gpu-memory-utilization={min(share / 100 - 0.02, 0.9):.2f}"
         if share is not None

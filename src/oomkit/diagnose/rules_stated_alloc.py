@@ -14,6 +14,7 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.placement_fixes import not_in_use, split_fix
 from oomkit.diagnose.placement_words import ONE_OF_SEVERAL_MORE
 from oomkit.diagnose.rules_stated import fallback
 
@@ -216,6 +217,7 @@ def stated_one_gpu_of_several(result: Analysis, e: OomEvent, ctx: LogContext) ->
     m = _ONE_OF_SEVERAL.search(e.text) or ONE_OF_SEVERAL_MORE.search(e.text)
     if m is None:
         return None
+    said = "\n".join((e.text, *(s for _, s in ctx.paste_prose)))
     return Analysis(
         cause="multi_gpu_imbalance",
         confidence=0.45,
@@ -224,16 +226,8 @@ def stated_one_gpu_of_several(result: Analysis, e: OomEvent, ctx: LogContext) ->
         "device while the others stay light. What would decide: `oomkit gpus` during the run "
         "(one GPU full, the others near empty).",
         fixes=(
-            generic(
-                "Split (or replicate) the work across the GPUs",
-                "one device holds everything while the others stay light.",
-                (
-                    "--tensor-parallel-size 2",
-                    'device_map="auto"',
-                    "CUDA_VISIBLE_DEVICES=0,1",
-                ),
-            ),
-            *result.fixes,
+            split_fix(e, said),
+            *not_in_use(result.fixes, said),
         ),
         open_question=False,
     )

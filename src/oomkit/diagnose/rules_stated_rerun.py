@@ -49,11 +49,23 @@ _RERUN = re.compile(
     r"|(?:重新|再次)运行[^。\n]{0,6}(?:单元格|cell)"
 )
 #: the second run said to work, the first said to fail too (separate attempts, both too big:
-#: "At the first time, out of memory is reported at the second epoch"), or another device or
+#: "At the first time, out of memory is reported at the second epoch"; "it fails the first time
+#: already", "both times", "every time", "the same error again": revfix20f), or another device or
 #: machine: not a job that fit and then failed when run again in one process
+_FIRST = r"first\s+(?:time|run|call|attempt|try|execution|go)"
 _NOT = re.compile(
     r"(?i)\b" + _AGAIN + r"\b[^.\n]{0,30}?\b(?:works?|worked|is\s+fine|succeed\w*)\b"
-    r"|\bfirst\s+(?:time|run|call|attempt)\b[^.\n]{0,30}?\b" + _FAILS + r"\b"
+    r"|\b" + _FIRST + r"\b[^.\n]{0,30}?\b" + _FAILS + r"\b"
+    # "it fails the first time (already)", "OOMs on the very first run", "even the first time",
+    # "already on the first run", "from the first run on": the first attempt failed too
+    r"|\b" + _FAILS + r"\s+(?:already\s+|even\s+)?(?:(?:on|at|in|during|from)\s+)?(?:the\s+)?"
+    r"(?:very\s+)?" + _FIRST + r"\b"
+    r"|\b(?:already|even)\s+(?:(?:on|at|in|during|from)\s+)?(?:the\s+)?(?:very\s+)?"
+    + _FIRST
+    + r"\b"
+    # every attempt fails alike: "both times", "every/each time", "the same error (again)"
+    r"|\bboth\s+(?:times|runs|attempts)\b|\b(?:every|each)\s+(?:single\s+)?(?:time|run|attempt)\b"
+    r"|\bsame\s+(?:oom\s+|cuda\s+)?(?:error|exception|oom|message|problem)\b"
     r"|\bsecond\s+(?:gpu|card|device|machine|node|server)\b"
 )
 
