@@ -106,6 +106,8 @@ DEVELOPMENT_PARTS = (
     "heldout45",
     "heldout46",
     "heldout47",
+    "heldout48",
+    "heldout49",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
