@@ -28,12 +28,25 @@ ARGS = ["llama-3.3-70b", "-r", "vllm", "--quant", "fp8", "--gpu", "h100-sxm", "-
 
 
 def test_review_plan_raises_util_to_keep_the_context(capsys: pytest.CaptureFixture[str]) -> None:
-    """Review 14: the plan cut the context to 14848 although 0.96 fits 32768."""
-    best: dict[str, Any] = _plans(capsys, ARGS)[0]
-    assert best["settings"]["ctx"] == 32768
-    util = best["settings"]["gpu_memory_utilization"]
+    """Review 14: the plan cut the context to 14848 although 0.96 fits 32768. With current vLLM's
+    graph estimate charged to the budget (PR #38284) at its size, 1.79 GiB for 80 layers x 51
+    PIECEWISE + 51 FULL sizes at the H100 default of 1024 sequences (oomkit.estimate.vllm_cudagraph;
+    the fixed 512 MiB before), a raise alone no longer holds 32768 "fits" at 1024 sequences (0.96:
+    a 29104-token pool; 0.97: the 1024-row sampler terms make the device margin tight), so the
+    raise keeps the context together with a sequence cap (623); the planner's order puts the
+    context cut at a raised 0.95 first."""
+    plans = _plans(capsys, ARGS)
+    kept = [p for p in plans if isinstance(p["settings"], dict) and p["settings"]["ctx"] == 32768]
+    raised: dict[str, Any] = next(
+        p for p in kept if p["settings"].get("gpu_memory_utilization", 0.92) > 0.92
+    )
+    util = raised["settings"]["gpu_memory_utilization"]
     assert 0.92 < util < 1.0
-    assert f"--gpu-memory-utilization {util:g}" in best["command"]
+    assert f"--gpu-memory-utilization {util:g}" in raised["command"]
+    assert any("raised so the KV pool holds" in c for c in raised["changes"])
+    # the best plan cuts less than the 14848 of review 14, at a raised utilization too
+    best: dict[str, Any] = plans[0]
+    assert best["settings"]["ctx"] > 14848
     assert any("raised so the KV pool holds" in c for c in best["changes"])
 
 
