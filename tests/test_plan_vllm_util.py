@@ -9,7 +9,7 @@ import pytest
 
 from oomkit.cli import main
 from oomkit.cli.params import parse_gpu_list
-from oomkit.estimate.verdict import verdict
+from oomkit.estimate.verdict import Platform, device_segment, verdict
 from oomkit.hardware.targets import hardware_for
 from oomkit.planner.core import plan
 from oomkit.planner.request import PlanRequest
@@ -28,24 +28,43 @@ ARGS = ["llama-3.3-70b", "-r", "vllm", "--quant", "fp8", "--gpu", "h100-sxm", "-
 
 
 def test_review_plan_raises_util_to_keep_the_context(capsys: pytest.CaptureFixture[str]) -> None:
-    """Review 14: the plan cut the context to 14848 although 0.96 fits 32768."""
-    best: dict[str, Any] = _plans(capsys, ARGS)[0]
-    assert best["settings"]["ctx"] == 32768
-    util = best["settings"]["gpu_memory_utilization"]
+    """Review 14: the plan cut the context to 14848 although 0.96 fits 32768. With current vLLM's
+    graph estimate charged to the budget (PR #38284) at its size, 1.79 GiB for 80 layers x 51
+    PIECEWISE + 51 FULL sizes at the H100 default of 1024 sequences (oomkit.estimate.vllm_cudagraph;
+    the fixed 512 MiB before), a raise alone no longer holds 32768 "fits" at 1024 sequences (0.96:
+    a 29104-token pool; 0.97: the 1024-row sampler terms make the device margin tight), so the
+    raise keeps the context together with a sequence cap (623); the planner's order puts the
+    context cut at a raised 0.95 first."""
+    plans = _plans(capsys, ARGS)
+    kept = [p for p in plans if isinstance(p["settings"], dict) and p["settings"]["ctx"] == 32768]
+    raised: dict[str, Any] = next(
+        p for p in kept if p["settings"].get("gpu_memory_utilization", 0.92) > 0.92
+    )
+    util = raised["settings"]["gpu_memory_utilization"]
     assert 0.92 < util < 1.0
-    assert f"--gpu-memory-utilization {util:g}" in best["command"]
+    assert f"--gpu-memory-utilization {util:g}" in raised["command"]
+    assert any("raised so the KV pool holds" in c for c in raised["changes"])
+    # the best plan cuts less than the 14848 of review 14, at a raised utilization too
+    best: dict[str, Any] = plans[0]
+    assert best["settings"]["ctx"] > 14848
     assert any("raised so the KV pool holds" in c for c in best["changes"])
 
 
 def test_raised_util_verdict_fits_not_tight() -> None:
+    """Judged as `oomkit estimate --gpu h100-sxm` judges it (cli/estimate_run.py: the card's
+    catalog segment, no desktop-display share on a datacenter part)."""
     hw = hardware_for(parse_gpu_list("h100-sxm"))
+    platform = Platform(segments=tuple(device_segment(d) for d in hw.devices))
     r = plan("llama-3.3-70b", hw, PlanRequest(runtime="vllm", ctx=32768, quant="fp8"))
+    raised = 0
     for p in r.plans:
         util = p.estimate.settings.get("gpu_memory_utilization")
         default = p.estimate.runtime_details.get("default_util")
         if isinstance(util, float) and isinstance(default, float) and util > default:
-            assert verdict(p.estimate).level == "fits"
+            raised += 1
+            assert verdict(p.estimate, platform).level == "fits"
             assert not p.estimate.blockers
+    assert raised  # the promise is checked on a real raise
 
 
 def test_user_utilization_is_never_raised(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 import oomkit
 from oomkit.cli import main
-from oomkit.estimate.verdict import verdict
+from oomkit.estimate.verdict import Platform, device_segment, verdict
 from oomkit.planner.commands import parse_command
 from oomkit.planner.core import plan, suggest_changes
 from oomkit.planner.request import PlanRequest
@@ -36,10 +36,15 @@ def test_v0_mllama_plan_caps_the_sequences() -> None:
     assert 1 <= n < 256
     assert parse_command("vllm", top.command)["--max-num-seqs"] == [str(n)]
     assert any("--max-num-seqs" in c for c in top.changes)
-    # the suggested setting really fits when estimated on its own
+    # the suggested setting really fits when estimated on its own, judged as `oomkit estimate
+    # --gpu a100-80gb-sxm4` judges it (cli/estimate_run.py: the card's catalog segment, so no
+    # desktop-display share on a datacenter part; Platform() assumes one may drive a display)
     est = oomkit.estimate_model(_VISION, top.settings, hw)
     assert est.fits is True
-    assert verdict(est).level == "fits"
+    assert verdict(est, Platform(segments=(device_segment(hw.devices[0]),))).level == "fits"
+    # vLLM 0.6.3 runs Mllama eager (ModelConfig._verify_cuda_graph, until PR #14917): no graphs
+    assert est.runtime_details["cudagraph_bytes"] == 0
+    assert est.settings["enforce_eager"] is True
     # ... and it is the largest: one more sequence is not a plan the planner accepts
     s = Searcher(oomkit.load_model(_VISION), "vllm", hw, PlanRequest(runtime="vllm"), base)
     cand = next(e.cand for e in s.search() if e.cand.max_num_seqs == n)

@@ -143,3 +143,30 @@ def test_working_mi100_tp4_runs_at_util_098_are_not_called_over(rid: str) -> Non
     FULL_AND_PIECEWISE, 0.8.5 V1 PIECEWISE): CUDA's per-node cost put them 0.05-0.53 GiB over."""
     level, detail = _judge(rid)
     assert level != "does_not_fit", detail
+
+
+def test_mllama_runs_eager_before_0_8_2_and_on_rocm() -> None:
+    """vLLM's ``ModelConfig._verify_cuda_graph`` forced Mllama eager ("CUDA graph is not supported
+    for mllama yet, fallback to the eager mode") until PR #14917 (0.8.2); PR #15413 kept it on
+    ROCm. Eager: no graphs, and no graph span in the verdict's band."""
+    from oomkit.cli.params import parse_gpu_list
+    from oomkit.estimate.verdict_runtime import vllm_graph_span
+    from oomkit.estimate.vllm import estimate_vllm
+    from oomkit.estimate.vllm_support import mllama_eager
+    from oomkit.hardware.targets import hardware_for
+    from oomkit.spec.settings import InferenceSettings
+
+    spec = resolve_model("llama-3.2-11b-vision", offline=True)
+    assert mllama_eager(spec, "0.6.3", rocm=False)
+    assert mllama_eager(spec, "0.8.1", rocm=False)
+    assert mllama_eager(spec, "0.8.2", rocm=False) is None
+    assert mllama_eager(spec, "0.8.5", rocm=True)
+    assert mllama_eager(resolve_model("llama-3.1-8b", offline=True), "0.6.3", rocm=False) is None
+    hw = hardware_for(parse_gpu_list("a100-80gb-sxm4"))
+    old = estimate_vllm(spec, InferenceSettings(runtime_version="0.6.3", ctx=8192), hw)
+    assert old.runtime_details["cudagraph_bytes"] == 0
+    assert vllm_graph_span(old) is None
+    assert any("runs Mllama eager" in n for n in old.assumptions)
+    new = estimate_vllm(spec, InferenceSettings(runtime_version="0.9.2", ctx=8192), hw)
+    assert isinstance(new.runtime_details["cudagraph_bytes"], int)
+    assert new.runtime_details["cudagraph_bytes"] > 0

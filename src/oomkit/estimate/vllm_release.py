@@ -28,6 +28,7 @@ from oomkit.estimate.vllm_gemma2 import gemma2_window_ctx
 from oomkit.estimate.vllm_mrv2 import mrv2_note, runs_model_runner_v2
 from oomkit.estimate.vllm_support import (
     CAPABILITY_V0_NOTE,
+    mllama_eager,
     v0_capability_engine,
     v0_env_engine,
     v0_env_unavailable,
@@ -159,6 +160,11 @@ def release_rules(
                 "envs.py; EngineArgs._set_default_args_v0: max_num_seqs 256, chunked prefill "
                 "only above 32K and never for a multimodal model)",
             )
+    rocm = any(d.backend == "rocm" for d in hardware.devices)
+    eager = mllama_eager(spec, settings.runtime_version, rocm=rocm)
+    if eager is not None and not settings.enforce_eager:
+        settings = dataclasses.replace(settings, enforce_eager=True)
+        support_notes = (*support_notes, eager)
     if v0_env_unavailable(engine):
         release = f"vLLM {settings.runtime_version}" if settings.runtime_version else "current vLLM"
         support_notes = (

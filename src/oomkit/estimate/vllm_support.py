@@ -64,8 +64,10 @@ from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 
 __all__ = [
+    "MLLAMA_GRAPHS",
     "VLLM_SUPPORT",
     "VllmSupport",
+    "mllama_eager",
     "v0_capability_engine",
     "v0_env_engine",
     "v0_env_unavailable",
@@ -166,6 +168,30 @@ def _before(version: str, release: str, release_date: str) -> bool:
     if isinstance(when, date):
         return when < date.fromisoformat(release_date)
     return when < _version_tuple(release)
+
+
+#: Llama 3.2 Vision ran eager before vLLM 0.8.2: ``ModelConfig._verify_cuda_graph`` (vllm/config.py,
+#: from PR #8811 of 0.6.2 to 0.8.1) set ``MODEL_NOT_SUPPORT_CUDA_GRAPH = ['mllama']`` and, unless
+#: already eager, warned "CUDA graph is not supported for %s yet, fallback to the eager mode" and
+#: set ``enforce_eager = True``; PR #14917 ("Enable CUDA graph support for llama 3.2 vision",
+#: March 2025, in 0.8.2) removed the block and PR #15413 brought it back for ROCm only
+#: (``MODEL_NOT_SUPPORT_CUDA_GRAPH_ROCM``, vllm#15413: "mllama doesn't work in graph mode on ROCm").
+MLLAMA_GRAPHS = ("0.8.2", "2025-03-25")
+
+
+def mllama_eager(spec: ModelSpec, version: str | None, *, rocm: bool) -> str | None:
+    """Why vLLM ``version`` runs ``spec`` eager whatever ``--enforce-eager`` says (None: it
+    captures CUDA graphs as usual): Mllama before 0.8.2, and on ROCm at every release."""
+    if spec.vision_tower is None or spec.vision_tower.kind != "mllama":
+        return None
+    if not rocm and (version is None or not _before(version, *MLLAMA_GRAPHS)):
+        return None
+    release = f"vLLM {version}" if version else "vLLM"
+    where = " on ROCm (PR #15413)" if rocm else " (before 0.8.2, PR #14917)"
+    return (
+        f"{release} runs Mllama eager{where}: ModelConfig._verify_cuda_graph 'CUDA graph is not "
+        "supported for mllama yet, fallback to the eager mode': no CUDA graphs are captured"
+    )
 
 
 def vllm_model_version(spec: ModelSpec, version: str | None) -> tuple[str | None, tuple[str, ...]]:
