@@ -61,6 +61,8 @@ ARCHITECTURES: Mapping[str, tuple[str, str]] = {
     "granitehybrid": ("GraniteMoeHybridForCausalLM", "granitemoehybrid"),
     "nemotron_h": ("NemotronHForCausalLM", "nemotron_h"),
     "glm4moe": ("Glm4MoeForCausalLM", "glm4_moe"),
+    # llama.cpp src/llama-arch.cpp { LLM_ARCH_MINIMAX_M2, "minimax-m2" }
+    "minimax-m2": ("MiniMaxM2ForCausalLM", "minimax_m2"),
 }
 
 #: llama.cpp ``set_swa_pattern(n)`` periods hard-coded per architecture (src/llama-model.cpp).

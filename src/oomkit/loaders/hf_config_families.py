@@ -6,7 +6,8 @@ Granite, OLMoE, Qwen2/3) in :mod:`oomkit.loaders.hf_config_llama`; Gemma, Cohere
 Phi and StarCoder2 in :mod:`oomkit.loaders.hf_config_gemma_phi`; DeepSeek-V2/V3 (MLA), GLM-4.5,
 gpt-oss and Llama 4 in :mod:`oomkit.loaders.hf_config_moe`; older-style models (GPT-2, NeoX,
 OPT, Falcon, BERT) and hybrids (Mamba, Granite-4, Qwen3-Next) in
-:mod:`oomkit.loaders.hf_config_hybrid`; Mllama in :mod:`oomkit.loaders.hf_config_mllama`. The
+:mod:`oomkit.loaders.hf_config_hybrid`; Mllama in :mod:`oomkit.loaders.hf_config_mllama`;
+MiniMax-M2 in :mod:`oomkit.loaders.hf_config_minimax`. The
 fields every decoder shares are read by :mod:`oomkit.loaders.hf_config_decoder`. This module
 gathers them (:data:`ADAPTERS`) and maps ``model_type`` to an architecture for configs without
 ``architectures`` (:data:`MODEL_TYPE_ARCHITECTURES`).
@@ -24,12 +25,14 @@ def _adapters() -> dict[str, Adapter]:
     from oomkit.loaders import hf_config_gemma_phi as gp
     from oomkit.loaders import hf_config_hybrid as hy
     from oomkit.loaders import hf_config_llama as ll
+    from oomkit.loaders import hf_config_minimax as mm
     from oomkit.loaders import hf_config_mllama as ml
     from oomkit.loaders import hf_config_moe as mo
 
     table: dict[str, Adapter] = {**ll.ADAPTERS, **gp.ADAPTERS, **mo.ADAPTERS}
     table.update(hy.ADAPTERS)
     table.update(ml.ADAPTERS)
+    table.update(mm.ADAPTERS)
     return table
 
 
@@ -62,6 +65,7 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "glm": "GlmForCausalLM",
     "glm4": "Glm4ForCausalLM",
     "glm4_moe": "Glm4MoeForCausalLM",
+    "minimax_m2": "MiniMaxM2ForCausalLM",
     "cohere": "CohereForCausalLM",
     "cohere2": "Cohere2ForCausalLM",
     "falcon": "FalconForCausalLM",

@@ -123,6 +123,9 @@ _STYLES: dict[str, _Style] = {
     "Olmo2ForCausalLM": _OLMO2,
     "Olmo3ForCausalLM": _OLMO2,  # modeling_olmo3.py: OLMo 2's block (sliding layers aside)
     "OlmoeForCausalLM": _Style(qk_norm="full"),
+    # llama.cpp LLM_ARCH_MINIMAX_M2: attn_q_norm [n_head * head_dim], attn_k_norm
+    # [n_head_kv * head_dim] (transformers MiniMaxM2Attention q_norm/k_norm over the projection)
+    "MiniMaxM2ForCausalLM": _Style(qk_norm="full"),
     "CohereForCausalLM": _Style(ffn_norm=None, qk_norm="matrix"),
     "Cohere2ForCausalLM": _Style(ffn_norm=None),
     "Phi3ForCausalLM": _Style(fused_qkv=True, fused_gate_up=True),
