@@ -491,6 +491,19 @@ def _leaders(rate: BaseRate) -> tuple[str, ...]:
 _REFUSALS = frozenset({"scheduler_no_fit", "preload_refusal"})
 
 
+#: events whose own message says device memory could not be allocated (an accelerator's
+#: allocator, PyTorch's "CUDA out of memory. Tried to allocate"): host RAM is not what ran out,
+#: so a family's rate that favours host_ram (the "other" family holds numpy and Paddle host
+#: errors beside Ascend's EL0004 device failures) is read without it
+_DEVICE_KINDS = frozenset({"gpu_alloc_failed", "cuda_oom"})
+
+
+def _without_host(rate: BaseRate) -> BaseRate | None:
+    """``rate`` with its host_ram records set aside (the same lead rule decides the rest)."""
+    counts = {c: n for c, n in rate.counts if c != "host_ram"}
+    return _rate_at({rate.key: counts}, rate.key)
+
+
 def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
     """``result``, or the base-rate guess when the rule left the cause open.
 
@@ -504,6 +517,8 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         return result
     key = prior_key(e, ctx)
     rate = base_rate(key)
+    if rate is not None and rate.cause == "host_ram" and e.kind in _DEVICE_KINDS:
+        rate = _without_host(rate)
     # one deciding sentence per finding: a rule that named the fact deciding between its
     # readings keeps it (it is about this evidence; the rate's question is generic)
     decide = "" if DECIDER in result.explanation else f"{DECIDER} {deciding_question(key)}"
