@@ -62,8 +62,23 @@ _NVMAP = re.compile(
     r"\bNvMapMem(?P<fn>\w{1,40}):[^\n]{0,40}?\berror 12\b|"
     r"\bNvMapMem(?P<fn2>\w{1,40})`?\W{0,3}(?:failure|failed|fails)\b"
 )
+# docpost24 (heldout49): Kunlun XPU kernels in PaddlePaddle report an XDNN API status through
+# ``XPUAPIErrorMsg`` (paddle/fluid/platform/xpu/xpu_header.h, Paddle 2.0-2.2:
+# ``{xpu::Error_t::NO_ENOUGH_WORKSPACE, "xpu api no enough workspace"}``, status 3), as in
+# ``XPU conv kernel return wrong value[3 xpu api no enough workspace]``: the API could not get
+# its device workspace (the XPU's memory); the other statuses (invalid param, runtime error) are not
+_XPU_WORKSPACE = re.compile(r"\bxpu api no enough workspace\b", re.IGNORECASE)
 _PREFILTER = needles_re(
-    ("NRT_", "nrt_", "rknn_", "RKNN_", "_MEM_ALLOC", "musaErrorMemoryAlloc", "NvMapMem")
+    (
+        "NRT_",
+        "nrt_",
+        "rknn_",
+        "RKNN_",
+        "_MEM_ALLOC",
+        "musaErrorMemoryAlloc",
+        "NvMapMem",
+        "no enough workspace",
+    )
 )
 
 
@@ -97,6 +112,8 @@ def _event(line: str, n: int) -> OomEvent | None:
             n,
             detail=f"NvMapMem{nv['fn'] or nv['fn2']}",
         )
+    if _XPU_WORKSPACE.search(line) is not None:
+        return _ev("gpu_alloc_failed", "paddle_xpu_no_workspace", "paddle", line, n, detail="XPU")
     m2 = _RKNN.search(line)
     if m2 is not None:
         return _ev(

@@ -74,14 +74,26 @@ _PADDLE_UNITS = "B|kB|KB|MB|GB|TB"
 # Paddle 1.x (memory/allocation/cuda_allocator.cc, memory/detail/system_allocator.cc) has no
 # "has been allocated" part: "... Cannot allocate 3.125000GB memory on GPU 0, available memory is
 # only 117.750000MB." and pastes wrap the line before the free size
+# docpost24 (heldout49): the same allocators name the other places Paddle runs on, with the
+# clauses they have: memory/allocation/xpu_allocator.cc ``Out of memory error on XPU %d. Cannot
+# allocate %s memory on XPU %d.``; the XPU kernels' XPU_MALLOC ``Out of memory error on XPU,
+# Cannot allocate %s memory on XPU.`` (no index; some spell "Cannot" "allocate" unspaced);
+# memory/detail/system_allocator.cc (NPUAllocator) ``Out of memory error on NPU %d. Cannot
+# allocate %s memory on NPU %d, available memory is only %s.``; custom devices
+# (custom_allocator.cc) print their type's name in the same sentence
+_PADDLE_PLACE = r"(?:GPU|XPU|NPU|MLU|IPU|[a-z][a-z_]{1,15})"
 _PADDLE = re.compile(
-    r"Out of memory error on GPU (?P<d>\d{1,3})\. Cannot allocate "
+    r"Out of memory error on (?P<k>"
+    + _PADDLE_PLACE
+    + r")(?: (?P<d>\d{1,3}))?[.,] Cannot ?allocate "
     + sz("x", _PADDLE_UNITS, "")
-    + r" memory on GPU \d{1,3}, (?:"
+    + r" memory on "
+    + _PADDLE_PLACE
+    + r"(?: \d{1,3})?(?:, (?:"
     + sz("a", _PADDLE_UNITS, "")
     + r" memory has been allocated(?: ?\([^)]{0,80}\))? and )?available memory is only(?: "
     + sz("f", _PADDLE_UNITS, "")
-    + r")?"
+    + r")?)?"
 )
 # Paddle's HumanReadableSize and PyTorch MPS's format_size divide by 1024 but print kB/MB/GB
 _BINARY = {"B": "bytes", "kB": "KiB", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
@@ -189,7 +201,7 @@ _DEVICE_NEEDLES = (
     "Allocation on device",
     "unable to mmap",
     "cuda failed with error",
-    "Out of memory error on GPU",
+    "Out of memory error on ",
     "Out of memory allocating",
     "out of memory to allocate",
     "requested buffer of size",
@@ -233,8 +245,9 @@ def _device_event(line: str, n: int) -> OomEvent | None:
             "paddle_out_of_memory",
             line,
             n,
-            device=int(m.group("d")),
+            device=int(m.group("d")) if m.group("d") else None,
             requested_bytes=_binary(m, "x"),
+            detail=None if m.group("k") == "GPU" else m.group("k"),
             allocated_bytes=_binary(m, "a"),
             free_bytes=_binary(m, "f"),
         )

@@ -109,6 +109,16 @@ _FAISS_MALLOC = re.compile(
     r"[Ff]ailed to cudaMalloc (?P<n>\d{1,20}) bytes(?: on device (?P<dev>\d{1,3}))? \(error "
     r"(?P<code>\d{1,3}) (?P<err>[\w ]{1,40})"
 )
+# docpost24 (heldout48): faiss 1.0-1.3's gpu/utils/MemorySpace.cpp states no error code:
+# ``FAISS_ASSERT_FMT(cudaMalloc(p, size) == cudaSuccess, "Failed to cudaMalloc %zu bytes",
+# size)``, printed as ``Faiss assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void
+# faiss::gpu::allocMemorySpace(...) at utils/MemorySpace.cpp:20; details: Failed to cudaMalloc
+# N bytes``. The assertion is on the allocation itself, so the failed call is a device
+# allocation of N bytes (the sentence alone, with no assertion and no code, is not read)
+_FAISS_ASSERT = re.compile(
+    r"cudaMalloc\(p, size\) == cudaSuccess'? failed[^\n]{0,300}?[Ff]ailed to cudaMalloc "
+    r"(?P<n>\d{1,20}) bytes\b"
+)
 _FAISS_STACK = re.compile(r"StackDeviceMemory::Stack::Stack")
 _XGB = re.compile(r"device_helpers\.cuh\((?P<line>\d{1,6})\): out of memory")
 _XGB_ALLOC = re.compile(r"Memory allocation error on worker (?P<dev>\d{1,3}): ")
@@ -283,6 +293,16 @@ def _faiss(w: str, n: int) -> OomEvent | None:
             n,
             device=int(m["dev"]) if m["dev"] else None,
             requested_bytes=to_int(m["n"]),
+        )
+    a = _FAISS_ASSERT.search(w) if m is None else None
+    if a is not None:
+        return _ev(
+            "faiss",
+            "gpu_alloc_failed",
+            "faiss_alloc_fail",
+            w,
+            n,
+            requested_bytes=to_int(a["n"]),
         )
     if _FAISS_STACK.search(w) and "cudaSuccess" in w:
         return _ev(

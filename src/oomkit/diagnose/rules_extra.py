@@ -16,6 +16,7 @@ from oomkit.diagnose.container_memory import CONTAINER_MEMORY
 from oomkit.diagnose.device_ruled_out import NOT_DEVICE
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, size_text
+from oomkit.diagnose.host_machine import HOST_MACHINE
 from oomkit.diagnose.parse_wordings_exits import exit_reading
 from oomkit.diagnose.parse_wordings_kills import KILL_NOT_MEMORY
 from oomkit.diagnose.parse_wordings_titles_more import CJK_KILLED_BY_SYSTEM, CJK_SHOWN_KILLED
@@ -251,7 +252,7 @@ def names_host_memory(text: str) -> bool:
     # senders recognition vetoes, parse_wordings_kills.not_memory_reason)
     if "kill" in text.lower():
         text = KILL_NOT_MEMORY.sub(lambda m: _KILL_WORD.sub(" ", m.group(0)), text)
-    host = _HOST_WORDING.search(text) or CONTAINER_MEMORY.search(text)
+    host = any(p.search(text) for p in (_HOST_WORDING, CONTAINER_MEMORY, HOST_MACHINE))
     return bool(host) and not _DEVICE_WORDING.search(_NOT_DEVICE.sub("", text))
 
 

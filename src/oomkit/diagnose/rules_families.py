@@ -241,7 +241,9 @@ def _framework_alloc(e: OomEvent) -> Analysis:
         e.runtime, e.runtime
     )
     # (a paste may elide the size: "... smaller than requested bytes ...")
-    expl = f"{name} could not allocate {_fb(x) if x is not None else 'a buffer'} on the GPU"
+    # (Paddle names its other places in that sentence: XPU, NPU, a custom device)
+    place = e.detail if e.runtime == "paddle" and e.detail else "GPU"
+    expl = f"{name} could not allocate {_fb(x) if x is not None else 'a buffer'} on the {place}"
     if a is not None:
         expl += f"; it already holds {_fb(a)}" if a else "; it holds nothing yet"
     if f is not None:

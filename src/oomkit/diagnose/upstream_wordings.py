@@ -44,6 +44,7 @@ from oomkit.diagnose.upstream_wordings_limits import (
 )
 from oomkit.diagnose.upstream_wordings_more import MORE, MORE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_native import NATIVE, NATIVE_NEAR_MISSES
+from oomkit.diagnose.upstream_wordings_paddle import PADDLE, PADDLE_NEAR_MISSES
 from oomkit.diagnose.upstream_wordings_runtimes import (
     RUNTIMES,
     RUNTIMES_NEAR_MISSES,
@@ -78,6 +79,7 @@ WORDINGS: tuple[Wording, ...] = (
     + WARNINGS
     + CODES
     + EXITS
+    + PADDLE
 )
 
 #: Recognised as the runtime's own message, but not a lack of device memory (cause ``unknown``).
@@ -141,6 +143,7 @@ NEAR_MISSES: tuple[str, ...] = (
     *EDGE_NEAR_MISSES,
     *LEGACY_NEAR_MISSES,
     *NATIVE_NEAR_MISSES,
+    *PADDLE_NEAR_MISSES,
     *WARNINGS_NEAR_MISSES,
     *CODES_NEAR_MISSES,
     *KILLS_NEAR_MISSES,
