@@ -108,6 +108,8 @@ DEVELOPMENT_PARTS = (
     "heldout47",
     "heldout48",
     "heldout49",
+    "heldout50",
+    "heldout51",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
