@@ -234,6 +234,11 @@ def _parse(text: str) -> ParsedLog:
         # pre-2020 frameworks (Theano, darknet, Caffe2 checks), ENOMEM, tcmalloc (parse_legacy)
         events.extend(parse_legacy(lines))
     if not events:
+        # GPU APIs' status lines: ncnn's vkAllocateMemory / vkQueueSubmit, Metal's debug layer
+        from oomkit.diagnose.gpu_api_status import parse_gpu_api_status
+
+        events.extend(parse_gpu_api_status(lines))
+    if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))
     if not events:

@@ -34,6 +34,7 @@ from oomkit.diagnose.analysis import CAUSES, Analysis
 from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
+from oomkit.diagnose.gpu_api_status import analyze_gpu_api_status
 from oomkit.diagnose.model_cause import ModelFacts, batch_levers_first, with_model_facts
 from oomkit.diagnose.parse_llamacpp_fit import FIT_FORMAT
 from oomkit.diagnose.priors import MODEL_ASK, is_open, with_prior
@@ -180,6 +181,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     app = analyze_apps(e, ctx)
     if app is not None:
         return app
+    api = analyze_gpu_api_status(e, ctx)  # ncnn's Vulkan status lines, Metal's debug layer
+    if api is not None:
+        return api
     lib = analyze_libs(e, ctx)
     if lib is not None:
         return lib

@@ -29,6 +29,7 @@ __all__ = [
     "stated_request",
     "to_bytes",
     "to_float",
+    "to_hex_int",
     "to_int",
 ]
 
@@ -128,6 +129,15 @@ def to_int(text: str) -> int | None:
     if not t or len(t) > _MAX_DIGITS or not t.isascii() or not t.isdigit():
         return None
     return sign * int(t)
+
+
+def to_hex_int(text: str) -> int | None:
+    """Parse a ``0x``-prefixed hexadecimal byte count (Metal's assertions); ``None`` if not one."""
+    t = text.strip()
+    digits = t[2:] if t[:2].lower() == "0x" else ""
+    if not digits or len(digits) > 16 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        return None
+    return int(digits, 16)
 
 
 def to_float(text: str) -> float | None:
