@@ -210,7 +210,15 @@ def test_mnn_trtllm_cann(
     d = diagnose_text(_text(spec))
     e = d.events[0]
     assert e.format == fmt
-    if cause is not None:
+    if cause == "unknown" and fmt.startswith("cann_"):
+        # the rule leaves a numberless CANN failure open; the development base rate may then
+        # guess, at low confidence and saying so (priors.with_prior), but never host RAM: the
+        # message is a device allocation (priors._DEVICE_KINDS)
+        assert d.cause != "host_ram"
+        assert d.cause == "unknown" or (
+            d.confidence < 0.5 and "Best guess by base rate" in d.explanation
+        )
+    elif cause is not None:
         assert d.cause == cause
     if detail is not None:
         assert e.detail == detail
