@@ -9,16 +9,9 @@ import json
 
 import pytest
 
-from oomkit.cli import main
+from conftest import run_cli
 
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:  # click's usage errors leave through sys.exit
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+_run = run_cli  # the shared helper (tests/conftest.py)
 
 
 @pytest.mark.parametrize(
