@@ -220,3 +220,40 @@ def test_vllm_bf16_fits_a_dgx_spark_with_its_kv_pool() -> None:
     kv = est.runtime_details["available_kv_cache_bytes"]
     assert isinstance(kv, int)
     assert 40 * 2**30 < kv < 0.9 * 119.7 * 2**30 - 58 * 2**30
+
+
+@pytest.mark.parametrize("arch", ["nemotron_h_moe", "nemotron_h"])
+def test_gguf_blocks_follow_llama_cpps_recurrence_rule(arch: str, tmp_path: Any) -> None:
+    """llama.cpp (``load_hparams``, nemotron_h and nemotron_h_moe): "A layer is recurrent IFF
+    the n_head_kv value is set to 0 and the n_ff value is set to 0"; n_ff > 0 marks the MLP/MoE
+    blocks. Before, every block without KV heads was read as Mamba (twice the RS state)."""
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+
+    from oomkit.loaders.gguf import load_gguf
+    from oomkit.loaders.gguf_spec import gguf_to_spec
+
+    w = gguf.GGUFWriter(str(tmp_path / "n.gguf"), arch)
+    for key, val in {
+        "block_count": 4,
+        "embedding_length": 8,
+        "attention.head_count": 2,
+        "ssm.conv_kernel": 4,
+        "ssm.inner_size": 16,
+        "ssm.state_size": 4,
+        "ssm.group_count": 2,
+        "ssm.time_step_rank": 2,
+    }.items():
+        w.add_uint32(f"{arch}.{key}", val)
+    w.add_array(f"{arch}.attention.head_count_kv", [0, 0, 0, 1])  # "ME-*" / "MEM*"
+    w.add_array(f"{arch}.feed_forward_length", [0, 12, 12, 0])
+    w.add_tensor("token_embd.weight", np.zeros((10, 8), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    spec = gguf_to_spec(load_gguf(tmp_path / "n.gguf"))
+    assert spec.architecture == "NemotronHForCausalLM"
+    assert spec.layer_types == (LAYER_MAMBA, LAYER_FFN, LAYER_FFN, LAYER_FULL)
+    assert spec.recurrent_layers() == (0,)
+    assert not spec.mlp_gated
