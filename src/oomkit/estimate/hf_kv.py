@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from oomkit.estimate.hf_weights import dtype_bytes
-from oomkit.spec.model import LAYER_SLIDING, ModelSpec
+from oomkit.spec.model import LAYER_FFN, LAYER_SLIDING, ModelSpec
 from oomkit.units import ceil_div
 
 __all__ = [
@@ -77,6 +77,8 @@ def kv_layers(
                     state_bytes_per_seq=ceil_div(state, tp) * state_elem_bytes,
                 )
             )
+            continue
+        if kind == LAYER_FFN:  # a Nemotron-H MLP/MoE block: no mixer, no cache
             continue
         if spec.mla is not None:
             out.append(

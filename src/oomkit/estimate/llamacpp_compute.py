@@ -29,7 +29,14 @@ from oomkit.estimate.llamacpp_galloc import GraphSim, simulate_gallocr
 from oomkit.estimate.llamacpp_kv import KvPlan
 from oomkit.estimate.llamacpp_moe_graph import F32, I32, moe_graph
 from oomkit.estimate.llamacpp_params import LlamaCppParams
-from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, ModelSpec, TensorInfo
+from oomkit.spec.model import (
+    LAYER_FFN,
+    LAYER_LINEAR,
+    LAYER_MAMBA,
+    LAYER_SLIDING,
+    ModelSpec,
+    TensorInfo,
+)
 from oomkit.spec.tensor_table import TensorTable
 
 __all__ = [
@@ -125,7 +132,9 @@ def build_graph(
     # --- graph inputs (llm_graph_input_*), allocated first by ggml-alloc
     tokens = g.inp("inp_tokens", T * I32) if with_input else None
     pos = g.inp("inp_pos", T * I32)
-    has_attn = any(spec.layer_types[i] not in (LAYER_LINEAR, LAYER_MAMBA) for i in layer_ids)
+    has_attn = any(
+        spec.layer_types[i] not in (LAYER_LINEAR, LAYER_MAMBA, LAYER_FFN) for i in layer_ids
+    )
     k_idxs = g.inp("k_idxs", T * I64) if has_attn and sh.set_rows else None
     v_dim = max((spec.v_head_dim * spec.kv_heads(i) for i in layer_ids), default=0)
     if spec.mla is not None:
@@ -182,13 +191,16 @@ def build_graph(
     n_rows = T
     # some builders select the output rows after the last layer (llm_build_openai_moe)
     late_out_ids = spec.model_type in _LATE_OUT_IDS
+    one_sublayer = LAYER_FFN in spec.layer_types  # Nemotron-H: a mixer OR an FFN per block
     for il in layer_ids:
         g.layer_starts.append(len(g.nodes))
         kind = spec.layer_types[il]
         inp_sa = inp_l
         x = g.op("attn_norm", E * n_rows * F32, inp_l, inplace=True)
         x = g.op("attn_norm_w", E * n_rows * F32, x, inplace=True)
-        if kind in (LAYER_MAMBA, LAYER_LINEAR):
+        if kind == LAYER_FFN:  # Nemotron-H MLP/MoE block (src/models/nemotron-h.cpp)
+            x = _ffn(g, spec, il, x, n_rows, sh)
+        elif kind in (LAYER_MAMBA, LAYER_LINEAR):
             x = _recurrent_block(g, spec, x, n_rows)
         else:
             swa = kind == LAYER_SLIDING and mask_swa_cnv is not None
@@ -199,6 +211,10 @@ def build_graph(
             n_rows = sh.n_outputs
             x = g.op("get_rows_out", E * n_rows * F32, x, out_ids)
             inp_sa = g.op("get_rows_inpSA", E * n_rows * F32, inp_sa, out_ids)
+        if one_sublayer and (kind == LAYER_FFN or not spec.has_ffn(il)):
+            # llm_build_nemotron_h: one sublayer per block, cur = ggml_add(cur, inpL)
+            inp_l = g.op("l_out", E * n_rows * F32, x, inp_sa, inplace=True)
+            continue
         ffn_inp = g.op("ffn_inp", E * n_rows * F32, x, inp_sa, inplace=True)
         y = g.op("ffn_norm", E * n_rows * F32, ffn_inp, inplace=True)
         y = g.op("ffn_norm_w", E * n_rows * F32, y, inplace=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from oomkit.estimate.llamacpp_params import LlamaCppParams
 from oomkit.quant.ggml_types import ggml_tensor_bytes
-from oomkit.spec.model import LAYER_SLIDING, ModelSpec
+from oomkit.spec.model import LAYER_FFN, LAYER_SLIDING, ModelSpec
 
 __all__ = [
     "SWA_PAD",
@@ -152,6 +152,8 @@ def plan_kv(spec: ModelSpec, params: LlamaCppParams) -> KvPlan:
                     v_type="F32",
                 )
             )
+            continue
+        if kind == LAYER_FFN:  # llama.cpp nemotron_h: n_head_kv(il) = 0 on MLP/MoE blocks
             continue
         k_dim, v_dim = _attn_dims(spec, il, params)
         if k_dim == 0:

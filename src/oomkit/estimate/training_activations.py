@@ -80,7 +80,14 @@ from oomkit.estimate.training_compile import (
     compiled_rms_norm_bytes,
 )
 from oomkit.loaders.hf_config_dropout import dropout_everywhere
-from oomkit.spec.model import LAYER_LINEAR, LAYER_MAMBA, LAYER_SLIDING, DropoutSpec, ModelSpec
+from oomkit.spec.model import (
+    LAYER_FFN,
+    LAYER_LINEAR,
+    LAYER_MAMBA,
+    LAYER_SLIDING,
+    DropoutSpec,
+    ModelSpec,
+)
 from oomkit.spec.settings import TrainingSettings
 from oomkit.spec.tensors import model_tensors
 from oomkit.spec.tensors_blocks import block_norms
@@ -290,8 +297,10 @@ def layer_activations(
         eager_sq = 0  # per-token bytes that scale with s (eager attention), split by t
         qkv_roles = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_q_a", "attn_kv_a_mqa")
         rep += pre_norm(bn.pre_attn, trains(*qkv_roles), 1 if fused_qkv or not amp else 3)
-        rep += post_norm if kind not in (LAYER_MAMBA, LAYER_LINEAR) else 0
-        if kind in (LAYER_MAMBA, LAYER_LINEAR):
+        rep += post_norm if kind not in (LAYER_MAMBA, LAYER_LINEAR, LAYER_FFN) else 0
+        if kind == LAYER_FFN:  # a Nemotron-H MLP/MoE block: no token mixer
+            pass
+        elif kind in (LAYER_MAMBA, LAYER_LINEAR):
             rec = spec.recurrent
             d_inner = rec.d_inner if rec is not None else 2 * h
             # in_proj output (x, z), conv output, SSM output, gated output: ~4 d_inner + input
@@ -336,7 +345,7 @@ def layer_activations(
                     # ``dtype=self.dtype``), so under AMP with fp32 weights the 16-bit scores
                     # were promoted to fp32 by the add; otherwise the compute dtype
                     eager_sq += a * s * stream_e
-        if spec.intermediate_size or spec.moe is not None:
+        if spec.has_ffn(i):
             if not spec.parallel_attn:
                 gated_copies = 2 if (amp and spec.mlp_gated) else 1
                 mlp_in = trains("ffn_gate", "ffn_up", "ffn_gate_inp")

@@ -22,6 +22,7 @@ from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError
 from oomkit.loaders.gguf import GgufArray, GgufFile, GgufValue
 from oomkit.spec.model import (
+    LAYER_FFN,
     LAYER_FULL,
     LAYER_LINEAR,
     LAYER_MAMBA,
@@ -60,6 +61,8 @@ ARCHITECTURES: Mapping[str, tuple[str, str]] = {
     "mamba2": ("Mamba2ForCausalLM", "mamba2"),
     "granitehybrid": ("GraniteMoeHybridForCausalLM", "granitemoehybrid"),
     "nemotron_h": ("NemotronHForCausalLM", "nemotron_h"),
+    # llama.cpp src/llama-arch.cpp { LLM_ARCH_NEMOTRON_H_MOE, "nemotron_h_moe" }: Nemotron 3 Nano
+    "nemotron_h_moe": ("NemotronHForCausalLM", "nemotron_h"),
     "glm4moe": ("Glm4MoeForCausalLM", "glm4_moe"),
     # llama.cpp src/llama-arch.cpp { LLM_ARCH_MINIMAX_M2, "minimax-m2" }
     "minimax-m2": ("MiniMaxM2ForCausalLM", "minimax_m2"),
@@ -80,6 +83,8 @@ SWA_PERIODS: Mapping[str, int] = {
 }
 
 _MAMBA_ARCHS = frozenset({"mamba", "mamba2"})
+#: hybrids whose blocks hold ONE sublayer (a Mamba-2 mixer, attention, or an MLP/MoE)
+_ONE_SUBLAYER_ARCHS = frozenset({"nemotron_h", "nemotron_h_moe"})
 _BLK_RE = re.compile(r"^blk\.(\d+)\.(.+)$")
 
 
@@ -193,6 +198,18 @@ def _layer_types(
     notes: list[str] = []
     if k.arch in _MAMBA_ARCHS:
         return (LAYER_MAMBA,) * n_layer, notes
+    ff = k.ints("{arch}.feed_forward_length")
+    if k.arch in _ONE_SUBLAYER_ARCHS and kv is not None and ff is not None:
+        # llama.cpp load_hparams (nemotron_h, nemotron_h_moe): "A layer is recurrent IFF the
+        # n_head_kv value is set to 0 and the n_ff value is set to 0"; the blocks with n_ff > 0
+        # are the MLP/MoE blocks, those with n_head_kv > 0 attention
+        heads = kv if len(kv) == n_layer else (kv[0],) * n_layer
+        ffs = ff if len(ff) == n_layer else (ff[0],) * n_layer
+        kinds = [
+            LAYER_FULL if h else (LAYER_FFN if f else LAYER_MAMBA)
+            for h, f in zip(heads, ffs, strict=True)
+        ]
+        return tuple(kinds), notes
     types = [LAYER_FULL] * n_layer
     interval = k.num("{arch}.full_attention_interval")
     if interval:
@@ -402,10 +419,13 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         attention_bias=has("attn_q.bias") or has("attn_qkv.bias"),
         attention_out_bias=has("attn_output.bias"),
         mlp_bias=has("ffn_down.bias"),
-        mlp_gated=has("ffn_gate.weight")
-        or has("ffn_gate_exps.weight")
-        or has("ffn_gate_up_exps.weight")
-        or not has("ffn_up.weight"),
+        mlp_gated=(
+            has("ffn_gate.weight")
+            or has("ffn_gate_exps.weight")
+            or has("ffn_gate_up_exps.weight")
+            or not has("ffn_up.weight")
+        )
+        and k.arch not in _ONE_SUBLAYER_ARCHS,  # Nemotron-H: relu2 up/down MLPs and experts
         norm_type="layer" if has("attn_norm.bias") else "rms",
         qk_norm=has("attn_q_norm.weight"),
         layer_types=layer_types,

@@ -7,7 +7,8 @@ Phi and StarCoder2 in :mod:`oomkit.loaders.hf_config_gemma_phi`; DeepSeek-V2/V3 
 gpt-oss and Llama 4 in :mod:`oomkit.loaders.hf_config_moe`; older-style models (GPT-2, NeoX,
 OPT, Falcon, BERT) and hybrids (Mamba, Granite-4, Qwen3-Next) in
 :mod:`oomkit.loaders.hf_config_hybrid`; Mllama in :mod:`oomkit.loaders.hf_config_mllama`;
-MiniMax-M2 in :mod:`oomkit.loaders.hf_config_minimax`. The
+MiniMax-M2 in :mod:`oomkit.loaders.hf_config_minimax`; Nemotron-H in
+:mod:`oomkit.loaders.hf_config_nemotron_h`. The
 fields every decoder shares are read by :mod:`oomkit.loaders.hf_config_decoder`. This module
 gathers them (:data:`ADAPTERS`) and maps ``model_type`` to an architecture for configs without
 ``architectures`` (:data:`MODEL_TYPE_ARCHITECTURES`).
@@ -28,11 +29,13 @@ def _adapters() -> dict[str, Adapter]:
     from oomkit.loaders import hf_config_minimax as mm
     from oomkit.loaders import hf_config_mllama as ml
     from oomkit.loaders import hf_config_moe as mo
+    from oomkit.loaders import hf_config_nemotron_h as nh
 
     table: dict[str, Adapter] = {**ll.ADAPTERS, **gp.ADAPTERS, **mo.ADAPTERS}
     table.update(hy.ADAPTERS)
     table.update(ml.ADAPTERS)
     table.update(mm.ADAPTERS)
+    table.update(nh.ADAPTERS)
     return table
 
 
@@ -78,6 +81,7 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "olmoe": "OlmoeForCausalLM",
     "deepseek": "DeepseekForCausalLM",
     "granitemoehybrid": "GraniteMoeHybridForCausalLM",
+    "nemotron_h": "NemotronHForCausalLM",
     "mamba": "MambaForCausalLM",
     "falcon_mamba": "FalconMambaForCausalLM",
     "mamba2": "Mamba2ForCausalLM",

@@ -45,6 +45,7 @@ def _check(
 
 
 __all__ = [
+    "LAYER_FFN",
     "LAYER_FULL",
     "LAYER_LINEAR",
     "LAYER_MAMBA",
@@ -64,6 +65,11 @@ LAYER_FULL = "full_attention"
 LAYER_SLIDING = "sliding_attention"
 LAYER_LINEAR = "linear_attention"  # gated delta-net / linear attention (Qwen3-Next)
 LAYER_MAMBA = "mamba"  # Mamba/Mamba2 SSM mixer (Mamba, Granite-4 hybrid, Nemotron-H)
+#: a block with no token mixer, only an MLP or a MoE (Nemotron-H's ``-`` and ``E`` blocks). A spec
+#: with such blocks lays every block out as ONE sublayer: its mixer blocks (attention, Mamba) carry
+#: no MLP (:meth:`ModelSpec.has_ffn`), as transformers/vLLM ``NemotronHBlock`` builds one mixer
+#: per block from ``hybrid_override_pattern``
+LAYER_FFN = "ffn"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -465,6 +471,15 @@ class ModelSpec:
         if self.moe is not None:
             for i in self.moe.dense_layers:
                 _check(n, "moe dense layer index", i, 0, self.num_hidden_layers - 1)
+
+    def has_ffn(self, layer: int) -> bool:
+        """Whether block ``layer`` holds an MLP/MoE: every block of a model without
+        :data:`LAYER_FFN` blocks that has one at all, else only the :data:`LAYER_FFN` blocks."""
+        if self.intermediate_size == 0 and self.moe is None:
+            return False
+        if LAYER_FFN not in self.layer_types:
+            return True
+        return self.layer_types[layer] == LAYER_FFN
 
     def kv_heads(self, layer: int) -> int:
         """KV heads of ``layer`` (per-layer override or the global value)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oomkit.spec.model import (
+    LAYER_FFN,
     LAYER_LINEAR,
     LAYER_MAMBA,
     ModelSpec,
@@ -134,6 +135,8 @@ _STYLES: dict[str, _Style] = {
     "GlmForCausalLM": _Style(fused_gate_up=True),
     # llama.cpp LLM_ARCH_GLM4_MOE maps post_attention_layernorm to ATTN_POST_NORM
     "Glm4MoeForCausalLM": _Style(ffn_norm="post_attention_norm"),
+    # llama.cpp LLM_ARCH_NEMOTRON_H: one "attn_norm" per block, before its one sublayer
+    "NemotronHForCausalLM": _Style(ffn_norm=None),
     "GPT2LMHeadModel": _Style(fused_qkv=True),
     "GPTNeoXForCausalLM": _Style(fused_qkv=True),
     "FalconForCausalLM": _Style(fused_qkv=True, ffn_norm=None),
@@ -265,6 +268,9 @@ def decoder_layer(b: Builder, spec: ModelSpec, i: int) -> None:
         b.norm("attn_norm", hidden, i, nt)
     if spec.new_decoder_architecture:
         b.norm("attn_norm_2", hidden, i, nt)
+    if kind == LAYER_FFN:  # Nemotron-H '-'/'E' block: its one norm, then the MLP/MoE alone
+        _ffn(b, spec, st, i)
+        return
     if kind == LAYER_MAMBA:
         mamba_mixer(b, spec, i)
     elif kind == LAYER_LINEAR:
@@ -273,7 +279,7 @@ def decoder_layer(b: Builder, spec: ModelSpec, i: int) -> None:
         _attention(b, spec, st, i)
     if st.post_attn_norm:
         b.norm("post_attention_norm", hidden, i, nt)
-    if spec.intermediate_size == 0 and spec.moe is None:  # Mamba blocks have no MLP
+    if not spec.has_ffn(min(i, spec.num_hidden_layers - 1)):  # Mamba / Nemotron-H mixer blocks
         return
     if st.ffn_norm is not None and not spec.parallel_attn:
         b.norm(st.ffn_norm, hidden, i, nt)
@@ -344,9 +350,10 @@ def _ffn(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
         b.linear("ffn_gate_inp", n_e, hidden, i, moe.router_bias)
         if moe.score_correction_bias:
             b.add("exp_probs_b.bias", (n_e,), i)
-        b.add("ffn_gate_exps.weight", (n_e, eff, hidden), i)
-        if moe.expert_bias:
-            b.add("ffn_gate_exps.bias", (n_e, eff), i)
+        if spec.mlp_gated:  # Nemotron-H's experts are relu2 up/down only (no gate)
+            b.add("ffn_gate_exps.weight", (n_e, eff, hidden), i)
+            if moe.expert_bias:
+                b.add("ffn_gate_exps.bias", (n_e, eff), i)
         b.add("ffn_up_exps.weight", (n_e, eff, hidden), i)
         if moe.expert_bias:
             b.add("ffn_up_exps.bias", (n_e, eff), i)
@@ -357,7 +364,8 @@ def _ffn(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
         if sff:
             if moe.shared_expert_gate:
                 b.add("ffn_gate_inp_shexp.weight", (1, hidden), i)
-            b.add("ffn_gate_shexp.weight", (sff, hidden), i)
+            if spec.mlp_gated:
+                b.add("ffn_gate_shexp.weight", (sff, hidden), i)
             b.add("ffn_up_shexp.weight", (sff, hidden), i)
             b.add("ffn_down_shexp.weight", (hidden, sff), i)
         return
