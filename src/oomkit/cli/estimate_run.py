@@ -9,7 +9,7 @@ writes with ``print_json`` alone.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, echo, print_json
 from oomkit.cli.values import CTX_MAX
@@ -88,6 +88,7 @@ def run_estimate(
     max_new_tokens: int | None = None,
     attn_implementation: str | None = None,
     llama_server: bool | None = None,
+    speculative: dict[str, Any] | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -213,6 +214,7 @@ def run_estimate(
         draft_devices=parse_draft_devices(draft_device),
         device_ordinals=parse_device_ordinals(device),
         llama_server=llama_server,
+        **(speculative or {}),
     )
     warn_ignored(settings, canonical)
     from oomkit.estimate.llamacpp_outputs import server_default
