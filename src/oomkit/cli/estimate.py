@@ -14,7 +14,7 @@ from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, COUNT, SIZE
 from oomkit.cli.runtime_flags import PP_FLAGS, SEQS_FLAGS, model_option, unmodelled_options
-from oomkit.cli.speculative_options import SPECULATIVE_PARAMS, speculative_options
+from oomkit.cli.speculative_options import speculative_options
 from oomkit.cli.train_options import EMIT_CHOICES, TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
@@ -280,10 +280,4 @@ def estimate_command(model: str | None, training: TrainOptions, **options: Any) 
             training,
             **{k: options[k] for k in TRAINING_PASSED},
         )
-    from oomkit.cli.speculative_options import speculative_settings
-
-    spec_values = {name: options.pop(name) for name in SPECULATIVE_PARAMS}
-    speculative = speculative_settings(rt, {**spec_values, "tp": options["tp"]})
-    return run_estimate(
-        model, **options, speculative=speculative, attn_implementation=inference_attn(ctx, rt)
-    )
+    return run_estimate(model, **options, attn_implementation=inference_attn(ctx, rt))
