@@ -283,7 +283,11 @@ def _draft_components(
     out = [
         Component(
             category="weights",
-            label=f"draft model weights ({spoken_method(draft.method, 'sglang')}: {what})",
+            label=(
+                "speculative decoding: NGRAM (no draft weights)"
+                if draft.method == "ngram"
+                else f"draft model weights ({spoken_method(draft.method, 'sglang')}: {what})"
+            ),
             n_bytes=draft.weights_bytes,
             formula=draft.weights_formula
             + "; loaded after the target's KV pool, out of the 1 - mem_fraction_static rest",

@@ -154,7 +154,11 @@ def speculative_components(p: VllmPlan, kv: int) -> tuple[Component, ...]:
     out = [
         Component(
             category="weights",
-            label=f"draft model weights ({d.method}: {what})",
+            label=(
+                "speculative decoding: ngram (no draft weights)"
+                if d.method == "ngram"
+                else f"draft model weights ({d.method}: {what})"
+            ),
             n_bytes=d.weights_bytes,
             formula=d.weights_formula + "; loaded with the target before the profile",
             inputs={"tp": p.tp, "num_speculative_tokens": d.k},
