@@ -600,6 +600,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "tp": tp,
             **({"pp": pp} if pp > 1 else {}),
             "mem_fraction_static": frac,
+            **(
+                {
+                    "speculative_algorithm": spoken_method(draft.method, "sglang"),
+                    "speculative_draft_model_path": settings.speculative_model,
+                    "speculative_num_steps": draft.k,
+                }
+                if draft is not None
+                else {}
+            ),
         },
         devices=tuple(usages),
         host=DeviceUsage(device="cpu"),

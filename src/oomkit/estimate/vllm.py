@@ -345,6 +345,12 @@ def plan_vllm(
         w += draft.weights_bytes
         layers = (*layers, *draft.layers)
         notes.extend(draft.notes)
+        if eng.name.startswith("v0"):
+            notes.append(
+                "speculative decoding priced as vLLM V1 runs it (draft layers in the shared "
+                "block pool); the V0 spec-decode worker of this release sized the draft's "
+                "blocks its own way"
+            )
         if not settings.enforce_eager:  # decode_query_len = 1 + k tokens per sequence
             graphs, _ = cudagraph_bytes(
                 spec,

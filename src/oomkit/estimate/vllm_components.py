@@ -97,6 +97,15 @@ def estimate_settings(
         "enforce_eager": bool(settings.enforce_eager),
         **{k: True for k in ("prompt_logprobs", "llm_class", "pooling") if getattr(settings, k)},
         **(
+            {
+                "speculative_method": settings.speculative_method,
+                "speculative_model": settings.speculative_model,
+                "num_speculative_tokens": p0.speculative.k if p0.speculative else None,
+            }
+            if settings.speculative_method is not None
+            else {}
+        ),
+        **(
             {"enable_lora": True, "max_loras": lora.max_loras, "max_lora_rank": lora.max_lora_rank}
             if lora is not None
             else {}
