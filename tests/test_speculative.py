@@ -460,3 +460,45 @@ def test_help_names_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     for flag in ("--speculative-config", "--speculative-algorithm", "--num-speculative-tokens"):
         assert flag in out
+
+
+def test_plan_offers_dropping_the_draft(capsys: pytest.CaptureFixture[str]) -> None:
+    # an 8B bf16 draft beside an 8B target on a 24 GiB card: the plan keeps the draft (pinned)
+    # at a shorter context; without it the context is longer: the lever says so, with its line
+    cfg = json.dumps({"method": "draft_model", "model": TARGET, "num_speculative_tokens": 4})
+    code, out, err = run_cli(
+        capsys,
+        "plan",
+        TARGET,
+        "--runtime",
+        "vllm",
+        "--gpu",
+        "RTX-4090",
+        "--offline",
+        "--speculative-config",
+        cfg,
+    )
+    assert code == 0, err
+    run_line = next(line for line in out.splitlines() if line.strip().startswith("vllm serve"))
+    assert "--speculative-config" in run_line  # the plan itself keeps the pinned draft
+    lever = next(line for line in out.splitlines() if "lever: drop the draft model" in line)
+    assert "not quality" in lever
+    assert "--speculative-config" not in lever.split("run:", 1)[1]
+
+
+def test_plan_ngram_has_no_draft_to_drop(capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = json.dumps({"method": "ngram", "num_speculative_tokens": 4})
+    code, out, _ = run_cli(
+        capsys,
+        "plan",
+        TARGET,
+        "--runtime",
+        "vllm",
+        "--gpu",
+        "RTX-4090",
+        "--offline",
+        "--speculative-config",
+        cfg,
+    )
+    assert code == 0
+    assert "lever: drop the draft model" not in out

@@ -361,6 +361,13 @@ def plan_command(
             "row per -ub token); the commands keep llama-server's flags, give them to that program"
         )
         result = dataclasses.replace(result, notes=(*result.notes, note))
+    from oomkit.cli.plan_drop_draft import drop_draft_note
+
+    lever = drop_draft_note(
+        model, hardware, request, base, result, offline=True if offline else None
+    )
+    if lever is not None:  # speculative decoding's memory, offered back (costs speed only)
+        result = dataclasses.replace(result, notes=(*result.notes, lever))
     if as_json:
         print_json(result.to_dict())
     else:
