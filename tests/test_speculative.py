@@ -197,7 +197,9 @@ def test_sglang_eagle_scales_the_cell_and_reserves_2gib() -> None:
     mib = 81559  # the H100 SXM5's nvidia-smi memory.total in MiB
     frac0 = default_mem_fraction_static(1, mib * MiB)
     assert base.settings["mem_fraction_static"] == frac0
-    assert eagle.settings["mem_fraction_static"] == pytest.approx(frac0 - 2048 / mib, abs=1e-3)
+    # reserved = 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13440 MiB, floor 10 GiB, + 2048
+    assert frac0 == round((mib - 13440) / mib, 3)
+    assert eagle.settings["mem_fraction_static"] == round((mib - 13440 - 2048) / mib, 3)
     # the draft weights come out of the reserved rest (loaded after the pool)
     assert _comp(eagle, "draft model weights") > 0
     assert _comp(eagle, "draft KV token pool") > 0
@@ -214,9 +216,8 @@ def test_sglang_standalone_reserves_6gib_and_ngram_nothing() -> None:
     ngram = _est(TARGET, runtime="sglang", speculative_method="ngram")
     base = _est(TARGET, runtime="sglang")
     f0 = float(str(base.settings["mem_fraction_static"]))
-    assert float(str(standalone.settings["mem_fraction_static"])) == pytest.approx(
-        f0 - 6144 / 81559, abs=1e-3
-    )
+    assert f0 == round((81559 - 13440) / 81559, 3)
+    assert standalone.settings["mem_fraction_static"] == round((81559 - 13440 - 6144) / 81559, 3)
     assert ngram.settings["mem_fraction_static"] == f0
     assert ngram.runtime_details["cell_size_bytes"] == 131072
 

@@ -109,8 +109,12 @@ def sglang_batch_defaults(gpu_mem_bytes: int | None, tp: int) -> tuple[int, int]
     return 16384, 512
 
 
-def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None, pp: int = 1) -> float:
-    """SGLang's default ``--mem-fraction-static`` (``_handle_gpu_memory_settings``).
+def default_mem_fraction_static(
+    tp: int, gpu_mem_bytes: int | None = None, pp: int = 1, *, speculative_mib: int = 0
+) -> float:
+    """SGLang's default ``--mem-fraction-static`` (``_handle_gpu_memory_settings``);
+    ``speculative_mib``: what it reserves more for a draft, after the 10 GiB floor
+    (:func:`oomkit.estimate.speculative.sglang_reserve_bytes`).
 
     >>> default_mem_fraction_static(1), default_mem_fraction_static(1, 81559 * MiB)
     (0.88, 0.835)
@@ -122,6 +126,7 @@ def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None, pp: i
     reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    reserved += speculative_mib  # "eagle draft models and cuda graphs" (after the floor)
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
@@ -326,11 +331,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
 
         gen = resolve_generation("sglang", settings.runtime_version)
         kind = str(gen.effects.get("mem_fraction", "gpu_memory"))
+    # a draft (EAGLE family 2 GiB, STANDALONE 6 GiB) is reserved outside the default fraction
+    spec_mib = sglang_reserve_bytes(settings.speculative_method) // MiB
     frac = settings.mem_fraction_static or (
         dated_mem_fraction_static(kind, tp, smallest, pp)
         if kind != "gpu_memory"
-        else default_mem_fraction_static(tp, smallest, pp)
+        else default_mem_fraction_static(tp, smallest, pp, speculative_mib=spec_mib)
     )
+    if spec_mib and smallest and kind == "reserved_tier" and not settings.mem_fraction_static:
+        frac = round(frac - spec_mib * MiB / smallest, 3)  # v0.4.8-v0.5.2: the same +2 GiB
     mm = multimodal_policy(spec, settings.runtime_version)
     # CUDA-graph tables of the fa3 backend (chunked-attention models): sglang_graph_tables
     eff = sglang_effects(settings.runtime_version)
@@ -376,17 +385,6 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         target_cell = cell
         cell = sglang_cell_size(cell, len(layers), draft)
         stages = [(w_, lay_, sglang_cell_size(c_, len(lay_), draft)) for w_, lay_, c_ in stages]
-        if (
-            settings.mem_fraction_static is None
-            and smallest is not None
-            and kind
-            in (
-                "gpu_memory",
-                "reserved_tier",
-            )
-        ):
-            extra = sglang_reserve_bytes(draft.method)
-            frac = round(frac - extra / smallest, 3)
     # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
     # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
     # model (so before free memory is profiled): the config's length, not --context-length
