@@ -503,3 +503,32 @@ def test_plan_ngram_has_no_draft_to_drop(capsys: pytest.CaptureFixture[str]) -> 
     )
     assert code == 0
     assert "lever: drop the draft model" not in out
+
+
+def test_qwen35_mtp_layer_is_read_and_priced() -> None:
+    # config.json mtp_num_hidden_layers 1: one block of the last (full-attention) layer's kind,
+    # fc [H, 2H] and 3 norms, embed/head shared: with the text model it reproduces the published
+    # parameter count exactly (data/models/qwen.json params_note)
+    spec = load_model("qwen3.5-27b", offline=True)
+    assert spec.num_nextn_predict_layers == 1
+    mtp = mtp_params(spec) - 2 * spec.vocab_size * spec.hidden_size
+    est = _est("qwen3.5-27b", runtime="vllm", speculative_method="mtp", num_speculative_tokens=2)
+    weights = _comp(est, "weights")
+    expect = mtp * weights / (count_params(spec) - spec.multimodal_params)
+    assert _comp(est, "draft model weights (mtp") == pytest.approx(expect, rel=1e-6)
+    base = _est("qwen3.5-27b", runtime="vllm")
+    per_tok = int(str(base.runtime_details["kv_bytes_per_token_per_rank"]))
+    n_full = sum(1 for k in spec.layer_types or () if k == "full_attention")
+    # the MTP layer caches like one more full-attention layer
+    assert est.runtime_details["kv_bytes_per_token_per_rank"] == per_tok + per_tok // n_full
+
+
+def test_sglang_nextn_on_a_hybrid_counts_attention_layers() -> None:
+    # SGLang's mambaish configs budget the draft against the full-attention layers only
+    # (DefaultPoolConfigurator: num_layers = len(full_attention_layer_ids))
+    spec = load_model("qwen3.5-27b", offline=True)
+    n_full = sum(1 for k in spec.layer_types or () if k == "full_attention")
+    base = _est("qwen3.5-27b", runtime="sglang")
+    est = _est("qwen3.5-27b", runtime="sglang", speculative_method="mtp")
+    cell = int(str(base.runtime_details["cell_size_bytes"]))
+    assert est.runtime_details["cell_size_bytes"] == int(cell * (1 + 1 / n_full))

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_activations import forward_peak_bytes
-from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
+from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
@@ -269,6 +269,12 @@ def _smi_total(d: DeviceTarget) -> int | None:
     return row.memory_bytes
 
 
+def _attention_layers(layers: tuple[KvLayer, ...]) -> int:
+    """The layers SGLang's pool counts for a draft's share: those with a KV cache (a hybrid's
+    recurrent layers have their own state pool)."""
+    return sum(1 for lay in layers if lay.kind != "recurrent")
+
+
 def _draft_pool_share(draft: DraftTerms | None, pool: int, cell: int) -> int:
     """The draft token-to-KV pool inside ``pool``: ``max_total_num_tokens`` (``pool // cell``,
     ``cell`` the scaled cell size) x the draft layers' bytes per token; the draft worker
@@ -383,8 +389,12 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     )
     if draft is not None:
         target_cell = cell
-        cell = sglang_cell_size(cell, len(layers), draft)
-        stages = [(w_, lay_, sglang_cell_size(c_, len(lay_), draft)) for w_, lay_, c_ in stages]
+        # mambaish models: num_layers is the full-attention layers (pool_configurator.py)
+        cell = sglang_cell_size(cell, _attention_layers(layers), draft)
+        stages = [
+            (w_, lay_, sglang_cell_size(c_, _attention_layers(lay_), draft))
+            for w_, lay_, c_ in stages
+        ]
     # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
     # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
     # model (so before free memory is profiled): the config's length, not --context-length

@@ -126,8 +126,8 @@ def _mtp_terms(
         )
     # the embed_tokens and shared_head.head copies are the target's (shared, not loaded twice)
     params = mtp_params(spec) - n * 2 * spec.vocab_size * spec.hidden_size
-    total = count_params(spec)
-    per_param = target_bytes * tp / total if total else 2.0
+    total = count_params(spec) - spec.multimodal_params  # the text tensors target_bytes prices
+    per_param = target_bytes * tp / total if total > 0 else 2.0
     weights = int(params * per_param) // tp
     attn = [lay for lay in target_layers if lay.kind in ("full", "mla", "sliding")]
     template = attn[-1] if attn else None
