@@ -532,3 +532,18 @@ def test_sglang_nextn_on_a_hybrid_counts_attention_layers() -> None:
     est = _est("qwen3.5-27b", runtime="sglang", speculative_method="mtp")
     cell = int(str(base.runtime_details["cell_size_bytes"]))
     assert est.runtime_details["cell_size_bytes"] == int(cell * (1 + 1 / n_full))
+
+
+def test_flag_eras_date_the_llama_server_draft_flags() -> None:
+    from datetime import date
+
+    from oomkit.estimate.flag_eras import flag_available, flag_era
+    from oomkit.estimate.llamacpp_draft import DRAFT_CACHE_TYPES_SINCE, SPEC_SERVER_SINCE
+
+    assert flag_era("llama.cpp", "draft_model").since == date.fromisoformat(SPEC_SERVER_SINCE)
+    assert flag_era("llama.cpp", "draft_cache_type").since == date.fromisoformat(
+        DRAFT_CACHE_TYPES_SINCE
+    )
+    assert not flag_available("llama.cpp", "draft_model", "2024-11-01")
+    assert flag_available("llama.cpp", "draft_model", "2024-12-01")
+    assert not flag_available("llama.cpp", "draft_cache_type", "2025-06-01")
