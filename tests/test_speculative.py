@@ -547,3 +547,12 @@ def test_flag_eras_date_the_llama_server_draft_flags() -> None:
     assert not flag_available("llama.cpp", "draft_model", "2024-11-01")
     assert flag_available("llama.cpp", "draft_model", "2024-12-01")
     assert not flag_available("llama.cpp", "draft_cache_type", "2025-06-01")
+
+
+def test_sglang_eagle_without_a_path_uses_the_native_mtp_layer() -> None:
+    nextn = _est("qwen3.5-27b", runtime="sglang", speculative_method="mtp")
+    eagle = _est("qwen3.5-27b", runtime="sglang", speculative_method="eagle")
+    assert eagle.runtime_details["cell_size_bytes"] == nextn.runtime_details["cell_size_bytes"]
+    assert _comp(eagle, "draft model weights") == _comp(nextn, "draft model weights") > 0
+    with pytest.raises(InvalidSettingError, match="needs its draft model"):
+        _est(TARGET, runtime="sglang", speculative_method="eagle")

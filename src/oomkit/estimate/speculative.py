@@ -247,6 +247,19 @@ def draft_terms(
                 settings.speculative_model,
             )
         weights, formula, layers = 0, "n-gram lookup in the prompt: no draft weights", ()
+    elif (
+        method == "eagle"
+        and settings.speculative_model is None
+        and runtime == "sglang"
+        and spec.num_nextn_predict_layers > 0
+    ):
+        # SGLang runs NEXTN as EAGLE; without --speculative-draft-model-path the draft is the
+        # target's native MTP layer(s) (model_runner.py: eagle_draft_num_layers from
+        # mtp_num_hidden_layers / num_nextn_predict_layers)
+        weights, formula, layers = _mtp_terms(
+            spec, target_weights_bytes, target_layers, tp, runtime
+        )
+        notes.append("EAGLE without a draft path: the target's own MTP layer(s) draft (NEXTN)")
     elif method == "mtp" and settings.speculative_model is None:
         weights, formula, layers = _mtp_terms(
             spec, target_weights_bytes, target_layers, tp, runtime
