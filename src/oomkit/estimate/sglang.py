@@ -560,7 +560,8 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 label="activations + CUDA graphs (reserved rest)",
                 n_bytes=reserve,
                 formula="free0 x (1 - mem_fraction_static) - req_to_token pool"
-                + (" - CUDA-graph attention tables" if graph_tables and cap else ""),
+                + (" - CUDA-graph attention tables" if graph_tables and cap else "")
+                + (" - draft model weights" if draft is not None and draft.weights_bytes else ""),
                 inputs={"mem_fraction_static": frac},
             ),
             Component(
