@@ -26,6 +26,7 @@ from oomkit.cli.estimate import estimate_command
 from oomkit.cli.estimate_fast import DEFAULTS, FLAGS, VALUE_OPTIONS, parse_estimate_args
 from oomkit.cli.params import CONTEXT, COUNT, SIZE
 from oomkit.cli.runtime_flags import UNMODELLED
+from oomkit.cli.speculative_options import SPECULATIVE_PARAMS
 from oomkit.cli.values import parse_context, parse_count, parse_size
 
 SRC = str(Path(__file__).parents[1] / "src")
@@ -84,6 +85,8 @@ def test_table_matches_the_click_command() -> None:
                     "data_parallel_size",
                     "expert_parallel_size",
                     "enable_expert_parallel",
+                    # vLLM/SGLang speculative decoding: read by cli.speculative_options
+                    *SPECULATIVE_PARAMS,
                 ), opt
                 continue
             seen.add(opt)

@@ -145,6 +145,22 @@ def estimate_model(
         # the draft resolves as MODEL does (same offline rule); the estimator then reads it
         # from the catalog, the file or the Hub cache without the network
         load_model(settings.draft_model, offline=offline)
+    if settings.speculative_model is not None and settings.speculative_method not in (
+        None,
+        "mtp",
+        "ngram",
+    ):
+        from oomkit.errors import SourceNotFoundError, UnknownNameError
+
+        try:  # the vLLM/SGLang draft resolves as MODEL does; a missing one is a usage error
+            load_model(settings.speculative_model, offline=offline)
+        except (UnknownNameError, SourceNotFoundError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise InvalidSettingError(
+                f"speculative draft model {settings.speculative_model!r}: {first}",
+                setting="speculative_model",
+                value=settings.speculative_model,
+            ) from None
     from oomkit.estimate.checks import check_run, ignored_settings
 
     settings, notes = check_run(spec, settings, hardware, runtime)

@@ -14,6 +14,7 @@ from oomkit.cli.gpu_choice import BACKEND_CHOICES
 from oomkit.cli.lora_options import lora_options
 from oomkit.cli.params import CONTEXT, COUNT, SIZE
 from oomkit.cli.runtime_flags import PP_FLAGS, SEQS_FLAGS, model_option, unmodelled_options
+from oomkit.cli.speculative_options import speculative_options
 from oomkit.cli.train_options import EMIT_CHOICES, TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
@@ -227,6 +228,7 @@ TRAINING_PASSED: tuple[str, ...] = (
     "draft_device",
     help="GPUs of the draft as 0-based indices of --gpu, e.g. 1 or 0,1 (-devd; default: all)",
 )
+@speculative_options
 @click.option(
     "--device",
     "-dev",

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from oomkit.cli.runtime_flags import MODEL_FLAGS, PP_FLAGS, SEQS_FLAGS
+from oomkit.cli.speculative_options import SPECULATIVE_PARAMS
 from oomkit.cli.values import CTX_FLAGS, TP_FLAGS, parse_context, parse_count, parse_size
 
 __all__ = ["DEFAULTS", "FLAGS", "VALUE_OPTIONS", "parse_estimate_args", "run_fast"]
@@ -114,6 +115,8 @@ _flag("as_json", ("--json",))
 #: the keyword arguments of ``run_estimate`` when no option is given (the click defaults)
 DEFAULTS: dict[str, Any] = {
     **{name: None for name, _ in VALUE_OPTIONS.values()},
+    # vLLM/SGLang speculative flags: never parsed here (click reads them), None by default
+    **dict.fromkeys(SPECULATIVE_PARAMS),
     **{name: None for name, _ in FLAGS.values()},
     "runtime": "llama.cpp",
     "offline": False,

@@ -88,6 +88,14 @@ def run_estimate(
     max_new_tokens: int | None = None,
     attn_implementation: str | None = None,
     llama_server: bool | None = None,
+    speculative_config: str | None = None,
+    speculative_model: str | None = None,
+    num_speculative_tokens: int | None = None,
+    speculative_algorithm: str | None = None,
+    speculative_draft_model_path: str | None = None,
+    speculative_num_steps: int | None = None,
+    speculative_eagle_topk: int | None = None,
+    speculative_num_draft_tokens: int | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -161,6 +169,22 @@ def run_estimate(
     cpu_only = gpu is not None and gpu.strip().lower() in ("cpu", "none")
     if cpu_only and canonical == "llama.cpp" and n_gpu_layers is None:
         n_gpu_layers = 0
+    from oomkit.cli.speculative_options import speculative_settings
+
+    speculative = speculative_settings(
+        canonical,
+        {
+            "speculative_config": speculative_config,
+            "speculative_model": speculative_model,
+            "num_speculative_tokens": num_speculative_tokens,
+            "speculative_algorithm": speculative_algorithm,
+            "speculative_draft_model_path": speculative_draft_model_path,
+            "speculative_num_steps": speculative_num_steps,
+            "speculative_eagle_topk": speculative_eagle_topk,
+            "speculative_num_draft_tokens": speculative_num_draft_tokens,
+            "tp": tp,
+        },
+    )
     settings = InferenceSettings(
         runtime=runtime,
         quant=quant,
@@ -213,6 +237,7 @@ def run_estimate(
         draft_devices=parse_draft_devices(draft_device),
         device_ordinals=parse_device_ordinals(device),
         llama_server=llama_server,
+        **speculative,
     )
     warn_ignored(settings, canonical)
     from oomkit.estimate.llamacpp_outputs import server_default

@@ -10,6 +10,7 @@ import click
 
 from oomkit.cli.args_command import typed_flag
 from oomkit.cli.draft_options import DRAFT_PARAMS
+from oomkit.cli.speculative_options import SPECULATIVE_PARAMS
 from oomkit.spec.settings_lora import LORA_FIELDS
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     *LORA_FIELDS,
     "runtime_version",
     *DRAFT_PARAMS,
+    *SPECULATIVE_PARAMS,
     "backend",
     "device_map",  # transformers from_pretrained / generate() options
     "max_memory",

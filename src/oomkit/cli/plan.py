@@ -23,6 +23,7 @@ from oomkit.cli.plan_flags import (
 )
 from oomkit.cli.plan_pinned import pinned_options
 from oomkit.cli.runtime_flags import SEQS_FLAGS
+from oomkit.cli.speculative_options import SPECULATIVE_PARAMS, speculative_options
 from oomkit.cli.train_options import TrainOptions, training_options
 from oomkit.cli.transformers_options import ATTN_PARAM, inference_attn, transformers_options
 from oomkit.cli.values import CTX_FLAGS, OS_CHOICES, TP_FLAGS
@@ -152,6 +153,7 @@ __all__ = ["plan_command"]
 @click.option("--offline", is_flag=True, help="Never touch the network")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document")
 @draft_options
+@speculative_options
 @pinned_options
 @training_options
 def plan_command(
@@ -312,10 +314,15 @@ def plan_command(
         rt = runtime if runtime.strip().lower() == "any" else normalize_runtime(runtime)
         hardware = with_backend(hardware, backend, rt, named=bool(gpus))
     from oomkit.cli.draft_options import draft_settings
+    from oomkit.cli.speculative_options import speculative_settings
     from oomkit.estimate.vllm_compiled_pooling import PLAN_NOTE, unmodelled_at
     from oomkit.spec.settings import InferenceSettings
 
-    draft = draft_settings(runtime if runtime == "any" else normalize_runtime(runtime), {**drafts})
+    rt_name = runtime if runtime == "any" else normalize_runtime(runtime)
+    # vLLM/SGLang speculative decoding: pinned, every candidate keeps it (speculative_options)
+    spec_values = {name: drafts.pop(name, None) for name in SPECULATIVE_PARAMS}
+    speculative = speculative_settings(rt_name, {**spec_values, "tp": tp})
+    draft = {**draft_settings(rt_name, {**drafts}), **speculative}
     serving: dict[str, Any] = {
         k: v
         for k, v in (
@@ -354,6 +361,13 @@ def plan_command(
             "row per -ub token); the commands keep llama-server's flags, give them to that program"
         )
         result = dataclasses.replace(result, notes=(*result.notes, note))
+    from oomkit.cli.plan_drop_draft import drop_draft_note
+
+    lever = drop_draft_note(
+        model, hardware, request, base, result, offline=True if offline else None
+    )
+    if lever is not None:  # speculative decoding's memory, offered back (costs speed only)
+        result = dataclasses.replace(result, notes=(*result.notes, lever))
     if as_json:
         print_json(result.to_dict())
     else:

@@ -44,6 +44,15 @@ __all__ = [
 ]
 
 #: InferenceSettings fields each estimator reads (everything else is ignored by that runtime)
+#: vLLM --speculative-config / SGLang --speculative-* (oomkit.estimate.speculative)
+SPECULATIVE_FIELDS = (
+    "speculative_method",
+    "speculative_model",
+    "num_speculative_tokens",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+)
+
 RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
     "llama.cpp": frozenset(
         {
@@ -113,6 +122,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             # --enable-lora and its slots (oomkit.estimate.vllm_lora); max_cpu_loras is the
             # host-side adapter cache: validated against max_loras, no GPU bytes
             *LORA_FIELDS,
+            *SPECULATIVE_FIELDS,  # oomkit.estimate.speculative
         }
     ),
     "sglang": frozenset(
@@ -127,6 +137,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "max_num_seqs",
             "enforce_eager",  # --disable-cuda-graph: no CUDA-graph attention tables
             "overhead_bytes",
+            *SPECULATIVE_FIELDS,  # oomkit.estimate.speculative
         }
     ),
     "transformers": frozenset(

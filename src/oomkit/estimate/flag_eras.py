@@ -43,6 +43,13 @@ Sources (llama.cpp: the PR threads on github.com/ggml-org/llama.cpp; Ollama: ``g
   record maps the merge commit to its tag, so builds are compared through their dates
   (:func:`oomkit.planner.commands_llamacpp.llamacpp_fa_flags`, the generation's
   ``flash_attn_default``).
+* ``-md``/``--model-draft``, ``-ngld``, ``--draft-max``/``--draft-min`` in ``llama-server``: PR
+  #10455 "server : add speculative decoding support" (2024-11-25; the server's draft context
+  size ``-cd`` follows in PR #10586, 2024-11-29); ``-ctkd``/``-ctvd``: PR #13782 "server: args
+  for draft model cache types" (merged after its 2025-06-19 review). The same dates as
+  :mod:`oomkit.estimate.llamacpp_draft` (``SPEC_SERVER_SINCE``, ``DRAFT_CACHE_TYPES_SINCE``),
+  which refuses ``-md`` before the first and ignores ``-ctkd``/``-ctvd`` (f16) before the
+  second; no build number is pinned for either.
 * Ollama ``OLLAMA_FLASH_ATTENTION``: commit 38255d2af "Use flash attention flag for now"
   (#4580, 2024-05-22; envconfig since 4cc3be303, #4608), first in v0.1.39 (2024-05-28): the
   runner passed ``--flash-attn`` from e15307fdf (#4120, 2024-05-21, also first in v0.1.39),
@@ -147,6 +154,20 @@ LLAMACPP_FLAG_ERAS: tuple[FlagEra, ...] = (
         "PR #15077",
         "experts of the first N layers on the CPU (shorthand for -ot rules)",
         6089,
+    ),
+    FlagEra(
+        "draft_model",
+        "-md/--model-draft, -ngld, --draft-max (llama-server)",
+        date(2024, 11, 25),
+        "PR #10455",
+        "speculative decoding in the server: a draft model, its GPU layers, draft tokens",
+    ),
+    FlagEra(
+        "draft_cache_type",
+        "-ctkd/-ctvd (--cache-type-k/v-draft)",
+        date(2025, 6, 20),
+        "PR #13782",
+        "the draft's KV cache type (f16 forced before)",
     ),
     FlagEra(
         "fa_valued",

@@ -51,13 +51,21 @@ from __future__ import annotations
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_activations import forward_peak_bytes
-from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
+from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
 from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
 from oomkit.estimate.sglang_multimodal import MultimodalPolicy, multimodal_policy, sglang_effects
 from oomkit.estimate.sglang_outside import dated_chunked_prefill_size, outside_pool
+from oomkit.estimate.speculative import (
+    SRC_SGLANG,
+    DraftTerms,
+    draft_terms,
+    sglang_cell_size,
+    sglang_reserve_bytes,
+    spoken_method,
+)
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -101,8 +109,12 @@ def sglang_batch_defaults(gpu_mem_bytes: int | None, tp: int) -> tuple[int, int]
     return 16384, 512
 
 
-def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None, pp: int = 1) -> float:
-    """SGLang's default ``--mem-fraction-static`` (``_handle_gpu_memory_settings``).
+def default_mem_fraction_static(
+    tp: int, gpu_mem_bytes: int | None = None, pp: int = 1, *, speculative_mib: int = 0
+) -> float:
+    """SGLang's default ``--mem-fraction-static`` (``_handle_gpu_memory_settings``);
+    ``speculative_mib``: what it reserves more for a draft, after the 10 GiB floor
+    (:func:`oomkit.estimate.speculative.sglang_reserve_bytes`).
 
     >>> default_mem_fraction_static(1), default_mem_fraction_static(1, 81559 * MiB)
     (0.88, 0.835)
@@ -114,6 +126,7 @@ def default_mem_fraction_static(tp: int, gpu_mem_bytes: int | None = None, pp: i
     reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    reserved += speculative_mib  # "eagle draft models and cuda graphs" (after the floor)
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
@@ -256,6 +269,59 @@ def _smi_total(d: DeviceTarget) -> int | None:
     return row.memory_bytes
 
 
+def _attention_layers(layers: tuple[KvLayer, ...]) -> int:
+    """The layers SGLang's pool counts for a draft's share: those with a KV cache (a hybrid's
+    recurrent layers have their own state pool)."""
+    return sum(1 for lay in layers if lay.kind != "recurrent")
+
+
+def _draft_pool_share(draft: DraftTerms | None, pool: int, cell: int) -> int:
+    """The draft token-to-KV pool inside ``pool``: ``max_total_num_tokens`` (``pool // cell``,
+    ``cell`` the scaled cell size) x the draft layers' bytes per token; the draft worker
+    allocates it with the target's token count (pool_configurator.py ``MemoryPoolConfig``)."""
+    if draft is None or not draft.n_layers or not cell:
+        return 0
+    return min(pool, pool // cell * draft.kv_bytes_per_token)
+
+
+def _draft_components(
+    draft: DraftTerms | None, pool: int, cell: int, tp: int
+) -> tuple[Component, ...]:
+    """The draft's lines: its weights (from the reserved rest) and its KV token pool."""
+    if draft is None:
+        return ()
+    what = draft.model or ("NextN layers" if draft.method == "mtp" else "no model")
+    out = [
+        Component(
+            category="weights",
+            label=(
+                "speculative decoding: NGRAM (no draft weights)"
+                if draft.method == "ngram"
+                else f"draft model weights ({spoken_method(draft.method, 'sglang')}: {what})"
+            ),
+            n_bytes=draft.weights_bytes,
+            formula=draft.weights_formula
+            + "; loaded after the target's KV pool, out of the 1 - mem_fraction_static rest",
+            inputs={"tp": tp, "num_steps": draft.k},
+            source=SRC_SGLANG,
+        )
+    ]
+    if draft.n_layers:
+        out.append(
+            Component(
+                category="kv_cache",
+                label=f"draft KV token pool ({draft.n_layers} layer(s))",
+                n_bytes=_draft_pool_share(draft, pool, cell),
+                formula="the target's max_total_num_tokens x the draft layers' bytes per token "
+                "(the cell size is scaled by 1 + draft_layers / target_layers)",
+                inputs={"cell_size": cell, "draft_layers": draft.n_layers},
+                source="sglang/srt/model_executor/pool_configurator.py "
+                "DefaultPoolConfigurator.__init__",
+            )
+        )
+    return tuple(out)
+
+
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
@@ -271,11 +337,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
 
         gen = resolve_generation("sglang", settings.runtime_version)
         kind = str(gen.effects.get("mem_fraction", "gpu_memory"))
+    # a draft (EAGLE family 2 GiB, STANDALONE 6 GiB) is reserved outside the default fraction
+    spec_mib = sglang_reserve_bytes(settings.speculative_method) // MiB
     frac = settings.mem_fraction_static or (
         dated_mem_fraction_static(kind, tp, smallest, pp)
         if kind != "gpu_memory"
-        else default_mem_fraction_static(tp, smallest, pp)
+        else default_mem_fraction_static(tp, smallest, pp, speculative_mib=spec_mib)
     )
+    if spec_mib and smallest and kind == "reserved_tier" and not settings.mem_fraction_static:
+        frac = round(frac - spec_mib * MiB / smallest, 3)  # v0.4.8-v0.5.2: the same +2 GiB
     mm = multimodal_policy(spec, settings.runtime_version)
     # CUDA-graph tables of the fa3 backend (chunked-attention models): sglang_graph_tables
     eff = sglang_effects(settings.runtime_version)
@@ -306,6 +376,25 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         lay = all_layers if pp == 1 else tuple(x for x in all_layers if x.layer in span)
         stages.append((w, lay, kv_bytes_per_token(lay)))
     weights, layers, cell = stages[0]
+    # speculative decoding (oomkit.estimate.speculative): the draft's weights come from the
+    # rest, its KV pool is budgeted by scaling the target's cell size
+    draft = draft_terms(
+        spec,
+        settings,
+        target_weights_bytes=weights.bytes_per_rank,
+        target_layers=layers,
+        tp=tp,
+        kv_elem=kv_elem,
+        elem=elem,
+    )
+    if draft is not None:
+        target_cell = cell
+        # mambaish models: num_layers is the full-attention layers (pool_configurator.py)
+        cell = sglang_cell_size(cell, _attention_layers(layers), draft)
+        stages = [
+            (w_, lay_, sglang_cell_size(c_, _attention_layers(lay_), draft))
+            for w_, lay_, c_ in stages
+        ]
     # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
     # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
     # model (so before free memory is profiled): the config's length, not --context-length
@@ -361,6 +450,15 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 reqs = min(reqs, max(1, tokens // 2))
                 req_pool = (reqs + 1) * (ctx + 4) * 4
             reserve = max(0, free0 - int(free0 * frac) - req_pool - graph_tables)
+            if draft is not None and draft.weights_bytes:
+                if draft.weights_bytes > reserve:
+                    blockers.append(
+                        f"the draft model's weights ({format_bytes(draft.weights_bytes)}) "
+                        f"exceed the {format_bytes(reserve)} SGLang leaves outside "
+                        f"mem_fraction_static {frac:.3f}: the draft worker loads after the KV "
+                        "pool and runs out of memory; lower --mem-fraction-static"
+                    )
+                reserve = max(0, reserve - draft.weights_bytes)
             if mm.chunked_prefill is False and prefill is None:
                 prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
             if check_outside and outside is None:
@@ -424,10 +522,11 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 formula="max_position x rotary_dim x dtype",
                 source="sglang/srt/layers/rotary_embedding.py get_rope",
             ),
+            *_draft_components(draft, pool, cell, tp),
             Component(
                 category="kv_cache",
                 label="KV token pool",
-                n_bytes=pool,
+                n_bytes=pool - _draft_pool_share(draft, pool, cell),
                 formula="free0 x mem_fraction_static - weights, rotary cache, vision tower "
                 "(free0: after context/NCCL)",
                 inputs={"mem_fraction_static": frac, "cell_size": cell},
@@ -461,7 +560,8 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 label="activations + CUDA graphs (reserved rest)",
                 n_bytes=reserve,
                 formula="free0 x (1 - mem_fraction_static) - req_to_token pool"
-                + (" - CUDA-graph attention tables" if graph_tables and cap else ""),
+                + (" - CUDA-graph attention tables" if graph_tables and cap else "")
+                + (" - draft model weights" if draft is not None and draft.weights_bytes else ""),
                 inputs={"mem_fraction_static": frac},
             ),
             Component(
@@ -509,11 +609,33 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "tp": tp,
             **({"pp": pp} if pp > 1 else {}),
             "mem_fraction_static": frac,
+            **(
+                {
+                    "speculative_algorithm": spoken_method(draft.method, "sglang"),
+                    "speculative_draft_model_path": settings.speculative_model,
+                    "speculative_num_steps": draft.k,
+                }
+                if draft is not None
+                else {}
+            ),
         },
         devices=tuple(usages),
         host=DeviceUsage(device="cpu"),
         runtime_details={
             "max_total_num_tokens": tokens,
+            **(
+                {
+                    "speculative": {
+                        "algorithm": spoken_method(draft.method, "sglang"),
+                        "num_steps": draft.k,
+                        "draft_layers": draft.n_layers,
+                        "draft_weights_bytes": draft.weights_bytes,
+                        "target_cell_size_bytes": target_cell,
+                    }
+                }
+                if draft is not None
+                else {}
+            ),
             "max_num_reqs": reqs,
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
@@ -542,6 +664,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             ),
         },
         assumptions=tuple(weights.assumptions)
+        + (draft.notes if draft is not None else ())
         + pool_note
         + (
             (

@@ -48,6 +48,7 @@ from oomkit.estimate.hf_kv import (
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.speculative import DraftTerms, draft_terms, rejection_sampler_bytes
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
 from oomkit.estimate.vllm_compiled_pooling import DETAIL as COMPILED_POOLING
@@ -134,6 +135,11 @@ class VllmPlan:
     notes: tuple[str, ...]
     #: ``--enable-lora``: the adapter slots (part of ``weights_bytes``), graph sets
     lora: LoraPlan | None = None
+    #: speculative decoding: the draft's weights (part of ``weights_bytes``) and KV layers
+    #: (part of ``layers``) (:mod:`oomkit.estimate.speculative`)
+    speculative: DraftTerms | None = None
+    #: part of ``activation_bytes``' sampler side: the rejection sampler's dummy logits
+    rejection_sampler_bytes: int = 0
 
 
 def plan_vllm(
@@ -324,6 +330,42 @@ def plan_vllm(
     layers = kv_layers(kv_spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
     if pp > 1:
         layers = tuple(lay for lay in layers if lay.layer in stage)
+    draft = draft_terms(
+        spec,
+        settings,
+        target_weights_bytes=weights.bytes_per_rank,
+        target_layers=layers,
+        tp=tp,
+        kv_elem=kv_elem,
+        elem=elem,
+    )
+    rejection = 0
+    if draft is not None:
+        # loaded with the target (load_model) and sharing its block budget (get_kv_cache_spec)
+        w += draft.weights_bytes
+        layers = (*layers, *draft.layers)
+        notes.extend(draft.notes)
+        if eng.name.startswith("v0"):
+            notes.append(
+                "speculative decoding priced as vLLM V1 runs it (draft layers in the shared "
+                "block pool); the V0 spec-decode worker of this release sized the draft's "
+                "blocks its own way"
+            )
+        if not settings.enforce_eager:  # decode_query_len = 1 + k tokens per sequence
+            graphs, _ = cudagraph_bytes(
+                spec,
+                eng.name,
+                layers=len(stage) + draft.n_layers,
+                max_num_seqs=seqs * (1 + draft.k),
+                max_num_batched_tokens=batched,
+                elem_bytes=elem,
+                tp=tp,
+                hip=device.backend == "rocm",
+            )
+            graphs *= lora.graph_sets if lora is not None else 1
+        if last_stage and not settings.pooling:
+            rejection = rejection_sampler_bytes(rows, spec.vocab_size)
+            act = max(act, sampler + rejection)
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
     conc = None
@@ -387,6 +429,8 @@ def plan_vllm(
         layers=layers,
         notes=tuple(notes),
         lora=lora,
+        speculative=draft,
+        rejection_sampler_bytes=rejection,
     )
 
 

@@ -97,6 +97,15 @@ def estimate_settings(
         "enforce_eager": bool(settings.enforce_eager),
         **{k: True for k in ("prompt_logprobs", "llm_class", "pooling") if getattr(settings, k)},
         **(
+            {
+                "speculative_method": settings.speculative_method,
+                "speculative_model": settings.speculative_model,
+                "num_speculative_tokens": p0.speculative.k if p0.speculative else None,
+            }
+            if settings.speculative_method is not None
+            else {}
+        ),
+        **(
             {"enable_lora": True, "max_loras": lora.max_loras, "max_lora_rank": lora.max_lora_rank}
             if lora is not None
             else {}
@@ -135,6 +144,55 @@ def vision_inputs(spec: ModelSpec, p: VllmPlan) -> dict[str, int]:
     }
 
 
+def draft_kv_share(p: VllmPlan, kv: int) -> int:
+    """The draft layers' part of the shared KV block pool (their bytes per token over all)."""
+    d = p.speculative
+    if d is None or not d.kv_bytes_per_token or not p.bytes_per_token:
+        return 0
+    return kv * d.kv_bytes_per_token // p.bytes_per_token
+
+
+def speculative_components(p: VllmPlan, kv: int) -> tuple[Component, ...]:
+    """The draft's lines (speculative decoding): its weights and its share of the KV pool."""
+    d = p.speculative
+    if d is None:
+        return ()
+    from oomkit.estimate.speculative import SRC_VLLM
+
+    what = d.model or ("MTP layers" if d.method == "mtp" else d.method)
+    out = [
+        Component(
+            category="weights",
+            label=(
+                "speculative decoding: ngram (no draft weights)"
+                if d.method == "ngram"
+                else f"draft model weights ({d.method}: {what})"
+            ),
+            n_bytes=d.weights_bytes,
+            formula=d.weights_formula + "; loaded with the target before the profile",
+            inputs={"tp": p.tp, "num_speculative_tokens": d.k},
+            source=SRC_VLLM,
+        )
+    ]
+    if d.layers:
+        out.append(
+            Component(
+                category="kv_cache",
+                label=f"draft KV cache ({d.n_layers} layer(s), in the shared block pool)",
+                n_bytes=draft_kv_share(p, kv),
+                formula="KV pool x draft bytes/token / (target + draft bytes/token): the draft "
+                "layers take a share of every block",
+                inputs={
+                    "draft_bytes_per_token": d.kv_bytes_per_token,
+                    "bytes_per_token": p.bytes_per_token,
+                },
+                source="vllm/v1/core/kv_cache_utils.py get_kv_cache_config (draft layers in "
+                "get_kv_cache_spec)",
+            )
+        )
+    return tuple(out)
+
+
 def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Component, ...]:
     """One rank's lines: weights (text, MXFP4 layout, vision tower), rotary cache, KV pool
     (``kv`` bytes), profile-run peak, non-torch and CUDA graphs, each with its source (``src``:
@@ -147,7 +205,8 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
             n_bytes=p.weights_bytes
             - p.mxfp4_extra_bytes
             - p.vision_weights_bytes
-            - (p.lora.load_bytes if p.lora is not None else 0),
+            - (p.lora.load_bytes if p.lora is not None else 0)
+            - (p.speculative.weights_bytes if p.speculative is not None else 0),
             formula="checkpoint tensors per rank"
             + (" (text model)" if p.vision_weights_bytes else ""),
             inputs={"tp": p.tp},
@@ -161,10 +220,11 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
             formula="max_position x rotary_dim x dtype",
             source="vllm/model_executor/layers/rotary_embedding.py",
         ),
+        *speculative_components(p, kv),
         Component(
             category="kv_cache",
             label="KV cache pool",
-            n_bytes=kv,
+            n_bytes=kv - draft_kv_share(p, kv),
             formula=(
                 "util x total - weights - activations - non_torch"
                 + (" - CUDA graphs" if p.cudagraph_charged else "")
@@ -188,12 +248,22 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
                 + (", " + VISION_FORMULA if p.vision_bytes else "")
                 + ")"
                 + (" + record_stream'd all-reduce inputs" if p.pinned_allreduce_bytes else "")
+                + (
+                    "; the sampler side + the rejection sampler's 2 x rows x vocab fp32 logits"
+                    if p.rejection_sampler_bytes
+                    else ""
+                )
             ),
             inputs={
                 "max_num_batched_tokens": p.max_num_batched_tokens,
                 "max_num_seqs": p.max_num_seqs,
                 "forward_bytes": p.forward_bytes,
                 "sampler_bytes": p.sampler_bytes,
+                **(
+                    {"rejection_sampler_bytes": p.rejection_sampler_bytes}
+                    if p.rejection_sampler_bytes
+                    else {}
+                ),
                 "vision_encoder_bytes": p.vision_bytes,
                 **vision_inputs(spec, p),
                 "engine": p.engine,
@@ -222,6 +292,12 @@ def rank_components(spec: ModelSpec, p: VllmPlan, kv: int, src: str) -> tuple[Co
                 + (
                     f" x {p.lora.graph_sets} (cudagraph_specialize_lora: with and without LoRA)"
                     if p.lora is not None and p.lora.graph_sets > 1
+                    else ""
+                )
+                + (
+                    f"; sizes for 1 + {p.speculative.k} tokens per sequence and the draft's "
+                    f"{p.speculative.n_layers} layer(s) (_set_cudagraph_sizes decode_query_len)"
+                    if p.speculative is not None and p.cudagraph_bytes
                     else ""
                 )
                 + "; "

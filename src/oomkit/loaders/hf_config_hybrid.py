@@ -182,6 +182,10 @@ def gated_delta_kw(f: Fields, kw: dict[str, Any]) -> None:
     (``layer_types``, else every ``full_attention_interval``-th layer is full attention) and
     the gated-delta-net recurrent state."""
     n = kw["num_hidden_layers"]
+    # the MTP layer(s): not loaded by transformers nor counted (spec.tensors.mtp_params), but
+    # vLLM's qwen3_next_mtp / qwen3_5_mtp and SGLang's NEXTN run them as the draft
+    # (oomkit.estimate.speculative)
+    kw["num_nextn_predict_layers"] = f.integer("mtp_num_hidden_layers", default=0) or 0
     kw["qk_norm"] = True
     kw["sliding_window"] = None
     kinds = f.layer_types("layer_types", n)

@@ -6,7 +6,9 @@ Qwen3-VL-style vision tower (``vision_config``). The dense sizes have a plain Sw
 ``intermediate_size``; the MoE sizes have routed experts plus a gated shared expert in every
 layer (transformers ``configuration_qwen3_5_moe.py`` has no ``intermediate_size``).
 The MTP layer (``mtp_num_hidden_layers``) is not loaded by transformers
-(``_keys_to_ignore_on_load_unexpected = [r"^mtp.*"]``) and is not counted.
+(``_keys_to_ignore_on_load_unexpected = [r"^mtp.*"]``) and is not counted; it is kept as
+``num_nextn_predict_layers`` (:func:`oomkit.loaders.hf_config_hybrid.gated_delta_kw`) for the
+speculative-decoding draft vLLM (``qwen3_5_mtp``) and SGLang (NEXTN) run from it.
 """
 
 from __future__ import annotations

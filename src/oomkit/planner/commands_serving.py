@@ -7,12 +7,13 @@ The lines are checked against ``FLAG_TABLES["vllm"]`` and ``FLAG_TABLES["sglang"
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["hf_ref", "sglang_command", "vllm_command"]
+__all__ = ["hf_ref", "sglang_command", "speculative_flags", "vllm_command"]
 
 #: vLLM's --kv-cache-dtype / SGLang's spelling of an 8-bit float KV cache
 _SGLANG_FP8_KV = "fp8_e5m2"
@@ -44,6 +45,7 @@ def vllm_command(settings: InferenceSettings, spec: ModelSpec, model_ref: str) -
         parts += ["--max-num-batched-tokens", str(settings.max_num_batched_tokens)]
     if settings.enable_lora:
         parts += _vllm_lora_flags(settings)
+    parts += speculative_flags(settings, "vllm")
     return " ".join(parts)
 
 
@@ -69,7 +71,52 @@ def sglang_command(settings: InferenceSettings, spec: ModelSpec, model_ref: str)
     if settings.max_num_seqs or settings.parallel:
         seqs = settings.max_num_seqs or settings.parallel
         parts += ["--max-running-requests", str(seqs)]
+    parts += speculative_flags(settings, "sglang")
     return " ".join(parts)
+
+
+def speculative_flags(settings: InferenceSettings, runtime: str) -> list[str]:
+    """The pinned speculative decoding in the runtime's spelling: vLLM's
+    ``--speculative-config`` JSON, SGLang's ``--speculative-*`` flags (none without it)."""
+    method = settings.speculative_method
+    if method is None:
+        return []
+    draft = settings.speculative_model
+    if draft is not None:  # a catalog name becomes its Hugging Face repo, as the target
+        draft = _draft_ref(draft)
+    if runtime == "vllm":
+        config: dict[str, object] = {"method": method}
+        if draft is not None:
+            config["model"] = draft
+        if settings.num_speculative_tokens is not None:
+            config["num_speculative_tokens"] = settings.num_speculative_tokens
+        return ["--speculative-config", shlex.quote(json.dumps(config, separators=(",", ":")))]
+    from oomkit.estimate.speculative import spoken_method
+
+    parts = ["--speculative-algorithm", spoken_method(method, "sglang")]
+    for flag, value in (
+        ("--speculative-draft-model-path", draft),
+        ("--speculative-num-steps", settings.num_speculative_tokens),
+        ("--speculative-eagle-topk", settings.speculative_eagle_topk),
+        ("--speculative-num-draft-tokens", settings.speculative_num_draft_tokens),
+    ):
+        if value is not None:
+            parts += [flag, shlex.quote(str(value))]
+    return parts
+
+
+def _draft_ref(name: str) -> str:
+    """The draft model's reference as :func:`hf_ref` gives the target's: a path or repo id as
+    given, a catalog name's repo, else the name."""
+    if "/" in name or name.startswith((".", "~")):
+        return name
+    try:
+        from oomkit.catalog.models import find_model
+
+        repo = find_model(name).hf_repo
+    except Exception:  # not in the catalog: the name as given
+        repo = None
+    return repo or name
 
 
 def hf_ref(model_ref: str, spec: ModelSpec) -> str:

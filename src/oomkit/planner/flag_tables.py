@@ -112,6 +112,8 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--compilation-config": 1,
                     # vLLM 0.10+ (PR #21470 replaced --task embed): pooling models
                     "--runner": 1,
+                    # speculative decoding (vllm/config/speculative.py SpeculativeConfig)
+                    "--speculative-config": 1,
                 }
             ),
         ),
@@ -130,6 +132,12 @@ FLAG_TABLES: Mapping[str, FlagTable] = MappingProxyType(
                     "--kv-cache-dtype": 1,
                     "--quantization": 1,
                     "--max-running-requests": 1,
+                    # speculative decoding (server_args.py, the --speculative-* group)
+                    "--speculative-algorithm": 1,
+                    "--speculative-draft-model-path": 1,
+                    "--speculative-num-steps": 1,
+                    "--speculative-eagle-topk": 1,
+                    "--speculative-num-draft-tokens": 1,
                 }
             ),
         ),

@@ -26,10 +26,15 @@ __all__ = [
     "LOSS_IMPLS",
     "MIXED_PRECISION",
     "OPTIMIZERS",
+    "SPECULATIVE_METHODS",
     "TRAIN_METHODS",
     "InferenceSettings",
     "TrainingSettings",
 ]
+
+#: speculative decoding methods in vLLM's spelling (vllm/config/speculative.py
+#: ``SpeculativeMethod``) that oomkit prices
+SPECULATIVE_METHODS = ("mtp", "eagle", "eagle3", "draft_model", "ngram")
 
 #: vLLM ``CacheConfig.block_size`` (vllm/config/cache.py ``BlockSize`` literal)
 _VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
@@ -133,6 +138,17 @@ class InferenceSettings:
     #: ``-devd``: indices of the GPUs (in ``Hardware.devices`` order) the draft uses;
     #: None = every GPU, as the main model
     draft_devices: tuple[int, ...] | None = None
+    #: vLLM/SGLang speculative decoding (:mod:`oomkit.estimate.speculative`): the method in
+    #: vLLM's spelling ("mtp" | "eagle" | "eagle3" | "draft_model" | "ngram"; SGLang's NEXTN is
+    #: "mtp", STANDALONE "draft_model"); None = no speculative decoding
+    speculative_method: str | None = None
+    #: the draft model / EAGLE head (a catalog name, HF path or repo id); MTP: None (the
+    #: target checkpoint's own ``num_nextn_predict_layers``)
+    speculative_model: str | None = None
+    #: vLLM ``num_speculative_tokens``; SGLang ``--speculative-num-steps``
+    num_speculative_tokens: int | None = None
+    speculative_eagle_topk: int | None = None  # SGLang ``--speculative-eagle-topk``
+    speculative_num_draft_tokens: int | None = None  # SGLang ``--speculative-num-draft-tokens``
     #: llama.cpp ``--device``: the backend ordinal (CUDA index) of each GPU in
     #: ``Hardware.devices`` order, when the list picks or reorders the backend's devices
     #: (``--device CUDA2,CUDA1``: (2, 1)); None = GPU i is ordinal i. ``-sm row`` spreads a
@@ -194,6 +210,7 @@ class InferenceSettings:
         check_lora_settings(self)
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
         self._check_draft()
+        self._check_speculative()
         self._check_device_ordinals()
         check_choice("device_map", self.device_map, ("auto", "sequential", "none"))
         self._check_max_memory()
@@ -272,6 +289,32 @@ class InferenceSettings:
                 f"(--device CUDA2,CUDA1 -> 2,1), got {self.device_ordinals!r}"[:200],
                 setting="device_ordinals",
                 value=None,
+            )
+
+    def _check_speculative(self) -> None:
+        check_choice("speculative_method", self.speculative_method, SPECULATIVE_METHODS)
+        check_str("speculative_model", self.speculative_model)
+        for name in (
+            "num_speculative_tokens",
+            "speculative_eagle_topk",
+            "speculative_num_draft_tokens",
+        ):
+            check_int(name, getattr(self, name), lo=1, hi=MAX_TOKENS, optional=True)
+        given = [
+            name
+            for name in (
+                "speculative_model",
+                "num_speculative_tokens",
+                "speculative_eagle_topk",
+                "speculative_num_draft_tokens",
+            )
+            if getattr(self, name) is not None
+        ]
+        if self.speculative_method is None and given:
+            raise InvalidSettingError(
+                f"{given[0]} needs speculative_method (vLLM --speculative-config's method, "
+                "SGLang --speculative-algorithm)",
+                setting=given[0],
             )
 
     def _check_draft(self) -> None:
