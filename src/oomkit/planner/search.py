@@ -1,4 +1,5 @@
-"""The search: for each weight quant, the least intrusive configuration that fits, ranked.
+"""The search: for each weight quant, the least intrusive configuration that fits, ranked
+by :mod:`oomkit.planner.ranking`'s policy.
 
 Every candidate is checked with the runtime's own estimator (no separate formula), so a plan
 is exactly as accurate as ``oomkit estimate``. A candidate *fits* when every GPU keeps
@@ -174,6 +175,9 @@ class Searcher:
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
         self.target_ctx = default_target_ctx(runtime, spec, request)
         self.min_ctx = min_ctx(request, self.target_ctx)
+        #: the user typed the context (not ``--ctx max``, not the runtime's default): keeping it
+        #: outranks every throughput lever (:mod:`oomkit.planner.ranking`)
+        self.ctx_asked = request.ctx is not None and not request.ctx_from_max
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
@@ -470,6 +474,8 @@ class Searcher:
             target_ctx=self.target_ctx,
             n_layer=self.n_layer,
             prompt_first=self.runtime == "transformers",
+            ctx_asked=self.ctx_asked,
+            margin_bytes=ev.margin_bytes,
         )
 
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
