@@ -92,3 +92,34 @@ def test_cut_context_versus_offload_depends_on_who_chose_the_context() -> None:
     offload = Candidate("Q4_K_M", "f16", 32768, 2, n_gpu_layers=20)
     assert _key(offload, margin=0) < _key(cut, margin=0)  # typed: keep it
     assert _key(cut, margin=0, ctx_asked=False) < _key(offload, margin=0, ctx_asked=False)
+
+
+_QWEN_3060 = ["qwen3-30b-a3b", "--gpu", "rtx-3060", "--ram", "32GiB", "--ctx", "32k"]
+
+
+def test_offload_takes_a_q8_0_cache_that_keeps_more_on_the_gpu(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Qwen3-30B-A3B Q4_K_M on a 12 GB card at 32768: with an f16 cache the experts of the
+    first 30 layers go to the CPU; a q8_0 cache (+0.0008 KLD, llama.cpp PR #7412) keeps more
+    expert blocks on the GPU, so the plan takes it (before session 21 it kept f16)."""
+    best = _plans(capsys, _QWEN_3060)[0]
+    f16 = _plans(capsys, [*_QWEN_3060, "-ctk", "f16", "-ctv", "f16"])[0]
+    assert best["settings"]["quant"] == f16["settings"]["quant"] == "Q4_K_M"
+    assert best["settings"]["cache_type_k"] == "q8_0"
+    assert "-ctk q8_0 -ctv q8_0" in best["command"]
+    assert best["settings"]["n_cpu_moe"] < f16["settings"]["n_cpu_moe"]
+    assert f16["settings"].get("cache_type_k") in (None, "f16")  # a pinned type stays
+
+
+def test_offload_keeps_f16_when_q8_0_moves_nothing_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama-3.1-70B Q4_K_M on a 24 GB card at 2048 tokens: the cache is small, q8_0 keeps no
+    more layers on the GPU than f16 (the same -ngl), so the plan keeps the f16 cache."""
+    argv = ["llama-3.1-70b", "--gpu", "rtx-4090", "--ram", "64GiB", "--ctx", "2k"]
+    best = _plans(capsys, [*argv, "-q", "Q4_K_M"])[0]
+    q8 = _plans(capsys, [*argv, "-q", "Q4_K_M", "-ctk", "q8_0", "-ctv", "q8_0"])[0]
+    assert best["settings"].get("cache_type_k") in (None, "f16")
+    assert "-ctk" not in best["command"]
+    assert best["settings"]["n_gpu_layers"] == q8["settings"]["n_gpu_layers"]

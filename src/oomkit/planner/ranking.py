@@ -21,7 +21,10 @@ A quantized KV cache is the one exception to "throughput before capability": its
 quality cost is small (llama.cpp PR #7412, LLaMA-3-8B: a q8_0 K and V cache is +0.0008 KLD,
 below every step between weight types) and it keeps the whole model on the GPU, so at one quant
 and context it is tried before anything moves to the CPU (an offload costs most of the decode
-speed: weights read over PCIe or from system RAM, :mod:`oomkit.planner.speed`).
+speed: weights read over PCIe or from system RAM, :mod:`oomkit.planner.speed`). For the same
+reason an offload takes a q8_0 cache where it keeps strictly more on the GPU than f16 (ties keep
+f16; :meth:`oomkit.planner.search.Searcher._least_on_cpu_free`), and q4_0 only where nothing
+better fits.
 
 The order, for ``--prefer quality`` (the default):
 
