@@ -33,8 +33,12 @@ def test_review_plan_raises_util_to_keep_the_context(capsys: pytest.CaptureFixtu
     PIECEWISE + 51 FULL sizes at the H100 default of 1024 sequences (oomkit.estimate.vllm_cudagraph;
     the fixed 512 MiB before), a raise alone no longer holds 32768 "fits" at 1024 sequences (0.96:
     a 29104-token pool; 0.97: the 1024-row sampler terms make the device margin tight), so the
-    raise keeps the context together with a sequence cap (623); the planner's order puts the
-    context cut at a raised 0.95 first."""
+    raise keeps the context together with a sequence cap (623).
+
+    Session 21 re-derived the order (oomkit.planner.ranking): the user typed 32768, and a
+    sequence cap costs throughput only while a shorter --max-model-len changes what the server
+    can do, so the raise with the cap ranks first (it ranked second, behind the context cut to
+    22016 at a raised 0.95, which stays as an alternative)."""
     plans = _plans(capsys, ARGS)
     kept = [p for p in plans if isinstance(p["settings"], dict) and p["settings"]["ctx"] == 32768]
     raised: dict[str, Any] = next(
@@ -44,10 +48,15 @@ def test_review_plan_raises_util_to_keep_the_context(capsys: pytest.CaptureFixtu
     assert 0.92 < util < 1.0
     assert f"--gpu-memory-utilization {util:g}" in raised["command"]
     assert any("raised so the KV pool holds" in c for c in raised["changes"])
-    # the best plan cuts less than the 14848 of review 14, at a raised utilization too
+    # the best plan keeps the asked context: a raised utilization and a sequence cap
     best: dict[str, Any] = plans[0]
-    assert best["settings"]["ctx"] > 14848
+    assert best["settings"]["ctx"] == 32768
     assert any("raised so the KV pool holds" in c for c in best["changes"])
+    cap = best["settings"]["max_num_seqs"]
+    assert 1 < cap < 1024
+    assert f"--max-num-seqs {cap}" in best["command"]
+    # the context cut is still offered, below it
+    assert any(p["settings"]["ctx"] < 32768 for p in plans[1:])
 
 
 def test_raised_util_verdict_fits_not_tight() -> None:

@@ -6,6 +6,7 @@ list, end to end through the CLI."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -94,7 +95,9 @@ def test_n_cpu_moe_first_build_compared_as_a_build(
     code, out, _ = _run(capsys, *MIXTRAL, "--runtime-version", version)
     assert code == 0
     run = next(line for line in out.splitlines() if line.strip().startswith("llama-server"))
-    assert ("--n-cpu-moe 10" in run) is spelled
+    # (the count is the plan's, not this test's: session 21's offload takes a q8_0 cache where it
+    # keeps more experts on the GPU, --n-cpu-moe 7 where f16 needed 10)
+    assert (re.search(r"--n-cpu-moe \d+", run) is not None) is spelled
     assert ("-ot 'blk" in run) is not spelled
 
 

@@ -189,9 +189,11 @@ def plan_command(
 ) -> int:
     """Find the best configuration of MODEL that fits your GPU(s), and the command to run it.
 
-    Tries, in order: everything on the GPU at your context, a quantized KV cache, a shorter
-    context (not below --min-ctx), MoE experts on the CPU, fewer layers on the GPU, a smaller
-    quant. Exit 0 with a plan, 3 when nothing fits (with what would be needed).
+    Tries, in order: everything on the GPU at your context, a quantized KV cache, a raised
+    vLLM utilization or fewer concurrent sequences, MoE experts on the CPU, fewer layers on
+    the GPU, then a shorter context (not below --min-ctx; before the offloads when you gave no
+    --ctx), then a smaller quant. Exit 0 with a plan, 3 when nothing fits (with what would be
+    needed).
     """
     from oomkit.planner.core import plan
     from oomkit.planner.request import PlanRequest

@@ -2,9 +2,10 @@
 
 A :class:`Candidate` is one point of the search space: weight quant, KV cache type, context,
 and where the layers live (all on the GPU, MoE experts of the first ``n_cpu_moe`` layers on
-the CPU, or only ``n_gpu_layers`` on the GPU). Its *level* names how intrusive the change is,
-in the order of the planner issue: everything on the GPU (quantizing the KV cache or
-shortening the context stays at level 0) → MoE experts on the CPU → partial layer offload.
+the CPU, or only ``n_gpu_layers`` on the GPU). Its *level* names where the layers live:
+everything on the GPU (quantizing the KV cache or shortening the context stays at level 0) →
+MoE experts on the CPU → partial layer offload. How candidates are ranked (levers by cost
+class, what the user typed kept first) is :mod:`oomkit.planner.ranking`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.planner.ranking import rank_key
 from oomkit.spec.hardware import DeviceTarget
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
@@ -302,50 +304,6 @@ class Candidate:
         if self.level == LEVEL_LAYERS_CPU and self.n_gpu_layers is not None:
             return n_layer + 1 - self.n_gpu_layers
         return 0
-
-
-def rank_key(
-    cand: Candidate,
-    *,
-    prefer: str,
-    ladder: Sequence[str],
-    kvs: Sequence[str],
-    target_ctx: int,
-    n_layer: int,
-    prompt_first: bool = False,
-) -> tuple[int, ...]:
-    """Sort key (smaller is better) of a fitting candidate under ``prefer``.
-
-    quality: quant, then level (GPU → experts on CPU → layers on CPU), then whether the
-    concurrent sequences were capped below the runtime's own value (vLLM ``--max-num-seqs`` /
-    SGLang ``--max-running-requests``), then the context deficit, then the KV type, then how
-    much sits on the CPU — the planner issue's order (all on GPU → quantized KV → shorter
-    context → experts to CPU → partial offload → smaller quant), with a sequence cap (it costs
-    throughput only) tried when the runtime's default does not fit, before a smaller quant.
-    So at one quant a q4_0 cache at the asked context (or nearer it) ranks above q8_0 at a
-    shorter one: the context is what the user asked for, the cache type the planner's knob
-    (review 15 saw mistral-small-24b get q4_0 at 22272 where q8_0 fits 11776, by design).
-    Quants above the default come with f16 or q8_0 only (:func:`upgrade_kvs`).
-    ``prompt_first`` (transformers): the asked prompt before the asked generate() batch.
-    speed: anything off the GPU last, then as quality. context: the context deficit first,
-    then as quality.
-    """
-    deficit = max(0, target_ctx - cand.ctx)
-    r_q = ladder.index(cand.quant)
-    r_kv = kvs.index(cand.kv)
-    amount = cand.offload_amount(n_layer)
-    seqs = 0 if cand.max_num_seqs is None else 1
-    fewer = 0 if cand.max_num_seqs is None else -cand.max_num_seqs
-    # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
-    attn = int(cand.attn is not None) + int(cand.device_map is not None)
-    quality = (r_q, cand.level, seqs, deficit, attn, r_kv, fewer, amount)
-    if prompt_first:  # transformers: a shorter prompt drops input, a smaller batch only time
-        quality = (r_q, cand.level, deficit, seqs, attn, r_kv, fewer, amount)
-    if prefer == "speed":
-        return (int(cand.level > LEVEL_GPU), *quality)
-    if prefer == "context":
-        return (deficit, r_q, cand.level, r_kv, seqs, attn, fewer, amount)
-    return quality
 
 
 #: vLLM runs ``--quantization fp8`` on CUDA GPUs without native FP8 as weight-only W8A16

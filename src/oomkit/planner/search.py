@@ -1,4 +1,5 @@
-"""The search: for each weight quant, the least intrusive configuration that fits, ranked.
+"""The search: for each weight quant, the least intrusive configuration that fits, ranked
+by :mod:`oomkit.planner.ranking`'s policy.
 
 Every candidate is checked with the runtime's own estimator (no separate formula), so a plan
 is exactly as accurate as ``oomkit estimate``. A candidate *fits* when every GPU keeps
@@ -174,6 +175,9 @@ class Searcher:
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
         self.target_ctx = default_target_ctx(runtime, spec, request)
         self.min_ctx = min_ctx(request, self.target_ctx)
+        #: the user typed the context (not ``--ctx max``, not the runtime's default): keeping it
+        #: outranks every throughput lever (:mod:`oomkit.planner.ranking`)
+        self.ctx_asked = request.ctx is not None and not request.ctx_from_max
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
@@ -384,7 +388,11 @@ class Searcher:
 
         if not self._gpu_fits(self.evaluate(make(self.kvs[-1], self.min_ctx, hi))):
             return None  # not even the most on the CPU at the shortest context
-        for kv in self.kvs:
+        free = upgrade_kvs(self.runtime, self.kvs)
+        ev = self._least_on_cpu_free(free, least_on_cpu, make)
+        if ev is not None:
+            return ev
+        for kv in self.kvs[len(free) :]:
             ev = least_on_cpu(kv, self.target_ctx)
             if ev is not None and ev.fits:
                 return ev
@@ -399,6 +407,33 @@ class Searcher:
             if best is None or ev.cand.ctx > best.cand.ctx:
                 best = ev
         return best
+
+    def _least_on_cpu_free(
+        self,
+        free: tuple[str, ...],
+        least_on_cpu: Callable[[str, int], Evaluation | None],
+        make: Callable[[str, int, int], Candidate],
+    ) -> Evaluation | None:
+        """The offload at the asked context with the least on the CPU over the near-lossless KV
+        types ``free`` (:func:`~oomkit.planner.knobs.upgrade_kvs`: f16, f16 with flash attention,
+        q8_0), the best of them at that split; None when none of them fits at the asked context.
+
+        A q8_0 K and V cache costs +0.0008 KLD (llama.cpp PR #7412, below every step between
+        weight types) while each layer or expert block moved to the CPU costs decode speed:
+        Llama-3.1-8B Q4_K_M on an 8 GB card at 131072 tokens keeps 15 layers on the GPU with a
+        q8_0 cache against 9 with f16 (about 7.7 against 4.4 tok/s, oomkit.planner.speed). The
+        most compact type is searched once; each better one, which needs more memory at every
+        split, can reach no fewer on the CPU, so one estimate at that split says whether it ties
+        (then it is the plan: same speed, better cache)."""
+        ev = least_on_cpu(free[-1], self.target_ctx)
+        if ev is None or not ev.fits:
+            return None
+        amount = ev.cand.offload_amount(self.n_layer)
+        for kv in free[:-1]:
+            better = self.evaluate(make(kv, self.target_ctx, amount))
+            if better.fits:
+                return better
+        return ev
 
     def _seqs_top(self, quant: str) -> int | None:
         """See :func:`oomkit.planner.seqs.seqs_top`."""
@@ -470,6 +505,8 @@ class Searcher:
             target_ctx=self.target_ctx,
             n_layer=self.n_layer,
             prompt_first=self.runtime == "transformers",
+            ctx_asked=self.ctx_asked,
+            margin_bytes=ev.margin_bytes,
         )
 
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
