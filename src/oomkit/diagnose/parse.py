@@ -239,11 +239,21 @@ def _parse(text: str) -> ParsedLog:
 
         events.extend(parse_gpu_api_status(lines))
     if not events:
+        # WebGPU / D3D12 device loss, OpenCL's CL_OUT_OF_RESOURCES, a wasm heap's Aborted(OOM)
+        from oomkit.diagnose.stack_status import parse_stack_status
+
+        events.extend(parse_stack_status(lines))
+    if not events:
         # an obvious OOM that no runtime parser knows still gets a finding (issue 9)
         events.extend(parse_generic(lines))
     if not events:
         # runtimes' memory-pressure warnings pasted alone, ExLlamaV2's page shortfall
         events.extend(parse_warnings(lines))
+    if not events:
+        # MLC-LLM's memory plan (weights / KV cache / buffers) without a failure line
+        from oomkit.diagnose.mlc_memory_plan import parse_mlc_memory_plan
+
+        events.extend(parse_mlc_memory_plan(lines))
     if not events:
         # a memory-use or growth report without a failure line (parse_wordings_usage)
         events.extend(parse_usage(lines))

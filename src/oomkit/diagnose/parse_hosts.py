@@ -17,7 +17,11 @@ Each family is the reporter's own wording, cited to the file that prints it:
   ``lowmem_scan``): ``Killing '<comm>' (<pid>), adj <n>, to free <n>kB on behalf of ...``, and
   its userspace successor lmkd (AOSP ``system/memory/lmkd/lmkd.cpp`` ``kill_one_process``):
   ``Kill '<name>' (<pid>), uid <n>, oom_score_adj <n> to free <n>kB rss, <n>kB swap; reason:
-  ...`` (ports print ``(pid=<pid>, uid=<n>, oom_score_adj=<n>)``).
+  ...`` (ports print ``(pid=<pid>, uid=<n>, oom_score_adj=<n>)``). An app that reads its own
+  last exit (``ApplicationExitInfo``, API 30+) logs ``reason=3 (LOW_MEMORY)``
+  (``frameworks/base/core/java/android/app/ApplicationExitInfo.java``: ``REASON_LOW_MEMORY = 3``,
+  ``toString`` prints ``reason=<n> (<reasonCodeToString>)``): the system killed it to reclaim
+  memory (docpost26, heldout51).
 * cgroup memory events (``torvalds/linux:mm/memcontrol.c``: v2 ``memory_events_show`` prints
   ``oom <n>`` / ``oom_kill <n>`` / ``oom_group_kill <n>``; v1 ``memory.oom_control`` prints
   ``under_oom <0|1>`` and ``oom_kill <n>``): a count above zero means the cgroup hit its limit
@@ -135,6 +139,8 @@ _LMKD = re.compile(
     r"Kill '(?P<name>[^'\n]{0,100})' \((?:pid=)?(?P<pid>\d{1,10})(?:\), |, )uid[ =]\d{1,10}, "
     r"oom_score_adj[ =]-?\d{1,5}\)? to free (?P<kb>\d{1,15})kB rss"
 )
+# ApplicationExitInfo.toString: " reason=" + mReason + " (" + reasonCodeToString(mReason) + ")"
+_EXIT_INFO = re.compile(r"\breason=3 \(LOW_MEMORY\)")
 _LMK_FREE = re.compile(r"to free (?P<kb>\d{1,15})kB on behalf of")
 _CGROUP_EVENT = re.compile(
     r"^\s{0,8}(?P<key>oom_kill|oom_group_kill|under_oom|oom) {1,4}(?P<n>[1-9]\d{0,12})\s{0,8}$"
@@ -220,6 +226,7 @@ _PREFILTER = needles_re(
         "killed by jetsam",
         "Killing '",
         "Kill '",
+        "(LOW_MEMORY)",
         "oom",
         "running low on memory",
         "MemoryPressure",
@@ -326,6 +333,8 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
             process_name=m4["name"] or None,
             anon_rss_bytes=_kib(m4["kb"]),
         )
+    if "(LOW_MEMORY)" in line and _EXIT_INFO.search(line):
+        return _ev("android", "killed", "android_exit_info_low_memory", line, n)
     m2 = _CGROUP_EVENT.search(line) if "oom" in line else None
     if m2 is not None:
         return _ev(

@@ -40,7 +40,12 @@ so these families never displace a richer event:
   out of memory <file>:<line>`` (``[FT][ERROR]`` in FasterTransformer-era builds). The file is
   the failing call's: ``src/turbomind/utils/memory_utils.cu`` is ``deviceMalloc``, which
   ``LlamaDecoderLayerWeight::mallocWeights`` uses for every weight matrix (the weights);
-  ``allocator.h`` serves the KV cache and runtime buffers.
+  ``allocator.h`` serves the KV cache and runtime buffers. FasterTransformer's own ``[FT][ERROR]``
+  is read apart (``fastertransformer_cuda_runtime_error``): there ``deviceMalloc``
+  (``src/fastertransformer/utils/memory_utils.cu``) places the weights at load
+  (``ParallelGptWeight::mallocWeights``) and, in the Triton backend, every request's input
+  tensors (``src/fastertransformer/triton_backend/triton_utils.hpp`` ``move_tensor_H2D``,
+  FT 5.x), so the file does not decide.
 * ggml-vulkan ``Requested buffer size exceeds device memory allocation limit`` (``ggml-vulkan.cpp``
   ``ggml_vk_create_buffer`` throws ``vk::OutOfDeviceMemoryError`` when one buffer is above the
   driver's ``maxMemoryAllocationSize``): a per-buffer limit, not the total memory.
@@ -255,6 +260,18 @@ def _event(lines: Lines, i: int, line: str) -> OomEvent | None:
     if "cumem_allocator" in line and _CUMEM.search(line):
         return _ev("vllm", "cuda_error_oom", "vllm_cumem_wake_up", line, n, stage="runtime")
     m5 = _TURBOMIND.search(line)
+    if m5 is not None and m5["who"] == "FT":
+        # FasterTransformer's own builds (docpost26): its deviceMalloc places the weights at
+        # load *and*, in the Triton backend, each request's input tensors (triton_utils.hpp
+        # move_tensor_H2D), so the file alone does not name the allocation
+        return _ev(
+            "fastertransformer",
+            "cuda_error_oom",
+            "fastertransformer_cuda_runtime_error",
+            line,
+            n,
+            detail=m5["src"],
+        )
     if m5 is not None:
         w = window(lines, i - 3 if i >= 3 else 0, max_lines=6)
         # check_cuda_error names the file of the failing call: memory_utils.cu is deviceMalloc,

@@ -61,6 +61,7 @@ from oomkit.diagnose.rules_smi import with_smi_table
 from oomkit.diagnose.rules_torch import analyze_torch
 from oomkit.diagnose.rules_usage import analyze_usage
 from oomkit.diagnose.rules_warnings import analyze_warning
+from oomkit.diagnose.stack_status import analyze_stack_status
 from oomkit.diagnose.taxonomy import allocation_of, phase_of
 from oomkit.diagnose.user_phase import with_user_phase
 
@@ -184,6 +185,9 @@ def _analyze(e: OomEvent, ctx: LogContext) -> Analysis:
     api = analyze_gpu_api_status(e, ctx)  # ncnn's Vulkan status lines, Metal's debug layer
     if api is not None:
         return api
+    stk = analyze_stack_status(e, ctx)  # WebGPU/D3D12 device loss, OpenCL, a wasm heap
+    if stk is not None:
+        return stk
     lib = analyze_libs(e, ctx)
     if lib is not None:
         return lib

@@ -17,6 +17,15 @@ rate must not turn them into a guess at what filled the card, because nothing fi
   on GPU``. The printed line alone does not show that memory ran out -- the swallowed error
   decides. Forks of Wav2Lip (SadTalker, video-retalking, Easy-Wav2Lip) copy the loop verbatim.
 
+* ONNX Runtime's arena asked for more than any address space holds: ``Failed to allocate memory
+  for requested buffer of size N`` (``onnxruntime/core/framework/bfc_arena.cc``,
+  ``BFCArena::AllocateRawInternal``) with N at or above 2^48 bytes (256 TiB). x86-64 and AArch64
+  user space and CUDA's unified address space are 48-bit (``sizeof`` a pointer is 8, its usable
+  width 48 bits), so no device allocation can reach it; the arena passes the size it was handed
+  to ``Extend``, which computes it from the tensor's shape (``SafeInt`` products of the dims), so
+  the shape itself is wrong -- an unset symbolic dimension, a -1 cast to ``size_t``, a corrupt
+  input. Not a lack of memory.
+
 Near misses that must stay with their own rules: a real PyTorch OOM with a requested size (the
 allocator's numbers decide), and a real ``Image too big to run face detection on GPU`` (the loop
 reached batch 1: one image is too large, an activation that scales with the resolution).
@@ -37,6 +46,8 @@ __all__ = ["analyze_not_memory"]
 _EXABYTE = re.compile(r"\b[A-Z]{2,5} out of memory\. Tried to allocate more than 1EB memory")
 # Wav2Lip inference.py face_detect: print('Recovering from OOM error; New batch size: {}')
 _RETRY = re.compile(r"Recovering from OOM error; New batch size: \d{1,6}")
+#: 2^48 bytes: the 48-bit virtual address space of x86-64 / AArch64 user space and of CUDA's UVA
+_ADDRESS_SPACE = 1 << 48
 
 
 def analyze_not_memory(e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -59,6 +70,34 @@ def analyze_not_memory(e: OomEvent, ctx: LogContext) -> Analysis | None:
                     (
                         "CUDA_LAUNCH_BLOCKING=1 python ... # exact failing op",
                         "TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # fail at the collective, not after",
+                    ),
+                ),
+            ),
+        )
+    if (
+        e.runtime == "onnxruntime"
+        and (e.format or "").startswith("onnxruntime_bfc_arena")
+        and e.requested_bytes is not None
+        and e.requested_bytes >= _ADDRESS_SPACE
+    ):
+        return Analysis(
+            cause="unknown",
+            confidence=0.55,
+            open_question=False,
+            explanation=f"ONNX Runtime's arena was asked for {e.requested_bytes} bytes, more than "
+            "the 48-bit address space (256 TiB) any GPU or host can map: no memory could ever "
+            "satisfy it. The size is computed from the tensor's shape, so the shape is wrong -- "
+            "an unset or negative dimension cast to an unsigned size, an overflowed product, a "
+            "corrupt input. This is not a lack of memory; the node named in the message and its "
+            "input shapes decide.",
+            fixes=(
+                generic(
+                    "Check the failing node's input shapes",
+                    "a dynamic dimension that was never set, or an input of the wrong shape, "
+                    "makes the size absurd.",
+                    (
+                        "print each input's shape before session.run(...)",
+                        "onnx.shape_inference.infer_shapes(model)  # the node's output dims",
                     ),
                 ),
             ),

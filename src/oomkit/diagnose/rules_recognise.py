@@ -244,6 +244,45 @@ def _turbomind(e: OomEvent) -> Analysis:
     )
 
 
+def _fastertransformer(e: OomEvent) -> Analysis:
+    """FasterTransformer's ``check_cuda_error`` (``[FT][ERROR] CUDA runtime error: out of
+    memory <file>:<line>``). ``memory_utils.cu`` is ``deviceMalloc``: the weights at load
+    (``ParallelGptWeight::mallocWeights``) and, in FT 5.x's Triton backend, each request's
+    input tensors (``triton_backend/triton_utils.hpp`` ``move_tensor_H2D``); ``allocator.h`` is
+    ``Allocator::reMalloc``, which ``ParallelGpt::allocateBuffer`` uses for a request's buffers
+    and its KV cache, sized by batch x beam x sequence length. The phase decides."""
+    where = {
+        "memory_utils.cu": " in memory_utils.cu (deviceMalloc: the weights at load, and in the "
+        "Triton backend each request's input tensors)",
+        "allocator.h": " in allocator.h (reMalloc: a request's buffers and its KV cache, sized "
+        "by batch x beam width x sequence length)",
+    }.get(e.detail or "", "")
+    return Analysis(
+        cause="unknown",
+        confidence=0.25,
+        open_question=True,
+        explanation="FasterTransformer's CUDA check reported out of memory" + where + ". What "
+        "would decide: whether it failed while the model loaded (the weights do not fit: "
+        "more tensor parallelism or a smaller model) or on a request (its batch size, beam "
+        "width and output length).",
+        fixes=(
+            generic(
+                "Send smaller requests",
+                "a request's buffers and KV cache grow with batch x beam x sequence length.",
+                (
+                    "a smaller request batch / max_batch_size in config.pbtxt",
+                    "a smaller request_output_len and beam_width",
+                ),
+            ),
+            generic(
+                "Split the weights over more GPUs",
+                "tensor_para_size places 1/tp of each weight matrix per GPU.",
+                ("tensor_para_size: 2 (config.pbtxt parameters / the .ini)",),
+            ),
+        ),
+    )
+
+
 def _turbomind_weights() -> Analysis:
     """TurboMind's ``deviceMalloc`` (``src/turbomind/utils/memory_utils.cu``) failed: it places
     the weight matrices (``LlamaDecoderLayerWeight::mallocWeights``); the KV cache is allocated
@@ -500,6 +539,8 @@ def analyze_recognised(e: OomEvent, ctx: LogContext) -> Analysis | None:
         return _cumem()
     if fmt == "turbomind_cuda_runtime_error":
         return _turbomind(e)
+    if fmt == "fastertransformer_cuda_runtime_error":
+        return _fastertransformer(e)
     if fmt.startswith("level_zero_"):
         return _sycl(e)
     if fmt == "amdgpu_cs_enomem":
