@@ -48,7 +48,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "verdict_runs"
 #: the verdict parts that are development data (a fresh held-out part is never read here;
 #: heldout35-39 became development data in session 15, heldout40-45 in sessions 16-17,
 #: heldout46-50 in session 18, heldout51-53 in session 19)
-DEV_PARTS = ("dev", "dev2", *(f"heldout{i}" for i in range(2, 54)), "heldout55")  # 54: none
+DEV_PARTS = ("dev", "dev2", *(f"heldout{i}" for i in range(2, 54)), "heldout55", "heldout56")  # 54: none
 #: independent sources (threads/repositories) a class needs before its readings set a term
 MIN_SOURCES = 3
 GiB = 1 << 30
