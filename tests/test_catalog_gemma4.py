@@ -166,3 +166,29 @@ def test_more_context_never_needs_less_llamacpp_kv(ctx: int, more: int) -> None:
         return plan_kv(spec, p).kv_bytes
 
     assert kv(ctx + more) >= kv(ctx)
+
+
+def test_vllm_unifies_the_two_page_sizes() -> None:
+    """vLLM ``unify_kv_cache_spec_page_size``: the full layers' page (4 x 512) is half the
+    sliding layers' (16 x 256), so their block size doubles (32 tokens); then 10 full + 50
+    sliding layers make 6 groups of 10 sharing 10 pools of 16 x 16384-byte pages per block."""
+    from oomkit.estimate.vllm_blocks import kv_blocks, max_len_that_fits
+    from oomkit.estimate.vllm_engines import vllm_engine
+
+    layers = kv_layers(_spec(), kv_elem_bytes=2, state_elem_bytes=2)
+    eng = vllm_engine("current")
+    pool = 10 * 2**30
+    b = kv_blocks(layers, pool, block=16, max_len=32768, batched=8192, eng=eng)
+    assert b is not None
+    page = 16 * (2 * 16 * 256 * 2)  # one sliding layer's block of 16 tokens
+    assert b.groups == 6
+    assert b.num_blocks == pool // (page * 10)
+    assert b.tokens == b.num_blocks // 6 * 16  # _report_kv_cache_config: min block size
+    full_blocks = -(-32768 // 32)
+    sliding_blocks = (-(-(1024 - 1 + 8192) // 16) + 1) * 5
+    assert b.blocks_per_request == full_blocks + sliding_blocks
+    # sliding layers no longer counted at full length: far more than the 11,915 tokens that
+    # 10 GiB holds at 901,120 bytes per token
+    fits = max_len_that_fits(layers, pool, 262144, 16, eng)
+    assert fits > 100_000
+    assert fits % 32 == 0 or fits == 262144
