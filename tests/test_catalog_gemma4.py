@@ -192,3 +192,20 @@ def test_vllm_unifies_the_two_page_sizes() -> None:
     fits = max_len_that_fits(layers, pool, 262144, 16, eng)
     assert fits > 100_000
     assert fits % 32 == 0 or fits == 262144
+
+
+def test_activation_sites_read_the_widest_layer() -> None:
+    """One-layer activation peaks (transformers prefill, SDPA math, vLLM profile, AWQ split-K)
+    take the widest attention layer: Gemma 4's full layers (32 x 512 queries, 4 x 512 K and V),
+    not the global ``head_dim`` 256; a model without per-layer sizes keeps its globals."""
+    from oomkit.estimate.hf_attention_bytes import sdpa_math_extra_bytes
+
+    spec = _spec()
+    assert spec.widest_attention() == (4, 512, 512)
+    entry = find_model("gemma-3-27b")
+    assert entry is not None
+    g3 = entry.spec()
+    assert g3.widest_attention() == (g3.num_key_value_heads, g3.head_dim, g3.v_head_dim)
+    one = sdpa_math_extra_bytes(spec, batch=1, q_len=1, kv_len=1, elem=2)
+    # 32 heads x 9 B of scores, fp32 copies of q (2 x 32 x 512) and K/V (2 x 4 x 512), masks
+    assert one == 32 * 9 + 2 * 32 * 512 * 4 + 2 * 4 * 512 * 4 + 3

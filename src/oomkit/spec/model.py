@@ -520,6 +520,24 @@ class ModelSpec:
             return self.head_dim_per_layer[layer]
         return self.v_head_dim
 
+    def widest_attention(self) -> tuple[int, int, int]:
+        """(kv_heads, head_dim, v_head_dim) of the attention layer whose q, k and v projections
+        are widest, for the one-layer activation peaks. Where head sizes differ per layer
+        (Gemma 4: the full layers' 32 x 512 queries and 4 x 512 keys) that layer's; otherwise
+        the global ``num_key_value_heads``, ``head_dim`` and ``v_head_dim`` as always."""
+        if self.head_dim_per_layer is None:
+            return self.num_key_value_heads, self.head_dim, self.v_head_dim
+
+        def width(i: int) -> int:
+            hd, vhd = self.layer_head_dim(i), self.layer_v_head_dim(i)
+            return 2 * self.num_attention_heads * hd + self.kv_heads(i) * (hd + vhd)
+
+        layers = self.attention_layers()
+        if not layers:
+            return self.num_key_value_heads, self.head_dim, self.v_head_dim
+        i = max(layers, key=width)
+        return self.kv_heads(i), self.layer_head_dim(i), self.layer_v_head_dim(i)
+
     @property
     def is_moe(self) -> bool:
         return self.moe is not None
