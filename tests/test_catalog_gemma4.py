@@ -12,6 +12,7 @@ beside it fixes the shapes checked here: sliding layers ``q_proj`` [8192, 5376],
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -209,3 +210,43 @@ def test_activation_sites_read_the_widest_layer() -> None:
     one = sdpa_math_extra_bytes(spec, batch=1, q_len=1, kv_len=1, elem=2)
     # 32 heads x 9 B of scores, fp32 copies of q (2 x 32 x 512) and K/V (2 x 4 x 512), masks
     assert one == 32 * 9 + 2 * 32 * 512 * 4 + 2 * 4 * 512 * 4 + 3
+
+
+def test_gguf_reads_the_sliding_head_size(tmp_path: Path) -> None:
+    """A gemma4 GGUF states the full layers' head size in ``key_length`` and the sliding
+    layers' in ``key_length_swa`` (llama_hparams n_embd_head_k_swa); llama.cpp's cache then holds
+    n_head_kv(il) x n_embd_head_k(il) per layer."""
+    import gguf
+    import numpy as np
+
+    from oomkit.loaders.gguf import load_gguf
+    from oomkit.loaders.gguf_spec import gguf_to_spec
+
+    w = gguf.GGUFWriter(str(tmp_path / "g4.gguf"), "gemma4")
+    for key, val in {
+        "block_count": 3,
+        "embedding_length": 8,
+        "attention.head_count": 4,
+        "attention.key_length": 16,
+        "attention.value_length": 16,
+        "attention.key_length_swa": 8,
+        "attention.value_length_swa": 8,
+        "attention.sliding_window": 512,
+    }.items():
+        w.add_uint32(f"gemma4.{key}", val)
+    w.add_array("gemma4.attention.head_count_kv", [2, 2, 1])  # 1 x 16 on the full layer
+    w.add_array("gemma4.attention.sliding_window_pattern", [True, True, False])
+    w.add_tensor("token_embd.weight", np.zeros((10, 8), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    spec = gguf_to_spec(load_gguf(tmp_path / "g4.gguf"))
+    assert spec.head_dim == 8
+    assert spec.head_dim_per_layer == (8, 8, 16)
+    assert spec.kv_heads_per_layer == (2, 2, 1)
+    p = resolve_llamacpp_params(InferenceSettings(ctx=4096, parallel=1), n_layer=3, has_gpu=True)
+    dims = [(r.k_elems_per_cell, r.cache) for r in plan_kv(spec, p).layers]
+    assert dims == [(2 * 8, "kv_swa"), (2 * 8, "kv_swa"), (1 * 16, "kv")]
+    assert [spec.layer_head_dim(i) * spec.kv_heads(i) for i in range(3)] == [16, 16, 16]
+    assert spec.widest_attention() == (1, 16, 16)
