@@ -47,15 +47,16 @@ def forward_peak_bytes(
     """Largest live set of one layer for ``tokens`` tokens (bytes per rank)."""
     t, h = tokens, spec.hidden_size
     stream = 2 * t * h
-    q = spec.num_attention_heads * spec.head_dim // tp
-    kv = max(1, spec.num_key_value_heads // tp)
+    kv_heads, hd, vhd = spec.widest_attention()  # per-layer head sizes: the widest layer
+    q = spec.num_attention_heads * hd // tp
+    kv = max(1, kv_heads // tp)
     if spec.mla is not None:
         m = spec.mla
         q = spec.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) // tp
         attn = t * (q + m.kv_lora_rank + m.qk_rope_head_dim)
         attn += t * spec.num_attention_heads * m.v_head_dim // tp
     else:
-        attn = t * (q + kv * (spec.head_dim + spec.v_head_dim)) + t * q
+        attn = t * (q + kv * (hd + vhd)) + t * q
     dense_i = ceil_div(spec.intermediate_size, tp)
     mlp = t * (3 * dense_i + h) if spec.mlp_gated else t * (2 * dense_i + h)
     moe = 0

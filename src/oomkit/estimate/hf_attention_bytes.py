@@ -91,7 +91,8 @@ def sdpa_math_extra_bytes(
     query (``query_acc`` and the scaled ``query``), the fp32 K and V, the additive mask
     ``convert_boolean_attn_mask`` made in the query dtype and transformers' boolean one it was
     made from (``B x 1 x L x S`` each)."""
-    a, kv, d = spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim
+    kv, d, _ = spec.widest_attention()
+    a = spec.num_attention_heads
     scores = batch * a * q_len * kv_len * SDPA_MATH_BYTES_PER_SCORE
     fp32_qkv = 2 * batch * a * q_len * d * 4 + 2 * batch * kv * kv_len * d * 4
     mask = batch * q_len * kv_len * (elem + 1)

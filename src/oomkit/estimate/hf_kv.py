@@ -86,7 +86,7 @@ def kv_layers(
             )
             continue
         heads = max(1, spec.kv_heads(i) // tp)
-        per_tok = heads * (spec.head_dim + spec.v_head_dim) * kv_elem_bytes
+        per_tok = heads * (spec.layer_head_dim(i) + spec.layer_v_head_dim(i)) * kv_elem_bytes
         if kind == LAYER_SLIDING and spec.sliding_window:
             out.append(
                 KvLayer(

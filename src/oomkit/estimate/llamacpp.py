@@ -88,6 +88,7 @@ _GGUF_ARCH: Mapping[str, str] = {
     "deepseek_v3": "deepseek2",
     "kimi_k2": "deepseek2",
     "gemma3_text": "gemma3",
+    "gemma4_text": "gemma4",
     "gpt_oss": "gpt-oss",
     "phi3": "phi3",
     "granitemoehybrid": "granitehybrid",
@@ -105,6 +106,9 @@ SWA_ARCHS: frozenset[str] = frozenset(
         "gemma3",
         "gemma3_text",
         "gemma3n",
+        # src/models/gemma4-iswa.cpp: build_attn_inp_kv_iswa (5 sliding : 1 full, n_swa 1024)
+        "gemma4",
+        "gemma4_text",
         "cohere2",
         "gpt_oss",
         "llama4",

@@ -136,7 +136,7 @@ def build_graph(
         spec.layer_types[i] not in (LAYER_LINEAR, LAYER_MAMBA, LAYER_FFN) for i in layer_ids
     )
     k_idxs = g.inp("k_idxs", T * I64) if has_attn and sh.set_rows else None
-    v_dim = max((spec.v_head_dim * spec.kv_heads(i) for i in layer_ids), default=0)
+    v_dim = max((spec.layer_v_head_dim(i) * spec.kv_heads(i) for i in layer_ids), default=0)
     if spec.mla is not None:
         v_dim = spec.mla.kv_lora_rank
     v_idxs = None
@@ -255,7 +255,7 @@ def _attention(
     rot_k, rot_v = rot
     if spec.mla is not None:
         return _mla_attention(g, spec, sh, x, pos, k_idxs, mask, n_kv, T)
-    hd, hv = spec.head_dim, spec.v_head_dim
+    hd, hv = spec.layer_head_dim(il), spec.layer_v_head_dim(il)
     bias = spec.attention_bias
     fused = _has_tensor(spec, "attn_qkv.weight")
     qkv = None
@@ -405,7 +405,7 @@ def _recurrent_block(g: GraphSim, spec: ModelSpec, x: int, T: int) -> int:
 
 
 _FUSED_ARCHS = frozenset({"phi3"})
-_POST_NORM_ARCHS = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
+_POST_NORM_ARCHS = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "glm4"})
 
 
 #: (spec, {role: first layer-0 tensor of that role}) of the last spec asked about: the graph
@@ -517,7 +517,7 @@ def host_compute_bytes(spec: ModelSpec, sh: GraphShape, *, alignment: int = 32) 
     parts = [T * I32, T * I32, sh.n_outputs * I32]
     has_attn = bool(spec.attention_layers())
     if has_attn:
-        v_dim = max(spec.v_head_dim * spec.kv_heads(i) for i in spec.attention_layers())
+        v_dim = max(spec.layer_v_head_dim(i) * spec.kv_heads(i) for i in spec.attention_layers())
         if sh.set_rows:
             parts.append(T * I64)
         if spec.mla is None and sh.set_rows:

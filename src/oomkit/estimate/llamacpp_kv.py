@@ -109,7 +109,10 @@ def _attn_dims(spec: ModelSpec, layer: int, params: LlamaCppParams) -> tuple[int
         k = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
         v = spec.mla.kv_lora_rank if params.options.mla_v_cache else 0
         return k, v
-    return spec.head_dim * n_kv, spec.v_head_dim * n_kv
+    # llama_hparams::n_embd_k_gqa(il) / n_embd_v_gqa(il): per-layer head sizes (Gemma 4's
+    # n_embd_head_k_swa 256 / n_embd_head_k 512); a layer without wv still caches V = Kcur
+    # (src/models/gemma4-iswa.cpp)
+    return spec.layer_head_dim(layer) * n_kv, spec.layer_v_head_dim(layer) * n_kv
 
 
 def swa_cells(spec: ModelSpec, params: LlamaCppParams) -> int | None:

@@ -307,7 +307,7 @@ def layer_activations(
             split += 4 * d_inner * e + (h * e if trains("ssm_in") else 0)
         else:
             a = spec.num_attention_heads
-            d, dv = spec.head_dim, spec.v_head_dim
+            d, dv = spec.layer_head_dim(i), spec.layer_v_head_dim(i)
             kv = spec.kv_heads(i)
             # eager runs repeat_kv before the matmuls; SDPA gets enable_gqa=True (HF
             # integrations/sdpa_attention.py use_gqa_in_sdpa, torch >= 2.5) and FA2 takes GQA

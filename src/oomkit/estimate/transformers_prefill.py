@@ -70,8 +70,9 @@ def prefill_activation_bytes(
     # (Llama-3.2-1B, transformers 5.24) shows these four at the peak (benchmarks/gpu/results/
     # README.md); the first layer's input is the embedding itself
     stream = (4 if spec.num_hidden_layers > 1 else 3) * b * s * h * elem
-    q = spec.num_attention_heads * spec.head_dim
-    kvd = spec.num_key_value_heads * (spec.head_dim + spec.v_head_dim)
+    kv_heads, hd, vhd = spec.widest_attention()  # Gemma 4: its full layers' 32 x 512 queries
+    q = spec.num_attention_heads * hd
+    kvd = kv_heads * (hd + vhd)
     attn = b * s * (q + kvd + q) * elem
     in_dtype = eager_scores_in_dtype(spec)
     if attn_impl == "sdpa" and sdpa_runs_math(spec):

@@ -48,8 +48,8 @@ def awq_split_k_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
     7168
     """
     tp = max(1, tp)
-    head_dim = spec.head_dim
-    kv_heads = spec.num_key_value_heads or spec.num_attention_heads
+    widest_kv, head_dim, _ = spec.widest_attention()
+    kv_heads = widest_kv or spec.num_attention_heads
     qkv = (spec.num_attention_heads + 2 * kv_heads) * head_dim // tp
     widths = [qkv]
     if spec.moe is not None:

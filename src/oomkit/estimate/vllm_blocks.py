@@ -7,6 +7,14 @@ group_size`` and reports ``num_blocks // n_groups x block_size`` tokens
 (``_get_kv_cache_config_uniform_page_size``). ``check_enough_kv_cache_memory`` bounds the
 longest ``max_model_len`` (:func:`max_len_that_fits`). Used by :func:`oomkit.estimate.vllm.
 plan_vllm`.
+
+Layer types whose pages differ (Gemma 4: sliding layers 16 KV heads x 256, full layers 4 x 512,
+half the bytes per token) are first brought to one page size by ``unify_kv_cache_spec_page_size``
+(``get_kv_cache_groups``, vllm/v1/core/kv_cache_utils.py at 001cabc1): a smaller page's
+``block_size`` is multiplied by ``max_page // page`` (full layers hold 32 tokens a block where
+sliding ones hold 16); a page that does not divide the largest raises NotImplementedError there
+(here: no grouping, every layer counted at full length). ``_report_kv_cache_config`` logs
+``num_blocks // n_groups x min_block_size`` tokens.
 """
 
 from __future__ import annotations
@@ -29,15 +37,18 @@ def max_len_that_fits(
     window where the hybrid manager groups them (:func:`kv_blocks`); elsewhere (V0, and V1
     without the grouping) every layer is allocated alike, at full length, as :func:`kv_blocks`
     counts them."""
-    if not (eng.hybrid_kv_groups and _hybrid_groups(layers) is not None):
+    grouped = eng.hybrid_kv_groups and _hybrid_groups(layers) is not None
+    if not grouped:
         layers = tuple(
             replace(lay, kind="full", window=None) if lay.kind == "sliding" else lay
             for lay in layers
         )
+    # full-attention pages of a unified smaller page hold block x multiplier tokens
+    step = block * max((_block_multipliers(layers) or {}).values(), default=1) if grouped else block
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if kv_bytes(layers, seq_len=ceil_div(mid, block) * block) <= pool:
+        if kv_bytes(layers, seq_len=ceil_div(mid, step) * step) <= pool:
             lo = mid
         else:
             hi = mid - 1
@@ -61,16 +72,37 @@ def _hybrid_groups(layers: tuple[KvLayer, ...]) -> tuple[int, int, int] | None:
 
     ``_get_kv_cache_config_uniform_page_size``: layers of one type (full / sliding window)
     are split into groups of ``group_size`` = the smallest type's layer count (or the largest
-    when all counts are within 25%); every group shares ``group_size`` pools of blocks.
-    None when the layers are of one type or their page sizes differ.
+    when all counts are within 25%); every group shares ``group_size`` pools of blocks. Page
+    sizes are unified first (:func:`_block_multipliers`). None when the layers are of one type or
+    their page sizes cannot be unified.
     """
     kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
-    pages = {lay.bytes_per_token for lay in layers if lay.kind != "recurrent"}
-    if len(kinds) < 2 or len(pages) != 1:
+    multipliers = _block_multipliers(layers)
+    if len(kinds) < 2 or multipliers is None:
         return None
     lo, hi = min(kinds.values()), max(kinds.values())
     size = hi if hi < lo * 1.25 else lo
-    return size, sum(ceil_div(n, size) for n in kinds.values()), pages.pop()
+    page = max(lay.bytes_per_token for lay in layers if lay.kind != "recurrent")
+    return size, sum(ceil_div(n, size) for n in kinds.values()), page
+
+
+def _block_multipliers(layers: tuple[KvLayer, ...]) -> dict[tuple[str, int | None], int] | None:
+    """``unify_kv_cache_spec_page_size``: each layer type's block-size multiplier
+    (``max_page // page``), 1 for the types of the largest page; None when a type's page does not
+    divide the largest (vLLM raises NotImplementedError) or one type has two page sizes."""
+    pages: dict[tuple[str, int | None], int] = {}
+    for lay in layers:
+        if lay.kind == "recurrent":
+            continue
+        key = (lay.kind, lay.window)
+        if pages.setdefault(key, lay.bytes_per_token) != lay.bytes_per_token:
+            return None
+    if not pages:
+        return None
+    top = max(pages.values())
+    if any(p <= 0 or top % p for p in pages.values()):
+        return None
+    return {key: top // p for key, p in pages.items()}
 
 
 def kv_blocks(
@@ -96,15 +128,19 @@ def kv_blocks(
             blocks_per_request=ceil_div(max_len, block),
         )
     size, n_groups, page = grouping
+    mult = _block_multipliers(layers) or {}
     blocks = max(0, pool) // (page * block * size)
-    # SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), bs) + 1
+    # SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), bs) + 1,
+    # bs the type's own (unified) block size
     need = 0
     kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
-    for (_, window), n in kinds.items():
+    for key, n in kinds.items():
+        window = key[1]
+        bs = block * mult.get(key, 1)
         per_group = (
-            ceil_div(max_len, block)
+            ceil_div(max_len, bs)
             if window is None
-            else ceil_div(min(window - 1 + batched, max_len), block) + 1
+            else ceil_div(min(window - 1 + batched, max_len), bs) + 1
         )
         need += per_group * ceil_div(n, size)
     return KvBlocks(

@@ -122,7 +122,6 @@ def dense_lora_bytes(
     1835008
     """
     h = spec.hidden_size
-    q = spec.num_attention_heads * spec.head_dim
     col_rank = ceil_div(rank, tp) if fully_sharded else rank  # column A: rank / tp
     row_out = ceil_div(h, tp) if fully_sharded else h  # row B: output / tp
     total = 0
@@ -130,7 +129,9 @@ def dense_lora_bytes(
     for layer in layers:
         kv_heads = (spec.kv_heads_per_layer or ())[layer : layer + 1] or (spec.num_key_value_heads,)
         # QKVParallelLinear: num_kv_heads = max(1, total_kv / tp) (replicated below tp)
-        kv = max(1, kv_heads[0] // tp) * spec.head_dim
+        hd = spec.layer_head_dim(layer)  # Gemma 4: 512 on full layers, 256 elsewhere
+        q = spec.num_attention_heads * hd
+        kv = max(1, kv_heads[0] // tp) * hd
         qkv = (q // tp, kv, kv)
         total += _linear(
             loras=loras, rank=rank, a_rank=col_rank, in_features=h, slices=qkv, elem=elem

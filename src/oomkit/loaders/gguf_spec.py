@@ -365,6 +365,20 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
     n_ff = k.num("{arch}.feed_forward_length", 0) or 0
     block_types, notes = _layer_types(k, n_block, kv)
     layer_types = block_types[:n_layer]
+    # llama_hparams n_embd_head_k_swa / n_embd_head_v_swa (LLM_KV_ATTENTION_KEY_LENGTH_SWA):
+    # gemma4 writes key_length 512 for its full layers and key_length_swa 256 for the sliding
+    # ones; the spec keeps the sliding size as head_dim (the HF config's head_dim) and the
+    # per-layer sizes beside it
+    key_swa = k.num("{arch}.attention.key_length_swa")
+    value_swa = k.num("{arch}.attention.value_length_swa") or key_swa
+    head_dims = None
+    if mla is None and key_swa and LAYER_SLIDING in layer_types and key_swa != head_dim:
+        if value_swa != key_swa or v_head_dim != head_dim:
+            raise k.error(
+                "{arch}.attention.value_length_swa", "K and V head sizes differ per layer"
+            )
+        head_dims = tuple(key_swa if t == LAYER_SLIDING else head_dim for t in layer_types)
+        head_dim = v_head_dim = key_swa
 
     names = set(g.tensors.names)
     embd_dims = _dims_of(g, "token_embd.weight")
@@ -431,6 +445,7 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         layer_types=layer_types,
         sliding_window=window if LAYER_SLIDING in layer_types else None,
         kv_heads_per_layer=kv_per_layer,
+        head_dim_per_layer=head_dims,
         moe=_moe(k, n_ff, has),
         mla=mla,
         recurrent=_recurrent(k, layer_types),

@@ -8,7 +8,7 @@ gpt-oss and Llama 4 in :mod:`oomkit.loaders.hf_config_moe`; older-style models (
 OPT, Falcon, BERT) and hybrids (Mamba, Granite-4, Qwen3-Next) in
 :mod:`oomkit.loaders.hf_config_hybrid`; Mllama in :mod:`oomkit.loaders.hf_config_mllama`;
 MiniMax-M2 in :mod:`oomkit.loaders.hf_config_minimax`; Nemotron-H in
-:mod:`oomkit.loaders.hf_config_nemotron_h`. The
+:mod:`oomkit.loaders.hf_config_nemotron_h`; Gemma 4 in :mod:`oomkit.loaders.hf_config_gemma4`. The
 fields every decoder shares are read by :mod:`oomkit.loaders.hf_config_decoder`. This module
 gathers them (:data:`ADAPTERS`) and maps ``model_type`` to an architecture for configs without
 ``architectures`` (:data:`MODEL_TYPE_ARCHITECTURES`).
@@ -23,6 +23,7 @@ __all__ = ["ADAPTERS", "MODEL_TYPE_ARCHITECTURES", "Adapter", "decoder_kwargs", 
 
 
 def _adapters() -> dict[str, Adapter]:
+    from oomkit.loaders import hf_config_gemma4 as g4
     from oomkit.loaders import hf_config_gemma_phi as gp
     from oomkit.loaders import hf_config_hybrid as hy
     from oomkit.loaders import hf_config_llama as ll
@@ -36,6 +37,7 @@ def _adapters() -> dict[str, Adapter]:
     table.update(ml.ADAPTERS)
     table.update(mm.ADAPTERS)
     table.update(nh.ADAPTERS)
+    table.update(g4.ADAPTERS)
     return table
 
 
@@ -59,6 +61,8 @@ MODEL_TYPE_ARCHITECTURES: dict[str, str] = {
     "gemma2": "Gemma2ForCausalLM",
     "gemma3_text": "Gemma3ForCausalLM",
     "gemma3": "Gemma3ForConditionalGeneration",
+    "gemma4_text": "Gemma4ForCausalLM",
+    "gemma4": "Gemma4ForConditionalGeneration",
     "phi3": "Phi3ForCausalLM",
     "phi": "PhiForCausalLM",
     "phimoe": "PhiMoEForCausalLM",

@@ -111,7 +111,10 @@ def _diverse(found: Sequence[Evaluation], limit: int, target_ctx: int) -> list[E
 
 
 def _hardware_notes(hardware: Hardware) -> list[str]:
-    """Apple unified memory: the GPU may use only Metal's recommended working set."""
+    """What limits the GPU's share of unified memory, per platform: Metal's recommended working
+    set (Apple); the firmware carve-out and the GTT limit (AMD APUs: Strix Halo); on NVIDIA GB10
+    (DGX Spark) neither: CUDA's total is the OS's ``MemTotal`` (``torch.cuda.mem_get_info()[1]
+    == /proc/meminfo MemTotal``, the catalog's ``cuda_total_source``), shared with the OS."""
     from oomkit.hardware.catalog import find_gpu
 
     out: list[str] = []
@@ -120,20 +123,30 @@ def _hardware_notes(hardware: Hardware) -> list[str]:
             continue
         gpu = find_gpu(d.key)
         total = gpu.memory_bytes
-        if gpu.vendor != "apple":
-            # an APU (AMD Strix Halo, NVIDIA GB10): no Metal limit; the OS and driver decide
-            out.append(
-                f"{d.name}: unified memory; the plan lets the GPU use "
-                f"{format_bytes(d.capacity_bytes)} of {format_bytes(total)}. The GPU's real share "
-                "is what the firmware's carve-out and the driver allow (on Linux the GTT limit): "
-                "pass --vram with the figure your driver reports."
-            )
-            break
-        out.append(
-            f"{d.name}: unified memory; the GPU may use {format_bytes(d.capacity_bytes)} of "
-            f"{format_bytes(total)} (Metal recommendedMaxWorkingSetSize). macOS lets you raise "
-            f"it with `sudo sysctl iogpu.wired_limit_mb=N` at the cost of RAM for everything else."
+        share = (
+            f"the plan lets the GPU use {format_bytes(d.capacity_bytes)} of {format_bytes(total)}"
         )
+        if gpu.vendor == "apple":
+            out.append(
+                f"{d.name}: unified memory; the GPU may use {format_bytes(d.capacity_bytes)} of "
+                f"{format_bytes(total)} (Metal recommendedMaxWorkingSetSize). macOS lets you raise "
+                "it with `sudo sysctl iogpu.wired_limit_mb=N` at the cost of RAM for everything "
+                "else."
+            )
+        elif gpu.vendor == "nvidia":
+            out.append(
+                f"{d.name}: unified memory; {share}. CUDA reports the OS's MemTotal as the GPU's "
+                "total (no firmware or driver limit to raise); the OS, the page cache and other "
+                "processes draw on the same memory: free what you can (drop caches, stop other "
+                "services) or pass --vram with the free figure the runtime logs."
+            )
+        else:
+            # an AMD APU (Strix Halo): the firmware's carve-out and the driver's GTT limit
+            out.append(
+                f"{d.name}: unified memory; {share}. The GPU's real share is what the firmware's "
+                "carve-out and the driver allow (on Linux the GTT limit): pass --vram with the "
+                "figure your driver reports."
+            )
         break
     return out
 

@@ -313,6 +313,14 @@ class ModelSpec:
     sliding_window: int | None = None
     #: per-layer KV heads when layers differ (None: all layers use num_key_value_heads)
     kv_heads_per_layer: tuple[int, ...] | None = None
+    #: per-layer K (= V = Q) head size when layers differ (None: every layer uses ``head_dim`` /
+    #: ``v_head_dim``). Gemma 4: sliding layers ``head_dim`` 256, full layers ``global_head_dim``
+    #: 512 (transformers ``Gemma4TextAttention``: ``self.head_dim = layer_config.head_dim``)
+    head_dim_per_layer: tuple[int, ...] | None = None
+    #: layers whose V is the K projection: no ``v_proj`` weight (Gemma 4 ``attention_k_eq_v`` on
+    #: full layers). The runtimes still cache V (transformers ``past_key_values.update(key,
+    #: value)``, vLLM's QKV slot loaded with K, llama.cpp ``Vcur = Kcur``): only weights change
+    k_eq_v_layers: tuple[int, ...] = ()
     moe: MoESpec | None = None
     mla: MlaSpec | None = None
     recurrent: RecurrentSpec | None = None
@@ -468,6 +476,18 @@ class ModelSpec:
                 )
             for h in self.kv_heads_per_layer:
                 _check(n, "kv_heads_per_layer entry", h, 0, MAX_HEADS)
+        if self.head_dim_per_layer is not None:
+            _check(
+                n,
+                "head_dim_per_layer entries",
+                len(self.head_dim_per_layer),
+                self.num_hidden_layers,
+                self.num_hidden_layers,
+            )
+            for d in self.head_dim_per_layer:
+                _check(n, "head_dim_per_layer entry", d, 1, MAX_DIM)
+        for i in self.k_eq_v_layers:
+            _check(n, "k_eq_v_layers index", i, 0, self.num_hidden_layers - 1)
         if self.moe is not None:
             for i in self.moe.dense_layers:
                 _check(n, "moe dense layer index", i, 0, self.num_hidden_layers - 1)
@@ -486,6 +506,37 @@ class ModelSpec:
         if self.kv_heads_per_layer is not None:
             return self.kv_heads_per_layer[layer]
         return self.num_key_value_heads
+
+    def layer_head_dim(self, layer: int) -> int:
+        """K (and Q) head size of ``layer`` (per-layer override or ``head_dim``)."""
+        if self.head_dim_per_layer is not None:
+            return self.head_dim_per_layer[layer]
+        return self.head_dim
+
+    def layer_v_head_dim(self, layer: int) -> int:
+        """V head size of ``layer``: the per-layer head size where layers differ (their V heads
+        equal their K heads: Gemma 4), else ``v_head_dim``."""
+        if self.head_dim_per_layer is not None:
+            return self.head_dim_per_layer[layer]
+        return self.v_head_dim
+
+    def widest_attention(self) -> tuple[int, int, int]:
+        """(kv_heads, head_dim, v_head_dim) of the attention layer whose q, k and v projections
+        are widest, for the one-layer activation peaks. Where head sizes differ per layer
+        (Gemma 4: the full layers' 32 x 512 queries and 4 x 512 keys) that layer's; otherwise
+        the global ``num_key_value_heads``, ``head_dim`` and ``v_head_dim`` as always."""
+        if self.head_dim_per_layer is None:
+            return self.num_key_value_heads, self.head_dim, self.v_head_dim
+
+        def width(i: int) -> int:
+            hd, vhd = self.layer_head_dim(i), self.layer_v_head_dim(i)
+            return 2 * self.num_attention_heads * hd + self.kv_heads(i) * (hd + vhd)
+
+        layers = self.attention_layers()
+        if not layers:
+            return self.num_key_value_heads, self.head_dim, self.v_head_dim
+        i = max(layers, key=width)
+        return self.kv_heads(i), self.layer_head_dim(i), self.layer_v_head_dim(i)
 
     @property
     def is_moe(self) -> bool:

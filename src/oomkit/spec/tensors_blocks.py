@@ -121,6 +121,11 @@ _STYLES: dict[str, _Style] = {
         post_attn_norm=True, post_ffn_norm=True, output_always_tied=True
     ),
     "GemmaForCausalLM": _Style(output_always_tied=True),
+    # llama.cpp LLM_ARCH_GEMMA4 (src/models/gemma4-iswa.cpp): Gemma 3's sandwich norms
+    **{
+        arch: _Style(post_attn_norm=True, post_ffn_norm=True, output_always_tied=True)
+        for arch in ("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration")
+    },
     "Olmo2ForCausalLM": _OLMO2,
     "Olmo3ForCausalLM": _OLMO2,  # modeling_olmo3.py: OLMo 2's block (sliding layers aside)
     "OlmoeForCausalLM": _Style(qk_norm="full"),
@@ -291,8 +296,9 @@ def decoder_layer(b: Builder, spec: ModelSpec, i: int) -> None:
 def _attention(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
     hidden = spec.hidden_size
     n_q = spec.num_attention_heads
-    n_kv = spec.kv_heads(min(i, spec.num_hidden_layers - 1))
-    hd, vhd = spec.head_dim, spec.v_head_dim
+    il = min(i, spec.num_hidden_layers - 1)
+    n_kv = spec.kv_heads(il)
+    hd, vhd = spec.layer_head_dim(il), spec.layer_v_head_dim(il)
     bias = spec.attention_bias
     if spec.mla is not None:
         _mla(b, spec, i)
@@ -302,7 +308,8 @@ def _attention(b: Builder, spec: ModelSpec, st: _Style, i: int) -> None:
         q_rows = n_q * hd * (2 if st.q_gate else 1)
         b.linear("attn_q", q_rows, hidden, i, bias)
         b.linear("attn_k", n_kv * hd, hidden, i, bias)
-        b.linear("attn_v", n_kv * vhd, hidden, i, bias)
+        if il not in spec.k_eq_v_layers:  # Gemma 4 full layers: V = K, no v_proj
+            b.linear("attn_v", n_kv * vhd, hidden, i, bias)
     b.linear("attn_output", hidden, n_q * vhd, i, spec.attention_out_bias)
     if spec.qk_norm:
         if st.qk_norm == "full":
