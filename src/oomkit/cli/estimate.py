@@ -47,6 +47,11 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="GGUF type (Q4_K_M, Q8_0, IQ4_XS) or bf16/fp8/int8/nf4/awq/gptq",
 )
 @click.option(
+    "--dtype",
+    help="vLLM/SGLang --dtype (auto, half, float16, bfloat16, float, float32): the weights' "
+    "dtype, as --quant bf16/fp16/fp32",
+)
+@click.option(
     *CTX_FLAGS,  # with the runtimes' own spellings (values.CTX_FLAGS)
     "ctx",
     type=CONTEXT,
