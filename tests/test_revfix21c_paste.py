@@ -136,3 +136,12 @@ def test_ignored_flags_never_shadow_oomkit_options() -> None:
     assert cmd is not None
     own = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
     assert not own & (IGNORED_SWITCHES | IGNORED_VALUED | MULTI_VALUED)
+
+
+def test_server_flags_with_train_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for extra in (("--jinja",), ("--dtype", "bfloat16")):
+        code, _, err = run_cli(
+            capsys, "estimate", "llama-3.1-8b", "--train", "lora", *extra, "--offline"
+        )
+        assert code == 2, err
+        assert "cannot be used with --train" in err

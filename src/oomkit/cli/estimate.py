@@ -276,6 +276,12 @@ def estimate_command(model: str | None, training: TrainOptions, **options: Any) 
             )
         training = dataclasses.replace(training, emit=emit)
     if training.method is not None:
+        from oomkit.cli.pasted_flags import last_ignored
+
+        if last_ignored():  # a server's flags (pasted_flags): no training run reads them
+            raise click.UsageError(
+                f"{last_ignored()[0]} is a server flag; it cannot be used with --train"
+            )
         from oomkit.cli.train_run import run_training
 
         return run_training(
