@@ -145,3 +145,10 @@ def test_server_flags_with_train_are_refused(capsys: pytest.CaptureFixture[str])
         )
         assert code == 2, err
         assert "cannot be used with --train" in err
+
+
+def test_ignored_flags_do_not_outlive_their_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from oomkit.cli.pasted_flags import last_ignored
+
+    run_cli(capsys, "estimate", "llama-3.1-8b", "--jinja", "--offline", "--json")
+    assert last_ignored() == ()  # the web API's later run_estimate sees no stale list

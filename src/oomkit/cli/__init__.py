@@ -192,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(run with OOMKIT_DEBUG=1 for the traceback)"
         )
         return EXIT_ERROR
+    finally:
+        from oomkit.cli.pasted_flags import forget_ignored
+
+        forget_ignored()  # this command's pasted server flags, read by now
     return int(rv) if isinstance(rv, int) else 0
 
 

@@ -52,6 +52,8 @@ __all__ = [
     "IGNORED_VALUED",
     "MULTI_VALUED",
     "dtype_quant",
+    "forget_ignored",
+    "ignored_note",
     "last_ignored",
     "strip_ignored",
 ]
@@ -172,6 +174,12 @@ MULTI_VALUED: frozenset[str] = frozenset({"--served-model-name"})
 _COMMANDS = ("estimate",)
 
 _last: list[str] = []
+
+
+def forget_ignored() -> None:
+    """Drop what :func:`strip_ignored` took (``main`` calls it when its command ends, so a
+    later in-process caller of ``run_estimate``, the web API, never sees a stale list)."""
+    _last.clear()
 
 
 def last_ignored() -> tuple[str, ...]:
