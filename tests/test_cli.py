@@ -236,7 +236,10 @@ def test_models_fits_default_ctx_is_the_documented_4096(
     code, asked, err = run(capsys, "models", "--fits", "rtx-4090", "llama-3", "-r", runtime,
                            "--ctx", "4096", "--json")  # fmt: skip
     assert code == 0, err
-    assert json.loads(default) == json.loads(asked)
+    # the same models at the same context; without --ctx a GGUF quant that fits only 4096
+    # gives way to a smaller one with room (planner.reverse._roomier), so quants may differ
+    by_default = {m["model"]: m["ctx"] for m in json.loads(default)["models"]}
+    assert by_default == {m["model"]: m["ctx"] for m in json.loads(asked)["models"]}
     rows = {m["model"]: m for m in json.loads(default)["models"]}
     assert "llama-3.1-8b" in rows
     assert rows["llama-3.1-8b"]["ctx"] == 4096

@@ -227,6 +227,11 @@ def test_big_endian_file(tmp_path: Path) -> None:
     w.add_head_count(4)
     w.add_array("llama.attention.head_count_kv", [2, 1])
     w.add_tensor("token_embd.weight", np.zeros((10, 32), np.float32))
+    w.add_tensor("output_norm.weight", np.zeros((32,), np.float32))
+    for il in range(2):  # what llama.cpp requires of a llama GGUF (loaders/gguf_required)
+        for tail in ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm",
+                     "ffn_gate", "ffn_down", "ffn_up"):  # fmt: skip
+            w.add_tensor(f"blk.{il}.{tail}.weight", np.zeros((32,), np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

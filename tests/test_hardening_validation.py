@@ -38,7 +38,7 @@ CLI_REFUSED: list[tuple[list[str], tuple[str, ...]]] = [
     (["-ngl", "-5"], ("-ngl", "[-1,")),
     (["--tp", "1000000"], ("--tp", "1024")),
     (["--tp", "0"], ("--tp",)),
-    (["--ctx", "0"], ("--ctx",)),
+    (["--runtime", "vllm", "--ctx", "0"], ("--ctx",)),  # llama.cpp's -c 0: trained context
     (["--runtime", "vllm", "--tp", "3"], ("attention heads (32)", "1, 2, 4, 8")),
     (["--runtime", "vllm", "--tp", "4", "--gpu", "rtx-4090"], ("needs 4 GPUs", "has 1")),
     (["--runtime", "sglang", "--tp", "3"], ("attention heads",)),

@@ -133,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from oomkit.cli.values import llamacpp_fa_args
 
         args = llamacpp_fa_args(args)  # llama-server's `-fa on|off|auto`
+    from oomkit.cli.pasted_flags import strip_ignored
+
+    args = strip_ignored(args)  # a pasted server line's --port, --jinja, -t 8 (named later)
     if "--debug" in args:
         args.remove("--debug")
         import os
@@ -189,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(run with OOMKIT_DEBUG=1 for the traceback)"
         )
         return EXIT_ERROR
+    finally:
+        from oomkit.cli.pasted_flags import forget_ignored
+
+        forget_ignored()  # this command's pasted server flags, read by now
     return int(rv) if isinstance(rv, int) else 0
 
 

@@ -48,6 +48,11 @@ TRAINING_PASSED: tuple[str, ...] = (
     help="GGUF type (Q4_K_M, Q8_0, IQ4_XS) or bf16/fp8/int8/nf4/awq/gptq",
 )
 @click.option(
+    "--dtype",
+    help="vLLM/SGLang --dtype (auto, half, float16, bfloat16, float, float32): the weights' "
+    "dtype, as --quant bf16/fp16/fp32",
+)
+@click.option(
     *CTX_FLAGS,  # with the runtimes' own spellings (values.CTX_FLAGS)
     "ctx",
     type=CONTEXT,
@@ -273,6 +278,12 @@ def estimate_command(model: str | None, training: TrainOptions, **options: Any) 
             )
         training = dataclasses.replace(training, emit=emit)
     if training.method is not None:
+        from oomkit.cli.pasted_flags import last_ignored
+
+        if last_ignored():  # a server's flags (pasted_flags): no training run reads them
+            raise click.UsageError(
+                f"{last_ignored()[0]} is a server flag; it cannot be used with --train"
+            )
         from oomkit.cli.train_run import run_training
 
         return run_training(

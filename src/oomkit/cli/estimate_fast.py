@@ -55,6 +55,7 @@ def _flag(name: str, on: tuple[str, ...], off: tuple[str, ...] = ()) -> None:
 _value("model_flag", str, *MODEL_FLAGS)  # -m x.gguf: the MODEL (runtime_flags)
 _value("runtime", str, "--runtime", "-r")
 _value("quant", str, "--quant", "-q", "--quantization")
+_value("dtype", str, "--dtype")  # vLLM/SGLang (pasted_flags.dtype_quant)
 _value("ctx", parse_context, *CTX_FLAGS)
 _value("parallel", int, "--parallel", "--batch", "-np")
 _value("batch_size", int, "--batch-size", "-b")

@@ -96,6 +96,7 @@ def run_estimate(
     speculative_num_steps: int | None = None,
     speculative_eagle_topk: int | None = None,
     speculative_num_draft_tokens: int | None = None,
+    dtype: str | None = None,
     explain: bool,
     emit: str | None,
     as_json: bool,
@@ -118,6 +119,21 @@ def run_estimate(
     want_max = ctx == CTX_MAX
     if want_max:
         ctx = None
+    from oomkit.cli.pasted_flags import dtype_quant, ignored_note, last_ignored
+
+    notes: list[str] = []
+    if ctx == 0 and normalize_runtime(runtime) == "llama.cpp":
+        from oomkit.cli.ctx_zero import llamacpp_ctx_zero
+
+        ctx, zero_note = llamacpp_ctx_zero(
+            model, runtime_version, llama_server=llama_server, offline=offline
+        )
+        notes.append(zero_note)
+    if dtype is not None:
+        quant, dtype_note = dtype_quant(normalize_runtime(runtime), dtype, quant)
+        notes.extend([dtype_note] if dtype_note else [])
+    ignored = last_ignored()
+    notes.extend([ignored_note(ignored)] if ignored else [])
     check_count_options(
         ctx=ctx,
         parallel=parallel,
@@ -272,6 +288,8 @@ def run_estimate(
 
             raise context_product_error(e, ctx, parallel) from e
     est = _with_bench_note(model, settings, hardware, est, offline)
+    if notes:  # what the pasted line's -c 0, --dtype and memory-neutral flags meant
+        est = dataclasses.replace(est, assumptions=(*notes, *est.assumptions))
     v = verdict(est, platform)
     if canonical == "transformers" and v.level == "tight" and v.safe_change is None:
         # the display or the CUDA context decide it: no prompt frees them (planner's change)
@@ -300,6 +318,8 @@ def run_estimate(
             out["command"], prepare = _emit(emit, model, est, settings, offline)
             out["prepare"] = list(prepare)
         out["hardware"] = choice.to_dict()
+        if ignored:
+            out["ignored_flags"] = list(ignored)
         print_json(out)
     else:
         from oomkit.cli.render import render_estimate

@@ -141,6 +141,13 @@ def _catalog(query: str | None, as_json: bool) -> None:
         raise click.exceptions.Exit(EXIT_NEGATIVE)
 
 
+#: how ``gpus --for`` orders its rows (:func:`oomkit.planner.reverse.gpus_for`'s sort)
+GPUS_FOR_ORDER = (
+    "least total GPU memory first (count x memory per GPU: the smallest purchase that runs it), "
+    "then faster decode"
+)
+
+
 def _gpus_for(
     model: str,
     *,
@@ -154,10 +161,26 @@ def _gpus_for(
     from oomkit.estimate.registry import normalize_runtime
     from oomkit.planner.reverse import gpus_for
 
-    fits = gpus_for(model, runtime=normalize_runtime(runtime), ctx=ctx, quant=quant, min_tps=tps)
+    canonical = normalize_runtime(runtime)
+    fits = gpus_for(model, runtime=canonical, ctx=ctx, quant=quant, min_tps=tps)
+    contexts = sorted({c for f in fits if isinstance(c := f.estimate.settings.get("ctx"), int)})
     if as_json:
-        print_json({"schema_version": 1, "model": model, "gpus": [f.to_dict() for f in fits]})
+        doc: dict[str, object] = {"schema_version": 1, "model": model}
+        doc["runtime"] = canonical
+        doc["ctx"] = contexts[0] if len(contexts) == 1 else None
+        doc["order"] = GPUS_FOR_ORDER
+        print_json({**doc, "gpus": [f.to_dict() for f in fits]})
     else:
+        if fits:
+            # the context and runtime every row was sized at, and why the rows come in this
+            # order (planner.reverse.gpus_for): `estimate` defaults differ (-c 0 on llama.cpp)
+            where = "ctx " + "/".join(map(str, contexts))
+            default = "" if ctx is not None else " (the default; --ctx N for another)"
+            click.echo(
+                f"{model} on {canonical}, {where}{default}, every layer on the GPUs. "
+                f"Order: {GPUS_FOR_ORDER}.",
+                err=True,
+            )
         for f in fits:
             speed = f.to_dict()["decode_tokens_per_s"]
             tok = f"~{speed:5.0f} tok/s" if speed else "          "

@@ -49,7 +49,8 @@ def reject_without(ctx: click.Context, names: tuple[str, ...], needs: str) -> No
     *CTX_FLAGS,  # --ctx-size, --max-model-len, --context-length too, as estimate's and plan's
     "ctx",
     type=COUNT,
-    help="With --fits: context to fit (default 4096)",
+    help="With --fits: context to fit (default 4096; then a GGUF quant that fits only "
+    "that gives way to the best one reaching 8192)",
 )
 @click.option("--runtime", "-r", default="llama.cpp", show_default=True, help="With --fits")
 @click.option(

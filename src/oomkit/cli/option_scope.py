@@ -22,6 +22,7 @@ __all__ = ["INFERENCE_ONLY_OPTIONS", "reject_inference_options"]
 INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "runtime",
     "quant",
+    "dtype",
     "ctx",
     "parallel",
     "batch_size",

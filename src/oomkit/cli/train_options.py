@@ -178,11 +178,52 @@ def _fused_experts_unquantized(version: str | None) -> bool:
     return bool(generation_effect(gen, "bnb_fused_experts_unquantized", True))
 
 
+#: transformers ``OptimizerNames`` (training_args.py; TRL's SFTConfig/GRPOConfig inherit
+#: ``optim`` from TrainingArguments) -> (oomkit's optimizer, its implementation or None), so
+#: the ``optim="..."`` oomkit plan prints, or a Trainer config's, is accepted by
+#: ``--optimizer``. The Trainer builds ``adamw_torch``/``adamw_torch_fused`` as
+#: ``torch.optim.AdamW`` (``fused=True`` for the latter), ``adamw_bnb_8bit``/``adamw_8bit``
+#: as bitsandbytes ``AdamW`` with ``optim_bits=8``, the ``paged_*`` names with
+#: ``is_paged=True`` (states in CUDA unified memory, which the driver evicts to host RAM
+#: under pressure: oomkit counts them under host, not in the GPU's peak), ``adamw_torch_8bit``
+#: as torchao's ``AdamW8bit``, ``adafactor`` as transformers' Adafactor, ``lion_32bit`` as
+#: bitsandbytes Lion, ``sgd`` as ``torch.optim.SGD`` (momentum 0). Names oomkit has no layout
+#: for (``paged_lion_*``, ``ademamix*``, ``galore_*``, ``adamw_torch_4bit``) stay refused.
+OPTIMIZER_ALIASES: dict[str, tuple[str, str | None]] = {
+    "adamw_torch": ("adamw", None),
+    "adamw_torch_fused": ("adamw", "fused"),
+    "adamw_bnb_8bit": ("adamw8bit", None),
+    "adamw_8bit": ("adamw8bit", None),
+    "paged_adamw_32bit": ("paged_adamw", None),
+    "paged_adamw_8bit": ("paged_adamw8bit", None),
+    "adamw_torch_8bit": ("torchao_adamw8bit", None),
+    "lion_32bit": ("lion", None),
+}
+
+
+def resolve_optimizer(name: str, impl: str) -> tuple[str, str]:
+    """``(optimizer, optimizer_impl)`` for ``--optimizer`` given as oomkit's name or the HF
+    Trainer's (:data:`OPTIMIZER_ALIASES`).
+
+    >>> resolve_optimizer("adamw_torch_fused", "foreach")
+    ('adamw', 'fused')
+    >>> resolve_optimizer("paged_adamw_8bit", "foreach")
+    ('paged_adamw8bit', 'foreach')
+    """
+    if name not in OPTIMIZER_ALIASES:
+        return name, impl
+    optimizer, alias_impl = OPTIMIZER_ALIASES[name]
+    return optimizer, alias_impl or impl
+
+
 _OPTIONS: tuple[Callable[[F], F], ...] = (
     click.option("--train", "train_method", type=click.Choice(TRAIN_METHODS),
                  help="Estimate a training step: full fine-tuning, LoRA or QLoRA"),
-    click.option("--optimizer", "train_optimizer", type=click.Choice(OPTIMIZERS),
-                 default="adamw", show_default=True, help="Training optimizer"),
+    click.option("--optimizer", "train_optimizer",
+                 type=click.Choice((*OPTIMIZERS, *OPTIMIZER_ALIASES)),
+                 default="adamw", show_default=True,
+                 help="Training optimizer; the HF Trainer/TRL optim names (adamw_torch, "
+                      "adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, ...) are aliases"),
     click.option("--optimizer-impl", "train_optimizer_impl",
                  type=click.Choice(("foreach", "fused", "forloop")), default="foreach",
                  show_default=True, help="torch optimizer implementation (step temporaries)"),
@@ -275,6 +316,9 @@ def training_options(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         raw = {k[len("train_") :]: kwargs.pop(k) for k in list(kwargs) if k.startswith("train_")}
+        raw["optimizer"], raw["optimizer_impl"] = resolve_optimizer(
+            raw["optimizer"], raw["optimizer_impl"]
+        )
         kwargs["training"] = TrainOptions(**raw)
         return fn(*args, **kwargs)
 

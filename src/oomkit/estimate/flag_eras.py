@@ -50,6 +50,17 @@ Sources (llama.cpp: the PR threads on github.com/ggml-org/llama.cpp; Ollama: ``g
   :mod:`oomkit.estimate.llamacpp_draft` (``SPEC_SERVER_SINCE``, ``DRAFT_CACHE_TYPES_SINCE``),
   which refuses ``-md`` before the first and ignores ``-ctkd``/``-ctvd`` (f16) before the
   second; no build number is pinned for either.
+* ``-c 0`` ("0 = loaded from model", common/arg.cpp): PR #3301 "llama.cpp : split
+  llama_context_params into model and context params" (opened 2023-09-21; merged 2023-09-28,
+  the date of its commit 16bc66d; first build not pinned): "Uses the model ``n_ctx_train`` as
+  the default context size when ``llama_context_params::n_ctx == 0`` or ``-c 0``". Before it a
+  context of 0 was not a request for the trained context.
+* an explicit ``-c 0`` kept by ``--fit``: PR #19070 "llama-fit-params: keep explicit
+  --ctx-size 0" (JohannesGaessler, 2026-01-24, fixing issue #18376 of build 7539: "-c0 ... is
+  now defaulting to 4096"): ``-c 0`` sets ``fit_params_min_ctx = UINT32_MAX`` ("disable context
+  reduction in llama_params_fit if the user explicitly requests the full context size"). From
+  PR #16653 (the fit, December 2025) to it, ``-c 0`` was the default and the fit lowered it.
+  The date is the PR's review date (the merge commit is not stored), so builds compare by date.
 * Ollama ``OLLAMA_FLASH_ATTENTION``: commit 38255d2af "Use flash attention flag for now"
   (#4580, 2024-05-22; envconfig since 4cc3be303, #4608), first in v0.1.39 (2024-05-28): the
   runner passed ``--flash-attn`` from e15307fdf (#4120, 2024-05-21, also first in v0.1.39),
@@ -168,6 +179,20 @@ LLAMACPP_FLAG_ERAS: tuple[FlagEra, ...] = (
         date(2025, 6, 20),
         "PR #13782",
         "the draft's KV cache type (f16 forced before)",
+    ),
+    FlagEra(
+        "ctx_zero",
+        "-c 0 (the model's trained context)",
+        date(2023, 9, 28),
+        "PR #3301",
+        "n_ctx 0 = the model's n_ctx_train",
+    ),
+    FlagEra(
+        "ctx_zero_kept",
+        "an explicit -c 0 that --fit keeps",
+        date(2026, 1, 24),
+        "PR #19070",
+        "--fit never lowers an explicit -c 0",
     ),
     FlagEra(
         "fa_valued",

@@ -211,7 +211,11 @@ def plan_vllm(
         )
     block = settings.block_size or 16
     elem = dtype_bytes(spec.torch_dtype or "bf16")
-    if elem == 4:
+    if (settings.quant or "").strip().lower() in ("fp32", "float32", "f32"):
+        # --dtype float32 (--quant fp32): ModelConfig.dtype is float32, so are the activations
+        # and, with --kv-cache-dtype auto, the KV cache (_get_and_verify_dtype)
+        elem = 4
+    elif elem == 4:
         elem = 2
         notes.append("fp32 checkpoint served in fp16/bf16 (vLLM downcasts float32 by default)")
     pp = settings.pp or 1

@@ -73,6 +73,8 @@ __all__ = [
     "check_probe_options",
     "check_seq_positions",
     "max_positions",
+    "module_order_key",
+    "ordered_modules",
     "probe",
 ]
 
@@ -498,7 +500,7 @@ def _run(
         repeat_from=tracker.step_start if train is not None else None, repeats=_STEPS_REPLAYED,
         streams=tracker.stream_of,
     )  # fmt: skip
-    mods = sorted(tracker.module_peaks.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    mods = ordered_modules(tracker.module_peaks)
     n_trainable = sum(p.numel() for p in trainable)
     # the model's own count (a 4-bit store's packed bytes are not parameters) + adapters
     n_params = base_params + (n_trainable if train in ("lora", "qlora") else 0)
@@ -528,3 +530,25 @@ def _run(
         reserved_peak_bytes=peaks.reserved_peak_bytes,
         allocator_allocated_peak_bytes=peaks.allocated_peak_bytes,
     )
+
+
+def module_order_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """``name`` in natural order: its digit runs compare as numbers, so ``layers.2`` comes
+    before ``layers.10`` (a string sort put ``layers.10`` right after ``layers.1``).
+
+    >>> sorted(["layers.10", "layers.2", "layers.1", "norm"], key=module_order_key)
+    ['layers.1', 'layers.2', 'layers.10', 'norm']
+    """
+    import re
+
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part
+    )
+
+
+def ordered_modules(
+    module_peaks: Mapping[str, tuple[int, int]],
+) -> list[tuple[str, tuple[int, int]]]:
+    """The modules by the memory they add (largest first), equal ones in natural order of
+    their names (``layers.0``, ``layers.1``, ..., ``layers.10``)."""
+    return sorted(module_peaks.items(), key=lambda kv: (-kv[1][1], module_order_key(kv[0])))

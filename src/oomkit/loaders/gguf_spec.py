@@ -21,6 +21,7 @@ from typing import cast
 from oomkit._gcpause import gc_paused
 from oomkit.errors import GgufFormatError
 from oomkit.loaders.gguf import GgufArray, GgufFile, GgufValue
+from oomkit.loaders.gguf_required import first_missing_tensor
 from oomkit.spec.model import (
     LAYER_FFN,
     LAYER_FULL,
@@ -381,6 +382,16 @@ def gguf_to_spec(g: GgufFile) -> ModelSpec:
         head_dim = v_head_dim = key_swa
 
     names = set(g.tensors.names)
+    missing = first_missing_tensor(
+        arch, names, n_layer=n_block, n_expert=k.num("{arch}.expert_count", 0) or 0
+    )
+    if missing is not None:
+        # llama.cpp's llama_model_loader refuses the file (gguf_required)
+        raise GgufFormatError(
+            f"'{g.path}': missing tensor '{missing}': llama.cpp requires it of a {arch} GGUF "
+            "and refuses to load the file (an incomplete or damaged download?)",
+            path=g.path,
+        )
     embd_dims = _dims_of(g, "token_embd.weight")
     tokens = g.metadata.get("tokenizer.ggml.tokens")
     if embd_dims is not None and len(embd_dims) == 2:

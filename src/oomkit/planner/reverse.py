@@ -246,6 +246,7 @@ def fits_report(
     out: list[ModelFit] = []
     not_fitting: list[ModelMiss] = []
     unsupported: list[ModelMiss] = []
+    roomy = ctx is None  # the default context: a quant capped at it gives way (_roomier)
     if ctx is None:
         ctx = FITS_DEFAULT_CTX
     request = PlanRequest(
@@ -268,6 +269,8 @@ def fits_report(
             not_fitting.append(ModelMiss(entry.key, why))
             continue
         max_ctx = _max_ctx(s, ev)
+        if roomy:
+            ev, max_ctx = _roomier(s, ev, max_ctx)
         out.append(
             ModelFit(
                 key=entry.key,
@@ -283,6 +286,44 @@ def fits_report(
         )
     out.sort(key=lambda m: (-m.params, m.key))
     return FitsReport(fits=out, not_fitting=not_fitting, unsupported=unsupported)
+
+
+#: ``models --fits`` without ``--ctx``: the context a GGUF quant should reach before it is
+#: preferred to a smaller one (twice :data:`FITS_DEFAULT_CTX`, at most the model's own)
+FITS_ROOM_FACTOR = 2
+
+
+def _roomier(s: Searcher, ev: Evaluation, max_ctx: int) -> tuple[Evaluation, int]:
+    """The quant ``models --fits`` shows when no ``--ctx`` was asked (GGUF runtimes).
+
+    The rule: the highest-quality quant of the shop ladder (Q8_0 ... Q4_K_M) whose longest
+    context reaches ``FITS_ROOM_FACTOR`` x the default context (8192 tokens, or the model's
+    trained context if shorter); when none does, the one with the longest context (the
+    higher quality on a tie). A quant that fits only the 4096-token default leaves no room
+    for a real conversation, while one step down often runs several times that context
+    (qwen2.5-14b on a 12 GB card: Q5_K_M stops at 4096, Q4_K_M runs far more). With
+    ``--ctx N`` the asked context is the goal and the highest-quality quant that fits it is
+    shown, as before.
+    """
+    trained = s.spec.max_position_embeddings or ev.cand.ctx
+    goal = min(FITS_ROOM_FACTOR * ev.cand.ctx, trained)
+    if not s.gguf or max_ctx >= goal:
+        return ev, max_ctx
+    shop = s.ladder[: s.default_index + 1]
+    best = (ev, max_ctx)
+    start = shop.index(ev.cand.quant) + 1 if ev.cand.quant in shop else len(shop)
+    for q in shop[start:]:
+        upgrade = s.ladder.index(q) < s.default_index
+        kvs = upgrade_kvs(s.runtime, s.kvs) if upgrade else s.kvs
+        lower = s.level_gpu(q, upgrade=True, kvs=kvs)
+        if lower is None:
+            continue
+        reach = _max_ctx(s, lower)
+        if reach > best[1]:
+            best = (lower, reach)
+        if reach >= goal:
+            break
+    return best
 
 
 def _short_ctx(trained: int, asked: int) -> str:
