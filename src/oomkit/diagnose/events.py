@@ -166,6 +166,9 @@ class LogContext:
     devices: tuple[DeviceInfo, ...] = ()
     gpus_found: int | None = None  # ggml_cuda_init: "found N CUDA devices" (ROCm too)
     buffers: tuple[BufferLine, ...] = ()
+    #: lines where llama.cpp began creating a context (``llama_context: n_ctx = N``): logged after
+    #: the weights loaded, before the KV cache and compute buffers are allocated (docpost27)
+    context_lines: tuple[int, ...] = ()
     # vLLM / SGLang / TRT-LLM ---------------------------------------------------------------
     gpu_memory_utilization: float | None = None
     total_gpu_memory_bytes: int | None = None

@@ -74,7 +74,14 @@ _MAX_EVENTS = 200
 _HEAD_EVENTS = 50  # of them the first; the rest the last
 _CONTEXT_FIELDS = frozenset(f.name for f in fields(LogContext))
 _LIST_FIELDS = frozenset(
-    {"buffers", "devices", "deepspeed_allocated_bytes", "smi_memory", "smi_processes"}
+    {
+        "buffers",
+        "context_lines",
+        "devices",
+        "deepspeed_allocated_bytes",
+        "smi_memory",
+        "smi_processes",
+    }
 )
 _RUNTIME_HINTS = (
     ("llama_model_loader", "llama.cpp"),

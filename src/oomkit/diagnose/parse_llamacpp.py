@@ -92,6 +92,15 @@ _SETTING = re.compile(
     r"^\w{1,60}:\s{0,4}(?P<k>n_ctx|n_batch|n_ubatch|flash_attn|n_seq_max|n_parallel)"
     r"\s{0,12}=\s{0,4}(?P<v>\S{1,20})"
 )
+# (docpost27) the context's own settings line, printed when llama.cpp starts creating a context:
+# `llama_new_context_with_model: n_ctx = N` (src/llama.cpp, 2023-2024),
+# `llama_init_from_model: n_ctx = N` (the 2025 rename) and `llama_context: n_ctx = N`
+# (src/llama-context.cpp, llama_context::llama_context). The weights are loaded before
+# (llama_model_load_from_file); after it the constructor allocates the output buffer (host), the
+# memory module (the KV cache, model.create_memory) and then the compute buffers (sched_reserve).
+_CONTEXT_INIT = re.compile(
+    r"\b(?:llama_new_context_with_model|llama_init_from_model|llama_context):\s{1,8}n_ctx\s{0,12}="
+)
 _OFFLOADED = re.compile(r"offloaded (?P<a>\d{1,5})/(?P<b>\d{1,5}) layers to GPU")
 _USING_DEV = re.compile(
     r"using device (?P<name>\S{1,40}) \((?P<desc>[^()]{0,160})\)(?: \([^()]{0,60}\))? - "
@@ -241,6 +250,8 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
             facts.setdefault("n_ctx", int(c.group("n")))
     if has_any(line, ("n_ctx", "n_batch", "n_ubatch", "flash_attn", "n_seq_max", "n_parallel")):
         _settings(line, facts)
+        if "n_ctx" in line and _CONTEXT_INIT.search(line) is not None:
+            facts.setdefault("context_lines", []).append(line_no)
     if "offloaded" in line:
         m = _OFFLOADED.search(line)
         if m is not None:

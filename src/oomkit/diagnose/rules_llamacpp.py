@@ -48,6 +48,11 @@ def _stage(e: OomEvent, ctx: LogContext) -> tuple[str, bool]:
         return "compute", True
     if "model" in before:
         return "kv_cache", True
+    if any(n < e.line for n in ctx.context_lines):
+        # (docpost27) the context's settings were logged before it: the weights had loaded and
+        # the first device buffer a context allocates is the KV cache (parse_llamacpp's
+        # _CONTEXT_INIT); a compute failure names its own stage (ggml_gallocr)
+        return "kv_cache", True
     return "weights", True
 
 

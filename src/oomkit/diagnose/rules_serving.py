@@ -24,6 +24,11 @@ from oomkit.diagnose.swap_fix import swap_command, swap_gib
 __all__ = ["analyze_other", "analyze_serving"]
 
 
+#: a CUDA context with the distributed environment's buffers, which vLLM's start-up snapshot
+#: counts as in use (the low end of 0.3-1 GiB)
+_OWN_STARTUP = 512 * 1024 * 1024
+
+
 def _fb(n: int | None) -> str:
     return size_text(n)
 
@@ -42,12 +47,28 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
             e.gpu_memory_utilization,
         )
         fit = int((f / t) * 100) / 100 - 0.01 if t else None
+        # (docpost27) vLLM takes the snapshot after this worker created its CUDA context and
+        # initialised its distributed environment (vllm/v1/worker/gpu_worker.py,
+        # Worker.init_device: torch.cuda.empty_cache(), MemorySnapshot(), then the check), so
+        # "in use" includes this process's own context and NCCL buffers (0.3-1 GiB, more or
+        # less with each driver/torch release). A check missed by less than that could be this
+        # process's own start-up memory over the headroom, with nobody else on the GPU.
+        narrow = 0 < want - f < _OWN_STARTUP
         return Analysis(
             cause="other_process_holding_memory",
-            confidence=0.85,
+            confidence=0.6 if narrow else 0.85,
             explanation=f"Only {_fb(f)} of {_fb(t)} is free at startup but "
             f"gpu_memory_utilization={u} asks for {_fb(want)}: something else holds "
-            f"{_fb(t - f)} of the GPU.",
+            f"{_fb(t - f)} of the GPU."
+            + (
+                f" The check is missed by only {_fb(want - f)}, less than this process's own "
+                "CUDA context and NCCL buffers, which the start-up snapshot counts as in use: "
+                "if nvidia-smi lists no other process on the GPU, this process's own start-up "
+                "memory (a driver or torch upgrade can add to it) is over the headroom, and "
+                "a slightly lower gpu_memory_utilization is the fix."
+                if narrow
+                else ""
+            ),
             fixes=(
                 Fix(
                     title="Stop the other process (or other vLLM instance) on the GPU",

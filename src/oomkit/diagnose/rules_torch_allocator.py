@@ -71,6 +71,22 @@ _LARGE_TENSOR = 2 * GiB
 # however large a share of a small card it is: the card share alone reads it as an activation
 # only above this size (heldout5's localmmchat: 512 MiB, a quarter of a 2 GiB card, was the model)
 _LAYER_TENSOR = 512 * MiB
+# (docpost27) A large request beside an inferred gap that exceeds everything this process's
+# allocator holds. The caching allocator raises only after cudaMalloc failed with what the driver
+# reports free (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc ->
+# alloc_block, then release_cached_blocks and retry); T - free is what the whole device has in
+# use, and this process's own share of it is what its allocator holds (or NVML's figure for it).
+# When the rest is larger than this process's own memory and alone would cover the shortfall,
+# the card was mostly full before this process's tensors: the job would have fitted it without
+# the other tenant, whatever the size of its request (heldout46's aiter-2832: 6.5 GiB asked, 230
+# of 252 GiB held elsewhere; heldout47's NeRF-LOAM-9: 5.5 of 23.7 GiB asked, 16.2 GiB held
+# elsewhere beside this process's 1.9 GiB). Below that the request's size comes first as before.
+_GAP_DOMINANT = (
+    " The request ({x}) is large, but the memory held outside this process ({gap}) is more than "
+    "this process's allocator holds ({held}) and alone would cover it: the card was mostly "
+    "full before this job's tensors, so the other tenant is read first; if nothing else "
+    "runs on the GPU (`oomkit gpus`), the request's size is the cause instead."
+)
 _DECIDE_PHASE = (
     " What decides between weights and activations: whether the job had already run steps "
     "(the traceback shows forward/backward) — the full traceback settles it."
@@ -263,9 +279,13 @@ def allocator(
             "tell them apart)"
         )
         others_fix = _unaccounted_fix(e, unaccounted)
-        if phase not in {"model_load", "optimizer_step"} and (
+        # (docpost27) the gap larger than all this process's allocator holds: the card is mostly
+        # someone else's, so the request's size no longer comes first (the mirror of _minor_gap)
+        gap_dominant = unaccounted > held
+        large = phase not in {"model_load", "optimizer_step"} and (
             x >= _BIG_REQUEST_SHARE * t or x >= _LARGE_TENSOR
-        ):
+        )
+        if large and not gap_dominant:
             # the gap is inferred (nobody is named) while the request's size is stated: one
             # tensor this large is an activation, read first as in T7 (docs/doctor-causes.md)
             return Analysis(
@@ -296,8 +316,16 @@ def allocator(
             )
             + f" - {_fb(held)} held by this "
             f"process's allocator = {_fb(unaccounted)} is held by {who}. Run `oomkit gpus` "
-            "(or nvidia-smi) to see the other processes on this GPU.",
-            fixes=(others_fix,),
+            "(or nvidia-smi) to see the other processes on this GPU."
+            + (
+                _GAP_DOMINANT.format(x=_fb(x), gap=_fb(unaccounted), held=_fb(held))
+                if large and gap_dominant
+                else ""
+            ),
+            fixes=(
+                others_fix,
+                *(_batch_fixes(e, max(0, x - free_at_most))[:1] if large and gap_dominant else ()),
+            ),
         )
     # 5. fragmentation: the bytes exist inside PyTorch's cache but not contiguously
     reserved = (a or 0) + (r or 0)
