@@ -110,6 +110,9 @@ DEVELOPMENT_PARTS = (
     "heldout49",
     "heldout50",
     "heldout51",
+    "heldout52",
+    "heldout53",
+    "heldout54",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
