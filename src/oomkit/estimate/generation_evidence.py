@@ -275,6 +275,12 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "GPU_OPTIMIZATION_RESULTS.md (Ollama, 2026-03-02, qwen2.5:14b num_gpu 30 at 8192: "
         "'CUDA0 model buffer: 4693 MiB, CUDA0 KV buffer: 960 MiB, CUDA0 compute buffer: 956 MiB')",
     ),
+    ("ollama", "vram-ctx-0.15.5"): (
+        "test:tests/test_ollama_num_ctx.py::test_default_num_ctx_by_release_and_total_vram",
+        "test:tests/test_ollama_num_ctx.py::test_estimate_cli_on_a_48gb_card",
+        "log:https://github.com/ollama/ollama/issues/14073 (a 0.15.5+ load at the new "
+        "VRAM-tiered default context)",
+    ),
     ("ollama", "llama-server-0.30"): (
         "test:tests/test_ollama.py::test_ollama_engine_reserves_few_outputs",
     ),

@@ -172,7 +172,9 @@ class Searcher:
                 version=self.base.runtime_version,
             )
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
-        self.target_ctx = default_target_ctx(runtime, spec, request)
+        self.target_ctx = default_target_ctx(
+            runtime, spec, request, hardware, self.base.runtime_version
+        )
         self.min_ctx = min_ctx(request, self.target_ctx)
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
         self.gguf = runtime in _GGUF_RUNTIMES
