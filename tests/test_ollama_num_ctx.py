@@ -92,3 +92,10 @@ def test_models_fits_says_which_default(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr()
     assert "num_ctx not given: Ollama 0.15.5+ picks 32768" in out.err
     assert "max ctx   32768" in out.out  # the row is sized at the 32768 tier, not 4096
+
+
+def test_plan_says_the_context_is_ollamas_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "qwen2.5-32b", "-r", "ollama", "--gpu", "rtx-4090"]) == 0
+    out = capsys.readouterr().out
+    assert "context 32768 (not given: Ollama's default num_ctx for this VRAM)" in out
+    assert "PARAMETER num_ctx 32768" in out
