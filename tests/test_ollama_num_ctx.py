@@ -99,3 +99,10 @@ def test_plan_says_the_context_is_ollamas_default(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "context 32768 (not given: Ollama's default num_ctx for this VRAM)" in out
     assert "PARAMETER num_ctx 32768" in out
+
+
+def test_unknown_gpu_memory_says_the_default_is_assumed() -> None:
+    hw = Hardware(devices=(DeviceTarget(name="gpu"),))  # no --gpu / --vram: capacity unknown
+    ctx, why = ollama_default_num_ctx("0.15.5", hw)
+    assert ctx == 4096
+    assert "not known, 4096 assumed" in why

@@ -69,6 +69,12 @@ def ollama_default_num_ctx(
         fixed = int(gen.effects.get("num_ctx", _FIXED_DEFAULT) or _FIXED_DEFAULT)
         since = "before 0.6.4" if fixed == 2048 else "0.6.4-0.15.4; 2048 before 0.6.4"
         return fixed, f"Ollama default {fixed} ({since})"
+    gpus = [] if hardware is None else [d for d in hardware.devices if d.backend != "cpu"]
+    if any(d.capacity_bytes is None for d in gpus):
+        return 4096, (
+            "the GPUs' memory is not known, 4096 assumed (Ollama 0.15.5+ picks 32768 from 23 "
+            "GiB and 262144 from 47 GiB of total VRAM: give --gpu or --vram)"
+        )
     vram = total_vram(hardware, gpu_overhead_bytes) if hardware is not None else 0
     ctx = next(c for least, c in VRAM_TIERS if vram >= least)
     band = {262144: "47 GiB or more", 32768: "23-47 GiB", 4096: "under 23 GiB"}[ctx]
