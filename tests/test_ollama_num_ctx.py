@@ -31,7 +31,9 @@ def _gpus(*gib: float) -> Hardware:
 @pytest.mark.parametrize(
     ("version", "gpus", "ctx"),
     [
-        ("0.6.3", (80,), 2048),  # fixed default before 0.6.4
+        ("0.6.3", (80,), 2048),  # fixed default before 0.6.7
+        ("0.6.6", (80,), 2048),  # envconfig.ContextLength was still 2048 in 0.6.4-0.6.6
+        ("0.6.7", (80,), 4096),  # commit 44b466eeb
         ("0.15.4", (80,), 4096),  # fixed 4096 up to 0.15.4, whatever the VRAM
         ("0.15.5", (12,), 4096),
         ("0.15.5", (23.5,), 32768),  # a 24 GB card reports ~23.5-24 GiB: the 23 GiB threshold

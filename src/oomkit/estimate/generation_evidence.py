@@ -226,6 +226,9 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ollama/ollama/pull/7473 ('The runtime and management libraries "
         "may not always have identical ordering, so use the device UUID')",
     ),
+    ("ollama", "ctx-4k-0.6.7"): (
+        "test:tests/test_ollama_num_ctx.py::test_default_num_ctx_by_release_and_total_vram",
+    ),
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
         "run:ollama-10855-gemma3-27b-4090-1070-20k",

@@ -64,12 +64,27 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-4k",
-        "Ollama 0.6.4-0.11 (default num_ctx 4096)",
+        "Ollama 0.6.4-0.6.6 (Ollama engine for some architectures; default num_ctx 2048)",
         "2025-04-01",
         "0.6.4",
-        "ollama/ollama v0.6.4 release (default context 4096)",
-        "default num_ctx 4096; Ollama's own engine for some architectures, llama runner "
+        "ollama/ollama v0.6.4 release (its envconfig.ContextLength default is still 2048: the "
+        "4096 default is commit 44b466eeb, first in v0.6.7)",
+        "default num_ctx 2048; Ollama's own engine for some architectures, llama runner "
         "and old estimator otherwise; vendored llama.cpp with MLA but full SWA cache",
+        num_ctx=2048,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+    ),
+    _g(
+        "ollama",
+        "ctx-4k-0.6.7",
+        "Ollama 0.6.7-0.7.0 (default num_ctx 4096)",
+        "2025-04-30",
+        "0.6.7",
+        "ollama/ollama commit 44b466eeb ('config: update default context length to 4096', "
+        "first in release v0.6.7): envconfig.ContextLength defaults to 4096",
+        "as 0.6.4, except that a request without num_ctx gets 4096 tokens, not 2048: twice "
+        "the KV cache",
         num_ctx=4096,
         flash_attention=False,
         llamacpp_date="2025-04-20",

@@ -4,8 +4,9 @@ Modelled behaviour: Ollama 0.12.x (late 2025) running a GGUF through its llama.c
 Ollama decides the settings, llama.cpp allocates the buffers, so the buffers come from
 :func:`oomkit.estimate.llamacpp.estimate_llamacpp`; this module supplies Ollama's defaults:
 
-* ``num_ctx``: 4096 (the default of Ollama 0.6.4-0.15.4; 2048 in older releases; from 0.15.5
-  4096/32768/262144 by the GPUs' total VRAM, :mod:`oomkit.estimate.ollama_num_ctx`;
+* ``num_ctx``: 4096 (the default of Ollama 0.6.7-0.15.4, commit 44b466eeb; 2048 in older
+  releases; from 0.15.5 4096/32768/262144 by the GPUs' total VRAM,
+  :mod:`oomkit.estimate.ollama_num_ctx`;
   ``OLLAMA_CONTEXT_LENGTH`` or the Modelfile/API ``num_ctx`` override it);
 * ``OLLAMA_NUM_PARALLEL``: 1 (0.10.0+ and before 0.2.0); with N parallel requests Ollama
   creates a context of ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx *

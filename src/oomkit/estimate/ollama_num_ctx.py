@@ -1,8 +1,8 @@
 """Ollama's default ``num_ctx`` when neither the request, the Modelfile nor
 ``OLLAMA_CONTEXT_LENGTH`` sets one.
 
-* before 0.6.4: 2048; 0.6.4 up to 0.15.4: 4096 (``envconfig.ContextLength`` default; the
-  generation rows' ``num_ctx`` effect);
+* before 0.6.7: 2048; 0.6.7 up to 0.15.4: 4096 (commit 44b466eeb; ``envconfig.ContextLength``
+  default; the generation rows' ``num_ctx`` effect);
 * 0.15.5 and later (ollama/ollama commit 0334ffa62, "server: use tiered VRAM-based default
   context length", first in release v0.15.5; unchanged through v0.30 and main): ``Serve`` in
   server/routes.go sums ``gpu.TotalMemory - envconfig.GpuOverhead()`` over every GPU that
@@ -39,7 +39,7 @@ OLLAMA_TIERS_NOTE = (
     "each row gets Ollama 0.15.5+'s default for its GPUs' total VRAM (4096 under 23 GiB, 32768 "
     "for 23-47 GiB, 262144 from 47 GiB; capped at the model's trained context)"
 )
-#: the num_ctx default of releases 0.6.4-0.15.4 (and of the tiers' lowest rung)
+#: the num_ctx default of releases 0.6.7-0.15.4 (and of the tiers' lowest rung)
 _FIXED_DEFAULT = 4096
 
 
@@ -67,7 +67,7 @@ def ollama_default_num_ctx(
     gen = resolve_generation("ollama", version)
     if not gen.effects.get("num_ctx_vram_tiers"):
         fixed = int(gen.effects.get("num_ctx", _FIXED_DEFAULT) or _FIXED_DEFAULT)
-        since = "before 0.6.4" if fixed == 2048 else "0.6.4-0.15.4; 2048 before 0.6.4"
+        since = "before 0.6.7" if fixed == 2048 else "0.6.7-0.15.4; 2048 before 0.6.7"
         return fixed, f"Ollama default {fixed} ({since})"
     gpus = [] if hardware is None else [d for d in hardware.devices if d.backend != "cpu"]
     if any(d.capacity_bytes is None for d in gpus):

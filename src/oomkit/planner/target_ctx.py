@@ -14,7 +14,7 @@ from oomkit.spec.model import ModelSpec
 
 __all__ = ["default_target_ctx", "min_ctx"]
 
-#: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` of 0.6.4-0.15.4
+#: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` of 0.6.7-0.15.4
 #: (from 0.15.5 it follows the VRAM: :mod:`oomkit.estimate.ollama_num_ctx`)
 _DEFAULT_CTX = {"llama.cpp": 4096, "ollama": 4096}
 #: when the user names no ``--min-ctx``, the planner never cuts the context below a quarter of
