@@ -103,7 +103,7 @@ def test_the_modelled_line_says_which_runner_this_model_gets_apart_from_the_rele
         return next(ln for ln in out.splitlines() if ln.startswith("modelled: "))
 
     gemma = modelled("gemma-3-12b", "0.13.4")
-    assert gemma.startswith("modelled: Ollama 0.13.4-0.29 (")
+    assert gemma.startswith("modelled: Ollama 0.13.4-0.15.4 (")
     assert gemma.endswith("; gemma-3-12b runs on the Ollama engine")
     llama = modelled("llama-3.1-8b", "0.13.4")
     assert llama.endswith("; llama-3.1-8b runs on the llama.cpp runner")

@@ -72,7 +72,7 @@ def test_ollama_11355_v0_9_6_buffer_and_verdicts() -> None:
 def test_generation_rows_bound_the_mechanism() -> None:
     """fe623c2cf is first in v0.7.1; 1108d8b34 (flash attention for encoders) in v0.13.2."""
     keys = [resolve_generation("ollama", v).key for v in ("0.7.0", "0.7.1", "0.12.3", "0.13.2")]
-    assert keys == ["llama-runner-4k", "mm-worst-case-0.7.1", "engine-0.12", "vision-sdpa-0.13.2"]
+    assert keys == ["ctx-4k-0.6.7", "mm-worst-case-0.7.1", "engine-0.12", "vision-sdpa-0.13.2"]
     assert _graph(_est("0.7.0", 41)) == 0
     assert _graph(_est("0.7.1", 41)) > 8 * 2**30
 

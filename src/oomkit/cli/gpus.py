@@ -189,6 +189,10 @@ def _gpus_for(
                 f"{format_bytes(f.free_bytes):>11} free after 1 GiB headroom  {f.gpu_name}"
             )
         click.echo(f"{len(fits)} GPU model(s) run {model}", err=True)
+        if ctx is None and normalize_runtime(runtime) == "ollama":
+            from oomkit.estimate.ollama_num_ctx import OLLAMA_TIERS_NOTE
+
+            click.echo(f"num_ctx not given: {OLLAMA_TIERS_NOTE}", err=True)
     if not fits:
         # with --tps the GPUs that hold the model but decode slower were dropped: say so, not
         # "no GPU runs it" (every card from a 12 GB one up runs an 8B model)
@@ -252,7 +256,13 @@ def _check_watch(ctx: click.Context, param: click.Parameter, value: float | None
 @click.option(
     "--for", "for_model", metavar="MODEL", help="Catalog GPUs (and how many) that run MODEL"
 )
-@click.option("--ctx", "-c", type=COUNT, help="With --for: context to fit (default 4096)")
+@click.option(
+    "--ctx",
+    "-c",
+    type=COUNT,
+    help="With --for: context to fit (default 4096; Ollama: its own default, from 0.15.5 by "
+    "the GPUs' total VRAM)",
+)
 @click.option("--runtime", "-r", default="llama.cpp", show_default=True, help="With --for")
 @click.option("--quant", "-q", help="With --for: weight quant (default: the runtime's default)")
 @click.option("--tps", type=click.FloatRange(min=0), help="With --for: at least N decode tok/s")

@@ -50,7 +50,8 @@ def reject_without(ctx: click.Context, names: tuple[str, ...], needs: str) -> No
     "ctx",
     type=COUNT,
     help="With --fits: context to fit (default 4096; then a GGUF quant that fits only "
-    "that gives way to the best one reaching 8192)",
+    "that gives way to the best one reaching 8192; Ollama: its own default, from 0.15.5 by "
+    "the GPUs' total VRAM)",
 )
 @click.option("--runtime", "-r", default="llama.cpp", show_default=True, help="With --fits")
 @click.option(
@@ -154,6 +155,11 @@ def _fits(
     vram, os_name, kv = where
     hardware = hardware_from_options((gpu,), vram=vram, ram=None, quiet=as_json, os=os_name)
     report = fits_report(hardware, runtime=runtime_key, ctx=ctx, query=query, kv=kv)
+    if ctx is None and runtime_key == "ollama" and not as_json:
+        from oomkit.estimate.ollama_num_ctx import ollama_default_num_ctx
+
+        why = ollama_default_num_ctx(None, hardware)[1]
+        click.echo(f"num_ctx not given: {why}; capped at each model's trained context", err=True)
     rows, skipped = report.fits, len(report.unsupported)
     if sort == "speed":
         rows.sort(key=lambda m: -(m.to_dict()["decode_tokens_per_s"] or 0.0))

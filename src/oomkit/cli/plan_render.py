@@ -26,6 +26,9 @@ def render_plan(result: object) -> str:
     ctx_text = f"{req.ctx} (capped at {result.target_ctx})" if capped else str(result.target_ctx)
     if req.ctx_from_max:  # --ctx max: say so, not the model's maximum it aims for
         ctx_text = f"max (the model's {result.target_ctx})"
+    elif req.ctx is None and req.runtime == "ollama":
+        # not asked: Ollama's own default, from 0.15.5 by the GPUs' total VRAM (ollama_num_ctx)
+        ctx_text += " (not given: Ollama's default num_ctx for this VRAM)"
     asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
     if req.quant:
         asked.append(f"quant {req.quant}")

@@ -167,6 +167,8 @@ def render_estimate(
         )
         if verdict is not None and verdict.level == "tight":
             lines.append(verdict.summary())
+        else:
+            lines.extend(_host_unchecked(verdict))
     elif est.fits is True and est.runtime == "transformers" and _cpu_offload(est) > 0:
         lines.append(
             f"Fits only by CPU offload: device_map='auto' keeps "
@@ -175,6 +177,8 @@ def render_estimate(
         )
         if verdict is not None and verdict.level == "tight":
             lines.append(verdict.summary())
+        else:
+            lines.extend(_host_unchecked(verdict))
     elif verdict is not None and verdict.level in ("fits", "tight") and est.fits is True:
         # a tight run is never reported as plain "Fits."
         lines.append(verdict.summary())
@@ -197,3 +201,13 @@ def render_estimate(
         lines.append("Assumptions:")
         lines.extend(f"  - {a}" for a in est.assumptions)
     return "\n".join(lines)
+
+
+def _host_unchecked(verdict: Verdict | None) -> list[str]:
+    """A line for the host RAM need no --ram checked (the verdict line carries it otherwise)."""
+    if verdict is None or verdict.host_unchecked_bytes is None:
+        return []
+    from oomkit.estimate.verdict_summary import host_unchecked_phrase
+
+    phrase = host_unchecked_phrase(verdict.host_unchecked_bytes)
+    return [phrase[0].upper() + phrase[1:] + "."]

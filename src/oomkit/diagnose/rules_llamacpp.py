@@ -140,11 +140,26 @@ def _kv_fixes(
             )
         )
     if kv:
+        # llama.cpp -nkvo: cparams.offload_kqv = false; the cache goes to a CPU buffer and
+        # llm_graph_context::build_attn_mha pins "all nodes between the KV store and the
+        # attention output" to the CPU backend (ggml_backend_sched_set_tensor_backend). On Apple
+        # Silicon that buffer is the same unified RAM, outside the Metal working set: no PCIe hop,
+        # no RAM saved, the attention runs on the CPU cores instead.
+        where = (
+            f"moves the {_fb(kv)} KV cache out of the Metal working set into a plain CPU "
+            "buffer of the same unified memory (the Mac's RAM in use does not shrink) and runs "
+            "attention on the CPU cores (slower decoding, more so at long context); the compute "
+            "buffer stays on the GPU"
+            if _on_metal(ctx)
+            else f"moves the {_fb(kv)} KV cache off the GPU (slower decoding: every token "
+            "reads it over PCIe); the compute buffer stays on the GPU"
+        )
         out.append(
             Fix(
-                title="Keep the KV cache in host RAM: -nkvo",
-                why=f"moves the {_fb(kv)} KV cache off the GPU (slower decoding: every token "
-                "reads it over PCIe); the compute buffer stays on the GPU"
+                title="Keep the KV cache out of the Metal working set: -nkvo"
+                if _on_metal(ctx)
+                else "Keep the KV cache in host RAM: -nkvo",
+                why=where
                 + (
                     ", and without flash attention it grows with n_ctx."
                     if ctx.flash_attn is False
@@ -156,6 +171,12 @@ def _kv_fixes(
             )
         )
     return out
+
+
+def _on_metal(ctx: LogContext) -> bool:
+    """The log's GPU buffers are Metal's (``Metal``/``MTL0`` buffer lines), none CUDA/ROCm/..."""
+    names = [b.name.upper() for b in ctx.buffers if not b.on_host]
+    return bool(names) and all(n.startswith(("MTL", "METAL")) for n in names)
 
 
 def _ollama_runner(ctx: LogContext) -> bool:

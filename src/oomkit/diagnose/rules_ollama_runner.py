@@ -97,18 +97,26 @@ def _plan_fixes(e: OomEvent, ctx: LogContext, low: int) -> list[Fix]:
     offload, blocks = ctx.ollama_layers_offload or 0, (ctx.ollama_layers_model or 0) - 1
     if offload < 1 or blocks < 1:
         return out
-    partial = offload < blocks + 1
-    graph = (ctx.ollama_graph_partial_bytes if partial else ctx.ollama_graph_full_bytes) or 0
+    # the advice puts fewer than layers.model layers on the GPU, a partial offload: llm/memory.go
+    # sizes that with memory.graph.partial (the full-offload graph only when no partial is
+    # printed), whatever Ollama's own plan was
+    graph = (ctx.ollama_graph_partial_bytes or ctx.ollama_graph_full_bytes) or 0
     repeating = ctx.ollama_weights_repeating_bytes
-    per_w = max(repeating // blocks if repeating else 0, low // offload)
+    # a layer's weights from the model buffer(s) alone: ``low`` also holds the KV buffer, which
+    # per_kv counts (memory.required.kv / blocks); counting it in per_w too charged it twice
+    gpu = f"CUDA{e.device}" if e.device is not None else e.buffer_name
+    weights = sum(
+        b.size_bytes for b in ctx.buffers if b.name == gpu and b.kind == "model" and b.line < e.line
+    )
+    per_w = max(repeating // blocks if repeating else 0, weights // offload)
     per_kv = (ctx.ollama_required_kv_bytes or 0) // blocks
     per = per_w + per_kv
     n = min(offload - 1, (low - graph - HEADROOM_BYTES) // per) if per else -1
     if n >= 1:
         w_src = (
             f"memory.weights.repeating {size_text(repeating)} / {blocks} blocks"
-            if repeating and repeating // blocks >= low // offload
-            else f"the runner's {size_text(low)} of weights / {offload} layers"
+            if repeating and repeating // blocks >= weights // offload
+            else f"the runner's {size_text(weights)} model buffer / {offload} layers"
         )
         cmds = (
             f"/set parameter num_gpu {n}",
@@ -120,7 +128,8 @@ def _plan_fixes(e: OomEvent, ctx: LogContext, low: int) -> list[Fix]:
                 title=f"Put fewer layers on the GPU: num_gpu {n}",
                 why=f"one layer costs {size_text(per_w)} of weights ({w_src}) and "
                 f"{size_text(per_kv)} of KV cache (memory.required.kv / {blocks}); {n} layers, "
-                f"Ollama's {size_text(graph)} {'partial' if partial else 'full'}-offload graph "
+                f"Ollama's {size_text(graph)} "
+                f"{'partial' if ctx.ollama_graph_partial_bytes else 'full'}-offload graph "
                 f"and {size_text(HEADROOM_BYTES)} headroom fit in the {size_text(low)} the GPU is "
                 f"known to have had (the runner allocated that much there); Ollama chose "
                 f"{offload}.",

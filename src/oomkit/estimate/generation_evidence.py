@@ -226,6 +226,9 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/ollama/ollama/pull/7473 ('The runtime and management libraries "
         "may not always have identical ordering, so use the device UUID')",
     ),
+    ("ollama", "ctx-4k-0.6.7"): (
+        "test:tests/test_ollama_num_ctx.py::test_default_num_ctx_by_release_and_total_vram",
+    ),
     ("ollama", "llama-runner-4k"): (
         _TG + "test_ollama_old_runner_defaults",
         "run:ollama-10855-gemma3-27b-4090-1070-20k",
@@ -274,6 +277,12 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
         "log:https://github.com/San2k/aifood/blob/d5216cdfe402ff1f3933889013a2f8a64e6bb9ca/"
         "GPU_OPTIMIZATION_RESULTS.md (Ollama, 2026-03-02, qwen2.5:14b num_gpu 30 at 8192: "
         "'CUDA0 model buffer: 4693 MiB, CUDA0 KV buffer: 960 MiB, CUDA0 compute buffer: 956 MiB')",
+    ),
+    ("ollama", "vram-ctx-0.15.5"): (
+        "test:tests/test_ollama_num_ctx.py::test_default_num_ctx_by_release_and_total_vram",
+        "test:tests/test_ollama_num_ctx.py::test_estimate_cli_on_a_48gb_card",
+        "log:https://github.com/ollama/ollama/issues/14073 (a 0.15.5+ load at the new "
+        "VRAM-tiered default context)",
     ),
     ("ollama", "llama-server-0.30"): (
         "test:tests/test_ollama.py::test_ollama_engine_reserves_few_outputs",

@@ -64,12 +64,27 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-4k",
-        "Ollama 0.6.4-0.11 (default num_ctx 4096)",
+        "Ollama 0.6.4-0.6.6 (Ollama engine for some architectures; default num_ctx 2048)",
         "2025-04-01",
         "0.6.4",
-        "ollama/ollama v0.6.4 release (default context 4096)",
-        "default num_ctx 4096; Ollama's own engine for some architectures, llama runner "
+        "ollama/ollama v0.6.4 release (its envconfig.ContextLength default is still 2048: the "
+        "4096 default is commit 44b466eeb, first in v0.6.7)",
+        "default num_ctx 2048; Ollama's own engine for some architectures, llama runner "
         "and old estimator otherwise; vendored llama.cpp with MLA but full SWA cache",
+        num_ctx=2048,
+        flash_attention=False,
+        llamacpp_date="2025-04-20",
+    ),
+    _g(
+        "ollama",
+        "ctx-4k-0.6.7",
+        "Ollama 0.6.7-0.7.0 (default num_ctx 4096)",
+        "2025-04-30",
+        "0.6.7",
+        "ollama/ollama commit 44b466eeb ('config: update default context length to 4096', "
+        "first in release v0.6.7): envconfig.ContextLength defaults to 4096",
+        "as 0.6.4, except that a request without num_ctx gets 4096 tokens, not 2048: twice "
+        "the KV cache",
         num_ctx=4096,
         flash_attention=False,
         llamacpp_date="2025-04-20",
@@ -197,7 +212,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     _g(
         "ollama",
         "llama-runner-fa-auto-0.13.4",
-        "Ollama 0.13.4-0.29 (llama runner: flash attention auto)",
+        "Ollama 0.13.4-0.15.4 (llama runner: flash attention auto)",
         "2025-12-15",
         "0.13.4",
         "ollama/ollama PR #13052 (commit bd6c1d6b4, 'flash attn: add auto mode for llama "
@@ -213,6 +228,25 @@ OLLAMA_ROWS: tuple[Row, ...] = (
     ),
     _g(
         "ollama",
+        "vram-ctx-0.15.5",
+        "Ollama 0.15.5-0.29 (default num_ctx from total VRAM: 4k/32k/256k)",
+        "2026-02-05",
+        "0.15.5",
+        "ollama/ollama commit 0334ffa62 ('server: use tiered VRAM-based default context "
+        "length', first in release v0.15.5): server/routes.go Serve sets defaultNumCtx from "
+        "the summed TotalMemory of the GPUs (>= 47 GiB: 262144, >= 23 GiB: 32768, else 4096); "
+        "envconfig.ContextLength's default becomes 0",
+        "as 0.13.4, except that a request without num_ctx (and no OLLAMA_CONTEXT_LENGTH) "
+        "gets 32768 tokens on 23-47 GiB of total VRAM and 262144 (capped at the trained "
+        "context) from 47 GiB: the KV cache of a default load grows 8x or 64x "
+        "(oomkit.estimate.ollama_num_ctx)",
+        vision_graph="image_2048_sdpa",
+        engine_archs="required",
+        llama_runner_fa="auto",
+        num_ctx_vram_tiers=True,
+    ),
+    _g(
+        "ollama",
         "llama-server-0.30",
         "Ollama 0.30+ (llama-server for every GGUF model)",
         "2026-06-01",
@@ -225,5 +259,6 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "297 MiB of 512 f32 logit rows); the llama-server mechanism is not traced here",
         vision_graph="image_2048_sdpa",
         runner="llama-server",
+        num_ctx_vram_tiers=True,
     ),
 )

@@ -68,7 +68,9 @@ Effects read by the estimators (absent key = today's behaviour):
   :mod:`oomkit.estimate.ollama_vision_graph`); ``engine_archs`` (``"required"`` for 0.12-0.2x:
   only ``OllamaEngineRequired`` architectures run on the Ollama engine, the rest on the llama
   runner with llama.cpp's own output reserve and KV streams), ``llama_runner_fa`` (``"auto"``
-  from 0.13.4, PR #13052) and ``runner`` (``"llama-server"`` from 0.30.0;
+  from 0.13.4, PR #13052), ``num_ctx_vram_tiers`` (True from 0.15.5: the default num_ctx
+  follows the total VRAM, :mod:`oomkit.estimate.ollama_num_ctx`) and ``runner``
+  (``"llama-server"`` from 0.30.0;
   :mod:`oomkit.estimate.ollama_runner`); ``nvml_by_index`` (0.1.45-0.3.x: on Windows each
   GPU's free memory is NVML's at its CUDA index, :mod:`oomkit.estimate.ollama_nvml_order`).
 * vLLM: ``vllm_engine`` (a key of :data:`oomkit.estimate.vllm_engines.VLLM_ENGINES`),

@@ -4,7 +4,9 @@ Modelled behaviour: Ollama 0.12.x (late 2025) running a GGUF through its llama.c
 Ollama decides the settings, llama.cpp allocates the buffers, so the buffers come from
 :func:`oomkit.estimate.llamacpp.estimate_llamacpp`; this module supplies Ollama's defaults:
 
-* ``num_ctx``: 4096 (the default since Ollama 0.6.4; 2048 in older releases;
+* ``num_ctx``: 4096 (the default of Ollama 0.6.7-0.15.4, commit 44b466eeb; 2048 in older
+  releases; from 0.15.5 4096/32768/262144 by the GPUs' total VRAM,
+  :mod:`oomkit.estimate.ollama_num_ctx`;
   ``OLLAMA_CONTEXT_LENGTH`` or the Modelfile/API ``num_ctx`` override it);
 * ``OLLAMA_NUM_PARALLEL``: 1 (0.10.0+ and before 0.2.0); with N parallel requests Ollama
   creates a context of ``num_ctx * N`` tokens shared by N sequences (llm/server.go: ``numCtx *
@@ -55,6 +57,7 @@ from oomkit.estimate.ollama_layers import (
     nvml_crossed,
 )
 from oomkit.estimate.ollama_llm_go import llm_go_layers
+from oomkit.estimate.ollama_num_ctx import ollama_default_num_ctx
 from oomkit.estimate.ollama_parallel import auto_parallel, ollama_llamacpp_layout
 from oomkit.estimate.ollama_runner import (
     OLLAMA_ENGINE_ARCHS,
@@ -84,18 +87,18 @@ OLLAMA_DEFAULT_QUANT = "Q4_K_M"
 
 
 def ollama_settings(
-    spec: ModelSpec, settings: InferenceSettings
+    spec: ModelSpec, settings: InferenceSettings, hardware: Hardware | None = None
 ) -> tuple[InferenceSettings, list[str]]:
-    """Translate Ollama settings into the llama.cpp settings its runner starts with."""
+    """Translate Ollama settings into the llama.cpp settings its runner starts with
+    (``hardware``: the GPUs whose total VRAM picks the default num_ctx from 0.15.5,
+    :mod:`oomkit.estimate.ollama_num_ctx`)."""
     gen = _generation(settings)
     engine = spec.model_type == "gpt_oss" and bool(gen and "gptoss_graph" in gen.effects)
     notes: list[str] = [f"{_modelled(spec, gen, engine)}, with its defaults"]
-    default_ctx = int(gen.effects.get("num_ctx", OLLAMA_DEFAULT_NUM_CTX)) if gen else None
-    default_ctx = default_ctx or OLLAMA_DEFAULT_NUM_CTX
-    num_ctx = settings.ctx or default_ctx
-    if settings.ctx is None:
-        before = "" if default_ctx == 2048 else " (2048 before 0.6.4)"
-        notes.append(f"num_ctx not given: Ollama default {default_ctx}{before}")
+    num_ctx = settings.ctx
+    if num_ctx is None:
+        num_ctx, why = ollama_default_num_ctx(settings.runtime_version, hardware)
+        notes.append(f"num_ctx not given: {why}")
     train = spec.max_position_embeddings
     if train and num_ctx > train and clamps_num_ctx(settings.runtime_version):
         notes.append(
@@ -282,12 +285,12 @@ def estimate_ollama(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         spec,
         settings,
         hardware,
-        lambda p: ollama_settings(spec, dataclasses.replace(settings, parallel=p))[0],
+        lambda p: ollama_settings(spec, dataclasses.replace(settings, parallel=p), hardware)[0],
         _options(settings, new_engine),
     )
     if chosen is not None:  # 0.2.0-0.9.x: the scheduler's num_parallel (ollama_parallel)
         settings = dataclasses.replace(settings, parallel=chosen[0])
-    mapped, notes = ollama_settings(spec, settings)
+    mapped, notes = ollama_settings(spec, settings, hardware)
     if chosen is not None:
         notes.append(chosen[1])
     server = runs_llama_server(gen)  # 0.30+: llama-server only, no ollamarunner to name

@@ -50,7 +50,7 @@ __all__ = [
     "ollama_free_memory",
 ]
 
-OLLAMA_DEFAULT_NUM_CTX = 4096  # since 0.6.4; 2048 before
+OLLAMA_DEFAULT_NUM_CTX = 4096  # 0.6.7-0.15.4 (commit 44b466eeb); 2048 before
 OLLAMA_DEFAULT_NUM_BATCH = 512
 
 

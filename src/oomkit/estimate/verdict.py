@@ -313,6 +313,21 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
 _POOL_WHAT = "KV pool vs one request of the full context"
 
 
+#: a host RAM need from this size up is named in the verdict when --ram was not given: llama.cpp's
+#: own fit target (common_params.fit_params_target, 1 GiB), as the "system memory is not
+#: checked" assumption of :mod:`oomkit.estimate.llamacpp_fit`; smaller needs (a token-embedding
+#: table, pinned staging) any host has
+HOST_UNCHECKED_NOTE_BYTES = 1 << 30
+
+
+def host_unchecked_bytes(est: Estimate) -> int | None:
+    """The host RAM ``est`` needs when its capacity is unknown (no --ram), from 1 GiB up."""
+    host = est.host
+    if host.capacity_bytes is not None or not est.devices:
+        return None
+    return host.total_bytes if host.total_bytes >= HOST_UNCHECKED_NOTE_BYTES else None
+
+
 def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
     """Three-level verdict for ``est`` on ``platform`` (pure; see the module docstring)."""
     plat = platform or Platform()
@@ -384,9 +399,15 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
                 level="tight",
             )
         )
+    unchecked = host_unchecked_bytes(est)
     tight = [m for m in margins if m.level == "tight"]
     if not tight:
-        return Verdict(level="fits", margins=tuple(margins), band_source=source)
+        return Verdict(
+            level="fits",
+            margins=tuple(margins),
+            band_source=source,
+            host_unchecked_bytes=unchecked,
+        )
     worst = min(tight, key=lambda m: m.free_bytes - m.band_bytes)
     risks = tuple(f"{label} {format_bytes(b)}" for label, b in worst.terms[:3])
     cap = sglang_cap(est)
@@ -413,4 +434,5 @@ def verdict(est: Estimate, platform: Platform | None = None) -> Verdict:
         risks=risks,
         safe_change=change,
         notes=tuple(notes),
+        host_unchecked_bytes=unchecked,
     )

@@ -15,7 +15,7 @@ from oomkit.units import format_bytes
 if TYPE_CHECKING:
     from oomkit.estimate.verdict_types import Verdict
 
-__all__ = ["free_phrase", "summary_line"]
+__all__ = ["free_phrase", "host_unchecked_phrase", "summary_line"]
 
 
 def summary_line(v: Verdict) -> str:
@@ -27,10 +27,13 @@ def summary_line(v: Verdict) -> str:
         return "Does not fit."
     band = format_bytes(m.band_bytes)
     said = free_phrase(m.what, m.device, m.free_bytes, m.spare_tokens)
+    fits = "Fits."
+    if v.host_unchecked_bytes is not None:  # the exit code stays the GPUs' (DESIGN: 0 fits)
+        fits = f"Fits on the GPU; {host_unchecked_phrase(v.host_unchecked_bytes)}."
     if v.level == "fits" and m.free_bytes < m.band_bytes:  # llama.cpp's --fit
-        return f"Fits. {said}: llama.cpp's --fit sized -c/-ngl to it."
+        return f"{fits} {said}: llama.cpp's --fit sized -c/-ngl to it."
     if v.level == "fits":
-        return f"Fits. {said}, beyond the ±{band} band of real runs."
+        return f"{fits} {said}, beyond the ±{band} band of real runs."
     if m.free_bytes < 0:  # over a limit the runtime/OS does not enforce as a death
         line = f"Tight: the totals above fit, but {said}"
     else:
@@ -40,7 +43,14 @@ def summary_line(v: Verdict) -> str:
         line += lead + ", ".join(v.risks)
     if v.safe_change:
         line += f". Safe margin: {v.safe_change}"
+    if v.host_unchecked_bytes is not None:
+        line += f". Also {host_unchecked_phrase(v.host_unchecked_bytes)}"
     return line + "."
+
+
+def host_unchecked_phrase(need: int) -> str:
+    """The words for a host RAM need that no --ram checked."""
+    return f"host RAM not checked: this run needs {format_bytes(need)} of it (give --ram SIZE)"
 
 
 def free_phrase(what: str, device: str, free_bytes: int, spare_tokens: int | None) -> str:

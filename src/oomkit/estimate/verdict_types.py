@@ -54,6 +54,9 @@ class Verdict:
     risks: tuple[str, ...] = ()
     safe_change: str | None = None
     notes: tuple[str, ...] = ()
+    #: the host RAM this run needs when no --ram was given (not checked: the level and the exit
+    #: code are the GPUs'); None when the host was checked or needs under 1 GiB
+    host_unchecked_bytes: int | None = None
 
     @property
     def tightest(self) -> DeviceMargin | None:
@@ -69,6 +72,8 @@ class Verdict:
             "risks": list(self.risks),
             "safe_change": self.safe_change,
             "notes": list(self.notes),
+            # additive: the unchecked host RAM need (no --ram), else null
+            "host_ram_unchecked_bytes": self.host_unchecked_bytes,
         }
 
     def summary(self) -> str:

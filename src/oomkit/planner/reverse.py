@@ -234,7 +234,9 @@ def fits_report(
     ``ctx`` (largest first), those that do not (with the shortfall), and those the runtime
     cannot run (with the error) — each model in exactly one list.
 
-    ``ctx`` None means :data:`FITS_DEFAULT_CTX` (4096) for every runtime (a model trained
+    ``ctx`` None means Ollama's own default for ``runtime`` "ollama" (4096, or from 0.15.5
+    32768/262144 by the total VRAM, capped at the trained context) and :data:`FITS_DEFAULT_CTX`
+    (4096) for every other runtime (a model trained
     for fewer positions, e.g. GPT-NeoX-20B's 2048 or BERT's 512, is in ``not_fitting`` with
     that reason, asked or default); ``kv`` pins the KV cache type (``--kv-dtype``), as
     ``oomkit models --fits`` documents: not vLLM's/transformers' own default (the model's
@@ -246,8 +248,12 @@ def fits_report(
     out: list[ModelFit] = []
     not_fitting: list[ModelMiss] = []
     unsupported: list[ModelMiss] = []
-    roomy = ctx is None  # the default context: a quant capped at it gives way (_roomier)
-    if ctx is None:
+    # Ollama with no num_ctx: its own default, from 0.15.5 by the total VRAM and capped at
+    # the trained context as Ollama caps it (the planner's default_target_ctx, as `estimate`)
+    ollama_default = ctx is None and runtime == "ollama"
+    # oomkit's own default context (not Ollama's): a quant capped at it gives way (_roomier)
+    roomy = ctx is None and not ollama_default
+    if ctx is None and not ollama_default:
         ctx = FITS_DEFAULT_CTX
     request = PlanRequest(
         runtime=runtime, ctx=ctx, no_offload=True, headroom_bytes=headroom_bytes, kv=kv
@@ -256,7 +262,7 @@ def fits_report(
         try:
             spec = entry.spec()
             trained = spec.max_position_embeddings
-            if trained and trained < ctx:
+            if ctx is not None and trained and trained < ctx:
                 # the planner would aim at min(ctx, trained): not a fit at the asked context
                 not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx)))
                 continue

@@ -173,7 +173,9 @@ class Searcher:
                 version=self.base.runtime_version,
             )
         self.fixed_ngl = fixed_layers(runtime, self.n_layer, request, self.precision_notes)
-        self.target_ctx = default_target_ctx(runtime, spec, request)
+        self.target_ctx = default_target_ctx(
+            runtime, spec, request, hardware, self.base.runtime_version
+        )
         self.min_ctx = min_ctx(request, self.target_ctx)
         #: the user typed the context (not ``--ctx max``, not the runtime's default): keeping it
         #: outranks every throughput lever (:mod:`oomkit.planner.ranking`)
