@@ -54,3 +54,54 @@ def test_pure_bf16_is_not_offered_where_the_engine_keeps_fp32_masters() -> None:
 
     assert levers.index(_micro_batch) < levers.index(_pure_bf16) < levers.index(_offload)
     assert levers.index(_offload) < levers.index(_lora)
+
+
+_SGL_70B = ("plan", "llama-3.3-70b", "-r", "sglang", "--gpu", "h100-sxm", "--ctx", "32k",
+            "--offline")  # fmt: skip
+
+
+def test_sglang_raises_mem_fraction_static_within_its_own_activation_rule(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama-3.3-70B on one H100 at --ctx 32k: at SGLang's default 0.835 the fp8 weights leave
+    no pool ("Not enough memory. Please try to increase --mem-fraction-static."), so the planner
+    answered AWQ only; the raise its error names keeps fp8 on the GPU, with at least the 5 GB
+    SGLang's tuning guide asks for activations left outside the fraction."""
+    code, out, _ = run_cli(capsys, *_SGL_70B)
+    assert code == 0
+    plan = out.split("Alternative 1")[0]
+    assert "weights fp8" in plan
+    assert "--mem-fraction-static 0.93 (default 0.835; raised" in plan
+    assert "--mem-fraction-static 0.93" in plan.split("run:")[1]
+    _, doc, _ = run_cli(capsys, *_SGL_70B, "--json")
+    first = json.loads(doc)["plans"][0]
+    assert first["settings"]["mem_fraction_static"] == 0.93
+
+
+def test_sglang_raise_keeps_the_activation_floor_and_a_given_fraction() -> None:
+    import oomkit
+    from oomkit.catalog.models import find_model
+    from oomkit.estimate.sglang import estimate_sglang
+    from oomkit.planner.sglang_fraction import ACTIVATION_FLOOR, _available
+    from oomkit.spec.hardware import Hardware
+    from oomkit.spec.settings import InferenceSettings
+    from oomkit.units import GiB
+
+    spec = find_model("llama-3.3-70b").spec()
+    hw = Hardware(devices=(oomkit.find_gpu("h100-sxm").to_device_target(),))
+    at = {f: estimate_sglang(spec, InferenceSettings(runtime="sglang", quant="fp8", ctx=27136,
+                                                     cache_type_k="fp8", mem_fraction_static=f), hw)
+          for f in (0.93, 0.94)}  # fmt: skip
+    left = {f: _available(e) for f, e in at.items()}
+    assert left[0.93] is not None
+    assert left[0.93] >= ACTIVATION_FLOOR
+    assert left[0.94] is not None
+    assert left[0.94] < ACTIVATION_FLOOR
+    assert left[0.93] < 6 * GiB
+
+
+def test_sglang_given_fraction_is_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, *_SGL_70B, "--mem-fraction-static", "0.85")
+    assert code == 0
+    assert "raised" not in out
+    assert "--mem-fraction-static 0.93" not in out

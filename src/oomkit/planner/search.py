@@ -43,6 +43,7 @@ from oomkit.planner.knobs import (
 )
 from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.request import PlanRequest
+from oomkit.planner.sglang_fraction import raise_sglang_fraction
 from oomkit.planner.target_ctx import default_target_ctx, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import lower_vllm_util, raise_vllm_util
@@ -222,6 +223,8 @@ class Searcher:
             return ev
         if self.runtime == "vllm" and self.base.gpu_memory_utilization is None:
             est = raise_vllm_util(self, settings, lower_vllm_util(self, settings, est))
+        if self.runtime == "sglang" and self.base.mem_fraction_static is None:
+            est = raise_sglang_fraction(self, settings, est)
         ev = self._judge(cand, est)
         self._memo[cand] = ev
         return ev
