@@ -105,3 +105,57 @@ def test_sglang_given_fraction_is_kept(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0
     assert "raised" not in out
     assert "--mem-fraction-static 0.93" not in out
+
+
+def _first(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    code, doc, _ = run_cli(capsys, *argv, "--offline", "--json")
+    assert code == 0
+    plan = json.loads(doc)["plans"][0]
+    assert isinstance(plan, dict)
+    return plan
+
+
+def test_fp8_w8a8_keeps_a_typed_context_over_bf16_on_hopper(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama-3.3-70B on 2 x H100 at --ctx 128k: bf16 at 81152 with --max-num-seqs 1 ranked above
+    fp8 at the full context; FP8 W8A8 is "effectively lossless across all model scales"
+    (Kurtic et al., ACL 2025), so the typed context decides at that tier. bf16 still wins where
+    both keep the context, and on an A100 (weight-only FP8 Marlin) nothing changes."""
+    argv = ("plan", "llama-3.3-70b", "-r", "vllm", "--gpu", "2xh100-sxm", "--ctx", "128k")
+    first = _first(capsys, *argv)
+    assert first["settings"]["quant"] == "fp8"  # type: ignore[index]
+    assert first["settings"]["ctx"] == 131072  # type: ignore[index]
+    small = _first(
+        capsys, "plan", "llama-3.1-8b", "-r", "vllm", "--gpu", "h100-sxm", "--ctx", "32k"
+    )
+    assert small["settings"]["quant"] == "bf16"  # type: ignore[index]
+    untyped = _first(capsys, "plan", "llama-3.3-70b", "-r", "vllm", "--gpu", "2xh100-sxm")
+    assert untyped["settings"]["quant"] == "bf16"  # type: ignore[index]
+
+
+def test_fp8_tier_only_where_fp8_is_w8a8() -> None:
+    from oomkit.planner.ranking import fp8_tier
+
+    ladder = ("bf16", "fp8", "awq", "gptq")
+    assert fp8_tier("vllm", ladder, [(9, 0), (9, 0)]) == {"fp8": 0}
+    assert fp8_tier("sglang", ladder, [(8, 9)]) == {"fp8": 0}
+    assert fp8_tier("vllm", ladder, [(9, 0), (8, 0)]) == {}  # an A100 runs FP8 Marlin W8A16
+    assert fp8_tier("vllm", ladder, [None]) == {}
+    assert fp8_tier("llama.cpp", ("Q8_0", "Q6_K"), [(9, 0)]) == {}
+
+
+def test_fixed_ngl_takes_the_kv_cache_the_searched_offload_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """-ngl N at the split the searched offload picks gives the same KV cache type: the fixed
+    path tries f16, q8_0, q4_0 at the asked context in that order at its one split, which is
+    plan21's rule (q8_0 only where f16 does not fit the same split)."""
+    base = ("plan", "llama-3.1-8b", "--gpu", "rtx-4060", "--ctx", "128k")
+    searched = _first(capsys, *base)
+    ngl = searched["settings"]["n_gpu_layers"]  # type: ignore[index]
+    assert isinstance(ngl, int)
+    fixed = _first(capsys, *base, "-ngl", str(ngl))
+    assert fixed["settings"]["n_gpu_layers"] == ngl  # type: ignore[index]
+    for key in ("cache_type_k", "cache_type_v", "ctx", "quant"):
+        assert fixed["settings"][key] == searched["settings"][key], key  # type: ignore[index]

@@ -34,6 +34,7 @@ from oomkit.planner.knobs import (
     LEVEL_GPU,
     LEVEL_LAYERS_CPU,
     Candidate,
+    cuda_capability,
     kv_ladder,
     llamacpp_flash_off,
     native_precisions,
@@ -42,6 +43,7 @@ from oomkit.planner.knobs import (
     upgrade_kvs,
 )
 from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
+from oomkit.planner.ranking import fp8_tier
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.sglang_fraction import raise_sglang_fraction
 from oomkit.planner.target_ctx import default_target_ctx, min_ctx
@@ -179,6 +181,13 @@ class Searcher:
         #: the user typed the context (not ``--ctx max``, not the runtime's default): keeping it
         #: outranks every throughput lever (:mod:`oomkit.planner.ranking`)
         self.ctx_asked = request.ctx is not None and not request.ctx_from_max
+        #: fp8 at bf16's tier when the context is typed and the GPUs run FP8 W8A8
+        #: (:func:`oomkit.planner.ranking.fp8_tier`)
+        self.quant_tier = (
+            fp8_tier(runtime, self.ladder, [cuda_capability(d) for d in gpus])
+            if self.ctx_asked
+            else {}
+        )
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
@@ -510,6 +519,7 @@ class Searcher:
             prompt_first=self.runtime == "transformers",
             ctx_asked=self.ctx_asked,
             margin_bytes=ev.margin_bytes,
+            quant_tier=self.quant_tier,
         )
 
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
