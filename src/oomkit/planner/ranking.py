@@ -136,6 +136,7 @@ def rank_key(
     # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
     attn = int(cand.attn is not None) + int(cand.device_map is not None)
     ties = (fewer, amount, -margin_bytes)
+    quality: tuple[int, ...]
     if ctx_asked:
         quality = (t_q, deficit, r_q, cand.level, seqs, attn, r_kv, *ties)
     elif prompt_first:  # transformers: a shorter prompt drops input, a smaller batch only time
