@@ -4,7 +4,9 @@ Every lever is in one of three cost classes:
 
 * **free** — costs nothing the user can see, or only a little throughput: vLLM's
   ``--gpu-memory-utilization`` raised within the verdict's safe margin (the raise is kept only
-  when the verdict at the raised value is "fits", :mod:`oomkit.planner.vllm_util`), flash
+  when the verdict at the raised value is "fits", :mod:`oomkit.planner.vllm_util`), SGLang's
+  ``--mem-fraction-static`` raised as far as its tuning guide's 5-8 GB for activations allows
+  (:mod:`oomkit.planner.sglang_fraction`), flash
   attention on, transformers' sdpa instead of eager or no ``device_map``, and, for training,
   expandable segments, the fused optimizer step, gradient checkpointing, a fused or chunked loss,
   8-bit AdamW, ZeRO/FSDP sharding, a smaller micro-batch with gradient accumulation.
@@ -16,6 +18,13 @@ Every lever is in one of three cost classes:
 * **capability** — what the model can do changes: a shorter context than the one asked, a
   weight quant below the best (or the asked) one, LoRA/QLoRA instead of the asked training
   method.
+
+A full fine-tune in pure bf16 (no fp32 master weights, :func:`oomkit.planner.training._pure_bf16`)
+is a numeric cost, not one of speed: an update under ~0.4% of a weight rounds away (bf16's
+spacing is 2**-7). It comes after every free training lever and before the optimizer states move
+to the CPU and before LoRA: it is torchtune's default (``dtype=bf16``, its memory-optimisation
+tutorial), keeps the GPU's speed and needs no host RAM, where ZeRO-Offload steps on the CPU and
+needs 12 bytes of RAM per parameter, and LoRA changes the method.
 
 A quantized KV cache is the one exception to "throughput before capability": its published
 quality cost is small (llama.cpp PR #7412, LLaMA-3-8B: a q8_0 K and V cache is +0.0008 KLD,
