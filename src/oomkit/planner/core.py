@@ -29,6 +29,7 @@ from oomkit.planner.quality import QuantQuality, quant_quality
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.runtime_spec import runtime_spec
 from oomkit.planner.search import HOST_HEADROOM_BYTES, Evaluation, Searcher
+from oomkit.planner.sglang_fraction import RAISED_FROM
 from oomkit.planner.speed import SpeedEstimate, estimate_speed
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
@@ -69,6 +70,9 @@ def _to_plan(ev: Evaluation, s: Searcher, model_ref: str) -> Plan:
     util = ev.estimate.settings.get("gpu_memory_utilization")
     if isinstance(util, float) and settings.gpu_memory_utilization is None:
         settings = dataclasses.replace(settings, gpu_memory_utilization=util)
+    frac = ev.estimate.settings.get("mem_fraction_static")
+    if RAISED_FROM in ev.estimate.runtime_details and isinstance(frac, float):
+        settings = dataclasses.replace(settings, mem_fraction_static=frac)  # the raised one
     return Plan(
         runtime=s.runtime,
         settings=settings,

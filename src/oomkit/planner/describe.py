@@ -6,6 +6,7 @@ from __future__ import annotations
 from oomkit.planner.knobs import CHECKPOINT, FA_F16, LEVEL_EXPERTS_CPU, LEVEL_LAYERS_CPU
 from oomkit.planner.lmstudio import command_target
 from oomkit.planner.search import SEQS_LEVER, Evaluation, Searcher
+from oomkit.planner.sglang_fraction import raised_fraction_note
 from oomkit.planner.vllm_util import lowered_util_note, raised_util_note
 from oomkit.units import format_bytes
 
@@ -90,6 +91,9 @@ def describe(ev: Evaluation, searcher: Searcher) -> tuple[str, ...]:
     raised = raised_util_note(ev.estimate) if searcher.base.gpu_memory_utilization is None else None
     if raised is not None and searcher.runtime == "vllm":
         out.append(raised)
+    frac_note = raised_fraction_note(ev.estimate) if searcher.runtime == "sglang" else None
+    if frac_note is not None and searcher.base.mem_fraction_static is None:
+        out.append(frac_note)
     lowered = (
         lowered_util_note(ev.estimate) if searcher.base.gpu_memory_utilization is None else None
     )

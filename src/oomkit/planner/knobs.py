@@ -328,6 +328,11 @@ def _capability(device: DeviceTarget) -> tuple[int, int] | None:
     return int(major), int(minor or "0")
 
 
+def cuda_capability(device: DeviceTarget) -> tuple[int, int] | None:
+    """``device``'s CUDA compute capability, or None (not an NVIDIA GPU, or not known)."""
+    return _capability(device) if device.backend == "cuda" else None
+
+
 def fp8_marlin_ok(
     runtime: str, gpus: Sequence[DeviceTarget], *, moe: bool, version: str | None
 ) -> bool:

@@ -4,7 +4,9 @@ Every lever is in one of three cost classes:
 
 * **free** — costs nothing the user can see, or only a little throughput: vLLM's
   ``--gpu-memory-utilization`` raised within the verdict's safe margin (the raise is kept only
-  when the verdict at the raised value is "fits", :mod:`oomkit.planner.vllm_util`), flash
+  when the verdict at the raised value is "fits", :mod:`oomkit.planner.vllm_util`), SGLang's
+  ``--mem-fraction-static`` raised as far as its tuning guide's 5-8 GB for activations allows
+  (:mod:`oomkit.planner.sglang_fraction`), flash
   attention on, transformers' sdpa instead of eager or no ``device_map``, and, for training,
   expandable segments, the fused optimizer step, gradient checkpointing, a fused or chunked loss,
   8-bit AdamW, ZeRO/FSDP sharding, a smaller micro-batch with gradient accumulation.
@@ -16,6 +18,13 @@ Every lever is in one of three cost classes:
 * **capability** — what the model can do changes: a shorter context than the one asked, a
   weight quant below the best (or the asked) one, LoRA/QLoRA instead of the asked training
   method.
+
+A full fine-tune in pure bf16 (no fp32 master weights, :func:`oomkit.planner.training._pure_bf16`)
+is a numeric cost, not one of speed: an update under ~0.4% of a weight rounds away (bf16's
+spacing is 2**-7). It comes after every free training lever and before the optimizer states move
+to the CPU and before LoRA: it is torchtune's default (``dtype=bf16``, its memory-optimisation
+tutorial), keeps the GPU's speed and needs no host RAM, where ZeRO-Offload steps on the CPU and
+needs 12 bytes of RAM per parameter, and LoRA changes the method.
 
 A quantized KV cache is the one exception to "throughput before capability": its published
 quality cost is small (llama.cpp PR #7412, LLaMA-3-8B: a q8_0 K and V cache is +0.0008 KLD,
@@ -55,6 +64,18 @@ context`` puts the deficit first, then the quant. Settings the user pinned (``--
 ladder's top, ``--gpu-memory-utilization``, ``--max-num-seqs``, ``-ngl``, ``--kv-dtype``, ...)
 are never changed: the search does not vary them.
 
+FP8 W8A8 at a typed context: on GPUs with FP8 tensor cores (compute capability 8.9 and up:
+Ada, Hopper, Blackwell), vLLM and SGLang run ``--quantization fp8`` as FP8 weights and
+activations (W8A8), which Kurtic et al., "Give Me BF16 or Give Me Death? Accuracy-Performance
+Trade-Offs in LLM Quantization" (ACL 2025, arXiv 2411.02355; Neural Magic / Red Hat, over
+500,000 evaluations of the Llama-3.1 family, served with vLLM) find "effectively lossless across
+all model scales". So when the user typed the context, fp8 shares bf16's quant tier
+(:func:`fp8_tier`): fp8 at the asked context ranks above bf16 at a shorter one (a 70B on 2 x
+H100 at ``--ctx 128k``: fp8 at 131072 before bf16 at 81152 with ``--max-num-seqs 1``), and bf16
+still wins wherever both keep the context (the exact quant is the next key). Not on older GPUs
+(vLLM's FP8 Marlin there is weight-only W8A16, not the format measured), not without a typed
+context (the planner's own context choice keeps the best quant first), not for GGUF quants.
+
 The verdict's "tight" band: an inference plan must clear it (:meth:`oomkit.planner.search.
 Searcher._judge` turns a "tight" candidate into a miss with the verdict's summary as the reason,
 and a raised vLLM utilization is kept only at "fits"), so every plan shown has a safe margin.
@@ -64,16 +85,36 @@ labelled so (:mod:`oomkit.planner.training`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from oomkit.planner.knobs import Candidate
 
-__all__ = ["rank_key"]
+__all__ = ["FP8_W8A8_CC", "fp8_tier", "rank_key"]
+
+#: the compute capability from which NVIDIA GPUs have FP8 tensor cores (Ada 8.9, Hopper 9.0)
+#: and vLLM runs ``--quantization fp8`` as W8A8 (``fp8.py`` uses CUTLASS/torch._scaled_mm
+#: there; below it FP8 Marlin, weight-only: :data:`oomkit.planner.knobs._FP8_MARLIN_CC`)
+FP8_W8A8_CC = (8, 9)
+#: the runtimes whose ``fp8`` quant is FP8 W8A8 on such GPUs
+_FP8_RUNTIMES = ("vllm", "sglang")
 
 #: the level of a candidate that leaves anything on the CPU (knobs.LEVEL_GPU is 0)
 _LEVEL_GPU = 0
+
+
+def fp8_tier(
+    runtime: str, ladder: Sequence[str], capabilities: Sequence[tuple[int, int] | None]
+) -> dict[str, int]:
+    """``{"fp8": bf16's ladder index}`` where FP8 W8A8 is documented lossless (the module's
+    policy: vLLM/SGLang, every GPU of capability :data:`FP8_W8A8_CC` or above), else ``{}``.
+    The caller applies it only when the context was typed."""
+    if runtime not in _FP8_RUNTIMES or "fp8" not in ladder or "bf16" not in ladder:
+        return {}
+    if not capabilities or any(cc is None or cc < FP8_W8A8_CC for cc in capabilities):
+        return {}
+    return {"fp8": list(ladder).index("bf16")}
 
 
 def rank_key(
@@ -87,12 +128,16 @@ def rank_key(
     prompt_first: bool = False,
     ctx_asked: bool = False,
     margin_bytes: int = 0,
+    quant_tier: Mapping[str, int] | None = None,
 ) -> tuple[int, ...]:
     """Sort key (smaller is better) of a fitting candidate under ``prefer`` (the module's
     policy). ``ctx_asked``: the user typed the context, so keeping it outranks every
-    throughput lever; ``margin_bytes``: the least free memory on any GPU (the last tie-break)."""
+    throughput lever; ``margin_bytes``: the least free memory on any GPU (the last tie-break);
+    ``quant_tier``: quants ranked at another's tier before the context (:func:`fp8_tier`), their
+    own place in the ladder coming right after the deficit."""
     deficit = max(0, target_ctx - cand.ctx)
     r_q = ladder.index(cand.quant)
+    t_q = (quant_tier or {}).get(cand.quant, r_q)
     r_kv = kvs.index(cand.kv)
     amount = cand.offload_amount(n_layer)
     seqs = 0 if cand.max_num_seqs is None else 1
@@ -100,8 +145,9 @@ def rank_key(
     # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
     attn = int(cand.attn is not None) + int(cand.device_map is not None)
     ties = (fewer, amount, -margin_bytes)
+    quality: tuple[int, ...]
     if ctx_asked:
-        quality = (r_q, deficit, cand.level, seqs, attn, r_kv, *ties)
+        quality = (t_q, deficit, r_q, cand.level, seqs, attn, r_kv, *ties)
     elif prompt_first:  # transformers: a shorter prompt drops input, a smaller batch only time
         quality = (r_q, cand.level, deficit, seqs, attn, r_kv, *ties)
     else:

@@ -34,6 +34,7 @@ from oomkit.planner.knobs import (
     LEVEL_GPU,
     LEVEL_LAYERS_CPU,
     Candidate,
+    cuda_capability,
     kv_ladder,
     llamacpp_flash_off,
     native_precisions,
@@ -42,7 +43,9 @@ from oomkit.planner.knobs import (
     upgrade_kvs,
 )
 from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
+from oomkit.planner.ranking import fp8_tier
 from oomkit.planner.request import PlanRequest
+from oomkit.planner.sglang_fraction import raise_sglang_fraction
 from oomkit.planner.target_ctx import default_target_ctx, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import lower_vllm_util, raise_vllm_util
@@ -180,6 +183,13 @@ class Searcher:
         #: the user typed the context (not ``--ctx max``, not the runtime's default): keeping it
         #: outranks every throughput lever (:mod:`oomkit.planner.ranking`)
         self.ctx_asked = request.ctx is not None and not request.ctx_from_max
+        #: fp8 at bf16's tier when the context is typed and the GPUs run FP8 W8A8
+        #: (:func:`oomkit.planner.ranking.fp8_tier`)
+        self.quant_tier = (
+            fp8_tier(runtime, self.ladder, [cuda_capability(d) for d in gpus])
+            if self.ctx_asked
+            else {}
+        )
         self.is_moe = spec.moe is not None and spec.moe.num_experts > 0
         self.gguf = runtime in _GGUF_RUNTIMES
         self.offload_ok = not request.no_offload and self.gguf
@@ -224,6 +234,8 @@ class Searcher:
             return ev
         if self.runtime == "vllm" and self.base.gpu_memory_utilization is None:
             est = raise_vllm_util(self, settings, lower_vllm_util(self, settings, est))
+        if self.runtime == "sglang" and self.base.mem_fraction_static is None:
+            est = raise_sglang_fraction(self, settings, est)
         ev = self._judge(cand, est)
         self._memo[cand] = ev
         return ev
@@ -509,6 +521,7 @@ class Searcher:
             prompt_first=self.runtime == "transformers",
             ctx_asked=self.ctx_asked,
             margin_bytes=ev.margin_bytes,
+            quant_tier=self.quant_tier,
         )
 
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:

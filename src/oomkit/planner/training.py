@@ -274,6 +274,44 @@ def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", step
 
 
+#: bf16's relative spacing is 2**-7 (7 stored mantissa bits), so round-to-nearest drops an
+#: update below half of it: 2**-8 of the weight
+_BF16_LOST_UPDATE = "~0.4%"
+
+
+def _pure_bf16(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """A full fine-tune in pure bf16: parameters, gradients and optimizer states all bf16, no
+    fp32 master copy (:func:`oomkit.estimate.training_states.model_states`: 2 + 2 + 4 bytes per
+    parameter with AdamW, 2 + 2 + 2 with 8-bit AdamW, where mixed precision keeps 4 + 4 + 8 and
+    a 2-byte compute copy). It is torchtune's default: its memory-optimisation tutorial
+    (docs/source/tutorials/memory_optimizations.rst, "Model Precision") says ``dtype=bf16``
+    puts model and optimizer parameters in bfloat16, "the default setting for our recipes",
+    and that torchtune has no mixed precision at all; the HF Trainer runs it when the model is
+    loaded with ``from_pretrained(..., dtype=torch.bfloat16)`` (``bf16=True`` then only
+    autocasts: the optimizer steps the bf16 parameters).
+
+    The cost is numeric, not speed: each update is rounded to bf16, whose spacing is 2**-7 of
+    the weight, so an update below about 0.4% of it rounds away (small learning rates late in
+    a schedule stall). torchao's optimizers round stochastically instead
+    (``torchao.optim.AdamW8bit(..., bf16_stochastic_round=True)``, torchao/optim/README.md),
+    which keeps those updates in expectation. The label says so.
+
+    Only where the spelling exists: a single GPU or DDP (DeepSpeed's ZeRO optimizers always
+    keep fp32 master partitions, and accelerate's FSDP upcasts low-precision parameters to
+    fp32 under mixed precision), bf16 (pure fp16 has no loss scaling to protect the
+    gradients), full fine-tuning (LoRA's adapters are a rounding error of the memory)."""
+    if s.method != "full" or not s.master_weights or s.mixed_precision != "bf16":
+        return None
+    if s.zero or s.fsdp or s.offload_optimizer or s.offload_params:
+        return None
+    return (
+        "pure bf16: no fp32 master weights (--no-master-weights): an update under "
+        f"{_BF16_LOST_UPDATE} of a weight rounds away (torchao's optimizers with "
+        "bf16_stochastic_round=True keep it on average)",
+        dataclasses.replace(s, master_weights=False),
+    )
+
+
 def _lora(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     if s.method != "full":
         return None
@@ -321,6 +359,8 @@ def plan_levers(settings: TrainingSettings, platform: Platform | None = None) ->
     for x in LEVERS:
         if x is _expandable:
             out += [_no_expandable if windows else _expandable, _fused_step]
+        elif x is _offload:
+            out += [_pure_bf16, _offload]
         else:
             out.append(loss if x is _chunked_loss else x)
     return tuple(out)
