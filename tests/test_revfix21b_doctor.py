@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,10 +26,14 @@ def _json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[dict[str, obj
     return json.loads(capsys.readouterr().out), code
 
 
-def _titles(doc: dict[str, object]) -> list[str]:
+def _fixes(doc: dict[str, object]) -> list[dict[str, Any]]:
     fixes = doc["fixes"]
     assert isinstance(fixes, list)
-    return [f["title"] for f in fixes]
+    return fixes
+
+
+def _titles(doc: dict[str, object]) -> list[str]:
+    return [f["title"] for f in _fixes(doc)]
 
 
 # 3. PyTorch's own fragmentation hint when the cache covers the shortfall --------------------
@@ -138,3 +143,58 @@ def test_pinned_warning_without_a_start_is_still_read() -> None:
     d = diagnose_text(text)
     assert d.oom_found
     assert d.cause == "host_ram"
+
+
+# 8. llama.cpp's "N cells" line is the context ------------------------------------------------
+def test_kv_cells_line_with_padding_is_the_context(capsys: pytest.CaptureFixture[str]) -> None:
+    doc, _ = _json(capsys, str(_LOGS / "04_llamacpp_compute.txt"))
+    context = doc["context"]
+    assert isinstance(context, dict)
+    assert context["n_ctx"] == 32768
+    assert "-c 16384" in _titles(doc)[0]
+    assert "states no context length" not in str(doc["explanation"])
+
+
+def test_kv_cells_per_stream_times_streams() -> None:
+    line = (
+        "llama_kv_cache: size = 1024.00 MiB (  2048 cells,  32 layers,  4/4 seqs), "
+        "K (f16):  512.00 MiB, V (f16):  512.00 MiB\n"
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 2112.01 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+    )
+    assert diagnose_text(line).context.n_ctx == 8192
+
+
+# 9. llama.cpp weights OOM with no capacity in the log -----------------------------------------
+def test_weights_oom_without_capacity_gives_per_layer_cost_not_a_guess(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc, _ = _json(capsys, str(_LOGS / "05_llamacpp_weights.txt"))
+    fixes = doc["fixes"]
+    assert isinstance(fixes, list)
+    ngl = [f for f in fixes if f["title"].startswith("Offload fewer layers")]
+    assert len(ngl) == 1
+    assert ngl[0]["title"] == "Offload fewer layers: -ngl <N>, ~500.53 MiB per layer"
+    assert "--gpu" in ngl[0]["why"]
+    assert not any(c.startswith("-ngl 60") for f in fixes for c in f["commands"])
+    # with the card named, the estimate sizes N
+    doc, _ = _json(capsys, str(_LOGS / "05_llamacpp_weights.txt"), "--gpu", "rtx-4090")
+    assert any(c == "-ngl 43" for f in _fixes(doc) for c in f["commands"])
+
+
+# 15. vLLM's start-up free-memory check: the utilization must still hold the model -------------
+def test_free_memory_utilization_checked_against_the_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc, _ = _json(capsys, str(_LOGS / "09_vllm_freemem.txt"))
+    ask = [f for f in _fixes(doc) if f["title"].startswith("Ask for what is free")]
+    assert "must fit" in ask[0]["why"]
+    doc, _ = _json(capsys, str(_LOGS / "09_vllm_freemem.txt"), "-m", "llama-3.1-8b")
+    titles = _titles(doc)
+    assert "The free memory does not hold llama-3.1-8b: free the GPU first" in titles
+    assert not any(t.startswith("Ask for what is free") for t in titles), titles
+    doc, _ = _json(capsys, str(_LOGS / "09_vllm_freemem.txt"), "-m", "llama-3.2-3b")
+    assert any(
+        t.startswith("Ask for what is free: --gpu-memory-utilization 0.16 with --max-model-len")
+        for t in _titles(doc)
+    )

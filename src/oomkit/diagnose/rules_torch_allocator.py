@@ -123,7 +123,15 @@ def _with_expandable(e: OomEvent, result: Analysis) -> Analysis:
     fix = _frag_fix(e, r)
     if any(g.title == fix.title for g in result.fixes):
         return result
-    return replace(result, fixes=(fix, *result.fixes))
+    if result.open_question:
+        # the numbers leave the cause open: PyTorch's own check is the first, free thing to try
+        return replace(result, fixes=(fix, *result.fixes))
+    # a phase or the numbers decided the lever (the save's gather, the batch, the graphs): that
+    # lever ranks first; the cache setting follows, unsized (it recovers up to r, if the
+    # cached pieces were what was missing)
+    return replace(
+        result, fixes=(*result.fixes, replace(fix, expected_saving_bytes=None, why=fix.why))
+    )
 
 
 def _allocator(
