@@ -84,6 +84,9 @@ def diagnose_text(
     from oomkit.diagnose.pipeline_retry import drop_retried, note_recovered
 
     parsed = drop_retried(text, parsed)  # llama.cpp's pipelined attempt, retried and failed again
+    from oomkit.diagnose.parse_llamacpp_pinned import drop_pinned_warnings
+
+    parsed, pinned = drop_pinned_warnings(text, parsed)  # a warning the run went on after
     if os is not None:
         import dataclasses
 
@@ -106,6 +109,9 @@ def diagnose_text(
         answers=answers,
     )
     result = _note_training(result, text)
+    from oomkit.diagnose.training_levers import training_levers
+
+    result = training_levers(result, text)  # what the training stack refuses; its own levers
     from oomkit.diagnose.batch_stated import cap_batch_cuts
 
     result = cap_batch_cuts(result, text)  # the cut sized from the stated micro-batch
@@ -113,6 +119,10 @@ def diagnose_text(
     from oomkit.diagnose.rules_apu import note_apu_aperture
 
     result = _for_shell(note_apu_aperture(_note_generation(result, settings, runtime)), runtime)
+    if pinned is not None:
+        import dataclasses
+
+        result = dataclasses.replace(result, notes=(*result.notes, pinned))
     return _refuse_inconsistent(result)
 
 

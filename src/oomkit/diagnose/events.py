@@ -213,6 +213,9 @@ class LogContext:
     restore_frame: str | None = None
     # a loop's progress bar at 0/N after running a while: the first iteration was in flight
     first_step_bar: str | None = None
+    # the caller's line above nn.Module.__call__ (``outputs = model(**batch)``): a forward call
+    # shown by a traceback cut before the model's own frames (the phase stays unset)
+    module_call: str | None = None
     # deciding log facts (parse_families) --------------------------------------------------------
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed

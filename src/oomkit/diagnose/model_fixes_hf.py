@@ -343,7 +343,76 @@ def vllm_fixes(
         )
     if not any(f.fits for f in out):
         _pairs(plan, pool, add, s, spec, p0)
+    free_fix = _free_budget_fix(e, spec, plan)
+    if free_fix is not None:
+        out.append(free_fix)
     return out
+
+
+#: the rules' fix for vLLM's start-up free-memory check (rules_serving ``startup_free_memory``)
+_ASK_FREE = "Ask for what is free: --gpu-memory-utilization"
+
+
+def _free_budget_fix(
+    e: OomEvent, spec: ModelSpec, plan: Callable[..., VllmPlan | None]
+) -> EstimatedFix | None:
+    """Check the rules' "ask for what is free" utilization against the model (revfix21b).
+
+    vLLM refuses to start when the free memory is below ``gpu_memory_utilization x total``
+    (vllm/v1/worker/gpu_worker.py ``init_device`` / utils ``request_memory``: "Free memory on
+    device ... is less than desired GPU memory utilization"); at the utilization the free memory
+    allows, the budget is ``util x total`` and the weights, the profile run's activations and
+    at least one ``max_model_len`` request's KV blocks must fit in it
+    (``check_enough_kv_cache_memory``), or the next start fails there. With the model known the
+    estimate says which: the same fix with the estimate's figures when it fits; else one with
+    the longest ``--max-model-len`` that fits, or none that fits (free the GPU first).
+    """
+    f, t = e.free_bytes, e.total_bytes
+    if e.kind != "startup_free_memory" or not f or not t:
+        return None
+    util = int((f / t) * 100) / 100 - 0.01  # the rule's figure (rules_serving)
+    if util <= 0:
+        return None
+    p = plan(gpu_memory_utilization=util)
+    if p is None or p.kv_pool_bytes is None:
+        return None
+    budget = int(util * t)
+    parts = (
+        f"at {util:.2f} the budget is {_fb(budget)}: {spec.name}'s weights "
+        f"{_fb(p.weights_bytes)} + activation peak {_fb(p.activation_bytes)} leave a KV pool of "
+        f"{_fb(max(0, p.kv_pool_bytes))}, and one {p.max_model_len}-token request needs "
+        f"{_fb(_need(p))}"
+    )
+    want = e.requested_bytes
+    saving = want - f if want is not None and want > f else None
+    if _slack(p) >= 0:
+        return EstimatedFix(
+            title=f"{_ASK_FREE} {util:.2f}",
+            why=parts + " (fits).",
+            commands=(f"--gpu-memory-utilization {util:.2f}",),
+            expected_saving_bytes=saving,
+            fits=True,
+        )
+    fit_len = _fit_len(p, p.kv_pool_bytes)
+    if fit_len is not None and fit_len >= p.block_size:
+        return EstimatedFix(
+            title=f"{_ASK_FREE} {util:.2f} with --max-model-len {fit_len}",
+            why=parts + f": it does not fit at that length, {fit_len} tokens do (the longest "
+            "request the free memory holds; stopping the other process keeps the full length).",
+            commands=(f"--gpu-memory-utilization {util:.2f} --max-model-len {fit_len}",),
+            expected_saving_bytes=saving,
+            supersedes=(_ASK_FREE,),
+            fits=True,
+        )
+    return EstimatedFix(
+        title=f"The free memory does not hold {spec.name}: free the GPU first",
+        why=parts + ": not even the weights and one short request fit in what is free, so "
+        "lowering --gpu-memory-utilization cannot start it; stop what holds the GPU (or use a "
+        "smaller / quantized model).",
+        commands=("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",),
+        expected_saving_bytes=None,
+        supersedes=(_ASK_FREE,),
+    )
 
 
 #: the shortest --max-model-len a two-change fix proposes (below it the server is of little use)

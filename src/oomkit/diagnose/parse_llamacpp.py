@@ -82,7 +82,14 @@ _KV_SELF = re.compile(
     r"(?:KV self size|llama_kv_cache\w{0,20}: size)\s{0,4}=\s{0,12}(?P<mib>" + _F + r") MiB"
 )
 _KV_TYPES = re.compile(r"\bK \((?P<k>\w{1,12})\):\s{0,12}" + _F + r" MiB, V \((?P<v>\w{1,12})\)")
-_KV_CELLS = re.compile(r"\((?P<n>\d{1,9}) cells,")
+# "%6u cells" (src/llama-kv-cache.cpp, the `size = ... MiB (%6u cells, %3d layers, %2u/%u
+# seqs)` line): the count is right-aligned in six columns, so "( 32768 cells," has a space. The
+# cells are per stream: "n_seq_max/n_stream seqs", one stream per sequence unless the cache is
+# unified (llama-context.cpp: n_ctx_seq = n_ctx / n_seq_max without kv_unified; the K/V
+# tensors are kv_size x n_stream), so the context is cells x n_stream
+_KV_CELLS = re.compile(
+    r"\(\s{0,8}(?P<n>\d{1,9}) cells,(?:\s{0,4}\d{1,4} layers,\s{0,4}\d{1,4}/(?P<st>\d{1,4}) seqs)?"
+)
 _KV_TYPE_KV = re.compile(r"type_k = '(?P<k>\w{1,12})', type_v = '(?P<v>\w{1,12})'")
 # llama_kv_cache_init / llama_kv_cache_unified: "kv_size = N, ..., type_k = ..."
 # (src/llama-kv-cache.cpp): N is the number of KV cells, the context (n_ctx, padded; shared by
@@ -240,7 +247,7 @@ def _context(line: str, raw: str, line_no: int, facts: dict[str, Any]) -> None:
             facts["type_k"], facts["type_v"] = t.group("k"), t.group("v")
         c = _KV_CELLS.search(line)
         if c is not None:  # llama_kv_cache: size = X MiB (N cells, ...): N is the padded n_ctx
-            facts.setdefault("n_ctx", int(c.group("n")))
+            facts.setdefault("n_ctx", int(c.group("n")) * max(1, int(c.group("st") or 1)))
     if "type_k = " in line:
         t = _KV_TYPE_KV.search(line)
         if t is not None:

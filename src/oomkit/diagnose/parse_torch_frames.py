@@ -221,9 +221,19 @@ def _first_step_bar(raw: str) -> bool:
     return not has_any(raw, _NOT_A_LOOP)
 
 
+# nn.Module.__call__ (torch/nn/modules/module.py): ``_wrapped_call_impl`` (2.0+) calls
+# ``_call_impl``, which runs ``forward``; a traceback cut at the first of them still shows the
+# caller's line that ran the module (``outputs = model(**batch)``)
+_MODULE_CALL = "in _wrapped_call_impl"
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
+    prev = ""
     for raw in lines.text:
+        if _MODULE_CALL in raw and 'File "' in raw and "(" in prev and 'File "' not in prev:
+            facts.setdefault("module_call", clean(prev)[:200])
+        prev = raw
         if "0/" in raw and _first_step_bar(raw):
             facts.setdefault("first_step_bar", clean(raw)[:300])
         if ("restore" in raw or "deserialize" in raw or "validate_cuda" in raw) and has_any(

@@ -301,6 +301,31 @@ def _split_fix(e: OomEvent, ctx: LogContext, gpus: set[str]) -> Fix:
 def _ngl_fixes(e: OomEvent, ctx: LogContext, shortfall: int | None) -> list[Fix]:
     layers = ctx.layers_offloaded or ctx.n_gpu_layers
     weights = e.requested_bytes
+    if layers and weights and layers > 1 and shortfall is None:
+        # revfix21b: the capacity is not in the log, so no layer count is known to fit (a guess
+        # such as a quarter fewer layers can still fail: 60 of 81 layers of a 70B Q4_K_M is
+        # 29 GiB, over a 24 GiB card); the per-layer cost and what decides N are given instead
+        per_layer = weights // layers
+        return [
+            Fix(
+                title=f"Offload fewer layers: -ngl <N>, ~{_fb(per_layer)} per layer",
+                why=f"{_fb(weights)} over {layers} layers is ~{_fb(per_layer)} per layer; the log "
+                f"does not state {_dev_name(e)}'s memory, so N is not known from it: N = (free "
+                f"VRAM - KV cache - compute buffer - ~0.5 GiB CUDA context) / {_fb(per_layer)}. "
+                "What decides it: the card (give the doctor --gpu NAME or --vram SIZE and it "
+                "sizes N), or recent llama.cpp's --fit on, which picks the layers itself.",
+                commands=("-ngl <N>", "/set parameter num_gpu <N>   # Ollama"),
+                expected_saving_bytes=None,
+            ),
+            generic(
+                "Use a smaller quantization",
+                "e.g. Q4_K_M takes ~60% of Q8_0 and ~30% of F16.",
+                (
+                    "pick a Q4_K_M / IQ4_XS GGUF",
+                    "--fit on   # recent llama.cpp fits -ngl/-c itself",
+                ),
+            ),
+        ]
     if layers and weights and layers > 1:
         per_layer = weights // layers
         k = max(1, -(-(shortfall or weights // 4) // max(1, per_layer)))

@@ -83,7 +83,14 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
                     (
                         Fix(
                             title=f"Ask for what is free: --gpu-memory-utilization {fit:.2f}",
-                            why=f"{_fb(f)}/{_fb(t)} is free.",
+                            # revfix21b: the budget must still hold the model (vLLM
+                            # check_enough_kv_cache_memory); the estimator checks it when the
+                            # model is known (model_fixes_hf._free_budget_fix)
+                            why=f"{_fb(f)}/{_fb(t)} is free. At {fit:.2f} vLLM's budget is "
+                            f"{_fb(int(fit * t))}: the weights, the profile run's activations "
+                            "and the KV blocks of at least one max_model_len request must fit "
+                            "in it, or the next start fails there (lower --max-model-len to "
+                            "fit; --model MODEL lets the doctor check it).",
                             commands=(f"--gpu-memory-utilization {fit:.2f}",),
                             expected_saving_bytes=want - f,
                         ),

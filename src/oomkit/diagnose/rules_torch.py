@@ -169,34 +169,56 @@ def analyze_torch(e: OomEvent, ctx: LogContext) -> Analysis:
     return _augment(e, ctx, allocator(e, ctx))
 
 
+#: the rules' unsized eager-mode fix (rules_torch_fixes._graph_fixes)
+_SKIP_GRAPHS = "Skip CUDA-graph capture: --enforce-eager"
+
+
 def _augment(e: OomEvent, ctx: LogContext, an: Analysis) -> Analysis:
     """Add what the surrounding log knows: CUDA-graph pools, vLLM headroom, growth over time."""
     fixes = list(an.fixes)
     cause, conf, expl = an.cause, an.confidence, an.explanation
     if e.private_pool_bytes:
+        # one eager-mode fix (revfix21b: the rules' "Skip CUDA-graph capture" said the same
+        # thing unsized): this one is sized by the pools the message names
+        fixes = [f for f in fixes if f.title != _SKIP_GRAPHS]
         fixes.append(
             Fix(
                 title="Do not capture CUDA graphs (or capture fewer sizes)",
                 why=f"{_fb(e.private_pool_bytes)} sits in CUDA-graph private pools; eager mode "
-                "releases it (slower decoding).",
+                "releases it and captures nothing more (slower decoding).",
                 commands=(
                     "--enforce-eager   # vLLM",
-                    "--cuda-graph-max-bs 8   # SGLang",
+                    "--disable-cuda-graph   # SGLang (or --cuda-graph-max-bs 8: fewer sizes)",
                     "torch.compile(model, mode='default')   # not 'reduce-overhead'",
                 ),
                 expected_saving_bytes=e.private_pool_bytes,
             )
         )
     util, t, x, f = ctx.gpu_memory_utilization, e.total_bytes, e.requested_bytes, e.free_bytes
+    assumed = ""
+    if util is None and ctx.runtime_hint == "vllm" and ctx.frame_phase == "cuda_graph_capture":
+        # vLLM captures its graphs after sizing the KV cache (gpu_worker.py
+        # `compile_or_warm_up_model` after `determine_available_memory`, releases before 0.20:
+        # oomkit.estimate.vllm_cudagraph), so they live in the 1 - gpu_memory_utilization
+        # headroom; a lower utilization keeps the graphs. The log does not state it: vLLM's
+        # default (EngineArgs.gpu_memory_utilization = 0.9) is assumed.
+        util, assumed = 0.9, " (vLLM's default 0.9: the log does not state it)"
     if ctx.runtime_hint == "vllm" and util and t and x is not None and f is not None:
         short = max(0, x - f)
         new = int((util - short / t) * 100) / 100 - 0.01
         if 0.1 < new < util:
+            graphs = (
+                " CUDA graphs are captured after the KV cache is sized, in that headroom: this "
+                "keeps them (and their speed); if a later capture size fails again, lower it "
+                "by another 0.01-0.02 or capture fewer sizes."
+                if ctx.frame_phase == "cuda_graph_capture"
+                else ""
+            )
             fixes.append(
                 Fix(
                     title=f"Leave vLLM more non-KV headroom: --gpu-memory-utilization {new:.2f}",
-                    why=f"vLLM gives {util:.2f} of the GPU to weights+KV and the rest to "
-                    f"everything else; this allocation was short by {_fb(short)}.",
+                    why=f"vLLM gives {util:.2f}{assumed} of the GPU to weights+KV and the rest to "
+                    f"everything else; this allocation was short by {_fb(short)}.{graphs}",
                     commands=(f"--gpu-memory-utilization {new:.2f}", "--max-num-seqs 128"),
                     expected_saving_bytes=int((util - new) * t),
                 )

@@ -93,7 +93,64 @@ _DECIDE_PHASE = (
 )
 
 
+def _decide_phase(ctx: LogContext) -> str:
+    """What decides between weights and activations: the phase, unless the traceback already
+    shows the model's forward call (:attr:`LogContext.module_call`), which places the failing
+    request in that pass and leaves only when it failed (first step or after some)."""
+    if ctx.module_call is None:
+        return _DECIDE_PHASE
+    return (
+        f" The traceback shows the model's forward call ({ctx.module_call}): the weights were "
+        "loaded and the failing request is a tensor of that pass. What decides between "
+        "resident memory and the step's activations: whether earlier steps (or earlier "
+        "inputs) ran — a failure on the first one says the model leaves no room for one "
+        "step; a later one, a larger input or memory kept across steps (--when "
+        "first-step|later)."
+    )
+
+
 def allocator(
+    e: OomEvent, ctx: LogContext, *, others_minor: bool = False, gap_minor: bool = False
+) -> Analysis:
+    """The reading of one caching-allocator event, with PyTorch's own fragmentation fix first
+    wherever the cached-but-free memory covers the shortfall (:func:`_with_expandable`)."""
+    return _with_expandable(e, _allocator(e, ctx, others_minor=others_minor, gap_minor=gap_minor))
+
+
+def _with_expandable(e: OomEvent, result: Analysis) -> Analysis:
+    """Add ``expandable_segments:True`` when the reserved-but-unallocated memory covers what the
+    request lacked (free + cached >= request), whatever cause the numbers give.
+
+    Mechanism (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.1+): with expandable segments, the
+    retry after a failed allocation (``release_cached_blocks`` -> ``release_blocks``) unmaps the
+    physical pages of every free block, including free blocks inside segments that still hold
+    live tensors (``unmap_block``), and a segment grows by mapping pages at its end; so the
+    cached-but-free bytes (in 2 MiB pages) join the free memory for one contiguous request. The
+    message that prints "reserved by PyTorch but unallocated" prints PyTorch's own hint to set
+    it; the setting costs nothing, so it is offered first even where the numbers say the cache
+    is ordinary slack (if it does not help, the other fixes are the lever).
+    """
+    x, f, r = e.requested_bytes, e.free_bytes, e.reserved_unallocated_bytes
+    if x is None or f is None or r is None or r <= 0 or e.kind == "xpu_oom":
+        return result
+    short = x - f
+    if short <= 0 or r < short:
+        return result
+    fix = _frag_fix(e, r)
+    if any(g.title == fix.title for g in result.fixes):
+        return result
+    if result.open_question:
+        # the numbers leave the cause open: PyTorch's own check is the first, free thing to try
+        return replace(result, fixes=(fix, *result.fixes))
+    # a phase or the numbers decided the lever (the save's gather, the batch, the graphs): that
+    # lever ranks first; the cache setting follows, unsized (it recovers up to r, if the
+    # cached pieces were what was missing)
+    return replace(
+        result, fixes=(*result.fixes, replace(fix, expected_saving_bytes=None, why=fix.why))
+    )
+
+
+def _allocator(
     e: OomEvent, ctx: LogContext, *, others_minor: bool = False, gap_minor: bool = False
 ) -> Analysis:
     x, t, f = e.requested_bytes, e.total_bytes, e.free_bytes
@@ -557,10 +614,10 @@ def allocator(
         cause="model_too_large",
         confidence=0.45,
         open_question=True,
-        explanation=base + tail + spill + f" The request is small ({100 * x / t_eff:.1f}% of "
-        f"what the device holds) while {_held_text(held, held_known or held > 0, t, free)}: "
+        explanation=base + tail + spill + f" The request is a minor share ({100 * x / t_eff:.1f}%"
+        f" of what the device holds) while {_held_text(held, held_known or held > 0, t, free)}: "
         "what stays resident (weights, optimizer states, persistent buffers) fills the GPU "
-        "before this step." + _DECIDE_PHASE,
+        "before this step." + _decide_phase(ctx),
         fixes=tuple(_model_fixes() + _batch_fixes(e, None)),
     )
 

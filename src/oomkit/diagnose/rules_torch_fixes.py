@@ -148,8 +148,16 @@ def _graph_fixes(e: OomEvent, short: int) -> tuple[Fix, ...]:
         ),
         generic(
             "Capture graphs for fewer batch sizes / fewer concurrent sequences",
-            "graph and sampler memory grow with the largest captured batch (max_num_seqs).",
-            ("--max-num-seqs 64   # vLLM", "--cuda-graph-max-bs 16   # SGLang"),
+            "graph and sampler memory grow with the largest captured batch (max_num_seqs): "
+            "vLLM V1 captures sizes 1, 2, 4, then every multiple of 8 up to 2 x max_num_seqs "
+            "(at most 512; oomkit.estimate.vllm_cudagraph), and its CompilationConfig takes the "
+            "list itself.",
+            (
+                "--max-num-seqs 64   # vLLM",
+                """--compilation-config '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32, 64]}'"""
+                "   # vLLM V1 (0.8+)",
+                "--cuda-graph-max-bs 16   # SGLang",
+            ),
         ),
         *_batch_fixes(e, None)[:1],
     )

@@ -116,6 +116,9 @@ _INT_FACTS: dict[str, tuple[str, ...]] = {
         r"zero_optimization\W{1,20}\{[^}\n]{0,80}?['\"]stage['\"]\s*:\s*([0-3])",
         r"\bds_z([0-3])\w*\.json",
         r"\bzero([0-3])\w*\.json",
+        # a frame of ZeRO-3's optimizer (deepspeed/runtime/zero/stage3.py,
+        # DeepSpeedZeroOptimizer_Stage3; stages 1-2 live in stage_1_and_2.py)
+        r"deepspeed/runtime/zero/stage(3)\.py",
     ),
     "gpus": (
         r"^\s*Num processes\s*:\s*" + _NUM,
@@ -132,7 +135,10 @@ _INT_FACTS: dict[str, tuple[str, ...]] = {
 
 _TRAINER = re.compile(
     r"\*{3,} Running training \*{3,}|TrainingArguments\(|\bin _inner_training_loop\b|"
-    r"Instantaneous batch size per device"
+    r"Instantaneous batch size per device|"
+    # a frame of the HF Trainer's step (transformers/trainer.py `training_step` ->
+    # `compute_loss`): a traceback cut below `_inner_training_loop` still shows one
+    r"transformers/trainer\.py\"?, line \d{1,6}, in (?:training_step|compute_loss)\b"
 )
 _ACCEL = re.compile(r"Distributed environment:\s*(?:DistributedType\.)?(\w+)|accelerate launch|"
                     r"accelerator\.backward\(", re.IGNORECASE)  # fmt: skip
