@@ -590,6 +590,19 @@ def estimate_vllm(
         details["max_concurrency"] = (
             None if least.max_concurrency is None else round(least.max_concurrency, 2)
         )
+    eng0 = vllm_engine(p0.engine)
+    held = details.get("kv_cache_tokens")
+    if (
+        not eng0.name.startswith("v0")
+        and not eng0.hybrid_kv_groups
+        and any(lay.kind == "sliding" and not lay.chunked for lay in p0.layers)
+        and isinstance(held, int)
+        and held < p0.max_model_len
+    ):
+        # vLLM 0.8-0.9.0: check_enough_kv_cache_memory passes on the sliding layers' window,
+        # then unify_hybrid_kv_cache_specs allocates them at full length: it starts with a pool
+        # that holds fewer tokens than one max_model_len request (a cap, not a start-up death)
+        details["pool_below_request"] = held
     blockers: list[str] = []
     if worst.kv_pool_bytes is not None and worst.kv_pool_bytes <= 0:
         blockers.append(
