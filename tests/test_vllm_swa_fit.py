@@ -182,3 +182,20 @@ def test_more_context_never_needs_less(
     fits = max_len_that_fits(lays, pool, 200_000, 16, e, batched)
     assert fits == 0 or request_bytes(lays, fits, block=16, batched=batched, eng=e) <= pool
     assert max_len_that_fits(lays, pool + more * 4096, 200_000, 16, e, batched) >= fits
+
+
+def test_vllm_0_9_0_starts_with_a_pool_below_one_request(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 0.9.0's check passes on the sliding layers' window; its pool, every layer at full length,
+    # holds ~85K tokens of a 131072 request: it starts, a longer request waits (tight, named)
+    code, out, err = run_cli(
+        capsys, "estimate", "gemma-3-4b", "-r", "vllm", "--gpu", "rtx-4090", "--ctx", "131072",
+        "--runtime-version", "0.9.0", "--offline", "--json",
+    )  # fmt: skip
+    doc = json.loads(out)
+    assert code == 4, err  # tight
+    assert doc["verdict"] == "tight"
+    held = doc["runtime_details"]["pool_below_request"]
+    assert 80_000 < held < 131072
+    assert not doc["blockers"]
