@@ -188,11 +188,11 @@ def test_vllm_unifies_the_two_page_sizes() -> None:
     full_blocks = -(-32768 // 32)
     sliding_blocks = (-(-(1024 - 1 + 8192) // 16) + 1) * 5
     assert b.blocks_per_request == full_blocks + sliding_blocks
-    # sliding layers no longer counted at full length: far more than the 11,915 tokens that
-    # 10 GiB holds at 901,120 bytes per token
-    fits = max_len_that_fits(layers, pool, 262144, 16, eng)
-    assert fits > 100_000
-    assert fits % 32 == 0 or fits == 262144
+    # sliding layers not counted at full length: more than the 11,915 tokens that 10 GiB
+    # holds at 901,120 bytes per token, but each sliding group keeps cdiv(1023 + 8192, 16) + 1
+    # blocks of the 4,096 (_max_memory_usage_bytes_from_groups), the full group the rest
+    fits = max_len_that_fits(layers, pool, 262144, 16, eng, 8192)
+    assert fits == 32 * (b.num_blocks - sliding_blocks) == 38752
 
 
 def test_activation_sites_read_the_widest_layer() -> None:

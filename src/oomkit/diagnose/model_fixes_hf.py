@@ -28,7 +28,6 @@ from oomkit.diagnose.model_fixes import (
 )
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.settings import InferenceSettings
-from oomkit.units import ceil_div
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,10 +74,18 @@ def _fb(n: int | None) -> str:
 
 
 def _need(p: VllmPlan) -> int:
-    """KV bytes one request of max_model_len needs (every layer, padded to whole blocks)."""
-    from oomkit.estimate.hf_kv import kv_bytes
+    """KV bytes one request of max_model_len needs as vLLM's start-up check counts them
+    (:func:`oomkit.estimate.vllm_blocks.request_bytes`)."""
+    from oomkit.estimate.vllm_blocks import request_bytes
+    from oomkit.estimate.vllm_engines import vllm_engine
 
-    return kv_bytes(p.layers, seq_len=ceil_div(p.max_model_len, p.block_size) * p.block_size)
+    return request_bytes(
+        p.layers,
+        p.max_model_len,
+        block=p.block_size,
+        batched=p.max_num_batched_tokens,
+        eng=vllm_engine(p.engine),
+    )
 
 
 def _used(p: VllmPlan) -> int:
@@ -107,7 +114,14 @@ def _fit_len(p: VllmPlan, pool: int | None) -> int | None:
 
     if pool is None:
         return None
-    return max_len_that_fits(p.layers, pool, p.max_model_len, p.block_size, vllm_engine(p.engine))
+    return max_len_that_fits(
+        p.layers,
+        pool,
+        p.max_model_len,
+        p.block_size,
+        vllm_engine(p.engine),
+        p.max_num_batched_tokens,
+    )
 
 
 def _logged_tokens(e: OomEvent, ctx: LogContext, block: int) -> int | None:

@@ -193,7 +193,8 @@ VLLM_ROWS: tuple[Row, ...] = (
         "max_num_seqs 1024)",
         "chunked prefill always (max_num_batched_tokens 2048/8192, 8192/16384 on H100/H200); "
         "1024 sequences by default on every GPU, so the profile warms the sampler up on 1024 "
-        "rows; hybrid KV groups; CUDA graphs captured in the 1 - util headroom; every "
+        "rows; sliding-window layers allocated at full length (no hybrid KV groups before "
+        "0.9.1); CUDA graphs captured in the 1 - util headroom; every "
         "non-torch byte on the GPU is charged: the CUDA context and the memory of other "
         "processes",
         vllm_engine="v1-0.8.0",

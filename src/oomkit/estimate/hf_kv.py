@@ -55,6 +55,8 @@ class KvLayer:
     bytes_per_token: int  # per TP rank
     window: int | None = None  # sliding layers: tokens kept per sequence
     state_bytes_per_seq: int = 0  # recurrent layers
+    #: the window is an attention chunk (Llama 4's ``attention_chunk_size``), not a slide
+    chunked: bool = False
 
 
 def kv_layers(

@@ -177,9 +177,13 @@ SORT_SAMPLER = (
 
 
 def pool_is_a_cap(est: Estimate) -> bool:
-    """A pool shorter than the context still starts (SGLang; vLLM before 0.2.7)."""
+    """A pool shorter than the context still starts (SGLang; vLLM before 0.2.7; vLLM 0.8-0.9.0
+    V1 with sliding-window layers, whose start-up check counts them at their window while the
+    pool holds them at full length)."""
+    rd = est.runtime_details
     return est.runtime == "sglang" or (
-        est.runtime == "vllm" and est.runtime_details.get("kv_len_check") is False
+        est.runtime == "vllm"
+        and (rd.get("kv_len_check") is False or rd.get("pool_below_request") is not None)
     )
 
 
@@ -199,6 +203,13 @@ def sglang_cap(est: Estimate) -> str | None:
         return (
             f"the KV cache holds {fits} tokens of one request: vLLM before 0.2.7 starts "
             "anyway and a longer request hangs (no start-up check until PR #2163)"
+        )
+    held = int_detail(est.runtime_details, "pool_below_request")
+    if est.runtime == "vllm" and held is not None:
+        return (
+            f"the KV pool holds {held} tokens of one request: vLLM 0.8-0.9.0 starts (its check "
+            "counts sliding-window layers at their window) but allocates those layers at full "
+            "length (unify_hybrid_kv_cache_specs), so a longer request waits for blocks"
         )
     if est.runtime != "sglang":
         return None

@@ -48,9 +48,10 @@ from oomkit.estimate.hf_kv import (
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.sglang_graph_tables import chunked_attention_size
 from oomkit.estimate.speculative import DraftTerms, draft_terms, rejection_sampler_bytes
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
-from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits
+from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits, request_bytes
 from oomkit.estimate.vllm_compiled_pooling import DETAIL as COMPILED_POOLING
 from oomkit.estimate.vllm_compiled_pooling import NOTE as COMPILED_POOLING_NOTE
 from oomkit.estimate.vllm_components import estimate_settings, host_usage, rank_components
@@ -74,7 +75,7 @@ from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
-from oomkit.units import GiB, ceil_div, format_bytes
+from oomkit.units import GiB, format_bytes
 
 __all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
 
@@ -332,6 +333,11 @@ def plan_vllm(
         )
         notes.append("DeepSeek MLA cached as full 256-dim K/V heads (vLLM before 0.7.1)")
     layers = kv_layers(kv_spec, kv_elem_bytes=kv_elem, state_elem_bytes=elem, tp=tp)
+    if chunked_attention_size(spec) is not None:  # Llama 4: ChunkedLocalAttentionSpec
+        layers = tuple(
+            dataclasses.replace(lay, chunked=True) if lay.kind == "sliding" else lay
+            for lay in layers
+        )
     if pp > 1:
         layers = tuple(lay for lay in layers if lay.layer in stage)
     draft = draft_terms(
@@ -383,11 +389,17 @@ def plan_vllm(
         if b is not None:
             conc = b.num_blocks / max(1, b.blocks_per_request)
         search_len, cap_note = vllm_len_cap(spec, max_len)
-        fits_len = max_len_that_fits(layers, max(0, pool), search_len, block, eng)
+        fits_len = max_len_that_fits(layers, max(0, pool), search_len, block, eng, batched)
         if cap_note is not None and fits_len == search_len:
             notes.append(cap_note)
     if any(lay.kind == "sliding" for lay in layers) and not eng.hybrid_kv_groups:
-        notes.append("sliding-window layers counted at full size (V0 allocates every layer alike)")
+        notes.append(
+            "sliding-window layers counted at full size (V0 allocates every layer alike)"
+            if eng.name.startswith("v0")
+            else "sliding-window layers' blocks counted at full size (vLLM before 0.9.1 turns "
+            "them into full-attention specs, unify_hybrid_kv_cache_specs; its start-up check "
+            "still counts them at the window)"
+        )
     if any(lay.kind == "recurrent" for lay in layers):
         notes.append(
             "recurrent (Mamba/linear-attention) state: vLLM pads attention pages to the state "
@@ -551,12 +563,19 @@ def estimate_vllm(
         default=None,
     )
     details["max_model_len_that_fits"] = fits_len
-    # V1's startup check (v1/core/kv_cache_utils.py check_enough_kv_cache_memory): the pool
-    # must hold max_memory_usage_bytes of one max_model_len request, summed over the layers;
-    # sliding-window layers need only their window. The tightest rank's headroom, in bytes
+    # the start-up check (v1/core/kv_cache_utils.py check_enough_kv_cache_memory): the pool
+    # must hold one max_model_len request as vLLM counts it (request_bytes: sliding-window
+    # layers at window - 1 + max_num_batched_tokens tokens plus a block). The tightest rank's
+    # headroom, in bytes
     room = [
         p.kv_pool_bytes
-        - kv_bytes(p.layers, seq_len=ceil_div(p.max_model_len, p.block_size) * p.block_size)
+        - request_bytes(
+            p.layers,
+            p.max_model_len,
+            block=p.block_size,
+            batched=p.max_num_batched_tokens,
+            eng=vllm_engine(p.engine),
+        )
         for p in plans
         if p.kv_pool_bytes is not None
     ]
@@ -571,6 +590,19 @@ def estimate_vllm(
         details["max_concurrency"] = (
             None if least.max_concurrency is None else round(least.max_concurrency, 2)
         )
+    eng0 = vllm_engine(p0.engine)
+    held = details.get("kv_cache_tokens")
+    if (
+        not eng0.name.startswith("v0")
+        and not eng0.hybrid_kv_groups
+        and any(lay.kind == "sliding" and not lay.chunked for lay in p0.layers)
+        and isinstance(held, int)
+        and held < p0.max_model_len
+    ):
+        # vLLM 0.8-0.9.0: check_enough_kv_cache_memory passes on the sliding layers' window,
+        # then unify_hybrid_kv_cache_specs allocates them at full length: it starts with a pool
+        # that holds fewer tokens than one max_model_len request (a cap, not a start-up death)
+        details["pool_below_request"] = held
     blockers: list[str] = []
     if worst.kv_pool_bytes is not None and worst.kv_pool_bytes <= 0:
         blockers.append(

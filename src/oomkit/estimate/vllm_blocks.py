@@ -26,33 +26,119 @@ from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token
 from oomkit.estimate.vllm_engines import VllmEngine
 from oomkit.units import ceil_div
 
-__all__ = ["KvBlocks", "kv_blocks", "max_len_that_fits"]
+__all__ = ["KvBlocks", "kv_blocks", "max_len_that_fits", "request_bytes"]
+
+
+def request_bytes(
+    layers: tuple[KvLayer, ...], max_len: int, *, block: int, batched: int, eng: VllmEngine
+) -> int:
+    """The KV bytes vLLM's start-up check says one request of ``max_len`` tokens needs.
+
+    * V1 with the hybrid manager (0.9.1+, PR #17996) and layers it groups:
+      ``_max_memory_usage_bytes_from_groups`` (vllm/v1/core/kv_cache_utils.py at 001cabc1):
+      ``group_size x page_size x sum over groups of cdiv(spec.max_memory_usage_bytes,
+      page_size)``, i.e. :func:`kv_blocks`' ``blocks_per_request`` pages in each of the
+      ``group_size`` pools, padding layers included;
+    * V1 otherwise: the sum over layers of each layer's ``max_memory_usage_bytes``
+      (``check_enough_kv_cache_memory``, 0.8-0.9.0 and every release for a model of one
+      layer type). A sliding-window layer's ``SlidingWindowSpec`` needs
+      ``cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block_size) + 1`` pages
+      ("+1 here because the sliding window may not start from the beginning of the block"),
+      a full layer's ``FullAttentionSpec`` ``cdiv(max_model_len, block_size)``. Before PR
+      #17996 the check ran on these specs and only then did ``unify_hybrid_kv_cache_specs``
+      turn every ``SlidingWindowSpec`` of a model that also has full layers into a
+      ``FullAttentionSpec`` for the allocation (``get_kv_cache_config``, 0.9.0's
+      kv_cache_utils.py): the check counts the window, the pool every token;
+    * V0: ``_check_if_can_support_max_seq_len`` / ``raise_if_cache_size_invalid``:
+      ``max_seq_len <= block_size x num_gpu_blocks``, every layer alike at full length.
+    Where V1's page sizes cannot be unified (vLLM raises NotImplementedError) every layer is
+    counted at full length, as :func:`kv_blocks` counts the pool.
+    """
+    if eng.name.startswith("v0"):
+        full = tuple(_as_full(lay) for lay in layers)
+        return kv_bytes(full, seq_len=ceil_div(max_len, block) * block)
+    grouping = _hybrid_groups(layers) if eng.hybrid_kv_groups else None
+    if grouping is not None:
+        size, _, page = grouping
+        return size * page * block * _group_blocks(layers, max_len, block, batched)
+    if eng.hybrid_kv_groups and _mixed(layers):
+        # page sizes that cannot be unified: no grouping here, every layer at full length
+        full = tuple(_as_full(lay) for lay in layers)
+        return kv_bytes(full, seq_len=ceil_div(max_len, block) * block)
+    total = 0
+    for lay in layers:
+        if lay.kind == "recurrent":
+            total += lay.state_bytes_per_seq
+        elif lay.window is None or (lay.chunked and not eng.hybrid_kv_groups):
+            # (before PR #17996 Llama 4's chunked layers had a FullAttentionSpec: 0.9.0's
+            # kv_cache_interface.py has no ChunkedLocalAttentionSpec)
+            total += ceil_div(max_len, block) * block * lay.bytes_per_token
+        else:
+            pages = _window_pages(lay, max_len, block, batched)
+            total += pages * block * lay.bytes_per_token
+    return total
 
 
 def max_len_that_fits(
-    layers: tuple[KvLayer, ...], pool: int, limit: int, block: int, eng: VllmEngine
+    layers: tuple[KvLayer, ...],
+    pool: int,
+    limit: int,
+    block: int,
+    eng: VllmEngine,
+    batched: int,
 ) -> int:
-    """Largest max_model_len whose blocks fit (``check_enough_kv_cache_memory``: every layer
-    needs ``cdiv(max_model_len, block_size)`` pages). Sliding layers need pages only up to their
-    window where the hybrid manager groups them (:func:`kv_blocks`); elsewhere (V0, and V1
-    without the grouping) every layer is allocated alike, at full length, as :func:`kv_blocks`
-    counts them."""
-    grouped = eng.hybrid_kv_groups and _hybrid_groups(layers) is not None
-    if not grouped:
-        layers = tuple(
-            replace(lay, kind="full", window=None) if lay.kind == "sliding" else lay
-            for lay in layers
-        )
-    # full-attention pages of a unified smaller page hold block x multiplier tokens
-    step = block * max((_block_multipliers(layers) or {}).values(), default=1) if grouped else block
+    """Largest max_model_len whose one request fits ``pool`` by vLLM's own start-up check
+    (``check_enough_kv_cache_memory`` / ``estimate_max_model_len``: a binary search over
+    :func:`request_bytes`, which never decreases with the length)."""
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if kv_bytes(layers, seq_len=ceil_div(mid, step) * step) <= pool:
+        if request_bytes(layers, mid, block=block, batched=batched, eng=eng) <= pool:
             lo = mid
         else:
             hi = mid - 1
     return lo
+
+
+def _as_full(lay: KvLayer) -> KvLayer:
+    return replace(lay, kind="full", window=None) if lay.kind == "sliding" else lay
+
+
+def _mixed(layers: tuple[KvLayer, ...]) -> bool:
+    return len({(lay.kind, lay.window) for lay in layers if lay.kind != "recurrent"}) > 1
+
+
+def _window_pages(lay: KvLayer, max_len: int, bs: int, batched: int) -> int:
+    """``SlidingWindowSpec.max_memory_usage_bytes`` in pages of ``bs`` tokens:
+    ``cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), bs) + 1``; for a chunked
+    local attention layer (Llama 4) ``ChunkedLocalAttentionSpec``'s ``cdiv(min(chunk +
+    max_num_batched_tokens, max_model_len), bs)`` (vllm/v1/kv_cache_interface.py at 001cabc1)."""
+    window = lay.window or 0
+    if lay.chunked:
+        return ceil_div(min(window + batched, max_len), bs)
+    return ceil_div(min(window - 1 + batched, max_len), bs) + 1
+
+
+def _group_blocks(layers: tuple[KvLayer, ...], max_len: int, block: int, batched: int) -> int:
+    """Blocks one request of ``max_len`` tokens takes over every hybrid KV cache group
+    (``cdiv(group spec max_memory_usage_bytes, page_size)`` summed over the groups), each type
+    at its unified block size."""
+    mult = _block_multipliers(layers) or {}
+    size = (_hybrid_groups(layers) or (1, 1, 0))[0]
+    need = 0
+    kinds: dict[tuple[str, int | None], tuple[KvLayer, int]] = {}
+    for lay in layers:
+        if lay.kind != "recurrent":
+            first, n = kinds.get((lay.kind, lay.window), (lay, 0))
+            kinds[(lay.kind, lay.window)] = (first, n + 1)
+    for key, (lay, n) in kinds.items():
+        bs = block * mult.get(key, 1)
+        if lay.window is None:
+            per_group = ceil_div(max_len, bs)
+        else:
+            per_group = _window_pages(lay, max_len, bs, batched)
+        need += per_group * ceil_div(n, size)
+    return need
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,21 +214,10 @@ def kv_blocks(
             blocks_per_request=ceil_div(max_len, block),
         )
     size, n_groups, page = grouping
-    mult = _block_multipliers(layers) or {}
     blocks = max(0, pool) // (page * block * size)
     # SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), bs) + 1,
     # bs the type's own (unified) block size
-    need = 0
-    kinds = Counter((lay.kind, lay.window) for lay in layers if lay.kind != "recurrent")
-    for key, n in kinds.items():
-        window = key[1]
-        bs = block * mult.get(key, 1)
-        per_group = (
-            ceil_div(max_len, bs)
-            if window is None
-            else ceil_div(min(window - 1 + batched, max_len), bs) + 1
-        )
-        need += per_group * ceil_div(n, size)
+    need = _group_blocks(layers, max_len, block, batched)
     return KvBlocks(
         num_blocks=blocks,
         tokens=blocks // n_groups * block,

@@ -284,7 +284,10 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cuda_context=True,
             reserved_peak=False,
             charges_cudagraphs=False,
-            hybrid_kv_groups=True,
+            # before PR #17996 (0.9.1): get_kv_cache_config ran unify_hybrid_kv_cache_specs,
+            # every SlidingWindowSpec of a model with full layers became a FullAttentionSpec
+            # and the pool was split over all layers alike (0.9.0 v1/core/kv_cache_utils.py)
+            hybrid_kv_groups=False,
             charges_other_processes=True,
             other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
         ),
@@ -300,7 +303,10 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cuda_context=True,
             reserved_peak=False,
             charges_cudagraphs=False,
-            hybrid_kv_groups=True,
+            # before PR #17996 (0.9.1): get_kv_cache_config ran unify_hybrid_kv_cache_specs,
+            # every SlidingWindowSpec of a model with full layers became a FullAttentionSpec
+            # and the pool was split over all layers alike (0.9.0 v1/core/kv_cache_utils.py)
+            hybrid_kv_groups=False,
             charges_other_processes=True,
             other_processes_fix="vLLM 0.9.1+ or VLLM_USE_V1=0 (PR #18974: per-instance budget)",
             seqs_1024_everywhere=True,
