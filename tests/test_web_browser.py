@@ -563,3 +563,26 @@ def test_gpu_label_is_the_estimates_capacity_and_context_stops_at_the_models(
     assert "1,024 tokens" in page.inner_text("#verdict")
     assert errors == []
     page.close()
+
+
+def test_windows_free_memory_is_the_verdicts_after_the_wddm_reservation(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On Windows the verdict keeps WDDM's share out of the GPU (a ``reservations`` entry of
+    ``verdict_details.margins``): ``estimate`` prints "2.06 GiB free after Windows WDDM ...",
+    the page said "leaving 2.56 GiB free", the capacity less the total."""
+    from oomkit.units import format_bytes
+
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu={GPU}&os=windows&ctx=32768")
+    _wait_render(page, 0)
+    argv = ["estimate", "llama-3.1-8b", "--gpu", GPU, "--ctx", "32768", "--os", "windows"]
+    expected = cli_json(capsys, argv)
+    margin = expected["verdict_details"]["margins"][0]
+    assert margin["reservations"]  # WDDM's share, not in the device's total
+    dev = expected["devices"][0]
+    assert margin["free_bytes"] < dev["capacity_bytes"] - dev["total_bytes"]
+    free = format_bytes(margin["free_bytes"])
+    assert f"leaving {free} free after " in page.inner_text("#verdict")
+    assert page.inner_text('#bars .device[data-device="cuda:0"] .free') == f"{free} free"
+    page.close()
