@@ -586,3 +586,25 @@ def test_windows_free_memory_is_the_verdicts_after_the_wddm_reservation(
     assert f"leaving {free} free after " in page.inner_text("#verdict")
     assert page.inner_text('#bars .device[data-device="cuda:0"] .free') == f"{free} free"
     page.close()
+
+
+def test_a_fit_with_layers_on_the_cpu_says_so(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llama.cpp's ``--fit`` puts a 70B Q4_K_M on one 24 GB card with 43 of 81 layers on the
+    GPU; ``estimate`` says so, the page said only "Yes — ... leaving 1.11 GiB free"."""
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-70b&gpu=rtx-4090&ctx=8192")
+    _wait_render(page, 0)
+    expected = cli_json(capsys, ["estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-c", "8192"])
+    on_gpu, layers = expected["runtime_details"]["offloaded_layers"].split("/")
+    assert int(on_gpu) < int(layers)
+    verdict = page.inner_text("#verdict")
+    assert verdict.startswith("Yes")
+    assert f"Only {on_gpu} of {layers} layers are on the GPU" in verdict
+    page.close()
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu=rtx-4090&ctx=8192")
+    _wait_render(page, 0)
+    assert "layers" not in page.inner_text("#verdict")  # all on the GPU: nothing to say
+    page.close()

@@ -397,8 +397,15 @@
     const where = devs.length > 1 ? ` (fullest: ${worst.device})` : "";
     if (doc.fits) {
       const tight = doc.verdict === "tight" ? "Tight: it fits, but close to the limit — " : "Yes — ";
+      // llama.cpp's --fit, Ollama's scheduler or llama-cpp-python's n_gpu_layers=0 put layers
+      // on the CPU (runtime_details.offloaded_layers, "43/81"): `estimate` says "43 of 81
+      // layers"; "Yes" alone read as the whole model on the GPU
+      const split = /^(\d+)\/(\d+)$/.exec(String((doc.runtime_details || {}).offloaded_layers || ""));
+      const cpu = split && Number(split[1]) < Number(split[2])
+        ? ` ${Number(split[1]) ? `Only ${split[1]} of ${split[2]} layers are on the GPU; the rest run` : `None of the ${split[2]} layers is on the GPU; they run`} on the CPU${doc.host && doc.host.total_bytes ? ` (${fmtBytes(doc.host.total_bytes)} of host RAM)` : ""}, far slower.`
+        : "";
       return [doc.verdict === "tight" ? "tight" : "fits",
-        `${tight}${what} needs ${fmtBytes(worst.total_bytes)} of ${fmtBytes(worst.capacity_bytes)}${where}, leaving ${fmtBytes(room)} free${after}.`];
+        `${tight}${what} needs ${fmtBytes(worst.total_bytes)} of ${fmtBytes(worst.capacity_bytes)}${where}, leaving ${fmtBytes(room)} free${after}.${cpu}`];
     }
     const why = doc.blockers && doc.blockers.length ? ` ${doc.blockers[0]}` : "";
     return ["nofit", `No — ${what} needs ${fmtBytes(worst.total_bytes)} but ${worst.device} has ${fmtBytes(worst.capacity_bytes)} (short by ${fmtBytes(-room)}${after}).${why}`];
