@@ -608,3 +608,22 @@ def test_a_fit_with_layers_on_the_cpu_says_so(
     _wait_render(page, 0)
     assert "layers" not in page.inner_text("#verdict")  # all on the GPU: nothing to say
     page.close()
+
+
+def test_doctor_error_clears_the_last_logs_diagnosis(server: str, browser: Browser) -> None:
+    """A blank paste or a body over 2 MiB after a diagnosed log: the page showed the error
+    above the previous log's diagnosis, as if it were this one's."""
+    page = browser.new_page(viewport={"width": 1100, "height": 1000})
+    page.goto(server + "/")
+    _wait_render(page, 0)
+    page.click("#tab-doctor")
+    for bad, said in (("   ", "Paste the error"), ("x" * (2 * 1024 * 1024 + 1), "2 MiB")):
+        page.fill("#log", (LOGS / "oom-torch-llama-82-7b-11gb.txt").read_text())
+        page.click("#diagnose")
+        page.wait_for_selector("#diagnosis .cause", timeout=TIMEOUT_MS)
+        page.fill("#log", bad)
+        page.click("#diagnose")
+        page.wait_for_selector("#doctor-error", state="visible", timeout=TIMEOUT_MS)
+        assert said in page.inner_text("#doctor-error")
+        assert page.locator("#diagnosis .cause").count() == 0
+    page.close()

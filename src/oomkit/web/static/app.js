@@ -526,6 +526,7 @@
     const text = $("log").value;
     $("doctor-error").hidden = true;
     if (!text.trim()) {
+      $("diagnosis").replaceChildren();  // the last log's diagnosis is not this one's
       $("doctor-error").textContent = "Paste the error message or the log first.";
       $("doctor-error").hidden = false;
       return;
@@ -539,6 +540,7 @@
       renderDiagnosis(d);
       document.body.dataset.diagnoses = String(Number(document.body.dataset.diagnoses || 0) + 1);
     } catch (err) {
+      $("diagnosis").replaceChildren();
       $("doctor-error").textContent = err.message;
       $("doctor-error").hidden = false;
     }
