@@ -37,7 +37,11 @@ def _call(line: str, name: str) -> dict[str, object]:
     assert m, line
     call = ast.parse(f"f({m.group(1)})", mode="eval").body
     assert isinstance(call, ast.Call)
-    return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+
+    def value(v: ast.expr) -> object:  # a literal, or a name such as torch.bfloat16 as text
+        return ast.unparse(v) if isinstance(v, ast.Attribute) else ast.literal_eval(v)
+
+    return {k.arg: value(k.value) for k in call.keywords if k.arg}
 
 
 def test_hf_trainer_spelling_of_a_qlora_plan() -> None:
@@ -49,7 +53,29 @@ def test_hf_trainer_spelling_of_a_qlora_plan() -> None:
     assert _call(lines[1], "LoraConfig") == {"r": 16, "target_modules": ["q_proj", "v_proj"]}
     assert _call(lines[2], "BitsAndBytesConfig") == {
         "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+        "bnb_4bit_compute_dtype": "torch.bfloat16",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "sharded",
+    [{"fsdp": True, "offload_params": True}, {"zero": 3}],
+    ids=["fsdp", "zero3"],
+)
+def test_sharded_qlora_stores_the_4bit_weights_in_a_float_dtype(
+    sharded: dict[str, object],
+) -> None:
+    """FSDP and ZeRO-3 shard only float tensors: bitsandbytes' FSDP-QLoRA guide
+    (docs/source/fsdp_qlora.md) names ``bnb_4bit_quant_storage`` "the important change that
+    enables FSDP-QLoRA", in the model's dtype; a single-GPU QLoRA keeps the uint8 default.
+    Both take the run's compute dtype (transformers' default is float32)."""
+    s = TrainingSettings(method="qlora", gpus=2, mixed_precision="fp16", **sharded)  # type: ignore[arg-type]
+    line = next(x for x in trainer_options(s) if x.startswith("BitsAndBytesConfig("))
+    bnb = _call(line, "BitsAndBytesConfig")
+    assert bnb["bnb_4bit_quant_storage"] == "torch.float16"
+    assert bnb["bnb_4bit_compute_dtype"] == "torch.float16"
+    single = trainer_options(TrainingSettings(method="qlora"))
+    assert not any("quant_storage" in x for x in single)
 
 
 def test_deepspeed_fsdp_and_torchtune_spellings() -> None:

@@ -563,3 +563,67 @@ def test_gpu_label_is_the_estimates_capacity_and_context_stops_at_the_models(
     assert "1,024 tokens" in page.inner_text("#verdict")
     assert errors == []
     page.close()
+
+
+def test_windows_free_memory_is_the_verdicts_after_the_wddm_reservation(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On Windows the verdict keeps WDDM's share out of the GPU (a ``reservations`` entry of
+    ``verdict_details.margins``): ``estimate`` prints "2.06 GiB free after Windows WDDM ...",
+    the page said "leaving 2.56 GiB free", the capacity less the total."""
+    from oomkit.units import format_bytes
+
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu={GPU}&os=windows&ctx=32768")
+    _wait_render(page, 0)
+    argv = ["estimate", "llama-3.1-8b", "--gpu", GPU, "--ctx", "32768", "--os", "windows"]
+    expected = cli_json(capsys, argv)
+    margin = expected["verdict_details"]["margins"][0]
+    assert margin["reservations"]  # WDDM's share, not in the device's total
+    dev = expected["devices"][0]
+    assert margin["free_bytes"] < dev["capacity_bytes"] - dev["total_bytes"]
+    free = format_bytes(margin["free_bytes"])
+    assert f"leaving {free} free after " in page.inner_text("#verdict")
+    assert page.inner_text('#bars .device[data-device="cuda:0"] .free') == f"{free} free"
+    page.close()
+
+
+def test_a_fit_with_layers_on_the_cpu_says_so(
+    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llama.cpp's ``--fit`` puts a 70B Q4_K_M on one 24 GB card with 43 of 81 layers on the
+    GPU; ``estimate`` says so, the page said only "Yes — ... leaving 1.11 GiB free"."""
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-70b&gpu=rtx-4090&ctx=8192")
+    _wait_render(page, 0)
+    expected = cli_json(capsys, ["estimate", "llama-3.1-70b", "--gpu", "rtx-4090", "-c", "8192"])
+    on_gpu, layers = expected["runtime_details"]["offloaded_layers"].split("/")
+    assert int(on_gpu) < int(layers)
+    verdict = page.inner_text("#verdict")
+    assert verdict.startswith("Yes")
+    assert f"Only {on_gpu} of {layers} layers are on the GPU" in verdict
+    page.close()
+    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu=rtx-4090&ctx=8192")
+    _wait_render(page, 0)
+    assert "layers" not in page.inner_text("#verdict")  # all on the GPU: nothing to say
+    page.close()
+
+
+def test_doctor_error_clears_the_last_logs_diagnosis(server: str, browser: Browser) -> None:
+    """A blank paste or a body over 2 MiB after a diagnosed log: the page showed the error
+    above the previous log's diagnosis, as if it were this one's."""
+    page = browser.new_page(viewport={"width": 1100, "height": 1000})
+    page.goto(server + "/")
+    _wait_render(page, 0)
+    page.click("#tab-doctor")
+    for bad, said in (("   ", "Paste the error"), ("x" * (2 * 1024 * 1024 + 1), "2 MiB")):
+        page.fill("#log", (LOGS / "oom-torch-llama-82-7b-11gb.txt").read_text())
+        page.click("#diagnose")
+        page.wait_for_selector("#diagnosis .cause", timeout=TIMEOUT_MS)
+        page.fill("#log", bad)
+        page.click("#diagnose")
+        page.wait_for_selector("#doctor-error", state="visible", timeout=TIMEOUT_MS)
+        assert said in page.inner_text("#doctor-error")
+        assert page.locator("#diagnosis .cause").count() == 0
+    page.close()

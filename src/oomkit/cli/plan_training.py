@@ -26,6 +26,26 @@ def size_arg(n_bytes: int) -> str:
     return f"{n_bytes >> 30}GiB" if n_bytes % (1 << 30) == 0 else f"{n_bytes}B"
 
 
+def _where_for_gpus(where: list[str], hardware: Hardware, gpus: int) -> list[str]:
+    """The ``--gpu`` words of a ``check:`` command on ``gpus`` GPUs per node: where more than
+    one card is named, their count goes with the suggestion (estimate refuses ``--gpus 4``
+    beside ``--gpu 2x4090``, ``check_gpu_count``), as ``--gpu 4x<card>`` of the smallest card
+    named, the one the per-GPU peak is checked against; a card with no catalog key
+    (``--gpu auto``) as its capacity, ``--vram``."""
+    named = [d for d in hardware.devices if d.backend != "cpu"]
+    if len(named) < 2 or len(named) == gpus:
+        return where
+    smallest = min(named, key=lambda d: d.capacity_bytes or 0)
+    rest = [w for w in where if not w.startswith(("--gpu ", "--vram "))]
+    if smallest.key is not None:
+        card = f"--gpu {gpus}x{smallest.key}"
+        vram = [w for w in where if w.startswith("--vram ")]
+        return [card, *vram, *rest]
+    if smallest.capacity_bytes is None:
+        return where
+    return [f"--vram {size_arg(smallest.capacity_bytes)}", *rest]
+
+
 def nothing_fits_lines(
     spec: ModelSpec,
     settings: TrainingSettings,
@@ -95,7 +115,8 @@ def nothing_fits_lines(
     if model is not None:
         from oomkit.diagnose.training_commands import oomkit_estimate_command
 
-        check = " ".join([oomkit_estimate_command(s, shlex.quote(model)), *(where or [])])
+        words = _where_for_gpus(where or [], hardware, s.gpus)
+        check = " ".join([oomkit_estimate_command(s, shlex.quote(model)), *words])
         lines.append(f"  check: {check}")
     return lines
 

@@ -111,6 +111,22 @@ def _torchtune(s: TrainingSettings) -> str:
     return f"{' '.join(args)}   # torchtune recipe overrides"
 
 
+def _bnb_config(s: TrainingSettings) -> str:
+    """QLoRA's ``BitsAndBytesConfig``: NF4 with double quantization (transformers' defaults are
+    ``fp4`` and none); the compute dtype of the run (the default, float32, upcasts every 4-bit
+    matmul's input: transformers warns of slow training); and, where FSDP or ZeRO-3 shards the
+    4-bit weights, ``bnb_4bit_quant_storage`` in that dtype: "FSDP only supports sharding float
+    data types" (bitsandbytes docs/source/fsdp_qlora.md, "the important change that enables
+    FSDP-QLoRA"; PEFT's ZeRO-3 + QLoRA guide passes the same storage dtype)."""
+    dtype = _DTYPE.get(s.mixed_precision)
+    args = ["load_in_4bit=True", 'bnb_4bit_quant_type="nf4"', "bnb_4bit_use_double_quant=True"]
+    if dtype:
+        args.append(f"bnb_4bit_compute_dtype=torch.{dtype}")
+        if s.fsdp or s.zero == 3:
+            args.append(f"bnb_4bit_quant_storage=torch.{dtype}")
+    return f"BitsAndBytesConfig({', '.join(args)})   # transformers + bitsandbytes"
+
+
 def trainer_options(s: TrainingSettings) -> tuple[str, ...]:
     """The lines that set up ``s`` in the trainer's own spelling (see the module docstring)."""
     out: list[str] = []
@@ -136,8 +152,7 @@ def trainer_options(s: TrainingSettings) -> tuple[str, ...]:
         note = "" if targets else " (target_modules: PEFT's defaults)"
         out.append(f"LoraConfig(r={s.lora_rank}{tm})   # PEFT{note}")
     if s.method == "qlora":
-        out.append('BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", '
-                   'bnb_4bit_use_double_quant=True)   # transformers + bitsandbytes')  # fmt: skip
+        out.append(_bnb_config(s))
     if s.zero:
         zero = [f'"stage": {s.zero}']
         if s.offload_optimizer:

@@ -339,7 +339,13 @@
     ["overhead", "overhead", (d) => d.overhead_bytes],
     ["train", "gradients/optimizer", (d) => (d.gradients_bytes || 0) + (d.optimizer_bytes || 0)],
   ];
-  function deviceBar(d, headroom) {
+  // what the verdict keeps out of a device beyond the estimate (Windows' WDDM reservation): the
+  // free memory `oomkit estimate` prints is verdict_details.margins[].free_bytes, net of these
+  function reservedOn(doc, device) {
+    const m = ((doc.verdict_details || {}).margins || []).find((x) => x.device === device && x.what === "device memory");
+    return m ? (m.reservations || []).reduce((a, r) => a + r.bytes, 0) : 0;
+  }
+  function deviceBar(d, headroom, reserved = 0) {
     const cap = d.capacity_bytes;
     const scale = Math.max(cap || 0, d.total_bytes) || 1;
     const pct = (n) => `${((100 * n) / scale).toFixed(3)}%`;
@@ -361,7 +367,7 @@
         bar.append(hr);
       }
     }
-    const free = cap ? cap - d.total_bytes : null;
+    const free = cap ? cap - d.total_bytes - reserved : null;
     const head = el("div", { class: "bar-head" },
       el("strong", {}, d.device),
       el("span", { class: "total", "data-total-bytes": String(d.total_bytes) },
@@ -383,23 +389,33 @@
     if (doc.fits === null || doc.fits === undefined || !devs.length) {
       return [null, `${what} needs ${fmtBytes(doc.total_bytes)} in all; pick a GPU to compare.`];
     }
-    const worst = devs.reduce((a, b) => (b.total_bytes - b.capacity_bytes > a.total_bytes - a.capacity_bytes ? b : a));
-    const room = worst.capacity_bytes - worst.total_bytes;
+    const short = (d) => d.total_bytes + reservedOn(doc, d.device) - d.capacity_bytes;
+    const worst = devs.reduce((a, b) => (short(b) > short(a) ? b : a));
+    const room = -short(worst);
+    const kept = reservedOn(doc, worst.device);
+    const after = kept ? ` after ${fmtBytes(kept)} the OS reserves` : "";
     const where = devs.length > 1 ? ` (fullest: ${worst.device})` : "";
     if (doc.fits) {
       const tight = doc.verdict === "tight" ? "Tight: it fits, but close to the limit — " : "Yes — ";
+      // llama.cpp's --fit, Ollama's scheduler or llama-cpp-python's n_gpu_layers=0 put layers
+      // on the CPU (runtime_details.offloaded_layers, "43/81"): `estimate` says "43 of 81
+      // layers"; "Yes" alone read as the whole model on the GPU
+      const split = /^(\d+)\/(\d+)$/.exec(String((doc.runtime_details || {}).offloaded_layers || ""));
+      const cpu = split && Number(split[1]) < Number(split[2])
+        ? ` ${Number(split[1]) ? `Only ${split[1]} of ${split[2]} layers are on the GPU; the rest run` : `None of the ${split[2]} layers is on the GPU; they run`} on the CPU${doc.host && doc.host.total_bytes ? ` (${fmtBytes(doc.host.total_bytes)} of host RAM)` : ""}, far slower.`
+        : "";
       return [doc.verdict === "tight" ? "tight" : "fits",
-        `${tight}${what} needs ${fmtBytes(worst.total_bytes)} of ${fmtBytes(worst.capacity_bytes)}${where}, leaving ${fmtBytes(room)} free.`];
+        `${tight}${what} needs ${fmtBytes(worst.total_bytes)} of ${fmtBytes(worst.capacity_bytes)}${where}, leaving ${fmtBytes(room)} free${after}.${cpu}`];
     }
     const why = doc.blockers && doc.blockers.length ? ` ${doc.blockers[0]}` : "";
-    return ["nofit", `No — ${what} needs ${fmtBytes(worst.total_bytes)} but ${worst.device} has ${fmtBytes(worst.capacity_bytes)} (short by ${fmtBytes(-room)}).${why}`];
+    return ["nofit", `No — ${what} needs ${fmtBytes(worst.total_bytes)} but ${worst.device} has ${fmtBytes(worst.capacity_bytes)} (short by ${fmtBytes(-room)}${after}).${why}`];
   }
   function renderEstimate(doc, headroom) {
     const [cls, text] = verdictText(doc);
     $("verdict").textContent = text;
     $("verdict").className = `verdict ${cls || ""}`;
     $("verdict").dataset.fits = String(doc.fits);
-    const nodes = doc.devices.map((d) => deviceBar(d, headroom));
+    const nodes = doc.devices.map((d) => deviceBar(d, headroom, reservedOn(doc, d.device)));
     if (doc.host && doc.host.total_bytes) {
       nodes.push(el("p", { class: "host", "data-total-bytes": String(doc.host.total_bytes) },
         `Host RAM: ${fmtBytes(doc.host.total_bytes)}${doc.host.capacity_bytes ? " of " + fmtBytes(doc.host.capacity_bytes) : ""}`));
@@ -510,6 +526,7 @@
     const text = $("log").value;
     $("doctor-error").hidden = true;
     if (!text.trim()) {
+      $("diagnosis").replaceChildren();  // the last log's diagnosis is not this one's
       $("doctor-error").textContent = "Paste the error message or the log first.";
       $("doctor-error").hidden = false;
       return;
@@ -523,6 +540,7 @@
       renderDiagnosis(d);
       document.body.dataset.diagnoses = String(Number(document.body.dataset.diagnoses || 0) + 1);
     } catch (err) {
+      $("diagnosis").replaceChildren();
       $("doctor-error").textContent = err.message;
       $("doctor-error").hidden = false;
     }
