@@ -35,6 +35,7 @@ import math
 from typing import TYPE_CHECKING
 
 from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.sglang_activation_floor import ACTIVATION_FLOOR, activation_room
 from oomkit.estimate.verdict import verdict
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB
@@ -44,10 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIVATION_FLOOR", "RAISED_FROM", "raise_sglang_fraction", "raised_fraction_note"]
 
-#: the least memory the raise leaves SGLang for activations once the pool and CUDA graphs are in
-#: place: the lower end of "reserving 5-8 GB of memory for activations is typically sufficient"
-#: (SGLang docs/advanced_features/hyperparameter_tuning.md; ``available_gpu_mem`` is in GiB)
-ACTIVATION_FLOOR = 5 * GiB
 #: runtime_details key: SGLang's default fraction the planner raised from
 RAISED_FROM = "mem_fraction_raised_from"
 _POOL = "KV pool"
@@ -57,17 +54,9 @@ _TRIES = 3
 
 
 def _available(est: Estimate) -> int | None:
-    """What SGLang's ``available_gpu_mem`` would read at ``est``: the rest outside the fraction
-    after the req_to_token pool, the graph tables and the decode-logits buffer, less one prefill
-    chunk's activations where those exceed the floor (None: not sized for this run)."""
-    info = est.runtime_details.get("outside_pool")
-    if not isinstance(info, dict):
-        return None
-    rest, logits = info.get("rest_bytes"), info.get("graph_logits_bytes")
-    chunk = info.get("prefill_chunk_bytes")
-    if not isinstance(rest, int) or not isinstance(logits, int) or not isinstance(chunk, int):
-        return None
-    return rest - logits - max(0, chunk - ACTIVATION_FLOOR)
+    """SGLang's ``available_gpu_mem`` at ``est`` (the doctor's bound too:
+    :func:`oomkit.estimate.sglang_activation_floor.activation_room`)."""
+    return activation_room(est)
 
 
 def _pool_short(est: Estimate, s: Searcher) -> float | None:
