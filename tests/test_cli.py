@@ -265,7 +265,9 @@ def test_models_fits_default_ctx_is_the_documented_4096(
         (("estimate", "qwen2.5-0.5b", "--train", "full", "--gpus", "0"), "--gpus must be"),
         (("estimate", "qwen2.5-0.5b", "--train", "full", "--fragmentation", "nan"),
          "--fragmentation nan"),
-        (("plan", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--ctx", "0"), "--ctx must be"),
+        # llama.cpp's -c 0 is the trained context (cli/ctx_zero.py): vLLM has no such value
+        (("plan", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--ctx", "0", "-r", "vllm"),
+         "--ctx must be"),
         (("plan", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--min-ctx", "9000", "--ctx", "10"),
          "--min-ctx (9000) is larger than --ctx (10)"),
         (("models", "--fits", "rtx-4090", "--ctx", "0"), "--ctx must be"),

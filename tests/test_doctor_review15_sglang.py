@@ -17,7 +17,7 @@ import pytest
 
 from oomkit.api import estimate, load_model
 from oomkit.diagnose.doctor import diagnose_text
-from oomkit.diagnose.model_fixes_sglang import MIN_DYNAMIC_SHARE
+from oomkit.estimate.sglang_activation_floor import ACTIVATION_FLOOR
 from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import GiB
@@ -56,10 +56,11 @@ def test_raising_the_fraction_is_sized_from_sglangs_arithmetic(with_model: bool)
     assert first.title.startswith("Raise --mem-fraction-static to ")
     frac = float(first.title.rsplit(" ", 1)[1])
     # the smallest hundredth whose pool holds one full 32768-token request (Qwen2.5-72B's
-    # context), leaving at least MIN_DYNAMIC_SHARE of the card outside it
+    # context), leaving at least ACTIVATION_FLOOR outside it
     assert _sglang_tokens(frac) >= 32768 > _sglang_tokens(round(frac - 0.01, 2))
     assert frac == 0.93
-    assert 1 - frac >= MIN_DYNAMIC_SHARE
+    # SGLang's guide keeps 5 GiB outside the fraction (the planner's bound, shared)
+    assert (1 - frac) * (10.81 + 67.77) * GiB >= ACTIVATION_FLOOR
     assert f"{_sglang_tokens(frac)} tokens" in first.why
 
 

@@ -5,6 +5,7 @@ tokens ("Fits") while Ollama 0.15.5+ loads it at the trained 131072 and offloads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from oomkit.catalog.models import find_model
 from oomkit.cli import main
 from oomkit.estimate.ollama import ollama_settings
-from oomkit.estimate.ollama_num_ctx import ollama_default_num_ctx
+from oomkit.estimate.ollama_num_ctx import ollama_ctx_floor, ollama_default_num_ctx
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.target_ctx import default_target_ctx
 from oomkit.spec.hardware import DeviceTarget, Hardware
@@ -108,3 +109,61 @@ def test_unknown_gpu_memory_says_the_default_is_assumed() -> None:
     ctx, why = ollama_default_num_ctx("0.15.5", hw)
     assert ctx == 4096
     assert "not known, 4096 assumed" in why
+
+
+# -- revfix21d item 1: the gpt-oss / qwen3vl floor of 8192 (server/routes.go scheduleRunner,
+# -- fa7776fd2 in v0.11.0; low-VRAM gate f2e9c9aff in v0.11.4; qwen3vl 7d25b9e19 in v0.12.7;
+# -- removed by 0334ffa62 in v0.15.5)
+
+
+@pytest.mark.parametrize(
+    ("version", "gpus", "ctx"),
+    [
+        ("0.10.1", (24,), 4096),  # before gpt-oss support: no floor
+        ("0.11.2", (16,), 8192),  # 0.11.0-0.11.3: whatever the VRAM
+        ("0.11.4", (16,), 4096),  # low vram mode (< 20 GiB total): the plain default
+        ("0.11.4", (24,), 8192),
+        ("0.11.4", (10, 10), 8192),  # the sum over the GPUs
+        ("0.15.4", (23.5,), 8192),
+        ("2025-08-06", (16,), 8192),  # a date before v0.11.4's
+        ("0.15.5", (16,), 4096),  # the tiers replaced the floor
+        ("0.15.5", (23.5,), 32768),
+    ],
+)
+def test_gptoss_context_floor_by_release_and_vram(
+    version: str, gpus: tuple[float, ...], ctx: int
+) -> None:
+    spec = find_model("gpt-oss-20b").spec()
+    settings = InferenceSettings(runtime="ollama", runtime_version=version)
+    mapped, notes = ollama_settings(spec, settings, _gpus(*gpus))
+    assert mapped.ctx == ctx
+    assert any("at least 8192" in n for n in notes) is (ctx == 8192)
+
+
+def test_floor_lifts_a_set_num_ctx_but_not_other_families() -> None:
+    spec = find_model("gpt-oss-20b").spec()
+    asked = InferenceSettings(runtime="ollama", runtime_version="0.12.0", ctx=2048)
+    assert ollama_settings(spec, asked, _gpus(24))[0].ctx == 8192  # max(opts.NumCtx, 8192)
+    llama = find_model("llama-3.1-8b").spec()
+    plain = InferenceSettings(runtime="ollama", runtime_version="0.12.0")
+    assert ollama_settings(llama, plain, _gpus(24))[0].ctx == 4096
+
+
+def test_qwen3vl_joins_the_floor_at_0_12_7() -> None:
+    base = find_model("qwen2.5-7b").spec()
+    spec = dataclasses.replace(
+        base, model_type="qwen3_vl", architecture="Qwen3VLForConditionalGeneration"
+    )
+    assert ollama_ctx_floor(spec, "0.12.6", _gpus(24)) is None
+    floor = ollama_ctx_floor(spec, "0.12.7", _gpus(24))
+    assert floor is not None
+    assert floor[0] == 8192
+    assert "qwen3vl" in floor[1]
+    assert ollama_ctx_floor(spec, "0.12.7", _gpus(12)) is None
+
+
+def test_planner_aims_at_the_floor() -> None:
+    spec = find_model("gpt-oss-20b").spec()
+    request = PlanRequest(runtime="ollama")
+    assert default_target_ctx("ollama", spec, request, _gpus(24), "0.13.0") == 8192
+    assert default_target_ctx("ollama", spec, request, _gpus(16), "0.13.0") == 4096

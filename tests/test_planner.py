@@ -337,7 +337,8 @@ def test_cli_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
     [
         ["plan", "llama-3.1-8b"],
         ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--prefer", "cheap"],
-        ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "0"],
+        # llama.cpp reads -c 0 as the trained context (cli/ctx_zero.py): vLLM has no such value
+        ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", "0", "-r", "vllm"],
         ["plan", "llama-3.1-8b", "--gpu", "rtx-4090", "--headroom", "lots"],
     ],
 )

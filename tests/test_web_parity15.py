@@ -136,7 +136,9 @@ def test_a_long_context_is_one_answer_in_any_form(client: TestClient, path: str,
 def test_a_context_out_of_range_is_one_wording(
     client: TestClient, path: str, ctx: Any, shown: int
 ) -> None:
-    r = client.post(path, json={"model": "llama-3.1-8b", "gpu": "rtx-4090", "ctx": ctx})
+    # llama.cpp reads a ctx of 0 as the trained context (-c 0, cli/ctx_zero.py): ask vLLM
+    body = {"model": "llama-3.1-8b", "gpu": "rtx-4090", "ctx": ctx, "runtime": "vllm"}
+    r = client.post(path, json=body)
     assert r.status_code == 422, r.text
     assert r.json()["detail"] == f"'ctx' must be an integer in [1, {MAX_CTX}], got {shown}"
 
@@ -146,7 +148,9 @@ def test_a_context_out_of_range_is_one_wording(
 def test_the_cli_has_the_same_ceiling_and_wording(
     command: str, ctx: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out = _cli(capsys, [command, "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", ctx])
+    # llama.cpp reads -c 0 as the trained context (cli/ctx_zero.py, estimate and plan): vLLM
+    argv = [command, "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx", ctx, "-r", "vllm"]
+    code, out = _cli(capsys, argv)
     assert code == 2, out
     got = 0 if ctx == "0" else 300 << 20
     assert f"Error: --ctx must be an integer in [1, {MAX_CTX}], got {got}" in out

@@ -298,6 +298,9 @@ def run_estimate(
         spec = load_model(model, offline=True if offline else None)
         change = transformers_safe_change(spec, settings, hardware, platform, est)
         v = dataclasses.replace(v, safe_change=change) if change else v
+    retry = None
+    if canonical == "ollama" and v.level == "does_not_fit" and not est.blockers and not want_max:
+        retry = _ollama_load_retry(model, settings, hardware, platform, est, offline)
     suggestions: tuple[Plan, ...] = ()
     if est.fits is False:
         suggestions = _suggest(model, settings, hardware, est, offline)
@@ -312,6 +315,8 @@ def run_estimate(
             if key == "fits":
                 out["verdict"] = v.level
                 out["verdict_details"] = v.to_dict()
+        if retry is not None:  # additive: Ollama 0.30+'s one retry a tier lower
+            out["ollama_load_retry"] = retry
         if est.fits is False:
             out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
         if emit is not None:
@@ -326,7 +331,8 @@ def run_estimate(
 
         for line in choice.describe():
             echo(line, err=True)
-        echo(render_estimate(_flag_names(est), explain=explain, verdict=v))
+        after = (str(retry["text"]),) if retry is not None else ()
+        echo(render_estimate(_flag_names(est), explain=explain, verdict=v, after_verdict=after))
         if est.fits is False:
             echo(render_suggestions(est, suggestions))
         if emit is not None:
@@ -339,6 +345,41 @@ def run_estimate(
     if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
         return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
+
+
+def _ollama_load_retry(
+    model: str,
+    settings: InferenceSettings,
+    hardware: Hardware,
+    platform: Platform,
+    est: Estimate,
+    offline: bool,
+) -> dict[str, object] | None:
+    """Ollama 0.30+ retries an out-of-memory load once a context tier lower when num_ctx was
+    its own (:mod:`oomkit.estimate.ollama_load_retry`): the verdict of that second load."""
+    from oomkit.api import estimate
+    from oomkit.estimate.ollama_load_retry import load_retry_applies, retry_line, retry_num_ctx
+    from oomkit.estimate.verdict import verdict
+
+    if not load_retry_applies(settings.runtime_version, settings.ctx is not None):
+        return None
+    tiers = retry_num_ctx(est)
+    if tiers is None:
+        return None
+    first, lower = tiers
+    second = estimate(
+        model,
+        dataclasses.replace(settings, ctx=lower),
+        hardware,
+        offline=True if offline else None,
+    )
+    level = verdict(second, platform).level
+    return {
+        "first_num_ctx": first,
+        "num_ctx": lower,
+        "verdict": level,
+        "text": retry_line(first, lower, level),
+    }
 
 
 def _with_bench_note(

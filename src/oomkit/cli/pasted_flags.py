@@ -1,5 +1,6 @@
-"""A server's command line pasted into ``oomkit estimate``: the flags that change no memory,
-read and named (never silently dropped), ``-c 0``, and vLLM/SGLang ``--dtype``.
+"""A server's command line pasted into ``oomkit estimate`` or ``oomkit plan``: the flags that
+change no memory, read and named (never silently dropped), ``-c 0``, and vLLM/SGLang
+``--dtype``.
 
 The README says a server's flags can be pasted. Flags of the server that do not change what
 it allocates (the listening address, threads, logging, the chat template, sampling defaults,
@@ -171,7 +172,7 @@ IGNORED_VALUED: frozenset[str] = frozenset(
 MULTI_VALUED: frozenset[str] = frozenset({"--served-model-name"})
 
 #: the commands whose argv is a pasted server line
-_COMMANDS = ("estimate",)
+_COMMANDS = ("estimate", "plan")
 
 _last: list[str] = []
 

@@ -68,6 +68,11 @@ __all__ = ["plan_command"]
     help="Concurrent sequences / users (transformers: the generate() batch)",
 )
 @click.option("--quant", "-q", help="Weight quant to start from (default: the best that fits)")
+@click.option(
+    "--dtype",
+    help="vLLM/SGLang --dtype (auto, half, float16, bfloat16, float, float32): the weights' "
+    "dtype to start from, as --quant bf16/fp16/fp32",
+)
 @click.option("--min-quant", help="Never go below this quant (e.g. Q4_K_S)")
 @click.option("--no-offload", is_flag=True, help="Keep every layer and expert on the GPU")
 @click.option(
@@ -166,6 +171,7 @@ def plan_command(
     min_ctx: int | None,
     parallel: int | None,
     quant: str | None,
+    dtype: str | None,
     min_quant: str | None,
     no_offload: bool,
     headroom: int,
@@ -225,6 +231,26 @@ def plan_command(
 
     ctx_max = ctx == CTX_MAX
     ctx = None if ctx_max else ctx
+    if training.method is not None:
+        from oomkit.cli.pasted_flags import last_ignored
+
+        if last_ignored() or dtype is not None:  # a server's flags: no training run reads them
+            flag = last_ignored()[0] if last_ignored() else "--dtype"
+            raise click.UsageError(f"{flag} is a server flag; it cannot be used with --train")
+    else:  # a pasted server line: -c 0, --dtype, the memory-neutral flags (as estimate's)
+        from oomkit.cli.plan_pasted import pasted_plan_inputs
+
+        pasted = pasted_plan_inputs(
+            rt,
+            model,
+            ctx=ctx,
+            dtype=dtype,
+            quant=quant,
+            runtime_version=runtime_version,
+            llama_server=llama_server,
+            offline=offline,
+        )
+        ctx, quant = pasted.ctx, pasted.quant
     check_count_options(ctx=ctx, tp=tp, max_num_seqs=max_num_seqs)  # named as typed
     if training.method is not None:
         from oomkit.cli.plan_training import plan_training, size_arg
@@ -370,8 +396,13 @@ def plan_command(
     )
     if lever is not None:  # speculative decoding's memory, offered back (costs speed only)
         result = dataclasses.replace(result, notes=(*result.notes, lever))
+    if pasted.notes:  # what the pasted line's -c 0, --dtype and memory-neutral flags meant
+        result = dataclasses.replace(result, notes=(*pasted.notes, *result.notes))
     if as_json:
-        print_json(result.to_dict())
+        doc = result.to_dict()
+        if pasted.ignored:
+            doc["ignored_flags"] = list(pasted.ignored)
+        print_json(doc)
     else:
         from oomkit.cli.plan_render import render_plan
 

@@ -111,9 +111,15 @@ def _cpu_offload(est: Estimate) -> int:
 
 
 def render_estimate(
-    est: Estimate, *, explain: bool = False, verdict: Verdict | None = None, on: str | None = None
+    est: Estimate,
+    *,
+    explain: bool = False,
+    verdict: Verdict | None = None,
+    on: str | None = None,
+    after_verdict: tuple[str, ...] = (),
 ) -> str:
-    """The text output; ``on``: the GPUs a training step runs on (the header names them)."""
+    """The text output; ``on``: the GPUs a training step runs on (the header names them);
+    ``after_verdict``: lines printed under the verdict (Ollama 0.30+'s retry a tier lower)."""
     s = est.settings
     knobs = ", ".join(f"{k}={v}" for k, v in s.items() if v is not None and k != "runtime")
     head = f"{est.model.name} ({est.model.architecture}, {format_params(est.model.params)} params)"
@@ -197,6 +203,7 @@ def render_estimate(
         lines.append("Host RAM unknown: pass --ram SIZE to check the fit.")
     else:
         lines.append("Capacity unknown: pass --gpu NAME or --vram SIZE to check the fit.")
+    lines.extend(after_verdict)
     if est.assumptions:
         lines.append("Assumptions:")
         lines.extend(f"  - {a}" for a in est.assumptions)

@@ -4,8 +4,9 @@
 SGLang's KV token pool is ``free0 x mem_fraction_static - weights`` divided by the bytes of one
 token's KV (``model_runner.py`` ``profile_max_num_token``); the rest, ``free0 x (1 -
 mem_fraction_static)``, holds activations and CUDA graphs. The smallest fraction whose pool holds
-one request of the context length while leaving that rest at least
-:data:`MIN_DYNAMIC_SHARE` of the card is the sized ``--mem-fraction-static`` fix. When the log
+one request of the context length while that rest keeps SGLang's activation floor (the
+planner's bound, :mod:`oomkit.estimate.sglang_activation_floor`) is the sized
+``--mem-fraction-static`` fix. When the log
 gives no GPU capacity, it is inferred from SGLang's own ``Load weight end ... avail mem=X GB,
 mem usage=Y GB`` line (capacity ~ X + Y + the CUDA context).
 """
@@ -17,7 +18,12 @@ from typing import TYPE_CHECKING
 
 from oomkit.diagnose.fixes import Fix, shorter_context, size_text
 from oomkit.diagnose.model_fixes import EstimatedFix
-from oomkit.diagnose.rules_sglang import MIN_DYNAMIC_SHARE, log_pool_bytes, log_split
+from oomkit.diagnose.rules_sglang import log_pool_bytes, log_split
+from oomkit.estimate.sglang_activation_floor import (
+    ACTIVATION_FLOOR,
+    FLOOR_SOURCE,
+    activation_room,
+)
 from oomkit.spec.hardware import DeviceTarget, Hardware
 
 if TYPE_CHECKING:
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
     from oomkit.spec.model import ModelSpec
     from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["MIN_DYNAMIC_SHARE", "sglang_fixes"]
+__all__ = ["sglang_fixes"]
 
 _MAX_MFS = 0.95
 #: a pool that holds one request of this many tokens (or the context length, if shorter) is the
@@ -95,12 +101,12 @@ def _sized_fraction(
     """The smallest ``--mem-fraction-static`` (in hundredths, up to :data:`_MAX_MFS`) whose
     pool holds one request of the context length (else one of :data:`_USEFUL_TOKENS`), with
     the rest outside the fraction still holding what oomkit's SGLang estimate puts there (one
-    prefill chunk's activations + the CUDA-graph logits, ``outside_pool``) and at least
-    :data:`MIN_DYNAMIC_SHARE` of the card. The tokens are SGLang's own arithmetic on the log's
+    prefill chunk's activations + the CUDA-graph logits, ``outside_pool``) and SGLang's
+    activation floor (:func:`~oomkit.estimate.sglang_activation_floor.activation_room`, the
+    planner's bound). The tokens are SGLang's own arithmetic on the log's
     numbers when it has them (:func:`_log_tokens`), else the estimate's."""
     from oomkit.estimate.sglang import estimate_sglang
 
-    cap = hardware.devices[0].capacity_bytes or 0
     for target in dict.fromkeys((length, min(length, _USEFUL_TOKENS))):
         if (tokens0 or 0) >= target:
             return None
@@ -113,10 +119,9 @@ def _sized_fraction(
             logged = _log_tokens(ctx, f, cell_b)
             if logged is not None:
                 tokens, pool = logged, logged * cell_b
-            outside = est.runtime_details.get("outside_pool")
-            need_out = outside.get("need_bytes", 0) if isinstance(outside, dict) else 0
-            room = rest >= MIN_DYNAMIC_SHARE * cap and rest >= (need_out or 0)
-            if not room:
+            room = activation_room(est)
+            left = rest if room is None else room  # no outside_pool sized: the whole rest
+            if left < ACTIVATION_FLOOR:
                 break  # a larger fraction leaves even less outside it
             if tokens is not None and tokens >= target:
                 what = "one full-context" if target == length else f"one {target}-token"
@@ -126,8 +131,8 @@ def _sized_fraction(
                     why=f"the smallest fraction (from {frac0:.2f}) whose KV pool holds "
                     f"{what} request ({length} tokens of context): {tokens} tokens, "
                     f"{_fb(pool)}{' (' + src + ')' if src else ''}, while {_fb(rest)} stays "
-                    f"outside it for activations and CUDA graphs (needs "
-                    f"{_fb(max(int(MIN_DYNAMIC_SHARE * cap), need_out or 0))}) {basis}",
+                    f"outside it, {_fb(left)} of it for activations after the CUDA graphs "
+                    f"(at least {_fb(ACTIVATION_FLOOR)}, {FLOOR_SOURCE}) {basis}",
                     commands=(f"--mem-fraction-static {f:.2f}",),
                     expected_saving_bytes=max(1, pool - (tokens0 or 0) * cell_b),
                     supersedes=_SUP_MFS,

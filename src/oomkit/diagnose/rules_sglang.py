@@ -11,13 +11,14 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
+from oomkit.estimate.sglang_activation_floor import largest_fraction
 
-__all__ = ["MIN_DYNAMIC_SHARE", "log_pool_bytes", "log_split", "sglang_pool", "sglang_runtime"]
+__all__ = ["log_pool_bytes", "log_split", "sglang_pool", "sglang_runtime"]
 
 _MAX_MFS = 0.95
-#: share of the card SGLang's non-static rest must keep for activations and CUDA graphs (the
-#: floor oomkit's SGLang fixes keep; the estimate sizes the rest's terms: ``sglang_outside``)
-MIN_DYNAMIC_SHARE = 0.05
+#: what SGLang's rest outside the fraction keeps for activations: the planner's bound, from
+#: SGLang's tuning guide (:mod:`oomkit.estimate.sglang_activation_floor`)
+_FLOOR_TEXT = "5 GiB (SGLang's tuning guide: 'reserving 5-8 GB of memory for activations')"
 # the runtime share SGLang's defaults keep outside the static pool (activations, CUDA graphs) is
 # ~10-15%: weights that leave less than that are the cause label's "model too large"
 _SGL_MIN_DYNAMIC = 0.10
@@ -51,13 +52,14 @@ def log_pool_bytes(ctx: LogContext, frac: float) -> int | None:
 def _sized_mfs(ctx: LogContext, mfs: float | None) -> Fix | None:
     """Without the model (no bytes per KV token) the fraction is sized by SGLang's own pool
     arithmetic on the log's numbers (:func:`log_pool_bytes`): the smallest hundredth above the
-    run's fraction whose pool is positive (SGLang starts), while at least
-    :data:`MIN_DYNAMIC_SHARE` of the card stays outside it; the why states the pool there and
-    at the largest such fraction, since the model's KV per token (``-m``) sizes the tokens."""
+    run's fraction whose pool is positive (SGLang starts), while the rest outside it keeps the
+    activation floor of SGLang's tuning guide (:func:`~oomkit.estimate.sglang_activation_floor.
+    largest_fraction`, the planner's bound); the why states the pool there and at the largest
+    such fraction, since the model's KV per token (``-m``) sizes the tokens."""
     _, total = log_split(ctx)
-    if total is None or total <= 0:
+    top = largest_fraction(total or 0)
+    if total is None or top is None:
         return None
-    top = round(1 - MIN_DYNAMIC_SHARE, 2)
     f = round(int((mfs or 0.0) * 100) / 100 + 0.01, 2)
     while f <= top:
         pool = log_pool_bytes(ctx, f)
@@ -67,9 +69,8 @@ def _sized_mfs(ctx: LogContext, mfs: float | None) -> Fix | None:
                 title=f"Raise --mem-fraction-static to {f:.2f}",
                 why=f"SGLang's KV pool is avail - total x (1 - mem_fraction_static): "
                 f"{_fb(pool)} at {f:.2f}, the smallest fraction that leaves one, and "
-                f"{_fb(best)} at {top:.2f}, the largest that keeps {MIN_DYNAMIC_SHARE:.0%} of "
-                f"the card ({_fb(int(total * MIN_DYNAMIC_SHARE))}) outside it for activations "
-                "and CUDA graphs; how many tokens that is depends on the model's KV per token "
+                f"{_fb(best)} at {top:.2f}, the largest that keeps {_FLOOR_TEXT} outside it "
+                "for activations; how many tokens that is depends on the model's KV per token "
                 "(name it with -m to size the fraction for one full-context request).",
                 commands=(f"--mem-fraction-static {f:.2f}",),
                 expected_saving_bytes=None,
@@ -80,14 +81,20 @@ def _sized_mfs(ctx: LogContext, mfs: float | None) -> Fix | None:
 
 def _mfs_fix(mfs: float | None, ctx: LogContext) -> Fix | None:
     """The fraction raise: sized on the log's numbers (:func:`_sized_mfs`), else SGLang's
-    description of the fraction with a step of 0.05; none at or above the largest fraction
-    that keeps :data:`MIN_DYNAMIC_SHARE` outside the pool (never the run's own value or less)."""
+    description of the fraction with a step of 0.05 up to 0.95; none above the largest fraction
+    that keeps the activation floor outside the pool (never the run's own value or less)."""
     now = log_pool_bytes(ctx, mfs) if mfs is not None else None
     if log_split(ctx)[1] is not None and (now is None or now <= 0):
         return _sized_mfs(ctx, mfs)
     # no log numbers, or they leave a pool at the run's own fraction (SGLang measured its total
     # on another rank or before another process): a step, not a size
     new = min(_MAX_MFS, (mfs or 0.85) + 0.05)
+    total = log_split(ctx)[1]
+    top = largest_fraction(total) if total is not None else None
+    if total is not None:  # the log's total: never past the activation floor (as the planner)
+        if top is None:
+            return None
+        new = min(new, top)
     if mfs is not None and new <= mfs:
         return None
     return generic(
@@ -114,9 +121,9 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
         )
     # SGLang's pool is rest = avail - total x (1 - mem_fraction_static) (model_runner.py
     # profile_max_num_token): any fraction above the weights' share (1 - share) leaves a pool.
-    # Raising it cannot be the fix only where that fraction exceeds _MAX_MFS (under
-    # MIN_DYNAMIC_SHARE would stay outside it for activations and CUDA graphs) or the run
-    # already used one at least that large (then the log's numbers do not explain the failure)
+    # Raising it cannot be the fix only where that fraction leaves less than the activation
+    # floor outside it (largest_fraction) or the run already used one at least that large
+    # (then the log's numbers do not explain the failure)
     raise_fix = _mfs_fix(mfs, ctx)
     raisable = share is not None and raise_fix is not None
     if total is not None and avail is not None and mfs is not None and raisable:
@@ -145,8 +152,7 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
         if raisable and raise_fix is not None and share is not None:
             expl += (
                 f" Raising mem_fraction_static above {1 - share:.2f} fixes it while at least "
-                f"{MIN_DYNAMIC_SHARE:.0%} of the card stays outside it for activations and CUDA "
-                "graphs; else the weights must shrink."
+                f"{_FLOOR_TEXT} stays outside it; else the weights must shrink."
             )
             return Analysis(
                 cause="model_too_large",
@@ -156,8 +162,8 @@ def sglang_pool(e: OomEvent, ctx: LogContext) -> Analysis:
             )
         expl += (
             " The weights leave too little for any KV pool plus the share SGLang needs outside "
-            f"mem_fraction_static (at least {MIN_DYNAMIC_SHARE:.0%} of the card for activations "
-            "and CUDA graphs): raising mem_fraction_static cannot fix it; the weights must shrink."
+            f"mem_fraction_static (at least {_FLOOR_TEXT}): raising mem_fraction_static cannot "
+            "fix it; the weights must shrink."
         )
         return Analysis(
             cause="model_too_large",

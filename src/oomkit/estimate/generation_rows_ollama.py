@@ -119,7 +119,9 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "Concat(scores, sinks) before Softmax",
         "gpt-oss: Ollama's partial-offload graph estimate is twice the full one (a graph that "
         "does not fit any GPU sends the whole model to the CPU, llm/server.go); its real "
-        "attention keeps two F32 score tensors alive",
+        "attention keeps two F32 score tensors alive; its num_ctx is raised to at least 8192 "
+        "(server/routes.go scheduleRunner; from 0.11.4 only with 20 GiB or more of total VRAM, "
+        "qwen3vl too from 0.12.7, until 0.15.4: oomkit.estimate.ollama_num_ctx.ollama_ctx_floor)",
         num_ctx=4096,
         flash_attention=False,
         llamacpp_date="2025-04-20",
@@ -239,7 +241,7 @@ OLLAMA_ROWS: tuple[Row, ...] = (
         "as 0.13.4, except that a request without num_ctx (and no OLLAMA_CONTEXT_LENGTH) "
         "gets 32768 tokens on 23-47 GiB of total VRAM and 262144 (capped at the trained "
         "context) from 47 GiB: the KV cache of a default load grows 8x or 64x "
-        "(oomkit.estimate.ollama_num_ctx)",
+        "(oomkit.estimate.ollama_num_ctx); gpt-oss's and qwen3vl's floor of 8192 is gone",
         vision_graph="image_2048_sdpa",
         engine_archs="required",
         llama_runner_fa="auto",

@@ -57,7 +57,7 @@ from oomkit.estimate.ollama_layers import (
     nvml_crossed,
 )
 from oomkit.estimate.ollama_llm_go import llm_go_layers
-from oomkit.estimate.ollama_num_ctx import ollama_default_num_ctx
+from oomkit.estimate.ollama_num_ctx import ollama_ctx_floor, ollama_default_num_ctx
 from oomkit.estimate.ollama_parallel import auto_parallel, ollama_llamacpp_layout
 from oomkit.estimate.ollama_runner import (
     OLLAMA_ENGINE_ARCHS,
@@ -99,6 +99,10 @@ def ollama_settings(
     if num_ctx is None:
         num_ctx, why = ollama_default_num_ctx(settings.runtime_version, hardware)
         notes.append(f"num_ctx not given: {why}")
+    floor = ollama_ctx_floor(spec, settings.runtime_version, hardware)
+    if floor is not None and num_ctx < floor[0]:
+        notes.append(f"num_ctx {num_ctx} -> {floor[0]}: {floor[1]}")
+        num_ctx = floor[0]
     train = spec.max_position_embeddings
     if train and num_ctx > train and clamps_num_ctx(settings.runtime_version):
         notes.append(

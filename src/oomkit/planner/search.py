@@ -45,7 +45,7 @@ from oomkit.planner.knobs import (
 from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.ranking import fp8_tier
 from oomkit.planner.request import PlanRequest
-from oomkit.planner.sglang_fraction import raise_sglang_fraction
+from oomkit.planner.sglang_fraction import RAISE_TRIED, raise_sglang_fraction
 from oomkit.planner.target_ctx import default_target_ctx, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import lower_vllm_util, raise_vllm_util
@@ -287,6 +287,13 @@ class Searcher:
             v = verdict(est, self.platform)
             if v.level in ("tight", "does_not_fit"):
                 short.append(v.summary())
+        tried = est.runtime_details.get(RAISE_TRIED)
+        frac = est.settings.get("mem_fraction_static")
+        if short and isinstance(tried, str) and isinstance(frac, float):
+            # SGLang: the reason above is the default fraction's; say which raise failed
+            short = [f"at SGLang's default --mem-fraction-static {frac:g}: {short[0]}", *short[1:]]
+            short[-1] = short[-1].rstrip(".")
+            short.append(tried)
         offloaded = self._hf_offloaded(est)
         if offloaded and self.request.no_offload:
             short.append(

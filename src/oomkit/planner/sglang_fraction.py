@@ -35,21 +35,28 @@ import math
 from typing import TYPE_CHECKING
 
 from oomkit.estimate.breakdown import Estimate
+from oomkit.estimate.sglang_activation_floor import ACTIVATION_FLOOR, activation_room
 from oomkit.estimate.verdict import verdict
 from oomkit.spec.settings import InferenceSettings
-from oomkit.units import GiB
+from oomkit.units import GiB, format_bytes
 
 if TYPE_CHECKING:
     from oomkit.planner.search import Searcher
 
-__all__ = ["ACTIVATION_FLOOR", "RAISED_FROM", "raise_sglang_fraction", "raised_fraction_note"]
+__all__ = [
+    "ACTIVATION_FLOOR",
+    "RAISED_FROM",
+    "RAISE_TRIED",
+    "raise_sglang_fraction",
+    "raised_fraction_note",
+]
 
-#: the least memory the raise leaves SGLang for activations once the pool and CUDA graphs are in
-#: place: the lower end of "reserving 5-8 GB of memory for activations is typically sufficient"
-#: (SGLang docs/advanced_features/hyperparameter_tuning.md; ``available_gpu_mem`` is in GiB)
-ACTIVATION_FLOOR = 5 * GiB
 #: runtime_details key: SGLang's default fraction the planner raised from
 RAISED_FROM = "mem_fraction_raised_from"
+#: runtime_details key: the raise the planner tried and why it failed (the default fraction's
+#: estimate is kept; the candidate's reason names this)
+RAISE_TRIED = "mem_fraction_raise_tried"
+_FLOOR_GIB = f"{ACTIVATION_FLOOR / GiB:g} GiB"
 _POOL = "KV pool"
 #: estimates one raise may take: the first guess is the pool's own shortfall, and the band
 #: grows a little with the weights' share, so a second hundredth is the usual most
@@ -57,17 +64,9 @@ _TRIES = 3
 
 
 def _available(est: Estimate) -> int | None:
-    """What SGLang's ``available_gpu_mem`` would read at ``est``: the rest outside the fraction
-    after the req_to_token pool, the graph tables and the decode-logits buffer, less one prefill
-    chunk's activations where those exceed the floor (None: not sized for this run)."""
-    info = est.runtime_details.get("outside_pool")
-    if not isinstance(info, dict):
-        return None
-    rest, logits = info.get("rest_bytes"), info.get("graph_logits_bytes")
-    chunk = info.get("prefill_chunk_bytes")
-    if not isinstance(rest, int) or not isinstance(logits, int) or not isinstance(chunk, int):
-        return None
-    return rest - logits - max(0, chunk - ACTIVATION_FLOOR)
+    """SGLang's ``available_gpu_mem`` at ``est`` (the doctor's bound too:
+    :func:`oomkit.estimate.sglang_activation_floor.activation_room`)."""
+    return activation_room(est)
 
 
 def _pool_short(est: Estimate, s: Searcher) -> float | None:
@@ -84,7 +83,8 @@ def _pool_short(est: Estimate, s: Searcher) -> float | None:
 
 def raise_sglang_fraction(s: Searcher, settings: InferenceSettings, est: Estimate) -> Estimate:
     """``est`` re-estimated at the least raised ``mem_fraction_static`` whose verdict is "fits"
-    and that leaves :data:`ACTIVATION_FLOOR` outside it, or ``est`` itself when none does."""
+    and that leaves :data:`ACTIVATION_FLOOR` outside it, or ``est`` itself when none does (then
+    with what was tried in ``runtime_details[RAISE_TRIED]``, for the candidate's reason)."""
     frac = est.settings.get("mem_fraction_static")
     if not isinstance(frac, float) or settings.mem_fraction_static is not None:
         return est
@@ -97,8 +97,11 @@ def raise_sglang_fraction(s: Searcher, settings: InferenceSettings, est: Estimat
     # so dividing by the capacity overstates the rest's loss (the safe side)
     top = math.floor((frac + (avail - ACTIVATION_FLOOR) / cap) * 100 + 1e-9) / 100
     new = math.ceil((frac + short) * 100 - 1e-9) / 100
+    tried = ""
     for _ in range(_TRIES):
         if new > min(top, 0.99) or new <= frac:
+            if new > min(top, 0.99):
+                tried = f"{tried + '; ' if tried else ''}{_not_tried(new, top, frac)}"
             break
         s.n_estimates += 1
         raised = s.estimator(
@@ -106,15 +109,44 @@ def raise_sglang_fraction(s: Searcher, settings: InferenceSettings, est: Estimat
         )
         left = _available(raised)
         if left is None or left < ACTIVATION_FLOOR:
-            return est
+            left_text = "" if left is None else f" ({format_bytes(max(0, left))})"
+            return _tried(
+                est,
+                f"--mem-fraction-static {new:g} tried: it leaves under {_FLOOR_GIB} outside it "
+                f"for activations{left_text}, SGLang's tuning guide's floor",
+            )
         if not raised.blockers and verdict(raised, s.platform).level == "fits":
             details = {**raised.runtime_details, RAISED_FROM: frac}
             return dataclasses.replace(raised, runtime_details=details)
+        why = "; ".join(raised.blockers) or verdict(raised, s.platform).summary()
+        tried = f"--mem-fraction-static {new:g} tried: {why}"
         more = _pool_short(raised, s)
         if more is None:  # the pool holds it; something else does not fit
-            return est
+            break
         new = max(round(new + 0.01, 2), math.ceil((new + more) * 100 - 1e-9) / 100)
-    return est
+    return _tried(est, tried) if tried else est
+
+
+def _not_tried(new: float, top: float, frac: float) -> str:
+    """Why the raise from ``frac`` to ``new`` was not estimated (``top``: the most that keeps
+    the floor)."""
+    keeps = f"at most {top:g} keeps it" if top > 0 else "no fraction keeps it"
+    if top <= frac:
+        keeps += f": the default {frac:g} already leaves less"
+    if new >= 1:
+        return (
+            f"no raise of --mem-fraction-static was tried: the pool would need {new:.2f} of the "
+            f"GPU, and SGLang keeps {_FLOOR_GIB} outside it for activations ({keeps})"
+        )
+    return (
+        f"no raise of --mem-fraction-static was tried: {new:g} would leave under {_FLOOR_GIB} "
+        f"outside it for activations (SGLang's tuning guide; {keeps})"
+    )
+
+
+def _tried(est: Estimate, text: str) -> Estimate:
+    """``est`` (the default fraction's) with the failed raise named for the candidate's reason."""
+    return dataclasses.replace(est, runtime_details={**est.runtime_details, RAISE_TRIED: text})
 
 
 def raised_fraction_note(est: Estimate) -> str | None:

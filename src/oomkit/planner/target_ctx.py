@@ -45,9 +45,11 @@ def default_target_ctx(
         return model_max or 8192
     default = _DEFAULT_CTX[runtime]
     if runtime == "ollama":
-        from oomkit.estimate.ollama_num_ctx import ollama_default_num_ctx
+        from oomkit.estimate.ollama_num_ctx import ollama_ctx_floor, ollama_default_num_ctx
 
         default = ollama_default_num_ctx(version, hardware)[0]
+        floor = ollama_ctx_floor(spec, version, hardware)  # gpt-oss/qwen3vl, 0.11.0-0.15.4
+        default = max(default, floor[0]) if floor is not None else default
     if runtime == "llama.cpp" and is_binding(request.runtime):
         default = LLAMA_N_CTX  # Llama(n_ctx=512), as estimate -r llama-cpp-python models
     return min(default, model_max) if model_max else default
