@@ -54,7 +54,6 @@ _SIZE_RANGE = (
 @pytest.mark.parametrize(
     ("text", "fmt"),
     [
-        (_WEBLLM, "webllm_device_lost"),
         (_WORK_DONE, "webgpu_work_done_lost"),
         (_INSTANCE, "dawn_instance_dropped"),
         (_DXGI, "dxgi_device_removed"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["LONG_RUN", "PACE_FIRST_GROWTH"]
+__all__ = ["LONG_RUN", "PACE_FIRST_GROWTH", "PROGRESSIVE_UNTIL"]
 
 _VERB = r"(?:increas(?:e|es|ed|ing)|grow(?:s|n|ing)?|grew|ris(?:e|es|ing)|climb(?:s|ed|ing)?)"
 
@@ -36,6 +36,15 @@ PACE_FIRST_GROWTH = re.compile(
     r"|constantly|progressively|incrementally)\s+" + _VERB + r"\b"
     r"|\b(?:memory|ram|vram)\b" + _GAP + r"{0,30}?\b" + _VERB + r"\s+(?:on\s+)?(?:each|every)\s+"
     r"(?:run|iteration|epoch|request|generation|call|query|prompt|turn)\b"
+)
+
+#: (docpost28, heldout53) memory in the progressive, rising until the failure: "ram usage is
+#: growing to the point it's oomkilled" (unsloth issue 10921). What one step or request needs
+#: is there from its start; memory still rising while the process runs is state kept past it.
+#: The subject must be memory: "increasing the batch size until OOM" is a lever.
+PROGRESSIVE_UNTIL = re.compile(
+    r"(?i)\b(?:memory|ram|vram)\b" + _GAP + r"{0,30}?\b(?:is|are|was|were|keeps?|kept)\s+"
+    r"(?:growing|increasing|rising|climbing)\s+(?:up\s+)?(?:to\s+the\s+point|until|till|untill)\b"
 )
 
 #: a run, a use or a server left running "long enough" (not "the context is not long enough")

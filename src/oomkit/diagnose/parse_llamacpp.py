@@ -95,8 +95,12 @@ _KV_TYPE_KV = re.compile(r"type_k = '(?P<k>\w{1,12})', type_v = '(?P<v>\w{1,12})
 # (src/llama-kv-cache.cpp): N is the number of KV cells, the context (n_ctx, padded; shared by
 # all parallel sequences)
 _KV_SIZE = re.compile(r"\bkv_size = (?P<n>\d{1,9})\b")
+# WasmEdge's WASI-NN ggml plugin (LlamaEdge) relays llama.cpp's log through spdlog with its own
+# prefix: plugins/wasi_nn/ggml.cpp, LlamaLogCallback: spdlog::info("[WASI-NN] llama.cpp: {}"),
+# after spdlog's "[date time] [level] " pattern; the setting after it is llama.cpp's own line
 _SETTING = re.compile(
-    r"^\w{1,60}:\s{0,4}(?P<k>n_ctx|n_batch|n_ubatch|flash_attn|n_seq_max|n_parallel)"
+    r"^(?:[^\n]{0,80}?\[WASI-NN\] llama\.cpp:\s{1,4})?"
+    r"\w{1,60}:\s{0,4}(?P<k>n_ctx|n_batch|n_ubatch|flash_attn|n_seq_max|n_parallel)"
     r"\s{0,12}=\s{0,4}(?P<v>\S{1,20})"
 )
 # (docpost27) the context's own settings line, printed when llama.cpp starts creating a context:

@@ -135,8 +135,10 @@ _ZSH_KILLED = re.compile(r"\[\d{1,4}\]\s{0,4}\+?\s{1,8}(?P<pid>\d{1,10}) killed\
 _BASH_KILLED = re.compile(
     r"(?:(?:line|Zeile|ligne|riga|l\u00ednea|linha|regel|linia|rad|"
     r"\u0441\u0442\u0440\u043e\u043a\u0430|\uc904) \d{1,7}|\ud589 \d{1,7}\ubc88|"
-    r"\d{1,7} \u884c|\u7b2c \d{1,7} [\u884c\u5217]) ?[:\uff1a]"
-    r"\s{0,8}(?P<pid>\d{1,10}) Killed\s{1,40}\S"
+    # (docpost28, heldout54) "行 30:" ("line 30:" with the noun first, as zh_CN pastes show it)
+    r"\d{1,7} \u884c|\u884c \d{1,7}|\u7b2c \d{1,7} [\u884c\u5217]) ?[:\uff1a]"
+    # the command after the signal's name, or the line's end (a paste that lost the command)
+    r"[ \t]{0,8}(?P<pid>\d{1,10}) Killed(?:[ \t]{1,40}\S|[ \t]{0,8}$)"
 )
 # (docfix15) bash's interactive job report (jobs.c pretty_print_job "[%d]%c " then
 # print_pipeline: the pid with ``jobs -l``, the signal's name padded to LONGEST_SIGNAL_DESC, the

