@@ -250,9 +250,20 @@ def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     """ZeRO-Offload's optimizer states on the CPU; under FSDP, whose only CPU offload is
     ``CPUOffload(offload_params=True)`` (parameters, gradients and the step: the FSDP docs),
-    that one (an optimizer-only offload there changed nothing and is now refused)."""
-    if s.offload_optimizer or s.offload_params or s.method != "full":
+    that one (an optimizer-only offload there changed nothing and is now refused).
+
+    LoRA/QLoRA: the optimizer states are the adapters' (megabytes); what the CPU can take is
+    the sharded frozen base, with FSDP FULL_SHARD and ``CPUOffload(offload_params=True)``:
+    bitsandbytes' FSDP-QLoRA guide (docs/source/fsdp_qlora.md, with Answer.AI's fsdp_qlora)
+    trains "up to 70B parameters on a dual 24GB GPU system" that way, through accelerate's
+    FSDP config (``fsdp_offload_params``, ``fsdp_cpu_ram_efficient_loading``) and
+    ``bnb_4bit_quant_storage`` in the compute dtype. FSDP, not DeepSpeed's ZeRO-3
+    ``offload_param``, is the documented path for a 4-bit base, so a ZeRO run switches engine
+    (the label says so). Several GPUs only: the guide's setup."""
+    if s.offload_optimizer or s.offload_params:
         return None
+    if s.method != "full":
+        return _offload_adapters(s)
     if s.fsdp:
         return (
             "parameters, gradients and optimizer step on the CPU (--offload-params, FSDP "
@@ -272,6 +283,19 @@ def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
             dataclasses.replace(step, optimizer=kept, optimizer_impl="foreach"),
         )
     return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", step
+
+
+def _offload_adapters(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """:func:`_offload` for LoRA/QLoRA: FSDP FULL_SHARD with parameter offload."""
+    if s.gpus * s.nodes < 2 or s.optimizer_in_backward:
+        return None
+    instead = f" instead of ZeRO-{s.zero}" if s.zero else ""
+    base = "4-bit base" if s.method == "qlora" else "frozen base"
+    return (
+        f"FSDP FULL_SHARD{instead} with the {base} offloaded to the CPU (--fsdp "
+        "--offload-params: accelerate's fsdp_offload_params, fsdp_cpu_ram_efficient_loading)",
+        dataclasses.replace(s, zero=0, fsdp=True, fsdp_strategy="FULL_SHARD", offload_params=True),
+    )
 
 
 #: bf16's relative spacing is 2**-7 (7 stored mantissa bits), so round-to-nearest drops an
