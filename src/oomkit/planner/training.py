@@ -370,12 +370,22 @@ LEVERS: tuple[Lever, ...] = (
 Accept = Callable[[Estimate], "str | None"]
 
 
-def plan_levers(settings: TrainingSettings, platform: Platform | None = None) -> tuple[Lever, ...]:
+def _no_pure_bf16(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """:func:`_pure_bf16` on a GPU without native bf16 (compute capability below 8.0:
+    :mod:`oomkit.hardware.native_bf16`): bf16 there is emulated or refused, and pure fp16 has
+    no working loss scaling, so no pure 16-bit run is offered (a no-op keeps the positions)."""
+    return None
+
+
+def plan_levers(
+    settings: TrainingSettings, platform: Platform | None = None, *, bf16: bool = True
+) -> tuple[Lever, ...]:
     """The planner's levers for a run of ``settings`` on ``platform``: :data:`LEVERS` (the
     doctor's, by position) with the fused AdamW step after the allocator, and the loss lever of
     the trainer that runs it: Liger's fused cross-entropy for the HF Trainer, torchtune's
     chunked one for a torchtune run (``optimizer_in_backward``); no expandable segments where
-    PyTorch ignores them (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`)."""
+    PyTorch ignores them (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`); no pure bf16 where a
+    GPU has no native bf16 (``bf16`` False)."""
     torchtune = settings.optimizer_in_backward
     loss = _torchtune_chunked_loss if torchtune else _fused_loss
     windows = platform is not None and (platform.os or "").lower() in EXPANDABLE_UNSUPPORTED_OS
@@ -384,7 +394,7 @@ def plan_levers(settings: TrainingSettings, platform: Platform | None = None) ->
         if x is _expandable:
             out += [_no_expandable if windows else _expandable, _fused_step]
         elif x is _offload:
-            out += [_pure_bf16, _offload]
+            out += [_pure_bf16 if bf16 else _no_pure_bf16, _offload]
         else:
             out.append(loss if x is _chunked_loss else x)
     return tuple(out)
@@ -421,7 +431,10 @@ def suggest_training_changes(
         return lv if lv in ("fits", "tight") else None
 
     accept: Accept = accept_fits if only_fits else accept_any
-    levers = plan_levers(settings, platform)
+    from oomkit.hardware.native_bf16 import native_bf16
+
+    bf16 = all(native_bf16(d) for d in hardware.devices)
+    levers = plan_levers(settings, platform, bf16=bf16)
     out = _changes(settings, run, accept, levers)
     asked = run(settings)
     if asked is not None and host_overflows(asked):
