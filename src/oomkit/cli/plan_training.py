@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
-from oomkit.cli.train_options import TrainOptions, seq_for_model
+from oomkit.cli.train_options import TrainOptions, precision_for_gpus, seq_for_model
 
 if TYPE_CHECKING:
     from oomkit.estimate.verdict import Platform
@@ -163,6 +163,7 @@ def plan_training(
         settings = dataclasses.replace(settings, gpus=n_gpus)
     spec = load_model(model, offline=True if offline else None)
     settings, alloc_note = seq_for_model(settings, spec, training, alloc_note)
+    settings, alloc_note = precision_for_gpus(settings, training, hardware.devices, alloc_note)
     from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
 
     platform = Platform(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ import click
 
 from oomkit.cli.args_command import ARGS_META, ArgsCommand, typed_flag
 from oomkit.cli.params import TRAIN_SEQ
+from oomkit.errors import InvalidSettingError
 from oomkit.spec.settings import (
     FSDP_STRATEGIES,
     MIXED_PRECISION,
@@ -33,6 +34,7 @@ __all__ = [
     "ArgsCommand",
     "TrainOptions",
     "check_gpu_count",
+    "precision_for_gpus",
     "seq_for_model",
     "training_options",
     "typed_flag",
@@ -52,7 +54,8 @@ class TrainOptions:
     method: str | None
     optimizer: str
     optimizer_impl: str
-    mixed_precision: str
+    #: None: not given (bf16, fp16 where a GPU has no native bf16: :func:`precision_for_gpus`)
+    mixed_precision: str | None
     master_weights: bool
     micro_batch: int
     seq: int | None
@@ -92,6 +95,16 @@ class TrainOptions:
 
     def to_settings(self, *, tp: int | None, overhead_bytes: int | None) -> TrainingSettings:
         """Build validated settings (raises InvalidSettingError with a one-line message)."""
+        if self.mixed_precision == "fp16" and not self.master_weights:
+            # pure fp16 has no working loss scaling: the HF Trainer's GradScaler refuses fp16
+            # parameters' gradients (torch/amp/grad_scaler.py _unscale_grads_: "Attempting to
+            # unscale FP16 gradients."), and torchtune refuses fp16 (training.get_dtype)
+            raise InvalidSettingError(
+                "Invalid --no-master-weights with --mixed-precision fp16: pure fp16 training "
+                'fails (GradScaler: "Attempting to unscale FP16 gradients"; torchtune refuses '
+                "fp16): keep the fp32 master weights or use bf16.",
+                setting="master_weights",
+            )
         loss = "fused" if self.fused_loss else ("chunked" if self.chunked_loss else "standard")
         targets = (
             tuple(t.strip() for t in self.lora_targets.split(",") if t.strip())
@@ -102,7 +115,7 @@ class TrainOptions:
             method=self.method or "full",
             optimizer=self.optimizer,
             optimizer_impl=self.optimizer_impl,
-            mixed_precision=self.mixed_precision,
+            mixed_precision=self.mixed_precision or "bf16",
             master_weights=self.master_weights,
             micro_batch=self.micro_batch,
             seq=self.seq if self.seq is not None else 2048,  # the model's: seq_for_model
@@ -157,6 +170,30 @@ def seq_for_model(
         return settings, note
     notes = "; ".join(n for n in (note, seq_note) if n) or None
     return dataclasses.replace(settings, seq=seq), notes
+
+
+def precision_for_gpus(
+    settings: TrainingSettings, training: TrainOptions, devices: Sequence[Any], note: str | None
+) -> tuple[TrainingSettings, str | None]:
+    """The settings in fp16 mixed precision when ``--mixed-precision`` was not given and a GPU
+    has no native bf16 (compute capability below 8.0: T4, V100, RTX 20xx;
+    :mod:`oomkit.hardware.native_bf16`), and ``note`` joined with the note saying so. A pure
+    16-bit run (``--no-master-weights``) keeps bf16: pure fp16 has no loss scaling that works
+    (:meth:`TrainOptions.to_settings` refuses it)."""
+    if training.mixed_precision is not None or not settings.master_weights:
+        return settings, note
+    from oomkit.hardware.native_bf16 import native_bf16
+
+    old = next((d for d in devices if not native_bf16(d)), None)
+    if old is None:
+        return settings, note
+    cc = getattr(old, "compute_capability", None) or "?"
+    said = (
+        f"fp16 mixed precision (the default on this GPU): {old.name} (compute capability {cc}) "
+        "has no native bf16 (emulated or refused before 8.0); --mixed-precision bf16 to price bf16"
+    )
+    notes = "; ".join(n for n in (note, said) if n)
+    return dataclasses.replace(settings, mixed_precision="fp16"), notes
 
 
 def _fused_experts_unquantized(version: str | None) -> bool:
@@ -228,7 +265,9 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
                  type=click.Choice(("foreach", "fused", "forloop")), default="foreach",
                  show_default=True, help="torch optimizer implementation (step temporaries)"),
     click.option("--mixed-precision", "train_mixed_precision", type=click.Choice(MIXED_PRECISION),
-                 default="bf16", show_default=True, help="Compute dtype (no = fp32)"),
+                 default=None,
+                 help="Compute dtype (no = fp32) [default: bf16; fp16 on a GPU without native "
+                      "bf16: compute capability below 8.0, T4, V100, RTX 20xx]"),
     click.option("--master-weights/--no-master-weights", "train_master_weights", default=True,
                  show_default=True,
                  help="fp32 master weights under mixed precision (--no-master-weights: pure "

@@ -10,7 +10,12 @@ from typing import Any
 
 import click
 
-from oomkit.cli.train_options import TrainOptions, check_gpu_count, seq_for_model
+from oomkit.cli.train_options import (
+    TrainOptions,
+    check_gpu_count,
+    precision_for_gpus,
+    seq_for_model,
+)
 
 __all__ = ["gpu_label", "run_training"]
 
@@ -67,6 +72,7 @@ def run_training(
         )
     spec = load_model(model, offline=True if offline else None)
     settings, alloc_note = seq_for_model(settings, spec, training, alloc_note)
+    settings, alloc_note = precision_for_gpus(settings, training, hardware.devices, alloc_note)
     platform = Platform(
         os=os_name,
         display=display,

@@ -250,9 +250,20 @@ def _micro_batch(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     """ZeRO-Offload's optimizer states on the CPU; under FSDP, whose only CPU offload is
     ``CPUOffload(offload_params=True)`` (parameters, gradients and the step: the FSDP docs),
-    that one (an optimizer-only offload there changed nothing and is now refused)."""
-    if s.offload_optimizer or s.offload_params or s.method != "full":
+    that one (an optimizer-only offload there changed nothing and is now refused).
+
+    LoRA/QLoRA: the optimizer states are the adapters' (megabytes); what the CPU can take is
+    the sharded frozen base, with FSDP FULL_SHARD and ``CPUOffload(offload_params=True)``:
+    bitsandbytes' FSDP-QLoRA guide (docs/source/fsdp_qlora.md, with Answer.AI's fsdp_qlora)
+    trains "up to 70B parameters on a dual 24GB GPU system" that way, through accelerate's
+    FSDP config (``fsdp_offload_params``, ``fsdp_cpu_ram_efficient_loading``) and
+    ``bnb_4bit_quant_storage`` in the compute dtype. FSDP, not DeepSpeed's ZeRO-3
+    ``offload_param``, is the documented path for a 4-bit base, so a ZeRO run switches engine
+    (the label says so). Several GPUs only: the guide's setup."""
+    if s.offload_optimizer or s.offload_params:
         return None
+    if s.method != "full":
+        return _offload_adapters(s)
     if s.fsdp:
         return (
             "parameters, gradients and optimizer step on the CPU (--offload-params, FSDP "
@@ -272,6 +283,19 @@ def _offload(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
             dataclasses.replace(step, optimizer=kept, optimizer_impl="foreach"),
         )
     return "optimizer states on the CPU (--offload-optimizer, ZeRO-Offload)", step
+
+
+def _offload_adapters(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """:func:`_offload` for LoRA/QLoRA: FSDP FULL_SHARD with parameter offload."""
+    if s.gpus * s.nodes < 2 or s.optimizer_in_backward:
+        return None
+    instead = f" instead of ZeRO-{s.zero}" if s.zero else ""
+    base = "4-bit base" if s.method == "qlora" else "frozen base"
+    return (
+        f"FSDP FULL_SHARD{instead} with the {base} offloaded to the CPU (--fsdp "
+        "--offload-params: accelerate's fsdp_offload_params, fsdp_cpu_ram_efficient_loading)",
+        dataclasses.replace(s, zero=0, fsdp=True, fsdp_strategy="FULL_SHARD", offload_params=True),
+    )
 
 
 #: bf16's relative spacing is 2**-7 (7 stored mantissa bits), so round-to-nearest drops an
@@ -346,12 +370,22 @@ LEVERS: tuple[Lever, ...] = (
 Accept = Callable[[Estimate], "str | None"]
 
 
-def plan_levers(settings: TrainingSettings, platform: Platform | None = None) -> tuple[Lever, ...]:
+def _no_pure_bf16(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """:func:`_pure_bf16` on a GPU without native bf16 (compute capability below 8.0:
+    :mod:`oomkit.hardware.native_bf16`): bf16 there is emulated or refused, and pure fp16 has
+    no working loss scaling, so no pure 16-bit run is offered (a no-op keeps the positions)."""
+    return None
+
+
+def plan_levers(
+    settings: TrainingSettings, platform: Platform | None = None, *, bf16: bool = True
+) -> tuple[Lever, ...]:
     """The planner's levers for a run of ``settings`` on ``platform``: :data:`LEVERS` (the
     doctor's, by position) with the fused AdamW step after the allocator, and the loss lever of
     the trainer that runs it: Liger's fused cross-entropy for the HF Trainer, torchtune's
     chunked one for a torchtune run (``optimizer_in_backward``); no expandable segments where
-    PyTorch ignores them (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`)."""
+    PyTorch ignores them (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`); no pure bf16 where a
+    GPU has no native bf16 (``bf16`` False)."""
     torchtune = settings.optimizer_in_backward
     loss = _torchtune_chunked_loss if torchtune else _fused_loss
     windows = platform is not None and (platform.os or "").lower() in EXPANDABLE_UNSUPPORTED_OS
@@ -360,7 +394,7 @@ def plan_levers(settings: TrainingSettings, platform: Platform | None = None) ->
         if x is _expandable:
             out += [_no_expandable if windows else _expandable, _fused_step]
         elif x is _offload:
-            out += [_pure_bf16, _offload]
+            out += [_pure_bf16 if bf16 else _no_pure_bf16, _offload]
         else:
             out.append(loss if x is _chunked_loss else x)
     return tuple(out)
@@ -397,7 +431,10 @@ def suggest_training_changes(
         return lv if lv in ("fits", "tight") else None
 
     accept: Accept = accept_fits if only_fits else accept_any
-    levers = plan_levers(settings, platform)
+    from oomkit.hardware.native_bf16 import native_bf16
+
+    bf16 = all(native_bf16(d) for d in hardware.devices)
+    levers = plan_levers(settings, platform, bf16=bf16)
     out = _changes(settings, run, accept, levers)
     asked = run(settings)
     if asked is not None and host_overflows(asked):

@@ -491,6 +491,10 @@ class TrainingSettings:
         gc: object = self.grad_checkpointing
         if isinstance(gc, bool):
             object.__setattr__(self, "grad_checkpointing", "full" if gc else "none")
+        if self.mixed_precision == "fp16" and self.dtype == "bf16":
+            # the 16-bit copy (a LoRA base as loaded, the compute copy) is in the compute
+            # dtype: an fp16 run echoed "mixed_precision=fp16 ... dtype=bf16"
+            object.__setattr__(self, "dtype", "fp16")
         # types first (a float, NaN, bool or string where a count belongs is refused); the
         # ranges below say what each value means
         for name in ("micro_batch", "seq", "zero", "gpus", "nodes", "tp", "lora_rank"):
