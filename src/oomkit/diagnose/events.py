@@ -214,8 +214,11 @@ class LogContext:
     # a loop's progress bar at 0/N after running a while: the first iteration was in flight
     first_step_bar: str | None = None
     # the caller's line above nn.Module.__call__ (``outputs = model(**batch)``): a forward call
-    # shown by a traceback cut before the model's own frames (the phase stays unset)
+    # shown by a traceback cut before the model's own frames (its frame sets phase forward)
     module_call: str | None = None
+    # the innermost traceback frame a log shows when no frame places the failure (docpost29):
+    # named by the deciding question instead of asking for a traceback the user already pasted
+    last_frame: str | None = None
     # deciding log facts (parse_families) --------------------------------------------------------
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed

@@ -78,6 +78,10 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "model.to(",
             "model.cuda(",
             "in _apply",
+            # nn.Module.to's inner `convert` (torch/nn/modules/module.py `Module.to`: `def
+            # convert(t): ... return t.to(device, dtype if t.is_floating_point() ...)` passed to
+            # `self._apply(convert)`): the source line of a traceback cut at that frame
+            "t.to(device, dtype if t.is_floating_point()",
         ),
     ),
     (
@@ -140,6 +144,10 @@ _PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "in forward",
             "empty_strided_cuda",
             "in _call_impl",
+            # nn.Module.__call__ (torch/nn/modules/module.py, 2.0+: `_wrapped_call_impl` calls
+            # `_call_impl`, whose line `return forward_call(*args, **kwargs)` runs `forward`)
+            "in _wrapped_call_impl",
+            "forward_call(",
             ".forward(",
             "in validate",
             "in validation",
@@ -227,6 +235,29 @@ def _first_step_bar(raw: str) -> bool:
 _MODULE_CALL = "in _wrapped_call_impl"
 
 
+# A frame in PyTorch's own layer library: torch/nn/functional.py (F.relu, F.conv2d, F.linear,
+# F.softmax, F.interpolate ...: each allocates its output, an activation) and the layers'
+# forward methods under torch/nn/modules/ (conv.py `_conv_forward`, `forward`). A traceback cut
+# at such a frame is inside a forward pass. Construction (`__init__`, `reset_parameters`: a
+# layer built on the device allocates its weights) and module.py's placement (`to`, `cuda`,
+# `convert`, `_apply`) are loads, read by the model_load needles, never here.
+_NN_FRAME = re.compile(
+    r'torch[\\/]{1,2}nn[\\/]{1,2}(?P<file>functional|modules[\\/]{1,2}\w{1,40})\.py", '
+    r"line \d{1,7}, in (?P<fn>[\w<>]{1,80})"
+)
+_NN_FORWARD_FNS = frozenset({"forward", "_conv_forward", "_call_impl", "_wrapped_call_impl"})
+
+
+def _nn_forward_frame(raw: str) -> bool:
+    """Whether ``raw`` is a frame of torch.nn's forward computation (:data:`_NN_FRAME`)."""
+    if "nn" not in raw or 'File "' not in raw:
+        return False
+    m = _NN_FRAME.search(raw)
+    if m is None:
+        return False
+    return m["file"] == "functional" or m["fn"] in _NN_FORWARD_FNS
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
     prev = ""
@@ -266,6 +297,8 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
         for phase, needles in _PHASES:
             if phase not in found and has_any(raw, needles):
                 found[phase] = clean(raw)[:300]
+        if "forward" not in found and _nn_forward_frame(raw):
+            found["forward"] = clean(raw)[:300]
     order = (*(p for p, _ in _PHASES[:4]), "cuda_graph_capture", "warmup")
     for phase in (*order, *(p for p, _ in _PHASES[4:])):
         if phase in found:
@@ -276,10 +309,23 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     if ctor is not None:
         facts["frame_phase"] = "model_load"
         facts["frame_text"] = ctor
+        return
+    last = _innermost_frame(lines)
+    if last is not None:
+        facts["last_frame"] = last
 
 
 # One traceback frame: `File "path", line N, in name`
 _FRAME = re.compile(r'File "[^"\n]{1,400}", line \d{1,7}, in (?P<fn>[\w<>.]{1,80})')
+
+
+def _innermost_frame(lines: Lines) -> str | None:
+    """The innermost traceback frame (``File "train.py", line 32, in <module>``), else ``None``."""
+    last: str | None = None
+    for raw in lines.text:
+        if 'File "' in raw and _FRAME.search(raw) is not None:
+            last = clean(raw)[:200]
+    return last
 
 
 def _constructor_frame(lines: Lines) -> str | None:

@@ -380,6 +380,18 @@ def is_open(result: Analysis) -> bool:
 #: the part of the PyTorch question that asks for the model (dropped when --model was given)
 MODEL_ASK = ", or --model MODEL here"
 
+#: the PyTorch question's request for a traceback, and what replaces it where the log shows one
+#: whose frames place nothing (``LogContext.last_frame``): the frame it ends at is named, and
+#: what would decide is the caller of that code (docpost29)
+_ASK_TRACEBACK = (
+    "the full traceback — from_pretrained / forward / backward / optimizer.step — places it"
+)
+_SHOWN_TRACEBACK = (
+    "the traceback shown ends at {frame}, in no load, forward, backward or optimizer frame: "
+    "which of those ran that line places it"
+)
+
+
 # The question that decides, per phase of the key and per family (what the user can check in a
 # minute); a known phase asks about the lever of that phase, an unknown one asks for the phase
 _PHASE_QUESTION = {
@@ -393,10 +405,9 @@ _PHASE_QUESTION = {
     "loop_later_iteration": "does torch.cuda.memory_allocated() rise step after step?",
 }
 _FAMILY_QUESTION = {
-    "pytorch": "does it fail at load, on the first batch, or only after N steps (the full "
-    "traceback — from_pretrained / forward / backward / optimizer.step — places it; or tell "
-    "the doctor: --when load|first-step|later), and does the model alone fit (`oomkit "
-    f"estimate MODEL`{MODEL_ASK})?",
+    "pytorch": "does it fail at load, on the first batch, or only after N steps ("
+    f"{_ASK_TRACEBACK}; or tell the doctor: --when load|first-step|later), and does the model "
+    f"alone fit (`oomkit estimate MODEL`{MODEL_ASK})?",
     "gpu_framework": "does it fail while loading the model or while running a batch (tell the "
     "doctor: --when load|first-step|later), and does it still fail at batch size 1?",
     "tf_xla": "what tensor failed (the full `OOM when allocating tensor with shape` line: "
@@ -423,13 +434,16 @@ _STATED_QUESTION = {
 }
 
 
-def deciding_question(key: PriorKey) -> str:
-    """What extra fact would decide between the causes this key's rate spreads over."""
+def deciding_question(key: PriorKey, ctx: LogContext | None = None) -> str:
+    """What extra fact would decide between the causes this key's rate spreads over; ``ctx``:
+    the log's facts, so the question does not ask for a traceback the log already shows."""
     q = (
         _PHASE_QUESTION.get(key.phase)
         or (_STATED_QUESTION.get(key.stated) if key.family != "host" else None)
         or _FAMILY_QUESTION.get(key.family, _ANY_QUESTION)
     )
+    if ctx is not None and ctx.last_frame and _ASK_TRACEBACK in q:
+        q = q.replace(_ASK_TRACEBACK, _SHOWN_TRACEBACK.format(frame=f"`{ctx.last_frame.strip()}`"))
     return q if key.family == "host" else f"{q} `oomkit gpus` shows other processes."
 
 
@@ -521,7 +535,7 @@ def with_prior(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis:
         rate = _without_host(rate)
     # one deciding sentence per finding: a rule that named the fact deciding between its
     # readings keeps it (it is about this evidence; the rate's question is generic)
-    decide = "" if DECIDER in result.explanation else f"{DECIDER} {deciding_question(key)}"
+    decide = "" if DECIDER in result.explanation else f"{DECIDER} {deciding_question(key, ctx)}"
     was = "unknown" if result.cause == "unknown" else f"{result.cause} (its fallback guess)"
     head = (
         result.explanation + " Neither the numbers nor the phase decide the cause "

@@ -551,11 +551,14 @@ def _allocator(
             fixes=_graph_fixes(e, short),
         )
     if phase in {"forward", "backward"}:
+        # a traceback cut at nn.Module.__call__ names the pass by the caller's line
+        # (``outputs = model(**batch)``), which says more than module.py's frame
+        where = ctx.module_call if phase == "forward" and ctx.module_call else ctx.frame_text
         return Analysis(
             cause="batch_or_activations",
             confidence=0.6,
             explanation=base + tail + f" The failing allocation is an activation/gradient in "
-            f"the {phase} pass ({ctx.frame_text}).",
+            f"the {phase} pass ({where}).",
             fixes=engine_batch_fixes(e, ctx) or tuple(_batch_fixes(e, short) + _model_fixes()[:1]),
         )
     if phase == "optimizer_step":
