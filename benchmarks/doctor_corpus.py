@@ -113,6 +113,7 @@ DEVELOPMENT_PARTS = (
     "heldout52",
     "heldout53",
     "heldout54",
+    "heldout55",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
