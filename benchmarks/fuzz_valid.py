@@ -43,7 +43,7 @@ from typing import Any
 
 RUNTIMES = ("llama.cpp", "ollama", "vllm", "sglang", "transformers")
 #: options never drawn: help text, a loop, and those set by :func:`draw` itself
-SKIP = frozenset({"help", "watch", "offline", "as_json", "json"})
+SKIP = frozenset({"help", "watch", "offline", "as_json", "json", "enable_expert_parallel"})
 GGUF_KV = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 KV = {
     "llama.cpp": GGUF_KV,
@@ -87,7 +87,28 @@ NAMED: Mapping[str, tuple[str, ...]] = {
     "train_grad_accum": ("1", "8"),
     "train_transformers_version": ("4.45", "4.57", "5.0", "5.2"),
     "train_fragmentation": ("0", "0.1"),
+    # data and expert parallelism are refused unless 1 (not modelled); a run with them drawn is
+    # a refusal by design, which tests/test_hardening*.py cover
+    "data_parallel_size": ("1",), "expert_parallel_size": ("1",),
+    "speculative_config": (
+        '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}',
+        '{"method": "draft_model", "model": "qwen2.5-0.5b", "num_speculative_tokens": 4}',
+    ),
+    "speculative_model": ("[ngram]", "qwen2.5-0.5b"),
+    "num_speculative_tokens": ("1", "3", "5"),
+    "speculative_algorithm": ("NGRAM",),
+    "speculative_draft_model_path": ("qwen2.5-0.5b", "llama-3.2-1b"),
+    "speculative_num_steps": ("1", "3"), "speculative_eagle_topk": ("1", "4"),
+    "speculative_num_draft_tokens": ("2", "4", "8"),
 }  # fmt: skip
+#: an option that needs another (the runtime refuses it alone): drawn with it
+NEEDS: Mapping[str, str] = {
+    "num_speculative_tokens": "speculative_model",
+    "speculative_num_steps": "speculative_algorithm",
+    "speculative_eagle_topk": "speculative_algorithm",
+    "speculative_num_draft_tokens": "speculative_algorithm",
+    "speculative_draft_model_path": "speculative_algorithm",
+}
 
 
 def options(command: str) -> list[tuple[str, str, Any]]:
@@ -258,6 +279,7 @@ def draw(rng: random.Random, command: str, table: list[tuple[str, str, Any]]) ->
         chosen += rng.sample(extra, min(rng.randint(0, 4), len(extra)))
         if any(n.startswith("draft_") for n in chosen) and "draft_model" in names:
             chosen.insert(0, "draft_model")
+        chosen = [NEEDS[n] for n in chosen if n in NEEDS and NEEDS[n] in names] + chosen
         if "vulkan_driver" in chosen and "backend" in names:
             args += [names["backend"][0], "vulkan"]
             chosen = [n for n in chosen if n != "backend"]

@@ -57,3 +57,18 @@ def test_refused(capsys: pytest.CaptureFixture[str], argv: list[str], message: s
     code, out, err = run_cli(capsys, "plan", "qwen2.5-7b", "--gpu", "rtx-4090", *argv, "--offline")
     assert code == 2, out
     assert message in err
+
+
+def test_a_vllm_context_flag_never_reads_zero_as_the_trained_context(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """llama.cpp's ``-c 0`` is its trained context; vLLM's ``--max-model-len`` and SGLang's
+    ``--context-length`` have no 0, so a 0 typed with them is refused even in a llama.cpp run."""
+    from oomkit.cli import main
+
+    for cmd in ("estimate", "plan"):
+        for flag in ("--max-model-len", "--context-length"):
+            assert main([cmd, "llama-3.1-8b", "--gpu", "rtx-4090", flag, "0"]) == 2
+            assert f"{flag} must be an integer" in capsys.readouterr().err
+    assert main(["estimate", "llama-3.1-8b", "--gpu", "rtx-4090", "--ctx-size", "0"]) in (0, 3)
+    assert "trained context, 131072 tokens" in capsys.readouterr().out

@@ -18,7 +18,27 @@ The C API (``--no-llama-server``: llama-cpp-python, LM Studio, koboldcpp) runs n
 
 from __future__ import annotations
 
-__all__ = ["llamacpp_ctx_zero"]
+__all__ = ["llamacpp_ctx_zero", "means_trained_context"]
+
+#: the context flags whose 0 is llama.cpp's "loaded from model" (oomkit's own --ctx with it);
+#: vLLM's --max-model-len and SGLang's --context-length have no such value: a 0 there is refused
+_ZERO_FLAGS = ("-c", "--ctx-size", "--ctx")
+
+
+def means_trained_context() -> bool:
+    """Whether the context flag as typed reads ``0`` as llama.cpp's trained context: ``-c 0``
+    yes, ``--max-model-len 0`` (a vLLM spelling pasted into a llama.cpp plan) no."""
+    import sys
+
+    click = sys.modules.get("click")  # the click-free estimate path must not import it
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    if ctx is not None and any(p.name == "ctx" for p in ctx.command.params):
+        from oomkit.cli.args_command import typed_flag
+
+        return typed_flag(ctx, "ctx") in _ZERO_FLAGS
+    from oomkit.cli.estimate_fast import TYPED
+
+    return TYPED.get("ctx", "--ctx") in _ZERO_FLAGS
 
 
 def llamacpp_ctx_zero(

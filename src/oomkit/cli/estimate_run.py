@@ -122,7 +122,7 @@ def run_estimate(
     from oomkit.cli.pasted_flags import dtype_quant, ignored_note, last_ignored
 
     notes: list[str] = []
-    if ctx == 0 and normalize_runtime(runtime) == "llama.cpp":
+    if ctx == 0 and _zero_is_trained() and normalize_runtime(runtime) == "llama.cpp":
         from oomkit.cli.ctx_zero import llamacpp_ctx_zero
 
         ctx, zero_note = llamacpp_ctx_zero(
@@ -610,3 +610,9 @@ def render_suggestions(est: Estimate, plans: tuple[Plan, ...]) -> str:
         lines.append(f"  {i}. {p.summary}{saves}")
         lines.extend(f"     {c}" for c in p.command.splitlines())
     return "\n".join(lines)
+
+
+def _zero_is_trained() -> bool:
+    from oomkit.cli.ctx_zero import means_trained_context
+
+    return means_trained_context()

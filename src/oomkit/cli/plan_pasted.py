@@ -47,7 +47,7 @@ def pasted_plan_inputs(
     from oomkit.cli.pasted_flags import dtype_quant, ignored_note, last_ignored
 
     notes: list[str] = []
-    if ctx == 0 and runtime == "llama.cpp":
+    if ctx == 0 and _zero_is_trained() and runtime == "llama.cpp":
         from oomkit.cli.ctx_zero import llamacpp_ctx_zero
 
         ctx, zero_note = llamacpp_ctx_zero(
@@ -60,3 +60,9 @@ def pasted_plan_inputs(
     ignored = last_ignored()
     notes.extend([ignored_note(ignored)] if ignored else [])
     return PastedPlanInputs(ctx=ctx, quant=quant, notes=tuple(notes), ignored=ignored)
+
+
+def _zero_is_trained() -> bool:
+    from oomkit.cli.ctx_zero import means_trained_context
+
+    return means_trained_context()

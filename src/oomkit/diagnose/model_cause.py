@@ -76,6 +76,9 @@ class ModelFacts:
     #: the weight bytes are those of the load (no unreflected quantization in the log)
     dtype_known: bool = True
 
+#: the title of PyTorch's expandable-segments fix (rules_torch_fixes._frag_fix)
+_FRAG_RULE = "Let the allocator grow segments"
+
 
 def model_facts(
     spec: ModelSpec,
@@ -136,6 +139,12 @@ def _batch_first(e: OomEvent, fixes: tuple[Fix, ...], dtype: str) -> tuple[Fix, 
     drop = ("Recompute",) if dtype in _FP32 else ("Recompute", "Run in bf16/fp16")
     batch = [f for f in _batch_fixes(e, need) if not f.title.startswith(drop)]
     fixes = tuple(f for f in fixes if not f.title.startswith(drop))  # outside training
+    # the model decided the lever: PyTorch's expandable-segments setting, offered first while the
+    # numbers left the cause open (rules_torch_allocator._with_expandable), follows unsized
+    fixes = tuple(
+        replace(f, expected_saving_bytes=None) if f.title.startswith(_FRAG_RULE) else f
+        for f in fixes
+    )
     grad = generic(
         "Run inference without autograd",
         "outside training, tensors kept for a backward pass that never comes hold activations "

@@ -78,6 +78,9 @@ _CJK_BEFORE = re.compile(
 # "requests over the memory limit", "the part beyond the VRAM"), not a report
 _CJK_OVER_CLAUSE = re.compile(r"(?:限制|上限|限额|限額|容量)?的")
 # Chinese advice and yes-no questions: "如何避免显存占满" (how to avoid), "是否会爆显存"
+# "推理需要超过24G的显存" (inference needs over 24G of VRAM): a need or a recommendation before
+# the verb states a requirement, not a failure
+_CJK_NEED = re.compile(r"(?:需要|需|要求|至少|最少|起码|起碼|建议|建議|推荐|推薦)$")
 _CJK_ADVICE = re.compile(r"(?:如何|怎么|怎樣|怎样)?(?:避免|防止)|是否|会不会|會不會|能否")
 _CJK_VETO = re.compile(
     r"[不没沒未别別]|防止|避免|减少|減少|降低|节省|節省|优化|優化|如何|是否|会不会|會不會"
@@ -193,6 +196,7 @@ def _cjk(s: str) -> re.Match[str] | None:
     if (
         before is not None
         and not _CJK_VETO.search(s[max(0, before.start() - 4) : before.start()])
+        and not _CJK_NEED.search(s[max(0, before.start() - 4) : before.start()])
         and not _CJK_OVER_CLAUSE.match(s, before.end())
     ):
         return before

@@ -604,8 +604,8 @@ def _confirmed_guess(
         confidence=round(min(0.35, 0.1 + 0.4 * share), 2),
         explanation=head + f" The base rate of this kind of message is level: among "
         f"{_describe(rate)} no cause clearly leads; {cause} is the most common there, and "
-        f"among a broader group of {_describe(coarser)} it leads. Best guess: "
-        f"{cause}, low confidence.{decide}",
+        f"among a broader group of {_describe(coarser)} it leads. Best guess by base "
+        f"rate: {cause}, low confidence.{decide}",
         fixes=fixes,
         open_question=False,
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
-from oomkit.estimate.sglang_activation_floor import largest_fraction
 
 __all__ = ["log_pool_bytes", "log_split", "sglang_pool", "sglang_runtime"]
 
@@ -57,6 +56,9 @@ def _sized_mfs(ctx: LogContext, mfs: float | None) -> Fix | None:
     largest_fraction`, the planner's bound); the why states the pool there and at the largest
     such fraction, since the model's KV per token (``-m``) sizes the tokens."""
     _, total = log_split(ctx)
+    # lazy: a plain log imports no estimator (tests/test_doctor_model_fixes.py)
+    from oomkit.estimate.sglang_activation_floor import largest_fraction
+
     top = largest_fraction(total or 0)
     if total is None or top is None:
         return None
@@ -90,6 +92,9 @@ def _mfs_fix(mfs: float | None, ctx: LogContext) -> Fix | None:
     # on another rank or before another process): a step, not a size
     new = min(_MAX_MFS, (mfs or 0.85) + 0.05)
     total = log_split(ctx)[1]
+    # lazy: a plain log imports no estimator (tests/test_doctor_model_fixes.py)
+    from oomkit.estimate.sglang_activation_floor import largest_fraction
+
     top = largest_fraction(total) if total is not None else None
     if total is not None:  # the log's total: never past the activation floor (as the planner)
         if top is None:
