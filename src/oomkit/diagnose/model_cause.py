@@ -76,6 +76,7 @@ class ModelFacts:
     #: the weight bytes are those of the load (no unreflected quantization in the log)
     dtype_known: bool = True
 
+
 #: the title of PyTorch's expandable-segments fix (rules_torch_fixes._frag_fix)
 _FRAG_RULE = "Let the allocator grow segments"
 
