@@ -78,15 +78,24 @@ def records() -> list[dict[str, object]]:
     return [r for part in DEVELOPMENT_PARTS for r in load(part_files(part))]
 
 
-def compare(
-    recs: list[dict[str, object]], transforms: dict[str, Callable[[str], str]]
-) -> dict[str, list[tuple[str, str]]]:
-    """Per transform, the (record id, what changed) pairs over the recognised records."""
+def baseline(recs: list[dict[str, object]]) -> dict[str, tuple[str, str]]:
+    """Record id -> (text, cause) of the records the doctor recognises as they are."""
     base = {}
     for r in recs:
         d = diagnose_text(str(r["text"]))
         if d.oom_found:
             base[str(r["id"])] = (str(r["text"]), d.cause)
+    return base
+
+
+def compare(
+    recs: list[dict[str, object]],
+    transforms: dict[str, Callable[[str], str]],
+    base: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, list[tuple[str, str]]]:
+    """Per transform, the (record id, what changed) pairs over the recognised records
+    (``base``: :func:`baseline` of ``recs``, when the caller already has it)."""
+    base = baseline(recs) if base is None else base
     out: dict[str, list[tuple[str, str]]] = {}
     for name, f in transforms.items():
         bad: list[tuple[str, str]] = []

@@ -19,7 +19,7 @@ from oomkit.diagnose.shell_lines import is_shell_line, prompt, shell_ready
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from doctor_corpus import DEVELOPMENT_PARTS, load, part_files  # noqa: E402
+from corpus_records import development_diagnoses  # noqa: E402
 
 
 def test_every_line_over_the_development_corpus_is_what_its_prompt_promises() -> None:
@@ -30,20 +30,18 @@ def test_every_line_over_the_development_corpus_is_what_its_prompt_promises() ->
     bad: set[tuple[str, str]] = set()
     wrong_runtime: set[tuple[str, str]] = set()
     seen: Counter[str] = Counter()
-    for part in DEVELOPMENT_PARTS:
-        for rec in load(part_files(part)):
-            d = diagnose_text(rec.get("text", ""))
-            family = log_family(d.primary, d.context)
-            for f in d.fixes:
-                for c in f.commands:
-                    kind = prompt(c)
-                    seen[kind] += 1
-                    if not (is_shell_line(c) if kind == "$ " else line_ok(kind, c)):
-                        bad.add((kind, c))
-                    if (family == "ollama" and llamacpp_only(c)) or (
-                        family == "llama.cpp" and is_ollama_line(c)
-                    ):
-                        wrong_runtime.add((rec["id"], c))
+    for rec, d in development_diagnoses():
+        family = log_family(d.primary, d.context)
+        for f in d.fixes:
+            for c in f.commands:
+                kind = prompt(c)
+                seen[kind] += 1
+                if not (is_shell_line(c) if kind == "$ " else line_ok(kind, c)):
+                    bad.add((kind, c))
+                if (family == "ollama" and llamacpp_only(c)) or (
+                    family == "llama.cpp" and is_ollama_line(c)
+                ):
+                    wrong_runtime.add((str(rec["id"]), c))
     assert seen["$ "] > 1000
     assert seen["add to your command line: "] > 1000
     assert seen["Python: "] > 1000

@@ -15,7 +15,7 @@ from oomkit.diagnose.runtime_lines import log_family
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from doctor_corpus import DEVELOPMENT_PARTS, load, part_files  # noqa: E402
+from corpus_records import development_diagnoses  # noqa: E402
 
 _KV_LINES = (
     "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4096.00 MiB on device 0: "
@@ -93,14 +93,12 @@ _CONTEXT_LINE = re.compile(
 
 def test_every_llamacpp_or_ollama_kv_finding_in_the_corpus_offers_a_context_fix() -> None:
     seen, missing = 0, []
-    for part in DEVELOPMENT_PARTS:
-        for rec in load(part_files(part)):
-            d = diagnose_text(rec.get("text", ""))
-            if d.cause != "kv_cache_or_context" or log_family(d.primary, d.context) is None:
-                continue
-            seen += 1
-            if not any(_CONTEXT_LINE.search(c) for f in d.fixes for c in f.commands):
-                missing.append((rec["id"], [f.title for f in d.fixes]))
+    for rec, d in development_diagnoses():
+        if d.cause != "kv_cache_or_context" or log_family(d.primary, d.context) is None:
+            continue
+        seen += 1
+        if not any(_CONTEXT_LINE.search(c) for f in d.fixes for c in f.commands):
+            missing.append((rec["id"], [f.title for f in d.fixes]))
     assert seen > 40
     assert not missing, missing
 
@@ -133,12 +131,10 @@ def test_one_deciding_sentence_per_finding_over_the_development_corpus() -> None
     """A rule that settles the cause on top of another's result, and the base-rate guess on top
     of a rule that named its deciding fact, leave one "What would decide:" sentence."""
     seen, twice = 0, []
-    for part in DEVELOPMENT_PARTS:
-        for rec in load(part_files(part)):
-            d = diagnose_text(rec.get("text", ""))
-            n = d.explanation.count("What would decide:")
-            seen += n
-            if n > 1:
-                twice.append(rec["id"])
+    for rec, d in development_diagnoses():
+        n = d.explanation.count("What would decide:")
+        seen += n
+        if n > 1:
+            twice.append(rec["id"])
     assert seen > 500
     assert not twice, twice
