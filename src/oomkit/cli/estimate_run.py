@@ -11,16 +11,21 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from oomkit.cli.estimate_followups import estimate_max_ctx, ollama_load_retry, with_bench_note
+from oomkit.cli.estimate_suggest import (
+    emit_for_estimate,
+    flag_names,
+    render_suggestions,
+    suggest,
+    suggestion_dict,
+)
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, EXIT_TIGHT, echo, print_json
 from oomkit.cli.values import CTX_MAX
 from oomkit.errors import InvalidSettingError
 from oomkit.spec.settings import InferenceSettings
 
 if TYPE_CHECKING:
-    from oomkit.estimate.breakdown import Estimate
-    from oomkit.estimate.verdict import Platform
     from oomkit.planner.core import Plan
-    from oomkit.spec.hardware import Hardware
 
 __all__ = ["render_suggestions", "run_estimate"]
 
@@ -119,21 +124,21 @@ def run_estimate(
     want_max = ctx == CTX_MAX
     if want_max:
         ctx = None
-    from oomkit.cli.pasted_flags import dtype_quant, ignored_note, last_ignored
+    from oomkit.cli.plan_pasted import pasted_plan_inputs
 
-    notes: list[str] = []
-    if ctx == 0 and _zero_is_trained() and normalize_runtime(runtime) == "llama.cpp":
-        from oomkit.cli.ctx_zero import llamacpp_ctx_zero
-
-        ctx, zero_note = llamacpp_ctx_zero(
-            model, runtime_version, llama_server=llama_server, offline=offline
-        )
-        notes.append(zero_note)
-    if dtype is not None:
-        quant, dtype_note = dtype_quant(normalize_runtime(runtime), dtype, quant)
-        notes.extend([dtype_note] if dtype_note else [])
-    ignored = last_ignored()
-    notes.extend([ignored_note(ignored)] if ignored else [])
+    # what the pasted line's -c 0, --dtype and memory-neutral flags mean (plan's reading)
+    pasted = pasted_plan_inputs(
+        runtime,
+        model,
+        ctx=ctx,
+        dtype=dtype,
+        quant=quant,
+        runtime_version=runtime_version,
+        llama_server=llama_server,
+        offline=offline,
+        normalize=True,
+    )
+    ctx, quant, notes, ignored = pasted.ctx, pasted.quant, pasted.notes, pasted.ignored
     check_count_options(
         ctx=ctx,
         parallel=parallel,
@@ -279,7 +284,7 @@ def run_estimate(
         unified_bytes=tuple(device_unified_bytes(d) for d in hardware.devices),
     )
     if want_max:
-        est = _estimate_max_ctx(model, settings, hardware, platform, offline)
+        est = estimate_max_ctx(model, settings, hardware, platform, offline)
     else:
         try:
             est = estimate(model, settings, hardware, offline=True if offline else None)
@@ -287,7 +292,7 @@ def run_estimate(
             from oomkit.cli.estimate_args import context_product_error
 
             raise context_product_error(e, ctx, parallel) from e
-    est = _with_bench_note(model, settings, hardware, est, offline)
+    est = with_bench_note(model, settings, hardware, est, offline)
     if notes:  # what the pasted line's -c 0, --dtype and memory-neutral flags meant
         est = dataclasses.replace(est, assumptions=(*notes, *est.assumptions))
     v = verdict(est, platform)
@@ -300,10 +305,10 @@ def run_estimate(
         v = dataclasses.replace(v, safe_change=change) if change else v
     retry = None
     if canonical == "ollama" and v.level == "does_not_fit" and not est.blockers and not want_max:
-        retry = _ollama_load_retry(model, settings, hardware, platform, est, offline)
+        retry = ollama_load_retry(model, settings, hardware, platform, est, offline)
     suggestions: tuple[Plan, ...] = ()
     if est.fits is False:
-        suggestions = _suggest(model, settings, hardware, est, offline)
+        suggestions = suggest(model, settings, hardware, est, offline)
     if as_json:
         from oomkit.serialize import estimate_to_dict
 
@@ -318,9 +323,9 @@ def run_estimate(
         if retry is not None:  # additive: Ollama 0.30+'s one retry a tier lower
             out["ollama_load_retry"] = retry
         if est.fits is False:
-            out["suggestions"] = [_suggestion_dict(est, p) for p in suggestions]
+            out["suggestions"] = [suggestion_dict(est, p) for p in suggestions]
         if emit is not None:
-            out["command"], prepare = _emit(emit, model, est, settings, offline)
+            out["command"], prepare = emit_for_estimate(emit, model, est, settings, offline)
             out["prepare"] = list(prepare)
         out["hardware"] = choice.to_dict()
         if ignored:
@@ -332,11 +337,11 @@ def run_estimate(
         for line in choice.describe():
             echo(line, err=True)
         after = (str(retry["text"]),) if retry is not None else ()
-        echo(render_estimate(_flag_names(est), explain=explain, verdict=v, after_verdict=after))
+        echo(render_estimate(flag_names(est), explain=explain, verdict=v, after_verdict=after))
         if est.fits is False:
             echo(render_suggestions(est, suggestions))
         if emit is not None:
-            command, prepare = _emit(emit, model, est, settings, offline)
+            command, prepare = emit_for_estimate(emit, model, est, settings, offline)
             if prepare:
                 echo("first (llama.cpp's tools make the .gguf the command runs):")
                 echo("\n".join(prepare))
@@ -345,274 +350,3 @@ def run_estimate(
     if v.level == "does_not_fit" or (est.fits is False and v.level != "tight"):
         return EXIT_NEGATIVE  # (tight over a limit: Apple's working set, see verdict.py)
     return EXIT_TIGHT if v.level == "tight" else EXIT_OK
-
-
-def _ollama_load_retry(
-    model: str,
-    settings: InferenceSettings,
-    hardware: Hardware,
-    platform: Platform,
-    est: Estimate,
-    offline: bool,
-) -> dict[str, object] | None:
-    """Ollama 0.30+ retries an out-of-memory load once a context tier lower when num_ctx was
-    its own (:mod:`oomkit.estimate.ollama_load_retry`): the verdict of that second load."""
-    from oomkit.api import estimate
-    from oomkit.estimate.ollama_load_retry import load_retry_applies, retry_line, retry_num_ctx
-    from oomkit.estimate.verdict import verdict
-
-    if not load_retry_applies(settings.runtime_version, settings.ctx is not None):
-        return None
-    tiers = retry_num_ctx(est)
-    if tiers is None:
-        return None
-    first, lower = tiers
-    second = estimate(
-        model,
-        dataclasses.replace(settings, ctx=lower),
-        hardware,
-        offline=True if offline else None,
-    )
-    level = verdict(second, platform).level
-    return {
-        "first_num_ctx": first,
-        "num_ctx": lower,
-        "verdict": level,
-        "text": retry_line(first, lower, level),
-    }
-
-
-def _with_bench_note(
-    model: str, settings: InferenceSettings, hardware: Hardware, est: Estimate, offline: bool
-) -> Estimate:
-    """``est`` with what llama-bench / the C API reserve more, when it is llama-server's
-    (:func:`oomkit.estimate.llamacpp_outputs.bench_note`): the same configuration estimated
-    with ``n_outputs_max = n_batch``."""
-    from oomkit.estimate.llamacpp_outputs import NOTE_PREFIX, bench_note
-
-    if not any(a.startswith(NOTE_PREFIX) for a in est.assumptions):
-        return est
-    from oomkit.api import estimate
-
-    def resolved(name: str, given: int | None) -> int | None:
-        # what the server's estimate resolved (its --fit context and layers, its -np auto
-        # slots): the bench estimate differs from it in the output rows only
-        value = est.settings.get(name)
-        return int(str(value)) if given is None and isinstance(value, int) else given
-
-    bench_settings = dataclasses.replace(
-        settings,
-        llama_server=False,
-        ctx=resolved("ctx", settings.ctx),
-        n_gpu_layers=resolved("n_gpu_layers", settings.n_gpu_layers),
-        n_cpu_moe=resolved("n_cpu_moe", settings.n_cpu_moe),
-        parallel=resolved("parallel", settings.parallel),
-        kv_unified=(
-            bool(est.settings.get("kv_unified"))
-            if settings.kv_unified is None
-            else settings.kv_unified
-        ),
-    )
-    bench = estimate(model, bench_settings, hardware, offline=True if offline else None)
-    note = bench_note(est, bench)
-    return est if note is None else dataclasses.replace(est, assumptions=(*est.assumptions, note))
-
-
-def _flag_names(est: Estimate) -> Estimate:
-    """``est`` with the library's "ignored by RUNTIME: field, ..." note in the CLI's flags
-    (``prompt_logprobs`` -> ``--prompt-logprobs``), as the stderr warning names them."""
-    from oomkit.cli.estimate_args import FLAG_NAMES
-
-    prefix = f"ignored by {est.runtime}: "
-
-    def flags(fields: str) -> str:
-        return ", ".join(dict.fromkeys(FLAG_NAMES.get(f, f) for f in fields.split(", ")))
-
-    notes = tuple(
-        prefix + flags(a[len(prefix) :]) if a.startswith(prefix) else a for a in est.assumptions
-    )
-    return est if notes == est.assumptions else dataclasses.replace(est, assumptions=notes)
-
-
-def _estimate_max_ctx(
-    model: str,
-    settings: InferenceSettings,
-    hardware: Hardware,
-    platform: Platform,
-    offline: bool,
-) -> Estimate:
-    """``--ctx max``: the estimate at the largest context that fits (exit 3 if none does)."""
-
-    from oomkit.api import estimate, load_model
-    from oomkit.planner.core import max_context
-
-    spec = load_model(model, offline=True if offline else None)
-    found = max_context(spec, settings, hardware, platform=platform)
-    from oomkit.estimate.verdict import verdict
-
-    layers = ""  # which layers the answer assumes (llama.cpp): every one, or the given -ngl
-    hint = ""
-    if isinstance(settings.n_gpu_layers, int):
-        layers = f" with -ngl {settings.n_gpu_layers} as given"
-    if settings.n_gpu_layers is None:
-        # the search placed the layers as a plan does (llama.cpp: every layer, --fit off); the
-        # answer keeps that placement, or --fit would move layers to the CPU at 256 tokens and
-        # call "fits" what the search found does not
-        from oomkit.estimate.registry import get_estimator, normalize_runtime
-
-        probe = found[1] if found is not None else None
-        if probe is None:
-            planned = get_estimator(normalize_runtime(settings.runtime), planned=True)
-            probe = planned(spec, dataclasses.replace(settings, ctx=256), hardware)
-        ngl = probe.settings.get("n_gpu_layers")
-        if isinstance(ngl, int):
-            settings = dataclasses.replace(settings, n_gpu_layers=ngl)
-            layers = f" with {ngl} layers on the GPU (every one, as a plan places them"
-            hint = "; fewer layers leave room for more context: pass -ngl N or see `oomkit plan`)"
-
-    if found is None:
-        est = estimate(spec, dataclasses.replace(settings, ctx=256), hardware)
-        clear = " clear of the variance band" if verdict(est, platform).level == "tight" else ""
-        return dataclasses.replace(
-            est,
-            assumptions=(
-                *est.assumptions,
-                f"--ctx max: not even 256 tokens fit{clear}{layers}{hint}",
-            ),
-        )
-    n, est = found
-    # the search ran the estimator alone; the answer goes through the API as --ctx N does, so
-    # it keeps what the API adds (the "modelled:" generation, check_run's and the loader's notes)
-    est = estimate(spec, dataclasses.replace(settings, ctx=n), hardware)
-    if verdict(est, platform).level == "tight":  # a margin no context changes (max_context)
-        note = f"--ctx max: {n} is the largest context that fits (x256"
-        tail = "; what keeps it tight is the same at any context"
-    else:
-        note = f"--ctx max: {n} is the largest context that fits clear of the variance band (x256"
-        tail = ""
-    from oomkit.planner.seq_cap import capped_words, model_max_seq
-
-    longest = model_max_seq(spec)
-    if hint and longest is not None and n >= longest.tokens:
-        hint = ")"  # the model's whole context: nothing to gain from fewer layers
-    if longest is not None and n >= longest.tokens:
-        # the cap, not memory, decided: say so, and how far memory would go
-        end = 8 * longest.tokens
-        past = max_context(spec, settings, hardware, platform=platform, top=end)
-        more = past[0] if past is not None and past[0] > longest.tokens else None
-        words = capped_words(longest, more, searched_to=end - end % 256)
-        note = note.replace(f"{n} is", f"{words} is", 1)
-    note += (", up to the model's maximum)" if longest is not None else ")") + tail
-    note += layers + hint
-    return dataclasses.replace(est, assumptions=(note, *est.assumptions))
-
-
-def _emit(
-    runtime: str, model: str, est: Estimate, settings: InferenceSettings, offline: bool
-) -> tuple[str, tuple[str, ...]]:
-    """The command for the estimated configuration: the settings as estimated (defaults
-    resolved), in ``runtime``'s flags (``same``: the estimated runtime), and the lines to run
-    before it (converting a checkpoint directory for llama.cpp / Ollama)."""
-    from oomkit.api import load_model
-    from oomkit.estimate.registry import normalize_runtime
-    from oomkit.planner.commands import emit_command, prepare_lines
-    from oomkit.planner.lmstudio import command_target
-
-    target = est.runtime if runtime == "same" else normalize_runtime(runtime)
-    # -r lmstudio / --emit lmstudio: llama.cpp's memory, LM Studio's `lms load` line
-    program = command_target(settings.runtime if runtime == "same" else runtime, target)
-    s = est.settings
-    resolved = dataclasses.replace(
-        settings,
-        runtime=target,
-        quant=str(s["quant"]) if s.get("quant") else settings.quant,
-        ctx=int(str(s["ctx"])) if s.get("ctx") else settings.ctx,
-    )
-    util = s.get("gpu_memory_utilization")
-    if isinstance(util, float) and settings.gpu_memory_utilization is None:
-        resolved = dataclasses.replace(resolved, gpu_memory_utilization=util)
-    fa = s.get("flash_attn")
-    opt_in = ("koboldcpp", "llama-cpp-python")  # flash attention off unless asked
-    if program in opt_in and isinstance(fa, bool) and settings.flash_attn is None:
-        resolved = dataclasses.replace(resolved, flash_attn=fa)  # its opt-in default, as estimated
-    ngl = s.get("n_gpu_layers")
-    if program == "llama-cpp-python" and isinstance(ngl, int) and settings.n_gpu_layers is None:
-        resolved = dataclasses.replace(resolved, n_gpu_layers=ngl)  # Llama(n_gpu_layers=0)
-    spec = load_model(model, offline=True if offline else None)
-    if target != est.runtime:
-        # only what both runtimes share carries over (context, parallel sequences); a GGUF
-        # quant means nothing to vLLM and a vLLM format nothing to llama.cpp
-        gguf = ("llama.cpp", "ollama")
-        if (target in gguf) != (est.runtime in gguf):
-            resolved = dataclasses.replace(resolved, quant=None, gpu_memory_utilization=None)
-        from oomkit.cli.output import print_warning
-
-        print_warning(
-            f"--emit {target}: the command carries the context over from this {est.runtime} "
-            f"estimate, not its memory; run `oomkit estimate -r {target}` for {target}'s numbers"
-        )
-    kind = est.devices[0].device.split(":")[0] if est.devices else "cuda"
-    return (
-        emit_command(program, resolved, spec, model, device_kind=kind),
-        prepare_lines(target, resolved, spec, model),
-    )
-
-
-def _suggest(
-    model: str, settings: InferenceSettings, hardware: Hardware, est: Estimate, offline: bool
-) -> tuple[Plan, ...]:
-    """The changes that make it fit, searched by ``plan``'s rule: a compiled pooling run (vLLM
-    #49672 / PR #49749, estimate/vllm_compiled_pooling.py) is at best tight, so the search runs
-    eager as ``plan --pooling`` does (cli/plan.py) and names ``--enforce-eager`` as a change."""
-    from oomkit.estimate.vllm_compiled_pooling import DETAIL
-    from oomkit.planner.core import suggest_changes
-
-    eager = bool(est.runtime_details.get(DETAIL))
-    if eager:
-        settings = dataclasses.replace(settings, enforce_eager=True)
-    plans = suggest_changes(model, settings, hardware, offline=True if offline else None)
-    if not eager:
-        return plans
-    flag = "--enforce-eager (no torch.compile: its pooling profile is not modelled)"
-    return tuple(dataclasses.replace(p, changes=(flag, *p.changes)) for p in plans)
-
-
-def _peak(est: Estimate) -> int:
-    return max((d.total_bytes for d in est.devices), default=0)
-
-
-def _suggestion_dict(est: Estimate, p: Plan) -> dict[str, object]:
-    return {
-        "changes": list(p.changes),
-        "settings": dict(p.estimate.settings),
-        "saving_bytes": _peak(est) - _peak(p.estimate),
-        "host_bytes": p.estimate.host.total_bytes,
-        "command": p.command,
-    }
-
-
-def render_suggestions(est: Estimate, plans: tuple[Plan, ...]) -> str:
-    """The changes that make it fit, best first, each with its saving and command."""
-    from oomkit.units import format_bytes
-
-    if not plans:
-        return "Nothing the planner can change makes it fit: see `oomkit plan MODEL` for why."
-    from oomkit.planner.training_host import host_overflows
-
-    lines = ["To make it fit (each keeps 1 GiB free per GPU; best first):"]
-    ram = host_overflows(est)  # the GPUs fit: say what each change leaves in RAM
-    for i, p in enumerate(plans, 1):
-        saving = _peak(est) - _peak(p.estimate)
-        saves = f"  [saves ~{format_bytes(saving)} on the fullest GPU]" if saving > 0 else ""
-        if ram:
-            host, asked = p.estimate.host.total_bytes, est.host.total_bytes
-            saves = f"  [host RAM {format_bytes(host)}, asked {format_bytes(asked)}]"
-        lines.append(f"  {i}. {p.summary}{saves}")
-        lines.extend(f"     {c}" for c in p.command.splitlines())
-    return "\n".join(lines)
-
-
-def _zero_is_trained() -> bool:
-    from oomkit.cli.ctx_zero import means_trained_context
-
-    return means_trained_context()

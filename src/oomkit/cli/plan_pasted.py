@@ -1,4 +1,4 @@
-"""A server's command line pasted into ``oomkit plan``: the same reading as ``estimate``'s.
+"""A server's command line pasted into ``oomkit plan`` or ``oomkit estimate``: one reading for both.
 
 The memory-neutral server flags are taken out of argv (:func:`oomkit.cli.pasted_flags.
 strip_ignored`, which reads ``plan`` too) and named in one note and the JSON's
@@ -37,8 +37,11 @@ def pasted_plan_inputs(
     runtime_version: str | None,
     llama_server: bool | None,
     offline: bool,
+    normalize: bool = False,
 ) -> PastedPlanInputs:
-    """``runtime``: the normalized runtime (or ``any``).
+    """``runtime``: the normalized runtime (or ``any``); with ``normalize`` (``estimate``: the
+    runtime as typed) it is normalized where it is first needed, so an unknown ``--runtime``
+    is refused at the same point as before this reading was shared.
 
     Raises:
         InvalidSettingError: ``-c 0`` that the llama.cpp build or the model cannot read, or a
@@ -46,8 +49,15 @@ def pasted_plan_inputs(
     """
     from oomkit.cli.pasted_flags import dtype_quant, ignored_note, last_ignored
 
+    def canonical() -> str:
+        if not normalize:
+            return runtime
+        from oomkit.estimate.registry import normalize_runtime
+
+        return normalize_runtime(runtime)
+
     notes: list[str] = []
-    if ctx == 0 and _zero_is_trained() and runtime == "llama.cpp":
+    if ctx == 0 and _zero_is_trained() and canonical() == "llama.cpp":
         from oomkit.cli.ctx_zero import llamacpp_ctx_zero
 
         ctx, zero_note = llamacpp_ctx_zero(
@@ -55,7 +65,7 @@ def pasted_plan_inputs(
         )
         notes.append(zero_note)
     if dtype is not None:
-        quant, dtype_note = dtype_quant(runtime, dtype, quant)
+        quant, dtype_note = dtype_quant(canonical(), dtype, quant)
         notes.extend([dtype_note] if dtype_note else [])
     ignored = last_ignored()
     notes.extend([ignored_note(ignored)] if ignored else [])

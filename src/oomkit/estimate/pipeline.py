@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from oomkit.errors import InvalidSettingError
 from oomkit.spec.model import TensorInfo
 
-__all__ = ["stage_layers", "stage_tensors"]
+__all__ = ["stage_layers", "stage_spans", "stage_tensors"]
 
 _FIRST_STAGE_ROLES = ("token_embd", "position_embd", "token_types")
 
@@ -39,6 +39,17 @@ def stage_layers(n_layers: int, pp_rank: int, pp: int) -> range:
         parts[-i] += 1
     start = sum(parts[:pp_rank])
     return range(start, start + parts[pp_rank])
+
+
+def stage_spans(n_layers: int, pp: int) -> str:
+    """Every stage's first-last layer, as the estimates' pipeline note lists them.
+
+    >>> stage_spans(10, 4)
+    '0-1, 2-4, 5-7, 8-9'
+    """
+    return ", ".join(
+        f"{r.start}-{r.stop - 1}" for r in (stage_layers(n_layers, i, pp) for i in range(pp))
+    )
 
 
 def stage_tensors(

@@ -51,20 +51,23 @@ from __future__ import annotations
 
 from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
 from oomkit.estimate.hf_activations import forward_peak_bytes
-from oomkit.estimate.hf_kv import KvLayer, kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
+from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
 from oomkit.estimate.overhead import cuda_context_bytes
-from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.pipeline import stage_layers, stage_spans, stage_tensors
+from oomkit.estimate.rope_cache import rope_cache_bytes
 from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
 from oomkit.estimate.sglang_multimodal import MultimodalPolicy, multimodal_policy, sglang_effects
 from oomkit.estimate.sglang_outside import dated_chunked_prefill_size, outside_pool
-from oomkit.estimate.speculative import (
-    SRC_SGLANG,
-    DraftTerms,
-    draft_terms,
-    sglang_cell_size,
-    sglang_reserve_bytes,
-    spoken_method,
+from oomkit.estimate.speculative import draft_terms, sglang_cell_size, sglang_reserve_bytes
+from oomkit.estimate.speculative_sglang import (
+    attention_layers,
+    draft_components,
+    draft_pool_share,
+    draft_rest,
+    scaled_stages,
+    speculative_details,
+    speculative_settings,
 )
 from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
 from oomkit.spec.model import ModelSpec
@@ -269,59 +272,6 @@ def _smi_total(d: DeviceTarget) -> int | None:
     return row.memory_bytes
 
 
-def _attention_layers(layers: tuple[KvLayer, ...]) -> int:
-    """The layers SGLang's pool counts for a draft's share: those with a KV cache (a hybrid's
-    recurrent layers have their own state pool)."""
-    return sum(1 for lay in layers if lay.kind != "recurrent")
-
-
-def _draft_pool_share(draft: DraftTerms | None, pool: int, cell: int) -> int:
-    """The draft token-to-KV pool inside ``pool``: ``max_total_num_tokens`` (``pool // cell``,
-    ``cell`` the scaled cell size) x the draft layers' bytes per token; the draft worker
-    allocates it with the target's token count (pool_configurator.py ``MemoryPoolConfig``)."""
-    if draft is None or not draft.n_layers or not cell:
-        return 0
-    return min(pool, pool // cell * draft.kv_bytes_per_token)
-
-
-def _draft_components(
-    draft: DraftTerms | None, pool: int, cell: int, tp: int
-) -> tuple[Component, ...]:
-    """The draft's lines: its weights (from the reserved rest) and its KV token pool."""
-    if draft is None:
-        return ()
-    what = draft.model or ("NextN layers" if draft.method == "mtp" else "no model")
-    out = [
-        Component(
-            category="weights",
-            label=(
-                "speculative decoding: NGRAM (no draft weights)"
-                if draft.method == "ngram"
-                else f"draft model weights ({spoken_method(draft.method, 'sglang')}: {what})"
-            ),
-            n_bytes=draft.weights_bytes,
-            formula=draft.weights_formula
-            + "; loaded after the target's KV pool, out of the 1 - mem_fraction_static rest",
-            inputs={"tp": tp, "num_steps": draft.k},
-            source=SRC_SGLANG,
-        )
-    ]
-    if draft.n_layers:
-        out.append(
-            Component(
-                category="kv_cache",
-                label=f"draft KV token pool ({draft.n_layers} layer(s))",
-                n_bytes=_draft_pool_share(draft, pool, cell),
-                formula="the target's max_total_num_tokens x the draft layers' bytes per token "
-                "(the cell size is scaled by 1 + draft_layers / target_layers)",
-                inputs={"cell_size": cell, "draft_layers": draft.n_layers},
-                source="sglang/srt/model_executor/pool_configurator.py "
-                "DefaultPoolConfigurator.__init__",
-            )
-        )
-    return tuple(out)
-
-
 def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hardware) -> Estimate:
     """Memory per rank for ``python -m sglang.launch_server`` (see module docstring)."""
     tp = settings.tp or 1
@@ -387,21 +337,17 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         kv_elem=kv_elem,
         elem=elem,
     )
+    target_cell = cell
     if draft is not None:
-        target_cell = cell
         # mambaish models: num_layers is the full-attention layers (pool_configurator.py)
-        cell = sglang_cell_size(cell, _attention_layers(layers), draft)
-        stages = [
-            (w_, lay_, sglang_cell_size(c_, _attention_layers(lay_), draft))
-            for w_, lay_, c_ in stages
-        ]
+        cell = sglang_cell_size(cell, attention_layers(layers), draft)
+        stages = scaled_stages(stages, draft)
     # layers/rotary_embedding.py get_rope(): one cached RotaryEmbedding per rope config, its
     # cos_sin_cache [max_position_embeddings, rotary_dim] in the model dtype, built with the
     # model (so before free memory is profiled): the config's length, not --context-length
     # (Llama 4: 10M positions x 128 x 2 B = 2.5 GiB per rank); the same as vLLM's estimate
     # (a second rope config, Gemma 3's local layers, has its own cache: counted once)
-    rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
-    rope = (spec.max_position_embeddings or ctx) * rotary * elem
+    rope = rope_cache_bytes(spec, ctx, elem)
     # the vision tower is built with the model (before free memory is profiled) even when the
     # model is served text-only: Gemma 3's HF AutoModel (v0.4.4.post2 - v0.4.6.post4) and
     # Llama 4's transformers Llama4VisionModel (v0.4.5.post1 - v0.4.9.x, when the checkpoint
@@ -450,15 +396,8 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 reqs = min(reqs, max(1, tokens // 2))
                 req_pool = (reqs + 1) * (ctx + 4) * 4
             reserve = max(0, free0 - int(free0 * frac) - req_pool - graph_tables)
-            if draft is not None and draft.weights_bytes:
-                if draft.weights_bytes > reserve:
-                    blockers.append(
-                        f"the draft model's weights ({format_bytes(draft.weights_bytes)}) "
-                        f"exceed the {format_bytes(reserve)} SGLang leaves outside "
-                        f"mem_fraction_static {frac:.3f}: the draft worker loads after the KV "
-                        "pool and runs out of memory; lower --mem-fraction-static"
-                    )
-                reserve = max(0, reserve - draft.weights_bytes)
+            reserve, draft_blocker = draft_rest(draft, reserve, frac)
+            blockers.extend([draft_blocker] if draft_blocker else [])
             if mm.chunked_prefill is False and prefill is None:
                 prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
             if check_outside and outside is None:
@@ -522,11 +461,11 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
                 formula="max_position x rotary_dim x dtype",
                 source="sglang/srt/layers/rotary_embedding.py get_rope",
             ),
-            *_draft_components(draft, pool, cell, tp),
+            *draft_components(draft, pool, cell, tp),
             Component(
                 category="kv_cache",
                 label="KV token pool",
-                n_bytes=pool - _draft_pool_share(draft, pool, cell),
+                n_bytes=pool - draft_pool_share(draft, pool, cell),
                 formula="free0 x mem_fraction_static - weights, rotary cache, vision tower "
                 "(free0: after context/NCCL)",
                 inputs={"mem_fraction_static": frac, "cell_size": cell},
@@ -609,33 +548,13 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "tp": tp,
             **({"pp": pp} if pp > 1 else {}),
             "mem_fraction_static": frac,
-            **(
-                {
-                    "speculative_algorithm": spoken_method(draft.method, "sglang"),
-                    "speculative_draft_model_path": settings.speculative_model,
-                    "speculative_num_steps": draft.k,
-                }
-                if draft is not None
-                else {}
-            ),
+            **speculative_settings(draft, settings),
         },
         devices=tuple(usages),
         host=DeviceUsage(device="cpu"),
         runtime_details={
             "max_total_num_tokens": tokens,
-            **(
-                {
-                    "speculative": {
-                        "algorithm": spoken_method(draft.method, "sglang"),
-                        "num_steps": draft.k,
-                        "draft_layers": draft.n_layers,
-                        "draft_weights_bytes": draft.weights_bytes,
-                        "target_cell_size_bytes": target_cell,
-                    }
-                }
-                if draft is not None
-                else {}
-            ),
+            **speculative_details(draft, target_cell),
             "max_num_reqs": reqs,
             "cell_size_bytes": cell,
             "mem_fraction_static": frac,
@@ -669,10 +588,7 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         + (
             (
                 f"pipeline parallel {pp} stages x tp {tp}: layers "
-                + ", ".join(
-                    f"{r.start}-{r.stop - 1}"
-                    for r in (stage_layers(n_layers, i, pp) for i in range(pp))
-                )
+                + stage_spans(n_layers, pp)
                 + " (get_pp_indices); the token pool is the smallest stage's",
             )
             if pp > 1

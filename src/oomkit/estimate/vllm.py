@@ -32,7 +32,6 @@ checkpoints to 16 bits by default. Flags: ``--tensor-parallel-size``, ``--gpu-me
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from math import ceil
 
 from oomkit.errors import InvalidSettingError
@@ -40,16 +39,17 @@ from oomkit.estimate.breakdown import DeviceUsage, Estimate
 from oomkit.estimate.checks import vllm_len_cap
 from oomkit.estimate.hf_activations import forward_peak_bytes, sampler_bytes_per_entry
 from oomkit.estimate.hf_kv import (
-    KvLayer,
     kv_bytes,
     kv_bytes_per_token,
     kv_elem_bytes,
     kv_layers,
 )
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
-from oomkit.estimate.pipeline import stage_layers, stage_tensors
+from oomkit.estimate.pipeline import stage_layers, stage_spans, stage_tensors
+from oomkit.estimate.rope_cache import rope_cache_bytes
 from oomkit.estimate.sglang_graph_tables import chunked_attention_size
-from oomkit.estimate.speculative import DraftTerms, draft_terms, rejection_sampler_bytes
+from oomkit.estimate.speculative import draft_terms
+from oomkit.estimate.speculative_vllm import fold_draft
 from oomkit.estimate.vllm_awq import awq_split_k_bytes
 from oomkit.estimate.vllm_blocks import KvBlocks, kv_blocks, max_len_that_fits, request_bytes
 from oomkit.estimate.vllm_compiled_pooling import DETAIL as COMPILED_POOLING
@@ -62,12 +62,13 @@ from oomkit.estimate.vllm_engines import (
     non_torch_bytes,
     vllm_engine,
 )
-from oomkit.estimate.vllm_lora import LoraPlan, lora_details, settings_lora_plan
+from oomkit.estimate.vllm_lora import lora_details, settings_lora_plan
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_penalties import request_sampler_extra_bytes
+from oomkit.estimate.vllm_plan import VllmPlan
 from oomkit.estimate.vllm_release import release_rules
 from oomkit.estimate.vllm_sampler import sampler_path, sampler_peaks
 from oomkit.estimate.vllm_v0_chunked import v0_batched_tokens
@@ -78,69 +79,6 @@ from oomkit.spec.tensors import model_tensors
 from oomkit.units import GiB, format_bytes
 
 __all__ = ["VllmPlan", "estimate_vllm", "max_len_that_fits", "plan_vllm"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class VllmPlan:
-    """The numbers vLLM logs at startup for one rank (bytes per rank)."""
-
-    engine: str
-    tp: int
-    util: float
-    max_model_len: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    block_size: int
-    kv_elem_bytes: int
-    weights_bytes: int
-    cpu_offload_bytes: int  # part of the weights on the CPU (--cpu-offload-gb, capped)
-    rope_cache_bytes: int
-    #: the profile run's torch peak increase: max(forward live set, sampler)
-    activation_bytes: int
-    forward_bytes: int
-    sampler_bytes: int
-    #: the sort sampler's extra profile peak where FlashInfer may be missing (0.9.1-0.11.0)
-    sampler_sort_extra_bytes: int
-    #: a served step's penalties/log-probs over the profiled sampler peak (V1, last stage;
-    #: :mod:`oomkit.estimate.vllm_penalties`): outside the budget, in the verdict's band
-    sampler_request_extra_bytes: int
-    #: V0 encoder-decoder profile: the Mllama vision encoder over max_num_seqs images
-    vision_bytes: int
-    #: images in that profile (one per dummy sequence)
-    vision_images: int
-    #: part of ``weights_bytes``: the MXFP4 backend's layout above the checkpoint
-    mxfp4_extra_bytes: int
-    #: the MXFP4 backend that laid the experts out ("" when none)
-    mxfp4_backend: str
-    #: part of ``weights_bytes``: the vision encoder + projector
-    vision_weights_bytes: int
-    #: v0-2023 with TP: all-reduce inputs held by record_stream until the NCCL stream syncs
-    pinned_allreduce_bytes: int
-    non_torch_bytes: int
-    non_torch_why: str
-    cudagraph_bytes: int
-    #: whether this engine subtracts the CUDA-graph estimate from the KV budget
-    cudagraph_charged: bool
-    #: memory of other processes on the GPU is charged to this instance (0.6.4, V1 0.8.x)
-    charges_other_processes: bool
-    other_processes_fix: str
-    default_util: float
-    kv_pool_bytes: int | None
-    bytes_per_token: int
-    kv_groups: int
-    num_gpu_blocks: int | None
-    kv_cache_tokens: int | None
-    max_concurrency: float | None
-    max_model_len_that_fits: int | None
-    layers: tuple[KvLayer, ...]
-    notes: tuple[str, ...]
-    #: ``--enable-lora``: the adapter slots (part of ``weights_bytes``), graph sets
-    lora: LoraPlan | None = None
-    #: speculative decoding: the draft's weights (part of ``weights_bytes``) and KV layers
-    #: (part of ``layers``) (:mod:`oomkit.estimate.speculative`)
-    speculative: DraftTerms | None = None
-    #: part of ``activation_bytes``' sampler side: the rejection sampler's dummy logits
-    rejection_sampler_bytes: int = 0
 
 
 def plan_vllm(
@@ -225,10 +163,8 @@ def plan_vllm(
     tensors = stage_tensors(model_tensors(spec), pp_rank, pp, spec.num_hidden_layers)
     weights = plan_weights(spec, tensors, quant=settings.quant, tp=tp)
     notes.extend(weights.assumptions)
-    # get_rope(): one cached RotaryEmbedding shared by all layers; cos_sin_cache is
-    # [max_position, rotary_dim] cast to the model dtype (rotary_embedding.py)
-    rotary = spec.head_dim if spec.mla is None else spec.mla.qk_rope_head_dim
-    rope = (spec.max_position_embeddings or max_len) * rotary * elem
+    # get_rope(): one cached RotaryEmbedding shared by all layers (rope_cache)
+    rope = rope_cache_bytes(spec, max_len, elem)
     # vLLM maybe_offload_to_cpu (models/utils.py) stops when no parameter is left to move
     offload = min(settings.cpu_offload_bytes or 0, weights.bytes_per_rank)
     w = weights.bytes_per_rank - offload
@@ -350,32 +286,30 @@ def plan_vllm(
         elem=elem,
     )
     rejection = 0
-    if draft is not None:
-        # loaded with the target (load_model) and sharing its block budget (get_kv_cache_spec)
-        w += draft.weights_bytes
-        layers = (*layers, *draft.layers)
-        notes.extend(draft.notes)
-        if eng.name.startswith("v0"):
-            notes.append(
-                "speculative decoding priced as vLLM V1 runs it (draft layers in the shared "
-                "block pool); the V0 spec-decode worker of this release sized the draft's "
-                "blocks its own way"
-            )
-        if not settings.enforce_eager:  # decode_query_len = 1 + k tokens per sequence
-            graphs, _ = cudagraph_bytes(
-                spec,
-                eng.name,
-                layers=len(stage) + draft.n_layers,
-                max_num_seqs=seqs * (1 + draft.k),
-                max_num_batched_tokens=batched,
-                elem_bytes=elem,
-                tp=tp,
-                hip=device.backend == "rocm",
-            )
-            graphs *= lora.graph_sets if lora is not None else 1
-        if last_stage and not settings.pooling:
-            rejection = rejection_sampler_bytes(rows, spec.vocab_size)
-            act = max(act, sampler + rejection)
+    if draft is not None:  # loaded with the target, sharing its block budget (speculative_vllm)
+        fold = fold_draft(
+            spec,
+            draft,
+            engine=eng.name,
+            weights_bytes=w,
+            layers=layers,
+            stage_layers=len(stage),
+            cudagraph_bytes_=graphs,
+            graph_sets=lora.graph_sets if lora is not None else 1,
+            capture_graphs=not settings.enforce_eager,
+            max_num_seqs=seqs,
+            max_num_batched_tokens=batched,
+            elem_bytes=elem,
+            tp=tp,
+            hip=device.backend == "rocm",
+            samples=last_stage and not settings.pooling,
+            rows=rows,
+            sampler_bytes=sampler,
+            activation_bytes=act,
+        )
+        w, layers, graphs = fold.weights_bytes, fold.layers, fold.cudagraph_bytes
+        act, rejection = fold.activation_bytes, fold.rejection_sampler_bytes
+        notes.extend(fold.notes)
     per_tok = kv_bytes_per_token(layers)
     pool = fits_len = None
     conc = None
@@ -543,10 +477,9 @@ def estimate_vllm(
         )
         notes.append(NOTE.format(rows=details["prompt_logprobs_rows"]))
     if pp > 1:
-        spans = [stage_layers(spec.num_hidden_layers, r, pp) for r in range(pp)]
         notes.append(
             f"pipeline parallel {pp} stages x tp {tp}: layers "
-            + ", ".join(f"{r.start}-{r.stop - 1}" for r in spans)
+            + stage_spans(spec.num_hidden_layers, pp)
             + " (vLLM get_pp_indices); embeddings on the first stage, LM head and sampler on "
             "the last"
         )

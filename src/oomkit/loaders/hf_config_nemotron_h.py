@@ -21,7 +21,8 @@ from typing import Any
 from oomkit.errors import UnsupportedModelError
 from oomkit.loaders.hf_config_decoder import decoder_kwargs, finish
 from oomkit.loaders.hf_config_fields import Fields
-from oomkit.spec.model import LAYER_FFN, LAYER_FULL, LAYER_MAMBA, ModelSpec, MoESpec, RecurrentSpec
+from oomkit.loaders.hf_config_hybrid import _mamba2_state
+from oomkit.spec.model import LAYER_FFN, LAYER_FULL, LAYER_MAMBA, ModelSpec, MoESpec
 
 __all__ = ["ADAPTERS"]
 
@@ -78,18 +79,15 @@ def _nemotron_h(f: Fields, source: str) -> ModelSpec:
     n_heads, head_dim = f.integer("mamba_num_heads"), f.integer("mamba_head_dim")
     d_inner = n_heads * head_dim
     d_state, d_conv = f.integer("ssm_state_size"), f.integer("conv_kernel", default=4)
-    n_groups = f.integer("n_groups", default=1)
-    kw["recurrent"] = RecurrentSpec(
-        kind="mamba2",
+    # the Mamba-2 state as Mamba2 and Granite-4.0-H have it (one function, hf_config_hybrid);
+    # only the config keys differ
+    kw["recurrent"] = _mamba2_state(
         d_inner=d_inner,
         d_state=d_state,
         d_conv=d_conv,
-        n_groups=n_groups,
+        n_groups=f.integer("n_groups", default=1),
         n_heads=n_heads,
         head_dim=head_dim,
-        dt_rank=n_heads,
-        conv_state_elements=(d_conv - 1) * (d_inner + 2 * n_groups * d_state),
-        ssm_state_elements=d_state * d_inner,
         conv_bias=f.flag("use_conv_bias", default=True),
         proj_bias=f.flag("use_bias", default=False),
     )

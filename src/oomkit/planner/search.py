@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
@@ -28,7 +27,14 @@ from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
 from oomkit.estimate.llamacpp_python import binding_plan_base, is_binding
 from oomkit.estimate.registry import get_estimator
-from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes, verdict
+from oomkit.estimate.verdict import Platform, device_segment, device_unified_bytes
+from oomkit.planner.evaluation import (
+    HOST_HEADROOM_BYTES,
+    Evaluation,
+    judge,
+    refused_estimate,
+    unified_total,
+)
 from oomkit.planner.knobs import (
     LEVEL_EXPERTS_CPU,
     LEVEL_GPU,
@@ -45,16 +51,15 @@ from oomkit.planner.knobs import (
 from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.ranking import fp8_tier
 from oomkit.planner.request import PlanRequest
-from oomkit.planner.sglang_fraction import RAISE_TRIED, raise_sglang_fraction
+from oomkit.planner.sglang_fraction import raise_sglang_fraction
 from oomkit.planner.target_ctx import default_target_ctx, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import lower_vllm_util, raise_vllm_util
-from oomkit.spec.hardware import DeviceTarget, Hardware
+from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
-from oomkit.units import format_bytes
 
-__all__ = ["Evaluation", "Searcher", "default_target_ctx"]
+__all__ = ["HOST_HEADROOM_BYTES", "SEQS_LEVER", "Evaluation", "Searcher", "default_target_ctx"]
 
 _GGUF_RUNTIMES = ("llama.cpp", "ollama")
 #: runtimes with a concurrent-sequence cap the planner may lower, the estimate's
@@ -70,36 +75,8 @@ SEQS_LEVER: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """A candidate with its estimate and the verdict against the hardware."""
-
-    cand: Candidate
-    estimate: Estimate
-    fits: bool
-    #: least free memory on any GPU after the estimate and headroom (negative: short by that)
-    margin_bytes: int
-    #: why it does not fit: needed vs available per device ("" when it fits)
-    reason: str
-    #: the only shortfall is host RAM (which falls as more moves to the GPU)
-    host_only: bool = False
-
-
 def _at_ctx(make: Callable[[str, int, int], Candidate], kv: str, n: int, ctx: int) -> Candidate:
     return make(kv, ctx, n)
-
-
-#: RAM the operating system keeps when layers or experts run on the CPU (an assumption, stated
-#: in the plan's notes: a desktop needs a few GiB, a headless server less)
-HOST_HEADROOM_BYTES = 2 * 1024**3
-
-
-def _unified_total(gpus: list[DeviceTarget]) -> int | None:
-    """Installed memory of an Apple machine (the catalog row's total)."""
-    from oomkit.hardware.catalog import find_gpu
-
-    keys = [d.key for d in gpus if d.key]
-    return find_gpu(keys[0]).memory_bytes if keys else None
 
 
 class Searcher:
@@ -201,7 +178,7 @@ class Searcher:
             unified_bytes=tuple(device_unified_bytes(d) for d in gpus),
         )
         self.unified = any(d.unified_memory for d in gpus)
-        self.unified_total = _unified_total(gpus) if self.unified else None
+        self.unified_total = unified_total(gpus) if self.unified else None
         self.n_estimates = 0
         #: the sequence cap the planner may lower (vLLM/SGLang), never below the asked parallel
         self.seqs_lever = runtime in SEQS_LEVER
@@ -241,85 +218,12 @@ class Searcher:
         return ev
 
     def _refused_estimate(self) -> Estimate:
-        """A placeholder estimate for a refused combination (never shown as a plan)."""
-        from oomkit.estimate.breakdown import DeviceUsage, ModelInfo
-
-        return Estimate(
-            model=ModelInfo(name=self.spec.name, architecture="", params=0, source=""),
-            runtime=self.runtime,
-            settings={},
-            devices=(),
-            host=DeviceUsage(device="cpu"),
-        )
+        """See :func:`oomkit.planner.evaluation.refused_estimate`."""
+        return refused_estimate(self.spec.name, self.runtime)
 
     def _judge(self, cand: Candidate, est: Estimate) -> Evaluation:
-        # vLLM/SGLang keep their own (1 - utilisation) free; transformers and GGUF the headroom
-        headroom = 0 if self.runtime in ("vllm", "sglang") else self.request.headroom_bytes
-        margin: int | None = None
-        short: list[str] = []
-        for dev in est.devices:
-            if dev.capacity_bytes is None:
-                continue
-            free = dev.capacity_bytes - dev.total_bytes - headroom
-            margin = free if margin is None else min(margin, free)
-            if free < 0:
-                extra = f" + {format_bytes(headroom)} headroom" if headroom else ""
-                short.append(
-                    f"{dev.device} needs {format_bytes(dev.total_bytes)}{extra}, "
-                    f"has {format_bytes(dev.capacity_bytes)}"
-                )
-        host_cap = self.hardware.host_ram_bytes
-        n_device_short = len(short) + len(est.blockers)
-        host_need = est.host.total_bytes
-        if self.unified and host_need:
-            # Apple: the GPU's working set and the CPU's share one memory
-            host_need += sum(d.total_bytes for d in est.devices)
-            host_cap = host_cap if host_cap is not None else self.unified_total
-        if host_cap is not None and host_need and host_need + HOST_HEADROOM_BYTES > host_cap:
-            short.append(
-                f"host RAM needs {format_bytes(host_need)} + {format_bytes(HOST_HEADROOM_BYTES)}"
-                f" for the system, has {format_bytes(host_cap)}"
-                + (" (unified memory: GPU and CPU share it)" if self.unified else "")
-            )
-        short.extend(est.blockers)
-        if not short:
-            # a plan must clear the measured variance band too: never propose a tight run
-            v = verdict(est, self.platform)
-            if v.level in ("tight", "does_not_fit"):
-                short.append(v.summary())
-        tried = est.runtime_details.get(RAISE_TRIED)
-        frac = est.settings.get("mem_fraction_static")
-        if short and isinstance(tried, str) and isinstance(frac, float):
-            # SGLang: the reason above is the default fraction's; say which raise failed
-            short = [f"at SGLang's default --mem-fraction-static {frac:g}: {short[0]}", *short[1:]]
-            short[-1] = short[-1].rstrip(".")
-            short.append(tried)
-        offloaded = self._hf_offloaded(est)
-        if offloaded and self.request.no_offload:
-            short.append(
-                f"device_map='auto' would put {format_bytes(offloaded)} of weights on the CPU "
-                "(--no-offload)"
-            )
-        if not self.gguf and self.request.parallel:
-            conc = est.runtime_details.get("max_concurrency")
-            if isinstance(conc, int | float) and conc < self.request.parallel:
-                short.append(
-                    f"KV pool holds {conc:.1f} sequences of {cand.ctx} tokens, "
-                    f"{self.request.parallel} asked"
-                )
-        host_only = (
-            bool(short)
-            and n_device_short == 0
-            and not (len(short) > 1 or not short[0].startswith("host RAM"))
-        )
-        return Evaluation(
-            cand=cand,
-            estimate=est,
-            fits=not short,
-            margin_bytes=0 if margin is None else margin,
-            reason="; ".join(short),
-            host_only=host_only,
-        )
+        """See :func:`oomkit.planner.evaluation.judge`."""
+        return judge(self, cand, est)
 
     def _gpu_fits(self, ev: Evaluation) -> bool:
         """Fits on every GPU, engine checks included (host RAM aside): monotone in each knob."""

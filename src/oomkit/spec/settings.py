@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
+from oomkit.spec.settings_checks import (
+    SPECULATIVE_METHODS,
+    check_block_size,
+    check_device_ordinals,
+    check_draft_settings,
+    check_max_memory,
+    check_override_tensor,
+    check_speculative_settings,
+    check_tensor_split,
+)
 from oomkit.spec.settings_lora import check_lora_settings
 from oomkit.validate import (
     MAX_BYTES,
@@ -31,13 +40,6 @@ __all__ = [
     "InferenceSettings",
     "TrainingSettings",
 ]
-
-#: speculative decoding methods in vLLM's spelling (vllm/config/speculative.py
-#: ``SpeculativeMethod``) that oomkit prices
-SPECULATIVE_METHODS = ("mtp", "eagle", "eagle3", "draft_model", "ngram")
-
-#: vLLM ``CacheConfig.block_size`` (vllm/config/cache.py ``BlockSize`` literal)
-_VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,159 +198,17 @@ class InferenceSettings:
         check_fraction("mem_fraction_static", self.mem_fraction_static)
         check_int("cpu_offload_bytes", self.cpu_offload_bytes, lo=0, hi=MAX_BYTES, optional=True)
         check_int("overhead_bytes", self.overhead_bytes, lo=0, hi=MAX_BYTES, optional=True)
-        # vLLM CacheConfig.block_size: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
-        if self.block_size is not None:
-            check_int("block_size", self.block_size, lo=1, hi=256)
-            if self.block_size not in _VLLM_BLOCK_SIZES:
-                raise InvalidSettingError(
-                    f"block_size must be one of {', '.join(map(str, _VLLM_BLOCK_SIZES))} "
-                    f"(vLLM CacheConfig), got {self.block_size}",
-                    setting="block_size",
-                    value=self.block_size,
-                )
+        check_block_size(self)
         check_int("max_new_tokens", self.max_new_tokens, lo=0, hi=MAX_CTX, optional=True)
         check_lora_settings(self)
         check_choice("split_mode", self.split_mode, ("layer", "row", "none"))
-        self._check_draft()
-        self._check_speculative()
-        self._check_device_ordinals()
+        check_draft_settings(self)
+        check_speculative_settings(self)
+        check_device_ordinals(self)
         check_choice("device_map", self.device_map, ("auto", "sequential", "none"))
-        self._check_max_memory()
-        if self.override_tensor is not None:
-            ot = self.override_tensor
-            if isinstance(ot, list):
-                ot = tuple(ot)
-                object.__setattr__(self, "override_tensor", ot)
-            if not isinstance(ot, tuple) or not all(
-                isinstance(r, str) and "=" in r and len(r) < 1024 for r in ot
-            ):
-                raise InvalidSettingError(
-                    "override_tensor must be PATTERN=BUFFER rules (e.g. 'exps=CPU'), got "
-                    f"{self.override_tensor!r}"[:200],
-                    setting="override_tensor",
-                    value=self.override_tensor,
-                )
-        if self.tensor_split is not None:
-            ts = self.tensor_split
-            if isinstance(ts, list):
-                ts = tuple(ts)
-                object.__setattr__(self, "tensor_split", ts)
-            ok = isinstance(ts, tuple) and 0 < len(ts) <= MAX_DEVICES
-            ok = ok and all(
-                not isinstance(x, bool)
-                and isinstance(x, int | float)
-                and math.isfinite(x)
-                and 0 <= x < 1e12
-                for x in ts
-            )
-            if not ok or not any(x > 0 for x in ts):
-                raise InvalidSettingError(
-                    f"tensor_split must be 1 to {MAX_DEVICES} non-negative finite proportions "
-                    f"(one per GPU, not all 0), got {self.tensor_split!r}"[:200],
-                    setting="tensor_split",
-                    value=self.tensor_split,
-                )
-
-    def _check_max_memory(self) -> None:
-        mm = self.max_memory_bytes
-        if mm is None:
-            return
-        if isinstance(mm, list):
-            mm = tuple(mm)
-            object.__setattr__(self, "max_memory_bytes", mm)
-        ok = isinstance(mm, tuple) and 0 < len(mm) <= MAX_DEVICES
-        if not ok or not all(
-            isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= MAX_BYTES for b in mm
-        ):
-            raise InvalidSettingError(
-                f"max_memory_bytes must be 1 to {MAX_DEVICES} byte counts (one per GPU, or one "
-                f"for every GPU), got {self.max_memory_bytes!r}"[:200],
-                setting="max_memory_bytes",
-                value=self.max_memory_bytes,
-            )
-        if not any(mm):
-            raise InvalidSettingError(
-                "max_memory_bytes gives no GPU any memory (every cap is 0)",
-                setting="max_memory_bytes",
-                value=self.max_memory_bytes,
-            )
-
-    def _check_device_ordinals(self) -> None:
-        do = self.device_ordinals
-        if do is None:
-            return
-        if isinstance(do, list):
-            do = tuple(do)
-            object.__setattr__(self, "device_ordinals", do)
-        ok = isinstance(do, tuple) and 0 < len(do) <= MAX_DEVICES and len(set(do)) == len(do)
-        if not ok or not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in do
-        ):
-            raise InvalidSettingError(
-                f"device_ordinals must be 1 to {MAX_DEVICES} distinct backend device indices "
-                f"(--device CUDA2,CUDA1 -> 2,1), got {self.device_ordinals!r}"[:200],
-                setting="device_ordinals",
-                value=None,
-            )
-
-    def _check_speculative(self) -> None:
-        check_choice("speculative_method", self.speculative_method, SPECULATIVE_METHODS)
-        check_str("speculative_model", self.speculative_model)
-        for name in (
-            "num_speculative_tokens",
-            "speculative_eagle_topk",
-            "speculative_num_draft_tokens",
-        ):
-            check_int(name, getattr(self, name), lo=1, hi=MAX_TOKENS, optional=True)
-        given = [
-            name
-            for name in (
-                "speculative_model",
-                "num_speculative_tokens",
-                "speculative_eagle_topk",
-                "speculative_num_draft_tokens",
-            )
-            if getattr(self, name) is not None
-        ]
-        if self.speculative_method is None and given:
-            raise InvalidSettingError(
-                f"{given[0]} needs speculative_method (vLLM --speculative-config's method, "
-                "SGLang --speculative-algorithm)",
-                setting=given[0],
-            )
-
-    def _check_draft(self) -> None:
-        for name in ("draft_model", "draft_quant", "draft_cache_type_k", "draft_cache_type_v"):
-            check_str(name, getattr(self, name))
-        check_int("draft_n_gpu_layers", self.draft_n_gpu_layers, lo=-1, hi=MAX_LAYERS + 1,
-                  optional=True)  # fmt: skip
-        check_int("draft_ctx", self.draft_ctx, lo=1, hi=MAX_CTX, optional=True)
-        if self.draft_devices is not None:
-            dd = self.draft_devices
-            if isinstance(dd, list):
-                dd = tuple(dd)
-                object.__setattr__(self, "draft_devices", dd)
-            ok = isinstance(dd, tuple) and 0 < len(dd) <= MAX_DEVICES and len(set(dd)) == len(dd)
-            if not ok or not all(
-                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in dd
-            ):
-                raise InvalidSettingError(
-                    "draft_devices must be 1 to "
-                    f"{MAX_DEVICES} distinct GPU indices (0 = the first GPU), got "
-                    f"{self.draft_devices!r}"[:200],
-                    setting="draft_devices",
-                    value=None,
-                )
-        if self.draft_model is None:
-            for name in ("draft_quant", "draft_n_gpu_layers", "draft_ctx", "draft_cache_type_k",
-                         "draft_cache_type_v", "draft_devices"):  # fmt: skip
-                if getattr(self, name) is not None:
-                    raise InvalidSettingError(
-                        f"{name} is set but draft_model is not: name the draft model "
-                        "(llama.cpp -md) or drop the draft options",
-                        setting=name,
-                        value=None,
-                    )
+        check_max_memory(self)
+        check_override_tensor(self)
+        check_tensor_split(self)
 
 
 #: ``TrainingSettings.method``

@@ -1,0 +1,214 @@
+"""Validation of groups of :class:`~oomkit.spec.settings.InferenceSettings` fields.
+
+Each check raises :class:`~oomkit.errors.InvalidSettingError` with one line naming the field;
+the ones given a list store it back as a tuple (the dataclass is frozen: ``object.__setattr__``).
+``InferenceSettings.__post_init__`` calls them; the single-field range checks stay there.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from oomkit.errors import InvalidSettingError
+from oomkit.validate import (
+    MAX_BYTES,
+    MAX_CTX,
+    MAX_DEVICES,
+    MAX_LAYERS,
+    MAX_TOKENS,
+    check_choice,
+    check_int,
+    check_str,
+)
+
+if TYPE_CHECKING:
+    from oomkit.spec.settings import InferenceSettings
+
+__all__ = [
+    "SPECULATIVE_METHODS",
+    "check_block_size",
+    "check_device_ordinals",
+    "check_draft_settings",
+    "check_max_memory",
+    "check_override_tensor",
+    "check_speculative_settings",
+    "check_tensor_split",
+]
+
+#: speculative decoding methods in vLLM's spelling (vllm/config/speculative.py
+#: ``SpeculativeMethod``) that oomkit prices
+SPECULATIVE_METHODS = ("mtp", "eagle", "eagle3", "draft_model", "ngram")
+
+#: vLLM ``CacheConfig.block_size`` (vllm/config/cache.py ``BlockSize`` literal)
+_VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+
+
+def check_block_size(s: InferenceSettings) -> None:
+    """``block_size``: one of vLLM's block sizes."""
+    # vLLM CacheConfig.block_size: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]
+    if s.block_size is not None:
+        check_int("block_size", s.block_size, lo=1, hi=256)
+        if s.block_size not in _VLLM_BLOCK_SIZES:
+            raise InvalidSettingError(
+                f"block_size must be one of {', '.join(map(str, _VLLM_BLOCK_SIZES))} "
+                f"(vLLM CacheConfig), got {s.block_size}",
+                setting="block_size",
+                value=s.block_size,
+            )
+
+
+def check_override_tensor(s: InferenceSettings) -> None:
+    """``override_tensor``: llama.cpp PATTERN=BUFFER rules (a list becomes a tuple)."""
+    if s.override_tensor is not None:
+        ot = s.override_tensor
+        if isinstance(ot, list):
+            ot = tuple(ot)
+            object.__setattr__(s, "override_tensor", ot)
+        if not isinstance(ot, tuple) or not all(
+            isinstance(r, str) and "=" in r and len(r) < 1024 for r in ot
+        ):
+            raise InvalidSettingError(
+                "override_tensor must be PATTERN=BUFFER rules (e.g. 'exps=CPU'), got "
+                f"{s.override_tensor!r}"[:200],
+                setting="override_tensor",
+                value=s.override_tensor,
+            )
+
+
+def check_tensor_split(s: InferenceSettings) -> None:
+    """``tensor_split``: one non-negative finite proportion per GPU, not all 0."""
+    if s.tensor_split is not None:
+        ts = s.tensor_split
+        if isinstance(ts, list):
+            ts = tuple(ts)
+            object.__setattr__(s, "tensor_split", ts)
+        ok = isinstance(ts, tuple) and 0 < len(ts) <= MAX_DEVICES
+        ok = ok and all(
+            not isinstance(x, bool)
+            and isinstance(x, int | float)
+            and math.isfinite(x)
+            and 0 <= x < 1e12
+            for x in ts
+        )
+        if not ok or not any(x > 0 for x in ts):
+            raise InvalidSettingError(
+                f"tensor_split must be 1 to {MAX_DEVICES} non-negative finite proportions "
+                f"(one per GPU, not all 0), got {s.tensor_split!r}"[:200],
+                setting="tensor_split",
+                value=s.tensor_split,
+            )
+
+
+def check_max_memory(s: InferenceSettings) -> None:
+    """``max_memory_bytes``: 1 to MAX_DEVICES byte counts, not all 0 (a list becomes a tuple)."""
+    mm = s.max_memory_bytes
+    if mm is None:
+        return
+    if isinstance(mm, list):
+        mm = tuple(mm)
+        object.__setattr__(s, "max_memory_bytes", mm)
+    ok = isinstance(mm, tuple) and 0 < len(mm) <= MAX_DEVICES
+    if not ok or not all(
+        isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= MAX_BYTES for b in mm
+    ):
+        raise InvalidSettingError(
+            f"max_memory_bytes must be 1 to {MAX_DEVICES} byte counts (one per GPU, or one "
+            f"for every GPU), got {s.max_memory_bytes!r}"[:200],
+            setting="max_memory_bytes",
+            value=s.max_memory_bytes,
+        )
+    if not any(mm):
+        raise InvalidSettingError(
+            "max_memory_bytes gives no GPU any memory (every cap is 0)",
+            setting="max_memory_bytes",
+            value=s.max_memory_bytes,
+        )
+
+
+def check_device_ordinals(s: InferenceSettings) -> None:
+    """``device_ordinals``: distinct backend device indices (a list becomes a tuple)."""
+    do = s.device_ordinals
+    if do is None:
+        return
+    if isinstance(do, list):
+        do = tuple(do)
+        object.__setattr__(s, "device_ordinals", do)
+    ok = isinstance(do, tuple) and 0 < len(do) <= MAX_DEVICES and len(set(do)) == len(do)
+    if not ok or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in do
+    ):
+        raise InvalidSettingError(
+            f"device_ordinals must be 1 to {MAX_DEVICES} distinct backend device indices "
+            f"(--device CUDA2,CUDA1 -> 2,1), got {s.device_ordinals!r}"[:200],
+            setting="device_ordinals",
+            value=None,
+        )
+
+
+def check_speculative_settings(s: InferenceSettings) -> None:
+    """The vLLM/SGLang speculative-decoding fields: a method first, then its options."""
+    check_choice("speculative_method", s.speculative_method, SPECULATIVE_METHODS)
+    check_str("speculative_model", s.speculative_model)
+    for name in (
+        "num_speculative_tokens",
+        "speculative_eagle_topk",
+        "speculative_num_draft_tokens",
+    ):
+        check_int(name, getattr(s, name), lo=1, hi=MAX_TOKENS, optional=True)
+    given = [
+        name
+        for name in (
+            "speculative_model",
+            "num_speculative_tokens",
+            "speculative_eagle_topk",
+            "speculative_num_draft_tokens",
+        )
+        if getattr(s, name) is not None
+    ]
+    if s.speculative_method is None and given:
+        raise InvalidSettingError(
+            f"{given[0]} needs speculative_method (vLLM --speculative-config's method, "
+            "SGLang --speculative-algorithm)",
+            setting=given[0],
+        )
+
+
+def check_draft_settings(s: InferenceSettings) -> None:
+    """The llama.cpp draft-model fields (-md and its options; a devices list becomes a tuple)."""
+    for name in ("draft_model", "draft_quant", "draft_cache_type_k", "draft_cache_type_v"):
+        check_str(name, getattr(s, name))
+    check_int("draft_n_gpu_layers", s.draft_n_gpu_layers, lo=-1, hi=MAX_LAYERS + 1, optional=True)
+    check_int("draft_ctx", s.draft_ctx, lo=1, hi=MAX_CTX, optional=True)
+    if s.draft_devices is not None:
+        dd = s.draft_devices
+        if isinstance(dd, list):
+            dd = tuple(dd)
+            object.__setattr__(s, "draft_devices", dd)
+        ok = isinstance(dd, tuple) and 0 < len(dd) <= MAX_DEVICES and len(set(dd)) == len(dd)
+        if not ok or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in dd
+        ):
+            raise InvalidSettingError(
+                "draft_devices must be 1 to "
+                f"{MAX_DEVICES} distinct GPU indices (0 = the first GPU), got "
+                f"{s.draft_devices!r}"[:200],
+                setting="draft_devices",
+                value=None,
+            )
+    if s.draft_model is None:
+        for name in (
+            "draft_quant",
+            "draft_n_gpu_layers",
+            "draft_ctx",
+            "draft_cache_type_k",
+            "draft_cache_type_v",
+            "draft_devices",
+        ):
+            if getattr(s, name) is not None:
+                raise InvalidSettingError(
+                    f"{name} is set but draft_model is not: name the draft model "
+                    "(llama.cpp -md) or drop the draft options",
+                    setting=name,
+                    value=None,
+                )
