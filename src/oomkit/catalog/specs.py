@@ -64,6 +64,7 @@ _SOURCES = (
     "loaders/hf_config_gemma_phi.py",
     "loaders/hf_config_moe.py",
     "loaders/hf_config_hybrid.py",
+    "loaders/hf_config_nemotron_h.py",
     "loaders/hf_config_gemma4.py",
     "spec/model.py",
     "validate.py",
