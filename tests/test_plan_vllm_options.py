@@ -275,12 +275,15 @@ def test_awq_plan_names_a_prequantized_checkpoint(
     awq = [p for p in doc["plans"] if "--quantization awq" in p["command"]]
     assert awq, [p["command"] for p in doc["plans"]]
     for p in awq:
-        assert "<AWQ-checkpoint-of-meta-llama/Llama-3.1-70B-Instruct>" in p["command"]
+        assert (
+            '"${AWQ_CHECKPOINT:?set AWQ_CHECKPOINT to an AWQ checkpoint of '
+            'meta-llama/Llama-3.1-70B-Instruct}"' in p["command"]
+        )
         assert " meta-llama/Llama-3.1-70B-Instruct " not in p["command"]
         parse_command(runtime, p["command"])  # still one model argument
     for p in doc["plans"]:
         if "--quantization" not in p["command"] or "--quantization fp8" in p["command"]:
-            assert "<" not in p["command"]  # the 16-bit repo itself (fp8 quantizes at load)
+            assert "CHECKPOINT" not in p["command"]  # the 16-bit repo (fp8 quantizes at load)
 
 
 @pytest.mark.parametrize(("version", "flag"), [("b5500", "-ot"), (None, "--n-cpu-moe")])

@@ -440,6 +440,45 @@ def expert_rules_settings(spec: ModelSpec, settings: InferenceSettings) -> Infer
     return _override_to_n_cpu_moe(spec, settings)[0]
 
 
+#: the oldest NVIDIA GPU vLLM's CUDA builds run on. Its installation docs of every release
+#: list "GPU: compute capability 7.0 or higher (e.g., V100, T4, RTX20xx, A100, L4, H100,
+#: etc.)" (docs/getting_started/installation.rst, v0.3-v0.6; gpu.cuda.inc.md since, which
+#: later raised it to 7.5): its kernels are not compiled for Pascal (P40, P100, GTX 10xx), so
+#: `vllm serve` stops with "no kernel image is available for execution on the device".
+VLLM_MIN_COMPUTE_CAPABILITY = 7.0
+
+
+def runtime_hardware_refusal(hardware: Hardware, runtime: str) -> str | None:
+    """Why ``runtime`` cannot run on these GPUs at all, or None: vLLM/SGLang on an Apple GPU
+    (no Metal backend), vLLM on an NVIDIA GPU below ``VLLM_MIN_COMPUTE_CAPABILITY`` (a GPU
+    whose capability is unknown, as ``--vram`` gives, is not refused). Shared by
+    :func:`check_run` and the planner, so a plan never prints a command estimate refuses."""
+    if runtime not in ("vllm", "sglang"):
+        return None
+    name = "vLLM" if runtime == "vllm" else "SGLang"
+    if any(d.backend == "metal" for d in hardware.devices):
+        return (
+            f"{name} does not run on Apple GPUs (no Metal backend); use --runtime llama.cpp, "
+            "ollama or transformers"
+        )
+    if runtime != "vllm":
+        return None
+    for d in hardware.devices:
+        if d.backend != "cuda" or not d.compute_capability:
+            continue
+        try:
+            cc = float(d.compute_capability)
+        except ValueError:
+            continue
+        if cc < VLLM_MIN_COMPUTE_CAPABILITY:
+            return (
+                f"vLLM does not run on {d.name} (compute capability {d.compute_capability}): "
+                "its CUDA builds need 7.0 or higher (vLLM's installation docs); use --runtime "
+                "llama.cpp, ollama or transformers"
+            )
+    return None
+
+
 def check_run(
     spec: ModelSpec, settings: InferenceSettings, hardware: Hardware, runtime: str
 ) -> tuple[InferenceSettings, tuple[str, ...]]:
@@ -461,13 +500,9 @@ def check_run(
     if runtime not in ("vllm", "sglang"):
         return settings, ()
     name = "vLLM" if runtime == "vllm" else "SGLang"
-    if any(d.backend == "metal" for d in hardware.devices):
-        raise InvalidSettingError(
-            f"{name} does not run on Apple GPUs (no Metal backend); use --runtime llama.cpp, "
-            "ollama or transformers",
-            setting="runtime",
-            value=runtime,
-        )
+    refusal = runtime_hardware_refusal(hardware, runtime)
+    if refusal is not None:
+        raise InvalidSettingError(refusal, setting="runtime", value=runtime)
     n_gpus = sum(1 for d in hardware.devices if d.backend != "cpu")
     if n_gpus == 0:
         raise InvalidSettingError(

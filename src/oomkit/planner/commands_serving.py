@@ -8,6 +8,7 @@ The lines are checked against ``FLAG_TABLES["vllm"]`` and ``FLAG_TABLES["sglang"
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 from oomkit.spec.model import ModelSpec
@@ -139,13 +140,22 @@ def _serving_ref(model_ref: str, spec: ModelSpec, quant: str | None) -> str:
     ``model_loader/weight_utils.py`` ``get_quant_config``: "Cannot find the config file for
     awq" when the repo has no ``quantization_config`` nor quant config file), so a plan that
     switches to one names a
-    placeholder for such a checkpoint, as Ollama's ``${OLLAMA_TAG:?...}`` does, instead of a
-    command that cannot run. fp8 quantizes a 16-bit checkpoint at load and keeps the repo."""
+    placeholder for such a checkpoint, as Ollama's ``"${OLLAMA_TAG:?...}"`` does, instead of a
+    command that cannot run: ``"${AWQ_CHECKPOINT:?set AWQ_CHECKPOINT to an AWQ checkpoint of
+    REPO}"``, one shell word that runs once the variable names the checkpoint and otherwise
+    stops with that sentence (review 22: a bare ``<AWQ-checkpoint-of-REPO>`` is an input
+    redirection to bash, "No such file or directory"). fp8 quantizes a 16-bit checkpoint at
+    load and keeps the repo."""
     repo = hf_ref(model_ref, spec)
     method = quant.lower() if quant else None
     shipped = spec.quantization.method.lower() if spec.quantization is not None else None
     if method in ("awq", "gptq") and shipped != method:
-        return f"<{method.upper()}-checkpoint-of-{repo}>"  # one shell word: parse_command
+        var = f"{method.upper()}_CHECKPOINT"
+        article = "an" if method == "awq" else "a"
+        # only the message: characters the shell would expand or end the word on become "_"
+        named = re.sub(r"[^A-Za-z0-9._/~+-]", "_", repo)
+        # one shell word (parse_command), as commands_ollama's OLLAMA_TAG placeholder
+        return f'"${{{var}:?set {var} to {article} {method.upper()} checkpoint of {named}}}"'
     return shlex.quote(repo)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
+from oomkit.estimate.checks import runtime_hardware_refusal
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.planner.commands import emit_command, prepare_lines
 from oomkit.planner.describe import describe, reject_text
@@ -250,6 +251,12 @@ def plan_spec(
     target_ctx = 0
     info: ModelInfo | None = None
     for runtime in runtimes:
+        refusal = runtime_hardware_refusal(hardware, runtime)
+        if refusal is not None:  # as estimate refuses it (vLLM on a Pascal or an Apple GPU)
+            if len(runtimes) == 1:
+                raise InvalidSettingError(refusal, setting="runtime", value=runtime)
+            notes.append(f"{runtime} left out: {refusal}")
+            continue
         if runtime == "vllm" and base is not None and base.runtime_version:
             # a vLLM release that cannot load the model: one line, not an empty search
             from oomkit.estimate.vllm_support import vllm_model_version

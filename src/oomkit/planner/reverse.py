@@ -244,7 +244,11 @@ def fits_report(
     it well at 4096 (``max_ctx`` still reports the longest context that fits).
     """
     from oomkit.catalog.models import search_models
+    from oomkit.estimate.checks import runtime_hardware_refusal
 
+    refusal = runtime_hardware_refusal(hardware, runtime)
+    if refusal is not None:  # vLLM on a Pascal or Apple GPU: no model runs, as estimate says
+        raise InvalidSettingError(refusal, setting="runtime", value=runtime)
     out: list[ModelFit] = []
     not_fitting: list[ModelMiss] = []
     unsupported: list[ModelMiss] = []
@@ -385,6 +389,7 @@ def gpus_for(
             value=min_tps,
         )
     from oomkit.api import load_model
+    from oomkit.estimate.checks import runtime_hardware_refusal
     from oomkit.hardware.catalog import all_gpus
 
     spec = load_model(model, offline=offline) if isinstance(model, str) else model
@@ -405,6 +410,8 @@ def gpus_for(
     for gpu in all_gpus():
         if runtime in ("vllm", "sglang") and gpu.vendor not in ("nvidia", "amd"):
             continue
+        if runtime_hardware_refusal(Hardware(devices=(gpu.to_device_target(),)), runtime):
+            continue  # vLLM on a Pascal card: estimate and plan refuse it, so no row here
         for n in counts:
             if n > 1 and gpu.unified_memory:
                 break

@@ -376,9 +376,12 @@ class Searcher:
         return Candidate(quant, kv, ctx, tp=self._tp())
 
     def _tp(self) -> int | None:
-        """vLLM/SGLang tensor parallel size: the largest count dividing the GPUs that the
+        """vLLM/SGLang tensor parallel size: the largest count up to the GPUs that the
         runtime accepts (:func:`oomkit.estimate.checks.tp_refusal`, the rule ``--tp`` is
-        checked by: heads, KV heads, intermediate size, padded vocabulary)."""
+        checked by: heads, KV heads, intermediate size, padded vocabulary). It need not divide
+        the GPUs: ``vllm serve --tensor-parallel-size 2`` on a 3-GPU machine runs on two of
+        them (world size tp x pp, ``ParallelConfig.world_size``), as ``estimate --tp 2`` takes
+        it and its refusal of ``--tp 3`` lists ("valid sizes on the 3 GPUs given: 1, 2")."""
         if self.gguf or self.runtime == "transformers":
             # (transformers' device_map="auto" splits the layers over the GPUs: no TP size)
             return None
@@ -395,8 +398,6 @@ class Searcher:
             check_tp(self.spec, self.base.tp, n, self.runtime)
             return self.base.tp
         for tp in range(n, 0, -1):
-            if n % tp:
-                continue
             if tp_refusal(self.spec, tp) is None:
                 note_tp = tp < n and not any("tensor parallel" in x for x in self.precision_notes)
                 if note_tp:
