@@ -170,3 +170,41 @@ def test_capacity_first_reads_both_sizes_and_a_low_share_stays_silent() -> None:
     assert (nums.used_bytes, nums.total_bytes) == (58_500_000_000, 64 * GB)
     assert not usage_match("a server with 64 GB of RAM at 20 GB used")
     assert not usage_match("The A100 has 80 GB of HBM2e memory")
+
+
+@pytest.mark.parametrize(
+    ("record", "family"),
+    [
+        ("h55-IOPaint-308", "growth"),  # "continue to increase without any release"
+        ("h36-LlamaFactory-2880", "spike"),  # "显存从15G涨到26G"
+        ("h39-LlamaFactory-3968", "spike"),  # "显存会长到78G"
+    ],
+)
+def test_growth_never_released_and_a_chinese_rise_to_a_size(record: str, family: str) -> None:
+    """docpost30: memory that grows without being released (a leak's shape), and a rise told in
+    Chinese with the size it reached (从 X 涨到 Y / 长到 Y)."""
+    nums = usage_numbers(corpus_text(record))
+    assert nums is not None
+    assert nums.family == family
+    assert diagnose_text(corpus_text(record)).oom_found
+
+
+def test_chinese_rise_reads_the_size_reached() -> None:
+    nums = usage_numbers("显存从15G涨到26G，有输入可能还会一直增长")
+    assert nums is not None
+    assert nums.spike_bytes == 26 * GB
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "如果把显存增加到48G就可以了",  # the user's own change of hardware
+        "显存没有涨到20G",  # negated
+        "显存不会涨到20G",
+        "内存升级到64G之后就好了",  # an upgrade, not a rise
+        "显存占用从20G降到10G",  # a fall
+        "The memory is released without any increase.",
+    ],
+)
+def test_rise_and_release_near_misses_stay_silent(text: str) -> None:
+    assert not usage_match(text), text

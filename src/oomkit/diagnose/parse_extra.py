@@ -239,6 +239,9 @@ _GENERIC_NEGATIVE = (
     "failed to allocate graph, reserving",
     # kubelet starting its OOM watcher (pkg/kubelet/oom): nothing was killed
     "oom watcher",
+    # docpost30: llama.cpp's mlock warning (src/llama-mmap.cpp llama_mlock raw_lock): ENOMEM
+    # from mlock(2) is the RLIMIT_MEMLOCK lock limit; parse_wordings_warnings reads it
+    "failed to mlock",
 )
 # a status that says nothing was killed: cgroup memory.events / memory.oom_control counters
 # (mm/memcontrol.c; a count above zero is parse_hosts' event), Docker's State.OOMKilled false

@@ -103,6 +103,9 @@ _GROWTH = re.compile(
     rf"(?: (?:\w{{1,12}} ){{0,2}}?{_PER} (?:\w{{1,12}} ){{0,2}}?{_UNIT_OF_WORK}|"
     # or without bound, or a continuing rise ("the memory of `other` increased rapidly")
     r" (?:unbounded(?:ly)?|without (?:a )?(?:bound|limit)|indefinitely|forever|endlessly)|"
+    # docpost30: growth that is never given back ("the memory will continue to increase without
+    # any release", h55; "increases without being released", h32): what a leak is
+    r" without (?:any |being )?(?:release|releasing|being released|being freed|freeing)\b|"
     r"(?<=rapidly)|(?<=steadily)|(?<=continuously)|(?<=constantly)|"
     r" (?:over time|and never (?:goes|went|comes|came) (?:back )?down))|"
     # predicate first: "increasing memory usage with subsequent load attempts"
@@ -222,6 +225,15 @@ _GROWTH_ZH = re.compile(
     r"(?:升高|增长|增加|上涨|上升|变大|增大|累积|积累)",
     _I,
 )
+# docpost30: a rise told in Chinese with the size it reached: "显存从15G涨到26G" (rose from 15G
+# to 26G, h36), "显存会长到78G" (grows to 78G, h39), "显存从37G直接飙升到68G" (h34); the size
+# after 到 is required ("显存增加" alone is no report), and not a user's own change ("把显存增加到
+# 48G", "将显存...")
+_RISE_ZH = re.compile(
+    r"(?<!把)(?<!将)(?:显存|内存|顯存|記憶體)[^，。,.!?！？;；]{0,12}?"
+    r"(?<!不)(?<!没)(?<!没有)(?<!不会)(?<!未)"
+    r"(?:涨|长|升|增加|增长|上涨|上升|飙升|暴涨)到 ?" + _size("s")
+)
 _NEEDLES = re.compile(
     needles_re(
         (
@@ -243,6 +255,7 @@ _FAMILY_WORDS = needles_re(
         "constantly", "over time", "never",
         "过高", "太高", "很高", "这么", "leaving", "left", "only",
         "持续", "一直", "不断", "逐渐", "慢慢", "缓慢", "逐步", "balanced", "uneven",
+        "到",
     )
 )  # fmt: skip
 
@@ -321,6 +334,9 @@ def _family(s: str) -> tuple[UsageNumbers, int, int] | None:
     z = _GROWTH_ZH.search(s)
     if z is not None:
         return UsageNumbers("growth", unit_of_work="over time"), z.start(), z.end()
+    r = _RISE_ZH.search(s) if "到" in s else None
+    if r is not None:
+        return UsageNumbers("spike", spike_bytes=_bytes(r, "s")), r.start(), r.end()
     near = _near_full(s) if any(c.isdigit() for c in s) else None
     if near is not None:
         return near

@@ -57,6 +57,23 @@ And one app's pre-flight check, logged before the load fails:
   the model is split with the CPU or refused. Read as a ``memory_report``
   (``detail="does_not_fit"``) where the requirement is over that usable VRAM, with both sizes.
 
+And one loader's lock that failed, which is no shortage of memory:
+
+* **llama.cpp's mlock warning** (docpost30; ``ggml-org/llama.cpp:src/llama-mmap.cpp``
+  ``llama_mlock::impl::raw_lock``, ``llama.cpp`` / ``llama-util.h`` in 2023 builds):
+  ``LLAMA_LOG_WARN("warning: failed to mlock %zu-byte buffer (after previously locking %zu bytes):
+  %s\n%s", size, this->size, strerror(errno), suggest ? MLOCK_SUGGESTION : "")``, with
+  ``MLOCK_SUGGESTION`` = "Try increasing RLIMIT_MEMLOCK ('ulimit -l' as root).\n" (RLIMIT_MLOCK
+  in early builds), printed only for ``ENOMEM``. With ``--mlock`` / ``use_mlock`` the loader
+  pins the mapped model pages; when ``raw_lock`` fails, ``grow_to`` sets ``failed_already`` and
+  the load goes on unlocked. Linux's ``mlock(2)`` returns ``ENOMEM`` ("Cannot allocate memory")
+  for a lock above ``RLIMIT_MEMLOCK`` (or an unmapped range), while a shortage of RAM while
+  faulting the pages in is ``EAGAIN`` (``torvalds/linux:mm/mlock.c``
+  ``__mlock_posix_error_return`` maps ``-ENOMEM`` to ``-EAGAIN``): the line with "Cannot allocate
+  memory" is the lock limit, not RAM running out. Read as an ``mlock_failed`` event with the
+  buffer's size; ``parse_extra.parse_generic`` skips the line, so a real failure elsewhere in the
+  paste is read first and this module never runs.
+
 Every pattern is behind literal needles and has only bounded quantifiers (linear time).
 """
 
@@ -95,6 +112,7 @@ _NEEDLES = re.compile(
             "Total VRAM reported",
             "sufficient workspace memory",
             "[Memory Management] Target:",
+            "failed to mlock",
         )
     ).pattern,
     _I,
@@ -129,6 +147,13 @@ _JAN_REQ = re.compile(
     r"(?:[^;]{0,400}; Got kvCacheSize: (?P<kv>\d{1,20}))?"
 )
 _JAN_VRAM = re.compile(r"Total VRAM reported/calculated \(in bytes\): (?P<v>\d{1,20})")
+# llama-mmap.cpp raw_lock: "warning: failed to mlock %zu-byte buffer (after previously locking
+# %zu bytes): %s" with strerror(ENOMEM); other errnos (EAGAIN: RAM short while faulting the pages
+# in, EPERM) are not the lock limit and are not read here
+_MLOCK = re.compile(
+    r"failed to mlock (?P<n>\d{1,20})-byte buffer \(after previously locking \d{1,20} bytes\): "
+    r"Cannot allocate memory"
+)
 #: the most admitted lines read (a log of repeated reports keeps a bounded cost)
 _MAX_LINES = 400
 
@@ -210,6 +235,21 @@ def parse_warnings(lines: Lines) -> list[OomEvent]:
                         requested_bytes=None if need is None or inf is None else need + inf,
                         free_bytes=to_bytes(f["free"], "mib", "generic"),
                         detail="does_not_fit",
+                    )
+                ]
+        if "failed to mlock" in line:
+            lk = _MLOCK.search(line)
+            if lk is not None:
+                return [
+                    OomEvent(
+                        runtime="llama.cpp",
+                        kind="mlock_failed",
+                        format="llama.cpp_mlock_limit",
+                        line=n,
+                        text=line[:600],
+                        requested_bytes=to_int(lk["n"]),
+                        stage="weights",
+                        detail="mlock ENOMEM",
                     )
                 ]
         low = line.lower()

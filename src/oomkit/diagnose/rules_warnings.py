@@ -15,6 +15,10 @@ ExLlamaV2's "Job requires N pages (only M available) and cannot be enqueued" is 
 request (prompt plus ``max_new_tokens``) needs more KV-cache pages than the whole paged cache
 holds (``turboderp/exllamav2:exllamav2/generator/dynamic.py``), so it is the cache size
 (``cache_size`` / ``max_seq_len``) against the request: ``kv_cache_or_context``.
+
+llama.cpp's "warning: failed to mlock N-byte buffer ...: Cannot allocate memory" (docpost30) is
+``mlock(2)``'s ``ENOMEM``, the locked-memory limit (``RLIMIT_MEMLOCK``), not a lack of RAM (see
+``parse_wordings_warnings``): the cause is ``unknown``, settled (nothing ran out), at 0.3.
 """
 
 from __future__ import annotations
@@ -66,6 +70,16 @@ _SMALLER_CKPT = generic(
     "Load a smaller or quantized checkpoint (fp8 / NF4 / GGUF Q4-Q8)",
     "the weights are what does not fit the free VRAM.",
     ("flux1-dev-fp8.safetensors or a Q4_K_S / Q8_0 GGUF", "--always-offload-from-vram"),
+)
+_MLOCK_LIMIT = generic(
+    "Raise the locked-memory limit, or load without --mlock",
+    "mlock fails with ENOMEM when the lock is above RLIMIT_MEMLOCK; without the lock the model "
+    "still loads (its pages may be swapped out under pressure).",
+    (
+        "ulimit -l unlimited  # or LimitMEMLOCK=infinity in the systemd unit",
+        "docker run --ulimit memlock=-1:-1 ...",
+        "drop --mlock (llama-cpp-python: use_mlock=False)",
+    ),
 )
 _EXL_CACHE = generic(
     "Give the paged cache more tokens, or ask for fewer",
@@ -126,6 +140,19 @@ def analyze_warning(e: OomEvent, ctx: LogContext) -> Analysis | None:
             f"request (prompt plus max_new_tokens) needs more KV-cache pages than the whole "
             f"paged cache holds{tokens}. The cache size, not free VRAM, is the limit here.",
             fixes=(_EXL_CACHE,),
+            open_question=False,
+        )
+    if e.format == "llama.cpp_mlock_limit":
+        return Analysis(
+            cause="unknown",
+            confidence=0.3,
+            explanation=f"llama.cpp could not mlock (pin in RAM) a {_size(e.requested_bytes)} "
+            "buffer of the mapped model: mlock returned ENOMEM ('Cannot allocate memory'), which "
+            "Linux gives when the lock is above the locked-memory limit (RLIMIT_MEMLOCK, "
+            "`ulimit -l`), not when RAM runs out (a shortage while locking is EAGAIN). llama.cpp "
+            "warns and loads on without the lock, so this line is no out-of-memory failure: the "
+            "error that ended the run, if any, decides.",
+            fixes=(_MLOCK_LIMIT, _PASTE),
             open_question=False,
         )
     if e.format not in WARNING_FORMATS:

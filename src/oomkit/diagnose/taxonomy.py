@@ -69,6 +69,8 @@ _KIND_ALLOC = {
     "cpu_oom": "host_ram",
     "host_oom": "host_ram",
     "oom_killer": "host_ram",
+    # docpost30: llama.cpp's mlock warning pins host pages (parse_wordings_warnings)
+    "mlock_failed": "host_ram",
     "killed": "host_ram",
     "kv_capacity": "kv_pool",
     "no_kv_blocks": "kv_pool",
