@@ -29,6 +29,18 @@ def render_plan(result: object) -> str:
     elif req.ctx is None and req.runtime == "ollama":
         # not asked: Ollama's own default, from 0.15.5 by the GPUs' total VRAM (ollama_num_ctx)
         ctx_text += " (not given: Ollama's default num_ctx for this VRAM)"
+    elif req.ctx is None:
+        from oomkit.planner.target_ctx import untyped_ctx_reason
+
+        first = result.plans[0].settings if result.plans else None
+        why = untyped_ctx_reason(
+            req.runtime,
+            req.prefer,
+            result.target_ctx,
+            version=None if first is None else first.runtime_version,
+            server=None if first is None else first.llama_server,
+        )
+        ctx_text += f" (not given: {why})"
     asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
     if req.quant:
         asked.append(f"quant {req.quant}")

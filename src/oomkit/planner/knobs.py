@@ -11,7 +11,7 @@ class, what the user typed kept first) is :mod:`oomkit.planner.ranking`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from oomkit.errors import InvalidSettingError
@@ -133,17 +133,29 @@ def kv_ladder(
 #: model, 0.000189 with an f16 cache: +0.0008, below every step between the ladder's weight
 #: types (data/quant_quality.json: Q8_0 0.0014, Q6_K 0.0055, Q5_K_M 0.0108, Q5_K_S 0.0166,
 #: Q4_K_M 0.0313), so Q6_K with a q8_0 cache beats Q5_K_M with f16 and the quant ranks first.
-#: A q4_0 cache is left to the default quant and below (there it comes before a shorter
-#: context, the planner's order); vLLM/SGLang upgrades keep the checkpoint's own KV dtype.
+#: A q4_0 cache (no published figure held) is left to the default quant and below, except
+#: where the default quant itself needs it at the asked context (``default_fits``): then an
+#: upgrade with the same q4_0 cache is the same KV with better weights, a strictly better plan
+#: (review 22: Llama-3.1-8B on an RTX 3060 at 131072 tokens, Q5_K_M + q4_0 fits where the plan
+#: was Q4_K_M + q4_0). Every upgrade is larger than the default quant, so where the default
+#: needs q4_0 no upgrade fits with q8_0: a q4_0 upgrade is only ever compared with q4_0 plans.
+#: vLLM/SGLang upgrades keep the checkpoint's own KV dtype.
 _UPGRADE_KV_FLOOR: dict[str, str] = {"llama.cpp": "q8_0", "ollama": "q8_0"}
 
 
-def upgrade_kvs(runtime: str, kvs: Sequence[str]) -> tuple[str, ...]:
-    """The KV types an upgrade quant may use, best first (see ``_UPGRADE_KV_FLOOR``)."""
+def upgrade_kvs(
+    runtime: str, kvs: Sequence[str], default_fits: Callable[[str], bool] | None = None
+) -> tuple[str, ...]:
+    """The KV types an upgrade quant may use, best first (see ``_UPGRADE_KV_FLOOR``).
+    ``default_fits(kv)``: whether the default quant fits at the asked context with cache ``kv``
+    (None: the floor alone); where it does not with the floor's type, every type is allowed."""
     floor = _UPGRADE_KV_FLOOR.get(runtime)
     if floor is None or floor not in kvs:
         return tuple(kvs[:1])
-    return tuple(kvs[: list(kvs).index(floor) + 1])
+    free = tuple(kvs[: list(kvs).index(floor) + 1])
+    if default_fits is None or len(free) == len(kvs) or default_fits(free[-1]):
+        return free
+    return tuple(kvs)
 
 
 def llamacpp_flash_off(settings: InferenceSettings) -> bool:

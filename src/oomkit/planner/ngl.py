@@ -75,11 +75,9 @@ def fixed_candidates(s: Searcher, quant: str, *, upgrade: bool) -> list[Evaluati
     Every layer on the GPU: the GPU level (and experts on the CPU for a MoE on llama.cpp); else
     the fixed split at the asked context with the best KV type that fits, else the longest
     context (an upgrade quant: the asked context only, as the unconstrained search does)."""
-    from oomkit.planner.knobs import upgrade_kvs
-
     n = s.fixed_ngl
     assert n is not None
-    kvs = upgrade_kvs(s.runtime, s.kvs) if upgrade else s.kvs
+    kvs = s.upgrade_kvs() if upgrade else s.kvs
     if n > s.n_layer:
         out: list[Evaluation] = []
         ev = s.level_gpu(quant, upgrade=upgrade, kvs=kvs if upgrade else ())

@@ -40,7 +40,8 @@ The order, for ``--prefer quality`` (the default):
 1. the weight quant, best first (``--prefer quality`` gives quality up last: a shorter context
    at the better quant ranks above the asked context at a smaller one; quants above the default
    start are proposed only all on the GPU at the asked context, :func:`~oomkit.planner.knobs.
-   quant_ladder`);
+   quant_ladder`, with at most a q8_0 cache, or q4_0 where the default quant needs q4_0 there
+   itself: :func:`~oomkit.planner.knobs.upgrade_kvs`);
 2. when the user typed the context (``--ctx N``, estimate's ``--ctx`` for its suggestions): the
    context deficit — every throughput lever that keeps the asked context ranks above any plan
    that cuts it, since a user who typed a context wants to keep it (a 70B fp8 on one H100 at
@@ -75,6 +76,19 @@ H100 at ``--ctx 128k``: fp8 at 131072 before bf16 at 81152 with ``--max-num-seqs
 still wins wherever both keep the context (the exact quant is the next key). Not on older GPUs
 (vLLM's FP8 Marlin there is weight-only W8A16, not the format measured), not without a typed
 context (the planner's own context choice keeps the best quant first), not for GGUF quants.
+
+Within that tier the KV cache comes before the exact quant: fp8 weights with the checkpoint's
+own KV cache rank above bf16 with ``--kv-cache-dtype fp8``. The study's formats quantize weights
+and activations (W8A8-FP), not the KV cache; the fp8 cache the plan emits runs uncalibrated
+(vLLM docs, "Quantized KV Cache": without calibration "all quantization scales are set to 1.0",
+a dataset calibration through llm-compressor is the recommended path; with the FlashAttention 3
+backend the queries are quantized to FP8 too), and SGLang's docs give it only "may introduce
+minimal accuracy degradation" — no measured figure oomkit holds. So a measured lossless format
+(faster, too) beats an unmeasured cost (review 22: a 70B on 2 x H100 at ``--ctx 32k`` with a
+draft model got bf16 + fp8 KV + ``--max-num-seqs 31``, fp8 with the 16-bit cache second). The
+throughput levers still rank bf16 above fp8 within the tier (a sequence cap or a raised
+utilization costs no quality; fp8 W8A8 is "effectively", not exactly, lossless): where both keep
+the context at the 16-bit cache, bf16 with a cap is the plan and fp8 the first alternative.
 
 The verdict's "tight" band: an inference plan must clear it (:meth:`oomkit.planner.search.
 Searcher._judge` turns a "tight" candidate into a miss with the verdict's summary as the reason,
@@ -134,7 +148,7 @@ def rank_key(
     policy). ``ctx_asked``: the user typed the context, so keeping it outranks every
     throughput lever; ``margin_bytes``: the least free memory on any GPU (the last tie-break);
     ``quant_tier``: quants ranked at another's tier before the context (:func:`fp8_tier`), their
-    own place in the ladder coming right after the deficit."""
+    KV cache type and then their own place in the ladder coming right after the deficit."""
     deficit = max(0, target_ctx - cand.ctx)
     r_q = ladder.index(cand.quant)
     t_q = (quant_tier or {}).get(cand.quant, r_q)
@@ -145,9 +159,12 @@ def rank_key(
     # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
     attn = int(cand.attn is not None) + int(cand.device_map is not None)
     ties = (fewer, amount, -margin_bytes)
+    # in a shared tier (fp8 W8A8 at bf16's) the 16-bit KV cache before the exact quant
+    shared = {*(quant_tier or {}), *(ladder[t] for t in (quant_tier or {}).values())}
+    tier_kv = r_kv if cand.quant in shared else 0
     quality: tuple[int, ...]
     if ctx_asked:
-        quality = (t_q, deficit, r_q, cand.level, seqs, attn, r_kv, *ties)
+        quality = (t_q, deficit, tier_kv, r_q, cand.level, seqs, attn, r_kv, *ties)
     elif prompt_first:  # transformers: a shorter prompt drops input, a smaller batch only time
         quality = (r_q, cand.level, deficit, seqs, attn, r_kv, *ties)
     else:

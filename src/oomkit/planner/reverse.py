@@ -15,7 +15,7 @@ from typing import Any
 
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate
-from oomkit.planner.knobs import CHECKPOINT, Candidate, upgrade_kvs
+from oomkit.planner.knobs import CHECKPOINT, Candidate
 from oomkit.planner.request import DEFAULT_HEADROOM_BYTES, PlanRequest
 from oomkit.planner.search import Evaluation, Searcher
 from oomkit.spec.hardware import Hardware
@@ -155,7 +155,7 @@ def _shop(searcher: Searcher, params: int | None) -> tuple[Evaluation | None, st
             why = f"{q} weights alone need at least {_fmt(bound)}, the GPUs have {_fmt(cap)}"
             continue
         upgrade = searcher.gguf and searcher.ladder.index(q) < searcher.default_index
-        kvs = upgrade_kvs(searcher.runtime, searcher.kvs) if upgrade else searcher.kvs
+        kvs = searcher.upgrade_kvs() if upgrade else searcher.kvs
         ev = searcher.level_gpu(q, upgrade=True, kvs=kvs if searcher.gguf else ())
         if ev is not None:
             return ev, ""
@@ -324,7 +324,7 @@ def _roomier(s: Searcher, ev: Evaluation, max_ctx: int) -> tuple[Evaluation, int
     start = shop.index(ev.cand.quant) + 1 if ev.cand.quant in shop else len(shop)
     for q in shop[start:]:
         upgrade = s.ladder.index(q) < s.default_index
-        kvs = upgrade_kvs(s.runtime, s.kvs) if upgrade else s.kvs
+        kvs = s.upgrade_kvs() if upgrade else s.kvs
         lower = s.level_gpu(q, upgrade=True, kvs=kvs)
         if lower is None:
             continue

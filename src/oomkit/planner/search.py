@@ -360,6 +360,23 @@ class Searcher:
                 return better
         return ev
 
+    def upgrade_kvs(self) -> tuple[str, ...]:
+        """The KV types an upgrade quant may use at the asked context
+        (:func:`~oomkit.planner.knobs.upgrade_kvs`): down to q8_0, or to q4_0 where the default
+        quant needs it there (the same split when ``-ngl`` fixes one)."""
+        default = self.ladder[self.default_index]
+
+        def default_fits(kv: str) -> bool:
+            if self.fixed_ngl is not None and self.fixed_ngl <= self.n_layer:
+                cand = Candidate(
+                    default, kv, self.target_ctx, LEVEL_LAYERS_CPU, n_gpu_layers=self.fixed_ngl
+                )
+            else:
+                cand = Candidate(default, kv, self.target_ctx, tp=self._tp())
+            return self.evaluate(cand).fits
+
+        return upgrade_kvs(self.runtime, self.kvs, default_fits)
+
     def _seqs_top(self, quant: str) -> int | None:
         """See :func:`oomkit.planner.seqs.seqs_top`."""
         from oomkit.planner.seqs import seqs_top
@@ -442,7 +459,7 @@ class Searcher:
         if self.fixed_ngl is not None:  # -ngl N: only plans with N layers on the GPU
             return fixed_candidates(self, quant, upgrade=upgrade)
         out: list[Evaluation] = []
-        kvs = upgrade_kvs(self.runtime, self.kvs) if upgrade else ()
+        kvs = self.upgrade_kvs() if upgrade else ()
         ev = self.level_gpu(quant, upgrade=upgrade, kvs=kvs)
         if ev is not None:
             out.append(ev)

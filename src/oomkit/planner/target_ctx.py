@@ -12,10 +12,13 @@ from oomkit.planner.request import PlanRequest
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
 
-__all__ = ["default_target_ctx", "min_ctx"]
+__all__ = ["default_target_ctx", "min_ctx", "untyped_ctx_reason"]
 
-#: llama-server / llama-cli ``-c`` default (common/common.h); Ollama's ``num_ctx`` of 0.6.7-0.15.4
-#: (from 0.15.5 it follows the VRAM: :mod:`oomkit.estimate.ollama_num_ctx`)
+#: llama-server / llama-cli ``-c`` default before ``--fit`` (common/common.h), and from it
+#: (PR #16653, December 2025: ``n_ctx = 0``, the trained context, lowered by the fit) the least
+#: the fit lowers an unset context to (``fit_params_min_ctx``, :data:`oomkit.estimate.
+#: llamacpp_fit.FIT_MIN_CTX`): the plan passes ``-c`` so the fit keeps it; Ollama's ``num_ctx``
+#: of 0.6.7-0.15.4 (from 0.15.5 it follows the VRAM: :mod:`oomkit.estimate.ollama_num_ctx`)
 _DEFAULT_CTX = {"llama.cpp": 4096, "ollama": 4096}
 #: when the user names no ``--min-ctx``, the planner never cuts the context below a quarter of
 #: what was asked, nor below this (unless less was asked)
@@ -61,3 +64,36 @@ def min_ctx(request: PlanRequest, target: int) -> int:
     if request.ctx is None:  # no context asked: any useful one will do
         return min(target, _MIN_CTX_FLOOR)
     return min(target, max(_MIN_CTX_FLOOR, target // 4))
+
+
+def untyped_ctx_reason(
+    raw_runtime: str, prefer: str, target: int, *, version: str | None, server: bool | None
+) -> str:
+    """Why a plan without ``--ctx`` aims at ``target`` tokens (the "asked:" line says the
+    context was not given, as Ollama's does). ``raw_runtime``: the ``-r`` as typed; ``version``
+    and ``server`` (``llama_server``): the run's llama.cpp build and front end.
+
+    A llama-server of a ``--fit`` build (PR #16653 on: the generation's ``fit_params``) given no
+    ``-c`` starts at the model's trained context and lowers it, then the layers, until 1 GiB
+    stays free per GPU (:mod:`oomkit.estimate.llamacpp_fit`), never below 4096 tokens: that
+    floor is what the plan aims for, and ``--ctx N`` / ``--ctx max`` ask for more."""
+    name = raw_runtime.strip().lower()
+    if name == "any" and prefer != "context":
+        return "one context for every runtime compared"
+    if prefer == "context":
+        return "--prefer context: the model's whole context"
+    if name not in ("llama.cpp", "llamacpp") or target < _DEFAULT_CTX["llama.cpp"]:
+        if is_binding(name):
+            return f"Llama(n_ctx={LLAMA_N_CTX})'s default"
+        if name in ("vllm", "sglang", "transformers"):
+            return "the model's own maximum, the runtime's default"
+        if target < _DEFAULT_CTX["llama.cpp"]:
+            return "the model's trained context"
+        return "the planner's default"
+    if server is False:
+        return "the planner's default (the C API runs no --fit)"
+    from oomkit.estimate.generations import resolve_generation
+
+    if resolve_generation("llama.cpp", version).effects.get("fit_params", True):
+        return "the floor of llama-server's --fit; --ctx N or --ctx max asks for more"
+    return "llama-server's default -c on builds before --fit"
