@@ -123,6 +123,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             # host-side adapter cache: validated against max_loras, no GPU bytes
             *LORA_FIELDS,
             *SPECULATIVE_FIELDS,  # oomkit.estimate.speculative
+            "speculative_extra",  # carried into the command (oomkit.estimate.speculative_keys)
         }
     ),
     "sglang": frozenset(
