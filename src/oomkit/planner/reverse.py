@@ -279,7 +279,7 @@ def fits_report(
             trained = spec.max_position_embeddings
             if ctx is not None and trained and trained < ctx:
                 # the planner would aim at min(ctx, trained): not a fit at the asked context
-                not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx)))
+                not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx, asked=not roomy)))
                 continue
             s = Searcher(spec, runtime, hardware, request)
             ev, why = _shop(s, entry.params)
@@ -347,10 +347,19 @@ def _roomier(s: Searcher, ev: Evaluation, max_ctx: int) -> tuple[Evaluation, int
     return best
 
 
-def _short_ctx(trained: int, asked: int) -> str:
+def _short_ctx(trained: int, ctx: int, *, asked: bool) -> str:
+    """Why a model trained for fewer than ``ctx`` positions is not listed: the context the
+    user asked, or (``asked`` False) the :data:`FITS_DEFAULT_CTX` every model is sized at
+    when none was asked (review22: "the asked 4096" when nothing was asked)."""
+    if asked:
+        return (
+            f"trained context {trained} tokens (max_position_embeddings): the asked {ctx} "
+            "needs a model trained for at least that many"
+        )
     return (
-        f"trained context {trained} tokens (max_position_embeddings): the asked {asked} "
-        "needs a model trained for at least that many"
+        f"trained context {trained} tokens (max_position_embeddings): no --ctx was given, and "
+        f"the {ctx}-token default every model is sized at then needs a model trained for at "
+        f"least that many (--ctx {trained} sizes it at its own)"
     )
 
 
