@@ -148,6 +148,10 @@ GPUS_FOR_ORDER = (
 )
 
 
+#: the runtimes whose ``gpus --for`` rows may use serving levers (planner.reverse._capped)
+_SERVING = ("vllm", "sglang")
+
+
 def _gpus_for(
     model: str,
     *,
@@ -159,7 +163,7 @@ def _gpus_for(
 ) -> None:
     """``gpus --for MODEL``: which catalog GPUs (and how many) run it on the GPUs alone."""
     from oomkit.estimate.registry import normalize_runtime
-    from oomkit.planner.reverse import gpus_for
+    from oomkit.planner.reverse import GPUS_FOR_LEVERS, gpus_for
 
     canonical = normalize_runtime(runtime)
     fits = gpus_for(model, runtime=canonical, ctx=ctx, quant=quant, min_tps=tps)
@@ -176,17 +180,19 @@ def _gpus_for(
             # order (planner.reverse.gpus_for): `estimate` defaults differ (-c 0 on llama.cpp)
             where = "ctx " + "/".join(map(str, contexts))
             default = "" if ctx is not None else " (the default; --ctx N for another)"
+            levers = f" Levers tried: {GPUS_FOR_LEVERS}." if canonical in _SERVING else ""
             click.echo(
                 f"{model} on {canonical}, {where}{default}, every layer on the GPUs. "
-                f"Order: {GPUS_FOR_ORDER}.",
+                f"Order: {GPUS_FOR_ORDER}.{levers}",
                 err=True,
             )
         for f in fits:
             speed = f.to_dict()["decode_tokens_per_s"]
             tok = f"~{speed:5.0f} tok/s" if speed else "          "
+            needs = f"  with {' '.join(f.levers)}" if f.levers else ""
             click.echo(
                 f"{f.count} x {f.gpu_key:<24} {f.quant:<8} {tok}  "
-                f"{format_bytes(f.free_bytes):>11} free after 1 GiB headroom  {f.gpu_name}"
+                f"{format_bytes(f.free_bytes):>11} free after 1 GiB headroom  {f.gpu_name}{needs}"
             )
         click.echo(f"{len(fits)} GPU model(s) run {model}", err=True)
         if ctx is None and normalize_runtime(runtime) == "ollama":

@@ -147,7 +147,7 @@ def _fits(
     from oomkit.cli.params import hardware_from_options
     from oomkit.estimate.registry import normalize_runtime
     from oomkit.planner.request import PlanRequest
-    from oomkit.planner.reverse import fits_report
+    from oomkit.planner.reverse import FITS_DEFAULT_CTX, fits_report
     from oomkit.units import format_bytes
 
     runtime_key = normalize_runtime(runtime)  # a misspelt --runtime fails before any output
@@ -189,7 +189,8 @@ def _fits(
         note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
         short = [m for m in report.not_fitting if m.reason.startswith("trained context")]
         if short:
-            note += f"; {len(short)} trained for a shorter context than asked"
+            than = "asked" if ctx is not None else f"the {FITS_DEFAULT_CTX}-token default"
+            note += f"; {len(short)} trained for a shorter context than {than}"
         if len(report.not_fitting) > len(short):
             n = len(report.not_fitting) - len(short)
             note += f"; {n} do not fit (--json gives each one's reason)"

@@ -396,6 +396,11 @@ def plan_command(
     )
     if lever is not None:  # speculative decoding's memory, offered back (costs speed only)
         result = dataclasses.replace(result, notes=(*result.notes, lever))
+    from oomkit.estimate.speculative_keys import unpriced_note
+
+    unpriced = unpriced_note(base.speculative_extra if base is not None else None)
+    if unpriced is not None:  # --speculative-config keys carried into the command, not priced
+        result = dataclasses.replace(result, notes=(*result.notes, unpriced))
     if pasted.notes:  # what the pasted line's -c 0, --dtype and memory-neutral flags meant
         result = dataclasses.replace(result, notes=(*pasted.notes, *result.notes))
     if as_json:

@@ -45,6 +45,7 @@ def without_draft(base: InferenceSettings) -> InferenceSettings | None:
             num_speculative_tokens=None,
             speculative_eagle_topk=None,
             speculative_num_draft_tokens=None,
+            speculative_extra=None,
         )
     return None
 

@@ -64,7 +64,8 @@ def speculative_options(f: F) -> F:
             "speculative_config",
             metavar="JSON",
             help='vLLM speculative decoding, e.g. \'{"method": "mtp", '
-            '"num_speculative_tokens": 2}\' (methods: mtp, eagle, eagle3, draft_model, ngram)',
+            '"num_speculative_tokens": 2}\' (methods: mtp, eagle, eagle3, draft_model, ngram; '
+            "other keys go into the printed command as given)",
         ),
         click.option(
             "--speculative-model",
@@ -213,10 +214,22 @@ def _vllm(values: dict[str, Any], tp: int | None) -> dict[str, Any]:
     method = _vllm_method(config.get("method"), model)
     if model is not None and model.strip().lower() == "[ngram]":
         model = None
+    # every other key, and the method as spelled when oomkit prices it under another name
+    # ("ngram_gpu", "deepseek_mtp"), goes into the printed command unchanged
+    # (oomkit.estimate.speculative_keys)
+    extra = {
+        key: value
+        for key, value in config.items()
+        if key not in ("method", "model", "num_speculative_tokens")
+    }
+    spelled = str(config.get("method") or "").strip().lower()
+    if spelled and spelled != method:
+        extra = {"method": spelled, **extra}
     return {
         "speculative_method": method,
         "speculative_model": model,
         "num_speculative_tokens": k,
+        "speculative_extra": json.dumps(extra, separators=(",", ":")) if extra else None,
     }
 
 

@@ -123,6 +123,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             # host-side adapter cache: validated against max_loras, no GPU bytes
             *LORA_FIELDS,
             *SPECULATIVE_FIELDS,  # oomkit.estimate.speculative
+            "speculative_extra",  # carried into the command (oomkit.estimate.speculative_keys)
         }
     ),
     "sglang": frozenset(
@@ -224,18 +225,27 @@ def valid_tp_sizes(spec: ModelSpec, limit: int = 64) -> list[int]:
     return [t for t in range(1, top + 1) if tp_refusal(spec, t) is None]
 
 
-def _tp_divides(spec: ModelSpec, tp: int, runtime: str, gpus: int = 0, pp: int = 1) -> None:
+def _tp_divides(
+    spec: ModelSpec, tp: int, runtime: str, gpus: int = 0, pp: int = 1, *, implied: bool = False
+) -> None:
     """``tp`` as :func:`tp_refusal` checks it; the sizes listed stop at ``gpus // pp`` when the
     GPUs were counted (``--gpu 4xNAME``: one GPU per rank, tp x pp ranks, so a larger size
-    cannot run there; 0: no count named, as ``--vram`` with the count taken from ``--tp``)."""
+    cannot run there; 0: no count named, as ``--vram`` with the count taken from ``--tp``).
+    ``implied``: no ``--tp`` was typed and ``tp`` is the GPU count oomkit assumed, so the
+    message names the GPUs, not a flag the user never gave (review22)."""
     why = tp_refusal(spec, tp)
     if why is not None:
         sizes = valid_tp_sizes(spec, max(1, gpus // pp)) if gpus else valid_tp_sizes(spec)
         where = f" on the {gpus} GPU{'s' * (gpus > 1)} given" if gpus else ""
         where += f" with --pp {pp}" if gpus and pp > 1 else ""
+        said = (
+            f"{tp} GPUs given: tensor parallel {tp} across them (no --tp given), which "
+            f"{runtime} refuses"
+            if implied
+            else f"--tp {tp}: {runtime} refuses it"
+        )
         raise InvalidSettingError(
-            f"--tp {tp}: {runtime} refuses it ({why}); valid sizes{where}: "
-            + ", ".join(map(str, sizes)),
+            f"{said} ({why}); valid sizes{where}: " + ", ".join(map(str, sizes)),
             setting="tp",
             value=tp,
         )
@@ -523,7 +533,7 @@ def check_run(
     if tp is None and n_gpus > 1 and pp == 1:
         # `vllm serve` defaults to --tensor-parallel-size 1 (one GPU); naming several GPUs
         # says the user means to use them, so oomkit shards across all of them and says so
-        _tp_divides(spec, n_gpus, runtime, n_gpus)
+        _tp_divides(spec, n_gpus, runtime, n_gpus, implied=True)
         tp = n_gpus
         settings = dataclasses.replace(settings, tp=tp)
         notes.append(

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.hf_kv import KvLayer, kv_bytes_per_token, kv_layers
+from oomkit.estimate.speculative_keys import unpriced_note
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import MiB
 
@@ -215,6 +216,9 @@ def draft_terms(
             settings.pp,
         )
     notes: list[str] = []
+    unpriced = unpriced_note(settings.speculative_extra)
+    if unpriced is not None:  # kv_cache_dtype, quantization, ... of the draft, carried only
+        notes.append(unpriced)
     if runtime == "sglang":
         k = settings.num_speculative_tokens or SGLANG_DEFAULT_STEPS
         if settings.num_speculative_tokens is None and method != "ngram":

@@ -101,6 +101,12 @@ def estimate_settings(
                 "speculative_method": settings.speculative_method,
                 "speculative_model": settings.speculative_model,
                 "num_speculative_tokens": p0.speculative.k if p0.speculative else None,
+                # the config's other keys, as given (estimate.speculative_keys)
+                **(
+                    {"speculative_extra": settings.speculative_extra}
+                    if settings.speculative_extra
+                    else {}
+                ),
             }
             if settings.speculative_method is not None
             else {}

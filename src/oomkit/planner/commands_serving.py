@@ -91,6 +91,8 @@ def speculative_flags(settings: InferenceSettings, runtime: str) -> list[str]:
             config["model"] = draft
         if settings.num_speculative_tokens is not None:
             config["num_speculative_tokens"] = settings.num_speculative_tokens
+        if settings.speculative_extra:  # the user's other keys, as given (speculative_keys)
+            config.update(json.loads(settings.speculative_extra))
         return ["--speculative-config", shlex.quote(json.dumps(config, separators=(",", ":")))]
     from oomkit.estimate.speculative import spoken_method
 

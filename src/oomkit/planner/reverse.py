@@ -41,6 +41,13 @@ _SHOP_HF = (CHECKPOINT, "bf16", "fp8", "awq")
 _LOWER_BOUND_FRACTION = 0.9
 #: how many GPUs ``gpus --for`` tries
 GPU_COUNTS = (1, 2, 4, 8)
+#: the levers ``gpus --for`` tries at the asked context, as ``plan`` does for its first plan
+#: with the quant held (:func:`gpus_for`); the KV cache stays at its default type
+GPUS_FOR_LEVERS = (
+    "vLLM --gpu-memory-utilization / SGLang --mem-fraction-static raised, and a lower "
+    "--max-num-seqs / --max-running-requests, where that makes it fit (as plan); "
+    "KV cache at its default type"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +88,9 @@ class GpuFit:
     free_bytes: int
     estimate: Estimate
     speed: Any = None
+    #: the serving levers the row needed, as flags (:data:`GPUS_FOR_LEVERS`): vLLM
+    #: "--gpu-memory-utilization 0.96", "--max-num-seqs 59"; empty when the defaults run it
+    levers: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +100,7 @@ class GpuFit:
             "quant": self.quant,
             "free_bytes": self.free_bytes,
             "decode_tokens_per_s": _tps(self.speed),
+            "levers": list(self.levers),
         }
 
 
@@ -268,7 +279,7 @@ def fits_report(
             trained = spec.max_position_embeddings
             if ctx is not None and trained and trained < ctx:
                 # the planner would aim at min(ctx, trained): not a fit at the asked context
-                not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx)))
+                not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx, asked=not roomy)))
                 continue
             s = Searcher(spec, runtime, hardware, request)
             ev, why = _shop(s, entry.params)
@@ -336,10 +347,19 @@ def _roomier(s: Searcher, ev: Evaluation, max_ctx: int) -> tuple[Evaluation, int
     return best
 
 
-def _short_ctx(trained: int, asked: int) -> str:
+def _short_ctx(trained: int, ctx: int, *, asked: bool) -> str:
+    """Why a model trained for fewer than ``ctx`` positions is not listed: the context the
+    user asked, or (``asked`` False) the :data:`FITS_DEFAULT_CTX` every model is sized at
+    when none was asked (review22: "the asked 4096" when nothing was asked)."""
+    if asked:
+        return (
+            f"trained context {trained} tokens (max_position_embeddings): the asked {ctx} "
+            "needs a model trained for at least that many"
+        )
     return (
-        f"trained context {trained} tokens (max_position_embeddings): the asked {asked} "
-        "needs a model trained for at least that many"
+        f"trained context {trained} tokens (max_position_embeddings): no --ctx was given, and "
+        f"the {ctx}-token default every model is sized at then needs a model trained for at "
+        f"least that many (--ctx {trained} sizes it at its own)"
     )
 
 
@@ -420,7 +440,11 @@ def gpus_for(
                 s = Searcher(spec, runtime, hw, request)
                 # one quant for every GPU (the runtime's default unless named), so the
                 # rows compare hardware, not quants
-                ev = s.level_gpu(s.ladder[s.default_index], upgrade=True)
+                q = s.ladder[s.default_index]
+                # the evaluation raises vLLM's utilization / SGLang's fraction as plan's does;
+                # then plan's sequence cap (review22: 2 x H100 SXM runs Llama-3.1-70B at 32k
+                # with --max-num-seqs 59 and util 0.96, and plan says so)
+                ev = s.level_gpu(q, upgrade=True) or _capped(s, q)
             except OomkitError:
                 ev = None
             if ev is None:
@@ -438,6 +462,7 @@ def gpus_for(
                     free_bytes=ev.margin_bytes,
                     estimate=ev.estimate,
                     speed=speed,
+                    levers=_levers(ev),
                 )
             )
             break
@@ -447,3 +472,51 @@ def gpus_for(
 
 def _cap(f: GpuFit) -> int:
     return max((d.capacity_bytes or 0 for d in f.estimate.devices), default=0)
+
+
+def _capped(s: Searcher, quant: str) -> Evaluation | None:
+    """vLLM/SGLang: the asked context, the default KV type, the largest sequence cap below the
+    runtime's own that fits (plan's ``--max-num-seqs`` lever, :mod:`oomkit.planner.seqs`);
+    None for other runtimes or when even one sequence does not fit."""
+    if s.runtime not in ("vllm", "sglang"):
+        return None
+    from oomkit.planner.seqs import seqs_top
+
+    top = seqs_top(s, quant)
+    floor = s.seqs_floor
+    if top is None or top <= floor:
+        return None
+
+    def make(n: int) -> Candidate:
+        return Candidate(quant, s.kvs[0], s.target_ctx, tp=s._tp(), max_num_seqs=n)
+
+    # a cap shrinks the activations and graphs, never the weights: where the weights alone
+    # fill a GPU (or the runtime refused the layout: no devices) no cap helps
+    at_default = s.evaluate(Candidate(quant, s.kvs[0], s.target_ctx, tp=s._tp())).estimate.devices
+    if not at_default or any(d.weights_bytes >= (d.capacity_bytes or 0) for d in at_default):
+        return None
+    if not s.evaluate(make(floor)).fits:
+        return None
+    found = s._largest(floor, top - 1, make)
+    return None if found is None or not found[1].fits else found[1]
+
+
+def _levers(ev: Evaluation) -> tuple[str, ...]:
+    """The flags a ``gpus --for`` row needed beyond the runtime's defaults."""
+    from oomkit.planner.search import SEQS_LEVER
+
+    out: list[str] = []
+    details = ev.estimate.runtime_details
+    util = ev.estimate.settings.get("gpu_memory_utilization")
+    default = details.get("default_util")
+    if isinstance(util, float) and isinstance(default, float) and util > default:
+        out.append(f"--gpu-memory-utilization {util:g}")
+    from oomkit.planner.sglang_fraction import RAISED_FROM
+
+    frac = ev.estimate.settings.get("mem_fraction_static")
+    was = details.get(RAISED_FROM)
+    if isinstance(frac, float) and isinstance(was, float) and frac > was:
+        out.append(f"--mem-fraction-static {frac:g}")
+    if ev.cand.max_num_seqs is not None and ev.estimate.runtime in SEQS_LEVER:
+        out.append(f"{SEQS_LEVER[ev.estimate.runtime][1]} {ev.cand.max_num_seqs}")
+    return tuple(out)

@@ -151,6 +151,10 @@ class InferenceSettings:
     num_speculative_tokens: int | None = None
     speculative_eagle_topk: int | None = None  # SGLang ``--speculative-eagle-topk``
     speculative_num_draft_tokens: int | None = None  # SGLang ``--speculative-num-draft-tokens``
+    #: vLLM ``--speculative-config``'s other keys (``prompt_lookup_max``, ``kv_cache_dtype``,
+    #: ...) as a JSON object, carried into the printed command as given; the memory-changing
+    #: ones are not priced (:mod:`oomkit.estimate.speculative_keys`)
+    speculative_extra: str | None = None
     #: llama.cpp ``--device``: the backend ordinal (CUDA index) of each GPU in
     #: ``Hardware.devices`` order, when the list picks or reorders the backend's devices
     #: (``--device CUDA2,CUDA1``: (2, 1)); None = GPU i is ordinal i. ``-sm row`` spreads a

@@ -156,6 +156,7 @@ def check_speculative_settings(s: InferenceSettings) -> None:
         "speculative_num_draft_tokens",
     ):
         check_int(name, getattr(s, name), lo=1, hi=MAX_TOKENS, optional=True)
+    _check_speculative_extra(s.speculative_extra)
     given = [
         name
         for name in (
@@ -163,6 +164,7 @@ def check_speculative_settings(s: InferenceSettings) -> None:
             "num_speculative_tokens",
             "speculative_eagle_topk",
             "speculative_num_draft_tokens",
+            "speculative_extra",
         )
         if getattr(s, name) is not None
     ]
@@ -171,6 +173,26 @@ def check_speculative_settings(s: InferenceSettings) -> None:
             f"{given[0]} needs speculative_method (vLLM --speculative-config's method, "
             "SGLang --speculative-algorithm)",
             setting=given[0],
+        )
+
+
+def _check_speculative_extra(extra: object) -> None:
+    """``speculative_extra``: the text of a JSON object (vLLM --speculative-config's keys)."""
+    check_str("speculative_extra", extra)
+    if extra is None:
+        return
+    import json
+
+    try:
+        parsed = json.loads(str(extra))
+    except (json.JSONDecodeError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise InvalidSettingError(
+            "speculative_extra must be the text of a JSON object (vLLM --speculative-config "
+            f"keys), got {str(extra)[:60]!r}",
+            setting="speculative_extra",
+            value=str(extra)[:100],
         )
 
 
