@@ -268,6 +268,17 @@ def plan_spec(
                     raise
                 notes.append(f"vllm left out: {exc}")
                 continue
+        if runtime in ("llama.cpp", "ollama") and base is not None and base.runtime_version:
+            # a llama.cpp build older than the architecture cannot load the GGUF
+            from oomkit.estimate.llamacpp_support import check_llamacpp_support
+
+            try:
+                check_llamacpp_support(spec, runtime, base.runtime_version)
+            except InvalidSettingError as exc:
+                if len(runtimes) == 1:
+                    raise
+                notes.append(f"{runtime} left out: {exc}")
+                continue
         rspec = runtime_spec(spec, runtime, notes)
         published = ollama_plan_quants(runtime, rspec, request.quant, request.min_quant, ref)
         s = Searcher(rspec, runtime, hardware, request, base, published)
