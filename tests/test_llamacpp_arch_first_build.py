@@ -38,11 +38,10 @@ def test_boundary_build_accepted(verb: str, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_ollama_vendored_build_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(
-        ["plan", "gpt-oss-20b", "-r", "ollama", "--gpu", "rtx-4090", "--runtime-version", "b6000"]
-    )
+    argv = ["plan", "qwen3-next-80b-a3b", "-r", "ollama", "--gpu", "h100-sxm"]
+    rc = main([*argv, "--runtime-version", "b7000"])
     assert rc == 2
-    assert "Ollama's vendored llama.cpp b6000 cannot load" in _one_error(capsys)
+    assert "Ollama's vendored llama.cpp b7000 cannot load" in _one_error(capsys)
 
 
 def test_rows() -> None:

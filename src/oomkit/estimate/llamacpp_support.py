@@ -31,8 +31,12 @@ release tag cited to hold the PR that added it to src/llama-arch.cpp, and the PR
   next vendor sync after b7186 will make support available in ollama").
 
 Ollama: ``--runtime-version bNNNN`` names the llama.cpp build Ollama vendors
-(:func:`oomkit.estimate.generations.parse_runtime_version`), which loads the same architectures;
-an Ollama release number is not mapped here (its own engine adds models on its own schedule).
+(:func:`oomkit.estimate.generations.parse_runtime_version`); its llama runner loads what that
+build loads (ollama#12349: Qwen3-Next comes to Ollama with "the next vendor sync after b7186").
+The architectures Ollama runs on its own Go engine (``OllamaEngineRequired``,
+:data:`oomkit.estimate.ollama_runner.OLLAMA_ENGINE_REQUIRED`: gemma3, qwen3, qwen3moe, llama4,
+gpt-oss) do not depend on the vendored build (gemma3 and gpt-oss shipped there the day
+llama.cpp got them), so they are not checked; nor is an Ollama release number.
 """
 
 from __future__ import annotations
@@ -107,8 +111,19 @@ def check_llamacpp_support(spec: ModelSpec, runtime: str, version: str | None) -
     if sup is None:
         return
     build = _build_number(version)
-    if runtime == "ollama" and not version.strip().lower().startswith("b"):
-        return  # an Ollama release number: not mapped to its vendored build
+    if runtime == "ollama":
+        from oomkit.estimate.ollama_runner import (
+            OLLAMA_ENGINE_REQUIRED,
+            OLLAMA_ENGINE_REQUIRED_HF,
+        )
+
+        if not version.strip().lower().startswith("b"):
+            return  # an Ollama release number: not mapped to its vendored build
+        if (
+            spec.model_type in OLLAMA_ENGINE_REQUIRED
+            or spec.architecture in OLLAMA_ENGINE_REQUIRED_HF
+        ):
+            return  # Ollama's own engine runs it, whatever llama.cpp it vendors
     if build is not None:
         older = build < sup.build
     else:
