@@ -28,7 +28,7 @@ def test_older_build_refused(verb: str, version: str, capsys: pytest.CaptureFixt
     line = _one_error(capsys)
     assert rc == 2, line
     assert "'qwen3moe' first in build b5092" in line
-    assert "--runtime-version b5092 or later" in line
+    assert "needs a llama.cpp build from b5092 on" in line
 
 
 @pytest.mark.parametrize("verb", ["estimate", "plan"])
@@ -42,6 +42,19 @@ def test_ollama_vendored_build_refused(capsys: pytest.CaptureFixture[str]) -> No
     rc = main([*argv, "--runtime-version", "b7000"])
     assert rc == 2
     assert "Ollama's vendored llama.cpp b7000 cannot load" in _one_error(capsys)
+
+
+@pytest.mark.parametrize("verb", ["estimate", "plan"])
+def test_llama_cpp_python_reads_its_vendored_build(
+    verb: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # llama-cpp-python 0.3.8 vendors a March 2025 llama.cpp: "unknown model architecture:
+    # 'qwen3moe'" (llama-cpp-python#2008: "It does NOT work with llama-cpp-python==0.3.8")
+    argv = [verb, "qwen3-30b-a3b", "-r", "llama-cpp-python", "--gpu", "rtx-4090"]
+    assert main([*argv, "--runtime-version", "0.3.8"]) == 2
+    assert "cannot load qwen3-30b-a3b" in _one_error(capsys)
+    llama = [verb, "llama-3.1-8b", "-r", "llama-cpp-python", "--gpu", "rtx-4090"]
+    assert main([*llama, "--runtime-version", "0.3.8"]) == 0, capsys.readouterr().err
 
 
 def test_rows() -> None:

@@ -142,8 +142,8 @@ def check_llamacpp_support(spec: ModelSpec, runtime: str, version: str | None) -
         who = "llama.cpp" if runtime == "llama.cpp" else "Ollama's vendored llama.cpp"
         raise InvalidSettingError(
             f"{who} {version.strip()} cannot load {spec.name} (GGUF architecture "
-            f"'{sup.arch}' first in build b{sup.build}, {sup.source}); use --runtime-version "
-            f"b{sup.build} or later",
+            f"'{sup.arch}' first in build b{sup.build}, {sup.source}); it needs a llama.cpp "
+            f"build from b{sup.build} on",
             setting="runtime_version",
             value=version,
         )
