@@ -124,7 +124,8 @@ def test_untyped_llamacpp_context_is_not_called_asked(
         "asked: runtime llama.cpp, context 4096 (not given: the floor of llama-server's --fit;"
         " --ctx N or --ctx max asks for more); prefer quality"
     ) in out
-    code, out, _ = run_cli(capsys, *argv, "--runtime-version", "b5000")
+    # a pre-fit build that loads gpt-oss (b6097, llamacpp_support; b5000 cannot load it)
+    code, out, _ = run_cli(capsys, *argv, "--runtime-version", "b6097")
     assert code == 0
     assert "context 4096 (not given: llama-server's default -c on builds before --fit)" in out
     code, out, _ = run_cli(capsys, *argv, "--ctx", "8k")

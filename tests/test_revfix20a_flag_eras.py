@@ -81,7 +81,8 @@ def test_llamacpp_build_spelling_by_era(capsys: pytest.CaptureFixture[str]) -> N
 def test_llamacpp_moe_before_override_tensor_uses_whole_layers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = ("qwen3-30b-a3b", "--gpu", "rtx-3060", "--ctx", "8k")
+    # Mixtral (GGUF arch llama): b4500 loads it, while Qwen3-MoE needs b5092 (llamacpp_support)
+    args = ("mixtral-8x7b", "--gpu", "rtx-3060", "--ctx", "8k")
     old = _commands(_plan(capsys, *args, "--runtime-version", "b4500"))
     assert all("-ot" not in c and "--n-cpu-moe" not in c for c in old), old
     assert "-ngl 99" not in old[0]  # layers, not experts, leave the GPU

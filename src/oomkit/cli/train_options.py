@@ -95,16 +95,9 @@ class TrainOptions:
 
     def to_settings(self, *, tp: int | None, overhead_bytes: int | None) -> TrainingSettings:
         """Build validated settings (raises InvalidSettingError with a one-line message)."""
-        if self.mixed_precision == "fp16" and not self.master_weights:
-            # pure fp16 has no working loss scaling: the HF Trainer's GradScaler refuses fp16
-            # parameters' gradients (torch/amp/grad_scaler.py _unscale_grads_: "Attempting to
-            # unscale FP16 gradients."), and torchtune refuses fp16 (training.get_dtype)
-            raise InvalidSettingError(
-                "Invalid --no-master-weights with --mixed-precision fp16: pure fp16 training "
-                'fails (GradScaler: "Attempting to unscale FP16 gradients"; torchtune refuses '
-                "fp16): keep the fp32 master weights or use bf16.",
-                setting="master_weights",
-            )
+        from oomkit.estimate.training_precision import check_pure_fp16
+
+        check_pure_fp16(self.mixed_precision, self.master_weights, flags=True)
         loss = "fused" if self.fused_loss else ("chunked" if self.chunked_loss else "standard")
         targets = (
             tuple(t.strip() for t in self.lora_targets.split(",") if t.strip())
@@ -201,7 +194,6 @@ def _fused_experts_unquantized(version: str | None) -> bool:
     (the transformers generation ``v5-fused-experts``, from 5.0.0)."""
     if version is None:
         return True
-    from oomkit.errors import InvalidSettingError
     from oomkit.estimate.generations import generation_effect, resolve_generation
 
     try:

@@ -503,6 +503,10 @@ def check_run(
         from oomkit.estimate.flag_eras import check_flag_eras
 
         check_flag_eras(settings, runtime)
+        # a llama.cpp build older than the model's architecture fails to load it
+        from oomkit.estimate.llamacpp_support import check_llamacpp_support
+
+        check_llamacpp_support(spec, runtime, settings.runtime_version)
     notes: list[str] = []
     if runtime == "llama.cpp" and settings.override_tensor:
         settings, note = _override_to_n_cpu_moe(spec, settings)

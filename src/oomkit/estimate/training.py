@@ -400,8 +400,10 @@ def estimate_training(spec: ModelSpec, settings: TrainingSettings, hardware: Har
         InvalidSettingError: LoRA targets that do not exist in the model, or a ``tp`` its
             heads cannot be split by (:mod:`oomkit.estimate.training_tp`).
     """
+    from oomkit.estimate.training_precision import check_pure_fp16
     from oomkit.estimate.training_tp import check_training_tp
 
+    check_pure_fp16(settings.mixed_precision, settings.master_weights, flags=False)
     check_training_tp(spec, settings.tp, settings.gpus * settings.nodes)  # heads split by tp
     # the echo names the dropout the step runs (the config's largest p when not overridden)
     drop = training_dropout(spec, settings)

@@ -268,6 +268,21 @@ def plan_spec(
                     raise
                 notes.append(f"vllm left out: {exc}")
                 continue
+        if runtime in ("llama.cpp", "ollama") and base is not None and base.runtime_version:
+            # a llama.cpp build older than the architecture cannot load the GGUF
+            from oomkit.estimate.llamacpp_python import binding_plan_base, is_binding
+            from oomkit.estimate.llamacpp_support import check_llamacpp_support
+
+            version: str | None = base.runtime_version
+            if is_binding(request.runtime):  # llama-cpp-python: the llama.cpp it vendors
+                version = binding_plan_base(base).runtime_version
+            try:
+                check_llamacpp_support(spec, runtime, version)
+            except InvalidSettingError as exc:
+                if len(runtimes) == 1:
+                    raise
+                notes.append(f"{runtime} left out: {exc}")
+                continue
         rspec = runtime_spec(spec, runtime, notes)
         published = ollama_plan_quants(runtime, rspec, request.quant, request.min_quant, ref)
         s = Searcher(rspec, runtime, hardware, request, base, published)

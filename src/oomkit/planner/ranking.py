@@ -60,7 +60,13 @@ mistral-small-24b got q4_0 at 22272 where q8_0 fits 11776, by design), and above
 CPU at an f16 cache. ``prompt_first`` (transformers without a typed context is the same rule): the
 asked prompt ranks above the asked ``generate()`` batch.
 
-``--prefer speed`` puts everything that leaves the GPU last, then as quality; ``--prefer
+``--prefer speed`` puts everything that leaves the GPU last, then the context deficit, then the
+planner's own decode estimate (tokens/s of one sequence at half the target context,
+:func:`oomkit.planner.speed.estimate_speed`), fastest first, then as quality. Its search looks at
+the first quant that fits on the GPU and the next one (as ``quality`` looks at alternatives), so
+on vLLM/SGLang fp8 weights, which halve the weight bytes read per decoded token, rank above bf16
+where both fit (a 70B on 2 x H100 at ``--ctx 32k``: fp8 ~40 tok/s before bf16 ~28), and a GGUF
+plan may take the next smaller quant when it decodes faster; ``--prefer
 context`` puts the deficit first, then the quant. Settings the user pinned (``--quant`` as the
 ladder's top, ``--gpu-memory-utilization``, ``--max-num-seqs``, ``-ngl``, ``--kv-dtype``, ...)
 are never changed: the search does not vary them.
@@ -143,12 +149,15 @@ def rank_key(
     ctx_asked: bool = False,
     margin_bytes: int = 0,
     quant_tier: Mapping[str, int] | None = None,
-) -> tuple[int, ...]:
+    decode_tps: float | None = None,
+) -> tuple[float, ...]:
     """Sort key (smaller is better) of a fitting candidate under ``prefer`` (the module's
     policy). ``ctx_asked``: the user typed the context, so keeping it outranks every
     throughput lever; ``margin_bytes``: the least free memory on any GPU (the last tie-break);
     ``quant_tier``: quants ranked at another's tier before the context (:func:`fp8_tier`), their
-    KV cache type and then their own place in the ladder coming right after the deficit."""
+    KV cache type and then their own place in the ladder coming right after the deficit;
+    ``decode_tps``: the planner's decode estimate (:mod:`oomkit.planner.speed`), which ``speed``
+    ranks by after "on the GPU or not" and the context deficit."""
     deficit = max(0, target_ctx - cand.ctx)
     r_q = ladder.index(cand.quant)
     t_q = (quant_tier or {}).get(cand.quant, r_q)
@@ -170,7 +179,10 @@ def rank_key(
     else:
         quality = (r_q, cand.level, seqs, deficit, attn, r_kv, *ties)
     if prefer == "speed":
-        return (int(cand.level > _LEVEL_GPU), *quality)
+        # the fastest decode first among plans that keep the same context on the GPU; a plan
+        # without an estimate (no bandwidth known) after those with one, then as quality
+        fast = (int(decode_tps is None), -round(decode_tps or 0.0, 1))
+        return (int(cand.level > _LEVEL_GPU), deficit, *fast, *quality)
     if prefer == "context":
         return (deficit, r_q, cand.level, r_kv, seqs, attn, *ties)
     return quality

@@ -436,7 +436,7 @@ class Searcher:
             return LEVEL_LAYERS_CPU
         return ev.cand.level
 
-    def key(self, ev: Evaluation) -> tuple[int, ...]:
+    def key(self, ev: Evaluation) -> tuple[float, ...]:
         cand = ev.cand
         if self.level_of(ev) != cand.level:
             cand = dataclasses.replace(cand, level=self.level_of(ev))
@@ -451,7 +451,19 @@ class Searcher:
             ctx_asked=self.ctx_asked,
             margin_bytes=ev.margin_bytes,
             quant_tier=self.quant_tier,
+            decode_tps=self._decode_tps(ev) if self.request.prefer == "speed" else None,
         )
+
+    def _decode_tps(self, ev: Evaluation) -> float | None:
+        """The planner's decode estimate of one candidate (``--prefer speed`` ranks by it),
+        every candidate at the same fill (half the target context), so context is no speed."""
+        from oomkit.planner.speed import estimate_speed
+
+        settings = ev.cand.apply(self.base)
+        speed = estimate_speed(
+            self.spec, ev.estimate, self.hardware, ctx_fill=self.target_ctx // 2, settings=settings
+        )
+        return speed.decode_tokens_per_s
 
     def candidates_for(self, quant: str, *, gpu_only: bool = False) -> list[Evaluation]:
         """The best fitting candidate of each level for one quant."""
@@ -495,10 +507,15 @@ class Searcher:
         found: list[Evaluation] = []
         prefer = self.request.prefer
         if prefer == "speed":
-            for q in self.ladder:
-                found.extend(self.candidates_for(q, gpu_only=True))
-                if any(e.cand.level == LEVEL_GPU for e in found):
+            # the first quant that fits on the GPU and the next (alternatives - 1): the
+            # smaller one may decode faster (fp8 against bf16 on vLLM), rank_key decides
+            hit: int | None = None
+            for i, q in enumerate(self.ladder):
+                if hit is not None and i > hit + alternatives - 1:
                     break
+                found.extend(self.candidates_for(q, gpu_only=True))
+                if hit is None and any(e.cand.level == LEVEL_GPU for e in found):
+                    hit = i
             if not found:
                 for q in self.ladder:
                     found.extend(self.candidates_for(q))
