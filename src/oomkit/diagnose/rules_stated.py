@@ -16,7 +16,13 @@ import re
 from oomkit.diagnose.analysis import Analysis
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import generic
-from oomkit.diagnose.growth_adverbs import LONG_RUN, PACE_FIRST_GROWTH, PROGRESSIVE_UNTIL
+from oomkit.diagnose.growth_adverbs import (
+    GROWTH_UNTIL_EXHAUSTED,
+    LONG_RUN,
+    PACE_FIRST_GROWTH,
+    PROGRESSIVE_UNTIL,
+    RUN_DURATION,
+)
 from oomkit.diagnose.parse_wordings_prose import MEMORY_GETS_BIGGER
 from oomkit.diagnose.parse_wordings_report import CANNOT_BE_FREED
 from oomkit.diagnose.parse_wordings_titles_more import CJK_MEMORY_RISING
@@ -193,6 +199,12 @@ _GROWTH_WORDS = re.compile(
     # docpost28: memory "is growing to the point it's oomkilled"
     + r"|"
     + PROGRESSIVE_UNTIL.pattern.removeprefix("(?i)")
+    # docpost31: memory that "increases all the time until" / "eventually occupies" the machine
+    + r"|"
+    + GROWTH_UNTIL_EXHAUSTED.pattern.removeprefix("(?i)")
+    # docpost31: a failure "after 10 hrs of training", a session used "for too long"
+    + r"|"
+    + RUN_DURATION.pattern.removeprefix("(?i)")
 )
 
 
