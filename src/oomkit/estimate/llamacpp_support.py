@@ -25,8 +25,11 @@ release tag cited to hold the PR that added it to src/llama-arch.cpp, and the PR
   in b6085").
 * ``gpt-oss``: PR #15091 "llama : add gpt-oss", merged 2025-08-05; release b6097 "includes the
   recent changes to support GPT OSS (#15091)" (utilityai/llama-cpp-rs#797). The merge is after
-  PR #15077 (b6089, ``--n-cpu-moe``), so the first build lies in b6090-b6097; b6097 is the first
-  one cited.
+  PR #15077 (b6089, ``--n-cpu-moe``), so the first build lies in b6090-b6097, and a real run
+  loaded gpt-oss-20b on b6096 (verdict run lcpp-geer21-gptoss20b-mxfp4-aimax395-ngl125,
+  tests/fixtures/verdict_runs/heldout6.jsonl); b6090 is kept as the first build so that no build
+  that may load it is refused (b6090-b6095 are answered, not refused, until the exact one is read
+  from llama.cpp's history).
 * ``qwen3next`` (Qwen3-Next): PR #16095, merged 2025-11-28, release b7186 (ollama#12349: "The
   next vendor sync after b7186 will make support available in ollama").
 
@@ -78,7 +81,7 @@ LLAMACPP_FIRST_BUILD: dict[str, LlamaCppSupport] = {
             arch="glm4moe", build=6085, merged="2025-08-04", source="llama.cpp PR #14939"
         ),
         LlamaCppSupport(
-            arch="gpt-oss", build=6097, merged="2025-08-05", source="llama.cpp PR #15091"
+            arch="gpt-oss", build=6090, merged="2025-08-05", source="llama.cpp PR #15091"
         ),
         LlamaCppSupport(
             arch="qwen3next", build=7186, merged="2025-11-28", source="llama.cpp PR #16095"

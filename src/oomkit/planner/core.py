@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from oomkit.errors import InvalidSettingError, OomkitError
 from oomkit.estimate.breakdown import Estimate, ModelInfo
-from oomkit.estimate.checks import runtime_hardware_refusal
+from oomkit.estimate.checks import runtime_hardware_refusal, vllm_kernel_caveat
 from oomkit.estimate.registry import RUNTIMES, normalize_runtime
 from oomkit.planner.commands import emit_command, prepare_lines
 from oomkit.planner.describe import describe, reject_text
@@ -252,11 +252,18 @@ def plan_spec(
     info: ModelInfo | None = None
     for runtime in runtimes:
         refusal = runtime_hardware_refusal(hardware, runtime)
-        if refusal is not None:  # as estimate refuses it (vLLM on a Pascal or an Apple GPU)
+        if refusal is not None:  # as estimate refuses it (vLLM/SGLang on an Apple GPU)
             if len(runtimes) == 1:
                 raise InvalidSettingError(refusal, setting="runtime", value=runtime)
             notes.append(f"{runtime} left out: {refusal}")
             continue
+        caveat = vllm_kernel_caveat(hardware, runtime)
+        if caveat is not None and len(runtimes) > 1:
+            # vLLM on a Pascal card runs only from a source build or a fork: a runtime the
+            # planner picks itself is one that runs from its release
+            notes.append(f"{runtime} left out: {caveat}")
+            continue
+        notes.extend([caveat] if caveat else [])
         if runtime == "vllm" and base is not None and base.runtime_version:
             # a vLLM release that cannot load the model: one line, not an empty search
             from oomkit.estimate.vllm_support import vllm_model_version

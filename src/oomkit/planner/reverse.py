@@ -255,10 +255,12 @@ def fits_report(
     it well at 4096 (``max_ctx`` still reports the longest context that fits).
     """
     from oomkit.catalog.models import search_models
-    from oomkit.estimate.checks import runtime_hardware_refusal
+    from oomkit.estimate.checks import runtime_hardware_refusal, vllm_kernel_caveat
 
-    refusal = runtime_hardware_refusal(hardware, runtime)
-    if refusal is not None:  # vLLM on a Pascal or Apple GPU: no model runs, as estimate says
+    # vLLM/SGLang on an Apple GPU: no model runs, as estimate says; vLLM on a Pascal card runs
+    # only from a source build or a fork, which a listing of what fits does not assume
+    refusal = runtime_hardware_refusal(hardware, runtime) or vllm_kernel_caveat(hardware, runtime)
+    if refusal is not None:
         raise InvalidSettingError(refusal, setting="runtime", value=runtime)
     out: list[ModelFit] = []
     not_fitting: list[ModelMiss] = []
@@ -409,7 +411,7 @@ def gpus_for(
             value=min_tps,
         )
     from oomkit.api import load_model
-    from oomkit.estimate.checks import runtime_hardware_refusal
+    from oomkit.estimate.checks import runtime_hardware_refusal, vllm_kernel_caveat
     from oomkit.hardware.catalog import all_gpus
 
     spec = load_model(model, offline=offline) if isinstance(model, str) else model
@@ -430,8 +432,9 @@ def gpus_for(
     for gpu in all_gpus():
         if runtime in ("vllm", "sglang") and gpu.vendor not in ("nvidia", "amd"):
             continue
-        if runtime_hardware_refusal(Hardware(devices=(gpu.to_device_target(),)), runtime):
-            continue  # vLLM on a Pascal card: estimate and plan refuse it, so no row here
+        one = Hardware(devices=(gpu.to_device_target(),))
+        if runtime_hardware_refusal(one, runtime) or vllm_kernel_caveat(one, runtime):
+            continue  # an Apple GPU for vLLM/SGLang, or a Pascal card vLLM's wheels lack
         for n in counts:
             if n > 1 and gpu.unified_memory:
                 break
