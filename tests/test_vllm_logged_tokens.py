@@ -64,7 +64,9 @@ def test_43308_gemma4_logged_tokens_by_release() -> None:
     assert 450_000 < _int(big, "kv_cache_tokens") < 650_000
     # a reporting change: the pool and the verdict do not move
     assert abs(blocks_new - blocks_old) < blocks_old // 100
-    assert verdict(old, Platform(display=False)).level == verdict(new, Platform(display=False)).level
+    assert (
+        verdict(old, Platform(display=False)).level == verdict(new, Platform(display=False)).level
+    )
 
 
 def test_one_group_model_logs_concurrency_tokens() -> None:

@@ -216,7 +216,9 @@ def kv_blocks(
         need = ceil_div(max_len, block)
         return KvBlocks(
             num_blocks=blocks,
-            tokens=_logged_tokens(blocks, need, max_len) if eng.concurrency_tokens else blocks * block,
+            tokens=_logged_tokens(blocks, need, max_len)
+            if eng.concurrency_tokens
+            else blocks * block,
             groups=1,
             blocks_per_request=need,
         )
