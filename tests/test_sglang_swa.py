@@ -82,3 +82,22 @@ def test_speculative_0_5_8_and_the_memory_rule() -> None:
     off = {"hybrid_swa": "X", "swa_off_speculative": True}
     assert hybrid_swa_split("X", layers, 1000, off, speculative=True) is None
     assert hybrid_swa_split("Y", layers, 1000, eff) is None
+
+
+def test_cli_flag_keeps_the_uniform_pool() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def tokens(*extra: str) -> int:
+        cmd = [sys.executable, "-m", "oomkit", "estimate", "gpt-oss-20b", "-r", "sglang"]
+        cmd += ["-g", "h100-sxm", "--runtime-version", "0.5.9", "-c", "131072", "--json", *extra]
+        env = {**os.environ, "PYTHONPATH": "src"}
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False).stdout
+        value = json.loads(out)["runtime_details"]["max_total_num_tokens"]
+        assert isinstance(value, int)
+        return value
+
+    split, uniform = tokens(), tokens("--disable-hybrid-swa-memory")
+    assert split == int(uniform * 24 / (0.8 * 12 + 12))
