@@ -32,11 +32,16 @@ def test_gemma3_hybrid_groups_follow_uniform_page_grouping() -> None:
     assert p.num_gpu_blocks is not None
     page = 16 * 16 * 128 * 2 * 2  # block x KV heads x (K + V) head dim x bf16
     assert p.num_gpu_blocks == p.kv_pool_bytes // (page * 10)
-    assert p.kv_cache_tokens == p.num_gpu_blocks // 7 * 16
     # a 32K request needs 2048 blocks in the full group but only the window in each sliding one
     per_request = 2048 + 6 * ((1024 - 1 + p.max_num_batched_tokens + 15) // 16 + 1)
     assert p.max_concurrency is not None
     assert abs(p.max_concurrency - p.num_gpu_blocks / per_request) < 1e-9
+    # 0.21+ logs int(max_concurrency x max_model_len) (_report_kv_cache_config); 0.20 the
+    # num_blocks // 7 x 16 above
+    assert p.kv_cache_tokens == int(p.num_gpu_blocks / per_request * 32768)
+    p20 = plan_vllm(g3, InferenceSettings(runtime="vllm", ctx=32768), H100_SXM, engine="v1-0.20")
+    assert p20.num_gpu_blocks is not None
+    assert p20.kv_cache_tokens == p20.num_gpu_blocks // 7 * 16
 
 
 def test_v0_counts_sliding_layers_like_full_ones() -> None:

@@ -118,6 +118,12 @@ TRAINING_PASSED: tuple[str, ...] = (
 @click.option("--max-num-batched-tokens", type=int, help="vLLM tokens per forward step")
 @click.option("--enforce-eager/--no-enforce-eager", default=None, help="vLLM: no CUDA graphs")
 @click.option(
+    "--disable-hybrid-swa-memory",
+    is_flag=True,
+    default=None,
+    help="SGLang: one uniform token pool for sliding-window models (no full/SWA split)",
+)
+@click.option(
     "--prompt-logprobs",
     is_flag=True,
     default=None,

@@ -46,6 +46,7 @@ FLAG_NAMES: dict[str, str] = {
     "max_num_seqs": "--max-num-seqs",
     "max_num_batched_tokens": "--max-num-batched-tokens",
     "enforce_eager": "--enforce-eager",
+    "disable_hybrid_swa_memory": "--disable-hybrid-swa-memory",
     "prompt_logprobs": "--prompt-logprobs",
     "llm_class": "--llm-class",
     "pooling": "--pooling",

@@ -39,6 +39,7 @@ INFERENCE_ONLY_OPTIONS: tuple[str, ...] = (
     "max_num_seqs",
     "max_num_batched_tokens",
     "enforce_eager",
+    "disable_hybrid_swa_memory",
     "prompt_logprobs",
     "llm_class",
     "pooling",

@@ -137,6 +137,7 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "mem_fraction_static",
             "max_num_seqs",
             "enforce_eager",  # --disable-cuda-graph: no CUDA-graph attention tables
+            "disable_hybrid_swa_memory",  # one uniform token pool (sglang_swa)
             "overhead_bytes",
             *SPECULATIVE_FIELDS,  # oomkit.estimate.speculative
         }

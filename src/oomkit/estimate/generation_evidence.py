@@ -486,6 +486,14 @@ EVIDENCE: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "mm-0.90-default"): (_TS + _SG_FRAC, _TS + _SG_DEF),
     ("sglang", "mm-vit-adjusted"): (_TS + _SG_MM, _TS + _SG_DEF, _TS + _SG_VIS),
     ("sglang", "gpu-memory"): (_TG + "test_sglang_tp_table_before_pr_10975", _TS + _SG_DEF),
+    ("sglang", "swa-gemma-off"): ("test:tests/test_sglang_swa.py::test_gemma3_27b_only_in_0_4_10",),
+    ("sglang", "swa-gpt-oss"): (
+        "test:tests/test_sglang_swa.py::test_gpt_oss_20b_split_from_0_5_8",
+    ),
+    ("sglang", "swa-memory-split"): (
+        "test:tests/test_sglang_swa.py::test_gpt_oss_20b_split_from_0_5_8",
+        "test:tests/test_sglang_swa.py::test_speculative_0_5_8_and_the_memory_rule",
+    ),
     ("transformers", "eager-attention"): (
         "test:tests/test_transformers_eager_release.py::"
         "test_pre_4_36_scores_are_a_band_term_not_in_the_total",

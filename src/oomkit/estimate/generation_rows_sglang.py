@@ -238,7 +238,29 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "0.4.10",
         "sgl-project/sglang release v0.4.10 server_args.py adjust_mem_fraction_for_vlm",
         "the default fraction of a VLM scales with its vision tower (0.95 x a factor "
-        "in 0.8-1.05 from vision_config layers x hidden^2): not modelled, left as is",
+        "in 0.8-1.05 from vision_config layers x hidden^2): not modelled, left as is; "
+        "the hybrid sliding-window pool (model_runner.py set_num_token_hybrid, "
+        "--swa-full-tokens-ratio 0.8) on for Gemma 2/3/3n (sglang_swa)",
+        mem_fraction="reserved_tier",
+        mm_chunked_off="unsupported",
+        fa3_local_table="per_chunk",
+        graph_bs="160_256",
+        hybrid_swa="Gemma2ForCausalLM,Gemma3ForCausalLM,Gemma3ForConditionalGeneration,Gemma3nForCausalLM,Gemma3nForConditionalGeneration",
+        swa_split="tokens",
+    ),
+    _g(
+        "sglang",
+        "swa-gemma-off",
+        "SGLang 0.4.10.post2-0.5.2 (hybrid SWA pool off for Gemma)",
+        # the sglang-0.4.10.post2 sdist on PyPI (uploaded 2025-08-03); 0.4.10.post1's
+        # (2025-08-01) server_args.py has no Gemma rule
+        "2025-08-03",
+        None,
+        "sgl-project/sglang release v0.4.10.post2 (PyPI sdist) server_args.py "
+        "ServerArgs.__post_init__ (Gemma2/3/3n: 'FIXME: PR #7367 is not compatible with "
+        "gemma2 model', disable_hybrid_swa_memory = True)",
+        "Gemma 2/3/3n back on the uniform token pool; no catalog model gets the hybrid "
+        "sliding-window pool (GPT-OSS has it off too)",
         mem_fraction="reserved_tier",
         mm_chunked_off="unsupported",
         fa3_local_table="per_chunk",
@@ -255,5 +277,43 @@ SGLANG_ROWS: tuple[Row, ...] = (
         "at least 10 GiB above 60 GiB: a larger static fraction on big GPUs",
         mem_fraction="gpu_memory",
         fa3_local_table="per_chunk",
+    ),
+    _g(
+        "sglang",
+        "swa-gpt-oss",
+        "SGLang 0.5.8 (hybrid SWA pool for GPT-OSS)",
+        # the sglang-0.5.8 sdist on PyPI (uploaded 2026-01-23); 0.5.7's server_args.py turns
+        # it off for GPT-OSS unconditionally
+        "2026-01-23",
+        "0.5.8",
+        "sgl-project/sglang release v0.5.8 (PyPI sdist) configs/model_config.py "
+        "is_hybrid_swa_model "
+        "(Llama4ForConditionalGeneration, GptOssForCausalLM, MiMoV2FlashForCausalLM); "
+        "server_args.py: off for GPT-OSS only with trtllm_mha or speculative decoding",
+        "GPT-OSS's token pool split: full layers int(T x 36 / (0.8 x 18 + 18)) = 1.11 T tokens, "
+        "sliding ones 0.8 x that, from the same memory (sglang_swa)",
+        mem_fraction="gpu_memory",
+        fa3_local_table="per_chunk",
+        hybrid_swa="GptOssForCausalLM",
+        swa_split="tokens",
+        swa_off_speculative=True,
+    ),
+    _g(
+        "sglang",
+        "swa-memory-split",
+        "SGLang 0.5.9+ (hybrid SWA split by memory)",
+        # the sglang-0.5.9 sdist on PyPI (uploaded 2026-02-23)
+        "2026-02-23",
+        "0.5.9",
+        "sgl-project/sglang release v0.5.9 (PyPI sdist) "
+        "model_executor/model_runner_kv_cache_mixin.py "
+        "_resolve_hybrid_swa_tokens (full_tokens = T x (F n_full + S n_swa) / (F n_full + "
+        "ratio x S n_swa)); server_args.py no longer turns it off for speculative GPT-OSS",
+        "the split weighs a full and a sliding layer's bytes per token (equal on GPT-OSS: "
+        "the same counts as 0.5.8)",
+        mem_fraction="gpu_memory",
+        fa3_local_table="per_chunk",
+        hybrid_swa="GptOssForCausalLM",
+        swa_split="memory",
     ),
 )

@@ -336,7 +336,10 @@ VLLM_ROWS: tuple[Row, ...] = (
         "(0.20.x: else None); the CUDA-graph estimate of PR #30515 charged as in 0.20",
         # PR #38284 turned the estimate on and raised the default util from 0.9 to 0.92 (0.20.0)
         "ceil(total x 0.92) - non-KV - CUDA-graph estimate, as 0.20; the profile's dummy "
-        "sampler goes through FlashInfer's top-k/top-p kernel where it is installed",
+        "sampler goes through FlashInfer's top-k/top-p kernel where it is installed; the "
+        "logged 'GPU KV cache size' is int(max_concurrency x max_model_len) (0.21.0 sdist "
+        "kv_cache_utils.py _report_kv_cache_config; 0.20: num_blocks // n_groups x block), "
+        "about 10x the tokens for Gemma 4's sliding groups (vllm#43308), the same pool",
         vllm_engine="current",
         graph_profiling=True,
     ),

@@ -111,7 +111,11 @@ Effects read by the estimators (absent key = today's behaviour):
   ``fa3_local_table`` (``"per_seq"`` before PR #6273, ``"per_chunk"`` after: the fa3 backend's
   CUDA-graph ``local_block_table`` for chunked-attention models,
   :mod:`oomkit.estimate.sglang_graph_tables`) and ``graph_bs`` (``"160"``, or ``"160_256"``: 256
-  on GPUs above 80 GiB, PR #5893; absent: PR #10975's defaults). Post-releases
+  on GPUs above 80 GiB, PR #5893; absent: PR #10975's defaults), ``hybrid_swa`` (architectures
+  whose token pool is split between full and sliding-window layers, comma-separated),
+  ``swa_split`` (``"tokens"``: by layer count, v0.4.10-v0.5.8; ``"memory"``: by bytes, v0.5.9)
+  and ``swa_off_speculative`` (True: no split with speculative decoding, v0.5.8):
+  :mod:`oomkit.estimate.sglang_swa`. Post-releases
   resolve as their release (``0.4.5.post1`` is 0.4.5), so the rows that start at one (Llama 4's
   multimodal window, v0.4.6.post2, v0.4.6.post5) are dated only: give a date for them.
 * transformers: ``full_logits`` (True: ``generate`` computes logits for every prompt position and

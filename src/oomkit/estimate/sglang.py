@@ -59,6 +59,7 @@ from oomkit.estimate.rope_cache import rope_cache_bytes
 from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
 from oomkit.estimate.sglang_multimodal import MultimodalPolicy, multimodal_policy, sglang_effects
 from oomkit.estimate.sglang_outside import dated_chunked_prefill_size, outside_pool
+from oomkit.estimate.sglang_swa import hybrid_swa_split
 from oomkit.estimate.speculative import draft_terms, sglang_cell_size, sglang_reserve_bytes
 from oomkit.estimate.speculative_sglang import (
     attention_layers,
@@ -526,6 +527,26 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
             "get_context_length), which sizes the req_to_token pool; pass --context-length to "
             "shrink it",
         )
+    swa = (
+        None
+        if tokens is None or settings.disable_hybrid_swa_memory
+        else hybrid_swa_split(
+            spec.architecture,
+            stages[0][1],
+            tokens,
+            eff,
+            speculative=settings.speculative_method is not None,
+        )
+    )
+    if swa is not None and tokens is not None:
+        # the same memory, split: max_total_num_tokens is the full layers' count (sglang_swa)
+        pool_note = (
+            *pool_note,
+            f"hybrid sliding-window pool: the full layers hold {swa.full_tokens} tokens, the "
+            f"sliding ones {swa.swa_tokens} (--swa-full-tokens-ratio {swa.ratio}; a uniform "
+            f"pool would hold {tokens}); --disable-hybrid-swa-memory keeps the uniform pool",
+        )
+        tokens = swa.full_tokens
     if tokens is not None and tokens > 0:
         # managers/tp_worker.py (v0.4.6 and the stored newest): max_req_len = min(context_len
         # - 1, max_total_num_tokens - 1), max_req_input_len = max_req_len - 5, and only
@@ -554,6 +575,11 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
         host=DeviceUsage(device="cpu"),
         runtime_details={
             "max_total_num_tokens": tokens,
+            **(
+                {"hybrid_swa": {"full_tokens": swa.full_tokens, "swa_tokens": swa.swa_tokens}}
+                if swa is not None
+                else {}
+            ),
             **speculative_details(draft, target_cell),
             "max_num_reqs": reqs,
             "cell_size_bytes": cell,

@@ -263,6 +263,12 @@ def _pool_margin(est: Estimate, fracs: Mapping[str, float]) -> DeviceMargin | No
         return None
     if tokens is None or need is None or not per_tok or not est.devices:
         return None
+    blocks, block = int_detail(rd, "num_gpu_blocks"), int_detail(rd, "block_size")
+    if est.runtime == "vllm" and blocks is not None and block:
+        # the pool's own tokens, not the logged figure: vLLM 0.21+ logs max_concurrency x
+        # max_model_len (vllm_blocks._logged_tokens), a few tokens short of the pool on a
+        # max_model_len that is not a multiple of the block
+        tokens = blocks * block if (int_detail(rd, "kv_cache_groups") or 1) == 1 else tokens
     d = est.devices[0]
     # what sizes the pool: weights, the profile peak and the non-torch memory vLLM measures
     # (not the CUDA-graph pool or the context, which are outside the measured non-torch rows)

@@ -14,7 +14,12 @@ half the bytes per token) are first brought to one page size by ``unify_kv_cache
 ``block_size`` is multiplied by ``max_page // page`` (full layers hold 32 tokens a block where
 sliding ones hold 16); a page that does not divide the largest raises NotImplementedError there
 (here: no grouping, every layer counted at full length). ``_report_kv_cache_config`` logs
-``num_blocks // n_groups x min_block_size`` tokens.
+``num_blocks // n_groups x min_block_size`` tokens until 0.20.x; from 0.21.0 (the 0.21.0 sdist's
+kv_cache_utils.py) ``int(max_concurrency x max_model_len)`` with ``max_concurrency = num_blocks /
+cdiv(sum of the groups' max_memory_usage_bytes, page_size)``
+(``get_max_concurrency_for_kv_cache_config``): the pool is the same, but a hybrid model's
+sliding groups now count their window rather than every token, so Gemma 4 reports about ten
+times the tokens of 0.20 (vllm-project/vllm#43308).
 """
 
 from __future__ import annotations
@@ -143,9 +148,10 @@ def _group_blocks(layers: tuple[KvLayer, ...], max_len: int, block: int, batched
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KvBlocks:
-    """The KV blocks of one rank: how many the pool holds, the tokens they hold (``num_blocks //
-    groups x block_size`` with the hybrid manager), the groups and the blocks one request of
-    ``max_model_len`` tokens needs."""
+    """The KV blocks of one rank: how many the pool holds, the tokens vLLM logs as "GPU KV cache
+    size" (``num_blocks // groups x block_size`` with the hybrid manager until 0.20; from 0.21
+    ``int(num_blocks / blocks_per_request x max_model_len)``), the groups and the blocks one
+    request of ``max_model_len`` tokens needs."""
 
     num_blocks: int
     tokens: int
@@ -207,20 +213,29 @@ def kv_blocks(
     grouping = _hybrid_groups(layers) if eng.hybrid_kv_groups else None
     if grouping is None:
         blocks = max(0, pool) // (per_tok * block)
+        need = ceil_div(max_len, block)
         return KvBlocks(
             num_blocks=blocks,
-            tokens=blocks * block,
+            tokens=_logged_tokens(blocks, need, max_len)
+            if eng.concurrency_tokens
+            else blocks * block,
             groups=1,
-            blocks_per_request=ceil_div(max_len, block),
+            blocks_per_request=need,
         )
     size, n_groups, page = grouping
     blocks = max(0, pool) // (page * block * size)
     # SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(window - 1 + batched, len), bs) + 1,
     # bs the type's own (unified) block size
     need = _group_blocks(layers, max_len, block, batched)
-    return KvBlocks(
-        num_blocks=blocks,
-        tokens=blocks // n_groups * block,
-        groups=n_groups,
-        blocks_per_request=need,
+    logged = (
+        _logged_tokens(blocks, need, max_len)
+        if eng.concurrency_tokens
+        else blocks // n_groups * block
     )
+    return KvBlocks(num_blocks=blocks, tokens=logged, groups=n_groups, blocks_per_request=need)
+
+
+def _logged_tokens(blocks: int, need: int, max_len: int) -> int:
+    """vLLM 0.21+'s "GPU KV cache size": ``int(max_concurrency x max_model_len)`` with
+    ``max_concurrency = num_blocks / num_block_per_request`` (``_report_kv_cache_config``)."""
+    return int(blocks / max(1, need) * max_len)

@@ -177,6 +177,10 @@ class VllmEngine:
     #: "h200" in the device name (0.8.0-0.8.3, before PR #16158); else
     #: :func:`engine_batch_defaults`'s later rule
     seqs_1024_everywhere: bool = False
+    #: "GPU KV cache size" is ``int(max_concurrency x max_model_len)`` (0.21.0's
+    #: kv_cache_utils.py ``_report_kv_cache_config``); before, ``num_blocks // n_groups x
+    #: min_block_size``: a hybrid model's sliding groups then count as if they held every token
+    concurrency_tokens: bool = False
 
 
 VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
@@ -194,6 +198,7 @@ VLLM_ENGINES: Mapping[str, VllmEngine] = MappingProxyType(
             charges_cudagraphs=True,
             hybrid_kv_groups=True,
             ceil_budget=True,
+            concurrency_tokens=True,
         ),
         "v1-0.11": VllmEngine(
             name="v1-0.11",

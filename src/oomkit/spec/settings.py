@@ -71,6 +71,9 @@ class InferenceSettings:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     enforce_eager: bool | None = None
+    #: SGLang ``--disable-hybrid-swa-memory``: one uniform token pool for sliding-window models
+    #: (:mod:`oomkit.estimate.sglang_swa`)
+    disable_hybrid_swa_memory: bool | None = None
     #: vLLM: requests ask for prompt log-probs (``SamplingParams(prompt_logprobs=...)``, as
     #: lm-evaluation-harness's loglikelihood tasks do): the sampler's [prompt tokens, vocab]
     #: fp32 tensors, outside the profiled budget (:mod:`oomkit.estimate.vllm_logprobs`)
@@ -180,6 +183,7 @@ class InferenceSettings:
             "flash_attn",
             "mmap",
             "enforce_eager",
+            "disable_hybrid_swa_memory",
             "prompt_logprobs",
             "llm_class",
             "pooling",
