@@ -133,6 +133,6 @@ def test_linear_time_on_near_matching_junk() -> None:
         "显存" + "一" * 200_000 + "持续升高",
         "CPU Virtual Memory:  used = 1" * 20_000,
     ):
-        start = time.perf_counter()
+        start = time.process_time()
         diagnose_text(junk)
-        assert time.perf_counter() - start < 5.0
+        assert time.process_time() - start < 5.0

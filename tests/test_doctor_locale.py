@@ -103,6 +103,6 @@ def test_quote_bar_of_a_terminal_markdown_renderer_is_a_quote() -> None:
 
 def test_linear_on_hostile_input() -> None:
     for hostile in ("已杀" * 200_000, "1:" * 200_000 + " 1 ", "\n" * 100_000 + "Morto " * 50_000):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         delocalize(hostile)
-        assert time.perf_counter() - t0 < 1.0
+        assert time.process_time() - t0 < 1.0

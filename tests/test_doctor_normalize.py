@@ -93,12 +93,12 @@ def test_linear_on_hostile_input() -> None:
         + "['" * 50_000
         + "2024-05-01 12:00:00 " * 5_000
     )
-    start = time.perf_counter()
+    start = time.process_time()
     normalize_text(junk)
     for line in junk.split("\n"):
         normalize_line(line)
     diagnose_text(junk)
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 @functools.cache

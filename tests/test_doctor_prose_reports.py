@@ -188,11 +188,11 @@ def test_a_prose_report_is_read_at_the_generic_rules_low_confidence() -> None:
 def test_a_long_line_is_read_in_linear_time() -> None:
     # no nested quantifier: a pathological line of memory words and spaces stays fast
     line = ("memory " * 20_000) + "x"
-    started = time.perf_counter()
+    started = time.process_time()
     report_match(line, line.lower())
     line2 = ("the GPU memory is " * 5_000) + "fine"
     report_match(line2, line2.lower())
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
 
 
 def test_the_grammar_fires_on_no_docs_sentence_that_mentions_memory_without_an_oom() -> None:

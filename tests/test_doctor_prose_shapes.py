@@ -114,7 +114,7 @@ def test_the_shapes_are_read_at_the_generic_rules_low_confidence() -> None:
 
 
 def test_the_shapes_stay_linear_on_near_matching_junk() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     for line in (
         "was over the " * 20_000 + "x",
         '"killed" ' * 20_000 + "x",
@@ -123,4 +123,4 @@ def test_the_shapes_stay_linear_on_near_matching_junk() -> None:
         "crash context " + "reduced the batch " * 20_000 + "x",
     ):
         report_match(line, line.lower())
-    assert time.perf_counter() - started < 4.0
+    assert time.process_time() - started < 4.0

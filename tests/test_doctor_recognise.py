@@ -366,6 +366,6 @@ def test_fallback_families_stay_linear_on_long_near_misses() -> None:
     import time
 
     text = ("Limit: " + "1" * 5000 + " InUse: \n" + "max_num_seqs (" + "9" * 5000 + "\n") * 200
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     diagnose_text(text)
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0

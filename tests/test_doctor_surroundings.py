@@ -93,9 +93,9 @@ def test_a_sentence_that_states_no_mechanism_changes_nothing() -> None:
 def test_prose_is_bounded_and_keeps_the_head_and_the_tail() -> None:
     lines = [f"this is sentence number {i} of a very long report" for i in range(50_000)]
     text = "\n".join([*lines, _BARE])
-    start = time.perf_counter()
+    start = time.process_time()
     s = read_surroundings(text, (_BARE,), (50_001,))
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert len(s.prose) == MAX_PROSE
     assert s.prose[0] == (1, lines[0])
     assert s.prose[-1] == (50_000, lines[-1])

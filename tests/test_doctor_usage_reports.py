@@ -113,7 +113,7 @@ def test_the_usage_grammar_fires_on_no_docs_sentence_of_the_negative_set() -> No
 
 
 def test_linear_time_on_long_near_miss_lines() -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     for line in (
         "memory usage grows " * 5_000,
         "uses 23 GB of " * 5_000,
@@ -121,7 +121,7 @@ def test_linear_time_on_long_near_miss_lines() -> None:
         "high memory " * 10_000,
     ):
         usage_numbers(line)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
 
 
 @pytest.mark.parametrize("record", ["h22-ALMA-42", "h20-stable-diffusion-webui-forge-2464"])
