@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.events import OomEvent
+from oomkit.diagnose.parse_need_question import need_question
 from oomkit.diagnose.parse_wordings import PROSE_HEAD, PROSE_TAIL, harvested_match
 from oomkit.diagnose.parse_wordings_kills import not_memory_reason
 from oomkit.diagnose.parse_wordings_plain import plain_sizes
@@ -530,6 +531,14 @@ def parse_extra(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
     return events, facts
 
 
+def _oom_words(s: str) -> bool:
+    """``s`` holds out-of-memory wording the generic fallback reads."""
+    low = s.lower()
+    if _GENERIC_GATE.search(low) and _GENERIC.search(s):
+        return True
+    return harvested_match(s, low, prose=True) is not None
+
+
 def parse_generic(lines: Lines) -> list[OomEvent]:
     """Fallback: the first line with out-of-memory wording (and what it states), when no parser
     recognised anything. At most one event; ``runtime`` is ``generic``."""
@@ -568,6 +577,10 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
             continue
         if advice_to_reader(line):
             # docs: "If you run out of VRAM, lower the batch size." (parse_wordings_report)
+            continue
+        if prose and need_question(line, _oom_words):
+            # (docfix22) "How much VRAM do I need to avoid OOM?", "24G显存够不够": a need
+            # asked, no failure stated (parse_need_question)
             continue
         w = window(lines, i, max_lines=3)
         r = _REQUEST.search(w)

@@ -85,6 +85,39 @@ _CJK_ADVICE = re.compile(r"(?:如何|怎么|怎樣|怎样)?(?:避免|防止)|是
 _CJK_VETO = re.compile(
     r"[不没沒未别別]|防止|避免|减少|減少|降低|节省|節省|优化|優化|如何|是否|会不会|會不會"
 )
+# (docfix22) the sentence-wide vetoes are advice and yes-no questions; a negation (不, 没) vetoes
+# only next to the memory noun or its predicate, as the English grammar reads "not" in the gap
+# and just before a predicate (parse_wordings_report _GAP_VETO / _BEFORE_VETO): "没办法，显存又
+# 爆了" (no way around it, the VRAM blew again) reports; "显存没有爆", "不会爆显存", "不是显存不够"
+# do not
+_CJK_ADVICE_WORDS = re.compile(
+    r"防止|避免|减少|減少|降低|节省|節省|优化|優化|如何|是否|会不会|會不會"
+)
+_CJK_NEG = re.compile(r"[不没沒未别別]")
+# the negation stands in a clause of its own or in a set phrase that negates something else
+# ("不知道为什么" I don't know why, "没办法" no way around it, "不断" continually, "不然"
+# otherwise, "是不是" is it that)
+_CJK_NOT_NEGATING = re.compile(
+    r"不知道|不知|不清楚|不明白|不懂|没办法|沒辦法|没法子|不小心|不得不|不到|不停|不断|不斷|"
+    r"不然|要不然|是不是|"
+    r"不一会|不一會|没多久|沒多久"
+)
+_CJK_CLAUSE_END = re.compile(r"[，。,.!?！？;；:：、\s]")
+# "显存爆了没" (did the VRAM blow up?): a question tag after the predicate
+_CJK_TAG_AFTER = re.compile(r"(?:没有?|沒有?|吗|嗎|么|麼)(?:[，。,.!?！？;；]|$)")
+#: chars before the noun or the predicate-first verb read for a negation (one word and a verb:
+#: "没有出现", "不会")
+_CJK_NEG_WINDOW = 4
+
+
+def _cjk_negated_before(s: str, start: int) -> bool:
+    """A negation or an advice word in the few characters before ``start``, in its clause."""
+    window = s[max(0, start - _CJK_NEG_WINDOW) : start]
+    ends = list(_CJK_CLAUSE_END.finditer(window))
+    if ends:
+        window = window[ends[-1].end() :]
+    return _CJK_VETO.search(_CJK_NOT_NEGATING.sub("", window)) is not None
+
 
 _OTHER = re.compile(
     "|".join(
@@ -185,17 +218,21 @@ def _cjk(s: str) -> re.Match[str] | None:
     not_freed = _CJK_NOT_FREED.search(s) or _CJK_ALLOC.search(s)
     if not_freed is not None and not _CJK_ADVICE.search(s):
         return not_freed
-    if _CJK_VETO.search(s) and not any(
+    if _CJK_ADVICE_WORDS.search(s) and not any(
         k in s for k in ("不够", "不夠", "不足", "撑不住", "撐不住")
     ):
         return None
     for after in _CJK_AFTER.finditer(s):
-        if not _CJK_VETO.search(after.group("gap")):
+        if (
+            not _CJK_VETO.search(_CJK_NOT_NEGATING.sub("", after.group("gap")))
+            and not _cjk_negated_before(s, after.start())
+            and not _CJK_TAG_AFTER.match(s, after.end())
+        ):
             return after
     before = _CJK_BEFORE.search(s)
     if (
         before is not None
-        and not _CJK_VETO.search(s[max(0, before.start() - 4) : before.start()])
+        and not _cjk_negated_before(s, before.start())
         and not _CJK_NEED.search(s[max(0, before.start() - 4) : before.start()])
         and not _CJK_OVER_CLAUSE.match(s, before.end())
     ):

@@ -37,6 +37,19 @@ def log_split(ctx: LogContext) -> tuple[int | None, int | None]:
     return w, w + avail
 
 
+def card_total(ctx: LogContext) -> int | None:
+    """The card's capacity where the log states it without SGLang's load line (nvidia-smi's
+    table, a device line, vLLM-style ``total_gpu_memory``): the smallest, as SGLang sizes the
+    pool on ``min_per_gpu_memory`` (model_runner.py ``init_memory_pool``). (docfix22) The
+    unsized step of the fraction must keep SGLang's activation floor outside it on this card
+    too: ``total x (1 - fraction)`` is at most what is left (``largest_fraction``)."""
+    totals = [t for _, _, t in ctx.smi_memory if t > 0]
+    totals += [d.total_bytes for d in ctx.devices if d.total_bytes]
+    if ctx.total_gpu_memory_bytes:
+        totals.append(ctx.total_gpu_memory_bytes)
+    return min(totals) if totals else None
+
+
 def log_pool_bytes(ctx: LogContext, frac: float) -> int | None:
     """SGLang's own KV pool at ``frac`` from the log's numbers, in bytes (negative: none):
     ``rest_memory = available - total x (1 - mem_fraction_static)``
@@ -91,7 +104,7 @@ def _mfs_fix(mfs: float | None, ctx: LogContext) -> Fix | None:
     # no log numbers, or they leave a pool at the run's own fraction (SGLang measured its total
     # on another rank or before another process): a step, not a size
     new = min(_MAX_MFS, (mfs or 0.85) + 0.05)
-    total = log_split(ctx)[1]
+    total = log_split(ctx)[1] or card_total(ctx)
     # lazy: a plain log imports no estimator (tests/test_doctor_model_fixes.py)
     from oomkit.estimate.sglang_activation_floor import largest_fraction
 

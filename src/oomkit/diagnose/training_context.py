@@ -397,9 +397,29 @@ def _head_and_tail(text: str) -> str:
     return head + "\n" + tail
 
 
+# (docfix22) the ranks a log shows: torchrun's per-rank prefix ("[rank7]:",
+# torch/distributed/elastic/multiprocessing/api.py tee'd lines), DeepSpeed's "[Rank 7]"
+# (deepspeed/utils/logging.py log_dist), the launcher's environment ("RANK=7", "LOCAL_RANK=7",
+# "WORLD_SIZE=8", torch.distributed.run); a rank r means at least r + 1 processes, one GPU each
+_RANK = re.compile(
+    r"\[(?:rank|Rank|RANK) ?(\d{1,4})\]|\b(?:LOCAL_)?RANK=(\d{1,4})\b|\bWORLD_SIZE=(\d{1,4})\b"
+)
+
+
+def _ranks_seen(text: str) -> tuple[int, str] | None:
+    """The processes the log's ranks imply (the highest rank + 1, or WORLD_SIZE), with the line."""
+    best: tuple[int, str] | None = None
+    for m in _RANK.finditer(text):
+        n = int(m.group(3)) if m.group(3) else int(m.group(1) or m.group(2)) + 1
+        if best is None or n > best[0]:
+            best = (n, _line_of(text, m.start()))
+    return best
+
+
 @functools.lru_cache(maxsize=2)  # the doctor asks twice per log (fixes, then its note)
 def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
     text = _head_and_tail(text)
+    ranks = _ranks_seen(text) if "rank" in text.lower() or "WORLD_SIZE" in text else None
     phase, ph_line = _phase(text, frame_phase)
     text = _relevant_lines(text)
     ev: dict[str, str] = {}
@@ -408,6 +428,10 @@ def _setup(text: str, frame_phase: str | None) -> TrainingLogSetup:
         hit = _first(patterns, text)
         if hit is not None and (hit[0] > 0 or fact == "zero"):
             ints[fact], ev[fact] = hit
+    # a stated world size below the ranks the log shows is a per-node count or stale: the job
+    # uses at least as many GPUs as its ranks
+    if ranks is not None and ranks[0] > ints.get("gpus", 0):
+        ints["gpus"], ev["gpus"] = ranks
     framework, fw_line = _framework(text)
     if fw_line:
         ev["framework"] = fw_line

@@ -54,7 +54,10 @@ def lora_rank_fix(z: _Sizer) -> list[Fix | None]:
 
 
 def more_gpus_fix(z: _Sizer) -> list[Fix | None]:
-    """Hardware change: the fewest GPUs (2, 4, 8) whose ZeRO-3 split fits, full fine-tuning."""
+    """Hardware change: the fewest GPUs (2, 4, 8) whose ZeRO-3 split fits, full fine-tuning,
+    for a job on one GPU only. (docfix22) The world size is the log's (its ranks, WORLD_SIZE,
+    "world size N": training_context), so a job whose log shows rank 7 is never told to shard
+    over 4 GPUs (or 8): sharding over the GPUs it has is the software lever (``shard``)."""
     from oomkit.spec.hardware import Hardware
 
     s = z.base_settings
