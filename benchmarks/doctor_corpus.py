@@ -114,6 +114,8 @@ DEVELOPMENT_PARTS = (
     "heldout53",
     "heldout54",
     "heldout55",
+    "heldout56",
+    "heldout57",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
