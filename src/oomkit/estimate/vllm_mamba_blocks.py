@@ -2,11 +2,14 @@
 start-up check that every decode sequence has one.
 
 ``CompilationConfig.resolve_cudagraph_mode_and_sizes`` (vllm/config/compilation.py; in the
-0.20.0, 0.21.0, 0.22.0 and 0.27.0 sdists, not in 0.19.0's) raises ``ValueError: max_num_seqs
-(N) exceeds available Mamba cache blocks (M) ... Please lower max_num_seqs to at most M or
-increase gpu_memory_utilization`` when the KV cache config has Mamba layers, the CUDA-graph mode
-has full graphs (not ``--enforce-eager``; hybrid models default to FULL_AND_PIECEWISE) and
-``max_num_seqs > kv_cache_config.num_blocks`` (vllm-project/vllm#34094).
+0.20.0, 0.21.0, 0.22.0 and 0.27.0 sdists) raises ``ValueError: max_num_seqs (N) exceeds
+available Mamba cache blocks (M) ... Please lower max_num_seqs to at most M or increase
+gpu_memory_utilization`` when the KV cache config has Mamba layers, the CUDA-graph mode has full
+graphs (not ``--enforce-eager``; hybrid models default to FULL_AND_PIECEWISE) and
+``max_num_seqs > kv_cache_config.num_blocks`` (vllm-project/vllm#34094). The 0.19.0 and 0.19.1
+sdists only cap the CUDA-graph capture sizes at the blocks, with a warning
+(``CompilationConfig.adjust_cudagraph_sizes_for_mamba_cache``), so the refusal starts with the
+``v1-0.20`` generation row (0.20.0, 2026-04-27).
 
 ``num_blocks`` (vllm/v1/core/kv_cache_utils.py ``get_kv_cache_config_from_groups``, general
 case) is ``available_memory // page_size // group_size``:
