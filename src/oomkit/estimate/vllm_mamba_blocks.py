@@ -14,7 +14,7 @@ sdists only cap the CUDA-graph capture sizes at the blocks, with a warning
 ``num_blocks`` (vllm/v1/core/kv_cache_utils.py ``get_kv_cache_config_from_groups``, general
 case) is ``available_memory // page_size // group_size``:
 
-* ``page_size``: ``Platform._align_hybrid_block_size`` (vllm/platforms/interface.py, 0.27.0)
+* ``page_size``: ``Platform._align_hybrid_block_size`` (vllm/platforms/interface.py, 0.20.0, 0.27.0)
   raises the attention block to ``16 x cdiv(mamba_page, 16 x attention bytes per token)``
   tokens (16: the backends' smallest kernel block and the default block size; without
   ``mamba_cache_mode == "all"``) and pads the Mamba page to that attention page;
