@@ -63,6 +63,11 @@ from oomkit.estimate.vllm_engines import (
     vllm_engine,
 )
 from oomkit.estimate.vllm_lora import lora_details, settings_lora_plan
+from oomkit.estimate.vllm_mamba_blocks import (
+    MAMBA_SEQS_CHECK_ENGINES,
+    mamba_cache_blocks,
+    mamba_seqs_blocker,
+)
 from oomkit.estimate.vllm_mm import vision_profile
 from oomkit.estimate.vllm_mm import vision_profile_images as vision_images
 from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
@@ -554,6 +559,18 @@ def estimate_vllm(
             f"max_model_len {p0.max_model_len} needs more KV than the pool holds; vLLM "
             f"refuses to start (largest that fits: {fits_len})"
         )
+    mamba_blocks = (
+        mamba_cache_blocks(spec, worst.layers, worst.kv_pool_bytes, tp=worst.tp)
+        if eng0.name in MAMBA_SEQS_CHECK_ENGINES
+        and not settings.enforce_eager
+        and worst.kv_pool_bytes is not None
+        and worst.kv_pool_bytes > 0
+        else None
+    )
+    if mamba_blocks is not None:
+        details["mamba_cache_blocks"] = mamba_blocks
+        if p0.max_num_seqs > mamba_blocks:
+            blockers.append(mamba_seqs_blocker(p0.max_num_seqs, mamba_blocks))
     return Estimate(
         model=model_info(spec),
         runtime="vllm",
