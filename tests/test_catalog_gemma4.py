@@ -184,7 +184,14 @@ def test_vllm_unifies_the_two_page_sizes() -> None:
     page = 16 * (2 * 16 * 256 * 2)  # one sliding layer's block of 16 tokens
     assert b.groups == 6
     assert b.num_blocks == pool // (page * 10)
-    assert b.tokens == b.num_blocks // 6 * 16  # _report_kv_cache_config: min block size
+    # _report_kv_cache_config logs, from vLLM 0.21, max concurrency x max_model_len (the blocks
+    # over one request's blocks; vllm#43308's "10x more" Gemma 4 tokens); before 0.21 the
+    # blocks over the groups x the min block size
+    assert b.tokens == int(b.num_blocks / b.blocks_per_request * 32768)
+    old = kv_blocks(layers, pool, block=16, max_len=32768, batched=8192, eng=vllm_engine("v1-0.20"))
+    assert old is not None
+    assert old.num_blocks == b.num_blocks
+    assert old.tokens == b.num_blocks // 6 * 16
     full_blocks = -(-32768 // 32)
     sliding_blocks = (-(-(1024 - 1 + 8192) // 16) + 1) * 5
     assert b.blocks_per_request == full_blocks + sliding_blocks

@@ -378,13 +378,18 @@ def _describe_referrer(ref: Any, target: Any) -> str | None:
 
 
 def _live_tensors(torch: Any, device: str) -> list[Any]:
+    """The live tensors on ``device``; a FakeTensor (a FakeTensorMode trace, such as
+    ``oomkit probe``'s, left in the process) reports a device but holds no memory there and has
+    no data pointer, so it is never named as a holder."""
     kind = device.split(":")[0]
     found: list[Any] = []
     with warnings.catch_warnings():  # isinstance() on deprecated torch proxies warns
         warnings.simplefilter("ignore")
         for obj in gc.get_objects():
             try:
-                if not isinstance(obj, torch.Tensor):
+                if not isinstance(obj, torch.Tensor) or type(obj).__name__ == "FakeTensor":
+                    continue
+                if getattr(obj, "is_meta", False):
                     continue
                 where = str(obj.device)
             except Exception:  # pragma: no cover - proxies that fail isinstance/device
