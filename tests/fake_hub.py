@@ -94,8 +94,10 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if self.command != "HEAD":
-                self.wfile.write(body)
+                # recorded before the write: the client may read the body and the test check
+                # the count before this thread runs again (a race seen in a CI dry run)
                 hub._served.append((self.path, len(body)))
+                self.wfile.write(body)
 
         def _error(self, status: int, code: str, message: str) -> None:
             body = json.dumps({"error": message}).encode()
