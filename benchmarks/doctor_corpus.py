@@ -116,6 +116,8 @@ DEVELOPMENT_PARTS = (
     "heldout55",
     "heldout56",
     "heldout57",
+    "heldout58",
+    "heldout59",
     "oom_dev",
 )
 # record runtime text -> family (first match wins; lower-case substring tests)
