@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oomkit.estimate.generations import parse_runtime_version
 from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.vllm_mamba_blocks import mamba_block_bytes
 from oomkit.estimate.vllm_plan import VllmPlan
@@ -67,6 +66,8 @@ def capture_size_max(*, max_num_seqs: int, spec_tokens: int, max_num_batched_tok
 def _caps_at_seqs(version: str | None) -> bool:
     if version is None:
         return True
+    from oomkit.estimate.generations import parse_runtime_version  # as release_rules: lazily
+
     parsed = parse_runtime_version("vllm", version)
     if isinstance(parsed, tuple):
         return parsed[:2] >= _MIN_SEQS_RELEASE
