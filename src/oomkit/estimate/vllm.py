@@ -74,6 +74,7 @@ from oomkit.estimate.vllm_mxfp4 import mxfp4_backend, mxfp4_weights_extra
 from oomkit.estimate.vllm_nvls import nvls_buffer_bytes
 from oomkit.estimate.vllm_penalties import request_sampler_extra_bytes
 from oomkit.estimate.vllm_plan import VllmPlan
+from oomkit.estimate.vllm_profile_kv import profile_kv_check
 from oomkit.estimate.vllm_release import release_rules
 from oomkit.estimate.vllm_sampler import sampler_path, sampler_peaks
 from oomkit.estimate.vllm_v0_chunked import v0_batched_tokens
@@ -567,6 +568,17 @@ def estimate_vllm(
         and worst.kv_pool_bytes > 0
         else None
     )
+    # 0.18+: profile_cudagraph_memory's own KV cache, allocated before the budget exists (it
+    # dies before the Mamba-blocks check runs, so it is named first)
+    profile_kv = (
+        None
+        if settings.enforce_eager or not rules.profiles_graphs or rules.model_runner_v2
+        else profile_kv_check(spec, settings, targets, plans)
+    )
+    if profile_kv is not None:
+        details["profile_kv_cache_bytes"] = profile_kv[0]
+        if profile_kv[1] is not None:
+            blockers.append(profile_kv[1])
     if mamba_blocks is not None:
         details["mamba_cache_blocks"] = mamba_blocks
         if p0.max_num_seqs > mamba_blocks:

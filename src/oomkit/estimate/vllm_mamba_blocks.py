@@ -32,7 +32,12 @@ from oomkit.estimate.hf_kv import KvLayer
 from oomkit.spec.model import ModelSpec
 from oomkit.units import ceil_div
 
-__all__ = ["MAMBA_SEQS_CHECK_ENGINES", "mamba_cache_blocks", "mamba_seqs_blocker"]
+__all__ = [
+    "MAMBA_SEQS_CHECK_ENGINES",
+    "mamba_block_bytes",
+    "mamba_cache_blocks",
+    "mamba_seqs_blocker",
+]
 
 #: engine rows whose releases run the check (the 0.20.0 sdist on; current vLLM)
 MAMBA_SEQS_CHECK_ENGINES = frozenset({"v1-0.20", "current"})
@@ -48,11 +53,10 @@ def _ssm_elem_bytes(spec: ModelSpec, model_elem: int) -> int:
     return 4 if spec.architecture.startswith(_FP32_SSM_STATE) else model_elem
 
 
-def mamba_cache_blocks(
-    spec: ModelSpec, layers: tuple[KvLayer, ...], pool: int, *, tp: int
-) -> int | None:
-    """``kv_cache_config.num_blocks`` for a hybrid model's pool of ``pool`` bytes (None when the
-    model has no recurrent layers or no attention layers of one page size)."""
+def mamba_block_bytes(spec: ModelSpec, layers: tuple[KvLayer, ...], *, tp: int) -> int | None:
+    """Bytes of one KV-cache block over every tensor of a hybrid model (``page_size x
+    group_size``: the divisor of ``get_kv_cache_config_from_groups``' general case), or None
+    when the model has no recurrent layers or no attention layers of one page size."""
     rec = spec.recurrent
     mamba = [lay for lay in layers if lay.kind == "recurrent"]
     attn = [lay for lay in layers if lay.kind != "recurrent"]
@@ -75,7 +79,16 @@ def mamba_cache_blocks(
     page = block * attn_tok
     lo, hi = min(len(mamba), len(attn)), max(len(mamba), len(attn))
     group = hi if hi < lo * 1.5 else lo
-    return max(0, pool) // page // group
+    return page * group
+
+
+def mamba_cache_blocks(
+    spec: ModelSpec, layers: tuple[KvLayer, ...], pool: int, *, tp: int
+) -> int | None:
+    """``kv_cache_config.num_blocks`` for a hybrid model's pool of ``pool`` bytes (None when the
+    model has no recurrent layers or no attention layers of one page size)."""
+    per_block = mamba_block_bytes(spec, layers, tp=tp)
+    return None if per_block is None else max(0, pool) // per_block
 
 
 def mamba_seqs_blocker(max_num_seqs: int, blocks: int) -> str:
