@@ -12,8 +12,12 @@ weighs the layers' bytes (equal on both models here, so the same counts).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
+
+from conftest import run_cli
 from oomkit.api import estimate
 from oomkit.cli.params import parse_gpu_list
 from oomkit.estimate.breakdown import Estimate
@@ -101,3 +105,27 @@ def test_cli_flag_keeps_the_uniform_pool() -> None:
 
     split, uniform = tokens(), tokens("--disable-hybrid-swa-memory")
     assert split == int(uniform * 24 / (0.8 * 12 + 12))
+
+
+def test_the_flag_with_another_runtime_is_ignored_with_a_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--disable-hybrid-swa-memory`` is SGLang's (server_args.py); every other runtime is
+    estimated as without it and says so on stderr in one line naming the flag, as for any
+    flag a runtime does not read (cli/estimate_args.py ``warn_ignored``): vLLM's own switch is
+    ``--disable-hybrid-kv-cache-manager`` and llama.cpp's ``--swa-full``, not this one."""
+    for runtime in ("vllm", "llama.cpp", "ollama", "transformers"):
+        argv = ("estimate", "gemma-3-12b", "-r", runtime, "-g", "h100-sxm", "-c", "8192")
+        argv = (*argv, "--offline", "--json")
+        code, out, err = run_cli(capsys, *argv, "--disable-hybrid-swa-memory")
+        plain_code, plain_out, _ = run_cli(capsys, *argv)
+        assert code == plain_code, runtime
+        doc, plain = json.loads(out), json.loads(plain_out)
+        # the same estimate; the JSON's assumptions name the ignored setting once more
+        notes = doc.pop("assumptions")
+        note = f"ignored by {runtime}: disable_hybrid_swa_memory"
+        assert note in notes, runtime
+        assert [n for n in notes if n != note] == plain.pop("assumptions")
+        assert doc == plain, runtime
+        warning = [ln for ln in err.splitlines() if "--disable-hybrid-swa-memory" in ln]
+        assert warning == [f"Warning: {runtime} does not use --disable-hybrid-swa-memory: ignored"]

@@ -112,3 +112,70 @@ def test_unpriced_keys_and_the_settings_field() -> None:
         InferenceSettings(runtime="vllm", speculative_method="ngram", speculative_extra="[1]")
     with pytest.raises(InvalidSettingError, match="needs speculative_method"):
         InferenceSettings(runtime="vllm", speculative_extra='{"prompt_lookup_max":4}')
+
+
+def test_a_bad_value_of_an_unpriced_key_is_passed_through_as_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """oomkit checks only that the extra keys form a JSON object (spec/settings_checks.py
+    ``_check_speculative_extra``); their values are vLLM's to validate (``SpeculativeConfig``),
+    so a string where vLLM wants a number, or a nested object, reaches the command unchanged,
+    priced as without them, and an unpriced key is still named in the note."""
+    cfg = {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "prompt_lookup_max": "four",  # vLLM wants an int: its own error, not oomkit's
+        "kv_cache_dtype": {"nested": [1, {"deeper": None}]},
+    }
+    _, out = _plan(capsys, cfg)
+    assert _config_in_run_line(out) == cfg
+
+    def estimate_json(config: dict[str, object]) -> dict[str, object]:
+        code, est_out, err = run_cli(
+            capsys, "estimate", TARGET, "-r", "vllm", "-g", GPU, "--offline", "--json",
+            "--speculative-config", json.dumps(config),
+        )  # fmt: skip
+        assert code == 0, err
+        doc = json.loads(est_out)
+        assert isinstance(doc, dict)
+        return doc
+
+    doc = estimate_json(cfg)
+    settings = doc["settings"]
+    assert isinstance(settings, dict)
+    extra = json.loads(settings["speculative_extra"])
+    assert extra == {k: v for k, v in cfg.items() if k not in ("method", "num_speculative_tokens")}
+    assumptions = doc["assumptions"]
+    assert isinstance(assumptions, list)
+    assert any("kv_cache_dtype: passed to vLLM as given" in a for a in assumptions)
+    plain = estimate_json({"method": "ngram", "num_speculative_tokens": 4})
+    assert doc["total_bytes"] == plain["total_bytes"]  # not priced: the same memory
+    # the settings field takes the same text directly (the Python API)
+    s = InferenceSettings(
+        runtime="vllm", speculative_method="ngram", speculative_extra=json.dumps(extra)
+    )
+    assert s.speculative_extra == json.dumps(extra)
+
+
+def test_a_priced_key_of_the_wrong_type_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The keys oomkit reads are checked: a non-number ``num_speculative_tokens`` or
+    ``draft_tensor_parallel_size`` and a non-string ``model`` are refused in one line."""
+    for cfg, words in (
+        ({"method": "ngram", "num_speculative_tokens": "four"}, "num_speculative_tokens"),
+        ({"method": "ngram", "num_speculative_tokens": {"n": 4}}, "num_speculative_tokens"),
+        ({"method": "draft_model", "model": {"name": "x"}}, "'model' must be a string"),
+        (
+            {"method": "ngram", "num_speculative_tokens": 2, "draft_tensor_parallel_size": "2"},
+            "draft_tensor_parallel_size",
+        ),
+    ):
+        code, out, err = run_cli(
+            capsys, "estimate", TARGET, "-r", "vllm", "-g", GPU, "--offline",
+            "--speculative-config", json.dumps(cfg),
+        )  # fmt: skip
+        assert code == 2, (cfg, out, err)
+        assert words in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in err

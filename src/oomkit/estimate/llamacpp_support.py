@@ -62,31 +62,20 @@ class LlamaCppSupport:
     source: str
 
 
+#: (GGUF architecture, first build, the PR's merge date, the PR): the module doc cites each row
+_ROWS = (
+    ("gemma3", 4875, "2025-03-12", "llama.cpp PR #12343"),
+    ("llama4", 5074, "2025-04-07", "llama.cpp PR #12791"),
+    ("qwen3", 5092, "2025-04-09", "llama.cpp PR #12828"),
+    ("qwen3moe", 5092, "2025-04-09", "llama.cpp PR #12828"),
+    ("glm4moe", 6085, "2025-08-04", "llama.cpp PR #14939"),
+    ("gpt-oss", 6090, "2025-08-05", "llama.cpp PR #15091"),
+    ("qwen3next", 7186, "2025-11-28", "llama.cpp PR #16095"),
+)
+
 LLAMACPP_FIRST_BUILD: dict[str, LlamaCppSupport] = {
-    s.arch: s
-    for s in (
-        LlamaCppSupport(
-            arch="gemma3", build=4875, merged="2025-03-12", source="llama.cpp PR #12343"
-        ),
-        LlamaCppSupport(
-            arch="llama4", build=5074, merged="2025-04-07", source="llama.cpp PR #12791"
-        ),
-        LlamaCppSupport(
-            arch="qwen3", build=5092, merged="2025-04-09", source="llama.cpp PR #12828"
-        ),
-        LlamaCppSupport(
-            arch="qwen3moe", build=5092, merged="2025-04-09", source="llama.cpp PR #12828"
-        ),
-        LlamaCppSupport(
-            arch="glm4moe", build=6085, merged="2025-08-04", source="llama.cpp PR #14939"
-        ),
-        LlamaCppSupport(
-            arch="gpt-oss", build=6090, merged="2025-08-05", source="llama.cpp PR #15091"
-        ),
-        LlamaCppSupport(
-            arch="qwen3next", build=7186, merged="2025-11-28", source="llama.cpp PR #16095"
-        ),
-    )
+    arch: LlamaCppSupport(arch=arch, build=build, merged=merged, source=source)
+    for arch, build, merged, source in _ROWS
 }
 
 

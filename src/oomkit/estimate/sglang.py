@@ -49,32 +49,32 @@ CUDA-graph attention tables, :mod:`oomkit.estimate.sglang_graph_tables`).
 
 from __future__ import annotations
 
-from oomkit.estimate.breakdown import Component, DeviceUsage, Estimate
-from oomkit.estimate.hf_activations import forward_peak_bytes
-from oomkit.estimate.hf_kv import kv_bytes, kv_bytes_per_token, kv_elem_bytes, kv_layers
+from oomkit.estimate.breakdown import DeviceUsage, Estimate
+from oomkit.estimate.hf_kv import kv_bytes_per_token, kv_elem_bytes, kv_layers
 from oomkit.estimate.hf_weights import dtype_bytes, model_info, plan_weights, weights_format
-from oomkit.estimate.overhead import cuda_context_bytes
 from oomkit.estimate.pipeline import stage_layers, stage_spans, stage_tensors
 from oomkit.estimate.rope_cache import rope_cache_bytes
 from oomkit.estimate.sglang_graph_tables import fa3_graph_tables, graph_max_bs
 from oomkit.estimate.sglang_multimodal import MultimodalPolicy, multimodal_policy, sglang_effects
-from oomkit.estimate.sglang_outside import dated_chunked_prefill_size, outside_pool
-from oomkit.estimate.sglang_swa import hybrid_swa_split
+from oomkit.estimate.sglang_outside import dated_chunked_prefill_size
+from oomkit.estimate.sglang_pool import (
+    PoolInputs,
+    pool_below_context_note,
+    pool_limit,
+    token_pools,
+)
 from oomkit.estimate.speculative import draft_terms, sglang_cell_size, sglang_reserve_bytes
 from oomkit.estimate.speculative_sglang import (
     attention_layers,
-    draft_components,
-    draft_pool_share,
-    draft_rest,
     scaled_stages,
     speculative_details,
     speculative_settings,
 )
-from oomkit.spec.hardware import DeviceTarget, Hardware, device_label
+from oomkit.spec.hardware import DeviceTarget, Hardware
 from oomkit.spec.model import ModelSpec
 from oomkit.spec.settings import InferenceSettings
 from oomkit.spec.tensors import model_tensors
-from oomkit.units import GiB, MiB, format_bytes
+from oomkit.units import GiB, MiB
 
 __all__ = [
     "MultimodalPolicy",
@@ -197,31 +197,6 @@ def dated_mem_fraction_static(
             reserved = 32 * 1024
         return round((mib - reserved) / mib, 3)
     return default_mem_fraction_static(tp, gpu_mem_bytes, pp)
-
-
-def pool_below_context_note(tokens: int, ctx: int) -> str:
-    """What SGLang does when its token pool is smaller than one request of the context length.
-
-    It starts and serves: ``TpModelWorker.__init__`` (python/sglang/srt/managers/tp_worker.py,
-    v0.4.6 and the stored newest, commit 0045f98) caps a request at ``max_req_len =
-    min(context_len - 1, max_total_num_tokens - 1)`` and its input at ``max_req_input_len =
-    max_req_len - 5``; the only start-up check is ``max_req_len > 0 and max_req_input_len > 0``
-    ("Memory pool size is too small"). A longer input is refused by
-    ``managers/utils.py validate_input_length`` ("Input length (N tokens) exceeds the maximum
-    allowed length (M tokens)", HTTP 400) or truncated with ``--allow-auto-truncate``, and
-    ``Scheduler.handle_generate_request`` caps ``max_new_tokens`` at ``max_req_len - input - 1``.
-    So it is a limit on the longest request, not a failure to load.
-
-    >>> pool_below_context_note(25644, 40960).split(": ")[1][:54]
-    'SGLang still starts but caps a request at 25643 tokens'
-    """
-    max_req_len = min(ctx - 1, tokens - 1)
-    return (
-        f"the token pool ({tokens} tokens) is smaller than one request of {ctx} tokens: SGLang "
-        f"still starts but caps a request at {max_req_len} tokens (tp_worker.py max_req_len); "
-        f"a longer input ({max_req_len - 5}+ tokens) is refused with HTTP 400 'Input length ... "
-        "exceeds the maximum allowed length' (or truncated with --allow-auto-truncate)"
-    )
 
 
 def sglang_context_len(spec: ModelSpec) -> int | None:
@@ -358,207 +333,38 @@ def estimate_sglang(spec: ModelSpec, settings: InferenceSettings, hardware: Hard
     vision = vision_all if mm.vision == "replicated" else 0
     if mm.vision == "sharded":
         vision = vision_all // tp
-    usages = []
-    tokens: int | None = None
-    reqs: int | None = None
-    prefill: int | None = None  # one-forward prefill peak when chunked prefill is off
-    outside: dict[str, int] | None = None  # chunk + graph logits vs the rest (sglang_outside)
     # --chunked-prefill-size (settings.max_num_batched_tokens) or the generation's default;
     # not modelled for the oldest row (no chunked prefill before v0.3) or when it is off
     chunk = settings.max_num_batched_tokens or dated_chunked_prefill_size(
         kind, smallest, sglang_batch_defaults(smallest, tp)[0]
     )
     check_outside = mm.chunked_prefill is True and eff.get("mm_chunked_off") != "not_modelled"
-    blockers: list[str] = []
-    for rank in range(tp * pp):
-        weights, layers, cell = stages[rank // tp]
-        v_rank = vision if rank < tp else 0  # the tower lives on the first stage
-        d = devices[rank] if rank < len(devices) else devices[0]
-        cap = d.capacity_bytes
-        if settings.overhead_bytes is not None:
-            overhead, why = settings.overhead_bytes, "--overhead (user value)"
-        else:
-            overhead, why = cuda_context_bytes("sglang", d)
-            if tp * pp > 1:
-                overhead += _NCCL_INIT
-                why += "; + NCCL communicator buffers"
-        req_pool = 0
-        if cap is not None:
-            free0 = cap - overhead
-            rest = int(free0 * frac) - weights.bytes_per_rank - rope - v_rank
-            pool = max(0, rest)
-            stage_tokens = pool // cell if cell else None
-            # the smallest pool of all ranks bounds the server (SGLang syncs the minimum)
-            if stage_tokens is not None and (tokens is None or stage_tokens < tokens):
-                tokens = stage_tokens
-            if tokens is not None:
-                # --max-running-requests is passed straight to init_memory_pool(max_num_reqs)
-                reqs = settings.max_num_seqs or min(max(int(tokens / ctx * 512), 2048), 4096)
-                reqs = min(reqs, max(1, tokens // 2))
-                req_pool = (reqs + 1) * (ctx + 4) * 4
-            reserve = max(0, free0 - int(free0 * frac) - req_pool - graph_tables)
-            reserve, draft_blocker = draft_rest(draft, reserve, frac)
-            blockers.extend([draft_blocker] if draft_blocker else [])
-            if mm.chunked_prefill is False and prefill is None:
-                prefill = forward_peak_bytes(spec, tokens=ctx, elem_bytes=elem, tp=tp).n_bytes
-            if check_outside and outside is None:
-                out = outside_pool(
-                    spec,
-                    chunk=chunk,
-                    tokens=tokens,
-                    graph_bs=None if settings.enforce_eager else graph_bs,
-                    elem=elem,
-                    tp=tp,
-                )
-                outside = {
-                    "chunk_tokens": out.chunk_tokens,
-                    "prefill_chunk_bytes": out.prefill_chunk_bytes,
-                    "graph_logits_bytes": out.graph_logits_bytes,
-                    "need_bytes": out.total_bytes,
-                    "rest_bytes": reserve,
-                }
-            if prefill is not None and prefill > reserve:
-                blockers.append(
-                    f"chunked prefill is off for this multimodal model in this SGLang: one "
-                    f"request of {ctx} tokens is prefilled in one forward, whose activations "
-                    f"({format_bytes(prefill)}) exceed the {format_bytes(reserve)} left outside "
-                    f"mem_fraction_static {frac:.3f} after the req_to_token pool"
-                )
-            if rest <= 0:
-                blockers.append(
-                    "weights exceed mem_fraction_static of the GPU: SGLang stops with "
-                    "'Not enough memory. Please try to increase --mem-fraction-static.'"
-                )
-        else:
-            pool = kv_bytes(layers, seq_len=ctx)
-            reserve = 0
-        comps = (
-            Component(
-                category="weights",
-                label="weights",
-                n_bytes=weights.bytes_per_rank,
-                formula=weights.formula,
-                inputs={"tp": tp},
-            ),
-            *(
-                (
-                    Component(
-                        category="weights",
-                        label="vision encoder + projector",
-                        n_bytes=v_rank,
-                        formula="multimodal_params x dtype"
-                        + (" (whole on every rank)" if mm.vision == "replicated" else " / tp"),
-                        inputs={"multimodal_params": spec.multimodal_params, "tp": tp},
-                        source="sglang/srt/models/gemma3_mm.py, mllama4.py (vision tower)",
-                    ),
-                )
-                if v_rank
-                else ()
-            ),
-            Component(
-                category="weights",
-                label="rotary cos/sin cache",
-                n_bytes=rope,
-                formula="max_position x rotary_dim x dtype",
-                source="sglang/srt/layers/rotary_embedding.py get_rope",
-            ),
-            *draft_components(draft, pool, cell, tp),
-            Component(
-                category="kv_cache",
-                label="KV token pool",
-                n_bytes=pool - draft_pool_share(draft, pool, cell),
-                formula="free0 x mem_fraction_static - weights, rotary cache, vision tower "
-                "(free0: after context/NCCL)",
-                inputs={"mem_fraction_static": frac, "cell_size": cell},
-                source="sglang/srt/model_executor/model_runner.py profile_max_num_token",
-            ),
-            Component(
-                category="overhead",
-                label="req_to_token pool",
-                n_bytes=req_pool,
-                formula="(max_num_reqs + 1) x (context_len + 4) x int32",
-                inputs={"max_num_reqs": reqs, "context_len": ctx},
-                source="sglang/srt/model_executor/model_runner.py init_memory_pool",
-            ),
-            *(
-                (
-                    Component(
-                        category="overhead",
-                        label="CUDA-graph attention tables",
-                        n_bytes=graph_tables,
-                        formula="3 x max_bs x context_len int32 + local_block_table",
-                        inputs={"max_bs": graph_bs, "context_len": ctx},
-                        source="sglang/srt/layers/attention/flashattention_backend.py "
-                        "init_cuda_graph_state (PR #6273)",
-                    ),
-                )
-                if graph_tables and cap is not None
-                else ()
-            ),
-            Component(
-                category="activations",
-                label="activations + CUDA graphs (reserved rest)",
-                n_bytes=reserve,
-                formula="free0 x (1 - mem_fraction_static) - req_to_token pool"
-                + (" - CUDA-graph attention tables" if graph_tables and cap else "")
-                + (" - draft model weights" if draft is not None and draft.weights_bytes else ""),
-                inputs={"mem_fraction_static": frac},
-            ),
-            Component(
-                category="overhead",
-                label="CUDA context",
-                n_bytes=overhead,
-                formula=why,
-                source="oomkit.estimate.overhead",
-            ),
-        )
-        usages.append(
-            DeviceUsage(device=device_label(d, rank), components=comps, capacity_bytes=cap)
-        )
-    pool_note: tuple[str, ...] = ()
-    if (
-        settings.ctx is None
-        and spec.max_position_embeddings
-        and ctx != spec.max_position_embeddings
-    ):
-        pool_note = (
-            f"no --context-length: SGLang derives {ctx} tokens (max_position_embeddings "
-            f"{spec.max_position_embeddings} x the {spec.rope_scaling_type} rope_scaling factor, "
-            "get_context_length), which sizes the req_to_token pool; pass --context-length to "
-            "shrink it",
-        )
-    swa = (
-        None
-        if tokens is None or settings.disable_hybrid_swa_memory
-        else hybrid_swa_split(
-            spec.architecture,
-            stages[0][1],
-            tokens,
-            eff,
-            speculative=settings.speculative_method is not None,
+    pools = token_pools(
+        PoolInputs(
+            spec=spec,
+            settings=settings,
+            devices=devices,
+            stages=stages,
+            tp=tp,
+            pp=pp,
+            ctx=ctx,
+            elem=elem,
+            frac=frac,
+            rope=rope,
+            vision=vision,
+            mm=mm,
+            graph_bs=graph_bs,
+            graph_tables=graph_tables,
+            draft=draft,
+            chunk=chunk,
+            check_outside=check_outside,
         )
     )
-    if swa is not None and tokens is not None:
-        # the same memory, split: max_total_num_tokens is the full layers' count (sglang_swa)
-        pool_note = (
-            *pool_note,
-            f"hybrid sliding-window pool: the full layers hold {swa.full_tokens} tokens, the "
-            f"sliding ones {swa.swa_tokens} (--swa-full-tokens-ratio {swa.ratio}; a uniform "
-            f"pool would hold {tokens}); --disable-hybrid-swa-memory keeps the uniform pool",
-        )
-        tokens = swa.full_tokens
-    if tokens is not None and tokens > 0:
-        # managers/tp_worker.py (v0.4.6 and the stored newest): max_req_len = min(context_len
-        # - 1, max_total_num_tokens - 1), max_req_input_len = max_req_len - 5, and only
-        # `assert max_req_len > 0 and max_req_input_len > 0, "Memory pool size is too small"`
-        max_req_len = min(ctx - 1, tokens - 1)
-        if max_req_len - 5 <= 0:
-            blockers.append(
-                f"the token pool ({tokens} tokens) holds no request: SGLang stops with "
-                "'Memory pool size is too small'"
-            )
-        elif tokens < ctx:
-            pool_note = (*pool_note, pool_below_context_note(tokens, ctx))
+    limit = pool_limit(spec, settings, stages[0][1], pools.tokens, ctx, eff)
+    usages, reqs, prefill, outside = pools.usages, pools.reqs, pools.prefill, pools.outside
+    tokens, swa, pool_note = limit.tokens, limit.swa, limit.notes
+    blockers = [*pools.blockers, *limit.blockers]
+    weights, _, cell = stages[-1]  # the last stage's weights notes and cell size are reported
     return Estimate(
         model=model_info(spec),
         runtime="sglang",

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from oomkit.errors import InvalidSettingError
+from oomkit.estimate.breakdown import Component
 from oomkit.estimate.hf_kv import KvLayer, kv_bytes_per_token, kv_layers
 from oomkit.estimate.speculative_keys import unpriced_note
 from oomkit.spec.settings import InferenceSettings
@@ -55,6 +56,7 @@ __all__ = [
     "SGLANG_ALGORITHMS",
     "DraftTerms",
     "draft_terms",
+    "draft_weights_component",
     "rejection_sampler_bytes",
     "sglang_cell_size",
     "sglang_reserve_bytes",
@@ -79,6 +81,46 @@ SGLANG_DEFAULT_TOPK = 1
 
 SRC_VLLM = "vllm/v1/spec_decode/eagle.py EagleProposer.load_model; gpu_model_runner.py load_model"
 SRC_SGLANG = "sglang/srt/speculative/eagle_worker.py EAGLEWorker (draft ModelRunner)"
+
+
+#: how each runtime's estimate words the draft-weights line: (what an MTP draft is, what a
+#: method with no draft model is called (None: the method), when the draft loads, the
+#: speculative-tokens input's name, the source)
+_DRAFT_WEIGHTS_LINE: dict[str, tuple[str, str | None, str, str, str]] = {
+    "vllm": (
+        "MTP layers",
+        None,
+        "loaded with the target before the profile",
+        "num_speculative_tokens",
+        SRC_VLLM,
+    ),
+    "sglang": (
+        "NextN layers",
+        "no model",
+        "loaded after the target's KV pool, out of the 1 - mem_fraction_static rest",
+        "num_steps",
+        SRC_SGLANG,
+    ),
+}
+
+
+def draft_weights_component(draft: DraftTerms, runtime: str, *, tp: int) -> Component:
+    """The draft's weights line of ``runtime``'s (vllm | sglang) estimate, one rank's bytes."""
+    mtp, no_model, loaded, steps, source = _DRAFT_WEIGHTS_LINE[runtime]
+    method = spoken_method(draft.method, runtime)
+    what = draft.model or (mtp if draft.method == "mtp" else no_model or draft.method)
+    return Component(
+        category="weights",
+        label=(
+            f"speculative decoding: {method} (no draft weights)"
+            if draft.method == "ngram"
+            else f"draft model weights ({method}: {what})"
+        ),
+        n_bytes=draft.weights_bytes,
+        formula=f"{draft.weights_formula}; {loaded}",
+        inputs={"tp": tp, steps: draft.k},
+        source=source,
+    )
 
 
 def spoken_method(method: str, runtime: str) -> str:

@@ -15,7 +15,12 @@ from typing import TypeVar
 
 from oomkit.estimate.breakdown import Component, InputValue
 from oomkit.estimate.hf_kv import KvLayer
-from oomkit.estimate.speculative import SRC_SGLANG, DraftTerms, sglang_cell_size, spoken_method
+from oomkit.estimate.speculative import (
+    DraftTerms,
+    draft_weights_component,
+    sglang_cell_size,
+    spoken_method,
+)
 from oomkit.spec.settings import InferenceSettings
 from oomkit.units import format_bytes
 
@@ -77,22 +82,7 @@ def draft_components(
     """The draft's lines: its weights (from the reserved rest) and its KV token pool."""
     if draft is None:
         return ()
-    what = draft.model or ("NextN layers" if draft.method == "mtp" else "no model")
-    out = [
-        Component(
-            category="weights",
-            label=(
-                "speculative decoding: NGRAM (no draft weights)"
-                if draft.method == "ngram"
-                else f"draft model weights ({spoken_method(draft.method, 'sglang')}: {what})"
-            ),
-            n_bytes=draft.weights_bytes,
-            formula=draft.weights_formula
-            + "; loaded after the target's KV pool, out of the 1 - mem_fraction_static rest",
-            inputs={"tp": tp, "num_steps": draft.k},
-            source=SRC_SGLANG,
-        )
-    ]
+    out = [draft_weights_component(draft, "sglang", tp=tp)]
     if draft.n_layers:
         out.append(
             Component(

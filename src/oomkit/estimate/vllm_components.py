@@ -163,23 +163,9 @@ def speculative_components(p: VllmPlan, kv: int) -> tuple[Component, ...]:
     d = p.speculative
     if d is None:
         return ()
-    from oomkit.estimate.speculative import SRC_VLLM
+    from oomkit.estimate.speculative import draft_weights_component
 
-    what = d.model or ("MTP layers" if d.method == "mtp" else d.method)
-    out = [
-        Component(
-            category="weights",
-            label=(
-                "speculative decoding: ngram (no draft weights)"
-                if d.method == "ngram"
-                else f"draft model weights ({d.method}: {what})"
-            ),
-            n_bytes=d.weights_bytes,
-            formula=d.weights_formula + "; loaded with the target before the profile",
-            inputs={"tp": p.tp, "num_speculative_tokens": d.k},
-            source=SRC_VLLM,
-        )
-    ]
+    out = [draft_weights_component(d, "vllm", tp=p.tp)]
     if d.layers:
         out.append(
             Component(

@@ -8,6 +8,7 @@ the ones given a list store it back as a tuple (the dataclass is frozen: ``objec
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from oomkit.errors import InvalidSettingError
@@ -100,25 +101,57 @@ def check_tensor_split(s: InferenceSettings) -> None:
             )
 
 
-def check_max_memory(s: InferenceSettings) -> None:
-    """``max_memory_bytes``: 1 to MAX_DEVICES byte counts, not all 0 (a list becomes a tuple)."""
-    mm = s.max_memory_bytes
-    if mm is None:
+@dataclass(frozen=True, slots=True)
+class _IntTuple:
+    """A field of 1 to ``MAX_DEVICES`` whole numbers from 0 to ``top`` (a list becomes a tuple)."""
+
+    top: int  # the largest value allowed
+    distinct: bool  # no value twice
+    what: str  # what the values are, in the error: "must be 1 to N <what>"
+    show_value: bool  # the error carries the value given
+
+
+_INT_TUPLES = {
+    "max_memory_bytes": _IntTuple(
+        MAX_BYTES, False, "byte counts (one per GPU, or one for every GPU)", True
+    ),
+    "device_ordinals": _IntTuple(
+        MAX_DEVICES - 1,
+        True,
+        "distinct backend device indices (--device CUDA2,CUDA1 -> 2,1)",
+        False,
+    ),
+    "draft_devices": _IntTuple(
+        MAX_DEVICES - 1, True, "distinct GPU indices (0 = the first GPU)", False
+    ),
+}
+
+
+def _check_int_tuple(s: InferenceSettings, name: str) -> None:
+    """``name`` by its :data:`_INT_TUPLES` row; a list is stored back as a tuple."""
+    value = getattr(s, name)
+    if value is None:
         return
-    if isinstance(mm, list):
-        mm = tuple(mm)
-        object.__setattr__(s, "max_memory_bytes", mm)
-    ok = isinstance(mm, tuple) and 0 < len(mm) <= MAX_DEVICES
+    rule = _INT_TUPLES[name]
+    if isinstance(value, list):
+        value = tuple(value)
+        object.__setattr__(s, name, value)
+    ok = isinstance(value, tuple) and 0 < len(value) <= MAX_DEVICES
+    ok = ok and (not rule.distinct or len(set(value)) == len(value))
     if not ok or not all(
-        isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= MAX_BYTES for b in mm
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= rule.top for i in value
     ):
         raise InvalidSettingError(
-            f"max_memory_bytes must be 1 to {MAX_DEVICES} byte counts (one per GPU, or one "
-            f"for every GPU), got {s.max_memory_bytes!r}"[:200],
-            setting="max_memory_bytes",
-            value=s.max_memory_bytes,
+            f"{name} must be 1 to {MAX_DEVICES} {rule.what}, got {value!r}"[:200],
+            setting=name,
+            value=value if rule.show_value else None,
         )
-    if not any(mm):
+
+
+def check_max_memory(s: InferenceSettings) -> None:
+    """``max_memory_bytes``: 1 to MAX_DEVICES byte counts, not all 0 (a list becomes a tuple)."""
+    _check_int_tuple(s, "max_memory_bytes")
+    if s.max_memory_bytes is not None and not any(s.max_memory_bytes):
         raise InvalidSettingError(
             "max_memory_bytes gives no GPU any memory (every cap is 0)",
             setting="max_memory_bytes",
@@ -128,22 +161,7 @@ def check_max_memory(s: InferenceSettings) -> None:
 
 def check_device_ordinals(s: InferenceSettings) -> None:
     """``device_ordinals``: distinct backend device indices (a list becomes a tuple)."""
-    do = s.device_ordinals
-    if do is None:
-        return
-    if isinstance(do, list):
-        do = tuple(do)
-        object.__setattr__(s, "device_ordinals", do)
-    ok = isinstance(do, tuple) and 0 < len(do) <= MAX_DEVICES and len(set(do)) == len(do)
-    if not ok or not all(
-        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in do
-    ):
-        raise InvalidSettingError(
-            f"device_ordinals must be 1 to {MAX_DEVICES} distinct backend device indices "
-            f"(--device CUDA2,CUDA1 -> 2,1), got {s.device_ordinals!r}"[:200],
-            setting="device_ordinals",
-            value=None,
-        )
+    _check_int_tuple(s, "device_ordinals")
 
 
 def check_speculative_settings(s: InferenceSettings) -> None:
@@ -202,22 +220,7 @@ def check_draft_settings(s: InferenceSettings) -> None:
         check_str(name, getattr(s, name))
     check_int("draft_n_gpu_layers", s.draft_n_gpu_layers, lo=-1, hi=MAX_LAYERS + 1, optional=True)
     check_int("draft_ctx", s.draft_ctx, lo=1, hi=MAX_CTX, optional=True)
-    if s.draft_devices is not None:
-        dd = s.draft_devices
-        if isinstance(dd, list):
-            dd = tuple(dd)
-            object.__setattr__(s, "draft_devices", dd)
-        ok = isinstance(dd, tuple) and 0 < len(dd) <= MAX_DEVICES and len(set(dd)) == len(dd)
-        if not ok or not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < MAX_DEVICES for i in dd
-        ):
-            raise InvalidSettingError(
-                "draft_devices must be 1 to "
-                f"{MAX_DEVICES} distinct GPU indices (0 = the first GPU), got "
-                f"{s.draft_devices!r}"[:200],
-                setting="draft_devices",
-                value=None,
-            )
+    _check_int_tuple(s, "draft_devices")
     if s.draft_model is None:
         for name in (
             "draft_quant",
