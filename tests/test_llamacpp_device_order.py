@@ -94,6 +94,14 @@ def test_bad_device_ordinals_are_refused(bad: tuple[object, ...]) -> None:
         InferenceSettings(device_ordinals=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("field", ["device_ordinals", "draft_devices", "max_memory_bytes"])
+def test_nested_lists_in_device_fields_are_refused_not_raised(field: str) -> None:
+    # a nested list is unhashable: the distinct-values check once ran set() on it first
+    # and the Python API raised a bare TypeError instead of the one-line settings error
+    with pytest.raises(InvalidSettingError, match=field):
+        InferenceSettings(**{field: [[1]]})
+
+
 def test_cli_device_flag_reaches_the_row_split(capsys: pytest.CaptureFixture[str]) -> None:
     common = ("estimate", "llama-3.1-8b", "-q", "Q8_0", "-c", "16384", "-g", "2xrtx-3090")
     row = ("-sm", "row", "-ts", "0,1,1", "--runtime-version", "b5172", "--json", "--offline")

@@ -137,10 +137,11 @@ def _check_int_tuple(s: InferenceSettings, name: str) -> None:
         value = tuple(value)
         object.__setattr__(s, name, value)
     ok = isinstance(value, tuple) and 0 < len(value) <= MAX_DEVICES
-    ok = ok and (not rule.distinct or len(set(value)) == len(value))
-    if not ok or not all(
+    # the element check comes before set(): a nested list is refused, not raised
+    ok = ok and all(
         isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= rule.top for i in value
-    ):
+    )
+    if not ok or (rule.distinct and len(set(value)) != len(value)):
         raise InvalidSettingError(
             f"{name} must be 1 to {MAX_DEVICES} {rule.what}, got {value!r}"[:200],
             setting=name,
