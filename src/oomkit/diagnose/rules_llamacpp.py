@@ -506,7 +506,8 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
             # a per-allocation limit (not a lack of memory) is as likely as full VRAM here, and
             # the base rate counts only capacity failures: it stays unknown
             open_question=False,
-            explanation=f"Vulkan could not allocate {_fb(e.requested_bytes)} on {dev}, and the "
+            explanation="Vulkan could not allocate "
+            f"{_fb(e.requested_bytes) if e.requested_bytes else 'a buffer'} on {dev}, and the "
             "log shows neither the buffers loaded before it nor the free memory. Vulkan drivers "
             "return ErrorOutOfDeviceMemory both when VRAM is full and when one allocation "
             "exceeds the driver's maxMemoryAllocationSize, so the message alone cannot tell "

@@ -469,6 +469,26 @@
     );
   }
 
+  // an error about a value typed into a box (the API's detail names it as the CLI does:
+  // "Invalid value for 'ram': ...", "Unknown model '...'") is also shown under that box, which
+  // is marked invalid (aria-invalid; its aria-describedby reads the message)
+  const TYPED = ["model", "ram"];
+  function fieldOf(message) {
+    const m = /^Invalid value for '([a-z_]+)'/.exec(message);
+    if (m) return TYPED.includes(m[1]) ? m[1] : null;
+    return /^Unknown model\b/.test(message) ? "model" : null;
+  }
+  function showFieldError(message) {
+    const at = fieldOf(message);
+    for (const id of TYPED) {
+      const on = id === at;
+      if (on) $(id).setAttribute("aria-invalid", "true");
+      else $(id).removeAttribute("aria-invalid");
+      $(`${id}-error`).textContent = on ? message : "";
+      $(`${id}-error`).hidden = !on;
+    }
+  }
+
   let inflight = null;
   let seq = 0;
   async function update() {
@@ -488,6 +508,7 @@
       ]);
       if (mine !== seq) return;
       $("fit-error").hidden = true;
+      showFieldError("");
       // as `oomkit plan` draws it: vLLM/SGLang size their pools to a fraction of the GPU instead
       const headroom = p.error || !["llama.cpp", "ollama"].includes(e.runtime) ? null : p.request.headroom_bytes;
       renderEstimate(e, headroom);
@@ -505,6 +526,7 @@
       if (err.name === "AbortError" || mine !== seq) return;
       $("fit-error").textContent = err.message;
       $("fit-error").hidden = false;
+      showFieldError(err.message);
       $("verdict").textContent = "";
       $("verdict").className = "verdict";
       $("bars").replaceChildren();
