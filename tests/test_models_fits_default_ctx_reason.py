@@ -28,9 +28,11 @@ def test_default_context_sizes_a_short_model_at_its_own(
     doc = _doc(capsys)
     assert not any(m["model"] == "tinyllama-1.1b" for m in doc["not_fitting"])
     row = next(m for m in doc["models"] if m["model"] == "tinyllama-1.1b")
-    assert row["ctx"] == 2048 and row["max_ctx"] == 2048
+    assert row["ctx"] == 2048
+    assert row["max_ctx"] == 2048
     reason = str(row["ctx_reason"])
-    assert "trained context 2048" in reason and "4096-token default" in reason
+    assert "trained context 2048" in reason
+    assert "4096-token default" in reason
 
 
 def test_an_asked_context_is_named_as_asked(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,16 +44,16 @@ def test_an_asked_context_is_named_as_asked(capsys: pytest.CaptureFixture[str]) 
 
 def test_summary_line_says_own_or_asked(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "models", "tinyllama-1.1b", "--fits", "rtx-3060")
-    assert code == 0 and "tinyllama-1.1b" in out, (code, err)
+    assert code == 0, err
+    assert "tinyllama-1.1b" in out
     assert "1 sized at its own trained context (under the 4096-token default)" in err, err
     code, _, err = run_cli(capsys, "models", "tinyllama-1.1b", "--fits", "rtx-3060", "-c", "4k")
     assert "trained for a shorter context than asked" in err, (code, err)
 
 
 def test_a_long_model_has_no_ctx_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(
-        capsys, "models", "llama-3.1-8b", "--fits", "rtx-3060", "--json"
-    )
+    code, out, err = run_cli(capsys, "models", "llama-3.1-8b", "--fits", "rtx-3060", "--json")
     assert code == 0, err
     row = next(m for m in json.loads(out)["models"] if m["model"] == "llama-3.1-8b")
-    assert row["ctx_reason"] is None and row["ctx"] >= 4096
+    assert row["ctx_reason"] is None
+    assert row["ctx"] >= 4096

@@ -24,7 +24,8 @@ def _plans(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[dict[str, ob
     assert code == 0, err
     doc: dict[str, object] = json.loads(out)
     plans = doc["plans"]
-    assert isinstance(plans, list) and plans
+    assert isinstance(plans, list)
+    assert plans
     return doc, plans
 
 
@@ -33,7 +34,8 @@ def test_no_ctx_runs_the_trained_context_that_fits(capsys: pytest.CaptureFixture
     top = plans[0]
     assert top["settings"]["ctx"] == 131072
     assert " -c 131072 " in top["command"]
-    assert doc["target_ctx"] == 4096 and doc["fit_ctx_top"] == 131072
+    assert doc["target_ctx"] == 4096
+    assert doc["fit_ctx_top"] == 131072
 
 
 def test_the_quant_is_the_one_chosen_at_the_floor(capsys: pytest.CaptureFixture[str]) -> None:
@@ -62,17 +64,20 @@ def test_the_asked_line_says_so(capsys: pytest.CaptureFixture[str]) -> None:
 def test_others_keep_their_contexts(capsys: pytest.CaptureFixture[str]) -> None:
     # --ctx N is unchanged
     doc, plans = _plans(capsys, *_GPT, "--ctx", "4096")
-    assert plans[0]["settings"]["ctx"] == 4096 and doc["fit_ctx_top"] is None
+    assert plans[0]["settings"]["ctx"] == 4096
+    assert doc["fit_ctx_top"] is None
     # a build before --fit: llama-server's -c default 4096 (b6097 loads gpt-oss)
     doc, plans = _plans(capsys, *_GPT, "--runtime-version", "b6097")
-    assert plans[0]["settings"]["ctx"] == 4096 and doc["fit_ctx_top"] is None
+    assert plans[0]["settings"]["ctx"] == 4096
+    assert doc["fit_ctx_top"] is None
     # the C API (llama-cpp-python) runs no --fit
     doc, _ = _plans(capsys, *_LLAMA, "-r", "llama-cpp-python")
     assert doc["fit_ctx_top"] is None
     # Ollama: its own num_ctx by release (2048 before 0.6.7, 4096, then by total VRAM)
     for version, want in (("0.5.0", 2048), ("0.9.0", 4096), ("0.16.0", 4096)):
         doc, plans = _plans(capsys, *_LLAMA, "-r", "ollama", "--runtime-version", version)
-        assert doc["target_ctx"] == want and doc["fit_ctx_top"] is None, version
+        assert doc["target_ctx"] == want, version
+        assert doc["fit_ctx_top"] is None
     doc, _ = _plans(
         capsys, "llama-3.1-8b", "--gpu", "rtx-4090", "--offline", "-r", "ollama",
         "--runtime-version", "0.16.0",

@@ -134,7 +134,8 @@ def test_untyped_llamacpp_context_is_not_called_asked(
     assert "asked: runtime llama.cpp, context 8192; prefer quality" in out
     # the JSON contract is kept: target_ctx stays the fit's floor, fit_ctx_top is added
     doc = _plan(capsys, "gpt-oss-20b", "--gpu", "rtx-4060-ti-16gb", "--offline")
-    assert doc["target_ctx"] == 4096 and doc["fit_ctx_top"] == 131072
+    assert doc["target_ctx"] == 4096
+    assert doc["fit_ctx_top"] == 131072
 
 
 def test_untyped_reason_by_runtime() -> None:

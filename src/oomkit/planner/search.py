@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.checks import check_ranks, check_tp, tp_refusal
+from oomkit.estimate.checks import check_ranks, check_tp, gpus_counted, tp_refusal
 from oomkit.estimate.flag_eras import check_flag_eras, era_kvs, flag_available
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
@@ -73,6 +73,16 @@ SEQS_LEVER: dict[str, tuple[str, str]] = {
     "sglang": ("max_num_reqs", "--max-running-requests"),
     "transformers": ("batch", "--batch"),  # generate()'s batch (planner.transformers_moves)
 }
+
+
+def _kv_tokens(est: Estimate) -> int | None:
+    """The KV pool the estimate allocates, in tokens (vLLM ``kv_cache_tokens``, SGLang
+    ``max_total_num_tokens``), None when it names none."""
+    for name in ("kv_cache_tokens", "max_total_num_tokens"):
+        value = est.runtime_details.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def _at_ctx(make: Callable[[str, int, int], Candidate], kv: str, n: int, ctx: int) -> Candidate:
@@ -275,9 +285,7 @@ class Searcher:
         ):
             return ev
         grid = self._ctx_grid(self.target_ctx, self.fit_top)
-        found = self._largest(
-            0, len(grid) - 1, lambda i: dataclasses.replace(ev.cand, ctx=grid[i])
-        )
+        found = self._largest(0, len(grid) - 1, lambda i: dataclasses.replace(ev.cand, ctx=grid[i]))
         return ev if found is None or not found[1].fits else found[1]
 
     def _largest_ctx(self, make: Callable[[int], Candidate]) -> tuple[int, Evaluation] | None:
@@ -437,7 +445,7 @@ class Searcher:
             # tp x pp, ParallelConfig.world_size); the estimate refuses tp x pp > GPUs
             n = max(1, n // self.base.pp)
         if self.base.tp is not None:  # the user's --tp, as the runtime checks it at start-up
-            check_tp(self.spec, self.base.tp, n, self.runtime)
+            check_tp(self.spec, self.base.tp, n, self.runtime, counted=gpus_counted(self.hardware))
             return self.base.tp
         for tp in range(n, 0, -1):
             if tp_refusal(self.spec, tp) is None:
@@ -477,6 +485,7 @@ class Searcher:
             margin_bytes=ev.margin_bytes,
             quant_tier=self.quant_tier,
             decode_tps=self._decode_tps(ev) if self.request.prefer == "speed" else None,
+            kv_tokens=_kv_tokens(ev.estimate) if self.quant_tier else None,
         )
 
     def _decode_tps(self, ev: Evaluation) -> float | None:
