@@ -1,4 +1,5 @@
-"""How long the planner takes: one model on one GPU, and the whole catalog against one GPU.
+"""How long the planner takes: one model on one GPU, the whole catalog against one GPU, and
+every catalog GPU for one model (``gpus --for``, vLLM with its serving levers).
 
 python benchmarks/bench_planner.py            # prints medians (fresh interpreter per run)
 pytest benchmarks/bench_planner.py --benchmark-only
@@ -23,13 +24,15 @@ t0 = time.perf_counter()
 import oomkit
 from oomkit.planner.core import plan
 from oomkit.planner.request import PlanRequest
-from oomkit.planner.reverse import models_that_fit
+from oomkit.planner.reverse import gpus_for, models_that_fit
 from oomkit.spec.hardware import Hardware
 t1 = time.perf_counter()
 case = sys.argv[1]
 gpu = oomkit.find_gpu(sys.argv[2]).to_device_target()
 hw = Hardware(devices=(gpu,))
-if case == "plan":
+if case == "gpus":  # sys.argv[2]: a GPU only to keep the argument order
+    n = len(gpus_for(sys.argv[3], runtime=sys.argv[5], ctx=int(sys.argv[4])))
+elif case == "plan":
     r = plan(sys.argv[3], hw, PlanRequest(ctx=int(sys.argv[4])))
     n = r.n_estimates
 else:
@@ -44,6 +47,7 @@ CASES: dict[str, list[str]] = {
     "plan llama-3.1-70b on rtx-4090, 32k": ["plan", "rtx-4090", "llama-3.1-70b", "32768"],
     "plan qwen3-30b-a3b on rtx-4060, 32k": ["plan", "rtx-4060", "qwen3-30b-a3b", "32768"],
     "models --fits rtx-4090 (whole catalog)": ["fits", "rtx-4090"],
+    "gpus --for llama-3.1-70b -r vllm, 32k": ["gpus", "rtx-4090", "llama-3.1-70b", "32768", "vllm"],
 }
 
 
@@ -104,6 +108,10 @@ def test_bench_plan_one_gpu(benchmark: Any) -> None:
 
 def test_bench_models_fits(benchmark: Any) -> None:
     benchmark.pedantic(_once, args=(CASES["models --fits rtx-4090 (whole catalog)"],), rounds=1)
+
+
+def test_bench_gpus_for_vllm(benchmark: Any) -> None:
+    benchmark.pedantic(_once, args=(CASES["gpus --for llama-3.1-70b -r vllm, 32k"],), rounds=1)
 
 
 if __name__ == "__main__":

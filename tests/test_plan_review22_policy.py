@@ -120,9 +120,10 @@ def test_untyped_llamacpp_context_is_not_called_asked(
     argv = ("plan", "gpt-oss-20b", "--gpu", "rtx-4060-ti-16gb", "--offline")
     code, out, _ = run_cli(capsys, *argv)
     assert code == 0
+    # planner23: each plan then runs the largest context up to the trained one that fits
     assert (
-        "asked: runtime llama.cpp, context 4096 (not given: the floor of llama-server's --fit;"
-        " --ctx N or --ctx max asks for more); prefer quality"
+        "asked: runtime llama.cpp, context 4096-131072 (not given: llama-server's --fit starts "
+        "at the model's trained 131072"
     ) in out
     # a pre-fit build that loads gpt-oss (b6097, llamacpp_support; b5000 cannot load it)
     code, out, _ = run_cli(capsys, *argv, "--runtime-version", "b6097")
@@ -131,9 +132,10 @@ def test_untyped_llamacpp_context_is_not_called_asked(
     code, out, _ = run_cli(capsys, *argv, "--ctx", "8k")
     assert code == 0
     assert "asked: runtime llama.cpp, context 8192; prefer quality" in out
-    # the JSON contract is unchanged: target_ctx stays the number planned
+    # the JSON contract is kept: target_ctx stays the fit's floor, fit_ctx_top is added
     doc = _plan(capsys, "gpt-oss-20b", "--gpu", "rtx-4060-ti-16gb", "--offline")
     assert doc["target_ctx"] == 4096
+    assert doc["fit_ctx_top"] == 131072
 
 
 def test_untyped_reason_by_runtime() -> None:

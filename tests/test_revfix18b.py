@@ -36,14 +36,16 @@ def test_tp_error_lists_only_sizes_every_check_accepts(
     # qwen2.5-14b: 40 attention heads, 8 KV heads: 5, 10, 20 divide the heads but neither
     # divide 8 nor are multiples of it (QKVParallelLinear's divide() fails)
     argv = ["estimate", "qwen2.5-14b", "-r", "vllm", "--offline"]
-    code, _, err = run_cli(capsys, *argv, "--tp", "3", "--gpu", "3xa100-40gb")
+    # --vram: one GPU per rank, no count named, so every size the model allows is listed
+    # (--gpu 3xa100-40gb caps the list at the 3 GPUs: planner23)
+    code, _, err = run_cli(capsys, *argv, "--tp", "3", "--vram", "40GiB")
     assert code == 2
     listed = _valid_listed(err)
     assert listed == [1, 2, 4, 8]
     for tp in listed:
         code, _, err = run_cli(capsys, *argv, "--tp", str(tp), "--gpu", f"{tp}xa100-40gb")
         assert code in (0, 3), err  # accepted: an estimate, fitting or not
-    code, _, err = run_cli(capsys, *argv, "--tp", "5", "--gpu", "5xa100-40gb")
+    code, _, err = run_cli(capsys, *argv, "--tp", "5", "--vram", "40GiB")
     assert code == 2
     assert "8 KV heads" in err
     assert _valid_listed(err) == listed  # one rule, one list in every message
@@ -183,6 +185,6 @@ def test_web_api_plan_pooling_and_tp_sizes() -> None:
         bad = {"model": "qwen2.5-14b", "runtime": "vllm", "gpu": "3xa100-40gb", "tp": 3}
         r = client.post("/api/estimate", json=bad)
         assert r.status_code in (400, 422), r.text
-        assert "valid sizes: 1, 2, 4, 8" in r.text
+        assert "valid sizes on the 3 GPUs given: 1, 2" in r.text  # capped at the GPUs
         r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "rtx-3060"})
         assert r.json()["settings"]["quant"] == "Q4_K_M"

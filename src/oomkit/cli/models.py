@@ -189,8 +189,13 @@ def _fits(
         note = f" ({skipped} skipped: architecture not supported by {runtime})" if skipped else ""
         short = [m for m in report.not_fitting if m.reason.startswith("trained context")]
         if short:
-            than = "asked" if ctx is not None else f"the {FITS_DEFAULT_CTX}-token default"
-            note += f"; {len(short)} trained for a shorter context than {than}"
+            note += f"; {len(short)} trained for a shorter context than asked"
+        own = [m for m in rows if m.ctx_reason]
+        if own:  # no --ctx: a model trained for fewer tokens runs at its own context
+            note += (
+                f"; {len(own)} sized at its own trained context (under the "
+                f"{FITS_DEFAULT_CTX}-token default)"
+            )
         if len(report.not_fitting) > len(short):
             n = len(report.not_fitting) - len(short)
             note += f"; {n} do not fit (--json gives each one's reason)"

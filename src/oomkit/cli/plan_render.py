@@ -39,7 +39,10 @@ def render_plan(result: object) -> str:
             result.target_ctx,
             version=None if first is None else first.runtime_version,
             server=None if first is None else first.llama_server,
+            fit_top=result.fit_ctx_top,
         )
+        if result.fit_ctx_top is not None:  # --fit: up to the trained context, per plan
+            ctx_text = f"{result.target_ctx}-{result.fit_ctx_top}"
         ctx_text += f" (not given: {why})"
     asked = [f"runtime {req.runtime}", f"context {ctx_text}"]
     if req.quant:

@@ -45,6 +45,7 @@ __all__ = [
     "check_run",
     "check_tp",
     "expert_rules_settings",
+    "gpus_counted",
     "ignored_settings",
     "tp_refusal",
     "valid_tp_sizes",
@@ -347,7 +348,15 @@ def check_ranks(spec: ModelSpec, tp: int, pp: int, n_gpus: int, runtime: str) ->
         _too_few_gpus(spec, tp, pp, n_gpus, runtime)
 
 
-def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
+def gpus_counted(hardware: Hardware) -> bool:
+    """Whether the GPUs' count was named (``--gpu 3xNAME``, ``--gpu auto``) rather than made
+    from ``--tp`` (``--vram SIZE --tp N``: N bare devices, no catalog key, no measured compute
+    capability): only a named count caps the ``--tp`` sizes a refusal lists."""
+    gpus = [d for d in hardware.devices if d.backend != "cpu"]
+    return any(d.key is not None or d.compute_capability is not None for d in gpus)
+
+
+def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str, *, counted: bool = False) -> None:
     """An explicit ``--tp`` as vLLM/SGLang check it at start-up (heads divisible by it) and
     the ranks it needs (one GPU each; oomkit never invents GPUs the user did not name).
 
@@ -358,8 +367,9 @@ def check_tp(spec: ModelSpec, tp: int, n_gpus: int, runtime: str) -> None:
     # the heads (what the user fixes first; the divisibility is checked on the GPUs named)
     if n_gpus and tp > n_gpus:
         _too_few_gpus(spec, tp, 1, n_gpus, runtime)
-    # (the count caps the sizes listed unless --tp made it: --vram names one GPU per rank)
-    _tp_divides(spec, tp, runtime, n_gpus if n_gpus != tp else 0)
+    # (the count caps the sizes listed unless --tp made it: --vram names one GPU per rank;
+    # ``counted``: the GPUs were named, :func:`gpus_counted`, so --gpu 3xNAME --tp 3 lists 1, 2)
+    _tp_divides(spec, tp, runtime, n_gpus if counted or n_gpus != tp else 0)
 
 
 def _override_to_n_cpu_moe(
@@ -507,7 +517,8 @@ def check_run(
             "--tensor-parallel-size 1, one GPU)"
         )
     # the GPUs' count caps the sizes listed, unless --tp made it (--vram: one GPU per rank)
-    counted = n_gpus if settings.tp is None or n_gpus != settings.tp * pp else 0
+    named = gpus_counted(hardware) or settings.tp is None or n_gpus != settings.tp * pp
+    counted = n_gpus if named else 0
     tp = tp or 1
     check_ranks(spec, tp, pp, n_gpus, runtime)  # before the divisibility (check_tp)
     _tp_divides(spec, tp, runtime, counted, pp)

@@ -9,6 +9,7 @@ it evenly; norms and row-parallel biases are replicated).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -115,20 +116,26 @@ def shard_fraction(tensor: TensorInfo, spec: ModelSpec, tp: int) -> tuple[int, i
     """Fraction (numerator, denominator) of ``tensor`` held by one of ``tp`` ranks."""
     if tp <= 1:
         return (1, 1)
-    role = tensor.role
+    return _role_fraction(tensor.role, tp, spec.num_key_value_heads, spec.vocab_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _role_fraction(role: str, tp: int, kv_heads: int, vocab_size: int) -> tuple[int, int]:
+    """:func:`shard_fraction` by what it reads (a few roles, asked once per tensor per
+    estimate: memoised, ``gpus --for`` prices thousands of TP layouts)."""
     if any(r in role for r in _REPLICATED_ROLES):
         return (1, 1)
     if role.startswith("attn_output.bias") or role.startswith("ffn_down.bias"):
         return (1, 1)  # RowParallelLinear adds the bias once after the reduce
     if role.startswith(("attn_k.", "attn_v.")):
-        kv = spec.num_key_value_heads
+        kv = kv_heads
         if kv < tp:
             return (1, kv)  # each rank holds one whole (replicated) KV head
         return (1, tp)
     if role.startswith(("token_embd.", "output.")):
         # VocabParallelEmbedding: pad_vocab_size(vocab, 64), then an equal slice per rank
-        padded = ceil_div(spec.vocab_size, _VOCAB_PAD) * _VOCAB_PAD
-        return (ceil_div(padded, tp), spec.vocab_size)
+        padded = ceil_div(vocab_size, _VOCAB_PAD) * _VOCAB_PAD
+        return (ceil_div(padded, tp), vocab_size)
     return (1, tp)
 
 

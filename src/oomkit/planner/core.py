@@ -249,6 +249,7 @@ def plan_spec(
     impossible: list[str] = []
     n_estimates = 0
     target_ctx = 0
+    fit_top: int | None = None
     info: ModelInfo | None = None
     for runtime in runtimes:
         refusal = runtime_hardware_refusal(hardware, runtime)
@@ -306,6 +307,7 @@ def plan_spec(
                 "another one (it then needs an imported GGUF)"
             )
         target_ctx = s.target_ctx
+        fit_top = s.fit_top
         per_runtime = _diverse(found, max_plans if len(runtimes) == 1 else 1, s.target_ctx)
         made = [_to_plan(ev, s, ref) for ev in per_runtime]
         kept = drop_dominated(made)
@@ -368,6 +370,7 @@ def plan_spec(
         impossible=None if plans else " ".join(impossible),
         n_estimates=n_estimates,
         notes=tuple(notes),
+        fit_ctx_top=fit_top,
     )
 
 

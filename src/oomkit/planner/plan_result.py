@@ -67,6 +67,10 @@ class PlanResult:
     n_estimates: int = 0
     #: what the planner took into account about the hardware (precision, Apple memory)
     notes: tuple[str, ...] = ()
+    #: no ``--ctx`` on a llama-server with ``--fit``: the trained context the fit starts from;
+    #: each all-on-the-GPU plan runs the largest context up to it that fits
+    #: (:func:`oomkit.planner.target_ctx.fit_ctx_top`); ``target_ctx`` is then the fit's floor
+    fit_ctx_top: int | None = None
 
     @property
     def fits(self) -> bool:
@@ -106,6 +110,7 @@ class PlanResult:
                 "host_ram_bytes": self.hardware.host_ram_bytes,
             },
             "target_ctx": self.target_ctx,
+            "fit_ctx_top": self.fit_ctx_top,
             "fits": self.fits,
             "plans": [plan_dict(p) for p in self.plans],
             "rejected": [dataclasses.asdict(r) for r in self.rejected],

@@ -150,6 +150,7 @@ def rank_key(
     margin_bytes: int = 0,
     quant_tier: Mapping[str, int] | None = None,
     decode_tps: float | None = None,
+    kv_tokens: int | None = None,
 ) -> tuple[float, ...]:
     """Sort key (smaller is better) of a fitting candidate under ``prefer`` (the module's
     policy). ``ctx_asked``: the user typed the context, so keeping it outranks every
@@ -157,7 +158,10 @@ def rank_key(
     ``quant_tier``: quants ranked at another's tier before the context (:func:`fp8_tier`), their
     KV cache type and then their own place in the ladder coming right after the deficit;
     ``decode_tps``: the planner's decode estimate (:mod:`oomkit.planner.speed`), which ``speed``
-    ranks by after "on the GPU or not" and the context deficit."""
+    ranks by after "on the GPU or not" and the context deficit; ``kv_tokens``: the KV pool
+    the runtime would allocate (vLLM's ``kv_cache_tokens``, SGLang's ``max_total_num_tokens``):
+    inside a shared tier, of two candidates equal on everything else the larger pool first,
+    before the free margin (a raised utilization leaves every margin near 0)."""
     deficit = max(0, target_ctx - cand.ctx)
     r_q = ladder.index(cand.quant)
     t_q = (quant_tier or {}).get(cand.quant, r_q)
@@ -167,9 +171,10 @@ def rank_key(
     fewer = 0 if cand.max_num_seqs is None else -cand.max_num_seqs
     # transformers eager -> sdpa (same numerics) or device_map=None + .to("cuda"): small changes
     attn = int(cand.attn is not None) + int(cand.device_map is not None)
-    ties = (fewer, amount, -margin_bytes)
     # in a shared tier (fp8 W8A8 at bf16's) the 16-bit KV cache before the exact quant
     shared = {*(quant_tier or {}), *(ladder[t] for t in (quant_tier or {}).values())}
+    pool = -(kv_tokens or 0) if cand.quant in shared else 0
+    ties = (fewer, amount, pool, -margin_bytes)
     tier_kv = r_kv if cand.quant in shared else 0
     quality: tuple[int, ...]
     if ctx_asked:

@@ -63,6 +63,9 @@ class ModelFit:
     speed: Any = None
     #: the KV cache type the fit uses (llama.cpp/Ollama "f16", "q8_0", "q4_0"; vLLM "auto")
     kv: str = "f16"
+    #: why ``ctx`` is not the default every model is sized at (a model trained for fewer
+    #: tokens than :data:`FITS_DEFAULT_CTX` is sized at its own trained context); None otherwise
+    ctx_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,7 @@ class ModelFit:
             "kv": self.kv,
             "ctx": self.ctx,
             "max_ctx": self.max_ctx,
+            "ctx_reason": self.ctx_reason,
             "gpu_bytes": max((d.total_bytes for d in self.estimate.devices), default=0),
             "decode_tokens_per_s": _tps(self.speed),
         }
@@ -248,8 +252,9 @@ def fits_report(
     ``ctx`` None means Ollama's own default for ``runtime`` "ollama" (4096, or from 0.15.5
     32768/262144 by the total VRAM, capped at the trained context) and :data:`FITS_DEFAULT_CTX`
     (4096) for every other runtime (a model trained
-    for fewer positions, e.g. GPT-NeoX-20B's 2048 or BERT's 512, is in ``not_fitting`` with
-    that reason, asked or default); ``kv`` pins the KV cache type (``--kv-dtype``), as
+    for fewer positions, e.g. GPT-NeoX-20B's 2048 or BERT's 512, is sized at its own trained
+    context then, as the runtime runs it: llama-server caps each slot at ``n_ctx_train``;
+    with ``--ctx N`` it is in ``not_fitting``); ``kv`` pins the KV cache type (``--kv-dtype``), as
     ``oomkit models --fits`` documents: not vLLM's/transformers' own default (the model's
     whole context), which would drop e.g. a 128k-context 8B model from a 24 GB GPU that runs
     it well at 4096 (``max_ctx`` still reports the longest context that fits).
@@ -279,11 +284,15 @@ def fits_report(
         try:
             spec = entry.spec()
             trained = spec.max_position_embeddings
+            ask, own = request, None
             if ctx is not None and trained and trained < ctx:
-                # the planner would aim at min(ctx, trained): not a fit at the asked context
-                not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx, asked=not roomy)))
-                continue
-            s = Searcher(spec, runtime, hardware, request)
+                if not roomy:
+                    # the planner would aim at min(ctx, trained): no fit at the asked context
+                    not_fitting.append(ModelMiss(entry.key, _short_ctx(trained, ctx)))
+                    continue
+                # no --ctx: the runtime runs such a model at its own trained context
+                ask, own = dataclasses.replace(request, ctx=trained), _own_ctx(trained, ctx)
+            s = Searcher(spec, runtime, hardware, ask)
             ev, why = _shop(s, entry.params)
         except OomkitError as exc:
             unsupported.append(ModelMiss(entry.key, str(exc)))
@@ -305,6 +314,7 @@ def fits_report(
                 # an encoder (BERT family) generates no tokens: no decode speed
                 speed=None if spec.is_encoder else _speed(spec, ev.estimate, hardware),
                 kv=ev.cand.kv,
+                ctx_reason=own,
             )
         )
     out.sort(key=lambda m: (-m.params, m.key))
@@ -349,19 +359,23 @@ def _roomier(s: Searcher, ev: Evaluation, max_ctx: int) -> tuple[Evaluation, int
     return best
 
 
-def _short_ctx(trained: int, ctx: int, *, asked: bool) -> str:
-    """Why a model trained for fewer than ``ctx`` positions is not listed: the context the
-    user asked, or (``asked`` False) the :data:`FITS_DEFAULT_CTX` every model is sized at
-    when none was asked (review22: "the asked 4096" when nothing was asked)."""
-    if asked:
-        return (
-            f"trained context {trained} tokens (max_position_embeddings): the asked {ctx} "
-            "needs a model trained for at least that many"
-        )
+def _short_ctx(trained: int, ctx: int) -> str:
+    """Why a model trained for fewer than the asked ``ctx`` positions is not listed."""
     return (
-        f"trained context {trained} tokens (max_position_embeddings): no --ctx was given, and "
-        f"the {ctx}-token default every model is sized at then needs a model trained for at "
-        f"least that many (--ctx {trained} sizes it at its own)"
+        f"trained context {trained} tokens (max_position_embeddings): the asked {ctx} "
+        "needs a model trained for at least that many"
+    )
+
+
+def _own_ctx(trained: int, ctx: int) -> str:
+    """Why a model is sized at its trained context when no ``--ctx`` was given: the runtime
+    runs it there (llama-server caps each slot's context at ``n_ctx_train``, "exceeds the
+    training context of the model ... capping", tools/server; Ollama caps ``num_ctx`` at the
+    GGUF's trained context, :func:`oomkit.estimate.ollama_layers.clamps_num_ctx`; vLLM's
+    default ``max_model_len`` is the model's own)."""
+    return (
+        f"trained context {trained} tokens (max_position_embeddings), under the {ctx}-token "
+        "default: sized at its own trained context, as the runtime runs it"
     )
 
 
@@ -429,6 +443,7 @@ def gpus_for(
 
             hf_format(quant)
     out: list[GpuFit] = []
+    floors: dict[str, int] = {}  # per quant: the weights no GPU count may hold less of
     for gpu in all_gpus():
         if runtime in ("vllm", "sglang") and gpu.vendor not in ("nvidia", "amd"):
             continue
@@ -444,6 +459,10 @@ def gpus_for(
                 # one quant for every GPU (the runtime's default unless named), so the
                 # rows compare hardware, not quants
                 q = s.ladder[s.default_index]
+                if q not in floors:
+                    floors[q] = _weights_floor(s, q)
+                if n * (gpu.to_device_target().capacity_bytes or 0) < floors[q]:
+                    continue  # the weights alone exceed the GPUs' total: no lever helps
                 # the evaluation raises vLLM's utilization / SGLang's fraction as plan's does;
                 # then plan's sequence cap (review22: 2 x H100 SXM runs Llama-3.1-70B at 32k
                 # with --max-num-seqs 59 and util 0.96, and plan says so)
@@ -473,6 +492,26 @@ def gpus_for(
     return out
 
 
+def _weights_floor(s: Searcher, quant: str) -> int:
+    """Bytes of ``quant``'s weights that every layout of ``s``'s runtime keeps on the GPUs
+    together (0 when unknown): the GGUF's tensors but the input embeddings (llama.cpp,
+    Ollama), else the checkpoint's unsharded total (vLLM/SGLang shard it by ``tp`` and
+    replicate some tensors, transformers splits it over the GPUs: never less in all). A
+    count of GPUs whose memory together is below it is no fit; ``gpus --for`` skips it
+    before any estimate."""
+    if s.gguf:
+        return _gpu_weights_lower_bound(s.spec, quant)
+    from oomkit.estimate.hf_weights import plan_weights
+    from oomkit.spec.tensors import model_tensors
+
+    try:
+        tensors = model_tensors(s.spec)
+        named = None if quant == CHECKPOINT else quant
+        return plan_weights(s.spec, tensors, quant=named).total_bytes
+    except OomkitError:
+        return 0
+
+
 def _cap(f: GpuFit) -> int:
     return max((d.capacity_bytes or 0 for d in f.estimate.devices), default=0)
 
@@ -500,8 +539,16 @@ def _capped(s: Searcher, quant: str) -> Evaluation | None:
         return None
     if not s.evaluate(make(floor)).fits:
         return None
-    found = s._largest(floor, top - 1, make)
-    return None if found is None or not found[1].fits else found[1]
+    # bisection, not the planner's regula falsi: the raised utilization leaves every fitting
+    # cap a margin near 0, so interpolation crept up one cap at a time (18-39 estimates per
+    # GPU row, now log2 of the range)
+    from oomkit.estimate.boundary import largest
+
+    n = largest(floor, top - 1, lambda k: s._gpu_fits(s.evaluate(make(k))))
+    if n is None:
+        return None
+    ev = s.evaluate(make(n))
+    return ev if ev.fits else None
 
 
 def _levers(ev: Evaluation) -> tuple[str, ...]:

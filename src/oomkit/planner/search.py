@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection
 from oomkit.errors import InvalidSettingError
 from oomkit.estimate.boundary import largest_by_margin
 from oomkit.estimate.breakdown import Estimate
-from oomkit.estimate.checks import check_ranks, check_tp, tp_refusal
+from oomkit.estimate.checks import check_ranks, check_tp, gpus_counted, tp_refusal
 from oomkit.estimate.flag_eras import check_flag_eras, era_kvs, flag_available
 from oomkit.estimate.llamacpp_fit import plan_note
 from oomkit.estimate.llamacpp_outputs import C_API_APPS, server_default
@@ -52,7 +52,7 @@ from oomkit.planner.ngl import fixed_candidates, fixed_layers, fixed_split
 from oomkit.planner.ranking import fp8_tier
 from oomkit.planner.request import PlanRequest
 from oomkit.planner.sglang_fraction import raise_sglang_fraction
-from oomkit.planner.target_ctx import default_target_ctx, min_ctx
+from oomkit.planner.target_ctx import default_target_ctx, fit_ctx_top, min_ctx
 from oomkit.planner.transformers_moves import level_sdpa
 from oomkit.planner.vllm_util import lower_vllm_util, raise_vllm_util
 from oomkit.spec.hardware import Hardware
@@ -73,6 +73,16 @@ SEQS_LEVER: dict[str, tuple[str, str]] = {
     "sglang": ("max_num_reqs", "--max-running-requests"),
     "transformers": ("batch", "--batch"),  # generate()'s batch (planner.transformers_moves)
 }
+
+
+def _kv_tokens(est: Estimate) -> int | None:
+    """The KV pool the estimate allocates, in tokens (vLLM ``kv_cache_tokens``, SGLang
+    ``max_total_num_tokens``), None when it names none."""
+    for name in ("kv_cache_tokens", "max_total_num_tokens"):
+        value = est.runtime_details.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def _at_ctx(make: Callable[[str, int, int], Candidate], kv: str, n: int, ctx: int) -> Candidate:
@@ -157,6 +167,9 @@ class Searcher:
             runtime, spec, request, hardware, self.base.runtime_version
         )
         self.min_ctx = min_ctx(request, self.target_ctx)
+        #: no ``--ctx`` on a llama-server with ``--fit``: the trained context each all-on-the-GPU
+        #: plan is widened towards (:func:`oomkit.planner.target_ctx.fit_ctx_top`)
+        self.fit_top = fit_ctx_top(runtime, spec, request, self.base, c_api=c_api)
         #: the user typed the context (not ``--ctx max``, not the runtime's default): keeping it
         #: outranks every throughput lever (:mod:`oomkit.planner.ranking`)
         self.ctx_asked = request.ctx is not None and not request.ctx_from_max
@@ -243,17 +256,37 @@ class Searcher:
             lambda ev: ev.margin_bytes,
         )
 
-    def _ctx_grid(self) -> tuple[int, ...]:
-        """Context values the planner may propose, ascending (multiples of the step + target)."""
+    def _ctx_grid(self, low: int | None = None, high: int | None = None) -> tuple[int, ...]:
+        """Context values the planner may propose, ascending (multiples of the step + target):
+        from ``low`` (default: the least context) to ``high`` (default: the target)."""
+        low = self.min_ctx if low is None else low
+        high = self.target_ctx if high is None else high
         step = self.request.ctx_step
-        first = -(-self.min_ctx // step)
-        last = self.target_ctx // step
+        first = -(-low // step)
+        last = high // step
         values = [k * step for k in range(max(first, 1), last + 1)]
-        if not values or values[-1] != self.target_ctx:
-            values.append(self.target_ctx)
-        if self.min_ctx < values[0]:
-            values.insert(0, self.min_ctx)
+        if not values or values[-1] != high:
+            values.append(high)
+        if low < values[0]:
+            values.insert(0, low)
         return tuple(values)
+
+    def widen_to_fit(self, ev: Evaluation) -> Evaluation:
+        """No ``--ctx`` on a llama-server with ``--fit`` (:attr:`fit_top`): an all-on-the-GPU
+        plan at the 4096-token floor runs the largest context up to the trained one that still
+        fits with its quant and KV type (on the ``ctx_step`` grid; the fit itself rounds to
+        256). Any other plan is returned as it is (with layers on the CPU the fit has already
+        lowered the context to its floor)."""
+        if (
+            self.fit_top is None
+            or ev.cand.level != LEVEL_GPU
+            or ev.cand.ctx != self.target_ctx
+            or not ev.fits
+        ):
+            return ev
+        grid = self._ctx_grid(self.target_ctx, self.fit_top)
+        found = self._largest(0, len(grid) - 1, lambda i: dataclasses.replace(ev.cand, ctx=grid[i]))
+        return ev if found is None or not found[1].fits else found[1]
 
     def _largest_ctx(self, make: Callable[[int], Candidate]) -> tuple[int, Evaluation] | None:
         grid = self._ctx_grid()
@@ -412,7 +445,7 @@ class Searcher:
             # tp x pp, ParallelConfig.world_size); the estimate refuses tp x pp > GPUs
             n = max(1, n // self.base.pp)
         if self.base.tp is not None:  # the user's --tp, as the runtime checks it at start-up
-            check_tp(self.spec, self.base.tp, n, self.runtime)
+            check_tp(self.spec, self.base.tp, n, self.runtime, counted=gpus_counted(self.hardware))
             return self.base.tp
         for tp in range(n, 0, -1):
             if tp_refusal(self.spec, tp) is None:
@@ -452,6 +485,7 @@ class Searcher:
             margin_bytes=ev.margin_bytes,
             quant_tier=self.quant_tier,
             decode_tps=self._decode_tps(ev) if self.request.prefer == "speed" else None,
+            kv_tokens=_kv_tokens(ev.estimate) if self.quant_tier else None,
         )
 
     def _decode_tps(self, ev: Evaluation) -> float | None:
@@ -542,7 +576,17 @@ class Searcher:
                         found.append(ev)
                         break
         found.sort(key=self.key)
-        return found
+        if self.fit_top is None:
+            return found
+        # ranked at the floor (quality first), then each run at the largest context it fits;
+        # --fit offloads only what does not fit at its floor: no offload plan of a quant that
+        # runs all on the GPU (its speed, read at 4096 tokens, would beat the widened one's)
+        on_gpu = {ev.cand.quant for ev in found if ev.cand.level == LEVEL_GPU}
+        return [
+            self.widen_to_fit(ev)
+            for ev in found
+            if ev.cand.level == LEVEL_GPU or ev.cand.quant not in on_gpu
+        ]
 
     def rejected(self, limit: int = 6) -> list[Evaluation]:
         """Evaluated candidates that did not fit, most interesting first: at the asked

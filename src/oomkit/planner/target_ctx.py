@@ -11,8 +11,9 @@ from oomkit.estimate.llamacpp_python import is_binding
 from oomkit.planner.request import PlanRequest
 from oomkit.spec.hardware import Hardware
 from oomkit.spec.model import ModelSpec
+from oomkit.spec.settings import InferenceSettings
 
-__all__ = ["default_target_ctx", "min_ctx", "untyped_ctx_reason"]
+__all__ = ["default_target_ctx", "fit_ctx_top", "min_ctx", "untyped_ctx_reason"]
 
 #: llama-server / llama-cli ``-c`` default before ``--fit`` (common/common.h), and from it
 #: (PR #16653, December 2025: ``n_ctx = 0``, the trained context, lowered by the fit) the least
@@ -58,6 +59,46 @@ def default_target_ctx(
     return min(default, model_max) if model_max else default
 
 
+def fit_ctx_top(
+    runtime: str, spec: ModelSpec, request: PlanRequest, base: InferenceSettings, *, c_api: bool
+) -> int | None:
+    """The context a llama-server of a ``--fit`` build would start from when the user gives no
+    ``-c`` (the model's trained context), or None where that does not apply.
+
+    Since ggml-org/llama.cpp PR #16653 ``-c/--ctx-size`` defaults to 0, "loaded from model"
+    (common/arg.cpp), and ``common_fit_params`` (common/fit.cpp) lowers that context, then the
+    layers, until ``fit_params_target`` stays free per device, never below
+    ``fit_params_min_ctx`` (4096) (:mod:`oomkit.estimate.llamacpp_fit`). So a plan without
+    ``--ctx`` keeps the quant the 4096-token search picks (quality first) and runs, with every
+    layer on the GPU, the largest context up to this one that fits with it: what ``--fit``
+    would reach with that quant and cache type. None for builds before the fit (their ``-c``
+    default is 4096), programs on the C API (llama-cpp-python, LM Studio, koboldcpp: no fit),
+    ``--runtime any`` (one common context), ``--prefer context`` (already the whole context),
+    several slots (``-np``: the fit's context is shared by the slots) and ``--ctx``/``--ctx
+    max``."""
+    from oomkit.estimate.generations import resolve_generation
+
+    trained = spec.max_position_embeddings
+    if (
+        runtime != "llama.cpp"
+        or request.ctx is not None
+        or request.ctx_max
+        or request.ctx_from_max
+        or request.prefer == "context"
+        or request.runtime.strip().lower() == "any"
+        or (request.parallel or 1) > 1
+        or c_api
+        or is_binding(request.runtime)
+        or base.llama_server is False
+        or not trained
+        or trained <= _DEFAULT_CTX["llama.cpp"]
+    ):
+        return None
+    if not resolve_generation("llama.cpp", base.runtime_version).effects.get("fit_params", True):
+        return None
+    return trained
+
+
 def min_ctx(request: PlanRequest, target: int) -> int:
     if request.min_ctx is not None:
         return min(request.min_ctx, target)
@@ -67,7 +108,13 @@ def min_ctx(request: PlanRequest, target: int) -> int:
 
 
 def untyped_ctx_reason(
-    raw_runtime: str, prefer: str, target: int, *, version: str | None, server: bool | None
+    raw_runtime: str,
+    prefer: str,
+    target: int,
+    *,
+    version: str | None,
+    server: bool | None,
+    fit_top: int | None = None,
 ) -> str:
     """Why a plan without ``--ctx`` aims at ``target`` tokens (the "asked:" line says the
     context was not given, as Ollama's does). ``raw_runtime``: the ``-r`` as typed; ``version``
@@ -76,8 +123,15 @@ def untyped_ctx_reason(
     A llama-server of a ``--fit`` build (PR #16653 on: the generation's ``fit_params``) given no
     ``-c`` starts at the model's trained context and lowers it, then the layers, until 1 GiB
     stays free per GPU (:mod:`oomkit.estimate.llamacpp_fit`), never below 4096 tokens: that
-    floor is what the plan aims for, and ``--ctx N`` / ``--ctx max`` ask for more."""
+    floor is the least the plan takes; with ``fit_top`` (:func:`fit_ctx_top`) each plan keeps
+    the quant chosen at the floor and runs the largest context up to ``fit_top`` that fits."""
     name = raw_runtime.strip().lower()
+    if fit_top is not None:
+        return (
+            f"llama-server's --fit starts at the model's trained {fit_top} and lowers it until "
+            "1 GiB stays free: each plan keeps the quality-first quant, all layers on the GPU, "
+            f"and the largest context that fits, not below {target}; --ctx N asks for a given one"
+        )
     if name == "any" and prefer != "context":
         return "one context for every runtime compared"
     if prefer == "context":
