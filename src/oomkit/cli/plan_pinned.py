@@ -1,13 +1,13 @@
 """``plan``'s fixed settings: what ``estimate`` accepts, ``plan`` accepts too.
 
-A flag pasted from a server command (SGLang ``--mem-fraction-static``, vLLM
-``--pipeline-parallel-size``/``--enforce-eager``/``--max-num-batched-tokens``, llama.cpp
-``-ts``/``-sm``) pins that setting: the planner keeps it in every candidate
-(``planner.knobs.Candidate.apply`` replaces only the knobs it searches on the base settings),
-the estimate prices it, and the printed command and the JSON's ``settings`` carry it. A pinned
-setting the runtime does not read is refused in one line (``estimate`` warns and ignores it;
-a plan would print a command without it), as is any of them with ``--runtime any``, whose
-runtimes read different sets.
+A flag pasted from a server command (SGLang ``--mem-fraction-static`` and
+``--disable-hybrid-swa-memory``, vLLM ``--pipeline-parallel-size``/``--enforce-eager``/
+``--max-num-batched-tokens``, llama.cpp ``-ts``/``-sm``) pins that setting: the planner
+keeps it in every candidate (``planner.knobs.Candidate.apply`` replaces only the knobs it
+searches on the base settings), the estimate prices it, and the printed command and the
+JSON's ``command_settings`` carry it. A pinned setting the runtime does not read is refused
+in one line (``estimate`` warns and ignores it; a plan would print a command without it), as
+is any of them with ``--runtime any``, whose runtimes read different sets.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ PINNED: dict[str, str] = {
     "max_num_batched_tokens": "max_num_batched_tokens",
     "tensor_split": "tensor_split",
     "split_mode": "split_mode",
+    "disable_hybrid_swa_memory": "disable_hybrid_swa_memory",
 }
 
 
@@ -57,6 +58,12 @@ def pinned_options(f: F) -> F:
     )(f)
     f = click.option(
         "--mem-fraction-static", type=float, help="SGLang fraction of each GPU, (0, 1], kept"
+    )(f)
+    f = click.option(
+        "--disable-hybrid-swa-memory",
+        is_flag=True,
+        default=None,
+        help="SGLang: one uniform token pool for sliding-window models (no full/SWA split), kept",
     )(f)
     f = click.option(
         *PP_FLAGS, "pp", type=int, help="vLLM/SGLang pipeline-parallel size (GPUs = tp x pp)"

@@ -65,6 +65,8 @@ def sglang_command(settings: InferenceSettings, spec: ModelSpec, model_ref: str)
         parts += ["--mem-fraction-static", f"{settings.mem_fraction_static:g}"]
     if settings.enforce_eager:
         parts += ["--disable-cuda-graph"]
+    if settings.disable_hybrid_swa_memory:  # server_args.py: a store_true flag
+        parts += ["--disable-hybrid-swa-memory"]
     if settings.cache_type_k and settings.cache_type_k != "auto":
         parts += ["--kv-cache-dtype", _SGLANG_FP8_KV]
     if settings.quant in ("fp8", "awq", "gptq"):
