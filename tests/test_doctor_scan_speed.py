@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -420,13 +421,16 @@ def test_an_oom_on_every_line_costs_about_a_plain_log() -> None:
     # "CJK + OOM wording a line", 2.2 s per 100 MB) built an event a line before the dispatcher
     # kept 200: 2.2-2.3x the healthy training log of the same size; 1.4-1.5x once only the
     # first 50 and last 150 are built and the middle is counted (read_ends). A ratio, not a time.
+    # perf23: the case-insensitive gates search the lowered joined lines (text.lowered_twin):
+    # the healthy log got ~1.4x faster (0.80-0.89 -> 0.52-0.64 CPU s per MB), the OOM-a-line log
+    # not (1.03-1.18 s both), so the bound on the same log moved from 1.85 to 2.6
     bench: Any = _bench()
     n = 1_000_000
     _cpu(bench._REAL)
     plain = min(_cpu(bench.training_log(n)) for _ in range(2))
     t = bench.cjk_mixed_lines(n)
     ratio = min(_cpu(t) for _ in range(2)) / plain
-    assert ratio <= 1.85, round(ratio, 2)
+    assert ratio <= 2.6, round(ratio, 2)
 
 
 def test_the_middle_of_an_oom_log_is_counted_not_read_again(
@@ -491,3 +495,41 @@ def test_read_ends_keeps_the_ends_that_every_event_gives(seed: int) -> None:
         ]
         lines = split_lines("\n".join(body))
         assert frameworks_ends(lines, head=50, tail=150) == _every_event(lines)
+
+
+def test_case_fold_odd_is_every_character_lower_does_not_fold_like_re() -> None:
+    """The characters re.IGNORECASE matches to printable ASCII but str.lower does not map to it
+    one for one are exactly CASE_FOLD_ODD (the lowered twin of a gate is exact without them)."""
+    every = "".join(chr(c) for c in range(0x80, sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)
+    folded = set(re.findall(r"[\x20-\x7e]", every, re.IGNORECASE))
+    same = {c for c in folded if len(c.lower()) == 1 and c.lower().isascii()}
+    assert folded - same == set(text.CASE_FOLD_ODD)
+    assert {c for c in every if len(c.lower()) != 1} <= set(text.CASE_FOLD_ODD)
+
+
+def test_ignorecase_gate_searches_the_joined_lines_and_finds_the_same_lines() -> None:
+    """A needles_re pattern compiled again with re.IGNORECASE is a literal gate; on its lowered
+    twin it admits the lines the per-line case-insensitive search admits (and not a line whose
+    needle only re's case folding finds, which falls back to the gate itself)."""
+    from oomkit.diagnose.scan import admitted
+
+    gate = re.compile(text.needles_re(("CUDA Error", "large alloc", "显存")).pattern, re.I)
+    assert text.literal_gate(gate)
+    assert text.lowered_twin(gate) is not None
+    for log in (
+        "ok\ncuda error: x\nfine\nLARGE ALLOC 5\n显存 爆\nnone\n",
+        "ok\ncuda error: x\nfine\nlarge alloc \u0130\nnone\n",  # U+0130: the gate itself
+        "ok\ncuda error: x\n\u017ftill\nLarge Alloc\n",
+    ):
+        lines = split_lines(log)
+        expected = [i for i, raw in enumerate(lines.text) if gate.search(raw)]
+        assert list(admitted(lines, gate)) == expected
+    rng = random.Random(7)
+    words = ["Out Of Memory", "显存", "ALLOC", "x", "", "\u0130", "\u0131", "\u017f", "K", "MeM"]
+    for _ in range(300):
+        t = "\n".join(" ".join(rng.choice(words) for _ in range(3)) for _ in range(40))
+        lines = split_lines(t)
+        needles = rng.sample(["out of mem", "显存", "alloc", "mEm", "sk", "i"], 3)
+        gate = re.compile(needles_re(needles).pattern, re.IGNORECASE)
+        plain = [i for i, raw in enumerate(lines.text) if gate.search(raw)]
+        assert list(admitted(lines, gate)) == plain

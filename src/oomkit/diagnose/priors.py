@@ -353,7 +353,19 @@ def base_rate(key: PriorKey) -> BaseRate | None:
     messages of this shape (``pytorch|unknown|driver_no_numbers``: other 7, model 6, leak 5,
     batch 4 stays ``unknown``, though the family favours the batch).
     """
-    table = _table()
+    if _OVERRIDE.get() is not None:
+        return _base_rate(_table(), key)  # a table a caller may change between calls
+    if key not in _MEMO:
+        _MEMO[key] = _base_rate(_committed_table(), key)
+    return _MEMO[key]
+
+
+#: :func:`base_rate` of the committed table, per key (the doctor asks it for the same key of one
+#: message a dozen times: once per answer the deciding question tries; perf23)
+_MEMO: dict[PriorKey, BaseRate | None] = {}
+
+
+def _base_rate(table: Mapping[str, Mapping[str, int]], key: PriorKey) -> BaseRate | None:
     rates = (_rate_at(table, k) for k in key.table_keys())
     found = [r for r in rates if r is not None]
     if not found:

@@ -22,7 +22,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 
 from oomkit.diagnose.events import OomEvent
-from oomkit.diagnose.text import Lines, literal_gate
+from oomkit.diagnose.text import Lines, literal_gate, lowered_twin
 
 __all__ = ["EventAt", "admitted", "on_cleaned", "on_raw", "read_ends", "scan_events"]
 
@@ -45,6 +45,10 @@ def admitted(lines: Lines, prefilter: re.Pattern[str]) -> Iterator[int]:
                 yield i
         return
     text, starts = joined
+    twin = lowered_twin(prefilter)  # a case-insensitive gate: its twin on the lowered text
+    lowered = lines.joined_lower() if twin is not None else None
+    if twin is not None and lowered is not None:
+        search, text = twin.search, lowered
     n = len(starts)
     pos = 0
     while (m := search(text, pos)) is not None:
