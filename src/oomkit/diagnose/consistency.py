@@ -44,7 +44,8 @@ HARDWARE_PREFIX = "Hardware change: "
 
 _HW_TEXT = re.compile(
     r"--tensor-parallel-size|--tp[ =]\d|(?:^|\s)-tp \d|tensor.parallel|\bShard (?:over|the model)"
-    r"|more GPUs|another GPU|second GPU|bigger GPU|larger GPU|GPU with more memory"
+    r"|more GPUs|more devices|additional GPUs?|extra GPUs?|another GPU|second GPU|bigger GPU"
+    r"|larger GPU|GPU with more memory"
     r"|GPU nobody else uses|<idle index>|ZeRO-3|\bFSDP\b",
     re.IGNORECASE,
 )

@@ -223,6 +223,9 @@ class LogContext:
     imbalance_warning: str | None = None  # torch DataParallel "imbalance between your GPUs"
     allocation_limit: str | None = None  # a driver's per-allocation limit was what failed
     tf_bfc_retry: str | None = None  # TF BFC "ran out of memory ... not a failure": ops running
+    # the failing TF op is an optimizer update or slot initializer (parse_other): what failed is
+    # a parameter-shaped optimizer state, not an activation
+    tf_optimizer_node: str | None = None
     completed_steps: int | None = None  # progress shown before the OOM (tqdm k/N, epoch E)
     metal_working_set_bytes: int | None = None  # ggml-metal recommendedMaxWorkingSetSize
     # a stable-diffusion.cpp log's line that places the OOM in the VAE decode (parse_diffusion)

@@ -43,6 +43,16 @@ _REMAT = re.compile(
     r"rematerialization; only reduced to (?P<got>\S{1,30})(?: \((?P<n>\d{1,20}) bytes\))?"
 )
 # TF 2.x "tensor with shape[...]", TF 1.x "tensor of shape [...]"
+# The failing op is an optimizer's: TF's training_ops.cc holds the Apply* kernels
+# (tensorflow/core/kernels/training_ops.cc, ApplyAdamOp...), and slot_creator.create_zeros_slot
+# (tensorflow/python/training/slot_creator.py) names a variable's optimizer slots
+# "<var>/Adam/Initializer/zeros", "<var>/Adam_1"...: a tensor the shape of a parameter, not of the
+# batch (rules_serving)
+_TF_OPTIMIZER = re.compile(
+    r"training_ops\.cc|\b(?:Resource)?Apply(?:Adam|AdamWithAmsgrad|Momentum|RMSProp|"
+    r"CenteredRMSProp|Adagrad|AdagradV2|Adadelta|Ftrl|FtrlV2)\b|"
+    r"/(?:Adam|Momentum|RMSProp|Adagrad|Adadelta|Ftrl)(?:_1)?/Initializer/"
+)
 _TF = re.compile(
     r"OOM when allocating tensor(?: (?:with|of) shape ?(?:\[(?P<shape>[\d, ]{0,200})\])?)?"
     r"(?: and type (?P<dtype>\w{1,20}))?(?: on (?P<dev>\S{1,120}))?"
@@ -515,6 +525,9 @@ def parse_other(lines: Lines) -> tuple[list[OomEvent], dict[str, Any]]:
                 dims = tuple(int(x) for x in shape.replace(" ", "").split(",") if x)
                 dims = tuple(d for d in dims if d < 10**12)
                 dev = _TF_DEV.search(m3.group("dev") or "")
+                opt = _TF_OPTIMIZER.search(window(lines, i, max_lines=3))
+                if opt is not None:
+                    facts.setdefault("tf_optimizer_node", opt.group(0)[:120])
                 events.append(
                     _ev(
                         "tensorflow",

@@ -325,7 +325,9 @@ QUESTIONS: Mapping[str, QuestionSpec] = {
 
 _LEAD_FIX: Mapping[str, Fix] = {
     MODEL: generic(
-        "Load the weights smaller (bf16, 8-bit, 4-bit) or split them over more devices",
+        # software only: splitting over more devices is a hardware step (consistency.py labels
+        # and ranks it last), never folded into the fix an answer puts first
+        "Load the weights smaller (bf16, 8-bit, 4-bit)",
         "the resident weights do not fit whatever the batch.",
         ("from_pretrained(name, torch_dtype=torch.bfloat16)", "load_in_4bit=True"),
     ),

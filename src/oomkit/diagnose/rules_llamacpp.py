@@ -413,8 +413,13 @@ def analyze_llamacpp(e: OomEvent, ctx: LogContext) -> Analysis:
     # compute buffer: its size is set by -ub/-b (and -c without flash attention), not by the
     # weights, so it goes to the compute-stage reading below, not to "host RAM exhausted"
     graph_buffer = e.stage == "compute" and e.kind != "host_alloc_failed"
+    # a "<backend>_Host" buffer is host RAM too: ggml-cuda's ggml_backend_cuda_host_buffer_type
+    # ("CUDA_Host", cudaMallocHost: pinned system memory) and its Vulkan/SYCL/CANN twins; when
+    # ggml-alloc.c's alloc_tensor_range reports "failed to allocate CUDA_Host buffer" the weights
+    # were staged in system RAM (--no-mmap, or Ollama's patched tensors), not on the GPU
+    host_name = (e.buffer_name or "").upper()
     if not graph_buffer and (
-        e.kind == "host_alloc_failed" or (e.buffer_name or "").upper().startswith("CPU")
+        e.kind == "host_alloc_failed" or host_name.startswith("CPU") or host_name.endswith("_HOST")
     ):
         return Analysis(
             cause="host_ram",

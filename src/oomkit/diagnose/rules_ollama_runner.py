@@ -77,6 +77,11 @@ def _as_ollama(f: Fix, ctx: LogContext) -> Fix | None:
             cmds.append(c)
         elif c.startswith("OLLAMA_") and c.endswith(" ollama serve"):
             cmds.append(_serve(c.removesuffix(" ollama serve").split(), ctx))
+        elif c == "free -h":  # host RAM: the same check under Ollama
+            cmds.append(c)
+        elif c == "remove --no-mmap / --mlock":
+            # Ollama's use_mmap option (api/types.go Options.UseMMap) is llama.cpp's --no-mmap
+            cmds.append('"options": {"use_mmap": true}')
         elif _CTX_FLAG.fullmatch(c):
             n = _num_ctx(int(c[3:]), ctx)
             cmds += [f"/set parameter num_ctx {n}", f'"options": {{"num_ctx": {n}}}']

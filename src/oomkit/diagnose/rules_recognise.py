@@ -150,6 +150,13 @@ def _comfy(e: OomEvent) -> Analysis:
                 "a node's activations grow with pixels x frames x batch.",
                 ("width/height //= 2", "batch_size 1", "fewer frames"),
             ),
+            # the VAE decode is the usual peak of an image/video workflow: ComfyUI's
+            # VAEDecodeTiled node (nodes.py, "VAE Decode (Tiled)") bounds it by the tile size
+            generic(
+                "Decode the VAE in tiles",
+                "a tiled decode holds one tile's activations instead of the whole image/clip's.",
+                ("VAE Decode (Tiled) node, tile_size 512",),
+            ),
             generic(
                 "Reserve more VRAM for inference / offload more",
                 "ComfyUI then keeps less of the model on the GPU.",

@@ -16,8 +16,9 @@ from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, shorter_context, size_text
 from oomkit.diagnose.parse_other import tensor_bytes
 from oomkit.diagnose.rules_hosts import pod_oomkilled
+from oomkit.diagnose.rules_sglang import _mfs_fix
 from oomkit.diagnose.rules_shm import shm_bus_error, shm_full
-from oomkit.diagnose.rules_tf import tf_driver_while_running
+from oomkit.diagnose.rules_tf import tf_driver_while_running, tf_optimizer_state
 from oomkit.diagnose.rules_vllm_kv import vllm_kv, vllm_no_blocks
 from oomkit.diagnose.swap_fix import swap_command, swap_gib
 
@@ -145,8 +146,12 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
         )
     if e.runtime == "sglang":
         mfs = e.mem_fraction_static or ctx.mem_fraction_static
-        new = f"{min(0.95, mfs + 0.05):.2f}" if mfs else "0.9"
         runtime = e.kind == "kv_pool_full"
+        # at startup the raise is rules_sglang's: sized on the log's numbers, else a step of 0.05
+        # that never passes the largest fraction keeping SGLang's activation floor outside the
+        # pool on the card the log shows (estimate/sglang_activation_floor.py, docfix22); none
+        # when no such step is above the run's own fraction
+        raise_fix = None if runtime else _mfs_fix(mfs, ctx)
         return Analysis(
             cause="kv_cache_or_context",
             confidence=0.55,
@@ -155,17 +160,17 @@ def analyze_serving(e: OomEvent, ctx: LogContext) -> Analysis:
             if not runtime
             else "SGLang's KV pool filled at runtime and it retracted requests.",
             fixes=(
-                generic(
-                    f"Raise --mem-fraction-static to {new}"
+                *((raise_fix,) if raise_fix is not None else ()),
+                *(
+                    ()
                     if not runtime
-                    else "Fewer running requests",
-                    "the static pool (weights + KV) is total x mem_fraction_static; at startup it "
-                    "must be raised, at runtime OOM lowered."
-                    if not runtime
-                    else "each running request holds its KV tokens.",
-                    (f"--mem-fraction-static {new}",)
-                    if not runtime
-                    else ("--max-running-requests 64", "--chunked-prefill-size 4096"),
+                    else (
+                        generic(
+                            "Fewer running requests",
+                            "each running request holds its KV tokens.",
+                            ("--max-running-requests 64", "--chunked-prefill-size 4096"),
+                        ),
+                    )
                 ),
                 generic(
                     "Shorter context / fp8 KV",
@@ -400,6 +405,8 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                 ),
             ),
         )
+    if e.runtime == "tensorflow" and e.shape and ctx.tf_optimizer_node:
+        return tf_optimizer_state(e, ctx.tf_optimizer_node)
     if e.runtime == "tensorflow":
         size = tensor_bytes(e.shape or (), e.dtype)
         dims = "x".join(str(d) for d in e.shape or ())

@@ -235,7 +235,9 @@ def _allocator(
             cause=cause,
             confidence=0.85,
             explanation=expl,
-            fixes=tuple(_batch_fixes(e, x - usable)),
+            # the load phase decides before the size: a tensor that large while loading is a
+            # weight (an embedding, a fused layer), which no batch setting shrinks
+            fixes=tuple(_model_fixes() if phase == "model_load" else _batch_fixes(e, x - usable)),
         )
     # 3. plenty free yet the allocation failed: not a capacity problem
     if free >= 2 * x and free >= GiB:
