@@ -402,8 +402,20 @@ def estimate_llamacpp_server(
     and never see a draft)."""
     from oomkit.estimate.llamacpp import estimate_llamacpp, llamacpp_view
     from oomkit.estimate.llamacpp_fit import fit_enabled, fitted_estimate
+    from oomkit.estimate.llamacpp_mtp import mtp_enabled, with_mtp
     from oomkit.estimate.llamacpp_params import LlamaCppOptions, resolve_llamacpp_params
 
+    if settings.speculative_method not in (None, "mtp"):
+        raise InvalidSettingError(
+            f"speculative_method '{settings.speculative_method}': llama-server drafts with the "
+            "model's MTP head (--spec-type draft-mtp) or a draft model (-md); oomkit prices those",
+            setting="speculative_method",
+            value=settings.speculative_method,
+        )
+    if mtp_enabled(settings):  # --spec-type draft-mtp: the MTP context on the loaded model
+        inner = dataclasses.replace(settings, speculative_method=None, num_speculative_tokens=None)
+        main = estimate_llamacpp_server(spec, inner, hardware, fit=fit)
+        return with_mtp(main, spec, settings, hardware)
     if fit and fit_enabled(settings):  # --fit of builds from PR #16653: -c/-ngl the user left unset
         unified = any(d.unified_memory for d in hardware.devices)
         return fitted_estimate(
