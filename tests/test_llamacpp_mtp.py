@@ -267,3 +267,10 @@ def test_cli_bad_values_one_line_exit_2(tmp_path: Path, args: tuple[str, ...], n
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1, r.stderr
     assert needle in lines[0], r.stderr
+
+
+def test_main_context_reserves_the_verify_rows() -> None:
+    # server_n_outputs_max = min(n_batch, n_parallel * (1 + common_speculative_n_max)) (PR #23988)
+    est = _estimate("qwen3.8-27b", "rtx-3090", 8192, quant="Q4_K_M", parallel=2,
+                    speculative_method="mtp", num_speculative_tokens=2)  # fmt: skip
+    assert any("reserves 6 output row(s)" in a for a in est.assumptions)  # type: ignore[attr-defined]
