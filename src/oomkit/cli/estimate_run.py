@@ -102,6 +102,8 @@ def run_estimate(
     speculative_num_steps: int | None = None,
     speculative_eagle_topk: int | None = None,
     speculative_num_draft_tokens: int | None = None,
+    spec_type: str | None = None,
+    spec_draft_n_max: int | None = None,
     dtype: str | None = None,
     explain: bool,
     emit: str | None,
@@ -204,6 +206,8 @@ def run_estimate(
             "speculative_num_steps": speculative_num_steps,
             "speculative_eagle_topk": speculative_eagle_topk,
             "speculative_num_draft_tokens": speculative_num_draft_tokens,
+            "spec_type": spec_type,
+            "spec_draft_n_max": spec_draft_n_max,
             "tp": tp,
         },
     )

@@ -38,7 +38,14 @@ SPECULATIVE_PARAMS = (
     "speculative_num_steps",
     "speculative_eagle_topk",
     "speculative_num_draft_tokens",
+    # llama-server's own (common/arg.cpp): --spec-type draft-mtp, --spec-draft-n-max N
+    "spec_type",
+    "spec_draft_n_max",
 )
+#: SGLang's names among :data:`SPECULATIVE_PARAMS`
+_SGLANG_PARAMS = SPECULATIVE_PARAMS[3:8]
+#: llama-server ``--spec-type`` values oomkit prices -> ``speculative_method`` (None: off)
+_LLAMACPP_SPEC_TYPES: dict[str, str | None] = {"none": None, "draft-mtp": "mtp"}
 
 #: vLLM ``SpeculativeMethod`` values -> the method oomkit prices; ``MTPModelTypes`` (the
 #: ``*_mtp`` names) are MTP, as ``SpeculativeConfig.__post_init__`` folds them into "mtp"
@@ -95,6 +102,20 @@ def speculative_options(f: F) -> F:
         click.option("--speculative-eagle-topk", type=int, help="SGLang: EAGLE top-k"),
         click.option(
             "--speculative-num-draft-tokens", type=int, help="SGLang: draft tokens verified"
+        ),
+        click.option(
+            "--spec-type",
+            "spec_type",
+            metavar="TYPE",
+            help="llama-server: draft-mtp (the model's own MTP head: Qwen3.5/3.6/3.8 GGUFs with "
+            "nextn layers) or none",
+        ),
+        click.option(
+            "--spec-draft-n-max",
+            "spec_draft_n_max",
+            type=int,
+            metavar="N",
+            help="llama-server: tokens drafted per step with --spec-type draft-mtp (default 3)",
         ),
     ]
     for option in reversed(options):
@@ -299,24 +320,71 @@ def speculative_settings(runtime: str, values: dict[str, Any]) -> dict[str, Any]
         None,
     )
     sglang_given = next(
+        ("--" + name.replace("_", "-") for name in _SGLANG_PARAMS if values.get(name) is not None),
+        None,
+    )
+    llama_given = next(
         (
             "--" + name.replace("_", "-")
-            for name in SPECULATIVE_PARAMS[3:]
+            for name in ("spec_type", "spec_draft_n_max")
             if values.get(name) is not None
         ),
         None,
     )
-    for flag, owner in ((vllm_given, "vllm"), (sglang_given, "sglang")):
+    owners = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama-server"}
+    for flag, owner in ((vllm_given, "vllm"), (sglang_given, "sglang"), (llama_given, "llama.cpp")):
         if flag is not None and runtime != owner:
-            other = "llama.cpp's -md/--draft-model" if runtime == "llama.cpp" else "none"
+            other = {
+                "llama.cpp": "-md/--draft-model, --spec-type draft-mtp",
+                "vllm": "--speculative-config",
+                "sglang": "--speculative-algorithm",
+            }.get(runtime, "none")
             raise InvalidSettingError(
-                f"{flag} is {'vLLM' if owner == 'vllm' else 'SGLang'}'s; --runtime {runtime} "
-                f"does not read it (its speculative decoding: {other}): use --runtime {owner} "
-                "or drop it",
+                f"{flag} is {owners[owner]}'s; --runtime {runtime} does not read it (its "
+                f"speculative decoding: {other}): use --runtime {owner} or drop it",
                 setting=flag,
             )
     if runtime == "vllm":
         return _vllm(values, values.get("tp"))
     if runtime == "sglang":
         return _sglang(values)
+    if runtime == "llama.cpp":
+        return _llamacpp(values)
     return {}
+
+
+def _llamacpp(values: dict[str, Any]) -> dict[str, Any]:
+    """llama-server's ``--spec-type`` / ``--spec-draft-n-max`` (common/arg.cpp): draft-mtp is
+    priced (:mod:`oomkit.estimate.llamacpp_mtp`); the count's upper bound (-b) is checked there."""
+    kind = values.get("spec_type")
+    n_max = values.get("spec_draft_n_max")
+    if n_max is not None and (isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 1):
+        raise InvalidSettingError(
+            f"--spec-draft-n-max must be a whole number of at least 1, got {n_max!r}"[:200],
+            setting="--spec-draft-n-max",
+            value=n_max,
+        )
+    if kind is None:
+        if n_max is not None:
+            raise InvalidSettingError(
+                "--spec-draft-n-max needs --spec-type draft-mtp (the drafter it sizes)",
+                setting="--spec-draft-n-max",
+            )
+        return {}
+    key = str(kind).strip().lower()
+    if key not in _LLAMACPP_SPEC_TYPES:
+        raise InvalidSettingError(
+            f"--spec-type '{kind}': oomkit prices draft-mtp (and none); for a draft model use "
+            "-md/--draft-model",
+            setting="--spec-type",
+            value=str(kind)[:100],
+        )
+    method = _LLAMACPP_SPEC_TYPES[key]
+    if method is None:
+        if n_max is not None:
+            raise InvalidSettingError(
+                "--spec-draft-n-max with --spec-type none: nothing drafts; drop one",
+                setting="--spec-draft-n-max",
+            )
+        return {}
+    return {"speculative_method": method, "num_speculative_tokens": n_max}

@@ -92,6 +92,9 @@ RUNTIME_SETTINGS: dict[str, frozenset[str]] = {
             "draft_devices",
             "device_ordinals",
             "llama_server",
+            # --spec-type draft-mtp / --spec-draft-n-max (oomkit.estimate.llamacpp_mtp)
+            "speculative_method",
+            "num_speculative_tokens",
         }
     ),
     "ollama": frozenset(

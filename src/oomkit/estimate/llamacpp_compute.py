@@ -80,6 +80,8 @@ class GraphShape:
     #: builds before PR #4766 (ggml_backend_sched, 2024-01-12): one measure allocator over the
     #: whole graph (:func:`build_graph`: ``inp_embd`` is an ordinary node, no ``inp_out_ids``)
     legacy_alloc: bool = False
+    #: llama-server's MTP draft context: the MTP head's input stage before its block
+    mtp_head: bool = False
 
 
 def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
@@ -99,6 +101,7 @@ def graph_shape(params: LlamaCppParams, kv: KvPlan) -> GraphShape:
         v_rot=params.type_v not in _PLAIN_KV,
         moe_slot_loop=params.options.moe_slot_loop,
         legacy_alloc=not params.options.sched_staging,
+        mtp_head=params.options.mtp_head,
     )
 
 
@@ -187,6 +190,8 @@ def build_graph(
     if with_input and not sh.legacy_alloc:
         g.nodes[cur].is_input = True
         g.nodes[cur].is_output = True
+    if sh.mtp_head and layer_ids and layer_ids[0] == 0:  # on the device of the head's block
+        cur = _mtp_head_input(g, E, T, cur)
     inp_l = cur
     n_rows = T
     # some builders select the output rows after the last layer (llm_build_openai_moe)
@@ -233,6 +238,20 @@ def build_graph(
         logits = g.op("result_output", spec.vocab_size * n_rows * F32, y)
         g.nodes[logits].is_output = True
     return g
+
+
+def _mtp_head_input(g: GraphSim, E: int, T: int, embd: int) -> int:
+    """The MTP head's input stage (src/models/qwen35.cpp, qwen35moe.cpp MTP graph): the target's
+    hidden state arrives as an f32 graph input ``[n_embd, n_tokens]``; both it and the token
+    embedding are RMS-normed (``hnorm``, ``enorm``), concatenated to ``[2 n_embd, n_tokens]``
+    and projected back by ``nextn.eh_proj``, whose output feeds the block."""
+    h = g.inp("mtp_h_input", E * T * F32)
+    h_norm = g.op("mtp_hnorm", E * T * F32, h)
+    h_norm = g.op("mtp_hnorm_w", E * T * F32, h_norm, inplace=True)
+    e_norm = g.op("mtp_enorm", E * T * F32, embd)
+    e_norm = g.op("mtp_enorm_w", E * T * F32, e_norm, inplace=True)
+    concat = g.op("mtp_concat", 2 * E * T * F32, e_norm, h_norm)
+    return g.op("mtp_eh_proj", E * T * F32, concat)
 
 
 def _attention(

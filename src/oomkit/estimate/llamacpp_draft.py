@@ -398,18 +398,32 @@ def estimate_llamacpp_server(
     """The ``llama.cpp`` estimator of the registry: :func:`~oomkit.estimate.llamacpp.
     estimate_llamacpp` at the context and layers llama.cpp's ``--fit`` picks when they are
     unset (``fit``; :mod:`oomkit.estimate.llamacpp_fit`), plus the draft model when
-    ``settings.draft_model`` is set (Ollama and the oracle call ``estimate_llamacpp`` itself
-    and never see a draft)."""
+    ``settings.draft_model`` is set, or the MTP context when ``speculative_method`` is "mtp"
+    (``--spec-type draft-mtp``, :mod:`oomkit.estimate.llamacpp_mtp`). Ollama and the oracle
+    call ``estimate_llamacpp`` itself and never see a draft."""
     from oomkit.estimate.llamacpp import estimate_llamacpp, llamacpp_view
     from oomkit.estimate.llamacpp_fit import fit_enabled, fitted_estimate
+    from oomkit.estimate.llamacpp_mtp import check_mtp, mtp_enabled, with_mtp
     from oomkit.estimate.llamacpp_params import LlamaCppOptions, resolve_llamacpp_params
 
+    if settings.speculative_method not in (None, "mtp"):
+        raise InvalidSettingError(
+            f"speculative_method '{settings.speculative_method}': llama-server drafts with the "
+            "model's MTP head (--spec-type draft-mtp) or a draft model (-md); oomkit prices those",
+            setting="speculative_method",
+            value=settings.speculative_method,
+        )
+    if mtp_enabled(settings):  # --spec-type draft-mtp: the MTP context on the loaded model
+        check_mtp(spec, settings)  # refused before the main estimate (-md with it, old builds)
     if fit and fit_enabled(settings):  # --fit of builds from PR #16653: -c/-ngl the user left unset
         unified = any(d.unified_memory for d in hardware.devices)
-        return fitted_estimate(
+        est = fitted_estimate(
             spec, settings, lambda s: estimate_llamacpp(spec, s, hardware), unified=unified
         )
+        return with_mtp(est, spec, settings, hardware) if mtp_enabled(settings) else est
     est = estimate_llamacpp(spec, settings, hardware)
+    if mtp_enabled(settings):
+        return with_mtp(est, spec, settings, hardware)
     if settings.draft_model is None:
         return est
     options: LlamaCppOptions | None = None

@@ -87,10 +87,18 @@ def server_outputs(settings: InferenceSettings, params: LlamaCppParams) -> Llama
     # unified KV cache), and server_n_outputs_max reads that n_parallel; llama-cli keeps
     # common_params' 1 (4 rows over-count it by 3)
     seqs = params.n_seq_max
-    rows = min(params.n_batch, seqs)
+    # PR #23988: n_parallel * (1 + common_speculative_n_max): with --spec-type draft-mtp each
+    # slot verifies n_max drafted tokens plus one (oomkit.estimate.llamacpp_mtp)
+    n_max = 0
+    if settings.speculative_method == "mtp":
+        from oomkit.estimate.llamacpp_mtp import DEFAULT_N_MAX
+
+        n_max = settings.num_speculative_tokens or DEFAULT_N_MAX
+    rows = min(params.n_batch, seqs * (1 + n_max))
     note = (
         f"{NOTE_PREFIX}: the context reserves {rows} output row(s) for its {seqs} "
-        f"sequence(s), not one per token of the {params.n_ubatch}-token micro-batch"
+        f"sequence(s){f' x (1 + draft n_max {n_max})' if n_max else ''}, not one per token of "
+        f"the {params.n_ubatch}-token micro-batch"
     )
     return dataclasses.replace(
         params,

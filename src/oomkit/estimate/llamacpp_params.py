@@ -83,6 +83,9 @@ class LlamaCppOptions:
     #: outputs in the worst-case reserve graph (None: n_tokens, llama.cpp's graph_reserve;
     #: Ollama's own engine reserves logits for ``num_parallel`` outputs only)
     reserve_outputs: int | None = None
+    #: the context is llama-server's MTP draft context (``ctx_type = LLAMA_CONTEXT_TYPE_MTP``):
+    #: its graph starts with the MTP head's input stage (:mod:`oomkit.estimate.llamacpp_mtp`)
+    mtp_head: bool = False
     #: runtime generation (oomkit.estimate.generations): False = builds before PR #12801 cache
     #: DeepSeek-V2/V3 as full K/V heads instead of the MLA latent
     mla_cache: bool = True

@@ -48,6 +48,10 @@ ARCHITECTURES: Mapping[str, tuple[str, str]] = {
     "qwen3": ("Qwen3ForCausalLM", "qwen3"),
     "qwen3moe": ("Qwen3MoeForCausalLM", "qwen3_moe"),
     "qwen3next": ("Qwen3NextForCausalLM", "qwen3_next"),
+    # Qwen3.5/3.6/3.8 (llama-arch.cpp LLM_ARCH_QWEN35 / QWEN35MOE): Gated DeltaNet + full
+    # attention every full_attention_interval layers, like qwen3next
+    "qwen35": ("Qwen3_5ForCausalLM", "qwen3_5_text"),
+    "qwen35moe": ("Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"),
     "gemma": ("GemmaForCausalLM", "gemma"),
     "gemma2": ("Gemma2ForCausalLM", "gemma2"),
     "gemma3": ("Gemma3ForCausalLM", "gemma3_text"),

@@ -64,6 +64,10 @@ def llamacpp_command(
             parts += ["-kvu"]  # the slots share the -c cells (the plan counted it so)
     if settings.draft_model:  # llama-server speculative decoding (estimate.llamacpp_draft)
         parts += _draft_flags(settings, device_kind)
+    if settings.speculative_method == "mtp":  # the model's own MTP head (estimate.llamacpp_mtp)
+        parts += ["--spec-type", "draft-mtp"]
+        if settings.num_speculative_tokens is not None:
+            parts += ["--spec-draft-n-max", str(settings.num_speculative_tokens)]
     return " ".join(parts)
 
 
