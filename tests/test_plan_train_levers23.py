@@ -34,6 +34,7 @@ def test_gemma2_long_sequence_gets_flash_attention_not_more_gpus(
     assert "flash-attn >= 2.6" in plan
     check = next(x for x in out.splitlines() if x.startswith("  check: "))
     assert "--attn-implementation flash_attention_2" in check
+    assert '  set: from_pretrained(..., attn_implementation="flash_attention_2")' in out
 
 
 def test_no_flash_attention_lever_on_a_pre_ampere_gpu(capsys: pytest.CaptureFixture[str]) -> None:
