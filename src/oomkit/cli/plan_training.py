@@ -11,9 +11,11 @@ import click
 
 from oomkit.cli.output import EXIT_NEGATIVE, EXIT_OK, print_json
 from oomkit.cli.train_options import TrainOptions, precision_for_gpus, seq_for_model
+from oomkit.planner.training_method_floor import METHOD_NAMES, method_floor
 
 if TYPE_CHECKING:
     from oomkit.estimate.verdict import Platform
+    from oomkit.planner.training import TrainingChange
     from oomkit.spec.hardware import Hardware
     from oomkit.spec.model import ModelSpec
     from oomkit.spec.settings import TrainingSettings
@@ -53,6 +55,7 @@ def nothing_fits_lines(
     platform: Platform | None,
     model: str | None = None,
     where: list[str] | None = None,
+    transformers_pinned: bool = False,
 ) -> list[str]:
     """What to say when no training lever fits (:mod:`oomkit.planner.training_floor`): more
     GPUs only where ZeRO-3 / FSDP sharding brings the per-GPU peak under the GPU, else the
@@ -61,8 +64,9 @@ def nothing_fits_lines(
     from oomkit.estimate.breakdown import Estimate
     from oomkit.estimate.training import estimate_training
     from oomkit.estimate.verdict import verdict
+    from oomkit.hardware.native_bf16 import native_bf16
     from oomkit.planner.seq_cap import capped_words, model_max_seq
-    from oomkit.planner.training import TrainingChange, plan_levers
+    from oomkit.planner.training import plan_levers, runtime_levers
     from oomkit.planner.training_floor import nothing_fits
     from oomkit.units import format_bytes
 
@@ -82,8 +86,12 @@ def nothing_fits_lines(
 
     cap = min((d.capacity_bytes or 0 for d in hardware.devices), default=0)
     longest = model_max_seq(spec)
-    found = nothing_fits(settings, lambda s: plan_levers(s, platform), run, accept,
-                         longest.tokens if longest else None)  # fmt: skip
+    # the planner's own levers (the attention kernel, a transformers release among them): the
+    # floor searched without them said "more GPUs" where flash_attention_2 fits one card
+    rt = runtime_levers(spec, hardware, transformers_pinned=transformers_pinned)
+    bf16 = all(native_bf16(d) for d in hardware.devices)
+    found = nothing_fits(settings, lambda s: plan_levers(s, platform, bf16=bf16, runtime=rt),
+                         run, accept, longest.tokens if longest else None)  # fmt: skip
     head = (
         "Nothing fits: no training lever oomkit knows brings the per-GPU peak under "
         f"{format_bytes(cap)}"
@@ -119,6 +127,54 @@ def nothing_fits_lines(
         check = " ".join([oomkit_estimate_command(s, shlex.quote(model)), *words])
         lines.append(f"  check: {check}")
     return lines
+
+
+def _method_switch(
+    spec: ModelSpec,
+    settings: TrainingSettings,
+    hardware: Hardware,
+    platform: Platform | None,
+    plans: list[TrainingChange],
+    pinned: bool,
+) -> dict[str, object] | None:
+    """Why the first plan trains another method than the one asked
+    (:mod:`oomkit.planner.training_method_floor`): what the asked method needs, with its host
+    RAM when that is what ``--ram`` refused (None: the first plan keeps the method)."""
+    from oomkit.planner.training import runtime_levers
+    from oomkit.units import format_bytes
+
+    if not plans or plans[0].settings.method == settings.method:
+        return None
+    rt = runtime_levers(spec, hardware, transformers_pinned=pinned)
+    floor = method_floor(spec, settings, hardware, platform, rt)
+    asked = METHOD_NAMES[settings.method]
+    world = settings.gpus * settings.nodes
+    if floor is None:
+        message = (
+            f"{asked} does not fit on {world} GPU(s) with any lever oomkit knows; "
+            f"{METHOD_NAMES[plans[0].settings.method]} instead:"
+        )
+        return {"asked": settings.method, "message": message, "needs": None}
+    peak = max((d.total_bytes for d in floor.estimate.devices), default=0)
+    host = floor.estimate.host.total_bytes
+    ram = hardware.host_ram_bytes
+    needs = f"{floor.summary}: peak {format_bytes(peak)} per GPU"
+    if host:
+        over = f", over --ram {format_bytes(ram)}" if ram is not None and host > ram else ""
+        needs += f" and {format_bytes(host)} of host RAM{over}"
+    message = (
+        f"{asked} does not fit: it needs {needs}; {METHOD_NAMES[plans[0].settings.method]} instead:"
+    )
+    return {
+        "asked": settings.method,
+        "message": message,
+        "needs": {
+            "changes": list(floor.changes),
+            "peak_bytes": peak,
+            "host_bytes": host,
+            "host_ram_bytes": ram,
+        },
+    }
 
 
 def plan_training(
@@ -173,16 +229,19 @@ def plan_training(
     )
     est = estimate_training(spec, settings, hardware)
     level = verdict(est, platform).level
+    pinned = training.transformers_version is not None
     asked = TrainingChange(changes=("as asked",), settings=settings, estimate=est, level=level)
     if level in ("fits", "unknown") and est.fits is not False:
         plans = [asked]
     elif level == "tight":
         clear = suggest_training_changes(
-            spec, settings, hardware, platform=platform, only_fits=True
+            spec, settings, hardware, platform=platform, only_fits=True, transformers_pinned=pinned
         )
         plans = [*clear, asked]
     else:
-        plans = suggest_training_changes(spec, settings, hardware, platform=platform)
+        plans = suggest_training_changes(
+            spec, settings, hardware, platform=platform, transformers_pinned=pinned
+        )
 
     def launch_fields(s: TrainingSettings) -> dict[str, str | None]:
         launch = training_launch(spec, s)
@@ -202,9 +261,10 @@ def plan_training(
         base = oomkit_estimate_command(s, shlex.quote(model))
         return " ".join([base, *(where or [])])
 
+    switched = _method_switch(spec, settings, hardware, platform, plans, pinned)
     nothing: list[str] = []
     if not plans and not est.blockers:  # memory: whether more GPUs or a shorter --seq would fit
-        nothing = nothing_fits_lines(spec, settings, hardware, platform, model, where)
+        nothing = nothing_fits_lines(spec, settings, hardware, platform, model, where, pinned)
     check_line = nothing[1].removeprefix("  check: ") if len(nothing) > 1 else None
     from oomkit.estimate.training_seq import past_max_note
 
@@ -223,9 +283,11 @@ def plan_training(
                     else {}
                 ),
                 **({"notes": notes} if notes else {}),
+                **({"method_change": switched} if switched else {}),
                 "plans": [
                     {
                         "changes": list(p.changes),
+                        "method": p.settings.method,
                         "verdict": p.level,
                         "settings": dataclasses.asdict(p.settings),
                         "peak_bytes": peak(p),
@@ -249,8 +311,12 @@ def plan_training(
             click.echo(f"Nothing fits: {est.blockers[0]}.")
         for line in nothing:
             click.echo(line)
+        if switched:
+            click.echo(str(switched["message"]))
         for i, p in enumerate(plans):
             head = "Plan" if i == 0 else f"Alternative {i}"
+            if p.settings.method != settings.method:  # the method the user asked is not this one
+                head += f" ({METHOD_NAMES[p.settings.method]}, not {METHOD_NAMES[settings.method]})"
             phase = p.estimate.runtime_details.get("peak_phase")
             tight = "; tight: within the band of real runs" if p.level == "tight" else ""
             click.echo(

@@ -82,12 +82,24 @@ def run_training(
     from oomkit.planner.trainer_names import trainer_options
 
     est = estimate_training(spec, settings, hardware)
-    v = training_verdict(spec, settings, hardware, est, platform)
+    pinned = training.transformers_version is not None
+    v = training_verdict(spec, settings, hardware, est, platform, transformers_pinned=pinned)
     changes = []
+    refused = None
     if v.level == "does_not_fit":
-        from oomkit.planner.training import suggest_training_changes
+        from oomkit.planner.training import runtime_levers, suggest_training_changes
+        from oomkit.planner.training_method_floor import ram_refused
 
-        changes = suggest_training_changes(spec, settings, hardware, platform=platform)
+        changes = suggest_training_changes(
+            spec, settings, hardware, platform=platform, transformers_pinned=pinned
+        )
+        # the CPU offload --ram refused: said with the RAM it needs, not dropped silently
+        refused = ram_refused(
+            spec, settings, hardware, platform,
+            runtime_levers(spec, hardware, transformers_pinned=pinned),
+        )  # fmt: skip
+        if refused is not None and any(c.settings == refused.settings for c in changes):
+            refused = None
     peak = max((d.total_bytes for d in est.devices), default=0)
     if as_json:
         from oomkit.serialize import estimate_to_dict
@@ -111,6 +123,13 @@ def run_training(
                 }
                 for c in changes
             ]
+            if refused is not None:  # the offload --ram refused, with the RAM it needs
+                doc["refused_for_host_ram"] = {
+                    "changes": list(refused.changes),
+                    "peak_bytes": max(d.total_bytes for d in refused.estimate.devices),
+                    "host_bytes": refused.estimate.host.total_bytes,
+                    "host_ram_bytes": hardware.host_ram_bytes,
+                }
         if training.emit is not None:  # stdout holds one JSON document: the config goes in it,
             from oomkit.estimate.training_emit import emit_text  # as inference's "command"
 
@@ -132,7 +151,9 @@ def run_training(
                 from oomkit.cli.plan_training import nothing_fits_lines
 
                 where = [f"--gpu {shlex.quote(gpu)}"] if gpu else []
-                for line in nothing_fits_lines(spec, settings, hardware, platform, model, where):
+                for line in nothing_fits_lines(
+                    spec, settings, hardware, platform, model, where, pinned
+                ):
                     click.echo(line)
             else:
                 click.echo("To make it fit (best first):")
@@ -148,11 +169,26 @@ def run_training(
                     if ram
                     else f"saves {format_bytes(peak - new_peak)}"
                 )
+                host = c.estimate.host.total_bytes
+                if host and not ram:  # a CPU offload: the host RAM it needs
+                    given = hardware.host_ram_bytes
+                    of = (
+                        f" of {format_bytes(given)}" if given else " (not checked: pass --ram SIZE)"
+                    )
+                    saves += f"; host RAM {format_bytes(host)}{of}"
                 click.echo(
                     f"  {i}. {c.summary}: peak {format_bytes(new_peak)} per GPU ({saves}){tight}"
                 )
                 for line in trainer_options(c.settings):  # as the trainer spells the levers
                     click.echo(f"     set: {line}")
+            if refused is not None:
+                r_peak = max(d.total_bytes for d in refused.estimate.devices)
+                click.echo(
+                    f"Not offered: {refused.summary}: peak {format_bytes(r_peak)} per GPU, but "
+                    f"it needs {format_bytes(refused.estimate.host.total_bytes)} of host RAM, "
+                    "over --ram "
+                    f"{format_bytes(hardware.host_ram_bytes or 0)}"
+                )
         if training.emit is not None:  # "Also print": the estimate, then what --emit names
             from oomkit.estimate.training_emit import emit_heading, emit_text
 

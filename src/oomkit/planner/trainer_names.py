@@ -137,6 +137,11 @@ def trainer_options(s: TrainingSettings) -> tuple[str, ...]:
         if not s.master_weights and s.mixed_precision != "no":
             out.append(f"from_pretrained(..., dtype=torch.{_DTYPE[s.mixed_precision]})   # "
                        "parameters kept 16-bit: no fp32 master copy")  # fmt: skip
+        if s.attn_implementation != "sdpa":  # sdpa is transformers' default: no line
+            out.append(
+                f'from_pretrained(..., attn_implementation="{s.attn_implementation}")'
+                "   # transformers"
+            )
         if s.loss == "chunked":
             out.append("chunked cross-entropy: the HF Trainer has none; use_liger_kernel=True is "
                        "Liger's fused one (size it with --fused-loss), torchtune's is "

@@ -39,9 +39,11 @@ from oomkit.spec.settings import TrainingSettings
 
 __all__ = [
     "EXPANDABLE_UNSUPPORTED_OS",
+    "RuntimeLevers",
     "TrainingChange",
     "plan_levers",
     "platform_allocator",
+    "runtime_levers",
     "suggest_training_changes",
     "training_verdict",
 ]
@@ -352,6 +354,37 @@ def _qlora(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
     )
 
 
+def _no_runtime_lever(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
+    """A runtime lever where the model is not known (a no-op keeps the positions)."""
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeLevers:
+    """The levers of :mod:`oomkit.planner.training_runtime_levers` for one model and its GPUs
+    (built once per plan: :func:`_combination` finds a lever by identity)."""
+
+    attention: Lever = _no_runtime_lever
+    transformers_v4: Lever = _no_runtime_lever
+
+
+def runtime_levers(
+    spec: ModelSpec, hardware: Hardware, *, transformers_pinned: bool = False
+) -> RuntimeLevers:
+    """The attention-kernel lever for ``spec`` on ``hardware``'s GPUs and, where the user did
+    not pin a transformers release (``transformers_pinned``), transformers 4.x for an MoE."""
+    from oomkit.planner.training_runtime_levers import (
+        attention_lever,
+        flash_attn_gpus,
+        transformers_v4_lever,
+    )
+
+    return RuntimeLevers(
+        attention=attention_lever(spec.model_type, flash_attn_gpus(hardware.devices)),
+        transformers_v4=transformers_v4_lever(spec.moe is not None, transformers_pinned),
+    )
+
+
 LEVERS: tuple[Lever, ...] = (
     _expandable,
     _no_kbit_upcast,
@@ -378,23 +411,30 @@ def _no_pure_bf16(s: TrainingSettings) -> tuple[str, TrainingSettings] | None:
 
 
 def plan_levers(
-    settings: TrainingSettings, platform: Platform | None = None, *, bf16: bool = True
+    settings: TrainingSettings,
+    platform: Platform | None = None,
+    *,
+    bf16: bool = True,
+    runtime: RuntimeLevers | None = None,
 ) -> tuple[Lever, ...]:
     """The planner's levers for a run of ``settings`` on ``platform``: :data:`LEVERS` (the
     doctor's, by position) with the fused AdamW step after the allocator, and the loss lever of
     the trainer that runs it: Liger's fused cross-entropy for the HF Trainer, torchtune's
     chunked one for a torchtune run (``optimizer_in_backward``); no expandable segments where
     PyTorch ignores them (Windows: :data:`EXPANDABLE_UNSUPPORTED_OS`); no pure bf16 where a
-    GPU has no native bf16 (``bf16`` False)."""
+    GPU has no native bf16 (``bf16`` False). ``runtime``: the model and GPUs, for the levers
+    of :mod:`oomkit.planner.training_runtime_levers`: the attention kernel after the fused step
+    (it changes no result), transformers 4.x for an MoE QLoRA before the CPU offload."""
     torchtune = settings.optimizer_in_backward
     loss = _torchtune_chunked_loss if torchtune else _fused_loss
     windows = platform is not None and (platform.os or "").lower() in EXPANDABLE_UNSUPPORTED_OS
+    rt = runtime or RuntimeLevers()
     out: list[Lever] = []
     for x in LEVERS:
         if x is _expandable:
-            out += [_no_expandable if windows else _expandable, _fused_step]
+            out += [_no_expandable if windows else _expandable, _fused_step, rt.attention]
         elif x is _offload:
-            out += [_pure_bf16 if bf16 else _no_pure_bf16, _offload]
+            out += [_pure_bf16 if bf16 else _no_pure_bf16, rt.transformers_v4, _offload]
         else:
             out.append(loss if x is _chunked_loss else x)
     return tuple(out)
@@ -408,9 +448,11 @@ def suggest_training_changes(
     limit: int = 3,
     platform: Platform | None = None,
     only_fits: bool = False,
+    transformers_pinned: bool = False,
 ) -> list[TrainingChange]:
     """Up to ``limit`` changes that make the step fit ``hardware``: "fits" before "tight",
-    least intrusive first within each (``only_fits``: the "fits" ones alone)."""
+    least intrusive first within each (``only_fits``: the "fits" ones alone;
+    ``transformers_pinned``: the user named ``--transformers-version``, so no release lever)."""
     from oomkit.estimate.training import estimate_training
 
     def run(s: TrainingSettings) -> Estimate | None:
@@ -434,7 +476,8 @@ def suggest_training_changes(
     from oomkit.hardware.native_bf16 import native_bf16
 
     bf16 = all(native_bf16(d) for d in hardware.devices)
-    levers = plan_levers(settings, platform, bf16=bf16)
+    rt = runtime_levers(spec, hardware, transformers_pinned=transformers_pinned)
+    levers = plan_levers(settings, platform, bf16=bf16, runtime=rt)
     out = _changes(settings, run, accept, levers)
     asked = run(settings)
     if asked is not None and host_overflows(asked):
@@ -491,6 +534,7 @@ def training_verdict(
     hardware: Hardware,
     est: Estimate,
     platform: Platform | None = None,
+    transformers_pinned: bool = False,
 ) -> Verdict:
     """The verdict of ``est`` (the estimate of ``settings``); when "tight", its safe margin is
     the first change in :func:`suggest_training_changes`' order that the verdict calls "fits"."""
@@ -498,7 +542,8 @@ def training_verdict(
     if v.level != "tight":
         return v
     found = suggest_training_changes(spec, settings, hardware, limit=1, platform=platform,
-                                     only_fits=True)  # fmt: skip
+                                     only_fits=True,
+                                     transformers_pinned=transformers_pinned)  # fmt: skip
     if not found:
         return v
     from oomkit.units import format_bytes
