@@ -129,7 +129,7 @@ def test_doctor_tab_takes_model_gpu_when_as_the_cli(
     server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = LOGS / "oom-torch-llama-82-7b-11gb.txt"
-    facts = ["-m", "llama-3.1-8b", "--gpu", "h100", "--when", "first-step"]
+    facts = ["-m", "llama-3.1-8b", "--gpu", "2080ti", "--when", "first-step"]
     bare = cli_json(capsys, ["doctor", str(log), "--no-input"])
     sized = cli_json(capsys, ["doctor", str(log), "--no-input", *facts])
     assert _cli_fixes(bare) != _cli_fixes(sized)  # the facts change the answer
@@ -150,7 +150,7 @@ def test_doctor_tab_takes_model_gpu_when_as_the_cli(
 
     n = _diagnoses(page)
     page.fill("#doctor-model", "llama-3.1-8b")
-    page.fill("#doctor-gpu", "h100")  # the CLI's alias, as --gpu takes it
+    page.fill("#doctor-gpu", "2080ti")  # the CLI's short name, as --gpu takes it
     page.select_option("#doctor-when", "first-step")
     page.click("#diagnose")
     page.wait_for_function(
@@ -167,7 +167,7 @@ def test_doctor_tab_takes_model_gpu_when_as_the_cli(
     assert "Unknown GPU 'no-such-gpu'" in page.inner_text("#doctor-gpu-error")
     assert page.get_attribute("#doctor-gpu", "aria-invalid") == "true"
     assert page.get_attribute("#doctor-model", "aria-invalid") is None
-    page.fill("#doctor-gpu", "h100")
+    page.fill("#doctor-gpu", "2080ti")
     page.fill("#doctor-model", "no-such-model-xyz")
     page.press("#doctor-model", "Enter")
     page.wait_for_selector("#doctor-model-error", state="visible", timeout=TIMEOUT_MS)
@@ -177,7 +177,9 @@ def test_doctor_tab_takes_model_gpu_when_as_the_cli(
     page.close()
 
 
-def test_host_ram_typed_slowly_keeps_the_result(server: str, browser: Browser) -> None:
+def test_host_ram_typed_slowly_keeps_the_result(
+    server: str, browser: Browser, artifacts: Path
+) -> None:
     page = browser.new_page(viewport={"width": 1200, "height": 1000})
     page.goto(f"{server}/#model=llama-3.1-8b&gpu=rtx-4090&ctx=8192")
     _wait_render(page, 0)
@@ -208,6 +210,7 @@ def test_host_ram_typed_slowly_keeps_the_result(server: str, browser: Browser) -
     assert page.inner_text("#verdict") == verdict
     assert page.locator("#bars .device").count() == 1
     assert page.locator("#stale-note").is_visible()
+    page.screenshot(path=str(artifacts / "web23-ram-kept.png"), full_page=True)
     n = _renders(page)
     page.fill("#ram", "32GiB")
     _wait_render(page, n)
@@ -217,7 +220,7 @@ def test_host_ram_typed_slowly_keeps_the_result(server: str, browser: Browser) -
 
 
 def test_link_gpu_takes_the_clis_names(
-    server: str, browser: Browser, capsys: pytest.CaptureFixture[str]
+    server: str, browser: Browser, artifacts: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     page = browser.new_page(viewport={"width": 1200, "height": 1000})
     page.goto(f"{server}/#model=llama-3.1-8b&gpu=h100&ctx=8192")
@@ -243,6 +246,7 @@ def test_link_gpu_takes_the_clis_names(
     assert "instead" in note  # says what it shows
     assert page.get_attribute("#gpu", "aria-invalid") == "true"
     assert "runtime=bogus" in page.inner_text("#runtime-link-error")
+    page.screenshot(path=str(artifacts / "web23-link-gpu-error.png"))
     page.select_option("#gpu", "rtx-3090")
     assert not page.locator("#gpu-link-error").is_visible()
     page.close()
