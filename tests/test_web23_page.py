@@ -139,6 +139,7 @@ def test_doctor_tab_takes_model_gpu_when_as_the_cli(
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(server + "/")
+    _wait_render(page, 0)  # the page's handlers are attached once it has started
     page.click("#tab-doctor")
     for name, box in (("model", "doctor-model"), ("gpu", "doctor-gpu"), ("when", "doctor-when")):
         assert page.get_attribute(f"#{box}", "name") == name
