@@ -4,7 +4,8 @@ Every endpoint answers with the CLI's JSON (``schema_version``): ``/api/estimate
 ``/api/plan`` run the CLI's own command (:mod:`oomkit.web.bridge`), ``/api/doctor`` calls
 :func:`oomkit.diagnose_text` and returns ``Diagnosis.to_dict()`` as ``oomkit doctor --json``
 does, ``/api/models`` and ``/api/gpus`` are ``oomkit models --json`` and
-``oomkit gpus --catalog --json`` (plus the live GPUs NVML or nvidia-smi sees).
+``oomkit gpus --catalog --json`` (plus the live GPUs NVML or nvidia-smi sees), and
+``/api/gpu-name`` reads a name as ``--gpu`` does (the page's ``gpu=`` link parameter).
 
 Bad input is a 4xx with a one-line ``detail`` (never a 500): pydantic's errors are joined
 into one line, oomkit's errors keep their message, bodies above :data:`MAX_BODY_BYTES` are
@@ -351,6 +352,15 @@ def create_app(
             # Linux, the NVML total under WDDM (hardware.catalog.runtime_capacity_bytes)
             "capacity_bytes_by_os": {r.key: _capacities(r) for r in rows},
         }
+
+    @app.get("/api/gpu-name", summary="the catalog GPUs a --gpu value names")
+    def gpu_name(name: str = Query(..., min_length=1, max_length=200)) -> dict[str, Any]:
+        """``gpus``: the catalog keys ``--gpu NAME`` reads (``h100`` -> ``["h100-sxm"]``,
+        ``2x4090`` -> two ``rtx-4090``), so a link's ``gpu=`` takes what the CLI takes; an unknown
+        name is the CLI's one-line error."""
+        from oomkit.cli.params import parse_gpu_list
+
+        return {"schema_version": 1, "name": name, "gpus": [g.key for g in parse_gpu_list(name)]}
 
     @app.get("/api/context", summary="the longest context a catalog model takes")
     def context(model: str = Query(..., min_length=1, max_length=200)) -> dict[str, Any]:

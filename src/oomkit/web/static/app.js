@@ -214,11 +214,53 @@
     );
     catalogGpus = doc;
     $("gpu").replaceChildren(...groups);
+    $("doctor-gpu-list").replaceChildren(...doc.gpus.map((g) => el("option", { value: g.key }, g.name)));
     const keys = doc.gpus.map((g) => g.key);
     const offered = [...$("gpu").options].map((o) => o.value);
-    $("gpu").value = wanted && offered.includes(wanted) ? wanted
-      : liveGpus.length ? "auto" : keys.includes("rtx-4090") ? "rtx-4090" : keys[0];
+    const fallback = liveGpus.length ? "auto" : keys.includes("rtx-4090") ? "rtx-4090" : keys[0];
+    $("gpu").value = wanted && offered.includes(wanted) ? wanted : fallback;
+    if (wanted && !offered.includes(wanted)) await linkGpu(wanted, offered);
     countForGpu();
+  }
+  // a link's gpu= that is not a key of the list: what `--gpu` takes (an alias such as h100,
+  // a count such as 2x4090), resolved by the server as the CLI resolves it; else an error
+  // under the box naming the parameter, never a silent fallback to the default card
+  async function linkGpu(wanted, offered) {
+    try {
+      const keys = (await api(`/api/gpu-name?name=${encodeURIComponent(wanted)}`)).gpus;
+      const counts = [...$("gpu-count").options].map((o) => Number(o.value));
+      if (keys.length && keys.every((k) => k === keys[0]) && offered.includes(keys[0])) {
+        if (keys.length === 1 || counts.includes(keys.length)) {
+          $("gpu").value = keys[0];
+          if (keys.length > 1) $("gpu-count").value = String(keys.length);
+          return;
+        }
+        return linkError("gpu", `This link's gpu=${wanted}: ${keys.length} GPUs; the page offers ${counts.join(", ")} of one kind.`);
+      }
+      linkError("gpu", `This link's gpu=${wanted} names different GPUs (${keys.join(", ")}); the page takes one kind: use oomkit estimate --gpu ${wanted}.`);
+    } catch (err) {
+      linkError("gpu", `This link's gpu=${wanted}: ${err.message}`);
+    }
+  }
+  // an error under a box about the value a link asked for; the box shows the default until
+  // the user picks one (which clears it)
+  function linkError(id, message) {
+    const box = $(id);
+    let note = $(`${id}-link-error`);
+    if (!note) {
+      note = el("small", { id: `${id}-link-error`, class: "field-error", role: "alert" });
+      box.parentElement.append(note);
+      box.setAttribute("aria-describedby", `${box.getAttribute("aria-describedby") || ""} ${id}-link-error`.trim());
+      const clear = () => {
+        note.hidden = true;
+        box.removeAttribute("aria-invalid");
+      };
+      box.addEventListener("change", clear);
+      if (id === "gpu") $("gpu-count").addEventListener("change", clear);
+    }
+    note.textContent = `${message} Showing ${box.options ? box.options[box.selectedIndex]?.text || "the default" : "the default"} instead.`;
+    note.hidden = false;
+    box.setAttribute("aria-invalid", "true");
   }
   // a catalog GPU's label shows the capacity the estimate budgets against on the chosen OS
   // (the CUDA total on Linux: 23.52 GiB for an RTX 4090), with the card's nominal memory
@@ -282,7 +324,7 @@
     // --os and --ram: both commands take them; the server checks them as the CLI does
     const common = {
       model: $("model").value.trim(), runtime: $("runtime").value, ctx: ctxValue(),
-      os: $("os").value || undefined, ram: $("ram").value.trim() || undefined,
+      os: $("os").value || undefined, ram: ramSent || undefined,
     };
     const quant = $("quant").value || undefined;
     const est = { ...common, quant, gpu: hw.gpu, vram: hw.vram };
@@ -305,7 +347,8 @@
       model: $("model").value.trim(), gpu: $("gpu").value, n: $("gpu-count").value,
       runtime: $("runtime").value, quant: $("quant").value, ctx: String(ctxValue()),
     });
-    for (const id of ["os", "ram", "ctk", "ctv", "fa"]) if ($(id).value.trim()) p.set(id, $(id).value.trim());
+    for (const id of ["os", "ctk", "ctv", "fa"]) if ($(id).value.trim()) p.set(id, $(id).value.trim());
+    if (ramSent) p.set("ram", ramSent);
     if ($("compare").checked) p.set("compare", "1");
     history.replaceState(null, "", `#${p}`);
   }
@@ -314,22 +357,27 @@
     if (p.get("model")) $("model").value = p.get("model");
     // a value the select does not offer (an old or edited link: runtime=bogus) would blank it
     // and send runtime "" ("String should have at least 1 character"): keep the default
-    const pick = (id, v) => {
-      if (v && [...$(id).options].some((o) => o.value === v)) $(id).value = v;
+    // (an error under the box names the parameter: the link was not read as written)
+    const pick = (id, v, param) => {
+      if (!v) return;
+      const o = [...$(id).options].find((x) => x.value === v || x.value.toLowerCase() === v.toLowerCase());
+      if (o) $(id).value = o.value;
+      else linkErrors.push([id, `This link's ${param}=${v} is not one of this box's choices.`]);
     };
-    pick("runtime", p.get("runtime"));
-    pick("gpu-count", p.get("n"));
-    pick("os", p.get("os"));
-    pick("ctk", p.get("ctk"));
-    pick("ctv", p.get("ctv"));
-    pick("fa", p.get("fa"));
-    if (p.get("ram")) $("ram").value = p.get("ram");
+    pick("runtime", p.get("runtime"), "runtime");
+    pick("gpu-count", p.get("n"), "n");
+    pick("os", p.get("os"), "os");
+    pick("ctk", p.get("ctk"), "ctk");
+    pick("ctv", p.get("ctv"), "ctv");
+    pick("fa", p.get("fa"), "fa");
+    if (p.get("ram")) $("ram").value = ramSent = p.get("ram").trim();
     $("compare").checked = p.get("compare") === "1";
     const ctx = Number(p.get("ctx"));
     if (CTX.includes(ctx)) $("ctx").value = String(CTX.indexOf(ctx));
     if (Number.isInteger(ctx) && ctx > 0) wantedCtx = ctx; // bounded by the model's own below
     return { gpu: p.get("gpu"), quant: p.get("quant") };
   }
+  const linkErrors = []; // [box id, message] from readState, shown once the boxes are filled
 
   // -- results: bars, verdict, suggestions, plan table --------------------------------------
   const SEGMENTS = [
@@ -410,7 +458,15 @@
     const why = doc.blockers && doc.blockers.length ? ` ${doc.blockers[0]}` : "";
     return ["nofit", `No — ${what} needs ${fmtBytes(worst.total_bytes)} but ${worst.device} has ${fmtBytes(worst.capacity_bytes)} (short by ${fmtBytes(-room)}${after}).${why}`];
   }
+  // the legend lists the parts some bar shows (no "gradients/optimizer" for inference), and
+  // the headroom mark where a bar draws it
+  function showLegend(doc, headroom) {
+    const shown = new Set(SEGMENTS.filter(([, , get]) => doc.devices.some((d) => get(d))).map(([cls]) => cls));
+    if (headroom && doc.devices.some((d) => d.capacity_bytes && headroom < d.capacity_bytes)) shown.add("headroom");
+    for (const item of document.querySelectorAll("#legend [data-part]")) item.hidden = !shown.has(item.dataset.part);
+  }
   function renderEstimate(doc, headroom) {
+    showLegend(doc, headroom);
     const [cls, text] = verdictText(doc);
     $("verdict").textContent = text;
     $("verdict").className = `verdict ${cls || ""}`;
@@ -491,6 +547,7 @@
 
   let inflight = null;
   let seq = 0;
+  let hasResult = false; // the page shows an answer (kept while a typed value is bad)
   async function update() {
     await boundCtx();
     saveState();
@@ -509,6 +566,9 @@
       if (mine !== seq) return;
       $("fit-error").hidden = true;
       showFieldError("");
+      $("stale-note").hidden = true;
+      delete document.body.dataset.stale;
+      hasResult = true;
       // as `oomkit plan` draws it: vLLM/SGLang size their pools to a fraction of the GPU instead
       const headroom = p.error || !["llama.cpp", "ollama"].includes(e.runtime) ? null : p.request.headroom_bytes;
       renderEstimate(e, headroom);
@@ -527,6 +587,19 @@
       $("fit-error").textContent = err.message;
       $("fit-error").hidden = false;
       showFieldError(err.message);
+      document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+      if (fieldOf(err.message) === "ram" && hasResult) {
+        // Host RAM "64" (no unit yet): the last good result stays, dimmed, until the box is
+        // fixed; the error is under the box. (A model name is sent only when it is a catalog
+        // name or on Enter: another model's numbers would not be this one's, so they go.)
+        $("stale-note").hidden = false;
+        document.body.dataset.stale = "1";
+        document.body.dataset.state = "error";
+        return;
+      }
+      $("stale-note").hidden = true;
+      delete document.body.dataset.stale;
+      hasResult = false;
       $("verdict").textContent = "";
       $("verdict").className = "verdict";
       $("bars").replaceChildren();
@@ -534,12 +607,16 @@
       $("suggestions").replaceChildren();
       $("plan").hidden = true;
       document.body.dataset.state = "error";
-      document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
     } finally {
       if (mine === seq) document.body.classList.remove("busy");
     }
   }
   const scheduleUpdate = debounce(update, 250);
+  // a size as oomkit.units.parse_size reads one, unit included (or nothing: no --ram)
+  // the Host RAM the requests carry: the box's value once complete (or committed), so an
+  // update the other boxes ask for while "64Gi" is being typed sends the last complete one
+  let ramSent = "";
+  const RAM_COMPLETE = /^\s*(\d+(\.\d+)?\s*([kmgt]i?b|[kmgt]|b)\s*)?$/i;
 
   // -- doctor -------------------------------------------------------------------------------
   // the answers to the deciding question for the log on the page (reset by "Diagnose")
@@ -554,19 +631,61 @@
       return;
     }
     doctorAnswers = answers && typeof answers === "object" && !(answers instanceof Event) ? answers : {};
-    const opts = Object.keys(doctorAnswers).length
-      ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ log: text, answers: doctorAnswers }) }
+    // what the user knows, as `oomkit doctor -m MODEL --gpu GPU --when PHASE`
+    const facts = {};
+    for (const k of DOCTOR_FACTS) {
+      const v = $(`doctor-${k}`).value.trim();
+      if (v) facts[k] = v;
+    }
+    const body = { log: text, ...facts };
+    if (Object.keys(doctorAnswers).length) body.answers = doctorAnswers;
+    const opts = Object.keys(body).length > 1
+      ? { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }
       : { method: "POST", headers: { "content-type": "text/plain" }, body: text };
     try {
       const d = await api("/api/doctor", opts);
+      showDoctorFieldError("");
       renderDiagnosis(d);
       document.body.dataset.diagnoses = String(Number(document.body.dataset.diagnoses || 0) + 1);
     } catch (err) {
       $("diagnosis").replaceChildren();
       $("doctor-error").textContent = err.message;
       $("doctor-error").hidden = false;
+      showDoctorFieldError(err.message);
+      document.body.dataset.doctorErrors = String(Number(document.body.dataset.doctorErrors || 0) + 1);
     }
   }
+  const DOCTOR_FACTS = ["model", "gpu", "when"];
+  // the server's one-line error about one of them (the CLI's wording), under its box
+  function doctorFieldOf(message) {
+    if (/^Unknown model\b|^Invalid (request: |value for ')model\b/.test(message)) return "model";
+    if (/^Unknown GPU\b|^GPU count\b|^no GPU named\b|^Invalid (request: |value for ')gpu\b/.test(message)) return "gpu";
+    if (/^Invalid (request: |value for ')when\b|^answers: when=/.test(message)) return "when";
+    return null;
+  }
+  function showDoctorFieldError(message) {
+    const at = message ? doctorFieldOf(message) : null;
+    for (const k of DOCTOR_FACTS) {
+      const box = $(`doctor-${k}`);
+      const on = k === at;
+      if (on) box.setAttribute("aria-invalid", "true");
+      else box.removeAttribute("aria-invalid");
+      $(`doctor-${k}-error`).textContent = on ? message : "";
+      $(`doctor-${k}-error`).hidden = !on;
+    }
+  }
+  const suggestDoctorModels = debounce(async () => {
+    const q = $("doctor-model").value.trim();
+    if (!q) return;
+    try {
+      const doc = await api(`/api/models?limit=15&q=${encodeURIComponent(q)}`);
+      $("doctor-model-list").replaceChildren(
+        ...doc.models.map((m) => el("option", { value: m.key }, `${m.name}${m.hf_repo ? " — " + m.hf_repo : ""}`))
+      );
+    } catch (e) {
+      /* autocomplete is best-effort */
+    }
+  }, 150);
   function renderDiagnosis(d) {
     const box = $("diagnosis");
     if (!d.events.length) {
@@ -592,7 +711,7 @@
       ...(d.fixes.length ? [el("h3", {}, "Fixes (those that make it fit first, least intrusive first; then by expected saving; unsized advice and hardware changes last)"),
         el("ol", { class: "fixes" }, d.fixes.map((f) => el("li", {},
           el("strong", {}, f.title),
-          f.expected_saving_bytes != null ? el("span", { class: "saving" }, ` saves ~${fmtBytes(f.expected_saving_bytes)}`) : null,
+          f.expected_saving_bytes != null ? el("span", { class: "saving", "data-bytes": String(f.expected_saving_bytes) }, ` saves ~${fmtBytes(f.expected_saving_bytes)}`) : null,
           f.generic ? el("span", { class: "generic" }, " (generic)") : null,
           el("p", {}, f.why),
           f.commands.length ? commandBlock(f.commands.join("\n"), `Copy commands: ${f.title}`) : null)))] : []),
@@ -609,7 +728,10 @@
       el("p", { id: "question-text" }, el("strong", {}, "One fact would decide it: "), q.text),
       el("div", { class: "answers" }, q.answers.map((a) => el("button", {
         type: "button", class: "answer", "data-value": a.value, title: `leads to ${a.leads_to}`,
-        onclick: () => diagnose({ ...doctorAnswers, [q.id]: a.value }),
+        onclick: () => {
+          if (q.id === "when") $("doctor-when").value = a.value;
+          diagnose({ ...doctorAnswers, [q.id]: a.value });
+        },
       }, a.text, el("span", { class: "leads" }, ` → ${a.leads_to}`)))))];
   }
   function answeredLine(d) {
@@ -624,7 +746,11 @@
     setupTabs();
     const wanted = readState();
     fillQuants();
-    if (wanted.quant) $("quant").value = wanted.quant;
+    if (wanted.quant) {
+      const o = [...$("quant").options].find((x) => x.value.toLowerCase() === wanted.quant.toLowerCase());
+      if (o) $("quant").value = o.value;
+      else linkErrors.push(["quant", `This link's quant=${wanted.quant} is not one of this box's choices.`]);
+    }
     showCtx();
     try {
       await loadGpus(wanted.gpu);
@@ -632,16 +758,32 @@
       $("fit-error").textContent = `Could not list GPUs: ${err.message}`;
       $("fit-error").hidden = false;
     }
+    for (const [id, message] of linkErrors) linkError(id, message);
     $("model").addEventListener("input", () => { suggestModels(); if (knownModel()) scheduleUpdate(); });
     $("model").addEventListener("change", () => { if ($("model").value.trim() !== lastModel) scheduleUpdate(); });
     $("model").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); update(); } });
     $("runtime").addEventListener("change", () => { fillQuants(); scheduleUpdate(); });
     $("gpu").addEventListener("change", countForGpu);
     for (const id of ["gpu", "gpu-count", "quant", "compare", "os", "ctk", "ctv", "fa"]) $(id).addEventListener("change", scheduleUpdate);
-    $("ram").addEventListener("input", scheduleUpdate);
+    // Host RAM: while typed ("6", "64", "64Gi") a value is not yet what is meant; it is sent
+    // once it reads as a size with a unit, or on Enter / leaving the box (then a bad one is
+    // an error under the box, and the last result stays)
+    $("ram").addEventListener("input", () => {
+      if (RAM_COMPLETE.test($("ram").value)) { ramSent = $("ram").value.trim(); scheduleUpdate(); }
+    });
+    $("ram").addEventListener("change", () => { ramSent = $("ram").value.trim(); scheduleUpdate(); });
+    $("ram").addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") { ev.preventDefault(); ramSent = $("ram").value.trim(); update(); }
+    });
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
     $("os").addEventListener("change", relabelGpus);
     $("diagnose").addEventListener("click", () => diagnose());
+    $("doctor-model").addEventListener("input", suggestDoctorModels);
+    for (const k of DOCTOR_FACTS) {
+      $(`doctor-${k}`).addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter") { ev.preventDefault(); diagnose(); }
+      });
+    }
     $("log").addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); diagnose(); }
     });
