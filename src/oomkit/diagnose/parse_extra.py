@@ -539,6 +539,21 @@ def _oom_words(s: str) -> bool:
     return harvested_match(s, low, prose=True) is not None
 
 
+def _with_wrapped_list(lines: Lines, i: int, line: str, m: re.Match[str]) -> str:
+    """The line, or the line with the next one where the wording ends it and the runtime's
+    argument list was wrapped below it.
+
+    mistral.rs's automatic device mapper (``mistralrs-core/src/pipeline/loaders/
+    auto_device_map.rs``) prints ``This model does not fit on the devices {:?}, and exceeds
+    total capacity by {}MB``: the Rust ``Debug`` list of the devices (``["cpu (avail: 0MB)",
+    ...]``) carries what decides the cause (``rules_stated_levers.mistralrs_device_map``), and a
+    paste may break the line before its ``[``. Only a next line that opens a list is joined."""
+    if m.end() < len(lines.text[i].rstrip()) or i + 1 >= len(lines.text):
+        return line
+    nxt = lines.cleaned(i + 1)
+    return f"{line} {nxt}" if nxt.startswith("[") else line
+
+
 def parse_generic(lines: Lines) -> list[OomEvent]:
     """Fallback: the first line with out-of-memory wording (and what it states), when no parser
     recognised anything. At most one event; ``runtime`` is ``generic``."""
@@ -603,7 +618,7 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
                 "generic",
                 "oom_keyword",
                 "generic_oom",
-                line,
+                _with_wrapped_list(lines, i, line, m),
                 lines.number[i],
                 requested_bytes=requested,
                 total_bytes=capacity,

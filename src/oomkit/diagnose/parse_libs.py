@@ -166,6 +166,23 @@ _TT_OOM = re.compile(
     r"size is (?P<bank>\d{1,20}) B \(allocated: (?P<alloc>\d{1,20}) B, free: (?P<free>\d{1,20}) B, "
     r"largest free block: (?P<largest>\d{1,20}) B\))?"
 )
+# tt-metal's 2024 ``tt::assert::tt_throw`` (``tt_metal/common/assert.hpp``, ``tt_assert_message``:
+# ``os << t << std::endl`` for each argument) printed the format string as given and then each
+# argument on its own line: ``Out of Memory: Not enough space to allocate {} B {} buffer across {}
+# banks, where each bank needs to store {} B`` then the size, the buffer type, the banks and the
+# per-bank bytes, one a line (the bank manager's TT_THROW in ``allocator.cpp`` of that time)
+_TT_TEMPLATE = re.compile(
+    r"Not enough space to allocate \{\} B \{\} buffer across \{\} banks, where each bank needs "
+    r"to store \{\} B\s{1,4}(?P<size>\d{1,20})\s{1,4}(?P<kind>[A-Z_1]{1,16})\s{1,4}"
+    r"(?P<banks>\d{1,6})\s{1,4}(?P<per>\d{1,20})\b"
+)
+# the same failure without its numbers, as titles and condensed pastes word it: "Not enough space
+# to allocate DRAM buffer on 64K ISL", "TT_FATAL: Out of Memory ... DRAM buffer ..." (the buffer
+# types are the allocator's BufferType names, ``tt_metal/impl/buffers/buffer_constants.hpp``)
+_TT_BARE = re.compile(
+    r"(?:Not enough space to allocate|\bOut of Memory:?\s{0,2}(?:…|\.\.\.))\s{0,2}"
+    r"(?P<kind>DRAM|L1|L1_SMALL|TRACE) buffer\b"
+)
 _TT_CB = re.compile(
     r"Statically allocated (?:circular|dataflow) buffers (?:on core range|in program) "
     r"[^\n]{0,200}?(?:grow to (?P<n>\d{1,20}) B which is beyond max L1 size of (?P<m>\d{1,20}) B"
@@ -255,6 +272,7 @@ _PREFILTER = needles_re(
         "maximum allowed buffer size",
         "Command buffer execution failed",
         "Not enough space to allocate",
+        "Out of Memory",
         "Statically allocated",
         "That was not possible",
         "not enough space in the",
@@ -391,15 +409,25 @@ def _devices(w: str, n: int) -> OomEvent | None:
         return _ev("mlx", "gpu_alloc_failed", "mlx_malloc", w, n, requested_bytes=to_int(m["n"]))
     if _MLX_CB_OOM.search(w):
         return _ev("mlx", "gpu_runtime_oom", "mlx_metal_command_buffer_oom", w, n)
-    m = _TT_OOM.search(w)
+    m = _TT_OOM.search(w) or _TT_TEMPLATE.search(w)
+    if m is None and (bare := _TT_BARE.search(w)) is not None:
+        return _ev(
+            "tt-metal",
+            "gpu_alloc_failed",
+            "tt_metal_bank_oom",
+            w,
+            n,
+            buffer_name=bare["kind"],
+            detail="the message's sizes are not in the text",
+        )
     if m is not None:
         banks = to_int(m["banks"]) or 0
         per = to_int(m["per"])
 
-        tt = m
+        tt = m.groupdict()  # the template form (_TT_TEMPLATE) has no bank totals
 
         def across(field: str) -> int | None:
-            v = to_int(tt[field]) if tt[field] else None
+            v = to_int(tt[field]) if tt.get(field) else None
             return v * banks if v is not None and banks else None
 
         return _ev(
@@ -414,8 +442,8 @@ def _devices(w: str, n: int) -> OomEvent | None:
             allocated_bytes=across("alloc"),
             buffer_name=m["kind"],
             detail=(
-                f"{per} B per bank; largest free block {m['largest']} B"
-                if m["largest"]
+                f"{per} B per bank; largest free block {tt['largest']} B"
+                if tt.get("largest")
                 else f"{per} B per bank"
             ),
         )
@@ -548,7 +576,9 @@ def _torch_fragment(w: str, n: int) -> OomEvent | None:
 def _event(lines: Lines, i: int) -> OomEvent | None:
     raw = lines.text[i]
     wrapped = "alloc" in raw or "StandardGpuResources" in raw or "Memory allocation error" in raw
-    w = window(lines, i, max_lines=4) if wrapped else lines.cleaned(i)
+    # tt-metal's template form has its four arguments on the four lines below it (_TT_TEMPLATE)
+    rows = 5 if "{} B {} buffer" in raw else 4
+    w = window(lines, i, max_lines=rows) if wrapped else lines.cleaned(i)
     n = lines.number[i]
     for read in (_faiss, _gpu_libs, _devices, _not_capacity, _torch_fragment):
         ev = read(w, n)

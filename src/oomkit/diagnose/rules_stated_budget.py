@@ -180,8 +180,11 @@ def stated_context_budget(result: Analysis, e: OomEvent, ctx: LogContext) -> Ana
 # revfix18e: the poster's own experiment with the context setting: "The OOM goes away when I
 # lower max_model_len to 32768", "lowering --max-model-len to 32k fixes the OOM"
 _CTX_SETTING = (
-    r"[`'\"]?(?:--?)?(?:max[-_ ]model[-_ ]len|num_ctx|n_ctx|ctx[-_ ]size|max[-_ ]seq[-_ ]len"
-    r"|context\s+(?:length|size|window))\b"
+    r"[`'\"]?(?:--?)?(?:max[-_ ]model[-_ ]len(?:gth)?|num_ctx|n_ctx|ctx[-_ ]size"
+    r"|max[-_ ]seq(?:uence)?[-_ ]len(?:gth)?|context\s+(?:length|size|window)"
+    # docpost32 (heldout59): Tenstorrent's paged-KV budget, the tokens of all users' caches
+    # (tenstorrent/vllm's TT model hook; tt_transformers' max_tokens_all_users)
+    r"|max[-_ ]tokens[-_ ]all[-_ ]users)\b"
 )
 _LOWERED = r"(?:lower|reduc|decreas|cut|shrink|halv)\w*\s+(?:the\s+)?"
 _EXPERIMENT = re.compile(
@@ -199,6 +202,31 @@ _EXPERIMENT_CTX = re.compile(
     + r"[^.\n]{0,30}?\b(?:fix(?:es|ed)?|solves?|solved"
     r"|avoids?|avoided)\s+(?:the\s+|it|this)"
 )
+# docpost32 (heldout57/59): the same experiment in the words that state its outcome themselves,
+# so no "goes away" is needed:
+# * "LG3 works if you set a lower max model length (I tested 65,535)";
+# * "parameter setting max seq len to avoid OOM on n150" (a cap set so that it does not fail);
+# * "OOM during verify-stress.sh until reduce max_model_len to 188000";
+# * "Without this, the default large value (131072) is used, causing DRAM out-of-memory" (a cap
+#   whose absence the text says causes the OOM; read only where a context setting is named).
+_SELF_STATED = re.compile(
+    r"(?i)\bworks?\s+(?:fine\s+|again\s+)?(?:if|when|after|once|with)\s+(?:you\s+|I\s+|we\s+)?"
+    r"(?:set\s+|use\s+|pass\s+)?(?:a\s+|the\s+)?(?:lower|smaller|shorter|reduced)\s+"
+    + _CTX_SETTING
+    + r"|\b(?:set(?:ting)?|cap(?:ping)?|limit(?:ing)?|lower(?:ing)?|reduc(?:e|ing))\s+(?:the\s+)?"
+    + _CTX_SETTING
+    + r"[^.\n]{0,40}?\bto\s+(?:avoid|prevent)\s+(?:the\s+|an?\s+)?"
+    + _OOM
+    + r"|\b"
+    + _OOM
+    + r"\b(?:[^.\n]|\.(?=\S)){0,60}?\buntil\s+(?:I\s+|we\s+)?"
+    r"(?:reduc|lower|decreas|cut|shr[iu]nk|halv)\w*\s+(?:the\s+)?" + _CTX_SETTING
+)
+_WITHOUT_CAP = re.compile(
+    r"(?i)\bwithout\s+(?:this|it|that)\b[^.\n]{0,120}?\b(?:caus(?:es|ed|ing)|leads?\s+to"
+    r"|results?\s+in)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+){0,2}?" + _OOM
+)
+_SETTING_NAMED = re.compile(r"(?i)" + _CTX_SETTING)
 
 
 def context_experiment(result: Analysis, e: OomEvent, ctx: LogContext) -> Analysis | None:
@@ -221,12 +249,17 @@ def context_experiment(result: Analysis, e: OomEvent, ctx: LogContext) -> Analys
                                  <= _SIZE_READING)):  # fmt: skip
         return None
     for words in (e.text, *(sentence for _, sentence in ctx.paste_prose)):
+        named = _SETTING_NAMED.search(words) is not None
         for clause in re.split(r"(?<=[.;!?])\s+", words):
             m = _EXPERIMENT.search(clause)
             c = _EXPERIMENT_CTX.search(clause)
             if c is None or (m is None and "fix" not in c.group(0).lower()
                              and "solv" not in c.group(0).lower()
                              and "avoid" not in c.group(0).lower()):  # fmt: skip
+                c = _SELF_STATED.search(clause)
+            if c is None and named:
+                c = _WITHOUT_CAP.search(clause)
+            if c is None:
                 continue
             to = _TO_N.search(clause, c.start())
             n = to["n"] if to is not None else "8192"  # the one the poster says works
