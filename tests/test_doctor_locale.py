@@ -106,3 +106,27 @@ def test_linear_on_hostile_input() -> None:
         t0 = time.process_time()
         delocalize(hostile)
         assert time.process_time() - t0 < 1.0
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "script/run.sh: 行 30: 23195 已杀死\x1b[0m",  # a coloured terminal closes the line
+        "script/run.sh:\u00a0行\u00a030:\u00a023195\u00a0已杀死",  # a web page's no-break spaces
+        "**script/run.sh: 行 30: 23195 已杀死**",  # an issue comment's bold
+        "`script/run.sh: 行 30: 23195 已杀死`",  # an issue comment's inline code
+        "\x1b[1;31m已杀死\x1b[0m",  # the bare word, coloured
+        "**已杀死**",
+    ],
+)
+def test_a_decorated_kill_line_is_read_back(line: str) -> None:
+    # the whole-text pass runs before normalize_line strips a line's decorations, so bash's
+    # translated "Killed" must be found through them (doctor_metamorphic's required transforms
+    # lost h54-ERNIE-24 under ansi / nbsp / markdown_bold / inline_code)
+    assert "Killed" in delocalize(line)
+    assert "已杀死" not in delocalize(line)
+
+
+@pytest.mark.parametrize("text", ["**已杀死的进程**", "`已杀死吗`", "a_已杀死"])
+def test_the_word_inside_a_sentence_stays_under_markup(text: str) -> None:
+    assert delocalize(text) == text

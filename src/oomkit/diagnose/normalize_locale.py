@@ -128,16 +128,23 @@ _KILLED_WORD = f"(?P<word>{_alternation(KILLED_TRANSLATIONS)})"
 # (docfix15) bash's CJK prefixes end "번:" (ko), "行:" (ja), "行：" / "列：" (zh_CN / zh_TW; a
 # full-width colon with no space after it); bash's interactive job report
 # "[1]+  <signal>   <command>" (jobs.c pretty_print_job) is the third place
+# blanks include the no-break space a web page pastes; markup an issue comment or a coloured
+# terminal wraps around the line (ANSI SGR codes, Markdown ** / ` / _) may close it: the paste's
+# line-level decorations, which normalize_line strips only after this whole-text pass
+_SP = "[ \\t\u00a0]"
+_MARK = r"(?:\x1b\[[0-9;]{0,12}m|[*`_]{1,3})"
+_END = f"(?:{_SP}|{_MARK}){{0,8}}$"
 _KILLED = re.compile(
-    r"(?m)(?:(?:^[ \t]{0,8}|(?<=[\d\]|%\u2500-\u259f]))"
+    f"(?m)(?:(?:^(?:{_SP}|{_MARK}){{0,8}}|(?<=[\\d\\]|%\u2500-\u259f]))"
     + _KILLED_WORD
-    + r"[ \t]{0,8}$|(?<=[\d\ubc88\u884c\u5217][:\uff1a])[ \t]{0,8}\d{1,10} "
+    + f"{_END}|(?<=[\\d\ubc88\u884c\u5217][:\uff1a]){_SP}{{0,8}}\\d{{1,10}}{_SP}"
     + _KILLED_WORD.replace("?P<word>", "?P<word2>")
     # (docpost28, heldout54) or the line ends there: a paste that lost the command after it
     # ("script/run.sh: 行 30: 23195 已杀死"); the "line N: PID" prefix is bash's own
-    + r"(?=[ \t]{1,40}\S|[ \t]{0,8}$)|^[ \t]{0,8}\[\d{1,4}\][+\- ][ \t]{0,8}(?:\d{1,10}[ \t]{1,8})?"
+    + f"(?={_SP}{{1,40}}\\S|{_END})|^{_SP}{{0,8}}\\[\\d{{1,4}}\\][+\\- ]{_SP}{{0,8}}"
+    + f"(?:\\d{{1,10}}{_SP}{{1,8}})?"
     + _KILLED_WORD.replace("?P<word>", "?P<word3>")
-    + r"(?=[ \t]{1,40}\S))"
+    + f"(?={_SP}{{1,40}}\\S))"
 )
 # a cheap gate for ASCII text: the ASCII translations themselves (a text with a non-ASCII
 # character is always read)
