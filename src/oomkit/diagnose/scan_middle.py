@@ -72,10 +72,19 @@ def generic_lines(lines: Lines, head: int, tail: int, keys: Sequence[str] = ()) 
     else:
         starts = (0, *accumulate(len(t) + 1 for t in middle[:-1]))
         pos = 0
-        while (m := gate.search(low, pos)) is not None:
-            k = bisect_right(starts, m.start()) - 1
+        k = -1
+        last = len(middle)
+        search = gate.search
+        while (m := search(low, pos)) is not None:
+            # after line ``k``: the next line when the match starts before the one after it
+            at = m.start()
+            k = (
+                k + 1
+                if k + 2 >= last or at < starts[k + 2]
+                else bisect_right(starts, at, k + 2) - 1
+            )
             yield lo + k
-            if k + 1 >= len(middle):
+            if k + 1 >= last:
                 break
             pos = starts[k + 1]
     yield from range(hi, n)
