@@ -563,9 +563,7 @@ def test_generic_lines_as_a_plain_middle_scan() -> None:
         n = len(lines.text)
         lo, hi = min(head, n), max(min(head, n), n - tail)
         gate = _gate(())
-        want = [
-            i for i in range(n) if i < lo or i >= hi or gate.search(lines.text[i].lower())
-        ]
+        want = [i for i in range(n) if i < lo or i >= hi or gate.search(lines.text[i].lower())]
         assert list(generic_lines(lines, head, tail)) == want
 
 
