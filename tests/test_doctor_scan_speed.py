@@ -344,7 +344,9 @@ def test_generic_fallback_finds_what_every_line_read_finds(monkeypatch: pytest.M
     got = [parse_generic(split_lines(t)) for t in logs]
     # as before docperf17: every line read, nothing remembered
     monkeypatch.setattr(parse_extra, "_PASSED_MEMO", 0)
-    monkeypatch.setattr(parse_extra, "generic_lines", lambda ls, *_: iter(range(len(ls.text))))
+    monkeypatch.setattr(
+        parse_extra, "generic_lines", lambda ls, *_, **__: iter(range(len(ls.text)))
+    )
     assert got == [parse_generic(split_lines(t)) for t in logs]
     assert any(got)
 

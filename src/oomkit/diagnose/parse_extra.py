@@ -548,7 +548,8 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     # unread (a hostile log of one near-miss line 200,000 times; bounded memo, docperf17)
     passed: set[tuple[bool, str]] = set()
     # the middle of a long log: only the lines holding a needle of what is read there
-    for i in generic_lines(lines, PROSE_HEAD, PROSE_TAIL, _GENERIC_KEYS):
+    # (a line of the middle is read as its first occurrence is: ``first_only``)
+    for i in generic_lines(lines, PROSE_HEAD, PROSE_TAIL, _GENERIC_KEYS, first_only=True):
         raw = lines.text[i]
         # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
         # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)
