@@ -344,7 +344,9 @@ def test_generic_fallback_finds_what_every_line_read_finds(monkeypatch: pytest.M
     got = [parse_generic(split_lines(t)) for t in logs]
     # as before docperf17: every line read, nothing remembered
     monkeypatch.setattr(parse_extra, "_PASSED_MEMO", 0)
-    monkeypatch.setattr(parse_extra, "generic_lines", lambda ls, *_: iter(range(len(ls.text))))
+    monkeypatch.setattr(
+        parse_extra, "generic_lines", lambda ls, *_, **__: iter(range(len(ls.text)))
+    )
     assert got == [parse_generic(split_lines(t)) for t in logs]
     assert any(got)
 
@@ -533,3 +535,45 @@ def test_ignorecase_gate_searches_the_joined_lines_and_finds_the_same_lines() ->
         gate = re.compile(needles_re(needles).pattern, re.IGNORECASE)
         plain = [i for i, raw in enumerate(lines.text) if gate.search(raw)]
         assert list(admitted(lines, gate)) == plain
+
+
+def test_has_any_as_any_substring() -> None:
+    # perf23b: a tuple of needles is one prefix-tree search, kept per tuple
+    rng = random.Random(23)
+    alphabet = ["a", "b", "ab", ".", "*", "(", "显存", "\n", "İ", " "]
+    sets: list[tuple[str, ...]] = [(), ("",), ("a", ""), ("a.b",), ("(", "*"), ("显存", "ab")]
+    sets += [tuple(rng.sample(alphabet, rng.randint(1, 4))) for _ in range(40)]
+    for needles in sets:
+        for _ in range(60):
+            line = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+            want = any(n in line for n in needles)
+            assert text.has_any(line, needles) == want, (line, needles)
+            assert text.has_any(line, list(needles)) == want
+
+
+def test_generic_lines_as_a_plain_middle_scan() -> None:
+    # the moving line index of the middle's joined search (perf23b) gives what a line-by-line
+    # test of the lowered lines gives
+    from oomkit.diagnose.scan_middle import _gate, generic_lines
+
+    rng = random.Random(7)
+    words = ["显存，", "x", "out of memory", "OOM", "killed", "ok", "Out Of Memory", ""]
+    for _ in range(200):
+        t = "\n".join(rng.choice(words) for _ in range(rng.randint(1, 60)))
+        lines = split_lines(t)
+        head, tail = rng.randint(0, 5), rng.randint(0, 5)
+        n = len(lines.text)
+        lo, hi = min(head, n), max(min(head, n), n - tail)
+        gate = _gate(())
+        want = [i for i in range(n) if i < lo or i >= hi or gate.search(lines.text[i].lower())]
+        assert list(generic_lines(lines, head, tail)) == want
+
+
+def test_normalize_line_shortcuts_change_nothing() -> None:
+    # perf23b: one search for the odd spaces and zero-width characters, one for the quote bars
+    rng = random.Random(11)
+    chars = ["a", " ", "\u00a0", "\u3000", "\u200b", "\u00ad", "显", "\u258e", ">", "*", "`"]
+    for _ in range(2000):
+        line = "".join(rng.choice(chars) for _ in range(rng.randint(0, 12)))
+        odd = normalize._ZERO_WIDTH.sub("", normalize._SPACES.sub(" ", line))
+        assert normalize_line(line) == normalize_line(odd if not line.isascii() else line)

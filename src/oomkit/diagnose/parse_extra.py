@@ -32,7 +32,7 @@ from oomkit.diagnose.parse_wordings_report import advice_to_reader
 from oomkit.diagnose.scan import scan_events
 from oomkit.diagnose.scan_middle import generic_lines
 from oomkit.diagnose.sizes import absurd_tactic_request, to_bytes, to_int
-from oomkit.diagnose.text import Lines, has_any, needles_re, size_of, sz, window
+from oomkit.diagnose.text import Lines, needles_re, size_of, sz, window
 
 __all__ = ["parse_extra", "parse_generic"]
 
@@ -57,6 +57,7 @@ _SGL_PROFILED = re.compile(
     r"max_total_tokens=(?P<want>\d{1,12}) is larger than the profiled value (?P<got>-?\d{1,12})"
 )
 _PHASES = ("Prefill", "Decode")  # the words _SGL_PREFILL needs (clean() makes none up)
+_PHASE_IN = needles_re(_PHASES).search  # one search of the three lines joined (no newline in one)
 _SGL_PREFILL = re.compile(
     r"(?P<phase>Prefill|Decode) out of memory(?:.{0,120}?Try to allocate (?P<tok>\d{1,12}) tokens)?"
 )
@@ -357,7 +358,7 @@ def _event(lines: Lines, i: int, line: str, facts: dict[str, Any]) -> OomEvent |
                 detail=f"max_total_tokens={m4.group('want')}, profiled {got}",
                 stage="kv_cache",
             )
-    if "out of memory" in line and any(has_any(t, _PHASES) for t in lines.text[i : i + 3]):
+    if "out of memory" in line and _PHASE_IN("\n".join(lines.text[i : i + 3])) is not None:
         # (the window only where a phase word is: every line of a log can say out of memory)
         m5 = _SGL_PREFILL.search(window(lines, i, max_lines=3))
         if m5 is not None:
@@ -562,7 +563,8 @@ def parse_generic(lines: Lines) -> list[OomEvent]:
     # unread (a hostile log of one near-miss line 200,000 times; bounded memo, docperf17)
     passed: set[tuple[bool, str]] = set()
     # the middle of a long log: only the lines holding a needle of what is read there
-    for i in generic_lines(lines, PROSE_HEAD, PROSE_TAIL, _GENERIC_KEYS):
+    # (a line of the middle is read as its first occurrence is: ``first_only``)
+    for i in generic_lines(lines, PROSE_HEAD, PROSE_TAIL, _GENERIC_KEYS, first_only=True):
         raw = lines.text[i]
         # wordings harvested from the runtimes' own sources (parse_wordings.py); a person's
         # wordings only at the head and tail of a long log (PROSE_HEAD / PROSE_TAIL)

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from oomkit.diagnose.parse_load_moves import moved_to_device
-from oomkit.diagnose.text import Lines, clean, has_any
+from oomkit.diagnose.text import Lines, clean, has_any, needles_re
 
 __all__ = ["VLLM_PROFILE_RUN", "frames_of"]
 
@@ -258,6 +258,10 @@ def _nn_forward_frame(raw: str) -> bool:
     return m["file"] == "functional" or m["fn"] in _NN_FORWARD_FNS
 
 
+#: a line holding no needle of any phase is in none (one search instead of a test a phase)
+_ANY_PHASE = needles_re(tuple(n for _, needles in _PHASES for n in needles)).search
+
+
 def _frames(lines: Lines, facts: dict[str, Any]) -> None:
     found: dict[str, str] = {}
     prev = ""
@@ -294,9 +298,10 @@ def _frames(lines: Lines, facts: dict[str, Any]) -> None:
             and "_buffer = " not in raw  # a multi-line `self.k_buffer = [` shows its first line
         ):
             continue
-        for phase, needles in _PHASES:
-            if phase not in found and has_any(raw, needles):
-                found[phase] = clean(raw)[:300]
+        if _ANY_PHASE(raw) is not None:
+            for phase, needles in _PHASES:
+                if phase not in found and has_any(raw, needles):
+                    found[phase] = clean(raw)[:300]
         if "forward" not in found and _nn_forward_frame(raw):
             found["forward"] = clean(raw)[:300]
     order = (*(p for p, _ in _PHASES[:4]), "cuda_graph_capture", "warmup")

@@ -51,8 +51,12 @@ def admitted(lines: Lines, prefilter: re.Pattern[str]) -> Iterator[int]:
         search, text = twin.search, lowered
     n = len(starts)
     pos = 0
+    i = -1
     while (m := search(text, pos)) is not None:
-        i = bisect_right(starts, m.start()) - 1
+        # the match lies after line ``i``: in the next line when it starts before the one after
+        # (every line a match: no bisect), else wherever bisect puts it
+        at = m.start()
+        i = i + 1 if i + 2 >= n or at < starts[i + 2] else bisect_right(starts, at, i + 2) - 1
         yield i
         if i + 1 >= n:
             return

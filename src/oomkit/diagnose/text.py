@@ -15,7 +15,7 @@ as its head, its tail and windows around OOM keywords (found with ``str.find``, 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -283,9 +283,26 @@ def _trie_longest(node: dict[str, dict[str, Any]]) -> str:
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
+_HAS_ANY_MAX = 1024  # needle tuples whose search has_any keeps (the module constants)
+_HAS_ANY: dict[int, tuple[Sequence[str], Callable[[str], re.Match[str] | None]]] = {}
+
+
 def has_any(line: str, needles: Sequence[str]) -> bool:
-    """True if any needle occurs in ``line`` (plain substring tests, run in C)."""
-    return any(n in line for n in needles)
+    """True if any needle occurs in ``line``: ``any(n in line for n in needles)``.
+
+    A tuple of needles is searched with one prefix-tree pattern (:func:`needles_re`'s, built
+    once per tuple and kept while the tuple lives: the key is its ``id`` and the entry holds the
+    tuple): one C-speed search instead of a generator step per needle (perf23b: ``_frames`` and
+    :func:`window` ask it of every line of a log, ~1.5 us a line).
+    """
+    entry = _HAS_ANY.get(id(needles))
+    if entry is not None and entry[0] is needles:
+        return entry[1](line) is not None
+    if type(needles) is not tuple or not needles or len(_HAS_ANY) >= _HAS_ANY_MAX:
+        return any(n in line for n in needles)
+    search = _needles_pattern(needles).search
+    _HAS_ANY[id(needles)] = (needles, search)
+    return search(line) is not None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
