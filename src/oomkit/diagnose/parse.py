@@ -84,6 +84,9 @@ _LIST_FIELDS = frozenset(
     }
 )
 _RUNTIME_HINTS = (
+    # systemd's journal prefixes every line of the Ollama service with ``ollama[PID]:``; the
+    # runner's ggml lines under it are Ollama's, not a llama.cpp binary's (docrt23)
+    ("ollama[", "ollama"),
     ("llama_model_loader", "llama.cpp"),
     ("load_tensors:", "llama.cpp"),
     ("llm_load_tensors", "llama.cpp"),

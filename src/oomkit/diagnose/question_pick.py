@@ -60,6 +60,13 @@ _BY_CAUSE: Mapping[str, tuple[str, ...]] = {
 }
 
 
+#: traceback phases reached only after the weights loaded (the KV cache is created after the
+#: model, ExLlamaV2's ``ExLlamaV2Cache(model)`` and vLLM's ``_allocate_kv_cache`` alike; a server
+#: serves or captures graphs after both): "does the model alone fit" is answered by the log
+#: (docrt23)
+_AFTER_LOAD = frozenset({"kv_cache_alloc", "serving_step", "cuda_graph_capture"})
+
+
 def _runner_up(cause: str, e: OomEvent, ctx: LogContext) -> str | None:
     from oomkit.diagnose.priors import base_rate, prior_key
 
@@ -103,7 +110,9 @@ def pick_question(
     """
     if final.confidence >= ASK_BELOW and final.open_question is not True:
         return None
-    done = answered or {}
+    done = dict(answered or {})
+    if ctx.frame_phase in _AFTER_LOAD:
+        done.setdefault("model_fits", "yes")  # the log answers it: the weights had loaded
     hand = [q for q in _candidates(final.cause, e, ctx) if q not in done]
     asked: list[Question] = []
     rest = () if e.runtime == "nccl" else (q for q in QUESTIONS if q not in hand and q not in done)

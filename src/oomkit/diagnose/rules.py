@@ -31,6 +31,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from oomkit.diagnose.analysis import CAUSES, Analysis
+from oomkit.diagnose.cause_order import lever_of_cause_first
 from oomkit.diagnose.consistency import drop_contradictions, label_hardware
 from oomkit.diagnose.events import LogContext, OomEvent
 from oomkit.diagnose.fixes import Fix, generic, rank, size_text
@@ -441,8 +442,11 @@ def diagnose(
         fixes=_prune_generic(
             tuple(
                 drop_contradictions(
-                    batch_levers_first(
-                        rank(label_hardware(_merge_provider_fixes(extra, result.fixes))),
+                    lever_of_cause_first(
+                        batch_levers_first(
+                            rank(label_hardware(_merge_provider_fixes(extra, result.fixes))),
+                            result.cause,
+                        ),
                         result.cause,
                     ),
                     context,

@@ -184,7 +184,12 @@ def _ollama_runner(ctx: LogContext) -> bool:
     same log), as :func:`oomkit.diagnose.model_fixes.log_runtime` decides: fixes in Ollama's
     terms, since its runner takes no llama.cpp flags."""
     return bool(
-        ctx.ollama_runner or ctx.ollama_available_bytes or ctx.ollama_layers_model is not None
+        ctx.ollama_runner
+        or ctx.ollama_available_bytes
+        or ctx.ollama_layers_model is not None
+        # the Ollama service's journal (``ollama[PID]:`` on every line) or its own log lines
+        # (parse._RUNTIME_HINTS; docrt23)
+        or ctx.runtime_hint == "ollama"
     )
 
 

@@ -363,7 +363,9 @@ def analyze_other(e: OomEvent, ctx: LogContext) -> Analysis:
                     title="Shrink the batch or input size",
                     why=f"the failing buffer alone is {_fb(x)}.",
                     commands=("reduce batch size / sequence length / input length",),
-                    expected_saving_bytes=x // 2 if x else None,
+                    # unsized (docrt23): the message names no batch or input length, so what a
+                    # cut frees is not known (half the buffer was a guess shown as a number)
+                    expected_saving_bytes=None,
                     generic=x is None,
                 ),
                 generic(

@@ -37,6 +37,7 @@ from oomkit.diagnose.rules_torch_fixes import (
     _vllm_profile_fixes,
 )
 from oomkit.diagnose.rules_torch_small import _SMALL_CARD, _held_text, _small_card
+from oomkit.diagnose.runtime_vocab import quoted_frame
 from oomkit.diagnose.text import has_any
 from oomkit.units import GiB, MiB
 
@@ -61,6 +62,9 @@ _BIG_REQUEST_SHARE = 0.10
 #: beside this process holding more than half of it are a minor tenant
 _MINOR_OTHERS_SHARE = 0.25
 _SERVERS = frozenset({"vllm", "sglang", "tgi", "tensorrt-llm"})
+#: engines whose command line has no graph-capture flag the rules spell (vLLM's
+#: --enforce-eager / SGLang's --disable-cuda-graph): their own levers instead (docrt23)
+_NO_GRAPH_FLAGS = frozenset({"tgi", "tensorrt-llm"})
 # One tensor this large is an activation, not a weight: the largest weight tensors of common
 # models are the embedding / lm_head (vocab x hidden: 128256 x 8192 x 2 bytes = 2.0 GiB for
 # Llama-3-70B); per-layer matrices are <= 0.5 GiB (8192 x 28672 x 2). A forward/backward
@@ -542,15 +546,21 @@ def _allocator(
     if phase == "checkpoint_save":  # revfix18e: the save's gather, not the batch
         return save_phase(base + tail, ctx.frame_text)
     if phase == "serving_step":
+        from oomkit.diagnose.runtime_vocab import engine_family, headroom_fix
+
+        family = engine_family(e, ctx)
+        # the engine's own levers (docrt23: a TGI log got only vLLM/SGLang graph flags, which
+        # the runtime routing drops): its batched tokens and what its KV pool leaves free
+        own = (*engine_batch_fixes(e, ctx), *headroom_fix(family)) if family != "vllm" else ()
         return Analysis(
             cause="batch_or_activations",
             confidence=0.55,
-            explanation=base + tail + f" It failed while the engine served requests "
-            f"({ctx.frame_text}): the weights and the KV pool were placed at start-up and fit, "
-            "so what ran out is the headroom for one step's activations (batched tokens), the "
-            "sampler and CUDA graphs. If it fails with a single short request, the resident "
-            "model is the cause instead.",
-            fixes=_graph_fixes(e, short),
+            explanation=base + tail + " It failed while the engine served requests "
+            f"({quoted_frame(ctx.frame_text)}): the weights and the KV pool were placed at "
+            "start-up and fit, so what ran out is the headroom for one step's activations "
+            "(batched tokens), the sampler and CUDA graphs. If it fails with a single short "
+            "request, the resident model is the cause instead.",
+            fixes=own if family in _NO_GRAPH_FLAGS else (*_graph_fixes(e, short), *own),
         )
     if phase in {"forward", "backward"}:
         # a traceback cut at nn.Module.__call__ names the pass by the caller's line

@@ -236,6 +236,10 @@ def _kv_alloc_fixes(frame: str) -> tuple[Fix, ...]:
                 ("--mem-fraction-static 0.8",),
             ),
         )
+    if "exllamav2" in frame.lower():  # docrt23: ExLlamaV2Cache(model), not a transformers cache
+        from oomkit.diagnose.runtime_vocab import cache_fixes
+
+        return cache_fixes("exllamav2")
     return (
         generic(
             "Allocate the cache for fewer tokens",

@@ -66,8 +66,10 @@ def log_family(e: OomEvent | None, ctx: LogContext, stated: str | None = None) -
     runtime = e.runtime if e is not None else None
     if is_ollama_runner(ctx) or runtime == "ollama":
         return "ollama"
-    if runtime in ("llama.cpp", "ggml") and ctx.runtime_hint != "ollama":
-        return "llama.cpp"
+    if runtime in ("llama.cpp", "ggml"):
+        # ggml lines in an Ollama service's log (its journald ``ollama[PID]:`` prefix or its
+        # ``level=INFO source=`` lines) are its runner's (docrt23)
+        return "ollama" if ctx.runtime_hint == "ollama" else "llama.cpp"
     return None
 
 
@@ -137,15 +139,41 @@ def _route_fix(fix: Fix, family: str | None) -> Fix | None:
     lines = list(dict.fromkeys(lines))
     if fix.commands and not lines:
         return None
-    if lines == list(fix.commands):
+    title = _ollama_title(fix.title) if family == "ollama" else fix.title
+    if lines == list(fix.commands) and title == fix.title:
         return fix
-    return dataclasses.replace(fix, commands=tuple(lines))
+    return dataclasses.replace(fix, title=title, commands=tuple(lines))
+
+
+def _ollama_title(title: str) -> str:
+    """``Halve the context: -c <N>`` as ``Halve the context: num_ctx <N>`` (docrt23: the title
+    named the llama.cpp flag above Ollama's lines)."""
+    head, sep, tail = title.partition(": ")
+    if not sep or not llamacpp_only(tail):
+        return title
+    moved = _to_ollama(tail)
+    if not moved:
+        return title
+    said = moved[0].removeprefix("/set parameter ").removesuffix(" ollama serve")
+    return f"{head}: {said}"
 
 
 def route(
     fixes: Sequence[Fix], e: OomEvent | None, ctx: LogContext, stated: str | None = None
 ) -> tuple[Fix, ...]:
     """``fixes`` with every line in the terms of the log's runtime (module doc)."""
+    from oomkit.diagnose.runtime_vocab import engine_family, route_engine
+
     family = log_family(e, ctx, stated)
+    engine = engine_family(e, ctx) if family is None and stated is None else None
+    if engine is not None:
+        # a serving engine's or ExLlamaV2's log: its own spelling (runtime_vocab.LEVERS)
+        kept: list[Fix] = []
+        for f in (route_engine(x, engine) for x in fixes):
+            # two fixes whose lines became the same (transformers' two quantized loads -> one
+            # --quantize flag): the first says it
+            if f is not None and not (f.commands and any(f.commands == k.commands for k in kept)):
+                kept.append(f)
+        return tuple(kept) if kept else tuple(fixes)
     routed = (_route_fix(f, family) for f in fixes)
     return tuple(f for f in routed if f is not None)

@@ -512,6 +512,16 @@ def _shard_title(s: TrainingSettings) -> str:
            f"(DeepSpeed ZeRO stage {s.zero})"  # fmt: skip
 
 
+def _not_fp32(e: OomEvent, s: TrainingSettings, params: int | None) -> bool:
+    """The message's own numbers say the weights are not fp32 (docrt23: "Run in bf16/fp16" was
+    offered a run whose PyTorch allocation, 21.71 GiB, is below an 8B model's fp32 weights,
+    29.92 GiB): one unsharded GPU holds every weight, so less allocated than 4 bytes a parameter
+    means 16-bit (or quantized) weights already."""
+    if e.allocated_bytes is None or not params or s.gpus * s.nodes != 1:
+        return False
+    return e.allocated_bytes < 4 * params
+
+
 def training_fixes(
     spec: ModelSpec,
     setup: TrainingLogSetup,
@@ -542,11 +552,14 @@ def training_fixes(
     try:
         from oomkit.estimate.hf_weights import model_info
 
-        settings, assumed = training_settings_from_log(setup, model_info(spec).params)
+        params = model_info(spec).params
+        settings, assumed = training_settings_from_log(setup, params)
         hw = _hardware(e, settings, hardware)
         ob = observed_run(spec, settings, setup, assumed, e, hw, completed_steps)
         z = _Sizer(spec, ob.settings, hw, ob.assumed, setup.framework, model_ref or spec.name,
                    setup.phase, setup.torchtune_model, ob)  # fmt: skip
+        if _not_fp32(e, ob.settings, params):
+            z.moot = (*z.moot, "Run in bf16/fp16")
     except (OomkitError, ValueError):
         return []
     found: list[Fix | None] = []
