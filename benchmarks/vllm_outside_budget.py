@@ -50,7 +50,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "verdict_runs"
 #: heldout46-50 in session 18, heldout51-53 in session 19, heldout55 in 20, heldout56 in 21,
 #: heldout57 in 22, heldout58-59 in 23; there is no heldout54)
 DEV_PARTS = (
-    "dev", "dev2", *(f"heldout{i}" for i in range(2, 54)), "heldout55", "heldout56", "heldout57", "heldout58", "heldout59"
+    "dev", "dev2", *(f"heldout{i}" for i in range(2, 54)),
+    *(f"heldout{i}" for i in range(55, 60)),
 )  # fmt: skip
 #: independent sources (threads/repositories) a class needs before its readings set a term
 MIN_SOURCES = 3
