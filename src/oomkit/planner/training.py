@@ -362,10 +362,16 @@ def _no_runtime_lever(s: TrainingSettings) -> tuple[str, TrainingSettings] | Non
 @dataclass(frozen=True, slots=True)
 class RuntimeLevers:
     """The levers of :mod:`oomkit.planner.training_runtime_levers` for one model and its GPUs
-    (built once per plan: :func:`_combination` finds a lever by identity)."""
+    (built once per plan: :func:`_combination` finds a lever by identity). No defaults: a
+    function default would put its address in the generated ``__init__`` (the code cache must
+    build the same method in every process); :data:`NO_RUNTIME_LEVERS` is the empty pair."""
 
-    attention: Lever = _no_runtime_lever
-    transformers_v4: Lever = _no_runtime_lever
+    attention: Lever
+    transformers_v4: Lever
+
+
+#: the runtime levers where the model is not known: two no-ops that keep the positions
+NO_RUNTIME_LEVERS = RuntimeLevers(_no_runtime_lever, _no_runtime_lever)
 
 
 def runtime_levers(
@@ -428,7 +434,7 @@ def plan_levers(
     torchtune = settings.optimizer_in_backward
     loss = _torchtune_chunked_loss if torchtune else _fused_loss
     windows = platform is not None and (platform.os or "").lower() in EXPANDABLE_UNSUPPORTED_OS
-    rt = runtime or RuntimeLevers()
+    rt = runtime or NO_RUNTIME_LEVERS
     out: list[Lever] = []
     for x in LEVERS:
         if x is _expandable:
