@@ -752,6 +752,18 @@
       else linkErrors.push(["quant", `This link's quant=${wanted.quant} is not one of this box's choices.`]);
     }
     showCtx();
+    // the doctor tab needs no GPU list: its handlers are attached before the list loads (a
+    // click on Diagnose in the first moment once did nothing)
+    $("diagnose").addEventListener("click", () => diagnose());
+    $("doctor-model").addEventListener("input", suggestDoctorModels);
+    for (const k of DOCTOR_FACTS) {
+      $(`doctor-${k}`).addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter") { ev.preventDefault(); diagnose(); }
+      });
+    }
+    $("log").addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); diagnose(); }
+    });
     try {
       await loadGpus(wanted.gpu);
     } catch (err) {
@@ -777,16 +789,6 @@
     });
     $("ctx").addEventListener("input", () => { showCtx(); scheduleUpdate(); });
     $("os").addEventListener("change", relabelGpus);
-    $("diagnose").addEventListener("click", () => diagnose());
-    $("doctor-model").addEventListener("input", suggestDoctorModels);
-    for (const k of DOCTOR_FACTS) {
-      $(`doctor-${k}`).addEventListener("keydown", (ev) => {
-        if (ev.key === "Enter") { ev.preventDefault(); diagnose(); }
-      });
-    }
-    $("log").addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); diagnose(); }
-    });
     suggestModels();
     update();
   }
